@@ -1,0 +1,8 @@
+"""`python -m trainforge ...` is the same as the `trainforge` console script."""
+
+import sys
+
+from trainforge.cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,37 @@
+"""The `trainforge` command: one dispatcher, each subcommand in the module that owns it.
+
+Subcommands are imported lazily so that `run-local` never pays for importing Pulumi and
+`plan` never pays for importing torch.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+# name -> (module with a `main(argv) -> int`, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "run-local": ("trainforge.local", "run a training job on this machine through torchrun"),
+    "plan": ("trainforge.plan.cli", "offline plan of a stack: resources, manifests, policy"),
+    "demo": ("trainforge.demo", "what `make demo` runs: short DDP and FSDP jobs and a plan"),
+}
+
+
+def usage() -> str:
+    lines = ["usage: trainforge COMMAND [ARGS...]", "", "commands:"]
+    lines += [f"  {name:<10} {help_}" for name, (_, help_) in COMMANDS.items()]
+    lines += ["", "Run `trainforge COMMAND --help` for a command's flags."]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(usage())
+        return 0
+    name, rest = argv[0], argv[1:]
+    if name not in COMMANDS:
+        print(f"trainforge: unknown command {name!r}\n\n{usage()}", file=sys.stderr)
+        return 2
+    module = importlib.import_module(COMMANDS[name][0])
+    return int(module.main(rest) or 0)
