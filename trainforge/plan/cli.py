@@ -1,0 +1,225 @@
+"""`trainforge plan`: preview-grade review of a stack with no Pulumi CLI, credentials or network.
+
+Exit status: 0 clean; 1 with every violation listed (resource, rule, why, how to fix);
+2 for configuration errors (bad stack config, missing project or stack file, bad waiver).
+"""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import sys
+import tempfile
+from typing import Any
+
+EXIT_CLEAN, EXIT_VIOLATIONS, EXIT_CONFIG = 0, 1, 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="trainforge plan",
+        description="Offline plan of a stack: run the Pulumi program under mocks (preview "
+        "mode), list its resources, write its Kubernetes manifests, validate them and run "
+        "the policy rules. Exit 0 clean, 1 violations, 2 configuration error.",
+    )
+    ap.add_argument("--stack", required=True, help="stack name: reads Pulumi.<STACK>.yaml")
+    ap.add_argument(
+        "--project-dir",
+        type=pathlib.Path,
+        default=None,
+        help="folder with Pulumi.yaml and __main__.py (default: nearest at or above cwd)",
+    )
+    ap.add_argument("--out", type=pathlib.Path, help="write one YAML per Kubernetes object here")
+    ap.add_argument("--json", type=pathlib.Path, help="write the whole inventory as JSON here")
+    ap.add_argument(
+        "--diff",
+        type=pathlib.Path,
+        metavar="OLD_DIR",
+        help="compare with a plan folder written earlier by --out (e.g. of the base branch)",
+    )
+    ap.add_argument(
+        "--diff-md", type=pathlib.Path, help="also write the --diff markdown to this file"
+    )
+    ap.add_argument(
+        "--no-checkov-wrappers",
+        action="store_true",
+        help="do not write PyTorchJob pod templates wrapped as Jobs under OUT/_checkov",
+    )
+    ap.add_argument("--summary", action="store_true", help="print counts instead of the tree")
+    return ap
+
+
+def config_error_types() -> tuple[type[BaseException], ...]:
+    """Errors that mean "the stack configuration is wrong": the project's own and ours."""
+    from trainforge.plan.runner import ProjectError
+    from trainforge.plan.waivers import WaiverError
+
+    types: list[type[BaseException]] = [ProjectError, WaiverError]
+    for mod_name in (
+        "trainforge.platform.config",
+        "trainforge.platform.errors",
+        "trainforge.jobs.errors",
+    ):
+        try:
+            mod = __import__(mod_name, fromlist=["_"])
+        except ImportError:
+            continue
+        for obj in vars(mod).values():
+            if (
+                isinstance(obj, type)
+                and issubclass(obj, Exception)
+                and obj.__module__ == mod.__name__
+            ):
+                types.append(obj)
+    return tuple(types)
+
+
+def find_config_error(exc: BaseException) -> BaseException | None:
+    """The config error behind `exc` (it may be wrapped by the Pulumi runtime)."""
+    types = config_error_types()
+    seen = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        if isinstance(cur, types):
+            return cur
+        seen.add(id(cur))
+        cur = cur.__cause__ or cur.__context__
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Printing
+
+
+def print_tree(result: Any, out=sys.stdout) -> None:
+    res = result.inventory.resources
+    children: dict[str | None, list] = {}
+    urns = {r.urn for r in res}
+    for r in res:
+        parent = r.parent if r.parent in urns else None
+        children.setdefault(parent, []).append(r)
+
+    def walk(parent: str | None, depth: int) -> None:
+        for r in children.get(parent, []):
+            extra = " [delete-before-replace]" if r.options.get("deleteBeforeReplace") else ""
+            print(f"{'  ' * depth}+ {r.type}  {r.name}{extra}", file=out)
+            walk(r.urn, depth + 1)
+
+    inv = result.inventory
+    print(f"Resources (stack {inv.stack}, project {inv.project}):", file=out)
+    print(f"+ pulumi:pulumi:Stack  {inv.project}-{inv.stack}", file=out)
+    walk(None, 1)
+
+
+def print_report(result: Any, args: argparse.Namespace, out=sys.stdout) -> None:
+    inv = result.inventory
+    if not args.summary:
+        print_tree(result, out)
+        print(file=out)
+    print(f"{len(inv.resources)} resources to create, by type:", file=out)
+    for t, n in result.counts_by_type():
+        print(f"  {n:5d}  {t}", file=out)
+    helm = result.helm()
+    if helm:
+        print("\nHelm releases, charts and manifest bundles (installed by the provider):", file=out)
+        for h in helm:
+            what = h["chart"] or h["directory"] or h["files"] or ""
+            ver = f" {h['version']}" if h["version"] else ""
+            repo = f" from {h['repo']}" if h["repo"] else ""
+            print(f"  {h['name']}: {h['type']} {what}{ver}{repo}", file=out)
+    if inv.outputs:
+        print("\nStack outputs:", file=out)
+        for k, v in inv.outputs.items():
+            print(f"  {k}: {v}", file=out)
+    v = result.validation
+    print(
+        f"\nKubernetes objects: {len(result.objects)} "
+        f"(validated: {v['pass']} pass, {v['fail']} fail, {v['unchecked']} without a schema)",
+        file=out,
+    )
+    autonamed = [o.ident for o in result.objects if o.autonamed]
+    if autonamed:
+        print(
+            f"  {len(autonamed)} autonamed by the provider at apply time (random suffix): "
+            f"names shown here end in a stable stand-in",
+            file=out,
+        )
+    if result.waived:
+        print(f"\nWaived ({len(result.waived)}):", file=out)
+        for w in result.waived:
+            print(f"  [{w.rule}] {w.resource}: {w.message}\n      reason: {w.waived}", file=out)
+    if result.failing:
+        print(f"\nViolations ({len(result.failing)}):", file=out)
+        for f in result.failing:
+            print(
+                f"  [{f.rule}] {f.resource}\n      why: {f.message}\n      fix: {f.fix}", file=out
+            )
+    else:
+        print("\nPolicy and validation: clean", file=out)
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from trainforge.plan import core, diff, manifests
+    from trainforge.plan.runner import ProjectError, find_project
+
+    try:
+        root = args.project_dir.resolve() if args.project_dir else find_project(pathlib.Path.cwd())
+        if args.project_dir and not (root / "Pulumi.yaml").is_file():
+            raise ProjectError(f"--project-dir {root}: no Pulumi.yaml there")
+        result = core.plan_project(root, args.stack)
+    except Exception as e:  # noqa: BLE001 - classified below
+        err = find_config_error(e)
+        if err is None:
+            raise
+        print(f"trainforge plan: configuration error: {err}", file=sys.stderr)
+        return EXIT_CONFIG
+
+    print_report(result, args)
+
+    out_dir = args.out
+    tmp = None
+    if out_dir is None and args.diff is not None:
+        tmp = tempfile.TemporaryDirectory(prefix="trainforge-plan-")
+        out_dir = pathlib.Path(tmp.name) / "plan"
+    try:
+        extra = {"plan": result.to_json()}
+        if out_dir is not None:
+            try:
+                n = manifests.write_manifests(
+                    result.objects, out_dir, checkov=not args.no_checkov_wrappers
+                )
+            except ProjectError as e:
+                print(f"trainforge plan: configuration error: {e}", file=sys.stderr)
+                return EXIT_CONFIG
+            manifests.write_inventory(result.inventory, out_dir / diff.INVENTORY_FILE, extra)
+            if args.out is not None:
+                print(f"\nWrote {n} manifests to {out_dir}/ (one file per object, by namespace)")
+        if args.json is not None:
+            manifests.write_inventory(result.inventory, args.json, extra)
+            print(f"Wrote the inventory to {args.json}")
+        if args.diff is not None:
+            if not args.diff.is_dir():
+                print(f"trainforge plan: --diff {args.diff}: not a folder", file=sys.stderr)
+                return EXIT_CONFIG
+            objects, resources = diff.diff_plans(args.diff, out_dir)
+            dbr = {
+                r.urn for r in result.inventory.resources if r.options.get("deleteBeforeReplace")
+            }
+            replaced = {o.ident for o in result.objects if o.urn in dbr}
+            md = diff.render_markdown(objects, resources, replaced)
+            print("\n" + md)
+            if args.diff_md:
+                args.diff_md.parent.mkdir(parents=True, exist_ok=True)
+                args.diff_md.write_text(md + "\n")
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+    return EXIT_CLEAN if result.clean else EXIT_VIOLATIONS
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,146 @@
+"""The offline plan as a library: run the program, rebuild its objects, validate, apply rules.
+
+The CLI (trainforge.plan.cli) prints and writes what this returns; tests and the benchmark
+call it directly.
+"""
+
+from __future__ import annotations
+
+import pathlib
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from trainforge.plan import rules as R
+from trainforge.plan import validate as V
+from trainforge.plan.manifests import K8sObject, helm_like, k8s_objects
+from trainforge.plan.runner import Inventory, run_program, run_project
+from trainforge.plan.waivers import CONFIG_KEY, Waiver, find_waiver, parse_waivers
+
+
+@dataclass
+class PlanResult:
+    inventory: Inventory
+    objects: list[K8sObject]
+    violations: list[R.Violation]
+    waivers: list[Waiver]
+    validation: Counter = field(default_factory=Counter)  # pass / fail / unchecked
+    unchecked: list[str] = field(default_factory=list)
+
+    @property
+    def failing(self) -> list[R.Violation]:
+        return [v for v in self.violations if v.waived is None]
+
+    @property
+    def waived(self) -> list[R.Violation]:
+        return [v for v in self.violations if v.waived is not None]
+
+    @property
+    def clean(self) -> bool:
+        return not self.failing
+
+    def counts_by_type(self) -> list[tuple[str, int]]:
+        c = Counter(r.type for r in self.inventory.resources)
+        return sorted(c.items(), key=lambda kv: (-kv[1], kv[0]))
+
+    def helm(self) -> list[dict[str, Any]]:
+        return helm_like(self.inventory)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "clean": self.clean,
+            "violations": [v.to_json() for v in self.violations],
+            "validation": dict(self.validation),
+            "unchecked": self.unchecked,
+            "kubernetesObjects": [
+                {"ident": o.ident, "urn": o.urn, "file": o.relpath, "autonamed": o.autonamed}
+                for o in self.objects
+            ],
+            "helm": self.helm(),
+            "countsByType": dict(self.counts_by_type()),
+        }
+
+
+def _short(type_: str, name: str) -> str:
+    return f"{type_}::{name}"
+
+
+def evaluate(inv: Inventory, waivers: list[Waiver], version: str | None = None) -> PlanResult:
+    """Validate objects and run every rule; attach waivers to what they cover."""
+    objects = k8s_objects(inv)
+    by_urn = {o.urn: o for o in objects}
+    violations: list[R.Violation] = []
+    counts: Counter = Counter()
+    unchecked: list[str] = []
+
+    def add(urn: str, display: str, names: set[str], rule: str, msg: str, fix: str) -> None:
+        w = find_waiver(waivers, rule, names)
+        violations.append(
+            R.Violation(display, rule, msg, fix, urn=urn, waived=w.reason if w else None)
+        )
+
+    def names_of(rec_urn: str, rec_name: str) -> set[str]:
+        names = {rec_urn, rec_name}
+        if rec_urn in by_urn:
+            names.add(by_urn[rec_urn].ident)
+        return names
+
+    for rec in inv.resources:
+        obj = by_urn.get(rec.urn)
+        display = f"{obj.ident} ({rec.name})" if obj else _short(rec.type, rec.name)
+        names = names_of(rec.urn, rec.name)
+        inputs = obj.doc if obj else rec.inputs
+        if obj is not None:
+            status, findings = V.validate_object(obj.doc, version)
+            counts[status] += 1
+            if status == "unchecked":
+                unchecked.append(obj.ident)
+            for f in findings:
+                add(rec.urn, display, names, f.rule, f.message, V.FIX[f.rule])
+        for rule, msg in R.check_resource(rec.type, inputs):
+            add(rec.urn, display, names, rule.id, msg, rule.fix)
+
+    stack = [
+        R.StackResource(r.urn, r.type, r.name, r.inputs, r.dependencies) for r in inv.resources
+    ]
+    names_by_urn = {r.urn: r for r in inv.resources}
+    for rule, urn, msg in R.check_stack(stack):
+        rec = names_by_urn[urn]
+        add(urn, _short(rec.type, rec.name), names_of(urn, rec.name), rule.id, msg, rule.fix)
+    return PlanResult(inv, objects, violations, waivers, counts, unchecked)
+
+
+def known_rule_ids() -> set[str]:
+    return set(R.rule_ids()) | set(V.FIX)
+
+
+def waivers_from(inv: Inventory) -> list[Waiver]:
+    return parse_waivers(inv.config.get(CONFIG_KEY), known_rule_ids())
+
+
+def plan_project(
+    root: pathlib.Path,
+    stack: str,
+    *,
+    mocks: Any = None,
+    config_overrides: dict[str, Any] | None = None,
+) -> PlanResult:
+    inv = run_project(root, stack, mocks=mocks, config_overrides=config_overrides)
+    return evaluate(inv, waivers_from(inv))
+
+
+def plan_program(
+    program: Callable[[], Any],
+    *,
+    stack: str = "test",
+    config: dict[str, Any] | None = None,
+    mocks: Any = None,
+) -> PlanResult:
+    """Plan a program function (tests, and programs that are not a project folder)."""
+    from trainforge.plan.runner import _config_string
+
+    cfg = {k: _config_string(v) for k, v in (config or {}).items()}
+    inv = run_program(program, stack=stack, config=cfg, mocks=mocks)
+    inv.config = dict(config or {})
+    return evaluate(inv, waivers_from(inv))

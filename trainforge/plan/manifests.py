@@ -1,0 +1,229 @@
+"""Turn recorded pulumi-kubernetes resources back into the Kubernetes objects they apply.
+
+pulumi-kubernetes sends an object's fields to the engine under their wire names (apiVersion,
+kind, metadata, spec, ...), so an object is its inputs minus nothing. What the provider would
+add at apply time is added here the same way: an auto-generated name when metadata.name is
+unset (our suffix is a stable hash so that diffs between plans stay quiet), and the provider's
+default namespace for namespaced kinds.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import pathlib
+import re
+import shutil
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from trainforge.plan.runner import Inventory, ProjectError, Recorded
+
+MARKER = ".trainforge-plan"
+CHECKOV_DIR = "_checkov"
+CLUSTER_DIR = "_cluster"
+DEFAULT_NAMESPACE = "default"
+
+# Components that expand into objects only inside the provider: inventory, not manifests.
+NOT_OBJECTS = re.compile(r"^kubernetes:(helm\.sh/v\d+|kustomize(/v\d+)?|yaml(/v\d+)?):")
+CLUSTER_SCOPED = {
+    "Namespace",
+    "Node",
+    "PersistentVolume",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "CustomResourceDefinition",
+    "StorageClass",
+    "PriorityClass",
+    "RuntimeClass",
+    "IngressClass",
+    "CSIDriver",
+    "CSINode",
+    "VolumeAttachment",
+    "ValidatingWebhookConfiguration",
+    "MutatingWebhookConfiguration",
+    "ValidatingAdmissionPolicy",
+    "ValidatingAdmissionPolicyBinding",
+    "APIService",
+    "FlowSchema",
+    "PriorityLevelConfiguration",
+    # custom resources we know to be cluster-scoped
+    "NodePool",
+    "NodeClaim",
+    "EC2NodeClass",
+    "ClusterQueue",
+    "ResourceFlavor",
+}
+
+
+@dataclass
+class K8sObject:
+    """A Kubernetes object and the Pulumi resource that declares it."""
+
+    urn: str
+    name: str  # Pulumi logical name
+    type: str
+    doc: dict[str, Any]
+    autonamed: bool = False
+
+    @property
+    def kind(self) -> str:
+        return str(self.doc.get("kind"))
+
+    @property
+    def namespace(self) -> str | None:
+        return (self.doc.get("metadata") or {}).get("namespace")
+
+    @property
+    def obj_name(self) -> str:
+        return str((self.doc.get("metadata") or {}).get("name"))
+
+    @property
+    def ident(self) -> str:
+        """namespace/Kind/name (or _cluster/Kind/name): how the plan and diff name objects."""
+        return f"{self.namespace or CLUSTER_DIR}/{self.kind}/{self.obj_name}"
+
+    @property
+    def relpath(self) -> str:
+        return f"{self.namespace or CLUSTER_DIR}/{self.kind.lower()}-{self.obj_name}.yaml"
+
+
+def is_k8s_object_type(type_: str) -> bool:
+    if not type_.startswith("kubernetes:") or NOT_OBJECTS.match(type_):
+        return False
+    kind = type_.rsplit(":", 1)[-1]
+    return not (kind.endswith("Patch") or kind.endswith("List"))
+
+
+def _autoname(rec: Recorded) -> str:
+    """The provider appends a random suffix; ours is stable so that two plans compare."""
+    base = re.sub(r"[^a-z0-9-]", "-", rec.name.lower()).strip("-")[:50] or "object"
+    return f"{base}-{hashlib.sha256(rec.urn.encode()).hexdigest()[:8]}"
+
+
+def to_object(rec: Recorded) -> K8sObject:
+    inputs = copy.deepcopy(rec.inputs)
+    group_version, kind = rec.type[len("kubernetes:") :].rsplit(":", 1)
+    api_version = (
+        group_version[len("core/") :] if group_version.startswith("core/") else group_version
+    )
+    doc: dict[str, Any] = {
+        "apiVersion": inputs.pop("apiVersion", api_version),
+        "kind": inputs.pop("kind", kind),
+    }
+    meta = dict(inputs.pop("metadata", None) or {})
+    autonamed = not meta.get("name")
+    if autonamed:
+        meta["name"] = _autoname(rec)
+    if doc["kind"] in CLUSTER_SCOPED:
+        meta.pop("namespace", None)
+    elif not meta.get("namespace"):
+        meta["namespace"] = DEFAULT_NAMESPACE
+    doc["metadata"] = meta
+    doc.update(inputs)
+    return K8sObject(urn=rec.urn, name=rec.name, type=rec.type, doc=doc, autonamed=autonamed)
+
+
+def k8s_objects(inv: Inventory) -> list[K8sObject]:
+    return [to_object(r) for r in inv.resources if r.custom and is_k8s_object_type(r.type)]
+
+
+def helm_like(inv: Inventory) -> list[dict[str, Any]]:
+    """Helm releases, charts and kustomize/yaml components: what they install, not objects."""
+    out = []
+    for r in inv.resources:
+        if not NOT_OBJECTS.match(r.type):
+            continue
+        i = r.inputs
+        out.append(
+            {
+                "type": r.type,
+                "name": r.name,
+                "chart": i.get("chart"),
+                "version": i.get("version"),
+                "repo": (i.get("repositoryOpts") or {}).get("repo") or i.get("repo"),
+                "namespace": i.get("namespace"),
+                "directory": i.get("directory"),
+                "files": i.get("files"),
+                "values": i.get("values"),
+            }
+        )
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing
+
+
+def prepare_dir(out: pathlib.Path) -> None:
+    """Empty DIR for a new plan; refuse to wipe a folder a plan did not write."""
+    if out.exists():
+        if any(out.iterdir()) and not (out / MARKER).exists():
+            raise ProjectError(
+                f"--out {out}: folder exists, is not empty and was not written by a plan; "
+                "choose an empty or new folder"
+            )
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    (out / MARKER).write_text("written by `trainforge plan`; emptied on every plan\n")
+
+
+def dump_yaml(doc: Any) -> str:
+    return yaml.safe_dump(doc, sort_keys=False, default_flow_style=False, width=100)
+
+
+def pod_template_jobs(obj: K8sObject) -> list[tuple[str, dict[str, Any]]]:
+    """Each PyTorchJob replica's pod template wrapped as a batch/v1 Job.
+
+    checkov (and other scanners) skip custom resources; the wrapped Job carries the exact pod
+    template so that the pod-level checks run on what the operator will create.
+    """
+    if obj.kind != "PyTorchJob":
+        return []
+    out = []
+    specs = (obj.doc.get("spec") or {}).get("pytorchReplicaSpecs") or {}
+    for rtype, rspec in specs.items():
+        tmpl = copy.deepcopy((rspec or {}).get("template") or {})
+        pod = tmpl.setdefault("spec", {})
+        if pod.get("restartPolicy") not in ("OnFailure", "Never"):
+            pod["restartPolicy"] = "Never"  # a Job requires one of these; irrelevant to scans
+        name = f"{obj.obj_name}-{rtype.lower()}"[:63]
+        job = {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {
+                "name": name,
+                "namespace": obj.namespace or DEFAULT_NAMESPACE,
+                "annotations": {"trainforge.io/wraps": f"PyTorchJob/{obj.obj_name} {rtype}"},
+            },
+            "spec": {"template": tmpl},
+        }
+        out.append((f"{obj.namespace or DEFAULT_NAMESPACE}/job-{name}.yaml", job))
+    return out
+
+
+def write_manifests(objects: list[K8sObject], out: pathlib.Path, checkov: bool = True) -> int:
+    """One YAML file per object under out/<namespace or _cluster>/; returns files written."""
+    prepare_dir(out)
+    n = 0
+    for obj in objects:
+        path = out / obj.relpath
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(dump_yaml(obj.doc))
+        n += 1
+        if checkov:
+            for rel, job in pod_template_jobs(obj):
+                p = out / CHECKOV_DIR / rel
+                p.parent.mkdir(parents=True, exist_ok=True)
+                p.write_text(dump_yaml(job))
+    return n
+
+
+def write_inventory(inv: Inventory, path: pathlib.Path, extra: dict[str, Any]) -> None:
+    data = inv.to_json()
+    data.update(extra)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")

@@ -1,0 +1,760 @@
+"""Policy rules, written once as pure functions and run by both the offline plan and the
+pulumi-policy pack in policy/.
+
+A resource rule looks at one resource: (Pulumi type token, inputs as the engine sees them,
+camelCase) -> list of messages. A stack rule looks at every resource at once, for properties
+that AWS spreads over several resources (an S3 bucket's encryption, versioning, public access
+block and policy are four resources). Ids mirror checkov's where one exists, so that a finding
+can be looked up in checkov's docs; ours are prefixed TRAINFORGE_.
+
+Values the cloud only knows at apply time are "<unknown>" here (or the policy SDK's unknown);
+a rule never fails on an unknown value, exactly as `pulumi preview --policy-pack` behaves.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+UNKNOWN = "<unknown>"
+
+
+def is_unknown(value: Any) -> bool:
+    return value == UNKNOWN or type(value).__name__ == "Unknown"
+
+
+# ---------------------------------------------------------------------------------------------
+# Model
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    title: str
+    fix: str
+    check: Callable[[str, dict[str, Any]], list[str]]
+    types: tuple[str, ...] = ()  # exact type tokens; empty = decided by `check` itself
+
+    def applies(self, type_: str) -> bool:
+        return not self.types or type_ in self.types
+
+
+@dataclass(frozen=True)
+class StackResource:
+    """What a stack rule needs of a resource: its identity, inputs and dependencies."""
+
+    urn: str
+    type: str
+    name: str
+    inputs: dict[str, Any]
+    property_dependencies: dict[str, list[str]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class StackRule:
+    id: str
+    title: str
+    fix: str
+    # yields (urn of the offending resource, message)
+    check: Callable[[list[StackResource]], Iterable[tuple[str, str]]]
+
+
+@dataclass
+class Violation:
+    resource: str  # display name (type::name, or namespace/kind/name for k8s objects)
+    rule: str
+    message: str
+    fix: str
+    urn: str = ""
+    waived: str | None = None  # the written reason when a waiver covers it
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "resource": self.resource,
+            "urn": self.urn,
+            "rule": self.rule,
+            "message": self.message,
+            "fix": self.fix,
+            "waived": self.waived,
+        }
+
+
+# ---------------------------------------------------------------------------------------------
+# Helpers
+
+
+def _get(d: Any, *path: str, default: Any = None) -> Any:
+    for key in path:
+        if not isinstance(d, dict) or key not in d:
+            return default
+        d = d[key]
+    return d
+
+
+def _as_list(v: Any) -> list:
+    if v is None:
+        return []
+    return v if isinstance(v, list) else [v]
+
+
+def _policy_doc(value: Any) -> dict | None:
+    """An IAM policy document from a JSON string or dict; None when unknown or unparsable."""
+    if value is None or is_unknown(value):
+        return None
+    if isinstance(value, dict):
+        return value
+    if isinstance(value, str):
+        try:
+            doc = json.loads(value)
+        except ValueError:
+            return None
+        return doc if isinstance(doc, dict) else None
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# EKS: both the pulumi-eks component (flat inputs) and aws.eks.Cluster (vpcConfig, ...)
+
+EKS_COMPONENT = "eks:index:Cluster"
+EKS_CLUSTER = "aws:eks/cluster:Cluster"
+EKS_TYPES = (EKS_COMPONENT, EKS_CLUSTER)
+ALL_LOG_TYPES = ("api", "audit", "authenticator", "controllerManager", "scheduler")
+
+
+def _eks_endpoint(type_: str, inputs: dict) -> tuple[Any, Any, Any]:
+    """(public access, private access, public CIDRs) with the provider defaults applied."""
+    src = inputs if type_ == EKS_COMPONENT else (inputs.get("vpcConfig") or {})
+    public = src.get("endpointPublicAccess")
+    private = src.get("endpointPrivateAccess")
+    cidrs = src.get("publicAccessCidrs")
+    # Both providers default to a public endpoint open to 0.0.0.0/0.
+    return (True if public is None else public, bool(private), cidrs)
+
+
+def eks_log_types(type_: str, inputs: dict) -> list[str]:
+    logs = inputs.get("enabledClusterLogTypes")
+    if is_unknown(logs):
+        return []
+    missing = [t for t in ALL_LOG_TYPES if t not in _as_list(logs)]
+    return [f"control-plane log types not enabled: {', '.join(missing)}"] if missing else []
+
+
+def eks_public_cidrs(type_: str, inputs: dict) -> list[str]:
+    public, _, cidrs = _eks_endpoint(type_, inputs)
+    if public is not True:
+        return []
+    if cidrs is None:
+        return ["public endpoint enabled with no publicAccessCidrs: AWS defaults to 0.0.0.0/0"]
+    if is_unknown(cidrs):
+        return []
+    if any(c in ("0.0.0.0/0", "::/0") for c in _as_list(cidrs)):
+        return [f"public endpoint open to the internet (publicAccessCidrs={cidrs})"]
+    return []
+
+
+def eks_public_endpoint(type_: str, inputs: dict) -> list[str]:
+    public, private, cidrs = _eks_endpoint(type_, inputs)
+    if public is True and (cidrs is None or not _as_list(cidrs)):
+        return [
+            "API endpoint is public by default (endpointPublicAccess unset or true with no allow-list)"
+        ]
+    if public is True and not private:
+        return ["API endpoint is public only: nodes and controllers reach it over the internet"]
+    return []
+
+
+def eks_secrets_encryption(type_: str, inputs: dict) -> list[str]:
+    if type_ == EKS_COMPONENT:
+        if inputs.get("encryptionConfigKeyArn") is None:
+            return ["secrets are not envelope-encrypted: encryptionConfigKeyArn is unset"]
+        return []
+    configs = inputs.get("encryptionConfig")
+    if is_unknown(configs):
+        return []
+    for cfg in _as_list(configs):
+        if "secrets" in _as_list(_get(cfg, "resources")) and _get(cfg, "provider", "keyArn"):
+            return []
+    return ["secrets are not envelope-encrypted: no encryptionConfig for `secrets` with a KMS key"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Instance metadata: launch templates and Karpenter EC2NodeClasses
+
+LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
+EC2_NODE_CLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
+
+
+def _metadata_options(type_: str, inputs: dict) -> Any:
+    if type_ == EC2_NODE_CLASS:
+        return _get(inputs, "spec", "metadataOptions")
+    return inputs.get("metadataOptions")
+
+
+def imdsv2_required(type_: str, inputs: dict) -> list[str]:
+    opts = _metadata_options(type_, inputs)
+    if is_unknown(opts):
+        return []
+    # Karpenter's EC2NodeClass defaults httpTokens to required; a launch template does not.
+    default = "required" if type_ == EC2_NODE_CLASS else None
+    tokens = _get(opts, "httpTokens", default=default)
+    if _get(opts, "httpEndpoint") == "disabled" or tokens == "required" or is_unknown(tokens):
+        return []
+    return [f"instance metadata allows IMDSv1 (httpTokens={tokens!r})"]
+
+
+def imds_hop_limit(type_: str, inputs: dict) -> list[str]:
+    opts = _metadata_options(type_, inputs)
+    if is_unknown(opts) or _get(opts, "httpEndpoint") == "disabled":
+        return []
+    # Karpenter's default is 1; a launch template's default is the AMI's (often 2).
+    default = 1 if type_ == EC2_NODE_CLASS else None
+    hops = _get(opts, "httpPutResponseHopLimit", default=default)
+    if is_unknown(hops) or hops == 1:
+        return []
+    return [f"IMDS hop limit is {hops!r}: pods can reach the node's credentials"]
+
+
+# ---------------------------------------------------------------------------------------------
+# S3 (per resource; the bucket-level completeness checks are stack rules below)
+
+S3_BUCKET = "aws:s3/bucket:Bucket"
+S3_BUCKET_V2 = "aws:s3/bucketV2:BucketV2"
+S3_SSE = "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration"
+S3_SSE_V2 = (
+    "aws:s3/bucketServerSideEncryptionConfigurationV2:BucketServerSideEncryptionConfigurationV2"
+)
+S3_VERSIONING = "aws:s3/bucketVersioning:BucketVersioning"
+S3_VERSIONING_V2 = "aws:s3/bucketVersioningV2:BucketVersioningV2"
+S3_PAB = "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock"
+S3_POLICY = "aws:s3/bucketPolicy:BucketPolicy"
+S3_BUCKETS = (S3_BUCKET, S3_BUCKET_V2)
+S3_SSES = (S3_SSE, S3_SSE_V2)
+S3_VERSIONINGS = (S3_VERSIONING, S3_VERSIONING_V2)
+
+
+def _sse_algorithms(rules: Any) -> list[Any]:
+    return [
+        _get(r, "applyServerSideEncryptionByDefault", "sseAlgorithm")
+        for r in _as_list(rules)
+        if isinstance(r, dict)
+    ]
+
+
+def s3_kms(type_: str, inputs: dict) -> list[str]:
+    if type_ in S3_SSES:
+        algs = _sse_algorithms(inputs.get("rules"))
+    else:  # inline (deprecated) config on the bucket: only judged when present
+        inline = inputs.get("serverSideEncryptionConfiguration")
+        if not inline:
+            return []
+        algs = _sse_algorithms(_get(inline, "rule") or _get(inline, "rules"))
+    if any(is_unknown(a) for a in algs) or any(a in ("aws:kms", "aws:kms:dsse") for a in algs):
+        return []
+    return [f"default encryption is {algs or 'unset'}, not SSE-KMS"]
+
+
+def s3_versioning(type_: str, inputs: dict) -> list[str]:
+    if type_ in S3_VERSIONINGS:
+        status = _get(inputs, "versioningConfiguration", "status")
+    else:
+        inline = inputs.get("versioning")
+        if not inline:
+            return []
+        status = "Enabled" if _get(inline, "enabled") is True else _get(inline, "enabled")
+    if is_unknown(status) or status == "Enabled":
+        return []
+    return [f"versioning status is {status!r}, not 'Enabled'"]
+
+
+PAB_FLAGS = ("blockPublicAcls", "blockPublicPolicy", "ignorePublicAcls", "restrictPublicBuckets")
+
+
+def s3_public_access_block(type_: str, inputs: dict) -> list[str]:
+    off = [f for f in PAB_FLAGS if inputs.get(f) is not True and not is_unknown(inputs.get(f))]
+    return [f"public access block leaves {', '.join(off)} off"] if off else []
+
+
+def _denies_insecure_transport(doc: dict) -> bool:
+    for st in _as_list(doc.get("Statement")):
+        if not isinstance(st, dict) or st.get("Effect") != "Deny":
+            continue
+        cond = st.get("Condition") or {}
+        for op in ("Bool", "BoolIfExists"):
+            val = _get(cond, op, "aws:SecureTransport")
+            if str(val).lower() == "false":
+                return True
+    return False
+
+
+def s3_tls_only(type_: str, inputs: dict) -> list[str]:
+    policy = inputs.get("policy")
+    doc = _policy_doc(policy)
+    if doc is None:
+        return [] if policy is None or is_unknown(policy) else ["bucket policy is not valid JSON"]
+    if _denies_insecure_transport(doc):
+        return []
+    return ["bucket policy does not deny requests with aws:SecureTransport=false"]
+
+
+# ---------------------------------------------------------------------------------------------
+# FSx, KMS, SQS, IAM
+
+FSX_LUSTRE = "aws:fsx/lustreFileSystem:LustreFileSystem"
+KMS_KEY = "aws:kms/key:Key"
+SQS_QUEUE = "aws:sqs/queue:Queue"
+IAM_POLICY_TYPES = {
+    "aws:iam/policy:Policy": "policy",
+    "aws:iam/rolePolicy:RolePolicy": "policy",
+    "aws:iam/userPolicy:UserPolicy": "policy",
+    "aws:iam/groupPolicy:GroupPolicy": "policy",
+}
+IAM_ROLE = "aws:iam/role:Role"
+
+
+def fsx_customer_key(type_: str, inputs: dict) -> list[str]:
+    deployment = inputs.get("deploymentType")
+    # SCRATCH file systems cannot take a customer key (AWS encrypts them with its own key);
+    # the rule applies where AWS allows one.
+    if isinstance(deployment, str) and deployment.startswith("SCRATCH"):
+        return []
+    if inputs.get("kmsKeyId") is None:
+        return [f"{deployment or 'PERSISTENT'} file system is encrypted with the AWS-managed key"]
+    return []
+
+
+def kms_rotation(type_: str, inputs: dict) -> list[str]:
+    if inputs.get("customerMasterKeySpec", "SYMMETRIC_DEFAULT") not in (
+        "SYMMETRIC_DEFAULT",
+        UNKNOWN,
+    ):
+        return []  # rotation exists for symmetric keys only
+    rot = inputs.get("enableKeyRotation")
+    return [] if rot is True or is_unknown(rot) else ["automatic key rotation is off"]
+
+
+def sqs_encryption(type_: str, inputs: dict) -> list[str]:
+    if inputs.get("kmsMasterKeyId") is not None or inputs.get("sqsManagedSseEnabled") is True:
+        return []
+    return ["queue is not encrypted at rest (no kmsMasterKeyId, sqsManagedSseEnabled unset)"]
+
+
+def _admin_statements(doc: dict) -> Iterator[dict]:
+    for st in _as_list(doc.get("Statement")):
+        if not isinstance(st, dict) or st.get("Effect") != "Allow":
+            continue
+        actions = _as_list(st.get("Action"))
+        resources = _as_list(st.get("Resource"))
+        if "*" in actions and "*" in resources:
+            yield st
+
+
+def iam_no_admin(type_: str, inputs: dict) -> list[str]:
+    docs: list[Any] = []
+    if type_ in IAM_POLICY_TYPES:
+        docs.append(inputs.get(IAM_POLICY_TYPES[type_]))
+    elif type_ == IAM_ROLE:
+        docs += [_get(p, "policy") for p in _as_list(inputs.get("inlinePolicies"))]
+    out = []
+    for raw in docs:
+        doc = _policy_doc(raw)
+        if doc and any(True for _ in _admin_statements(doc)):
+            out.append('policy allows Action "*" on Resource "*"')
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Pods: every pod spec a workload or a PyTorchJob replica carries
+
+WORKLOAD_TEMPLATE_PATHS: dict[str, tuple[str, ...]] = {
+    "Pod": ("spec",),
+    "PodTemplate": ("template", "spec"),
+    "Deployment": ("spec", "template", "spec"),
+    "StatefulSet": ("spec", "template", "spec"),
+    "DaemonSet": ("spec", "template", "spec"),
+    "ReplicaSet": ("spec", "template", "spec"),
+    "Job": ("spec", "template", "spec"),
+    "CronJob": ("spec", "jobTemplate", "spec", "template", "spec"),
+}
+SYSTEM_NAMESPACES = ("kube-system",)
+PRIVILEGED_REASON_ANNOTATION = "trainforge.io/privileged-reason"
+GPU = "nvidia.com/gpu"
+
+
+def k8s_kind(type_: str) -> str | None:
+    """The Kubernetes kind of a pulumi-kubernetes type token, e.g. kubernetes:apps/v1:Deployment."""
+    if not type_.startswith("kubernetes:"):
+        return None
+    return type_.rsplit(":", 1)[-1]
+
+
+def pod_specs(type_: str, inputs: dict) -> Iterator[tuple[str, dict]]:
+    """(label, pod spec) for every pod template of a workload object."""
+    kind = k8s_kind(type_)
+    if kind is None:
+        return
+    if kind == "PyTorchJob":
+        for rtype, rspec in (_get(inputs, "spec", "pytorchReplicaSpecs") or {}).items():
+            spec = _get(rspec, "template", "spec")
+            if isinstance(spec, dict):
+                yield f"{rtype} pod", spec
+        return
+    path = WORKLOAD_TEMPLATE_PATHS.get(kind)
+    if path:
+        spec = _get(inputs, *path)
+        if isinstance(spec, dict):
+            yield "pod", spec
+
+
+def _containers(spec: dict) -> Iterator[dict]:
+    for key in ("initContainers", "containers"):
+        for c in _as_list(spec.get(key)):
+            if isinstance(c, dict):
+                yield c
+
+
+def _pod_rule(fn: Callable[[str, dict, dict], list[str]]):
+    """Lift a check over one pod spec to a resource rule over every pod spec it carries."""
+
+    def check(type_: str, inputs: dict) -> list[str]:
+        out = []
+        for label, spec in pod_specs(type_, inputs):
+            out += [f"{label}: {m}" for m in fn(type_, inputs, spec)]
+        return out
+
+    return check
+
+
+def _sc(spec: dict, c: dict, key: str) -> Any:
+    """A container's effective security setting: its own, else the pod's."""
+    own = _get(c, "securityContext", key)
+    return own if own is not None else _get(spec, "securityContext", key)
+
+
+def pod_non_root(type_: str, inputs: dict, spec: dict) -> list[str]:
+    out = []
+    for c in _containers(spec):
+        non_root = _sc(spec, c, "runAsNonRoot")
+        uid = _sc(spec, c, "runAsUser")
+        if uid == 0 or not (non_root is True or (isinstance(uid, int) and uid > 0)):
+            out.append(f"container {c.get('name')!r} may run as root (set runAsNonRoot: true)")
+    return out
+
+
+def pod_no_privilege_escalation(type_: str, inputs: dict, spec: dict) -> list[str]:
+    return [
+        f"container {c.get('name')!r} allows privilege escalation"
+        for c in _containers(spec)
+        if _get(c, "securityContext", "allowPrivilegeEscalation") is not False
+    ]
+
+
+def pod_drop_all(type_: str, inputs: dict, spec: dict) -> list[str]:
+    return [
+        f"container {c.get('name')!r} does not drop ALL capabilities"
+        for c in _containers(spec)
+        if "ALL" not in _as_list(_get(c, "securityContext", "capabilities", "drop"))
+    ]
+
+
+def pod_seccomp(type_: str, inputs: dict, spec: dict) -> list[str]:
+    pod = _get(spec, "securityContext", "seccompProfile", "type")
+    out = []
+    for c in _containers(spec):
+        t = _get(c, "securityContext", "seccompProfile", "type") or pod
+        if t not in ("RuntimeDefault", "Localhost"):
+            out.append(f"container {c.get('name')!r} seccomp profile is {t or 'unset'}")
+    return out
+
+
+def pod_gpu_requests_limits(type_: str, inputs: dict, spec: dict) -> list[str]:
+    out = []
+    for c in _containers(spec):
+        req = _get(c, "resources", "requests", GPU)
+        lim = _get(c, "resources", "limits", GPU)
+        if req is None and lim is None:
+            continue
+        if lim is None or (req is not None and str(req) != str(lim)):
+            out.append(f"container {c.get('name')!r} {GPU} requests={req} limits={lim}")
+    return out
+
+
+def image_problem(image: Any) -> str | None:
+    """Why an image reference is not pinned, or None when it is."""
+    if not isinstance(image, str) or is_unknown(image):
+        return None if is_unknown(image) else "no image"
+    if "@sha256:" in image:
+        return None
+    last = image.rsplit("/", 1)[-1]
+    if ":" not in last:
+        return "untagged (resolves to :latest)"
+    if last.rsplit(":", 1)[1] == "latest":
+        return "tagged :latest"
+    return None
+
+
+def pod_image_pinned(type_: str, inputs: dict, spec: dict) -> list[str]:
+    out = []
+    for c in _containers(spec):
+        why = image_problem(c.get("image"))
+        if why:
+            out.append(f"container {c.get('name')!r} image {c.get('image')!r} is {why}")
+    return out
+
+
+def pod_service_account(type_: str, inputs: dict, spec: dict) -> list[str]:
+    sa = spec.get("serviceAccountName") or spec.get("serviceAccount") or "default"
+    if sa == "default" and spec.get("automountServiceAccountToken") is not False:
+        return ["runs as the namespace's `default` ServiceAccount with its token mounted"]
+    return []
+
+
+def pod_privileged(type_: str, inputs: dict, spec: dict) -> list[str]:
+    priv = [c for c in _containers(spec) if _get(c, "securityContext", "privileged") is True]
+    if not priv:
+        return []
+    meta = inputs.get("metadata") or {}
+    reason = (meta.get("annotations") or {}).get(PRIVILEGED_REASON_ANNOTATION)
+    if (
+        k8s_kind(type_) == "DaemonSet"
+        and meta.get("namespace") in SYSTEM_NAMESPACES
+        and isinstance(reason, str)
+        and reason.strip()
+    ):
+        return []  # a documented system daemon (device plugin, CSI node driver)
+    return [f"container {c.get('name')!r} is privileged" for c in priv]
+
+
+# ---------------------------------------------------------------------------------------------
+# Registry
+
+RULES: tuple[Rule, ...] = (
+    Rule(
+        "CKV_AWS_37",
+        "EKS control-plane logging covers all log types",
+        f"set enabledClusterLogTypes to {list(ALL_LOG_TYPES)}",
+        eks_log_types,
+        EKS_TYPES,
+    ),
+    Rule(
+        "CKV_AWS_38",
+        "EKS public endpoint is not open to 0.0.0.0/0",
+        "disable endpointPublicAccess or list the allowed CIDRs in publicAccessCidrs",
+        eks_public_cidrs,
+        EKS_TYPES,
+    ),
+    Rule(
+        "CKV_AWS_39",
+        "EKS API endpoint is not public by default",
+        "set endpointPrivateAccess: true and endpointPublicAccess: false (or an explicit allow-list)",
+        eks_public_endpoint,
+        EKS_TYPES,
+    ),
+    Rule(
+        "CKV_AWS_58",
+        "EKS secrets are encrypted with a KMS key",
+        "pass a customer KMS key (encryptionConfigKeyArn / encryptionConfig.provider.keyArn)",
+        eks_secrets_encryption,
+        EKS_TYPES,
+    ),
+    Rule(
+        "CKV_AWS_79",
+        "Instance metadata requires IMDSv2 tokens",
+        "set metadataOptions.httpTokens: required",
+        imdsv2_required,
+        (LAUNCH_TEMPLATE, EC2_NODE_CLASS),
+    ),
+    Rule(
+        "CKV_AWS_341",
+        "Instance metadata hop limit is 1",
+        "set metadataOptions.httpPutResponseHopLimit: 1",
+        imds_hop_limit,
+        (LAUNCH_TEMPLATE, EC2_NODE_CLASS),
+    ),
+    Rule(
+        "CKV_AWS_145",
+        "S3 default encryption is SSE-KMS",
+        "use sseAlgorithm aws:kms with a customer key (and bucketKeyEnabled: true)",
+        s3_kms,
+        (*S3_SSES, *S3_BUCKETS),
+    ),
+    Rule(
+        "CKV_AWS_21",
+        "S3 versioning is enabled",
+        "set versioningConfiguration.status: Enabled",
+        s3_versioning,
+        (*S3_VERSIONINGS, *S3_BUCKETS),
+    ),
+    Rule(
+        "CKV2_AWS_6",
+        "S3 public access block blocks everything",
+        f"set {', '.join(PAB_FLAGS)} to true",
+        s3_public_access_block,
+        (S3_PAB,),
+    ),
+    Rule(
+        "TRAINFORGE_S3_TLS",
+        "S3 bucket policy denies non-TLS requests",
+        'add a Deny statement for "s3:*" with Condition Bool aws:SecureTransport "false"',
+        s3_tls_only,
+        (S3_POLICY,),
+    ),
+    Rule(
+        "CKV_AWS_190",
+        "FSx for Lustre is encrypted with a customer-managed KMS key",
+        "set kmsKeyId to a customer KMS key",
+        fsx_customer_key,
+        (FSX_LUSTRE,),
+    ),
+    Rule(
+        "CKV_AWS_7",
+        "KMS key rotation is enabled",
+        "set enableKeyRotation: true",
+        kms_rotation,
+        (KMS_KEY,),
+    ),
+    Rule(
+        "CKV_AWS_27",
+        "SQS queue is encrypted",
+        "set kmsMasterKeyId (or sqsManagedSseEnabled: true)",
+        sqs_encryption,
+        (SQS_QUEUE,),
+    ),
+    Rule(
+        "CKV_AWS_62",
+        'IAM policy does not allow "*" actions on "*" resources',
+        "list the actions and resource ARNs the principal needs",
+        iam_no_admin,
+        (*IAM_POLICY_TYPES, IAM_ROLE),
+    ),
+    Rule(
+        "CKV_K8S_23",
+        "Containers run as non-root",
+        "set securityContext.runAsNonRoot: true (and a non-zero runAsUser)",
+        _pod_rule(pod_non_root),
+    ),
+    Rule(
+        "CKV_K8S_20",
+        "Containers do not allow privilege escalation",
+        "set securityContext.allowPrivilegeEscalation: false on every container",
+        _pod_rule(pod_no_privilege_escalation),
+    ),
+    Rule(
+        "CKV_K8S_37",
+        "Containers drop ALL capabilities",
+        'set securityContext.capabilities.drop: ["ALL"] (add back only what is needed)',
+        _pod_rule(pod_drop_all),
+    ),
+    Rule(
+        "CKV_K8S_31",
+        "Pods use the RuntimeDefault seccomp profile",
+        "set securityContext.seccompProfile.type: RuntimeDefault",
+        _pod_rule(pod_seccomp),
+    ),
+    Rule(
+        "TRAINFORGE_GPU_REQUESTS",
+        "GPU requests equal limits",
+        f"set resources.limits[{GPU!r}] (and requests, if given) to the same count",
+        _pod_rule(pod_gpu_requests_limits),
+    ),
+    Rule(
+        "CKV_K8S_14",
+        "Images are pinned to a tag or digest, never :latest",
+        "use an explicit version tag or an @sha256 digest",
+        _pod_rule(pod_image_pinned),
+    ),
+    Rule(
+        "TRAINFORGE_DEFAULT_SA",
+        "Pods do not use the default ServiceAccount",
+        "set serviceAccountName to a dedicated ServiceAccount (or automountServiceAccountToken: false)",
+        _pod_rule(pod_service_account),
+    ),
+    Rule(
+        "CKV_K8S_16",
+        "Only documented system daemonsets run privileged",
+        f"drop privileged, or run it as a kube-system DaemonSet annotated {PRIVILEGED_REASON_ANNOTATION}",
+        _pod_rule(pod_privileged),
+    ),
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# Stack rules: every S3 bucket has its encryption, versioning, public access block and TLS policy
+
+
+def _attached(res: list[StackResource], types: tuple[str, ...], bucket: StackResource) -> list:
+    """Resources of `types` whose `bucket` input refers to `bucket` (by dependency or value)."""
+    names = {bucket.inputs.get("bucket"), bucket.name}
+    out = []
+    for r in res:
+        if r.type not in types:
+            continue
+        deps = r.property_dependencies.get("bucket") or []
+        if bucket.urn in deps or (r.inputs.get("bucket") in names - {None}):
+            out.append(r)
+    return out
+
+
+def _bucket_completeness(
+    types: tuple[str, ...], inline_key: str | None, what: str
+) -> Callable[[list[StackResource]], Iterable[tuple[str, str]]]:
+    def check(res: list[StackResource]) -> Iterable[tuple[str, str]]:
+        for b in res:
+            if b.type not in S3_BUCKETS:
+                continue
+            if inline_key and b.inputs.get(inline_key):
+                continue
+            if not _attached(res, types, b):
+                yield b.urn, f"bucket has no {what}"
+
+    return check
+
+
+STACK_RULES: tuple[StackRule, ...] = (
+    StackRule(
+        "CKV_AWS_145",
+        "Every S3 bucket has SSE-KMS default encryption",
+        "declare a BucketServerSideEncryptionConfiguration with sseAlgorithm aws:kms",
+        _bucket_completeness(S3_SSES, "serverSideEncryptionConfiguration", "default encryption"),
+    ),
+    StackRule(
+        "CKV_AWS_21",
+        "Every S3 bucket has versioning",
+        "declare a BucketVersioning with status Enabled",
+        _bucket_completeness(S3_VERSIONINGS, "versioning", "versioning configuration"),
+    ),
+    StackRule(
+        "CKV2_AWS_6",
+        "Every S3 bucket has a public access block",
+        "declare a BucketPublicAccessBlock with all four flags true",
+        _bucket_completeness((S3_PAB,), None, "public access block"),
+    ),
+    StackRule(
+        "TRAINFORGE_S3_TLS",
+        "Every S3 bucket denies non-TLS requests",
+        "declare a BucketPolicy denying aws:SecureTransport=false",
+        _bucket_completeness((S3_POLICY,), "policy", "TLS-only bucket policy"),
+    ),
+)
+
+
+def check_resource(type_: str, inputs: dict[str, Any]) -> list[tuple[Rule, str]]:
+    """Every (rule, message) the resource violates."""
+    out = []
+    for rule in RULES:
+        if rule.applies(type_):
+            out += [(rule, m) for m in rule.check(type_, inputs)]
+    return out
+
+
+def check_stack(resources: list[StackResource]) -> list[tuple[StackRule, str, str]]:
+    """Every (rule, urn, message) the set of resources violates."""
+    out = []
+    for rule in STACK_RULES:
+        out += [(rule, urn, msg) for urn, msg in rule.check(resources)]
+    return out
+
+
+def rule_ids() -> list[str]:
+    return sorted({r.id for r in RULES} | {r.id for r in STACK_RULES})

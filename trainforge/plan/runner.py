@@ -1,0 +1,370 @@
+"""Run a Pulumi program in-process under mocks, in preview mode, and record what it declares.
+
+Why: `pulumi preview` needs the CLI, credentials and a cluster. The Python SDK can instead talk
+to an in-process mock engine; every resource the program registers passes through the mock
+monitor, so recording its inputs there gives the full inventory without any cloud call.
+Values that only the cloud can know (ids, ARNs of resources not yet created) stay unknown,
+exactly as they are in a real preview.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import runpy
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+UNKNOWN = "<unknown>"
+SECRET = "[secret]"
+
+
+class ProjectError(Exception):
+    """The project or stack file is missing or malformed (a configuration error: exit 2)."""
+
+
+@dataclass
+class Recorded:
+    """One registered resource: what the program asked the engine for."""
+
+    urn: str
+    type: str
+    name: str
+    parent: str | None
+    custom: bool
+    inputs: dict[str, Any]
+    options: dict[str, Any] = field(default_factory=dict)
+    # input property -> URNs of the resources its value came from (links bucket and policy
+    # even while the bucket's id is still unknown)
+    dependencies: dict[str, list[str]] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "urn": self.urn,
+            "type": self.type,
+            "name": self.name,
+            "parent": self.parent,
+            "custom": self.custom,
+            "options": self.options,
+            "inputs": self.inputs,
+            "dependencies": self.dependencies,
+        }
+
+
+@dataclass
+class Inventory:
+    """Everything a program declared, in registration order, plus its stack outputs."""
+
+    project: str
+    stack: str
+    resources: list[Recorded]
+    outputs: dict[str, Any] = field(default_factory=dict)
+    config: dict[str, Any] = field(default_factory=dict)
+
+    def by_urn(self) -> dict[str, Recorded]:
+        return {r.urn: r for r in self.resources}
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "project": self.project,
+            "stack": self.stack,
+            "config": self.config,
+            "outputs": self.outputs,
+            "resources": [r.to_json() for r in self.resources],
+        }
+
+
+def plain(value: Any) -> Any:
+    """Turn deserialized engine values into JSON-able data: unknowns and secrets as markers,
+    integral floats (the wire has only doubles) back to ints, resources as their URN."""
+    from pulumi.output import Unknown
+    from pulumi.runtime import rpc
+
+    if isinstance(value, Unknown):
+        return UNKNOWN
+    if isinstance(value, dict):
+        if rpc.is_rpc_secret(value):
+            return SECRET
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str | int | float | bool) or value is None:
+        return value
+    urn = getattr(value, "_urn", None) or getattr(value, "urn", None)
+    if urn is not None:
+        return f"<resource {type(value).__name__}>"
+    return f"<{type(value).__name__}>"
+
+
+def _make_monitor(mocks: Any, sink: list[Recorded]):
+    from pulumi.runtime import rpc
+    from pulumi.runtime.mocks import MockMonitor
+
+    class RecordingMonitor(MockMonitor):
+        """A MockMonitor that keeps the raw inputs (unknowns included) of every resource."""
+
+        def RegisterResource(self, request):  # noqa: N802 - gRPC method name
+            resp = super().RegisterResource(request)
+            if request.type != "pulumi:pulumi:Stack":
+                inputs = rpc.deserialize_properties(request.object, keep_unknowns=True)
+                opts: dict[str, Any] = {}
+                if request.deleteBeforeReplace:
+                    opts["deleteBeforeReplace"] = True
+                if list(request.replaceOnChanges):
+                    opts["replaceOnChanges"] = list(request.replaceOnChanges)
+                if request.protect:
+                    opts["protect"] = True
+                if list(request.ignoreChanges):
+                    opts["ignoreChanges"] = list(request.ignoreChanges)
+                if request.remote:
+                    opts["remote"] = True
+                sink.append(
+                    Recorded(
+                        urn=resp.urn,
+                        type=request.type,
+                        name=request.name,
+                        parent=request.parent or None,
+                        custom=bool(request.custom),
+                        inputs=plain(inputs),
+                        options=opts,
+                        dependencies={
+                            k: list(v.urns)
+                            for k, v in request.propertyDependencies.items()
+                            if list(v.urns)
+                        },
+                    )
+                )
+            return resp
+
+    return RecordingMonitor(mocks)
+
+
+async def _resolve_output(value: Any) -> Any:
+    """A stack output as the preview shows it: its value, [secret] or <unknown>."""
+    from pulumi import Output
+
+    out = Output.from_input(value)
+    if await out.is_secret():
+        return SECRET
+    if not await out.is_known():
+        return UNKNOWN
+    return plain(await out.future())
+
+
+class PreviewMocks:
+    """Default mocks: echo inputs as outputs and leave ids unknown, as a first preview would.
+
+    Provider functions (data sources) answer from `call_answers` or with an empty result.
+    The platform's own mocks (trainforge.plan.mocks) answer instance-type lookups from moto's
+    catalog; `load_mocks` prefers those when they exist.
+    """
+
+    def __init__(self, call_answers: dict[str, Callable[[dict], dict]] | None = None):
+        self.call_answers = call_answers or {}
+
+    def call(self, args):
+        fn = self.call_answers.get(args.token)
+        return (fn(args.args) if fn else {}), None
+
+    def new_resource(self, args):
+        return None, dict(args.inputs)
+
+
+def _as_mocks(obj: Any):
+    """Wrap any object with call/new_resource into a pulumi Mocks instance."""
+    from pulumi.runtime.mocks import Mocks
+
+    if isinstance(obj, Mocks):
+        return obj
+
+    class _Adapter(Mocks):
+        def call(self, args):
+            return obj.call(args)
+
+        def new_resource(self, args):
+            return obj.new_resource(args)
+
+    return _Adapter()
+
+
+def load_mocks() -> Any:
+    """The platform's mocks when available (they know instance types), else PreviewMocks."""
+    try:
+        from trainforge.plan import mocks as platform_mocks  # owned by the platform core
+    except ImportError:
+        return PreviewMocks()
+    factory = getattr(platform_mocks, "make_mocks", None)
+    if callable(factory):
+        return factory(preview=True)
+    for name in ("PlatformMocks", "TrainforgeMocks", "Mocks", "RecordingMocks"):
+        cls = getattr(platform_mocks, name, None)
+        if isinstance(cls, type):
+            try:
+                return cls()
+            except TypeError:
+                continue
+    return PreviewMocks()
+
+
+# ---------------------------------------------------------------------------------------------
+# Project and stack files
+
+
+def find_project(start: pathlib.Path) -> pathlib.Path:
+    """The nearest directory at or above `start` that holds Pulumi.yaml."""
+    start = start.resolve()
+    for d in [start, *start.parents]:
+        if (d / "Pulumi.yaml").is_file():
+            return d
+    raise ProjectError(f"no Pulumi.yaml in {start} or any parent directory")
+
+
+def project_name(root: pathlib.Path) -> str:
+    data = yaml.safe_load((root / "Pulumi.yaml").read_text()) or {}
+    name = data.get("name")
+    if not name:
+        raise ProjectError(f"{root / 'Pulumi.yaml'}: no `name`")
+    return str(name)
+
+
+def _config_string(value: Any) -> str:
+    """Pulumi hands programs scalars as strings and structured values as JSON."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int | float):
+        return str(value)
+    return json.dumps(value)
+
+
+def _contains_secure(value: Any) -> bool:
+    if isinstance(value, dict):
+        if set(value) == {"secure"}:
+            return True
+        return any(_contains_secure(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_contains_secure(v) for v in value)
+    return False
+
+
+def _mask_secure(value: Any) -> Any:
+    if isinstance(value, dict):
+        if set(value) == {"secure"}:
+            return SECRET
+        return {k: _mask_secure(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_mask_secure(v) for v in value]
+    return value
+
+
+def read_stack_config(
+    root: pathlib.Path, stack: str, project: str
+) -> tuple[dict[str, str], list[str], dict[str, Any]]:
+    """Read Pulumi.<stack>.yaml into (engine config strings, secret keys, display config).
+
+    Secure values cannot be decrypted offline; they reach the program as "[secret]".
+    Keys without a namespace belong to the project, as with the Pulumi CLI.
+    """
+    path = root / f"Pulumi.{stack}.yaml"
+    if not path.is_file():
+        found = sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in root.glob("Pulumi.*.yaml"))
+        raise ProjectError(
+            f"stack {stack!r}: no {path.name} in {root} (stacks here: {', '.join(found) or 'none'})"
+        )
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as e:
+        raise ProjectError(f"{path.name}: not valid YAML: {e}") from e
+    raw = data.get("config") or {}
+    if not isinstance(raw, dict):
+        raise ProjectError(f"{path.name}: `config` must be a mapping, got {type(raw).__name__}")
+    config: dict[str, str] = {}
+    secret_keys: list[str] = []
+    shown: dict[str, Any] = {}
+    for key, value in raw.items():
+        key = str(key)
+        full = key if ":" in key else f"{project}:{key}"
+        if _contains_secure(value):
+            secret_keys.append(full)
+        masked = _mask_secure(value)
+        config[full] = _config_string(masked)
+        shown[full] = SECRET if full in secret_keys and masked == SECRET else masked
+    return config, secret_keys, shown
+
+
+# ---------------------------------------------------------------------------------------------
+# Running
+
+
+def run_program(
+    program: Callable[[], Any],
+    *,
+    project: str = "trainforge",
+    stack: str = "dev",
+    config: dict[str, str] | None = None,
+    secret_keys: list[str] | None = None,
+    mocks: Any = None,
+) -> Inventory:
+    """Run `program` (a callable that declares resources) under mocks in preview mode."""
+    import pulumi.runtime as rt
+    from pulumi.runtime import settings
+    from pulumi.runtime.config import set_all_config
+    from pulumi.runtime.mocks import set_mocks
+    from pulumi.runtime.stack import run_pulumi_func
+    from pulumi.runtime.sync_await import _sync_await
+
+    mocks = _as_mocks(mocks if mocks is not None else load_mocks())
+    sink: list[Recorded] = []
+    outputs: dict[str, Any] = {}
+    monitor = _make_monitor(mocks, sink)
+
+    settings.ROOT.set(None)  # a fresh root stack per run (several plans in one process)
+    settings.SETTINGS.rpc_manager.clear()
+    settings.SETTINGS.outputs.clear()
+    set_all_config(dict(config or {}), list(secret_keys or []))
+    set_mocks(mocks, project=project, stack=stack, preview=True, monitor=monitor)
+    root = rt.get_root_resource()
+
+    _sync_await(run_pulumi_func(program))
+    for name, value in (getattr(root, "outputs", None) or {}).items():
+        outputs[name] = _sync_await(_resolve_output(value))
+    return Inventory(project=project, stack=stack, resources=sink, outputs=outputs)
+
+
+def run_project(
+    root: pathlib.Path, stack: str, *, mocks: Any = None, config_overrides: dict | None = None
+) -> Inventory:
+    """Run the project's __main__.py with Pulumi.<stack>.yaml as its config."""
+    project = project_name(root)
+    config, secret_keys, shown = read_stack_config(root, stack, project)
+    for key, value in (config_overrides or {}).items():
+        config[key] = _config_string(value)
+        shown[key] = value
+    main = root / "__main__.py"
+    if not main.is_file():
+        raise ProjectError(f"{root}: no __main__.py (the Pulumi program)")
+
+    def program():
+        sys.path.insert(0, str(root))
+        cwd = os.getcwd()
+        os.chdir(root)
+        try:
+            runpy.run_path(str(main), run_name="__main__")
+        finally:
+            os.chdir(cwd)
+            if sys.path and sys.path[0] == str(root):
+                sys.path.pop(0)
+
+    inv = run_program(
+        program, project=project, stack=stack, config=config, secret_keys=secret_keys, mocks=mocks
+    )
+    inv.config = shown
+    return inv
