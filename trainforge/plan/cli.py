@@ -91,7 +91,8 @@ def find_config_error(exc: BaseException) -> BaseException | None:
 # Printing
 
 
-def print_tree(result: Any, out=sys.stdout) -> None:
+def print_tree(result: Any, out=None) -> None:
+    out = out or sys.stdout
     res = result.inventory.resources
     children: dict[str | None, list] = {}
     urns = {r.urn for r in res}
@@ -111,7 +112,8 @@ def print_tree(result: Any, out=sys.stdout) -> None:
     walk(None, 1)
 
 
-def print_report(result: Any, args: argparse.Namespace, out=sys.stdout) -> None:
+def print_report(result: Any, args: argparse.Namespace, out=None) -> None:
+    out = out or sys.stdout
     inv = result.inventory
     if not args.summary:
         print_tree(result, out)

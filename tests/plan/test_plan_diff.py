@@ -1,0 +1,76 @@
+"""The diff of two plans: added, changed and removed objects with dotted field paths."""
+
+from __future__ import annotations
+
+import pathlib
+
+from trainforge.plan import cli
+from trainforge.plan.diff import diff_maps, field_diff, render_markdown
+
+
+def test_field_diff_paths_and_named_lists():
+    old = {"spec": {"replicas": 2, "containers": [{"name": "a", "image": "x:1"}], "gone": 1}}
+    new = {"spec": {"replicas": 4, "containers": [{"name": "a", "image": "x:2"}], "new": True}}
+    assert field_diff(old, new) == [
+        ("spec.replicas", 2, 4),
+        ("spec.containers.a.image", "x:1", "x:2"),
+        ("spec.gone", 1, None),
+        ("spec.new", None, True),
+    ]
+    assert field_diff([1, 2], [1, 3, 4]) == [("[1]", 2, 3), ("[2]", None, 4)]
+
+
+def test_diff_maps_and_markdown_is_compact():
+    old = {"a": {"x": 1}, "b": {"x": 1}}
+    new = {"b": {"x": 2}, "c": {"x": 1}}
+    d = diff_maps(old, new)
+    assert (d.added, d.removed, [c.key for c in d.changed]) == (["c"], ["a"], ["b"])
+    md = render_markdown(d, diff_maps({}, {}))
+    assert "1 added, 1 changed, 1 removed" in md
+    assert "- `+ c`" in md and "- `- a`" in md and "  - `x`: `1` → `2`" in md
+    many = diff_maps({}, {f"o{i}": {} for i in range(100)})
+    assert "… and 60 more (+)" in render_markdown(many, many)
+
+
+def test_plan_diff_between_two_projects(make_project, tmp_path, capsys):
+    base = make_project(name="base")
+    head_body = """
+        import sys
+        sys.path.insert(0, {here!r})
+        import plan_programs
+        plan_programs.program(set(), jobs=["llm-pretrain", "llm-finetune"])()
+    """
+    old = tmp_path / "old"
+    assert (
+        cli.main(["--stack", "test", "--project-dir", str(base), "--out", str(old), "--summary"])
+        == 0
+    )
+    here = str(pathlib.Path(__file__).resolve().parent)
+    head = make_project(
+        name="head", body=head_body.format(here=here), config={"trainforge:cluster": "tf2"}
+    )
+    md_file = tmp_path / "diff.md"
+    capsys.readouterr()
+    rc = cli.main(
+        [
+            "--stack",
+            "test",
+            "--project-dir",
+            str(head),
+            "--diff",
+            str(old),
+            "--diff-md",
+            str(md_file),
+            "--summary",
+        ]
+    )
+    assert rc == 0
+    md = md_file.read_text()
+    assert "### Kubernetes objects: 1 added, 1 changed, 0 removed" in md
+    assert "`+ team-a/PyTorchJob/llm-finetune`" in md
+    # the cluster name feeds the Karpenter discovery tags of the node class
+    assert 'spec.subnetSelectorTerms[0].tags.karpenter.sh/discovery`: `"tf"` → `"tf2"`' in md
+    assert "`~ _cluster/EC2NodeClass/gpu`" in md and "llm-pretrain" not in md
+    assert "`~ aws:eks/cluster:Cluster::cluster`" in md
+    assert '`name`: `"tf"` → `"tf2"`' in md
+    assert md in capsys.readouterr().out

@@ -1,0 +1,249 @@
+"""The policy rules as pure functions: each one passes a good input and names its id on a bad one."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from trainforge.plan import rules as R
+
+
+def ids(type_: str, inputs: dict) -> set[str]:
+    return {rule.id for rule, _ in R.check_resource(type_, inputs)}
+
+
+GOOD_EKS_COMPONENT = {
+    "enabledClusterLogTypes": list(R.ALL_LOG_TYPES),
+    "endpointPrivateAccess": True,
+    "endpointPublicAccess": False,
+    "encryptionConfigKeyArn": "arn:aws:kms:us-east-1:1:key/k",
+}
+GOOD_EKS_AWS = {
+    "enabledClusterLogTypes": list(R.ALL_LOG_TYPES),
+    "vpcConfig": {"endpointPrivateAccess": True, "endpointPublicAccess": False},
+    "encryptionConfig": {"provider": {"keyArn": "arn:k"}, "resources": ["secrets"]},
+}
+
+
+@pytest.mark.parametrize(
+    ("type_", "good"), [(R.EKS_COMPONENT, GOOD_EKS_COMPONENT), (R.EKS_CLUSTER, GOOD_EKS_AWS)]
+)
+def test_eks_good_inputs_pass_for_both_cluster_types(type_, good):
+    assert ids(type_, good) == set()
+
+
+def test_eks_component_defaults_are_flagged():
+    # pulumi-eks with nothing set: no logs, public endpoint open to the world, no encryption
+    assert ids(R.EKS_COMPONENT, {}) == {"CKV_AWS_37", "CKV_AWS_38", "CKV_AWS_39", "CKV_AWS_58"}
+
+
+def test_eks_aws_cluster_public_allow_list_is_accepted_but_world_is_not():
+    allow = dict(
+        GOOD_EKS_AWS,
+        vpcConfig={
+            "endpointPrivateAccess": True,
+            "endpointPublicAccess": True,
+            "publicAccessCidrs": ["203.0.113.0/24"],
+        },
+    )
+    assert ids(R.EKS_CLUSTER, allow) == set()
+    world = dict(GOOD_EKS_AWS, vpcConfig=dict(allow["vpcConfig"], publicAccessCidrs=["0.0.0.0/0"]))
+    assert ids(R.EKS_CLUSTER, world) == {"CKV_AWS_38"}
+    public_only = dict(
+        GOOD_EKS_AWS,
+        vpcConfig={"endpointPublicAccess": True, "publicAccessCidrs": ["203.0.113.0/24"]},
+    )
+    assert ids(R.EKS_CLUSTER, public_only) == {"CKV_AWS_39"}
+
+
+def test_eks_missing_log_types_are_named():
+    msgs = R.eks_log_types(R.EKS_CLUSTER, {"enabledClusterLogTypes": ["api"]})
+    assert "audit" in msgs[0] and "scheduler" in msgs[0]
+
+
+def test_eks_unknown_values_never_fail():
+    inputs = dict(GOOD_EKS_COMPONENT, enabledClusterLogTypes=R.UNKNOWN)
+    assert ids(R.EKS_COMPONENT, inputs) == set()
+
+
+@pytest.mark.parametrize("type_", [R.LAUNCH_TEMPLATE, R.EC2_NODE_CLASS])
+def test_imds(type_):
+    def inputs(opts):
+        return (
+            {"spec": {"metadataOptions": opts}}
+            if type_ == R.EC2_NODE_CLASS
+            else {"metadataOptions": opts}
+        )
+
+    assert ids(type_, inputs({"httpTokens": "required", "httpPutResponseHopLimit": 1})) == set()
+    assert ids(type_, inputs({"httpTokens": "optional", "httpPutResponseHopLimit": 1})) == {
+        "CKV_AWS_79"
+    }
+    assert ids(type_, inputs({"httpTokens": "required", "httpPutResponseHopLimit": 2})) == {
+        "CKV_AWS_341"
+    }
+
+
+def test_launch_template_without_metadata_options_fails_but_nodeclass_defaults_are_safe():
+    assert ids(R.LAUNCH_TEMPLATE, {}) == {"CKV_AWS_79", "CKV_AWS_341"}
+    assert ids(R.EC2_NODE_CLASS, {"spec": {}}) == set()
+
+
+def test_s3_resources():
+    kms = {"rules": [{"applyServerSideEncryptionByDefault": {"sseAlgorithm": "aws:kms"}}]}
+    aes = {"rules": [{"applyServerSideEncryptionByDefault": {"sseAlgorithm": "AES256"}}]}
+    assert ids(R.S3_SSE, kms) == set()
+    assert ids(R.S3_SSE, aes) == {"CKV_AWS_145"}
+    assert ids(R.S3_VERSIONING, {"versioningConfiguration": {"status": "Enabled"}}) == set()
+    assert ids(R.S3_VERSIONING, {"versioningConfiguration": {"status": "Suspended"}}) == {
+        "CKV_AWS_21"
+    }
+    full = dict.fromkeys(R.PAB_FLAGS, True)
+    assert ids(R.S3_PAB, full) == set()
+    assert ids(R.S3_PAB, dict(full, restrictPublicBuckets=False)) == {"CKV2_AWS_6"}
+
+
+def test_s3_tls_policy():
+    deny = {
+        "Statement": [
+            {
+                "Effect": "Deny",
+                "Action": "s3:*",
+                "Principal": "*",
+                "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+            }
+        ]
+    }
+    allow = {"Statement": [{"Effect": "Allow", "Action": "s3:GetObject", "Principal": "*"}]}
+    assert ids(R.S3_POLICY, {"policy": json.dumps(deny)}) == set()
+    assert ids(R.S3_POLICY, {"policy": json.dumps(allow)}) == {"TRAINFORGE_S3_TLS"}
+    assert ids(R.S3_POLICY, {"policy": R.UNKNOWN}) == set()
+
+
+def test_s3_stack_rules_link_bucket_parts_by_dependency():
+    bucket = R.StackResource("urn:b", R.S3_BUCKET, "ckpt", {})
+    sse = R.StackResource("urn:s", R.S3_SSE, "sse", {"bucket": R.UNKNOWN}, {"bucket": ["urn:b"]})
+    found = {(rule.id, urn) for rule, urn, _ in R.check_stack([bucket, sse])}
+    assert found == {
+        ("CKV_AWS_21", "urn:b"),
+        ("CKV2_AWS_6", "urn:b"),
+        ("TRAINFORGE_S3_TLS", "urn:b"),
+    }
+    # a part attached to another bucket does not count for this one
+    other = R.StackResource("urn:s", R.S3_SSE, "sse", {"bucket": "x"}, {"bucket": ["urn:other"]})
+    assert ("CKV_AWS_145", "urn:b") in {(r.id, u) for r, u, _ in R.check_stack([bucket, other])}
+
+
+def test_fsx_kms_sqs_iam():
+    assert ids(R.FSX_LUSTRE, {"deploymentType": "PERSISTENT_2", "kmsKeyId": "arn:k"}) == set()
+    assert ids(R.FSX_LUSTRE, {"deploymentType": "PERSISTENT_2"}) == {"CKV_AWS_190"}
+    assert ids(R.FSX_LUSTRE, {"deploymentType": "SCRATCH_2"}) == set()  # no key possible
+    assert ids(R.KMS_KEY, {"enableKeyRotation": True}) == set()
+    assert ids(R.KMS_KEY, {}) == {"CKV_AWS_7"}
+    assert ids(R.SQS_QUEUE, {"kmsMasterKeyId": "alias/k"}) == set()
+    assert ids(R.SQS_QUEUE, {}) == {"CKV_AWS_27"}
+    admin = json.dumps({"Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]})
+    scoped = json.dumps({"Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]})
+    assert ids("aws:iam/policy:Policy", {"policy": admin}) == {"CKV_AWS_62"}
+    assert ids("aws:iam/rolePolicy:RolePolicy", {"policy": scoped}) == set()
+    assert ids(R.IAM_ROLE, {"inlinePolicies": [{"name": "x", "policy": admin}]}) == {"CKV_AWS_62"}
+
+
+SECURE_SC = {
+    "runAsNonRoot": True,
+    "allowPrivilegeEscalation": False,
+    "capabilities": {"drop": ["ALL"]},
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
+
+
+def deployment(container: dict, **pod) -> dict:
+    c = {"name": "app", "image": "nginx:1.27", "securityContext": dict(SECURE_SC)}
+    c.update(container)
+    return {
+        "metadata": {"name": "d", "namespace": "ns"},
+        "spec": {"template": {"spec": {"serviceAccountName": "app", "containers": [c], **pod}}},
+    }
+
+
+DEPLOY = "kubernetes:apps/v1:Deployment"
+
+
+def test_pod_rules_good():
+    assert ids(DEPLOY, deployment({})) == set()
+
+
+@pytest.mark.parametrize(
+    ("container", "pod", "rule"),
+    [
+        ({"securityContext": dict(SECURE_SC, runAsNonRoot=False)}, {}, "CKV_K8S_23"),
+        ({"securityContext": dict(SECURE_SC, runAsUser=0)}, {}, "CKV_K8S_23"),
+        ({"securityContext": dict(SECURE_SC, allowPrivilegeEscalation=True)}, {}, "CKV_K8S_20"),
+        (
+            {"securityContext": dict(SECURE_SC, capabilities={"drop": ["NET_RAW"]})},
+            {},
+            "CKV_K8S_37",
+        ),
+        (
+            {"securityContext": dict(SECURE_SC, seccompProfile={"type": "Unconfined"})},
+            {},
+            "CKV_K8S_31",
+        ),
+        (
+            {"resources": {"requests": {"nvidia.com/gpu": 1}, "limits": {"nvidia.com/gpu": 2}}},
+            {},
+            "TRAINFORGE_GPU_REQUESTS",
+        ),
+        ({"image": "nginx"}, {}, "CKV_K8S_14"),
+        ({"image": "registry.local:5000/nginx"}, {}, "CKV_K8S_14"),
+        ({"image": "nginx:latest"}, {}, "CKV_K8S_14"),
+        ({}, {"serviceAccountName": "default"}, "TRAINFORGE_DEFAULT_SA"),
+        ({"securityContext": dict(SECURE_SC, privileged=True)}, {}, "CKV_K8S_16"),
+    ],
+)
+def test_pod_rules_bad(container, pod, rule):
+    assert ids(DEPLOY, deployment(container, **pod)) == {rule}
+
+
+def test_pod_level_security_context_counts_and_digests_are_pinned():
+    d = deployment(
+        {
+            "image": "nginx@sha256:" + "a" * 64,
+            "securityContext": {
+                "allowPrivilegeEscalation": False,
+                "capabilities": {"drop": ["ALL"]},
+            },
+        },
+        securityContext={"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
+    )
+    assert ids(DEPLOY, d) == set()
+
+
+def test_privileged_allowed_only_for_documented_system_daemonset():
+    ds = deployment({"securityContext": dict(SECURE_SC, privileged=True)})
+    ds["metadata"] = {
+        "name": "efa",
+        "namespace": "kube-system",
+        "annotations": {R.PRIVILEGED_REASON_ANNOTATION: "needs /dev/infiniband"},
+    }
+    assert ids("kubernetes:apps/v1:DaemonSet", ds) == set()
+    ds["metadata"]["annotations"] = {}
+    assert ids("kubernetes:apps/v1:DaemonSet", ds) == {"CKV_K8S_16"}
+    ds["metadata"] = {
+        "name": "x",
+        "namespace": "team-a",
+        "annotations": {R.PRIVILEGED_REASON_ANNOTATION: "because"},
+    }
+    assert ids("kubernetes:apps/v1:DaemonSet", ds) == {"CKV_K8S_16"}
+
+
+def test_pytorchjob_replica_templates_are_checked():
+    spec = deployment({"image": "pytorch/pytorch"})["spec"]["template"]["spec"]
+    job = {"spec": {"pytorchReplicaSpecs": {"Master": {"template": {"spec": spec}}}}}
+    found = R.check_resource("kubernetes:kubeflow.org/v1:PyTorchJob", job)
+    assert [(r.id, m.split(":")[0]) for r, m in found] == [("CKV_K8S_14", "Master pod")]
+
+
+def test_rule_ids_are_unique_per_resource_rule():
+    assert len({r.id for r in R.RULES}) == len(R.RULES)
