@@ -1,0 +1,28 @@
+"""Training jobs as Pulumi resources that emit Kubeflow PyTorchJobs.
+
+The model (`spec`), the platform wiring (`wiring`) and the emitter (`pytorchjob`) import
+no Pulumi; `component` and `declare` do, and are imported lazily here so that
+`trainforge run-local --stack` (which only needs `local`) stays light.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["TrainingJob", "declare_jobs", "local_argv_for_job"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "TrainingJob":
+        from trainforge.jobs.component import TrainingJob
+
+        return TrainingJob
+    if name == "declare_jobs":
+        from trainforge.jobs.declare import declare_jobs
+
+        return declare_jobs
+    if name == "local_argv_for_job":
+        from trainforge.jobs.local import local_argv_for_job
+
+        return local_argv_for_job
+    raise AttributeError(name)

@@ -1,0 +1,186 @@
+"""Parsing job declarations: defaults, presets, and every invalid declaration's message."""
+
+from __future__ import annotations
+
+import pytest
+
+from trainforge.jobs import spec
+from trainforge.jobs.errors import JobConfigError
+from trainforge.jobs.spec import parse_job, parse_jobs
+
+BASE = {"name": "gpt-small", "team": "research", "pool": "gpu-workloads"}
+
+
+def test_defaults_and_camel_case_keys():
+    job = parse_job(
+        {**BASE, "workers": 2, "gpusPerWorker": 4, "dModel": 256, "heads": 4, "seqLen": 128}, "j"
+    )
+    assert (job.preset, job.strategy, job.workers, job.gpus_per_worker) == ("ddp", "ddp", 2, 4)
+    assert job.training.d_model == 256 and job.training.seq_len == 128
+    assert (
+        job.checkpoint.grace_period == 90
+        and job.checkpoint.every == 500
+        and job.checkpoint.async_save
+    )
+    rp = job.run_policy
+    assert (rp.clean_pod_policy, rp.ttl_seconds_after_finished, rp.backoff_limit) == (
+        "Running",
+        86400,
+        6,
+    )
+    assert (
+        job.restart_policy == "OnFailure" and job.code_source == "configmap" and job.image is None
+    )
+    assert job.procs == 4 and job.uses_torchrun
+
+
+def test_snake_case_keys_are_accepted_too():
+    job = parse_job({**BASE, "gpus_per_worker": 1, "batch_size": 8}, "j")
+    assert job.gpus_per_worker == 1 and job.training.batch_size == 8 and not job.uses_torchrun
+
+
+def test_presets():
+    assert spec.fsdp("a", "t", "p", workers=2).strategy == "fsdp"
+    e = spec.elastic("b", "t", "p", 2, 4, max_restarts=5)
+    assert e.preset == "elastic" and e.workers == 4 and e.elastic == spec.ElasticSpec(2, 4, 5)
+    assert e.uses_torchrun and e.min_workers == 2 and e.max_workers == 4
+    assert spec.ddp("c", "t", "p").preset == "ddp"
+    # an elastic block alone implies the elastic preset
+    assert (
+        parse_job({**BASE, "elastic": {"minWorkers": 1, "maxWorkers": 3}}, "j").preset == "elastic"
+    )
+
+
+def test_config_strings_from_the_cli_are_coerced():
+    job = parse_job({**BASE, "workers": "3", "compile": "true", "lr": "0.001"}, "j")
+    assert job.workers == 3 and job.training.compile and job.training.lr == 0.001
+
+
+def test_env_is_sorted_and_reserved_names_are_refused():
+    job = parse_job({**BASE, "env": {"B": 2, "A": "x"}}, "j")
+    assert job.env == (("A", "x"), ("B", "2"))
+    with pytest.raises(JobConfigError, match=r"j\.env\.MASTER_ADDR.*set by the operator"):
+        parse_job({**BASE, "env": {"MASTER_ADDR": "x"}}, "j")
+
+
+@pytest.mark.parametrize(
+    ("change", "where", "message"),
+    [
+        (
+            {"gpuPerWorker": 4},
+            "trainforge:jobs[0].gpuPerWorker",
+            "unknown key; valid keys: name, team, pool",
+        ),
+        ({"name": "GPT_small"}, "trainforge:jobs[0].name", "DNS-1035"),
+        ({"name": "1gpt"}, "trainforge:jobs[0].name", "DNS-1035"),
+        ({"name": "a" * 53}, "trainforge:jobs[0].name", "at most 52 characters"),
+        ({"name": None}, "trainforge:jobs[0].name", "non-empty job name"),
+        ({"team": None}, "trainforge:jobs[0].team", "needs the team"),
+        ({"pool": None}, "trainforge:jobs[0].pool", "needs the node pool"),
+        ({"workers": 0}, "trainforge:jobs[0].workers", "integer >= 1"),
+        ({"workers": 2.5}, "trainforge:jobs[0].workers", "expected an integer"),
+        ({"gpusPerWorker": -1}, "trainforge:jobs[0].gpusPerWorker", ">= 0"),
+        ({"strategy": "zero3"}, "trainforge:jobs[0].strategy", "valid values: ddp, fsdp"),
+        ({"preset": "deepspeed"}, "trainforge:jobs[0].preset", "valid values: ddp, fsdp, elastic"),
+        (
+            {"preset": "fsdp", "strategy": "ddp"},
+            "trainforge:jobs[0].strategy",
+            "fsdp preset runs strategy fsdp",
+        ),
+        (
+            {"preset": "ddp", "elastic": {"minWorkers": 1}},
+            "trainforge:jobs[0].elastic",
+            "need preset: elastic",
+        ),
+        (
+            {"preset": "elastic", "elastic": {"minWorkers": 4, "maxWorkers": 2}},
+            "trainforge:jobs[0].elastic.minWorkers",
+            "must be <= maxWorkers (2)",
+        ),
+        (
+            {"preset": "elastic", "workers": 9, "elastic": {"minWorkers": 2, "maxWorkers": 4}},
+            "trainforge:jobs[0].workers",
+            "within elastic minWorkers..maxWorkers (2..4)",
+        ),
+        ({"preset": "elastic"}, "trainforge:jobs[0].elastic.maxWorkers", "needs maxWorkers"),
+        ({"image": "pytorch/pytorch"}, "trainforge:jobs[0].image", "pin the image"),
+        ({"image": "pytorch/pytorch:latest"}, "trainforge:jobs[0].image", "pin the image"),
+        ({"image": "Not An Image:1"}, "trainforge:jobs[0].image", "expected an image reference"),
+        ({"image": "repo/x@sha256:abc"}, "trainforge:jobs[0].image", "expected an image reference"),
+        (
+            {"codeSource": "image"},
+            "trainforge:jobs[0].image",
+            "codeSource: image runs trainforge from your image",
+        ),
+        ({"codeSource": "git"}, "trainforge:jobs[0].codeSource", "valid values: configmap, image"),
+        ({"cpu": "lots"}, "trainforge:jobs[0].cpu", "Kubernetes quantity"),
+        ({"memory": "-1Gi"}, "trainforge:jobs[0].memory", "Kubernetes quantity"),
+        ({"model": "resnet"}, "trainforge:jobs[0].model", "valid values: mlp, gpt"),
+        ({"dataset": "tokens"}, "trainforge:jobs[0].dataPath", "needs dataPath"),
+        (
+            {"dataPath": "/fsx/x.bin"},
+            "trainforge:jobs[0].dataset",
+            "only read with dataset: tokens",
+        ),
+        ({"dModel": 100, "heads": 3}, "trainforge:jobs[0].heads", "must divide dModel (100)"),
+        ({"lr": 0}, "trainforge:jobs[0].lr", "number > 0"),
+        ({"precision": "fp8"}, "trainforge:jobs[0].precision", "auto, bf16, fp32"),
+        ({"checkpoint": {"every": 0}}, "trainforge:jobs[0].checkpoint.every", ">= 1"),
+        (
+            {"checkpoint": {"gracePeriod": 7200}},
+            "trainforge:jobs[0].checkpoint.gracePeriod",
+            "between 1 and 3600",
+        ),
+        (
+            {"checkpoint": {"resume": "latest"}},
+            "trainforge:jobs[0].checkpoint.resume",
+            "auto, never, or an absolute",
+        ),
+        (
+            {"checkpoint": {"evry": 5}},
+            "trainforge:jobs[0].checkpoint.evry",
+            "valid keys: every, keepLast",
+        ),
+        (
+            {"runPolicy": {"cleanPodPolicy": "Always"}},
+            "trainforge:jobs[0].runPolicy.cleanPodPolicy",
+            "None, Running, All",
+        ),
+        (
+            {"restartPolicy": "Always"},
+            "trainforge:jobs[0].restartPolicy",
+            "OnFailure, ExitCode, Never",
+        ),
+        ({"metricsPort": 70000}, "trainforge:jobs[0].metricsPort", "between 0 and 65535"),
+        ({"efa": "yes"}, "trainforge:jobs[0].efa", "true or false"),
+    ],
+)
+def test_invalid_declarations_name_the_field_value_and_valid_choices(change, where, message):
+    raw = {**BASE, **change}
+    raw = {k: v for k, v in raw.items() if v is not None}
+    with pytest.raises(JobConfigError) as err:
+        parse_jobs([raw])
+    text = str(err.value)
+    assert text.startswith(where + ":"), text
+    assert message in text
+
+
+def test_name_room_grows_with_worker_count():
+    parse_job({**BASE, "name": "a" * 52, "workers": 1000}, "j")
+    with pytest.raises(JobConfigError, match="at most 51 characters"):
+        parse_job({**BASE, "name": "a" * 52, "workers": 1001}, "j")
+
+
+def test_duplicate_names_in_a_team_are_rejected():
+    with pytest.raises(
+        JobConfigError, match=r"trainforge:jobs\[1\]\.name.*already used by trainforge:jobs\[0\]"
+    ):
+        parse_jobs([BASE, BASE])
+    # the same name in two teams is two namespaces: fine
+    assert len(parse_jobs([BASE, {**BASE, "team": "vision"}])) == 2
+
+
+def test_jobs_must_be_a_list():
+    with pytest.raises(JobConfigError, match="expected a list of jobs"):
+        parse_jobs({"name": "x"})
+    assert parse_jobs(None) == []

@@ -1,0 +1,334 @@
+"""`TrainingJob`: a training job as a Pulumi component (`trainforge:index:TrainingJob`).
+
+Children: the immutable code ConfigMap, the PyTorchJob (a CustomResource) and its
+PodMonitor. The PyTorchJob is never updated in place: any change to its spec replaces it,
+and the old job is deleted (foreground, so its pods are gone, after checkpointing on
+SIGTERM) before the new one is created. Two copies of a job must never write the same
+checkpoint directory; the replacement resumes from the checkpoints the old one left.
+
+Everything is validated before the component registers, so a bad declaration fails the
+preview with a message naming the job and field and creates nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from trainforge.jobs import codeship
+from trainforge.jobs.pytorchjob import EmittedJob, checkpoint_dir, emit
+from trainforge.jobs.spec import JobSpec, parse_job
+from trainforge.jobs.wiring import JobTarget, PoolFacts, Taint, TeamQuota, resolve_job
+
+TYPE_TOKEN = "trainforge:index:TrainingJob"
+# How long Pulumi waits for a deleted job's pods to go; they get grace + 30 s to checkpoint.
+DELETE_TIMEOUT_MARGIN_S = 300
+
+
+class CheckpointArgs(TypedDict, total=False):
+    every: int
+    """Steps between checkpoints (default 500)."""
+    keep_last: int
+    """Complete checkpoints kept (default 3)."""
+    async_save: bool
+    """Write checkpoints in the background (default true)."""
+    grace_period: int
+    """Seconds to checkpoint after SIGTERM (default 90); pods get this plus 30."""
+    s3_mirror: bool
+    """Mirror checkpoints to the platform's bucket when it has one (default true)."""
+
+
+class ElasticArgs(TypedDict, total=False):
+    min_workers: int
+    """Fewest pods the job keeps training with."""
+    max_workers: int
+    """Most pods the job uses."""
+    max_restarts: int
+    """torchrun restarts of the worker group before the job fails (default 3)."""
+
+
+class RunPolicyArgs(TypedDict, total=False):
+    clean_pod_policy: str
+    """None, Running (default) or All."""
+    ttl_seconds_after_finished: int
+    """Seconds a finished job is kept (default 86400)."""
+    backoff_limit: int
+    """Pod restarts before the job fails (default 6)."""
+    active_deadline_seconds: int
+    """Wall-clock limit for the job (default none)."""
+
+
+class TaintArgs(TypedDict, total=False):
+    key: str
+    value: str
+    effect: str
+
+
+class PoolArgs(TypedDict, total=False):
+    name: str
+    instance_types: list[str]
+    gpus_per_node: int
+    efa_interfaces: int
+    taints: list[TaintArgs]
+    node_selector: dict[str, str]
+    capacity_type: str
+    vcpus_per_node: int
+    memory_mib_per_node: int
+
+
+class QuotaArgs(TypedDict, total=False):
+    gpus: str
+    cpu: str
+    memory: str
+    pods: str
+
+
+class TargetArgs(TypedDict, total=False):
+    """Platform wiring, for programs that do not pass a `JobTarget` (other languages)."""
+
+    namespace: str
+    service_account: str
+    claim_name: str
+    fsx_mount_path: str
+    checkpoint_bucket: str
+    checkpoint_prefix: str
+    mlflow_tracking_uri: str
+    pool: PoolArgs
+    quota: QuotaArgs
+
+
+class TrainingJobArgs(TypedDict, total=False):
+    """A training job; see docs/jobs.md for every field and its default."""
+
+    name: str
+    """Job name (DNS-1035); defaults to the resource name."""
+    team: str
+    pool: str
+    preset: str
+    """ddp, fsdp or elastic."""
+    strategy: str
+    """ddp or fsdp."""
+    workers: int
+    """Pods (each on its own node for full-node GPU jobs)."""
+    gpus_per_worker: int
+    procs_per_worker: int
+    cpu: str
+    memory: str
+    shm_size: str
+    efa: bool
+    image: str
+    code_source: str
+    """configmap (default: ship the bundled runtime) or image (it is in your image)."""
+    model: str
+    layers: int
+    d_model: int
+    heads: int
+    seq_len: int
+    vocab_size: int
+    dataset: str
+    data_path: str
+    dataset_size: int
+    steps: int
+    batch_size: int
+    grad_accum: int
+    lr: float
+    warmup_steps: int
+    weight_decay: float
+    seed: int
+    log_every: int
+    compile: bool
+    activation_checkpointing: bool
+    precision: str
+    checkpoint: CheckpointArgs
+    elastic: ElasticArgs
+    run_policy: RunPolicyArgs
+    restart_policy: str
+    metrics_port: int
+    nccl_debug: str
+    env: dict[str, str]
+    target: TargetArgs
+
+
+def _checkpoint_raw(raw: dict[str, Any]) -> dict[str, Any]:
+    out = dict(raw)
+    if "async_save" in out:
+        out["async"] = out.pop("async_save")
+    return out
+
+
+def spec_from_args(name: str, args: dict[str, Any], where: str) -> JobSpec:
+    raw = {k: v for k, v in dict(args).items() if k != "target" and v is not None}
+    raw.setdefault("name", name)
+    if isinstance(raw.get("checkpoint"), dict):
+        raw["checkpoint"] = _checkpoint_raw(raw["checkpoint"])
+    return parse_job(raw, where)
+
+
+def target_from_args(raw: dict[str, Any]) -> JobTarget:
+    pool = dict(raw.get("pool") or {})
+    facts = PoolFacts(
+        name=pool.get("name", ""),
+        instance_types=tuple(pool.get("instance_types") or ()),
+        gpus_per_node=int(pool.get("gpus_per_node") or 0),
+        efa_interfaces=int(pool.get("efa_interfaces") or 0),
+        taints=tuple(
+            Taint(key=t["key"], effect=t.get("effect", "NoSchedule"), value=t.get("value"))
+            for t in pool.get("taints") or ()
+        ),
+        node_selector=tuple(sorted((pool.get("node_selector") or {}).items())),
+        capacity_type=pool.get("capacity_type", "on-demand"),
+        vcpus_per_node=pool.get("vcpus_per_node"),
+        memory_mib_per_node=pool.get("memory_mib_per_node"),
+    )
+    return JobTarget(
+        namespace=raw["namespace"],
+        service_account=raw.get("service_account", "training"),
+        claim_name=raw["claim_name"],
+        pool=facts,
+        fsx_mount_path=raw.get("fsx_mount_path", "/fsx"),
+        checkpoint_bucket=raw.get("checkpoint_bucket"),
+        checkpoint_prefix=raw.get("checkpoint_prefix", ""),
+        mlflow_tracking_uri=raw.get("mlflow_tracking_uri"),
+        quota=TeamQuota(**(raw.get("quota") or {})),
+    )
+
+
+def job_options(
+    parent: pulumi.Resource,
+    provider: pulumi.ProviderResource | None,
+    job: JobSpec,
+    depends_on: list[pulumi.Resource],
+) -> pulumi.ResourceOptions:
+    """Replace, never update; delete the old job before creating the new one."""
+    timeout = job.checkpoint.grace_period + 30 + DELETE_TIMEOUT_MARGIN_S
+    return pulumi.ResourceOptions(
+        parent=parent,
+        provider=provider,
+        delete_before_replace=True,
+        replace_on_changes=["spec"],
+        depends_on=depends_on,
+        custom_timeouts=pulumi.CustomTimeouts(delete=f"{timeout}s"),
+    )
+
+
+def _meta(
+    manifest: dict[str, Any], annotations: dict[str, str] | None = None
+) -> k8s.meta.v1.ObjectMetaArgs:
+    m = manifest["metadata"]
+    return k8s.meta.v1.ObjectMetaArgs(
+        name=m["name"], namespace=m["namespace"], labels=m.get("labels"), annotations=annotations
+    )
+
+
+class TrainingJob(pulumi.ComponentResource):
+    """A distributed PyTorch training job on the trainforge platform (a Kubeflow PyTorchJob)."""
+
+    job_name: pulumi.Output[str]
+    """The PyTorchJob's name."""
+    namespace: pulumi.Output[str]
+    """The team namespace it runs in."""
+    checkpoint_dir: pulumi.Output[str]
+    """Where it checkpoints on the team's FSx volume."""
+    workers: pulumi.Output[int]
+    """Pods the job runs."""
+
+    def __init__(
+        self,
+        name: str,
+        args: TrainingJobArgs,
+        opts: pulumi.ResourceOptions | None = None,
+        *,
+        target: JobTarget | None = None,
+        provider: pulumi.ProviderResource | None = None,
+        code: codeship.CodeBundle | None = None,
+        spec: JobSpec | None = None,
+    ) -> None:
+        args = dict(args or {})
+        where = f"TrainingJob {name}"
+        if spec is None:
+            spec = spec_from_args(name, args, where)
+        if target is None:
+            if not args.get("target"):
+                raise ValueError(
+                    f"{where}: pass target= (a JobTarget) or args['target'] with the platform wiring"
+                )
+            target = target_from_args(args["target"])
+        job = resolve_job(spec, target, where)
+        if job.code_source == "configmap" and code is None:
+            code = codeship.collect()
+        emitted = emit(job, target, code)
+        super().__init__(TYPE_TOKEN, name, None, opts)
+        self.spec = job
+        self.target = target
+        self.manifests = emitted
+        self._declare(name, job, emitted, provider)
+        self.job_name = pulumi.Output.from_input(job.name)
+        self.namespace = pulumi.Output.from_input(target.namespace)
+        self.checkpoint_dir = pulumi.Output.from_input(checkpoint_dir(job, target))
+        self.workers = pulumi.Output.from_input(job.workers)
+        self.register_outputs(
+            {
+                "job_name": self.job_name,
+                "namespace": self.namespace,
+                "checkpoint_dir": self.checkpoint_dir,
+                "workers": self.workers,
+            }
+        )
+
+    def _declare(
+        self, name: str, job: JobSpec, emitted: EmittedJob, provider: pulumi.ProviderResource | None
+    ) -> None:
+        child = pulumi.ResourceOptions(parent=self, provider=provider)
+        depends: list[pulumi.Resource] = []
+        self.configmap = None
+        if emitted.configmap is not None:
+            cm = emitted.configmap
+            # Named by content hash: new code -> new ConfigMap (created before the job is
+            # replaced), the old one is deleted after.
+            self.configmap = k8s.core.v1.ConfigMap(
+                f"{name}-code", metadata=_meta(cm), data=cm["data"], immutable=True, opts=child
+            )
+            depends.append(self.configmap)
+        pj = emitted.pytorchjob
+        self.pytorchjob = k8s.apiextensions.CustomResource(
+            name,
+            api_version=pj["apiVersion"],
+            kind=pj["kind"],
+            # Foreground deletion: Pulumi's delete returns only once the job's pods are gone,
+            # so the replacement cannot start while the old pods still write checkpoints.
+            metadata=_meta(pj, {"pulumi.com/deletionPropagationPolicy": "foreground"}),
+            spec=pj["spec"],
+            opts=job_options(self, provider, job, depends),
+        )
+        self.podmonitor = None
+        if emitted.podmonitor is not None:
+            pm = emitted.podmonitor
+            self.podmonitor = k8s.apiextensions.CustomResource(
+                f"{name}-metrics",
+                api_version=pm["apiVersion"],
+                kind=pm["kind"],
+                metadata=_meta(pm),
+                spec=pm["spec"],
+                opts=child,
+            )
+
+    # Presets: the same component with the preset's defaults.
+    @classmethod
+    def ddp(
+        cls, name: str, args: TrainingJobArgs, opts: pulumi.ResourceOptions | None = None, **kw: Any
+    ) -> TrainingJob:
+        return cls(name, {**args, "preset": "ddp"}, opts, **kw)
+
+    @classmethod
+    def fsdp(
+        cls, name: str, args: TrainingJobArgs, opts: pulumi.ResourceOptions | None = None, **kw: Any
+    ) -> TrainingJob:
+        return cls(name, {**args, "preset": "fsdp"}, opts, **kw)
+
+    @classmethod
+    def elastic(
+        cls, name: str, args: TrainingJobArgs, opts: pulumi.ResourceOptions | None = None, **kw: Any
+    ) -> TrainingJob:
+        return cls(name, {**args, "preset": "elastic"}, opts, **kw)

@@ -1,0 +1,48 @@
+"""Kubernetes resource quantities ("500m", "32Gi", "1.5") as exact numbers.
+
+Needed to check a job against its team's ResourceQuota and its pool's node size at
+preview time, without a Kubernetes client.
+"""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+
+_SUFFIX = {
+    "": 1,
+    "m": Fraction(1, 1000),
+    "k": 10**3,
+    "M": 10**6,
+    "G": 10**9,
+    "T": 10**12,
+    "P": 10**15,
+    "E": 10**18,
+    "Ki": 2**10,
+    "Mi": 2**20,
+    "Gi": 2**30,
+    "Ti": 2**40,
+    "Pi": 2**50,
+    "Ei": 2**60,
+}
+_RE = re.compile(r"^([+]?[0-9]+(?:\.[0-9]*)?|[+]?\.[0-9]+)(?:[eE]([-+]?[0-9]+))?([a-zA-Z]*)$")
+
+
+def parse_quantity(text: str | int | float) -> Fraction:
+    """The quantity's value in base units (cores, bytes, count); ValueError if malformed."""
+    if isinstance(text, bool):
+        raise ValueError(f"not a quantity: {text!r}")
+    if isinstance(text, int | float):
+        return Fraction(str(text))
+    m = _RE.match(text.strip())
+    if not m or m.group(3) not in _SUFFIX or (m.group(2) and m.group(3)):
+        raise ValueError(f"not a Kubernetes quantity: {text!r}")
+    value = Fraction(m.group(1))
+    if m.group(2):
+        value *= Fraction(10) ** int(m.group(2))
+    return value * _SUFFIX[m.group(3)]
+
+
+def format_mebibytes(value: Fraction | int) -> str:
+    """Bytes rounded down to whole Mi, the unit used for derived sizes such as /dev/shm."""
+    return f"{int(value) // 2**20}Mi"

@@ -1,0 +1,583 @@
+"""The job model: what to run, where and how big, independent of any Kubernetes object.
+
+`JobSpec` is what a user declares (in Python or under `trainforge:jobs` in stack config).
+Emitters (today the Kubeflow v1 PyTorchJob in `pytorchjob.py`) turn a *resolved* spec plus
+the platform wiring (`wiring.JobTarget`) into objects; other targets (a Trainer v2 TrainJob,
+an indexed Job) can be added as further emitters without touching this module.
+
+`parse_job(raw, where)` accepts the stack-config dict (camelCase keys; snake_case also
+accepted so Python callers can pass keyword-style dicts) and raises `JobConfigError` naming
+`where.field`, the bad value and what is valid. Unknown keys are errors: a typo such as
+`gpuPerWorker` must not silently fall back to a default at GPU prices.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, fields
+from typing import Any, Literal
+
+from trainforge.jobs.errors import JobConfigError
+
+Strategy = Literal["ddp", "fsdp"]
+Preset = Literal["ddp", "fsdp", "elastic"]
+CodeSource = Literal["configmap", "image"]
+
+STRATEGIES = ("ddp", "fsdp")
+PRESETS = ("ddp", "fsdp", "elastic")
+CODE_SOURCES = ("configmap", "image")
+MODELS = ("mlp", "gpt")
+DATASETS = ("synthetic", "tokens")
+PRECISIONS = ("auto", "bf16", "fp32")
+RESTART_POLICIES = ("OnFailure", "ExitCode", "Never")
+CLEAN_POD_POLICIES = ("None", "Running", "All")
+NCCL_DEBUG_LEVELS = ("VERSION", "WARN", "INFO", "TRACE")
+
+# Kubernetes object names of a job's pods and services are `<job>-worker-<index>`, and
+# Services (which the operator creates per pod) must be DNS-1035 labels of at most 63
+# characters. Leave room for at least three index digits so a job can grow to 1000 pods.
+DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+MAX_LABEL = 63
+POD_SUFFIX = "-worker-"
+MIN_INDEX_DIGITS = 3
+
+# A container image reference: [registry[:port]/]path[:tag][@sha256:<64 hex>].
+_IMAGE_RE = re.compile(
+    r"^(?:(?P<registry>[a-zA-Z0-9][a-zA-Z0-9.-]*(?::[0-9]+)?)/)?"
+    r"(?P<path>[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*)"
+    r"(?::(?P<tag>[\w][\w.-]{0,127}))?"
+    r"(?:@(?P<digest>sha256:[a-f0-9]{64}))?$"
+)
+
+
+@dataclass(frozen=True)
+class ModelFlags:
+    """Training-runtime flags (issue 2's CLI). None means "the runtime's default"."""
+
+    model: str | None = None
+    layers: int | None = None
+    d_model: int | None = None
+    heads: int | None = None
+    seq_len: int | None = None
+    vocab_size: int | None = None
+    dataset: str | None = None
+    data_path: str | None = None
+    dataset_size: int | None = None
+    steps: int | None = None
+    batch_size: int | None = None
+    grad_accum: int | None = None
+    lr: float | None = None
+    warmup_steps: int | None = None
+    weight_decay: float | None = None
+    seed: int | None = None
+    log_every: int | None = None
+    compile: bool = False
+    activation_checkpointing: bool = False
+    precision: str | None = None
+
+
+@dataclass(frozen=True)
+class CheckpointSpec:
+    """Where and how often the runtime checkpoints (issue 3's flags)."""
+
+    every: int = 500
+    keep_last: int = 3
+    async_save: bool = True
+    # Seconds the runtime gets to checkpoint after SIGTERM; the pod's
+    # terminationGracePeriodSeconds is this plus a margin for process teardown.
+    grace_period: int = 90
+    # Mirror completed checkpoints to the platform's checkpoint bucket (team prefix).
+    s3_mirror: bool = True
+    resume: str = "auto"
+
+
+@dataclass(frozen=True)
+class ElasticSpec:
+    """torchrun elasticity: the job runs with any pod count in [min_workers, max_workers]."""
+
+    min_workers: int
+    max_workers: int
+    max_restarts: int = 3
+
+
+@dataclass(frozen=True)
+class RunPolicySpec:
+    """The PyTorchJob runPolicy. Defaults free GPUs promptly but keep logs for a day."""
+
+    # "Running": when the job finishes, pods still running (e.g. a hung worker) are
+    # deleted so they stop holding GPUs; completed pods stay for `kubectl logs`.
+    clean_pod_policy: str = "Running"
+    ttl_seconds_after_finished: int | None = 86400
+    backoff_limit: int = 6
+    active_deadline_seconds: int | None = None
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """A training job. `gpus_per_worker`, `cpu`, `memory`, `shm_size` and `efa` may be None
+    until `wiring.resolve_job` fills them from the pool the job runs on."""
+
+    name: str
+    team: str
+    pool: str
+    strategy: Strategy = "ddp"
+    preset: Preset = "ddp"
+    workers: int = 1
+    gpus_per_worker: int | None = None
+    procs_per_worker: int | None = None
+    cpu: str | None = None
+    memory: str | None = None
+    shm_size: str | None = None
+    efa: bool | None = None
+    image: str | None = None
+    code_source: CodeSource = "configmap"
+    training: ModelFlags = field(default_factory=ModelFlags)
+    checkpoint: CheckpointSpec = field(default_factory=CheckpointSpec)
+    elastic: ElasticSpec | None = None
+    run_policy: RunPolicySpec = field(default_factory=RunPolicySpec)
+    restart_policy: str = "OnFailure"
+    metrics_port: int = 9090
+    nccl_debug: str = "WARN"
+    env: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def procs(self) -> int:
+        """Processes per pod: one per GPU, or `procs_per_worker` (default 1) on CPU."""
+        if self.procs_per_worker is not None:
+            return self.procs_per_worker
+        return self.gpus_per_worker or 1
+
+    @property
+    def max_workers(self) -> int:
+        return self.elastic.max_workers if self.elastic else self.workers
+
+    @property
+    def min_workers(self) -> int:
+        return self.elastic.min_workers if self.elastic else self.workers
+
+    @property
+    def uses_torchrun(self) -> bool:
+        """torchrun where a pod runs several processes or the job is elastic."""
+        return self.elastic is not None or self.procs > 1
+
+
+# --- parsing -------------------------------------------------------------------------------
+
+
+def _snake(key: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", key).lower()
+
+
+def _camel(key: str) -> str:
+    head, *rest = key.split("_")
+    return head + "".join(p[:1].upper() + p[1:] for p in rest)
+
+
+class _Reader:
+    """Pops typed values out of one mapping; reports unknown keys with the valid ones."""
+
+    def __init__(self, raw: Any, where: str, valid: list[str]) -> None:
+        if raw is None:
+            raw = {}
+        if not isinstance(raw, dict):
+            raise JobConfigError(where, raw, "expected a mapping")
+        self.where = where
+        self.data: dict[str, Any] = {}
+        for key, value in raw.items():
+            snake = _snake(str(key))
+            if snake not in valid:
+                choices = ", ".join(_camel(k) for k in valid)
+                raise JobConfigError(f"{where}.{key}", value, f"unknown key; valid keys: {choices}")
+            self.data[snake] = value
+
+    def path(self, key: str) -> str:
+        return f"{self.where}.{_camel(key)}"
+
+    def has(self, key: str) -> bool:
+        return self.data.get(key) is not None
+
+    def str_(self, key: str, default: Any = None, choices: tuple[str, ...] | None = None) -> Any:
+        value = self.data.get(key)
+        if value is None:
+            return default
+        if not isinstance(value, str) or not value:
+            raise JobConfigError(self.path(key), value, "expected a non-empty string")
+        if choices and value not in choices:
+            raise JobConfigError(self.path(key), value, f"valid values: {', '.join(choices)}")
+        return value
+
+    def int_(
+        self, key: str, default: Any = None, minimum: int = 1, maximum: int | None = None
+    ) -> Any:
+        value = self.data.get(key)
+        if value is None:
+            return default
+        if isinstance(value, bool) or not isinstance(value, int):
+            if isinstance(value, str) and re.fullmatch(r"-?\d+", value.strip()):
+                value = int(value)  # Pulumi config values set on the CLI arrive as strings
+            else:
+                raise JobConfigError(self.path(key), value, "expected an integer")
+        if value < minimum or (maximum is not None and value > maximum):
+            bound = f"between {minimum} and {maximum}" if maximum is not None else f">= {minimum}"
+            raise JobConfigError(self.path(key), value, f"expected an integer {bound}")
+        return value
+
+    def float_(self, key: str, default: Any = None, positive: bool = True) -> Any:
+        value = self.data.get(key)
+        if value is None:
+            return default
+        try:
+            if isinstance(value, bool):
+                raise ValueError
+            number = float(value)
+        except (TypeError, ValueError):
+            raise JobConfigError(self.path(key), value, "expected a number") from None
+        if positive and not number > 0:
+            raise JobConfigError(self.path(key), value, "expected a number > 0")
+        if not positive and number < 0:
+            raise JobConfigError(self.path(key), value, "expected a number >= 0")
+        return number
+
+    def bool_(self, key: str, default: Any = None) -> Any:
+        value = self.data.get(key)
+        if value is None:
+            return default
+        if isinstance(value, str) and value.lower() in ("true", "false"):
+            return value.lower() == "true"
+        if not isinstance(value, bool):
+            raise JobConfigError(self.path(key), value, "expected true or false")
+        return value
+
+    def quantity(self, key: str) -> str | None:
+        value = self.data.get(key)
+        if value is None:
+            return None
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            value = str(value)
+        if not isinstance(value, str):
+            raise JobConfigError(
+                self.path(key), value, "expected a Kubernetes quantity such as 8, 500m or 32Gi"
+            )
+        from trainforge.jobs.quantity import parse_quantity
+
+        try:
+            if parse_quantity(value) <= 0:
+                raise ValueError
+        except ValueError:
+            raise JobConfigError(
+                self.path(key),
+                value,
+                "expected a positive Kubernetes quantity such as 8, 500m or 32Gi",
+            ) from None
+        return value
+
+
+_MODEL_INTS = (
+    "layers",
+    "d_model",
+    "heads",
+    "seq_len",
+    "vocab_size",
+    "dataset_size",
+    "steps",
+    "batch_size",
+    "grad_accum",
+    "log_every",
+)
+_MODEL_KEYS = [f.name for f in fields(ModelFlags)]
+_TOP_KEYS = [
+    "name",
+    "team",
+    "pool",
+    "strategy",
+    "preset",
+    "workers",
+    "gpus_per_worker",
+    "procs_per_worker",
+    "cpu",
+    "memory",
+    "shm_size",
+    "efa",
+    "image",
+    "code_source",
+    "checkpoint",
+    "elastic",
+    "run_policy",
+    "restart_policy",
+    "metrics_port",
+    "nccl_debug",
+    "env",
+    *_MODEL_KEYS,
+]
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Set by the platform or the operator; a user override would silently break the job.
+_RESERVED_ENV = {
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "WORLD_SIZE",
+    "RANK",
+    "LOCAL_RANK",
+    "LOCAL_WORLD_SIZE",
+    "PYTHONPATH",
+    "MLFLOW_TRACKING_URI",
+}
+
+
+def validate_name(name: Any, where: str, max_workers: int = 1) -> str:
+    """A job name the operator accepts for every pod it will create."""
+    if not isinstance(name, str) or not name:
+        raise JobConfigError(where, name, "expected a non-empty job name")
+    digits = max(MIN_INDEX_DIGITS, len(str(max(max_workers - 1, 0))))
+    limit = MAX_LABEL - len(POD_SUFFIX) - digits
+    if not DNS1035.match(name):
+        raise JobConfigError(
+            where,
+            name,
+            "a job name must be a DNS-1035 label: lowercase letters, digits and '-', "
+            "starting with a letter and ending with a letter or digit",
+        )
+    if len(name) > limit:
+        raise JobConfigError(
+            where,
+            name,
+            f"at most {limit} characters ({len(name)} given): pod and service names "
+            f"'<name>{POD_SUFFIX}<index>' must fit in {MAX_LABEL}",
+        )
+    return name
+
+
+def validate_image(image: Any, where: str) -> str:
+    """A pinned image reference: a tag other than `latest`, or a sha256 digest."""
+    if not isinstance(image, str) or not _IMAGE_RE.match(image):
+        raise JobConfigError(
+            where,
+            image,
+            "expected an image reference such as pytorch/pytorch:2.8.0-cuda12.8-cudnn9-runtime "
+            "or registry/repo@sha256:<64 hex digits>",
+        )
+    m = _IMAGE_RE.match(image)
+    assert m is not None
+    if not m.group("digest") and (not m.group("tag") or m.group("tag") == "latest"):
+        raise JobConfigError(
+            where,
+            image,
+            "pin the image with a version tag (not 'latest') or a sha256 digest so that a "
+            "restarted pod runs the same code",
+        )
+    return image
+
+
+def _parse_model(r: _Reader) -> ModelFlags:
+    values: dict[str, Any] = {k: r.int_(k) for k in _MODEL_INTS}
+    values["model"] = r.str_("model", choices=MODELS)
+    values["dataset"] = r.str_("dataset", choices=DATASETS)
+    values["precision"] = r.str_("precision", choices=PRECISIONS)
+    values["data_path"] = r.str_("data_path")
+    values["lr"] = r.float_("lr")
+    values["weight_decay"] = r.float_("weight_decay", positive=False)
+    values["warmup_steps"] = r.int_("warmup_steps", minimum=0)
+    values["seed"] = r.int_("seed", minimum=0)
+    values["compile"] = r.bool_("compile", False)
+    values["activation_checkpointing"] = r.bool_("activation_checkpointing", False)
+    flags = ModelFlags(**values)
+    if flags.dataset == "tokens" and not flags.data_path:
+        raise JobConfigError(
+            r.path("data_path"), None, "dataset 'tokens' needs dataPath (a uint16 token file)"
+        )
+    if flags.data_path and flags.dataset != "tokens":
+        raise JobConfigError(
+            r.path("dataset"), flags.dataset, "dataPath is only read with dataset: tokens"
+        )
+    if flags.d_model and flags.heads and flags.d_model % flags.heads:
+        raise JobConfigError(r.path("heads"), flags.heads, f"must divide dModel ({flags.d_model})")
+    return flags
+
+
+def _parse_checkpoint(raw: Any, where: str) -> CheckpointSpec:
+    r = _Reader(raw, where, ["every", "keep_last", "async", "grace_period", "s3_mirror", "resume"])
+    resume = r.str_("resume", "auto")
+    if resume not in ("auto", "never") and not resume.startswith("/"):
+        raise JobConfigError(
+            r.path("resume"), resume, "valid values: auto, never, or an absolute path"
+        )
+    return CheckpointSpec(
+        every=r.int_("every", 500),
+        keep_last=r.int_("keep_last", 3),
+        async_save=r.bool_("async", True),
+        grace_period=r.int_("grace_period", 90, maximum=3600),
+        s3_mirror=r.bool_("s3_mirror", True),
+        resume=resume,
+    )
+
+
+def _parse_elastic(raw: Any, where: str, workers: int | None) -> ElasticSpec:
+    r = _Reader(raw, where, ["min_workers", "max_workers", "max_restarts"])
+    hi = r.int_("max_workers", workers)
+    lo = r.int_("min_workers", hi)
+    if hi is None:
+        raise JobConfigError(
+            r.path("max_workers"), None, "an elastic job needs maxWorkers (or workers)"
+        )
+    if lo > hi:
+        raise JobConfigError(r.path("min_workers"), lo, f"must be <= maxWorkers ({hi})")
+    return ElasticSpec(
+        min_workers=lo, max_workers=hi, max_restarts=r.int_("max_restarts", 3, minimum=0)
+    )
+
+
+def _parse_run_policy(raw: Any, where: str) -> RunPolicySpec:
+    r = _Reader(
+        raw,
+        where,
+        [
+            "clean_pod_policy",
+            "ttl_seconds_after_finished",
+            "backoff_limit",
+            "active_deadline_seconds",
+        ],
+    )
+    return RunPolicySpec(
+        clean_pod_policy=r.str_("clean_pod_policy", "Running", CLEAN_POD_POLICIES),
+        ttl_seconds_after_finished=r.int_("ttl_seconds_after_finished", 86400, minimum=0),
+        backoff_limit=r.int_("backoff_limit", 6, minimum=0),
+        active_deadline_seconds=r.int_("active_deadline_seconds"),
+    )
+
+
+def _parse_env(raw: Any, where: str) -> tuple[tuple[str, str], ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, dict):
+        raise JobConfigError(where, raw, "expected a mapping of NAME: value")
+    out = []
+    for key, value in sorted(raw.items()):
+        if not isinstance(key, str) or not _ENV_NAME.match(key):
+            raise JobConfigError(
+                f"{where}.{key}", key, "an environment variable name ([A-Za-z_][A-Za-z0-9_]*)"
+            )
+        if key in _RESERVED_ENV or key.startswith("PET_"):
+            raise JobConfigError(
+                f"{where}.{key}",
+                key,
+                "set by the operator or the platform; it cannot be overridden",
+            )
+        if isinstance(value, bool) or not isinstance(value, str | int | float):
+            raise JobConfigError(f"{where}.{key}", value, "expected a string or number")
+        out.append((key, str(value)))
+    return tuple(out)
+
+
+def parse_job(raw: Any, where: str = "job") -> JobSpec:
+    """Parse one job declaration; every error names `where.<field>`."""
+    r = _Reader(raw, where, _TOP_KEYS)
+    preset = r.str_("preset", None, PRESETS)
+    if preset is None:
+        preset = "elastic" if r.has("elastic") else (r.str_("strategy", "ddp", STRATEGIES))
+    strategy = r.str_("strategy", "fsdp" if preset == "fsdp" else "ddp", STRATEGIES)
+    if preset == "fsdp" and strategy != "fsdp":
+        raise JobConfigError(r.path("strategy"), strategy, "the fsdp preset runs strategy fsdp")
+    if preset == "ddp" and r.has("elastic"):
+        raise JobConfigError(
+            r.path("elastic"), r.data["elastic"], "elastic settings need preset: elastic"
+        )
+    workers = r.int_("workers", None)
+    elastic = None
+    if preset == "elastic":
+        elastic = _parse_elastic(r.data.get("elastic"), r.path("elastic"), workers)
+        if workers is not None and not elastic.min_workers <= workers <= elastic.max_workers:
+            raise JobConfigError(
+                r.path("workers"),
+                workers,
+                f"must lie within elastic minWorkers..maxWorkers ({elastic.min_workers}..{elastic.max_workers})",
+            )
+        workers = workers if workers is not None else elastic.max_workers
+    workers = workers if workers is not None else 1
+    name = validate_name(
+        r.str_("name"), r.path("name"), elastic.max_workers if elastic else workers
+    )
+    code_source = r.str_("code_source", "configmap", CODE_SOURCES)
+    image = r.str_("image")
+    if image is not None:
+        validate_image(image, r.path("image"))
+    if code_source == "image" and image is None:
+        raise JobConfigError(
+            r.path("image"),
+            None,
+            "codeSource: image runs trainforge from your image, so name that image",
+        )
+    team = r.str_("team")
+    pool = r.str_("pool")
+    if team is None:
+        raise JobConfigError(r.path("team"), None, "every job needs the team it runs as")
+    if pool is None:
+        raise JobConfigError(r.path("pool"), None, "every job needs the node pool it runs on")
+    return JobSpec(
+        name=name,
+        team=team,
+        pool=pool,
+        strategy=strategy,
+        preset=preset,
+        workers=workers,
+        gpus_per_worker=r.int_("gpus_per_worker", None, minimum=0),
+        procs_per_worker=r.int_("procs_per_worker", None),
+        cpu=r.quantity("cpu"),
+        memory=r.quantity("memory"),
+        shm_size=r.quantity("shm_size"),
+        efa=r.bool_("efa"),
+        image=image,
+        code_source=code_source,
+        training=_parse_model(r),
+        checkpoint=_parse_checkpoint(r.data.get("checkpoint"), r.path("checkpoint")),
+        elastic=elastic,
+        run_policy=_parse_run_policy(r.data.get("run_policy"), r.path("run_policy")),
+        restart_policy=r.str_("restart_policy", "OnFailure", RESTART_POLICIES),
+        metrics_port=r.int_("metrics_port", 9090, minimum=0, maximum=65535),
+        nccl_debug=r.str_("nccl_debug", "WARN", NCCL_DEBUG_LEVELS),
+        env=_parse_env(r.data.get("env"), r.path("env")),
+    )
+
+
+def parse_jobs(raw: Any, where: str = "trainforge:jobs") -> list[JobSpec]:
+    """Parse the `trainforge:jobs` list; names must be unique per team (one namespace)."""
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise JobConfigError(where, raw, "expected a list of jobs")
+    jobs = [parse_job(item, f"{where}[{i}]") for i, item in enumerate(raw)]
+    seen: dict[tuple[str, str], int] = {}
+    for i, job in enumerate(jobs):
+        key = (job.team, job.name)
+        if key in seen:
+            raise JobConfigError(
+                f"{where}[{i}].name",
+                job.name,
+                f"already used by {where}[{seen[key]}] in team {job.team!r}; names must be unique per team",
+            )
+        seen[key] = i
+    return jobs
+
+
+# --- presets --------------------------------------------------------------------------------
+
+
+def ddp(name: str, team: str, pool: str, **kwargs: Any) -> JobSpec:
+    """Data-parallel job: a Master and `workers - 1` Workers, each a full model replica."""
+    return parse_job({"name": name, "team": team, "pool": pool, "preset": "ddp", **kwargs}, name)
+
+
+def fsdp(name: str, team: str, pool: str, **kwargs: Any) -> JobSpec:
+    """FSDP2 job: parameters, gradients and optimizer state sharded over all ranks."""
+    return parse_job({"name": name, "team": team, "pool": pool, "preset": "fsdp", **kwargs}, name)
+
+
+def elastic(
+    name: str, team: str, pool: str, min_workers: int, max_workers: int, **kwargs: Any
+) -> JobSpec:
+    """torchrun-elastic job: Workers only, c10d rendezvous, survives pod loss down to min."""
+    el = {"min_workers": min_workers, "max_workers": max_workers}
+    if "max_restarts" in kwargs:
+        el["max_restarts"] = kwargs.pop("max_restarts")
+    return parse_job(
+        {"name": name, "team": team, "pool": pool, "preset": "elastic", "elastic": el, **kwargs},
+        name,
+    )
