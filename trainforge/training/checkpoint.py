@@ -1,0 +1,507 @@
+"""Sharded, atomic, resumable checkpoints with torch.distributed.checkpoint (DCP).
+
+Layout of ``--checkpoint-dir``::
+
+    step_000100/                 one directory per checkpoint, named by the step it resumes at
+        __0_0.distcp ...         DCP shards (model + optimizer), one file per rank
+        trainforge_rank00000.pt  per-rank extras: step, LR scheduler, data position, RNG states
+        .metadata                DCP metadata: written LAST (tmp file + rename) by rank 0
+
+A checkpoint counts only once ``.metadata`` exists and parses. Every rank writes its extras file
+*before* it enters the DCP save, and DCP's coordinator writes ``.metadata`` only after gathering
+every rank's write results, so a readable ``.metadata`` implies all shards and all extras are on
+disk. Anything else in the directory (a save killed half way, a stray file, a corrupt metadata
+file) is skipped with a log line, never loaded.
+
+Why per-rank extras files instead of DCP entries: RNG state is rank-local and a restart may
+change the world size; a plain file per rank lets rank ``r`` restore its own stream when it
+exists and fall back to its seed otherwise, without DCP resharding rules getting in the way.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import os
+import random
+import re
+import shutil
+import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+import torch.distributed.checkpoint as dcp
+from torch.distributed.checkpoint.api import CheckpointException
+from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+
+STEP_DIR_RE = re.compile(r"^step_(\d{6,})$")
+METADATA_FILE = ".metadata"
+EXTRAS_FMT = "trainforge_rank{rank:05d}.pt"
+EXTRAS_VERSION = 1
+
+# Test-only fault injection (see docs/checkpointing.md, "Rehearsing failures"): when set to a
+# step number, the coordinator SIGKILLs itself after every shard of that step's checkpoint is
+# written but before `.metadata` is -- the worst moment for a crash.
+CRASH_DURING_SAVE_ENV = "TRAINFORGE_TEST_CRASH_DURING_SAVE"
+
+LogFn = Callable[[str], None]
+
+
+class CheckpointError(Exception):
+    """A checkpoint problem the user must act on; the message says what and how."""
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckpointConfig:
+    """What the training flags ask of checkpointing (``--checkpoint-*``, ``--resume``...)."""
+
+    directory: str | None = None
+    every: int = 0  # save every N optimizer steps; 0 = only at the end and on SIGTERM
+    keep_last: int = 3  # complete checkpoints to keep; 0 = keep all
+    resume: str = "auto"  # auto | never | PATH to a step directory
+    async_save: bool = False
+    s3_uri: str | None = None
+    grace_period: float = 90.0
+
+    def validate(self) -> None:
+        """Fail fast with the flag name, the bad value and what is valid."""
+        if self.every < 0:
+            raise CheckpointError(f"--checkpoint-every must be >= 0 (0 = off), got {self.every}")
+        if self.keep_last < 0:
+            raise CheckpointError(f"--keep-last must be >= 0 (0 = keep all), got {self.keep_last}")
+        if self.grace_period <= 0:
+            raise CheckpointError(f"--grace-period must be > 0 seconds, got {self.grace_period}")
+        if self.directory is None:
+            for flag, value in (
+                ("--checkpoint-every", self.every),
+                ("--async-checkpoint", self.async_save),
+                ("--checkpoint-s3", self.s3_uri),
+            ):
+                if value:
+                    raise CheckpointError(f"{flag} {value} needs --checkpoint-dir DIR")
+        if self.s3_uri is not None and not self.s3_uri.startswith("s3://"):
+            raise CheckpointError(
+                f"--checkpoint-s3 must look like s3://bucket/prefix, got {self.s3_uri!r}"
+            )
+
+    @property
+    def enabled(self) -> bool:
+        return self.directory is not None
+
+
+# ----------------------------------------------------------------------------- directory scan
+
+
+def step_dir_name(step: int) -> str:
+    return f"step_{step:06d}"
+
+
+def parse_step(name: str) -> int | None:
+    m = STEP_DIR_RE.match(name)
+    return int(m.group(1)) if m else None
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckpointStatus:
+    path: Path
+    step: int
+    complete: bool
+    reason: str  # why it is not complete ("" when complete)
+
+
+def inspect_checkpoint(path: Path) -> CheckpointStatus:
+    """Is ``path`` a complete checkpoint? Never raises for bad content, only reports it."""
+    step = parse_step(path.name)
+    if step is None:
+        return CheckpointStatus(path, -1, False, "name is not step_NNNNNN")
+    if not path.is_dir():
+        return CheckpointStatus(path, step, False, "not a directory")
+    meta = path / METADATA_FILE
+    if not meta.is_file():
+        return CheckpointStatus(
+            path, step, False, "no .metadata (save was interrupted; partial checkpoint)"
+        )
+    try:
+        from torch.distributed.checkpoint import FileSystemReader
+
+        FileSystemReader(str(path)).read_metadata()
+    except Exception as e:  # noqa: BLE001 - any parse failure means "corrupt", reported
+        return CheckpointStatus(path, step, False, f".metadata is corrupt ({type(e).__name__})")
+    return CheckpointStatus(path, step, True, "")
+
+
+def scan_checkpoints(root: Path, log: LogFn | None = None) -> list[CheckpointStatus]:
+    """All step directories under ``root``, oldest first; foreign entries are logged, skipped."""
+    if not root.is_dir():
+        return []
+    found: list[CheckpointStatus] = []
+    for entry in sorted(root.iterdir()):
+        if parse_step(entry.name) is None:
+            if log and not entry.name.startswith(".trainforge"):
+                log(f"checkpoint: ignoring foreign entry {entry} (not a step_NNNNNN directory)")
+            continue
+        found.append(inspect_checkpoint(entry))
+    found.sort(key=lambda s: s.step)
+    return found
+
+
+def latest_complete(root: Path, log: LogFn | None = None) -> Path | None:
+    """Newest complete checkpoint under ``root``; partial/corrupt newer ones are logged."""
+    for status in reversed(scan_checkpoints(root, log)):
+        if status.complete:
+            return status.path
+        if log:
+            log(f"checkpoint: skipping {status.path}: {status.reason}")
+    return None
+
+
+# ------------------------------------------------------------------------------- rank extras
+
+
+def capture_rng_state() -> dict[str, Any]:
+    state: dict[str, Any] = {
+        "torch_cpu": torch.get_rng_state(),
+        "python": random.getstate(),
+    }
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        state["torch_cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def restore_rng_state(state: dict[str, Any]) -> None:
+    torch.set_rng_state(state["torch_cpu"])
+    random.setstate(_as_tuple(state["python"]))
+    if "torch_cuda" in state and torch.cuda.is_available():
+        cuda_states = state["torch_cuda"]
+        if len(cuda_states) == torch.cuda.device_count():
+            torch.cuda.set_rng_state_all(cuda_states)
+
+
+def _as_tuple(x: Any) -> Any:
+    return tuple(_as_tuple(v) for v in x) if isinstance(x, list | tuple) else x
+
+
+def _fsync_write(path: Path, obj: Any) -> None:
+    """torch.save to a tmp file, fsync, rename: an extras file is either whole or absent."""
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as f:
+        torch.save(obj, f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+# ----------------------------------------------------------------------------------- manager
+
+
+class _CrashTestWriter(dcp.FileSystemWriter):
+    """FileSystemWriter that SIGKILLs the coordinator before `.metadata` (tests only)."""
+
+    def __init__(self, path: str, crash_step: int, step: int) -> None:
+        super().__init__(path)
+        self._crash = crash_step == step
+
+    def finish(self, metadata: Any, results: Any) -> None:
+        if self._crash:
+            os.kill(os.getpid(), signal.SIGKILL)
+        super().finish(metadata, results)
+
+
+@dataclasses.dataclass
+class SaveRecord:
+    """Timings of one checkpoint, for logs, metrics and the benchmark."""
+
+    step: int
+    path: Path
+    blocked_s: float  # how long training waited
+    total_s: float | None = None  # until `.metadata` was written (async: set on completion)
+    reason: str = "periodic"
+
+
+class CheckpointManager:
+    """Save/restore for one training run; every method is collective (call on all ranks)."""
+
+    def __init__(
+        self,
+        config: CheckpointConfig,
+        *,
+        log: LogFn = print,
+        mirror: Any | None = None,
+    ) -> None:
+        config.validate()
+        self.config = config
+        self.log = log
+        self.root = Path(config.directory) if config.directory else None
+        self.distributed = dist.is_available() and dist.is_initialized()
+        self.rank = dist.get_rank() if self.distributed else 0
+        self.world_size = dist.get_world_size() if self.distributed else 1
+        # DCP's collectives run on their own gloo group: gloo works for CPU-staged async saves
+        # (DCP docs), and a separate group keeps the checkpoint thread's collectives from
+        # interleaving with the training loop's on the default group.
+        self.group = dist.new_group(backend="gloo") if self.distributed else None
+        self.mirror = mirror
+        if mirror is None and config.s3_uri:
+            from trainforge.training.s3_mirror import S3Mirror
+
+            self.mirror = S3Mirror(config.s3_uri, log=log)
+        self._executor: concurrent.futures.ThreadPoolExecutor | None = None
+        self._pending: concurrent.futures.Future | None = None
+        self._crash_step = int(os.environ.get(CRASH_DURING_SAVE_ENV, "-1") or "-1")
+        self.records: list[SaveRecord] = []
+        self.last_saved_step: int | None = None
+
+    # -- helpers --------------------------------------------------------------------------
+
+    def _barrier(self) -> None:
+        if self.distributed:
+            dist.barrier(group=self.group)
+
+    def _broadcast(self, obj: Any) -> Any:
+        if not self.distributed:
+            return obj
+        box = [obj]
+        dist.broadcast_object_list(box, src=0, group=self.group)
+        return box[0]
+
+    def should_save(self, step: int) -> bool:
+        """Periodic schedule: ``step`` counts completed optimizer steps."""
+        return bool(self.root and self.config.every and step > 0 and step % self.config.every == 0)
+
+    # -- restore --------------------------------------------------------------------------
+
+    def resolve_resume(self) -> Path | None:
+        """Which checkpoint to resume from, decided on rank 0 and broadcast to all ranks."""
+        choice: str | None = None
+        error: str | None = None
+        if self.rank == 0:
+            try:
+                found = self._choose_resume()
+                choice = str(found) if found else None
+            except CheckpointError as e:
+                error = str(e)
+        choice, error = self._broadcast((choice, error))
+        if error:
+            raise CheckpointError(error)
+        return Path(choice) if choice else None
+
+    def _choose_resume(self) -> Path | None:
+        mode = self.config.resume
+        if mode == "never":
+            if self.root and latest_complete(self.root):
+                self.log(
+                    f"checkpoint: --resume never: starting fresh although {self.root} holds "
+                    "checkpoints; same-numbered ones will be replaced"
+                )
+            return None
+        if mode != "auto":
+            path = Path(mode)
+            status = inspect_checkpoint(path)
+            if not status.complete:
+                raise CheckpointError(
+                    f"--resume {mode}: not a complete checkpoint ({status.reason}); pass a "
+                    "step_NNNNNN directory containing .metadata, or --resume auto|never"
+                )
+            return path
+        if self.root is None:
+            return None
+        found = latest_complete(self.root, self.log)
+        if found is None and self.mirror is not None:
+            found = self.mirror.download_latest(self.root)
+        return found
+
+    def restore(
+        self, model: torch.nn.Module, optimizer: torch.optim.Optimizer, scheduler: Any | None = None
+    ) -> int:
+        """Load the checkpoint ``--resume`` selects; returns the step to continue from (0 = fresh)."""
+        path = self.resolve_resume()
+        if path is None:
+            if self.root is not None:
+                self.log(
+                    f"checkpoint: no checkpoint to resume from in {self.root}; starting at step 0"
+                )
+            return 0
+        t0 = time.perf_counter()
+        model_sd, optim_sd = get_state_dict(model, optimizer)
+        state = {"model": model_sd, "optim": optim_sd}
+        try:
+            dcp.load(state, checkpoint_id=str(path), process_group=self.group)
+        except (Exception, CheckpointException) as e:  # noqa: BLE001 - made clear, actionable
+            raise CheckpointError(
+                f"could not load checkpoint {path}: {_describe(e)}. "
+                "It has a .metadata file but its shards are unreadable or do not match this "
+                "model/optimizer (different --model/--layers/--d-model or --strategy flags?). "
+                f"Delete {path} to fall back to the previous checkpoint, or pass --resume never."
+            ) from e
+        set_state_dict(
+            model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"]
+        )
+        extras = self._load_extras(path)
+        if scheduler is not None and extras.get("scheduler") is not None:
+            scheduler.load_state_dict(extras["scheduler"])
+        step = int(extras["step"])
+        self.last_saved_step = step
+        self._barrier()
+        self.log(
+            f"checkpoint: resumed from {path} at step {step} "
+            f"(data position {extras.get('data_position', step)}) in {time.perf_counter() - t0:.2f}s"
+        )
+        return step
+
+    def _load_extras(self, path: Path) -> dict[str, Any]:
+        own = path / EXTRAS_FMT.format(rank=self.rank)
+        source = own if own.is_file() else path / EXTRAS_FMT.format(rank=0)
+        try:
+            extras = torch.load(source, weights_only=True)
+        except Exception as e:  # noqa: BLE001
+            raise CheckpointError(
+                f"checkpoint {path}: cannot read {source.name} ({type(e).__name__}: "
+                f"{_first_line(e)}); delete {path} to fall back to the previous checkpoint"
+            ) from e
+        if not isinstance(extras, dict) or extras.get("version") != EXTRAS_VERSION:
+            raise CheckpointError(
+                f"checkpoint {path}: {source.name} is not a trainforge extras file"
+            )
+        if source == own:
+            restore_rng_state(extras["rng"])
+        else:
+            self.log(
+                f"checkpoint: rank {self.rank} has no RNG state in {path} (saved with world size "
+                f"{extras.get('world_size')}, now {self.world_size}); keeping seeded RNG"
+            )
+        return extras
+
+    # -- save -----------------------------------------------------------------------------
+
+    def save(
+        self,
+        step: int,
+        model: torch.nn.Module,
+        optimizer: torch.optim.Optimizer,
+        scheduler: Any | None = None,
+        *,
+        reason: str = "periodic",
+        force_sync: bool = False,
+    ) -> SaveRecord | None:
+        """Checkpoint the state after ``step`` optimizer steps (resume continues at ``step``)."""
+        if self.root is None:
+            return None
+        t0 = time.perf_counter()
+        self.wait()  # one save in flight at a time
+        path = self.root / step_dir_name(step)
+        if self.rank == 0:
+            self.root.mkdir(parents=True, exist_ok=True)
+            if path.exists():
+                self.log(
+                    f"checkpoint: replacing existing {path} ({inspect_checkpoint(path).reason or 'complete'})"
+                )
+                shutil.rmtree(path)
+            path.mkdir()
+        self._barrier()
+        extras = {
+            "version": EXTRAS_VERSION,
+            "step": step,
+            "data_position": step,
+            "world_size": self.world_size,
+            "scheduler": scheduler.state_dict() if scheduler is not None else None,
+            "rng": capture_rng_state(),
+        }
+        _fsync_write(path / EXTRAS_FMT.format(rank=self.rank), extras)
+        model_sd, optim_sd = get_state_dict(model, optimizer)
+        state = {"model": model_sd, "optim": optim_sd}
+        writer = (
+            _CrashTestWriter(str(path), self._crash_step, step)
+            if self._crash_step >= 0
+            else dcp.FileSystemWriter(str(path))
+        )
+        record = SaveRecord(step=step, path=path, blocked_s=0.0, reason=reason)
+        if self.config.async_save and not force_sync:
+            fut = dcp.async_save(state, storage_writer=writer, process_group=self.group)
+            upload = getattr(fut, "upload_completion", fut)
+            if self._executor is None:
+                self._executor = concurrent.futures.ThreadPoolExecutor(
+                    1, thread_name_prefix="trainforge-ckpt"
+                )
+            self._pending = self._executor.submit(self._complete, record, upload, t0)
+            record.blocked_s = time.perf_counter() - t0
+        else:
+            dcp.save(state, storage_writer=writer, process_group=self.group)
+            record.blocked_s = time.perf_counter() - t0
+            self._complete(record, None, t0)
+            record.blocked_s = time.perf_counter() - t0
+        self.records.append(record)
+        return record
+
+    def _complete(
+        self, record: SaveRecord, fut: concurrent.futures.Future | None, t0: float
+    ) -> None:
+        """After DCP finished: log, mirror to S3, prune old checkpoints (rank 0 after barrier)."""
+        if fut is not None:
+            fut.result()
+        record.total_s = time.perf_counter() - t0
+        self.last_saved_step = record.step
+        if self.mirror is not None:
+            self.mirror.upload_own_files(record.path, self.rank)
+        self._barrier()
+        if self.rank == 0:
+            if not inspect_checkpoint(record.path).complete:
+                raise CheckpointError(f"checkpoint {record.path} did not complete")
+            if self.mirror is not None:
+                self.mirror.publish(record.path)
+            self.log(
+                f"checkpoint: saved {record.path} ({record.reason}) in {record.total_s:.2f}s, "
+                f"training blocked {record.blocked_s:.2f}s"
+            )
+            self._prune()
+
+    def _prune(self) -> None:
+        """Keep the newest ``keep_last`` complete checkpoints; drop partial ones older than them."""
+        if self.root is None or self.config.keep_last == 0:
+            return
+        statuses = scan_checkpoints(self.root)
+        complete = [s for s in statuses if s.complete]
+        if not complete:
+            return
+        keep = {s.path for s in complete[-self.config.keep_last :]}
+        oldest_kept = min(s.step for s in complete if s.path in keep)
+        for s in statuses:
+            if s.path in keep or s.step > oldest_kept:
+                continue  # newer partial dirs may be a save in flight: leave them
+            shutil.rmtree(s.path, ignore_errors=True)
+            self.log(f"checkpoint: removed {s.path} (keep-last {self.config.keep_last})")
+
+    def wait(self) -> None:
+        """Block until the in-flight async checkpoint (if any) is complete; re-raise its error."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending.result()
+
+    def close(self) -> None:
+        """Finish pending work; call before the process exits."""
+        try:
+            self.wait()
+        finally:
+            if self._executor is not None:
+                self._executor.shutdown(wait=True)
+                self._executor = None
+
+
+def _describe(e: BaseException) -> str:
+    """One line about what failed; DCP wraps per-rank errors in a CheckpointException."""
+    failures = getattr(e, "failures", None)
+    if isinstance(e, CheckpointException) and failures:
+        rank, failure = sorted(failures.items())[0]
+        inner = getattr(failure, "exc", failure)
+        if isinstance(inner, tuple):
+            inner = inner[0]
+        if isinstance(inner, BaseException):
+            return f"rank {rank}: {type(inner).__name__}: {_first_line(inner)}"
+    return f"{type(e).__name__}: {_first_line(e)}"
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return text[0][:300] if text else ""
