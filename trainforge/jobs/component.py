@@ -10,8 +10,6 @@ Everything is validated before the component registers, so a bad declaration fai
 preview with a message naming the job and field and creates nothing.
 """
 
-from __future__ import annotations
-
 from typing import Any, TypedDict
 
 import pulumi
@@ -27,7 +25,7 @@ TYPE_TOKEN = "trainforge:index:TrainingJob"
 DELETE_TIMEOUT_MARGIN_S = 300
 
 
-class CheckpointArgs(TypedDict, total=False):
+class JobCheckpointArgs(TypedDict, total=False):
     every: int
     """Steps between checkpoints (default 500)."""
     keep_last: int
@@ -40,7 +38,7 @@ class CheckpointArgs(TypedDict, total=False):
     """Mirror checkpoints to the platform's bucket when it has one (default true)."""
 
 
-class ElasticArgs(TypedDict, total=False):
+class JobElasticArgs(TypedDict, total=False):
     min_workers: int
     """Fewest pods the job keeps training with."""
     max_workers: int
@@ -49,7 +47,7 @@ class ElasticArgs(TypedDict, total=False):
     """torchrun restarts of the worker group before the job fails (default 3)."""
 
 
-class RunPolicyArgs(TypedDict, total=False):
+class JobRunPolicyArgs(TypedDict, total=False):
     clean_pod_policy: str
     """None, Running (default) or All."""
     ttl_seconds_after_finished: int
@@ -60,32 +58,32 @@ class RunPolicyArgs(TypedDict, total=False):
     """Wall-clock limit for the job (default none)."""
 
 
-class TaintArgs(TypedDict, total=False):
+class JobTaintArgs(TypedDict, total=False):
     key: str
     value: str
     effect: str
 
 
-class PoolArgs(TypedDict, total=False):
+class JobPoolArgs(TypedDict, total=False):
     name: str
     instance_types: list[str]
     gpus_per_node: int
     efa_interfaces: int
-    taints: list[TaintArgs]
+    taints: list[JobTaintArgs]
     node_selector: dict[str, str]
     capacity_type: str
     vcpus_per_node: int
     memory_mib_per_node: int
 
 
-class QuotaArgs(TypedDict, total=False):
+class JobQuotaArgs(TypedDict, total=False):
     gpus: str
     cpu: str
     memory: str
     pods: str
 
 
-class TargetArgs(TypedDict, total=False):
+class JobTargetArgs(TypedDict, total=False):
     """Platform wiring, for programs that do not pass a `JobTarget` (other languages)."""
 
     namespace: str
@@ -95,8 +93,8 @@ class TargetArgs(TypedDict, total=False):
     checkpoint_bucket: str
     checkpoint_prefix: str
     mlflow_tracking_uri: str
-    pool: PoolArgs
-    quota: QuotaArgs
+    pool: JobPoolArgs
+    quota: JobQuotaArgs
 
 
 class TrainingJobArgs(TypedDict, total=False):
@@ -141,14 +139,14 @@ class TrainingJobArgs(TypedDict, total=False):
     compile: bool
     activation_checkpointing: bool
     precision: str
-    checkpoint: CheckpointArgs
-    elastic: ElasticArgs
-    run_policy: RunPolicyArgs
+    checkpoint: JobCheckpointArgs
+    elastic: JobElasticArgs
+    run_policy: JobRunPolicyArgs
     restart_policy: str
     metrics_port: int
     nccl_debug: str
     env: dict[str, str]
-    target: TargetArgs
+    target: JobTargetArgs
 
 
 def _checkpoint_raw(raw: dict[str, Any]) -> dict[str, Any]:
@@ -318,17 +316,17 @@ class TrainingJob(pulumi.ComponentResource):
     @classmethod
     def ddp(
         cls, name: str, args: TrainingJobArgs, opts: pulumi.ResourceOptions | None = None, **kw: Any
-    ) -> TrainingJob:
+    ) -> "TrainingJob":
         return cls(name, {**args, "preset": "ddp"}, opts, **kw)
 
     @classmethod
     def fsdp(
         cls, name: str, args: TrainingJobArgs, opts: pulumi.ResourceOptions | None = None, **kw: Any
-    ) -> TrainingJob:
+    ) -> "TrainingJob":
         return cls(name, {**args, "preset": "fsdp"}, opts, **kw)
 
     @classmethod
     def elastic(
         cls, name: str, args: TrainingJobArgs, opts: pulumi.ResourceOptions | None = None, **kw: Any
-    ) -> TrainingJob:
+    ) -> "TrainingJob":
         return cls(name, {**args, "preset": "elastic"}, opts, **kw)

@@ -1,0 +1,235 @@
+"""TrainingJob under Pulumi mocks: children, options (replace on spec change, delete before
+replace), provider, failures before any resource, stack-config declaration, schema."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pulumi
+import pulumi_kubernetes as k8s
+import pytest
+from pulumi.provider.experimental.analyzer import Analyzer
+
+from tests.jobs import pulumi_harness as harness
+from tests.jobs.helpers import CODE, GPU_POOL, target
+from trainforge.jobs import codeship
+from trainforge.jobs.component import TrainingJob
+from trainforge.jobs.declare import declare_jobs
+from trainforge.jobs.errors import JobConfigError
+
+ARGS = {"team": "research", "pool": "gpu-workloads", "workers": 2, "model": "gpt", "steps": 100}
+
+
+def by_type(monitor, typ):
+    return [r for r in monitor.registered if r.typ == typ]
+
+
+def pytorchjob_of(monitor):
+    (pj,) = by_type(monitor, "kubernetes:kubeflow.org/v1:PyTorchJob")
+    return pj
+
+
+def test_children_and_their_options():
+    m = harness.run(lambda: TrainingJob("llm", ARGS, target=target(GPU_POOL), code=CODE))
+    (comp,) = by_type(m, "trainforge:index:TrainingJob")
+    assert comp.name == "llm"
+    pj = pytorchjob_of(m)
+    assert pj.parent.endswith("trainforge:index:TrainingJob::llm")
+    assert pj.delete_before_replace is True
+    assert pj.replace_on_changes == ["spec"]
+    assert pj.custom_timeouts.delete == "420s"  # grace 90 + 30 + 300 margin
+    assert pj.inputs["metadata"]["annotations"] == {
+        "pulumi.com/deletionPropagationPolicy": "foreground"
+    }
+    assert pj.inputs["spec"] == m.result.manifests.pytorchjob["spec"]
+    (cm,) = by_type(m, "kubernetes:core/v1:ConfigMap")
+    assert cm.inputs["immutable"] is True and cm.inputs["metadata"]["name"] == CODE.configmap_name(
+        "llm"
+    )
+    assert cm.parent == pj.parent and cm.delete_before_replace is False
+    (pm,) = by_type(m, "kubernetes:monitoring.coreos.com/v1:PodMonitor")
+    assert pm.parent == pj.parent and pm.inputs["spec"]["selector"] == {
+        "matchLabels": {"trainforge.io/job": "llm"}
+    }
+
+
+def test_a_spec_change_replaces_the_job_and_deletes_the_old_one_first():
+    """Pulumi replaces a resource when a property in replaceOnChanges differs; with
+    deleteBeforeReplace the old PyTorchJob is deleted before the new one is created."""
+    first = harness.run(lambda: TrainingJob("llm", ARGS, target=target(GPU_POOL), code=CODE))
+    second = harness.run(
+        lambda: TrainingJob("llm", {**ARGS, "steps": 200}, target=target(GPU_POOL), code=CODE)
+    )
+    a, b = pytorchjob_of(first), pytorchjob_of(second)
+    assert a.inputs["spec"] != b.inputs["spec"]
+    assert a.inputs["metadata"] == b.inputs["metadata"]  # same name: replacement, not a second job
+    assert "spec" in b.replace_on_changes and b.delete_before_replace
+
+
+def test_a_code_change_gets_a_new_configmap_and_a_new_job_spec():
+    other = codeship.CodeBundle(
+        files=(*CODE.files[:2], ("trainforge/training/__main__.py", "print(2)\n"))
+    )
+    a = harness.run(lambda: TrainingJob("llm", ARGS, target=target(GPU_POOL), code=CODE))
+    b = harness.run(lambda: TrainingJob("llm", ARGS, target=target(GPU_POOL), code=other))
+    name = lambda m: by_type(m, "kubernetes:core/v1:ConfigMap")[0].inputs["metadata"]["name"]  # noqa: E731
+    assert name(a) != name(b)
+    assert pytorchjob_of(a).inputs["spec"] != pytorchjob_of(b).inputs["spec"]
+
+
+def test_kubernetes_provider_is_used_by_every_child():
+    def program():
+        provider = k8s.Provider("cluster", kubeconfig="{}")
+        return TrainingJob("llm", ARGS, target=target(GPU_POOL), code=CODE, provider=provider)
+
+    m = harness.run(program)
+    children = [
+        r
+        for r in m.registered
+        if r.typ.startswith("kubernetes:") and r.typ != "pulumi:providers:kubernetes"
+    ]
+    assert len(children) == 3
+    assert all("pulumi:providers:kubernetes::cluster" in r.provider for r in children)
+
+
+def test_invalid_job_fails_before_any_resource():
+    with pytest.raises(JobConfigError, match=r"TrainingJob llm\.gpusPerWorker: got 8"):
+        harness.run(
+            lambda: TrainingJob(
+                "llm", {**ARGS, "gpus_per_worker": 8}, target=target(GPU_POOL), code=CODE
+            )
+        )
+
+
+def test_presets_and_outputs():
+    m = harness.run(
+        lambda: TrainingJob.elastic(
+            "el",
+            {**ARGS, "workers": 3, "elastic": {"min_workers": 2, "max_workers": 4}},
+            target=target(GPU_POOL),
+            code=CODE,
+        )
+    )
+    spec = pytorchjob_of(m).inputs["spec"]
+    assert spec["elasticPolicy"]["minReplicas"] == 2 and list(spec["pytorchReplicaSpecs"]) == [
+        "Worker"
+    ]
+    f = harness.run(lambda: TrainingJob.fsdp("sh", ARGS, target=target(GPU_POOL), code=CODE))
+    assert (
+        "fsdp"
+        in pytorchjob_of(f).inputs["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"][
+            "containers"
+        ][0]["command"]
+    )
+    assert f.result.spec.strategy == "fsdp"
+
+
+def test_target_in_args_for_other_languages():
+    t = target(GPU_POOL)
+    raw_target = {
+        "namespace": t.namespace,
+        "service_account": t.service_account,
+        "claim_name": t.claim_name,
+        "checkpoint_bucket": "b",
+        "pool": {
+            **{
+                k: v
+                for k, v in dataclasses.asdict(GPU_POOL).items()
+                if k not in ("taints", "node_selector")
+            },
+            "taints": [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}],
+            "node_selector": {"karpenter.sh/nodepool": "gpu-workloads"},
+        },
+        "quota": {"gpus": "16"},
+    }
+    m = harness.run(lambda: TrainingJob("llm", {**ARGS, "target": raw_target}, code=CODE))
+    pod = pytorchjob_of(m).inputs["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
+    assert pod["nodeSelector"] == {"karpenter.sh/nodepool": "gpu-workloads"}
+    assert pod["tolerations"] == [
+        {"key": "nvidia.com/gpu", "effect": "NoSchedule", "operator": "Exists"}
+    ]
+
+
+def test_schema_analyzer_infers_inputs_and_outputs():
+    result = Analyzer("trainforge").analyze([TrainingJob])
+    comp = result["component_definitions"]["TrainingJob"]
+    for key in (
+        "team",
+        "pool",
+        "preset",
+        "workers",
+        "gpusPerWorker",
+        "checkpoint",
+        "elastic",
+        "runPolicy",
+        "target",
+        "image",
+    ):
+        assert key in comp.inputs
+    assert sorted(comp.outputs) == ["checkpointDir", "jobName", "namespace", "workers"]
+    assert {"JobTargetArgs", "JobPoolArgs", "JobCheckpointArgs", "JobElasticArgs"} <= set(
+        result["type_definitions"]
+    )
+
+
+class FakePlatform:
+    teams = {
+        "research": {
+            "namespace": "team-research",
+            "service_account": "training",
+            "claim_name": "fsx-research",
+            "quota": {"gpus": "16"},
+        }
+    }
+    node_pools = {
+        "gpu-workloads": GPU_POOL,
+        "training-workloads": {
+            "instance_types": ["c5.4xlarge"],
+            "vcpus_per_node": 16,
+            "memory_mib_per_node": 32768,
+        },
+    }
+    checkpoint_bucket_name = "ckpt"
+    mlflow_tracking_uri = None
+
+
+def test_declare_jobs_from_stack_config():
+    raw = [
+        {
+            "name": "gpt",
+            "team": "research",
+            "pool": "gpu-workloads",
+            "preset": "fsdp",
+            "workers": 2,
+        },
+        {"name": "mnist", "team": "research", "pool": "training-workloads", "model": "mlp"},
+    ]
+    m = harness.run(lambda: declare_jobs(FakePlatform(), raw, code=CODE))
+    assert [r.name for r in by_type(m, "trainforge:index:TrainingJob")] == [
+        "job-research-gpt",
+        "job-research-mnist",
+    ]
+    assert len(by_type(m, "kubernetes:kubeflow.org/v1:PyTorchJob")) == 2
+
+
+def test_declare_jobs_rejects_before_declaring_any():
+    raw = [
+        {"name": "ok", "team": "research", "pool": "gpu-workloads"},
+        {"name": "big", "team": "research", "pool": "gpu-workloads", "workers": 5},
+    ]
+    seen = []
+
+    def program():
+        try:
+            declare_jobs(FakePlatform(), raw, code=CODE)
+        except JobConfigError as e:
+            seen.append(str(e))
+        return pulumi.Output.from_input(None)
+
+    m = harness.run(program)
+    assert (
+        seen
+        and seen[0].startswith("trainforge:jobs[1].gpusPerWorker:")
+        and "quota of 16" in seen[0]
+    )
+    assert not by_type(m, "trainforge:index:TrainingJob")

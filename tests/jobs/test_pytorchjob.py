@@ -1,0 +1,334 @@
+"""Emitted PyTorchJobs, field by field, for DDP, FSDP, elastic and CPU jobs on GPU and EFA
+pools; every one validated against the upstream CRD (strict), the operator's webhook rules,
+and every pod template as a core PodTemplate with kubernetes-validate (strict)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.jobs.helpers import (
+    CODE,
+    CPU_POOL,
+    DLC_IMAGE,
+    EFA_POOL,
+    GPU_POOL,
+    container,
+    env_of,
+    target,
+    validate_pod_templates,
+    webhook_errors,
+)
+from tests.jobs.schemas import crd_errors
+from trainforge.jobs.codeship import CODE_MOUNT
+from trainforge.jobs.images import default_image
+from trainforge.jobs.pytorchjob import emit
+from trainforge.jobs.spec import parse_job
+from trainforge.jobs.wiring import resolve_job
+
+W = "trainforge:jobs[0]"
+
+
+def build(pool=GPU_POOL, code=CODE, tgt=None, **kw):
+    raw = {"name": "llm", "team": "research", "pool": pool.name, **kw}
+    t = tgt or target(pool)
+    job = resolve_job(parse_job(raw, W), t, W)
+    return job, emit(job, t, code)
+
+
+CASES = {
+    "ddp-gpu": dict(pool=GPU_POOL, workers=3, model="gpt", steps=1000),
+    "ddp-gpu-single-proc": dict(pool=GPU_POOL, workers=2, gpusPerWorker=1),
+    "fsdp-gpu": dict(
+        pool=GPU_POOL, preset="fsdp", workers=2, activationCheckpointing=True, compile=True
+    ),
+    "fsdp-efa": dict(pool=EFA_POOL, preset="fsdp", workers=4, image=DLC_IMAGE),
+    "elastic-efa": dict(
+        pool=EFA_POOL, preset="elastic", image=DLC_IMAGE, elastic={"minWorkers": 2, "maxWorkers": 4}
+    ),
+    "elastic-gpu": dict(
+        pool=GPU_POOL,
+        preset="elastic",
+        workers=3,
+        elastic={"minWorkers": 2, "maxWorkers": 4, "maxRestarts": 7},
+    ),
+    "cpu-ddp": dict(pool=CPU_POOL, workers=2, model="mlp"),
+    "cpu-one-pod": dict(pool=CPU_POOL, workers=1, procsPerWorker=2),
+    "image-code": dict(
+        pool=GPU_POOL,
+        workers=2,
+        codeSource="image",
+        image="123.dkr.ecr.us-east-1.amazonaws.com/trainforge@sha256:" + "a" * 64,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_every_emitted_object_is_valid(case):
+    _, out = build(**CASES[case])
+    pj = out.pytorchjob
+    assert crd_errors(pj) == []
+    assert webhook_errors(pj) == []
+    assert validate_pod_templates(pj) == len(pj["spec"]["pytorchReplicaSpecs"])
+    assert crd_errors(out.podmonitor) == []
+
+
+def test_ddp_on_gpu_pool_field_by_field():
+    job, out = build(**CASES["ddp-gpu"])
+    pj = out.pytorchjob
+    assert pj["apiVersion"] == "kubeflow.org/v1" and pj["kind"] == "PyTorchJob"
+    assert pj["metadata"]["name"] == "llm" and pj["metadata"]["namespace"] == "team-research"
+    spec = pj["spec"]
+    assert spec["nprocPerNode"] == "4" and "elasticPolicy" not in spec
+    assert spec["runPolicy"] == {
+        "cleanPodPolicy": "Running",
+        "backoffLimit": 6,
+        "ttlSecondsAfterFinished": 86400,
+    }
+    master, worker = spec["pytorchReplicaSpecs"]["Master"], spec["pytorchReplicaSpecs"]["Worker"]
+    assert (master["replicas"], worker["replicas"]) == (1, 2)
+    assert master["restartPolicy"] == worker["restartPolicy"] == "OnFailure"
+    assert master["template"] == worker["template"]
+    tmpl = master["template"]
+    assert tmpl["metadata"]["annotations"] == {"karpenter.sh/do-not-disrupt": "true"}
+    assert tmpl["metadata"]["labels"]["trainforge.io/job"] == "llm"
+    pod = tmpl["spec"]
+    assert pod["serviceAccountName"] == "training"
+    assert pod["terminationGracePeriodSeconds"] == 90 + 30
+    assert pod["nodeSelector"] == {"karpenter.sh/nodepool": "gpu-workloads"}
+    assert pod["tolerations"] == [
+        {"key": "nvidia.com/gpu", "effect": "NoSchedule", "operator": "Equal", "value": "true"}
+    ]
+    assert pod["securityContext"]["runAsNonRoot"] is True and pod["securityContext"][
+        "seccompProfile"
+    ] == {"type": "RuntimeDefault"}
+    vols = {v["name"]: v for v in pod["volumes"]}
+    assert vols["dshm"]["emptyDir"] == {"medium": "Memory", "sizeLimit": job.shm_size}
+    assert vols["fsx"]["persistentVolumeClaim"] == {"claimName": "fsx-research"}
+    assert vols["code"]["configMap"]["name"] == CODE.configmap_name("llm")
+    assert vols["code"]["configMap"]["items"][2] == {
+        "key": "trainforge--training--__main__.py",
+        "path": "trainforge/training/__main__.py",
+    }
+
+    c = container(pj)
+    assert c["name"] == "pytorch" and c["image"] == default_image()
+    assert (
+        c["resources"]["requests"]
+        == c["resources"]["limits"]
+        == {"cpu": "42", "memory": "167116Mi", "nvidia.com/gpu": "4"}
+    )
+    assert {p["name"]: p["containerPort"] for p in c["ports"]} == {
+        "pytorchjob-port": 23456,
+        "metrics": 9090,
+    }
+    mounts = {m["name"]: m for m in c["volumeMounts"]}
+    assert mounts["dshm"]["mountPath"] == "/dev/shm" and mounts["fsx"]["mountPath"] == "/fsx"
+    assert mounts["code"] == {"name": "code", "mountPath": CODE_MOUNT, "readOnly": True}
+    sc = c["securityContext"]
+    assert sc["allowPrivilegeEscalation"] is False and sc["capabilities"] == {"drop": ["ALL"]}
+    assert sc["runAsNonRoot"] is True and sc["readOnlyRootFilesystem"] is True
+    assert sc["seccompProfile"] == {"type": "RuntimeDefault"}
+
+    cmd = c["command"]
+    assert cmd[:6] == [
+        "torchrun",
+        "--nnodes=3",
+        "--nproc-per-node=4",
+        "--node-rank=$(RANK)",
+        "--master-addr=$(MASTER_ADDR)",
+        "--master-port=$(MASTER_PORT)",
+    ]
+    assert cmd[6:10] == ["-m", "trainforge.training", "--strategy", "ddp"]
+    flags = " ".join(cmd)
+    assert "--model gpt --steps 1000" in flags
+    assert "--checkpoint-dir /fsx/checkpoints/team-research/llm" in flags
+    assert "--checkpoint-s3 s3://tf-checkpoints-123/research/checkpoints/llm" in flags
+    assert (
+        "--grace-period 90" in flags and "--async-checkpoint" in flags and "--resume auto" in flags
+    )
+    assert "--metrics-port 9090" in flags and "--output-dir /fsx/runs/team-research/llm" in flags
+
+    env = env_of(c)
+    assert env["PYTHONPATH"] == CODE_MOUNT
+    assert env["NCCL_DEBUG"] == "WARN" and env["NCCL_SOCKET_IFNAME"] == "eth0"
+    assert env["MLFLOW_TRACKING_URI"] == "http://mlflow.mlflow.svc:5000"
+    assert not any(k.startswith("FI_") for k in env), "no EFA variables off EFA pools"
+    assert "LOCAL_RANK" not in env  # torchrun sets it per process
+
+    pm = out.podmonitor
+    assert pm["apiVersion"] == "monitoring.coreos.com/v1" and pm["kind"] == "PodMonitor"
+    assert pm["metadata"] == {
+        "name": "llm-metrics",
+        "namespace": "team-research",
+        "labels": pj["metadata"]["labels"],
+    }
+    assert pm["spec"]["selector"] == {"matchLabels": {"trainforge.io/job": "llm"}}
+    assert pm["spec"]["podMetricsEndpoints"] == [
+        {"port": "metrics", "path": "/metrics", "interval": "30s"}
+    ]
+
+    cm = out.configmap
+    assert cm["immutable"] is True and cm["metadata"]["name"] == CODE.configmap_name("llm")
+    assert cm["data"]["trainforge--training--__main__.py"] == "print('train')\n"
+
+
+def test_one_gpu_per_pod_runs_python_directly():
+    _, out = build(**CASES["ddp-gpu-single-proc"])
+    c = container(out.pytorchjob)
+    assert c["command"][:3] == ["python", "-m", "trainforge.training"]
+    env = env_of(c)
+    assert (env["LOCAL_RANK"], env["LOCAL_WORLD_SIZE"]) == ("0", "1")
+    assert out.pytorchjob["spec"]["nprocPerNode"] == "1"
+    assert c["resources"]["limits"]["nvidia.com/gpu"] == "1"
+
+
+def test_fsdp_on_efa_pool():
+    _, out = build(**CASES["fsdp-efa"])
+    pj = out.pytorchjob
+    c = container(pj)
+    assert c["image"] == DLC_IMAGE
+    assert "--strategy fsdp" in " ".join(c["command"])
+    res = c["resources"]
+    assert res["requests"] == res["limits"]
+    assert res["limits"]["vpc.amazonaws.com/efa"] == "32" and res["limits"]["nvidia.com/gpu"] == "8"
+    env = env_of(c)
+    assert (
+        env["FI_PROVIDER"] == "efa"
+        and env["FI_EFA_USE_DEVICE_RDMA"] == "1"
+        and env["FI_EFA_FORK_SAFE"] == "1"
+    )
+    assert env["NCCL_DEBUG"] == "WARN"
+    pod = pj["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]
+    assert pod["nodeSelector"] == {"eks.amazonaws.com/nodegroup": "efa-p5"}
+    assert pod["tolerations"] == [
+        {"key": "nvidia.com/gpu", "effect": "NoSchedule", "operator": "Exists"}
+    ]
+    # no capability is added for EFA: drop ALL stands
+    assert c["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+
+
+def test_elastic_job_is_workers_only_with_c10d():
+    _, out = build(**CASES["elastic-gpu"])
+    spec = out.pytorchjob["spec"]
+    assert list(spec["pytorchReplicaSpecs"]) == ["Worker"]
+    assert spec["pytorchReplicaSpecs"]["Worker"]["replicas"] == 3
+    assert spec["elasticPolicy"] == {
+        "minReplicas": 2,
+        "maxReplicas": 4,
+        "maxRestarts": 7,
+        "rdzvBackend": "c10d",
+        "rdzvId": "llm",
+    }
+    assert spec["nprocPerNode"] == "4" and "nProcPerNode" not in spec["elasticPolicy"]
+    cmd = container(out.pytorchjob, "Worker")["command"]
+    assert cmd[:5] == [
+        "torchrun",
+        "--nnodes=2:4",
+        "--nproc-per-node=4",
+        "--max-restarts=7",
+        "--rdzv-backend=c10d",
+    ]
+    # the operator's rendezvous endpoint needs the pytorchjob-port on the Worker container
+    assert any(p["name"] == "pytorchjob-port" for p in container(out.pytorchjob, "Worker")["ports"])
+
+
+def test_cpu_job_has_no_gpu_or_nccl_settings():
+    job, out = build(**CASES["cpu-ddp"])
+    c = container(out.pytorchjob)
+    assert c["resources"]["limits"] == {"cpu": job.cpu, "memory": job.memory}
+    env = env_of(c)
+    assert not any(k.startswith(("NCCL_", "FI_")) for k in env)
+    pod = out.pytorchjob["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
+    assert "tolerations" not in pod and pod["nodeSelector"] == {
+        "karpenter.sh/nodepool": "training-workloads"
+    }
+    assert c["command"][0] == "python"
+
+
+def test_single_pod_multi_process_job_is_master_only_standalone():
+    _, out = build(**CASES["cpu-one-pod"])
+    specs = out.pytorchjob["spec"]["pytorchReplicaSpecs"]
+    assert list(specs) == ["Master"] and specs["Master"]["replicas"] == 1
+    assert container(out.pytorchjob)["command"][:4] == [
+        "torchrun",
+        "--standalone",
+        "--nnodes=1",
+        "--nproc-per-node=2",
+    ]
+
+
+def test_image_code_source_has_no_configmap():
+    _, out = build(**CASES["image-code"])
+    assert out.configmap is None
+    c = container(out.pytorchjob)
+    assert "PYTHONPATH" not in env_of(c) and all(m["name"] != "code" for m in c["volumeMounts"])
+
+
+def test_no_bucket_no_mirror_and_no_mlflow():
+    _, out = build(
+        pool=GPU_POOL, tgt=target(GPU_POOL, checkpoint_bucket=None, mlflow_tracking_uri=None)
+    )
+    c = container(out.pytorchjob)
+    assert "--checkpoint-s3" not in c["command"] and "MLFLOW_TRACKING_URI" not in env_of(c)
+
+
+def test_metrics_off_means_no_podmonitor():
+    _, out = build(pool=GPU_POOL, metricsPort=0)
+    assert out.podmonitor is None
+    assert [p["name"] for p in container(out.pytorchjob)["ports"]] == ["pytorchjob-port"]
+
+
+def test_run_policy_and_grace_period_follow_the_declaration():
+    _, out = build(
+        pool=GPU_POOL,
+        restartPolicy="ExitCode",
+        checkpoint={"gracePeriod": 300, "async": False, "s3Mirror": False},
+        runPolicy={
+            "cleanPodPolicy": "All",
+            "ttlSecondsAfterFinished": 600,
+            "backoffLimit": 2,
+            "activeDeadlineSeconds": 86400,
+        },
+    )
+    pj = out.pytorchjob
+    assert pj["spec"]["runPolicy"] == {
+        "cleanPodPolicy": "All",
+        "backoffLimit": 2,
+        "ttlSecondsAfterFinished": 600,
+        "activeDeadlineSeconds": 86400,
+    }
+    master = pj["spec"]["pytorchReplicaSpecs"]["Master"]
+    assert master["restartPolicy"] == "ExitCode"
+    assert master["template"]["spec"]["terminationGracePeriodSeconds"] == 330
+    cmd = container(pj)["command"]
+    assert "--async-checkpoint" not in cmd and "--checkpoint-s3" not in cmd
+    assert cmd[cmd.index("--grace-period") + 1] == "300"
+    assert webhook_errors(pj) == [] and crd_errors(pj) == []
+
+
+def test_relative_data_path_is_on_the_fsx_volume():
+    _, out = build(pool=GPU_POOL, dataset="tokens", dataPath="datasets/owt.bin")
+    cmd = container(out.pytorchjob)["command"]
+    assert cmd[cmd.index("--data-path") + 1] == "/fsx/datasets/owt.bin"
+
+
+def test_webhook_rules_catch_broken_jobs():
+    """The local webhook check is not vacuous: it rejects what the operator rejects."""
+    _, out = build(**CASES["ddp-gpu"])
+    import copy
+
+    bad = copy.deepcopy(out.pytorchjob)
+    bad["metadata"]["name"] = "Bad_Name"
+    bad["spec"]["pytorchReplicaSpecs"]["Master"]["replicas"] = 2
+    container(bad)["name"] = "main"
+    container(bad, "Worker")["image"] = ""
+    errs = webhook_errors(bad)
+    assert any("DNS-1035" in e for e in errs) and "Master.replicas must be 1" in errs
+    assert any("no container named pytorch" in e for e in errs) and any(
+        "has no image" in e for e in errs
+    )
+    el = copy.deepcopy(build(**CASES["elastic-gpu"])[1].pytorchjob)
+    el["spec"]["pytorchReplicaSpecs"] = {
+        "Master": el["spec"]["pytorchReplicaSpecs"]["Worker"] | {"replicas": 1}
+    }
+    assert "elasticPolicy needs Workers" in webhook_errors(el)
