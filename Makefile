@@ -39,3 +39,19 @@ bench: venv
 
 clean:
 	rm -rf $(VENV) build .pytest_cache
+
+# checkov scans the offline plan's manifests (and each PyTorchJob pod template wrapped as a Job,
+# under _checkov/) in its own venv: checkov pins packaging 23.2, which conflicts with pulumi.
+CKV_VENV  := .ci-venv
+CKV_STAMP := $(CKV_VENV)/.installed
+
+$(CKV_STAMP): policy/checkov-requirements.lock
+	test -x $(CKV_VENV)/bin/python || $(PYTHON) -m venv $(CKV_VENV)
+	$(CKV_VENV)/bin/pip install --quiet --disable-pip-version-check -r policy/checkov-requirements.lock
+	touch $(CKV_STAMP)
+
+.PHONY: checkov
+checkov: venv $(CKV_STAMP)
+	$(PY) -m trainforge plan --stack dev --out build/plan/dev --summary
+	$(PY) -m trainforge plan --stack prod --out build/plan/prod --summary
+	$(CKV_VENV)/bin/checkov -d build/plan --config-file policy/checkov.yaml
