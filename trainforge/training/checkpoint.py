@@ -260,6 +260,13 @@ class CheckpointManager:
         if self.distributed:
             dist.barrier(group=self.group)
 
+    def _all_true(self, flag: bool) -> bool:
+        if not self.distributed:
+            return flag
+        t = torch.tensor([1 if flag else 0], dtype=torch.int32)
+        dist.all_reduce(t, op=dist.ReduceOp.MIN, group=self.group)
+        return bool(t.item())
+
     def _broadcast(self, obj: Any) -> Any:
         if not self.distributed:
             return obj
@@ -443,18 +450,25 @@ class CheckpointManager:
             fut.result()
         record.total_s = time.perf_counter() - t0
         self.last_saved_step = record.step
+        uploaded = True
         if self.mirror is not None:
-            self.mirror.upload_own_files(record.path, self.rank)
-        self._barrier()
+            uploaded = self.mirror.upload_own_files(record.path, self.rank)
+        uploaded = self._all_true(uploaded)  # also the barrier before pruning
         if self.rank == 0:
             if not inspect_checkpoint(record.path).complete:
                 raise CheckpointError(f"checkpoint {record.path} did not complete")
-            if self.mirror is not None:
-                self.mirror.publish(record.path)
             self.log(
                 f"checkpoint: saved {record.path} ({record.reason}) in {record.total_s:.2f}s, "
                 f"training blocked {record.blocked_s:.2f}s"
             )
+            if self.mirror is not None:
+                if uploaded:
+                    self.mirror.publish(record.path, keep_last=self.config.keep_last)
+                else:
+                    self.log(
+                        f"s3 mirror: {record.path.name} not published (an upload failed); the "
+                        "latest marker stays on the previous checkpoint"
+                    )
             self._prune()
 
     def _prune(self) -> None:

@@ -1,0 +1,165 @@
+"""S3 mirror against moto (in-process ``mock_aws``): upload, fresh directory, download, resume;
+the latest marker only moves after a whole upload; clear errors for a missing bucket, denied
+access, a foreign marker and a missing boto3."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+boto3 = pytest.importorskip("boto3")  # the dev extra pins it; the runtime itself does not need it
+moto = pytest.importorskip("moto")
+
+BUCKET = "tf-ckpt"
+URI = f"s3://{BUCKET}/runs/exp1"
+
+
+@pytest.fixture
+def aws(monkeypatch: pytest.MonkeyPatch):
+    for k, v in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    with moto.mock_aws():
+        yield boto3.client("s3", region_name="us-east-1")
+
+
+def _model():
+    import torch
+
+    torch.manual_seed(0)
+    m = torch.nn.Linear(4, 3)
+    return m, torch.optim.AdamW(m.parameters(), lr=0.1)
+
+
+def _train(m, opt, n: int) -> None:
+    import torch
+
+    for i in range(n):
+        m(torch.full((2, 4), float(i))).pow(2).sum().backward()
+        opt.step()
+        opt.zero_grad()
+
+
+def _manager(root: Path, logs: list[str], **kw):
+    from trainforge.training.checkpoint import CheckpointConfig, CheckpointManager
+
+    cfg = CheckpointConfig(directory=str(root), s3_uri=URI, **kw)
+    return CheckpointManager(cfg, log=logs.append)
+
+
+def test_round_trip_upload_fresh_dir_download_resume(aws, tmp_path: Path) -> None:
+    aws.create_bucket(Bucket=BUCKET)
+    logs: list[str] = []
+    m, opt = _model()
+    cm = _manager(tmp_path / "node-a", logs, keep_last=2)
+    for step in (1, 2, 3):
+        _train(m, opt, 1)
+        cm.save(step, m, opt)
+    cm.close()
+    keys = sorted(o["Key"] for o in aws.list_objects_v2(Bucket=BUCKET)["Contents"])
+    assert keys == [
+        "runs/exp1/latest",
+        "runs/exp1/step_000002/.metadata",
+        "runs/exp1/step_000002/__0_0.distcp",
+        "runs/exp1/step_000002/trainforge_rank00000.pt",
+        "runs/exp1/step_000003/.metadata",
+        "runs/exp1/step_000003/__0_0.distcp",
+        "runs/exp1/step_000003/trainforge_rank00000.pt",
+    ]
+    marker = json.loads(aws.get_object(Bucket=BUCKET, Key="runs/exp1/latest")["Body"].read())
+    assert marker == {"checkpoint": "step_000003", "step": 3}
+
+    # a new node: empty local directory -> download the marker's checkpoint, then resume
+    fresh = tmp_path / "node-b"
+    m2, opt2 = _model()
+    _train(m2, opt2, 5)  # different state, must be overwritten
+    logs2: list[str] = []
+    assert _manager(fresh, logs2).restore(m2, opt2) == 3
+    assert (fresh / "step_000003" / ".metadata").is_file()
+    assert any("downloaded s3://tf-ckpt/runs/exp1/step_000003" in line for line in logs2)
+    for a, b in zip(m.parameters(), m2.parameters(), strict=True):
+        assert a.equal(b)
+    _train(m, opt, 2)
+    _train(m2, opt2, 2)  # and training continues identically (optimizer state came along)
+    for a, b in zip(m.parameters(), m2.parameters(), strict=True):
+        assert a.equal(b)
+
+
+def test_marker_moves_only_after_every_upload_succeeded(aws, tmp_path: Path) -> None:
+    aws.create_bucket(Bucket=BUCKET)
+    logs: list[str] = []
+    m, opt = _model()
+    cm = _manager(tmp_path, logs)
+    cm.save(1, m, opt)
+    cm.mirror.upload_own_files = lambda path, rank: False  # a rank's upload fails
+    cm.save(2, m, opt)
+    marker = json.loads(aws.get_object(Bucket=BUCKET, Key="runs/exp1/latest")["Body"].read())
+    assert marker["checkpoint"] == "step_000001"
+    assert any("step_000002 not published" in line for line in logs)
+    assert (tmp_path / "step_000002" / ".metadata").is_file()  # the local one is still good
+
+
+def test_local_checkpoint_wins_over_s3(aws, tmp_path: Path) -> None:
+    aws.create_bucket(Bucket=BUCKET)
+    m, opt = _model()
+    cm = _manager(tmp_path, [])
+    cm.save(4, m, opt)
+    logs: list[str] = []
+    assert _manager(tmp_path, logs).restore(*_model()) == 4
+    assert not any("downloaded" in line for line in logs)
+
+
+def test_missing_bucket_is_a_clear_error(aws, tmp_path: Path) -> None:
+    from trainforge.training.checkpoint import CheckpointError
+
+    with pytest.raises(CheckpointError, match=r"bucket 'tf-ckpt' does not exist"):
+        _manager(tmp_path, [])
+
+
+def test_access_denied_is_a_clear_error(aws, tmp_path: Path, monkeypatch) -> None:
+    from moto.core import set_initial_no_auth_action_count
+
+    from trainforge.training.checkpoint import CheckpointError
+
+    @set_initial_no_auth_action_count(3)  # the 3 setup calls below run unauthenticated
+    def run() -> None:
+        aws.create_bucket(Bucket=BUCKET)
+        iam = boto3.client("iam", region_name="us-east-1")
+        iam.create_user(UserName="no-perms")
+        key = iam.create_access_key(UserName="no-perms")["AccessKey"]
+        monkeypatch.setenv("AWS_ACCESS_KEY_ID", key["AccessKeyId"])
+        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", key["SecretAccessKey"])
+        with pytest.raises(CheckpointError, match=r"access denied \((403|AccessDenied)\)") as e:
+            _manager(tmp_path, [])
+        assert "s3:ListBucket on arn:aws:s3:::tf-ckpt" in str(e.value)
+
+    run()
+
+
+def test_foreign_marker_is_a_clear_error(aws, tmp_path: Path) -> None:
+    from trainforge.training.checkpoint import CheckpointError
+
+    aws.create_bucket(Bucket=BUCKET)
+    aws.put_object(Bucket=BUCKET, Key="runs/exp1/latest", Body=b"step 7 I think")
+    with pytest.raises(CheckpointError, match="is not a trainforge marker"):
+        _manager(tmp_path, []).restore(*_model())
+
+
+def test_without_boto3_the_error_says_how_to_install(monkeypatch, tmp_path: Path) -> None:
+    from trainforge.training.checkpoint import CheckpointError
+
+    monkeypatch.setitem(sys.modules, "boto3", None)  # import boto3 -> ImportError
+    with pytest.raises(CheckpointError, match=r"needs boto3.*trainforge\[s3\]"):
+        _manager(tmp_path, [])
+    # and without --checkpoint-s3 nothing imports it
+    from trainforge.training.checkpoint import CheckpointConfig, CheckpointManager
+
+    CheckpointManager(CheckpointConfig(directory=str(tmp_path)), log=lambda s: None)
