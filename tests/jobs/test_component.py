@@ -205,7 +205,7 @@ def test_declare_jobs_from_stack_config():
         {"name": "mnist", "team": "research", "pool": "training-workloads", "model": "mlp"},
     ]
     m = harness.run(lambda: declare_jobs(FakePlatform(), raw, code=CODE))
-    assert [r.name for r in by_type(m, "trainforge:index:TrainingJob")] == [
+    assert sorted(r.name for r in by_type(m, "trainforge:index:TrainingJob")) == [
         "job-research-gpt",
         "job-research-mnist",
     ]
