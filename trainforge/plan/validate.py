@@ -10,6 +10,7 @@ NodePools and EC2NodeClasses. A wrong object fails the plan instead of a 40-minu
 from __future__ import annotations
 
 import copy
+import functools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -51,20 +52,62 @@ def k8s_version() -> str:
     return DEFAULT_K8S_VERSION
 
 
-def core_errors(doc: dict, version: str) -> list[str] | None:
-    """Schema errors for a core kind; None when the kind has no bundled schema."""
-    import kubernetes_validate as kv
+@functools.cache
+def _schema_json(path: str) -> Any:
+    import importlib.resources
+    import json
 
+    ref = importlib.resources.files("kubernetes_validate").joinpath(path)
+    return json.loads(ref.read_text())
+
+
+@functools.cache
+def _validator(schema_dir: str, kind: str, api_version: str):
+    """A strict validator per (schema version, kind, apiVersion), built once.
+
+    kubernetes-validate re-reads and re-parses the schema files on every call (about 20 ms per
+    object); the plan validates thousands of objects, so the same schemas are cached here.
+    """
+    import jsonschema
+    from referencing import Registry, Resource
+
+    group = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)
     try:
-        kv.validate(doc, version, strict=True)
-        return []
-    except kv.ValidationError as e:
-        path = ".".join(str(p) for p in getattr(e, "path", []) or [])
-        return [f"{path}: {e.message}" if path else str(e.message)]
-    except (kv.SchemaNotFoundError, kv.InvalidSchemaError):
+        schema = _schema_json(f"kubernetes-json-schema/{schema_dir}/{kind.lower()}-{group}.json")
+    except FileNotFoundError:
         return None
-    except kv.utils.VersionNotSupportedError:
-        return core_errors(doc, DEFAULT_K8S_VERSION) if version != DEFAULT_K8S_VERSION else None
+    defs = _schema_json(f"kubernetes-json-schema/{schema_dir}/_definitions.json")
+    registry = Resource.from_contents(defs) @ (Resource.from_contents(schema) @ Registry())
+    return jsonschema.validators.Draft202012Validator(schema, registry=registry)
+
+
+@functools.cache
+def _schema_dir(version: str) -> str | None:
+    from kubernetes_validate import utils
+
+    def key(v: str) -> tuple[int, ...]:
+        return tuple(int(x) for x in re.findall(r"\d+", v)[:2])
+
+    candidates = [v for v in utils.all_versions() if key(v) <= key(version)]
+    return f"v{candidates[-1]}-local-strict" if candidates else None
+
+
+def core_errors(doc: dict, version: str) -> list[str] | None:
+    """Strict schema errors for a core kind (as kubernetes-validate reports them); None when
+    the kind has no bundled schema."""
+    import jsonschema
+
+    schema_dir = _schema_dir(version) or _schema_dir(DEFAULT_K8S_VERSION)
+    if not schema_dir or not isinstance(doc.get("apiVersion"), str) or not doc.get("kind"):
+        return None
+    validator = _validator(schema_dir, str(doc["kind"]), doc["apiVersion"])
+    if validator is None:
+        return None
+    err = jsonschema.exceptions.best_match(validator.iter_errors(doc))
+    if err is None:
+        return []
+    path = ".".join(str(p) for p in err.path)
+    return [f"{path}: {err.message}" if path else str(err.message)]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,0 +1,186 @@
+"""Validation of rebuilt objects: strict core schemas, the PyTorchJob webhook, Karpenter CRDs."""
+
+from __future__ import annotations
+
+import copy
+
+import kubernetes_validate
+import pytest
+
+from trainforge.plan import validate as V
+
+POD = {"containers": [{"name": "pytorch", "image": "pytorch/pytorch:2.5.1"}]}
+JOB = {
+    "apiVersion": "kubeflow.org/v1",
+    "kind": "PyTorchJob",
+    "metadata": {"name": "llm", "namespace": "a"},
+    "spec": {
+        "pytorchReplicaSpecs": {
+            "Master": {"replicas": 1, "restartPolicy": "OnFailure", "template": {"spec": POD}},
+            "Worker": {"replicas": 2, "restartPolicy": "OnFailure", "template": {"spec": POD}},
+        },
+        "runPolicy": {"cleanPodPolicy": "None"},
+    },
+}
+
+
+def job(**changes):
+    doc = copy.deepcopy(JOB)
+    for path, value in changes.items():
+        node = doc
+        *head, last = path.split("__")
+        for k in head:
+            node = node[k]
+        if value is None:
+            node.pop(last)
+        else:
+            node[last] = value
+    return doc
+
+
+def messages(doc):
+    status, findings = V.validate_object(doc, "1.31")
+    return status, [f.message for f in findings]
+
+
+def test_cached_core_validation_agrees_with_kubernetes_validate():
+    good = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "data": {"a": "b"}}
+    bad = dict(good, datas={"a": "b"})
+    kubernetes_validate.validate(good, "1.31", strict=True)
+    with pytest.raises(kubernetes_validate.ValidationError) as e:
+        kubernetes_validate.validate(bad, "1.31", strict=True)
+    assert V.core_errors(good, "1.31") == []
+    assert V.core_errors(bad, "1.31") == [e.value.message]
+    assert V.core_errors({"apiVersion": "example.com/v1", "kind": "Thing"}, "1.31") is None
+
+
+def test_good_pytorchjob_passes():
+    assert messages(JOB) == ("pass", [])
+
+
+@pytest.mark.parametrize(
+    ("doc", "expected"),
+    [
+        (job(metadata__name="LLM_1"), "not a DNS-1035 label"),
+        (job(spec__pytorchReplicaSpecs__Master__replicas=2), "Master.replicas must be exactly 1"),
+        (job(spec__pytorchReplicaSpecs__Worker__replicas=0), "Worker.replicas must be at least 1"),
+        (job(spec__pytorchReplicaSpecs__Master=None), "needs a Master"),
+        (
+            job(spec__pytorchReplicaSpecs__Worker__restartPolicy="Sometimes"),
+            "restartPolicy 'Sometimes'",
+        ),
+        (job(spec__runPolicy__cleanPodPolicy="Finished"), "cleanPodPolicy 'Finished'"),
+        (
+            job(spec__elasticPolicy={"minReplicas": 1}, spec__pytorchReplicaSpecs__Worker=None),
+            "elasticPolicy needs a Worker",
+        ),
+        (
+            job(spec__elasticPolicy={"minReplicas": 4, "maxReplicas": 2}),
+            "minReplicas 4 > maxReplicas 2",
+        ),
+        (job(spec__replicas=3), "spec.replicas: unknown field"),
+    ],
+)
+def test_pytorchjob_webhook_rules(doc, expected):
+    status, msgs = messages(doc)
+    assert status == "fail" and any(expected in m for m in msgs), msgs
+
+
+def test_pytorchjob_container_name_and_image_and_pod_template_schema():
+    doc = job()
+    doc["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"] = {
+        "containers": [{"name": "main"}],
+        "restartPolicy": "OnFailure",
+        "hostnetwork": True,
+    }
+    _, msgs = messages(doc)
+    assert any("no container named 'pytorch'" in m for m in msgs)
+    assert any("container 'main' has no image" in m for m in msgs)
+    assert any("Worker.template" in m and "hostnetwork" in m for m in msgs)
+
+
+NODEPOOL = {
+    "apiVersion": "karpenter.sh/v1",
+    "kind": "NodePool",
+    "metadata": {"name": "gpu-workloads"},
+    "spec": {
+        "template": {
+            "spec": {
+                "nodeClassRef": {
+                    "group": "karpenter.k8s.aws",
+                    "kind": "EC2NodeClass",
+                    "name": "gpu",
+                },
+                "requirements": [
+                    {
+                        "key": "karpenter.sh/capacity-type",
+                        "operator": "In",
+                        "values": ["spot", "on-demand"],
+                    }
+                ],
+                "taints": [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}],
+                "expireAfter": "720h",
+            }
+        },
+        "disruption": {
+            "consolidationPolicy": "WhenEmpty",
+            "consolidateAfter": "5m",
+            "budgets": [{"nodes": "10%"}],
+        },
+        "limits": {"cpu": "1000", "memory": "4000Gi", "nvidia.com/gpu": 64},
+    },
+}
+
+
+def test_nodepool_rules():
+    assert messages(NODEPOOL) == ("pass", [])
+    bad = copy.deepcopy(NODEPOOL)
+    tspec = bad["spec"]["template"]["spec"]
+    del tspec["nodeClassRef"]["name"]
+    tspec["requirements"].append({"key": "x", "operator": "Exists", "values": ["a"]})
+    tspec["requirements"].append({"key": "y", "operator": "Gt", "values": ["a"]})
+    bad["spec"]["disruption"]["consolidationPolicy"] = "WhenIdle"
+    bad["spec"]["disruption"]["consolidateAfter"] = "5 minutes"
+    bad["spec"]["limits"]["memory"] = "4 TB"
+    _, msgs = messages(bad)
+    for expected in (
+        "nodeClassRef.name is required",
+        "operator Exists takes no values",
+        "operator Gt needs exactly one integer",
+        "consolidationPolicy 'WhenIdle'",
+        "consolidateAfter '5 minutes'",
+        "spec.limits.memory '4 TB'",
+    ):
+        assert any(expected in m for m in msgs), (expected, msgs)
+
+
+NODECLASS = {
+    "apiVersion": "karpenter.k8s.aws/v1",
+    "kind": "EC2NodeClass",
+    "metadata": {"name": "gpu"},
+    "spec": {
+        "amiSelectorTerms": [{"alias": "al2023@v20251001"}],
+        "role": "KarpenterNodeRole-tf",
+        "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": "tf"}}],
+        "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": "tf"}}],
+        "metadataOptions": {"httpTokens": "required", "httpPutResponseHopLimit": 1},
+    },
+}
+
+
+def test_ec2nodeclass_rules():
+    assert messages(NODECLASS) == ("pass", [])
+    bad = copy.deepcopy(NODECLASS)
+    bad["spec"]["amiSelectorTerms"] = [{"alias": "al2023@latest"}]
+    del bad["spec"]["role"]
+    bad["spec"]["metadataOptions"]["httpPutResponseHopLimit"] = 0
+    _, msgs = messages(bad)
+    for expected in (
+        "not @latest",
+        "one of role or instanceProfile is required",
+        "httpPutResponseHopLimit 0",
+    ):
+        assert any(expected in m for m in msgs), (expected, msgs)
+    no_ami = copy.deepcopy(NODECLASS)
+    no_ami["spec"]["amiSelectorTerms"] = []
+    assert any("amiSelectorTerms is required" in m for m in messages(no_ami)[1])
