@@ -233,3 +233,32 @@ def test_declare_jobs_rejects_before_declaring_any():
         and "quota of 16" in seen[0]
     )
     assert not by_type(m, "trainforge:index:TrainingJob")
+
+
+def test_plan_policy_rules_accept_every_job_resource():
+    """The same security rules `trainforge plan` and the policy pack enforce."""
+    from tests.jobs.helpers import DLC_IMAGE, EFA_POOL
+    from trainforge.plan.rules import check_resource
+
+    m = harness.run(
+        lambda: [
+            TrainingJob("llm", ARGS, target=target(GPU_POOL), code=CODE),
+            TrainingJob(
+                "el",
+                {
+                    "team": "research",
+                    "pool": "efa-p5",
+                    "preset": "elastic",
+                    "image": DLC_IMAGE,
+                    "elastic": {"max_workers": 3},
+                },
+                target=target(EFA_POOL),
+                code=CODE,
+            ),
+        ]
+    )
+    checked = [r for r in m.registered if r.typ.startswith("kubernetes:")]
+    assert len(checked) == 6
+    assert {r.name: check_resource(r.typ, r.inputs) for r in checked} == {
+        r.name: [] for r in checked
+    }
