@@ -57,6 +57,13 @@ def test_gpus_on_a_cpu_pool():
         resolve_job(job(gpusPerWorker=1), target(CPU_POOL), W)
 
 
+def test_cpu_only_pods_on_a_gpu_pool():
+    with pytest.raises(
+        JobConfigError, match=r"gpusPerWorker: got 0; pool 'gpu-workloads' is a GPU pool"
+    ):
+        resolve_job(job(gpusPerWorker=0), target(GPU_POOL), W)
+
+
 def test_procs_must_match_gpus():
     with pytest.raises(
         JobConfigError, match=r"procsPerWorker: got 2; a GPU job runs one process per GPU"

@@ -120,6 +120,13 @@ def resolve_job(job: JobSpec, target: JobTarget, where: str = "job") -> JobSpec:
             f"pool {pool.name!r} ({types}) has {have} GPUs per node; "
             f"use a value from 0 to {pool.gpus_per_node} or a GPU pool with larger instances",
         )
+    if gpus == 0 and pool.gpus_per_node:
+        raise JobConfigError(
+            f"{where}.gpusPerWorker",
+            gpus,
+            f"pool {pool.name!r} is a GPU pool; a CPU-only pod would hold a GPU node without "
+            f"using it. Use 1 to {pool.gpus_per_node}, or a CPU pool",
+        )
     procs = job.procs_per_worker
     if gpus and procs is not None and procs != gpus:
         raise JobConfigError(
