@@ -212,3 +212,30 @@ def test_project_is_found_from_cwd(make_project, monkeypatch):
     monkeypatch.chdir(sub)
     assert cli.main(["--stack", "test", "--summary"]) == 0
     assert pathlib.Path.cwd() == sub
+
+
+def test_helm_releases_are_inventory_not_manifests(tmp_path):
+    import pulumi_kubernetes as k8s
+
+    def prog():
+        k8s.helm.v3.Release(
+            "karpenter",
+            chart="oci://public.ecr.aws/karpenter/karpenter",
+            version="1.8.1",
+            namespace="kube-system",
+            values={"settings": {"clusterName": "tf"}},
+        )
+        k8s.helm.v3.Release(
+            "nvidia",
+            chart="nvidia-device-plugin",
+            version="0.17.1",
+            repository_opts={"repo": "https://nvidia.github.io/k8s-device-plugin"},
+        )
+        k8s.core.v1.NamespacePatch("label-kube-system", metadata={"name": "kube-system"})
+
+    result = plan_program(prog)
+    assert result.objects == [] and result.failing == []
+    helm = {h["name"]: h for h in result.helm()}
+    assert helm["karpenter"]["version"] == "1.8.1"
+    assert helm["karpenter"]["values"] == {"settings": {"clusterName": "tf"}}
+    assert helm["nvidia"]["repo"] == "https://nvidia.github.io/k8s-device-plugin"
