@@ -212,3 +212,48 @@ def test_unknown_team_or_pool():
         JobConfigError, match=r"jobs\[0\]\.pool: got 'tpu'; known node pools: efa-p5, gpu-workloads"
     ):
         target_from_platform(_Platform(), "research", "tpu", W)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Quota:
+    gpus: str
+    pods: str
+
+
+@dataclasses.dataclass(frozen=True)
+class _Team:
+    name: str
+    namespace: str
+    service_account_name: str
+    pvc_name: str
+    quota: _Quota
+
+
+def test_target_from_platform_accepts_other_shapes():
+    """Teams as a list of objects, per-instance-type GPU counts, a slotted quota dataclass."""
+
+    class Platform:
+        teams = [_Team("vision", "team-vision", "sa-vision", "fsx-vision", _Quota("8", "4"))]
+        pools = {
+            "mixed": {
+                "instanceTypes": ["g5.xlarge", "g5.12xlarge"],
+                "gpusPerNode": {"g5.xlarge": 1, "g5.12xlarge": 4},
+                "labels": {"pool": "mixed"},
+                "capacity_types": ["spot", "on-demand"],
+            }
+        }
+        checkpoint_bucket = None
+
+    t = target_from_platform(Platform(), "vision", "mixed", W)
+    assert (t.namespace, t.service_account, t.claim_name) == (
+        "team-vision",
+        "sa-vision",
+        "fsx-vision",
+    )
+    assert t.quota == TeamQuota(gpus="8", pods="4")
+    assert (
+        t.pool.gpus_per_node == 4
+        and t.pool.node_selector == (("pool", "mixed"),)
+        and t.pool.capacity_type == "spot"
+    )
+    assert t.checkpoint_bucket is None

@@ -13,6 +13,7 @@ on a pool without it, a pod bigger than the node, a job bigger than the team's q
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
@@ -273,6 +274,19 @@ def _taints(raw: Any) -> tuple[Taint, ...]:
     return tuple(out)
 
 
+def _count(value: Any) -> int:
+    """An integer fact that may come per instance type ({type: n}): the largest applies."""
+    if isinstance(value, dict):
+        return max((int(v) for v in value.values()), default=0)
+    return int(value or 0)
+
+
+def _fields(value: Any) -> dict[str, Any]:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    return value if isinstance(value, dict) else dict(vars(value))
+
+
 def pool_facts(name: str, raw: Any) -> PoolFacts:
     """PoolFacts from whatever the platform exposes for one pool."""
     if isinstance(raw, PoolFacts):
@@ -290,9 +304,9 @@ def pool_facts(name: str, raw: Any) -> PoolFacts:
     return PoolFacts(
         name=name,
         instance_types=tuple(types),
-        gpus_per_node=int(_pick(raw, "gpus_per_node", "gpusPerNode", "gpu_count", default=0) or 0),
-        efa_interfaces=int(
-            _pick(raw, "efa_interfaces", "efaInterfaces", "efa_count", default=0) or 0
+        gpus_per_node=_count(_pick(raw, "gpus_per_node", "gpusPerNode", "gpu_count", default=0)),
+        efa_interfaces=_count(
+            _pick(raw, "efa_interfaces", "efaInterfaces", "efa_count", default=0)
         ),
         taints=_taints(_pick(raw, "taints", default=())),
         node_selector=tuple(sorted(dict(labels).items())),
@@ -326,7 +340,7 @@ def target_from_platform(platform: Any, team: str, pool: str, where: str = "job"
     t = teams[team]
     quota = _pick(t, "quota", default=None)
     if quota is not None and not isinstance(quota, TeamQuota):
-        quota = quota_from_mapping(quota if isinstance(quota, dict) else vars(quota))
+        quota = quota_from_mapping(_fields(quota))
     bucket = _pick(platform, "checkpoint_bucket_name", "checkpoint_bucket_id", default=None)
     if bucket is None:
         b = _pick(platform, "checkpoint_bucket", default=None)
