@@ -315,3 +315,36 @@ def test_config_validation_names_the_flag() -> None:
 
 if __name__ == "__main__" and sys.argv[1:2] == ["worker"]:
     _worker(*sys.argv[2:])
+
+
+def test_loop_hooks_sigterm_saves_then_resume_continues(tmp_path: Path, monkeypatch) -> None:
+    """Checkpointing facade in a 1-process loop: SIGTERM after step 3 -> step_000003, stop;
+    the next start resumes at 3 and the final state equals an uninterrupted run."""
+    from trainforge.training.checkpoint import CheckpointConfig, Checkpointing
+
+    def run(root: Path, fault: str | None) -> tuple[int, list, list[str]]:
+        if fault:
+            monkeypatch.setenv("TRAINFORGE_TEST_FAULT", fault)
+        else:
+            monkeypatch.delenv("TRAINFORGE_TEST_FAULT", raising=False)
+        logs: list[str] = []
+        m, opt = _tiny()
+        ck = Checkpointing(CheckpointConfig(directory=str(root), every=2), log=logs.append)
+        start = ck.restore(m, opt)
+        for step in range(start, 6):
+            _step(m, opt)
+            if ck.after_step(step + 1, m, opt):
+                return step + 1, [p.detach().clone() for p in m.parameters()], logs
+        ck.finish(6, m, opt)
+        return 6, [p.detach().clone() for p in m.parameters()], logs
+
+    stopped, _, logs = run(tmp_path / "a", "0:3:TERM")
+    assert stopped == 3
+    assert (tmp_path / "a" / "step_000003" / ".metadata").is_file()
+    assert any("stop requested (SIGTERM on this rank)" in line for line in logs)
+    assert any("step_000003 (preemption)" in line for line in logs)
+    done, resumed, logs = run(tmp_path / "a", None)
+    assert done == 6 and any("resumed from" in line and "step 3" in line for line in logs)
+    assert (tmp_path / "a" / "step_000006" / ".metadata").is_file()  # final checkpoint
+    _, straight, _ = run(tmp_path / "b", None)
+    assert all(a.equal(b) for a, b in zip(straight, resumed, strict=True))

@@ -519,3 +519,173 @@ def _describe(e: BaseException) -> str:
 def _first_line(e: BaseException) -> str:
     text = str(e).strip().splitlines()
     return text[0][:300] if text else ""
+
+
+# ------------------------------------------------------------------- the training loop's hooks
+
+# Test-only fault injection for end-to-end tests and local rehearsals: "RANK:STEP:SIGNAL"
+# (SIGNAL = KILL or TERM). Rank RANK sends itself the signal right after optimizer step STEP,
+# on the first attempt only (TORCHELASTIC_RESTART_COUNT unset or 0), so a torchrun restart
+# does not fail again. Never set it in a real job.
+FAULT_ENV = "TRAINFORGE_TEST_FAULT"
+
+
+def add_checkpoint_arguments(parser: Any) -> None:
+    """The checkpointing flags (issue 3), for the runtime's argparse parser."""
+    g = parser.add_argument_group("checkpointing")
+    g.add_argument(
+        "--checkpoint-dir",
+        default=None,
+        metavar="DIR",
+        help="directory for step_NNNNNN checkpoints, shared by all ranks (off if unset)",
+    )
+    g.add_argument(
+        "--checkpoint-every",
+        type=int,
+        default=0,
+        metavar="N",
+        help="save every N optimizer steps (0 = only at the end and on SIGTERM)",
+    )
+    g.add_argument(
+        "--keep-last",
+        type=int,
+        default=3,
+        metavar="N",
+        help="keep the newest N complete checkpoints (0 = keep all)",
+    )
+    g.add_argument(
+        "--resume",
+        default="auto",
+        metavar="auto|never|PATH",
+        help="auto: newest complete checkpoint in --checkpoint-dir (or S3); "
+        "never: start fresh; PATH: that step_NNNNNN directory",
+    )
+    g.add_argument(
+        "--async-checkpoint",
+        action="store_true",
+        help="write checkpoints in the background (training waits only for staging)",
+    )
+    g.add_argument(
+        "--checkpoint-s3",
+        default=None,
+        metavar="s3://bucket/prefix",
+        help="mirror complete checkpoints to S3; download the newest when the "
+        "local dir has none (needs boto3)",
+    )
+    g.add_argument(
+        "--grace-period",
+        type=float,
+        default=90.0,
+        metavar="SECONDS",
+        help="time budget to checkpoint and exit after SIGTERM (default 90)",
+    )
+
+
+def config_from_args(args: Any) -> CheckpointConfig:
+    return CheckpointConfig(
+        directory=getattr(args, "checkpoint_dir", None),
+        every=getattr(args, "checkpoint_every", 0) or 0,
+        keep_last=getattr(args, "keep_last", 3),
+        resume=str(getattr(args, "resume", "auto") or "auto"),
+        async_save=bool(getattr(args, "async_checkpoint", False)),
+        s3_uri=getattr(args, "checkpoint_s3", None),
+        grace_period=float(getattr(args, "grace_period", 90.0)),
+    )
+
+
+class Checkpointing:
+    """Everything the training loop calls; a no-op without --checkpoint-dir (except --resume PATH).
+
+    Loop contract (all calls on every rank, in the same order)::
+
+        ckpt = Checkpointing(config, log=log)          # after init_process_group + model/optim
+        start = ckpt.restore(model, optimizer, scheduler)
+        for step in range(start, total):
+            ...one optimizer step...
+            if ckpt.after_step(step + 1, model, optimizer, scheduler):
+                return PREEMPTED_EXIT_CODE              # SIGTERM: checkpoint saved, exit
+        ckpt.finish(total, model, optimizer, scheduler)
+    """
+
+    def __init__(self, config: CheckpointConfig, *, log: LogFn = print) -> None:
+        from trainforge.training.preemption import PreemptionHandler
+
+        self.config = config
+        self.log = log
+        self.manager = CheckpointManager(config, log=log)
+        # SIGTERM handling needs somewhere to save; without a directory the default
+        # (immediate termination) is the honest behaviour.
+        self.preemption = (
+            PreemptionHandler(config.grace_period, log=log) if config.enabled else None
+        )
+        self._fault = self._parse_fault(os.environ.get(FAULT_ENV, ""))
+
+    def _parse_fault(self, spec: str) -> tuple[int, int, int] | None:
+        if not spec or os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") not in ("", "0"):
+            return None
+        try:
+            rank, step, sig = spec.split(":")
+            return int(rank), int(step), {"KILL": signal.SIGKILL, "TERM": signal.SIGTERM}[sig]
+        except (ValueError, KeyError):
+            raise CheckpointError(
+                f"{FAULT_ENV}={spec!r}: expected RANK:STEP:KILL|TERM (test hook)"
+            ) from None
+
+    def restore(
+        self, model: torch.nn.Module, optimizer: torch.optim.Optimizer, scheduler: Any | None = None
+    ) -> int:
+        if not self.config.enabled and self.config.resume in ("auto", "never"):
+            return 0
+        return self.manager.restore(model, optimizer, scheduler)
+
+    def after_step(
+        self,
+        step: int,
+        model: torch.nn.Module,
+        optimizer: torch.optim.Optimizer,
+        scheduler: Any | None = None,
+    ) -> bool:
+        """Call after each optimizer step with the number of steps done. True = stop now."""
+        if self._fault is not None and self._fault[:2] == (self.manager.rank, step):
+            self.log(
+                f"test hook {FAULT_ENV}: rank {self.manager.rank} sends itself "
+                f"{signal.Signals(self._fault[2]).name} after step {step}"
+            )
+            os.kill(os.getpid(), self._fault[2])
+        if self.preemption is not None and self.preemption.should_stop():
+            self.preemption.begin_shutdown()
+            if self.manager.last_saved_step != step:
+                self.manager.save(
+                    step, model, optimizer, scheduler, reason="preemption", force_sync=True
+                )
+            self.manager.close()
+            self.preemption.finish_shutdown()
+            self.preemption.close()
+            return True
+        if self.manager.should_save(step):
+            self.manager.save(step, model, optimizer, scheduler)
+        return False
+
+    def finish(
+        self,
+        step: int,
+        model: torch.nn.Module,
+        optimizer: torch.optim.Optimizer,
+        scheduler: Any | None = None,
+    ) -> None:
+        """End of training: a final checkpoint (unless this step is saved) and drain async work."""
+        if self.config.enabled and self.manager.last_saved_step != step:
+            self.manager.save(step, model, optimizer, scheduler, reason="final", force_sync=True)
+        self.manager.close()
+        if self.preemption is not None:
+            self.preemption.close()
+
+    def metrics(self) -> dict[str, float]:
+        """Last checkpoint's timings, for the metrics endpoint / summary."""
+        if not self.manager.records:
+            return {}
+        r = self.manager.records[-1]
+        out = {"checkpoint_step": float(r.step), "checkpoint_blocked_seconds": r.blocked_s}
+        if r.total_s is not None:
+            out["checkpoint_seconds"] = r.total_s
+        return out
