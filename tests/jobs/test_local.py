@@ -93,3 +93,25 @@ def test_does_not_import_pulumi(project):
         "assert not any(m == 'pulumi' or m.startswith('pulumi.') for m in sys.modules), 'pulumi imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_expand_stack_argv(project):
+    from trainforge.jobs.local import expand_stack_argv
+
+    base = local_argv_for_job("dev", "mnist-elastic", project)
+    assert expand_stack_argv(["--stack", "dev", "mnist-elastic", "--steps", "5"], project) == [
+        *base,
+        "--steps",
+        "5",
+    ]
+    assert expand_stack_argv(["--stack=dev", "mnist-elastic"], project) == base
+    assert expand_stack_argv(["--workers", "2", "--steps", "5"], project) == [
+        "--workers",
+        "2",
+        "--steps",
+        "5",
+    ]
+    with pytest.raises(JobConfigError, match="usage: run-local --stack STACK JOB"):
+        expand_stack_argv(["--stack", "dev"], project)
+    with pytest.raises(JobConfigError, match="usage: run-local --stack STACK JOB"):
+        expand_stack_argv(["--stack", "dev", "--steps", "5"], project)

@@ -106,3 +106,30 @@ def local_argv_for_job(stack: str, job_name: str, project_dir: Path | str = ".")
     if job.elastic is not None:
         argv += ["--max-restarts", str(job.elastic.max_restarts)]
     return argv + local_training_flags(job, f"./runs/{job.name}")
+
+
+def expand_stack_argv(argv: list[str], project_dir: Path | str = ".") -> list[str]:
+    """Replace `--stack STACK JOB` (or `--stack=STACK JOB`) in run-local's argv with the
+    job's arguments; the other arguments stay after them so they override. An argv without
+    `--stack` is returned unchanged.
+
+    run-local's `main(argv)` calls `argv = expand_stack_argv(argv)` before parsing.
+    """
+    for i, arg in enumerate(argv):
+        if arg == "--stack" or arg.startswith("--stack="):
+            if arg == "--stack":
+                if len(argv) < i + 3:
+                    raise JobConfigError(
+                        "--stack", None, "usage: run-local --stack STACK JOB [flags]"
+                    )
+                stack, job, rest = argv[i + 1], argv[i + 2], argv[:i] + argv[i + 3 :]
+            else:
+                if len(argv) < i + 2:
+                    raise JobConfigError(
+                        "--stack", None, "usage: run-local --stack STACK JOB [flags]"
+                    )
+                stack, job, rest = arg.split("=", 1)[1], argv[i + 1], argv[:i] + argv[i + 2 :]
+            if job.startswith("-"):
+                raise JobConfigError("JOB", job, "usage: run-local --stack STACK JOB [flags]")
+            return local_argv_for_job(stack, job, project_dir) + rest
+    return list(argv)
