@@ -88,7 +88,13 @@ class K8sObject:
 
     @property
     def relpath(self) -> str:
-        return f"{self.namespace or CLUSTER_DIR}/{self.kind.lower()}-{self.obj_name}.yaml"
+        folder = _safe(self.namespace or CLUSTER_DIR)
+        return f"{folder}/{_safe(self.kind.lower())}-{_safe(self.obj_name)}.yaml"
+
+
+def _safe(part: str) -> str:
+    """A path component: unknown or odd names (e.g. "<unknown>") must not escape DIR."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", part).lstrip(".") or "_"
 
 
 def is_k8s_object_type(type_: str) -> bool:

@@ -194,23 +194,52 @@ def _as_mocks(obj: Any):
     return _Adapter()
 
 
-def load_mocks() -> Any:
-    """The platform's mocks when available (they know instance types), else PreviewMocks."""
+class HybridMocks(PreviewMocks):
+    """Provider functions answered by the platform's mocks, resources as in a first preview.
+
+    The platform's mocks know the cloud's catalogs (instance types from moto, availability
+    zones); their resource outputs are test fixtures, so resources keep preview semantics here:
+    inputs echoed, ids and every computed output unknown.
+    """
+
+    def __init__(self, platform_mocks: Any):
+        super().__init__()
+        self.platform_mocks = platform_mocks
+
+    def call(self, args):
+        return self.platform_mocks.call(args)
+
+
+def _platform_mocks() -> Any | None:
     try:
         from trainforge.plan import mocks as platform_mocks  # owned by the platform core
     except ImportError:
-        return PreviewMocks()
+        return None
+    from pulumi.runtime.mocks import Mocks
+
     factory = getattr(platform_mocks, "make_mocks", None)
-    if callable(factory):
-        return factory(preview=True)
-    for name in ("PlatformMocks", "TrainforgeMocks", "Mocks", "RecordingMocks"):
-        cls = getattr(platform_mocks, name, None)
-        if isinstance(cls, type):
+    candidates: list[Any] = [factory] if callable(factory) else []
+    candidates += [
+        obj
+        for obj in vars(platform_mocks).values()
+        if isinstance(obj, type)
+        and issubclass(obj, Mocks)
+        and obj is not Mocks
+        and obj.__module__ == platform_mocks.__name__
+    ]
+    for make in candidates:
+        for kwargs in ({}, {"preview": True}):
             try:
-                return cls()
+                return make(**kwargs)
             except TypeError:
                 continue
-    return PreviewMocks()
+    return None
+
+
+def load_mocks() -> Any:
+    """HybridMocks over the platform's mocks when they exist, else PreviewMocks."""
+    found = _platform_mocks()
+    return HybridMocks(found) if found is not None else PreviewMocks()
 
 
 # ---------------------------------------------------------------------------------------------
