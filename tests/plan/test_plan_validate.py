@@ -184,3 +184,40 @@ def test_ec2nodeclass_rules():
     no_ami = copy.deepcopy(NODECLASS)
     no_ami["spec"]["amiSelectorTerms"] = []
     assert any("amiSelectorTerms is required" in m for m in messages(no_ami)[1])
+
+
+def test_unknown_fields_in_karpenter_specs_are_errors():
+    bad = copy.deepcopy(NODECLASS)
+    bad["spec"]["metadataOptions"]["httpTokensRequired"] = True
+    bad["spec"]["amiSelector"] = {"alias": "x"}
+    _, msgs = messages(bad)
+    assert "spec.amiSelector: unknown field" in msgs
+    assert "spec.metadataOptions.httpTokensRequired: unknown field" in msgs
+    pool = copy.deepcopy(NODEPOOL)
+    pool["spec"]["template"]["spec"]["labels"] = {"a": "b"}  # labels live in template.metadata
+    assert "spec.template.spec.labels: unknown field" in messages(pool)[1]
+
+
+def test_pod_and_service_monitors():
+    pm = {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PodMonitor",
+        "metadata": {"name": "m", "namespace": "a"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "x"}},
+            "podMetricsEndpoints": [{"port": "metrics", "interval": "30s"}],
+        },
+    }
+    assert messages(pm) == ("pass", [])
+    pm["spec"]["podMetricsEndpoints"][0]["intervall"] = "30s"
+    pm["spec"]["podMetricsEndpoints"][0]["interval"] = "half a minute"
+    _, msgs = messages(pm)
+    assert "spec.podMetricsEndpoints[0].intervall: unknown field" in msgs
+    assert any("interval 'half a minute'" in m for m in msgs)
+    sm = {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "ServiceMonitor",
+        "metadata": {"name": "s", "namespace": "a"},
+        "spec": {},
+    }
+    assert set(messages(sm)[1]) >= {"spec.endpoints is required"}

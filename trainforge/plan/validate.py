@@ -24,12 +24,14 @@ SCHEMA_RULE = "K8S_SCHEMA"
 PYTORCHJOB_RULE = "PYTORCHJOB_WEBHOOK"
 NODEPOOL_RULE = "KARPENTER_NODEPOOL"
 NODECLASS_RULE = "KARPENTER_EC2NODECLASS"
+MONITOR_RULE = "PROMETHEUS_MONITOR"
 
 FIX = {
     SCHEMA_RULE: "fix the field named in the message (strict schema: unknown fields are errors)",
     PYTORCHJOB_RULE: "fix the PyTorchJob spec: the training operator's webhook would reject it",
     NODEPOOL_RULE: "fix the NodePool spec: Karpenter's CRD validation would reject it",
     NODECLASS_RULE: "fix the EC2NodeClass spec: Karpenter's CRD validation would reject it",
+    MONITOR_RULE: "fix the monitor spec: the Prometheus operator's CRD would reject it",
 }
 
 
@@ -184,6 +186,44 @@ def pytorchjob_findings(doc: dict, version: str) -> list[str]:
 OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 CONSOLIDATION = ("WhenEmpty", "WhenEmptyOrUnderutilized")
 NODEPOOL_SPEC_FIELDS = {"template", "disruption", "limits", "weight", "replicas"}
+NODEPOOL_TEMPLATE_SPEC_FIELDS = {
+    "expireAfter",
+    "nodeClassRef",
+    "requirements",
+    "startupTaints",
+    "taints",
+    "terminationGracePeriod",
+}
+DISRUPTION_FIELDS = {"budgets", "consolidateAfter", "consolidationPolicy"}
+EC2NODECLASS_SPEC_FIELDS = {
+    "amiFamily",
+    "amiSelectorTerms",
+    "associatePublicIPAddress",
+    "blockDeviceMappings",
+    "capacityReservationSelectorTerms",
+    "connectionTracking",
+    "context",
+    "cpuOptions",
+    "detailedMonitoring",
+    "instanceProfile",
+    "instanceStorePolicy",
+    "ipPrefixCount",
+    "kubelet",
+    "metadataOptions",
+    "networkInterfaces",
+    "placementGroupSelector",
+    "role",
+    "securityGroupSelectorTerms",
+    "subnetSelectorTerms",
+    "tags",
+    "userData",
+}
+METADATA_OPTIONS_FIELDS = {
+    "httpEndpoint",
+    "httpProtocolIPv6",
+    "httpPutResponseHopLimit",
+    "httpTokens",
+}
 DURATION = re.compile(r"^(([0-9]+(s|m|h))+|Never)$")
 
 
@@ -196,6 +236,13 @@ def nodepool_findings(doc: dict) -> list[str]:
     spec = doc.get("spec") or {}
     errs += [f"spec.{k}: unknown field" for k in spec if k not in NODEPOOL_SPEC_FIELDS]
     tspec = (spec.get("template") or {}).get("spec") or {}
+    errs += [
+        f"spec.template.spec.{k}: unknown field"
+        for k in tspec
+        if k not in NODEPOOL_TEMPLATE_SPEC_FIELDS
+    ]
+    if "requirements" not in tspec:
+        errs.append("spec.template.spec.requirements is required")
     ref = tspec.get("nodeClassRef") or {}
     for key in ("group", "kind", "name"):
         if not ref.get(key):
@@ -218,6 +265,9 @@ def nodepool_findings(doc: dict) -> list[str]:
         if taint.get("effect") not in ("NoSchedule", "PreferNoSchedule", "NoExecute"):
             errs.append(f"spec.template.spec.taints[{i}].effect {taint.get('effect')!r} invalid")
     disruption = spec.get("disruption") or {}
+    errs += [
+        f"spec.disruption.{k}: unknown field" for k in disruption if k not in DISRUPTION_FIELDS
+    ]
     policy = disruption.get("consolidationPolicy")
     if policy is not None and policy not in CONSOLIDATION:
         errs.append(f"spec.disruption.consolidationPolicy {policy!r} is not one of {CONSOLIDATION}")
@@ -242,6 +292,7 @@ def nodepool_findings(doc: dict) -> list[str]:
 def ec2nodeclass_findings(doc: dict) -> list[str]:
     errs: list[str] = []
     spec = doc.get("spec") or {}
+    errs += [f"spec.{k}: unknown field" for k in spec if k not in EC2NODECLASS_SPEC_FIELDS]
     terms = spec.get("amiSelectorTerms")
     if not terms:
         errs.append("spec.amiSelectorTerms is required")
@@ -266,6 +317,11 @@ def ec2nodeclass_findings(doc: dict) -> list[str]:
             errs.append(f"spec.{key} is required")
     meta = spec.get("metadataOptions")
     if meta is not None:
+        errs += [
+            f"spec.metadataOptions.{k}: unknown field"
+            for k in meta
+            if k not in METADATA_OPTIONS_FIELDS
+        ]
         if meta.get("httpTokens") not in (None, "required", "optional"):
             errs.append(f"spec.metadataOptions.httpTokens {meta.get('httpTokens')!r} invalid")
         if meta.get("httpEndpoint") not in (None, "enabled", "disabled"):
@@ -277,12 +333,67 @@ def ec2nodeclass_findings(doc: dict) -> list[str]:
 
 
 # ---------------------------------------------------------------------------------------------
+# Prometheus operator (monitoring.coreos.com/v1 PodMonitor, ServiceMonitor)
+
+ENDPOINT_FIELDS = {
+    "authorization",
+    "basicAuth",
+    "bearerTokenSecret",
+    "enableHttp2",
+    "filterRunning",
+    "followRedirects",
+    "honorLabels",
+    "honorTimestamps",
+    "interval",
+    "metricRelabelings",
+    "noProxy",
+    "oauth2",
+    "params",
+    "path",
+    "port",
+    "portNumber",
+    "proxyConnectHeader",
+    "proxyFromEnvironment",
+    "proxyUrl",
+    "relabelings",
+    "scheme",
+    "scrapeTimeout",
+    "targetPort",
+    "tlsConfig",
+    "trackTimestampsStaleness",
+    "bearerTokenFile",
+}
+
+
+def monitor_findings(doc: dict) -> list[str]:
+    """The parts of the PodMonitor/ServiceMonitor CRDs a scrape depends on."""
+    errs: list[str] = []
+    spec = doc.get("spec") or {}
+    if not isinstance(spec.get("selector"), dict):
+        errs.append("spec.selector is required (a label selector; {} selects every pod)")
+    key = "podMetricsEndpoints" if doc.get("kind") == "PodMonitor" else "endpoints"
+    endpoints = spec.get(key)
+    if doc.get("kind") == "ServiceMonitor" and not endpoints:
+        errs.append("spec.endpoints is required")
+    for i, ep in enumerate(endpoints or []):
+        errs += [f"spec.{key}[{i}].{k}: unknown field" for k in ep if k not in ENDPOINT_FIELDS]
+        if ep.get("interval") is not None and not re.match(
+            r"^(0|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$",
+            str(ep["interval"]),
+        ):
+            errs.append(f"spec.{key}[{i}].interval {ep['interval']!r} is not a duration like 30s")
+    return errs
+
+
+# ---------------------------------------------------------------------------------------------
 
 
 CUSTOM_CHECKS = {
     ("kubeflow.org/v1", "PyTorchJob"): PYTORCHJOB_RULE,
     ("karpenter.sh/v1", "NodePool"): NODEPOOL_RULE,
     ("karpenter.k8s.aws/v1", "EC2NodeClass"): NODECLASS_RULE,
+    ("monitoring.coreos.com/v1", "PodMonitor"): MONITOR_RULE,
+    ("monitoring.coreos.com/v1", "ServiceMonitor"): MONITOR_RULE,
 }
 
 
@@ -297,6 +408,8 @@ def validate_object(doc: dict, version: str | None = None) -> tuple[str, list[Fi
         msgs = nodepool_findings(doc)
     elif rule == NODECLASS_RULE:
         msgs = ec2nodeclass_findings(doc)
+    elif rule == MONITOR_RULE:
+        msgs = monitor_findings(doc)
     else:
         errs = core_errors(doc, version)
         if errs is None:
