@@ -45,7 +45,8 @@ EXTRAS_VERSION = 1
 
 # Test-only fault injection (see docs/checkpointing.md, "Rehearsing failures"): when set to a
 # step number, the coordinator SIGKILLs itself after every shard of that step's checkpoint is
-# written but before `.metadata` is -- the worst moment for a crash.
+# written but before `.metadata` is -- the worst moment for a crash. First attempt only
+# (TORCHELASTIC_RESTART_COUNT unset or 0).
 CRASH_DURING_SAVE_ENV = "TRAINFORGE_TEST_CRASH_DURING_SAVE"
 
 LogFn = Callable[[str], None]
@@ -250,7 +251,10 @@ class CheckpointManager:
             self.mirror = S3Mirror(config.s3_uri, log=log)
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
         self._pending: concurrent.futures.Future | None = None
-        self._crash_step = int(os.environ.get(CRASH_DURING_SAVE_ENV, "-1") or "-1")
+        # first attempt only, so a torchrun restart does not crash at the same save again
+        first_attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") in ("", "0")
+        crash = os.environ.get(CRASH_DURING_SAVE_ENV, "") if first_attempt else ""
+        self._crash_step = int(crash) if crash.strip().isdigit() else -1
         self.records: list[SaveRecord] = []
         self.last_saved_step: int | None = None
 
