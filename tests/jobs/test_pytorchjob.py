@@ -154,6 +154,7 @@ def test_ddp_on_gpu_pool_field_by_field():
     assert env["MLFLOW_TRACKING_URI"] == "http://mlflow.mlflow.svc:5000"
     assert not any(k.startswith("FI_") for k in env), "no EFA variables off EFA pools"
     assert "LOCAL_RANK" not in env  # torchrun sets it per process
+    assert env["TORCH_ELASTIC_SHUTDOWN_TIMEOUT"] == "90"  # torchrun waits the checkpoint grace
 
     pm = out.podmonitor
     assert pm["apiVersion"] == "monitoring.coreos.com/v1" and pm["kind"] == "PodMonitor"
@@ -178,6 +179,7 @@ def test_one_gpu_per_pod_runs_python_directly():
     assert c["command"][:3] == ["python", "-m", "trainforge.training"]
     env = env_of(c)
     assert (env["LOCAL_RANK"], env["LOCAL_WORLD_SIZE"]) == ("0", "1")
+    assert "TORCH_ELASTIC_SHUTDOWN_TIMEOUT" not in env
     assert out.pytorchjob["spec"]["nprocPerNode"] == "1"
     assert c["resources"]["limits"]["nvidia.com/gpu"] == "1"
 
@@ -303,6 +305,7 @@ def test_run_policy_and_grace_period_follow_the_declaration():
     cmd = container(pj)["command"]
     assert "--async-checkpoint" not in cmd and "--checkpoint-s3" not in cmd
     assert cmd[cmd.index("--grace-period") + 1] == "300"
+    assert env_of(container(pj))["TORCH_ELASTIC_SHUTDOWN_TIMEOUT"] == "300"
     assert webhook_errors(pj) == [] and crd_errors(pj) == []
 
 

@@ -7,8 +7,10 @@ the fallback here keeps jobs usable while that module does not define it.
 from __future__ import annotations
 
 # Stock PyTorch CUDA runtime image: torch + CUDA + cuDNN, no trainforge code (that ships in
-# a ConfigMap). Pinned by version tag; a digest (`...@sha256:...`) is accepted too.
-FALLBACK_IMAGE = "pytorch/pytorch:2.8.0-cuda12.8-cudnn9-runtime"
+# a ConfigMap). Its torch matches the version the runtime is developed and tested with
+# (requirements.lock); torchrun honours TORCH_ELASTIC_SHUTDOWN_TIMEOUT from 2.12 on, which
+# the checkpoint-on-SIGTERM grace period relies on. Pinned by tag; digests are accepted too.
+FALLBACK_IMAGE = "pytorch/pytorch:2.13.0-cuda12.8-cudnn9-runtime"
 
 
 def default_image() -> str:

@@ -184,7 +184,14 @@ def env(job: JobSpec, target: JobTarget, code: CodeBundle | None) -> list[dict[s
     ]
     if code is not None:
         out.append({"name": "PYTHONPATH", "value": CODE_MOUNT})
-    if not job.uses_torchrun:
+    if job.uses_torchrun:
+        # torchrun forwards SIGTERM to its workers and SIGKILLs them after this many seconds
+        # (30 by default): give them the whole checkpoint grace period. An environment
+        # variable rather than --shutdown-timeout, which torchrun releases before 2.12 refuse.
+        out.append(
+            {"name": "TORCH_ELASTIC_SHUTDOWN_TIMEOUT", "value": str(job.checkpoint.grace_period)}
+        )
+    else:
         # The operator sets RANK and WORLD_SIZE per pod but no local rank; one process per pod.
         out += [{"name": "LOCAL_RANK", "value": "0"}, {"name": "LOCAL_WORLD_SIZE", "value": "1"}]
     if job.gpus_per_worker:

@@ -352,7 +352,7 @@ def validate_image(image: Any, where: str) -> str:
         raise JobConfigError(
             where,
             image,
-            "expected an image reference such as pytorch/pytorch:2.8.0-cuda12.8-cudnn9-runtime "
+            "expected an image reference such as pytorch/pytorch:2.13.0-cuda12.8-cudnn9-runtime "
             "or registry/repo@sha256:<64 hex digits>",
         )
     m = _IMAGE_RE.match(image)
