@@ -1,0 +1,448 @@
+"""Pulumi mocks that know the AWS catalog: used by the platform tests and by the offline plan.
+
+Why: `pulumi.runtime.set_mocks` lets a program run in-process with no engine, no credentials
+and no network. Plain mocks echo inputs and answer every provider function with `{}`, which
+is useless for a program that asks AWS what a p5.48xlarge has. These mocks answer the
+functions the platform calls (instance types from moto's bundled EC2 catalog, availability
+zones, caller identity, region, partition) and give resources plausible cloud outputs
+(ids, ARNs, names), recording every registration so tests can assert on it.
+
+In preview mode (`preview=True`) resources get no id and only their inputs back, so every
+value only the cloud can know (ids, ARNs, endpoints) stays unknown, as in a first
+`pulumi preview`.
+"""
+
+from __future__ import annotations
+
+import functools
+import gzip
+import json
+import os
+import pathlib
+import runpy
+import sys
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+
+DEFAULT_REGION = "us-west-2"
+DEFAULT_ACCOUNT = "123456789012"
+
+
+class UnknownInstanceType(LookupError):
+    """The instance type is not in the EC2 catalog."""
+
+
+@functools.cache
+def _catalog() -> dict[str, dict[str, Any]]:
+    import moto  # noqa: PLC0415 - heavy, only needed when a lookup happens
+
+    path = pathlib.Path(moto.__file__).parent / "ec2" / "resources" / "instance_types.json.gz"
+    with gzip.open(path) as f:
+        return json.load(f)
+
+
+def catalog_instance_types() -> list[str]:
+    """Every instance type name moto's catalog knows."""
+    return sorted(_catalog())
+
+
+def instance_type_result(name: str) -> dict[str, Any]:
+    """The `aws:ec2/getInstanceType:getInstanceType` result (wire names) for one type."""
+    raw = _catalog().get(name)
+    if raw is None:
+        raise UnknownInstanceType(name)
+    net = raw.get("NetworkInfo", {})
+    gpus = [
+        {
+            "count": g.get("Count", 0),
+            "manufacturer": g.get("Manufacturer", ""),
+            "memorySize": g.get("MemoryInfo", {}).get("SizeInMiB", 0),
+            "name": g.get("Name", ""),
+        }
+        for g in raw.get("GpuInfo", {}).get("Gpus", [])
+    ]
+    vcpu = raw.get("VCpuInfo", {})
+    return {
+        "id": name,
+        "instanceType": name,
+        "defaultVcpus": vcpu.get("DefaultVCpus", 0),
+        "defaultCores": vcpu.get("DefaultCores", 0),
+        "defaultThreadsPerCore": vcpu.get("DefaultThreadsPerCore", 1),
+        "memorySize": raw.get("MemoryInfo", {}).get("SizeInMiB", 0),
+        "gpuses": gpus,
+        "totalGpuMemory": raw.get("GpuInfo", {}).get("TotalGpuMemoryInMiB", 0),
+        "efaSupported": bool(net.get("EfaSupported", False)),
+        "efaMaximumInterfaces": net.get("EfaInfo", {}).get("MaximumEfaInterfaces", 0),
+        "maximumNetworkInterfaces": net.get("MaximumNetworkInterfaces", 0),
+        "maximumNetworkCards": net.get("MaximumNetworkCards", 1),
+        "defaultNetworkCardIndex": net.get("DefaultNetworkCardIndex", 0),
+        "networkPerformance": net.get("NetworkPerformance", ""),
+        "enaSupport": net.get("EnaSupport", ""),
+        "ipv6Supported": bool(net.get("Ipv6Supported", False)),
+        "maximumIpv4AddressesPerInterface": net.get("Ipv4AddressesPerInterface", 0),
+        "supportedArchitectures": raw.get("ProcessorInfo", {}).get("SupportedArchitectures", []),
+        "supportedPlacementStrategies": raw.get("PlacementGroupInfo", {}).get(
+            "SupportedStrategies", []
+        ),
+        "supportedUsagesClasses": raw.get("SupportedUsageClasses", []),
+        "supportedRootDeviceTypes": raw.get("SupportedRootDeviceTypes", []),
+        "currentGeneration": bool(raw.get("CurrentGeneration", False)),
+        "bareMetal": bool(raw.get("BareMetal", False)),
+        "hypervisor": raw.get("Hypervisor", ""),
+    }
+
+
+@dataclass
+class MockedResource:
+    """One registered resource as the mocks saw it."""
+
+    type: str
+    name: str
+    inputs: dict[str, Any]
+    id: str | None
+    outputs: dict[str, Any]
+    provider: str | None = None
+    custom: bool | None = None
+    # filled in by MockRun from the monitor (parent URN, own URN) when available
+    urn: str | None = None
+    parent: str | None = None
+
+
+@dataclass
+class MockedCall:
+    token: str
+    args: dict[str, Any]
+
+
+def _h(name: str) -> int:
+    """A stable number for a name (hash() is salted per process)."""
+    return zlib.crc32(name.encode())
+
+
+def _arn(service: str, region: str, account: str, resource: str) -> str:
+    return f"arn:aws:{service}:{region}:{account}:{resource}"
+
+
+class TrainforgeMocks(pulumi.runtime.Mocks):
+    """Mocks answering the AWS functions the platform calls and recording every resource.
+
+    `resources` and `calls` are lists in registration order; `find(type, name)` and
+    `of_type(type)` are conveniences for tests.
+    """
+
+    def __init__(
+        self,
+        *,
+        preview: bool = False,
+        region: str = DEFAULT_REGION,
+        account_id: str = DEFAULT_ACCOUNT,
+        availability_zones: list[str] | None = None,
+    ) -> None:
+        self.preview = preview
+        self.region = region
+        self.account_id = account_id
+        self.availability_zones = availability_zones or [f"{region}{s}" for s in "abcd"]
+        self.resources: list[MockedResource] = []
+        self.calls: list[MockedCall] = []
+
+    # -- queries ----------------------------------------------------------------------------
+    def of_type(self, typ: str) -> list[MockedResource]:
+        return [r for r in self.resources if r.type == typ]
+
+    def find(self, typ: str, name: str) -> MockedResource:
+        for r in self.resources:
+            if r.type == typ and r.name == name:
+                return r
+        names = sorted(r.name for r in self.of_type(typ))
+        raise KeyError(f"no {typ} named {name!r} (have: {names})")
+
+    # -- provider functions -------------------------------------------------------------------
+    def call(self, args: pulumi.runtime.MockCallArgs):
+        self.calls.append(MockedCall(args.token, dict(args.args)))
+        tok = args.token
+        a = args.args
+        if tok == "aws:ec2/getInstanceType:getInstanceType":
+            name = a.get("instanceType", "")
+            try:
+                return instance_type_result(name), []
+            except UnknownInstanceType:
+                # what the AWS provider reports for a type the region does not offer
+                return {}, [("instanceType", f"no EC2 instance type {name!r} in {self.region}")]
+        if tok == "aws:index/getAvailabilityZones:getAvailabilityZones":
+            zones = self.availability_zones
+            return {
+                "id": self.region,
+                "names": list(zones),
+                "zoneIds": [f"usw2-az{i + 1}" for i in range(len(zones))],
+                "groupNames": [self.region] * len(zones),
+            }, []
+        if tok == "aws:index/getCallerIdentity:getCallerIdentity":
+            return {
+                "id": self.account_id,
+                "accountId": self.account_id,
+                "arn": f"arn:aws:iam::{self.account_id}:user/trainforge-plan",
+                "userId": "AIDAMOCKEDUSER",
+            }, []
+        if tok == "aws:index/getRegion:getRegion":
+            return {
+                "id": self.region,
+                "name": self.region,
+                "region": self.region,
+                "endpoint": f"ec2.{self.region}.amazonaws.com",
+                "description": self.region,
+            }, []
+        if tok == "aws:index/getPartition:getPartition":
+            return {
+                "id": "aws",
+                "partition": "aws",
+                "dnsSuffix": "amazonaws.com",
+                "reverseDnsPrefix": "com.amazonaws",
+            }, []
+        if tok == "aws:iam/getPolicyDocument:getPolicyDocument":
+            return {"id": "policy", "json": json.dumps({"Version": "2012-10-17"})}, []
+        return {}, []
+
+    # -- resources -------------------------------------------------------------------------------
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs):
+        inputs = dict(args.inputs)
+        if self.preview:
+            rid: str | None = None
+            outputs = dict(inputs)
+        else:
+            rid, outputs = self._outputs(args.typ, args.name, inputs)
+        self.resources.append(
+            MockedResource(
+                type=args.typ,
+                name=args.name,
+                inputs=inputs,
+                id=rid,
+                outputs=outputs,
+                provider=args.provider or None,
+                custom=args.custom,
+            )
+        )
+        return rid, outputs
+
+    def _outputs(self, typ: str, name: str, inputs: dict[str, Any]) -> tuple[str, dict]:
+        """Plausible outputs: inputs echoed plus the ids/ARNs/names the cloud would assign."""
+        out = dict(inputs)
+        region, acct = self.region, self.account_id
+        rid = f"{name}-id"
+        pkg, _, kind = typ.partition(":")
+        kind = kind.split(":")[-1]
+        if pkg == "aws":
+            physical = inputs.get("name") or f"{name}-mock"
+            out.setdefault("id", rid)
+            if typ.startswith("aws:iam/role:"):
+                out.setdefault("name", physical)
+                out.setdefault("arn", f"arn:aws:iam::{acct}:role/{physical}")
+                out.setdefault("uniqueId", f"AROA{_h(name) % 10**12:012d}")
+            elif typ.startswith("aws:iam/policy:"):
+                out.setdefault("arn", f"arn:aws:iam::{acct}:policy/{physical}")
+            elif typ.startswith("aws:iam/instanceProfile:"):
+                out.setdefault("name", physical)
+                out.setdefault("arn", f"arn:aws:iam::{acct}:instance-profile/{physical}")
+            elif typ.startswith("aws:kms/key:"):
+                rid = f"mrk-{_h(name) % 10**12:012x}"
+                out["arn"] = _arn("kms", region, acct, f"key/{rid}")
+                out["keyId"] = rid
+            elif typ.startswith("aws:sqs/queue:"):
+                out.setdefault("name", physical)
+                rid = f"https://sqs.{region}.amazonaws.com/{acct}/{out['name']}"
+                out["arn"] = _arn("sqs", region, acct, out["name"])
+                out["url"] = rid
+            elif typ.startswith("aws:cloudwatch/eventRule:"):
+                out.setdefault("name", physical)
+                out["arn"] = _arn("events", region, acct, f"rule/{out['name']}")
+            elif typ.startswith("aws:ec2/vpc:"):
+                rid = f"vpc-{_h(name) % 10**8:08x}"
+                out["arn"] = _arn("ec2", region, acct, f"vpc/{rid}")
+            elif typ.startswith("aws:ec2/subnet:"):
+                rid = f"subnet-{_h(name) % 10**8:08x}"
+                out["arn"] = _arn("ec2", region, acct, f"subnet/{rid}")
+            elif typ.startswith("aws:ec2/securityGroup:"):
+                rid = f"sg-{_h(name) % 10**8:08x}"
+                out["arn"] = _arn("ec2", region, acct, f"security-group/{rid}")
+            elif typ.startswith("aws:ec2/launchTemplate:"):
+                rid = f"lt-{_h(name) % 10**12:012x}"
+                out["latestVersion"] = 1
+                out["arn"] = _arn("ec2", region, acct, f"launch-template/{rid}")
+            elif typ.startswith("aws:ec2/placementGroup:"):
+                out.setdefault("name", physical)
+                rid = out["name"]
+                out["arn"] = _arn("ec2", region, acct, f"placement-group/{rid}")
+            elif typ.startswith("aws:eks/nodeGroup:"):
+                out.setdefault("nodeGroupName", physical)
+                out["arn"] = _arn("eks", region, acct, f"nodegroup/{out['nodeGroupName']}")
+            else:
+                out.setdefault("arn", _arn(pkg, region, acct, f"{kind.lower()}/{physical}"))
+            out["id"] = rid
+            return rid, out
+        if typ == "eks:index:Cluster":
+            cname = inputs.get("name") or f"{name}-eks"
+            issuer = f"https://oidc.eks.{region}.amazonaws.com/id/MOCKED{_h(name) % 10**8}"
+            kubeconfig = {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [
+                    {
+                        "name": cname,
+                        "cluster": {
+                            "server": f"https://{cname}.eks.{region}.amazonaws.com",
+                            "certificate-authority-data": "bW9jaw==",
+                        },
+                    }
+                ],
+                "contexts": [{"name": cname, "context": {"cluster": cname, "user": cname}}],
+                "current-context": cname,
+                "users": [{"name": cname, "user": {"token": "mock"}}],
+            }
+            out.update(
+                {
+                    "kubeconfig": kubeconfig,
+                    "kubeconfigJson": json.dumps(kubeconfig),
+                    "clusterSecurityGroupId": f"sg-cluster{_h(name) % 10**6:06x}",
+                    "nodeSecurityGroupId": f"sg-node{_h(name) % 10**6:06x}",
+                    "oidcProviderArn": (
+                        f"arn:aws:iam::{acct}:oidc-provider/{issuer.removeprefix('https://')}"
+                    ),
+                    "oidcProviderUrl": issuer,
+                    "oidcIssuer": issuer.removeprefix("https://"),
+                }
+            )
+            return f"{cname}-id", out
+        if pkg == "kubernetes":
+            meta = dict(inputs.get("metadata") or {})
+            meta.setdefault("name", name)
+            out["metadata"] = meta
+            if typ == "kubernetes:helm.sh/v3:Release":
+                out.setdefault("status", {"status": "deployed", "name": inputs.get("name", name)})
+            return f"{meta.get('namespace', 'default')}/{meta['name']}", out
+        return rid, out
+
+
+def make_mocks(preview: bool = False, **kwargs: Any) -> TrainforgeMocks:
+    """Factory used by the offline plan (`trainforge.plan.runner` looks it up)."""
+    return TrainforgeMocks(preview=preview, **kwargs)
+
+
+@dataclass
+class MockRun:
+    """What a program declared under mocks: the resources, the stack outputs, the mocks."""
+
+    mocks: TrainforgeMocks
+    outputs: dict[str, Any] = field(default_factory=dict)
+    result: Any = None
+
+    @property
+    def resources(self) -> list[MockedResource]:
+        return self.mocks.resources
+
+    def of_type(self, typ: str) -> list[MockedResource]:
+        return self.mocks.of_type(typ)
+
+    def find(self, typ: str, name: str) -> MockedResource:
+        return self.mocks.find(typ, name)
+
+
+def _config_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int | float):
+        return str(value)
+    return json.dumps(value)
+
+
+def stack_config(raw: dict[str, Any], project: str = "trainforge") -> dict[str, str]:
+    """Config as the engine hands it to a program: namespaced keys, JSON for structures."""
+    return {(k if ":" in k else f"{project}:{k}"): _config_value(v) for k, v in (raw or {}).items()}
+
+
+def read_stack_file(path: str | os.PathLike, project: str = "trainforge") -> dict[str, str]:
+    """`Pulumi.<stack>.yaml` -> engine config (no secure values expected in tests)."""
+    import yaml  # noqa: PLC0415
+
+    data = yaml.safe_load(pathlib.Path(path).read_text()) or {}
+    return stack_config(data.get("config") or {}, project)
+
+
+def run_mocked(
+    program: Callable[[], Any] | str | os.PathLike,
+    config: dict[str, Any] | None = None,
+    *,
+    project: str = "trainforge",
+    stack: str = "test",
+    preview: bool = False,
+    mocks: TrainforgeMocks | None = None,
+) -> MockRun:
+    """Run a program function (or the path of a `__main__.py`) under mocks and wait for it.
+
+    `config` may use bare keys (`cluster`) or namespaced ones (`trainforge:cluster`,
+    `aws:region`); structured values are passed as JSON as the engine does. Returns the
+    recorded resources and resolved stack outputs (unknown ones as None). Exceptions raised by
+    the program (e.g. a config error) propagate.
+    """
+    from pulumi.runtime import settings  # noqa: PLC0415
+    from pulumi.runtime.config import set_all_config  # noqa: PLC0415
+    from pulumi.runtime.mocks import MockMonitor, set_mocks  # noqa: PLC0415
+    from pulumi.runtime.stack import run_pulumi_func  # noqa: PLC0415
+    from pulumi.runtime.sync_await import _sync_await  # noqa: PLC0415
+
+    engine_config = stack_config(config or {}, project)
+    region = engine_config.get("aws:region", DEFAULT_REGION)
+    mocks = mocks or TrainforgeMocks(preview=preview, region=region)
+
+    class _Monitor(MockMonitor):
+        def RegisterResource(self, request):  # noqa: N802 - gRPC method name
+            resp = super().RegisterResource(request)
+            if request.type != "pulumi:pulumi:Stack":
+                for r in reversed(mocks.resources):
+                    if r.type == request.type and r.name == request.name and r.urn is None:
+                        r.urn = resp.urn
+                        r.parent = request.parent or None
+                        break
+            return resp
+
+    settings.ROOT.set(None)
+    settings.SETTINGS.rpc_manager.clear()
+    settings.SETTINGS.outputs.clear()
+    set_all_config(engine_config, [])
+    set_mocks(mocks, project=project, stack=stack, preview=preview, monitor=_Monitor(mocks))
+
+    if callable(program):
+        fn = program
+    else:
+        main = pathlib.Path(program).resolve()
+
+        def fn():
+            sys.path.insert(0, str(main.parent))
+            try:
+                runpy.run_path(str(main), run_name="__main__")
+            finally:
+                if sys.path and sys.path[0] == str(main.parent):
+                    sys.path.pop(0)
+
+    holder: dict[str, Any] = {}
+
+    def wrapped():
+        holder["result"] = fn()
+
+    _sync_await(run_pulumi_func(wrapped))
+    root = pulumi.runtime.get_root_resource()
+    outputs: dict[str, Any] = {}
+    for key, value in (getattr(root, "outputs", None) or {}).items():
+        outputs[key] = _sync_await(_resolve(value))
+    return MockRun(mocks=mocks, outputs=outputs, result=holder.get("result"))
+
+
+async def _resolve(value: Any) -> Any:
+    out = pulumi.Output.from_input(value)
+    if not await out.is_known():
+        return None
+    return await out.future()
