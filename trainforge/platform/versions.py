@@ -1,0 +1,33 @@
+"""Every pinned version the platform deploys, in one place.
+
+Why: an upgrade (Kubernetes, an add-on, a chart, the node AMI) should be a one-line diff that
+reviewers can spot, and nothing may float (`@latest`, unpinned charts) because a node image
+or chart that changes under a running training job is an outage nobody asked for.
+"""
+
+from __future__ import annotations
+
+# --- EKS control plane and add-ons (versions must be compatible with KUBERNETES_VERSION) ---
+KUBERNETES_VERSION = "1.33"
+
+EKS_ADDON_VERSIONS: dict[str, str] = {
+    "vpc-cni": "v1.19.6-eksbuild.7",
+    "coredns": "v1.12.1-eksbuild.2",
+    "kube-proxy": "v1.33.0-eksbuild.2",
+    "eks-pod-identity-agent": "v1.3.8-eksbuild.2",
+    "aws-ebs-csi-driver": "v1.46.0-eksbuild.1",
+}
+
+# --- Managed node groups (EKS-optimized AMI types; EKS picks the release for the version) ---
+SYSTEM_AMI_TYPE = "AL2023_x86_64_STANDARD"
+GPU_AMI_TYPE = "AL2023_x86_64_NVIDIA"
+
+# --- Karpenter ---
+# >= 1.11: EC2NodeClass.spec.networkInterfaces (efa-only interfaces) and placementGroupSelector.
+KARPENTER_VERSION = "1.14.1"
+KARPENTER_CHART_REPO = "oci://public.ecr.aws/karpenter"
+KARPENTER_CHART = "karpenter"
+KARPENTER_CRD_CHART = "karpenter-crd"
+# Pinned EKS-optimized AL2023 release for Karpenter nodes (never `al2023@latest`: a new AMI
+# would drift every node, including ones running training jobs).
+KARPENTER_AMI_ALIAS = "al2023@v20251023"
