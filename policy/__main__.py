@@ -2,7 +2,7 @@
 
 Every rule is defined once in trainforge.plan.rules (pure functions, unit-tested) and is run
 here by the Pulumi policy engine and offline by `trainforge plan`, so both judge alike.
-Waivers come from the stack file named by $TRAINFORGE_STACK_CONFIG (trainforge:policyWaivers,
+Waivers come from the stack file named by $TRAINFORGE_STACK_CONFIG (trainforge-policy:waivers,
 each with a reason); a waived finding is not reported.
 """
 

@@ -66,7 +66,7 @@ def test_kubernetes_validation_in_the_pack():
 def test_waivers_from_the_stack_file(tmp_path):
     stack = tmp_path / "Pulumi.prod.yaml"
     waiver = {"resource": "gpu-lt", "rule": "CKV_AWS_341", "reason": "legacy AMI"}
-    stack.write_text(yaml.safe_dump({"config": {"trainforge:policyWaivers": [waiver]}}))
+    stack.write_text(yaml.safe_dump({"config": {"trainforge-policy:waivers": [waiver]}}))
     waivers = load_waivers({WAIVERS_ENV: str(stack)})
     assert unwaived(waivers, "CKV_AWS_341", "urn:x", "gpu-lt", ["m"]) == []
     assert unwaived(waivers, "CKV_AWS_79", "urn:x", "gpu-lt", ["m"]) == ["m"]

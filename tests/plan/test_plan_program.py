@@ -83,7 +83,7 @@ def test_all_flaws_together_report_every_rule():
 def test_waiver_with_reason_is_printed_and_does_not_fail(make_project, capsys):
     waiver = {"resource": "gpu-lt", "rule": "CKV_AWS_341", "reason": "legacy AMI needs 2 hops"}
     root = make_project(
-        {"hop-limit"}, {"trainforge:cluster": "tf", "trainforge:policyWaivers": [waiver]}
+        {"hop-limit"}, {"trainforge:cluster": "tf", "trainforge-policy:waivers": [waiver]}
     )
     assert cli.main(["--stack", "test", "--project-dir", str(root), "--summary"]) == 0
     out = capsys.readouterr().out
@@ -92,9 +92,9 @@ def test_waiver_with_reason_is_printed_and_does_not_fail(make_project, capsys):
 
 def test_waiver_without_reason_is_a_config_error(make_project, capsys):
     waiver = {"resource": "gpu-lt", "rule": "CKV_AWS_341", "reason": " "}
-    root = make_project({"hop-limit"}, {"trainforge:policyWaivers": [waiver]})
+    root = make_project({"hop-limit"}, {"trainforge-policy:waivers": [waiver]})
     assert cli.main(["--stack", "test", "--project-dir", str(root)]) == 2
-    assert "policyWaivers[0].reason" in capsys.readouterr().err
+    assert "trainforge-policy:waivers[0].reason" in capsys.readouterr().err
 
 
 def test_cli_writes_manifests_and_inventory(make_project, tmp_path, capsys):

@@ -2,10 +2,12 @@
 
 Waivers live in stack config, not in the program, because Pulumi resource options cannot carry
 them through mocks or through the policy engine, and because a reviewer should see a waiver
-change in the same file as the rest of the stack's settings:
+change in the same file as the rest of the stack's settings. They have their own namespace
+(`trainforge-policy:`) so that the platform's strict `trainforge:` config parser, which rejects
+unknown keys, never sees them:
 
     config:
-      trainforge:policyWaivers:
+      trainforge-policy:waivers:
         - resource: training-operator      # Pulumi name, URN, or namespace/Kind/name
           rule: CKV_K8S_16
           reason: the EFA device plugin needs /dev/infiniband; upstream chart, pinned
@@ -19,11 +21,11 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-CONFIG_KEY = "trainforge:policyWaivers"
+CONFIG_KEY = "trainforge-policy:waivers"
 
 
 class WaiverError(ValueError):
-    """A malformed trainforge:policyWaivers entry (configuration error: exit 2)."""
+    """A malformed trainforge-policy:waivers entry (configuration error: exit 2)."""
 
 
 @dataclass(frozen=True)
