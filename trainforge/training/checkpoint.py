@@ -256,7 +256,8 @@ class CheckpointManager:
         crash = os.environ.get(CRASH_DURING_SAVE_ENV, "") if first_attempt else ""
         self._crash_step = int(crash) if crash.strip().isdigit() else -1
         self.records: list[SaveRecord] = []
-        self.last_saved_step: int | None = None
+        self.last_saved_step: int | None = None  # complete (or restored from)
+        self.last_started_step: int | None = None  # complete or in flight
 
     # -- helpers --------------------------------------------------------------------------
 
@@ -354,7 +355,7 @@ class CheckpointManager:
         if scheduler is not None and extras.get("scheduler") is not None:
             scheduler.load_state_dict(extras["scheduler"])
         step = int(extras["step"])
-        self.last_saved_step = step
+        self.last_saved_step = self.last_started_step = step
         self._barrier()
         self.log(
             f"checkpoint: resumed from {path} at step {step} "
@@ -429,6 +430,7 @@ class CheckpointManager:
             else dcp.FileSystemWriter(str(path))
         )
         record = SaveRecord(step=step, path=path, blocked_s=0.0, reason=reason)
+        self.last_started_step = step
         if self.config.async_save and not force_sync:
             fut = dcp.async_save(state, storage_writer=writer, process_group=self.group)
             upload = getattr(fut, "upload_completion", fut)
@@ -658,7 +660,7 @@ class Checkpointing:
             os.kill(os.getpid(), self._fault[2])
         if self.preemption is not None and self.preemption.should_stop():
             self.preemption.begin_shutdown()
-            if self.manager.last_saved_step != step:
+            if self.manager.last_started_step != step:
                 self.manager.save(
                     step, model, optimizer, scheduler, reason="preemption", force_sync=True
                 )
@@ -678,7 +680,7 @@ class Checkpointing:
         scheduler: Any | None = None,
     ) -> None:
         """End of training: a final checkpoint (unless this step is saved) and drain async work."""
-        if self.config.enabled and self.manager.last_saved_step != step:
+        if self.config.enabled and self.manager.last_started_step != step:
             self.manager.save(step, model, optimizer, scheduler, reason="final", force_sync=True)
         self.manager.close()
         if self.preemption is not None:
