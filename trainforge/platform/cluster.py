@@ -1,0 +1,183 @@
+"""Cluster: the EKS control plane (pulumi-eks), its KMS key, access entries, add-ons, the
+system node group, and the node IAM role.
+
+Why these defaults: the API endpoint is private unless an allow-list says otherwise; all five
+control-plane log types go to CloudWatch; Kubernetes secrets are envelope-encrypted with a
+customer key that rotates; access is granted with access entries (`authentication_mode: API`),
+not the aws-auth ConfigMap; every add-on is pinned in versions.py.
+
+pulumi-eks `Cluster` is a remote component: only its own outputs are read here (cluster name
+is set explicitly; security group, OIDC and kubeconfig come from its outputs), which keeps
+this working under mocks.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_eks as eks
+
+from trainforge.platform import versions
+from trainforge.platform.config import PlatformConfig
+from trainforge.platform.iam import CLUSTER_ADMIN_POLICY, NODE_POLICIES, assume_role_policy
+from trainforge.platform.launch_template import launch_template
+
+LOG_TYPES = ("api", "audit", "authenticator", "controllerManager", "scheduler")
+SYSTEM_LABEL = "trainforge.io/system"
+
+
+@dataclass
+class ClusterArgs:
+    config: PlatformConfig
+    vpc_id: pulumi.Input[str]
+    private_subnet_ids: list[pulumi.Input[str]]
+    tags: dict[str, str]
+
+
+class Cluster(pulumi.ComponentResource):
+    cluster_name: pulumi.Output[str]
+    kubeconfig: pulumi.Output[str]
+    node_security_group_id: pulumi.Output[str]
+    node_role: aws.iam.Role
+    oidc_provider_arn: pulumi.Output[str]
+
+    def __init__(self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("trainforge:index:Cluster", name, None, opts)
+        cfg = args.config
+        child = pulumi.ResourceOptions(parent=self)
+        cname = cfg.cluster
+
+        self.kms_key = aws.kms.Key(
+            f"{name}-secrets",
+            description=f"EKS secrets envelope encryption for {cname}",
+            enable_key_rotation=True,
+            deletion_window_in_days=30,
+            tags=args.tags,
+            opts=child,
+        )
+        aws.kms.Alias(
+            f"{name}-secrets",
+            name=f"alias/{cname}-eks-secrets",
+            target_key_id=self.kms_key.key_id,
+            opts=child,
+        )
+
+        self.eks = eks.Cluster(
+            name,
+            eks.ClusterArgs(
+                name=cname,
+                version=versions.KUBERNETES_VERSION,
+                vpc_id=args.vpc_id,
+                private_subnet_ids=args.private_subnet_ids,
+                node_associate_public_ip_address=False,
+                endpoint_private_access=True,
+                endpoint_public_access=cfg.endpoint.public,
+                public_access_cidrs=list(cfg.endpoint.public_access_cidrs) or None,
+                authentication_mode=eks.AuthenticationMode.API,
+                create_oidc_provider=True,
+                enabled_cluster_log_types=list(LOG_TYPES),
+                encryption_config_key_arn=self.kms_key.arn,
+                skip_default_node_group=True,
+                # add-ons are declared below as pinned aws.eks.Addon resources instead
+                use_default_vpc_cni=True,
+                coredns_addon_options={"enabled": False},
+                kube_proxy_addon_options={"enabled": False},
+                tags=args.tags,
+            ),
+            opts=child,
+        )
+        self.cluster_name = pulumi.Output.from_input(cname)
+        self.kubeconfig = pulumi.Output.secret(self.eks.kubeconfig_json)
+        self.node_security_group_id = self.eks.node_security_group_id
+        self.oidc_provider_arn = self.eks.oidc_provider_arn
+        after_cluster = pulumi.ResourceOptions(parent=self, depends_on=[self.eks])
+
+        for i, arn in enumerate(cfg.admins):
+            entry = aws.eks.AccessEntry(
+                f"{name}-admin-{i}",
+                cluster_name=cname,
+                principal_arn=arn,
+                type="STANDARD",
+                opts=after_cluster,
+            )
+            aws.eks.AccessPolicyAssociation(
+                f"{name}-admin-{i}",
+                cluster_name=cname,
+                principal_arn=arn,
+                policy_arn=CLUSTER_ADMIN_POLICY,
+                access_scope={"type": "cluster"},
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[entry]),
+            )
+
+        # Node role shared by managed node groups (EKS creates their access entries itself).
+        self.node_role = aws.iam.Role(
+            f"{name}-node",
+            assume_role_policy=assume_role_policy("ec2.amazonaws.com"),
+            tags=args.tags,
+            opts=child,
+        )
+        for i, arn in enumerate(NODE_POLICIES):
+            aws.iam.RolePolicyAttachment(
+                f"{name}-node-{i}", role=self.node_role.name, policy_arn=arn, opts=child
+            )
+
+        sys_cfg = cfg.system_node_group
+        sys_lt = launch_template(
+            f"{name}-system",
+            root_volume_gib=sys_cfg.root_volume_gib,
+            security_group_ids=[self.node_security_group_id],
+            tags=args.tags,
+            opts=child,
+        )
+        self.system_node_group = aws.eks.NodeGroup(
+            f"{name}-system",
+            cluster_name=cname,
+            node_group_name=f"{cname}-system",
+            node_role_arn=self.node_role.arn,
+            subnet_ids=args.private_subnet_ids,
+            ami_type=versions.SYSTEM_AMI_TYPE,
+            capacity_type="ON_DEMAND",
+            instance_types=[sys_cfg.instance_type],
+            scaling_config={
+                "min_size": sys_cfg.min_size,
+                "desired_size": sys_cfg.desired_size,
+                "max_size": sys_cfg.max_size,
+            },
+            labels={SYSTEM_LABEL: "true"},
+            launch_template={"id": sys_lt.id, "version": sys_lt.latest_version.apply(str)},
+            update_config={"max_unavailable": 1},
+            tags=args.tags,
+            opts=after_cluster,
+        )
+
+        self.addons: dict[str, aws.eks.Addon] = {}
+        for addon, version in versions.EKS_ADDON_VERSIONS.items():
+            config_values = None
+            if addon == "vpc-cni":
+                # NetworkPolicies (team isolation) are enforced by the VPC CNI's agent.
+                config_values = json.dumps({"enableNetworkPolicy": "true"})
+            needs_nodes = addon in ("coredns", "aws-ebs-csi-driver")
+            self.addons[addon] = aws.eks.Addon(
+                f"{name}-{addon}",
+                cluster_name=cname,
+                addon_name=addon,
+                addon_version=version,
+                configuration_values=config_values,
+                resolve_conflicts_on_create="OVERWRITE",
+                resolve_conflicts_on_update="PRESERVE",
+                tags=args.tags,
+                opts=pulumi.ResourceOptions(
+                    parent=self,
+                    depends_on=[self.eks, self.system_node_group] if needs_nodes else [self.eks],
+                ),
+            )
+        self.register_outputs(
+            {
+                "clusterName": self.cluster_name,
+                "kubeconfig": self.kubeconfig,
+                "nodeRoleArn": self.node_role.arn,
+            }
+        )

@@ -1,0 +1,139 @@
+"""EC2 instance-type facts (GPUs, EFA interfaces, vCPUs, memory) and the checks that use them.
+
+Why: whether a type has GPUs or EFA decides taints, launch templates, network interfaces and
+what jobs may request. Asking AWS (`aws.ec2.get_instance_type`) keeps this true for every type
+AWS sells; under mocks the same call is answered from moto's bundled catalog. Lookups are
+cached per process because a plan may ask for the same type many times.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import pulumi_aws as aws
+
+from trainforge.platform.config import NS, NodeGroupConfig, NodePoolConfig, PlatformConfig
+
+
+@dataclass(frozen=True)
+class InstanceTypeFacts:
+    name: str
+    vcpus: int
+    memory_mib: int
+    gpus: int
+    gpu_name: str | None
+    gpu_memory_mib: int
+    efa_supported: bool
+    efa_interfaces: int
+    network_cards: int
+    architectures: tuple[str, ...]
+
+
+@functools.cache
+def instance_type_facts(name: str) -> InstanceTypeFacts:
+    """Facts for one type from AWS (or the mocks). Raises LookupError for unknown types."""
+    try:
+        r = aws.ec2.get_instance_type(instance_type=name)
+    except Exception as e:  # the provider reports unknown types as an invoke failure
+        raise LookupError(f"no EC2 instance type {name!r}: {e}") from e
+    gpus = list(r.gpuses or [])
+    return InstanceTypeFacts(
+        name=name,
+        vcpus=int(r.default_vcpus or 0),
+        memory_mib=int(r.memory_size or 0),
+        gpus=sum(int(g.count or 0) for g in gpus),
+        gpu_name=gpus[0].name if gpus else None,
+        gpu_memory_mib=int(r.total_gpu_memory or 0),
+        efa_supported=bool(r.efa_supported),
+        efa_interfaces=int(r.efa_maximum_interfaces or 0) if r.efa_supported else 0,
+        network_cards=int(r.maximum_network_cards or 1),
+        architectures=tuple(r.supported_architectures or ()),
+    )
+
+
+@dataclass(frozen=True)
+class PoolTypeFacts:
+    """What every instance type of a pool guarantees (minimum across its types)."""
+
+    instance_types: tuple[str, ...]
+    gpus_per_node: int
+    efa_interfaces: int
+    network_cards: int
+    vcpus_per_node: int
+    memory_mib_per_node: int
+    architecture: str
+
+
+def resolve_pool(
+    pool: NodeGroupConfig | NodePoolConfig, path: str, errors: list[str]
+) -> PoolTypeFacts | None:
+    """Look up every type of a pool and check its GPU/EFA settings against them."""
+    facts: list[InstanceTypeFacts] = []
+    for i, t in enumerate(pool.instance_types):
+        try:
+            facts.append(instance_type_facts(t))
+        except LookupError:
+            errors.append(
+                f"{NS}:{path}.instanceTypes[{i}]: {t!r} is not valid; expected an EC2 instance "
+                "type offered in this region"
+            )
+    if not facts or len(facts) != len(pool.instance_types):
+        return None
+    wants_gpu = getattr(pool, "gpu", None)
+    if isinstance(pool, NodeGroupConfig):
+        wants_gpu = True  # managed node groups are the GPU node groups
+    no_gpu = [f.name for f in facts if f.gpus == 0]
+    has_gpu = [f.name for f in facts if f.gpus > 0]
+    if wants_gpu and no_gpu:
+        errors.append(
+            f"{NS}:{path}.instanceTypes: {no_gpu!r} have no GPUs; expected GPU instance types "
+            f"(g5, g6, p4d, p5, ...) for a {'node group' if isinstance(pool, NodeGroupConfig) else 'pool with gpu: true'}"
+        )
+    if wants_gpu is None and has_gpu and no_gpu:
+        errors.append(
+            f"{NS}:{path}.instanceTypes: {list(pool.instance_types)!r} mixes GPU and CPU-only types; "
+            "expected all GPU types or all CPU types in one pool"
+        )
+    if pool.efa:
+        no_efa = [f.name for f in facts if not f.efa_supported]
+        if no_efa:
+            errors.append(
+                f"{NS}:{path}.efa: true is not valid for {no_efa!r}: these types do not support EFA; "
+                "expected EFA-capable types (p4d.24xlarge, p5.48xlarge, ...) or efa: false"
+            )
+    arches = {a for f in facts for a in f.architectures[:1]}
+    if len(arches) > 1:
+        errors.append(
+            f"{NS}:{path}.instanceTypes: {list(pool.instance_types)!r} mixes architectures "
+            f"{sorted(arches)}; expected one architecture per pool"
+        )
+    arch = "arm64" if "arm64" in arches else "amd64"
+    return PoolTypeFacts(
+        instance_types=tuple(pool.instance_types),
+        gpus_per_node=min(f.gpus for f in facts),
+        efa_interfaces=min(f.efa_interfaces for f in facts) if pool.efa else 0,
+        network_cards=min(f.network_cards for f in facts),
+        vcpus_per_node=min(f.vcpus for f in facts),
+        memory_mib_per_node=min(f.memory_mib for f in facts),
+        architecture=arch,
+    )
+
+
+def resolve_all(config: PlatformConfig) -> dict[str, PoolTypeFacts]:
+    """Facts for every node group and pool; raises ConfigError listing every mismatch."""
+    from trainforge.platform.config import ConfigError  # noqa: PLC0415
+
+    errors: list[str] = []
+    out: dict[str, PoolTypeFacts] = {}
+    for i, g in enumerate(config.node_groups):
+        f = resolve_pool(g, f"nodeGroups[{i}]", errors)
+        if f:
+            out[g.name] = f
+    for i, p in enumerate(config.node_pools):
+        f = resolve_pool(p, f"nodePools[{i}]", errors)
+        if f:
+            out[p.name] = f
+    if errors:
+        raise ConfigError(errors)
+    return out

@@ -1,0 +1,526 @@
+"""Karpenter: controller and node roles, the interruption queue and its EventBridge rules,
+the pinned charts, and one EC2NodeClass + NodePool per configured pool.
+
+Why these settings: GPU capacity must go back to zero when idle but a running training job
+must never be evicted to save money, so pools consolidate only when empty (after a delay) and
+nodes never expire; the AMI alias is pinned so a new AMI release does not drift nodes under a
+job; IMDSv2 with hop limit 1 keeps pods away from node credentials; spot interruption,
+rebalance, state-change and AWS Health events reach Karpenter through an encrypted queue so it
+can drain nodes ahead of the interruption (the job checkpoints on SIGTERM).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+
+from trainforge.platform import versions
+from trainforge.platform.config import GPU_TAINT_KEY, POOL_LABEL, NodePoolConfig, PlatformConfig
+from trainforge.platform.iam import NODE_POLICIES, assume_role_policy, pod_identity_trust
+from trainforge.platform.instance_types import PoolTypeFacts
+from trainforge.platform.node_groups import efa_security_group
+
+SERVICE_ACCOUNT = "karpenter"
+INTERRUPTION_EVENTS = {
+    "health": {"source": ["aws.health"], "detail-type": ["AWS Health Event"]},
+    "spot-interruption": {
+        "source": ["aws.ec2"],
+        "detail-type": ["EC2 Spot Instance Interruption Warning"],
+    },
+    "rebalance": {"source": ["aws.ec2"], "detail-type": ["EC2 Instance Rebalance Recommendation"]},
+    "state-change": {
+        "source": ["aws.ec2"],
+        "detail-type": ["EC2 Instance State-change Notification"],
+    },
+}
+METADATA_OPTIONS = {
+    "httpEndpoint": "enabled",
+    "httpProtocolIPv6": "disabled",
+    "httpPutResponseHopLimit": 1,
+    "httpTokens": "required",
+}
+
+
+def efa_network_interfaces(count: int) -> list[dict]:
+    """EC2NodeClass interfaces: the primary ENA on card 0, then `count` efa-only interfaces,
+    one per network card (card 0 uses device index 1)."""
+    out = [{"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"}]
+    for card in range(count):
+        out.append(
+            {
+                "networkCardIndex": card,
+                "deviceIndex": 1 if card == 0 else 0,
+                "interfaceType": "efa-only",
+            }
+        )
+    return out
+
+
+def controller_policy(
+    cluster: str, region: str, account: str, queue_arn: str, node_role_arn: str
+) -> str:
+    """Least-privilege controller policy after Karpenter's reference CloudFormation."""
+    tag_owned = {f"aws:ResourceTag/kubernetes.io/cluster/{cluster}": "owned"}
+    req_owned = {f"aws:RequestTag/kubernetes.io/cluster/{cluster}": "owned"}
+    ec2 = f"arn:aws:ec2:{region}"
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Sid": "AllowScopedEC2InstanceAccessActions",
+                    "Effect": "Allow",
+                    "Action": ["ec2:RunInstances", "ec2:CreateFleet"],
+                    "Resource": [
+                        f"{ec2}::image/*",
+                        f"{ec2}::snapshot/*",
+                        f"{ec2}:*:security-group/*",
+                        f"{ec2}:*:subnet/*",
+                        f"{ec2}:*:capacity-reservation/*",
+                        f"{ec2}:*:placement-group/*",
+                    ],
+                },
+                {
+                    "Sid": "AllowScopedEC2LaunchTemplateAccessActions",
+                    "Effect": "Allow",
+                    "Action": ["ec2:RunInstances", "ec2:CreateFleet"],
+                    "Resource": f"{ec2}:*:launch-template/*",
+                    "Condition": {"StringEquals": tag_owned},
+                },
+                {
+                    "Sid": "AllowScopedEC2InstanceActionsWithTags",
+                    "Effect": "Allow",
+                    "Action": ["ec2:RunInstances", "ec2:CreateFleet", "ec2:CreateLaunchTemplate"],
+                    "Resource": [
+                        f"{ec2}:*:fleet/*",
+                        f"{ec2}:*:instance/*",
+                        f"{ec2}:*:volume/*",
+                        f"{ec2}:*:network-interface/*",
+                        f"{ec2}:*:launch-template/*",
+                        f"{ec2}:*:spot-instances-request/*",
+                    ],
+                    "Condition": {"StringEquals": req_owned},
+                },
+                {
+                    "Sid": "AllowScopedResourceCreationTagging",
+                    "Effect": "Allow",
+                    "Action": "ec2:CreateTags",
+                    "Resource": [
+                        f"{ec2}:*:fleet/*",
+                        f"{ec2}:*:instance/*",
+                        f"{ec2}:*:volume/*",
+                        f"{ec2}:*:network-interface/*",
+                        f"{ec2}:*:launch-template/*",
+                        f"{ec2}:*:spot-instances-request/*",
+                    ],
+                    "Condition": {
+                        "StringEquals": {
+                            **req_owned,
+                            "ec2:CreateAction": [
+                                "RunInstances",
+                                "CreateFleet",
+                                "CreateLaunchTemplate",
+                            ],
+                        }
+                    },
+                },
+                {
+                    "Sid": "AllowScopedResourceTagging",
+                    "Effect": "Allow",
+                    "Action": "ec2:CreateTags",
+                    "Resource": f"{ec2}:*:instance/*",
+                    "Condition": {"StringEquals": tag_owned},
+                },
+                {
+                    "Sid": "AllowScopedDeletion",
+                    "Effect": "Allow",
+                    "Action": ["ec2:TerminateInstances", "ec2:DeleteLaunchTemplate"],
+                    "Resource": [f"{ec2}:*:instance/*", f"{ec2}:*:launch-template/*"],
+                    "Condition": {"StringEquals": tag_owned},
+                },
+                {
+                    # Describe* calls do not support resource-level permissions; region-scoped.
+                    "Sid": "AllowRegionalReadActions",
+                    "Effect": "Allow",
+                    "Action": [
+                        "ec2:DescribeAvailabilityZones",
+                        "ec2:DescribeCapacityReservations",
+                        "ec2:DescribeImages",
+                        "ec2:DescribeInstances",
+                        "ec2:DescribeInstanceStatus",
+                        "ec2:DescribeInstanceTypeOfferings",
+                        "ec2:DescribeInstanceTypes",
+                        "ec2:DescribeLaunchTemplates",
+                        "ec2:DescribePlacementGroups",
+                        "ec2:DescribeSecurityGroups",
+                        "ec2:DescribeSpotPriceHistory",
+                        "ec2:DescribeSubnets",
+                    ],
+                    "Resource": "*",
+                    "Condition": {"StringEquals": {"aws:RequestedRegion": region}},
+                },
+                {
+                    "Sid": "AllowSSMReadActions",
+                    "Effect": "Allow",
+                    "Action": "ssm:GetParameter",
+                    "Resource": f"arn:aws:ssm:{region}::parameter/aws/service/*",
+                },
+                {
+                    # The pricing API has no resource-level permissions.
+                    "Sid": "AllowPricingReadActions",
+                    "Effect": "Allow",
+                    "Action": "pricing:GetProducts",
+                    "Resource": "*",
+                },
+                {
+                    "Sid": "AllowInterruptionQueueActions",
+                    "Effect": "Allow",
+                    "Action": ["sqs:DeleteMessage", "sqs:GetQueueUrl", "sqs:ReceiveMessage"],
+                    "Resource": queue_arn,
+                },
+                {
+                    "Sid": "AllowPassingInstanceRole",
+                    "Effect": "Allow",
+                    "Action": "iam:PassRole",
+                    "Resource": node_role_arn,
+                    "Condition": {"StringEquals": {"iam:PassedToService": ["ec2.amazonaws.com"]}},
+                },
+                {
+                    "Sid": "AllowScopedInstanceProfileActions",
+                    "Effect": "Allow",
+                    "Action": [
+                        "iam:CreateInstanceProfile",
+                        "iam:TagInstanceProfile",
+                        "iam:AddRoleToInstanceProfile",
+                        "iam:RemoveRoleFromInstanceProfile",
+                        "iam:DeleteInstanceProfile",
+                        "iam:GetInstanceProfile",
+                        "iam:ListInstanceProfiles",
+                    ],
+                    "Resource": f"arn:aws:iam::{account}:instance-profile/*",
+                },
+                {
+                    "Sid": "AllowAPIServerEndpointDiscovery",
+                    "Effect": "Allow",
+                    "Action": "eks:DescribeCluster",
+                    "Resource": f"arn:aws:eks:{region}:{account}:cluster/{cluster}",
+                },
+            ],
+        }
+    )
+
+
+@dataclass
+class KarpenterArgs:
+    config: PlatformConfig
+    facts: dict[str, PoolTypeFacts]
+    node_security_group_id: pulumi.Input[str]
+    vpc_id: pulumi.Input[str]
+    private_subnet_ids: list[pulumi.Input[str]]
+    k8s_provider: k8s.Provider
+    depends_on: list[pulumi.Resource]
+    tags: dict[str, str]
+
+
+class Karpenter(pulumi.ComponentResource):
+    node_role_name: pulumi.Output[str]
+    interruption_queue_name: pulumi.Output[str]
+
+    def __init__(self, name: str, args: KarpenterArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("trainforge:index:Karpenter", name, None, opts)
+        cfg = args.config
+        cname = cfg.cluster
+        child = pulumi.ResourceOptions(parent=self)
+        region = aws.get_region().region
+        account = aws.get_caller_identity().account_id
+        after_cluster = pulumi.ResourceOptions(parent=self, depends_on=args.depends_on)
+
+        # --- interruption queue + events ---
+        self.queue = aws.sqs.Queue(
+            f"{name}-interruption",
+            name=f"{cname}-karpenter",
+            message_retention_seconds=300,
+            sqs_managed_sse_enabled=True,
+            tags=args.tags,
+            opts=child,
+        )
+        aws.sqs.QueuePolicy(
+            f"{name}-interruption",
+            queue_url=self.queue.url,
+            policy=self.queue.arn.apply(
+                lambda arn: json.dumps(
+                    {
+                        "Version": "2012-10-17",
+                        "Statement": [
+                            {
+                                "Sid": "EventBridgeWrite",
+                                "Effect": "Allow",
+                                "Principal": {
+                                    "Service": ["events.amazonaws.com", "sqs.amazonaws.com"]
+                                },
+                                "Action": "sqs:SendMessage",
+                                "Resource": arn,
+                            },
+                            {
+                                "Sid": "DenyHTTP",
+                                "Effect": "Deny",
+                                "Principal": "*",
+                                "Action": "sqs:*",
+                                "Resource": arn,
+                                "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+                            },
+                        ],
+                    }
+                )
+            ),
+            opts=child,
+        )
+        for key, pattern in INTERRUPTION_EVENTS.items():
+            rule = aws.cloudwatch.EventRule(
+                f"{name}-{key}", event_pattern=json.dumps(pattern), tags=args.tags, opts=child
+            )
+            aws.cloudwatch.EventTarget(
+                f"{name}-{key}",
+                rule=rule.name,
+                arn=self.queue.arn,
+                target_id="KarpenterInterruptionQueue",
+                opts=child,
+            )
+
+        # --- node role (+ access entry so its nodes can join) ---
+        self.node_role = aws.iam.Role(
+            f"{name}-node",
+            name=f"{cname}-karpenter-node",
+            assume_role_policy=assume_role_policy("ec2.amazonaws.com"),
+            tags=args.tags,
+            opts=child,
+        )
+        for i, arn in enumerate(NODE_POLICIES):
+            aws.iam.RolePolicyAttachment(
+                f"{name}-node-{i}", role=self.node_role.name, policy_arn=arn, opts=child
+            )
+        aws.eks.AccessEntry(
+            f"{name}-node",
+            cluster_name=cname,
+            principal_arn=self.node_role.arn,
+            type="EC2_LINUX",
+            opts=after_cluster,
+        )
+
+        # --- controller role via Pod Identity ---
+        self.controller_role = aws.iam.Role(
+            f"{name}-controller",
+            assume_role_policy=pod_identity_trust(),
+            tags=args.tags,
+            opts=child,
+        )
+        aws.iam.RolePolicy(
+            f"{name}-controller",
+            role=self.controller_role.id,
+            policy=pulumi.Output.all(self.queue.arn, self.node_role.arn).apply(
+                lambda a: controller_policy(cname, region, account, a[0], a[1])
+            ),
+            opts=child,
+        )
+        association = aws.eks.PodIdentityAssociation(
+            f"{name}-controller",
+            cluster_name=cname,
+            namespace=cfg.karpenter.namespace,
+            service_account=SERVICE_ACCOUNT,
+            role_arn=self.controller_role.arn,
+            opts=after_cluster,
+        )
+
+        # --- charts (pinned) ---
+        k8s_opts = pulumi.ResourceOptions(
+            parent=self, provider=args.k8s_provider, depends_on=args.depends_on
+        )
+        crds = k8s.helm.v3.Release(
+            f"{name}-crd",
+            name="karpenter-crd",
+            chart=f"{versions.KARPENTER_CHART_REPO}/{versions.KARPENTER_CRD_CHART}",
+            version=versions.KARPENTER_VERSION,
+            namespace=cfg.karpenter.namespace,
+            opts=k8s_opts,
+        )
+        self.release = k8s.helm.v3.Release(
+            name,
+            name="karpenter",
+            chart=f"{versions.KARPENTER_CHART_REPO}/{versions.KARPENTER_CHART}",
+            version=versions.KARPENTER_VERSION,
+            namespace=cfg.karpenter.namespace,
+            skip_crds=True,  # CRDs come from the karpenter-crd release, which upgrades them
+            values={
+                "settings": {"clusterName": cname, "interruptionQueue": self.queue.name},
+                "serviceAccount": {"name": SERVICE_ACCOUNT},
+                "replicas": 2,
+                # run on the system node group, never on the nodes Karpenter manages
+                "nodeSelector": {"trainforge.io/system": "true"},
+                "controller": {
+                    "resources": {
+                        "requests": {"cpu": "500m", "memory": "1Gi"},
+                        "limits": {"cpu": "1", "memory": "1Gi"},
+                    }
+                },
+            },
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                provider=args.k8s_provider,
+                depends_on=[*args.depends_on, crds, association],
+            ),
+        )
+
+        # --- EC2NodeClass + NodePool per pool ---
+        cr_opts = pulumi.ResourceOptions(
+            parent=self, provider=args.k8s_provider, depends_on=[self.release]
+        )
+        self.node_pools: dict[str, k8s.apiextensions.CustomResource] = {}
+        self.node_classes: dict[str, k8s.apiextensions.CustomResource] = {}
+        for pool in cfg.node_pools:
+            facts = args.facts[pool.name]
+            self.node_classes[pool.name] = self._node_class(name, pool, facts, args, cr_opts)
+            self.node_pools[pool.name] = k8s.apiextensions.CustomResource(
+                f"{name}-{pool.name}",
+                api_version="karpenter.sh/v1",
+                kind="NodePool",
+                metadata={"name": pool.name},
+                spec=node_pool_spec(pool, facts),
+                opts=pulumi.ResourceOptions(
+                    parent=self,
+                    provider=args.k8s_provider,
+                    depends_on=[self.release, self.node_classes[pool.name]],
+                ),
+            )
+        self.node_role_name = self.node_role.name
+        self.interruption_queue_name = self.queue.name
+        self.register_outputs(
+            {
+                "nodeRoleName": self.node_role_name,
+                "interruptionQueueName": self.interruption_queue_name,
+            }
+        )
+
+    def _node_class(
+        self, name, pool: NodePoolConfig, facts: PoolTypeFacts, args: KarpenterArgs, opts
+    ):
+        cname = args.config.cluster
+        child = pulumi.ResourceOptions(parent=self)
+        spec: dict = {
+            "role": self.node_role.name,
+            "amiSelectorTerms": [{"alias": versions.KARPENTER_AMI_ALIAS}],
+            "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": cname}}],
+            "securityGroupSelectorTerms": [{"id": args.node_security_group_id}],
+            "metadataOptions": dict(METADATA_OPTIONS),
+            "blockDeviceMappings": [
+                {
+                    "deviceName": "/dev/xvda",
+                    "ebs": {
+                        "volumeSize": f"{pool.root_volume_gib}Gi",
+                        "volumeType": "gp3",
+                        "encrypted": True,
+                        "deleteOnTermination": True,
+                    },
+                }
+            ],
+            "tags": {
+                **dict(args.tags),
+                "karpenter.sh/discovery": cname,
+                "trainforge.io/pool": pool.name,
+            },
+        }
+        if pool.efa:
+            pg = aws.ec2.PlacementGroup(
+                f"{name}-{pool.name}-pg",
+                name=f"{cname}-{pool.name}",
+                strategy="cluster",
+                tags=args.tags,
+                opts=child,
+            )
+            sg = efa_security_group(f"{name}-{pool.name}-efa", args.vpc_id, args.tags, child)
+            # One AZ: a cluster placement group cannot span zones.
+            spec["subnetSelectorTerms"] = [{"id": args.private_subnet_ids[0]}]
+            spec["securityGroupSelectorTerms"] = [
+                {"id": args.node_security_group_id},
+                {"id": sg.id},
+            ]
+            spec["placementGroupSelector"] = {"name": pg.name}
+            spec["networkInterfaces"] = efa_network_interfaces(facts.efa_interfaces)
+        return k8s.apiextensions.CustomResource(
+            f"{name}-{pool.name}-class",
+            api_version="karpenter.k8s.aws/v1",
+            kind="EC2NodeClass",
+            metadata={"name": pool.name},
+            spec=spec,
+            opts=opts,
+        )
+
+
+def pool_taints(pool: NodePoolConfig, facts: PoolTypeFacts) -> list[dict]:
+    taints = []
+    if facts.gpus_per_node > 0:
+        taints.append({"key": GPU_TAINT_KEY, "value": "true", "effect": "NoSchedule"})
+    for t in pool.taints:
+        taint = {"key": t.key, "effect": t.effect}
+        if t.value is not None:
+            taint["value"] = t.value
+        taints.append(taint)
+    return taints
+
+
+def pool_labels(pool: NodePoolConfig) -> dict[str, str]:
+    return {**dict(pool.labels), POOL_LABEL: pool.name}
+
+
+def node_pool_spec(pool: NodePoolConfig, facts: PoolTypeFacts) -> dict:
+    limits: dict = {}
+    if pool.limits.cpu is not None:
+        limits["cpu"] = pool.limits.cpu
+    if pool.limits.memory is not None:
+        limits["memory"] = pool.limits.memory
+    if pool.limits.gpus is not None:
+        limits[GPU_TAINT_KEY] = pool.limits.gpus
+    spec: dict = {
+        "template": {
+            "metadata": {"labels": pool_labels(pool)},
+            "spec": {
+                "nodeClassRef": {
+                    "group": "karpenter.k8s.aws",
+                    "kind": "EC2NodeClass",
+                    "name": pool.name,
+                },
+                "requirements": [
+                    {
+                        "key": "node.kubernetes.io/instance-type",
+                        "operator": "In",
+                        "values": list(pool.instance_types),
+                    },
+                    {
+                        "key": "karpenter.sh/capacity-type",
+                        "operator": "In",
+                        "values": list(pool.capacity_types),
+                    },
+                    {"key": "kubernetes.io/arch", "operator": "In", "values": [facts.architecture]},
+                    {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
+                ],
+                "taints": pool_taints(pool, facts),
+                # Never expire nodes: expiry is forceful and would kill a running job. The AMI
+                # is pinned, so nodes are replaced deliberately by changing versions.py.
+                "expireAfter": "Never",
+            },
+        },
+        "disruption": {
+            # Only empty nodes are consolidated (after a delay): running jobs are never moved.
+            "consolidationPolicy": "WhenEmpty",
+            "consolidateAfter": pool.consolidate_after,
+            "budgets": [{"nodes": "10%"}],
+        },
+    }
+    if limits:
+        spec["limits"] = limits
+    if pool.weight is not None:
+        spec["weight"] = pool.weight
+    return spec

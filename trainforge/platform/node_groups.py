@@ -1,0 +1,155 @@
+"""GPU managed node groups, with EFA when asked: every EFA interface the type supports, a
+cluster placement group, one subnet (one AZ), and a security group open only to itself.
+
+Why: fixed GPU capacity (a capacity reservation or block) is best held by a managed node
+group; Karpenter pools cover on-demand scale-from-zero. EFA traffic (libfabric/SRD) needs
+all protocols between the nodes of a job, and the lowest latency needs one placement group.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_aws as aws
+
+from trainforge.platform import versions
+from trainforge.platform.config import GPU_TAINT_KEY, POOL_LABEL, NodeGroupConfig
+from trainforge.platform.instance_types import PoolTypeFacts
+from trainforge.platform.launch_template import launch_template
+
+EFFECTS = {
+    "NoSchedule": "NO_SCHEDULE",
+    "PreferNoSchedule": "PREFER_NO_SCHEDULE",
+    "NoExecute": "NO_EXECUTE",
+}
+
+
+def efa_interface_layout(count: int) -> list[tuple[int, int, str]]:
+    """(network card, device index, type) for `count` EFA interfaces on a managed node group.
+
+    Card 0 carries the primary interface as `efa` (IP traffic + EFA); every other card gets
+    one `efa-only` interface (no IP address, so no VPC addresses are spent on RDMA paths).
+    """
+    return [(0, 0, "efa")] + [(card, 1, "efa-only") for card in range(1, count)]
+
+
+def efa_security_group(
+    name: str, vpc_id: pulumi.Input[str], tags: dict, opts
+) -> aws.ec2.SecurityGroup:
+    """All traffic to and from itself, as EFA requires (and nothing else)."""
+    sg = aws.ec2.SecurityGroup(
+        name,
+        description="EFA: all traffic between members of this group",
+        vpc_id=vpc_id,
+        tags=tags,
+        opts=opts,
+    )
+    aws.vpc.SecurityGroupIngressRule(
+        f"{name}-self-in",
+        security_group_id=sg.id,
+        ip_protocol="-1",
+        referenced_security_group_id=sg.id,
+        opts=opts,
+    )
+    aws.vpc.SecurityGroupEgressRule(
+        f"{name}-self-out",
+        security_group_id=sg.id,
+        ip_protocol="-1",
+        referenced_security_group_id=sg.id,
+        opts=opts,
+    )
+    return sg
+
+
+@dataclass
+class GpuNodeGroupArgs:
+    cluster_name: str
+    config: NodeGroupConfig
+    facts: PoolTypeFacts
+    node_role_arn: pulumi.Input[str]
+    node_security_group_id: pulumi.Input[str]
+    vpc_id: pulumi.Input[str]
+    subnet_ids: list[pulumi.Input[str]]
+    tags: dict[str, str]
+
+
+class GpuNodeGroup(pulumi.ComponentResource):
+    node_group_name: pulumi.Output[str]
+
+    def __init__(
+        self, name: str, args: GpuNodeGroupArgs, opts: pulumi.ResourceOptions | None = None
+    ):
+        super().__init__("trainforge:index:GpuNodeGroup", name, None, opts)
+        cfg, facts = args.config, args.facts
+        child = pulumi.ResourceOptions(parent=self)
+        interfaces = None
+        placement = None
+        subnets: list[pulumi.Input[str]] = list(args.subnet_ids)
+        if cfg.efa:
+            # EFA: one AZ (one subnet) and a cluster placement group for the lowest latency.
+            subnets = [cfg.subnet_id] if cfg.subnet_id else subnets[:1]
+            self.placement_group = aws.ec2.PlacementGroup(
+                f"{name}-pg",
+                name=f"{args.cluster_name}-{cfg.name}",
+                strategy="cluster",
+                tags=args.tags,
+                opts=child,
+            )
+            placement = self.placement_group.name
+            self.efa_security_group = efa_security_group(
+                f"{name}-efa", args.vpc_id, args.tags, child
+            )
+            groups = [args.node_security_group_id, self.efa_security_group.id]
+            interfaces = [
+                {
+                    "network_card_index": card,
+                    "device_index": device,
+                    "interface_type": kind,
+                    "security_groups": groups,
+                    "delete_on_termination": "true",
+                    "associate_public_ip_address": "false",
+                }
+                for card, device, kind in efa_interface_layout(facts.efa_interfaces)
+            ]
+        lt = launch_template(
+            f"{name}-lt",
+            root_volume_gib=cfg.root_volume_gib,
+            security_group_ids=[args.node_security_group_id],
+            tags=args.tags,
+            opts=child,
+            network_interfaces=interfaces,
+            placement_group=placement,
+            capacity_reservation_id=cfg.capacity_reservation_id,
+        )
+        taints = [{"key": GPU_TAINT_KEY, "value": "true", "effect": "NO_SCHEDULE"}]
+        taints += [
+            {"key": t.key, "value": t.value, "effect": EFFECTS[t.effect]} for t in cfg.taints
+        ]
+        labels = {**dict(cfg.labels), POOL_LABEL: cfg.name, "nvidia.com/gpu.present": "true"}
+        if cfg.efa:
+            labels["vpc.amazonaws.com/efa.present"] = "true"
+        self.node_group = aws.eks.NodeGroup(
+            f"{name}",
+            cluster_name=args.cluster_name,
+            node_group_name=f"{args.cluster_name}-{cfg.name}",
+            node_role_arn=args.node_role_arn,
+            subnet_ids=subnets,
+            ami_type=versions.GPU_AMI_TYPE,
+            capacity_type=cfg.capacity_type,
+            instance_types=list(cfg.instance_types),
+            scaling_config={
+                "min_size": cfg.min_size,
+                "desired_size": cfg.desired_size,
+                "max_size": cfg.max_size,
+            },
+            labels=labels,
+            taints=taints,
+            launch_template={"id": lt.id, "version": lt.latest_version.apply(str)},
+            update_config={"max_unavailable": 1},
+            tags=args.tags,
+            # desired size is changed by people and autoscalers between deployments
+            opts=pulumi.ResourceOptions(parent=self, ignore_changes=["scalingConfig.desiredSize"]),
+        )
+        self.node_group_name = self.node_group.node_group_name
+        self.register_outputs({"nodeGroupName": self.node_group_name})

@@ -1,0 +1,318 @@
+"""TrainingPlatform: the top component (network, cluster, GPU/EFA node groups, Karpenter,
+and the platform services when that module is present).
+
+Why one component: `__main__.py` stays a few lines, other Pulumi languages get one typed
+resource to use, and jobs read everything they need (pool facts, the Kubernetes provider,
+team wiring) from one object. Config is validated and instance types are looked up before
+any resource is registered.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any, TypedDict
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from trainforge.platform.cluster import SYSTEM_LABEL, Cluster, ClusterArgs
+from trainforge.platform.config import (
+    GPU_TAINT_KEY,
+    POOL_LABEL,
+    NodeGroupConfig,
+    NodePoolConfig,
+    PlatformConfig,
+    Taint,
+    parse_config,
+)
+from trainforge.platform.instance_types import PoolTypeFacts, resolve_all
+from trainforge.platform.karpenter import Karpenter, KarpenterArgs, pool_taints
+from trainforge.platform.network import Network, NetworkArgs
+from trainforge.platform.node_groups import GpuNodeGroup, GpuNodeGroupArgs
+
+
+# --- args as annotated types (the component provider host builds a schema from these) ---
+class TaintArgs(TypedDict, total=False):
+    key: str
+    value: str
+    effect: str
+    """NoSchedule (default), PreferNoSchedule or NoExecute."""
+
+
+class NetworkConfigArgs(TypedDict, total=False):
+    vpc_id: str
+    """Existing VPC; unset = create one."""
+    private_subnet_ids: list[str]
+    cidr: str
+    availability_zones: int
+    nat_gateways: str
+
+
+class SystemNodeGroupArgs(TypedDict, total=False):
+    instance_type: str
+    min_size: int
+    desired_size: int
+    max_size: int
+    root_volume_gib: int
+
+
+class NodeGroupArgs(TypedDict, total=False):
+    name: str
+    instance_types: list[str]
+    min_size: int
+    desired_size: int
+    max_size: int
+    efa: bool
+    capacity_type: str
+    root_volume_gib: int
+    capacity_reservation_id: str
+    labels: dict[str, str]
+    taints: list[TaintArgs]
+    subnet_id: str
+
+
+class PoolLimitsArgs(TypedDict, total=False):
+    cpu: str
+    memory: str
+    gpus: int
+
+
+class NodePoolArgs(TypedDict, total=False):
+    name: str
+    instance_types: list[str]
+    capacity_types: list[str]
+    gpu: bool
+    efa: bool
+    taints: list[TaintArgs]
+    labels: dict[str, str]
+    limits: PoolLimitsArgs
+    consolidate_after: str
+    root_volume_gib: int
+    weight: int
+
+
+class KarpenterSettingsArgs(TypedDict, total=False):
+    enabled: bool
+    namespace: str
+
+
+class TrainingPlatformArgs(TypedDict, total=False):
+    """The same settings as the `trainforge:` stack config (docs/configuration.md)."""
+
+    cluster: str
+    network: NetworkConfigArgs
+    public_access_cidrs: list[str]
+    admins: list[str]
+    system_node_group: SystemNodeGroupArgs
+    node_groups: list[NodeGroupArgs]
+    node_pools: list[NodePoolArgs]
+    karpenter: KarpenterSettingsArgs
+    tags: dict[str, str]
+
+
+_SPECIAL = {"root_volume_gib": "rootVolumeGiB"}
+
+
+def _camel(key: str) -> str:
+    if key in _SPECIAL:
+        return _SPECIAL[key]
+    head, *rest = key.split("_")
+    return head + "".join(w[:1].upper() + w[1:] for w in rest)
+
+
+def _to_config(value: Any, top: bool = False) -> Any:
+    if isinstance(value, dict):
+        out = {_camel(k): _to_config(v) for k, v in value.items()}
+        if top and "publicAccessCidrs" in out:
+            out["endpoint"] = {"publicAccessCidrs": out.pop("publicAccessCidrs")}
+        return out
+    if isinstance(value, list):
+        return [_to_config(v) for v in value]
+    return value
+
+
+def config_from_args(args: TrainingPlatformArgs | dict) -> PlatformConfig:
+    """Component args (snake_case, as other languages send them) -> validated PlatformConfig."""
+    return parse_config(_to_config(dict(args), top=True))
+
+
+# --- what jobs read ---
+@dataclass(frozen=True)
+class NodePoolFacts:
+    """A node group or Karpenter pool as jobs see it (sizes per node, minimum over types)."""
+
+    name: str
+    kind: str  # "karpenter" or "node-group"
+    instance_types: tuple[str, ...]
+    gpus_per_node: int
+    efa_interfaces: int
+    taints: tuple[Taint, ...]
+    node_selector: dict[str, str]
+    capacity_type: str  # "spot" if the pool may use spot, else "on-demand"/"reserved"
+    capacity_types: tuple[str, ...]
+    vcpus_per_node: int
+    memory_mib_per_node: int
+
+
+def _facts_for_group(g: NodeGroupConfig, f: PoolTypeFacts) -> NodePoolFacts:
+    cap = {"SPOT": "spot", "CAPACITY_BLOCK": "reserved"}.get(g.capacity_type, "on-demand")
+    return NodePoolFacts(
+        name=g.name,
+        kind="node-group",
+        instance_types=f.instance_types,
+        gpus_per_node=f.gpus_per_node,
+        efa_interfaces=f.efa_interfaces,
+        taints=(Taint(GPU_TAINT_KEY, "NoSchedule", "true"), *g.taints),
+        node_selector={POOL_LABEL: g.name},
+        capacity_type=cap,
+        capacity_types=(cap,),
+        vcpus_per_node=f.vcpus_per_node,
+        memory_mib_per_node=f.memory_mib_per_node,
+    )
+
+
+def _facts_for_pool(p: NodePoolConfig, f: PoolTypeFacts) -> NodePoolFacts:
+    taints = tuple(Taint(t["key"], t["effect"], t.get("value")) for t in pool_taints(p, f))
+    return NodePoolFacts(
+        name=p.name,
+        kind="karpenter",
+        instance_types=f.instance_types,
+        gpus_per_node=f.gpus_per_node,
+        efa_interfaces=f.efa_interfaces,
+        taints=taints,
+        node_selector={POOL_LABEL: p.name},
+        capacity_type="spot" if "spot" in p.capacity_types else p.capacity_types[0],
+        capacity_types=p.capacity_types,
+        vcpus_per_node=f.vcpus_per_node,
+        memory_mib_per_node=f.memory_mib_per_node,
+    )
+
+
+class TrainingPlatform(pulumi.ComponentResource):
+    """An EKS training cluster with GPU/EFA capacity, Karpenter and the platform services."""
+
+    cluster_name: pulumi.Output[str]
+    """The EKS cluster name."""
+    kubeconfig: pulumi.Output[str]
+    """Kubeconfig for the cluster (secret)."""
+    node_role_name: pulumi.Output[str]
+    """IAM role of Karpenter-launched nodes."""
+    interruption_queue_name: pulumi.Output[str]
+    """SQS queue Karpenter reads interruption events from."""
+    pool_names: pulumi.Output[list[str]]
+    """Names of every node group and Karpenter pool."""
+
+    def __init__(
+        self,
+        name: str,
+        args: TrainingPlatformArgs,
+        opts: pulumi.ResourceOptions | None = None,
+    ):
+        # 1. Validate and look up instance types before anything is registered.
+        config = args if isinstance(args, PlatformConfig) else config_from_args(args)
+        type_facts = resolve_all(config)
+        self.config = config
+        self.node_pools: dict[str, NodePoolFacts] = {}
+        for g in config.node_groups:
+            self.node_pools[g.name] = _facts_for_group(g, type_facts[g.name])
+        for p in config.node_pools:
+            self.node_pools[p.name] = _facts_for_pool(p, type_facts[p.name])
+
+        super().__init__("trainforge:index:TrainingPlatform", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        tags = {
+            "trainforge.io/cluster": config.cluster,
+            "managed-by": "pulumi",
+            **dict(config.tags),
+        }
+
+        self.network = Network(
+            f"{name}-net", NetworkArgs(config.cluster, config.network, tags), child
+        )
+        self.cluster = Cluster(
+            f"{name}-eks",
+            ClusterArgs(config, self.network.vpc_id, self.network.private_subnet_ids, tags),
+            child,
+        )
+        self.k8s_provider = k8s.Provider(
+            f"{name}-k8s",
+            kubeconfig=self.cluster.kubeconfig,
+            enable_server_side_apply=True,
+            opts=child,
+        )
+        self.node_groups: dict[str, GpuNodeGroup] = {}
+        for g in config.node_groups:
+            self.node_groups[g.name] = GpuNodeGroup(
+                f"{name}-{g.name}",
+                GpuNodeGroupArgs(
+                    cluster_name=config.cluster,
+                    config=g,
+                    facts=type_facts[g.name],
+                    node_role_arn=self.cluster.node_role.arn,
+                    node_security_group_id=self.cluster.node_security_group_id,
+                    vpc_id=self.network.vpc_id,
+                    subnet_ids=self.network.private_subnet_ids,
+                    tags=tags,
+                ),
+                pulumi.ResourceOptions(parent=self, depends_on=[self.cluster.eks]),
+            )
+        self.karpenter: Karpenter | None = None
+        if config.karpenter.enabled:
+            self.karpenter = Karpenter(
+                f"{name}-karpenter",
+                KarpenterArgs(
+                    config=config,
+                    facts=type_facts,
+                    node_security_group_id=self.cluster.node_security_group_id,
+                    vpc_id=self.network.vpc_id,
+                    private_subnet_ids=self.network.private_subnet_ids,
+                    k8s_provider=self.k8s_provider,
+                    depends_on=[self.cluster.eks, self.cluster.system_node_group],
+                    tags=tags,
+                ),
+                child,
+            )
+        self.system_node_selector = {SYSTEM_LABEL: "true"}
+
+        # Services (owned by the services engineer); see docs/architecture.md for the hook.
+        self.services = _attach_services(self, config)
+        self.teams: dict[str, Any] = dict(getattr(self.services, "teams", None) or {})
+        for attr in ("checkpoint_bucket_name", "mlflow_tracking_uri", "fsx_mount_path"):
+            setattr(self, attr, getattr(self.services, attr, None))
+
+        self.cluster_name = self.cluster.cluster_name
+        self.kubeconfig = self.cluster.kubeconfig
+        if self.karpenter is not None:
+            self.node_role_name = self.karpenter.node_role_name
+            self.interruption_queue_name = self.karpenter.interruption_queue_name
+        else:
+            self.node_role_name = self.cluster.node_role.name
+            self.interruption_queue_name = pulumi.Output.from_input("")
+        self.pool_names = pulumi.Output.from_input(list(self.node_pools))
+        self.register_outputs(
+            {
+                "clusterName": self.cluster_name,
+                "kubeconfig": self.kubeconfig,
+                "nodeRoleName": self.node_role_name,
+                "interruptionQueueName": self.interruption_queue_name,
+                "poolNames": self.pool_names,
+            }
+        )
+
+
+def _attach_services(platform: TrainingPlatform, config: PlatformConfig) -> Any:
+    """`trainforge.platform.services.attach(platform, config)` when the services module exists.
+
+    The services engineer owns that module; it declares FSx, the bucket, the operator, device
+    plugins, monitoring and teams as children of `platform` and returns an object exposing
+    `teams`, `checkpoint_bucket_name`, `mlflow_tracking_uri` and `fsx_mount_path`.
+    """
+    try:
+        mod = importlib.import_module("trainforge.platform.services")
+    except ModuleNotFoundError as e:
+        if e.name != "trainforge.platform.services":
+            raise
+        return None
+    attach = getattr(mod, "attach", None)
+    return attach(platform, config) if attach is not None else None
