@@ -1,0 +1,219 @@
+"""The durable checkpoint store: one S3 bucket, one prefix and one Pod Identity role per team.
+
+Why: FSx is fast but lives in one AZ; checkpoints that represent days of GPU time also go to
+S3. The bucket is encrypted with a customer KMS key (with an S3 bucket key, so every PUT does
+not call KMS), versioned (an overwritten `latest` marker can be recovered), private, TLS-only,
+and cleans up after itself (old versions and abandoned multipart uploads expire). Each team's
+training ServiceAccount can read and write only `<team>/` in it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import pulumi
+import pulumi_aws as aws
+
+from trainforge.platform.services_config import CheckpointConfig
+
+
+def pod_identity_trust(source_account: str | None = None) -> str:
+    """Trust policy for an EKS Pod Identity role (the agent assumes it and tags the session)."""
+    statement: dict = {
+        "Effect": "Allow",
+        "Principal": {"Service": "pods.eks.amazonaws.com"},
+        "Action": ["sts:AssumeRole", "sts:TagSession"],
+    }
+    if source_account:
+        # Confused-deputy guard: only associations in this account may use the role.
+        statement["Condition"] = {"StringEquals": {"aws:SourceAccount": source_account}}
+    return json.dumps({"Version": "2012-10-17", "Statement": [statement]})
+
+
+def team_prefix(team: str) -> str:
+    return f"{team}/"
+
+
+def team_policy(bucket_arn: str, key_arn: str, team: str) -> str:
+    """Least privilege for one team: its objects, listing its prefix, and the bucket's key."""
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Sid": "TeamObjects",
+                    "Effect": "Allow",
+                    "Action": ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"],
+                    "Resource": f"{bucket_arn}/{team}/*",
+                },
+                {
+                    "Sid": "ListTeamPrefix",
+                    "Effect": "Allow",
+                    "Action": "s3:ListBucket",
+                    "Resource": bucket_arn,
+                    "Condition": {"StringLike": {"s3:prefix": [f"{team}/*"]}},
+                },
+                {
+                    "Sid": "BucketKey",
+                    "Effect": "Allow",
+                    "Action": ["kms:Decrypt", "kms:GenerateDataKey"],
+                    "Resource": key_arn,
+                },
+            ],
+        }
+    )
+
+
+@dataclass
+class CheckpointBucketArgs:
+    config: CheckpointConfig
+    cluster_name: pulumi.Input[str]
+    kms_key_arn: pulumi.Input[str]
+    partition: str = "aws"
+    account_id: str | None = None
+    # team name -> (namespace, training ServiceAccount name)
+    teams: dict[str, tuple[pulumi.Input[str], str]] = field(default_factory=dict)
+    tags: dict[str, str] = field(default_factory=dict)
+
+
+class CheckpointBucket(pulumi.ComponentResource):
+    """S3 bucket (split v7 resources) + per-team Pod Identity roles scoped to `<team>/`."""
+
+    bucket: aws.s3.Bucket
+    team_roles: dict[str, aws.iam.Role]
+
+    def __init__(
+        self, name: str, args: CheckpointBucketArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("trainforge:index:CheckpointBucket", name, None, opts)
+        cfg = args.config
+        child = pulumi.ResourceOptions(parent=self)
+
+        self.bucket = aws.s3.Bucket(
+            name,
+            bucket_prefix=f"{name}-"[:37],
+            force_destroy=cfg.force_destroy,
+            tags=args.tags,
+            opts=child,
+        )
+        bucket_id = self.bucket.id  # the bucket's name
+        self.bucket_name = bucket_id
+        bucket_arn = pulumi.Output.concat("arn:", args.partition, ":s3:::", bucket_id)
+        self.bucket_arn = bucket_arn
+
+        aws.s3.BucketOwnershipControls(
+            f"{name}-ownership",
+            bucket=bucket_id,
+            rule=aws.s3.BucketOwnershipControlsRuleArgs(object_ownership="BucketOwnerEnforced"),
+            opts=child,
+        )
+        pab = aws.s3.BucketPublicAccessBlock(
+            f"{name}-public-access",
+            bucket=bucket_id,
+            block_public_acls=True,
+            block_public_policy=True,
+            ignore_public_acls=True,
+            restrict_public_buckets=True,
+            opts=child,
+        )
+        aws.s3.BucketServerSideEncryptionConfiguration(
+            f"{name}-sse",
+            bucket=bucket_id,
+            rules=[
+                aws.s3.BucketServerSideEncryptionConfigurationRuleArgs(
+                    apply_server_side_encryption_by_default=aws.s3.BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultArgs(
+                        sse_algorithm="aws:kms", kms_master_key_id=args.kms_key_arn
+                    ),
+                    bucket_key_enabled=True,
+                )
+            ],
+            opts=child,
+        )
+        versioning = aws.s3.BucketVersioning(
+            f"{name}-versioning",
+            bucket=bucket_id,
+            versioning_configuration=aws.s3.BucketVersioningVersioningConfigurationArgs(
+                status="Enabled"
+            ),
+            opts=child,
+        )
+        aws.s3.BucketPolicy(
+            f"{name}-tls-only",
+            bucket=bucket_id,
+            policy=bucket_arn.apply(
+                lambda arn: json.dumps(
+                    {
+                        "Version": "2012-10-17",
+                        "Statement": [
+                            {
+                                "Sid": "DenyInsecureTransport",
+                                "Effect": "Deny",
+                                "Principal": "*",
+                                "Action": "s3:*",
+                                "Resource": [arn, f"{arn}/*"],
+                                "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+                            }
+                        ],
+                    }
+                )
+            ),
+            # S3 rejects policy changes while the public access block is being applied.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[pab]),
+        )
+        aws.s3.BucketLifecycleConfiguration(
+            f"{name}-lifecycle",
+            bucket=bucket_id,
+            rules=[
+                aws.s3.BucketLifecycleConfigurationRuleArgs(
+                    id="expire-noncurrent-versions",
+                    status="Enabled",
+                    filter=aws.s3.BucketLifecycleConfigurationRuleFilterArgs(prefix=""),
+                    noncurrent_version_expiration=aws.s3.BucketLifecycleConfigurationRuleNoncurrentVersionExpirationArgs(
+                        noncurrent_days=cfg.noncurrent_version_expiration_days
+                    ),
+                ),
+                aws.s3.BucketLifecycleConfigurationRuleArgs(
+                    id="abort-incomplete-multipart-uploads",
+                    status="Enabled",
+                    filter=aws.s3.BucketLifecycleConfigurationRuleFilterArgs(prefix=""),
+                    abort_incomplete_multipart_upload=aws.s3.BucketLifecycleConfigurationRuleAbortIncompleteMultipartUploadArgs(
+                        days_after_initiation=cfg.abort_incomplete_multipart_days
+                    ),
+                ),
+            ],
+            # noncurrent-version rules need versioning to be on first
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[versioning]),
+        )
+
+        self.team_roles = {}
+        self.team_prefixes: dict[str, str] = {}
+        for team, (namespace, service_account) in args.teams.items():
+            role = aws.iam.Role(
+                f"{name}-{team}",
+                assume_role_policy=pod_identity_trust(args.account_id),
+                description=f"trainforge team {team}: read/write s3://<checkpoint bucket>/{team}/",
+                tags={**args.tags, "trainforge.io/team": team},
+                opts=child,
+            )
+            aws.iam.RolePolicy(
+                f"{name}-{team}",
+                role=role.id,
+                policy=pulumi.Output.all(bucket_arn, args.kms_key_arn).apply(
+                    lambda a, t=team: team_policy(a[0], a[1], t)
+                ),
+                opts=child,
+            )
+            aws.eks.PodIdentityAssociation(
+                f"{name}-{team}",
+                cluster_name=args.cluster_name,
+                namespace=namespace,
+                service_account=service_account,
+                role_arn=role.arn,
+                tags={**args.tags, "trainforge.io/team": team},
+                opts=child,
+            )
+            self.team_roles[team] = role
+            self.team_prefixes[team] = team_prefix(team)
+
+        self.register_outputs({"bucketName": bucket_id, "bucketArn": bucket_arn})

@@ -1,0 +1,117 @@
+"""Device plugins that make GPUs (`nvidia.com/gpu`) and EFA (`vpc.amazonaws.com/efa`)
+schedulable resources.
+
+Why the placement: the NVIDIA plugin does nothing on CPU nodes, and the EFA plugin
+crash-loops on nodes without EFA devices, so each DaemonSet is pinned with node affinity to
+the nodes that have the hardware; both tolerate the `nvidia.com/gpu` NoSchedule taint that
+keeps ordinary pods off GPU nodes.
+
+Node-label contract with the platform core: GPU nodes carry `nvidia.com/gpu.present=true`
+(managed node groups) or Karpenter's `karpenter.k8s.aws/instance-gpu-count` label; EFA nodes
+carry `vpc.amazonaws.com/efa.present=true`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from trainforge.platform import versions
+from trainforge.platform.services_config import DevicePluginsConfig
+
+GPU_TAINT_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+# nodeSelectorTerms are ORed: either label marks a GPU node.
+GPU_NODE_TERMS: list[dict[str, Any]] = [
+    {"matchExpressions": [{"key": "nvidia.com/gpu.present", "operator": "In", "values": ["true"]}]},
+    {
+        "matchExpressions": [
+            {"key": "karpenter.k8s.aws/instance-gpu-count", "operator": "Gt", "values": ["0"]}
+        ]
+    },
+]
+EFA_NODE_TERMS: list[dict[str, Any]] = [
+    {
+        "matchExpressions": [
+            {"key": "vpc.amazonaws.com/efa.present", "operator": "In", "values": ["true"]}
+        ]
+    }
+]
+
+
+def node_affinity(terms: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}
+        }
+    }
+
+
+def nvidia_values(terms: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "affinity": node_affinity(terms),
+        "tolerations": [GPU_TAINT_TOLERATION, {"key": "CriticalAddonsOnly", "operator": "Exists"}],
+        "priorityClassName": "system-node-critical",
+        # GPU feature discovery / NFD are not needed: node groups and Karpenter label nodes.
+        "gfd": {"enabled": False},
+        "nfd": {"enabled": False},
+    }
+
+
+def efa_values(terms: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "affinity": node_affinity(terms),
+        "nodeSelector": {"vpc.amazonaws.com/efa.present": "true"},
+        "tolerations": [GPU_TAINT_TOLERATION, {"key": "CriticalAddonsOnly", "operator": "Exists"}],
+    }
+
+
+@dataclass
+class DevicePluginsArgs:
+    config: DevicePluginsConfig
+    k8s_provider: k8s.Provider
+    gpu_nodes: bool = True
+    efa_nodes: bool = False
+    gpu_node_terms: list[dict[str, Any]] = field(default_factory=lambda: list(GPU_NODE_TERMS))
+    efa_node_terms: list[dict[str, Any]] = field(default_factory=lambda: list(EFA_NODE_TERMS))
+
+
+class DevicePlugins(pulumi.ComponentResource):
+    """NVIDIA device plugin on GPU nodes, EFA device plugin on EFA nodes (pinned charts)."""
+
+    def __init__(
+        self, name: str, args: DevicePluginsArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("trainforge:index:DevicePlugins", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self, provider=args.k8s_provider)
+        self.nvidia: k8s.helm.v3.Release | None = None
+        self.efa: k8s.helm.v3.Release | None = None
+        if args.config.nvidia and args.gpu_nodes:
+            self.nvidia = k8s.helm.v3.Release(
+                f"{name}-nvidia",
+                name="nvidia-device-plugin",
+                chart="nvidia-device-plugin",
+                version=versions.NVIDIA_DEVICE_PLUGIN_CHART_VERSION,
+                repository_opts=k8s.helm.v3.RepositoryOptsArgs(
+                    repo=versions.NVIDIA_DEVICE_PLUGIN_CHART_REPO
+                ),
+                namespace="kube-system",
+                values=nvidia_values(args.gpu_node_terms),
+                opts=child,
+            )
+        if args.config.efa and args.efa_nodes:
+            self.efa = k8s.helm.v3.Release(
+                f"{name}-efa",
+                name="aws-efa-k8s-device-plugin",
+                chart="aws-efa-k8s-device-plugin",
+                version=versions.EFA_DEVICE_PLUGIN_CHART_VERSION,
+                repository_opts=k8s.helm.v3.RepositoryOptsArgs(
+                    repo=versions.EFA_DEVICE_PLUGIN_CHART_REPO
+                ),
+                namespace="kube-system",
+                values=efa_values(args.efa_node_terms),
+                opts=child,
+            )
+        self.register_outputs({"nvidia": self.nvidia is not None, "efa": self.efa is not None})

@@ -1,0 +1,290 @@
+"""FSx for Lustre: the shared, fast file system for datasets and checkpoints.
+
+Why a component: the file system is only usable with its security group (Lustre ports from
+the nodes), the CSI driver add-on (with its Pod Identity role) and a statically bound
+PersistentVolume + ReadWriteMany claim in every team namespace; declaring them together keeps
+those pieces consistent.
+
+Teams share ONE file system: a PersistentVolume binds exactly one claim, so each team gets
+its own PV (`fsx-<team>`) pointing at the same file system (same volumeHandle) and a claim
+pre-bound to it (`claimRef` + `volumeName`, storageClassName ""). Jobs mount it with
+`subPath: <team>` so each team writes under its own directory. That is separation by
+convention, not a security boundary: Lustre POSIX permissions are the only guard.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+
+from trainforge.platform import versions
+from trainforge.platform.checkpoint_bucket import pod_identity_trust
+from trainforge.platform.services_config import FsxConfig
+
+CSI_DRIVER = "fsx.csi.aws.com"
+CSI_CONTROLLER_SA = "fsx-csi-controller-sa"
+# Lustre: 988 for the LNet/metadata connection, 1018-1023 for the client/server data ports.
+LUSTRE_PORTS = ((988, 988), (1018, 1023))
+
+
+@dataclass
+class FsxLustreArgs:
+    config: FsxConfig
+    cluster_name: pulumi.Input[str]
+    vpc_id: pulumi.Input[str]
+    # FSx for Lustre lives in ONE subnet (one AZ); put GPU/EFA nodes in the same AZ.
+    subnet_id: pulumi.Input[str]
+    node_security_group_ids: list[pulumi.Input[str]]
+    k8s_provider: k8s.Provider
+    partition: str = "aws"
+    # Customer KMS key for PERSISTENT_2. SCRATCH_2 is always encrypted with an AWS-managed key
+    # (FSx does not accept a customer key for scratch file systems).
+    kms_key_arn: pulumi.Input[str] | None = None
+    # team name -> namespace (an Output from the Namespace, so claims wait for it)
+    team_namespaces: dict[str, pulumi.Input[str]] = field(default_factory=dict)
+    tags: dict[str, str] = field(default_factory=dict)
+
+
+def claim_name(team: str) -> str:
+    return f"fsx-{team}"
+
+
+class FsxLustre(pulumi.ComponentResource):
+    """FSx for Lustre + security group + CSI add-on + per-team static PV/PVC."""
+
+    file_system: aws.fsx.LustreFileSystem
+    security_group: aws.ec2.SecurityGroup
+    claims: dict[str, str]
+
+    def __init__(
+        self, name: str, args: FsxLustreArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("trainforge:index:FsxLustre", name, None, opts)
+        cfg = args.config
+        child = pulumi.ResourceOptions(parent=self)
+        persistent = cfg.deployment_type == "PERSISTENT_2"
+
+        self.security_group = aws.ec2.SecurityGroup(
+            f"{name}-lustre",
+            vpc_id=args.vpc_id,
+            description="FSx for Lustre: Lustre traffic from cluster nodes only",
+            tags={**args.tags, "Name": f"{name}-lustre"},
+            opts=child,
+        )
+        sg_id = self.security_group.id
+        for lo, hi in LUSTRE_PORTS:
+            # file servers talk to each other
+            aws.vpc.SecurityGroupIngressRule(
+                f"{name}-lustre-self-{lo}",
+                security_group_id=sg_id,
+                referenced_security_group_id=sg_id,
+                ip_protocol="tcp",
+                from_port=lo,
+                to_port=hi,
+                description="Lustre between file servers",
+                opts=child,
+            )
+            aws.vpc.SecurityGroupEgressRule(
+                f"{name}-lustre-self-out-{lo}",
+                security_group_id=sg_id,
+                referenced_security_group_id=sg_id,
+                ip_protocol="tcp",
+                from_port=lo,
+                to_port=hi,
+                description="Lustre between file servers",
+                opts=child,
+            )
+            for i, node_sg in enumerate(args.node_security_group_ids):
+                aws.vpc.SecurityGroupIngressRule(
+                    f"{name}-lustre-from-nodes{i}-{lo}",
+                    security_group_id=sg_id,
+                    referenced_security_group_id=node_sg,
+                    ip_protocol="tcp",
+                    from_port=lo,
+                    to_port=hi,
+                    description="Lustre clients (cluster nodes)",
+                    opts=child,
+                )
+                aws.vpc.SecurityGroupEgressRule(
+                    f"{name}-lustre-to-nodes{i}-{lo}",
+                    security_group_id=sg_id,
+                    referenced_security_group_id=node_sg,
+                    ip_protocol="tcp",
+                    from_port=lo,
+                    to_port=hi,
+                    description="Lustre replies to clients",
+                    opts=child,
+                )
+                # Lustre clients must also accept connections from the file servers.
+                aws.vpc.SecurityGroupIngressRule(
+                    f"{name}-nodes{i}-from-lustre-{lo}",
+                    security_group_id=node_sg,
+                    referenced_security_group_id=sg_id,
+                    ip_protocol="tcp",
+                    from_port=lo,
+                    to_port=hi,
+                    description="Lustre servers to clients",
+                    opts=child,
+                )
+
+        fs_kwargs: dict = {}
+        if persistent:
+            fs_kwargs["per_unit_storage_throughput"] = cfg.per_unit_storage_throughput
+            fs_kwargs["kms_key_id"] = args.kms_key_arn
+        self.file_system = aws.fsx.LustreFileSystem(
+            name,
+            storage_capacity=cfg.storage_capacity_gib,
+            subnet_ids=args.subnet_id,
+            deployment_type=cfg.deployment_type,
+            storage_type="SSD",
+            file_system_type_version=versions.LUSTRE_VERSION,
+            data_compression_type="LZ4",
+            security_group_ids=[sg_id],
+            tags={**args.tags, "Name": name},
+            **fs_kwargs,
+            opts=child,
+        )
+        fs = self.file_system
+
+        self.data_repository = None
+        repo = cfg.data_repository
+        if repo is not None and persistent:
+            self.data_repository = aws.fsx.DataRepositoryAssociation(
+                f"{name}-s3",
+                file_system_id=fs.id,
+                data_repository_path=repo.data_repository_path,
+                file_system_path=repo.file_system_path,
+                batch_import_meta_data_on_create=repo.batch_import_meta_data_on_create,
+                # Deleting the association must never delete the data it exported.
+                delete_data_in_filesystem=False,
+                s3=aws.fsx.DataRepositoryAssociationS3Args(
+                    auto_import_policy=aws.fsx.DataRepositoryAssociationS3AutoImportPolicyArgs(
+                        events=list(repo.import_events)
+                    ),
+                    auto_export_policy=aws.fsx.DataRepositoryAssociationS3AutoExportPolicyArgs(
+                        events=list(repo.export_events)
+                    ),
+                ),
+                tags=args.tags,
+                opts=child,
+            )
+
+        # CSI driver: static provisioning only needs the node plugin (it mounts without AWS
+        # calls); the controller describes file systems and expands this one, nothing else.
+        self.csi_role = aws.iam.Role(
+            f"{name}-csi",
+            assume_role_policy=pod_identity_trust(),
+            description="FSx CSI controller (EKS Pod Identity)",
+            tags=args.tags,
+            opts=child,
+        )
+        aws.iam.RolePolicy(
+            f"{name}-csi",
+            role=self.csi_role.id,
+            policy=fs.arn.apply(
+                lambda arn: json.dumps(
+                    {
+                        "Version": "2012-10-17",
+                        "Statement": [
+                            {
+                                "Sid": "Describe",
+                                "Effect": "Allow",
+                                "Action": ["fsx:DescribeFileSystems"],
+                                # Describe* does not support resource-level permissions.
+                                "Resource": "*",
+                            },
+                            {
+                                "Sid": "ExpandThisFileSystem",
+                                "Effect": "Allow",
+                                "Action": ["fsx:UpdateFileSystem"],
+                                "Resource": arn,
+                            },
+                        ],
+                    }
+                )
+            ),
+            opts=child,
+        )
+        pia = aws.eks.PodIdentityAssociation(
+            f"{name}-csi",
+            cluster_name=args.cluster_name,
+            namespace="kube-system",
+            service_account=CSI_CONTROLLER_SA,
+            role_arn=self.csi_role.arn,
+            tags=args.tags,
+            opts=child,
+        )
+        self.csi_addon = aws.eks.Addon(
+            f"{name}-csi",
+            cluster_name=args.cluster_name,
+            addon_name="aws-fsx-csi-driver",
+            addon_version=versions.FSX_CSI_ADDON_VERSION,
+            resolve_conflicts_on_create="OVERWRITE",
+            resolve_conflicts_on_update="PRESERVE",
+            tags=args.tags,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[pia]),
+        )
+
+        k8s_opts = pulumi.ResourceOptions(
+            parent=self, provider=args.k8s_provider, depends_on=[self.csi_addon]
+        )
+        size = f"{cfg.storage_capacity_gib}Gi"
+        self.claims = {}
+        for team, namespace in args.team_namespaces.items():
+            pv_name = claim_name(team)
+            k8s.core.v1.PersistentVolume(
+                f"{name}-pv-{team}",
+                metadata=k8s.meta.v1.ObjectMetaArgs(
+                    name=pv_name, labels={"trainforge.io/team": team}
+                ),
+                spec=k8s.core.v1.PersistentVolumeSpecArgs(
+                    capacity={"storage": size},
+                    volume_mode="Filesystem",
+                    access_modes=["ReadWriteMany"],
+                    # Deleting a claim must never wipe the shared file system.
+                    persistent_volume_reclaim_policy="Retain",
+                    storage_class_name="",
+                    mount_options=["flock"],
+                    claim_ref=k8s.core.v1.ObjectReferenceArgs(
+                        namespace=namespace, name=claim_name(team)
+                    ),
+                    csi=k8s.core.v1.CSIPersistentVolumeSourceArgs(
+                        driver=CSI_DRIVER,
+                        volume_handle=fs.id,
+                        volume_attributes={"dnsname": fs.dns_name, "mountname": fs.mount_name},
+                    ),
+                ),
+                opts=k8s_opts,
+            )
+            k8s.core.v1.PersistentVolumeClaim(
+                f"{name}-pvc-{team}",
+                metadata=k8s.meta.v1.ObjectMetaArgs(
+                    name=claim_name(team), namespace=namespace, labels={"trainforge.io/team": team}
+                ),
+                spec=k8s.core.v1.PersistentVolumeClaimSpecArgs(
+                    access_modes=["ReadWriteMany"],
+                    storage_class_name="",
+                    volume_name=pv_name,
+                    resources=k8s.core.v1.VolumeResourceRequirementsArgs(
+                        requests={"storage": size}
+                    ),
+                ),
+                opts=k8s_opts,
+            )
+            self.claims[team] = claim_name(team)
+
+        self.file_system_id = fs.id
+        self.dns_name = fs.dns_name
+        self.mount_name = fs.mount_name
+        self.register_outputs(
+            {
+                "fileSystemId": fs.id,
+                "dnsName": fs.dns_name,
+                "mountName": fs.mount_name,
+                "securityGroupId": sg_id,
+            }
+        )

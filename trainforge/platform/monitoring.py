@@ -1,0 +1,275 @@
+"""Metrics and experiment tracking: kube-prometheus-stack, the DCGM exporter, optional MLflow.
+
+Why: a training platform without GPU utilisation and job metrics cannot be operated. The
+Prometheus stack is configured to pick up EVERY ServiceMonitor and PodMonitor in every
+namespace (by default it only selects ones labelled with its own release name, which silently
+ignores the PodMonitors trainforge jobs create). `mode: external` skips the stack for clusters
+that already run a Prometheus operator. The DCGM exporter runs on GPU nodes only and ships
+its ServiceMonitor.
+
+MLflow (optional) runs as one non-root pod in namespace `mlflow`; jobs get its in-cluster
+address as MLFLOW_TRACKING_URI. Backend `pvc` keeps the SQLite store and artifacts on a
+ReadWriteOnce volume (survives restarts; one replica, Recreate strategy). `sqlite-ephemeral`
+keeps them on an emptyDir: fine for dev, everything is lost when the pod moves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from trainforge.platform import versions
+from trainforge.platform.device_plugins import GPU_NODE_TERMS, GPU_TAINT_TOLERATION, node_affinity
+from trainforge.platform.services_config import MlflowConfig, MonitoringConfig
+
+MLFLOW_NAMESPACE = "mlflow"
+MLFLOW_PORT = 5000
+MLFLOW_TRACKING_URI = f"http://mlflow.{MLFLOW_NAMESPACE}.svc.cluster.local:{MLFLOW_PORT}"
+MLFLOW_UID = 1000
+
+
+def prometheus_values(cfg: MonitoringConfig) -> dict[str, Any]:
+    return {
+        "prometheus": {
+            "prometheusSpec": {
+                # Select every monitor/rule in every namespace, not only this release's.
+                "serviceMonitorSelectorNilUsesHelmValues": False,
+                "podMonitorSelectorNilUsesHelmValues": False,
+                "ruleSelectorNilUsesHelmValues": False,
+                "probeSelectorNilUsesHelmValues": False,
+                "serviceMonitorSelector": {},
+                "serviceMonitorNamespaceSelector": {},
+                "podMonitorSelector": {},
+                "podMonitorNamespaceSelector": {},
+                "retention": cfg.retention,
+                "storageSpec": {
+                    "volumeClaimTemplate": {
+                        "spec": {
+                            "accessModes": ["ReadWriteOnce"],
+                            "resources": {"requests": {"storage": cfg.storage_size}},
+                        }
+                    }
+                },
+            }
+        },
+    }
+
+
+def dcgm_values() -> dict[str, Any]:
+    return {
+        "affinity": node_affinity(GPU_NODE_TERMS),
+        "tolerations": [GPU_TAINT_TOLERATION],
+        "serviceMonitor": {"enabled": True, "interval": "15s"},
+    }
+
+
+@dataclass
+class MonitoringArgs:
+    config: MonitoringConfig
+    mlflow: MlflowConfig
+    k8s_provider: k8s.Provider
+    gpu_nodes: bool = True
+
+
+class Monitoring(pulumi.ComponentResource):
+    """kube-prometheus-stack (or external), DCGM exporter, optional MLflow server."""
+
+    mlflow_tracking_uri: str | None
+
+    def __init__(
+        self, name: str, args: MonitoringArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("trainforge:index:Monitoring", name, None, opts)
+        cfg = args.config
+        child = pulumi.ResourceOptions(parent=self, provider=args.k8s_provider)
+        self.namespace = cfg.namespace
+        self.stack: k8s.helm.v3.Release | None = None
+        self.dcgm: k8s.helm.v3.Release | None = None
+        dcgm_ns = "kube-system"
+        if cfg.mode == "managed":
+            ns = k8s.core.v1.Namespace(
+                f"{name}-ns",
+                metadata=k8s.meta.v1.ObjectMetaArgs(
+                    name=cfg.namespace,
+                    labels={
+                        # Deliberate exception: node-exporter needs hostNetwork/hostPID and
+                        # hostPath, and the DCGM exporter SYS_ADMIN, which only `privileged`
+                        # admits. No user workloads run in this namespace.
+                        "pod-security.kubernetes.io/enforce": "privileged",
+                        "pod-security.kubernetes.io/warn": "baseline",
+                    },
+                ),
+                opts=child,
+            )
+            self.stack = k8s.helm.v3.Release(
+                f"{name}-prometheus",
+                name="kube-prometheus-stack",
+                chart="kube-prometheus-stack",
+                version=versions.KUBE_PROMETHEUS_STACK_CHART_VERSION,
+                repository_opts=k8s.helm.v3.RepositoryOptsArgs(
+                    repo=versions.KUBE_PROMETHEUS_STACK_CHART_REPO
+                ),
+                namespace=ns.metadata.name,
+                values=prometheus_values(cfg),
+                opts=child,
+            )
+            dcgm_ns = ns.metadata.name
+        if cfg.dcgm_exporter and args.gpu_nodes:
+            self.dcgm = k8s.helm.v3.Release(
+                f"{name}-dcgm",
+                name="dcgm-exporter",
+                chart="dcgm-exporter",
+                version=versions.DCGM_EXPORTER_CHART_VERSION,
+                repository_opts=k8s.helm.v3.RepositoryOptsArgs(
+                    repo=versions.DCGM_EXPORTER_CHART_REPO
+                ),
+                namespace=dcgm_ns,
+                values=dcgm_values(),
+                # its ServiceMonitor needs the Prometheus operator CRDs
+                opts=pulumi.ResourceOptions.merge(
+                    child, pulumi.ResourceOptions(depends_on=[self.stack] if self.stack else [])
+                ),
+            )
+        self.mlflow_tracking_uri = None
+        if args.mlflow.enabled:
+            self._mlflow(name, args.mlflow, child)
+            self.mlflow_tracking_uri = MLFLOW_TRACKING_URI
+        self.register_outputs(
+            {"mode": cfg.mode, "mlflowTrackingUri": self.mlflow_tracking_uri or ""}
+        )
+
+    def _mlflow(self, name: str, cfg: MlflowConfig, child: pulumi.ResourceOptions) -> None:
+        labels = {"app.kubernetes.io/name": "mlflow", "app.kubernetes.io/part-of": "trainforge"}
+        ns = k8s.core.v1.Namespace(
+            f"{name}-mlflow-ns",
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=MLFLOW_NAMESPACE,
+                labels={
+                    "pod-security.kubernetes.io/enforce": "restricted",
+                    "pod-security.kubernetes.io/warn": "restricted",
+                },
+            ),
+            opts=child,
+        )
+        namespace = ns.metadata.name
+        sa = k8s.core.v1.ServiceAccount(
+            f"{name}-mlflow-sa",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name="mlflow", namespace=namespace, labels=labels),
+            automount_service_account_token=False,
+            opts=child,
+        )
+        if cfg.backend == "pvc":
+            pvc = k8s.core.v1.PersistentVolumeClaim(
+                f"{name}-mlflow-data",
+                metadata=k8s.meta.v1.ObjectMetaArgs(
+                    name="mlflow-data", namespace=namespace, labels=labels
+                ),
+                spec=k8s.core.v1.PersistentVolumeClaimSpecArgs(
+                    access_modes=["ReadWriteOnce"],
+                    storage_class_name=cfg.storage_class,
+                    resources=k8s.core.v1.VolumeResourceRequirementsArgs(
+                        requests={"storage": cfg.storage_size}
+                    ),
+                ),
+                opts=child,
+            )
+            data_volume = k8s.core.v1.VolumeArgs(
+                name="data",
+                persistent_volume_claim=k8s.core.v1.PersistentVolumeClaimVolumeSourceArgs(
+                    claim_name=pvc.metadata.name
+                ),
+            )
+        else:
+            data_volume = k8s.core.v1.VolumeArgs(
+                name="data", empty_dir=k8s.core.v1.EmptyDirVolumeSourceArgs()
+            )
+        k8s.apps.v1.Deployment(
+            f"{name}-mlflow",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name="mlflow", namespace=namespace, labels=labels),
+            spec=k8s.apps.v1.DeploymentSpecArgs(
+                replicas=1,
+                # SQLite on a ReadWriteOnce volume: never two pods at once.
+                strategy=k8s.apps.v1.DeploymentStrategyArgs(type="Recreate"),
+                selector=k8s.meta.v1.LabelSelectorArgs(match_labels=labels),
+                template=k8s.core.v1.PodTemplateSpecArgs(
+                    metadata=k8s.meta.v1.ObjectMetaArgs(labels=labels),
+                    spec=mlflow_pod_spec(sa.metadata.name, data_volume),
+                ),
+            ),
+            opts=child,
+        )
+        k8s.core.v1.Service(
+            f"{name}-mlflow-svc",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name="mlflow", namespace=namespace, labels=labels),
+            spec=k8s.core.v1.ServiceSpecArgs(
+                type="ClusterIP",
+                selector=labels,
+                ports=[
+                    k8s.core.v1.ServicePortArgs(
+                        name="http", port=MLFLOW_PORT, target_port="http", protocol="TCP"
+                    )
+                ],
+            ),
+            opts=child,
+        )
+
+
+def mlflow_pod_spec(service_account: pulumi.Input[str], data_volume: Any) -> Any:
+    probe = k8s.core.v1.ProbeArgs(
+        http_get=k8s.core.v1.HTTPGetActionArgs(path="/health", port="http"),
+        period_seconds=10,
+        failure_threshold=6,
+    )
+    return k8s.core.v1.PodSpecArgs(
+        service_account_name=service_account,
+        automount_service_account_token=False,
+        security_context=k8s.core.v1.PodSecurityContextArgs(
+            run_as_non_root=True,
+            run_as_user=MLFLOW_UID,
+            run_as_group=MLFLOW_UID,
+            fs_group=MLFLOW_UID,
+            seccomp_profile=k8s.core.v1.SeccompProfileArgs(type="RuntimeDefault"),
+        ),
+        containers=[
+            k8s.core.v1.ContainerArgs(
+                name="mlflow",
+                image=versions.MLFLOW_IMAGE,
+                command=["mlflow", "server"],
+                args=[
+                    "--host=0.0.0.0",
+                    f"--port={MLFLOW_PORT}",
+                    "--backend-store-uri=sqlite:////mlflow/mlflow.db",
+                    # Clients upload artifacts through the server: jobs need no storage creds.
+                    "--serve-artifacts",
+                    "--artifacts-destination=/mlflow/artifacts",
+                ],
+                env=[k8s.core.v1.EnvVarArgs(name="HOME", value="/tmp")],
+                ports=[
+                    k8s.core.v1.ContainerPortArgs(
+                        name="http", container_port=MLFLOW_PORT, protocol="TCP"
+                    )
+                ],
+                resources=k8s.core.v1.ResourceRequirementsArgs(
+                    requests={"cpu": "250m", "memory": "512Mi"},
+                    limits={"cpu": "1", "memory": "2Gi"},
+                ),
+                security_context=k8s.core.v1.SecurityContextArgs(
+                    allow_privilege_escalation=False,
+                    read_only_root_filesystem=True,
+                    run_as_non_root=True,
+                    capabilities=k8s.core.v1.CapabilitiesArgs(drop=["ALL"]),
+                    seccomp_profile=k8s.core.v1.SeccompProfileArgs(type="RuntimeDefault"),
+                ),
+                readiness_probe=probe,
+                liveness_probe=probe,
+                volume_mounts=[
+                    k8s.core.v1.VolumeMountArgs(name="data", mount_path="/mlflow"),
+                    k8s.core.v1.VolumeMountArgs(name="tmp", mount_path="/tmp"),
+                ],
+            )
+        ],
+        volumes=[data_volume, k8s.core.v1.VolumeArgs(name="tmp", empty_dir={})],
+    )

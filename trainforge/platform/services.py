@@ -1,0 +1,218 @@
+"""`PlatformServices`: everything a cluster needs before it can train, as one component.
+
+Why one component: the platform core composes a single object, and the jobs layer reads the
+per-team facts it needs (namespace, ServiceAccount, FSx claim, quota, checkpoint bucket and
+prefix, MLflow address) from plain Python attributes here instead of re-deriving names.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+
+from trainforge.platform.checkpoint_bucket import CheckpointBucket, CheckpointBucketArgs
+from trainforge.platform.device_plugins import DevicePlugins, DevicePluginsArgs
+from trainforge.platform.fsx import FsxLustre, FsxLustreArgs, claim_name
+from trainforge.platform.monitoring import MLFLOW_NAMESPACE, Monitoring, MonitoringArgs
+from trainforge.platform.services_config import ServicesConfig
+from trainforge.platform.teams import (
+    TRAINING_SERVICE_ACCOUNT,
+    TeamNamespaces,
+    TeamNamespacesArgs,
+    quota_hard,
+)
+from trainforge.platform.training_operator import TrainingOperator, TrainingOperatorArgs
+
+
+@dataclass
+class PlatformServicesArgs:
+    """What the services need from the cluster (the platform core provides all of it)."""
+
+    config: ServicesConfig
+    cluster_name: pulumi.Input[str]
+    k8s_provider: k8s.Provider
+    vpc_id: pulumi.Input[str]
+    vpc_cidr: pulumi.Input[str]
+    private_subnet_ids: list[pulumi.Input[str]]
+    node_security_group_ids: list[pulumi.Input[str]]
+    region: str
+    account_id: str
+    partition: str = "aws"
+    # Customer KMS key for FSx (PERSISTENT_2) and the checkpoint bucket; None creates one
+    # with yearly rotation.
+    kms_key_arn: pulumi.Input[str] | None = None
+    # Accepted for completeness; deliberately granted nothing: pods reach S3 through their
+    # own Pod Identity roles, never through the node role.
+    node_role_arn: pulumi.Input[str] | None = None
+    gpu_nodes: bool = True
+    efa_nodes: bool = False
+    # FSx lives in one subnet/AZ: put GPU node pools in the same AZ for bandwidth and cost.
+    fsx_subnet_index: int = 0
+    # When set, the training operator gets its own provider with server-side apply forced on.
+    kubeconfig: pulumi.Input[str] | None = None
+    tags: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TeamFacts:
+    """What a job needs to run as a team (attribute names documented in docs/services.md)."""
+
+    name: str
+    namespace: str
+    service_account: str
+    claim_name: str | None
+    fsx_mount_path: str
+    fsx_sub_path: str
+    quota: dict[str, str]
+    checkpoint_bucket: Any  # Output[str] | None
+    checkpoint_prefix: str
+    mlflow_tracking_uri: str | None
+
+
+class PlatformServices(pulumi.ComponentResource):
+    """FSx, checkpoint bucket, training operator, device plugins, monitoring and teams."""
+
+    teams: dict[str, TeamFacts]
+    checkpoint_bucket_name: pulumi.Output[str] | None
+    mlflow_tracking_uri: str | None
+    fsx_mount_path: str
+
+    def __init__(
+        self, name: str, args: PlatformServicesArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("trainforge:index:PlatformServices", name, None, opts)
+        cfg = args.config
+        child = pulumi.ResourceOptions(parent=self)
+        tags = {"trainforge.io/component": "services", **args.tags}
+
+        persistent_fsx = cfg.fsx.enabled and cfg.fsx.deployment_type == "PERSISTENT_2"
+        self.kms_key: aws.kms.Key | None = None
+        kms_key_arn = args.kms_key_arn
+        if kms_key_arn is None and (persistent_fsx or cfg.checkpoints.enabled):
+            self.kms_key = aws.kms.Key(
+                f"{name}-data",
+                description="trainforge: FSx for Lustre and checkpoint bucket encryption",
+                enable_key_rotation=True,
+                deletion_window_in_days=30,
+                tags=tags,
+                opts=child,
+            )
+            kms_key_arn = self.kms_key.arn
+        self.kms_key_arn = kms_key_arn
+
+        self.monitoring = Monitoring(
+            f"{name}-monitoring",
+            MonitoringArgs(
+                config=cfg.monitoring,
+                mlflow=cfg.mlflow,
+                k8s_provider=args.k8s_provider,
+                gpu_nodes=args.gpu_nodes,
+            ),
+            opts=child,
+        )
+        self.mlflow_tracking_uri = self.monitoring.mlflow_tracking_uri
+
+        self.team_namespaces = TeamNamespaces(
+            f"{name}-teams",
+            TeamNamespacesArgs(
+                teams=list(cfg.teams),
+                k8s_provider=args.k8s_provider,
+                monitoring_namespace=cfg.monitoring.namespace,
+                mlflow_namespace=MLFLOW_NAMESPACE if cfg.mlflow.enabled else None,
+                vpc_cidr=args.vpc_cidr,
+            ),
+            opts=child,
+        )
+        namespaces = self.team_namespaces.namespaces
+
+        self.fsx: FsxLustre | None = None
+        self.fsx_mount_path = cfg.fsx.mount_path
+        if cfg.fsx.enabled:
+            subnets = args.private_subnet_ids
+            self.fsx = FsxLustre(
+                f"{name}-fsx",
+                FsxLustreArgs(
+                    config=cfg.fsx,
+                    cluster_name=args.cluster_name,
+                    vpc_id=args.vpc_id,
+                    subnet_id=subnets[min(args.fsx_subnet_index, len(subnets) - 1)],
+                    node_security_group_ids=list(args.node_security_group_ids),
+                    k8s_provider=args.k8s_provider,
+                    partition=args.partition,
+                    kms_key_arn=kms_key_arn if persistent_fsx else None,
+                    team_namespaces=dict(namespaces),
+                    tags=tags,
+                ),
+                opts=child,
+            )
+
+        self.checkpoints: CheckpointBucket | None = None
+        self.checkpoint_bucket_name = None
+        if cfg.checkpoints.enabled:
+            self.checkpoints = CheckpointBucket(
+                f"{name}-ckpt",
+                CheckpointBucketArgs(
+                    config=cfg.checkpoints,
+                    cluster_name=args.cluster_name,
+                    kms_key_arn=kms_key_arn,
+                    partition=args.partition,
+                    account_id=args.account_id,
+                    teams={
+                        t.name: (namespaces[t.name], TRAINING_SERVICE_ACCOUNT) for t in cfg.teams
+                    },
+                    tags=tags,
+                ),
+                opts=child,
+            )
+            self.checkpoint_bucket_name = self.checkpoints.bucket_name
+
+        self.training_operator: TrainingOperator | None = None
+        if cfg.training_operator.enabled:
+            self.training_operator = TrainingOperator(
+                f"{name}-training-operator",
+                TrainingOperatorArgs(
+                    config=cfg.training_operator,
+                    k8s_provider=args.k8s_provider,
+                    kubeconfig=args.kubeconfig,
+                ),
+                opts=child,
+            )
+
+        self.device_plugins = DevicePlugins(
+            f"{name}-device-plugins",
+            DevicePluginsArgs(
+                config=cfg.device_plugins,
+                k8s_provider=args.k8s_provider,
+                gpu_nodes=args.gpu_nodes,
+                efa_nodes=args.efa_nodes,
+            ),
+            opts=child,
+        )
+
+        self.teams = {
+            t.name: TeamFacts(
+                name=t.name,
+                namespace=t.name,
+                service_account=TRAINING_SERVICE_ACCOUNT,
+                claim_name=claim_name(t.name) if self.fsx else None,
+                fsx_mount_path=cfg.fsx.mount_path,
+                fsx_sub_path=t.name,
+                quota=quota_hard(t),
+                checkpoint_bucket=self.checkpoint_bucket_name,
+                checkpoint_prefix=f"{t.name}/",
+                mlflow_tracking_uri=self.mlflow_tracking_uri,
+            )
+            for t in cfg.teams
+        }
+        self.register_outputs(
+            {
+                "checkpointBucket": self.checkpoint_bucket_name or "",
+                "fsxFileSystemId": self.fsx.file_system_id if self.fsx else "",
+                "mlflowTrackingUri": self.mlflow_tracking_uri or "",
+                "teams": sorted(self.teams),
+            }
+        )

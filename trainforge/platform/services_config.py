@@ -1,0 +1,497 @@
+"""Stack config for the platform services (FSx, checkpoints, operator, plugins, monitoring, teams).
+
+Why: every mistake a user can make in `Pulumi.<stack>.yaml` for these services must be
+reported at preview, all at once, with the key path, the bad value and what is valid, before
+any resource is declared. `parse_services_config` therefore never raises: it appends one
+message per problem to `errors` and returns a config built from the valid parts (defaults
+standing in for invalid values) so the caller can report everything together.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+NS = "trainforge"
+
+FSX_DEPLOYMENT_TYPES = ("PERSISTENT_2", "SCRATCH_2")
+# MB/s per TiB for PERSISTENT_2 (SSD). SCRATCH_2 has a fixed 200 MB/s/TiB baseline.
+FSX_THROUGHPUT_TIERS = (125, 250, 500, 1000)
+FSX_CAPACITY_RULE = "1200 GiB or a multiple of 2400 GiB (1200, 2400, 4800, 7200, 9600, ...)"
+MONITORING_MODES = ("managed", "external")
+MLFLOW_BACKENDS = ("pvc", "sqlite-ephemeral")
+
+# Namespaces the platform itself uses; a team may not take them.
+RESERVED_NAMESPACES = frozenset(
+    {"default", "kube-system", "kube-public", "kube-node-lease", "kubeflow", "monitoring", "mlflow"}
+)
+
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+# Kubernetes resource.Quantity (apimachinery): a signed decimal with an optional suffix.
+_QUANTITY = re.compile(r"^\+?(\d+(\.\d*)?|\.\d+)(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E|[eE][+-]?\d+)?$")
+_K8S_PATH = re.compile(r"^/[A-Za-z0-9._/-]*$")
+
+
+# ----------------------------------------------------------------------------------------------
+# Dataclasses
+
+
+@dataclass(frozen=True)
+class DataRepositoryConfig:
+    """An S3 data repository association (PERSISTENT_2 only): lazy import and auto export."""
+
+    data_repository_path: str  # s3://bucket[/prefix]
+    file_system_path: str = "/s3"
+    import_events: tuple[str, ...] = ("NEW", "CHANGED", "DELETED")
+    export_events: tuple[str, ...] = ("NEW", "CHANGED", "DELETED")
+    batch_import_meta_data_on_create: bool = False
+
+
+@dataclass(frozen=True)
+class FsxConfig:
+    enabled: bool = True
+    deployment_type: str = "PERSISTENT_2"
+    storage_capacity_gib: int = 1200
+    per_unit_storage_throughput: int | None = 125
+    mount_path: str = "/fsx"
+    data_repository: DataRepositoryConfig | None = None
+
+
+@dataclass(frozen=True)
+class CheckpointConfig:
+    enabled: bool = True
+    noncurrent_version_expiration_days: int = 30
+    abort_incomplete_multipart_days: int = 7
+    # Destroying a stack keeps a non-empty bucket (checkpoints are weeks of GPU time).
+    force_destroy: bool = False
+
+
+@dataclass(frozen=True)
+class HelmChartRef:
+    repository: str
+    version: str
+    name: str = "training-operator"
+
+
+@dataclass(frozen=True)
+class TrainingOperatorConfig:
+    enabled: bool = True
+    namespace: str = "kubeflow"
+    # None: the pinned upstream kustomize overlay. Set: a Helm release from that repository.
+    chart: HelmChartRef | None = None
+
+
+@dataclass(frozen=True)
+class DevicePluginsConfig:
+    nvidia: bool = True
+    efa: bool = True
+
+
+@dataclass(frozen=True)
+class MonitoringConfig:
+    mode: str = "managed"  # managed: kube-prometheus-stack; external: an existing Prometheus
+    namespace: str = "monitoring"
+    dcgm_exporter: bool = True
+    retention: str = "15d"
+    storage_size: str = "50Gi"
+
+
+@dataclass(frozen=True)
+class MlflowConfig:
+    enabled: bool = False
+    backend: str = "pvc"  # pvc: SQLite + artifacts on a PVC; sqlite-ephemeral: emptyDir (dev)
+    storage_size: str = "20Gi"
+    storage_class: str | None = None
+
+
+@dataclass(frozen=True)
+class TeamQuotaConfig:
+    gpus: str = "0"
+    cpu: str = "16"
+    memory: str = "64Gi"
+    pods: str = "50"
+
+
+@dataclass(frozen=True)
+class ContainerDefaults:
+    """LimitRange defaults for containers that do not say what they need."""
+
+    cpu_request: str = "500m"
+    memory_request: str = "1Gi"
+    cpu_limit: str = "2"
+    memory_limit: str = "4Gi"
+
+
+@dataclass(frozen=True)
+class TeamConfig:
+    name: str
+    quota: TeamQuotaConfig = field(default_factory=TeamQuotaConfig)
+    defaults: ContainerDefaults = field(default_factory=ContainerDefaults)
+
+
+@dataclass(frozen=True)
+class ServicesConfig:
+    fsx: FsxConfig = field(default_factory=FsxConfig)
+    checkpoints: CheckpointConfig = field(default_factory=CheckpointConfig)
+    training_operator: TrainingOperatorConfig = field(default_factory=TrainingOperatorConfig)
+    device_plugins: DevicePluginsConfig = field(default_factory=DevicePluginsConfig)
+    monitoring: MonitoringConfig = field(default_factory=MonitoringConfig)
+    mlflow: MlflowConfig = field(default_factory=MlflowConfig)
+    teams: tuple[TeamConfig, ...] = ()
+
+
+# ----------------------------------------------------------------------------------------------
+# Helpers
+
+
+def valid_fsx_capacity(gib: int) -> bool:
+    """SCRATCH_2 and PERSISTENT_2 (SSD): 1200 GiB, or any multiple of 2400 GiB."""
+    return gib == 1200 or (gib > 0 and gib % 2400 == 0)
+
+
+def is_quantity(value: Any) -> bool:
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int | float):
+        return value >= 0
+    return isinstance(value, str) and bool(_QUANTITY.match(value))
+
+
+def is_dns_label(value: Any) -> bool:
+    return isinstance(value, str) and len(value) <= 63 and bool(_DNS_LABEL.match(value))
+
+
+class _Reader:
+    """Reads typed values from one config mapping, recording errors under `path`."""
+
+    def __init__(self, raw: Any, path: str, errors: list[str]) -> None:
+        self.path = path
+        self.errors = errors
+        if raw is None:
+            raw = {}
+        if not isinstance(raw, dict):
+            self.err("", raw, "a mapping")
+            raw = {}
+        self.raw = raw
+
+    def key(self, name: str) -> str:
+        return f"{self.path}.{name}" if name else self.path
+
+    def err(self, name: str, value: Any, valid: str) -> None:
+        self.errors.append(f"{self.key(name)}: invalid value {value!r}; expected {valid}")
+
+    def unknown(self, known: set[str]) -> None:
+        for k in self.raw:
+            if k not in known:
+                self.errors.append(
+                    f"{self.key(k)}: unknown key; known keys: {', '.join(sorted(known))}"
+                )
+
+    def boolean(self, name: str, default: bool) -> bool:
+        v = self.raw.get(name, default)
+        if isinstance(v, str) and v.lower() in ("true", "false"):
+            return v.lower() == "true"
+        if not isinstance(v, bool):
+            self.err(name, v, "true or false")
+            return default
+        return v
+
+    def integer(self, name: str, default: int | None, minimum: int = 1) -> int | None:
+        v = self.raw.get(name, default)
+        if v is None:
+            return None
+        if isinstance(v, str) and v.strip().isdigit():
+            v = int(v)
+        if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
+            self.err(name, v, f"an integer >= {minimum}")
+            return default
+        return v
+
+    def choice(self, name: str, default: str, choices: tuple[str, ...]) -> str:
+        v = self.raw.get(name, default)
+        if v not in choices:
+            self.err(name, v, f"one of {', '.join(choices)}")
+            return default
+        return v
+
+    def string(self, name: str, default: str | None) -> str | None:
+        v = self.raw.get(name, default)
+        if v is not None and (not isinstance(v, str) or not v):
+            self.err(name, v, "a non-empty string")
+            return default
+        return v
+
+    def quantity(self, name: str, default: str, integer: bool = False) -> str:
+        v = self.raw.get(name, default)
+        if not is_quantity(v):
+            self.err(name, v, "a Kubernetes quantity such as 8, 500m, 64Gi or 1.5")
+            return default
+        if integer and not re.fullmatch(r"\d+", str(v)):
+            self.err(name, v, "a whole number (extended resources such as GPUs are not divisible)")
+            return default
+        return str(v)
+
+    def sub(self, name: str) -> _Reader:
+        return _Reader(self.raw.get(name), self.key(name), self.errors)
+
+
+# ----------------------------------------------------------------------------------------------
+# Sections
+
+
+def _fsx(r: _Reader) -> FsxConfig:
+    r.unknown(
+        {
+            "enabled",
+            "deploymentType",
+            "storageCapacityGiB",
+            "perUnitStorageThroughput",
+            "mountPath",
+            "dataRepository",
+        }
+    )
+    enabled = r.boolean("enabled", True)
+    dtype = r.choice("deploymentType", "PERSISTENT_2", FSX_DEPLOYMENT_TYPES)
+    cap = r.integer("storageCapacityGiB", 1200)
+    if cap is not None and not valid_fsx_capacity(cap):
+        r.err("storageCapacityGiB", cap, f"for {dtype}: {FSX_CAPACITY_RULE}")
+        cap = 1200
+    throughput: int | None
+    if dtype == "PERSISTENT_2":
+        throughput = r.raw.get("perUnitStorageThroughput", 125)
+        if throughput not in FSX_THROUGHPUT_TIERS or isinstance(throughput, bool):
+            r.err(
+                "perUnitStorageThroughput",
+                throughput,
+                f"one of {', '.join(map(str, FSX_THROUGHPUT_TIERS))} (MB/s per TiB, PERSISTENT_2)",
+            )
+            throughput = 125
+    else:
+        if r.raw.get("perUnitStorageThroughput") is not None:
+            r.err(
+                "perUnitStorageThroughput",
+                r.raw["perUnitStorageThroughput"],
+                "unset for SCRATCH_2 (its throughput is fixed at 200 MB/s per TiB)",
+            )
+        throughput = None
+    mount = r.string("mountPath", "/fsx") or "/fsx"
+    if not _K8S_PATH.match(mount):
+        r.err("mountPath", mount, "an absolute path such as /fsx")
+        mount = "/fsx"
+    repo = None
+    if r.raw.get("dataRepository") is not None:
+        if dtype != "PERSISTENT_2":
+            r.err(
+                "dataRepository",
+                r.raw["dataRepository"],
+                "unset for SCRATCH_2 (data repository associations need PERSISTENT_2)",
+            )
+        else:
+            repo = _data_repository(r.sub("dataRepository"))
+    return FsxConfig(enabled, dtype, cap or 1200, throughput, mount, repo)
+
+
+_EVENTS = ("NEW", "CHANGED", "DELETED")
+
+
+def _data_repository(r: _Reader) -> DataRepositoryConfig | None:
+    r.unknown(
+        {"dataRepositoryPath", "fileSystemPath", "importEvents", "exportEvents", "batchImport"}
+    )
+    path = r.raw.get("dataRepositoryPath")
+    ok = True
+    if not isinstance(path, str) or not re.fullmatch(
+        r"s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?", path
+    ):
+        r.err("dataRepositoryPath", path, "an S3 URL such as s3://my-datasets/imagenet")
+        ok = False
+    fs_path = r.string("fileSystemPath", "/s3") or "/s3"
+    if fs_path == "/" or not _K8S_PATH.match(fs_path):
+        r.err("fileSystemPath", fs_path, "an absolute directory other than / such as /s3")
+        ok = False
+    events = {}
+    for key in ("importEvents", "exportEvents"):
+        v = r.raw.get(key, list(_EVENTS))
+        if not isinstance(v, list) or any(e not in _EVENTS for e in v):
+            r.err(key, v, f"a list drawn from {', '.join(_EVENTS)} (may be empty)")
+            ok = False
+            v = list(_EVENTS)
+        events[key] = tuple(v)
+    batch = r.boolean("batchImport", False)
+    if not ok:
+        return None
+    return DataRepositoryConfig(
+        path, fs_path, events["importEvents"], events["exportEvents"], batch
+    )
+
+
+def _checkpoints(r: _Reader) -> CheckpointConfig:
+    r.unknown(
+        {
+            "enabled",
+            "noncurrentVersionExpirationDays",
+            "abortIncompleteMultipartDays",
+            "forceDestroy",
+        }
+    )
+    return CheckpointConfig(
+        enabled=r.boolean("enabled", True),
+        noncurrent_version_expiration_days=r.integer("noncurrentVersionExpirationDays", 30) or 30,
+        abort_incomplete_multipart_days=r.integer("abortIncompleteMultipartDays", 7) or 7,
+        force_destroy=r.boolean("forceDestroy", False),
+    )
+
+
+def _training_operator(r: _Reader) -> TrainingOperatorConfig:
+    r.unknown({"enabled", "namespace", "chart"})
+    enabled = r.boolean("enabled", True)
+    ns = r.string("namespace", "kubeflow") or "kubeflow"
+    if not is_dns_label(ns):
+        r.err("namespace", ns, "a DNS-1123 label (lowercase letters, digits, '-')")
+        ns = "kubeflow"
+    chart = None
+    if r.raw.get("chart") is not None:
+        c = r.sub("chart")
+        c.unknown({"repository", "version", "name"})
+        repo = c.raw.get("repository")
+        version = c.raw.get("version")
+        ok = True
+        if not isinstance(repo, str) or not re.match(r"^(https?|oci)://", repo):
+            c.err("repository", repo, "a Helm repository URL (https://... or oci://...)")
+            ok = False
+        if not isinstance(version, str) or not version or version in ("latest", "*"):
+            c.err("version", version, "a pinned chart version such as 1.9.4")
+            ok = False
+        name = c.string("name", "training-operator") or "training-operator"
+        if ok:
+            chart = HelmChartRef(repository=repo, version=version, name=name)
+    return TrainingOperatorConfig(enabled, ns, chart)
+
+
+def _device_plugins(r: _Reader) -> DevicePluginsConfig:
+    r.unknown({"nvidia", "efa"})
+    return DevicePluginsConfig(nvidia=r.boolean("nvidia", True), efa=r.boolean("efa", True))
+
+
+def _monitoring(r: _Reader) -> MonitoringConfig:
+    r.unknown({"mode", "namespace", "dcgmExporter", "retention", "storageSize"})
+    mode = r.choice("mode", "managed", MONITORING_MODES)
+    ns = r.string("namespace", "monitoring") or "monitoring"
+    if not is_dns_label(ns):
+        r.err("namespace", ns, "a DNS-1123 label")
+        ns = "monitoring"
+    retention = r.string("retention", "15d") or "15d"
+    if not re.fullmatch(r"\d+(ms|s|m|h|d|w|y)", retention):
+        r.err("retention", retention, "a Prometheus duration such as 15d or 720h")
+        retention = "15d"
+    return MonitoringConfig(
+        mode=mode,
+        namespace=ns,
+        dcgm_exporter=r.boolean("dcgmExporter", True),
+        retention=retention,
+        storage_size=r.quantity("storageSize", "50Gi"),
+    )
+
+
+def _mlflow(r: _Reader) -> MlflowConfig:
+    r.unknown({"enabled", "backend", "storageSize", "storageClass"})
+    return MlflowConfig(
+        enabled=r.boolean("enabled", False),
+        backend=r.choice("backend", "pvc", MLFLOW_BACKENDS),
+        storage_size=r.quantity("storageSize", "20Gi"),
+        storage_class=r.string("storageClass", None),
+    )
+
+
+def _teams(raw: Any, errors: list[str]) -> tuple[TeamConfig, ...]:
+    path = f"{NS}:teams"
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        errors.append(f"{path}: invalid value {raw!r}; expected a list of teams ({{name, quota}})")
+        return ()
+    teams: list[TeamConfig] = []
+    seen: set[str] = set()
+    for i, item in enumerate(raw):
+        r = _Reader(item, f"{path}[{i}]", errors)
+        r.unknown({"name", "quota", "defaults"})
+        name = r.raw.get("name")
+        if not is_dns_label(name):
+            r.err(
+                "name",
+                name,
+                "a DNS-1123 label: at most 63 lowercase letters, digits or '-', "
+                "starting and ending with a letter or digit (it becomes the namespace)",
+            )
+            continue
+        if name in RESERVED_NAMESPACES or name.startswith("kube-"):
+            r.err(
+                "name",
+                name,
+                f"a name other than {', '.join(sorted(RESERVED_NAMESPACES))} and kube-*",
+            )
+            continue
+        if name in seen:
+            r.err("name", name, "a unique team name (it is already used by another team)")
+            continue
+        seen.add(name)
+        q = r.sub("quota")
+        q.unknown({"gpus", "cpu", "memory", "pods"})
+        quota = TeamQuotaConfig(
+            gpus=q.quantity("gpus", "0", integer=True),
+            cpu=q.quantity("cpu", "16"),
+            memory=q.quantity("memory", "64Gi"),
+            pods=q.quantity("pods", "50", integer=True),
+        )
+        d = r.sub("defaults")
+        d.unknown({"cpuRequest", "memoryRequest", "cpuLimit", "memoryLimit"})
+        defaults = ContainerDefaults(
+            cpu_request=d.quantity("cpuRequest", "500m"),
+            memory_request=d.quantity("memoryRequest", "1Gi"),
+            cpu_limit=d.quantity("cpuLimit", "2"),
+            memory_limit=d.quantity("memoryLimit", "4Gi"),
+        )
+        teams.append(TeamConfig(name=name, quota=quota, defaults=defaults))
+    return tuple(teams)
+
+
+SERVICE_KEYS = (
+    "fsx",
+    "checkpoints",
+    "trainingOperator",
+    "devicePlugins",
+    "monitoring",
+    "mlflow",
+    "teams",
+)
+
+
+def parse_services_config(raw: dict[str, Any], errors: list[str]) -> ServicesConfig:
+    """Parse the services' keys of the whole `trainforge:` config; append problems to `errors`.
+
+    Keys that belong to other parts of the config are ignored; unknown keys *inside* a services
+    section are errors. Never raises on bad input.
+    """
+    raw = raw or {}
+    config = ServicesConfig(
+        fsx=_fsx(_Reader(raw.get("fsx"), f"{NS}:fsx", errors)),
+        checkpoints=_checkpoints(_Reader(raw.get("checkpoints"), f"{NS}:checkpoints", errors)),
+        training_operator=_training_operator(
+            _Reader(raw.get("trainingOperator"), f"{NS}:trainingOperator", errors)
+        ),
+        device_plugins=_device_plugins(
+            _Reader(raw.get("devicePlugins"), f"{NS}:devicePlugins", errors)
+        ),
+        monitoring=_monitoring(_Reader(raw.get("monitoring"), f"{NS}:monitoring", errors)),
+        mlflow=_mlflow(_Reader(raw.get("mlflow"), f"{NS}:mlflow", errors)),
+        teams=_teams(raw.get("teams"), errors),
+    )
+    ns_used = {config.training_operator.namespace, config.monitoring.namespace}
+    for t in config.teams:
+        if t.name in ns_used:
+            errors.append(
+                f"{NS}:teams: team {t.name!r} collides with a platform namespace "
+                f"({', '.join(sorted(ns_used))}); choose another name"
+            )
+    return config

@@ -1,0 +1,249 @@
+"""Team namespaces: fair sharing and isolation between the teams that train on the cluster.
+
+Each team gets a namespace (named after the team) with:
+- Pod Security Admission `restricted` enforced: trainforge's training pods qualify (non-root,
+  no privilege escalation, ALL capabilities dropped, RuntimeDefault seccomp; EFA needs no
+  privileges through the device plugin; /dev/shm is a memory emptyDir, which is allowed).
+- a ResourceQuota (GPUs, CPU and memory requests and limits, pods) and a LimitRange giving
+  containers that do not say what they need default requests/limits (the quota on limits
+  would otherwise reject them).
+- NetworkPolicies: deny all by default; allow traffic between the team's own pods (NCCL,
+  rendezvous), DNS to kube-system, scraping of the `metrics` port from the monitoring
+  namespace, the EKS Pod Identity agent (credentials), HTTPS egress for AWS endpoints (S3,
+  STS, ECR; NetworkPolicy cannot select by DNS name, so this is TCP 443 to any address), and
+  MLflow when it is enabled.
+- a `training` ServiceAccount (no API token: training pods do not talk to the Kubernetes API;
+  Pod Identity injects its own token).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from trainforge.platform.services_config import TeamConfig
+
+TRAINING_SERVICE_ACCOUNT = "training"
+QUOTA_NAME = "team-quota"
+LIMIT_RANGE_NAME = "container-defaults"
+TEAM_LABEL = "trainforge.io/team"
+NS_NAME_LABEL = "kubernetes.io/metadata.name"
+# EKS Pod Identity agent (link-local, on every node): serves the role's credentials.
+POD_IDENTITY_AGENT_CIDR = "169.254.170.23/32"
+
+
+def quota_hard(team: TeamConfig) -> dict[str, str]:
+    """The ResourceQuota `hard` limits for a team (also exposed to the jobs layer)."""
+    q = team.quota
+    return {
+        "requests.nvidia.com/gpu": q.gpus,
+        "requests.cpu": q.cpu,
+        "limits.cpu": q.cpu,
+        "requests.memory": q.memory,
+        "limits.memory": q.memory,
+        "pods": q.pods,
+    }
+
+
+def network_policies(
+    namespace: str,
+    monitoring_namespace: str | None,
+    mlflow_namespace: str | None,
+    vpc_cidr: str | None = None,
+) -> list[dict]:
+    """The team's NetworkPolicy specs as plain dicts: name -> spec."""
+    same_ns = [{"podSelector": {}}]
+    policies = [
+        {"name": "default-deny", "spec": {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}},
+        {
+            "name": "allow-same-namespace",
+            "spec": {
+                "podSelector": {},
+                "policyTypes": ["Ingress", "Egress"],
+                "ingress": [{"from": same_ns}],
+                "egress": [{"to": same_ns}],
+            },
+        },
+        {
+            "name": "allow-dns",
+            "spec": {
+                "podSelector": {},
+                "policyTypes": ["Egress"],
+                "egress": [
+                    {
+                        "to": [
+                            {
+                                "namespaceSelector": {
+                                    "matchLabels": {NS_NAME_LABEL: "kube-system"}
+                                },
+                                "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
+                            }
+                        ],
+                        "ports": [
+                            {"protocol": "UDP", "port": 53},
+                            {"protocol": "TCP", "port": 53},
+                        ],
+                    }
+                ],
+            },
+        },
+        {
+            "name": "allow-aws-endpoints",
+            "spec": {
+                "podSelector": {},
+                "policyTypes": ["Egress"],
+                "egress": [
+                    {
+                        # S3, STS, ECR and interface VPC endpoints: HTTPS only.
+                        "to": [{"ipBlock": {"cidr": "0.0.0.0/0"}}],
+                        "ports": [{"protocol": "TCP", "port": 443}],
+                    },
+                    {
+                        "to": [{"ipBlock": {"cidr": POD_IDENTITY_AGENT_CIDR}}],
+                        "ports": [{"protocol": "TCP", "port": 80}],
+                    },
+                ],
+            },
+        },
+    ]
+    if vpc_cidr:
+        # Interface VPC endpoints (private DNS) resolve to addresses in the VPC; listed
+        # separately so the 0.0.0.0/0 rule can be narrowed without losing them.
+        policies[-1]["spec"]["egress"].append(
+            {"to": [{"ipBlock": {"cidr": vpc_cidr}}], "ports": [{"protocol": "TCP", "port": 443}]}
+        )
+    if monitoring_namespace:
+        policies.append(
+            {
+                "name": "allow-metrics-scrape",
+                "spec": {
+                    "podSelector": {},
+                    "policyTypes": ["Ingress"],
+                    "ingress": [
+                        {
+                            "from": [
+                                {
+                                    "namespaceSelector": {
+                                        "matchLabels": {NS_NAME_LABEL: monitoring_namespace}
+                                    }
+                                }
+                            ],
+                            # the training runtime's named container port
+                            "ports": [{"protocol": "TCP", "port": "metrics"}],
+                        }
+                    ],
+                },
+            }
+        )
+    if mlflow_namespace:
+        policies.append(
+            {
+                "name": "allow-mlflow",
+                "spec": {
+                    "podSelector": {},
+                    "policyTypes": ["Egress"],
+                    "egress": [
+                        {
+                            "to": [
+                                {
+                                    "namespaceSelector": {
+                                        "matchLabels": {NS_NAME_LABEL: mlflow_namespace}
+                                    }
+                                }
+                            ],
+                            "ports": [{"protocol": "TCP", "port": 5000}],
+                        }
+                    ],
+                },
+            }
+        )
+    return policies
+
+
+def limit_range_spec(team: TeamConfig) -> dict:
+    d = team.defaults
+    return {
+        "limits": [
+            {
+                "type": "Container",
+                "default": {"cpu": d.cpu_limit, "memory": d.memory_limit},
+                "defaultRequest": {"cpu": d.cpu_request, "memory": d.memory_request},
+            }
+        ]
+    }
+
+
+@dataclass
+class TeamNamespacesArgs:
+    teams: list[TeamConfig]
+    k8s_provider: k8s.Provider
+    monitoring_namespace: str | None = "monitoring"
+    mlflow_namespace: str | None = None
+    vpc_cidr: pulumi.Input[str] | None = None
+    labels: dict[str, str] = field(default_factory=dict)
+
+
+class TeamNamespaces(pulumi.ComponentResource):
+    """Namespace, quota, limits, network policies and training ServiceAccount per team."""
+
+    namespaces: dict[str, pulumi.Output[str]]
+
+    def __init__(
+        self, name: str, args: TeamNamespacesArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("trainforge:index:TeamNamespaces", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self, provider=args.k8s_provider)
+        self.namespaces = {}
+        for team in args.teams:
+            t = team.name
+            ns = k8s.core.v1.Namespace(
+                f"{name}-{t}",
+                metadata=k8s.meta.v1.ObjectMetaArgs(
+                    name=t,
+                    labels={
+                        **args.labels,
+                        TEAM_LABEL: t,
+                        "pod-security.kubernetes.io/enforce": "restricted",
+                        "pod-security.kubernetes.io/enforce-version": "latest",
+                        "pod-security.kubernetes.io/audit": "restricted",
+                        "pod-security.kubernetes.io/warn": "restricted",
+                    },
+                ),
+                opts=child,
+            )
+            namespace = ns.metadata.name
+            self.namespaces[t] = namespace
+            meta = lambda n, ns=namespace, t=t: k8s.meta.v1.ObjectMetaArgs(  # noqa: E731
+                name=n, namespace=ns, labels={TEAM_LABEL: t}
+            )
+            k8s.core.v1.ResourceQuota(
+                f"{name}-{t}-quota",
+                metadata=meta(QUOTA_NAME),
+                spec=k8s.core.v1.ResourceQuotaSpecArgs(hard=quota_hard(team)),
+                opts=child,
+            )
+            k8s.core.v1.LimitRange(
+                f"{name}-{t}-limits",
+                metadata=meta(LIMIT_RANGE_NAME),
+                spec=limit_range_spec(team),
+                opts=child,
+            )
+            policies = network_policies(
+                t, args.monitoring_namespace, args.mlflow_namespace, args.vpc_cidr
+            )
+            for pol in policies:
+                k8s.networking.v1.NetworkPolicy(
+                    f"{name}-{t}-{pol['name']}",
+                    metadata=meta(pol["name"]),
+                    spec=pol["spec"],
+                    opts=child,
+                )
+            k8s.core.v1.ServiceAccount(
+                f"{name}-{t}-sa",
+                metadata=meta(TRAINING_SERVICE_ACCOUNT),
+                automount_service_account_token=False,
+                opts=child,
+            )
+        self.register_outputs({"namespaces": self.namespaces})
