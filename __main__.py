@@ -1,18 +1,28 @@
-"""The trainforge Pulumi program: read the stack config, build the platform, declare jobs, export."""
+"""The trainforge Pulumi program: read the stack config, build the platform, declare jobs, export.
+
+The same file is the component-provider entry point (PulumiPlugin.yaml): the Python runtime
+runs it as a plugin with no resource monitor configured, and then it hosts the components.
+"""
 
 import pulumi
+from pulumi.runtime.settings import get_monitor
 
-from trainforge.platform.config import load_config
-from trainforge.platform.training_platform import TrainingPlatform
+if get_monitor() is None:  # run as a plugin (pulumi package add): host the components
+    from trainforge.provider import main
 
-config = load_config()
-platform = TrainingPlatform("platform", config)
+    main()
+else:
+    from trainforge.platform.config import load_config
+    from trainforge.platform.training_platform import TrainingPlatform
 
-# ---- jobs: declared here (the lead wires trainforge.jobs in) ----------------------------------
+    config = load_config()
+    platform = TrainingPlatform("platform", config)
 
-# ---- outputs ---------------------------------------------------------------------------------
-pulumi.export("clusterName", platform.cluster_name)
-pulumi.export("kubeconfig", platform.kubeconfig)
-pulumi.export("nodeRoleName", platform.node_role_name)
-pulumi.export("interruptionQueueName", platform.interruption_queue_name)
-pulumi.export("poolNames", platform.pool_names)
+    # ---- jobs: declared here (the lead wires trainforge.jobs in) ------------------------------
+
+    # ---- outputs -----------------------------------------------------------------------------
+    pulumi.export("clusterName", platform.cluster_name)
+    pulumi.export("kubeconfig", platform.kubeconfig)
+    pulumi.export("nodeRoleName", platform.node_role_name)
+    pulumi.export("interruptionQueueName", platform.interruption_queue_name)
+    pulumi.export("poolNames", platform.pool_names)

@@ -7,8 +7,6 @@ team wiring) from one object. Config is validated and instance types are looked 
 any resource is registered.
 """
 
-from __future__ import annotations
-
 import importlib
 from dataclasses import dataclass
 from typing import Any, TypedDict

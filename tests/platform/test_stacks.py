@@ -1,0 +1,266 @@
+"""The dev and prod stacks under mocks: security defaults, GPU/EFA layout and Karpenter
+settings asserted on the declared resources (each stack runs once per module)."""
+
+import pytest
+
+from tests.conftest import run_stack
+from trainforge.platform import versions
+
+LT = "aws:ec2/launchTemplate:LaunchTemplate"
+NG = "aws:eks/nodeGroup:NodeGroup"
+NODEPOOL = "kubernetes:karpenter.sh/v1:NodePool"
+NODECLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
+
+
+@pytest.fixture(scope="module")
+def dev():
+    return run_stack("dev")
+
+
+@pytest.fixture(scope="module")
+def prod():
+    return run_stack("prod")
+
+
+@pytest.fixture(scope="module", params=["dev", "prod"])
+def stack(request, dev, prod):
+    return {"dev": dev, "prod": prod}[request.param]
+
+
+def eks_inputs(run):
+    (cluster,) = run.of_type("eks:index:Cluster")
+    return cluster.inputs
+
+
+def test_components_have_trainforge_tokens_and_parents(stack):
+    types = {r.type for r in stack.resources}
+    for name in ("TrainingPlatform", "Network", "Cluster", "Karpenter"):
+        assert f"trainforge:index:{name}" in types
+    (top,) = stack.of_type("trainforge:index:TrainingPlatform")
+    for r in stack.resources:
+        if r is not top:
+            assert r.parent and r.parent != "", r.name
+
+
+def test_cluster_security_defaults(stack):
+    cfg = eks_inputs(stack)
+    assert cfg["version"] == versions.KUBERNETES_VERSION
+    assert cfg["authenticationMode"] == "API"
+    assert cfg["createOidcProvider"] is True
+    assert sorted(cfg["enabledClusterLogTypes"]) == sorted(
+        ["api", "audit", "authenticator", "controllerManager", "scheduler"]
+    )
+    assert cfg["endpointPrivateAccess"] is True
+    assert cfg["encryptionConfigKeyArn"].startswith("arn:aws:kms:")
+    (key,) = stack.of_type("aws:kms/key:Key")
+    assert key.inputs["enableKeyRotation"] is True
+    assert cfg["skipDefaultNodeGroup"] is True
+
+
+def test_endpoint_private_in_dev_allow_list_in_prod(dev, prod):
+    assert eks_inputs(dev)["endpointPublicAccess"] is False
+    assert "publicAccessCidrs" not in eks_inputs(dev)
+    p = eks_inputs(prod)
+    assert p["endpointPublicAccess"] is True
+    assert p["publicAccessCidrs"] == ["203.0.113.0/24", "198.51.100.0/24"]
+    assert "0.0.0.0/0" not in p["publicAccessCidrs"]
+
+
+def test_addons_pinned(stack):
+    addons = {
+        a.inputs["addonName"]: a.inputs["addonVersion"]
+        for a in stack.of_type("aws:eks/addon:Addon")
+    }
+    for name, version in versions.EKS_ADDON_VERSIONS.items():
+        assert addons[name] == version
+    assert "eks-pod-identity-agent" in addons
+
+
+def test_launch_templates_imdsv2_hop_limit_1_encrypted(stack):
+    lts = stack.of_type(LT)
+    assert lts
+    for lt in lts:
+        md = lt.inputs["metadataOptions"]
+        assert md["httpTokens"] == "required"
+        assert md["httpPutResponseHopLimit"] == 1
+        ebs = lt.inputs["blockDeviceMappings"][0]["ebs"]
+        assert ebs["encrypted"] == "true"
+
+
+def test_system_node_group_on_demand_small(stack):
+    (system,) = [n for n in stack.of_type(NG) if n.inputs["nodeGroupName"].endswith("-system")]
+    assert system.inputs["capacityType"] == "ON_DEMAND"
+    assert system.inputs["amiType"] == versions.SYSTEM_AMI_TYPE
+    assert "taints" not in system.inputs
+
+
+def test_prod_efa_node_group(prod):
+    (ng,) = [n for n in prod.of_type(NG) if n.inputs["nodeGroupName"].endswith("p4d-reserved")]
+    assert ng.inputs["amiType"] == versions.GPU_AMI_TYPE
+    assert {"key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE"} in ng.inputs[
+        "taints"
+    ]
+    assert len(ng.inputs["subnetIds"]) == 1  # one AZ
+    assert ng.inputs["labels"]["trainforge.io/pool"] == "p4d-reserved"
+    lt = prod.find(LT, "platform-p4d-reserved-lt")
+    nics = lt.inputs["networkInterfaces"]
+    assert len(nics) == 4  # p4d.24xlarge supports 4 EFA interfaces
+    assert [n["interfaceType"] for n in nics] == ["efa", "efa-only", "efa-only", "efa-only"]
+    assert sorted(n["networkCardIndex"] for n in nics) == [0, 1, 2, 3]
+    assert "vpcSecurityGroupIds" not in lt.inputs
+    assert lt.inputs["capacityReservationSpecification"]["capacityReservationTarget"] == {
+        "capacityReservationId": "cr-0a1b2c3d4e5f60789"
+    }
+    pg = prod.find("aws:ec2/placementGroup:PlacementGroup", "platform-p4d-reserved-pg")
+    assert pg.inputs["strategy"] == "cluster"
+    assert lt.inputs["placement"]["groupName"] == pg.inputs["name"]
+    rules = [
+        r
+        for t in (
+            "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule",
+            "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule",
+        )
+        for r in prod.of_type(t)
+        if r.name.startswith("platform-p4d-reserved-efa")
+    ]
+    assert len(rules) == 2
+    for r in rules:
+        assert r.inputs["ipProtocol"] == "-1"
+        assert r.inputs["referencedSecurityGroupId"] == r.inputs["securityGroupId"]
+
+
+def test_dev_has_no_efa(dev):
+    assert not dev.of_type("aws:ec2/placementGroup:PlacementGroup")
+    for nc in dev.of_type(NODECLASS):
+        assert "networkInterfaces" not in nc.inputs["spec"]
+
+
+def test_karpenter_node_pools_never_evict_running_jobs(stack):
+    pools = stack.of_type(NODEPOOL)
+    assert pools
+    for p in pools:
+        spec = p.inputs["spec"]
+        assert spec["disruption"]["consolidationPolicy"] == "WhenEmpty"
+        assert spec["disruption"]["consolidateAfter"]
+        assert spec["template"]["spec"]["expireAfter"] == "Never"
+        assert spec["template"]["spec"]["nodeClassRef"]["name"] == p.inputs["metadata"]["name"]
+
+
+def test_dev_pools_match_seed_names_taints_and_limits(dev):
+    pools = {p.inputs["metadata"]["name"]: p.inputs["spec"] for p in dev.of_type(NODEPOOL)}
+    assert set(pools) == {"gpu-workloads", "training-workloads"}
+    gpu = pools["gpu-workloads"]
+    assert gpu["template"]["spec"]["taints"] == [
+        {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}
+    ]
+    assert gpu["limits"]["nvidia.com/gpu"] == 4
+    reqs = {r["key"]: r["values"] for r in gpu["template"]["spec"]["requirements"]}
+    assert reqs["node.kubernetes.io/instance-type"] == ["g4dn.xlarge", "g5.xlarge"]
+    assert reqs["karpenter.sh/capacity-type"] == ["spot", "on-demand"]
+    assert pools["training-workloads"]["template"]["spec"]["taints"] == []
+
+
+def test_node_classes_pinned_ami_and_imds(stack):
+    for nc in stack.of_type(NODECLASS):
+        spec = nc.inputs["spec"]
+        (term,) = spec["amiSelectorTerms"]
+        assert term["alias"] == versions.KARPENTER_AMI_ALIAS
+        assert not term["alias"].endswith("@latest")
+        assert spec["metadataOptions"]["httpTokens"] == "required"
+        assert spec["metadataOptions"]["httpPutResponseHopLimit"] == 1
+        assert spec["blockDeviceMappings"][0]["ebs"]["encrypted"] is True
+
+
+def test_prod_efa_pool_every_interface_and_placement(prod):
+    spec = prod.find(NODECLASS, "platform-karpenter-efa-training-class").inputs["spec"]
+    nics = spec["networkInterfaces"]
+    efa = [n for n in nics if n["interfaceType"] == "efa-only"]
+    assert len(efa) == 32  # p5.48xlarge supports 32 EFA interfaces
+    assert {"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"} in nics
+    assert len({n["networkCardIndex"] for n in efa}) == 32
+    assert spec["placementGroupSelector"]["name"] == "trainforge-prod-efa-training"
+    assert len(spec["subnetSelectorTerms"]) == 1 and "id" in spec["subnetSelectorTerms"][0]
+    assert len(spec["securityGroupSelectorTerms"]) == 2
+
+
+def test_interruption_queue_encrypted_and_rules(stack):
+    (q,) = stack.of_type("aws:sqs/queue:Queue")
+    assert q.inputs["sqsManagedSseEnabled"] is True
+    patterns = [
+        r.inputs["eventPattern"] for r in stack.of_type("aws:cloudwatch/eventRule:EventRule")
+    ]
+    for detail in (
+        "AWS Health Event",
+        "EC2 Spot Instance Interruption Warning",
+        "EC2 Instance Rebalance Recommendation",
+        "EC2 Instance State-change Notification",
+    ):
+        assert any(detail in p for p in patterns), detail
+    targets = stack.of_type("aws:cloudwatch/eventTarget:EventTarget")
+    assert len(targets) == 4 and all(t.inputs["arn"] == q.outputs["arn"] for t in targets)
+
+
+def test_karpenter_roles_and_charts(stack):
+    (assoc,) = stack.of_type("aws:eks/podIdentityAssociation:PodIdentityAssociation")
+    assert assoc.inputs["serviceAccount"] == "karpenter"
+    entries = [
+        e
+        for e in stack.of_type("aws:eks/accessEntry:AccessEntry")
+        if e.inputs["type"] == "EC2_LINUX"
+    ]
+    assert len(entries) == 1
+    policy = stack.find("aws:iam/rolePolicy:RolePolicy", "platform-karpenter-controller").inputs[
+        "policy"
+    ]
+    import json
+
+    for st in json.loads(policy)["Statement"]:
+        assert not (st["Action"] == "*" or st["Action"] == ["*"])
+    releases = {r.inputs["name"]: r.inputs for r in stack.of_type("kubernetes:helm.sh/v3:Release")}
+    assert releases["karpenter"]["version"] == versions.KARPENTER_VERSION
+    assert releases["karpenter-crd"]["version"] == versions.KARPENTER_VERSION
+    assert releases["karpenter"]["skipCrds"] is True
+
+
+def test_admin_access_entries(prod, dev):
+    (entry,) = [
+        e for e in prod.of_type("aws:eks/accessEntry:AccessEntry") if e.inputs["type"] == "STANDARD"
+    ]
+    assert entry.inputs["principalArn"] == "arn:aws:iam::111122223333:role/PlatformAdmin"
+    assert not [
+        e for e in dev.of_type("aws:eks/accessEntry:AccessEntry") if e.inputs["type"] == "STANDARD"
+    ]
+
+
+def test_network_tags_for_elb_and_karpenter(dev):
+    private = [s for s in dev.of_type("aws:ec2/subnet:Subnet") if "-private-" in s.name]
+    assert len(private) == 2
+    for s in private:
+        assert s.inputs["tags"]["karpenter.sh/discovery"] == "trainforge-dev"
+        assert s.inputs["tags"]["kubernetes.io/role/internal-elb"] == "1"
+        assert s.inputs["mapPublicIpOnLaunch"] is False
+
+
+def test_outputs(stack):
+    for key in ("clusterName", "kubeconfig", "nodeRoleName", "interruptionQueueName", "poolNames"):
+        assert key in stack.outputs
+    assert stack.outputs["clusterName"].startswith("trainforge-")
+
+
+def test_existing_vpc_tags_subnets():
+    run = run_stack(
+        "dev",
+        {
+            "trainforge:network": {
+                "vpcId": "vpc-0abc",
+                "privateSubnetIds": ["subnet-0a1", "subnet-0b2"],
+            }
+        },
+    )
+    assert not run.of_type("aws:ec2/vpc:Vpc")
+    tags = run.of_type("aws:ec2/tag:Tag")
+    assert {(t.inputs["resourceId"], t.inputs["key"]) for t in tags} >= {
+        ("subnet-0a1", "karpenter.sh/discovery"),
+        ("subnet-0b2", "kubernetes.io/role/internal-elb"),
+    }
+    assert eks_inputs(run)["vpcId"] == "vpc-0abc"
