@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from trainforge.plan.runner import Inventory, ProjectError, Recorded
+from trainforge.plan.runner import UNKNOWN, Inventory, ProjectError, Recorded
 
 MARKER = ".trainforge-plan"
 CHECKOV_DIR = "_checkov"
@@ -57,6 +57,44 @@ CLUSTER_SCOPED = {
     "ClusterQueue",
     "ResourceFlavor",
 }
+
+
+# Fields whose schema demands an AWS id pattern (Karpenter's selector terms): an unknown id is
+# written as "<prefix>-unknown", which the CRD accepts and a reader still sees as not yet known.
+ID_STANDINS = {
+    "securityGroupSelectorTerms": "sg",
+    "subnetSelectorTerms": "subnet",
+    "amiSelectorTerms": "ami",
+    "capacityReservationSelectorTerms": "cr",
+}
+UNKNOWN_NOTE = (
+    "# trainforge plan: values shown as <unknown> (or sg-unknown, subnet-unknown, ...) are only\n"
+    "# known once the cloud creates the resources they come from.\n"
+)
+
+
+def _standins(node: Any, key: str | None = None) -> Any:
+    if isinstance(node, dict):
+        return {k: _standins(v, k) for k, v in node.items()}
+    if isinstance(node, list):
+        prefix = ID_STANDINS.get(key or "")
+        if prefix:
+            return [
+                {**t, "id": f"{prefix}-unknown"}
+                if isinstance(t, dict) and t.get("id") == UNKNOWN
+                else _standins(t)
+                for t in node
+            ]
+        return [_standins(v) for v in node]
+    return node
+
+
+def _has_unknown(node: Any) -> bool:
+    if isinstance(node, dict):
+        return any(_has_unknown(v) for v in node.values())
+    if isinstance(node, list):
+        return any(_has_unknown(v) for v in node)
+    return node == UNKNOWN
 
 
 @dataclass
@@ -130,6 +168,7 @@ def to_object(rec: Recorded) -> K8sObject:
         meta["namespace"] = DEFAULT_NAMESPACE
     doc["metadata"] = meta
     doc.update(inputs)
+    doc = _standins(doc)
     return K8sObject(urn=rec.urn, name=rec.name, type=rec.type, doc=doc, autonamed=autonamed)
 
 
@@ -218,7 +257,8 @@ def write_manifests(objects: list[K8sObject], out: pathlib.Path, checkov: bool =
     for obj in objects:
         path = out / obj.relpath
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(dump_yaml(obj.doc))
+        note = UNKNOWN_NOTE if _has_unknown(obj.doc) or "-unknown" in str(obj.doc) else ""
+        path.write_text(note + dump_yaml(obj.doc))
         n += 1
         if checkov:
             for rel, job in pod_template_jobs(obj):
