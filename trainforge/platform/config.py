@@ -423,6 +423,8 @@ def _parse_node_group(p: _P, raw: Any, path: str, seen: set[str]) -> NodeGroupCo
         re.compile(r"^subnet-[0-9a-f]+$"),
         "a subnet id (subnet-...)",
     )
+    labels = p.labels(raw, "labels", f"{path}.labels")
+    taints = p.taints(raw, "taints", f"{path}.taints")
     if name is None:
         return None
     return NodeGroupConfig(
@@ -435,8 +437,8 @@ def _parse_node_group(p: _P, raw: Any, path: str, seen: set[str]) -> NodeGroupCo
         capacity_type=cap,
         root_volume_gib=disk,
         capacity_reservation_id=cr,
-        labels=p.labels(raw, "labels", f"{path}.labels"),
-        taints=p.taints(raw, "taints", f"{path}.taints"),
+        labels=labels,
+        taints=taints,
         subnet_id=subnet,
     )
 
@@ -499,6 +501,9 @@ def _parse_node_pool(p: _P, raw: Any, path: str, seen: set[str]) -> NodePoolConf
     weight = raw.get("weight")
     if weight is not None:
         weight = p.integer(raw, "weight", f"{path}.weight", 0, 1, 100)
+    labels = p.labels(raw, "labels", f"{path}.labels")
+    taints = p.taints(raw, "taints", f"{path}.taints")
+    limits = _parse_limits(p, raw.get("limits"), f"{path}.limits")
     if name is None:
         return None
     return NodePoolConfig(
@@ -507,9 +512,9 @@ def _parse_node_pool(p: _P, raw: Any, path: str, seen: set[str]) -> NodePoolConf
         capacity_types=tuple(caps),
         gpu=gpu,
         efa=efa,
-        taints=p.taints(raw, "taints", f"{path}.taints"),
-        labels=p.labels(raw, "labels", f"{path}.labels"),
-        limits=_parse_limits(p, raw.get("limits"), f"{path}.limits"),
+        taints=taints,
+        labels=labels,
+        limits=limits,
         consolidate_after=after,
         root_volume_gib=disk,
         weight=weight,

@@ -1,0 +1,45 @@
+"""The component provider host can build a package schema from TrainingPlatform's annotations."""
+
+from pulumi.provider.experimental.analyzer import Analyzer
+
+from trainforge.platform.training_platform import TrainingPlatform
+
+
+def test_analyzer_infers_training_platform_inputs_and_outputs():
+    result = Analyzer("trainforge").analyze([TrainingPlatform])
+    comp = result["component_definitions"]["TrainingPlatform"]
+    assert set(comp.inputs) == {
+        "cluster",
+        "network",
+        "publicAccessCidrs",
+        "admins",
+        "systemNodeGroup",
+        "nodeGroups",
+        "nodePools",
+        "karpenter",
+        "tags",
+    }
+    assert set(comp.outputs) == {
+        "clusterName",
+        "kubeconfig",
+        "nodeRoleName",
+        "interruptionQueueName",
+        "poolNames",
+    }
+    types = result["type_definitions"]
+    assert {
+        "NodePoolArgs",
+        "NodeGroupArgs",
+        "TaintArgs",
+        "PoolLimitsArgs",
+        "NetworkConfigArgs",
+    } <= set(types)
+    assert {"instanceTypes", "capacityTypes", "efa", "limits", "consolidateAfter"} <= set(
+        types["NodePoolArgs"].properties
+    )
+
+
+def test_provider_entry_point_lists_components():
+    from trainforge.provider import components
+
+    assert TrainingPlatform in components()
