@@ -31,3 +31,25 @@ KARPENTER_CRD_CHART = "karpenter-crd"
 # Pinned EKS-optimized AL2023 release for Karpenter nodes (never `al2023@latest`: a new AMI
 # would drift every node, including ones running training jobs).
 KARPENTER_AMI_ALIAS = "al2023@v20251023"
+
+# --- BEGIN platform services pins (owned by the platform-services engineer) ---
+# Kubeflow training operator v1 (PyTorchJob). v1.9.4 is the last v1 release; there is no
+# official Helm chart for v1, so the pinned upstream kustomize overlay is installed.
+TRAINING_OPERATOR_VERSION = "v1.9.4"
+TRAINING_OPERATOR_KUSTOMIZE_URL = (
+    "https://github.com/kubeflow/training-operator//manifests/overlays/standalone"
+    f"?ref={TRAINING_OPERATOR_VERSION}"
+)
+# FSx for Lustre CSI driver as an EKS add-on (compatible with KUBERNETES_VERSION).
+FSX_CSI_ADDON_VERSION = "v1.5.0-eksbuild.1"
+LUSTRE_VERSION = "2.15"
+NVIDIA_DEVICE_PLUGIN_CHART_REPO = "https://nvidia.github.io/k8s-device-plugin"
+NVIDIA_DEVICE_PLUGIN_CHART_VERSION = "0.17.1"
+EFA_DEVICE_PLUGIN_CHART_REPO = "https://aws.github.io/eks-charts"
+EFA_DEVICE_PLUGIN_CHART_VERSION = "v0.5.7"
+KUBE_PROMETHEUS_STACK_CHART_REPO = "https://prometheus-community.github.io/helm-charts"
+KUBE_PROMETHEUS_STACK_CHART_VERSION = "66.2.1"
+DCGM_EXPORTER_CHART_REPO = "https://nvidia.github.io/dcgm-exporter/helm-charts"
+DCGM_EXPORTER_CHART_VERSION = "4.1.1"
+MLFLOW_IMAGE = "ghcr.io/mlflow/mlflow:v2.20.3"
+# --- END platform services pins ---

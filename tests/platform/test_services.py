@@ -1,0 +1,584 @@
+"""PlatformServices under Pulumi mocks: the declared resources carry the properties users rely on.
+
+Two stacks are declared once per module (prod-like: PERSISTENT_2 + S3 association, EFA,
+managed Prometheus, MLflow; dev-like: SCRATCH_2, external Prometheus, operator from a Helm
+chart, no GPUs) and the tests read the recorded inputs.
+"""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import kubernetes_validate
+import pulumi
+import pulumi_kubernetes as k8s
+import pytest
+
+from trainforge.plan import rules
+from trainforge.plan.mocks import TrainforgeMocks, run_mocked
+from trainforge.platform import versions
+from trainforge.platform.services import PlatformServices, PlatformServicesArgs
+from trainforge.platform.services_config import parse_services_config
+
+FSX = "aws:fsx/lustreFileSystem:LustreFileSystem"
+HELM = "kubernetes:helm.sh/v3:Release"
+NODE_SG = "sg-nodes"
+
+PROD = {
+    "fsx": {
+        "deploymentType": "PERSISTENT_2",
+        "storageCapacityGiB": 4800,
+        "perUnitStorageThroughput": 500,
+        "dataRepository": {"dataRepositoryPath": "s3://datasets-bkt/imagenet"},
+    },
+    "checkpoints": {"noncurrentVersionExpirationDays": 14, "abortIncompleteMultipartDays": 3},
+    "mlflow": {"enabled": True},
+    "teams": [
+        {"name": "vision", "quota": {"gpus": 16, "cpu": "192", "memory": "1536Gi", "pods": 40}},
+        {"name": "nlp", "quota": {"gpus": "8", "cpu": "96", "memory": "768Gi", "pods": "20"}},
+    ],
+}
+DEV = {
+    "fsx": {"deploymentType": "SCRATCH_2", "storageCapacityGiB": 1200},
+    "monitoring": {"mode": "external"},
+    "trainingOperator": {
+        "chart": {"repository": "https://charts.example.com/kubeflow", "version": "1.9.4"}
+    },
+    "mlflow": {"enabled": True, "backend": "sqlite-ephemeral"},
+    "teams": [{"name": "sandbox", "quota": {"gpus": 0, "cpu": "8", "memory": "32Gi", "pods": 10}}],
+}
+
+
+class LustreMocks(TrainforgeMocks):
+    """The shared mocks plus the outputs FSx assigns (DNS name, mount name)."""
+
+    def new_resource(self, args):
+        rid, outputs = super().new_resource(args)
+        if args.typ == FSX:
+            outputs = {
+                **outputs,
+                "dnsName": "fs-1.fsx.us-west-2.amazonaws.com",
+                "mountName": "abcd1234",
+            }
+            self.resources[-1].outputs = outputs
+        return rid, outputs
+
+
+def declare(raw: dict, gpu: bool, efa: bool, kms_key_arn=None):
+    errors: list[str] = []
+    cfg = parse_services_config(raw, errors)
+    assert errors == []
+
+    def program():
+        provider = k8s.Provider("k8s", kubeconfig="{}")
+        return PlatformServices(
+            "svc",
+            PlatformServicesArgs(
+                config=cfg,
+                cluster_name="tf-cluster",
+                k8s_provider=provider,
+                vpc_id="vpc-123",
+                vpc_cidr="10.0.0.0/16",
+                private_subnet_ids=["subnet-a", "subnet-b"],
+                node_security_group_ids=[NODE_SG],
+                region="us-west-2",
+                account_id="123456789012",
+                kms_key_arn=kms_key_arn,
+                gpu_nodes=gpu,
+                efa_nodes=efa,
+            ),
+        )
+
+    return run_mocked(program, mocks=LustreMocks())
+
+
+@pytest.fixture(scope="module")
+def prod():
+    return declare(PROD, gpu=True, efa=True)
+
+
+@pytest.fixture(scope="module")
+def dev():
+    return declare(DEV, gpu=False, efa=False, kms_key_arn="arn:aws:kms:us-west-2:1:key/given")
+
+
+def one(run, typ, name=None):
+    found = [r for r in run.of_type(typ) if name is None or r.name == name]
+    assert len(found) == 1, [r.name for r in run.of_type(typ)]
+    return found[0]
+
+
+def doc(value) -> dict:
+    return json.loads(value) if isinstance(value, str) else value
+
+
+def ints(value):
+    """The mocks carry numbers as floats; Kubernetes schemas want integers."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: ints(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [ints(v) for v in value]
+    return value
+
+
+# --- components ---------------------------------------------------------------------------------
+
+
+def test_every_component_has_the_trainforge_token_and_children_are_parented(prod):
+    tokens = {r.type for r in prod.resources if r.type.startswith("trainforge:index:")}
+    assert tokens == {
+        "trainforge:index:PlatformServices",
+        "trainforge:index:FsxLustre",
+        "trainforge:index:CheckpointBucket",
+        "trainforge:index:TrainingOperator",
+        "trainforge:index:DevicePlugins",
+        "trainforge:index:Monitoring",
+        "trainforge:index:TeamNamespaces",
+    }
+    top = one(prod, "trainforge:index:PlatformServices")
+    for r in prod.resources:
+        if r.type not in ("trainforge:index:PlatformServices", "pulumi:providers:kubernetes"):
+            assert r.parent and r.parent != "", r.name
+    assert top.urn
+
+
+# --- FSx ------------------------------------------------------------------------------------------
+
+
+def test_fsx_persistent_file_system(prod):
+    fs = one(prod, FSX).inputs
+    kms = one(prod, "aws:kms/key:Key")
+    assert kms.inputs["enableKeyRotation"] is True
+    assert fs["deploymentType"] == "PERSISTENT_2"
+    assert fs["perUnitStorageThroughput"] == 500
+    assert fs["storageCapacity"] == 4800
+    assert fs["dataCompressionType"] == "LZ4"
+    assert fs["kmsKeyId"] == kms.outputs["arn"]
+    assert fs["subnetIds"] == "subnet-a"
+    assert fs["fileSystemTypeVersion"] == versions.LUSTRE_VERSION
+    assert rules.check_resource(FSX, fs) == []
+
+
+def test_fsx_scratch_uses_the_aws_managed_key_and_no_throughput(dev):
+    fs = one(dev, FSX).inputs
+    assert fs["deploymentType"] == "SCRATCH_2"
+    assert "kmsKeyId" not in fs and "perUnitStorageThroughput" not in fs
+    assert dev.of_type("aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation") == []
+
+
+def test_fsx_security_group_admits_lustre_from_nodes_only(prod):
+    sg = one(prod, "aws:ec2/securityGroup:SecurityGroup")
+    sg_id = sg.id
+    ingress = prod.of_type("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule")
+    into_fsx = {
+        (r.inputs["fromPort"], r.inputs["toPort"], r.inputs["referencedSecurityGroupId"])
+        for r in ingress
+        if r.inputs["securityGroupId"] == sg_id
+    }
+    assert into_fsx == {
+        (988, 988, NODE_SG),
+        (1018, 1023, NODE_SG),
+        (988, 988, sg_id),
+        (1018, 1023, sg_id),
+    }
+    for r in ingress:
+        assert r.inputs["ipProtocol"] == "tcp"
+        assert "cidrIpv4" not in r.inputs and "cidrIpv6" not in r.inputs
+    into_nodes = {
+        (r.inputs["fromPort"], r.inputs["toPort"])
+        for r in ingress
+        if r.inputs["securityGroupId"] == NODE_SG
+    }
+    assert into_nodes == {(988, 988), (1018, 1023)}
+    assert one(prod, FSX).inputs["securityGroupIds"] == [sg_id]
+
+
+def test_fsx_data_repository_association(prod):
+    dra = one(prod, "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation").inputs
+    assert dra["dataRepositoryPath"] == "s3://datasets-bkt/imagenet"
+    assert dra["fileSystemPath"] == "/s3"
+    assert dra["deleteDataInFilesystem"] is False
+    assert dra["s3"]["autoImportPolicy"]["events"] == ["NEW", "CHANGED", "DELETED"]
+    assert dra["s3"]["autoExportPolicy"]["events"] == ["NEW", "CHANGED", "DELETED"]
+
+
+def test_fsx_csi_addon_is_pinned_with_a_pod_identity_role(prod):
+    addon = one(prod, "aws:eks/addon:Addon").inputs
+    assert addon["addonName"] == "aws-fsx-csi-driver"
+    assert addon["addonVersion"] == versions.FSX_CSI_ADDON_VERSION
+    assert addon["clusterName"] == "tf-cluster"
+    pia = [
+        r.inputs
+        for r in prod.of_type("aws:eks/podIdentityAssociation:PodIdentityAssociation")
+        if r.inputs["namespace"] == "kube-system"
+    ]
+    assert [p["serviceAccount"] for p in pia] == ["fsx-csi-controller-sa"]
+    policy = doc(one(prod, "aws:iam/rolePolicy:RolePolicy", "svc-fsx-csi").inputs["policy"])
+    actions = {a for s in policy["Statement"] for a in s["Action"]}
+    assert actions == {"fsx:DescribeFileSystems", "fsx:UpdateFileSystem"}
+
+
+def test_fsx_static_volume_and_claim_per_team(prod):
+    fs = one(prod, FSX)
+    pvs = {
+        r.inputs["metadata"]["name"]: r.inputs
+        for r in prod.of_type("kubernetes:core/v1:PersistentVolume")
+    }
+    assert set(pvs) == {"fsx-vision", "fsx-nlp"}
+    pv = pvs["fsx-vision"]["spec"]
+    assert pv["csi"] == {
+        "driver": "fsx.csi.aws.com",
+        "volumeHandle": fs.id,
+        "volumeAttributes": {
+            "dnsname": "fs-1.fsx.us-west-2.amazonaws.com",
+            "mountname": "abcd1234",
+        },
+    }
+    assert pv["accessModes"] == ["ReadWriteMany"]
+    assert pv["storageClassName"] == ""
+    assert pv["persistentVolumeReclaimPolicy"] == "Retain"
+    assert pv["claimRef"] == {"namespace": "vision", "name": "fsx-vision"}
+    pvcs = {
+        r.inputs["metadata"]["namespace"]: r.inputs
+        for r in prod.of_type("kubernetes:core/v1:PersistentVolumeClaim")
+        if r.inputs["metadata"]["name"].startswith("fsx-")
+    }
+    claim = pvcs["nlp"]["spec"]
+    assert claim["volumeName"] == "fsx-nlp" and claim["storageClassName"] == ""
+    assert claim["accessModes"] == ["ReadWriteMany"]
+    assert claim["resources"]["requests"]["storage"] == "4800Gi"
+
+
+# --- checkpoint bucket ----------------------------------------------------------------------------
+
+
+def test_checkpoint_bucket_security(prod):
+    key_arn = one(prod, "aws:kms/key:Key").outputs["arn"]
+    bucket_id = one(prod, "aws:s3/bucket:Bucket").id
+    sse = one(
+        prod,
+        "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration",
+    ).inputs
+    rule = sse["rules"][0]
+    assert sse["bucket"] == bucket_id
+    assert rule["applyServerSideEncryptionByDefault"] == {
+        "sseAlgorithm": "aws:kms",
+        "kmsMasterKeyId": key_arn,
+    }
+    assert rule["bucketKeyEnabled"] is True
+    ver = one(prod, "aws:s3/bucketVersioning:BucketVersioning").inputs
+    assert ver["versioningConfiguration"]["status"] == "Enabled"
+    pab = one(prod, "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock").inputs
+    for k in ("blockPublicAcls", "blockPublicPolicy", "ignorePublicAcls", "restrictPublicBuckets"):
+        assert pab[k] is True
+    policy = doc(one(prod, "aws:s3/bucketPolicy:BucketPolicy").inputs["policy"])
+    [deny] = policy["Statement"]
+    assert deny["Effect"] == "Deny" and deny["Principal"] == "*"
+    assert deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+    assert set(deny["Resource"]) == {f"arn:aws:s3:::{bucket_id}", f"arn:aws:s3:::{bucket_id}/*"}
+    lc = {
+        r["id"]: r
+        for r in one(
+            prod, "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration"
+        ).inputs["rules"]
+    }
+    assert lc["expire-noncurrent-versions"]["noncurrentVersionExpiration"]["noncurrentDays"] == 14
+    assert (
+        lc["abort-incomplete-multipart-uploads"]["abortIncompleteMultipartUpload"][
+            "daysAfterInitiation"
+        ]
+        == 3
+    )
+    for typ in (
+        "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration",
+        "aws:s3/bucketVersioning:BucketVersioning",
+        "aws:s3/bucketPolicy:BucketPolicy",
+        "aws:kms/key:Key",
+    ):
+        assert rules.check_resource(typ, one(prod, typ).inputs) == [], typ
+
+
+def test_team_role_reads_and_writes_only_its_prefix(prod):
+    bucket_arn = f"arn:aws:s3:::{one(prod, 'aws:s3/bucket:Bucket').id}"
+    key_arn = one(prod, "aws:kms/key:Key").outputs["arn"]
+    role = one(prod, "aws:iam/role:Role", "svc-ckpt-vision").inputs
+    trust = doc(role["assumeRolePolicy"])["Statement"][0]
+    assert trust["Principal"] == {"Service": "pods.eks.amazonaws.com"}
+    assert sorted(trust["Action"]) == ["sts:AssumeRole", "sts:TagSession"]
+    stmts = doc(one(prod, "aws:iam/rolePolicy:RolePolicy", "svc-ckpt-vision").inputs["policy"])[
+        "Statement"
+    ]
+    granted = {}
+    for s in stmts:
+        acts = s["Action"] if isinstance(s["Action"], list) else [s["Action"]]
+        for a in acts:
+            granted[a] = (s["Resource"], s.get("Condition"))
+    assert set(granted) == {
+        "s3:GetObject",
+        "s3:PutObject",
+        "s3:DeleteObject",
+        "s3:ListBucket",
+        "kms:Decrypt",
+        "kms:GenerateDataKey",
+    }
+    assert granted["s3:PutObject"] == (f"{bucket_arn}/vision/*", None)
+    assert granted["s3:ListBucket"] == (bucket_arn, {"StringLike": {"s3:prefix": ["vision/*"]}})
+    assert granted["kms:Decrypt"] == (key_arn, None)
+    pia = [
+        r.inputs
+        for r in prod.of_type("aws:eks/podIdentityAssociation:PodIdentityAssociation")
+        if r.name == "svc-ckpt-vision"
+    ][0]
+    assert (pia["namespace"], pia["serviceAccount"], pia["clusterName"]) == (
+        "vision",
+        "training",
+        "tf-cluster",
+    )
+    assert pia["roleArn"] == one(prod, "aws:iam/role:Role", "svc-ckpt-vision").outputs["arn"]
+
+
+def test_given_kms_key_is_used_and_none_is_created(dev):
+    assert dev.of_type("aws:kms/key:Key") == []
+    sse = one(
+        dev,
+        "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration",
+    )
+    assert sse.inputs["rules"][0]["applyServerSideEncryptionByDefault"]["kmsMasterKeyId"] == (
+        "arn:aws:kms:us-west-2:1:key/given"
+    )
+
+
+# --- operator, plugins, monitoring ---------------------------------------------------------------
+
+
+def test_training_operator_from_the_pinned_upstream_overlay(prod):
+    d = one(prod, "kubernetes:kustomize/v2:Directory").inputs
+    assert d["directory"] == (
+        "https://github.com/kubeflow/training-operator//manifests/overlays/standalone?ref=v1.9.4"
+    )
+    assert not [r for r in prod.of_type(HELM) if r.inputs.get("name") == "training-operator"]
+
+
+def test_training_operator_from_a_configured_chart(dev):
+    assert dev.of_type("kubernetes:kustomize/v2:Directory") == []
+    rel = [r.inputs for r in dev.of_type(HELM) if r.inputs.get("name") == "training-operator"][0]
+    assert rel["repositoryOpts"]["repo"] == "https://charts.example.com/kubeflow"
+    assert rel["version"] == "1.9.4" and rel["namespace"] == "kubeflow"
+
+
+def releases(run):
+    return {r.inputs["name"]: r.inputs for r in run.of_type(HELM)}
+
+
+def test_device_plugins_only_on_their_nodes(prod):
+    rel = releases(prod)
+    nv = rel["nvidia-device-plugin"]
+    assert nv["version"] == versions.NVIDIA_DEVICE_PLUGIN_CHART_VERSION
+    terms = nv["values"]["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]["nodeSelectorTerms"]
+    keys = {e["key"] for t in terms for e in t["matchExpressions"]}
+    assert keys == {"nvidia.com/gpu.present", "karpenter.k8s.aws/instance-gpu-count"}
+    gpu_tol = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+    assert gpu_tol in nv["values"]["tolerations"]
+    efa = rel["aws-efa-k8s-device-plugin"]
+    assert efa["version"] == versions.EFA_DEVICE_PLUGIN_CHART_VERSION
+    assert efa["values"]["nodeSelector"] == {"vpc.amazonaws.com/efa.present": "true"}
+    assert gpu_tol in efa["values"]["tolerations"]
+
+
+def test_no_gpu_no_efa_no_plugins(dev):
+    rel = releases(dev)
+    assert "nvidia-device-plugin" not in rel and "aws-efa-k8s-device-plugin" not in rel
+    assert "dcgm-exporter" not in rel
+
+
+def test_prometheus_picks_up_every_monitor(prod):
+    rel = releases(prod)
+    stack = rel["kube-prometheus-stack"]
+    assert stack["version"] == versions.KUBE_PROMETHEUS_STACK_CHART_VERSION
+    spec = stack["values"]["prometheus"]["prometheusSpec"]
+    assert spec["serviceMonitorSelectorNilUsesHelmValues"] is False
+    assert spec["podMonitorSelectorNilUsesHelmValues"] is False
+    assert (
+        spec["serviceMonitorNamespaceSelector"] == {} and spec["podMonitorNamespaceSelector"] == {}
+    )
+    dcgm = rel["dcgm-exporter"]
+    assert dcgm["values"]["serviceMonitor"]["enabled"] is True
+    assert dcgm["version"] == versions.DCGM_EXPORTER_CHART_VERSION
+
+
+def test_external_monitoring_skips_the_stack(dev):
+    assert "kube-prometheus-stack" not in releases(dev)
+
+
+def test_mlflow_server_is_non_root_pinned_and_limited(prod):
+    dep = one(prod, "kubernetes:apps/v1:Deployment").inputs
+    assert dep["metadata"]["namespace"] == "mlflow"
+    pod = dep["spec"]["template"]["spec"]
+    [c] = pod["containers"]
+    assert c["image"] == versions.MLFLOW_IMAGE
+    assert (
+        pod["securityContext"]["runAsNonRoot"] is True and pod["securityContext"]["runAsUser"] > 0
+    )
+    assert c["resources"]["limits"] == {"cpu": "1", "memory": "2Gi"}
+    data = [v for v in pod["volumes"] if v["name"] == "data"][0]
+    assert data["persistentVolumeClaim"]["claimName"] == "mlflow-data"
+    assert rules.check_resource("kubernetes:apps/v1:Deployment", dep) == []
+    svc = one(prod, "kubernetes:core/v1:Service").inputs
+    assert svc["metadata"] == {**svc["metadata"], "name": "mlflow", "namespace": "mlflow"}
+    assert svc["spec"]["ports"][0]["port"] == 5000
+
+
+def test_mlflow_ephemeral_backend_uses_empty_dir(dev):
+    pod = one(dev, "kubernetes:apps/v1:Deployment").inputs["spec"]["template"]["spec"]
+    data = [v for v in pod["volumes"] if v["name"] == "data"][0]
+    assert "emptyDir" in data
+
+
+# --- teams ----------------------------------------------------------------------------------------
+
+
+def test_team_namespace_quota_limits_and_service_account(prod):
+    nss = {
+        r.inputs["metadata"]["name"]: r.inputs["metadata"]["labels"]
+        for r in prod.of_type("kubernetes:core/v1:Namespace")
+    }
+    assert nss["vision"]["pod-security.kubernetes.io/enforce"] == "restricted"
+    assert nss["monitoring"]["pod-security.kubernetes.io/enforce"] == "privileged"
+    quotas = {
+        r.inputs["metadata"]["namespace"]: r.inputs["spec"]["hard"]
+        for r in prod.of_type("kubernetes:core/v1:ResourceQuota")
+    }
+    assert quotas["vision"] == {
+        "requests.nvidia.com/gpu": "16",
+        "requests.cpu": "192",
+        "limits.cpu": "192",
+        "requests.memory": "1536Gi",
+        "limits.memory": "1536Gi",
+        "pods": "40",
+    }
+    lr = [
+        r.inputs
+        for r in prod.of_type("kubernetes:core/v1:LimitRange")
+        if r.inputs["metadata"]["namespace"] == "nlp"
+    ][0]
+    assert lr["spec"]["limits"][0]["type"] == "Container"
+    assert lr["spec"]["limits"][0]["defaultRequest"] == {"cpu": "500m", "memory": "1Gi"}
+    sas = [
+        r.inputs
+        for r in prod.of_type("kubernetes:core/v1:ServiceAccount")
+        if r.inputs["metadata"]["name"] == "training"
+    ]
+    assert sorted(s["metadata"]["namespace"] for s in sas) == ["nlp", "vision"]
+    assert all(s["automountServiceAccountToken"] is False for s in sas)
+
+
+def test_team_network_policies(prod):
+    pols = {
+        r.inputs["metadata"]["name"]: r.inputs["spec"]
+        for r in prod.of_type("kubernetes:networking.k8s.io/v1:NetworkPolicy")
+        if r.inputs["metadata"]["namespace"] == "vision"
+    }
+    assert set(pols) == {
+        "default-deny",
+        "allow-same-namespace",
+        "allow-dns",
+        "allow-aws-endpoints",
+        "allow-metrics-scrape",
+        "allow-mlflow",
+    }
+    assert pols["default-deny"] == {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}
+    assert pols["allow-same-namespace"]["ingress"] == [{"from": [{"podSelector": {}}]}]
+    dns = pols["allow-dns"]["egress"][0]
+    assert dns["to"][0]["namespaceSelector"]["matchLabels"] == {
+        "kubernetes.io/metadata.name": "kube-system"
+    }
+    assert {(p["protocol"], int(p["port"])) for p in dns["ports"]} == {("UDP", 53), ("TCP", 53)}
+    scrape = pols["allow-metrics-scrape"]["ingress"][0]
+    assert scrape["from"][0]["namespaceSelector"]["matchLabels"] == {
+        "kubernetes.io/metadata.name": "monitoring"
+    }
+    assert scrape["ports"] == [{"protocol": "TCP", "port": "metrics"}]
+    ports = {
+        int(p["port"]) for rule in pols["allow-aws-endpoints"]["egress"] for p in rule["ports"]
+    }
+    assert ports == {443, 80}  # 80 only to the Pod Identity agent
+    agent = [r for r in pols["allow-aws-endpoints"]["egress"] if int(r["ports"][0]["port"]) == 80][
+        0
+    ]
+    assert agent["to"] == [{"ipBlock": {"cidr": "169.254.170.23/32"}}]
+
+
+# --- rendered Kubernetes objects are valid for the cluster version --------------------------------
+
+K8S_KINDS = (
+    "kubernetes:core/v1:Namespace",
+    "kubernetes:core/v1:ResourceQuota",
+    "kubernetes:core/v1:LimitRange",
+    "kubernetes:core/v1:ServiceAccount",
+    "kubernetes:core/v1:PersistentVolume",
+    "kubernetes:core/v1:PersistentVolumeClaim",
+    "kubernetes:core/v1:Service",
+    "kubernetes:apps/v1:Deployment",
+    "kubernetes:networking.k8s.io/v1:NetworkPolicy",
+)
+
+
+@pytest.mark.parametrize("stack", ["prod", "dev"])
+def test_kubernetes_objects_validate_strictly(stack, request):
+    run = request.getfixturevalue(stack)
+    objs = [ints(r.inputs) for r in run.resources if r.type in K8S_KINDS]
+    assert len(objs) > 8
+    version = f"{versions.KUBERNETES_VERSION}.0"
+    for obj in objs:
+        assert obj["apiVersion"] and obj["kind"]
+        try:
+            kubernetes_validate.validate(obj, version, strict=True)
+        except kubernetes_validate.ValidationError as e:  # pragma: no cover - message on failure
+            pytest.fail(f"{obj['kind']} {obj['metadata'].get('name')}: {e}")
+
+
+def test_every_declared_resource_passes_the_plan_rules(prod):
+    for r in prod.resources:
+        assert rules.check_resource(r.type, r.inputs) == [], (r.type, r.name)
+
+
+# --- interface for the jobs layer -----------------------------------------------------------------
+
+
+def test_team_facts_feed_the_jobs_target(prod):
+    from trainforge.jobs.wiring import target_from_platform
+
+    services: PlatformServices = prod.result
+    facts = services.teams["vision"]
+    assert (facts.namespace, facts.service_account, facts.claim_name) == (
+        "vision",
+        "training",
+        "fsx-vision",
+    )
+    assert (facts.fsx_mount_path, facts.fsx_sub_path, facts.checkpoint_prefix) == (
+        "/fsx",
+        "vision",
+        "vision/",
+    )
+    assert facts.mlflow_tracking_uri == "http://mlflow.mlflow.svc.cluster.local:5000"
+    assert isinstance(facts.checkpoint_bucket, pulumi.Output)
+    platform = SimpleNamespace(
+        teams=services.teams,
+        node_pools={"gpu": {"instance_types": ["g5.xlarge"], "gpus_per_node": 1}},
+        checkpoint_bucket_name=services.checkpoint_bucket_name,
+        mlflow_tracking_uri=services.mlflow_tracking_uri,
+        fsx_mount_path=services.fsx_mount_path,
+    )
+    target = target_from_platform(platform, "vision", "gpu")
+    assert (target.namespace, target.service_account, target.claim_name) == (
+        "vision",
+        "training",
+        "fsx-vision",
+    )
+    assert target.quota.gpus == "16" and target.quota.memory == "1536Gi"
+    assert target.checkpoint_prefix == "vision/"
