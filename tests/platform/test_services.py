@@ -386,7 +386,12 @@ def test_device_plugins_only_on_their_nodes(prod):
     assert gpu_tol in nv["values"]["tolerations"]
     efa = rel["aws-efa-k8s-device-plugin"]
     assert efa["version"] == versions.EFA_DEVICE_PLUGIN_CHART_VERSION
-    assert efa["values"]["nodeSelector"] == {"vpc.amazonaws.com/efa.present": "true"}
+    # the chart builds its node affinity from supportedInstanceLabels (it has no affinity value)
+    assert efa["values"]["supportedInstanceLabels"] == {
+        "keys": ["vpc.amazonaws.com/efa.present"],
+        "values": ["true"],
+    }
+    assert "nodeSelector" not in efa["values"] and "affinity" not in efa["values"]
     assert gpu_tol in efa["values"]["tolerations"]
 
 

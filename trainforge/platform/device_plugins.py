@@ -61,10 +61,13 @@ def nvidia_values(terms: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def efa_values(terms: list[dict[str, Any]]) -> dict[str, Any]:
+    """The eks-charts EFA chart has no `affinity` value: its node affinity is built from
+    `supportedInstanceLabels` (one In-term per key), so that is where the EFA label goes."""
+    keys = sorted({e["key"] for t in terms for e in t["matchExpressions"]})
+    values = sorted({v for t in terms for e in t["matchExpressions"] for v in e["values"]})
     return {
-        "affinity": node_affinity(terms),
-        "nodeSelector": {"vpc.amazonaws.com/efa.present": "true"},
-        "tolerations": [GPU_TAINT_TOLERATION, {"key": "CriticalAddonsOnly", "operator": "Exists"}],
+        "supportedInstanceLabels": {"keys": keys, "values": values},
+        "tolerations": [GPU_TAINT_TOLERATION],
     }
 
 
