@@ -1,0 +1,130 @@
+"""`trainforge run-local`: run a training job on this machine through torchrun.
+
+Same entry point (`python -m trainforge.training`) and flags as the pods; torchrun's standalone
+rendezvous gives one process per worker. The training flags are validated here first, so a bad
+flag fails before any process starts. Everything the workers print is streamed (rank 0 prints
+progress; every rank prints checkpoint/preemption events); the exit status is the job's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import time
+
+USAGE = (
+    "trainforge run-local [--workers N] [--max-restarts N] [training flags]\n"
+    "       trainforge run-local --stack STACK JOB [overrides]"
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="trainforge run-local",
+        usage=USAGE,
+        description="Launch `python -m trainforge.training` with torchrun on this machine "
+        "(CPU: gloo; GPUs: NCCL, one worker per GPU). Every other flag is a training flag: "
+        "see `python -m trainforge.training --help`.",
+        add_help=False,
+    )
+    p.add_argument(
+        "-h", "--help", action="store_true", help="show this help and the training flags"
+    )
+    p.add_argument(
+        "--workers", type=int, default=1, help="processes (ranks) to start on this machine"
+    )
+    p.add_argument(
+        "--max-restarts",
+        type=int,
+        default=0,
+        help="torchrun restarts of the whole worker group after a failure (resume from the "
+        "latest checkpoint with --checkpoint-dir)",
+    )
+    p.add_argument(
+        "--dry-run", action="store_true", help="print the torchrun command instead of running it"
+    )
+    return p
+
+
+def torchrun_command(workers: int, max_restarts: int, training_args: list[str]) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nnodes",
+        "1",
+        "--nproc-per-node",
+        str(workers),
+        "--max-restarts",
+        str(max_restarts),
+        "-m",
+        "trainforge.training",
+        *training_args,
+    ]
+
+
+def child_env(workers: int) -> dict[str, str]:
+    """Split this machine's cores between the workers (torchrun would force 1 thread each)."""
+    env = dict(os.environ)
+    if "OMP_NUM_THREADS" not in env:
+        env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // max(workers, 1)))
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    return env
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # `--stack STACK JOB` expands to the job's own flags from Pulumi.<stack>.yaml (jobs area).
+    if any(a == "--stack" or a.startswith("--stack=") for a in argv):
+        from trainforge.jobs.errors import JobConfigError
+        from trainforge.jobs.local import expand_stack_argv
+
+        try:
+            argv = expand_stack_argv(argv)
+        except JobConfigError as e:
+            print(f"trainforge run-local: error: {e}", file=sys.stderr)
+            return 2
+    parser = build_parser()
+    ns, training_args = parser.parse_known_args(argv)
+    if ns.help:
+        parser.print_help()
+        print("\ntraining flags:\n")
+        from trainforge.training.config import build_parser as training_parser
+
+        training_parser("trainforge run-local").print_help()
+        return 0
+    if ns.workers < 1:
+        parser.error(f"--workers must be >= 1, got {ns.workers}")
+    if ns.max_restarts < 0:
+        parser.error(f"--max-restarts must be >= 0, got {ns.max_restarts}")
+
+    from trainforge.training.config import ConfigError, check_world, parse_args
+
+    cfg = parse_args(training_args)  # exits 2 with a clear message on bad training flags
+    try:
+        check_world(cfg, ns.workers)
+    except ConfigError as e:
+        print(f"trainforge run-local: error: {e}", file=sys.stderr)
+        return 2
+    if cfg.run_name is None:  # one name for all ranks and all restart attempts
+        name = f"{cfg.model}-{cfg.strategy}-{time.strftime('%Y%m%d-%H%M%S')}"
+        training_args = [*training_args, "--run-name", name]
+    cmd = torchrun_command(ns.workers, ns.max_restarts, training_args)
+    if ns.dry_run:
+        print(" ".join(cmd))
+        return 0
+    proc = subprocess.Popen(cmd, env=child_env(ns.workers))
+
+    def forward(signum: int, _frame: object) -> None:  # torchrun relays it to the workers
+        proc.send_signal(signum)
+
+    old = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        return proc.wait()
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)

@@ -1,0 +1,1 @@
+"""The bundled training runtime (torch + standard library only): `python -m trainforge.training`."""

@@ -1,0 +1,297 @@
+"""The training loop: build everything, restore, step, log, checkpoint, summarise.
+
+Kept thin on purpose: each concern lives in its own module (config, distributed, data, models,
+parallel, metrics, checkpoint). The loop's rules:
+
+* no host sync per step: the loss is accumulated on the device and reduced across ranks and
+  moved to the host (``.item()``) only every ``--log-every`` steps;
+* the batch of optimizer step ``s`` is ``Batches.get(s, micro)``, a pure function of the step,
+  so resuming at any step replays exactly the same data (see data.py);
+* checkpoint hooks (marked "checkpoint hook") are the only places checkpointing touches.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from trainforge.training import checkpoint as ckpt_mod
+from trainforge.training.config import TrainConfig, as_dict, check_world
+from trainforge.training.data import Batches, ShardedOrder, build_dataset
+from trainforge.training.distributed import DistEnv, cleanup, init_distributed
+from trainforge.training.metrics import Reporter, peak_flops
+from trainforge.training.models import build_model
+from trainforge.training.parallel import (
+    accumulation,
+    autocast,
+    parallelize,
+    resolve_precision,
+    unwrap,
+)
+from trainforge.training.preemption import PREEMPTED_EXIT_CODE
+
+
+@dataclasses.dataclass
+class TrainState:
+    """Everything a checkpoint must capture (RNG is captured by checkpoint.py per rank).
+
+    ``step`` counts completed optimizer steps: the next step to run, and the step a checkpoint
+    taken now resumes at.
+    """
+
+    model: nn.Module  # the wrapped (DDP / FSDP2) module
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LRScheduler
+    step: int = 0
+
+
+def build_optimizer(
+    model: nn.Module, cfg: TrainConfig, device: torch.device
+) -> torch.optim.Optimizer:
+    """AdamW; weight decay on matrices only (biases, norms and 1-D params are not decayed)."""
+    decay = [p for p in model.parameters() if p.requires_grad and p.dim() >= 2]
+    no_decay = [p for p in model.parameters() if p.requires_grad and p.dim() < 2]
+    groups = [
+        {"params": decay, "weight_decay": cfg.weight_decay},
+        {"params": no_decay, "weight_decay": 0.0},
+    ]
+    extra: dict[str, Any] = {"fused": True} if device.type == "cuda" else {}
+    return torch.optim.AdamW(groups, lr=cfg.lr, betas=(0.9, 0.95), **extra)
+
+
+def lr_factor(step: int, warmup: int, total: int, floor: float = 0.1) -> float:
+    """Linear warmup to 1, then cosine decay to ``floor`` at ``total``."""
+    if warmup and step < warmup:
+        return (step + 1) / warmup
+    span = max(total - warmup, 1)
+    progress = min(max(step - warmup, 0) / span, 1.0)
+    return floor + (1.0 - floor) * 0.5 * (1.0 + math.cos(math.pi * progress))
+
+
+def build_scheduler(
+    optimizer: torch.optim.Optimizer, cfg: TrainConfig
+) -> torch.optim.lr_scheduler.LRScheduler:
+    """A torch LRScheduler so its state (last_epoch) goes into checkpoints."""
+
+    def factor(step: int) -> float:
+        return lr_factor(step, cfg.warmup_steps, cfg.steps)
+
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+
+
+def default_output_dir(cfg: TrainConfig) -> Path:
+    if cfg.output_dir:
+        return Path(cfg.output_dir)
+    return Path("runs") / run_name(cfg)
+
+
+def run_name(cfg: TrainConfig) -> str:
+    return cfg.run_name or f"{cfg.model}-{cfg.strategy}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+def seed_rank_rng(seed: int, rank: int) -> None:
+    """Per-rank streams for anything stochastic during training (dropout, sampling)."""
+    torch.manual_seed(seed * 7919 + 1 + rank)
+    random.seed(seed * 7919 + 1 + rank)
+
+
+def param_stats(model: nn.Module) -> dict[str, list[float]]:
+    """Per-parameter (sum, sum of squares) of the FULL tensors, in float64; collective for FSDP.
+
+    Exact equality across ranks proves replicas agree; tolerance comparisons across runs
+    (e.g. 1 vs 2 workers) use the values.
+    """
+    out: dict[str, list[float]] = {}
+    for name, p in unwrap(model).named_parameters():
+        t = p.detach()
+        if hasattr(t, "full_tensor"):
+            t = t.full_tensor()
+        t = t.to("cpu", torch.float64)
+        out[name] = [float(t.sum()), float((t * t).sum())]
+    return out
+
+
+def train(cfg: TrainConfig) -> int:
+    """Entry point for one process of the job; returns the process exit code."""
+    env = init_distributed()
+    try:
+        return _train(cfg, env)
+    finally:
+        cleanup()
+
+
+def _train(cfg: TrainConfig, env: DistEnv) -> int:
+    t_setup = time.perf_counter()
+    dataset = build_dataset(cfg)
+    cfg = check_world(cfg, env.world_size, len(dataset))
+
+    model = build_model(cfg)  # seeded from --seed: identical on every rank
+    raw = model
+    dtype = resolve_precision(cfg, env.device)
+    model = parallelize(model, cfg, env, dtype)
+    optimizer = build_optimizer(model, cfg, env.device)
+    scheduler = build_scheduler(optimizer, cfg)
+    state = TrainState(model=model, optimizer=optimizer, scheduler=scheduler)
+
+    order = ShardedOrder(
+        len(dataset),
+        seed=cfg.seed,
+        rank=env.rank,
+        world_size=env.world_size,
+        batch_size=cfg.batch_size,
+        grad_accum=cfg.grad_accum,
+    )
+    batches = Batches(dataset, order, env.device)
+    seed_rank_rng(cfg.seed, env.rank)
+
+    name = run_name(cfg)
+    out_dir = default_output_dir(cfg)
+    global_batch = cfg.global_batch(env.world_size)
+    reporter = Reporter(
+        enabled=env.is_main,
+        total_steps=cfg.steps,
+        samples_per_step=global_batch,
+        tokens_per_sample=raw.tokens_per_sample,
+        flops_per_sample=raw.flops_per_sample(),
+        world_size=env.world_size,
+        peak=peak_flops(env.device),
+        output_dir=out_dir,
+        metrics_port=cfg.metrics_port,
+        run_name=name,
+        params=as_dict(cfg),
+    )
+
+    def log_all(msg: str) -> None:  # checkpoint/preemption messages: every rank, tagged
+        print(f"[rank{env.rank}] {msg}", flush=True)
+
+    reporter.log(
+        f"trainforge: {cfg.strategy} {cfg.model} on {env.world_size} x {env.device.type} "
+        f"({env.backend}, {str(dtype).removeprefix('torch.')}), global batch {global_batch} = "
+        f"{cfg.batch_size} x {env.world_size} ranks x {cfg.grad_accum} accum, "
+        f"{len(dataset)} samples, {cfg.steps} steps, output {out_dir}"
+    )
+
+    # checkpoint hook (before the loop): resume model, optimizer, scheduler, RNG and step from
+    # the newest complete checkpoint; the data position follows from the step.
+    checkpointing = ckpt_mod.Checkpointing(ckpt_mod.config_from_args(cfg), log=log_all)
+    try:
+        state.step = checkpointing.restore(state.model, state.optimizer, state.scheduler)
+        code = _loop(cfg, env, state, batches, reporter, checkpointing, dtype)
+        if code != 0:
+            return code
+        # checkpoint hook (after the loop): final checkpoint + drain async saves
+        checkpointing.finish(state.step, state.model, state.optimizer, state.scheduler)
+        reporter.gauges.update(checkpointing.metrics())
+        _finish(cfg, env, state, reporter, global_batch, raw, t_setup, name, checkpointing)
+        return 0
+    finally:
+        reporter.close()
+
+
+def _loop(
+    cfg: TrainConfig,
+    env: DistEnv,
+    state: TrainState,
+    batches: Batches,
+    reporter: Reporter,
+    checkpointing: ckpt_mod.Checkpointing,
+    dtype: torch.dtype,
+) -> int:
+    model, optimizer, scheduler = state.model, state.optimizer, state.scheduler
+    raw = unwrap(model)
+    loss_acc = torch.zeros((), device=env.device, dtype=torch.float32)  # stays on device
+    window = 0
+    reporter.start_window(state.step)
+    reporter.first_step = state.step
+    reporter.loop_start = time.perf_counter()
+    while state.step < cfg.steps:
+        for micro in range(cfg.grad_accum):
+            batch = batches.get(state.step, micro)
+            last = micro == cfg.grad_accum - 1
+            with accumulation(model, last), autocast(env.device, dtype, cfg.strategy):
+                x, y = batch
+                loss = raw.loss_from_logits(model(x), y)  # through the wrapper's hooks
+                (loss / cfg.grad_accum).backward()
+            loss_acc += loss.detach() / cfg.grad_accum
+        optimizer.step()
+        scheduler.step()
+        optimizer.zero_grad(set_to_none=True)
+        state.step += 1
+        window += 1
+
+        if state.step % cfg.log_every == 0 or state.step == cfg.steps:
+            dist.all_reduce(loss_acc, op=dist.ReduceOp.SUM)  # every rank, same steps
+            mean = loss_acc.item() / (window * env.world_size)  # the only host sync
+            extra = checkpointing.metrics()
+            reporter.record(state.step, mean, scheduler.get_last_lr()[0], extra)
+            reporter.last_loss = mean
+            loss_acc.zero_()
+            window = 0
+            if not math.isfinite(mean):
+                reporter.log(f"error: loss is {mean} at step {state.step}; lower --lr")
+                return 1
+
+        # checkpoint hook (after each optimizer step): periodic save, and the stop flag --
+        # True once every rank agreed on a SIGTERM and a checkpoint of this step is saved.
+        if checkpointing.after_step(state.step, model, optimizer, scheduler):
+            return PREEMPTED_EXIT_CODE
+    return 0
+
+
+def _finish(
+    cfg: TrainConfig,
+    env: DistEnv,
+    state: TrainState,
+    reporter: Reporter,
+    global_batch: int,
+    raw: nn.Module,
+    t_setup: float,
+    name: str,
+    checkpointing: ckpt_mod.Checkpointing,
+) -> None:
+    stats = param_stats(state.model)
+    gathered: list[Any] = [None] * env.world_size
+    dist.all_gather_object(gathered, stats)
+    agree = all(g == gathered[0] for g in gathered)
+    if not agree:
+        reporter.log("error: ranks disagree on the final parameters")
+    if not env.is_main:
+        return
+    now = time.perf_counter()
+    steps_run = state.step - reporter.first_step
+    elapsed = now - reporter.loop_start
+    sps = steps_run * global_batch / elapsed if elapsed > 0 and steps_run else 0.0
+    hist = reporter.history
+    summary: dict[str, Any] = {
+        "run_name": name,
+        "steps": state.step,
+        "steps_this_run": steps_run,
+        "world_size": env.world_size,
+        "device": env.device.type,
+        "global_batch": global_batch,
+        "final_loss": getattr(reporter, "last_loss", None),
+        "losses": [[int(h["step"]), h["loss"]] for h in hist],
+        "elapsed_seconds": elapsed,
+        "setup_seconds": reporter.loop_start - t_setup,
+        "samples_per_second": sps,
+        "tokens_per_second": sps * raw.tokens_per_sample,
+        "steps_per_second": steps_run / elapsed if elapsed > 0 else 0.0,
+        "mfu": (sps * raw.flops_per_sample() / reporter.peak_total)
+        if reporter.peak_total
+        else None,
+        "ranks_agree": agree,
+        "param_stats": stats,
+        "checkpoint": checkpointing.metrics(),
+        "config": as_dict(cfg),
+        "pid": os.getpid(),
+    }
+    reporter.summary(summary)

@@ -1,0 +1,288 @@
+"""Rank-0 progress logs, a Prometheus text endpoint, summary.json and optional MLflow.
+
+The endpoint is a standard-library HTTP server on a daemon thread; the loop (and the checkpoint
+code, through ``Gauges.set``) updates gauges that are rendered on every scrape, so a scrape
+never touches the training stream. Names follow Prometheus conventions (``trainforge_*``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import torch
+
+# Dense bf16 peak FLOP/s per GPU for MFU (vendor datasheets, no sparsity).
+PEAK_BF16_FLOPS = {
+    "H200": 989e12,
+    "H100": 989e12,
+    "A100": 312e12,
+    "L40S": 362e12,
+    "A10G": 70e12,
+    "L4": 121e12,
+}
+
+HELP = {
+    "step": "optimizer steps completed",
+    "loss": "training loss averaged over all ranks since the previous log",
+    "samples_per_second": "global training samples per second",
+    "tokens_per_second": "global training tokens per second",
+    "mfu": "model FLOPs utilisation (GPU only; 0 on CPU)",
+    "world_size": "processes in the job",
+    "checkpoint_step": "step of the last checkpoint",
+    "checkpoint_seconds": "seconds until the last checkpoint was complete",
+    "checkpoint_blocked_seconds": "seconds training waited for the last checkpoint",
+}
+
+
+def peak_flops(device: torch.device) -> float | None:
+    if device.type != "cuda":
+        return None
+    name = torch.cuda.get_device_name(device)
+    for key, flops in PEAK_BF16_FLOPS.items():
+        if key in name:
+            return flops
+    return None
+
+
+class Gauges:
+    """Thread-safe name -> value map; anything (the loop, checkpoints) may set a gauge."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._values: dict[str, float] = {}
+
+    def set(self, name: str, value: float) -> None:
+        with self._lock:
+            self._values[name] = float(value)
+
+    def update(self, values: dict[str, float]) -> None:
+        for k, v in values.items():
+            self.set(k, v)
+
+    def snapshot(self) -> dict[str, float]:
+        with self._lock:
+            return dict(self._values)
+
+    def render(self, labels: dict[str, str] | None = None) -> str:
+        label = ""
+        if labels:
+            inner = ",".join(f'{k}="{_escape(v)}"' for k, v in sorted(labels.items()))
+            label = "{" + inner + "}"
+        lines = []
+        for name, value in sorted(self.snapshot().items()):
+            metric = f"trainforge_{name}"
+            lines.append(f"# HELP {metric} {HELP.get(name, name.replace('_', ' '))}")
+            lines.append(f"# TYPE {metric} gauge")
+            lines.append(f"{metric}{label} {_fmt(value)}")
+        return "\n".join(lines) + "\n"
+
+
+def _escape(v: str) -> str:
+    return v.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def _fmt(v: float) -> str:
+    if math.isnan(v):
+        return "NaN"
+    if math.isinf(v):
+        return "+Inf" if v > 0 else "-Inf"
+    return repr(v)
+
+
+class MetricsServer:
+    """``GET /metrics`` -> Prometheus text format 0.0.4; runs until ``close``."""
+
+    def __init__(self, gauges: Gauges, port: int, labels: dict[str, str] | None = None) -> None:
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 - http.server API
+                if self.path.split("?")[0] not in ("/metrics", "/"):
+                    self.send_error(404, "try /metrics")
+                    return
+                body = gauges.render(outer.labels).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:  # scrapes must not flood the job log
+                pass
+
+        self.labels = labels or {}
+        # 0.0.0.0: the PodMonitor scrapes the pod IP from inside the cluster network.
+        self.httpd = ThreadingHTTPServer(("0.0.0.0", port), Handler)
+        self.port = self.httpd.server_address[1]
+        self.thread = threading.Thread(
+            target=self.httpd.serve_forever, name="trainforge-metrics", daemon=True
+        )
+        self.thread.start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+class MLflowLogger:
+    """Params and metrics to MLflow when MLFLOW_TRACKING_URI is set and mlflow is installed."""
+
+    def __init__(self, run_name: str, params: dict[str, Any], log: Any) -> None:
+        self.mlflow: Any = None
+        if not os.environ.get("MLFLOW_TRACKING_URI"):
+            return
+        try:
+            import mlflow
+        except ImportError:
+            log("metrics: MLFLOW_TRACKING_URI is set but mlflow is not installed; skipping MLflow")
+            return
+        try:
+            mlflow.start_run(run_name=run_name)
+            mlflow.log_params({k: v for k, v in params.items() if v is not None})
+            self.mlflow = mlflow
+        except Exception as e:  # noqa: BLE001 - tracking is best-effort, training goes on
+            log(f"metrics: MLflow unavailable ({type(e).__name__}: {e}); continuing without it")
+
+    def log(self, values: dict[str, float], step: int) -> None:
+        if self.mlflow is not None:
+            with contextlib.suppress(Exception):  # best-effort: never stop training
+                self.mlflow.log_metrics(values, step=step)
+
+    def close(self) -> None:
+        if self.mlflow is not None:
+            self.mlflow.end_run()
+
+
+class Reporter:
+    """What rank 0 tells the world. Other ranks get an instance that does nothing."""
+
+    def __init__(
+        self,
+        *,
+        enabled: bool,
+        total_steps: int,
+        samples_per_step: int,
+        tokens_per_sample: int,
+        flops_per_sample: float,
+        world_size: int,
+        peak: float | None,
+        output_dir: Path | None,
+        metrics_port: int,
+        run_name: str,
+        params: dict[str, Any],
+    ) -> None:
+        self.enabled = enabled
+        self.total_steps = total_steps
+        self.samples_per_step = samples_per_step
+        self.tokens_per_sample = tokens_per_sample
+        self.flops_per_sample = flops_per_sample
+        self.world_size = world_size
+        self.peak_total = peak * world_size if peak else None
+        self.gauges = Gauges()
+        self.server: MetricsServer | None = None
+        self.history: list[dict[str, float]] = []
+        self.output_dir = output_dir
+        self.tty = enabled and sys.stdout.isatty()
+        self._jsonl = None
+        self.mlflow: MLflowLogger | None = None
+        if not enabled:
+            return
+        self.gauges.update({"step": 0, "world_size": world_size})
+        if metrics_port:
+            self.server = MetricsServer(self.gauges, metrics_port, labels={"run": run_name})
+            self.log(f"metrics: serving Prometheus text on :{self.server.port}/metrics")
+        if output_dir is not None:
+            output_dir.mkdir(parents=True, exist_ok=True)
+            self._jsonl = open(output_dir / "metrics.jsonl", "a", encoding="utf-8")  # noqa: SIM115
+        self.mlflow = MLflowLogger(run_name, params, self.log)
+        self._window_start = time.perf_counter()
+        self._window_step = 0
+
+    def log(self, msg: str) -> None:
+        if self.enabled:
+            if self.tty:
+                print("\r\033[K", end="")
+            print(msg, flush=True)
+
+    def start_window(self, step: int) -> None:
+        self._window_start = time.perf_counter()
+        self._window_step = step
+
+    def record(self, step: int, loss: float, lr: float, extra: dict[str, float]) -> None:
+        """Called every --log-every steps with the already-reduced loss (one host sync)."""
+        if not self.enabled:
+            return
+        now = time.perf_counter()
+        steps = step - self._window_step
+        dt = max(now - self._window_start, 1e-9)
+        self._window_start, self._window_step = now, step
+        sps = steps * self.samples_per_step / dt
+        values = {
+            "step": float(step),
+            "loss": loss,
+            "lr": lr,
+            "samples_per_second": sps,
+            "tokens_per_second": sps * self.tokens_per_sample,
+            "step_seconds": dt / max(steps, 1),
+        }
+        if self.peak_total:
+            values["mfu"] = sps * self.flops_per_sample / self.peak_total
+        values.update(extra)
+        self.gauges.update(values)
+        self.history.append(values)
+        line = (
+            f"step {step}/{self.total_steps} | loss {loss:.4f} | lr {lr:.2e} | "
+            f"{sps:,.1f} samples/s | {values['tokens_per_second']:,.0f} tokens/s"
+        )
+        if "mfu" in values:
+            line += f" | MFU {100 * values['mfu']:.1f}%"
+        self.log(line)
+        if self.tty:
+            done = int(30 * step / self.total_steps)
+            print(
+                f"[{'#' * done}{'.' * (30 - done)}] {step}/{self.total_steps}", end="", flush=True
+            )
+        if self._jsonl is not None:
+            self._jsonl.write(json.dumps(values) + "\n")
+            self._jsonl.flush()
+        if self.mlflow is not None:
+            self.mlflow.log(values, step)
+
+    def summary(self, summary: dict[str, Any]) -> None:
+        if not self.enabled:
+            return
+        if self.tty:
+            print()
+        parts = [
+            f"steps {summary['steps']}",
+            f"final loss {summary['final_loss']:.4f}" if summary["final_loss"] is not None else "",
+            f"{summary['samples_per_second']:,.1f} samples/s",
+            f"{summary['tokens_per_second']:,.0f} tokens/s",
+            f"{summary['elapsed_seconds']:.1f}s",
+        ]
+        if summary.get("mfu") is not None:
+            parts.append(f"MFU {100 * summary['mfu']:.1f}%")
+        self.log("summary: " + " | ".join(p for p in parts if p))
+        if self.output_dir is not None:
+            path = self.output_dir / "summary.json"
+            path.write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+            self.log(f"summary: wrote {path}")
+
+    def close(self) -> None:
+        if self._jsonl is not None:
+            self._jsonl.close()
+            self._jsonl = None
+        if self.mlflow is not None:
+            self.mlflow.close()
+        if self.server is not None:
+            self.server.close()
+            self.server = None

@@ -1,0 +1,50 @@
+"""The seed's classifier: 784-256-128-10 with ReLU, as a stack of blocks."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from trainforge.training.models.blocks import run_block
+
+
+class MLPBlock(nn.Module):
+    def __init__(self, d_in: int, d_out: int, act: bool) -> None:
+        super().__init__()
+        self.fc = nn.Linear(d_in, d_out)
+        self.act = act
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.fc(x)
+        return F.relu(x) if self.act else x
+
+
+class MLP(nn.Module):
+    sizes = (784, 256, 128, 10)
+
+    def __init__(self) -> None:
+        super().__init__()
+        n = len(self.sizes) - 1
+        self.blocks = nn.ModuleList(
+            MLPBlock(a, b, act=i < n - 1)
+            for i, (a, b) in enumerate(zip(self.sizes[:-1], self.sizes[1:], strict=True))
+        )
+        self.activation_checkpointing = False
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for block in self.blocks:
+            x = run_block(block, x, self.activation_checkpointing)
+        return x
+
+    @staticmethod
+    def loss_from_logits(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return F.cross_entropy(logits.float(), y)
+
+    def flops_per_sample(self) -> float:
+        """Forward + backward ~ 6 x parameters per sample."""
+        return 6.0 * sum(p.numel() for p in self.parameters())
+
+    @property
+    def tokens_per_sample(self) -> int:
+        return 1

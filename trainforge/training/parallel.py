@@ -1,0 +1,81 @@
+"""Wrap a model for DDP or FSDP2, with optional activation checkpointing and torch.compile.
+
+DDP: ``gradient_as_bucket_view`` (gradients live in the all-reduce buckets: no copy, less
+memory); the loop uses ``no_sync`` on all but the last micro-step of gradient accumulation.
+FSDP2: ``fully_shard`` on every block, then the root (embeddings/head/remaining params), with
+``MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32)`` when computing in bf16. The MLP
+works with FSDP too (each Linear block is a shard unit); it is simply too small to gain from it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+import torch
+from torch import nn
+from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+from trainforge.training.config import TrainConfig
+from trainforge.training.distributed import DistEnv
+
+
+def resolve_precision(cfg: TrainConfig, device: torch.device) -> torch.dtype:
+    if cfg.precision == "fp32":
+        return torch.float32
+    if cfg.precision == "bf16":
+        return torch.bfloat16
+    if device.type == "cuda" and torch.cuda.is_bf16_supported():
+        return torch.bfloat16
+    return torch.float32
+
+
+def parallelize(model: nn.Module, cfg: TrainConfig, env: DistEnv, dtype: torch.dtype) -> nn.Module:
+    """Returns the module the loop calls; ``unwrap`` gets back the model (``loss``, ``blocks``)."""
+    model.activation_checkpointing = cfg.activation_checkpointing
+    if cfg.compile:
+        for block in model.blocks:  # per block, as torchtitan does: small graphs, fast compile
+            block.compile()
+    if cfg.strategy == "fsdp":
+        mp = MixedPrecisionPolicy(param_dtype=dtype, reduce_dtype=torch.float32)
+        model.to(env.device)
+        for i, block in enumerate(model.blocks):
+            # The last block's parameters are needed right away by backward: keep them gathered.
+            fully_shard(block, mp_policy=mp, reshard_after_forward=i < len(model.blocks) - 1)
+        fully_shard(model, mp_policy=mp)
+        return model
+    model.to(env.device)
+    return DDP(
+        model,
+        device_ids=[env.local_rank] if env.device.type == "cuda" else None,
+        gradient_as_bucket_view=True,
+    )
+
+
+def unwrap(model: nn.Module) -> nn.Module:
+    return model.module if isinstance(model, DDP) else model
+
+
+@contextlib.contextmanager
+def accumulation(model: nn.Module, last_micro: bool) -> Iterator[None]:
+    """Skip the gradient all-reduce on non-final micro-steps (DDP no_sync / FSDP2 equivalent)."""
+    if isinstance(model, DDP):
+        if last_micro:
+            yield
+        else:
+            with model.no_sync():
+                yield
+        return
+    if hasattr(model, "set_requires_gradient_sync"):  # FSDP2 module
+        model.set_requires_gradient_sync(last_micro)
+    yield
+
+
+def autocast(
+    device: torch.device, dtype: torch.dtype, strategy: str
+) -> contextlib.AbstractContextManager:
+    """bf16 autocast for DDP; FSDP2 casts through its MixedPrecisionPolicy instead."""
+    if dtype == torch.float32 or strategy == "fsdp":
+        return contextlib.nullcontext()
+    return torch.autocast(device_type=device.type, dtype=dtype)
