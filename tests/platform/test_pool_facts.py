@@ -57,3 +57,19 @@ def test_jobs_wiring_reads_facts(platform):
     pf = pool_facts("p5", platform.node_pools["p5"])
     assert pf.gpus_per_node == 8 and pf.efa_interfaces == 32
     assert pf.node_selector == (("trainforge.io/pool", "p5"),)
+
+
+def test_dev_stack_wires_jobs_to_teams_and_pools(repo_root):
+    from trainforge.jobs.wiring import target_from_platform
+    from trainforge.plan.mocks import read_stack_file
+    from trainforge.platform.config import load_config
+
+    run = run_mocked(
+        lambda: TrainingPlatform("platform", load_config()),
+        read_stack_file(repo_root / "Pulumi.dev.yaml"),
+    )
+    target = target_from_platform(run.result, "research", "gpu-workloads")
+    assert target.namespace == "research"
+    assert target.pool.gpus_per_node == 1
+    assert target.pool.instance_types == ("g4dn.xlarge", "g5.xlarge")
+    assert [t.key for t in target.pool.taints] == ["nvidia.com/gpu"]

@@ -52,8 +52,9 @@ def test_cluster_security_defaults(stack):
     )
     assert cfg["endpointPrivateAccess"] is True
     assert cfg["encryptionConfigKeyArn"].startswith("arn:aws:kms:")
-    (key,) = stack.of_type("aws:kms/key:Key")
+    key = stack.find("aws:kms/key:Key", "platform-eks-secrets")
     assert key.inputs["enableKeyRotation"] is True
+    assert all(k.inputs["enableKeyRotation"] is True for k in stack.of_type("aws:kms/key:Key"))
     assert cfg["skipDefaultNodeGroup"] is True
 
 
@@ -201,8 +202,11 @@ def test_interruption_queue_encrypted_and_rules(stack):
 
 
 def test_karpenter_roles_and_charts(stack):
-    (assoc,) = stack.of_type("aws:eks/podIdentityAssociation:PodIdentityAssociation")
+    assoc = stack.find(
+        "aws:eks/podIdentityAssociation:PodIdentityAssociation", "platform-karpenter-controller"
+    )
     assert assoc.inputs["serviceAccount"] == "karpenter"
+    assert assoc.inputs["namespace"] == "kube-system"
     entries = [
         e
         for e in stack.of_type("aws:eks/accessEntry:AccessEntry")

@@ -202,6 +202,17 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
                 "dnsSuffix": "amazonaws.com",
                 "reverseDnsPrefix": "com.amazonaws",
             }, []
+        if tok == "aws:ec2/getVpc:getVpc":
+            vpc_id = a.get("id") or "vpc-0mocked"
+            return {
+                "id": vpc_id,
+                "cidrBlock": "10.0.0.0/16",
+                "arn": _arn("ec2", self.region, self.account_id, f"vpc/{vpc_id}"),
+                "enableDnsHostnames": True,
+                "enableDnsSupport": True,
+                "state": "available",
+                "ownerId": self.account_id,
+            }, []
         if tok == "aws:iam/getPolicyDocument:getPolicyDocument":
             return {"id": "policy", "json": json.dumps({"Version": "2012-10-17"})}, []
         return {}, []

@@ -89,7 +89,9 @@ class Cluster(pulumi.ComponentResource):
             ),
             opts=child,
         )
-        self.cluster_name = pulumi.Output.from_input(cname)
+        # Known at preview (the name is ours) but carries the dependency on the cluster, so
+        # consumers (add-ons, pod identity associations) wait for the control plane.
+        self.cluster_name = self.eks.urn.apply(lambda _: cname)
         self.kubeconfig = pulumi.Output.secret(self.eks.kubeconfig_json)
         self.node_security_group_id = self.eks.node_security_group_id
         self.oidc_provider_arn = self.eks.oidc_provider_arn

@@ -557,9 +557,10 @@ def parse_config(
     errors: list[str] = []
     p = _P(errors)
     raw = dict(raw or {})
+    known = TOP_KEYS | set(extra_keys) | set(_services_keys())
     for k in raw:
-        if k not in TOP_KEYS and k not in extra_keys:
-            p.err(k, raw[k], f"one of the keys {sorted(TOP_KEYS | set(extra_keys))}")
+        if k not in known:
+            p.err(k, raw[k], f"one of the keys {sorted(known)}")
     cluster = raw.get("cluster")
     if not isinstance(cluster, str) or not CLUSTER_NAME.match(cluster):
         p.err(
@@ -626,6 +627,14 @@ def parse_config(
 
 
 # --- services hook (owned by the services engineer: trainforge/platform/services_config.py) ---
+def _services_keys() -> tuple[str, ...]:
+    try:
+        mod = importlib.import_module("trainforge.platform.services_config")
+    except ModuleNotFoundError:
+        return ()
+    return tuple(getattr(mod, "SERVICE_KEYS", ()))
+
+
 def _parse_services(raw: dict[str, Any], errors: list[str]) -> Any:
     """`parse_services_config(raw, errors)` from services_config when that module exists.
 

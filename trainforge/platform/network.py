@@ -26,6 +26,7 @@ class NetworkArgs:
 class Network(pulumi.ComponentResource):
     vpc_id: pulumi.Output[str]
     private_subnet_ids: list[pulumi.Output[str]]
+    vpc_cidr: pulumi.Output[str]
 
     def __init__(self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("trainforge:index:Network", name, None, opts)
@@ -38,6 +39,7 @@ class Network(pulumi.ComponentResource):
         }
         if cfg.vpc_id:
             self.vpc_id = pulumi.Output.from_input(cfg.vpc_id)
+            self.vpc_cidr = pulumi.Output.from_input(aws.ec2.get_vpc(id=cfg.vpc_id).cidr_block)
             self.private_subnet_ids = [pulumi.Output.from_input(s) for s in cfg.private_subnet_ids]
             for i, subnet in enumerate(cfg.private_subnet_ids):
                 for key, value in discovery.items():
@@ -128,4 +130,5 @@ class Network(pulumi.ComponentResource):
             )
             private.append(subnet.id)
         self.vpc_id = vpc.id
+        self.vpc_cidr = vpc.cidr_block
         self.private_subnet_ids = private

@@ -7,11 +7,11 @@ team wiring) from one object. Config is validated and instance types are looked 
 any resource is registered.
 """
 
-import importlib
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
 import pulumi
+import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from trainforge.platform.cluster import SYSTEM_LABEL, Cluster, ClusterArgs
@@ -233,11 +233,16 @@ class TrainingPlatform(pulumi.ComponentResource):
             ClusterArgs(config, self.network.vpc_id, self.network.private_subnet_ids, tags),
             child,
         )
+        # Every Kubernetes object waits for nodes and networking (charts need schedulable
+        # nodes and working DNS), so the provider depends on them.
         self.k8s_provider = k8s.Provider(
             f"{name}-k8s",
             kubeconfig=self.cluster.kubeconfig,
             enable_server_side_apply=True,
-            opts=child,
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                depends_on=[self.cluster.system_node_group, *self.cluster.addons.values()],
+            ),
         )
         self.node_groups: dict[str, GpuNodeGroup] = {}
         for g in config.node_groups:
@@ -273,11 +278,13 @@ class TrainingPlatform(pulumi.ComponentResource):
             )
         self.system_node_selector = {SYSTEM_LABEL: "true"}
 
-        # Services (owned by the services engineer); see docs/architecture.md for the hook.
-        self.services = _attach_services(self, config)
+        # Services (FSx, checkpoint bucket, operator, device plugins, monitoring, teams) are
+        # owned by the services engineer; composed here when their config was parsed.
+        self.services = self._services(name, config, tags) if config.services is not None else None
         self.teams: dict[str, Any] = dict(getattr(self.services, "teams", None) or {})
-        for attr in ("checkpoint_bucket_name", "mlflow_tracking_uri", "fsx_mount_path"):
-            setattr(self, attr, getattr(self.services, attr, None))
+        self.checkpoint_bucket_name = getattr(self.services, "checkpoint_bucket_name", None)
+        self.mlflow_tracking_uri = getattr(self.services, "mlflow_tracking_uri", None)
+        self.fsx_mount_path = getattr(self.services, "fsx_mount_path", None)
 
         self.cluster_name = self.cluster.cluster_name
         self.kubeconfig = self.cluster.kubeconfig
@@ -298,19 +305,33 @@ class TrainingPlatform(pulumi.ComponentResource):
             }
         )
 
+    def _services(self, name: str, config: PlatformConfig, tags: dict[str, str]) -> Any:
+        from trainforge.platform.services import (  # noqa: PLC0415 - services area
+            PlatformServices,
+            PlatformServicesArgs,
+        )
 
-def _attach_services(platform: TrainingPlatform, config: PlatformConfig) -> Any:
-    """`trainforge.platform.services.attach(platform, config)` when the services module exists.
-
-    The services engineer owns that module; it declares FSx, the bucket, the operator, device
-    plugins, monitoring and teams as children of `platform` and returns an object exposing
-    `teams`, `checkpoint_bucket_name`, `mlflow_tracking_uri` and `fsx_mount_path`.
-    """
-    try:
-        mod = importlib.import_module("trainforge.platform.services")
-    except ModuleNotFoundError as e:
-        if e.name != "trainforge.platform.services":
-            raise
-        return None
-    attach = getattr(mod, "attach", None)
-    return attach(platform, config) if attach is not None else None
+        facts = self.node_pools.values()
+        return PlatformServices(
+            f"{name}-services",
+            PlatformServicesArgs(
+                config=config.services,
+                cluster_name=self.cluster.cluster_name,
+                k8s_provider=self.k8s_provider,
+                vpc_id=self.network.vpc_id,
+                vpc_cidr=self.network.vpc_cidr,
+                private_subnet_ids=self.network.private_subnet_ids,
+                node_security_group_ids=[self.cluster.node_security_group_id],
+                region=aws.get_region().region,
+                account_id=aws.get_caller_identity().account_id,
+                partition=aws.get_partition().partition,
+                node_role_arn=self.cluster.node_role.arn,
+                gpu_nodes=any(f.gpus_per_node > 0 for f in facts),
+                efa_nodes=any(f.efa_interfaces > 0 for f in facts),
+                # EFA groups and pools use the first private subnet: FSx goes next to them.
+                fsx_subnet_index=0,
+                kubeconfig=self.cluster.kubeconfig,
+                tags=tags,
+            ),
+            pulumi.ResourceOptions(parent=self),
+        )
