@@ -308,6 +308,7 @@ def test_team_role_reads_and_writes_only_its_prefix(prod):
     trust = doc(role["assumeRolePolicy"])["Statement"][0]
     assert trust["Principal"] == {"Service": "pods.eks.amazonaws.com"}
     assert sorted(trust["Action"]) == ["sts:AssumeRole", "sts:TagSession"]
+    assert trust["Condition"] == {"StringEquals": {"aws:SourceAccount": "123456789012"}}
     stmts = doc(one(prod, "aws:iam/rolePolicy:RolePolicy", "svc-ckpt-vision").inputs["policy"])[
         "Statement"
     ]

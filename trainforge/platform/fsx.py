@@ -41,6 +41,7 @@ class FsxLustreArgs:
     node_security_group_ids: list[pulumi.Input[str]]
     k8s_provider: k8s.Provider
     partition: str = "aws"
+    account_id: str | None = None
     # Customer KMS key for PERSISTENT_2. SCRATCH_2 is always encrypted with an AWS-managed key
     # (FSx does not accept a customer key for scratch file systems).
     kms_key_arn: pulumi.Input[str] | None = None
@@ -177,7 +178,7 @@ class FsxLustre(pulumi.ComponentResource):
         # calls); the controller describes file systems and expands this one, nothing else.
         self.csi_role = aws.iam.Role(
             f"{name}-csi",
-            assume_role_policy=pod_identity_trust(),
+            assume_role_policy=pod_identity_trust(args.account_id),
             description="FSx CSI controller (EKS Pod Identity)",
             tags=args.tags,
             opts=child,

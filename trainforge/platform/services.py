@@ -143,6 +143,7 @@ class PlatformServices(pulumi.ComponentResource):
                     node_security_group_ids=list(args.node_security_group_ids),
                     k8s_provider=args.k8s_provider,
                     partition=args.partition,
+                    account_id=args.account_id,
                     kms_key_arn=kms_key_arn if persistent_fsx else None,
                     team_namespaces=dict(namespaces),
                     tags=tags,
