@@ -335,3 +335,23 @@ def test_webhook_rules_catch_broken_jobs():
         "Master": el["spec"]["pytorchReplicaSpecs"]["Worker"] | {"replicas": 1}
     }
     assert "elasticPolicy needs Workers" in webhook_errors(el)
+
+
+def test_team_subpath_on_a_shared_file_system():
+    _, out = build(pool=GPU_POOL, tgt=target(GPU_POOL, fsx_sub_path="research"))
+    pj = out.pytorchjob
+    mounts = {m["name"]: m for m in container(pj)["volumeMounts"]}
+    assert mounts["fsx"] == {"name": "fsx", "mountPath": "/fsx", "subPath": "research"}
+    assert validate_pod_templates(pj) == 1
+
+
+def test_without_fsx_the_volume_is_pod_local():
+    _, out = build(pool=GPU_POOL, tgt=target(GPU_POOL, claim_name=None, fsx_sub_path="research"))
+    pj = out.pytorchjob
+    vols = {
+        v["name"]: v
+        for v in pj["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["volumes"]
+    }
+    assert vols["fsx"] == {"name": "fsx", "emptyDir": {}}
+    assert "subPath" not in {m["name"]: m for m in container(pj)["volumeMounts"]}["fsx"]
+    assert validate_pod_templates(pj) == 1 and crd_errors(pj) == []

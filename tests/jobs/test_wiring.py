@@ -257,3 +257,44 @@ def test_target_from_platform_accepts_other_shapes():
         and t.pool.capacity_type == "spot"
     )
     assert t.checkpoint_bucket is None
+
+
+def test_target_from_platform_with_the_services_team_facts():
+    """The services layer's TeamFacts: team-level bucket, MLflow, mount and subPath win;
+    a claim of None (no FSx) stays None instead of inventing a claim name."""
+    from trainforge.platform.services import TeamFacts
+
+    def facts(claim):
+        return TeamFacts(
+            name="vision",
+            namespace="vision",
+            service_account="training",
+            claim_name=claim,
+            fsx_mount_path="/data",
+            fsx_sub_path="vision",
+            quota={
+                "requests.nvidia.com/gpu": "16",
+                "requests.cpu": "192",
+                "limits.cpu": "192",
+                "pods": "40",
+            },
+            checkpoint_bucket="team-bucket",
+            checkpoint_prefix="vision/",
+            mlflow_tracking_uri="http://mlflow.mlflow.svc.cluster.local:5000",
+        )
+
+    class Platform:
+        teams = {"vision": facts("fsx-vision")}
+        node_pools = {"gpu-workloads": GPU_POOL}
+        checkpoint_bucket_name = "platform-bucket"
+        mlflow_tracking_uri = None
+        fsx_mount_path = "/fsx"
+
+    t = target_from_platform(Platform(), "vision", "gpu-workloads", W)
+    assert (t.claim_name, t.fsx_mount_path, t.fsx_sub_path) == ("fsx-vision", "/data", "vision")
+    assert t.checkpoint_bucket == "team-bucket" and t.mlflow_tracking_uri.startswith(
+        "http://mlflow"
+    )
+    assert t.quota == TeamQuota(gpus="16", cpu="192", memory=None, pods="40")
+    Platform.teams = {"vision": facts(None)}
+    assert target_from_platform(Platform(), "vision", "gpu-workloads", W).claim_name is None

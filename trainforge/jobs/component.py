@@ -90,6 +90,7 @@ class JobTargetArgs(TypedDict, total=False):
     service_account: str
     claim_name: str
     fsx_mount_path: str
+    fsx_sub_path: str
     checkpoint_bucket: str
     checkpoint_prefix: str
     mlflow_tracking_uri: str
@@ -183,7 +184,8 @@ def target_from_args(raw: dict[str, Any]) -> JobTarget:
     return JobTarget(
         namespace=raw["namespace"],
         service_account=raw.get("service_account", "training"),
-        claim_name=raw["claim_name"],
+        claim_name=raw.get("claim_name"),
+        fsx_sub_path=raw.get("fsx_sub_path"),
         pool=facts,
         fsx_mount_path=raw.get("fsx_mount_path", "/fsx"),
         checkpoint_bucket=raw.get("checkpoint_bucket"),

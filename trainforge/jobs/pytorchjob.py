@@ -266,12 +266,17 @@ def pod_template(job: JobSpec, target: JobTarget, code: CodeBundle | None) -> di
         {"name": "tmp", "mountPath": "/tmp"},
         {"name": "fsx", "mountPath": target.fsx_mount_path},
     ]
+    if target.fsx_sub_path and target.claim_name:
+        mounts[-1]["subPath"] = target.fsx_sub_path
     volumes: list[dict[str, Any]] = [
         # NCCL and DataLoader workers exchange tensors through /dev/shm; the container
         # runtime's default is 64 MiB. Memory-backed, so it counts against the memory limit.
         {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": job.shm_size}},
         {"name": "tmp", "emptyDir": {"sizeLimit": TMP_SIZE}},
-        {"name": "fsx", "persistentVolumeClaim": {"claimName": target.claim_name}},
+        {"name": "fsx", "persistentVolumeClaim": {"claimName": target.claim_name}}
+        if target.claim_name
+        # No FSx on this platform: same paths on pod-local disk (see JobTarget.claim_name).
+        else {"name": "fsx", "emptyDir": {}},
     ]
     if code is not None:
         mounts.append({"name": "code", "mountPath": CODE_MOUNT, "readOnly": True})

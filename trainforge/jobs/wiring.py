@@ -81,9 +81,13 @@ class JobTarget:
 
     namespace: str
     service_account: str
-    claim_name: str
+    # The team's FSx claim; None when the platform has no FSx (the volume is then an
+    # emptyDir: checkpoints survive container restarts, and pod loss only via the S3 mirror).
+    claim_name: str | None
     pool: PoolFacts
     fsx_mount_path: str = "/fsx"
+    # The team's directory on a file system shared between teams (`volumeMounts[].subPath`).
+    fsx_sub_path: str | None = None
     checkpoint_bucket: Any = None
     checkpoint_prefix: str = ""
     mlflow_tracking_uri: Any = None
@@ -341,12 +345,16 @@ def target_from_platform(platform: Any, team: str, pool: str, where: str = "job"
     quota = _pick(t, "quota", default=None)
     if quota is not None and not isinstance(quota, TeamQuota):
         quota = quota_from_mapping(_fields(quota))
-    bucket = _pick(platform, "checkpoint_bucket_name", "checkpoint_bucket_id", default=None)
+    # Team-level facts win over platform-level ones (the services layer sets both).
+    bucket = _pick(t, "checkpoint_bucket", default=None)
+    if bucket is None:
+        bucket = _pick(platform, "checkpoint_bucket_name", "checkpoint_bucket_id", default=None)
     if bucket is None:
         b = _pick(platform, "checkpoint_bucket", default=None)
         bucket = (
             _pick(b, "bucket", "id", default=b) if b is not None and not isinstance(b, str) else b
         )
+    claim = _present(t, "claim_name", "pvc_name", "claimName", "fsx_claim", default=f"fsx-{team}")
     return JobTarget(
         namespace=str(_pick(t, "namespace", default=team)),
         service_account=str(
@@ -354,16 +362,29 @@ def target_from_platform(platform: Any, team: str, pool: str, where: str = "job"
                 t, "service_account", "service_account_name", "serviceAccount", default="training"
             )
         ),
-        claim_name=str(
-            _pick(t, "claim_name", "pvc_name", "claimName", "fsx_claim", default=f"fsx-{team}")
-        ),
+        claim_name=None if claim is None else str(claim),
+        fsx_sub_path=_pick(t, "fsx_sub_path", "sub_path", default=None),
         pool=pool_facts(pool, pools[pool]),
-        fsx_mount_path=str(_pick(platform, "fsx_mount_path", default="/fsx")),
+        fsx_mount_path=str(
+            _pick(t, "fsx_mount_path", default=None)
+            or _pick(platform, "fsx_mount_path", default="/fsx")
+        ),
         checkpoint_bucket=bucket,
         checkpoint_prefix=str(_pick(t, "checkpoint_prefix", default=f"{team}/")),
-        mlflow_tracking_uri=_pick(platform, "mlflow_tracking_uri", "mlflow_uri", default=None),
+        mlflow_tracking_uri=_pick(t, "mlflow_tracking_uri", default=None)
+        or _pick(platform, "mlflow_tracking_uri", "mlflow_uri", default=None),
         quota=quota or TeamQuota(),
     )
+
+
+def _present(obj: Any, *names: str, default: Any = None) -> Any:
+    """Like _pick, but an attribute that exists with value None means "none" (e.g. no FSx)."""
+    for name in names:
+        if isinstance(obj, dict) and name in obj:
+            return obj[name]
+        if not isinstance(obj, dict) and hasattr(obj, name):
+            return getattr(obj, name)
+    return default
 
 
 def quota_from_mapping(raw: dict[str, Any]) -> TeamQuota:
