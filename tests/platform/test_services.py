@@ -439,6 +439,31 @@ def test_mlflow_server_is_non_root_pinned_and_limited(prod):
     assert svc["spec"]["ports"][0]["port"] == 5000
 
 
+def test_mlflow_accepts_traffic_from_team_namespaces_only(prod):
+    pol = [
+        r.inputs
+        for r in prod.of_type("kubernetes:networking.k8s.io/v1:NetworkPolicy")
+        if r.inputs["metadata"]["namespace"] == "mlflow"
+    ]
+    [spec] = [p["spec"] for p in pol]
+    assert spec["policyTypes"] == ["Ingress"]
+    [rule] = spec["ingress"]
+    assert rule["from"] == [
+        {
+            "namespaceSelector": {
+                "matchExpressions": [{"key": "trainforge.io/team", "operator": "Exists"}]
+            }
+        }
+    ]
+    assert [int(p["port"]) for p in rule["ports"]] == [5000]
+    team_ns = [
+        r
+        for r in prod.of_type("kubernetes:core/v1:Namespace")
+        if r.inputs["metadata"]["name"] == "nlp"
+    ]
+    assert team_ns[0].inputs["metadata"]["labels"]["trainforge.io/team"] == "nlp"
+
+
 def test_mlflow_ephemeral_backend_uses_empty_dir(dev):
     pod = one(dev, "kubernetes:apps/v1:Deployment").inputs["spec"]["template"]["spec"]
     data = [v for v in pod["volumes"] if v["name"] == "data"][0]

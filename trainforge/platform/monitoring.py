@@ -24,6 +24,7 @@ import pulumi_kubernetes as k8s
 from trainforge.platform import versions
 from trainforge.platform.device_plugins import GPU_NODE_TERMS, GPU_TAINT_TOLERATION, node_affinity
 from trainforge.platform.services_config import MlflowConfig, MonitoringConfig
+from trainforge.platform.teams import TEAM_LABEL
 
 MLFLOW_NAMESPACE = "mlflow"
 MLFLOW_PORT = 5000
@@ -199,6 +200,30 @@ class Monitoring(pulumi.ComponentResource):
                     spec=mlflow_pod_spec(sa.metadata.name, data_volume),
                 ),
             ),
+            opts=child,
+        )
+        # Only team namespaces may reach the server (its API has no authentication).
+        k8s.networking.v1.NetworkPolicy(
+            f"{name}-mlflow-ingress",
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name="mlflow-from-teams", namespace=namespace, labels=labels
+            ),
+            spec={
+                "podSelector": {"matchLabels": labels},
+                "policyTypes": ["Ingress"],
+                "ingress": [
+                    {
+                        "from": [
+                            {
+                                "namespaceSelector": {
+                                    "matchExpressions": [{"key": TEAM_LABEL, "operator": "Exists"}]
+                                }
+                            }
+                        ],
+                        "ports": [{"protocol": "TCP", "port": MLFLOW_PORT}],
+                    }
+                ],
+            },
             opts=child,
         )
         k8s.core.v1.Service(
