@@ -266,11 +266,7 @@ def _parse_network(p: _P, raw: Any) -> NetworkConfig:
         re.compile(r"^subnet-[0-9a-f]+$"),
         "a subnet id (subnet-...)",
     )
-    if (
-        vpc_id
-        and len(subnets) < 2
-        and "privateSubnetIds" not in [e.split(":")[1].split("[")[0] for e in p.errors]
-    ):
+    if vpc_id and len(subnets) < 2 and "privateSubnetIds" not in str(p.errors):
         p.err(
             f"{path}.privateSubnetIds",
             list(subnets),

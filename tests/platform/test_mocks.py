@@ -1,0 +1,54 @@
+"""The shared mocks: catalog answers, recorded resources, preview leaves cloud values unknown."""
+
+import pulumi
+import pulumi_aws as aws
+import pytest
+
+from trainforge.plan.mocks import make_mocks, run_mocked, stack_config
+
+
+def program():
+    it = aws.ec2.get_instance_type(instance_type="g5.xlarge")
+    key = aws.kms.Key("k", enable_key_rotation=True)
+    pulumi.export("gpus", sum(g.count for g in it.gpuses))
+    pulumi.export("efa", it.efa_supported)
+    pulumi.export("arn", key.arn)
+    pulumi.export("cluster", pulumi.Config("trainforge").require("cluster"))
+    pulumi.export("region", pulumi.Config("aws").get("region"))
+
+
+def test_run_records_resources_and_outputs():
+    run = run_mocked(program, {"cluster": "c1", "aws:region": "eu-west-1"})
+    assert run.outputs["gpus"] == 1 and run.outputs["efa"] is False
+    assert run.outputs["cluster"] == "c1" and run.outputs["region"] == "eu-west-1"
+    assert run.outputs["arn"].startswith("arn:aws:kms:eu-west-1:")
+    key = run.find("aws:kms/key:Key", "k")
+    assert key.inputs == {"enableKeyRotation": True}
+    assert key.urn.endswith("::k") and key.parent
+    assert [c.token for c in run.mocks.calls] == ["aws:ec2/getInstanceType:getInstanceType"]
+
+
+def test_preview_leaves_cloud_values_unknown():
+    run = run_mocked(program, {"cluster": "c1"}, preview=True)
+    assert run.outputs["arn"] is None
+    assert run.find("aws:kms/key:Key", "k").id is None
+    assert make_mocks(preview=True).preview
+
+
+def test_unknown_instance_type_fails_the_invoke():
+    def bad():
+        aws.ec2.get_instance_type(instance_type="zz9.huge")
+
+    with pytest.raises(Exception, match="zz9.huge"):
+        run_mocked(bad, {})
+
+
+def test_stack_config_namespaces_and_json():
+    assert stack_config(
+        {"cluster": "c", "aws:region": "r", "nodePools": [{"name": "a"}], "x": True}
+    ) == {
+        "trainforge:cluster": "c",
+        "aws:region": "r",
+        "trainforge:nodePools": '[{"name": "a"}]',
+        "trainforge:x": "true",
+    }
