@@ -48,9 +48,8 @@ def test_children_and_their_options():
     )
     assert cm.parent == pj.parent and cm.delete_before_replace is False
     (pm,) = by_type(m, "kubernetes:monitoring.coreos.com/v1:PodMonitor")
-    assert pm.parent == pj.parent and pm.inputs["spec"]["selector"] == {
-        "matchLabels": {"trainforge.io/job": "llm"}
-    }
+    assert pm.parent == pj.parent
+    assert pm.inputs["spec"]["selector"]["matchLabels"]["trainforge.io/job"] == "llm"
 
 
 def test_a_spec_change_replaces_the_job_and_deletes_the_old_one_first():

@@ -115,3 +115,15 @@ def test_expand_stack_argv(project):
         expand_stack_argv(["--stack", "dev"], project)
     with pytest.raises(JobConfigError, match="usage: run-local --stack STACK JOB"):
         expand_stack_argv(["--stack", "dev", "--steps", "5"], project)
+
+
+def test_the_runtime_accepts_the_local_flags(project):
+    from trainforge.training.config import parse_args
+
+    argv = local_argv_for_job("dev", "mnist-elastic", project)
+    cfg = parse_args(argv[4:])  # after --workers N --max-restarts R (run-local's own flags)
+    assert (cfg.model, cfg.metrics_port, cfg.checkpoint_dir) == (
+        "mlp",
+        0,
+        "./runs/mnist-elastic/checkpoints",
+    )

@@ -163,7 +163,10 @@ def test_ddp_on_gpu_pool_field_by_field():
         "namespace": "team-research",
         "labels": pj["metadata"]["labels"],
     }
-    assert pm["spec"]["selector"] == {"matchLabels": {"trainforge.io/job": "llm"}}
+    # metrics come from global rank 0, which is the Master pod
+    assert pm["spec"]["selector"] == {
+        "matchLabels": {"trainforge.io/job": "llm", "training.kubeflow.org/replica-type": "master"}
+    }
     assert pm["spec"]["podMetricsEndpoints"] == [
         {"port": "metrics", "path": "/metrics", "interval": "30s"}
     ]
@@ -230,6 +233,8 @@ def test_elastic_job_is_workers_only_with_c10d():
         "--max-restarts=7",
         "--rdzv-backend=c10d",
     ]
+    # rank 0 can be on any worker of an elastic job: the PodMonitor selects them all
+    assert out.podmonitor["spec"]["selector"] == {"matchLabels": {"trainforge.io/job": "llm"}}
     # the operator's rendezvous endpoint needs the pytorchjob-port on the Worker container
     assert any(p["name"] == "pytorchjob-port" for p in container(out.pytorchjob, "Worker")["ports"])
 
@@ -355,3 +360,19 @@ def test_without_fsx_the_volume_is_pod_local():
     assert vols["fsx"] == {"name": "fsx", "emptyDir": {}}
     assert "subPath" not in {m["name"]: m for m in container(pj)["volumeMounts"]}["fsx"]
     assert validate_pod_templates(pj) == 1 and crd_errors(pj) == []
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_the_runtime_accepts_the_emitted_flags(case):
+    """Contract with trainforge.training: its own parser takes every flag we emit."""
+    from trainforge.training.config import parse_args
+
+    job, out = build(**CASES[case])
+    specs = out.pytorchjob["spec"]["pytorchReplicaSpecs"]
+    cmd = container(out.pytorchjob, "Master" if "Master" in specs else "Worker")["command"]
+    cfg = parse_args(cmd[cmd.index("trainforge.training") + 1 :])
+    assert cfg.strategy == job.strategy
+    assert cfg.checkpoint_dir == f"/fsx/checkpoints/team-research/{job.name}"
+    assert cfg.grace_period == job.checkpoint.grace_period
+    assert cfg.metrics_port == job.metrics_port
+    assert cfg.checkpoint_s3 == "s3://tf-checkpoints-123/research/checkpoints/llm"

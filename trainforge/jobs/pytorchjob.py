@@ -39,6 +39,7 @@ RUN_AS_USER = 1000
 TMP_SIZE = "20Gi"
 JOB_LABEL = "trainforge.io/job"
 TEAM_LABEL = "trainforge.io/team"
+REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"  # set by the operator, lowercase
 
 
 @dataclass(frozen=True)
@@ -375,6 +376,12 @@ def podmonitor_manifest(job: JobSpec, target: JobTarget) -> dict[str, Any] | Non
     """Prometheus scrapes every pod of the job on its metrics port (issue 2's endpoint)."""
     if not job.metrics_port:
         return None
+    # The runtime serves metrics from global rank 0 only. In a Master/Worker job that is
+    # the Master pod; in an elastic job rank 0 can land on any worker, so all are selected
+    # (the others show as down targets for that job).
+    selector = {JOB_LABEL: job.name}
+    if job.elastic is None:
+        selector[REPLICA_TYPE_LABEL] = "master"
     return {
         "apiVersion": "monitoring.coreos.com/v1",
         "kind": "PodMonitor",
@@ -384,14 +391,14 @@ def podmonitor_manifest(job: JobSpec, target: JobTarget) -> dict[str, Any] | Non
             "labels": labels(job),
         },
         "spec": {
-            "selector": {"matchLabels": {JOB_LABEL: job.name}},
+            "selector": {"matchLabels": selector},
             "namespaceSelector": {"matchNames": [target.namespace]},
             "podMetricsEndpoints": [
                 {"port": METRICS_PORT_NAME, "path": "/metrics", "interval": "30s"}
             ],
             # Keep master/worker and index on every series so ranks can be told apart.
             "podTargetLabels": [
-                "training.kubeflow.org/replica-type",
+                REPLICA_TYPE_LABEL,
                 "training.kubeflow.org/replica-index",
                 TEAM_LABEL,
             ],
