@@ -117,7 +117,11 @@ def main(argv: list[str] | None = None) -> int:
     if ns.dry_run:
         print(" ".join(cmd))
         return 0
-    proc = subprocess.Popen(cmd, env=child_env(ns.workers))
+    env = child_env(ns.workers)
+    # checkpoint hook: torchrun SIGKILLs workers this long after relaying a SIGTERM (default
+    # 30 s); give them the whole --grace-period to checkpoint, as the PyTorchJob pods do.
+    env.setdefault("TORCH_ELASTIC_SHUTDOWN_TIMEOUT", str(max(1, round(cfg.grace_period))))
+    proc = subprocess.Popen(cmd, env=env)
 
     def forward(signum: int, _frame: object) -> None:  # torchrun relays it to the workers
         proc.send_signal(signum)
