@@ -102,6 +102,7 @@ def test_prod_efa_node_group(prod):
         "taints"
     ]
     assert len(ng.inputs["subnetIds"]) == 1  # one AZ
+    assert ng.options["ignoreChanges"] == ["scalingConfig.desiredSize"]
     assert ng.inputs["labels"]["trainforge.io/pool"] == "p4d-reserved"
     lt = prod.find(LT, "platform-p4d-reserved-lt")
     nics = lt.inputs["networkInterfaces"]
@@ -224,6 +225,8 @@ def test_karpenter_roles_and_charts(stack):
     assert releases["karpenter"]["version"] == versions.KARPENTER_VERSION
     assert releases["karpenter-crd"]["version"] == versions.KARPENTER_VERSION
     assert releases["karpenter"]["skipCrds"] is True
+    for r in stack.of_type("kubernetes:helm.sh/v3:Release") + stack.of_type(NODEPOOL):
+        assert r.options["provider"].split("::")[-2] == "platform-k8s"
 
 
 def test_admin_access_entries(prod, dev):

@@ -110,6 +110,8 @@ class MockedResource:
     # filled in by MockRun from the monitor (parent URN, own URN) when available
     urn: str | None = None
     parent: str | None = None
+    # resource options the engine saw (ignoreChanges, deleteBeforeReplace, dependsOn, ...)
+    options: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -336,6 +338,23 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
         return rid, out
 
 
+def _options(request: Any) -> dict[str, Any]:
+    opts: dict[str, Any] = {}
+    if request.deleteBeforeReplace:
+        opts["deleteBeforeReplace"] = True
+    for key in ("ignoreChanges", "replaceOnChanges", "dependencies"):
+        values = list(getattr(request, key, []) or [])
+        if values:
+            opts[key] = values
+    if request.protect:
+        opts["protect"] = True
+    if request.provider:
+        opts["provider"] = request.provider
+    if request.remote:
+        opts["remote"] = True
+    return opts
+
+
 def make_mocks(preview: bool = False, **kwargs: Any) -> TrainforgeMocks:
     """Factory used by the offline plan (`trainforge.plan.runner` looks it up)."""
     return TrainforgeMocks(preview=preview, **kwargs)
@@ -417,6 +436,7 @@ def run_mocked(
                     if r.type == request.type and r.name == request.name and r.urn is None:
                         r.urn = resp.urn
                         r.parent = request.parent or None
+                        r.options = _options(request)
                         break
             return resp
 
