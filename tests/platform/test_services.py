@@ -613,3 +613,11 @@ def test_team_facts_feed_the_jobs_target(prod):
     )
     assert target.quota.gpus == "16" and target.quota.memory == "1536Gi"
     assert target.checkpoint_prefix == "vision/"
+
+
+def test_efa_plugin_also_targets_named_efa_pools():
+    from trainforge.platform.device_plugins import EFA_NODE_TERMS, efa_values
+
+    v = efa_values(EFA_NODE_TERMS, ["efa-training"])["supportedInstanceLabels"]
+    assert v["keys"] == ["vpc.amazonaws.com/efa.present", "trainforge.io/pool"]
+    assert v["values"] == ["efa-training", "true"]

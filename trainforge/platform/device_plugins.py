@@ -60,11 +60,21 @@ def nvidia_values(terms: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def efa_values(terms: list[dict[str, Any]]) -> dict[str, Any]:
+POOL_LABEL = "trainforge.io/pool"  # every trainforge node group / Karpenter pool sets it
+
+
+def efa_values(terms: list[dict[str, Any]], pool_names: list[str] | None = None) -> dict[str, Any]:
     """The eks-charts EFA chart has no `affinity` value: its node affinity is built from
-    `supportedInstanceLabels` (one In-term per key), so that is where the EFA label goes."""
+    `supportedInstanceLabels` (one `In` term per key, all keys sharing ONE value list), so that
+    is where the EFA label goes. With `pool_names`, nodes of those pools also match through
+    `trainforge.io/pool` (for Karpenter pools that do not set the EFA label); the shared value
+    list means the EFA label term also lists the pool names, which is harmless (that label is
+    only ever "true")."""
     keys = sorted({e["key"] for t in terms for e in t["matchExpressions"]})
     values = sorted({v for t in terms for e in t["matchExpressions"] for v in e["values"]})
+    if pool_names:
+        keys.append(POOL_LABEL)
+        values = sorted(set(values) | set(pool_names))
     return {
         "supportedInstanceLabels": {"keys": keys, "values": values},
         "tolerations": [GPU_TAINT_TOLERATION],
@@ -79,6 +89,8 @@ class DevicePluginsArgs:
     efa_nodes: bool = False
     gpu_node_terms: list[dict[str, Any]] = field(default_factory=lambda: list(GPU_NODE_TERMS))
     efa_node_terms: list[dict[str, Any]] = field(default_factory=lambda: list(EFA_NODE_TERMS))
+    # Pools whose nodes have EFA but may lack the EFA label (Karpenter NodePools).
+    efa_pool_names: list[str] = field(default_factory=list)
 
 
 class DevicePlugins(pulumi.ComponentResource):
@@ -114,7 +126,7 @@ class DevicePlugins(pulumi.ComponentResource):
                     repo=versions.EFA_DEVICE_PLUGIN_CHART_REPO
                 ),
                 namespace="kube-system",
-                values=efa_values(args.efa_node_terms),
+                values=efa_values(args.efa_node_terms, args.efa_pool_names),
                 opts=child,
             )
         self.register_outputs({"nvidia": self.nvidia is not None, "efa": self.efa is not None})

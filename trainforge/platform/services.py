@@ -50,6 +50,9 @@ class PlatformServicesArgs:
     node_role_arn: pulumi.Input[str] | None = None
     gpu_nodes: bool = True
     efa_nodes: bool = False
+    # Names of node groups/pools with EFA: their nodes (label `trainforge.io/pool`) get the
+    # EFA device plugin even when they lack `vpc.amazonaws.com/efa.present=true`.
+    efa_pool_names: list[str] = field(default_factory=list)
     # FSx lives in one subnet/AZ: put GPU node pools in the same AZ for bandwidth and cost.
     fsx_subnet_index: int = 0
     # When set, the training operator gets its own provider with server-side apply forced on.
@@ -190,6 +193,7 @@ class PlatformServices(pulumi.ComponentResource):
                 k8s_provider=args.k8s_provider,
                 gpu_nodes=args.gpu_nodes,
                 efa_nodes=args.efa_nodes,
+                efa_pool_names=list(args.efa_pool_names),
             ),
             opts=child,
         )
