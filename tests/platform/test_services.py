@@ -417,8 +417,29 @@ def test_prometheus_picks_up_every_monitor(prod):
     assert dcgm["version"] == versions.DCGM_EXPORTER_CHART_VERSION
 
 
+def test_volumes_use_an_encrypted_gp3_class(prod):
+    # EKS 1.30+ has no default StorageClass: every claim names trainforge's class.
+    sc = one(prod, "kubernetes:storage.k8s.io/v1:StorageClass").inputs
+    assert sc["metadata"]["name"] == "trainforge-gp3"
+    assert sc["provisioner"] == "ebs.csi.aws.com"
+    assert sc["parameters"]["type"] == "gp3" and sc["parameters"]["encrypted"] == "true"
+    assert sc["volumeBindingMode"] == "WaitForFirstConsumer"
+    spec = releases(prod)["kube-prometheus-stack"]["values"]["prometheus"]["prometheusSpec"]
+    assert (
+        spec["storageSpec"]["volumeClaimTemplate"]["spec"]["storageClassName"] == "trainforge-gp3"
+    )
+    [pvc] = [
+        r.inputs
+        for r in prod.of_type("kubernetes:core/v1:PersistentVolumeClaim")
+        if r.inputs["metadata"]["name"] == "mlflow-data"
+    ]
+    assert pvc["spec"]["storageClassName"] == "trainforge-gp3"
+
+
 def test_external_monitoring_skips_the_stack(dev):
     assert "kube-prometheus-stack" not in releases(dev)
+    # nothing in dev needs a volume (ephemeral MLflow, no Prometheus)
+    assert dev.of_type("kubernetes:storage.k8s.io/v1:StorageClass") == []
 
 
 def test_mlflow_server_is_non_root_pinned_and_limited(prod):
@@ -547,6 +568,7 @@ def test_team_network_policies(prod):
 # --- rendered Kubernetes objects are valid for the cluster version --------------------------------
 
 K8S_KINDS = (
+    "kubernetes:storage.k8s.io/v1:StorageClass",
     "kubernetes:core/v1:Namespace",
     "kubernetes:core/v1:ResourceQuota",
     "kubernetes:core/v1:LimitRange",

@@ -30,9 +30,11 @@ MLFLOW_NAMESPACE = "mlflow"
 MLFLOW_PORT = 5000
 MLFLOW_TRACKING_URI = f"http://mlflow.{MLFLOW_NAMESPACE}.svc.cluster.local:{MLFLOW_PORT}"
 MLFLOW_UID = 1000
+# EKS (1.30+) ships no default StorageClass, so volumes name this one explicitly.
+STORAGE_CLASS = "trainforge-gp3"
 
 
-def prometheus_values(cfg: MonitoringConfig) -> dict[str, Any]:
+def prometheus_values(cfg: MonitoringConfig, storage_class: str) -> dict[str, Any]:
     return {
         "prometheus": {
             "prometheusSpec": {
@@ -49,6 +51,7 @@ def prometheus_values(cfg: MonitoringConfig) -> dict[str, Any]:
                 "storageSpec": {
                     "volumeClaimTemplate": {
                         "spec": {
+                            "storageClassName": storage_class,
                             "accessModes": ["ReadWriteOnce"],
                             "resources": {"requests": {"storage": cfg.storage_size}},
                         }
@@ -88,6 +91,7 @@ class Monitoring(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self, provider=args.k8s_provider)
         self.namespace = cfg.namespace
         self.stack: k8s.helm.v3.Release | None = None
+        self.storage_class: k8s.storage.v1.StorageClass | None = None
         self.dcgm: k8s.helm.v3.Release | None = None
         dcgm_ns = "kube-system"
         if cfg.mode == "managed":
@@ -114,8 +118,10 @@ class Monitoring(pulumi.ComponentResource):
                     repo=versions.KUBE_PROMETHEUS_STACK_CHART_REPO
                 ),
                 namespace=ns.metadata.name,
-                values=prometheus_values(cfg),
-                opts=child,
+                values=prometheus_values(
+                    cfg, cfg.storage_class or self._storage_class(name, child)
+                ),
+                opts=pulumi.ResourceOptions.merge(child, self._class_deps()),
             )
             dcgm_ns = ns.metadata.name
         if cfg.dcgm_exporter and args.gpu_nodes:
@@ -141,6 +147,27 @@ class Monitoring(pulumi.ComponentResource):
         self.register_outputs(
             {"mode": cfg.mode, "mlflowTrackingUri": self.mlflow_tracking_uri or ""}
         )
+
+    def _storage_class(self, name: str, child: pulumi.ResourceOptions) -> str:
+        """An encrypted gp3 EBS class, declared once, for the volumes this component needs."""
+        if self.storage_class is None:
+            self.storage_class = k8s.storage.v1.StorageClass(
+                f"{name}-gp3",
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=STORAGE_CLASS),
+                provisioner="ebs.csi.aws.com",
+                parameters={"type": "gp3", "encrypted": "true", "fsType": "ext4"},
+                # The volume is created in the AZ of the pod that first uses it.
+                volume_binding_mode="WaitForFirstConsumer",
+                allow_volume_expansion=True,
+                # Experiment history and metrics outlive an accidental claim deletion; volumes
+                # left after `pulumi destroy` must be deleted by hand.
+                reclaim_policy="Retain",
+                opts=child,
+            )
+        return STORAGE_CLASS
+
+    def _class_deps(self) -> pulumi.ResourceOptions:
+        return pulumi.ResourceOptions(depends_on=[self.storage_class] if self.storage_class else [])
 
     def _mlflow(self, name: str, cfg: MlflowConfig, child: pulumi.ResourceOptions) -> None:
         labels = {"app.kubernetes.io/name": "mlflow", "app.kubernetes.io/part-of": "trainforge"}
@@ -170,12 +197,13 @@ class Monitoring(pulumi.ComponentResource):
                 ),
                 spec=k8s.core.v1.PersistentVolumeClaimSpecArgs(
                     access_modes=["ReadWriteOnce"],
-                    storage_class_name=cfg.storage_class,
+                    storage_class_name=cfg.storage_class or self._storage_class(name, child),
                     resources=k8s.core.v1.VolumeResourceRequirementsArgs(
                         requests={"storage": cfg.storage_size}
                     ),
                 ),
-                opts=child,
+                # The provider reads the class's binding mode to know a Pending claim is ready.
+                opts=pulumi.ResourceOptions.merge(child, self._class_deps()),
             )
             data_volume = k8s.core.v1.VolumeArgs(
                 name="data",

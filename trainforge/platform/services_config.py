@@ -95,6 +95,7 @@ class MonitoringConfig:
     dcgm_exporter: bool = True
     retention: str = "15d"
     storage_size: str = "50Gi"
+    storage_class: str | None = None  # None: the encrypted gp3 class trainforge declares
 
 
 @dataclass(frozen=True)
@@ -102,7 +103,7 @@ class MlflowConfig:
     enabled: bool = False
     backend: str = "pvc"  # pvc: SQLite + artifacts on a PVC; sqlite-ephemeral: emptyDir (dev)
     storage_size: str = "20Gi"
-    storage_class: str | None = None
+    storage_class: str | None = None  # None: the encrypted gp3 class trainforge declares
 
 
 @dataclass(frozen=True)
@@ -375,7 +376,7 @@ def _device_plugins(r: _Reader) -> DevicePluginsConfig:
 
 
 def _monitoring(r: _Reader) -> MonitoringConfig:
-    r.unknown({"mode", "namespace", "dcgmExporter", "retention", "storageSize"})
+    r.unknown({"mode", "namespace", "dcgmExporter", "retention", "storageSize", "storageClass"})
     mode = r.choice("mode", "managed", MONITORING_MODES)
     ns = r.string("namespace", "monitoring") or "monitoring"
     if not is_dns_label(ns):
@@ -391,6 +392,7 @@ def _monitoring(r: _Reader) -> MonitoringConfig:
         dcgm_exporter=r.boolean("dcgmExporter", True),
         retention=retention,
         storage_size=r.quantity("storageSize", "50Gi"),
+        storage_class=r.string("storageClass", None),
     )
 
 
