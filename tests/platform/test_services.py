@@ -412,6 +412,8 @@ def test_prometheus_picks_up_every_monitor(prod):
     assert (
         spec["serviceMonitorNamespaceSelector"] == {} and spec["podMonitorNamespaceSelector"] == {}
     )
+    # Grafana is off by default (the chart's default admin password is public)
+    assert stack["values"]["grafana"] == {"enabled": False}
     dcgm = rel["dcgm-exporter"]
     assert dcgm["values"]["serviceMonitor"]["enabled"] is True
     assert dcgm["version"] == versions.DCGM_EXPORTER_CHART_VERSION
@@ -434,6 +436,15 @@ def test_volumes_use_an_encrypted_gp3_class(prod):
         if r.inputs["metadata"]["name"] == "mlflow-data"
     ]
     assert pvc["spec"]["storageClassName"] == "trainforge-gp3"
+
+
+def test_grafana_uses_an_admin_secret_when_enabled():
+    from trainforge.platform.monitoring import prometheus_values
+    from trainforge.platform.services_config import MonitoringConfig
+
+    g = prometheus_values(MonitoringConfig(grafana=True), "sc")["grafana"]
+    assert g["enabled"] is True
+    assert g["admin"]["existingSecret"] == "grafana-admin"
 
 
 def test_external_monitoring_skips_the_stack(dev):

@@ -32,10 +32,20 @@ MLFLOW_TRACKING_URI = f"http://mlflow.{MLFLOW_NAMESPACE}.svc.cluster.local:{MLFL
 MLFLOW_UID = 1000
 # EKS (1.30+) ships no default StorageClass, so volumes name this one explicitly.
 STORAGE_CLASS = "trainforge-gp3"
+GRAFANA_ADMIN_SECRET = "grafana-admin"
 
 
 def prometheus_values(cfg: MonitoringConfig, storage_class: str) -> dict[str, Any]:
+    grafana: dict[str, Any] = {"enabled": cfg.grafana}
+    if cfg.grafana:
+        # never the chart's well-known default password
+        grafana["admin"] = {
+            "existingSecret": GRAFANA_ADMIN_SECRET,
+            "userKey": "admin-user",
+            "passwordKey": "admin-password",
+        }
     return {
+        "grafana": grafana,
         "prometheus": {
             "prometheusSpec": {
                 # Select every monitor/rule in every namespace, not only this release's.

@@ -96,6 +96,9 @@ class MonitoringConfig:
     retention: str = "15d"
     storage_size: str = "50Gi"
     storage_class: str | None = None  # None: the encrypted gp3 class trainforge declares
+    # Off by default: the chart's default admin password is public. When on, the admin
+    # credentials come from a Secret `grafana-admin` the operator creates in the namespace.
+    grafana: bool = False
 
 
 @dataclass(frozen=True)
@@ -376,7 +379,9 @@ def _device_plugins(r: _Reader) -> DevicePluginsConfig:
 
 
 def _monitoring(r: _Reader) -> MonitoringConfig:
-    r.unknown({"mode", "namespace", "dcgmExporter", "retention", "storageSize", "storageClass"})
+    r.unknown(
+        {"mode", "namespace", "dcgmExporter", "retention", "storageSize", "storageClass", "grafana"}
+    )
     mode = r.choice("mode", "managed", MONITORING_MODES)
     ns = r.string("namespace", "monitoring") or "monitoring"
     if not is_dns_label(ns):
@@ -393,6 +398,7 @@ def _monitoring(r: _Reader) -> MonitoringConfig:
         retention=retention,
         storage_size=r.quantity("storageSize", "50Gi"),
         storage_class=r.string("storageClass", None),
+        grafana=r.boolean("grafana", False),
     )
 
 
