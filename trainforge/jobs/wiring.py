@@ -118,12 +118,20 @@ def resolve_job(job: JobSpec, target: JobTarget, where: str = "job") -> JobSpec:
         gpus = pool.gpus_per_node
     if gpus > pool.gpus_per_node:
         types = ", ".join(pool.instance_types) or "its instance types"
-        have = f"at most {pool.gpus_per_node}" if pool.gpus_per_node else "no"
+        if not pool.gpus_per_node:
+            raise JobConfigError(
+                f"{where}.gpusPerWorker",
+                gpus,
+                f"pool {pool.name!r} ({types}) has no GPUs per node; use 0 or a GPU pool",
+            )
+        # Pool facts are what every instance type of the pool guarantees (the smallest), so
+        # that a pod sized here fits whichever type Karpenter launches.
         raise JobConfigError(
             f"{where}.gpusPerWorker",
             gpus,
-            f"pool {pool.name!r} ({types}) has {have} GPUs per node; "
-            f"use a value from 0 to {pool.gpus_per_node} or a GPU pool with larger instances",
+            f"pool {pool.name!r} ({types}) has at most {pool.gpus_per_node} GPUs per node on its "
+            f"smallest instance type; use 1 to {pool.gpus_per_node}, or a pool whose instance "
+            "types all have enough GPUs",
         )
     if gpus == 0 and pool.gpus_per_node:
         raise JobConfigError(
