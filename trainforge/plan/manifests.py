@@ -216,8 +216,11 @@ def prepare_dir(out: pathlib.Path) -> None:
     (out / MARKER).write_text("written by `trainforge plan`; emptied on every plan\n")
 
 
+_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml: ~10x faster on big ConfigMaps
+
+
 def dump_yaml(doc: Any) -> str:
-    return yaml.safe_dump(doc, sort_keys=False, default_flow_style=False, width=100)
+    return yaml.dump(doc, Dumper=_DUMPER, sort_keys=False, default_flow_style=False, width=100)
 
 
 def pod_template_jobs(obj: K8sObject) -> list[tuple[str, dict[str, Any]]]:

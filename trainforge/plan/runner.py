@@ -83,24 +83,26 @@ def plain(value: Any) -> Any:
     """Turn deserialized engine values into JSON-able data: unknowns and secrets as markers,
     integral floats (the wire has only doubles) back to ints, resources as their URN."""
     from pulumi.output import Unknown
-    from pulumi.runtime import rpc
+    from pulumi.runtime.rpc import is_rpc_secret
 
-    if isinstance(value, Unknown):
-        return UNKNOWN
-    if isinstance(value, dict):
-        if rpc.is_rpc_secret(value):
-            return SECRET
-        return {str(k): plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [plain(v) for v in value]
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str | int | float | bool) or value is None:
-        return value
-    urn = getattr(value, "_urn", None) or getattr(value, "urn", None)
-    if urn is not None:
-        return f"<resource {type(value).__name__}>"
-    return f"<{type(value).__name__}>"
+    def conv(v: Any) -> Any:
+        if isinstance(v, str | bool | int) or v is None:
+            return v
+        if isinstance(v, float):
+            return int(v) if v.is_integer() else v
+        if isinstance(v, dict):
+            if is_rpc_secret(v):
+                return SECRET
+            return {str(k): conv(x) for k, x in v.items()}
+        if isinstance(v, list | tuple):
+            return [conv(x) for x in v]
+        if isinstance(v, Unknown):
+            return UNKNOWN
+        if getattr(v, "_urn", None) is not None or getattr(v, "urn", None) is not None:
+            return f"<resource {type(v).__name__}>"
+        return f"<{type(v).__name__}>"
+
+    return conv(value)
 
 
 def _make_monitor(mocks: Any, sink: list[Recorded]):
