@@ -86,3 +86,14 @@ def test_diff_of_two_stack_plans(tmp_path, capsys):
     assert "### Kubernetes objects: 0 added, 1 changed, 0 removed" in text
     assert "`~ _cluster/NodePool/gpu-workloads`" in text
     assert "`spec.limits.nvidia.com/gpu`: `4` → `8`" in text
+
+
+def test_insecure_stack_config_is_refused_before_any_resource(tmp_path, capsys):
+    def open_endpoint(config):
+        config["trainforge:endpoint"] = {"publicAccessCidrs": ["0.0.0.0/0"]}
+
+    root = project_copy(tmp_path, "prod", open_endpoint)
+    assert cli.main(["--stack", "prod", "--project-dir", str(root)]) == 2
+    captured = capsys.readouterr()
+    assert "endpoint.publicAccessCidrs[0]" in captured.err and "0.0.0.0/0" in captured.err
+    assert "resources to create" not in captured.out
