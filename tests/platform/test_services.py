@@ -36,7 +36,11 @@ PROD = {
     "mlflow": {"enabled": True},
     "teams": [
         {"name": "vision", "quota": {"gpus": 16, "cpu": "192", "memory": "1536Gi", "pods": 40}},
-        {"name": "nlp", "quota": {"gpus": "8", "cpu": "96", "memory": "768Gi", "pods": "20"}},
+        {
+            "name": "nlp",
+            "quota": {"gpus": "8", "cpu": "96", "memory": "768Gi", "pods": "20"},
+            "podSecurity": "restricted",
+        },
     ],
 }
 DEV = {
@@ -510,7 +514,12 @@ def test_team_namespace_quota_limits_and_service_account(prod):
         r.inputs["metadata"]["name"]: r.inputs["metadata"]["labels"]
         for r in prod.of_type("kubernetes:core/v1:Namespace")
     }
-    assert nss["vision"]["pod-security.kubernetes.io/enforce"] == "restricted"
+    # baseline enforced (the operator's injected init container is not `restricted`), restricted
+    # warned/audited; a team may opt into enforcing restricted
+    assert nss["vision"]["pod-security.kubernetes.io/enforce"] == "baseline"
+    assert nss["vision"]["pod-security.kubernetes.io/warn"] == "restricted"
+    assert nss["vision"]["pod-security.kubernetes.io/audit"] == "restricted"
+    assert nss["nlp"]["pod-security.kubernetes.io/enforce"] == "restricted"
     assert nss["monitoring"]["pod-security.kubernetes.io/enforce"] == "privileged"
     quotas = {
         r.inputs["metadata"]["namespace"]: r.inputs["spec"]["hard"]

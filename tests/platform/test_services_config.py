@@ -133,6 +133,11 @@ BAD = [
     ({"teams": [{"name": "a"}, {"name": "a"}]}, "trainforge:teams[1].name", ["'a'", "unique"]),
     ({"teams": {"name": "a"}}, "trainforge:teams", ["list of teams"]),
     (
+        {"teams": [{"name": "a", "podSecurity": "privileged"}]},
+        "trainforge:teams[0].podSecurity",
+        ["baseline, restricted"],
+    ),
+    (
         {"monitoring": {"mode": "grafana"}},
         "trainforge:monitoring.mode",
         ["'grafana'", "managed, external"],

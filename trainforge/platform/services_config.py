@@ -127,11 +127,18 @@ class ContainerDefaults:
     memory_limit: str = "4Gi"
 
 
+POD_SECURITY_LEVELS = ("baseline", "restricted")
+
+
 @dataclass(frozen=True)
 class TeamConfig:
     name: str
     quota: TeamQuotaConfig = field(default_factory=TeamQuotaConfig)
     defaults: ContainerDefaults = field(default_factory=ContainerDefaults)
+    # Enforced Pod Security level. `baseline` by default: the training operator injects an
+    # `init-pytorch` container into Worker pods of Master/Worker PyTorchJobs without a
+    # securityContext, which `restricted` rejects. `restricted` is always warned and audited.
+    pod_security: str = "baseline"
 
 
 @dataclass(frozen=True)
@@ -423,7 +430,7 @@ def _teams(raw: Any, errors: list[str]) -> tuple[TeamConfig, ...]:
     seen: set[str] = set()
     for i, item in enumerate(raw):
         r = _Reader(item, f"{path}[{i}]", errors)
-        r.unknown({"name", "quota", "defaults"})
+        r.unknown({"name", "quota", "defaults", "podSecurity"})
         name = r.raw.get("name")
         if not is_dns_label(name):
             r.err(
@@ -460,7 +467,8 @@ def _teams(raw: Any, errors: list[str]) -> tuple[TeamConfig, ...]:
             cpu_limit=d.quantity("cpuLimit", "2"),
             memory_limit=d.quantity("memoryLimit", "4Gi"),
         )
-        teams.append(TeamConfig(name=name, quota=quota, defaults=defaults))
+        pod_security = r.choice("podSecurity", "baseline", POD_SECURITY_LEVELS)
+        teams.append(TeamConfig(name, quota, defaults, pod_security))
     return tuple(teams)
 
 

@@ -1,9 +1,13 @@
 """Team namespaces: fair sharing and isolation between the teams that train on the cluster.
 
 Each team gets a namespace (named after the team) with:
-- Pod Security Admission `restricted` enforced: trainforge's training pods qualify (non-root,
-  no privilege escalation, ALL capabilities dropped, RuntimeDefault seccomp; EFA needs no
-  privileges through the device plugin; /dev/shm is a memory emptyDir, which is allowed).
+- Pod Security Admission: `restricted` warned and audited, `baseline` enforced by default.
+  trainforge's own containers qualify for `restricted` (non-root, no privilege escalation, ALL
+  capabilities dropped, RuntimeDefault seccomp; EFA needs no privileges through the device
+  plugin; /dev/shm is a memory emptyDir), but the training operator v1 injects an
+  `init-pytorch` container (no securityContext) into the Worker pods of Master/Worker
+  PyTorchJobs, which `restricted` would reject. Teams that only run elastic (Worker-only)
+  jobs can set `podSecurity: restricted`.
 - a ResourceQuota (GPUs, CPU and memory requests and limits, pods) and a LimitRange giving
   containers that do not say what they need default requests/limits (the quota on limits
   would otherwise reject them).
@@ -205,7 +209,7 @@ class TeamNamespaces(pulumi.ComponentResource):
                     labels={
                         **args.labels,
                         TEAM_LABEL: t,
-                        "pod-security.kubernetes.io/enforce": "restricted",
+                        "pod-security.kubernetes.io/enforce": team.pod_security,
                         "pod-security.kubernetes.io/enforce-version": "latest",
                         "pod-security.kubernetes.io/audit": "restricted",
                         "pod-security.kubernetes.io/warn": "restricted",
