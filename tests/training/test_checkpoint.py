@@ -249,6 +249,9 @@ def test_resume_modes(tmp_path: Path) -> None:
         _manager(tmp_path, resume=str(tmp_path / "missing"))[0].restore(*_tiny())
     with pytest.raises(CheckpointError, match="--keep-last must be >= 0"):
         _manager(tmp_path, keep_last=-1)
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(CheckpointError, match="afile exists and is not a directory"):
+        _manager(tmp_path / "afile")
 
 
 def test_keep_last_deletes_only_older_complete_and_partial(tmp_path: Path) -> None:

@@ -244,6 +244,8 @@ class CheckpointManager:
         # (DCP docs), and a separate group keeps the checkpoint thread's collectives from
         # interleaving with the training loop's on the default group.
         self.group = dist.new_group(backend="gloo") if self.distributed else None
+        if self.root is not None:
+            self._check_root(self.root)
         self.mirror = mirror
         if mirror is None and config.s3_uri:
             from trainforge.training.s3_mirror import S3Mirror
@@ -260,6 +262,20 @@ class CheckpointManager:
         self.last_started_step: int | None = None  # complete or in flight
 
     # -- helpers --------------------------------------------------------------------------
+
+    @staticmethod
+    def _check_root(root: Path) -> None:
+        """A --checkpoint-dir we cannot write fails now, not at the first save an hour in."""
+        if root.exists() and not root.is_dir():
+            raise CheckpointError(f"--checkpoint-dir {root} exists and is not a directory")
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise CheckpointError(
+                f"--checkpoint-dir {root}: cannot create it ({e.strerror})"
+            ) from e
+        if not os.access(root, os.W_OK | os.X_OK):
+            raise CheckpointError(f"--checkpoint-dir {root} is not writable by this user")
 
     def _barrier(self) -> None:
         if self.distributed:
