@@ -271,3 +271,22 @@ def test_existing_vpc_tags_subnets():
         ("subnet-0b2", "kubernetes.io/role/internal-elb"),
     }
     assert eks_inputs(run)["vpcId"] == "vpc-0abc"
+
+
+def test_edge_no_karpenter_one_nat_per_az():
+    run = run_stack(
+        "dev",
+        {
+            "trainforge:karpenter": {"enabled": False},
+            "trainforge:nodePools": [],
+            "trainforge:nodeGroups": [{"name": "g5", "instanceTypes": ["g5.xlarge"], "maxSize": 3}],
+            "trainforge:network": {"availabilityZones": 3, "natGateways": "onePerAz"},
+        },
+    )
+    assert not run.of_type(NODEPOOL) and not run.of_type("aws:sqs/queue:Queue")
+    assert len(run.of_type("aws:ec2/natGateway:NatGateway")) == 3
+    ng = run.find(NG, "platform-g5")
+    assert ng.inputs["scalingConfig"] == {"minSize": 0, "desiredSize": 0, "maxSize": 3}
+    assert len(ng.inputs["subnetIds"]) == 3  # not EFA: spread over AZs
+    assert "networkInterfaces" not in run.find(LT, "platform-g5-lt").inputs
+    assert run.outputs["poolNames"] == ["g5"]
