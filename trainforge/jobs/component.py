@@ -91,9 +91,10 @@ class JobTargetArgs(TypedDict, total=False):
     claim_name: str
     fsx_mount_path: str
     fsx_sub_path: str
-    checkpoint_bucket: str
+    checkpoint_bucket: pulumi.Input[str]
+    """May be the platform's bucket-name output."""
     checkpoint_prefix: str
-    mlflow_tracking_uri: str
+    mlflow_tracking_uri: pulumi.Input[str]
     pool: JobPoolArgs
     quota: JobQuotaArgs
 
