@@ -73,3 +73,4 @@ def test_dev_stack_wires_jobs_to_teams_and_pools(repo_root):
     assert target.pool.gpus_per_node == 1
     assert target.pool.instance_types == ("g4dn.xlarge", "g5.xlarge")
     assert [t.key for t in target.pool.taints] == ["nvidia.com/gpu"]
+    assert run.result.job_depends_on  # the training operator

@@ -285,6 +285,9 @@ class TrainingPlatform(pulumi.ComponentResource):
         self.checkpoint_bucket_name = getattr(self.services, "checkpoint_bucket_name", None)
         self.mlflow_tracking_uri = getattr(self.services, "mlflow_tracking_uri", None)
         self.fsx_mount_path = getattr(self.services, "fsx_mount_path", None)
+        # Jobs (PyTorchJobs) need the operator's CRD and webhook first: `depends_on` these.
+        operator = getattr(self.services, "training_operator", None)
+        self.job_depends_on: list[pulumi.Resource] = [operator] if operator is not None else []
 
         self.cluster_name = self.cluster.cluster_name
         self.kubeconfig = self.cluster.kubeconfig
