@@ -239,3 +239,35 @@ def test_helm_releases_are_inventory_not_manifests(tmp_path):
     assert helm["karpenter"]["version"] == "1.8.1"
     assert helm["karpenter"]["values"] == {"settings": {"clusterName": "tf"}}
     assert helm["nvidia"]["repo"] == "https://nvidia.github.io/k8s-device-plugin"
+
+
+def test_policy_documents_built_from_unknown_arns_are_judged_with_standins():
+    import json as _json
+
+    import pulumi_aws as aws
+
+    def prog():
+        bucket = aws.s3.Bucket("data")
+        role = aws.iam.Role("r", assume_role_policy="{}")
+        aws.iam.RolePolicy(
+            "too-wide",
+            role=role.id,
+            policy=bucket.arn.apply(
+                lambda arn: _json.dumps(
+                    {
+                        "Statement": [
+                            {"Effect": "Allow", "Action": "s3:GetObject", "Resource": f"{arn}/*"},
+                            {"Effect": "Allow", "Action": "*", "Resource": "*"},
+                        ]
+                    }
+                )
+            ),
+        )
+
+    preview_only = plan_program(prog)
+    assert "CKV_AWS_62" not in {v.rule for v in preview_only.violations}  # unknown in a preview
+    result = plan_program(prog, standins=True)
+    found = [v for v in result.failing if v.rule == "CKV_AWS_62"]
+    assert len(found) == 1 and found[0].resource == "aws:iam/rolePolicy:RolePolicy::too-wide"
+    assert "stand-in" in found[0].message
+    assert result.standin_judged >= 1

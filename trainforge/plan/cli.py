@@ -146,6 +146,12 @@ def print_report(result: Any, args: argparse.Namespace, out=None) -> None:
             f"names shown here end in a stable stand-in",
             file=out,
         )
+    if result.standin_judged:
+        print(
+            f"  {result.standin_judged} cloud resources with unknown inputs (e.g. policy documents "
+            "built from ARNs) also judged with stand-in ids/ARNs",
+            file=out,
+        )
     if result.waived:
         print(f"\nWaived ({len(result.waived)}):", file=out)
         for w in result.waived:

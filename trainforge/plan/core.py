@@ -15,7 +15,8 @@ from typing import Any
 from trainforge.plan import rules as R
 from trainforge.plan import validate as V
 from trainforge.plan.manifests import K8sObject, helm_like, k8s_objects
-from trainforge.plan.runner import Inventory, run_program, run_project
+from trainforge.plan.runner import UNKNOWN, Inventory, run_program, run_project
+from trainforge.plan.runner import standin_mocks as load_standin_mocks
 from trainforge.plan.waivers import CONFIG_KEY, Waiver, find_waiver, parse_waivers
 
 
@@ -27,6 +28,7 @@ class PlanResult:
     waivers: list[Waiver]
     validation: Counter = field(default_factory=Counter)  # pass / fail / unchecked
     unchecked: list[str] = field(default_factory=list)
+    standin_judged: int = 0  # cloud resources re-judged with stand-in ids/ARNs
 
     @property
     def failing(self) -> list[R.Violation]:
@@ -119,15 +121,69 @@ def waivers_from(inv: Inventory) -> list[Waiver]:
     return parse_waivers(inv.config.get(CONFIG_KEY), known_rule_ids())
 
 
+STANDIN_NOTE = " (judged with stand-in values for ids/ARNs the cloud assigns)"
+
+
+def _has_unknown(value: Any) -> bool:
+    if isinstance(value, dict):
+        return any(_has_unknown(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_unknown(v) for v in value)
+    return value == UNKNOWN
+
+
+def add_standin_findings(result: PlanResult, standin: Inventory) -> int:
+    """Re-judge cloud resources whose preview inputs hold unknowns, with stand-in values.
+
+    In a preview, a policy document built from an ARN the cloud has not assigned yet is
+    unknown, so `pulumi preview --policy-pack` cannot judge it. Running the program once more
+    with mocks that invent plausible ids and ARNs computes those documents; the content rules
+    (IAM "*" on "*", TLS-only bucket policy, ...) then run on them. Only findings the preview
+    could not make are added. Returns how many resources were re-judged.
+    """
+    preview = {r.urn: r for r in result.inventory.resources}
+    seen = {(v.urn, v.rule) for v in result.violations}
+    judged = 0
+    for rec in standin.resources:
+        before = preview.get(rec.urn)
+        if before is None or rec.type.startswith("kubernetes:") or not _has_unknown(before.inputs):
+            continue
+        judged += 1
+        for rule, msg in R.check_resource(rec.type, rec.inputs):
+            if (rec.urn, rule.id) in seen:
+                continue
+            w = find_waiver(result.waivers, rule.id, {rec.urn, rec.name})
+            result.violations.append(
+                R.Violation(
+                    _short(rec.type, rec.name),
+                    rule.id,
+                    msg + STANDIN_NOTE,
+                    rule.fix,
+                    urn=rec.urn,
+                    waived=w.reason if w else None,
+                )
+            )
+    return judged
+
+
 def plan_project(
     root: pathlib.Path,
     stack: str,
     *,
     mocks: Any = None,
     config_overrides: dict[str, Any] | None = None,
+    standins: bool = True,
 ) -> PlanResult:
+    """Preview-mode plan; then, when the platform's mocks exist, the stand-in pass above."""
     inv = run_project(root, stack, mocks=mocks, config_overrides=config_overrides)
-    return evaluate(inv, waivers_from(inv))
+    result = evaluate(inv, waivers_from(inv))
+    standin_mocks = load_standin_mocks() if standins and mocks is None else None
+    if standin_mocks is not None:
+        other = run_project(
+            root, stack, mocks=standin_mocks, config_overrides=config_overrides, preview=False
+        )
+        result.standin_judged = add_standin_findings(result, other)
+    return result
 
 
 def plan_program(
@@ -136,6 +192,7 @@ def plan_program(
     stack: str = "test",
     config: dict[str, Any] | None = None,
     mocks: Any = None,
+    standins: bool = False,
 ) -> PlanResult:
     """Plan a program function (tests, and programs that are not a project folder)."""
     from trainforge.plan.runner import _config_string
@@ -143,4 +200,9 @@ def plan_program(
     cfg = {k: _config_string(v) for k, v in (config or {}).items()}
     inv = run_program(program, stack=stack, config=cfg, mocks=mocks)
     inv.config = dict(config or {})
-    return evaluate(inv, waivers_from(inv))
+    result = evaluate(inv, waivers_from(inv))
+    standin_mocks = load_standin_mocks() if standins else None
+    if standin_mocks is not None:
+        other = run_program(program, stack=stack, config=cfg, mocks=standin_mocks, preview=False)
+        result.standin_judged = add_standin_findings(result, other)
+    return result

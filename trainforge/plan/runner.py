@@ -238,6 +238,16 @@ def _platform_mocks() -> Any | None:
     return None
 
 
+def standin_mocks() -> Any | None:
+    """The platform's mocks in apply mode (plausible ids/ARNs), or None when absent."""
+    try:
+        from trainforge.plan import mocks as platform_mocks
+    except ImportError:
+        return None
+    factory = getattr(platform_mocks, "make_mocks", None)
+    return factory(preview=False) if callable(factory) else None
+
+
 def load_mocks() -> Any:
     """HybridMocks over the platform's mocks when they exist, else PreviewMocks."""
     found = _platform_mocks()
@@ -343,8 +353,13 @@ def run_program(
     config: dict[str, str] | None = None,
     secret_keys: list[str] | None = None,
     mocks: Any = None,
+    preview: bool = True,
 ) -> Inventory:
-    """Run `program` (a callable that declares resources) under mocks in preview mode."""
+    """Run `program` (a callable that declares resources) under mocks in preview mode.
+
+    `preview=False` (with mocks that invent ids and ARNs) runs every apply, so values built
+    from cloud-assigned ones (policy documents) exist with stand-ins; see plan.core.
+    """
     import pulumi.runtime as rt
     from pulumi.runtime import settings
     from pulumi.runtime.config import set_all_config
@@ -361,7 +376,7 @@ def run_program(
     settings.SETTINGS.rpc_manager.clear()
     settings.SETTINGS.outputs.clear()
     set_all_config(dict(config or {}), list(secret_keys or []))
-    set_mocks(mocks, project=project, stack=stack, preview=True, monitor=monitor)
+    set_mocks(mocks, project=project, stack=stack, preview=preview, monitor=monitor)
     root = rt.get_root_resource()
 
     _sync_await(run_pulumi_func(program))
@@ -371,7 +386,12 @@ def run_program(
 
 
 def run_project(
-    root: pathlib.Path, stack: str, *, mocks: Any = None, config_overrides: dict | None = None
+    root: pathlib.Path,
+    stack: str,
+    *,
+    mocks: Any = None,
+    config_overrides: dict | None = None,
+    preview: bool = True,
 ) -> Inventory:
     """Run the project's __main__.py with Pulumi.<stack>.yaml as its config."""
     project = project_name(root)
@@ -395,7 +415,13 @@ def run_project(
                 sys.path.pop(0)
 
     inv = run_program(
-        program, project=project, stack=stack, config=config, secret_keys=secret_keys, mocks=mocks
+        program,
+        project=project,
+        stack=stack,
+        config=config,
+        secret_keys=secret_keys,
+        mocks=mocks,
+        preview=preview,
     )
     inv.config = shown
     return inv
