@@ -94,3 +94,62 @@ def test_configmap_manifest_is_immutable():
         "namespace": "ns",
         "labels": {"a": "b"},
     }
+
+
+def test_the_shipped_bundle_runs_on_its_own(tmp_path):
+    """Materialise the ConfigMap the way the volume's `items` do and run the pod's entry point
+    from it alone: the bundle is self-contained and `python -m trainforge.training` works."""
+    import os
+    import subprocess
+    import sys
+
+    bundle = codeship.collect()
+    data = bundle.data()
+    mount = tmp_path / "src"
+    for item in bundle.items():
+        path = mount / item["path"]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(data[item["key"]])
+    work = tmp_path / "work"
+    work.mkdir()
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("PYTHON", "MASTER_", "RANK", "WORLD_", "LOCAL_"))
+    }
+    env.update(
+        PYTHONPATH=str(mount), PYTHONDONTWRITEBYTECODE="1", LOCAL_RANK="0", LOCAL_WORLD_SIZE="1"
+    )
+    probe = "import trainforge.training, sys; print(trainforge.training.__file__)"
+    where = subprocess.run(
+        [sys.executable, "-c", probe], cwd=work, env=env, capture_output=True, text=True, check=True
+    )
+    assert where.stdout.strip().startswith(str(mount))
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "trainforge.training",
+            "--model",
+            "mlp",
+            "--steps",
+            "2",
+            "--batch-size",
+            "4",
+            "--dataset-size",
+            "64",
+            "--checkpoint-dir",
+            str(work / "ckpt"),
+            "--output-dir",
+            str(work / "out"),
+            "--metrics-port",
+            "0",
+        ],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    assert (work / "out" / "summary.json").is_file()
