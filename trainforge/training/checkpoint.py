@@ -534,8 +534,19 @@ def _describe(e: BaseException) -> str:
         if isinstance(inner, tuple):
             inner = inner[0]
         if isinstance(inner, BaseException):
-            return f"rank {rank}: {type(inner).__name__}: {_first_line(inner)}"
-    return f"{type(e).__name__}: {_first_line(e)}"
+            return f"rank {rank}: {_name_and_text(inner)}"
+    return _name_and_text(e)
+
+
+def _name_and_text(e: BaseException) -> str:
+    text = _first_line(e)
+    return (
+        f"{type(e).__name__}: {text}"
+        if text
+        else f"{type(e).__name__} (truncated or not a DCP shard)"
+        if isinstance(e, EOFError)
+        else type(e).__name__
+    )
 
 
 def _first_line(e: BaseException) -> str:
