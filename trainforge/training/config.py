@@ -202,7 +202,7 @@ def build_parser(prog: str = "python -m trainforge.training") -> argparse.Argume
         "--warmup-steps",
         type=_non_negative("--warmup-steps"),
         default=d.warmup_steps,
-        help="linear warmup steps, then cosine decay to 10%% of --lr at --steps",
+        help="linear warmup steps (capped at --steps), then cosine decay to 10%% of --lr at --steps",
     )
     g.add_argument(
         "--weight-decay",
@@ -271,11 +271,6 @@ def validate(cfg: TrainConfig) -> TrainConfig:
         raise ConfigError(f"--lr must be > 0, got {cfg.lr}")
     if cfg.weight_decay < 0:
         raise ConfigError(f"--weight-decay must be >= 0, got {cfg.weight_decay}")
-    if cfg.warmup_steps > cfg.steps:
-        raise ConfigError(
-            f"--warmup-steps {cfg.warmup_steps} is longer than --steps {cfg.steps}; "
-            "use at most --steps"
-        )
     if cfg.model == "gpt":
         if cfg.d_model % cfg.heads:
             raise ConfigError(

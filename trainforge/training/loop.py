@@ -69,7 +69,8 @@ def build_optimizer(
 
 
 def lr_factor(step: int, warmup: int, total: int, floor: float = 0.1) -> float:
-    """Linear warmup to 1, then cosine decay to ``floor`` at ``total``."""
+    """Linear warmup to 1, then cosine decay to ``floor`` at ``total`` (warmup capped at total)."""
+    warmup = min(warmup, total)
     if warmup and step < warmup:
         return (step + 1) / warmup
     span = max(total - warmup, 1)
@@ -210,6 +211,7 @@ def _loop(
     raw = unwrap(model)
     loss_acc = torch.zeros((), device=env.device, dtype=torch.float32)  # stays on device
     window = 0
+    dist.barrier()  # ranks start the clock together (throughput numbers exclude setup skew)
     reporter.start_window(state.step)
     reporter.first_step = state.step
     reporter.loop_start = time.perf_counter()

@@ -1,0 +1,99 @@
+"""Flags: bad values and impossible combinations fail at once, naming the flag; run-local
+builds the torchrun command and validates before starting anything."""
+
+from __future__ import annotations
+
+import pytest
+
+from trainforge import local
+from trainforge.training.config import ConfigError, TrainConfig, check_world, parse_args
+
+
+def _error(argv: list[str], capsys) -> str:
+    with pytest.raises(SystemExit) as exc:
+        parse_args(argv)
+    assert exc.value.code == 2
+    return capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["--batch-size", "0"], "--batch-size must be > 0, got 0"),
+        (["--steps", "ten"], "--steps must be an integer, got 'ten'"),
+        (["--strategy", "zero3"], "argument --strategy: invalid choice: 'zero3'"),
+        (["--model", "gpt", "--d-model", "100", "--heads", "3"], "--d-model 100 is not divisible by --heads 3"),
+        (["--dataset", "tokens", "--model", "gpt"], "--dataset tokens needs --data-path PATH"),
+        (["--dataset", "tokens", "--model", "gpt", "--data-path", "/nope/tokens.bin"], "--data-path /nope/tokens.bin: no such file"),
+        (["--dataset", "tokens", "--data-path", __file__], "--dataset tokens needs --model gpt"),
+        (["--data-path", __file__], "only read with --dataset tokens"),
+        (["--model", "gpt", "--vocab-size", "70000"], "exceeds 65536"),
+        (["--lr", "0"], "--lr must be > 0"),
+        (["--checkpoint-every", "10"], "--checkpoint-every 10 needs --checkpoint-dir DIR"),
+    ],
+)  # fmt: skip
+def test_bad_flags_fail_with_the_flag_named(argv: list[str], expected: str, capsys) -> None:
+    assert expected in _error(argv, capsys)
+
+
+def test_world_size_checks() -> None:
+    cfg = TrainConfig(global_batch_size=30, grad_accum=1)
+    with pytest.raises(
+        ConfigError, match="--global-batch-size 30 is not divisible by world size 4"
+    ):
+        check_world(cfg, 4)
+    assert check_world(cfg, 3).batch_size == 10
+    with pytest.raises(
+        ConfigError, match="--dataset-size 100 is smaller than one global batch of 128"
+    ):
+        check_world(TrainConfig(dataset_size=100, batch_size=32), 4, dataset_len=100)
+
+
+def test_help_explains_every_flag(capsys) -> None:
+    with pytest.raises(SystemExit):
+        parse_args(["--help"])
+    out = capsys.readouterr().out
+    for flag in ("--strategy", "--model", "--steps", "--batch-size", "--grad-accum", "--lr",
+                 "--seed", "--dataset-size", "--log-every", "--metrics-port", "--checkpoint-dir",
+                 "--resume", "--grace-period", "--precision", "--compile"):  # fmt: skip
+        assert flag in out
+    assert "per rank" in out
+
+
+def test_run_local_builds_the_torchrun_command(capsys) -> None:
+    argv = ["--workers", "2", "--max-restarts", "3", "--strategy", "fsdp", "--steps", "5",
+            "--run-name", "t", "--dry-run"]  # fmt: skip
+    assert local.main(argv) == 0
+    cmd = capsys.readouterr().out.split()
+    assert cmd[1:4] == ["-m", "torch.distributed.run", "--standalone"]
+    assert cmd[cmd.index("--nproc-per-node") + 1] == "2"
+    assert cmd[cmd.index("--max-restarts") + 1] == "3"
+    i = cmd.index("trainforge.training")
+    assert cmd[i - 1] == "-m"
+    assert cmd[i + 1 :] == ["--strategy", "fsdp", "--steps", "5", "--run-name", "t"]
+
+
+def test_run_local_names_the_run_once_for_all_ranks(capsys) -> None:
+    assert local.main(["--workers", "2", "--dry-run"]) == 0
+    cmd = capsys.readouterr().out.split()
+    assert cmd[cmd.index("--run-name") + 1].startswith("mlp-ddp-")
+
+
+def test_run_local_validates_before_launching(capsys) -> None:
+    assert local.main(["--workers", "4", "--global-batch-size", "30", "--dry-run"]) == 2
+    assert "--global-batch-size 30 is not divisible by world size 4" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        local.main(["--workers", "2", "--batch-size", "-1"])
+    assert "--batch-size must be > 0" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        local.main(["--workers", "0"])
+    assert "--workers must be >= 1" in capsys.readouterr().err
+
+
+def test_run_local_splits_cores_between_workers(monkeypatch) -> None:
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(local.os, "cpu_count", lambda: 8)
+    assert local.child_env(2)["OMP_NUM_THREADS"] == "4"
+    assert local.child_env(16)["OMP_NUM_THREADS"] == "1"
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    assert local.child_env(2)["OMP_NUM_THREADS"] == "3"  # the user's choice wins
