@@ -84,3 +84,34 @@ def test_metrics_endpoint_serves_prometheus_text() -> None:
             urllib.request.urlopen(f"http://127.0.0.1:{server.port}/nope", timeout=10)
     finally:
         server.close()
+
+
+def test_reporter_publishes_what_it_logs(tmp_path, capsys) -> None:
+    """The loop's reporter feeds the endpoint, metrics.jsonl and summary.json."""
+    import json
+
+    from runtime_helpers import free_port
+
+    from trainforge.training.metrics import Reporter
+
+    port = free_port()
+    rep = Reporter(
+        enabled=True, total_steps=20, samples_per_step=64, tokens_per_sample=1,
+        flops_per_sample=1.0, world_size=2, peak=None, output_dir=tmp_path, metrics_port=port,
+        run_name="r1", params={"lr": 0.1},
+    )  # fmt: skip
+    try:
+        rep.start_loop(0)
+        rep.record(10, 2.5, 0.1, {"checkpoint_step": 10.0})
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+            text = r.read().decode()
+        assert 'trainforge_step{run="r1"} 10.0' in text
+        assert 'trainforge_loss{run="r1"} 2.5' in text
+        assert 'trainforge_world_size{run="r1"} 2.0' in text
+        assert 'trainforge_checkpoint_step{run="r1"} 10.0' in text
+        assert "trainforge_samples_per_second" in text and "trainforge_mfu" not in text  # CPU
+    finally:
+        rep.close()
+    assert "step 10/20 | loss 2.5000" in capsys.readouterr().out
+    line = json.loads((tmp_path / "metrics.jsonl").read_text().splitlines()[0])
+    assert line["step"] == 10 and line["loss"] == 2.5

@@ -212,9 +212,7 @@ def _loop(
     loss_acc = torch.zeros((), device=env.device, dtype=torch.float32)  # stays on device
     window = 0
     dist.barrier()  # ranks start the clock together (throughput numbers exclude setup skew)
-    reporter.start_window(state.step)
-    reporter.first_step = state.step
-    reporter.loop_start = time.perf_counter()
+    reporter.start_loop(state.step)
     while state.step < cfg.steps:
         for micro in range(cfg.grad_accum):
             batch = batches.get(state.step, micro)
@@ -235,7 +233,6 @@ def _loop(
             mean = loss_acc.item() / (window * env.world_size)  # the only host sync
             extra = checkpointing.metrics()
             reporter.record(state.step, mean, scheduler.get_last_lr()[0], extra)
-            reporter.last_loss = mean
             loss_acc.zero_()
             window = 0
             if not math.isfinite(mean):
@@ -280,7 +277,7 @@ def _finish(
         "world_size": env.world_size,
         "device": env.device.type,
         "global_batch": global_batch,
-        "final_loss": getattr(reporter, "last_loss", None),
+        "final_loss": reporter.last_loss,
         "losses": [[int(h["step"]), h["loss"]] for h in hist],
         "elapsed_seconds": elapsed,
         "setup_seconds": reporter.loop_start - t_setup,

@@ -194,6 +194,9 @@ class Reporter:
         self.tty = enabled and sys.stdout.isatty()
         self._jsonl = None
         self.mlflow: MLflowLogger | None = None
+        self.first_step = 0  # the loop's first step in this process (> 0 after a resume)
+        self.loop_start = time.perf_counter()
+        self.last_loss: float | None = None
         if not enabled:
             return
         self.gauges.update({"step": 0, "world_size": world_size})
@@ -217,6 +220,11 @@ class Reporter:
         self._window_start = time.perf_counter()
         self._window_step = step
 
+    def start_loop(self, step: int) -> None:
+        self.first_step = step
+        self.loop_start = time.perf_counter()
+        self.start_window(step)
+
     def record(self, step: int, loss: float, lr: float, extra: dict[str, float]) -> None:
         """Called every --log-every steps with the already-reduced loss (one host sync)."""
         if not self.enabled:
@@ -237,6 +245,7 @@ class Reporter:
         if self.peak_total:
             values["mfu"] = sps * self.flops_per_sample / self.peak_total
         values.update(extra)
+        self.last_loss = loss
         self.gauges.update(values)
         self.history.append(values)
         line = (
