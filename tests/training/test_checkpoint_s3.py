@@ -163,3 +163,24 @@ def test_without_boto3_the_error_says_how_to_install(monkeypatch, tmp_path: Path
     from trainforge.training.checkpoint import CheckpointConfig, CheckpointManager
 
     CheckpointManager(CheckpointConfig(directory=str(tmp_path)), log=lambda s: None)
+
+
+def test_runtime_resumes_from_s3_on_a_fresh_node(aws, tmp_path: Path, capsys) -> None:
+    """The runtime itself (1 process): train with the mirror, then start on an empty dir."""
+    from trainforge.training.config import parse_args
+    from trainforge.training.loop import train
+
+    aws.create_bucket(Bucket=BUCKET)
+    common = ["--model", "mlp", "--warmup-steps", "1", "--batch-size", "8"]
+    common += ["--dataset-size", "64", "--checkpoint-every", "2", "--checkpoint-s3", URI]
+    node_a = ["--checkpoint-dir", str(tmp_path / "a"), "--output-dir", str(tmp_path / "oa")]
+    assert train(parse_args([*common, "--steps", "4", *node_a])) == 0
+    node_b = ["--checkpoint-dir", str(tmp_path / "b"), "--output-dir", str(tmp_path / "ob")]
+    assert train(parse_args([*common, "--steps", "6", *node_b])) == 0
+    out = capsys.readouterr().out
+    assert "s3 mirror: downloaded s3://tf-ckpt/runs/exp1/step_000004" in out
+    assert "resumed from" in out and "step_000004 at step 4" in out
+    summary = json.loads((tmp_path / "ob" / "summary.json").read_text())
+    assert summary["steps"] == 6 and summary["steps_this_run"] == 2
+    marker = json.loads(aws.get_object(Bucket=BUCKET, Key="runs/exp1/latest")["Body"].read())
+    assert marker["checkpoint"] == "step_000006"
