@@ -108,7 +108,13 @@ def measure(root: pathlib.Path, stack: str, jobs: list[dict] | None) -> dict[str
     t2 = time.perf_counter()
     mocks = standin_mocks()
     if mocks is not None:
-        other = run_project(root, stack, mocks=mocks, config_overrides=overrides, preview=False)
+        other = run_project(
+            root,
+            stack,
+            mocks=mocks,
+            config_overrides={**(overrides or {}), core.JOBS_KEY: []},
+            preview=False,
+        )
         core.add_standin_findings(result, other)
     t3 = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:

@@ -113,36 +113,57 @@ def _make_monitor(mocks: Any, sink: list[Recorded]):
         """A MockMonitor that keeps the raw inputs (unknowns included) of every resource."""
 
         def RegisterResource(self, request):  # noqa: N802 - gRPC method name
-            resp = super().RegisterResource(request)
-            if request.type != "pulumi:pulumi:Stack":
-                inputs = rpc.deserialize_properties(request.object, keep_unknowns=True)
-                opts: dict[str, Any] = {}
-                if request.deleteBeforeReplace:
-                    opts["deleteBeforeReplace"] = True
-                if list(request.replaceOnChanges):
-                    opts["replaceOnChanges"] = list(request.replaceOnChanges)
-                if request.protect:
-                    opts["protect"] = True
-                if list(request.ignoreChanges):
-                    opts["ignoreChanges"] = list(request.ignoreChanges)
-                if request.remote:
-                    opts["remote"] = True
-                sink.append(
-                    Recorded(
-                        urn=resp.urn,
-                        type=request.type,
-                        name=request.name,
-                        parent=request.parent or None,
-                        custom=bool(request.custom),
-                        inputs=plain(inputs),
-                        options=opts,
-                        dependencies={
-                            k: list(v.urns)
-                            for k, v in request.propertyDependencies.items()
-                            if list(v.urns)
-                        },
-                    )
+            """MockMonitor.RegisterResource, deserializing the inputs once for both uses."""
+            if request.type == "pulumi:pulumi:Stack":
+                return super().RegisterResource(request)
+            from pulumi.runtime.mocks import MockResourceArgs, _resolve_callbacks
+            from pulumi.runtime.proto import resource_pb2
+            from pulumi.runtime.sync_await import _ensure_event_loop, _sync_await
+
+            _ensure_event_loop()
+            urn = self.make_urn(request.parent, request.type, request.name)
+            inputs = rpc.deserialize_properties(request.object, keep_unknowns=True)
+            id_, state = self.mocks.new_resource(
+                MockResourceArgs(
+                    typ=request.type,
+                    name=request.name,
+                    inputs=inputs,
+                    provider=request.provider,
+                    resource_id=request.importId,
+                    custom=request.custom or False,
+                    transforms=_resolve_callbacks(request.transforms),
                 )
+            )
+            obj_proto = _sync_await(rpc.serialize_properties(state, {}))
+            self.resources[urn] = MockMonitor.ResourceRegistration(urn, id_, state)
+            resp = resource_pb2.RegisterResourceResponse(urn=urn, id=id_, object=obj_proto)
+            opts: dict[str, Any] = {}
+            if request.deleteBeforeReplace:
+                opts["deleteBeforeReplace"] = True
+            if list(request.replaceOnChanges):
+                opts["replaceOnChanges"] = list(request.replaceOnChanges)
+            if request.protect:
+                opts["protect"] = True
+            if list(request.ignoreChanges):
+                opts["ignoreChanges"] = list(request.ignoreChanges)
+            if request.remote:
+                opts["remote"] = True
+            sink.append(
+                Recorded(
+                    urn=resp.urn,
+                    type=request.type,
+                    name=request.name,
+                    parent=request.parent or None,
+                    custom=bool(request.custom),
+                    inputs=plain(inputs),
+                    options=opts,
+                    dependencies={
+                        k: list(v.urns)
+                        for k, v in request.propertyDependencies.items()
+                        if list(v.urns)
+                    },
+                )
+            )
             return resp
 
     return RecordingMonitor(mocks)
