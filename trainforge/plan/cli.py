@@ -46,6 +46,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="do not write PyTorchJob pod templates wrapped as Jobs under OUT/_checkov",
     )
     ap.add_argument("--summary", action="store_true", help="print counts instead of the tree")
+    ap.add_argument(
+        "--no-standins",
+        action="store_true",
+        help="skip the second run that judges policy documents built from unknown ARNs with "
+        "stand-in ids/ARNs (faster; those documents then go unjudged, as in a real preview)",
+    )
     return ap
 
 
@@ -178,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
         root = args.project_dir.resolve() if args.project_dir else find_project(pathlib.Path.cwd())
         if args.project_dir and not (root / "Pulumi.yaml").is_file():
             raise ProjectError(f"--project-dir {root}: no Pulumi.yaml there")
-        result = core.plan_project(root, args.stack)
+        result = core.plan_project(root, args.stack, standins=not args.no_standins)
     except Exception as e:  # noqa: BLE001 - classified below
         err = find_config_error(e)
         if err is None:
