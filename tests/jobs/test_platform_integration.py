@@ -103,8 +103,19 @@ def test_every_job_object_is_valid_on_the_dev_platform(dev):
 
 
 def test_dev_quota_rejects_a_job_too_big_for_the_team(dev_platform):
-    too_big = [{"name": "big", "team": "research", "pool": "gpu-workloads", "workers": 5}]
-    with pytest.raises(JobConfigError, match=r"trainforge:jobs\[0\]\.gpusPerWorker: .*quota of 4"):
+    gpus = int(dev_platform.teams["research"].quota["requests.nvidia.com/gpu"])
+    per_node = dev_platform.node_pools["gpu-workloads"].gpus_per_node
+    too_big = [
+        {
+            "name": "big",
+            "team": "research",
+            "pool": "gpu-workloads",
+            "workers": gpus // per_node + 1,
+        }
+    ]
+    with pytest.raises(
+        JobConfigError, match=rf"trainforge:jobs\[0\]\.gpusPerWorker: .*quota of {gpus}\b"
+    ):
         declare_jobs(dev_platform, too_big)
 
 
