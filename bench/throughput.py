@@ -237,7 +237,7 @@ def floor_loop(a, cfg, ds, env) -> float:
     model, amp, cuda = _model_and_amp(a, cfg, env)
     loss_fn = model.loss_from_logits
     model = DDP(model, device_ids=[env.local_rank] if cuda else None, gradient_as_bucket_view=True)
-    extra = {"fused": True} if cuda else {}
+    extra = {"fused": True} if cuda else {"foreach": True}  # the runtime's choice too
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01, **extra)
     world = env.world_size
     n_batches = len(ds.inputs) // (a.batch_size * world)

@@ -64,7 +64,9 @@ def build_optimizer(
         {"params": decay, "weight_decay": cfg.weight_decay},
         {"params": no_decay, "weight_decay": 0.0},
     ]
-    extra: dict[str, Any] = {"fused": True} if device.type == "cuda" else {}
+    # fused (one kernel) on CUDA; foreach (one C++ loop over all tensors) on CPU, which beats
+    # the per-parameter Python loop torch picks by default there.
+    extra: dict[str, Any] = {"fused": True} if device.type == "cuda" else {"foreach": True}
     return torch.optim.AdamW(groups, lr=cfg.lr, betas=(0.9, 0.95), **extra)
 
 
@@ -220,8 +222,8 @@ def _loop(
             with accumulation(model, last), autocast(env.device, dtype, cfg.strategy):
                 x, y = batch
                 loss = raw.loss_from_logits(model(x), y)  # through the wrapper's hooks
-                (loss / cfg.grad_accum).backward()
-            loss_acc += loss.detach() / cfg.grad_accum
+                (loss / cfg.grad_accum if cfg.grad_accum > 1 else loss).backward()
+            loss_acc.add_(loss.detach())  # summed over micro-steps; averaged when logged
         optimizer.step()
         scheduler.step()
         optimizer.zero_grad(set_to_none=True)
@@ -230,7 +232,8 @@ def _loop(
 
         if state.step % cfg.log_every == 0 or state.step == cfg.steps:
             dist.all_reduce(loss_acc, op=dist.ReduceOp.SUM)  # every rank, same steps
-            mean = loss_acc.item() / (window * env.world_size)  # the only host sync
+            # the only host sync: mean over ranks, steps and micro-steps of the window
+            mean = loss_acc.item() / (window * env.world_size * cfg.grad_accum)
             extra = checkpointing.metrics()
             reporter.record(state.step, mean, scheduler.get_last_lr()[0], extra)
             loss_acc.zero_()
