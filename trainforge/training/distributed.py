@@ -60,6 +60,9 @@ def init_distributed(timeout_s: float = 600.0) -> DistEnv:
             )
         device = torch.device("cuda", local_rank)
         torch.cuda.set_device(device)
+        # fp32 matmuls on tensor cores (TF32) for --precision fp32 runs; bf16 is unaffected
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
         backend = "nccl"
     else:
         device = torch.device("cpu")
