@@ -1,0 +1,107 @@
+"""policy/__main__.py, loaded with PolicyPack replaced by a recorder (a real PolicyPack starts a
+gRPC server and blocks), so that the pack's wiring of the rules is tested for real."""
+
+from __future__ import annotations
+
+import pathlib
+import runpy
+
+import pulumi_policy
+import pytest
+from pulumi_policy.proxy import unknown_checking_proxy
+
+from trainforge.plan import rules as R
+
+PACK = pathlib.Path(__file__).resolve().parents[2] / "policy" / "__main__.py"
+
+
+@pytest.fixture
+def pack(monkeypatch):
+    made = []
+
+    class RecordingPack:
+        def __init__(self, name, policies, enforcement_level=None, **_):
+            made.append(self)
+            self.name, self.policies = name, list(policies)
+
+    monkeypatch.setattr(pulumi_policy, "PolicyPack", RecordingPack)
+    monkeypatch.delenv("TRAINFORGE_STACK_CONFIG", raising=False)
+    runpy.run_path(str(PACK), run_name="__main__")
+    assert len(made) == 1
+    return made[0]
+
+
+class Args:
+    def __init__(self, type_, props, name="r"):
+        self.resource_type, self.props, self.name = type_, unknown_checking_proxy(props), name
+        self.urn = f"urn:pulumi:s::p::{type_}::{name}"
+
+
+def test_pack_has_one_mandatory_policy_per_rule(pack):
+    names = [p.name for p in pack.policies]
+    assert pack.name == "trainforge" and len(names) == len(set(names))
+    assert len(names) == len(R.RULES) + len(R.STACK_RULES) + 1
+    assert "ckv-aws-341" in names and "ckv-aws-145-stack" in names
+    assert "kubernetes-validation" in names
+
+
+def test_pack_policies_report_what_the_rules_find(pack):
+    by_name = {p.name: p for p in pack.policies}
+    reports = []
+    lt = Args(
+        R.LAUNCH_TEMPLATE,
+        {"metadataOptions": {"httpTokens": "optional", "httpPutResponseHopLimit": 1}},
+    )
+    by_name["ckv-aws-79"].validate(lt, lambda msg, urn=None: reports.append(msg))
+    by_name["ckv-aws-341"].validate(lt, lambda msg, urn=None: reports.append(msg))
+    assert reports == [
+        "instance metadata allows IMDSv1 (httpTokens='optional'). "
+        "Fix: set metadataOptions.httpTokens: required"
+    ]
+    reports.clear()
+    job = Args(
+        "kubernetes:kubeflow.org/v1:PyTorchJob",
+        {
+            "apiVersion": "kubeflow.org/v1",
+            "kind": "PyTorchJob",
+            "metadata": {"name": "j", "namespace": "a"},
+            "spec": {
+                "pytorchReplicaSpecs": {
+                    "Master": {
+                        "replicas": 2,
+                        "template": {"spec": {"containers": [{"name": "pytorch", "image": "x:1"}]}},
+                    }
+                }
+            },
+        },
+    )
+    by_name["kubernetes-validation"].validate(job, lambda msg, urn=None: reports.append(msg))
+    assert reports == [
+        "[PYTORCHJOB_WEBHOOK] spec.pytorchReplicaSpecs.Master.replicas must be exactly 1"
+    ]
+
+
+def test_stack_policy_finds_a_bucket_without_versioning(pack):
+    class Res:
+        def __init__(self, type_, name, props, deps=None):
+            self.resource_type, self.name, self.props = type_, name, unknown_checking_proxy(props)
+            self.urn = f"urn:pulumi:s::p::{type_}::{name}"
+            self.property_dependencies = deps or {}
+
+    bucket = Res(R.S3_BUCKET, "ckpt", {})
+    sse = Res(R.S3_SSE, "sse", {"bucket": "x"}, {"bucket": [bucket]})
+
+    class StackArgs:
+        resources = [bucket, sse]
+
+    by_name = {p.name: p for p in pack.policies}
+    reports = []
+    by_name["ckv-aws-21-stack"].validate(StackArgs(), lambda m, urn=None: reports.append((m, urn)))
+    by_name["ckv-aws-145-stack"].validate(StackArgs(), lambda m, urn=None: reports.append((m, urn)))
+    assert reports == [
+        (
+            "bucket has no versioning configuration. Fix: declare a BucketVersioning "
+            "with status Enabled",
+            bucket.urn,
+        )
+    ]
