@@ -33,7 +33,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-MODES = ("runtime", "seed", "floor")
+MODES = ("floor", "runtime", "seed")
 
 
 # ------------------------------------------------------------------------------ the parent

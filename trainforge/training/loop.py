@@ -57,13 +57,15 @@ class TrainState:
 def build_optimizer(
     model: nn.Module, cfg: TrainConfig, device: torch.device
 ) -> torch.optim.Optimizer:
-    """AdamW; weight decay on matrices only (biases, norms and 1-D params are not decayed)."""
-    decay = [p for p in model.parameters() if p.requires_grad and p.dim() >= 2]
-    no_decay = [p for p in model.parameters() if p.requires_grad and p.dim() < 2]
-    groups = [
-        {"params": decay, "weight_decay": cfg.weight_decay},
-        {"params": no_decay, "weight_decay": 0.0},
-    ]
+    """AdamW. The GPT does not decay biases and norms (a second param group); the MLP decays
+    everything, as the seed's optimizer did -- one group is also one foreach launch per step."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    groups: list[dict[str, Any]] = [{"params": params, "weight_decay": cfg.weight_decay}]
+    if not getattr(unwrap(model), "decay_all_params", False):
+        groups = [
+            {"params": [p for p in params if p.dim() >= 2], "weight_decay": cfg.weight_decay},
+            {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0},
+        ]
     # fused (one kernel) on CUDA; foreach (one C++ loop over all tensors) on CPU, which beats
     # the per-parameter Python loop torch picks by default there.
     extra: dict[str, Any] = {"fused": True} if device.type == "cuda" else {"foreach": True}

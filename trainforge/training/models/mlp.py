@@ -22,6 +22,7 @@ class MLPBlock(nn.Module):
 
 class MLP(nn.Module):
     sizes = (784, 256, 128, 10)
+    decay_all_params = True  # weight decay on biases too, as the seed's AdamW did
 
     def __init__(self) -> None:
         super().__init__()
