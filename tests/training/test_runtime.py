@@ -90,6 +90,16 @@ def test_two_worker_run_is_reproducible(ddp_two: dict, tmp_path: Path) -> None:
     assert again["param_stats"] == ddp_two["param_stats"]
 
 
+def test_ddp_gradient_accumulation_on_two_workers_matches(ddp_two: dict, tmp_path: Path) -> None:
+    """no_sync on the first micro-step, all-reduce on the last: same optimisation."""
+    run_ranks(2, [*DDP_ARGS, "--grad-accum", "2", "--output-dir", str(tmp_path)])
+    acc = summary(tmp_path)
+    assert acc["config"]["batch_size"] == 8 and acc["global_batch"] == 32
+    assert _close(losses(acc), losses(ddp_two)), (losses(acc), losses(ddp_two))
+    _params_close(acc, ddp_two)
+    assert acc["ranks_agree"] is True
+
+
 def test_single_process_is_reproducible_and_seed_matters(tmp_path: Path) -> None:
     args = [*BASE, "--steps", "12", "--log-every", "4", "--batch-size", "16"]
     runs = []
@@ -103,12 +113,13 @@ def test_single_process_is_reproducible_and_seed_matters(tmp_path: Path) -> None
 
 
 def test_fsdp_gpt_two_workers_through_run_local(tmp_path: Path) -> None:
-    """run-local -> torchrun -> 2 ranks of FSDP2 (a block per shard unit) on the GPT model."""
+    """run-local -> torchrun -> 2 ranks of FSDP2 (a block per shard unit) on the GPT model,
+    with gradient accumulation (gradient sync only on the last micro-step) and recompute."""
     cmd = [
         sys.executable, "-m", "trainforge", "run-local", "--workers", "2",
         "--strategy", "fsdp", "--model", "gpt", "--layers", "2", "--d-model", "32",
         "--heads", "2", "--seq-len", "16", "--vocab-size", "64", "--dataset-size", "512",
-        "--batch-size", "8", "--steps", "30", "--log-every", "10", "--lr", "1e-2",
+        "--batch-size", "4", "--grad-accum", "2", "--steps", "30", "--log-every", "10", "--lr", "1e-2",
         "--warmup-steps", "3", "--activation-checkpointing", "--output-dir", str(tmp_path),
     ]  # fmt: skip
     proc = subprocess.run(cmd, cwd=ROOT, env=env(), capture_output=True, text=True, timeout=300)
