@@ -93,6 +93,26 @@ def test_prod_has_gpu_and_efa_plugins_and_team_objects(prod):
     assert {("vision", "fsx-vision"), ("nlp", "fsx-nlp")} <= claims
 
 
+def test_efa_plugin_reaches_karpenter_efa_pools(prod):
+    # Karpenter EFA NodePools do not set vpc.amazonaws.com/efa.present; the plugin must also
+    # select their nodes by trainforge.io/pool or EFA jobs there would never start.
+    [efa] = [
+        r.inputs
+        for r in prod.of_type("kubernetes:helm.sh/v3:Release")
+        if r.inputs["name"] == "aws-efa-k8s-device-plugin"
+    ]
+    efa_pools = {
+        r.inputs["metadata"]["name"]
+        for r in prod.of_type("kubernetes:karpenter.sh/v1:NodePool")
+        if any("efa" in str(v) for v in (r.inputs.get("spec") or {}).values())
+        or "efa" in r.inputs["metadata"]["name"]
+    }
+    labels = efa["values"]["supportedInstanceLabels"]
+    assert "trainforge.io/pool" in labels["keys"]
+    assert efa_pools and efa_pools <= set(labels["values"])
+    assert "gpu-workloads" not in labels["values"] and "training-workloads" not in labels["values"]
+
+
 def test_dev_scratch_fsx_and_no_efa_plugin(dev):
     [fs] = dev.of_type("aws:fsx/lustreFileSystem:LustreFileSystem")
     assert fs.inputs["deploymentType"] == "SCRATCH_2" and "kmsKeyId" not in fs.inputs

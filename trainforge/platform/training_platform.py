@@ -331,6 +331,9 @@ class TrainingPlatform(pulumi.ComponentResource):
                 node_role_arn=self.cluster.node_role.arn,
                 gpu_nodes=any(f.gpus_per_node > 0 for f in facts),
                 efa_nodes=any(f.efa_interfaces > 0 for f in facts),
+                # (services engineer) Karpenter EFA pools lack the EFA node label: name them so
+                # the EFA device plugin is scheduled there too.
+                efa_pool_names=[n for n, f in self.node_pools.items() if f.efa_interfaces > 0],
                 # EFA groups and pools use the first private subnet: FSx goes next to them.
                 fsx_subnet_index=0,
                 kubeconfig=self.cluster.kubeconfig,
