@@ -12,17 +12,22 @@ if get_monitor() is None:  # run as a plugin (pulumi package add): host the comp
 
     main()
 else:
+    from trainforge.jobs.declare import check_jobs, declare_jobs
     from trainforge.platform.config import load_config
     from trainforge.platform.training_platform import TrainingPlatform
 
     config = load_config()
+    raw_jobs = pulumi.Config("trainforge").get_object("jobs") or []
+    check_jobs(config, raw_jobs)  # every job checked before any resource is declared
+
     platform = TrainingPlatform("platform", config)
+    jobs = declare_jobs(
+        platform, raw_jobs, pulumi.ResourceOptions(depends_on=platform.job_depends_on)
+    )
 
-    # ---- jobs: declared here (the lead wires trainforge.jobs in) ------------------------------
-
-    # ---- outputs -----------------------------------------------------------------------------
     pulumi.export("clusterName", platform.cluster_name)
     pulumi.export("kubeconfig", platform.kubeconfig)
     pulumi.export("nodeRoleName", platform.node_role_name)
     pulumi.export("interruptionQueueName", platform.interruption_queue_name)
     pulumi.export("poolNames", platform.pool_names)
+    pulumi.export("jobs", [job.job_name for job in jobs])

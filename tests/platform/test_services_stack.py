@@ -36,6 +36,8 @@ def dev():
         {
             "trainforge:teams": json.dumps(TEAMS[:1]),
             "trainforge:fsx": json.dumps({"deploymentType": "SCRATCH_2"}),
+            # the shipped dev jobs belong to team `research`, which this fixture replaces
+            "trainforge:jobs": "[]",
         },
     )
 

@@ -281,6 +281,7 @@ def test_edge_no_karpenter_one_nat_per_az():
             "trainforge:nodePools": [],
             "trainforge:nodeGroups": [{"name": "g5", "instanceTypes": ["g5.xlarge"], "maxSize": 3}],
             "trainforge:network": {"availabilityZones": 3, "natGateways": "onePerAz"},
+            "trainforge:jobs": [],  # the shipped dev jobs name pools this edge config drops
         },
     )
     assert not run.of_type(NODEPOOL) and not run.of_type("aws:sqs/queue:Queue")

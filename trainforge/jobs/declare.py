@@ -1,12 +1,15 @@
 """Declare the jobs listed under `trainforge:jobs` in stack config.
 
-Called from `__main__.py` after the platform is built:
+Called from `__main__.py`:
 
-    from trainforge.jobs import declare_jobs
-    jobs = declare_jobs(platform, config.get_object("jobs") or [])
+    check_jobs(config, raw_jobs)              # before any resource is declared
+    platform = TrainingPlatform("platform", config)
+    jobs = declare_jobs(platform, raw_jobs)
 
-Every job is parsed and checked against the platform (team, pool, GPUs, EFA, quota) before
-the first one is declared, so one bad entry fails the preview and declares none.
+`check_jobs` parses every job and checks it against what the stack config alone decides (team,
+pool, GPUs, EFA, quota), so one bad entry fails the preview before the first resource of the
+platform is registered and nothing is half-applied. `declare_jobs` checks again against the
+built platform (cheap) before declaring any job.
 """
 
 from __future__ import annotations
@@ -21,6 +24,28 @@ from trainforge.jobs.spec import parse_jobs
 from trainforge.jobs.wiring import _pick, resolve_job, target_from_platform
 
 CONFIG_KEY = "trainforge:jobs"
+
+
+def check_jobs(config: Any, raw_jobs: Any) -> None:
+    """Raise JobConfigError for the first bad job, using only the platform config (no resources).
+
+    `config` is the parsed `PlatformConfig`; pool facts come from the instance-type lookups
+    (cached, so the platform's own lookups cost nothing more) and team facts from the services
+    config.
+    """
+    from types import SimpleNamespace
+
+    from trainforge.platform.services import team_facts
+    from trainforge.platform.training_platform import pool_facts
+
+    services = getattr(config, "services", None)
+    view = SimpleNamespace(
+        node_pools=pool_facts(config),
+        teams=team_facts(services) if services is not None else {},
+    )
+    for i, spec in enumerate(parse_jobs(raw_jobs, CONFIG_KEY)):
+        where = f"{CONFIG_KEY}[{i}]"
+        resolve_job(spec, target_from_platform(view, spec.team, spec.pool, where), where)
 
 
 def declare_jobs(

@@ -76,6 +76,32 @@ class TeamFacts:
     mlflow_tracking_uri: str | None
 
 
+def team_facts(
+    cfg: ServicesConfig,
+    *,
+    has_fsx: bool | None = None,
+    checkpoint_bucket: Any = None,
+    mlflow_tracking_uri: str | None = None,
+) -> dict[str, TeamFacts]:
+    """What jobs need to know of each team. Pure, so jobs can be checked before any resource."""
+    has_fsx = cfg.fsx.enabled if has_fsx is None else has_fsx
+    return {
+        t.name: TeamFacts(
+            name=t.name,
+            namespace=t.name,
+            service_account=TRAINING_SERVICE_ACCOUNT,
+            claim_name=claim_name(t.name) if has_fsx else None,
+            fsx_mount_path=cfg.fsx.mount_path,
+            fsx_sub_path=t.name,
+            quota=quota_hard(t),
+            checkpoint_bucket=checkpoint_bucket,
+            checkpoint_prefix=f"{t.name}/",
+            mlflow_tracking_uri=mlflow_tracking_uri,
+        )
+        for t in cfg.teams
+    }
+
+
 class PlatformServices(pulumi.ComponentResource):
     """FSx, checkpoint bucket, training operator, device plugins, monitoring and teams."""
 
@@ -198,21 +224,12 @@ class PlatformServices(pulumi.ComponentResource):
             opts=child,
         )
 
-        self.teams = {
-            t.name: TeamFacts(
-                name=t.name,
-                namespace=t.name,
-                service_account=TRAINING_SERVICE_ACCOUNT,
-                claim_name=claim_name(t.name) if self.fsx else None,
-                fsx_mount_path=cfg.fsx.mount_path,
-                fsx_sub_path=t.name,
-                quota=quota_hard(t),
-                checkpoint_bucket=self.checkpoint_bucket_name,
-                checkpoint_prefix=f"{t.name}/",
-                mlflow_tracking_uri=self.mlflow_tracking_uri,
-            )
-            for t in cfg.teams
-        }
+        self.teams = team_facts(
+            cfg,
+            has_fsx=self.fsx is not None,
+            checkpoint_bucket=self.checkpoint_bucket_name,
+            mlflow_tracking_uri=self.mlflow_tracking_uri,
+        )
         self.register_outputs(
             {
                 "checkpointBucket": self.checkpoint_bucket_name or "",

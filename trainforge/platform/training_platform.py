@@ -187,6 +187,19 @@ def _facts_for_pool(p: NodePoolConfig, f: PoolTypeFacts) -> NodePoolFacts:
     )
 
 
+def pool_facts(
+    config: PlatformConfig, type_facts: dict[str, PoolTypeFacts] | None = None
+) -> dict[str, NodePoolFacts]:
+    """Facts of every node group and Karpenter pool, from config and instance-type lookups.
+
+    Pure (no resources), so jobs can be checked against the pools before anything is declared.
+    """
+    type_facts = resolve_all(config) if type_facts is None else type_facts
+    out = {g.name: _facts_for_group(g, type_facts[g.name]) for g in config.node_groups}
+    out.update({p.name: _facts_for_pool(p, type_facts[p.name]) for p in config.node_pools})
+    return out
+
+
 class TrainingPlatform(pulumi.ComponentResource):
     """An EKS training cluster with GPU/EFA capacity, Karpenter and the platform services."""
 
@@ -211,11 +224,7 @@ class TrainingPlatform(pulumi.ComponentResource):
         config = args if isinstance(args, PlatformConfig) else config_from_args(args)
         type_facts = resolve_all(config)
         self.config = config
-        self.node_pools: dict[str, NodePoolFacts] = {}
-        for g in config.node_groups:
-            self.node_pools[g.name] = _facts_for_group(g, type_facts[g.name])
-        for p in config.node_pools:
-            self.node_pools[p.name] = _facts_for_pool(p, type_facts[p.name])
+        self.node_pools: dict[str, NodePoolFacts] = pool_facts(config, type_facts)
 
         super().__init__("trainforge:index:TrainingPlatform", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
