@@ -93,6 +93,7 @@ def test_ddp_on_gpu_pool_field_by_field():
     assert tmpl["metadata"]["labels"]["trainforge.io/job"] == "llm"
     pod = tmpl["spec"]
     assert pod["serviceAccountName"] == "training"
+    assert pod["automountServiceAccountToken"] is False  # no API token in training pods
     assert pod["terminationGracePeriodSeconds"] == 90 + 30
     assert pod["nodeSelector"] == {"karpenter.sh/nodepool": "gpu-workloads"}
     assert pod["tolerations"] == [

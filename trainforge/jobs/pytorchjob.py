@@ -304,6 +304,9 @@ def pod_template(job: JobSpec, target: JobTarget, code: CodeBundle | None) -> di
     }
     spec: dict[str, Any] = {
         "serviceAccountName": target.service_account,
+        # Training never calls the Kubernetes API; S3 access comes from the Pod Identity
+        # agent, whose webhook mounts its own projected token whatever this says.
+        "automountServiceAccountToken": False,
         "terminationGracePeriodSeconds": job.checkpoint.grace_period + TERMINATION_MARGIN,
         "enableServiceLinks": False,
         "securityContext": {
