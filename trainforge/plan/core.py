@@ -202,9 +202,9 @@ def plan_program(
     standins: bool = False,
 ) -> PlanResult:
     """Plan a program function (tests, and programs that are not a project folder)."""
-    from trainforge.plan.runner import _config_string
+    from trainforge.plan.mocks import config_value
 
-    cfg = {k: _config_string(v) for k, v in (config or {}).items()}
+    cfg = {k: config_value(v) for k, v in (config or {}).items()}
     inv = run_program(program, stack=stack, config=cfg, mocks=mocks)
     inv.config = dict(config or {})
     result = evaluate(inv, waivers_from(inv))

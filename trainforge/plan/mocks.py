@@ -379,7 +379,8 @@ class MockRun:
         return self.mocks.find(typ, name)
 
 
-def _config_value(value: Any) -> str:
+def config_value(value: Any) -> str:
+    """Pulumi hands programs scalars as strings and structured values as JSON."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):
@@ -391,7 +392,7 @@ def _config_value(value: Any) -> str:
 
 def stack_config(raw: dict[str, Any], project: str = "trainforge") -> dict[str, str]:
     """Config as the engine hands it to a program: namespaced keys, JSON for structures."""
-    return {(k if ":" in k else f"{project}:{k}"): _config_value(v) for k, v in (raw or {}).items()}
+    return {(k if ":" in k else f"{project}:{k}"): config_value(v) for k, v in (raw or {}).items()}
 
 
 def read_stack_file(path: str | os.PathLike, project: str = "trainforge") -> dict[str, str]:

@@ -9,7 +9,6 @@ exactly as they are in a real preview.
 
 from __future__ import annotations
 
-import json
 import os
 import pathlib
 import runpy
@@ -19,6 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
+
+from trainforge.plan.mocks import config_value
 
 UNKNOWN = "<unknown>"
 SECRET = "[secret]"
@@ -302,17 +303,6 @@ def project_name(root: pathlib.Path) -> str:
     return str(name)
 
 
-def _config_string(value: Any) -> str:
-    """Pulumi hands programs scalars as strings and structured values as JSON."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return value
-    if isinstance(value, int | float):
-        return str(value)
-    return json.dumps(value)
-
-
 def _contains_secure(value: Any) -> bool:
     if isinstance(value, dict):
         if set(value) == {"secure"}:
@@ -363,7 +353,7 @@ def read_stack_config(
         if _contains_secure(value):
             secret_keys.append(full)
         masked = _mask_secure(value)
-        config[full] = _config_string(masked)
+        config[full] = config_value(masked)
         shown[full] = SECRET if full in secret_keys and masked == SECRET else masked
     return config, secret_keys, shown
 
@@ -426,7 +416,7 @@ def run_project(
     project = project_name(root)
     config, secret_keys, shown = read_stack_config(root, stack, project)
     for key, value in (config_overrides or {}).items():
-        config[key] = _config_string(value)
+        config[key] = config_value(value)
         shown[key] = value
     main = root / "__main__.py"
     if not main.is_file():
