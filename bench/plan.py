@@ -59,31 +59,6 @@ def job_template(cfg: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-BENCH_MAIN = """
-import pulumi
-from trainforge.jobs import declare_jobs
-from trainforge.platform.config import load_config
-from trainforge.platform.training_platform import TrainingPlatform
-
-platform = TrainingPlatform("platform", load_config())
-declare_jobs(platform, pulumi.Config("trainforge").get_object("jobs") or [])
-"""
-
-
-def bench_project(root: pathlib.Path, stack: str, tmp: pathlib.Path) -> tuple[pathlib.Path, str]:
-    """The project itself when its program declares `trainforge:jobs`, else a copy whose
-    program is the platform plus declare_jobs (until __main__.py wires the jobs in)."""
-    main = (root / "__main__.py").read_text()
-    if "declare_jobs" in main:
-        return root, "project __main__.py"
-    copy_root = tmp / "bench-project"
-    copy_root.mkdir()
-    for name in ("Pulumi.yaml", f"Pulumi.{stack}.yaml"):
-        (copy_root / name).write_text((root / name).read_text())
-    (copy_root / "__main__.py").write_text(BENCH_MAIN)
-    return copy_root, "platform + declare_jobs (project __main__.py does not declare jobs yet)"
-
-
 def synth_jobs(template: dict[str, Any], n: int) -> list[dict[str, Any]]:
     out = []
     for i in range(n):
@@ -143,9 +118,8 @@ def main(argv: list[str] | None = None) -> int:
 
     cfg = stack_config(args.project_dir, args.stack)
     template = job_template(cfg)
-    tmp = tempfile.TemporaryDirectory()
-    root, what = bench_project(args.project_dir, args.stack, pathlib.Path(tmp.name))
-    print(f"program: {what}")
+    root = args.project_dir
+    print(f"program: {root / '__main__.py'}")
     t = time.perf_counter()
     warm = measure(root, args.stack, None)
     print(
@@ -166,7 +140,6 @@ def main(argv: list[str] | None = None) -> int:
         )
         if r["violations"]:
             print(f"       ({r['violations']} violations in this plan)")
-    tmp.cleanup()
     return 0
 
 
