@@ -1,0 +1,48 @@
+"""The `trainforge` command: dispatch, unknown commands, and what `make demo` runs."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from tests.conftest import ROOT
+from trainforge import cli, demo
+
+
+def test_unknown_command_is_a_usage_error(capsys):
+    assert cli.main(["deploy"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown command 'deploy'" in err and "run-local" in err and "plan" in err
+
+
+def test_help_lists_every_command(capsys):
+    assert cli.main(["--help"]) == 0
+    out = capsys.readouterr().out
+    assert all(name in out for name in cli.COMMANDS)
+
+
+def test_plan_of_a_missing_stack_exits_2():
+    proc = subprocess.run(
+        [sys.executable, "-m", "trainforge", "plan", "--stack", "nope"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Pulumi.nope.yaml" in proc.stdout + proc.stderr
+
+
+def test_demo_jobs_exist_in_the_dev_stack_and_their_overrides_are_valid():
+    """`make demo` runs dev-stack jobs with overrides; a renamed job or flag would break it."""
+    for _, job, overrides in demo.RUNS:
+        proc = subprocess.run(
+            [sys.executable, "-m", "trainforge", "run-local", "--stack", "dev", job, *overrides]
+            + ["--dry-run"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert "trainforge.training" in proc.stdout
