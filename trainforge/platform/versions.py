@@ -53,3 +53,10 @@ DCGM_EXPORTER_CHART_REPO = "https://nvidia.github.io/dcgm-exporter/helm-charts"
 DCGM_EXPORTER_CHART_VERSION = "4.1.1"
 MLFLOW_IMAGE = "ghcr.io/mlflow/mlflow:v2.20.3"
 # --- END platform services pins ---
+
+# --- training jobs ---
+# Stock PyTorch CUDA runtime image that jobs run by default: torch + CUDA + cuDNN, no trainforge
+# code (that ships in a ConfigMap). Its torch matches the one the runtime is tested with
+# (requirements.lock); torchrun honours TORCH_ELASTIC_SHUTDOWN_TIMEOUT, which the
+# checkpoint-on-SIGTERM grace period relies on. Pinned by tag; jobs may name a digest instead.
+PYTORCH_IMAGE = "pytorch/pytorch:2.13.0-cuda12.8-cudnn9-runtime"
