@@ -141,7 +141,10 @@ def test_target_in_args_for_other_languages():
         },
         "quota": {"gpus": "16"},
     }
-    m = harness.run(lambda: TrainingJob("llm", {**ARGS, "target": raw_target}, code=CODE))
+    user_image = {"image": "ghcr.io/acme/trainforge:1.0"}  # has boto3: the S3 mirror is on
+    m = harness.run(
+        lambda: TrainingJob("llm", {**ARGS, **user_image, "target": raw_target}, code=CODE)
+    )
     pod = pytorchjob_of(m).inputs["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
     assert pod["nodeSelector"] == {"karpenter.sh/nodepool": "gpu-workloads"}
     cmd = pod["containers"][0]["command"]

@@ -26,6 +26,7 @@ JOBS = [
         "workers": 2,
         "model": "gpt",
         "steps": 100,
+        "image": "ghcr.io/acme/trainforge:1.0",  # a user image (with boto3): S3 mirror on
     },
     {
         "name": "mnist",

@@ -20,6 +20,7 @@ from tests.jobs.helpers import (
 )
 from tests.jobs.schemas import crd_errors
 from trainforge.jobs.codeship import CODE_MOUNT
+from trainforge.jobs.errors import JobConfigError
 from trainforge.jobs.images import default_image
 from trainforge.jobs.pytorchjob import emit
 from trainforge.jobs.spec import parse_job
@@ -143,7 +144,8 @@ def test_ddp_on_gpu_pool_field_by_field():
     flags = " ".join(cmd)
     assert "--model gpt --steps 1000" in flags
     assert "--checkpoint-dir /fsx/checkpoints/team-research/llm" in flags
-    assert "--checkpoint-s3 s3://tf-checkpoints-123/research/checkpoints/llm" in flags
+    # the stock image has no boto3, so the S3 mirror is off unless the job names its own image
+    assert "--checkpoint-s3" not in flags
     assert (
         "--grace-period 90" in flags and "--async-checkpoint" in flags and "--resume auto" in flags
     )
@@ -376,4 +378,20 @@ def test_the_runtime_accepts_the_emitted_flags(case):
     assert cfg.checkpoint_dir == f"/fsx/checkpoints/team-research/{job.name}"
     assert cfg.grace_period == job.checkpoint.grace_period
     assert cfg.metrics_port == job.metrics_port
-    assert cfg.checkpoint_s3 == "s3://tf-checkpoints-123/research/checkpoints/llm"
+    mirror = "s3://tf-checkpoints-123/research/checkpoints/llm"
+    assert cfg.checkpoint_s3 == (mirror if job.image else None)
+
+
+def test_s3_mirror_follows_the_image():
+    """The mirror needs boto3: on for a user image, off for the stock one, refused if forced."""
+    job, out = build(pool=GPU_POOL, workers=2, image="ghcr.io/acme/trainforge:1.0")
+    flags = " ".join(container(out.pytorchjob)["command"])
+    assert job.checkpoint.s3_mirror is True
+    assert "--checkpoint-s3 s3://tf-checkpoints-123/research/checkpoints/llm" in flags
+    job, _ = build(
+        pool=GPU_POOL, workers=2, image="ghcr.io/acme/t:1", checkpoint={"s3Mirror": False}
+    )
+    assert job.checkpoint.s3_mirror is False
+    with pytest.raises(JobConfigError) as err:
+        build(pool=GPU_POOL, workers=2, checkpoint={"s3Mirror": True})
+    assert "checkpoint.s3Mirror" in str(err.value) and "boto3" in str(err.value)

@@ -35,7 +35,8 @@ class JobCheckpointArgs(TypedDict, total=False):
     grace_period: int
     """Seconds to checkpoint after SIGTERM (default 90); pods get this plus 30."""
     s3_mirror: bool
-    """Mirror checkpoints to the platform's bucket when it has one (default true)."""
+    """Mirror checkpoints to the platform's bucket when it has one (default: on when the job
+    names its own image, which must carry boto3; off with the stock PyTorch image)."""
 
 
 class JobElasticArgs(TypedDict, total=False):

@@ -86,8 +86,10 @@ class CheckpointSpec:
     # Seconds the runtime gets to checkpoint after SIGTERM; the pod's
     # terminationGracePeriodSeconds is this plus a margin for process teardown.
     grace_period: int = 90
-    # Mirror completed checkpoints to the platform's checkpoint bucket (team prefix).
-    s3_mirror: bool = True
+    # Mirror completed checkpoints to the platform's checkpoint bucket (team prefix). None =
+    # auto: on for a job that names its own image (expected to carry boto3, i.e.
+    # `trainforge[s3]`), off with the stock PyTorch image, which has no boto3.
+    s3_mirror: bool | None = None
     resume: str = "auto"
 
 
@@ -405,7 +407,7 @@ def _parse_checkpoint(raw: Any, where: str) -> CheckpointSpec:
         keep_last=r.int_("keep_last", 3),
         async_save=r.bool_("async", True),
         grace_period=r.int_("grace_period", 90, maximum=3600),
-        s3_mirror=r.bool_("s3_mirror", True),
+        s3_mirror=r.bool_("s3_mirror", None),
         resume=resume,
     )
 

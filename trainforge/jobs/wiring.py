@@ -170,6 +170,18 @@ def resolve_job(job: JobSpec, target: JobTarget, where: str = "job") -> JobSpec:
             "one that has them (e.g. an AWS Deep Learning Container) or efa: false to use TCP",
         )
 
+    mirror = job.checkpoint.s3_mirror
+    if mirror and job.image is None and target.checkpoint_bucket is not None:
+        raise JobConfigError(
+            f"{where}.checkpoint.s3Mirror",
+            mirror,
+            "the S3 mirror needs boto3, which the stock PyTorch image does not have, so the job "
+            "would fail at start. Set image to one with `trainforge[s3]` (or boto3) installed, "
+            "or leave s3Mirror unset (off for the stock image; checkpoints stay on FSx)",
+        )
+    if mirror is None:
+        mirror = job.image is not None
+
     share = _share(job, pool, gpus)
     vcpus, mem_mib = pool.vcpus_per_node, pool.memory_mib_per_node
     if job.cpu is not None:
@@ -208,6 +220,7 @@ def resolve_job(job: JobSpec, target: JobTarget, where: str = "job") -> JobSpec:
         memory=memory,
         shm_size=shm,
         efa=efa,
+        checkpoint=replace(job.checkpoint, s3_mirror=mirror),
     )
     check_quota(resolved, target, where)
     return resolved
