@@ -77,59 +77,68 @@ class FsxLustre(pulumi.ComponentResource):
             opts=child,
         )
         sg_id = self.security_group.id
+
+        def rule(kind, rule_name, sg, ref, lo, hi, description):  # one TCP port range
+            kind(
+                rule_name,
+                security_group_id=sg,
+                referenced_security_group_id=ref,
+                ip_protocol="tcp",
+                from_port=lo,
+                to_port=hi,
+                description=description,
+                opts=child,
+            )
+
+        ingress, egress = aws.vpc.SecurityGroupIngressRule, aws.vpc.SecurityGroupEgressRule
         for lo, hi in LUSTRE_PORTS:
             # file servers talk to each other
-            aws.vpc.SecurityGroupIngressRule(
+            rule(
+                ingress,
                 f"{name}-lustre-self-{lo}",
-                security_group_id=sg_id,
-                referenced_security_group_id=sg_id,
-                ip_protocol="tcp",
-                from_port=lo,
-                to_port=hi,
-                description="Lustre between file servers",
-                opts=child,
+                sg_id,
+                sg_id,
+                lo,
+                hi,
+                "Lustre between file servers",
             )
-            aws.vpc.SecurityGroupEgressRule(
+            rule(
+                egress,
                 f"{name}-lustre-self-out-{lo}",
-                security_group_id=sg_id,
-                referenced_security_group_id=sg_id,
-                ip_protocol="tcp",
-                from_port=lo,
-                to_port=hi,
-                description="Lustre between file servers",
-                opts=child,
+                sg_id,
+                sg_id,
+                lo,
+                hi,
+                "Lustre between file servers",
             )
             for i, node_sg in enumerate(args.node_security_group_ids):
-                aws.vpc.SecurityGroupIngressRule(
+                rule(
+                    ingress,
                     f"{name}-lustre-from-nodes{i}-{lo}",
-                    security_group_id=sg_id,
-                    referenced_security_group_id=node_sg,
-                    ip_protocol="tcp",
-                    from_port=lo,
-                    to_port=hi,
-                    description="Lustre clients (cluster nodes)",
-                    opts=child,
+                    sg_id,
+                    node_sg,
+                    lo,
+                    hi,
+                    "Lustre clients (cluster nodes)",
                 )
-                aws.vpc.SecurityGroupEgressRule(
+                rule(
+                    egress,
                     f"{name}-lustre-to-nodes{i}-{lo}",
-                    security_group_id=sg_id,
-                    referenced_security_group_id=node_sg,
-                    ip_protocol="tcp",
-                    from_port=lo,
-                    to_port=hi,
-                    description="Lustre replies to clients",
-                    opts=child,
+                    sg_id,
+                    node_sg,
+                    lo,
+                    hi,
+                    "Lustre replies to clients",
                 )
                 # Lustre clients must also accept connections from the file servers.
-                aws.vpc.SecurityGroupIngressRule(
+                rule(
+                    ingress,
                     f"{name}-nodes{i}-from-lustre-{lo}",
-                    security_group_id=node_sg,
-                    referenced_security_group_id=sg_id,
-                    ip_protocol="tcp",
-                    from_port=lo,
-                    to_port=hi,
-                    description="Lustre servers to clients",
-                    opts=child,
+                    node_sg,
+                    sg_id,
+                    lo,
+                    hi,
+                    "Lustre servers to clients",
                 )
 
         fs_kwargs: dict = {}
