@@ -333,6 +333,20 @@ def _parse_system(p: _P, raw: Any) -> SystemNodeGroupConfig:
     return SystemNodeGroupConfig(it, lo, want, hi, disk)
 
 
+def _instance_types(p: _P, raw: dict, path: str) -> tuple[str, ...]:
+    """`instanceTypes` of a node group or pool: a non-empty list of EC2 instance type names."""
+    types = p.str_list(
+        raw,
+        "instanceTypes",
+        f"{path}.instanceTypes",
+        INSTANCE_TYPE,
+        "an EC2 instance type such as g5.xlarge",
+    )
+    if not types and "instanceTypes" not in raw:
+        p.err(f"{path}.instanceTypes", None, "a non-empty list of EC2 instance types")
+    return types
+
+
 def _unique_name(p: _P, raw: dict, path: str, seen: set[str]) -> str | None:
     name = raw.get("name")
     if not isinstance(name, str) or not DNS_LABEL.match(name) or len(name) > 40:
@@ -369,15 +383,7 @@ def _parse_node_group(p: _P, raw: Any, path: str, seen: set[str]) -> NodeGroupCo
         return None
     p.mapping(raw, path, known)
     name = _unique_name(p, raw, path, seen)
-    types = p.str_list(
-        raw,
-        "instanceTypes",
-        f"{path}.instanceTypes",
-        INSTANCE_TYPE,
-        "an EC2 instance type such as g5.xlarge",
-    )
-    if not types and "instanceTypes" not in raw:
-        p.err(f"{path}.instanceTypes", None, "a non-empty list of EC2 instance types")
+    types = _instance_types(p, raw, path)
     lo = p.integer(raw, "minSize", f"{path}.minSize", 0, 0, 1000)
     hi = p.integer(raw, "maxSize", f"{path}.maxSize", max(2, lo), 1, 1000)
     want = p.integer(raw, "desiredSize", f"{path}.desiredSize", lo, 0, 1000)
@@ -474,15 +480,7 @@ def _parse_node_pool(p: _P, raw: Any, path: str, seen: set[str]) -> NodePoolConf
         return None
     p.mapping(raw, path, known)
     name = _unique_name(p, raw, path, seen)
-    types = p.str_list(
-        raw,
-        "instanceTypes",
-        f"{path}.instanceTypes",
-        INSTANCE_TYPE,
-        "an EC2 instance type such as g5.xlarge",
-    )
-    if not types and "instanceTypes" not in raw:
-        p.err(f"{path}.instanceTypes", None, "a non-empty list of EC2 instance types")
+    types = _instance_types(p, raw, path)
     caps = p.str_list(raw, "capacityTypes", f"{path}.capacityTypes") or ("on-demand",)
     for i, c in enumerate(caps):
         if c not in CAPACITY_TYPES:
