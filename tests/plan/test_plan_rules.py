@@ -247,3 +247,43 @@ def test_pytorchjob_replica_templates_are_checked():
 
 def test_rule_ids_are_unique_per_resource_rule():
     assert len({r.id for r in R.RULES}) == len(R.RULES)
+
+
+def _root_job(kind="Job", reason="creates a root-owned directory", add=("CHOWN",), escalate=False):
+    container = {
+        "name": "mkdir",
+        "image": "busybox:1.37.0",
+        "securityContext": {
+            "runAsUser": 0,
+            "allowPrivilegeEscalation": escalate,
+            "capabilities": {"drop": ["ALL"], "add": list(add)},
+        },
+    }
+    annotations = {R.ROOT_REASON_ANNOTATION: reason} if reason else {}
+    pod = {
+        "containers": [container],
+        "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
+    }
+    if kind == "Job":
+        spec = {"template": {"spec": pod}}
+    else:
+        spec = {"selector": {}, "template": {"spec": pod}}
+    return f"kubernetes:{'batch' if kind == 'Job' else 'apps'}/v1:{kind}", {
+        "metadata": {"name": "x", "namespace": "team", "annotations": annotations},
+        "spec": spec,
+    }
+
+
+def test_root_is_allowed_only_for_a_documented_locked_down_job():
+    def non_root(case):
+        type_, inputs = case
+        return [
+            m for _, spec in R.pod_specs(type_, inputs) for m in R.pod_non_root(type_, inputs, spec)
+        ]
+
+    assert non_root(_root_job()) == []
+    assert non_root(_root_job(reason=None))  # no written reason
+    assert non_root(_root_job(reason="  "))
+    assert non_root(_root_job(kind="Deployment"))  # long-running pods never
+    assert non_root(_root_job(add=("CHOWN", "SYS_ADMIN")))  # more than CHOWN
+    assert non_root(_root_job(escalate=True))

@@ -256,6 +256,30 @@ def test_fsx_static_volume_and_claim_per_team(prod):
     assert claim["resources"]["requests"]["storage"] == "4800Gi"
 
 
+def test_fsx_team_directory_belongs_to_the_training_uid(prod):
+    """Training pods (UID 1000, no capabilities) can only write where the team dir is theirs."""
+    from trainforge.jobs.pytorchjob import RUN_AS_USER
+    from trainforge.platform.fsx import TRAINING_UID
+
+    assert TRAINING_UID == RUN_AS_USER
+    jobs = {
+        r.inputs["metadata"]["namespace"]: r.inputs for r in prod.of_type("kubernetes:batch/v1:Job")
+    }
+    # `nlp` enforces Pod Security `restricted`, which would reject the root helper
+    assert set(jobs) == {"vision"}
+    job = jobs["vision"]
+    assert job["metadata"]["annotations"][rules.ROOT_REASON_ANNOTATION]
+    pod = job["spec"]["template"]["spec"]
+    (c,) = pod["containers"]
+    assert "chown 1000:1000 /fsx/vision" in c["command"][-1]
+    sc = c["securityContext"]
+    assert sc["runAsUser"] == 0 and sc["allowPrivilegeEscalation"] is False
+    assert sc["capabilities"] == {"drop": ["ALL"], "add": ["CHOWN"]}
+    assert pod["automountServiceAccountToken"] is False
+    assert pod["volumes"] == [{"name": "fsx", "persistentVolumeClaim": {"claimName": "fsx-vision"}}]
+    assert c["image"] == versions.BUSYBOX_IMAGE
+
+
 # --- checkpoint bucket ----------------------------------------------------------------------------
 
 

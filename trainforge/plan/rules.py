@@ -379,6 +379,7 @@ WORKLOAD_TEMPLATE_PATHS: dict[str, tuple[str, ...]] = {
 }
 SYSTEM_NAMESPACES = ("kube-system",)
 PRIVILEGED_REASON_ANNOTATION = "trainforge.io/privileged-reason"
+ROOT_REASON_ANNOTATION = "trainforge.io/root-reason"
 GPU = "nvidia.com/gpu"
 
 
@@ -432,7 +433,23 @@ def _sc(spec: dict, c: dict, key: str) -> Any:
     return own if own is not None else _get(spec, "securityContext", key)
 
 
+def _documented_root_job(type_: str, inputs: dict, spec: dict) -> bool:
+    """A one-shot Job that must run as root, says why, and cannot escalate or keep capabilities
+    beyond CHOWN (e.g. the platform's FSx team-directory helper)."""
+    reason = ((inputs.get("metadata") or {}).get("annotations") or {}).get(ROOT_REASON_ANNOTATION)
+    if k8s_kind(type_) != "Job" or not (isinstance(reason, str) and reason.strip()):
+        return False
+    return all(
+        _get(c, "securityContext", "allowPrivilegeEscalation") is False
+        and "ALL" in _as_list(_get(c, "securityContext", "capabilities", "drop"))
+        and set(_as_list(_get(c, "securityContext", "capabilities", "add"))) <= {"CHOWN"}
+        for c in _containers(spec)
+    )
+
+
 def pod_non_root(type_: str, inputs: dict, spec: dict) -> list[str]:
+    if _documented_root_job(type_, inputs, spec):
+        return []
     out = []
     for c in _containers(spec):
         non_root = _sc(spec, c, "runAsNonRoot")

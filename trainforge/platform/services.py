@@ -175,6 +175,7 @@ class PlatformServices(pulumi.ComponentResource):
                     account_id=args.account_id,
                     kms_key_arn=kms_key_arn if persistent_fsx else None,
                     team_namespaces=dict(namespaces),
+                    restricted_teams=[t.name for t in cfg.teams if t.pod_security == "restricted"],
                     tags=tags,
                 ),
                 opts=child,

@@ -60,3 +60,5 @@ MLFLOW_IMAGE = "ghcr.io/mlflow/mlflow:v2.20.3"
 # (requirements.lock); torchrun honours TORCH_ELASTIC_SHUTDOWN_TIMEOUT, which the
 # checkpoint-on-SIGTERM grace period relies on. Pinned by tag; jobs may name a digest instead.
 PYTORCH_IMAGE = "pytorch/pytorch:2.13.0-cuda12.8-cudnn9-runtime"
+# One-shot helper pods (FSx team directories): a small, pinned shell image.
+BUSYBOX_IMAGE = "busybox:1.37.0"
