@@ -21,9 +21,7 @@ else:
     check_jobs(config, raw_jobs)  # every job checked before any resource is declared
 
     platform = TrainingPlatform("platform", config)
-    jobs = declare_jobs(
-        platform, raw_jobs, pulumi.ResourceOptions(depends_on=platform.job_depends_on)
-    )
+    jobs = declare_jobs(platform.contract, raw_jobs)
 
     pulumi.export("clusterName", platform.cluster_name)
     pulumi.export("kubeconfig", platform.kubeconfig)

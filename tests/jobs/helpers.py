@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import re
 from typing import Any
 
 import kubernetes_validate
 
 from trainforge.jobs import codeship
-from trainforge.jobs.wiring import JobTarget, PoolFacts, Taint, TeamQuota
+from trainforge.jobs.contract import JobTarget, PoolFacts, Taint, TeamFacts, TeamQuota
 
 K8S_VERSION = "1.31"
 DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
@@ -53,19 +54,26 @@ CODE = codeship.CodeBundle(
 )
 
 
+TEAM_FIELDS = {f.name for f in dataclasses.fields(TeamFacts)}
+
+
 def target(pool: PoolFacts = GPU_POOL, **kw: Any) -> JobTarget:
-    values: dict[str, Any] = dict(
+    """A JobTarget for team research; keyword arguments override team or target fields."""
+    team: dict[str, Any] = dict(
+        name="research",
         namespace="team-research",
         service_account="training",
         claim_name="fsx-research",
-        pool=pool,
-        checkpoint_bucket="tf-checkpoints-123",
         checkpoint_prefix="research/",
-        mlflow_tracking_uri="http://mlflow.mlflow.svc:5000",
         quota=TeamQuota(gpus="64", cpu="1000", memory="8Ti", pods="100"),
     )
-    values.update(kw)
-    return JobTarget(**values)
+    rest: dict[str, Any] = dict(
+        checkpoint_bucket="tf-checkpoints-123",
+        mlflow_tracking_uri="http://mlflow.mlflow.svc:5000",
+    )
+    for key, value in kw.items():
+        (team if key in TEAM_FIELDS else rest)[key] = value
+    return JobTarget(team=TeamFacts(**team), pool=pool, **rest)
 
 
 def container(manifest: dict, rtype: str = "Master") -> dict:

@@ -14,6 +14,7 @@ from tests.jobs import pulumi_harness as harness
 from tests.jobs.helpers import CODE, GPU_POOL, target
 from trainforge.jobs import codeship
 from trainforge.jobs.component import TrainingJob
+from trainforge.jobs.contract import PlatformContract, PoolFacts, TeamFacts, TeamQuota
 from trainforge.jobs.declare import declare_jobs
 from trainforge.jobs.errors import JobConfigError
 
@@ -178,25 +179,28 @@ def test_schema_analyzer_infers_inputs_and_outputs():
     assert target_props["checkpointBucket"].plain is None and target_props["namespace"].plain
 
 
-class FakePlatform:
-    teams = {
-        "research": {
-            "namespace": "team-research",
-            "service_account": "training",
-            "claim_name": "fsx-research",
-            "quota": {"gpus": "16"},
-        }
-    }
-    node_pools = {
-        "gpu-workloads": GPU_POOL,
-        "training-workloads": {
-            "instance_types": ["c5.4xlarge"],
-            "vcpus_per_node": 16,
-            "memory_mib_per_node": 32768,
+def fake_contract() -> PlatformContract:
+    """A platform contract as a program without our platform component would build it."""
+    return PlatformContract(
+        pools={
+            "gpu-workloads": GPU_POOL,
+            "training-workloads": PoolFacts(
+                "training-workloads",
+                instance_types=("c5.4xlarge",),
+                vcpus_per_node=16,
+                memory_mib_per_node=32768,
+            ),
         },
-    }
-    checkpoint_bucket_name = "ckpt"
-    mlflow_tracking_uri = None
+        teams={
+            "research": TeamFacts(
+                "research",
+                namespace="team-research",
+                claim_name="fsx-research",
+                quota=TeamQuota(gpus="16"),
+            )
+        },
+        checkpoint_bucket="ckpt",
+    )
 
 
 def test_declare_jobs_from_stack_config():
@@ -210,7 +214,7 @@ def test_declare_jobs_from_stack_config():
         },
         {"name": "mnist", "team": "research", "pool": "training-workloads", "model": "mlp"},
     ]
-    m = harness.run(lambda: declare_jobs(FakePlatform(), raw, code=CODE))
+    m = harness.run(lambda: declare_jobs(fake_contract(), raw, code=CODE))
     assert sorted(r.name for r in by_type(m, "trainforge:index:TrainingJob")) == [
         "job-research-gpt",
         "job-research-mnist",
@@ -227,7 +231,7 @@ def test_declare_jobs_rejects_before_declaring_any():
 
     def program():
         try:
-            declare_jobs(FakePlatform(), raw, code=CODE)
+            declare_jobs(fake_contract(), raw, code=CODE)
         except JobConfigError as e:
             seen.append(str(e))
         return pulumi.Output.from_input(None)

@@ -42,7 +42,7 @@ JOBS = [
 def program(jobs):
     def run():
         platform = TrainingPlatform("platform", load_config())
-        return platform, declare_jobs(platform, jobs)
+        return platform, declare_jobs(platform.contract, jobs)
 
     return run
 
@@ -104,8 +104,9 @@ def test_every_job_object_is_valid_on_the_dev_platform(dev):
 
 
 def test_dev_quota_rejects_a_job_too_big_for_the_team(dev_platform):
-    gpus = int(dev_platform.teams["research"].quota["requests.nvidia.com/gpu"])
-    per_node = dev_platform.node_pools["gpu-workloads"].gpus_per_node
+    contract = dev_platform.contract
+    gpus = int(contract.teams["research"].quota.gpus)
+    per_node = contract.pools["gpu-workloads"].gpus_per_node
     too_big = [
         {
             "name": "big",
@@ -117,7 +118,7 @@ def test_dev_quota_rejects_a_job_too_big_for_the_team(dev_platform):
     with pytest.raises(
         JobConfigError, match=rf"trainforge:jobs\[0\]\.gpusPerWorker: .*quota of {gpus}\b"
     ):
-        declare_jobs(dev_platform, too_big)
+        declare_jobs(dev_platform.contract, too_big)
 
 
 def test_unknown_pool_and_team_name_the_dev_ones(dev_platform):
@@ -126,8 +127,10 @@ def test_unknown_pool_and_team_name_the_dev_ones(dev_platform):
         JobConfigError,
         match=r"jobs\[0\]\.pool: got 'p5'; known node pools: gpu-workloads, training-workloads",
     ):
-        declare_jobs(dev_platform, bad)
+        declare_jobs(dev_platform.contract, bad)
     with pytest.raises(
         JobConfigError, match=r"jobs\[0\]\.team: got 'vision'; known teams: research"
     ):
-        declare_jobs(dev_platform, [{"name": "x", "team": "vision", "pool": "gpu-workloads"}])
+        declare_jobs(
+            dev_platform.contract, [{"name": "x", "team": "vision", "pool": "gpu-workloads"}]
+        )

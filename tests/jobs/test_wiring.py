@@ -2,20 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 
 from tests.jobs.helpers import CPU_POOL, DLC_IMAGE, EFA_POOL, GPU_POOL, target
+from trainforge.jobs.contract import PlatformContract, TeamFacts
 from trainforge.jobs.errors import JobConfigError
 from trainforge.jobs.spec import parse_job
-from trainforge.jobs.wiring import (
-    TeamQuota,
-    efa_count,
-    quota_from_mapping,
-    resolve_job,
-    target_from_platform,
-)
+from trainforge.jobs.wiring import TeamQuota, efa_count, resolve_job
 
 W = "trainforge:jobs[0]"
 
@@ -149,152 +142,42 @@ def test_elastic_quota_uses_the_minimum():
         resolve_job(el, target(GPU_POOL, quota=TeamQuota(gpus="7")), W)
 
 
-def test_quota_from_resourcequota_keys():
-    q = quota_from_mapping(
-        {
-            "requests.nvidia.com/gpu": "16",
-            "limits.memory": "512Gi",
-            "requests.memory": "256Gi",
-            "pods": 20,
-        }
-    )
-    assert q == TeamQuota(gpus="16", cpu=None, memory="256Gi", pods="20")
+CONTRACT = PlatformContract(
+    pools={"gpu-workloads": GPU_POOL, "efa-p5": EFA_POOL},
+    teams={
+        "research": TeamFacts(
+            name="research",
+            namespace="team-research",
+            service_account="trainer",
+            claim_name="fsx-research",
+            checkpoint_prefix="research/",
+            quota=TeamQuota(gpus="32"),
+        )
+    },
+    checkpoint_bucket="bucket-1",
+    mlflow_tracking_uri="http://mlflow:5000",
+)
 
 
-class _Platform:
-    """A stand-in with the attributes target_from_platform reads."""
-
-    teams = {
-        "research": {
-            "namespace": "team-research",
-            "service_account": "trainer",
-            "claim_name": "fsx-research",
-            "quota": {"gpus": "32"},
-        }
-    }
-    node_pools = {
-        "gpu-workloads": {
-            "instance_types": ["g5.12xlarge"],
-            "gpus_per_node": 4,
-            "taints": [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}],
-        },
-        "efa-p5": dataclasses.asdict(EFA_POOL),
-    }
-    checkpoint_bucket_name = "bucket-1"
-    mlflow_tracking_uri = "http://mlflow:5000"
-
-
-def test_target_from_platform():
-    t = target_from_platform(_Platform(), "research", "gpu-workloads", W)
+def test_target_from_the_contract():
+    t = CONTRACT.target("research", "gpu-workloads", W)
     assert (t.namespace, t.service_account, t.claim_name) == (
         "team-research",
         "trainer",
         "fsx-research",
     )
-    assert t.pool.gpus_per_node == 4 and t.pool.node_selector == (
-        ("karpenter.sh/nodepool", "gpu-workloads"),
-    )
-    assert t.pool.taints[0].key == "nvidia.com/gpu" and t.pool.taints[0].value is None
-    assert (
-        t.quota.gpus == "32"
-        and t.checkpoint_bucket == "bucket-1"
-        and t.checkpoint_prefix == "research/"
-    )
-    assert t.mlflow_tracking_uri == "http://mlflow:5000"
+    assert t.pool is GPU_POOL and t.team is CONTRACT.teams["research"]
+    assert t.quota.gpus == "32" and t.checkpoint_prefix == "research/"
+    assert t.checkpoint_bucket == "bucket-1" and t.mlflow_tracking_uri == "http://mlflow:5000"
+    assert t.backend == "pytorchjob"
 
 
 def test_unknown_team_or_pool():
     with pytest.raises(
         JobConfigError, match=r"jobs\[0\]\.team: got 'vision'; known teams: research"
     ):
-        target_from_platform(_Platform(), "vision", "gpu-workloads", W)
+        CONTRACT.target("vision", "gpu-workloads", W)
     with pytest.raises(
         JobConfigError, match=r"jobs\[0\]\.pool: got 'tpu'; known node pools: efa-p5, gpu-workloads"
     ):
-        target_from_platform(_Platform(), "research", "tpu", W)
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Quota:
-    gpus: str
-    pods: str
-
-
-@dataclasses.dataclass(frozen=True)
-class _Team:
-    name: str
-    namespace: str
-    service_account_name: str
-    pvc_name: str
-    quota: _Quota
-
-
-def test_target_from_platform_accepts_other_shapes():
-    """Teams as a list of objects, per-instance-type GPU counts, a slotted quota dataclass."""
-
-    class Platform:
-        teams = [_Team("vision", "team-vision", "sa-vision", "fsx-vision", _Quota("8", "4"))]
-        pools = {
-            "mixed": {
-                "instanceTypes": ["g5.xlarge", "g5.12xlarge"],
-                "gpusPerNode": {"g5.xlarge": 1, "g5.12xlarge": 4},
-                "labels": {"pool": "mixed"},
-                "capacity_types": ["spot", "on-demand"],
-            }
-        }
-        checkpoint_bucket = None
-
-    t = target_from_platform(Platform(), "vision", "mixed", W)
-    assert (t.namespace, t.service_account, t.claim_name) == (
-        "team-vision",
-        "sa-vision",
-        "fsx-vision",
-    )
-    assert t.quota == TeamQuota(gpus="8", pods="4")
-    assert (
-        t.pool.gpus_per_node == 4
-        and t.pool.node_selector == (("pool", "mixed"),)
-        and t.pool.capacity_type == "spot"
-    )
-    assert t.checkpoint_bucket is None
-
-
-def test_target_from_platform_with_the_services_team_facts():
-    """The services layer's TeamFacts: team-level bucket, MLflow, mount and subPath win;
-    a claim of None (no FSx) stays None instead of inventing a claim name."""
-    from trainforge.platform.services import TeamFacts
-
-    def facts(claim):
-        return TeamFacts(
-            name="vision",
-            namespace="vision",
-            service_account="training",
-            claim_name=claim,
-            fsx_mount_path="/data",
-            fsx_sub_path="vision",
-            quota={
-                "requests.nvidia.com/gpu": "16",
-                "requests.cpu": "192",
-                "limits.cpu": "192",
-                "pods": "40",
-            },
-            checkpoint_bucket="team-bucket",
-            checkpoint_prefix="vision/",
-            mlflow_tracking_uri="http://mlflow.mlflow.svc.cluster.local:5000",
-        )
-
-    class Platform:
-        teams = {"vision": facts("fsx-vision")}
-        node_pools = {"gpu-workloads": GPU_POOL}
-        checkpoint_bucket_name = "platform-bucket"
-        mlflow_tracking_uri = None
-        fsx_mount_path = "/fsx"
-
-    t = target_from_platform(Platform(), "vision", "gpu-workloads", W)
-    assert (t.claim_name, t.fsx_mount_path, t.fsx_sub_path) == ("fsx-vision", "/data", "vision")
-    assert t.checkpoint_bucket == "team-bucket" and t.mlflow_tracking_uri.startswith(
-        "http://mlflow"
-    )
-    assert t.quota == TeamQuota(gpus="16", cpu="192", memory=None, pods="40")
-    Platform.teams = {"vision": facts(None)}
-    assert target_from_platform(Platform(), "vision", "gpu-workloads", W).claim_name is None
+        CONTRACT.target("research", "tpu", W)

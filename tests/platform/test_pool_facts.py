@@ -42,25 +42,24 @@ def test_pool_facts(platform):
     assert f["training-workloads"].taints == ()
     assert f["p5"].gpus_per_node == 8 and f["p5"].efa_interfaces == 32
     assert f["p4d"].efa_interfaces == 4 and f["p4d"].kind == "node-group"
-    assert f["p5"].node_selector == {"trainforge.io/pool": "p5"}
+    assert f["p5"].node_selector == (("trainforge.io/pool", "p5"),)
     assert [t.key for t in f["p5"].taints] == ["nvidia.com/gpu"]
     assert f["training-workloads"].vcpus_per_node == 8
+    assert f["p5"].gpu_name == "H100" and f["p5"].gpu_memory_mib == 81920
+    assert f["gpu-workloads"].gpu_name == "A10G"
+    assert f["p4d"].max_nodes == 2 and f["p5"].max_nodes is None
 
 
 def test_k8s_provider_exposed(platform):
     assert isinstance(platform.k8s_provider, pulumi.ProviderResource)
 
 
-def test_jobs_wiring_reads_facts(platform):
-    from trainforge.jobs.wiring import pool_facts
-
-    pf = pool_facts("p5", platform.node_pools["p5"])
-    assert pf.gpus_per_node == 8 and pf.efa_interfaces == 32
-    assert pf.node_selector == (("trainforge.io/pool", "p5"),)
+def test_the_contract_carries_the_pool_facts(platform):
+    assert platform.contract.pools == platform.node_pools
+    assert platform.contract.k8s_provider is platform.k8s_provider
 
 
 def test_dev_stack_wires_jobs_to_teams_and_pools(repo_root):
-    from trainforge.jobs.wiring import target_from_platform
     from trainforge.plan.mocks import read_stack_file
     from trainforge.platform.config import load_config
 
@@ -68,9 +67,29 @@ def test_dev_stack_wires_jobs_to_teams_and_pools(repo_root):
         lambda: TrainingPlatform("platform", load_config()),
         read_stack_file(repo_root / "Pulumi.dev.yaml"),
     )
-    target = target_from_platform(run.result, "research", "gpu-workloads")
+    contract = run.result.contract
+    target = contract.target("research", "gpu-workloads")
     assert target.namespace == "research"
     assert target.pool.gpus_per_node == 1
     assert target.pool.instance_types == ("g4dn.xlarge", "g5.xlarge")
     assert [t.key for t in target.pool.taints] == ["nvidia.com/gpu"]
-    assert run.result.job_depends_on  # the training operator
+    assert isinstance(target.checkpoint_bucket, pulumi.Output)
+    assert target.mlflow_tracking_uri == "http://mlflow.mlflow.svc.cluster.local:5000"
+    assert contract.ready  # the training operator
+    assert target.team.ready  # the Job that prepares the team's FSx directory
+
+
+def test_the_config_contract_matches_the_live_one(repo_root):
+    """check_jobs judges jobs on the contract built from config alone: it must be the same."""
+    from trainforge.plan.mocks import read_stack_file
+    from trainforge.platform.config import load_config
+    from trainforge.platform.published import PENDING_BUCKET, contract_from_config
+
+    run = run_mocked(
+        lambda: (TrainingPlatform("platform", load_config()), contract_from_config(load_config())),
+        read_stack_file(repo_root / "Pulumi.prod.yaml"),
+    )
+    live, offline = run.result[0].contract, run.result[1]
+    assert offline.pools == live.pools and offline.teams == live.teams
+    assert offline.checkpoint_bucket == PENDING_BUCKET
+    assert offline.mlflow_tracking_uri == live.mlflow_tracking_uri

@@ -8,7 +8,6 @@ chart, no GPUs) and the tests read the recorded inputs.
 from __future__ import annotations
 
 import json
-from types import SimpleNamespace
 
 import kubernetes_validate
 import pulumi
@@ -648,10 +647,11 @@ def test_every_declared_resource_passes_the_plan_rules(prod):
 
 
 def test_team_facts_feed_the_jobs_target(prod):
-    from trainforge.jobs.wiring import target_from_platform
+    from trainforge.platform.published import team_facts
 
     services: PlatformServices = prod.result
-    facts = services.teams["vision"]
+    errors: list[str] = []
+    facts = team_facts(parse_services_config(PROD, errors))["vision"]
     assert (facts.namespace, facts.service_account, facts.claim_name) == (
         "vision",
         "training",
@@ -662,23 +662,11 @@ def test_team_facts_feed_the_jobs_target(prod):
         "vision",
         "vision/",
     )
-    assert facts.mlflow_tracking_uri == "http://mlflow.mlflow.svc.cluster.local:5000"
-    assert isinstance(facts.checkpoint_bucket, pulumi.Output)
-    platform = SimpleNamespace(
-        teams=services.teams,
-        node_pools={"gpu": {"instance_types": ["g5.xlarge"], "gpus_per_node": 1}},
-        checkpoint_bucket_name=services.checkpoint_bucket_name,
-        mlflow_tracking_uri=services.mlflow_tracking_uri,
-        fsx_mount_path=services.fsx_mount_path,
-    )
-    target = target_from_platform(platform, "vision", "gpu")
-    assert (target.namespace, target.service_account, target.claim_name) == (
-        "vision",
-        "training",
-        "fsx-vision",
-    )
-    assert target.quota.gpus == "16" and target.quota.memory == "1536Gi"
-    assert target.checkpoint_prefix == "vision/"
+    assert facts.quota.gpus == "16" and facts.quota.memory == "1536Gi"
+    assert services.mlflow_tracking_uri == "http://mlflow.mlflow.svc.cluster.local:5000"
+    assert isinstance(services.checkpoint_bucket_name, pulumi.Output)
+    # every team's jobs wait for the Job that prepares its FSx directory
+    assert [r._name for r in services.team_ready["vision"]] == ["fsx-team-dir-vision"]
 
 
 def test_efa_plugin_also_targets_named_efa_pools():

@@ -16,9 +16,19 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from trainforge.jobs import codeship
+from trainforge.jobs.contract import (
+    DeclaredJob,
+    JobTarget,
+    PlatformContract,
+    PoolFacts,
+    Taint,
+    TeamFacts,
+    TeamQuota,
+    declared,
+)
 from trainforge.jobs.pytorchjob import EmittedJob, checkpoint_dir, emit
 from trainforge.jobs.spec import JobSpec, parse_job
-from trainforge.jobs.wiring import JobTarget, PoolFacts, Taint, TeamQuota, resolve_job
+from trainforge.jobs.wiring import resolve_job
 
 TYPE_TOKEN = "trainforge:index:TrainingJob"
 # How long Pulumi waits for a deleted job's pods to go; they get grace + 30 s to checkpoint.
@@ -168,6 +178,7 @@ def spec_from_args(name: str, args: dict[str, Any], where: str) -> JobSpec:
 
 
 def target_from_args(raw: dict[str, Any]) -> JobTarget:
+    """A JobTarget from `args['target']` (programs in other languages send plain data)."""
     pool = dict(raw.get("pool") or {})
     facts = PoolFacts(
         name=pool.get("name", ""),
@@ -183,17 +194,21 @@ def target_from_args(raw: dict[str, Any]) -> JobTarget:
         vcpus_per_node=pool.get("vcpus_per_node"),
         memory_mib_per_node=pool.get("memory_mib_per_node"),
     )
-    return JobTarget(
+    team = TeamFacts(
+        name=raw.get("team", raw["namespace"]),
         namespace=raw["namespace"],
         service_account=raw.get("service_account", "training"),
         claim_name=raw.get("claim_name"),
         fsx_sub_path=raw.get("fsx_sub_path"),
-        pool=facts,
         fsx_mount_path=raw.get("fsx_mount_path", "/fsx"),
-        checkpoint_bucket=raw.get("checkpoint_bucket"),
         checkpoint_prefix=raw.get("checkpoint_prefix", ""),
-        mlflow_tracking_uri=raw.get("mlflow_tracking_uri"),
         quota=TeamQuota(**(raw.get("quota") or {})),
+    )
+    return JobTarget(
+        team=team,
+        pool=facts,
+        checkpoint_bucket=raw.get("checkpoint_bucket"),
+        mlflow_tracking_uri=raw.get("mlflow_tracking_uri"),
     )
 
 
@@ -242,30 +257,43 @@ class TrainingJob(pulumi.ComponentResource):
         args: TrainingJobArgs,
         opts: pulumi.ResourceOptions | None = None,
         *,
+        contract: PlatformContract | None = None,
         target: JobTarget | None = None,
         provider: pulumi.ProviderResource | None = None,
         code: codeship.CodeBundle | None = None,
         spec: JobSpec | None = None,
     ) -> None:
+        """`contract` is the platform's (`TrainingPlatform.contract`): the job runs as its
+        team on its pool, with its provider, after what it says jobs wait for. Without one,
+        pass `target` (or `args['target']`, as other languages do) and `provider`."""
         args = dict(args or {})
         where = f"TrainingJob {name}"
         if spec is None:
             spec = spec_from_args(name, args, where)
+        waits: list[pulumi.Resource] = []
+        if target is None and contract is not None:
+            target = contract.target(spec.team, spec.pool, where)
+            provider = provider if provider is not None else contract.k8s_provider
+            waits = [*contract.ready, *target.team.ready]
         if target is None:
             if not args.get("target"):
                 raise ValueError(
-                    f"{where}: pass target= (a JobTarget) or args['target'] with the platform wiring"
+                    f"{where}: pass contract= (the platform's), target= (a JobTarget) or "
+                    "args['target'] with the platform wiring"
                 )
             target = target_from_args(args["target"])
         job = resolve_job(spec, target, where)
         if job.code_source == "configmap" and code is None:
             code = codeship.collect()
         emitted = emit(job, target, code)
+        if waits:
+            opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=waits))
         super().__init__(TYPE_TOKEN, name, None, opts)
         self.spec = job
         self.target = target
         self.manifests = emitted
         self._declare(name, job, emitted, provider)
+        declared().jobs.append(DeclaredJob(job, target, emitted, name))
         self.job_name = pulumi.Output.from_input(job.name)
         self.namespace = pulumi.Output.from_input(target.namespace)
         self.checkpoint_dir = pulumi.Output.from_input(checkpoint_dir(job, target))

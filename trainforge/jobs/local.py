@@ -65,13 +65,11 @@ def local_processes(job: JobSpec) -> int:
 
 def local_training_flags(job: JobSpec, run_dir: str) -> list[str]:
     """The pod's training flags with local paths; the S3 mirror and metrics are off."""
+    from trainforge.jobs.contract import JobTarget, PoolFacts, TeamFacts
     from trainforge.jobs.pytorchjob import training_args
-    from trainforge.jobs.wiring import JobTarget, PoolFacts
 
     # A stand-in target: paths are rewritten below, nothing else of it reaches the flags.
-    target = JobTarget(
-        namespace="local", service_account="", claim_name="", pool=PoolFacts(name=job.pool)
-    )
+    target = JobTarget(team=TeamFacts(name=job.team, namespace="local"), pool=PoolFacts(job.pool))
     args = [str(a) for a in training_args(job, target)]
     replace = {
         "--output-dir": run_dir,

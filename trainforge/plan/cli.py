@@ -139,6 +139,10 @@ def print_report(result: Any, args: argparse.Namespace, out=None) -> None:
         print("\nStack outputs:", file=out)
         for k, v in inv.outputs.items():
             print(f"  {k}: {v}", file=out)
+    for section in result.sections:
+        print(f"\n{section.title}:", file=out)
+        for line in section.lines:
+            print(f"  {line}", file=out)
     v = result.validation
     print(
         f"\nKubernetes objects: {len(result.objects)} "

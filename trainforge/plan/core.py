@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainforge.plan import checks as C
 from trainforge.plan import rules as R
 from trainforge.plan import validate as V
 from trainforge.plan.manifests import K8sObject, helm_like, k8s_objects
@@ -29,6 +30,7 @@ class PlanResult:
     validation: Counter = field(default_factory=Counter)  # pass / fail / unchecked
     unchecked: list[str] = field(default_factory=list)
     standin_judged: int = 0  # cloud resources re-judged with stand-in ids/ARNs
+    sections: list[C.Section] = field(default_factory=list)  # the plan checks' reports
 
     @property
     def failing(self) -> list[R.Violation]:
@@ -61,6 +63,7 @@ class PlanResult:
             ],
             "helm": self.helm(),
             "countsByType": dict(self.counts_by_type()),
+            "sections": [s.to_json() for s in self.sections],
         }
 
 
@@ -68,8 +71,13 @@ def _short(type_: str, name: str) -> str:
     return f"{type_}::{name}"
 
 
-def evaluate(inv: Inventory, waivers: list[Waiver], version: str | None = None) -> PlanResult:
-    """Validate objects and run every rule; attach waivers to what they cover."""
+def evaluate(
+    inv: Inventory,
+    waivers: list[Waiver],
+    version: str | None = None,
+    root: pathlib.Path | None = None,
+) -> PlanResult:
+    """Validate objects, run every rule and every plan check; attach waivers to what they cover."""
     objects = k8s_objects(inv)
     by_urn = {o.urn: o for o in objects}
     violations: list[R.Violation] = []
@@ -110,11 +118,20 @@ def evaluate(inv: Inventory, waivers: list[Waiver], version: str | None = None) 
     for rule, urn, msg in R.check_stack(stack):
         rec = names_by_urn[urn]
         add(urn, _short(rec.type, rec.name), names_of(urn, rec.name), rule.id, msg, rule.fix)
-    return PlanResult(inv, objects, violations, waivers, counts, unchecked)
+    sections: list[C.Section] = []
+    ctx = C.PlanContext(inventory=inv, objects=objects, declared=inv.declared, root=root)
+    for result in C.run_checks(ctx):
+        sections += result.sections
+        for f in result.findings:
+            names = {f.resource, *f.names}
+            if f.urn:
+                names |= names_of(f.urn, names_by_urn[f.urn].name if f.urn in names_by_urn else "")
+            add(f.urn, f.resource, names, f.rule, f.message, f.fix)
+    return PlanResult(inv, objects, violations, waivers, counts, unchecked, sections=sections)
 
 
 def known_rule_ids() -> set[str]:
-    return set(R.rule_ids()) | set(V.FIX)
+    return set(R.rule_ids()) | set(V.FIX) | set(C.check_rule_ids())
 
 
 def waivers_from(inv: Inventory) -> list[Waiver]:
@@ -177,7 +194,7 @@ def plan_project(
 ) -> PlanResult:
     """Preview-mode plan; then, when the platform's mocks exist, the stand-in pass above."""
     inv = run_project(root, stack, mocks=mocks, config_overrides=config_overrides)
-    result = evaluate(inv, waivers_from(inv))
+    result = evaluate(inv, waivers_from(inv), root=root)
     standin_mocks = load_standin_mocks() if standins and mocks is None else None
     if standin_mocks is not None:
         # Jobs from config declare only Kubernetes objects, which this pass skips: leave them

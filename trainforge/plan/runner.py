@@ -66,6 +66,9 @@ class Inventory:
     resources: list[Recorded]
     outputs: dict[str, Any] = field(default_factory=dict)
     config: dict[str, Any] = field(default_factory=dict)
+    # The typed objects the program built in-process (trainforge.jobs.contract.Declared):
+    # platform contracts and resolved jobs, for the plan's checks. Not part of the JSON.
+    declared: Any = None
 
     def by_urn(self) -> dict[str, Recorded]:
         return {r.urn: r for r in self.resources}
@@ -384,6 +387,8 @@ def run_program(
     from pulumi.runtime.stack import run_pulumi_func
     from pulumi.runtime.sync_await import _sync_await
 
+    from trainforge.jobs.contract import reset_declared
+
     chosen = mocks if mocks is not None else load_mocks()
     echo = preview and type(chosen) in (PreviewMocks, HybridMocks)
     mocks = _as_mocks(chosen)
@@ -398,10 +403,13 @@ def run_program(
     set_mocks(mocks, project=project, stack=stack, preview=preview, monitor=monitor)
     root = rt.get_root_resource()
 
+    declared = reset_declared()
     _sync_await(run_pulumi_func(program))
     for name, value in (getattr(root, "outputs", None) or {}).items():
         outputs[name] = _sync_await(_resolve_output(value))
-    return Inventory(project=project, stack=stack, resources=sink, outputs=outputs)
+    return Inventory(
+        project=project, stack=stack, resources=sink, outputs=outputs, declared=declared
+    )
 
 
 def run_project(

@@ -144,6 +144,12 @@ def team_dir_job(team: str, namespace: pulumi.Input[str], opts: pulumi.ResourceO
 class FsxLustre(pulumi.ComponentResource):
     """FSx for Lustre + security group + CSI add-on + per-team static PV/PVC."""
 
+    def team_ready(self, team: str) -> list[Any]:
+        """What a job of `team` must wait for: the Job that prepares the team's directory
+        (Pulumi waits for a Job to complete), so kubelet never creates the subPath root-owned."""
+        job = self.team_dir_jobs.get(team)
+        return [job] if job is not None else []
+
     file_system: aws.fsx.LustreFileSystem
     security_group: aws.ec2.SecurityGroup
     claims: dict[str, str]
@@ -331,6 +337,7 @@ class FsxLustre(pulumi.ComponentResource):
         )
         size = f"{cfg.storage_capacity_gib}Gi"
         self.claims = {}
+        self.team_dir_jobs: dict[str, Any] = {}
         for team, namespace in args.team_namespaces.items():
             pv_name = claim_name(team)
             k8s.core.v1.PersistentVolume(
@@ -374,7 +381,7 @@ class FsxLustre(pulumi.ComponentResource):
             )
             self.claims[team] = claim_name(team)
             if team not in args.restricted_teams:
-                team_dir_job(
+                self.team_dir_jobs[team] = team_dir_job(
                     team,
                     namespace,
                     pulumi.ResourceOptions(

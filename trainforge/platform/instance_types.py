@@ -63,6 +63,10 @@ class PoolTypeFacts:
     vcpus_per_node: int
     memory_mib_per_node: int
     architecture: str
+    # The GPU model when every type has the same one (else None), and the memory of one GPU
+    # (minimum over the types; 0 on CPU pools).
+    gpu_name: str | None = None
+    gpu_memory_mib: int = 0
 
 
 def resolve_pool(
@@ -109,6 +113,8 @@ def resolve_pool(
             f"{sorted(arches)}; expected one architecture per pool"
         )
     arch = "arm64" if "arm64" in arches else "amd64"
+    gpu_names = {f.gpu_name for f in facts if f.gpus}
+    per_gpu = [f.gpu_memory_mib // f.gpus for f in facts if f.gpus]
     return PoolTypeFacts(
         instance_types=tuple(pool.instance_types),
         gpus_per_node=min(f.gpus for f in facts),
@@ -117,6 +123,8 @@ def resolve_pool(
         vcpus_per_node=min(f.vcpus for f in facts),
         memory_mib_per_node=min(f.memory_mib for f in facts),
         architecture=arch,
+        gpu_name=gpu_names.pop() if len(gpu_names) == 1 and not no_gpu else None,
+        gpu_memory_mib=min(per_gpu) if per_gpu and not no_gpu else 0,
     )
 
 

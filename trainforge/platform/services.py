@@ -1,14 +1,12 @@
 """`PlatformServices`: everything a cluster needs before it can train, as one component.
 
-Why one component: the platform core composes a single object, and the jobs layer reads the
-per-team facts it needs (namespace, ServiceAccount, FSx claim, quota, checkpoint bucket and
-prefix, MLflow address) from plain Python attributes here instead of re-deriving names.
+Why one component: the platform core composes a single object. What jobs need of each team
+is published by the platform as a typed contract (`trainforge.platform.published`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import pulumi
 import pulumi_aws as aws
@@ -16,14 +14,13 @@ import pulumi_kubernetes as k8s
 
 from trainforge.platform.checkpoint_bucket import CheckpointBucket, CheckpointBucketArgs
 from trainforge.platform.device_plugins import DevicePlugins, DevicePluginsArgs
-from trainforge.platform.fsx import FsxLustre, FsxLustreArgs, claim_name
+from trainforge.platform.fsx import FsxLustre, FsxLustreArgs
 from trainforge.platform.monitoring import MLFLOW_NAMESPACE, Monitoring, MonitoringArgs
 from trainforge.platform.services_config import ServicesConfig
 from trainforge.platform.teams import (
     TRAINING_SERVICE_ACCOUNT,
     TeamNamespaces,
     TeamNamespacesArgs,
-    quota_hard,
 )
 from trainforge.platform.training_operator import TrainingOperator, TrainingOperatorArgs
 
@@ -60,52 +57,9 @@ class PlatformServicesArgs:
     tags: dict[str, str] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class TeamFacts:
-    """What a job needs to run as a team (attribute names documented in docs/services.md)."""
-
-    name: str
-    namespace: str
-    service_account: str
-    claim_name: str | None
-    fsx_mount_path: str
-    fsx_sub_path: str
-    quota: dict[str, str]
-    checkpoint_bucket: Any  # Output[str] | None
-    checkpoint_prefix: str
-    mlflow_tracking_uri: str | None
-
-
-def team_facts(
-    cfg: ServicesConfig,
-    *,
-    has_fsx: bool | None = None,
-    checkpoint_bucket: Any = None,
-    mlflow_tracking_uri: str | None = None,
-) -> dict[str, TeamFacts]:
-    """What jobs need to know of each team. Pure, so jobs can be checked before any resource."""
-    has_fsx = cfg.fsx.enabled if has_fsx is None else has_fsx
-    return {
-        t.name: TeamFacts(
-            name=t.name,
-            namespace=t.name,
-            service_account=TRAINING_SERVICE_ACCOUNT,
-            claim_name=claim_name(t.name) if has_fsx else None,
-            fsx_mount_path=cfg.fsx.mount_path,
-            fsx_sub_path=t.name,
-            quota=quota_hard(t),
-            checkpoint_bucket=checkpoint_bucket,
-            checkpoint_prefix=f"{t.name}/",
-            mlflow_tracking_uri=mlflow_tracking_uri,
-        )
-        for t in cfg.teams
-    }
-
-
 class PlatformServices(pulumi.ComponentResource):
     """FSx, checkpoint bucket, training operator, device plugins, monitoring and teams."""
 
-    teams: dict[str, TeamFacts]
     checkpoint_bucket_name: pulumi.Output[str] | None
     mlflow_tracking_uri: str | None
     fsx_mount_path: str
@@ -225,17 +179,15 @@ class PlatformServices(pulumi.ComponentResource):
             opts=child,
         )
 
-        self.teams = team_facts(
-            cfg,
-            has_fsx=self.fsx is not None,
-            checkpoint_bucket=self.checkpoint_bucket_name,
-            mlflow_tracking_uri=self.mlflow_tracking_uri,
-        )
+        # What each team's jobs wait for: the Job that makes the team's FSx directory theirs.
+        self.team_ready: dict[str, tuple[pulumi.Resource, ...]] = {
+            t.name: tuple(self.fsx.team_ready(t.name)) if self.fsx else () for t in cfg.teams
+        }
         self.register_outputs(
             {
                 "checkpointBucket": self.checkpoint_bucket_name or "",
                 "fsxFileSystemId": self.fsx.file_system_id if self.fsx else "",
                 "mlflowTrackingUri": self.mlflow_tracking_uri or "",
-                "teams": sorted(self.teams),
+                "teams": sorted(t.name for t in cfg.teams),
             }
         )

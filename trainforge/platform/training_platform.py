@@ -7,27 +7,22 @@ team wiring) from one object. Config is validated and instance types are looked 
 any resource is registered.
 """
 
-from dataclasses import dataclass
 from typing import Any, TypedDict
 
 import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
+from trainforge.jobs.contract import PlatformContract, PoolFacts, declared
 from trainforge.platform.cluster import SYSTEM_LABEL, Cluster, ClusterArgs
-from trainforge.platform.config import (
-    GPU_TAINT_KEY,
-    POOL_LABEL,
-    NodeGroupConfig,
-    NodePoolConfig,
-    PlatformConfig,
-    Taint,
-    parse_config,
-)
-from trainforge.platform.instance_types import PoolTypeFacts, resolve_all
-from trainforge.platform.karpenter import Karpenter, KarpenterArgs, pool_taints
+from trainforge.platform.config import PlatformConfig, parse_config
+from trainforge.platform.instance_types import resolve_all
+from trainforge.platform.karpenter import Karpenter, KarpenterArgs
 from trainforge.platform.network import Network, NetworkArgs
 from trainforge.platform.node_groups import GpuNodeGroup, GpuNodeGroupArgs
+from trainforge.platform.published import contract_from_config, pool_facts
+
+__all__ = ["TrainingPlatform", "TrainingPlatformArgs", "config_from_args", "pool_facts"]
 
 
 # --- args as annotated types (the component provider host builds a schema from these) ---
@@ -135,71 +130,6 @@ def config_from_args(args: TrainingPlatformArgs | dict) -> PlatformConfig:
     return parse_config(_to_config(dict(args), top=True))
 
 
-# --- what jobs read ---
-@dataclass(frozen=True)
-class NodePoolFacts:
-    """A node group or Karpenter pool as jobs see it (sizes per node, minimum over types)."""
-
-    name: str
-    kind: str  # "karpenter" or "node-group"
-    instance_types: tuple[str, ...]
-    gpus_per_node: int
-    efa_interfaces: int
-    taints: tuple[Taint, ...]
-    node_selector: dict[str, str]
-    capacity_type: str  # "spot" if the pool may use spot, else "on-demand"/"reserved"
-    capacity_types: tuple[str, ...]
-    vcpus_per_node: int
-    memory_mib_per_node: int
-
-
-def _facts_for_group(g: NodeGroupConfig, f: PoolTypeFacts) -> NodePoolFacts:
-    cap = {"SPOT": "spot", "CAPACITY_BLOCK": "reserved"}.get(g.capacity_type, "on-demand")
-    return NodePoolFacts(
-        name=g.name,
-        kind="node-group",
-        instance_types=f.instance_types,
-        gpus_per_node=f.gpus_per_node,
-        efa_interfaces=f.efa_interfaces,
-        taints=(Taint(GPU_TAINT_KEY, "NoSchedule", "true"), *g.taints),
-        node_selector={POOL_LABEL: g.name},
-        capacity_type=cap,
-        capacity_types=(cap,),
-        vcpus_per_node=f.vcpus_per_node,
-        memory_mib_per_node=f.memory_mib_per_node,
-    )
-
-
-def _facts_for_pool(p: NodePoolConfig, f: PoolTypeFacts) -> NodePoolFacts:
-    taints = tuple(Taint(t["key"], t["effect"], t.get("value")) for t in pool_taints(p, f))
-    return NodePoolFacts(
-        name=p.name,
-        kind="karpenter",
-        instance_types=f.instance_types,
-        gpus_per_node=f.gpus_per_node,
-        efa_interfaces=f.efa_interfaces,
-        taints=taints,
-        node_selector={POOL_LABEL: p.name},
-        capacity_type="spot" if "spot" in p.capacity_types else p.capacity_types[0],
-        capacity_types=p.capacity_types,
-        vcpus_per_node=f.vcpus_per_node,
-        memory_mib_per_node=f.memory_mib_per_node,
-    )
-
-
-def pool_facts(
-    config: PlatformConfig, type_facts: dict[str, PoolTypeFacts] | None = None
-) -> dict[str, NodePoolFacts]:
-    """Facts of every node group and Karpenter pool, from config and instance-type lookups.
-
-    Pure (no resources), so jobs can be checked against the pools before anything is declared.
-    """
-    type_facts = resolve_all(config) if type_facts is None else type_facts
-    out = {g.name: _facts_for_group(g, type_facts[g.name]) for g in config.node_groups}
-    out.update({p.name: _facts_for_pool(p, type_facts[p.name]) for p in config.node_pools})
-    return out
-
-
 class TrainingPlatform(pulumi.ComponentResource):
     """An EKS training cluster with GPU/EFA capacity, Karpenter and the platform services."""
 
@@ -224,7 +154,7 @@ class TrainingPlatform(pulumi.ComponentResource):
         config = args if isinstance(args, PlatformConfig) else config_from_args(args)
         type_facts = resolve_all(config)
         self.config = config
-        self.node_pools: dict[str, NodePoolFacts] = pool_facts(config, type_facts)
+        self.node_pools: dict[str, PoolFacts] = pool_facts(config, type_facts)
 
         super().__init__("trainforge:index:TrainingPlatform", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
@@ -290,13 +220,20 @@ class TrainingPlatform(pulumi.ComponentResource):
         # Services (FSx, checkpoint bucket, operator, device plugins, monitoring, teams) are
         # owned by the services engineer; composed here when their config was parsed.
         self.services = self._services(name, config, tags) if config.services is not None else None
-        self.teams: dict[str, Any] = dict(getattr(self.services, "teams", None) or {})
-        self.checkpoint_bucket_name = getattr(self.services, "checkpoint_bucket_name", None)
-        self.mlflow_tracking_uri = getattr(self.services, "mlflow_tracking_uri", None)
-        self.fsx_mount_path = getattr(self.services, "fsx_mount_path", None)
-        # Jobs (PyTorchJobs) need the operator's CRD and webhook first: `depends_on` these.
-        operator = getattr(self.services, "training_operator", None)
-        self.job_depends_on: list[pulumi.Resource] = [operator] if operator is not None else []
+        services = self.services
+        operator = services.training_operator if services is not None else None
+        # What jobs read: pools, teams, storage, bucket, MLflow, backends. Python only (not a
+        # component output: the schema analyzer turns annotated attributes into outputs).
+        self.contract: PlatformContract = contract_from_config(
+            config,
+            type_facts,
+            checkpoint_bucket=services.checkpoint_bucket_name if services is not None else None,
+            k8s_provider=self.k8s_provider,
+            # Jobs need their backend's CRDs and webhook first.
+            ready=(operator,) if operator is not None else (),
+            team_ready=services.team_ready if services is not None else None,
+        )
+        declared().contracts.append(self.contract)
 
         self.cluster_name = self.cluster.cluster_name
         self.kubeconfig = self.cluster.kubeconfig

@@ -1,0 +1,78 @@
+"""The plan-check registry: a check's findings become waivable violations, its sections print,
+and it sees the typed objects (contracts, resolved jobs) the program declared."""
+
+from __future__ import annotations
+
+import sys
+import types
+
+import pytest
+
+from trainforge.plan import checks as C
+from trainforge.plan import core
+from trainforge.plan.cli import print_report
+
+
+@pytest.fixture
+def seen_check(monkeypatch):
+    """Register a check (in a throwaway module) that reports what it saw."""
+    seen: list[C.PlanContext] = []
+    mod = types.ModuleType("tf_test_check")
+    mod.RULES = {"TRAINFORGE_TEST_CHECK": "do the thing"}
+
+    def check(ctx: C.PlanContext) -> C.CheckResult:
+        seen.append(ctx)
+        jobs = [j.spec.name for j in ctx.declared.jobs]
+        return C.CheckResult(
+            findings=[
+                C.Finding(
+                    resource=f"job {name}",
+                    rule="TRAINFORGE_TEST_CHECK",
+                    message=f"{name} looked at",
+                    fix="do the thing",
+                    names=frozenset({name}),
+                )
+                for name in jobs
+            ],
+            sections=[C.Section("Test check", [f"jobs: {', '.join(jobs)}"], {"jobs": jobs})],
+        )
+
+    mod.check = check
+    monkeypatch.setitem(sys.modules, "tf_test_check", mod)
+    monkeypatch.setattr(C, "CHECKS", [*C.CHECKS, "tf_test_check:check"])
+    return seen
+
+
+def test_a_check_sees_the_declared_contract_and_jobs(seen_check, repo_root, capsys):
+    result = core.plan_project(repo_root, "dev", standins=False)
+    ctx = seen_check[0]
+    (contract,) = ctx.declared.contracts
+    assert set(contract.pools) == {"gpu-workloads", "training-workloads"}
+    assert {j.spec.name for j in ctx.declared.jobs} == {"mnist-ddp", "gpt-small-fsdp"}
+    resolved = {j.spec.name: j.spec for j in ctx.declared.jobs}
+    assert resolved["gpt-small-fsdp"].gpus_per_worker == 1  # resolved against the pool
+    failing = {v.rule for v in result.failing}
+    assert failing == {"TRAINFORGE_TEST_CHECK"} and not result.clean
+    assert result.to_json()["sections"][-1]["data"] == {"jobs": ["mnist-ddp", "gpt-small-fsdp"]}
+
+    class Args:
+        summary = True
+
+    print_report(result, Args())
+    out = capsys.readouterr().out
+    assert "Test check:\n  jobs: mnist-ddp, gpt-small-fsdp" in out
+
+
+def test_a_check_finding_is_waivable(seen_check, repo_root):
+    waivers = [
+        {"resource": name, "rule": "TRAINFORGE_TEST_CHECK", "reason": "known and accepted"}
+        for name in ("mnist-ddp", "gpt-small-fsdp")
+    ]
+    result = core.plan_project(
+        repo_root,
+        "dev",
+        standins=False,
+        config_overrides={"trainforge-policy:waivers": waivers},
+    )
+    assert result.clean
+    assert {v.waived for v in result.waived} == {"known and accepted"}

@@ -1,0 +1,249 @@
+"""The typed contract between the platform and the jobs.
+
+The platform publishes one `PlatformContract` (its node pools, its teams, its storage, the
+checkpoint bucket, the MLflow address and which job backends it installed); every job, every
+emitter, the Python API, the component provider and the offline plan read that one object.
+Nothing reads the platform component's attributes by guessing their names.
+
+`TrainingPlatform.contract` is the live one (bucket name and MLflow address may be Pulumi
+Outputs). `trainforge.platform.published.contract_from_config(config)` builds the same object
+from stack config alone, before any resource exists, so that every job is checked before the
+first resource is registered. Tests and programs without our platform build it directly.
+
+This module imports no Pulumi: `run-local` and the plan's rehearsals use it too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from trainforge.jobs.errors import JobConfigError
+
+GPU_RESOURCE = "nvidia.com/gpu"
+EFA_RESOURCE = "vpc.amazonaws.com/efa"
+
+# The job backends: which controller runs a job and which object a job becomes.
+#   pytorchjob   kubeflow.org/v1 PyTorchJob (Kubeflow training operator v1)
+#   trainjob     trainer.kubeflow.org/v1alpha1 TrainJob (Kubeflow Trainer v2)
+#   indexed-job  batch/v1 Job, completionMode Indexed, plus a headless Service (no operator)
+BACKENDS = ("pytorchjob", "trainjob", "indexed-job")
+DEFAULT_BACKEND = "pytorchjob"
+
+# Instance families whose EFA supports GPUDirect RDMA (FI_EFA_USE_DEVICE_RDMA=1). On other
+# EFA types (g5, g6, c5n ...) libfabric refuses the setting, so it is only set for these.
+RDMA_FAMILIES = ("p4d", "p4de", "p5", "p5e", "p5en", "p6", "p6e", "trn1", "trn1n", "trn2")
+
+# The UID/GID training containers run as unless the team config says otherwise.
+DEFAULT_TRAINING_UID = 1000
+
+
+@dataclass(frozen=True)
+class Taint:
+    key: str
+    effect: str = "NoSchedule"
+    value: str | None = None
+
+
+@dataclass(frozen=True)
+class PoolLimits:
+    """A Karpenter NodePool's `limits` (None = unlimited)."""
+
+    cpu: str | None = None
+    memory: str | None = None
+    gpus: int | None = None
+
+
+@dataclass(frozen=True)
+class PoolFacts:
+    """A managed node group or Karpenter NodePool as a job sees it.
+
+    Per-node sizes are what *every* instance type of the pool guarantees (the minimum over
+    its types), so that a pod sized here fits whichever type is launched. None = unknown.
+    """
+
+    name: str
+    kind: str = "karpenter"  # "karpenter" | "node-group"
+    instance_types: tuple[str, ...] = ()
+    gpus_per_node: int = 0
+    gpu_name: str | None = None  # e.g. "A10G", "H100"; None on CPU pools
+    gpu_memory_mib: int = 0  # per GPU (minimum over the pool's types)
+    efa_interfaces: int = 0
+    taints: tuple[Taint, ...] = ()
+    node_selector: tuple[tuple[str, str], ...] = ()
+    capacity_type: str = "on-demand"  # "spot" when the pool may use spot
+    capacity_types: tuple[str, ...] = ()
+    vcpus_per_node: int | None = None
+    memory_mib_per_node: int | None = None
+    architecture: str = "amd64"
+    # Node group maxSize (the most nodes it ever has); None for Karpenter pools, which are
+    # bounded by `limits` instead.
+    max_nodes: int | None = None
+    limits: PoolLimits = field(default_factory=PoolLimits)
+
+    @property
+    def rdma(self) -> bool:
+        return bool(self.instance_types) and all(
+            t.split(".")[0] in RDMA_FAMILIES for t in self.instance_types
+        )
+
+    @property
+    def has_gpus(self) -> bool:
+        return self.gpus_per_node > 0
+
+
+@dataclass(frozen=True)
+class TeamQuota:
+    """The team's ResourceQuota limits that a single job must fit in (None = unlimited)."""
+
+    gpus: str | None = None
+    cpu: str | None = None
+    memory: str | None = None
+    pods: str | None = None
+
+
+@dataclass(frozen=True)
+class TeamFacts:
+    """What a job needs to run as a team."""
+
+    name: str
+    namespace: str
+    service_account: str = "training"
+    # The team's FSx claim; None when the platform has no FSx (the volume is then an
+    # emptyDir: checkpoints survive container restarts, and pod loss only via the S3 mirror).
+    claim_name: str | None = None
+    fsx_mount_path: str = "/fsx"
+    # The team's directory on a file system shared between teams (`volumeMounts[].subPath`).
+    fsx_sub_path: str | None = None
+    checkpoint_prefix: str = ""
+    quota: TeamQuota = field(default_factory=TeamQuota)
+    run_as_user: int = DEFAULT_TRAINING_UID
+    run_as_group: int = DEFAULT_TRAINING_UID
+    # Pulumi resources a job of this team must wait for (e.g. the Job that makes the team's
+    # FSx directory belong to the training UID). Not data: excluded from equality.
+    ready: tuple[Any, ...] = field(default=(), compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class JobTarget:
+    """Where one job runs: its team, its pool and the platform-wide facts it uses.
+
+    `checkpoint_bucket` and `mlflow_tracking_uri` may be Pulumi Outputs.
+    """
+
+    team: TeamFacts
+    pool: PoolFacts
+    checkpoint_bucket: Any = None
+    mlflow_tracking_uri: Any = None
+    backend: str = DEFAULT_BACKEND  # the platform's default backend
+    backends: tuple[str, ...] = (DEFAULT_BACKEND,)  # backends whose controllers are installed
+
+    # The team's facts, read often by emitters.
+    @property
+    def namespace(self) -> str:
+        return self.team.namespace
+
+    @property
+    def service_account(self) -> str:
+        return self.team.service_account
+
+    @property
+    def claim_name(self) -> str | None:
+        return self.team.claim_name
+
+    @property
+    def fsx_mount_path(self) -> str:
+        return self.team.fsx_mount_path
+
+    @property
+    def fsx_sub_path(self) -> str | None:
+        return self.team.fsx_sub_path
+
+    @property
+    def checkpoint_prefix(self) -> str:
+        return self.team.checkpoint_prefix
+
+    @property
+    def quota(self) -> TeamQuota:
+        return self.team.quota
+
+
+@dataclass(frozen=True)
+class PlatformContract:
+    """Everything the platform offers jobs. Build it with `published.contract_from_config`
+    (config only) or read `TrainingPlatform.contract` (the live one)."""
+
+    pools: Mapping[str, PoolFacts]
+    teams: Mapping[str, TeamFacts]
+    backend: str = DEFAULT_BACKEND
+    backends: tuple[str, ...] = (DEFAULT_BACKEND,)
+    checkpoint_bucket: Any = None
+    mlflow_tracking_uri: Any = None
+    # The Kubernetes provider jobs are declared with, and the platform resources every job
+    # waits for (the backend's controller and CRDs). Not data: excluded from equality.
+    k8s_provider: Any = field(default=None, compare=False, repr=False)
+    ready: tuple[Any, ...] = field(default=(), compare=False, repr=False)
+
+    def team(self, name: str, where: str = "job") -> TeamFacts:
+        if name not in self.teams:
+            known = ", ".join(sorted(self.teams)) or "(none declared)"
+            raise JobConfigError(f"{where}.team", name, f"known teams: {known}")
+        return self.teams[name]
+
+    def pool(self, name: str, where: str = "job") -> PoolFacts:
+        if name not in self.pools:
+            known = ", ".join(sorted(self.pools)) or "(none declared)"
+            raise JobConfigError(f"{where}.pool", name, f"known node pools: {known}")
+        return self.pools[name]
+
+    def target(self, team: str, pool: str, where: str = "job") -> JobTarget:
+        """The JobTarget for a job of `team` on `pool`; unknown names name the valid ones."""
+        return JobTarget(
+            team=self.team(team, where),
+            pool=self.pool(pool, where),
+            checkpoint_bucket=self.checkpoint_bucket,
+            mlflow_tracking_uri=self.mlflow_tracking_uri,
+            backend=self.backend,
+            backends=self.backends,
+        )
+
+
+# --- what a program declared, for the offline plan ---------------------------------------------
+
+
+@dataclass(frozen=True)
+class DeclaredJob:
+    """A job as declared: its resolved spec, its target and the objects it became."""
+
+    spec: Any  # trainforge.jobs.spec.JobSpec (resolved)
+    target: JobTarget
+    emitted: Any  # the emitter's result
+    resource_name: str = ""
+
+
+@dataclass
+class Declared:
+    """The platform contracts and jobs one program run declared, in order.
+
+    Components record themselves here as they are constructed; the offline plan resets it
+    before it runs a program and hands it to its checks, which then see typed objects
+    instead of re-deriving them from rendered YAML. Outside a plan nobody reads it.
+    """
+
+    contracts: list[PlatformContract] = field(default_factory=list)
+    jobs: list[DeclaredJob] = field(default_factory=list)
+
+
+_declared = Declared()
+
+
+def declared() -> Declared:
+    return _declared
+
+
+def reset_declared() -> Declared:
+    """Start a fresh record (one per program run) and return it."""
+    global _declared
+    _declared = Declared()
+    return _declared

@@ -1,0 +1,150 @@
+"""What the platform publishes to jobs: the `PlatformContract`, built from stack config.
+
+Why a pure builder: jobs are checked against the platform before any resource is registered
+(`jobs.declare.check_jobs`), so the same contract must come out of the config alone. The
+`TrainingPlatform` component builds it with this function too and only adds what exists once
+resources do (the bucket's name, the Kubernetes provider, the resources jobs wait for).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainforge.jobs.contract import (
+    DEFAULT_BACKEND,
+    PlatformContract,
+    PoolFacts,
+    PoolLimits,
+    Taint,
+    TeamFacts,
+    TeamQuota,
+)
+from trainforge.platform.config import (
+    GPU_TAINT_KEY,
+    POOL_LABEL,
+    NodeGroupConfig,
+    NodePoolConfig,
+    PlatformConfig,
+)
+from trainforge.platform.instance_types import PoolTypeFacts, resolve_all
+
+# Stands for the checkpoint bucket's name while only the config is known: a job is checked
+# knowing *that* the platform has a bucket, before the bucket (and its name) exists.
+PENDING_BUCKET = "<checkpoint-bucket>"
+
+
+def _facts_for_group(g: NodeGroupConfig, f: PoolTypeFacts) -> PoolFacts:
+    cap = {"SPOT": "spot", "CAPACITY_BLOCK": "reserved"}.get(g.capacity_type, "on-demand")
+    taints = (Taint(GPU_TAINT_KEY, "NoSchedule", "true"), *(_taint(t) for t in g.taints))
+    return PoolFacts(
+        name=g.name,
+        kind="node-group",
+        instance_types=f.instance_types,
+        gpus_per_node=f.gpus_per_node,
+        gpu_name=f.gpu_name,
+        gpu_memory_mib=f.gpu_memory_mib,
+        efa_interfaces=f.efa_interfaces,
+        taints=taints,
+        node_selector=((POOL_LABEL, g.name),),
+        capacity_type=cap,
+        capacity_types=(cap,),
+        vcpus_per_node=f.vcpus_per_node,
+        memory_mib_per_node=f.memory_mib_per_node,
+        architecture=f.architecture,
+        max_nodes=g.max_size,
+    )
+
+
+def _facts_for_pool(p: NodePoolConfig, f: PoolTypeFacts) -> PoolFacts:
+    from trainforge.platform.karpenter import pool_taints  # noqa: PLC0415 - pulls in pulumi
+
+    taints = tuple(Taint(t["key"], t["effect"], t.get("value")) for t in pool_taints(p, f))
+    return PoolFacts(
+        name=p.name,
+        kind="karpenter",
+        instance_types=f.instance_types,
+        gpus_per_node=f.gpus_per_node,
+        gpu_name=f.gpu_name,
+        gpu_memory_mib=f.gpu_memory_mib,
+        efa_interfaces=f.efa_interfaces,
+        taints=taints,
+        node_selector=((POOL_LABEL, p.name),),
+        capacity_type="spot" if "spot" in p.capacity_types else p.capacity_types[0],
+        capacity_types=tuple(p.capacity_types),
+        vcpus_per_node=f.vcpus_per_node,
+        memory_mib_per_node=f.memory_mib_per_node,
+        architecture=f.architecture,
+        limits=PoolLimits(cpu=p.limits.cpu, memory=p.limits.memory, gpus=p.limits.gpus),
+    )
+
+
+def _taint(t: Any) -> Taint:
+    return Taint(t.key, t.effect, t.value)
+
+
+def pool_facts(
+    config: PlatformConfig, type_facts: dict[str, PoolTypeFacts] | None = None
+) -> dict[str, PoolFacts]:
+    """Facts of every node group and Karpenter pool, from config and instance-type lookups."""
+    type_facts = resolve_all(config) if type_facts is None else type_facts
+    out = {g.name: _facts_for_group(g, type_facts[g.name]) for g in config.node_groups}
+    out.update({p.name: _facts_for_pool(p, type_facts[p.name]) for p in config.node_pools})
+    return out
+
+
+def team_facts(services: Any, *, ready: dict[str, tuple[Any, ...]] | None = None) -> dict:
+    """TeamFacts of every team in the services config (`ServicesConfig`)."""
+    from trainforge.platform.fsx import claim_name  # noqa: PLC0415 - pulls in pulumi
+    from trainforge.platform.teams import TRAINING_SERVICE_ACCOUNT  # noqa: PLC0415
+
+    ready = ready or {}
+    out = {}
+    for t in services.teams:
+        q = t.quota
+        out[t.name] = TeamFacts(
+            name=t.name,
+            namespace=t.name,
+            service_account=TRAINING_SERVICE_ACCOUNT,
+            claim_name=claim_name(t.name) if services.fsx.enabled else None,
+            fsx_mount_path=services.fsx.mount_path,
+            fsx_sub_path=t.name,
+            checkpoint_prefix=f"{t.name}/",
+            quota=TeamQuota(gpus=q.gpus, cpu=q.cpu, memory=q.memory, pods=q.pods),
+            ready=tuple(ready.get(t.name, ())),
+        )
+    return out
+
+
+def contract_from_config(
+    config: PlatformConfig,
+    type_facts: dict[str, PoolTypeFacts] | None = None,
+    *,
+    checkpoint_bucket: Any = None,
+    k8s_provider: Any = None,
+    ready: tuple[Any, ...] = (),
+    team_ready: dict[str, tuple[Any, ...]] | None = None,
+) -> PlatformContract:
+    """The contract the platform described by `config` offers its jobs.
+
+    `checkpoint_bucket` defaults to `PENDING_BUCKET` when the config enables the bucket.
+    """
+    from trainforge.platform.monitoring import MLFLOW_TRACKING_URI  # noqa: PLC0415
+
+    services = config.services
+    teams = team_facts(services, ready=team_ready) if services is not None else {}
+    mlflow = None
+    if services is not None:
+        if checkpoint_bucket is None and services.checkpoints.enabled:
+            checkpoint_bucket = PENDING_BUCKET
+        if services.mlflow.enabled:
+            mlflow = MLFLOW_TRACKING_URI
+    return PlatformContract(
+        pools=pool_facts(config, type_facts),
+        teams=teams,
+        backend=DEFAULT_BACKEND,
+        backends=(DEFAULT_BACKEND,),
+        checkpoint_bucket=checkpoint_bucket,
+        mlflow_tracking_uri=mlflow,
+        k8s_provider=k8s_provider,
+        ready=tuple(ready),
+    )
