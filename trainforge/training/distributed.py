@@ -46,8 +46,23 @@ def _env_int(name: str, default: int) -> int:
         raise RuntimeError(f"environment variable {name}={raw!r} is not an integer") from None
 
 
+# The collective timeout the default group was created with; side groups (checkpointing,
+# preemption agreement) use the same one, so every wait of a rank gives up together
+# (timeouts.py). torch's new_group would otherwise default to 30 minutes for gloo.
+_GROUP_TIMEOUT: datetime.timedelta | None = None
+
+
+def group_timeout() -> datetime.timedelta | None:
+    """The timeout for ``dist.new_group``; None (torch's default) outside init_distributed."""
+    return _GROUP_TIMEOUT
+
+
 def init_distributed(timeout_s: float = 600.0) -> DistEnv:
-    """Initialise the default process group; NCCL when CUDA is present, gloo otherwise."""
+    """Initialise the default process group; NCCL when CUDA is present, gloo otherwise.
+
+    ``timeout_s`` bounds every collective and the process-group setup (the ``env://`` store
+    connection): pass ``timeouts.Timeouts.collective``."""
+    global _GROUP_TIMEOUT
     world_size = _env_int("WORLD_SIZE", 1)
     rank = _env_int("RANK", 0)
     local_rank = _env_int("LOCAL_RANK", 0)
@@ -68,6 +83,7 @@ def init_distributed(timeout_s: float = 600.0) -> DistEnv:
         device = torch.device("cpu")
         backend = "gloo"
     timeout = datetime.timedelta(seconds=timeout_s)
+    _GROUP_TIMEOUT = timeout
     if not dist.is_initialized():
         if "MASTER_ADDR" in os.environ:
             # checkpoint hook: torchrun restarts need a per-attempt store prefix (preemption.py)
@@ -100,5 +116,7 @@ def init_distributed(timeout_s: float = 600.0) -> DistEnv:
 
 
 def cleanup() -> None:
+    global _GROUP_TIMEOUT
+    _GROUP_TIMEOUT = None
     if dist.is_initialized():
         dist.destroy_process_group()
