@@ -32,6 +32,7 @@ STACK = textwrap.dedent(
           dataset: tokens
           dataPath: datasets/tiny.bin
           checkpoint: {every: 10, keepLast: 2, gracePeriod: 60}
+          hangTimeout: 120
         - name: mnist-elastic
           team: research
           pool: training-workloads
@@ -60,6 +61,7 @@ def test_fsdp_job_becomes_local_processes(project):
     )
     assert "--checkpoint-every 10 --keep-last 2" in joined and "--grace-period 60" in joined
     assert "--metrics-port 0" in joined
+    assert "--hang-timeout 120" in joined  # run-local runs the pods' watchdog too
     assert "--compile" not in argv and "--checkpoint-s3" not in argv and "/fsx" not in joined
 
 

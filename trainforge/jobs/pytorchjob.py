@@ -27,6 +27,7 @@ from typing import Any
 from trainforge.jobs.codeship import CODE_MOUNT, CodeBundle, configmap_manifest
 from trainforge.jobs.spec import JobSpec
 from trainforge.jobs.wiring import EFA_RESOURCE, GPU_RESOURCE, JobTarget, efa_count
+from trainforge.training.timeouts import DEFAULT_HANG_TIMEOUT_S, Timeouts
 
 API_VERSION = "kubeflow.org/v1"
 KIND = "PyTorchJob"
@@ -36,6 +37,9 @@ RDZV_PORT = 23456
 METRICS_PORT_NAME = "metrics"
 TERMINATION_MARGIN = 30  # seconds past the runtime's checkpoint grace for teardown
 RUN_AS_USER = 1000
+# torchrun, exiting with the failed workers' reason code instead of torchrun's own 1, so the
+# ExitCode restart policy sees a hang (201) as retryable and a bug (1) as permanent.
+LAUNCHER = ["python", "-m", "trainforge.training.launch"]
 TMP_SIZE = "20Gi"
 JOB_LABEL = "trainforge.io/job"
 TEAM_LABEL = "trainforge.io/team"
@@ -134,7 +138,15 @@ def training_args(job: JobSpec, target: JobTarget) -> list[Any]:
         args.append("--async-checkpoint")
     if c.s3_mirror and target.checkpoint_bucket is not None:
         args += ["--checkpoint-s3", _s3_uri(target, job)]
+    if job.hang_timeout is not None:
+        args += ["--hang-timeout", str(job.hang_timeout)]
     return args
+
+
+def timeouts(job: JobSpec) -> Timeouts:
+    """The job's waits, all derived from its hang timeout (trainforge/training/timeouts.py)."""
+    hang = DEFAULT_HANG_TIMEOUT_S if job.hang_timeout is None else job.hang_timeout
+    return Timeouts.from_hang_timeout(hang)
 
 
 def _on_volume(path: str | None, target: JobTarget) -> str | None:
@@ -154,22 +166,25 @@ def command(job: JobSpec, target: JobTarget) -> list[Any]:
         # Endpoint, backend and id come from PET_RDZV_* which the operator derives from
         # elasticPolicy; the node range and restarts are repeated literally for the preview.
         launch = [
-            "torchrun",
+            *LAUNCHER,
             f"--nnodes={e.min_workers}:{e.max_workers}",
             f"--nproc-per-node={job.procs}",
             f"--max-restarts={e.max_restarts}",
             "--rdzv-backend=c10d",
+            # every pod waits as long for the others to (re)join (timeouts.py)
+            f"--rdzv-conf={timeouts(job).torchrun_rdzv_conf(elastic=True)}",
         ]
     elif job.workers == 1:
-        launch = ["torchrun", "--standalone", "--nnodes=1", f"--nproc-per-node={job.procs}"]
+        launch = [*LAUNCHER, "--standalone", "--nnodes=1", f"--nproc-per-node={job.procs}"]
     else:
         launch = [
-            "torchrun",
+            *LAUNCHER,
             f"--nnodes={job.workers}",
             f"--nproc-per-node={job.procs}",
             "--node-rank=$(RANK)",
             "--master-addr=$(MASTER_ADDR)",
             "--master-port=$(MASTER_PORT)",
+            f"--rdzv-conf={timeouts(job).torchrun_rdzv_conf(elastic=False)}",
         ]
     return [*launch, *tail]
 
