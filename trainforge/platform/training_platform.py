@@ -20,6 +20,7 @@ from trainforge.platform.instance_types import resolve_all
 from trainforge.platform.karpenter import Karpenter, KarpenterArgs
 from trainforge.platform.network import Network, NetworkArgs
 from trainforge.platform.node_groups import GpuNodeGroup, GpuNodeGroupArgs
+from trainforge.platform.node_health import NodeHealth, NodeHealthArgs
 from trainforge.platform.published import contract_from_config, pool_facts
 
 __all__ = ["TrainingPlatform", "TrainingPlatformArgs", "config_from_args", "pool_facts"]
@@ -50,6 +51,16 @@ class SystemNodeGroupArgs(TypedDict, total=False):
     root_volume_gib: int
 
 
+class AcceptanceTestArgs(TypedDict, total=False):
+    enabled: bool
+    dcgm_level: int
+    """dcgmi diag level 1-4 (default 2)."""
+    nodes: int
+    all_reduce: bool
+    """NCCL all-reduce across nodes (default: on for EFA pools)."""
+    min_bus_bandwidth_g_bps: float
+
+
 class NodeGroupArgs(TypedDict, total=False):
     name: str
     instance_types: list[str]
@@ -63,6 +74,7 @@ class NodeGroupArgs(TypedDict, total=False):
     labels: dict[str, str]
     taints: list[TaintArgs]
     subnet_id: str
+    acceptance_test: AcceptanceTestArgs
 
 
 class PoolLimitsArgs(TypedDict, total=False):
@@ -83,11 +95,19 @@ class NodePoolArgs(TypedDict, total=False):
     consolidate_after: str
     root_volume_gib: int
     weight: int
+    acceptance_test: AcceptanceTestArgs
 
 
 class KarpenterSettingsArgs(TypedDict, total=False):
     enabled: bool
     namespace: str
+
+
+class NodeHealthSettingsArgs(TypedDict, total=False):
+    monitoring_agent: bool
+    """The EKS node monitoring agent add-on on every node (default true)."""
+    auto_repair: bool
+    """Node auto repair: managed node groups and Karpenter's NodeRepair gate (default true)."""
 
 
 class TrainingPlatformArgs(TypedDict, total=False):
@@ -101,10 +121,11 @@ class TrainingPlatformArgs(TypedDict, total=False):
     node_groups: list[NodeGroupArgs]
     node_pools: list[NodePoolArgs]
     karpenter: KarpenterSettingsArgs
+    node_health: NodeHealthSettingsArgs
     tags: dict[str, str]
 
 
-_SPECIAL = {"root_volume_gib": "rootVolumeGiB"}
+_SPECIAL = {"root_volume_gib": "rootVolumeGiB", "min_bus_bandwidth_g_bps": "minBusBandwidthGBps"}
 
 
 def _camel(key: str) -> str:
@@ -196,8 +217,21 @@ class TrainingPlatform(pulumi.ComponentResource):
                     vpc_id=self.network.vpc_id,
                     subnet_ids=self.network.private_subnet_ids,
                     tags=tags,
+                    auto_repair=config.node_health.auto_repair,
                 ),
                 pulumi.ResourceOptions(parent=self, depends_on=[self.cluster.eks]),
+            )
+        # GPU node health (issue 15): the node monitoring agent on every node
+        self.node_health: NodeHealth | None = None
+        if config.node_health.monitoring_agent:
+            self.node_health = NodeHealth(
+                f"{name}-node-health",
+                NodeHealthArgs(
+                    cluster_name=self.cluster.cluster_name,
+                    tags=tags,
+                    depends_on=[self.cluster.eks, self.cluster.system_node_group],
+                ),
+                child,
             )
         self.karpenter: Karpenter | None = None
         if config.karpenter.enabled:

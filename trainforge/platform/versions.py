@@ -18,6 +18,19 @@ EKS_ADDON_VERSIONS: dict[str, str] = {
     "aws-ebs-csi-driver": "v1.46.0-eksbuild.1",
 }
 
+# --- GPU node health (issue 15; trainforge/platform/node_health.py) ---
+# EKS node monitoring agent add-on: NodeConditions (AcceleratedHardwareReady, NetworkingReady,
+# KernelReady, StorageReady, ContainerRuntimeReady) that node auto repair acts on.
+# checked 2026-11-23: v1.7.0 is the latest release of github.com/aws/eks-node-monitoring-agent
+# (tag v1.7.0, 2026-08-04, CHANGELOG.md); its chart (charts/eks-node-monitoring-agent/
+# values.yaml at v1.7.0) ships image tag v1.7.0-eksbuild.1, and a Kubernetes 1.35 cluster
+# config generated from `aws eks describe-addon-versions` pins the add-on at
+# v1.7.0-eksbuild.1 (github.com/devopscoop/project1-dev terraform.tfvars, cluster_version
+# 1.35). v1.7.2-eksbuild.1 appears pinned for a 1.36 cluster but is not confirmed for 1.35
+# here: re-check with `aws eks describe-addon-versions --addon-name eks-node-monitoring-agent
+# --kubernetes-version 1.35` when upgrading.
+EKS_NODE_MONITORING_AGENT_VERSION = "v1.7.0-eksbuild.1"
+
 # --- Managed node groups (EKS-optimized AMI types; EKS picks the release for the version) ---
 SYSTEM_AMI_TYPE = "AL2023_x86_64_STANDARD"
 GPU_AMI_TYPE = "AL2023_x86_64_NVIDIA"
@@ -62,3 +75,18 @@ MLFLOW_IMAGE = "ghcr.io/mlflow/mlflow:v2.20.3"
 PYTORCH_IMAGE = "pytorch/pytorch:2.13.0-cuda12.8-cudnn9-runtime"
 # One-shot helper pods (FSx team directories): a small, pinned shell image.
 BUSYBOX_IMAGE = "busybox:1.37.0"
+
+# --- acceptance tests of GPU capacity (issue 15; trainforge/platform/acceptance.py) ---
+# DCGM client (dcgmi) for `dcgmi diag` against the node monitoring agent's host engine.
+# checked 2026-11-23: NVIDIA/gpu-operator v26.7.0 (2026-08-20)
+# deployments/gpu-operator/values.yaml pins dcgm.version 4.6.0-1-ubuntu24.04.
+DCGM_IMAGE = "nvcr.io/nvidia/cloud-native/dcgm:4.6.0-1-ubuntu24.04"
+# The NCCL all-reduce test runs our torch.distributed benchmark in an image whose NCCL has the
+# EFA stack (libfabric + the aws-ofi-nccl plugin); the stock PyTorch image has neither, so a
+# job on it never uses EFA (the test says so). AWS Deep Learning Container for PyTorch 2.13
+# (torch 2.13.0, NCCL 2.30.7, EFA installer 1.49.0 with the AWS NCCL OFI plugin).
+# checked 2026-11-23: github.com/aws/deep-learning-containers docs/pytorch/index.md and
+# docs/pytorch/changelog/index.md ("PyTorch 2.13 - 2026-07-20", tag 2.13-cu133-amzn2023 on
+# public.ecr.aws/deep-learning-containers/pytorch). The tag is patched in place by AWS with
+# security fixes (same framework versions); pin a digest for bit-for-bit reproducibility.
+EFA_TEST_IMAGE = "public.ecr.aws/deep-learning-containers/pytorch:2.13-cu133-amzn2023"
