@@ -14,6 +14,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "run-local": ("trainforge.local", "run a training job on this machine through torchrun"),
     "plan": ("trainforge.plan.cli", "offline plan of a stack: resources, manifests, policy"),
     "demo": ("trainforge.demo", "what `make demo` runs: short DDP and FSDP jobs and a plan"),
+    "acceptance": (
+        "trainforge.training.acceptance.cli",
+        "judge a GPU pool's acceptance test output (all-reduce, DCGM): pass/fail + numbers",
+    ),
 }
 
 
