@@ -14,6 +14,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from trainforge.jobs.contract import PlatformContract, PoolFacts, declared
+from trainforge.platform.acceptance import AcceptanceTests, AcceptanceTestsArgs, check_acceptance
 from trainforge.platform.cluster import SYSTEM_LABEL, Cluster, ClusterArgs
 from trainforge.platform.config import PlatformConfig, parse_config
 from trainforge.platform.instance_types import resolve_all
@@ -176,6 +177,7 @@ class TrainingPlatform(pulumi.ComponentResource):
         type_facts = resolve_all(config)
         self.config = config
         self.node_pools: dict[str, PoolFacts] = pool_facts(config, type_facts)
+        check_acceptance(config, self.node_pools)
 
         super().__init__("trainforge:index:TrainingPlatform", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
@@ -255,6 +257,19 @@ class TrainingPlatform(pulumi.ComponentResource):
         # owned by the services engineer; composed here when their config was parsed.
         self.services = self._services(name, config, tags) if config.services is not None else None
         services = self.services
+        # On-demand acceptance tests of GPU pools (issue 15): suspended CronJobs
+        self.acceptance: AcceptanceTests | None = None
+        if any(g.acceptance.enabled for g in (*config.node_groups, *config.node_pools)):
+            self.acceptance = AcceptanceTests(
+                f"{name}-acceptance",
+                AcceptanceTestsArgs(
+                    config=config,
+                    pools=self.node_pools,
+                    k8s_provider=self.k8s_provider,
+                    depends_on=[services] if services is not None else [],
+                ),
+                child,
+            )
         operator = services.training_operator if services is not None else None
         # What jobs read: pools, teams, storage, bucket, MLflow, backends. Python only (not a
         # component output: the schema analyzer turns annotated attributes into outputs).
