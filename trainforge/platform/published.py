@@ -12,6 +12,7 @@ from typing import Any
 
 from trainforge.jobs.contract import (
     DEFAULT_BACKEND,
+    NodeType,
     PlatformContract,
     PoolFacts,
     PoolLimits,
@@ -33,6 +34,10 @@ from trainforge.platform.instance_types import PoolTypeFacts, resolve_all
 PENDING_BUCKET = "<checkpoint-bucket>"
 
 
+def _node_types(f: PoolTypeFacts) -> tuple[NodeType, ...]:
+    return tuple(NodeType(t.name, t.vcpus, t.memory_mib, t.gpus) for t in f.per_type)
+
+
 def _facts_for_group(g: NodeGroupConfig, f: PoolTypeFacts) -> PoolFacts:
     cap = {"SPOT": "spot", "CAPACITY_BLOCK": "reserved"}.get(g.capacity_type, "on-demand")
     taints = (Taint(GPU_TAINT_KEY, "NoSchedule", "true"), *(_taint(t) for t in g.taints))
@@ -52,6 +57,7 @@ def _facts_for_group(g: NodeGroupConfig, f: PoolTypeFacts) -> PoolFacts:
         memory_mib_per_node=f.memory_mib_per_node,
         architecture=f.architecture,
         max_nodes=g.max_size,
+        node_types=_node_types(f),
     )
 
 
@@ -75,6 +81,7 @@ def _facts_for_pool(p: NodePoolConfig, f: PoolTypeFacts) -> PoolFacts:
         memory_mib_per_node=f.memory_mib_per_node,
         architecture=f.architecture,
         limits=PoolLimits(cpu=p.limits.cpu, memory=p.limits.memory, gpus=p.limits.gpus),
+        node_types=_node_types(f),
     )
 
 
