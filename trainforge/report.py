@@ -202,16 +202,16 @@ def plot(run: Run, path: Path) -> None:
         )
         ax_step.plot(*a.series("step_seconds", 1000), marker=".", color=c, label=label)
         ax_prog.plot(*a.series("progress", 100), marker=".", color=c, label=label)
-    tokens = any(
-        r.get("tokens_per_second") != r.get("samples_per_second")
+    # tokens/s is samples/s times the tokens per sample: a second scale on the same line
+    ratios = {
+        round(r["tokens_per_second"] / r["samples_per_second"], 6)
         for r in run.records
-        if _finite(r.get("tokens_per_second"))
-    )
-    if tokens:
-        ax_tok = ax_tput.twinx()
-        for i, a in enumerate(run.attempts):
-            ax_tok.plot(*a.series("tokens_per_second"), linestyle="--", color=colors[i % len(colors)], alpha=0.6)  # fmt: skip
-        ax_tok.set_ylabel("tokens/s (dashed)")
+        if _finite(r.get("tokens_per_second")) and r.get("samples_per_second")
+    }
+    if len(ratios) == 1 and (k := ratios.pop()) != 1:
+        ax_tput.secondary_yaxis("right", functions=(lambda v: v * k, lambda v: v / k)).set_ylabel(
+            f"tokens/s ({k:g} tokens per sample)"
+        )
     for ax in axes.flat:
         for n, c in enumerate(run.checkpoints):
             ax.axvline(c, color="0.55", linestyle=":", linewidth=1.2,
