@@ -197,7 +197,10 @@ def choose_nodes(job: JobSpec, pool: PoolFacts, region: str) -> NodeChoice | Non
     what = f"{workers} pod(s) of {pod.describe()}"
     if pool.kind == "node-group":
         first = options[0]
-        reason = f"managed node group: launches its types in the order listed; {what}"
+        reason = (
+            f"managed node group: launches its types in the order listed; {what} (its "
+            "desiredSize nodes are also in the platform's fixed cost: they run with or without jobs)"
+        )
         return NodeChoice(**{**first.__dict__, "reason": reason})
     priced = [o for o in options if o.hourly_on_demand is not None]
     unpriced = [o.instance_type for o in options if o.hourly_on_demand is None]
