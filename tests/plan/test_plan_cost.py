@@ -114,7 +114,8 @@ def test_prod_cost_table_has_jobs_teams_and_the_platform(prod, capsys):
     # 256 vCPUs at the priciest CPU-only $/vCPU-hour (m5.8xlarge: 1.536 / 32)
     assert teams["vision"].ceiling.hourly == pytest.approx(16 * 55.04 / 8 + 256 * 1.536 / 32)
     fixed = {i.what: i for i in report.fixed}
-    assert fixed["EKS control plane 1.33"].hourly == 0.60  # extended support on 2026-11-23
+    eks = fixed["EKS control plane 1.35"]
+    assert eks.hourly == 0.10 and eks.note == "standard support until 2027-03-27"
     assert fixed["NAT gateways"].hourly == pytest.approx(3 * 0.045)
     p4d = fixed["node group trainforge-prod-p4d-reserved (p4d.24xlarge, on-demand)"]
     assert p4d.hourly == pytest.approx(2 * 21.957642) and "capacity reservation" in p4d.note
@@ -177,16 +178,22 @@ def test_job_cap_fails_then_a_waiver_with_a_reason_passes():
     ]
 
 
-def test_team_cap_counts_all_of_its_jobs_and_is_waivable_by_team():
-    caps = {
-        "trainforge-policy:costCaps": {"jobPerHour": 100, "teams": {"vision": {"teamPerHour": 5}}}
+def test_team_cap_counts_all_of_its_jobs_and_is_waivable_by_team(prod):
+    _, report = prod
+    caps = cost_check.parse_caps({"jobPerHour": 100, "teams": {"vision": {"teamPerHour": 5}}})
+    (f,) = cost_check.findings(report, caps)
+    assert (f.rule, f.resource) == ("TF_COST_TEAM_CAP", "team/vision")
+    assert "team vision's declared jobs (gpt-350m-fsdp) cost $11.34/h" in f.message
+    assert not cost_check.findings(report, cost_check.parse_caps({"teamPerHour": 12}))
+    # and in a real plan, the team's name waives it
+    overrides = {
+        "trainforge-policy:costCaps": {"teams": {"vision": {"teamPerHour": 5}}},
+        "trainforge-policy:waivers": [
+            {"resource": "vision", "rule": "TF_COST_TEAM_CAP", "reason": "launch week"}
+        ],
     }
-    result = core.plan_project(ROOT, "prod", standins=False, config_overrides=caps)
-    assert [v.rule for v in result.failing] == ["TF_COST_TEAM_CAP"]
-    assert "team vision's declared jobs (gpt-350m-fsdp) cost $11.34/h" in result.failing[0].message
-    waiver = {"resource": "vision", "rule": "TF_COST_TEAM_CAP", "reason": "launch week"}
-    overrides = {**caps, "trainforge-policy:waivers": [waiver]}
-    assert core.plan_project(ROOT, "prod", standins=False, config_overrides=overrides).clean
+    result = core.plan_project(ROOT, "prod", standins=False, config_overrides=overrides)
+    assert result.clean and [w.rule for w in result.waived] == ["TF_COST_TEAM_CAP"]
 
 
 def test_a_cap_on_an_unknown_price_cannot_pass_silently():
@@ -204,16 +211,24 @@ def test_a_cap_on_an_unknown_price_cannot_pass_silently():
         ({"perJob": 3}, "trainforge-policy:costCaps.perJob: unknown key"),
         ({"teams": {"nobody": {"teamPerHour": 1}}}, "no team 'nobody'; known teams: llm, vision"),
         ({"teams": {"llm": {"teamPerHour": 0}}}, "costCaps.teams.llm.teamPerHour: got 0"),
+        ("[1", "trainforge-policy:costCaps: not a mapping"),
     ],
 )
-def test_bad_caps_are_a_configuration_error(caps, expected, tmp_path, capsys):
+def test_bad_caps_name_the_key(caps, expected):
+    with pytest.raises(cost_check.CostCapsError) as e:
+        cost_check.parse_caps(caps, {"llm", "vision"})
+    assert expected in str(e.value)
+
+
+def test_bad_caps_are_a_configuration_error(tmp_path, capsys):
     def change(config):
-        config["trainforge-policy:costCaps"] = caps
+        config["trainforge-policy:costCaps"] = {"jobPerHour": "lots"}
 
     root = project_copy(tmp_path, "prod", change)
     assert cli.main(["--stack", "prod", "--project-dir", str(root), "--no-standins"]) == 2
     err = capsys.readouterr().err
-    assert expected in err and len(err.strip().splitlines()) == 1
+    assert "trainforge-policy:costCaps.jobPerHour: got 'lots'" in err
+    assert len(err.strip().splitlines()) == 1
 
 
 # --- the diff ------------------------------------------------------------------------------------
