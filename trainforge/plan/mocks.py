@@ -288,6 +288,9 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
                 out.setdefault("name", physical)
                 rid = out["name"]
                 out["arn"] = _arn("ec2", region, acct, f"placement-group/{rid}")
+            elif typ.startswith("aws:fsx/lustreFileSystem:"):
+                rid = f"fs-{_h(name) % 16**17:017x}"
+                out["arn"] = _arn("fsx", region, acct, f"file-system/{rid}")
             elif typ.startswith("aws:eks/nodeGroup:"):
                 out.setdefault("nodeGroupName", physical)
                 out["arn"] = _arn("eks", region, acct, f"nodegroup/{out['nodeGroupName']}")
