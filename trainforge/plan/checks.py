@@ -24,6 +24,7 @@ from typing import Any
 # "module:function" of every check, in the order their sections print.
 CHECKS: list[str] = [
     "trainforge.plan.iam_rehearsal:check",
+    "trainforge.plan.controller_identity:check",
 ]
 
 
