@@ -167,6 +167,8 @@ def check(ctx: PlanContext) -> CheckResult:
     _rehearse_fsx_csi(run, inv, objects)
     _rehearse_node_roles(run, inv)
     lines = [t.line() for t in run.tallies] + stack.notes
+    if not run.tallies:
+        lines = ["no IAM role with a Pod Identity association or a known caller in this stack"]
     data = {
         "principals": [
             {"principal": t.principal, "allowed": t.allowed, "denied": t.denied, "failed": t.failed}
