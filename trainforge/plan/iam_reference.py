@@ -77,8 +77,9 @@ AMAZON_EKS_CNI_POLICY = {
     ],
 }
 
-# aws-ebs-csi-driver v1.46.0 docs/example-iam-policy.json (github.com/kubernetes-sigs/
-# aws-ebs-csi-driver, tag v1.46.0, checked 2026-11-23). Its docs/install.md: "AWS maintains a
+# aws-ebs-csi-driver docs/example-iam-policy.json (github.com/kubernetes-sigs/
+# aws-ebs-csi-driver; identical at tags v1.46.0 and v1.50.1, the pinned add-on's driver
+# version, checked 2026-11-23). Its docs/install.md: "AWS maintains a
 # managed policy version of the example policy ... arn:aws:iam::aws:policy/service-role/
 # AmazonEBSCSIDriverPolicy".
 _EBS_VOL = "arn:aws:ec2:*:*:volume/*"
