@@ -184,12 +184,18 @@ def check(ctx: PlanContext) -> CheckResult:
 
 
 def pod_identity_request(
-    action: str, role_arn: str, account: str, cluster: str, namespace: str, service_account: str
+    action: str,
+    role_arn: str,
+    account: str,
+    cluster: str,
+    namespace: str,
+    service_account: str,
+    region: str = "us-west-2",
 ) -> Request:
     """What EKS Pod Identity sends STS for a pod (EKS User Guide, "Create IAM role with trust
     policy required by EKS Pod Identity" and "Enable or disable session tags")."""
     tags = {
-        "eks-cluster-arn": f"arn:aws:eks:us-west-2:{account}:cluster/{cluster}",
+        "eks-cluster-arn": f"arn:aws:eks:{region}:{account}:cluster/{cluster}",
         "eks-cluster-name": cluster,
         "kubernetes-namespace": namespace,
         "kubernetes-service-account": service_account,
@@ -227,7 +233,13 @@ def _rehearse_trust(run: _Run) -> None:
                 f"{assoc.via} {assoc.name}",
             )
             other = pod_identity_request(
-                action, role.arn, stack.account, assoc.cluster, "some-other-namespace", "default"
+                action,
+                role.arn,
+                stack.account,
+                assoc.cluster,
+                "some-other-namespace",
+                "default",
+                stack.region,
             )
             run.expect(
                 t,
