@@ -335,7 +335,15 @@ def test_team_role_reads_and_writes_only_its_prefix(prod):
     trust = doc(role["assumeRolePolicy"])["Statement"][0]
     assert trust["Principal"] == {"Service": "pods.eks.amazonaws.com"}
     assert sorted(trust["Action"]) == ["sts:AssumeRole", "sts:TagSession"]
-    assert trust["Condition"] == {"StringEquals": {"aws:SourceAccount": "123456789012"}}
+    # only the team's own ServiceAccount, through Pod Identity, in this account
+    assert trust["Condition"] == {
+        "StringEquals": {
+            "aws:SourceAccount": "123456789012",
+            "aws:RequestTag/eks-cluster-name": "tf-cluster",
+            "aws:RequestTag/kubernetes-namespace": "vision",
+            "aws:RequestTag/kubernetes-service-account": "training",
+        }
+    }
     stmts = doc(one(prod, "aws:iam/rolePolicy:RolePolicy", "svc-ckpt-vision").inputs["policy"])[
         "Statement"
     ]
@@ -348,13 +356,16 @@ def test_team_role_reads_and_writes_only_its_prefix(prod):
         "s3:GetObject",
         "s3:PutObject",
         "s3:DeleteObject",
+        "s3:AbortMultipartUpload",  # s3transfer aborts a failed multipart upload
         "s3:ListBucket",
         "kms:Decrypt",
         "kms:GenerateDataKey",
     }
     assert granted["s3:PutObject"] == (f"{bucket_arn}/vision/*", None)
+    assert granted["s3:AbortMultipartUpload"] == (f"{bucket_arn}/vision/*", None)
     assert granted["s3:ListBucket"] == (bucket_arn, {"StringLike": {"s3:prefix": ["vision/*"]}})
-    assert granted["kms:Decrypt"] == (key_arn, None)
+    via_s3 = {"StringEquals": {"kms:ViaService": "s3.us-west-2.amazonaws.com"}}
+    assert granted["kms:Decrypt"] == (key_arn, via_s3)
     pia = [
         r.inputs
         for r in prod.of_type("aws:eks/podIdentityAssociation:PodIdentityAssociation")

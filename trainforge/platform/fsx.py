@@ -23,7 +23,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from trainforge.platform import versions
-from trainforge.platform.checkpoint_bucket import pod_identity_trust
+from trainforge.platform.iam import pod_identity_trust_output
 from trainforge.platform.services_config import FsxConfig
 
 CSI_DRIVER = "fsx.csi.aws.com"
@@ -280,7 +280,9 @@ class FsxLustre(pulumi.ComponentResource):
         # calls); the controller describes file systems and expands this one, nothing else.
         self.csi_role = aws.iam.Role(
             f"{name}-csi",
-            assume_role_policy=pod_identity_trust(args.account_id),
+            assume_role_policy=pod_identity_trust_output(
+                args.account_id, args.cluster_name, "kube-system", CSI_CONTROLLER_SA
+            ),
             description="FSx CSI controller (EKS Pod Identity)",
             tags=args.tags,
             opts=child,

@@ -146,6 +146,7 @@ class PlatformServices(pulumi.ComponentResource):
                     kms_key_arn=kms_key_arn,
                     partition=args.partition,
                     account_id=args.account_id,
+                    region=args.region,
                     teams={
                         t.name: (namespaces[t.name], TRAINING_SERVICE_ACCOUNT) for t in cfg.teams
                     },
