@@ -117,7 +117,7 @@ def test_ddp_on_gpu_pool_field_by_field():
     assert (
         c["resources"]["requests"]
         == c["resources"]["limits"]
-        == {"cpu": "42", "memory": "167116Mi", "nvidia.com/gpu": "4"}
+        == {"cpu": "47600m", "memory": "173176Mi", "nvidia.com/gpu": "4"}  # wiring defaults
     )
     assert {p["name"]: p["containerPort"] for p in c["ports"]} == {
         "pytorchjob-port": 23456,
