@@ -254,7 +254,7 @@ def _karpenter_limits(out: JobCapacity, fitting: list[NodeFit]) -> None:
     lim = pool.limits
     checks = [
         ("cpu", lim.cpu, lambda n: Fraction(n.vcpus), _cores),
-        ("memory", lim.memory, lambda n: Fraction(n.capacity_memory_mib * MI), _bytes),
+        ("memory", lim.memory, lambda n: Fraction(n.capacity_memory_mib * MI), format_bytes),
         (GPU_RESOURCE, None if lim.gpus is None else str(lim.gpus), lambda n: n.gpus, str),
     ]
     for name, limit, per, fmt in checks:
@@ -267,7 +267,8 @@ def _karpenter_limits(out: JobCapacity, fitting: list[NodeFit]) -> None:
             need = min(Fraction(per(f.room.node)) / f.per_node for f in fitting) * pods
             how = "at least "
         if limit is None:
-            out.pool_usage.append((name, how + fmt(need), "unlimited"))
+            if need:
+                out.pool_usage.append((name, how + fmt(need), "unlimited"))
             continue
         out.pool_usage.append((name, how + fmt(need), limit))
         if need > parse_quantity(limit):
@@ -298,7 +299,7 @@ def _cores(v: Fraction) -> str:
     return str(v.numerator) if v.denominator == 1 else f"{float(v):g}"
 
 
-def _bytes(v: Fraction) -> str:
+def format_bytes(v: Fraction) -> str:
     return _mib(v / MI)
 
 
