@@ -22,6 +22,7 @@ from typing import Any
 
 # "module:function" of every check, in the order their sections print.
 CHECKS: list[str] = [
+    "trainforge.plan.check_pod_scripts:check",
     "trainforge.plan.check_scheduling:check",
 ]
 
