@@ -24,7 +24,7 @@ K8S_VERSION = "1.31"
 DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 
 # What the platform publishes for every node (trainforge.platform.node_daemonsets): 210m CPU
-# and 224Mi of DaemonSet requests; GPU pools add zero-request device plugins and exporters.
+# and 224Mi of DaemonSet requests; GPU pools add the device plugin and the DCGM exporter.
 DAEMONSETS = (
     DaemonSetLoad("aws-node", 50),
     DaemonSetLoad("kube-proxy", 100),
@@ -33,7 +33,11 @@ DAEMONSETS = (
     DaemonSetLoad("fsx-csi-node", 30, 104),
     DaemonSetLoad("node-exporter"),
 )
-GPU_DAEMONSETS = (*DAEMONSETS, DaemonSetLoad("nvidia-device-plugin"), DaemonSetLoad("dcgm"))
+GPU_DAEMONSETS = (
+    *DAEMONSETS,
+    DaemonSetLoad("nvidia-device-plugin"),
+    DaemonSetLoad("dcgm-exporter", 100, 128),
+)
 
 CPU_POOL = PoolFacts(
     name="training-workloads",

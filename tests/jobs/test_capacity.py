@@ -54,14 +54,14 @@ def test_allocatable_of_a_g4dn_xlarge():
 
 def test_daemonsets_take_their_requests_and_pod_slots():
     (room,) = capacity.rooms(GPU_POOL)
-    assert (room.ds_cpu_m, room.ds_memory_mib, room.ds_pods) == (210, 224, 8)
-    assert room.cpu_m == 47810 - 210 and room.pods == 737 - 8
+    assert (room.ds_cpu_m, room.ds_memory_mib, room.ds_pods) == (310, 352, 8)
+    assert room.cpu_m == 47810 - 310 and room.pods == 737 - 8
 
 
 def test_pods_per_node_is_the_tightest_resource():
     req = capacity.PodRequest.of("10", "40Gi", gpus=1)
     (f,) = [capacity.fit(r, req) for r in capacity.rooms(GPU_POOL)]
-    assert f.per_node == 4  # cpu 47600m // 10000m = 4, memory 4, GPUs 4
+    assert f.per_node == 4  # cpu 47500m // 10000m = 4, memory 4, GPUs 4
     req = capacity.PodRequest.of("20", "40Gi", gpus=1)
     assert capacity.fit(capacity.rooms(GPU_POOL)[0], req).per_node == 2  # cpu-bound
 

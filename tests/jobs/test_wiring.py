@@ -21,18 +21,18 @@ def test_gpu_defaults_take_the_whole_node():
     r = resolve_job(job(workers=2), target(GPU_POOL), W)
     assert r.gpus_per_worker == 4 and r.procs_per_worker == 4
     # What a g5.12xlarge leaves to pods (trainforge.jobs.node_facts): 48 vCPU - 190m kubelet
-    # reservation - 210m DaemonSets = 47600m; 196608Mi - 14746Mi VM overhead (7.5%) - 8362Mi
-    # kubelet reservation (11Mi x 737 ENI pods + 255Mi) - 100Mi eviction - 224Mi DaemonSets.
-    assert r.cpu == "47600m"
-    assert r.memory == "173176Mi"
-    assert r.shm_size == "43294Mi"  # a quarter of the memory
+    # reservation - 310m DaemonSets = 47500m; 196608Mi - 14746Mi VM overhead (7.5%) - 8362Mi
+    # kubelet reservation (11Mi x 737 ENI pods + 255Mi) - 100Mi eviction - 352Mi DaemonSets.
+    assert r.cpu == "47500m"
+    assert r.memory == "173048Mi"
+    assert r.shm_size == "43262Mi"  # a quarter of the memory
     assert r.efa is False
 
 
 def test_partial_node_pod_gets_its_share():
     r = resolve_job(job(gpusPerWorker=1), target(GPU_POOL), W)
     # a quarter of the node (1 of 4 GPUs): four such pods fill exactly one node
-    assert (r.gpus_per_worker, r.cpu, r.memory) == (1, "11900m", "43294Mi")
+    assert (r.gpus_per_worker, r.cpu, r.memory) == (1, "11800m", "43262Mi")
 
 
 def test_cpu_pool_defaults():
@@ -104,14 +104,14 @@ def test_pod_bigger_than_node():
     assert str(err.value).startswith(f"{W}.memory: got '180Gi'; no instance type of pool")
     assert (
         "needs memory 180Gi, g5.12xlarge: 196608Mi - 14746Mi VM overhead - 8362Mi kubelet "
-        "reservation - 100Mi eviction threshold - 224Mi DaemonSets = 173176Mi"
+        "reservation - 100Mi eviction threshold - 352Mi DaemonSets = 173048Mi"
     ) in str(err.value)
     with pytest.raises(JobConfigError) as err:
         resolve_job(job(cpu="48"), target(GPU_POOL), W)  # every vCPU of the node
     assert str(err.value).startswith(f"{W}.cpu: got '48';")
     assert (
-        "needs cpu 48000m, g5.12xlarge: 48 vCPU - 190m kubelet reservation - 210m DaemonSets "
-        "= 47600m"
+        "needs cpu 48000m, g5.12xlarge: 48 vCPU - 190m kubelet reservation - 310m DaemonSets "
+        "= 47500m"
     ) in str(err.value)
 
 
@@ -129,10 +129,10 @@ def test_a_whole_vcpu_count_does_not_fit_a_small_node():
         memory_mib_per_node=16384,
         nodes=(node_shape("g4dn.xlarge", 4, 16384, eni_pods=29, gpus=1),),
     )
-    with pytest.raises(JobConfigError, match=r"\.cpu: got '4';.*= 3710m"):
+    with pytest.raises(JobConfigError, match=r"\.cpu: got '4';.*= 3610m"):
         resolve_job(job(cpu="4"), target(small), W)
     r = resolve_job(job(), target(small), W)
-    assert (r.cpu, r.memory) == ("3700m", "14257Mi")  # the defaults always fit
+    assert (r.cpu, r.memory) == ("3600m", "14129Mi")  # the defaults always fit
 
 
 def test_more_pods_than_a_node_group_holds_at_once():

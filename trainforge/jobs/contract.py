@@ -122,6 +122,13 @@ class PoolFacts:
     # DaemonSets (trainforge.jobs.capacity).
     nodes: tuple[NodeShape, ...] = ()
     daemonsets: tuple[DaemonSetLoad, ...] = ()
+    # What decides which CUDA build the pool's nodes run (trainforge.jobs.images): each GPU
+    # model of the pool's instance types with its compute capability (sm_XY as XY, 0 when
+    # unknown), the node image and the NVIDIA driver branch it provides (None: unknown).
+    gpu_models: tuple[str, ...] = ()
+    gpu_archs: tuple[int, ...] = ()
+    ami: str | None = None
+    nvidia_driver: int | None = None
 
     @property
     def rdma(self) -> bool:

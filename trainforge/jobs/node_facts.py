@@ -7,11 +7,13 @@ nodes we run use, so that a job that can never run is refused at preview, with t
 
 Facts (checked 2026-11-23; the AMI is EKS-optimized Amazon Linux 2023, standard and NVIDIA
 variants, bootstrapped by `nodeadm`: versions.SYSTEM_AMI_TYPE / GPU_AMI_TYPE for managed node
-groups, versions.KARPENTER_AMI_ALIAS `al2023@v20251023` for Karpenter):
+groups, versions.KARPENTER_AMI_ALIAS for Karpenter). Read in github.com/awslabs/amazon-eks-ami
+at tags v20251023 and v20260724 (the newest release the source snapshot we could read has;
+the pinned al2023@v20260903 was not readable there): the formulas below are the same in both.
 
 - kube-reserved CPU: 6% of the first core, 1% of the second, 0.5% of the third and fourth,
   0.25% of every core above four (millicores, integer division per range).
-  github.com/awslabs/amazon-eks-ami tag v20251023, nodeadm/internal/kubelet/config.go,
+  nodeadm/internal/kubelet/config.go,
   `getCPUMillicoresToReserve` / `getResourceToReserveInRange`; Karpenter v1.14.1 computes
   the same (github.com/aws/karpenter-provider-aws pkg/providers/instancetype/types.go,
   `kubeReservedResources`).
@@ -21,7 +23,7 @@ groups, versions.KARPENTER_AMI_ALIAS `al2023@v20251023` for Karpenter):
 - eviction threshold: evictionHard memory.available 100Mi (same file, `defaultKubeletSubConfig`);
   no systemReserved is set, so allocatable = capacity - kube-reserved - 100Mi.
 - maxPods (nodeadm default): ENIs on the default network card x (IPv4 addresses per ENI - 1)
-  + 2 (same tag, nodeadm/internal/kubelet/eni_max_pods.go, `calculateStandardMaxPods`, over
+  + 2 (same tags, nodeadm/internal/kubelet/eni_max_pods.go, `calculateStandardMaxPods`, over
   instance-info.jsonl). ENIS_PER_CARD below holds that file's values for the types our stacks
   use; other types divide EC2's maximum network interfaces by the network cards.
 - managed node groups (no custom AMI) cap maxPods at 110 below 30 vCPUs and 250 above
@@ -52,8 +54,9 @@ VM_MEMORY_OVERHEAD = 0.075
 KUBELET_DEFAULT_MAX_PODS = 110  # nodeadm's fallback when it cannot look the type up
 MNG_MAX_PODS_SMALL, MNG_MAX_PODS_LARGE, MNG_LARGE_VCPUS = 110, 250, 30
 
-# (ENIs on the default network card, IPv4 addresses per ENI) from amazon-eks-ami v20251023
-# nodeadm/internal/kubelet/instance-info.jsonl, for the types the shipped stacks use.
+# (ENIs on the default network card, IPv4 addresses per ENI) from amazon-eks-ami v20260724
+# (same values at v20251023) nodeadm/internal/kubelet/instance-info.jsonl, for the types the
+# shipped stacks use.
 ENIS_PER_CARD: dict[str, tuple[int, int]] = {
     "c5.2xlarge": (4, 15),
     "c5.9xlarge": (8, 30),

@@ -66,7 +66,7 @@ def platform_daemonsets(
             EVERYTHING,
             LINUX_EC2_TERMS,
             f"{_addon('vpc-cni')}: aws-node 25m + aws-eks-nodeagent 25m, no memory "
-            "(github.com/aws/amazon-vpc-cni-k8s v1.19.6 config/master/aws-k8s-cni.yaml)",
+            "(github.com/aws/amazon-vpc-cni-k8s v1.21.1 config/master/aws-k8s-cni.yaml)",
         ),
         DaemonSetFacts(
             "kube-proxy",
@@ -97,7 +97,7 @@ def platform_daemonsets(
                 LINUX_EC2_TERMS,
                 f"{_addon('aws-ebs-csi-driver')}: 3 containers x 10m/40Mi (node.resources, "
                 "used by the sidecars too; github.com/kubernetes-sigs/aws-ebs-csi-driver "
-                "v1.46.0 charts/aws-ebs-csi-driver/values.yaml)",
+                "v1.50.1 charts/aws-ebs-csi-driver/values.yaml)",
             )
         )
     services = config.services
@@ -134,7 +134,7 @@ def platform_daemonsets(
                 tuple(v["tolerations"]),
                 _terms(v["affinity"]),
                 f"nvidia-device-plugin chart {versions.NVIDIA_DEVICE_PLUGIN_CHART_VERSION}: "
-                "resources {} (github.com/NVIDIA/k8s-device-plugin v0.17.1 "
+                "resources {} (github.com/NVIDIA/k8s-device-plugin v0.20.0 "
                 "deployments/helm/nvidia-device-plugin/values.yaml); affinity/tolerations ours",
             )
         )
@@ -153,7 +153,7 @@ def platform_daemonsets(
                     for k in labels["keys"]
                 ),
                 f"aws-efa-k8s-device-plugin chart {versions.EFA_DEVICE_PLUGIN_CHART_VERSION}: "
-                "requests 10m/20Mi (github.com/aws/eks-charts commit 41ef4da "
+                "requests 10m/20Mi (github.com/aws/eks-charts commit bfe91c4, chart v0.5.30, "
                 "stable/aws-efa-k8s-device-plugin/values.yaml); node terms from our values",
             )
         )
@@ -163,13 +163,13 @@ def platform_daemonsets(
         out.append(
             DaemonSetFacts(
                 "dcgm-exporter",
-                0,
-                0,
+                100,
+                128,
                 tuple(v["tolerations"]),
                 _terms(v["affinity"]),
-                f"dcgm-exporter chart {versions.DCGM_EXPORTER_CHART_VERSION}: resources {{}} "
-                "(github.com/NVIDIA/dcgm-exporter tag 4.2.3-4.1.1 deployment/values.yaml); "
-                "affinity/tolerations ours",
+                f"dcgm-exporter chart {versions.DCGM_EXPORTER_CHART_VERSION}: requests "
+                "100m/128Mi (github.com/NVIDIA/dcgm-exporter tag 4.5.3-4.8.2 "
+                "deployment/values.yaml; our values keep them); affinity/tolerations ours",
             )
         )
     if monitoring.mode == "managed":
@@ -181,8 +181,8 @@ def platform_daemonsets(
                 ({"effect": "NoSchedule", "operator": "Exists"},),
                 None,
                 f"kube-prometheus-stack {versions.KUBE_PROMETHEUS_STACK_CHART_VERSION} -> "
-                "prometheus-node-exporter 4.42.x: resources {}, tolerates NoSchedule "
-                "(github.com/prometheus-community/helm-charts prometheus-node-exporter-4.42.0)",
+                "prometheus-node-exporter 4.56.1: resources {}, tolerates NoSchedule "
+                "(github.com/prometheus-community/helm-charts prometheus-node-exporter-4.56.1)",
             )
         )
     return out
