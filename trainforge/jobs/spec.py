@@ -141,6 +141,9 @@ class JobSpec:
     metrics_port: int = 9090
     nccl_debug: str = "WARN"
     env: tuple[tuple[str, str], ...] = ()
+    # Seconds one optimizer step takes on the job's pool, if the user knows (e.g. from a
+    # previous run's summary). Only the plan's cost report reads it; the runtime does not.
+    expected_step_seconds: float | None = None
 
     @property
     def procs(self) -> int:
@@ -309,6 +312,7 @@ _TOP_KEYS = [
     "metrics_port",
     "nccl_debug",
     "env",
+    "expected_step_seconds",
     *_MODEL_KEYS,
 ]
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -569,6 +573,7 @@ def parse_job(raw: Any, where: str = "job") -> JobSpec:
         metrics_port=r.int_("metrics_port", 9090, minimum=0, maximum=65535),
         nccl_debug=r.str_("nccl_debug", "WARN", NCCL_DEBUG_LEVELS),
         env=_parse_env(r.data.get("env"), r.path("env")),
+        expected_step_seconds=r.float_("expected_step_seconds"),
     )
 
 

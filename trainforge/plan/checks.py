@@ -24,6 +24,7 @@ from typing import Any
 CHECKS: list[str] = [
     "trainforge.plan.check_pod_scripts:check",
     "trainforge.plan.check_scheduling:check",
+    "trainforge.plan.cost_check:check",
 ]
 
 

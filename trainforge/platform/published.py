@@ -15,6 +15,7 @@ from trainforge.jobs import node_facts
 from trainforge.jobs.contract import (
     DEFAULT_BACKEND,
     NodeShape,
+    NodeType,
     PlatformContract,
     PoolFacts,
     PoolLimits,
@@ -35,6 +36,10 @@ from trainforge.platform.instance_types import PoolTypeFacts, instance_type_fact
 # Stands for the checkpoint bucket's name while only the config is known: a job is checked
 # knowing *that* the platform has a bucket, before the bucket (and its name) exists.
 PENDING_BUCKET = "<checkpoint-bucket>"
+
+
+def _node_types(f: PoolTypeFacts) -> tuple[NodeType, ...]:
+    return tuple(NodeType(t.name, t.vcpus, t.memory_mib, t.gpus) for t in f.per_type)
 
 
 def _gpu_facts(f: PoolTypeFacts, ami: str) -> dict[str, Any]:
@@ -78,6 +83,7 @@ def _facts_for_group(g: NodeGroupConfig, f: PoolTypeFacts) -> PoolFacts:
         architecture=f.architecture,
         max_nodes=g.max_size,
         **_gpu_facts(f, versions.GPU_AMI_TYPE if f.gpus_per_node else versions.SYSTEM_AMI_TYPE),
+        node_types=_node_types(f),
     )
 
 
@@ -102,6 +108,7 @@ def _facts_for_pool(p: NodePoolConfig, f: PoolTypeFacts) -> PoolFacts:
         architecture=f.architecture,
         limits=PoolLimits(cpu=p.limits.cpu, memory=p.limits.memory, gpus=p.limits.gpus),
         **_gpu_facts(f, versions.KARPENTER_AMI_ALIAS),
+        node_types=_node_types(f),
     )
 
 
@@ -113,7 +120,7 @@ def _nodes(pool: NodeGroupConfig | NodePoolConfig, f: PoolTypeFacts) -> tuple[No
     """Each instance type of the pool as a node: the AMI's kubelet reservations and the
     maxPods its nodes run with (a managed node group's cap, or Karpenter's own value)."""
     out = []
-    for t in f.types:
+    for t in f.per_type:
         enis = node_facts.enis_per_card(t.name, t.max_network_interfaces, t.network_cards)
         ips = node_facts.ENIS_PER_CARD.get(t.name, (0, t.ipv4_per_interface))[1]
         eni_pods = node_facts.eni_max_pods(enis, ips)
