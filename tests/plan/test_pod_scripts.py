@@ -3,6 +3,8 @@ scratch volumes, more than once, and the pods using those volumes must write the
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from trainforge.jobs.contract import Declared, PlatformContract, TeamFacts
@@ -237,3 +239,22 @@ def test_dev_and_prod_plans_rehearse_the_fsx_jobs(repo_root):
         assert rehearsed == teams
         for e in section.data["scripts"]:
             assert all(step.endswith("ok") for steps in e["scenarios"].values() for step in steps)
+
+
+@needs_sandbox
+def test_root_with_escape_capabilities_is_not_run_here():
+    sc = {"runAsUser": 0, "capabilities": {"add": ["SYS_ADMIN"]}}  # default set + SYS_ADMIN
+    result = _check(_setup_job("touch /fsx/x", sc))
+    (section,) = result.sections
+    (entry,) = section.data["scripts"]
+    assert "MKNOD, SYS_ADMIN, SYS_CHROOT" in entry["skipped"] and not entry["scenarios"]
+    assert not result.findings
+
+
+@needs_sandbox
+def test_the_sandbox_sees_no_host_process(tmp_path):
+    root = S.Identity.of({}, ROOT_CHOWN)
+    r = S.run(f"kill -0 {os.getpid()}", root, [S.Mount(tmp_path, "/fsx")])
+    assert not r.ok  # the test's own process is invisible from the sandbox's PID namespace
+    r = S.run("touch /fsx/ok && touch /nope", root, [S.Mount(tmp_path, "/fsx")])
+    assert (tmp_path / "ok").exists() and "Read-only file system" in r.stderr

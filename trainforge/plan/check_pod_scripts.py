@@ -32,7 +32,7 @@ import posixpath
 import shlex
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from trainforge.plan import pod_sandbox as sandbox
@@ -122,7 +122,6 @@ class Script:
     env: dict[str, str]
     fs_group: int | None = None
     skip: str | None = None
-    results: list[str] = field(default_factory=list)
 
 
 class _Objects:
@@ -179,6 +178,7 @@ def _collect(ctx: PlanContext) -> tuple[list[Script], dict[str, list[Consumer]],
                     for m in c.get("volumeMounts") or ()
                 ]
                 if script is not None:
+                    unsafe = identity.unsafe
                     s = Script(
                         ident=o.ident,
                         urn=o.urn,
@@ -196,10 +196,18 @@ def _collect(ctx: PlanContext) -> tuple[list[Script], dict[str, list[Consumer]],
                         env=_literal_env(c),
                         fs_group=(pod.get("securityContext") or {}).get("fsGroup"),
                     )
+                    if unsafe:
+                        caps = ", ".join(sorted(unsafe))
+                        s.skip = (
+                            f"runs as root with {caps}, which could leave the sandbox and change "
+                            "this machine; rehearse it in a throwaway VM, or drop the capability"
+                        )
                     for name, _, vol in mounts:
                         kind = _volume_kind(vol)
                         if kind not in ("claim", "emptyDir", "readOnly"):
-                            s.skip = f"volume {name!r} is a {kind}, which is not rehearsed"
+                            s.skip = (
+                                s.skip or f"volume {name!r} is a {kind}, which is not rehearsed"
+                            )
                         if kind == "claim":
                             cl = lookup.claim(ns, vol["persistentVolumeClaim"]["claimName"])
                             claims[cl.key] = cl

@@ -6,7 +6,7 @@ read-only root file system refuses writes outside the volumes. Running the real 
 the real identity against scratch directories that stand for its volumes shows that before
 `pulumi up` does.
 
-How: a private mount namespace (`unshare --mount`) holds a new root (tmpfs) with the host's
+How: private mount, PID, IPC, UTS and network namespaces (`unshare`) hold a new root (tmpfs) with the host's
 /usr, /bin, /lib* bound read-only, the scratch directories bound at the container's mount
 paths, and, with readOnlyRootFilesystem, the root remounted read-only. `chroot` enters it and
 `setpriv` becomes the container's user: uid/gid, supplementary groups (supplementalGroups and
@@ -19,8 +19,10 @@ The shell: with `busybox` on PATH the script runs in `busybox sh` with busybox's
 on PATH (our helper image is busybox); otherwise in the host's /bin/sh (dash on Debian) with
 coreutils. Both are POSIX shells; docs/rehearsals.md lists what differs.
 
-Needs Linux, root (to switch users and capabilities), util-linux (unshare, setpriv) and mount
-namespaces; `unavailable()` says why not, and callers report the rehearsal as not run.
+Needs Linux, root (to switch users and capabilities), util-linux (unshare, setpriv) and
+namespaces; `unavailable()` says why not, and callers report the rehearsal as not run. A root
+identity with a capability that could leave the sandbox (UNSAFE_CAPS: SYS_CHROOT, MKNOD,
+SYS_ADMIN ...) is not run on this machine either (`Identity.unsafe`).
 """
 
 from __future__ import annotations
@@ -56,6 +58,31 @@ DEFAULT_CAPS = frozenset(
     }
 )
 HOST_DIRS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32", "usr")
+UNSHARE = ["unshare", "--mount", "--propagation", "private", "--pid", "--ipc", "--uts", "--net"]
+UNSHARE += ["--fork"]
+# Capabilities with which a root process could leave the sandbox and reach this machine
+# (chroot escape, raw devices, mounts, file handles, kernel modules ...): such scripts are
+# not run here (`Identity.unsafe`), and the rehearsal says so.
+UNSAFE_CAPS = frozenset(
+    {
+        "ALL",
+        "SYS_ADMIN",
+        "SYS_CHROOT",
+        "SYS_MODULE",
+        "SYS_RAWIO",
+        "SYS_PTRACE",
+        "SYS_BOOT",
+        "SYS_TIME",
+        "MKNOD",
+        "DAC_READ_SEARCH",
+        "NET_ADMIN",
+        "BPF",
+        "PERFMON",
+        "LINUX_IMMUTABLE",
+        "MAC_ADMIN",
+        "MAC_OVERRIDE",
+    }
+)
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
@@ -79,6 +106,11 @@ class Identity:
     def effective(self) -> frozenset[str]:
         """After exec: root keeps the bounding set; anyone else keeps nothing (no ambient)."""
         return self.bounding if self.uid == 0 else frozenset()
+
+    @property
+    def unsafe(self) -> frozenset[str]:
+        """Effective capabilities that could escape the sandbox (see UNSAFE_CAPS)."""
+        return self.effective & UNSAFE_CAPS
 
     def describe(self) -> str:
         caps = ",".join(sorted(self.effective)) or "none"
@@ -203,7 +235,7 @@ def unavailable() -> str | None:
     with tempfile.TemporaryDirectory(prefix="tf-sandbox-probe-") as tmp:
         probe = run("true", Identity(0, 0, (), frozenset(), True, True), [], workdir=tmp)
     if not probe.ok:
-        return f"cannot create a private mount namespace here: {probe.tail()}"
+        return f"cannot create private namespaces here: {probe.tail()}"
     return None
 
 
@@ -283,16 +315,9 @@ def run(
         command = "\n".join(setup) + "\nexec " + " ".join(shlex.quote(a) for a in inner)
         try:
             p = subprocess.run(
-                [
-                    "unshare",
-                    "--mount",
-                    "--propagation",
-                    "private",
-                    "--fork",
-                    "/bin/sh",
-                    "-c",
-                    command,
-                ],
+                # own mount, PID, IPC, UTS and network namespaces: the script sees only its
+                # volumes, no host process (a root `kill -1` hits nothing) and no network
+                [*UNSHARE, "/bin/sh", "-c", command],
                 capture_output=True,
                 text=True,
                 timeout=timeout,
