@@ -258,9 +258,10 @@ def test_fsx_static_volume_and_claim_per_team(prod):
 def test_fsx_team_directory_belongs_to_the_training_uid(prod):
     """Training pods (UID 1000, no capabilities) can only write where the team dir is theirs."""
     from trainforge.jobs.pytorchjob import RUN_AS_USER
-    from trainforge.platform.fsx import TRAINING_UID
+    from trainforge.platform.published import team_facts
 
-    assert TRAINING_UID == RUN_AS_USER
+    facts = team_facts(parse_services_config(PROD, []))["vision"]
+    assert (facts.run_as_user, facts.run_as_group) == (RUN_AS_USER, RUN_AS_USER)
     jobs = {
         r.inputs["metadata"]["namespace"]: r.inputs for r in prod.of_type("kubernetes:batch/v1:Job")
     }
@@ -270,7 +271,7 @@ def test_fsx_team_directory_belongs_to_the_training_uid(prod):
     assert job["metadata"]["annotations"][rules.ROOT_REASON_ANNOTATION]
     pod = job["spec"]["template"]["spec"]
     (c,) = pod["containers"]
-    assert "chown 1000:1000 /fsx/vision" in c["command"][-1]
+    assert c["command"][-1].endswith("chown 1000:1000 /fsx/vision")
     sc = c["securityContext"]
     assert sc["runAsUser"] == 0 and sc["allowPrivilegeEscalation"] is False
     assert sc["capabilities"] == {"drop": ["ALL"], "add": ["CHOWN"]}
