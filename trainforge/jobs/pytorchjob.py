@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from trainforge.jobs import images
 from trainforge.jobs.codeship import CODE_MOUNT, CodeBundle, configmap_manifest
 from trainforge.jobs.spec import JobSpec
 from trainforge.jobs.wiring import EFA_RESOURCE, GPU_RESOURCE, JobTarget, efa_count
@@ -226,8 +227,19 @@ def env(job: JobSpec, target: JobTarget, code: CodeBundle | None) -> list[dict[s
             out.append({"name": "FI_EFA_USE_DEVICE_RDMA", "value": "1"})
     if target.mlflow_tracking_uri is not None:
         out.append({"name": "MLFLOW_TRACKING_URI", "value": target.mlflow_tracking_uri})
-    out += [{"name": k, "value": v} for k, v in job.env]
-    return out
+    return with_user_env(out, job.env)
+
+
+def with_user_env(platform: list[dict[str, Any]], user: tuple[tuple[str, str], ...]) -> list:
+    """Each name once: the user's `env` value replaces a platform default of the same name
+    in place (NCCL_DEBUG, NCCL_SOCKET_IFNAME, FI_PROVIDER, HOME ...); other names follow.
+    Names the platform must own are refused when the job is parsed (spec._RESERVED_ENV)."""
+    given = dict(user)
+    out = [
+        {"name": e["name"], "value": given.pop(e["name"])} if e["name"] in given else e
+        for e in platform
+    ]
+    return out + [{"name": k, "value": v} for k, v in user if k in given]
 
 
 def resources(job: JobSpec, target: JobTarget) -> dict[str, dict[str, Any]]:
@@ -271,7 +283,7 @@ def container_security_context() -> dict[str, Any]:
 
 
 def pod_template(job: JobSpec, target: JobTarget, code: CodeBundle | None) -> dict[str, Any]:
-    image = job.image or default_image()
+    image = images.image_for(job, target.pool)
     ports = [{"name": RDZV_PORT_NAME, "containerPort": RDZV_PORT, "protocol": "TCP"}]
     if job.metrics_port:
         ports.append(
@@ -441,7 +453,5 @@ def emit(job: JobSpec, target: JobTarget, code: CodeBundle | None) -> EmittedJob
 
 
 def default_image() -> str:
-    """The pinned stock PyTorch CUDA image (from the platform's one versions module)."""
-    from trainforge.jobs import images
-
+    """The pinned stock PyTorch CUDA image that needs the oldest driver (no pool known)."""
     return images.default_image()

@@ -38,6 +38,111 @@ ADDON_NAME = "eks-node-monitoring-agent"
 # Tolerate every taint: a health agent belongs on every node, whatever the pool's taints.
 TOLERATE_ALL = [{"operator": "Exists"}]
 
+# What the add-on's two DaemonSets request and where they run, for the pools' capacity
+# (node_daemonsets.py): a training pod sized to a node's leftover must leave room for them.
+# source: github.com/aws/eks-node-monitoring-agent v1.7.0 charts/eks-node-monitoring-agent/
+# values.yaml (nodeAgent.resources.requests 10m/30Mi and its affinity; dcgmAgent.resources {}
+# and its affinity: the NVIDIA instance types below, amd64), checked 2026-11-23
+AGENT_REQUESTS = (10, 30)  # millicores, MiB
+DCGM_SERVER_REQUESTS = (0, 0)
+_NOT_SPECIAL_COMPUTE = [
+    {"key": "eks.amazonaws.com/compute-type", "operator": "NotIn",
+     "values": ["fargate", "auto", "hybrid"]},
+    {"key": "sagemaker.amazonaws.com/compute-type", "operator": "NotIn", "values": ["hyperpod"]},
+]  # fmt: skip
+AGENT_NODE_TERMS = (
+    {"matchExpressions": [*_NOT_SPECIAL_COMPUTE,
+                          {"key": "kubernetes.io/arch", "operator": "In",
+                           "values": ["amd64", "arm64"]}]},
+)  # fmt: skip
+DCGM_SERVER_INSTANCE_TYPES = (
+    "g3.16xlarge",
+    "g3.4xlarge",
+    "g3.8xlarge",
+    "g3s.xlarge",
+    "g4dn.12xlarge",
+    "g4dn.16xlarge",
+    "g4dn.2xlarge",
+    "g4dn.4xlarge",
+    "g4dn.8xlarge",
+    "g4dn.metal",
+    "g4dn.xlarge",
+    "g5.12xlarge",
+    "g5.16xlarge",
+    "g5.24xlarge",
+    "g5.2xlarge",
+    "g5.48xlarge",
+    "g5.4xlarge",
+    "g5.8xlarge",
+    "g5.xlarge",
+    "g5g.16xlarge",
+    "g5g.2xlarge",
+    "g5g.4xlarge",
+    "g5g.8xlarge",
+    "g5g.metal",
+    "g5g.xlarge",
+    "g6.12xlarge",
+    "g6.16xlarge",
+    "g6.24xlarge",
+    "g6.2xlarge",
+    "g6.48xlarge",
+    "g6.4xlarge",
+    "g6.8xlarge",
+    "g6.xlarge",
+    "g6e.12xlarge",
+    "g6e.16xlarge",
+    "g6e.24xlarge",
+    "g6e.2xlarge",
+    "g6e.48xlarge",
+    "g6e.4xlarge",
+    "g6e.8xlarge",
+    "g6e.xlarge",
+    "g6f.2xlarge",
+    "g6f.4xlarge",
+    "g6f.large",
+    "g6f.xlarge",
+    "g7.12xlarge",
+    "g7.24xlarge",
+    "g7.2xlarge",
+    "g7.48xlarge",
+    "g7.4xlarge",
+    "g7.8xlarge",
+    "g7e.12xlarge",
+    "g7e.24xlarge",
+    "g7e.2xlarge",
+    "g7e.48xlarge",
+    "g7e.4xlarge",
+    "g7e.8xlarge",
+    "gr6.4xlarge",
+    "gr6.8xlarge",
+    "gr6f.4xlarge",
+    "p2.16xlarge",
+    "p2.8xlarge",
+    "p2.xlarge",
+    "p3.16xlarge",
+    "p3.2xlarge",
+    "p3.8xlarge",
+    "p3dn.24xlarge",
+    "p4d.24xlarge",
+    "p4de.24xlarge",
+    "p5.48xlarge",
+    "p5.4xlarge",
+    "p5e.48xlarge",
+    "p5en.48xlarge",
+    "p6-b200.48xlarge",
+    "p6-b300.48xlarge",
+    "p6e-gb200.36xlarge",
+    "p6e-gb300.36xlarge",
+)
+DCGM_SERVER_NODE_TERMS = (
+    {"matchExpressions": [
+        {"key": "node.kubernetes.io/instance-type", "operator": "In",
+         "values": list(DCGM_SERVER_INSTANCE_TYPES)},
+        *_NOT_SPECIAL_COMPUTE,
+        {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
+    ]},
+)  # fmt: skip
+
 
 def addon_configuration() -> dict[str, Any]:
     """The add-on's configuration values (schema: the chart's configuration.schema.json)."""

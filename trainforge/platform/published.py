@@ -8,10 +8,14 @@ resources do (the bucket's name, the Kubernetes provider, the resources jobs wai
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
+from trainforge.jobs import node_facts
 from trainforge.jobs.contract import (
     DEFAULT_BACKEND,
+    NodeShape,
+    NodeType,
     PlatformContract,
     PoolFacts,
     PoolLimits,
@@ -19,6 +23,7 @@ from trainforge.jobs.contract import (
     TeamFacts,
     TeamQuota,
 )
+from trainforge.platform import versions
 from trainforge.platform.config import (
     GPU_TAINT_KEY,
     POOL_LABEL,
@@ -26,11 +31,36 @@ from trainforge.platform.config import (
     NodePoolConfig,
     PlatformConfig,
 )
-from trainforge.platform.instance_types import PoolTypeFacts, resolve_all
+from trainforge.platform.instance_types import PoolTypeFacts, instance_type_facts, resolve_all
 
 # Stands for the checkpoint bucket's name while only the config is known: a job is checked
 # knowing *that* the platform has a bucket, before the bucket (and its name) exists.
 PENDING_BUCKET = "<checkpoint-bucket>"
+
+
+def _node_types(f: PoolTypeFacts) -> tuple[NodeType, ...]:
+    return tuple(NodeType(t.name, t.vcpus, t.memory_mib, t.gpus) for t in f.per_type)
+
+
+def _gpu_facts(f: PoolTypeFacts, ami: str) -> dict[str, Any]:
+    """GPU models and architectures of the pool's types, its node image and that image's driver.
+
+    Managed node groups run EKS's AL2023 NVIDIA AMI type, Karpenter pools the pinned alias;
+    `versions.AMI_NVIDIA_DRIVER` says which driver branch each provides (compatibility table).
+    """
+    if not f.gpus_per_node:
+        return {"ami": ami}
+    models = tuple(
+        dict.fromkeys(
+            m for t in f.instance_types if (m := instance_type_facts(t).gpu_name) is not None
+        )
+    )
+    return {
+        "gpu_models": models,
+        "gpu_archs": tuple(versions.GPU_ARCH.get(m, 0) for m in models),
+        "ami": ami,
+        "nvidia_driver": versions.AMI_NVIDIA_DRIVER.get(ami),
+    }
 
 
 def _facts_for_group(g: NodeGroupConfig, f: PoolTypeFacts) -> PoolFacts:
@@ -52,6 +82,8 @@ def _facts_for_group(g: NodeGroupConfig, f: PoolTypeFacts) -> PoolFacts:
         memory_mib_per_node=f.memory_mib_per_node,
         architecture=f.architecture,
         max_nodes=g.max_size,
+        **_gpu_facts(f, versions.GPU_AMI_TYPE if f.gpus_per_node else versions.SYSTEM_AMI_TYPE),
+        node_types=_node_types(f),
     )
 
 
@@ -75,6 +107,8 @@ def _facts_for_pool(p: NodePoolConfig, f: PoolTypeFacts) -> PoolFacts:
         memory_mib_per_node=f.memory_mib_per_node,
         architecture=f.architecture,
         limits=PoolLimits(cpu=p.limits.cpu, memory=p.limits.memory, gpus=p.limits.gpus),
+        **_gpu_facts(f, versions.KARPENTER_AMI_ALIAS),
+        node_types=_node_types(f),
     )
 
 
@@ -82,13 +116,73 @@ def _taint(t: Any) -> Taint:
     return Taint(t.key, t.effect, t.value)
 
 
+def _nodes(pool: NodeGroupConfig | NodePoolConfig, f: PoolTypeFacts) -> tuple[NodeShape, ...]:
+    """Each instance type of the pool as a node: the AMI's kubelet reservations and the
+    maxPods its nodes run with (a managed node group's cap, or Karpenter's own value)."""
+    out = []
+    for t in f.per_type:
+        enis = node_facts.enis_per_card(t.name, t.max_network_interfaces, t.network_cards)
+        ips = node_facts.ENIS_PER_CARD.get(t.name, (0, t.ipv4_per_interface))[1]
+        eni_pods = node_facts.eni_max_pods(enis, ips)
+        efa = f.efa_interfaces if pool.efa else 0
+        if isinstance(pool, NodeGroupConfig):
+            max_pods = node_facts.managed_node_group_max_pods(eni_pods, t.vcpus)
+        else:
+            # karpenter.efa_network_interfaces puts one efa-only interface on card 0
+            max_pods = node_facts.karpenter_max_pods(enis, ips, 1 if efa else 0)
+        gpus = t.gpus if f.gpus_per_node else 0
+        out.append(
+            node_facts.node_shape(
+                t.name,
+                t.vcpus,
+                t.memory_mib,
+                eni_pods=eni_pods,
+                max_pods=max_pods,
+                gpus=gpus,
+                efa=efa,
+            )
+        )
+    return tuple(out)
+
+
 def pool_facts(
     config: PlatformConfig, type_facts: dict[str, PoolTypeFacts] | None = None
 ) -> dict[str, PoolFacts]:
-    """Facts of every node group and Karpenter pool, from config and instance-type lookups."""
+    """Facts of every node group and Karpenter pool, from config and instance-type lookups:
+    what a node offers (per instance type) and which DaemonSets run on it."""
+    from trainforge.platform.node_daemonsets import (  # noqa: PLC0415 - pulls in pulumi
+        lands_on,
+        node_labels,
+        platform_daemonsets,
+    )
+
     type_facts = resolve_all(config) if type_facts is None else type_facts
+    configs: dict[str, NodeGroupConfig | NodePoolConfig] = {g.name: g for g in config.node_groups}
+    configs.update({p.name: p for p in config.node_pools})
     out = {g.name: _facts_for_group(g, type_facts[g.name]) for g in config.node_groups}
     out.update({p.name: _facts_for_pool(p, type_facts[p.name]) for p in config.node_pools})
+    daemonsets = platform_daemonsets(
+        config,
+        gpu_nodes=any(f.gpus_per_node > 0 for f in out.values()),
+        efa_nodes=any(f.efa_interfaces > 0 for f in out.values()),
+        efa_pools=[n for n, f in out.items() if f.efa_interfaces > 0],
+    )
+    for name, facts in out.items():
+        pool, tf = configs[name], type_facts[name]
+        nodes = _nodes(pool, tf)
+        # Every type of a pool carries the same taints; a DaemonSet lands on the pool when
+        # it lands on its nodes (labels differ per type only in the instance type).
+        landing = tuple(
+            ds.load()
+            for ds in daemonsets
+            if any(
+                lands_on(
+                    ds, node_labels(pool, n.instance_type, n.gpus, facts.architecture), facts.taints
+                )
+                for n in nodes
+            )
+        )
+        out[name] = replace(facts, nodes=nodes, daemonsets=landing)
     return out
 
 

@@ -226,6 +226,13 @@ def _train(cfg: TrainConfig, env: DistEnv, timeouts: Timeouts) -> int:
         with _watched(watchdog, "restore"):
             state.step = checkpointing.restore(state.model, state.optimizer, state.scheduler)
         exits.context.step = state.step
+        if state.step >= cfg.steps:
+            # A reused --checkpoint-dir: training zero steps silently looks like success.
+            reporter.log(
+                f"resumed at step {state.step}, which is already at --steps {cfg.steps}: nothing "
+                "left to train. Raise --steps to continue this run, or use a new --checkpoint-dir "
+                "(or --resume never) to start over"
+            )
         _check_progress(ledger, env, state.step, reporter)
         goodput.begin(state.step)
         code = _loop(cfg, env, state, batches, reporter, checkpointing, dtype, watchdog, goodput)
