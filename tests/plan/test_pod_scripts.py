@@ -231,7 +231,11 @@ def test_not_root_is_not_runnable(monkeypatch):
 
 @needs_sandbox
 def test_dev_and_prod_plans_rehearse_the_fsx_jobs(repo_root):
-    for stack, teams in (("dev", {"research"}), ("prod", {"llm", "vision"})):
+    # prod also declares the DCGM acceptance tests, whose pods run a shell script too
+    for stack, teams in (
+        ("dev", {"research"}),
+        ("prod", {"llm", "vision", "trainforge-acceptance"}),
+    ):
         result = core.plan_project(repo_root, stack, standins=False)
         assert not [v for v in result.failing if v.rule in (P.SCRIPT_FAILS, P.CANNOT_WRITE)]
         (section,) = [s for s in result.sections if s.title == "Pod script rehearsal"]

@@ -27,6 +27,10 @@ from typing import Any
 
 from trainforge.training.ledger import RunLedger
 
+# The ledger is rewritten (tmp file, fsync, rename on shared storage) at most this often from
+# the log steps; checkpoints and exits always write it.
+FLUSH_EVERY_S = 30.0
+
 
 class Goodput:
     def __init__(self, ledger: RunLedger, *, clock: Callable[[], float] | None = None) -> None:
@@ -34,6 +38,7 @@ class Goodput:
         self.clock = clock or ledger.clock
         self._base: float | None = 0.0  # productive seconds banked in the resumed checkpoint
         self._steps = 0  # steps run in this attempt
+        self._flushed = float("-inf")
 
     def begin(self, resumed_step: int) -> None:
         """After restore, right before the first step."""
@@ -67,9 +72,13 @@ class Goodput:
     def checkpoint_blocked(self, seconds: float) -> None:
         self.ledger.current.checkpoint_seconds += seconds
 
-    def flush(self) -> None:
-        self.ledger.current.updated_at = self.clock()
-        self.ledger.save()
+    def flush(self, force: bool = False) -> None:
+        """Record progress in the ledger (rate-limited to FLUSH_EVERY_S unless forced)."""
+        now = self.clock()
+        self.ledger.current.updated_at = now
+        if force or now - self._flushed >= FLUSH_EVERY_S:
+            self._flushed = now
+            self.ledger.save()
 
     # -- numbers --------------------------------------------------------------------------
 

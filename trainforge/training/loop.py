@@ -155,8 +155,9 @@ def train(cfg: TrainConfig) -> int:
         cleanup()
 
 
-def _train(cfg: TrainConfig, env: DistEnv, timeouts: Timeouts) -> int:
+def _train(cfg: TrainConfig, env: DistEnv, timeouts: Timeouts | None = None) -> int:
     t_setup = time.perf_counter()
+    timeouts = timeouts or Timeouts.from_hang_timeout(cfg.hang_timeout)
     dataset = build_dataset(cfg)
     cfg = check_world(cfg, env.world_size, len(dataset))
 
