@@ -28,6 +28,10 @@ class InstanceTypeFacts:
     efa_interfaces: int
     network_cards: int
     architectures: tuple[str, ...]
+    # Sustained (baseline) bandwidth in Gbit/s: all network cards (what EFA can use), and the
+    # primary card's (what a pod's TCP traffic uses). 0 when AWS does not say.
+    network_gbps: float = 0.0
+    primary_network_gbps: float = 0.0
 
 
 @functools.cache
@@ -38,6 +42,7 @@ def instance_type_facts(name: str) -> InstanceTypeFacts:
     except Exception as e:  # the provider reports unknown types as an invoke failure
         raise LookupError(f"no EC2 instance type {name!r}: {e}") from e
     gpus = list(r.gpuses or [])
+    cards = sorted(r.network_cards or [], key=lambda c: int(c.index or 0))
     return InstanceTypeFacts(
         name=name,
         vcpus=int(r.default_vcpus or 0),
@@ -49,6 +54,8 @@ def instance_type_facts(name: str) -> InstanceTypeFacts:
         efa_interfaces=int(r.efa_maximum_interfaces or 0) if r.efa_supported else 0,
         network_cards=int(r.maximum_network_cards or 1),
         architectures=tuple(r.supported_architectures or ()),
+        network_gbps=float(sum(float(c.baseline_bandwidth or 0) for c in cards)),
+        primary_network_gbps=float(cards[0].baseline_bandwidth or 0) if cards else 0.0,
     )
 
 
@@ -67,6 +74,9 @@ class PoolTypeFacts:
     # (minimum over the types; 0 on CPU pools).
     gpu_name: str | None = None
     gpu_memory_mib: int = 0
+    gpu_models: tuple[str, ...] = ()  # every GPU model among the types, sorted
+    network_gbps: float = 0.0  # minimum over the types (see InstanceTypeFacts)
+    primary_network_gbps: float = 0.0
 
 
 def resolve_pool(
@@ -114,6 +124,7 @@ def resolve_pool(
         )
     arch = "arm64" if "arm64" in arches else "amd64"
     gpu_names = {f.gpu_name for f in facts if f.gpus}
+    gpu_models = tuple(sorted(n for n in gpu_names if n))
     per_gpu = [f.gpu_memory_mib // f.gpus for f in facts if f.gpus]
     return PoolTypeFacts(
         instance_types=tuple(pool.instance_types),
@@ -123,8 +134,11 @@ def resolve_pool(
         vcpus_per_node=min(f.vcpus for f in facts),
         memory_mib_per_node=min(f.memory_mib for f in facts),
         architecture=arch,
-        gpu_name=gpu_names.pop() if len(gpu_names) == 1 and not no_gpu else None,
+        gpu_name=gpu_models[0] if len(gpu_names) == 1 and gpu_models and not no_gpu else None,
         gpu_memory_mib=min(per_gpu) if per_gpu and not no_gpu else 0,
+        gpu_models=gpu_models,
+        network_gbps=min(f.network_gbps for f in facts),
+        primary_network_gbps=min(f.primary_network_gbps for f in facts),
     )
 
 

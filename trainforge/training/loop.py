@@ -202,6 +202,26 @@ def _train(cfg: TrainConfig, env: DistEnv) -> int:
         reporter.close()
 
 
+def micro_step(
+    model: nn.Module,
+    batch: tuple[torch.Tensor, torch.Tensor],
+    last: bool,
+    cfg: TrainConfig,
+    device: torch.device,
+    dtype: torch.dtype,
+) -> torch.Tensor:
+    """Forward and backward of one micro-batch; returns the detached loss.
+
+    One function so that what the planner's memory model is measured against
+    (tests/jobs/memory_probe.py) is exactly what the loop runs.
+    """
+    with accumulation(model, last), autocast(device, dtype, cfg.strategy):
+        x, y = batch
+        loss = unwrap(model).loss_from_logits(model(x), y)  # through the wrapper's hooks
+        (loss / cfg.grad_accum if cfg.grad_accum > 1 else loss).backward()
+    return loss.detach()
+
+
 def _loop(
     cfg: TrainConfig,
     env: DistEnv,
@@ -212,7 +232,6 @@ def _loop(
     dtype: torch.dtype,
 ) -> int:
     model, optimizer, scheduler = state.model, state.optimizer, state.scheduler
-    raw = unwrap(model)
     loss_acc = torch.zeros((), device=env.device, dtype=torch.float32)  # stays on device
     window = 0
     dist.barrier()  # ranks start the clock together (throughput numbers exclude setup skew)
@@ -220,12 +239,8 @@ def _loop(
     while state.step < cfg.steps:
         for micro in range(cfg.grad_accum):
             batch = batches.get(state.step, micro)
-            last = micro == cfg.grad_accum - 1
-            with accumulation(model, last), autocast(env.device, dtype, cfg.strategy):
-                x, y = batch
-                loss = raw.loss_from_logits(model(x), y)  # through the wrapper's hooks
-                (loss / cfg.grad_accum if cfg.grad_accum > 1 else loss).backward()
-            loss_acc.add_(loss.detach())  # summed over micro-steps; averaged when logged
+            loss = micro_step(model, batch, micro == cfg.grad_accum - 1, cfg, env.device, dtype)
+            loss_acc.add_(loss)  # summed over micro-steps; averaged when logged
         optimizer.step()
         scheduler.step()
         optimizer.zero_grad(set_to_none=True)
