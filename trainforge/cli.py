@@ -14,6 +14,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "run-local": ("trainforge.local", "run a training job on this machine through torchrun"),
     "plan": ("trainforge.plan.cli", "offline plan of a stack: resources, manifests, policy"),
     "demo": ("trainforge.demo", "what `make demo` runs: short DDP and FSDP jobs and a plan"),
+    "calibrate": (
+        "trainforge.jobs.estimate.calibrate",
+        "feed a GPU run's measured MFU back into the planner's facts",
+    ),
 }
 
 

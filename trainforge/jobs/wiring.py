@@ -2,7 +2,8 @@
 
 `resolve_job` fills a JobSpec's pool-dependent defaults (GPUs, CPU, memory, /dev/shm, EFA)
 and rejects what can never run there: more GPUs than the pool's instance types have, EFA
-on a pool without it, a pod bigger than the node, a job bigger than the team's quota.
+on a pool without it, a pod bigger than the node, a job bigger than the team's quota, a
+model that does not fit in the pool's GPU memory (`estimate.check_fit`).
 The platform side of a job (`JobTarget`, from `contract.PlatformContract.target`) is typed:
 see `trainforge.jobs.contract`.
 """
@@ -23,6 +24,7 @@ from trainforge.jobs.contract import (
     TeamQuota,
 )
 from trainforge.jobs.errors import JobConfigError
+from trainforge.jobs.estimate import check_fit
 from trainforge.jobs.quantity import format_mebibytes, parse_quantity
 from trainforge.jobs.spec import JobSpec
 
@@ -177,6 +179,9 @@ def resolve_job(job: JobSpec, target: JobTarget, where: str = "job") -> JobSpec:
         checkpoint=replace(job.checkpoint, s3_mirror=mirror),
     )
     check_quota(resolved, target, where)
+    # Will the model fit in the pool's GPU (or pod) memory? Refused here, before anything
+    # exists, with the estimate and what would make it fit (trainforge.jobs.estimate).
+    check_fit(resolved, pool, where)
     return resolved
 
 

@@ -283,6 +283,7 @@ def _finish(
     agree = all(g == gathered[0] for g in gathered)
     if not agree:
         reporter.log("error: ranks disagree on the final parameters")
+    memory = _peak_memory(env)  # the largest rank's: what has to fit (a collective)
     if not env.is_main:
         return
     now = time.perf_counter()
@@ -312,5 +313,30 @@ def _finish(
         "checkpoint": checkpointing.metrics(),
         "config": as_dict(cfg),
         "pid": os.getpid(),
+        # for `trainforge calibrate` (the planner's facts): what ran, on what, and its peak
+        "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "device_name": torch.cuda.get_device_name(env.device)
+        if env.device.type == "cuda"
+        else "cpu",
+        "precision": str(resolve_precision(cfg, env.device)).removeprefix("torch."),
+        "parameters": sum(p.numel() for p in raw.parameters()),
+        "flops_per_sample": raw.flops_per_sample(),
+        "peak_flops_per_gpu": reporter.peak_total / env.world_size if reporter.peak_total else None,
+        **memory,
     }
     reporter.summary(summary)
+
+
+def _peak_memory(env: DistEnv) -> dict[str, int | None]:
+    """Peak GPU memory PyTorch allocated and reserved, the maximum over ranks (None on CPU,
+    where torch keeps no such counter)."""
+    if env.device.type != "cuda":
+        return {"peak_memory_allocated_bytes": None, "peak_memory_reserved_bytes": None}
+    mine = torch.tensor(
+        [torch.cuda.max_memory_allocated(env.device), torch.cuda.max_memory_reserved(env.device)],
+        device=env.device,
+        dtype=torch.int64,
+    )
+    dist.all_reduce(mine, op=dist.ReduceOp.MAX)
+    allocated, reserved = (int(v) for v in mine.tolist())
+    return {"peak_memory_allocated_bytes": allocated, "peak_memory_reserved_bytes": reserved}

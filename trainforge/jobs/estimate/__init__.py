@@ -38,6 +38,7 @@ __all__ = [
     "NoEstimate",
     "check_fit",
     "estimate",
+    "fit_warnings",
     "gib",
     "warnings",
 ]
@@ -133,6 +134,9 @@ def estimate(job: JobSpec, pool: PoolFacts, *, calibration: dict | None = None) 
     world = procs * pods
     device = "cuda" if gpus_ else "cpu"
     r = regime(shape, job.strategy, world, device)
+    # Memory at the job's smallest size: an elastic FSDP job shrunk to minWorkers shards its
+    # states over fewer GPUs, so each holds more.
+    r_mem = regime(shape, job.strategy, procs * job.min_workers, device)
     gpu_name, gpu = _gpu(pool) if device == "cuda" else (None, None)
     pod_memory = parse_quantity(job.memory) if job.memory else None
     if device == "cuda":
@@ -143,7 +147,7 @@ def estimate(job: JobSpec, pool: PoolFacts, *, calibration: dict | None = None) 
         capacity = int(pod_memory / procs) if pod_memory else None
     mem = estimate_memory(
         shape,
-        r,
+        r_mem,
         capacity=capacity,
         procs_per_pod=procs,
         async_checkpoint=job.checkpoint.async_save,
@@ -350,3 +354,11 @@ def warnings(e: JobEstimate, where: str = "job") -> list[str]:
             f"{gib(e.host_memory_limit)}; raise memory or set checkpoint.async: false"
         )
     return out
+
+
+def fit_warnings(job: JobSpec, pool: PoolFacts, where: str = "job") -> list[str]:
+    """`warnings` of a job's estimate ([] when its model size is unknown)."""
+    try:
+        return warnings(estimate(job, pool), where)
+    except NoEstimate:
+        return []

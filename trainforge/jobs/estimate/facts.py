@@ -109,8 +109,10 @@ STARTUP_SECONDS = (60.0, 600.0)
 CUDA_CONTEXT_BYTES = 768 * MIB
 NCCL_BYTES = 512 * MIB
 FRAGMENTATION = 0.10
-# Process memory of a rank outside its tensors (Python, torch and CUDA libraries).
+# Process memory of a rank outside its tensors (Python, torch and CUDA libraries), host side;
+# a CPU-only rank (no CUDA libraries) is smaller. ASSUMPTIONS.
 HOST_PROCESS_BYTES = 3 * GIB
+CPU_PROCESS_BYTES = 512 * MIB
 
 HIGH_WATER = 0.90  # warn above this fraction of the GPU's memory
 

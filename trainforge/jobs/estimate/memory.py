@@ -83,6 +83,7 @@ class MemoryEstimate:
     capacity: int | None  # GPU memory (or this process's share of the pod's, on CPU)
     host_per_pod: int  # host RAM the pod's processes need (init, checkpoint staging)
     notes: tuple[str, ...] = field(default=())
+    phases: dict[str, dict[str, int]] = field(default_factory=dict)  # every candidate moment
 
     @property
     def peak(self) -> int:
@@ -135,8 +136,9 @@ def _per_layer(shape: ModelShape, r: Regime) -> int:
 
 
 def activations(shape: ModelShape, r: Regime) -> dict[str, int]:
-    """Saved activations after forward (`held`), one recomputed block, the final norm's
-    output and the loss path's peak (`logits`), and the activation-gradient temporaries."""
+    """Saved activations after forward (`held`), one block's recomputation (`recompute`),
+    the final norm's saved output, the loss path's peak (`logits`) and the activation-gradient
+    temporaries of a block's backward (`grad_temps`)."""
     b = shape.batch_size
     if shape.kind == "mlp":
         hidden = sum(flops.MLP_SIZES[1:-1])
@@ -155,10 +157,12 @@ def activations(shape: ModelShape, r: Regime) -> dict[str, int]:
     x0 = r.residual_bytes * sbh + 8 * s  # embedding output (block 1's input) + positions
     return {
         "held": x0 + shape.layers * held,
-        "recompute": full if shape.activation_checkpointing else 0,
+        # recomputation rebuilds what the block saves; its output is dropped at once
+        "recompute": full - r.residual_bytes * sbh if shape.activation_checkpointing else 0,
         "final_norm": r.compute_bytes * sbh + 8 * sb,
         "logits": 12 * sb * shape.vocab_size,
-        "grad_temps": (4 * r.compute_bytes + 2 * r.residual_bytes) * sbh,
+        # the gradient of the 4h-wide MLP activation, while the next one is computed from it
+        "grad_temps": 4 * r.compute_bytes * sbh,
     }
 
 
@@ -170,6 +174,69 @@ def batch_bytes(shape: ModelShape) -> int:
     return 2 * 8 * b * shape.seq_len
 
 
+def _mlp_backward(shape: ModelShape, r: Regime) -> tuple[int, int]:
+    """(activations, buffers) at the worst Linear's backward of the MLP: the outputs earlier
+    blocks saved, the gradients in and out of this one and its weight's fresh fp32 gradient
+    (before DDP copies it into its bucket). The first Linear (784x256) usually wins."""
+    sizes, b, e = flops.MLP_SIZES, shape.batch_size, r.compute_bytes
+    best = (0, 0)
+    for i in range(len(sizes) - 1):
+        held = e * b * sum(sizes[1 : i + 1])
+        grads = e * b * (sizes[i + 1] + (sizes[i] if i else 0))  # no gradient for the input
+        fresh = 4 * (sizes[i] * sizes[i + 1] + sizes[i + 1])
+        if held + grads + fresh > sum(best):
+            best = (held + grads, fresh)
+    return best
+
+
+def phases(shape: ModelShape, r: Regime) -> dict[str, dict[str, int]]:
+    """Components allocated at each candidate peak moment of a step (states included)."""
+    st = states(shape, r)
+    act = activations(shape, r)
+    e_c = r.compute_bytes
+    fsdp = r.strategy == "fsdp"
+    base = {**st, "batch": batch_bytes(shape)}
+    if r.autocast:
+        base["autocast copies"] = 2 * shape.matmul_parameters
+    if fsdp and shape.blocks:
+        biggest = max(shape.blocks, key=_numel)
+        block = e_c * _padded(biggest, r.world)
+        kept = e_c * (_padded(shape.root, r.world) + _padded(shape.blocks[-1], r.world))
+    else:
+        biggest, block, kept = (), 0, 0
+
+    # The loss's backward: everything forward saved, plus the loss path (usually the peak).
+    loss = dict(base)
+    if fsdp:
+        # root and last block stay gathered; the last all-gather's flat output may linger
+        loss["gathered parameters"] = kept + block
+    loss["activations"] = act["held"] + act["final_norm"]
+    loss["logits"] = act["logits"]
+
+    # The last block's backward: its recomputed activations (with activation checkpointing),
+    # gradient temporaries and the strategy's buffers.
+    bwd = dict(base)
+    if fsdp:
+        bwd["gathered parameters"] = kept + 2 * block  # + the prefetched block and its flat
+        # unsharded gradients in the compute dtype and the fp32 reduce-scatter input they
+        # are copied (and cast) into
+        bwd["buffers"] = block + 4 * _padded(biggest, r.world)
+    elif shape.kind == "mlp":
+        bwd["activations"], bwd["buffers"] = _mlp_backward(shape, r)
+    else:
+        in_blocks = [flops.numel(s) for b in shape.blocks for s in b]
+        # a block weight's fresh gradient before DDP copies it into its bucket
+        bwd["buffers"] = (4 + (2 if r.autocast else 0)) * max(in_blocks, default=0)
+    if shape.kind != "mlp":
+        bwd["activations"] = act["held"] + act["recompute"] + act["grad_temps"]
+
+    out = {"loss backward": loss, "block backward": bwd}
+    if fsdp:
+        # parallel.py moves the whole fp32 model to the device before fully_shard shards it
+        out["setup (FSDP sharding)"] = {"parameters": 4 * shape.parameters + st["parameters"]}
+    return out
+
+
 def estimate_memory(
     shape: ModelShape,
     r: Regime,
@@ -178,66 +245,26 @@ def estimate_memory(
     procs_per_pod: int,
     async_checkpoint: bool,
 ) -> MemoryEstimate:
-    st = states(shape, r)
-    act = activations(shape, r)
-    e_c = r.compute_bytes
-    biggest_block = max(shape.blocks, key=_numel) if shape.blocks else ()
-    block = e_c * _padded(biggest_block, r.world)
-    fsdp = r.strategy == "fsdp"
-    autocast = 2 * shape.matmul_parameters if r.autocast else 0
-    base = {**st, "batch": batch_bytes(shape)}
-    if autocast:
-        base["autocast copies"] = autocast
-
-    # The moment the loss's backward runs: everything forward saved, plus the loss path.
-    loss = dict(base)
-    if fsdp:
-        last = e_c * _padded(shape.blocks[-1], r.world) if shape.blocks else 0
-        root = e_c * _padded(shape.root, r.world)
-        loss["gathered parameters"] = root + last + block  # + the kept all-gather output
-    loss["activations"] = act["held"] + act["final_norm"]
-    loss["logits"] = act["logits"]
-
-    # The last block's backward: its recomputed activations (AC), gradient temporaries and
-    # the strategy's buffers.
-    bwd = dict(base)
-    if fsdp:
-        last = e_c * _padded(shape.blocks[-1], r.world) if shape.blocks else 0
-        root = e_c * _padded(shape.root, r.world)
-        bwd["gathered parameters"] = root + last + block  # + the prefetched block
-        # unsharded gradients in the compute dtype + the fp32 reduce-scatter input
-        bwd["buffers"] = block + 4 * _padded(biggest_block, r.world)
-    else:
-        biggest = max((flops.numel(s) for b in (*shape.blocks, shape.root) for s in b), default=0)
-        # a fresh gradient before DDP copies it into its bucket (bf16 first under autocast)
-        bwd["buffers"] = (4 + (2 if r.autocast else 0)) * biggest
-    bwd["activations"] = act["held"] + act["recompute"] + act["grad_temps"]
-
-    phases = {"loss backward": loss, "block backward": bwd}
-    if fsdp:
-        # parallel.py moves the whole fp32 model to the device before fully_shard shards it
-        phases["setup (FSDP sharding)"] = {
-            "parameters": 4 * shape.parameters + st["parameters"],
-        }
-    phase = max(phases, key=lambda k: sum(phases[k].values()))
-    components = {k: v for k, v in phases[phase].items() if v}
-
+    candidates = phases(shape, r)
+    phase = max(candidates, key=lambda k: sum(candidates[k].values()))
+    components = {k: v for k, v in candidates[phase].items() if v}
     peak = sum(components.values())
     notes: list[str] = []
+    local = states(shape, r)["parameters"] // 4
+    # DCP's async save stages the rank's state (weights + two moments) in host memory
+    staging = 12 * local if async_checkpoint else 0
     if r.device == "cuda":
         allowance = facts.CUDA_CONTEXT_BYTES + int(facts.FRAGMENTATION * peak)
         if r.world > 1:
             allowance += facts.NCCL_BYTES
-    else:
-        allowance = 0
-    if shape.compile:
-        notes.append("torch.compile usually saves fewer activations than eager; eager assumed")
-    local = st["parameters"] // 4
-    staging = 12 * local if async_checkpoint else 0
-    if r.device == "cuda":
+        # the model is built on the CPU (fp32) before it moves to the GPU
         per_proc = facts.HOST_PROCESS_BYTES + 4 * shape.parameters + staging
     else:
-        per_proc = facts.HOST_PROCESS_BYTES // 6 + peak + staging
+        # on CPU the "device" is the host: the process itself and the staging copy count
+        allowance = facts.CPU_PROCESS_BYTES + staging
+        per_proc = peak + allowance
+    if shape.compile:
+        notes.append("torch.compile usually saves fewer activations than eager; eager assumed")
     return MemoryEstimate(
         components=components,
         phase=phase,
@@ -245,4 +272,5 @@ def estimate_memory(
         capacity=capacity,
         host_per_pod=procs_per_pod * per_proc,
         notes=tuple(notes),
+        phases=candidates,
     )
