@@ -42,9 +42,27 @@ CONFIGS: list[tuple[str, dict[str, Any]]] = [
     ("ddp-fp32-ac", {**GPT, "strategy": "ddp", "batch_size": 8, "activation_checkpointing": True}),
     ("ddp-bf16", {**GPT, "strategy": "ddp", "batch_size": 8, "precision": "bf16"}),
     ("fsdp-fp32", {**GPT, "strategy": "fsdp", "batch_size": 8}),
-    ("fsdp-fp32-ac", {**GPT, "strategy": "fsdp", "batch_size": 8, "activation_checkpointing": True}),
+    (
+        "fsdp-fp32-ac",
+        {**GPT, "strategy": "fsdp", "batch_size": 8, "activation_checkpointing": True},
+    ),
     ("fsdp-bf16", {**GPT, "strategy": "fsdp", "batch_size": 8, "precision": "bf16"}),
     ("mlp-ddp", {"model": "mlp", "strategy": "ddp", "batch_size": 256}),
+    # odd sizes: FSDP2 pads dim 0 of 301-row tables to 151 rows per rank
+    (
+        "fsdp-odd-ac",
+        {
+            "model": "gpt",
+            "layers": 2,
+            "d_model": 48,
+            "heads": 3,
+            "seq_len": 40,
+            "vocab_size": 301,
+            "strategy": "fsdp",
+            "batch_size": 6,
+            "activation_checkpointing": True,
+        },
+    ),
 ]
 
 
@@ -141,11 +159,13 @@ def measure(name: str, overrides: dict[str, Any], env: Any) -> dict[str, Any]:
     # Gradients exist between backward and zero_grad: take them from one more backward.
     micro_step(model, (x, y), True, cfg, env.device, dtype)
     grads = [p.grad for p in model.parameters() if p.grad is not None]
-    state = [
-        v for s in optimizer.state.values() for v in s.values() if isinstance(v, torch.Tensor)
-    ]
+    state = [v for s in optimizer.state.values() for v in s.values() if isinstance(v, torch.Tensor)]
+    blocks = [sum(p.numel() for p in b.parameters()) for b in raw.blocks]
+    matrices = [sum(p.numel() for p in b.parameters() if p.dim() == 2) for b in raw.blocks]
     out = {
         "name": name,
+        "block_params": blocks,
+        "block_matrix_params": matrices,
         "config": dataclasses.asdict(cfg),
         "world_size": env.world_size,
         "parameters_bytes": _storage_bytes(list(model.parameters())),

@@ -138,7 +138,7 @@ def estimate(job: JobSpec, pool: PoolFacts, *, calibration: dict | None = None) 
     # states over fewer GPUs, so each holds more.
     r_mem = regime(shape, job.strategy, procs * job.min_workers, device)
     gpu_name, gpu = _gpu(pool) if device == "cuda" else (None, None)
-    pod_memory = parse_quantity(job.memory) if job.memory else None
+    pod_memory = int(parse_quantity(job.memory)) if job.memory else None
     if device == "cuda":
         capacity = pool.gpu_memory_mib * facts.MIB if pool.gpu_memory_mib else None
         if capacity is None and gpu is not None:

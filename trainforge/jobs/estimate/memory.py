@@ -32,9 +32,11 @@ all-reduce buckets (4P; `gradient_as_bucket_view`, so no second copy) and AdamW'
 moments (8P) plus a 4-byte step per tensor. FSDP2 holds the same per rank on its shard:
 dim 0 of each tensor split in N, padded (ceil). It gathers the root (embeddings, head) and
 the current block in the compute dtype, keeps the last block gathered from forward into
-backward (parallel.py: reshard_after_forward=False) and the flat all-gather output of the
-block it just gathered (for implicit prefetching); in backward it prefetches one block and
-reduces each block's gradient through a fp32 reduce-scatter input of the block's size.
+backward (parallel.py: reshard_after_forward=False) and, during forward, the flat all-gather
+output of the block it just gathered (implicit prefetching; released when the root's forward
+ends); in backward it prefetches one block, keeps
+the root's unsharded gradients until the end and reduces each block's gradient through a fp32
+reduce-scatter input of the block's size once that block's activations are freed.
 Under DDP bf16, autocast caches a bf16 copy of every Linear weight for the step.
 """
 
@@ -46,8 +48,9 @@ from trainforge.jobs.estimate import facts
 from trainforge.jobs.estimate.shape import ModelShape, Shapes
 from trainforge.training import flops
 
-# Non-reentrant checkpoint bookkeeping per block (RNG state, holders): measured ~5 KiB on CPU.
-CHECKPOINT_OVERHEAD = 8 * 1024
+# torch.utils.checkpoint keeps each block's CPU RNG state (a 5056-byte tensor, measured) to
+# replay dropout identically; on a GPU that copy lives in host memory, not on the device.
+CHECKPOINT_RNG_BYTES = {"cpu": 5056, "cuda": 0}
 
 
 @dataclass(frozen=True)
@@ -144,6 +147,7 @@ def activations(shape: ModelShape, r: Regime) -> dict[str, int]:
         hidden = sum(flops.MLP_SIZES[1:-1])
         classes = flops.MLP_SIZES[-1]
         return {
+            "x0": 0,
             "held": r.compute_bytes * b * hidden,
             "recompute": 0,
             "final_norm": 0,
@@ -153,9 +157,11 @@ def activations(shape: ModelShape, r: Regime) -> dict[str, int]:
     s, h = shape.seq_len, shape.d_model
     sbh, sb = b * s * h, b * s
     full = _per_layer(shape, r)
-    held = r.residual_bytes * sbh + CHECKPOINT_OVERHEAD if shape.activation_checkpointing else full
+    rng = CHECKPOINT_RNG_BYTES.get(r.device, 0)
+    held = r.residual_bytes * sbh + rng if shape.activation_checkpointing else full
     x0 = r.residual_bytes * sbh + 8 * s  # embedding output (block 1's input) + positions
     return {
+        "x0": x0,
         "held": x0 + shape.layers * held,
         # recomputation rebuilds what the block saves; its output is dropped at once
         "recompute": full - r.residual_bytes * sbh if shape.activation_checkpointing else 0,
@@ -208,8 +214,9 @@ def phases(shape: ModelShape, r: Regime) -> dict[str, dict[str, int]]:
     # The loss's backward: everything forward saved, plus the loss path (usually the peak).
     loss = dict(base)
     if fsdp:
-        # root and last block stay gathered; the last all-gather's flat output may linger
-        loss["gathered parameters"] = kept + block
+        # root and last block stay gathered (the last flat all-gather output is released
+        # when the root's forward ends)
+        loss["gathered parameters"] = kept
     loss["activations"] = act["held"] + act["final_norm"]
     loss["logits"] = act["logits"]
 
@@ -217,10 +224,15 @@ def phases(shape: ModelShape, r: Regime) -> dict[str, dict[str, int]]:
     # gradient temporaries and the strategy's buffers.
     bwd = dict(base)
     if fsdp:
-        bwd["gathered parameters"] = kept + 2 * block  # + the prefetched block and its flat
-        # unsharded gradients in the compute dtype and the fp32 reduce-scatter input they
-        # are copied (and cast) into
-        bwd["buffers"] = block + 4 * _padded(biggest, r.world)
+        # + the block prefetched for the next backward (its flat all-gather output is freed
+        # right after the copy-out in backward)
+        bwd["gathered parameters"] = kept + block
+        # the block's unsharded gradients (compute dtype) as backward produces them, and the
+        # root's, which wait for the root's reduce-scatter at the end of backward (the head's
+        # weight gradient is there from the start). Each block's fp32 reduce-scatter input
+        # comes after its activations are freed, so it does not add to this moment.
+        head = shape.vocab_size * shape.d_model if shape.kind != "mlp" else 0
+        bwd["buffers"] = block + e_c * head
     elif shape.kind == "mlp":
         bwd["activations"], bwd["buffers"] = _mlp_backward(shape, r)
     else:
@@ -232,8 +244,10 @@ def phases(shape: ModelShape, r: Regime) -> dict[str, dict[str, int]]:
 
     out = {"loss backward": loss, "block backward": bwd}
     if fsdp:
-        # parallel.py moves the whole fp32 model to the device before fully_shard shards it
-        out["setup (FSDP sharding)"] = {"parameters": 4 * shape.parameters + st["parameters"]}
+        # fully_shard moves one group (a block, then the root) to the device in fp32 and
+        # shards it there: the largest group whole, plus every shard
+        groups = [_numel(g) for g in (*shape.blocks, shape.root)]
+        out["setup (FSDP sharding)"] = {"parameters": 4 * max(groups) + st["parameters"]}
     return out
 
 
