@@ -246,6 +246,7 @@ def test_cpu_jobs_are_checked_against_the_pod_s_memory():
     with pytest.raises(DoesNotFit) as err:
         check_fit(tight, CPU, "job")
     assert "per process of the pod's memory 700Mi" in str(err.value)
+    assert str(err.value).endswith("fits with memory: 2Gi")
     roomy = dataclasses.replace(tight, memory="4Gi")
     assert check_fit(roomy, CPU) is not None
 

@@ -89,7 +89,8 @@ class JobEstimate:
         return self.memory_capacity is None or self.memory_total <= self.memory_capacity
 
     def memory_line(self) -> str:
-        parts = [f"{k} {gib(v)}" for k, v in self.memory.items()]
+        """Components for people (those under 1 MiB, such as the token batch, left out)."""
+        parts = [f"{k} {gib(v)}" for k, v in self.memory.items() if v >= facts.MIB]
         return ", ".join(parts)
 
 
@@ -255,25 +256,21 @@ def _what_fits(job: JobSpec, pool: PoolFacts, e: JobEstimate) -> list[str]:
         frac = c.memory_fraction
         return c if frac is None or frac <= facts.HIGH_WATER else None
 
+    def with_ac(j: JobSpec) -> JobSpec:
+        if j.model_size is not None:
+            size = dataclasses.replace(j.model_size, activation_checkpointing=True)
+            return dataclasses.replace(j, model_size=size)
+        flags = dataclasses.replace(j.training, activation_checkpointing=True)
+        return dataclasses.replace(j, training=flags)
+
     candidates: list[tuple[str, JobSpec]] = []
     if not shape.activation_checkpointing:
-        candidates.append(
-            ("activationCheckpointing: true", with_training(activation_checkpointing=True))
-        )
+        candidates.append(("activationCheckpointing: true", with_ac(job)))
     if job.strategy == "ddp" and e.world_size > 1:
         fsdp = dataclasses.replace(job, strategy="fsdp", preset="fsdp")
         candidates.append(("preset: fsdp", fsdp))
         if not shape.activation_checkpointing:
-            candidates.append(
-                (
-                    "preset: fsdp with activationCheckpointing: true",
-                    dataclasses.replace(fsdp, training=fsdp.training)
-                    if sized is not None
-                    else dataclasses.replace(
-                        fsdp, training=dataclasses.replace(t, activation_checkpointing=True)
-                    ),
-                )
-            )
+            candidates.append(("preset: fsdp with activationCheckpointing: true", with_ac(fsdp)))
     for label, cand in candidates:
         c = fits(cand)
         if c is not None:
@@ -290,6 +287,12 @@ def _what_fits(job: JobSpec, pool: PoolFacts, e: JobEstimate) -> list[str]:
                 f"(est. {gib(c.memory_total)})"
             )
             break
+    # on CPU pools: more pod memory, if a node has it
+    if e.gpu is None and pool.memory_mib_per_node:
+        procs = job.procs_per_worker or 1
+        need_gib = -(-(e.memory_total * procs) // GIB)
+        if need_gib * 1024 <= pool.memory_mib_per_node * 0.85:
+            out.append(f"memory: {need_gib}Gi")
     # more GPUs (FSDP shards the states over them)
     if job.strategy == "fsdp" and job.elastic is None:
         for workers in range(job.workers + 1, 4 * job.workers + 9):
