@@ -160,6 +160,8 @@ class TrainingJobArgs(TypedDict, total=False):
     metrics_port: int
     nccl_debug: str
     env: dict[str, str]
+    expected_step_seconds: float
+    """Seconds per optimizer step on this pool, if known (the plan's cost report uses it)."""
     target: JobTargetArgs
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from trainforge.jobs import images
 from trainforge.jobs.codeship import CODE_MOUNT, CodeBundle, configmap_manifest
 from trainforge.jobs.spec import JobSpec
 from trainforge.jobs.wiring import EFA_RESOURCE, GPU_RESOURCE, JobTarget, efa_count
@@ -256,7 +257,7 @@ def container_security_context() -> dict[str, Any]:
 
 
 def pod_template(job: JobSpec, target: JobTarget, code: CodeBundle | None) -> dict[str, Any]:
-    image = job.image or default_image()
+    image = images.image_for(job, target.pool)
     ports = [{"name": RDZV_PORT_NAME, "containerPort": RDZV_PORT, "protocol": "TCP"}]
     if job.metrics_port:
         ports.append(
@@ -426,7 +427,5 @@ def emit(job: JobSpec, target: JobTarget, code: CodeBundle | None) -> EmittedJob
 
 
 def default_image() -> str:
-    """The pinned stock PyTorch CUDA image (from the platform's one versions module)."""
-    from trainforge.jobs import images
-
+    """The pinned stock PyTorch CUDA image that needs the oldest driver (no pool known)."""
     return images.default_image()

@@ -164,6 +164,9 @@ class JobSpec:
     metrics_port: int = 9090
     nccl_debug: str = "WARN"
     env: tuple[tuple[str, str], ...] = ()
+    # Seconds one optimizer step takes on the job's pool, if the user knows (e.g. from a
+    # previous run's summary). Only the plan's cost report reads it; the runtime does not.
+    expected_step_seconds: float | None = None
 
     @property
     def procs(self) -> int:
@@ -333,6 +336,7 @@ _TOP_KEYS = [
     "nccl_debug",
     "env",
     "model_size",
+    "expected_step_seconds",
     *_MODEL_KEYS,
 ]
 _MODEL_SIZE_KEYS = [f.name for f in fields(ModelSize)]
@@ -415,10 +419,13 @@ def _parse_model(r: _Reader) -> ModelFlags:
         )
     if flags.data_path and flags.dataset != "tokens":
         raise JobConfigError(
-            r.path("dataset"), flags.dataset, "dataPath is only read with dataset: tokens"
+            r.path("data_path"),
+            flags.data_path,
+            f"only read with dataset: tokens (dataset is {flags.dataset or 'synthetic'})",
         )
     if flags.d_model and flags.heads and flags.d_model % flags.heads:
         raise JobConfigError(r.path("heads"), flags.heads, f"must divide dModel ({flags.d_model})")
+    _runtime_check(flags, r)
     return flags
 
 
@@ -426,26 +433,23 @@ def _parse_model_size(raw: Any, where: str, flags: ModelFlags) -> ModelSize | No
     if raw is None:
         return None
     r = _Reader(raw, where, _MODEL_SIZE_KEYS)
+    # every value's type first (an error names its own key), then what is missing
+    values: dict[str, Any] = {
+        k: r.int_(k)
+        for k in ("layers", "d_model", "seq_len", "vocab_size", "parameters", "heads", "steps")
+    }
+    values["batch_size"] = r.int_("batch_size", 1)
+    values["grad_accum"] = r.int_("grad_accum", 1)
+    values["activation_checkpointing"] = r.bool_("activation_checkpointing", False)
     for key in ("layers", "d_model", "seq_len", "vocab_size"):
-        if not r.has(key):
+        if values[key] is None:
             raise JobConfigError(
                 r.path(key),
                 None,
                 "modelSize needs layers, dModel, seqLen and vocabSize (the planner sizes "
                 "activations and logits from them)",
             )
-    size = ModelSize(
-        layers=r.int_("layers"),
-        d_model=r.int_("d_model"),
-        seq_len=r.int_("seq_len"),
-        vocab_size=r.int_("vocab_size"),
-        parameters=r.int_("parameters"),
-        heads=r.int_("heads"),
-        batch_size=r.int_("batch_size", 1),
-        grad_accum=r.int_("grad_accum", 1),
-        steps=r.int_("steps"),
-        activation_checkpointing=r.bool_("activation_checkpointing", False),
-    )
+    size = ModelSize(**values)
     if size.heads and size.d_model % size.heads:
         raise JobConfigError(r.path("heads"), size.heads, f"must divide dModel ({size.d_model})")
     given = [_camel(k) for k in _BUNDLED_SIZE_FLAGS if getattr(flags, k) is not None]
@@ -457,6 +461,30 @@ def _parse_model_size(raw: Any, where: str, flags: ModelFlags) -> ModelSize | No
             f"by {', '.join(given)}. Set one or the other",
         )
     return size
+
+
+def _runtime_check(flags: ModelFlags, r: _Reader) -> None:
+    """Run the runtime's own value checks (trainforge.training.config.check_values, torch-free)
+    on the job's flags, so that a job the runtime would reject at start is refused at preview.
+    The runtime names a flag (`--vocab-size`); the error names the job key (`vocabSize`)."""
+    import dataclasses as dc
+
+    from trainforge.training.config import ConfigError, TrainConfig, check_values
+
+    known = {f.name for f in dc.fields(TrainConfig)}
+    values = {
+        k: v
+        for k, v in dc.asdict(flags).items()
+        if k in known and v is not None and k not in ("compile", "activation_checkpointing")
+    }
+    try:
+        check_values(TrainConfig(**values))
+    except ConfigError as e:
+        m = re.search(r"--([a-z][a-z-]*)", str(e))
+        key = m.group(1).replace("-", "_") if m else "model"
+        raise JobConfigError(
+            r.path(key), r.data.get(key), f"the training runtime refuses it: {e}"
+        ) from None
 
 
 def _parse_checkpoint(raw: Any, where: str) -> CheckpointSpec:
@@ -542,9 +570,12 @@ def parse_job(raw: Any, where: str = "job") -> JobSpec:
     strategy = r.str_("strategy", "fsdp" if preset == "fsdp" else "ddp", STRATEGIES)
     if preset == "fsdp" and strategy != "fsdp":
         raise JobConfigError(r.path("strategy"), strategy, "the fsdp preset runs strategy fsdp")
-    if preset == "ddp" and r.has("elastic"):
+    if preset != "elastic" and r.has("elastic"):
+        # fsdp jobs used to drop the block silently
         raise JobConfigError(
-            r.path("elastic"), r.data["elastic"], "elastic settings need preset: elastic"
+            r.path("elastic"),
+            r.data["elastic"],
+            f"elastic settings need preset: elastic (got {preset})",
         )
     workers = r.int_("workers", None)
     elastic = None
@@ -602,6 +633,7 @@ def parse_job(raw: Any, where: str = "job") -> JobSpec:
         metrics_port=r.int_("metrics_port", 9090, minimum=0, maximum=65535),
         nccl_debug=r.str_("nccl_debug", "WARN", NCCL_DEBUG_LEVELS),
         env=_parse_env(r.data.get("env"), r.path("env")),
+        expected_step_seconds=r.float_("expected_step_seconds"),
     )
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 from fractions import Fraction
 
+from trainforge.jobs import images
 from trainforge.jobs.contract import (
     EFA_RESOURCE,
     GPU_RESOURCE,
@@ -179,6 +180,7 @@ def resolve_job(job: JobSpec, target: JobTarget, where: str = "job") -> JobSpec:
         checkpoint=replace(job.checkpoint, s3_mirror=mirror),
     )
     check_quota(resolved, target, where)
+    images.check_image(resolved, pool, where)
     # Will the model fit in the pool's GPU (or pod) memory? Refused here, before anything
     # exists, with the estimate and what would make it fit (trainforge.jobs.estimate).
     check_fit(resolved, pool, where)

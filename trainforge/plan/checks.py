@@ -23,6 +23,7 @@ from typing import Any
 # "module:function" of every check, in the order their sections print.
 CHECKS: list[str] = [
     "trainforge.plan.estimates:check",
+    "trainforge.plan.cost_check:check",
 ]
 
 

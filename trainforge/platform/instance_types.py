@@ -77,6 +77,9 @@ class PoolTypeFacts:
     gpu_models: tuple[str, ...] = ()  # every GPU model among the types, sorted
     network_gbps: float = 0.0  # minimum over the types (see InstanceTypeFacts)
     primary_network_gbps: float = 0.0
+    # Each type's own facts, in the pool's order (the cost report picks the type a pod
+    # lands on; the minimums above are what a pod may be sized for).
+    per_type: tuple[InstanceTypeFacts, ...] = ()
 
 
 def resolve_pool(
@@ -139,6 +142,7 @@ def resolve_pool(
         gpu_models=gpu_models,
         network_gbps=min(f.network_gbps for f in facts),
         primary_network_gbps=min(f.primary_network_gbps for f in facts),
+        per_type=tuple(facts),
     )
 
 
