@@ -31,7 +31,8 @@ from trainforge.training import gpus, metrics
 from trainforge.training.config import TrainConfig
 from trainforge.training.models import build_model
 
-# The prod stack's g5 pool as the contract describes it (EC2 facts: A10G, 22,888 MiB, 40 Gbps).
+# The prod stack's pools as contract_from_config publishes them (EC2 facts: A10G with 22,888
+# MiB and 40 Gbps; H100 with 81,920 MiB and 3,200 Gbps of EFA).
 A10G = PoolFacts(
     name="gpu-workloads",
     instance_types=("g5.12xlarge", "g5.48xlarge"),
@@ -39,6 +40,9 @@ A10G = PoolFacts(
     gpu_name="A10G",
     gpu_memory_mib=22888,
     gpu_models=("A10G",),
+    gpu_archs=(86,),
+    ami="al2023@v20260903",
+    nvidia_driver=580,
     network_gbps=40.0,
     primary_network_gbps=40.0,
     vcpus_per_node=48,
@@ -51,6 +55,9 @@ P5 = PoolFacts(
     gpu_name="H100",
     gpu_memory_mib=81920,
     gpu_models=("H100",),
+    gpu_archs=(90,),
+    ami="al2023@v20260903",
+    nvidia_driver=580,
     efa_interfaces=32,
     network_gbps=3200.0,
     primary_network_gbps=100.0,
@@ -378,7 +385,7 @@ def test_the_repository_calibration_file_is_valid():
         (
             {"layers": 2, "dModel": 64, "seqLen": 8, "vocabSize": 9},
             {"layers": 3},
-            "modelSize",
+            "modelSize.layers",
             "the bundled model is sized by layers",
         ),
         (

@@ -79,7 +79,6 @@ class PoolFacts:
     gpus_per_node: int = 0
     gpu_name: str | None = None  # e.g. "A10G", "H100"; None on CPU pools
     gpu_memory_mib: int = 0  # per GPU (minimum over the pool's types)
-    gpu_models: tuple[str, ...] = ()  # every GPU model among the pool's types (gpu_name: one)
     # Sustained network bandwidth per node in Gbit/s (EC2's baseline, minimum over the types):
     # all network cards (what EFA uses) and the primary card (a pod's TCP traffic). 0 = unknown.
     network_gbps: float = 0.0

@@ -441,6 +441,15 @@ def _parse_model_size(raw: Any, where: str, flags: ModelFlags) -> ModelSize | No
     values["batch_size"] = r.int_("batch_size", 1)
     values["grad_accum"] = r.int_("grad_accum", 1)
     values["activation_checkpointing"] = r.bool_("activation_checkpointing", False)
+    bundled = [_camel(k) for k in _BUNDLED_SIZE_FLAGS if getattr(flags, k) is not None]
+    if bundled:
+        first = next(iter(r.data), None)  # the first key stated under modelSize
+        raise JobConfigError(
+            r.path(first) if first else where,
+            r.data.get(first) if first else raw,
+            f"modelSize states the size of your own code's model; the bundled model is sized "
+            f"by {', '.join(bundled)}. Set one or the other",
+        )
     for key in ("layers", "d_model", "seq_len", "vocab_size"):
         if values[key] is None:
             raise JobConfigError(
@@ -452,14 +461,6 @@ def _parse_model_size(raw: Any, where: str, flags: ModelFlags) -> ModelSize | No
     size = ModelSize(**values)
     if size.heads and size.d_model % size.heads:
         raise JobConfigError(r.path("heads"), size.heads, f"must divide dModel ({size.d_model})")
-    given = [_camel(k) for k in _BUNDLED_SIZE_FLAGS if getattr(flags, k) is not None]
-    if given:
-        raise JobConfigError(
-            where,
-            raw,
-            f"modelSize states the size of your own code's model; the bundled model is sized "
-            f"by {', '.join(given)}. Set one or the other",
-        )
     return size
 
 

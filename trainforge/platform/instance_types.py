@@ -74,7 +74,6 @@ class PoolTypeFacts:
     # (minimum over the types; 0 on CPU pools).
     gpu_name: str | None = None
     gpu_memory_mib: int = 0
-    gpu_models: tuple[str, ...] = ()  # every GPU model among the types, sorted
     network_gbps: float = 0.0  # minimum over the types (see InstanceTypeFacts)
     primary_network_gbps: float = 0.0
     # Each type's own facts, in the pool's order (the cost report picks the type a pod
@@ -127,7 +126,6 @@ def resolve_pool(
         )
     arch = "arm64" if "arm64" in arches else "amd64"
     gpu_names = {f.gpu_name for f in facts if f.gpus}
-    gpu_models = tuple(sorted(n for n in gpu_names if n))
     per_gpu = [f.gpu_memory_mib // f.gpus for f in facts if f.gpus]
     return PoolTypeFacts(
         instance_types=tuple(pool.instance_types),
@@ -137,9 +135,8 @@ def resolve_pool(
         vcpus_per_node=min(f.vcpus for f in facts),
         memory_mib_per_node=min(f.memory_mib for f in facts),
         architecture=arch,
-        gpu_name=gpu_models[0] if len(gpu_names) == 1 and gpu_models and not no_gpu else None,
+        gpu_name=gpu_names.pop() if len(gpu_names) == 1 and not no_gpu else None,
         gpu_memory_mib=min(per_gpu) if per_gpu and not no_gpu else 0,
-        gpu_models=gpu_models,
         network_gbps=min(f.network_gbps for f in facts),
         primary_network_gbps=min(f.primary_network_gbps for f in facts),
         per_type=tuple(facts),
