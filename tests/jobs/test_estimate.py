@@ -406,3 +406,27 @@ def test_bad_model_size_names_the_key(size, extra, field, hint):
     with pytest.raises(JobConfigError) as err:
         parse_job({"name": "x", "team": "t", "pool": "p", "modelSize": size, **extra}, "job")
     assert str(err.value).startswith(f"job.{field}: ") and hint in str(err.value)
+
+
+def test_the_planner_needs_neither_torch_nor_pulumi(tmp_path):
+    """resolve_job runs inside `pulumi preview`, where torch is not installed, and `calibrate`
+    runs on a laptop: the estimate imports neither at module level."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path, target=None):\n"
+        "        if name.split('.')[0] in ('torch', 'pulumi'):\n"
+        "            raise ImportError('blocked ' + name)\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "import trainforge.jobs.estimate, trainforge.jobs.estimate.calibrate\n"
+        "import trainforge.jobs.wiring, trainforge.plan.estimates\n"
+    )
+    from tests.conftest import ROOT
+
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]

@@ -2,7 +2,11 @@
 
 Peak FLOP/s and memory bandwidth per GPU model are in `trainforge.training.gpus` (one table
 with the runtime's MFU). Per-node network bandwidth comes from AWS through the platform
-contract (`PoolFacts.network_gbps`, from EC2 DescribeInstanceTypes). What is here has no
+contract: `PoolFacts.network_gbps` / `primary_network_gbps` are EC2 DescribeInstanceTypes'
+`NetworkInfo.NetworkCards[].BaselineBandwidthInGbps` (sustained, not the "up to" burst),
+summed over the cards / of card 0, as `aws.ec2.get_instance_type` returns them at preview (in
+the offline plan, moto 5.2.5's bundled copy of that catalog, read 2026-11-23: p5.48xlarge 32
+cards x 100 Gbps, p4d.24xlarge 4 x 100, g5.12xlarge 40, g5.xlarge 2.5). What is here has no
 vendor source: the MFU a job can expect, the bandwidth NCCL gets out of a link, and the
 memory the CUDA runtime takes besides PyTorch's tensors. Each figure says what it rests on;
 `calibration.json` (written by `trainforge calibrate RUN_DIR`) replaces the MFU guess for a
