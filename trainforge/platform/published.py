@@ -18,7 +18,6 @@ from trainforge.jobs.contract import (
     NodeType,
     PlatformContract,
     PoolFacts,
-    PoolLimits,
     Taint,
     TeamFacts,
     TeamQuota,
@@ -65,7 +64,7 @@ def _gpu_facts(f: PoolTypeFacts, ami: str) -> dict[str, Any]:
 
 def _facts_for_group(g: NodeGroupConfig, f: PoolTypeFacts) -> PoolFacts:
     cap = {"SPOT": "spot", "CAPACITY_BLOCK": "reserved"}.get(g.capacity_type, "on-demand")
-    taints = (Taint(GPU_TAINT_KEY, "NoSchedule", "true"), *(_taint(t) for t in g.taints))
+    taints = (Taint(GPU_TAINT_KEY, "NoSchedule", "true"), *g.taints)
     return PoolFacts(
         name=g.name,
         kind="node-group",
@@ -106,14 +105,10 @@ def _facts_for_pool(p: NodePoolConfig, f: PoolTypeFacts) -> PoolFacts:
         vcpus_per_node=f.vcpus_per_node,
         memory_mib_per_node=f.memory_mib_per_node,
         architecture=f.architecture,
-        limits=PoolLimits(cpu=p.limits.cpu, memory=p.limits.memory, gpus=p.limits.gpus),
+        limits=p.limits,
         **_gpu_facts(f, versions.KARPENTER_AMI_ALIAS),
         node_types=_node_types(f),
     )
-
-
-def _taint(t: Any) -> Taint:
-    return Taint(t.key, t.effect, t.value)
 
 
 def _nodes(pool: NodeGroupConfig | NodePoolConfig, f: PoolTypeFacts) -> tuple[NodeShape, ...]:
