@@ -32,6 +32,9 @@ class InstanceTypeFacts:
     # primary card's (what a pod's TCP traffic uses). 0 when AWS does not say.
     network_gbps: float = 0.0
     primary_network_gbps: float = 0.0
+    # VPC CNI pod addresses: every ENI of the type (all cards) and IPv4 addresses per ENI.
+    max_network_interfaces: int = 0
+    ipv4_per_interface: int = 0
 
 
 @functools.cache
@@ -56,6 +59,8 @@ def instance_type_facts(name: str) -> InstanceTypeFacts:
         architectures=tuple(r.supported_architectures or ()),
         network_gbps=float(sum(float(c.baseline_bandwidth or 0) for c in cards)),
         primary_network_gbps=float(cards[0].baseline_bandwidth or 0) if cards else 0.0,
+        max_network_interfaces=int(r.maximum_network_interfaces or 0),
+        ipv4_per_interface=int(r.maximum_ipv4_addresses_per_interface or 0),
     )
 
 
@@ -77,7 +82,8 @@ class PoolTypeFacts:
     network_gbps: float = 0.0  # minimum over the types (see InstanceTypeFacts)
     primary_network_gbps: float = 0.0
     # Each type's own facts, in the pool's order (the cost report picks the type a pod
-    # lands on; the minimums above are what a pod may be sized for).
+    # lands on, the scheduling rehearsal fits pods on each; the minimums above are what a pod
+    # may be sized for).
     per_type: tuple[InstanceTypeFacts, ...] = ()
 
 
