@@ -56,6 +56,7 @@ CLUSTER_SCOPED = {
     "EC2NodeClass",
     "ClusterQueue",
     "ResourceFlavor",
+    "ClusterTrainingRuntime",
 }
 
 

@@ -40,6 +40,17 @@ TRAINING_OPERATOR_KUSTOMIZE_URL = (
     "https://github.com/kubeflow/training-operator//manifests/overlays/standalone"
     f"?ref={TRAINING_OPERATOR_VERSION}"
 )
+# Kubeflow Trainer v2 (TrainJob; backend trainjob). Checked 2026-11-23 in github.com/kubeflow/
+# trainer: tag v2.3.0 (2026-08-06) is the newest release; charts/kubeflow-trainer/Chart.yaml
+# there is version 2.3.0, and .github/workflows/publish-helm-charts.yaml pushes that version to
+# oci://ghcr.io/kubeflow/charts. The chart renders the Trainer CRDs as templates
+# (crds.enabled) and bundles JobSet's chart 0.12.0 (oci://registry.k8s.io/jobset/charts,
+# condition jobset.install), whose CRD is in its crds/ folder. (Not fetched from ghcr here:
+# no network to it from this workplace.)
+TRAINER_VERSION = "2.3.0"
+TRAINER_CHART_REPO = "oci://ghcr.io/kubeflow/charts"
+TRAINER_CHART = "kubeflow-trainer"
+JOBSET_VERSION = "0.12.0"  # bundled by the Trainer chart above; listed for reviewers
 # FSx for Lustre CSI driver as an EKS add-on (compatible with KUBERNETES_VERSION).
 FSX_CSI_ADDON_VERSION = "v1.5.0-eksbuild.1"
 LUSTRE_VERSION = "2.15"
