@@ -21,7 +21,7 @@ from tests.jobs.helpers import (
 from tests.jobs.schemas import crd_errors
 from trainforge.jobs.codeship import CODE_MOUNT
 from trainforge.jobs.errors import JobConfigError
-from trainforge.jobs.images import default_image
+from trainforge.jobs.images import image_for
 from trainforge.jobs.pytorchjob import emit
 from trainforge.jobs.spec import parse_job
 from trainforge.jobs.wiring import resolve_job
@@ -113,7 +113,7 @@ def test_ddp_on_gpu_pool_field_by_field():
     }
 
     c = container(pj)
-    assert c["name"] == "pytorch" and c["image"] == default_image()
+    assert c["name"] == "pytorch" and c["image"] == image_for(job, GPU_POOL)
     assert (
         c["resources"]["requests"]
         == c["resources"]["limits"]

@@ -81,6 +81,13 @@ class PoolFacts:
     # bounded by `limits` instead.
     max_nodes: int | None = None
     limits: PoolLimits = field(default_factory=PoolLimits)
+    # What decides which CUDA build the pool's nodes run (trainforge.jobs.images): each GPU
+    # model of the pool's instance types with its compute capability (sm_XY as XY, 0 when
+    # unknown), the node image and the NVIDIA driver branch it provides (None: unknown).
+    gpu_models: tuple[str, ...] = ()
+    gpu_archs: tuple[int, ...] = ()
+    ami: str | None = None
+    nvidia_driver: int | None = None
 
     @property
     def rdma(self) -> bool:

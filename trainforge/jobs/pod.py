@@ -31,6 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainforge.jobs import images
 from trainforge.jobs.codeship import CODE_MOUNT, CodeBundle
 from trainforge.jobs.spec import JobSpec
 from trainforge.jobs.wiring import EFA_RESOURCE, GPU_RESOURCE, JobTarget, efa_count
@@ -303,8 +304,9 @@ def pod_security_context() -> dict[str, Any]:
 
 
 def image(job: JobSpec, target: JobTarget) -> str:
-    """The container image: the job's own, else the pinned stock PyTorch image."""
-    return job.image or default_image()
+    """The container image: the job's own, else the pinned PyTorch build its pool can run
+    (`images.image_for`: one function, so every backend picks the same image)."""
+    return images.image_for(job, target.pool)
 
 
 def ports(job: JobSpec, launch: Launch) -> list[dict[str, Any]]:
@@ -425,9 +427,7 @@ def podmonitor_manifest(
 
 
 def default_image() -> str:
-    """The pinned stock PyTorch CUDA image (from the platform's one versions module)."""
-    from trainforge.jobs import images
-
+    """The pinned stock PyTorch CUDA image that needs the oldest driver (no pool known)."""
     return images.default_image()
 
 

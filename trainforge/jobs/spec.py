@@ -393,11 +393,38 @@ def _parse_model(r: _Reader) -> ModelFlags:
         )
     if flags.data_path and flags.dataset != "tokens":
         raise JobConfigError(
-            r.path("dataset"), flags.dataset, "dataPath is only read with dataset: tokens"
+            r.path("data_path"),
+            flags.data_path,
+            f"only read with dataset: tokens (dataset is {flags.dataset or 'synthetic'})",
         )
     if flags.d_model and flags.heads and flags.d_model % flags.heads:
         raise JobConfigError(r.path("heads"), flags.heads, f"must divide dModel ({flags.d_model})")
+    _runtime_check(flags, r)
     return flags
+
+
+def _runtime_check(flags: ModelFlags, r: _Reader) -> None:
+    """Run the runtime's own value checks (trainforge.training.config.check_values, torch-free)
+    on the job's flags, so that a job the runtime would reject at start is refused at preview.
+    The runtime names a flag (`--vocab-size`); the error names the job key (`vocabSize`)."""
+    import dataclasses as dc
+
+    from trainforge.training.config import ConfigError, TrainConfig, check_values
+
+    known = {f.name for f in dc.fields(TrainConfig)}
+    values = {
+        k: v
+        for k, v in dc.asdict(flags).items()
+        if k in known and v is not None and k not in ("compile", "activation_checkpointing")
+    }
+    try:
+        check_values(TrainConfig(**values))
+    except ConfigError as e:
+        m = re.search(r"--([a-z][a-z-]*)", str(e))
+        key = m.group(1).replace("-", "_") if m else "model"
+        raise JobConfigError(
+            r.path(key), r.data.get(key), f"the training runtime refuses it: {e}"
+        ) from None
 
 
 def _parse_checkpoint(raw: Any, where: str) -> CheckpointSpec:
@@ -483,9 +510,12 @@ def parse_job(raw: Any, where: str = "job") -> JobSpec:
     strategy = r.str_("strategy", "fsdp" if preset == "fsdp" else "ddp", STRATEGIES)
     if preset == "fsdp" and strategy != "fsdp":
         raise JobConfigError(r.path("strategy"), strategy, "the fsdp preset runs strategy fsdp")
-    if preset == "ddp" and r.has("elastic"):
+    if preset != "elastic" and r.has("elastic"):
+        # fsdp jobs used to drop the block silently
         raise JobConfigError(
-            r.path("elastic"), r.data["elastic"], "elastic settings need preset: elastic"
+            r.path("elastic"),
+            r.data["elastic"],
+            f"elastic settings need preset: elastic (got {preset})",
         )
     workers = r.int_("workers", None)
     elastic = None

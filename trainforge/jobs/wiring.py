@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 from fractions import Fraction
 
+from trainforge.jobs import images
 from trainforge.jobs.contract import (
     EFA_RESOURCE,
     GPU_RESOURCE,
@@ -183,6 +184,7 @@ def resolve_job(job: JobSpec, target: JobTarget, where: str = "job") -> JobSpec:
         checkpoint=replace(job.checkpoint, s3_mirror=mirror),
     )
     check_quota(resolved, target, where)
+    images.check_image(resolved, pool, where)
     backends.check(resolved, target, where)
     return resolved
 

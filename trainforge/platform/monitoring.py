@@ -35,6 +35,30 @@ STORAGE_CLASS = "trainforge-gp3"
 GRAFANA_ADMIN_SECRET = "grafana-admin"
 
 
+# EKS runs the control plane: kube-controller-manager, kube-scheduler and etcd expose no
+# endpoint the cluster can scrape (helm/charts#10517: KubeControllerManagerDown and
+# KubeSchedulerDown fire forever on EKS), and EKS's kube-proxy serves metrics on
+# 127.0.0.1:10249 only (prometheus-community/helm-charts#977: "connection refused"). Left on,
+# their ServiceMonitors scrape nothing and their "target down" alerts never clear, so their
+# scrapes and their rule groups are off. Keys checked against the chart's values.yaml at the
+# pinned version (tests/platform/test_chart_values.py).
+EKS_UNSCRAPABLE: dict[str, Any] = {
+    "kubeControllerManager": {"enabled": False},
+    "kubeScheduler": {"enabled": False},
+    "kubeEtcd": {"enabled": False},
+    "kubeProxy": {"enabled": False},
+    "defaultRules": {
+        "rules": {
+            "etcd": False,
+            "kubeControllerManager": False,
+            "kubeSchedulerAlerting": False,
+            "kubeSchedulerRecording": False,
+            "kubeProxy": False,
+        }
+    },
+}
+
+
 def prometheus_values(cfg: MonitoringConfig, storage_class: str) -> dict[str, Any]:
     grafana: dict[str, Any] = {"enabled": cfg.grafana}
     if cfg.grafana:
@@ -46,6 +70,7 @@ def prometheus_values(cfg: MonitoringConfig, storage_class: str) -> dict[str, An
         }
     return {
         "grafana": grafana,
+        **EKS_UNSCRAPABLE,
         "prometheus": {
             "prometheusSpec": {
                 # Select every monitor/rule in every namespace, not only this release's.
@@ -78,6 +103,21 @@ def dcgm_values() -> dict[str, Any]:
         "tolerations": [GPU_TAINT_TOLERATION],
         "serviceMonitor": {"enabled": True, "interval": "15s"},
     }
+
+
+def mlflow_allowed_hosts() -> list[str]:
+    """Host headers the MLflow server accepts: its Service names (with and without the port)
+    and localhost for `kubectl port-forward`; /health and /version are exempt (probes)."""
+    names = [f"mlflow.{MLFLOW_NAMESPACE}.svc.cluster.local", f"mlflow.{MLFLOW_NAMESPACE}.svc"]
+    names.append(f"mlflow.{MLFLOW_NAMESPACE}")
+    hosts = [h for n in names for h in (n, f"{n}:{MLFLOW_PORT}")]
+    return [
+        *hosts,
+        "localhost",
+        f"localhost:{MLFLOW_PORT}",
+        "127.0.0.1",
+        f"127.0.0.1:{MLFLOW_PORT}",
+    ]
 
 
 @dataclass
@@ -308,6 +348,10 @@ def mlflow_pod_spec(service_account: pulumi.Input[str], data_volume: Any) -> Any
                     # Clients upload artifacts through the server: jobs need no storage creds.
                     "--serve-artifacts",
                     "--artifacts-destination=/mlflow/artifacts",
+                    # MLflow 3.5+ answers 403 to a Host header it does not allow (DNS-rebinding
+                    # guard; the default allows only localhost and private IPs), and jobs call
+                    # it by its Service name, port included (mlflow/mlflow#22095).
+                    f"--allowed-hosts={','.join(mlflow_allowed_hosts())}",
                 ],
                 env=[k8s.core.v1.EnvVarArgs(name="HOME", value="/tmp")],
                 ports=[

@@ -200,12 +200,28 @@ class Reporter:
         if not enabled:
             return
         self.gauges.update({"step": 0, "world_size": world_size})
+        from trainforge.training.config import ConfigError  # noqa: PLC0415
+
         if metrics_port:
-            self.server = MetricsServer(self.gauges, metrics_port, labels={"run": run_name})
+            try:
+                self.server = MetricsServer(self.gauges, metrics_port, labels={"run": run_name})
+            except OSError as e:  # in use, or a privileged port
+                raise ConfigError(
+                    f"--metrics-port {metrics_port}: cannot serve metrics there ({e.strerror}); "
+                    "pick a free port, or 0 to turn metrics off"
+                ) from None
             self.log(f"metrics: serving Prometheus text on :{self.server.port}/metrics")
         if output_dir is not None:
-            output_dir.mkdir(parents=True, exist_ok=True)
-            self._jsonl = open(output_dir / "metrics.jsonl", "a", encoding="utf-8")  # noqa: SIM115
+            try:
+                output_dir.mkdir(parents=True, exist_ok=True)
+                self._jsonl = open(output_dir / "metrics.jsonl", "a", encoding="utf-8")  # noqa: SIM115
+            except OSError as e:  # a file in the way, no permission
+                if self.server is not None:
+                    self.server.close()
+                raise ConfigError(
+                    f"--output-dir {output_dir}: cannot write there ({e.strerror}); "
+                    "name a directory this user can create"
+                ) from None
         self.mlflow = MLflowLogger(run_name, params, self.log)
         self._window_start = time.perf_counter()
         self._window_step = 0
