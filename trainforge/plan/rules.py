@@ -401,11 +401,37 @@ def pod_specs(type_: str, inputs: dict) -> Iterator[tuple[str, dict]]:
             if isinstance(spec, dict):
                 yield f"{rtype} pod", spec
         return
+    if kind in ("ClusterTrainingRuntime", "TrainingRuntime"):
+        for rjob in _as_list(_get(inputs, "spec", "template", "spec", "replicatedJobs")):
+            spec = _get(rjob, "template", "spec", "template", "spec")
+            if isinstance(spec, dict):
+                yield f"{rjob.get('name')} pod", spec
+        return
+    if kind == "TrainJob":
+        # The pod Kubeflow Trainer builds from the runtime and the TrainJob, when the runtime is
+        # trainforge's own (the plan then knows it without the cluster).
+        spec = _trainjob_pod(inputs)
+        if spec is not None:
+            yield "pod", spec
+        return
     path = WORKLOAD_TEMPLATE_PATHS.get(kind)
     if path:
         spec = _get(inputs, *path)
         if isinstance(spec, dict):
             yield "pod", spec
+
+
+def _trainjob_pod(inputs: dict) -> dict | None:
+    from trainforge.jobs import trainjob  # noqa: PLC0415 - plain data helpers, no Pulumi
+
+    name = _get(inputs, "spec", "runtimeRef", "name")
+    runtime = next((r for r in trainjob.runtime_manifests() if r["metadata"]["name"] == name), None)
+    if runtime is None or not isinstance(_get(inputs, "metadata", "name"), str):
+        return None
+    try:
+        return trainjob.effective_pod(inputs, runtime)["spec"]
+    except (KeyError, TypeError, AttributeError, StopIteration):
+        return None  # a malformed TrainJob: validation reports it
 
 
 def _containers(spec: dict) -> Iterator[dict]:

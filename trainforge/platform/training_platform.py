@@ -102,6 +102,10 @@ class TrainingPlatformArgs(TypedDict, total=False):
     node_pools: list[NodePoolArgs]
     karpenter: KarpenterSettingsArgs
     tags: dict[str, str]
+    job_backend: str
+    """What jobs emit by default: pytorchjob (default), trainjob or indexed-job."""
+    job_backends: list[str]
+    """Further backends whose controllers to install (for jobs declared in other programs)."""
 
 
 _SPECIAL = {"root_volume_gib": "rootVolumeGiB"}
