@@ -30,6 +30,9 @@ EMITTERS: dict[str, ModuleType] = {
 }
 assert tuple(EMITTERS) == BACKENDS
 
+# Backends that need no controller beyond Kubernetes' own: always available.
+NO_CONTROLLER = (indexed_job.BACKEND,)
+
 # The Pulumi type token of each backend's workload object. A job's workload resource carries
 # the other two as aliases, so that changing a job's backend is a *replacement* of one resource
 # (deleted first, like any spec change) rather than a create of a new one beside the old.
@@ -42,7 +45,7 @@ def resolve_backend(job: JobSpec, target: JobTarget, where: str) -> str:
     """The job's backend (its own or the platform's default), refused when the platform does
     not install that backend's controller, or when the backend cannot run the job."""
     backend = job.backend or target.backend
-    if backend not in target.backends:
+    if backend not in target.backends and backend not in NO_CONTROLLER:
         installed = ", ".join(target.backends) or "(none)"
         raise JobConfigError(
             f"{where}.backend",
