@@ -318,7 +318,7 @@ def test_run_policy_and_grace_period_follow_the_declaration():
 
 
 def test_relative_data_path_is_on_the_fsx_volume():
-    _, out = build(pool=GPU_POOL, dataset="tokens", dataPath="datasets/owt.bin")
+    _, out = build(pool=GPU_POOL, model="gpt", dataset="tokens", dataPath="datasets/owt.bin")
     cmd = container(out.pytorchjob)["command"]
     assert cmd[cmd.index("--data-path") + 1] == "/fsx/datasets/owt.bin"
 

@@ -172,6 +172,8 @@ class TrainingJobArgs(TypedDict, total=False):
     env: dict[str, str]
     backend: str
     """pytorchjob, trainjob or indexed-job; default: the platform's (trainforge:jobBackend)."""
+    expected_step_seconds: float
+    """Seconds per optimizer step on this pool, if known (the plan's cost report uses it)."""
     target: JobTargetArgs
 
 

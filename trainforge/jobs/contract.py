@@ -56,6 +56,16 @@ class PoolLimits:
 
 
 @dataclass(frozen=True)
+class NodeType:
+    """One instance type of a pool, as its nodes come (capacity, not allocatable)."""
+
+    name: str
+    vcpus: int
+    memory_mib: int
+    gpus: int = 0
+
+
+@dataclass(frozen=True)
 class PoolFacts:
     """A managed node group or Karpenter NodePool as a job sees it.
 
@@ -88,6 +98,9 @@ class PoolFacts:
     gpu_archs: tuple[int, ...] = ()
     ami: str | None = None
     nvidia_driver: int | None = None
+    # Every instance type with its own size, in the pool's order (empty when unknown). The
+    # cost report picks the type a job's pods land on from these.
+    node_types: tuple[NodeType, ...] = ()
 
     @property
     def rdma(self) -> bool:

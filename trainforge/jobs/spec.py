@@ -145,6 +145,9 @@ class JobSpec:
     # Which controller runs the job (`contract.BACKENDS`); None = the platform's default
     # (`trainforge:jobBackend`). `wiring.resolve_job` fills it in.
     backend: str | None = None
+    # Seconds one optimizer step takes on the job's pool, if the user knows (e.g. from a
+    # previous run's summary). Only the plan's cost report reads it; the runtime does not.
+    expected_step_seconds: float | None = None
 
     @property
     def procs(self) -> int:
@@ -314,6 +317,7 @@ _TOP_KEYS = [
     "nccl_debug",
     "env",
     "backend",
+    "expected_step_seconds",
     *_MODEL_KEYS,
 ]
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -572,6 +576,7 @@ def parse_job(raw: Any, where: str = "job") -> JobSpec:
         nccl_debug=r.str_("nccl_debug", "WARN", NCCL_DEBUG_LEVELS),
         env=_parse_env(r.data.get("env"), r.path("env")),
         backend=r.str_("backend", None, BACKENDS),
+        expected_step_seconds=r.float_("expected_step_seconds"),
     )
 
 

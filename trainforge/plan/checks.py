@@ -21,7 +21,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 # "module:function" of every check, in the order their sections print.
-CHECKS: list[str] = ["trainforge.plan.job_backends:check"]
+CHECKS: list[str] = [
+    "trainforge.plan.cost_check:check",
+    "trainforge.plan.job_backends:check",
+]
 
 
 @dataclass

@@ -12,6 +12,7 @@ from typing import Any
 
 from trainforge.jobs.contract import (
     DEFAULT_BACKEND,
+    NodeType,
     PlatformContract,
     PoolFacts,
     PoolLimits,
@@ -32,6 +33,10 @@ from trainforge.platform.instance_types import PoolTypeFacts, instance_type_fact
 # Stands for the checkpoint bucket's name while only the config is known: a job is checked
 # knowing *that* the platform has a bucket, before the bucket (and its name) exists.
 PENDING_BUCKET = "<checkpoint-bucket>"
+
+
+def _node_types(f: PoolTypeFacts) -> tuple[NodeType, ...]:
+    return tuple(NodeType(t.name, t.vcpus, t.memory_mib, t.gpus) for t in f.per_type)
 
 
 def _gpu_facts(f: PoolTypeFacts, ami: str) -> dict[str, Any]:
@@ -75,6 +80,7 @@ def _facts_for_group(g: NodeGroupConfig, f: PoolTypeFacts) -> PoolFacts:
         architecture=f.architecture,
         max_nodes=g.max_size,
         **_gpu_facts(f, versions.GPU_AMI_TYPE if f.gpus_per_node else versions.SYSTEM_AMI_TYPE),
+        node_types=_node_types(f),
     )
 
 
@@ -99,6 +105,7 @@ def _facts_for_pool(p: NodePoolConfig, f: PoolTypeFacts) -> PoolFacts:
         architecture=f.architecture,
         limits=PoolLimits(cpu=p.limits.cpu, memory=p.limits.memory, gpus=p.limits.gpus),
         **_gpu_facts(f, versions.KARPENTER_AMI_ALIAS),
+        node_types=_node_types(f),
     )
 
 
