@@ -105,7 +105,8 @@ class ElasticSpec:
 
 @dataclass(frozen=True)
 class RunPolicySpec:
-    """The PyTorchJob runPolicy. Defaults free GPUs promptly but keep logs for a day."""
+    """The run policy (a PyTorchJob's runPolicy; what the other backends support of it: see
+    docs/jobs.md). Defaults free GPUs promptly but keep logs for a day."""
 
     # "Running": when the job finishes, pods still running (e.g. a hung worker) are
     # deleted so they stop holding GPUs; completed pods stay for `kubectl logs`.
