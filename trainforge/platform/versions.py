@@ -101,7 +101,8 @@ TRAINING_OPERATOR_KUSTOMIZE_URL = (
 # was not pulled here (no network to ghcr.io from this workplace).
 # source: github.com/kubeflow/trainer tag v2.3.0 (2026-08-06, the newest release):
 # charts/kubeflow-trainer/Chart.yaml version 2.3.0, pushed to oci://ghcr.io/kubeflow/charts by
-# .github/workflows/publish-helm-charts.yaml, checked 2026-11-23
+# .github/workflows/publish-helm-charts.yaml; its Makefile tests against Kubernetes 1.35.0
+# (K8S_VERSION, = KUBERNETES_VERSION here), checked 2026-11-23
 TRAINER_VERSION = "2.3.0"
 TRAINER_CHART_REPO = "oci://ghcr.io/kubeflow/charts"
 TRAINER_CHART = "kubeflow-trainer"
