@@ -337,3 +337,33 @@ def test_declare_jobs_refuses_a_backend_the_platform_does_not_run():
     raw = [{"name": "gpt", "team": "research", "pool": "gpu-workloads", "backend": "trainjob"}]
     with pytest.raises(JobConfigError, match=r"trainforge:jobs\[0\]\.backend: got 'trainjob'"):
         harness.run(lambda: declare_jobs(fake_contract(), raw, code=CODE))
+
+
+def test_trainer_runtimes_wait_for_the_chart_and_jobs_for_the_runtimes():
+    """The Trainer webhook must be up before the runtimes, the runtimes before a TrainJob."""
+    from trainforge.platform.trainer import KubeflowTrainer, KubeflowTrainerArgs
+
+    def program():
+        provider = k8s.Provider("cluster", kubeconfig="{}")
+        trainer = KubeflowTrainer("trainer", KubeflowTrainerArgs(k8s_provider=provider))
+        c = dataclasses.replace(
+            fake_contract(), backends=("trainjob",), backend_ready={"trainjob": (trainer,)}
+        )
+        return TrainingJob("llm", {**ARGS, "backend": "trainjob"}, contract=c, code=CODE)
+
+    m = harness.run(program)
+    (chart,) = by_type(m, "kubernetes:helm.sh/v4:Chart")
+    runtimes = by_type(m, "kubernetes:trainer.kubeflow.org/v1alpha1:ClusterTrainingRuntime")
+    assert sorted(r.inputs["metadata"]["name"] for r in runtimes) == [
+        "trainforge-torch",
+        "trainforge-torch-exitcode",
+        "trainforge-torch-never",
+    ]
+    assert all(
+        any(d.endswith("kubernetes:helm.sh/v4:Chart::trainer") for d in r.dependencies)
+        for r in runtimes
+    )
+    assert chart.inputs["version"] == "2.3.0" and chart.inputs["namespace"] == "kubeflow-system"
+    (comp,) = by_type(m, "trainforge:index:TrainingJob")
+    # waiting for the Trainer component means waiting for its runtimes
+    assert all(any(d.endswith(r.name) for d in comp.dependencies) for r in runtimes)
