@@ -247,8 +247,19 @@ def env(
             out.append({"name": "FI_EFA_USE_DEVICE_RDMA", "value": "1"})
     if target.mlflow_tracking_uri is not None:
         out.append({"name": "MLFLOW_TRACKING_URI", "value": target.mlflow_tracking_uri})
-    out += [{"name": k, "value": v} for k, v in job.env]
-    return out
+    return with_user_env(out, job.env)
+
+
+def with_user_env(platform: list[dict[str, Any]], user: tuple[tuple[str, str], ...]) -> list:
+    """Each name once: the user's `env` value replaces a platform default of the same name
+    in place (NCCL_DEBUG, NCCL_SOCKET_IFNAME, FI_PROVIDER, HOME ...); other names follow.
+    Names the platform must own are refused when the job is parsed (spec._RESERVED_ENV)."""
+    given = dict(user)
+    out = [
+        {"name": e["name"], "value": given.pop(e["name"])} if e["name"] in given else e
+        for e in platform
+    ]
+    return out + [{"name": k, "value": v} for k, v in user if k in given]
 
 
 def resources(job: JobSpec, target: JobTarget) -> dict[str, dict[str, Any]]:

@@ -36,6 +36,7 @@ from trainforge.jobs.pod import (  # noqa: F401
     resources,
     tolerations,
     training_args,
+    with_user_env,
 )
 from trainforge.jobs.spec import JobSpec
 from trainforge.jobs.wiring import JobTarget
