@@ -48,3 +48,21 @@ def test_a_runtime_that_drops_what_the_job_needs_is_found():
     (finding,) = result.findings
     assert finding.rule == RULE and "job-research-j0" in finding.names
     assert "enableServiceLinks" in finding.message and "port metrics" in finding.message
+
+
+def test_checkov_sees_the_pod_trainer_builds():
+    """Scanners skip custom resources: a TrainJob's pod is written out as a wrapped Job."""
+    from trainforge.plan.manifests import K8sObject, pod_template_jobs
+
+    job = declared("trainjob").jobs[0]
+    wl = job.emitted.workload
+    ((path, wrapped),) = pod_template_jobs(K8sObject("urn:x", "j0", "t", wl))
+    assert path == "team-research/job-j0-node.yaml"
+    pod = wrapped["spec"]["template"]["spec"]
+    assert pod["volumes"] == job.emitted.pod["spec"]["volumes"]
+    assert (
+        pod["containers"][0]["resources"] == job.emitted.pod["spec"]["containers"][0]["resources"]
+    )
+    other = copy.deepcopy(wl)
+    other["spec"]["runtimeRef"]["name"] = "torch-distributed"  # not trainforge's: unknown pod
+    assert pod_template_jobs(K8sObject("urn:x", "j0", "t", other)) == []

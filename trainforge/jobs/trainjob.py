@@ -454,3 +454,17 @@ def effective_pod(trainjob: dict[str, Any], runtime: dict[str, Any]) -> dict[str
     if not any(p.get("containerPort") == MASTER_PORT for p in ports):
         ports.append({"containerPort": MASTER_PORT})
     return template
+
+
+def platform_pod(trainjob: dict[str, Any]) -> dict[str, Any] | None:
+    """`effective_pod` for a TrainJob on one of the platform's runtimes (which the offline
+    plan and the policy pack know without a cluster); None for another runtime or a TrainJob
+    too malformed to build (validation reports it)."""
+    name = ((trainjob.get("spec") or {}).get("runtimeRef") or {}).get("name")
+    runtime = next((r for r in runtime_manifests() if r["metadata"]["name"] == name), None)
+    if runtime is None or not isinstance((trainjob.get("metadata") or {}).get("name"), str):
+        return None
+    try:
+        return effective_pod(trainjob, runtime)
+    except (KeyError, TypeError, AttributeError, StopIteration):
+        return None

@@ -423,16 +423,10 @@ def pod_specs(type_: str, inputs: dict) -> Iterator[tuple[str, dict]]:
 
 
 def _trainjob_pod(inputs: dict) -> dict | None:
-    from trainforge.jobs import trainjob  # noqa: PLC0415 - plain data helpers, no Pulumi
+    from trainforge.jobs.trainjob import platform_pod  # noqa: PLC0415 - plain data, no Pulumi
 
-    name = _get(inputs, "spec", "runtimeRef", "name")
-    runtime = next((r for r in trainjob.runtime_manifests() if r["metadata"]["name"] == name), None)
-    if runtime is None or not isinstance(_get(inputs, "metadata", "name"), str):
-        return None
-    try:
-        return trainjob.effective_pod(inputs, runtime)["spec"]
-    except (KeyError, TypeError, AttributeError, StopIteration):
-        return None  # a malformed TrainJob: validation reports it
+    pod = platform_pod(inputs)
+    return pod["spec"] if pod is not None else None
 
 
 def _containers(spec: dict) -> Iterator[dict]:
