@@ -317,3 +317,22 @@ def test_trainjob_webhook_rules_catch_broken_trainjobs():
     assert any("domain-prefixed path" in m for m in msgs)
     assert any("takes env from spec.trainer.env" in m for m in msgs)
     assert any("'hostNetwork' cannot be patched" in m for m in msgs)
+
+
+def test_the_plan_validates_trainjobs_runtimes_and_jobs_by_rule():
+    """`trainforge plan` (validate_object) runs the Trainer and Job rules, with their ids."""
+    _, tj = build("trainjob", **CASES["ddp-gpu"])
+    assert V.validate_object(tj.workload, K8S_VERSION) == ("pass", [])
+    bad = copy.deepcopy(tj.workload)
+    bad["spec"]["trainer"]["env"].append({"name": "PET_MASTER_PORT", "value": "1"})
+    status, findings = V.validate_object(bad, K8S_VERSION)
+    assert status == "fail" and {f.rule for f in findings} == {V.TRAINJOB_RULE}
+    runtime = copy.deepcopy(trainjob.runtime_manifest())
+    runtime["spec"]["template"]["spec"]["replicatedJobs"][0]["replicas"] = 2
+    status, findings = V.validate_object(runtime, K8S_VERSION)
+    assert status == "fail" and any("always must be 1" in f.message for f in findings)
+    _, ij = build("indexed-job", **CASES["cpu-ddp"])
+    broken = copy.deepcopy(ij.workload)
+    broken["spec"]["template"]["spec"]["restartPolicy"] = "OnFailure"
+    status, findings = V.validate_object(broken, K8S_VERSION)
+    assert status == "fail" and {f.rule for f in findings} == {V.JOB_RULE}
