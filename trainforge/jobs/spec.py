@@ -1,9 +1,9 @@
 """The job model: what to run, where and how big, independent of any Kubernetes object.
 
 `JobSpec` is what a user declares (in Python or under `trainforge:jobs` in stack config).
-Emitters (today the Kubeflow v1 PyTorchJob in `pytorchjob.py`) turn a *resolved* spec plus
-the platform wiring (`wiring.JobTarget`) into objects; other targets (a Trainer v2 TrainJob,
-an indexed Job) can be added as further emitters without touching this module.
+Emitters, one per backend (`pytorchjob.py`: Kubeflow v1 PyTorchJob, `trainjob.py`: Kubeflow
+Trainer v2 TrainJob, `indexed_job.py`: a plain indexed batch/v1 Job), turn a *resolved* spec
+plus the platform wiring (`wiring.JobTarget`) into objects; `backend` only picks the emitter.
 
 `parse_job(raw, where)` accepts the stack-config dict (camelCase keys; snake_case also
 accepted so Python callers can pass keyword-style dicts) and raises `JobConfigError` naming
@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
+from trainforge.jobs.contract import BACKENDS
 from trainforge.jobs.errors import JobConfigError
 
 Strategy = Literal["ddp", "fsdp"]
@@ -126,7 +127,8 @@ class ElasticSpec:
 
 @dataclass(frozen=True)
 class RunPolicySpec:
-    """The PyTorchJob runPolicy. Defaults free GPUs promptly but keep logs for a day."""
+    """The run policy (a PyTorchJob's runPolicy; what the other backends support of it: see
+    docs/jobs.md). Defaults free GPUs promptly but keep logs for a day."""
 
     # "Running": when the job finishes, pods still running (e.g. a hung worker) are
     # deleted so they stop holding GPUs; completed pods stay for `kubectl logs`.
@@ -164,6 +166,9 @@ class JobSpec:
     metrics_port: int = 9090
     nccl_debug: str = "WARN"
     env: tuple[tuple[str, str], ...] = ()
+    # Which controller runs the job (`contract.BACKENDS`); None = the platform's default
+    # (`trainforge:jobBackend`). `wiring.resolve_job` fills it in.
+    backend: str | None = None
     # Seconds one optimizer step takes on the job's pool, if the user knows (e.g. from a
     # previous run's summary). Only the plan's cost report reads it; the runtime does not.
     expected_step_seconds: float | None = None
@@ -336,6 +341,7 @@ _TOP_KEYS = [
     "nccl_debug",
     "env",
     "model_size",
+    "backend",
     "expected_step_seconds",
     *_MODEL_KEYS,
 ]
@@ -637,6 +643,7 @@ def parse_job(raw: Any, where: str = "job") -> JobSpec:
         metrics_port=r.int_("metrics_port", 9090, minimum=0, maximum=65535),
         nccl_debug=r.str_("nccl_debug", "WARN", NCCL_DEBUG_LEVELS),
         env=_parse_env(r.data.get("env"), r.path("env")),
+        backend=r.str_("backend", None, BACKENDS),
         expected_step_seconds=r.float_("expected_step_seconds"),
     )
 

@@ -29,6 +29,7 @@ CHECKS: list[str] = [
     "trainforge.plan.check_scheduling:check",
     "trainforge.plan.estimates:check",
     "trainforge.plan.cost_check:check",
+    "trainforge.plan.job_backends:check",
 ]
 
 

@@ -214,15 +214,21 @@ def contract_from_config(
     k8s_provider: Any = None,
     ready: tuple[Any, ...] = (),
     team_ready: dict[str, tuple[Any, ...]] | None = None,
+    backend_ready: dict[str, tuple[Any, ...]] | None = None,
 ) -> PlatformContract:
     """The contract the platform described by `config` offers its jobs.
 
-    `checkpoint_bucket` defaults to `PENDING_BUCKET` when the config enables the bucket.
+    `checkpoint_bucket` defaults to `PENDING_BUCKET` when the config enables the bucket. The
+    backends are the services config's: the default (`trainforge:jobBackend`) and every one
+    whose controller the platform installs.
     """
     from trainforge.platform.monitoring import MLFLOW_TRACKING_URI  # noqa: PLC0415
 
     services = config.services
     teams = team_facts(services, ready=team_ready) if services is not None else {}
+    backend, backends = DEFAULT_BACKEND, (DEFAULT_BACKEND,)
+    if services is not None:
+        backend, backends = services.job_backend, tuple(services.job_backends)
     mlflow = None
     if services is not None:
         if checkpoint_bucket is None and services.checkpoints.enabled:
@@ -232,10 +238,11 @@ def contract_from_config(
     return PlatformContract(
         pools=pool_facts(config, type_facts),
         teams=teams,
-        backend=DEFAULT_BACKEND,
-        backends=(DEFAULT_BACKEND,),
+        backend=backend,
+        backends=backends,
         checkpoint_bucket=checkpoint_bucket,
         mlflow_tracking_uri=mlflow,
         k8s_provider=k8s_provider,
         ready=tuple(ready),
+        backend_ready=dict(backend_ready or {}),
     )
