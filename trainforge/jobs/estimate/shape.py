@@ -76,7 +76,7 @@ def shape_of(job: JobSpec) -> ModelShape:
     """The model and batch a job trains; raises NoEstimate when they are unknown."""
     if job.model_size is not None:
         return _stated(job)
-    # A job running its own code (issue 15's `entrypoint`, being added beside this) is not
+    # A job running its own code (`entrypoint`, added by the user-code work beside this) is not
     # the bundled model: without modelSize there is nothing to size.
     if getattr(job, "entrypoint", None):
         raise NoEstimate("the job runs its own code (entrypoint) and states no modelSize")
