@@ -19,6 +19,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "trainforge.training.acceptance.cli",
         "judge a GPU pool's acceptance test output (all-reduce, DCGM): pass/fail + numbers",
     ),
+    "calibrate": (
+        "trainforge.jobs.estimate.calibrate",
+        "feed a GPU run's measured MFU back into the planner's facts",
+    ),
 }
 
 

@@ -17,7 +17,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from runtime_helpers import assert_same, final_params
+
+from tests.training.runtime_helpers import assert_same, final_params
 
 ROOT = Path(__file__).resolve().parents[2]
 STEPS = 30

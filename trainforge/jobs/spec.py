@@ -1,9 +1,9 @@
 """The job model: what to run, where and how big, independent of any Kubernetes object.
 
 `JobSpec` is what a user declares (in Python or under `trainforge:jobs` in stack config).
-Emitters (today the Kubeflow v1 PyTorchJob in `pytorchjob.py`) turn a *resolved* spec plus
-the platform wiring (`wiring.JobTarget`) into objects; other targets (a Trainer v2 TrainJob,
-an indexed Job) can be added as further emitters without touching this module.
+Emitters, one per backend (`pytorchjob.py`: Kubeflow v1 PyTorchJob, `trainjob.py`: Kubeflow
+Trainer v2 TrainJob, `indexed_job.py`: a plain indexed batch/v1 Job), turn a *resolved* spec
+plus the platform wiring (`wiring.JobTarget`) into objects; `backend` only picks the emitter.
 
 `parse_job(raw, where)` accepts the stack-config dict (camelCase keys; snake_case also
 accepted so Python callers can pass keyword-style dicts) and raises `JobConfigError` naming
@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
+from trainforge.jobs.contract import BACKENDS
 from trainforge.jobs.errors import JobConfigError
 
 Strategy = Literal["ddp", "fsdp"]
@@ -77,6 +78,28 @@ class ModelFlags:
 
 
 @dataclass(frozen=True)
+class ModelSize:
+    """What the planner needs to know about a model it cannot build from flags (user code).
+
+    Used only by the memory and step-time estimate (`trainforge.jobs.estimate`), which
+    assumes a GPT-style decoder trained with AdamW: `parameters` defaults to that shape's
+    count (12 * layers * dModel^2 plus untied embeddings and head), and `heads` only sizes
+    the small attention statistics. Nothing here is passed to the code that runs.
+    """
+
+    layers: int
+    d_model: int
+    seq_len: int
+    vocab_size: int
+    parameters: int | None = None
+    heads: int | None = None
+    batch_size: int = 1  # samples per GPU per micro-step
+    grad_accum: int = 1
+    steps: int | None = None
+    activation_checkpointing: bool = False
+
+
+@dataclass(frozen=True)
 class CheckpointSpec:
     """Where and how often the runtime checkpoints (issue 3's flags)."""
 
@@ -104,7 +127,8 @@ class ElasticSpec:
 
 @dataclass(frozen=True)
 class RunPolicySpec:
-    """The PyTorchJob runPolicy. Defaults free GPUs promptly but keep logs for a day."""
+    """The run policy (a PyTorchJob's runPolicy; what the other backends support of it: see
+    docs/jobs.md). Defaults free GPUs promptly but keep logs for a day."""
 
     # "Running": when the job finishes, pods still running (e.g. a hung worker) are
     # deleted so they stop holding GPUs; completed pods stay for `kubectl logs`.
@@ -134,6 +158,7 @@ class JobSpec:
     image: str | None = None
     code_source: CodeSource = "configmap"
     training: ModelFlags = field(default_factory=ModelFlags)
+    model_size: ModelSize | None = None
     checkpoint: CheckpointSpec = field(default_factory=CheckpointSpec)
     elastic: ElasticSpec | None = None
     run_policy: RunPolicySpec = field(default_factory=RunPolicySpec)
@@ -148,6 +173,9 @@ class JobSpec:
     metrics_port: int = 9090
     nccl_debug: str = "WARN"
     env: tuple[tuple[str, str], ...] = ()
+    # Which controller runs the job (`contract.BACKENDS`); None = the platform's default
+    # (`trainforge:jobBackend`). `wiring.resolve_job` fills it in.
+    backend: str | None = None
     # Seconds one optimizer step takes on the job's pool, if the user knows (e.g. from a
     # previous run's summary). Only the plan's cost report reads it; the runtime does not.
     expected_step_seconds: float | None = None
@@ -320,9 +348,14 @@ _TOP_KEYS = [
     "metrics_port",
     "nccl_debug",
     "env",
+    "model_size",
+    "backend",
     "expected_step_seconds",
     *_MODEL_KEYS,
 ]
+_MODEL_SIZE_KEYS = [f.name for f in fields(ModelSize)]
+# Flags that size the bundled model; a job states either these or `modelSize`, not both.
+_BUNDLED_SIZE_FLAGS = ("model", "layers", "d_model", "heads", "seq_len", "vocab_size")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Set by the platform or the operator; a user override would silently break the job.
 _RESERVED_ENV = {
@@ -411,6 +444,41 @@ def _parse_model(r: _Reader) -> ModelFlags:
         raise JobConfigError(r.path("heads"), flags.heads, f"must divide dModel ({flags.d_model})")
     _runtime_check(flags, r)
     return flags
+
+
+def _parse_model_size(raw: Any, where: str, flags: ModelFlags) -> ModelSize | None:
+    if raw is None:
+        return None
+    r = _Reader(raw, where, _MODEL_SIZE_KEYS)
+    # every value's type first (an error names its own key), then what is missing
+    values: dict[str, Any] = {
+        k: r.int_(k)
+        for k in ("layers", "d_model", "seq_len", "vocab_size", "parameters", "heads", "steps")
+    }
+    values["batch_size"] = r.int_("batch_size", 1)
+    values["grad_accum"] = r.int_("grad_accum", 1)
+    values["activation_checkpointing"] = r.bool_("activation_checkpointing", False)
+    bundled = [_camel(k) for k in _BUNDLED_SIZE_FLAGS if getattr(flags, k) is not None]
+    if bundled:
+        first = next(iter(r.data), None)  # the first key stated under modelSize
+        raise JobConfigError(
+            r.path(first) if first else where,
+            r.data.get(first) if first else raw,
+            f"modelSize states the size of your own code's model; the bundled model is sized "
+            f"by {', '.join(bundled)}. Set one or the other",
+        )
+    for key in ("layers", "d_model", "seq_len", "vocab_size"):
+        if values[key] is None:
+            raise JobConfigError(
+                r.path(key),
+                None,
+                "modelSize needs layers, dModel, seqLen and vocabSize (the planner sizes "
+                "activations and logits from them)",
+            )
+    size = ModelSize(**values)
+    if size.heads and size.d_model % size.heads:
+        raise JobConfigError(r.path("heads"), size.heads, f"must divide dModel ({size.d_model})")
+    return size
 
 
 def _runtime_check(flags: ModelFlags, r: _Reader) -> None:
@@ -554,6 +622,7 @@ def parse_job(raw: Any, where: str = "job") -> JobSpec:
         )
     team = r.str_("team")
     pool = r.str_("pool")
+    training = _parse_model(r)
     if team is None:
         raise JobConfigError(r.path("team"), None, "every job needs the team it runs as")
     if pool is None:
@@ -573,7 +642,8 @@ def parse_job(raw: Any, where: str = "job") -> JobSpec:
         efa=r.bool_("efa"),
         image=image,
         code_source=code_source,
-        training=_parse_model(r),
+        training=training,
+        model_size=_parse_model_size(r.data.get("model_size"), r.path("model_size"), training),
         checkpoint=_parse_checkpoint(r.data.get("checkpoint"), r.path("checkpoint")),
         elastic=elastic,
         run_policy=_parse_run_policy(r.data.get("run_policy"), r.path("run_policy")),
@@ -582,6 +652,7 @@ def parse_job(raw: Any, where: str = "job") -> JobSpec:
         metrics_port=r.int_("metrics_port", 9090, minimum=0, maximum=65535),
         nccl_debug=r.str_("nccl_debug", "WARN", NCCL_DEBUG_LEVELS),
         env=_parse_env(r.data.get("env"), r.path("env")),
+        backend=r.str_("backend", None, BACKENDS),
         expected_step_seconds=r.float_("expected_step_seconds"),
     )
 

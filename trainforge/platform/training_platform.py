@@ -124,6 +124,10 @@ class TrainingPlatformArgs(TypedDict, total=False):
     karpenter: KarpenterSettingsArgs
     node_health: NodeHealthSettingsArgs
     tags: dict[str, str]
+    job_backend: str
+    """What jobs emit by default: pytorchjob (default), trainjob or indexed-job."""
+    job_backends: list[str]
+    """Further backends whose controllers to install (for jobs declared in other programs)."""
 
 
 _SPECIAL = {"root_volume_gib": "rootVolumeGiB", "min_bus_bandwidth_g_bps": "minBusBandwidthGBps"}
@@ -270,7 +274,6 @@ class TrainingPlatform(pulumi.ComponentResource):
                 ),
                 child,
             )
-        operator = services.training_operator if services is not None else None
         # What jobs read: pools, teams, storage, bucket, MLflow, backends. Python only (not a
         # component output: the schema analyzer turns annotated attributes into outputs).
         self.contract: PlatformContract = contract_from_config(
@@ -278,9 +281,9 @@ class TrainingPlatform(pulumi.ComponentResource):
             type_facts,
             checkpoint_bucket=services.checkpoint_bucket_name if services is not None else None,
             k8s_provider=self.k8s_provider,
-            # Jobs need their backend's CRDs and webhook first.
-            ready=(operator,) if operator is not None else (),
             team_ready=services.team_ready if services is not None else None,
+            # Jobs need their backend's CRDs and webhook first.
+            backend_ready=services.backend_ready if services is not None else None,
         )
         declared().contracts.append(self.contract)
 
