@@ -11,12 +11,10 @@ How the operator (release 1.9) wires a pod, which the command below relies on:
 - elastic jobs (Workers only): PET_RDZV_ENDPOINT (`<job>-worker-0:<pytorchjob-port>`),
   PET_RDZV_BACKEND, PET_RDZV_ID, PET_NNODES ("min:max") and PET_MAX_RESTARTS from
   elasticPolicy; no MASTER_ADDR, RANK or WORLD_SIZE.
-A one-process pod runs `python -m trainforge.training`, which reads MASTER_ADDR/RANK/
-WORLD_SIZE directly. A pod with several processes, or any elastic job, runs torchrun. Node
-count and processes per node are passed as literal flags (they are known here, and not
-every operator release sets PET_NPROC_PER_NODE on elastic jobs); master address, port and
-node rank come from the operator's variables through Kubernetes `$(VAR)` expansion, which
-works for variables the operator adds to the container's env.
+A one-process pod runs `python` directly (the runtime, or the user's script, module or
+function), which reads MASTER_ADDR/RANK/WORLD_SIZE. A pod with several processes, or any
+elastic job, runs torchrun. What the container runs and the contract's environment come from
+`trainforge.jobs.entrypoint.pod_parts`, called once per pod template.
 """
 
 from __future__ import annotations
@@ -24,7 +22,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from trainforge.jobs.codeship import CODE_MOUNT, CodeBundle, configmap_manifest
+from trainforge.jobs import storage
+from trainforge.jobs.codeship import CodeBundle, configmap_manifest
+from trainforge.jobs.entrypoint import (  # noqa: F401 - re-exported: callers import them here
+    checkpoint_dir,
+    command_for,
+    output_dir,
+    pod_parts,
+    training_args,
+)
 from trainforge.jobs.spec import JobSpec
 from trainforge.jobs.wiring import EFA_RESOURCE, GPU_RESOURCE, JobTarget, efa_count
 
@@ -44,11 +50,14 @@ REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"  # set by the operator
 
 @dataclass(frozen=True)
 class EmittedJob:
-    """Everything one job needs in the cluster. `configmap` is None with codeSource: image."""
+    """Everything one job needs in the cluster. `configmap` (the runtime library) is None with
+    codeSource: image; `user_configmap` holds the user's shipped code (entrypoint.codeDir, a
+    script's directory, or a function's generated file)."""
 
     pytorchjob: dict
     podmonitor: dict | None
     configmap: dict | None
+    user_configmap: dict | None = None
 
 
 def labels(job: JobSpec) -> dict[str, str]:
@@ -61,120 +70,14 @@ def labels(job: JobSpec) -> dict[str, str]:
     }
 
 
-def checkpoint_dir(job: JobSpec, target: JobTarget) -> str:
-    """Per job on the team's FSx volume: replacements of the job resume from it."""
-    return f"{target.fsx_mount_path}/checkpoints/{target.namespace}/{job.name}"
-
-
-def output_dir(job: JobSpec, target: JobTarget) -> str:
-    return f"{target.fsx_mount_path}/runs/{target.namespace}/{job.name}"
-
-
-def _s3_uri(target: JobTarget, job: JobSpec) -> Any:
-    """s3://bucket/<team prefix>/<job>; an Output when the bucket name is one."""
-    prefix = target.checkpoint_prefix.strip("/")
-    path = f"{prefix}/checkpoints/{job.name}" if prefix else f"checkpoints/{job.name}"
-    bucket = target.checkpoint_bucket
-    if hasattr(bucket, "apply"):
-        return bucket.apply(lambda b: f"s3://{b}/{path}")
-    return f"s3://{bucket}/{path}"
-
-
-def training_args(job: JobSpec, target: JobTarget) -> list[Any]:
-    """The `python -m trainforge.training` flags for this job (issue 2 and 3 contracts)."""
-    t = job.training
-    args: list[Any] = ["--strategy", job.strategy]
-    flag_values = [
-        ("--model", t.model),
-        ("--layers", t.layers),
-        ("--d-model", t.d_model),
-        ("--heads", t.heads),
-        ("--seq-len", t.seq_len),
-        ("--vocab-size", t.vocab_size),
-        ("--dataset", t.dataset),
-        ("--data-path", _on_volume(t.data_path, target)),
-        ("--dataset-size", t.dataset_size),
-        ("--steps", t.steps),
-        ("--batch-size", t.batch_size),
-        ("--grad-accum", t.grad_accum),
-        ("--lr", t.lr),
-        ("--warmup-steps", t.warmup_steps),
-        ("--weight-decay", t.weight_decay),
-        ("--seed", t.seed),
-        ("--log-every", t.log_every),
-        ("--precision", t.precision),
-    ]
-    for flag, value in flag_values:
-        if value is not None:
-            args += [flag, str(value)]
-    if t.compile:
-        args.append("--compile")
-    if t.activation_checkpointing:
-        args.append("--activation-checkpointing")
-    c = job.checkpoint
-    args += [
-        "--run-name",
-        job.name,
-        "--output-dir",
-        output_dir(job, target),
-        "--metrics-port",
-        str(job.metrics_port),
-        "--checkpoint-dir",
-        checkpoint_dir(job, target),
-        "--checkpoint-every",
-        str(c.every),
-        "--keep-last",
-        str(c.keep_last),
-        "--resume",
-        c.resume,
-        "--grace-period",
-        str(c.grace_period),
-    ]
-    if c.async_save:
-        args.append("--async-checkpoint")
-    if c.s3_mirror and target.checkpoint_bucket is not None:
-        args += ["--checkpoint-s3", _s3_uri(target, job)]
-    return args
-
-
-def _on_volume(path: str | None, target: JobTarget) -> str | None:
-    """Relative data paths are relative to the team's FSx mount."""
-    if path is None or path.startswith("/"):
-        return path
-    return f"{target.fsx_mount_path}/{path}"
-
-
 def command(job: JobSpec, target: JobTarget) -> list[Any]:
-    """The container command: python for one process per pod, torchrun otherwise."""
-    tail = ["-m", "trainforge.training", *training_args(job, target)]
-    if not job.uses_torchrun:
-        return ["python", *tail]
-    if job.elastic is not None:
-        e = job.elastic
-        # Endpoint, backend and id come from PET_RDZV_* which the operator derives from
-        # elasticPolicy; the node range and restarts are repeated literally for the preview.
-        launch = [
-            "torchrun",
-            f"--nnodes={e.min_workers}:{e.max_workers}",
-            f"--nproc-per-node={job.procs}",
-            f"--max-restarts={e.max_restarts}",
-            "--rdzv-backend=c10d",
-        ]
-    elif job.workers == 1:
-        launch = ["torchrun", "--standalone", "--nnodes=1", f"--nproc-per-node={job.procs}"]
-    else:
-        launch = [
-            "torchrun",
-            f"--nnodes={job.workers}",
-            f"--nproc-per-node={job.procs}",
-            "--node-rank=$(RANK)",
-            "--master-addr=$(MASTER_ADDR)",
-            "--master-port=$(MASTER_PORT)",
-        ]
-    return [*launch, *tail]
+    """The container command (see `entrypoint.command_for`)."""
+    return command_for(job, target)
 
 
 def env(job: JobSpec, target: JobTarget, code: CodeBundle | None) -> list[dict[str, Any]]:
+    """The platform's environment (caches, NCCL, EFA) and the job's own `env`; the contract's
+    variables come from `entrypoint.contract_env` (see pod_template)."""
     out: list[dict[str, Any]] = [
         {"name": "PYTHONUNBUFFERED", "value": "1"},
         {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"},  # code volume is read-only
@@ -183,18 +86,6 @@ def env(job: JobSpec, target: JobTarget, code: CodeBundle | None) -> list[dict[s
         {"name": "TORCHINDUCTOR_CACHE_DIR", "value": "/tmp/torchinductor"},
         {"name": "TRITON_CACHE_DIR", "value": "/tmp/triton"},
     ]
-    if code is not None:
-        out.append({"name": "PYTHONPATH", "value": CODE_MOUNT})
-    if job.uses_torchrun:
-        # torchrun forwards SIGTERM to its workers and SIGKILLs them after this many seconds
-        # (30 by default): give them the whole checkpoint grace period. An environment
-        # variable rather than --shutdown-timeout, which torchrun releases before 2.12 refuse.
-        out.append(
-            {"name": "TORCH_ELASTIC_SHUTDOWN_TIMEOUT", "value": str(job.checkpoint.grace_period)}
-        )
-    else:
-        # The operator sets RANK and WORLD_SIZE per pod but no local rank; one process per pod.
-        out += [{"name": "LOCAL_RANK", "value": "0"}, {"name": "LOCAL_WORLD_SIZE", "value": "1"}]
     if job.gpus_per_worker:
         out += [
             {"name": "NCCL_DEBUG", "value": job.nccl_debug},
@@ -209,8 +100,6 @@ def env(job: JobSpec, target: JobTarget, code: CodeBundle | None) -> list[dict[s
         ]
         if target.pool.rdma:
             out.append({"name": "FI_EFA_USE_DEVICE_RDMA", "value": "1"})
-    if target.mlflow_tracking_uri is not None:
-        out.append({"name": "MLFLOW_TRACKING_URI", "value": target.mlflow_tracking_uri})
     out += [{"name": k, "value": v} for k, v in job.env]
     return out
 
@@ -255,7 +144,13 @@ def container_security_context() -> dict[str, Any]:
     }
 
 
-def pod_template(job: JobSpec, target: JobTarget, code: CodeBundle | None) -> dict[str, Any]:
+def pod_template(
+    job: JobSpec,
+    target: JobTarget,
+    code: CodeBundle | None,
+    user_code: CodeBundle | None = None,
+) -> dict[str, Any]:
+    parts = pod_parts(job, target, code, user_code)
     image = job.image or default_image()
     ports = [{"name": RDZV_PORT_NAME, "containerPort": RDZV_PORT, "protocol": "TCP"}]
     if job.metrics_port:
@@ -279,29 +174,22 @@ def pod_template(job: JobSpec, target: JobTarget, code: CodeBundle | None) -> di
         # No FSx on this platform: same paths on pod-local disk (see JobTarget.claim_name).
         else {"name": "fsx", "emptyDir": {}},
     ]
-    if code is not None:
-        mounts.append({"name": "code", "mountPath": CODE_MOUNT, "readOnly": True})
-        volumes.append(
-            {
-                "name": "code",
-                "configMap": {
-                    "name": code.configmap_name(job.name),
-                    "items": code.items(),
-                    "defaultMode": 0o444,
-                },
-            }
-        )
-    container = {
+    claim_mounts, claim_volumes = storage.claim_mounts(job)
+    mounts += [*claim_mounts, *parts.mounts]
+    volumes += [*claim_volumes, *parts.volumes]
+    container: dict[str, Any] = {
         "name": CONTAINER,
         "image": image,
         "imagePullPolicy": "IfNotPresent",
-        "command": command(job, target),
-        "env": env(job, target, code),
+        "command": parts.command,
+        "env": [*env(job, target, code), *parts.env],
         "ports": ports,
         "resources": resources(job, target),
         "volumeMounts": mounts,
         "securityContext": container_security_context(),
     }
+    if parts.working_dir is not None:
+        container["workingDir"] = parts.working_dir
     spec: dict[str, Any] = {
         "serviceAccountName": target.service_account,
         # Training never calls the Kubernetes API; S3 access comes from the Pod Identity
@@ -322,6 +210,8 @@ def pod_template(job: JobSpec, target: JobTarget, code: CodeBundle | None) -> di
         "containers": [container],
         "volumes": volumes,
     }
+    if parts.share_process_namespace:
+        spec["shareProcessNamespace"] = True
     tols = tolerations(job, target)
     if tols:
         spec["tolerations"] = tols
@@ -345,8 +235,13 @@ def run_policy(job: JobSpec) -> dict[str, Any]:
     return out
 
 
-def pytorchjob_manifest(job: JobSpec, target: JobTarget, code: CodeBundle | None) -> dict[str, Any]:
-    template = pod_template(job, target, code)
+def pytorchjob_manifest(
+    job: JobSpec,
+    target: JobTarget,
+    code: CodeBundle | None,
+    user_code: CodeBundle | None = None,
+) -> dict[str, Any]:
+    template = pod_template(job, target, code, user_code)
 
     def replica(n: int) -> dict[str, Any]:
         return {"replicas": n, "restartPolicy": job.restart_policy, "template": template}
@@ -409,19 +304,36 @@ def podmonitor_manifest(job: JobSpec, target: JobTarget) -> dict[str, Any] | Non
     }
 
 
-def emit(job: JobSpec, target: JobTarget, code: CodeBundle | None) -> EmittedJob:
-    """All objects for a resolved job (see `wiring.resolve_job`)."""
+def emit(
+    job: JobSpec,
+    target: JobTarget,
+    code: CodeBundle | None,
+    user_code: CodeBundle | None = None,
+) -> EmittedJob:
+    """All objects for a resolved job (see `wiring.resolve_job`); `user_code` is the job's
+    shipped code (`entrypoint.user_code`)."""
     if job.gpus_per_worker is None or job.cpu is None or job.memory is None:
         raise ValueError(f"job {job.name!r} is not resolved; call wiring.resolve_job first")
     if job.code_source == "configmap" and code is None:
         raise ValueError(f"job {job.name!r} ships its code in a ConfigMap but no bundle was given")
+    entry = job.entrypoint
+    if entry is not None and entry.ships_code and user_code is None:
+        raise ValueError(f"job {job.name!r} ships its own code but no bundle was given")
+    if entry is None or not entry.ships_code:
+        user_code = None
     if job.code_source == "image":
         code = None
     cm = configmap_manifest(code, job.name, target.namespace, labels(job)) if code else None
+    user_cm = (
+        configmap_manifest(user_code, job.name, target.namespace, labels(job), role="src")
+        if user_code
+        else None
+    )
     return EmittedJob(
-        pytorchjob=pytorchjob_manifest(job, target, code),
+        pytorchjob=pytorchjob_manifest(job, target, code, user_code),
         podmonitor=podmonitor_manifest(job, target),
         configmap=cm,
+        user_configmap=user_cm,
     )
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 from fractions import Fraction
 
+from trainforge.jobs import entrypoint, storage
 from trainforge.jobs.contract import (
     EFA_RESOURCE,
     GPU_RESOURCE,
@@ -177,6 +178,8 @@ def resolve_job(job: JobSpec, target: JobTarget, where: str = "job") -> JobSpec:
         checkpoint=replace(job.checkpoint, s3_mirror=mirror),
     )
     check_quota(resolved, target, where)
+    storage.check_storage(resolved, target, where)
+    entrypoint.check_image(resolved, where)
     return resolved
 
 
