@@ -99,6 +99,13 @@ def _check_shippable(fn: Any, where: str) -> None:
         raise JobConfigError(
             where, _name(fn), "a lambda cannot be shipped; define a function with `def`"
         )
+    if hasattr(fn, "__wrapped__"):
+        raise JobConfigError(
+            where,
+            _name(fn),
+            "a decorated function cannot be shipped as source (the decorator's result is "
+            "what would run); ship the undecorated function",
+        )
     if fn.__code__.co_freevars:
         free = ", ".join(fn.__code__.co_freevars)
         raise JobConfigError(
@@ -319,8 +326,8 @@ def _check_module(module: str, where: str, root: Any) -> None:
             f"imports {module}, which pods do not have: they get trainforge.training (the "
             "runtime library) only",
         )
-    spec = sys.modules.get(top)
-    origin = getattr(spec, "__file__", None) if spec is not None else None
+    loaded = sys.modules.get(module) or sys.modules.get(top)
+    origin = getattr(loaded, "__file__", None)
     if origin and _in_project(Path(origin)):
         raise JobConfigError(
             where,

@@ -687,13 +687,13 @@ def _parse_volumes(raw: Any, where: str) -> tuple[VolumeSpec, ...]:
         for j, other in enumerate(out):
             if other.claim == volume.claim and other.sub_path == volume.sub_path:
                 raise JobConfigError(
-                    r.path("claim"), claim, f"already mounted by {where}[{j}]; mount it once"
+                    r.path("claim"), claim, f"already mounted by volumes[{j}]; mount it once"
                 )
             if _nested(other.mount_path, volume.mount_path):
                 raise JobConfigError(
                     r.path("mount_path"),
                     mount,
-                    f"overlaps {where}[{j}].mountPath ({other.mount_path}); use separate paths",
+                    f"overlaps volumes[{j}].mountPath ({other.mount_path}); use separate paths",
                 )
         out.append(volume)
     return tuple(out)
