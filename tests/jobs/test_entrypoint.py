@@ -97,20 +97,60 @@ def test_the_issues_stack_example_parses():
 @pytest.mark.parametrize(
     "entry, extra, match",
     [
-        ({"script": "t.py", "args": ["--epochs", 1]}, {}, r"entrypoint\.args\[1\]: got 1; expected a string"),
-        ({"script": "/home/me/t.py"}, {}, r"entrypoint\.script: got '/home/me/t.py'; expected a file relative"),
-        ({"script": "a/t.py", "codeDir": "b"}, {}, r"entrypoint\.script: .*must lie inside codeDir \(b\)"),
+        (
+            {"script": "t.py", "args": ["--epochs", 1]},
+            {},
+            r"entrypoint\.args\[1\]: got 1; expected a string",
+        ),
+        (
+            {"script": "/home/me/t.py"},
+            {},
+            r"entrypoint\.script: got '/home/me/t.py'; expected a file relative",
+        ),
+        (
+            {"script": "a/t.py", "codeDir": "b"},
+            {},
+            r"entrypoint\.script: .*must lie inside codeDir \(b\)",
+        ),
         ({"script": "t.py", "module": "m"}, {}, "exactly one of script, module, command"),
         ({}, {}, "exactly one of script, module, command .*got none"),
-        ({"command": ["torchrun", "train.py"]}, {}, r"jobs\[0\]\.image: got None; entrypoint\.command runs"),
-        ({"module": "pkg.train"}, {}, r"jobs\[0\]\.image: .*module 'pkg.train' without codeDir runs from your image"),
-        ({"module": "pkg/train.py", "codeDir": "src"}, {}, r"entrypoint\.module: .*dotted module name"),
+        (
+            {"command": ["torchrun", "train.py"]},
+            {},
+            r"jobs\[0\]\.image: got None; entrypoint\.command runs",
+        ),
+        (
+            {"module": "pkg.train"},
+            {},
+            r"jobs\[0\]\.image: .*module 'pkg.train' without codeDir runs from your image",
+        ),
+        (
+            {"module": "pkg/train.py", "codeDir": "src"},
+            {},
+            r"entrypoint\.module: .*dotted module name",
+        ),
         ({"script": "t.py", "scirpt": "x"}, {}, r"entrypoint\.scirpt: .*unknown key"),
-        ({"script": "t.py"}, {"model": "gpt"}, r"jobs\[0\]\.model: got 'gpt'; configures the bundled runtime"),
+        (
+            {"script": "t.py"},
+            {"model": "gpt"},
+            r"jobs\[0\]\.model: got 'gpt'; configures the bundled runtime",
+        ),
         ({"script": "t.py"}, {"strategy": "fsdp"}, r"jobs\[0\]\.strategy: .*bundled runtime"),
-        ({"script": "t.py"}, {"preset": "fsdp"}, r"jobs\[0\]\.preset: .*your code chooses its own parallelism"),
-        ({"script": "t.py"}, {"env": {"TRAINFORGE_CHECKPOINT_DIR": "/x"}}, "set by the operator or the platform"),
-        ({"command": ["x"], "args": ["y"]}, {"image": DLC_IMAGE}, r"entrypoint\.args: .*in command itself"),
+        (
+            {"script": "t.py"},
+            {"preset": "fsdp"},
+            r"jobs\[0\]\.preset: .*your code chooses its own parallelism",
+        ),
+        (
+            {"script": "t.py"},
+            {"env": {"TRAINFORGE_CHECKPOINT_DIR": "/x"}},
+            "set by the operator or the platform",
+        ),
+        (
+            {"command": ["x"], "args": ["y"]},
+            {"image": DLC_IMAGE},
+            r"entrypoint\.args: .*in command itself",
+        ),
     ],
 )
 def test_bad_entrypoints_name_the_key(entry, extra, match):
@@ -124,7 +164,12 @@ def test_bad_entrypoints_name_the_key(entry, extra, match):
 
 def test_the_script_directory_is_shipped_without_junk(project):
     _, user, out = build({"script": "train/train.py"})
-    assert user.paths == ["config.yaml", "lookup.bin", "run.sh", "train.py"]  # no .git, .env, venv, caches
+    assert user.paths == [
+        "config.yaml",
+        "lookup.bin",
+        "run.sh",
+        "train.py",
+    ]  # no .git, .env, venv, caches
     cm = out.user_configmap
     assert cm["immutable"] is True and cm["metadata"]["name"] == user.configmap_name("byo", "src")
     assert cm["metadata"]["name"].startswith("byo-src-")
@@ -160,10 +205,24 @@ def test_too_large_a_directory_is_refused_with_its_size(project):
 @pytest.mark.parametrize(
     "entry, match",
     [
-        ({"script": "train/missing.py"}, r"entrypoint\.script: got 'train/missing.py'; no such file"),
-        ({"script": "train/train.py", "exclude": ["train.py"]}, "it is excluded from what is shipped"),
-        ({"script": "nope/train.py"}, r"entrypoint\.script: got '.*nope'; no such directory"),
-        ({"module": "mypkg.evaluate", "codeDir": "src"}, r"entrypoint\.module: got 'mypkg.evaluate'; not found in codeDir src"),
+        (
+            {"script": "train/missing.py"},
+            r"entrypoint\.script: got 'train/missing.py'; no such file",
+        ),
+        (
+            {"script": "train/train.py", "exclude": ["train.py"]},
+            "it is excluded from what is shipped",
+        ),
+        ({"script": "nope/train.py"}, r"entrypoint\.script: got 'nope/train.py'; no such file"),
+        ({"script": "train/train.py", "codeDir": "nope"}, "must lie inside codeDir"),
+        (
+            {"module": "mypkg.train", "codeDir": "nope"},
+            r"entrypoint\.codeDir: got 'nope'; no such directory",
+        ),
+        (
+            {"module": "mypkg.evaluate", "codeDir": "src"},
+            r"entrypoint\.module: got 'mypkg.evaluate'; not found in codeDir src",
+        ),
     ],
 )
 def test_missing_code_is_refused_at_preview(project, entry, match):
@@ -173,13 +232,17 @@ def test_missing_code_is_refused_at_preview(project, entry, match):
 
 def test_a_script_that_does_not_parse_is_refused(project):
     (project / "train" / "train.py").write_text("def broken(:\n")
-    with pytest.raises(JobConfigError, match=r"entrypoint\.script: .*line 1: .*checked with Python"):
+    with pytest.raises(
+        JobConfigError, match=r"entrypoint\.script: .*line 1: .*checked with Python"
+    ):
         build({"script": "train/train.py"})
 
 
 def test_a_file_name_that_cannot_be_a_configmap_key_is_named(project):
     (project / "train" / "my notes.txt").write_text("x")
-    with pytest.raises(JobConfigError, match="'my notes.txt'; this file name cannot be a ConfigMap key"):
+    with pytest.raises(
+        JobConfigError, match="'my notes.txt'; this file name cannot be a ConfigMap key"
+    ):
         build({"script": "train/train.py"})
 
 
@@ -273,9 +336,10 @@ def test_the_bundled_runtime_gets_the_same_contract_and_stays_unchanged():
     env = env_of(c)
     assert env["TRAINFORGE_CHECKPOINT_DIR"] == "/fsx/checkpoints/team-research/llm"
     assert env["PYTHONPATH"] == "/opt/trainforge/src" and "workingDir" not in c
-    assert "shareProcessNamespace" not in out.pytorchjob["spec"]["pytorchReplicaSpecs"]["Master"][
-        "template"
-    ]["spec"]  # the runtime installs its own SIGTERM handler
+    assert (
+        "shareProcessNamespace"
+        not in out.pytorchjob["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
+    )  # the runtime installs its own SIGTERM handler
     assert c["command"][-len(entrypoint.training_args(job, t)) - 2 :][:2] == [
         "-m",
         "trainforge.training",

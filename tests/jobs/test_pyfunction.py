@@ -40,7 +40,7 @@ def test_the_function_and_what_it_uses_are_shipped():
         "DEFAULT_STEPS = 5",
         "class TinyNet(torch.nn.Module):",
         "def _out_dir() -> Path:",
-        "def train(steps: int = DEFAULT_STEPS, tag: str = \"run\") -> None:",
+        'def train(steps: int = DEFAULT_STEPS, tag: str = "run") -> None:',
         """    _kwargs = _trainforge_json.loads('{"steps": 2, "tag": "t"}')""",
     ):
         assert line in source, line
@@ -94,7 +94,9 @@ def test_what_cannot_be_shipped_is_refused_with_the_reason(fn, match):
 
 def test_function_args_must_travel_as_json():
     with pytest.raises(JobConfigError, match=r"function_args\.model: got .*expected a JSON value"):
-        function_job("fn-job", uf.train, "research", CPU_POOL.name, function_args={"model": uf.TinyNet()})
+        function_job(
+            "fn-job", uf.train, "research", CPU_POOL.name, function_args={"model": uf.TinyNet()}
+        )
 
 
 def test_a_function_job_renders_like_a_script_job():

@@ -33,8 +33,14 @@ def test_team_claims_are_mounted_where_the_job_says():
     mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
     assert mounts["/data"] == {"name": "claim-0", "mountPath": "/data", "readOnly": True}
     assert mounts["/models"] == {"name": "claim-1", "mountPath": "/models", "subPath": "llm"}
-    vols = {v["name"]: v for v in pj["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["volumes"]}
-    assert vols["claim-0"]["persistentVolumeClaim"] == {"claimName": "research-datasets", "readOnly": True}
+    vols = {
+        v["name"]: v
+        for v in pj["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["volumes"]
+    }
+    assert vols["claim-0"]["persistentVolumeClaim"] == {
+        "claimName": "research-datasets",
+        "readOnly": True,
+    }
     assert vols["claim-1"]["persistentVolumeClaim"] == {"claimName": "research-models"}
     # the runtime and user code both see the checkpoint directory the job chose
     assert "--checkpoint-dir" in c["command"]
@@ -74,8 +80,14 @@ def test_a_relative_checkpoint_dir_is_on_the_team_fsx():
             r"checkpoint\.dir: got '/home/ckpt'; must lie on a volume of the job \(/fsx\)",
         ),
         ({"volumes": [DATA, {**MODELS, "mountPath": "/data/models"}]}, "overlaps volumes"),
-        ({"volumes": [{"claim": "Bad_Name", "mountPath": "/d"}]}, r"volumes\[0\]\.claim: got 'Bad_Name'"),
-        ({"volumes": [{"claim": "x", "mountPath": "data"}]}, r"mountPath: got 'data'; expected an absolute"),
+        (
+            {"volumes": [{"claim": "Bad_Name", "mountPath": "/d"}]},
+            r"volumes\[0\]\.claim: got 'Bad_Name'",
+        ),
+        (
+            {"volumes": [{"claim": "x", "mountPath": "data"}]},
+            r"mountPath: got 'data'; expected an absolute",
+        ),
         ({"checkpoint": {"dir": "../other-team"}}, r"checkpoint\.dir: .*without '\.\.'"),
     ],
 )
@@ -106,7 +118,10 @@ def test_team_claims_come_from_the_team_config_through_the_contract():
     "claims, message",
     [
         ("datasets", "trainforge:teams[0].claims: invalid value 'datasets'; expected a list"),
-        (["Data_Sets"], "trainforge:teams[0].claims[0]: invalid value 'Data_Sets'; expected a PersistentVolumeClaim name"),
+        (
+            ["Data_Sets"],
+            "trainforge:teams[0].claims[0]: invalid value 'Data_Sets'; expected a PersistentVolumeClaim name",
+        ),
         (["fsx-research"], "the team's FSx claim is always mounted"),
         (["a", "a"], "trainforge:teams[0].claims[1]: invalid value 'a'; expected each claim once"),
     ],

@@ -91,7 +91,9 @@ def dev_plan():
 
 def test_its_pytorchjob_runs_the_same_file_from_the_shipped_configmap(tmp_path, dev_plan):
     docs = [o.doc for o in dev_plan.objects]
-    (job,) = [d for d in docs if d["kind"] == "PyTorchJob" and d["metadata"]["name"] == "mnist-user"]
+    (job,) = [
+        d for d in docs if d["kind"] == "PyTorchJob" and d["metadata"]["name"] == "mnist-user"
+    ]
     pod = job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
     names = {v["configMap"]["name"] for v in pod["volumes"] if "configMap" in v}
     configmaps = [d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"] in names]
@@ -181,9 +183,7 @@ def test_a_user_script_with_the_checkpoint_manager_survives_kill_9(tmp_path, uni
     assert_same_weights(uninterrupted, project / "runs" / "resumable" / "model.pt")
 
 
-def test_sigterm_makes_a_user_script_checkpoint_the_same_step_and_resume(
-    tmp_path, uninterrupted
-):
+def test_sigterm_makes_a_user_script_checkpoint_the_same_step_and_resume(tmp_path, uninterrupted):
     project = project_with(tmp_path, "resumable", [RESUMABLE])
     proc = run_local_cli(
         project,

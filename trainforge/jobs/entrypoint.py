@@ -325,18 +325,21 @@ def user_code(job: JobSpec, project_dir: Path | str, where: str) -> CodeBundle |
     if entry.kind == "function":
         return CodeBundle(files=entry.files)
     assert entry.code_dir is not None
+    if entry.kind == "script" and not (Path(project_dir) / str(entry.script)).is_file():
+        raise JobConfigError(
+            f"{at}.script",
+            entry.script,
+            "no such file (paths are relative to the project directory, where Pulumi runs)",
+        )
     key = "codeDir" if entry.kind != "script" or entry.code_dir != _script_dir(entry) else "script"
     bundle = codeship.collect_dir(Path(project_dir) / entry.code_dir, f"{at}.{key}", entry.exclude)
     shipped = set(bundle.paths)
     if entry.kind == "script":
         rel = entry.entry_file
         if rel not in shipped:
-            why = (
-                "it is excluded from what is shipped"
-                if (Path(project_dir) / entry.script).is_file()
-                else "no such file (paths are relative to the project directory)"
+            raise JobConfigError(
+                f"{at}.script", entry.script, "it is excluded from what is shipped"
             )
-            raise JobConfigError(f"{at}.script", entry.script, why)
         _check_parses(dict(bundle.files).get(rel), f"{at}.script", entry.script)
     elif entry.kind == "module":
         rel = entry.module.replace(".", "/")
