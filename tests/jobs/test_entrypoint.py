@@ -368,3 +368,10 @@ def test_write_to_projects_the_files_read_only(tmp_path, project):
     assert (tmp_path / "code" / "lookup.bin").stat().st_mode & 0o777 == 0o444
     assert (tmp_path / "code" / "run.sh").stat().st_mode & 0o777 == 0o555
     assert Path(tmp_path / "code").stat().st_mode & 0o222 == 0
+
+
+def test_the_jobs_env_comes_after_the_contract_so_it_can_refer_to_it(project):
+    _, _, out = build({"script": "train/train.py"}, env={"DATA": "$(TRAINFORGE_OUTPUT_DIR)/data"})
+    names = [e["name"] for e in container(out.pytorchjob)["env"]]
+    assert names.index("DATA") > names.index("TRAINFORGE_OUTPUT_DIR")
+    assert names[-1] == "DATA"

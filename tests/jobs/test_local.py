@@ -144,6 +144,7 @@ USER_STACK = textwrap.dedent(
           volumes:
             - {claim: research-datasets, mountPath: /data, readOnly: true}
           checkpoint: {every: 50, gracePeriod: 45}
+          env: {DATA: "$(TRAINFORGE_OUTPUT_DIR)/data", SETS: /data/sets}
           entrypoint:
             script: code/train.py
             args: ["--data", "/data/mnist", "--out=$(TRAINFORGE_OUTPUT_DIR)/m.pt", "--cost=$$5"]
@@ -197,6 +198,7 @@ def test_user_code_runs_the_shipped_copy_with_the_contract(user_project):
     assert env["TRAINFORGE_CHECKPOINT_EVERY"] == "50" and env["TRAINFORGE_GRACE_PERIOD"] == "45"
     assert env["TORCH_ELASTIC_SHUTDOWN_TIMEOUT"] == "45" and env["TRAINFORGE_METRICS_PORT"] == "0"
     assert "TRAINFORGE_CHECKPOINT_S3" not in env
+    assert (env["DATA"], env["SETS"]) == (f"{runs}/data", f"{data}/sets")  # the job's env
     assert env["PYTHONPATH"].split(os.pathsep)[0] == str(code)
 
 

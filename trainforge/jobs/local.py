@@ -291,6 +291,8 @@ def user_code_run(
     env[c.CHECKPOINT_DIR] = _rewrite(pod_ckpt, mapping)
     env[c.OUTPUT_DIR] = str(run_dir)
     env[c.METRICS_PORT] = "0"
+    for name, value in job.env:  # the job's own variables, after the contract's, as in the pod
+        env[name] = _rewrite(expand_vars(value, env), mapping)
     paths = [str(code_dir)] if code_dir is not None else []
     if os.environ.get("PYTHONPATH"):
         paths.append(os.environ["PYTHONPATH"])

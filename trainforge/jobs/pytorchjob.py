@@ -76,8 +76,9 @@ def command(job: JobSpec, target: JobTarget) -> list[Any]:
 
 
 def env(job: JobSpec, target: JobTarget, code: CodeBundle | None) -> list[dict[str, Any]]:
-    """The platform's environment (caches, NCCL, EFA) and the job's own `env`; the contract's
-    variables come from `entrypoint.contract_env` (see pod_template)."""
+    """The platform's environment (caches, NCCL, EFA). The contract's variables come from
+    `entrypoint.contract_env`, then the job's own `env` (see pod_template), so that a job's
+    value may refer to a contract variable: `$(TRAINFORGE_OUTPUT_DIR)/data`."""
     out: list[dict[str, Any]] = [
         {"name": "PYTHONUNBUFFERED", "value": "1"},
         {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"},  # code volume is read-only
@@ -100,8 +101,12 @@ def env(job: JobSpec, target: JobTarget, code: CodeBundle | None) -> list[dict[s
         ]
         if target.pool.rdma:
             out.append({"name": "FI_EFA_USE_DEVICE_RDMA", "value": "1"})
-    out += [{"name": k, "value": v} for k, v in job.env]
     return out
+
+
+def user_env(job: JobSpec) -> list[dict[str, Any]]:
+    """The job's `env`, last: Kubernetes expands `$(VAR)` only from variables defined before."""
+    return [{"name": k, "value": v} for k, v in job.env]
 
 
 def resources(job: JobSpec, target: JobTarget) -> dict[str, dict[str, Any]]:
@@ -182,7 +187,7 @@ def pod_template(
         "image": image,
         "imagePullPolicy": "IfNotPresent",
         "command": parts.command,
-        "env": [*env(job, target, code), *parts.env],
+        "env": [*env(job, target, code), *parts.env, *user_env(job)],
         "ports": ports,
         "resources": resources(job, target),
         "volumeMounts": mounts,
