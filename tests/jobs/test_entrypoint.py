@@ -112,8 +112,13 @@ def test_the_issues_stack_example_parses():
             {},
             r"entrypoint\.script: .*must lie inside codeDir \(b\)",
         ),
-        ({"script": "t.py", "module": "m"}, {}, "exactly one of script, module, command"),
-        ({}, {}, "exactly one of script, module, command .*got none"),
+        (
+            {"script": "t.py", "module": "m"},
+            {},
+            r"entrypoint\.module: got 'm'; set exactly one of script, module, command .*script is set too",
+        ),
+        ({}, {}, r"jobs\[0\]\.entrypoint: got \{\}; nothing to run: set one of script"),
+        ({"codeDir": "src"}, {}, r"entrypoint\.codeDir: got 'src'; nothing to run"),
         (
             {"command": ["torchrun", "train.py"]},
             {},

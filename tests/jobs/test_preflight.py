@@ -16,14 +16,20 @@ GOOD_JOB = {"name": "mnist", "team": "research", "pool": "training-workloads", "
 
 
 def _run(jobs: list[dict]) -> tuple[TrainforgeMocks, BaseException | None]:
+    """Run the program; a bad job surfaces as pulumi.RunError (printed as one line by the
+    language host) caused by the JobConfigError that names the key."""
     import json
+
+    import pulumi
 
     config = read_stack_file(ROOT / "Pulumi.dev.yaml")
     config["trainforge:jobs"] = json.dumps(jobs)
     mocks = TrainforgeMocks(preview=True)
     try:
         run_mocked(ROOT / "__main__.py", config, stack="dev", preview=True, mocks=mocks)
-    except JobConfigError as err:
+    except pulumi.RunError as err:
+        assert isinstance(err.__cause__, JobConfigError)
+        assert str(err) == str(err.__cause__) and "\n" not in str(err)
         return mocks, err
     return mocks, None
 

@@ -21,7 +21,7 @@ from tests.jobs.helpers import (
 from tests.jobs.schemas import crd_errors
 from trainforge.jobs.codeship import CODE_MOUNT
 from trainforge.jobs.errors import JobConfigError
-from trainforge.jobs.images import default_image
+from trainforge.jobs.images import image_for
 from trainforge.jobs.pytorchjob import emit
 from trainforge.jobs.spec import parse_job
 from trainforge.jobs.wiring import resolve_job
@@ -113,7 +113,7 @@ def test_ddp_on_gpu_pool_field_by_field():
     }
 
     c = container(pj)
-    assert c["name"] == "pytorch" and c["image"] == default_image()
+    assert c["name"] == "pytorch" and c["image"] == image_for(job, GPU_POOL)
     assert (
         c["resources"]["requests"]
         == c["resources"]["limits"]
@@ -318,7 +318,7 @@ def test_run_policy_and_grace_period_follow_the_declaration():
 
 
 def test_relative_data_path_is_on_the_fsx_volume():
-    _, out = build(pool=GPU_POOL, dataset="tokens", dataPath="datasets/owt.bin")
+    _, out = build(pool=GPU_POOL, model="gpt", dataset="tokens", dataPath="datasets/owt.bin")
     cmd = container(out.pytorchjob)["command"]
     assert cmd[cmd.index("--data-path") + 1] == "/fsx/datasets/owt.bin"
 

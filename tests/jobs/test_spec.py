@@ -117,9 +117,11 @@ def test_env_is_sorted_and_reserved_names_are_refused():
         ({"memory": "-1Gi"}, "trainforge:jobs[0].memory", "Kubernetes quantity"),
         ({"model": "resnet"}, "trainforge:jobs[0].model", "valid values: mlp, gpt"),
         ({"dataset": "tokens"}, "trainforge:jobs[0].dataPath", "needs dataPath"),
+        ({"vocabSize": 70000, "model": "gpt"}, "trainforge:jobs[0].vocabSize", "exceeds 65536"),
+        ({"preset": "fsdp", "elastic": {"maxWorkers": 4}}, "trainforge:jobs[0].elastic", "preset"),
         (
             {"dataPath": "/fsx/x.bin"},
-            "trainforge:jobs[0].dataset",
+            "trainforge:jobs[0].dataPath",
             "only read with dataset: tokens",
         ),
         ({"dModel": 100, "heads": 3}, "trainforge:jobs[0].heads", "must divide dModel (100)"),

@@ -385,7 +385,7 @@ def test_given_kms_key_is_used_and_none_is_created(dev):
 def test_training_operator_from_the_pinned_upstream_overlay(prod):
     d = one(prod, "kubernetes:kustomize/v2:Directory").inputs
     assert d["directory"] == (
-        "https://github.com/kubeflow/training-operator//manifests/overlays/standalone?ref=v1.9.4"
+        "https://github.com/kubeflow/trainer//manifests/overlays/standalone?ref=v1.9.4"
     )
     assert not [r for r in prod.of_type(HELM) if r.inputs.get("name") == "training-operator"]
 

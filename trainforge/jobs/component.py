@@ -191,6 +191,8 @@ class TrainingJobArgs(TypedDict, total=False):
     """Run your own code (default: the bundled runtime)."""
     volumes: list[JobVolumeArgs]
     """Further claims of the team, mounted in every pod."""
+    expected_step_seconds: float
+    """Seconds per optimizer step on this pool, if known (the plan's cost report uses it)."""
     target: JobTargetArgs
 
 

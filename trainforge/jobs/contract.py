@@ -56,6 +56,16 @@ class PoolLimits:
 
 
 @dataclass(frozen=True)
+class NodeType:
+    """One instance type of a pool, as its nodes come (capacity, not allocatable)."""
+
+    name: str
+    vcpus: int
+    memory_mib: int
+    gpus: int = 0
+
+
+@dataclass(frozen=True)
 class PoolFacts:
     """A managed node group or Karpenter NodePool as a job sees it.
 
@@ -81,6 +91,16 @@ class PoolFacts:
     # bounded by `limits` instead.
     max_nodes: int | None = None
     limits: PoolLimits = field(default_factory=PoolLimits)
+    # What decides which CUDA build the pool's nodes run (trainforge.jobs.images): each GPU
+    # model of the pool's instance types with its compute capability (sm_XY as XY, 0 when
+    # unknown), the node image and the NVIDIA driver branch it provides (None: unknown).
+    gpu_models: tuple[str, ...] = ()
+    gpu_archs: tuple[int, ...] = ()
+    ami: str | None = None
+    nvidia_driver: int | None = None
+    # Every instance type with its own size, in the pool's order (empty when unknown). The
+    # cost report picks the type a job's pods land on from these.
+    node_types: tuple[NodeType, ...] = ()
 
     @property
     def rdma(self) -> bool:

@@ -32,11 +32,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trainforge.jobs import codeship
+from trainforge.jobs import codeship, images
 from trainforge.jobs.codeship import CODE_MOUNT, USER_CODE_MOUNT, CodeBundle
 from trainforge.jobs.contract import JobTarget
 from trainforge.jobs.errors import JobConfigError
 from trainforge.jobs.spec import EntrypointSpec, JobSpec
+from trainforge.platform import versions
 from trainforge.training import contract as c
 
 RUNTIME_MODULE = "trainforge.training"
@@ -350,7 +351,48 @@ def user_code(job: JobSpec, project_dir: Path | str, where: str) -> CodeBundle |
                 f"not found in codeDir {entry.code_dir} (looked for {rel}.py and "
                 f"{rel}/__main__.py)",
             )
+    _check_library_torch(job, bundle, where)
     return bundle
+
+
+def imports_trainforge(bundle: CodeBundle) -> str | None:
+    """The first shipped file that imports trainforge (so needs the runtime library), if any."""
+    for path, text in bundle.files:
+        if not path.endswith(".py"):
+            continue
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            if any(n == "trainforge" or n.startswith("trainforge.") for n in names):
+                return path
+    return None
+
+
+def _check_library_torch(job: JobSpec, bundle: CodeBundle, where: str) -> None:
+    """User code that imports trainforge.training runs it on the image's torch: refuse an
+    image whose tag says its torch is older than the library needs (codeSource: configmap
+    ships the library to any image; with codeSource: image the image brings its own)."""
+    if job.image is None or job.code_source != "configmap":
+        return
+    user = imports_trainforge(bundle)
+    facts = images.image_facts(job.image)
+    if user is None or facts.torch is None or facts.torch >= versions.MIN_RUNTIME_TORCH:
+        return
+    need = ".".join(str(x) for x in versions.MIN_RUNTIME_TORCH)
+    raise JobConfigError(
+        f"{where}.image",
+        job.image,
+        f"{user} imports trainforge, whose library needs torch >= {need} (DCP checkpoints, "
+        f"FSDP2); this image has torch {facts.torch[0]}.{facts.torch[1]}. Use a newer image, "
+        f"e.g. {versions.PYTORCH_IMAGE}",
+    )
 
 
 def _script_dir(entry: EntrypointSpec) -> str:
@@ -372,15 +414,3 @@ def _check_parses(text: str | None, where: str, script: str | None) -> None:
             script,
             f"line {e.lineno}: {e.msg} (checked with Python {version}; the image's Python runs it)",
         ) from None
-
-
-def check_image(job: JobSpec, where: str) -> None:
-    """Hook: can the job's image run its code? (the image facts come from
-    `trainforge.jobs.images`; see the report of issue 12).
-
-    What is known today: the stock image (no `image`) carries the torch the runtime library
-    is pinned to, so user code that imports `trainforge.training` runs there. Nothing is known
-    about a user's image yet, so nothing is refused here; when `trainforge.jobs.images`
-    publishes torch versions per image, refuse a job whose image's torch is older than the
-    runtime library needs (codeSource: configmap ships that library to every image)."""
-    return None

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from trainforge.jobs import storage
+from trainforge.jobs import images, storage
 from trainforge.jobs.codeship import CodeBundle, configmap_manifest
 from trainforge.jobs.entrypoint import (  # noqa: F401 - re-exported: callers import them here
     checkpoint_dir,
@@ -156,7 +156,7 @@ def pod_template(
     user_code: CodeBundle | None = None,
 ) -> dict[str, Any]:
     parts = pod_parts(job, target, code, user_code)
-    image = job.image or default_image()
+    image = images.image_for(job, target.pool)
     ports = [{"name": RDZV_PORT_NAME, "containerPort": RDZV_PORT, "protocol": "TCP"}]
     if job.metrics_port:
         ports.append(
@@ -343,7 +343,5 @@ def emit(
 
 
 def default_image() -> str:
-    """The pinned stock PyTorch CUDA image (from the platform's one versions module)."""
-    from trainforge.jobs import images
-
+    """The pinned stock PyTorch CUDA image that needs the oldest driver (no pool known)."""
     return images.default_image()

@@ -199,6 +199,9 @@ class JobSpec:
     # None: the bundled runtime (`python -m trainforge.training`), the default.
     entrypoint: EntrypointSpec | None = None
     volumes: tuple[VolumeSpec, ...] = ()
+    # Seconds one optimizer step takes on the job's pool, if the user knows (e.g. from a
+    # previous run's summary). Only the plan's cost report reads it; the runtime does not.
+    expected_step_seconds: float | None = None
 
     @property
     def procs(self) -> int:
@@ -369,6 +372,7 @@ _TOP_KEYS = [
     "env",
     "entrypoint",
     "volumes",
+    "expected_step_seconds",
     *_MODEL_KEYS,
 ]
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -449,11 +453,38 @@ def _parse_model(r: _Reader) -> ModelFlags:
         )
     if flags.data_path and flags.dataset != "tokens":
         raise JobConfigError(
-            r.path("dataset"), flags.dataset, "dataPath is only read with dataset: tokens"
+            r.path("data_path"),
+            flags.data_path,
+            f"only read with dataset: tokens (dataset is {flags.dataset or 'synthetic'})",
         )
     if flags.d_model and flags.heads and flags.d_model % flags.heads:
         raise JobConfigError(r.path("heads"), flags.heads, f"must divide dModel ({flags.d_model})")
+    _runtime_check(flags, r)
     return flags
+
+
+def _runtime_check(flags: ModelFlags, r: _Reader) -> None:
+    """Run the runtime's own value checks (trainforge.training.config.check_values, torch-free)
+    on the job's flags, so that a job the runtime would reject at start is refused at preview.
+    The runtime names a flag (`--vocab-size`); the error names the job key (`vocabSize`)."""
+    import dataclasses as dc
+
+    from trainforge.training.config import ConfigError, TrainConfig, check_values
+
+    known = {f.name for f in dc.fields(TrainConfig)}
+    values = {
+        k: v
+        for k, v in dc.asdict(flags).items()
+        if k in known and v is not None and k not in ("compile", "activation_checkpointing")
+    }
+    try:
+        check_values(TrainConfig(**values))
+    except ConfigError as e:
+        m = re.search(r"--([a-z][a-z-]*)", str(e))
+        key = m.group(1).replace("-", "_") if m else "model"
+        raise JobConfigError(
+            r.path(key), r.data.get(key), f"the training runtime refuses it: {e}"
+        ) from None
 
 
 def _parse_checkpoint(raw: Any, where: str) -> CheckpointSpec:
@@ -581,20 +612,28 @@ def _parse_entrypoint(raw: Any, where: str, image: str | None) -> EntrypointSpec
         where,
         ["script", "module", "command", "function", "args", "code_dir", "exclude", "function_args"],
     )
-    given = [k for k in ENTRYPOINT_KINDS if r.data.get(k) is not None]
-    if len(given) != 1:
-        raise JobConfigError(
-            where,
-            raw,
-            "set exactly one of script, module, command (or, in Python, function); "
-            f"got {', '.join(given) or 'none'}",
-        )
-    kind = given[0]
     args = _strings(r.data.get("args"), r.path("args"), "arguments")
     exclude = _strings(r.data.get("exclude"), r.path("exclude"), "glob patterns")
     code_dir = None
     if r.data.get("code_dir") is not None:
         code_dir = _relative_path(r.data["code_dir"], r.path("code_dir"), "a directory")
+    given = [k for k in ENTRYPOINT_KINDS if r.data.get(k) is not None]
+    if len(given) > 1:
+        raise JobConfigError(
+            r.path(given[1]),
+            r.data[given[1]],
+            f"set exactly one of script, module, command (or, in Python, function); "
+            f"{_camel(given[0])} is set too",
+        )
+    if not given:
+        # Name what was given: it is the key the user is editing.
+        key = next((k for k in ("code_dir", "args", "exclude") if r.has(k)), None)
+        raise JobConfigError(
+            r.path(key) if key else where,
+            r.data.get(key) if key else raw,
+            "nothing to run: set one of script, module, command (or, in Python, function)",
+        )
+    kind = given[0]
     if kind == "script":
         script = _relative_path(r.data["script"], r.path("script"), "a file")
         code_dir = code_dir if code_dir is not None else (posixpath.dirname(script) or ".")
@@ -705,8 +744,9 @@ def _nested(a: str, b: str) -> bool:
     return a.startswith(b) or b.startswith(a)
 
 
-def _check_runtime_only_keys(r: _Reader, where: str) -> None:
-    """Runtime flags mean nothing to the user's code: refuse them rather than ignore them."""
+def _check_runtime_only_keys(r: _Reader, where: str, entry: str) -> None:
+    """Runtime flags mean nothing to the user's code: refuse them rather than ignore them.
+    `entry` is the entrypoint key that asks for the user's code (named in the message)."""
     flags = [k for k in _MODEL_KEYS if r.data.get(k) not in (None, False)]
     if r.has("strategy"):
         flags.insert(0, "strategy")
@@ -715,14 +755,14 @@ def _check_runtime_only_keys(r: _Reader, where: str) -> None:
         raise JobConfigError(
             r.path(key),
             r.data[key],
-            "configures the bundled runtime, which a job with an entrypoint does not run; pass "
-            "your code its settings with entrypoint.args",
+            f"configures the bundled runtime, which a job with {entry} does not run; pass your "
+            "code its settings with entrypoint.args",
         )
     if r.data.get("preset") == "fsdp":
         raise JobConfigError(
             r.path("preset"),
             "fsdp",
-            "with an entrypoint your code chooses its own parallelism; use preset ddp "
+            f"with {entry} your code chooses its own parallelism; use preset ddp "
             "(one process per GPU) or elastic",
         )
 
@@ -736,9 +776,12 @@ def parse_job(raw: Any, where: str = "job") -> JobSpec:
     strategy = r.str_("strategy", "fsdp" if preset == "fsdp" else "ddp", STRATEGIES)
     if preset == "fsdp" and strategy != "fsdp":
         raise JobConfigError(r.path("strategy"), strategy, "the fsdp preset runs strategy fsdp")
-    if preset == "ddp" and r.has("elastic"):
+    if preset != "elastic" and r.has("elastic"):
+        # fsdp jobs used to drop the block silently
         raise JobConfigError(
-            r.path("elastic"), r.data["elastic"], "elastic settings need preset: elastic"
+            r.path("elastic"),
+            r.data["elastic"],
+            f"elastic settings need preset: elastic (got {preset})",
         )
     workers = r.int_("workers", None)
     elastic = None
@@ -767,8 +810,9 @@ def parse_job(raw: Any, where: str = "job") -> JobSpec:
         )
     entrypoint = None
     if r.has("entrypoint"):
-        _check_runtime_only_keys(r, where)
         entrypoint = _parse_entrypoint(r.data["entrypoint"], r.path("entrypoint"), image)
+        kind_key = {"code_dir": "codeDir"}.get(entrypoint.kind, entrypoint.kind)
+        _check_runtime_only_keys(r, where, f"{r.path('entrypoint')}.{kind_key}")
     team = r.str_("team")
     pool = r.str_("pool")
     if team is None:
@@ -804,6 +848,7 @@ def parse_job(raw: Any, where: str = "job") -> JobSpec:
         env=_parse_env(r.data.get("env"), r.path("env")),
         entrypoint=entrypoint,
         volumes=_parse_volumes(r.data.get("volumes"), r.path("volumes")),
+        expected_step_seconds=r.float_("expected_step_seconds"),
     )
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 from fractions import Fraction
 
-from trainforge.jobs import entrypoint, storage
+from trainforge.jobs import images, storage
 from trainforge.jobs.contract import (
     EFA_RESOURCE,
     GPU_RESOURCE,
@@ -179,7 +179,11 @@ def resolve_job(job: JobSpec, target: JobTarget, where: str = "job") -> JobSpec:
     )
     check_quota(resolved, target, where)
     storage.check_storage(resolved, target, where)
-    entrypoint.check_image(resolved, where)
+    # User code needs the runtime library only if it imports it: checked with its files
+    # (`entrypoint.user_code`); the driver and GPU checks apply to every image.
+    images.check_image(
+        resolved, pool, where, needs_runtime=None if resolved.entrypoint is None else False
+    )
     return resolved
 
 

@@ -18,7 +18,7 @@ from trainforge.plan import validate as V
 from trainforge.plan.manifests import K8sObject, helm_like, k8s_objects
 from trainforge.plan.runner import UNKNOWN, Inventory, run_program, run_project
 from trainforge.plan.runner import standin_mocks as load_standin_mocks
-from trainforge.plan.waivers import CONFIG_KEY, Waiver, find_waiver, parse_waivers
+from trainforge.plan.waivers import CONFIG_KEY, Waiver, WaiverError, find_waiver, parse_waivers
 
 
 @dataclass
@@ -30,6 +30,7 @@ class PlanResult:
     validation: Counter = field(default_factory=Counter)  # pass / fail / unchecked
     unchecked: list[str] = field(default_factory=list)
     standin_judged: int = 0  # cloud resources re-judged with stand-in ids/ARNs
+    names: set[str] = field(default_factory=set)  # every name a waiver may use in this plan
     sections: list[C.Section] = field(default_factory=list)  # the plan checks' reports
 
     @property
@@ -43,6 +44,12 @@ class PlanResult:
     @property
     def clean(self) -> bool:
         return not self.failing
+
+    @property
+    def unused_waivers(self) -> list[Waiver]:
+        """Waivers that name a real resource but cover no finding: the rule passes there now."""
+        used = {v.waived_by for v in self.violations if v.waived_by is not None}
+        return [w for w in self.waivers if w not in used]
 
     def counts_by_type(self) -> list[tuple[str, int]]:
         c = Counter(r.type for r in self.inventory.resources)
@@ -84,16 +91,21 @@ def evaluate(
     counts: Counter = Counter()
     unchecked: list[str] = []
 
+    known: set[str] = set()
+
     def add(urn: str, display: str, names: set[str], rule: str, msg: str, fix: str) -> None:
         w = find_waiver(waivers, rule, names)
         violations.append(
-            R.Violation(display, rule, msg, fix, urn=urn, waived=w.reason if w else None)
+            R.Violation(
+                display, rule, msg, fix, urn=urn, waived=w.reason if w else None, waived_by=w
+            )
         )
 
     def names_of(rec_urn: str, rec_name: str) -> set[str]:
         names = {rec_urn, rec_name}
         if rec_urn in by_urn:
             names.add(by_urn[rec_urn].ident)
+        known.update(names)
         return names
 
     for rec in inv.resources:
@@ -124,10 +136,20 @@ def evaluate(
         sections += result.sections
         for f in result.findings:
             names = {f.resource, *f.names}
+            known.update(names)
             if f.urn:
                 names |= names_of(f.urn, names_by_urn[f.urn].name if f.urn in names_by_urn else "")
             add(f.urn, f.resource, names, f.rule, f.message, f.fix)
-    return PlanResult(inv, objects, violations, waivers, counts, unchecked, sections=sections)
+    for w in waivers:
+        if w.resource not in known:
+            raise WaiverError(
+                f"{w.where}.resource: got {w.resource!r}; no resource, Kubernetes object or "
+                "finding in this plan has that name (use a Pulumi name, a URN or "
+                "namespace/Kind/name as `trainforge plan` prints them)"
+            )
+    return PlanResult(
+        inv, objects, violations, waivers, counts, unchecked, names=known, sections=sections
+    )
 
 
 def known_rule_ids() -> set[str]:
@@ -179,6 +201,7 @@ def add_standin_findings(result: PlanResult, standin: Inventory) -> int:
                     rule.fix,
                     urn=rec.urn,
                     waived=w.reason if w else None,
+                    waived_by=w,
                 )
             )
     return judged

@@ -69,6 +69,7 @@ class Violation:
     fix: str
     urn: str = ""
     waived: str | None = None  # the written reason when a waiver covers it
+    waived_by: Any = field(default=None, compare=False, repr=False)  # the Waiver itself
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -344,6 +344,11 @@ def read_stack_config(
         data = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError as e:
         raise ProjectError(f"{path.name}: not valid YAML: {e}") from e
+    if not isinstance(data, dict):
+        raise ProjectError(
+            f"{path.name}: got {type(data).__name__} {data!r:.60}; expected a mapping with a "
+            "`config:` mapping of keys such as trainforge:cluster"
+        )
     raw = data.get("config") or {}
     if not isinstance(raw, dict):
         raise ProjectError(f"{path.name}: `config` must be a mapping, got {type(raw).__name__}")

@@ -8,6 +8,7 @@ docs/configuration.md documents every key and its default.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import ipaddress
 import re
@@ -342,8 +343,14 @@ def _instance_types(p: _P, raw: dict, path: str) -> tuple[str, ...]:
         INSTANCE_TYPE,
         "an EC2 instance type such as g5.xlarge",
     )
-    if not types and "instanceTypes" not in raw:
-        p.err(f"{path}.instanceTypes", None, "a non-empty list of EC2 instance types")
+    item_errors = any(e.startswith(f"{NS}:{path}.instanceTypes[") for e in p.errors)
+    if not types and not item_errors:
+        # Missing, null or []: a group or pool needs at least one type to launch anything.
+        p.err(
+            f"{path}.instanceTypes",
+            raw.get("instanceTypes"),
+            "a non-empty list of EC2 instance types",
+        )
     return types
 
 
@@ -535,22 +542,35 @@ TOP_KEYS = {
     "karpenter",
     "tags",
     # owned by other areas; parsed there (services_config / jobs)
-    "services",
     "teams",
     "jobs",
 }
 
 
 def parse_config(
-    raw: dict[str, Any], *, extra_keys: set[str] | frozenset = frozenset()
+    raw: dict[str, Any],
+    *,
+    extra_keys: set[str] | frozenset = frozenset(),
+    lookups: bool = False,
+    region: str | None = None,
 ) -> PlatformConfig:
     """Parse the `trainforge:` config (bare camelCase keys, values already decoded from JSON).
 
     Raises ConfigError listing every problem. `extra_keys` are tolerated (other areas' keys).
+    With `lookups`, the instance types of every node group, pool and the system node group are
+    also looked up (`aws.ec2.get_instance_type`: needs the Pulumi runtime or its mocks), so
+    that type problems come in the same report as the parse problems, not on a second run.
+    `region` (the stack's `aws:region`) is checked against the regions AWS has.
     """
     errors: list[str] = []
     p = _P(errors)
+    if not isinstance(raw, dict):
+        raise ConfigError(
+            [f"{NS}: got {raw!r:.60}; expected a mapping of trainforge:<key> settings"]
+        )
     raw = dict(raw or {})
+    if region is not None:
+        _check_region(errors, region)
     known = TOP_KEYS | set(extra_keys) | set(_services_keys())
     for k in raw:
         if k not in known:
@@ -604,6 +624,8 @@ def parse_config(
     if raw.get("tags") is not None and not isinstance(raw.get("tags"), dict):
         p.err("tags", raw.get("tags"), "a mapping of tag name to value")
     services = _parse_services(raw, errors)
+    if lookups:
+        _lookup_instance_types(errors, system, groups, pools)
     if errors:
         raise ConfigError(errors)
     return PlatformConfig(
@@ -618,6 +640,51 @@ def parse_config(
         tags=tags,
         services=services,
     )
+
+
+@functools.cache
+def aws_regions() -> frozenset[str]:
+    """Every region of every AWS partition (botocore's bundled endpoint data, offline)."""
+    import botocore.session  # noqa: PLC0415 - only the program needs it
+
+    session = botocore.session.get_session()
+    return frozenset(
+        r
+        for partition in session.get_available_partitions()
+        for r in session.get_available_regions("ec2", partition)
+    )
+
+
+def _check_region(errors: list[str], region: Any) -> None:
+    """`aws:region` must be a region AWS has."""
+    known = aws_regions()
+    if not isinstance(region, str) or region not in known:
+        examples = ", ".join(sorted(r for r in known if r.startswith("us-"))[:4])
+        errors.append(
+            f"aws:region: {region!r} is not valid; expected an AWS region such as {examples}"
+        )
+
+
+def _lookup_instance_types(errors: list[str], system, groups, pools) -> None:
+    """Type problems of every group and pool that parsed, and of the system node group."""
+    from trainforge.platform.instance_types import (  # noqa: PLC0415 - imports pulumi_aws
+        instance_type_facts,
+        resolve_pool,
+    )
+
+    for i, g in enumerate(groups):
+        if g is not None and g.instance_types:
+            resolve_pool(g, f"nodeGroups[{i}]", errors)
+    for i, pool in enumerate(pools):
+        if pool is not None and pool.instance_types:
+            resolve_pool(pool, f"nodePools[{i}]", errors)
+    try:
+        instance_type_facts(system.instance_type)
+    except LookupError:
+        errors.append(
+            f"{NS}:systemNodeGroup.instanceType: {system.instance_type!r} is not valid; "
+            "expected an EC2 instance type offered in this region"
+        )
 
 
 # --- services hook (owned by the services engineer: trainforge/platform/services_config.py) ---
@@ -644,6 +711,11 @@ def _parse_services(raw: dict[str, Any], errors: list[str]) -> Any:
     return mod.parse_services_config(raw, errors)
 
 
+def decode_value(value: Any) -> Any:
+    """A config value as the engine hands it over (JSON for structures), decoded."""
+    return _decode(value)
+
+
 def _decode(value: Any) -> Any:
     import json  # noqa: PLC0415
 
@@ -666,4 +738,4 @@ def load_config(config: pulumi.Config | None = None) -> PlatformConfig:
         if full.startswith(prefix):
             key = full[len(prefix) :]
             raw[key] = _decode(config.get(key))
-    return parse_config(raw)
+    return parse_config(raw, lookups=True, region=pulumi.Config("aws").get("region"))

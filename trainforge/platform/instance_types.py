@@ -67,6 +67,9 @@ class PoolTypeFacts:
     # (minimum over the types; 0 on CPU pools).
     gpu_name: str | None = None
     gpu_memory_mib: int = 0
+    # Each type's own facts, in the pool's order (the cost report picks the type a pod
+    # lands on; the minimums above are what a pod may be sized for).
+    per_type: tuple[InstanceTypeFacts, ...] = ()
 
 
 def resolve_pool(
@@ -125,6 +128,7 @@ def resolve_pool(
         architecture=arch,
         gpu_name=gpu_names.pop() if len(gpu_names) == 1 and not no_gpu else None,
         gpu_memory_mib=min(per_gpu) if per_gpu and not no_gpu else 0,
+        per_type=tuple(facts),
     )
 
 

@@ -30,6 +30,15 @@ def launch_template(
     capacity_reservation_id: str | None = None,
 ) -> aws.ec2.LaunchTemplate:
     extra: dict[str, Any] = {}
+    if network_interfaces and len(network_interfaces) > 1:
+        for nic in network_interfaces:
+            if "associate_public_ip_address" in nic:
+                # EC2 refuses the parameter (even "false") with several interfaces, so the
+                # node group would never launch a node (aws/karpenter-provider-aws#5666).
+                raise ValueError(
+                    f"{name}: associate_public_ip_address cannot be set on a launch template "
+                    "with several network interfaces; EC2 rejects the launch"
+                )
     if network_interfaces:
         # With explicit interfaces, security groups go on the interfaces, not the template.
         extra["network_interfaces"] = network_interfaces

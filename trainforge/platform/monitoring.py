@@ -7,6 +7,9 @@ ignores the PodMonitors trainforge jobs create). `mode: external` skips the stac
 that already run a Prometheus operator. The DCGM exporter runs on GPU nodes only and ships
 its ServiceMonitor.
 
+With Grafana on (`monitoring.grafana: true`), trainforge's dashboards (dashboards.py: a
+training-job and a GPU fleet dashboard) ship as ConfigMaps the chart's Grafana sidecar loads.
+
 MLflow (optional) runs as one non-root pod in namespace `mlflow`; jobs get its in-cluster
 address as MLFLOW_TRACKING_URI. Backend `pvc` keeps the SQLite store and artifacts on a
 ReadWriteOnce volume (survives restarts; one replica, Recreate strategy). `sqlite-ephemeral`
@@ -15,6 +18,7 @@ keeps them on an emptyDir: fine for dev, everything is lost when the pod moves.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +26,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from trainforge.platform import versions
+from trainforge.platform.dashboards import DASHBOARDS, SIDECAR_LABEL, SIDECAR_LABEL_VALUE
 from trainforge.platform.device_plugins import GPU_NODE_TERMS, GPU_TAINT_TOLERATION, node_affinity
 from trainforge.platform.services_config import MlflowConfig, MonitoringConfig
 from trainforge.platform.teams import TEAM_LABEL
@@ -35,6 +40,30 @@ STORAGE_CLASS = "trainforge-gp3"
 GRAFANA_ADMIN_SECRET = "grafana-admin"
 
 
+# EKS runs the control plane: kube-controller-manager, kube-scheduler and etcd expose no
+# endpoint the cluster can scrape (helm/charts#10517: KubeControllerManagerDown and
+# KubeSchedulerDown fire forever on EKS), and EKS's kube-proxy serves metrics on
+# 127.0.0.1:10249 only (prometheus-community/helm-charts#977: "connection refused"). Left on,
+# their ServiceMonitors scrape nothing and their "target down" alerts never clear, so their
+# scrapes and their rule groups are off. Keys checked against the chart's values.yaml at the
+# pinned version (tests/platform/test_chart_values.py).
+EKS_UNSCRAPABLE: dict[str, Any] = {
+    "kubeControllerManager": {"enabled": False},
+    "kubeScheduler": {"enabled": False},
+    "kubeEtcd": {"enabled": False},
+    "kubeProxy": {"enabled": False},
+    "defaultRules": {
+        "rules": {
+            "etcd": False,
+            "kubeControllerManager": False,
+            "kubeSchedulerAlerting": False,
+            "kubeSchedulerRecording": False,
+            "kubeProxy": False,
+        }
+    },
+}
+
+
 def prometheus_values(cfg: MonitoringConfig, storage_class: str) -> dict[str, Any]:
     grafana: dict[str, Any] = {"enabled": cfg.grafana}
     if cfg.grafana:
@@ -46,6 +75,7 @@ def prometheus_values(cfg: MonitoringConfig, storage_class: str) -> dict[str, An
         }
     return {
         "grafana": grafana,
+        **EKS_UNSCRAPABLE,
         "prometheus": {
             "prometheusSpec": {
                 # Select every monitor/rule in every namespace, not only this release's.
@@ -76,8 +106,26 @@ def dcgm_values() -> dict[str, Any]:
     return {
         "affinity": node_affinity(GPU_NODE_TERMS),
         "tolerations": [GPU_TAINT_TOLERATION],
-        "serviceMonitor": {"enabled": True, "interval": "15s"},
+        # honorLabels: keep the exporter's `namespace`/`pod` labels (the training pod using
+        # each GPU) instead of renaming them `exported_*` in favour of the exporter's own pod;
+        # the training dashboard selects a job's GPUs by them.
+        "serviceMonitor": {"enabled": True, "interval": "15s", "honorLabels": True},
     }
+
+
+def mlflow_allowed_hosts() -> list[str]:
+    """Host headers the MLflow server accepts: its Service names (with and without the port)
+    and localhost for `kubectl port-forward`; /health and /version are exempt (probes)."""
+    names = [f"mlflow.{MLFLOW_NAMESPACE}.svc.cluster.local", f"mlflow.{MLFLOW_NAMESPACE}.svc"]
+    names.append(f"mlflow.{MLFLOW_NAMESPACE}")
+    hosts = [h for n in names for h in (n, f"{n}:{MLFLOW_PORT}")]
+    return [
+        *hosts,
+        "localhost",
+        f"localhost:{MLFLOW_PORT}",
+        "127.0.0.1",
+        f"127.0.0.1:{MLFLOW_PORT}",
+    ]
 
 
 @dataclass
@@ -134,6 +182,8 @@ class Monitoring(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions.merge(child, self._class_deps()),
             )
             dcgm_ns = ns.metadata.name
+            if cfg.grafana:
+                self._dashboards(name, ns.metadata.name, child)
         if cfg.dcgm_exporter and args.gpu_nodes:
             self.dcgm = k8s.helm.v3.Release(
                 f"{name}-dcgm",
@@ -157,6 +207,25 @@ class Monitoring(pulumi.ComponentResource):
         self.register_outputs(
             {"mode": cfg.mode, "mlflowTrackingUri": self.mlflow_tracking_uri or ""}
         )
+
+    def _dashboards(
+        self, name: str, namespace: pulumi.Input[str], child: pulumi.ResourceOptions
+    ) -> None:
+        """trainforge's dashboards as ConfigMaps the chart's Grafana sidecar picks up."""
+        for cm_name, build in DASHBOARDS.items():
+            k8s.core.v1.ConfigMap(
+                f"{name}-{cm_name}",
+                metadata=k8s.meta.v1.ObjectMetaArgs(
+                    name=cm_name,
+                    namespace=namespace,
+                    labels={
+                        SIDECAR_LABEL: SIDECAR_LABEL_VALUE,
+                        "app.kubernetes.io/part-of": "trainforge",
+                    },
+                ),
+                data={f"{cm_name}.json": json.dumps(build(), indent=1, sort_keys=True)},
+                opts=child,
+            )
 
     def _storage_class(self, name: str, child: pulumi.ResourceOptions) -> str:
         """An encrypted gp3 EBS class, declared once, for the volumes this component needs."""
@@ -308,6 +377,10 @@ def mlflow_pod_spec(service_account: pulumi.Input[str], data_volume: Any) -> Any
                     # Clients upload artifacts through the server: jobs need no storage creds.
                     "--serve-artifacts",
                     "--artifacts-destination=/mlflow/artifacts",
+                    # MLflow 3.5+ answers 403 to a Host header it does not allow (DNS-rebinding
+                    # guard; the default allows only localhost and private IPs), and jobs call
+                    # it by its Service name, port included (mlflow/mlflow#22095).
+                    f"--allowed-hosts={','.join(mlflow_allowed_hosts())}",
                 ],
                 env=[k8s.core.v1.EnvVarArgs(name="HOME", value="/tmp")],
                 ports=[

@@ -108,7 +108,12 @@ class GpuNodeGroup(pulumi.ComponentResource):
                     "interface_type": kind,
                     "security_groups": groups,
                     "delete_on_termination": "true",
-                    "associate_public_ip_address": "false",
+                    # No `associate_public_ip_address`, not even "false": EC2 rejects the
+                    # parameter when an instance launches with several interfaces
+                    # ("InvalidParameterCombination: The associatePublicIPAddress parameter
+                    # cannot be specified when launching with multiple network interfaces";
+                    # aws/karpenter-provider-aws#5666, hashicorp/terraform-provider-aws#6777).
+                    # Nodes live in private subnets, which assign no public addresses.
                 }
                 for card, device, kind in efa_interface_layout(facts.efa_interfaces)
             ]

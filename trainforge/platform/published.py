@@ -12,6 +12,7 @@ from typing import Any
 
 from trainforge.jobs.contract import (
     DEFAULT_BACKEND,
+    NodeType,
     PlatformContract,
     PoolFacts,
     PoolLimits,
@@ -19,6 +20,7 @@ from trainforge.jobs.contract import (
     TeamFacts,
     TeamQuota,
 )
+from trainforge.platform import versions
 from trainforge.platform.config import (
     GPU_TAINT_KEY,
     POOL_LABEL,
@@ -26,11 +28,36 @@ from trainforge.platform.config import (
     NodePoolConfig,
     PlatformConfig,
 )
-from trainforge.platform.instance_types import PoolTypeFacts, resolve_all
+from trainforge.platform.instance_types import PoolTypeFacts, instance_type_facts, resolve_all
 
 # Stands for the checkpoint bucket's name while only the config is known: a job is checked
 # knowing *that* the platform has a bucket, before the bucket (and its name) exists.
 PENDING_BUCKET = "<checkpoint-bucket>"
+
+
+def _node_types(f: PoolTypeFacts) -> tuple[NodeType, ...]:
+    return tuple(NodeType(t.name, t.vcpus, t.memory_mib, t.gpus) for t in f.per_type)
+
+
+def _gpu_facts(f: PoolTypeFacts, ami: str) -> dict[str, Any]:
+    """GPU models and architectures of the pool's types, its node image and that image's driver.
+
+    Managed node groups run EKS's AL2023 NVIDIA AMI type, Karpenter pools the pinned alias;
+    `versions.AMI_NVIDIA_DRIVER` says which driver branch each provides (compatibility table).
+    """
+    if not f.gpus_per_node:
+        return {"ami": ami}
+    models = tuple(
+        dict.fromkeys(
+            m for t in f.instance_types if (m := instance_type_facts(t).gpu_name) is not None
+        )
+    )
+    return {
+        "gpu_models": models,
+        "gpu_archs": tuple(versions.GPU_ARCH.get(m, 0) for m in models),
+        "ami": ami,
+        "nvidia_driver": versions.AMI_NVIDIA_DRIVER.get(ami),
+    }
 
 
 def _facts_for_group(g: NodeGroupConfig, f: PoolTypeFacts) -> PoolFacts:
@@ -52,6 +79,8 @@ def _facts_for_group(g: NodeGroupConfig, f: PoolTypeFacts) -> PoolFacts:
         memory_mib_per_node=f.memory_mib_per_node,
         architecture=f.architecture,
         max_nodes=g.max_size,
+        **_gpu_facts(f, versions.GPU_AMI_TYPE if f.gpus_per_node else versions.SYSTEM_AMI_TYPE),
+        node_types=_node_types(f),
     )
 
 
@@ -75,6 +104,8 @@ def _facts_for_pool(p: NodePoolConfig, f: PoolTypeFacts) -> PoolFacts:
         memory_mib_per_node=f.memory_mib_per_node,
         architecture=f.architecture,
         limits=PoolLimits(cpu=p.limits.cpu, memory=p.limits.memory, gpus=p.limits.gpus),
+        **_gpu_facts(f, versions.KARPENTER_AMI_ALIAS),
+        node_types=_node_types(f),
     )
 
 

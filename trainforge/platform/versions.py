@@ -1,64 +1,248 @@
-"""Every pinned version the platform deploys, in one place.
+"""Every pinned version the platform deploys, in one place, each one a fact with its source.
 
 Why: an upgrade (Kubernetes, an add-on, a chart, the node AMI) should be a one-line diff that
 reviewers can spot, and nothing may float (`@latest`, unpinned charts) because a node image
-or chart that changes under a running training job is an outage nobody asked for.
+or chart that changes under a running training job is an outage nobody asked for. And a pin
+is only as good as the record it was read from: a tag that was never published fails the
+first `pulumi up`, an add-on build not published for the cluster's Kubernetes minor is refused
+by EKS, a CUDA build the node's driver cannot load crashes every pod.
+
+Convention (tests/platform/test_versions.py enforces it, so add pins the same way):
+
+    NAME = "x.y.z"  # source: <where it was read>, checked YYYY-MM-DD
+
+A pin is a module-level UPPER_CASE constant holding a literal. Its comment, on the same line
+or in the comment block of its paragraph (pins that belong together, like a chart's repository
+and version, share one), says where the version was read (a release page, a
+repository file at a tag, the EKS user guide table ...) and `checked YYYY-MM-DD` (the day it
+was read). A mapping of pins carries the comment on each entry. Constants built from other
+pins (f-strings, references) need none. A pin that could not be confirmed says so in its
+comment ("NOT confirmed: ...") and keeps the best confirmed value; never invent a tag.
+
+The compatibility table at the end (torch build <-> CUDA <-> minimum NVIDIA driver <-> GPU
+architectures <-> node AMIs) is data the preview uses: `trainforge.jobs.images` picks each
+pool's default training image from it and refuses an image the pool's nodes cannot run.
 """
 
 from __future__ import annotations
 
-# --- EKS control plane and add-ons (versions must be compatible with KUBERNETES_VERSION) ---
-KUBERNETES_VERSION = "1.33"
+from dataclasses import dataclass
 
-EKS_ADDON_VERSIONS: dict[str, str] = {
-    "vpc-cni": "v1.19.6-eksbuild.7",
-    "coredns": "v1.12.1-eksbuild.2",
-    "kube-proxy": "v1.33.0-eksbuild.2",
-    "eks-pod-identity-agent": "v1.3.8-eksbuild.2",
-    "aws-ebs-csi-driver": "v1.46.0-eksbuild.1",
+# --- EKS control plane and add-ons (versions must be published for KUBERNETES_VERSION) ---
+# source: docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html (14 months of
+# standard support) and endoflife.date/amazon-eks (1.35 released 2026-01-28, standard support
+# until 2027-03-27; 1.33 left standard support 2026-07-29), checked 2026-11-23
+KUBERNETES_VERSION = "1.35"
+# End of EKS standard support per minor (extended support costs extra per cluster hour).
+# source: endoflife.date/amazon-eks, checked 2026-11-23
+EKS_STANDARD_SUPPORT_ENDS: dict[str, str] = {
+    "1.34": "2026-12-02",  # source: endoflife.date/amazon-eks, checked 2026-11-23
+    "1.35": "2027-03-27",  # source: endoflife.date/amazon-eks, checked 2026-11-23
 }
 
-# --- Managed node groups (EKS-optimized AMI types; EKS picks the release for the version) ---
+EKS_ADDON_VERSIONS: dict[str, str] = {
+    # source: EKS user guide "Amazon VPC CNI versions" table, 1.35 row (read from a public
+    # mirror of the table; the awsdocs source file stored here predates 1.35), checked 2026-11-23
+    "vpc-cni": "v1.21.1-eksbuild.8",
+    # source: docs.aws.amazon.com/ja_jp/eks/latest/userguide/managing-coredns.md, 1.35 row, checked 2026-11-23
+    "coredns": "v1.14.3-eksbuild.3",
+    # source: docs.aws.amazon.com/ja_jp/eks/latest/userguide/managing-kube-proxy.md, 1.35 row, checked 2026-11-23
+    "kube-proxy": "v1.35.3-eksbuild.13",
+    # source: public EKS add-on maps pin it for 1.32-1.34; NOT confirmed for 1.35 from a public
+    # record (run `aws eks describe-addon-versions --addon-name eks-pod-identity-agent
+    # --kubernetes-version 1.35` before `pulumi up`), checked 2026-11-23
+    "eks-pod-identity-agent": "v1.3.8-eksbuild.2",
+    # source: public EKS add-on maps pin it for 1.33 and 1.34 (upstream driver is at v1.59.0);
+    # NOT confirmed for 1.35 from a public record (describe-addon-versions as above), checked 2026-11-23
+    "aws-ebs-csi-driver": "v1.50.1-eksbuild.1",
+}
+
+# --- Managed node groups (EKS-optimized AMI types; EKS picks the newest release for the version) ---
+# source: docs.aws.amazon.com/eks/latest/userguide/eks-optimized-ami.html (AL2023 AMI types), checked 2026-11-23
 SYSTEM_AMI_TYPE = "AL2023_x86_64_STANDARD"
+# source: same page; NVIDIA driver, CUDA user-mode driver, container toolkit, EFA, checked 2026-11-23
 GPU_AMI_TYPE = "AL2023_x86_64_NVIDIA"
 
 # --- Karpenter ---
 # >= 1.11: EC2NodeClass.spec.networkInterfaces (efa-only interfaces) and placementGroupSelector.
+# source: endoflife.date/karpenter (1.11+ supports Kubernetes 1.29-1.35) and karpenter.sh/v1.14
+# (v1.14.0 2026-07-11); v1.15.0 (2026-10-10) exists and is not adopted here, checked 2026-11-23
 KARPENTER_VERSION = "1.14.1"
-KARPENTER_CHART_REPO = "oci://public.ecr.aws/karpenter"
-KARPENTER_CHART = "karpenter"
-KARPENTER_CRD_CHART = "karpenter-crd"
+KARPENTER_CHART_REPO = (
+    "oci://public.ecr.aws/karpenter"  # source: karpenter.sh upgrade guide, checked 2026-11-23
+)
+KARPENTER_CHART = "karpenter"  # source: karpenter.sh upgrade guide, checked 2026-11-23
+KARPENTER_CRD_CHART = "karpenter-crd"  # source: karpenter.sh upgrade guide, checked 2026-11-23
 # Pinned EKS-optimized AL2023 release for Karpenter nodes (never `al2023@latest`: a new AMI
-# would drift every node, including ones running training jobs).
-KARPENTER_AMI_ALIAS = "al2023@v20251023"
+# would drift every node, including ones running training jobs). A dated alias must be
+# published for KUBERNETES_VERSION: releases before 1.35 went GA (2026-01-28) are not
+# (aws-samples/amazon-eks-machine-learning-with-terraform-and-kubeflow#170: al2023@v20251103
+# "was never published for EKS 1.35").
+# source: pinned in two independent public EC2NodeClass configs (Sept 2026); the release page
+# itself was not readable here (NOT confirmed from awslabs/amazon-eks-ami releases); its NVIDIA
+# driver is the 580 branch (awslabs/amazon-eks-ami#2470; the 1.35 v20260512 AMI ships
+# 580.159.03), checked 2026-11-23
+KARPENTER_AMI_ALIAS = "al2023@v20260903"
 
 # --- BEGIN platform services pins (owned by the platform-services engineer) ---
-# Kubeflow training operator v1 (PyTorchJob). v1.9.4 is the last v1 release; there is no
-# official Helm chart for v1, so the pinned upstream kustomize overlay is installed.
+# Kubeflow training operator v1 (PyTorchJob). There is no official Helm chart for v1, so the
+# pinned upstream kustomize overlay is installed, from the repository's current name
+# (`kubeflow/training-operator` only redirects to `kubeflow/trainer`).
+# source: github.com/kubeflow/trainer PR #3946/#3947 (v1.9.4 released 2026-08-18 for the
+# Kubernetes version upgrade), checked 2026-11-23
 TRAINING_OPERATOR_VERSION = "v1.9.4"
 TRAINING_OPERATOR_KUSTOMIZE_URL = (
-    "https://github.com/kubeflow/training-operator//manifests/overlays/standalone"
+    "https://github.com/kubeflow/trainer//manifests/overlays/standalone"
     f"?ref={TRAINING_OPERATOR_VERSION}"
 )
-# FSx for Lustre CSI driver as an EKS add-on (compatible with KUBERNETES_VERSION).
+# FSx for Lustre CSI driver as an EKS add-on.
+# source: existing pin; upstream driver v1.9.0 exists (public.ecr.aws/fsx-csi-driver); the
+# add-on build published for 1.35 is NOT confirmed from a public record (run `aws eks
+# describe-addon-versions --addon-name aws-fsx-csi-driver --kubernetes-version 1.35`), checked 2026-11-23
 FSX_CSI_ADDON_VERSION = "v1.5.0-eksbuild.1"
-LUSTRE_VERSION = "2.15"
+LUSTRE_VERSION = "2.15"  # source: docs.aws.amazon.com/fsx/latest/LustreGuide (FileSystemTypeVersion 2.15), checked 2026-11-23
+# source: github.com/NVIDIA/k8s-device-plugin deployments/helm/nvidia-device-plugin/Chart.yaml
+# at tag v0.20.0 (chart version 0.20.0 = plugin 0.20.0), checked 2026-11-23
 NVIDIA_DEVICE_PLUGIN_CHART_REPO = "https://nvidia.github.io/k8s-device-plugin"
-NVIDIA_DEVICE_PLUGIN_CHART_VERSION = "0.17.1"
+NVIDIA_DEVICE_PLUGIN_CHART_VERSION = "0.20.0"
+# The eks-charts EFA chart version is not the plugin version: chart v0.5.30 ships plugin v0.5.20.
+# source: github.com/aws/eks-charts stable/aws-efa-k8s-device-plugin/Chart.yaml (version
+# v0.5.30, appVersion v0.5.20) at 5239609 (2026-08-03), checked 2026-11-23
 EFA_DEVICE_PLUGIN_CHART_REPO = "https://aws.github.io/eks-charts"
-EFA_DEVICE_PLUGIN_CHART_VERSION = "v0.5.7"
+EFA_DEVICE_PLUGIN_CHART_VERSION = "v0.5.30"
+# source: github.com/prometheus-community/helm-charts tag kube-prometheus-stack-88.5.3
+# (operator v0.93.1; values.yaml read at that tag), checked 2026-11-23
 KUBE_PROMETHEUS_STACK_CHART_REPO = "https://prometheus-community.github.io/helm-charts"
-KUBE_PROMETHEUS_STACK_CHART_VERSION = "66.2.1"
+KUBE_PROMETHEUS_STACK_CHART_VERSION = "88.5.3"
+# The DCGM exporter chart version is its own: chart 4.8.2 ships exporter 4.5.3-4.8.2.
+# source: github.com/NVIDIA/dcgm-exporter deployment/Chart.yaml at tag 4.5.3-4.8.2, checked 2026-11-23
 DCGM_EXPORTER_CHART_REPO = "https://nvidia.github.io/dcgm-exporter/helm-charts"
-DCGM_EXPORTER_CHART_VERSION = "4.1.1"
-MLFLOW_IMAGE = "ghcr.io/mlflow/mlflow:v2.20.3"
+DCGM_EXPORTER_CHART_VERSION = "4.8.2"
+# The server's major matches the client's (`mlflow==3.18.0`, pyproject's `mlflow` extra).
+# source: ghcr.io/mlflow/mlflow:v3.16.0 pinned in public deployments (newest plain server tag
+# seen; v3.18.0's image is NOT confirmed), checked 2026-11-23
+MLFLOW_IMAGE = "ghcr.io/mlflow/mlflow:v3.16.0"
 # --- END platform services pins ---
 
 # --- training jobs ---
-# Stock PyTorch CUDA runtime image that jobs run by default: torch + CUDA + cuDNN, no trainforge
-# code (that ships in a ConfigMap). Its torch matches the one the runtime is tested with
-# (requirements.lock); torchrun honours TORCH_ELASTIC_SHUTDOWN_TIMEOUT, which the
-# checkpoint-on-SIGTERM grace period relies on. Pinned by tag; jobs may name a digest instead.
-PYTORCH_IMAGE = "pytorch/pytorch:2.13.0-cuda12.8-cudnn9-runtime"
+# The default training image is chosen per pool from TORCH_CUDA_BUILDS below
+# (trainforge.jobs.images.image_for). The stock PyTorch CUDA runtime image carries torch + CUDA
+# + cuDNN and no trainforge code (that ships in a ConfigMap); its torch matches the one the
+# runtime is tested with (requirements.lock).
+# source: pypi.org/project/torch 2.13.0 (requirements.lock), checked 2026-11-23
+TORCH_VERSION = "2.13.0"
 # One-shot helper pods (FSx team directories): a small, pinned shell image.
-BUSYBOX_IMAGE = "busybox:1.37.0"
+BUSYBOX_IMAGE = "busybox:1.37.0"  # source: hub.docker.com/_/busybox tags, checked 2026-11-23
+
+
+# --- compatibility table: torch build <-> CUDA <-> driver <-> GPU architecture <-> node AMI ---
+
+
+@dataclass(frozen=True)
+class CudaBuild:
+    """One published CUDA build of a torch release.
+
+    `archs` are the compute capabilities (sm_XY as XY) the build ships kernels (cubins) for; a
+    GPU runs a cubin of its own major version and an equal or lower minor (sm_86 cubins run on
+    an sm_89 L4). `ptx` is the newest architecture it also ships PTX for, which the driver
+    JIT-compiles for newer GPUs (None: no PTX, so nothing newer than `archs` runs).
+    `min_driver` is the NVIDIA driver major the CUDA runtime needs (minor-version
+    compatibility: any 12.x runs on R525+, 13.x needs R580+).
+    """
+
+    cuda: str
+    image: str
+    min_driver: int
+    archs: tuple[int, ...]
+    ptx: int | None = None
+
+
+# Preference order: the first build a pool can run is its default image (newest CUDA first).
+TORCH_CUDA_BUILDS: tuple[CudaBuild, ...] = (
+    # source: image tag and digest sha256:db80a41f... pinned in public Dockerfiles; arch list
+    # from pytorch .ci/manywheel/build_cuda.sh (13.0 on x86_64: 7.5;8.0;8.6;9.0;10.0;12.0+PTX);
+    # driver: NVIDIA CUDA 13.x minor-version compatibility needs R580, checked 2026-11-23
+    CudaBuild(
+        cuda="13.0",
+        image="pytorch/pytorch:2.13.0-cuda13.0-cudnn9-runtime",
+        min_driver=580,
+        archs=(75, 80, 86, 90, 100, 120),
+        ptx=120,
+    ),
+    # source: image tag and digest sha256:6acf597e... pinned in two public projects; arch list
+    # from pytorch .ci/manywheel/build_cuda.sh (12.6: 5.0;6.0;7.0;7.5;8.0;8.6;9.0, no PTX, so
+    # no Blackwell); driver: CUDA 12.x minor-version compatibility needs R525, checked 2026-11-23
+    CudaBuild(
+        cuda="12.6",
+        image="pytorch/pytorch:2.13.0-cuda12.6-cudnn9-runtime",
+        min_driver=525,
+        archs=(50, 60, 70, 75, 80, 86, 90),
+    ),
+)
+
+# Architectures of CUDA builds of any torch release, for user images that name their build in
+# the tag (`pytorch/pytorch:<torch>-cuda<X.Y>-...`). Builds not listed are checked for the
+# driver only. source: pytorch .ci/manywheel/build_cuda.sh (12.6, 12.8, 12.9, 13.0 cases),
+# checked 2026-11-23
+CUDA_ARCHS: dict[str, tuple[tuple[int, ...], int | None]] = {
+    "12.6": ((50, 60, 70, 75, 80, 86, 90), None),  # source: build_cuda.sh, checked 2026-11-23
+    "12.8": ((70, 75, 80, 86, 90, 100, 120), None),  # source: build_cuda.sh, checked 2026-11-23
+    "12.9": ((70, 75, 80, 86, 90, 100, 120), 120),  # source: build_cuda.sh, checked 2026-11-23
+    "13.0": ((75, 80, 86, 90, 100, 120), 120),  # source: build_cuda.sh, checked 2026-11-23
+}
+# Driver major a CUDA major needs (minor-version compatibility).
+# source: NVIDIA CUDA Toolkit release notes, "minimum required driver for minor version
+# compatibility" (12.x: >= 525.60.13; 13.x: >= 580), checked 2026-11-23
+CUDA_MIN_DRIVER: dict[int, int] = {
+    11: 450,  # source: CUDA 11.x minor-version compatibility (>= 450.80.02), checked 2026-11-23
+    12: 525,  # source: CUDA 12.x minor-version compatibility (>= 525.60.13), checked 2026-11-23
+    13: 580,  # source: CUDA 13.x minor-version compatibility (>= 580), checked 2026-11-23
+}
+
+# GPU model (EC2 `GpuInfo.Gpus[].Name`) -> compute capability.
+# source: developer.nvidia.com/cuda-gpus and the EC2 instance-type catalog names, checked 2026-11-23
+GPU_ARCH: dict[str, int] = {
+    "V100": 70,  # p3dn; source: developer.nvidia.com/cuda-gpus, checked 2026-11-23
+    "T4": 75,  # g4dn; source: developer.nvidia.com/cuda-gpus, checked 2026-11-23
+    "T4g": 75,  # g5g (arm64); source: developer.nvidia.com/cuda-gpus, checked 2026-11-23
+    "A100": 80,  # p4d, p4de; source: developer.nvidia.com/cuda-gpus, checked 2026-11-23
+    "A10G": 86,  # g5; source: developer.nvidia.com/cuda-gpus, checked 2026-11-23
+    "L4": 89,  # g6, gr6; source: developer.nvidia.com/cuda-gpus, checked 2026-11-23
+    "L40S": 89,  # g6e; source: developer.nvidia.com/cuda-gpus, checked 2026-11-23
+    "H100": 90,  # p5; source: developer.nvidia.com/cuda-gpus, checked 2026-11-23
+    "H200": 90,  # p5e, p5en; source: developer.nvidia.com/cuda-gpus, checked 2026-11-23
+    "B200": 100,  # p6-b200; source: developer.nvidia.com/cuda-gpus, checked 2026-11-23
+    "B300": 103,  # p6-b300; source: developer.nvidia.com/cuda-gpus, checked 2026-11-23
+    "RTX PRO 4500": 120,  # g7; source: developer.nvidia.com/cuda-gpus, checked 2026-11-23
+    "RTX PRO Server 6000": 120,  # g7e; source: developer.nvidia.com/cuda-gpus, checked 2026-11-23
+}
+# GPUs whose driver support starts later than the AMI's branch.
+# source: EKS user guide (ml-eks-optimized-ami): "The G7 EC2 instance type requires NVIDIA
+# driver version 595 or later. The EKS-optimized accelerated AMIs currently include NVIDIA
+# driver version 580" (quoted in NVIDIA/aicr#2743), checked 2026-11-23
+GPU_MIN_DRIVER: dict[str, int] = {
+    "RTX PRO 4500": 595,  # source: EKS user guide G7 note, checked 2026-11-23
+}
+
+# NVIDIA driver branch (major) each node image we use provides.
+# source: awslabs/amazon-eks-ami#2470 (AL2023 NVIDIA AMIs moved to the 580 branch from
+# late 2025 for 1.33+) and the 1.35 v20260512 AMI (580.159.03, aws-samples
+# sample-eks-enterprise-quickstart AMI_VERSIONS.md); managed node groups get EKS's newest
+# AL2023_x86_64_NVIDIA release for KUBERNETES_VERSION, Karpenter nodes the pinned alias.
+# Bottlerocket is not used. checked 2026-11-23
+AMI_NVIDIA_DRIVER: dict[str, int] = {
+    GPU_AMI_TYPE: 580,  # source: awslabs/amazon-eks-ami#2470, checked 2026-11-23
+    KARPENTER_AMI_ALIAS: 580,  # source: awslabs/amazon-eks-ami#2470, checked 2026-11-23
+}
+
+# The oldest torch the bundled runtime imports cleanly: FSDP2's `fully_shard` and
+# `MixedPrecisionPolicy` are public in `torch.distributed.fsdp` from 2.6 (before, they lived in
+# `torch.distributed._composable.fsdp`); DCP `async_save` and `state_dict.get_state_dict` are
+# older. An image with torch 2.0/2.1 (the seeds') starts and dies on import.
+# source: pytorch 2.6 release notes (FSDP2 public API) and trainforge/training/parallel.py's
+# imports, checked 2026-11-23
+MIN_RUNTIME_TORCH = (2, 6)
+
+# The build that needs the oldest driver: what a pool without GPUs (or a caller that knows no
+# pool) runs. Jobs get theirs from `trainforge.jobs.images.image_for(job, pool)`.
+PYTORCH_IMAGE = TORCH_CUDA_BUILDS[-1].image

@@ -265,8 +265,27 @@ def config_from_namespace(ns: argparse.Namespace) -> TrainConfig:
     return TrainConfig(**{k: v for k, v in vars(ns).items() if k in fields})
 
 
+# The largest vocabulary a token file can address: ids are stored as uint16.
+MAX_VOCAB_SIZE = 65536
+
+
 def validate(cfg: TrainConfig) -> TrainConfig:
     """Checks that need no process group or device; world-size checks are in `check_world`."""
+    check_values(cfg)
+    if cfg.dataset == "tokens" and cfg.data_path and not os.path.isfile(cfg.data_path):
+        raise ConfigError(f"--data-path {cfg.data_path}: no such file")
+    from trainforge.training.checkpoint import CheckpointError, config_from_args
+
+    try:
+        config_from_args(cfg).validate()
+    except CheckpointError as e:
+        raise ConfigError(str(e)) from None
+    return cfg
+
+
+def check_values(cfg: TrainConfig) -> TrainConfig:
+    """The checks of flag values alone: no files, no torch. `pulumi preview` runs these on every
+    job's flags (trainforge.jobs.spec), so a job the runtime would reject never deploys."""
     if cfg.lr <= 0:
         raise ConfigError(f"--lr must be > 0, got {cfg.lr}")
     if cfg.weight_decay < 0:
@@ -277,9 +296,10 @@ def validate(cfg: TrainConfig) -> TrainConfig:
                 f"--d-model {cfg.d_model} is not divisible by --heads {cfg.heads}; "
                 "each head gets d-model/heads channels"
             )
-        if cfg.vocab_size > 65536:
+        if cfg.vocab_size > MAX_VOCAB_SIZE:
             raise ConfigError(
-                f"--vocab-size {cfg.vocab_size} exceeds 65536, the most a uint16 token id holds"
+                f"--vocab-size {cfg.vocab_size} exceeds {MAX_VOCAB_SIZE}, the most a uint16 "
+                "token id holds"
             )
     if cfg.dataset == "tokens":
         if cfg.model != "gpt":
@@ -288,19 +308,11 @@ def validate(cfg: TrainConfig) -> TrainConfig:
             )
         if not cfg.data_path:
             raise ConfigError("--dataset tokens needs --data-path PATH (a uint16 token file)")
-        if not os.path.isfile(cfg.data_path):
-            raise ConfigError(f"--data-path {cfg.data_path}: no such file")
     elif cfg.data_path:
         raise ConfigError(
             f"--data-path {cfg.data_path} is only read with --dataset tokens "
             f"(got --dataset {cfg.dataset})"
         )
-    from trainforge.training.checkpoint import CheckpointError, config_from_args
-
-    try:
-        config_from_args(cfg).validate()
-    except CheckpointError as e:
-        raise ConfigError(str(e)) from None
     return cfg
 
 

@@ -190,6 +190,13 @@ def _train(cfg: TrainConfig, env: DistEnv) -> int:
     checkpointing = ckpt_mod.Checkpointing(ckpt_mod.config_from_args(cfg), log=log_all)
     try:
         state.step = checkpointing.restore(state.model, state.optimizer, state.scheduler)
+        if state.step >= cfg.steps:
+            # A reused --checkpoint-dir: training zero steps silently looks like success.
+            reporter.log(
+                f"resumed at step {state.step}, which is already at --steps {cfg.steps}: nothing "
+                "left to train. Raise --steps to continue this run, or use a new --checkpoint-dir "
+                "(or --resume never) to start over"
+            )
         code = _loop(cfg, env, state, batches, reporter, checkpointing, dtype)
         if code != 0:
             return code

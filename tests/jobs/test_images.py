@@ -1,0 +1,147 @@
+"""The training image is chosen per pool from the compatibility table, and refused at preview
+when the pool's nodes (driver, GPU architecture) or the bundled runtime (torch) cannot run it."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from tests.jobs.helpers import CPU_POOL, GPU_POOL, target
+from trainforge.jobs import images
+from trainforge.jobs.contract import PoolFacts
+from trainforge.jobs.errors import JobConfigError
+from trainforge.jobs.pytorchjob import emit
+from trainforge.jobs.spec import parse_job
+from trainforge.jobs.wiring import resolve_job
+from trainforge.platform import versions
+
+CU130 = "pytorch/pytorch:2.13.0-cuda13.0-cudnn9-runtime"
+CU126 = "pytorch/pytorch:2.13.0-cuda12.6-cudnn9-runtime"
+
+
+def pool(models: tuple[str, ...], driver: int | None = 580, name: str = "gpus") -> PoolFacts:
+    return dataclasses.replace(
+        GPU_POOL,
+        name=name,
+        gpu_models=models,
+        gpu_archs=tuple(versions.GPU_ARCH.get(m, 0) for m in models),
+        ami=versions.KARPENTER_AMI_ALIAS,
+        nvidia_driver=driver,
+    )
+
+
+def job(**kw):
+    return parse_job({"name": "j", "team": "research", "pool": "gpus", **kw})
+
+
+def test_default_tags_are_the_published_builds():
+    assert [b.image for b in versions.TORCH_CUDA_BUILDS] == [CU130, CU126]
+    assert all(versions.TORCH_VERSION in b.image for b in versions.TORCH_CUDA_BUILDS)
+
+
+@pytest.mark.parametrize(
+    ("models", "driver", "expected"),
+    [
+        (("T4", "A10G"), 580, CU130),  # the dev pool on the AL2023 580 driver
+        (("H100",), 580, CU130),
+        (("B200",), 580, CU130),
+        (("A10G",), 570, CU126),  # an older AMI: CUDA 13 needs 580, 12.6 runs on 525+
+        (("T4",), 535, CU126),
+    ],
+)
+def test_default_image_follows_gpus_and_driver(models, driver, expected):
+    assert images.default_image_for(pool(models, driver)) == expected
+
+
+def test_emitted_pods_run_the_pools_default_image():
+    p = pool(("A10G",), 570)
+    resolved = resolve_job(job(), target(p))
+    emitted = emit(resolved, target(p), None if resolved.code_source == "image" else _code())
+    containers = emitted.pytorchjob["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"][
+        "containers"
+    ]
+    assert containers[0]["image"] == CU126
+
+
+def _code():
+    from tests.jobs.helpers import CODE
+
+    return CODE
+
+
+def test_no_build_for_blackwell_on_an_old_driver_is_refused_naming_pool_and_driver():
+    with pytest.raises(JobConfigError) as e:
+        resolve_job(job(), target(pool(("B200",), 570)), "trainforge:jobs[0]")
+    msg = str(e.value)
+    assert msg.startswith("trainforge:jobs[0].image:")
+    assert "'gpus'" in msg and "driver 570" in msg and "sm_100" in msg and "\n" not in msg
+
+
+def test_g7_needs_a_newer_driver_than_the_eks_ami():
+    with pytest.raises(JobConfigError, match="RTX PRO 4500 GPUs need NVIDIA driver >= 595"):
+        resolve_job(job(), target(pool(("RTX PRO 4500",), 580)), "j")
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        "pytorch/pytorch:2.0.1-cuda11.8-cudnn8-runtime",  # the seeds' images
+        "pytorch/pytorch:2.1.0-cuda12.1-cudnn8-runtime",
+        "docker.io/pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime",
+    ],
+)
+def test_user_image_with_torch_older_than_the_runtime_needs_is_refused(image):
+    with pytest.raises(JobConfigError) as e:
+        resolve_job(job(image=image, efa=False), target(pool(("A10G",))), "trainforge:jobs[1]")
+    assert str(e.value).startswith(f"trainforge:jobs[1].image: got '{image}'")
+    assert "older than 2.6" in str(e.value)
+
+
+def test_old_torch_is_fine_when_the_image_brings_its_own_code():
+    image = "pytorch/pytorch:2.1.0-cuda12.1-cudnn8-runtime"
+    resolved = resolve_job(job(image=image, codeSource="image"), target(pool(("A10G",))))
+    assert resolved.image == image
+
+
+def test_user_cuda13_image_on_a_570_driver_is_refused_naming_pool_image_and_driver():
+    with pytest.raises(JobConfigError) as e:
+        resolve_job(job(image=CU130), target(pool(("H100",), 570)), "trainforge:jobs[0]")
+    msg = str(e.value)
+    assert CU130 in msg and "pool 'gpus'" in msg and "driver 570" in msg
+    assert "CUDA 13.0 needs NVIDIA driver >= 580" in msg
+
+
+def test_user_cu126_image_has_no_blackwell_kernels():
+    with pytest.raises(JobConfigError, match="sm_100"):
+        resolve_job(job(image=CU126), target(pool(("B200",))), "j")
+
+
+def test_images_that_state_nothing_are_not_second_guessed():
+    image = "123456789012.dkr.ecr.us-west-2.amazonaws.com/train:2.0.1"
+    assert resolve_job(job(image=image), target(pool(("B200",), 570))).image == image
+
+
+def test_cpu_pool_needs_no_driver():
+    assert images.image_for(job(pool="training-workloads"), CPU_POOL) == CU130
+
+
+def test_published_pool_facts_carry_gpus_ami_and_driver():
+    import pulumi
+
+    from trainforge.plan.mocks import make_mocks
+    from trainforge.platform.config import parse_config
+    from trainforge.platform.published import pool_facts
+
+    pulumi.runtime.set_mocks(make_mocks(preview=True))
+    cfg = parse_config(
+        {
+            "cluster": "tf",
+            "nodePools": [{"name": "gpu", "instanceTypes": ["g4dn.xlarge", "g5.xlarge"]}],
+            "nodeGroups": [{"name": "p5", "instanceTypes": ["p5.48xlarge"]}],
+        }
+    )
+    facts = pool_facts(cfg)
+    assert facts["gpu"].gpu_models == ("T4", "A10G") and facts["gpu"].gpu_archs == (75, 86)
+    assert facts["gpu"].ami == versions.KARPENTER_AMI_ALIAS and facts["gpu"].nvidia_driver == 580
+    assert facts["p5"].ami == versions.GPU_AMI_TYPE and facts["p5"].gpu_archs == (90,)

@@ -1,0 +1,109 @@
+"""Every pin in versions.py says where and when it was checked; the pins agree with each other.
+
+The convention is documented at the top of trainforge/platform/versions.py; this test is what
+keeps pins added later (by anyone) honest.
+"""
+
+from __future__ import annotations
+
+import ast
+import datetime
+import pathlib
+import re
+
+from trainforge.platform import versions
+
+SOURCE = pathlib.Path(versions.__file__)
+FACT = re.compile(r"source: .+checked \d{4}-\d{2}-\d{2}", re.S)
+DERIVED = (ast.JoinedStr, ast.Name, ast.Attribute, ast.Subscript, ast.BinOp)
+
+
+def _comment_for(lines: list[str], first: int, last: int) -> str:
+    """Comments on lines first..last (1-based) and in the paragraph above (up to a blank line):
+    pins that belong together (a chart's repository and version) share one comment block."""
+    text = [ln.partition("#")[2] for ln in lines[first - 1 : last] if "#" in ln]
+    i = first - 2
+    above = []
+    while i >= 0 and lines[i].strip():
+        if lines[i].lstrip().startswith("#"):
+            above.append(lines[i].lstrip()[1:])
+        i -= 1
+    return " ".join(reversed(above)) + " " + " ".join(text)
+
+
+def _unsourced() -> list[str]:
+    lines = SOURCE.read_text().splitlines()
+    missing = []
+    for node in ast.parse(SOURCE.read_text()).body:
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, value = [node.target], node.value
+        else:
+            continue
+        names = [t.id for t in targets if isinstance(t, ast.Name)]
+        if not names or not names[0].isupper() or isinstance(value, DERIVED):
+            continue
+        own = _comment_for(lines, node.lineno, node.end_lineno or node.lineno)
+        if isinstance(value, ast.Dict | ast.Tuple) and value.lineno != (
+            value.end_lineno or value.lineno
+        ):
+            elements = value.values if isinstance(value, ast.Dict) else value.elts
+            for el in elements:
+                start = el.lineno if not isinstance(value, ast.Dict) else el.lineno
+                note = _comment_for(lines, start, el.end_lineno or start)
+                if not FACT.search(note) and el.lineno != node.lineno:
+                    missing.append(f"{names[0]} entry on line {el.lineno}")
+        elif not FACT.search(own):
+            missing.append(f"{names[0]} (line {node.lineno})")
+    return missing
+
+
+def test_every_pin_says_where_and_when_it_was_checked():
+    assert _unsourced() == []
+
+
+def test_the_check_detects_a_pin_without_a_source(tmp_path, monkeypatch):
+    bad = tmp_path / "versions.py"
+    bad.write_text(SOURCE.read_text() + '\nNEW_CHART_VERSION = "1.2.3"\n')
+    monkeypatch.setattr(f"{__name__}.SOURCE", bad)
+    assert _unsourced() == [f"NEW_CHART_VERSION (line {len(bad.read_text().splitlines())})"]
+
+
+def test_kubernetes_minor_is_in_standard_support_today():
+    ends = versions.EKS_STANDARD_SUPPORT_ENDS[versions.KUBERNETES_VERSION]
+    assert datetime.date.fromisoformat(ends) > datetime.date.today()
+
+
+def test_addon_builds_name_the_kubernetes_minor_where_they_carry_it():
+    assert versions.EKS_ADDON_VERSIONS["kube-proxy"].startswith(f"v{versions.KUBERNETES_VERSION}.")
+
+
+def test_nothing_floats():
+    for name in dir(versions):
+        value = getattr(versions, name)
+        if name.isupper() and isinstance(value, str):
+            assert "latest" not in value, name
+    assert versions.KARPENTER_AMI_ALIAS.startswith("al2023@v")
+    # The alias must postdate the Kubernetes minor's EKS release (older ones were never
+    # published for it): 1.35 went GA on 2026-01-28.
+    assert versions.KARPENTER_AMI_ALIAS.removeprefix("al2023@v") > "20260128"
+
+
+def test_training_operator_uses_the_canonical_repository_at_its_release_tag():
+    url = versions.TRAINING_OPERATOR_KUSTOMIZE_URL
+    assert url.startswith("https://github.com/kubeflow/trainer//")
+    assert url.endswith(f"?ref={versions.TRAINING_OPERATOR_VERSION}")
+    assert versions.TRAINING_OPERATOR_VERSION.startswith("v1.9.")
+
+
+def test_every_ami_we_run_has_a_known_driver():
+    assert versions.GPU_AMI_TYPE in versions.AMI_NVIDIA_DRIVER
+    assert versions.KARPENTER_AMI_ALIAS in versions.AMI_NVIDIA_DRIVER
+
+
+def test_mlflow_server_major_matches_the_pinned_client():
+    root = SOURCE.parents[2]
+    client = re.search(r'"mlflow==(\d+)\.', (root / "pyproject.toml").read_text()).group(1)
+    server = re.search(r":v(\d+)\.", versions.MLFLOW_IMAGE).group(1)
+    assert server == client

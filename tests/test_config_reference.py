@@ -1,0 +1,159 @@
+"""Every documented configuration key, fed malformed and wrong-typed values, gets a one-line
+error naming that key; nothing ends in a Python traceback.
+
+The keys come from the reference itself (docs/configuration.md and docs/jobs.md tables, read by
+trainforge.reference), so a key added to the docs is tested here without touching this file.
+Each case runs what `pulumi preview` runs before any resource: the stack parser with its
+instance-type lookups and region check, then every job against the platform contract.
+"""
+
+from __future__ import annotations
+
+import copy
+import pathlib
+import re
+
+import pulumi
+import pytest
+import yaml
+
+from trainforge.jobs.declare import check_jobs
+from trainforge.jobs.errors import JobConfigError
+from trainforge.plan.mocks import make_mocks
+from trainforge.platform.config import ConfigError, parse_config
+from trainforge.reference import documented_keys
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+KEYS = documented_keys(ROOT)
+# Wrong for every key in some way: a structure where a scalar belongs, a scalar where a list or
+# mapping belongs, garbage text, a negative number, a boolean where text or a number belongs.
+MALFORMED = [{"bogus": [1]}, [[{"x": 1}]], "no such thing !", -7, True]
+
+
+def base() -> tuple[dict, str]:
+    """The prod stack (every section present) as bare trainforge keys, plus its region."""
+    data = yaml.safe_load((ROOT / "Pulumi.prod.yaml").read_text())["config"]
+    raw = {k.split(":", 1)[1]: v for k, v in data.items() if k.startswith("trainforge:")}
+    raw["nodePools"][1]["labels"] = {"team": "vision"}
+    raw["nodeGroups"][0]["taints"] = [{"key": "dedicated", "value": "p4d"}]
+    raw["nodeGroups"][0]["labels"] = {"team": "llm"}
+    raw["fsx"]["dataRepository"] = {"dataRepositoryPath": "s3://bucket/prefix"}
+    raw["jobs"][0]["env"] = {"A": "1"}
+    raw["trainingOperator"] = {
+        "chart": {"repository": "oci://example.com/charts", "version": "1.9.4"}
+    }
+    return raw, data["aws:region"]
+
+
+def check(raw: dict, region: str) -> None:
+    """What the program runs before declaring anything (__main__.py)."""
+    config = parse_config(raw, lookups=True, region=region)
+    check_jobs(config, raw.get("jobs") or [])
+
+
+def set_key(raw: dict, key: str, value) -> tuple[dict, str]:
+    """Set `value` at the documented `key`; returns the config and the path errors must name."""
+    raw = copy.deepcopy(raw)
+    ns, _, path = key.partition(":")
+    parts = path.split(".")
+    node = raw
+    named = f"{ns}:"
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        name = part.removesuffix("[]")
+        named += ("." if i else "") + name
+        if part.endswith("[]"):
+            named += "[0]"
+            node = node[name][0]
+        elif last:
+            node[name] = value
+        else:
+            node = node.setdefault(name, {})
+            if not isinstance(node, dict):
+                raise AssertionError(key)
+    return raw, named
+
+
+@pytest.fixture(autouse=True)
+def mocks():
+    pulumi.runtime.set_mocks(make_mocks(preview=True))
+
+
+def test_the_reference_covers_every_section():
+    assert len(KEYS) > 100
+    for section in ("aws:region", "trainforge:nodeGroups[].minSize", "trainforge:teams[].name"):
+        assert section in KEYS
+    assert "trainforge:jobs[].vocabSize" in KEYS
+
+
+def test_the_base_stack_is_valid():
+    raw, region = base()
+    check(raw, region)
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_malformed_values_get_one_line_naming_the_key(key):
+    raw, region = base()
+    rejected = []
+    for value in MALFORMED:
+        if key == "aws:region":
+            cfg, named = raw, "aws:region"
+            reg = value
+        else:
+            cfg, named = set_key(raw, key, value)
+            reg = region
+            if ".elastic." in key:
+                cfg["jobs"][0]["preset"] = "elastic"
+        try:
+            check(cfg, reg)
+        except (ConfigError, JobConfigError) as e:
+            lines = str(e).splitlines()
+            problems = lines[1:] if isinstance(e, ConfigError) else lines
+            assert len(problems) >= 1
+            mine = [p for p in problems if named in p or named.replace(".", "", 0) in p]
+            assert mine, f"{key} = {value!r}: no line names {named}: {problems}"
+            assert all(re.search(r"(is not valid|got|expected)", p) for p in mine)
+            rejected.append(value)
+    assert rejected, f"{key}: every malformed value was accepted: {MALFORMED}"
+
+
+@pytest.mark.parametrize(
+    ("edit", "named"),
+    [
+        (
+            lambda r: r["nodePools"][0].update(instanceTypes=[]),
+            "trainforge:nodePools[0].instanceTypes",
+        ),
+        (
+            lambda r: r["nodeGroups"][0].update(instanceTypes=None),
+            "trainforge:nodeGroups[0].instanceTypes",
+        ),
+        (lambda r: r.update(services={"x": 1}), "trainforge:services"),
+        (
+            lambda r: r["systemNodeGroup"].update(instanceType="m6i.hyper"),
+            "trainforge:systemNodeGroup.instanceType",
+        ),
+        (lambda r: r["jobs"][0].update(vocabSize=100000), "trainforge:jobs[0].vocabSize"),
+    ],
+)
+def test_the_issues_examples(edit, named):
+    raw, region = base()
+    edit(raw)
+    with pytest.raises((ConfigError, JobConfigError), match=re.escape(named)):
+        check(raw, region)
+
+
+def test_parse_and_instance_type_problems_come_in_one_report():
+    raw, region = base()
+    raw["cluster"] = "9 bad"
+    raw["nodePools"][0]["instanceTypes"] = ["p5.nonexistent"]
+    with pytest.raises(ConfigError) as e:
+        check(raw, region)
+    assert "trainforge:cluster" in str(e.value)
+    assert "trainforge:nodePools[0].instanceTypes[0]" in str(e.value)
+
+
+def test_a_region_that_is_not_one():
+    raw, _ = base()
+    with pytest.raises(ConfigError, match="aws:region: 'us-westeros-1' is not valid"):
+        check(raw, "us-westeros-1")
