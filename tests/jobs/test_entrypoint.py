@@ -140,6 +140,11 @@ def test_the_issues_stack_example_parses():
             {"model": "gpt"},
             r"jobs\[0\]\.model: got 'gpt'; configures the bundled runtime",
         ),
+        (
+            {"script": "t.py"},
+            {"expectedStepSeconds": 2},
+            r"expectedStepSeconds: got 2; is multiplied by the runtime's steps",
+        ),
         ({"script": "t.py"}, {"strategy": "fsdp"}, r"jobs\[0\]\.strategy: .*bundled runtime"),
         (
             {"script": "t.py"},

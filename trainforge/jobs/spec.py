@@ -758,6 +758,13 @@ def _check_runtime_only_keys(r: _Reader, where: str, entry: str) -> None:
             f"configures the bundled runtime, which a job with {entry} does not run; pass your "
             "code its settings with entrypoint.args",
         )
+    if r.has("expected_step_seconds"):
+        raise JobConfigError(
+            r.path("expected_step_seconds"),
+            r.data["expected_step_seconds"],
+            f"is multiplied by the runtime's steps, which a job with {entry} does not have; "
+            "bound the run's cost with runPolicy.activeDeadlineSeconds",
+        )
     if r.data.get("preset") == "fsdp":
         raise JobConfigError(
             r.path("preset"),
