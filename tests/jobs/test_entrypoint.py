@@ -385,3 +385,26 @@ def test_the_jobs_env_comes_after_the_contract_so_it_can_refer_to_it(project):
     names = [e["name"] for e in container(out.pytorchjob)["env"]]
     assert names.index("DATA") > names.index("TRAINFORGE_OUTPUT_DIR")
     assert names[-1] == "DATA"
+
+
+OLD_TORCH = "pytorch/pytorch:2.0.1-cuda11.8-cudnn8-runtime"  # seed 003's image
+
+
+def test_an_old_torch_image_is_fine_for_a_plain_script(project):
+    """The runtime library is shipped, but a script that never imports it does not need it."""
+    _, user, out = build({"script": "train/train.py"}, image=OLD_TORCH)
+    assert container(out.pytorchjob)["image"] == OLD_TORCH and user is not None
+
+
+def test_an_old_torch_image_is_refused_for_code_that_imports_trainforge(project):
+    (project / "train" / "helpers.py").write_text(
+        "from trainforge.training import CheckpointManager\n"
+    )
+    with pytest.raises(
+        JobConfigError,
+        match=r"jobs\[0\]\.image: got 'pytorch/pytorch:2\.0\.1-cuda11\.8-cudnn8-runtime'; "
+        r"helpers\.py imports trainforge, whose library needs torch >= 2\.6",
+    ):
+        build({"script": "train/train.py"}, image=OLD_TORCH)
+    # with codeSource: image, the image brings its own trainforge
+    build({"script": "train/train.py"}, image=OLD_TORCH, codeSource="image", code=None)
