@@ -408,3 +408,11 @@ def test_an_old_torch_image_is_refused_for_code_that_imports_trainforge(project)
         build({"script": "train/train.py"}, image=OLD_TORCH)
     # with codeSource: image, the image brings its own trainforge
     build({"script": "train/train.py"}, image=OLD_TORCH, codeSource="image", code=None)
+
+
+def test_served_to_other_languages_code_must_come_in_an_image(project, monkeypatch):
+    monkeypatch.setattr(entrypoint, "SERVED_TO_OTHER_LANGUAGES", True)
+    with pytest.raises(JobConfigError, match=r"entrypoint\.script: .*from another Pulumi language"):
+        build({"script": "train/train.py"})
+    _, user, _ = build({"module": "team.train"}, image=DLC_IMAGE)
+    assert user is None

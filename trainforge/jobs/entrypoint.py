@@ -41,6 +41,9 @@ from trainforge.platform import versions
 from trainforge.training import contract as c
 
 RUNTIME_MODULE = "trainforge.training"
+# Set by trainforge/provider.py: components served to other Pulumi languages run in the
+# provider's process, whose working directory is not the user's program directory.
+SERVED_TO_OTHER_LANGUAGES = False
 USER_CODE_VOLUME = "src"
 RUNTIME_CODE_VOLUME = "code"
 
@@ -325,6 +328,14 @@ def user_code(job: JobSpec, project_dir: Path | str, where: str) -> CodeBundle |
     at = f"{where}.entrypoint"
     if entry.kind == "function":
         return CodeBundle(files=entry.files)
+    if SERVED_TO_OTHER_LANGUAGES:
+        raise JobConfigError(
+            f"{at}.{'script' if entry.kind == 'script' else 'codeDir'}",
+            entry.script or entry.code_dir,
+            "files of your program's directory cannot be shipped from another Pulumi language "
+            "(the trainforge provider does not run there); bake the code into an image and use "
+            "image with entrypoint.module or entrypoint.command",
+        )
     assert entry.code_dir is not None
     if entry.kind == "script" and not (Path(project_dir) / str(entry.script)).is_file():
         raise JobConfigError(
