@@ -330,7 +330,7 @@ class TrainingJob(pulumi.ComponentResource):
         self.spec = job
         self.target = target
         self.manifests = emitted
-        self._declare(name, job, emitted, provider)
+        self._declare(name, job, emitted, provider, waits)
         declared().jobs.append(DeclaredJob(job, target, emitted, name))
         self.job_name = pulumi.Output.from_input(job.name)
         self.namespace = pulumi.Output.from_input(target.namespace)
@@ -346,10 +346,18 @@ class TrainingJob(pulumi.ComponentResource):
         )
 
     def _declare(
-        self, name: str, job: JobSpec, emitted: EmittedJob, provider: pulumi.ProviderResource | None
+        self,
+        name: str,
+        job: JobSpec,
+        emitted: EmittedJob,
+        provider: pulumi.ProviderResource | None,
+        waits: list[pulumi.Resource] | None = None,
     ) -> None:
         child = pulumi.ResourceOptions(parent=self, provider=provider)
-        depends: list[pulumi.Resource] = []
+        # The job object itself waits for what the contract says (the operator, the Job that
+        # makes the team's FSx directory theirs): a component's depends_on is not an explicit
+        # dependency of its children, so it is repeated where it matters.
+        depends: list[pulumi.Resource] = list(waits or ())
         self.configmap = None
         if emitted.configmap is not None:
             cm = emitted.configmap

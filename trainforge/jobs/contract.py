@@ -56,6 +56,41 @@ class PoolLimits:
 
 
 @dataclass(frozen=True)
+class NodeShape:
+    """One instance type of a pool as the scheduler sees a node of it (see
+    `trainforge.jobs.node_facts`, which builds these from the AMI's kubelet formulas)."""
+
+    instance_type: str
+    vcpus: int
+    memory_mib: int  # EC2's memory size
+    capacity_memory_mib: int  # memory the node reports (Karpenter's estimate)
+    max_pods: int
+    kube_reserved_cpu_m: int
+    kube_reserved_memory_mib: int
+    eviction_memory_mib: int
+    gpus: int = 0
+    efa: int = 0
+
+    @property
+    def allocatable_cpu_m(self) -> int:
+        return self.vcpus * 1000 - self.kube_reserved_cpu_m
+
+    @property
+    def allocatable_memory_mib(self) -> int:
+        return self.capacity_memory_mib - self.kube_reserved_memory_mib - self.eviction_memory_mib
+
+
+@dataclass(frozen=True)
+class DaemonSetLoad:
+    """A DaemonSet pod that runs on every node of a pool, and what it requests there."""
+
+    name: str
+    cpu_m: int = 0
+    memory_mib: int = 0
+    source: str = ""  # where the requests come from (chart/add-on and version)
+
+
+@dataclass(frozen=True)
 class NodeType:
     """One instance type of a pool, as its nodes come (capacity, not allocatable)."""
 
@@ -91,6 +126,12 @@ class PoolFacts:
     # bounded by `limits` instead.
     max_nodes: int | None = None
     limits: PoolLimits = field(default_factory=PoolLimits)
+    # Every instance type as a node (allocatable after the kubelet's reservations), and the
+    # DaemonSet pods that land on this pool's nodes. Empty when the contract was built by
+    # hand: the capacity checks then derive nodes from vcpus/memory above, without
+    # DaemonSets (trainforge.jobs.capacity).
+    nodes: tuple[NodeShape, ...] = ()
+    daemonsets: tuple[DaemonSetLoad, ...] = ()
     # What decides which CUDA build the pool's nodes run (trainforge.jobs.images): each GPU
     # model of the pool's instance types with its compute capability (sm_XY as XY, 0 when
     # unknown), the node image and the NVIDIA driver branch it provides (None: unknown).

@@ -77,8 +77,7 @@ def command(job: JobSpec, target: JobTarget) -> list[Any]:
 
 def env(job: JobSpec, target: JobTarget, code: CodeBundle | None) -> list[dict[str, Any]]:
     """The platform's environment (caches, NCCL, EFA). The contract's variables come from
-    `entrypoint.contract_env`, then the job's own `env` (see pod_template), so that a job's
-    value may refer to a contract variable: `$(TRAINFORGE_OUTPUT_DIR)/data`."""
+    `entrypoint.contract_env`, then the job's own `env` (`with_user_env`, see pod_template)."""
     out: list[dict[str, Any]] = [
         {"name": "PYTHONUNBUFFERED", "value": "1"},
         {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"},  # code volume is read-only
@@ -104,9 +103,18 @@ def env(job: JobSpec, target: JobTarget, code: CodeBundle | None) -> list[dict[s
     return out
 
 
-def user_env(job: JobSpec) -> list[dict[str, Any]]:
-    """The job's `env`, last: Kubernetes expands `$(VAR)` only from variables defined before."""
-    return [{"name": k, "value": v} for k, v in job.env]
+def with_user_env(platform: list[dict[str, Any]], user: tuple[tuple[str, str], ...]) -> list:
+    """Each name once: the user's `env` value replaces a platform default of the same name
+    in place (NCCL_DEBUG, NCCL_SOCKET_IFNAME, FI_PROVIDER, HOME ...); other names follow,
+    last, so that they may refer to any platform or contract variable (Kubernetes expands
+    `$(VAR)` only from variables defined before). Names the platform must own (the
+    contract's) are refused when the job is parsed (spec._RESERVED_ENV)."""
+    given = dict(user)
+    out = [
+        {"name": e["name"], "value": given.pop(e["name"])} if e["name"] in given else e
+        for e in platform
+    ]
+    return out + [{"name": k, "value": v} for k, v in user if k in given]
 
 
 def resources(job: JobSpec, target: JobTarget) -> dict[str, dict[str, Any]]:
@@ -187,7 +195,7 @@ def pod_template(
         "image": image,
         "imagePullPolicy": "IfNotPresent",
         "command": parts.command,
-        "env": [*env(job, target, code), *parts.env, *user_env(job)],
+        "env": with_user_env([*env(job, target, code), *parts.env], job.env),
         "ports": ports,
         "resources": resources(job, target),
         "volumeMounts": mounts,

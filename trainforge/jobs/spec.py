@@ -386,6 +386,9 @@ _RESERVED_ENV = {
     "LOCAL_WORLD_SIZE",
     "PYTHONPATH",
     "MLFLOW_TRACKING_URI",
+    # torchrun's SIGKILL delay after SIGTERM: it must be the checkpoint grace period
+    # (`checkpoint.gracePeriod`), or a preempted job is killed mid-checkpoint.
+    "TORCH_ELASTIC_SHUTDOWN_TIMEOUT",
     *CONTRACT_VARIABLES,
 }
 

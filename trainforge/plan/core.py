@@ -78,11 +78,24 @@ def _short(type_: str, name: str) -> str:
     return f"{type_}::{name}"
 
 
+def once(fn: Callable[[], Any]) -> Callable[[], Any]:
+    """A thunk that runs `fn` on first call and returns the same result afterwards."""
+    cache: list[Any] = []
+
+    def run() -> Any:
+        if not cache:
+            cache.append(fn())
+        return cache[0]
+
+    return run
+
+
 def evaluate(
     inv: Inventory,
     waivers: list[Waiver],
     version: str | None = None,
     root: pathlib.Path | None = None,
+    standin: Callable[[], Any] | None = None,
 ) -> PlanResult:
     """Validate objects, run every rule and every plan check; attach waivers to what they cover."""
     objects = k8s_objects(inv)
@@ -131,7 +144,9 @@ def evaluate(
         rec = names_by_urn[urn]
         add(urn, _short(rec.type, rec.name), names_of(urn, rec.name), rule.id, msg, rule.fix)
     sections: list[C.Section] = []
-    ctx = C.PlanContext(inventory=inv, objects=objects, declared=inv.declared, root=root)
+    ctx = C.PlanContext(
+        inventory=inv, objects=objects, declared=inv.declared, root=root, standin=standin
+    )
     for result in C.run_checks(ctx):
         sections += result.sections
         for f in result.findings:
@@ -217,19 +232,25 @@ def plan_project(
 ) -> PlanResult:
     """Preview-mode plan; then, when the platform's mocks exist, the stand-in pass above."""
     inv = run_project(root, stack, mocks=mocks, config_overrides=config_overrides)
-    result = evaluate(inv, waivers_from(inv), root=root)
-    standin_mocks = load_standin_mocks() if standins and mocks is None else None
+    standin_mocks = load_standin_mocks()
+    standin = None
     if standin_mocks is not None:
         # Jobs from config declare only Kubernetes objects, which this pass skips: leave them
-        # out so that its cost does not grow with the number of jobs.
-        other = run_project(
-            root,
-            stack,
-            mocks=standin_mocks,
-            config_overrides={**(config_overrides or {}), JOBS_KEY: []},
-            preview=False,
+        # out so that its cost does not grow with the number of jobs. It runs at most once:
+        # for the plan checks that need rendered documents (the IAM rehearsal) and, unless
+        # --no-standins, for re-judging the rules below.
+        standin = once(
+            lambda: run_project(
+                root,
+                stack,
+                mocks=standin_mocks,
+                config_overrides={**(config_overrides or {}), JOBS_KEY: []},
+                preview=False,
+            )
         )
-        result.standin_judged = add_standin_findings(result, other)
+    result = evaluate(inv, waivers_from(inv), root=root, standin=standin)
+    if standins and mocks is None and standin is not None:
+        result.standin_judged = add_standin_findings(result, standin())
     return result
 
 
@@ -247,9 +268,19 @@ def plan_program(
     cfg = {k: config_value(v) for k, v in (config or {}).items()}
     inv = run_program(program, stack=stack, config=cfg, mocks=mocks)
     inv.config = dict(config or {})
-    result = evaluate(inv, waivers_from(inv))
-    standin_mocks = load_standin_mocks() if standins else None
+    standin_mocks = load_standin_mocks()
+    standin = None
     if standin_mocks is not None:
-        other = run_program(program, stack=stack, config=cfg, mocks=standin_mocks, preview=False)
-        result.standin_judged = add_standin_findings(result, other)
+
+        def rerun() -> Inventory:
+            other = run_program(
+                program, stack=stack, config=cfg, mocks=standin_mocks, preview=False
+            )
+            other.config = dict(config or {})
+            return other
+
+        standin = once(rerun)
+    result = evaluate(inv, waivers_from(inv), standin=standin)
+    if standins and standin is not None:
+        result.standin_judged = add_standin_findings(result, standin())
     return result

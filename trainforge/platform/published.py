@@ -8,10 +8,13 @@ resources do (the bucket's name, the Kubernetes provider, the resources jobs wai
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
+from trainforge.jobs import node_facts
 from trainforge.jobs.contract import (
     DEFAULT_BACKEND,
+    NodeShape,
     NodeType,
     PlatformContract,
     PoolFacts,
@@ -113,13 +116,71 @@ def _taint(t: Any) -> Taint:
     return Taint(t.key, t.effect, t.value)
 
 
+def _nodes(pool: NodeGroupConfig | NodePoolConfig, f: PoolTypeFacts) -> tuple[NodeShape, ...]:
+    """Each instance type of the pool as a node: the AMI's kubelet reservations and the
+    maxPods its nodes run with (a managed node group's cap, or Karpenter's own value)."""
+    out = []
+    for t in f.per_type:
+        enis = node_facts.enis_per_card(t.name, t.max_network_interfaces, t.network_cards)
+        ips = node_facts.ENIS_PER_CARD.get(t.name, (0, t.ipv4_per_interface))[1]
+        eni_pods = node_facts.eni_max_pods(enis, ips)
+        efa = f.efa_interfaces if pool.efa else 0
+        if isinstance(pool, NodeGroupConfig):
+            max_pods = node_facts.managed_node_group_max_pods(eni_pods, t.vcpus)
+        else:
+            # karpenter.efa_network_interfaces puts one efa-only interface on card 0
+            max_pods = node_facts.karpenter_max_pods(enis, ips, 1 if efa else 0)
+        gpus = t.gpus if f.gpus_per_node else 0
+        out.append(
+            node_facts.node_shape(
+                t.name,
+                t.vcpus,
+                t.memory_mib,
+                eni_pods=eni_pods,
+                max_pods=max_pods,
+                gpus=gpus,
+                efa=efa,
+            )
+        )
+    return tuple(out)
+
+
 def pool_facts(
     config: PlatformConfig, type_facts: dict[str, PoolTypeFacts] | None = None
 ) -> dict[str, PoolFacts]:
-    """Facts of every node group and Karpenter pool, from config and instance-type lookups."""
+    """Facts of every node group and Karpenter pool, from config and instance-type lookups:
+    what a node offers (per instance type) and which DaemonSets run on it."""
+    from trainforge.platform.node_daemonsets import (  # noqa: PLC0415 - pulls in pulumi
+        lands_on,
+        node_labels,
+        platform_daemonsets,
+    )
+
     type_facts = resolve_all(config) if type_facts is None else type_facts
+    configs: dict[str, NodeGroupConfig | NodePoolConfig] = {g.name: g for g in config.node_groups}
+    configs.update({p.name: p for p in config.node_pools})
     out = {g.name: _facts_for_group(g, type_facts[g.name]) for g in config.node_groups}
     out.update({p.name: _facts_for_pool(p, type_facts[p.name]) for p in config.node_pools})
+    daemonsets = platform_daemonsets(
+        config,
+        gpu_nodes=any(f.gpus_per_node > 0 for f in out.values()),
+        efa_nodes=any(f.efa_interfaces > 0 for f in out.values()),
+        efa_pools=[n for n, f in out.items() if f.efa_interfaces > 0],
+    )
+    for name, facts in out.items():
+        pool, tf = configs[name], type_facts[name]
+        nodes = _nodes(pool, tf)
+        # Every type of a pool carries the same taints; a DaemonSet lands on the pool when
+        # it lands on its nodes (labels differ per type only in the instance type).
+        landing = tuple(
+            ds.load()
+            for ds in daemonsets
+            if any(
+                lands_on(ds, node_labels(pool, n.instance_type, n.gpus), facts.taints)
+                for n in nodes
+            )
+        )
+        out[name] = replace(facts, nodes=nodes, daemonsets=landing)
     return out
 
 

@@ -16,6 +16,7 @@ from trainforge.platform.checkpoint_bucket import CheckpointBucket, CheckpointBu
 from trainforge.platform.device_plugins import DevicePlugins, DevicePluginsArgs
 from trainforge.platform.fsx import FsxLustre, FsxLustreArgs
 from trainforge.platform.monitoring import MLFLOW_NAMESPACE, Monitoring, MonitoringArgs
+from trainforge.platform.published import team_facts
 from trainforge.platform.services_config import ServicesConfig
 from trainforge.platform.teams import (
     TRAINING_SERVICE_ACCOUNT,
@@ -130,6 +131,9 @@ class PlatformServices(pulumi.ComponentResource):
                     kms_key_arn=kms_key_arn if persistent_fsx else None,
                     team_namespaces=dict(namespaces),
                     restricted_teams=[t.name for t in cfg.teams if t.pod_security == "restricted"],
+                    team_ids={
+                        n: (f.run_as_user, f.run_as_group) for n, f in team_facts(cfg).items()
+                    },
                     tags=tags,
                 ),
                 opts=child,
@@ -146,6 +150,7 @@ class PlatformServices(pulumi.ComponentResource):
                     kms_key_arn=kms_key_arn,
                     partition=args.partition,
                     account_id=args.account_id,
+                    region=args.region,
                     teams={
                         t.name: (namespaces[t.name], TRAINING_SERVICE_ACCOUNT) for t in cfg.teams
                     },
