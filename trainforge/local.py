@@ -152,6 +152,7 @@ def run_user_code(stack: str, job_name: str, rest: list[str]) -> int:
             volumes=volumes,
             extra_args=extra,
             where=f"{stack}: {job_name}",
+            prepare=not ns.dry_run,
         )
     except JobConfigError as e:
         print(f"trainforge run-local: error: {e}", file=sys.stderr)

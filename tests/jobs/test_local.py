@@ -237,6 +237,7 @@ def test_run_local_cli_dry_run_of_a_user_job(user_project, monkeypatch, capsys):
     assert local.main(["--stack", "dev", "byo", "--workers", "2", "--dry-run", "--lr", "1"]) == 0
     out = capsys.readouterr().out
     assert "--nproc-per-node 2" in out and out.rstrip().endswith("--lr 1)")
+    assert not (user_project / "runs").exists()  # a dry run writes nothing
     assert local.main(["--stack", "dev", "cmd"]) == 2
     assert "trainforge run-local: error: dev: cmd.entrypoint.command" in capsys.readouterr().err
 

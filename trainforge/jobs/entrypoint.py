@@ -27,6 +27,7 @@ The contract (docs/jobs.md, "The contract for your code"), the same for all code
 from __future__ import annotations
 
 import ast
+import posixpath
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -327,7 +328,9 @@ def user_code(job: JobSpec, project_dir: Path | str, where: str) -> CodeBundle |
         return None
     at = f"{where}.entrypoint"
     if entry.kind == "function":
-        return CodeBundle(files=entry.files)
+        bundle = CodeBundle(files=entry.files)
+        _check_library_torch(job, bundle, where)
+        return bundle
     if SERVED_TO_OTHER_LANGUAGES:
         raise JobConfigError(
             f"{at}.{'script' if entry.kind == 'script' else 'codeDir'}",
@@ -407,8 +410,6 @@ def _check_library_torch(job: JobSpec, bundle: CodeBundle, where: str) -> None:
 
 
 def _script_dir(entry: EntrypointSpec) -> str:
-    import posixpath
-
     return posixpath.dirname(entry.script or "") or "."
 
 

@@ -233,8 +233,11 @@ def user_code_run(
     volumes: dict[str, str] | None = None,
     extra_args: list[str] | tuple[str, ...] = (),
     where: str | None = None,
+    prepare: bool = True,
 ) -> LocalRun:
-    """Prepare a local run of `job`'s own code (see the module docstring). Writes the code copy."""
+    """A local run of `job`'s own code (see the module docstring). With `prepare` (the
+    default) the code copy and the volumes' stand-in directories are written; without, only
+    the command is computed (`--dry-run`)."""
     from trainforge.jobs import entrypoint
     from trainforge.training import contract as c
 
@@ -259,7 +262,8 @@ def user_code_run(
             "--volume", unknown[0], f"not a claim of this job (its claims: {claims})"
         )
     run_dir = project / "runs" / job.name
-    run_dir.mkdir(parents=True, exist_ok=True)
+    if prepare:
+        run_dir.mkdir(parents=True, exist_ok=True)
     target = _local_target(job)
     pod_fsx = target.fsx_mount_path
     local_fsx = run_dir / "fsx"
@@ -267,7 +271,8 @@ def user_code_run(
     mapping: list[tuple[str, str]] = []
     for v in job.volumes:
         local = Path(volumes.get(v.claim) or run_dir / "volumes" / v.claim).expanduser().resolve()
-        local.mkdir(parents=True, exist_ok=True)
+        if prepare:
+            local.mkdir(parents=True, exist_ok=True)
         mapping.append((v.mount_path, str(local)))
     pod_ckpt = entrypoint.checkpoint_dir(job, target)
     if job.checkpoint.directory is None:
@@ -279,8 +284,9 @@ def user_code_run(
     code_dir = None
     if bundle is not None:
         code_dir = run_dir / "code"
-        _fresh_dir(code_dir)
-        bundle.write_to(code_dir)
+        if prepare:
+            _fresh_dir(code_dir)
+            bundle.write_to(code_dir)
 
     env = dict(os.environ)
     for name in (*c.CONTRACT_VARIABLES, "TORCHELASTIC_RESTART_COUNT"):
