@@ -416,3 +416,71 @@ def test_served_to_other_languages_code_must_come_in_an_image(project, monkeypat
         build({"script": "train/train.py"})
     _, user, _ = build({"module": "team.train"}, image=DLC_IMAGE)
     assert user is None
+
+
+# --- every backend runs the same user-code pod ------------------------------------------------
+
+
+def _controller_pod(out) -> dict:
+    """The pod each backend's controller creates (Trainer v2.3's build rehearsed)."""
+    from trainforge.jobs import trainjob
+
+    wl = out.workload
+    if out.backend == "pytorchjob":
+        return wl["spec"]["pytorchReplicaSpecs"]["Master"]["template"]
+    if out.backend == "trainjob":
+        return trainjob.platform_pod(wl)
+    return wl["spec"]["template"]
+
+
+@pytest.mark.parametrize(
+    "entry, extra, runtime",
+    [
+        ({"script": "train/train.py", "args": ["--x", "1"]}, {}, "trainforge-torch-code"),
+        ({"module": "team.train"}, {"image": DLC_IMAGE}, "trainforge-torch-image"),
+    ],
+)
+def test_user_code_pods_are_the_same_on_every_backend(project, entry, extra, runtime):
+    import kubernetes_validate
+
+    from tests.jobs.helpers import K8S_VERSION
+    from trainforge.jobs import trainjob
+    from trainforge.jobs.backends import emit as emit_any
+    from trainforge.jobs.contract import BACKENDS
+    from trainforge.plan import job_backends
+    from trainforge.plan import validate as V
+
+    pods = {}
+    for backend in BACKENDS:
+        raw = {"name": "byo", "team": "research", "pool": CPU_POOL.name, "workers": 2}
+        raw.update(entrypoint=entry, backend=backend, **extra)
+        t = target(CPU_POOL, backends=BACKENDS)
+        job = resolve_job(parse_job(raw, W), t, W)
+        out = emit_any(job, t, CODE, entrypoint.user_code(job, ".", W))
+        assert (out.user_configmap is not None) == ("script" in entry)
+        if backend == "trainjob":
+            assert out.workload["spec"]["runtimeRef"]["name"] == runtime
+            assert (
+                V.trainjob_findings(
+                    out.workload, K8S_VERSION, V.runtime_index(trainjob.runtime_manifests())
+                )
+                == []
+            )
+            # the plan's check: the pod Trainer builds is the job's pod
+            assert job_backends._differences(out.pod, _controller_pod(out)) == []
+        pods[backend] = _controller_pod(out)
+        shadow = {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "p"}}
+        kubernetes_validate.validate(
+            {**shadow, "template": pods[backend]}, K8S_VERSION, strict=True
+        )
+    ref = pods["pytorchjob"]
+    rc = ref["spec"]["containers"][0]
+    for backend in ("trainjob", "indexed-job"):
+        p, c = pods[backend], pods[backend]["spec"]["containers"][0]
+        assert p["spec"]["shareProcessNamespace"] is True, backend
+        assert c["command"] == rc["command"] and c.get("workingDir") == rc.get("workingDir")
+        assert p["spec"]["volumes"] == ref["spec"]["volumes"], backend
+        assert c["volumeMounts"] == rc["volumeMounts"], backend
+        env = {e["name"]: e.get("value") for e in c["env"]}
+        for name in ("TRAINFORGE_CHECKPOINT_DIR", "TRAINFORGE_OUTPUT_DIR", "PYTHONPATH"):
+            assert env.get(name) == {e["name"]: e.get("value") for e in rc["env"]}.get(name)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -249,3 +250,13 @@ def test_user_code_run_does_not_import_pulumi(user_project):
         "assert not any(m == 'pulumi' or m.startswith('pulumi.') for m in sys.modules), 'pulumi'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize("backend", ["pytorchjob", "trainjob", "indexed-job"])
+def test_run_local_is_the_same_on_every_backend(project, backend):
+    """The backend picks the controller in the cluster; the job run locally does not change."""
+    plain = local_argv_for_job("dev", "gpt-fsdp", project)
+    stack = re.sub(r"( +)preset: fsdp\n", rf"\g<0>\1backend: {backend}\n", STACK, count=1)
+    assert f"backend: {backend}" in stack
+    (project / "Pulumi.dev.yaml").write_text(stack)
+    assert local_argv_for_job("dev", "gpt-fsdp", project) == plain

@@ -245,10 +245,18 @@ class PlatformContract:
     backends: tuple[str, ...] = (DEFAULT_BACKEND,)
     checkpoint_bucket: Any = None
     mlflow_tracking_uri: Any = None
-    # The Kubernetes provider jobs are declared with, and the platform resources every job
-    # waits for (the backend's controller and CRDs). Not data: excluded from equality.
+    # The Kubernetes provider jobs are declared with, the platform resources every job waits
+    # for, and those a job of one backend waits for (its controller, CRDs, webhook and, for
+    # trainjob, the ClusterTrainingRuntimes). Not data: excluded from equality.
     k8s_provider: Any = field(default=None, compare=False, repr=False)
     ready: tuple[Any, ...] = field(default=(), compare=False, repr=False)
+    backend_ready: Mapping[str, tuple[Any, ...]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+
+    def waits_for(self, backend: str) -> tuple[Any, ...]:
+        """The platform resources a job of `backend` must be declared after."""
+        return (*self.ready, *self.backend_ready.get(backend, ()))
 
     def team(self, name: str, where: str = "job") -> TeamFacts:
         if name not in self.teams:

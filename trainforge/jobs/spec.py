@@ -1,9 +1,9 @@
 """The job model: what to run, where and how big, independent of any Kubernetes object.
 
 `JobSpec` is what a user declares (in Python or under `trainforge:jobs` in stack config).
-Emitters (today the Kubeflow v1 PyTorchJob in `pytorchjob.py`) turn a *resolved* spec plus
-the platform wiring (`wiring.JobTarget`) into objects; other targets (a Trainer v2 TrainJob,
-an indexed Job) can be added as further emitters without touching this module.
+Emitters, one per backend (`pytorchjob.py`: Kubeflow v1 PyTorchJob, `trainjob.py`: Kubeflow
+Trainer v2 TrainJob, `indexed_job.py`: a plain indexed batch/v1 Job), turn a *resolved* spec
+plus the platform wiring (`wiring.JobTarget`) into objects; `backend` only picks the emitter.
 
 `parse_job(raw, where)` accepts the stack-config dict (camelCase keys; snake_case also
 accepted so Python callers can pass keyword-style dicts) and raises `JobConfigError` naming
@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import PurePosixPath
 from typing import Any, Literal
 
+from trainforge.jobs.contract import BACKENDS
 from trainforge.jobs.errors import JobConfigError
 from trainforge.training.contract import CONTRACT_VARIABLES
 
@@ -112,7 +113,8 @@ class ElasticSpec:
 
 @dataclass(frozen=True)
 class RunPolicySpec:
-    """The PyTorchJob runPolicy. Defaults free GPUs promptly but keep logs for a day."""
+    """The run policy (a PyTorchJob's runPolicy; what the other backends support of it: see
+    docs/jobs.md). Defaults free GPUs promptly but keep logs for a day."""
 
     # "Running": when the job finishes, pods still running (e.g. a hung worker) are
     # deleted so they stop holding GPUs; completed pods stay for `kubectl logs`.
@@ -199,6 +201,9 @@ class JobSpec:
     # None: the bundled runtime (`python -m trainforge.training`), the default.
     entrypoint: EntrypointSpec | None = None
     volumes: tuple[VolumeSpec, ...] = ()
+    # Which controller runs the job (`contract.BACKENDS`); None = the platform's default
+    # (`trainforge:jobBackend`). `wiring.resolve_job` fills it in.
+    backend: str | None = None
     # Seconds one optimizer step takes on the job's pool, if the user knows (e.g. from a
     # previous run's summary). Only the plan's cost report reads it; the runtime does not.
     expected_step_seconds: float | None = None
@@ -372,6 +377,7 @@ _TOP_KEYS = [
     "env",
     "entrypoint",
     "volumes",
+    "backend",
     "expected_step_seconds",
     *_MODEL_KEYS,
 ]
@@ -858,6 +864,7 @@ def parse_job(raw: Any, where: str = "job") -> JobSpec:
         env=_parse_env(r.data.get("env"), r.path("env")),
         entrypoint=entrypoint,
         volumes=_parse_volumes(r.data.get("volumes"), r.path("volumes")),
+        backend=r.str_("backend", None, BACKENDS),
         expected_step_seconds=r.float_("expected_step_seconds"),
     )
 

@@ -1,10 +1,11 @@
 """Resolving a job against the platform contract, and the checks that need the platform.
 
 `resolve_job` fills a JobSpec's pool-dependent defaults (GPUs, CPU, memory, /dev/shm, EFA)
-and rejects what can never run there: more GPUs than the pool's instance types have, EFA
-on a pool without it, a pod bigger than what its node leaves after the kubelet and the
-DaemonSets, more pods at once than the pool can hold (`capacity`), a job bigger than the
-team's quota.
+and its backend, and rejects what can never run there: more GPUs than the pool's instance
+types have, EFA on a pool without it, a pod bigger than what its node leaves after the kubelet
+and the DaemonSets, more pods at once than the pool can hold (`capacity`), a job bigger than
+the team's quota, a backend whose controller the platform does not install or that cannot run
+the job (`trainforge.jobs.backends`).
 The platform side of a job (`JobTarget`, from `contract.PlatformContract.target`) is typed:
 see `trainforge.jobs.contract`.
 """
@@ -70,6 +71,9 @@ def efa_count(pool: PoolFacts, gpus: int) -> int:
 
 def resolve_job(job: JobSpec, target: JobTarget, where: str = "job") -> JobSpec:
     """Fill pool-dependent defaults and check the job can ever run on `target`."""
+    from trainforge.jobs import backends  # noqa: PLC0415 - the emitters import this module
+
+    backend = backends.resolve_backend(job, target, where)
     pool = target.pool
     gpus = job.gpus_per_worker
     if gpus is None:
@@ -181,6 +185,7 @@ def resolve_job(job: JobSpec, target: JobTarget, where: str = "job") -> JobSpec:
 
     resolved = replace(
         job,
+        backend=backend,
         gpus_per_worker=gpus,
         procs_per_worker=procs if procs is not None else (gpus or 1),
         cpu=cpu,
@@ -198,6 +203,7 @@ def resolve_job(job: JobSpec, target: JobTarget, where: str = "job") -> JobSpec:
     )
     for problem in rehearsal.problems:
         raise JobConfigError(f"{where}.{problem.key}", values[problem.key], problem.message)
+    backends.check(resolved, target, where)
     return resolved
 
 

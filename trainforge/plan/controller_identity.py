@@ -123,6 +123,8 @@ CHARTS: dict[str, Needs | None] = {
     "kube-prometheus-stack": None,
     "dcgm-exporter": None,
     "mlflow": None,
+    # Kubeflow Trainer v2 and its bundled JobSet (backend trainjob): Kubernetes API only.
+    "kubeflow-trainer": None,
 }
 
 

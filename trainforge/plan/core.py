@@ -121,13 +121,14 @@ def evaluate(
         known.update(names)
         return names
 
+    runtimes = V.runtime_index([o.doc for o in objects])  # what TrainJobs are checked against
     for rec in inv.resources:
         obj = by_urn.get(rec.urn)
         display = f"{obj.ident} ({rec.name})" if obj else _short(rec.type, rec.name)
         names = names_of(rec.urn, rec.name)
         inputs = obj.doc if obj else rec.inputs
         if obj is not None:
-            status, findings = V.validate_object(obj.doc, version)
+            status, findings = V.validate_object(obj.doc, version, runtimes)
             counts[status] += 1
             if status == "unchecked":
                 unchecked.append(obj.ident)

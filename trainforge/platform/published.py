@@ -18,7 +18,6 @@ from trainforge.jobs.contract import (
     NodeType,
     PlatformContract,
     PoolFacts,
-    PoolLimits,
     Taint,
     TeamFacts,
     TeamQuota,
@@ -65,7 +64,7 @@ def _gpu_facts(f: PoolTypeFacts, ami: str) -> dict[str, Any]:
 
 def _facts_for_group(g: NodeGroupConfig, f: PoolTypeFacts) -> PoolFacts:
     cap = {"SPOT": "spot", "CAPACITY_BLOCK": "reserved"}.get(g.capacity_type, "on-demand")
-    taints = (Taint(GPU_TAINT_KEY, "NoSchedule", "true"), *(_taint(t) for t in g.taints))
+    taints = (Taint(GPU_TAINT_KEY, "NoSchedule", "true"), *g.taints)
     return PoolFacts(
         name=g.name,
         kind="node-group",
@@ -106,14 +105,10 @@ def _facts_for_pool(p: NodePoolConfig, f: PoolTypeFacts) -> PoolFacts:
         vcpus_per_node=f.vcpus_per_node,
         memory_mib_per_node=f.memory_mib_per_node,
         architecture=f.architecture,
-        limits=PoolLimits(cpu=p.limits.cpu, memory=p.limits.memory, gpus=p.limits.gpus),
+        limits=p.limits,
         **_gpu_facts(f, versions.KARPENTER_AMI_ALIAS),
         node_types=_node_types(f),
     )
-
-
-def _taint(t: Any) -> Taint:
-    return Taint(t.key, t.effect, t.value)
 
 
 def _nodes(pool: NodeGroupConfig | NodePoolConfig, f: PoolTypeFacts) -> tuple[NodeShape, ...]:
@@ -216,15 +211,21 @@ def contract_from_config(
     k8s_provider: Any = None,
     ready: tuple[Any, ...] = (),
     team_ready: dict[str, tuple[Any, ...]] | None = None,
+    backend_ready: dict[str, tuple[Any, ...]] | None = None,
 ) -> PlatformContract:
     """The contract the platform described by `config` offers its jobs.
 
-    `checkpoint_bucket` defaults to `PENDING_BUCKET` when the config enables the bucket.
+    `checkpoint_bucket` defaults to `PENDING_BUCKET` when the config enables the bucket. The
+    backends are the services config's: the default (`trainforge:jobBackend`) and every one
+    whose controller the platform installs.
     """
     from trainforge.platform.monitoring import MLFLOW_TRACKING_URI  # noqa: PLC0415
 
     services = config.services
     teams = team_facts(services, ready=team_ready) if services is not None else {}
+    backend, backends = DEFAULT_BACKEND, (DEFAULT_BACKEND,)
+    if services is not None:
+        backend, backends = services.job_backend, tuple(services.job_backends)
     mlflow = None
     if services is not None:
         if checkpoint_bucket is None and services.checkpoints.enabled:
@@ -234,10 +235,11 @@ def contract_from_config(
     return PlatformContract(
         pools=pool_facts(config, type_facts),
         teams=teams,
-        backend=DEFAULT_BACKEND,
-        backends=(DEFAULT_BACKEND,),
+        backend=backend,
+        backends=backends,
         checkpoint_bucket=checkpoint_bucket,
         mlflow_tracking_uri=mlflow,
         k8s_provider=k8s_provider,
         ready=tuple(ready),
+        backend_ready=dict(backend_ready or {}),
     )

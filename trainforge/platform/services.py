@@ -23,6 +23,7 @@ from trainforge.platform.teams import (
     TeamNamespaces,
     TeamNamespacesArgs,
 )
+from trainforge.platform.trainer import KubeflowTrainer, KubeflowTrainerArgs
 from trainforge.platform.training_operator import TrainingOperator, TrainingOperatorArgs
 
 
@@ -59,7 +60,7 @@ class PlatformServicesArgs:
 
 
 class PlatformServices(pulumi.ComponentResource):
-    """FSx, checkpoint bucket, training operator, device plugins, monitoring and teams."""
+    """FSx, checkpoint bucket, job controllers, device plugins, monitoring and teams."""
 
     checkpoint_bucket_name: pulumi.Output[str] | None
     mlflow_tracking_uri: str | None
@@ -160,8 +161,10 @@ class PlatformServices(pulumi.ComponentResource):
             )
             self.checkpoint_bucket_name = self.checkpoints.bucket_name
 
+        # The job backends' controllers: only those the config's jobs use (`job_backends`);
+        # indexed-job needs none. `trainingOperator.enabled: false` means "already installed".
         self.training_operator: TrainingOperator | None = None
-        if cfg.training_operator.enabled:
+        if cfg.training_operator.enabled and "pytorchjob" in cfg.job_backends:
             self.training_operator = TrainingOperator(
                 f"{name}-training-operator",
                 TrainingOperatorArgs(
@@ -171,6 +174,19 @@ class PlatformServices(pulumi.ComponentResource):
                 ),
                 opts=child,
             )
+
+        self.trainer: KubeflowTrainer | None = None
+        if "trainjob" in cfg.job_backends:
+            self.trainer = KubeflowTrainer(
+                f"{name}-trainer",
+                KubeflowTrainerArgs(k8s_provider=args.k8s_provider, kubeconfig=args.kubeconfig),
+                opts=child,
+            )
+        # What a job of each backend waits for: its controller (CRDs, webhook, runtimes).
+        self.backend_ready: dict[str, tuple[pulumi.Resource, ...]] = {
+            "pytorchjob": (self.training_operator,) if self.training_operator else (),
+            "trainjob": (self.trainer,) if self.trainer else (),
+        }
 
         self.device_plugins = DevicePlugins(
             f"{name}-device-plugins",

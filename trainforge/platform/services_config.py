@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainforge.jobs.contract import BACKENDS, DEFAULT_BACKEND
+
 NS = "trainforge"
 
 FSX_DEPLOYMENT_TYPES = ("PERSISTENT_2", "SCRATCH_2")
@@ -24,7 +26,16 @@ MLFLOW_BACKENDS = ("pvc", "sqlite-ephemeral")
 
 # Namespaces the platform itself uses; a team may not take them.
 RESERVED_NAMESPACES = frozenset(
-    {"default", "kube-system", "kube-public", "kube-node-lease", "kubeflow", "monitoring", "mlflow"}
+    {
+        "default",
+        "kube-system",
+        "kube-public",
+        "kube-node-lease",
+        "kubeflow",
+        "kubeflow-system",  # Kubeflow Trainer v2 and JobSet (backend trainjob)
+        "monitoring",
+        "mlflow",
+    }
 )
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -155,6 +166,11 @@ class ServicesConfig:
     monitoring: MonitoringConfig = field(default_factory=MonitoringConfig)
     mlflow: MlflowConfig = field(default_factory=MlflowConfig)
     teams: tuple[TeamConfig, ...] = ()
+    # What jobs emit by default (`trainforge:jobBackend`) and every backend whose controller
+    # the platform installs: the default, `trainforge:jobBackends`, and each stack job's own
+    # `backend:` (in BACKENDS order).
+    job_backend: str = DEFAULT_BACKEND
+    job_backends: tuple[str, ...] = (DEFAULT_BACKEND,)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -497,6 +513,34 @@ def _claims(r: _Reader, team: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _job_backends(raw: dict[str, Any], errors: list[str]) -> tuple[str, tuple[str, ...]]:
+    """The default backend and the backends to install. Jobs declared in this stack's config
+    name theirs (`backend:`), so their controllers are installed without being listed; jobs
+    declared elsewhere (Python, another program) need `trainforge:jobBackends`. A bad job
+    `backend:` is reported by the job parser, with the job's index."""
+    default = raw.get("jobBackend", DEFAULT_BACKEND)
+    if default not in BACKENDS:
+        errors.append(
+            f"{NS}:jobBackend: invalid value {default!r}; expected one of {', '.join(BACKENDS)}"
+        )
+        default = DEFAULT_BACKEND
+    wanted = {default}
+    extra = raw.get("jobBackends")
+    if extra is not None:
+        if not isinstance(extra, list) or any(b not in BACKENDS for b in extra):
+            errors.append(
+                f"{NS}:jobBackends: invalid value {extra!r}; expected a list drawn from "
+                f"{', '.join(BACKENDS)}"
+            )
+        else:
+            wanted |= set(extra)
+    jobs = raw.get("jobs")
+    for job in jobs if isinstance(jobs, list) else []:
+        if isinstance(job, dict) and job.get("backend") in BACKENDS:
+            wanted.add(job["backend"])
+    return default, tuple(b for b in BACKENDS if b in wanted)
+
+
 SERVICE_KEYS = (
     "fsx",
     "checkpoints",
@@ -505,6 +549,8 @@ SERVICE_KEYS = (
     "monitoring",
     "mlflow",
     "teams",
+    "jobBackend",
+    "jobBackends",
 )
 
 
@@ -515,6 +561,7 @@ def parse_services_config(raw: dict[str, Any], errors: list[str]) -> ServicesCon
     section are errors. Never raises on bad input.
     """
     raw = raw or {}
+    job_backend, job_backends = _job_backends(raw, errors)
     config = ServicesConfig(
         fsx=_fsx(_Reader(raw.get("fsx"), f"{NS}:fsx", errors)),
         checkpoints=_checkpoints(_Reader(raw.get("checkpoints"), f"{NS}:checkpoints", errors)),
@@ -527,6 +574,8 @@ def parse_services_config(raw: dict[str, Any], errors: list[str]) -> ServicesCon
         monitoring=_monitoring(_Reader(raw.get("monitoring"), f"{NS}:monitoring", errors)),
         mlflow=_mlflow(_Reader(raw.get("mlflow"), f"{NS}:mlflow", errors)),
         teams=_teams(raw.get("teams"), errors),
+        job_backend=job_backend,
+        job_backends=job_backends,
     )
     ns_used = {config.training_operator.namespace, config.monitoring.namespace}
     for t in config.teams:

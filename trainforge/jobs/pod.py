@@ -1,0 +1,399 @@
+"""The pod every backend runs: one builder, so the three backends' pods are equal by construction.
+
+A job's pods are the same whichever controller creates them (Kubeflow training operator v1,
+Kubeflow Trainer v2, or the Kubernetes Job controller): same image, command, training flags,
+environment contract, resources, volumes, security context, tolerations, node selector,
+/dev/shm, metrics port and annotations. Only three things differ per backend, and each
+emitter passes them in as a `Launch`: the container's name (each controller wires only the
+container it knows by name), the rendezvous port, and which of MASTER_ADDR, MASTER_PORT, RANK
+and WORLD_SIZE the controller sets itself (the training operator does; for Trainer v2 and the
+indexed Job the emitter sets them, from the pod's stable DNS name and its completion index).
+
+The container command is the same for every backend: one process per pod runs
+`python -m trainforge.training` (which reads MASTER_ADDR/RANK/WORLD_SIZE), several processes
+per pod run `torchrun --node-rank=$(RANK) --master-addr=$(MASTER_ADDR) ...` with those
+variables expanded by Kubernetes. Elastic jobs (PyTorchJob only) use the operator's PET_RDZV_*
+variables instead.
+
+How the operator (release 1.9) wires a PyTorchJob pod, which the command relies on:
+- Master + Worker jobs: every pod gets MASTER_ADDR (`<job>-master-0`), MASTER_PORT (the
+  `pytorchjob-port` container port), RANK (pod index; workers count from 1), WORLD_SIZE,
+  PET_NNODES, PET_NODE_RANK and PET_NPROC_PER_NODE (from spec.nprocPerNode).
+- elastic jobs (Workers only): PET_RDZV_ENDPOINT (`<job>-worker-0:<pytorchjob-port>`),
+  PET_RDZV_BACKEND, PET_RDZV_ID, PET_NNODES ("min:max") and PET_MAX_RESTARTS from
+  elasticPolicy; no MASTER_ADDR, RANK or WORLD_SIZE.
+Node count and processes per node are passed to torchrun as literal flags (they are known
+here, and not every operator release sets PET_NPROC_PER_NODE on elastic jobs).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from trainforge.jobs import images, storage
+from trainforge.jobs.codeship import CodeBundle
+from trainforge.jobs.entrypoint import (  # noqa: F401 - re-exported: the contract's paths
+    PodParts,
+    checkpoint_dir,
+    command_for,
+    contract_env,
+    output_dir,
+    pod_parts,
+    training_args,
+)
+from trainforge.jobs.spec import JobSpec
+from trainforge.jobs.wiring import EFA_RESOURCE, GPU_RESOURCE, JobTarget, efa_count
+
+METRICS_PORT_NAME = "metrics"
+TERMINATION_MARGIN = 30  # seconds past the runtime's checkpoint grace for teardown
+RUN_AS_USER = 1000
+TMP_SIZE = "20Gi"
+JOB_LABEL = "trainforge.io/job"
+TEAM_LABEL = "trainforge.io/team"
+# Set by the Job controller on every pod of an Indexed Job (Kubernetes >= 1.28), which is what
+# both Trainer v2 (through JobSet) and the indexed-job backend run: global rank 0 is index 0.
+COMPLETION_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
+COMPLETION_INDEX_FIELD = "metadata.annotations['batch.kubernetes.io/job-completion-index']"
+# Karpenter must not consolidate or drift a node out from under a running job.
+POD_ANNOTATIONS = {"karpenter.sh/do-not-disrupt": "true"}
+
+
+@dataclass(frozen=True)
+class Launch:
+    """What one backend's controller needs of the pod, and what it provides.
+
+    `rendezvous_env` are the MASTER_ADDR/MASTER_PORT/RANK/WORLD_SIZE entries the emitter must
+    set because the controller does not (empty for the training operator, which sets them).
+    `declare_port` is False where the controller adds the rendezvous port itself (Trainer v2).
+    """
+
+    container: str
+    port: int
+    port_name: str | None = None
+    declare_port: bool = True
+    rendezvous_env: tuple[dict[str, Any], ...] = field(default=())
+
+
+def static_rendezvous_env(job: JobSpec, master_addr: str, port: int) -> tuple[dict, ...]:
+    """The env contract for a backend whose controller does not set it: rank 0's stable DNS
+    name, the port, RANK from the pod's completion index, and WORLD_SIZE as the training
+    operator computes it (pods x processes per pod; torchrun resets both for its workers)."""
+    return (
+        {"name": "MASTER_ADDR", "value": master_addr},
+        {"name": "MASTER_PORT", "value": str(port)},
+        {"name": "RANK", "valueFrom": {"fieldRef": {"fieldPath": COMPLETION_INDEX_FIELD}}},
+        {"name": "WORLD_SIZE", "value": str(job.workers * job.procs)},
+    )
+
+
+def labels(job: JobSpec) -> dict[str, str]:
+    """Labels of every object of a job and of its pods."""
+    return {
+        "app.kubernetes.io/name": "trainforge",
+        "app.kubernetes.io/component": "training-job",
+        "app.kubernetes.io/managed-by": "pulumi",
+        JOB_LABEL: job.name,
+        TEAM_LABEL: job.team,
+    }
+
+
+def command(job: JobSpec, target: JobTarget) -> list[Any]:
+    """The container command, the same for every backend (`entrypoint.command_for`): each
+    backend provides MASTER_ADDR, MASTER_PORT and RANK (see `Launch`)."""
+    return command_for(job, target)
+
+
+def env(
+    job: JobSpec, target: JobTarget, code: CodeBundle | None, launch: Launch | None = None
+) -> list[dict[str, Any]]:
+    """The container's environment: the platform's defaults, the job contract
+    (`entrypoint.contract_env`: PYTHONPATH, LOCAL_RANK or torchrun's shutdown timeout, the
+    TRAINFORGE_* variables, MLflow), the backend's rendezvous variables where its controller
+    does not set them, NCCL/EFA, then the job's own `env` (new names last, so that they may
+    refer to any of these: `$(TRAINFORGE_OUTPUT_DIR)/data`)."""
+    out: list[dict[str, Any]] = [
+        {"name": "PYTHONUNBUFFERED", "value": "1"},
+        {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"},  # code volume is read-only
+        # The root filesystem is read-only and the image's HOME is not ours: caches go to /tmp.
+        {"name": "HOME", "value": "/tmp"},
+        {"name": "TORCHINDUCTOR_CACHE_DIR", "value": "/tmp/torchinductor"},
+        {"name": "TRITON_CACHE_DIR", "value": "/tmp/triton"},
+    ]
+    out += contract_env(job, target, ships_runtime=code is not None)
+    if launch is not None:
+        out += [dict(e) for e in launch.rendezvous_env]
+    if job.gpus_per_worker:
+        out += [
+            {"name": "NCCL_DEBUG", "value": job.nccl_debug},
+            # The pod's network interface under the VPC CNI; NCCL's bootstrap binds to it.
+            {"name": "NCCL_SOCKET_IFNAME", "value": "eth0"},
+        ]
+    if job.efa:
+        out += [
+            {"name": "FI_PROVIDER", "value": "efa"},
+            # DataLoader workers fork; keep libfabric's registered memory fork-safe.
+            {"name": "FI_EFA_FORK_SAFE", "value": "1"},
+        ]
+        if target.pool.rdma:
+            out.append({"name": "FI_EFA_USE_DEVICE_RDMA", "value": "1"})
+    return with_user_env(out, job.env)
+
+
+def with_user_env(platform: list[dict[str, Any]], user: tuple[tuple[str, str], ...]) -> list:
+    """Each name once: the user's `env` value replaces a platform default of the same name
+    in place (NCCL_DEBUG, NCCL_SOCKET_IFNAME, FI_PROVIDER, HOME ...); other names follow.
+    Names the platform must own (the contract's) are refused when the job is parsed
+    (spec._RESERVED_ENV)."""
+    given = dict(user)
+    out = [
+        {"name": e["name"], "value": given.pop(e["name"])} if e["name"] in given else e
+        for e in platform
+    ]
+    return out + [{"name": k, "value": v} for k, v in user if k in given]
+
+
+def resources(job: JobSpec, target: JobTarget) -> dict[str, dict[str, Any]]:
+    """requests == limits: Guaranteed QoS (never the first evicted), and extended resources
+    (GPUs, EFA) must have equal requests and limits anyway."""
+    amounts: dict[str, Any] = {"cpu": job.cpu, "memory": job.memory}
+    if job.gpus_per_worker:
+        amounts[GPU_RESOURCE] = str(job.gpus_per_worker)
+    if job.efa:
+        amounts[EFA_RESOURCE] = str(efa_count(target.pool, job.gpus_per_worker or 0))
+    return {"requests": dict(amounts), "limits": dict(amounts)}
+
+
+def tolerations(job: JobSpec, target: JobTarget) -> list[dict[str, str]]:
+    out = []
+    for t in target.pool.taints:
+        tol = {"key": t.key, "effect": t.effect}
+        if t.value is None:
+            tol["operator"] = "Exists"
+        else:
+            tol.update(operator="Equal", value=t.value)
+        out.append(tol)
+    if job.gpus_per_worker and not any(t.key == GPU_RESOURCE for t in target.pool.taints):
+        out.append({"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"})
+    return out
+
+
+def container_security_context() -> dict[str, Any]:
+    # EFA needs no capability here: the EKS accelerated AMIs run containerd with an
+    # unlimited memlock rlimit, which is what libfabric's memory registration needs, so
+    # IPC_LOCK is not added and nothing runs privileged.
+    return {
+        "runAsNonRoot": True,
+        "runAsUser": RUN_AS_USER,
+        "runAsGroup": RUN_AS_USER,
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "capabilities": {"drop": ["ALL"]},
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
+def pod_security_context() -> dict[str, Any]:
+    return {
+        "runAsNonRoot": True,
+        "runAsUser": RUN_AS_USER,
+        "runAsGroup": RUN_AS_USER,
+        "fsGroup": RUN_AS_USER,
+        # Never walk a multi-TiB Lustre tree to chown it on every pod start.
+        "fsGroupChangePolicy": "OnRootMismatch",
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
+def image(job: JobSpec, target: JobTarget) -> str:
+    """The container image: the job's own, else the pinned PyTorch build its pool can run
+    (`images.image_for`: one function, so every backend picks the same image)."""
+    return images.image_for(job, target.pool)
+
+
+def ports(job: JobSpec, launch: Launch) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    if launch.declare_port:
+        port: dict[str, Any] = {"containerPort": launch.port, "protocol": "TCP"}
+        if launch.port_name:
+            port = {"name": launch.port_name, **port}
+        out.append(port)
+    if job.metrics_port:
+        out.append(
+            {"name": METRICS_PORT_NAME, "containerPort": job.metrics_port, "protocol": "TCP"}
+        )
+    return out
+
+
+def volume_mounts(
+    job: JobSpec, target: JobTarget, parts: PodParts | None = None
+) -> list[dict[str, Any]]:
+    """/dev/shm, /tmp, the team's FSx claim, the job's further claims, then the code
+    ConfigMaps (`parts`: the runtime library and the job's own code)."""
+    mounts: list[dict[str, Any]] = [
+        {"name": "dshm", "mountPath": "/dev/shm"},
+        {"name": "tmp", "mountPath": "/tmp"},
+        {"name": "fsx", "mountPath": target.fsx_mount_path},
+    ]
+    if target.fsx_sub_path and target.claim_name:
+        mounts[-1]["subPath"] = target.fsx_sub_path
+    mounts += storage.claim_mounts(job)[0]
+    if parts is not None:
+        mounts += [dict(m) for m in parts.mounts]
+    return mounts
+
+
+def volumes(job: JobSpec, target: JobTarget, parts: PodParts | None = None) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = [
+        # NCCL and DataLoader workers exchange tensors through /dev/shm; the container
+        # runtime's default is 64 MiB. Memory-backed, so it counts against the memory limit.
+        {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": job.shm_size}},
+        {"name": "tmp", "emptyDir": {"sizeLimit": TMP_SIZE}},
+        {"name": "fsx", "persistentVolumeClaim": {"claimName": target.claim_name}}
+        if target.claim_name
+        # No FSx on this platform: same paths on pod-local disk (see JobTarget.claim_name).
+        else {"name": "fsx", "emptyDir": {}},
+    ]
+    out += storage.claim_mounts(job)[1]
+    if parts is not None:
+        out += [dict(v) for v in parts.volumes]
+    return out
+
+
+def pod_template(
+    job: JobSpec,
+    target: JobTarget,
+    code: CodeBundle | None,
+    launch: Launch,
+    user_code: CodeBundle | None = None,
+) -> dict[str, Any]:
+    """The pod template (metadata + spec) every pod of the job runs, on any backend. What the
+    container runs, its contract env and the code volumes come from `entrypoint.pod_parts`."""
+    parts = pod_parts(job, target, code, user_code)
+    container: dict[str, Any] = {
+        "name": launch.container,
+        "image": image(job, target),
+        "imagePullPolicy": "IfNotPresent",
+        "command": parts.command,
+        "env": env(job, target, code, launch),
+        "ports": ports(job, launch),
+        "resources": resources(job, target),
+        "volumeMounts": volume_mounts(job, target, parts),
+        "securityContext": container_security_context(),
+    }
+    if parts.working_dir is not None:
+        container["workingDir"] = parts.working_dir
+    spec: dict[str, Any] = {
+        "serviceAccountName": target.service_account,
+        # Training never calls the Kubernetes API; S3 access comes from the Pod Identity
+        # agent, whose webhook mounts its own projected token whatever this says.
+        "automountServiceAccountToken": False,
+        "terminationGracePeriodSeconds": job.checkpoint.grace_period + TERMINATION_MARGIN,
+        "enableServiceLinks": False,
+        "securityContext": pod_security_context(),
+        "nodeSelector": dict(target.pool.node_selector),
+        "containers": [container],
+        "volumes": volumes(job, target, parts),
+    }
+    if parts.share_process_namespace:
+        spec["shareProcessNamespace"] = True
+    tols = tolerations(job, target)
+    if tols:
+        spec["tolerations"] = tols
+    return {
+        "metadata": {"labels": labels(job), "annotations": dict(POD_ANNOTATIONS)},
+        "spec": spec,
+    }
+
+
+def podmonitor_manifest(
+    job: JobSpec, target: JobTarget, rank0: dict[str, str], target_labels: list[str]
+) -> dict[str, Any] | None:
+    """Prometheus scrapes the job's rank-0 pod (`rank0` selects it) on its metrics port.
+
+    The runtime serves metrics from global rank 0 only; `target_labels` are the pod labels
+    kept on every series so that replicas can be told apart.
+    """
+    if not job.metrics_port:
+        return None
+    return {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PodMonitor",
+        "metadata": {
+            "name": f"{job.name}-metrics",
+            "namespace": target.namespace,
+            "labels": labels(job),
+        },
+        "spec": {
+            "selector": {"matchLabels": {JOB_LABEL: job.name, **rank0}},
+            "namespaceSelector": {"matchNames": [target.namespace]},
+            "podMetricsEndpoints": [
+                {"port": METRICS_PORT_NAME, "path": "/metrics", "interval": "30s"}
+            ],
+            "podTargetLabels": [*target_labels, TEAM_LABEL],
+        },
+    }
+
+
+def default_image() -> str:
+    """The pinned stock PyTorch CUDA image that needs the oldest driver (no pool known)."""
+    return images.default_image()
+
+
+@dataclass(frozen=True)
+class EmittedJob:
+    """Everything one job needs in the cluster, on any backend.
+
+    `workload` is the object that runs the pods (a PyTorchJob, a TrainJob or a batch/v1 Job);
+    `pod` the pod template this module built for it (what every pod runs, before the
+    controller adds its own labels and rendezvous variables); `configmap` (the runtime
+    library) is None with codeSource: image; `user_configmap` holds the job's own shipped
+    code (an entrypoint's codeDir or a function's generated file); `service` is the indexed
+    Job's headless Service.
+    """
+
+    backend: str
+    workload: dict
+    pod: dict
+    podmonitor: dict | None
+    configmap: dict | None
+    service: dict | None = None
+    user_configmap: dict | None = None
+
+    @property
+    def pytorchjob(self) -> dict:
+        """The PyTorchJob (pytorchjob backend only; use `workload` for any backend)."""
+        if self.backend != "pytorchjob":
+            raise AttributeError(f"a {self.backend} job has no PyTorchJob; use .workload")
+        return self.workload
+
+
+def check_emittable(job: JobSpec, code: CodeBundle | None) -> CodeBundle | None:
+    """The code bundle an emitter ships (None with codeSource: image); refuses an unresolved job."""
+    if job.gpus_per_worker is None or job.cpu is None or job.memory is None:
+        raise ValueError(f"job {job.name!r} is not resolved; call wiring.resolve_job first")
+    if job.code_source == "configmap" and code is None:
+        raise ValueError(f"job {job.name!r} ships its code in a ConfigMap but no bundle was given")
+    return None if job.code_source == "image" else code
+
+
+def check_user_code(job: JobSpec, user_code: CodeBundle | None) -> CodeBundle | None:
+    """The job's own code bundle an emitter ships (None when the job ships none)."""
+    entry = job.entrypoint
+    if entry is None or not entry.ships_code:
+        return None
+    if user_code is None:
+        raise ValueError(f"job {job.name!r} ships its own code but no bundle was given")
+    return user_code
+
+
+def configmaps(
+    job: JobSpec, target: JobTarget, code: CodeBundle | None, user_code: CodeBundle | None
+) -> tuple[dict | None, dict | None]:
+    """The runtime library's and the job's own code's ConfigMaps (None where not shipped)."""
+    from trainforge.jobs.codeship import configmap_manifest  # noqa: PLC0415
+
+    ns, lab = target.namespace, labels(job)
+    cm = configmap_manifest(code, job.name, ns, lab) if code else None
+    user = configmap_manifest(user_code, job.name, ns, lab, role="src") if user_code else None
+    return cm, user
