@@ -10,10 +10,11 @@ and WORLD_SIZE the controller sets itself (the training operator does; for Train
 indexed Job the emitter sets them, from the pod's stable DNS name and its completion index).
 
 The container command is the same for every backend: one process per pod runs
-`python -m trainforge.training` (which reads MASTER_ADDR/RANK/WORLD_SIZE), several processes
-per pod run `torchrun --node-rank=$(RANK) --master-addr=$(MASTER_ADDR) ...` with those
-variables expanded by Kubernetes. Elastic jobs (PyTorchJob only) use the operator's PET_RDZV_*
-variables instead.
+`python -m trainforge.training` or the job's own code (which read MASTER_ADDR/RANK/WORLD_SIZE),
+several processes per pod run `torchrun --node-rank=$(RANK) --master-addr=$(MASTER_ADDR) ...`
+with those variables expanded by Kubernetes. Elastic jobs (PyTorchJob only) use the operator's
+PET_RDZV_* variables instead. What runs, the job contract's environment and the code volumes
+come from `trainforge.jobs.entrypoint.pod_parts`.
 
 How the operator (release 1.9) wires a PyTorchJob pod, which the command relies on:
 - Master + Worker jobs: every pod gets MASTER_ADDR (`<job>-master-0`), MASTER_PORT (the
