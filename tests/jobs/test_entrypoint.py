@@ -143,7 +143,7 @@ def test_the_issues_stack_example_parses():
         (
             {"script": "t.py"},
             {"expectedStepSeconds": 2},
-            r"expectedStepSeconds: got 2; is multiplied by the runtime's steps",
+            r"expectedStepSeconds: got 2; is multiplied by the job's steps, which a job with .* states only in modelSize.steps",
         ),
         ({"script": "t.py"}, {"strategy": "fsdp"}, r"jobs\[0\]\.strategy: .*bundled runtime"),
         (
@@ -484,3 +484,20 @@ def test_user_code_pods_are_the_same_on_every_backend(project, entry, extra, run
         env = {e["name"]: e.get("value") for e in c["env"]}
         for name in ("TRAINFORGE_CHECKPOINT_DIR", "TRAINFORGE_OUTPUT_DIR", "PYTHONPATH"):
             assert env.get(name) == {e["name"]: e.get("value") for e in rc["env"]}.get(name)
+
+
+def test_expected_step_seconds_of_user_code_uses_model_size_steps():
+    from trainforge.plan.cost import job_steps
+
+    job = parse_job(
+        {
+            "name": "byo",
+            "team": "research",
+            "pool": "p",
+            "entrypoint": {"script": "t.py"},
+            "expectedStepSeconds": 2,
+            "modelSize": {"layers": 2, "dModel": 64, "seqLen": 32, "vocabSize": 100, "steps": 50},
+        },
+        W,
+    )
+    assert job_steps(job) == 50

@@ -35,6 +35,7 @@ from trainforge.jobs.contract import (
     declared,
 )
 from trainforge.jobs.errors import JobConfigError
+from trainforge.jobs.estimate import fit_warnings
 from trainforge.jobs.pod import EmittedJob, checkpoint_dir
 from trainforge.jobs.spec import JobSpec, parse_job
 from trainforge.jobs.wiring import resolve_job
@@ -361,6 +362,8 @@ class TrainingJob(pulumi.ComponentResource):
         if waits:
             opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=waits))
         super().__init__(TYPE_TOKEN, name, None, opts)
+        for warning in fit_warnings(job, target.pool, where):
+            pulumi.log.warn(warning, resource=self)
         self.spec = job
         self.target = target
         self.manifests = emitted

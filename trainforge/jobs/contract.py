@@ -114,6 +114,10 @@ class PoolFacts:
     gpus_per_node: int = 0
     gpu_name: str | None = None  # e.g. "A10G", "H100"; None on CPU pools
     gpu_memory_mib: int = 0  # per GPU (minimum over the pool's types)
+    # Sustained network bandwidth per node in Gbit/s (EC2's baseline, minimum over the types):
+    # all network cards (what EFA uses) and the primary card (a pod's TCP traffic). 0 = unknown.
+    network_gbps: float = 0.0
+    primary_network_gbps: float = 0.0
     efa_interfaces: int = 0
     taints: tuple[Taint, ...] = ()
     node_selector: tuple[tuple[str, str], ...] = ()

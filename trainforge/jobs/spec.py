@@ -82,6 +82,28 @@ class ModelFlags:
 
 
 @dataclass(frozen=True)
+class ModelSize:
+    """What the planner needs to know about a model it cannot build from flags (user code).
+
+    Used only by the memory and step-time estimate (`trainforge.jobs.estimate`), which
+    assumes a GPT-style decoder trained with AdamW: `parameters` defaults to that shape's
+    count (12 * layers * dModel^2 plus untied embeddings and head), and `heads` only sizes
+    the small attention statistics. Nothing here is passed to the code that runs.
+    """
+
+    layers: int
+    d_model: int
+    seq_len: int
+    vocab_size: int
+    parameters: int | None = None
+    heads: int | None = None
+    batch_size: int = 1  # samples per GPU per micro-step
+    grad_accum: int = 1
+    steps: int | None = None
+    activation_checkpointing: bool = False
+
+
+@dataclass(frozen=True)
 class CheckpointSpec:
     """Where and how often the runtime checkpoints (issue 3's flags)."""
 
@@ -191,6 +213,7 @@ class JobSpec:
     image: str | None = None
     code_source: CodeSource = "configmap"
     training: ModelFlags = field(default_factory=ModelFlags)
+    model_size: ModelSize | None = None
     checkpoint: CheckpointSpec = field(default_factory=CheckpointSpec)
     elastic: ElasticSpec | None = None
     run_policy: RunPolicySpec = field(default_factory=RunPolicySpec)
@@ -377,10 +400,14 @@ _TOP_KEYS = [
     "env",
     "entrypoint",
     "volumes",
+    "model_size",
     "backend",
     "expected_step_seconds",
     *_MODEL_KEYS,
 ]
+_MODEL_SIZE_KEYS = [f.name for f in fields(ModelSize)]
+# Flags that size the bundled model; a job states either these or `modelSize`, not both.
+_BUNDLED_SIZE_FLAGS = ("model", "layers", "d_model", "heads", "seq_len", "vocab_size")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Set by the platform or the operator; a user override would silently break the job.
 _RESERVED_ENV = {
@@ -470,6 +497,41 @@ def _parse_model(r: _Reader) -> ModelFlags:
         raise JobConfigError(r.path("heads"), flags.heads, f"must divide dModel ({flags.d_model})")
     _runtime_check(flags, r)
     return flags
+
+
+def _parse_model_size(raw: Any, where: str, flags: ModelFlags) -> ModelSize | None:
+    if raw is None:
+        return None
+    r = _Reader(raw, where, _MODEL_SIZE_KEYS)
+    # every value's type first (an error names its own key), then what is missing
+    values: dict[str, Any] = {
+        k: r.int_(k)
+        for k in ("layers", "d_model", "seq_len", "vocab_size", "parameters", "heads", "steps")
+    }
+    values["batch_size"] = r.int_("batch_size", 1)
+    values["grad_accum"] = r.int_("grad_accum", 1)
+    values["activation_checkpointing"] = r.bool_("activation_checkpointing", False)
+    bundled = [_camel(k) for k in _BUNDLED_SIZE_FLAGS if getattr(flags, k) is not None]
+    if bundled:
+        first = next(iter(r.data), None)  # the first key stated under modelSize
+        raise JobConfigError(
+            r.path(first) if first else where,
+            r.data.get(first) if first else raw,
+            f"modelSize states the size of your own code's model; the bundled model is sized "
+            f"by {', '.join(bundled)}. Set one or the other",
+        )
+    for key in ("layers", "d_model", "seq_len", "vocab_size"):
+        if values[key] is None:
+            raise JobConfigError(
+                r.path(key),
+                None,
+                "modelSize needs layers, dModel, seqLen and vocabSize (the planner sizes "
+                "activations and logits from them)",
+            )
+    size = ModelSize(**values)
+    if size.heads and size.d_model % size.heads:
+        raise JobConfigError(r.path("heads"), size.heads, f"must divide dModel ({size.d_model})")
+    return size
 
 
 def _runtime_check(flags: ModelFlags, r: _Reader) -> None:
@@ -767,12 +829,14 @@ def _check_runtime_only_keys(r: _Reader, where: str, entry: str) -> None:
             f"configures the bundled runtime, which a job with {entry} does not run; pass your "
             "code its settings with entrypoint.args",
         )
-    if r.has("expected_step_seconds"):
+    size = r.data.get("model_size")
+    if r.has("expected_step_seconds") and not (isinstance(size, dict) and size.get("steps")):
         raise JobConfigError(
             r.path("expected_step_seconds"),
             r.data["expected_step_seconds"],
-            f"is multiplied by the runtime's steps, which a job with {entry} does not have; "
-            "bound the run's cost with runPolicy.activeDeadlineSeconds",
+            f"is multiplied by the job's steps, which a job with {entry} states only in "
+            "modelSize.steps; set that, or bound the run's cost with "
+            "runPolicy.activeDeadlineSeconds",
         )
     if r.data.get("preset") == "fsdp":
         raise JobConfigError(
@@ -831,6 +895,7 @@ def parse_job(raw: Any, where: str = "job") -> JobSpec:
         _check_runtime_only_keys(r, where, f"{r.path('entrypoint')}.{kind_key}")
     team = r.str_("team")
     pool = r.str_("pool")
+    training = _parse_model(r)
     if team is None:
         raise JobConfigError(r.path("team"), None, "every job needs the team it runs as")
     if pool is None:
@@ -850,7 +915,8 @@ def parse_job(raw: Any, where: str = "job") -> JobSpec:
         efa=r.bool_("efa"),
         image=image,
         code_source=code_source,
-        training=_parse_model(r),
+        training=training,
+        model_size=_parse_model_size(r.data.get("model_size"), r.path("model_size"), training),
         checkpoint=_parse_checkpoint(r.data.get("checkpoint"), r.path("checkpoint")),
         elastic=elastic,
         run_policy=_parse_run_policy(r.data.get("run_policy"), r.path("run_policy")),

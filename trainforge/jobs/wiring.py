@@ -5,7 +5,8 @@ and its backend, and rejects what can never run there: more GPUs than the pool's
 types have, EFA on a pool without it, a pod bigger than what its node leaves after the kubelet
 and the DaemonSets, more pods at once than the pool can hold (`capacity`), a job bigger than
 the team's quota, a backend whose controller the platform does not install or that cannot run
-the job (`trainforge.jobs.backends`).
+the job (`trainforge.jobs.backends`), a model that does not fit in the pool's GPU memory
+(`trainforge.jobs.estimate.check_fit`).
 The platform side of a job (`JobTarget`, from `contract.PlatformContract.target`) is typed:
 see `trainforge.jobs.contract`.
 """
@@ -27,6 +28,7 @@ from trainforge.jobs.contract import (
     TeamQuota,
 )
 from trainforge.jobs.errors import JobConfigError
+from trainforge.jobs.estimate import check_fit
 from trainforge.jobs.quantity import format_mebibytes, parse_quantity
 from trainforge.jobs.spec import JobSpec
 
@@ -204,6 +206,9 @@ def resolve_job(job: JobSpec, target: JobTarget, where: str = "job") -> JobSpec:
     for problem in rehearsal.problems:
         raise JobConfigError(f"{where}.{problem.key}", values[problem.key], problem.message)
     backends.check(resolved, target, where)
+    # Will the model fit in the pool's GPU (or pod) memory? Refused here, before anything
+    # exists, with the estimate and what would make it fit (trainforge.jobs.estimate).
+    check_fit(resolved, pool, where)
     return resolved
 
 

@@ -21,15 +21,10 @@ from typing import Any
 
 import torch
 
-# Dense bf16 peak FLOP/s per GPU for MFU (vendor datasheets, no sparsity).
-PEAK_BF16_FLOPS = {
-    "H200": 989e12,
-    "H100": 989e12,
-    "A100": 312e12,
-    "L40S": 362e12,
-    "A10G": 70e12,
-    "L4": 121e12,
-}
+from trainforge.training import gpus
+
+# Dense bf16 peak FLOP/s per GPU model: one table (gpus.py), shared with the planner.
+PEAK_BF16_FLOPS = gpus.PEAK_BF16_FLOPS
 
 HELP = {
     "step": "optimizer steps completed",
@@ -63,11 +58,8 @@ def format_eta(seconds: float) -> str:
 def peak_flops(device: torch.device) -> float | None:
     if device.type != "cuda":
         return None
-    name = torch.cuda.get_device_name(device)
-    for key, flops in PEAK_BF16_FLOPS.items():
-        if key in name:
-            return flops
-    return None
+    facts = gpus.match_gpu(torch.cuda.get_device_name(device))
+    return facts.bf16_flops if facts is not None and facts.native_bf16 else None
 
 
 class Gauges:
