@@ -143,7 +143,7 @@ def test_prod_cost_table_has_jobs_teams_and_the_platform(prod, capsys):
 
 def test_dev_prices_are_unknown_and_say_so():
     result, report = _report("dev")
-    assert {j.name for j in report.jobs} == {"mnist-ddp", "gpt-small-fsdp"}
+    assert {j.name for j in report.jobs} == {"mnist-ddp", "gpt-small-fsdp", "mnist-user"}
     assert all(j.hourly is None for j in report.jobs)
     (team,) = report.teams
     assert team.jobs_hourly is None and team.ceiling.hourly is None
@@ -204,7 +204,7 @@ def test_a_cap_on_an_unknown_price_cannot_pass_silently():
     caps = {"trainforge-policy:costCaps": {"jobPerHour": 1000}}
     result = core.plan_project(ROOT, "dev", standins=False, config_overrides=caps)
     rules = sorted(v.rule for v in result.failing)
-    assert rules == ["TF_COST_JOB_CAP", "TF_COST_JOB_CAP"]
+    assert rules == ["TF_COST_JOB_CAP"] * 3  # mnist-ddp, gpt-small-fsdp, mnist-user
     assert all("cannot be checked" in v.message for v in result.failing)
 
 

@@ -98,6 +98,8 @@ def _project(tmp_path: pathlib.Path, stack: str, change) -> pathlib.Path:
     root.mkdir()
     shutil.copy(ROOT / "Pulumi.yaml", root / "Pulumi.yaml")
     shutil.copy(ROOT / "__main__.py", root / "__main__.py")
+    # the stacks' user-code jobs ship scripts of the project directory
+    shutil.copytree(ROOT / "examples", root / "examples")
     data = yaml.safe_load((ROOT / f"Pulumi.{stack}.yaml").read_text())
     change(data["config"])
     (root / f"Pulumi.{stack}.yaml").write_text(yaml.safe_dump(data))

@@ -194,6 +194,53 @@ def test_watchdog_floor_must_be_positive() -> None:
         Watchdog(0)
 
 
+def test_watchdog_from_the_job_contract(monkeypatch, tmp_path: Path) -> None:
+    """User code: `Watchdog.from_env()` takes the job's hangTimeout and output directory."""
+    from trainforge.training import Watchdog as Exported
+    from trainforge.training.contract import ContractError, job_env
+
+    assert Exported is Watchdog
+    monkeypatch.setenv("TRAINFORGE_OUTPUT_DIR", str(tmp_path))
+    monkeypatch.setenv("TORCHELASTIC_RESTART_COUNT", "2")
+    monkeypatch.setenv("TRAINFORGE_HANG_TIMEOUT", "45")
+    wd = Watchdog.from_env(multiple=4)
+    assert (wd.enabled, wd.floor_s, wd.startup_s, wd.multiple) == (True, 45.0, 135.0, 4.0)
+    assert wd.dump_dir == tmp_path / "flight-recorder" / "attempt_0002"
+
+    monkeypatch.setenv("TRAINFORGE_HANG_TIMEOUT", "0")  # hangTimeout: 0 = off
+    off = Watchdog.from_env(exit_fn=lambda code: pytest.fail("a disabled watchdog fired"))
+    with off:
+        assert off._thread is None
+        with off.step(1):
+            pass
+    monkeypatch.delenv("TRAINFORGE_HANG_TIMEOUT")
+    assert job_env().hang_timeout == 300.0
+    monkeypatch.setenv("TRAINFORGE_HANG_TIMEOUT", "-1")
+    with pytest.raises(ContractError, match="TRAINFORGE_HANG_TIMEOUT"):
+        job_env()
+
+
+def test_init_distributed_derives_its_timeouts_from_the_contract(tmp_path: Path) -> None:
+    """User code calling init_distributed() gets the same waits as the runtime: collective
+    timeout 3 x hangTimeout + 60 s, NCCL heartbeat the same (a fresh interpreter: the NCCL
+    variables are set in its environment)."""
+    script = """
+import os
+from trainforge.training import init_distributed
+from trainforge.training.distributed import group_timeout
+init_distributed()
+print(group_timeout().total_seconds(), os.environ["TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC"],
+      os.environ["TORCH_NCCL_ASYNC_ERROR_HANDLING"])
+"""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TORCH_", "RANK", "WORLD"))}
+    env.update(PYTHONPATH=str(ROOT), TRAINFORGE_HANG_TIMEOUT="20")
+    env.pop("MASTER_ADDR", None)
+    proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                          text=True, timeout=60)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["120.0", "120", "3"]
+
+
 # ------------------------------------------------------------------------ exit reasons
 
 

@@ -183,6 +183,10 @@ class TeamFacts:
     fsx_sub_path: str | None = None
     checkpoint_prefix: str = ""
     quota: TeamQuota = field(default_factory=TeamQuota)
+    # Further PersistentVolumeClaims of the team's namespace that its jobs may mount (datasets,
+    # models), as the team config lists them (`trainforge:teams[].claims`): a job naming any
+    # other claim is refused at preview (it would sit Pending, or name another team's data).
+    claims: tuple[str, ...] = ()
     run_as_user: int = DEFAULT_TRAINING_UID
     run_as_group: int = DEFAULT_TRAINING_UID
     # Pulumi resources a job of this team must wait for (e.g. the Job that makes the team's

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import replace
 from fractions import Fraction
 
-from trainforge.jobs import capacity, images
+from trainforge.jobs import capacity, images, storage
 from trainforge.jobs.contract import (
     EFA_RESOURCE,
     GPU_RESOURCE,
@@ -197,7 +197,12 @@ def resolve_job(job: JobSpec, target: JobTarget, where: str = "job") -> JobSpec:
         checkpoint=replace(job.checkpoint, s3_mirror=mirror),
     )
     check_quota(resolved, target, where)
-    images.check_image(resolved, pool, where)
+    storage.check_storage(resolved, target, where)
+    # User code needs the runtime library only if it imports it: checked with its files
+    # (`entrypoint.user_code`); the driver and GPU checks apply to every image.
+    images.check_image(
+        resolved, pool, where, needs_runtime=None if resolved.entrypoint is None else False
+    )
     for problem in rehearsal.problems:
         raise JobConfigError(f"{where}.{problem.key}", values[problem.key], problem.message)
     backends.check(resolved, target, where)

@@ -53,7 +53,10 @@ class Duration:
 
 
 def job_steps(job: JobSpec) -> int:
-    """Optimizer steps the job runs: its `steps`, or the runtime's default."""
+    """Optimizer steps the job runs: its `steps` (for its own code, `modelSize.steps`), or the
+    runtime's default."""
+    if job.model_size is not None and job.model_size.steps is not None:
+        return job.model_size.steps
     if job.training.steps is not None:
         return job.training.steps
     from trainforge.training.config import TrainConfig  # noqa: PLC0415 - torch-free

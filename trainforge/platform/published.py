@@ -203,6 +203,7 @@ def team_facts(services: Any, *, ready: dict[str, tuple[Any, ...]] | None = None
             fsx_sub_path=t.name,
             checkpoint_prefix=f"{t.name}/",
             quota=TeamQuota(gpus=q.gpus, cpu=q.cpu, memory=q.memory, pods=q.pods),
+            claims=tuple(t.claims),
             ready=tuple(ready.get(t.name, ())),
         )
     return out

@@ -57,12 +57,22 @@ def group_timeout() -> datetime.timedelta | None:
     return _GROUP_TIMEOUT
 
 
-def init_distributed(timeout_s: float = 600.0) -> DistEnv:
+def init_distributed(timeout_s: float | None = None) -> DistEnv:
     """Initialise the default process group; NCCL when CUDA is present, gloo otherwise.
 
     ``timeout_s`` bounds every collective and the process-group setup (the ``env://`` store
-    connection): pass ``timeouts.Timeouts.collective``."""
+    connection). Default: derived from the job's hang timeout (the contract's
+    TRAINFORGE_HANG_TIMEOUT, 300 s when unset: 960 s), which also sets NCCL's error handling,
+    heartbeat and flight recorder variables this process has not set itself, so that every
+    wait of the job gives up in the order docs/reliability.md describes."""
     global _GROUP_TIMEOUT
+    if timeout_s is None:
+        from trainforge.training.contract import job_env  # noqa: PLC0415
+        from trainforge.training.timeouts import Timeouts, apply_env  # noqa: PLC0415
+
+        derived = Timeouts.from_hang_timeout(job_env().hang_timeout)
+        apply_env(derived)
+        timeout_s = derived.collective
     world_size = _env_int("WORLD_SIZE", 1)
     rank = _env_int("RANK", 0)
     local_rank = _env_int("LOCAL_RANK", 0)

@@ -24,9 +24,9 @@ process still exits after ``fire_grace_s``.
 The class works without trainforge's training loop; a user script that uses our library
 pieces protects its own loop the same way::
 
-    from trainforge.training.watchdog import Watchdog
+    from trainforge.training import Watchdog
 
-    with Watchdog(floor_s=300) as wd:  # after init_process_group, on every rank
+    with Watchdog.from_env() as wd:  # after init_process_group, on every rank
         for step, batch in enumerate(loader):
             with wd.step(step):
                 loss = model(batch).sum()
@@ -34,6 +34,11 @@ pieces protects its own loop the same way::
                 optimizer.step()
             with wd.section("checkpoint"):
                 save(...)
+
+``Watchdog.from_env()`` takes its floor from the job's ``hangTimeout`` (the contract's
+TRAINFORGE_HANG_TIMEOUT; 300 s when unset; 0 turns it off: the object then watches nothing)
+and dumps to ``TRAINFORGE_OUTPUT_DIR/flight-recorder/attempt_NNNN``; ``Watchdog(floor_s=...)``
+sets everything explicitly.
 """
 
 from __future__ import annotations
@@ -110,9 +115,11 @@ class Watchdog:
         fire_grace_s: float = 60.0,
         clock: Callable[[], float] = time.monotonic,
         exit_fn: Callable[[int], Any] = os._exit,
+        enabled: bool = True,
     ) -> None:
-        if floor_s <= 0:
+        if enabled and floor_s <= 0:
             raise ValueError(f"Watchdog floor_s must be > 0 seconds, got {floor_s}")
+        self.enabled = enabled
         self.floor_s = float(floor_s)
         self.multiple = float(multiple)
         self.startup_s = float(startup_s) if startup_s else STARTUP_MULTIPLE * self.floor_s
@@ -141,7 +148,28 @@ class Watchdog:
 
     # -- lifecycle ------------------------------------------------------------------------
 
+    @classmethod
+    def from_env(cls, **overrides: Any) -> Watchdog:
+        """The job contract's watchdog: floor = TRAINFORGE_HANG_TIMEOUT (the job's
+        `hangTimeout`, 300 s when unset; 0 = a disabled watchdog that never fires), flight
+        recorder dumps under TRAINFORGE_OUTPUT_DIR/flight-recorder/attempt_NNNN (the torchrun
+        restart count). Keyword arguments override any constructor argument."""
+        from trainforge.training.contract import job_env  # noqa: PLC0415
+
+        env = job_env()
+        attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") or "0"
+        attempt = int(attempt) if attempt.isdigit() else 0
+        kwargs: dict[str, Any] = {
+            "floor_s": env.hang_timeout,
+            "enabled": env.hang_timeout > 0,
+            "dump_dir": Path(env.output_dir) / "flight-recorder" / f"attempt_{attempt:04d}",
+        }
+        kwargs.update(overrides)
+        return cls(**kwargs)
+
     def start(self) -> Watchdog:
+        if not self.enabled:
+            return self
         if self._thread is None:
             self._thread = threading.Thread(
                 target=self._run, name="trainforge-watchdog", daemon=True
