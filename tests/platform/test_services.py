@@ -140,6 +140,7 @@ def test_every_component_has_the_trainforge_token_and_children_are_parented(prod
         "trainforge:index:DevicePlugins",
         "trainforge:index:Monitoring",
         "trainforge:index:TeamNamespaces",
+        "trainforge:index:Kueue",
     }
     top = one(prod, "trainforge:index:PlatformServices")
     for r in prod.resources:
@@ -484,7 +485,9 @@ def test_mlflow_server_is_non_root_pinned_and_limited(prod):
     dep = one(prod, "kubernetes:apps/v1:Deployment").inputs
     assert dep["metadata"]["namespace"] == "mlflow"
     pod = dep["spec"]["template"]["spec"]
-    [c] = pod["containers"]
+    # the server, and the sidecar that keeps its users as the platform declares them
+    assert [c["name"] for c in pod["containers"]] == ["mlflow", "auth-sync"]
+    c = pod["containers"][0]
     assert c["image"] == versions.MLFLOW_IMAGE
     assert (
         pod["securityContext"]["runAsNonRoot"] is True and pod["securityContext"]["runAsUser"] > 0
@@ -543,7 +546,9 @@ def test_team_namespace_quota_limits_and_service_account(prod):
     assert nss["vision"]["pod-security.kubernetes.io/warn"] == "restricted"
     assert nss["vision"]["pod-security.kubernetes.io/audit"] == "restricted"
     assert nss["nlp"]["pod-security.kubernetes.io/enforce"] == "restricted"
-    assert nss["monitoring"]["pod-security.kubernetes.io/enforce"] == "privileged"
+    # only the node agents' namespace admits privileged pods
+    assert nss["monitoring"]["pod-security.kubernetes.io/enforce"] == "baseline"
+    assert nss["node-agents"]["pod-security.kubernetes.io/enforce"] == "privileged"
     quotas = {
         r.inputs["metadata"]["namespace"]: r.inputs["spec"]["hard"]
         for r in prod.of_type("kubernetes:core/v1:ResourceQuota")

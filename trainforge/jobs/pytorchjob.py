@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from trainforge.jobs import images
+from trainforge.jobs import images, tenancy
 from trainforge.jobs.codeship import CODE_MOUNT, CodeBundle, configmap_manifest
 from trainforge.jobs.spec import JobSpec
 from trainforge.jobs.wiring import EFA_RESOURCE, GPU_RESOURCE, JobTarget, efa_count
@@ -212,6 +212,7 @@ def env(job: JobSpec, target: JobTarget, code: CodeBundle | None) -> list[dict[s
             out.append({"name": "FI_EFA_USE_DEVICE_RDMA", "value": "1"})
     if target.mlflow_tracking_uri is not None:
         out.append({"name": "MLFLOW_TRACKING_URI", "value": target.mlflow_tracking_uri})
+        out += tenancy.mlflow_env(target)
     out += [{"name": k, "value": v} for k, v in job.env]
     return out
 
@@ -241,14 +242,15 @@ def tolerations(job: JobSpec, target: JobTarget) -> list[dict[str, str]]:
     return out
 
 
-def container_security_context() -> dict[str, Any]:
+def container_security_context(target: JobTarget | None = None) -> dict[str, Any]:
     # EFA needs no capability here: the EKS accelerated AMIs run containerd with an
     # unlimited memlock rlimit, which is what libfabric's memory registration needs, so
     # IPC_LOCK is not added and nothing runs privileged.
+    uid, gid = tenancy.run_as(target) if target is not None else (RUN_AS_USER, RUN_AS_USER)
     return {
         "runAsNonRoot": True,
-        "runAsUser": RUN_AS_USER,
-        "runAsGroup": RUN_AS_USER,
+        "runAsUser": uid,
+        "runAsGroup": gid,
         "allowPrivilegeEscalation": False,
         "readOnlyRootFilesystem": True,
         "capabilities": {"drop": ["ALL"]},
@@ -301,8 +303,9 @@ def pod_template(job: JobSpec, target: JobTarget, code: CodeBundle | None) -> di
         "ports": ports,
         "resources": resources(job, target),
         "volumeMounts": mounts,
-        "securityContext": container_security_context(),
+        "securityContext": container_security_context(target),
     }
+    uid, gid = tenancy.run_as(target)
     spec: dict[str, Any] = {
         "serviceAccountName": target.service_account,
         # Training never calls the Kubernetes API; S3 access comes from the Pod Identity
@@ -310,11 +313,12 @@ def pod_template(job: JobSpec, target: JobTarget, code: CodeBundle | None) -> di
         "automountServiceAccountToken": False,
         "terminationGracePeriodSeconds": job.checkpoint.grace_period + TERMINATION_MARGIN,
         "enableServiceLinks": False,
+        # The team's own UID/GID (TeamFacts): its FSx directory is 0770 and theirs alone.
         "securityContext": {
             "runAsNonRoot": True,
-            "runAsUser": RUN_AS_USER,
-            "runAsGroup": RUN_AS_USER,
-            "fsGroup": RUN_AS_USER,
+            "runAsUser": uid,
+            "runAsGroup": gid,
+            "fsGroup": gid,
             # Never walk a multi-TiB Lustre tree to chown it on every pod start.
             "fsGroupChangePolicy": "OnRootMismatch",
             "seccompProfile": {"type": "RuntimeDefault"},
@@ -329,8 +333,12 @@ def pod_template(job: JobSpec, target: JobTarget, code: CodeBundle | None) -> di
     return {
         "metadata": {
             "labels": labels(job),
-            # Karpenter must not consolidate or drift a node out from under a running job.
-            "annotations": {"karpenter.sh/do-not-disrupt": "true"},
+            # Karpenter must not consolidate or drift a node out from under a running job;
+            # Kueue places the pods by network topology where the pool supports it.
+            "annotations": {
+                "karpenter.sh/do-not-disrupt": "true",
+                **tenancy.topology_annotations(job, target),
+            },
         },
         "spec": spec,
     }
@@ -368,10 +376,16 @@ def pytorchjob_manifest(job: JobSpec, target: JobTarget, code: CodeBundle | None
         if job.workers > 1:
             specs["Worker"] = replica(job.workers - 1)
         spec["pytorchReplicaSpecs"] = specs
+    # The queue labels make Kueue hold the job (runPolicy.suspend, which it owns: never set
+    # here) until the team's queue can admit all of its pods.
     return {
         "apiVersion": API_VERSION,
         "kind": KIND,
-        "metadata": {"name": job.name, "namespace": target.namespace, "labels": labels(job)},
+        "metadata": {
+            "name": job.name,
+            "namespace": target.namespace,
+            "labels": {**labels(job), **tenancy.queue_labels(job, target)},
+        },
         "spec": spec,
     }
 

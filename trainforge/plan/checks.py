@@ -21,7 +21,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 # "module:function" of every check, in the order their sections print.
-CHECKS: list[str] = []
+CHECKS: list[str] = [
+    "trainforge.plan.check_queues:check",
+]
 
 
 @dataclass

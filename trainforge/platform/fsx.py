@@ -51,6 +51,9 @@ class FsxLustreArgs:
     # Teams whose namespace enforces Pod Security `restricted`, which rejects the root helper
     # that creates team directories: their directory is created by hand (docs/services.md).
     restricted_teams: list[str] = field(default_factory=list)
+    # What the team-directory Jobs must wait for (Kueue's webhooks, which intercept every Job
+    # created in a team namespace, must be serving).
+    after: list[Any] = field(default_factory=list)
     tags: dict[str, str] = field(default_factory=dict)
 
 
@@ -385,7 +388,7 @@ class FsxLustre(pulumi.ComponentResource):
                     team,
                     namespace,
                     pulumi.ResourceOptions(
-                        parent=self, provider=args.k8s_provider, depends_on=[pvc]
+                        parent=self, provider=args.k8s_provider, depends_on=[pvc, *args.after]
                     ),
                 )
 

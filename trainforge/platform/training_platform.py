@@ -283,6 +283,9 @@ class TrainingPlatform(pulumi.ComponentResource):
                 # EFA groups and pools use the first private subnet: FSx goes next to them.
                 fsx_subnet_index=0,
                 kubeconfig=self.cluster.kubeconfig,
+                pools=list(self.node_pools.values()),
+                s3_cidrs=list(self.network.s3_cidrs),
+                s3_vpc_endpoint_id=self.network.s3_endpoint_id,
                 tags=tags,
             ),
             pulumi.ResourceOptions(parent=self),
