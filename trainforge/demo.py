@@ -3,7 +3,8 @@
 It runs what an ML engineer would run before paying for GPUs: the `mnist-ddp` job declared in
 `Pulumi.dev.yaml` (DDP, 2 local workers, checkpoints) and a shrunken `gpt-small-fsdp` (FSDP2,
 2 workers), both through `trainforge run-local --stack dev JOB`; then `trainforge plan --stack
-dev`, which renders and checks every Kubernetes object the stack would apply.
+dev`, which renders and checks every Kubernetes object the stack would apply. It ends with
+`trainforge report` of both runs: a PNG of loss, throughput and step time per run.
 """
 
 from __future__ import annotations
@@ -53,6 +54,24 @@ def _summary(out: pathlib.Path) -> str:
     )
 
 
+def _plots(outs: list[pathlib.Path]) -> dict[pathlib.Path, pathlib.Path]:
+    """`trainforge report` of each run: RUN/report.png and RUN/report.txt."""
+    from trainforge import report
+
+    print("\n=== plots: trainforge report RUN_DIR ===", flush=True)
+    written = {}
+    for out in outs:
+        try:
+            _, txt, png = report.write_report(out)
+        except report.ReportError as e:  # a run that logged nothing: say so, keep going
+            print(f"trainforge report: {e}", file=sys.stderr)
+            continue
+        print(f"{out}: wrote {txt}" + (f" and {png}" if png else ""))
+        if png:
+            written[out] = png
+    return written
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="trainforge demo", description=__doc__)
     parser.add_argument("--skip-plan", action="store_true", help="only run the two jobs")
@@ -77,10 +96,13 @@ def main(argv: list[str] | None = None) -> int:
             ["--stack", "dev", "--out", str(OUT / "plan-dev"), "--json", str(OUT / "plan-dev.json")]
         )
 
+    plots = _plots([out for _, _, out, _ in results])
+
     print("\n=== demo finished ===")
     for title, _, out, secs in results:
         print(f"{title}: {secs:.0f}s\n    outputs:     {out}/ (summary.json, checkpoints/)")
         print(f"    summary:     {_summary(out)}")
+        print(f"    plot:        {plots.get(out) or '(not written: see above)'}")
     if plan_rc is not None:
         print(f"Offline plan (exit {plan_rc}): manifests in {OUT / 'plan-dev'}/")
         print(f"    inventory:   {OUT / 'plan-dev.json'}")

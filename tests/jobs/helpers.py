@@ -10,10 +10,34 @@ from typing import Any
 import kubernetes_validate
 
 from trainforge.jobs import codeship
-from trainforge.jobs.contract import JobTarget, PoolFacts, Taint, TeamFacts, TeamQuota
+from trainforge.jobs.contract import (
+    DaemonSetLoad,
+    JobTarget,
+    PoolFacts,
+    Taint,
+    TeamFacts,
+    TeamQuota,
+)
+from trainforge.jobs.node_facts import node_shape
 
 K8S_VERSION = "1.31"
 DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+
+# What the platform publishes for every node (trainforge.platform.node_daemonsets): 210m CPU
+# and 224Mi of DaemonSet requests; GPU pools add the device plugin and the DCGM exporter.
+DAEMONSETS = (
+    DaemonSetLoad("aws-node", 50),
+    DaemonSetLoad("kube-proxy", 100),
+    DaemonSetLoad("eks-pod-identity-agent"),
+    DaemonSetLoad("ebs-csi-node", 30, 120),
+    DaemonSetLoad("fsx-csi-node", 30, 104),
+    DaemonSetLoad("node-exporter"),
+)
+GPU_DAEMONSETS = (
+    *DAEMONSETS,
+    DaemonSetLoad("nvidia-device-plugin"),
+    DaemonSetLoad("dcgm-exporter", 100, 128),
+)
 
 CPU_POOL = PoolFacts(
     name="training-workloads",
@@ -22,6 +46,12 @@ CPU_POOL = PoolFacts(
     node_selector=(("karpenter.sh/nodepool", "training-workloads"),),
     vcpus_per_node=16,
     memory_mib_per_node=32768,
+    # ENI max pods: 8 ENIs x (30 - 1) + 2 = 234 for both types
+    nodes=(
+        node_shape("c5.4xlarge", 16, 32768, eni_pods=234),
+        node_shape("m5.4xlarge", 16, 65536, eni_pods=234),
+    ),
+    daemonsets=DAEMONSETS,
 )
 GPU_POOL = PoolFacts(
     name="gpu-workloads",
@@ -32,6 +62,8 @@ GPU_POOL = PoolFacts(
     capacity_type="spot",
     vcpus_per_node=48,
     memory_mib_per_node=196608,
+    nodes=(node_shape("g5.12xlarge", 48, 196608, eni_pods=737, gpus=4),),
+    daemonsets=GPU_DAEMONSETS,
 )
 EFA_POOL = PoolFacts(
     name="efa-p5",
@@ -42,6 +74,10 @@ EFA_POOL = PoolFacts(
     node_selector=(("eks.amazonaws.com/nodegroup", "efa-p5"),),
     vcpus_per_node=192,
     memory_mib_per_node=2097152,
+    max_nodes=16,
+    kind="node-group",
+    nodes=(node_shape("p5.48xlarge", 192, 2097152, eni_pods=100, gpus=8, efa=32),),
+    daemonsets=(*GPU_DAEMONSETS, DaemonSetLoad("aws-efa-k8s-device-plugin", 10, 20)),
 )
 DLC_IMAGE = "763104351884.dkr.ecr.us-west-2.amazonaws.com/pytorch-training:2.8.0-gpu-py312-cu129-ubuntu22.04-ec2"
 

@@ -21,6 +21,8 @@ class Registered:
     replace_on_changes: list[str]
     provider: str
     custom_timeouts: Any
+    aliases: list[str]
+    dependencies: list[str]
 
 
 class RecordingMocks(pulumi.runtime.Mocks):
@@ -49,6 +51,12 @@ class RecordingMonitor(pm.MockMonitor):
                 replace_on_changes=list(request.replaceOnChanges),
                 provider=request.provider,
                 custom_timeouts=request.customTimeouts,
+                # alias URNs, or the type of each alias spec (same name and parent)
+                aliases=[
+                    *request.aliasURNs,
+                    *(a.spec.type for a in request.aliases if a.HasField("spec")),
+                ],
+                dependencies=list(request.dependencies),
             )
         )
         return response

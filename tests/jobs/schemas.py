@@ -1,5 +1,6 @@
-"""Upstream CRD schemas vendored into tests/jobs/crds (kubeflow.org PyTorchJob v1 and
-monitoring.coreos.com PodMonitor v1), turned into strict JSON schemas like the API server."""
+"""Upstream CRD schemas vendored into tests/jobs/crds (kubeflow.org PyTorchJob v1,
+monitoring.coreos.com PodMonitor v1, trainer.kubeflow.org TrainJob and ClusterTrainingRuntime
+v1alpha1 from Kubeflow Trainer v2.3.0), turned into strict JSON schemas like the API server."""
 
 from __future__ import annotations
 
@@ -44,7 +45,8 @@ def validator(kind: str) -> jsonschema.Draft7Validator:
     for path in sorted(CRDS.glob("*.yaml")):
         crd = yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
         if crd["spec"]["names"]["kind"] == kind:
-            schema = next(v for v in crd["spec"]["versions"] if v["name"] == "v1")["schema"][
+            served = [v for v in crd["spec"]["versions"] if v.get("served", True)]
+            schema = next((v for v in served if v.get("storage")), served[0])["schema"][
                 "openAPIV3Schema"
             ]
             return jsonschema.Draft7Validator(_strict(schema))

@@ -42,7 +42,7 @@ def test_children_and_their_options():
     assert pj.inputs["metadata"]["annotations"] == {
         "pulumi.com/deletionPropagationPolicy": "foreground"
     }
-    assert pj.inputs["spec"] == m.result.manifests.pytorchjob["spec"]
+    assert pj.inputs["spec"] == m.result.manifests.workload["spec"]
     (cm,) = by_type(m, "kubernetes:core/v1:ConfigMap")
     assert cm.inputs["immutable"] is True and cm.inputs["metadata"]["name"] == CODE.configmap_name(
         "llm"
@@ -171,7 +171,8 @@ def test_schema_analyzer_infers_inputs_and_outputs():
         "image",
     ):
         assert key in comp.inputs
-    assert sorted(comp.outputs) == ["checkpointDir", "jobName", "namespace", "workers"]
+    assert sorted(comp.outputs) == ["backend", "checkpointDir", "jobName", "namespace", "workers"]
+    assert "backend" in comp.inputs
     types = result["type_definitions"]
     assert {"JobTargetArgs", "JobPoolArgs", "JobCheckpointArgs", "JobElasticArgs"} <= set(types)
     # the bucket name is an output of the platform, so it may be one here too
@@ -272,3 +273,97 @@ def test_plan_policy_rules_accept_every_job_resource():
     assert {r.name: check_resource(r.typ, r.inputs) for r in checked} == {
         r.name: [] for r in checked
     }
+
+
+WORKLOADS = {
+    "pytorchjob": "kubernetes:kubeflow.org/v1:PyTorchJob",
+    "trainjob": "kubernetes:trainer.kubeflow.org/v1alpha1:TrainJob",
+    "indexed-job": "kubernetes:batch/v1:Job",
+}
+
+
+@pytest.mark.parametrize("backend", sorted(WORKLOADS))
+def test_each_backend_is_one_workload_replaced_delete_first(backend):
+    """Same resource name on every backend, the other backends' types as aliases: a change of
+    backend is a replacement (old one deleted first), not a second job beside the first."""
+    all_backends = target(GPU_POOL, backends=tuple(WORKLOADS))
+    m = harness.run(
+        lambda: TrainingJob("llm", {**ARGS, "backend": backend}, target=all_backends, code=CODE)
+    )
+    (wl,) = by_type(m, WORKLOADS[backend])
+    assert wl.name == "llm" and wl.parent.endswith("trainforge:index:TrainingJob::llm")
+    assert sorted(wl.aliases) == sorted(t for b, t in WORKLOADS.items() if b != backend)
+    assert wl.delete_before_replace is True and wl.replace_on_changes == ["spec"]
+    annotations = wl.inputs["metadata"]["annotations"]
+    assert annotations["pulumi.com/deletionPropagationPolicy"] == "foreground"
+    assert "pulumi.com/skipAwait" not in annotations  # it would skip awaiting the deletion
+    assert wl.inputs["spec"] == m.result.manifests.workload["spec"]
+    assert m.result.backend  # an output
+    others = [t for b, t in WORKLOADS.items() if b != backend]
+    assert not any(by_type(m, t) for t in others)
+    services = by_type(m, "kubernetes:core/v1:Service")
+    if backend == "indexed-job":
+        # a training Job is awaited until it exists, not until it completes
+        assert annotations["pulumi.com/waitFor"] == "jsonpath={.metadata.uid}"
+        (svc,) = services
+        assert svc.inputs["spec"]["clusterIP"] == "None"
+        assert any(d.endswith("kubernetes:batch/v1:Job::llm") for d in svc.dependencies)
+    else:
+        assert services == []
+
+
+def test_the_job_waits_for_its_backends_controller_only():
+    contract = fake_contract()
+    marker = {}
+
+    def program():
+        op = k8s.core.v1.ConfigMap("operator")
+        tr = k8s.core.v1.ConfigMap("trainer")
+        c = dataclasses.replace(
+            contract,
+            backends=("pytorchjob", "trainjob"),
+            backend_ready={"pytorchjob": (op,), "trainjob": (tr,)},
+        )
+        marker["job"] = TrainingJob("llm", {**ARGS, "backend": "trainjob"}, contract=c, code=CODE)
+        return marker["job"]
+
+    m = harness.run(program)
+    (comp,) = by_type(m, "trainforge:index:TrainingJob")
+    assert any(d.endswith("ConfigMap::trainer") for d in comp.dependencies)
+    assert not any(d.endswith("ConfigMap::operator") for d in comp.dependencies)
+
+
+def test_declare_jobs_refuses_a_backend_the_platform_does_not_run():
+    raw = [{"name": "gpt", "team": "research", "pool": "gpu-workloads", "backend": "trainjob"}]
+    with pytest.raises(JobConfigError, match=r"trainforge:jobs\[0\]\.backend: got 'trainjob'"):
+        harness.run(lambda: declare_jobs(fake_contract(), raw, code=CODE))
+
+
+def test_trainer_runtimes_wait_for_the_chart_and_jobs_for_the_runtimes():
+    """The Trainer webhook must be up before the runtimes, the runtimes before a TrainJob."""
+    from trainforge.platform.trainer import KubeflowTrainer, KubeflowTrainerArgs
+
+    def program():
+        provider = k8s.Provider("cluster", kubeconfig="{}")
+        trainer = KubeflowTrainer("trainer", KubeflowTrainerArgs(k8s_provider=provider))
+        c = dataclasses.replace(
+            fake_contract(), backends=("trainjob",), backend_ready={"trainjob": (trainer,)}
+        )
+        return TrainingJob("llm", {**ARGS, "backend": "trainjob"}, contract=c, code=CODE)
+
+    m = harness.run(program)
+    (chart,) = by_type(m, "kubernetes:helm.sh/v4:Chart")
+    runtimes = by_type(m, "kubernetes:trainer.kubeflow.org/v1alpha1:ClusterTrainingRuntime")
+    assert sorted(r.inputs["metadata"]["name"] for r in runtimes) == [
+        "trainforge-torch",
+        "trainforge-torch-exitcode",
+        "trainforge-torch-never",
+    ]
+    assert all(
+        any(d.endswith("kubernetes:helm.sh/v4:Chart::trainer") for d in r.dependencies)
+        for r in runtimes
+    )
+    assert chart.inputs["version"] == "2.3.0" and chart.inputs["namespace"] == "kubeflow-system"
+    (comp,) = by_type(m, "trainforge:index:TrainingJob")
+    # waiting for the Trainer component means waiting for its runtimes
+    assert all(any(d.endswith(r.name) for d in comp.dependencies) for r in runtimes)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import textwrap
@@ -127,3 +128,13 @@ def test_the_runtime_accepts_the_local_flags(project):
         0,
         "./runs/mnist-elastic/checkpoints",
     )
+
+
+@pytest.mark.parametrize("backend", ["pytorchjob", "trainjob", "indexed-job"])
+def test_run_local_is_the_same_on_every_backend(project, backend):
+    """The backend picks the controller in the cluster; the job run locally does not change."""
+    plain = local_argv_for_job("dev", "gpt-fsdp", project)
+    stack = re.sub(r"( +)preset: fsdp\n", rf"\g<0>\1backend: {backend}\n", STACK, count=1)
+    assert f"backend: {backend}" in stack
+    (project / "Pulumi.dev.yaml").write_text(stack)
+    assert local_argv_for_job("dev", "gpt-fsdp", project) == plain

@@ -117,7 +117,7 @@ def test_ddp_on_gpu_pool_field_by_field():
     assert (
         c["resources"]["requests"]
         == c["resources"]["limits"]
-        == {"cpu": "42", "memory": "167116Mi", "nvidia.com/gpu": "4"}
+        == {"cpu": "47500m", "memory": "173048Mi", "nvidia.com/gpu": "4"}  # wiring defaults
     )
     assert {p["name"]: p["containerPort"] for p in c["ports"]} == {
         "pytorchjob-port": 23456,
@@ -395,3 +395,26 @@ def test_s3_mirror_follows_the_image():
     with pytest.raises(JobConfigError) as err:
         build(pool=GPU_POOL, workers=2, checkpoint={"s3Mirror": True})
     assert "checkpoint.s3Mirror" in str(err.value) and "boto3" in str(err.value)
+
+
+def test_user_env_overrides_platform_defaults_and_each_name_renders_once():
+    """A user's NCCL_DEBUG / NCCL_SOCKET_IFNAME replaces the platform's default in place
+    (Kubernetes would otherwise keep two entries and the later one silently wins)."""
+    env = {"NCCL_DEBUG": "INFO", "NCCL_SOCKET_IFNAME": "^lo,docker", "HOME": "/fsx/home", "X": "1"}
+    _, out = build(workers=2, env=env)
+    c = container(out.pytorchjob)
+    names = [e["name"] for e in c["env"]]
+    assert len(names) == len(set(names)), names
+    got = env_of(c)
+    assert (got["NCCL_DEBUG"], got["NCCL_SOCKET_IFNAME"]) == ("INFO", "^lo,docker")
+    assert got["HOME"] == "/fsx/home" and got["X"] == "1"
+    # overrides keep the platform's position; new names follow the platform's
+    assert names.index("HOME") < names.index("NCCL_DEBUG") < names.index("X") == len(names) - 1
+
+
+def test_names_the_platform_must_own_are_refused():
+    for name in ("MASTER_ADDR", "PYTHONPATH", "TORCH_ELASTIC_SHUTDOWN_TIMEOUT", "PET_NNODES"):
+        with pytest.raises(JobConfigError, match=rf"\.env\.{name}: .*cannot be overridden"):
+            parse_job(
+                {"name": "j", "team": "research", "pool": "gpu-workloads", "env": {name: "1"}}, "j"
+            )

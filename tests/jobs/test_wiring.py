@@ -20,20 +20,27 @@ def job(**kw):
 def test_gpu_defaults_take_the_whole_node():
     r = resolve_job(job(workers=2), target(GPU_POOL), W)
     assert r.gpus_per_worker == 4 and r.procs_per_worker == 4
-    assert r.cpu == "42"  # 48 vCPU * 0.9 - 1, for kubelet and daemonsets
-    assert r.memory == "167116Mi"  # 85% of 192 GiB
-    assert r.shm_size == "41779Mi"  # a quarter of the memory
+    # What a g5.12xlarge leaves to pods (trainforge.jobs.node_facts): 48 vCPU - 190m kubelet
+    # reservation - 310m DaemonSets = 47500m; 196608Mi - 14746Mi VM overhead (7.5%) - 8362Mi
+    # kubelet reservation (11Mi x 737 ENI pods + 255Mi) - 100Mi eviction - 352Mi DaemonSets.
+    assert r.cpu == "47500m"
+    assert r.memory == "173048Mi"
+    assert r.shm_size == "43262Mi"  # a quarter of the memory
     assert r.efa is False
 
 
 def test_partial_node_pod_gets_its_share():
     r = resolve_job(job(gpusPerWorker=1), target(GPU_POOL), W)
-    assert (r.gpus_per_worker, r.cpu, r.memory) == (1, "10", "41779Mi")
+    # a quarter of the node (1 of 4 GPUs): four such pods fill exactly one node
+    assert (r.gpus_per_worker, r.cpu, r.memory) == (1, "11800m", "43262Mi")
 
 
 def test_cpu_pool_defaults():
     r = resolve_job(job(pool="training-workloads", procsPerWorker=2), target(CPU_POOL), W)
-    assert (r.gpus_per_worker, r.procs_per_worker, r.cpu, r.efa) == (0, 2, "13", False)
+    # the smaller type (c5.4xlarge): 16 vCPU - 110m kubelet - 210m DaemonSets = 15680m, down
+    # to 100m; 32768Mi - 2458Mi VM - 2829Mi kubelet (234 pods) - 100Mi - 224Mi = 27157Mi
+    assert (r.gpus_per_worker, r.procs_per_worker, r.cpu, r.efa) == (0, 2, "15600m", False)
+    assert r.memory == "27157Mi"
 
 
 def test_more_gpus_than_the_instance_types_have():
@@ -92,14 +99,76 @@ def test_efa_auto_on_efa_pool_and_device_count():
 
 
 def test_pod_bigger_than_node():
-    with pytest.raises(
-        JobConfigError, match=r"\.memory: got '300Gi'; nodes in pool 'gpu-workloads' have 196608Mi"
-    ):
-        resolve_job(job(memory="300Gi"), target(GPU_POOL), W)
-    with pytest.raises(
-        JobConfigError, match=r"\.cpu: got '64'; nodes in pool 'gpu-workloads' have 48 vCPUs"
-    ):
-        resolve_job(job(cpu="64"), target(GPU_POOL), W)
+    with pytest.raises(JobConfigError) as err:
+        resolve_job(job(memory="180Gi"), target(GPU_POOL), W)  # < 192 GiB, > what is left
+    assert str(err.value).startswith(f"{W}.memory: got '180Gi'; no instance type of pool")
+    assert (
+        "needs memory 180Gi, g5.12xlarge: 196608Mi - 14746Mi VM overhead - 8362Mi kubelet "
+        "reservation - 100Mi eviction threshold - 352Mi DaemonSets = 173048Mi"
+    ) in str(err.value)
+    with pytest.raises(JobConfigError) as err:
+        resolve_job(job(cpu="48"), target(GPU_POOL), W)  # every vCPU of the node
+    assert str(err.value).startswith(f"{W}.cpu: got '48';")
+    assert (
+        "needs cpu 48000m, g5.12xlarge: 48 vCPU - 190m kubelet reservation - 310m DaemonSets "
+        "= 47500m"
+    ) in str(err.value)
+
+
+def test_a_whole_vcpu_count_does_not_fit_a_small_node():
+    """The issue's case: 4 CPUs on a 4-vCPU type never schedule (3.92 allocatable)."""
+    from dataclasses import replace
+
+    from trainforge.jobs.node_facts import node_shape
+
+    small = replace(
+        GPU_POOL,
+        instance_types=("g4dn.xlarge",),
+        gpus_per_node=1,
+        vcpus_per_node=4,
+        memory_mib_per_node=16384,
+        nodes=(node_shape("g4dn.xlarge", 4, 16384, eni_pods=29, gpus=1),),
+    )
+    with pytest.raises(JobConfigError, match=r"\.cpu: got '4';.*= 3610m"):
+        resolve_job(job(cpu="4"), target(small), W)
+    r = resolve_job(job(), target(small), W)
+    assert (r.cpu, r.memory) == ("3600m", "14129Mi")  # the defaults always fit
+
+
+def test_more_pods_than_a_node_group_holds_at_once():
+    """The issue's case: 8 one-node workers on a node group whose maxSize is 4."""
+    from dataclasses import replace
+
+    group = replace(EFA_POOL, max_nodes=4)
+    big = TeamQuota(gpus="64", cpu="4000", memory="64Ti", pods="100")  # not the limit here
+    ok = resolve_job(job(pool="efa-p5", image=DLC_IMAGE, workers=4), target(group, quota=big), W)
+    assert ok.workers == 4
+    with pytest.raises(JobConfigError) as err:
+        resolve_job(job(pool="efa-p5", image=DLC_IMAGE, workers=8), target(group, quota=big), W)
+    assert str(err.value).startswith(f"{W}.workers: got 8; 8 pod(s) must run at once")
+    assert "they need 8 nodes, but managed node group 'efa-p5' has maxSize 4" in str(err.value)
+    # two 4-GPU pods share a node: 8 of them need 4 nodes
+    half = resolve_job(
+        job(pool="efa-p5", image=DLC_IMAGE, workers=8, gpusPerWorker=4),
+        target(group, quota=big),
+        W,
+    )
+    assert half.workers == 8
+
+
+def test_karpenter_limits_bound_all_pods_at_once():
+    from dataclasses import replace
+
+    from trainforge.jobs.contract import PoolLimits
+
+    limited = replace(GPU_POOL, limits=PoolLimits(gpus=8))
+    resolve_job(job(workers=2), target(limited), W)  # 2 nodes x 4 GPUs
+    with pytest.raises(JobConfigError) as err:
+        resolve_job(job(workers=3), target(limited), W)
+    assert str(err.value).startswith(f"{W}.workers: got 3;")
+    assert "nvidia.com/gpu 12 of capacity but Karpenter pool 'gpu-workloads' is limited to" in (
+        str(err.value)
+    )
 
 
 def test_shm_must_be_below_memory():

@@ -71,3 +71,12 @@ def test_waivers_from_the_stack_file(tmp_path):
     assert unwaived(waivers, "CKV_AWS_341", "urn:x", "gpu-lt", ["m"]) == []
     assert unwaived(waivers, "CKV_AWS_79", "urn:x", "gpu-lt", ["m"]) == ["m"]
     assert load_waivers({}) == []
+
+
+def test_the_pack_accepts_waivers_of_plan_check_rules(tmp_path):
+    """A stack file that waives a plan check's rule (e.g. a cost cap) is valid for the pack."""
+    stack = tmp_path / "Pulumi.prod.yaml"
+    waiver = {"resource": "gpt-350m-fsdp", "rule": "TF_COST_JOB_CAP", "reason": "approved"}
+    stack.write_text(yaml.safe_dump({"config": {"trainforge-policy:waivers": [waiver]}}))
+    (loaded,) = load_waivers({WAIVERS_ENV: str(stack)})
+    assert loaded.rule == "TF_COST_JOB_CAP"

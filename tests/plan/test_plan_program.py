@@ -90,6 +90,24 @@ def test_waiver_with_reason_is_printed_and_does_not_fail(make_project, capsys):
     assert "Waived (1)" in out and "legacy AMI needs 2 hops" in out and "CKV_AWS_341" in out
 
 
+def test_waiver_naming_no_resource_is_a_config_error(make_project, capsys):
+    """A typo in a waiver's resource must not pass silently (it would waive nothing)."""
+    waiver = {"resource": "gpu-lt-typo", "rule": "CKV_AWS_341", "reason": "legacy AMI"}
+    root = make_project({"hop-limit"}, {"trainforge-policy:waivers": [waiver]})
+    assert cli.main(["--project-dir", str(root), "--stack", "test", "--summary"]) == 2
+    err = capsys.readouterr().err
+    assert "trainforge-policy:waivers[0].resource: got 'gpu-lt-typo'; no resource" in err
+    assert err.count("\n") == 1  # one line
+
+
+def test_waiver_whose_rule_passes_is_reported_as_unused(make_project, capsys):
+    waiver = {"resource": "gpu-lt", "rule": "CKV_AWS_341", "reason": "legacy AMI"}
+    root = make_project(set(), {"trainforge-policy:waivers": [waiver]})
+    assert cli.main(["--project-dir", str(root), "--stack", "test", "--summary"]) == 0
+    out = capsys.readouterr().out
+    assert "trainforge-policy:waivers[0] (CKV_AWS_341 on gpu-lt) covers nothing" in out
+
+
 def test_waiver_without_reason_is_a_config_error(make_project, capsys):
     waiver = {"resource": "gpu-lt", "rule": "CKV_AWS_341", "reason": " "}
     root = make_project({"hop-limit"}, {"trainforge-policy:waivers": [waiver]})

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from trainforge.platform import device_plugins, kueue, monitoring, versions
+from trainforge.platform import device_plugins, kueue, monitoring, trainer, versions
 from trainforge.platform.services_config import KueueConfig, MonitoringConfig
 
 KEYS = pathlib.Path(__file__).parent / "chart_values"
@@ -98,6 +98,7 @@ CHARTS = [
         versions.EFA_DEVICE_PLUGIN_CHART_VERSION,
         lambda: device_plugins.efa_values(device_plugins.EFA_NODE_TERMS, ["efa-training"]),
     ),
+    ("kubeflow-trainer", versions.TRAINER_VERSION, trainer.chart_values),
 ]
 
 

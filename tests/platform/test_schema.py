@@ -18,6 +18,8 @@ def test_analyzer_infers_training_platform_inputs_and_outputs():
         "nodePools",
         "karpenter",
         "tags",
+        "jobBackend",
+        "jobBackends",
     }
     assert set(comp.outputs) == {
         "clusterName",
@@ -43,3 +45,14 @@ def test_provider_entry_point_lists_components():
     from trainforge.provider import components
 
     assert TrainingPlatform in components()
+
+
+def test_component_args_choose_the_job_backends():
+    """Other languages set the backends the same way as stack config does."""
+    from trainforge.platform.training_platform import config_from_args
+
+    config = config_from_args(
+        {"cluster": "c", "job_backend": "indexed-job", "job_backends": ["trainjob"]}
+    )
+    assert config.services.job_backend == "indexed-job"
+    assert config.services.job_backends == ("trainjob", "indexed-job")

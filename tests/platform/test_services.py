@@ -257,11 +257,14 @@ def test_fsx_static_volume_and_claim_per_team(prod):
 
 
 def test_fsx_team_directory_belongs_to_the_training_uid(prod):
-    """Training pods (UID 1000, no capabilities) can only write where the team dir is theirs."""
-    from trainforge.jobs.pytorchjob import RUN_AS_USER
-    from trainforge.platform.fsx import TRAINING_UID
+    """Training pods (the team's own UID, no capabilities) can only write where the team dir
+    is theirs."""
+    from trainforge.platform.published import team_facts
+    from trainforge.platform.services_config import default_team_id
 
-    assert TRAINING_UID == RUN_AS_USER
+    facts = team_facts(parse_services_config(PROD, []))["vision"]
+    uid = default_team_id("vision")
+    assert (facts.run_as_user, facts.run_as_group) == (uid, uid)
     jobs = {
         r.inputs["metadata"]["namespace"]: r.inputs for r in prod.of_type("kubernetes:batch/v1:Job")
     }
@@ -271,7 +274,7 @@ def test_fsx_team_directory_belongs_to_the_training_uid(prod):
     assert job["metadata"]["annotations"][rules.ROOT_REASON_ANNOTATION]
     pod = job["spec"]["template"]["spec"]
     (c,) = pod["containers"]
-    assert "chown 1000:1000 /fsx/vision" in c["command"][-1]
+    assert c["command"][-1].endswith(f"chown {uid}:{uid} /fsx/vision")
     sc = c["securityContext"]
     assert sc["runAsUser"] == 0 and sc["allowPrivilegeEscalation"] is False
     assert sc["capabilities"] == {"drop": ["ALL"], "add": ["CHOWN"]}
@@ -336,7 +339,15 @@ def test_team_role_reads_and_writes_only_its_prefix(prod):
     trust = doc(role["assumeRolePolicy"])["Statement"][0]
     assert trust["Principal"] == {"Service": "pods.eks.amazonaws.com"}
     assert sorted(trust["Action"]) == ["sts:AssumeRole", "sts:TagSession"]
-    assert trust["Condition"] == {"StringEquals": {"aws:SourceAccount": "123456789012"}}
+    # only the team's own ServiceAccount, through Pod Identity, in this account
+    assert trust["Condition"] == {
+        "StringEquals": {
+            "aws:SourceAccount": "123456789012",
+            "aws:RequestTag/eks-cluster-name": "tf-cluster",
+            "aws:RequestTag/kubernetes-namespace": "vision",
+            "aws:RequestTag/kubernetes-service-account": "training",
+        }
+    }
     stmts = doc(one(prod, "aws:iam/rolePolicy:RolePolicy", "svc-ckpt-vision").inputs["policy"])[
         "Statement"
     ]
@@ -349,13 +360,16 @@ def test_team_role_reads_and_writes_only_its_prefix(prod):
         "s3:GetObject",
         "s3:PutObject",
         "s3:DeleteObject",
+        "s3:AbortMultipartUpload",  # s3transfer aborts a failed multipart upload
         "s3:ListBucket",
         "kms:Decrypt",
         "kms:GenerateDataKey",
     }
     assert granted["s3:PutObject"] == (f"{bucket_arn}/vision/*", None)
+    assert granted["s3:AbortMultipartUpload"] == (f"{bucket_arn}/vision/*", None)
     assert granted["s3:ListBucket"] == (bucket_arn, {"StringLike": {"s3:prefix": ["vision/*"]}})
-    assert granted["kms:Decrypt"] == (key_arn, None)
+    via_s3 = {"StringEquals": {"kms:ViaService": "s3.us-west-2.amazonaws.com"}}
+    assert granted["kms:Decrypt"] == (key_arn, via_s3)
     pia = [
         r.inputs
         for r in prod.of_type("aws:eks/podIdentityAssociation:PodIdentityAssociation")

@@ -203,3 +203,36 @@ def test_team_named_like_a_platform_namespace_is_rejected():
         {"monitoring": {"namespace": "observability"}, "teams": [{"name": "observability"}]}
     )
     assert errors and "observability" in errors[0] and "trainforge:teams" in errors[0]
+
+
+def test_job_backends_default_and_what_the_jobs_name():
+    cfg, errors = parse({})
+    assert errors == [] and (cfg.job_backend, cfg.job_backends) == ("pytorchjob", ("pytorchjob",))
+    # the default, the explicit list and every stack job's own backend, in a fixed order
+    cfg, errors = parse(
+        {
+            "jobBackend": "indexed-job",
+            "jobBackends": ["trainjob"],
+            "jobs": [{"name": "a", "backend": "pytorchjob"}, {"name": "b"}],
+        }
+    )
+    assert errors == []
+    assert cfg.job_backend == "indexed-job"
+    assert cfg.job_backends == ("pytorchjob", "trainjob", "indexed-job")
+    # indexed-job alone: no controller to install
+    cfg, _ = parse({"jobBackend": "indexed-job"})
+    assert cfg.job_backends == ("indexed-job",)
+
+
+@pytest.mark.parametrize(
+    ("raw", "key"),
+    [
+        ({"jobBackend": "v2"}, "trainforge:jobBackend: invalid value 'v2'"),
+        ({"jobBackends": "trainjob"}, "trainforge:jobBackends: invalid value 'trainjob'"),
+        ({"jobBackends": ["trainjob", "tfjob"]}, "trainforge:jobBackends: invalid value"),
+    ],
+)
+def test_bad_job_backends_name_the_key(raw, key):
+    _, errors = parse(raw)
+    assert len(errors) == 1 and errors[0].startswith(key)
+    assert "pytorchjob, trainjob, indexed-job" in errors[0]

@@ -196,10 +196,11 @@ def test_interruption_queue_encrypted_and_rules(stack):
         "EC2 Spot Instance Interruption Warning",
         "EC2 Instance Rebalance Recommendation",
         "EC2 Instance State-change Notification",
+        "EC2 Capacity Reservation Instance Interruption Warning",
     ):
         assert any(detail in p for p in patterns), detail
     targets = stack.of_type("aws:cloudwatch/eventTarget:EventTarget")
-    assert len(targets) == 4 and all(t.inputs["arn"] == q.outputs["arn"] for t in targets)
+    assert len(targets) == 5 and all(t.inputs["arn"] == q.outputs["arn"] for t in targets)
 
 
 def test_karpenter_roles_and_charts(stack):
@@ -291,3 +292,25 @@ def test_edge_no_karpenter_one_nat_per_az():
     assert len(ng.inputs["subnetIds"]) == 3  # not EFA: spread over AZs
     assert "networkInterfaces" not in run.find(LT, "platform-g5-lt").inputs
     assert run.outputs["poolNames"] == ["g5"]
+
+
+def test_ebs_csi_addon_gets_a_pod_identity_role(stack):
+    """Without it the gp3 claims of Prometheus and MLflow never bind (issue 10 item 3)."""
+    import json
+
+    role = stack.find("aws:iam/role:Role", "platform-eks-ebs-csi")
+    trust = json.loads(role.inputs["assumeRolePolicy"])["Statement"][0]
+    assert trust["Principal"] == {"Service": "pods.eks.amazonaws.com"}
+    assert trust["Condition"]["StringEquals"]["aws:RequestTag/kubernetes-service-account"] == (
+        "ebs-csi-controller-sa"
+    )
+    att = stack.find("aws:iam/rolePolicyAttachment:RolePolicyAttachment", "platform-eks-ebs-csi")
+    assert (
+        att.inputs["policyArn"] == "arn:aws:iam::aws:policy/service-role/AmazonEBSCSIDriverPolicy"
+    )
+    pia = stack.find(
+        "aws:eks/podIdentityAssociation:PodIdentityAssociation", "platform-eks-ebs-csi"
+    ).inputs
+    assert (pia["namespace"], pia["serviceAccount"]) == ("kube-system", "ebs-csi-controller-sa")
+    addon = stack.find("aws:eks/addon:Addon", "platform-eks-aws-ebs-csi-driver")
+    assert any(d.endswith("::platform-eks-ebs-csi") for d in addon.options["dependencies"])

@@ -184,3 +184,63 @@ def test_runtime_resumes_from_s3_on_a_fresh_node(aws, tmp_path: Path, capsys) ->
     assert summary["steps"] == 6 and summary["steps_this_run"] == 2
     marker = json.loads(aws.get_object(Bucket=BUCKET, Key="runs/exp1/latest")["Body"].read())
     assert marker["checkpoint"] == "step_000006"
+
+
+# --- calls that a prefix-scoped team role allows (issue 10; rehearsed by the plan) ----------
+
+
+def _mirror(client, logs=None):
+    from trainforge.plan.aws_calls import CallRecorder
+    from trainforge.training.s3_mirror import S3Mirror
+
+    rec = CallRecorder(client)
+    m = S3Mirror(URI, client=client, log=(logs if logs is not None else []).append)
+    return m, rec
+
+
+def test_access_check_and_fresh_marker_stay_under_the_job_prefix(aws) -> None:
+    """No HeadBucket (ListBucket without s3:prefix, denied to a team role); a fresh job learns
+    that it has no marker from a list under its prefix, never from a GetObject error."""
+    aws.create_bucket(Bucket=BUCKET)
+    m, rec = _mirror(aws)
+    assert m.latest() is None
+    assert [c.operation for c in rec.calls] == ["ListObjectsV2", "ListObjectsV2"]
+    assert [c.params["Prefix"] for c in rec.calls] == ["runs/exp1", "runs/exp1/latest"]
+
+
+def test_a_denied_marker_read_is_fatal_not_absent(aws) -> None:
+    """A marker the list has shown but GetObject refuses (e.g. kms:Decrypt) is a real denial."""
+    from botocore.exceptions import ClientError
+
+    from trainforge.training.checkpoint import CheckpointError
+
+    aws.create_bucket(Bucket=BUCKET)
+    aws.put_object(Bucket=BUCKET, Key="runs/exp1/latest", Body=b'{"checkpoint": "step_000001"}')
+    m, _ = _mirror(aws)
+
+    def denied(**kw):
+        raise ClientError({"Error": {"Code": "AccessDenied", "Message": "no"}}, "GetObject")
+
+    m.client = type(
+        "C",
+        (),
+        {"list_objects_v2": staticmethod(aws.list_objects_v2), "get_object": staticmethod(denied)},
+    )()
+    with pytest.raises(CheckpointError, match=r"access denied.*kms:GenerateDataKey/kms:Decrypt"):
+        m.latest()
+
+
+def test_a_failed_multipart_upload_is_logged_and_aborted_not_raised(aws, tmp_path: Path) -> None:
+    """s3transfer raises S3UploadFailedError (not a ClientError) when a part fails; the rank
+    must log it and return False, and the upload is aborted (s3:AbortMultipartUpload)."""
+    aws.create_bucket(Bucket=BUCKET)
+    logs: list[str] = []
+    m, rec = _mirror(aws, logs)
+    step = tmp_path / "step_000005"
+    step.mkdir()
+    with open(step / "__0_0.distcp", "wb") as f:
+        f.truncate(9 * 1024 * 1024)  # over s3transfer's 8 MiB multipart threshold
+    rec.fail_once("UploadPart")
+    assert m.upload_own_files(step, 0) is False
+    assert any("rank 0: upload of step_000005 failed" in line for line in logs)
+    assert "AbortMultipartUpload" in [c.operation for c in rec.calls]

@@ -1,7 +1,8 @@
-"""Training jobs as Pulumi resources that emit Kubeflow PyTorchJobs.
+"""Training jobs as Pulumi resources that emit a Kubeflow PyTorchJob, a Kubeflow Trainer v2
+TrainJob or an indexed batch/v1 Job, by backend (`backends`).
 
-The model (`spec`), the platform wiring (`wiring`) and the emitter (`pytorchjob`) import
-no Pulumi; `component` and `declare` do, and are imported lazily here so that
+The model (`spec`), the platform wiring (`wiring`), the pod builder (`pod`) and the emitters
+(`pytorchjob`, `trainjob`, `indexed_job`) import no Pulumi; `component` and `declare` do, and are imported lazily here so that
 `trainforge run-local --stack` (which only needs `local`) stays light.
 """
 

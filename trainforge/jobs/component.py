@@ -1,10 +1,14 @@
 """`TrainingJob`: a training job as a Pulumi component (`trainforge:index:TrainingJob`).
 
-Children: the immutable code ConfigMap, the PyTorchJob (a CustomResource) and its
-PodMonitor. The PyTorchJob is never updated in place: any change to its spec replaces it,
-and the old job is deleted (foreground, so its pods are gone, after checkpointing on
-SIGTERM) before the new one is created. Two copies of a job must never write the same
-checkpoint directory; the replacement resumes from the checkpoints the old one left.
+Children: the immutable code ConfigMap, the workload its backend runs (a PyTorchJob or a
+TrainJob as a CustomResource, or a batch/v1 Job with its headless Service) and its PodMonitor.
+The workload is never updated in place: any change to its spec replaces it, and the old job
+is deleted (foreground, so its pods are gone, after checkpointing on SIGTERM) before the new
+one is created. Two copies of a job must never write the same checkpoint directory; the
+replacement resumes from the checkpoints the old one left. A change of backend is such a
+replacement too: the workload resource has the same name on every backend and lists the
+other backends' types as aliases, so Pulumi plans a replace (deleted first), not a create of
+a new object beside the old one.
 
 Everything is validated before the component registers, so a bad declaration fails the
 preview with a message naming the job and field and creates nothing.
@@ -16,7 +20,10 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from trainforge.jobs import codeship
+from trainforge.jobs.backends import WORKLOAD_TYPES, emit
 from trainforge.jobs.contract import (
+    BACKENDS,
+    DEFAULT_BACKEND,
     DeclaredJob,
     JobTarget,
     PlatformContract,
@@ -26,7 +33,7 @@ from trainforge.jobs.contract import (
     TeamQuota,
     declared,
 )
-from trainforge.jobs.pytorchjob import EmittedJob, checkpoint_dir, emit
+from trainforge.jobs.pod import EmittedJob, checkpoint_dir
 from trainforge.jobs.spec import JobSpec, parse_job
 from trainforge.jobs.wiring import resolve_job
 
@@ -108,6 +115,10 @@ class JobTargetArgs(TypedDict, total=False):
     mlflow_tracking_uri: pulumi.Input[str]
     pool: JobPoolArgs
     quota: JobQuotaArgs
+    backend: str
+    """The platform's default backend (pytorchjob when unset)."""
+    backends: list[str]
+    """Backends whose controllers the cluster runs (unset: any; the job's is not checked)."""
 
 
 class TrainingJobArgs(TypedDict, total=False):
@@ -159,6 +170,10 @@ class TrainingJobArgs(TypedDict, total=False):
     metrics_port: int
     nccl_debug: str
     env: dict[str, str]
+    backend: str
+    """pytorchjob, trainjob or indexed-job; default: the platform's (trainforge:jobBackend)."""
+    expected_step_seconds: float
+    """Seconds per optimizer step on this pool, if known (the plan's cost report uses it)."""
     target: JobTargetArgs
 
 
@@ -204,11 +219,14 @@ def target_from_args(raw: dict[str, Any]) -> JobTarget:
         checkpoint_prefix=raw.get("checkpoint_prefix", ""),
         quota=TeamQuota(**(raw.get("quota") or {})),
     )
+    backend = raw.get("backend") or DEFAULT_BACKEND
     return JobTarget(
         team=team,
         pool=facts,
         checkpoint_bucket=raw.get("checkpoint_bucket"),
         mlflow_tracking_uri=raw.get("mlflow_tracking_uri"),
+        backend=backend,
+        backends=tuple(raw.get("backends") or BACKENDS),
     )
 
 
@@ -218,38 +236,54 @@ def job_options(
     job: JobSpec,
     depends_on: list[pulumi.Resource],
 ) -> pulumi.ResourceOptions:
-    """Replace, never update; delete the old job before creating the new one."""
+    """Replace, never update; delete the old job before creating the new one. The other
+    backends' workload types are aliases: a change of backend is a replacement too."""
     timeout = job.checkpoint.grace_period + 30 + DELETE_TIMEOUT_MARGIN_S
+    others = [t for b, t in WORKLOAD_TYPES.items() if b != job.backend]
     return pulumi.ResourceOptions(
         parent=parent,
         provider=provider,
         delete_before_replace=True,
         replace_on_changes=["spec"],
         depends_on=depends_on,
+        aliases=[pulumi.Alias(type_=t) for t in others],
         custom_timeouts=pulumi.CustomTimeouts(delete=f"{timeout}s"),
     )
+
+
+# Foreground deletion: Pulumi's delete returns only once the job's pods are gone, so the
+# replacement cannot start while the old pods still write checkpoints.
+DELETE_FOREGROUND = {"pulumi.com/deletionPropagationPolicy": "foreground"}
+# A batch/v1 Job is awaited until it *completes* by default, which for a training run is
+# hours. Wait only until the API server has it. (Not `pulumi.com/skipAwait`: on a Job it also
+# skips awaiting the deletion, which delete-before-replace relies on.)
+WAIT_CREATED = {"pulumi.com/waitFor": "jsonpath={.metadata.uid}"}
 
 
 def _meta(
     manifest: dict[str, Any], annotations: dict[str, str] | None = None
 ) -> k8s.meta.v1.ObjectMetaArgs:
     m = manifest["metadata"]
+    merged = {**(m.get("annotations") or {}), **(annotations or {})} or None
     return k8s.meta.v1.ObjectMetaArgs(
-        name=m["name"], namespace=m["namespace"], labels=m.get("labels"), annotations=annotations
+        name=m["name"], namespace=m["namespace"], labels=m.get("labels"), annotations=merged
     )
 
 
 class TrainingJob(pulumi.ComponentResource):
-    """A distributed PyTorch training job on the trainforge platform (a Kubeflow PyTorchJob)."""
+    """A distributed PyTorch training job on the trainforge platform: a Kubeflow PyTorchJob,
+    a Kubeflow Trainer v2 TrainJob or an indexed batch/v1 Job, by its backend."""
 
     job_name: pulumi.Output[str]
-    """The PyTorchJob's name."""
+    """The job's name (of its PyTorchJob, TrainJob or Job)."""
     namespace: pulumi.Output[str]
     """The team namespace it runs in."""
     checkpoint_dir: pulumi.Output[str]
-    """Where it checkpoints on the team's FSx volume."""
+    """Where it checkpoints on the team's FSx volume (the same on every backend)."""
     workers: pulumi.Output[int]
     """Pods the job runs."""
+    backend: pulumi.Output[str]
+    """The backend that runs it: pytorchjob, trainjob or indexed-job."""
 
     def __init__(
         self,
@@ -270,11 +304,9 @@ class TrainingJob(pulumi.ComponentResource):
         where = f"TrainingJob {name}"
         if spec is None:
             spec = spec_from_args(name, args, where)
-        waits: list[pulumi.Resource] = []
         if target is None and contract is not None:
             target = contract.target(spec.team, spec.pool, where)
             provider = provider if provider is not None else contract.k8s_provider
-            waits = [*contract.ready, *target.team.ready]
         if target is None:
             if not args.get("target"):
                 raise ValueError(
@@ -283,6 +315,9 @@ class TrainingJob(pulumi.ComponentResource):
                 )
             target = target_from_args(args["target"])
         job = resolve_job(spec, target, where)
+        waits: list[pulumi.Resource] = []
+        if contract is not None:
+            waits = [*contract.waits_for(str(job.backend)), *target.team.ready]
         if job.code_source == "configmap" and code is None:
             code = codeship.collect()
         emitted = emit(job, target, code)
@@ -292,26 +327,36 @@ class TrainingJob(pulumi.ComponentResource):
         self.spec = job
         self.target = target
         self.manifests = emitted
-        self._declare(name, job, emitted, provider)
+        self._declare(name, job, emitted, provider, waits)
         declared().jobs.append(DeclaredJob(job, target, emitted, name))
         self.job_name = pulumi.Output.from_input(job.name)
         self.namespace = pulumi.Output.from_input(target.namespace)
         self.checkpoint_dir = pulumi.Output.from_input(checkpoint_dir(job, target))
         self.workers = pulumi.Output.from_input(job.workers)
+        self.backend = pulumi.Output.from_input(str(job.backend))
         self.register_outputs(
             {
                 "job_name": self.job_name,
                 "namespace": self.namespace,
                 "checkpoint_dir": self.checkpoint_dir,
                 "workers": self.workers,
+                "backend": self.backend,
             }
         )
 
     def _declare(
-        self, name: str, job: JobSpec, emitted: EmittedJob, provider: pulumi.ProviderResource | None
+        self,
+        name: str,
+        job: JobSpec,
+        emitted: EmittedJob,
+        provider: pulumi.ProviderResource | None,
+        waits: list[pulumi.Resource] | None = None,
     ) -> None:
         child = pulumi.ResourceOptions(parent=self, provider=provider)
-        depends: list[pulumi.Resource] = []
+        # The job object itself waits for what the contract says (the operator, the Job that
+        # makes the team's FSx directory theirs): a component's depends_on is not an explicit
+        # dependency of its children, so it is repeated where it matters.
+        depends: list[pulumi.Resource] = list(waits or ())
         self.configmap = None
         if emitted.configmap is not None:
             cm = emitted.configmap
@@ -321,17 +366,41 @@ class TrainingJob(pulumi.ComponentResource):
                 f"{name}-code", metadata=_meta(cm), data=cm["data"], immutable=True, opts=child
             )
             depends.append(self.configmap)
-        pj = emitted.pytorchjob
-        self.pytorchjob = k8s.apiextensions.CustomResource(
-            name,
-            api_version=pj["apiVersion"],
-            kind=pj["kind"],
-            # Foreground deletion: Pulumi's delete returns only once the job's pods are gone,
-            # so the replacement cannot start while the old pods still write checkpoints.
-            metadata=_meta(pj, {"pulumi.com/deletionPropagationPolicy": "foreground"}),
-            spec=pj["spec"],
-            opts=job_options(self, provider, job, depends),
-        )
+        wl = emitted.workload
+        options = job_options(self, provider, job, depends)
+        self.workload: pulumi.CustomResource
+        if wl["apiVersion"] == "batch/v1":
+            self.workload = k8s.batch.v1.Job(
+                name,
+                metadata=_meta(wl, {**DELETE_FOREGROUND, **WAIT_CREATED}),
+                spec=wl["spec"],
+                opts=options,
+            )
+        else:
+            self.workload = k8s.apiextensions.CustomResource(
+                name,
+                api_version=wl["apiVersion"],
+                kind=wl["kind"],
+                metadata=_meta(wl, DELETE_FOREGROUND),
+                spec=wl["spec"],
+                opts=options,
+            )
+        # Kept under its old name for programs written before there were backends.
+        self.pytorchjob = self.workload if job.backend == "pytorchjob" else None
+        self.service = None
+        if emitted.service is not None:
+            svc = emitted.service
+            # Created after the Job: on a switch from trainjob, the old JobSet's Service of the
+            # same name is gone only once the old TrainJob is (its pods resolve rank 0 as soon
+            # as the Service exists; torchrun retries until then).
+            self.service = k8s.core.v1.Service(
+                f"{name}-rdzv",
+                metadata=_meta(svc),
+                spec=svc["spec"],
+                opts=pulumi.ResourceOptions.merge(
+                    child, pulumi.ResourceOptions(depends_on=[self.workload])
+                ),
+            )
         self.podmonitor = None
         if emitted.podmonitor is not None:
             pm = emitted.podmonitor

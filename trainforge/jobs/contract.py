@@ -56,6 +56,51 @@ class PoolLimits:
 
 
 @dataclass(frozen=True)
+class NodeShape:
+    """One instance type of a pool as the scheduler sees a node of it (see
+    `trainforge.jobs.node_facts`, which builds these from the AMI's kubelet formulas)."""
+
+    instance_type: str
+    vcpus: int
+    memory_mib: int  # EC2's memory size
+    capacity_memory_mib: int  # memory the node reports (Karpenter's estimate)
+    max_pods: int
+    kube_reserved_cpu_m: int
+    kube_reserved_memory_mib: int
+    eviction_memory_mib: int
+    gpus: int = 0
+    efa: int = 0
+
+    @property
+    def allocatable_cpu_m(self) -> int:
+        return self.vcpus * 1000 - self.kube_reserved_cpu_m
+
+    @property
+    def allocatable_memory_mib(self) -> int:
+        return self.capacity_memory_mib - self.kube_reserved_memory_mib - self.eviction_memory_mib
+
+
+@dataclass(frozen=True)
+class DaemonSetLoad:
+    """A DaemonSet pod that runs on every node of a pool, and what it requests there."""
+
+    name: str
+    cpu_m: int = 0
+    memory_mib: int = 0
+    source: str = ""  # where the requests come from (chart/add-on and version)
+
+
+@dataclass(frozen=True)
+class NodeType:
+    """One instance type of a pool, as its nodes come (capacity, not allocatable)."""
+
+    name: str
+    vcpus: int
+    memory_mib: int
+    gpus: int = 0
+
+
+@dataclass(frozen=True)
 class PoolFacts:
     """A managed node group or Karpenter NodePool as a job sees it.
 
@@ -81,6 +126,12 @@ class PoolFacts:
     # bounded by `limits` instead.
     max_nodes: int | None = None
     limits: PoolLimits = field(default_factory=PoolLimits)
+    # Every instance type as a node (allocatable after the kubelet's reservations), and the
+    # DaemonSet pods that land on this pool's nodes. Empty when the contract was built by
+    # hand: the capacity checks then derive nodes from vcpus/memory above, without
+    # DaemonSets (trainforge.jobs.capacity).
+    nodes: tuple[NodeShape, ...] = ()
+    daemonsets: tuple[DaemonSetLoad, ...] = ()
     # What decides which CUDA build the pool's nodes run (trainforge.jobs.images): each GPU
     # model of the pool's instance types with its compute capability (sm_XY as XY, 0 when
     # unknown), the node image and the NVIDIA driver branch it provides (None: unknown).
@@ -91,6 +142,9 @@ class PoolFacts:
     # Kueue places a job's pods on this pool by network topology (trainforge.platform.queues:
     # EFA node groups), so jobs here carry a topology request (trainforge.jobs.tenancy).
     topology_aware: bool = False
+    # Every instance type with its own size, in the pool's order (empty when unknown). The
+    # cost report picks the type a job's pods land on from these.
+    node_types: tuple[NodeType, ...] = ()
 
     @property
     def rdma(self) -> bool:
@@ -197,10 +251,18 @@ class PlatformContract:
     backends: tuple[str, ...] = (DEFAULT_BACKEND,)
     checkpoint_bucket: Any = None
     mlflow_tracking_uri: Any = None
-    # The Kubernetes provider jobs are declared with, and the platform resources every job
-    # waits for (the backend's controller and CRDs). Not data: excluded from equality.
+    # The Kubernetes provider jobs are declared with, the platform resources every job waits
+    # for, and those a job of one backend waits for (its controller, CRDs, webhook and, for
+    # trainjob, the ClusterTrainingRuntimes). Not data: excluded from equality.
     k8s_provider: Any = field(default=None, compare=False, repr=False)
     ready: tuple[Any, ...] = field(default=(), compare=False, repr=False)
+    backend_ready: Mapping[str, tuple[Any, ...]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+
+    def waits_for(self, backend: str) -> tuple[Any, ...]:
+        """The platform resources a job of `backend` must be declared after."""
+        return (*self.ready, *self.backend_ready.get(backend, ()))
 
     def team(self, name: str, where: str = "job") -> TeamFacts:
         if name not in self.teams:

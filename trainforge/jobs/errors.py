@@ -10,7 +10,7 @@ from typing import Any
 
 
 class JobConfigError(ValueError):
-    """A job declaration that cannot be turned into a runnable PyTorchJob."""
+    """A job declaration that cannot be turned into a runnable job on its backend."""
 
     def __init__(self, where: str, value: Any, expected: str) -> None:
         self.where = where

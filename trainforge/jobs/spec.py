@@ -1,9 +1,9 @@
 """The job model: what to run, where and how big, independent of any Kubernetes object.
 
 `JobSpec` is what a user declares (in Python or under `trainforge:jobs` in stack config).
-Emitters (today the Kubeflow v1 PyTorchJob in `pytorchjob.py`) turn a *resolved* spec plus
-the platform wiring (`wiring.JobTarget`) into objects; other targets (a Trainer v2 TrainJob,
-an indexed Job) can be added as further emitters without touching this module.
+Emitters, one per backend (`pytorchjob.py`: Kubeflow v1 PyTorchJob, `trainjob.py`: Kubeflow
+Trainer v2 TrainJob, `indexed_job.py`: a plain indexed batch/v1 Job), turn a *resolved* spec
+plus the platform wiring (`wiring.JobTarget`) into objects; `backend` only picks the emitter.
 
 `parse_job(raw, where)` accepts the stack-config dict (camelCase keys; snake_case also
 accepted so Python callers can pass keyword-style dicts) and raises `JobConfigError` naming
@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
+from trainforge.jobs.contract import BACKENDS
 from trainforge.jobs.errors import JobConfigError
 
 Strategy = Literal["ddp", "fsdp"]
@@ -106,7 +107,8 @@ class ElasticSpec:
 
 @dataclass(frozen=True)
 class RunPolicySpec:
-    """The PyTorchJob runPolicy. Defaults free GPUs promptly but keep logs for a day."""
+    """The run policy (a PyTorchJob's runPolicy; what the other backends support of it: see
+    docs/jobs.md). Defaults free GPUs promptly but keep logs for a day."""
 
     # "Running": when the job finishes, pods still running (e.g. a hung worker) are
     # deleted so they stop holding GPUs; completed pods stay for `kubectl logs`.
@@ -147,6 +149,12 @@ class JobSpec:
     # topology-aware scheduling, how close its pods must be (trainforge.jobs.tenancy).
     priority: str = "normal"
     topology: str | None = None
+    # Which controller runs the job (`contract.BACKENDS`); None = the platform's default
+    # (`trainforge:jobBackend`). `wiring.resolve_job` fills it in.
+    backend: str | None = None
+    # Seconds one optimizer step takes on the job's pool, if the user knows (e.g. from a
+    # previous run's summary). Only the plan's cost report reads it; the runtime does not.
+    expected_step_seconds: float | None = None
 
     @property
     def procs(self) -> int:
@@ -317,6 +325,8 @@ _TOP_KEYS = [
     "env",
     "priority",
     "topology",
+    "backend",
+    "expected_step_seconds",
     *_MODEL_KEYS,
 ]
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -334,6 +344,9 @@ _RESERVED_ENV = {
     "MLFLOW_TRACKING_USERNAME",
     "MLFLOW_TRACKING_PASSWORD",
     "MLFLOW_EXPERIMENT_NAME",
+    # torchrun's SIGKILL delay after SIGTERM: it must be the checkpoint grace period
+    # (`checkpoint.gracePeriod`), or a preempted job is killed mid-checkpoint.
+    "TORCH_ELASTIC_SHUTDOWN_TIMEOUT",
 }
 
 
@@ -580,6 +593,8 @@ def parse_job(raw: Any, where: str = "job") -> JobSpec:
         env=_parse_env(r.data.get("env"), r.path("env")),
         priority=r.str_("priority", "normal", PRIORITIES),
         topology=r.str_("topology", None, TOPOLOGY_MODES),
+        backend=r.str_("backend", None, BACKENDS),
+        expected_step_seconds=r.float_("expected_step_seconds"),
     )
 
 

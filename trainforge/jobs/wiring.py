@@ -1,8 +1,11 @@
 """Resolving a job against the platform contract, and the checks that need the platform.
 
 `resolve_job` fills a JobSpec's pool-dependent defaults (GPUs, CPU, memory, /dev/shm, EFA)
-and rejects what can never run there: more GPUs than the pool's instance types have, EFA
-on a pool without it, a pod bigger than the node, a job bigger than the team's quota.
+and its backend, and rejects what can never run there: more GPUs than the pool's instance
+types have, EFA on a pool without it, a pod bigger than what its node leaves after the kubelet
+and the DaemonSets, more pods at once than the pool can hold (`capacity`), a job bigger than
+the team's quota, a backend whose controller the platform does not install or that cannot run
+the job (`trainforge.jobs.backends`).
 The platform side of a job (`JobTarget`, from `contract.PlatformContract.target`) is typed:
 see `trainforge.jobs.contract`.
 """
@@ -12,7 +15,7 @@ from __future__ import annotations
 from dataclasses import replace
 from fractions import Fraction
 
-from trainforge.jobs import images
+from trainforge.jobs import capacity, images
 from trainforge.jobs.contract import (
     EFA_RESOURCE,
     GPU_RESOURCE,
@@ -41,8 +44,9 @@ __all__ = [
     "resolve_job",
 ]
 
-# Fallback sizes when the pool does not say how big its nodes are: small enough to fit
-# every GPU instance type (g4dn.xlarge has 4 vCPU / 16 GiB) and useful for tests.
+# Fallback sizes when the pool does not say how big its nodes are (a hand-built contract
+# without node sizes): small enough to fit every GPU instance type (g4dn.xlarge leaves
+# 3.7 CPUs and 13.9 GiB to pods) and useful for tests.
 _FALLBACK_CPU_PER_SHARE = 3
 _FALLBACK_MEM_PER_SHARE = 12 * 2**30
 _SHM_FRACTION = Fraction(1, 4)
@@ -67,6 +71,9 @@ def efa_count(pool: PoolFacts, gpus: int) -> int:
 
 def resolve_job(job: JobSpec, target: JobTarget, where: str = "job") -> JobSpec:
     """Fill pool-dependent defaults and check the job can ever run on `target`."""
+    from trainforge.jobs import backends  # noqa: PLC0415 - the emitters import this module
+
+    backend = backends.resolve_backend(job, target, where)
     pool = target.pool
     gpus = job.gpus_per_worker
     if gpus is None:
@@ -146,28 +153,37 @@ def resolve_job(job: JobSpec, target: JobTarget, where: str = "job") -> JobSpec:
         mirror = job.image is not None
 
     share = _share(job, pool, gpus)
-    vcpus, mem_mib = pool.vcpus_per_node, pool.memory_mib_per_node
+    # Defaults take the pod's share of what the smallest node type leaves after the kubelet's
+    # reservations and the DaemonSet pods (trainforge.jobs.capacity), so they always fit.
+    sized = capacity.default_size(pool, share)
     if job.cpu is not None:
         cpu = job.cpu
-    elif vcpus:
-        # Leave ~10% plus a core per node for kubelet, the CNI, CSI and device-plugin pods.
-        cpu = str(max(1, int((vcpus * Fraction(9, 10) - 1) * share)))
+    elif sized is not None:
+        cpu = sized[0]
     else:
         cpu = str(_FALLBACK_CPU_PER_SHARE * max(gpus, 1))
     if job.memory is not None:
         memory = job.memory
-    elif mem_mib:
-        # ~10% of a node's memory is reserved (kube-reserved, eviction threshold, OS).
-        memory = format_mebibytes(int(mem_mib * 2**20 * Fraction(85, 100) * share))
+    elif sized is not None:
+        memory = sized[1]
     else:
         memory = format_mebibytes(_FALLBACK_MEM_PER_SHARE * max(gpus, 1))
     mem_bytes = parse_quantity(memory)
-    if vcpus and parse_quantity(cpu) > vcpus:
-        raise JobConfigError(f"{where}.cpu", cpu, f"nodes in pool {pool.name!r} have {vcpus} vCPUs")
-    if mem_mib and mem_bytes > mem_mib * 2**20:
-        raise JobConfigError(
-            f"{where}.memory", memory, f"nodes in pool {pool.name!r} have {mem_mib}Mi of memory"
-        )
+    # Scheduling rehearsal: one pod on a node, then every pod at once against the pool's size.
+    request = capacity.PodRequest.of(cpu, memory, gpus, efa_count(pool, gpus) if efa else 0)
+    rehearsal = capacity.rehearse(request, job.min_workers, pool)
+    values = {
+        "cpu": cpu,
+        "memory": memory,
+        "gpusPerWorker": gpus,
+        "efa": efa,
+        "workers": job.workers,
+        "pool": job.pool,
+    }
+    # A pod that fits no node first; all pods at once after the team quota (below).
+    for problem in rehearsal.problems:
+        if problem.key != "workers":
+            raise JobConfigError(f"{where}.{problem.key}", values[problem.key], problem.message)
     shm = job.shm_size
     if shm is None:
         shm = format_mebibytes(min(mem_bytes * _SHM_FRACTION, _SHM_MAX))
@@ -177,6 +193,7 @@ def resolve_job(job: JobSpec, target: JobTarget, where: str = "job") -> JobSpec:
 
     resolved = replace(
         job,
+        backend=backend,
         gpus_per_worker=gpus,
         procs_per_worker=procs if procs is not None else (gpus or 1),
         cpu=cpu,
@@ -187,6 +204,9 @@ def resolve_job(job: JobSpec, target: JobTarget, where: str = "job") -> JobSpec:
     )
     check_quota(resolved, target, where)
     images.check_image(resolved, pool, where)
+    for problem in rehearsal.problems:
+        raise JobConfigError(f"{where}.{problem.key}", values[problem.key], problem.message)
+    backends.check(resolved, target, where)
     return resolved
 
 

@@ -17,11 +17,18 @@ from __future__ import annotations
 
 import importlib
 import pathlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 # "module:function" of every check, in the order their sections print.
 CHECKS: list[str] = [
+    "trainforge.plan.iam_rehearsal:check",
+    "trainforge.plan.controller_identity:check",
+    "trainforge.plan.check_pod_scripts:check",
+    "trainforge.plan.check_scheduling:check",
+    "trainforge.plan.cost_check:check",
+    "trainforge.plan.job_backends:check",
     "trainforge.plan.check_queues:check",
 ]
 
@@ -35,10 +42,18 @@ class PlanContext:
     objects: list[Any]  # trainforge.plan.manifests.K8sObject, one per Kubernetes object
     declared: Any = None  # trainforge.jobs.contract.Declared (None for foreign programs)
     root: pathlib.Path | None = None  # the project folder, when planning a project
+    # Runs (once, on first use) the same program with stand-in ids/ARNs, so documents built
+    # from values the cloud assigns exist (see trainforge.plan.iam_stack); None when the
+    # platform's mocks are not available.
+    standin: Callable[[], Any] | None = None
 
     def resources_of(self, type_: str) -> list[Any]:
         """Every recorded resource of one Pulumi type token."""
         return [r for r in self.inventory.resources if r.type == type_]
+
+    def standin_inventory(self) -> Any:
+        """The stand-in run's Inventory, or None when there is none."""
+        return self.standin() if self.standin is not None else None
 
 
 @dataclass

@@ -65,6 +65,7 @@ def config_error_types() -> tuple[type[BaseException], ...]:
         "trainforge.platform.config",
         "trainforge.platform.errors",
         "trainforge.jobs.errors",
+        "trainforge.plan.cost_check",
     ):
         try:
             mod = __import__(mod_name, fromlist=["_"])
@@ -166,6 +167,12 @@ def print_report(result: Any, args: argparse.Namespace, out=None) -> None:
         print(f"\nWaived ({len(result.waived)}):", file=out)
         for w in result.waived:
             print(f"  [{w.rule}] {w.resource}: {w.message}\n      reason: {w.waived}", file=out)
+    for w in result.unused_waivers:
+        print(
+            f"\nNote: {w.where} ({w.rule} on {w.resource}) covers nothing: the rule passes "
+            "there now; remove the waiver",
+            file=out,
+        )
     if result.failing:
         print(f"\nViolations ({len(result.failing)}):", file=out)
         for f in result.failing:
@@ -228,7 +235,9 @@ def main(argv: list[str] | None = None) -> int:
                 r.urn for r in result.inventory.resources if r.options.get("deleteBeforeReplace")
             }
             replaced = {o.ident for o in result.objects if o.urn in dbr}
-            md = diff.render_markdown(objects, resources, replaced)
+            new_cost = next((s.data for s in result.sections if s.title == diff.COST_SECTION), None)
+            cost = diff.cost_markdown(diff.load_cost(args.diff), new_cost)
+            md = diff.render_markdown(objects, resources, replaced, cost)
             print("\n" + md)
             if args.diff_md:
                 args.diff_md.parent.mkdir(parents=True, exist_ok=True)

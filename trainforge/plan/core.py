@@ -18,7 +18,7 @@ from trainforge.plan import validate as V
 from trainforge.plan.manifests import K8sObject, helm_like, k8s_objects
 from trainforge.plan.runner import UNKNOWN, Inventory, run_program, run_project
 from trainforge.plan.runner import standin_mocks as load_standin_mocks
-from trainforge.plan.waivers import CONFIG_KEY, Waiver, find_waiver, parse_waivers
+from trainforge.plan.waivers import CONFIG_KEY, Waiver, WaiverError, find_waiver, parse_waivers
 
 
 @dataclass
@@ -30,6 +30,7 @@ class PlanResult:
     validation: Counter = field(default_factory=Counter)  # pass / fail / unchecked
     unchecked: list[str] = field(default_factory=list)
     standin_judged: int = 0  # cloud resources re-judged with stand-in ids/ARNs
+    names: set[str] = field(default_factory=set)  # every name a waiver may use in this plan
     sections: list[C.Section] = field(default_factory=list)  # the plan checks' reports
 
     @property
@@ -43,6 +44,12 @@ class PlanResult:
     @property
     def clean(self) -> bool:
         return not self.failing
+
+    @property
+    def unused_waivers(self) -> list[Waiver]:
+        """Waivers that name a real resource but cover no finding: the rule passes there now."""
+        used = {v.waived_by for v in self.violations if v.waived_by is not None}
+        return [w for w in self.waivers if w not in used]
 
     def counts_by_type(self) -> list[tuple[str, int]]:
         c = Counter(r.type for r in self.inventory.resources)
@@ -71,11 +78,24 @@ def _short(type_: str, name: str) -> str:
     return f"{type_}::{name}"
 
 
+def once(fn: Callable[[], Any]) -> Callable[[], Any]:
+    """A thunk that runs `fn` on first call and returns the same result afterwards."""
+    cache: list[Any] = []
+
+    def run() -> Any:
+        if not cache:
+            cache.append(fn())
+        return cache[0]
+
+    return run
+
+
 def evaluate(
     inv: Inventory,
     waivers: list[Waiver],
     version: str | None = None,
     root: pathlib.Path | None = None,
+    standin: Callable[[], Any] | None = None,
 ) -> PlanResult:
     """Validate objects, run every rule and every plan check; attach waivers to what they cover."""
     objects = k8s_objects(inv)
@@ -84,25 +104,31 @@ def evaluate(
     counts: Counter = Counter()
     unchecked: list[str] = []
 
+    known: set[str] = set()
+
     def add(urn: str, display: str, names: set[str], rule: str, msg: str, fix: str) -> None:
         w = find_waiver(waivers, rule, names)
         violations.append(
-            R.Violation(display, rule, msg, fix, urn=urn, waived=w.reason if w else None)
+            R.Violation(
+                display, rule, msg, fix, urn=urn, waived=w.reason if w else None, waived_by=w
+            )
         )
 
     def names_of(rec_urn: str, rec_name: str) -> set[str]:
         names = {rec_urn, rec_name}
         if rec_urn in by_urn:
             names.add(by_urn[rec_urn].ident)
+        known.update(names)
         return names
 
+    runtimes = V.runtime_index([o.doc for o in objects])  # what TrainJobs are checked against
     for rec in inv.resources:
         obj = by_urn.get(rec.urn)
         display = f"{obj.ident} ({rec.name})" if obj else _short(rec.type, rec.name)
         names = names_of(rec.urn, rec.name)
         inputs = obj.doc if obj else rec.inputs
         if obj is not None:
-            status, findings = V.validate_object(obj.doc, version)
+            status, findings = V.validate_object(obj.doc, version, runtimes)
             counts[status] += 1
             if status == "unchecked":
                 unchecked.append(obj.ident)
@@ -119,15 +145,27 @@ def evaluate(
         rec = names_by_urn[urn]
         add(urn, _short(rec.type, rec.name), names_of(urn, rec.name), rule.id, msg, rule.fix)
     sections: list[C.Section] = []
-    ctx = C.PlanContext(inventory=inv, objects=objects, declared=inv.declared, root=root)
+    ctx = C.PlanContext(
+        inventory=inv, objects=objects, declared=inv.declared, root=root, standin=standin
+    )
     for result in C.run_checks(ctx):
         sections += result.sections
         for f in result.findings:
             names = {f.resource, *f.names}
+            known.update(names)
             if f.urn:
                 names |= names_of(f.urn, names_by_urn[f.urn].name if f.urn in names_by_urn else "")
             add(f.urn, f.resource, names, f.rule, f.message, f.fix)
-    return PlanResult(inv, objects, violations, waivers, counts, unchecked, sections=sections)
+    for w in waivers:
+        if w.resource not in known:
+            raise WaiverError(
+                f"{w.where}.resource: got {w.resource!r}; no resource, Kubernetes object or "
+                "finding in this plan has that name (use a Pulumi name, a URN or "
+                "namespace/Kind/name as `trainforge plan` prints them)"
+            )
+    return PlanResult(
+        inv, objects, violations, waivers, counts, unchecked, names=known, sections=sections
+    )
 
 
 def known_rule_ids() -> set[str]:
@@ -179,6 +217,7 @@ def add_standin_findings(result: PlanResult, standin: Inventory) -> int:
                     rule.fix,
                     urn=rec.urn,
                     waived=w.reason if w else None,
+                    waived_by=w,
                 )
             )
     return judged
@@ -194,19 +233,25 @@ def plan_project(
 ) -> PlanResult:
     """Preview-mode plan; then, when the platform's mocks exist, the stand-in pass above."""
     inv = run_project(root, stack, mocks=mocks, config_overrides=config_overrides)
-    result = evaluate(inv, waivers_from(inv), root=root)
-    standin_mocks = load_standin_mocks() if standins and mocks is None else None
+    standin_mocks = load_standin_mocks()
+    standin = None
     if standin_mocks is not None:
         # Jobs from config declare only Kubernetes objects, which this pass skips: leave them
-        # out so that its cost does not grow with the number of jobs.
-        other = run_project(
-            root,
-            stack,
-            mocks=standin_mocks,
-            config_overrides={**(config_overrides or {}), JOBS_KEY: []},
-            preview=False,
+        # out so that its cost does not grow with the number of jobs. It runs at most once:
+        # for the plan checks that need rendered documents (the IAM rehearsal) and, unless
+        # --no-standins, for re-judging the rules below.
+        standin = once(
+            lambda: run_project(
+                root,
+                stack,
+                mocks=standin_mocks,
+                config_overrides={**(config_overrides or {}), JOBS_KEY: []},
+                preview=False,
+            )
         )
-        result.standin_judged = add_standin_findings(result, other)
+    result = evaluate(inv, waivers_from(inv), root=root, standin=standin)
+    if standins and mocks is None and standin is not None:
+        result.standin_judged = add_standin_findings(result, standin())
     return result
 
 
@@ -224,9 +269,19 @@ def plan_program(
     cfg = {k: config_value(v) for k, v in (config or {}).items()}
     inv = run_program(program, stack=stack, config=cfg, mocks=mocks)
     inv.config = dict(config or {})
-    result = evaluate(inv, waivers_from(inv))
-    standin_mocks = load_standin_mocks() if standins else None
+    standin_mocks = load_standin_mocks()
+    standin = None
     if standin_mocks is not None:
-        other = run_program(program, stack=stack, config=cfg, mocks=standin_mocks, preview=False)
-        result.standin_judged = add_standin_findings(result, other)
+
+        def rerun() -> Inventory:
+            other = run_program(
+                program, stack=stack, config=cfg, mocks=standin_mocks, preview=False
+            )
+            other.config = dict(config or {})
+            return other
+
+        standin = once(rerun)
+    result = evaluate(inv, waivers_from(inv), standin=standin)
+    if standins and standin is not None:
+        result.standin_judged = add_standin_findings(result, standin())
     return result

@@ -155,9 +155,13 @@ def _section(title: str, d: PlanDiff) -> list[str]:
 
 
 def render_markdown(
-    objects: PlanDiff, resources: PlanDiff, replaced: set[str] | None = None
+    objects: PlanDiff,
+    resources: PlanDiff,
+    replaced: set[str] | None = None,
+    cost: list[str] | None = None,
 ) -> str:
-    """A PR-comment-sized summary. `replaced` names objects Pulumi replaces instead of updating."""
+    """A PR-comment-sized summary. `replaced` names objects Pulumi replaces instead of updating;
+    `cost` is `cost_markdown`'s lines."""
     lines = ["## trainforge plan diff", ""]
     lines += _section("Kubernetes objects", objects)
     if replaced:
@@ -169,4 +173,109 @@ def render_markdown(
                 "",
             ]
     lines += _section("Cloud resources", resources)
+    lines += cost or []
     return "\n".join(lines)
+
+
+# --- cost ------------------------------------------------------------------------------------
+
+COST_SECTION = "Cost"
+
+
+def load_cost(folder: pathlib.Path) -> dict[str, Any] | None:
+    """The cost section's data of a plan folder (None: that plan had no cost report)."""
+    path = folder / INVENTORY_FILE
+    if not path.is_file():
+        return None
+    sections = (json.loads(path.read_text()).get("plan") or {}).get("sections") or []
+    for s in sections:
+        if s.get("title") == COST_SECTION and isinstance(s.get("data"), dict):
+            return s["data"]
+    return None
+
+
+def _usd(v: float | None) -> str:
+    return "unknown" if v is None else f"${v:,.2f}"
+
+
+def _delta(old: float | None, new: float | None) -> str:
+    if old is None or new is None:
+        return "unknown"
+    d = new - old
+    return "±$0.00" if abs(d) < 0.005 else f"{'+' if d > 0 else '-'}${abs(d):,.2f}"
+
+
+def cost_markdown(old: dict[str, Any] | None, new: dict[str, Any] | None) -> list[str]:
+    """What the PR changes in money: per job ($/hour with all pods running, cost of the
+    expected run), per team (declared jobs, quota ceiling) and the platform's fixed cost."""
+    lines = ["### Cost (USD, on-demand list prices)", ""]
+    if new is None:
+        return [*lines, "This plan has no cost report.", ""]
+    if old is None:
+        lines += ["The base plan has no cost report; every figure below is new.", ""]
+        old = {}
+    if old.get("factsDate") and old.get("factsDate") != new.get("factsDate"):
+        lines += [f"Price facts: {old['factsDate']} → {new.get('factsDate')}", ""]
+    rows: list[str] = []
+    old_jobs = {(j["team"], j["name"]): j for j in old.get("jobs", [])}
+    new_jobs = {(j["team"], j["name"]): j for j in new.get("jobs", [])}
+    for key in sorted(set(old_jobs) | set(new_jobs)):
+        o, n = old_jobs.get(key, {}), new_jobs.get(key, {})
+        before = (o.get("onDemandPerHour"), o.get("runCost"), o.get("instanceType"), o.get("nodes"))
+        after = (n.get("onDemandPerHour"), n.get("runCost"), n.get("instanceType"), n.get("nodes"))
+        if o and n and before == after:
+            continue
+        what = "added" if not o else "removed" if not n else "changed"
+        nodes = f"{n.get('nodes')} x {n.get('instanceType')}" if n else "-"
+        rows.append(
+            f"| `{key[1]}` ({key[0]}) | {what} | {nodes} | "
+            f"{_usd(o.get('onDemandPerHour')) if o else '-'} → "
+            f"{_usd(n.get('onDemandPerHour')) if n else '-'} | "
+            f"{_delta(o.get('onDemandPerHour') if o else 0.0, n.get('onDemandPerHour') if n else 0.0)} | "
+            f"{_usd(o.get('runCost')) if o else '-'} → {_usd(n.get('runCost')) if n else '-'} |"
+        )
+    if rows:
+        lines += [
+            "| job | | nodes | $/h | change $/h | expected run cost |",
+            "|---|---|---|---|---|---|",
+            *rows,
+            "",
+        ]
+    team_rows: list[str] = []
+    old_teams = {t["name"]: t for t in old.get("teams", [])}
+    for t in new.get("teams", []):
+        o = old_teams.get(t["name"], {})
+        pairs = [
+            (o.get("jobsOnDemandPerHour"), t.get("jobsOnDemandPerHour")),
+            (o.get("quotaCeilingPerMonth"), t.get("quotaCeilingPerMonth")),
+        ]
+        if o and all(a == b for a, b in pairs):
+            continue
+        team_rows.append(
+            f"| {t['name']} | {_usd(pairs[0][0]) if o else '-'} → {_usd(pairs[0][1])} | "
+            f"{_usd(pairs[1][0]) if o else '-'} → "
+            f"{'unlimited' if t.get('quotaUnlimited') else _usd(pairs[1][1])} |"
+        )
+    for name in sorted(set(old_teams) - {t["name"] for t in new.get("teams", [])}):
+        team_rows.append(f"| {name} | removed | removed |")
+    if team_rows:
+        lines += [
+            "| team | declared jobs $/h | quota ceiling $/month |",
+            "|---|---|---|",
+            *team_rows,
+            "",
+        ]
+    o_fixed, n_fixed = old.get("fixedPerMonthKnown"), new.get("fixedPerMonthKnown")
+    o_unknown, n_unknown = old.get("fixedUnknown") or [], new.get("fixedUnknown") or []
+    if old and (o_fixed != n_fixed or o_unknown != n_unknown):
+        unknown = f" (+ unknown: {', '.join(n_unknown)})" if n_unknown else ""
+        lines += [
+            f"Platform fixed cost: {_usd(o_fixed)} → {_usd(n_fixed)}/month "
+            f"({_delta(o_fixed, n_fixed)}){unknown}",
+            "",
+        ]
+    elif not old:
+        lines += [f"Platform fixed cost: {_usd(n_fixed)}/month", ""]
+    if len(lines) == 2:
+        lines += ["No cost change.", ""]
+    return lines

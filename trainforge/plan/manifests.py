@@ -59,6 +59,7 @@ CLUSTER_SCOPED = {
     "Topology",
     "WorkloadPriorityClass",
     "Cohort",
+    "ClusterTrainingRuntime",
 }
 
 
@@ -234,15 +235,19 @@ def dump_yaml(doc: Any) -> str:
 
 
 def pod_template_jobs(obj: K8sObject) -> list[tuple[str, dict[str, Any]]]:
-    """Each PyTorchJob replica's pod template wrapped as a batch/v1 Job.
+    """Each PyTorchJob replica's pod template, or the pod Kubeflow Trainer builds for a
+    TrainJob on one of trainforge's runtimes, wrapped as a batch/v1 Job.
 
     checkov (and other scanners) skip custom resources; the wrapped Job carries the exact pod
-    template so that the pod-level checks run on what the operator will create.
+    template so that the pod-level checks run on what the controller will create.
     """
-    if obj.kind != "PyTorchJob":
+    if obj.kind == "TrainJob":
+        specs = _trainjob_pod(obj.doc)
+    elif obj.kind == "PyTorchJob":
+        specs = (obj.doc.get("spec") or {}).get("pytorchReplicaSpecs") or {}
+    else:
         return []
     out = []
-    specs = (obj.doc.get("spec") or {}).get("pytorchReplicaSpecs") or {}
     for rtype, rspec in specs.items():
         tmpl = copy.deepcopy((rspec or {}).get("template") or {})
         pod = tmpl.setdefault("spec", {})
@@ -255,12 +260,20 @@ def pod_template_jobs(obj: K8sObject) -> list[tuple[str, dict[str, Any]]]:
             "metadata": {
                 "name": name,
                 "namespace": obj.namespace or DEFAULT_NAMESPACE,
-                "annotations": {"trainforge.io/wraps": f"PyTorchJob/{obj.obj_name} {rtype}"},
+                "annotations": {"trainforge.io/wraps": f"{obj.kind}/{obj.obj_name} {rtype}"},
             },
             "spec": {"template": tmpl},
         }
         out.append((f"{obj.namespace or DEFAULT_NAMESPACE}/job-{name}.yaml", job))
     return out
+
+
+def _trainjob_pod(doc: dict[str, Any]) -> dict[str, Any]:
+    """{"Node": {"template": pod}} for a TrainJob on one of trainforge's runtimes, else {}."""
+    from trainforge.jobs.trainjob import platform_pod  # noqa: PLC0415
+
+    pod = platform_pod(doc)
+    return {"Node": {"template": pod}} if pod is not None else {}
 
 
 def write_manifests(objects: list[K8sObject], out: pathlib.Path, checkov: bool = True) -> int:

@@ -161,16 +161,32 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
         self,
         *,
         preview: bool = False,
-        region: str = DEFAULT_REGION,
+        region: str | None = None,
         account_id: str = DEFAULT_ACCOUNT,
         availability_zones: list[str] | None = None,
     ) -> None:
         self.preview = preview
-        self.region = region
+        self._region = region
         self.account_id = account_id
-        self.availability_zones = availability_zones or [f"{region}{s}" for s in "abcd"]
+        self._zones = availability_zones
         self.resources: list[MockedResource] = []
         self.calls: list[MockedCall] = []
+
+    @property
+    def region(self) -> str:
+        """The region given, else the stack's `aws:region` (read when asked, so the offline
+        plan's mocks answer getRegion as the stack's provider would), else the default."""
+        if self._region:
+            return self._region
+        try:
+            configured = pulumi.Config("aws").get("region")
+        except Exception:  # noqa: BLE001 - no engine settings outside a program run
+            configured = None
+        return configured or DEFAULT_REGION
+
+    @property
+    def availability_zones(self) -> list[str]:
+        return self._zones or [f"{self.region}{s}" for s in "abcd"]
 
     # -- queries ----------------------------------------------------------------------------
     def of_type(self, typ: str) -> list[MockedResource]:
@@ -328,6 +344,9 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
                 out.setdefault("name", physical)
                 rid = out["name"]
                 out["arn"] = _arn("ec2", region, acct, f"placement-group/{rid}")
+            elif typ.startswith("aws:fsx/lustreFileSystem:"):
+                rid = f"fs-{_h(name) % 16**17:017x}"
+                out["arn"] = _arn("fsx", region, acct, f"file-system/{rid}")
             elif typ.startswith("aws:eks/nodeGroup:"):
                 out.setdefault("nodeGroupName", physical)
                 out["arn"] = _arn("eks", region, acct, f"nodegroup/{out['nodeGroupName']}")

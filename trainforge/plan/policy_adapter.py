@@ -75,7 +75,11 @@ def load_waivers(env: Mapping[str, str] | None = None) -> list[Waiver]:
     if not path:
         return []
     data = yaml.safe_load(pathlib.Path(path).read_text()) or {}
-    known = set(R.rule_ids()) | set(V.FIX)
+    # Plan checks' rules too: the same stack file waives them for the offline plan, and a
+    # waiver the pack did not know would make it refuse the whole file.
+    from trainforge.plan.checks import check_rule_ids  # noqa: PLC0415
+
+    known = set(R.rule_ids()) | set(V.FIX) | set(check_rule_ids())
     return parse_waivers((data.get("config") or {}).get(CONFIG_KEY), known)
 
 

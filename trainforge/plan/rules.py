@@ -69,6 +69,7 @@ class Violation:
     fix: str
     urn: str = ""
     waived: str | None = None  # the written reason when a waiver covers it
+    waived_by: Any = field(default=None, compare=False, repr=False)  # the Waiver itself
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -401,11 +402,31 @@ def pod_specs(type_: str, inputs: dict) -> Iterator[tuple[str, dict]]:
             if isinstance(spec, dict):
                 yield f"{rtype} pod", spec
         return
+    if kind in ("ClusterTrainingRuntime", "TrainingRuntime"):
+        for rjob in _as_list(_get(inputs, "spec", "template", "spec", "replicatedJobs")):
+            spec = _get(rjob, "template", "spec", "template", "spec")
+            if isinstance(spec, dict):
+                yield f"{rjob.get('name')} pod", spec
+        return
+    if kind == "TrainJob":
+        # The pod Kubeflow Trainer builds from the runtime and the TrainJob, when the runtime is
+        # trainforge's own (the plan then knows it without the cluster).
+        spec = _trainjob_pod(inputs)
+        if spec is not None:
+            yield "pod", spec
+        return
     path = WORKLOAD_TEMPLATE_PATHS.get(kind)
     if path:
         spec = _get(inputs, *path)
         if isinstance(spec, dict):
             yield "pod", spec
+
+
+def _trainjob_pod(inputs: dict) -> dict | None:
+    from trainforge.jobs.trainjob import platform_pod  # noqa: PLC0415 - plain data, no Pulumi
+
+    pod = platform_pod(inputs)
+    return pod["spec"] if pod is not None else None
 
 
 def _containers(spec: dict) -> Iterator[dict]:

@@ -3,8 +3,12 @@
 Core kinds go through kubernetes-validate (strict: unknown fields are errors, like kubectl).
 Custom resources have no bundled schema here, so the rules that reject them at apply time are
 written out: the Kubeflow training operator v1 webhook for PyTorchJobs (whose pod templates are
-also checked as core PodTemplates), and what Karpenter v1's CRD validation enforces for
-NodePools and EC2NodeClasses. A wrong object fails the plan instead of a 40-minute apply.
+also checked as core PodTemplates), the Kubeflow Trainer v2.3 webhooks for TrainJobs and
+(Cluster)TrainingRuntimes (a TrainJob's pod is rehearsed from its runtime and patches, as the
+Trainer controller builds it, and checked as a core PodTemplate), what the API server's Job
+validation enforces beyond the schema (pod failure policies, indexed Jobs), and what Karpenter
+v1's CRD validation enforces for NodePools and EC2NodeClasses. A wrong object fails the plan
+instead of a 40-minute apply.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from __future__ import annotations
 import copy
 import functools
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +29,9 @@ PYTORCHJOB_RULE = "PYTORCHJOB_WEBHOOK"
 NODEPOOL_RULE = "KARPENTER_NODEPOOL"
 NODECLASS_RULE = "KARPENTER_EC2NODECLASS"
 MONITOR_RULE = "PROMETHEUS_MONITOR"
+TRAINJOB_RULE = "TRAINJOB_WEBHOOK"
+RUNTIME_RULE = "TRAININGRUNTIME_WEBHOOK"
+JOB_RULE = "K8S_JOB_VALIDATION"
 
 FIX = {
     SCHEMA_RULE: "fix the field named in the message (strict schema: unknown fields are errors)",
@@ -32,6 +39,9 @@ FIX = {
     NODEPOOL_RULE: "fix the NodePool spec: Karpenter's CRD validation would reject it",
     NODECLASS_RULE: "fix the EC2NodeClass spec: Karpenter's CRD validation would reject it",
     MONITOR_RULE: "fix the monitor spec: the Prometheus operator's CRD would reject it",
+    TRAINJOB_RULE: "fix the TrainJob: Kubeflow Trainer v2's webhook or controller would reject it",
+    RUNTIME_RULE: "fix the training runtime: Kubeflow Trainer v2's webhook would reject it",
+    JOB_RULE: "fix the Job spec: the API server's Job validation would reject it",
 }
 
 
@@ -178,6 +188,287 @@ def pytorchjob_findings(doc: dict, version: str) -> list[str]:
     if clean is not None and clean not in CLEAN_POD_POLICIES:
         errs.append(f"spec.runPolicy.cleanPodPolicy {clean!r} is not one of {CLEAN_POD_POLICIES}")
     return errs
+
+
+# ---------------------------------------------------------------------------------------------
+# batch/v1 Job: what the API server validates beyond the OpenAPI schema (pkg/apis/batch/validation)
+
+
+def _shadow_pod_errors(template: Any, version: str, where: str) -> list[str]:
+    shadow = {
+        "apiVersion": "v1",
+        "kind": "PodTemplate",
+        "metadata": {"name": "shadow"},
+        "template": copy.deepcopy(template),
+    }
+    return [f"{where}: {m}" for m in core_errors(shadow, version) or []]
+
+
+def job_spec_findings(spec: dict, where: str = "spec", sized_later: bool = False) -> list[str]:
+    """Pod failure policy and indexed-Job rules of the Job API (Kubernetes 1.33).
+    `sized_later`: a template whose completions the Trainer sets (from numNodes)."""
+    errs: list[str] = []
+    pod = (spec.get("template") or {}).get("spec") or {}
+    restart = pod.get("restartPolicy")
+    if restart not in (None, "Never", "OnFailure"):
+        errs.append(
+            f"{where}.template.spec.restartPolicy {restart!r}: a Job needs Never or OnFailure"
+        )
+    indexed = spec.get("completionMode") == "Indexed"
+    per_index = spec.get("backoffLimitPerIndex")
+    if indexed and spec.get("completions") is None and not sized_later:
+        errs.append(f"{where}.completions is required with completionMode Indexed")
+    if per_index is not None and not indexed:
+        errs.append(f"{where}.backoffLimitPerIndex needs completionMode Indexed")
+    if spec.get("maxFailedIndexes") is not None and per_index is None:
+        errs.append(f"{where}.maxFailedIndexes needs backoffLimitPerIndex")
+    policy = spec.get("podFailurePolicy")
+    if policy is not None:
+        if restart != "Never":
+            errs.append(f"{where}.podFailurePolicy needs template.spec.restartPolicy Never")
+        if spec.get("podReplacementPolicy") not in (None, "Failed"):
+            errs.append(f"{where}.podReplacementPolicy must be Failed with a podFailurePolicy")
+        names = {c.get("name") for c in pod.get("containers") or []}
+        for i, rule in enumerate(policy.get("rules") or []):
+            at = f"{where}.podFailurePolicy.rules[{i}]"
+            action = rule.get("action")
+            if action not in ("FailJob", "FailIndex", "Ignore", "Count"):
+                errs.append(f"{at}.action {action!r} is not FailJob, FailIndex, Ignore or Count")
+            if action == "FailIndex" and per_index is None:
+                errs.append(f"{at}: action FailIndex needs backoffLimitPerIndex")
+            codes = rule.get("onExitCodes")
+            if (codes is None) == (rule.get("onPodConditions") is None):
+                errs.append(f"{at}: exactly one of onExitCodes and onPodConditions")
+            if codes is not None:
+                values = codes.get("values") or []
+                if not values or len(values) > 255:
+                    errs.append(f"{at}.onExitCodes.values: 1 to 255 values")
+                if values != sorted(set(values)):
+                    errs.append(f"{at}.onExitCodes.values must be sorted and unique")
+                if codes.get("operator") == "In" and 0 in values:
+                    errs.append(f"{at}.onExitCodes.values: 0 is not allowed with operator In")
+                name = codes.get("containerName")
+                if name is not None and name not in names:
+                    errs.append(f"{at}.onExitCodes.containerName {name!r} is not a container")
+    return errs
+
+
+# ---------------------------------------------------------------------------------------------
+# Kubeflow Trainer v2.3 (trainer.kubeflow.org/v1alpha1): pkg/webhooks and the plugins'
+# Validate (torch: reserved PET_* env; jobset: runtime patches), plus the CRD's CEL rules.
+
+TRAINER_GROUP = "trainer.kubeflow.org"
+TRAINJOB_SPEC_FIELDS = {
+    "activeDeadlineSeconds",
+    "initializer",
+    "managedBy",
+    "runtimePatches",
+    "runtimeRef",
+    "suspend",
+    "trainer",
+}
+TRAINER_FIELDS = {
+    "args",
+    "command",
+    "env",
+    "image",
+    "numNodes",
+    "numProcPerNode",
+    "resourcesPerNode",
+}
+TORCH_RESERVED_ENV = {
+    "PET_NNODES",
+    "PET_NPROC_PER_NODE",
+    "PET_NODE_RANK",
+    "PET_MASTER_ADDR",
+    "PET_MASTER_PORT",
+}
+MANAGED_BY = ("trainer.kubeflow.org/trainjob-controller", "kueue.x-k8s.io/multikueue")
+POD_PATCH_FIELDS = {
+    "affinity",
+    "containers",
+    "imagePullSecrets",
+    "initContainers",
+    "nodeSelector",
+    "schedulingGates",
+    "securityContext",
+    "serviceAccountName",
+    "terminationGracePeriodSeconds",
+    "tolerations",
+    "volumes",
+}
+CONTAINER_PATCH_FIELDS = {"env", "name", "securityContext", "volumeMounts"}
+# Containers whose env a runtime patch may not set (they get it from the TrainJob).
+NO_PATCHED_ENV = {"node", "dataset-initializer", "model-initializer"}
+ANCESTOR_LABEL = f"{TRAINER_GROUP}/trainjob-ancestor-step"
+ANCESTOR_CONTAINERS = {
+    "trainer": "node",
+    "dataset-initializer": "dataset-initializer",
+    "model-initializer": "model-initializer",
+}
+ML_POLICIES = ("torch", "mpi", "jax", "xgboost", "flux")
+# A domain-prefixed path (k8s.io/apimachinery IsDomainPrefixedPath): DNS-1123 subdomain "/" path.
+DOMAIN_PREFIXED_PATH = re.compile(
+    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/[A-Za-z0-9/\-._~%!$&'()*+,;=:]+$"
+)
+
+
+def builtin_runtimes() -> dict[str, dict]:
+    """trainforge's ClusterTrainingRuntimes by name: every platform with the trainjob backend
+    installs them, so a TrainJob naming one is checked against it even when the plan does not
+    declare the platform (a jobs-only program, the policy pack)."""
+    try:
+        from trainforge.jobs.trainjob import runtime_manifests  # noqa: PLC0415
+    except ImportError:
+        return {}
+    return {d["metadata"]["name"]: d for d in runtime_manifests()}
+
+
+def _rjobs(runtime: dict) -> list[dict]:
+    return (
+        (((runtime.get("spec") or {}).get("template") or {}).get("spec") or {}).get(
+            "replicatedJobs"
+        )
+    ) or []
+
+
+def _containers_of(rjob: dict) -> set[str]:
+    pod = (((rjob.get("template") or {}).get("spec") or {}).get("template") or {}).get("spec") or {}
+    return {c.get("name") for k in ("containers", "initContainers") for c in pod.get(k) or []}
+
+
+def trainjob_findings(
+    doc: dict, version: str, runtimes: Mapping[str, dict] | None = None
+) -> list[str]:
+    errs: list[str] = []
+    name = (doc.get("metadata") or {}).get("name") or ""
+    if not DNS1035.match(name) or len(name) > 63:
+        errs.append(f"metadata.name {name!r} is not a DNS-1035 label (a-z, 0-9, '-', <= 63)")
+    spec = doc.get("spec") or {}
+    errs += [f"spec.{k}: unknown field" for k in spec if k not in TRAINJOB_SPEC_FIELDS]
+    ref = spec.get("runtimeRef") or {}
+    if not ref.get("name"):
+        errs.append("spec.runtimeRef.name is required")
+    kind = ref.get("kind", "ClusterTrainingRuntime")
+    if kind not in ("ClusterTrainingRuntime", "TrainingRuntime"):
+        errs.append(f"spec.runtimeRef.kind {kind!r}: ClusterTrainingRuntime or TrainingRuntime")
+    if ref.get("apiGroup", TRAINER_GROUP) != TRAINER_GROUP:
+        errs.append(f"spec.runtimeRef.apiGroup {ref.get('apiGroup')!r}: unsupported runtime")
+    managed = spec.get("managedBy")
+    if managed is not None and managed not in MANAGED_BY:
+        errs.append(f"spec.managedBy {managed!r} is not one of {MANAGED_BY}")
+    deadline = spec.get("activeDeadlineSeconds")
+    if deadline is not None and not (isinstance(deadline, int) and deadline >= 1):
+        errs.append(f"spec.activeDeadlineSeconds {deadline!r} must be a positive integer")
+    trainer = spec.get("trainer") or {}
+    errs += [f"spec.trainer.{k}: unknown field" for k in trainer if k not in TRAINER_FIELDS]
+    for key in ("numNodes", "numProcPerNode"):
+        value = trainer.get(key)
+        if value is not None and not (isinstance(value, int) and value >= 1):
+            errs.append(f"spec.trainer.{key} {value!r} must be an integer >= 1")
+    env_names = [e.get("name") for e in trainer.get("env") or []]
+    reserved = sorted(TORCH_RESERVED_ENV & set(env_names))
+    if reserved:
+        errs.append(f"spec.trainer.env must not have the torch plugin's reserved envs {reserved}")
+    dupes = sorted({n for n in env_names if env_names.count(n) > 1})
+    if dupes:
+        errs.append(f"spec.trainer.env sets {dupes} more than once")
+    res = trainer.get("resourcesPerNode") or {}
+    for kind_ in ("requests", "limits"):
+        for key, value in (res.get(kind_) or {}).items():
+            if not _quantity_ok(value):
+                errs.append(f"spec.trainer.resourcesPerNode.{kind_}.{key} {value!r} is no quantity")
+    patches = spec.get("runtimePatches") or []
+    managers = [p.get("manager") for p in patches]
+    if len(patches) > 16:
+        errs.append("spec.runtimePatches: at most 16")
+    if len(set(managers)) != len(managers):
+        errs.append("spec.runtimePatches: managers must be unique")
+    runtime = None
+    if ref.get("name") and kind == "ClusterTrainingRuntime":
+        runtime = (runtimes or {}).get(ref["name"]) or builtin_runtimes().get(ref["name"])
+    known = {r.get("name"): _containers_of(r) for r in _rjobs(runtime)} if runtime else None
+    for i, patch in enumerate(patches):
+        at = f"spec.runtimePatches[{i}]"
+        if not isinstance(patch.get("manager"), str) or not DOMAIN_PREFIXED_PATH.match(
+            patch["manager"]
+        ):
+            errs.append(f"{at}.manager {patch.get('manager')!r} is not a domain-prefixed path")
+        tmpl = ((patch.get("trainingRuntimeSpec") or {}).get("template") or {}).get("spec") or {}
+        for rj in tmpl.get("replicatedJobs") or []:
+            rat = f"{at}.replicatedJobs[{rj.get('name')}]"
+            if known is not None and rj.get("name") not in known:
+                errs.append(f"{rat}: no such replicated job in runtime {ref.get('name')!r}")
+            pod = (((rj.get("template") or {}).get("spec") or {}).get("template") or {}).get(
+                "spec"
+            ) or {}
+            errs += [
+                f"{rat}: pod field {k!r} cannot be patched"
+                for k in pod
+                if k not in POD_PATCH_FIELDS
+            ]
+            for key in ("containers", "initContainers"):
+                for c in pod.get(key) or []:
+                    cname = c.get("name")
+                    errs += [
+                        f"{rat}: container field {k!r} cannot be patched"
+                        for k in c
+                        if k not in CONTAINER_PATCH_FIELDS
+                    ]
+                    if known is not None and cname not in known.get(rj.get("name"), set()):
+                        errs.append(f"{rat}: container {cname!r} is not in the runtime's job")
+                    if key == "containers" and c.get("env") and cname in NO_PATCHED_ENV:
+                        errs.append(f"{rat}: container {cname!r} takes env from spec.trainer.env")
+    if runtime is not None and not errs:
+        from trainforge.jobs.trainjob import effective_pod  # noqa: PLC0415
+
+        errs += _shadow_pod_errors(effective_pod(doc, runtime), version, "pod the Trainer builds")
+    return errs
+
+
+def runtime_findings(doc: dict, version: str) -> list[str]:
+    """A ClusterTrainingRuntime or TrainingRuntime, as the Trainer webhook and CRD check it."""
+    errs: list[str] = []
+    spec = doc.get("spec") or {}
+    policies = [p for p in ML_POLICIES if (spec.get("mlPolicy") or {}).get(p) is not None]
+    if len(policies) > 1:
+        errs.append(f"spec.mlPolicy: only one of {ML_POLICIES} (got {policies})")
+    rjobs = _rjobs(doc)
+    if not rjobs:
+        errs.append("spec.template.spec.replicatedJobs is empty")
+    names = [r.get("name") for r in rjobs]
+    if len(set(names)) != len(names):
+        errs.append("spec.template.spec.replicatedJobs: names must be unique")
+    for i, rjob in enumerate(rjobs):
+        at = f"spec.template.spec.replicatedJobs[{i}]"
+        if not isinstance(rjob.get("name"), str) or not DNS1035.match(rjob["name"]):
+            errs.append(f"{at}.name {rjob.get('name')!r} is not a DNS-1035 label")
+        labels = ((rjob.get("template") or {}).get("metadata") or {}).get("labels") or {}
+        ancestor = labels.get(ANCESTOR_LABEL)
+        if ancestor in ANCESTOR_CONTAINERS:
+            if rjob.get("replicas", 1) != 1:
+                errs.append(f"{at}.replicas always must be 1 (ancestor {ancestor})")
+            if ANCESTOR_CONTAINERS[ancestor] not in _containers_of(rjob):
+                errs.append(
+                    f"{at}: must contain the container {ANCESTOR_CONTAINERS[ancestor]!r} for "
+                    f"the ancestor {ancestor}"
+                )
+        job_spec = (rjob.get("template") or {}).get("spec") or {}
+        errs += job_spec_findings(
+            job_spec, f"{at}.template.spec", sized_later=ancestor == "trainer"
+        )
+        errs += _shadow_pod_errors(job_spec.get("template"), version, f"{at} pod template")
+    return errs
+
+
+def runtime_index(docs: list[dict]) -> dict[str, dict]:
+    """ClusterTrainingRuntimes among `docs`, by name (what TrainJobs refer to)."""
+    return {
+        (d.get("metadata") or {}).get("name"): d
+        for d in docs
+        if d.get("apiVersion") == f"{TRAINER_GROUP}/v1alpha1"
+        and d.get("kind") == "ClusterTrainingRuntime"
+    }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -394,16 +685,26 @@ CUSTOM_CHECKS = {
     ("karpenter.k8s.aws/v1", "EC2NodeClass"): NODECLASS_RULE,
     ("monitoring.coreos.com/v1", "PodMonitor"): MONITOR_RULE,
     ("monitoring.coreos.com/v1", "ServiceMonitor"): MONITOR_RULE,
+    ("trainer.kubeflow.org/v1alpha1", "TrainJob"): TRAINJOB_RULE,
+    ("trainer.kubeflow.org/v1alpha1", "ClusterTrainingRuntime"): RUNTIME_RULE,
+    ("trainer.kubeflow.org/v1alpha1", "TrainingRuntime"): RUNTIME_RULE,
 }
 
 
-def validate_object(doc: dict, version: str | None = None) -> tuple[str, list[Finding]]:
-    """('pass' | 'fail' | 'unchecked', findings) for one Kubernetes object."""
+def validate_object(
+    doc: dict, version: str | None = None, runtimes: Mapping[str, dict] | None = None
+) -> tuple[str, list[Finding]]:
+    """('pass' | 'fail' | 'unchecked', findings) for one Kubernetes object. `runtimes` are
+    the ClusterTrainingRuntimes of the same plan (`runtime_index`), for TrainJobs."""
     version = version or k8s_version()
     key = (doc.get("apiVersion"), doc.get("kind"))
     rule = CUSTOM_CHECKS.get(key)  # type: ignore[arg-type]
     if rule == PYTORCHJOB_RULE:
         msgs = pytorchjob_findings(doc, version)
+    elif rule == TRAINJOB_RULE:
+        msgs = trainjob_findings(doc, version, runtimes)
+    elif rule == RUNTIME_RULE:
+        msgs = runtime_findings(doc, version)
     elif rule == NODEPOOL_RULE:
         msgs = nodepool_findings(doc)
     elif rule == NODECLASS_RULE:
@@ -414,11 +715,15 @@ def validate_object(doc: dict, version: str | None = None) -> tuple[str, list[Fi
         errs = core_errors(doc, version)
         if errs is None:
             return "unchecked", []
-        return ("fail" if errs else "pass"), [Finding(SCHEMA_RULE, m) for m in errs]
+        found = [Finding(SCHEMA_RULE, m) for m in errs]
+        if key == ("batch/v1", "Job") and not errs:
+            found += [Finding(JOB_RULE, m) for m in job_spec_findings(doc.get("spec") or {})]
+        return ("fail" if found else "pass"), found
     return ("fail" if msgs else "pass"), [Finding(rule, m) for m in msgs]
 
 
 def iter_findings(docs: list[dict], version: str | None = None) -> Iterator[tuple[int, Finding]]:
+    runtimes = runtime_index(docs)
     for i, doc in enumerate(docs):
-        for f in validate_object(doc, version)[1]:
+        for f in validate_object(doc, version, runtimes)[1]:
             yield i, f

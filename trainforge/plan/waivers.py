@@ -33,6 +33,7 @@ class Waiver:
     resource: str
     rule: str
     reason: str
+    where: str = CONFIG_KEY  # e.g. trainforge-policy:waivers[2], for error messages
 
     def covers(self, rule: str, names: set[str]) -> bool:
         return self.rule == rule and self.resource in names
@@ -74,7 +75,9 @@ def parse_waivers(raw: Any, known_rules: set[str]) -> list[Waiver]:
             raise WaiverError(
                 f"{where}.rule: got {item['rule']!r}; valid rules: {', '.join(sorted(known_rules))}"
             )
-        out.append(Waiver(item["resource"].strip(), item["rule"], item["reason"].strip()))
+        out.append(
+            Waiver(item["resource"].strip(), item["rule"], item["reason"].strip(), where=where)
+        )
     return out
 
 

@@ -15,28 +15,33 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_aws as aws
 
+from trainforge.platform.iam import pod_identity_trust_output
 from trainforge.platform.services_config import CheckpointConfig
-
-
-def pod_identity_trust(source_account: str | None = None) -> str:
-    """Trust policy for an EKS Pod Identity role (the agent assumes it and tags the session)."""
-    statement: dict = {
-        "Effect": "Allow",
-        "Principal": {"Service": "pods.eks.amazonaws.com"},
-        "Action": ["sts:AssumeRole", "sts:TagSession"],
-    }
-    if source_account:
-        # Confused-deputy guard: only associations in this account may use the role.
-        statement["Condition"] = {"StringEquals": {"aws:SourceAccount": source_account}}
-    return json.dumps({"Version": "2012-10-17", "Statement": [statement]})
 
 
 def team_prefix(team: str) -> str:
     return f"{team}/"
 
 
-def team_policy(bucket_arn: str, key_arn: str, team: str) -> str:
-    """Least privilege for one team: its objects, listing its prefix, and the bucket's key."""
+def team_policy(bucket_arn: str, key_arn: str, team: str, region: str | None = None) -> str:
+    """Least privilege for one team: its objects, listing its prefix, and the bucket's key.
+
+    What the runtime's S3 mirror calls (rehearsed by the plan, docs/rehearsals.md): Get/Put/
+    DeleteObject and AbortMultipartUpload (s3transfer aborts a failed multipart upload, which
+    needs its own action) on `<team>/*`; ListBucket only with an `s3:prefix` under `<team>/`
+    (so the runtime never calls HeadBucket, which carries no prefix); and the bucket's KMS key
+    only through S3 (kms:ViaService) for SSE-KMS reads, writes and multipart parts.
+    """
+    key_statement: dict = {
+        "Sid": "BucketKey",
+        "Effect": "Allow",
+        "Action": ["kms:Decrypt", "kms:GenerateDataKey"],
+        "Resource": key_arn,
+    }
+    if region:
+        key_statement["Condition"] = {
+            "StringEquals": {"kms:ViaService": f"s3.{region}.amazonaws.com"}
+        }
     return json.dumps(
         {
             "Version": "2012-10-17",
@@ -44,7 +49,12 @@ def team_policy(bucket_arn: str, key_arn: str, team: str) -> str:
                 {
                     "Sid": "TeamObjects",
                     "Effect": "Allow",
-                    "Action": ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"],
+                    "Action": [
+                        "s3:GetObject",
+                        "s3:PutObject",
+                        "s3:DeleteObject",
+                        "s3:AbortMultipartUpload",
+                    ],
                     "Resource": f"{bucket_arn}/{team}/*",
                 },
                 {
@@ -54,12 +64,7 @@ def team_policy(bucket_arn: str, key_arn: str, team: str) -> str:
                     "Resource": bucket_arn,
                     "Condition": {"StringLike": {"s3:prefix": [f"{team}/*"]}},
                 },
-                {
-                    "Sid": "BucketKey",
-                    "Effect": "Allow",
-                    "Action": ["kms:Decrypt", "kms:GenerateDataKey"],
-                    "Resource": key_arn,
-                },
+                key_statement,
             ],
         }
     )
@@ -107,6 +112,8 @@ class CheckpointBucketArgs:
     kms_key_arn: pulumi.Input[str]
     partition: str = "aws"
     account_id: str | None = None
+    # the bucket's region: the team roles may use the key only through S3 in this region
+    region: str | None = None
     # team name -> (namespace, training ServiceAccount name)
     teams: dict[str, tuple[pulumi.Input[str], str]] = field(default_factory=dict)
     # The VPC's S3 gateway endpoint: the teams' roles may use the bucket only through it.
@@ -205,7 +212,9 @@ class CheckpointBucket(pulumi.ComponentResource):
         for team, (namespace, service_account) in args.teams.items():
             role = aws.iam.Role(
                 f"{name}-{team}",
-                assume_role_policy=pod_identity_trust(args.account_id),
+                assume_role_policy=pod_identity_trust_output(
+                    args.account_id, args.cluster_name, namespace, service_account
+                ),
                 description=f"trainforge team {team}: read/write s3://<checkpoint bucket>/{team}/",
                 tags={**args.tags, "trainforge.io/team": team},
                 opts=child,
@@ -214,7 +223,7 @@ class CheckpointBucket(pulumi.ComponentResource):
                 f"{name}-{team}",
                 role=role.id,
                 policy=pulumi.Output.all(bucket_arn, args.kms_key_arn).apply(
-                    lambda a, t=team: team_policy(a[0], a[1], t)
+                    lambda a, t=team: team_policy(a[0], a[1], t, args.region)
                 ),
                 opts=child,
             )

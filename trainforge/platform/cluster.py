@@ -22,11 +22,21 @@ import pulumi_eks as eks
 
 from trainforge.platform import versions
 from trainforge.platform.config import PlatformConfig
-from trainforge.platform.iam import CLUSTER_ADMIN_POLICY, NODE_POLICIES, assume_role_policy
+from trainforge.platform.iam import (
+    CLUSTER_ADMIN_POLICY,
+    NODE_POLICIES,
+    assume_role_policy,
+    pod_identity_trust,
+)
 from trainforge.platform.launch_template import launch_template
 
 LOG_TYPES = ("api", "audit", "authenticator", "controllerManager", "scheduler")
 SYSTEM_LABEL = "trainforge.io/system"
+# The EBS CSI controller's ServiceAccount (the add-on's) and the AWS managed policy its docs
+# require (aws-ebs-csi-driver docs/install.md: "AWS maintains a managed policy version of the
+# example policy ... arn:aws:iam::aws:policy/service-role/AmazonEBSCSIDriverPolicy").
+EBS_CSI_SERVICE_ACCOUNT = ("kube-system", "ebs-csi-controller-sa")
+EBS_CSI_POLICY = "iam::aws:policy/service-role/AmazonEBSCSIDriverPolicy"
 
 
 @dataclass
@@ -155,6 +165,10 @@ class Cluster(pulumi.ComponentResource):
             opts=after_cluster,
         )
 
+        # Add-ons that call AWS get their identity before they are installed.
+        addon_identity: dict[str, list[pulumi.Resource]] = {
+            "aws-ebs-csi-driver": self._ebs_csi_identity(name, cname, args.tags, after_cluster)
+        }
         self.addons: dict[str, aws.eks.Addon] = {}
         for addon, version in versions.EKS_ADDON_VERSIONS.items():
             config_values = None
@@ -173,7 +187,10 @@ class Cluster(pulumi.ComponentResource):
                 tags=args.tags,
                 opts=pulumi.ResourceOptions(
                     parent=self,
-                    depends_on=[self.eks, self.system_node_group] if needs_nodes else [self.eks],
+                    depends_on=[
+                        *([self.eks, self.system_node_group] if needs_nodes else [self.eks]),
+                        *addon_identity.get(addon, []),
+                    ],
                 ),
             )
         self.register_outputs(
@@ -183,3 +200,40 @@ class Cluster(pulumi.ComponentResource):
                 "nodeRoleArn": self.node_role.arn,
             }
         )
+
+    def _ebs_csi_identity(
+        self, name: str, cname: str, tags: dict[str, str], opts: pulumi.ResourceOptions
+    ) -> list[pulumi.Resource]:
+        """The EBS CSI controller's role (AmazonEBSCSIDriverPolicy) via EKS Pod Identity.
+
+        Without it the controller cannot call ec2:CreateVolume and every gp3 claim (the
+        Prometheus and MLflow volumes) stays Pending. The trainforge gp3 StorageClass uses the
+        AWS managed EBS key, so no KMS grants are needed; a StorageClass with a customer
+        `kmsKeyId` would need them, and the plan's IAM rehearsal reports that.
+        """
+        partition = aws.get_partition().partition
+        account = aws.get_caller_identity().account_id
+        namespace, service_account = EBS_CSI_SERVICE_ACCOUNT
+        self.ebs_csi_role = aws.iam.Role(
+            f"{name}-ebs-csi",
+            assume_role_policy=pod_identity_trust(account, cname, namespace, service_account),
+            description="EBS CSI controller (EKS Pod Identity)",
+            tags=tags,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        attachment = aws.iam.RolePolicyAttachment(
+            f"{name}-ebs-csi",
+            role=self.ebs_csi_role.name,
+            policy_arn=f"arn:{partition}:{EBS_CSI_POLICY}",
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        association = aws.eks.PodIdentityAssociation(
+            f"{name}-ebs-csi",
+            cluster_name=cname,
+            namespace=namespace,
+            service_account=service_account,
+            role_arn=self.ebs_csi_role.arn,
+            tags=tags,
+            opts=opts,
+        )
+        return [attachment, association]

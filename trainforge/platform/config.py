@@ -17,6 +17,9 @@ from typing import Any
 
 import pulumi
 
+# The node facts jobs see use the same taint and limit types as the config that declares them.
+from trainforge.jobs.contract import PoolLimits, Taint
+
 NS = "trainforge"
 DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
 CLUSTER_NAME = re.compile(r"^[a-zA-Z][-a-zA-Z0-9_]{0,99}$")
@@ -38,13 +41,6 @@ class ConfigError(ValueError):
         self.errors = list(errors)
         lines = "\n".join(f"  - {e}" for e in self.errors)
         super().__init__(f"invalid stack configuration ({len(self.errors)} problem(s)):\n{lines}")
-
-
-@dataclass(frozen=True)
-class Taint:
-    key: str
-    effect: str = "NoSchedule"
-    value: str | None = None
 
 
 @dataclass(frozen=True)
@@ -98,13 +94,6 @@ class NodeGroupConfig:
     labels: tuple[tuple[str, str], ...] = ()
     taints: tuple[Taint, ...] = ()
     subnet_id: str | None = None
-
-
-@dataclass(frozen=True)
-class PoolLimits:
-    cpu: str | None = None
-    memory: str | None = None
-    gpus: int | None = None
 
 
 @dataclass(frozen=True)

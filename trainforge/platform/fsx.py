@@ -15,6 +15,7 @@ convention, not a security boundary: Lustre POSIX permissions are the only guard
 from __future__ import annotations
 
 import json
+import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,8 +23,9 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
+from trainforge.jobs.contract import DEFAULT_TRAINING_UID
 from trainforge.platform import versions
-from trainforge.platform.checkpoint_bucket import pod_identity_trust
+from trainforge.platform.iam import pod_identity_trust_output
 from trainforge.platform.services_config import FsxConfig
 
 CSI_DRIVER = "fsx.csi.aws.com"
@@ -54,6 +56,9 @@ class FsxLustreArgs:
     # What the team-directory Jobs must wait for (Kueue's webhooks, which intercept every Job
     # created in a team namespace, must be serving).
     after: list[Any] = field(default_factory=list)
+    # team name -> (UID, GID) its training pods run as (TeamFacts); the team's directory is
+    # made theirs. Teams not listed get DEFAULT_TRAINING_UID.
+    team_ids: dict[str, tuple[int, int]] = field(default_factory=dict)
     tags: dict[str, str] = field(default_factory=dict)
 
 
@@ -61,10 +66,9 @@ def claim_name(team: str) -> str:
     return f"fsx-{team}"
 
 
-# Training pods run as this UID/GID (trainforge.jobs.pytorchjob.RUN_AS_USER): each team's
-# directory on the file system must belong to it, since the FSx CSI driver does not apply
-# fsGroup to shared volumes and a new file system's root is root-owned (0755).
-TRAINING_UID = 1000
+# Each team's directory on the file system must belong to the UID/GID its training pods run
+# as (TeamFacts.run_as_user/run_as_group, passed in per team): the FSx CSI driver does not
+# apply fsGroup to shared volumes and a new file system's root is root-owned (0755).
 ROOT_REASON_ANNOTATION = "trainforge.io/root-reason"
 TEAM_DIR_ROOT_REASON = (
     "creates the team's directory on the root-owned FSx file system and chowns it to the "
@@ -78,15 +82,43 @@ TEAM_DIR_CHECKOV_SKIPS = {
 }
 
 
-def team_dir_job(team: str, namespace: pulumi.Input[str], opts: pulumi.ResourceOptions) -> Any:
-    """A one-shot Job that makes /<team> on the file system owned by the training UID.
+def team_dir_script(path: str, uid: int, gid: int) -> str:
+    """The setup script: make `path` belong to uid:gid, mode 0770, with CAP_CHOWN only.
+
+    Why this shape (the pod script rehearsal runs it, trainforge.plan.check_pod_scripts):
+    `chmod` on a file one does not own needs CAP_FOWNER, so chmod runs only while root still
+    owns the directory (just made, or made root-owned by the kubelet for a pod's subPath),
+    before the chown hands it over. Every later run (a Job retry, a re-created Job after the
+    team has written there) finds it owned by the team: mkdir -p is a no-op, chmod is
+    skipped (the owner's mode is the team's to keep) and chown to the same or a new team UID
+    needs only CAP_CHOWN. So the Job never needs CAP_FOWNER, which would let it change the
+    mode of any file on the shared file system.
+    """
+    d = shlex.quote(path)
+    return (
+        f"set -eu; mkdir -p {d}; "
+        f"if [ -O {d} ]; then chmod 0770 {d}; fi; "
+        f"chown {int(uid)}:{int(gid)} {d}"
+    )
+
+
+def team_dir_job(
+    team: str,
+    namespace: pulumi.Input[str],
+    opts: pulumi.ResourceOptions,
+    uid: int = DEFAULT_TRAINING_UID,
+    gid: int = DEFAULT_TRAINING_UID,
+) -> Any:
+    """A one-shot Job that makes /<team> on the file system owned by the team's UID/GID.
 
     The deliberate exception to non-root pods: only root may create a directory in the
     root-owned file-system root and chown it. Everything else is locked down (no escalation,
     ALL capabilities dropped but CHOWN, read-only root filesystem, no API token).
+    Pulumi waits for a batch/v1 Job to complete (pulumi-kubernetes Job await: Complete
+    condition, fails on Failed; no `pulumi.com/skipAwait` here), so the team's jobs, which
+    depend on it (TeamFacts.ready), start only once the directory is the team's.
     """
-    path = f"/fsx/{team}"
-    script = f"mkdir -p {path} && chown {TRAINING_UID}:{TRAINING_UID} {path} && chmod 0770 {path}"
+    script = team_dir_script(f"/fsx/{team}", uid, gid)
     return k8s.batch.v1.Job(
         f"fsx-team-dir-{team}",
         metadata=k8s.meta.v1.ObjectMetaArgs(
@@ -283,7 +315,9 @@ class FsxLustre(pulumi.ComponentResource):
         # calls); the controller describes file systems and expands this one, nothing else.
         self.csi_role = aws.iam.Role(
             f"{name}-csi",
-            assume_role_policy=pod_identity_trust(args.account_id),
+            assume_role_policy=pod_identity_trust_output(
+                args.account_id, args.cluster_name, "kube-system", CSI_CONTROLLER_SA
+            ),
             description="FSx CSI controller (EKS Pod Identity)",
             tags=args.tags,
             opts=child,
@@ -384,12 +418,15 @@ class FsxLustre(pulumi.ComponentResource):
             )
             self.claims[team] = claim_name(team)
             if team not in args.restricted_teams:
+                uid, gid = args.team_ids.get(team, (DEFAULT_TRAINING_UID, DEFAULT_TRAINING_UID))
                 self.team_dir_jobs[team] = team_dir_job(
                     team,
                     namespace,
                     pulumi.ResourceOptions(
                         parent=self, provider=args.k8s_provider, depends_on=[pvc, *args.after]
                     ),
+                    uid=uid,
+                    gid=gid,
                 )
 
         self.file_system_id = fs.id

@@ -28,6 +28,9 @@ class InstanceTypeFacts:
     efa_interfaces: int
     network_cards: int
     architectures: tuple[str, ...]
+    # VPC CNI pod addresses: every ENI of the type (all cards) and IPv4 addresses per ENI.
+    max_network_interfaces: int = 0
+    ipv4_per_interface: int = 0
 
 
 @functools.cache
@@ -49,6 +52,8 @@ def instance_type_facts(name: str) -> InstanceTypeFacts:
         efa_interfaces=int(r.efa_maximum_interfaces or 0) if r.efa_supported else 0,
         network_cards=int(r.maximum_network_cards or 1),
         architectures=tuple(r.supported_architectures or ()),
+        max_network_interfaces=int(r.maximum_network_interfaces or 0),
+        ipv4_per_interface=int(r.maximum_ipv4_addresses_per_interface or 0),
     )
 
 
@@ -67,6 +72,10 @@ class PoolTypeFacts:
     # (minimum over the types; 0 on CPU pools).
     gpu_name: str | None = None
     gpu_memory_mib: int = 0
+    # Each type's own facts, in the pool's order (the cost report picks the type a pod
+    # lands on, the scheduling rehearsal fits pods on each; the minimums above are what a pod
+    # may be sized for).
+    per_type: tuple[InstanceTypeFacts, ...] = ()
 
 
 def resolve_pool(
@@ -125,6 +134,7 @@ def resolve_pool(
         architecture=arch,
         gpu_name=gpu_names.pop() if len(gpu_names) == 1 and not no_gpu else None,
         gpu_memory_mib=min(per_gpu) if per_gpu and not no_gpu else 0,
+        per_type=tuple(facts),
     )
 
 

@@ -36,6 +36,11 @@ INTERRUPTION_EVENTS = {
         "source": ["aws.ec2"],
         "detail-type": ["EC2 Instance State-change Notification"],
     },
+    # upstream's CapacityReservationInterruptionRule (v1.14.1 cloudformation.yaml)
+    "capacity-reservation-interruption": {
+        "source": ["aws.ec2"],
+        "detail-type": ["EC2 Capacity Reservation Instance Interruption Warning"],
+    },
 }
 METADATA_OPTIONS = {
     "httpEndpoint": "enabled",
@@ -61,157 +66,237 @@ def efa_network_interfaces(count: int) -> list[dict]:
 
 
 def controller_policy(
-    cluster: str, region: str, account: str, queue_arn: str, node_role_arn: str
+    cluster: str,
+    region: str,
+    account: str,
+    queue_arn: str,
+    node_role_arn: str,
+    partition: str = "aws",
 ) -> str:
-    """Least-privilege controller policy after Karpenter's reference CloudFormation."""
-    tag_owned = {f"aws:ResourceTag/kubernetes.io/cluster/{cluster}": "owned"}
-    req_owned = {f"aws:RequestTag/kubernetes.io/cluster/{cluster}": "owned"}
-    ec2 = f"arn:aws:ec2:{region}"
-    return json.dumps(
+    """Karpenter's own reference controller policy for the pinned version, nothing more.
+
+    Statement for statement the five KarpenterController*Policy documents of
+    karpenter-provider-aws v1.14.1 (website/content/en/docs/getting-started/
+    getting-started-with-karpenter/cloudformation.yaml, checked 2026-11-23; update together
+    with versions.KARPENTER_VERSION). What matters: launch, tag and terminate only resources
+    that carry BOTH the cluster tag and a `karpenter.sh/nodepool` tag (managed-node-group
+    instances carry only the cluster tag, so system and reserved nodes are out of reach);
+    after launch, only `eks:eks-cluster-name`, `karpenter.sh/nodeclaim` and `Name` may be
+    tagged (aws:TagKeys); instance profiles only with Karpenter's ec2nodeclass/region tags.
+    The plan's IAM rehearsal compares this document with its vendored copy of upstream's and
+    runs Karpenter's calls through it (trainforge/plan/iam_reference.py).
+    """
+    ec2 = f"arn:{partition}:ec2:{region}"
+    owned_key = f"kubernetes.io/cluster/{cluster}"
+    profile = f"arn:{partition}:iam::{account}:instance-profile/*"
+    cluster_arn = f"arn:{partition}:eks:{region}:{account}:cluster/{cluster}"
+    created = [
+        f"{ec2}:*:fleet/*",
+        f"{ec2}:*:instance/*",
+        f"{ec2}:*:volume/*",
+        f"{ec2}:*:network-interface/*",
+        f"{ec2}:*:launch-template/*",
+        f"{ec2}:*:spot-instances-request/*",
+    ]
+    nodepool_resource = {"aws:ResourceTag/karpenter.sh/nodepool": "*"}
+    nodepool_request = {"aws:RequestTag/karpenter.sh/nodepool": "*"}
+    request_owned = {
+        f"aws:RequestTag/{owned_key}": "owned",
+        "aws:RequestTag/eks:eks-cluster-name": cluster,
+    }
+    statements = [
         {
-            "Version": "2012-10-17",
-            "Statement": [
-                {
-                    "Sid": "AllowScopedEC2InstanceAccessActions",
-                    "Effect": "Allow",
-                    "Action": ["ec2:RunInstances", "ec2:CreateFleet"],
-                    "Resource": [
-                        f"{ec2}::image/*",
-                        f"{ec2}::snapshot/*",
-                        f"{ec2}:*:security-group/*",
-                        f"{ec2}:*:subnet/*",
-                        f"{ec2}:*:capacity-reservation/*",
-                        f"{ec2}:*:placement-group/*",
-                    ],
-                },
-                {
-                    "Sid": "AllowScopedEC2LaunchTemplateAccessActions",
-                    "Effect": "Allow",
-                    "Action": ["ec2:RunInstances", "ec2:CreateFleet"],
-                    "Resource": f"{ec2}:*:launch-template/*",
-                    "Condition": {"StringEquals": tag_owned},
-                },
-                {
-                    "Sid": "AllowScopedEC2InstanceActionsWithTags",
-                    "Effect": "Allow",
-                    "Action": ["ec2:RunInstances", "ec2:CreateFleet", "ec2:CreateLaunchTemplate"],
-                    "Resource": [
-                        f"{ec2}:*:fleet/*",
-                        f"{ec2}:*:instance/*",
-                        f"{ec2}:*:volume/*",
-                        f"{ec2}:*:network-interface/*",
-                        f"{ec2}:*:launch-template/*",
-                        f"{ec2}:*:spot-instances-request/*",
-                    ],
-                    "Condition": {"StringEquals": req_owned},
-                },
-                {
-                    "Sid": "AllowScopedResourceCreationTagging",
-                    "Effect": "Allow",
-                    "Action": "ec2:CreateTags",
-                    "Resource": [
-                        f"{ec2}:*:fleet/*",
-                        f"{ec2}:*:instance/*",
-                        f"{ec2}:*:volume/*",
-                        f"{ec2}:*:network-interface/*",
-                        f"{ec2}:*:launch-template/*",
-                        f"{ec2}:*:spot-instances-request/*",
-                    ],
-                    "Condition": {
-                        "StringEquals": {
-                            **req_owned,
-                            "ec2:CreateAction": [
-                                "RunInstances",
-                                "CreateFleet",
-                                "CreateLaunchTemplate",
-                            ],
-                        }
-                    },
-                },
-                {
-                    "Sid": "AllowScopedResourceTagging",
-                    "Effect": "Allow",
-                    "Action": "ec2:CreateTags",
-                    "Resource": f"{ec2}:*:instance/*",
-                    "Condition": {"StringEquals": tag_owned},
-                },
-                {
-                    "Sid": "AllowScopedDeletion",
-                    "Effect": "Allow",
-                    "Action": ["ec2:TerminateInstances", "ec2:DeleteLaunchTemplate"],
-                    "Resource": [f"{ec2}:*:instance/*", f"{ec2}:*:launch-template/*"],
-                    "Condition": {"StringEquals": tag_owned},
-                },
-                {
-                    # Describe* calls do not support resource-level permissions; region-scoped.
-                    "Sid": "AllowRegionalReadActions",
-                    "Effect": "Allow",
-                    "Action": [
-                        "ec2:DescribeAvailabilityZones",
-                        "ec2:DescribeCapacityReservations",
-                        "ec2:DescribeImages",
-                        "ec2:DescribeInstances",
-                        "ec2:DescribeInstanceStatus",
-                        "ec2:DescribeInstanceTypeOfferings",
-                        "ec2:DescribeInstanceTypes",
-                        "ec2:DescribeLaunchTemplates",
-                        "ec2:DescribePlacementGroups",
-                        "ec2:DescribeSecurityGroups",
-                        "ec2:DescribeSpotPriceHistory",
-                        "ec2:DescribeSubnets",
-                    ],
-                    "Resource": "*",
-                    "Condition": {"StringEquals": {"aws:RequestedRegion": region}},
-                },
-                {
-                    "Sid": "AllowSSMReadActions",
-                    "Effect": "Allow",
-                    "Action": "ssm:GetParameter",
-                    "Resource": f"arn:aws:ssm:{region}::parameter/aws/service/*",
-                },
-                {
-                    # The pricing API has no resource-level permissions.
-                    "Sid": "AllowPricingReadActions",
-                    "Effect": "Allow",
-                    "Action": "pricing:GetProducts",
-                    "Resource": "*",
-                },
-                {
-                    "Sid": "AllowInterruptionQueueActions",
-                    "Effect": "Allow",
-                    "Action": ["sqs:DeleteMessage", "sqs:GetQueueUrl", "sqs:ReceiveMessage"],
-                    "Resource": queue_arn,
-                },
-                {
-                    "Sid": "AllowPassingInstanceRole",
-                    "Effect": "Allow",
-                    "Action": "iam:PassRole",
-                    "Resource": node_role_arn,
-                    "Condition": {"StringEquals": {"iam:PassedToService": ["ec2.amazonaws.com"]}},
-                },
-                {
-                    "Sid": "AllowScopedInstanceProfileActions",
-                    "Effect": "Allow",
-                    "Action": [
-                        "iam:CreateInstanceProfile",
-                        "iam:TagInstanceProfile",
-                        "iam:AddRoleToInstanceProfile",
-                        "iam:RemoveRoleFromInstanceProfile",
-                        "iam:DeleteInstanceProfile",
-                        "iam:GetInstanceProfile",
-                        "iam:ListInstanceProfiles",
-                    ],
-                    "Resource": f"arn:aws:iam::{account}:instance-profile/*",
-                },
-                {
-                    "Sid": "AllowAPIServerEndpointDiscovery",
-                    "Effect": "Allow",
-                    "Action": "eks:DescribeCluster",
-                    "Resource": f"arn:aws:eks:{region}:{account}:cluster/{cluster}",
-                },
+            "Sid": "AllowScopedEC2InstanceAccessActions",
+            "Effect": "Allow",
+            "Resource": [
+                f"{ec2}::image/*",
+                f"{ec2}::snapshot/*",
+                f"{ec2}:*:security-group/*",
+                f"{ec2}:*:subnet/*",
+                f"{ec2}:*:capacity-reservation/*",
+                f"{ec2}:*:placement-group/*",
             ],
-        }
-    )
+            "Action": ["ec2:RunInstances", "ec2:CreateFleet"],
+        },
+        {
+            "Sid": "AllowScopedEC2LaunchTemplateAccessActions",
+            "Effect": "Allow",
+            "Resource": f"{ec2}:*:launch-template/*",
+            "Action": ["ec2:RunInstances", "ec2:CreateFleet"],
+            "Condition": {
+                "StringEquals": {f"aws:ResourceTag/{owned_key}": "owned"},
+                "StringLike": nodepool_resource,
+            },
+        },
+        {
+            "Sid": "AllowScopedEC2InstanceActionsWithTags",
+            "Effect": "Allow",
+            "Resource": created,
+            "Action": ["ec2:RunInstances", "ec2:CreateFleet", "ec2:CreateLaunchTemplate"],
+            "Condition": {"StringEquals": request_owned, "StringLike": nodepool_request},
+        },
+        {
+            "Sid": "AllowScopedResourceCreationTagging",
+            "Effect": "Allow",
+            "Resource": created,
+            "Action": "ec2:CreateTags",
+            "Condition": {
+                "StringEquals": {
+                    **request_owned,
+                    "ec2:CreateAction": ["RunInstances", "CreateFleet", "CreateLaunchTemplate"],
+                },
+                "StringLike": nodepool_request,
+            },
+        },
+        {
+            "Sid": "AllowScopedResourceTagging",
+            "Effect": "Allow",
+            "Resource": f"{ec2}:*:instance/*",
+            "Action": "ec2:CreateTags",
+            "Condition": {
+                "StringEquals": {f"aws:ResourceTag/{owned_key}": "owned"},
+                "StringLike": nodepool_resource,
+                "StringEqualsIfExists": {"aws:RequestTag/eks:eks-cluster-name": cluster},
+                "ForAllValues:StringEquals": {
+                    "aws:TagKeys": ["eks:eks-cluster-name", "karpenter.sh/nodeclaim", "Name"]
+                },
+            },
+        },
+        {
+            "Sid": "AllowScopedDeletion",
+            "Effect": "Allow",
+            "Resource": [f"{ec2}:*:instance/*", f"{ec2}:*:launch-template/*"],
+            "Action": ["ec2:TerminateInstances", "ec2:DeleteLaunchTemplate"],
+            "Condition": {
+                "StringEquals": {f"aws:ResourceTag/{owned_key}": "owned"},
+                "StringLike": nodepool_resource,
+            },
+        },
+        {
+            "Sid": "AllowPassingInstanceRole",
+            "Effect": "Allow",
+            "Resource": node_role_arn,
+            "Action": "iam:PassRole",
+            "Condition": {
+                "StringEquals": {
+                    "iam:PassedToService": ["ec2.amazonaws.com", "ec2.amazonaws.com.cn"]
+                }
+            },
+        },
+        {
+            "Sid": "AllowScopedInstanceProfileCreationActions",
+            "Effect": "Allow",
+            "Resource": profile,
+            "Action": ["iam:CreateInstanceProfile"],
+            "Condition": {
+                "StringEquals": {
+                    **request_owned,
+                    "aws:RequestTag/topology.kubernetes.io/region": region,
+                },
+                "StringLike": {"aws:RequestTag/karpenter.k8s.aws/ec2nodeclass": "*"},
+            },
+        },
+        {
+            "Sid": "AllowScopedInstanceProfileTagActions",
+            "Effect": "Allow",
+            "Resource": profile,
+            "Action": ["iam:TagInstanceProfile"],
+            "Condition": {
+                "StringEquals": {
+                    f"aws:ResourceTag/{owned_key}": "owned",
+                    "aws:ResourceTag/topology.kubernetes.io/region": region,
+                    **request_owned,
+                    "aws:RequestTag/topology.kubernetes.io/region": region,
+                },
+                "StringLike": {
+                    "aws:ResourceTag/karpenter.k8s.aws/ec2nodeclass": "*",
+                    "aws:RequestTag/karpenter.k8s.aws/ec2nodeclass": "*",
+                },
+            },
+        },
+        {
+            "Sid": "AllowScopedInstanceProfileActions",
+            "Effect": "Allow",
+            "Resource": profile,
+            "Action": [
+                "iam:AddRoleToInstanceProfile",
+                "iam:RemoveRoleFromInstanceProfile",
+                "iam:DeleteInstanceProfile",
+            ],
+            "Condition": {
+                "StringEquals": {
+                    f"aws:ResourceTag/{owned_key}": "owned",
+                    "aws:ResourceTag/topology.kubernetes.io/region": region,
+                },
+                "StringLike": {"aws:ResourceTag/karpenter.k8s.aws/ec2nodeclass": "*"},
+            },
+        },
+        {
+            "Sid": "AllowAPIServerEndpointDiscovery",
+            "Effect": "Allow",
+            "Resource": cluster_arn,
+            "Action": "eks:DescribeCluster",
+        },
+        {
+            "Sid": "AllowInterruptionQueueActions",
+            "Effect": "Allow",
+            "Resource": queue_arn,
+            "Action": ["sqs:DeleteMessage", "sqs:GetQueueUrl", "sqs:ReceiveMessage"],
+        },
+        {
+            "Sid": "AllowZonalShiftStatusReadOnly",
+            "Effect": "Allow",
+            "Resource": "*",
+            "Action": ["arc-zonal-shift:GetManagedResource"],
+            "Condition": {"StringEquals": {"arc-zonal-shift:ResourceIdentifier": cluster_arn}},
+        },
+        {
+            # Describe* has no resource-level permissions: scoped to the region instead.
+            "Sid": "AllowRegionalReadActions",
+            "Effect": "Allow",
+            "Resource": "*",
+            "Action": [
+                "ec2:DescribeCapacityReservations",
+                "ec2:DescribeImages",
+                "ec2:DescribeInstances",
+                "ec2:DescribeInstanceStatus",
+                "ec2:DescribeInstanceTypeOfferings",
+                "ec2:DescribeInstanceTypes",
+                "ec2:DescribeLaunchTemplates",
+                "ec2:DescribePlacementGroups",
+                "ec2:DescribeSecurityGroups",
+                "ec2:DescribeSpotPriceHistory",
+                "ec2:DescribeSubnets",
+            ],
+            "Condition": {"StringEquals": {"aws:RequestedRegion": region}},
+        },
+        {
+            "Sid": "AllowSSMReadActions",
+            "Effect": "Allow",
+            "Resource": f"arn:{partition}:ssm:{region}::parameter/aws/service/*",
+            "Action": "ssm:GetParameter",
+        },
+        {
+            # The pricing API has no resource-level permissions.
+            "Sid": "AllowPricingReadActions",
+            "Effect": "Allow",
+            "Resource": "*",
+            "Action": "pricing:GetProducts",
+        },
+        {
+            "Sid": "AllowUnscopedInstanceProfileListAction",
+            "Effect": "Allow",
+            "Resource": "*",
+            "Action": "iam:ListInstanceProfiles",
+        },
+        {
+            "Sid": "AllowInstanceProfileReadActions",
+            "Effect": "Allow",
+            "Resource": profile,
+            "Action": "iam:GetInstanceProfile",
+        },
+    ]
+    return json.dumps({"Version": "2012-10-17", "Statement": statements})
 
 
 @dataclass
@@ -314,7 +399,9 @@ class Karpenter(pulumi.ComponentResource):
         # --- controller role via Pod Identity ---
         self.controller_role = aws.iam.Role(
             f"{name}-controller",
-            assume_role_policy=pod_identity_trust(),
+            assume_role_policy=pod_identity_trust(
+                account, cname, cfg.karpenter.namespace, SERVICE_ACCOUNT
+            ),
             tags=args.tags,
             opts=child,
         )

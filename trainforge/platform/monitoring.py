@@ -7,6 +7,10 @@ ignores the PodMonitors trainforge jobs create). `mode: external` skips the stac
 that already run a Prometheus operator. The DCGM exporter runs on GPU nodes only and ships
 its ServiceMonitor.
 
+With Grafana on (`monitoring.grafana: true`), trainforge's dashboards (dashboards.py: a
+training-job and a GPU fleet dashboard) ship as ConfigMaps the chart's Grafana sidecar loads;
+panels that read DCGM profiling metrics say how to switch them on when they are off.
+
 MLflow (optional) runs as one non-root pod in namespace `mlflow` with its built-in
 authentication, one user per team (trainforge.platform.mlflow_auth); jobs get its in-cluster
 address as MLFLOW_TRACKING_URI and their team's credentials. Backend `pvc` keeps the SQLite
@@ -21,6 +25,7 @@ exporter) run in namespace `node-agents`, so `monitoring` enforces Pod Security 
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +33,12 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from trainforge.platform import mlflow_auth, versions
+from trainforge.platform.dashboards import (
+    DASHBOARDS,
+    SIDECAR_LABEL,
+    SIDECAR_LABEL_VALUE,
+    for_exported,
+)
 from trainforge.platform.device_plugins import GPU_NODE_TERMS, GPU_TAINT_TOLERATION, node_affinity
 from trainforge.platform.placement import NODE_AGENTS_NAMESPACE, SYSTEM_NODE_SELECTOR, psa_labels
 from trainforge.platform.services_config import MlflowConfig, MonitoringConfig
@@ -178,6 +189,18 @@ def dcgm_counters(profiling: bool) -> str:
     return "".join(f"{field}, {kind}, {text}\n" for field, kind, text in rows)
 
 
+PROFILING_HINT = (
+    "DCGM profiling metrics need CAP_SYS_ADMIN in the exporter: set "
+    "`trainforge:monitoring.dcgmProfilingMetrics: true` to collect them."
+)
+
+
+def dcgm_metrics(profiling: bool) -> set[str]:
+    """The metric names the exporter collects with these settings (its counters file)."""
+    rows = DCGM_DEVICE_COUNTERS + (DCGM_PROFILING_COUNTERS if profiling else ())
+    return {field for field, kind, _ in rows if kind != "label"}
+
+
 def dcgm_values(profiling: bool = False) -> dict[str, Any]:
     """Root without any capability (it must open the kubelet's root-owned pod-resources
     socket to label metrics with the pod using each GPU); CAP_SYS_ADMIN only with profiling
@@ -188,7 +211,10 @@ def dcgm_values(profiling: bool = False) -> dict[str, Any]:
     return {
         "affinity": node_affinity(GPU_NODE_TERMS),
         "tolerations": [GPU_TAINT_TOLERATION],
-        "serviceMonitor": {"enabled": True, "interval": "15s"},
+        # honorLabels: keep the exporter's `namespace`/`pod` labels (the training pod using
+        # each GPU) instead of renaming them `exported_*` in favour of the exporter's own pod;
+        # the training dashboard selects a job's GPUs by them.
+        "serviceMonitor": {"enabled": True, "interval": "15s", "honorLabels": True},
         "securityContext": {
             "runAsNonRoot": False,
             "runAsUser": 0,
@@ -276,6 +302,8 @@ class Monitoring(pulumi.ComponentResource):
                 ),
                 opts=pulumi.ResourceOptions.merge(child, self._class_deps()),
             )
+            if cfg.grafana:
+                self._dashboards(name, ns.metadata.name, child, cfg.dcgm_profiling_metrics)
         if cfg.dcgm_exporter and args.gpu_nodes:
             counters = k8s.core.v1.ConfigMap(
                 f"{name}-dcgm-counters",
@@ -310,6 +338,35 @@ class Monitoring(pulumi.ComponentResource):
         self.register_outputs(
             {"mode": cfg.mode, "mlflowTrackingUri": self.mlflow_tracking_uri or ""}
         )
+
+    def _dashboards(
+        self,
+        name: str,
+        namespace: pulumi.Input[str],
+        child: pulumi.ResourceOptions,
+        profiling: bool = False,
+    ) -> None:
+        """trainforge's dashboards as ConfigMaps the chart's Grafana sidecar picks up, each
+        panel reading only what the exporter collects here (dcgm_metrics)."""
+        exported = dcgm_metrics(profiling)
+
+        def board(build: Any) -> dict[str, Any]:
+            return for_exported(build(), exported, PROFILING_HINT)
+
+        for cm_name, build in DASHBOARDS.items():
+            k8s.core.v1.ConfigMap(
+                f"{name}-{cm_name}",
+                metadata=k8s.meta.v1.ObjectMetaArgs(
+                    name=cm_name,
+                    namespace=namespace,
+                    labels={
+                        SIDECAR_LABEL: SIDECAR_LABEL_VALUE,
+                        "app.kubernetes.io/part-of": "trainforge",
+                    },
+                ),
+                data={f"{cm_name}.json": json.dumps(board(build), indent=1, sort_keys=True)},
+                opts=child,
+            )
 
     def _storage_class(self, name: str, child: pulumi.ResourceOptions) -> str:
         """An encrypted gp3 EBS class, declared once, for the volumes this component needs."""

@@ -11,11 +11,13 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from trainforge.jobs import node_facts
 from trainforge.jobs.contract import (
     DEFAULT_BACKEND,
+    NodeShape,
+    NodeType,
     PlatformContract,
     PoolFacts,
-    PoolLimits,
     Taint,
     TeamFacts,
     TeamQuota,
@@ -33,6 +35,10 @@ from trainforge.platform.instance_types import PoolTypeFacts, instance_type_fact
 # Stands for the checkpoint bucket's name while only the config is known: a job is checked
 # knowing *that* the platform has a bucket, before the bucket (and its name) exists.
 PENDING_BUCKET = "<checkpoint-bucket>"
+
+
+def _node_types(f: PoolTypeFacts) -> tuple[NodeType, ...]:
+    return tuple(NodeType(t.name, t.vcpus, t.memory_mib, t.gpus) for t in f.per_type)
 
 
 def _gpu_facts(f: PoolTypeFacts, ami: str) -> dict[str, Any]:
@@ -58,7 +64,7 @@ def _gpu_facts(f: PoolTypeFacts, ami: str) -> dict[str, Any]:
 
 def _facts_for_group(g: NodeGroupConfig, f: PoolTypeFacts) -> PoolFacts:
     cap = {"SPOT": "spot", "CAPACITY_BLOCK": "reserved"}.get(g.capacity_type, "on-demand")
-    taints = (Taint(GPU_TAINT_KEY, "NoSchedule", "true"), *(_taint(t) for t in g.taints))
+    taints = (Taint(GPU_TAINT_KEY, "NoSchedule", "true"), *g.taints)
     return PoolFacts(
         name=g.name,
         kind="node-group",
@@ -76,6 +82,7 @@ def _facts_for_group(g: NodeGroupConfig, f: PoolTypeFacts) -> PoolFacts:
         architecture=f.architecture,
         max_nodes=g.max_size,
         **_gpu_facts(f, versions.GPU_AMI_TYPE if f.gpus_per_node else versions.SYSTEM_AMI_TYPE),
+        node_types=_node_types(f),
     )
 
 
@@ -98,24 +105,79 @@ def _facts_for_pool(p: NodePoolConfig, f: PoolTypeFacts) -> PoolFacts:
         vcpus_per_node=f.vcpus_per_node,
         memory_mib_per_node=f.memory_mib_per_node,
         architecture=f.architecture,
-        limits=PoolLimits(cpu=p.limits.cpu, memory=p.limits.memory, gpus=p.limits.gpus),
+        limits=p.limits,
         **_gpu_facts(f, versions.KARPENTER_AMI_ALIAS),
+        node_types=_node_types(f),
     )
 
 
-def _taint(t: Any) -> Taint:
-    return Taint(t.key, t.effect, t.value)
+def _nodes(pool: NodeGroupConfig | NodePoolConfig, f: PoolTypeFacts) -> tuple[NodeShape, ...]:
+    """Each instance type of the pool as a node: the AMI's kubelet reservations and the
+    maxPods its nodes run with (a managed node group's cap, or Karpenter's own value)."""
+    out = []
+    for t in f.per_type:
+        enis = node_facts.enis_per_card(t.name, t.max_network_interfaces, t.network_cards)
+        ips = node_facts.ENIS_PER_CARD.get(t.name, (0, t.ipv4_per_interface))[1]
+        eni_pods = node_facts.eni_max_pods(enis, ips)
+        efa = f.efa_interfaces if pool.efa else 0
+        if isinstance(pool, NodeGroupConfig):
+            max_pods = node_facts.managed_node_group_max_pods(eni_pods, t.vcpus)
+        else:
+            # karpenter.efa_network_interfaces puts one efa-only interface on card 0
+            max_pods = node_facts.karpenter_max_pods(enis, ips, 1 if efa else 0)
+        gpus = t.gpus if f.gpus_per_node else 0
+        out.append(
+            node_facts.node_shape(
+                t.name,
+                t.vcpus,
+                t.memory_mib,
+                eni_pods=eni_pods,
+                max_pods=max_pods,
+                gpus=gpus,
+                efa=efa,
+            )
+        )
+    return tuple(out)
 
 
 def pool_facts(
     config: PlatformConfig, type_facts: dict[str, PoolTypeFacts] | None = None
 ) -> dict[str, PoolFacts]:
-    """Facts of every node group and Karpenter pool, from config and instance-type lookups."""
+    """Facts of every node group and Karpenter pool, from config and instance-type lookups:
+    what a node offers (per instance type), which DaemonSets run on it, and whether Kueue
+    places jobs there by network topology."""
+    from trainforge.platform.node_daemonsets import (  # noqa: PLC0415 - pulls in pulumi
+        lands_on,
+        node_labels,
+        platform_daemonsets,
+    )
     from trainforge.platform.queues import uses_topology  # noqa: PLC0415
 
     type_facts = resolve_all(config) if type_facts is None else type_facts
+    configs: dict[str, NodeGroupConfig | NodePoolConfig] = {g.name: g for g in config.node_groups}
+    configs.update({p.name: p for p in config.node_pools})
     out = {g.name: _facts_for_group(g, type_facts[g.name]) for g in config.node_groups}
     out.update({p.name: _facts_for_pool(p, type_facts[p.name]) for p in config.node_pools})
+    daemonsets = platform_daemonsets(
+        config,
+        gpu_nodes=any(f.gpus_per_node > 0 for f in out.values()),
+        efa_nodes=any(f.efa_interfaces > 0 for f in out.values()),
+        efa_pools=[n for n, f in out.items() if f.efa_interfaces > 0],
+    )
+    for name, facts in out.items():
+        pool, tf = configs[name], type_facts[name]
+        nodes = _nodes(pool, tf)
+        # Every type of a pool carries the same taints; a DaemonSet lands on the pool when
+        # it lands on its nodes (labels differ per type only in the instance type).
+        landing = tuple(
+            ds.load()
+            for ds in daemonsets
+            if any(
+                lands_on(ds, node_labels(pool, n.instance_type, n.gpus), facts.taints)
+                for n in nodes
+            )
+        )
+        out[name] = replace(facts, nodes=nodes, daemonsets=landing)
     services = config.services
     if services is not None and services.kueue.enabled:
         out = {n: replace(f, topology_aware=uses_topology(f)) for n, f in out.items()}
@@ -172,16 +234,22 @@ def contract_from_config(
     k8s_provider: Any = None,
     ready: tuple[Any, ...] = (),
     team_ready: dict[str, tuple[Any, ...]] | None = None,
+    backend_ready: dict[str, tuple[Any, ...]] | None = None,
 ) -> PlatformContract:
     """The contract the platform described by `config` offers its jobs.
 
-    `checkpoint_bucket` defaults to `PENDING_BUCKET` when the config enables the bucket.
+    `checkpoint_bucket` defaults to `PENDING_BUCKET` when the config enables the bucket. The
+    backends are the services config's: the default (`trainforge:jobBackend`) and every one
+    whose controller the platform installs.
     """
     from trainforge.platform.monitoring import MLFLOW_TRACKING_URI  # noqa: PLC0415
 
     services = config.services
     pools = pool_facts(config, type_facts)
     teams = team_facts(services, ready=team_ready, pools=pools) if services is not None else {}
+    backend, backends = DEFAULT_BACKEND, (DEFAULT_BACKEND,)
+    if services is not None:
+        backend, backends = services.job_backend, tuple(services.job_backends)
     mlflow = None
     if services is not None:
         if checkpoint_bucket is None and services.checkpoints.enabled:
@@ -191,10 +259,11 @@ def contract_from_config(
     return PlatformContract(
         pools=pools,
         teams=teams,
-        backend=DEFAULT_BACKEND,
-        backends=(DEFAULT_BACKEND,),
+        backend=backend,
+        backends=backends,
         checkpoint_bucket=checkpoint_bucket,
         mlflow_tracking_uri=mlflow,
         k8s_provider=k8s_provider,
         ready=tuple(ready),
+        backend_ready=dict(backend_ready or {}),
     )

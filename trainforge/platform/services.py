@@ -23,12 +23,14 @@ from trainforge.platform.placement import (
     PRIVILEGED_NAMESPACE_REASON,
     psa_labels,
 )
+from trainforge.platform.published import team_facts
 from trainforge.platform.services_config import ServicesConfig
 from trainforge.platform.teams import (
     TRAINING_SERVICE_ACCOUNT,
     TeamNamespaces,
     TeamNamespacesArgs,
 )
+from trainforge.platform.trainer import KubeflowTrainer, KubeflowTrainerArgs
 from trainforge.platform.training_operator import TrainingOperator, TrainingOperatorArgs
 
 
@@ -71,7 +73,7 @@ class PlatformServicesArgs:
 
 
 class PlatformServices(pulumi.ComponentResource):
-    """FSx, checkpoint bucket, training operator, device plugins, monitoring and teams."""
+    """FSx, checkpoint bucket, job controllers, device plugins, monitoring and teams."""
 
     checkpoint_bucket_name: pulumi.Output[str] | None
     mlflow_tracking_uri: str | None
@@ -176,6 +178,9 @@ class PlatformServices(pulumi.ComponentResource):
                     restricted_teams=[t.name for t in cfg.teams if t.pod_security == "restricted"],
                     # Kueue's webhooks intercept every Job created in a team namespace.
                     after=[self.kueue.release] if self.kueue is not None else [],
+                    team_ids={
+                        n: (f.run_as_user, f.run_as_group) for n, f in team_facts(cfg).items()
+                    },
                     tags=tags,
                 ),
                 opts=child,
@@ -192,6 +197,7 @@ class PlatformServices(pulumi.ComponentResource):
                     kms_key_arn=kms_key_arn,
                     partition=args.partition,
                     account_id=args.account_id,
+                    region=args.region,
                     teams={
                         t.name: (namespaces[t.name], TRAINING_SERVICE_ACCOUNT) for t in cfg.teams
                     },
@@ -202,8 +208,10 @@ class PlatformServices(pulumi.ComponentResource):
             )
             self.checkpoint_bucket_name = self.checkpoints.bucket_name
 
+        # The job backends' controllers: only those the config's jobs use (`job_backends`);
+        # indexed-job needs none. `trainingOperator.enabled: false` means "already installed".
         self.training_operator: TrainingOperator | None = None
-        if cfg.training_operator.enabled:
+        if cfg.training_operator.enabled and "pytorchjob" in cfg.job_backends:
             self.training_operator = TrainingOperator(
                 f"{name}-training-operator",
                 TrainingOperatorArgs(
@@ -213,6 +221,19 @@ class PlatformServices(pulumi.ComponentResource):
                 ),
                 opts=child,
             )
+
+        self.trainer: KubeflowTrainer | None = None
+        if "trainjob" in cfg.job_backends:
+            self.trainer = KubeflowTrainer(
+                f"{name}-trainer",
+                KubeflowTrainerArgs(k8s_provider=args.k8s_provider, kubeconfig=args.kubeconfig),
+                opts=child,
+            )
+        # What a job of each backend waits for: its controller (CRDs, webhook, runtimes).
+        self.backend_ready: dict[str, tuple[pulumi.Resource, ...]] = {
+            "pytorchjob": (self.training_operator,) if self.training_operator else (),
+            "trainjob": (self.trainer,) if self.trainer else (),
+        }
 
         self.device_plugins = DevicePlugins(
             f"{name}-device-plugins",

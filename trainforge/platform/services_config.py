@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainforge.jobs.contract import BACKENDS, DEFAULT_BACKEND
+
 NS = "trainforge"
 
 FSX_DEPLOYMENT_TYPES = ("PERSISTENT_2", "SCRATCH_2")
@@ -31,6 +33,7 @@ RESERVED_NAMESPACES = frozenset(
         "kube-public",
         "kube-node-lease",
         "kubeflow",
+        "kubeflow-system",  # Kubeflow Trainer v2 and JobSet (backend trainjob)
         "monitoring",
         "mlflow",
         "kueue-system",
@@ -238,6 +241,11 @@ class ServicesConfig:
     mlflow: MlflowConfig = field(default_factory=MlflowConfig)
     kueue: KueueConfig = field(default_factory=KueueConfig)
     teams: tuple[TeamConfig, ...] = ()
+    # What jobs emit by default (`trainforge:jobBackend`) and every backend whose controller
+    # the platform installs: the default, `trainforge:jobBackends`, and each stack job's own
+    # `backend:` (in BACKENDS order).
+    job_backend: str = DEFAULT_BACKEND
+    job_backends: tuple[str, ...] = (DEFAULT_BACKEND,)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -713,6 +721,34 @@ def _kueue(r: _Reader) -> KueueConfig:
     )
 
 
+def _job_backends(raw: dict[str, Any], errors: list[str]) -> tuple[str, tuple[str, ...]]:
+    """The default backend and the backends to install. Jobs declared in this stack's config
+    name theirs (`backend:`), so their controllers are installed without being listed; jobs
+    declared elsewhere (Python, another program) need `trainforge:jobBackends`. A bad job
+    `backend:` is reported by the job parser, with the job's index."""
+    default = raw.get("jobBackend", DEFAULT_BACKEND)
+    if default not in BACKENDS:
+        errors.append(
+            f"{NS}:jobBackend: invalid value {default!r}; expected one of {', '.join(BACKENDS)}"
+        )
+        default = DEFAULT_BACKEND
+    wanted = {default}
+    extra = raw.get("jobBackends")
+    if extra is not None:
+        if not isinstance(extra, list) or any(b not in BACKENDS for b in extra):
+            errors.append(
+                f"{NS}:jobBackends: invalid value {extra!r}; expected a list drawn from "
+                f"{', '.join(BACKENDS)}"
+            )
+        else:
+            wanted |= set(extra)
+    jobs = raw.get("jobs")
+    for job in jobs if isinstance(jobs, list) else []:
+        if isinstance(job, dict) and job.get("backend") in BACKENDS:
+            wanted.add(job["backend"])
+    return default, tuple(b for b in BACKENDS if b in wanted)
+
+
 SERVICE_KEYS = (
     "fsx",
     "checkpoints",
@@ -722,6 +758,8 @@ SERVICE_KEYS = (
     "mlflow",
     "kueue",
     "teams",
+    "jobBackend",
+    "jobBackends",
 )
 
 
@@ -732,6 +770,7 @@ def parse_services_config(raw: dict[str, Any], errors: list[str]) -> ServicesCon
     section are errors. Never raises on bad input.
     """
     raw = raw or {}
+    job_backend, job_backends = _job_backends(raw, errors)
     config = ServicesConfig(
         fsx=_fsx(_Reader(raw.get("fsx"), f"{NS}:fsx", errors)),
         checkpoints=_checkpoints(_Reader(raw.get("checkpoints"), f"{NS}:checkpoints", errors)),
@@ -745,6 +784,8 @@ def parse_services_config(raw: dict[str, Any], errors: list[str]) -> ServicesCon
         mlflow=_mlflow(_Reader(raw.get("mlflow"), f"{NS}:mlflow", errors)),
         kueue=_kueue(_Reader(raw.get("kueue"), f"{NS}:kueue", errors)),
         teams=_teams(raw.get("teams"), errors, _raw_pool_names(raw)),
+        job_backend=job_backend,
+        job_backends=job_backends,
     )
     ns_used = {config.training_operator.namespace, config.monitoring.namespace}
     for t in config.teams:

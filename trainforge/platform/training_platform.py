@@ -102,6 +102,10 @@ class TrainingPlatformArgs(TypedDict, total=False):
     node_pools: list[NodePoolArgs]
     karpenter: KarpenterSettingsArgs
     tags: dict[str, str]
+    job_backend: str
+    """What jobs emit by default: pytorchjob (default), trainjob or indexed-job."""
+    job_backends: list[str]
+    """Further backends whose controllers to install (for jobs declared in other programs)."""
 
 
 _SPECIAL = {"root_volume_gib": "rootVolumeGiB"}
@@ -221,7 +225,6 @@ class TrainingPlatform(pulumi.ComponentResource):
         # owned by the services engineer; composed here when their config was parsed.
         self.services = self._services(name, config, tags) if config.services is not None else None
         services = self.services
-        operator = services.training_operator if services is not None else None
         # What jobs read: pools, teams, storage, bucket, MLflow, backends. Python only (not a
         # component output: the schema analyzer turns annotated attributes into outputs).
         self.contract: PlatformContract = contract_from_config(
@@ -229,9 +232,12 @@ class TrainingPlatform(pulumi.ComponentResource):
             type_facts,
             checkpoint_bucket=services.checkpoint_bucket_name if services is not None else None,
             k8s_provider=self.k8s_provider,
-            # Jobs need their backend's CRDs and webhook first.
-            ready=(operator,) if operator is not None else (),
             team_ready=services.team_ready if services is not None else None,
+            # Jobs carry a queue label: Kueue's webhook and their team's LocalQueue must exist
+            # before a job does, or it would start unqueued.
+            ready=(services.kueue,) if services is not None and services.kueue else (),
+            # Jobs need their backend's CRDs and webhook first.
+            backend_ready=services.backend_ready if services is not None else None,
         )
         declared().contracts.append(self.contract)
 

@@ -95,6 +95,20 @@ TRAINING_OPERATOR_KUSTOMIZE_URL = (
     "https://github.com/kubeflow/trainer//manifests/overlays/standalone"
     f"?ref={TRAINING_OPERATOR_VERSION}"
 )
+# Kubeflow Trainer v2 (TrainJob; backend trainjob). The chart renders the Trainer CRDs as
+# templates (crds.enabled) and bundles JobSet's chart 0.12.0 (oci://registry.k8s.io/jobset/
+# charts, condition jobset.install), whose CRD is in its crds/ folder. The OCI artifact itself
+# was not pulled here (no network to ghcr.io from this workplace).
+# source: github.com/kubeflow/trainer tag v2.3.0 (2026-08-06, the newest release):
+# charts/kubeflow-trainer/Chart.yaml version 2.3.0, pushed to oci://ghcr.io/kubeflow/charts by
+# .github/workflows/publish-helm-charts.yaml; its Makefile tests against Kubernetes 1.35.0
+# (K8S_VERSION, = KUBERNETES_VERSION here), checked 2026-11-23
+TRAINER_VERSION = "2.3.0"
+TRAINER_CHART_REPO = "oci://ghcr.io/kubeflow/charts"
+TRAINER_CHART = "kubeflow-trainer"
+# source: kubeflow/trainer v2.3.0 charts/kubeflow-trainer/Chart.yaml dependencies (bundled by
+# the Trainer chart; listed for reviewers), checked 2026-11-23
+JOBSET_VERSION = "0.12.0"
 # FSx for Lustre CSI driver as an EKS add-on.
 # source: existing pin; upstream driver v1.9.0 exists (public.ecr.aws/fsx-csi-driver); the
 # add-on build published for 1.35 is NOT confirmed from a public record (run `aws eks

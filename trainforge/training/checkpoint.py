@@ -24,7 +24,6 @@ import concurrent.futures
 import dataclasses
 import os
 import random
-import re
 import shutil
 import signal
 import time
@@ -38,9 +37,16 @@ import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint.api import CheckpointException
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 
-STEP_DIR_RE = re.compile(r"^step_(\d{6,})$")
-METADATA_FILE = ".metadata"
-EXTRAS_FMT = "trainforge_rank{rank:05d}.pt"
+# The layout names and the error type live in a torch-free module (the S3 mirror and the
+# plan's IAM rehearsal use them); re-exported here, where the rest of the runtime finds them.
+from trainforge.training.layout import (
+    EXTRAS_FMT,
+    METADATA_FILE,
+    CheckpointError,
+    parse_step,
+    step_dir_name,
+)
+
 EXTRAS_VERSION = 1
 
 # Test-only fault injection (see docs/checkpointing.md, "Rehearsing failures"): when set to a
@@ -50,10 +56,6 @@ EXTRAS_VERSION = 1
 CRASH_DURING_SAVE_ENV = "TRAINFORGE_TEST_CRASH_DURING_SAVE"
 
 LogFn = Callable[[str], None]
-
-
-class CheckpointError(Exception):
-    """A checkpoint problem the user must act on; the message says what and how."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,15 +97,6 @@ class CheckpointConfig:
 
 
 # ----------------------------------------------------------------------------- directory scan
-
-
-def step_dir_name(step: int) -> str:
-    return f"step_{step:06d}"
-
-
-def parse_step(name: str) -> int | None:
-    m = STEP_DIR_RE.match(name)
-    return int(m.group(1)) if m else None
 
 
 @dataclasses.dataclass(frozen=True)

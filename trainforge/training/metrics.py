@@ -40,7 +40,23 @@ HELP = {
     "checkpoint_step": "step of the last checkpoint",
     "checkpoint_seconds": "seconds until the last checkpoint was complete",
     "checkpoint_blocked_seconds": "seconds training waited for the last checkpoint",
+    "total_steps": "optimizer steps the run is configured for",
+    "progress": "fraction of the run's steps completed (0..1)",
+    "eta_seconds": "estimated seconds until the last step, at this run's average step time",
+    "step_seconds": "seconds per optimizer step over the last log window",
 }
+
+
+def format_eta(seconds: float) -> str:
+    """A short human duration: 45s, 12m05s, 3h07m, 2d04h."""
+    s = max(0, int(round(seconds)))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    if s < 86400:
+        return f"{s // 3600}h{s % 3600 // 60:02d}m"
+    return f"{s // 86400}d{s % 86400 // 3600:02d}h"
 
 
 def peak_flops(device: torch.device) -> float | None:
@@ -199,7 +215,9 @@ class Reporter:
         self.last_loss: float | None = None
         if not enabled:
             return
-        self.gauges.update({"step": 0, "world_size": world_size})
+        self.gauges.update(
+            {"step": 0, "world_size": world_size, "total_steps": total_steps, "progress": 0.0}
+        )
         from trainforge.training.config import ConfigError  # noqa: PLC0415
 
         if metrics_port:
@@ -260,6 +278,7 @@ class Reporter:
         }
         if self.peak_total:
             values["mfu"] = sps * self.flops_per_sample / self.peak_total
+        values.update(self.progress(step, now))
         values.update(extra)
         self.last_loss = loss
         self.gauges.update(values)
@@ -270,6 +289,9 @@ class Reporter:
         )
         if "mfu" in values:
             line += f" | MFU {100 * values['mfu']:.1f}%"
+        line += f" | {100 * values['progress']:.1f}%"
+        if "eta_seconds" in values:
+            line += f" | ETA {format_eta(values['eta_seconds'])}"
         self.log(line)
         if self.tty:
             done = int(30 * step / self.total_steps)
@@ -281,6 +303,17 @@ class Reporter:
             self._jsonl.flush()
         if self.mlflow is not None:
             self.mlflow.log(values, step)
+
+    def progress(self, step: int, now: float) -> dict[str, float]:
+        """Progress and ETA: the run's average step time since this process started its loop
+        (a resumed run counts only its own steps, so restore time does not skew it)."""
+        total = max(self.total_steps, 1)
+        out = {"total_steps": float(self.total_steps), "progress": min(step / total, 1.0)}
+        done = step - self.first_step
+        if done > 0:
+            per_step = (now - self.loop_start) / done
+            out["eta_seconds"] = max(self.total_steps - step, 0) * per_step
+        return out
 
     def summary(self, summary: dict[str, Any]) -> None:
         if not self.enabled:

@@ -15,6 +15,16 @@ marker on the previous one.
 boto3 is optional (the ``s3`` extra): it is imported only when ``--checkpoint-s3`` is used.
 Credentials and endpoint come from the standard AWS chain (IRSA / Pod Identity on EKS,
 ``AWS_ENDPOINT_URL`` for S3-compatible stores and tests).
+
+IAM: a team's role may list the bucket only under its own prefix (``s3:ListBucket`` with a
+``StringLike s3:prefix <team>/*`` condition). Every call here therefore works inside that
+prefix: the access check and the ``latest`` read are ListObjectsV2 calls with a ``Prefix``
+(HeadBucket is authorized as ``s3:ListBucket`` with no ``s3:prefix`` key and would be denied),
+and a missing key is detected by listing, never by a GetObject error: S3 answers a GetObject
+on a missing key with 403, not 404, when the caller may not list the bucket, and a GetObject
+request carries no ``s3:prefix``, so under a prefix-conditioned ListBucket a missing marker
+would look exactly like a real denial. The offline plan rehearses these calls against the
+platform's policies (trainforge.plan.iam_rehearsal).
 """
 
 from __future__ import annotations
@@ -26,16 +36,20 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from trainforge.training.checkpoint import (
-    EXTRAS_FMT,
-    METADATA_FILE,
-    CheckpointError,
-    inspect_checkpoint,
-    parse_step,
-)
+from trainforge.training.layout import EXTRAS_FMT, METADATA_FILE, CheckpointError, parse_step
 
 LATEST_MARKER = "latest"
 LogFn = Callable[[str], None]
+# Checks a downloaded checkpoint directory: None when it is whole, else why not.
+VerifyFn = Callable[[Path], "str | None"]
+
+
+def _verify_dcp(path: Path) -> str | None:
+    """Default check: the DCP `.metadata` parses (imports torch, like the runtime)."""
+    from trainforge.training.checkpoint import inspect_checkpoint
+
+    status = inspect_checkpoint(path)
+    return None if status.complete else status.reason
 
 
 def parse_s3_uri(uri: str) -> tuple[str, str]:
@@ -59,13 +73,36 @@ def _import_boto3() -> Any:
     return boto3
 
 
+def _transfer_errors() -> tuple[type[BaseException], ...]:
+    """What an upload or download may raise: botocore's errors, OS errors, and boto3's own
+    (s3transfer wraps a failed part as S3UploadFailedError, which is neither of the others;
+    the plan's IAM rehearsal found a failed multipart upload escaping as a traceback)."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    errors: tuple[type[BaseException], ...] = (ClientError, BotoCoreError, OSError)
+    try:
+        from boto3.exceptions import Boto3Error
+    except ImportError:  # an injected non-boto3 client
+        return errors
+    return (*errors, Boto3Error)
+
+
 class S3Mirror:
     """Uploads complete checkpoints and downloads the newest one; see the module docstring."""
 
-    def __init__(self, uri: str, *, log: LogFn = print, client: Any | None = None) -> None:
+    def __init__(
+        self,
+        uri: str,
+        *,
+        log: LogFn = print,
+        client: Any | None = None,
+        verify: VerifyFn | None = None,
+    ) -> None:
         self.uri = uri.rstrip("/")
         self.bucket, self.prefix = parse_s3_uri(uri)
         self.log = log
+        # the offline plan's IAM rehearsal passes a check that needs no torch
+        self.verify = verify or _verify_dcp
         if client is None:
             boto3 = _import_boto3()
             # own session: thread-safe use from the async checkpoint thread, fresh credentials
@@ -92,20 +129,26 @@ class S3Mirror:
             "SignatureDoesNotMatch",
             "ExpiredToken",
         ):
+            where = f"{self.prefix}/" if self.prefix else ""
             return CheckpointError(
                 f"--checkpoint-s3 {self.uri}: access denied ({code}) while {action}; the "
-                f"job's IAM role needs s3:ListBucket on arn:aws:s3:::{self.bucket} and "
-                f"s3:GetObject/PutObject/DeleteObject on arn:aws:s3:::{self.bucket}/"
-                f"{self.prefix + '/' if self.prefix else ''}*"
+                f"job's IAM role needs s3:ListBucket on arn:aws:s3:::{self.bucket} (s3:prefix "
+                f"{where}*), s3:GetObject/PutObject/DeleteObject/AbortMultipartUpload on "
+                f"arn:aws:s3:::{self.bucket}/{where}* and, for an SSE-KMS bucket, "
+                "kms:GenerateDataKey/kms:Decrypt on its key"
             )
         return CheckpointError(f"--checkpoint-s3 {self.uri}: {action} failed: {code or e}")
 
     def check_access(self) -> None:
-        """Fail before training starts, not at the first checkpoint an hour later."""
+        """Fail before training starts, not at the first checkpoint an hour later.
+
+        One ListObjectsV2 under the job's prefix: it proves the bucket exists (NoSuchBucket
+        otherwise) and that the role may list where the runtime lists, and it is allowed by
+        a prefix-conditioned ListBucket (HeadBucket is not; see the module docstring).
+        """
         from botocore.exceptions import BotoCoreError, ClientError
 
         try:
-            self.client.head_bucket(Bucket=self.bucket)
             self.client.list_objects_v2(Bucket=self.bucket, Prefix=self.key(""), MaxKeys=1)
         except ClientError as e:
             raise self._explain(e, "checking the bucket") from e
@@ -124,12 +167,12 @@ class S3Mirror:
 
     def upload_own_files(self, path: Path, rank: int) -> bool:
         """Upload this rank's files of a complete checkpoint; False (logged) on failure."""
-        from botocore.exceptions import BotoCoreError, ClientError
+        from botocore.exceptions import ClientError
 
         try:
             for f in self.own_files(path, rank):
                 self.client.upload_file(str(f), self.bucket, self.key(path.name, f.name))
-        except (ClientError, BotoCoreError, OSError) as e:
+        except _transfer_errors() as e:
             err = self._explain(e, f"uploading {path.name}") if isinstance(e, ClientError) else e
             self.log(f"s3 mirror: rank {rank}: upload of {path.name} failed: {err}")
             return False
@@ -154,7 +197,7 @@ class S3Mirror:
                 Body=marker.encode(),
                 ContentType="application/json",
             )
-        except (ClientError, BotoCoreError, OSError) as e:
+        except _transfer_errors() as e:
             err = self._explain(e, f"publishing {path.name}") if isinstance(e, ClientError) else e
             self.log(f"s3 mirror: {path.name} not published: {err}")
             return False
@@ -200,12 +243,26 @@ class S3Mirror:
 
     # -- download -------------------------------------------------------------------------
 
+    def _exists(self, key: str) -> bool:
+        """Is `key` in the bucket? Asked by listing under the key itself (allowed by the
+        team's prefix-conditioned ListBucket), never inferred from a GetObject error."""
+        page = self.client.list_objects_v2(Bucket=self.bucket, Prefix=key, MaxKeys=1)
+        return any(o.get("Key") == key for o in page.get("Contents", []))
+
     def latest(self) -> str | None:
-        """The checkpoint the marker names, or None when the prefix has none yet."""
+        """The checkpoint the marker names, or None when the prefix has none yet.
+
+        A fresh job has no marker: the list says so. Only a marker the list has shown is
+        read, so a 403 from GetObject is a real denial (e.g. kms:Decrypt) and fatal; a 404
+        there means the marker was deleted in between, which is "none yet" again.
+        """
         from botocore.exceptions import ClientError
 
+        marker = self.key(LATEST_MARKER)
         try:
-            body = self.client.get_object(Bucket=self.bucket, Key=self.key(LATEST_MARKER))["Body"]
+            if not self._exists(marker):
+                return None
+            body = self.client.get_object(Bucket=self.bucket, Key=marker)["Body"]
         except ClientError as e:
             if e.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
                 return None
@@ -243,9 +300,13 @@ class S3Mirror:
                 if not rel or "/" in rel:
                     continue
                 self.client.download_file(self.bucket, obj["Key"], str(tmp / rel))
-        except ClientError as e:
+        except _transfer_errors() as e:
             shutil.rmtree(tmp, ignore_errors=True)
-            raise self._explain(e, f"downloading {name}") from e
+            if isinstance(e, ClientError):
+                raise self._explain(e, f"downloading {name}") from e
+            raise CheckpointError(
+                f"--checkpoint-s3 {self.uri}: downloading {name} failed: {e}"
+            ) from e
         final = root / name
         if not (tmp / METADATA_FILE).is_file():
             shutil.rmtree(tmp, ignore_errors=True)
@@ -256,7 +317,10 @@ class S3Mirror:
         if final.exists():
             shutil.rmtree(final)  # a partial local copy of the same step
         os.rename(tmp, final)
-        if not inspect_checkpoint(final).complete:
-            raise CheckpointError(f"checkpoint {name} downloaded from {self.uri} is not readable")
+        problem = self.verify(final)
+        if problem is not None:
+            raise CheckpointError(
+                f"checkpoint {name} downloaded from {self.uri} is not readable: {problem}"
+            )
         self.log(f"s3 mirror: downloaded {self.uri}/{name} to {final} ({len(objects)} files)")
         return final

@@ -1,0 +1,338 @@
+"""One job model, three backends: every backend's objects are valid, and the pods each backend's
+controller creates are the same pod, field by field (resources, tolerations, volumes, env
+contract, security, scheduling, command, metrics). The TrainJob's pod is rehearsed from the
+platform's ClusterTrainingRuntime and the TrainJob as Trainer v2.3 builds it."""
+
+from __future__ import annotations
+
+import copy
+
+import kubernetes_validate
+import pytest
+
+from tests.jobs.helpers import (
+    CODE,
+    CPU_POOL,
+    DLC_IMAGE,
+    EFA_POOL,
+    GPU_POOL,
+    K8S_VERSION,
+    target,
+    validate_pod_templates,
+    webhook_errors,
+)
+from tests.jobs.schemas import crd_errors
+from trainforge.jobs import indexed_job, trainjob
+from trainforge.jobs.backends import WORKLOAD_TYPES, emit
+from trainforge.jobs.contract import BACKENDS
+from trainforge.jobs.errors import JobConfigError
+from trainforge.jobs.pod import COMPLETION_INDEX_FIELD, checkpoint_dir
+from trainforge.jobs.spec import parse_job
+from trainforge.jobs.wiring import resolve_job
+from trainforge.plan import validate as V
+
+W = "trainforge:jobs[0]"
+ALL = {"backends": BACKENDS}
+
+CASES = {
+    "ddp-gpu": dict(pool=GPU_POOL, workers=3, model="gpt", steps=1000),
+    "ddp-gpu-single-proc": dict(pool=GPU_POOL, workers=2, gpusPerWorker=1),
+    "fsdp-gpu": dict(pool=GPU_POOL, preset="fsdp", workers=2, compile=True),
+    "fsdp-efa": dict(pool=EFA_POOL, preset="fsdp", workers=4, image=DLC_IMAGE),
+    "cpu-ddp": dict(pool=CPU_POOL, workers=2, model="mlp", env={"MY_FLAG": "1"}),
+    "cpu-one-pod": dict(pool=CPU_POOL, workers=1, procsPerWorker=2),
+    "image-code": dict(
+        pool=GPU_POOL,
+        workers=2,
+        codeSource="image",
+        image="123.dkr.ecr.us-east-1.amazonaws.com/trainforge@sha256:" + "a" * 64,
+        restartPolicy="ExitCode",
+        runPolicy={"activeDeadlineSeconds": 7200},
+    ),
+}
+RENDEZVOUS = {"MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE"}
+
+
+def build(backend, pool=GPU_POOL, code=CODE, tgt=None, **kw):
+    raw = {"name": "llm", "team": "research", "pool": pool.name, "backend": backend, **kw}
+    t = tgt or target(pool, **ALL)
+    job = resolve_job(parse_job(raw, W), t, W)
+    return job, emit(job, t, code)
+
+
+def controller_pod(out) -> dict:
+    """The pod template the backend's controller gives every pod of the job."""
+    wl = out.workload
+    if out.backend == "pytorchjob":
+        specs = wl["spec"]["pytorchReplicaSpecs"]
+        return specs["Master" if "Master" in specs else "Worker"]["template"]
+    if out.backend == "trainjob":
+        runtime = trainjob.runtime_manifest(
+            next(p for p, n in trainjob.RUNTIMES.items() if n == wl["spec"]["runtimeRef"]["name"])
+        )
+        return trainjob.effective_pod(wl, runtime)
+    return wl["spec"]["template"]
+
+
+def env_entries(container: dict) -> dict[str, dict]:
+    return {e["name"]: {k: v for k, v in e.items() if k != "name"} for e in container["env"]}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_every_backend_emits_valid_objects(case, backend):
+    _, out = build(backend, **CASES[case])
+    wl = out.workload
+    assert out.backend == backend
+    if backend == "pytorchjob":
+        assert crd_errors(wl) == [] and webhook_errors(wl) == []
+        assert validate_pod_templates(wl) == len(wl["spec"]["pytorchReplicaSpecs"])
+    elif backend == "trainjob":
+        assert crd_errors(wl) == []
+        runtimes = V.runtime_index(trainjob.runtime_manifests())
+        # the Trainer webhook's rules, and the pod the controller builds as a core PodTemplate
+        assert V.trainjob_findings(wl, K8S_VERSION, runtimes) == []
+    else:
+        kubernetes_validate.validate(wl, K8S_VERSION, strict=True)
+        kubernetes_validate.validate(out.service, K8S_VERSION, strict=True)
+        assert V.job_spec_findings(wl["spec"]) == []
+    pod = controller_pod(out)
+    shadow = {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "p"}}
+    kubernetes_validate.validate({**shadow, "template": pod}, K8S_VERSION, strict=True)
+    assert crd_errors(out.podmonitor) == []
+
+
+def test_the_platform_runtimes_are_valid():
+    for runtime in trainjob.runtime_manifests():
+        assert crd_errors(runtime) == [], runtime["metadata"]["name"]
+        assert V.runtime_findings(runtime, K8S_VERSION) == []
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_the_pods_are_the_same_on_every_backend_field_by_field(case):
+    pods = {b: controller_pod(build(b, **CASES[case])[1]) for b in BACKENDS}
+    ref = pods["pytorchjob"]
+    rc = ref["spec"]["containers"][0]
+    for backend in ("trainjob", "indexed-job"):
+        p, c = pods[backend], pods[backend]["spec"]["containers"][0]
+        where = f"{case}/{backend}"
+        assert c["resources"] == rc["resources"], where
+        assert p["spec"].get("tolerations") == ref["spec"].get("tolerations"), where
+        assert p["spec"]["volumes"] == ref["spec"]["volumes"], where
+        assert c["volumeMounts"] == rc["volumeMounts"], where
+        assert c["image"] == rc["image"] and c["imagePullPolicy"] == rc["imagePullPolicy"], where
+        assert c["command"] == rc["command"], where  # one command for every backend
+        assert c["securityContext"] == rc["securityContext"], where
+        for key in (
+            "securityContext",
+            "nodeSelector",
+            "serviceAccountName",
+            "terminationGracePeriodSeconds",
+            "automountServiceAccountToken",
+            "enableServiceLinks",
+        ):
+            assert p["spec"][key] == ref["spec"][key], f"{where}: {key}"
+        assert p["metadata"]["annotations"] == ref["metadata"]["annotations"], where
+        assert ref["metadata"]["labels"].items() <= p["metadata"]["labels"].items(), where
+        # the metrics port, by name, where the PodMonitor scrapes it
+        metrics = [x for x in c["ports"] if x.get("name") == "metrics"]
+        assert metrics == [x for x in rc["ports"] if x.get("name") == "metrics"], where
+        # env: the platform's contract is identical; the rendezvous variables the training
+        # operator sets on a PyTorchJob pod are set by the backend itself
+        env, ref_env = env_entries(c), env_entries(rc)
+        assert {
+            k: v for k, v in env.items() if k not in RENDEZVOUS and not k.startswith("PET_")
+        } == ref_env
+        assert env.keys() >= RENDEZVOUS and not RENDEZVOUS & ref_env.keys(), where
+        assert env["RANK"] == {"valueFrom": {"fieldRef": {"fieldPath": COMPLETION_INDEX_FIELD}}}
+
+
+def test_rendezvous_variables_agree_with_what_trainer_sets():
+    """On a TrainJob pod, MASTER_ADDR/PORT and RANK equal the torch plugin's PET_* values."""
+    job, out = build("trainjob", **CASES["ddp-gpu"])
+    env = env_entries(controller_pod(out)["spec"]["containers"][0])
+    assert env["MASTER_ADDR"] == env["PET_MASTER_ADDR"] == {"value": "llm-node-0-0.llm"}
+    assert env["MASTER_PORT"] == env["PET_MASTER_PORT"] == {"value": "29500"}
+    assert env["RANK"] == env["PET_NODE_RANK"]
+    assert env["PET_NNODES"] == {"value": "3"} and env["PET_NPROC_PER_NODE"] == {"value": "4"}
+    assert env["WORLD_SIZE"] == {"value": "12"}  # as the training operator computes it
+    _, ix = build("indexed-job", **CASES["ddp-gpu"])
+    ienv = env_entries(controller_pod(ix)["spec"]["containers"][0])
+    # pod 0's hostname in the Service's subdomain
+    assert ienv["MASTER_ADDR"] == {"value": "llm-0.llm"} and ix.service["metadata"]["name"] == "llm"
+    assert controller_pod(ix)["spec"]["subdomain"] == "llm"
+
+
+def test_one_process_pods_get_the_same_env_contract():
+    """python -m trainforge.training reads MASTER_ADDR/RANK/WORLD_SIZE: every backend sets them."""
+    for backend in ("trainjob", "indexed-job"):
+        _, out = build(backend, **CASES["ddp-gpu-single-proc"])
+        c = controller_pod(out)["spec"]["containers"][0]
+        env = env_entries(c)
+        assert c["command"][:3] == ["python", "-m", "trainforge.training"]
+        assert env["WORLD_SIZE"] == {"value": "2"} and env["LOCAL_RANK"] == {"value": "0"}
+
+
+def test_backend_comes_from_the_platform_unless_the_job_names_one():
+    raw = {"name": "llm", "team": "research", "pool": "gpu-workloads"}
+    t = target(GPU_POOL, backend="indexed-job", backends=("pytorchjob", "indexed-job"))
+    assert resolve_job(parse_job(raw, W), t, W).backend == "indexed-job"
+    job = resolve_job(parse_job({**raw, "backend": "pytorchjob"}, W), t, W)
+    assert job.backend == "pytorchjob"
+
+
+def test_a_backend_the_platform_does_not_install_is_refused():
+    raw = {"name": "llm", "team": "research", "pool": "gpu-workloads", "backend": "trainjob"}
+    with pytest.raises(JobConfigError) as err:
+        resolve_job(parse_job(raw, W), target(GPU_POOL), W)
+    msg = str(err.value)
+    assert msg.startswith(f"{W}.backend: got 'trainjob'; the platform installs")
+    assert "pytorchjob" in msg and "trainforge:jobBackends" in msg and "\n" not in msg
+
+
+def test_an_unknown_backend_is_refused_by_the_parser():
+    with pytest.raises(JobConfigError, match=r"\.backend: got 'v2'; valid values: pytorchjob"):
+        parse_job({"name": "a", "team": "t", "pool": "p", "backend": "v2"}, W)
+
+
+@pytest.mark.parametrize(
+    ("backend", "extra", "key", "says"),
+    [
+        ("trainjob", dict(preset="elastic", elastic={"maxWorkers": 3}), "preset", "no elastic"),
+        (
+            "indexed-job",
+            dict(preset="elastic", elastic={"maxWorkers": 3}),
+            "preset",
+            "fixed number",
+        ),
+        ("trainjob", dict(metricsPort=9191), "metricsPort", "ClusterTrainingRuntime"),
+        ("trainjob", dict(runPolicy={"backoffLimit": 2}), "runPolicy.backoffLimit", "runtime"),
+        ("trainjob", dict(runPolicy={"ttlSecondsAfterFinished": 60}), "runPolicy.ttl", "runtime"),
+        ("trainjob", dict(runPolicy={"cleanPodPolicy": "All"}), "runPolicy.cleanPod", "runtime"),
+        ("indexed-job", dict(runPolicy={"cleanPodPolicy": "None"}), "runPolicy.cleanPod", "Job"),
+    ],
+)
+def test_what_a_backend_lacks_is_refused_at_preview(backend, extra, key, says):
+    with pytest.raises(JobConfigError) as err:
+        build(backend, **extra)
+    msg = str(err.value)
+    assert msg.startswith(f"{W}.{key}") and says in msg and "\n" not in msg
+
+
+def test_what_each_backend_supports_of_the_run_policy():
+    job, tj = build("trainjob", restartPolicy="Never", runPolicy={"activeDeadlineSeconds": 3600})
+    assert tj.workload["spec"]["activeDeadlineSeconds"] == 3600
+    assert tj.workload["spec"]["runtimeRef"] == {
+        "apiGroup": "trainer.kubeflow.org",
+        "kind": "ClusterTrainingRuntime",
+        "name": "trainforge-torch-never",
+    }
+    _, ij = build(
+        "indexed-job",
+        runPolicy={"backoffLimit": 2, "ttlSecondsAfterFinished": 60, "activeDeadlineSeconds": 9},
+    )
+    spec = ij.workload["spec"]
+    assert (spec["backoffLimitPerIndex"], spec["ttlSecondsAfterFinished"]) == (2, 60)
+    assert spec["activeDeadlineSeconds"] == 9
+
+
+def test_switching_backend_keeps_checkpoints_and_pods():
+    """The replacement on another backend resumes from the same checkpoint directory."""
+    dirs = set()
+    for backend in BACKENDS:
+        job, out = build(backend, **CASES["fsdp-gpu"])
+        c = controller_pod(out)["spec"]["containers"][0]
+        dirs.add(c["command"][c["command"].index("--checkpoint-dir") + 1])
+        assert checkpoint_dir(job, target(GPU_POOL)) in dirs
+    assert dirs == {"/fsx/checkpoints/team-research/llm"}
+    assert len(set(WORKLOAD_TYPES.values())) == 3
+
+
+def test_the_trainjob_pod_needs_the_runtime_and_the_patch():
+    """The rehearsal is not vacuous: without the patch the pod lacks the job's volumes and
+    tolerations, and a runtime with another container name leaves the job unwired."""
+    _, out = build("trainjob", **CASES["ddp-gpu"])
+    runtime = trainjob.runtime_manifest()
+    bare = copy.deepcopy(out.workload)
+    bare["spec"]["runtimePatches"] = []
+    pod = trainjob.effective_pod(bare, runtime)
+    assert "tolerations" not in pod["spec"]
+    assert {v["name"] for v in pod["spec"]["volumes"]} == {"dshm", "tmp"}
+    assert pod["spec"]["volumes"][0]["emptyDir"] == {"medium": "Memory"}  # unsized /dev/shm
+    wrong = copy.deepcopy(runtime)
+    rjob = wrong["spec"]["template"]["spec"]["replicatedJobs"][0]
+    rjob["template"]["spec"]["template"]["spec"]["containers"][0]["name"] = "pytorch"
+    assert any("node" in m for m in V.runtime_findings(wrong, K8S_VERSION))
+    assert any(
+        "not in the runtime" in m
+        for m in V.trainjob_findings(out.workload, K8S_VERSION, V.runtime_index([wrong]))
+    )
+
+
+def test_indexed_job_failure_handling():
+    _, out = build("indexed-job", **CASES["cpu-ddp"])
+    spec = out.workload["spec"]
+    assert spec["completionMode"] == "Indexed" and spec["completions"] == spec["parallelism"] == 2
+    assert spec["backoffLimitPerIndex"] == 6 and spec["maxFailedIndexes"] == 0
+    assert spec["podReplacementPolicy"] == "Failed"
+    assert spec["template"]["spec"]["restartPolicy"] == "Never"
+    assert spec["podFailurePolicy"]["rules"] == [
+        {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}
+    ]
+    _, ex = build("indexed-job", **CASES["image-code"])  # restartPolicy: ExitCode
+    rules = ex.workload["spec"]["podFailurePolicy"]["rules"]
+    assert rules[1]["action"] == "FailJob"
+    assert rules[1]["onExitCodes"]["values"] == list(range(1, 128))
+    assert rules[1]["onExitCodes"]["containerName"] == indexed_job.CONTAINER
+    _, never = build("indexed-job", restartPolicy="Never")
+    assert never.workload["spec"]["backoffLimitPerIndex"] == 0
+
+
+def test_job_validation_rules_catch_broken_jobs():
+    """The API server rules the plan applies to Jobs are not vacuous."""
+    _, out = build("indexed-job", **CASES["image-code"])
+    bad = copy.deepcopy(out.workload["spec"])
+    bad["template"]["spec"]["restartPolicy"] = "OnFailure"
+    bad["podFailurePolicy"]["rules"][1]["onExitCodes"]["values"] = [0, 3, 2]
+    bad.pop("completions")
+    msgs = V.job_spec_findings(bad)
+    assert any("needs template.spec.restartPolicy Never" in m for m in msgs)
+    assert any("sorted and unique" in m for m in msgs) and any(
+        "0 is not allowed" in m for m in msgs
+    )
+    assert any("completions is required" in m for m in msgs)
+
+
+def test_trainjob_webhook_rules_catch_broken_trainjobs():
+    _, out = build("trainjob", **CASES["ddp-gpu"])
+    bad = copy.deepcopy(out.workload)
+    bad["spec"]["trainer"]["env"].append({"name": "PET_NNODES", "value": "9"})
+    patch = bad["spec"]["runtimePatches"][0]
+    patch["manager"] = "trainforge"
+    pod = patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"][0]["template"]
+    pod["spec"]["template"]["spec"]["containers"][0]["env"] = [{"name": "X", "value": "1"}]
+    pod["spec"]["template"]["spec"]["hostNetwork"] = True
+    msgs = V.trainjob_findings(bad, K8S_VERSION)
+    assert any("reserved envs ['PET_NNODES']" in m for m in msgs)
+    assert any("domain-prefixed path" in m for m in msgs)
+    assert any("takes env from spec.trainer.env" in m for m in msgs)
+    assert any("'hostNetwork' cannot be patched" in m for m in msgs)
+
+
+def test_the_plan_validates_trainjobs_runtimes_and_jobs_by_rule():
+    """`trainforge plan` (validate_object) runs the Trainer and Job rules, with their ids."""
+    _, tj = build("trainjob", **CASES["ddp-gpu"])
+    assert V.validate_object(tj.workload, K8S_VERSION) == ("pass", [])
+    bad = copy.deepcopy(tj.workload)
+    bad["spec"]["trainer"]["env"].append({"name": "PET_MASTER_PORT", "value": "1"})
+    status, findings = V.validate_object(bad, K8S_VERSION)
+    assert status == "fail" and {f.rule for f in findings} == {V.TRAINJOB_RULE}
+    runtime = copy.deepcopy(trainjob.runtime_manifest())
+    runtime["spec"]["template"]["spec"]["replicatedJobs"][0]["replicas"] = 2
+    status, findings = V.validate_object(runtime, K8S_VERSION)
+    assert status == "fail" and any("always must be 1" in f.message for f in findings)
+    _, ij = build("indexed-job", **CASES["cpu-ddp"])
+    broken = copy.deepcopy(ij.workload)
+    broken["spec"]["template"]["spec"]["restartPolicy"] = "OnFailure"
+    status, findings = V.validate_object(broken, K8S_VERSION)
+    assert status == "fail" and {f.rule for f in findings} == {V.JOB_RULE}

@@ -1,0 +1,114 @@
+"""Scheduling rehearsal arithmetic: the AMI's kubelet reservations and fitting pods on nodes."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from fractions import Fraction
+
+import pytest
+
+from tests.jobs.helpers import CPU_POOL, EFA_POOL, GPU_POOL
+from trainforge.jobs import capacity, node_facts
+from trainforge.jobs.contract import PoolLimits
+
+
+@pytest.mark.parametrize(
+    ("vcpus", "millis"),
+    # 6% of core 1, 1% of core 2, 0.5% of cores 3-4, 0.25% above (nodeadm, Karpenter)
+    [(1, 60), (2, 70), (4, 80), (8, 90), (48, 190), (96, 310), (192, 550)],
+)
+def test_kube_reserved_cpu_follows_nodeadm(vcpus, millis):
+    assert node_facts.kube_reserved_cpu_millis(vcpus) == millis
+
+
+@pytest.mark.parametrize(
+    ("instance_type", "max_pods"),
+    # nodeadm's ENI values (the same numbers eni-max-pods.txt has carried for years)
+    [("g4dn.xlarge", 29), ("c5.2xlarge", 58), ("c5.9xlarge", 234), ("p4d.24xlarge", 737)],
+)
+def test_eni_max_pods_matches_nodeadm(instance_type, max_pods):
+    enis, ips = node_facts.ENIS_PER_CARD[instance_type]
+    assert node_facts.eni_max_pods(enis, ips) == max_pods
+
+
+def test_multi_card_types_count_the_default_card_only():
+    # p5.48xlarge: 64 ENIs over 32 network cards; the VPC CNI uses card 0 (2 ENIs)
+    assert node_facts.enis_per_card("p5.xx-unknown", 64, 32) == 2
+    assert node_facts.enis_per_card("p5.48xlarge", 64, 32) == 2
+    assert node_facts.eni_max_pods(2, 50) == 100
+    # Karpenter loses one ENI to the efa-only interface we put on card 0
+    assert node_facts.karpenter_max_pods(2, 50, efa_only_on_card0=1) == 51
+    # managed node groups cap at 110 below 30 vCPUs and 250 above
+    assert node_facts.managed_node_group_max_pods(737, 96) == 250
+    assert node_facts.managed_node_group_max_pods(737, 8) == 110
+    assert node_facts.managed_node_group_max_pods(29, 4) == 29
+
+
+def test_allocatable_of_a_g4dn_xlarge():
+    n = node_facts.node_shape("g4dn.xlarge", 4, 16384, eni_pods=29, gpus=1)
+    assert n.allocatable_cpu_m == 3920  # "only ~3.92 allocatable"
+    # 16384 - ceil(7.5%) = 15155; - (11 x 29 + 255) - 100 = 14481
+    assert (n.capacity_memory_mib, n.kube_reserved_memory_mib) == (15155, 574)
+    assert n.allocatable_memory_mib == 14481
+
+
+def test_daemonsets_take_their_requests_and_pod_slots():
+    (room,) = capacity.rooms(GPU_POOL)
+    assert (room.ds_cpu_m, room.ds_memory_mib, room.ds_pods) == (310, 352, 8)
+    assert room.cpu_m == 47810 - 310 and room.pods == 737 - 8
+
+
+def test_pods_per_node_is_the_tightest_resource():
+    req = capacity.PodRequest.of("10", "40Gi", gpus=1)
+    (f,) = [capacity.fit(r, req) for r in capacity.rooms(GPU_POOL)]
+    assert f.per_node == 4  # cpu 47500m // 10000m = 4, memory 4, GPUs 4
+    req = capacity.PodRequest.of("20", "40Gi", gpus=1)
+    assert capacity.fit(capacity.rooms(GPU_POOL)[0], req).per_node == 2  # cpu-bound
+
+
+def test_karpenter_needs_one_fitting_type_a_node_group_every_type():
+    big = capacity.PodRequest.of("1", "40Gi")
+    # m5.4xlarge (64 GiB) holds it, c5.4xlarge (32 GiB) does not: Karpenter picks m5
+    ok = capacity.rehearse(big, 2, CPU_POOL)
+    assert ok.ok and [f.per_node for f in ok.fits] == [0, 1]
+    # a managed node group launches either type, so a pod that fits only one never runs
+    group = replace(CPU_POOL, kind="node-group", max_nodes=10)
+    bad = capacity.rehearse(big, 2, group)
+    (problem,) = bad.problems
+    assert problem.key == "memory"
+    assert "managed node group 'training-workloads' launches any of its types" in problem.message
+    assert "c5.4xlarge: 32768Mi" in problem.message
+
+
+def test_mixed_types_give_a_lower_bound_on_karpenter_capacity():
+    pool = replace(CPU_POOL, limits=PoolLimits(cpu="40"))
+    req = capacity.PodRequest.of("15", "10Gi")
+    r = capacity.rehearse(req, 2, pool)  # one pod per node on either type: >= 32 vCPU
+    assert ("cpu", "at least 32", "40") in r.pool_usage and r.ok
+    r = capacity.rehearse(req, 3, pool)
+    assert ("cpu", "at least 48", "40") in r.pool_usage
+    assert r.problems[0].key == "workers"
+
+
+def test_exact_usage_for_a_single_type_pool():
+    req = capacity.PodRequest.of("11", "40Gi", gpus=1)
+    r = capacity.rehearse(req, 5, GPU_POOL)  # 4 per node -> 2 nodes
+    assert r.nodes_needed == 2
+    assert ("nvidia.com/gpu", "8", "unlimited") in r.pool_usage
+
+
+def test_efa_devices_and_node_group_size():
+    req = capacity.PodRequest.of("100", "1000Gi", gpus=8, efa=32)
+    r = capacity.rehearse(req, 16, EFA_POOL)
+    assert r.ok and r.nodes_needed == 16 and ("nodes", "16", "16") in r.pool_usage
+    r = capacity.rehearse(req, 17, EFA_POOL)
+    assert r.problems and "maxSize 16" in r.problems[0].message
+
+
+def test_defaults_fit_every_type_and_share_a_node_evenly():
+    cpu, mem = capacity.default_size(GPU_POOL, Fraction(1, 4))
+    req = capacity.PodRequest.of(cpu, mem, gpus=1)
+    assert capacity.fit(capacity.rooms(GPU_POOL)[0], req).per_node == 4
+    cpu, mem = capacity.default_size(CPU_POOL, Fraction(1))
+    req = capacity.PodRequest.of(cpu, mem)
+    assert all(capacity.fit(r, req).per_node == 1 for r in capacity.rooms(CPU_POOL))

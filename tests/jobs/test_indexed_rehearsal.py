@@ -1,0 +1,134 @@
+"""Rehearsal of an indexed-job backend failure, with the pods' own command and environment.
+
+What the Job controller does is simulated; what the pods do is real: two processes run the
+emitted container command with the emitted env contract (RANK from the completion index,
+MASTER_ADDR standing for `<job>-0.<job>`), 2-rank gloo. When index 1 dies (SIGKILL after step
+17, the runtime's fault hook), index 0 must not hang in its collective: it exits non-zero by
+itself, so its index fails too and the Job re-creates both. The new generation meets at rank
+0 again, resumes from the newest complete checkpoint (step 10) and ends with the same
+parameters as an uninterrupted run. This is what docs/jobs.md ("indexed-job: when a pod
+fails") relies on.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.jobs.helpers import CPU_POOL, target
+from tests.jobs.test_backends import build
+from tests.training.runtime_helpers import free_port
+from tests.training.test_checkpoint_e2e import assert_same, final_params
+from trainforge.jobs.pod import COMPLETION_INDEX_FIELD
+
+ROOT = Path(__file__).resolve().parents[2]
+STEPS = 30
+JOB = dict(
+    pool=CPU_POOL,
+    workers=2,
+    model="mlp",
+    steps=STEPS,
+    batchSize=8,
+    datasetSize=512,
+    seed=3,
+    logEvery=10,
+    metricsPort=0,
+    checkpoint={"every": 10},
+)
+# A surviving rank must notice its peer's death by itself; the process group's own timeout
+# is 10 minutes, so anything near that means it hung.
+NOTICE_WITHIN_S = 60
+
+
+def pod_spec():
+    _, out = build("indexed-job", tgt=target(CPU_POOL, mlflow_tracking_uri=None), **JOB)
+    c = out.workload["spec"]["template"]["spec"]["containers"][0]
+    return c["command"], c["env"]
+
+
+def pod_process(index: int, workdir: Path, port: int, fault: str | None) -> subprocess.Popen:
+    """One pod of the Job: its command and env, with local stand-ins for the cluster."""
+    command, env_entries = pod_spec()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRAINFORGE_TEST_")}
+    for e in env_entries:
+        if "valueFrom" in e:
+            # the Job controller's completion index, as the pod's annotation gives it
+            assert e["valueFrom"]["fieldRef"]["fieldPath"] == COMPLETION_INDEX_FIELD
+            env[e["name"]] = str(index)
+        else:
+            env[e["name"]] = e["value"]
+    assert env["MASTER_ADDR"] == "llm-0.llm" and env["MASTER_PORT"] == "29500"
+    env.update(
+        MASTER_ADDR="127.0.0.1",  # stands for index 0's stable name
+        MASTER_PORT=str(port),
+        PYTHONPATH=str(ROOT),  # the code ConfigMap's mount
+        HOME=str(workdir / f"home{index}"),
+        OMP_NUM_THREADS="1",
+    )
+    if fault:
+        env["TRAINFORGE_TEST_FAULT"] = fault
+    paths = {"--checkpoint-dir": workdir / "ckpt", "--output-dir": workdir / "out"}
+    args = list(command)
+    for flag, path in paths.items():
+        args[args.index(flag) + 1] = str(path)
+    assert args[:3] == ["python", "-m", "trainforge.training"]
+    return subprocess.Popen(
+        [sys.executable, *args[1:]],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def generation(workdir: Path, fault: str | None = None) -> list[tuple[int, float, str]]:
+    """Start every index, wait for each to end; (exit code, end time, output) per index."""
+    port = free_port()
+    procs = [pod_process(i, workdir, port, fault) for i in range(2)]
+    ended: list[tuple[int, float, str] | None] = [None, None]
+    deadline = time.monotonic() + 300
+    try:
+        while any(e is None for e in ended):
+            for i, p in enumerate(procs):
+                if ended[i] is None and p.poll() is not None:
+                    ended[i] = (p.returncode, time.monotonic(), p.stdout.read())
+            if time.monotonic() > deadline:
+                raise AssertionError(f"pods still running after 300 s: {ended}")
+            time.sleep(0.2)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    return ended  # type: ignore[return-value]
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory) -> dict:
+    work = tmp_path_factory.mktemp("uninterrupted")
+    for code, _, out in generation(work):
+        assert code == 0, out[-3000:]
+    return final_params(work / "ckpt" / f"step_{STEPS:06d}")
+
+
+def test_one_index_dies_the_group_restarts_and_resumes(tmp_path: Path, reference) -> None:
+    (code0, end0, out0), (code1, end1, out1) = generation(tmp_path, fault="1:17:KILL")
+    assert code1 == -9, out1[-3000:]  # index 1's pod failed
+    assert "sends itself SIGKILL after step 17" in out1
+    # index 0 fails by itself, promptly: the Job re-creates it too (no index waits forever)
+    assert code0 != 0, out0[-3000:]
+    assert end0 - end1 < NOTICE_WITHIN_S, f"index 0 took {end0 - end1:.0f}s to notice"
+    assert (tmp_path / "ckpt" / "step_000010" / ".metadata").is_file()
+
+    # The replacements: every index again, same hostnames (MASTER_ADDR), same checkpoints.
+    results = generation(tmp_path)
+    for code, _, out in results:
+        assert code == 0, out[-3000:]
+    logs = "".join(out for _, _, out in results)
+    assert "step_000010 at step 10" in logs  # resumed from the newest complete checkpoint
+    assert_same(reference, final_params(tmp_path / "ckpt" / f"step_{STEPS:06d}"))

@@ -1,0 +1,84 @@
+"""The scheduling rehearsal as a plan check: a section with the numbers, findings for jobs
+that can never run (e.g. declared by a program that skipped resolve_job)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from tests.jobs.helpers import EFA_POOL, GPU_POOL, target
+from trainforge.jobs.contract import Declared, DeclaredJob, TeamQuota
+from trainforge.jobs.spec import parse_job
+from trainforge.jobs.wiring import resolve_job
+from trainforge.plan import check_scheduling, core
+from trainforge.plan import checks as C
+from trainforge.plan.runner import Inventory
+
+
+def _ctx(*jobs: DeclaredJob) -> C.PlanContext:
+    inv = Inventory(project="p", stack="s", resources=[])
+    return C.PlanContext(
+        inventory=inv, objects=[], declared=Declared(contracts=[], jobs=list(jobs))
+    )
+
+
+def _declared(spec, tgt) -> DeclaredJob:
+    return DeclaredJob(spec=spec, target=tgt, emitted=None, resource_name=f"job-x-{spec.name}")
+
+
+def test_registered_and_waivable():
+    assert "trainforge.plan.check_scheduling:check" in C.CHECKS
+    assert check_scheduling.RULE in core.known_rule_ids()
+
+
+@pytest.fixture(scope="module")
+def dev(repo_root):
+    return core.plan_project(repo_root, "dev", standins=False)
+
+
+def test_dev_plan_is_clean_and_shows_the_numbers(dev):
+    assert not [v for v in dev.failing if v.rule == check_scheduling.RULE]
+    (section,) = [s for s in dev.sections if s.title == "Scheduling rehearsal"]
+    text = "\n".join(section.lines)
+    # the issue's number: a 4-vCPU node has 3920m allocatable, 3610m after the DaemonSets
+    assert "g4dn.xlarge: allocatable 3920m / 14481Mi / 29 pods -> left for jobs 3610m" in text
+    assert "research/gpt-small-fsdp on gpu-workloads: 2 pod(s)" in text
+    job = {j["job"]: j for j in section.data["jobs"]}["research/gpt-small-fsdp"]
+    assert job["podsPerNode"] == {"g4dn.xlarge": 1, "g5.xlarge": 1}
+    assert job["nodesNeeded"] == 2 and not job["problems"]
+
+
+def test_a_job_that_skipped_resolve_job_is_a_finding():
+    tgt = target(replace(EFA_POOL, max_nodes=4), quota=TeamQuota())
+    ok = resolve_job(
+        parse_job({"name": "big", "team": "research", "pool": "efa-p5", "efa": False}, "j"),
+        tgt,
+        "j",
+    )
+    too_many = replace(ok, workers=8)  # what resolve_job would have refused
+    result = check_scheduling.check(_ctx(_declared(too_many, tgt)))
+    (finding,) = result.findings
+    assert finding.rule == check_scheduling.RULE
+    assert finding.resource == "job team-research/big"
+    assert "need 8 nodes, but managed node group 'efa-p5' has maxSize 4" in finding.message
+    assert "job-x-big" in finding.names
+    (section,) = result.sections
+    assert any(line.startswith("  CANNOT RUN: 8 pod(s) must run at once") for line in section.lines)
+
+
+def test_a_pod_bigger_than_what_the_node_leaves_is_a_finding():
+    tgt = target(GPU_POOL)
+    ok = resolve_job(parse_job({"name": "j", "team": "research", "pool": "x"}, "j"), tgt, "j")
+    result = check_scheduling.check(_ctx(_declared(replace(ok, cpu="48"), tgt)))
+    (finding,) = result.findings
+    assert "needs cpu 48000m, g5.12xlarge: 48 vCPU - 190m kubelet reservation" in finding.message
+
+
+def test_a_job_over_the_team_quota_is_a_finding():
+    tgt = target(GPU_POOL, quota=TeamQuota(gpus="4"))
+    ok = resolve_job(parse_job({"name": "j", "team": "research", "pool": "x"}, "j"), tgt, "j")
+    result = check_scheduling.check(_ctx(_declared(replace(ok, workers=2), tgt)))
+    assert [f.message.split(": ", 1)[1] for f in result.findings] == [
+        "2 pod(s) need gpus 8 but the team quota is 4"
+    ]

@@ -1,0 +1,68 @@
+"""The plan check that rehearses the pod Kubeflow Trainer builds for each TrainJob and lists
+every job's backend."""
+
+from __future__ import annotations
+
+import copy
+from types import SimpleNamespace
+
+from tests.jobs.helpers import CODE, GPU_POOL, target
+from trainforge.jobs.backends import emit
+from trainforge.jobs.contract import BACKENDS, Declared, DeclaredJob, PlatformContract
+from trainforge.jobs.spec import parse_job
+from trainforge.jobs.trainjob import runtime_manifest
+from trainforge.jobs.wiring import resolve_job
+from trainforge.plan.checks import PlanContext
+from trainforge.plan.job_backends import RULE, check
+
+
+def declared(*backends: str) -> Declared:
+    t = target(GPU_POOL, backends=BACKENDS)
+    out = Declared(contracts=[PlatformContract(pools={}, teams={}, backends=BACKENDS)])
+    for i, backend in enumerate(backends):
+        raw = {"name": f"j{i}", "team": "research", "pool": "gpu-workloads", "backend": backend}
+        job = resolve_job(parse_job(raw, "j"), t, "j")
+        out.jobs.append(DeclaredJob(job, t, emit(job, t, CODE), f"job-research-j{i}"))
+    return out
+
+
+def obj(doc: dict) -> SimpleNamespace:
+    return SimpleNamespace(kind=doc["kind"], obj_name=doc["metadata"]["name"], doc=doc)
+
+
+def test_every_job_is_listed_with_its_backend_and_trainjob_pods_match():
+    result = check(PlanContext(None, [], declared(*BACKENDS)))
+    assert result.findings == []
+    (section,) = result.sections
+    assert [d["backend"] for d in section.data] == list(BACKENDS)
+    assert section.lines[1] == "team-research/j1: trainjob -> TrainJob runtime trainforge-torch"
+    assert "indexed-job" in section.title
+
+
+def test_a_runtime_that_drops_what_the_job_needs_is_found():
+    runtime = copy.deepcopy(runtime_manifest())
+    pod = runtime["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]
+    pod["template"]["spec"]["enableServiceLinks"] = True
+    pod["template"]["spec"]["containers"][0]["ports"] = []  # no metrics port
+    result = check(PlanContext(None, [obj(runtime)], declared("trainjob")))
+    (finding,) = result.findings
+    assert finding.rule == RULE and "job-research-j0" in finding.names
+    assert "enableServiceLinks" in finding.message and "port metrics" in finding.message
+
+
+def test_checkov_sees_the_pod_trainer_builds():
+    """Scanners skip custom resources: a TrainJob's pod is written out as a wrapped Job."""
+    from trainforge.plan.manifests import K8sObject, pod_template_jobs
+
+    job = declared("trainjob").jobs[0]
+    wl = job.emitted.workload
+    ((path, wrapped),) = pod_template_jobs(K8sObject("urn:x", "j0", "t", wl))
+    assert path == "team-research/job-j0-node.yaml"
+    pod = wrapped["spec"]["template"]["spec"]
+    assert pod["volumes"] == job.emitted.pod["spec"]["volumes"]
+    assert (
+        pod["containers"][0]["resources"] == job.emitted.pod["spec"]["containers"][0]["resources"]
+    )
+    other = copy.deepcopy(wl)
+    other["spec"]["runtimeRef"]["name"] = "torch-distributed"  # not trainforge's: unknown pod
+    assert pod_template_jobs(K8sObject("urn:x", "j0", "t", other)) == []

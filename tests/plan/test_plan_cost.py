@@ -1,0 +1,268 @@
+"""The plan's cost report: node choice, durations, unknown prices, the $/hour caps, the diff."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from test_plan_stacks import ROOT, project_copy
+
+from trainforge.jobs.contract import NodeType, PoolFacts
+from trainforge.jobs.spec import parse_job
+from trainforge.plan import cli, core, cost, cost_check, price_facts
+from trainforge.plan.checks import PlanContext
+
+G5 = PoolFacts(
+    name="gpu",
+    instance_types=("g5.12xlarge", "g5.48xlarge"),
+    gpus_per_node=4,
+    vcpus_per_node=48,
+    memory_mib_per_node=196608,
+    capacity_types=("on-demand", "spot"),
+    node_types=(NodeType("g5.12xlarge", 48, 196608, 4), NodeType("g5.48xlarge", 192, 786432, 8)),
+)
+
+
+def _job(**kw):
+    raw = {"name": "j", "team": "t", "pool": "gpu", "gpusPerWorker": 4, "cpu": "42"}
+    raw |= {"memory": "160Gi", "workers": 2, **kw}
+    return parse_job(raw, "job")
+
+
+# --- the model ----------------------------------------------------------------------------------
+
+
+def test_karpenter_pool_uses_the_cheapest_type_that_fits_every_pod():
+    choice = cost.choose_nodes(_job(), G5, "us-east-1")
+    # two 4-GPU pods: 2 x g5.12xlarge ($5.672) beats 1 x g5.48xlarge ($16.288)
+    assert (choice.instance_type, choice.nodes, choice.pods_per_node) == ("g5.12xlarge", 2, 1)
+    assert choice.hourly_on_demand == pytest.approx(2 * 5.672)
+    assert "g5.48xlarge x1 $16.29/h" in choice.reason and "cheapest" in choice.reason
+    # an 8-GPU pod only fits the big type
+    big = cost.choose_nodes(_job(gpusPerWorker=8, workers=1), G5, "us-east-1")
+    assert (big.instance_type, big.nodes) == ("g5.48xlarge", 1)
+
+
+def test_node_group_uses_its_first_listed_type():
+    group = PoolFacts(**{**G5.__dict__, "kind": "node-group"})
+    choice = cost.choose_nodes(_job(workers=3), group, "us-east-1")
+    assert (choice.instance_type, choice.nodes) == ("g5.12xlarge", 3)
+    assert "order listed" in choice.reason
+
+
+def test_duration_precedence_user_step_time_then_deadline_then_unknown():
+    both = _job(expectedStepSeconds=0.5, steps=1000, runPolicy={"activeDeadlineSeconds": 9000})
+    d = cost.expected_duration(both, G5)
+    assert (d.seconds, d.source, d.ceiling) == (500.0, "expectedStepSeconds", False)
+    d = cost.expected_duration(_job(runPolicy={"activeDeadlineSeconds": 9000}), G5)
+    assert (d.seconds, d.source, d.ceiling) == (9000.0, "activeDeadlineSeconds", True)
+    d = cost.expected_duration(_job(), G5)
+    assert d.seconds is None and d.source == "unknown" and "expectedStepSeconds" in d.detail
+
+
+def test_expected_step_seconds_is_validated():
+    with pytest.raises(Exception, match=r"job.expectedStepSeconds: got -1.*> 0"):
+        _job(expectedStepSeconds=-1)
+
+
+def test_unknown_prices_stay_unknown():
+    assert price_facts.ec2_on_demand("us-west-2", "g5.xlarge") is None  # no dated row
+    assert price_facts.ec2_spot("us-east-1", "g5.xlarge") is None  # spot is never guessed
+    assert price_facts.ec2_on_demand("us-east-1", "g5.xlarge").usd == 1.006
+    choice = cost.choose_nodes(_job(), G5, "us-west-2")
+    assert choice.hourly_on_demand is None and "no price for" in choice.reason
+    job = cost.JobCost(
+        "j", "t", "gpu", "t", "t/PyTorchJob/j", choice, True, cost.Duration(3600.0, "x", "")
+    )
+    assert job.hourly is None and job.run_cost is None
+
+
+def test_eks_extended_support_costs_more_after_the_calendar_date():
+    assert price_facts.eks_support("1.33", dt.date(2026, 7, 29)) == "standard"
+    assert price_facts.eks_support("1.33", dt.date(2026, 7, 30)) == "extended"
+    assert price_facts.eks_support("9.99", dt.date(2026, 7, 30)) is None
+
+
+# --- the real stacks -----------------------------------------------------------------------------
+
+
+def _report(stack: str, today=dt.date(2026, 11, 23), overrides=None):
+    result = core.plan_project(ROOT, stack, standins=False, config_overrides=overrides)
+    inv = result.inventory
+    ctx = PlanContext(inventory=inv, objects=result.objects, declared=inv.declared, root=ROOT)
+    return result, cost_check.build_report(ctx, today=today)
+
+
+@pytest.fixture(scope="module")
+def prod():
+    return _report("prod")
+
+
+def test_prod_cost_table_has_jobs_teams_and_the_platform(prod, capsys):
+    result, report = prod
+    (job,) = report.jobs
+    assert (job.name, job.choice.instance_type, job.choice.nodes) == (
+        "gpt-350m-fsdp",
+        "g5.12xlarge",
+        2,
+    )
+    assert job.hourly == pytest.approx(11.344)
+    assert job.duration.ceiling and job.run_cost == pytest.approx(11.344 * 24)  # 1-day deadline
+    teams = {t.name: t for t in report.teams}
+    assert teams["vision"].jobs_hourly == pytest.approx(11.344) and teams["llm"].jobs_hourly == 0
+    # vision: 16 GPUs at the priciest $/GPU-hour of the stack (p5.48xlarge: 55.04 / 8) plus
+    # 256 vCPUs at the priciest CPU-only $/vCPU-hour (m5.8xlarge: 1.536 / 32)
+    assert teams["vision"].ceiling.hourly == pytest.approx(16 * 55.04 / 8 + 256 * 1.536 / 32)
+    fixed = {i.what: i for i in report.fixed}
+    eks = fixed["EKS control plane 1.35"]
+    assert eks.hourly == 0.10 and eks.note == "standard support until 2027-03-27"
+    assert fixed["NAT gateways"].hourly == pytest.approx(3 * 0.045)
+    p4d = fixed["node group trainforge-prod-p4d-reserved (p4d.24xlarge, on-demand)"]
+    assert p4d.hourly == pytest.approx(2 * 21.957642) and "capacity reservation" in p4d.note
+    fsx = fixed["FSx for Lustre PERSISTENT_2 250 MB/s/TiB"]
+    assert fsx.hourly is None  # no dated price for this tier: unknown, not guessed
+    assert "FSx for Lustre PERSISTENT_2 250 MB/s/TiB" in report.fixed_unknown
+
+    # and `trainforge plan --stack prod` prints it, with the facts table's date
+    class Args:
+        summary = True
+
+    cli.print_report(result, Args())
+    out = capsys.readouterr().out
+    section = out[out.index("\nCost:") :]
+    assert f"price facts table of {price_facts.FACTS_DATE}" in section
+    assert "gpt-350m-fsdp  vision  g5.12xlarge  2      $11.34" in section
+    assert "<= 24.0 h" in section and "<= $272.26" in section
+    assert "quota ceiling $/month" in section and "vision  $11.34" in section
+    assert "[karpenter-1.14.1]" in section and "2026-07-06" in section
+
+
+def test_dev_prices_are_unknown_and_say_so():
+    result, report = _report("dev")
+    assert {j.name for j in report.jobs} == {"mnist-ddp", "gpt-small-fsdp"}
+    assert all(j.hourly is None for j in report.jobs)
+    (team,) = report.teams
+    assert team.jobs_hourly is None and team.ceiling.hourly is None
+    assert "unknown: no price for" in team.ceiling.detail
+    lines = "\n".join(cost_check.render(report))
+    assert "mnist-ddp       research  c5.2xlarge   2      unknown" in lines
+    assert "+ unknown (" in lines  # the total never passes a partial sum off as the whole
+    assert result.clean
+
+
+# --- caps ----------------------------------------------------------------------------------------
+
+
+def test_job_cap_fails_then_a_waiver_with_a_reason_passes():
+    caps = {"trainforge-policy:costCaps": {"jobPerHour": 10}}
+    result = core.plan_project(ROOT, "prod", standins=False, config_overrides=caps)
+    (v,) = [v for v in result.failing if v.rule == "TF_COST_JOB_CAP"]
+    assert v.resource == "vision/PyTorchJob/gpt-350m-fsdp"
+    assert (
+        "costs $11.34/h on-demand (2 x g5.12xlarge at $5.67/h), over the $10.00/h cap" in v.message
+    )
+    waiver = {
+        "resource": "gpt-350m-fsdp",
+        "rule": "TF_COST_JOB_CAP",
+        "reason": "approved by FinOps",
+    }
+    result = core.plan_project(
+        ROOT,
+        "prod",
+        standins=False,
+        config_overrides={**caps, "trainforge-policy:waivers": [waiver]},
+    )
+    assert result.clean
+    assert [(w.rule, w.waived) for w in result.waived] == [
+        ("TF_COST_JOB_CAP", "approved by FinOps")
+    ]
+
+
+def test_team_cap_counts_all_of_its_jobs_and_is_waivable_by_team(prod):
+    _, report = prod
+    caps = cost_check.parse_caps({"jobPerHour": 100, "teams": {"vision": {"teamPerHour": 5}}})
+    (f,) = cost_check.findings(report, caps)
+    assert (f.rule, f.resource) == ("TF_COST_TEAM_CAP", "team/vision")
+    assert "team vision's declared jobs (gpt-350m-fsdp) cost $11.34/h" in f.message
+    assert not cost_check.findings(report, cost_check.parse_caps({"teamPerHour": 12}))
+    # and in a real plan, the team's name waives it
+    overrides = {
+        "trainforge-policy:costCaps": {"teams": {"vision": {"teamPerHour": 5}}},
+        "trainforge-policy:waivers": [
+            {"resource": "vision", "rule": "TF_COST_TEAM_CAP", "reason": "launch week"}
+        ],
+    }
+    result = core.plan_project(ROOT, "prod", standins=False, config_overrides=overrides)
+    assert result.clean and [w.rule for w in result.waived] == ["TF_COST_TEAM_CAP"]
+
+
+def test_a_cap_on_an_unknown_price_cannot_pass_silently():
+    caps = {"trainforge-policy:costCaps": {"jobPerHour": 1000}}
+    result = core.plan_project(ROOT, "dev", standins=False, config_overrides=caps)
+    rules = sorted(v.rule for v in result.failing)
+    assert rules == ["TF_COST_JOB_CAP", "TF_COST_JOB_CAP"]
+    assert all("cannot be checked" in v.message for v in result.failing)
+
+
+@pytest.mark.parametrize(
+    ("caps", "expected"),
+    [
+        ({"jobPerHour": "lots"}, "trainforge-policy:costCaps.jobPerHour: got 'lots'"),
+        ({"perJob": 3}, "trainforge-policy:costCaps.perJob: unknown key"),
+        ({"teams": {"nobody": {"teamPerHour": 1}}}, "no team 'nobody'; known teams: llm, vision"),
+        ({"teams": {"llm": {"teamPerHour": 0}}}, "costCaps.teams.llm.teamPerHour: got 0"),
+        ("[1", "trainforge-policy:costCaps: not a mapping"),
+    ],
+)
+def test_bad_caps_name_the_key(caps, expected):
+    with pytest.raises(cost_check.CostCapsError) as e:
+        cost_check.parse_caps(caps, {"llm", "vision"})
+    assert expected in str(e.value)
+
+
+def test_bad_caps_are_a_configuration_error(tmp_path, capsys):
+    def change(config):
+        config["trainforge-policy:costCaps"] = {"jobPerHour": "lots"}
+
+    root = project_copy(tmp_path, "prod", change)
+    assert cli.main(["--stack", "prod", "--project-dir", str(root), "--no-standins"]) == 2
+    err = capsys.readouterr().err
+    assert "trainforge-policy:costCaps.jobPerHour: got 'lots'" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+# --- the diff ------------------------------------------------------------------------------------
+
+
+def test_diff_markdown_shows_the_cost_change_of_a_pr(tmp_path, capsys):
+    old = tmp_path / "old"
+    args = ["--stack", "prod", "--summary", "--no-standins"]
+    assert cli.main([*args, "--project-dir", str(ROOT), "--out", str(old)]) == 0
+
+    def more_workers(config):
+        config["trainforge:jobs"][0]["workers"] = 4
+
+    head = project_copy(tmp_path, "prod", more_workers)
+    md_file = tmp_path / "diff.md"
+    capsys.readouterr()
+    rc = cli.main(
+        [*args, "--project-dir", str(head), "--diff", str(old), "--diff-md", str(md_file)]
+    )
+    assert rc == 0
+    md = md_file.read_text()
+    assert "### Cost (USD, on-demand list prices)" in md
+    assert (
+        "| `gpt-350m-fsdp` (vision) | changed | 4 x g5.12xlarge | $11.34 → $22.69 | +$11.34 | "
+        "$272.26 → $544.51 |" in md
+    )
+    assert "| vision | $11.34 → $22.69 |" in md
+    assert "Platform fixed cost" not in md  # unchanged
+    assert md in capsys.readouterr().out
+
+
+def test_diff_markdown_without_a_change_or_a_base_report():
+    from trainforge.plan.diff import cost_markdown
+
+    data = {"factsDate": "2026-11-23", "jobs": [], "teams": [], "fixedPerMonthKnown": 10.0}
+    assert "No cost change." in cost_markdown(data, data)
+    assert "The base plan has no cost report" in "\n".join(cost_markdown(None, data))

@@ -1,0 +1,260 @@
+"""The pod script rehearsal: scripts run under their container's securityContext against
+scratch volumes, more than once, and the pods using those volumes must write there after."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from trainforge.jobs.contract import Declared, PlatformContract, TeamFacts
+from trainforge.plan import check_pod_scripts as P
+from trainforge.plan import checks as C
+from trainforge.plan import core
+from trainforge.plan import pod_sandbox as S
+from trainforge.plan.manifests import K8sObject
+from trainforge.plan.runner import Inventory
+from trainforge.platform.fsx import team_dir_script
+
+needs_sandbox = pytest.mark.skipif(
+    S.unavailable() is not None, reason=f"pod script rehearsal not runnable: {S.unavailable()}"
+)
+ROOT_CHOWN = {
+    "runAsUser": 0,
+    "runAsGroup": 0,
+    "allowPrivilegeEscalation": False,
+    "readOnlyRootFilesystem": True,
+    "capabilities": {"drop": ["ALL"], "add": ["CHOWN"]},
+}
+FIRST_WAVE = "mkdir -p /fsx/t && chown 1000:1000 /fsx/t && chmod 0770 /fsx/t"
+SWAPPED = "mkdir -p /fsx/t && chmod 0770 /fsx/t && chown 1000:1000 /fsx/t"
+
+
+def _obj(kind: str, name: str, doc: dict) -> K8sObject:
+    return K8sObject(urn=f"urn:{kind}:{name}", name=name, type=f"kubernetes:x:{kind}", doc=doc)
+
+
+def _setup_job(script: str, sc: dict | None = None) -> K8sObject:
+    pod = {
+        "restartPolicy": "OnFailure",
+        "containers": [
+            {
+                "name": "mkdir",
+                "image": "busybox:1.37.0",
+                "command": ["sh", "-c", script],
+                "securityContext": sc or ROOT_CHOWN,
+                "volumeMounts": [{"name": "fsx", "mountPath": "/fsx"}],
+            }
+        ],
+        "volumes": [{"name": "fsx", "persistentVolumeClaim": {"claimName": "fsx-t"}}],
+    }
+    doc = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "fsx-team-dir", "namespace": "t"},
+        "spec": {"template": {"spec": pod}},
+    }
+    return _obj("Job", "fsx-team-dir-t", doc)
+
+
+def _training_pod(uid: int = 1000) -> K8sObject:
+    """A PyTorchJob-like pod of team t writing its checkpoints on the claim's subPath."""
+    pod = {
+        "securityContext": {"runAsUser": uid, "runAsGroup": uid, "fsGroup": uid},
+        "containers": [
+            {
+                "name": "pytorch",
+                "image": "pytorch",
+                "command": ["python", "-m", "x", "--checkpoint-dir", "/fsx/checkpoints/t/j"],
+                "securityContext": {
+                    "allowPrivilegeEscalation": False,
+                    "readOnlyRootFilesystem": True,
+                    "capabilities": {"drop": ["ALL"]},
+                },
+                "volumeMounts": [{"name": "fsx", "mountPath": "/fsx", "subPath": "t"}],
+            }
+        ],
+        "volumes": [{"name": "fsx", "persistentVolumeClaim": {"claimName": "fsx-t"}}],
+    }
+    doc = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": "j", "namespace": "t"},
+        "spec": {"pytorchReplicaSpecs": {"Master": {"template": {"spec": pod}}}},
+    }
+    return _obj("PyTorchJob", "job-t-j", doc)
+
+
+PV = _obj(
+    "PersistentVolume",
+    "pv",
+    {
+        "kind": "PersistentVolume",
+        "metadata": {"name": "fsx-t"},
+        "spec": {
+            "claimRef": {"namespace": "t", "name": "fsx-t"},
+            "csi": {"driver": "fsx.csi.aws.com"},
+        },
+    },
+)
+
+
+def _check(*objects: K8sObject, declared: Declared | None = None) -> C.CheckResult:
+    inv = Inventory(project="p", stack="s", resources=[])
+    return P.check(C.PlanContext(inventory=inv, objects=[PV, *objects], declared=declared))
+
+
+def _scenarios(result: C.CheckResult) -> dict[str, list[str]]:
+    (section,) = result.sections
+    (entry,) = section.data["scripts"]
+    return entry["scenarios"]
+
+
+def test_registered_and_waivable():
+    assert "trainforge.plan.check_pod_scripts:check" in C.CHECKS
+    assert {P.SCRIPT_FAILS, P.CANNOT_WRITE} <= core.known_rule_ids()
+
+
+def test_capabilities_as_containerd_leaves_them_after_exec():
+    root = S.Identity.of({}, ROOT_CHOWN)
+    assert root.effective == {"CHOWN"} and root.no_new_privs and root.read_only_root
+    user = S.Identity.of(
+        {"runAsUser": 1000, "fsGroup": 2000}, {"capabilities": {"add": ["CAP_CHOWN"]}}
+    )
+    # a non-root process keeps no capability after exec (Kubernetes sets no ambient ones)
+    assert user.bounding >= {"CHOWN", "FOWNER"} and user.effective == frozenset()
+    assert (user.uid, user.gid, user.groups, user.no_new_privs) == (1000, 0, (2000,), False)
+    assert S.Identity.of({}, {}).effective == S.DEFAULT_CAPS  # root, nothing dropped
+    assert S.Identity.of({}, {"privileged": True}).setpriv_args()[4] == "--bounding-set=+all"
+    assert "--bounding-set=-all,+chown" in root.setpriv_args()
+
+
+def test_shell_scripts_are_found_in_any_pod_template():
+    assert P.shell_script({"command": ["sh", "-c", "echo hi"]}) == "echo hi"
+    assert P.shell_script({"command": ["/bin/bash"], "args": ["-ec", "x"]}) == "x"
+    assert P.shell_script({"command": ["python", "-c", "x"]}) is None
+    assert P.shell_script({"command": ["mlflow", "server"]}) is None
+    found = P.pod_specs(_training_pod().doc["spec"], "spec")
+    assert [where for where, _ in found] == ["spec.pytorchReplicaSpecs.Master.template.spec"]
+
+
+@needs_sandbox
+def test_the_first_wave_script_fails_on_its_first_run():
+    result = _check(_setup_job(FIRST_WAVE), _training_pod())
+    assert _scenarios(result)["fresh volume"] == ["run 1 FAILED (exit 1)"]
+    f = result.findings[0]
+    assert (f.rule, f.resource) == (P.SCRIPT_FAILS, "t/Job/fsx-team-dir")
+    assert (
+        "fails on run 1 (fresh volume) as uid 0 gid 0 groups none capabilities CHOWN" in f.message
+    )
+    assert (
+        "chmod: /fsx/t: Operation not permitted" in f.message
+        or "Operation not permitted" in f.message
+    )
+
+
+@needs_sandbox
+def test_the_swapped_order_fails_on_the_second_run():
+    result = _check(_setup_job(SWAPPED), _training_pod())
+    assert _scenarios(result)["fresh volume"] == ["run 1 ok", "run 2 (Job retry) FAILED (exit 1)"]
+    assert {f.rule for f in result.findings} == {P.SCRIPT_FAILS}
+
+
+@needs_sandbox
+def test_with_fowner_the_first_wave_script_passes():
+    """The rehearsal models capabilities: CAP_FOWNER is exactly what the first script lacked."""
+    sc = {**ROOT_CHOWN, "capabilities": {"drop": ["ALL"], "add": ["CHOWN", "FOWNER"]}}
+    result = _check(_setup_job(FIRST_WAVE, sc), _training_pod())
+    assert not result.findings, [f.message for f in result.findings]
+
+
+@needs_sandbox
+def test_the_platform_script_passes_every_scenario_with_chown_only():
+    result = _check(_setup_job(team_dir_script("/fsx/t", 1000, 1000)), _training_pod())
+    assert not result.findings, [f.message for f in result.findings]
+    assert _scenarios(result) == {
+        "fresh volume": [
+            "run 1 ok",
+            "run 2 (Job retry) ok",
+            "writes ok",
+            "run 3 (Job re-created) ok",
+            "writes again ok",
+        ],
+        "subPaths made by the kubelet first": ["run 1 ok", "writes ok"],
+    }
+
+
+@needs_sandbox
+def test_pods_of_another_uid_cannot_write():
+    result = _check(_setup_job(team_dir_script("/fsx/t", 1000, 1000)), _training_pod(uid=2000))
+    (f, *_) = result.findings
+    assert f.rule == P.CANNOT_WRITE
+    assert "t/PyTorchJob/j (uid 2000 gid 2000 groups 2000" in f.message
+    assert "cannot write /fsx/checkpoints/t/j" in f.message and "Permission denied" in f.message
+
+
+@needs_sandbox
+def test_a_team_without_jobs_is_probed_with_its_team_facts_uid():
+    team = TeamFacts(
+        name="t",
+        namespace="t",
+        claim_name="fsx-t",
+        fsx_sub_path="t",
+        run_as_user=4000,
+        run_as_group=4000,
+    )
+    declared = Declared(contracts=[PlatformContract(pools={}, teams={"t": team})])
+    result = _check(_setup_job(team_dir_script("/fsx/t", 1000, 1000)), declared=declared)
+    (f, *_) = result.findings
+    assert f.rule == P.CANNOT_WRITE and "UID/GID from TeamFacts" in f.message
+    ok = _check(_setup_job(team_dir_script("/fsx/t", 4000, 4000)), declared=declared)
+    assert not ok.findings
+
+
+def test_not_runnable_is_reported_never_passed(monkeypatch):
+    monkeypatch.setattr(S, "unavailable", lambda: "needs root (test)")
+    result = _check(_setup_job(FIRST_WAVE), _training_pod())
+    (section,) = result.sections
+    assert section.lines[0] == "NOT RUN: needs root (test)"
+    assert section.data == {
+        "runnable": False,
+        "reason": "needs root (test)",
+        "scripts": ["t/Job/fsx-team-dir"],
+    }
+    assert not result.findings
+
+
+def test_not_root_is_not_runnable(monkeypatch):
+    monkeypatch.setattr(S.os, "geteuid", lambda: 1000)
+    assert "needs root" in S.unavailable.__wrapped__()
+
+
+@needs_sandbox
+def test_dev_and_prod_plans_rehearse_the_fsx_jobs(repo_root):
+    for stack, teams in (("dev", {"research"}), ("prod", {"llm", "vision"})):
+        result = core.plan_project(repo_root, stack, standins=False)
+        assert not [v for v in result.failing if v.rule in (P.SCRIPT_FAILS, P.CANNOT_WRITE)]
+        (section,) = [s for s in result.sections if s.title == "Pod script rehearsal"]
+        rehearsed = {e["object"].split("/")[0] for e in section.data["scripts"]}
+        assert rehearsed == teams
+        for e in section.data["scripts"]:
+            assert all(step.endswith("ok") for steps in e["scenarios"].values() for step in steps)
+
+
+@needs_sandbox
+def test_root_with_escape_capabilities_is_not_run_here():
+    sc = {"runAsUser": 0, "capabilities": {"add": ["SYS_ADMIN"]}}  # default set + SYS_ADMIN
+    result = _check(_setup_job("touch /fsx/x", sc))
+    (section,) = result.sections
+    (entry,) = section.data["scripts"]
+    assert "MKNOD, SYS_ADMIN, SYS_CHROOT" in entry["skipped"] and not entry["scenarios"]
+    assert not result.findings
+
+
+@needs_sandbox
+def test_the_sandbox_sees_no_host_process(tmp_path):
+    root = S.Identity.of({}, ROOT_CHOWN)
+    r = S.run(f"kill -0 {os.getpid()}", root, [S.Mount(tmp_path, "/fsx")])
+    assert not r.ok  # the test's own process is invisible from the sandbox's PID namespace
+    r = S.run("touch /fsx/ok && touch /nope", root, [S.Mount(tmp_path, "/fsx")])
+    assert (tmp_path / "ok").exists() and "Read-only file system" in r.stderr

@@ -1,0 +1,87 @@
+"""Which DaemonSets land on which pool, and the node shapes the platform publishes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from trainforge.jobs.contract import Taint
+from trainforge.plan.mocks import read_stack_file, run_mocked
+from trainforge.platform.config import load_config
+from trainforge.platform.node_daemonsets import selects, tolerates
+from trainforge.platform.published import pool_facts
+
+
+def _pools(repo_root, stack: str, edit=None):
+    cfg = read_stack_file(repo_root / f"Pulumi.{stack}.yaml")
+    if edit:
+        pools = json.loads(cfg["trainforge:nodePools"])
+        edit(pools)
+        cfg["trainforge:nodePools"] = json.dumps(pools)
+    return run_mocked(lambda: pool_facts(load_config()), cfg).result
+
+
+@pytest.fixture(scope="module")
+def prod(repo_root):
+    return _pools(repo_root, "prod")
+
+
+def names(pool):
+    return {d.name for d in pool.daemonsets}
+
+
+EVERY_NODE = {"aws-node", "kube-proxy", "eks-pod-identity-agent", "ebs-csi-node", "fsx-csi-node"}
+
+
+def test_device_plugins_land_only_where_the_hardware_is(prod):
+    gpu = {"nvidia-device-plugin", "dcgm-exporter"}
+    assert names(prod["training-workloads"]) == EVERY_NODE | {"node-exporter"}
+    assert names(prod["gpu-workloads"]) == EVERY_NODE | {"node-exporter"} | gpu
+    efa = EVERY_NODE | {"node-exporter", "aws-efa-k8s-device-plugin"} | gpu
+    # the node group through vpc.amazonaws.com/efa.present, Karpenter through its pool label
+    assert names(prod["p4d-reserved"]) == efa
+    assert names(prod["efa-training"]) == efa
+
+
+def test_node_shapes_use_each_pools_max_pods(prod):
+    (p4d,) = prod["p4d-reserved"].nodes
+    assert (p4d.max_pods, p4d.kube_reserved_memory_mib) == (250, 11 * 737 + 255)  # MNG cap
+    (p5,) = prod["efa-training"].nodes
+    assert (p5.max_pods, p5.efa, p5.gpus) == (51, 32, 8)  # Karpenter: one ENI is efa-only
+    assert [n.instance_type for n in prod["gpu-workloads"].nodes] == ["g5.12xlarge", "g5.48xlarge"]
+
+
+def test_a_noexecute_taint_keeps_node_exporter_away(repo_root):
+    def taint(pools):
+        pools[2]["taints"] = [{"key": "dedicated", "value": "batch", "effect": "NoExecute"}]
+
+    pools = _pools(repo_root, "prod", taint)
+    # node-exporter tolerates NoSchedule taints only; the add-ons tolerate everything
+    assert names(pools["training-workloads"]) == EVERY_NODE
+
+
+def test_dev_without_gpu_pools_has_no_gpu_daemonsets(repo_root):
+    def cpu_only(pools):
+        del pools[0]
+
+    pools = _pools(repo_root, "dev", cpu_only)
+    assert names(pools["training-workloads"]) == EVERY_NODE | {"node-exporter"}
+
+
+def test_toleration_and_selector_semantics():
+    gpu = Taint("nvidia.com/gpu", "NoSchedule", "true")
+    assert tolerates(({"operator": "Exists"},), gpu)
+    assert tolerates(({"key": "nvidia.com/gpu", "operator": "Exists"},), gpu)
+    assert tolerates(({"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"},), gpu)
+    assert not tolerates(({"key": "nvidia.com/gpu", "value": "false"},), gpu)
+    assert not tolerates(({"operator": "Exists", "effect": "NoExecute"},), gpu)
+    terms = ({"matchExpressions": [{"key": "n", "operator": "Gt", "values": ["0"]}]},)
+    assert selects(terms, {"n": "8"}) and not selects(terms, {"n": "0"}) and not selects(terms, {})
+    both = (
+        {"matchExpressions": [{"key": "a", "operator": "In", "values": ["x"]}]},
+        {"matchExpressions": [{"key": "b", "operator": "Exists"}]},
+    )
+    assert selects(both, {"b": ""}) and not selects(both, {"a": "y"})
+    notin = ({"matchExpressions": [{"key": "c", "operator": "NotIn", "values": ["fargate"]}]},)
+    assert selects(notin, {}) and not selects(notin, {"c": "fargate"})

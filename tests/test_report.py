@@ -1,0 +1,90 @@
+"""`trainforge report RUN_DIR`: a PNG and a text summary from a recorded run's metrics file
+(tests/fixtures/recorded-run: one crash at step 70, resumed from the step-40 checkpoint)."""
+
+from __future__ import annotations
+
+import shutil
+import struct
+import sys
+
+import pytest
+
+from tests.conftest import ROOT
+from trainforge import cli, demo, report
+
+RECORDED = ROOT / "tests" / "fixtures" / "recorded-run"
+
+
+@pytest.fixture
+def run_dir(tmp_path):
+    out = tmp_path / "run"
+    shutil.copytree(RECORDED, out)
+    return out
+
+
+def _png_size(data: bytes) -> tuple[int, int]:
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    assert data[12:16] == b"IHDR"
+    return struct.unpack(">II", data[16:24])
+
+
+def test_report_plots_a_recorded_run(run_dir, capsys):
+    assert cli.main(["report", str(run_dir)]) == 0
+    png = run_dir / "report.png"
+    data = png.read_bytes()
+    assert _png_size(data) == (1400, 900)
+    assert len(data) > 40_000  # four panels of lines and text, not an empty canvas
+
+    import matplotlib.image
+    import numpy as np
+
+    pixels = matplotlib.image.imread(png)[..., :3]
+    colours = np.unique((pixels * 255).astype(np.uint8).reshape(-1, 3), axis=0)
+    assert len(colours) > 100
+    # the restart line (matplotlib's tab:red, #d62728) is drawn
+    red = np.all(np.abs(pixels * 255 - (214, 39, 40)) < 8, axis=-1)
+    assert red.sum() > 500
+
+    text = (run_dir / "report.txt").read_text()
+    assert text.startswith("run recorded-mlp: 120/120 steps, 1 x cpu, global batch 32")
+    assert "loss: 2.3166 at step 10 -> 0.3933 at step 120" in text
+    assert "checkpoints: 3 (steps 40, 80, 120)" in text
+    assert "restarts: 1: after step 70, resumed at step 40 (30 steps redone)" in text
+    assert "MFU: n/a (CPU)" in text
+    out = capsys.readouterr().out
+    assert text in out and f"wrote {run_dir / 'report.txt'} and {png}" in out
+
+
+def test_run_restarts_are_read_from_the_steps(run_dir):
+    run = report.load_run(run_dir)
+    assert [len(a.records) for a in run.attempts] == [7, 8]
+    assert run.attempts[1].resumed_from == 40 and run.restarts == 1
+    assert run.checkpoints == [40, 80, 120]
+
+
+def test_without_matplotlib_the_text_summary_is_still_written(run_dir, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
+    assert report.main([str(run_dir)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert "matplotlib is not installed" in err and "pip install 'trainforge[report]'" in err
+    assert (run_dir / "report.txt").read_text().startswith("run recorded-mlp")
+    assert not (run_dir / "report.png").exists()
+
+
+def test_a_folder_without_metrics_is_a_one_line_error(tmp_path, capsys):
+    assert report.main([str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("trainforge report: RUN_DIR") and "no metrics.jsonl" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_demo_ends_with_the_plots_of_its_runs(run_dir, tmp_path, capsys):
+    other = tmp_path / "empty"
+    other.mkdir()
+    written = demo._plots([run_dir, other])
+    assert written == {run_dir: run_dir / "report.png"}
+    assert (run_dir / "report.png").is_file()
+    captured = capsys.readouterr()
+    assert f"wrote {run_dir / 'report.txt'} and {run_dir / 'report.png'}" in captured.out
+    assert "no metrics.jsonl" in captured.err

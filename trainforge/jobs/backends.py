@@ -1,0 +1,68 @@
+"""The job backends: which emitter turns a job into objects, and which controller runs them.
+
+    pytorchjob   kubeflow.org/v1 PyTorchJob     Kubeflow training operator v1   pytorchjob.py
+    trainjob     trainer.kubeflow.org TrainJob  Kubeflow Trainer v2 (+ JobSet)  trainjob.py
+    indexed-job  batch/v1 Indexed Job + Service the Kubernetes Job controller  indexed_job.py
+
+A job runs on its own `backend:` or on the platform's default (`trainforge:jobBackend`), and
+only on a backend whose controller the platform installs (`PlatformContract.backends`). Every
+emitter takes the same resolved JobSpec and builds its pods with the one pod builder
+(`trainforge.jobs.pod`), so switching a job's backend changes which object runs its pods,
+not the pods.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from trainforge.jobs import indexed_job, pytorchjob, trainjob
+from trainforge.jobs.codeship import CodeBundle
+from trainforge.jobs.contract import BACKENDS
+from trainforge.jobs.errors import JobConfigError
+from trainforge.jobs.pod import EmittedJob
+from trainforge.jobs.spec import JobSpec
+from trainforge.jobs.wiring import JobTarget
+
+EMITTERS: dict[str, ModuleType] = {
+    pytorchjob.BACKEND: pytorchjob,
+    trainjob.BACKEND: trainjob,
+    indexed_job.BACKEND: indexed_job,
+}
+assert tuple(EMITTERS) == BACKENDS
+
+# Backends that need no controller beyond Kubernetes' own: always available.
+NO_CONTROLLER = (indexed_job.BACKEND,)
+
+# The Pulumi type token of each backend's workload object. A job's workload resource carries
+# the other two as aliases, so that changing a job's backend is a *replacement* of one resource
+# (deleted first, like any spec change) rather than a create of a new one beside the old.
+WORKLOAD_TYPES: dict[str, str] = {
+    name: f"kubernetes:{m.API_VERSION}:{m.KIND}" for name, m in EMITTERS.items()
+}
+
+
+def resolve_backend(job: JobSpec, target: JobTarget, where: str) -> str:
+    """The job's backend (its own or the platform's default), refused when the platform does
+    not install that backend's controller, or when the backend cannot run the job."""
+    backend = job.backend or target.backend
+    if backend not in target.backends and backend not in NO_CONTROLLER:
+        installed = ", ".join(target.backends) or "(none)"
+        raise JobConfigError(
+            f"{where}.backend",
+            backend,
+            f"the platform installs the controllers of {installed} only; add {backend!r} to "
+            "trainforge:jobBackends (or use one of those)",
+        )
+    return backend
+
+
+def check(job: JobSpec, target: JobTarget, where: str) -> None:
+    """The backend's own refusals (e.g. elastic on trainjob); `job.backend` must be set."""
+    EMITTERS[str(job.backend)].check(job, target, where)
+
+
+def emit(job: JobSpec, target: JobTarget, code: CodeBundle | None) -> EmittedJob:
+    """All objects of a resolved job (see `wiring.resolve_job`), by its backend."""
+    if job.backend not in EMITTERS:
+        raise ValueError(f"job {job.name!r} has no resolved backend; call wiring.resolve_job")
+    return EMITTERS[job.backend].emit(job, target, code)

@@ -1,0 +1,310 @@
+"""Scheduling rehearsal: do a job's pods fit on its pool's nodes, all at once?
+
+Why: a pod that asks for more than a node's allocatable capacity (after the kubelet's
+reservations and the DaemonSet pods on that node) stays Pending forever, and so does a job
+whose pods together need more nodes than the pool may have or more than the team's quota.
+The scheduler and Karpenter would only say so after `pulumi up`; this says it at preview,
+with the numbers. `wiring.resolve_job` refuses such a job; the plan's scheduling check
+prints the same arithmetic for every job.
+
+The arithmetic, per instance type of the pool (`PoolFacts.nodes`, from `node_facts`):
+  free = allocatable - sum(requests of the DaemonSet pods landing on the pool)
+  pods per node = min over cpu, memory, GPUs, EFA and pod slots of free // request
+A managed node group launches any of its types, so every type must host a pod; Karpenter
+picks a type that fits, so one is enough. All pods at once: a node group needs
+ceil(pods / pods per node) <= maxSize nodes; a Karpenter pool needs the nodes' capacity
+within its `limits` (exact for one fitting type, a lower bound over mixed types).
+
+Pure: no Pulumi (used before any resource exists).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from trainforge.jobs import node_facts
+from trainforge.jobs.contract import GPU_RESOURCE, NodeShape, PoolFacts, TeamQuota
+from trainforge.jobs.quantity import parse_quantity
+
+MI = 2**20
+
+
+@dataclass(frozen=True)
+class PodRequest:
+    """What one pod of the job requests (requests == limits in every emitter)."""
+
+    cpu_m: int  # millicores, rounded up
+    memory_mib: Fraction  # exact (a request need not be whole Mi)
+    gpus: int = 0
+    efa: int = 0
+
+    @classmethod
+    def of(cls, cpu: str, memory: str, gpus: int = 0, efa: int = 0) -> PodRequest:
+        return cls(
+            cpu_m=math.ceil(parse_quantity(cpu) * 1000),
+            memory_mib=parse_quantity(memory) / MI,
+            gpus=gpus,
+            efa=efa,
+        )
+
+
+@dataclass(frozen=True)
+class NodeRoom:
+    """What a node of one type has left for the job's pods after the DaemonSets."""
+
+    node: NodeShape
+    cpu_m: int
+    memory_mib: int
+    pods: int
+    ds_cpu_m: int
+    ds_memory_mib: int
+    ds_pods: int
+
+    def explain_cpu(self) -> str:
+        n = self.node
+        return (
+            f"{n.instance_type}: {n.vcpus} vCPU - {n.kube_reserved_cpu_m}m kubelet reservation"
+            f" - {self.ds_cpu_m}m DaemonSets = {self.cpu_m}m"
+        )
+
+    def explain_memory(self) -> str:
+        n = self.node
+        return (
+            f"{n.instance_type}: {n.memory_mib}Mi - {n.memory_mib - n.capacity_memory_mib}Mi VM"
+            f" overhead - {n.kube_reserved_memory_mib}Mi kubelet reservation"
+            f" - {n.eviction_memory_mib}Mi eviction threshold - {self.ds_memory_mib}Mi"
+            f" DaemonSets = {self.memory_mib}Mi"
+        )
+
+
+def pool_nodes(pool: PoolFacts) -> tuple[NodeShape, ...]:
+    """The pool's node shapes; derived from vcpus/memory when the contract has none (a
+    hand-built contract: kubelet's default 110 max pods, no DaemonSets known)."""
+    if pool.nodes:
+        return pool.nodes
+    if not pool.vcpus_per_node or not pool.memory_mib_per_node:
+        return ()
+    name = pool.instance_types[0] if len(pool.instance_types) == 1 else f"{pool.name} node"
+    return (
+        node_facts.node_shape(
+            name,
+            pool.vcpus_per_node,
+            pool.memory_mib_per_node,
+            gpus=pool.gpus_per_node,
+            efa=pool.efa_interfaces,
+        ),
+    )
+
+
+def rooms(pool: PoolFacts) -> list[NodeRoom]:
+    ds_cpu = sum(d.cpu_m for d in pool.daemonsets)
+    ds_mem = sum(d.memory_mib for d in pool.daemonsets)
+    ds_pods = len(pool.daemonsets)
+    return [
+        NodeRoom(
+            node=n,
+            cpu_m=n.allocatable_cpu_m - ds_cpu,
+            memory_mib=n.allocatable_memory_mib - ds_mem,
+            pods=n.max_pods - ds_pods,
+            ds_cpu_m=ds_cpu,
+            ds_memory_mib=ds_mem,
+            ds_pods=ds_pods,
+        )
+        for n in pool_nodes(pool)
+    ]
+
+
+def default_size(pool: PoolFacts, share: Fraction) -> tuple[str, str] | None:
+    """CPU and memory for a pod that takes `share` of a node: that share of what the smallest
+    type leaves after the kubelet and the DaemonSets (CPU rounded down to 100m, memory to Mi),
+    so it fits whichever type is launched. None when the pool's nodes are unknown."""
+    rs = rooms(pool)
+    if not rs:
+        return None
+    cpu_m = int(min(r.cpu_m for r in rs) * share) // 100 * 100
+    mem_mib = int(min(r.memory_mib for r in rs) * share)
+    if cpu_m <= 0 or mem_mib <= 0:
+        return None
+    cpu = str(cpu_m // 1000) if cpu_m % 1000 == 0 else f"{cpu_m}m"
+    return cpu, f"{mem_mib}Mi"
+
+
+@dataclass(frozen=True)
+class NodeFit:
+    room: NodeRoom
+    per_node: int  # pods of the job one such node holds (0: not even one)
+    short: tuple[tuple[str, str], ...]  # (resource, why) where one pod does not fit
+
+
+def fit(room: NodeRoom, req: PodRequest) -> NodeFit:
+    n = room.node
+    limits: list[int] = []
+    short: list[tuple[str, str]] = []
+    if req.cpu_m:
+        limits.append(room.cpu_m // req.cpu_m)
+        if req.cpu_m > room.cpu_m:
+            short.append(("cpu", f"needs cpu {req.cpu_m}m, {room.explain_cpu()}"))
+    if req.memory_mib:
+        limits.append(math.floor(room.memory_mib / req.memory_mib))
+        if req.memory_mib > room.memory_mib:
+            short.append(
+                ("memory", f"needs memory {_mib(req.memory_mib)}, {room.explain_memory()}")
+            )
+    if req.gpus:
+        limits.append(n.gpus // req.gpus)
+        if req.gpus > n.gpus:
+            short.append(("gpus", f"needs {req.gpus} GPUs, {n.instance_type} has {n.gpus}"))
+    if req.efa:
+        limits.append(n.efa // req.efa)
+        if req.efa > n.efa:
+            short.append(("efa", f"needs {req.efa} EFA devices, {n.instance_type} has {n.efa}"))
+    limits.append(room.pods)
+    if room.pods < 1:
+        short.append(
+            (
+                "pods",
+                f"{n.instance_type} runs at most {n.max_pods} pods and its {room.ds_pods} "
+                "DaemonSet pods take them all",
+            )
+        )
+    per_node = max(0, min(limits))
+    return NodeFit(room, per_node, tuple(short))
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Why a job can never run: the JobSpec key to change, and the numbers."""
+
+    key: str  # cpu | memory | gpusPerWorker | efa | workers | pool
+    message: str
+
+
+@dataclass
+class JobCapacity:
+    """The scheduling rehearsal of one job on its pool (see the module docstring)."""
+
+    pool: PoolFacts
+    pods: int
+    request: PodRequest
+    fits: list[NodeFit]
+    nodes_needed: int | None = None
+    pool_usage: list[tuple[str, str, str]] = field(default_factory=list)  # (res, need, limit)
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+_KEYS = {"cpu": "cpu", "memory": "memory", "gpus": "gpusPerWorker", "efa": "efa", "pods": "pool"}
+
+
+def rehearse(req: PodRequest, pods: int, pool: PoolFacts) -> JobCapacity:
+    """Fit `pods` pods of `req` on `pool`: per node, then all at once against its size."""
+    fits = [fit(r, req) for r in rooms(pool)]
+    out = JobCapacity(pool=pool, pods=pods, request=req, fits=fits)
+    if not fits:
+        return out  # nodes unknown: nothing to rehearse against
+    types = ", ".join(f.room.node.instance_type for f in fits)
+    fitting = [f for f in fits if f.per_node > 0]
+    node_group = pool.kind == "node-group"
+    failing = [f for f in fits if f.per_node == 0]
+    if failing and (node_group or not fitting):
+        worst = failing[0]
+        resource, why = worst.short[0] if worst.short else ("pods", "no room")
+        whys = "; ".join(w for f in failing for r, w in f.short if r == resource) or why
+        scope = (
+            f"managed node group {pool.name!r} launches any of its types ({types})"
+            if node_group and fitting
+            else f"no instance type of pool {pool.name!r} ({types}) can hold one pod"
+        )
+        out.problems.append(
+            Problem(
+                _KEYS[resource],
+                f"{scope}: {whys}. Ask for less, or use a pool with bigger nodes "
+                "(docs/rehearsals.md, Scheduling rehearsal)",
+            )
+        )
+        return out
+    if node_group:
+        per_node = min(f.per_node for f in fits)
+        out.nodes_needed = math.ceil(pods / per_node)
+        limit = pool.max_nodes
+        out.pool_usage.append(("nodes", str(out.nodes_needed), str(limit)))
+        if limit is not None and out.nodes_needed > limit:
+            out.problems.append(
+                Problem(
+                    "workers",
+                    f"{pods} pod(s) must run at once and a node holds {per_node}, so they need "
+                    f"{out.nodes_needed} nodes, but managed node group {pool.name!r} has "
+                    f"maxSize {limit}. Use fewer workers or a bigger node group",
+                )
+            )
+        return out
+    _karpenter_limits(out, fitting)
+    return out
+
+
+def _karpenter_limits(out: JobCapacity, fitting: list[NodeFit]) -> None:
+    pool, pods = out.pool, out.pods
+    best = min(fitting, key=lambda f: math.ceil(pods / f.per_node))
+    out.nodes_needed = math.ceil(pods / best.per_node)
+    lim = pool.limits
+    checks = [
+        ("cpu", lim.cpu, lambda n: Fraction(n.vcpus), _cores),
+        ("memory", lim.memory, lambda n: Fraction(n.capacity_memory_mib * MI), format_bytes),
+        (GPU_RESOURCE, None if lim.gpus is None else str(lim.gpus), lambda n: n.gpus, str),
+    ]
+    for name, limit, per, fmt in checks:
+        if len(fitting) == 1:
+            f = fitting[0]
+            need = Fraction(per(f.room.node)) * math.ceil(pods / f.per_node)
+            how = ""
+        else:
+            # Karpenter may mix types: no mix needs less than the thriftiest type per pod.
+            need = min(Fraction(per(f.room.node)) / f.per_node for f in fitting) * pods
+            how = "at least "
+        if limit is None:
+            if need:
+                out.pool_usage.append((name, how + fmt(need), "unlimited"))
+            continue
+        out.pool_usage.append((name, how + fmt(need), limit))
+        if need > parse_quantity(limit):
+            out.problems.append(
+                Problem(
+                    "workers",
+                    f"{pods} pod(s) must run at once; their nodes have {how}{name} "
+                    f"{fmt(need)} of capacity but Karpenter pool {pool.name!r} is limited to "
+                    f"{name} {limit}, so Karpenter would stop launching nodes before all pods "
+                    "run. Use fewer workers or raise the pool's limits",
+                )
+            )
+
+
+def quota_usage(
+    req: PodRequest, pods: int, quota: TeamQuota
+) -> list[tuple[str, Fraction, str | None]]:
+    """(resource, what `pods` pods request, the team's quota) for every quota resource."""
+    return [
+        ("gpus", Fraction(req.gpus * pods), quota.gpus),
+        ("cpu", Fraction(req.cpu_m * pods, 1000), quota.cpu),
+        ("memory", req.memory_mib * pods * MI, quota.memory),
+        ("pods", Fraction(pods), quota.pods),
+    ]
+
+
+def _cores(v: Fraction) -> str:
+    return str(v.numerator) if v.denominator == 1 else f"{float(v):g}"
+
+
+def format_bytes(v: Fraction) -> str:
+    return _mib(v / MI)
+
+
+def _mib(v: Fraction | int) -> str:
+    v = Fraction(v)
+    if v >= 1024 and v % 1024 == 0:
+        return f"{v // 1024}Gi"
+    return f"{math.ceil(v)}Mi"

@@ -1,0 +1,477 @@
+"""Emitter: a resolved JobSpec + JobTarget -> Kubeflow Trainer v2 (v2.3) objects.
+
+Trainer v2 splits a job in two: a `ClusterTrainingRuntime` (cluster-scoped, installed once by
+the platform: the JobSet template every job starts from) and a `TrainJob` per job (image,
+command, env, nodes, processes and resources per node, and `runtimePatches` for the pod
+fields v2.3 lets a job set). This module builds both from the shared pod builder
+(`trainforge.jobs.pod`), so a TrainJob's pods are the pods its PyTorchJob would have:
+
+- the runtime carries what is the same on every pod of every job: the `node` container
+  (Trainer's torch plugin wires only the container named `node` in the replicated job `node`),
+  pull policy, security contexts, no service links, no API token, the metrics port, the
+  /dev/shm and /tmp volumes, and the restart behaviour (one runtime per restart policy);
+- the TrainJob's `trainer` carries image, command, env, `numNodes` (= workers),
+  `numProcPerNode` (= processes per pod) and `resourcesPerNode` (requests = limits);
+- its runtime patch carries the per-job pod fields v2.3 accepts there: labels and
+  annotations, ServiceAccount, grace period, security contexts, node selector, tolerations,
+  volumes (sized /dev/shm, the team's FSx claim, the code ConfigMap) and volume mounts.
+
+`effective_pod` rehearses what the Trainer controller does with the two (strategic merge of
+the patch into the runtime's pod template, then the trainer fields, then the torch plugin's
+PET_* variables and port); tests and the offline plan check it against the pod builder.
+
+Trainer v2.3's torch plugin sets PET_NNODES, PET_NPROC_PER_NODE, PET_NODE_RANK (the pod's
+completion index), PET_MASTER_ADDR (`<job>-node-0-0.<job>`, the JobSet's stable DNS name of
+rank 0) and PET_MASTER_PORT (29500). The emitter sets MASTER_ADDR, MASTER_PORT, RANK and
+WORLD_SIZE to the same values, so that the container command and the env contract are those
+of every other backend. What v2.3 lacks compared with the PyTorchJob (refused at preview by
+`check`): elastic training, and per-job backoffLimit, TTL, cleanPodPolicy and container ports
+(they live in the runtime, platform-wide).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from trainforge.jobs import pod, tenancy
+from trainforge.jobs.codeship import CodeBundle, configmap_manifest
+from trainforge.jobs.errors import JobConfigError
+from trainforge.jobs.pod import EmittedJob, labels
+from trainforge.jobs.spec import JobSpec, RunPolicySpec
+from trainforge.jobs.wiring import JobTarget
+
+BACKEND = "trainjob"
+GROUP = "trainer.kubeflow.org"
+API_VERSION = f"{GROUP}/v1alpha1"
+KIND = "TrainJob"
+RUNTIME_KIND = "ClusterTrainingRuntime"
+CONTAINER = "node"  # constants.Node in Trainer v2.3: the container the torch plugin wires
+REPLICATED_JOB = "node"  # ... in the replicated job of this name
+ANCESTOR_LABEL = f"{GROUP}/trainjob-ancestor-step"
+ANCESTOR_TRAINER = "trainer"
+FRAMEWORK_LABEL = f"{GROUP}/framework"
+MASTER_PORT = 29500  # constants.ContainerTrainerPort in Trainer v2.3; the plugin adds the port
+# runtimePatches are keyed by manager, a domain-prefixed path (the Trainer webhook checks it).
+PATCH_MANAGER = "trainforge.io/jobs"
+# PET_* are the torch plugin's; the Trainer webhook refuses them in trainer.env.
+TORCH_RESERVED_ENV = (
+    "PET_NNODES",
+    "PET_NPROC_PER_NODE",
+    "PET_NODE_RANK",
+    "PET_MASTER_ADDR",
+    "PET_MASTER_PORT",
+)
+# One runtime per restart policy: restart behaviour is a Job-template field, which v2.3 does
+# not let a TrainJob patch.
+RUNTIMES = {
+    "OnFailure": "trainforge-torch",
+    "ExitCode": "trainforge-torch-exitcode",
+    "Never": "trainforge-torch-never",
+}
+# What the runtimes fix for every job: the job model's defaults.
+RUNTIME_RUN_POLICY = RunPolicySpec()
+RUNTIME_METRICS_PORT = JobSpec.metrics_port
+# restartPolicy ExitCode as the training operator v1 implements it: exit codes 1-127 are the
+# program's own failures (permanent, the job fails); >= 128 are signals (OOM kill 137,
+# SIGTERM 143), retried within backoffLimit.
+PERMANENT_EXIT_CODES = list(range(1, 128))
+
+
+def master_addr(job: JobSpec) -> str:
+    """Rank 0's stable name: JobSet pod `<jobset>-<replicatedJob>-<jobIndex>-<podIndex>` in
+    the JobSet's subdomain (the JobSet is named after the TrainJob)."""
+    return f"{job.name}-{REPLICATED_JOB}-0-0.{job.name}"
+
+
+def launch(job: JobSpec) -> pod.Launch:
+    return pod.Launch(
+        container=CONTAINER,
+        port=MASTER_PORT,
+        declare_port=False,
+        rendezvous_env=pod.static_rendezvous_env(job, master_addr(job), MASTER_PORT),
+    )
+
+
+def runtime_name(job: JobSpec) -> str:
+    return RUNTIMES[job.restart_policy]
+
+
+# --- what v2.3 cannot express per job ------------------------------------------------------------
+
+
+def check(job: JobSpec, target: JobTarget, where: str) -> None:
+    """Refuse, at preview, what a TrainJob on the platform's runtimes cannot do."""
+    if job.elastic is not None:
+        raise JobConfigError(
+            f"{where}.preset",
+            "elastic",
+            "Kubeflow Trainer v2.3 has no elastic PyTorch (its torch plugin runs a fixed "
+            "numNodes); use backend: pytorchjob for elastic jobs",
+        )
+    if job.metrics_port not in (0, RUNTIME_METRICS_PORT):
+        raise JobConfigError(
+            f"{where}.metricsPort",
+            job.metrics_port,
+            f"a TrainJob's container ports come from the platform's ClusterTrainingRuntime, "
+            f"which declares {RUNTIME_METRICS_PORT}; use {RUNTIME_METRICS_PORT} or 0, or "
+            "backend: pytorchjob / indexed-job",
+        )
+    rp, fixed = job.run_policy, RUNTIME_RUN_POLICY
+    for key, value, runtime_value in (
+        ("backoffLimit", rp.backoff_limit, fixed.backoff_limit),
+        (
+            "ttlSecondsAfterFinished",
+            rp.ttl_seconds_after_finished,
+            fixed.ttl_seconds_after_finished,
+        ),
+        ("cleanPodPolicy", rp.clean_pod_policy, fixed.clean_pod_policy),
+    ):
+        if value != runtime_value:
+            raise JobConfigError(
+                f"{where}.runPolicy.{key}",
+                value,
+                f"Kubeflow Trainer v2.3 takes it from the ClusterTrainingRuntime, not the "
+                f"TrainJob; the platform's runtimes use {runtime_value!r}. Leave it unset, or "
+                "use backend: pytorchjob / indexed-job",
+            )
+
+
+# --- the platform's ClusterTrainingRuntimes ------------------------------------------------------
+
+
+def _runtime_pod(restart_policy: str) -> dict[str, Any]:
+    """The pod every TrainJob starts from: what the pod builder puts on every pod."""
+    return {
+        "metadata": {},
+        "spec": {
+            # OnFailure restarts the container in place, as a PyTorchJob's OnFailure does;
+            # ExitCode and Never need Never (a pod failure policy requires it).
+            "restartPolicy": "OnFailure" if restart_policy == "OnFailure" else "Never",
+            "automountServiceAccountToken": False,
+            "enableServiceLinks": False,
+            "securityContext": pod.pod_security_context(),
+            "containers": [
+                {
+                    "name": CONTAINER,
+                    # Every TrainJob sets its own image; this one only makes the template valid.
+                    "image": pod.default_image(),
+                    "imagePullPolicy": "IfNotPresent",
+                    "ports": [
+                        {
+                            "name": pod.METRICS_PORT_NAME,
+                            "containerPort": RUNTIME_METRICS_PORT,
+                            "protocol": "TCP",
+                        }
+                    ],
+                    "securityContext": pod.container_security_context(),
+                    "volumeMounts": [
+                        {"name": "dshm", "mountPath": "/dev/shm"},
+                        {"name": "tmp", "mountPath": "/tmp"},
+                    ],
+                }
+            ],
+            "volumes": [
+                # Sized per job by the TrainJob's patch (a quarter of its memory by default).
+                {"name": "dshm", "emptyDir": {"medium": "Memory"}},
+                {"name": "tmp", "emptyDir": {"sizeLimit": pod.TMP_SIZE}},
+            ],
+        },
+    }
+
+
+def _runtime_job_spec(restart_policy: str) -> dict[str, Any]:
+    rp = RUNTIME_RUN_POLICY
+    spec: dict[str, Any] = {
+        # JobSet's DNS names and PET_NODE_RANK need an Indexed Job; parallelism and
+        # completions are set from the TrainJob's numNodes.
+        "completionMode": "Indexed",
+        # As a PyTorchJob's runPolicy.backoffLimit: container restarts (OnFailure) or failed
+        # pods (ExitCode) of the whole job before it fails; Never fails on the first.
+        "backoffLimit": 0 if restart_policy == "Never" else rp.backoff_limit,
+        "template": _runtime_pod(restart_policy),
+    }
+    if restart_policy == "ExitCode":
+        spec["podFailurePolicy"] = {
+            "rules": [
+                # A pod preempted, evicted or lost with its node is retried without counting.
+                {
+                    "action": "Ignore",
+                    "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}],
+                },
+                {
+                    "action": "FailJob",
+                    "onExitCodes": {
+                        "containerName": CONTAINER,
+                        "operator": "In",
+                        "values": PERMANENT_EXIT_CODES,
+                    },
+                },
+            ]
+        }
+    return spec
+
+
+def runtime_manifest(restart_policy: str = "OnFailure") -> dict[str, Any]:
+    """The platform's ClusterTrainingRuntime for one restart policy."""
+    rp = RUNTIME_RUN_POLICY
+    return {
+        "apiVersion": API_VERSION,
+        "kind": RUNTIME_KIND,
+        "metadata": {
+            "name": RUNTIMES[restart_policy],
+            "labels": {
+                FRAMEWORK_LABEL: "torch",
+                "app.kubernetes.io/name": "trainforge",
+                "app.kubernetes.io/managed-by": "pulumi",
+            },
+        },
+        "spec": {
+            "mlPolicy": {"numNodes": 1, "torch": {}},
+            "template": {
+                "spec": {
+                    # The child Job's backoffLimit is the restart budget, as in a PyTorchJob:
+                    # when it is spent the JobSet (and the TrainJob) fails.
+                    "failurePolicy": {"maxRestarts": 0},
+                    # Pods of a finished job go after a day; the TrainJob object stays.
+                    "ttlSecondsAfterFinished": rp.ttl_seconds_after_finished,
+                    "replicatedJobs": [
+                        {
+                            "name": REPLICATED_JOB,
+                            "replicas": 1,
+                            "template": {
+                                "metadata": {"labels": {ANCESTOR_LABEL: ANCESTOR_TRAINER}},
+                                "spec": _runtime_job_spec(restart_policy),
+                            },
+                        }
+                    ],
+                }
+            },
+        },
+    }
+
+
+def runtime_manifests() -> list[dict[str, Any]]:
+    """Every ClusterTrainingRuntime the platform installs with the trainjob backend."""
+    return [runtime_manifest(policy) for policy in RUNTIMES]
+
+
+# --- a job ------------------------------------------------------------------------------------
+
+
+def metadata(job: JobSpec, target: JobTarget) -> dict[str, Any]:
+    """The TrainJob's metadata: the one place its labels and annotations are built.
+
+    The queue labels make Kueue hold the job (spec.suspend, which Kueue owns and this
+    program never sets) until the team's queue can admit all of its pods."""
+    return {
+        "name": job.name,
+        "namespace": target.namespace,
+        "labels": {**labels(job), **tenancy.queue_labels(job, target)},
+    }
+
+
+def _pod_patch(template: dict[str, Any]) -> dict[str, Any]:
+    """The per-job part of the pod, in the fields a v2.3 runtime patch accepts."""
+    spec = template["spec"]
+    container = spec["containers"][0]
+    patch: dict[str, Any] = {
+        "serviceAccountName": spec["serviceAccountName"],
+        "terminationGracePeriodSeconds": spec["terminationGracePeriodSeconds"],
+        "securityContext": spec["securityContext"],
+        "nodeSelector": spec["nodeSelector"],
+        "volumes": spec["volumes"],
+        "containers": [
+            {
+                "name": CONTAINER,
+                "securityContext": container["securityContext"],
+                "volumeMounts": container["volumeMounts"],
+            }
+        ],
+    }
+    if spec.get("tolerations"):
+        patch["tolerations"] = spec["tolerations"]
+    return {"metadata": copy.deepcopy(template["metadata"]), "spec": patch}
+
+
+def trainjob_manifest(job: JobSpec, target: JobTarget, template: dict[str, Any]) -> dict[str, Any]:
+    container = template["spec"]["containers"][0]
+    spec: dict[str, Any] = {
+        "runtimeRef": {"apiGroup": GROUP, "kind": RUNTIME_KIND, "name": runtime_name(job)},
+        "trainer": {
+            "image": container["image"],
+            "command": container["command"],
+            "env": container["env"],
+            "numNodes": job.workers,
+            "numProcPerNode": job.procs,
+            "resourcesPerNode": container["resources"],
+        },
+        "runtimePatches": [
+            {
+                "manager": PATCH_MANAGER,
+                "trainingRuntimeSpec": {
+                    "template": {
+                        # Labels of the JobSet the TrainJob becomes.
+                        "metadata": {"labels": labels(job)},
+                        "spec": {
+                            "replicatedJobs": [
+                                {
+                                    "name": REPLICATED_JOB,
+                                    "template": {
+                                        "metadata": {"labels": labels(job)},
+                                        "spec": {"template": _pod_patch(template)},
+                                    },
+                                }
+                            ]
+                        },
+                    }
+                },
+            }
+        ],
+    }
+    if job.run_policy.active_deadline_seconds is not None:
+        spec["activeDeadlineSeconds"] = job.run_policy.active_deadline_seconds
+    return {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "metadata": metadata(job, target),
+        "spec": spec,
+    }
+
+
+def podmonitor_manifest(job: JobSpec, target: JobTarget) -> dict[str, Any] | None:
+    """Rank 0 is the pod with completion index 0 of the JobSet's only Job."""
+    return pod.podmonitor_manifest(
+        job, target, {pod.COMPLETION_INDEX_LABEL: "0"}, [pod.COMPLETION_INDEX_LABEL]
+    )
+
+
+def emit(job: JobSpec, target: JobTarget, code: CodeBundle | None) -> EmittedJob:
+    """All objects for a resolved job (see `wiring.resolve_job`). The runtime the TrainJob
+    names is the platform's (`runtime_manifests`), not part of the job."""
+    code = pod.check_emittable(job, code)
+    cm = configmap_manifest(code, job.name, target.namespace, labels(job)) if code else None
+    template = pod.pod_template(job, target, code, launch(job))
+    return EmittedJob(
+        backend=BACKEND,
+        workload=trainjob_manifest(job, target, template),
+        pod=template,
+        podmonitor=podmonitor_manifest(job, target),
+        configmap=cm,
+    )
+
+
+# --- what the Trainer controller makes of a TrainJob and its runtime ----------------------------
+
+# Strategic-merge keys of the core PodSpec lists a runtime patch may carry (k8s.io/api core/v1
+# `patchMergeKey`); other lists (tolerations, capabilities) are replaced whole.
+_MERGE_KEYS = {
+    "containers": "name",
+    "initContainers": "name",
+    "volumes": "name",
+    "volumeMounts": "mountPath",
+    "env": "name",
+    "ports": "containerPort",
+    "imagePullSecrets": "name",
+    "schedulingGates": "name",
+}
+
+
+def strategic_merge(base: Any, patch: Any, key: str | None = None) -> Any:
+    """Kubernetes strategic merge patch for the pod fields above (no $patch directives)."""
+    if isinstance(base, dict) and isinstance(patch, dict):
+        out = dict(base)
+        for k, v in patch.items():
+            out[k] = strategic_merge(base[k], v, k) if k in base else copy.deepcopy(v)
+        return out
+    if isinstance(base, list) and isinstance(patch, list) and key in _MERGE_KEYS:
+        merge_key = _MERGE_KEYS[key]
+        out = [copy.deepcopy(item) for item in base]
+        for item in patch:
+            at = next(
+                (i for i, b in enumerate(out) if b.get(merge_key) == item.get(merge_key)), None
+            )
+            if at is None:
+                out.append(copy.deepcopy(item))
+            else:
+                out[at] = strategic_merge(out[at], item)
+        return out
+    return copy.deepcopy(patch)
+
+
+def _upsert_env(env: list[dict], entries: list[dict]) -> None:
+    for e in entries:
+        at = next((i for i, x in enumerate(env) if x["name"] == e["name"]), None)
+        if at is None:
+            env.append(copy.deepcopy(e))
+        else:
+            env[at] = copy.deepcopy(e)
+
+
+def effective_pod(trainjob: dict[str, Any], runtime: dict[str, Any]) -> dict[str, Any]:
+    """The pod template the Trainer v2.3 controller gives the `node` Job of `trainjob`.
+
+    Rehearses `TrainingRuntime.newRuntimeInfo` (runtime patches merged into the runtime's
+    JobSet template), the JobSet plugin's Trainer builder (image, command, args, env) and
+    resourcesPerNode merge, and the torch plugin's EnforceMLPolicy (PET_* variables and the
+    trainer port). Labels the JobSet and Job controllers add are not included.
+    """
+    rjobs = runtime["spec"]["template"]["spec"]["replicatedJobs"]
+    rjob = next(r for r in rjobs if r["name"] == REPLICATED_JOB)
+    template = copy.deepcopy(rjob["template"]["spec"]["template"])
+    spec = trainjob["spec"]
+    for patch in spec.get("runtimePatches") or []:
+        for rj in (
+            ((patch.get("trainingRuntimeSpec") or {}).get("template") or {}).get("spec") or {}
+        ).get("replicatedJobs") or []:
+            if rj["name"] != REPLICATED_JOB:
+                continue
+            pod_patch = ((rj.get("template") or {}).get("spec") or {}).get("template")
+            if pod_patch:
+                template = strategic_merge(template, pod_patch)
+    trainer = spec.get("trainer") or {}
+    container = next(c for c in template["spec"]["containers"] if c["name"] == CONTAINER)
+    for field in ("image", "command", "args"):
+        if trainer.get(field) is not None:
+            container[field] = copy.deepcopy(trainer[field])
+    env = container.setdefault("env", [])
+    _upsert_env(env, trainer.get("env") or [])
+    if trainer.get("resourcesPerNode"):
+        res = container.setdefault("resources", {})
+        for kind in ("requests", "limits"):
+            if kind in trainer["resourcesPerNode"]:
+                res[kind] = {**(res.get(kind) or {}), **trainer["resourcesPerNode"][kind]}
+    nodes = trainer.get("numNodes", runtime["spec"].get("mlPolicy", {}).get("numNodes", 1))
+    procs = trainer.get("numProcPerNode", "auto")
+    name = trainjob["metadata"]["name"]
+    _upsert_env(
+        env,
+        [
+            {"name": "PET_NNODES", "value": str(nodes)},
+            {"name": "PET_NPROC_PER_NODE", "value": str(procs)},
+            {
+                "name": "PET_NODE_RANK",
+                "valueFrom": {"fieldRef": {"fieldPath": pod.COMPLETION_INDEX_FIELD}},
+            },
+            {"name": "PET_MASTER_ADDR", "value": f"{name}-{REPLICATED_JOB}-0-0.{name}"},
+            {"name": "PET_MASTER_PORT", "value": str(MASTER_PORT)},
+        ],
+    )
+    ports = container.setdefault("ports", [])
+    if not any(p.get("containerPort") == MASTER_PORT for p in ports):
+        ports.append({"containerPort": MASTER_PORT})
+    return template
+
+
+def platform_pod(trainjob: dict[str, Any]) -> dict[str, Any] | None:
+    """`effective_pod` for a TrainJob on one of the platform's runtimes (which the offline
+    plan and the policy pack know without a cluster); None for another runtime or a TrainJob
+    too malformed to build (validation reports it)."""
+    name = ((trainjob.get("spec") or {}).get("runtimeRef") or {}).get("name")
+    runtime = next((r for r in runtime_manifests() if r["metadata"]["name"] == name), None)
+    if runtime is None or not isinstance((trainjob.get("metadata") or {}).get("name"), str):
+        return None
+    try:
+        return effective_pod(trainjob, runtime)
+    except (KeyError, TypeError, AttributeError, StopIteration):
+        return None

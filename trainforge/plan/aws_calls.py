@@ -1,0 +1,367 @@
+"""The AWS calls our runtime really makes, and the IAM requests AWS authorizes each one as.
+
+Why recorded, not listed: the calls are captured from the real botocore client through its
+event hooks while the runtime's own S3 mirror (`trainforge.training.s3_mirror.S3Mirror`) runs
+against moto: a fresh job (access check, no `latest` marker yet), two saves by two ranks
+(one file large enough for a multipart upload), the marker, a prune, a resume on a new node,
+and a multipart upload that fails half way (so s3transfer aborts it). A call added to the
+runtime is rehearsed without anyone updating a list here; an S3 operation this module does
+not know how to authorize is reported, never skipped.
+
+Each recorded call becomes one or more `iam_eval.Request`s with the request context AWS
+evaluates: the action(s), the resource ARN, `s3:prefix`/`s3:delimiter`/`s3:max-keys` where
+ListBucket applies, `aws:SecureTransport` from the URL actually sent, the principal keys, and
+for an SSE-KMS bucket the KMS request S3 makes on the caller's behalf (`kms:ViaService`,
+`kms:CallerAccount`, the `aws:s3:arn` encryption context).
+"""
+
+from __future__ import annotations
+
+import tempfile
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from trainforge.plan.iam_eval import Request
+
+
+@dataclass
+class ApiCall:
+    """One API call the client sent (or was about to send when a failure was injected)."""
+
+    service: str  # botocore service id, e.g. "s3"
+    operation: str  # e.g. "ListObjectsV2"
+    params: dict[str, Any]  # API parameters, bodies left out
+    secure: bool  # sent over https
+    status: int | None = None  # HTTP status of the answer
+    scenario: str = ""  # which rehearsal step made it
+
+    def describe(self) -> str:
+        keys = ("Bucket", "Key", "Prefix", "Delimiter", "MaxKeys")
+        shown = ", ".join(f"{k}={self.params[k]!r}" for k in keys if k in self.params)
+        if "Delete" in self.params:
+            shown += f", {len(self.params['Delete'].get('Objects', []))} keys"
+        return f"{self.service}:{self.operation}({shown})"
+
+
+class CallRecorder:
+    """Records every call a botocore client makes, from its own event hooks.
+
+    `provide-client-params` sees the API parameters, `before-call` the serialized request
+    (its URL says whether it goes over TLS) and `after-call` the status. `fail_once` makes
+    the next call of an operation fail (non-retryable, as a broken connection mid-upload
+    would after retries), so the runtime's and s3transfer's error paths run too.
+    """
+
+    def __init__(self, client: Any) -> None:
+        self.calls: list[ApiCall] = []
+        self.scenario = ""
+        self._fail: dict[str, int] = {}
+        self._lock = threading.Lock()
+        events = client.meta.events
+        events.register("provide-client-params.*", self._params)
+        events.register("before-call.*", self._before)
+        events.register("after-call.*", self._after)
+
+    def fail_once(self, operation: str) -> None:
+        self._fail[operation] = self._fail.get(operation, 0) + 1
+
+    def _params(self, params: dict, model: Any, context: dict, **_: Any) -> None:
+        context["trainforge_params"] = {k: v for k, v in params.items() if k != "Body"}
+
+    def _before(self, model: Any, params: dict, context: dict, **_: Any) -> Any:
+        call = ApiCall(
+            service=model.service_model.service_id.hyphenize(),
+            operation=model.name,
+            params=dict(context.get("trainforge_params", {})),
+            secure=str(params.get("url", "")).startswith("https://"),
+            scenario=self.scenario,
+        )
+        context["trainforge_call"] = call
+        with self._lock:
+            self.calls.append(call)
+            inject = self._fail.get(model.name, 0) > 0
+            if inject:
+                self._fail[model.name] -= 1
+        if not inject:
+            return None
+        from botocore.awsrequest import AWSResponse
+
+        call.status = 400
+        body = {
+            "Error": {"Code": "RequestTimeout", "Message": "rehearsal: injected failure"},
+            "ResponseMetadata": {"HTTPStatusCode": 400},
+        }
+        return AWSResponse(params.get("url", ""), 400, {}, None), body
+
+    def _after(self, http_response: Any, model: Any, context: dict, **_: Any) -> None:
+        call = context.get("trainforge_call")
+        if call is not None and call.status is None:
+            call.status = getattr(http_response, "status_code", None)
+
+
+# --------------------------------------------------------------------------------------------
+# S3 operation -> IAM actions
+
+
+@dataclass(frozen=True)
+class S3Op:
+    action: str
+    on: str  # "bucket" | "object" | "each-key" (DeleteObjects: one request per key)
+    kms: str | None = None  # the KMS action S3 calls on the caller's behalf (SSE-KMS)
+    prefix_keys: bool = False  # ListBucket with s3:prefix/s3:delimiter/s3:max-keys
+
+
+# Sources (AWS docs, checked 2026-11-23):
+# - Amazon S3 API Reference, HeadBucket: "To use this operation, you must have permissions to
+#   perform the s3:ListBucket action" -- and the request has no prefix, so no s3:prefix key.
+# - Amazon S3 User Guide, "Actions, resources, and condition keys for Amazon S3": s3:prefix,
+#   s3:delimiter and s3:max-keys are condition keys of ListBucket (ListObjects/ListObjectsV2).
+# - S3 User Guide, "Multipart upload API and permissions": CreateMultipartUpload, UploadPart
+#   and CompleteMultipartUpload need s3:PutObject; AbortMultipartUpload needs
+#   s3:AbortMultipartUpload; ListParts needs s3:ListMultipartUploadParts.
+# - AWS re:Post Knowledge Center, "s3-large-file-encryption-kms-key": SSE-KMS multipart needs
+#   kms:GenerateDataKey for CreateMultipartUpload and kms:Decrypt for UploadPart (S3 reads the
+#   earlier parts' data key); CompleteMultipartUpload assembles encrypted parts (kms:Decrypt,
+#   Knowledge Center "s3-multipart-kms-decrypt").
+# - S3 User Guide, "Using server-side encryption with AWS KMS keys": PutObject needs
+#   kms:GenerateDataKey, GetObject kms:Decrypt. HeadObject and GetObject need s3:GetObject
+#   (HeadObject returns metadata only; no data key is decrypted).
+# - S3 API Reference, DeleteObjects: each key needs s3:DeleteObject (s3:DeleteObjectVersion
+#   when a VersionId is given).
+S3_OPERATIONS: dict[str, S3Op] = {
+    "HeadBucket": S3Op("s3:ListBucket", "bucket"),
+    "ListObjectsV2": S3Op("s3:ListBucket", "bucket", prefix_keys=True),
+    "ListObjects": S3Op("s3:ListBucket", "bucket", prefix_keys=True),
+    "GetBucketLocation": S3Op("s3:GetBucketLocation", "bucket"),
+    "GetObject": S3Op("s3:GetObject", "object", kms="kms:Decrypt"),
+    "HeadObject": S3Op("s3:GetObject", "object"),
+    "PutObject": S3Op("s3:PutObject", "object", kms="kms:GenerateDataKey"),
+    "CreateMultipartUpload": S3Op("s3:PutObject", "object", kms="kms:GenerateDataKey"),
+    "UploadPart": S3Op("s3:PutObject", "object", kms="kms:Decrypt"),
+    "CompleteMultipartUpload": S3Op("s3:PutObject", "object", kms="kms:Decrypt"),
+    "AbortMultipartUpload": S3Op("s3:AbortMultipartUpload", "object"),
+    "ListParts": S3Op("s3:ListMultipartUploadParts", "object"),
+    "DeleteObject": S3Op("s3:DeleteObject", "object"),
+    "DeleteObjects": S3Op("s3:DeleteObject", "each-key"),
+}
+
+
+class UnmappedCall(LookupError):
+    """The runtime made a call this module does not know how to authorize."""
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who makes the calls and where: the principal, its account and the region."""
+
+    principal: str
+    account: str
+    region: str
+    partition: str = "aws"
+
+
+@dataclass(frozen=True)
+class BucketFacts:
+    """What decides the KMS side of S3 calls: the bucket's default encryption."""
+
+    name: str
+    kms_key_arn: str | None = None
+    bucket_key: bool = False
+
+    def arn(self, partition: str = "aws") -> str:
+        return f"arn:{partition}:s3:::{self.name}"
+
+
+@dataclass
+class Authz:
+    """One IAM request a call needs, and which resource policy AWS consults with it."""
+
+    call: ApiCall
+    request: Request
+    resource_policy: str  # "bucket" | "kms-key"
+
+    def describe(self) -> str:
+        ctx = ", ".join(f"{k}={v}" for k, v in sorted(self.request.context.items()))
+        return f"{self.request.action} on {self.request.resource} [{ctx}]"
+
+
+def _principal_context(caller: Caller) -> dict[str, Any]:
+    return {
+        "aws:PrincipalArn": caller.principal,
+        "aws:PrincipalAccount": caller.account,
+        "aws:RequestedRegion": caller.region,
+    }
+
+
+def s3_requests(
+    call: ApiCall, caller: Caller, bucket: BucketFacts, network: dict[str, Any] | None = None
+) -> list[Authz]:
+    """The IAM requests AWS evaluates for one S3 call (plus its KMS request, if any).
+
+    `network`: keys the path of the request adds (`aws:SourceVpce` when it reaches S3
+    through a VPC endpoint)."""
+    op = S3_OPERATIONS.get(call.operation)
+    if op is None:
+        raise UnmappedCall(
+            f"{call.describe()}: no IAM mapping for s3:{call.operation} in "
+            "trainforge/plan/aws_calls.py S3_OPERATIONS"
+        )
+    barn = f"arn:{caller.partition}:s3:::{call.params.get('Bucket', bucket.name)}"
+    base = {**_principal_context(caller), "aws:SecureTransport": call.secure, **(network or {})}
+    out: list[Authz] = []
+    if op.on == "bucket":
+        ctx = dict(base)
+        if op.prefix_keys:
+            for param, key in (
+                ("Prefix", "s3:prefix"),
+                ("Delimiter", "s3:delimiter"),
+                ("MaxKeys", "s3:max-keys"),
+            ):
+                if param in call.params:
+                    ctx[key] = str(call.params[param])
+        out.append(Authz(call, _req(caller, op.action, barn, ctx), "bucket"))
+        return out
+    keys = (
+        [o["Key"] for o in call.params.get("Delete", {}).get("Objects", [])]
+        if op.on == "each-key"
+        else [call.params.get("Key", "")]
+    )
+    for key in keys:
+        ctx = dict(base)
+        if "ServerSideEncryption" in call.params:
+            ctx["s3:x-amz-server-side-encryption"] = call.params["ServerSideEncryption"]
+        out.append(Authz(call, _req(caller, op.action, f"{barn}/{key}", ctx), "bucket"))
+        if op.kms and bucket.kms_key_arn:
+            out.append(Authz(call, kms_via_s3(caller, op.kms, bucket, key), "kms-key"))
+    return out
+
+
+def kms_via_s3(caller: Caller, action: str, bucket: BucketFacts, key: str) -> Request:
+    """The KMS request S3 makes with the caller's credentials for an SSE-KMS object.
+
+    kms:ViaService is `s3.<region>.amazonaws.com` (KMS Developer Guide, "kms:ViaService").
+    The encryption context is `aws:s3:arn` = the object ARN, or the bucket ARN when S3
+    Bucket Keys are on (S3 User Guide, "Reducing the cost of SSE-KMS with Amazon S3 Bucket
+    Keys": "S3 Bucket Key objects use the bucket ARN as their encryption context").
+    """
+    context_arn = bucket.arn(caller.partition)
+    if not bucket.bucket_key:
+        context_arn = f"{context_arn}/{key}"
+    assert bucket.kms_key_arn is not None
+    return _req(
+        caller,
+        action,
+        bucket.kms_key_arn,
+        {
+            **_principal_context(caller),
+            "kms:ViaService": f"s3.{caller.region}.amazonaws.com",
+            "kms:CallerAccount": caller.account,
+            "kms:EncryptionContext:aws:s3:arn": context_arn,
+            "kms:EncryptionContextKeys": ["aws:s3:arn"],
+        },
+    )
+
+
+def _req(caller: Caller, action: str, resource: str, ctx: dict[str, Any]) -> Request:
+    return Request(
+        principal=caller.principal,
+        action=action,
+        resource=resource,
+        context=ctx,
+        account=caller.account,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Rehearsing the runtime's S3 mirror against moto
+
+MULTIPART_BYTES = 8 * 1024 * 1024 + 1024  # just over s3transfer's default 8 MiB threshold
+
+
+@dataclass
+class MirrorRun:
+    calls: list[ApiCall] = field(default_factory=list)
+    log: list[str] = field(default_factory=list)
+
+
+def _no_torch_verify(path: Path) -> str | None:
+    return None if (path / ".metadata").is_file() else "no .metadata"
+
+
+@contextmanager
+def _moto_s3(region: str) -> Iterator[Any]:
+    import boto3
+    from moto import mock_aws
+
+    with mock_aws():
+        session = boto3.session.Session(
+            aws_access_key_id="rehearsal",
+            aws_secret_access_key="rehearsal",
+            region_name=region,
+        )
+        yield session.client("s3", endpoint_url=f"https://s3.{region}.amazonaws.com")
+
+
+def _write_checkpoint(root: Path, step: int, ranks: int, big: bool) -> Path:
+    """A directory laid out as the runtime writes one (contents do not matter to S3)."""
+    from trainforge.training.layout import EXTRAS_FMT, METADATA_FILE, step_dir_name
+
+    path = root / step_dir_name(step)
+    path.mkdir(parents=True)
+    for rank in range(ranks):
+        size = MULTIPART_BYTES if (big and rank == 0) else 1024
+        with open(path / f"__{rank}_0.distcp", "wb") as f:
+            f.truncate(size)
+        (path / EXTRAS_FMT.format(rank=rank)).write_bytes(b"extras")
+    (path / METADATA_FILE).write_bytes(b"metadata")
+    return path
+
+
+def rehearse_s3_mirror(bucket: str, prefix: str, region: str) -> MirrorRun:
+    """Run the runtime's S3 mirror through a job's life against moto; return its calls."""
+    from trainforge.training.s3_mirror import S3Mirror
+
+    run = MirrorRun()
+    uri = f"s3://{bucket}/{prefix.strip('/')}"
+    with _moto_s3(region) as client, tempfile.TemporaryDirectory() as tmp:
+        kwargs = (
+            {}
+            if region == "us-east-1"
+            else {"CreateBucketConfiguration": {"LocationConstraint": region}}
+        )
+        client.create_bucket(Bucket=bucket, **kwargs)  # before recording: not the runtime's
+        rec = CallRecorder(client)
+        root = Path(tmp)
+
+        def mirror() -> S3Mirror:
+            return S3Mirror(uri, client=client, log=run.log.append, verify=_no_torch_verify)
+
+        rec.scenario = "fresh job: access check, no latest marker yet"
+        first = mirror()
+        first.download_latest(root / "fresh")
+
+        rec.scenario = "save: every rank uploads its files (multipart), rank 0 publishes"
+        step1 = _write_checkpoint(root / "ckpt", 100, ranks=2, big=True)
+        for rank in range(2):
+            first.upload_own_files(step1, rank)
+        first.publish(step1, keep_last=1)
+
+        rec.scenario = "second save, prune past keep-last"
+        step2 = _write_checkpoint(root / "ckpt", 200, ranks=2, big=False)
+        for rank in range(2):
+            first.upload_own_files(step2, rank)
+        first.publish(step2, keep_last=1)
+
+        rec.scenario = "resume on a fresh node: read latest, download the checkpoint"
+        mirror().download_latest(root / "resume")
+
+        rec.scenario = "multipart upload fails half way: s3transfer aborts it"
+        step3 = _write_checkpoint(root / "ckpt", 300, ranks=1, big=True)
+        rec.fail_once("UploadPart")
+        first.upload_own_files(step3, 0)
+        run.calls = list(rec.calls)
+    return run

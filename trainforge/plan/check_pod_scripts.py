@@ -1,0 +1,454 @@
+"""Plan check: the pod script rehearsal. Every shell script the platform runs in a pod runs
+here, under that container's securityContext, against scratch directories standing for its
+volumes, more than once; then the pods that use those volumes must be able to write there.
+
+Why: the first wave's `fsx-team-dir` Job was schema-valid and admitted by every policy, yet
+`chmod` after `chown` needs CAP_FOWNER, which the Job does not have: every team namespace
+would have failed `pulumi up`. Only running the script shows that (trainforge.plan.pod_sandbox
+does the running).
+
+What is found and how it is modelled:
+- scripts: every container and init container, in every object with a pod template
+  (Jobs, Deployments, DaemonSets, PyTorchJobs, ...), whose command is `sh|bash|ash -c SCRIPT`.
+- volumes: a claim is a fresh volume root, root:root 0755 (a new FSx for Lustre or EBS file
+  system), shared by every pod that mounts the same claim; a `subPath` missing when a pod
+  starts is made by the kubelet, root-owned with the volume root's mode (as kubelet's
+  makeMounts does); emptyDir is 0777; configMap/secret/projected are empty and read-only;
+  fsGroup is applied to emptyDir and non-FSx claims only (the FSx CSI driver does not apply
+  it to shared ReadWriteMany volumes). Other volume types are not rehearsed (said so).
+- scenarios: (A) fresh volumes: run, run again (Job retry), every consumer writes, run again
+  (the Job re-created after the consumers wrote), consumers write again; (B) the consumers'
+  subPaths already made by the kubelet (root-owned) before the script runs.
+- consumers: every other pod mounting the same claim, as its own securityContext says, writing
+  the directories its command names (--checkpoint-dir, --output-dir), else its mount path;
+  for a team with no job yet, a probe pod with the team's UID/GID (TeamFacts).
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import posixpath
+import shlex
+import tempfile
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from trainforge.plan import pod_sandbox as sandbox
+from trainforge.plan.checks import CheckResult, Finding, PlanContext, Section
+
+SCRIPT_FAILS = "TRAINFORGE_POD_SCRIPT_FAILS"
+CANNOT_WRITE = "TRAINFORGE_POD_CANNOT_WRITE"
+RULES = {
+    SCRIPT_FAILS: (
+        "make the script succeed under its container's securityContext on a fresh volume and "
+        "on every re-run (idempotent), with the fewest capabilities (docs/rehearsals.md)"
+    ),
+    CANNOT_WRITE: (
+        "make the setup script give the directory to the UID/GID the pods run as (the team's "
+        "TeamFacts.run_as_user/run_as_group), or run the pods as that user"
+    ),
+}
+SHELLS = {"sh", "bash", "ash", "dash"}
+WRITE_FLAGS = ("--checkpoint-dir", "--output-dir")
+READ_ONLY_VOLUMES = ("configMap", "secret", "projected", "downwardAPI")
+FSX_DRIVER = "fsx.csi.aws.com"
+
+
+def shell_script(container: dict[str, Any]) -> str | None:
+    """SCRIPT when the container runs `sh -c SCRIPT` (command and args together)."""
+    argv = [str(a) for a in (container.get("command") or []) + (container.get("args") or [])]
+    if not argv or posixpath.basename(argv[0]) not in SHELLS:
+        return None
+    for i, a in enumerate(argv[1:-1], start=1):
+        if a.startswith("-") and not a.startswith("--") and "c" in a[1:]:
+            return argv[i + 1]
+    return None
+
+
+def pod_specs(doc: Any, path: str = "") -> list[tuple[str, dict[str, Any]]]:
+    """Every pod spec inside an object (a dict with a `containers` list), with where."""
+    out: list[tuple[str, dict[str, Any]]] = []
+    if isinstance(doc, dict):
+        if isinstance(doc.get("containers"), list) and path.endswith(("spec", "template.spec")):
+            out.append((path, doc))
+            return out
+        for k, v in doc.items():
+            out += pod_specs(v, f"{path}.{k}" if path else k)
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc):
+            out += pod_specs(v, f"{path}[{i}]")
+    return out
+
+
+@dataclass(frozen=True)
+class Claim:
+    namespace: str
+    name: str
+    driver: str  # the PV's CSI driver, "" when unknown
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    def describe(self) -> str:
+        what = "FSx for Lustre" if self.driver == FSX_DRIVER else (self.driver or "a volume")
+        return f"claim {self.key} ({what}: a new file system root, root:root 0755)"
+
+
+@dataclass
+class Consumer:
+    """A pod that uses a claim after the setup script: who it is and where it writes."""
+
+    name: str
+    identity: sandbox.Identity
+    mount_path: str
+    sub_path: str
+    dirs: tuple[str, ...]
+
+
+@dataclass
+class Script:
+    ident: str  # namespace/Kind/name
+    urn: str
+    obj_name: str
+    container: str
+    script: str
+    identity: sandbox.Identity
+    mounts: list[tuple[str, str, Any]]  # (volume name, mount path, volume source)
+    read_only: dict[str, bool]
+    sub_paths: dict[str, str]
+    env: dict[str, str]
+    fs_group: int | None = None
+    skip: str | None = None
+
+
+class _Objects:
+    """Lookups over the rendered objects: claims to PVs, pods mounting a claim."""
+
+    def __init__(self, objects: list[Any]) -> None:
+        self.pvcs = {
+            (o.namespace, o.obj_name): o.doc for o in objects if o.kind == "PersistentVolumeClaim"
+        }
+        self.pvs = {o.obj_name: o.doc for o in objects if o.kind == "PersistentVolume"}
+
+    def claim(self, namespace: str, name: str) -> Claim:
+        pvc = self.pvcs.get((namespace, name), {})
+        pv_name = (pvc.get("spec") or {}).get("volumeName")
+        driver = ""
+        for pv_key, pv in self.pvs.items():
+            ref = (pv.get("spec") or {}).get("claimRef") or {}
+            if pv_key == pv_name or (ref.get("namespace"), ref.get("name")) == (namespace, name):
+                driver = ((pv.get("spec") or {}).get("csi") or {}).get("driver", "")
+        return Claim(namespace, name, driver)
+
+
+def _literal_env(container: dict[str, Any]) -> dict[str, str]:
+    return {
+        e["name"]: str(e["value"])
+        for e in container.get("env") or ()
+        if isinstance(e, dict) and isinstance(e.get("value"), str)
+    }
+
+
+def _write_dirs(container: dict[str, Any], mount_path: str) -> tuple[str, ...]:
+    argv = [str(a) for a in (container.get("command") or []) + (container.get("args") or [])]
+    dirs = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a in WRITE_FLAGS]
+    dirs += [a.split("=", 1)[1] for a in argv if a.split("=", 1)[0] in WRITE_FLAGS and "=" in a]
+    inside = tuple(d for d in dirs if d == mount_path or d.startswith(mount_path.rstrip("/") + "/"))
+    return inside or (mount_path,)
+
+
+def _collect(ctx: PlanContext) -> tuple[list[Script], dict[str, list[Consumer]], dict[str, Claim]]:
+    lookup = _Objects(ctx.objects)
+    scripts: list[Script] = []
+    consumers: dict[str, list[Consumer]] = {}
+    claims: dict[str, Claim] = {}
+    seen: set[tuple[Any, ...]] = set()
+    for o in ctx.objects:
+        ns = o.namespace or ""
+        for _, pod in pod_specs(o.doc.get("spec") or {}, "spec"):
+            volumes = {v.get("name"): v for v in pod.get("volumes") or () if isinstance(v, dict)}
+            for c in [*(pod.get("initContainers") or ()), *(pod.get("containers") or ())]:
+                identity = sandbox.Identity.of(pod.get("securityContext"), c.get("securityContext"))
+                script = shell_script(c)
+                mounts = [
+                    (m["name"], m["mountPath"], volumes.get(m["name"], {}))
+                    for m in c.get("volumeMounts") or ()
+                ]
+                if script is not None:
+                    unsafe = identity.unsafe
+                    s = Script(
+                        ident=o.ident,
+                        urn=o.urn,
+                        obj_name=o.name,
+                        container=str(c.get("name")),
+                        script=script,
+                        identity=identity,
+                        mounts=mounts,
+                        read_only={
+                            m["name"]: bool(m.get("readOnly")) for m in c.get("volumeMounts") or ()
+                        },
+                        sub_paths={
+                            m["name"]: m.get("subPath", "") for m in c.get("volumeMounts") or ()
+                        },
+                        env=_literal_env(c),
+                        fs_group=(pod.get("securityContext") or {}).get("fsGroup"),
+                    )
+                    if unsafe:
+                        caps = ", ".join(sorted(unsafe))
+                        s.skip = (
+                            f"runs as root with {caps}, which could leave the sandbox and change "
+                            "this machine; rehearse it in a throwaway VM, or drop the capability"
+                        )
+                    for name, _, vol in mounts:
+                        kind = _volume_kind(vol)
+                        if kind not in ("claim", "emptyDir", "readOnly"):
+                            s.skip = (
+                                s.skip or f"volume {name!r} is a {kind}, which is not rehearsed"
+                            )
+                        if kind == "claim":
+                            cl = lookup.claim(ns, vol["persistentVolumeClaim"]["claimName"])
+                            claims[cl.key] = cl
+                    scripts.append(s)
+                    continue
+                for m in c.get("volumeMounts") or ():
+                    vol = volumes.get(m["name"], {})
+                    if _volume_kind(vol) != "claim" or m.get("readOnly"):
+                        continue
+                    cl = lookup.claim(ns, vol["persistentVolumeClaim"]["claimName"])
+                    dirs = _write_dirs(c, m["mountPath"])
+                    key = (cl.key, identity, m["mountPath"], m.get("subPath", ""), dirs)
+                    if key in seen:
+                        continue
+                    seen.add(key)
+                    claims[cl.key] = cl
+                    consumers.setdefault(cl.key, []).append(
+                        Consumer(o.ident, identity, m["mountPath"], m.get("subPath", ""), dirs)
+                    )
+    # Teams whose pods are not declared yet: a probe pod with the team's UID/GID.
+    declared = ctx.declared
+    for contract in getattr(declared, "contracts", None) or ():
+        for team in contract.teams.values():
+            if not team.claim_name:
+                continue
+            key = f"{team.namespace}/{team.claim_name}"
+            if key in consumers:
+                continue
+            probe = sandbox.Identity(
+                uid=team.run_as_user,
+                gid=team.run_as_group,
+                groups=(team.run_as_group,),
+                bounding=frozenset(),
+                no_new_privs=True,
+                read_only_root=True,
+            )
+            mount = team.fsx_mount_path
+            consumers[key] = [
+                Consumer(
+                    f"training pods of team {team.name} (none declared; UID/GID from TeamFacts)",
+                    probe,
+                    mount,
+                    team.fsx_sub_path or "",
+                    (f"{mount.rstrip('/')}/checkpoints/{team.namespace}/rehearsal-probe",),
+                )
+            ]
+    return scripts, consumers, claims
+
+
+def _volume_kind(vol: dict[str, Any]) -> str:
+    if "persistentVolumeClaim" in vol:
+        return "claim"
+    if "emptyDir" in vol:
+        return "emptyDir"
+    if any(k in vol for k in READ_ONLY_VOLUMES):
+        return "readOnly"
+    kinds = [k for k in vol if k != "name"]
+    return kinds[0] if kinds else "volume of unknown type"
+
+
+class _Run:
+    """One scenario's scratch state: a directory per claim, fresh emptyDirs per pod run."""
+
+    def __init__(self, base: pathlib.Path, claims: dict[str, Claim]) -> None:
+        self.base = base
+        self.claims = claims
+        self.roots: dict[str, pathlib.Path] = {}
+        for i, key in enumerate(sorted(claims)):
+            root = base / f"claim{i}"
+            root.mkdir()
+            os.chown(root, 0, 0)
+            os.chmod(root, 0o755)  # a new file system's root
+            self.roots[key] = root
+        self.n = 0
+
+    def subpath(self, claim: str, sub: str) -> pathlib.Path:
+        """The claim's directory for `sub`, made as the kubelet would if missing."""
+        root = self.roots[claim]
+        if not sub:
+            return root
+        d = root / sub
+        if not d.exists():
+            d.mkdir(parents=True)
+            os.chown(d, 0, 0)
+            os.chmod(d, root.stat().st_mode & 0o7777)
+        return d
+
+    def scratch(self, mode: int, gid: int | None, read_only: bool = False) -> pathlib.Path:
+        self.n += 1
+        d = self.base / f"vol{self.n}"
+        d.mkdir()
+        if gid is not None:
+            os.chown(d, 0, gid)
+            mode |= 0o2000
+        os.chmod(d, mode)
+        return d
+
+
+def _run_script(s: Script, run: _Run, ns: str) -> sandbox.RunResult:
+    mounts: list[sandbox.Mount] = []
+    for name, path, vol in s.mounts:
+        kind = _volume_kind(vol)
+        ro = s.read_only.get(name, False)
+        if kind == "claim":
+            key = f"{ns}/{vol['persistentVolumeClaim']['claimName']}"
+            root = run.roots[key]
+            if s.fs_group is not None and run.claims[key].driver != FSX_DRIVER:
+                # the kubelet's fsGroup ownership change (volumes whose driver supports it)
+                os.chown(root, -1, s.fs_group)
+                os.chmod(root, (root.stat().st_mode & 0o7777) | 0o2070)
+            host = run.subpath(key, s.sub_paths.get(name, ""))
+        elif kind == "emptyDir":
+            host = run.scratch(0o777, s.fs_group)
+        else:
+            host, ro = run.scratch(0o755, None), True
+        mounts.append(sandbox.Mount(host, path, ro))
+    return sandbox.run(s.script, s.identity, mounts, env=s.env)
+
+
+def _write(consumer: Consumer, claim: str, run: _Run, tag: str) -> sandbox.RunResult:
+    host = run.subpath(claim, consumer.sub_path)
+    script = " && ".join(
+        f"mkdir -p {shlex.quote(d)} && echo ok > {shlex.quote(d + '/.rehearsal-' + tag)}"
+        for d in consumer.dirs
+    )
+    return sandbox.run(script, consumer.identity, [sandbox.Mount(host, consumer.mount_path)])
+
+
+def _short(script: str, limit: int = 120) -> str:
+    one = " ".join(script.split())
+    return one if len(one) <= limit else one[: limit - 3] + "..."
+
+
+def check(ctx: PlanContext) -> CheckResult:
+    scripts, consumers, claims = _collect(ctx)
+    if not scripts:
+        return CheckResult()
+    title = "Pod script rehearsal"
+    why_not = sandbox.unavailable()
+    if why_not is not None:
+        lines = [f"NOT RUN: {why_not}"] + [
+            f"{s.ident} container {s.container}: `{_short(s.script)}` (not rehearsed)"
+            for s in scripts
+        ]
+        data = {"runnable": False, "reason": why_not, "scripts": [s.ident for s in scripts]}
+        return CheckResult(sections=[Section(title, lines, data)])
+
+    findings: list[Finding] = []
+    lines = [f"shell: {sandbox.shell_description()}"]
+    data: dict[str, Any] = {"runnable": True, "shell": sandbox.shell_kind(), "scripts": []}
+    started = time.monotonic()
+
+    def fail(s: Script, rule: str, message: str) -> None:
+        findings.append(
+            Finding(
+                resource=s.ident,
+                rule=rule,
+                message=message,
+                fix=RULES[rule],
+                urn=s.urn,
+                names=frozenset({s.ident, s.obj_name}),
+            )
+        )
+
+    for s in scripts:
+        ns = s.ident.split("/", 1)[0]
+        lines.append(f"{s.ident} container {s.container}: `{_short(s.script)}`")
+        lines.append(f"  as {s.identity.describe()}")
+        entry: dict[str, Any] = {"object": s.ident, "container": s.container, "scenarios": {}}
+        data["scripts"].append(entry)
+        if s.skip:
+            lines.append(f"  not rehearsed: {s.skip}")
+            entry["skipped"] = s.skip
+            continue
+        mine = sorted(
+            {
+                f"{ns}/{v['persistentVolumeClaim']['claimName']}"
+                for _, _, v in s.mounts
+                if "persistentVolumeClaim" in v
+            }
+        )
+        for key in mine:
+            lines.append(f"  volume: {claims[key].describe()}")
+            for c in consumers.get(key, ()):
+                lines.append(
+                    f"  then {c.name} writes {', '.join(c.dirs)} as {c.identity.describe()}"
+                )
+        scenarios = [("fresh volume", False), ("subPaths made by the kubelet first", True)]
+        for label, kubelet_first in scenarios:
+            if kubelet_first and not any(c.sub_path for k in mine for c in consumers.get(k, ())):
+                continue
+            with tempfile.TemporaryDirectory(prefix="tf-pod-rehearsal-") as tmp:
+                run = _Run(pathlib.Path(tmp), {k: claims[k] for k in mine})
+                if kubelet_first:
+                    for k in mine:
+                        for c in consumers.get(k, ()):
+                            run.subpath(k, c.sub_path)
+                steps = [
+                    "run 1",
+                    "run 2 (Job retry)",
+                    "writes",
+                    "run 3 (Job re-created)",
+                    "writes again",
+                ]
+                if kubelet_first:
+                    steps = ["run 1", "writes"]
+                outcome = []
+                for step in steps:
+                    if step.startswith("writes"):
+                        bad = None
+                        for k in mine:
+                            for c in consumers.get(k, ()):
+                                r = _write(c, k, run, step.replace(" ", "-"))
+                                if not r.ok:
+                                    bad = (c, r)
+                                    fail(
+                                        s,
+                                        CANNOT_WRITE,
+                                        f"after {s.ident} ran ({label}), {c.name} "
+                                        f"({c.identity.describe()}) cannot write "
+                                        f"{', '.join(c.dirs)}: {r.tail()}",
+                                    )
+                                    break
+                            if bad:
+                                break
+                        outcome.append(f"{step} {'FAILED' if bad else 'ok'}")
+                        if bad:
+                            break
+                        continue
+                    r = _run_script(s, run, ns)
+                    outcome.append(f"{step} {'ok' if r.ok else f'FAILED (exit {r.rc})'}")
+                    if not r.ok:
+                        fail(
+                            s,
+                            SCRIPT_FAILS,
+                            f"container {s.container} of {s.ident} fails on {step} ({label}) "
+                            f"as {s.identity.describe()}: {r.tail()}; script: "
+                            f"`{_short(s.script, 200)}`",
+                        )
+                        break
+                lines.append(f"  {label}: " + ", ".join(outcome))
+                entry["scenarios"][label] = outcome
+    data["seconds"] = round(time.monotonic() - started, 2)
+    return CheckResult(findings=findings, sections=[Section(title, lines, data)])

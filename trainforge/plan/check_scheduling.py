@@ -1,0 +1,164 @@
+"""Plan check: the scheduling rehearsal of every declared job (trainforge.jobs.capacity).
+
+Why in the plan too: `resolve_job` already refuses a job that can never run, one error at a
+time, at preview. Reviewers also need to see *how close* each job is: per pool, what a node
+of each type leaves to pods after the kubelet and the DaemonSets; per job, pods x requests
+against that, the nodes all pods need at once against the pool's size, and the team quota.
+A job that does not fit (declared by a program that bypassed `resolve_job`, or a contract
+that changed) becomes a finding naming the job, the resource and the numbers.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from fractions import Fraction
+from typing import Any
+
+from trainforge.jobs import capacity
+from trainforge.jobs.contract import GPU_RESOURCE, PoolFacts
+from trainforge.jobs.quantity import parse_quantity
+from trainforge.jobs.wiring import efa_count
+from trainforge.plan.checks import CheckResult, Finding, PlanContext, Section
+
+RULE = "TRAINFORGE_JOB_CANNOT_SCHEDULE"
+FIX = (
+    "ask for less CPU/memory per pod, fewer workers, or use a pool (or quota) that holds the "
+    "job; the numbers are in the 'Scheduling rehearsal' section (docs/rehearsals.md)"
+)
+RULES = {RULE: FIX}
+
+
+def _limits(pool: PoolFacts) -> str:
+    if pool.kind == "node-group":
+        return f"maxSize {pool.max_nodes}"
+    lim = pool.limits
+    parts = [
+        f"{k} {v}"
+        for k, v in (("cpu", lim.cpu), ("memory", lim.memory), (GPU_RESOURCE, lim.gpus))
+        if v is not None
+    ]
+    return "limits " + (", ".join(parts) if parts else "none")
+
+
+def _pool_lines(pool: PoolFacts) -> tuple[list[str], dict[str, Any]]:
+    rooms = capacity.rooms(pool)
+    ds = pool.daemonsets
+    head = (
+        f"pool {pool.name} ({pool.kind}; {_limits(pool)}): {len(ds)} DaemonSet pods per node "
+        f"request {sum(d.cpu_m for d in ds)}m CPU, {sum(d.memory_mib for d in ds)}Mi"
+    )
+    lines = [head]
+    data: dict[str, Any] = {"kind": pool.kind, "daemonsets": [d.name for d in ds], "nodes": []}
+    for r in rooms:
+        n = r.node
+        extra = "".join(f", {k} {v}" for k, v in (("GPUs", n.gpus), ("EFA", n.efa)) if v)
+        lines.append(
+            f"  {n.instance_type}: allocatable {n.allocatable_cpu_m}m / "
+            f"{n.allocatable_memory_mib}Mi / {n.max_pods} pods -> left for jobs "
+            f"{r.cpu_m}m / {r.memory_mib}Mi / {r.pods} pods{extra}"
+        )
+        data["nodes"].append(
+            {
+                "instanceType": n.instance_type,
+                "allocatable": {
+                    "cpuMillis": n.allocatable_cpu_m,
+                    "memoryMiB": n.allocatable_memory_mib,
+                    "pods": n.max_pods,
+                },
+                "free": {"cpuMillis": r.cpu_m, "memoryMiB": r.memory_mib, "pods": r.pods},
+                "gpus": n.gpus,
+                "efa": n.efa,
+            }
+        )
+    if not rooms:
+        lines.append("  node sizes unknown: nothing to rehearse against")
+    return lines, data
+
+
+def _fmt(resource: str, value: Fraction) -> str:
+    if resource == "memory":
+        return capacity.format_bytes(value)
+    return str(value.numerator) if value.denominator == 1 else f"{float(value):g}"
+
+
+def check(ctx: PlanContext) -> CheckResult:
+    declared = ctx.declared
+    if declared is None or (not declared.contracts and not declared.jobs):
+        return CheckResult()
+    findings: list[Finding] = []
+    lines: list[str] = []
+    data: dict[str, Any] = {"pools": {}, "jobs": [], "teams": {}}
+    seen_pools: set[str] = set()
+    pools = [p for c in declared.contracts for p in c.pools.values()]
+    pools += [j.target.pool for j in declared.jobs]
+    for pool in pools:
+        if pool.name in seen_pools:
+            continue
+        seen_pools.add(pool.name)
+        pool_lines, pool_data = _pool_lines(pool)
+        lines += pool_lines
+        data["pools"][pool.name] = pool_data
+
+    team_totals: dict[str, dict[str, Fraction]] = defaultdict(lambda: defaultdict(Fraction))
+    team_quota: dict[str, Any] = {}
+    for j in declared.jobs:
+        spec, target = j.spec, j.target
+        pool = target.pool
+        gpus = spec.gpus_per_worker or 0
+        req = capacity.PodRequest.of(
+            spec.cpu, spec.memory, gpus, efa_count(pool, gpus) if spec.efa else 0
+        )
+        pods = spec.min_workers
+        r = capacity.rehearse(req, pods, pool)
+        quota = capacity.quota_usage(req, pods, target.quota)
+        ident = f"{target.namespace}/{spec.name}"
+        size = f"cpu {spec.cpu}, memory {spec.memory}" + (f", {gpus} GPU" if gpus else "")
+        lines.append(f"{ident} on {pool.name}: {pods} pod(s) x ({size})")
+        per_node = ", ".join(f"{f.room.node.instance_type} {f.per_node}" for f in r.fits)
+        usage = ", ".join(f"{k} {need} of {limit}" for k, need, limit in r.pool_usage)
+        if r.fits:
+            lines.append(
+                f"  pods per node: {per_node}; all at once: {r.nodes_needed} node(s); {usage}"
+            )
+        q = ", ".join(f"{k} {_fmt(k, need)}/{limit or '-'}" for k, need, limit in quota)
+        lines.append(f"  team {target.team.name} quota: {q}")
+        for k, need, _ in quota:
+            team_totals[target.team.name][k] += need
+        team_quota[target.team.name] = target.quota
+        problems = [p.message for p in r.problems]
+        problems += [
+            f"{pods} pod(s) need {k} {_fmt(k, need)} but the team quota is {limit}"
+            for k, need, limit in quota
+            if limit is not None and need > parse_quantity(limit)
+        ]
+        for message in problems:
+            lines.append(f"  CANNOT RUN: {message}")
+            findings.append(
+                Finding(
+                    resource=f"job {ident}",
+                    rule=RULE,
+                    message=f"job {ident} on pool {pool.name!r}: {message}",
+                    fix=FIX,
+                    names=frozenset({spec.name, j.resource_name, ident}),
+                )
+            )
+        data["jobs"].append(
+            {
+                "job": ident,
+                "pool": pool.name,
+                "pods": pods,
+                "request": {"cpu": spec.cpu, "memory": spec.memory, "gpus": gpus},
+                "podsPerNode": {f.room.node.instance_type: f.per_node for f in r.fits},
+                "nodesNeeded": r.nodes_needed,
+                "poolUsage": [list(u) for u in r.pool_usage],
+                "problems": problems,
+            }
+        )
+    for team, totals in team_totals.items():
+        q = team_quota[team]
+        limits = {"gpus": q.gpus, "cpu": q.cpu, "memory": q.memory, "pods": q.pods}
+        parts = ", ".join(f"{k} {_fmt(k, v)}/{limits[k] or '-'}" for k, v in totals.items())
+        # Several jobs over the quota together is queueing, not an error: each fits alone.
+        lines.append(f"team {team}, all its jobs at once (informational): {parts}")
+        data["teams"][team] = {k: _fmt(k, v) for k, v in totals.items()}
+    return CheckResult(findings=findings, sections=[Section("Scheduling rehearsal", lines, data)])

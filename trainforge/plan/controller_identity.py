@@ -1,0 +1,277 @@
+"""Plan check: every add-on and controller that calls AWS has an identity with what it needs.
+
+Why: an add-on installs fine without IAM and then fails at run time (the EBS CSI driver with
+no role leaves every gp3 claim Pending, so Prometheus and MLflow never become ready). The
+check walks every EKS add-on and Helm release the stack installs and, from a table of what
+each one needs (its ServiceAccount and the actions its docs require), looks for its identity:
+an EKS Pod Identity association (its own resource or the add-on's `podIdentityAssociations`),
+an IRSA role (`serviceAccountRoleArn`, or a role trusting the cluster's OIDC provider for
+`system:serviceaccount:<ns>:<sa>`), or, where the add-on's docs allow it, the node role. A
+missing identity, or one whose policies do not grant a required action at all, is a finding
+naming the add-on. Whether each call passes its conditions is the IAM rehearsal's job
+(trainforge.plan.iam_rehearsal); this check answers "is anybody there, with these actions".
+
+An add-on or chart that is not in the table is also a finding: whoever adds one must say
+whether it calls AWS (one line below), so a new controller can never ship without IAM.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from trainforge.plan.checks import CheckResult, Finding, PlanContext, Section
+from trainforge.plan.iam_eval import Policy, action_matches
+from trainforge.plan.iam_stack import ADDON, RoleFacts, StackIam, read_stack
+
+MISSING = "TRAINFORGE_CONTROLLER_IDENTITY"
+UNKNOWN_CONTROLLER = "TRAINFORGE_CONTROLLER_UNKNOWN"
+RULES = {
+    MISSING: "give the add-on/controller an identity for its ServiceAccount (an "
+    "aws.eks.PodIdentityAssociation to a role with the policy its docs require), as "
+    "cluster.py does for aws-ebs-csi-driver",
+    UNKNOWN_CONTROLLER: "add the add-on or chart to trainforge/plan/controller_identity.py "
+    "(ADDONS or CHARTS): its ServiceAccount and the AWS actions its docs require, or None if "
+    "it makes no AWS calls",
+}
+
+
+@dataclass(frozen=True)
+class Needs:
+    """What one add-on or controller needs from AWS IAM."""
+
+    service_account: str  # "namespace/name"; namespace "*" = the release's namespace
+    actions: tuple[str, ...]  # a representative set its docs require
+    docs: str
+    node_role_ok: bool = False  # its docs allow the node role instead of a pod identity
+
+    def where(self, release_namespace: str) -> tuple[str, str]:
+        ns, _, sa = self.service_account.partition("/")
+        return (release_namespace if ns == "*" else ns), sa
+
+
+_CNI = Needs(
+    "kube-system/aws-node",
+    ("ec2:AssignPrivateIpAddresses", "ec2:CreateNetworkInterface", "ec2:AttachNetworkInterface"),
+    "EKS User Guide, 'Configure Amazon VPC CNI plugin to use IRSA': AmazonEKS_CNI_Policy on "
+    "an IRSA/Pod Identity role, or on the node role",
+    node_role_ok=True,
+)
+_POD_IDENTITY_AGENT = Needs(
+    "kube-system/eks-pod-identity-agent",
+    ("eks-auth:AssumeRoleForPodIdentity",),
+    "EKS User Guide, 'Set up the Amazon EKS Pod Identity Agent': the node role needs "
+    "eks-auth:AssumeRoleForPodIdentity (in AmazonEKSWorkerNodePolicy)",
+    node_role_ok=True,
+)
+
+# EKS add-ons by name; None = makes no AWS calls of its own.
+ADDONS: dict[str, Needs | None] = {
+    "vpc-cni": _CNI,
+    "coredns": None,
+    "kube-proxy": None,
+    "eks-pod-identity-agent": _POD_IDENTITY_AGENT,
+    "aws-ebs-csi-driver": Needs(
+        "kube-system/ebs-csi-controller-sa",
+        ("ec2:CreateVolume", "ec2:AttachVolume", "ec2:DetachVolume", "ec2:DeleteVolume"),
+        "aws-ebs-csi-driver docs/install.md: AmazonEBSCSIDriverPolicy",
+    ),
+    "aws-fsx-csi-driver": Needs(
+        "kube-system/fsx-csi-controller-sa",
+        ("fsx:DescribeFileSystems",),
+        "aws-fsx-csi-driver docs/install.md (static provisioning: DescribeFileSystems, "
+        "UpdateFileSystem to expand)",
+    ),
+    "aws-efs-csi-driver": Needs(
+        "kube-system/efs-csi-controller-sa",
+        ("elasticfilesystem:DescribeAccessPoints", "elasticfilesystem:CreateAccessPoint"),
+        "aws-efs-csi-driver docs: AmazonEFSCSIDriverPolicy",
+    ),
+    "aws-mountpoint-s3-csi-driver": Needs(
+        "kube-system/s3-csi-driver-sa",
+        ("s3:ListBucket", "s3:GetObject"),
+        "mountpoint-s3-csi-driver docs: a policy for the mounted buckets",
+    ),
+    "amazon-cloudwatch-observability": Needs(
+        "amazon-cloudwatch/cloudwatch-agent",
+        ("logs:PutLogEvents", "cloudwatch:PutMetricData"),
+        "EKS User Guide: CloudWatchAgentServerPolicy",
+    ),
+    "snapshot-controller": None,
+    "metrics-server": None,
+}
+
+# Helm charts by chart name (the last path element of `chart`); None = no AWS calls.
+CHARTS: dict[str, Needs | None] = {
+    "karpenter": Needs(
+        "*/karpenter",
+        (
+            "ec2:CreateFleet",
+            "ec2:RunInstances",
+            "ec2:TerminateInstances",
+            "iam:PassRole",
+            "sqs:ReceiveMessage",
+            "ssm:GetParameter",
+            "pricing:GetProducts",
+            "eks:DescribeCluster",
+        ),
+        "Karpenter docs, 'Reference: CloudFormation' (KarpenterController*Policy)",
+    ),
+    "karpenter-crd": None,
+    "nvidia-device-plugin": None,
+    "aws-efa-k8s-device-plugin": None,
+    "kube-prometheus-stack": None,
+    "dcgm-exporter": None,
+    "mlflow": None,
+    # Kubeflow Trainer v2 and its bundled JobSet (backend trainjob): Kubernetes API only.
+    "kubeflow-trainer": None,
+    # Kueue: queues, quotas and admission through the Kubernetes API only (its Helm values
+    # create no AWS identity; no cloud provider integration is configured).
+    "kueue": None,
+}
+
+
+@dataclass
+class Identity:
+    how: str
+    roles: list[RoleFacts]
+
+
+def _grants(policies: list[Policy], action: str) -> bool:
+    return any(
+        st.get("Effect") == "Allow" and action_matches(st.get("Action"), action)
+        for p in policies
+        for st in p.statements()
+    )
+
+
+def _irsa_roles(stack: StackIam, namespace: str, sa: str) -> list[RoleFacts]:
+    subject = f"system:serviceaccount:{namespace}:{sa}"
+    out = []
+    for role in stack.roles.values():
+        if role.trust is None:
+            continue
+        for st in role.trust.statements():
+            if "Federated" not in (st.get("Principal") or {}):
+                continue
+            for keys in (st.get("Condition") or {}).values():
+                for key, values in keys.items():
+                    vals = values if isinstance(values, list) else [values]
+                    if key.endswith(":sub") and subject in vals:
+                        out.append(role)
+    return out
+
+
+def find_identity(
+    stack: StackIam, inv: Any, namespace: str, sa: str, addon: str | None, needs: Needs
+) -> Identity | None:
+    roles = [
+        r
+        for a in stack.associations_for(namespace, sa)
+        if (r := stack.role(a.role_urn) or stack.role(a.role_arn)) is not None
+    ]
+    if roles:
+        return Identity("EKS Pod Identity", roles)
+    if addon is not None:
+        for rec in inv.resources:
+            if rec.type == ADDON and rec.inputs.get("addonName") == addon:
+                arn = rec.inputs.get("serviceAccountRoleArn")
+                urns = rec.dependencies.get("serviceAccountRoleArn") or []
+                role = stack.role(urns[0] if urns else None) or stack.role(arn)
+                if role is not None:
+                    return Identity("IRSA (add-on serviceAccountRoleArn)", [role])
+    irsa = _irsa_roles(stack, namespace, sa)
+    if irsa:
+        return Identity("IRSA", irsa)
+    if needs.node_role_ok and stack.node_roles():
+        return Identity("node role", stack.node_roles())
+    return None
+
+
+def _installed(inv: Any) -> list[tuple[str, str, str, dict, str]]:
+    """(kind, name, namespace, values, urn) of every add-on and Helm release."""
+    out = []
+    for rec in inv.resources:
+        if rec.type == ADDON:
+            out.append(("add-on", str(rec.inputs.get("addonName")), "kube-system", {}, rec.urn))
+        elif rec.type == "kubernetes:helm.sh/v3:Release" or rec.type.startswith(
+            "kubernetes:helm.sh/v4:Chart"
+        ):
+            chart = str(rec.inputs.get("chart", "")).rstrip("/").rsplit("/", 1)[-1]
+            ns = str(rec.inputs.get("namespace") or "default")
+            out.append(("chart", chart, ns, rec.inputs.get("values") or {}, rec.urn))
+    return out
+
+
+CLUSTER_TYPES = ("eks:index:Cluster", "aws:eks/cluster:Cluster")
+
+
+def check(ctx: PlanContext) -> CheckResult:
+    if not any(r.type in CLUSTER_TYPES for r in ctx.inventory.resources):
+        # Charts installed into a cluster this stack does not declare: their identities live
+        # wherever that cluster is managed, so there is nothing here to check them against.
+        note = "no EKS cluster in this stack: add-on and controller identities not checked"
+        return CheckResult([], [Section("Controller identity", [note], {"controllers": []})])
+    inv = ctx.standin_inventory() or ctx.inventory
+    stack = read_stack(inv)
+    findings: list[Finding] = []
+    lines: list[str] = []
+    data: list[dict] = []
+    for kind, name, ns, values, urn in _installed(inv):
+        table = ADDONS if kind == "add-on" else CHARTS
+        label = f"{kind} {name}"
+        if name not in table:
+            findings.append(
+                Finding(
+                    label,
+                    UNKNOWN_CONTROLLER,
+                    f"{label} is installed but trainforge does not know whether it calls AWS, "
+                    "so nobody checked that it has an identity",
+                    RULES[UNKNOWN_CONTROLLER],
+                    urn=urn,
+                    names=frozenset({name}),
+                )
+            )
+            continue
+        needs = table[name]
+        if needs is None:
+            lines.append(f"{label}: makes no AWS calls")
+            data.append({"name": name, "kind": kind, "identity": None})
+            continue
+        namespace, sa = needs.where(ns)
+        if kind == "chart":
+            sa = str((values.get("serviceAccount") or {}).get("name") or sa)
+        ident = find_identity(stack, inv, namespace, sa, name if kind == "add-on" else None, needs)
+        if ident is None:
+            findings.append(
+                Finding(
+                    label,
+                    MISSING,
+                    f"{label} calls AWS as {namespace}/{sa} but has no identity: no Pod Identity "
+                    f"association, no IRSA role{', no node role' if needs.node_role_ok else ''}"
+                    f" (needs {', '.join(needs.actions)}; {needs.docs})",
+                    RULES[MISSING],
+                    urn=urn,
+                    names=frozenset({name}),
+                )
+            )
+            data.append({"name": name, "kind": kind, "identity": "missing"})
+            continue
+        for role in ident.roles:
+            missing = [a for a in needs.actions if not _grants(role.policies, a)]
+            if missing:
+                findings.append(
+                    Finding(
+                        label,
+                        MISSING,
+                        f"{label}: its identity ({ident.how}, {role.label}) does not grant "
+                        f"{', '.join(missing)} ({needs.docs})",
+                        RULES[MISSING],
+                        urn=urn,
+                        names=frozenset({name, role.name}),
+                    )
+                )
+        roles = ", ".join(r.label for r in ident.roles)
+        lines.append(f"{label}: {namespace}/{sa} via {ident.how} ({roles})")
+        data.append({"name": name, "kind": kind, "identity": ident.how, "roles": roles})
+    return CheckResult(findings, [Section("Controller identity", lines, {"controllers": data})])

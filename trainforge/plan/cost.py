@@ -1,0 +1,625 @@
+"""What a job costs, what a team's quota allows, and what the platform costs while it exists.
+
+Why at plan time: people decide with money, and the cheapest moment to learn that a job runs on
+$55/hour nodes for a week is before `pulumi up`. Every figure comes from the dated table in
+`price_facts`; a price the table lacks stays `None` ("unknown") all the way to the output,
+and any total that needs it is unknown too (a partial sum is labelled as such, never passed
+off as the total).
+
+Pure functions over typed inputs (the declared jobs and platform contract, the recorded
+resources): `cost_check` turns the result into the plan's section and policy findings, and the
+`--diff` markdown compares two plans' results.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from trainforge.jobs.contract import JobTarget, NodeType, PoolFacts, TeamFacts
+from trainforge.jobs.quantity import parse_quantity
+from trainforge.jobs.spec import JobSpec
+from trainforge.plan import price_facts as P
+
+HOURS_PER_MONTH = P.HOURS_PER_MONTH
+
+# What a node keeps for itself: the same reservation `jobs.wiring.resolve_job` sizes default
+# pods with (~10% plus a core of CPU, ~15% of memory for kubelet, CNI, CSI, device plugins).
+_CPU_KEEP = (Fraction(9, 10), 1)
+_MEM_KEEP = Fraction(85, 100)
+
+
+# --- duration: the one place a job's expected run time comes from --------------------------
+
+
+@dataclass(frozen=True)
+class Duration:
+    """How long a job is expected to run. `source` says where the figure came from;
+    an `activeDeadlineSeconds` figure is a ceiling, not an expectation."""
+
+    seconds: float | None
+    source: str  # "expectedStepSeconds" | "activeDeadlineSeconds" | "unknown"
+    detail: str
+    low: float | None = None
+    high: float | None = None
+
+    @property
+    def ceiling(self) -> bool:
+        return self.source == "activeDeadlineSeconds"
+
+
+def job_steps(job: JobSpec) -> int:
+    """Optimizer steps the job runs: its `steps`, or the runtime's default."""
+    if job.training.steps is not None:
+        return job.training.steps
+    from trainforge.training.config import TrainConfig  # noqa: PLC0415 - torch-free
+
+    return TrainConfig().steps
+
+
+def _from_user(job: JobSpec, pool: PoolFacts) -> Duration | None:
+    if job.expected_step_seconds is None:
+        return None
+    steps = job_steps(job)
+    return Duration(
+        steps * job.expected_step_seconds,
+        "expectedStepSeconds",
+        f"{steps} steps x {job.expected_step_seconds:g}s (expectedStepSeconds)",
+    )
+
+
+def _from_deadline(job: JobSpec, pool: PoolFacts) -> Duration | None:
+    deadline = job.run_policy.active_deadline_seconds
+    if deadline is None:
+        return None
+    return Duration(
+        float(deadline), "activeDeadlineSeconds", "at most activeDeadlineSeconds (a ceiling)"
+    )
+
+
+# Precedence, first answer wins: what the user measured beats a model, a model beats the
+# job's deadline (which only bounds the run), and with none of them the duration is unknown.
+# A step-time model (issue 17, `trainforge.jobs.estimate`) slots in between the first two.
+DURATION_SOURCES: list[Callable[[JobSpec, PoolFacts], Duration | None]] = [
+    _from_user,
+    _from_deadline,
+]
+
+
+def expected_duration(job: JobSpec, pool: PoolFacts) -> Duration:
+    for source in DURATION_SOURCES:
+        found = source(job, pool)
+        if found is not None:
+            return found
+    return Duration(
+        None,
+        "unknown",
+        "unknown: set expectedStepSeconds (or runPolicy.activeDeadlineSeconds as a ceiling)",
+    )
+
+
+# --- which nodes a job gets -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PodSize:
+    gpus: int
+    cpu: Fraction  # cores
+    memory: Fraction  # bytes
+
+    def describe(self) -> str:
+        gib = self.memory / 2**30
+        mem = f"{int(gib)}Gi" if gib.denominator == 1 else f"{float(gib):.1f}Gi"
+        parts = [f"{self.gpus} GPU"] if self.gpus else []
+        return ", ".join([*parts, f"{float(self.cpu):g} CPU", mem])
+
+
+def pod_size(job: JobSpec) -> PodSize:
+    """The requests of one pod of a *resolved* job."""
+    return PodSize(
+        gpus=job.gpus_per_worker or 0,
+        cpu=parse_quantity(job.cpu or "0"),
+        memory=parse_quantity(job.memory or "0"),
+    )
+
+
+def pods_per_node(node: NodeType, pod: PodSize) -> int:
+    """How many of the job's pods one node of this type holds (0: it does not fit)."""
+    if pod.gpus > node.gpus or pod.cpu > node.vcpus or pod.memory > node.memory_mib * 2**20:
+        return 0
+    fits = []
+    if pod.gpus:
+        fits.append(node.gpus // pod.gpus)
+    if pod.cpu:
+        fits.append(math.floor((node.vcpus * _CPU_KEEP[0] - _CPU_KEEP[1]) / pod.cpu))
+    if pod.memory:
+        fits.append(math.floor(node.memory_mib * 2**20 * _MEM_KEEP / pod.memory))
+    # A pod the jobs layer accepted against the node's capacity fits at least once.
+    return max(1, min(fits)) if fits else 1
+
+
+@dataclass(frozen=True)
+class NodeChoice:
+    """The instance type the estimate uses for a job, and why."""
+
+    instance_type: str
+    nodes: int
+    pods_per_node: int
+    on_demand: P.Price | None  # per node
+    spot: P.Price | None  # per node
+    reason: str
+
+    @property
+    def hourly_on_demand(self) -> float | None:
+        return None if self.on_demand is None else self.nodes * self.on_demand.usd
+
+    @property
+    def hourly_spot(self) -> float | None:
+        return None if self.spot is None else self.nodes * self.spot.usd
+
+
+def _node_types(pool: PoolFacts) -> list[NodeType]:
+    if pool.node_types:
+        return list(pool.node_types)
+    # No per-type facts (a program that built PoolFacts by hand): every type is assumed to be
+    # the pool's guaranteed minimum size.
+    return [
+        NodeType(t, pool.vcpus_per_node or 0, pool.memory_mib_per_node or 0, pool.gpus_per_node)
+        for t in pool.instance_types
+    ]
+
+
+def choose_nodes(job: JobSpec, pool: PoolFacts, region: str) -> NodeChoice | None:
+    """Where the job's pods land. Karpenter launches the cheapest instance types that fit the
+    pending pods, so a Karpenter pool's estimate is the cheapest way to place every pod on
+    one of its types; a managed node group launches its types in the order listed."""
+    pod = pod_size(job)
+    workers = job.workers
+    fitting = [(t, n) for t in _node_types(pool) if (n := pods_per_node(t, pod)) > 0]
+    if not fitting:
+        return None
+
+    def option(t: NodeType, per_node: int) -> NodeChoice:
+        return NodeChoice(
+            t.name,
+            math.ceil(workers / per_node),
+            per_node,
+            P.ec2_on_demand(region, t.name),
+            P.ec2_spot(region, t.name),
+            "",
+        )
+
+    options = [option(t, n) for t, n in fitting]
+    what = f"{workers} pod(s) of {pod.describe()}"
+    if pool.kind == "node-group":
+        first = options[0]
+        reason = (
+            f"managed node group: launches its types in the order listed; {what} (its "
+            "desiredSize nodes are also in the platform's fixed cost: they run with or without jobs)"
+        )
+        return NodeChoice(**{**first.__dict__, "reason": reason})
+    priced = [o for o in options if o.hourly_on_demand is not None]
+    unpriced = [o.instance_type for o in options if o.hourly_on_demand is None]
+    if not priced:
+        first = options[0]
+        reason = (
+            f"Karpenter picks the cheapest type that fits {what}; no price for "
+            f"{', '.join(unpriced)} in {region}, so which one is unknown (first listed shown)"
+        )
+        return NodeChoice(**{**first.__dict__, "reason": reason})
+    best = min(priced, key=lambda o: (o.hourly_on_demand, o.nodes))
+    compared = "; ".join(
+        f"{o.instance_type} x{o.nodes} ${o.hourly_on_demand:,.2f}/h"
+        for o in sorted(priced, key=lambda o: o.hourly_on_demand or 0)
+    )
+    reason = f"cheapest type that fits {what} (Karpenter picks by price): {compared}"
+    if unpriced:
+        reason += f"; unknown price: {', '.join(unpriced)} (could be cheaper)"
+    return NodeChoice(**{**best.__dict__, "reason": reason})
+
+
+# --- per job, per team ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class JobCost:
+    name: str
+    team: str
+    pool: str
+    namespace: str
+    resource: str  # namespace/Kind/name of the job's object, for findings and waivers
+    choice: NodeChoice | None
+    spot_possible: bool
+    duration: Duration
+
+    @property
+    def hourly(self) -> float | None:
+        """On-demand $/hour with every pod running: the ceiling the caps are checked on
+        (a spot instance never costs more than on-demand)."""
+        return None if self.choice is None else self.choice.hourly_on_demand
+
+    @property
+    def run_cost(self) -> float | None:
+        if self.hourly is None or self.duration.seconds is None:
+            return None
+        return self.hourly * self.duration.seconds / 3600
+
+    def to_json(self) -> dict[str, Any]:
+        c = self.choice
+        return {
+            "name": self.name,
+            "team": self.team,
+            "pool": self.pool,
+            "resource": self.resource,
+            "instanceType": c.instance_type if c else None,
+            "nodes": c.nodes if c else None,
+            "nodeChoice": c.reason if c else "no instance type of the pool fits one pod",
+            "onDemandPerNodeHour": c.on_demand.usd if c and c.on_demand else None,
+            "onDemandPerHour": self.hourly,
+            "spotPerHour": c.hourly_spot if c else None,
+            "spotPossible": self.spot_possible,
+            "durationSeconds": self.duration.seconds,
+            "durationSource": self.duration.source,
+            "durationDetail": self.duration.detail,
+            "runCost": self.run_cost,
+        }
+
+
+def job_cost(job: JobSpec, target: JobTarget, region: str, resource: str) -> JobCost:
+    pool = target.pool
+    return JobCost(
+        name=job.name,
+        team=job.team,
+        pool=pool.name,
+        namespace=target.namespace,
+        resource=resource,
+        choice=choose_nodes(job, pool, region),
+        spot_possible="spot" in (pool.capacity_types or (pool.capacity_type,)),
+        duration=expected_duration(job, pool),
+    )
+
+
+@dataclass(frozen=True)
+class QuotaCeiling:
+    """The most a team's quota lets it spend per hour: every GPU it may hold on the priciest
+    GPU type per GPU, plus every CPU on the priciest CPU-only type per vCPU (an upper bound:
+    it assumes nodes packed with the team's pods)."""
+
+    hourly: float | None
+    detail: str
+    unlimited: bool = False
+
+
+def _worst_rate(
+    pools: Iterable[PoolFacts], region: str, per_unit: Callable[[NodeType], int]
+) -> tuple[float | None, str, list[str]]:
+    best: tuple[float, str] | None = None
+    unknown: list[str] = []
+    for pool in pools:
+        for t in _node_types(pool):
+            units = per_unit(t)
+            if not units:
+                continue
+            price = P.ec2_on_demand(region, t.name)
+            if price is None:
+                unknown.append(t.name)
+                continue
+            rate = price.usd / units
+            if best is None or rate > best[0]:
+                best = (rate, t.name)
+    if best is None:
+        return None, "", unknown
+    return best[0], best[1], unknown
+
+
+def quota_ceiling(team: TeamFacts, pools: list[PoolFacts], region: str) -> QuotaCeiling:
+    gpu_pools = [p for p in pools if p.gpus_per_node]
+    cpu_pools = [p for p in pools if not p.gpus_per_node]
+    parts: list[str] = []
+    total = 0.0
+    for pools_, limit, unit, per_unit in (
+        (gpu_pools, team.quota.gpus, "GPU", lambda t: t.gpus),
+        (cpu_pools, team.quota.cpu, "vCPU", lambda t: t.vcpus),
+    ):
+        if not pools_:
+            continue
+        if limit is None:
+            return QuotaCeiling(None, f"no {unit} quota: unlimited", unlimited=True)
+        amount = float(parse_quantity(limit))
+        rate, worst, unknown = _worst_rate(pools_, region, per_unit)
+        if unknown:
+            return QuotaCeiling(None, f"unknown: no price for {', '.join(sorted(set(unknown)))}")
+        assert rate is not None
+        total += amount * rate
+        parts.append(f"{amount:g} {unit} x ${rate:,.3f}/{unit}-h ({worst})")
+    return QuotaCeiling(total, " + ".join(parts) or "no pools")
+
+
+@dataclass(frozen=True)
+class TeamCost:
+    name: str
+    namespace: str
+    jobs: tuple[str, ...]
+    jobs_hourly: float | None  # all declared jobs running at once (None: a price is unknown)
+    ceiling: QuotaCeiling
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "jobs": list(self.jobs),
+            "jobsOnDemandPerHour": self.jobs_hourly,
+            "quotaCeilingPerHour": self.ceiling.hourly,
+            "quotaCeilingPerMonth": None
+            if self.ceiling.hourly is None
+            else self.ceiling.hourly * HOURS_PER_MONTH,
+            "quotaCeiling": self.ceiling.detail,
+            "quotaUnlimited": self.ceiling.unlimited,
+        }
+
+
+def team_costs(
+    teams: dict[str, TeamFacts], pools: list[PoolFacts], jobs: list[JobCost], region: str
+) -> list[TeamCost]:
+    out = []
+    for name in sorted(teams):
+        mine = [j for j in jobs if j.team == name]
+        hourly: float | None = sum((j.hourly or 0.0) for j in mine)
+        if any(j.hourly is None for j in mine):
+            hourly = None
+        out.append(
+            TeamCost(
+                name,
+                teams[name].namespace,
+                tuple(j.name for j in mine),
+                hourly,
+                quota_ceiling(teams[name], pools, region),
+            )
+        )
+    return out
+
+
+# --- the platform's fixed cost ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FixedItem:
+    """One always-on part of the stack: `hourly` None = price unknown."""
+
+    what: str
+    quantity: str
+    hourly: float | None
+    source: str | None = None
+    note: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "what": self.what,
+            "quantity": self.quantity,
+            "perHour": self.hourly,
+            "perMonth": None if self.hourly is None else self.hourly * HOURS_PER_MONTH,
+            "source": self.source,
+            "note": self.note,
+        }
+
+
+# Paid by use, not by existence: listed so that nobody mistakes the total for the whole bill.
+USAGE_BASED = (
+    "NAT data processing per GB, data transfer, S3 storage and requests, CloudWatch Logs "
+    "(control-plane logs), SQS messages, EBS snapshots and FSx backups"
+)
+
+
+def _inputs(rec: Any) -> dict[str, Any]:
+    return rec.inputs or {}
+
+
+def _num(value: Any) -> float | None:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _priced(region: str, key: str, quantity: float, what: str, qty: str, note: str = ""):
+    price = P.service(region, key)
+    if price is None:
+        return FixedItem(what, qty, None, None, note or f"no {key} price for {region}")
+    return FixedItem(what, qty, price.hourly(quantity), price.source, note)
+
+
+def fixed_costs(resources: list[Any], region: str, today: dt.date) -> list[FixedItem]:
+    """Always-on costs of what the program declares (Karpenter pools scale to zero: a job's
+    nodes are in its own cost, not here)."""
+    by_urn = {r.urn: r for r in resources}
+    items: list[FixedItem] = []
+
+    def of(type_: str) -> list[Any]:
+        return [r for r in resources if r.type == type_]
+
+    clusters = of("eks:index:Cluster") + [
+        r
+        for r in of("aws:eks/cluster:Cluster")
+        if not (r.parent in by_urn and by_urn[r.parent].type == "eks:index:Cluster")
+    ]
+    for c in clusters:
+        version = _inputs(c).get("version")
+        tier = P.eks_support(version if isinstance(version, str) else None, today)
+        if tier is None:
+            items.append(
+                FixedItem(f"EKS control plane {version}", "1 cluster", None, None, "no support row")
+            )
+            continue
+        end = P.EKS_STANDARD_SUPPORT_END[version]
+        note = (
+            f"standard support until {end}"
+            if tier == "standard"
+            else f"extended support since {end}: upgrade to pay $0.10/h"
+        )
+        items.append(
+            _priced(region, f"eks.{tier}", 1, f"EKS control plane {version}", "1 cluster", note)
+        )
+
+    nats = of("aws:ec2/natGateway:NatGateway")
+    if nats:
+        items.append(_priced(region, "nat", len(nats), "NAT gateways", f"{len(nats)}"))
+    eips = of("aws:ec2/eip:Eip")
+    if eips:
+        items.append(
+            _priced(region, "ipv4", len(eips), "Public IPv4 addresses (NAT)", f"{len(eips)}")
+        )
+
+    ebs_gb = 0.0
+    ebs_what: list[str] = []
+    for ng in of("aws:eks/nodeGroup:NodeGroup"):
+        inp = _inputs(ng)
+        size = _num((inp.get("scalingConfig") or {}).get("desiredSize")) or 0
+        types = [t for t in inp.get("instanceTypes") or [] if isinstance(t, str)]
+        name = inp.get("nodeGroupName") or ng.name
+        if not size:
+            continue
+        itype = types[0] if types else "?"
+        cap = inp.get("capacityType", "ON_DEMAND")
+        price = P.ec2_spot(region, itype) if cap == "SPOT" else P.ec2_on_demand(region, itype)
+        templates = [
+            by_urn[u] for u in (ng.dependencies or {}).get("launchTemplate", []) if u in by_urn
+        ]
+        note = "" if price is not None else f"no {cap.lower()} price for {itype} in {region}"
+        for lt in templates:
+            target = (_inputs(lt).get("capacityReservationSpecification") or {}).get(
+                "capacityReservationTarget"
+            ) or {}
+            if target.get("capacityReservationId"):
+                # An On-Demand Capacity Reservation bills at the on-demand rate for every
+                # reserved instance, running or not; its size is not in the program.
+                note = (
+                    f"capacity reservation {target['capacityReservationId']}: billed for every "
+                    "reserved instance whether running or not (reservation size not declared)"
+                )
+        items.append(
+            FixedItem(
+                f"node group {name} ({itype}, {cap.lower().replace('_', '-')})",
+                f"{size:g} nodes (desiredSize)",
+                None if price is None else price.usd * size,
+                None if price is None else price.source,
+                note,
+            )
+        )
+        for lt in templates:
+            for bdm in _inputs(lt).get("blockDeviceMappings") or []:
+                ebs = bdm.get("ebs") or {}
+                gb = _num(ebs.get("volumeSize"))
+                if gb and ebs.get("volumeType", "gp3") == "gp3":
+                    ebs_gb += gb * size
+                    ebs_what.append(f"{size:g} x {gb:g} GB ({name})")
+
+    gp3_classes = {
+        (_inputs(sc).get("metadata") or {}).get("name")
+        for sc in of("kubernetes:storage.k8s.io/v1:StorageClass")
+        if _inputs(sc).get("provisioner") == "ebs.csi.aws.com"
+        and (_inputs(sc).get("parameters") or {}).get("type") == "gp3"
+    }
+    for pvc in of("kubernetes:core/v1:PersistentVolumeClaim"):
+        spec = _inputs(pvc).get("spec") or {}
+        if spec.get("storageClassName") in gp3_classes:
+            gb = _gib(((spec.get("resources") or {}).get("requests") or {}).get("storage"))
+            if gb:
+                ebs_gb += gb
+                meta = _inputs(pvc).get("metadata") or {}
+                ebs_what.append(f"{gb:g} GB (pvc {meta.get('namespace')}/{meta.get('name')})")
+    for rel in of("kubernetes:helm.sh/v3:Release"):
+        for tmpl in _claim_templates(_inputs(rel).get("values")):
+            if tmpl.get("storageClassName") in gp3_classes:
+                gb = _gib(((tmpl.get("resources") or {}).get("requests") or {}).get("storage"))
+                if gb:
+                    ebs_gb += gb
+                    ebs_what.append(f"{gb:g} GB ({_inputs(rel).get('name') or rel.name})")
+    if ebs_gb:
+        items.append(
+            _priced(
+                region, "ebs.gp3", ebs_gb, "EBS gp3 volumes", f"{ebs_gb:g} GB", "; ".join(ebs_what)
+            )
+        )
+
+    for fs in of("aws:fsx/lustreFileSystem:LustreFileSystem"):
+        inp = _inputs(fs)
+        kind = inp.get("deploymentType", "SCRATCH_1")
+        gb = _num(inp.get("storageCapacity")) or 0
+        tput = inp.get("perUnitStorageThroughput")
+        key = f"fsx.{kind}" + (f".{tput}" if tput is not None else "")
+        what = f"FSx for Lustre {kind}" + (f" {tput} MB/s/TiB" if tput is not None else "")
+        items.append(_priced(region, key, gb, what, f"{gb:g} GiB"))
+
+    keys = of("aws:kms/key:Key")
+    if keys:
+        items.append(FixedItem("KMS keys", f"{len(keys)}", None, None, "not in the price table"))
+    return items
+
+
+def _gib(quantity: Any) -> float | None:
+    if quantity is None:
+        return None
+    try:
+        return float(parse_quantity(str(quantity)) / 2**30)
+    except ValueError:
+        return None
+
+
+def _claim_templates(values: Any) -> list[dict[str, Any]]:
+    """Every `volumeClaimTemplate.spec` in a Helm release's values (e.g. Prometheus)."""
+    found: list[dict[str, Any]] = []
+    if isinstance(values, dict):
+        tmpl = values.get("volumeClaimTemplate")
+        if isinstance(tmpl, dict) and isinstance(tmpl.get("spec"), dict):
+            found.append(tmpl["spec"])
+        for v in values.values():
+            found += _claim_templates(v)
+    elif isinstance(values, list):
+        for v in values:
+            found += _claim_templates(v)
+    return found
+
+
+# --- the whole report ---------------------------------------------------------------------------
+
+
+@dataclass
+class CostReport:
+    region: str
+    today: dt.date
+    jobs: list[JobCost] = field(default_factory=list)
+    teams: list[TeamCost] = field(default_factory=list)
+    fixed: list[FixedItem] = field(default_factory=list)
+
+    @property
+    def fixed_hourly_known(self) -> float:
+        return sum(i.hourly for i in self.fixed if i.hourly is not None)
+
+    @property
+    def fixed_unknown(self) -> list[str]:
+        return [i.what for i in self.fixed if i.hourly is None]
+
+    def sources(self) -> list[str]:
+        used = {i.source for i in self.fixed if i.source}
+        for j in self.jobs:
+            if j.choice and j.choice.on_demand:
+                used.add(j.choice.on_demand.source)
+        return sorted(used)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "factsDate": P.FACTS_DATE,
+            "region": self.region,
+            "asOf": self.today.isoformat(),
+            "jobs": [j.to_json() for j in self.jobs],
+            "teams": [t.to_json() for t in self.teams],
+            "fixed": [i.to_json() for i in self.fixed],
+            "fixedPerHourKnown": self.fixed_hourly_known,
+            "fixedPerMonthKnown": self.fixed_hourly_known * HOURS_PER_MONTH,
+            "fixedUnknown": self.fixed_unknown,
+            "usageBased": USAGE_BASED,
+            "sources": {k: P.SOURCES[k].__dict__ for k in self.sources()},
+        }

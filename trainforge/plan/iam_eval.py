@@ -1,0 +1,539 @@
+"""A small, offline AWS IAM policy evaluator for the plan's IAM rehearsal.
+
+Why our own: the rehearsal must say *denied* where AWS says denied, and the decisive part is
+conditions (a ListBucket allowed only under an `s3:prefix` is denied for a request that has no
+`s3:prefix`). We looked for a well-kept Python library on 2026-11-23: moto's IAM
+access-control (5.2.5) evaluates only `StringEquals` and treats every other condition
+operator as satisfied ("If the evaluation operation is not supported, ignore condition
+evaluation", moto/iam/policy_conditions.py), which would report exactly the defect this
+rehearsal exists for as allowed; policyuniverse (last release 2023-11) expands and parses
+but does not evaluate requests; principalmapper (1.1.5, 2022-01) is unmaintained. The only
+well-kept condition-complete simulator we found is a Node library (@cloud-copilot/iam-simulate),
+which `trainforge plan` cannot depend on. So this module implements the documented rules and
+has its own tests (tests/plan/test_iam_eval.py).
+
+What it implements (AWS IAM User Guide, "Policy evaluation logic" and "IAM JSON policy
+elements"):
+
+* Statements: Effect, Action/NotAction (case-insensitive, `*` and `?` wildcards),
+  Resource/NotResource (case-sensitive wildcards, policy variables such as
+  `${aws:username}`), Principal/NotPrincipal in resource policies, Condition.
+* Conditions: every operator of the String, Numeric, Date, Bool, Binary, IpAddress and Arn
+  families, their `...IfExists` forms, `Null`, and the `ForAnyValue:`/`ForAllValues:` set
+  qualifiers. Several operators in a block, several keys under one operator: all must hold
+  (AND); several values for one key: any may match (OR), none may match for a negated operator.
+  Condition keys are case-insensitive, values case-sensitive (except ...IgnoreCase).
+* Missing keys, as "Condition operators" documents them: "If the key that you specify in a
+  policy condition is not present in the request context, the values do not match and the
+  condition is false. If the policy condition requires that the key is not matched, such as
+  StringNotLike or ArnNotLike, and the right key is not present, the condition is true. This
+  logic applies to all condition operators except ...IfExists and Null check."
+  (docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_elements_condition_operators.html)
+  `ForAllValues:` over an absent or empty key is true, `ForAnyValue:` false
+  (reference_policies_condition-single-vs-multi-valued-context-keys.html).
+* Decision: an explicit Deny anywhere wins; otherwise, within one account, an Allow in an
+  identity policy OR in the resource policy grants the request; across accounts both must.
+  A KMS key policy is the exception: nothing reaches a key unless its key policy allows it,
+  either naming the principal or delegating to the account (`arn:aws:iam::<acct>:root`), in
+  which case the identity policy must allow too (KMS Developer Guide, "Key policies").
+
+What it does not model (the rehearsal docs say so): SCPs, RCPs, permission boundaries,
+session policies, VPC endpoint policies, ACLs, KMS grants, and service-specific quirks beyond
+the request contexts that trainforge.plan.aws_calls builds.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import ipaddress
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+ContextValue = str | bool | int | float | Sequence[str]
+
+
+@dataclass(frozen=True)
+class Request:
+    """One authorization request: who, what, on which resource, with which context keys."""
+
+    principal: str  # role ARN (arn:aws:iam::<acct>:role/<name>) or service (svc:<name>)
+    action: str  # "s3:ListBucket"
+    resource: str  # ARN, or "*" for actions without resource-level permissions
+    context: Mapping[str, ContextValue] = field(default_factory=dict)
+    account: str = ""  # the principal's account ("" for service principals)
+    resource_account: str = ""  # the resource owner's account ("" = same as the principal's)
+
+    def key(self, name: str) -> tuple[bool, list[str]]:
+        """(present, values as strings) for a context key, looked up case-insensitively."""
+        lowered = name.lower()
+        for k, v in self.context.items():
+            if k.lower() == lowered:
+                if isinstance(v, bool):
+                    return True, ["true" if v else "false"]
+                if isinstance(v, str | int | float):
+                    return True, [str(v)]
+                return True, [str(x) for x in v]
+        return False, []
+
+
+@dataclass(frozen=True)
+class Policy:
+    """A policy document with a name for explanations (e.g. "role research / inline")."""
+
+    name: str
+    document: Mapping[str, Any]
+
+    @staticmethod
+    def parse(name: str, text: str | Mapping[str, Any]) -> Policy:
+        doc = json.loads(text) if isinstance(text, str) else text
+        return Policy(name, doc)
+
+    def statements(self) -> list[Mapping[str, Any]]:
+        st = self.document.get("Statement", [])
+        return [st] if isinstance(st, Mapping) else list(st)
+
+
+@dataclass(frozen=True)
+class Match:
+    policy: str
+    sid: str
+    effect: str
+
+
+@dataclass
+class Decision:
+    """The outcome and why: the decisive statements, or what was missing."""
+
+    allowed: bool
+    reason: str
+    allows: list[Match] = field(default_factory=list)
+    denies: list[Match] = field(default_factory=list)
+    # statements whose Action and Resource matched but whose Condition did not hold
+    near_misses: list[str] = field(default_factory=list)
+
+    def explain(self) -> str:
+        parts = [self.reason]
+        if self.near_misses:
+            parts.append("; ".join(self.near_misses))
+        return ": ".join(parts) if len(parts) > 1 else parts[0]
+
+
+# --------------------------------------------------------------------------------------------
+# Matching helpers
+
+
+def _as_list(v: Any) -> list[Any]:
+    if v is None:
+        return []
+    return list(v) if isinstance(v, list | tuple) else [v]
+
+
+def _glob(pattern: str, value: str, *, case: bool = True) -> bool:
+    """IAM wildcards: `*` any run, `?` one character; nothing else is special."""
+    if not case:
+        pattern, value = pattern.lower(), value.lower()
+    regex = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern)
+    return re.fullmatch(regex, value, flags=re.DOTALL) is not None
+
+
+_VAR = re.compile(r"\$\{([^}]+)\}")
+_SPECIAL_VARS = {"*": "*", "?": "?", "$": "$"}
+
+
+def substitute(value: str, request: Request) -> str | None:
+    """Replace policy variables (`${aws:username}`, `${*}`); None when a key is absent.
+
+    AWS: a policy variable whose key is not in the request context makes that element not
+    match (reference_policies_variables.html, "Request information that you can use for
+    policy variables").
+    """
+    missing = False
+
+    def repl(m: re.Match[str]) -> str:
+        nonlocal missing
+        name = m.group(1)
+        if name in _SPECIAL_VARS:
+            return _SPECIAL_VARS[name]
+        name, _, default = name.partition(", '")
+        present, vals = request.key(name.strip())
+        if present and len(vals) == 1:
+            return vals[0]
+        if default:
+            return default.rstrip("'")
+        missing = True
+        return ""
+
+    out = _VAR.sub(repl, value)
+    return None if missing else out
+
+
+def action_matches(patterns: Any, action: str) -> bool:
+    return any(_glob(str(p), action, case=False) for p in _as_list(patterns))
+
+
+def resource_matches(patterns: Any, resource: str, request: Request) -> bool:
+    for p in _as_list(patterns):
+        pat = substitute(str(p), request) if "${" in str(p) else str(p)
+        if pat is not None and _glob(pat, resource):
+            return True
+    return False
+
+
+def _account_of_arn(arn: str) -> str:
+    parts = arn.split(":")
+    return parts[4] if len(parts) > 4 else ""
+
+
+def principal_match(principal: Any, request: Request) -> str | None:
+    """How a resource policy's Principal names the caller: "direct", "account" (delegation
+    to the account's IAM policies), or None."""
+    if principal == "*":
+        return "direct"
+    if not isinstance(principal, Mapping):
+        return None
+    caller = request.principal
+    for kind, values in principal.items():
+        for v in _as_list(values):
+            v = str(v)
+            if kind == "Service" and caller == f"svc:{v}":
+                return "direct"
+            if kind != "AWS":
+                continue
+            if v == "*":
+                return "direct"
+            if caller.startswith("svc:"):
+                continue
+            if v == caller:
+                return "direct"
+            if v in (request.account, f"arn:aws:iam::{request.account}:root") or (
+                v.endswith(":root") and _account_of_arn(v) == request.account
+            ):
+                return "account"
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# Conditions
+
+
+def _num(x: str) -> float | None:
+    try:
+        return float(x)
+    except ValueError:
+        return None
+
+
+def _date(x: str) -> dt.datetime | None:
+    try:
+        if re.fullmatch(r"-?\d+(\.\d+)?", x):
+            return dt.datetime.fromtimestamp(float(x), tz=dt.UTC)
+        d = dt.datetime.fromisoformat(x.replace("Z", "+00:00"))
+        return d if d.tzinfo else d.replace(tzinfo=dt.UTC)
+    except ValueError:
+        return None
+
+
+def _arn_like(pattern: str, value: str) -> bool:
+    """ArnLike/ArnEquals: six colon-separated parts, each matched with wildcards."""
+    p_parts, v_parts = pattern.split(":", 5), value.split(":", 5)
+    if len(p_parts) != 6 or len(v_parts) != 6:
+        return False
+    return all(_glob(p, v) for p, v in zip(p_parts, v_parts, strict=True))
+
+
+def _ip_in(pattern: str, value: str) -> bool:
+    try:
+        return ipaddress.ip_address(value) in ipaddress.ip_network(pattern, strict=False)
+    except ValueError:
+        return False
+
+
+def _cmp(op: str, a: Any, b: Any) -> bool:
+    return {
+        "Equals": a == b,
+        "LessThan": a < b,
+        "LessThanEquals": a <= b,
+        "GreaterThan": a > b,
+        "GreaterThanEquals": a >= b,
+    }[op]
+
+
+# base operator -> (negated, single-value matcher(policy_value, request_value))
+def _matcher(base: str):  # noqa: C901 - one table of the documented operators
+    if base in ("StringEquals", "StringNotEquals"):
+        return base == "StringNotEquals", lambda p, v: p == v, True
+    if base in ("StringEqualsIgnoreCase", "StringNotEqualsIgnoreCase"):
+        return base.startswith("StringNot"), lambda p, v: p.lower() == v.lower(), True
+    if base in ("StringLike", "StringNotLike"):
+        return base == "StringNotLike", lambda p, v: _glob(p, v), True
+    if base in ("ArnEquals", "ArnLike", "ArnNotEquals", "ArnNotLike"):
+        return "Not" in base, _arn_like, True
+    if base == "Bool":
+        return False, lambda p, v: p.lower() == v.lower(), False
+    if base == "BinaryEquals":
+        return False, lambda p, v: base64.b64decode(p) == base64.b64decode(v), False
+    if base in ("IpAddress", "NotIpAddress"):
+        return base == "NotIpAddress", _ip_in, False
+    for family, parse in (("Numeric", _num), ("Date", _date)):
+        if base.startswith(family):
+            rest = base[len(family) :]
+            negated = rest == "NotEquals"
+            op = "Equals" if negated else rest
+            if op not in (
+                "Equals",
+                "LessThan",
+                "LessThanEquals",
+                "GreaterThan",
+                "GreaterThanEquals",
+            ):
+                break
+
+            def m(p: str, v: str, parse=parse, op=op) -> bool:
+                a, b = parse(v), parse(p)
+                return a is not None and b is not None and _cmp(op, a, b)
+
+            return negated, m, False
+    raise ValueError(f"unknown condition operator {base!r}")
+
+
+def condition_holds(operator: str, key: str, policy_values: Any, request: Request) -> bool:
+    """One (operator, key, values) triple of a Condition block against the request."""
+    qualifier = ""
+    if ":" in operator:
+        qualifier, _, operator = operator.partition(":")
+    if_exists = operator.endswith("IfExists") and operator != "IfExists"
+    base = operator[: -len("IfExists")] if if_exists else operator
+    present, values = request.key(key)
+    pvals = [str(p).lower() if isinstance(p, bool) else str(p) for p in _as_list(policy_values)]
+
+    if base == "Null":
+        want_absent = any(p.lower() == "true" for p in pvals)
+        return (not present or not values) if want_absent else (present and bool(values))
+
+    negated, single, variables = _matcher(base)
+    if variables:
+        pvals = [s for s in (substitute(p, request) if "${" in p else p for p in pvals) if s]
+
+    def matches_any(v: str) -> bool:
+        return any(single(p, v) for p in pvals)
+
+    if qualifier == "ForAllValues":
+        # every request value must satisfy the operator; vacuously true when absent/empty
+        if negated:
+            return all(not matches_any(v) for v in values)
+        return all(matches_any(v) for v in values)
+    if qualifier == "ForAnyValue":
+        if not values:
+            return False
+        if negated:
+            return any(not matches_any(v) for v in values)
+        return any(matches_any(v) for v in values)
+    if qualifier:
+        raise ValueError(f"unknown condition set operator {qualifier!r}")
+
+    if not present:
+        # documented missing-key rule: IfExists -> true; negated -> true; otherwise false
+        return if_exists or negated
+    # a multivalued key without a set operator: each value is compared (as ForAnyValue for
+    # positive operators; a negated operator holds only if no value matches)
+    if negated:
+        return not any(matches_any(v) for v in values)
+    return any(matches_any(v) for v in values)
+
+
+def condition_failures(conditions: Mapping[str, Any] | None, request: Request) -> list[str]:
+    """Each (operator key values) of the block that does not hold, described for a reader."""
+    out: list[str] = []
+    for operator, keys in (conditions or {}).items():
+        for key, values in (keys or {}).items():
+            if not condition_holds(operator, key, values, request):
+                present, actual = request.key(key)
+                got = f"request has {actual}" if present else "key absent from the request"
+                out.append(f"{operator} {key} {_as_list(values)} ({got})")
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Statements and decisions
+
+
+def _statement_applies(
+    st: Mapping[str, Any], request: Request, *, resource_policy: bool
+) -> tuple[bool, str | None, list[str]]:
+    """(action+resource(+principal) match, principal match kind, failing conditions)."""
+    if "Action" in st:
+        if not action_matches(st["Action"], request.action):
+            return False, None, []
+    elif "NotAction" in st:
+        if action_matches(st["NotAction"], request.action):
+            return False, None, []
+    else:
+        return False, None, []
+    if "Resource" in st:
+        if not resource_matches(st["Resource"], request.resource, request):
+            return False, None, []
+    elif "NotResource" in st:
+        if resource_matches(st["NotResource"], request.resource, request):
+            return False, None, []
+    elif not resource_policy:
+        return False, None, []  # identity policies must name a resource
+    kind: str | None = "identity"
+    if resource_policy:
+        if "Principal" in st:
+            kind = principal_match(st["Principal"], request)
+        elif "NotPrincipal" in st:
+            kind = None if principal_match(st["NotPrincipal"], request) else "direct"
+        else:
+            kind = None
+        if kind is None:
+            return False, None, []
+    return True, kind, condition_failures(st.get("Condition"), request)
+
+
+def _scan(
+    policies: Sequence[Policy], request: Request, *, resource_policy: bool
+) -> tuple[list[Match], list[tuple[Match, str]], list[str]]:
+    """Matching Deny statements, matching Allow statements (with principal kind), misses."""
+    denies: list[Match] = []
+    allows: list[tuple[Match, str]] = []
+    misses: list[str] = []
+    for pol in policies:
+        for i, st in enumerate(pol.statements()):
+            sid = str(st.get("Sid") or f"#{i}")
+            ok, kind, failed = _statement_applies(st, request, resource_policy=resource_policy)
+            if not ok:
+                continue
+            effect = str(st.get("Effect", ""))
+            if failed:
+                if effect == "Allow":
+                    misses.append(f"{pol.name} {sid} does not apply: {', '.join(failed)}")
+                continue
+            m = Match(pol.name, sid, effect)
+            if effect == "Deny":
+                denies.append(m)
+            elif effect == "Allow":
+                allows.append((m, kind or ""))
+    return denies, allows, misses
+
+
+def evaluate(
+    request: Request,
+    identity: Sequence[Policy] = (),
+    resource: Sequence[Policy] = (),
+    *,
+    key_policy: bool = False,
+) -> Decision:
+    """Decide one request against identity policies and (at most a few) resource policies.
+
+    `key_policy=True` applies the KMS rule: the resource (key) policy must allow, directly
+    or by delegating to the caller's account, in which case an identity Allow is needed too.
+    """
+    i_deny, i_allow, i_miss = _scan(identity, request, resource_policy=False)
+    r_deny, r_allow, r_miss = _scan(resource, request, resource_policy=True)
+    denies = i_deny + r_deny
+    misses = i_miss + r_miss
+    if denies:
+        d = denies[0]
+        return Decision(False, f"explicit deny by {d.policy} statement {d.sid}", denies=denies)
+    id_ok = bool(i_allow)
+    direct = [m for m, k in r_allow if k == "direct"]
+    delegated = [m for m, k in r_allow if k == "account"]
+    allows = [m for m, _ in i_allow] + [m for m, _ in r_allow]
+    same_account = not request.resource_account or request.resource_account == request.account
+    if key_policy:
+        if direct or (delegated and id_ok):
+            return Decision(True, "allowed", allows=allows)
+        if delegated:
+            why = "key policy delegates to the account's IAM policies, and none allows it"
+        else:
+            why = "the key policy neither allows the principal nor delegates to its account"
+        return Decision(False, f"implicit deny: {why}", near_misses=misses)
+    resource_ok = bool(direct) or (bool(delegated) and id_ok)
+    if same_account and (id_ok or resource_ok):
+        return Decision(True, "allowed", allows=allows)
+    if not same_account and id_ok and resource_ok:
+        return Decision(True, "allowed", allows=allows)
+    if not same_account and id_ok:
+        why = "cross-account: the resource policy does not allow it"
+    elif not same_account and resource_ok:
+        why = "cross-account: no identity policy allows it"
+    else:
+        why = f"no statement allows {request.action} on {request.resource}"
+    return Decision(False, f"implicit deny: {why}", near_misses=misses)
+
+
+# --------------------------------------------------------------------------------------------
+# Comparing a policy with a reference policy (controllers: "nothing beyond upstream")
+
+
+def statement_within(ours: Mapping[str, Any], ref: Mapping[str, Any]) -> bool:
+    """Is every request `ours` allows also allowed by `ref`, judged on the document?
+
+    Conservative and structural: `ours`' actions and resources must be covered by `ref`'s
+    patterns, and every condition of `ref` must appear in `ours` with the same operator and
+    key and values that are a subset (so `ours` is at least as narrow).
+    """
+    if ours.get("Effect") != "Allow" or ref.get("Effect") != "Allow":
+        return False
+    if "NotAction" in ours or "NotResource" in ours or "NotAction" in ref or "NotResource" in ref:
+        return False
+    ref_actions = _as_list(ref.get("Action"))
+    for a in _as_list(ours.get("Action")):
+        if not any(_glob(str(r), str(a), case=False) for r in ref_actions):
+            return False
+    ref_res = _as_list(ref.get("Resource"))
+    for r in _as_list(ours.get("Resource")):
+        if not any(_glob(str(p), str(r)) for p in ref_res):
+            return False
+    ours_cond = {
+        (op.lower(), k.lower()): {str(v) for v in _as_list(vals)}
+        for op, keys in (ours.get("Condition") or {}).items()
+        for k, vals in keys.items()
+    }
+    for op, keys in (ref.get("Condition") or {}).items():
+        for k, vals in keys.items():
+            mine = ours_cond.get((op.lower(), k.lower()))
+            if mine is None or not mine <= {str(v) for v in _as_list(vals)}:
+                return False
+    return True
+
+
+def beyond_reference(ours: Policy, reference: Sequence[Policy]) -> list[str]:
+    """Statements (by Sid) of `ours` that no single reference statement covers."""
+    ref_statements = [st for p in reference for st in p.statements()]
+    out = []
+    for i, st in enumerate(ours.statements()):
+        if st.get("Effect") != "Allow":
+            continue
+        if not any(statement_within(st, ref) for ref in ref_statements):
+            out.append(str(st.get("Sid") or f"#{i}"))
+    return out
+
+
+def actions_of(policies: Sequence[Policy]) -> set[str]:
+    """The literal Allow actions (patterns as written) of some policies, lower-cased."""
+    return {
+        str(a).lower()
+        for p in policies
+        for st in p.statements()
+        if st.get("Effect") == "Allow"
+        for a in _as_list(st.get("Action"))
+    }
+
+
+__all__ = [
+    "Decision",
+    "Match",
+    "Policy",
+    "Request",
+    "action_matches",
+    "actions_of",
+    "beyond_reference",
+    "condition_holds",
+    "evaluate",
+    "statement_within",
+]

@@ -1,0 +1,715 @@
+"""Reference policies (upstream and AWS managed) and the AWS calls each controller makes.
+
+Why vendored: the offline plan has no network and must not read /work/shared at run time, so
+the documents we compare against live here, each with where and when it was taken. They are
+copied as published (only the CloudFormation `${...}` substitutions are filled in); update
+them with the pinned version in trainforge/platform/versions.py.
+
+A controller's calls cannot be recorded the way the runtime's are (we do not run Karpenter or
+the CSI drivers), so each controller's list below is derived from its reference policy and its
+source (which API calls it makes and with which tags), and is written as requests with the
+context AWS would see. Each list also holds calls that must be DENIED: the guard rails the
+reference policy exists for (Karpenter must never terminate a node it did not launch).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from trainforge.plan.iam_eval import Policy, Request
+
+# --------------------------------------------------------------------------------------------
+# AWS managed policies (documents as shown in the AWS Managed Policy Reference Guide,
+# docs.aws.amazon.com/aws-managed-policy/latest/reference/<Name>.html, checked 2026-11-23)
+
+AMAZON_EKS_WORKER_NODE_POLICY = {
+    "Version": "2012-10-17",
+    "Statement": [
+        {
+            "Sid": "WorkerNodePermissions",
+            "Effect": "Allow",
+            "Action": [
+                "ec2:DescribeInstances",
+                "ec2:DescribeInstanceTypes",
+                "ec2:DescribeRouteTables",
+                "ec2:DescribeSecurityGroups",
+                "ec2:DescribeSubnets",
+                "ec2:DescribeVolumes",
+                "ec2:DescribeVolumesModifications",
+                "ec2:DescribeVpcs",
+                "eks:DescribeCluster",
+                "eks-auth:AssumeRoleForPodIdentity",
+            ],
+            "Resource": "*",
+        }
+    ],
+}
+
+AMAZON_EKS_CNI_POLICY = {
+    "Version": "2012-10-17",
+    "Statement": [
+        {
+            "Sid": "AmazonEKSCNIPolicy",
+            "Effect": "Allow",
+            "Action": [
+                "ec2:AssignPrivateIpAddresses",
+                "ec2:AttachNetworkInterface",
+                "ec2:CreateNetworkInterface",
+                "ec2:DeleteNetworkInterface",
+                "ec2:DescribeInstances",
+                "ec2:DescribeTags",
+                "ec2:DescribeNetworkInterfaces",
+                "ec2:DescribeInstanceTypes",
+                "ec2:DescribeSubnets",
+                "ec2:DetachNetworkInterface",
+                "ec2:ModifyNetworkInterfaceAttribute",
+                "ec2:UnassignPrivateIpAddresses",
+            ],
+            "Resource": "*",
+        },
+        {
+            "Sid": "AmazonEKSCNIPolicyENITag",
+            "Effect": "Allow",
+            "Action": ["ec2:CreateTags"],
+            "Resource": ["arn:aws:ec2:*:*:network-interface/*"],
+        },
+    ],
+}
+
+# aws-ebs-csi-driver docs/example-iam-policy.json (github.com/kubernetes-sigs/
+# aws-ebs-csi-driver; identical at tags v1.46.0 and v1.50.1, the pinned add-on's driver
+# version, checked 2026-11-23). Its docs/install.md: "AWS maintains a
+# managed policy version of the example policy ... arn:aws:iam::aws:policy/service-role/
+# AmazonEBSCSIDriverPolicy".
+_EBS_VOL = "arn:aws:ec2:*:*:volume/*"
+_EBS_SNAP = "arn:aws:ec2:*:*:snapshot/*"
+AMAZON_EBS_CSI_DRIVER_POLICY = {
+    "Version": "2012-10-17",
+    "Statement": [
+        {
+            "Effect": "Allow",
+            "Action": [
+                "ec2:DescribeAvailabilityZones",
+                "ec2:DescribeInstances",
+                "ec2:DescribeSnapshots",
+                "ec2:DescribeTags",
+                "ec2:DescribeVolumes",
+                "ec2:DescribeVolumesModifications",
+                "ec2:DescribeVolumeStatus",
+            ],
+            "Resource": "*",
+        },
+        {
+            "Effect": "Allow",
+            "Action": ["ec2:CreateSnapshot", "ec2:ModifyVolume"],
+            "Resource": _EBS_VOL,
+        },
+        {
+            "Effect": "Allow",
+            "Action": ["ec2:AttachVolume", "ec2:DetachVolume"],
+            "Resource": [_EBS_VOL, "arn:aws:ec2:*:*:instance/*"],
+        },
+        {
+            "Effect": "Allow",
+            "Action": ["ec2:CreateVolume", "ec2:EnableFastSnapshotRestores"],
+            "Resource": _EBS_SNAP,
+        },
+        {
+            "Effect": "Allow",
+            "Action": ["ec2:CreateTags"],
+            "Resource": [_EBS_VOL, _EBS_SNAP],
+            "Condition": {"StringEquals": {"ec2:CreateAction": ["CreateVolume", "CreateSnapshot"]}},
+        },
+        {"Effect": "Allow", "Action": ["ec2:DeleteTags"], "Resource": [_EBS_VOL, _EBS_SNAP]},
+        {
+            "Effect": "Allow",
+            "Action": ["ec2:CreateVolume"],
+            "Resource": _EBS_VOL,
+            "Condition": {"StringLike": {"aws:RequestTag/ebs.csi.aws.com/cluster": "true"}},
+        },
+        {
+            "Effect": "Allow",
+            "Action": ["ec2:CreateVolume"],
+            "Resource": _EBS_VOL,
+            "Condition": {"StringLike": {"aws:RequestTag/CSIVolumeName": "*"}},
+        },
+        {
+            "Effect": "Allow",
+            "Action": ["ec2:DeleteVolume"],
+            "Resource": _EBS_VOL,
+            "Condition": {"StringLike": {"ec2:ResourceTag/ebs.csi.aws.com/cluster": "true"}},
+        },
+        {
+            "Effect": "Allow",
+            "Action": ["ec2:DeleteVolume"],
+            "Resource": _EBS_VOL,
+            "Condition": {"StringLike": {"ec2:ResourceTag/CSIVolumeName": "*"}},
+        },
+        {
+            "Effect": "Allow",
+            "Action": ["ec2:DeleteVolume"],
+            "Resource": _EBS_VOL,
+            "Condition": {
+                "StringLike": {"ec2:ResourceTag/kubernetes.io/created-for/pvc/name": "*"}
+            },
+        },
+        {
+            "Effect": "Allow",
+            "Action": ["ec2:CreateSnapshot"],
+            "Resource": _EBS_SNAP,
+            "Condition": {"StringLike": {"aws:RequestTag/CSIVolumeSnapshotName": "*"}},
+        },
+        {
+            "Effect": "Allow",
+            "Action": ["ec2:CreateSnapshot"],
+            "Resource": _EBS_SNAP,
+            "Condition": {"StringLike": {"aws:RequestTag/ebs.csi.aws.com/cluster": "true"}},
+        },
+        {
+            "Effect": "Allow",
+            "Action": ["ec2:DeleteSnapshot"],
+            "Resource": _EBS_SNAP,
+            "Condition": {"StringLike": {"ec2:ResourceTag/CSIVolumeSnapshotName": "*"}},
+        },
+        {
+            "Effect": "Allow",
+            "Action": ["ec2:DeleteSnapshot"],
+            "Resource": _EBS_SNAP,
+            "Condition": {"StringLike": {"ec2:ResourceTag/ebs.csi.aws.com/cluster": "true"}},
+        },
+    ],
+}
+# The same driver's docs/install.md, "Encrypted EBS Volumes via KMS": a customer-key
+# StorageClass needs these on the key (kms:CreateGrant so EC2 can use the key for the volume).
+EBS_CSI_KMS_ACTIONS = ("kms:Decrypt", "kms:GenerateDataKeyWithoutPlaintext", "kms:CreateGrant")
+
+EBS_CSI_DRIVER_POLICY_ARN = "arn:aws:iam::aws:policy/service-role/AmazonEBSCSIDriverPolicy"
+
+# AWS managed policies by ARN (the partition is normalised to "aws" before lookup). Policies we
+# attach but never rehearse (ECR pull, SSM) are listed as None: known, not evaluated.
+MANAGED_POLICIES: dict[str, dict | None] = {
+    "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy": AMAZON_EKS_WORKER_NODE_POLICY,
+    "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy": AMAZON_EKS_CNI_POLICY,
+    EBS_CSI_DRIVER_POLICY_ARN: AMAZON_EBS_CSI_DRIVER_POLICY,
+    "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryPullOnly": None,
+    "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore": None,
+}
+
+
+def managed_policy(arn: str) -> tuple[bool, Policy | None]:
+    """(known, policy) for an AWS managed policy ARN in any partition."""
+    parts = arn.split(":")
+    if len(parts) > 1:
+        parts[1] = "aws"
+    key = ":".join(parts)
+    if key not in MANAGED_POLICIES:
+        return False, None
+    doc = MANAGED_POLICIES[key]
+    return True, (Policy(f"managed {arn.rsplit('/', 1)[-1]}", doc) if doc else None)
+
+
+def default_key_policy(account: str, partition: str = "aws") -> Policy:
+    """The key policy KMS gives a key created without one (KMS Developer Guide, "Default key
+    policy"): the account may use the key as its IAM policies allow."""
+    return Policy(
+        "default key policy",
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Sid": "Enable IAM User Permissions",
+                    "Effect": "Allow",
+                    "Principal": {"AWS": f"arn:{partition}:iam::{account}:root"},
+                    "Action": "kms:*",
+                    "Resource": "*",
+                }
+            ],
+        },
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Karpenter's reference controller policy
+
+# github.com/aws/karpenter-provider-aws, tag v1.14.1 (commit bde00654), website/content/en/
+# docs/getting-started/getting-started-with-karpenter/cloudformation.yaml, the five
+# KarpenterController*Policy documents (checked 2026-11-23). ${...} are filled in by
+# `karpenter_reference`.
+KARPENTER_REFERENCE_VERSION = "1.14.1"
+_KARPENTER_CFN = r"""
+[
+ {"Sid": "AllowScopedEC2InstanceAccessActions", "Effect": "Allow",
+  "Resource": ["arn:${P}:ec2:${R}::image/*", "arn:${P}:ec2:${R}::snapshot/*",
+   "arn:${P}:ec2:${R}:*:security-group/*", "arn:${P}:ec2:${R}:*:subnet/*",
+   "arn:${P}:ec2:${R}:*:capacity-reservation/*", "arn:${P}:ec2:${R}:*:placement-group/*"],
+  "Action": ["ec2:RunInstances", "ec2:CreateFleet"]},
+ {"Sid": "AllowScopedEC2LaunchTemplateAccessActions", "Effect": "Allow",
+  "Resource": "arn:${P}:ec2:${R}:*:launch-template/*",
+  "Action": ["ec2:RunInstances", "ec2:CreateFleet"],
+  "Condition": {"StringEquals": {"aws:ResourceTag/kubernetes.io/cluster/${C}": "owned"},
+   "StringLike": {"aws:ResourceTag/karpenter.sh/nodepool": "*"}}},
+ {"Sid": "AllowScopedEC2InstanceActionsWithTags", "Effect": "Allow",
+  "Resource": ["arn:${P}:ec2:${R}:*:fleet/*", "arn:${P}:ec2:${R}:*:instance/*",
+   "arn:${P}:ec2:${R}:*:volume/*", "arn:${P}:ec2:${R}:*:network-interface/*",
+   "arn:${P}:ec2:${R}:*:launch-template/*", "arn:${P}:ec2:${R}:*:spot-instances-request/*"],
+  "Action": ["ec2:RunInstances", "ec2:CreateFleet", "ec2:CreateLaunchTemplate"],
+  "Condition": {"StringEquals": {"aws:RequestTag/kubernetes.io/cluster/${C}": "owned",
+    "aws:RequestTag/eks:eks-cluster-name": "${C}"},
+   "StringLike": {"aws:RequestTag/karpenter.sh/nodepool": "*"}}},
+ {"Sid": "AllowScopedResourceCreationTagging", "Effect": "Allow",
+  "Resource": ["arn:${P}:ec2:${R}:*:fleet/*", "arn:${P}:ec2:${R}:*:instance/*",
+   "arn:${P}:ec2:${R}:*:volume/*", "arn:${P}:ec2:${R}:*:network-interface/*",
+   "arn:${P}:ec2:${R}:*:launch-template/*", "arn:${P}:ec2:${R}:*:spot-instances-request/*"],
+  "Action": "ec2:CreateTags",
+  "Condition": {"StringEquals": {"aws:RequestTag/kubernetes.io/cluster/${C}": "owned",
+    "aws:RequestTag/eks:eks-cluster-name": "${C}",
+    "ec2:CreateAction": ["RunInstances", "CreateFleet", "CreateLaunchTemplate"]},
+   "StringLike": {"aws:RequestTag/karpenter.sh/nodepool": "*"}}},
+ {"Sid": "AllowScopedResourceTagging", "Effect": "Allow",
+  "Resource": "arn:${P}:ec2:${R}:*:instance/*", "Action": "ec2:CreateTags",
+  "Condition": {"StringEquals": {"aws:ResourceTag/kubernetes.io/cluster/${C}": "owned"},
+   "StringLike": {"aws:ResourceTag/karpenter.sh/nodepool": "*"},
+   "StringEqualsIfExists": {"aws:RequestTag/eks:eks-cluster-name": "${C}"},
+   "ForAllValues:StringEquals": {"aws:TagKeys":
+    ["eks:eks-cluster-name", "karpenter.sh/nodeclaim", "Name"]}}},
+ {"Sid": "AllowScopedDeletion", "Effect": "Allow",
+  "Resource": ["arn:${P}:ec2:${R}:*:instance/*", "arn:${P}:ec2:${R}:*:launch-template/*"],
+  "Action": ["ec2:TerminateInstances", "ec2:DeleteLaunchTemplate"],
+  "Condition": {"StringEquals": {"aws:ResourceTag/kubernetes.io/cluster/${C}": "owned"},
+   "StringLike": {"aws:ResourceTag/karpenter.sh/nodepool": "*"}}},
+ {"Sid": "AllowPassingInstanceRole", "Effect": "Allow", "Resource": "${NODE_ROLE}",
+  "Action": "iam:PassRole",
+  "Condition": {"StringEquals": {"iam:PassedToService": ["ec2.amazonaws.com",
+    "ec2.amazonaws.com.cn"]}}},
+ {"Sid": "AllowScopedInstanceProfileCreationActions", "Effect": "Allow",
+  "Resource": "arn:${P}:iam::${A}:instance-profile/*", "Action": ["iam:CreateInstanceProfile"],
+  "Condition": {"StringEquals": {"aws:RequestTag/kubernetes.io/cluster/${C}": "owned",
+    "aws:RequestTag/eks:eks-cluster-name": "${C}",
+    "aws:RequestTag/topology.kubernetes.io/region": "${R}"},
+   "StringLike": {"aws:RequestTag/karpenter.k8s.aws/ec2nodeclass": "*"}}},
+ {"Sid": "AllowScopedInstanceProfileTagActions", "Effect": "Allow",
+  "Resource": "arn:${P}:iam::${A}:instance-profile/*", "Action": ["iam:TagInstanceProfile"],
+  "Condition": {"StringEquals": {"aws:ResourceTag/kubernetes.io/cluster/${C}": "owned",
+    "aws:ResourceTag/topology.kubernetes.io/region": "${R}",
+    "aws:RequestTag/kubernetes.io/cluster/${C}": "owned",
+    "aws:RequestTag/eks:eks-cluster-name": "${C}",
+    "aws:RequestTag/topology.kubernetes.io/region": "${R}"},
+   "StringLike": {"aws:ResourceTag/karpenter.k8s.aws/ec2nodeclass": "*",
+    "aws:RequestTag/karpenter.k8s.aws/ec2nodeclass": "*"}}},
+ {"Sid": "AllowScopedInstanceProfileActions", "Effect": "Allow",
+  "Resource": "arn:${P}:iam::${A}:instance-profile/*",
+  "Action": ["iam:AddRoleToInstanceProfile", "iam:RemoveRoleFromInstanceProfile",
+   "iam:DeleteInstanceProfile"],
+  "Condition": {"StringEquals": {"aws:ResourceTag/kubernetes.io/cluster/${C}": "owned",
+    "aws:ResourceTag/topology.kubernetes.io/region": "${R}"},
+   "StringLike": {"aws:ResourceTag/karpenter.k8s.aws/ec2nodeclass": "*"}}},
+ {"Sid": "AllowAPIServerEndpointDiscovery", "Effect": "Allow",
+  "Resource": "arn:${P}:eks:${R}:${A}:cluster/${C}", "Action": "eks:DescribeCluster"},
+ {"Sid": "AllowInterruptionQueueActions", "Effect": "Allow", "Resource": "${QUEUE}",
+  "Action": ["sqs:DeleteMessage", "sqs:GetQueueUrl", "sqs:ReceiveMessage"]},
+ {"Sid": "AllowZonalShiftStatusReadOnly", "Effect": "Allow", "Resource": "*",
+  "Action": ["arc-zonal-shift:GetManagedResource"],
+  "Condition": {"StringEquals": {"arc-zonal-shift:ResourceIdentifier":
+    "arn:${P}:eks:${R}:${A}:cluster/${C}"}}},
+ {"Sid": "AllowRegionalReadActions", "Effect": "Allow", "Resource": "*",
+  "Action": ["ec2:DescribeCapacityReservations", "ec2:DescribeImages", "ec2:DescribeInstances",
+   "ec2:DescribeInstanceStatus", "ec2:DescribeInstanceTypeOfferings",
+   "ec2:DescribeInstanceTypes", "ec2:DescribeLaunchTemplates", "ec2:DescribePlacementGroups",
+   "ec2:DescribeSecurityGroups", "ec2:DescribeSpotPriceHistory", "ec2:DescribeSubnets"],
+  "Condition": {"StringEquals": {"aws:RequestedRegion": "${R}"}}},
+ {"Sid": "AllowSSMReadActions", "Effect": "Allow",
+  "Resource": "arn:${P}:ssm:${R}::parameter/aws/service/*", "Action": "ssm:GetParameter"},
+ {"Sid": "AllowPricingReadActions", "Effect": "Allow", "Resource": "*",
+  "Action": "pricing:GetProducts"},
+ {"Sid": "AllowUnscopedInstanceProfileListAction", "Effect": "Allow", "Resource": "*",
+  "Action": "iam:ListInstanceProfiles"},
+ {"Sid": "AllowInstanceProfileReadActions", "Effect": "Allow",
+  "Resource": "arn:${P}:iam::${A}:instance-profile/*", "Action": "iam:GetInstanceProfile"}
+]
+"""
+
+
+@dataclass(frozen=True)
+class KarpenterFacts:
+    """What Karpenter's policy and calls are parameterised by."""
+
+    cluster: str
+    region: str
+    account: str
+    queue_arn: str
+    node_role_arn: str
+    node_pools: tuple[str, ...] = ("default",)
+    node_classes: tuple[str, ...] = ("default",)
+    partition: str = "aws"
+
+    def fill(self, text: str) -> str:
+        for k, v in {
+            "${P}": self.partition,
+            "${R}": self.region,
+            "${A}": self.account,
+            "${C}": self.cluster,
+            "${QUEUE}": self.queue_arn,
+            "${NODE_ROLE}": self.node_role_arn,
+        }.items():
+            text = text.replace(k, v)
+        return text
+
+
+def karpenter_reference_statements(f: KarpenterFacts) -> list[dict]:
+    return json.loads(f.fill(_KARPENTER_CFN))
+
+
+def karpenter_reference(f: KarpenterFacts) -> Policy:
+    return Policy(
+        f"Karpenter v{KARPENTER_REFERENCE_VERSION} reference policy",
+        {"Version": "2012-10-17", "Statement": karpenter_reference_statements(f)},
+    )
+
+
+@dataclass(frozen=True)
+class ExpectedCall:
+    """A call a controller makes (must be allowed) or must never be able to make (denied)."""
+
+    request: Request
+    allowed: bool
+    why: str
+
+
+def karpenter_calls(f: KarpenterFacts, principal: str) -> list[ExpectedCall]:
+    """The calls Karpenter v1.14 makes for a NodePool/EC2NodeClass, with the tags it sets
+    (karpenter-provider-aws pkg/providers/{instance,launchtemplate,instanceprofile}: every
+    launch carries kubernetes.io/cluster/<name>=owned, eks:eks-cluster-name,
+    karpenter.sh/nodepool, karpenter.sh/nodeclaim and karpenter.k8s.aws/ec2nodeclass), and the
+    calls the reference policy exists to refuse."""
+    p, r, a, c = f.partition, f.region, f.account, f.cluster
+    ec2 = f"arn:{p}:ec2:{r}:{a}"
+    pool, nodeclass = f.node_pools[0], f.node_classes[0]
+    launch_tags = {
+        f"kubernetes.io/cluster/{c}": "owned",
+        "eks:eks-cluster-name": c,
+        "karpenter.sh/nodepool": pool,
+        "karpenter.sh/nodeclaim": f"{pool}-abcde",
+        "karpenter.k8s.aws/ec2nodeclass": nodeclass,
+        "Name": f"{pool}-abcde",
+    }
+    owned = {f"kubernetes.io/cluster/{c}": "owned", "karpenter.sh/nodepool": pool}
+    mng_only = {f"kubernetes.io/cluster/{c}": "owned", "eks:nodegroup-name": f"{c}-system"}
+    profile_tags = {
+        f"kubernetes.io/cluster/{c}": "owned",
+        "eks:eks-cluster-name": c,
+        "topology.kubernetes.io/region": r,
+        "karpenter.k8s.aws/ec2nodeclass": nodeclass,
+    }
+    profile = f"arn:{p}:iam::{a}:instance-profile/{c}_123"
+
+    def req(action: str, resource: str, **ctx) -> Request:
+        base = {"aws:PrincipalArn": principal, "aws:RequestedRegion": r}
+        return Request(principal, action, resource, {**base, **ctx}, account=a)
+
+    def request_tags(tags: dict[str, str]) -> dict:
+        out = {f"aws:RequestTag/{k}": v for k, v in tags.items()}
+        out["aws:TagKeys"] = list(tags)
+        return out
+
+    def resource_tags(tags: dict[str, str]) -> dict:
+        return {f"aws:ResourceTag/{k}": v for k, v in tags.items()}
+
+    calls: list[ExpectedCall] = []
+    ok = lambda rq, why: calls.append(ExpectedCall(rq, True, why))  # noqa: E731
+    never = lambda rq, why: calls.append(ExpectedCall(rq, False, why))  # noqa: E731
+    for action in ("ec2:CreateFleet", "ec2:RunInstances"):
+        for res in (
+            f"arn:{p}:ec2:{r}::image/ami-0123",
+            f"{ec2}:subnet/subnet-0123",
+            f"{ec2}:security-group/sg-0123",
+            f"{ec2}:placement-group/{c}-efa",
+            f"{ec2}:capacity-reservation/cr-0123",
+        ):
+            ok(req(action, res), "launch into our subnets/SGs/AMI/placement group")
+        ok(
+            req(action, f"{ec2}:launch-template/lt-0123", **resource_tags(owned)),
+            "launch from its own launch template",
+        )
+        for kind in ("fleet", "instance", "volume", "network-interface", "spot-instances-request"):
+            ok(
+                req(action, f"{ec2}:{kind}/x-0123", **request_tags(launch_tags)),
+                f"create the {kind} with Karpenter's tags",
+            )
+    ok(
+        req(
+            "ec2:CreateLaunchTemplate",
+            f"{ec2}:launch-template/lt-0123",
+            **request_tags(launch_tags),
+        ),
+        "create a launch template per NodeClass",
+    )
+    for kind in ("fleet", "instance", "volume", "network-interface", "launch-template"):
+        ok(
+            req(
+                "ec2:CreateTags",
+                f"{ec2}:{kind}/x-0123",
+                **request_tags(launch_tags),
+                **{"ec2:CreateAction": "CreateFleet"},
+            ),
+            "tag on create",
+        )
+    ok(
+        req(
+            "ec2:CreateTags",
+            f"{ec2}:instance/i-0123",
+            **resource_tags(owned),
+            **request_tags({"Name": "node-a", "karpenter.sh/nodeclaim": f"{pool}-abcde"}),
+        ),
+        "name and claim its own instance after launch",
+    )
+    ok(
+        req("ec2:TerminateInstances", f"{ec2}:instance/i-0123", **resource_tags(owned)),
+        "scale down",
+    )
+    ok(
+        req("ec2:DeleteLaunchTemplate", f"{ec2}:launch-template/lt-0123", **resource_tags(owned)),
+        "garbage-collect launch templates",
+    )
+    for action in (
+        "ec2:DescribeImages",
+        "ec2:DescribeInstances",
+        "ec2:DescribeInstanceTypes",
+        "ec2:DescribeInstanceTypeOfferings",
+        "ec2:DescribeSubnets",
+        "ec2:DescribeSecurityGroups",
+        "ec2:DescribeLaunchTemplates",
+        "ec2:DescribeSpotPriceHistory",
+        "ec2:DescribeCapacityReservations",
+        "ec2:DescribePlacementGroups",
+        "ec2:DescribeInstanceStatus",
+    ):
+        ok(req(action, "*"), "discover capacity in the cluster's region")
+    ok(
+        req("ssm:GetParameter", f"arn:{p}:ssm:{r}::parameter/aws/service/eks/optimized-ami/x"),
+        "resolve the AMI alias",
+    )
+    ok(req("pricing:GetProducts", "*"), "on-demand prices")
+    for action in ("sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueUrl"):
+        ok(req(action, f.queue_arn), "interruption events")
+    ok(
+        req("iam:PassRole", f.node_role_arn, **{"iam:PassedToService": "ec2.amazonaws.com"}),
+        "launch nodes with the node role",
+    )
+    ok(
+        req("iam:CreateInstanceProfile", profile, **request_tags(profile_tags)),
+        "instance profile per NodeClass",
+    )
+    ok(
+        req(
+            "iam:TagInstanceProfile",
+            profile,
+            **resource_tags(profile_tags),
+            **request_tags(profile_tags),
+        ),
+        "tag its instance profile",
+    )
+    for action in (
+        "iam:AddRoleToInstanceProfile",
+        "iam:RemoveRoleFromInstanceProfile",
+        "iam:DeleteInstanceProfile",
+    ):
+        ok(req(action, profile, **resource_tags(profile_tags)), "manage its instance profile")
+    ok(req("iam:GetInstanceProfile", profile), "read its instance profile")
+    ok(req("iam:ListInstanceProfiles", "*"), "garbage-collect instance profiles")
+    ok(req("eks:DescribeCluster", f"arn:{p}:eks:{r}:{a}:cluster/{c}"), "API endpoint discovery")
+    ok(
+        req(
+            "arc-zonal-shift:GetManagedResource",
+            "*",
+            **{"arc-zonal-shift:ResourceIdentifier": f"arn:{p}:eks:{r}:{a}:cluster/{c}"},
+        ),
+        "zonal shift status",
+    )
+
+    # guard rails: what the reference policy's conditions exist to refuse
+    never(
+        req("ec2:TerminateInstances", f"{ec2}:instance/i-system", **resource_tags(mng_only)),
+        "a managed-node-group (system or reserved) instance carries only the cluster tag",
+    )
+    never(
+        req(
+            "ec2:CreateTags",
+            f"{ec2}:instance/i-0123",
+            **resource_tags(owned),
+            **request_tags({"karpenter.sh/nodepool": "other"}),
+        ),
+        "re-tagging an instance into another NodePool (aws:TagKeys limit)",
+    )
+    never(
+        req("ec2:CreateFleet", f"{ec2}:instance/x-0123", **request_tags({"Name": "x"})),
+        "launching an instance without the cluster and nodepool tags",
+    )
+    never(
+        req("iam:AddRoleToInstanceProfile", f"arn:{p}:iam::{a}:instance-profile/admin"),
+        "an instance profile Karpenter did not create",
+    )
+    never(
+        req(
+            "iam:PassRole",
+            f"arn:{p}:iam::{a}:role/cluster-admin",
+            **{"iam:PassedToService": "ec2.amazonaws.com"},
+        ),
+        "passing any role but the node role",
+    )
+    never(
+        req("ec2:DescribeInstances", "*", **{"aws:RequestedRegion": "eu-north-1"}),
+        "reading another region",
+    )
+    return calls
+
+
+# --------------------------------------------------------------------------------------------
+# CSI drivers
+
+
+def ebs_csi_calls(
+    principal: str,
+    account: str,
+    region: str,
+    cluster: str,
+    kms_keys: list[str],
+    partition: str = "aws",
+) -> list[ExpectedCall]:
+    """What the EBS CSI controller does for a dynamically provisioned gp3 volume (its
+    pkg/cloud: CreateVolume with CSIVolumeName and ebs.csi.aws.com/cluster tags, then attach,
+    detach, delete) and, for a customer-key StorageClass, the KMS calls EC2 makes for it."""
+    ec2 = f"arn:{partition}:ec2:{region}:{account}"
+    vol = f"{ec2}:volume/vol-0123"
+    tags = {"CSIVolumeName": "pvc-1", "ebs.csi.aws.com/cluster": "true"}
+
+    def req(action: str, resource: str, **ctx) -> Request:
+        base = {"aws:PrincipalArn": principal, "aws:RequestedRegion": region}
+        return Request(principal, action, resource, {**base, **ctx}, account=account)
+
+    rt = {f"aws:RequestTag/{k}": v for k, v in tags.items()}
+    res = {f"ec2:ResourceTag/{k}": v for k, v in tags.items()}
+    calls = [
+        ExpectedCall(
+            req("ec2:CreateVolume", vol, **rt, **{"aws:TagKeys": list(tags)}),
+            True,
+            "provision a PVC",
+        ),
+        ExpectedCall(
+            req("ec2:CreateTags", vol, **rt, **{"ec2:CreateAction": "CreateVolume"}),
+            True,
+            "tag on create",
+        ),
+        ExpectedCall(req("ec2:AttachVolume", vol), True, "attach to the node"),
+        ExpectedCall(req("ec2:AttachVolume", f"{ec2}:instance/i-0123"), True, "attach to the node"),
+        ExpectedCall(req("ec2:DetachVolume", vol), True, "detach"),
+        ExpectedCall(req("ec2:DetachVolume", f"{ec2}:instance/i-0123"), True, "detach"),
+        ExpectedCall(req("ec2:DeleteVolume", vol, **res), True, "delete a released PV"),
+        ExpectedCall(req("ec2:DescribeVolumes", "*"), True, "wait for the volume"),
+        ExpectedCall(req("ec2:DescribeInstances", "*"), True, "find the node"),
+        ExpectedCall(req("ec2:DescribeAvailabilityZones", "*"), True, "topology"),
+        ExpectedCall(
+            req("ec2:DeleteVolume", f"{ec2}:volume/vol-foreign"),
+            False,
+            "a volume the driver did not create (no CSI tags)",
+        ),
+    ]
+    for key in kms_keys:
+        for action in EBS_CSI_KMS_ACTIONS:
+            ctx = {"kms:ViaService": f"ec2.{region}.amazonaws.com", "kms:CallerAccount": account}
+            calls.append(ExpectedCall(req(action, key, **ctx), True, "customer-key StorageClass"))
+    return calls
+
+
+# aws-fsx-csi-driver v1.5.0 docs/install.md (tag v1.5.0, checked 2026-11-23): the policy for
+# the instance-profile method (the IRSA method attaches the broader AmazonFSxFullAccess).
+FSX_CSI_REFERENCE = {
+    "Version": "2012-10-17",
+    "Statement": [
+        {
+            "Effect": "Allow",
+            "Action": ["iam:CreateServiceLinkedRole", "iam:AttachRolePolicy", "iam:PutRolePolicy"],
+            "Resource": "arn:aws:iam::*:role/aws-service-role/s3.data-source.lustre.fsx.amazonaws.com/*",
+        },
+        {
+            "Action": "iam:CreateServiceLinkedRole",
+            "Effect": "Allow",
+            "Resource": "*",
+            "Condition": {"StringLike": {"iam:AWSServiceName": ["fsx.amazonaws.com"]}},
+        },
+        {
+            "Effect": "Allow",
+            "Action": [
+                "s3:ListBucket",
+                "fsx:CreateFileSystem",
+                "fsx:DeleteFileSystem",
+                "fsx:DescribeFileSystems",
+                "fsx:TagResource",
+                "fsx:UpdateFileSystem",
+            ],
+            "Resource": ["*"],
+        },
+    ],
+}
+
+
+def fsx_csi_calls(
+    principal: str, account: str, region: str, file_systems: list[str]
+) -> list[ExpectedCall]:
+    """Static provisioning (aws-fsx-csi-driver v1.5.0 pkg/driver/controller.go):
+    ValidateVolumeCapabilities and ControllerExpandVolume call DescribeFileSystems, expansion
+    UpdateFileSystem; CreateVolume/DeleteVolume (dynamic provisioning) are not used."""
+
+    def req(action: str, resource: str) -> Request:
+        ctx = {"aws:PrincipalArn": principal, "aws:RequestedRegion": region}
+        return Request(principal, action, resource, ctx, account=account)
+
+    calls = [ExpectedCall(req("fsx:DescribeFileSystems", "*"), True, "validate a static volume")]
+    for fs in file_systems:
+        calls.append(ExpectedCall(req("fsx:UpdateFileSystem", fs), True, "expand the file system"))
+    calls.append(
+        ExpectedCall(
+            req("fsx:DeleteFileSystem", f"arn:aws:fsx:{region}:{account}:file-system/fs-0123"),
+            False,
+            "static provisioning never deletes a file system",
+        )
+    )
+    return calls
+
+
+def vpc_cni_calls(principal: str, account: str, region: str) -> list[ExpectedCall]:
+    """What the VPC CNI's ipamd does on a node (AmazonEKS_CNI_Policy's actions)."""
+    ctx = {"aws:PrincipalArn": principal, "aws:RequestedRegion": region}
+    actions = [
+        "ec2:AssignPrivateIpAddresses",
+        "ec2:AttachNetworkInterface",
+        "ec2:CreateNetworkInterface",
+        "ec2:DeleteNetworkInterface",
+        "ec2:DescribeInstances",
+        "ec2:DescribeNetworkInterfaces",
+        "ec2:DescribeInstanceTypes",
+        "ec2:DescribeSubnets",
+        "ec2:DetachNetworkInterface",
+        "ec2:ModifyNetworkInterfaceAttribute",
+        "ec2:UnassignPrivateIpAddresses",
+    ]
+    calls = [
+        ExpectedCall(Request(principal, a, "*", ctx, account=account), True, "pod IPs")
+        for a in actions
+    ]
+    eni = f"arn:aws:ec2:{region}:{account}:network-interface/eni-0123"
+    calls.append(
+        ExpectedCall(
+            Request(principal, "ec2:CreateTags", eni, ctx, account=account), True, "tag ENIs"
+        )
+    )
+    return calls
+
+
+def pod_identity_agent_calls(principal: str, account: str, region: str) -> list[ExpectedCall]:
+    """The EKS Pod Identity agent exchanges tokens with the node's role (EKS User Guide,
+    "EKS Pod Identity agent": the node role needs eks-auth:AssumeRoleForPodIdentity, which
+    AmazonEKSWorkerNodePolicy includes)."""
+    ctx = {"aws:PrincipalArn": principal, "aws:RequestedRegion": region}
+    rq = Request(principal, "eks-auth:AssumeRoleForPodIdentity", "*", ctx, account=account)
+    return [ExpectedCall(rq, True, "credentials for pods with a Pod Identity association")]

@@ -1,0 +1,108 @@
+"""Plan check: which backend runs each job, and whether a TrainJob's pods are the job's pods.
+
+A TrainJob does not carry its pod: Kubeflow Trainer builds it from the ClusterTrainingRuntime
+and the TrainJob's trainer fields and runtime patch. This check rehearses that build
+(`trainjob.effective_pod`, with the runtime from the plan, or trainforge's own) and compares
+it with the pod the job asked for (the shared pod builder's, `DeclaredJob.emitted.pod`): a
+runtime edited by hand, or a field v2.3 silently drops, would otherwise only show as pods
+without their FSx claim, tolerations or GPUs after `pulumi up`. The section lists each job's
+backend and workload so a reviewer sees a backend switch at a glance.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainforge.plan.checks import CheckResult, Finding, PlanContext, Section
+
+RULE = "TRAINJOB_POD_MISMATCH"
+RULES = {
+    RULE: "make the ClusterTrainingRuntime the TrainJob names carry what the platform's "
+    "runtime carries (trainforge.jobs.trainjob.runtime_manifests), or move the job to "
+    "another backend"
+}
+# Pod fields the Trainer must reproduce exactly (command and env may hold Pulumi Outputs in a
+# preview, so they are compared by name below).
+_POD_FIELDS = (
+    "serviceAccountName",
+    "terminationGracePeriodSeconds",
+    "securityContext",
+    "nodeSelector",
+    "tolerations",
+    "volumes",
+    "automountServiceAccountToken",
+    "enableServiceLinks",
+)
+_CONTAINER_FIELDS = ("resources", "volumeMounts", "securityContext", "imagePullPolicy")
+
+
+def _differences(wanted: dict[str, Any], built: dict[str, Any]) -> list[str]:
+    out = [f for f in _POD_FIELDS if wanted["spec"].get(f) != built["spec"].get(f)]
+    want_c, got_c = wanted["spec"]["containers"][0], built["spec"]["containers"][0]
+    out += [f"container {f}" for f in _CONTAINER_FIELDS if want_c.get(f) != got_c.get(f)]
+    missing = {e["name"] for e in want_c["env"]} - {e["name"] for e in got_c.get("env") or []}
+    if missing:
+        out.append(f"env {sorted(missing)}")
+    ports = {p.get("name"): p.get("containerPort") for p in got_c.get("ports") or []}
+    for p in want_c.get("ports") or []:
+        if ports.get(p.get("name")) != p.get("containerPort"):
+            out.append(f"port {p.get('name')}")
+    labels = wanted["metadata"].get("labels") or {}
+    if not labels.items() <= (built["metadata"].get("labels") or {}).items():
+        out.append("labels")
+    return out
+
+
+def check(ctx: PlanContext) -> CheckResult:
+    from trainforge.jobs import trainjob  # noqa: PLC0415
+
+    declared = ctx.declared
+    if declared is None or not declared.jobs:
+        return CheckResult()
+    runtimes = {d["metadata"]["name"]: d for d in trainjob.runtime_manifests()}
+    runtimes.update({o.obj_name: o.doc for o in ctx.objects if o.kind == trainjob.RUNTIME_KIND})
+    findings: list[Finding] = []
+    lines: list[str] = []
+    data: list[dict[str, Any]] = []
+    for job in declared.jobs:
+        spec, emitted = job.spec, job.emitted
+        wl = emitted.workload
+        ident = f"{job.target.namespace}/{wl['kind']}/{wl['metadata']['name']}"
+        note = ""
+        if emitted.backend == trainjob.BACKEND:
+            name = wl["spec"]["runtimeRef"]["name"]
+            note = f"runtime {name}"
+            runtime = runtimes.get(name)
+            if runtime is None:
+                note += " (not in this plan: checked by the cluster's webhook only)"
+            else:
+                diff = _differences(emitted.pod, trainjob.effective_pod(wl, runtime))
+                if diff:
+                    findings.append(
+                        Finding(
+                            resource=ident,
+                            rule=RULE,
+                            message=f"the pod Trainer builds from runtime {name!r} differs from "
+                            f"the job's pod in: {', '.join(diff)}",
+                            fix=RULES[RULE],
+                            names=frozenset({job.resource_name}),
+                        )
+                    )
+        elif emitted.service is not None:
+            note = f"headless Service {emitted.service['metadata']['name']}"
+        lines.append(
+            f"{job.target.namespace}/{spec.name}: {emitted.backend} -> {wl['kind']} {note}"
+        )
+        data.append(
+            {
+                "job": spec.name,
+                "namespace": job.target.namespace,
+                "backend": emitted.backend,
+                "kind": wl["kind"],
+            }
+        )
+    installed = sorted({b for c in declared.contracts for b in c.backends})
+    title = "Job backends" + (
+        f" (controllers installed for: {', '.join(installed)})" if installed else ""
+    )
+    return CheckResult(findings, [Section(title, lines, data)])

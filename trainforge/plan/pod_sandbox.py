@@ -1,0 +1,328 @@
+"""Run a container's shell script here the way the kubelet and containerd would run it.
+
+Why: a script that is valid shell can still fail in its pod: `chmod` on a directory the
+process no longer owns needs CAP_FOWNER, a non-root user has no capabilities at all, a
+read-only root file system refuses writes outside the volumes. Running the real script under
+the real identity against scratch directories that stand for its volumes shows that before
+`pulumi up` does.
+
+How: private mount, PID, IPC, UTS and network namespaces (`unshare`) hold a new root (tmpfs) with the host's
+/usr, /bin, /lib* bound read-only, the scratch directories bound at the container's mount
+paths, and, with readOnlyRootFilesystem, the root remounted read-only. `chroot` enters it and
+`setpriv` becomes the container's user: uid/gid, supplementary groups (supplementalGroups and
+fsGroup), the capability bounding set containerd keeps after drop/add, no inheritable or
+ambient capabilities (Kubernetes sets none), and no_new_privs for allowPrivilegeEscalation:
+false. As on a node, exec then leaves a root process exactly the bounding set as effective
+capabilities and a non-root process none.
+
+The shell: with `busybox` on PATH the script runs in `busybox sh` with busybox's applets first
+on PATH (our helper image is busybox); otherwise in the host's /bin/sh (dash on Debian) with
+coreutils. Both are POSIX shells; docs/rehearsals.md lists what differs.
+
+Needs Linux, root (to switch users and capabilities), util-linux (unshare, setpriv) and
+namespaces; `unavailable()` says why not, and callers report the rehearsal as not run. A root
+identity with a capability that could leave the sandbox (UNSAFE_CAPS: SYS_CHROOT, MKNOD,
+SYS_ADMIN ...) is not run on this machine either (`Identity.unsafe`).
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import os
+import pathlib
+import shlex
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from typing import Any
+
+# containerd's default capabilities for a container that drops nothing (the OCI/Docker set).
+DEFAULT_CAPS = frozenset(
+    {
+        "CHOWN",
+        "DAC_OVERRIDE",
+        "FSETID",
+        "FOWNER",
+        "MKNOD",
+        "NET_RAW",
+        "SETGID",
+        "SETUID",
+        "SETFCAP",
+        "SETPCAP",
+        "NET_BIND_SERVICE",
+        "SYS_CHROOT",
+        "KILL",
+        "AUDIT_WRITE",
+    }
+)
+HOST_DIRS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32", "usr")
+UNSHARE = ["unshare", "--mount", "--propagation", "private", "--pid", "--ipc", "--uts", "--net"]
+UNSHARE += ["--fork"]
+# Capabilities with which a root process could leave the sandbox and reach this machine
+# (chroot escape, raw devices, mounts, file handles, kernel modules ...): such scripts are
+# not run here (`Identity.unsafe`), and the rehearsal says so.
+UNSAFE_CAPS = frozenset(
+    {
+        "ALL",
+        "SYS_ADMIN",
+        "SYS_CHROOT",
+        "SYS_MODULE",
+        "SYS_RAWIO",
+        "SYS_PTRACE",
+        "SYS_BOOT",
+        "SYS_TIME",
+        "MKNOD",
+        "DAC_READ_SEARCH",
+        "NET_ADMIN",
+        "BPF",
+        "PERFMON",
+        "LINUX_IMMUTABLE",
+        "MAC_ADMIN",
+        "MAC_OVERRIDE",
+    }
+)
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def _cap(name: str) -> str:
+    name = name.upper()
+    return name[4:] if name.startswith("CAP_") else name
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Who a container's process is, as containerd starts it."""
+
+    uid: int
+    gid: int
+    groups: tuple[int, ...]
+    bounding: frozenset[str]  # capability names without CAP_
+    no_new_privs: bool
+    read_only_root: bool
+
+    @property
+    def effective(self) -> frozenset[str]:
+        """After exec: root keeps the bounding set; anyone else keeps nothing (no ambient)."""
+        return self.bounding if self.uid == 0 else frozenset()
+
+    @property
+    def unsafe(self) -> frozenset[str]:
+        """Effective capabilities that could escape the sandbox (see UNSAFE_CAPS)."""
+        return self.effective & UNSAFE_CAPS
+
+    def describe(self) -> str:
+        caps = ",".join(sorted(self.effective)) or "none"
+        groups = ",".join(map(str, self.groups)) or "none"
+        nnp = " no_new_privs" if self.no_new_privs else ""
+        ro = " read-only root" if self.read_only_root else ""
+        return f"uid {self.uid} gid {self.gid} groups {groups} capabilities {caps}{nnp}{ro}"
+
+    @classmethod
+    def of(
+        cls,
+        pod_sc: dict[str, Any] | None,
+        container_sc: dict[str, Any] | None,
+        image_uid: int = 0,
+        image_gid: int = 0,
+    ) -> Identity:
+        """The identity from a pod's and a container's securityContext (the container's
+        fields win), falling back to the image's user (busybox: root)."""
+        pod, ctr = pod_sc or {}, container_sc or {}
+
+        def pick(key: str, default: Any) -> Any:
+            if ctr.get(key) is not None:
+                return ctr[key]
+            if pod.get(key) is not None:
+                return pod[key]
+            return default
+
+        uid = int(pick("runAsUser", image_uid))
+        gid = int(pick("runAsGroup", image_gid))
+        groups = [int(g) for g in pod.get("supplementalGroups") or ()]
+        if pod.get("fsGroup") is not None:
+            groups.append(int(pod["fsGroup"]))
+        privileged = bool(ctr.get("privileged"))
+        caps = ctr.get("capabilities") or {}
+        drop = {_cap(c) for c in caps.get("drop") or ()}
+        add = {_cap(c) for c in caps.get("add") or ()}
+        bounding = frozenset() if "ALL" in drop else DEFAULT_CAPS - drop
+        bounding = frozenset(bounding | add)
+        if privileged or "ALL" in add:
+            bounding = frozenset({"ALL"})
+        ape = ctr.get("allowPrivilegeEscalation")
+        return cls(
+            uid=uid,
+            gid=gid,
+            groups=tuple(dict.fromkeys(groups)),
+            bounding=bounding,
+            no_new_privs=ape is False and not privileged,
+            read_only_root=bool(ctr.get("readOnlyRootFilesystem")),
+        )
+
+    def setpriv_args(self) -> list[str]:
+        if "ALL" in self.bounding:
+            bounding = "+all"
+        else:
+            bounding = ",".join(["-all", *(f"+{c.lower()}" for c in sorted(self.bounding))])
+        args = [
+            # util-linux's, by absolute path: busybox has a smaller `setpriv` applet
+            shutil.which("setpriv") or "/usr/bin/setpriv",
+            f"--reuid={self.uid}",
+            f"--regid={self.gid}",
+            f"--groups={','.join(map(str, self.groups))}" if self.groups else "--clear-groups",
+            f"--bounding-set={bounding}",
+            "--inh-caps=-all",
+            "--ambient-caps=-all",
+        ]
+        if self.no_new_privs:
+            args.append("--no-new-privs")
+        return args
+
+
+@dataclass(frozen=True)
+class Mount:
+    """A scratch directory standing for a volume, at the container's mount path."""
+
+    host: pathlib.Path
+    path: str
+    read_only: bool = False
+
+
+@dataclass(frozen=True)
+class RunResult:
+    rc: int
+    stdout: str
+    stderr: str
+
+    @property
+    def ok(self) -> bool:
+        return self.rc == 0
+
+    def tail(self, limit: int = 300) -> str:
+        text = (self.stderr or self.stdout).strip().replace("\n", " | ")
+        return text[-limit:] if text else "(no output)"
+
+
+def shell_kind() -> str:
+    """`busybox` when its binary is here (the helper image's shell), else `sh` (host)."""
+    return "busybox" if shutil.which("busybox") else "sh"
+
+
+def shell_description() -> str:
+    if shell_kind() == "busybox":
+        out = subprocess.run(["busybox"], capture_output=True, text=True, check=False).stdout
+        first = out.splitlines()[0] if out else "BusyBox"
+        return f"busybox sh with busybox applets ({first.split(' multi-call')[0]})"
+    target = os.path.realpath("/bin/sh")
+    return f"host /bin/sh ({os.path.basename(target)}) with the host's coreutils (no busybox)"
+
+
+@functools.cache
+def unavailable() -> str | None:
+    """Why scripts cannot be rehearsed here (None: they can)."""
+    if not hasattr(os, "geteuid") or os.uname().sysname != "Linux":
+        return "needs Linux (mount namespaces, setpriv)"
+    if os.geteuid() != 0:
+        return (
+            "needs root to become the container's user and capabilities (run the plan as root, "
+            "e.g. in CI or a container)"
+        )
+    for tool in ("unshare", "setpriv", "chroot", "mount"):
+        if shutil.which(tool) is None:
+            return f"{tool} not found (util-linux/coreutils)"
+    with tempfile.TemporaryDirectory(prefix="tf-sandbox-probe-") as tmp:
+        probe = run("true", Identity(0, 0, (), frozenset(), True, True), [], workdir=tmp)
+    if not probe.ok:
+        return f"cannot create private namespaces here: {probe.tail()}"
+    return None
+
+
+@functools.cache
+def _applets() -> str:
+    """A directory of busybox applet links (sh, mkdir, chown, ...), made once per process,
+    as the busybox image has them on PATH."""
+    bb = shutil.which("busybox") or "/bin/busybox"
+    names = subprocess.run([bb, "--list"], capture_output=True, text=True, check=True).stdout
+    d = tempfile.mkdtemp(prefix="tf-busybox-applets-")
+    atexit.register(shutil.rmtree, d, True)
+    for name in names.split():
+        os.symlink(bb, os.path.join(d, name))
+    return d
+
+
+def _skeleton(root: str, mounts: list[Mount], busybox: bool) -> list[str]:
+    """Make the new root's directories and links here (cheap), return the mount commands
+    the private namespace runs (one process each: `--bind -o ro` also remounts read-only)."""
+    q = shlex.quote
+    binds = [f"mount --bind {q(root)} {q(root)}"]  # the root itself, remounted ro later
+    os.makedirs(os.path.join(root, "dev"))
+    os.makedirs(os.path.join(root, "tmp"))
+    pathlib.Path(root, "dev", "null").touch()
+    for d in HOST_DIRS:
+        src, dst = f"/{d}", os.path.join(root, d)
+        if os.path.islink(src):
+            os.symlink(os.readlink(src), dst)
+        elif os.path.isdir(src):
+            os.mkdir(dst)
+            binds.append(f"mount --bind -o ro {q(src)} {q(dst)}")
+    binds.append(f"mount --bind /dev/null {q(os.path.join(root, 'dev', 'null'))}")
+    if busybox:
+        os.mkdir(os.path.join(root, ".busybox"))
+        binds.append(f"mount --bind -o ro {q(_applets())} {q(os.path.join(root, '.busybox'))}")
+    for m in mounts:
+        target = os.path.join(root, m.path.lstrip("/"))
+        os.makedirs(target, exist_ok=True)
+        ro = "-o ro " if m.read_only else ""
+        binds.append(f"mount --bind {ro}{q(str(m.host))} {q(target)}")
+    return binds
+
+
+def run(
+    script: str,
+    identity: Identity,
+    mounts: list[Mount],
+    *,
+    env: dict[str, str] | None = None,
+    workdir: str | None = None,
+    timeout: int = 30,
+) -> RunResult:
+    """Run `script` with `sh -c` as `identity`, seeing only `mounts` (and the host's
+    read-only system directories). `workdir` holds the new root (a temporary directory)."""
+    busybox = shell_kind() == "busybox"
+    with tempfile.TemporaryDirectory(prefix="tf-sandbox-", dir=workdir) as tmp:
+        root = os.path.join(tmp, "root")
+        os.mkdir(root, 0o755)
+        setup = ["set -e", *_skeleton(root, mounts, busybox)]
+        if identity.read_only_root:
+            setup.append(f"mount -o remount,bind,ro {shlex.quote(root)}")
+        setup.append("umask 022")  # containerd's default
+        shell = "/.busybox/sh" if busybox else "/bin/sh"
+        path = "/.busybox:" + SYSTEM_PATH if busybox else SYSTEM_PATH
+        environment = ["env", "-i", f"PATH={path}", "HOME=/"]
+        environment += [f"{k}={v}" for k, v in (env or {}).items()]
+        inner = [
+            "chroot",
+            root,
+            *environment,
+            *identity.setpriv_args(),
+            "--",
+            shell,
+            "-c",
+            script,
+        ]
+        command = "\n".join(setup) + "\nexec " + " ".join(shlex.quote(a) for a in inner)
+        try:
+            p = subprocess.run(
+                # own mount, PID, IPC, UTS and network namespaces: the script sees only its
+                # volumes, no host process (a root `kill -1` hits nothing) and no network
+                [*UNSHARE, "/bin/sh", "-c", command],
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            return RunResult(124, "", f"timed out after {timeout}s")
+        return RunResult(p.returncode, p.stdout, p.stderr)

@@ -1,0 +1,99 @@
+"""Kubeflow Trainer v2, which turns `trainer.kubeflow.org/v1alpha1` TrainJobs into JobSets and
+pods (backend trainjob), with JobSet and trainforge's own ClusterTrainingRuntimes.
+
+Why this way: the official chart `oci://ghcr.io/kubeflow/charts/kubeflow-trainer` (pinned in
+versions.py) is rendered by Pulumi's Helm Chart v4 and every object is applied through the
+Kubernetes provider with server-side apply: the Trainer CRDs (ClusterTrainingRuntime and
+TrainingRuntime are ~0.9 MB each, far over client-side apply's 256 KB annotation) and the
+JobSet CRD that the bundled JobSet chart keeps in its `crds/` folder, which a Helm release
+would install once and never upgrade. The chart's own runtimes are off (they need a Helm hook
+Job with a shell image and kubectl); the platform declares its runtimes itself, from
+`trainforge.jobs.trainjob.runtime_manifests()`, so that they carry exactly what the pod
+builder puts on every pod. They are created after the chart (the Trainer's webhook validates
+them). The controllers go to `kubeflow-system`, the Trainer's own default namespace.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from trainforge.jobs import trainjob
+from trainforge.platform import versions
+
+NAMESPACE = "kubeflow-system"
+RELEASE = "kubeflow-trainer"
+CHART = f"{versions.TRAINER_CHART_REPO}/{versions.TRAINER_CHART}"
+
+
+def chart_values() -> dict:
+    return {
+        "jobset": {"install": True},  # the chart's JobSet dependency (pinned with the chart)
+        "crds": {"enabled": True},
+        # The chart's runtimes need a post-install hook Job that installs kubectl at run time;
+        # the platform installs its own (see module docstring).
+        "runtimes": {"defaultEnabled": False},
+    }
+
+
+@dataclass
+class KubeflowTrainerArgs:
+    k8s_provider: k8s.Provider
+    # When given, a provider with server-side apply explicitly enabled is created from it.
+    kubeconfig: pulumi.Input[str] | None = None
+
+
+class KubeflowTrainer(pulumi.ComponentResource):
+    """Kubeflow Trainer v2 and JobSet (Helm chart, pinned) and the ClusterTrainingRuntimes."""
+
+    def __init__(
+        self, name: str, args: KubeflowTrainerArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("trainforge:index:KubeflowTrainer", name, None, opts)
+        provider = args.k8s_provider
+        if args.kubeconfig is not None:
+            provider = k8s.Provider(
+                f"{name}-ssa",
+                kubeconfig=args.kubeconfig,
+                enable_server_side_apply=True,
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+        child = pulumi.ResourceOptions(parent=self, provider=provider)
+        self.namespace = k8s.core.v1.Namespace(
+            f"{name}-ns",
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=NAMESPACE,
+                labels={"pod-security.kubernetes.io/enforce": "baseline"},
+            ),
+            opts=child,
+        )
+        self.source = f"{CHART}@{versions.TRAINER_VERSION}"
+        self.chart = k8s.helm.v4.Chart(
+            name,
+            chart=CHART,
+            version=versions.TRAINER_VERSION,
+            name=RELEASE,
+            namespace=NAMESPACE,
+            values=chart_values(),
+            opts=pulumi.ResourceOptions.merge(
+                child, pulumi.ResourceOptions(depends_on=[self.namespace])
+            ),
+        )
+        self.runtimes = [
+            k8s.apiextensions.CustomResource(
+                f"{name}-{doc['metadata']['name']}",
+                api_version=doc["apiVersion"],
+                kind=doc["kind"],
+                metadata=k8s.meta.v1.ObjectMetaArgs(
+                    name=doc["metadata"]["name"], labels=doc["metadata"]["labels"]
+                ),
+                spec=doc["spec"],
+                opts=pulumi.ResourceOptions.merge(
+                    child, pulumi.ResourceOptions(depends_on=[self.chart])
+                ),
+            )
+            for doc in trainjob.runtime_manifests()
+        ]
+        self.register_outputs({"source": self.source, "namespace": NAMESPACE})
