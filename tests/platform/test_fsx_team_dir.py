@@ -28,9 +28,16 @@ def test_each_team_gets_its_own_uid_from_the_team_facts(monkeypatch):
 
     monkeypatch.setattr(services, "team_facts", with_uids)
     run = declare(PROD, gpu=True, efa=True)
-    (job,) = [r.inputs for r in run.of_type(JOB)]  # nlp is `restricted`: made by hand
-    script = job["spec"]["template"]["spec"]["containers"][0]["command"][-1]
+    # one Job per team, all in the platform's fsx-admin namespace (so a `restricted` team
+    # such as nlp gets its directory too)
+    jobs = {
+        r.inputs["metadata"]["labels"]["trainforge.io/team"]: r.inputs for r in run.of_type(JOB)
+    }
+    assert {j["metadata"]["namespace"] for j in jobs.values()} == {fsx.ADMIN_NAMESPACE}
+    script = jobs["vision"]["spec"]["template"]["spec"]["containers"][0]["command"][-1]
     assert script.endswith("chown 2001:3001 /fsx/vision")  # vision sorts after nlp
+    script = jobs["nlp"]["spec"]["template"]["spec"]["containers"][0]["command"][-1]
+    assert script.endswith("chown 2000:3000 /fsx/nlp")
 
 
 def test_the_script_chmods_only_while_root_owns_the_directory():

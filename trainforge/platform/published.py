@@ -213,7 +213,9 @@ def team_facts(
             service_account=TRAINING_SERVICE_ACCOUNT,
             claim_name=claim_name(t.name) if services.fsx.enabled else None,
             fsx_mount_path=services.fsx.mount_path,
-            fsx_sub_path=t.name,
+            # The team's claim mounts its own directory of the file system (trainforge.platform
+            # .fsx): no subPath.
+            fsx_sub_path=None,
             checkpoint_prefix=f"{t.name}/",
             quota=TeamQuota(gpus=held["gpus"], cpu=held["cpu"], memory=held["memory"], pods=q.pods),
             run_as_user=t.run_as_user,

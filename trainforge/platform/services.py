@@ -175,9 +175,6 @@ class PlatformServices(pulumi.ComponentResource):
                     account_id=args.account_id,
                     kms_key_arn=kms_key_arn if persistent_fsx else None,
                     team_namespaces=dict(namespaces),
-                    restricted_teams=[t.name for t in cfg.teams if t.pod_security == "restricted"],
-                    # Kueue's webhooks intercept every Job created in a team namespace.
-                    after=[self.kueue.release] if self.kueue is not None else [],
                     team_ids={
                         n: (f.run_as_user, f.run_as_group) for n, f in team_facts(cfg).items()
                     },
