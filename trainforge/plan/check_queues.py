@@ -105,6 +105,7 @@ class Workload:
     borrowing: dict[str, Fraction] = field(default_factory=dict)
     reason: str = ""
     preempted_by: str | None = None
+    preempted_why: str = ""
     admitted_at: int = -1
 
 
@@ -224,7 +225,7 @@ class Simulation:
         q = self.queues[w.queue or ""]
         for r, need in w.need.items():
             q.usage[w.flavor or ""][r] = q.use(w.flavor or "", r) - need
-        w.state, w.borrowing, w.preempted_by = "pending", {}, by.job
+        w.state, w.borrowing, w.preempted_by, w.preempted_why = "pending", {}, by.job, why
         w.reason = f"preempted by {by.job} ({why})"
 
     # -- preemption (classic) ---------------------------------------------------------------
@@ -303,29 +304,33 @@ class Simulation:
 
     # -- the loop -----------------------------------------------------------------------------
     def run(self, workloads: list[Workload]) -> None:
+        """Kueue's scheduling cycles: each takes the next job of every queue at once."""
         live = [w for w in workloads if w.state == "pending"]
+        inadmissible: set[int] = set()
         for _ in range(4 * len(live) + 4):
-            changed = False
-            skipped: set[int] = set()
-            while True:
-                heads = self._heads(live, skipped)
-                if not heads:
-                    break
-                heads.sort(key=lambda w: (bool(self.borrows(w)), -w.priority, w.order))
-                w = heads[0]
+            heads = self._heads(live, inadmissible)
+            if not heads:
+                break
+            heads.sort(key=lambda w: (bool(self.borrows(w)), -w.priority, w.order))
+            freed = False
+            for w in heads:
                 admitted = [x for x in live if x.state == "admitted"]
                 if self.fits(w):
                     self.admit(w)
-                    changed = True
                 elif self.try_preempt(w, admitted):
-                    changed = True
+                    freed = True
                 else:
                     w.reason = self.why_waiting(w)
-                    skipped.add(id(w))
-            if not changed:
-                break
+                    if w.preempted_by:
+                        w.reason = f"preempted by {w.preempted_by} ({w.preempted_why}), {w.reason}"
+                    inadmissible.add(id(w))
+            if freed:
+                # evicted jobs queue again, and what waited may fit now
+                inadmissible.clear()
 
-    def _heads(self, live: list[Workload], skipped: set[int]) -> list[Workload]:
+    def _heads(self, live: list[Workload], inadmissible: set[int]) -> list[Workload]:
+        """Each queue's next job: highest priority, then oldest. A job that did not fit waits
+        aside (BestEffortFIFO lets the next one try) or blocks its queue (StrictFIFO)."""
         heads = []
         for q in self.queues.values():
             pending = sorted(
@@ -333,7 +338,7 @@ class Simulation:
                 key=lambda w: (-w.priority, w.order),
             )
             for w in pending:
-                if id(w) in skipped:
+                if id(w) in inadmissible:
                     if q.strategy == "StrictFIFO":
                         break  # the head blocks its queue
                     continue
@@ -347,10 +352,11 @@ class Simulation:
         parts = []
         for r, need in w.need.items():
             used = q.use(f, r)
-            idle = sum(
-                max(m.nominal[f][r] - m.use(f, r), Fraction(0))
-                for m in self.cohort(q)
-                if m is not q
+            members = self.cohort(q)
+            # what the whole cohort has unused (a borrower already took its part of it)
+            idle = max(
+                sum(m.nominal[f][r] for m in members) - sum(m.use(f, r) for m in members),
+                Fraction(0),
             )
             over = used + need - q.nominal[f][r]
             if over <= 0 and self.fits(w):
