@@ -526,7 +526,9 @@ def _mlflow(r: _Reader) -> MlflowConfig:
 
 
 def _pool_quota(r: _Reader) -> PoolQuota:
-    r.unknown({"gpus", "cpu", "memory"})
+    for k in r.raw:
+        if k not in ("gpus", "cpu", "memory"):
+            r.err(str(k), r.raw[k], "one of the keys gpus, cpu, memory")
     out = {}
     for key in ("gpus", "cpu", "memory"):
         if r.raw.get(key) is None:
@@ -669,24 +671,32 @@ def _teams(
 
 
 def _unique_ids(teams: list[TeamConfig], path: str, errors: list[str]) -> None:
-    """Two teams with one UID (or GID) share every file on FSx: refuse it, naming both."""
+    """Two teams with one UID (or GID) share every file on FSx: refuse it, naming both. A GID
+    that merely follows a clashing UID is not reported twice."""
+    clashing_uid: set[int] = set()
     for kind, get in (("uid", lambda t: t.run_as_user), ("gid", lambda t: t.run_as_group)):
         owner: dict[int, str] = {}
         for i, t in enumerate(teams):
             value = get(t)
-            if value in owner:
-                if getattr(t, kind) is not None:
-                    how = ""
-                elif kind == "gid" and t.uid is not None:
-                    how = " (the team's uid)"
-                else:
-                    how = " (derived from the team name)"
-                errors.append(
-                    f"{path}[{i}].{kind}: invalid value {value!r}{how}; expected a {kind} "
-                    f"no other team uses (team {owner[value]!r} has it): set {kind} explicitly"
-                )
-            else:
+            if value not in owner:
                 owner[value] = t.name
+                continue
+            if kind == "uid":
+                clashing_uid.add(i)
+            elif t.gid is None and i in clashing_uid:
+                continue  # the gid is the uid reported above
+            explicit = getattr(t, kind) is not None
+            if explicit:
+                how = ""
+            elif kind == "gid" and t.uid is not None:
+                how = " (the team's uid)"
+            else:
+                how = " (derived from the team name)"
+            fix = f"choose another {kind}" if explicit else f"set {kind} explicitly"
+            errors.append(
+                f"{path}[{i}].{kind}: invalid value {value!r}{how}; expected a {kind} "
+                f"no other team uses (team {owner[value]!r} has it): {fix}"
+            )
 
 
 def _kueue(r: _Reader) -> KueueConfig:
