@@ -4,6 +4,10 @@ Same entry point (`python -m trainforge.training`) and flags as the pods; torchr
 rendezvous gives one process per worker. The training flags are validated here first, so a bad
 flag fails before any process starts. Everything the workers print is streamed (rank 0 prints
 progress; every rank prints checkpoint/preemption events); the exit status is the job's.
+
+`run-local --stack STACK JOB` of a job with its own code (`entrypoint`) runs that code with the
+job's contract instead (`trainforge.jobs.local.user_code_run`); arguments after JOB other than
+run-local's own flags are appended to the job's args.
 """
 
 from __future__ import annotations
@@ -17,7 +21,9 @@ import time
 
 USAGE = (
     "trainforge run-local [--workers N] [--max-restarts N] [training flags]\n"
-    "       trainforge run-local --stack STACK JOB [overrides]"
+    "       trainforge run-local --stack STACK JOB [overrides]\n"
+    "       trainforge run-local --stack STACK JOB [--workers N] [--max-restarts N] "
+    "[--volume CLAIM=DIR] [args for your code]"
 )
 
 
@@ -76,14 +82,100 @@ def child_env(workers: int) -> dict[str, str]:
     return env
 
 
+def launch(cmd: list[str], env: dict[str, str], cwd: str | os.PathLike[str] | None = None) -> int:
+    """Run the job's launcher, relaying SIGTERM/SIGINT to it (torchrun relays them to the
+    workers and waits their grace period); the exit status is the job's."""
+    proc = subprocess.Popen(cmd, env=env, cwd=cwd)
+
+    def forward(signum: int, _frame: object) -> None:  # torchrun relays it to the workers
+        proc.send_signal(signum)
+
+    old = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        return proc.wait()
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def user_code_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="trainforge run-local --stack STACK JOB", add_help=False)
+    p.add_argument("-h", "--help", action="store_true")
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="local processes (default: pods x processes per pod)",
+    )
+    p.add_argument(
+        "--max-restarts", type=int, default=None, help="torchrun restarts (default: the job's)"
+    )
+    p.add_argument(
+        "--volume",
+        action="append",
+        default=[],
+        metavar="CLAIM=DIR",
+        help="a local directory standing for one of the job's claims (default ./runs/JOB/volumes/CLAIM)",
+    )
+    p.add_argument("--dry-run", action="store_true", help="print the command instead of running it")
+    return p
+
+
+def run_user_code(stack: str, job_name: str, rest: list[str]) -> int:
+    """`run-local --stack STACK JOB` for a job with an entrypoint (its own code)."""
+    from trainforge.jobs.errors import JobConfigError
+    from trainforge.jobs.local import find_job, user_code_run
+
+    parser = user_code_parser()
+    ns, extra = parser.parse_known_args(rest)
+    if ns.help:
+        parser.print_help()
+        print("\nOther arguments are appended to the job's entrypoint.args.")
+        return 0
+    volumes: dict[str, str] = {}
+    for item in ns.volume:
+        claim, sep, path = item.partition("=")
+        if not sep or not claim or not path:
+            print(
+                f"trainforge run-local: error: --volume {item!r}: expected CLAIM=DIR",
+                file=sys.stderr,
+            )
+            return 2
+        volumes[claim] = path
+    try:
+        job = find_job(stack, job_name)
+        run = user_code_run(
+            job,
+            ".",
+            workers=ns.workers,
+            max_restarts=ns.max_restarts,
+            volumes=volumes,
+            extra_args=extra,
+            where=f"{stack}: {job_name}",
+            prepare=not ns.dry_run,
+        )
+    except JobConfigError as e:
+        print(f"trainforge run-local: error: {e}", file=sys.stderr)
+        return 2
+    if ns.dry_run:
+        print(f"(cd {run.cwd} && {' '.join(run.command)})")
+        return 0
+    shipped = f"the shipped copy in {run.code_dir}" if run.code_dir else "this environment"
+    print(f"run-local: {job.name}: {run.workers} process(es) running {shipped}", flush=True)
+    return launch(run.command, run.env, run.cwd)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     # `--stack STACK JOB` expands to the job's own flags from Pulumi.<stack>.yaml (jobs area).
     if any(a == "--stack" or a.startswith("--stack=") for a in argv):
         from trainforge.jobs.errors import JobConfigError
-        from trainforge.jobs.local import expand_stack_argv
+        from trainforge.jobs.local import expand_stack_argv, find_job, split_stack_argv
 
         try:
+            found = split_stack_argv(argv)
+            if found is not None and find_job(found[0], found[1]).entrypoint is not None:
+                return run_user_code(*found)
             argv = expand_stack_argv(argv)
         except JobConfigError as e:
             print(f"trainforge run-local: error: {e}", file=sys.stderr)
@@ -121,14 +213,4 @@ def main(argv: list[str] | None = None) -> int:
     # checkpoint hook: torchrun SIGKILLs workers this long after relaying a SIGTERM (default
     # 30 s); give them the whole --grace-period to checkpoint, as the PyTorchJob pods do.
     env.setdefault("TORCH_ELASTIC_SHUTDOWN_TIMEOUT", str(max(1, round(cfg.grace_period))))
-    proc = subprocess.Popen(cmd, env=env)
-
-    def forward(signum: int, _frame: object) -> None:  # torchrun relays it to the workers
-        proc.send_signal(signum)
-
-    old = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        return proc.wait()
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
+    return launch(cmd, env)

@@ -19,6 +19,10 @@ def components() -> list[type]:
 
 
 def main() -> None:
+    from trainforge.jobs import entrypoint  # noqa: PLC0415
+
+    # Job paths are relative to the user's program directory, which this process cannot see.
+    entrypoint.SERVED_TO_OTHER_LANGUAGES = True
     component_provider_host(components(), name="trainforge", namespace="trainforge")
 
 

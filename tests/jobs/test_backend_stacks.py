@@ -79,7 +79,11 @@ def test_each_backend_installs_its_controller_and_no_other(stack_plans):
     runtimes = sorted(
         o.obj_name for o in plans["trainjob"].objects if o.kind == "ClusterTrainingRuntime"
     )
-    assert runtimes == sorted(trainjob.RUNTIMES.values())
+    # one per restart policy, each also for jobs with their own code (shipped / in the image)
+    assert runtimes == sorted(
+        name + suffix for name in trainjob.RUNTIMES.values() for suffix in trainjob.VARIANTS
+    )
+    assert len(runtimes) == 9
 
 
 def test_the_pods_are_the_same_on_every_backend(stack_plans):

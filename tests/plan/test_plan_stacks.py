@@ -15,11 +15,13 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def project_copy(tmp_path: pathlib.Path, stack: str, change=None) -> pathlib.Path:
-    """The repository's program and Pulumi.yaml with a (possibly edited) stack file."""
+    """The repository's program, Pulumi.yaml and the code its jobs ship (examples/), with a
+    (possibly edited) stack file."""
     root = tmp_path / "project"
     root.mkdir(exist_ok=True)
     shutil.copy(ROOT / "Pulumi.yaml", root / "Pulumi.yaml")
     shutil.copy(ROOT / "__main__.py", root / "__main__.py")
+    shutil.copytree(ROOT / "examples", root / "examples", dirs_exist_ok=True)
     data = yaml.safe_load((ROOT / f"Pulumi.{stack}.yaml").read_text())
     if change:
         change(data["config"])

@@ -194,6 +194,22 @@ def test_pods_of_another_uid_cannot_write():
 
 
 @needs_sandbox
+def test_user_code_pods_are_rehearsed_writing_their_contract_directories():
+    """A pod running the user's own code names no --checkpoint-dir: the job contract's
+    TRAINFORGE_CHECKPOINT_DIR / TRAINFORGE_OUTPUT_DIR say where it writes."""
+    pod = _training_pod(uid=2000)
+    c = pod.doc["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]
+    c["command"] = ["python", "/workspace/train.py"]
+    c["env"] = [
+        {"name": "TRAINFORGE_CHECKPOINT_DIR", "value": "/fsx/checkpoints/t/user"},
+        {"name": "TRAINFORGE_OUTPUT_DIR", "value": "/fsx/runs/t/user"},
+    ]
+    result = _check(_setup_job(team_dir_script("/fsx/t", 1000, 1000)), pod)
+    messages = " ".join(f.message for f in result.findings if f.rule == P.CANNOT_WRITE)
+    assert "cannot write /fsx/checkpoints/t/user, /fsx/runs/t/user" in messages
+
+
+@needs_sandbox
 def test_a_team_without_jobs_is_probed_with_its_team_facts_uid():
     team = TeamFacts(
         name="t",

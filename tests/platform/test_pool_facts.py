@@ -76,6 +76,7 @@ def test_dev_stack_wires_jobs_to_teams_and_pools(repo_root):
     assert isinstance(target.checkpoint_bucket, pulumi.Output)
     assert target.mlflow_tracking_uri == "http://mlflow.mlflow.svc.cluster.local:5000"
     assert contract.ready  # Kueue: a job is created once its queue exists
+    assert contract.waits_for("pytorchjob")  # the training operator
     assert target.team.ready  # the Job that prepares the team's FSx directory
 
 
@@ -93,3 +94,15 @@ def test_the_config_contract_matches_the_live_one(repo_root):
     assert offline.pools == live.pools and offline.teams == live.teams
     assert offline.checkpoint_bucket == PENDING_BUCKET
     assert offline.mlflow_tracking_uri == live.mlflow_tracking_uri
+
+
+def test_pool_facts_carry_network_bandwidth_and_gpu_models(platform):
+    """EC2's sustained bandwidth per node (the planner's collective time) and GPU models."""
+    f = platform.node_pools
+    assert f["p5"].network_gbps == 3200.0  # 32 network cards x 100 Gbps: what EFA uses
+    assert f["p5"].primary_network_gbps == 100.0  # the card a pod's TCP traffic uses
+    assert f["p4d"].network_gbps == 400.0
+    # g5.xlarge sustains 2.5 Gbps ("up to 10"): the pool guarantees its minimum
+    assert f["gpu-workloads"].network_gbps == 2.5
+    assert f["gpu-workloads"].gpu_models == ("A10G",)
+    assert f["training-workloads"].gpu_models == () and f["p5"].gpu_models == ("H100",)

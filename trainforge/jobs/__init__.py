@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["TrainingJob", "declare_jobs", "local_argv_for_job"]
+__all__ = ["TrainingJob", "declare_jobs", "function_job", "local_argv_for_job", "run_local"]
 
 
 def __getattr__(name: str) -> Any:
@@ -26,4 +26,12 @@ def __getattr__(name: str) -> Any:
         from trainforge.jobs.local import local_argv_for_job
 
         return local_argv_for_job
+    if name == "function_job":
+        from trainforge.jobs.spec import function_job
+
+        return function_job
+    if name == "run_local":
+        from trainforge.jobs.local import run_local
+
+        return run_local
     raise AttributeError(name)

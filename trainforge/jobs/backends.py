@@ -61,8 +61,14 @@ def check(job: JobSpec, target: JobTarget, where: str) -> None:
     EMITTERS[str(job.backend)].check(job, target, where)
 
 
-def emit(job: JobSpec, target: JobTarget, code: CodeBundle | None) -> EmittedJob:
-    """All objects of a resolved job (see `wiring.resolve_job`), by its backend."""
+def emit(
+    job: JobSpec,
+    target: JobTarget,
+    code: CodeBundle | None,
+    user_code: CodeBundle | None = None,
+) -> EmittedJob:
+    """All objects of a resolved job (see `wiring.resolve_job`), by its backend; `user_code`
+    is the job's own shipped code (`entrypoint.user_code`)."""
     if job.backend not in EMITTERS:
         raise ValueError(f"job {job.name!r} has no resolved backend; call wiring.resolve_job")
-    return EMITTERS[job.backend].emit(job, target, code)
+    return EMITTERS[job.backend].emit(job, target, code, user_code)

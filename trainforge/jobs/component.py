@@ -1,6 +1,7 @@
 """`TrainingJob`: a training job as a Pulumi component (`trainforge:index:TrainingJob`).
 
-Children: the immutable code ConfigMap, the workload its backend runs (a PyTorchJob or a
+Children: the immutable code ConfigMaps (the runtime library, and the job's own code when it
+ships any), the workload its backend runs (a PyTorchJob or a
 TrainJob as a CustomResource, or a batch/v1 Job with its headless Service) and its PodMonitor.
 The workload is never updated in place: any change to its spec replaces it, and the old job
 is deleted (foreground, so its pods are gone, after checkpointing on SIGTERM) before the new
@@ -19,7 +20,7 @@ from typing import Any, TypedDict
 import pulumi
 import pulumi_kubernetes as k8s
 
-from trainforge.jobs import codeship
+from trainforge.jobs import codeship, entrypoint
 from trainforge.jobs.backends import WORKLOAD_TYPES, emit
 from trainforge.jobs.contract import (
     BACKENDS,
@@ -33,6 +34,8 @@ from trainforge.jobs.contract import (
     TeamQuota,
     declared,
 )
+from trainforge.jobs.errors import JobConfigError
+from trainforge.jobs.estimate import fit_warnings
 from trainforge.jobs.pod import EmittedJob, checkpoint_dir
 from trainforge.jobs.spec import JobSpec, parse_job
 from trainforge.jobs.wiring import resolve_job
@@ -54,6 +57,8 @@ class JobCheckpointArgs(TypedDict, total=False):
     s3_mirror: bool
     """Mirror checkpoints to the platform's bucket when it has one (default: on when the job
     names its own image, which must carry boto3; off with the stock PyTorch image)."""
+    dir: str
+    """Checkpoint directory (default /fsx/checkpoints/<namespace>/<job>); on a job volume."""
 
 
 class JobElasticArgs(TypedDict, total=False):
@@ -74,6 +79,31 @@ class JobRunPolicyArgs(TypedDict, total=False):
     """Pod restarts before the job fails (default 6)."""
     active_deadline_seconds: int
     """Wall-clock limit for the job (default none)."""
+
+
+class JobEntrypointArgs(TypedDict, total=False):
+    """Your own code instead of the bundled runtime: exactly one of script, module, command."""
+
+    script: str
+    """A file of this repository (relative to the project directory), run with python."""
+    module: str
+    """`python -m <module>`, from code_dir or from the image."""
+    command: list[str]
+    """Any argv of your image (image required)."""
+    args: list[str]
+    """Arguments for the script or module."""
+    code_dir: str
+    """The directory shipped in a ConfigMap (default: the script's directory)."""
+    exclude: list[str]
+    """Glob patterns not to ship (besides hidden files, caches, venvs)."""
+
+
+class JobVolumeArgs(TypedDict, total=False):
+    claim: str
+    """A PersistentVolumeClaim of the team (listed in its team config)."""
+    mount_path: str
+    read_only: bool
+    sub_path: str
 
 
 class JobTaintArgs(TypedDict, total=False):
@@ -170,6 +200,10 @@ class TrainingJobArgs(TypedDict, total=False):
     metrics_port: int
     nccl_debug: str
     env: dict[str, str]
+    entrypoint: JobEntrypointArgs
+    """Run your own code (default: the bundled runtime)."""
+    volumes: list[JobVolumeArgs]
+    """Further claims of the team, mounted in every pod."""
     backend: str
     """pytorchjob, trainjob or indexed-job; default: the platform's (trainforge:jobBackend)."""
     expected_step_seconds: float
@@ -296,6 +330,7 @@ class TrainingJob(pulumi.ComponentResource):
         provider: pulumi.ProviderResource | None = None,
         code: codeship.CodeBundle | None = None,
         spec: JobSpec | None = None,
+        user_code: codeship.CodeBundle | None = None,
     ) -> None:
         """`contract` is the platform's (`TrainingPlatform.contract`): the job runs as its
         team on its pool, with its provider, after what it says jobs wait for. Without one,
@@ -320,10 +355,15 @@ class TrainingJob(pulumi.ComponentResource):
             waits = [*contract.waits_for(str(job.backend)), *target.team.ready]
         if job.code_source == "configmap" and code is None:
             code = codeship.collect()
-        emitted = emit(job, target, code)
+        if user_code is None:
+            # Paths are relative to the project directory, where Pulumi runs the program.
+            user_code = entrypoint.user_code(job, ".", where)
+        emitted = emit(job, target, code, user_code)
         if waits:
             opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=waits))
         super().__init__(TYPE_TOKEN, name, None, opts)
+        for warning in fit_warnings(job, target.pool, where):
+            pulumi.log.warn(warning, resource=self)
         self.spec = job
         self.target = target
         self.manifests = emitted
@@ -366,6 +406,19 @@ class TrainingJob(pulumi.ComponentResource):
                 f"{name}-code", metadata=_meta(cm), data=cm["data"], immutable=True, opts=child
             )
             depends.append(self.configmap)
+        self.user_configmap = None
+        if emitted.user_configmap is not None:
+            ucm = emitted.user_configmap
+            # The job's own code, also named by its content hash (see above).
+            self.user_configmap = k8s.core.v1.ConfigMap(
+                f"{name}-src",
+                metadata=_meta(ucm),
+                data=ucm["data"],
+                binary_data=ucm.get("binaryData"),
+                immutable=True,
+                opts=child,
+            )
+            depends.append(self.user_configmap)
         wl = emitted.workload
         options = job_options(self, provider, job, depends)
         self.workload: pulumi.CustomResource
@@ -431,3 +484,32 @@ class TrainingJob(pulumi.ComponentResource):
         cls, name: str, args: TrainingJobArgs, opts: pulumi.ResourceOptions | None = None, **kw: Any
     ) -> "TrainingJob":
         return cls(name, {**args, "preset": "elastic"}, opts, **kw)
+
+    @classmethod
+    def function(
+        cls,
+        name: str,
+        fn: Any,
+        args: TrainingJobArgs,
+        opts: pulumi.ResourceOptions | None = None,
+        *,
+        function_args: dict[str, Any] | None = None,
+        **kw: Any,
+    ) -> "TrainingJob":
+        """A job that calls `fn(**function_args)` in every process (as the Kubeflow SDK's
+        CustomTrainer(func=...)): its source and the module-level names it uses are shipped
+        (`trainforge.jobs.pyfunction`), with the job's contract in the environment.
+        `args` are the job's fields (team, pool, workers, ...) without an entrypoint."""
+        raw = {k: v for k, v in dict(args or {}).items() if k != "target" and v is not None}
+        raw.setdefault("name", name)
+        if "entrypoint" in raw:
+            raise JobConfigError(
+                f"TrainingJob {name}.entrypoint",
+                raw["entrypoint"],
+                "TrainingJob.function sets the entrypoint (the function)",
+            )
+        raw["entrypoint"] = {"function": fn, "function_args": function_args}
+        if isinstance(raw.get("checkpoint"), dict):
+            raw["checkpoint"] = _checkpoint_raw(raw["checkpoint"])
+        spec = parse_job(raw, f"TrainingJob {name}")
+        return cls(name, args, opts, spec=spec, **kw)

@@ -114,6 +114,10 @@ class PoolFacts:
     gpus_per_node: int = 0
     gpu_name: str | None = None  # e.g. "A10G", "H100"; None on CPU pools
     gpu_memory_mib: int = 0  # per GPU (minimum over the pool's types)
+    # Sustained network bandwidth per node in Gbit/s (EC2's baseline, minimum over the types):
+    # all network cards (what EFA uses) and the primary card (a pod's TCP traffic). 0 = unknown.
+    network_gbps: float = 0.0
+    primary_network_gbps: float = 0.0
     efa_interfaces: int = 0
     taints: tuple[Taint, ...] = ()
     node_selector: tuple[tuple[str, str], ...] = ()
@@ -182,6 +186,10 @@ class TeamFacts:
     fsx_sub_path: str | None = None
     checkpoint_prefix: str = ""
     quota: TeamQuota = field(default_factory=TeamQuota)
+    # Further PersistentVolumeClaims of the team's namespace that its jobs may mount (datasets,
+    # models), as the team config lists them (`trainforge:teams[].claims`): a job naming any
+    # other claim is refused at preview (it would sit Pending, or name another team's data).
+    claims: tuple[str, ...] = ()
     run_as_user: int = DEFAULT_TRAINING_UID
     run_as_group: int = DEFAULT_TRAINING_UID
     # The team's Kueue LocalQueue, which every job names (label kueue.x-k8s.io/queue-name);

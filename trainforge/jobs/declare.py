@@ -18,7 +18,7 @@ from typing import Any
 
 import pulumi
 
-from trainforge.jobs import codeship
+from trainforge.jobs import codeship, entrypoint
 from trainforge.jobs.component import TrainingJob
 from trainforge.jobs.contract import PlatformContract
 from trainforge.jobs.spec import parse_jobs
@@ -38,7 +38,9 @@ def check_jobs(config: Any, raw_jobs: Any) -> None:
     contract = contract_from_config(config)
     for i, spec in enumerate(parse_jobs(raw_jobs, CONFIG_KEY)):
         where = f"{CONFIG_KEY}[{i}]"
-        resolve_job(spec, contract.target(spec.team, spec.pool, where), where)
+        job = resolve_job(spec, contract.target(spec.team, spec.pool, where), where)
+        # the job's own code: the files exist, fit a ConfigMap, the script parses
+        entrypoint.user_code(job, ".", where)
 
 
 def declare_jobs(
@@ -57,13 +59,19 @@ def declare_jobs(
     planned = []
     for i, spec in enumerate(specs):
         where = f"{CONFIG_KEY}[{i}]"
-        resolve_job(spec, contract.target(spec.team, spec.pool, where), where)  # fail first
-        planned.append(spec)
-    if any(s.code_source == "configmap" for s in planned) and code is None:
+        job = resolve_job(spec, contract.target(spec.team, spec.pool, where), where)  # fail first
+        planned.append((spec, entrypoint.user_code(job, ".", where)))
+    if any(s.code_source == "configmap" for s, _ in planned) and code is None:
         code = codeship.collect()
     return [
         TrainingJob(
-            f"job-{spec.team}-{spec.name}", {}, opts, contract=contract, code=code, spec=spec
+            f"job-{spec.team}-{spec.name}",
+            {},
+            opts,
+            contract=contract,
+            code=code,
+            spec=spec,
+            user_code=user_code,
         )
-        for spec in planned
+        for spec, user_code in planned
     ]

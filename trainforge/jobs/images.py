@@ -110,8 +110,14 @@ def image_for(job: object, pool: PoolFacts) -> str:
     return image if image else default_image_for(pool)
 
 
-def check_image(job: object, pool: PoolFacts, where: str) -> None:
-    """Refuse, at preview, an image the pool's nodes cannot run or the runtime cannot use."""
+def check_image(
+    job: object, pool: PoolFacts, where: str, *, needs_runtime: bool | None = None
+) -> None:
+    """Refuse, at preview, an image the pool's nodes cannot run or the runtime cannot use.
+
+    `needs_runtime`: whether the pods import the shipped runtime (default: codeSource is
+    configmap). A job with its own code needs it only if that code imports trainforge, which
+    `trainforge.jobs.entrypoint.user_code` checks with the shipped files."""
     image = getattr(job, "image", None)
     if not image:
         try:
@@ -126,6 +132,8 @@ def check_image(job: object, pool: PoolFacts, where: str) -> None:
         return
     facts = image_facts(image)
     bundled = getattr(job, "code_source", "configmap") == "configmap"
+    if needs_runtime is not None:
+        bundled = needs_runtime
     if bundled and facts.torch is not None and facts.torch < versions.MIN_RUNTIME_TORCH:
         need = ".".join(str(x) for x in versions.MIN_RUNTIME_TORCH)
         raise JobConfigError(

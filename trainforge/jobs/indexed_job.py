@@ -30,7 +30,7 @@ from __future__ import annotations
 from typing import Any
 
 from trainforge.jobs import pod, tenancy
-from trainforge.jobs.codeship import CodeBundle, configmap_manifest
+from trainforge.jobs.codeship import CodeBundle
 from trainforge.jobs.errors import JobConfigError
 from trainforge.jobs.pod import EmittedJob, labels
 from trainforge.jobs.spec import JobSpec, RunPolicySpec
@@ -183,11 +183,17 @@ def podmonitor_manifest(job: JobSpec, target: JobTarget) -> dict[str, Any] | Non
     )
 
 
-def emit(job: JobSpec, target: JobTarget, code: CodeBundle | None) -> EmittedJob:
+def emit(
+    job: JobSpec,
+    target: JobTarget,
+    code: CodeBundle | None,
+    user_code: CodeBundle | None = None,
+) -> EmittedJob:
     """All objects for a resolved job (see `wiring.resolve_job`)."""
     code = pod.check_emittable(job, code)
-    cm = configmap_manifest(code, job.name, target.namespace, labels(job)) if code else None
-    template = pod.pod_template(job, target, code, launch(job))
+    user_code = pod.check_user_code(job, user_code)
+    cm, user_cm = pod.configmaps(job, target, code, user_code)
+    template = pod.pod_template(job, target, code, launch(job), user_code)
     return EmittedJob(
         backend=BACKEND,
         workload=job_manifest(job, target, template),
@@ -195,4 +201,5 @@ def emit(job: JobSpec, target: JobTarget, code: CodeBundle | None) -> EmittedJob
         podmonitor=podmonitor_manifest(job, target),
         configmap=cm,
         service=service_manifest(job, target),
+        user_configmap=user_cm,
     )

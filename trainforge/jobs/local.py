@@ -1,13 +1,37 @@
-"""`trainforge run-local --stack dev JOB`: the run-local arguments for a job in stack config.
+"""`trainforge run-local --stack dev JOB`: a job in stack config, run on this machine.
 
-Reads `Pulumi.<stack>.yaml` with PyYAML only (no Pulumi import, no cloud access) and turns
-the job's declaration into the same training flags its pods get, adapted to this machine:
-every process of every pod becomes a local worker (CPU, gloo), checkpoints and outputs go
-under ./runs/<job>, and the S3 mirror and metrics endpoint are off.
+Reads `Pulumi.<stack>.yaml` with PyYAML only (no Pulumi import, no cloud access). For the
+bundled runtime, the job's declaration becomes the same training flags its pods get, adapted
+to this machine: every process of every pod becomes a local worker (CPU, gloo), checkpoints
+and outputs go under ./runs/<job>, and the S3 mirror and metrics endpoint are off.
+
+For a job with its own code (`entrypoint`), `user_code_run` prepares exactly what its pods run,
+with the same contract (docs/jobs.md):
+
+* the code: the very bundle the ConfigMap ships (same exclusions), written read-only to
+  ./runs/<job>/code, which is the working directory and on PYTHONPATH as /workspace is in
+  the pod; a function job's generated file likewise;
+* the launcher: torchrun with one local worker per process of every pod (it sets RANK,
+  WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT), the job's restarts;
+* the TRAINFORGE_* variables, with local directories standing for the volumes: outputs in
+  ./runs/<job>, checkpoints in ./runs/<job>/checkpoints, other paths on the team's FSx mount
+  under ./runs/<job>/fsx, each further claim under ./runs/<job>/volumes/<claim> (or a
+  directory given with `--volume CLAIM=DIR`); the job's args get Kubernetes' `$(VAR)`
+  expansion and pod paths on those volumes are rewritten to their local stand-ins;
+* no S3 mirror, metrics port 0 (as the runtime's local runs).
+
+A `command` job runs a program of its image, which this machine does not have: refused with
+what to do instead.
 """
 
 from __future__ import annotations
 
+import os
+import re
+import shutil
+import stat
+import sys
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -65,12 +89,9 @@ def local_processes(job: JobSpec) -> int:
 
 def local_training_flags(job: JobSpec, run_dir: str) -> list[str]:
     """The pod's training flags with local paths; the S3 mirror and metrics are off."""
-    from trainforge.jobs.contract import JobTarget, PoolFacts, TeamFacts
-    from trainforge.jobs.pytorchjob import training_args
+    from trainforge.jobs.entrypoint import training_args
 
-    # A stand-in target: paths are rewritten below, nothing else of it reaches the flags.
-    target = JobTarget(team=TeamFacts(name=job.team, namespace="local"), pool=PoolFacts(job.pool))
-    args = [str(a) for a in training_args(job, target)]
+    args = [str(a) for a in training_args(job, _local_target(job))]
     replace = {
         "--output-dir": run_dir,
         "--checkpoint-dir": f"{run_dir}/checkpoints",
@@ -106,13 +127,9 @@ def local_argv_for_job(stack: str, job_name: str, project_dir: Path | str = ".")
     return argv + local_training_flags(job, f"./runs/{job.name}")
 
 
-def expand_stack_argv(argv: list[str], project_dir: Path | str = ".") -> list[str]:
-    """Replace `--stack STACK JOB` (or `--stack=STACK JOB`) in run-local's argv with the
-    job's arguments; the other arguments stay after them so they override. An argv without
-    `--stack` is returned unchanged.
-
-    run-local's `main(argv)` calls `argv = expand_stack_argv(argv)` before parsing.
-    """
+def split_stack_argv(argv: list[str]) -> tuple[str, str, list[str]] | None:
+    """(stack, job, the other arguments) of `--stack STACK JOB` (or `--stack=STACK JOB`) in
+    run-local's argv; None when there is no `--stack`."""
     for i, arg in enumerate(argv):
         if arg == "--stack" or arg.startswith("--stack="):
             if arg == "--stack":
@@ -129,5 +146,224 @@ def expand_stack_argv(argv: list[str], project_dir: Path | str = ".") -> list[st
                 stack, job, rest = arg.split("=", 1)[1], argv[i + 1], argv[:i] + argv[i + 2 :]
             if job.startswith("-"):
                 raise JobConfigError("JOB", job, "usage: run-local --stack STACK JOB [flags]")
-            return local_argv_for_job(stack, job, project_dir) + rest
-    return list(argv)
+            return stack, job, rest
+    return None
+
+
+def expand_stack_argv(argv: list[str], project_dir: Path | str = ".") -> list[str]:
+    """Replace `--stack STACK JOB` (or `--stack=STACK JOB`) in run-local's argv with the
+    job's arguments; the other arguments stay after them so they override. An argv without
+    `--stack` is returned unchanged.
+
+    run-local's `main(argv)` calls `argv = expand_stack_argv(argv)` before parsing.
+    """
+    found = split_stack_argv(argv)
+    if found is None:
+        return list(argv)
+    stack, job, rest = found
+    return local_argv_for_job(stack, job, project_dir) + rest
+
+
+# --- a job with its own code ------------------------------------------------------------------
+
+
+def _local_target(job: JobSpec) -> Any:
+    """A stand-in target: pod paths are rewritten to local ones, no bucket, no MLflow."""
+    from trainforge.jobs.contract import JobTarget, PoolFacts, TeamFacts
+
+    return JobTarget(team=TeamFacts(name=job.team, namespace="local"), pool=PoolFacts(job.pool))
+
+
+@dataclass(frozen=True)
+class LocalRun:
+    """A job's processes on this machine: run `command` in `cwd` with `env`."""
+
+    command: list[str]
+    env: dict[str, str]
+    cwd: Path
+    run_dir: Path
+    code_dir: Path | None
+    workers: int
+
+
+_VAR_REF = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
+
+
+def expand_vars(text: str, env: dict[str, str]) -> str:
+    """Kubernetes' `$(VAR)` expansion of command and args: defined variables are replaced,
+    `$$` is a literal `$`, undefined references stay as written."""
+
+    def sub(m: re.Match[str]) -> str:
+        if m.group(0) == "$$":
+            return "$"
+        return env.get(m.group(1), m.group(0))
+
+    return _VAR_REF.sub(sub, text)
+
+
+def _rewrite(arg: str, mapping: list[tuple[str, str]]) -> str:
+    """A pod path (or `--flag=<pod path>`) on a volume -> its local stand-in."""
+    head, sep, value = arg.partition("=") if arg.startswith("-") and "=" in arg else ("", "", arg)
+    for pod, local in mapping:
+        if value == pod or value.startswith(pod + "/"):
+            return head + sep + local + value[len(pod) :]
+    return arg
+
+
+def _fresh_dir(path: Path) -> None:
+    """Remove a previous (read-only) code copy."""
+
+    def writable(func: Any, p: str, _exc: Any) -> None:
+        os.chmod(os.path.dirname(p), stat.S_IRWXU)
+        os.chmod(p, stat.S_IRWXU)
+        func(p)
+
+    if path.exists():
+        for d in [path, *(p for p in path.rglob("*") if p.is_dir())]:
+            d.chmod(stat.S_IRWXU)
+        shutil.rmtree(path, onerror=writable)
+
+
+def user_code_run(
+    job: JobSpec,
+    project_dir: Path | str = ".",
+    *,
+    workers: int | None = None,
+    max_restarts: int | None = None,
+    volumes: dict[str, str] | None = None,
+    extra_args: list[str] | tuple[str, ...] = (),
+    where: str | None = None,
+    prepare: bool = True,
+) -> LocalRun:
+    """A local run of `job`'s own code (see the module docstring). With `prepare` (the
+    default) the code copy and the volumes' stand-in directories are written; without, only
+    the command is computed (`--dry-run`)."""
+    from trainforge.jobs import entrypoint
+    from trainforge.training import contract as c
+
+    entry = job.entrypoint
+    where = where or job.name
+    if entry is None:
+        raise ValueError(f"job {job.name!r} runs the bundled runtime; use local_argv_for_job")
+    if entry.kind == "command":
+        raise JobConfigError(
+            f"{where}.entrypoint.command",
+            list(entry.command),
+            "a command runs a program of your image, which run-local cannot run here; run the "
+            "image (docker run ...) with the contract's variables, or declare the same code as "
+            "entrypoint.script or entrypoint.module to debug it on this machine",
+        )
+    project = Path(project_dir).resolve()
+    volumes = dict(volumes or {})
+    unknown = sorted(set(volumes) - {v.claim for v in job.volumes})
+    if unknown:
+        claims = ", ".join(v.claim for v in job.volumes) or "none"
+        raise JobConfigError(
+            "--volume", unknown[0], f"not a claim of this job (its claims: {claims})"
+        )
+    run_dir = project / "runs" / job.name
+    if prepare:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    target = _local_target(job)
+    pod_fsx = target.fsx_mount_path
+    local_fsx = run_dir / "fsx"
+    # pod path -> the local directory standing for it (a claim's mount shows its subPath)
+    mapping: list[tuple[str, str]] = []
+    for v in job.volumes:
+        local = Path(volumes.get(v.claim) or run_dir / "volumes" / v.claim).expanduser().resolve()
+        if prepare:
+            local.mkdir(parents=True, exist_ok=True)
+        mapping.append((v.mount_path, str(local)))
+    pod_ckpt = entrypoint.checkpoint_dir(job, target)
+    if job.checkpoint.directory is None:
+        mapping.append((pod_ckpt, str(run_dir / "checkpoints")))
+    mapping += [(entrypoint.output_dir(job, target), str(run_dir)), (pod_fsx, str(local_fsx))]
+    mapping.sort(key=lambda m: -len(m[0]))
+
+    bundle = entrypoint.user_code(job, project, where)
+    code_dir = None
+    if bundle is not None:
+        code_dir = run_dir / "code"
+        if prepare:
+            _fresh_dir(code_dir)
+            bundle.write_to(code_dir)
+
+    env = dict(os.environ)
+    for name in (*c.CONTRACT_VARIABLES, "TORCHELASTIC_RESTART_COUNT"):
+        env.pop(name, None)
+    local_job = replace(job, checkpoint=replace(job.checkpoint, s3_mirror=False))
+    for name, value in entrypoint.contract_variables(local_job, target):
+        env[name] = str(value)
+    env[c.CHECKPOINT_DIR] = _rewrite(pod_ckpt, mapping)
+    env[c.OUTPUT_DIR] = str(run_dir)
+    env[c.METRICS_PORT] = "0"
+    for name, value in job.env:  # the job's own variables, after the contract's, as in the pod
+        env[name] = _rewrite(expand_vars(value, env), mapping)
+    paths = [str(code_dir)] if code_dir is not None else []
+    if os.environ.get("PYTHONPATH"):
+        paths.append(os.environ["PYTHONPATH"])
+    if paths:
+        env["PYTHONPATH"] = os.pathsep.join(paths)
+    env["TORCH_ELASTIC_SHUTDOWN_TIMEOUT"] = str(job.checkpoint.grace_period)
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    n = workers if workers is not None else local_processes(job)
+    env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // max(n, 1))))
+    if n < 1:
+        raise JobConfigError("--workers", n, "expected an integer >= 1")
+
+    args = [_rewrite(expand_vars(a, env), mapping) for a in [*entry.args, *extra_args]]
+    restarts = (
+        max_restarts
+        if max_restarts is not None
+        else (job.elastic.max_restarts if job.elastic is not None else 0)
+    )
+    launch = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nnodes",
+        "1",
+        "--nproc-per-node",
+        str(n),
+        "--max-restarts",
+        str(restarts),
+    ]
+    if entry.kind in ("script", "function"):
+        assert code_dir is not None
+        prog = [str(code_dir / str(entry.entry_file)), *args]
+    else:  # module, from the shipped directory or (without codeDir) this environment
+        prog = ["-m", str(entry.module), *args]
+    return LocalRun(
+        command=[*launch, *prog],
+        env=env,
+        cwd=code_dir if code_dir is not None else project,
+        run_dir=run_dir,
+        code_dir=code_dir,
+        workers=n,
+    )
+
+
+def run_local(
+    job: JobSpec,
+    project_dir: Path | str = ".",
+    *,
+    workers: int | None = None,
+    max_restarts: int | None = None,
+    volumes: dict[str, str] | None = None,
+    extra_args: list[str] | tuple[str, ...] = (),
+) -> int:
+    """Run a job with its own code here (e.g. one from `spec.function_job`); the exit status.
+
+    The Python twin of `trainforge run-local --stack STACK JOB` for jobs declared in code."""
+    from trainforge.local import launch
+
+    run = user_code_run(
+        job,
+        project_dir,
+        workers=workers,
+        max_restarts=max_restarts,
+        volumes=volumes,
+        extra_args=extra_args,
+    )
+    return launch(run.command, run.env, run.cwd)

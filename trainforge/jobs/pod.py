@@ -10,10 +10,11 @@ and WORLD_SIZE the controller sets itself (the training operator does; for Train
 indexed Job the emitter sets them, from the pod's stable DNS name and its completion index).
 
 The container command is the same for every backend: one process per pod runs
-`python -m trainforge.training` (which reads MASTER_ADDR/RANK/WORLD_SIZE), several processes
-per pod run `torchrun --node-rank=$(RANK) --master-addr=$(MASTER_ADDR) ...` with those
-variables expanded by Kubernetes. Elastic jobs (PyTorchJob only) use the operator's PET_RDZV_*
-variables instead.
+`python -m trainforge.training` or the job's own code (which read MASTER_ADDR/RANK/WORLD_SIZE),
+several processes per pod run `torchrun --node-rank=$(RANK) --master-addr=$(MASTER_ADDR) ...`
+with those variables expanded by Kubernetes. Elastic jobs (PyTorchJob only) use the operator's
+PET_RDZV_* variables instead. What runs, the job contract's environment and the code volumes
+come from `trainforge.jobs.entrypoint.pod_parts`.
 
 How the operator (release 1.9) wires a PyTorchJob pod, which the command relies on:
 - Master + Worker jobs: every pod gets MASTER_ADDR (`<job>-master-0`), MASTER_PORT (the
@@ -31,8 +32,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainforge.jobs import images, tenancy
-from trainforge.jobs.codeship import CODE_MOUNT, CodeBundle
+from trainforge.jobs import images, storage, tenancy
+from trainforge.jobs.codeship import CodeBundle
+from trainforge.jobs.entrypoint import (  # noqa: F401 - re-exported: the contract's paths
+    PodParts,
+    checkpoint_dir,
+    command_for,
+    contract_env,
+    output_dir,
+    pod_parts,
+    training_args,
+)
 from trainforge.jobs.spec import JobSpec
 from trainforge.jobs.wiring import EFA_RESOURCE, GPU_RESOURCE, JobTarget, efa_count
 
@@ -89,126 +99,20 @@ def labels(job: JobSpec) -> dict[str, str]:
     }
 
 
-def checkpoint_dir(job: JobSpec, target: JobTarget) -> str:
-    """Per job on the team's FSx volume, the same for every backend: a replacement of the job
-    (also on another backend) resumes from it."""
-    return f"{target.fsx_mount_path}/checkpoints/{target.namespace}/{job.name}"
-
-
-def output_dir(job: JobSpec, target: JobTarget) -> str:
-    return f"{target.fsx_mount_path}/runs/{target.namespace}/{job.name}"
-
-
-def _s3_uri(target: JobTarget, job: JobSpec) -> Any:
-    """s3://bucket/<team prefix>/<job>; an Output when the bucket name is one."""
-    prefix = target.checkpoint_prefix.strip("/")
-    path = f"{prefix}/checkpoints/{job.name}" if prefix else f"checkpoints/{job.name}"
-    bucket = target.checkpoint_bucket
-    if hasattr(bucket, "apply"):
-        return bucket.apply(lambda b: f"s3://{b}/{path}")
-    return f"s3://{bucket}/{path}"
-
-
-def training_args(job: JobSpec, target: JobTarget) -> list[Any]:
-    """The `python -m trainforge.training` flags for this job (issue 2 and 3 contracts)."""
-    t = job.training
-    args: list[Any] = ["--strategy", job.strategy]
-    flag_values = [
-        ("--model", t.model),
-        ("--layers", t.layers),
-        ("--d-model", t.d_model),
-        ("--heads", t.heads),
-        ("--seq-len", t.seq_len),
-        ("--vocab-size", t.vocab_size),
-        ("--dataset", t.dataset),
-        ("--data-path", _on_volume(t.data_path, target)),
-        ("--dataset-size", t.dataset_size),
-        ("--steps", t.steps),
-        ("--batch-size", t.batch_size),
-        ("--grad-accum", t.grad_accum),
-        ("--lr", t.lr),
-        ("--warmup-steps", t.warmup_steps),
-        ("--weight-decay", t.weight_decay),
-        ("--seed", t.seed),
-        ("--log-every", t.log_every),
-        ("--precision", t.precision),
-    ]
-    for flag, value in flag_values:
-        if value is not None:
-            args += [flag, str(value)]
-    if t.compile:
-        args.append("--compile")
-    if t.activation_checkpointing:
-        args.append("--activation-checkpointing")
-    c = job.checkpoint
-    args += [
-        "--run-name",
-        job.name,
-        "--output-dir",
-        output_dir(job, target),
-        "--metrics-port",
-        str(job.metrics_port),
-        "--checkpoint-dir",
-        checkpoint_dir(job, target),
-        "--checkpoint-every",
-        str(c.every),
-        "--keep-last",
-        str(c.keep_last),
-        "--resume",
-        c.resume,
-        "--grace-period",
-        str(c.grace_period),
-    ]
-    if c.async_save:
-        args.append("--async-checkpoint")
-    if c.s3_mirror and target.checkpoint_bucket is not None:
-        args += ["--checkpoint-s3", _s3_uri(target, job)]
-    return args
-
-
-def _on_volume(path: str | None, target: JobTarget) -> str | None:
-    """Relative data paths are relative to the team's FSx mount."""
-    if path is None or path.startswith("/"):
-        return path
-    return f"{target.fsx_mount_path}/{path}"
-
-
 def command(job: JobSpec, target: JobTarget) -> list[Any]:
-    """The container command: python for one process per pod, torchrun otherwise. The same
-    for every backend: each provides MASTER_ADDR, MASTER_PORT and RANK (see `Launch`)."""
-    tail = ["-m", "trainforge.training", *training_args(job, target)]
-    if not job.uses_torchrun:
-        return ["python", *tail]
-    if job.elastic is not None:
-        e = job.elastic
-        # Endpoint, backend and id come from PET_RDZV_* which the operator derives from
-        # elasticPolicy; the node range and restarts are repeated literally for the preview.
-        launch = [
-            "torchrun",
-            f"--nnodes={e.min_workers}:{e.max_workers}",
-            f"--nproc-per-node={job.procs}",
-            f"--max-restarts={e.max_restarts}",
-            "--rdzv-backend=c10d",
-        ]
-    elif job.workers == 1:
-        launch = ["torchrun", "--standalone", "--nnodes=1", f"--nproc-per-node={job.procs}"]
-    else:
-        launch = [
-            "torchrun",
-            f"--nnodes={job.workers}",
-            f"--nproc-per-node={job.procs}",
-            "--node-rank=$(RANK)",
-            "--master-addr=$(MASTER_ADDR)",
-            "--master-port=$(MASTER_PORT)",
-        ]
-    return [*launch, *tail]
+    """The container command, the same for every backend (`entrypoint.command_for`): each
+    backend provides MASTER_ADDR, MASTER_PORT and RANK (see `Launch`)."""
+    return command_for(job, target)
 
 
 def env(
     job: JobSpec, target: JobTarget, code: CodeBundle | None, launch: Launch | None = None
 ) -> list[dict[str, Any]]:
-    """The container's environment: the platform's contract, the backend's rendezvous
-    variables where its controller does not set them, then the job's own `env`."""
+    """The container's environment: the platform's defaults, the job contract
+    (`entrypoint.contract_env`: PYTHONPATH, LOCAL_RANK or torchrun's shutdown timeout, the
+    TRAINFORGE_* variables, MLflow), the backend's rendezvous variables where its controller
+    does not set them, NCCL/EFA, then the job's own `env` (new names last, so that they may
+    refer to any of these: `$(TRAINFORGE_OUTPUT_DIR)/data`)."""
     out: list[dict[str, Any]] = [
         {"name": "PYTHONUNBUFFERED", "value": "1"},
         {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"},  # code volume is read-only
@@ -217,18 +121,9 @@ def env(
         {"name": "TORCHINDUCTOR_CACHE_DIR", "value": "/tmp/torchinductor"},
         {"name": "TRITON_CACHE_DIR", "value": "/tmp/triton"},
     ]
-    if code is not None:
-        out.append({"name": "PYTHONPATH", "value": CODE_MOUNT})
-    if job.uses_torchrun:
-        # torchrun forwards SIGTERM to its workers and SIGKILLs them after this many seconds
-        # (30 by default): give them the whole checkpoint grace period. An environment
-        # variable rather than --shutdown-timeout, which torchrun releases before 2.12 refuse.
-        out.append(
-            {"name": "TORCH_ELASTIC_SHUTDOWN_TIMEOUT", "value": str(job.checkpoint.grace_period)}
-        )
-    else:
-        # The controller (or the backend) sets RANK and WORLD_SIZE per pod but no local rank.
-        out += [{"name": "LOCAL_RANK", "value": "0"}, {"name": "LOCAL_WORLD_SIZE", "value": "1"}]
+    out += contract_env(job, target, ships_runtime=code is not None)
+    # the team's own MLflow user (from its Secret) and experiment, beside MLFLOW_TRACKING_URI
+    out += tenancy.mlflow_env(target)
     if launch is not None:
         out += [dict(e) for e in launch.rendezvous_env]
     if job.gpus_per_worker:
@@ -245,17 +140,14 @@ def env(
         ]
         if target.pool.rdma:
             out.append({"name": "FI_EFA_USE_DEVICE_RDMA", "value": "1"})
-    if target.mlflow_tracking_uri is not None:
-        out.append({"name": "MLFLOW_TRACKING_URI", "value": target.mlflow_tracking_uri})
-        # the team's own MLflow user (from its Secret) and experiment
-        out += tenancy.mlflow_env(target)
     return with_user_env(out, job.env)
 
 
 def with_user_env(platform: list[dict[str, Any]], user: tuple[tuple[str, str], ...]) -> list:
     """Each name once: the user's `env` value replaces a platform default of the same name
     in place (NCCL_DEBUG, NCCL_SOCKET_IFNAME, FI_PROVIDER, HOME ...); other names follow.
-    Names the platform must own are refused when the job is parsed (spec._RESERVED_ENV)."""
+    Names the platform must own (the contract's) are refused when the job is parsed
+    (spec._RESERVED_ENV)."""
     given = dict(user)
     out = [
         {"name": e["name"], "value": given.pop(e["name"])} if e["name"] in given else e
@@ -345,7 +237,11 @@ def ports(job: JobSpec, launch: Launch) -> list[dict[str, Any]]:
     return out
 
 
-def volume_mounts(target: JobTarget, code: CodeBundle | None) -> list[dict[str, Any]]:
+def volume_mounts(
+    job: JobSpec, target: JobTarget, parts: PodParts | None = None
+) -> list[dict[str, Any]]:
+    """/dev/shm, /tmp, the team's FSx claim, the job's further claims, then the code
+    ConfigMaps (`parts`: the runtime library and the job's own code)."""
     mounts: list[dict[str, Any]] = [
         {"name": "dshm", "mountPath": "/dev/shm"},
         {"name": "tmp", "mountPath": "/tmp"},
@@ -353,12 +249,13 @@ def volume_mounts(target: JobTarget, code: CodeBundle | None) -> list[dict[str, 
     ]
     if target.fsx_sub_path and target.claim_name:
         mounts[-1]["subPath"] = target.fsx_sub_path
-    if code is not None:
-        mounts.append({"name": "code", "mountPath": CODE_MOUNT, "readOnly": True})
+    mounts += storage.claim_mounts(job)[0]
+    if parts is not None:
+        mounts += [dict(m) for m in parts.mounts]
     return mounts
 
 
-def volumes(job: JobSpec, target: JobTarget, code: CodeBundle | None) -> list[dict[str, Any]]:
+def volumes(job: JobSpec, target: JobTarget, parts: PodParts | None = None) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = [
         # NCCL and DataLoader workers exchange tensors through /dev/shm; the container
         # runtime's default is 64 MiB. Memory-backed, so it counts against the memory limit.
@@ -369,35 +266,35 @@ def volumes(job: JobSpec, target: JobTarget, code: CodeBundle | None) -> list[di
         # No FSx on this platform: same paths on pod-local disk (see JobTarget.claim_name).
         else {"name": "fsx", "emptyDir": {}},
     ]
-    if code is not None:
-        out.append(
-            {
-                "name": "code",
-                "configMap": {
-                    "name": code.configmap_name(job.name),
-                    "items": code.items(),
-                    "defaultMode": 0o444,
-                },
-            }
-        )
+    out += storage.claim_mounts(job)[1]
+    if parts is not None:
+        out += [dict(v) for v in parts.volumes]
     return out
 
 
 def pod_template(
-    job: JobSpec, target: JobTarget, code: CodeBundle | None, launch: Launch
+    job: JobSpec,
+    target: JobTarget,
+    code: CodeBundle | None,
+    launch: Launch,
+    user_code: CodeBundle | None = None,
 ) -> dict[str, Any]:
-    """The pod template (metadata + spec) every pod of the job runs, on any backend."""
-    container = {
+    """The pod template (metadata + spec) every pod of the job runs, on any backend. What the
+    container runs, its contract env and the code volumes come from `entrypoint.pod_parts`."""
+    parts = pod_parts(job, target, code, user_code)
+    container: dict[str, Any] = {
         "name": launch.container,
         "image": image(job, target),
         "imagePullPolicy": "IfNotPresent",
-        "command": command(job, target),
+        "command": parts.command,
         "env": env(job, target, code, launch),
         "ports": ports(job, launch),
         "resources": resources(job, target),
-        "volumeMounts": volume_mounts(target, code),
+        "volumeMounts": volume_mounts(job, target, parts),
         "securityContext": container_security_context(target),
     }
+    if parts.working_dir is not None:
+        container["workingDir"] = parts.working_dir
     spec: dict[str, Any] = {
         "serviceAccountName": target.service_account,
         # Training never calls the Kubernetes API; S3 access comes from the Pod Identity
@@ -408,8 +305,10 @@ def pod_template(
         "securityContext": pod_security_context(target),
         "nodeSelector": dict(target.pool.node_selector),
         "containers": [container],
-        "volumes": volumes(job, target, code),
+        "volumes": volumes(job, target, parts),
     }
+    if parts.share_process_namespace:
+        spec["shareProcessNamespace"] = True
     tols = tolerations(job, target)
     if tols:
         spec["tolerations"] = tols
@@ -463,8 +362,10 @@ class EmittedJob:
 
     `workload` is the object that runs the pods (a PyTorchJob, a TrainJob or a batch/v1 Job);
     `pod` the pod template this module built for it (what every pod runs, before the
-    controller adds its own labels and rendezvous variables); `configmap` is None with
-    codeSource: image; `service` is the indexed Job's headless Service.
+    controller adds its own labels and rendezvous variables); `configmap` (the runtime
+    library) is None with codeSource: image; `user_configmap` holds the job's own shipped
+    code (an entrypoint's codeDir or a function's generated file); `service` is the indexed
+    Job's headless Service.
     """
 
     backend: str
@@ -473,6 +374,7 @@ class EmittedJob:
     podmonitor: dict | None
     configmap: dict | None
     service: dict | None = None
+    user_configmap: dict | None = None
 
     @property
     def pytorchjob(self) -> dict:
@@ -489,3 +391,25 @@ def check_emittable(job: JobSpec, code: CodeBundle | None) -> CodeBundle | None:
     if job.code_source == "configmap" and code is None:
         raise ValueError(f"job {job.name!r} ships its code in a ConfigMap but no bundle was given")
     return None if job.code_source == "image" else code
+
+
+def check_user_code(job: JobSpec, user_code: CodeBundle | None) -> CodeBundle | None:
+    """The job's own code bundle an emitter ships (None when the job ships none)."""
+    entry = job.entrypoint
+    if entry is None or not entry.ships_code:
+        return None
+    if user_code is None:
+        raise ValueError(f"job {job.name!r} ships its own code but no bundle was given")
+    return user_code
+
+
+def configmaps(
+    job: JobSpec, target: JobTarget, code: CodeBundle | None, user_code: CodeBundle | None
+) -> tuple[dict | None, dict | None]:
+    """The runtime library's and the job's own code's ConfigMaps (None where not shipped)."""
+    from trainforge.jobs.codeship import configmap_manifest  # noqa: PLC0415
+
+    ns, lab = target.namespace, labels(job)
+    cm = configmap_manifest(code, job.name, ns, lab) if code else None
+    user = configmap_manifest(user_code, job.name, ns, lab, role="src") if user_code else None
+    return cm, user

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from trainforge.jobs import pod, tenancy
-from trainforge.jobs.codeship import CodeBundle, configmap_manifest
+from trainforge.jobs.codeship import CodeBundle
 
 # Re-exported: callers written before the pod builder was shared import them from here.
 from trainforge.jobs.pod import (  # noqa: F401
@@ -69,8 +69,13 @@ def metadata(job: JobSpec, target: JobTarget) -> dict[str, Any]:
     }
 
 
-def pod_template(job: JobSpec, target: JobTarget, code: CodeBundle | None) -> dict[str, Any]:
-    return pod.pod_template(job, target, code, LAUNCH)
+def pod_template(
+    job: JobSpec,
+    target: JobTarget,
+    code: CodeBundle | None,
+    user_code: CodeBundle | None = None,
+) -> dict[str, Any]:
+    return pod.pod_template(job, target, code, LAUNCH, user_code)
 
 
 def run_policy(job: JobSpec) -> dict[str, Any]:
@@ -123,15 +128,23 @@ def podmonitor_manifest(job: JobSpec, target: JobTarget) -> dict[str, Any] | Non
     return pod.podmonitor_manifest(job, target, rank0, [REPLICA_TYPE_LABEL, REPLICA_INDEX_LABEL])
 
 
-def emit(job: JobSpec, target: JobTarget, code: CodeBundle | None) -> EmittedJob:
-    """All objects for a resolved job (see `wiring.resolve_job`)."""
+def emit(
+    job: JobSpec,
+    target: JobTarget,
+    code: CodeBundle | None,
+    user_code: CodeBundle | None = None,
+) -> EmittedJob:
+    """All objects for a resolved job (see `wiring.resolve_job`); `user_code` is the job's
+    own shipped code (`entrypoint.user_code`)."""
     code = pod.check_emittable(job, code)
-    cm = configmap_manifest(code, job.name, target.namespace, labels(job)) if code else None
-    template = pod_template(job, target, code)
+    user_code = pod.check_user_code(job, user_code)
+    cm, user_cm = pod.configmaps(job, target, code, user_code)
+    template = pod_template(job, target, code, user_code)
     return EmittedJob(
         backend=BACKEND,
         workload=pytorchjob_manifest(job, target, code, template),
         pod=template,
         podmonitor=podmonitor_manifest(job, target),
         configmap=cm,
+        user_configmap=user_cm,
     )

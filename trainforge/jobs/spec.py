@@ -13,16 +13,20 @@ accepted so Python callers can pass keyword-style dicts) and raises `JobConfigEr
 
 from __future__ import annotations
 
+import posixpath
 import re
 from dataclasses import dataclass, field, fields
+from pathlib import PurePosixPath
 from typing import Any, Literal
 
 from trainforge.jobs.contract import BACKENDS
 from trainforge.jobs.errors import JobConfigError
+from trainforge.training.contract import CONTRACT_VARIABLES
 
 Strategy = Literal["ddp", "fsdp"]
 Preset = Literal["ddp", "fsdp", "elastic"]
 CodeSource = Literal["configmap", "image"]
+EntrypointKind = Literal["runtime", "script", "module", "command", "function"]
 
 STRATEGIES = ("ddp", "fsdp")
 PRESETS = ("ddp", "fsdp", "elastic")
@@ -80,6 +84,28 @@ class ModelFlags:
 
 
 @dataclass(frozen=True)
+class ModelSize:
+    """What the planner needs to know about a model it cannot build from flags (user code).
+
+    Used only by the memory and step-time estimate (`trainforge.jobs.estimate`), which
+    assumes a GPT-style decoder trained with AdamW: `parameters` defaults to that shape's
+    count (12 * layers * dModel^2 plus untied embeddings and head), and `heads` only sizes
+    the small attention statistics. Nothing here is passed to the code that runs.
+    """
+
+    layers: int
+    d_model: int
+    seq_len: int
+    vocab_size: int
+    parameters: int | None = None
+    heads: int | None = None
+    batch_size: int = 1  # samples per GPU per micro-step
+    grad_accum: int = 1
+    steps: int | None = None
+    activation_checkpointing: bool = False
+
+
+@dataclass(frozen=True)
 class CheckpointSpec:
     """Where and how often the runtime checkpoints (issue 3's flags)."""
 
@@ -94,6 +120,10 @@ class CheckpointSpec:
     # `trainforge[s3]`), off with the stock PyTorch image, which has no boto3.
     s3_mirror: bool | None = None
     resume: str = "auto"
+    # The job's checkpoint directory; None = /fsx/checkpoints/<namespace>/<job> on the team's
+    # FSx claim. Relative paths are on the team's FSx mount; absolute ones must lie on a
+    # writable volume of the job (the FSx mount or one of `volumes`).
+    directory: str | None = None
 
 
 @dataclass(frozen=True)
@@ -119,6 +149,53 @@ class RunPolicySpec:
 
 
 @dataclass(frozen=True)
+class EntrypointSpec:
+    """What a job runs when it is not the bundled runtime (issue 12).
+
+    `script`, `code_dir` are paths relative to the project directory (where Pulumi and
+    `run-local` run); `code_dir` is the directory shipped to the pods (for a script, the
+    script's own directory unless given). A `function` entrypoint carries its generated
+    source in `files` (see `trainforge.jobs.pyfunction`).
+    """
+
+    kind: EntrypointKind
+    script: str | None = None
+    module: str | None = None
+    command: tuple[str, ...] = ()
+    args: tuple[str, ...] = ()
+    code_dir: str | None = None
+    exclude: tuple[str, ...] = ()
+    function: str | None = None
+    files: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def ships_code(self) -> bool:
+        """True when a directory (or a generated file) of the user's is shipped to the pods."""
+        return self.code_dir is not None or bool(self.files)
+
+    @property
+    def entry_file(self) -> str | None:
+        """The file `python` runs, relative to the shipped directory (script and function)."""
+        if self.kind == "function":
+            return self.files[0][0] if self.files else None
+        if self.kind != "script" or self.script is None:
+            return None
+        return PurePosixPath(
+            posixpath.relpath(_norm(self.script), _norm(self.code_dir or "."))
+        ).as_posix()
+
+
+@dataclass(frozen=True)
+class VolumeSpec:
+    """A further PersistentVolumeClaim of the job's team, mounted in every pod."""
+
+    claim: str
+    mount_path: str
+    read_only: bool = False
+    sub_path: str | None = None
+
+
+@dataclass(frozen=True)
 class JobSpec:
     """A training job. `gpus_per_worker`, `cpu`, `memory`, `shm_size` and `efa` may be None
     until `wiring.resolve_job` fills them from the pool the job runs on."""
@@ -138,6 +215,7 @@ class JobSpec:
     image: str | None = None
     code_source: CodeSource = "configmap"
     training: ModelFlags = field(default_factory=ModelFlags)
+    model_size: ModelSize | None = None
     checkpoint: CheckpointSpec = field(default_factory=CheckpointSpec)
     elastic: ElasticSpec | None = None
     run_policy: RunPolicySpec = field(default_factory=RunPolicySpec)
@@ -149,6 +227,9 @@ class JobSpec:
     # topology-aware scheduling, how close its pods must be (trainforge.jobs.tenancy).
     priority: str = "normal"
     topology: str | None = None
+    # None: the bundled runtime (`python -m trainforge.training`), the default.
+    entrypoint: EntrypointSpec | None = None
+    volumes: tuple[VolumeSpec, ...] = ()
     # Which controller runs the job (`contract.BACKENDS`); None = the platform's default
     # (`trainforge:jobBackend`). `wiring.resolve_job` fills it in.
     backend: str | None = None
@@ -325,10 +406,16 @@ _TOP_KEYS = [
     "env",
     "priority",
     "topology",
+    "entrypoint",
+    "volumes",
+    "model_size",
     "backend",
     "expected_step_seconds",
     *_MODEL_KEYS,
 ]
+_MODEL_SIZE_KEYS = [f.name for f in fields(ModelSize)]
+# Flags that size the bundled model; a job states either these or `modelSize`, not both.
+_BUNDLED_SIZE_FLAGS = ("model", "layers", "d_model", "heads", "seq_len", "vocab_size")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Set by the platform or the operator; a user override would silently break the job.
 _RESERVED_ENV = {
@@ -347,6 +434,7 @@ _RESERVED_ENV = {
     # torchrun's SIGKILL delay after SIGTERM: it must be the checkpoint grace period
     # (`checkpoint.gracePeriod`), or a preempted job is killed mid-checkpoint.
     "TORCH_ELASTIC_SHUTDOWN_TIMEOUT",
+    *CONTRACT_VARIABLES,
 }
 
 
@@ -423,6 +511,41 @@ def _parse_model(r: _Reader) -> ModelFlags:
     return flags
 
 
+def _parse_model_size(raw: Any, where: str, flags: ModelFlags) -> ModelSize | None:
+    if raw is None:
+        return None
+    r = _Reader(raw, where, _MODEL_SIZE_KEYS)
+    # every value's type first (an error names its own key), then what is missing
+    values: dict[str, Any] = {
+        k: r.int_(k)
+        for k in ("layers", "d_model", "seq_len", "vocab_size", "parameters", "heads", "steps")
+    }
+    values["batch_size"] = r.int_("batch_size", 1)
+    values["grad_accum"] = r.int_("grad_accum", 1)
+    values["activation_checkpointing"] = r.bool_("activation_checkpointing", False)
+    bundled = [_camel(k) for k in _BUNDLED_SIZE_FLAGS if getattr(flags, k) is not None]
+    if bundled:
+        first = next(iter(r.data), None)  # the first key stated under modelSize
+        raise JobConfigError(
+            r.path(first) if first else where,
+            r.data.get(first) if first else raw,
+            f"modelSize states the size of your own code's model; the bundled model is sized "
+            f"by {', '.join(bundled)}. Set one or the other",
+        )
+    for key in ("layers", "d_model", "seq_len", "vocab_size"):
+        if values[key] is None:
+            raise JobConfigError(
+                r.path(key),
+                None,
+                "modelSize needs layers, dModel, seqLen and vocabSize (the planner sizes "
+                "activations and logits from them)",
+            )
+    size = ModelSize(**values)
+    if size.heads and size.d_model % size.heads:
+        raise JobConfigError(r.path("heads"), size.heads, f"must divide dModel ({size.d_model})")
+    return size
+
+
 def _runtime_check(flags: ModelFlags, r: _Reader) -> None:
     """Run the runtime's own value checks (trainforge.training.config.check_values, torch-free)
     on the job's flags, so that a job the runtime would reject at start is refused at preview.
@@ -448,7 +571,14 @@ def _runtime_check(flags: ModelFlags, r: _Reader) -> None:
 
 
 def _parse_checkpoint(raw: Any, where: str) -> CheckpointSpec:
-    r = _Reader(raw, where, ["every", "keep_last", "async", "grace_period", "s3_mirror", "resume"])
+    r = _Reader(
+        raw, where, ["every", "keep_last", "async", "grace_period", "s3_mirror", "resume", "dir"]
+    )
+    directory = r.str_("dir")
+    if directory is not None:
+        if ".." in PurePosixPath(directory).parts:
+            raise JobConfigError(r.path("dir"), directory, "a path without '..' components")
+        directory = posixpath.normpath(directory)
     resume = r.str_("resume", "auto")
     if resume not in ("auto", "never") and not resume.startswith("/"):
         raise JobConfigError(
@@ -461,6 +591,7 @@ def _parse_checkpoint(raw: Any, where: str) -> CheckpointSpec:
         grace_period=r.int_("grace_period", 90, maximum=3600),
         s3_mirror=r.bool_("s3_mirror", None),
         resume=resume,
+        directory=directory,
     )
 
 
@@ -521,6 +652,213 @@ def _parse_env(raw: Any, where: str) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
+_MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+# A PersistentVolumeClaim name (a DNS-1123 subdomain).
+_CLAIM_RE = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+ENTRYPOINT_KINDS = ("script", "module", "command", "function")
+
+
+def _norm(path: str) -> str:
+    return posixpath.normpath(path.replace("\\", "/"))
+
+
+def _relative_path(value: Any, where: str, what: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise JobConfigError(where, value, f"expected {what} relative to the project directory")
+    if value.startswith("/") or re.match(r"^[A-Za-z]:", value):
+        raise JobConfigError(
+            where,
+            value,
+            f"expected {what} relative to the project directory (where Pulumi runs), so that "
+            "every machine that deploys or runs the job finds the same file",
+        )
+    return _norm(value)
+
+
+def _strings(raw: Any, where: str, what: str) -> tuple[str, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list | tuple):
+        raise JobConfigError(where, raw, f"expected a list of {what}")
+    for i, item in enumerate(raw):
+        if not isinstance(item, str):
+            hint = (
+                ' (quote numbers and booleans in YAML: "1")' if not isinstance(item, dict) else ""
+            )
+            raise JobConfigError(f"{where}[{i}]", item, f"expected a string{hint}")
+    return tuple(raw)
+
+
+def _parse_entrypoint(raw: Any, where: str, image: str | None) -> EntrypointSpec:
+    r = _Reader(
+        raw,
+        where,
+        ["script", "module", "command", "function", "args", "code_dir", "exclude", "function_args"],
+    )
+    args = _strings(r.data.get("args"), r.path("args"), "arguments")
+    exclude = _strings(r.data.get("exclude"), r.path("exclude"), "glob patterns")
+    code_dir = None
+    if r.data.get("code_dir") is not None:
+        code_dir = _relative_path(r.data["code_dir"], r.path("code_dir"), "a directory")
+    given = [k for k in ENTRYPOINT_KINDS if r.data.get(k) is not None]
+    if len(given) > 1:
+        raise JobConfigError(
+            r.path(given[1]),
+            r.data[given[1]],
+            f"set exactly one of script, module, command (or, in Python, function); "
+            f"{_camel(given[0])} is set too",
+        )
+    if not given:
+        # Name what was given: it is the key the user is editing.
+        key = next((k for k in ("code_dir", "args", "exclude") if r.has(k)), None)
+        raise JobConfigError(
+            r.path(key) if key else where,
+            r.data.get(key) if key else raw,
+            "nothing to run: set one of script, module, command (or, in Python, function)",
+        )
+    kind = given[0]
+    if kind == "script":
+        script = _relative_path(r.data["script"], r.path("script"), "a file")
+        code_dir = code_dir if code_dir is not None else (posixpath.dirname(script) or ".")
+        if posixpath.relpath(script, code_dir).startswith(".."):
+            raise JobConfigError(
+                r.path("script"),
+                r.data["script"],
+                f"the script must lie inside codeDir ({code_dir}), which is what is shipped",
+            )
+        return EntrypointSpec(
+            "script", script=script, args=args, code_dir=code_dir, exclude=exclude
+        )
+    if kind == "module":
+        module = r.data["module"]
+        if not isinstance(module, str) or not _MODULE_RE.match(module):
+            raise JobConfigError(
+                r.path("module"), module, "expected a dotted module name such as pkg.train"
+            )
+        if code_dir is None and image is None:
+            raise JobConfigError(
+                where.rsplit(".", 1)[0] + ".image",
+                None,
+                f"module {module!r} without codeDir runs from your image, so name that image "
+                "(or set entrypoint.codeDir to ship the package from this repository)",
+            )
+        return EntrypointSpec(
+            "module", module=module, args=args, code_dir=code_dir, exclude=exclude
+        )
+    if kind == "command":
+        command = _strings(r.data["command"], r.path("command"), "strings (the argv)")
+        if not command:
+            raise JobConfigError(
+                r.path("command"), [], "expected the argv to run, e.g. [torchrun, train.py]"
+            )
+        if image is None:
+            raise JobConfigError(
+                where.rsplit(".", 1)[0] + ".image",
+                None,
+                "entrypoint.command runs a program of your image, so name that image (the stock "
+                "PyTorch image has none of yours; use entrypoint.script to ship a file)",
+            )
+        if args:
+            raise JobConfigError(
+                r.path("args"), list(args), "put a command's arguments in command itself"
+            )
+        return EntrypointSpec("command", command=command, code_dir=code_dir, exclude=exclude)
+    # A Python function (the Python API only: stack config cannot hold one).
+    if code_dir is not None or exclude or args:
+        raise JobConfigError(
+            where,
+            raw,
+            "a function entrypoint ships the function's own source; codeDir, exclude and args "
+            "do not apply (pass values with function_args)",
+        )
+    from trainforge.jobs.pyfunction import ship_function
+
+    filename, source = ship_function(
+        r.data["function"], r.data.get("function_args"), r.path("function")
+    )
+    return EntrypointSpec(
+        "function", function=r.data["function"].__name__, files=((filename, source),)
+    )
+
+
+def _parse_volumes(raw: Any, where: str) -> tuple[VolumeSpec, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise JobConfigError(where, raw, "expected a list of {claim, mountPath, readOnly, subPath}")
+    out: list[VolumeSpec] = []
+    for i, item in enumerate(raw):
+        at = f"{where}[{i}]"
+        r = _Reader(item, at, ["claim", "mount_path", "read_only", "sub_path"])
+        claim = r.str_("claim")
+        if claim is None or not _CLAIM_RE.match(claim) or len(claim) > 253:
+            raise JobConfigError(
+                r.path("claim"), claim, "expected the name of a PersistentVolumeClaim of the team"
+            )
+        mount = r.str_("mount_path")
+        if mount is None or not mount.startswith("/") or ":" in mount or _norm(mount) == "/":
+            raise JobConfigError(
+                r.path("mount_path"), mount, "expected an absolute path other than / (e.g. /data)"
+            )
+        sub = r.str_("sub_path")
+        if sub is not None and (sub.startswith("/") or ".." in PurePosixPath(sub).parts):
+            raise JobConfigError(
+                r.path("sub_path"), sub, "expected a relative path inside the claim, without '..'"
+            )
+        volume = VolumeSpec(claim, _norm(mount), r.bool_("read_only", False), sub)
+        for j, other in enumerate(out):
+            if other.claim == volume.claim and other.sub_path == volume.sub_path:
+                raise JobConfigError(
+                    r.path("claim"), claim, f"already mounted by volumes[{j}]; mount it once"
+                )
+            if _nested(other.mount_path, volume.mount_path):
+                raise JobConfigError(
+                    r.path("mount_path"),
+                    mount,
+                    f"overlaps volumes[{j}].mountPath ({other.mount_path}); use separate paths",
+                )
+        out.append(volume)
+    return tuple(out)
+
+
+def _nested(a: str, b: str) -> bool:
+    """True when one absolute path is the other or lies below it."""
+    a, b = a.rstrip("/") + "/", b.rstrip("/") + "/"
+    return a.startswith(b) or b.startswith(a)
+
+
+def _check_runtime_only_keys(r: _Reader, where: str, entry: str) -> None:
+    """Runtime flags mean nothing to the user's code: refuse them rather than ignore them.
+    `entry` is the entrypoint key that asks for the user's code (named in the message)."""
+    flags = [k for k in _MODEL_KEYS if r.data.get(k) not in (None, False)]
+    if r.has("strategy"):
+        flags.insert(0, "strategy")
+    if flags:
+        key = flags[0]
+        raise JobConfigError(
+            r.path(key),
+            r.data[key],
+            f"configures the bundled runtime, which a job with {entry} does not run; pass your "
+            "code its settings with entrypoint.args",
+        )
+    size = r.data.get("model_size")
+    if r.has("expected_step_seconds") and not (isinstance(size, dict) and size.get("steps")):
+        raise JobConfigError(
+            r.path("expected_step_seconds"),
+            r.data["expected_step_seconds"],
+            f"is multiplied by the job's steps, which a job with {entry} states only in "
+            "modelSize.steps; set that, or bound the run's cost with "
+            "runPolicy.activeDeadlineSeconds",
+        )
+    if r.data.get("preset") == "fsdp":
+        raise JobConfigError(
+            r.path("preset"),
+            "fsdp",
+            f"with {entry} your code chooses its own parallelism; use preset ddp "
+            "(one process per GPU) or elastic",
+        )
+
+
 def parse_job(raw: Any, where: str = "job") -> JobSpec:
     """Parse one job declaration; every error names `where.<field>`."""
     r = _Reader(raw, where, _TOP_KEYS)
@@ -562,8 +900,14 @@ def parse_job(raw: Any, where: str = "job") -> JobSpec:
             None,
             "codeSource: image runs trainforge from your image, so name that image",
         )
+    entrypoint = None
+    if r.has("entrypoint"):
+        entrypoint = _parse_entrypoint(r.data["entrypoint"], r.path("entrypoint"), image)
+        kind_key = {"code_dir": "codeDir"}.get(entrypoint.kind, entrypoint.kind)
+        _check_runtime_only_keys(r, where, f"{r.path('entrypoint')}.{kind_key}")
     team = r.str_("team")
     pool = r.str_("pool")
+    training = _parse_model(r)
     if team is None:
         raise JobConfigError(r.path("team"), None, "every job needs the team it runs as")
     if pool is None:
@@ -583,16 +927,23 @@ def parse_job(raw: Any, where: str = "job") -> JobSpec:
         efa=r.bool_("efa"),
         image=image,
         code_source=code_source,
-        training=_parse_model(r),
+        training=training,
+        model_size=_parse_model_size(r.data.get("model_size"), r.path("model_size"), training),
         checkpoint=_parse_checkpoint(r.data.get("checkpoint"), r.path("checkpoint")),
         elastic=elastic,
         run_policy=_parse_run_policy(r.data.get("run_policy"), r.path("run_policy")),
         restart_policy=r.str_("restart_policy", "OnFailure", RESTART_POLICIES),
-        metrics_port=r.int_("metrics_port", 9090, minimum=0, maximum=65535),
+        # Off by default for user code: a PodMonitor scraping a port nothing serves would be a
+        # down target (and kube-prometheus-stack's TargetDown alert) for every plain script.
+        metrics_port=r.int_(
+            "metrics_port", 9090 if entrypoint is None else 0, minimum=0, maximum=65535
+        ),
         nccl_debug=r.str_("nccl_debug", "WARN", NCCL_DEBUG_LEVELS),
         env=_parse_env(r.data.get("env"), r.path("env")),
         priority=r.str_("priority", "normal", PRIORITIES),
         topology=r.str_("topology", None, TOPOLOGY_MODES),
+        entrypoint=entrypoint,
+        volumes=_parse_volumes(r.data.get("volumes"), r.path("volumes")),
         backend=r.str_("backend", None, BACKENDS),
         expected_step_seconds=r.float_("expected_step_seconds"),
     )
@@ -641,4 +992,24 @@ def elastic(
     return parse_job(
         {"name": name, "team": team, "pool": pool, "preset": "elastic", "elastic": el, **kwargs},
         name,
+    )
+
+
+def function_job(
+    name: str,
+    fn: Any,
+    team: str,
+    pool: str,
+    *,
+    function_args: dict[str, Any] | None = None,
+    **kwargs: Any,
+) -> JobSpec:
+    """A job that calls `fn(**function_args)` in every process, as the Kubeflow SDK's
+    `CustomTrainer(func=...)` does: its source and what it uses are shipped (see
+    `trainforge.jobs.pyfunction`), the distributed environment is set (RANK, WORLD_SIZE,
+    MASTER_ADDR, ... and the trainforge contract), and the function initialises its process
+    group itself (or calls `trainforge.training.init_distributed()`)."""
+    entry = {"function": fn, "function_args": function_args}
+    return parse_job(
+        {"name": name, "team": team, "pool": pool, "entrypoint": entry, **kwargs}, name
     )

@@ -35,7 +35,7 @@ import copy
 from typing import Any
 
 from trainforge.jobs import pod, tenancy
-from trainforge.jobs.codeship import CodeBundle, configmap_manifest
+from trainforge.jobs.codeship import USER_CODE_MOUNT, CodeBundle
 from trainforge.jobs.errors import JobConfigError
 from trainforge.jobs.pod import EmittedJob, labels
 from trainforge.jobs.spec import JobSpec, RunPolicySpec
@@ -93,8 +93,27 @@ def launch(job: JobSpec) -> pod.Launch:
     )
 
 
+# A job with its own code (an `entrypoint`) needs two pod fields that a v2.3 runtime patch
+# cannot set per job: `shareProcessNamespace` (so that SIGTERM reaches a script that installs
+# no handler, see trainforge.jobs.entrypoint) and, when its code is shipped, the container's
+# `workingDir` (the code's mount). The platform installs a variant of each runtime with them:
+# suffix -> (shareProcessNamespace, workingDir).
+VARIANTS: dict[str, tuple[bool, str | None]] = {
+    "": (False, None),
+    "-code": (True, USER_CODE_MOUNT),  # user code shipped in a ConfigMap
+    "-image": (True, None),  # user code in the image (module or command without codeDir)
+}
+
+
+def variant(job: JobSpec) -> str:
+    entry = job.entrypoint
+    if entry is None:
+        return ""
+    return "-code" if entry.ships_code else "-image"
+
+
 def runtime_name(job: JobSpec) -> str:
-    return RUNTIMES[job.restart_policy]
+    return RUNTIMES[job.restart_policy] + variant(job)
 
 
 # --- what v2.3 cannot express per job ------------------------------------------------------------
@@ -140,9 +159,10 @@ def check(job: JobSpec, target: JobTarget, where: str) -> None:
 # --- the platform's ClusterTrainingRuntimes ------------------------------------------------------
 
 
-def _runtime_pod(restart_policy: str) -> dict[str, Any]:
+def _runtime_pod(restart_policy: str, suffix: str = "") -> dict[str, Any]:
     """The pod every TrainJob starts from: what the pod builder puts on every pod."""
-    return {
+    share, working_dir = VARIANTS[suffix]
+    template = {
         "metadata": {},
         "spec": {
             # OnFailure restarts the container in place, as a PyTorchJob's OnFailure does;
@@ -178,9 +198,14 @@ def _runtime_pod(restart_policy: str) -> dict[str, Any]:
             ],
         },
     }
+    if share:
+        template["spec"]["shareProcessNamespace"] = True
+    if working_dir is not None:
+        template["spec"]["containers"][0]["workingDir"] = working_dir
+    return template
 
 
-def _runtime_job_spec(restart_policy: str) -> dict[str, Any]:
+def _runtime_job_spec(restart_policy: str, suffix: str = "") -> dict[str, Any]:
     rp = RUNTIME_RUN_POLICY
     spec: dict[str, Any] = {
         # JobSet's DNS names and PET_NODE_RANK need an Indexed Job; parallelism and
@@ -189,7 +214,7 @@ def _runtime_job_spec(restart_policy: str) -> dict[str, Any]:
         # As a PyTorchJob's runPolicy.backoffLimit: container restarts (OnFailure) or failed
         # pods (ExitCode) of the whole job before it fails; Never fails on the first.
         "backoffLimit": 0 if restart_policy == "Never" else rp.backoff_limit,
-        "template": _runtime_pod(restart_policy),
+        "template": _runtime_pod(restart_policy, suffix),
     }
     if restart_policy == "ExitCode":
         spec["podFailurePolicy"] = {
@@ -212,14 +237,14 @@ def _runtime_job_spec(restart_policy: str) -> dict[str, Any]:
     return spec
 
 
-def runtime_manifest(restart_policy: str = "OnFailure") -> dict[str, Any]:
-    """The platform's ClusterTrainingRuntime for one restart policy."""
+def runtime_manifest(restart_policy: str = "OnFailure", suffix: str = "") -> dict[str, Any]:
+    """The platform's ClusterTrainingRuntime for one restart policy (and `VARIANTS` suffix)."""
     rp = RUNTIME_RUN_POLICY
     return {
         "apiVersion": API_VERSION,
         "kind": RUNTIME_KIND,
         "metadata": {
-            "name": RUNTIMES[restart_policy],
+            "name": RUNTIMES[restart_policy] + suffix,
             "labels": {
                 FRAMEWORK_LABEL: "torch",
                 "app.kubernetes.io/name": "trainforge",
@@ -241,7 +266,7 @@ def runtime_manifest(restart_policy: str = "OnFailure") -> dict[str, Any]:
                             "replicas": 1,
                             "template": {
                                 "metadata": {"labels": {ANCESTOR_LABEL: ANCESTOR_TRAINER}},
-                                "spec": _runtime_job_spec(restart_policy),
+                                "spec": _runtime_job_spec(restart_policy, suffix),
                             },
                         }
                     ],
@@ -253,7 +278,7 @@ def runtime_manifest(restart_policy: str = "OnFailure") -> dict[str, Any]:
 
 def runtime_manifests() -> list[dict[str, Any]]:
     """Every ClusterTrainingRuntime the platform installs with the trainjob backend."""
-    return [runtime_manifest(policy) for policy in RUNTIMES]
+    return [runtime_manifest(policy, suffix) for policy in RUNTIMES for suffix in VARIANTS]
 
 
 # --- a job ------------------------------------------------------------------------------------
@@ -346,18 +371,25 @@ def podmonitor_manifest(job: JobSpec, target: JobTarget) -> dict[str, Any] | Non
     )
 
 
-def emit(job: JobSpec, target: JobTarget, code: CodeBundle | None) -> EmittedJob:
+def emit(
+    job: JobSpec,
+    target: JobTarget,
+    code: CodeBundle | None,
+    user_code: CodeBundle | None = None,
+) -> EmittedJob:
     """All objects for a resolved job (see `wiring.resolve_job`). The runtime the TrainJob
     names is the platform's (`runtime_manifests`), not part of the job."""
     code = pod.check_emittable(job, code)
-    cm = configmap_manifest(code, job.name, target.namespace, labels(job)) if code else None
-    template = pod.pod_template(job, target, code, launch(job))
+    user_code = pod.check_user_code(job, user_code)
+    cm, user_cm = pod.configmaps(job, target, code, user_code)
+    template = pod.pod_template(job, target, code, launch(job), user_code)
     return EmittedJob(
         backend=BACKEND,
         workload=trainjob_manifest(job, target, template),
         pod=template,
         podmonitor=podmonitor_manifest(job, target),
         configmap=cm,
+        user_configmap=user_cm,
     )
 
 

@@ -5,7 +5,8 @@ and its backend, and rejects what can never run there: more GPUs than the pool's
 types have, EFA on a pool without it, a pod bigger than what its node leaves after the kubelet
 and the DaemonSets, more pods at once than the pool can hold (`capacity`), a job bigger than
 the team's quota, a backend whose controller the platform does not install or that cannot run
-the job (`trainforge.jobs.backends`).
+the job (`trainforge.jobs.backends`), a model that does not fit in the pool's GPU memory
+(`trainforge.jobs.estimate.check_fit`).
 The platform side of a job (`JobTarget`, from `contract.PlatformContract.target`) is typed:
 see `trainforge.jobs.contract`.
 """
@@ -15,7 +16,7 @@ from __future__ import annotations
 from dataclasses import replace
 from fractions import Fraction
 
-from trainforge.jobs import capacity, images
+from trainforge.jobs import capacity, images, storage
 from trainforge.jobs.contract import (
     EFA_RESOURCE,
     GPU_RESOURCE,
@@ -27,6 +28,7 @@ from trainforge.jobs.contract import (
     TeamQuota,
 )
 from trainforge.jobs.errors import JobConfigError
+from trainforge.jobs.estimate import check_fit
 from trainforge.jobs.quantity import format_mebibytes, parse_quantity
 from trainforge.jobs.spec import JobSpec
 
@@ -203,10 +205,18 @@ def resolve_job(job: JobSpec, target: JobTarget, where: str = "job") -> JobSpec:
         checkpoint=replace(job.checkpoint, s3_mirror=mirror),
     )
     check_quota(resolved, target, where)
-    images.check_image(resolved, pool, where)
+    storage.check_storage(resolved, target, where)
+    # User code needs the runtime library only if it imports it: checked with its files
+    # (`entrypoint.user_code`); the driver and GPU checks apply to every image.
+    images.check_image(
+        resolved, pool, where, needs_runtime=None if resolved.entrypoint is None else False
+    )
     for problem in rehearsal.problems:
         raise JobConfigError(f"{where}.{problem.key}", values[problem.key], problem.message)
     backends.check(resolved, target, where)
+    # Will the model fit in the pool's GPU (or pod) memory? Refused here, before anything
+    # exists, with the estimate and what would make it fit (trainforge.jobs.estimate).
+    check_fit(resolved, pool, where)
     return resolved
 
 

@@ -24,7 +24,8 @@ What is found and how it is modelled:
   (the Job re-created after the consumers wrote), consumers write again; (B) the consumers'
   subPaths already made by the kubelet (root-owned) before the script runs.
 - consumers: every other pod mounting the same claim, as its own securityContext says, writing
-  the directories its command names (--checkpoint-dir, --output-dir), else its mount path;
+  the directories its command names (--checkpoint-dir, --output-dir) or its job contract's
+  TRAINFORGE_CHECKPOINT_DIR/TRAINFORGE_OUTPUT_DIR (user code), else its mount path;
   for a team with no job yet, a probe pod with the team's UID/GID (TeamFacts).
 """
 
@@ -57,6 +58,7 @@ RULES = {
 }
 SHELLS = {"sh", "bash", "ash", "dash"}
 WRITE_FLAGS = ("--checkpoint-dir", "--output-dir")
+WRITE_ENV = ("TRAINFORGE_CHECKPOINT_DIR", "TRAINFORGE_OUTPUT_DIR")
 READ_ONLY_VOLUMES = ("configMap", "secret", "projected", "downwardAPI")
 FSX_DRIVER = "fsx.csi.aws.com"
 
@@ -179,6 +181,13 @@ def _write_dirs(container: dict[str, Any], mount_path: str) -> tuple[str, ...]:
     argv = [str(a) for a in (container.get("command") or []) + (container.get("args") or [])]
     dirs = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a in WRITE_FLAGS]
     dirs += [a.split("=", 1)[1] for a in argv if a.split("=", 1)[0] in WRITE_FLAGS and "=" in a]
+    # The job contract's directories (what user code writes: trainforge.training.contract)
+    dirs += [
+        str(e.get("value"))
+        for e in container.get("env") or ()
+        if isinstance(e, dict) and e.get("name") in WRITE_ENV and isinstance(e.get("value"), str)
+    ]
+    dirs = list(dict.fromkeys(dirs))
     inside = tuple(d for d in dirs if d == mount_path or d.startswith(mount_path.rstrip("/") + "/"))
     return inside or (mount_path,)
 

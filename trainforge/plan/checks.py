@@ -27,6 +27,7 @@ CHECKS: list[str] = [
     "trainforge.plan.controller_identity:check",
     "trainforge.plan.check_pod_scripts:check",
     "trainforge.plan.check_scheduling:check",
+    "trainforge.plan.estimates:check",
     "trainforge.plan.cost_check:check",
     "trainforge.plan.job_backends:check",
     "trainforge.plan.check_queues:check",

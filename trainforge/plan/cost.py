@@ -42,7 +42,7 @@ class Duration:
     an `activeDeadlineSeconds` figure is a ceiling, not an expectation."""
 
     seconds: float | None
-    source: str  # "expectedStepSeconds" | "activeDeadlineSeconds" | "unknown"
+    source: str  # "expectedStepSeconds" | "estimate" | "activeDeadlineSeconds" | "unknown"
     detail: str
     low: float | None = None
     high: float | None = None
@@ -53,7 +53,10 @@ class Duration:
 
 
 def job_steps(job: JobSpec) -> int:
-    """Optimizer steps the job runs: its `steps`, or the runtime's default."""
+    """Optimizer steps the job runs: its `steps` (for its own code, `modelSize.steps`), or the
+    runtime's default."""
+    if job.model_size is not None and job.model_size.steps is not None:
+        return job.model_size.steps
     if job.training.steps is not None:
         return job.training.steps
     from trainforge.training.config import TrainConfig  # noqa: PLC0415 - torch-free
@@ -81,11 +84,32 @@ def _from_deadline(job: JobSpec, pool: PoolFacts) -> Duration | None:
     )
 
 
+def _from_estimate(job: JobSpec, pool: PoolFacts) -> Duration | None:
+    """The step-time model (issue 17): steps x estimated step time + start-up and
+    checkpoints, with its range; None where it has no facts (CPU pools, unknown GPUs)."""
+    from trainforge.jobs.estimate import NoEstimate, estimate  # noqa: PLC0415
+
+    try:
+        e = estimate(job, pool)
+    except NoEstimate:
+        return None
+    if e.duration_seconds is None or e.duration_range is None or e.step_seconds is None:
+        return None
+    return Duration(
+        e.duration_seconds,
+        "estimate",
+        f"{e.steps} steps x {e.step_seconds:.3g}s estimated on {e.world_size} x {e.gpu} "
+        f"(+ start-up, checkpoints; {e.basis.split(':')[0]})",
+        low=e.duration_range[0],
+        high=e.duration_range[1],
+    )
+
+
 # Precedence, first answer wins: what the user measured beats a model, a model beats the
 # job's deadline (which only bounds the run), and with none of them the duration is unknown.
-# A step-time model (issue 17, `trainforge.jobs.estimate`) slots in between the first two.
 DURATION_SOURCES: list[Callable[[JobSpec, PoolFacts], Duration | None]] = [
     _from_user,
+    _from_estimate,
     _from_deadline,
 ]
 

@@ -32,8 +32,15 @@ _POD_FIELDS = (
     "volumes",
     "automountServiceAccountToken",
     "enableServiceLinks",
+    "shareProcessNamespace",
 )
-_CONTAINER_FIELDS = ("resources", "volumeMounts", "securityContext", "imagePullPolicy")
+_CONTAINER_FIELDS = (
+    "resources",
+    "volumeMounts",
+    "securityContext",
+    "imagePullPolicy",
+    "workingDir",
+)
 
 
 def _differences(wanted: dict[str, Any], built: dict[str, Any]) -> list[str]:

@@ -100,6 +100,16 @@ def instance_type_result(name: str) -> dict[str, Any]:
         "efaMaximumInterfaces": net.get("EfaInfo", {}).get("MaximumEfaInterfaces", 0),
         "maximumNetworkInterfaces": net.get("MaximumNetworkInterfaces", 0),
         "maximumNetworkCards": net.get("MaximumNetworkCards", 1),
+        "networkCards": [
+            {
+                "index": c.get("NetworkCardIndex", 0),
+                "baselineBandwidth": c.get("BaselineBandwidthInGbps", 0.0),
+                "peakBandwidth": c.get("PeakBandwidthInGbps", 0.0),
+                "maximumInterfaces": c.get("MaximumNetworkInterfaces", 0),
+                "performance": c.get("NetworkPerformance", ""),
+            }
+            for c in net.get("NetworkCards", [])
+        ],
         "defaultNetworkCardIndex": net.get("DefaultNetworkCardIndex", 0),
         "networkPerformance": net.get("NetworkPerformance", ""),
         "enaSupport": net.get("EnaSupport", ""),

@@ -28,6 +28,10 @@ class InstanceTypeFacts:
     efa_interfaces: int
     network_cards: int
     architectures: tuple[str, ...]
+    # Sustained (baseline) bandwidth in Gbit/s: all network cards (what EFA can use), and the
+    # primary card's (what a pod's TCP traffic uses). 0 when AWS does not say.
+    network_gbps: float = 0.0
+    primary_network_gbps: float = 0.0
     # VPC CNI pod addresses: every ENI of the type (all cards) and IPv4 addresses per ENI.
     max_network_interfaces: int = 0
     ipv4_per_interface: int = 0
@@ -41,6 +45,7 @@ def instance_type_facts(name: str) -> InstanceTypeFacts:
     except Exception as e:  # the provider reports unknown types as an invoke failure
         raise LookupError(f"no EC2 instance type {name!r}: {e}") from e
     gpus = list(r.gpuses or [])
+    cards = sorted(r.network_cards or [], key=lambda c: int(c.index or 0))
     return InstanceTypeFacts(
         name=name,
         vcpus=int(r.default_vcpus or 0),
@@ -52,6 +57,8 @@ def instance_type_facts(name: str) -> InstanceTypeFacts:
         efa_interfaces=int(r.efa_maximum_interfaces or 0) if r.efa_supported else 0,
         network_cards=int(r.maximum_network_cards or 1),
         architectures=tuple(r.supported_architectures or ()),
+        network_gbps=float(sum(float(c.baseline_bandwidth or 0) for c in cards)),
+        primary_network_gbps=float(cards[0].baseline_bandwidth or 0) if cards else 0.0,
         max_network_interfaces=int(r.maximum_network_interfaces or 0),
         ipv4_per_interface=int(r.maximum_ipv4_addresses_per_interface or 0),
     )
@@ -72,6 +79,8 @@ class PoolTypeFacts:
     # (minimum over the types; 0 on CPU pools).
     gpu_name: str | None = None
     gpu_memory_mib: int = 0
+    network_gbps: float = 0.0  # minimum over the types (see InstanceTypeFacts)
+    primary_network_gbps: float = 0.0
     # Each type's own facts, in the pool's order (the cost report picks the type a pod
     # lands on, the scheduling rehearsal fits pods on each; the minimums above are what a pod
     # may be sized for).
@@ -134,6 +143,8 @@ def resolve_pool(
         architecture=arch,
         gpu_name=gpu_names.pop() if len(gpu_names) == 1 and not no_gpu else None,
         gpu_memory_mib=min(per_gpu) if per_gpu and not no_gpu else 0,
+        network_gbps=min(f.network_gbps for f in facts),
+        primary_network_gbps=min(f.primary_network_gbps for f in facts),
         per_type=tuple(facts),
     )
 

@@ -72,6 +72,8 @@ def _facts_for_group(g: NodeGroupConfig, f: PoolTypeFacts) -> PoolFacts:
         gpus_per_node=f.gpus_per_node,
         gpu_name=f.gpu_name,
         gpu_memory_mib=f.gpu_memory_mib,
+        network_gbps=f.network_gbps,
+        primary_network_gbps=f.primary_network_gbps,
         efa_interfaces=f.efa_interfaces,
         taints=taints,
         node_selector=((POOL_LABEL, g.name),),
@@ -97,6 +99,8 @@ def _facts_for_pool(p: NodePoolConfig, f: PoolTypeFacts) -> PoolFacts:
         gpus_per_node=f.gpus_per_node,
         gpu_name=f.gpu_name,
         gpu_memory_mib=f.gpu_memory_mib,
+        network_gbps=f.network_gbps,
+        primary_network_gbps=f.primary_network_gbps,
         efa_interfaces=f.efa_interfaces,
         taints=taints,
         node_selector=((POOL_LABEL, p.name),),
@@ -223,6 +227,7 @@ def team_facts(
             queue=LOCAL_QUEUE if services.kueue.enabled else None,
             mlflow_secret=CREDENTIALS_SECRET if services.mlflow.enabled else None,
             mlflow_experiment=t.name if services.mlflow.enabled else None,
+            claims=tuple(t.claims),
             ready=tuple(ready.get(t.name, ())),
         )
     return out

@@ -57,6 +57,7 @@ _DEFAULT_ID_BASE = 100000
 _DEFAULT_ID_SPAN = 900000
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 # Kubernetes resource.Quantity (apimachinery): a signed decimal with an optional suffix.
 _QUANTITY = re.compile(r"^\+?(\d+(\.\d*)?|\.\d+)(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E|[eE][+-]?\d+)?$")
 _K8S_PATH = re.compile(r"^/[A-Za-z0-9._/-]*$")
@@ -213,6 +214,10 @@ class TeamConfig:
     # `init-pytorch` container into Worker pods of Master/Worker PyTorchJobs without a
     # securityContext, which `restricted` rejects. `restricted` is always warned and audited.
     pod_security: str = "baseline"
+    # PersistentVolumeClaims of the team's namespace (its datasets, models) that its jobs may
+    # mount besides the FSx claim; the team creates them, the platform only lists them so that
+    # a job's preview can refuse any other claim (see trainforge/jobs/storage.py).
+    claims: tuple[str, ...] = ()
     # The UID/GID the team's pods run as and that owns its FSx directory (mode 0770); unique
     # across teams. None: default_team_id(name).
     uid: int | None = None
@@ -620,7 +625,7 @@ def _teams(
     seen: set[str] = set()
     for i, item in enumerate(raw):
         r = _Reader(item, f"{path}[{i}]", errors)
-        r.unknown({"name", "quota", "defaults", "podSecurity", "uid", "gid", "cohort"})
+        r.unknown({"name", "quota", "defaults", "podSecurity", "claims", "uid", "gid", "cohort"})
         name = r.raw.get("name")
         if not is_dns_label(name):
             r.err(
@@ -661,6 +666,7 @@ def _teams(
                 quota,
                 defaults,
                 pod_security,
+                claims=_claims(r, name),
                 uid=_team_id(r, "uid"),
                 gid=_team_id(r, "gid"),
                 cohort=cohort,
@@ -729,6 +735,26 @@ def _kueue(r: _Reader) -> KueueConfig:
         borrow_within_cohort=borrow,
         pods_ready_timeout=timeout,
     )
+
+
+def _claims(r: _Reader, team: str) -> tuple[str, ...]:
+    raw = r.raw.get("claims")
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        r.err("claims", raw, "a list of PersistentVolumeClaim names in the team's namespace")
+        return ()
+    out: list[str] = []
+    for i, claim in enumerate(raw):
+        if not (isinstance(claim, str) and len(claim) <= 253 and _DNS_SUBDOMAIN.match(claim)):
+            r.err(f"claims[{i}]", claim, "a PersistentVolumeClaim name (a DNS-1123 subdomain)")
+        elif claim == f"fsx-{team}":  # trainforge.platform.fsx.claim_name (imports pulumi)
+            r.err(f"claims[{i}]", claim, "another claim: the team's FSx claim is always mounted")
+        elif claim in out:
+            r.err(f"claims[{i}]", claim, "each claim once")
+        else:
+            out.append(claim)
+    return tuple(out)
 
 
 def _job_backends(raw: dict[str, Any], errors: list[str]) -> tuple[str, tuple[str, ...]]:

@@ -55,6 +55,27 @@ EXTRAS_VERSION = 1
 # (TORCHELASTIC_RESTART_COUNT unset or 0).
 CRASH_DURING_SAVE_ENV = "TRAINFORGE_TEST_CRASH_DURING_SAVE"
 
+# Test-only fault injection for end-to-end tests and local rehearsals: "RANK:STEP:SIGNAL"
+# (SIGNAL = KILL or TERM). Rank RANK sends itself the signal right after optimizer step STEP,
+# on the first attempt only (TORCHELASTIC_RESTART_COUNT unset or 0), so a torchrun restart
+# does not fail again. It fires in `CheckpointManager.should_save`, so user code that uses the
+# manager rehearses exactly as the runtime does. Never set it in a real job.
+FAULT_ENV = "TRAINFORGE_TEST_FAULT"
+
+
+def _fault_from_env() -> tuple[int, int, int] | None:
+    spec = os.environ.get(FAULT_ENV, "")
+    if not spec or os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") not in ("", "0"):
+        return None
+    try:
+        rank, step, sig = spec.split(":")
+        return int(rank), int(step), {"KILL": signal.SIGKILL, "TERM": signal.SIGTERM}[sig]
+    except (ValueError, KeyError):
+        raise CheckpointError(
+            f"{FAULT_ENV}={spec!r}: expected RANK:STEP:KILL|TERM (test hook)"
+        ) from None
+
+
 LogFn = Callable[[str], None]
 
 
@@ -250,6 +271,7 @@ class CheckpointManager:
         first_attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") in ("", "0")
         crash = os.environ.get(CRASH_DURING_SAVE_ENV, "") if first_attempt else ""
         self._crash_step = int(crash) if crash.strip().isdigit() else -1
+        self._fault = _fault_from_env()
         self.records: list[SaveRecord] = []
         self.last_saved_step: int | None = None  # complete (or restored from)
         self.last_started_step: int | None = None  # complete or in flight
@@ -288,8 +310,45 @@ class CheckpointManager:
         dist.broadcast_object_list(box, src=0, group=self.group)
         return box[0]
 
+    @classmethod
+    def from_env(cls, *, log: LogFn = print, **overrides: Any) -> CheckpointManager:
+        """A manager configured by the job contract (``TRAINFORGE_CHECKPOINT_DIR``, ``_EVERY``,
+        ``_KEEP_LAST``, ``_RESUME``, ``_ASYNC_CHECKPOINT``, ``_CHECKPOINT_S3``,
+        ``_GRACE_PERIOD``); keyword arguments override fields of `CheckpointConfig`.
+
+        Without the variables (a plain ``python train.py``) it does nothing: no directory, no
+        checkpoints, ``restore`` returns 0. Create it after ``init_process_group``."""
+        from trainforge.training.contract import job_env
+
+        env = job_env()
+        config = CheckpointConfig(
+            directory=env.checkpoint_dir,
+            every=env.checkpoint_every,
+            keep_last=env.keep_last,
+            resume=env.resume,
+            async_save=env.async_checkpoint and env.checkpoint_dir is not None,
+            s3_uri=env.checkpoint_s3 if env.checkpoint_dir is not None else None,
+            grace_period=env.grace_period,
+        )
+        return cls(dataclasses.replace(config, **overrides), log=log)
+
+    def inject_fault(self, step: int) -> None:
+        """The rehearsal hook ``TRAINFORGE_TEST_FAULT=RANK:STEP:KILL|TERM`` (first attempt only):
+        rank RANK sends itself the signal after step STEP. Called at every step boundary (by
+        ``should_save``), so user code that uses this manager rehearses as the runtime does."""
+        if self._fault is not None and self._fault[:2] == (self.rank, step):
+            sig = self._fault[2]
+            self._fault = None
+            self.log(
+                f"test hook {FAULT_ENV}: rank {self.rank} sends itself "
+                f"{signal.Signals(sig).name} after step {step}"
+            )
+            os.kill(os.getpid(), sig)
+
     def should_save(self, step: int) -> bool:
-        """Periodic schedule: ``step`` counts completed optimizer steps."""
+        """Periodic schedule (``every``): ``step`` counts completed optimizer steps. Call it once
+        per step boundary on every rank."""
+        self.inject_fault(step)
         return bool(self.root and self.config.every and step > 0 and step % self.config.every == 0)
 
     # -- restore --------------------------------------------------------------------------
@@ -549,12 +608,6 @@ def _first_line(e: BaseException) -> str:
 
 # ------------------------------------------------------------------- the training loop's hooks
 
-# Test-only fault injection for end-to-end tests and local rehearsals: "RANK:STEP:SIGNAL"
-# (SIGNAL = KILL or TERM). Rank RANK sends itself the signal right after optimizer step STEP,
-# on the first attempt only (TORCHELASTIC_RESTART_COUNT unset or 0), so a torchrun restart
-# does not fail again. Never set it in a real job.
-FAULT_ENV = "TRAINFORGE_TEST_FAULT"
-
 
 def add_checkpoint_arguments(parser: Any) -> None:
     """The checkpointing flags (issue 3), for the runtime's argparse parser."""
@@ -644,18 +697,6 @@ class Checkpointing:
         self.preemption = (
             PreemptionHandler(config.grace_period, log=log) if config.enabled else None
         )
-        self._fault = self._parse_fault(os.environ.get(FAULT_ENV, ""))
-
-    def _parse_fault(self, spec: str) -> tuple[int, int, int] | None:
-        if not spec or os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") not in ("", "0"):
-            return None
-        try:
-            rank, step, sig = spec.split(":")
-            return int(rank), int(step), {"KILL": signal.SIGKILL, "TERM": signal.SIGTERM}[sig]
-        except (ValueError, KeyError):
-            raise CheckpointError(
-                f"{FAULT_ENV}={spec!r}: expected RANK:STEP:KILL|TERM (test hook)"
-            ) from None
 
     def restore(
         self, model: torch.nn.Module, optimizer: torch.optim.Optimizer, scheduler: Any | None = None
@@ -672,12 +713,8 @@ class Checkpointing:
         scheduler: Any | None = None,
     ) -> bool:
         """Call after each optimizer step with the number of steps done. True = stop now."""
-        if self._fault is not None and self._fault[:2] == (self.manager.rank, step):
-            self.log(
-                f"test hook {FAULT_ENV}: rank {self.manager.rank} sends itself "
-                f"{signal.Signals(self._fault[2]).name} after step {step}"
-            )
-            os.kill(os.getpid(), self._fault[2])
+        # before the stop agreement, so a TERM injected here is seen at this very step
+        self.manager.inject_fault(step)
         if self.preemption is not None and self.preemption.should_stop():
             self.preemption.begin_shutdown()
             if self.manager.last_started_step != step:

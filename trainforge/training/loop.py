@@ -209,6 +209,26 @@ def _train(cfg: TrainConfig, env: DistEnv) -> int:
         reporter.close()
 
 
+def micro_step(
+    model: nn.Module,
+    batch: tuple[torch.Tensor, torch.Tensor],
+    last: bool,
+    cfg: TrainConfig,
+    device: torch.device,
+    dtype: torch.dtype,
+) -> torch.Tensor:
+    """Forward and backward of one micro-batch; returns the detached loss.
+
+    One function so that what the planner's memory model is measured against
+    (tests/jobs/memory_probe.py) is exactly what the loop runs.
+    """
+    with accumulation(model, last), autocast(device, dtype, cfg.strategy):
+        x, y = batch
+        loss = unwrap(model).loss_from_logits(model(x), y)  # through the wrapper's hooks
+        (loss / cfg.grad_accum if cfg.grad_accum > 1 else loss).backward()
+    return loss.detach()
+
+
 def _loop(
     cfg: TrainConfig,
     env: DistEnv,
@@ -219,7 +239,6 @@ def _loop(
     dtype: torch.dtype,
 ) -> int:
     model, optimizer, scheduler = state.model, state.optimizer, state.scheduler
-    raw = unwrap(model)
     loss_acc = torch.zeros((), device=env.device, dtype=torch.float32)  # stays on device
     window = 0
     dist.barrier()  # ranks start the clock together (throughput numbers exclude setup skew)
@@ -227,12 +246,8 @@ def _loop(
     while state.step < cfg.steps:
         for micro in range(cfg.grad_accum):
             batch = batches.get(state.step, micro)
-            last = micro == cfg.grad_accum - 1
-            with accumulation(model, last), autocast(env.device, dtype, cfg.strategy):
-                x, y = batch
-                loss = raw.loss_from_logits(model(x), y)  # through the wrapper's hooks
-                (loss / cfg.grad_accum if cfg.grad_accum > 1 else loss).backward()
-            loss_acc.add_(loss.detach())  # summed over micro-steps; averaged when logged
+            loss = micro_step(model, batch, micro == cfg.grad_accum - 1, cfg, env.device, dtype)
+            loss_acc.add_(loss)  # summed over micro-steps; averaged when logged
         optimizer.step()
         scheduler.step()
         optimizer.zero_grad(set_to_none=True)
@@ -275,6 +290,7 @@ def _finish(
     agree = all(g == gathered[0] for g in gathered)
     if not agree:
         reporter.log("error: ranks disagree on the final parameters")
+    memory = _peak_memory(env)  # the largest rank's: what has to fit (a collective)
     if not env.is_main:
         return
     now = time.perf_counter()
@@ -304,5 +320,30 @@ def _finish(
         "checkpoint": checkpointing.metrics(),
         "config": as_dict(cfg),
         "pid": os.getpid(),
+        # for `trainforge calibrate` (the planner's facts): what ran, on what, and its peak
+        "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "device_name": torch.cuda.get_device_name(env.device)
+        if env.device.type == "cuda"
+        else "cpu",
+        "precision": str(resolve_precision(cfg, env.device)).removeprefix("torch."),
+        "parameters": sum(p.numel() for p in raw.parameters()),
+        "flops_per_sample": raw.flops_per_sample(),
+        "peak_flops_per_gpu": reporter.peak_total / env.world_size if reporter.peak_total else None,
+        **memory,
     }
     reporter.summary(summary)
+
+
+def _peak_memory(env: DistEnv) -> dict[str, int | None]:
+    """Peak GPU memory PyTorch allocated and reserved, the maximum over ranks (None on CPU,
+    where torch keeps no such counter)."""
+    if env.device.type != "cuda":
+        return {"peak_memory_allocated_bytes": None, "peak_memory_reserved_bytes": None}
+    mine = torch.tensor(
+        [torch.cuda.max_memory_allocated(env.device), torch.cuda.max_memory_reserved(env.device)],
+        device=env.device,
+        dtype=torch.int64,
+    )
+    dist.all_reduce(mine, op=dist.ReduceOp.MAX)
+    allocated, reserved = (int(v) for v in mine.tolist())
+    return {"peak_memory_allocated_bytes": allocated, "peak_memory_reserved_bytes": reserved}

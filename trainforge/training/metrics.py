@@ -11,6 +11,7 @@ import contextlib
 import json
 import math
 import os
+import re
 import sys
 import threading
 import time
@@ -20,15 +21,10 @@ from typing import Any
 
 import torch
 
-# Dense bf16 peak FLOP/s per GPU for MFU (vendor datasheets, no sparsity).
-PEAK_BF16_FLOPS = {
-    "H200": 989e12,
-    "H100": 989e12,
-    "A100": 312e12,
-    "L40S": 362e12,
-    "A10G": 70e12,
-    "L4": 121e12,
-}
+from trainforge.training import gpus
+
+# Dense bf16 peak FLOP/s per GPU model: one table (gpus.py), shared with the planner.
+PEAK_BF16_FLOPS = gpus.PEAK_BF16_FLOPS
 
 HELP = {
     "step": "optimizer steps completed",
@@ -62,11 +58,8 @@ def format_eta(seconds: float) -> str:
 def peak_flops(device: torch.device) -> float | None:
     if device.type != "cuda":
         return None
-    name = torch.cuda.get_device_name(device)
-    for key, flops in PEAK_BF16_FLOPS.items():
-        if key in name:
-            return flops
-    return None
+    facts = gpus.match_gpu(torch.cuda.get_device_name(device))
+    return facts.bf16_flops if facts is not None and facts.native_bf16 else None
 
 
 class Gauges:
@@ -344,3 +337,106 @@ class Reporter:
         if self.server is not None:
             self.server.close()
             self.server = None
+
+
+_METRIC_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
+
+
+class MetricsReporter:
+    """Metrics for your own training code, as the runtime reports its own: on global rank 0, a
+    Prometheus endpoint (``TRAINFORGE_METRICS_PORT``, scraped by the job's PodMonitor; 0 = off),
+    ``metrics.jsonl`` in ``TRAINFORGE_OUTPUT_DIR``, and MLflow when ``MLFLOW_TRACKING_URI`` is set
+    and mlflow is installed (run name ``TRAINFORGE_JOB_NAME``). On other ranks every call does
+    nothing, so call it everywhere::
+
+        metrics = MetricsReporter.from_env(params={"lr": lr})
+        metrics.log(step, loss=loss.item(), lr=lr)   # gauges trainforge_loss, trainforge_lr
+        metrics.close()
+    """
+
+    def __init__(
+        self,
+        *,
+        enabled: bool,
+        run_name: str,
+        output_dir: Path | None,
+        metrics_port: int = 0,
+        params: dict[str, Any] | None = None,
+        log: Any = print,
+    ) -> None:
+        self.enabled = enabled
+        self.gauges = Gauges()
+        self.server: MetricsServer | None = None
+        self.mlflow: MLflowLogger | None = None
+        self._jsonl = None
+        self._log = log
+        if not enabled:
+            return
+        if metrics_port:
+            self.server = MetricsServer(self.gauges, metrics_port, labels={"run": run_name})
+        if output_dir is not None:
+            output_dir.mkdir(parents=True, exist_ok=True)
+            self._jsonl = open(output_dir / "metrics.jsonl", "a", encoding="utf-8")  # noqa: SIM115
+        self.mlflow = MLflowLogger(run_name, params or {}, log)
+
+    @classmethod
+    def from_env(cls, *, params: dict[str, Any] | None = None, log: Any = print) -> MetricsReporter:
+        """Configured by the job contract; enabled on global rank 0 only."""
+        from trainforge.training.contract import job_env
+
+        env = job_env()
+        return cls(
+            enabled=_global_rank() == 0,
+            run_name=env.job_name,
+            output_dir=env.output_path,
+            metrics_port=env.metrics_port,
+            params=params,
+            log=log,
+        )
+
+    @property
+    def port(self) -> int | None:
+        return self.server.port if self.server is not None else None
+
+    def log(self, step: int, **values: float) -> None:
+        """Record ``values`` at ``step``: gauges ``trainforge_<name>``, a JSON line, MLflow."""
+        for name in values:
+            if not _METRIC_NAME.match(name):
+                raise ValueError(f"metric name {name!r}: use letters, digits and '_' only")
+        if not self.enabled:
+            return
+        record = {"step": float(step), **{k: float(v) for k, v in values.items()}}
+        self.gauges.update(record)
+        if self._jsonl is not None:
+            self._jsonl.write(json.dumps(record) + "\n")
+            self._jsonl.flush()
+        if self.mlflow is not None:
+            self.mlflow.log({k: float(v) for k, v in values.items()}, step)
+
+    def close(self) -> None:
+        if self._jsonl is not None:
+            self._jsonl.close()
+            self._jsonl = None
+        if self.mlflow is not None:
+            self.mlflow.close()
+            self.mlflow = None
+        if self.server is not None:
+            self.server.close()
+            self.server = None
+
+    def __enter__(self) -> MetricsReporter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _global_rank() -> int:
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank()
+    try:
+        return int(os.environ.get("RANK", "0") or 0)
+    except ValueError:
+        return 0

@@ -39,7 +39,9 @@ def parallelize(model: nn.Module, cfg: TrainConfig, env: DistEnv, dtype: torch.d
             block.compile()
     if cfg.strategy == "fsdp":
         mp = MixedPrecisionPolicy(param_dtype=dtype, reduce_dtype=torch.float32)
-        model.to(env.device)
+        # No model.to(device) first: fully_shard moves each group's parameters to the device
+        # and shards them there, one group at a time, so a GPU never holds the whole fp32
+        # model -- a model FSDP can shard need not fit on one GPU to start.
         for i, block in enumerate(model.blocks):
             # The last block's parameters are needed right away by backward: keep them gathered.
             fully_shard(block, mp_policy=mp, reshard_after_forward=i < len(model.blocks) - 1)

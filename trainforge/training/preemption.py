@@ -62,6 +62,26 @@ class PreemptionHandler:
             self.signal_name = signal.Signals(signum).name
         self._local.set()
 
+    @classmethod
+    def from_env(cls, *, log: LogFn = print) -> PreemptionHandler:
+        """A handler with the job's grace period (``TRAINFORGE_GRACE_PERIOD``, default 90 s).
+        Create it after ``init_process_group`` (it all-reduces the stop flag on its own group)."""
+        from trainforge.training.contract import job_env
+
+        return cls(job_env().grace_period, log=log)
+
+    def shutdown(self, save: Callable[[], Any] | None = None) -> int:
+        """After ``should_stop()`` returned True: log, run ``save()`` (your checkpoint) under a
+        watchdog that exits hard when the grace period runs out, restore the signal handlers,
+        and return the exit code to leave with (``sys.exit(handler.shutdown(save))``): 143, which
+        torchrun and the operator's ExitCode restart policy treat as retryable."""
+        self.begin_shutdown()
+        if save is not None:
+            save()
+        self.finish_shutdown()
+        self.close()
+        return PREEMPTED_EXIT_CODE
+
     @property
     def requested_locally(self) -> bool:
         return self._local.is_set()

@@ -9,6 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from trainforge.training.flops import gpt_flops_per_sample
 from trainforge.training.models.blocks import run_block
 
 
@@ -91,12 +92,12 @@ class GPT(nn.Module):
         return F.cross_entropy(logits.float().view(-1, logits.size(-1)), y.reshape(-1))
 
     def flops_per_sample(self) -> float:
-        """PaLM/nanoGPT estimate: 6N per token (non-embedding) + 12*L*d*T attention, x T tokens."""
+        """PaLM/nanoGPT estimate (see flops.py): 6N per token (non-embedding) + 12*L*d*T
+        attention, x T tokens. The planner's estimate calls the same function."""
         c = self.config
         n = sum(p.numel() for p in self.parameters()) - self.pos.weight.numel()
         n -= self.tok.weight.numel()
-        per_token = 6 * n + 12 * c.layers * c.d_model * c.seq_len
-        return float(per_token * c.seq_len)
+        return gpt_flops_per_sample(n, c.layers, c.d_model, c.seq_len)
 
     @property
     def tokens_per_sample(self) -> int:

@@ -6,6 +6,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from trainforge.training.flops import MLP_SIZES, dense_flops_per_sample
 from trainforge.training.models.blocks import run_block
 
 
@@ -21,7 +22,7 @@ class MLPBlock(nn.Module):
 
 
 class MLP(nn.Module):
-    sizes = (784, 256, 128, 10)
+    sizes = MLP_SIZES
     decay_all_params = True  # weight decay on biases too, as the seed's AdamW did
 
     def __init__(self) -> None:
@@ -43,8 +44,8 @@ class MLP(nn.Module):
         return F.cross_entropy(logits.float(), y)
 
     def flops_per_sample(self) -> float:
-        """Forward + backward ~ 6 x parameters per sample."""
-        return 6.0 * sum(p.numel() for p in self.parameters())
+        """Forward + backward ~ 6 x parameters per sample (flops.py, shared with the planner)."""
+        return dense_flops_per_sample(sum(p.numel() for p in self.parameters()))
 
     @property
     def tokens_per_sample(self) -> int:

@@ -1,0 +1,135 @@
+"""Run a rendered PyTorchJob's pods as local processes: the operator and kubelet, offline.
+
+What it does, and nothing more:
+* writes every ConfigMap volume of the pod template into a temp directory, as the kubelet
+  projects it (items: key -> path, mode);
+* gives each replica (Master 0, Worker 1..N-1) the variables the Kubeflow training operator
+  v1.9 adds (pkg/controller.v1/pytorch/envvar.go: MASTER_ADDR, MASTER_PORT, WORLD_SIZE =
+  replicas x nprocPerNode, RANK = pod index, PET_NPROC_PER_NODE, PET_NODE_RANK, PET_NNODES)
+  after the container's own env, as the operator appends them;
+* expands `$(VAR)` in command and args as the kubelet does;
+* maps the pod's absolute mount paths into the temp directory (the only change made to the
+  command and env), `python` to this interpreter and `torchrun` to `python -m
+  torch.distributed.run`, and runs the container command in its workingDir.
+
+The environment starts from PATH only: nothing of this checkout leaks in, so the code that runs
+is the ConfigMaps' (the shipped runtime library included).
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import re
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+_VAR = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
+
+
+def expand(text: str, env: dict[str, str]) -> str:
+    return _VAR.sub(lambda m: "$" if m.group(0) == "$$" else env.get(m.group(1), m.group(0)), text)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def write_configmaps(
+    pod: dict[str, Any], configmaps: list[dict[str, Any]], root: Path
+) -> dict[str, Path]:
+    """Project every ConfigMap volume (once); returns mountPath -> local directory."""
+    by_name = {cm["metadata"]["name"]: cm for cm in configmaps}
+    (container,) = pod["containers"]
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    mapping: dict[str, Path] = {}
+    for mount in container["volumeMounts"]:
+        local = root / mount["mountPath"].lstrip("/")
+        mapping[mount["mountPath"]] = local
+        source = volumes[mount["name"]]
+        if local.exists() or "configMap" not in source:
+            local.mkdir(parents=True, exist_ok=True)
+            continue
+        cm = by_name[source["configMap"]["name"]]
+        blobs = {k: v.encode() for k, v in cm.get("data", {}).items()}
+        blobs.update({k: base64.b64decode(v) for k, v in cm.get("binaryData", {}).items()})
+        default_mode = source["configMap"].get("defaultMode", 0o644)
+        for item in source["configMap"]["items"]:
+            path = local / item["path"]
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(blobs[item["key"]])
+            path.chmod(item.get("mode", default_mode))
+    return mapping
+
+
+def _localize(text: str, mapping: dict[str, Path]) -> str:
+    """Pod mount paths -> local directories, in one pass (a local path may contain /tmp)."""
+    alternatives = "|".join(re.escape(p) for p in sorted(mapping, key=len, reverse=True))
+    pattern = rf"(?<![\w/])({alternatives})(?=/|$|:)"
+    return re.sub(pattern, lambda m: str(mapping[m.group(1)]), text)
+
+
+def operator_env(job: dict[str, Any], rtype: str, index: int, port: int) -> dict[str, str]:
+    spec = job["spec"]
+    replicas = sum(r["replicas"] for r in spec["pytorchReplicaSpecs"].values())
+    nproc = spec.get("nprocPerNode", "1")
+    rank = index + 1 if rtype == "Worker" else index
+    return {
+        "PYTHONUNBUFFERED": "0",
+        "MASTER_PORT": str(port),
+        "MASTER_ADDR": "127.0.0.1",  # stands for <job>-master-0
+        "WORLD_SIZE": str(replicas * int(nproc)),
+        "RANK": str(rank),
+        "PET_NPROC_PER_NODE": nproc,
+        "PET_NODE_RANK": str(rank),
+        "PET_NNODES": str(replicas),
+    }
+
+
+def run_pods(
+    job: dict[str, Any], configmaps: list[dict[str, Any]], root: Path, timeout: float = 240
+) -> list[tuple[int, str]]:
+    """Start every pod of a Master/Worker PyTorchJob; (exit code, output) per pod."""
+    port = free_port()
+    procs = []
+    for rtype, rspec in job["spec"]["pytorchReplicaSpecs"].items():
+        pod = rspec["template"]["spec"]
+        for index in range(rspec["replicas"]):
+            pod_root = root  # one shared "file system" for all pods, as FSx is
+            mapping = write_configmaps(pod, configmaps, pod_root)
+            (container,) = pod["containers"]
+            env = {"PATH": os.environ["PATH"], "OMP_NUM_THREADS": "1"}
+            for item in container["env"]:
+                env[item["name"]] = _localize(str(item["value"]), mapping)
+            env.update(operator_env(job, rtype, index, port))
+            argv = [_localize(expand(a, env), mapping) for a in container["command"]]
+            if argv[0] == "python":
+                argv = [sys.executable, *argv[1:]]
+            elif argv[0] == "torchrun":
+                argv = [sys.executable, "-m", "torch.distributed.run", *argv[1:]]
+            cwd = _localize(container.get("workingDir", str(root)), mapping)
+            procs.append(
+                subprocess.Popen(
+                    argv,
+                    cwd=cwd,
+                    env=env,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    text=True,
+                )
+            )
+    out = []
+    try:
+        for p in procs:
+            text, _ = p.communicate(timeout=timeout)
+            out.append((p.returncode, text))
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    return out

@@ -1,0 +1,109 @@
+"""`trainforge calibrate RUN_DIR` on a recorded summary.
+
+tests/jobs/data/summary-cpu-gpt.json is the summary.json of a real run of the runtime on this
+project's 2-core CPU VM (2026-11-23):
+
+    python -m trainforge.training --model gpt --layers 2 --d-model 64 --heads 4 --seq-len 64 \
+        --vocab-size 512 --batch-size 8 --dataset-size 256 --steps 20 --log-every 10 \
+        --output-dir /tmp/est/run1 --run-name cpu-gpt-small
+
+A CPU run cannot calibrate GPU facts and is refused. To exercise the arithmetic on the GPU
+path, one test relabels that recording as an A10G run (device fields only): those figures
+are NOT a GPU measurement, and nothing here writes the repository's calibration file.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from trainforge.cli import main as cli_main
+from trainforge.jobs.estimate import estimate, facts
+from trainforge.jobs.estimate.calibrate import CalibrationError, calibrate
+from trainforge.training import gpus
+
+from .test_estimate import A10G, job
+
+RECORDED = Path(__file__).with_name("data") / "summary-cpu-gpt.json"
+
+
+def run_dir(tmp_path: Path, **changes) -> Path:
+    d = tmp_path / "run"
+    d.mkdir()
+    summary = json.loads(RECORDED.read_text())
+    summary.update(changes)
+    (d / "summary.json").write_text(json.dumps(summary))
+    return d
+
+
+def test_a_cpu_run_is_refused(tmp_path, capsys):
+    d = tmp_path / "cpu"
+    d.mkdir()
+    shutil.copy(RECORDED, d / "summary.json")
+    target = tmp_path / "calibration.json"
+    assert cli_main(["calibrate", str(d), "--file", str(target)]) == 2
+    err = capsys.readouterr().err
+    assert "a cpu run; calibration needs a GPU run" in err and "Traceback" not in err
+    assert not target.exists()
+
+
+def test_a_missing_summary_names_the_file(tmp_path, capsys):
+    assert cli_main(["calibrate", str(tmp_path / "nowhere")]) == 2
+    assert "summary.json: no such file" in capsys.readouterr().err
+
+
+def test_a_gpu_run_records_its_mfu_with_its_provenance(tmp_path, capsys):
+    d = run_dir(
+        tmp_path,
+        device="cuda",
+        device_name="NVIDIA A10G",
+        precision="bfloat16",
+        peak_memory_allocated_bytes=9 * 2**30,
+    )
+    target = tmp_path / "calibration.json"
+    target.write_text(json.dumps({"version": 1, "gpus": {}}))
+    assert cli_main(["calibrate", str(d), "--file", str(target)]) == 0
+    out = capsys.readouterr().out
+    recorded = json.loads(RECORDED.read_text())
+    expected = recorded["samples_per_second"] * recorded["flops_per_sample"] / 1 / 70e12
+    entry = json.loads(target.read_text())["gpus"]["A10G"]
+    assert entry["mfu"] == pytest.approx(expected, abs=5e-5)
+    assert entry["run"] == "cpu-gpt-small" and entry["date"] == "2026-11-23"
+    assert entry["previous_mfu"] == facts.MFU["A10G"].mid
+    # old vs new, and the memory model against the measured peak
+    assert "A10G: expected MFU 33.0% (extrapolated) -> " in out
+    assert "measured by run cpu-gpt-small on 2026-11-23" in out
+    assert "peak GPU memory (allocated by PyTorch): measured 9.0 GiB, memory model" in out
+    # the estimator now plans A10G jobs with it
+    e = estimate(job(), A10G, calibration=facts.load_calibration(target))
+    assert e.basis.startswith("calibrated: run cpu-gpt-small on 2026-11-23")
+
+
+def test_dry_run_writes_nothing(tmp_path):
+    d = run_dir(tmp_path, device="cuda", device_name="NVIDIA H100 80GB HBM3", precision="float32")
+    target = tmp_path / "calibration.json"
+    assert cli_main(["calibrate", str(d), "--file", str(target), "--dry-run"]) == 0
+    assert not target.exists()
+    result = calibrate(d, target)
+    assert result["gpu"] == "H100"
+    # fp32 jobs run their matmuls in TF32 on GPUs: that is the peak the MFU is against
+    recorded = json.loads(RECORDED.read_text())
+    tf32 = gpus.GPUS["H100"].tf32_flops
+    assert result["entry"]["mfu"] == pytest.approx(
+        recorded["samples_per_second"] * recorded["flops_per_sample"] / tf32, abs=5e-5
+    )
+
+
+def test_an_unknown_gpu_or_an_mlp_run_is_refused(tmp_path):
+    d = run_dir(tmp_path, device="cuda", device_name="NVIDIA B200", precision="bfloat16")
+    with pytest.raises(CalibrationError, match="not in trainforge/training/gpus.py"):
+        calibrate(d)
+    mlp = json.loads(RECORDED.read_text())
+    mlp.update(device="cuda", device_name="NVIDIA A10G", precision="bfloat16")
+    mlp["config"]["model"] = "mlp"
+    (d / "summary.json").write_text(json.dumps(mlp))
+    with pytest.raises(CalibrationError, match="an MLP run"):
+        calibrate(d)

@@ -1,0 +1,432 @@
+"""The planner's estimate: shapes and FLOPs as the runtime counts them, refusal and warning
+at preview, modelSize for user code, step time and duration, calibration."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pulumi
+import pytest
+import torch
+
+from tests.jobs import pulumi_harness as harness
+from tests.jobs.helpers import CODE, target
+from trainforge.jobs.component import TrainingJob
+from trainforge.jobs.contract import PoolFacts
+from trainforge.jobs.errors import JobConfigError
+from trainforge.jobs.estimate import (
+    DoesNotFit,
+    NoEstimate,
+    check_fit,
+    estimate,
+    facts,
+    fit_warnings,
+    warnings,
+)
+from trainforge.jobs.estimate.shape import shape_of
+from trainforge.jobs.spec import parse_job
+from trainforge.jobs.wiring import resolve_job
+from trainforge.training import gpus, metrics
+from trainforge.training.config import TrainConfig
+from trainforge.training.models import build_model
+
+# The prod stack's pools as contract_from_config publishes them (EC2 facts: A10G with 22,888
+# MiB and 40 Gbps; H100 with 81,920 MiB and 3,200 Gbps of EFA).
+A10G = PoolFacts(
+    name="gpu-workloads",
+    instance_types=("g5.12xlarge", "g5.48xlarge"),
+    gpus_per_node=4,
+    gpu_name="A10G",
+    gpu_memory_mib=22888,
+    gpu_models=("A10G",),
+    gpu_archs=(86,),
+    ami="al2023@v20260903",
+    nvidia_driver=580,
+    network_gbps=40.0,
+    primary_network_gbps=40.0,
+    vcpus_per_node=48,
+    memory_mib_per_node=196608,
+)
+P5 = PoolFacts(
+    name="efa-training",
+    instance_types=("p5.48xlarge",),
+    gpus_per_node=8,
+    gpu_name="H100",
+    gpu_memory_mib=81920,
+    gpu_models=("H100",),
+    gpu_archs=(90,),
+    ami="al2023@v20260903",
+    nvidia_driver=580,
+    efa_interfaces=32,
+    network_gbps=3200.0,
+    primary_network_gbps=100.0,
+    vcpus_per_node=192,
+    memory_mib_per_node=2097152,
+)
+CPU = PoolFacts(
+    name="training-workloads", gpus_per_node=0, vcpus_per_node=8, memory_mib_per_node=16384
+)
+GPT_350M = {
+    "name": "gpt-350m-fsdp",
+    "team": "vision",
+    "pool": "gpu-workloads",
+    "preset": "fsdp",
+    "workers": 2,
+    "model": "gpt",
+    "layers": 24,
+    "dModel": 1024,
+    "heads": 16,
+    "seqLen": 1024,
+    "vocabSize": 32768,
+    "steps": 20000,
+    "batchSize": 8,
+    "precision": "bf16",
+}
+
+
+def job(**kw):
+    return parse_job({**GPT_350M, **kw})
+
+
+# --- the same shapes and FLOPs as the runtime -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        {},  # the runtime's defaults (the MLP)
+        {"model": "gpt"},
+        {"model": "gpt", "layers": 3, "dModel": 48, "heads": 3, "seqLen": 40, "vocabSize": 301},
+    ],
+)
+def test_parameter_shapes_are_the_built_model_s(flags):
+    j = parse_job({"name": "x", "team": "t", "pool": "p", **flags})
+    shape = shape_of(j)
+    t = j.training
+    d = TrainConfig()
+    cfg = TrainConfig(
+        model=t.model or d.model,
+        layers=t.layers or d.layers,
+        d_model=t.d_model or d.d_model,
+        heads=t.heads or d.heads,
+        seq_len=t.seq_len or d.seq_len,
+        vocab_size=t.vocab_size or d.vocab_size,
+    )
+    model = build_model(cfg)
+    blocks = [tuple(tuple(p.shape) for p in b.parameters()) for b in model.blocks]
+    assert blocks == [tuple(b) for b in shape.blocks]
+    in_blocks = {id(p) for b in model.blocks for p in b.parameters()}
+    root = sorted(tuple(p.shape) for p in model.parameters() if id(p) not in in_blocks)
+    assert root == sorted(shape.root)
+    assert shape.parameters == sum(p.numel() for p in model.parameters())
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        {"model": "mlp", "batchSize": 64},
+        {"model": "gpt", "layers": 2, "dModel": 64, "heads": 4, "seqLen": 32, "vocabSize": 128},
+        {"model": "gpt", "layers": 4, "dModel": 96, "heads": 2, "seqLen": 48, "gradAccum": 3},
+    ],
+)
+def test_flops_per_step_are_the_runtime_s_mfu_accounting(flags):
+    """The planner's FLOPs per step are what the runtime's MFU divides by time: the built
+    model's flops_per_sample() x the global batch (loop.py hands both to the Reporter)."""
+    j = parse_job(
+        {"name": "x", "team": "t", "pool": "gpu-workloads", "workers": 2, "batchSize": 4, **flags}
+    )
+    e = estimate(j, A10G)
+    shape = shape_of(j)
+    model = build_model(
+        TrainConfig(
+            model=shape.kind,
+            layers=shape.layers or 4,
+            d_model=shape.d_model if shape.kind == "gpt" else 256,
+            heads=shape.heads,
+            seq_len=shape.seq_len if shape.kind == "gpt" else 128,
+            vocab_size=shape.vocab_size if shape.kind == "gpt" else 512,
+        )
+    )
+    global_batch = TrainConfig(
+        batch_size=shape.batch_size, grad_accum=shape.grad_accum
+    ).global_batch(e.world_size)
+    assert e.flops_per_step == model.flops_per_sample() * global_batch
+    assert e.tokens_per_step == global_batch * model.tokens_per_sample
+
+
+def test_one_peak_flops_table_for_mfu_and_the_planner(monkeypatch):
+    assert metrics.PEAK_BF16_FLOPS is gpus.PEAK_BF16_FLOPS
+    names = {"NVIDIA L40S": 362e12, "NVIDIA H100 80GB HBM3": 989e12, "NVIDIA A10G": 70e12}
+    for name, peak in names.items():
+        monkeypatch.setattr(torch.cuda, "get_device_name", lambda _d, n=name: n)
+        assert metrics.peak_flops(torch.device("cuda", 0)) == peak, name
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda _d: "Tesla T4")
+    assert metrics.peak_flops(torch.device("cuda", 0)) is None  # bf16 is emulated there
+    assert gpus.match_gpu("L4").name == "L4" and gpus.match_gpu("NVIDIA H100 PCIe").name == (
+        "H100 PCIe"
+    )
+
+
+# --- refusal and warning ----------------------------------------------------------------------
+
+
+def test_the_prod_job_fits_and_passes_preview():
+    resolved = resolve_job(job(), target(A10G), "trainforge:jobs[0]")
+    e = estimate(resolved, A10G)
+    assert e.fits and e.memory_fraction < facts.HIGH_WATER
+    assert e.gpu == "A10G" and e.world_size == 8
+    assert fit_warnings(resolved, A10G) == []
+
+
+def test_a_job_that_cannot_fit_is_refused_with_the_numbers_and_what_would_fit():
+    big = job(batchSize=32)
+    with pytest.raises(JobConfigError) as err:
+        resolve_job(big, target(A10G), "trainforge:jobs[0]")
+    msg = str(err.value)
+    assert "\n" not in msg
+    assert msg.startswith("trainforge:jobs[0]: does not fit in GPU memory: est. ")
+    assert "22.4 GiB per A10G GPU in pool 'gpu-workloads'" in msg
+    assert "activations" in msg and "logits" in msg and "allowance" in msg
+    assert "fits with activationCheckpointing: true (est. " in msg
+    assert "batchSize: 8 with gradAccum: 4 (est. " in msg
+    # and each suggestion does fit
+    assert check_fit(job(batchSize=32, activationCheckpointing=True), A10G) is not None
+    assert check_fit(job(batchSize=8, gradAccum=4), A10G) is not None
+
+
+def test_ddp_too_big_suggests_fsdp_and_more_gpus_are_computed():
+    wide = job(preset="ddp", strategy="ddp", dModel=2048, batchSize=4)
+    with pytest.raises(DoesNotFit) as err:
+        check_fit(wide, A10G, "job")
+    assert "preset: fsdp" in str(err.value)
+    sharded = job(dModel=4096, layers=48, workers=1, batchSize=1, activationCheckpointing=True)
+    with pytest.raises(DoesNotFit) as err:
+        check_fit(sharded, A10G, "job")
+    assert "workers: " in str(err.value)
+
+
+def test_check_jobs_refuses_a_job_that_cannot_fit_before_any_resource():
+    from tests.jobs.test_preflight import _run
+
+    # the dev stack's gpu-workloads pool: g4dn.xlarge (T4, 16 GiB) and g5.xlarge (A10G)
+    mocks, err = _run([{**GPT_350M, "team": "research", "batchSize": 32}])
+    assert err is not None and "does not fit in GPU memory" in str(err)
+    assert "16.0 GiB per T4 GPU in pool 'gpu-workloads'" in str(err)
+    assert "trainforge:jobs[0]" in str(err)
+    assert mocks.resources == []
+
+
+def test_above_the_high_water_mark_warns_in_preview(monkeypatch):
+    warned: list[str] = []
+    monkeypatch.setattr(pulumi.log, "warn", lambda msg, *a, **k: warned.append(msg))
+    near = job(batchSize=16)
+    e = estimate(near, A10G)
+    assert facts.HIGH_WATER < e.memory_fraction <= 1.0
+    (line,) = warnings(e, "job")
+    assert "above the 90% high-water mark" in line and "of 22.4 GiB per GPU" in line
+    args = {k: v for k, v in GPT_350M.items() if k != "name"} | {"batchSize": 16}
+    harness.run(lambda: TrainingJob("near", args, target=target(A10G), code=CODE))
+    assert any("high-water" in w for w in warned), warned
+
+
+def test_host_memory_of_the_pod_is_checked():
+    """The runtime builds the fp32 model on the CPU in every process and async checkpoints
+    stage the state in host memory: a small pod memory gets a warning."""
+    small = job(memory="8Gi")
+    e = estimate(resolve_job(small, target(A10G)), A10G)
+    (line,) = warnings(e, "job")
+    assert "host memory" in line and "8.0 GiB" in line
+
+
+def test_cpu_jobs_are_checked_against_the_pod_s_memory():
+    tight = parse_job(
+        {
+            "name": "m",
+            "team": "t",
+            "pool": "cpu",
+            "model": "mlp",
+            "procsPerWorker": 2,
+            "memory": "700Mi",
+        }
+    )
+    with pytest.raises(DoesNotFit) as err:
+        check_fit(tight, CPU, "job")
+    assert "per process of the pod's memory 700Mi" in str(err.value)
+    assert str(err.value).endswith("fits with memory: 2Gi")
+    roomy = dataclasses.replace(tight, memory="4Gi")
+    assert check_fit(roomy, CPU) is not None
+
+
+def test_elastic_fsdp_must_fit_at_its_smallest_size():
+    elastic = parse_job(
+        {
+            **GPT_350M,
+            "preset": "elastic",
+            "strategy": "fsdp",
+            "elastic": {"minWorkers": 1, "maxWorkers": 4},
+        }
+    )
+    fixed_one = job(workers=1)
+    e, one = estimate(elastic, A10G), estimate(fixed_one, A10G)
+    assert e.memory["parameters"] == one.memory["parameters"]  # sharded over 4, not 16 GPUs
+    assert e.world_size == 16  # step time at full size
+
+
+# --- modelSize: code of your own --------------------------------------------------------------
+
+
+def test_model_size_sizes_user_code():
+    llama = parse_job(
+        {
+            "name": "llama",
+            "team": "llm",
+            "pool": "efa-training",
+            "preset": "fsdp",
+            "workers": 2,
+            "image": "registry/llm:1.0",
+            "modelSize": {
+                "parameters": 8_030_000_000,
+                "layers": 32,
+                "dModel": 4096,
+                "heads": 32,
+                "seqLen": 8192,
+                "vocabSize": 128256,
+                "batchSize": 1,
+                "steps": 1000,
+                "activationCheckpointing": True,
+            },
+        }
+    )
+    e = estimate(llama, P5)
+    assert shape_of(llama).parameters == 8_030_000_000
+    assert e.fits and e.gpu == "H100" and e.world_size == 16
+    assert e.basis.startswith("anchored: torchtitan")
+    # MFU at the anchor's width is the anchor's: tokens/s per GPU near torchtitan's ~5.7k
+    per_gpu = e.tokens_per_second / e.world_size
+    assert 3000 < per_gpu < 7000, per_gpu
+    ddp = dataclasses.replace(llama, strategy="ddp", preset="ddp")
+    with pytest.raises(DoesNotFit) as err:
+        check_fit(ddp, P5, "job")
+    assert "preset: fsdp" in str(err.value)
+
+
+def test_model_size_that_contradicts_its_blocks_gives_no_estimate():
+    j = parse_job(
+        {
+            "name": "x",
+            "team": "t",
+            "pool": "p",
+            "modelSize": {"parameters": 10, "layers": 2, "dModel": 64, "seqLen": 8, "vocabSize": 9},
+        }
+    )
+    with pytest.raises(NoEstimate):
+        estimate(j, A10G)
+    assert check_fit(j, A10G) is None
+
+
+# --- step time and duration -------------------------------------------------------------------
+
+
+def test_step_time_range_and_duration():
+    e = estimate(job(), A10G)
+    lo, hi = e.step_seconds_range
+    assert lo <= e.step_seconds <= hi
+    assert e.tokens_per_second == pytest.approx(e.tokens_per_step / e.step_seconds)
+    dlo, dhi = e.duration_range
+    assert dlo <= e.duration_seconds <= dhi
+    assert e.duration_seconds > 20000 * e.step_seconds  # + start-up and checkpoints
+    assert e.basis.startswith("extrapolated")
+
+
+def test_collectives_follow_the_network_and_the_strategy():
+    one_gpu = estimate(job(workers=1, gpusPerWorker=1), A10G).timing
+    assert one_gpu.comm_seconds == 0
+    tcp = estimate(job(), A10G).timing
+    fast = estimate(
+        job(), dataclasses.replace(A10G, network_gbps=400.0, primary_network_gbps=400.0)
+    )
+    assert fast.timing.comm_seconds < tcp.comm_seconds
+    efa = estimate(job(pool="efa-training", image="registry/dlc:1"), P5).timing
+    no_efa = estimate(job(pool="efa-training", efa=False), P5).timing
+    assert efa.comm_seconds < no_efa.comm_seconds  # 3200 Gbps of EFA vs the 100 Gbps ENA card
+
+
+def test_activation_checkpointing_costs_a_forward():
+    plain = estimate(job(), A10G).timing
+    ac = estimate(job(activationCheckpointing=True), A10G).timing
+    assert ac.compute_seconds == pytest.approx(plain.compute_seconds * 8 / 6)
+    assert ac.model_flops_per_step == plain.model_flops_per_step  # MFU counts model FLOPs
+
+
+def test_calibration_replaces_the_guess(tmp_path):
+    path = tmp_path / "calibration.json"
+    path.write_text(json.dumps({"version": 1, "gpus": {"A10G": {"mfu": 0.2, "d_model": 1024}}}))
+    calibrated = facts.load_calibration(path)
+    before = estimate(job(), A10G)
+    after = estimate(job(), A10G, calibration=calibrated)
+    assert after.basis.startswith("calibrated")
+    assert after.timing.mfu_used == pytest.approx(0.2)
+    assert after.step_seconds != before.step_seconds
+
+
+def test_the_repository_calibration_file_is_valid():
+    data = json.loads(facts.CALIBRATION_FILE.read_text())
+    assert data["version"] == 1
+    for gpu, entry in data["gpus"].items():
+        assert gpus.match_gpu(gpu) is not None
+        assert 0 < entry["mfu"] < 1 and entry["run"] and entry["date"]
+
+
+@pytest.mark.parametrize(
+    ("size", "extra", "field", "hint"),
+    [
+        ({"layers": 2, "dModel": 64, "seqLen": 8}, {}, "modelSize.vocabSize", "needs layers"),
+        (
+            {"layers": 2, "dModel": 64, "seqLen": 8, "vocabSize": 9},
+            {"layers": 3},
+            "modelSize.layers",
+            "the bundled model is sized by layers",
+        ),
+        (
+            {"layers": 2, "dModel": 64, "seqLen": 8, "vocabSize": 9, "heads": 5},
+            {},
+            "modelSize.heads",
+            "must divide dModel",
+        ),
+        (
+            {"layers": 2, "dModel": 64, "seqLen": 8, "vocabSize": 9, "hidden": 5},
+            {},
+            "modelSize.hidden",
+            "unknown key",
+        ),
+    ],
+)
+def test_bad_model_size_names_the_key(size, extra, field, hint):
+    with pytest.raises(JobConfigError) as err:
+        parse_job({"name": "x", "team": "t", "pool": "p", "modelSize": size, **extra}, "job")
+    assert str(err.value).startswith(f"job.{field}: ") and hint in str(err.value)
+
+
+def test_the_planner_needs_neither_torch_nor_pulumi(tmp_path):
+    """resolve_job runs inside `pulumi preview`, where torch is not installed, and `calibrate`
+    runs on a laptop: the estimate imports neither at module level."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path, target=None):\n"
+        "        if name.split('.')[0] in ('torch', 'pulumi'):\n"
+        "            raise ImportError('blocked ' + name)\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "import trainforge.jobs.estimate, trainforge.jobs.estimate.calibrate\n"
+        "import trainforge.jobs.wiring, trainforge.plan.estimates\n"
+    )
+    from tests.conftest import ROOT
+
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]

@@ -1,0 +1,66 @@
+"""The plan shows memory per GPU, throughput and expected duration for every declared job."""
+
+from __future__ import annotations
+
+from trainforge.plan import core
+from trainforge.plan.cli import print_report
+from trainforge.plan.estimates import TITLE
+
+
+def _section(result):
+    (section,) = [s for s in result.sections if s.title == TITLE]
+    return section
+
+
+def test_prod_plan_shows_memory_and_duration_of_every_job(repo_root, capsys):
+    result = core.plan_project(repo_root, "prod", standins=False)
+    section = _section(result)
+    (data,) = section.data  # the prod stack declares one job
+    assert data["job"] == "gpt-350m-fsdp" and data["gpu"] == "A10G"
+    assert data["world_size"] == 8  # 2 pods x 4 GPUs (g5.12xlarge, the pool's smallest)
+    assert data["memory_capacity_bytes"] == 22888 * 2**20
+    assert 0 < data["memory_total_bytes"] < data["memory_capacity_bytes"]
+    assert set(data["memory_bytes"]) >= {"parameters", "optimizer", "activations", "logits"}
+    lo, hi = data["step_seconds_range"]
+    assert lo <= data["step_seconds"] <= hi
+    dlo, dhi = data["duration_range"]
+    assert dlo <= data["duration_seconds"] <= dhi and data["steps"] == 20000
+
+    class Args:
+        summary = True
+
+    print_report(result, Args())
+    out = capsys.readouterr().out
+    assert f"{TITLE}:\n  vision/gpt-350m-fsdp on gpu-workloads: 8 x A10G" in out
+    assert "memory per GPU: est. " in out and " of 22.4 GiB (" in out
+    assert "tokens/s" in out and "duration: 20,000 steps in " in out
+    assert result.clean
+
+
+def test_dev_plan_reports_cpu_and_gpu_jobs(repo_root):
+    result = core.plan_project(repo_root, "dev", standins=False)
+    lines = _section(result).lines
+    text = "\n".join(lines)
+    assert "research/mnist-ddp on training-workloads: 2 x CPU process" in text
+    assert "memory per process: est. " in text
+    # the dev GPU pool mixes g4dn.xlarge (T4) and g5.xlarge (A10G): planned on the slower,
+    # smaller one
+    assert "research/gpt-small-fsdp on gpu-workloads: 2 x T4" in text
+    assert "of 16.0 GiB" in text
+
+
+def test_the_cost_report_takes_its_duration_from_the_estimate():
+    """Issue 16's duration sources: what the user measured, then this model, then the
+    deadline (a ceiling)."""
+    from tests.jobs.test_estimate import A10G, CPU, job
+    from trainforge.jobs.spec import parse_job
+    from trainforge.plan import cost
+
+    d = cost.expected_duration(job(), A10G)
+    assert d.source == "estimate" and d.low <= d.seconds <= d.high
+    assert "20000 steps x 1.68s estimated on 8 x A10G" in d.detail
+    assert cost.expected_duration(job(expectedStepSeconds=2.0), A10G).seconds == 40000
+    cpu = parse_job(
+        {"name": "m", "team": "t", "pool": "cpu", "runPolicy": {"activeDeadlineSeconds": 600}}
+    )
+    assert cost.expected_duration(cpu, CPU).source == "activeDeadlineSeconds"  # no CPU model

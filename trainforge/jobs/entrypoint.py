@@ -1,0 +1,428 @@
+"""What a job's container runs, and the contract it runs with: one place for every backend.
+
+A job runs the bundled runtime (no `entrypoint`, the default) or the user's code: a script or
+a module (shipped from the repository in an immutable ConfigMap, or from the image), any
+command of the user's image, or a Python function (`pyfunction`). Every emitter asks this
+module, once, for the container's part of a pod (`pod_parts`): command, contract environment,
+working directory, code volumes. The backends differ in the objects around the pod, not in
+what runs inside it.
+
+The contract (docs/jobs.md, "The contract for your code"), the same for all code:
+
+* the distributed environment: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT from the Kubeflow
+  operator for one process per pod (plus LOCAL_RANK=0, LOCAL_WORLD_SIZE=1 set here); torchrun
+  sets all six for its workers when a pod runs several processes or the job is elastic;
+* TRAINFORGE_* (trainforge.training.contract): checkpoint and output directories on the team's
+  storage, checkpoint schedule, S3 mirror, grace period, metrics port; MLFLOW_TRACKING_URI;
+* SIGTERM reaches the code with the job's grace period: torchrun forwards it to its workers'
+  process groups and waits TORCH_ELASTIC_SHUTDOWN_TIMEOUT (= gracePeriod) before SIGKILL; a
+  process that is the container's first process would be PID 1 of the pod's PID namespace,
+  where the kernel drops SIGTERM unless the process installed a handler, so a plain seed-style
+  script would ignore it and die only by SIGKILL at the end of terminationGracePeriodSeconds.
+  User-code pods therefore share the pod's PID namespace (`shareProcessNamespace: true`): the
+  pause container is PID 1, the user's process gets SIGTERM with its default action (or its
+  handler), exactly as on a laptop.
+"""
+
+from __future__ import annotations
+
+import ast
+import posixpath
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from trainforge.jobs import codeship, images
+from trainforge.jobs.codeship import CODE_MOUNT, USER_CODE_MOUNT, CodeBundle
+from trainforge.jobs.contract import JobTarget
+from trainforge.jobs.errors import JobConfigError
+from trainforge.jobs.spec import EntrypointSpec, JobSpec
+from trainforge.platform import versions
+from trainforge.training import contract as c
+
+RUNTIME_MODULE = "trainforge.training"
+# Set by trainforge/provider.py: components served to other Pulumi languages run in the
+# provider's process, whose working directory is not the user's program directory.
+SERVED_TO_OTHER_LANGUAGES = False
+USER_CODE_VOLUME = "src"
+RUNTIME_CODE_VOLUME = "code"
+
+
+# --- where a job keeps its state -------------------------------------------------------------
+
+
+def checkpoint_dir(job: JobSpec, target: JobTarget) -> str:
+    """Per job on the team's storage: replacements of the job resume from it.
+
+    Default: the team's FSx mount, `/fsx/checkpoints/<namespace>/<job>`; `checkpoint.dir`
+    relative paths are on the FSx mount, absolute ones on a volume of the job (checked by
+    `storage.check_storage`)."""
+    custom = job.checkpoint.directory
+    if custom is None:
+        return f"{target.fsx_mount_path}/checkpoints/{target.namespace}/{job.name}"
+    if custom.startswith("/"):
+        return custom
+    return f"{target.fsx_mount_path}/{custom}"
+
+
+def output_dir(job: JobSpec, target: JobTarget) -> str:
+    return f"{target.fsx_mount_path}/runs/{target.namespace}/{job.name}"
+
+
+def s3_uri(target: JobTarget, job: JobSpec) -> Any:
+    """s3://bucket/<team prefix>/checkpoints/<job>; an Output when the bucket name is one."""
+    prefix = target.checkpoint_prefix.strip("/")
+    path = f"{prefix}/checkpoints/{job.name}" if prefix else f"checkpoints/{job.name}"
+    bucket = target.checkpoint_bucket
+    if hasattr(bucket, "apply"):
+        return bucket.apply(lambda b: f"s3://{b}/{path}")
+    return f"s3://{bucket}/{path}"
+
+
+def mirrors_to_s3(job: JobSpec, target: JobTarget) -> bool:
+    return bool(job.checkpoint.s3_mirror) and target.checkpoint_bucket is not None
+
+
+# --- the bundled runtime's flags ------------------------------------------------------------
+
+
+def training_args(job: JobSpec, target: JobTarget) -> list[Any]:
+    """The `python -m trainforge.training` flags for this job (issue 2 and 3 contracts)."""
+    t = job.training
+    args: list[Any] = ["--strategy", job.strategy]
+    flag_values = [
+        ("--model", t.model),
+        ("--layers", t.layers),
+        ("--d-model", t.d_model),
+        ("--heads", t.heads),
+        ("--seq-len", t.seq_len),
+        ("--vocab-size", t.vocab_size),
+        ("--dataset", t.dataset),
+        ("--data-path", _on_volume(t.data_path, target)),
+        ("--dataset-size", t.dataset_size),
+        ("--steps", t.steps),
+        ("--batch-size", t.batch_size),
+        ("--grad-accum", t.grad_accum),
+        ("--lr", t.lr),
+        ("--warmup-steps", t.warmup_steps),
+        ("--weight-decay", t.weight_decay),
+        ("--seed", t.seed),
+        ("--log-every", t.log_every),
+        ("--precision", t.precision),
+    ]
+    for flag, value in flag_values:
+        if value is not None:
+            args += [flag, str(value)]
+    if t.compile:
+        args.append("--compile")
+    if t.activation_checkpointing:
+        args.append("--activation-checkpointing")
+    ck = job.checkpoint
+    args += [
+        "--run-name",
+        job.name,
+        "--output-dir",
+        output_dir(job, target),
+        "--metrics-port",
+        str(job.metrics_port),
+        "--checkpoint-dir",
+        checkpoint_dir(job, target),
+        "--checkpoint-every",
+        str(ck.every),
+        "--keep-last",
+        str(ck.keep_last),
+        "--resume",
+        ck.resume,
+        "--grace-period",
+        str(ck.grace_period),
+    ]
+    if ck.async_save:
+        args.append("--async-checkpoint")
+    if mirrors_to_s3(job, target):
+        args += ["--checkpoint-s3", s3_uri(target, job)]
+    return args
+
+
+def _on_volume(path: str | None, target: JobTarget) -> str | None:
+    """Relative data paths are relative to the team's FSx mount."""
+    if path is None or path.startswith("/"):
+        return path
+    return f"{target.fsx_mount_path}/{path}"
+
+
+# --- the container command -----------------------------------------------------------------
+
+
+def launcher(job: JobSpec) -> list[str]:
+    """`python` for one process per pod; torchrun for several processes per pod or elastic.
+
+    Node count and processes per node are literal flags (known here, and not every operator
+    release sets PET_NPROC_PER_NODE on elastic jobs); master address, port and node rank come
+    from the operator's variables through Kubernetes `$(VAR)` expansion."""
+    if not job.uses_torchrun:
+        return ["python"]
+    if job.elastic is not None:
+        e = job.elastic
+        # Endpoint, backend and id come from PET_RDZV_* which the operator derives from
+        # elasticPolicy; the node range and restarts are repeated literally for the preview.
+        return [
+            "torchrun",
+            f"--nnodes={e.min_workers}:{e.max_workers}",
+            f"--nproc-per-node={job.procs}",
+            f"--max-restarts={e.max_restarts}",
+            "--rdzv-backend=c10d",
+        ]
+    if job.workers == 1:
+        return ["torchrun", "--standalone", "--nnodes=1", f"--nproc-per-node={job.procs}"]
+    return [
+        "torchrun",
+        f"--nnodes={job.workers}",
+        f"--nproc-per-node={job.procs}",
+        "--node-rank=$(RANK)",
+        "--master-addr=$(MASTER_ADDR)",
+        "--master-port=$(MASTER_PORT)",
+    ]
+
+
+def program(job: JobSpec, target: JobTarget, code_root: str = USER_CODE_MOUNT) -> list[Any]:
+    """What the launcher runs: `-m trainforge.training <flags>`, `<code_root>/<script> args`
+    or `-m <module> args`. A `command` job has no launcher: see `command_for`."""
+    entry = job.entrypoint
+    if entry is None:
+        return ["-m", RUNTIME_MODULE, *training_args(job, target)]
+    if entry.kind in ("script", "function"):
+        return [f"{code_root}/{entry.entry_file}", *entry.args]
+    if entry.kind == "module":
+        return ["-m", entry.module, *entry.args]
+    raise ValueError(f"entrypoint kind {entry.kind!r} has no launcher program")
+
+
+def command_for(job: JobSpec, target: JobTarget) -> list[Any]:
+    """The container command of every pod of the job."""
+    entry = job.entrypoint
+    if entry is not None and entry.kind == "command":
+        return list(entry.command)
+    return [*launcher(job), *program(job, target)]
+
+
+# --- the contract's environment -------------------------------------------------------------
+
+
+def contract_variables(job: JobSpec, target: JobTarget) -> list[tuple[str, Any]]:
+    """The TRAINFORGE_* variables and MLFLOW_TRACKING_URI (values may be Pulumi Outputs)."""
+    ck = job.checkpoint
+    out: list[tuple[str, Any]] = [
+        (c.JOB_NAME, job.name),
+        (c.CHECKPOINT_DIR, checkpoint_dir(job, target)),
+        (c.OUTPUT_DIR, output_dir(job, target)),
+        (c.CHECKPOINT_EVERY, str(ck.every)),
+        (c.KEEP_LAST, str(ck.keep_last)),
+        (c.RESUME, ck.resume),
+        (c.ASYNC_CHECKPOINT, "1" if ck.async_save else "0"),
+        (c.GRACE_PERIOD, str(ck.grace_period)),
+        (c.METRICS_PORT, str(job.metrics_port)),
+    ]
+    if mirrors_to_s3(job, target):
+        out.append((c.CHECKPOINT_S3, s3_uri(target, job)))
+    if target.mlflow_tracking_uri is not None:
+        out.append((c.MLFLOW_TRACKING_URI, target.mlflow_tracking_uri))
+    return out
+
+
+def python_path(job: JobSpec, ships_runtime: bool) -> str | None:
+    """The user's shipped directory first (its packages import as in the repository), then
+    the shipped runtime library."""
+    parts = []
+    if job.entrypoint is not None and job.entrypoint.ships_code:
+        parts.append(USER_CODE_MOUNT)
+    if ships_runtime:
+        parts.append(CODE_MOUNT)
+    return ":".join(parts) or None
+
+
+def contract_env(
+    job: JobSpec, target: JobTarget, ships_runtime: bool = True
+) -> list[dict[str, Any]]:
+    """Environment the contract promises the job's code (besides what the operator sets)."""
+    out: list[dict[str, Any]] = []
+    path = python_path(job, ships_runtime)
+    if path:
+        out.append({"name": "PYTHONPATH", "value": path})
+    if job.uses_torchrun:
+        # torchrun forwards SIGTERM to its workers and SIGKILLs them after this many seconds
+        # (30 by default): give them the whole checkpoint grace period. An environment
+        # variable rather than --shutdown-timeout, which torchrun releases before 2.12 refuse.
+        out.append(
+            {"name": "TORCH_ELASTIC_SHUTDOWN_TIMEOUT", "value": str(job.checkpoint.grace_period)}
+        )
+    else:
+        # The operator sets RANK and WORLD_SIZE per pod but no local rank; one process per pod.
+        out += [{"name": "LOCAL_RANK", "value": "0"}, {"name": "LOCAL_WORLD_SIZE", "value": "1"}]
+    out += [{"name": k, "value": v} for k, v in contract_variables(job, target)]
+    return out
+
+
+# --- the pod's share --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PodParts:
+    """The container's command, contract env and working directory, and the pod's code
+    volumes, for every backend's pod builder to merge in."""
+
+    command: list[Any]
+    env: list[dict[str, Any]]
+    working_dir: str | None = None
+    mounts: list[dict[str, Any]] = field(default_factory=list)
+    volumes: list[dict[str, Any]] = field(default_factory=list)
+    share_process_namespace: bool = False
+
+
+def pod_parts(
+    job: JobSpec, target: JobTarget, code: CodeBundle | None, user_code: CodeBundle | None
+) -> PodParts:
+    mounts: list[dict[str, Any]] = []
+    volumes: list[dict[str, Any]] = []
+    for bundle, name, path, role in (
+        (code, RUNTIME_CODE_VOLUME, CODE_MOUNT, "code"),
+        (user_code, USER_CODE_VOLUME, USER_CODE_MOUNT, "src"),
+    ):
+        if bundle is None:
+            continue
+        mounts.append({"name": name, "mountPath": path, "readOnly": True})
+        volumes.append(
+            {
+                "name": name,
+                "configMap": {
+                    "name": bundle.configmap_name(job.name, role),
+                    "items": bundle.items(),
+                    "defaultMode": 0o444,
+                },
+            }
+        )
+    user = job.entrypoint is not None
+    return PodParts(
+        command=command_for(job, target),
+        env=contract_env(job, target, ships_runtime=code is not None),
+        working_dir=USER_CODE_MOUNT if user_code is not None else None,
+        mounts=mounts,
+        volumes=volumes,
+        # See the module docstring: without it a handler-less script is PID 1 and ignores
+        # SIGTERM. The pod has one application container; the operator's init container
+        # (Worker pods) has exited before it starts, so nothing else shares the namespace.
+        share_process_namespace=user,
+    )
+
+
+# --- the user's code: what is shipped, checked at preview -----------------------------------
+
+
+def user_code(job: JobSpec, project_dir: Path | str, where: str) -> CodeBundle | None:
+    """The bundle of the job's own code (None for the runtime or code in the image).
+
+    Checks what a preview can: the directory exists and fits a ConfigMap, the script is in it
+    (and parses), the module can be imported from it."""
+    entry = job.entrypoint
+    if entry is None or not entry.ships_code:
+        return None
+    at = f"{where}.entrypoint"
+    if entry.kind == "function":
+        bundle = CodeBundle(files=entry.files)
+        _check_library_torch(job, bundle, where)
+        return bundle
+    if SERVED_TO_OTHER_LANGUAGES:
+        raise JobConfigError(
+            f"{at}.{'script' if entry.kind == 'script' else 'codeDir'}",
+            entry.script or entry.code_dir,
+            "files of your program's directory cannot be shipped from another Pulumi language "
+            "(the trainforge provider does not run there); bake the code into an image and use "
+            "image with entrypoint.module or entrypoint.command",
+        )
+    assert entry.code_dir is not None
+    if entry.kind == "script" and not (Path(project_dir) / str(entry.script)).is_file():
+        raise JobConfigError(
+            f"{at}.script",
+            entry.script,
+            "no such file (paths are relative to the project directory, where Pulumi runs)",
+        )
+    key = "codeDir" if entry.kind != "script" or entry.code_dir != _script_dir(entry) else "script"
+    bundle = codeship.collect_dir(Path(project_dir) / entry.code_dir, f"{at}.{key}", entry.exclude)
+    shipped = set(bundle.paths)
+    if entry.kind == "script":
+        rel = entry.entry_file
+        if rel not in shipped:
+            raise JobConfigError(
+                f"{at}.script", entry.script, "it is excluded from what is shipped"
+            )
+        _check_parses(dict(bundle.files).get(rel), f"{at}.script", entry.script)
+    elif entry.kind == "module":
+        rel = entry.module.replace(".", "/")
+        if f"{rel}.py" not in shipped and f"{rel}/__main__.py" not in shipped:
+            raise JobConfigError(
+                f"{at}.module",
+                entry.module,
+                f"not found in codeDir {entry.code_dir} (looked for {rel}.py and "
+                f"{rel}/__main__.py)",
+            )
+    _check_library_torch(job, bundle, where)
+    return bundle
+
+
+def imports_trainforge(bundle: CodeBundle) -> str | None:
+    """The first shipped file that imports trainforge (so needs the runtime library), if any."""
+    for path, text in bundle.files:
+        if not path.endswith(".py"):
+            continue
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            if any(n == "trainforge" or n.startswith("trainforge.") for n in names):
+                return path
+    return None
+
+
+def _check_library_torch(job: JobSpec, bundle: CodeBundle, where: str) -> None:
+    """User code that imports trainforge.training runs it on the image's torch: refuse an
+    image whose tag says its torch is older than the library needs (codeSource: configmap
+    ships the library to any image; with codeSource: image the image brings its own)."""
+    if job.image is None or job.code_source != "configmap":
+        return
+    user = imports_trainforge(bundle)
+    facts = images.image_facts(job.image)
+    if user is None or facts.torch is None or facts.torch >= versions.MIN_RUNTIME_TORCH:
+        return
+    need = ".".join(str(x) for x in versions.MIN_RUNTIME_TORCH)
+    raise JobConfigError(
+        f"{where}.image",
+        job.image,
+        f"{user} imports trainforge, whose library needs torch >= {need} (DCP checkpoints, "
+        f"FSDP2); this image has torch {facts.torch[0]}.{facts.torch[1]}. Use a newer image, "
+        f"e.g. {versions.PYTORCH_IMAGE}",
+    )
+
+
+def _script_dir(entry: EntrypointSpec) -> str:
+    return posixpath.dirname(entry.script or "") or "."
+
+
+def _check_parses(text: str | None, where: str, script: str | None) -> None:
+    """A script that does not parse fails at preview, not on GPUs an hour later."""
+    if text is None:
+        return  # a binary "script": python will say what it thinks of it
+    try:
+        ast.parse(text, filename=script or "<script>")
+    except SyntaxError as e:
+        version = f"{sys.version_info.major}.{sys.version_info.minor}"
+        raise JobConfigError(
+            where,
+            script,
+            f"line {e.lineno}: {e.msg} (checked with Python {version}; the image's Python runs it)",
+        ) from None

@@ -1,0 +1,367 @@
+"""Will it fit, how fast, how long: a job's memory per GPU, step time and duration at preview.
+
+Stable API (the cost table uses it):
+
+    from trainforge.jobs.estimate import estimate, JobEstimate, NoEstimate
+    e = estimate(job, pool)           # job: a JobSpec (resolved or not), pool: PoolFacts
+    e.memory                          # {component: bytes per GPU}, "allowance" included
+    e.memory_total, e.memory_capacity # bytes per GPU: estimate vs the GPU's memory
+    e.step_seconds, e.step_seconds_range, e.tokens_per_second
+    e.duration_seconds, e.duration_range  # None where the pool's GPU has no facts (or CPU)
+
+`estimate` raises `NoEstimate` when the job's model size is unknown (code of your own
+without `modelSize`). `check_fit` (called by `wiring.resolve_job`) raises `JobConfigError`
+for a job that cannot fit, naming the estimate, the GPU's memory and what would make it fit;
+`warnings(e)` lists what is worth a look (above the high-water mark, host memory).
+
+Pure: no Pulumi and no torch (resolve_job runs inside `pulumi preview`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+from trainforge.jobs.contract import PoolFacts
+from trainforge.jobs.errors import JobConfigError
+from trainforge.jobs.estimate import facts
+from trainforge.jobs.estimate.memory import MemoryEstimate, Regime, estimate_memory, regime
+from trainforge.jobs.estimate.shape import ModelShape, NoEstimate, shape_of
+from trainforge.jobs.estimate.steptime import Network, StepTime, step_time
+from trainforge.jobs.quantity import parse_quantity
+from trainforge.jobs.spec import JobSpec
+from trainforge.training import gpus
+
+__all__ = [
+    "DoesNotFit",
+    "JobEstimate",
+    "NoEstimate",
+    "check_fit",
+    "estimate",
+    "fit_warnings",
+    "gib",
+    "warnings",
+]
+
+GIB = facts.GIB
+
+
+def gib(n: float) -> str:
+    """Bytes for people: GiB with one decimal, MiB below 1 GiB."""
+    if n < GIB:
+        return f"{n / facts.MIB:.0f} MiB"
+    return f"{n / GIB:.1f} GiB"
+
+
+@dataclass(frozen=True)
+class JobEstimate:
+    """What a job needs per GPU and how long it takes, with the assumptions behind it."""
+
+    job: str
+    pool: str
+    gpu: str | None  # GPU model the estimate used (the slowest of a mixed pool); None on CPU
+    world_size: int  # ranks (GPUs, or processes on CPU)
+    memory: dict[str, int]  # bytes per GPU by component at the peak, plus "allowance"
+    memory_total: int  # sum of `memory`
+    memory_capacity: int | None  # bytes per GPU (CPU pools: the process's share of the pod)
+    memory_phase: str  # when the peak happens
+    host_memory_per_pod: int  # host RAM the runtime needs per pod
+    host_memory_limit: int | None  # the pod's memory limit, when resolved
+    tokens_per_step: int
+    flops_per_step: float  # model FLOPs, as the runtime's MFU counts them
+    step_seconds: float | None
+    step_seconds_range: tuple[float, float] | None
+    tokens_per_second: float | None
+    duration_seconds: float | None
+    duration_range: tuple[float, float] | None
+    steps: int | None
+    basis: str  # what the step time rests on (anchored / extrapolated / calibrated + source)
+    notes: tuple[str, ...] = field(default=())
+    detail: MemoryEstimate | None = field(default=None, compare=False, repr=False)
+    timing: StepTime | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def memory_fraction(self) -> float | None:
+        return self.memory_total / self.memory_capacity if self.memory_capacity else None
+
+    @property
+    def fits(self) -> bool:
+        return self.memory_capacity is None or self.memory_total <= self.memory_capacity
+
+    def memory_line(self) -> str:
+        """Components for people (those under 1 MiB, such as the token batch, left out)."""
+        parts = [f"{k} {gib(v)}" for k, v in self.memory.items() if v >= facts.MIB]
+        return ", ".join(parts)
+
+
+def _gpus_per_pod(job: JobSpec, pool: PoolFacts) -> int:
+    gpus_ = job.gpus_per_worker
+    return pool.gpus_per_node if gpus_ is None else gpus_
+
+
+def _gpu(pool: PoolFacts) -> tuple[str | None, gpus.GpuFacts | None]:
+    """The GPU model to plan with: the pool's, or the slowest of a mixed pool."""
+    names = list(pool.gpu_models) or ([pool.gpu_name] if pool.gpu_name else [])
+    known = [(n, gpus.match_gpu(n)) for n in names]
+    known = [(n, f) for n, f in known if f is not None]
+    if not known:
+        return (names[0] if names else None), None
+    n, f = min(known, key=lambda nf: nf[1].bf16_flops)
+    return n, f
+
+
+def _network(job: JobSpec, pool: PoolFacts, procs: int, pods: int) -> Network:
+    gpus_ = _gpus_per_pod(job, pool)
+    efa = bool(job.efa) if job.efa is not None else bool(pool.efa_interfaces and gpus_)
+    if efa and pool.efa_interfaces:
+        from trainforge.jobs.wiring import efa_count
+
+        share = efa_count(pool, gpus_) / pool.efa_interfaces
+        gbps, kind = pool.network_gbps * share, "efa"
+    else:
+        share = gpus_ / pool.gpus_per_node if gpus_ and pool.gpus_per_node else 1.0
+        gbps, kind = (pool.primary_network_gbps or pool.network_gbps) * min(share, 1.0), "tcp"
+    gpu_name, _ = _gpu(pool)
+    intra = facts.INTRA_NODE_BUS.get(gpu_name or "", facts.INTRA_NODE_BUS["pcie"])
+    return Network(procs_per_pod=procs, pods=pods, node_gbps=gbps, kind=kind, intra_bus=intra)
+
+
+def estimate(job: JobSpec, pool: PoolFacts, *, calibration: dict | None = None) -> JobEstimate:
+    """Memory per GPU, step time and duration of `job` on `pool` (see the module doc)."""
+    shape = shape_of(job)
+    gpus_ = _gpus_per_pod(job, pool)
+    procs = job.procs_per_worker or (gpus_ or 1)
+    pods = job.max_workers
+    world = procs * pods
+    device = "cuda" if gpus_ else "cpu"
+    r = regime(shape, job.strategy, world, device)
+    # Memory at the job's smallest size: an elastic FSDP job shrunk to minWorkers shards its
+    # states over fewer GPUs, so each holds more.
+    r_mem = regime(shape, job.strategy, procs * job.min_workers, device)
+    gpu_name, gpu = _gpu(pool) if device == "cuda" else (None, None)
+    pod_memory = int(parse_quantity(job.memory)) if job.memory else None
+    if device == "cuda":
+        capacity = pool.gpu_memory_mib * facts.MIB if pool.gpu_memory_mib else None
+        if capacity is None and gpu is not None:
+            capacity = int(gpu.memory_gib * GIB)
+    else:
+        capacity = int(pod_memory / procs) if pod_memory else None
+    mem = estimate_memory(
+        shape,
+        r_mem,
+        capacity=capacity,
+        procs_per_pod=procs,
+        async_checkpoint=job.checkpoint.async_save,
+    )
+    memory = dict(mem.components)
+    if mem.allowance:
+        memory["allowance"] = mem.allowance
+    tokens = shape.batch_size * world * shape.grad_accum * shape.tokens_per_sample
+    flops_step = shape.flops_per_sample() * shape.batch_size * world * shape.grad_accum
+    notes = list(mem.notes)
+    timing = None
+    step = rng = tps = dur = dur_rng = None
+    basis = "no step time: CPU pools have no FLOP facts" if device == "cpu" else ""
+    if device == "cuda" and gpu is None:
+        basis = f"no step time: no facts for GPU {gpu_name or '(unknown)'} in training/gpus.py"
+    if gpu is not None:
+        mfu = facts.mfu_for(gpu.name, calibration)
+        timing = step_time(shape, r, gpu, _network(job, pool, procs, pods), mfu)
+        step, rng = timing.seconds, (timing.low, timing.high)
+        tps = tokens / step if step else None
+        basis = f"{mfu.basis}: {mfu.source}"
+        if shape.kind != "mlp" and timing.mfu_used < mfu.mid:
+            notes.append(
+                f"expected MFU {timing.mfu_used:.0%} ({mfu.mid:.0%} scaled for dModel "
+                f"{shape.d_model} < {mfu.reference_d_model}; an assumption)"
+            )
+        if gpu.name == "T4" and r.compute_bytes == 2:
+            notes.append("T4 has no bf16 units: bf16 runs emulated; prefer precision: fp32")
+        if shape.steps:
+            dur, dur_rng = _duration(job, shape, r, timing)
+    return JobEstimate(
+        job=job.name,
+        pool=pool.name,
+        gpu=gpu_name,
+        world_size=world,
+        memory=memory,
+        memory_total=mem.total,
+        memory_capacity=capacity,
+        memory_phase=mem.phase,
+        host_memory_per_pod=mem.host_per_pod,
+        host_memory_limit=pod_memory,
+        tokens_per_step=tokens,
+        flops_per_step=flops_step,
+        step_seconds=step,
+        step_seconds_range=rng,
+        tokens_per_second=tps,
+        duration_seconds=dur,
+        duration_range=dur_rng,
+        steps=shape.steps,
+        basis=basis,
+        notes=tuple(notes),
+        detail=mem,
+        timing=timing,
+    )
+
+
+def _duration(
+    job: JobSpec, shape: ModelShape, r: Regime, t: StepTime
+) -> tuple[float, tuple[float, float]]:
+    """Steps x step time + checkpoints' blocking time + start-up."""
+    steps = shape.steps or 0
+    every = job.checkpoint.every
+    n_ckpt = (steps // every if every else 0) + 1  # + the final one
+    local = (shape.parameters / r.world if r.strategy == "fsdp" else shape.parameters) * 12
+    if job.checkpoint.async_save:
+        lo_bps, hi_bps = facts.STAGING_BPS
+    else:
+        lo_bps, hi_bps = facts.CHECKPOINT_WRITE_BPS
+    ck_mid = n_ckpt * local / ((lo_bps + hi_bps) / 2)
+    ck_lo, ck_hi = n_ckpt * local / hi_bps, n_ckpt * local / lo_bps
+    s_lo, s_hi = facts.STARTUP_SECONDS
+    mid = steps * t.seconds + ck_mid + (s_lo + s_hi) / 2
+    return mid, (steps * t.low + ck_lo + s_lo, steps * t.high + ck_hi + s_hi)
+
+
+# --- fit -------------------------------------------------------------------------------------
+
+
+class DoesNotFit(JobConfigError):
+    """A job whose estimated memory per GPU exceeds the GPU's (one line with the numbers)."""
+
+    def __init__(self, where: str, message: str) -> None:
+        self.where, self.value, self.expected = where, None, message
+        ValueError.__init__(self, f"{where}: {message}")
+
+
+def _what_fits(job: JobSpec, pool: PoolFacts, e: JobEstimate) -> list[str]:
+    """Changes that would make the job fit, each with its estimate (first that fit)."""
+    shape = shape_of(job)
+    t = job.training
+    sized = job.model_size
+    out: list[str] = []
+
+    def with_training(**kw: object) -> JobSpec:
+        if sized is not None:
+            return dataclasses.replace(job, model_size=dataclasses.replace(sized, **kw))
+        return dataclasses.replace(job, training=dataclasses.replace(t, **kw))
+
+    def fits(candidate: JobSpec) -> JobEstimate | None:
+        """The candidate's estimate if it fits under the high-water mark."""
+        try:
+            c = estimate(candidate, pool)
+        except NoEstimate:
+            return None
+        frac = c.memory_fraction
+        return c if frac is None or frac <= facts.HIGH_WATER else None
+
+    def with_ac(j: JobSpec) -> JobSpec:
+        if j.model_size is not None:
+            size = dataclasses.replace(j.model_size, activation_checkpointing=True)
+            return dataclasses.replace(j, model_size=size)
+        flags = dataclasses.replace(j.training, activation_checkpointing=True)
+        return dataclasses.replace(j, training=flags)
+
+    candidates: list[tuple[str, JobSpec]] = []
+    if not shape.activation_checkpointing:
+        candidates.append(("activationCheckpointing: true", with_ac(job)))
+    if job.strategy == "ddp" and e.world_size > 1:
+        fsdp = dataclasses.replace(job, strategy="fsdp", preset="fsdp")
+        candidates.append(("preset: fsdp", fsdp))
+        if not shape.activation_checkpointing:
+            candidates.append(("preset: fsdp with activationCheckpointing: true", with_ac(fsdp)))
+    for label, cand in candidates:
+        c = fits(cand)
+        if c is not None:
+            out.append(f"{label} (est. {gib(c.memory_total)})")
+    # a smaller per-GPU batch, same global batch through gradAccum
+    b, accum = shape.batch_size, shape.grad_accum
+    for smaller in range(b - 1, 0, -1):
+        if b % smaller:
+            continue
+        c = fits(with_training(batch_size=smaller, grad_accum=accum * (b // smaller)))
+        if c is not None:
+            out.append(
+                f"batchSize: {smaller} with gradAccum: {accum * (b // smaller)} "
+                f"(est. {gib(c.memory_total)})"
+            )
+            break
+    # on CPU pools: more pod memory, if a node has it
+    if e.gpu is None and pool.memory_mib_per_node:
+        procs = job.procs_per_worker or 1
+        need_gib = -(-(e.memory_total * procs) // GIB)
+        if need_gib * 1024 <= pool.memory_mib_per_node * 0.85:
+            out.append(f"memory: {need_gib}Gi")
+    # more GPUs (FSDP shards the states over them)
+    if job.strategy == "fsdp" and job.elastic is None:
+        for workers in range(job.workers + 1, 4 * job.workers + 9):
+            c = fits(dataclasses.replace(job, workers=workers))
+            if c is not None:
+                out.append(f"workers: {workers} (est. {gib(c.memory_total)})")
+                break
+    return out
+
+
+def check_fit(job: JobSpec, pool: PoolFacts, where: str = "job") -> JobEstimate | None:
+    """Refuse a job whose model cannot fit in its pool's GPU (or pod) memory.
+
+    Returns the estimate (None when the job's model size is unknown).
+    """
+    try:
+        e = estimate(job, pool)
+    except NoEstimate:
+        return None
+    if e.fits:
+        return e
+    assert e.memory_capacity is not None
+    fixes = _what_fits(job, pool, e)
+    fix = (
+        ("; fits with " + ", or ".join(fixes))
+        if fixes
+        else (
+            "; no single change (activation checkpointing, FSDP, a smaller batch, more GPUs) "
+            "makes it fit: use a pool with larger GPUs"
+        )
+    )
+    if e.gpu is not None:
+        where_mem = f"{gib(e.memory_capacity)} per {e.gpu} GPU in pool {pool.name!r}"
+        what = "GPU memory"
+    else:
+        where_mem = f"{gib(e.memory_capacity)} per process of the pod's memory {job.memory}"
+        what = "memory"
+    raise DoesNotFit(
+        where,
+        f"does not fit in {what}: est. {gib(e.memory_total)} per "
+        f"{'GPU' if e.gpu is not None else 'process'} ({e.memory_line()}; at the "
+        f"{e.memory_phase}) > {where_mem}{fix}",
+    )
+
+
+def warnings(e: JobEstimate, where: str = "job") -> list[str]:
+    """What deserves a look though the job fits: the high-water mark, host memory."""
+    out = []
+    frac = e.memory_fraction
+    if frac is not None and frac > facts.HIGH_WATER and e.fits:
+        out.append(
+            f"{where}: est. {gib(e.memory_total)} of {gib(e.memory_capacity or 0)} per "
+            f"{'GPU' if e.gpu else 'process'} ({frac:.0%}), above the "
+            f"{facts.HIGH_WATER:.0%} high-water mark: a longer sequence or a fragmentation "
+            "spike would run out of memory; activation checkpointing or a smaller batch "
+            "leaves headroom"
+        )
+    if e.gpu is not None and e.host_memory_limit and e.host_memory_per_pod > e.host_memory_limit:
+        out.append(
+            f"{where}: the pod's processes need about {gib(e.host_memory_per_pod)} of host "
+            f"memory (model built on CPU, async checkpoint staging) but its limit is "
+            f"{gib(e.host_memory_limit)}; raise memory or set checkpoint.async: false"
+        )
+    return out
+
+
+def fit_warnings(job: JobSpec, pool: PoolFacts, where: str = "job") -> list[str]:
+    """`warnings` of a job's estimate ([] when its model size is unknown)."""
+    try:
+        return warnings(estimate(job, pool), where)
+    except NoEstimate:
+        return []

@@ -1,0 +1,209 @@
+"""`trainforge calibrate RUN_DIR`: feed a run's measured throughput back into the planner.
+
+Reads the runtime's `RUN_DIR/summary.json` (written by rank 0 at the end of a run), works out
+the MFU the run achieved against the peak the planner uses for its GPU and precision
+(`trainforge.training.gpus`), compares the run's measured peak GPU memory with what the
+memory model says for the same configuration, and records the MFU for that GPU model in
+`trainforge/jobs/estimate/calibration.json` with the run it came from and its date. From then
+on `estimate` (and so the plan and the cost table) plans that GPU with the measured MFU
+instead of the table's guess; commit the file with the run's summary in the PR.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from trainforge.jobs.contract import PoolFacts
+from trainforge.jobs.errors import JobConfigError
+from trainforge.jobs.estimate import estimate, facts, gib
+from trainforge.jobs.estimate.shape import NoEstimate
+from trainforge.jobs.spec import parse_job
+from trainforge.training import gpus
+
+
+class CalibrationError(ValueError):
+    """A summary that cannot calibrate anything; the message says why and what to run."""
+
+
+def _load(run_dir: Path) -> dict[str, Any]:
+    path = run_dir / "summary.json"
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CalibrationError(
+            f"{path}: no such file; RUN_DIR is a run's --output-dir (rank 0 writes "
+            "summary.json there when the run ends)"
+        ) from None
+    except json.JSONDecodeError as e:
+        raise CalibrationError(f"{path}: not JSON ({e})") from None
+
+
+def _need(summary: dict[str, Any], key: str, path: str) -> Any:
+    value = summary.get(key)
+    if value is None:
+        raise CalibrationError(
+            f"{path}: has no {key!r}; it was written by an older runtime, re-run the job"
+        )
+    return value
+
+
+def _job_for(summary: dict[str, Any]) -> Any:
+    """The run as a job spec, so the memory model can be asked about the same configuration."""
+    c = summary["config"]
+    raw = {
+        "name": "calibration",
+        "team": "calibration",
+        "pool": "calibration",
+        "strategy": c["strategy"],
+        "workers": 1,
+        "procsPerWorker": summary["world_size"],
+        "gpusPerWorker": summary["world_size"],
+        "model": c["model"],
+        "batchSize": c["batch_size"],
+        "gradAccum": c["grad_accum"],
+        "precision": c["precision"],
+        "activationCheckpointing": c["activation_checkpointing"],
+        "compile": c["compile"],
+        "steps": c["steps"],
+    }
+    if c["model"] == "gpt":
+        raw.update(
+            layers=c["layers"],
+            dModel=c["d_model"],
+            heads=c["heads"],
+            seqLen=c["seq_len"],
+            vocabSize=c["vocab_size"],
+        )
+    return parse_job(raw, "summary.config")
+
+
+def calibrate(run_dir: Path, calibration_file: Path = facts.CALIBRATION_FILE) -> dict[str, Any]:
+    """Compute the calibration entry for the run in `run_dir` (does not write it)."""
+    s = _load(run_dir)
+    path = str(run_dir / "summary.json")
+    if s.get("device") != "cuda":
+        raise CalibrationError(
+            f"{path}: a {s.get('device', 'unknown')} run; calibration needs a GPU run "
+            "(the planner has no CPU FLOP facts). See docs/performance.md, 'Planning a job'"
+        )
+    name = _need(s, "device_name", path)
+    gpu = gpus.match_gpu(name)
+    if gpu is None:
+        known = ", ".join(gpus.GPUS)
+        raise CalibrationError(
+            f"{path}: device {name!r} is not in trainforge/training/gpus.py (known: {known}); "
+            "add its peak FLOP/s there first"
+        )
+    precision = _need(s, "precision", path)
+    peak = gpu.bf16_flops if precision == "bfloat16" else gpu.tf32_flops
+    world = int(_need(s, "world_size", path))
+    sps = float(_need(s, "samples_per_second", path))
+    flops_per_sample = float(_need(s, "flops_per_sample", path))
+    if sps <= 0 or s.get("steps_this_run", 0) < 2:
+        raise CalibrationError(f"{path}: the run made no measurable progress; run more steps")
+    mfu = sps * flops_per_sample / world / peak
+    cfg = s.get("config", {})
+    previous = facts.mfu_for(gpu.name, facts.load_calibration(calibration_file))
+    entry: dict[str, Any] = {
+        "mfu": round(mfu, 4),
+        "device_name": name,
+        "run": s.get("run_name"),
+        "run_dir": str(run_dir),
+        "date": str(s.get("finished_at", ""))[:10] or None,
+        "precision": precision,
+        "strategy": cfg.get("strategy"),
+        "model": cfg.get("model"),
+        "d_model": cfg.get("d_model") if cfg.get("model") == "gpt" else None,
+        "compile": cfg.get("compile"),
+        "activation_checkpointing": cfg.get("activation_checkpointing"),
+        "world_size": world,
+        "tokens_per_second": s.get("tokens_per_second"),
+        "previous_mfu": round(previous.mid, 4),
+        "previous_basis": previous.basis,
+    }
+    measured = s.get("peak_memory_allocated_bytes")
+    if measured:
+        entry["peak_memory_allocated_bytes"] = int(measured)
+        try:
+            pool = PoolFacts(
+                name="calibration",
+                gpus_per_node=world,
+                gpu_name=gpu.name,
+                gpu_memory_mib=int(gpu.memory_gib * 1024),
+                gpu_models=(gpu.name,),
+            )
+            est = estimate(_job_for(s), pool).detail
+            if est is not None:
+                entry["estimated_peak_bytes"] = est.peak
+        except (NoEstimate, JobConfigError, KeyError):
+            pass
+    if cfg.get("model") == "mlp":
+        # MFU of the tiny MLP says nothing about transformer jobs: refuse to record it.
+        raise CalibrationError(
+            f"{path}: an MLP run; calibrate with a GPT run (the planner's MFU is for "
+            "transformer matmuls)"
+        )
+    return {"gpu": gpu.name, "entry": entry}
+
+
+def write(result: dict[str, Any], calibration_file: Path = facts.CALIBRATION_FILE) -> None:
+    try:
+        data = json.loads(calibration_file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        data = {}
+    data.setdefault("version", 1)
+    data.setdefault("gpus", {})[result["gpu"]] = result["entry"]
+    calibration_file.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", "utf-8")
+
+
+def report(result: dict[str, Any]) -> list[str]:
+    e = result["entry"]
+    lines = [
+        f"{result['gpu']}: expected MFU {e['previous_mfu']:.1%} ({e['previous_basis']}) -> "
+        f"{e['mfu']:.1%} measured by run {e['run']} on {e['date']} ({e['device_name']}, "
+        f"{e['world_size']} GPU(s), {e['strategy']}, {e['precision']}, "
+        f"compile {'on' if e['compile'] else 'off'})"
+    ]
+    if "peak_memory_allocated_bytes" in e:
+        measured = e["peak_memory_allocated_bytes"]
+        est = e.get("estimated_peak_bytes")
+        if est:
+            lines.append(
+                f"peak GPU memory (allocated by PyTorch): measured {gib(measured)}, memory model "
+                f"{gib(est)} ({est / measured - 1:+.0%})"
+            )
+        else:
+            lines.append(f"peak GPU memory (allocated by PyTorch): measured {gib(measured)}")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(
+        prog="trainforge calibrate",
+        description="Record a run's measured MFU (and compare its peak memory) for its GPU "
+        "model in the planner's calibration file.",
+    )
+    p.add_argument("run_dir", metavar="RUN_DIR", help="the run's --output-dir (summary.json)")
+    p.add_argument(
+        "--file",
+        default=str(facts.CALIBRATION_FILE),
+        help="calibration file to update (default: the one the planner reads)",
+    )
+    p.add_argument("--dry-run", action="store_true", help="show old vs new, write nothing")
+    args = p.parse_args(argv)
+    target = Path(args.file)
+    try:
+        result = calibrate(Path(args.run_dir), target)
+    except CalibrationError as e:
+        print(f"trainforge calibrate: {e}", file=sys.stderr)
+        return 2
+    for line in report(result):
+        print(line)
+    if not args.dry_run:
+        write(result, target)
+        print(f"wrote {target}")
+    return 0

@@ -1,0 +1,153 @@
+"""Dated facts and stated assumptions behind the estimate, and the calibration file.
+
+Peak FLOP/s and memory bandwidth per GPU model are in `trainforge.training.gpus` (one table
+with the runtime's MFU). Per-node network bandwidth comes from AWS through the platform
+contract: `PoolFacts.network_gbps` / `primary_network_gbps` are EC2 DescribeInstanceTypes'
+`NetworkInfo.NetworkCards[].BaselineBandwidthInGbps` (sustained, not the "up to" burst),
+summed over the cards / of card 0, as `aws.ec2.get_instance_type` returns them at preview (in
+the offline plan, moto 5.2.5's bundled copy of that catalog, read 2026-11-23: p5.48xlarge 32
+cards x 100 Gbps, p4d.24xlarge 4 x 100, g5.12xlarge 40, g5.xlarge 2.5). What is here has no
+vendor source: the MFU a job can expect, the bandwidth NCCL gets out of a link, and the
+memory the CUDA runtime takes besides PyTorch's tensors. Each figure says what it rests on;
+`calibration.json` (written by `trainforge calibrate RUN_DIR`) replaces the MFU guess for a
+GPU model with a measured one.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+FACTS_DATE = "2026-11-23"
+CALIBRATION_FILE = Path(__file__).with_name("calibration.json")
+
+GIB = 2**30
+MIB = 2**20
+
+
+@dataclass(frozen=True)
+class MfuFacts:
+    """Expected model-FLOPs utilisation (model FLOPs per step / step time / peak), as a range.
+
+    ``basis`` is "anchored" when a published measurement of a comparable job on this GPU
+    backs it, "extrapolated" when it is borrowed from another GPU, "calibrated" when it
+    comes from one of our own runs (calibration.json).
+    """
+
+    low: float
+    mid: float
+    high: float
+    basis: str
+    source: str
+    reference_d_model: int = 4096  # the hidden width of the anchoring model
+
+
+# The anchors. torchtitan, benchmarks/llama3_h100_202412_torchtitan.md (moved there from
+# docs/performance.md in commit 820504e, 2025-06-13; read 2026-11-23 at github.com/pytorch/
+# torchtitan): "1D Llama 3.1 8B model training on 8 or 128 H100 GPUs without Float8 achieves
+# 33% to 39% MFU" with FSDP2, bf16, selective activation checkpointing, local batch 2 x 8192
+# tokens; their footnote: the H100s were HBM2e parts at 500 W, measured against the SXM
+# peak, so the true MFU of a 700 W SXM H100 is somewhat higher. The A100 anchor is the same
+# project's earlier docs/performance.md (Llama 3 8B, FSDP2 on 64 A100 80GB: 56.8-58.2% MFU
+# with selective AC; 70B full AC: 50.5-51.7%).
+_TORCHTITAN_H100 = "torchtitan Llama 3.1 8B, FSDP2 bf16, 8-128 H100: 33-39% MFU (2024-12)"
+_TORCHTITAN_A100 = "torchtitan Llama 3 8B/70B, FSDP2 bf16, 64 A100 80GB: 50-58% MFU (2024)"
+_NO_ANCHOR = (
+    "no published FSDP2 measurement on this GPU: the H100 anchor's range, widened; PCIe-only "
+    "GPUs (no NVLink) and small memory push real jobs lower. Calibrate with a run."
+)
+
+MFU: dict[str, MfuFacts] = {
+    "H100": MfuFacts(0.33, 0.36, 0.39, "anchored", _TORCHTITAN_H100),
+    "H200": MfuFacts(0.33, 0.36, 0.42, "extrapolated", "H100 anchor; same compute, more HBM"),
+    "A100": MfuFacts(0.45, 0.52, 0.58, "anchored", _TORCHTITAN_A100),
+    # No anchors: the small GPUs of g4dn/g5/g6/g6e.
+    "A10G": MfuFacts(0.20, 0.33, 0.45, "extrapolated", _NO_ANCHOR),
+    "L4": MfuFacts(0.20, 0.33, 0.45, "extrapolated", _NO_ANCHOR),
+    "L40S": MfuFacts(0.20, 0.33, 0.45, "extrapolated", _NO_ANCHOR),
+    "T4": MfuFacts(0.15, 0.30, 0.45, "extrapolated", _NO_ANCHOR + " T4 has no bf16 units."),
+}
+DEFAULT_MFU = MfuFacts(0.15, 0.30, 0.45, "extrapolated", "no facts for this GPU model")
+
+# Our models are far narrower than the anchors' 4096. Matmuls of a narrow model keep a GPU
+# busy for a shorter time per launch, so MFU falls; we scale by sqrt(d / reference), floored
+# at 0.35. An ASSUMPTION (no measurement): calibrate to replace it.
+WIDTH_EXPONENT = 0.5
+WIDTH_FLOOR = 0.35
+
+# Activation checkpointing recomputes each block's forward: 8 instead of 6 FLOPs per
+# parameter per token of hardware work for the same model FLOPs.
+RECOMPUTE_FACTOR = 8 / 6
+
+# Bandwidth NCCL gets out of a link, as a fraction of the link's rate. ASSUMPTIONS, stated
+# so they can be checked: EFA with the aws-ofi-nccl plugin is designed for NCCL's traffic;
+# NCCL over TCP sockets on ENA (`efa: false`) typically achieves well below line rate.
+NETWORK_EFFICIENCY = {"efa": (0.6, 0.8), "tcp": (0.3, 0.6)}
+
+# Per-GPU bus bandwidth of intra-node collectives (bytes/s): (low, high). ASSUMPTIONS by
+# interconnect: NVLink 4 (H100/H200 SXM, 900 GB/s per GPU), NVLink 3 (A100 SXM, 600 GB/s),
+# otherwise PCIe (Gen4 x16 32 GB/s per direction, less through the host bridge).
+INTRA_NODE_BUS = {
+    "H100": (250e9, 400e9),
+    "H200": (250e9, 400e9),
+    "A100": (150e9, 230e9),
+    "pcie": (6e9, 16e9),
+}
+
+# Fixed cost per collective launch (NCCL latency), seconds.
+COLLECTIVE_LATENCY = (20e-6, 80e-6)
+
+# Host -> storage rates for a blocking checkpoint and device -> host for async staging
+# (pageable memory: DCP's default stager does not pin). ASSUMPTIONS.
+CHECKPOINT_WRITE_BPS = (0.3e9, 1.0e9)
+STAGING_BPS = (3e9, 10e9)
+# Pod start to first step: image pull (cached or not), rendezvous, torch.compile.
+STARTUP_SECONDS = (60.0, 600.0)
+
+# GPU memory PyTorch's allocator does not see, per process (ASSUMPTIONS, conservative):
+# the CUDA context with lazily loaded kernels and cuBLAS/cuDNN workspaces, and NCCL's
+# buffers when there is more than one rank; plus the caching allocator's fragmentation
+# (reserved minus allocated), taken as a fraction of the allocated peak.
+CUDA_CONTEXT_BYTES = 768 * MIB
+NCCL_BYTES = 512 * MIB
+FRAGMENTATION = 0.10
+# Process memory of a rank outside its tensors (Python, torch and CUDA libraries), host side;
+# a CPU-only rank (no CUDA libraries) is smaller. ASSUMPTIONS.
+HOST_PROCESS_BYTES = 3 * GIB
+CPU_PROCESS_BYTES = 512 * MIB
+
+HIGH_WATER = 0.90  # warn above this fraction of the GPU's memory
+
+
+def load_calibration(path: Path = CALIBRATION_FILE) -> dict[str, Any]:
+    """The calibration file's GPU entries ({} when there is none or it has none)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    return dict(data.get("gpus") or {})
+
+
+def mfu_for(gpu: str | None, calibration: dict[str, Any] | None = None) -> MfuFacts:
+    """Expected MFU for a GPU model: a calibration entry wins over the table."""
+    calibration = load_calibration() if calibration is None else calibration
+    if gpu and gpu in calibration:
+        c = calibration[gpu]
+        m = float(c["mfu"])
+        return MfuFacts(
+            m * 0.85,
+            m,
+            m * 1.15,
+            "calibrated",
+            f"run {c.get('run', '?')} on {c.get('date', '?')} ({c.get('device_name', gpu)})",
+            reference_d_model=int(c.get("d_model") or 4096),
+        )
+    return MFU.get(gpu or "", DEFAULT_MFU)
+
+
+def width_factor(d_model: int, reference: int) -> float:
+    if d_model >= reference:
+        return 1.0
+    return max(WIDTH_FLOOR, (d_model / reference) ** WIDTH_EXPONENT)

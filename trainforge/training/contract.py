@@ -1,0 +1,118 @@
+"""The job contract as a training process sees it: the environment every job's code gets.
+
+One contract for all code (the bundled runtime, your script, module, command or function),
+set by the emitter in every pod and by `trainforge run-local` on a laptop:
+
+* the distributed environment of torchrun and the Kubeflow training operator: RANK,
+  WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT (read by
+  `init_distributed`, or by `torch.distributed.init_process_group("env://")` directly);
+* the `TRAINFORGE_*` variables below: where to checkpoint and write outputs, how often and
+  how many checkpoints to keep, the S3 mirror, the SIGTERM grace period, the metrics port;
+* `MLFLOW_TRACKING_URI` when the platform runs MLflow.
+
+The names are defined here once: the job emitter (`trainforge.jobs.entrypoint`) imports
+them, and the library pieces (`CheckpointManager.from_env`, `PreemptionHandler.from_env`,
+`MetricsReporter.from_env`) read them. Standard library only: the emitter imports it too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+
+JOB_NAME = "TRAINFORGE_JOB_NAME"
+CHECKPOINT_DIR = "TRAINFORGE_CHECKPOINT_DIR"
+OUTPUT_DIR = "TRAINFORGE_OUTPUT_DIR"
+CHECKPOINT_EVERY = "TRAINFORGE_CHECKPOINT_EVERY"
+KEEP_LAST = "TRAINFORGE_KEEP_LAST"
+RESUME = "TRAINFORGE_RESUME"
+ASYNC_CHECKPOINT = "TRAINFORGE_ASYNC_CHECKPOINT"
+CHECKPOINT_S3 = "TRAINFORGE_CHECKPOINT_S3"
+GRACE_PERIOD = "TRAINFORGE_GRACE_PERIOD"
+METRICS_PORT = "TRAINFORGE_METRICS_PORT"
+MLFLOW_TRACKING_URI = "MLFLOW_TRACKING_URI"
+
+# Every variable the platform sets for a job's code; a job's `env` may not override them.
+CONTRACT_VARIABLES = (
+    JOB_NAME,
+    CHECKPOINT_DIR,
+    OUTPUT_DIR,
+    CHECKPOINT_EVERY,
+    KEEP_LAST,
+    RESUME,
+    ASYNC_CHECKPOINT,
+    CHECKPOINT_S3,
+    GRACE_PERIOD,
+    METRICS_PORT,
+)
+
+
+class ContractError(ValueError):
+    """A contract variable holds a value its reader cannot use (names the variable)."""
+
+
+def _int(name: str, default: int, minimum: int = 0) -> int:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ContractError(f"{name}={raw!r}: expected an integer") from None
+    if value < minimum:
+        raise ContractError(f"{name}={raw!r}: expected an integer >= {minimum}")
+    return value
+
+
+def _float(name: str, default: float) -> float:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ContractError(f"{name}={raw!r}: expected a number of seconds") from None
+    if not value > 0:
+        raise ContractError(f"{name}={raw!r}: expected a number of seconds > 0")
+    return value
+
+
+@dataclasses.dataclass(frozen=True)
+class JobEnv:
+    """The `TRAINFORGE_*` part of the contract, with laptop defaults when a variable is unset
+    (a script run as plain `python train.py` still works: no checkpoints, outputs in ./runs)."""
+
+    job_name: str = "local"
+    checkpoint_dir: str | None = None
+    output_dir: str = "runs/local"
+    checkpoint_every: int = 0
+    keep_last: int = 3
+    resume: str = "auto"
+    async_checkpoint: bool = False
+    checkpoint_s3: str | None = None
+    grace_period: float = 90.0
+    metrics_port: int = 0
+    mlflow_tracking_uri: str | None = None
+
+    @property
+    def output_path(self) -> Path:
+        return Path(self.output_dir)
+
+
+def job_env() -> JobEnv:
+    """Read the contract's variables from this process's environment."""
+    name = os.environ.get(JOB_NAME) or "local"
+    return JobEnv(
+        job_name=name,
+        checkpoint_dir=os.environ.get(CHECKPOINT_DIR) or None,
+        output_dir=os.environ.get(OUTPUT_DIR) or f"runs/{name}",
+        checkpoint_every=_int(CHECKPOINT_EVERY, 0),
+        keep_last=_int(KEEP_LAST, 3),
+        resume=os.environ.get(RESUME) or "auto",
+        async_checkpoint=os.environ.get(ASYNC_CHECKPOINT, "").strip() in ("1", "true"),
+        checkpoint_s3=os.environ.get(CHECKPOINT_S3) or None,
+        grace_period=_float(GRACE_PERIOD, 90.0),
+        metrics_port=_int(METRICS_PORT, 0),
+        mlflow_tracking_uri=os.environ.get(MLFLOW_TRACKING_URI) or None,
+    )
