@@ -27,7 +27,10 @@ SUBCHARTS = {
         ("kube-state-metrics", "kube-state-metrics-8.4.0"),
         ("prometheus-node-exporter", "prometheus-node-exporter-4.56.1"),
         ("grafana", "grafana-12.11.1"),
-    ]
+    ],
+    # source: kubeflow/trainer charts/kubeflow-trainer/Chart.yaml at v2.3.0 (jobset 0.12.0,
+    # condition jobset.install; versions.JOBSET_VERSION), read 2026-11-23
+    ("kubeflow-trainer", "2.3.0"): [("jobset", "jobset-0.12.0")],
 }
 
 

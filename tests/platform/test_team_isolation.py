@@ -15,8 +15,17 @@ from tests.conftest import ROOT
 from trainforge.plan import pod_sandbox as sandbox
 from trainforge.plan.core import plan_project
 from trainforge.plan.mocks import S3_PREFIX_LIST_CIDRS
-from trainforge.platform import checkpoint_bucket, fsx, monitoring, network, training_operator
+from trainforge.platform import (
+    checkpoint_bucket,
+    fsx,
+    kueue,
+    monitoring,
+    network,
+    trainer,
+    training_operator,
+)
 from trainforge.platform.placement import SYSTEM_NODE_SELECTOR
+from trainforge.platform.services_config import KueueConfig
 
 POD_IDENTITY_AGENT = "169.254.170.23/32"
 
@@ -227,6 +236,10 @@ def test_platform_pods_run_on_the_system_node_group(plans):
     (mlflow,) = [o.doc for o in plans["prod"].objects if o.kind == "Deployment"
                  and o.obj_name == "mlflow"]  # fmt: skip
     assert mlflow["spec"]["template"]["spec"]["nodeSelector"] == system
+    trainer_values = trainer.chart_values()
+    assert trainer_values["manager"]["nodeSelector"] == system
+    assert trainer_values["jobset"]["controller"]["nodeSelector"] == system
+    assert kueue.chart_values(KueueConfig())["controllerManager"]["nodeSelector"] == system
 
 
 def test_the_kustomize_installed_operator_is_placed_by_a_transform():
