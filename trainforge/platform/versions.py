@@ -145,11 +145,12 @@ MLFLOW_IMAGE = "ghcr.io/mlflow/mlflow:v3.16.0-full"
 # Kueue: queueing with gang admission, quotas, cohorts and topology-aware scheduling. The
 # chart installs its CRDs (templates/crd) and the controller; jobs' objects are applied
 # after it (trainforge.platform.kueue).
-# source: kubernetes-sigs/kueue#15458 ("Release v0.19.5", closed, images and chart pushed)
+# source: kubernetes-sigs/kueue#15458 ("Release v0.19.5": published
+# github.com/kubernetes-sigs/kueue/releases/tag/v0.19.5, release notes synced 2026-09-17)
 # and project-codeflare/appwrapper#424 ("CI: use Kueue 0.19.5"); v0.19.4 promoted
 # 2026-09-10 (kubernetes/k8s.io#9917); chart location from the v0.19 install docs
 # (`helm install kueue oci://registry.k8s.io/kueue/charts/kueue --version=0.19.0`); no
-# v0.19.6 found. The v0.19.5 release date is NOT confirmed. checked 2026-11-23
+# v0.19.6 found. checked 2026-11-23
 KUEUE_CHART_REPO = "oci://registry.k8s.io/kueue/charts"
 KUEUE_CHART = "kueue"
 KUEUE_CHART_VERSION = "0.19.5"
