@@ -33,7 +33,7 @@ TEAMS = {
 def test_the_server_under_test_is_the_pinned_image_version():
     import mlflow
 
-    # ghcr.io/mlflow/mlflow:v3.16.0-full -> 3.16.0
+    # ghcr.io/mlflow/mlflow:v3.17.0-full -> 3.17.0
     assert versions.MLFLOW_IMAGE.rsplit(":v", 1)[1].split("-")[0] == mlflow.__version__
 
 

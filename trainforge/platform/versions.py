@@ -138,10 +138,11 @@ DCGM_EXPORTER_CHART_VERSION = "4.8.2"
 # "Only Flask-WTF is missing from the image"); `-full` images exist from v3.9.0
 # (docker/README.md) and install the `auth` extra since mlflow/mlflow#23892 (2026-06-10,
 # docker/Dockerfile.full: `mlflow[extras,azure,db,gateway,genai,auth]==$VERSION`).
-# source: ghcr.io/mlflow/mlflow:v3.16.0 pinned in public deployments (newest plain server tag
-# seen; v3.18.0's image is NOT confirmed); the v3.16.0-full tag itself is NOT confirmed from
-# a public record (derived from the variant's naming above), checked 2026-11-23
-MLFLOW_IMAGE = "ghcr.io/mlflow/mlflow:v3.16.0-full"
+# source: public Dockerfiles build `FROM ghcr.io/mlflow/mlflow:v3.17.0-full` (the newest -full
+# tag found in a public record; v3.16.1-full is cited too); no 3.18 image was found, and
+# mlflow 3.17.0 with its mlflow-skinny/mlflow-tracing 3.17.0 is on PyPI (the server the
+# tests start), checked 2026-11-23
+MLFLOW_IMAGE = "ghcr.io/mlflow/mlflow:v3.17.0-full"
 # Kueue: queueing with gang admission, quotas, cohorts and topology-aware scheduling. The
 # chart installs its CRDs (templates/crd) and the controller; jobs' objects are applied
 # after it (trainforge.platform.kueue).
