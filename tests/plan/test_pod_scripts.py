@@ -251,8 +251,10 @@ def test_dev_and_prod_plans_rehearse_the_fsx_jobs(repo_root):
         result = core.plan_project(repo_root, stack, standins=False)
         assert not [v for v in result.failing if v.rule in (P.SCRIPT_FAILS, P.CANNOT_WRITE)]
         (section,) = [s for s in result.sections if s.title == "Pod script rehearsal"]
-        rehearsed = {e["object"].split("/")[0] for e in section.data["scripts"]}
+        # every team's directory is made from the platform's fsx-admin namespace
+        rehearsed = {e["object"].rsplit("fsx-team-dir-", 1)[-1] for e in section.data["scripts"]}
         assert rehearsed == teams
+        assert {e["object"].split("/")[0] for e in section.data["scripts"]} == {"fsx-admin"}
         for e in section.data["scripts"]:
             assert all(step.endswith("ok") for steps in e["scenarios"].values() for step in steps)
 
