@@ -132,7 +132,7 @@ KUBE_PROMETHEUS_STACK_CHART_VERSION = "88.5.3"
 # source: github.com/NVIDIA/dcgm-exporter deployment/Chart.yaml at tag 4.5.3-4.8.2, checked 2026-11-23
 DCGM_EXPORTER_CHART_REPO = "https://nvidia.github.io/dcgm-exporter/helm-charts"
 DCGM_EXPORTER_CHART_VERSION = "4.8.2"
-# The server's major matches the client's (`mlflow==3.18.0`, pyproject's `mlflow` extra).
+# The server's version is the client's (`mlflow==3.17.0`, pyproject's `mlflow` extra).
 # The `-full` variant: the plain image lacks Flask-WTF, which the basic-auth app the server
 # runs with imports at start (mlflow/mlflow#14610; kubeflow/pipelines#14260, 2026-09-03:
 # "Only Flask-WTF is missing from the image"); `-full` images exist from v3.9.0
