@@ -72,7 +72,8 @@ def test_dev_platform_wiring_reaches_the_job(dev):
     c = pod["containers"][0]
     assert c["resources"]["limits"]["nvidia.com/gpu"] == "1"  # g4dn.xlarge / g5.xlarge
     fsx = next(m for m in c["volumeMounts"] if m["name"] == "fsx")
-    assert fsx["subPath"] == "research"
+    # the team's claim is its own directory of the file system (a Lustre fileset): no subPath
+    assert "subPath" not in fsx and fsx["mountPath"] == "/fsx"
     claim = next(v for v in pod["volumes"] if v["name"] == "fsx")["persistentVolumeClaim"][
         "claimName"
     ]

@@ -3,14 +3,24 @@ and it sees the typed objects (contracts, resolved jobs) the program declared.""
 
 from __future__ import annotations
 
+import pathlib
 import sys
 import types
 
 import pytest
+import yaml
 
 from trainforge.plan import checks as C
 from trainforge.plan import core
 from trainforge.plan.cli import print_report
+
+# The dev stack's jobs, in declaration order (read from the stack file, not restated).
+DEV_JOBS = [
+    j["name"]
+    for j in yaml.safe_load((pathlib.Path(__file__).parents[2] / "Pulumi.dev.yaml").read_text())[
+        "config"
+    ]["trainforge:jobs"]
+]
 
 
 @pytest.fixture
@@ -48,27 +58,25 @@ def test_a_check_sees_the_declared_contract_and_jobs(seen_check, repo_root, caps
     ctx = seen_check[0]
     (contract,) = ctx.declared.contracts
     assert set(contract.pools) == {"gpu-workloads", "training-workloads"}
-    assert {j.spec.name for j in ctx.declared.jobs} == {"mnist-ddp", "gpt-small-fsdp", "mnist-user"}
+    assert {j.spec.name for j in ctx.declared.jobs} == set(DEV_JOBS)
     resolved = {j.spec.name: j.spec for j in ctx.declared.jobs}
     assert resolved["gpt-small-fsdp"].gpus_per_worker == 1  # resolved against the pool
     failing = {v.rule for v in result.failing}
     assert failing == {"TRAINFORGE_TEST_CHECK"} and not result.clean
-    assert result.to_json()["sections"][-1]["data"] == {
-        "jobs": ["mnist-ddp", "gpt-small-fsdp", "mnist-user"]
-    }
+    assert result.to_json()["sections"][-1]["data"] == {"jobs": DEV_JOBS}
 
     class Args:
         summary = True
 
     print_report(result, Args())
     out = capsys.readouterr().out
-    assert "Test check:\n  jobs: mnist-ddp, gpt-small-fsdp, mnist-user" in out
+    assert f"Test check:\n  jobs: {', '.join(DEV_JOBS)}" in out
 
 
 def test_a_check_finding_is_waivable(seen_check, repo_root):
     waivers = [
         {"resource": name, "rule": "TRAINFORGE_TEST_CHECK", "reason": "known and accepted"}
-        for name in ("mnist-ddp", "gpt-small-fsdp", "mnist-user")
+        for name in DEV_JOBS
     ]
     result = core.plan_project(
         repo_root,

@@ -7,6 +7,7 @@ import datetime as dt
 import pytest
 from test_plan_stacks import ROOT, project_copy
 
+from tests.plan.test_plan_checks import DEV_JOBS
 from trainforge.jobs.contract import NodeType, PoolFacts
 from trainforge.jobs.spec import parse_job
 from trainforge.plan import cli, core, cost, cost_check, price_facts
@@ -143,7 +144,7 @@ def test_prod_cost_table_has_jobs_teams_and_the_platform(prod, capsys):
 
 def test_dev_prices_are_unknown_and_say_so():
     result, report = _report("dev")
-    assert {j.name for j in report.jobs} == {"mnist-ddp", "gpt-small-fsdp", "mnist-user"}
+    assert {j.name for j in report.jobs} == set(DEV_JOBS)
     assert all(j.hourly is None for j in report.jobs)
     (team,) = report.teams
     assert team.jobs_hourly is None and team.ceiling.hourly is None
@@ -204,7 +205,7 @@ def test_a_cap_on_an_unknown_price_cannot_pass_silently():
     caps = {"trainforge-policy:costCaps": {"jobPerHour": 1000}}
     result = core.plan_project(ROOT, "dev", standins=False, config_overrides=caps)
     rules = sorted(v.rule for v in result.failing)
-    assert rules == ["TF_COST_JOB_CAP"] * 3  # mnist-ddp, gpt-small-fsdp, mnist-user
+    assert rules == ["TF_COST_JOB_CAP"] * len(DEV_JOBS)  # every dev job: no us-west-2 prices
     assert all("cannot be checked" in v.message for v in result.failing)
 
 

@@ -13,20 +13,42 @@ from typing import Any
 
 import pytest
 
-from trainforge.platform import device_plugins, monitoring, trainer, versions
-from trainforge.platform.services_config import MonitoringConfig
+from trainforge.platform import device_plugins, kueue, monitoring, trainer, versions
+from trainforge.platform.services_config import KueueConfig, MonitoringConfig
 
 KEYS = pathlib.Path(__file__).parent / "chart_values"
+# Subcharts a chart depends on (its Chart.yaml `dependencies` at the pinned version): values
+# under the subchart's name go to the subchart, so its own values.yaml keys are valid there.
+# source: prometheus-community/helm-charts charts/kube-prometheus-stack/Chart.yaml at tag
+# kube-prometheus-stack-88.5.3 (kube-state-metrics 8.4.0, prometheus-node-exporter 4.56.1,
+# grafana 12.11.1), read 2026-11-23
+SUBCHARTS = {
+    ("kube-prometheus-stack", "88.5.3"): [
+        ("kube-state-metrics", "kube-state-metrics-8.4.0"),
+        ("prometheus-node-exporter", "prometheus-node-exporter-4.56.1"),
+        ("grafana", "grafana-12.11.1"),
+    ],
+    # source: kubeflow/trainer charts/kubeflow-trainer/Chart.yaml at v2.3.0 (jobset 0.12.0,
+    # condition jobset.install; versions.JOBSET_VERSION), read 2026-11-23
+    ("kubeflow-trainer", "2.3.0"): [("jobset", "jobset-0.12.0")],
+}
+
+
+def _read_keys(path: pathlib.Path, prefix: str = "") -> dict[str, str]:
+    out = {}
+    for line in path.read_text().splitlines():
+        if line and not line.startswith("#"):
+            key, kind = line.split("\t")
+            out[f"{prefix}{key}"] = kind
+    return out
 
 
 def chart_keys(chart: str, version: str) -> dict[str, str]:
     path = KEYS / f"{chart}-{version}.keys"
     assert path.is_file(), f"re-derive {path.name} from {chart}'s values.yaml at {version}"
-    out = {}
-    for line in path.read_text().splitlines():
-        if line and not line.startswith("#"):
-            key, kind = line.split("\t")
-            out[key] = kind
+    out = _read_keys(path)
+    for name, keys in SUBCHARTS.get((chart, version), []):
+        out.update(_read_keys(KEYS / f"{keys}.keys", f"{name}."))
     return out
 
 
@@ -67,7 +89,12 @@ CHARTS = [
     (
         "dcgm-exporter",
         versions.DCGM_EXPORTER_CHART_VERSION,
-        monitoring.dcgm_values,
+        lambda: monitoring.dcgm_values(profiling=True),
+    ),
+    (
+        "kueue",
+        versions.KUEUE_CHART_VERSION,
+        lambda: kueue.chart_values(KueueConfig()),
     ),
     (
         "aws-efa-k8s-device-plugin",

@@ -15,7 +15,7 @@ import yaml
 
 from trainforge.plan import core
 from trainforge.platform import dashboards as D
-from trainforge.platform import versions
+from trainforge.platform import monitoring, versions
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 FACTS = pathlib.Path(__file__).resolve().parent / "facts"
@@ -146,6 +146,32 @@ def test_every_queried_metric_is_exported(name, runtime_metrics):
     assert not missing, f"{name} queries metrics nothing exports: {missing}"
 
 
+def test_the_exporter_collects_the_charts_counters_profiling_only_when_switched_on():
+    """What the DCGM exporter collects here: the chart's default counters, less the
+    profiling (DCGM_FI_PROF_*) fields unless `monitoring.dcgmProfilingMetrics` is on."""
+    _, chart = _dcgm_metrics()
+    assert monitoring.dcgm_metrics(profiling=True) == chart
+    assert monitoring.dcgm_metrics(profiling=False) == {
+        m for m in chart if not m.startswith("DCGM_FI_PROF_")
+    }
+
+
+@pytest.mark.parametrize("profiling", [False, True])
+@pytest.mark.parametrize("name", sorted(D.DASHBOARDS))
+def test_shipped_panels_read_only_what_the_exporter_collects(name, profiling):
+    exported = monitoring.dcgm_metrics(profiling)
+    board = D.for_exported(D.DASHBOARDS[name](), exported, monitoring.PROFILING_HINT)
+    dcgm = {m for q in D.queries(board) for m in D.metric_names(q) if m.startswith("DCGM_")}
+    assert dcgm and dcgm <= exported
+    hints = [p for p in D.panels(board) if p["type"] == "text" and "Not collected" in str(p)]
+    tensor = "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE"
+    uses_tensor = tensor in set().union(
+        *(D.metric_names(q) for q in D.queries(D.DASHBOARDS[name]()))
+    )
+    # off: the tensor-core panel says how to switch profiling on instead of staying empty
+    assert bool(hints) == (uses_tensor and not profiling)
+
+
 # --- shipped with the monitoring stack -------------------------------------------------------------
 
 
@@ -167,7 +193,10 @@ def test_dashboards_ship_as_sidecar_configmaps_when_grafana_is_on():
     for cm_name, doc in maps.items():
         assert doc["metadata"]["labels"][sidecar["label"]] == sidecar["labelValue"]
         assert doc["metadata"]["namespace"] == "monitoring"
-        assert json.loads(doc["data"][f"{cm_name}.json"]) == D.DASHBOARDS[cm_name]()
+        shipped = D.for_exported(
+            D.DASHBOARDS[cm_name](), monitoring.dcgm_metrics(False), monitoring.PROFILING_HINT
+        )
+        assert json.loads(doc["data"][f"{cm_name}.json"]) == shipped
     helm = {h["name"]: h for h in result.helm()}
     dcgm = [r for r in result.inventory.resources if r.name.endswith("-dcgm")]
     assert dcgm and dcgm[0].inputs["values"]["serviceMonitor"]["honorLabels"] is True

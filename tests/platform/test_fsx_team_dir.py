@@ -28,9 +28,16 @@ def test_each_team_gets_its_own_uid_from_the_team_facts(monkeypatch):
 
     monkeypatch.setattr(services, "team_facts", with_uids)
     run = declare(PROD, gpu=True, efa=True)
-    (job,) = [r.inputs for r in run.of_type(JOB)]  # nlp is `restricted`: made by hand
-    script = job["spec"]["template"]["spec"]["containers"][0]["command"][-1]
+    # one Job per team, all in the platform's fsx-admin namespace (so a `restricted` team
+    # such as nlp gets its directory too)
+    jobs = {
+        r.inputs["metadata"]["labels"]["trainforge.io/team"]: r.inputs for r in run.of_type(JOB)
+    }
+    assert {j["metadata"]["namespace"] for j in jobs.values()} == {fsx.ADMIN_NAMESPACE}
+    script = jobs["vision"]["spec"]["template"]["spec"]["containers"][0]["command"][-1]
     assert script.endswith("chown 2001:3001 /fsx/vision")  # vision sorts after nlp
+    script = jobs["nlp"]["spec"]["template"]["spec"]["containers"][0]["command"][-1]
+    assert script.endswith("chown 2000:3000 /fsx/nlp")
 
 
 def test_the_script_chmods_only_while_root_owns_the_directory():
@@ -54,7 +61,8 @@ def test_jobs_wait_for_the_team_dir_job_to_complete(repo_root: pathlib.Path):
     assert "pulumi.com/skipAwait" not in (meta.get("annotations") or {})
     assert "ttlSecondsAfterFinished" not in setup.inputs["spec"]
     jobs = [r for r in run.resources if r.type == "kubernetes:kubeflow.org/v1:PyTorchJob"]
-    assert {r.name for r in jobs} == {"job-research-mnist-ddp", "job-research-gpt-small-fsdp"}
+    # every PyTorchJob of the dev stack (the bundled runtime's and user code's alike)
+    assert {"job-research-mnist-ddp", "job-research-gpt-small-fsdp"} <= {r.name for r in jobs}
     for r in jobs:
         # the PyTorchJob itself (not only its component) depends on the Job
         assert setup.urn in r.options["dependencies"], r.name

@@ -75,6 +75,7 @@ def test_dev_stack_wires_jobs_to_teams_and_pools(repo_root):
     assert [t.key for t in target.pool.taints] == ["nvidia.com/gpu"]
     assert isinstance(target.checkpoint_bucket, pulumi.Output)
     assert target.mlflow_tracking_uri == "http://mlflow.mlflow.svc.cluster.local:5000"
+    assert contract.ready  # Kueue: a job is created once its queue exists
     assert contract.waits_for("pytorchjob")  # the training operator
     assert target.team.ready  # the Job that prepares the team's FSx directory
 

@@ -140,6 +140,7 @@ def test_every_component_has_the_trainforge_token_and_children_are_parented(prod
         "trainforge:index:DevicePlugins",
         "trainforge:index:Monitoring",
         "trainforge:index:TeamNamespaces",
+        "trainforge:index:Kueue",
     }
     top = one(prod, "trainforge:index:PlatformServices")
     for r in prod.resources:
@@ -225,58 +226,80 @@ def test_fsx_csi_addon_is_pinned_with_a_pod_identity_role(prod):
 
 
 def test_fsx_static_volume_and_claim_per_team(prod):
+    """Each team's volume reaches only its own directory of the shared file system: its PV
+    mounts the Lustre fileset `<mountname>/<team>`; only the platform's fsx-admin namespace
+    has a claim on the file system root."""
     fs = one(prod, FSX)
     pvs = {
         r.inputs["metadata"]["name"]: r.inputs
         for r in prod.of_type("kubernetes:core/v1:PersistentVolume")
     }
-    assert set(pvs) == {"fsx-vision", "fsx-nlp"}
-    pv = pvs["fsx-vision"]["spec"]
-    assert pv["csi"] == {
+    assert set(pvs) == {"fsx-root", "fsx-vision-dir", "fsx-nlp-dir"}
+    pv = pvs["fsx-vision-dir"]
+    assert pv["metadata"]["annotations"] == {"trainforge.io/fsx-directory": "/vision"}
+    assert pv["spec"]["csi"] == {
         "driver": "fsx.csi.aws.com",
         "volumeHandle": fs.id,
         "volumeAttributes": {
             "dnsname": "fs-1.fsx.us-west-2.amazonaws.com",
-            "mountname": "abcd1234",
+            # the CSI driver mounts <dnsname>@tcp:/<mountname>: here the /vision fileset
+            "mountname": "abcd1234/vision",
         },
     }
-    assert pv["accessModes"] == ["ReadWriteMany"]
-    assert pv["storageClassName"] == ""
-    assert pv["persistentVolumeReclaimPolicy"] == "Retain"
-    assert pv["claimRef"] == {"namespace": "vision", "name": "fsx-vision"}
+    assert pv["spec"]["accessModes"] == ["ReadWriteMany"]
+    assert pv["spec"]["storageClassName"] == ""
+    assert pv["spec"]["persistentVolumeReclaimPolicy"] == "Retain"
+    assert pv["spec"]["claimRef"] == {"namespace": "vision", "name": "fsx-vision"}
+    root = pvs["fsx-root"]["spec"]
+    assert root["csi"]["volumeAttributes"]["mountname"] == "abcd1234"
+    assert root["claimRef"] == {"namespace": "fsx-admin", "name": "fsx-root"}
+    # no team namespace can claim the whole file system
+    for name, doc in pvs.items():
+        whole = doc["spec"]["csi"]["volumeAttributes"]["mountname"] == "abcd1234"
+        assert whole == (doc["spec"]["claimRef"]["namespace"] == "fsx-admin"), name
     pvcs = {
-        r.inputs["metadata"]["namespace"]: r.inputs
+        (r.inputs["metadata"]["namespace"], r.inputs["metadata"]["name"]): r.inputs
         for r in prod.of_type("kubernetes:core/v1:PersistentVolumeClaim")
         if r.inputs["metadata"]["name"].startswith("fsx-")
     }
-    claim = pvcs["nlp"]["spec"]
-    assert claim["volumeName"] == "fsx-nlp" and claim["storageClassName"] == ""
+    assert set(pvcs) == {
+        ("vision", "fsx-vision"),
+        ("nlp", "fsx-nlp"),
+        ("fsx-admin", "fsx-root"),
+    }
+    claim = pvcs[("nlp", "fsx-nlp")]["spec"]
+    assert claim["volumeName"] == "fsx-nlp-dir" and claim["storageClassName"] == ""
     assert claim["accessModes"] == ["ReadWriteMany"]
     assert claim["resources"]["requests"]["storage"] == "4800Gi"
 
 
 def test_fsx_team_directory_belongs_to_the_training_uid(prod):
-    """Training pods (UID 1000, no capabilities) can only write where the team dir is theirs."""
-    from trainforge.jobs.pytorchjob import RUN_AS_USER
+    """Training pods (the team's own UID, no capabilities) can only write where the team dir
+    is theirs; the Job that makes it runs where the whole file system is mounted (fsx-admin),
+    so every team gets one, a `restricted` team (nlp) too."""
     from trainforge.platform.published import team_facts
+    from trainforge.platform.services_config import default_team_id
 
     facts = team_facts(parse_services_config(PROD, []))["vision"]
-    assert (facts.run_as_user, facts.run_as_group) == (RUN_AS_USER, RUN_AS_USER)
+    uid = default_team_id("vision")
+    assert (facts.run_as_user, facts.run_as_group) == (uid, uid)
+    assert facts.fsx_sub_path is None  # the claim is the team's directory: no subPath
     jobs = {
-        r.inputs["metadata"]["namespace"]: r.inputs for r in prod.of_type("kubernetes:batch/v1:Job")
+        r.inputs["metadata"]["labels"]["trainforge.io/team"]: r.inputs
+        for r in prod.of_type("kubernetes:batch/v1:Job")
     }
-    # `nlp` enforces Pod Security `restricted`, which would reject the root helper
-    assert set(jobs) == {"vision"}
+    assert set(jobs) == {"vision", "nlp"}
+    assert {j["metadata"]["namespace"] for j in jobs.values()} == {"fsx-admin"}
     job = jobs["vision"]
     assert job["metadata"]["annotations"][rules.ROOT_REASON_ANNOTATION]
     pod = job["spec"]["template"]["spec"]
     (c,) = pod["containers"]
-    assert c["command"][-1].endswith("chown 1000:1000 /fsx/vision")
+    assert c["command"][-1].endswith(f"chown {uid}:{uid} /fsx/vision")
     sc = c["securityContext"]
     assert sc["runAsUser"] == 0 and sc["allowPrivilegeEscalation"] is False
     assert sc["capabilities"] == {"drop": ["ALL"], "add": ["CHOWN"]}
     assert pod["automountServiceAccountToken"] is False
-    assert pod["volumes"] == [{"name": "fsx", "persistentVolumeClaim": {"claimName": "fsx-vision"}}]
+    assert pod["volumes"] == [{"name": "fsx", "persistentVolumeClaim": {"claimName": "fsx-root"}}]
     assert c["image"] == versions.BUSYBOX_IMAGE
 
 
@@ -496,7 +519,9 @@ def test_mlflow_server_is_non_root_pinned_and_limited(prod):
     dep = one(prod, "kubernetes:apps/v1:Deployment").inputs
     assert dep["metadata"]["namespace"] == "mlflow"
     pod = dep["spec"]["template"]["spec"]
-    [c] = pod["containers"]
+    # the server, and the sidecar that keeps its users as the platform declares them
+    assert [c["name"] for c in pod["containers"]] == ["mlflow", "auth-sync"]
+    c = pod["containers"][0]
     assert c["image"] == versions.MLFLOW_IMAGE
     assert (
         pod["securityContext"]["runAsNonRoot"] is True and pod["securityContext"]["runAsUser"] > 0
@@ -555,7 +580,9 @@ def test_team_namespace_quota_limits_and_service_account(prod):
     assert nss["vision"]["pod-security.kubernetes.io/warn"] == "restricted"
     assert nss["vision"]["pod-security.kubernetes.io/audit"] == "restricted"
     assert nss["nlp"]["pod-security.kubernetes.io/enforce"] == "restricted"
-    assert nss["monitoring"]["pod-security.kubernetes.io/enforce"] == "privileged"
+    # only the node agents' namespace admits privileged pods
+    assert nss["monitoring"]["pod-security.kubernetes.io/enforce"] == "baseline"
+    assert nss["node-agents"]["pod-security.kubernetes.io/enforce"] == "privileged"
     quotas = {
         r.inputs["metadata"]["namespace"]: r.inputs["spec"]["hard"]
         for r in prod.of_type("kubernetes:core/v1:ResourceQuota")
@@ -671,7 +698,7 @@ def test_team_facts_feed_the_jobs_target(prod):
     )
     assert (facts.fsx_mount_path, facts.fsx_sub_path, facts.checkpoint_prefix) == (
         "/fsx",
-        "vision",
+        None,
         "vision/",
     )
     assert facts.quota.gpus == "16" and facts.quota.memory == "1536Gi"

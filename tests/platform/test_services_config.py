@@ -236,3 +236,190 @@ def test_bad_job_backends_name_the_key(raw, key):
     _, errors = parse(raw)
     assert len(errors) == 1 and errors[0].startswith(key)
     assert "pytorchjob, trainjob, indexed-job" in errors[0]
+
+
+def test_team_ids_are_stable_when_teams_are_added_or_reordered():
+    """A team's default UID/GID comes from its name, not its position: reordering the list
+    (or adding a team in front) must not hand a team's FSx files to another team."""
+    first, errors = parse({"teams": [{"name": "vision"}, {"name": "llm"}]})
+    assert errors == []
+    second, errors = parse({"teams": [{"name": "speech"}, {"name": "llm"}, {"name": "vision"}]})
+    assert errors == []
+    ids = {t.name: (t.run_as_user, t.run_as_group) for t in first.teams}
+    again = {t.name: (t.run_as_user, t.run_as_group) for t in second.teams}
+    assert ids["vision"] == again["vision"] and ids["llm"] == again["llm"]
+    assert ids["vision"] != ids["llm"]
+    assert all(uid >= 100000 and uid == gid for uid, gid in again.values())
+    # explicit ids win; gid defaults to the uid
+    cfg, errors = parse(
+        {"teams": [{"name": "a", "uid": 20001}, {"name": "b", "uid": 20002, "gid": 30002}]}
+    )
+    assert errors == []
+    assert [(t.run_as_user, t.run_as_group) for t in cfg.teams] == [(20001, 20001), (20002, 30002)]
+
+
+@pytest.mark.parametrize(
+    ("teams", "key", "fragments"),
+    [
+        (
+            [{"name": "a", "uid": 20001}, {"name": "b", "uid": 20001}],
+            "trainforge:teams[1].uid: invalid value 20001",
+            ["team 'a' has it"],
+        ),
+        (
+            [{"name": "a", "uid": 20001}, {"name": "b", "uid": 20002, "gid": 20001}],
+            "trainforge:teams[1].gid: invalid value 20001",
+            ["team 'a' has it"],
+        ),
+        (
+            [{"name": "a", "uid": 999}],
+            "trainforge:teams[0].uid: invalid value 999",
+            ["10000 to 2147483647"],
+        ),
+        (
+            [{"name": "a", "uid": True}],
+            "trainforge:teams[0].uid: invalid value True",
+            ["10000 to 2147483647"],
+        ),
+        (
+            [{"name": "a", "cohort": "Shared Pool"}],
+            "trainforge:teams[0].cohort: invalid value 'Shared Pool'",
+            ["DNS-1123"],
+        ),
+    ],
+)
+def test_bad_team_ids_and_cohorts_name_the_key(teams, key, fragments):
+    _, errors = parse({"teams": teams})
+    assert len(errors) == 1 and errors[0].startswith(key), errors
+    assert all(f in errors[0] for f in fragments), errors
+
+
+def test_a_derived_uid_colliding_with_an_explicit_one_is_refused():
+    from trainforge.platform.services_config import default_team_id
+
+    taken = default_team_id("vision")
+    _, errors = parse({"teams": [{"name": "a", "uid": taken}, {"name": "vision"}]})
+    assert len(errors) == 1  # its gid follows the uid: reported once
+    assert errors[0].startswith(f"trainforge:teams[1].uid: invalid value {taken} (derived")
+    assert "set uid explicitly" in errors[0]
+
+
+POOLS = {"nodeGroups": [{"name": "p4d"}], "nodePools": [{"name": "g5"}, {"name": "cpu"}]}
+
+
+def test_quota_per_pool_and_borrowing_limit():
+    cfg, errors = parse(
+        {
+            **POOLS,
+            "teams": [
+                {
+                    "name": "a",
+                    "quota": {
+                        "gpus": 8,
+                        "cpu": 64,
+                        "memory": "512Gi",
+                        "pools": {"p4d": {"gpus": 8, "cpu": "48"}},
+                        "borrowingLimit": {"gpus": 4},
+                    },
+                }
+            ],
+        }
+    )
+    assert errors == []
+    quota = cfg.teams[0].quota
+    assert dict(quota.pools)["p4d"].gpus == "8" and dict(quota.pools)["p4d"].memory is None
+    assert quota.borrowing_limit.gpus == "4" and quota.borrowing_limit.cpu is None
+    assert cfg.kueue.enabled and cfg.kueue.reclaim_within_cohort == "Any"
+
+
+@pytest.mark.parametrize(
+    ("quota", "key", "fragments"),
+    [
+        (
+            {"pools": {"p5": {"gpus": 1}}},
+            "trainforge:teams[0].quota.pools.p5: invalid value",
+            ["p4d, g5, cpu"],
+        ),
+        (
+            {"gpus": 8, "pools": {"p4d": {"gpus": 8}, "g5": {"gpus": 4}}},
+            "trainforge:teams[0].quota.pools: invalid value",
+            ["at most the team's quota.gpus (8)"],
+        ),
+        (
+            {"pools": {"p4d": {"gpu": 8}}},
+            "trainforge:teams[0].quota.pools.p4d.gpu: invalid value 8",
+            ["gpus, cpu, memory"],
+        ),
+        (
+            {"borrowingLimit": {"gpus": "1.5"}},
+            "trainforge:teams[0].quota.borrowingLimit.gpus: invalid value",
+            [],
+        ),
+        (
+            {"borrowingLimit": 4},
+            "trainforge:teams[0].quota.borrowingLimit: invalid value 4",
+            ["mapping"],
+        ),
+    ],
+)
+def test_bad_pool_quotas_name_the_key(quota, key, fragments):
+    _, errors = parse({**POOLS, "teams": [{"name": "a", "quota": quota}]})
+    assert len(errors) == 1 and errors[0].startswith(key), errors
+    assert all(f in errors[0] for f in fragments), errors
+
+
+@pytest.mark.parametrize(
+    ("kueue", "key", "fragments"),
+    [
+        (
+            {"preemption": {"reclaimWithinCohort": "Never"}},
+            "trainforge:kueue.preemption.borrowWithinCohort: invalid value 'LowerPriority'",
+            ["Never while reclaimWithinCohort is Never"],
+        ),
+        (
+            {"preemption": {"withinClusterQueue": "Always"}},
+            "trainforge:kueue.preemption.withinClusterQueue: invalid value 'Always'",
+            ["LowerPriority"],
+        ),
+        (
+            {"queueingStrategy": "LIFO"},
+            "trainforge:kueue.queueingStrategy: invalid value 'LIFO'",
+            ["BestEffortFIFO"],
+        ),
+        (
+            {"podsReadyTimeout": "half an hour"},
+            "trainforge:kueue.podsReadyTimeout: invalid value 'half an hour'",
+            ["30m"],
+        ),
+    ],
+)
+def test_bad_kueue_settings_name_the_key(kueue, key, fragments):
+    _, errors = parse({"kueue": kueue})
+    assert len(errors) == 1 and errors[0].startswith(key), errors
+    assert all(f in errors[0] for f in fragments), errors
+
+
+def test_kueue_settings():
+    cfg, errors = parse(
+        {
+            "kueue": {
+                "queueingStrategy": "StrictFIFO",
+                "podsReadyTimeout": False,
+                "preemption": {"reclaimWithinCohort": "Never", "borrowWithinCohort": "Never"},
+            }
+        }
+    )
+    assert errors == []
+    assert cfg.kueue.queueing_strategy == "StrictFIFO" and cfg.kueue.pods_ready_timeout is None
+    assert cfg.kueue.borrow_within_cohort == "Never"
+    assert parse({})[0].kueue.pods_ready_timeout == "30m"
+
+
+def test_a_gid_following_the_uid_is_checked_against_other_teams_gids():
+    _, errors = parse(
+        {"teams": [{"name": "a", "uid": 20001, "gid": 30002}, {"name": "b", "uid": 30002}]}
+    )
+    assert errors == [
+        "trainforge:teams[1].gid: invalid value 30002 (the team's uid); expected a gid no other "
+        "team uses (team 'a' has it): set gid explicitly"
+    ]

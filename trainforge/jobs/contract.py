@@ -143,6 +143,9 @@ class PoolFacts:
     gpu_archs: tuple[int, ...] = ()
     ami: str | None = None
     nvidia_driver: int | None = None
+    # Kueue places a job's pods on this pool by network topology (trainforge.platform.queues:
+    # EFA node groups), so jobs here carry a topology request (trainforge.jobs.tenancy).
+    topology_aware: bool = False
     # Every instance type with its own size, in the pool's order (empty when unknown). The
     # cost report picks the type a job's pods land on from these.
     node_types: tuple[NodeType, ...] = ()
@@ -189,6 +192,13 @@ class TeamFacts:
     claims: tuple[str, ...] = ()
     run_as_user: int = DEFAULT_TRAINING_UID
     run_as_group: int = DEFAULT_TRAINING_UID
+    # The team's Kueue LocalQueue, which every job names (label kueue.x-k8s.io/queue-name);
+    # None where the platform runs no Kueue.
+    queue: str | None = None
+    # The Secret in the team's namespace with the team's MLflow credentials (keys `username`
+    # and `password`) and the experiment its jobs log to; None without MLflow.
+    mlflow_secret: str | None = None
+    mlflow_experiment: str | None = None
     # Pulumi resources a job of this team must wait for (e.g. the Job that makes the team's
     # FSx directory belong to the training UID). Not data: excluded from equality.
     ready: tuple[Any, ...] = field(default=(), compare=False, repr=False)

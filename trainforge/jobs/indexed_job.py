@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainforge.jobs import pod
+from trainforge.jobs import pod, tenancy
 from trainforge.jobs.codeship import CodeBundle
 from trainforge.jobs.errors import JobConfigError
 from trainforge.jobs.pod import EmittedJob, labels
@@ -88,8 +88,15 @@ def check(job: JobSpec, target: JobTarget, where: str) -> None:
 
 
 def metadata(job: JobSpec, target: JobTarget) -> dict[str, Any]:
-    """The Job's metadata: the one place its labels and annotations are built."""
-    return {"name": job.name, "namespace": target.namespace, "labels": labels(job)}
+    """The Job's metadata: the one place its labels and annotations are built.
+
+    The queue labels make Kueue hold the job (spec.suspend, which Kueue owns and this
+    program never sets) until the team's queue can admit all of its pods."""
+    return {
+        "name": job.name,
+        "namespace": target.namespace,
+        "labels": {**labels(job), **tenancy.queue_labels(job, target)},
+    }
 
 
 def pod_failure_policy(job: JobSpec) -> dict[str, Any]:

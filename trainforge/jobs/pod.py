@@ -34,7 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainforge.jobs import images, storage
+from trainforge.jobs import images, storage, tenancy
 from trainforge.jobs.codeship import CodeBundle
 from trainforge.jobs.entrypoint import (  # noqa: F401 - re-exported: the contract's paths
     PodParts,
@@ -124,6 +124,8 @@ def env(
         {"name": "TRITON_CACHE_DIR", "value": "/tmp/triton"},
     ]
     out += contract_env(job, target, ships_runtime=code is not None)
+    # the team's own MLflow user (from its Secret) and experiment, beside MLFLOW_TRACKING_URI
+    out += tenancy.mlflow_env(target)
     if launch is not None:
         out += [dict(e) for e in launch.rendezvous_env]
     if job.gpus_per_worker:
@@ -181,14 +183,20 @@ def tolerations(job: JobSpec, target: JobTarget) -> list[dict[str, str]]:
     return out
 
 
-def container_security_context() -> dict[str, Any]:
+def _ids(target: JobTarget | None) -> tuple[int, int]:
+    """The team's UID/GID (TeamFacts); the platform default where no team is known."""
+    return tenancy.run_as(target) if target is not None else (RUN_AS_USER, RUN_AS_USER)
+
+
+def container_security_context(target: JobTarget | None = None) -> dict[str, Any]:
     # EFA needs no capability here: the EKS accelerated AMIs run containerd with an
     # unlimited memlock rlimit, which is what libfabric's memory registration needs, so
     # IPC_LOCK is not added and nothing runs privileged.
+    uid, gid = _ids(target)
     return {
         "runAsNonRoot": True,
-        "runAsUser": RUN_AS_USER,
-        "runAsGroup": RUN_AS_USER,
+        "runAsUser": uid,
+        "runAsGroup": gid,
         "allowPrivilegeEscalation": False,
         "readOnlyRootFilesystem": True,
         "capabilities": {"drop": ["ALL"]},
@@ -196,12 +204,15 @@ def container_security_context() -> dict[str, Any]:
     }
 
 
-def pod_security_context() -> dict[str, Any]:
+def pod_security_context(target: JobTarget | None = None) -> dict[str, Any]:
+    """The team's own UID/GID: its FSx directory is 0770 and belongs to them alone, so no
+    other team's pods can read or write it (docs/teams.md)."""
+    uid, gid = _ids(target)
     return {
         "runAsNonRoot": True,
-        "runAsUser": RUN_AS_USER,
-        "runAsGroup": RUN_AS_USER,
-        "fsGroup": RUN_AS_USER,
+        "runAsUser": uid,
+        "runAsGroup": gid,
+        "fsGroup": gid,
         # Never walk a multi-TiB Lustre tree to chown it on every pod start.
         "fsGroupChangePolicy": "OnRootMismatch",
         "seccompProfile": {"type": "RuntimeDefault"},
@@ -282,7 +293,7 @@ def pod_template(
         "ports": ports(job, launch),
         "resources": resources(job, target),
         "volumeMounts": volume_mounts(job, target, parts),
-        "securityContext": container_security_context(),
+        "securityContext": container_security_context(target),
     }
     if parts.working_dir is not None:
         container["workingDir"] = parts.working_dir
@@ -293,7 +304,7 @@ def pod_template(
         "automountServiceAccountToken": False,
         "terminationGracePeriodSeconds": job.checkpoint.grace_period + TERMINATION_MARGIN,
         "enableServiceLinks": False,
-        "securityContext": pod_security_context(),
+        "securityContext": pod_security_context(target),
         "nodeSelector": dict(target.pool.node_selector),
         "containers": [container],
         "volumes": volumes(job, target, parts),
@@ -304,7 +315,11 @@ def pod_template(
     if tols:
         spec["tolerations"] = tols
     return {
-        "metadata": {"labels": labels(job), "annotations": dict(POD_ANNOTATIONS)},
+        "metadata": {
+            "labels": labels(job),
+            # Kueue places the pods by network topology where the pool supports it.
+            "annotations": {**POD_ANNOTATIONS, **tenancy.topology_annotations(job, target)},
+        },
         "spec": spec,
     }
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainforge.jobs import pod
+from trainforge.jobs import pod, tenancy
 from trainforge.jobs.codeship import CodeBundle
 
 # Re-exported: callers written before the pod builder was shared import them from here.
@@ -58,8 +58,15 @@ def check(job: JobSpec, target: JobTarget, where: str) -> None:
 
 
 def metadata(job: JobSpec, target: JobTarget) -> dict[str, Any]:
-    """The PyTorchJob's metadata: the one place its labels and annotations are built."""
-    return {"name": job.name, "namespace": target.namespace, "labels": labels(job)}
+    """The PyTorchJob's metadata: the one place its labels and annotations are built.
+
+    The queue labels make Kueue hold the job (spec.runPolicy.suspend, which Kueue owns and this
+    program never sets) until the team's queue can admit all of its pods."""
+    return {
+        "name": job.name,
+        "namespace": target.namespace,
+        "labels": {**labels(job), **tenancy.queue_labels(job, target)},
+    }
 
 
 def pod_template(

@@ -37,6 +37,8 @@ PRECISIONS = ("auto", "bf16", "fp32")
 RESTART_POLICIES = ("OnFailure", "ExitCode", "Never")
 CLEAN_POD_POLICIES = ("None", "Running", "All")
 NCCL_DEBUG_LEVELS = ("VERSION", "WARN", "INFO", "TRACE")
+PRIORITIES = ("high", "normal", "low")  # Kueue WorkloadPriorityClasses (platform.queues)
+TOPOLOGY_MODES = ("preferred", "layer-1", "layer-2", "layer-3", "none")  # jobs.tenancy
 
 # Kubernetes object names of a job's pods and services are `<job>-worker-<index>`, and
 # Services (which the operator creates per pod) must be DNS-1035 labels of at most 63
@@ -228,6 +230,10 @@ class JobSpec:
     metrics_port: int = 9090
     nccl_debug: str = "WARN"
     env: tuple[tuple[str, str], ...] = ()
+    # Kueue: the job's WorkloadPriorityClass (high, normal, low) and, on pools with
+    # topology-aware scheduling, how close its pods must be (trainforge.jobs.tenancy).
+    priority: str = "normal"
+    topology: str | None = None
     # None: the bundled runtime (`python -m trainforge.training`), the default.
     entrypoint: EntrypointSpec | None = None
     volumes: tuple[VolumeSpec, ...] = ()
@@ -406,6 +412,8 @@ _TOP_KEYS = [
     "metrics_port",
     "nccl_debug",
     "env",
+    "priority",
+    "topology",
     "entrypoint",
     "volumes",
     "model_size",
@@ -427,6 +435,10 @@ _RESERVED_ENV = {
     "LOCAL_WORLD_SIZE",
     "PYTHONPATH",
     "MLFLOW_TRACKING_URI",
+    # the team's MLflow identity (trainforge.jobs.tenancy.PLATFORM_ENV)
+    "MLFLOW_TRACKING_USERNAME",
+    "MLFLOW_TRACKING_PASSWORD",
+    "MLFLOW_EXPERIMENT_NAME",
     # torchrun's SIGKILL delay after SIGTERM: it must be the checkpoint grace period
     # (`checkpoint.gracePeriod`), or a preempted job is killed mid-checkpoint.
     "TORCH_ELASTIC_SHUTDOWN_TIMEOUT",
@@ -937,6 +949,8 @@ def parse_job(raw: Any, where: str = "job") -> JobSpec:
         ),
         nccl_debug=r.str_("nccl_debug", "WARN", NCCL_DEBUG_LEVELS),
         env=_parse_env(r.data.get("env"), r.path("env")),
+        priority=r.str_("priority", "normal", PRIORITIES),
+        topology=r.str_("topology", None, TOPOLOGY_MODES),
         entrypoint=entrypoint,
         volumes=_parse_volumes(r.data.get("volumes"), r.path("volumes")),
         backend=r.str_("backend", None, BACKENDS),

@@ -34,7 +34,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from trainforge.jobs import pod
+from trainforge.jobs import pod, tenancy
 from trainforge.jobs.codeship import USER_CODE_MOUNT, CodeBundle
 from trainforge.jobs.errors import JobConfigError
 from trainforge.jobs.pod import EmittedJob, labels
@@ -285,8 +285,15 @@ def runtime_manifests() -> list[dict[str, Any]]:
 
 
 def metadata(job: JobSpec, target: JobTarget) -> dict[str, Any]:
-    """The TrainJob's metadata: the one place its labels and annotations are built."""
-    return {"name": job.name, "namespace": target.namespace, "labels": labels(job)}
+    """The TrainJob's metadata: the one place its labels and annotations are built.
+
+    The queue labels make Kueue hold the job (spec.suspend, which Kueue owns and this
+    program never sets) until the team's queue can admit all of its pods."""
+    return {
+        "name": job.name,
+        "namespace": target.namespace,
+        "labels": {**labels(job), **tenancy.queue_labels(job, target)},
+    }
 
 
 def _pod_patch(template: dict[str, Any]) -> dict[str, Any]:

@@ -134,6 +134,14 @@ def resolve_job(job: JobSpec, target: JobTarget, where: str = "job") -> JobSpec:
             "one that has them (e.g. an AWS Deep Learning Container) or efa: false to use TCP",
         )
 
+    if job.topology is not None and not pool.topology_aware:
+        raise JobConfigError(
+            f"{where}.topology",
+            job.topology,
+            f"pool {pool.name!r} has no topology-aware scheduling (Kueue places pods by network "
+            "topology on EFA node groups only; Karpenter EFA pools keep their nodes in a "
+            "cluster placement group); leave topology unset here",
+        )
     mirror = job.checkpoint.s3_mirror
     if mirror and job.image is None and target.checkpoint_bucket is not None:
         raise JobConfigError(

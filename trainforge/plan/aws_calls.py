@@ -197,8 +197,13 @@ def _principal_context(caller: Caller) -> dict[str, Any]:
     }
 
 
-def s3_requests(call: ApiCall, caller: Caller, bucket: BucketFacts) -> list[Authz]:
-    """The IAM requests AWS evaluates for one S3 call (plus its KMS request, if any)."""
+def s3_requests(
+    call: ApiCall, caller: Caller, bucket: BucketFacts, network: dict[str, Any] | None = None
+) -> list[Authz]:
+    """The IAM requests AWS evaluates for one S3 call (plus its KMS request, if any).
+
+    `network`: keys the path of the request adds (`aws:SourceVpce` when it reaches S3
+    through a VPC endpoint)."""
     op = S3_OPERATIONS.get(call.operation)
     if op is None:
         raise UnmappedCall(
@@ -206,7 +211,7 @@ def s3_requests(call: ApiCall, caller: Caller, bucket: BucketFacts) -> list[Auth
             "trainforge/plan/aws_calls.py S3_OPERATIONS"
         )
     barn = f"arn:{caller.partition}:s3:::{call.params.get('Bucket', bucket.name)}"
-    base = {**_principal_context(caller), "aws:SecureTransport": call.secure}
+    base = {**_principal_context(caller), "aws:SecureTransport": call.secure, **(network or {})}
     out: list[Authz] = []
     if op.on == "bucket":
         ctx = dict(base)

@@ -11,7 +11,11 @@ What is found and how it is modelled:
 - scripts: every container and init container, in every object with a pod template
   (Jobs, Deployments, DaemonSets, PyTorchJobs, ...), whose command is `sh|bash|ash -c SCRIPT`.
 - volumes: a claim is a fresh volume root, root:root 0755 (a new FSx for Lustre or EBS file
-  system), shared by every pod that mounts the same claim; a `subPath` missing when a pod
+  system), shared by every pod that mounts the same claim. A PV that mounts one directory
+  of a file system (annotation `trainforge.io/fsx-directory`, a Lustre fileset: the team
+  volumes of trainforge.platform.fsx) is that directory of the same file system as every
+  other PV with the same volumeHandle; the directory must exist when a pod mounts it (a
+  fileset mount of a missing directory fails; the kubelet makes nothing there); a `subPath` missing when a pod
   starts is made by the kubelet, root-owned with the volume root's mode (as kubelet's
   makeMounts does); emptyDir is 0777; configMap/secret/projected are empty and read-only;
   fsGroup is applied to emptyDir and non-FSx claims only (the FSx CSI driver does not apply
@@ -27,6 +31,7 @@ What is found and how it is modelled:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pathlib
 import posixpath
@@ -84,18 +89,31 @@ def pod_specs(doc: Any, path: str = "") -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
+DIRECTORY_ANNOTATION = "trainforge.io/fsx-directory"
+
+
 @dataclass(frozen=True)
 class Claim:
     namespace: str
     name: str
     driver: str  # the PV's CSI driver, "" when unknown
+    # The file system the PV mounts (driver + volumeHandle) when it mounts one directory of
+    # it (DIRECTORY_ANNOTATION), and that directory ("" = the root); else the claim itself.
+    volume: str = ""
+    directory: str = ""
 
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
 
+    @property
+    def fs(self) -> str:
+        return self.volume or self.key
+
     def describe(self) -> str:
         what = "FSx for Lustre" if self.driver == FSX_DRIVER else (self.driver or "a volume")
+        if self.directory:
+            return f"claim {self.key} ({what}: directory /{self.directory} of the file system)"
         return f"claim {self.key} ({what}: a new file system root, root:root 0755)"
 
 
@@ -138,12 +156,17 @@ class _Objects:
     def claim(self, namespace: str, name: str) -> Claim:
         pvc = self.pvcs.get((namespace, name), {})
         pv_name = (pvc.get("spec") or {}).get("volumeName")
-        driver = ""
+        driver, volume, directory = "", "", ""
         for pv_key, pv in self.pvs.items():
             ref = (pv.get("spec") or {}).get("claimRef") or {}
             if pv_key == pv_name or (ref.get("namespace"), ref.get("name")) == (namespace, name):
-                driver = ((pv.get("spec") or {}).get("csi") or {}).get("driver", "")
-        return Claim(namespace, name, driver)
+                csi = (pv.get("spec") or {}).get("csi") or {}
+                driver = csi.get("driver", "")
+                annotations = (pv.get("metadata") or {}).get("annotations") or {}
+                if DIRECTORY_ANNOTATION in annotations:
+                    volume = f"{driver}/{csi.get('volumeHandle', '')}"
+                    directory = str(annotations[DIRECTORY_ANNOTATION]).strip("/")
+        return Claim(namespace, name, driver, volume, directory)
 
 
 def _literal_env(container: dict[str, Any]) -> dict[str, str]:
@@ -245,6 +268,7 @@ def _collect(ctx: PlanContext) -> tuple[list[Script], dict[str, list[Consumer]],
             key = f"{team.namespace}/{team.claim_name}"
             if key in consumers:
                 continue
+            claims[key] = lookup.claim(team.namespace, team.claim_name)
             probe = sandbox.Identity(
                 uid=team.run_as_user,
                 gid=team.run_as_group,
@@ -266,6 +290,10 @@ def _collect(ctx: PlanContext) -> tuple[list[Script], dict[str, list[Consumer]],
     return scripts, consumers, claims
 
 
+class MissingDirectory(Exception):
+    """A fileset PV's directory is missing: a pod mounting it would not start."""
+
+
 def _volume_kind(vol: dict[str, Any]) -> str:
     if "persistentVolumeClaim" in vol:
         return "claim"
@@ -283,18 +311,39 @@ class _Run:
     def __init__(self, base: pathlib.Path, claims: dict[str, Claim]) -> None:
         self.base = base
         self.claims = claims
-        self.roots: dict[str, pathlib.Path] = {}
-        for i, key in enumerate(sorted(claims)):
-            root = base / f"claim{i}"
+        self.fs_roots: dict[str, pathlib.Path] = {}
+        for i, fs in enumerate(sorted({c.fs for c in claims.values()})):
+            root = base / f"fs{i}"
             root.mkdir()
             os.chown(root, 0, 0)
             os.chmod(root, 0o755)  # a new file system's root
-            self.roots[key] = root
+            self.fs_roots[fs] = root
         self.n = 0
+
+    def root(self, claim: str) -> pathlib.Path:
+        """What the claim mounts: its file system's root, or the one directory it exposes
+        (MissingDirectory when that directory does not exist: the mount would fail)."""
+        c = self.claims[claim]
+        d = self.fs_roots[c.fs] / c.directory if c.directory else self.fs_roots[c.fs]
+        if not d.is_dir():
+            raise MissingDirectory(f"/{c.directory} does not exist on the file system")
+        return d
+
+    def has(self, claim: str) -> bool:
+        """Whether what the claim mounts exists (a fileset's directory was made)."""
+        try:
+            self.root(claim)
+        except MissingDirectory:
+            return False
+        return True
+
+    @property
+    def roots(self) -> dict[str, pathlib.Path]:
+        return {k: self.root(k) for k in self.claims if not self.claims[k].directory}
 
     def subpath(self, claim: str, sub: str) -> pathlib.Path:
         """The claim's directory for `sub`, made as the kubelet would if missing."""
-        root = self.roots[claim]
+        root = self.root(claim)
         if not sub:
             return root
         d = root / sub
@@ -322,7 +371,7 @@ def _run_script(s: Script, run: _Run, ns: str) -> sandbox.RunResult:
         ro = s.read_only.get(name, False)
         if kind == "claim":
             key = f"{ns}/{vol['persistentVolumeClaim']['claimName']}"
-            root = run.roots[key]
+            root = run.root(key)
             if s.fs_group is not None and run.claims[key].driver != FSX_DRIVER:
                 # the kubelet's fsGroup ownership change (volumes whose driver supports it)
                 os.chown(root, -1, s.fs_group)
@@ -337,7 +386,10 @@ def _run_script(s: Script, run: _Run, ns: str) -> sandbox.RunResult:
 
 
 def _write(consumer: Consumer, claim: str, run: _Run, tag: str) -> sandbox.RunResult:
-    host = run.subpath(claim, consumer.sub_path)
+    try:
+        host = run.subpath(claim, consumer.sub_path)
+    except MissingDirectory as e:
+        return sandbox.RunResult(rc=32, stdout="", stderr=f"mount fails: {e}")
     script = " && ".join(
         f"mkdir -p {shlex.quote(d)} && echo ok > {shlex.quote(d + '/.rehearsal-' + tag)}"
         for d in consumer.dirs
@@ -381,6 +433,7 @@ def check(ctx: PlanContext) -> CheckResult:
             )
         )
 
+    made: set[str] = set()  # fileset claims some script makes the directory of
     for s in scripts:
         ns = s.ident.split("/", 1)[0]
         lines.append(f"{s.ident} container {s.container}: `{_short(s.script)}`")
@@ -398,21 +451,33 @@ def check(ctx: PlanContext) -> CheckResult:
                 if "persistentVolumeClaim" in v
             }
         )
+        # every pod on the same file systems: the same claim, or another directory of it
+        file_systems = {claims[k].fs for k in mine}
+        related = [
+            (k, c) for k in sorted(consumers) if claims[k].fs in file_systems for c in consumers[k]
+        ]
+        involved = sorted({*mine, *(k for k, _ in related)})
         for key in mine:
             lines.append(f"  volume: {claims[key].describe()}")
-            for c in consumers.get(key, ()):
-                lines.append(
-                    f"  then {c.name} writes {', '.join(c.dirs)} as {c.identity.describe()}"
-                )
+        for k, c in related:
+            on = (
+                f" through {claims[k].describe()}, if this script makes /{claims[k].directory}"
+                if k not in mine
+                else ""
+            )
+            lines.append(
+                f"  then {c.name} writes {', '.join(c.dirs)}{on} as {c.identity.describe()}"
+            )
         scenarios = [("fresh volume", False), ("subPaths made by the kubelet first", True)]
         for label, kubelet_first in scenarios:
-            if kubelet_first and not any(c.sub_path for k in mine for c in consumers.get(k, ())):
+            if kubelet_first and not any(c.sub_path for _, c in related):
                 continue
             with tempfile.TemporaryDirectory(prefix="tf-pod-rehearsal-") as tmp:
-                run = _Run(pathlib.Path(tmp), {k: claims[k] for k in mine})
+                run = _Run(pathlib.Path(tmp), {k: claims[k] for k in involved})
                 if kubelet_first:
-                    for k in mine:
-                        for c in consumers.get(k, ()):
+                    for k, c in related:
+                        # a fileset that is not there yet cannot be mounted: nothing to make
+                        with contextlib.suppress(MissingDirectory):
                             run.subpath(k, c.sub_path)
                 steps = [
                     "run 1",
@@ -424,29 +489,32 @@ def check(ctx: PlanContext) -> CheckResult:
                 if kubelet_first:
                     steps = ["run 1", "writes"]
                 outcome = []
+                active = list(related)
                 for step in steps:
                     if step.startswith("writes"):
                         bad = None
-                        for k in mine:
-                            for c in consumers.get(k, ()):
-                                r = _write(c, k, run, step.replace(" ", "-"))
-                                if not r.ok:
-                                    bad = (c, r)
-                                    fail(
-                                        s,
-                                        CANNOT_WRITE,
-                                        f"after {s.ident} ran ({label}), {c.name} "
-                                        f"({c.identity.describe()}) cannot write "
-                                        f"{', '.join(c.dirs)}: {r.tail()}",
-                                    )
-                                    break
-                            if bad:
+                        for k, c in active:
+                            r = _write(c, k, run, step.replace(" ", "-"))
+                            if not r.ok:
+                                bad = (c, r)
+                                fail(
+                                    s,
+                                    CANNOT_WRITE,
+                                    f"after {s.ident} ran ({label}), {c.name} "
+                                    f"({c.identity.describe()}) cannot write "
+                                    f"{', '.join(c.dirs)}: {r.tail()}",
+                                )
                                 break
                         outcome.append(f"{step} {'FAILED' if bad else 'ok'}")
                         if bad:
                             break
                         continue
                     r = _run_script(s, run, ns)
+                    if step == "run 1" and r.ok:
+                        # another directory of the file system is this script's business only
+                        # if the script made it (each team's Job makes its own)
+                        active = [(k, c) for k, c in related if k in mine or run.has(k)]
+                        made.update(k for k, _ in active if k not in mine)
                     outcome.append(f"{step} {'ok' if r.ok else f'FAILED (exit {r.rc})'}")
                     if not r.ok:
                         fail(
@@ -459,5 +527,22 @@ def check(ctx: PlanContext) -> CheckResult:
                         break
                 lines.append(f"  {label}: " + ", ".join(outcome))
                 entry["scenarios"][label] = outcome
+    for key in sorted(consumers):
+        c0 = claims.get(key)
+        if c0 is None or not c0.directory or key in made:
+            continue
+        if any(claims[k].fs == c0.fs and not claims[k].directory for k in claims):
+            for c in consumers[key]:
+                lines.append(f"{c.name}: nothing makes /{c0.directory} for {c0.describe()}")
+                findings.append(
+                    Finding(
+                        resource=c.name,
+                        rule=CANNOT_WRITE,
+                        message=f"{c.name} mounts {c0.describe()}, but no setup script makes "
+                        f"/{c0.directory}: the mount would fail and its pods never start",
+                        fix=RULES[CANNOT_WRITE],
+                        names=frozenset({c.name, key}),
+                    )
+                )
     data["seconds"] = round(time.monotonic() - started, 2)
     return CheckResult(findings=findings, sections=[Section(title, lines, data)])

@@ -131,6 +131,9 @@ CHARTS: dict[str, Needs | None] = {
     "mlflow": None,
     # Kubeflow Trainer v2 and its bundled JobSet (backend trainjob): Kubernetes API only.
     "kubeflow-trainer": None,
+    # Kueue: queues, quotas and admission through the Kubernetes API only (its Helm values
+    # create no AWS identity; no cloud provider integration is configured).
+    "kueue": None,
 }
 
 

@@ -346,9 +346,12 @@ def _rehearse_teams(run: _Run, ctx: PlanContext) -> None:
         own = f"{prefix}/{REHEARSAL_JOB}"
         caller = Caller(role.arn, stack.account, stack.region, stack.partition)
         calls = _mirror_calls(bucket.name, own, stack.region)
+        # Pods reach S3 through the VPC's S3 gateway endpoint where the stack declares one.
+        vpce = stack.bucket_endpoints.get(bucket.name)
+        network = {"aws:SourceVpce": vpce} if vpce else {}
         for call in calls:
             try:
-                authz = s3_requests(call, caller, bucket)
+                authz = s3_requests(call, caller, bucket, network)
             except UnmappedCall as e:
                 run.finding(role, UNREHEARSED, str(e))
                 continue
@@ -361,6 +364,26 @@ def _rehearse_teams(run: _Run, ctx: PlanContext) -> None:
                     True,
                     f"{call.describe()} during '{call.scenario}'",
                 )
+        if vpce:
+            # the same calls with the team's credentials from outside the VPC (lifted from a
+            # pod): the bucket policy must refuse them
+            for call in calls:
+                try:
+                    authz = s3_requests(call, caller, bucket)
+                except UnmappedCall:
+                    continue
+                for a in authz:
+                    if a.resource_policy != "bucket":
+                        continue
+                    run.expect(
+                        t,
+                        role,
+                        a.request,
+                        _authorize(stack, role, a, bucket),
+                        False,
+                        f"{call.describe()} from outside the VPC",
+                        "the team's credentials must be useless outside the VPC endpoint",
+                    )
         # isolation: the same calls on another team's prefix and on another bucket
         other_prefix = f"{OTHER_TEAM}/{REHEARSAL_JOB}"
         for label, target, new_prefix in (
@@ -374,7 +397,7 @@ def _rehearse_teams(run: _Run, ctx: PlanContext) -> None:
             for call in calls:
                 moved = _rebind(call, target.name, own, new_prefix)
                 try:
-                    authz = s3_requests(moved, caller, target)
+                    authz = s3_requests(moved, caller, target, network)
                 except UnmappedCall:
                     continue
                 for a in authz:

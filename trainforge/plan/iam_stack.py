@@ -38,6 +38,7 @@ BUCKET_SSE = (
 KMS_KEY = "aws:kms/key:Key"
 KMS_KEY_POLICY = "aws:kms/keyPolicy:KeyPolicy"
 ADDON = "aws:eks/addon:Addon"
+VPC_ENDPOINT = "aws:ec2/vpcEndpoint:VpcEndpoint"
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 
 
@@ -80,6 +81,10 @@ class StackIam:
     buckets: dict[str, BucketFacts]  # by bucket name (only buckets with a known name)
     key_policies: dict[str, Policy]  # by key ARN
     notes: list[str] = field(default_factory=list)
+    # bucket name -> the S3 gateway endpoint id its policy names (aws:SourceVpce), for buckets
+    # whose policy is built from an S3 gateway endpoint this stack declares: pods in the VPC
+    # reach S3 through it, so their requests carry that aws:SourceVpce.
+    bucket_endpoints: dict[str, str] = field(default_factory=dict)
 
     def role(self, urn_or_arn: str | None) -> RoleFacts | None:
         if not urn_or_arn:
@@ -254,12 +259,22 @@ def read_stack(inv: Inventory) -> StackIam:
             name, str(key) if key else None, bool(rule.get("bucketKeyEnabled"))
         )
     bucket_policies: dict[str, Policy] = {}
+    bucket_endpoints: dict[str, str] = {}
+    s3_gateways = {
+        e.urn
+        for e in by_type.get(VPC_ENDPOINT, [])
+        if e.inputs.get("vpcEndpointType") == "Gateway"
+        and str(e.inputs.get("serviceName", "")).endswith(".s3")
+    }
     for bp in by_type.get(BUCKET_POLICY, []):
         name = bp.inputs.get("bucket")
         doc = _doc(bp.inputs.get("policy"))
         if isinstance(name, str) and doc:
             bucket_policies[name] = Policy(f"bucket policy {bp.name}", doc)
             buckets.setdefault(name, BucketFacts(name))
+            if s3_gateways & set(bp.dependencies.get("policy") or []):
+                for value in _condition_values(doc, "aws:SourceVpce"):
+                    bucket_endpoints[name] = value
 
     key_policies: dict[str, Policy] = {}
     key_urn_to_arn: dict[str, str] = {}
@@ -303,7 +318,18 @@ def read_stack(inv: Inventory) -> StackIam:
         buckets=buckets,
         key_policies=key_policies,
         notes=notes,
+        bucket_endpoints=bucket_endpoints,
     )
+
+
+def _condition_values(doc: dict, key: str) -> list[str]:
+    """Every value a policy's conditions compare `key` with."""
+    out = []
+    for st in _as_list(doc.get("Statement")):
+        for block in (st.get("Condition") or {}).values():
+            if isinstance(block, dict) and key in block:
+                out += [str(v) for v in _as_list(block[key])]
+    return out
 
 
 def _attach(facts: RoleFacts, arn: str, policy_urn: str | None, by_type: dict) -> None:

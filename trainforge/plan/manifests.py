@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from trainforge.plan.runner import UNKNOWN, Inventory, ProjectError, Recorded
+from trainforge.plan.runner import SECRET, UNKNOWN, Inventory, ProjectError, Recorded
 
 MARKER = ".trainforge-plan"
 CHECKOV_DIR = "_checkov"
@@ -56,6 +56,9 @@ CLUSTER_SCOPED = {
     "EC2NodeClass",
     "ClusterQueue",
     "ResourceFlavor",
+    "Topology",
+    "WorkloadPriorityClass",
+    "Cohort",
     "ClusterTrainingRuntime",
 }
 
@@ -74,7 +77,14 @@ UNKNOWN_NOTE = (
 )
 
 
+# A Secret's data is wrapped whole as a secret, and is unknown at preview when it holds a
+# generated password: shown as one masked entry, so the object keeps its shape.
+SECRET_MAPS = ("data", "stringData")
+
+
 def _standins(node: Any, key: str | None = None) -> Any:
+    if key in SECRET_MAPS and node == SECRET:
+        return {SECRET: SECRET}
     if isinstance(node, dict):
         return {k: _standins(v, k) for k, v in node.items()}
     if isinstance(node, list):

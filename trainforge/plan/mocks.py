@@ -30,6 +30,27 @@ import pulumi
 
 DEFAULT_REGION = "us-west-2"
 DEFAULT_ACCOUNT = "123456789012"
+# Stand-ins for the S3 managed prefix list (com.amazonaws.<region>.s3): the shape of the real
+# list (a handful of S3 address ranges; AWS publishes them in ip-ranges.json, service S3).
+# The values only need to look like what the lookup returns; a real run reads the list.
+S3_PREFIX_LIST_CIDRS = {
+    "us-west-2": [
+        "18.34.48.0/20",
+        "18.34.244.0/22",
+        "3.5.76.0/22",
+        "3.5.80.0/21",
+        "52.218.128.0/17",
+        "52.92.128.0/17",
+    ],
+    "us-east-1": [
+        "16.182.0.0/16",
+        "18.34.0.0/19",
+        "18.34.232.0/21",
+        "3.5.0.0/19",
+        "52.216.0.0/15",
+        "54.231.0.0/16",
+    ],
+}
 
 
 class UnknownInstanceType(LookupError):
@@ -240,6 +261,25 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
                 "enableDnsSupport": True,
                 "state": "available",
                 "ownerId": self.account_id,
+            }, []
+        if tok == "aws:ec2/getManagedPrefixList:getManagedPrefixList":
+            name = a.get("name") or ""
+            cidrs = S3_PREFIX_LIST_CIDRS.get(self.region, S3_PREFIX_LIST_CIDRS[DEFAULT_REGION])
+            return {
+                "id": f"pl-{_h(name) % 16**8:08x}",
+                "name": name,
+                "addressFamily": "IPv4",
+                "maxEntries": len(cidrs),
+                "entries": [{"cidr": c, "description": ""} for c in cidrs],
+                "ownerId": "AWS",
+            }, []
+        if tok == "aws:ec2/getRouteTable:getRouteTable":
+            subnet = a.get("subnetId") or "subnet-0mocked"
+            return {
+                "id": f"rtb-{_h(subnet) % 16**8:08x}",
+                "routeTableId": f"rtb-{_h(subnet) % 16**8:08x}",
+                "subnetId": subnet,
+                "vpcId": a.get("vpcId") or "vpc-0mocked",
             }, []
         if tok == "aws:iam/getPolicyDocument:getPolicyDocument":
             return {"id": "policy", "json": json.dumps({"Version": "2012-10-17"})}, []

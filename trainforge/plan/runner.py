@@ -96,6 +96,11 @@ def plain(value: Any) -> Any:
             return int(v) if v.is_integer() else v
         if isinstance(v, dict):
             if is_rpc_secret(v):
+                # A secret mapping (a Secret's data/stringData is wrapped whole) keeps its
+                # keys, so that the object still has its shape; every value is masked.
+                inner = v.get("value")
+                if isinstance(inner, dict) and not is_rpc_secret(inner):
+                    return {str(k): SECRET for k in inner}
                 return SECRET
             return {str(k): conv(x) for k, x in v.items()}
         if isinstance(v, list | tuple):

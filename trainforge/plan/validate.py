@@ -20,6 +20,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from trainforge.plan import kueue_validate
+
 DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 QUANTITY = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+|[KMGTPE]i|[mkMGTPE])?$")
 DEFAULT_K8S_VERSION = "1.31"
@@ -32,6 +34,7 @@ MONITOR_RULE = "PROMETHEUS_MONITOR"
 TRAINJOB_RULE = "TRAINJOB_WEBHOOK"
 RUNTIME_RULE = "TRAININGRUNTIME_WEBHOOK"
 JOB_RULE = "K8S_JOB_VALIDATION"
+KUEUE_RULE = "KUEUE_CRD"
 
 FIX = {
     SCHEMA_RULE: "fix the field named in the message (strict schema: unknown fields are errors)",
@@ -42,6 +45,7 @@ FIX = {
     TRAINJOB_RULE: "fix the TrainJob: Kubeflow Trainer v2's webhook or controller would reject it",
     RUNTIME_RULE: "fix the training runtime: Kubeflow Trainer v2's webhook would reject it",
     JOB_RULE: "fix the Job spec: the API server's Job validation would reject it",
+    KUEUE_RULE: "fix the Kueue object: Kueue v0.19's CRD (schema or CEL rules) would reject it",
 }
 
 
@@ -688,6 +692,7 @@ CUSTOM_CHECKS = {
     ("trainer.kubeflow.org/v1alpha1", "TrainJob"): TRAINJOB_RULE,
     ("trainer.kubeflow.org/v1alpha1", "ClusterTrainingRuntime"): RUNTIME_RULE,
     ("trainer.kubeflow.org/v1alpha1", "TrainingRuntime"): RUNTIME_RULE,
+    **{("kueue.x-k8s.io/v1beta2", kind): KUEUE_RULE for kind in kueue_validate.KINDS},
 }
 
 
@@ -711,6 +716,8 @@ def validate_object(
         msgs = ec2nodeclass_findings(doc)
     elif rule == MONITOR_RULE:
         msgs = monitor_findings(doc)
+    elif rule == KUEUE_RULE:
+        msgs = kueue_validate.kueue_findings(doc)
     else:
         errs = core_errors(doc, version)
         if errs is None:

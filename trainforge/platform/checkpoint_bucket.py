@@ -70,6 +70,41 @@ def team_policy(bucket_arn: str, key_arn: str, team: str, region: str | None = N
     )
 
 
+def bucket_policy(bucket_arn: str, vpc_endpoint_id: str | None, team_role_arns: list[str]) -> str:
+    """TLS only, for everyone; and the teams' training roles only through the VPC's S3
+    gateway endpoint, so that credentials lifted from a pod are useless outside the VPC.
+
+    Deliberately scoped to the team roles (`aws:PrincipalArn`): a bucket-wide
+    `aws:SourceVpce` condition would also lock out the platform admins' console and CLI,
+    and FSx's data repository association, which reach S3 from outside the VPC.
+    """
+    statements: list[dict] = [
+        {
+            "Sid": "DenyInsecureTransport",
+            "Effect": "Deny",
+            "Principal": "*",
+            "Action": "s3:*",
+            "Resource": [bucket_arn, f"{bucket_arn}/*"],
+            "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+        }
+    ]
+    if vpc_endpoint_id and team_role_arns:
+        statements.append(
+            {
+                "Sid": "TeamRolesOnlyThroughTheVpcEndpoint",
+                "Effect": "Deny",
+                "Principal": "*",
+                "Action": "s3:*",
+                "Resource": [bucket_arn, f"{bucket_arn}/*"],
+                "Condition": {
+                    "StringNotEquals": {"aws:SourceVpce": vpc_endpoint_id},
+                    "ArnEquals": {"aws:PrincipalArn": sorted(team_role_arns)},
+                },
+            }
+        )
+    return json.dumps({"Version": "2012-10-17", "Statement": statements})
+
+
 @dataclass
 class CheckpointBucketArgs:
     config: CheckpointConfig
@@ -81,6 +116,8 @@ class CheckpointBucketArgs:
     region: str | None = None
     # team name -> (namespace, training ServiceAccount name)
     teams: dict[str, tuple[pulumi.Input[str], str]] = field(default_factory=dict)
+    # The VPC's S3 gateway endpoint: the teams' roles may use the bucket only through it.
+    s3_vpc_endpoint_id: pulumi.Input[str] | None = None
     tags: dict[str, str] = field(default_factory=dict)
 
 
@@ -145,29 +182,6 @@ class CheckpointBucket(pulumi.ComponentResource):
             ),
             opts=child,
         )
-        aws.s3.BucketPolicy(
-            f"{name}-tls-only",
-            bucket=bucket_id,
-            policy=bucket_arn.apply(
-                lambda arn: json.dumps(
-                    {
-                        "Version": "2012-10-17",
-                        "Statement": [
-                            {
-                                "Sid": "DenyInsecureTransport",
-                                "Effect": "Deny",
-                                "Principal": "*",
-                                "Action": "s3:*",
-                                "Resource": [arn, f"{arn}/*"],
-                                "Condition": {"Bool": {"aws:SecureTransport": "false"}},
-                            }
-                        ],
-                    }
-                )
-            ),
-            # S3 rejects policy changes while the public access block is being applied.
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[pab]),
-        )
         aws.s3.BucketLifecycleConfiguration(
             f"{name}-lifecycle",
             bucket=bucket_id,
@@ -224,5 +238,16 @@ class CheckpointBucket(pulumi.ComponentResource):
             )
             self.team_roles[team] = role
             self.team_prefixes[team] = team_prefix(team)
+        aws.s3.BucketPolicy(
+            f"{name}-tls-only",
+            bucket=bucket_id,
+            policy=pulumi.Output.all(
+                bucket_arn,
+                args.s3_vpc_endpoint_id,
+                [r.arn for r in self.team_roles.values()],
+            ).apply(lambda a: bucket_policy(a[0], a[1], a[2])),
+            # S3 rejects policy changes while the public access block is being applied.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[pab]),
+        )
 
         self.register_outputs({"bucketName": bucket_id, "bucketArn": bucket_arn})

@@ -52,6 +52,10 @@ class NetworkConfig:
     cidr: str = "10.0.0.0/16"
     availability_zones: int = 3
     nat_gateways: str = "single"
+    # The S3 gateway endpoint and the interface endpoints nodes, controllers and jobs call
+    # (trainforge.platform.network.INTERFACE_ENDPOINTS). Off for a VPC that already has them
+    # (two interface endpoints with private DNS for one service cannot coexist in a VPC).
+    vpc_endpoints: bool = True
 
 
 @dataclass(frozen=True)
@@ -269,7 +273,9 @@ class _P:
 def _parse_network(p: _P, raw: Any) -> NetworkConfig:
     path = "network"
     raw = p.mapping(
-        raw, path, {"vpcId", "privateSubnetIds", "cidr", "availabilityZones", "natGateways"}
+        raw,
+        path,
+        {"vpcId", "privateSubnetIds", "cidr", "availabilityZones", "natGateways", "vpcEndpoints"},
     )
     vpc_id = p.string(
         raw, "vpcId", f"{path}.vpcId", None, re.compile(r"^vpc-[0-9a-f]+$"), "a VPC id (vpc-...)"
@@ -302,7 +308,8 @@ def _parse_network(p: _P, raw: Any) -> NetworkConfig:
     if nat not in NAT_MODES:
         p.err(f"{path}.natGateways", nat, f"one of {list(NAT_MODES)}")
         nat = "single"
-    return NetworkConfig(vpc_id, subnets, cidr, azs, nat)
+    endpoints = p.boolean(raw, "vpcEndpoints", f"{path}.vpcEndpoints", True)
+    return NetworkConfig(vpc_id, subnets, cidr, azs, nat, bool(endpoints))
 
 
 def _parse_endpoint(p: _P, raw: Any) -> EndpointConfig:

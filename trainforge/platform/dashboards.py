@@ -367,3 +367,29 @@ def metric_names(expr: str) -> set[str]:
             continue
         names.add(m.group(0))
     return names
+
+
+def for_exported(dashboard: dict[str, Any], exported: set[str], how: str) -> dict[str, Any]:
+    """The dashboard with every panel that reads a DCGM metric the exporter does not collect
+    (`exported`: its counters) replaced, in place, by a text panel saying `how` to get it:
+    profiling (DCP) fields are off unless `monitoring.dcgmProfilingMetrics` is on, and an
+    empty panel would read as "the GPUs are idle"."""
+    out = dict(dashboard)
+    new_panels = []
+    for panel in dashboard.get("panels", []):
+        wanted = set().union(*(metric_names(t["expr"]) for t in panel.get("targets", [])), set())
+        missing = sorted(m for m in wanted if m.startswith("DCGM_") and m not in exported)
+        if missing:
+            panel = {
+                "id": panel["id"],
+                "type": "text",
+                "title": panel["title"],
+                "gridPos": panel["gridPos"],
+                "options": {
+                    "mode": "markdown",
+                    "content": f"Not collected: {', '.join(missing)}. {how}",
+                },
+            }
+        new_panels.append(panel)
+    out["panels"] = new_panels
+    return out

@@ -5,11 +5,19 @@ the nodes), the CSI driver add-on (with its Pod Identity role) and a statically 
 PersistentVolume + ReadWriteMany claim in every team namespace; declaring them together keeps
 those pieces consistent.
 
-Teams share ONE file system: a PersistentVolume binds exactly one claim, so each team gets
-its own PV (`fsx-<team>`) pointing at the same file system (same volumeHandle) and a claim
-pre-bound to it (`claimRef` + `volumeName`, storageClassName ""). Jobs mount it with
-`subPath: <team>` so each team writes under its own directory. That is separation by
-convention, not a security boundary: Lustre POSIX permissions are the only guard.
+Teams share ONE file system, and each team's volume reaches only its own directory: every
+team gets its own PV (`fsx-<team>-dir`) that mounts the Lustre *fileset* `/<team>` (the CSI
+driver mounts `<dnsname>@tcp:/<mountname>`, so `mountname: <mountname>/<team>` mounts that
+subdirectory: aws-fsx-csi-driver pkg/driver/node.go at the pinned v1.5.0; Lustre subdirectory
+mounts, docs.aws.amazon.com/fsx/latest/LustreGuide/mounting-from-fileset.html), and a claim
+pre-bound to it in the team's namespace (`claimRef` + `volumeName`, storageClassName "").
+A pod of team B that mounts its claim without `subPath` sees B's directory and nothing
+above it. Underneath, each directory belongs to its team's own UID/GID, mode 0770, and
+every team's pods run as their team's UID/GID: even a mount of the whole file system (only
+the platform's `fsx-admin` namespace has one) would not let B read or write A's files.
+
+The directories are made by a one-shot Job per team in the platform namespace `fsx-admin`,
+which alone mounts the file system root (PV `fsx-root`); team namespaces never do.
 """
 
 from __future__ import annotations
@@ -50,9 +58,6 @@ class FsxLustreArgs:
     kms_key_arn: pulumi.Input[str] | None = None
     # team name -> namespace (an Output from the Namespace, so claims wait for it)
     team_namespaces: dict[str, pulumi.Input[str]] = field(default_factory=dict)
-    # Teams whose namespace enforces Pod Security `restricted`, which rejects the root helper
-    # that creates team directories: their directory is created by hand (docs/services.md).
-    restricted_teams: list[str] = field(default_factory=list)
     # team name -> (UID, GID) its training pods run as (TeamFacts); the team's directory is
     # made theirs. Teams not listed get DEFAULT_TRAINING_UID.
     team_ids: dict[str, tuple[int, int]] = field(default_factory=dict)
@@ -61,6 +66,18 @@ class FsxLustreArgs:
 
 def claim_name(team: str) -> str:
     return f"fsx-{team}"
+
+
+def volume_name(team: str) -> str:
+    """The team's PV: its directory of the file system (see the module docstring)."""
+    return f"fsx-{team}-dir"
+
+
+ADMIN_NAMESPACE = "fsx-admin"
+ROOT_CLAIM = "fsx-root"
+# Which directory of the file system a PV exposes, for people (`kubectl get pv`) and for the
+# plan's pod script rehearsal (the mount name itself is only known once FSx exists).
+DIRECTORY_ANNOTATION = "trainforge.io/fsx-directory"
 
 
 # Each team's directory on the file system must belong to the UID/GID its training pods run
@@ -106,7 +123,8 @@ def team_dir_job(
     uid: int = DEFAULT_TRAINING_UID,
     gid: int = DEFAULT_TRAINING_UID,
 ) -> Any:
-    """A one-shot Job that makes /<team> on the file system owned by the team's UID/GID.
+    """A one-shot Job, in the platform's `fsx-admin` namespace (`namespace`), that makes /<team>
+    on the file system (through the root claim) owned by the team's UID/GID, mode 0770.
 
     The deliberate exception to non-root pods: only root may create a directory in the
     root-owned file-system root and chown it. Everything else is locked down (no escalation,
@@ -119,7 +137,7 @@ def team_dir_job(
     return k8s.batch.v1.Job(
         f"fsx-team-dir-{team}",
         metadata=k8s.meta.v1.ObjectMetaArgs(
-            name="fsx-team-dir",
+            name=f"fsx-team-dir-{team}",
             namespace=namespace,
             labels={"trainforge.io/team": team},
             annotations={ROOT_REASON_ANNOTATION: TEAM_DIR_ROOT_REASON, **TEAM_DIR_CHECKOV_SKIPS},
@@ -162,7 +180,7 @@ def team_dir_job(
                         k8s.core.v1.VolumeArgs(
                             name="fsx",
                             persistent_volume_claim=k8s.core.v1.PersistentVolumeClaimVolumeSourceArgs(
-                                claim_name=claim_name(team)
+                                claim_name=ROOT_CLAIM
                             ),
                         )
                     ],
@@ -370,14 +388,19 @@ class FsxLustre(pulumi.ComponentResource):
             parent=self, provider=args.k8s_provider, depends_on=[self.csi_addon]
         )
         size = f"{cfg.storage_capacity_gib}Gi"
-        self.claims = {}
-        self.team_dir_jobs: dict[str, Any] = {}
-        for team, namespace in args.team_namespaces.items():
-            pv_name = claim_name(team)
-            k8s.core.v1.PersistentVolume(
-                f"{name}-pv-{team}",
+
+        def pv(
+            res: str, pv_name: str, namespace: Any, claim: str, directory: str, labels: dict
+        ) -> Any:
+            mountname = (
+                fs.mount_name
+                if directory == "/"
+                else fs.mount_name.apply(lambda m, d=directory: f"{m}{d}")
+            )
+            return k8s.core.v1.PersistentVolume(
+                res,
                 metadata=k8s.meta.v1.ObjectMetaArgs(
-                    name=pv_name, labels={"trainforge.io/team": team}
+                    name=pv_name, labels=labels, annotations={DIRECTORY_ANNOTATION: directory}
                 ),
                 spec=k8s.core.v1.PersistentVolumeSpecArgs(
                     capacity={"storage": size},
@@ -387,22 +410,20 @@ class FsxLustre(pulumi.ComponentResource):
                     persistent_volume_reclaim_policy="Retain",
                     storage_class_name="",
                     mount_options=["flock"],
-                    claim_ref=k8s.core.v1.ObjectReferenceArgs(
-                        namespace=namespace, name=claim_name(team)
-                    ),
+                    claim_ref=k8s.core.v1.ObjectReferenceArgs(namespace=namespace, name=claim),
                     csi=k8s.core.v1.CSIPersistentVolumeSourceArgs(
                         driver=CSI_DRIVER,
                         volume_handle=fs.id,
-                        volume_attributes={"dnsname": fs.dns_name, "mountname": fs.mount_name},
+                        volume_attributes={"dnsname": fs.dns_name, "mountname": mountname},
                     ),
                 ),
                 opts=k8s_opts,
             )
-            pvc = k8s.core.v1.PersistentVolumeClaim(
-                f"{name}-pvc-{team}",
-                metadata=k8s.meta.v1.ObjectMetaArgs(
-                    name=claim_name(team), namespace=namespace, labels={"trainforge.io/team": team}
-                ),
+
+        def pvc(res: str, claim: str, namespace: Any, pv_name: str, labels: dict) -> Any:
+            return k8s.core.v1.PersistentVolumeClaim(
+                res,
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=claim, namespace=namespace, labels=labels),
                 spec=k8s.core.v1.PersistentVolumeClaimSpecArgs(
                     access_modes=["ReadWriteMany"],
                     storage_class_name="",
@@ -413,18 +434,46 @@ class FsxLustre(pulumi.ComponentResource):
                 ),
                 opts=k8s_opts,
             )
+
+        # The platform's own view of the whole file system: only the team-directory Jobs use
+        # it, in a namespace no team can run pods in (Pod Security baseline: the Jobs run as
+        # root with CAP_CHOWN only).
+        self.admin_namespace = k8s.core.v1.Namespace(
+            f"{name}-admin-ns",
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=ADMIN_NAMESPACE,
+                labels={
+                    "pod-security.kubernetes.io/enforce": "baseline",
+                    "pod-security.kubernetes.io/enforce-version": "latest",
+                    "pod-security.kubernetes.io/warn": "baseline",
+                    "pod-security.kubernetes.io/audit": "baseline",
+                },
+            ),
+            opts=pulumi.ResourceOptions(parent=self, provider=args.k8s_provider),
+        )
+        admin_ns = self.admin_namespace.metadata.name
+        admin_labels = {"app.kubernetes.io/part-of": "trainforge"}
+        pv(f"{name}-pv-root", "fsx-root", admin_ns, ROOT_CLAIM, "/", admin_labels)
+        root_claim = pvc(f"{name}-pvc-root", ROOT_CLAIM, admin_ns, "fsx-root", admin_labels)
+
+        self.claims = {}
+        self.team_dir_jobs: dict[str, Any] = {}
+        for team, namespace in args.team_namespaces.items():
+            labels = {"trainforge.io/team": team}
+            pv(f"{name}-pv-{team}", volume_name(team), namespace, claim_name(team), f"/{team}",
+               labels)  # fmt: skip
+            pvc(f"{name}-pvc-{team}", claim_name(team), namespace, volume_name(team), labels)
             self.claims[team] = claim_name(team)
-            if team not in args.restricted_teams:
-                uid, gid = args.team_ids.get(team, (DEFAULT_TRAINING_UID, DEFAULT_TRAINING_UID))
-                self.team_dir_jobs[team] = team_dir_job(
-                    team,
-                    namespace,
-                    pulumi.ResourceOptions(
-                        parent=self, provider=args.k8s_provider, depends_on=[pvc]
-                    ),
-                    uid=uid,
-                    gid=gid,
-                )
+            uid, gid = args.team_ids.get(team, (DEFAULT_TRAINING_UID, DEFAULT_TRAINING_UID))
+            self.team_dir_jobs[team] = team_dir_job(
+                team,
+                admin_ns,
+                pulumi.ResourceOptions(
+                    parent=self, provider=args.k8s_provider, depends_on=[root_claim]
+                ),
+                uid=uid,
+                gid=gid,
+            )
 
         self.file_system_id = fs.id
         self.dns_name = fs.dns_name

@@ -8,12 +8,19 @@ that already run a Prometheus operator. The DCGM exporter runs on GPU nodes only
 its ServiceMonitor.
 
 With Grafana on (`monitoring.grafana: true`), trainforge's dashboards (dashboards.py: a
-training-job and a GPU fleet dashboard) ship as ConfigMaps the chart's Grafana sidecar loads.
+training-job and a GPU fleet dashboard) ship as ConfigMaps the chart's Grafana sidecar loads;
+panels that read DCGM profiling metrics say how to switch them on when they are off.
 
-MLflow (optional) runs as one non-root pod in namespace `mlflow`; jobs get its in-cluster
-address as MLFLOW_TRACKING_URI. Backend `pvc` keeps the SQLite store and artifacts on a
-ReadWriteOnce volume (survives restarts; one replica, Recreate strategy). `sqlite-ephemeral`
-keeps them on an emptyDir: fine for dev, everything is lost when the pod moves.
+MLflow (optional) runs as one non-root pod in namespace `mlflow` with its built-in
+authentication, one user per team (trainforge.platform.mlflow_auth); jobs get its in-cluster
+address as MLFLOW_TRACKING_URI and their team's credentials. Backend `pvc` keeps the SQLite
+stores and artifacts on a ReadWriteOnce volume (survives restarts; one replica, Recreate
+strategy). `sqlite-ephemeral` keeps them on an emptyDir: fine for dev, everything is lost
+when the pod moves.
+
+Placement and privilege (trainforge.platform.placement): every Deployment and StatefulSet
+here runs on the system node group; the privileged node agents (node-exporter, the DCGM
+exporter) run in namespace `node-agents`, so `monitoring` enforces Pod Security `baseline`.
 """
 
 from __future__ import annotations
@@ -25,9 +32,15 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from trainforge.platform import versions
-from trainforge.platform.dashboards import DASHBOARDS, SIDECAR_LABEL, SIDECAR_LABEL_VALUE
+from trainforge.platform import mlflow_auth, versions
+from trainforge.platform.dashboards import (
+    DASHBOARDS,
+    SIDECAR_LABEL,
+    SIDECAR_LABEL_VALUE,
+    for_exported,
+)
 from trainforge.platform.device_plugins import GPU_NODE_TERMS, GPU_TAINT_TOLERATION, node_affinity
+from trainforge.platform.placement import NODE_AGENTS_NAMESPACE, SYSTEM_NODE_SELECTOR, psa_labels
 from trainforge.platform.services_config import MlflowConfig, MonitoringConfig
 from trainforge.platform.teams import TEAM_LABEL
 
@@ -64,7 +77,10 @@ EKS_UNSCRAPABLE: dict[str, Any] = {
 }
 
 
-def prometheus_values(cfg: MonitoringConfig, storage_class: str) -> dict[str, Any]:
+def prometheus_values(
+    cfg: MonitoringConfig, storage_class: str, node_exporter_namespace: str = NODE_AGENTS_NAMESPACE
+) -> dict[str, Any]:
+    system = dict(SYSTEM_NODE_SELECTOR)
     grafana: dict[str, Any] = {"enabled": cfg.grafana}
     if cfg.grafana:
         # never the chart's well-known default password
@@ -73,11 +89,27 @@ def prometheus_values(cfg: MonitoringConfig, storage_class: str) -> dict[str, An
             "userKey": "admin-user",
             "passwordKey": "admin-password",
         }
+        grafana["nodeSelector"] = system
     return {
         "grafana": grafana,
         **EKS_UNSCRAPABLE,
+        # Every Deployment/StatefulSet/Job of the chart on the system node group, never on a
+        # (spot) training node; node-exporter, a DaemonSet that needs the host's network,
+        # PID namespace and root filesystem, in the privileged node-agents namespace.
+        "crds": {"upgradeJob": {"nodeSelector": system}},
+        "prometheusOperator": {
+            "nodeSelector": system,
+            "admissionWebhooks": {
+                "deployment": {"nodeSelector": system},
+                "patch": {"nodeSelector": system},
+            },
+        },
+        "alertmanager": {"alertmanagerSpec": {"nodeSelector": system}},
+        "kube-state-metrics": {"nodeSelector": system},
+        "prometheus-node-exporter": {"namespaceOverride": node_exporter_namespace},
         "prometheus": {
             "prometheusSpec": {
+                "nodeSelector": system,
                 # Select every monitor/rule in every namespace, not only this release's.
                 "serviceMonitorSelectorNilUsesHelmValues": False,
                 "podMonitorSelectorNilUsesHelmValues": False,
@@ -102,7 +134,80 @@ def prometheus_values(cfg: MonitoringConfig, storage_class: str) -> dict[str, An
     }
 
 
-def dcgm_values() -> dict[str, Any]:
+# The DCGM fields the exporter collects without profiling: the chart's default counters
+# (deployment/templates/metrics-configmap.yaml at tag 4.5.3-4.8.2) minus the DCGM_FI_PROF_*
+# (DCP) fields, which are the only ones that need CAP_SYS_ADMIN (the chart's values.yaml:
+# `add: ["SYS_ADMIN"]  # Required for profiling metrics (DCGM_FI_PROF_*)`).
+DCGM_COUNTERS_CONFIGMAP = "trainforge-dcgm-counters"
+DCGM_DEVICE_COUNTERS = (
+    ("DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz)."),
+    ("DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (in MHz)."),
+    ("DCGM_FI_DEV_MEMORY_TEMP", "gauge", "Memory temperature (in C)."),
+    ("DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C)."),
+    ("DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W)."),
+    ("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter", "Total energy consumption (in mJ)."),
+    ("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "counter", "Total number of PCIe retries."),
+    ("DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %)."),
+    ("DCGM_FI_DEV_MEM_COPY_UTIL", "gauge", "Memory utilization (in %)."),
+    ("DCGM_FI_DEV_ENC_UTIL", "gauge", "Encoder utilization (in %)."),
+    ("DCGM_FI_DEV_DEC_UTIL", "gauge", "Decoder utilization (in %)."),
+    ("DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error encountered."),
+    ("DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB)."),
+    ("DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB)."),
+    ("DCGM_FI_DEV_FB_RESERVED", "gauge", "Framebuffer memory reserved (in MiB)."),
+    ("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "counter", "Total number of NVLink bandwidth counters."),
+    ("DCGM_FI_DEV_VGPU_LICENSE_STATUS", "gauge", "vGPU License status"),
+    (
+        "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",
+        "counter",
+        "Number of remapped rows for uncorrectable errors",
+    ),
+    (
+        "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS",
+        "counter",
+        "Number of remapped rows for correctable errors",
+    ),
+    ("DCGM_FI_DEV_ROW_REMAP_FAILURE", "gauge", "Whether remapping of rows has failed"),
+    ("DCGM_FI_DRIVER_VERSION", "label", "Driver Version"),
+)
+DCGM_PROFILING_COUNTERS = (
+    ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gauge", "Ratio of time the graphics engine is active."),
+    (
+        "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+        "gauge",
+        "Ratio of cycles the tensor (HMMA) pipe is active.",
+    ),
+    ("DCGM_FI_PROF_DRAM_ACTIVE", "gauge", "Ratio of cycles the device memory interface is active."),
+    ("DCGM_FI_PROF_PCIE_TX_BYTES", "gauge", "The rate of data transmitted over the PCIe bus."),
+    ("DCGM_FI_PROF_PCIE_RX_BYTES", "gauge", "The rate of data received over the PCIe bus."),
+)
+
+
+def dcgm_counters(profiling: bool) -> str:
+    """The exporter's counters file (DCGM field, Prometheus type, help)."""
+    rows = DCGM_DEVICE_COUNTERS + (DCGM_PROFILING_COUNTERS if profiling else ())
+    return "".join(f"{field}, {kind}, {text}\n" for field, kind, text in rows)
+
+
+PROFILING_HINT = (
+    "DCGM profiling metrics need CAP_SYS_ADMIN in the exporter: set "
+    "`trainforge:monitoring.dcgmProfilingMetrics: true` to collect them."
+)
+
+
+def dcgm_metrics(profiling: bool) -> set[str]:
+    """The metric names the exporter collects with these settings (its counters file)."""
+    rows = DCGM_DEVICE_COUNTERS + (DCGM_PROFILING_COUNTERS if profiling else ())
+    return {field for field, kind, _ in rows if kind != "label"}
+
+
+def dcgm_values(profiling: bool = False) -> dict[str, Any]:
+    """Root without any capability (it must open the kubelet's root-owned pod-resources
+    socket to label metrics with the pod using each GPU); CAP_SYS_ADMIN only with profiling
+    metrics switched on (`monitoring.dcgmProfilingMetrics`)."""
+    caps: dict[str, Any] = {"drop": ["ALL"]}
+    if profiling:
+        caps["add"] = ["SYS_ADMIN"]
     return {
         "affinity": node_affinity(GPU_NODE_TERMS),
         "tolerations": [GPU_TAINT_TOLERATION],
@@ -110,6 +215,22 @@ def dcgm_values() -> dict[str, Any]:
         # each GPU) instead of renaming them `exported_*` in favour of the exporter's own pod;
         # the training dashboard selects a job's GPUs by them.
         "serviceMonitor": {"enabled": True, "interval": "15s", "honorLabels": True},
+        "securityContext": {
+            "runAsNonRoot": False,
+            "runAsUser": 0,
+            "capabilities": caps,
+            "allowPrivilegeEscalation": False,
+        },
+        # Our counters file in place of the chart's default one (which lists profiling fields).
+        "extraConfigMapVolumes": [
+            {
+                "name": "exporter-metrics-volume",
+                "configMap": {
+                    "name": DCGM_COUNTERS_CONFIGMAP,
+                    "items": [{"key": "metrics", "path": "default-counters.csv"}],
+                },
+            }
+        ],
     }
 
 
@@ -134,6 +255,10 @@ class MonitoringArgs:
     mlflow: MlflowConfig
     k8s_provider: k8s.Provider
     gpu_nodes: bool = True
+    # team name -> namespace: each gets an MLflow user and a credentials Secret
+    team_namespaces: dict[str, pulumi.Input[str]] | None = None
+    # The privileged node-agents namespace (a Namespace resource's name output).
+    node_agents_namespace: pulumi.Input[str] = NODE_AGENTS_NAMESPACE
 
 
 class Monitoring(pulumi.ComponentResource):
@@ -151,19 +276,15 @@ class Monitoring(pulumi.ComponentResource):
         self.stack: k8s.helm.v3.Release | None = None
         self.storage_class: k8s.storage.v1.StorageClass | None = None
         self.dcgm: k8s.helm.v3.Release | None = None
-        dcgm_ns = "kube-system"
+        agents_ns = args.node_agents_namespace
         if cfg.mode == "managed":
             ns = k8s.core.v1.Namespace(
                 f"{name}-ns",
                 metadata=k8s.meta.v1.ObjectMetaArgs(
+                    # The privileged node agents run in node-agents: everything here passes
+                    # `baseline` (and is warned about where it does not pass `restricted`).
                     name=cfg.namespace,
-                    labels={
-                        # Deliberate exception: node-exporter needs hostNetwork/hostPID and
-                        # hostPath, and the DCGM exporter SYS_ADMIN, which only `privileged`
-                        # admits. No user workloads run in this namespace.
-                        "pod-security.kubernetes.io/enforce": "privileged",
-                        "pod-security.kubernetes.io/warn": "baseline",
-                    },
+                    labels=psa_labels("baseline"),
                 ),
                 opts=child,
             )
@@ -177,14 +298,21 @@ class Monitoring(pulumi.ComponentResource):
                 ),
                 namespace=ns.metadata.name,
                 values=prometheus_values(
-                    cfg, cfg.storage_class or self._storage_class(name, child)
+                    cfg, cfg.storage_class or self._storage_class(name, child), agents_ns
                 ),
                 opts=pulumi.ResourceOptions.merge(child, self._class_deps()),
             )
-            dcgm_ns = ns.metadata.name
             if cfg.grafana:
-                self._dashboards(name, ns.metadata.name, child)
+                self._dashboards(name, ns.metadata.name, child, cfg.dcgm_profiling_metrics)
         if cfg.dcgm_exporter and args.gpu_nodes:
+            counters = k8s.core.v1.ConfigMap(
+                f"{name}-dcgm-counters",
+                metadata=k8s.meta.v1.ObjectMetaArgs(
+                    name=DCGM_COUNTERS_CONFIGMAP, namespace=agents_ns
+                ),
+                data={"metrics": dcgm_counters(cfg.dcgm_profiling_metrics)},
+                opts=child,
+            )
             self.dcgm = k8s.helm.v3.Release(
                 f"{name}-dcgm",
                 name="dcgm-exporter",
@@ -193,25 +321,38 @@ class Monitoring(pulumi.ComponentResource):
                 repository_opts=k8s.helm.v3.RepositoryOptsArgs(
                     repo=versions.DCGM_EXPORTER_CHART_REPO
                 ),
-                namespace=dcgm_ns,
-                values=dcgm_values(),
+                namespace=agents_ns,
+                values=dcgm_values(cfg.dcgm_profiling_metrics),
                 # its ServiceMonitor needs the Prometheus operator CRDs
                 opts=pulumi.ResourceOptions.merge(
-                    child, pulumi.ResourceOptions(depends_on=[self.stack] if self.stack else [])
+                    child,
+                    pulumi.ResourceOptions(
+                        depends_on=[counters, *([self.stack] if self.stack else [])]
+                    ),
                 ),
             )
         self.mlflow_tracking_uri = None
         if args.mlflow.enabled:
-            self._mlflow(name, args.mlflow, child)
+            self._mlflow(name, args.mlflow, child, dict(args.team_namespaces or {}))
             self.mlflow_tracking_uri = MLFLOW_TRACKING_URI
         self.register_outputs(
             {"mode": cfg.mode, "mlflowTrackingUri": self.mlflow_tracking_uri or ""}
         )
 
     def _dashboards(
-        self, name: str, namespace: pulumi.Input[str], child: pulumi.ResourceOptions
+        self,
+        name: str,
+        namespace: pulumi.Input[str],
+        child: pulumi.ResourceOptions,
+        profiling: bool = False,
     ) -> None:
-        """trainforge's dashboards as ConfigMaps the chart's Grafana sidecar picks up."""
+        """trainforge's dashboards as ConfigMaps the chart's Grafana sidecar picks up, each
+        panel reading only what the exporter collects here (dcgm_metrics)."""
+        exported = dcgm_metrics(profiling)
+
+        def board(build: Any) -> dict[str, Any]:
+            return for_exported(build(), exported, PROFILING_HINT)
+
         for cm_name, build in DASHBOARDS.items():
             k8s.core.v1.ConfigMap(
                 f"{name}-{cm_name}",
@@ -223,7 +364,7 @@ class Monitoring(pulumi.ComponentResource):
                         "app.kubernetes.io/part-of": "trainforge",
                     },
                 ),
-                data={f"{cm_name}.json": json.dumps(build(), indent=1, sort_keys=True)},
+                data={f"{cm_name}.json": json.dumps(board(build), indent=1, sort_keys=True)},
                 opts=child,
             )
 
@@ -248,16 +389,18 @@ class Monitoring(pulumi.ComponentResource):
     def _class_deps(self) -> pulumi.ResourceOptions:
         return pulumi.ResourceOptions(depends_on=[self.storage_class] if self.storage_class else [])
 
-    def _mlflow(self, name: str, cfg: MlflowConfig, child: pulumi.ResourceOptions) -> None:
+    def _mlflow(
+        self,
+        name: str,
+        cfg: MlflowConfig,
+        child: pulumi.ResourceOptions,
+        teams: dict[str, pulumi.Input[str]],
+    ) -> None:
         labels = {"app.kubernetes.io/name": "mlflow", "app.kubernetes.io/part-of": "trainforge"}
         ns = k8s.core.v1.Namespace(
             f"{name}-mlflow-ns",
             metadata=k8s.meta.v1.ObjectMetaArgs(
-                name=MLFLOW_NAMESPACE,
-                labels={
-                    "pod-security.kubernetes.io/enforce": "restricted",
-                    "pod-security.kubernetes.io/warn": "restricted",
-                },
+                name=MLFLOW_NAMESPACE, labels=psa_labels("restricted")
             ),
             opts=child,
         )
@@ -294,6 +437,15 @@ class Monitoring(pulumi.ComponentResource):
             data_volume = k8s.core.v1.VolumeArgs(
                 name="data", empty_dir=k8s.core.v1.EmptyDirVolumeSourceArgs()
             )
+        auth = mlflow_auth.declare(
+            name,
+            namespace,
+            teams,
+            versions.MLFLOW_IMAGE,
+            MLFLOW_PORT,
+            child,
+            container_security_context(),
+        )
         k8s.apps.v1.Deployment(
             f"{name}-mlflow",
             metadata=k8s.meta.v1.ObjectMetaArgs(name="mlflow", namespace=namespace, labels=labels),
@@ -304,12 +456,12 @@ class Monitoring(pulumi.ComponentResource):
                 selector=k8s.meta.v1.LabelSelectorArgs(match_labels=labels),
                 template=k8s.core.v1.PodTemplateSpecArgs(
                     metadata=k8s.meta.v1.ObjectMetaArgs(labels=labels),
-                    spec=mlflow_pod_spec(sa.metadata.name, data_volume),
+                    spec=mlflow_pod_spec(sa.metadata.name, data_volume, auth),
                 ),
             ),
             opts=child,
         )
-        # Only team namespaces may reach the server (its API has no authentication).
+        # Only team namespaces may reach the server (each with its own team's credentials).
         k8s.networking.v1.NetworkPolicy(
             f"{name}-mlflow-ingress",
             metadata=k8s.meta.v1.ObjectMetaArgs(
@@ -349,7 +501,19 @@ class Monitoring(pulumi.ComponentResource):
         )
 
 
-def mlflow_pod_spec(service_account: pulumi.Input[str], data_volume: Any) -> Any:
+def container_security_context() -> Any:
+    return k8s.core.v1.SecurityContextArgs(
+        allow_privilege_escalation=False,
+        read_only_root_filesystem=True,
+        run_as_non_root=True,
+        capabilities=k8s.core.v1.CapabilitiesArgs(drop=["ALL"]),
+        seccomp_profile=k8s.core.v1.SeccompProfileArgs(type="RuntimeDefault"),
+    )
+
+
+def mlflow_pod_spec(
+    service_account: pulumi.Input[str], data_volume: Any, auth: mlflow_auth.MlflowAuth
+) -> Any:
     probe = k8s.core.v1.ProbeArgs(
         http_get=k8s.core.v1.HTTPGetActionArgs(path="/health", port="http"),
         period_seconds=10,
@@ -358,6 +522,7 @@ def mlflow_pod_spec(service_account: pulumi.Input[str], data_volume: Any) -> Any
     return k8s.core.v1.PodSpecArgs(
         service_account_name=service_account,
         automount_service_account_token=False,
+        node_selector=dict(SYSTEM_NODE_SELECTOR),
         security_context=k8s.core.v1.PodSecurityContextArgs(
             run_as_non_root=True,
             run_as_user=MLFLOW_UID,
@@ -371,6 +536,9 @@ def mlflow_pod_spec(service_account: pulumi.Input[str], data_volume: Any) -> Any
                 image=versions.MLFLOW_IMAGE,
                 command=["mlflow", "server"],
                 args=[
+                    # MLflow's built-in authentication: one user per team, default permission
+                    # NO_PERMISSIONS (trainforge.platform.mlflow_auth).
+                    "--app-name=basic-auth",
                     "--host=0.0.0.0",
                     f"--port={MLFLOW_PORT}",
                     "--backend-store-uri=sqlite:////mlflow/mlflow.db",
@@ -382,7 +550,7 @@ def mlflow_pod_spec(service_account: pulumi.Input[str], data_volume: Any) -> Any
                     # it by its Service name, port included (mlflow/mlflow#22095).
                     f"--allowed-hosts={','.join(mlflow_allowed_hosts())}",
                 ],
-                env=[k8s.core.v1.EnvVarArgs(name="HOME", value="/tmp")],
+                env=[k8s.core.v1.EnvVarArgs(name="HOME", value="/tmp"), *auth.server_env],
                 ports=[
                     k8s.core.v1.ContainerPortArgs(
                         name="http", container_port=MLFLOW_PORT, protocol="TCP"
@@ -392,20 +560,16 @@ def mlflow_pod_spec(service_account: pulumi.Input[str], data_volume: Any) -> Any
                     requests={"cpu": "250m", "memory": "512Mi"},
                     limits={"cpu": "1", "memory": "2Gi"},
                 ),
-                security_context=k8s.core.v1.SecurityContextArgs(
-                    allow_privilege_escalation=False,
-                    read_only_root_filesystem=True,
-                    run_as_non_root=True,
-                    capabilities=k8s.core.v1.CapabilitiesArgs(drop=["ALL"]),
-                    seccomp_profile=k8s.core.v1.SeccompProfileArgs(type="RuntimeDefault"),
-                ),
+                security_context=container_security_context(),
                 readiness_probe=probe,
                 liveness_probe=probe,
                 volume_mounts=[
                     k8s.core.v1.VolumeMountArgs(name="data", mount_path="/mlflow"),
                     k8s.core.v1.VolumeMountArgs(name="tmp", mount_path="/tmp"),
+                    *auth.server_mounts,
                 ],
-            )
+            ),
+            auth.sync_container,
         ],
-        volumes=[data_volume, k8s.core.v1.VolumeArgs(name="tmp", empty_dir={})],
+        volumes=[data_volume, k8s.core.v1.VolumeArgs(name="tmp", empty_dir={}), *auth.volumes],
     )

@@ -3,6 +3,16 @@
 Why: nodes never get public IPs; they reach AWS and registries through NAT. Subnets carry the
 tags internal load balancers (`kubernetes.io/role/internal-elb`) and Karpenter's subnet
 discovery (`karpenter.sh/discovery`) look for, also on existing subnets (as aws.ec2.Tag).
+
+VPC endpoints (`network.vpcEndpoints`, on by default): an S3 *gateway* endpoint on the
+private route tables (multi-TB checkpoints and ECR image layers stay off the NAT gateway,
+and the checkpoint bucket can require it: `aws:SourceVpce`), and *interface* endpoints with
+private DNS for the AWS APIs nodes, controllers and jobs call (INTERFACE_ENDPOINTS), behind
+a security group that admits HTTPS from the VPC only. Training namespaces' egress is then
+narrowed to them (trainforge.platform.teams): the interface endpoints answer on addresses in
+the VPC; S3 through a gateway endpoint still answers on S3's public address ranges, which
+NetworkPolicy can only name as CIDRs, so they are read from the region's S3 managed prefix
+list (`com.amazonaws.<region>.s3`) when the program runs (`s3_cidrs`).
 """
 
 from __future__ import annotations
@@ -14,6 +24,23 @@ import pulumi
 import pulumi_aws as aws
 
 from trainforge.platform.config import NetworkConfig
+
+# service -> why it needs an interface endpoint (com.amazonaws.<region>.<service>).
+INTERFACE_ENDPOINTS: dict[str, str] = {
+    "sts": "STS: SDKs in jobs and controllers that assume roles",
+    "ecr.api": "ECR API: image pull authentication and manifests",
+    "ecr.dkr": "ECR registry: image pulls (layers then come from S3, through the gateway)",
+    "eks-auth": "EKS Pod Identity: the node agent's AssumeRoleForPodIdentity",
+    "ec2": "EC2: Karpenter launches and describes instances; the VPC CNI manages ENIs",
+    "sqs": "SQS: Karpenter's interruption queue",
+    "ssm": "SSM: Karpenter resolves the pinned AMI alias from SSM parameters",
+    "fsx": "FSx: the FSx CSI controller describes and grows the file system",
+}
+HTTPS = 443
+
+
+def s3_prefix_list_name(region: str) -> str:
+    return f"com.amazonaws.{region}.s3"
 
 
 @dataclass
@@ -27,6 +54,10 @@ class Network(pulumi.ComponentResource):
     vpc_id: pulumi.Output[str]
     private_subnet_ids: list[pulumi.Output[str]]
     vpc_cidr: pulumi.Output[str]
+    # None when the platform creates no endpoints (network.vpcEndpoints: false)
+    s3_endpoint_id: pulumi.Output[str] | None
+    # S3's address ranges in the region (its managed prefix list), for NetworkPolicies
+    s3_cidrs: list[str]
 
     def __init__(self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("trainforge:index:Network", name, None, opts)
@@ -37,10 +68,17 @@ class Network(pulumi.ComponentResource):
             "kubernetes.io/role/internal-elb": "1",
             f"kubernetes.io/cluster/{args.cluster_name}": "shared",
         }
+        self.private_route_table_ids: list[pulumi.Input[str]] = []
         if cfg.vpc_id:
             self.vpc_id = pulumi.Output.from_input(cfg.vpc_id)
             self.vpc_cidr = pulumi.Output.from_input(aws.ec2.get_vpc(id=cfg.vpc_id).cidr_block)
             self.private_subnet_ids = [pulumi.Output.from_input(s) for s in cfg.private_subnet_ids]
+            if cfg.vpc_endpoints:
+                tables = [
+                    aws.ec2.get_route_table(subnet_id=s).route_table_id
+                    for s in cfg.private_subnet_ids
+                ]
+                self.private_route_table_ids = list(dict.fromkeys(tables))
             for i, subnet in enumerate(cfg.private_subnet_ids):
                 for key, value in discovery.items():
                     slug = key.replace("/", "-").replace(".", "-")
@@ -53,7 +91,59 @@ class Network(pulumi.ComponentResource):
                     )
         else:
             self._new_vpc(name, args, discovery, child)
+        region = aws.get_region().region
+        # Read when the program runs (preview and up): a NetworkPolicy needs CIDRs, and S3
+        # adds ranges now and then; the next `pulumi up` brings the policies up to date.
+        prefix_list = aws.ec2.get_managed_prefix_list(name=s3_prefix_list_name(region))
+        self.s3_cidrs = sorted(e.cidr for e in prefix_list.entries or [])
+        self.s3_endpoint_id = None
+        if cfg.vpc_endpoints:
+            self._endpoints(name, region, args.tags, child)
         self.register_outputs({"vpcId": self.vpc_id, "privateSubnetIds": self.private_subnet_ids})
+
+    def _endpoints(self, name: str, region: str, tags: dict[str, str], child) -> None:
+        s3 = aws.ec2.VpcEndpoint(
+            f"{name}-s3",
+            vpc_id=self.vpc_id,
+            service_name=f"com.amazonaws.{region}.s3",
+            vpc_endpoint_type="Gateway",
+            route_table_ids=self.private_route_table_ids,
+            tags={**tags, "Name": f"{name}-s3"},
+            opts=child,
+        )
+        self.s3_endpoint_id = s3.id
+        sg = aws.ec2.SecurityGroup(
+            f"{name}-endpoints",
+            vpc_id=self.vpc_id,
+            description="VPC interface endpoints: HTTPS from the VPC only",
+            tags={**tags, "Name": f"{name}-endpoints"},
+            opts=child,
+        )
+        aws.vpc.SecurityGroupIngressRule(
+            f"{name}-endpoints-https",
+            security_group_id=sg.id,
+            cidr_ipv4=self.vpc_cidr,
+            ip_protocol="tcp",
+            from_port=HTTPS,
+            to_port=HTTPS,
+            description="HTTPS from the VPC to the interface endpoints",
+            opts=child,
+        )
+        self.endpoint_security_group_id = sg.id
+        self.interface_endpoints: dict[str, aws.ec2.VpcEndpoint] = {}
+        for service, why in INTERFACE_ENDPOINTS.items():
+            slug = service.replace(".", "-")
+            self.interface_endpoints[service] = aws.ec2.VpcEndpoint(
+                f"{name}-{slug}",
+                vpc_id=self.vpc_id,
+                service_name=f"com.amazonaws.{region}.{service}",
+                vpc_endpoint_type="Interface",
+                private_dns_enabled=True,
+                subnet_ids=self.private_subnet_ids,
+                security_group_ids=[sg.id],
+                tags={**tags, "Name": f"{name}-{slug}", "trainforge.io/purpose": why[:250]},
+                opts=child,
+            )
 
     def _new_vpc(self, name: str, args: NetworkArgs, discovery: dict, child) -> None:
         cfg = args.config
@@ -129,6 +219,7 @@ class Network(pulumi.ComponentResource):
                 f"{name}-private-{i}", subnet_id=subnet.id, route_table_id=rt.id, opts=child
             )
             private.append(subnet.id)
+            self.private_route_table_ids.append(rt.id)
         self.vpc_id = vpc.id
         self.vpc_cidr = vpc.cidr_block
         self.private_subnet_ids = private

@@ -148,12 +148,14 @@ def pool_facts(
     config: PlatformConfig, type_facts: dict[str, PoolTypeFacts] | None = None
 ) -> dict[str, PoolFacts]:
     """Facts of every node group and Karpenter pool, from config and instance-type lookups:
-    what a node offers (per instance type) and which DaemonSets run on it."""
+    what a node offers (per instance type), which DaemonSets run on it, and whether Kueue
+    places jobs there by network topology."""
     from trainforge.platform.node_daemonsets import (  # noqa: PLC0415 - pulls in pulumi
         lands_on,
         node_labels,
         platform_daemonsets,
     )
+    from trainforge.platform.queues import uses_topology  # noqa: PLC0415
 
     type_facts = resolve_all(config) if type_facts is None else type_facts
     configs: dict[str, NodeGroupConfig | NodePoolConfig] = {g.name: g for g in config.node_groups}
@@ -182,27 +184,51 @@ def pool_facts(
             )
         )
         out[name] = replace(facts, nodes=nodes, daemonsets=landing)
+    services = config.services
+    if services is not None and services.kueue.enabled:
+        out = {n: replace(f, topology_aware=uses_topology(f)) for n, f in out.items()}
     return out
 
 
-def team_facts(services: Any, *, ready: dict[str, tuple[Any, ...]] | None = None) -> dict:
-    """TeamFacts of every team in the services config (`ServicesConfig`)."""
+def team_facts(
+    services: Any,
+    *,
+    ready: dict[str, tuple[Any, ...]] | None = None,
+    pools: dict[str, PoolFacts] | None = None,
+) -> dict:
+    """TeamFacts of every team in the services config (`ServicesConfig`). With `pools`, a
+    team's quota is what its namespace may hold (queues.namespace_quota: with Kueue, its
+    nominal quota plus what it may borrow); without, its configured totals."""
     from trainforge.platform.fsx import claim_name  # noqa: PLC0415 - pulls in pulumi
+    from trainforge.platform.mlflow_auth import CREDENTIALS_SECRET  # noqa: PLC0415
+    from trainforge.platform.queues import LOCAL_QUEUE, namespace_quota  # noqa: PLC0415
     from trainforge.platform.teams import TRAINING_SERVICE_ACCOUNT  # noqa: PLC0415
 
     ready = ready or {}
     out = {}
     for t in services.teams:
         q = t.quota
+        held = (
+            namespace_quota(t, services.teams, pools.values(), services.kueue.enabled)
+            if pools is not None
+            else {"gpus": q.gpus, "cpu": q.cpu, "memory": q.memory}
+        )
         out[t.name] = TeamFacts(
             name=t.name,
             namespace=t.name,
             service_account=TRAINING_SERVICE_ACCOUNT,
             claim_name=claim_name(t.name) if services.fsx.enabled else None,
             fsx_mount_path=services.fsx.mount_path,
-            fsx_sub_path=t.name,
+            # The team's claim mounts its own directory of the file system (trainforge.platform
+            # .fsx): no subPath.
+            fsx_sub_path=None,
             checkpoint_prefix=f"{t.name}/",
-            quota=TeamQuota(gpus=q.gpus, cpu=q.cpu, memory=q.memory, pods=q.pods),
+            quota=TeamQuota(gpus=held["gpus"], cpu=held["cpu"], memory=held["memory"], pods=q.pods),
+            run_as_user=t.run_as_user,
+            run_as_group=t.run_as_group,
+            queue=LOCAL_QUEUE if services.kueue.enabled else None,
+            mlflow_secret=CREDENTIALS_SECRET if services.mlflow.enabled else None,
+            mlflow_experiment=t.name if services.mlflow.enabled else None,
             claims=tuple(t.claims),
             ready=tuple(ready.get(t.name, ())),
         )
@@ -228,7 +254,8 @@ def contract_from_config(
     from trainforge.platform.monitoring import MLFLOW_TRACKING_URI  # noqa: PLC0415
 
     services = config.services
-    teams = team_facts(services, ready=team_ready) if services is not None else {}
+    pools = pool_facts(config, type_facts)
+    teams = team_facts(services, ready=team_ready, pools=pools) if services is not None else {}
     backend, backends = DEFAULT_BACKEND, (DEFAULT_BACKEND,)
     if services is not None:
         backend, backends = services.job_backend, tuple(services.job_backends)
@@ -239,7 +266,7 @@ def contract_from_config(
         if services.mlflow.enabled:
             mlflow = MLFLOW_TRACKING_URI
     return PlatformContract(
-        pools=pool_facts(config, type_facts),
+        pools=pools,
         teams=teams,
         backend=backend,
         backends=backends,

@@ -12,10 +12,17 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
+from trainforge.jobs.contract import PoolFacts
 from trainforge.platform.checkpoint_bucket import CheckpointBucket, CheckpointBucketArgs
 from trainforge.platform.device_plugins import DevicePlugins, DevicePluginsArgs
 from trainforge.platform.fsx import FsxLustre, FsxLustreArgs
+from trainforge.platform.kueue import Kueue, KueueArgs
 from trainforge.platform.monitoring import MLFLOW_NAMESPACE, Monitoring, MonitoringArgs
+from trainforge.platform.placement import (
+    NODE_AGENTS_NAMESPACE,
+    PRIVILEGED_NAMESPACE_REASON,
+    psa_labels,
+)
 from trainforge.platform.published import team_facts
 from trainforge.platform.services_config import ServicesConfig
 from trainforge.platform.teams import (
@@ -56,6 +63,12 @@ class PlatformServicesArgs:
     fsx_subnet_index: int = 0
     # When set, the training operator gets its own provider with server-side apply forced on.
     kubeconfig: pulumi.Input[str] | None = None
+    # Every node group and Karpenter pool (Kueue flavors, team quotas per pool).
+    pools: list[PoolFacts] = field(default_factory=list)
+    # S3's address ranges (HTTPS egress of training namespaces) and the S3 gateway endpoint
+    # (the checkpoint bucket refuses team roles that do not come through it); None: no endpoint.
+    s3_cidrs: list[str] = field(default_factory=list)
+    s3_vpc_endpoint_id: pulumi.Input[str] | None = None
     tags: dict[str, str] = field(default_factory=dict)
 
 
@@ -89,18 +102,6 @@ class PlatformServices(pulumi.ComponentResource):
             kms_key_arn = self.kms_key.arn
         self.kms_key_arn = kms_key_arn
 
-        self.monitoring = Monitoring(
-            f"{name}-monitoring",
-            MonitoringArgs(
-                config=cfg.monitoring,
-                mlflow=cfg.mlflow,
-                k8s_provider=args.k8s_provider,
-                gpu_nodes=args.gpu_nodes,
-            ),
-            opts=child,
-        )
-        self.mlflow_tracking_uri = self.monitoring.mlflow_tracking_uri
-
         self.team_namespaces = TeamNamespaces(
             f"{name}-teams",
             TeamNamespacesArgs(
@@ -109,10 +110,53 @@ class PlatformServices(pulumi.ComponentResource):
                 monitoring_namespace=cfg.monitoring.namespace,
                 mlflow_namespace=MLFLOW_NAMESPACE if cfg.mlflow.enabled else None,
                 vpc_cidr=args.vpc_cidr,
+                s3_cidrs=list(args.s3_cidrs),
+                pools=list(args.pools),
+                kueue_enabled=cfg.kueue.enabled,
             ),
             opts=child,
         )
         namespaces = self.team_namespaces.namespaces
+
+        # The one platform namespace that admits privileged pods: node agents only.
+        k8s_child = pulumi.ResourceOptions(parent=self, provider=args.k8s_provider)
+        self.node_agents = k8s.core.v1.Namespace(
+            f"{name}-node-agents",
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=NODE_AGENTS_NAMESPACE,
+                labels=psa_labels("privileged", PRIVILEGED_NAMESPACE_REASON),
+                annotations={"trainforge.io/privileged-reason": PRIVILEGED_NAMESPACE_REASON},
+            ),
+            opts=k8s_child,
+        )
+
+        self.monitoring = Monitoring(
+            f"{name}-monitoring",
+            MonitoringArgs(
+                config=cfg.monitoring,
+                mlflow=cfg.mlflow,
+                k8s_provider=args.k8s_provider,
+                gpu_nodes=args.gpu_nodes,
+                team_namespaces=dict(namespaces),
+                node_agents_namespace=self.node_agents.metadata.name,
+            ),
+            opts=child,
+        )
+        self.mlflow_tracking_uri = self.monitoring.mlflow_tracking_uri
+
+        self.kueue: Kueue | None = None
+        if cfg.kueue.enabled:
+            self.kueue = Kueue(
+                f"{name}-kueue",
+                KueueArgs(
+                    config=cfg.kueue,
+                    teams=list(cfg.teams),
+                    pools=list(args.pools),
+                    k8s_provider=args.k8s_provider,
+                    team_namespaces=dict(namespaces),
+                ),
+                opts=child,
+            )
 
         self.fsx: FsxLustre | None = None
         self.fsx_mount_path = cfg.fsx.mount_path
@@ -131,7 +175,6 @@ class PlatformServices(pulumi.ComponentResource):
                     account_id=args.account_id,
                     kms_key_arn=kms_key_arn if persistent_fsx else None,
                     team_namespaces=dict(namespaces),
-                    restricted_teams=[t.name for t in cfg.teams if t.pod_security == "restricted"],
                     team_ids={
                         n: (f.run_as_user, f.run_as_group) for n, f in team_facts(cfg).items()
                     },
@@ -155,6 +198,7 @@ class PlatformServices(pulumi.ComponentResource):
                     teams={
                         t.name: (namespaces[t.name], TRAINING_SERVICE_ACCOUNT) for t in cfg.teams
                     },
+                    s3_vpc_endpoint_id=args.s3_vpc_endpoint_id,
                     tags=tags,
                 ),
                 opts=child,

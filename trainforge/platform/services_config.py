@@ -9,6 +9,7 @@ standing in for invalid values) so the caller can report everything together.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,8 +36,25 @@ RESERVED_NAMESPACES = frozenset(
         "kubeflow-system",  # Kubeflow Trainer v2 and JobSet (backend trainjob)
         "monitoring",
         "mlflow",
+        "kueue-system",
+        "node-agents",
+        "fsx-admin",
     }
 )
+
+# Kueue (trainforge.platform.kueue): ClusterQueue policies, as Kueue v0.19's CRD spells them.
+QUEUEING_STRATEGIES = ("BestEffortFIFO", "StrictFIFO")
+WITHIN_CLUSTER_QUEUE = ("Never", "LowerPriority", "LowerOrNewerEqualPriority")
+RECLAIM_WITHIN_COHORT = ("Never", "LowerPriority", "Any")
+BORROW_WITHIN_COHORT = ("Never", "LowerPriority")
+# Job priorities (the job key `priority`), each a Kueue WorkloadPriorityClass of this value.
+PRIORITIES = {"high": 10000, "normal": 1000, "low": 100}
+DEFAULT_COHORT = "trainforge"
+# Team UIDs/GIDs: above the system and login ranges, below the 2^31 limit of runAsUser.
+MIN_TEAM_ID = 10000
+MAX_TEAM_ID = 2**31 - 1
+_DEFAULT_ID_BASE = 100000
+_DEFAULT_ID_SPAN = 900000
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
@@ -105,6 +123,10 @@ class MonitoringConfig:
     mode: str = "managed"  # managed: kube-prometheus-stack; external: an existing Prometheus
     namespace: str = "monitoring"
     dcgm_exporter: bool = True
+    # DCGM profiling (DCP) metrics, DCGM_FI_PROF_* (tensor-core, SM, DRAM activity, PCIe
+    # bytes), need CAP_SYS_ADMIN in the exporter. Off: the exporter runs without it and
+    # collects the device metrics only (utilisation, memory, power, clocks, XID errors).
+    dcgm_profiling_metrics: bool = False
     retention: str = "15d"
     storage_size: str = "50Gi"
     storage_class: str | None = None  # None: the encrypted gp3 class trainforge declares
@@ -122,11 +144,44 @@ class MlflowConfig:
 
 
 @dataclass(frozen=True)
+class PoolQuota:
+    """An amount of GPUs, CPU and memory in one node pool (None: not given)."""
+
+    gpus: str | None = None
+    cpu: str | None = None
+    memory: str | None = None
+
+
+@dataclass(frozen=True)
 class TeamQuotaConfig:
     gpus: str = "0"
     cpu: str = "16"
     memory: str = "64Gi"
     pods: str = "50"
+    # The team's nominal (guaranteed) quota per node pool. Pools not listed share what the
+    # totals above leave, evenly (trainforge.platform.queues.nominal_quotas).
+    pools: tuple[tuple[str, PoolQuota], ...] = ()
+    # The most the team may borrow from its cohort in any one pool beyond its nominal quota
+    # there; None per resource = as much as the cohort has idle.
+    borrowing_limit: PoolQuota = field(default_factory=PoolQuota)
+
+
+@dataclass(frozen=True)
+class KueueConfig:
+    """Queueing with gang admission (trainforge.platform.kueue)."""
+
+    enabled: bool = True
+    queueing_strategy: str = "BestEffortFIFO"
+    # A team's higher-priority job may preempt the same team's lower-priority jobs.
+    within_cluster_queue: str = "LowerPriority"
+    # A team reclaiming its nominal quota preempts whatever other teams borrowed there.
+    reclaim_within_cohort: str = "Any"
+    # A job that must borrow may preempt other teams' borrowing jobs of a lower priority, up
+    # to `low` (low-priority jobs are the ones that soak up idle capacity for anyone).
+    borrow_within_cohort: str = "LowerPriority"
+    # Evict and requeue an admitted job whose pods are not all running after this long
+    # (Kueue waitForPodsReady); None: never.
+    pods_ready_timeout: str | None = "30m"
 
 
 @dataclass(frozen=True)
@@ -142,6 +197,14 @@ class ContainerDefaults:
 POD_SECURITY_LEVELS = ("baseline", "restricted")
 
 
+def default_team_id(name: str) -> int:
+    """A team's UID/GID when the config does not set one: derived from the team's name, so
+    that it never changes when teams are added, removed or reordered (an index would, and
+    every file the team wrote on FSx would then belong to someone else)."""
+    digest = int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big")
+    return _DEFAULT_ID_BASE + digest % _DEFAULT_ID_SPAN
+
+
 @dataclass(frozen=True)
 class TeamConfig:
     name: str
@@ -155,6 +218,22 @@ class TeamConfig:
     # mount besides the FSx claim; the team creates them, the platform only lists them so that
     # a job's preview can refuse any other claim (see trainforge/jobs/storage.py).
     claims: tuple[str, ...] = ()
+    # The UID/GID the team's pods run as and that owns its FSx directory (mode 0770); unique
+    # across teams. None: default_team_id(name).
+    uid: int | None = None
+    gid: int | None = None
+    # Teams in the same cohort lend each other idle quota (Kueue cohort).
+    cohort: str = DEFAULT_COHORT
+
+    @property
+    def run_as_user(self) -> int:
+        return self.uid if self.uid is not None else default_team_id(self.name)
+
+    @property
+    def run_as_group(self) -> int:
+        if self.gid is not None:
+            return self.gid
+        return self.uid if self.uid is not None else default_team_id(self.name)
 
 
 @dataclass(frozen=True)
@@ -165,6 +244,7 @@ class ServicesConfig:
     device_plugins: DevicePluginsConfig = field(default_factory=DevicePluginsConfig)
     monitoring: MonitoringConfig = field(default_factory=MonitoringConfig)
     mlflow: MlflowConfig = field(default_factory=MlflowConfig)
+    kueue: KueueConfig = field(default_factory=KueueConfig)
     teams: tuple[TeamConfig, ...] = ()
     # What jobs emit by default (`trainforge:jobBackend`) and every backend whose controller
     # the platform installs: the default, `trainforge:jobBackends`, and each stack job's own
@@ -408,7 +488,16 @@ def _device_plugins(r: _Reader) -> DevicePluginsConfig:
 
 def _monitoring(r: _Reader) -> MonitoringConfig:
     r.unknown(
-        {"mode", "namespace", "dcgmExporter", "retention", "storageSize", "storageClass", "grafana"}
+        {
+            "mode",
+            "namespace",
+            "dcgmExporter",
+            "dcgmProfilingMetrics",
+            "retention",
+            "storageSize",
+            "storageClass",
+            "grafana",
+        }
     )
     mode = r.choice("mode", "managed", MONITORING_MODES)
     ns = r.string("namespace", "monitoring") or "monitoring"
@@ -423,6 +512,7 @@ def _monitoring(r: _Reader) -> MonitoringConfig:
         mode=mode,
         namespace=ns,
         dcgm_exporter=r.boolean("dcgmExporter", True),
+        dcgm_profiling_metrics=r.boolean("dcgmProfilingMetrics", False),
         retention=retention,
         storage_size=r.quantity("storageSize", "50Gi"),
         storage_class=r.string("storageClass", None),
@@ -440,7 +530,91 @@ def _mlflow(r: _Reader) -> MlflowConfig:
     )
 
 
-def _teams(raw: Any, errors: list[str]) -> tuple[TeamConfig, ...]:
+def _pool_quota(r: _Reader) -> PoolQuota:
+    for k in r.raw:
+        if k not in ("gpus", "cpu", "memory"):
+            r.err(str(k), r.raw[k], "one of the keys gpus, cpu, memory")
+    out = {}
+    for key in ("gpus", "cpu", "memory"):
+        if r.raw.get(key) is None:
+            out[key] = None
+            continue
+        before = len(r.errors)
+        value = r.quantity(key, "0", integer=key == "gpus")
+        out[key] = value if len(r.errors) == before else None
+    return PoolQuota(**out)
+
+
+def _raw_pool_names(raw: dict[str, Any]) -> list[str] | None:
+    """Node group and Karpenter pool names as written (the core parser checks them)."""
+    names = []
+    for key in ("nodeGroups", "nodePools"):
+        items = raw.get(key)
+        if items is None:
+            continue
+        if not isinstance(items, list):
+            return None
+        names += [i.get("name") for i in items if isinstance(i, dict) and i.get("name")]
+    return names
+
+
+def _team_quota(r: _Reader, pool_names: list[str] | None) -> TeamQuotaConfig:
+    r.unknown({"gpus", "cpu", "memory", "pods", "pools", "borrowingLimit"})
+    quota = TeamQuotaConfig(
+        gpus=r.quantity("gpus", "0", integer=True),
+        cpu=r.quantity("cpu", "16"),
+        memory=r.quantity("memory", "64Gi"),
+        pods=r.quantity("pods", "50", integer=True),
+    )
+    pools: list[tuple[str, PoolQuota]] = []
+    raw_pools = r.raw.get("pools")
+    if raw_pools is not None:
+        p = r.sub("pools")
+        for name in p.raw:
+            if pool_names is not None and name not in pool_names:
+                p.err(
+                    str(name),
+                    p.raw[name],
+                    f"a quota for one of the node pools ({', '.join(pool_names) or 'none declared'})",
+                )
+                continue
+            pools.append((str(name), _pool_quota(p.sub(str(name)))))
+        from trainforge.jobs.quantity import parse_quantity  # noqa: PLC0415 - pure, no pulumi
+
+        for key in ("gpus", "cpu", "memory"):
+            total = parse_quantity(getattr(quota, key))
+            given = sum(
+                (parse_quantity(v) for _, q in pools if (v := getattr(q, key)) is not None), 0
+            )
+            if given > total:
+                p.err(
+                    "",
+                    {n: getattr(q, key) for n, q in pools if getattr(q, key) is not None},
+                    f"per-pool {key} adding up to at most the team's quota.{key} "
+                    f"({getattr(quota, key)}): the namespace's ResourceQuota would refuse pods "
+                    "the queue admitted",
+                )
+    borrowing = PoolQuota()
+    if r.raw.get("borrowingLimit") is not None:
+        borrowing = _pool_quota(r.sub("borrowingLimit"))
+    return TeamQuotaConfig(quota.gpus, quota.cpu, quota.memory, quota.pods, tuple(pools), borrowing)
+
+
+def _team_id(r: _Reader, key: str) -> int | None:
+    v = r.raw.get(key)
+    if v is None:
+        return None
+    if isinstance(v, str) and v.strip().isdigit():
+        v = int(v)
+    if isinstance(v, bool) or not isinstance(v, int) or not MIN_TEAM_ID <= v <= MAX_TEAM_ID:
+        r.err(key, v, f"an integer from {MIN_TEAM_ID} to {MAX_TEAM_ID} (a POSIX id for the team)")
+        return None
+    return v
+
+
+def _teams(
+    raw: Any, errors: list[str], pool_names: list[str] | None = None
+) -> tuple[TeamConfig, ...]:
     path = f"{NS}:teams"
     if raw is None:
         return ()
@@ -451,7 +625,7 @@ def _teams(raw: Any, errors: list[str]) -> tuple[TeamConfig, ...]:
     seen: set[str] = set()
     for i, item in enumerate(raw):
         r = _Reader(item, f"{path}[{i}]", errors)
-        r.unknown({"name", "quota", "defaults", "podSecurity", "claims"})
+        r.unknown({"name", "quota", "defaults", "podSecurity", "claims", "uid", "gid", "cohort"})
         name = r.raw.get("name")
         if not is_dns_label(name):
             r.err(
@@ -472,14 +646,7 @@ def _teams(raw: Any, errors: list[str]) -> tuple[TeamConfig, ...]:
             r.err("name", name, "a unique team name (it is already used by another team)")
             continue
         seen.add(name)
-        q = r.sub("quota")
-        q.unknown({"gpus", "cpu", "memory", "pods"})
-        quota = TeamQuotaConfig(
-            gpus=q.quantity("gpus", "0", integer=True),
-            cpu=q.quantity("cpu", "16"),
-            memory=q.quantity("memory", "64Gi"),
-            pods=q.quantity("pods", "50", integer=True),
-        )
+        quota = _team_quota(r.sub("quota"), pool_names)
         d = r.sub("defaults")
         d.unknown({"cpuRequest", "memoryRequest", "cpuLimit", "memoryLimit"})
         defaults = ContainerDefaults(
@@ -489,8 +656,85 @@ def _teams(raw: Any, errors: list[str]) -> tuple[TeamConfig, ...]:
             memory_limit=d.quantity("memoryLimit", "4Gi"),
         )
         pod_security = r.choice("podSecurity", "baseline", POD_SECURITY_LEVELS)
-        teams.append(TeamConfig(name, quota, defaults, pod_security, _claims(r, name)))
+        cohort = r.string("cohort", DEFAULT_COHORT) or DEFAULT_COHORT
+        if not is_dns_label(cohort):
+            r.err("cohort", cohort, "a DNS-1123 label naming the cohort teams share")
+            cohort = DEFAULT_COHORT
+        teams.append(
+            TeamConfig(
+                name,
+                quota,
+                defaults,
+                pod_security,
+                claims=_claims(r, name),
+                uid=_team_id(r, "uid"),
+                gid=_team_id(r, "gid"),
+                cohort=cohort,
+            )
+        )
+    _unique_ids(teams, path, errors)
     return tuple(teams)
+
+
+def _unique_ids(teams: list[TeamConfig], path: str, errors: list[str]) -> None:
+    """Two teams with one UID (or GID) share every file on FSx: refuse it, naming both. A GID
+    that merely follows a clashing UID is not reported twice."""
+    clashing_uid: set[int] = set()
+    for kind, get in (("uid", lambda t: t.run_as_user), ("gid", lambda t: t.run_as_group)):
+        owner: dict[int, str] = {}
+        for i, t in enumerate(teams):
+            value = get(t)
+            if value not in owner:
+                owner[value] = t.name
+                continue
+            if kind == "uid":
+                clashing_uid.add(i)
+            elif t.gid is None and i in clashing_uid:
+                continue  # the gid is the uid reported above
+            explicit = getattr(t, kind) is not None
+            if explicit:
+                how = ""
+            elif kind == "gid" and t.uid is not None:
+                how = " (the team's uid)"
+            else:
+                how = " (derived from the team name)"
+            fix = f"choose another {kind}" if explicit else f"set {kind} explicitly"
+            errors.append(
+                f"{path}[{i}].{kind}: invalid value {value!r}{how}; expected a {kind} "
+                f"no other team uses (team {owner[value]!r} has it): {fix}"
+            )
+
+
+def _kueue(r: _Reader) -> KueueConfig:
+    r.unknown({"enabled", "queueingStrategy", "preemption", "podsReadyTimeout"})
+    p = r.sub("preemption")
+    p.unknown({"withinClusterQueue", "reclaimWithinCohort", "borrowWithinCohort"})
+    reclaim = p.choice("reclaimWithinCohort", "Any", RECLAIM_WITHIN_COHORT)
+    borrow = p.choice("borrowWithinCohort", "LowerPriority", BORROW_WITHIN_COHORT)
+    if reclaim == "Never" and borrow != "Never":
+        # the ClusterQueue CRD's own rule
+        p.err(
+            "borrowWithinCohort",
+            borrow,
+            "Never while reclaimWithinCohort is Never (Kueue refuses the combination)",
+        )
+        borrow = "Never"
+    timeout: str | None = "30m"
+    raw_timeout = r.raw.get("podsReadyTimeout", "30m")
+    if raw_timeout is False or (isinstance(raw_timeout, str) and raw_timeout.lower() == "false"):
+        timeout = None
+    elif not isinstance(raw_timeout, str) or not re.fullmatch(r"(\d+(h|m|s))+", raw_timeout):
+        r.err("podsReadyTimeout", raw_timeout, "a duration such as 30m or 1h30m, or false")
+    else:
+        timeout = raw_timeout
+    return KueueConfig(
+        enabled=r.boolean("enabled", True),
+        queueing_strategy=r.choice("queueingStrategy", "BestEffortFIFO", QUEUEING_STRATEGIES),
+        within_cluster_queue=p.choice("withinClusterQueue", "LowerPriority", WITHIN_CLUSTER_QUEUE),
+        reclaim_within_cohort=reclaim,
+        borrow_within_cohort=borrow,
+        pods_ready_timeout=timeout,
+    )
 
 
 def _claims(r: _Reader, team: str) -> tuple[str, ...]:
@@ -548,6 +792,7 @@ SERVICE_KEYS = (
     "devicePlugins",
     "monitoring",
     "mlflow",
+    "kueue",
     "teams",
     "jobBackend",
     "jobBackends",
@@ -573,7 +818,8 @@ def parse_services_config(raw: dict[str, Any], errors: list[str]) -> ServicesCon
         ),
         monitoring=_monitoring(_Reader(raw.get("monitoring"), f"{NS}:monitoring", errors)),
         mlflow=_mlflow(_Reader(raw.get("mlflow"), f"{NS}:mlflow", errors)),
-        teams=_teams(raw.get("teams"), errors),
+        kueue=_kueue(_Reader(raw.get("kueue"), f"{NS}:kueue", errors)),
+        teams=_teams(raw.get("teams"), errors, _raw_pool_names(raw)),
         job_backend=job_backend,
         job_backends=job_backends,
     )

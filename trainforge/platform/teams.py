@@ -10,12 +10,16 @@ Each team gets a namespace (named after the team) with:
   jobs can set `podSecurity: restricted`.
 - a ResourceQuota (GPUs, CPU and memory requests and limits, pods) and a LimitRange giving
   containers that do not say what they need default requests/limits (the quota on limits
-  would otherwise reject them).
+  would otherwise reject them). With Kueue, the queue is what admits jobs; the quota stays
+  as a backstop for pods the queue does not see (a job without a queue label, a bare pod)
+  and is set to the most the team's queue can ever admit (queues.namespace_quota), so it
+  never refuses a pod of a job the queue admitted (no double accounting).
 - NetworkPolicies: deny all by default; allow traffic between the team's own pods (NCCL,
   rendezvous), DNS to kube-system, scraping of the `metrics` port from the monitoring
-  namespace, the EKS Pod Identity agent (credentials), HTTPS egress for AWS endpoints (S3,
-  STS, ECR; NetworkPolicy cannot select by DNS name, so this is TCP 443 to any address), and
-  MLflow when it is enabled.
+  namespace, the EKS Pod Identity agent (credentials), HTTPS to the VPC's interface
+  endpoints (addresses in the VPC CIDR) and to S3 through its gateway endpoint (S3's
+  address ranges from the region's managed prefix list), and MLflow when it is enabled.
+  Nothing else: no `0.0.0.0/0` (tests/platform/test_team_isolation.py).
 - a `training` ServiceAccount (no API token: training pods do not talk to the Kubernetes API;
   Pod Identity injects its own token).
 """
@@ -27,6 +31,7 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_kubernetes as k8s
 
+from trainforge.jobs.contract import PoolFacts
 from trainforge.platform.services_config import TeamConfig
 
 TRAINING_SERVICE_ACCOUNT = "training"
@@ -38,15 +43,24 @@ NS_NAME_LABEL = "kubernetes.io/metadata.name"
 POD_IDENTITY_AGENT_CIDR = "169.254.170.23/32"
 
 
-def quota_hard(team: TeamConfig) -> dict[str, str]:
-    """The ResourceQuota `hard` limits for a team (also exposed to the jobs layer)."""
+def quota_hard(
+    team: TeamConfig,
+    teams: list[TeamConfig] | None = None,
+    pools: list[PoolFacts] | None = None,
+    kueue_enabled: bool = False,
+) -> dict[str, str]:
+    """The ResourceQuota `hard` limits for a team: its configured totals, or with Kueue the
+    most its queue may ever admit (trainforge.platform.queues.namespace_quota)."""
+    from trainforge.platform.queues import namespace_quota  # noqa: PLC0415
+
     q = team.quota
+    held = namespace_quota(team, teams or [team], pools or [], kueue_enabled and bool(pools))
     return {
-        "requests.nvidia.com/gpu": q.gpus,
-        "requests.cpu": q.cpu,
-        "limits.cpu": q.cpu,
-        "requests.memory": q.memory,
-        "limits.memory": q.memory,
+        "requests.nvidia.com/gpu": held["gpus"],
+        "requests.cpu": held["cpu"],
+        "limits.cpu": held["cpu"],
+        "requests.memory": held["memory"],
+        "limits.memory": held["memory"],
         "pods": q.pods,
     }
 
@@ -55,9 +69,14 @@ def network_policies(
     namespace: str,
     monitoring_namespace: str | None,
     mlflow_namespace: str | None,
-    vpc_cidr: str | None = None,
+    vpc_cidr: pulumi.Input[str] | None = None,
+    s3_cidrs: list[str] | None = None,
 ) -> list[dict]:
-    """The team's NetworkPolicy specs as plain dicts: name -> spec."""
+    """The team's NetworkPolicy specs as plain dicts: name -> spec.
+
+    Egress beyond the namespace is HTTPS to the VPC (its interface endpoints, private DNS)
+    and to S3's address ranges (the gateway endpoint), the Pod Identity agent, DNS and MLflow.
+    """
     same_ns = [{"podSelector": {}}]
     policies = [
         {"name": "default-deny", "spec": {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}},
@@ -100,23 +119,22 @@ def network_policies(
                 "policyTypes": ["Egress"],
                 "egress": [
                     {
-                        # S3, STS, ECR and interface VPC endpoints: HTTPS only.
-                        "to": [{"ipBlock": {"cidr": "0.0.0.0/0"}}],
-                        "ports": [{"protocol": "TCP", "port": 443}],
-                    },
-                    {
                         "to": [{"ipBlock": {"cidr": POD_IDENTITY_AGENT_CIDR}}],
                         "ports": [{"protocol": "TCP", "port": 80}],
-                    },
+                    }
                 ],
             },
         },
     ]
+    https = [{"protocol": "TCP", "port": 443}]
+    aws_egress = policies[-1]["spec"]["egress"]
     if vpc_cidr:
-        # Interface VPC endpoints (private DNS) resolve to addresses in the VPC; listed
-        # separately so the 0.0.0.0/0 rule can be narrowed without losing them.
-        policies[-1]["spec"]["egress"].append(
-            {"to": [{"ipBlock": {"cidr": vpc_cidr}}], "ports": [{"protocol": "TCP", "port": 443}]}
+        # Interface VPC endpoints (STS, ECR, EKS auth, ...) answer on addresses in the VPC.
+        aws_egress.append({"to": [{"ipBlock": {"cidr": vpc_cidr}}], "ports": https})
+    if s3_cidrs:
+        # S3 through the gateway endpoint answers on S3's own address ranges.
+        aws_egress.append(
+            {"to": [{"ipBlock": {"cidr": c}} for c in s3_cidrs], "ports": list(https)}
         )
     if monitoring_namespace:
         policies.append(
@@ -186,6 +204,11 @@ class TeamNamespacesArgs:
     monitoring_namespace: str | None = "monitoring"
     mlflow_namespace: str | None = None
     vpc_cidr: pulumi.Input[str] | None = None
+    # S3's address ranges (the region's managed prefix list): HTTPS egress to S3
+    s3_cidrs: list[str] = field(default_factory=list)
+    # with Kueue, the quota backstop is what the team's queue may admit over these pools
+    pools: list[PoolFacts] = field(default_factory=list)
+    kueue_enabled: bool = False
     labels: dict[str, str] = field(default_factory=dict)
 
 
@@ -225,7 +248,9 @@ class TeamNamespaces(pulumi.ComponentResource):
             k8s.core.v1.ResourceQuota(
                 f"{name}-{t}-quota",
                 metadata=meta(QUOTA_NAME),
-                spec=k8s.core.v1.ResourceQuotaSpecArgs(hard=quota_hard(team)),
+                spec=k8s.core.v1.ResourceQuotaSpecArgs(
+                    hard=quota_hard(team, args.teams, args.pools, args.kueue_enabled)
+                ),
                 opts=child,
             )
             k8s.core.v1.LimitRange(
@@ -235,7 +260,7 @@ class TeamNamespaces(pulumi.ComponentResource):
                 opts=child,
             )
             policies = network_policies(
-                t, args.monitoring_namespace, args.mlflow_namespace, args.vpc_cidr
+                t, args.monitoring_namespace, args.mlflow_namespace, args.vpc_cidr, args.s3_cidrs
             )
             for pol in policies:
                 k8s.networking.v1.NetworkPolicy(

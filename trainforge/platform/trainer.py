@@ -22,6 +22,7 @@ import pulumi_kubernetes as k8s
 
 from trainforge.jobs import trainjob
 from trainforge.platform import versions
+from trainforge.platform.placement import SYSTEM_NODE_SELECTOR
 
 NAMESPACE = "kubeflow-system"
 RELEASE = "kubeflow-trainer"
@@ -30,7 +31,13 @@ CHART = f"{versions.TRAINER_CHART_REPO}/{versions.TRAINER_CHART}"
 
 def chart_values() -> dict:
     return {
-        "jobset": {"install": True},  # the chart's JobSet dependency (pinned with the chart)
+        # Both controllers on the system node group (trainforge.platform.placement): the
+        # Trainer's manager, and JobSet's (the subchart's `controller`, jobset chart 0.12.0).
+        "manager": {"nodeSelector": dict(SYSTEM_NODE_SELECTOR)},
+        "jobset": {
+            "install": True,  # the chart's JobSet dependency (pinned with the chart)
+            "controller": {"nodeSelector": dict(SYSTEM_NODE_SELECTOR)},
+        },
         "crds": {"enabled": True},
         # The chart's runtimes need a post-install hook Job that installs kubectl at run time;
         # the platform installs its own (see module docstring).

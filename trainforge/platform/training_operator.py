@@ -8,6 +8,11 @@ of client-side apply, so it must be applied server-side: pulumi-kubernetes v4 pr
 server-side apply unless `enableServerSideApply: false` is set; when a kubeconfig is given,
 a dedicated provider with it explicitly on is created. A Helm release is used instead only
 when the stack config names a chart repository and version (e.g. an internal mirror).
+
+Placement: the overlay's Deployment has no node selector, so it could land on a (spot)
+training node. A Pulumi `transforms` hook (`system_placement`) adds the system node group's
+selector to every pod template the overlay declares, as the provider registers them. A
+Helm chart from config is the user's; its values must place it (docs/services.md).
 """
 
 from __future__ import annotations
@@ -18,7 +23,35 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from trainforge.platform import versions
+from trainforge.platform.placement import SYSTEM_NODE_SELECTOR
 from trainforge.platform.services_config import TrainingOperatorConfig
+
+# Workload kinds whose pod template sits at spec.template (Jobs' too, for completeness).
+_POD_TEMPLATE_KINDS = (
+    "kubernetes:apps/v1:Deployment",
+    "kubernetes:apps/v1:StatefulSet",
+    "kubernetes:apps/v1:DaemonSet",
+    "kubernetes:batch/v1:Job",
+)
+
+
+def system_placement(args: pulumi.ResourceTransformArgs) -> pulumi.ResourceTransformResult | None:
+    """Add the system node group's nodeSelector to a pod template the overlay declares.
+
+    DaemonSets are left alone (they belong on every node they select); a selector the
+    manifest already has is kept and ours added beside it.
+    """
+    if args.type_ not in _POD_TEMPLATE_KINDS or args.type_.endswith(":DaemonSet"):
+        return None
+    props = dict(args.props)
+    spec = dict(props.get("spec") or {})
+    template = dict(spec.get("template") or {})
+    pod = dict(template.get("spec") or {})
+    pod["nodeSelector"] = {**dict(pod.get("nodeSelector") or {}), **SYSTEM_NODE_SELECTOR}
+    template["spec"] = pod
+    spec["template"] = template
+    props["spec"] = spec
+    return pulumi.ResourceTransformResult(props, args.opts)
 
 
 @dataclass
@@ -75,6 +108,8 @@ class TrainingOperator(pulumi.ComponentResource):
             self.directory = k8s.kustomize.v2.Directory(
                 name,
                 directory=versions.TRAINING_OPERATOR_KUSTOMIZE_URL,
-                opts=child,
+                opts=pulumi.ResourceOptions.merge(
+                    child, pulumi.ResourceOptions(transforms=[system_placement])
+                ),
             )
         self.register_outputs({"source": self.source, "namespace": self.namespace})

@@ -282,6 +282,9 @@ class TrainingPlatform(pulumi.ComponentResource):
             checkpoint_bucket=services.checkpoint_bucket_name if services is not None else None,
             k8s_provider=self.k8s_provider,
             team_ready=services.team_ready if services is not None else None,
+            # Jobs carry a queue label: Kueue's webhook and their team's LocalQueue must exist
+            # before a job does, or it would start unqueued.
+            ready=(services.kueue,) if services is not None and services.kueue else (),
             # Jobs need their backend's CRDs and webhook first.
             backend_ready=services.backend_ready if services is not None else None,
         )
@@ -335,6 +338,9 @@ class TrainingPlatform(pulumi.ComponentResource):
                 # EFA groups and pools use the first private subnet: FSx goes next to them.
                 fsx_subnet_index=0,
                 kubeconfig=self.cluster.kubeconfig,
+                pools=list(self.node_pools.values()),
+                s3_cidrs=list(self.network.s3_cidrs),
+                s3_vpc_endpoint_id=self.network.s3_endpoint_id,
                 tags=tags,
             ),
             pulumi.ResourceOptions(parent=self),

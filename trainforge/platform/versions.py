@@ -144,10 +144,34 @@ KUBE_PROMETHEUS_STACK_CHART_VERSION = "88.5.3"
 # source: github.com/NVIDIA/dcgm-exporter deployment/Chart.yaml at tag 4.5.3-4.8.2, checked 2026-11-23
 DCGM_EXPORTER_CHART_REPO = "https://nvidia.github.io/dcgm-exporter/helm-charts"
 DCGM_EXPORTER_CHART_VERSION = "4.8.2"
-# The server's major matches the client's (`mlflow==3.18.0`, pyproject's `mlflow` extra).
-# source: ghcr.io/mlflow/mlflow:v3.16.0 pinned in public deployments (newest plain server tag
-# seen; v3.18.0's image is NOT confirmed), checked 2026-11-23
-MLFLOW_IMAGE = "ghcr.io/mlflow/mlflow:v3.16.0"
+# The server's version is the client's (`mlflow==3.17.0`, pyproject's `mlflow` extra).
+# The `-full` variant: the plain image lacks Flask-WTF, which the basic-auth app the server
+# runs with imports at start (mlflow/mlflow#14610; kubeflow/pipelines#14260, 2026-09-03:
+# "Only Flask-WTF is missing from the image"); `-full` images exist from v3.9.0
+# (docker/README.md) and install the `auth` extra since mlflow/mlflow#23892 (2026-06-10,
+# docker/Dockerfile.full: `mlflow[extras,azure,db,gateway,genai,auth]==$VERSION`).
+# source: public Dockerfiles build `FROM ghcr.io/mlflow/mlflow:v3.17.0-full` (the newest -full
+# tag found in a public record; v3.16.1-full is cited too); no 3.18 image was found, and
+# mlflow 3.17.0 with its mlflow-skinny/mlflow-tracing 3.17.0 is on PyPI (the server the
+# tests start), checked 2026-11-23
+MLFLOW_IMAGE = "ghcr.io/mlflow/mlflow:v3.17.0-full"
+# Kueue: queueing with gang admission, quotas, cohorts and topology-aware scheduling. The
+# chart installs its CRDs (templates/crd) and the controller; jobs' objects are applied
+# after it (trainforge.platform.kueue).
+# source: kubernetes-sigs/kueue#15458 ("Release v0.19.5": published
+# github.com/kubernetes-sigs/kueue/releases/tag/v0.19.5, release notes synced 2026-09-17)
+# and project-codeflare/appwrapper#424 ("CI: use Kueue 0.19.5"); v0.19.4 promoted
+# 2026-09-10 (kubernetes/k8s.io#9917); chart location from the v0.19 install docs
+# (`helm install kueue oci://registry.k8s.io/kueue/charts/kueue --version=0.19.0`); no
+# v0.19.6 found. checked 2026-11-23
+KUEUE_CHART_REPO = "oci://registry.k8s.io/kueue/charts"
+KUEUE_CHART = "kueue"
+KUEUE_CHART_VERSION = "0.19.5"
+# The Kueue API version the objects are written in (v1beta2 is the storage version of the
+# v0.19 CRDs; v1beta1 is served but deprecated). source: the v0.19 CRDs
+# (kueue.x-k8s.io_clusterqueues.yaml: v1beta1 `deprecated: true`, v1beta2 `storage: true`),
+# checked 2026-11-23
+KUEUE_API_VERSION = "kueue.x-k8s.io/v1beta2"
 # --- END platform services pins ---
 
 # --- training jobs ---

@@ -1,0 +1,130 @@
+"""What makes a job its team's, on every backend: the queue and priority labels on the job's
+own object, nothing Kueue owns, a topology request on topology-aware pools, the team's UID/GID
+and MLflow identity in its pods."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from tests.jobs.helpers import CODE, EFA_POOL, GPU_POOL, target
+from tests.jobs.test_backends import ALL, controller_pod, env_entries
+from trainforge.jobs.backends import emit
+from trainforge.jobs.contract import BACKENDS
+from trainforge.jobs.errors import JobConfigError
+from trainforge.jobs.spec import parse_job
+from trainforge.jobs.wiring import resolve_job
+
+W = "job"
+TAS_POOL = dataclasses.replace(EFA_POOL, topology_aware=True)
+TEAM = dict(
+    queue="training",
+    run_as_user=473852,
+    run_as_group=473853,
+    mlflow_secret="mlflow-credentials",
+    mlflow_experiment="research",
+)
+
+
+def build(backend, pool=GPU_POOL, tgt=None, **kw):
+    raw = {"name": "llm", "team": "research", "pool": pool.name, "backend": backend, **kw}
+    if pool.efa_interfaces:
+        raw.setdefault("efa", False)
+    t = tgt or target(pool, **{**ALL, **TEAM})
+    job = resolve_job(parse_job(raw, W), t, W)
+    return job, emit(job, t, CODE)
+
+
+def suspends(doc: dict) -> list[str]:
+    spec = doc["spec"]
+    return [k for k in ("suspend",) if k in spec] + [
+        "runPolicy.suspend" for _ in [0] if "suspend" in (spec.get("runPolicy") or {})
+    ]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_every_backend_labels_its_object_with_the_teams_queue_and_priority(backend):
+    _, out = build(backend, priority="high")
+    labels = out.workload["metadata"]["labels"]
+    assert labels["kueue.x-k8s.io/queue-name"] == "training"
+    assert labels["kueue.x-k8s.io/priority-class"] == "high"
+    # Kueue suspends and resumes the job: the program never sets the field
+    assert suspends(out.workload) == []
+    pod = controller_pod(out)
+    assert "schedulingGates" not in pod["spec"]
+    _, normal = build(backend)
+    assert normal.workload["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] == "normal"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_without_kueue_no_queue_labels(backend):
+    _, out = build(backend, tgt=target(GPU_POOL, **{**ALL, **TEAM, "queue": None}))
+    assert not any(k.startswith("kueue.x-k8s.io/") for k in out.workload["metadata"]["labels"])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_pods_run_as_the_team_with_its_mlflow_identity(backend):
+    _, out = build(backend)
+    pod = controller_pod(out)
+    sc = pod["spec"]["securityContext"]
+    assert (sc["runAsUser"], sc["runAsGroup"], sc["fsGroup"]) == (473852, 473853, 473853)
+    (c,) = [c for c in pod["spec"]["containers"]]
+    assert (c["securityContext"]["runAsUser"], c["securityContext"]["runAsGroup"]) == (
+        473852,
+        473853,
+    )
+    env = env_entries(c)
+    assert env["MLFLOW_TRACKING_USERNAME"] == {
+        "valueFrom": {"secretKeyRef": {"name": "mlflow-credentials", "key": "username"}}
+    }
+    assert env["MLFLOW_TRACKING_PASSWORD"] == {
+        "valueFrom": {"secretKeyRef": {"name": "mlflow-credentials", "key": "password"}}
+    }
+    assert env["MLFLOW_EXPERIMENT_NAME"] == {"value": "research"}
+
+
+def test_a_job_cannot_set_the_platforms_mlflow_identity():
+    with pytest.raises(JobConfigError, match="MLFLOW_TRACKING_PASSWORD"):
+        parse_job(
+            {"name": "x", "team": "t", "pool": "p", "env": {"MLFLOW_TRACKING_PASSWORD": "x"}},
+            W,
+        )
+
+
+@pytest.mark.parametrize("backend", ["pytorchjob", "trainjob", "indexed-job"])
+def test_topology_aware_pools_ask_kueue_to_keep_the_pods_close(backend):
+    _, out = build(backend, pool=TAS_POOL, workers=2)
+    ann = controller_pod(out)["metadata"]["annotations"]
+    assert ann["kueue.x-k8s.io/podset-preferred-topology"] == (
+        "topology.k8s.aws/network-node-layer-3"
+    )
+    # one group: a PyTorchJob's Master and Workers land in the same domain together
+    assert ann["kueue.x-k8s.io/podset-group-name"] == "llm"
+    _, req = build(backend, pool=TAS_POOL, workers=2, topology="layer-2")
+    ann = controller_pod(req)["metadata"]["annotations"]
+    assert ann["kueue.x-k8s.io/podset-required-topology"] == "topology.k8s.aws/network-node-layer-2"
+    assert "kueue.x-k8s.io/podset-preferred-topology" not in ann
+    _, none = build(backend, pool=TAS_POOL, workers=2, topology="none")
+    assert not any(k.startswith("kueue.") for k in controller_pod(none)["metadata"]["annotations"])
+
+
+def test_every_replica_of_a_pytorchjob_carries_the_same_topology_request():
+    _, out = build("pytorchjob", pool=TAS_POOL, workers=3)
+    specs = out.workload["spec"]["pytorchReplicaSpecs"]
+    groups = {r: s["template"]["metadata"]["annotations"] for r, s in specs.items()}
+    assert set(groups) == {"Master", "Worker"}
+    assert groups["Master"] == groups["Worker"]
+
+
+def test_topology_on_a_pool_without_topology_aware_scheduling_is_refused():
+    with pytest.raises(JobConfigError, match=r"job.topology.*no topology-aware scheduling"):
+        build("pytorchjob", pool=GPU_POOL, topology="layer-3")
+    _, out = build("pytorchjob", pool=GPU_POOL)
+    ann = controller_pod(out)["metadata"]["annotations"]
+    assert not any(k.startswith("kueue.") for k in ann)
+
+
+def test_priority_must_be_a_class_the_platform_declares():
+    with pytest.raises(JobConfigError, match=r"job.priority.*high, normal, low"):
+        parse_job({"name": "x", "team": "t", "pool": "p", "priority": "urgent"}, W)

@@ -1,0 +1,228 @@
+"""Kueue in the dev and prod plans: objects the v0.19 CRDs accept, one flavor per pool, a
+queue per team with its quota, cohort and policies, priorities, topology for EFA node groups,
+the chart's configuration, and a namespace quota that never refuses what the queue admits."""
+
+from __future__ import annotations
+
+import functools
+import pathlib
+from fractions import Fraction
+
+import jsonschema
+import pytest
+import yaml
+
+from tests.conftest import ROOT
+from tests.jobs.schemas import _strict
+from trainforge.jobs.contract import PoolFacts, Taint
+from trainforge.jobs.quantity import parse_quantity
+from trainforge.plan import kueue_validate
+from trainforge.plan.core import plan_project
+from trainforge.plan.mocks import read_stack_file, run_mocked
+from trainforge.platform import kueue, queues
+from trainforge.platform.services_config import (
+    KueueConfig,
+    PoolQuota,
+    TeamConfig,
+    TeamQuotaConfig,
+)
+
+CRDS = pathlib.Path(__file__).parent / "crds"
+KINDS = {"ClusterQueue", "LocalQueue", "ResourceFlavor", "Topology", "WorkloadPriorityClass"}
+
+
+@functools.cache
+def validator(kind: str) -> jsonschema.Draft7Validator:
+    for path in sorted(CRDS.glob("kueue.x-k8s.io_*.yaml")):
+        crd = yaml.safe_load(path.read_text())
+        if crd["spec"]["names"]["kind"] == kind:
+            version = next(v for v in crd["spec"]["versions"] if v["name"] == "v1beta2")
+            assert version["served"] and version["storage"]
+            return jsonschema.Draft7Validator(_strict(version["schema"]["openAPIV3Schema"]))
+    raise LookupError(kind)
+
+
+@pytest.fixture(scope="module")
+def plans():
+    return {stack: plan_project(ROOT, stack, standins=False) for stack in ("dev", "prod")}
+
+
+def kueue_objects(result) -> list[dict]:
+    return [o.doc for o in result.objects if o.doc["apiVersion"].startswith("kueue.x-k8s.io/")]
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_kueue_objects_validate_against_the_upstream_crds(plans, stack):
+    docs = kueue_objects(plans[stack])
+    assert {d["kind"] for d in docs} >= KINDS - {"Topology"}
+    for doc in docs:
+        assert doc["apiVersion"] == "kueue.x-k8s.io/v1beta2"
+        errors = [
+            f"{'.'.join(map(str, e.absolute_path))}: {e.message}"
+            for e in validator(doc["kind"]).iter_errors(doc)
+        ]
+        assert errors == [], (doc["kind"], doc["metadata"]["name"])
+        # the CRDs' CEL rules (x-kubernetes-validations), which a JSON schema cannot express
+        assert kueue_validate.kueue_findings(doc) == [], doc["metadata"]["name"]
+    assert plans[stack].clean
+
+
+def test_the_written_out_rules_catch_what_the_crds_refuse():
+    cq = queues.cluster_queue(TeamConfig("a"), [GPU_POOL], KueueConfig(), "a")
+    cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"].pop()  # one resource short
+    cq["spec"].pop("cohortName")
+    cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["borrowingLimit"] = "1"
+    found = kueue_validate.kueue_findings(cq)
+    assert any("same number of resources" in f for f in found)
+    assert any("borrowingLimit must be nil when cohort is empty" in f for f in found)
+    topo = queues.topology()
+    topo["spec"]["levels"].reverse()  # hostname no longer last
+    assert kueue_validate.kueue_findings(topo) == [
+        "spec.levels: kubernetes.io/hostname can only be the lowest level"
+    ]
+
+
+def test_one_flavor_per_pool_with_its_labels_and_taints(plans):
+    result = plans["prod"]
+    ((contract),) = result.inventory.declared.contracts
+    flavors = {d["metadata"]["name"]: d["spec"] for d in kueue_objects(result) if d["kind"] ==
+               "ResourceFlavor"}  # fmt: skip
+    assert set(flavors) == set(contract.pools)
+    for name, pool in contract.pools.items():
+        spec = flavors[name]
+        assert spec["nodeLabels"] == dict(pool.node_selector) == {"trainforge.io/pool": name}
+        taints = [(t["key"], t.get("value"), t["effect"]) for t in spec.get("nodeTaints", [])]
+        assert taints == [(t.key, t.value, t.effect) for t in pool.taints]
+        # Kueue appends a flavor's tolerations to every admitted pod template: never set
+        assert "tolerations" not in spec
+        # topology-aware only where nodes exist before pods (the reserved EFA node group)
+        assert ("topologyName" in spec) == (name == "p4d-reserved") == pool.topology_aware
+    (topology,) = [d for d in kueue_objects(result) if d["kind"] == "Topology"]
+    assert [lv["nodeLabel"] for lv in topology["spec"]["levels"]] == [
+        "topology.k8s.aws/network-node-layer-1",
+        "topology.k8s.aws/network-node-layer-2",
+        "topology.k8s.aws/network-node-layer-3",
+        "kubernetes.io/hostname",
+    ]
+    assert not [d for d in kueue_objects(plans["dev"]) if d["kind"] == "Topology"]
+
+
+def test_a_queue_per_team_only_its_namespace_may_use(plans):
+    docs = kueue_objects(plans["prod"])
+    cqs = {d["metadata"]["name"]: d["spec"] for d in docs if d["kind"] == "ClusterQueue"}
+    lqs = {d["metadata"]["namespace"]: d for d in docs if d["kind"] == "LocalQueue"}
+    assert set(cqs) == set(lqs) == {"llm", "vision"}
+    for team, spec in cqs.items():
+        assert lqs[team]["metadata"]["name"] == "training"
+        assert lqs[team]["spec"] == {"clusterQueue": team}
+        assert spec["namespaceSelector"] == {"matchLabels": {"kubernetes.io/metadata.name": team}}
+        assert spec["cohortName"] == "trainforge"
+        assert spec["queueingStrategy"] == "BestEffortFIFO"
+        assert spec["preemption"] == {
+            "withinClusterQueue": "LowerPriority",
+            "reclaimWithinCohort": "Any",
+            "borrowWithinCohort": {"policy": "LowerPriority", "maxPriorityThreshold": 100},
+        }
+        (group,) = spec["resourceGroups"]
+        assert group["coveredResources"] == ["cpu", "memory", "nvidia.com/gpu"]
+    priorities = {d["metadata"]["name"]: d["value"] for d in docs if d["kind"] ==
+                  "WorkloadPriorityClass"}  # fmt: skip
+    assert priorities == {"high": 10000, "normal": 1000, "low": 100}
+
+
+GPU_POOL = PoolFacts("gpu", gpus_per_node=4, node_selector=(("trainforge.io/pool", "gpu"),),
+                     taints=(Taint("nvidia.com/gpu", "NoSchedule", "true"),))  # fmt: skip
+GPU2_POOL = PoolFacts("gpu2", gpus_per_node=8, node_selector=(("trainforge.io/pool", "gpu2"),))
+CPU_POOL = PoolFacts("cpu", node_selector=(("trainforge.io/pool", "cpu"),))
+POOLS = [GPU_POOL, GPU2_POOL, CPU_POOL]
+
+
+def test_a_teams_quota_splits_evenly_over_the_pools_that_offer_each_resource():
+    team = TeamConfig("a", TeamQuotaConfig(gpus="9", cpu="10", memory="3Gi"))
+    q = queues.nominal_quotas(team, POOLS)
+    # GPUs only over GPU pools, whole GPUs, the remainder to the pool declared first
+    assert [q[p.name]["nvidia.com/gpu"] for p in POOLS] == [5, 4, 0]
+    assert [q[p.name]["cpu"] for p in POOLS] == [Fraction(3334, 1000), Fraction(3333, 1000),
+                                                  Fraction(3333, 1000)]  # fmt: skip
+    assert sum(q[p.name]["memory"] for p in POOLS) == 3 * 2**30
+
+
+def test_per_pool_quota_takes_what_it_says_and_the_rest_is_shared():
+    team = TeamConfig(
+        "a",
+        TeamQuotaConfig(
+            gpus="16", cpu="100", memory="400Gi", pools=(("gpu2", PoolQuota(gpus="12")),)
+        ),
+    )
+    q = queues.nominal_quotas(team, POOLS)
+    assert q["gpu2"]["nvidia.com/gpu"] == 12 and q["gpu"]["nvidia.com/gpu"] == 4
+    # cpu and memory are not given for gpu2: shared evenly over all three pools
+    assert q["gpu2"]["cpu"] == q["cpu"]["cpu"] == Fraction(33333, 1000)
+    assert abs(q["gpu"]["memory"] - q["cpu"]["memory"]) <= 2**20
+    for r, total in (("nvidia.com/gpu", 16), ("cpu", 100), ("memory", 400 * 2**30)):
+        assert sum(q[p.name][r] for p in POOLS) == total
+
+
+def test_namespace_quota_is_all_the_queue_can_admit_so_no_double_accounting():
+    a = TeamConfig("a", TeamQuotaConfig(gpus="4", cpu="8", memory="16Gi"))
+    b = TeamConfig("b", TeamQuotaConfig(gpus="4", cpu="8", memory="16Gi"))
+    solo = TeamConfig("c", TeamQuotaConfig(gpus="4", cpu="8", memory="16Gi"), cohort="alone")
+    capped = TeamConfig(
+        "d",
+        TeamQuotaConfig(gpus="4", cpu="8", memory="16Gi", borrowing_limit=PoolQuota(gpus="1")),
+    )
+    teams = [a, b, solo, capped]
+    held = {t.name: queues.namespace_quota(t, teams, [GPU_POOL]) for t in teams}
+    # a borrows b's and d's idle GPUs; c is alone in its cohort; d may borrow 1 per pool
+    assert held["a"]["gpus"] == "12" and held["c"]["gpus"] == "4" and held["d"]["gpus"] == "5"
+    # without Kueue, the configured totals
+    assert queues.namespace_quota(a, teams, [GPU_POOL], kueue_enabled=False)["gpus"] == "4"
+    # the plan's ResourceQuota says the same as the queue
+    rq = {
+        o.doc["metadata"]["namespace"]: o.doc["spec"]["hard"]
+        for o in plan_project(ROOT, "prod", standins=False).objects
+        if o.kind == "ResourceQuota"
+    }
+    assert parse_quantity(rq["vision"]["requests.nvidia.com/gpu"]) == 80  # 16 + llm's 64
+
+
+def test_the_chart_runs_every_backends_integration_on_the_system_nodes():
+    values = kueue.chart_values(KueueConfig())
+    assert values["controllerManager"]["nodeSelector"] == {"trainforge.io/system": "true"}
+    config = yaml.safe_load(values["managerConfig"]["controllerManagerConfigYaml"])
+    assert config["apiVersion"] == "config.kueue.x-k8s.io/v1beta2"
+    assert set(config["integrations"]["frameworks"]) == {
+        "kubeflow.org/pytorchjob",
+        "trainer.kubeflow.org/trainjob",
+        "batch/job",
+    }
+    assert set(kueue.FRAMEWORKS) == {"pytorchjob", "trainjob", "indexed-job"}
+    assert config["managedJobsNamespaceSelector"] == {
+        "matchExpressions": [{"key": "trainforge.io/team", "operator": "Exists"}]
+    }
+    assert config["manageJobsWithoutQueueName"] is False
+    assert config["resources"]["excludeResourcePrefixes"] == ["vpc.amazonaws.com/efa"]
+    assert config["waitForPodsReady"]["timeout"] == "30m"
+    off = yaml.safe_load(
+        kueue.chart_values(KueueConfig(pods_ready_timeout=None))["managerConfig"][
+            "controllerManagerConfigYaml"
+        ]
+    )
+    assert "waitForPodsReady" not in off
+
+
+def test_queue_objects_wait_for_the_release_and_jobs_wait_for_the_queues():
+    run = run_mocked((ROOT / "__main__.py").resolve(), read_stack_file(ROOT / "Pulumi.dev.yaml"))
+    (release,) = [r for r in run.resources if r.type == "kubernetes:helm.sh/v3:Release"
+                  and r.name.endswith("-kueue")]  # fmt: skip
+    queue_objs = [r for r in run.resources if r.type.startswith("kubernetes:kueue.x-k8s.io/")]
+    assert {r.type.rsplit(":", 1)[-1] for r in queue_objs} == KINDS - {"Topology"}
+    for r in queue_objs:
+        # Kueue's webhook must be serving (and its CRDs installed) first
+        assert release.urn in r.options["dependencies"], r.name
+    (local_queue,) = [r for r in queue_objs if r.type.endswith(":LocalQueue")]
+    jobs = [r for r in run.resources if r.type == "kubernetes:kubeflow.org/v1:PyTorchJob"]
+    assert jobs
+    for r in jobs:
+        # a labelled job created before Kueue's webhook (or its LocalQueue) would run unqueued
+        assert local_queue.urn in r.options["dependencies"], r.name

@@ -1,0 +1,191 @@
+"""Kueue: job queueing with gang admission, per-team quotas, borrowing and priorities.
+
+Why: with a bare ResourceQuota a job whose pods do not all fit starts some of them, which
+hold GPUs while they wait for the rest (two such jobs deadlock a pool), and a job over quota
+is refused instead of waiting its turn. Kueue admits a job only when its team's queue has
+quota for all of its pods (it keeps the job suspended until then), queues the rest in
+priority and FIFO order, lends idle quota between teams of a cohort and takes it back by
+preemption. The queue objects themselves are built in trainforge.platform.queues.
+
+Installed from the pinned Helm chart (versions.KUEUE_CHART_VERSION), whose templates carry
+the CRDs, into `kueue-system` (Pod Security `restricted`: the controller drops every
+capability and runs as non-root), on the system node group. The ResourceFlavors, Topology,
+WorkloadPriorityClasses, ClusterQueues and LocalQueues depend on the release (Pulumi waits
+for its webhook to be ready), and so must anything that creates a Job in a team namespace:
+Kueue's webhooks intercept Job creation there (`failurePolicy: Fail`).
+
+Configuration choices (the chart's `managerConfig`):
+- integrations: one per job backend trainforge emits (PyTorchJob, TrainJob, indexed
+  batch/v1 Job); Kueue sets up an integration once its CRD appears, so the order in which
+  the operators are installed does not matter;
+- `managedJobsNamespaceSelector`: team namespaces only, so Kueue's webhooks never stand in
+  the way of platform Jobs (Helm hooks, the Prometheus operator's admission patch);
+- `manageJobsWithoutQueueName: false` (Kueue's default): a job without a queue label is not
+  queued; the namespace's ResourceQuota still caps it (trainforge.platform.teams);
+- `resources.excludeResourcePrefixes: [vpc.amazonaws.com/efa]`: EFA devices come with the
+  whole node a job fills, and quota is counted in GPUs;
+- `waitForPodsReady`: an admitted job whose pods do not all run within the timeout (a
+  spot shortage, an image that does not pull) is evicted and requeued, so it does not hold
+  its quota while half-started.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+import yaml
+
+from trainforge.jobs.contract import PoolFacts
+from trainforge.platform import queues, versions
+from trainforge.platform.placement import SYSTEM_NODE_SELECTOR, psa_labels
+from trainforge.platform.services_config import KueueConfig, TeamConfig
+from trainforge.platform.teams import TEAM_LABEL
+
+NAMESPACE = "kueue-system"
+# Kueue's integration name for each trainforge job backend (trainforge.jobs.contract.BACKENDS).
+# source: kubernetes-sigs/kueue v0.19 pkg/controller/jobs (pytorchjob FrameworkName
+# "kubeflow.org/pytorchjob", trainjob "trainer.kubeflow.org/trainjob", job "batch/job").
+FRAMEWORKS = {
+    "pytorchjob": "kubeflow.org/pytorchjob",
+    "trainjob": "trainer.kubeflow.org/trainjob",
+    "indexed-job": "batch/job",
+}
+EXCLUDED_RESOURCES = ("vpc.amazonaws.com/efa",)
+
+
+def manager_config(cfg: KueueConfig) -> dict[str, Any]:
+    """Kueue's Configuration (config.kueue.x-k8s.io/v1beta2), the chart's defaults plus ours."""
+    out: dict[str, Any] = {
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+        "kind": "Configuration",
+        "health": {"healthProbeBindAddress": ":8081"},
+        "metrics": {"bindAddress": ":8443"},
+        "webhook": {"port": 9443},
+        "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
+        "manageJobsWithoutQueueName": False,
+        "managedJobsNamespaceSelector": {
+            "matchExpressions": [{"key": TEAM_LABEL, "operator": "Exists"}]
+        },
+        "integrations": {"frameworks": list(FRAMEWORKS.values())},
+        "resources": {"excludeResourcePrefixes": list(EXCLUDED_RESOURCES)},
+    }
+    if cfg.pods_ready_timeout:
+        out["waitForPodsReady"] = {
+            "timeout": cfg.pods_ready_timeout,
+            "blockAdmission": False,
+            "requeuingStrategy": {
+                "timestamp": "Eviction",
+                "backoffBaseSeconds": 60,
+                "backoffMaxSeconds": 3600,
+            },
+        }
+    return out
+
+
+def chart_values(cfg: KueueConfig) -> dict[str, Any]:
+    return {
+        "controllerManager": {"nodeSelector": dict(SYSTEM_NODE_SELECTOR)},
+        "managerConfig": {
+            "controllerManagerConfigYaml": yaml.safe_dump(manager_config(cfg), sort_keys=False)
+        },
+    }
+
+
+def _replace_on(kind: str) -> list[str]:
+    """Fields the CRDs make immutable (x-kubernetes-validations `self == oldSelf`): a change
+    there must replace the object, since an update would be refused."""
+    return {
+        "Topology": ["spec.levels"],
+        "LocalQueue": ["spec.clusterQueue"],
+        "ResourceFlavor": ["spec.topologyName", "spec.nodeLabels"],
+    }.get(kind, [])
+
+
+@dataclass
+class KueueArgs:
+    config: KueueConfig
+    teams: list[TeamConfig]
+    pools: list[PoolFacts]
+    k8s_provider: k8s.Provider
+    # team name -> namespace output: LocalQueues wait for their namespace
+    team_namespaces: dict[str, pulumi.Input[str]] = field(default_factory=dict)
+
+
+class Kueue(pulumi.ComponentResource):
+    """The pinned Kueue release and the platform's queue objects."""
+
+    release: k8s.helm.v3.Release
+
+    def __init__(self, name: str, args: KueueArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("trainforge:index:Kueue", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self, provider=args.k8s_provider)
+        ns = k8s.core.v1.Namespace(
+            f"{name}-ns",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=NAMESPACE, labels=psa_labels("restricted")),
+            opts=child,
+        )
+        self.release = k8s.helm.v3.Release(
+            name,
+            name="kueue",
+            chart=versions.KUEUE_CHART,
+            version=versions.KUEUE_CHART_VERSION,
+            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=versions.KUEUE_CHART_REPO),
+            namespace=ns.metadata.name,
+            values=chart_values(args.config),
+            opts=child,
+        )
+        after = pulumi.ResourceOptions(
+            parent=self, provider=args.k8s_provider, depends_on=[self.release]
+        )
+        self.objects: list[Any] = []
+        for doc in queues.queue_objects(args.teams, args.pools, args.config):
+            meta = dict(doc["metadata"])
+            namespace = meta.get("namespace")
+            team = meta.get("labels", {}).get(TEAM_LABEL)
+            if namespace is not None and team in args.team_namespaces:
+                meta["namespace"] = args.team_namespaces[team]
+            body = {k: v for k, v in doc.items() if k not in ("apiVersion", "kind", "metadata")}
+            kind = doc["kind"]
+            res_name = (
+                f"{name}-{kind.lower()}-{(namespace + '-') if namespace else ''}{meta['name']}"
+            )
+            self.objects.append(
+                KubeObject(
+                    res_name,
+                    doc["apiVersion"],
+                    kind,
+                    k8s.meta.v1.ObjectMetaArgs(**_meta_args(meta)),
+                    body,
+                    pulumi.ResourceOptions.merge(
+                        after, pulumi.ResourceOptions(replace_on_changes=_replace_on(kind))
+                    ),
+                )
+            )
+        self.register_outputs(
+            {"namespace": NAMESPACE, "chartVersion": versions.KUEUE_CHART_VERSION}
+        )
+
+
+class KubeObject(pulumi.CustomResource):
+    """A Kubernetes custom object with top-level fields besides `spec` (a
+    WorkloadPriorityClass has `value` and `description`), which
+    `kubernetes.apiextensions.CustomResource` cannot carry. Same provider, same type token."""
+
+    def __init__(
+        self,
+        resource_name: str,
+        api_version: str,
+        kind: str,
+        metadata: Any,
+        fields: dict[str, Any],
+        opts: pulumi.ResourceOptions,
+    ) -> None:
+        props = {"apiVersion": api_version, "kind": kind, "metadata": metadata, **fields}
+        super().__init__(f"kubernetes:{api_version}:{kind}", resource_name, props, opts)
+
+
+def _meta_args(meta: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in meta.items() if k in ("name", "namespace", "labels", "annotations")}
