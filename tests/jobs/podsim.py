@@ -91,6 +91,15 @@ def operator_env(job: dict[str, Any], rtype: str, index: int, port: int) -> dict
     }
 
 
+def env_value(item: dict[str, Any]) -> str:
+    """An env entry's value as the kubelet would give it: a literal, or a Secret key (a
+    stand-in: the Secrets are the platform's, not the job's)."""
+    if "value" in item:
+        return str(item["value"])
+    ref = item["valueFrom"]["secretKeyRef"]
+    return f"<{ref['name']}/{ref['key']}>"
+
+
 def run_pods(
     job: dict[str, Any], configmaps: list[dict[str, Any]], root: Path, timeout: float = 240
 ) -> list[tuple[int, str]]:
@@ -105,7 +114,7 @@ def run_pods(
             (container,) = pod["containers"]
             env = {"PATH": os.environ["PATH"], "OMP_NUM_THREADS": "1"}
             for item in container["env"]:
-                env[item["name"]] = _localize(str(item["value"]), mapping)
+                env[item["name"]] = _localize(env_value(item), mapping)
             env.update(operator_env(job, rtype, index, port))
             argv = [_localize(expand(a, env), mapping) for a in container["command"]]
             if argv[0] == "python":

@@ -228,6 +228,10 @@ def render(report: C.CostReport) -> list[str]:
         lines += ["Teams:", *("  " + r for r in _table(rows))]
         for t in report.teams:
             lines.append(f"  {t.name}: quota ceiling = {t.ceiling.detail}")
+        lines.append(
+            "  (a team's quota is what its namespace may hold: with Kueue its nominal quota "
+            "plus what it may borrow from its cohort, docs/teams.md)"
+        )
         lines.append("")
     rows = [["item", "quantity", "$/h", "$/month", "note"]]
     for i in report.fixed:

@@ -1,0 +1,169 @@
+"""Every offline command in README.md and docs/ runs, as a newcomer would type it.
+
+`tests/test_docs_commands.py` checks that the commands name real stacks, jobs and flags; this
+file executes them, in document order, in a scratch copy of the project (the docs' `/tmp/...`
+paths point into the scratch folder). A training run's length is only a matter of time, so a
+bundled-runtime run gets `--steps 3` appended (argparse: the last value wins); everything else
+runs exactly as written. Commands that cannot run offline or need an earlier step's output
+are listed in NOT_RUN with the reason; any new command runs by default, so a doc cannot drift
+from the code again.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+PLACEHOLDER = re.compile(r"(^|[\s=/])([A-Z][A-Z_]{2,}|<[^>]+>|\[[^\]]+\])($|[\s/])")
+
+# command prefix -> why it is not run here (each reason names where it is covered instead)
+NOT_RUN = {
+    "python -m trainforge calibrate": "reads a GPU run's summary (docs/performance.md shows "
+    "the run that makes it); tests/jobs/test_calibrate.py runs it on a recorded summary",
+    "python -m trainforge report": "reads a finished run's output; tests/test_report.py runs "
+    "it on a recorded run and `make demo` on the demo's runs",
+    "python -m trainforge.training --strategy fsdp --model gpt --layers 24": "a GPU benchmark "
+    "(docs/performance.md); the same flags are parsed by test_docs_commands.py",
+}
+SHORTEN = ("python -m trainforge.training", "python -m trainforge run-local")
+
+
+def doc_commands() -> list[tuple[str, str]]:
+    """(doc, command) for every `python -m trainforge...` line in a fenced block, with its
+    continuation lines joined and leading VAR=value assignments kept."""
+    out = []
+    for doc in DOCS:
+        in_block, pending = False, ""
+        for line in doc.read_text().splitlines():
+            if line.startswith("```"):
+                in_block, pending = not in_block, ""
+                continue
+            if not in_block:
+                continue
+            text = line.split(" #", 1)[0].strip() if not line.lstrip().startswith("#") else ""
+            if pending:
+                text = f"{pending} {text}"
+            if text.endswith("\\"):
+                pending = text[:-1].strip()
+                continue
+            pending = ""
+            bare = re.sub(r"^(?:[A-Z_]+=\S+\s+)+", "", text)
+            if bare.startswith("python -m trainforge"):
+                out.append((doc.name, text))
+    return out
+
+
+def runnable(cmd: str) -> str | None:
+    """None when the command runs here, else why not."""
+    bare = re.sub(r"^(?:[A-Z_]+=\S+\s+)+", "", cmd)
+    for prefix, reason in NOT_RUN.items():
+        if bare.startswith(prefix):
+            return reason
+    if PLACEHOLDER.search(bare.replace("--", "  ")) or "~" in bare:
+        return "a template with placeholders (STACK, JOB, <...>, [...], ~)"
+    return None
+
+
+COMMANDS = doc_commands()
+
+
+def _distinct_runnable() -> list[tuple[str, str]]:
+    """Each runnable command once, at its first place in the docs (docs order matters:
+    a later command may use an earlier one's output)."""
+    seen: set[str] = set()
+    out = []
+    for doc, cmd in COMMANDS:
+        if runnable(cmd) is None and cmd not in seen:
+            seen.add(cmd)
+            out.append((doc, cmd))
+    return out
+
+
+RUNNABLE = _distinct_runnable()
+
+
+def test_most_doc_commands_run():
+    """The exemptions stay few: a doc full of templates would test nothing."""
+    assert len(RUNNABLE) >= 10 and len(RUNNABLE) * 2 > len(COMMANDS), COMMANDS
+
+
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory) -> Path:
+    """A copy of the project as a newcomer has it: program, stacks, examples."""
+    root = tmp_path_factory.mktemp("project")
+    for name in ("Pulumi.yaml", "Pulumi.dev.yaml", "Pulumi.prod.yaml", "__main__.py"):
+        shutil.copy(ROOT / name, root / name)
+    shutil.copytree(ROOT / "examples", root / "examples")
+    return root
+
+
+def runs_user_code(tokens: list[str]) -> bool:
+    """`run-local --stack S JOB` of a job with its own `entrypoint` (its args are the user's)."""
+    if "--stack" not in tokens:
+        return False
+    i = tokens.index("--stack")
+    stack, job = tokens[i + 1], tokens[i + 2]
+    config = yaml.safe_load((ROOT / f"Pulumi.{stack}.yaml").read_text())["config"]
+    jobs = {j["name"]: j for j in config.get("trainforge:jobs") or []}
+    return "entrypoint" in jobs[job]
+
+
+def argv_and_env(cmd: str, scratch: Path) -> tuple[list[str], dict[str, str]]:
+    """The command's argv and environment in the scratch project; `--steps 3` appended to a
+    bundled-runtime run (not to a fault rehearsal, whose fault step must be reached)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRAINFORGE_TEST_")}
+    env.update(PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+    tokens = shlex.split(cmd.replace("/tmp/", f"{scratch}/tmp/"))
+    faulted = False
+    while tokens and re.match(r"^[A-Z_]+=", tokens[0]):
+        key, _, value = tokens.pop(0).partition("=")
+        env[key] = value
+        faulted |= key.startswith("TRAINFORGE_TEST_")
+    assert tokens[:2] == ["python", "-m"], cmd
+    bare = " ".join(tokens)
+    if (
+        bare.startswith(SHORTEN)
+        and "--help" not in tokens
+        and not faulted
+        and not runs_user_code(tokens)
+    ):
+        tokens += ["--steps", "3"]
+    return [sys.executable, *tokens[1:]], env
+
+
+@pytest.mark.parametrize(("doc", "cmd"), RUNNABLE, ids=[f"{d}:{c[:70]}" for d, c in RUNNABLE])
+def test_doc_command_runs(doc: str, cmd: str, scratch: Path) -> None:
+    (scratch / "tmp").mkdir(exist_ok=True)
+    argv, env = argv_and_env(cmd, scratch)
+    if "--diff" in argv:  # the base branch's plan, made by the doc's previous step
+        base = Path(argv[argv.index("--diff") + 1])
+        if not base.is_dir():
+            stack = argv[argv.index("--stack") + 1]
+            made = subprocess.run(
+                [sys.executable, "-m", "trainforge", "plan", "--stack", stack, "--out", str(base)],
+                cwd=scratch,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=600,
+                check=False,
+            )
+            assert made.returncode == 0, made.stdout[-2000:] + made.stderr[-2000:]
+    proc = subprocess.run(
+        argv, cwd=scratch, env=env, capture_output=True, text=True, timeout=600, check=False
+    )
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0, f"{doc}: `{cmd}` exited {proc.returncode}:\n{output[-4000:]}"
+    assert "Traceback (most recent call last)" not in output or "TRAINFORGE_TEST_" in cmd, (
+        f"{doc}: `{cmd}` printed a traceback:\n{output[-4000:]}"
+    )
