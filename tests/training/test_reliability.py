@@ -184,6 +184,7 @@ time.sleep(30)
     assert proc.returncode == 201, proc.stderr[-3000:]
     assert "step 9 made no progress" in proc.stderr
     assert "Current thread" in proc.stderr  # faulthandler: the stack of every thread
+    assert "Current thread" in (tmp_path / "stacks_rank_0.txt").read_text()
     dump = pickle.loads((tmp_path / "nccl_trace_rank_0").read_bytes())
     assert [e["profiling_name"] for e in dump["entries"]][-3:] == ["gloo:all_reduce"] * 3
     assert "across ranks: every reporting rank entered 3 collectives" in proc.stderr

@@ -50,6 +50,7 @@ import json
 import os
 import pickle
 import sys
+import tempfile
 import threading
 import time
 from collections import deque
@@ -280,9 +281,7 @@ class Watchdog:
         try:
             who = f"rank {self.rank}" if self.rank is not None else "this process"
             self.log(f"watchdog: {who}: {fired.detail}; this rank is stuck. Stack of every thread:")
-            _flush()
-            faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
-            _flush()
+            self._stacks()
             records = _flight_records()
             fired = self.fired = dataclasses.replace(fired, collectives=_last_seq(records))
             self._dump(records)
@@ -296,6 +295,28 @@ class Watchdog:
             )
         finally:
             self._exit_now()
+
+    def _stacks(self) -> None:
+        """faulthandler's stack of every thread, logged line by line (with the log's rank
+        prefix: the ranks of a pod share stderr, and raw dumps of several ranks firing at once
+        interleave byte by byte) and saved as dump_dir/stacks_rank_<rank>.txt."""
+        try:
+            with tempfile.TemporaryFile() as f:
+                faulthandler.dump_traceback(file=f, all_threads=True)
+                f.seek(0)
+                text = f.read().decode("utf-8", "replace")
+        except (OSError, ValueError):  # no temporary file: the raw dump, as faulthandler does
+            _flush()
+            faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
+            _flush()
+            return
+        for line in text.splitlines():
+            self.log(f"  {line}")
+        if self.dump_dir is not None:
+            path = self.dump_dir / f"stacks_rank_{self.rank if self.rank is not None else 0}.txt"
+            with contextlib.suppress(OSError):
+                self.dump_dir.mkdir(parents=True, exist_ok=True)
+                path.write_text(text)
 
     def _exit_now(self) -> None:
         _flush()
