@@ -6,7 +6,8 @@ paths point into the scratch folder). A training run's length is only a matter o
 bundled-runtime run gets `--steps 3` appended (argparse: the last value wins); everything else
 runs exactly as written. Commands that cannot run offline or need an earlier step's output
 are listed in NOT_RUN with the reason; any new command runs by default, so a doc cannot drift
-from the code again.
+from the code again. A command whose documented outcome is a failure (EXPECTED_FAILURE) must
+fail with its documented exit code.
 """
 
 from __future__ import annotations
@@ -36,6 +37,11 @@ NOT_RUN = {
     "(docs/performance.md); the same flags are parsed by test_docs_commands.py",
 }
 SHORTEN = ("python -m trainforge.training", "python -m trainforge run-local")
+# command prefix -> (exit code, what the output must say): commands whose documented outcome
+# is a failure (docs/reliability.md rehearses how a bug ends a job)
+EXPECTED_FAILURE = {
+    "TRAINFORGE_TEST_FAULT=1:3:ERROR ": (1, "exiting with 1 (user_error, permanent, rank 1)"),
+}
 
 
 def doc_commands() -> list[tuple[str, str]]:
@@ -163,7 +169,11 @@ def test_doc_command_runs(doc: str, cmd: str, scratch: Path) -> None:
         argv, cwd=scratch, env=env, capture_output=True, text=True, timeout=600, check=False
     )
     output = proc.stdout + proc.stderr
-    assert proc.returncode == 0, f"{doc}: `{cmd}` exited {proc.returncode}:\n{output[-4000:]}"
+    code, says = next(
+        (want for prefix, want in EXPECTED_FAILURE.items() if cmd.startswith(prefix)), (0, "")
+    )
+    assert proc.returncode == code, f"{doc}: `{cmd}` exited {proc.returncode}:\n{output[-4000:]}"
+    assert says in output, f"{doc}: `{cmd}` did not say {says!r}:\n{output[-4000:]}"
     assert "Traceback (most recent call last)" not in output or "TRAINFORGE_TEST_" in cmd, (
         f"{doc}: `{cmd}` printed a traceback:\n{output[-4000:]}"
     )

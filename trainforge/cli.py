@@ -15,6 +15,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "plan": ("trainforge.plan.cli", "offline plan of a stack: resources, manifests, policy"),
     "report": ("trainforge.report", "plot a run's metrics (PNG) and summarise it (text)"),
     "demo": ("trainforge.demo", "what `make demo` runs: short DDP and FSDP jobs and a plan"),
+    "acceptance": (
+        "trainforge.training.acceptance.cli",
+        "judge a GPU pool's acceptance test output (all-reduce, DCGM): pass/fail + numbers",
+    ),
     "calibrate": (
         "trainforge.jobs.estimate.calibrate",
         "feed a GPU run's measured MFU back into the planner's facts",

@@ -1,7 +1,8 @@
 """`trainforge run-local`: run a training job on this machine through torchrun.
 
 Same entry point (`python -m trainforge.training`) and flags as the pods; torchrun's standalone
-rendezvous gives one process per worker. The training flags are validated here first, so a bad
+rendezvous gives one process per worker (through `trainforge.training.launch`, torchrun with
+the workers' exit reason as its exit code, like the pods). The training flags are validated here first, so a bad
 flag fails before any process starts. Everything the workers print is streamed (rank 0 prints
 progress; every rank prints checkpoint/preemption events); the exit status is the job's.
 
@@ -56,10 +57,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def torchrun_command(workers: int, max_restarts: int, training_args: list[str]) -> list[str]:
+    # trainforge.training.launch is torchrun that exits with the failed workers' reason code
+    # (a hang: 201, a bug: 1, ...) instead of torchrun's 1, as the pods do (docs/reliability.md)
     return [
         sys.executable,
         "-m",
-        "torch.distributed.run",
+        "trainforge.training.launch",
         "--standalone",
         "--nnodes",
         "1",

@@ -10,7 +10,10 @@ its own loop, imported from `trainforge.training` without adopting that loop:
   has one;
 * `PreemptionHandler.from_env()`: SIGTERM (pod deletion, spot interruption) -> every rank
   stops at the same step -> checkpoint -> exit 143 within TRAINFORGE_GRACE_PERIOD;
-* `MetricsReporter.from_env()`: loss on the job's metrics port, metrics.jsonl and MLflow.
+* `MetricsReporter.from_env()`: loss on the job's metrics port, metrics.jsonl and MLflow;
+* `Watchdog.from_env()`: a step that hangs (a stuck collective, a dead file system) ends the
+  process with the stack of every thread, a flight-recorder dump and exit 201 after
+  max(10 x recent step time, the job's hangTimeout), so the job restarts from its checkpoint.
 
 Resuming mid-epoch: the checkpoint stores the optimizer step; epoch and position follow from
 it (`divmod(step, steps_per_epoch)`), and DistributedSampler's order depends only on the epoch,
@@ -35,6 +38,7 @@ from trainforge.training import (
     CheckpointManager,
     MetricsReporter,
     PreemptionHandler,
+    Watchdog,
     cleanup_distributed,
     init_distributed,
     job_env,
@@ -71,6 +75,7 @@ def main() -> int:
     ckpt = CheckpointManager.from_env(log=log)
     stop = PreemptionHandler.from_env(log=log)
     metrics = MetricsReporter.from_env(params=vars(args))
+    watchdog = Watchdog.from_env(log=log).start()
 
     torch.manual_seed(0)  # the same initial weights on every rank
     model = nn.Sequential(nn.Flatten(), nn.Linear(784, 128), nn.ReLU(), nn.Linear(128, 10))
@@ -96,10 +101,11 @@ def main() -> int:
         for i, (x, y) in enumerate(loader):
             if i < skip:
                 continue  # already trained before the restart
-            optimizer.zero_grad(set_to_none=True)
-            loss = criterion(model(x.to(env.device)), y.to(env.device))
-            loss.backward()
-            optimizer.step()
+            with watchdog.step(step + 1):
+                optimizer.zero_grad(set_to_none=True)
+                loss = criterion(model(x.to(env.device)), y.to(env.device))
+                loss.backward()
+                optimizer.step()
             step += 1
             if step % args.log_every == 0:
                 metrics.log(step, loss=loss.item(), epoch=epoch)
@@ -110,9 +116,11 @@ def main() -> int:
                 )
                 code = stop.shutdown(save)
                 ckpt.close()
+                watchdog.close()
                 return code
             if ckpt.should_save(step):
-                ckpt.save(step, model, optimizer)
+                with watchdog.section("checkpoint", step=step):
+                    ckpt.save(step, model, optimizer)
             if step == total_steps:
                 break
 
@@ -121,6 +129,7 @@ def main() -> int:
     ckpt.close()
     stop.close()
     metrics.close()
+    watchdog.close()
     if env.rank == 0:
         out = Path(job_env().output_dir)
         out.mkdir(parents=True, exist_ok=True)

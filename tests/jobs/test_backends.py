@@ -251,8 +251,8 @@ def test_switching_backend_keeps_checkpoints_and_pods():
 def test_the_trainjob_pod_needs_the_runtime_and_the_patch():
     """The rehearsal is not vacuous: without the patch the pod lacks the job's volumes and
     tolerations, and a runtime with another container name leaves the job unwired."""
-    _, out = build("trainjob", **CASES["ddp-gpu"])
-    runtime = trainjob.runtime_manifest()
+    job, out = build("trainjob", **CASES["ddp-gpu"])
+    runtime = trainjob.runtime_manifest(job.restart_policy)  # the job's (ExitCode by default)
     bare = copy.deepcopy(out.workload)
     bare["spec"]["runtimePatches"] = []
     pod = trainjob.effective_pod(bare, runtime)
@@ -270,7 +270,7 @@ def test_the_trainjob_pod_needs_the_runtime_and_the_patch():
 
 
 def test_indexed_job_failure_handling():
-    _, out = build("indexed-job", **CASES["cpu-ddp"])
+    _, out = build("indexed-job", **CASES["cpu-ddp"], restartPolicy="OnFailure")
     spec = out.workload["spec"]
     assert spec["completionMode"] == "Indexed" and spec["completions"] == spec["parallelism"] == 2
     assert spec["backoffLimitPerIndex"] == 6 and spec["maxFailedIndexes"] == 0
@@ -286,6 +286,9 @@ def test_indexed_job_failure_handling():
     assert rules[1]["onExitCodes"]["containerName"] == indexed_job.CONTAINER
     _, never = build("indexed-job", restartPolicy="Never")
     assert never.workload["spec"]["backoffLimitPerIndex"] == 0
+    # ExitCode is the jobs' default (docs/reliability.md): a bug fails the Job at once
+    _, default = build("indexed-job", **CASES["cpu-ddp"])
+    assert default.workload["spec"]["podFailurePolicy"]["rules"][1]["action"] == "FailJob"
 
 
 def test_job_validation_rules_catch_broken_jobs():

@@ -284,13 +284,17 @@ def test_script_with_gpus_runs_under_torchrun(project):
     job, _, out = build({"script": "train/train.py"}, pool=GPU_POOL, workers=2, image=DLC_IMAGE)
     assert_valid(out)
     c = container(out.pytorchjob)
+    # torchrun through the shipped launcher: the pod exits with the workers' reason code
     assert c["command"] == [
-        "torchrun",
+        "python",
+        "-m",
+        "trainforge.training.launch",
         "--nnodes=2",
         "--nproc-per-node=4",
         "--node-rank=$(RANK)",
         "--master-addr=$(MASTER_ADDR)",
         "--master-port=$(MASTER_PORT)",
+        "--rdzv-conf=timeout=960",
         "/workspace/train.py",
     ]
     env = env_of(c)
@@ -304,7 +308,22 @@ def test_elastic_script(project):
     )
     assert_valid(out)
     cmd = container(out.pytorchjob, "Worker")["command"]
-    assert cmd[:2] == ["torchrun", "--nnodes=1:3"] and cmd[-1] == "/workspace/train.py"
+    assert cmd[:4] == ["python", "-m", "trainforge.training.launch", "--nnodes=1:3"]
+    assert "--rdzv-conf=join_timeout=960" in cmd and cmd[-1] == "/workspace/train.py"
+
+
+def test_user_code_in_its_own_image_runs_plain_torchrun(project):
+    """codeSource: image ships no trainforge library, so no launcher: torchrun itself."""
+    _, _, out = build(
+        {"module": "team.train"},
+        pool=GPU_POOL,
+        workers=2,
+        image=DLC_IMAGE,
+        codeSource="image",
+    )
+    cmd = container(out.pytorchjob)["command"]
+    assert cmd[:2] == ["torchrun", "--nnodes=2"] and "--rdzv-conf=timeout=960" in cmd
+    assert env_of(container(out.pytorchjob))["TRAINFORGE_HANG_TIMEOUT"] == "300"
 
 
 def test_module_from_a_shipped_package(project):
@@ -436,8 +455,8 @@ def _controller_pod(out) -> dict:
 @pytest.mark.parametrize(
     "entry, extra, runtime",
     [
-        ({"script": "train/train.py", "args": ["--x", "1"]}, {}, "trainforge-torch-code"),
-        ({"module": "team.train"}, {"image": DLC_IMAGE}, "trainforge-torch-image"),
+        ({"script": "train/train.py", "args": ["--x", "1"]}, {}, "trainforge-torch-exitcode-code"),
+        ({"module": "team.train"}, {"image": DLC_IMAGE}, "trainforge-torch-exitcode-image"),
     ],
 )
 def test_user_code_pods_are_the_same_on_every_backend(project, entry, extra, runtime):

@@ -34,6 +34,7 @@ STACK = textwrap.dedent(
           dataset: tokens
           dataPath: datasets/tiny.bin
           checkpoint: {every: 10, keepLast: 2, gracePeriod: 60}
+          hangTimeout: 120
         - name: mnist-elastic
           team: research
           pool: training-workloads
@@ -62,6 +63,7 @@ def test_fsdp_job_becomes_local_processes(project):
     )
     assert "--checkpoint-every 10 --keep-last 2" in joined and "--grace-period 60" in joined
     assert "--metrics-port 0" in joined
+    assert "--hang-timeout 120" in joined  # run-local runs the pods' watchdog too
     assert "--compile" not in argv and "--checkpoint-s3" not in argv and "/fsx" not in joined
 
 
@@ -181,7 +183,7 @@ def test_user_code_runs_the_shipped_copy_with_the_contract(user_project):
     code = runs / "code"
     assert run.cwd == code and sorted(p.name for p in code.iterdir()) == ["train.py"]  # no .env
     assert run.workers == 4  # 2 pods x 2 processes
-    assert run.command[1:3] == ["-m", "torch.distributed.run"]
+    assert run.command[1:3] == ["-m", "trainforge.training.launch"]  # torchrun, reason codes
     assert run.command[run.command.index("--nproc-per-node") + 1] == "4"
     data = runs / "volumes" / "research-datasets"
     assert run.command[-7:] == [

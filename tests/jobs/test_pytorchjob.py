@@ -87,7 +87,8 @@ def test_ddp_on_gpu_pool_field_by_field():
     }
     master, worker = spec["pytorchReplicaSpecs"]["Master"], spec["pytorchReplicaSpecs"]["Worker"]
     assert (master["replicas"], worker["replicas"]) == (1, 2)
-    assert master["restartPolicy"] == worker["restartPolicy"] == "OnFailure"
+    # ExitCode: the runtime's exit code decides (a bug stops the job, a hang restarts it)
+    assert master["restartPolicy"] == worker["restartPolicy"] == "ExitCode"
     assert master["template"] == worker["template"]
     tmpl = master["template"]
     assert tmpl["metadata"]["annotations"] == {"karpenter.sh/do-not-disrupt": "true"}
@@ -132,15 +133,20 @@ def test_ddp_on_gpu_pool_field_by_field():
     assert sc["seccompProfile"] == {"type": "RuntimeDefault"}
 
     cmd = c["command"]
-    assert cmd[:6] == [
-        "torchrun",
+    # torchrun through trainforge.training.launch: the pod exits with the workers' reason
+    assert cmd[:9] == [
+        "python",
+        "-m",
+        "trainforge.training.launch",
         "--nnodes=3",
         "--nproc-per-node=4",
         "--node-rank=$(RANK)",
         "--master-addr=$(MASTER_ADDR)",
         "--master-port=$(MASTER_PORT)",
+        "--rdzv-conf=timeout=960",  # the static rendezvous waits as long as every other wait
     ]
-    assert cmd[6:10] == ["-m", "trainforge.training", "--strategy", "ddp"]
+    assert cmd[9:13] == ["-m", "trainforge.training", "--strategy", "ddp"]
+    assert "--hang-timeout" not in cmd  # the runtime's default (300 s) unless the job sets one
     flags = " ".join(cmd)
     assert "--model gpt --steps 1000" in flags
     assert "--checkpoint-dir /fsx/checkpoints/team-research/llm" in flags
@@ -229,12 +235,15 @@ def test_elastic_job_is_workers_only_with_c10d():
     }
     assert spec["nprocPerNode"] == "4" and "nProcPerNode" not in spec["elasticPolicy"]
     cmd = container(out.pytorchjob, "Worker")["command"]
-    assert cmd[:5] == [
-        "torchrun",
+    assert cmd[:8] == [
+        "python",
+        "-m",
+        "trainforge.training.launch",
         "--nnodes=2:4",
         "--nproc-per-node=4",
         "--max-restarts=7",
         "--rdzv-backend=c10d",
+        "--rdzv-conf=join_timeout=960",
     ]
     # rank 0 can be on any worker of an elastic job: the PodMonitor selects them all
     assert out.podmonitor["spec"]["selector"] == {"matchLabels": {"trainforge.io/job": "llm"}}
@@ -259,8 +268,10 @@ def test_single_pod_multi_process_job_is_master_only_standalone():
     _, out = build(**CASES["cpu-one-pod"])
     specs = out.pytorchjob["spec"]["pytorchReplicaSpecs"]
     assert list(specs) == ["Master"] and specs["Master"]["replicas"] == 1
-    assert container(out.pytorchjob)["command"][:4] == [
-        "torchrun",
+    assert container(out.pytorchjob)["command"][:6] == [
+        "python",
+        "-m",
+        "trainforge.training.launch",
         "--standalone",
         "--nnodes=1",
         "--nproc-per-node=2",
@@ -315,6 +326,17 @@ def test_run_policy_and_grace_period_follow_the_declaration():
     assert cmd[cmd.index("--grace-period") + 1] == "300"
     assert env_of(container(pj))["TORCH_ELASTIC_SHUTDOWN_TIMEOUT"] == "300"
     assert webhook_errors(pj) == [] and crd_errors(pj) == []
+
+
+def test_hang_timeout_reaches_the_runtime_and_every_wait_derives_from_it():
+    _, out = build(pool=GPU_POOL, workers=2, hangTimeout=600, restartPolicy="OnFailure")
+    cmd = container(out.pytorchjob)["command"]
+    assert cmd[cmd.index("--hang-timeout") + 1] == "600"
+    # the static rendezvous: 3 x 600 + 60 s, the same collective timeout as the runtime's
+    assert "--rdzv-conf=timeout=1860" in cmd
+    master = out.pytorchjob["spec"]["pytorchReplicaSpecs"]["Master"]
+    assert master["restartPolicy"] == "OnFailure"  # a job may still choose it
+    assert webhook_errors(out.pytorchjob) == [] and crd_errors(out.pytorchjob) == []
 
 
 def test_relative_data_path_is_on_the_fsx_volume():

@@ -28,9 +28,8 @@ def test_defaults_and_camel_case_keys():
         86400,
         6,
     )
-    assert (
-        job.restart_policy == "OnFailure" and job.code_source == "configmap" and job.image is None
-    )
+    assert job.restart_policy == "ExitCode" and job.code_source == "configmap" and job.image is None
+    assert job.hang_timeout is None  # the runtime's default
     assert job.procs == 4 and job.uses_torchrun
 
 
@@ -154,6 +153,8 @@ def test_env_is_sorted_and_reserved_names_are_refused():
             "OnFailure, ExitCode, Never",
         ),
         ({"metricsPort": 70000}, "trainforge:jobs[0].metricsPort", "between 0 and 65535"),
+        ({"hangTimeout": -5}, "trainforge:jobs[0].hangTimeout", "between 0 and 86400"),
+        ({"hangTimeout": "soon"}, "trainforge:jobs[0].hangTimeout", "expected an integer"),
         ({"efa": "yes"}, "trainforge:jobs[0].efa", "true or false"),
     ],
 )

@@ -35,12 +35,16 @@ def test_every_job_is_listed_with_its_backend_and_trainjob_pods_match():
     assert result.findings == []
     (section,) = result.sections
     assert [d["backend"] for d in section.data] == list(BACKENDS)
-    assert section.lines[1] == "team-research/j1: trainjob -> TrainJob runtime trainforge-torch"
+    # restartPolicy ExitCode is the jobs' default (docs/reliability.md): its runtime
+    assert (
+        section.lines[1]
+        == "team-research/j1: trainjob -> TrainJob runtime trainforge-torch-exitcode"
+    )
     assert "indexed-job" in section.title
 
 
 def test_a_runtime_that_drops_what_the_job_needs_is_found():
-    runtime = copy.deepcopy(runtime_manifest())
+    runtime = copy.deepcopy(runtime_manifest("ExitCode"))  # the default jobs' runtime
     pod = runtime["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]
     pod["template"]["spec"]["enableServiceLinks"] = True
     pod["template"]["spec"]["containers"][0]["ports"] = []  # no metrics port

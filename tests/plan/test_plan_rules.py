@@ -287,3 +287,96 @@ def test_root_is_allowed_only_for_a_documented_locked_down_job():
     assert non_root(_root_job(kind="Deployment"))  # long-running pods never
     assert non_root(_root_job(add=("CHOWN", "SYS_ADMIN")))  # more than CHOWN
     assert non_root(_root_job(escalate=True))
+
+
+# --- GPU capacity: health monitoring and repair (stack rules, issue 15) ---------------------
+
+
+def _res(type_, name, inputs):
+    return R.StackResource(f"urn:{name}", type_, name, inputs)
+
+
+AGENT_OK = _res(
+    R.EKS_ADDON,
+    "agent",
+    {"addonName": "eks-node-monitoring-agent",
+     "configurationValues": json.dumps({"dcgmAgent": {"tolerations": [{"operator": "Exists"}]}})},
+)  # fmt: skip
+GPU_GROUP = _res(
+    R.NODE_GROUP,
+    "p5-group",
+    {"amiType": "AL2023_x86_64_NVIDIA", "instanceTypes": ["p5.48xlarge"],
+     "taints": [{"key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE"}],
+     "nodeRepairConfig": {"enabled": True}},
+)  # fmt: skip
+# a pool that is GPU only through its instance-type requirement (no GPU taint)
+GPU_POOL_UNTAINTED = _res(
+    R.NODE_POOL,
+    "g6-pool",
+    {"spec": {"template": {"spec": {"requirements": [
+        {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["g6.12xlarge"]}
+    ], "taints": [{"key": "team", "value": "vision", "effect": "NoSchedule"}]}}}},
+)  # fmt: skip
+CPU_POOL = _res(
+    R.NODE_POOL,
+    "cpu",
+    {"spec": {"template": {"spec": {"requirements": [
+        {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["c5.9xlarge"]}
+    ]}}}},
+)  # fmt: skip
+KARPENTER_ON = _res(
+    R.HELM_RELEASE,
+    "karpenter",
+    {"chart": "oci://public.ecr.aws/karpenter/karpenter",
+     "values": {"settings": {"featureGates": {"nodeRepair": True}}}},
+)  # fmt: skip
+
+
+def _found(rule, resources):
+    return {urn.removeprefix("urn:"): msg for urn, msg in rule(resources)}
+
+
+def test_gpu_capacity_is_recognised_by_ami_types_taints_and_requirements():
+    assert R.gpu_capacity(GPU_GROUP) and R.gpu_capacity(GPU_POOL_UNTAINTED)
+    assert not R.gpu_capacity(CPU_POOL)
+    cpu_group = _res(R.NODE_GROUP, "sys", {"amiType": "AL2023_x86_64_STANDARD",
+                                            "instanceTypes": ["m6i.large"]})  # fmt: skip
+    assert not R.gpu_capacity(cpu_group)
+
+
+def test_healthy_gpu_capacity_passes_both_rules():
+    res = [AGENT_OK, GPU_GROUP, GPU_POOL_UNTAINTED, CPU_POOL, KARPENTER_ON]
+    assert _found(R.gpu_health_monitoring, res) == {}
+    assert _found(R.gpu_node_repair, res) == {}
+
+
+def test_missing_agent_or_repair_names_each_gpu_resource_only():
+    res = [GPU_GROUP, GPU_POOL_UNTAINTED, CPU_POOL]
+    assert set(_found(R.gpu_health_monitoring, res)) == {"p5-group", "g6-pool"}
+    no_repair = _res(R.NODE_GROUP, "p5-group", {**GPU_GROUP.inputs, "nodeRepairConfig": None})
+    karpenter_off = _res(R.HELM_RELEASE, "karpenter", {"chart": "karpenter", "values": {}})
+    found = _found(R.gpu_node_repair, [no_repair, GPU_POOL_UNTAINTED, CPU_POOL, karpenter_off])
+    assert set(found) == {"p5-group", "g6-pool"}
+    assert "nodeRepairConfig" in found["p5-group"] and "NodeRepair" in found["g6-pool"]
+
+
+def test_an_agent_whose_dcgm_server_cannot_land_on_the_pool_is_flagged():
+    default_agent = _res(R.EKS_ADDON, "agent", {"addonName": "eks-node-monitoring-agent"})
+    found = _found(R.gpu_health_monitoring, [default_agent, GPU_GROUP, GPU_POOL_UNTAINTED])
+    assert (
+        "dcgm-server" in found["p5-group"] and "nvidia.com/gpu=true:NoSchedule" in found["p5-group"]
+    )
+    assert "team=vision:NoSchedule" in found["g6-pool"]
+
+
+def test_unknown_values_never_fail_the_gpu_rules():
+    agent = _res(R.EKS_ADDON, "agent", {"addonName": "eks-node-monitoring-agent",
+                                         "configurationValues": R.UNKNOWN})  # fmt: skip
+    karpenter = _res(R.HELM_RELEASE, "karpenter", {
+        "chart": "karpenter", "values": {"settings": {"featureGates": {"nodeRepair": R.UNKNOWN}}}
+    })  # fmt: skip
+    group = _res(
+        R.NODE_GROUP, "g", {**GPU_GROUP.inputs, "nodeRepairConfig": {"enabled": R.UNKNOWN}}
+    )
+    res = [agent, karpenter, group, GPU_POOL_UNTAINTED]
+    assert _found(R.gpu_health_monitoring, res) == {} and _found(R.gpu_node_repair, res) == {}

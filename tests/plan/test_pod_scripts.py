@@ -247,14 +247,22 @@ def test_not_root_is_not_runnable(monkeypatch):
 
 @needs_sandbox
 def test_dev_and_prod_plans_rehearse_the_fsx_jobs(repo_root):
-    for stack, teams in (("dev", {"research"}), ("prod", {"llm", "vision"})):
+    # prod also declares the DCGM acceptance tests, whose pods run a shell script too
+    for stack, teams, acceptance in (
+        ("dev", {"research"}, set()),
+        ("prod", {"llm", "vision"}, {"p4d-reserved", "efa-training", "gpu-workloads"}),
+    ):
         result = core.plan_project(repo_root, stack, standins=False)
         assert not [v for v in result.failing if v.rule in (P.SCRIPT_FAILS, P.CANNOT_WRITE)]
         (section,) = [s for s in result.sections if s.title == "Pod script rehearsal"]
+        objects = [e["object"] for e in section.data["scripts"]]
         # every team's directory is made from the platform's fsx-admin namespace
-        rehearsed = {e["object"].rsplit("fsx-team-dir-", 1)[-1] for e in section.data["scripts"]}
-        assert rehearsed == teams
-        assert {e["object"].split("/")[0] for e in section.data["scripts"]} == {"fsx-admin"}
+        team_dirs = {o for o in objects if not o.startswith("trainforge-acceptance/")}
+        assert {o.rsplit("fsx-team-dir-", 1)[-1] for o in team_dirs} == teams
+        assert {o.split("/")[0] for o in team_dirs} == {"fsx-admin"}
+        assert set(objects) - team_dirs == {
+            f"trainforge-acceptance/CronJob/{pool}-dcgm-diag" for pool in acceptance
+        }
         for e in section.data["scripts"]:
             assert all(step.endswith("ok") for steps in e["scenarios"].values() for step in steps)
 

@@ -31,11 +31,19 @@ def names(pool):
     return {d.name for d in pool.daemonsets}
 
 
-EVERY_NODE = {"aws-node", "kube-proxy", "eks-pod-identity-agent", "ebs-csi-node", "fsx-csi-node"}
+EVERY_NODE = {
+    "aws-node",
+    "kube-proxy",
+    "eks-pod-identity-agent",
+    "ebs-csi-node",
+    "fsx-csi-node",
+    "eks-node-monitoring-agent",  # tolerates every taint (node_health.py)
+}
 
 
 def test_device_plugins_land_only_where_the_hardware_is(prod):
-    gpu = {"nvidia-device-plugin", "dcgm-exporter"}
+    # dcgm-server: the node monitoring agent's DCGM host engine, on NVIDIA instance types only
+    gpu = {"nvidia-device-plugin", "dcgm-exporter", "dcgm-server"}
     assert names(prod["training-workloads"]) == EVERY_NODE | {"node-exporter"}
     assert names(prod["gpu-workloads"]) == EVERY_NODE | {"node-exporter"} | gpu
     efa = EVERY_NODE | {"node-exporter", "aws-efa-k8s-device-plugin"} | gpu
@@ -67,6 +75,13 @@ def test_dev_without_gpu_pools_has_no_gpu_daemonsets(repo_root):
 
     pools = _pools(repo_root, "dev", cpu_only)
     assert names(pools["training-workloads"]) == EVERY_NODE | {"node-exporter"}
+
+
+def test_the_health_agent_leaves_room_on_every_node(prod):
+    """A training pod sized to a node's leftover must leave room for the node monitoring
+    agent (10m CPU, 30Mi from its chart), or a full-node pod would never schedule."""
+    agent = {d.name: d for d in prod["efa-training"].daemonsets}["eks-node-monitoring-agent"]
+    assert (agent.cpu_m, agent.memory_mib) == (10, 30)
 
 
 def test_toleration_and_selector_semantics():

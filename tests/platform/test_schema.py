@@ -17,6 +17,7 @@ def test_analyzer_infers_training_platform_inputs_and_outputs():
         "nodeGroups",
         "nodePools",
         "karpenter",
+        "nodeHealth",
         "tags",
         "jobBackend",
         "jobBackends",
@@ -39,6 +40,8 @@ def test_analyzer_infers_training_platform_inputs_and_outputs():
     assert {"instanceTypes", "capacityTypes", "efa", "limits", "consolidateAfter"} <= set(
         types["NodePoolArgs"].properties
     )
+    assert {"monitoringAgent", "autoRepair"} == set(types["NodeHealthSettingsArgs"].properties)
+    assert "acceptanceTest" in types["NodeGroupArgs"].properties
 
 
 def test_provider_entry_point_lists_components():

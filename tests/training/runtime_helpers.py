@@ -32,6 +32,16 @@ def free_port() -> int:
 
 def run_ranks(world: int, args: list[str], timeout: float = 180) -> list[str]:
     """Start ``world`` ranks of `python -m trainforge.training` (what torchrun would start)."""
+    results = run_ranks_raw(world, args, timeout=timeout)
+    for rank, (code, out) in enumerate(results):
+        assert code == 0, f"rank {rank} exited {code}:\n{out[-4000:]}"
+    return [out for _, out in results]
+
+
+def run_ranks_raw(
+    world: int, args: list[str], timeout: float = 180, **extra_env: str
+) -> list[tuple[int, str]]:
+    """Like run_ranks, but returns (exit code, output) per rank and asserts nothing."""
     port = str(free_port())
     procs = []
     for rank in range(world):
@@ -42,6 +52,7 @@ def run_ranks(world: int, args: list[str], timeout: float = 180) -> list[str]:
             WORLD_SIZE=str(world),
             LOCAL_RANK=str(rank),
             LOCAL_WORLD_SIZE=str(world),
+            **extra_env,
         )
         procs.append(
             subprocess.Popen(
@@ -62,9 +73,7 @@ def run_ranks(world: int, args: list[str], timeout: float = 180) -> list[str]:
         for p in procs:
             if p.poll() is None:
                 p.kill()
-    for rank, (p, out) in enumerate(zip(procs, outs, strict=True)):
-        assert p.returncode == 0, f"rank {rank} exited {p.returncode}:\n{out[-4000:]}"
-    return outs
+    return [(p.returncode, out) for p, out in zip(procs, outs, strict=True)]
 
 
 def summary(out_dir: Path) -> dict[str, Any]:
@@ -73,3 +82,36 @@ def summary(out_dir: Path) -> dict[str, Any]:
 
 def losses(s: dict[str, Any]) -> list[float]:
     return [loss for _, loss in s["losses"]]
+
+
+def final_params(ckpt: Path) -> dict:
+    """The final checkpoint's model tensors, read without a process group."""
+    import torch
+    from torch.distributed.checkpoint.format_utils import dcp_to_torch_save
+
+    out = ckpt.parent / f"{ckpt.name}.pt"
+    dcp_to_torch_save(str(ckpt), str(out))
+    state = torch.load(out, weights_only=False)
+    return {k: v for k, v in state.items() if k.startswith("model")} or state
+
+
+def assert_same(a: dict, b: dict) -> None:
+    import torch
+
+    flat_a, flat_b = _flatten(a), _flatten(b)
+    assert flat_a.keys() == flat_b.keys()
+    assert flat_a, "no tensors found"
+    for k in flat_a:
+        assert torch.equal(flat_a[k], flat_b[k]), k
+
+
+def _flatten(d: dict, prefix: str = "") -> dict:
+    import torch
+
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(_flatten(v, f"{prefix}{k}."))
+        elif isinstance(v, torch.Tensor):
+            out[f"{prefix}{k}"] = v
+    return out

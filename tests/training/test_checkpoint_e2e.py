@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.training.runtime_helpers import assert_same, final_params
+
 ROOT = Path(__file__).resolve().parents[2]
 STEPS = 30
 EVERY = 10
@@ -60,39 +62,6 @@ def run_local(
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("TRAINFORGE_TEST_")}
     full_env.update(PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1", **(env or {}))
     return subprocess.run(cmd, cwd=ROOT, env=full_env, capture_output=True, text=True, timeout=300)
-
-
-def final_params(ckpt: Path) -> dict:
-    """The final checkpoint's model tensors, read without a process group."""
-    import torch
-    from torch.distributed.checkpoint.format_utils import dcp_to_torch_save
-
-    out = ckpt.parent / f"{ckpt.name}.pt"
-    dcp_to_torch_save(str(ckpt), str(out))
-    state = torch.load(out, weights_only=False)
-    return {k: v for k, v in state.items() if k.startswith("model")} or state
-
-
-def assert_same(a: dict, b: dict) -> None:
-    import torch
-
-    flat_a, flat_b = _flatten(a), _flatten(b)
-    assert flat_a.keys() == flat_b.keys()
-    assert flat_a, "no tensors found"
-    for k in flat_a:
-        assert torch.equal(flat_a[k], flat_b[k]), k
-
-
-def _flatten(d: dict, prefix: str = "") -> dict:
-    import torch
-
-    out = {}
-    for k, v in d.items():
-        if isinstance(v, dict):
-            out.update(_flatten(v, f"{prefix}{k}."))
-        elif isinstance(v, torch.Tensor):
-            out[f"{prefix}{k}"] = v
-    return out
 
 
 @pytest.fixture(scope="module")

@@ -65,7 +65,7 @@ def test_run_local_builds_the_torchrun_command(capsys) -> None:
             "--run-name", "t", "--dry-run"]  # fmt: skip
     assert local.main(argv) == 0
     cmd = capsys.readouterr().out.split()
-    assert cmd[1:4] == ["-m", "torch.distributed.run", "--standalone"]
+    assert cmd[1:4] == ["-m", "trainforge.training.launch", "--standalone"]
     assert cmd[cmd.index("--nproc-per-node") + 1] == "2"
     assert cmd[cmd.index("--max-restarts") + 1] == "3"
     i = cmd.index("trainforge.training")

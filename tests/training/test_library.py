@@ -33,6 +33,7 @@ def test_the_public_api():
             "MetricsReporter",
             "PREEMPTED_EXIT_CODE",
             "PreemptionHandler",
+            "Watchdog",
             "cleanup_distributed",
             "init_distributed",
             "job_env",

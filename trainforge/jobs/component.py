@@ -197,6 +197,9 @@ class TrainingJobArgs(TypedDict, total=False):
     elastic: JobElasticArgs
     run_policy: JobRunPolicyArgs
     restart_policy: str
+    """ExitCode (default: the runtime's exit code says retry or stop), OnFailure or Never."""
+    hang_timeout: int
+    """Watchdog floor in seconds (0 = off); every collective/rendezvous timeout derives from it."""
     metrics_port: int
     nccl_debug: str
     env: dict[str, str]

@@ -40,8 +40,11 @@ from trainforge.jobs.errors import JobConfigError
 from trainforge.jobs.spec import EntrypointSpec, JobSpec
 from trainforge.platform import versions
 from trainforge.training import contract as c
+from trainforge.training.timeouts import DEFAULT_HANG_TIMEOUT_S, Timeouts
 
 RUNTIME_MODULE = "trainforge.training"
+# torchrun, exiting with the failed workers' reason code (trainforge/training/launch.py)
+LAUNCHER = ["python", "-m", "trainforge.training.launch"]
 # Set by trainforge/provider.py: components served to other Pulumi languages run in the
 # provider's process, whose working directory is not the user's program directory.
 SERVED_TO_OTHER_LANGUAGES = False
@@ -141,7 +144,15 @@ def training_args(job: JobSpec, target: JobTarget) -> list[Any]:
         args.append("--async-checkpoint")
     if mirrors_to_s3(job, target):
         args += ["--checkpoint-s3", s3_uri(target, job)]
+    if job.hang_timeout is not None:
+        args += ["--hang-timeout", str(job.hang_timeout)]
     return args
+
+
+def timeouts(job: JobSpec) -> Timeouts:
+    """The job's waits, all derived from its hang timeout (trainforge/training/timeouts.py)."""
+    hang = DEFAULT_HANG_TIMEOUT_S if job.hang_timeout is None else job.hang_timeout
+    return Timeouts.from_hang_timeout(hang)
 
 
 def _on_volume(path: str | None, target: JobTarget) -> str | None:
@@ -154,12 +165,25 @@ def _on_volume(path: str | None, target: JobTarget) -> str | None:
 # --- the container command -----------------------------------------------------------------
 
 
+def torchrun(job: JobSpec) -> list[str]:
+    """How torchrun is started: through `trainforge.training.launch` (LAUNCHER) wherever the
+    runtime library is in the pod (the bundled runtime, or user code with codeSource:
+    configmap, which ships the library next to it), plain `torchrun` otherwise (user code in
+    the user's own image). The launcher exits with the failed workers' reason code instead of
+    torchrun's own 1, so `restartPolicy: ExitCode` sees a hang (201) or an NCCL error (200) as
+    retryable and a bug (1) as permanent (docs/reliability.md)."""
+    if job.entrypoint is None or job.code_source == "configmap":
+        return list(LAUNCHER)
+    return ["torchrun"]
+
+
 def launcher(job: JobSpec) -> list[str]:
     """`python` for one process per pod; torchrun for several processes per pod or elastic.
 
     Node count and processes per node are literal flags (known here, and not every operator
     release sets PET_NPROC_PER_NODE on elastic jobs); master address, port and node rank come
-    from the operator's variables through Kubernetes `$(VAR)` expansion."""
+    from the operator's variables through Kubernetes `$(VAR)` expansion. The rendezvous waits
+    as long as every other wait of the job (trainforge/training/timeouts.py)."""
     if not job.uses_torchrun:
         return ["python"]
     if job.elastic is not None:
@@ -167,21 +191,23 @@ def launcher(job: JobSpec) -> list[str]:
         # Endpoint, backend and id come from PET_RDZV_* which the operator derives from
         # elasticPolicy; the node range and restarts are repeated literally for the preview.
         return [
-            "torchrun",
+            *torchrun(job),
             f"--nnodes={e.min_workers}:{e.max_workers}",
             f"--nproc-per-node={job.procs}",
             f"--max-restarts={e.max_restarts}",
             "--rdzv-backend=c10d",
+            f"--rdzv-conf={timeouts(job).torchrun_rdzv_conf(elastic=True)}",
         ]
     if job.workers == 1:
-        return ["torchrun", "--standalone", "--nnodes=1", f"--nproc-per-node={job.procs}"]
+        return [*torchrun(job), "--standalone", "--nnodes=1", f"--nproc-per-node={job.procs}"]
     return [
-        "torchrun",
+        *torchrun(job),
         f"--nnodes={job.workers}",
         f"--nproc-per-node={job.procs}",
         "--node-rank=$(RANK)",
         "--master-addr=$(MASTER_ADDR)",
         "--master-port=$(MASTER_PORT)",
+        f"--rdzv-conf={timeouts(job).torchrun_rdzv_conf(elastic=False)}",
     ]
 
 
@@ -222,6 +248,7 @@ def contract_variables(job: JobSpec, target: JobTarget) -> list[tuple[str, Any]]
         (c.ASYNC_CHECKPOINT, "1" if ck.async_save else "0"),
         (c.GRACE_PERIOD, str(ck.grace_period)),
         (c.METRICS_PORT, str(job.metrics_port)),
+        (c.HANG_TIMEOUT, f"{timeouts(job).hang_timeout:g}"),
     ]
     if mirrors_to_s3(job, target):
         out.append((c.CHECKPOINT_S3, s3_uri(target, job)))

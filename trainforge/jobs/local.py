@@ -317,10 +317,12 @@ def user_code_run(
         if max_restarts is not None
         else (job.elastic.max_restarts if job.elastic is not None else 0)
     )
+    # torchrun through trainforge.training.launch, as the pods run it: the exit code is the
+    # failed workers' reason (a bug: 1, a hang: 201, ...) rather than torchrun's 1
     launch = [
         sys.executable,
         "-m",
-        "torch.distributed.run",
+        "trainforge.training.launch",
         "--standalone",
         "--nnodes",
         "1",

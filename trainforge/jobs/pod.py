@@ -12,7 +12,9 @@ indexed Job the emitter sets them, from the pod's stable DNS name and its comple
 The container command is the same for every backend: one process per pod runs
 `python -m trainforge.training` or the job's own code (which read MASTER_ADDR/RANK/WORLD_SIZE),
 several processes per pod run `torchrun --node-rank=$(RANK) --master-addr=$(MASTER_ADDR) ...`
-with those variables expanded by Kubernetes. Elastic jobs (PyTorchJob only) use the operator's
+with those variables expanded by Kubernetes (torchrun through `trainforge.training.launch`
+where the runtime library is in the pod, so that the pod's exit code is the workers' reason:
+`entrypoint.torchrun`). Elastic jobs (PyTorchJob only) use the operator's
 PET_RDZV_* variables instead. What runs, the job contract's environment and the code volumes
 come from `trainforge.jobs.entrypoint.pod_parts`.
 

@@ -70,6 +70,12 @@ ADDONS: dict[str, Needs | None] = {
     "vpc-cni": _CNI,
     "coredns": None,
     "kube-proxy": None,
+    # No AWS API calls: it reads node logs and IMDS metadata (the instance id, no IAM) and
+    # uploads NodeDiagnostic logs to a presigned URL the requester provides.
+    # source: github.com/aws/eks-node-monitoring-agent v1.7.0 (aws-sdk-go-v2 outside e2e/ only
+    # in pkg/log_collector: feature/ec2/imds; pkg/controllers/nodediagnostic.go: HTTP PUT to
+    # the given URL), checked 2026-11-23
+    "eks-node-monitoring-agent": None,
     "eks-pod-identity-agent": _POD_IDENTITY_AGENT,
     "aws-ebs-csi-driver": Needs(
         "kube-system/ebs-csi-controller-sa",

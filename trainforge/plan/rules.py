@@ -14,6 +14,7 @@ a rule never fails on an unknown value, exactly as `pulumi preview --policy-pack
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -749,6 +750,191 @@ def _bucket_completeness(
     return check
 
 
+# ---------------------------------------------------------------------------------------------
+# Stack rules: GPU capacity has health monitoring and automatic repair (issue 15)
+
+NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+EKS_ADDON = "aws:eks/addon:Addon"
+HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
+NODE_POOL = "kubernetes:karpenter.sh/v1:NodePool"
+MONITORING_ADDON = "eks-node-monitoring-agent"
+# EC2 GPU families: p3/p4d/p4de/p5/p5e/p5en/p6-b200..., g4dn/g5/g5g/g6/g6e/gr6...
+_GPU_TYPE = re.compile(r"^(p\d|g\d|gr\d)[a-z0-9-]*\.")
+_GPU_AMI = re.compile(r"NVIDIA|GPU", re.I)
+_GPU_REQUIREMENT_KEYS = (
+    "karpenter.k8s.aws/instance-gpu-count",
+    "karpenter.k8s.aws/instance-gpu-name",
+    "karpenter.k8s.aws/instance-gpu-manufacturer",
+)
+_EFFECTS = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute",
+            "PREFER_NO_SCHEDULE": "PreferNoSchedule"}  # fmt: skip
+
+
+def _gpu_types(types: Any) -> bool:
+    return any(isinstance(t, str) and _GPU_TYPE.match(t) for t in _as_list(types))
+
+
+def gpu_capacity(res: StackResource) -> bool:
+    """A managed node group or Karpenter NodePool that launches GPU instances."""
+    if res.type == NODE_GROUP:
+        ami = res.inputs.get("amiType")
+        return bool(isinstance(ami, str) and _GPU_AMI.search(ami)) or _gpu_types(
+            res.inputs.get("instanceTypes")
+        )
+    if res.type == NODE_POOL:
+        spec = _get(res.inputs, "spec", "template", "spec") or {}
+        if any(_get(t, "key") == GPU for t in _as_list(spec.get("taints"))):
+            return True
+        for req in _as_list(spec.get("requirements")):
+            key = _get(req, "key")
+            if key in _GPU_REQUIREMENT_KEYS and _get(req, "operator") != "DoesNotExist":
+                return True
+            instance_type = key == "node.kubernetes.io/instance-type"
+            if instance_type and _get(req, "operator") == "In" and _gpu_types(_get(req, "values")):
+                return True
+    return False
+
+
+def capacity_taints(res: StackResource) -> list[dict[str, Any]]:
+    """The taints a group's/pool's nodes carry (Kubernetes effect names)."""
+    if res.type == NODE_GROUP:
+        taints = res.inputs.get("taints")
+        if is_unknown(taints):
+            return []
+        return [
+            {
+                "key": _get(t, "key"),
+                "value": _get(t, "value"),
+                "effect": _EFFECTS.get(str(_get(t, "effect")), _get(t, "effect")),
+            }  # fmt: skip
+            for t in _as_list(taints)
+            if isinstance(t, dict)
+        ]
+    taints = _get(res.inputs, "spec", "template", "spec", "taints")
+    return [t for t in _as_list(taints) if isinstance(t, dict)] if not is_unknown(taints) else []
+
+
+def tolerates(tolerations: list[Any], taint: dict[str, Any]) -> bool:
+    """Kubernetes toleration matching (an empty key with Exists tolerates everything)."""
+    for tol in tolerations:
+        if not isinstance(tol, dict):
+            continue
+        op = tol.get("operator", "Equal")
+        key = tol.get("key")
+        effect = tol.get("effect")
+        if effect and effect != taint.get("effect"):
+            continue
+        if not key:
+            if op == "Exists":
+                return True
+            continue
+        if key != taint.get("key"):
+            continue
+        if op == "Exists" or tol.get("value") == taint.get("value"):
+            return True
+    return False
+
+
+# The agent chart's defaults (github.com/aws/eks-node-monitoring-agent v1.7.0 values.yaml):
+# the node agent tolerates everything, the dcgm-server DaemonSet nothing.
+_AGENT_DEFAULT_TOLERATIONS = {"nodeAgent": [{"operator": "Exists"}], "dcgmAgent": []}
+_AGENT_PARTS = {"nodeAgent": "node agent", "dcgmAgent": "dcgm-server (DCGM host engine)"}
+
+
+def gpu_health_monitoring(res: list[StackResource]) -> Iterable[tuple[str, str]]:
+    gpu = [r for r in res if gpu_capacity(r)]
+    if not gpu:
+        return
+    addons = [
+        r for r in res if r.type == EKS_ADDON and r.inputs.get("addonName") == MONITORING_ADDON
+    ]
+    if not addons:
+        for r in gpu:
+            yield (
+                r.urn,
+                (
+                    "GPU capacity without the EKS node monitoring agent add-on: no NodeCondition "
+                    "reports a failing GPU, NIC or kernel, so node repair never acts and jobs keep "
+                    "landing on a sick node"
+                ),
+            )
+        return
+    raw = addons[0].inputs.get("configurationValues")
+    if is_unknown(raw):
+        return
+    try:
+        values = json.loads(raw) if isinstance(raw, str) and raw else {}
+    except ValueError:
+        values = {}
+    for r in gpu:
+        for part, label in _AGENT_PARTS.items():
+            tols = _get(values, part, "tolerations")
+            tols = _AGENT_DEFAULT_TOLERATIONS[part] if tols is None else _as_list(tols)
+            missing = [
+                t
+                for t in capacity_taints(r)
+                if t.get("effect") in ("NoSchedule", "NoExecute") and not tolerates(tols, t)
+            ]
+            if missing:
+                shown = ", ".join(
+                    f"{t.get('key')}={t.get('value') or ''}:{t.get('effect')}" for t in missing
+                )
+                yield (
+                    r.urn,
+                    (
+                        f"the node monitoring agent's {label} does not tolerate this capacity's "
+                        f"taint(s) {shown}: it never runs on these nodes, so their GPU health is "
+                        "not monitored"
+                    ),
+                )
+
+
+def _karpenter_release(res: list[StackResource]) -> list[StackResource]:
+    out = []
+    for r in res:
+        chart = r.inputs.get("chart") if r.type == HELM_RELEASE else None
+        if isinstance(chart, str) and (chart == "karpenter" or chart.endswith("/karpenter")):
+            out.append(r)
+    return out
+
+
+def gpu_node_repair(res: list[StackResource]) -> Iterable[tuple[str, str]]:
+    pools = []
+    for r in res:
+        if not gpu_capacity(r):
+            continue
+        if r.type == NODE_GROUP:
+            enabled = _get(r.inputs, "nodeRepairConfig", "enabled")
+            if enabled is not True and not is_unknown(enabled):
+                yield (
+                    r.urn,
+                    (
+                        "GPU managed node group without node auto repair (nodeRepairConfig.enabled): "
+                        "a node whose GPU or network fails stays in the group until someone replaces "
+                        "it by hand"
+                    ),
+                )
+        else:
+            pools.append(r)
+    if not pools:
+        return
+    gates = [
+        _get(rel.inputs, "values", "settings", "featureGates", "nodeRepair")
+        for rel in _karpenter_release(res)
+    ]
+    if any(g is True or is_unknown(g) for g in gates):
+        return
+    for r in pools:
+        yield (
+            r.urn,
+            (
+                "GPU NodePool while Karpenter's NodeRepair feature gate is off "
+                "(values.settings.featureGates.nodeRepair): Karpenter never replaces its unhealthy "
+                "nodes"
+            ),
+        )
+
+
 STACK_RULES: tuple[StackRule, ...] = (
     StackRule(
         "CKV_AWS_145",
@@ -773,6 +959,20 @@ STACK_RULES: tuple[StackRule, ...] = (
         "Every S3 bucket denies non-TLS requests",
         "declare a BucketPolicy denying aws:SecureTransport=false",
         _bucket_completeness((S3_POLICY,), "policy", "TLS-only bucket policy"),
+    ),
+    StackRule(
+        "TRAINFORGE_GPU_HEALTH_MONITORING",
+        "GPU capacity runs the EKS node monitoring agent (node and DCGM parts) on its nodes",
+        "set trainforge:nodeHealth.monitoringAgent: true (the eks-node-monitoring-agent add-on, "
+        "tolerating the pool's taints), or waive it with the reason",
+        gpu_health_monitoring,
+    ),
+    StackRule(
+        "TRAINFORGE_GPU_NODE_REPAIR",
+        "GPU capacity is repaired automatically when its nodes turn unhealthy",
+        "set trainforge:nodeHealth.autoRepair: true (nodeRepairConfig on node groups, "
+        "Karpenter's NodeRepair feature gate for NodePools), or waive it with the reason",
+        gpu_node_repair,
     ),
 )
 

@@ -79,6 +79,28 @@ class SystemNodeGroupConfig:
 
 
 @dataclass(frozen=True)
+class AcceptanceTestConfig:
+    """An on-demand acceptance test of a GPU pool's nodes (trainforge/platform/acceptance.py).
+
+    Declared as suspended CronJobs; a platform engineer runs one with
+    `kubectl create job --from=cronjob/<pool>-<test> ...` (docs/reliability.md)."""
+
+    enabled: bool = False
+    dcgm_level: int = 2  # dcgmi diag -r: 1 quick (~1 min) ... 4 extended (~1-2 h)
+    nodes: int = 2  # nodes tested per run (the all-reduce needs 2)
+    all_reduce: bool | None = None  # None: on for EFA pools
+    min_bus_bandwidth_gbps: float | None = None  # None: the facts table's floor, if any
+
+
+@dataclass(frozen=True)
+class NodeHealthConfig:
+    """GPU node health: the EKS node monitoring agent and automatic node repair."""
+
+    monitoring_agent: bool = True
+    auto_repair: bool = True
+
+
+@dataclass(frozen=True)
 class NodeGroupConfig:
     """A managed GPU node group (fixed capacity, e.g. a capacity reservation)."""
 
@@ -94,6 +116,7 @@ class NodeGroupConfig:
     labels: tuple[tuple[str, str], ...] = ()
     taints: tuple[Taint, ...] = ()
     subnet_id: str | None = None
+    acceptance: AcceptanceTestConfig = field(default_factory=AcceptanceTestConfig)
 
 
 @dataclass(frozen=True)
@@ -111,6 +134,7 @@ class NodePoolConfig:
     consolidate_after: str = "10m"
     root_volume_gib: int = 100
     weight: int | None = None
+    acceptance: AcceptanceTestConfig = field(default_factory=AcceptanceTestConfig)
 
 
 @dataclass(frozen=True)
@@ -129,6 +153,7 @@ class PlatformConfig:
     node_groups: tuple[NodeGroupConfig, ...] = ()
     node_pools: tuple[NodePoolConfig, ...] = ()
     karpenter: KarpenterConfig = field(default_factory=KarpenterConfig)
+    node_health: NodeHealthConfig = field(default_factory=NodeHealthConfig)
     tags: tuple[tuple[str, str], ...] = ()
     # owned by the services engineer (trainforge/platform/services_config.py); None if absent
     services: Any = None
@@ -366,6 +391,40 @@ def _unique_name(p: _P, raw: dict, path: str, seen: set[str]) -> str | None:
     return name
 
 
+def _parse_acceptance(p: _P, raw: Any, path: str) -> AcceptanceTestConfig:
+    if raw is None:
+        return AcceptanceTestConfig()
+    if isinstance(raw, bool):
+        return AcceptanceTestConfig(enabled=raw)
+    raw = p.mapping(
+        raw, path, {"enabled", "dcgmLevel", "nodes", "allReduce", "minBusBandwidthGBps"}
+    )
+    enabled = bool(p.boolean(raw, "enabled", f"{path}.enabled", True))
+    level = p.integer(raw, "dcgmLevel", f"{path}.dcgmLevel", 2, 1, 4)
+    nodes = p.integer(raw, "nodes", f"{path}.nodes", 2, 1, 64)
+    all_reduce = p.boolean(raw, "allReduce", f"{path}.allReduce", None)
+    floor = raw.get("minBusBandwidthGBps")
+    if floor is not None:
+        if isinstance(floor, bool) or not isinstance(floor, int | float) or floor <= 0:
+            p.err(f"{path}.minBusBandwidthGBps", floor, "a number of GB/s > 0")
+            floor = None
+        else:
+            floor = float(floor)
+    if all_reduce and nodes < 2:
+        p.err(f"{path}.nodes", nodes, "at least 2 when allReduce is on (it runs across nodes)")
+    return AcceptanceTestConfig(enabled, level, nodes, all_reduce, floor)
+
+
+def _parse_node_health(p: _P, raw: Any) -> NodeHealthConfig:
+    raw = p.mapping(raw, "nodeHealth", {"monitoringAgent", "autoRepair"})
+    return NodeHealthConfig(
+        monitoring_agent=bool(
+            p.boolean(raw, "monitoringAgent", "nodeHealth.monitoringAgent", True)
+        ),
+        auto_repair=bool(p.boolean(raw, "autoRepair", "nodeHealth.autoRepair", True)),
+    )
+
+
 def _parse_node_group(p: _P, raw: Any, path: str, seen: set[str]) -> NodeGroupConfig | None:
     known = {
         "name",
@@ -380,6 +439,7 @@ def _parse_node_group(p: _P, raw: Any, path: str, seen: set[str]) -> NodeGroupCo
         "labels",
         "taints",
         "subnetId",
+        "acceptanceTest",
     }
     if not isinstance(raw, dict):
         p.err(path, raw, "a mapping describing a node group")
@@ -430,6 +490,7 @@ def _parse_node_group(p: _P, raw: Any, path: str, seen: set[str]) -> NodeGroupCo
     )
     labels = p.labels(raw, "labels", f"{path}.labels")
     taints = p.taints(raw, "taints", f"{path}.taints")
+    acceptance = _parse_acceptance(p, raw.get("acceptanceTest"), f"{path}.acceptanceTest")
     if name is None:
         return None
     return NodeGroupConfig(
@@ -445,6 +506,7 @@ def _parse_node_group(p: _P, raw: Any, path: str, seen: set[str]) -> NodeGroupCo
         labels=labels,
         taints=taints,
         subnet_id=subnet,
+        acceptance=acceptance,
     )
 
 
@@ -477,6 +539,7 @@ def _parse_node_pool(p: _P, raw: Any, path: str, seen: set[str]) -> NodePoolConf
         "consolidateAfter",
         "rootVolumeGiB",
         "weight",
+        "acceptanceTest",
     }
     if not isinstance(raw, dict):
         p.err(path, raw, "a mapping describing a Karpenter node pool")
@@ -501,6 +564,7 @@ def _parse_node_pool(p: _P, raw: Any, path: str, seen: set[str]) -> NodePoolConf
     labels = p.labels(raw, "labels", f"{path}.labels")
     taints = p.taints(raw, "taints", f"{path}.taints")
     limits = _parse_limits(p, raw.get("limits"), f"{path}.limits")
+    acceptance = _parse_acceptance(p, raw.get("acceptanceTest"), f"{path}.acceptanceTest")
     if name is None:
         return None
     return NodePoolConfig(
@@ -515,6 +579,7 @@ def _parse_node_pool(p: _P, raw: Any, path: str, seen: set[str]) -> NodePoolConf
         consolidate_after=after,
         root_volume_gib=disk,
         weight=weight,
+        acceptance=acceptance,
     )
 
 
@@ -536,6 +601,7 @@ TOP_KEYS = {
     "nodeGroups",
     "nodePools",
     "karpenter",
+    "nodeHealth",
     "tags",
     # owned by other areas; parsed there (services_config / jobs)
     "teams",
@@ -601,6 +667,7 @@ def parse_config(
             "a namespace name (DNS label)",
         ),
     )
+    node_health = _parse_node_health(p, raw.get("nodeHealth"))
     seen: set[str] = set()
     groups = [
         _parse_node_group(p, g, f"nodeGroups[{i}]", seen)
@@ -633,6 +700,7 @@ def parse_config(
         node_groups=tuple(g for g in groups if g),
         node_pools=tuple(x for x in pools if x),
         karpenter=karpenter,
+        node_health=node_health,
         tags=tags,
         services=services,
     )

@@ -442,7 +442,15 @@ class Karpenter(pulumi.ComponentResource):
             namespace=cfg.karpenter.namespace,
             skip_crds=True,  # CRDs come from the karpenter-crd release, which upgrades them
             values={
-                "settings": {"clusterName": cname, "interruptionQueue": self.queue.name},
+                "settings": {
+                    "clusterName": cname,
+                    "interruptionQueue": self.queue.name,
+                    # Node repair (alpha in 1.14.1, off by default): replace nodes whose
+                    # NodeConditions from the node monitoring agent stay unhealthy
+                    # (node_health.py). Key checked 2026-11-23 in the chart's values.yaml at
+                    # github.com/aws/karpenter-provider-aws v1.14.1: settings.featureGates.
+                    "featureGates": {"nodeRepair": cfg.node_health.auto_repair},
+                },
                 "serviceAccount": {"name": SERVICE_ACCOUNT},
                 "replicas": 2,
                 # run on the system node group, never on the nodes Karpenter manages

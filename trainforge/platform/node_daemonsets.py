@@ -100,6 +100,29 @@ def platform_daemonsets(
                 "v1.50.1 charts/aws-ebs-csi-driver/values.yaml)",
             )
         )
+    if config.node_health.monitoring_agent:
+        from trainforge.platform import node_health as nh  # noqa: PLC0415 - pulls in pulumi
+
+        tolerations = tuple(nh.addon_configuration()["nodeAgent"]["tolerations"])
+        source = (
+            f"{nh.ADDON_NAME} {versions.EKS_NODE_MONITORING_AGENT_VERSION}: chart values "
+            "(github.com/aws/eks-node-monitoring-agent v1.7.0); tolerations ours (node_health.py)"
+        )
+        out.append(
+            DaemonSetFacts(
+                nh.ADDON_NAME, *nh.AGENT_REQUESTS, tolerations, nh.AGENT_NODE_TERMS, source
+            )  # fmt: skip
+        )
+        if gpu_nodes:
+            out.append(
+                DaemonSetFacts(
+                    "dcgm-server",
+                    *nh.DCGM_SERVER_REQUESTS,
+                    tolerations,
+                    nh.DCGM_SERVER_NODE_TERMS,
+                    source,
+                )  # fmt: skip
+            )
     services = config.services
     if services is None:
         return out
@@ -197,13 +220,14 @@ def _terms(affinity: dict[str, Any]) -> tuple[dict[str, Any], ...]:
 
 
 def node_labels(
-    pool: NodeGroupConfig | NodePoolConfig, instance_type: str, gpus: int
+    pool: NodeGroupConfig | NodePoolConfig, instance_type: str, gpus: int, arch: str = "amd64"
 ) -> dict[str, str]:
     """The labels a node of `pool` carries that DaemonSet selectors look at."""
     labels = {
         **dict(pool.labels),
         POOL_LABEL: pool.name,
         "kubernetes.io/os": "linux",
+        "kubernetes.io/arch": arch,  # the kubelet's well-known label
         "node.kubernetes.io/instance-type": instance_type,
     }
     if isinstance(pool, NodeGroupConfig):

@@ -72,6 +72,9 @@ class GpuNodeGroupArgs:
     vpc_id: pulumi.Input[str]
     subnet_ids: list[pulumi.Input[str]]
     tags: dict[str, str]
+    # EKS node auto repair (node_health.py): replace/reboot a node whose NodeConditions stay
+    # unhealthy (AcceleratedHardwareReady 10 min, the others 30 min)
+    auto_repair: bool = True
 
 
 class GpuNodeGroup(pulumi.ComponentResource):
@@ -152,6 +155,7 @@ class GpuNodeGroup(pulumi.ComponentResource):
             taints=taints,
             launch_template={"id": lt.id, "version": lt.latest_version.apply(str)},
             update_config={"max_unavailable": 1},
+            node_repair_config={"enabled": args.auto_repair},
             tags=args.tags,
             # desired size is changed by people and autoscalers between deployments
             opts=pulumi.ResourceOptions(parent=self, ignore_changes=["scalingConfig.desiredSize"]),

@@ -177,7 +177,9 @@ def pool_facts(
             ds.load()
             for ds in daemonsets
             if any(
-                lands_on(ds, node_labels(pool, n.instance_type, n.gpus), facts.taints)
+                lands_on(
+                    ds, node_labels(pool, n.instance_type, n.gpus, facts.architecture), facts.taints
+                )
                 for n in nodes
             )
         )

@@ -14,12 +14,14 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from trainforge.jobs.contract import PlatformContract, PoolFacts, declared
+from trainforge.platform.acceptance import AcceptanceTests, AcceptanceTestsArgs, check_acceptance
 from trainforge.platform.cluster import SYSTEM_LABEL, Cluster, ClusterArgs
 from trainforge.platform.config import PlatformConfig, parse_config
 from trainforge.platform.instance_types import resolve_all
 from trainforge.platform.karpenter import Karpenter, KarpenterArgs
 from trainforge.platform.network import Network, NetworkArgs
 from trainforge.platform.node_groups import GpuNodeGroup, GpuNodeGroupArgs
+from trainforge.platform.node_health import NodeHealth, NodeHealthArgs
 from trainforge.platform.published import contract_from_config, pool_facts
 
 __all__ = ["TrainingPlatform", "TrainingPlatformArgs", "config_from_args", "pool_facts"]
@@ -50,6 +52,16 @@ class SystemNodeGroupArgs(TypedDict, total=False):
     root_volume_gib: int
 
 
+class AcceptanceTestArgs(TypedDict, total=False):
+    enabled: bool
+    dcgm_level: int
+    """dcgmi diag level 1-4 (default 2)."""
+    nodes: int
+    all_reduce: bool
+    """NCCL all-reduce across nodes (default: on for EFA pools)."""
+    min_bus_bandwidth_g_bps: float
+
+
 class NodeGroupArgs(TypedDict, total=False):
     name: str
     instance_types: list[str]
@@ -63,6 +75,7 @@ class NodeGroupArgs(TypedDict, total=False):
     labels: dict[str, str]
     taints: list[TaintArgs]
     subnet_id: str
+    acceptance_test: AcceptanceTestArgs
 
 
 class PoolLimitsArgs(TypedDict, total=False):
@@ -83,11 +96,19 @@ class NodePoolArgs(TypedDict, total=False):
     consolidate_after: str
     root_volume_gib: int
     weight: int
+    acceptance_test: AcceptanceTestArgs
 
 
 class KarpenterSettingsArgs(TypedDict, total=False):
     enabled: bool
     namespace: str
+
+
+class NodeHealthSettingsArgs(TypedDict, total=False):
+    monitoring_agent: bool
+    """The EKS node monitoring agent add-on on every node (default true)."""
+    auto_repair: bool
+    """Node auto repair: managed node groups and Karpenter's NodeRepair gate (default true)."""
 
 
 class TrainingPlatformArgs(TypedDict, total=False):
@@ -101,6 +122,7 @@ class TrainingPlatformArgs(TypedDict, total=False):
     node_groups: list[NodeGroupArgs]
     node_pools: list[NodePoolArgs]
     karpenter: KarpenterSettingsArgs
+    node_health: NodeHealthSettingsArgs
     tags: dict[str, str]
     job_backend: str
     """What jobs emit by default: pytorchjob (default), trainjob or indexed-job."""
@@ -108,7 +130,7 @@ class TrainingPlatformArgs(TypedDict, total=False):
     """Further backends whose controllers to install (for jobs declared in other programs)."""
 
 
-_SPECIAL = {"root_volume_gib": "rootVolumeGiB"}
+_SPECIAL = {"root_volume_gib": "rootVolumeGiB", "min_bus_bandwidth_g_bps": "minBusBandwidthGBps"}
 
 
 def _camel(key: str) -> str:
@@ -159,6 +181,7 @@ class TrainingPlatform(pulumi.ComponentResource):
         type_facts = resolve_all(config)
         self.config = config
         self.node_pools: dict[str, PoolFacts] = pool_facts(config, type_facts)
+        check_acceptance(config, self.node_pools)
 
         super().__init__("trainforge:index:TrainingPlatform", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
@@ -200,8 +223,21 @@ class TrainingPlatform(pulumi.ComponentResource):
                     vpc_id=self.network.vpc_id,
                     subnet_ids=self.network.private_subnet_ids,
                     tags=tags,
+                    auto_repair=config.node_health.auto_repair,
                 ),
                 pulumi.ResourceOptions(parent=self, depends_on=[self.cluster.eks]),
+            )
+        # GPU node health (issue 15): the node monitoring agent on every node
+        self.node_health: NodeHealth | None = None
+        if config.node_health.monitoring_agent:
+            self.node_health = NodeHealth(
+                f"{name}-node-health",
+                NodeHealthArgs(
+                    cluster_name=self.cluster.cluster_name,
+                    tags=tags,
+                    depends_on=[self.cluster.eks, self.cluster.system_node_group],
+                ),
+                child,
             )
         self.karpenter: Karpenter | None = None
         if config.karpenter.enabled:
@@ -225,6 +261,19 @@ class TrainingPlatform(pulumi.ComponentResource):
         # owned by the services engineer; composed here when their config was parsed.
         self.services = self._services(name, config, tags) if config.services is not None else None
         services = self.services
+        # On-demand acceptance tests of GPU pools (issue 15): suspended CronJobs
+        self.acceptance: AcceptanceTests | None = None
+        if any(g.acceptance.enabled for g in (*config.node_groups, *config.node_pools)):
+            self.acceptance = AcceptanceTests(
+                f"{name}-acceptance",
+                AcceptanceTestsArgs(
+                    config=config,
+                    pools=self.node_pools,
+                    k8s_provider=self.k8s_provider,
+                    depends_on=[services] if services is not None else [],
+                ),
+                child,
+            )
         # What jobs read: pools, teams, storage, bucket, MLflow, backends. Python only (not a
         # component output: the schema analyzer turns annotated attributes into outputs).
         self.contract: PlatformContract = contract_from_config(

@@ -57,6 +57,18 @@ EKS_ADDON_VERSIONS: dict[str, str] = {
     "aws-ebs-csi-driver": "v1.50.1-eksbuild.1",
 }
 
+# --- GPU node health (issue 15; trainforge/platform/node_health.py) ---
+# EKS node monitoring agent add-on: NodeConditions (AcceleratedHardwareReady, NetworkingReady,
+# KernelReady, StorageReady, ContainerRuntimeReady) that node auto repair acts on.
+# source: github.com/aws/eks-node-monitoring-agent tag v1.7.0 (2026-08-04, its latest release,
+# CHANGELOG.md); its chart (charts/eks-node-monitoring-agent/values.yaml at v1.7.0) ships image
+# tag v1.7.0-eksbuild.1; a Kubernetes 1.35 cluster config generated from `aws eks
+# describe-addon-versions` pins the add-on at v1.7.0-eksbuild.1 (github.com/devopscoop/
+# project1-dev terraform.tfvars, cluster_version 1.35). v1.7.2-eksbuild.1 is pinned for a 1.36
+# cluster elsewhere but NOT confirmed for 1.35 (re-check with `aws eks describe-addon-versions
+# --addon-name eks-node-monitoring-agent --kubernetes-version 1.35`), checked 2026-11-23
+EKS_NODE_MONITORING_AGENT_VERSION = "v1.7.0-eksbuild.1"
+
 # --- Managed node groups (EKS-optimized AMI types; EKS picks the newest release for the version) ---
 # source: docs.aws.amazon.com/eks/latest/userguide/eks-optimized-ami.html (AL2023 AMI types), checked 2026-11-23
 SYSTEM_AMI_TYPE = "AL2023_x86_64_STANDARD"
@@ -284,3 +296,19 @@ MIN_RUNTIME_TORCH = (2, 6)
 # The build that needs the oldest driver: what a pool without GPUs (or a caller that knows no
 # pool) runs. Jobs get theirs from `trainforge.jobs.images.image_for(job, pool)`.
 PYTORCH_IMAGE = TORCH_CUDA_BUILDS[-1].image
+
+# --- acceptance tests of GPU capacity (issue 15; trainforge/platform/acceptance.py) ---
+# DCGM client (dcgmi) for `dcgmi diag` against the node monitoring agent's host engine.
+# source: NVIDIA/gpu-operator v26.7.0 (2026-08-20) deployments/gpu-operator/values.yaml
+# (dcgm.version 4.6.0-1-ubuntu24.04), checked 2026-11-23
+DCGM_IMAGE = "nvcr.io/nvidia/cloud-native/dcgm:4.6.0-1-ubuntu24.04"
+# The NCCL all-reduce test runs our torch.distributed benchmark in an image whose NCCL has the
+# EFA stack (libfabric + the aws-ofi-nccl plugin); the stock PyTorch image has neither, so a
+# job on it never uses EFA (the test says so). AWS Deep Learning Container for PyTorch 2.13
+# (torch 2.13.0, CUDA 13.3 (driver 580+, which the AL2023 NVIDIA AMIs have), NCCL 2.30.7, EFA
+# installer 1.49.0 with the AWS NCCL OFI plugin). The tag is patched in place by AWS with
+# security fixes (same framework versions); pin a digest for bit-for-bit reproducibility.
+# source: github.com/aws/deep-learning-containers docs/pytorch/index.md and
+# docs/pytorch/changelog/index.md ("PyTorch 2.13 - 2026-07-20", tag 2.13-cu133-amzn2023 on
+# public.ecr.aws/deep-learning-containers/pytorch), checked 2026-11-23
+EFA_TEST_IMAGE = "public.ecr.aws/deep-learning-containers/pytorch:2.13-cu133-amzn2023"

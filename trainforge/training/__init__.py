@@ -2,17 +2,18 @@
 for your own training code (docs/jobs.md, "Using trainforge's pieces in your code")::
 
     from trainforge.training import (
-        CheckpointManager, MetricsReporter, PreemptionHandler, init_distributed,
+        CheckpointManager, MetricsReporter, PreemptionHandler, Watchdog, init_distributed,
     )
 
     env = init_distributed()                     # RANK/WORLD_SIZE/... -> process group, device
     ckpt = CheckpointManager.from_env()          # TRAINFORGE_CHECKPOINT_DIR, keep-last, S3 mirror
     stop = PreemptionHandler.from_env()          # SIGTERM -> agree at a step -> checkpoint -> 143
     metrics = MetricsReporter.from_env()         # Prometheus port, metrics.jsonl, MLflow
+    watchdog = Watchdog.from_env().start()       # a hung step -> stacks, flight recorder, 201
 
 Every piece reads the job contract's variables (`trainforge.training.contract`) by default,
 so the same script behaves the same under `trainforge run-local` and in its pods. The public
-API is `__all__`; the runtime's hang watchdog joins it when it lands (one entry below).
+API is `__all__`.
 
 Names resolve lazily (PEP 562): importing this package does not import torch, so the job
 emitter can read `trainforge.training.contract` without it.
@@ -36,6 +37,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "MetricsReporter": ("trainforge.training.metrics", "MetricsReporter"),
     "JobEnv": ("trainforge.training.contract", "JobEnv"),
     "job_env": ("trainforge.training.contract", "job_env"),
+    "Watchdog": ("trainforge.training.watchdog", "Watchdog"),
 }
 
 __all__ = sorted(_EXPORTS)

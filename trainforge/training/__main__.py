@@ -1,25 +1,43 @@
-"""`python -m trainforge.training [flags]`: one process of a DDP/FSDP2 training job."""
+"""`python -m trainforge.training [flags]`: one process of a DDP/FSDP2 training job.
+
+The exit code says why the process ended (exits.py): below 128 the job stops (a bug, bad
+flags, out of memory), 128 and above the job controller restarts it (a hang, a collective
+error, a lost peer, preemption). The last line a failing rank prints says which, and what to
+do about it.
+"""
 
 from __future__ import annotations
 
-import os
 import sys
+import traceback
 
-from trainforge.training.config import ConfigError, parse_args
+from trainforge.training.config import parse_args
 
 
 def main(argv: list[str] | None = None) -> int:
     cfg = parse_args(argv)  # bad flags: usage + message, exit 2, before anything starts
-    from trainforge.training.checkpoint import CheckpointError
+    from trainforge.training import exits
     from trainforge.training.loop import train
 
     try:
-        return train(cfg)
-    except (ConfigError, CheckpointError) as e:
-        # Raised identically on every rank (they see the same flags and data); print once.
-        if os.environ.get("RANK", "0") == "0":
-            print(f"error: {e}", file=sys.stderr, flush=True)
-        return 2
+        code = train(cfg)
+    except exits.RunFailure as e:
+        return exits.report(e.reason, e.detail)
+    except Exception as e:  # noqa: BLE001 - every failure leaves with its reason and code
+        reason = exits.classify(e)
+        if reason is exits.CONFIG_ERROR:
+            # Raised identically on every rank (they see the same flags and data); print once.
+            if not exits.context.rank:
+                print(f"error: {e}", file=sys.stderr, flush=True)
+        else:
+            traceback.print_exc()
+        return exits.report(reason, exits.first_line(e))
+    reason = exits.BY_CODE.get(code, exits.USER_ERROR)
+    detail = {
+        0: "training finished",
+        exits.PREEMPTED.code: "checkpoint saved after SIGTERM; the restart resumes from it",
+    }.get(code, f"exit code {code}")
+    return exits.report(reason, detail) if reason.code == code else code
 
 
 if __name__ == "__main__":

@@ -37,6 +37,8 @@ import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint.api import CheckpointException
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 
+from trainforge.training.distributed import group_timeout
+
 # The layout names and the error type live in a torch-free module (the S3 mirror and the
 # plan's IAM rehearsal use them); re-exported here, where the rest of the runtime finds them.
 from trainforge.training.layout import (
@@ -59,21 +61,23 @@ CRASH_DURING_SAVE_ENV = "TRAINFORGE_TEST_CRASH_DURING_SAVE"
 # (SIGNAL = KILL or TERM). Rank RANK sends itself the signal right after optimizer step STEP,
 # on the first attempt only (TORCHELASTIC_RESTART_COUNT unset or 0), so a torchrun restart
 # does not fail again. It fires in `CheckpointManager.should_save`, so user code that uses the
-# manager rehearses exactly as the runtime does. Never set it in a real job.
+# manager rehearses exactly as the runtime does. Never set it in a real job. Faults inside a
+# step (HANG, OOM, COLLECTIVE, ERROR) use the same variable: see faults.py.
 FAULT_ENV = "TRAINFORGE_TEST_FAULT"
 
 
 def _fault_from_env() -> tuple[int, int, int] | None:
-    spec = os.environ.get(FAULT_ENV, "")
-    if not spec or os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") not in ("", "0"):
-        return None
+    from trainforge.training import faults  # noqa: PLC0415
+
     try:
-        rank, step, sig = spec.split(":")
-        return int(rank), int(step), {"KILL": signal.SIGKILL, "TERM": signal.SIGTERM}[sig]
-    except (ValueError, KeyError):
-        raise CheckpointError(
-            f"{FAULT_ENV}={spec!r}: expected RANK:STEP:KILL|TERM (test hook)"
-        ) from None
+        parsed = faults.parse(os.environ.get(FAULT_ENV, ""))
+    except faults.FaultSpecError as e:
+        raise CheckpointError(str(e)) from None
+    # in-step kinds (HANG, OOM, ...) belong to faults.InStepFault, run by the loop
+    if parsed is None or parsed[2] not in faults.SIGNAL_KINDS or not faults.first_attempt():
+        return None
+    rank, step, kind = parsed
+    return rank, step, {"KILL": signal.SIGKILL, "TERM": signal.SIGTERM}[kind]
 
 
 LogFn = Callable[[str], None]
@@ -257,7 +261,9 @@ class CheckpointManager:
         # DCP's collectives run on their own gloo group: gloo works for CPU-staged async saves
         # (DCP docs), and a separate group keeps the checkpoint thread's collectives from
         # interleaving with the training loop's on the default group.
-        self.group = dist.new_group(backend="gloo") if self.distributed else None
+        self.group = (
+            dist.new_group(backend="gloo", timeout=group_timeout()) if self.distributed else None
+        )
         if self.root is not None:
             self._check_root(self.root)
         self.mirror = mirror

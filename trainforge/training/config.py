@@ -52,6 +52,8 @@ class TrainConfig:
     async_checkpoint: bool = False
     checkpoint_s3: str | None = None
     grace_period: float = 90.0
+    # reliability (issue 15): the watchdog floor; every other timeout derives from it
+    hang_timeout: float = 300.0
 
     def global_batch(self, world_size: int) -> int:
         """Samples per optimizer step across all ranks."""
@@ -92,6 +94,19 @@ def _non_negative(flag: str):
             raise argparse.ArgumentTypeError(f"{flag} must be an integer, got {text!r}") from None
         if value < 0:
             raise argparse.ArgumentTypeError(f"{flag} must be >= 0, got {value}")
+        return value
+
+    return parse
+
+
+def _non_negative_float(flag: str):
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{flag} must be a number, got {text!r}") from None
+        if not value >= 0 or value == float("inf"):
+            raise argparse.ArgumentTypeError(f"{flag} must be a number >= 0, got {text}")
         return value
 
     return parse
@@ -246,6 +261,19 @@ def build_parser(prog: str = "python -m trainforge.training") -> argparse.Argume
     from trainforge.training.checkpoint import add_checkpoint_arguments
 
     add_checkpoint_arguments(p)
+
+    g = p.add_argument_group("reliability")
+    g.add_argument(
+        "--hang-timeout",
+        type=_non_negative_float("--hang-timeout"),
+        default=d.hang_timeout,
+        metavar="SECONDS",
+        help="watchdog floor: a step that makes no progress for max(10 x the mean recent step "
+        "time, this) seconds (3x this for the first steps, restore and checkpoints) dumps "
+        "every thread's stack and the collective flight recorder, then exits 201 so the job "
+        "restarts from its last checkpoint; collective, NCCL heartbeat and rendezvous "
+        "timeouts derive from it (docs/reliability.md). 0 = watchdog off",
+    )
     return p
 
 

@@ -21,6 +21,8 @@ import dataclasses
 import os
 from pathlib import Path
 
+from trainforge.training.timeouts import DEFAULT_HANG_TIMEOUT_S
+
 JOB_NAME = "TRAINFORGE_JOB_NAME"
 CHECKPOINT_DIR = "TRAINFORGE_CHECKPOINT_DIR"
 OUTPUT_DIR = "TRAINFORGE_OUTPUT_DIR"
@@ -31,6 +33,9 @@ ASYNC_CHECKPOINT = "TRAINFORGE_ASYNC_CHECKPOINT"
 CHECKPOINT_S3 = "TRAINFORGE_CHECKPOINT_S3"
 GRACE_PERIOD = "TRAINFORGE_GRACE_PERIOD"
 METRICS_PORT = "TRAINFORGE_METRICS_PORT"
+# The job's `hangTimeout` in seconds (0 = off): the floor of the hang watchdog
+# (`Watchdog.from_env`); the collective timeout of `init_distributed` derives from it.
+HANG_TIMEOUT = "TRAINFORGE_HANG_TIMEOUT"
 MLFLOW_TRACKING_URI = "MLFLOW_TRACKING_URI"
 
 # Every variable the platform sets for a job's code; a job's `env` may not override them.
@@ -45,6 +50,7 @@ CONTRACT_VARIABLES = (
     CHECKPOINT_S3,
     GRACE_PERIOD,
     METRICS_PORT,
+    HANG_TIMEOUT,
 )
 
 
@@ -78,6 +84,19 @@ def _float(name: str, default: float) -> float:
     return value
 
 
+def _seconds_or_off(name: str, default: float) -> float:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ContractError(f"{name}={raw!r}: expected a number of seconds") from None
+    if value < 0:
+        raise ContractError(f"{name}={raw!r}: expected a number of seconds >= 0 (0 = off)")
+    return value
+
+
 @dataclasses.dataclass(frozen=True)
 class JobEnv:
     """The `TRAINFORGE_*` part of the contract, with laptop defaults when a variable is unset
@@ -94,6 +113,7 @@ class JobEnv:
     grace_period: float = 90.0
     metrics_port: int = 0
     mlflow_tracking_uri: str | None = None
+    hang_timeout: float = DEFAULT_HANG_TIMEOUT_S  # 0 = the watchdog is off
 
     @property
     def output_path(self) -> Path:
@@ -115,4 +135,5 @@ def job_env() -> JobEnv:
         grace_period=_float(GRACE_PERIOD, 90.0),
         metrics_port=_int(METRICS_PORT, 0),
         mlflow_tracking_uri=os.environ.get(MLFLOW_TRACKING_URI) or None,
+        hang_timeout=_seconds_or_off(HANG_TIMEOUT, DEFAULT_HANG_TIMEOUT_S),
     )

@@ -46,8 +46,33 @@ def _env_int(name: str, default: int) -> int:
         raise RuntimeError(f"environment variable {name}={raw!r} is not an integer") from None
 
 
-def init_distributed(timeout_s: float = 600.0) -> DistEnv:
-    """Initialise the default process group; NCCL when CUDA is present, gloo otherwise."""
+# The collective timeout the default group was created with; side groups (checkpointing,
+# preemption agreement) use the same one, so every wait of a rank gives up together
+# (timeouts.py). torch's new_group would otherwise default to 30 minutes for gloo.
+_GROUP_TIMEOUT: datetime.timedelta | None = None
+
+
+def group_timeout() -> datetime.timedelta | None:
+    """The timeout for ``dist.new_group``; None (torch's default) outside init_distributed."""
+    return _GROUP_TIMEOUT
+
+
+def init_distributed(timeout_s: float | None = None) -> DistEnv:
+    """Initialise the default process group; NCCL when CUDA is present, gloo otherwise.
+
+    ``timeout_s`` bounds every collective and the process-group setup (the ``env://`` store
+    connection). Default: derived from the job's hang timeout (the contract's
+    TRAINFORGE_HANG_TIMEOUT, 300 s when unset: 960 s), which also sets NCCL's error handling,
+    heartbeat and flight recorder variables this process has not set itself, so that every
+    wait of the job gives up in the order docs/reliability.md describes."""
+    global _GROUP_TIMEOUT
+    if timeout_s is None:
+        from trainforge.training.contract import job_env  # noqa: PLC0415
+        from trainforge.training.timeouts import Timeouts, apply_env  # noqa: PLC0415
+
+        derived = Timeouts.from_hang_timeout(job_env().hang_timeout)
+        apply_env(derived)
+        timeout_s = derived.collective
     world_size = _env_int("WORLD_SIZE", 1)
     rank = _env_int("RANK", 0)
     local_rank = _env_int("LOCAL_RANK", 0)
@@ -68,6 +93,7 @@ def init_distributed(timeout_s: float = 600.0) -> DistEnv:
         device = torch.device("cpu")
         backend = "gloo"
     timeout = datetime.timedelta(seconds=timeout_s)
+    _GROUP_TIMEOUT = timeout
     if not dist.is_initialized():
         if "MASTER_ADDR" in os.environ:
             # checkpoint hook: torchrun restarts need a per-attempt store prefix (preemption.py)
@@ -100,5 +126,7 @@ def init_distributed(timeout_s: float = 600.0) -> DistEnv:
 
 
 def cleanup() -> None:
+    global _GROUP_TIMEOUT
+    _GROUP_TIMEOUT = None
     if dist.is_initialized():
         dist.destroy_process_group()

@@ -7,11 +7,14 @@ parallel, metrics, checkpoint). The loop's rules:
   moved to the host (``.item()``) only every ``--log-every`` steps;
 * the batch of optimizer step ``s`` is ``Batches.get(s, micro)``, a pure function of the step,
   so resuming at any step replays exactly the same data (see data.py);
-* checkpoint hooks (marked "checkpoint hook") are the only places checkpointing touches.
+* checkpoint hooks (marked "checkpoint hook") are the only places checkpointing touches;
+* reliability hooks (marked "reliability hook": watchdog.py, ledger.py, goodput.py, exits.py)
+  watch every step for a hang, keep the run's ledger across restarts and report goodput.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import os
@@ -25,9 +28,13 @@ import torch.distributed as dist
 from torch import nn
 
 from trainforge.training import checkpoint as ckpt_mod
+from trainforge.training import exits
 from trainforge.training.config import TrainConfig, as_dict, check_world
 from trainforge.training.data import Batches, ShardedOrder, build_dataset
 from trainforge.training.distributed import DistEnv, cleanup, init_distributed
+from trainforge.training.faults import InStepFault
+from trainforge.training.goodput import Goodput
+from trainforge.training.ledger import NO_PROGRESS_LIMIT, RunLedger
 from trainforge.training.metrics import Reporter, peak_flops
 from trainforge.training.models import build_model
 from trainforge.training.parallel import (
@@ -38,6 +45,11 @@ from trainforge.training.parallel import (
     unwrap,
 )
 from trainforge.training.preemption import PREEMPTED_EXIT_CODE
+from trainforge.training.timeouts import Timeouts, apply_env
+from trainforge.training.watchdog import Fired, Watchdog
+
+# Wall-clock start of this process, the start of this attempt for goodput (ledger.py).
+PROCESS_STARTED_AT = time.time()
 
 
 @dataclasses.dataclass
@@ -127,15 +139,25 @@ def param_stats(model: nn.Module) -> dict[str, list[float]]:
 
 def train(cfg: TrainConfig) -> int:
     """Entry point for one process of the job; returns the process exit code."""
-    env = init_distributed()
+    timeouts = Timeouts.from_hang_timeout(cfg.hang_timeout)
+    # reliability hook: NCCL error handling, heartbeat and the flight recorder are read when
+    # the process group is created; torch's own dump on a collective timeout lands next to
+    # the watchdog's, under the output directory (shared storage in pods).
+    recorder_dir = default_output_dir(cfg) / "flight-recorder"
+    with contextlib.suppress(OSError):
+        recorder_dir.mkdir(parents=True, exist_ok=True)
+    apply_env(timeouts, flight_recorder_prefix=str(recorder_dir / "nccl_trace_rank_"))
+    env = init_distributed(timeout_s=timeouts.collective)
+    exits.context.rank = env.rank
     try:
-        return _train(cfg, env)
+        return _train(cfg, env, timeouts)
     finally:
         cleanup()
 
 
-def _train(cfg: TrainConfig, env: DistEnv) -> int:
+def _train(cfg: TrainConfig, env: DistEnv, timeouts: Timeouts | None = None) -> int:
     t_setup = time.perf_counter()
+    timeouts = timeouts or Timeouts.from_hang_timeout(cfg.hang_timeout)
     dataset = build_dataset(cfg)
     cfg = check_world(cfg, env.world_size, len(dataset))
 
@@ -185,11 +207,26 @@ def _train(cfg: TrainConfig, env: DistEnv) -> int:
         f"{len(dataset)} samples, {cfg.steps} steps, output {out_dir}"
     )
 
+    # reliability hook: the run ledger (attempts, exits, goodput across restarts)
+    ledger = RunLedger(
+        cfg.checkpoint_dir,
+        rank=env.rank,
+        world_size=env.world_size,
+        log=log_all,
+        process_started_at=PROCESS_STARTED_AT,
+    )
+    _begin_attempt(ledger, env, reporter)
+    exits.context.ledger = ledger
+    goodput = Goodput(ledger)
+    watchdog = _watchdog(cfg, env, timeouts, out_dir, ledger, log_all)
+
     # checkpoint hook (before the loop): resume model, optimizer, scheduler, RNG and step from
     # the newest complete checkpoint; the data position follows from the step.
     checkpointing = ckpt_mod.Checkpointing(ckpt_mod.config_from_args(cfg), log=log_all)
     try:
-        state.step = checkpointing.restore(state.model, state.optimizer, state.scheduler)
+        with _watched(watchdog, "restore"):
+            state.step = checkpointing.restore(state.model, state.optimizer, state.scheduler)
+        exits.context.step = state.step
         if state.step >= cfg.steps:
             # A reused --checkpoint-dir: training zero steps silently looks like success.
             reporter.log(
@@ -197,16 +234,108 @@ def _train(cfg: TrainConfig, env: DistEnv) -> int:
                 "left to train. Raise --steps to continue this run, or use a new --checkpoint-dir "
                 "(or --resume never) to start over"
             )
-        code = _loop(cfg, env, state, batches, reporter, checkpointing, dtype)
+        _check_progress(ledger, env, state.step, reporter)
+        goodput.begin(state.step)
+        code = _loop(cfg, env, state, batches, reporter, checkpointing, dtype, watchdog, goodput)
         if code != 0:
             return code
         # checkpoint hook (after the loop): final checkpoint + drain async saves
-        checkpointing.finish(state.step, state.model, state.optimizer, state.scheduler)
-        reporter.gauges.update(checkpointing.metrics())
-        _finish(cfg, env, state, reporter, global_batch, raw, t_setup, name, checkpointing)
+        with _watched(watchdog, "final checkpoint"):
+            t0 = time.perf_counter()
+            before = checkpointing.manager.last_started_step
+            checkpointing.finish(state.step, state.model, state.optimizer, state.scheduler)
+            if checkpointing.manager.last_started_step != before:
+                goodput.checkpoint_started(state.step)
+                goodput.checkpoint_blocked(time.perf_counter() - t0)
+            reporter.gauges.update(checkpointing.metrics())
+            _finish(cfg, env, state, reporter, global_batch, raw, t_setup, name, checkpointing,
+                    goodput)  # fmt: skip
         return 0
     finally:
+        if watchdog is not None:
+            watchdog.close()
         reporter.close()
+
+
+def _begin_attempt(ledger: RunLedger, env: DistEnv, reporter: Reporter) -> None:
+    """Rank 0 registers this attempt and names why the previous one ended; all ranks learn
+    the attempt number (their exit records are filed under it)."""
+    box: list[Any] = [None]
+    if env.is_main:
+        attempt = ledger.begin_attempt()
+        box = [(attempt, ledger.previous_exit())]
+    dist.broadcast_object_list(box, src=0)
+    attempt, previous = box[0]
+    ledger.attempt_no = attempt
+    if previous:
+        where = ", ".join(
+            f"{k} {previous[k]}" for k in ("rank", "step") if previous.get(k) is not None
+        )
+        reporter.log(
+            f"restart: attempt {attempt}; attempt {attempt - 1} ended with "
+            f"{previous['reason']}{f' ({where})' if where else ''}: {previous['detail']}"
+        )
+    reporter.gauges.update(_attempt_gauges(ledger))
+
+
+def _attempt_gauges(ledger: RunLedger) -> dict[str, float]:
+    out: dict[str, float] = {"restarts": float(ledger.restarts)}
+    counts = {r: 0 for r in exits.REASONS if r != exits.SUCCESS.name}
+    for a in ledger.attempts:
+        if a.exit and a.exit.get("reason") in counts:
+            counts[a.exit["reason"]] += 1
+    for reason, n in counts.items():
+        out[f'attempt_exits{{reason="{reason}"}}'] = float(n)
+    return out
+
+
+def _check_progress(ledger: RunLedger, env: DistEnv, step: int, reporter: Reporter) -> None:
+    """Stop a job that keeps failing from the same checkpoint (the training operator's
+    ExitCode policy re-creates pods for retryable codes without a limit)."""
+    box = [ledger.attempts_without_progress(step) if env.is_main else 0]
+    dist.broadcast_object_list(box, src=0)
+    failed = int(box[0])
+    if failed >= NO_PROGRESS_LIMIT:
+        raise exits.RunFailure(
+            exits.NO_PROGRESS,
+            f"{failed} attempts in a row failed after resuming from step {step} "
+            f"(limit {NO_PROGRESS_LIMIT}); the last one: {ledger.previous_exit()}",
+        )
+
+
+def _watchdog(
+    cfg: TrainConfig,
+    env: DistEnv,
+    timeouts: Timeouts,
+    out_dir: Path,
+    ledger: RunLedger,
+    log: Any,
+) -> Watchdog | None:
+    """The hang watchdog (watchdog.py), or None with --hang-timeout 0."""
+    if not timeouts.watchdog_enabled:
+        return None
+
+    def record(fired: Fired) -> None:
+        ledger.record_exit(
+            exits.HANG,
+            step=fired.activity.step,
+            detail=fired.detail,
+            extra={"collectives": fired.collectives},
+        )
+
+    return Watchdog(
+        timeouts.hang_timeout,
+        startup_s=timeouts.watchdog_startup,
+        rank=env.rank,
+        world_size=env.world_size,
+        log=log,
+        dump_dir=out_dir / "flight-recorder" / f"attempt_{ledger.attempt_no:04d}",
+        on_fire=record,
+    ).start()
+
+
+def _watched(watchdog: Watchdog | None, name: str, step: int | None = None) -> Any:
+    return watchdog.section(name, step=step) if watchdog is not None else contextlib.nullcontext()
 
 
 def micro_step(
@@ -237,13 +366,22 @@ def _loop(
     reporter: Reporter,
     checkpointing: ckpt_mod.Checkpointing,
     dtype: torch.dtype,
+    watchdog: Watchdog | None = None,
+    goodput: Goodput | None = None,
 ) -> int:
     model, optimizer, scheduler = state.model, state.optimizer, state.scheduler
     loss_acc = torch.zeros((), device=env.device, dtype=torch.float32)  # stays on device
     window = 0
+    fault = InStepFault(env.rank)  # test hook (faults.py); inert unless TRAINFORGE_TEST_FAULT
     dist.barrier()  # ranks start the clock together (throughput numbers exclude setup skew)
     reporter.start_loop(state.step)
     while state.step < cfg.steps:
+        # reliability hook: the watchdog times this step (forward to the log step's sync)
+        t_step = time.perf_counter()
+        exits.context.step = state.step + 1  # the step in progress (1-based)
+        if watchdog is not None:
+            watchdog.step_started(state.step + 1)
+        fault(state.step + 1, reporter.log if env.is_main else print)
         for micro in range(cfg.grad_accum):
             batch = batches.get(state.step, micro)
             loss = micro_step(model, batch, micro == cfg.grad_accum - 1, cfg, env.device, dtype)
@@ -254,21 +392,41 @@ def _loop(
         state.step += 1
         window += 1
 
-        if state.step % cfg.log_every == 0 or state.step == cfg.steps:
+        logged = state.step % cfg.log_every == 0 or state.step == cfg.steps
+        if logged:
             dist.all_reduce(loss_acc, op=dist.ReduceOp.SUM)  # every rank, same steps
             # the only host sync: mean over ranks, steps and micro-steps of the window
             mean = loss_acc.item() / (window * env.world_size * cfg.grad_accum)
+        if watchdog is not None:
+            watchdog.step_finished()
+        if goodput is not None:
+            goodput.step(state.step, time.perf_counter() - t_step)
+        if logged:
             extra = checkpointing.metrics()
+            if goodput is not None:
+                extra.update(goodput.gauges())
+                goodput.flush()
+            if watchdog is not None:
+                extra["watchdog_bound_seconds"] = watchdog.bound()[0]
             reporter.record(state.step, mean, scheduler.get_last_lr()[0], extra)
             loss_acc.zero_()
             window = 0
             if not math.isfinite(mean):
                 reporter.log(f"error: loss is {mean} at step {state.step}; lower --lr")
-                return 1
+                raise exits.RunFailure(
+                    exits.USER_ERROR, f"loss is {mean} at step {state.step}; lower --lr"
+                )
 
         # checkpoint hook (after each optimizer step): periodic save, and the stop flag --
         # True once every rank agreed on a SIGTERM and a checkpoint of this step is saved.
-        if checkpointing.after_step(state.step, model, optimizer, scheduler):
+        before = checkpointing.manager.last_started_step
+        t_ckpt = time.perf_counter()
+        with _watched(watchdog, "checkpoint", state.step):
+            stop = checkpointing.after_step(state.step, model, optimizer, scheduler)
+        if goodput is not None and checkpointing.manager.last_started_step != before:
+            goodput.checkpoint_started(state.step)
+            goodput.checkpoint_blocked(time.perf_counter() - t_ckpt)
+        if stop:
             return PREEMPTED_EXIT_CODE
     return 0
 
@@ -283,6 +441,7 @@ def _finish(
     t_setup: float,
     name: str,
     checkpointing: ckpt_mod.Checkpointing,
+    goodput: Goodput | None = None,
 ) -> None:
     stats = param_stats(state.model)
     gathered: list[Any] = [None] * env.world_size
@@ -331,6 +490,21 @@ def _finish(
         "peak_flops_per_gpu": reporter.peak_total / env.world_size if reporter.peak_total else None,
         **memory,
     }
+    if goodput is not None:
+        # reliability hook: goodput across every attempt, and why each earlier attempt ended
+        gp = goodput.snapshot()
+        summary["goodput"] = gp
+        summary["restarts"] = gp["restarts"]
+        summary["attempts"] = [
+            {
+                "attempt": a.attempt,
+                "resumed_step": a.resumed_step,
+                "last_step": a.last_step,
+                "exit": a.exit,
+            }  # fmt: skip
+            for a in goodput.ledger.attempts
+        ]
+        reporter.gauges.update(goodput.gauges())
     reporter.summary(summary)
 
 

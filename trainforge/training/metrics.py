@@ -40,6 +40,14 @@ HELP = {
     "progress": "fraction of the run's steps completed (0..1)",
     "eta_seconds": "estimated seconds until the last step, at this run's average step time",
     "step_seconds": "seconds per optimizer step over the last log window",
+    # reliability (docs/reliability.md)
+    "goodput": "fraction of wall time since the first attempt spent in steps that were kept",
+    "restarts": "restarts of this run so far (torchrun restarts and pod re-creations)",
+    "productive_seconds": "seconds spent in training steps that were kept (goodput numerator)",
+    "wall_seconds": "seconds since the first attempt of this run started (goodput denominator)",
+    "lost_seconds": "seconds of steps run by failed attempts after their last checkpoint",
+    "watchdog_bound_seconds": "seconds a step may run before the hang watchdog fires",
+    "attempt_exits": "earlier attempts of this run that ended with each exit reason",
 }
 
 
@@ -82,16 +90,24 @@ class Gauges:
             return dict(self._values)
 
     def render(self, labels: dict[str, str] | None = None) -> str:
+        """Prometheus text; a name may carry its own labels: ``attempt_exits{reason="hang"}``."""
         label = ""
         if labels:
-            inner = ",".join(f'{k}="{_escape(v)}"' for k, v in sorted(labels.items()))
-            label = "{" + inner + "}"
+            label = ",".join(f'{k}="{_escape(v)}"' for k, v in sorted(labels.items()))
         lines = []
+        helped: set[str] = set()
         for name, value in sorted(self.snapshot().items()):
-            metric = f"trainforge_{name}"
-            lines.append(f"# HELP {metric} {HELP.get(name, name.replace('_', ' '))}")
-            lines.append(f"# TYPE {metric} gauge")
-            lines.append(f"{metric}{label} {_fmt(value)}")
+            base, _, own = name.partition("{")
+            own = own.rstrip("}")
+            metric = f"trainforge_{base}"
+            if metric not in helped:
+                helped.add(metric)
+                lines.append(f"# HELP {metric} {HELP.get(base, base.replace('_', ' '))}")
+                lines.append(f"# TYPE {metric} gauge")
+            inner = ",".join(x for x in (label, own) if x)
+            lines.append(
+                f"{metric}{{{inner}}} {_fmt(value)}" if inner else f"{metric} {_fmt(value)}"
+            )
         return "\n".join(lines) + "\n"
 
 
@@ -322,6 +338,9 @@ class Reporter:
         ]
         if summary.get("mfu") is not None:
             parts.append(f"MFU {100 * summary['mfu']:.1f}%")
+        if summary.get("goodput"):
+            gp = summary["goodput"]
+            parts.append(f"goodput {100 * gp['goodput']:.1f}% ({gp['restarts']} restarts)")
         self.log("summary: " + " | ".join(p for p in parts if p))
         if self.output_dir is not None:
             path = self.output_dir / "summary.json"

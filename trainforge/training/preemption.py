@@ -23,6 +23,8 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from trainforge.training.distributed import group_timeout
+
 # Exit code after a checkpoint-on-SIGTERM: 128 + SIGTERM, the code a process killed by SIGTERM
 # reports. torchrun treats it as a failure (so --max-restarts resumes the job) and the Kubeflow
 # training operator's ExitCode restart policy treats 128-255 as retryable.
@@ -47,7 +49,9 @@ class PreemptionHandler:
         self.signal_name = ""
         self._local = threading.Event()
         self._distributed = dist.is_available() and dist.is_initialized()
-        self._group = dist.new_group(backend="gloo") if self._distributed else None
+        self._group = (
+            dist.new_group(backend="gloo", timeout=group_timeout()) if self._distributed else None
+        )
         self._work: Any = None
         self._flag = torch.zeros(1, dtype=torch.int32)
         self._previous: dict[int, Any] = {}

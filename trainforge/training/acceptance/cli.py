@@ -1,0 +1,61 @@
+"""`trainforge acceptance parse {allreduce,dcgm} FILE|-`: pass/fail, with the numbers.
+
+Reads an acceptance test's output (``kubectl logs`` of its pods, or a saved file) and prints
+the verdict; exit 0 = pass, 1 = fail, 2 = usage. For an all-reduce, the floor comes from the
+facts table (facts.py) for ``--instance-type`` and ``--nodes``, or from ``--min-busbw``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from trainforge.training.acceptance import facts
+from trainforge.training.acceptance.parse import parse_allreduce, parse_dcgm
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="trainforge acceptance",
+        description="Judge the output of a GPU pool's acceptance test (docs/reliability.md).",
+    )
+    sub = p.add_subparsers(dest="command", required=True)
+    parse = sub.add_parser("parse", help="read a test's output and print PASS/FAIL")
+    parse.add_argument("test", choices=["allreduce", "dcgm"])
+    parse.add_argument("file", help="the output (kubectl logs ...), or - for stdin")
+    parse.add_argument("--instance-type", action="append", default=[], metavar="TYPE",
+                       help="all-reduce: the nodes' instance type (floor from the facts table)")  # fmt: skip
+    parse.add_argument("--nodes", type=int, default=2, help="all-reduce: nodes in the run")
+    parse.add_argument("--min-busbw", type=float, default=None, metavar="GBPS",
+                       help="all-reduce: the pass floor in GB/s (overrides the facts table)")  # fmt: skip
+    parse.add_argument("--no-require-efa", action="store_true",
+                       help="all-reduce: do not require NCCL to have used EFA")  # fmt: skip
+    parse.add_argument("--level", type=int, choices=[1, 2, 3, 4], default=None,
+                       help="dcgm: the diagnostic level that ran")  # fmt: skip
+    parse.add_argument("--node", default="", help="dcgm: the node name, for the report")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        text = sys.stdin.read() if args.file == "-" else open(args.file, encoding="utf-8").read()  # noqa: SIM115
+    except OSError as e:
+        print(f"trainforge acceptance: cannot read {args.file}: {e.strerror}", file=sys.stderr)
+        return 2
+    if args.test == "dcgm":
+        verdict = parse_dcgm(text, level=args.level, node=args.node)
+    else:
+        floor, why = args.min_busbw, "--min-busbw"
+        if floor is None and args.instance_type:
+            f = facts.allreduce_floor(args.instance_type, args.nodes)
+            floor, why = f.gbps, f.why
+        verdict = parse_allreduce(
+            text, min_busbw_gbps=floor, floor_why=why, require_efa=not args.no_require_efa
+        )
+    print(verdict.render())
+    return 0 if verdict.passed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

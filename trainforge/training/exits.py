@@ -1,0 +1,300 @@
+"""Why a training process ended: one reason, one exit code, one log line.
+
+The exit code is what the job controller sees. The Kubeflow training operator's
+``restartPolicy: ExitCode`` (release 1.9, ``pkg/util/train/train_util.go``:
+``IsRetryableExitCode(code) = code >= 128``) re-creates the pod for codes 128-255 and fails
+the job for 1-127. So every failure a restart can fix gets a code >= 128 and every failure it
+cannot (the same flags would fail the same way) gets a code below 128:
+
+=================  ====  =========  ==================================================
+reason             code  retry      what happened
+=================  ====  =========  ==================================================
+user_error            1  no         an exception in the training code, a non-finite loss
+config_error          2  no         bad flags, an unusable checkpoint, an impossible setup
+oom                   3  no         out of GPU (or host allocator) memory: the same batch
+                                    would run out again; lower the batch size
+no_progress           4  no         the job kept failing from the same checkpoint
+preempted           143  yes        SIGTERM: a checkpoint was saved, resume from it
+collective_error    200  yes        an NCCL/gloo error or a collective timeout
+hang                201  yes        the watchdog saw no progress (see watchdog.py)
+peer_lost           202  yes        another rank vanished (its process or its node died)
+gpu_error           203  yes        a GPU hardware fault (ECC, fallen off the bus, Xid)
+=================  ====  =========  ==================================================
+
+Codes 200-203 sit above the range of signal deaths (128 + signal, at most 128 + 64), so a
+reason is never mistaken for a signal. A process killed outright (SIGKILL by the kernel's OOM
+killer or a node that vanished) leaves no code of ours; the restart's ledger infers
+``node_lost`` when some rank of the failed attempt left no exit record (ledger.py).
+
+Torch is imported lazily: the launcher and the tests read this table without it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import re
+import sys
+
+
+@dataclasses.dataclass(frozen=True)
+class Reason:
+    name: str
+    code: int
+    what: str
+    action: str
+
+    @property
+    def retryable(self) -> bool:
+        return self.code >= 128
+
+
+USER_ERROR = Reason("user_error", 1, "the training code raised", "fix the error in the traceback")
+CONFIG_ERROR = Reason(
+    "config_error", 2, "the configuration cannot work", "fix the flag or checkpoint named above"
+)
+OOM = Reason(
+    "oom",
+    3,
+    "out of memory",
+    "lower --batch-size (raise --grad-accum to keep the global batch), use "
+    "--activation-checkpointing, bf16 or --strategy fsdp",
+)
+NO_PROGRESS = Reason(
+    "no_progress",
+    4,
+    "the job kept failing from the same checkpoint",
+    "read the earlier attempts' exit lines (`kubectl logs --previous`) and fix their cause",
+)
+PREEMPTED = Reason(
+    "preempted", 143, "SIGTERM: checkpointed and stopped", "none: the restart resumes"
+)
+COLLECTIVE_ERROR = Reason(
+    "collective_error",
+    200,
+    "a collective failed or timed out",
+    "none if the restart succeeds; if it repeats, look for a sick node (acceptance tests)",
+)
+HANG = Reason(
+    "hang",
+    201,
+    "no progress within the watchdog's bound",
+    "none if the restart succeeds; the stacks and flight recorder dump show where",
+)
+PEER_LOST = Reason(
+    "peer_lost",
+    202,
+    "another rank vanished",
+    "none: the restart regroups; look for the first rank that failed",
+)
+GPU_ERROR = Reason(
+    "gpu_error",
+    203,
+    "a GPU hardware fault",
+    "none: node repair replaces a node whose GPU keeps failing",
+)
+SUCCESS = Reason("success", 0, "finished", "none")
+# Inferred by the ledger (a rank left no exit record); never an exit code of ours.
+NODE_LOST = Reason(
+    "node_lost",
+    137,
+    "a rank was killed or its node vanished (no exit record)",
+    "none: node repair / Karpenter replace a lost node",
+)
+
+REASONS: dict[str, Reason] = {
+    r.name: r
+    for r in (
+        SUCCESS,
+        USER_ERROR,
+        CONFIG_ERROR,
+        OOM,
+        NO_PROGRESS,
+        PREEMPTED,
+        COLLECTIVE_ERROR,
+        HANG,
+        PEER_LOST,
+        GPU_ERROR,
+        NODE_LOST,
+    )
+}
+BY_CODE: dict[int, Reason] = {r.code: r for r in REASONS.values() if r is not NODE_LOST}
+
+# Which reason is the cause when several ranks failed at once: a rank that failed on its own
+# (a bug, OOM, a hang) makes its peers fail in collectives, so those rank lower.
+ROOT_CAUSE_ORDER = (
+    "config_error",
+    "user_error",
+    "oom",
+    "no_progress",
+    "gpu_error",
+    "hang",
+    "node_lost",
+    "collective_error",
+    "peer_lost",
+    "preempted",
+    "success",
+)
+
+_OOM_TEXT = re.compile(
+    r"out of memory|can't allocate memory|CUDA error: out of memory|std::bad_alloc", re.I
+)
+_GPU_TEXT = re.compile(
+    r"uncorrectable ECC|ECC error|fallen off the bus|GPU is lost|unspecified launch failure|"
+    r"\bXid\b|CUDA error: unknown error",
+    re.I,
+)
+_PEER_TEXT = re.compile(
+    r"Connection closed by peer|Connection reset by peer|Broken pipe|remote process exited|"
+    r"ncclRemoteError|Connection refused|remote worker crash|peer .* (closed|died)",
+    re.I,
+)
+_COLLECTIVE_TEXT = re.compile(
+    r"\bNCCL\b|\bgloo\b|Timed out waiting|collective operation timeout|ProcessGroup|"
+    r"\bc10d\b|Watchdog caught",
+    re.I,
+)
+
+
+def classify(exc: BaseException) -> Reason:
+    """The reason an exception ends the run (the root of its cause chain counts too)."""
+    from trainforge.training.checkpoint import CheckpointError  # noqa: PLC0415
+    from trainforge.training.config import ConfigError  # noqa: PLC0415
+
+    chain: list[BaseException] = []
+    seen: set[int] = set()
+    e: BaseException | None = exc
+    while e is not None and id(e) not in seen:
+        chain.append(e)
+        seen.add(id(e))
+        e = e.__cause__ or e.__context__
+    for e in chain:
+        if isinstance(e, ConfigError | CheckpointError):
+            return CONFIG_ERROR
+    for e in chain:
+        if _is_oom(e):
+            return OOM
+    text = " | ".join(f"{type(x).__name__}: {x}" for x in chain)
+    if _GPU_TEXT.search(text):
+        return GPU_ERROR
+    dist_types = _dist_types()
+    for e in chain:
+        if dist_types and isinstance(e, dist_types["network"]):
+            return PEER_LOST
+    if _PEER_TEXT.search(text):
+        return PEER_LOST
+    for e in chain:
+        if dist_types and isinstance(e, dist_types["backend"]):
+            return COLLECTIVE_ERROR
+    if _COLLECTIVE_TEXT.search(text):
+        return COLLECTIVE_ERROR
+    return USER_ERROR
+
+
+def _is_oom(e: BaseException) -> bool:
+    if isinstance(e, MemoryError):
+        return True
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(e, getattr(torch, "OutOfMemoryError", ())):
+        return True
+    return isinstance(e, RuntimeError) and bool(_OOM_TEXT.search(str(e)))
+
+
+def _dist_types() -> dict[str, tuple[type, ...]]:
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return {}
+    dist = torch.distributed
+    network = tuple(
+        t
+        for t in (getattr(dist, "DistNetworkError", None), getattr(dist, "DistStoreError", None))
+        if t is not None
+    )
+    backend = tuple(t for t in (getattr(dist, "DistBackendError", None),) if t is not None)
+    return {"network": network, "backend": backend}
+
+
+def root_cause(reasons: list[Reason]) -> Reason:
+    """The reason that best explains a set of simultaneous failures (ROOT_CAUSE_ORDER)."""
+    if not reasons:
+        return NODE_LOST
+    return min(reasons, key=lambda r: ROOT_CAUSE_ORDER.index(r.name))
+
+
+def for_code(code: int) -> Reason | None:
+    """The reason behind an exit code of ours, or a signal death (128 + n); None otherwise."""
+    if code in BY_CODE:
+        return BY_CODE[code]
+    return None
+
+
+def first_line(exc: BaseException, limit: int = 300) -> str:
+    text = str(exc).strip().splitlines()
+    msg = text[0][:limit] if text else ""
+    return f"{type(exc).__name__}: {msg}" if msg else type(exc).__name__
+
+
+def exit_line(reason: Reason, *, rank: int | None, step: int | None, detail: str) -> str:
+    """The one line a log reader needs: reason, code, whether it restarts, what to do."""
+    where = []
+    if rank is not None:
+        where.append(f"rank {rank}")
+    if step is not None:
+        where.append(f"step {step}")
+    place = f" ({', '.join(where)})" if where else ""
+    retry = "the job restarts" if reason.retryable else "permanent: the job stops"
+    if reason is SUCCESS:
+        retry = "done"
+    return (
+        f"trainforge exit: {reason.name} code={reason.code}{place}: {detail} "
+        f"[{retry}; action: {reason.action}]"
+    )
+
+
+# --------------------------------------------------------------------- reporting an exit
+
+
+class RunFailure(Exception):
+    """Raised by the runtime for a failure it has already diagnosed (no traceback needed)."""
+
+    def __init__(self, reason: Reason, detail: str) -> None:
+        super().__init__(detail)
+        self.reason = reason
+        self.detail = detail
+
+
+@dataclasses.dataclass
+class Context:
+    """Where the process is, for the exit line and the ledger (set by the training loop)."""
+
+    rank: int | None = None
+    step: int | None = None
+    ledger: object | None = None  # trainforge.training.ledger.RunLedger
+
+
+context = Context()
+
+
+def report(reason: Reason, detail: str, *, step: int | None = None) -> int:
+    """Print the exit line, record it in the run ledger; returns the exit code."""
+    rank = context.rank
+    if rank is None:
+        env_rank = os.environ.get("RANK", "")
+        rank = int(env_rank) if env_rank.isdigit() else None
+    step = context.step if step is None else step
+    line = exit_line(reason, rank=rank, step=step, detail=detail)
+    if reason is SUCCESS:
+        if not rank:
+            print(line, flush=True)
+    elif reason is CONFIG_ERROR:
+        if not rank:  # identical on every rank: said once
+            print(line, file=sys.stderr, flush=True)
+    else:
+        print(line, file=sys.stderr, flush=True)
+    ledger = context.ledger
+    if ledger is not None:
+        # bookkeeping never changes the exit code
+        with contextlib.suppress(Exception):
+            ledger.record_exit(reason, step=step, detail=detail)  # type: ignore[attr-defined]
+    return reason.code

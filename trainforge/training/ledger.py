@@ -1,0 +1,266 @@
+"""The run ledger: what survives a restart besides the checkpoint.
+
+A restarted job is a new process with no memory, yet goodput needs the wall time since the
+*first* attempt, the productive time already banked in the checkpoint it resumes from, and
+why the previous attempt ended. That lives next to the checkpoints, on storage every rank
+shares, in a directory the checkpoint scanner ignores (``<checkpoint-dir>/.trainforge/``)::
+
+    run.json                         rank 0: attempts, productive seconds per checkpoint step
+    exits/attempt_0003/rank_00001.json   each rank that failed: its reason (exits.py)
+
+Rank 0 writes ``run.json`` (tmp file + rename, so it is whole or absent) when an attempt
+starts, at every log step, when a checkpoint of a step starts (the productive seconds up to
+that step, so resuming from it knows what it banked) and when the attempt ends. Every rank
+writes its own exit record when it fails; the next attempt's rank 0 reads them and names the
+root cause (``exits.root_cause``). A rank of the failed attempt with no record was killed
+outright or lost its node: ``node_lost``.
+
+Without ``--checkpoint-dir`` nothing survives a restart, and the ledger keeps this process's
+view only (restarts from ``TORCHELASTIC_RESTART_COUNT``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from trainforge.training import exits
+
+LEDGER_DIR = ".trainforge"
+RUN_FILE = "run.json"
+EXITS_DIR = "exits"
+LEDGER_VERSION = 1
+KEEP_PRODUCTIVE = 64  # productive-seconds entries kept (checkpoint steps)
+# A job that fails this many attempts in a row from the same checkpoint stops (no_progress):
+# the training operator's ExitCode policy re-creates pods for retryable codes without limit.
+NO_PROGRESS_LIMIT = 5
+
+LogFn = Callable[[str], None]
+
+
+def _write_json(path: Path, obj: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(obj, f, indent=1, sort_keys=True)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def _read_json(path: Path) -> Any | None:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+@dataclasses.dataclass
+class Attempt:
+    attempt: int
+    started_at: float  # wall clock (time.time) when this attempt's process started
+    loop_started_at: float | None = None
+    resumed_step: int | None = None
+    last_step: int | None = None
+    updated_at: float | None = None
+    step_seconds: float = 0.0  # time in training steps in this attempt
+    checkpoint_seconds: float = 0.0  # time training was blocked by checkpoints
+    finished: bool = False
+    exit: dict[str, Any] | None = None  # {"reason", "code", "rank", "step", "detail"}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Attempt:
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names})
+
+
+class RunLedger:
+    """Rank 0 owns ``run.json``; every rank may record its own exit. Never raises on I/O:
+    bookkeeping must not stop training (problems are logged once)."""
+
+    def __init__(
+        self,
+        checkpoint_dir: str | Path | None,
+        *,
+        rank: int,
+        world_size: int,
+        log: LogFn = print,
+        process_started_at: float | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.root = Path(checkpoint_dir) / LEDGER_DIR if checkpoint_dir else None
+        self.rank = rank
+        self.world_size = world_size
+        self.log = log
+        self.clock = clock
+        self.process_started_at = process_started_at or clock()
+        self.started_at = self.process_started_at  # of the first attempt, once loaded
+        self.attempts: list[Attempt] = []
+        self.productive_by_step: dict[int, float] = {}
+        self.attempt_no = int(os.environ.get("TORCHELASTIC_RESTART_COUNT") or 0)
+        self._warned = False
+
+    # -- files ----------------------------------------------------------------------------
+
+    @property
+    def persistent(self) -> bool:
+        return self.root is not None
+
+    def _run_path(self) -> Path:
+        assert self.root is not None
+        return self.root / RUN_FILE
+
+    def _exit_path(self, attempt: int, rank: int) -> Path:
+        assert self.root is not None
+        return self.root / EXITS_DIR / f"attempt_{attempt:04d}" / f"rank_{rank:05d}.json"
+
+    def _warn(self, what: str, e: BaseException) -> None:
+        if not self._warned:
+            self._warned = True
+            self.log(f"ledger: cannot {what} ({type(e).__name__}: {e}); goodput may be off")
+
+    # -- attempt lifecycle (rank 0) -------------------------------------------------------
+
+    def begin_attempt(self) -> int:
+        """Rank 0: load the ledger, name the previous attempt's exit, register this one.
+        Returns the attempt number (broadcast it to the other ranks)."""
+        if self.root is not None:
+            data = _read_json(self._run_path())
+            if isinstance(data, dict) and data.get("version") == LEDGER_VERSION:
+                self.started_at = float(data.get("started_at", self.process_started_at))
+                self.attempts = [Attempt.from_json(a) for a in data.get("attempts", [])]
+                self.productive_by_step = {
+                    int(k): float(v) for k, v in (data.get("productive_by_step") or {}).items()
+                }
+        if self.attempts:
+            prev = self.attempts[-1]
+            if not prev.finished and prev.exit is None:
+                prev.exit = self.collect_exits(prev.attempt)
+            self.attempt_no = prev.attempt + 1
+        current = Attempt(attempt=self.attempt_no, started_at=self.process_started_at)
+        self.attempts.append(current)
+        self.save()
+        return self.attempt_no
+
+    def collect_exits(self, attempt: int) -> dict[str, Any]:
+        """The root cause of a failed attempt, from its ranks' exit records."""
+        records: list[dict[str, Any]] = []
+        if self.root is not None:
+            folder = self.root / EXITS_DIR / f"attempt_{attempt:04d}"
+            if folder.is_dir():
+                for p in sorted(folder.glob("rank_*.json")):
+                    rec = _read_json(p)
+                    if isinstance(rec, dict) and rec.get("reason") in exits.REASONS:
+                        records.append(rec)
+        seen = {int(r.get("rank", -1)) for r in records}
+        missing = [r for r in range(self.world_size) if r not in seen]
+        reasons = [exits.REASONS[r["reason"]] for r in records]
+        if missing:
+            reasons.append(exits.NODE_LOST)
+        cause = exits.root_cause(reasons)
+        if cause is exits.NODE_LOST:
+            shown = ", ".join(map(str, missing[:8])) + (" ..." if len(missing) > 8 else "")
+            peers = sorted({r["reason"] for r in records})
+            detail = (
+                f"rank(s) {shown} left no exit record: killed (SIGKILL/OOM killer) or node lost"
+            )
+            if peers:
+                detail += f"; the others: {', '.join(peers)}"
+            return {"reason": cause.name, "code": None, "rank": missing[0], "step": None,
+                    "detail": detail}  # fmt: skip
+        # among ranks with the same reason, the one that entered the fewest collectives is the
+        # one the others waited for (a hang's stuck rank); then the lowest rank
+        rec = min(
+            (r for r in records if r["reason"] == cause.name),
+            key=lambda r: (
+                r["collectives"] if isinstance(r.get("collectives"), int) else float("inf"),
+                int(r.get("rank", 0)),
+            ),
+        )
+        others = sorted({r["reason"] for r in records if r is not rec})
+        detail = str(rec.get("detail", ""))
+        if others:
+            detail += f" (other ranks: {', '.join(others)})"
+        return {"reason": cause.name, "code": rec.get("code"), "rank": rec.get("rank"),
+                "step": rec.get("step"), "detail": detail}  # fmt: skip
+
+    def previous_exit(self) -> dict[str, Any] | None:
+        return self.attempts[-2].exit if len(self.attempts) > 1 else None
+
+    def attempts_without_progress(self, resumed_step: int) -> int:
+        """Failed attempts in a row, right before this one, that resumed from this step."""
+        n = 0
+        for a in reversed(self.attempts[:-1]):
+            if a.resumed_step != resumed_step or a.finished:
+                break
+            if a.exit is not None and a.exit.get("reason") == exits.PREEMPTED.name:
+                break  # preemption is not a failure of the job
+            n += 1
+        return n
+
+    @property
+    def current(self) -> Attempt:
+        if not self.attempts:
+            self.attempts.append(Attempt(self.attempt_no, self.process_started_at))
+        return self.attempts[-1]
+
+    @property
+    def restarts(self) -> int:
+        """Restarts of this run so far: torchrun restarts and pod re-creations alike."""
+        if self.persistent and self.attempts:
+            return max(len(self.attempts) - 1, 0)
+        return self.attempt_no
+
+    def save(self) -> None:
+        if self.root is None or self.rank != 0:
+            return
+        recent = sorted(self.productive_by_step)[-KEEP_PRODUCTIVE:]
+        data = {
+            "version": LEDGER_VERSION,
+            "started_at": self.started_at,
+            "attempts": [dataclasses.asdict(a) for a in self.attempts],
+            "productive_by_step": {str(k): self.productive_by_step[k] for k in recent},
+        }
+        try:
+            _write_json(self._run_path(), data)
+        except OSError as e:
+            self._warn("write the run ledger", e)
+
+    # -- exits (any rank) -----------------------------------------------------------------
+
+    def record_exit(
+        self,
+        reason: exits.Reason,
+        *,
+        step: int | None,
+        detail: str,
+        attempt: int | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        """This rank's exit record (a failure); rank 0 also closes its attempt in run.json."""
+        rec = {
+            **(extra or {}),
+            "reason": reason.name,
+            "code": reason.code,
+            "rank": self.rank,
+            "step": step,
+            "detail": detail,
+            "time": self.clock(),
+        }
+        if self.root is not None and reason is not exits.SUCCESS:
+            try:
+                _write_json(self._exit_path(self.attempt_no if attempt is None else attempt,
+                                            self.rank), rec)  # fmt: skip
+            except OSError as e:
+                self._warn("write this rank's exit record", e)
+        if self.rank == 0 and self.attempts:
+            cur = self.current
+            cur.updated_at = self.clock()
+            if reason is exits.SUCCESS:
+                cur.finished = True
+            self.save()
