@@ -107,3 +107,37 @@ def test_mlflow_server_major_matches_the_pinned_client():
     client = re.search(r'"mlflow==(\d+)\.', (root / "pyproject.toml").read_text()).group(1)
     server = re.search(r":v(\d+)\.", versions.MLFLOW_IMAGE).group(1)
     assert server == client
+
+
+def test_unconfirmed_addon_builds_are_asked_of_eks_and_confirmed_ones_are_pinned(repo_root):
+    """EKS rejects a build it does not offer for the cluster's minor: a build no record
+    confirmed is EKS's own default for KUBERNETES_VERSION, looked up at preview."""
+    from trainforge.plan.mocks import TrainforgeMocks, read_stack_file, run_mocked
+    from trainforge.platform.config import load_config
+    from trainforge.platform.training_platform import TrainingPlatform
+
+    mocks = TrainforgeMocks(preview=True)
+    run = run_mocked(
+        lambda: TrainingPlatform("platform", load_config()),
+        read_stack_file(repo_root / "Pulumi.prod.yaml"),
+        mocks=mocks,
+        preview=True,
+    )
+    asked = {
+        c.args["addonName"]: c.args
+        for c in mocks.calls
+        if c.token == "aws:eks/getAddonVersion:getAddonVersion"
+    }
+    assert set(asked) == set(versions.EKS_ADDONS_ASKED_AT_PREVIEW)
+    assert all(
+        a["kubernetesVersion"] == versions.KUBERNETES_VERSION and not a.get("mostRecent")
+        for a in asked.values()
+    )
+    installed = {
+        r.inputs["addonName"]: r.inputs["addonVersion"] for r in run.of_type("aws:eks/addon:Addon")
+    }
+    from trainforge.platform.addons import pin
+
+    # the offline answer is the recorded build
+    assert installed == {name: pin(name) for name in installed}
+    assert set(installed) >= versions.EKS_ADDONS_ASKED_AT_PREVIEW

@@ -21,6 +21,7 @@ import pulumi_aws as aws
 import pulumi_eks as eks
 
 from trainforge.platform import versions
+from trainforge.platform.addons import addon_version
 from trainforge.platform.config import PlatformConfig
 from trainforge.platform.iam import (
     CLUSTER_ADMIN_POLICY,
@@ -170,7 +171,7 @@ class Cluster(pulumi.ComponentResource):
             "aws-ebs-csi-driver": self._ebs_csi_identity(name, cname, args.tags, after_cluster)
         }
         self.addons: dict[str, aws.eks.Addon] = {}
-        for addon, version in versions.EKS_ADDON_VERSIONS.items():
+        for addon in versions.EKS_ADDON_VERSIONS:
             config_values = None
             if addon == "vpc-cni":
                 # NetworkPolicies (team isolation) are enforced by the VPC CNI's agent.
@@ -180,7 +181,7 @@ class Cluster(pulumi.ComponentResource):
                 f"{name}-{addon}",
                 cluster_name=cname,
                 addon_name=addon,
-                addon_version=version,
+                addon_version=addon_version(addon),
                 configuration_values=config_values,
                 resolve_conflicts_on_create="OVERWRITE",
                 resolve_conflicts_on_update="PRESERVE",

@@ -33,6 +33,7 @@ import pulumi_kubernetes as k8s
 
 from trainforge.jobs.contract import DEFAULT_TRAINING_UID
 from trainforge.platform import versions
+from trainforge.platform.addons import addon_version
 from trainforge.platform.iam import pod_identity_trust_output
 from trainforge.platform.services_config import FsxConfig
 
@@ -377,7 +378,7 @@ class FsxLustre(pulumi.ComponentResource):
             f"{name}-csi",
             cluster_name=args.cluster_name,
             addon_name="aws-fsx-csi-driver",
-            addon_version=versions.FSX_CSI_ADDON_VERSION,
+            addon_version=addon_version("aws-fsx-csi-driver"),
             resolve_conflicts_on_create="OVERWRITE",
             resolve_conflicts_on_update="PRESERVE",
             tags=args.tags,

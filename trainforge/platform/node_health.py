@@ -32,7 +32,7 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
-from trainforge.platform import versions
+from trainforge.platform.addons import addon_version
 
 ADDON_NAME = "eks-node-monitoring-agent"
 # Tolerate every taint: a health agent belongs on every node, whatever the pool's taints.
@@ -168,7 +168,7 @@ class NodeHealth(pulumi.ComponentResource):
             f"{name}-agent",
             cluster_name=args.cluster_name,
             addon_name=ADDON_NAME,
-            addon_version=versions.EKS_NODE_MONITORING_AGENT_VERSION,
+            addon_version=addon_version("eks-node-monitoring-agent"),
             configuration_values=json.dumps(addon_configuration(), sort_keys=True),
             resolve_conflicts_on_create="OVERWRITE",
             resolve_conflicts_on_update="PRESERVE",
