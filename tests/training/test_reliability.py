@@ -310,6 +310,30 @@ def test_launcher_exits_with_the_root_cause(failures: dict, code: int, why: str)
     assert why in line
 
 
+def test_a_recorded_bug_wins_over_the_signal_that_ended_its_rank() -> None:
+    """Rank 1 raised and recorded user_error, but torchrun SIGTERMed it during teardown
+    after its peer exited first with peer_lost: the pod must still exit 1 (permanent)."""
+    got, line = launch.worker_exit_code({0: 202, 1: -15}, {1: exits.USER_ERROR})
+    assert got == 1 and "recorded user_error" in line and "user_error, permanent" in line
+    assert launch.worker_exit_code({0: 202, 1: -15})[0] == 202  # without the record: retryable
+
+
+def test_the_launcher_reads_this_failures_exit_records(tmp_path) -> None:
+    ledger = tmp_path / ".trainforge" / "exits"
+    old, new = ledger / "attempt_0000", ledger / "attempt_0001"
+    old.mkdir(parents=True)
+    new.mkdir()
+    (old / "rank_00000.json").write_text(json.dumps({"reason": "oom", "rank": 0, "time": 100}))
+    (new / "rank_00001.json").write_text(
+        json.dumps({"reason": "user_error", "rank": 1, "time": 1000.0})
+    )
+    (new / "rank_00002.json").write_text(json.dumps({"reason": "hang", "rank": 2, "time": 10.0}))
+    (new / "rank_00003.json").write_text("{half-written")
+    assert launch.failure_records(str(tmp_path), 1005.0) == {1: exits.USER_ERROR}
+    assert launch.checkpoint_dir(["-m", "trainforge.training", "--checkpoint-dir", "/c"]) == "/c"
+    assert launch.checkpoint_dir(["--checkpoint-dir=/d"]) == "/d"
+
+
 def test_fault_hook_spec_is_checked() -> None:
     assert faults.parse("1:7:hang") == (1, 7, "HANG")
     assert faults.parse("") is None

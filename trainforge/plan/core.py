@@ -223,6 +223,28 @@ def add_standin_findings(result: PlanResult, standin: Inventory) -> int:
     return judged
 
 
+def standin_pass(
+    root: pathlib.Path, stack: str, config_overrides: dict[str, Any] | None = None
+) -> Callable[[], Inventory] | None:
+    """The stand-in run of the project (the program again, with mocks that invent ids and
+    ARNs), run at most once and only when asked: for the plan checks that need rendered
+    documents (the IAM rehearsal) and for re-judging the rules. Jobs from config declare only
+    Kubernetes objects, which this pass skips: they are left out so that its cost does not
+    grow with the number of jobs. None without the platform's mocks."""
+    standin_mocks = load_standin_mocks()
+    if standin_mocks is None:
+        return None
+    return once(
+        lambda: run_project(
+            root,
+            stack,
+            mocks=standin_mocks,
+            config_overrides={**(config_overrides or {}), JOBS_KEY: []},
+            preview=False,
+        )
+    )
+
+
 def plan_project(
     root: pathlib.Path,
     stack: str,
@@ -233,22 +255,7 @@ def plan_project(
 ) -> PlanResult:
     """Preview-mode plan; then, when the platform's mocks exist, the stand-in pass above."""
     inv = run_project(root, stack, mocks=mocks, config_overrides=config_overrides)
-    standin_mocks = load_standin_mocks()
-    standin = None
-    if standin_mocks is not None:
-        # Jobs from config declare only Kubernetes objects, which this pass skips: leave them
-        # out so that its cost does not grow with the number of jobs. It runs at most once:
-        # for the plan checks that need rendered documents (the IAM rehearsal) and, unless
-        # --no-standins, for re-judging the rules below.
-        standin = once(
-            lambda: run_project(
-                root,
-                stack,
-                mocks=standin_mocks,
-                config_overrides={**(config_overrides or {}), JOBS_KEY: []},
-                preview=False,
-            )
-        )
+    standin = standin_pass(root, stack, config_overrides)
     result = evaluate(inv, waivers_from(inv), root=root, standin=standin)
     if standins and mocks is None and standin is not None:
         result.standin_judged = add_standin_findings(result, standin())

@@ -276,6 +276,17 @@ class Context:
 context = Context()
 
 
+def record(reason: Reason, detail: str) -> None:
+    """Write this rank's exit record now, without a line: called before the process group is
+    torn down, because its peers notice the closed connection at once and may exit first;
+    the launcher (launch.py) then still finds why this rank failed. `report` writes the same
+    record again with the line."""
+    ledger = context.ledger
+    if ledger is not None and reason is not SUCCESS:
+        with contextlib.suppress(Exception):
+            ledger.record_exit(reason, step=context.step, detail=detail)  # type: ignore[attr-defined]
+
+
 def report(reason: Reason, detail: str, *, step: int | None = None) -> int:
     """Print the exit line, record it in the run ledger; returns the exit code."""
     rank = context.rank

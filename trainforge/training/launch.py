@@ -8,14 +8,27 @@ permanent. This wrapper runs torchrun in-process (``torch.distributed.run.main``
 the worker group finally fails, exits with the code of the failure that explains the others
 (``exits.root_cause``: a rank that hung or raised makes its peers fail in collectives), or
 128 + the signal torchrun itself received (143 for a SIGTERM from the kubelet).
+
+Exit codes alone can lie: a rank that raised writes its exit record, then tears down; its
+peer notices the closed connection and exits first with "peer lost", and torchrun SIGTERMs the
+rank that was still tearing down, so the bug's own exit code never reaches torchrun. The exit
+records the ranks wrote for this failure (the run ledger, ledger.py) therefore take part: a
+record explains a rank better than the signal that ended it.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import signal
 import sys
+from pathlib import Path
 
 from trainforge.training import exits
+from trainforge.training.ledger import EXITS_DIR, LEDGER_DIR
+
+# A record older than this before the first failure torchrun saw belongs to an earlier attempt.
+RECORD_WINDOW_S = 30.0
 
 
 def _reason_for(exitcode: int) -> tuple[int, exits.Reason | None]:
@@ -24,8 +37,12 @@ def _reason_for(exitcode: int) -> tuple[int, exits.Reason | None]:
     return code, exits.for_code(code)
 
 
-def worker_exit_code(failures: dict[int, int]) -> tuple[int, str]:
-    """The exit code for the pod, and a one-line explanation, from {global rank: exitcode}."""
+def worker_exit_code(
+    failures: dict[int, int], records: dict[int, exits.Reason] | None = None
+) -> tuple[int, str]:
+    """The exit code for the pod, and a one-line explanation, from {global rank: exitcode}
+    and the exit records {global rank: reason} the ranks wrote for this failure."""
+    records = records or {}
     parts = []
     candidates: list[tuple[int, int, exits.Reason | None]] = []
     for rank, exitcode in sorted(failures.items()):
@@ -34,8 +51,16 @@ def worker_exit_code(failures: dict[int, int]) -> tuple[int, str]:
             label = f"killed by {_signal_name(-exitcode)}"
         else:
             label = reason.name if reason else "unknown"
+        recorded = records.get(rank)
+        if recorded is not None and recorded is not reason:
+            label += f", recorded {recorded.name}"
+            code, reason = recorded.code, recorded
         parts.append(f"rank {rank} exit {exitcode} ({label})")
         candidates.append((rank, code, reason))
+    for rank, recorded in sorted(records.items()):  # ranks of other pods, same failure
+        if rank not in failures:
+            parts.append(f"rank {rank} recorded {recorded.name}")
+            candidates.append((rank, recorded.code, recorded))
     known = [c for c in candidates if c[2] is not None]
     if known:
         root = exits.root_cause([c[2] for c in known])  # type: ignore[misc]
@@ -45,6 +70,35 @@ def worker_exit_code(failures: dict[int, int]) -> tuple[int, str]:
         rank, code, _ = candidates[0]
         why = "retryable" if code >= 128 else "permanent"
     return code, f"workers failed: {'; '.join(parts)}; exiting with {code} ({why}, rank {rank})"
+
+
+def checkpoint_dir(argv: list[str]) -> str | None:
+    """Where the ranks keep their run ledger: the runtime's --checkpoint-dir, else the job
+    contract's TRAINFORGE_CHECKPOINT_DIR (user code)."""
+    for i, arg in enumerate(argv):
+        if arg == "--checkpoint-dir" and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith("--checkpoint-dir="):
+            return arg.split("=", 1)[1]
+    return os.environ.get("TRAINFORGE_CHECKPOINT_DIR") or None
+
+
+def failure_records(ckpt: str | None, first_failure: float) -> dict[int, exits.Reason]:
+    """{rank: reason} from the newest attempt's exit records written for this failure."""
+    if not ckpt:
+        return {}
+    folder = Path(ckpt) / LEDGER_DIR / EXITS_DIR
+    attempts = sorted(folder.glob("attempt_*")) if folder.is_dir() else []
+    out: dict[int, exits.Reason] = {}
+    for path in sorted(attempts[-1].glob("rank_*.json")) if attempts else []:
+        try:
+            rec = json.loads(path.read_text())
+            reason = exits.REASONS.get(rec.get("reason"))
+            if reason is not None and float(rec["time"]) >= first_failure - RECORD_WINDOW_S:
+                out[int(rec["rank"])] = reason
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # a half-written record says nothing
+    return out
 
 
 def _signal_name(num: int) -> str:
@@ -59,11 +113,14 @@ def main(argv: list[str] | None = None) -> int:
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.run import main as torchrun_main
 
+    argv = argv if argv is not None else sys.argv[1:]
     try:
-        torchrun_main(argv if argv is not None else sys.argv[1:])
+        torchrun_main(argv)
     except ChildFailedError as e:
         failures = {int(rank): int(f.exitcode) for rank, f in e.failures.items()}
-        code, line = worker_exit_code(failures)
+        first = min((float(f.timestamp) for f in e.failures.values()), default=0.0)
+        records = failure_records(checkpoint_dir(argv), first)
+        code, line = worker_exit_code(failures, records)
         print(f"trainforge launch: {line}", file=sys.stderr, flush=True)
         return code
     except SignalException as e:

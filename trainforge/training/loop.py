@@ -151,6 +151,12 @@ def train(cfg: TrainConfig) -> int:
     exits.context.rank = env.rank
     try:
         return _train(cfg, env, timeouts)
+    except exits.RunFailure as e:
+        exits.record(e.reason, e.detail)  # before the teardown below: see exits.record
+        raise
+    except Exception as e:
+        exits.record(exits.classify(e), exits.first_line(e))
+        raise
     finally:
         cleanup()
 
