@@ -422,16 +422,26 @@ def test_s3_mirror_follows_the_image():
 def test_user_env_overrides_platform_defaults_and_each_name_renders_once():
     """A user's NCCL_DEBUG / NCCL_SOCKET_IFNAME replaces the platform's default in place
     (Kubernetes would otherwise keep two entries and the later one silently wins)."""
-    env = {"NCCL_DEBUG": "INFO", "NCCL_SOCKET_IFNAME": "^lo,docker", "HOME": "/fsx/home", "X": "1"}
+    env = {
+        "NCCL_DEBUG": "INFO",
+        "NCCL_SOCKET_IFNAME": "^lo,docker",
+        "TRITON_CACHE_DIR": "/fsx/triton",
+        "X": "1",
+    }
     _, out = build(workers=2, env=env)
     c = container(out.pytorchjob)
     names = [e["name"] for e in c["env"]]
     assert len(names) == len(set(names)), names
     got = env_of(c)
     assert (got["NCCL_DEBUG"], got["NCCL_SOCKET_IFNAME"]) == ("INFO", "^lo,docker")
-    assert got["HOME"] == "/fsx/home" and got["X"] == "1"
+    assert got["TRITON_CACHE_DIR"] == "/fsx/triton" and got["X"] == "1"
     # overrides keep the platform's position; new names follow the platform's
-    assert names.index("HOME") < names.index("NCCL_DEBUG") < names.index("X") == len(names) - 1
+    assert (
+        names.index("TRITON_CACHE_DIR")
+        < names.index("NCCL_DEBUG")
+        < names.index("X")
+        == len(names) - 1
+    )
 
 
 def test_names_the_platform_must_own_are_refused():

@@ -75,13 +75,45 @@ def test_pods_run_as_the_team_with_its_mlflow_identity(backend):
         473853,
     )
     env = env_entries(c)
-    assert env["MLFLOW_TRACKING_USERNAME"] == {
-        "valueFrom": {"secretKeyRef": {"name": "mlflow-credentials", "key": "username"}}
-    }
-    assert env["MLFLOW_TRACKING_PASSWORD"] == {
-        "valueFrom": {"secretKeyRef": {"name": "mlflow-credentials", "key": "password"}}
-    }
     assert env["MLFLOW_EXPERIMENT_NAME"] == {"value": "research"}
+    # the identity is a file, never an environment variable (checkov CKV_K8S_35)
+    assert not [e for e in c["env"] if "secretKeyRef" in (e.get("valueFrom") or {})]
+    assert "MLFLOW_TRACKING_USERNAME" not in env and "MLFLOW_TRACKING_PASSWORD" not in env
+    # ... where the MLflow client looks for it: $HOME/.mlflow/credentials
+    home = env["HOME"]["value"]
+    (mount,) = [m for m in c["volumeMounts"] if m["name"] == "mlflow-credentials"]
+    assert mount == {"name": "mlflow-credentials", "mountPath": f"{home}/.mlflow", "readOnly": True}
+    (vol,) = [v for v in pod["spec"]["volumes"] if v["name"] == "mlflow-credentials"]
+    assert vol["secret"] == {
+        "secretName": "mlflow-credentials",
+        "items": [{"key": "credentials", "path": "credentials"}],
+        # owner and group read: the kubelet gives the file to fsGroup, the team's GID
+        "defaultMode": 0o440,
+    }
+    # inside the pod's /tmp emptyDir, which stays writable
+    (tmp,) = [m for m in c["volumeMounts"] if m["mountPath"] == home]
+    assert not tmp.get("readOnly") and "emptyDir" in _volume(pod, tmp["name"])
+
+
+def _volume(pod: dict, name: str) -> dict:
+    (vol,) = [v for v in pod["spec"]["volumes"] if v["name"] == name]
+    return vol
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_without_mlflow_no_credentials_are_mounted(backend):
+    for off in ({"mlflow_secret": None}, {"mlflow_tracking_uri": None}):
+        _, out = build(backend, tgt=target(GPU_POOL, **{**ALL, **TEAM, **off}))
+        pod = controller_pod(out)
+        (c,) = pod["spec"]["containers"]
+        assert not [m for m in c["volumeMounts"] if m["name"] == "mlflow-credentials"]
+        assert not [v for v in pod["spec"]["volumes"] if v["name"] == "mlflow-credentials"]
+        assert "MLFLOW_EXPERIMENT_NAME" not in env_entries(c)
+
+
+def test_a_job_cannot_move_home_away_from_its_mlflow_credentials():
+    with pytest.raises(JobConfigError, match=r"job\.env\.HOME: got '/fsx/home'; HOME is /tmp"):
+        parse_job({"name": "x", "team": "t", "pool": "p", "env": {"HOME": "/fsx/home"}}, W)
 
 
 def test_a_job_cannot_set_the_platforms_mlflow_identity():

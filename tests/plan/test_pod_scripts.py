@@ -284,3 +284,74 @@ def test_the_sandbox_sees_no_host_process(tmp_path):
     assert not r.ok  # the test's own process is invisible from the sandbox's PID namespace
     r = S.run("touch /fsx/ok && touch /nope", root, [S.Mount(tmp_path, "/fsx")])
     assert (tmp_path / "ok").exists() and "Read-only file system" in r.stderr
+
+
+def _mlflow_training_job(script: str) -> K8sObject:
+    """A job of team t, as the pod builder renders it, whose command is a shell script: the
+    team's MLflow credentials Secret at $HOME/.mlflow, inside the /tmp emptyDir."""
+    from tests.jobs.helpers import CPU_POOL, target  # noqa: PLC0415
+    from trainforge.jobs.backends import emit  # noqa: PLC0415
+    from trainforge.jobs.spec import parse_job  # noqa: PLC0415
+    from trainforge.jobs.wiring import resolve_job  # noqa: PLC0415
+
+    raw = {
+        "name": "sh",
+        "team": "t",
+        "pool": CPU_POOL.name,
+        "image": "busybox:1.37.0",
+        "codeSource": "image",
+        "entrypoint": {"command": ["sh", "-c", script]},
+    }
+    tgt = target(
+        CPU_POOL,
+        name="t",
+        namespace="t",
+        claim_name="fsx-t",
+        mlflow_secret="mlflow-credentials",
+        mlflow_experiment="t",
+        run_as_user=1000,
+        run_as_group=1000,
+    )
+    out = emit(resolve_job(parse_job(raw, "job"), tgt, "job"), tgt, None)
+    return _obj("PyTorchJob", "job-t-sh", out.workload)
+
+
+@needs_sandbox
+def test_a_training_pod_runs_with_its_mlflow_credentials_mounted_inside_tmp():
+    """containerd mounts a container's volumes shallowest first and runc makes the missing
+    mount point (/tmp/.mlflow in the emptyDir): the rehearsal does too, so the pod's script
+    finds the credentials' directory read-only and the rest of HOME writable."""
+    script = (
+        'test "$HOME" = /tmp && test -d "$HOME/.mlflow" && ! touch "$HOME/.mlflow/x" 2>/dev/null'
+        ' && touch "$HOME/ok"'
+    )
+    job = _mlflow_training_job(script)
+    pod = job.doc["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
+    mounts = {m["mountPath"]: m["name"] for m in pod["containers"][0]["volumeMounts"]}
+    assert mounts["/tmp"] == "tmp" and mounts["/tmp/.mlflow"] == "mlflow-credentials"
+    result = _check(job)
+    assert not result.findings, [f.message for f in result.findings]
+    assert _scenarios(result)["fresh volume"][0] == "run 1 ok"
+    failing = _check(_mlflow_training_job('touch "$HOME/.mlflow/x"'))
+    assert [f.rule for f in failing.findings] == [P.SCRIPT_FAILS]
+    assert "Read-only file system" in failing.findings[0].message
+
+
+@needs_sandbox
+def test_nested_mounts_are_mounted_shallowest_first_whatever_their_order(tmp_path):
+    tmp, secret = tmp_path / "tmp", tmp_path / "secret"
+    tmp.mkdir()
+    tmp.chmod(0o777)  # an emptyDir
+    secret.mkdir()
+    (secret / "credentials").write_text("[mlflow]\n")
+    user = S.Identity.of({"runAsUser": 1000, "runAsGroup": 1000}, {"readOnlyRootFilesystem": True})
+    script = "grep -q mlflow /tmp/.mlflow/credentials && touch /tmp/ok"
+    for mounts in (
+        [S.Mount(tmp, "/tmp"), S.Mount(secret, "/tmp/.mlflow", True)],
+        [S.Mount(secret, "/tmp/.mlflow", True), S.Mount(tmp, "/tmp")],
+    ):
+        r = S.run(script, user, mounts)
+        assert r.ok, r.tail()
+        # the mount point was made inside the emptyDir, root-owned, as runc makes it
+        st = (tmp / ".mlflow").stat()
+        assert (st.st_uid, oct(st.st_mode & 0o777)) == (0, "0o755")

@@ -1,7 +1,9 @@
 """MLflow refuses a request made with another team's credentials: a real
 `mlflow server --app-name basic-auth` (the version of the pinned server image), configured
-with the platform's own auth config, users made by the platform's own sync script, and the
-runtime logging a run the way a training pod does (its env from the team's Secret).
+with the platform's own auth config, users made by the platform's own sync script (its admin
+password from the file the platform's Secret renders), and the runtime logging a run the way
+a training pod does (its credentials the file the team's Secret renders, where the pod mounts
+it under HOME; no credentials in the environment).
 
 Slow-ish (the server imports for tens of seconds on a loaded machine): one server per module.
 """
@@ -19,8 +21,10 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
+import pulumi
 import pytest
 
+from trainforge.plan.mocks import TrainforgeMocks, run_mocked
 from trainforge.platform import mlflow_auth, mlflow_auth_sync, versions
 
 ADMIN_PASSWORD = "Adm1nPasswordFromPulumiRandom0000000000"
@@ -35,6 +39,85 @@ def test_the_server_under_test_is_the_pinned_image_version():
 
     # ghcr.io/mlflow/mlflow:v3.17.0-full -> 3.17.0
     assert versions.MLFLOW_IMAGE.rsplit(":v", 1)[1].split("-")[0] == mlflow.__version__
+
+
+def test_the_heartbeat_says_whether_the_sync_loop_is_alive(tmp_path):
+    beat = tmp_path / "heartbeat"
+    probe = ["--check-heartbeat", str(beat), "--max-age", "900"]
+    assert "has not started" in mlflow_auth_sync.check_heartbeat(beat, 900)
+    assert mlflow_auth_sync.main(probe) == 1
+    mlflow_auth_sync.Heartbeat(beat).beat()
+    assert mlflow_auth_sync.check_heartbeat(beat, 900) is None
+    assert mlflow_auth_sync.main(probe) == 0
+    mtime = beat.stat().st_mtime
+    assert mlflow_auth_sync.check_heartbeat(beat, 900, now=mtime + 899) is None
+    assert "stuck" in mlflow_auth_sync.check_heartbeat(beat, 900, now=mtime + 901)
+    os.utime(beat, (mtime - 901, mtime - 901))
+    assert mlflow_auth_sync.main(probe) == 1
+
+
+def test_a_failing_pass_still_beats(tmp_path):
+    """Server down: the pass fails (and is retried), but the loop is alive; a restart would
+    not help, so its probes must keep passing."""
+    beat, password = tmp_path / "heartbeat", tmp_path / "admin-password"
+    password.write_text("x\n")
+    teams = tmp_path / "teams"
+    teams.mkdir()
+    args = ["--url", f"http://127.0.0.1:{_free_port()}", "--admin-user", "a",
+            "--admin-password-file", str(password), "--teams-dir", str(teams),
+            "--heartbeat-file", str(beat), "--once", "--wait", "0"]  # fmt: skip
+    assert mlflow_auth_sync.main(args) == 1
+    assert mlflow_auth_sync.check_heartbeat(beat, 5) is None
+
+
+def test_the_admin_password_comes_from_its_file_only(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("MLFLOW_ADMIN_PASSWORD", "from-the-environment")
+    teams = tmp_path / "teams"
+    teams.mkdir()
+    args = ["--admin-user", "a", "--teams-dir", str(teams), "--once", "--wait", "0",
+            "--admin-password-file", str(tmp_path / "missing")]  # fmt: skip
+    assert mlflow_auth_sync.main(args) == 1
+    assert "cannot read the admin password from" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        mlflow_auth_sync.main(args[:-2])  # no --admin-password-file
+
+
+class PasswordMocks(TrainforgeMocks):
+    """The shared mocks, with pulumi-random's passwords set to the ones this test uses."""
+
+    def new_resource(self, args):
+        rid, outputs = super().new_resource(args)
+        if args.typ == "random:index/randomPassword:RandomPassword":
+            team = args.name.rsplit("-mlflow-team-", 1)[-1]
+            outputs = {**outputs, "result": TEAMS.get(team, ADMIN_PASSWORD)}
+            self.resources[-1].outputs = outputs
+        return rid, outputs
+
+
+def _plain(value):
+    """A recorded input without Pulumi's secret wrapper."""
+    if isinstance(value, dict) and "value" in value and len(value) == 2:
+        return value["value"]
+    return value
+
+
+@pytest.fixture(scope="module")
+def rendered() -> dict[str, dict[str, str]]:
+    """The Secrets `mlflow_auth.declare` renders (name -> stringData), with known passwords."""
+
+    def program():
+        mlflow_auth.declare(
+            "t", "mlflow", {t: t for t in TEAMS}, versions.MLFLOW_IMAGE, 5000,
+            pulumi.ResourceOptions(), None,
+        )  # fmt: skip
+
+    run = run_mocked(program, mocks=PasswordMocks())
+    return {
+        r.inputs["metadata"]["namespace"] + "/" + r.inputs["metadata"]["name"]: _plain(
+            r.inputs["stringData"]
+        )
+        for r in run.of_type("kubernetes:core/v1:Secret")
+    }
 
 
 def _free_port() -> int:
@@ -109,17 +192,22 @@ def server(tmp_path_factory):
             proc.kill()
 
 
-def sync(url, teams, monkeypatch) -> int:
-    monkeypatch.setenv("MLFLOW_ADMIN_PASSWORD", ADMIN_PASSWORD)
+def sync(url, teams, rendered, tmp_path, *extra) -> int:
+    """One pass of the platform's sync, its admin password the file the Secret renders."""
+    secret = rendered[f"mlflow/{mlflow_auth.AUTH_SECRET}"]
+    password_file = tmp_path / mlflow_auth.ADMIN_PASSWORD_KEY
+    password_file.write_text(secret[mlflow_auth.ADMIN_PASSWORD_KEY])
     return mlflow_auth_sync.main(
         ["--url", url, "--admin-user", mlflow_auth.ADMIN_USER, "--teams-dir", str(teams),
-         "--once", "--wait", "30"]
+         "--admin-password-file", str(password_file), "--once", "--wait", "30", *extra]
     )  # fmt: skip
 
 
-def test_another_teams_credentials_are_refused(server, monkeypatch):
+def test_another_teams_credentials_are_refused(server, rendered, tmp_path):
     url, teams = server
-    assert sync(url, teams, monkeypatch) == 0
+    beat = tmp_path / "heartbeat"
+    assert sync(url, teams, rendered, tmp_path, "--heartbeat-file", str(beat)) == 0
+    assert mlflow_auth_sync.check_heartbeat(beat, 60) is None
     vision = Client(url, "vision", TEAMS["vision"])
     llm = Client(url, "llm", TEAMS["llm"])
     status, body = vision("GET", "/api/2.0/mlflow/experiments/get-by-name",
@@ -158,16 +246,67 @@ def test_another_teams_credentials_are_refused(server, monkeypatch):
     assert admin("GET", "/api/2.0/mlflow/runs/get", query={"run_id": run})[0] == 200
 
 
-def test_a_training_pod_logs_to_its_team_experiment(server, monkeypatch):
-    """The runtime's own MLflow logger, with the env a pod of team llm gets."""
+def _pod_of_team(team: str) -> dict:
+    """The pod template a job of `team` gets from the pod builder, with the team's facts as
+    the platform publishes them (trainforge.platform.published.team_facts)."""
+    from tests.jobs.helpers import CODE, CPU_POOL  # noqa: PLC0415
+    from trainforge.jobs.backends import emit  # noqa: PLC0415
+    from trainforge.jobs.contract import JobTarget  # noqa: PLC0415
+    from trainforge.jobs.spec import parse_job  # noqa: PLC0415
+    from trainforge.jobs.wiring import resolve_job  # noqa: PLC0415
+    from trainforge.platform.published import team_facts  # noqa: PLC0415
+    from trainforge.platform.services_config import parse_services_config  # noqa: PLC0415
+
+    errors: list[str] = []
+    services = parse_services_config({"mlflow": {"enabled": True}, "teams": [{"name": team}]},
+                                     errors)  # fmt: skip
+    assert errors == []
+    tgt = JobTarget(
+        team=team_facts(services)[team],
+        pool=CPU_POOL,
+        checkpoint_bucket="b",
+        mlflow_tracking_uri="http://mlflow.mlflow.svc.cluster.local:5000",
+    )
+    raw = {"name": "j", "team": team, "pool": CPU_POOL.name}
+    return emit(resolve_job(parse_job(raw, "job"), tgt, "job"), tgt, CODE).pod
+
+
+def credentials_home(pod: dict, rendered: dict, home: pathlib.Path) -> dict[str, str]:
+    """Lay out under `home` what the pod's container finds under its HOME: the team's Secret
+    key at the path the pod mounts it. Returns the container's literal environment."""
+    (c,) = pod["spec"]["containers"]
+    env = {e["name"]: e.get("value") for e in c["env"]}
+    volumes = {v["name"]: v for v in pod["spec"]["volumes"]}
+    for m in c["volumeMounts"]:
+        secret = volumes[m["name"]].get("secret")
+        if secret is None:
+            continue
+        assert m["mountPath"].startswith(env["HOME"] + "/"), (m, env["HOME"])
+        data = rendered[f"{pod['metadata']['labels']['trainforge.io/team']}/"
+                        f"{secret['secretName']}"]  # fmt: skip
+        for item in secret["items"]:
+            where = home / m["mountPath"][len(env["HOME"]) + 1 :] / item["path"]
+            where.parent.mkdir(parents=True, exist_ok=True)
+            where.write_text(data[item["key"]])
+    return env
+
+
+def test_a_training_pod_logs_to_its_team_experiment(server, rendered, tmp_path, monkeypatch):
+    """The runtime's own MLflow logger in the environment a pod of team llm gets: its
+    credentials only from the file the team's Secret renders, where the pod mounts it."""
     url, teams = server
-    assert sync(url, teams, monkeypatch) == 0
+    assert sync(url, teams, rendered, tmp_path) == 0
     from trainforge.training.metrics import MLflowLogger
 
+    home = tmp_path / "home"
+    env = credentials_home(_pod_of_team("llm"), rendered, home)
+    assert (home / ".mlflow" / "credentials").is_file()
+    assert not {"MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD"} & set(env)
+    monkeypatch.delenv("MLFLOW_TRACKING_USERNAME", raising=False)
+    monkeypatch.delenv("MLFLOW_TRACKING_PASSWORD", raising=False)
+    monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("MLFLOW_TRACKING_URI", url)
-    monkeypatch.setenv("MLFLOW_TRACKING_USERNAME", "llm")
-    monkeypatch.setenv("MLFLOW_TRACKING_PASSWORD", TEAMS["llm"])
-    monkeypatch.setenv("MLFLOW_EXPERIMENT_NAME", "llm")
+    monkeypatch.setenv("MLFLOW_EXPERIMENT_NAME", env["MLFLOW_EXPERIMENT_NAME"])
     said: list[str] = []
     logger = MLflowLogger("run-1", {"lr": 0.1}, said.append)
     assert logger.mlflow is not None, said
@@ -186,16 +325,16 @@ def test_a_training_pod_logs_to_its_team_experiment(server, monkeypatch):
     )
 
 
-def test_a_team_cannot_claim_a_new_teams_experiment_first(server, monkeypatch):
+def test_a_team_cannot_claim_a_new_teams_experiment_first(server, rendered, tmp_path):
     url, teams = server
-    assert sync(url, teams, monkeypatch) == 0
+    assert sync(url, teams, rendered, tmp_path) == 0
     llm = Client(url, "llm", TEAMS["llm"])
     status, body = llm("POST", "/api/2.0/mlflow/experiments/create", {"name": "newteam"})
     assert status == 200
     squatted = json.loads(body)["experiment_id"]
     (teams / "newteam").write_text("NewTeamPassword0000000000000000000000000")
     try:
-        assert sync(url, teams, monkeypatch) == 0
+        assert sync(url, teams, rendered, tmp_path) == 0
         newteam = Client(url, "newteam", "NewTeamPassword0000000000000000000000000")
         assert newteam("GET", "/api/2.0/mlflow/experiments/get",
                        query={"experiment_id": squatted})[0] == 200  # fmt: skip
@@ -205,16 +344,16 @@ def test_a_team_cannot_claim_a_new_teams_experiment_first(server, monkeypatch):
         (teams / "newteam").unlink()
 
 
-def test_a_rotated_password_replaces_the_old_one(server, monkeypatch):
+def test_a_rotated_password_replaces_the_old_one(server, rendered, tmp_path):
     url, teams = server
-    assert sync(url, teams, monkeypatch) == 0
+    assert sync(url, teams, rendered, tmp_path) == 0
     (teams / "vision").write_text("RotatedVisionPassword000000000000000000")
     try:
-        assert sync(url, teams, monkeypatch) == 0
+        assert sync(url, teams, rendered, tmp_path) == 0
         old = Client(url, "vision", TEAMS["vision"])
         new = Client(url, "vision", "RotatedVisionPassword000000000000000000")
         assert old("GET", "/api/2.0/mlflow/users/current")[0] == 401
         assert new("GET", "/api/2.0/mlflow/users/current")[0] == 200
     finally:
         (teams / "vision").write_text(TEAMS["vision"])
-        sync(url, teams, monkeypatch)
+        sync(url, teams, rendered, tmp_path)

@@ -8,6 +8,9 @@ chart, no GPUs) and the tests read the recorded inputs.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import kubernetes_validate
 import pulumi
@@ -564,6 +567,90 @@ def test_mlflow_ephemeral_backend_uses_empty_dir(dev):
     pod = one(dev, "kubernetes:apps/v1:Deployment").inputs["spec"]["template"]["spec"]
     data = [v for v in pod["volumes"] if v["name"] == "data"][0]
     assert "emptyDir" in data
+
+
+def _sync_sidecar(run) -> tuple[dict, dict, dict]:
+    """The auth-sync container, its pod's volumes by name, and its mounts by path."""
+    pod = one(run, "kubernetes:apps/v1:Deployment").inputs["spec"]["template"]["spec"]
+    (sync,) = [c for c in pod["containers"] if c["name"] == "auth-sync"]
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    return sync, volumes, {m["mountPath"]: m for m in sync["volumeMounts"]}
+
+
+def test_the_mlflow_pod_gets_secrets_as_files_but_flasks_key(prod):
+    dep = one(prod, "kubernetes:apps/v1:Deployment").inputs
+    pod = dep["spec"]["template"]["spec"]
+    from_secrets = {
+        (c["name"], e["name"])
+        for c in pod["containers"]
+        for e in c.get("env") or ()
+        if "secretKeyRef" in (e.get("valueFrom") or {})
+    }
+    # MLflow reads Flask's secret key from the environment only: the one waived exception
+    assert from_secrets == {("mlflow", "MLFLOW_FLASK_SERVER_SECRET_KEY")}
+    skips = [v for k, v in dep["metadata"]["annotations"].items() if k.startswith("checkov.io/")]
+    assert [s.split("=", 1)[0] for s in skips] == ["CKV_K8S_35"]
+    # the sync reads the admin password from the Secret, mounted as a file
+    sync, volumes, mounts = _sync_sidecar(prod)
+    (arg,) = [a for a in sync["args"] if a.startswith("--admin-password-file=")]
+    path = arg.split("=", 1)[1]
+    mount = mounts[path.rsplit("/", 1)[0]]
+    assert mount["readOnly"] is True
+    secret = volumes[mount["name"]]["secret"]
+    assert secret["secretName"] == "mlflow-auth"
+    assert secret["items"] == [{"key": "admin-password", "path": path.rsplit("/", 1)[1]}]
+
+
+def test_the_sync_sidecars_probes_check_the_heartbeat_its_loop_writes(prod, tmp_path):
+    """Rehearse the sidecar as rendered: its files where its mounts put them (the script from
+    the ConfigMap), its loop run once against a server that is not there, then its probe."""
+    sync, volumes, mounts = _sync_sidecar(prod)
+    assert sync["livenessProbe"] == sync["readinessProbe"]
+    (cm,) = [
+        r.inputs
+        for r in prod.of_type("kubernetes:core/v1:ConfigMap")
+        if r.inputs["metadata"]["name"] == "mlflow-auth-sync"
+    ]
+
+    def local(path: str) -> str:
+        for at in sorted(mounts, key=len, reverse=True):
+            if path == at or path.startswith(at + "/"):
+                return str(tmp_path / at.strip("/")) + path[len(at) :]
+        raise AssertionError(f"{path} is on the read-only root filesystem")
+
+    def argv(command: list[str]) -> list[str]:
+        assert command[0] == "python"
+        out = [sys.executable]
+        for a in command[1:]:
+            flag, eq, value = a.partition("=")
+            out.append(f"{flag}={local(value)}" if eq and value.startswith("/") else a)
+            if not eq and a.startswith("/"):
+                out[-1] = local(a)
+        return out
+
+    for at, m in mounts.items():
+        d = tmp_path / at.strip("/")
+        d.mkdir(parents=True)
+        vol = volumes[m["name"]]
+        if "configMap" in vol:
+            for key, text in cm["data"].items():
+                (d / key).write_text(text)
+        for item in (vol.get("secret") or {}).get("items") or ():
+            (d / item["path"]).write_text("password-from-the-secret\n")
+        # only the emptyDir is writable
+        assert ("emptyDir" in vol) == (not m.get("readOnly")), m
+    probe = argv(sync["livenessProbe"]["exec"]["command"])
+    assert subprocess.run(probe, capture_output=True).returncode == 1  # the loop never ran
+    port = 1  # nothing listens there: the pass fails, and is retried later
+    loop = [*argv([*sync["command"], *sync["args"]]), f"--url=http://127.0.0.1:{port}"]
+    done = subprocess.run([*loop, "--once", "--wait=0"], capture_output=True, text=True)
+    assert done.returncode == 1 and "not healthy" in done.stderr, done.stderr
+    assert subprocess.run(probe, capture_output=True).returncode == 0
+    (beat,) = [a.split("=", 1)[1] for a in sync["args"] if a.startswith("--heartbeat-file=")]
+    old = os.stat(local(beat)).st_mtime - 3600
+    os.utime(local(beat), (old, old))
+    stuck = subprocess.run(probe, capture_output=True, text=True)
+    assert stuck.returncode == 1 and "stuck" in stuck.stderr
 
 
 # --- teams ----------------------------------------------------------------------------------------

@@ -195,9 +195,12 @@ class TeamFacts:
     # The team's Kueue LocalQueue, which every job names (label kueue.x-k8s.io/queue-name);
     # None where the platform runs no Kueue.
     queue: str | None = None
-    # The Secret in the team's namespace with the team's MLflow credentials (keys `username`
-    # and `password`) and the experiment its jobs log to; None without MLflow.
+    # The Secret in the team's namespace with the team's MLflow credentials and the experiment
+    # its jobs log to; None without MLflow. `mlflow_credentials_key` is the Secret's key that
+    # holds them as the MLflow client's credentials file (INI, section [mlflow]), which every
+    # training pod mounts at $HOME/.mlflow/credentials (trainforge.jobs.tenancy).
     mlflow_secret: str | None = None
+    mlflow_credentials_key: str = "credentials"
     mlflow_experiment: str | None = None
     # Pulumi resources a job of this team must wait for (e.g. the Job that makes the team's
     # FSx directory belong to the training UID). Not data: excluded from equality.

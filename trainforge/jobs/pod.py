@@ -118,13 +118,15 @@ def env(
     out: list[dict[str, Any]] = [
         {"name": "PYTHONUNBUFFERED", "value": "1"},
         {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"},  # code volume is read-only
-        # The root filesystem is read-only and the image's HOME is not ours: caches go to /tmp.
-        {"name": "HOME", "value": "/tmp"},
+        # The root filesystem is read-only and the image's HOME is not ours: caches go to /tmp,
+        # and the team's MLflow credentials are mounted at $HOME/.mlflow (tenancy.HOME; a job
+        # may not change it, spec._RESERVED_ENV).
+        {"name": "HOME", "value": tenancy.HOME},
         {"name": "TORCHINDUCTOR_CACHE_DIR", "value": "/tmp/torchinductor"},
         {"name": "TRITON_CACHE_DIR", "value": "/tmp/triton"},
     ]
     out += contract_env(job, target, ships_runtime=code is not None)
-    # the team's own MLflow user (from its Secret) and experiment, beside MLFLOW_TRACKING_URI
+    # the team's experiment, beside MLFLOW_TRACKING_URI (its user is a file: volume_mounts)
     out += tenancy.mlflow_env(target)
     if launch is not None:
         out += [dict(e) for e in launch.rendezvous_env]
@@ -147,7 +149,7 @@ def env(
 
 def with_user_env(platform: list[dict[str, Any]], user: tuple[tuple[str, str], ...]) -> list:
     """Each name once: the user's `env` value replaces a platform default of the same name
-    in place (NCCL_DEBUG, NCCL_SOCKET_IFNAME, FI_PROVIDER, HOME ...); other names follow.
+    in place (NCCL_DEBUG, NCCL_SOCKET_IFNAME, FI_PROVIDER ...); other names follow.
     Names the platform must own (the contract's) are refused when the job is parsed
     (spec._RESERVED_ENV)."""
     given = dict(user)
@@ -242,11 +244,13 @@ def ports(job: JobSpec, launch: Launch) -> list[dict[str, Any]]:
 def volume_mounts(
     job: JobSpec, target: JobTarget, parts: PodParts | None = None
 ) -> list[dict[str, Any]]:
-    """/dev/shm, /tmp, the team's FSx claim, the job's further claims, then the code
-    ConfigMaps (`parts`: the runtime library and the job's own code)."""
+    """/dev/shm, /tmp (with the team's MLflow credentials at $HOME/.mlflow inside it), the
+    team's FSx claim, the job's further claims, then the code ConfigMaps (`parts`: the
+    runtime library and the job's own code)."""
     mounts: list[dict[str, Any]] = [
         {"name": "dshm", "mountPath": "/dev/shm"},
         {"name": "tmp", "mountPath": "/tmp"},
+        *tenancy.mlflow_credentials_mount(target),
         {"name": "fsx", "mountPath": target.fsx_mount_path},
     ]
     if target.fsx_sub_path and target.claim_name:
@@ -263,6 +267,7 @@ def volumes(job: JobSpec, target: JobTarget, parts: PodParts | None = None) -> l
         # runtime's default is 64 MiB. Memory-backed, so it counts against the memory limit.
         {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": job.shm_size}},
         {"name": "tmp", "emptyDir": {"sizeLimit": TMP_SIZE}},
+        *tenancy.mlflow_credentials_volume(target),
         {"name": "fsx", "persistentVolumeClaim": {"claimName": target.claim_name}}
         if target.claim_name
         # No FSx on this platform: same paths on pod-local disk (see JobTarget.claim_name).

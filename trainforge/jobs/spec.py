@@ -435,7 +435,8 @@ _RESERVED_ENV = {
     "LOCAL_WORLD_SIZE",
     "PYTHONPATH",
     "MLFLOW_TRACKING_URI",
-    # the team's MLflow identity (trainforge.jobs.tenancy.PLATFORM_ENV)
+    # the team's MLflow identity (trainforge.jobs.tenancy.PLATFORM_ENV): a file under HOME,
+    # which these would take precedence over
     "MLFLOW_TRACKING_USERNAME",
     "MLFLOW_TRACKING_PASSWORD",
     "MLFLOW_EXPERIMENT_NAME",
@@ -647,6 +648,13 @@ def _parse_env(raw: Any, where: str) -> tuple[tuple[str, str], ...]:
         if not isinstance(key, str) or not _ENV_NAME.match(key):
             raise JobConfigError(
                 f"{where}.{key}", key, "an environment variable name ([A-Za-z_][A-Za-z0-9_]*)"
+            )
+        if key == "HOME":
+            raise JobConfigError(
+                f"{where}.{key}",
+                value,
+                "HOME is /tmp in every pod (the team's MLflow credentials are mounted at "
+                "$HOME/.mlflow); move caches with XDG_CACHE_HOME, TORCH_HOME or HF_HOME instead",
             )
         if key in _RESERVED_ENV or key.startswith("PET_"):
             raise JobConfigError(

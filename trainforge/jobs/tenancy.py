@@ -1,5 +1,6 @@
 """What makes a job its team's: its queue and priority, its topology request, its UID/GID and
-its MLflow credentials. Every job backend builds its objects with these (no Pulumi here).
+its MLflow credentials (a file under HOME, never an environment variable). Every job backend
+builds its objects with these (no Pulumi here).
 
 Queue and priority are labels on the job's own object (PyTorchJob, TrainJob, Job): Kueue's
 webhook sees `kueue.x-k8s.io/queue-name`, suspends the job at creation and unsuspends it
@@ -59,22 +60,66 @@ def topology_annotations(job: Any, target: JobTarget) -> dict[str, str]:
     return {REQUIRED_TOPOLOGY: NETWORK_LAYER.format(mode[-1]), PODSET_GROUP: job.name}
 
 
+# Every training pod's HOME (trainforge.jobs.pod.env; a job's `env` may not change it): the
+# root filesystem is read-only and /tmp is the pod's emptyDir. The team's MLflow credentials
+# are mounted under it, where the MLflow client looks for them.
+HOME = "/tmp"
+MLFLOW_CREDENTIALS_VOLUME = "mlflow-credentials"
+# The MLflow client reads `~/.mlflow/credentials` (mlflow.utils.credentials, an INI file with
+# section [mlflow]) when MLFLOW_TRACKING_USERNAME/PASSWORD are not in its environment.
+MLFLOW_CREDENTIALS_DIR = f"{HOME}/.mlflow"
+MLFLOW_CREDENTIALS_FILE = "credentials"
+# Owner read, group read: the kubelet gives a Secret volume's files to the pod's fsGroup,
+# which is the team's GID (pod.pod_security_context), so the team's UID/GID can read it and
+# nobody else on the node can.
+MLFLOW_CREDENTIALS_MODE = 0o440
+
+
+def _mlflow_on(target: JobTarget) -> bool:
+    return target.mlflow_tracking_uri is not None and target.team.mlflow_secret is not None
+
+
 def mlflow_env(target: JobTarget) -> list[dict[str, Any]]:
-    """The team's MLflow identity: its user (from the team's Secret) and its experiment."""
-    team = target.team
-    if target.mlflow_tracking_uri is None or team.mlflow_secret is None:
+    """The team's experiment. Its identity is not in the environment: it is a file
+    (`mlflow_credentials_mount`), as a Secret in the environment is inherited by every process
+    the job starts and shows in crash reports and `/proc/<pid>/environ`."""
+    if not _mlflow_on(target) or not target.team.mlflow_experiment:
         return []
-    ref = lambda key: {"secretKeyRef": {"name": team.mlflow_secret, "key": key}}  # noqa: E731
-    out: list[dict[str, Any]] = [
-        {"name": "MLFLOW_TRACKING_USERNAME", "valueFrom": ref("username")},
-        {"name": "MLFLOW_TRACKING_PASSWORD", "valueFrom": ref("password")},
+    return [{"name": "MLFLOW_EXPERIMENT_NAME", "value": target.team.mlflow_experiment}]
+
+
+def mlflow_credentials_volume(target: JobTarget) -> list[dict[str, Any]]:
+    """The team's MLflow user as a file: the `credentials` key of its Secret, read-only."""
+    if not _mlflow_on(target):
+        return []
+    key = target.team.mlflow_credentials_key
+    return [
+        {
+            "name": MLFLOW_CREDENTIALS_VOLUME,
+            "secret": {
+                "secretName": target.team.mlflow_secret,
+                "items": [{"key": key, "path": MLFLOW_CREDENTIALS_FILE}],
+                "defaultMode": MLFLOW_CREDENTIALS_MODE,
+            },
+        }
     ]
-    if team.mlflow_experiment:
-        out.append({"name": "MLFLOW_EXPERIMENT_NAME", "value": team.mlflow_experiment})
-    return out
 
 
-# Set by the platform for every job; a job's own `env` may not override them.
+def mlflow_credentials_mount(target: JobTarget) -> list[dict[str, Any]]:
+    """$HOME/.mlflow (inside the /tmp emptyDir: the container runtime mounts the deeper path
+    after /tmp whatever the order here, and makes the mount point). A directory rather than a
+    `subPath` file: the kubelet refreshes a Secret volume when the Secret changes (a rotated
+    password reaches running jobs), never a subPath mount."""
+    if not _mlflow_on(target):
+        return []
+    return [
+        {"name": MLFLOW_CREDENTIALS_VOLUME, "mountPath": MLFLOW_CREDENTIALS_DIR, "readOnly": True}
+    ]
+
+
+# Set by the platform for every job; a job's own `env` may not override them. The identity
+# variables are not set (the credentials are a file), but MLflow prefers them to the file, so a
+# job may not set them either.
 PLATFORM_ENV = ("MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD", "MLFLOW_EXPERIMENT_NAME")
 
 

@@ -271,10 +271,15 @@ def _skeleton(root: str, mounts: list[Mount], busybox: bool) -> list[str]:
     if busybox:
         os.mkdir(os.path.join(root, ".busybox"))
         binds.append(f"mount --bind -o ro {q(_applets())} {q(os.path.join(root, '.busybox'))}")
-    for m in mounts:
+    # As a node does it: containerd's CRI plugin orders a container's volume mounts by path
+    # depth, shallowest first (withMounts, `orderedMounts`: "so that high level mounts don't
+    # shadow other mounts"), whatever their order in the pod spec; runc then makes each missing
+    # mount point as root (mode 0755 under umask 022), inside whatever is already mounted
+    # above it (a Secret at /tmp/.mlflow: the directory is made in /tmp's emptyDir).
+    for m in sorted(mounts, key=lambda m: len(pathlib.PurePosixPath(m.path).parts)):
         target = os.path.join(root, m.path.lstrip("/"))
-        os.makedirs(target, exist_ok=True)
         ro = "-o ro " if m.read_only else ""
+        binds.append(f"mkdir -p {q(target)}")
         binds.append(f"mount --bind {ro}{q(str(m.host))} {q(target)}")
     return binds
 
@@ -294,10 +299,10 @@ def run(
     with tempfile.TemporaryDirectory(prefix="tf-sandbox-", dir=workdir) as tmp:
         root = os.path.join(tmp, "root")
         os.mkdir(root, 0o755)
-        setup = ["set -e", *_skeleton(root, mounts, busybox)]
+        # umask: containerd's default, for the mount points made here and for the script
+        setup = ["set -e", "umask 022", *_skeleton(root, mounts, busybox)]
         if identity.read_only_root:
             setup.append(f"mount -o remount,bind,ro {shlex.quote(root)}")
-        setup.append("umask 022")  # containerd's default
         shell = "/.busybox/sh" if busybox else "/bin/sh"
         path = "/.busybox:" + SYSTEM_PATH if busybox else SYSTEM_PATH
         environment = ["env", "-i", f"PATH={path}", "HOME=/"]

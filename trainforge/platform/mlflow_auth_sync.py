@@ -13,7 +13,15 @@ one password file per team (the team name is the file name, the password its con
 
 Idempotent, and repeated every `--interval` seconds, because the server's user store lives
 beside its tracking store: on an ephemeral backend it is empty after every restart, and a
-password rotated in the team's Secret must reach the server. Uses only the public REST API
+password rotated in the team's Secret must reach the server. The admin password is read from
+a file (a mounted Secret, `--admin-password-file`) on every pass, never from the environment.
+
+Liveness: the loop touches `--heartbeat-file` whenever it makes progress (each request
+answered or timed out, each poll while waiting for the server, each pass, each sleep started),
+and the container's probes run this script with `--check-heartbeat FILE --max-age SECONDS`,
+which fails once the file is older than that (a loop stuck anywhere) or missing. A pass that
+fails (server down, HTTP error) still beats: the loop is alive and retries; restarting it
+would not help. Uses only the public REST API
 of the MLflow auth app (`/api/2.0/mlflow/users/*`, `/api/3.0/mlflow/users/permissions/*`),
 as served by the pinned server image (trainforge.platform.versions.MLFLOW_IMAGE).
 """
@@ -38,10 +46,50 @@ class SyncError(RuntimeError):
     pass
 
 
+class Heartbeat:
+    """A file whose modification time says when the loop last made progress."""
+
+    def __init__(self, path: pathlib.Path | None) -> None:
+        self.path = path
+
+    def beat(self) -> None:
+        if self.path is None:
+            return
+        # Write then rename: a probe never reads a half-written file.
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        tmp.write_text(f"{time.time():.0f}\n")
+        os.replace(tmp, self.path)
+
+
+def heartbeat_age(path: pathlib.Path, now: float | None = None) -> float | None:
+    """Seconds since the last beat; None when there was none."""
+    try:
+        mtime = path.stat().st_mtime
+    except FileNotFoundError:
+        return None
+    return (time.time() if now is None else now) - mtime
+
+
+def check_heartbeat(path: pathlib.Path, max_age: float, now: float | None = None) -> str | None:
+    """Why the loop is not alive (None: it is): what the container's probes run."""
+    age = heartbeat_age(path, now)
+    if age is None:
+        return f"no heartbeat at {path}: the sync loop has not started"
+    if age > max_age:
+        return f"last heartbeat {age:.0f}s ago (more than {max_age:.0f}s): the sync loop is stuck"
+    return None
+
+
+NO_BEAT = Heartbeat(None)
+
+
 class Api:
-    def __init__(self, url: str, user: str, password: str, timeout: float = 30) -> None:
+    def __init__(
+        self, url: str, user: str, password: str, timeout: float = 30, beat: Heartbeat = NO_BEAT
+    ) -> None:
         self.url = url.rstrip("/")
         self.timeout = timeout
+        self.heartbeat = beat
         token = base64.b64encode(f"{user}:{password}".encode()).decode()
         self.auth = f"Basic {token}"
 
@@ -58,6 +106,8 @@ class Api:
                 status, raw = resp.status, resp.read()
         except urllib.error.HTTPError as e:
             status, raw = e.code, e.read()
+        finally:
+            self.heartbeat.beat()
         try:
             return status, json.loads(raw or b"{}")
         except ValueError:
@@ -82,9 +132,21 @@ def read_teams(directory: pathlib.Path) -> dict[str, str]:
     return out
 
 
-def wait_healthy(url: str, timeout: float) -> None:
+def read_secret_file(path: pathlib.Path, what: str) -> str:
+    """A mounted Secret's value (re-read every pass: the kubelet updates the file in place)."""
+    try:
+        value = path.read_text().strip()
+    except OSError as e:
+        raise SyncError(f"cannot read the {what} from {path}: {e.strerror}") from e
+    if not value:
+        raise SyncError(f"the {what} file {path} is empty")
+    return value
+
+
+def wait_healthy(url: str, timeout: float, beat: Heartbeat = NO_BEAT) -> None:
     deadline = time.monotonic() + timeout
     while True:
+        beat.beat()
         try:
             with urllib.request.urlopen(url.rstrip("/") + "/health", timeout=5) as r:
                 if r.status == 200:
@@ -118,7 +180,7 @@ def ensure_user(admin: Api, url: str, name: str, password: str) -> str:
         return "created"
     if not (isinstance(out, dict) and out.get("error_code") == "RESOURCE_ALREADY_EXISTS"):
         raise SyncError(f"creating user {name!r}: HTTP {status}: {str(out)[:300]}")
-    as_user = Api(url, name, password)
+    as_user = Api(url, name, password, beat=admin.heartbeat)
     if as_user.call("GET", "/api/2.0/mlflow/users/current")[0] == 200:
         return "unchanged"
     admin.ok(
@@ -136,9 +198,15 @@ def permission(admin: Api, user: str, experiment_id: str) -> str:
     return str(out.get("permission", "NO_PERMISSIONS"))
 
 
-def sync(url: str, admin_user: str, admin_password: str, teams: dict[str, str]) -> list[str]:
+def sync(
+    url: str,
+    admin_user: str,
+    admin_password: str,
+    teams: dict[str, str],
+    beat: Heartbeat = NO_BEAT,
+) -> list[str]:
     """One pass; returns what it changed, one line per change."""
-    admin = Api(url, admin_user, admin_password)
+    admin = Api(url, admin_user, admin_password, beat=beat)
     changes: list[str] = []
     # Experiments first: no team user exists yet on a fresh server, so none can take a name.
     experiments = {team: ensure_experiment(admin, team) for team in teams}
@@ -173,25 +241,46 @@ def sync(url: str, admin_user: str, admin_password: str, teams: dict[str, str]) 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--url", default="http://127.0.0.1:5000")
-    ap.add_argument("--admin-user", required=True)
-    ap.add_argument("--teams-dir", required=True, type=pathlib.Path)
+    ap.add_argument("--admin-user")
+    ap.add_argument(
+        "--admin-password-file", type=pathlib.Path, help="the admin password (a mounted Secret)"
+    )
+    ap.add_argument("--teams-dir", type=pathlib.Path)
     ap.add_argument("--interval", type=float, default=300, help="seconds between passes")
     ap.add_argument("--once", action="store_true", help="one pass, then exit")
     ap.add_argument("--wait", type=float, default=600, help="seconds to wait for the server")
+    ap.add_argument("--heartbeat-file", type=pathlib.Path, help="touched on every bit of progress")
+    ap.add_argument(
+        "--check-heartbeat",
+        type=pathlib.Path,
+        metavar="FILE",
+        help="probe: exit 1 when FILE is missing or older than --max-age, else 0",
+    )
+    ap.add_argument("--max-age", type=float, default=900, help="seconds (--check-heartbeat)")
     args = ap.parse_args(argv)
-    admin_password = os.environ.get("MLFLOW_ADMIN_PASSWORD", "")
-    if not admin_password:
-        print("mlflow-auth-sync: MLFLOW_ADMIN_PASSWORD is not set", file=sys.stderr)
-        return 2
+    if args.check_heartbeat is not None:
+        why = check_heartbeat(args.check_heartbeat, args.max_age)
+        if why is not None:
+            print(f"mlflow-auth-sync: {why}", file=sys.stderr)
+            return 1
+        return 0
+    for flag in ("admin_user", "admin_password_file", "teams_dir"):
+        if getattr(args, flag) is None:
+            ap.error(f"--{flag.replace('_', '-')} is required")
+    beat = Heartbeat(args.heartbeat_file)
     while True:
+        beat.beat()
         try:
-            wait_healthy(args.url, args.wait)
-            for line in sync(args.url, args.admin_user, admin_password, read_teams(args.teams_dir)):
+            admin_password = read_secret_file(args.admin_password_file, "admin password")
+            wait_healthy(args.url, args.wait, beat)
+            teams = read_teams(args.teams_dir)
+            for line in sync(args.url, args.admin_user, admin_password, teams, beat):
                 print(f"mlflow-auth-sync: {line}", flush=True)
         except (SyncError, OSError, KeyError) as e:
             print(f"mlflow-auth-sync: {e}", file=sys.stderr, flush=True)
             if args.once:
                 return 1
+        beat.beat()
         if args.once:
             return 0
         time.sleep(args.interval)

@@ -200,7 +200,7 @@ def team_facts(
     team's quota is what its namespace may hold (queues.namespace_quota: with Kueue, its
     nominal quota plus what it may borrow); without, its configured totals."""
     from trainforge.platform.fsx import claim_name  # noqa: PLC0415 - pulls in pulumi
-    from trainforge.platform.mlflow_auth import CREDENTIALS_SECRET  # noqa: PLC0415
+    from trainforge.platform.mlflow_auth import CREDENTIALS_KEY, CREDENTIALS_SECRET  # noqa: PLC0415
     from trainforge.platform.queues import LOCAL_QUEUE, namespace_quota  # noqa: PLC0415
     from trainforge.platform.teams import TRAINING_SERVICE_ACCOUNT  # noqa: PLC0415
 
@@ -228,6 +228,7 @@ def team_facts(
             run_as_group=t.run_as_group,
             queue=LOCAL_QUEUE if services.kueue.enabled else None,
             mlflow_secret=CREDENTIALS_SECRET if services.mlflow.enabled else None,
+            mlflow_credentials_key=CREDENTIALS_KEY,
             mlflow_experiment=t.name if services.mlflow.enabled else None,
             claims=tuple(t.claims),
             ready=tuple(ready.get(t.name, ())),
