@@ -20,6 +20,8 @@ import contextlib
 import dataclasses
 import json
 import sys
+import time
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -86,38 +88,55 @@ def _timeline(prof: Any) -> list[tuple[str, int, int]]:
     the start of the profiled step. A marker may occur more than once (a checkpointed block's
     hooks run again when it is recomputed).
 
-    Only the training thread's allocations count. Gloo's worker threads allocate a flat
-    temporary inside each all-gather and free it before the collective completes; with
-    FSDP2's prefetch that temporary may or may not be alive when the training thread passes a
-    marker, depending on how the two threads were scheduled (the test failed on a loaded CI
-    machine by exactly one such buffer). It is an artifact of gloo on CPU (NCCL gathers in
-    place) that the memory model rightly leaves out."""
+    What gloo allocates for its own use is left out, as the memory model leaves it out (NCCL
+    works in the caller's buffers): the flat temporary a gloo worker thread allocates inside
+    each all-gather, and the copy of its input that `c10d::_reduce_scatter_base_` makes for
+    the worker. Their lifetimes depend on scheduling: the worker's temporary may or may not be
+    alive when the training thread passes a marker, and the input copy is freed by whichever
+    thread drops the finished work last (the training thread, seen by the profiler, or the
+    worker, after the collective and unseen). Counted, they made about one run in five on a
+    loaded two-core machine measure one extra ~100-200 KB buffer across later markers (CI
+    failed on one)."""
     events: list[tuple[int, int, Any]] = []
 
-    def walk(node: Any) -> None:
+    def walk(node: Any, in_c10d: bool) -> None:
         if node.typed[0] == _EventType.Allocation:
-            events.append((node.start_time_ns, 0, (node.start_tid, node.typed[1].alloc_size)))
+            alloc = node.typed[1]
+            events.append(
+                (node.start_time_ns, 0, (node.start_tid, alloc.alloc_size, alloc.ptr, in_c10d))
+            )
         elif node.name.startswith(MARK):
             events.append((node.start_time_ns, 1, (node.start_tid, node.name[len(MARK) :])))
+        in_c10d = in_c10d or node.name.startswith("c10d::")
         for child in node.children:
-            walk(child)
+            walk(child, in_c10d)
 
     for root in prof.profiler.kineto_results.experimental_event_tree():
-        walk(root)
+        walk(root, False)
     events.sort(key=lambda e: (e[0], e[1]))
-    training_thread = {tid for _, kind, (tid, _) in events if kind == 1}
+    training_thread = {payload[0] for _, kind, payload in events if kind == 1}
     assert len(training_thread) == 1, f"markers on several threads: {training_thread}"
+    gloos: set[int] = set()  # addresses of live allocations left out
     live = peak = 0
     marks: list[tuple[str, int, int]] = []
-    for _, kind, (tid, value) in events:
-        if tid not in training_thread:
-            continue
-        if kind == 0:
-            live += value
-            peak = max(peak, live)
-        else:
-            marks.append((value, live, peak))
+    for _, kind, payload in events:
+        if kind == 1:
+            marks.append((payload[1], live, peak))
             peak = live
+            continue
+        tid, size, ptr, in_c10d = payload
+        if size > 0:
+            # An address is reused once freed, and some of gloo's frees are never seen.
+            if in_c10d or tid not in training_thread:
+                gloos.add(ptr)
+                continue
+            gloos.discard(ptr)
+        elif ptr in gloos:
+            gloos.discard(ptr)
+            continue
+        if tid in training_thread:
+            live += size
+            peak = max(peak, live)
     return marks
 
 
@@ -161,6 +180,9 @@ def measure(name: str, overrides: dict[str, Any], env: Any) -> dict[str, Any]:
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         step()
         step()
+        # Every collective finished on both ranks before profiling stops (gloo's worker
+        # threads carry the profiler's thread-local state while they run one).
+        dist.barrier()
     for h in hooks:
         h.remove()
     marks = _timeline(prof)
@@ -188,8 +210,48 @@ def measure(name: str, overrides: dict[str, Any], env: Any) -> dict[str, Any]:
     return out
 
 
+def _uses(t: torch.Tensor) -> int:
+    return torch._C._storage_Use_Count(t.untyped_storage()._cdata)
+
+
+def _settled(collective: Callable[..., Any]) -> Callable[..., Any]:
+    """`collective` that, called blocking, returns once gloo's worker has let go of the
+    caller's tensors.
+
+    The worker holds the finished work, and through it the collective's tensors, until a
+    moment after the training thread was told it is done. When FSDP2 has by then dropped its
+    own reference (it frees an all-gather output once copied out), the worker's late drop
+    frees the buffer, unseen by the profiler, at a moment that depends on scheduling: under
+    load, about one run in ten measured an all-gather output alive across later markers.
+    NCCL has no such thread. Waiting here until each tensor's storage is back to the
+    references it had before the call makes every run's timeline the same; it changes when
+    the training thread goes on, never what it allocates."""
+
+    def call(*args: Any, async_op: bool = False, **kwargs: Any) -> Any:
+        if async_op:
+            return collective(*args, async_op=True, **kwargs)
+        tensors = [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)]
+        before = [_uses(t) for t in tensors]
+        work = collective(*args, async_op=True, **kwargs)
+        if work is not None:
+            work.wait()
+        del work
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(
+            _uses(t) > n for t, n in zip(tensors, before, strict=True)
+        ):
+            time.sleep(0.0002)
+        return None
+
+    return call
+
+
 def main(path: str) -> int:
     torch.set_num_threads(1)
+    # FSDP2 (torch 2.13) calls these through the `torch.distributed` module at every
+    # collective, blocking on CPU.
+    dist.all_gather_single = _settled(dist.all_gather_single)
+    dist.reduce_scatter_single = _settled(dist.reduce_scatter_single)
     env = init_distributed()
     only = sys.argv[2].split(",") if len(sys.argv) > 2 else None
     results = []

@@ -34,10 +34,8 @@ NAMES = [name for name, _ in CONFIGS]
 POOL = PoolFacts(name="cpu", vcpus_per_node=2, memory_mib_per_node=8192)
 
 
-@pytest.fixture(scope="module")
-def measured(tmp_path_factory) -> dict[str, dict[str, Any]]:
-    """Every configuration, measured by two ranks of the probe (~15 s on two cores)."""
-    out = tmp_path_factory.mktemp("probe") / "probe.json"
+def _probe(out: Path) -> list[tuple[int, str]]:
+    """Two ranks of the probe; (exit code, log) per rank."""
     sys.path.insert(0, str(ROOT / "tests" / "training"))
     from runtime_helpers import env, free_port
 
@@ -68,8 +66,26 @@ def measured(tmp_path_factory) -> dict[str, dict[str, Any]]:
         for p in procs:
             if p.poll() is None:
                 p.kill()
-    for rank, (p, log) in enumerate(zip(procs, logs, strict=True)):
-        assert p.returncode == 0, f"probe rank {rank} exited {p.returncode}:\n{log[-3000:]}"
+    return [(p.returncode, log) for p, log in zip(procs, logs, strict=True)]
+
+
+@pytest.fixture(scope="module")
+def measured(tmp_path_factory) -> dict[str, dict[str, Any]]:
+    """Every configuration, measured by two ranks of the probe (~15 s on two cores).
+
+    The measuring tool, not the runtime, occasionally dies: PyTorch's profiler aborts a rank
+    ("terminate called without an active exception", about 1 run in 15 on a loaded two-core
+    machine) when a gloo worker thread that inherited its thread-local state is still finishing
+    as profiling of a configuration stops. A rank killed by a signal is therefore measured once
+    more; any other failure, and a second signal, fail the test."""
+    out = tmp_path_factory.mktemp("probe") / "probe.json"
+    results = _probe(out)
+    if any(code < 0 for code, _ in results):
+        print("memory probe: a rank died by a signal; measuring again:")
+        print("\n".join(log[-600:] for _, log in results))
+        results = _probe(out)
+    for rank, (code, log) in enumerate(results):
+        assert code == 0, f"probe rank {rank} exited {code}:\n{log[-3000:]}"
     return {r["name"]: r for r in json.loads(out.read_text())}
 
 
