@@ -71,7 +71,8 @@ def _int(name: str, default: int, minimum: int = 0) -> int:
     return value
 
 
-def _float(name: str, default: float) -> float:
+def _seconds(name: str, default: float, zero_is_off: bool = False) -> float:
+    """Seconds from `name`: > 0, or >= 0 where 0 switches the feature off."""
     raw = os.environ.get(name, "").strip()
     if not raw:
         return default
@@ -79,21 +80,10 @@ def _float(name: str, default: float) -> float:
         value = float(raw)
     except ValueError:
         raise ContractError(f"{name}={raw!r}: expected a number of seconds") from None
-    if not value > 0:
-        raise ContractError(f"{name}={raw!r}: expected a number of seconds > 0")
-    return value
-
-
-def _seconds_or_off(name: str, default: float) -> float:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ContractError(f"{name}={raw!r}: expected a number of seconds") from None
-    if value < 0:
+    if zero_is_off and value < 0:
         raise ContractError(f"{name}={raw!r}: expected a number of seconds >= 0 (0 = off)")
+    if not zero_is_off and not value > 0:
+        raise ContractError(f"{name}={raw!r}: expected a number of seconds > 0")
     return value
 
 
@@ -132,8 +122,8 @@ def job_env() -> JobEnv:
         resume=os.environ.get(RESUME) or "auto",
         async_checkpoint=os.environ.get(ASYNC_CHECKPOINT, "").strip() in ("1", "true"),
         checkpoint_s3=os.environ.get(CHECKPOINT_S3) or None,
-        grace_period=_float(GRACE_PERIOD, 90.0),
+        grace_period=_seconds(GRACE_PERIOD, 90.0),
         metrics_port=_int(METRICS_PORT, 0),
         mlflow_tracking_uri=os.environ.get(MLFLOW_TRACKING_URI) or None,
-        hang_timeout=_seconds_or_off(HANG_TIMEOUT, DEFAULT_HANG_TIMEOUT_S),
+        hang_timeout=_seconds(HANG_TIMEOUT, DEFAULT_HANG_TIMEOUT_S, zero_is_off=True),
     )
