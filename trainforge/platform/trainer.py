@@ -22,6 +22,7 @@ import pulumi_kubernetes as k8s
 
 from trainforge.jobs import trainjob
 from trainforge.platform import versions
+from trainforge.platform.k8s_provider import server_side_apply_provider
 from trainforge.platform.placement import SYSTEM_NODE_SELECTOR
 
 NAMESPACE = "kubeflow-system"
@@ -59,14 +60,7 @@ class KubeflowTrainer(pulumi.ComponentResource):
         self, name: str, args: KubeflowTrainerArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("trainforge:index:KubeflowTrainer", name, None, opts)
-        provider = args.k8s_provider
-        if args.kubeconfig is not None:
-            provider = k8s.Provider(
-                f"{name}-ssa",
-                kubeconfig=args.kubeconfig,
-                enable_server_side_apply=True,
-                opts=pulumi.ResourceOptions(parent=self),
-            )
+        provider = server_side_apply_provider(name, args.k8s_provider, args.kubeconfig, self)
         child = pulumi.ResourceOptions(parent=self, provider=provider)
         self.namespace = k8s.core.v1.Namespace(
             f"{name}-ns",

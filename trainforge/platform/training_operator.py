@@ -23,6 +23,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from trainforge.platform import versions
+from trainforge.platform.k8s_provider import server_side_apply_provider
 from trainforge.platform.placement import SYSTEM_NODE_SELECTOR
 from trainforge.platform.services_config import TrainingOperatorConfig
 
@@ -70,14 +71,7 @@ class TrainingOperator(pulumi.ComponentResource):
     ) -> None:
         super().__init__("trainforge:index:TrainingOperator", name, None, opts)
         cfg = args.config
-        provider = args.k8s_provider
-        if args.kubeconfig is not None:
-            provider = k8s.Provider(
-                f"{name}-ssa",
-                kubeconfig=args.kubeconfig,
-                enable_server_side_apply=True,
-                opts=pulumi.ResourceOptions(parent=self),
-            )
+        provider = server_side_apply_provider(name, args.k8s_provider, args.kubeconfig, self)
         child = pulumi.ResourceOptions(parent=self, provider=provider)
         self.namespace = cfg.namespace
         self.release: k8s.helm.v3.Release | None = None
