@@ -76,6 +76,20 @@ def test_job_env_reads_the_contract(monkeypatch, tmp_path):
     monkeypatch.setenv(c.KEEP_LAST, "two")
     with pytest.raises(c.ContractError, match="TRAINFORGE_KEEP_LAST='two': expected an integer"):
         c.job_env()
+    monkeypatch.setenv(c.KEEP_LAST, "2")
+    for raw, why in [
+        ("soon", "expected a number of seconds$"),
+        ("0", r"expected a number of seconds > 0$"),  # no grace = killed mid-save
+    ]:
+        monkeypatch.setenv(c.GRACE_PERIOD, raw)
+        with pytest.raises(c.ContractError, match=f"TRAINFORGE_GRACE_PERIOD='{raw}': {why}"):
+            c.job_env()
+    monkeypatch.setenv(c.GRACE_PERIOD, "45")
+    monkeypatch.setenv(c.HANG_TIMEOUT, "-1")
+    with pytest.raises(c.ContractError, match=r">= 0 \(0 = off\)$"):
+        c.job_env()
+    monkeypatch.setenv(c.HANG_TIMEOUT, "0")
+    assert c.job_env().hang_timeout == 0.0
 
 
 def test_checkpoint_manager_from_env_saves_and_resumes(monkeypatch, tmp_path):
