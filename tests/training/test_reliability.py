@@ -334,6 +334,26 @@ def test_the_launcher_reads_this_failures_exit_records(tmp_path) -> None:
     assert launch.checkpoint_dir(["--checkpoint-dir=/d"]) == "/d"
 
 
+def test_without_a_checkpoint_dir_the_launcher_still_learns_why_a_local_rank_failed(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """`run-local --workers 2` keeps no checkpoint directory (no run ledger): a rank that
+    raised and was then SIGTERMed by torchrun must still make the launcher exit 1, not its
+    peer's 202. The ranks write their records into the folder the launcher gives them."""
+    from trainforge.training.ledger import LOCAL_EXITS_ENV
+
+    local = tmp_path / "launcher"
+    monkeypatch.setenv(LOCAL_EXITS_ENV, str(local))
+    monkeypatch.setenv("TORCHELASTIC_RESTART_COUNT", "1")
+    RunLedger(None, rank=1, world_size=2, clock=lambda: 1000.0).record_exit(
+        exits.USER_ERROR, step=3, detail="ValueError: a bug"
+    )
+    assert (local / "attempt_0001" / "rank_00001.json").is_file()
+    records = launch.failure_records(None, 1001.0, str(local))
+    assert records == {1: exits.USER_ERROR}
+    assert launch.worker_exit_code({0: 202, 1: -15}, records)[0] == 1
+
+
 def test_fault_hook_spec_is_checked() -> None:
     assert faults.parse("1:7:hang") == (1, 7, "HANG")
     assert faults.parse("") is None

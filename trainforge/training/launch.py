@@ -12,8 +12,11 @@ the worker group finally fails, exits with the code of the failure that explains
 Exit codes alone can lie: a rank that raised writes its exit record, then tears down; its
 peer notices the closed connection and exits first with "peer lost", and torchrun SIGTERMs the
 rank that was still tearing down, so the bug's own exit code never reaches torchrun. The exit
-records the ranks wrote for this failure (the run ledger, ledger.py) therefore take part: a
-record explains a rank better than the signal that ended it.
+records the ranks wrote for this failure therefore take part: a record explains a rank better
+than the signal that ended it. The ranks write them into a folder this launcher gives them
+(``LOCAL_EXITS_ENV``, for this pod's ranks, with or without a checkpoint directory) and into
+the run ledger under the checkpoint directory (ledger.py; shared storage, so ranks of other
+pods count too).
 """
 
 from __future__ import annotations
@@ -22,10 +25,11 @@ import json
 import os
 import signal
 import sys
+import tempfile
 from pathlib import Path
 
 from trainforge.training import exits
-from trainforge.training.ledger import EXITS_DIR, LEDGER_DIR
+from trainforge.training.ledger import EXITS_DIR, LEDGER_DIR, LOCAL_EXITS_ENV
 
 # A record older than this before the first failure torchrun saw belongs to an earlier attempt.
 RECORD_WINDOW_S = 30.0
@@ -83,11 +87,20 @@ def checkpoint_dir(argv: list[str]) -> str | None:
     return os.environ.get("TRAINFORGE_CHECKPOINT_DIR") or None
 
 
-def failure_records(ckpt: str | None, first_failure: float) -> dict[int, exits.Reason]:
-    """{rank: reason} from the newest attempt's exit records written for this failure."""
-    if not ckpt:
-        return {}
-    folder = Path(ckpt) / LEDGER_DIR / EXITS_DIR
+def failure_records(
+    ckpt: str | None, first_failure: float, local: str | None = None
+) -> dict[int, exits.Reason]:
+    """{rank: reason} from the newest attempt's exit records written for this failure: the
+    run ledger's (all pods) and this pod's own folder `local` (which wins for its ranks)."""
+    out: dict[int, exits.Reason] = {}
+    if ckpt:
+        out.update(_records_in(Path(ckpt) / LEDGER_DIR / EXITS_DIR, first_failure))
+    if local:
+        out.update(_records_in(Path(local), first_failure))
+    return out
+
+
+def _records_in(folder: Path, first_failure: float) -> dict[int, exits.Reason]:
     attempts = sorted(folder.glob("attempt_*")) if folder.is_dir() else []
     out: dict[int, exits.Reason] = {}
     for path in sorted(attempts[-1].glob("rank_*.json")) if attempts else []:
@@ -109,17 +122,26 @@ def _signal_name(num: int) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = argv if argv is not None else sys.argv[1:]
+    with tempfile.TemporaryDirectory(prefix="trainforge-exits-") as local:
+        os.environ[LOCAL_EXITS_ENV] = local  # torchrun's workers inherit it
+        try:
+            return _launch(argv, local)
+        finally:
+            os.environ.pop(LOCAL_EXITS_ENV, None)
+
+
+def _launch(argv: list[str], local: str) -> int:
     from torch.distributed.elastic.multiprocessing import SignalException
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.run import main as torchrun_main
 
-    argv = argv if argv is not None else sys.argv[1:]
     try:
         torchrun_main(argv)
     except ChildFailedError as e:
         failures = {int(rank): int(f.exitcode) for rank, f in e.failures.items()}
         first = min((float(f.timestamp) for f in e.failures.values()), default=0.0)
-        records = failure_records(checkpoint_dir(argv), first)
+        records = failure_records(checkpoint_dir(argv), first, local)
         code, line = worker_exit_code(failures, records)
         print(f"trainforge launch: {line}", file=sys.stderr, flush=True)
         return code

@@ -34,6 +34,9 @@ from trainforge.training import exits
 LEDGER_DIR = ".trainforge"
 RUN_FILE = "run.json"
 EXITS_DIR = "exits"
+# Set by the launcher (launch.py) for its workers: a folder of this pod's own exit records, so
+# that it learns why a local rank failed even when the run keeps no checkpoint directory.
+LOCAL_EXITS_ENV = "TRAINFORGE_LOCAL_EXIT_RECORDS"
 LEDGER_VERSION = 1
 KEEP_PRODUCTIVE = 64  # productive-seconds entries kept (checkpoint steps)
 # A job that fails this many attempts in a row from the same checkpoint stops (no_progress):
@@ -252,12 +255,17 @@ class RunLedger:
             "detail": detail,
             "time": self.clock(),
         }
-        if self.root is not None and reason is not exits.SUCCESS:
-            try:
-                _write_json(self._exit_path(self.attempt_no if attempt is None else attempt,
-                                            self.rank), rec)  # fmt: skip
-            except OSError as e:
-                self._warn("write this rank's exit record", e)
+        if reason is not exits.SUCCESS:
+            n = self.attempt_no if attempt is None else attempt
+            local = os.environ.get(LOCAL_EXITS_ENV)
+            paths = [self._exit_path(n, self.rank)] if self.root is not None else []
+            if local:
+                paths.append(Path(local) / f"attempt_{n:04d}" / f"rank_{self.rank:05d}.json")
+            for path in paths:
+                try:
+                    _write_json(path, rec)
+                except OSError as e:
+                    self._warn("write this rank's exit record", e)
         if self.rank == 0 and self.attempts:
             cur = self.current
             cur.updated_at = self.clock()
