@@ -319,6 +319,29 @@ def _authorize(stack: StackIam, role: RoleFacts, a: Authz, bucket: BucketFacts) 
     return evaluate(a.request, role.policies, [bp] if bp else [])
 
 
+def _expect_bucket_denies(
+    run: _Run,
+    tally: Tally,
+    role: RoleFacts,
+    caller: Caller,
+    bucket: BucketFacts,
+    calls: list[ApiCall],
+    network: dict[str, Any],
+    where: str,
+    why: str,
+) -> None:
+    """Each call's request that the bucket's policy judges must be denied (isolation)."""
+    for call in calls:
+        try:
+            authz = s3_requests(call, caller, bucket, network)
+        except UnmappedCall:
+            continue
+        for a in authz:
+            if a.resource_policy == "bucket":
+                decision = _authorize(run.stack, role, a, bucket)
+                run.expect(tally, role, a.request, decision, False, call.describe() + where, why)
+
+
 def _rehearse_teams(run: _Run, ctx: PlanContext) -> None:
     stack = run.stack
     for team in _teams(ctx):
@@ -367,23 +390,11 @@ def _rehearse_teams(run: _Run, ctx: PlanContext) -> None:
         if vpce:
             # the same calls with the team's credentials from outside the VPC (lifted from a
             # pod): the bucket policy must refuse them
-            for call in calls:
-                try:
-                    authz = s3_requests(call, caller, bucket)
-                except UnmappedCall:
-                    continue
-                for a in authz:
-                    if a.resource_policy != "bucket":
-                        continue
-                    run.expect(
-                        t,
-                        role,
-                        a.request,
-                        _authorize(stack, role, a, bucket),
-                        False,
-                        f"{call.describe()} from outside the VPC",
-                        "the team's credentials must be useless outside the VPC endpoint",
-                    )
+            _expect_bucket_denies(
+                run, t, role, caller, bucket, calls, {},
+                " from outside the VPC",
+                "the team's credentials must be useless outside the VPC endpoint",
+            )  # fmt: skip
         # isolation: the same calls on another team's prefix and on another bucket
         other_prefix = f"{OTHER_TEAM}/{REHEARSAL_JOB}"
         for label, target, new_prefix in (
@@ -394,24 +405,10 @@ def _rehearse_teams(run: _Run, ctx: PlanContext) -> None:
                 own,
             ),
         ):
-            for call in calls:
-                moved = _rebind(call, target.name, own, new_prefix)
-                try:
-                    authz = s3_requests(moved, caller, target, network)
-                except UnmappedCall:
-                    continue
-                for a in authz:
-                    if a.resource_policy != "bucket":
-                        continue
-                    run.expect(
-                        t,
-                        role,
-                        a.request,
-                        _authorize(stack, role, a, target),
-                        False,
-                        f"{moved.describe()}",
-                        f"{label} must be out of reach",
-                    )
+            moved = [_rebind(call, target.name, own, new_prefix) for call in calls]
+            _expect_bucket_denies(
+                run, t, role, caller, target, moved, network, "", f"{label} must be out of reach"
+            )
 
 
 # --------------------------------------------------------------------------------------------
