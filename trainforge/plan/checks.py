@@ -25,6 +25,7 @@ from typing import Any
 CHECKS: list[str] = [
     "trainforge.plan.iam_rehearsal:check",
     "trainforge.plan.controller_identity:check",
+    "trainforge.plan.check_helm_charts:check",
     "trainforge.plan.check_pod_scripts:check",
     "trainforge.plan.check_scheduling:check",
     "trainforge.plan.estimates:check",
