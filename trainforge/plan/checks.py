@@ -26,6 +26,7 @@ CHECKS: list[str] = [
     "trainforge.plan.iam_rehearsal:check",
     "trainforge.plan.controller_identity:check",
     "trainforge.plan.check_helm_charts:check",
+    "trainforge.plan.check_ordering:check",
     "trainforge.plan.check_pod_scripts:check",
     "trainforge.plan.check_scheduling:check",
     "trainforge.plan.estimates:check",

@@ -232,6 +232,11 @@ class PlatformServices(pulumi.ComponentResource):
             "trainjob": (self.trainer,) if self.trainer else (),
         }
 
+        # What a job's PodMonitor waits for: the release installing monitoring.coreos.com.
+        self.monitor_ready: tuple[pulumi.Resource, ...] = (
+            (self.monitoring.stack,) if self.monitoring.stack is not None else ()
+        )
+
         self.device_plugins = DevicePlugins(
             f"{name}-device-plugins",
             DevicePluginsArgs(

@@ -287,6 +287,8 @@ class TrainingPlatform(pulumi.ComponentResource):
             ready=(services.kueue,) if services is not None and services.kueue else (),
             # Jobs need their backend's CRDs and webhook first.
             backend_ready=services.backend_ready if services is not None else None,
+            # A job's PodMonitor needs the monitoring release's CRD first.
+            monitor_ready=services.monitor_ready if services is not None else (),
         )
         declared().contracts.append(self.contract)
 
