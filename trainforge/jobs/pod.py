@@ -76,6 +76,9 @@ class Launch:
     port_name: str | None = None
     declare_port: bool = True
     rendezvous_env: tuple[dict[str, Any], ...] = field(default=())
+    # Variables the controller appends to every container itself: ours would be a duplicate
+    # name, which the API server warns about ("hides previous definition").
+    controller_env: frozenset[str] = frozenset()
 
 
 def static_rendezvous_env(job: JobSpec, master_addr: str, port: int) -> tuple[dict, ...]:
@@ -141,9 +144,18 @@ def env(
             {"name": "FI_PROVIDER", "value": "efa"},
             # DataLoader workers fork; keep libfabric's registered memory fork-safe.
             {"name": "FI_EFA_FORK_SAFE", "value": "1"},
+            # libfabric's EFA provider takes its internal bounce buffers from huge pages by
+            # default. Our pods request no `hugepages-2Mi` (so their cgroup's hugetlb limit is
+            # 0, and a request would leave pods Pending on nodes whose pool Karpenter's AMI
+            # does not reserve), and with huge pages on, forked DataLoader workers fail with
+            # "Cannot allocate memory" (the AWS EFA cheatsheet's advice: set 0 then). Off, the
+            # buffers use normal pages; NCCL's GPU buffers go through GPUDirect RDMA either way.
+            {"name": "FI_EFA_USE_HUGE_PAGE", "value": "0"},
         ]
         if target.pool.rdma:
             out.append({"name": "FI_EFA_USE_DEVICE_RDMA", "value": "1"})
+    if launch is not None and launch.controller_env:
+        out = [e for e in out if e["name"] not in launch.controller_env]
     return with_user_env(out, job.env)
 
 
