@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 from types import SimpleNamespace
 
-from tests.jobs.helpers import CODE, GPU_POOL, target
+from tests.jobs.helpers import CODE, DLC_IMAGE, GPU_POOL, target
 from trainforge.jobs.backends import emit
 from trainforge.jobs.contract import BACKENDS, Declared, DeclaredJob, PlatformContract
 from trainforge.jobs.spec import parse_job
@@ -70,3 +70,27 @@ def test_checkov_sees_the_pod_trainer_builds():
     other = copy.deepcopy(wl)
     other["spec"]["runtimeRef"]["name"] = "torch-distributed"  # not trainforge's: unknown pod
     assert pod_template_jobs(K8sObject("urn:x", "j0", "t", other)) == []
+
+
+def test_a_command_holding_a_pulumi_output_is_rehearsed_not_crashed():
+    """In a program the checkpoint bucket's name is an Output until AWS creates it: the
+    trainjob command (--checkpoint-s3) and env hold it, and copy.deepcopy cannot copy one."""
+    import dataclasses
+
+    import pulumi
+    from pulumi.runtime.sync_await import _ensure_event_loop
+
+    _ensure_event_loop()
+    bucket = pulumi.Output.from_input("tf-checkpoints").apply(lambda b: b)
+    t = dataclasses.replace(target(GPU_POOL, backends=BACKENDS), checkpoint_bucket=bucket)
+    raw = {"name": "j", "team": "research", "pool": "gpu-workloads", "backend": "trainjob"}
+    raw.update(checkpoint={"s3Mirror": True}, image=DLC_IMAGE)
+    job = resolve_job(parse_job(raw, "j"), t, "j")
+    emitted = emit(job, t, CODE)
+    command = emitted.workload["spec"]["trainer"]["command"]
+    assert any(isinstance(a, pulumi.Output) for a in command)  # the case that crashed
+    out = Declared(contracts=[PlatformContract(pools={}, teams={}, backends=BACKENDS)])
+    out.jobs.append(DeclaredJob(job, t, emitted, "job-research-j"))
+    result = check(PlanContext(None, [], out))
+    assert result.findings == []
+    assert result.sections[0].data[0]["backend"] == "trainjob"
