@@ -50,6 +50,27 @@ from trainforge.jobs.wiring import EFA_RESOURCE, GPU_RESOURCE, JobTarget, efa_co
 
 METRICS_PORT_NAME = "metrics"
 TERMINATION_MARGIN = 30  # seconds past the runtime's checkpoint grace for teardown
+# terminationGracePeriodSeconds comes in classes: the job's grace period plus the margin,
+# rounded up to the next class. Why: a TrainJob cannot carry it. Kueue 0.19 vendors Trainer
+# v2.2.1's types, whose PodSpecPatch has no terminationGracePeriodSeconds (added in v2.3.0),
+# and rewrites an admitted TrainJob whole, so a patch's grace period is dropped and pods get
+# the default 30 s. The platform's ClusterTrainingRuntimes carry it instead, one per class
+# (trainforge.jobs.trainjob), and every backend uses the same classes so that a job's pods
+# are the same on each. The runtime itself still budgets its checkpoint by the job's own
+# grace period (TRAINFORGE_GRACE_PERIOD); the class is the kubelet's upper bound.
+# sources: kubernetes-sigs/kueue release-0.19 go.mod (github.com/kubeflow/trainer/v2 v2.2.1);
+# kubeflow/trainer v2.2.1 and v2.3.0 pkg/apis/trainer/v1alpha1/trainjob_types.go
+# (PodSpecPatch), checked 2026-11-25.
+# grace periods 90 (the default), 300, 600, 900, 1800 and 3600 (the maximum) s + the margin
+GRACE_CLASSES = (120, 330, 630, 930, 1830, 3630)
+
+
+def termination_grace(job: JobSpec) -> int:
+    """The pod's terminationGracePeriodSeconds: grace period + margin, rounded up to a class."""
+    need = job.checkpoint.grace_period + TERMINATION_MARGIN
+    return next((c for c in GRACE_CLASSES if c >= need), need)
+
+
 RUN_AS_USER = 1000
 TMP_SIZE = "20Gi"
 JOB_LABEL = "trainforge.io/job"
@@ -319,7 +340,7 @@ def pod_template(
         # Training never calls the Kubernetes API; S3 access comes from the Pod Identity
         # agent, whose webhook mounts its own projected token whatever this says.
         "automountServiceAccountToken": False,
-        "terminationGracePeriodSeconds": job.checkpoint.grace_period + TERMINATION_MARGIN,
+        "terminationGracePeriodSeconds": termination_grace(job),
         "enableServiceLinks": False,
         "securityContext": pod_security_context(target),
         "nodeSelector": dict(target.pool.node_selector),
