@@ -32,6 +32,7 @@ CHECKS: list[str] = [
     "trainforge.plan.estimates:check",
     "trainforge.plan.cost_check:check",
     "trainforge.plan.job_backends:check",
+    "trainforge.plan.check_retry_bounds:check",
     "trainforge.plan.check_queues:check",
 ]
 
