@@ -68,6 +68,8 @@ class PlatformServicesArgs:
     # S3's address ranges (HTTPS egress of training namespaces) and the S3 gateway endpoint
     # (the checkpoint bucket refuses team roles that do not come through it); None: no endpoint.
     s3_cidrs: list[str] = field(default_factory=list)
+    # Where the VPC's interface endpoints answer (network.endpoint_cidrs); empty: the VPC CIDR
+    endpoint_cidrs: list[pulumi.Input[str]] = field(default_factory=list)
     s3_vpc_endpoint_id: pulumi.Input[str] | None = None
     tags: dict[str, str] = field(default_factory=dict)
 
@@ -111,6 +113,7 @@ class PlatformServices(pulumi.ComponentResource):
                 mlflow_namespace=MLFLOW_NAMESPACE if cfg.mlflow.enabled else None,
                 vpc_cidr=args.vpc_cidr,
                 s3_cidrs=list(args.s3_cidrs),
+                endpoint_cidrs=list(args.endpoint_cidrs),
                 pools=list(args.pools),
                 kueue_enabled=cfg.kueue.enabled,
             ),

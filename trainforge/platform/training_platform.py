@@ -342,6 +342,7 @@ class TrainingPlatform(pulumi.ComponentResource):
                 kubeconfig=self.cluster.kubeconfig,
                 pools=list(self.node_pools.values()),
                 s3_cidrs=list(self.network.s3_cidrs),
+                endpoint_cidrs=list(self.network.endpoint_cidrs),
                 s3_vpc_endpoint_id=self.network.s3_endpoint_id,
                 tags=tags,
             ),
