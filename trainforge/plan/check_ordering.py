@@ -38,6 +38,7 @@ RULES = {
     "(metadata.name) or depend on it, or on the release that creates it",
 }
 RELEASE = "kubernetes:helm.sh/v3:Release"
+CHART_V4 = "kubernetes:helm.sh/v4:Chart"  # the Trainer's chart (trainforge.platform.trainer)
 KUSTOMIZE = "kubernetes:kustomize/v2:Directory"
 NAMESPACE = "kubernetes:core/v1:Namespace"
 CRD = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
@@ -102,7 +103,7 @@ def _installed_groups(res: Any) -> tuple[str, ...]:
     if res.type == CRD:
         group = (res.inputs.get("spec") or {}).get("group")
         return (group,) if isinstance(group, str) else ()
-    if res.type == RELEASE:
+    if res.type in (RELEASE, CHART_V4):
         chart = res.inputs.get("chart")
         if isinstance(chart, str):
             return INSTALLS.get(chart.rstrip("/").rsplit("/", 1)[-1], ())
