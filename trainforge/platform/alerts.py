@@ -210,13 +210,16 @@ def queue_rules(cfg: AlertsConfig) -> list[dict[str, Any]]:
         _alert(
             cfg,
             "TrainforgeQueueStarved",
-            f"min_over_time((sum by (cluster_queue) (kueue_pending_workloads))[{wait}:1m]) > 0"
+            # workloads waiting all along `wait`, and none admitted within it (a queue that
+            # never admitted has no counter yet: `unless` keeps it)
+            "sum by (cluster_queue) (kueue_pending_workloads) > 0"
             " unless on (cluster_queue) "
             f"sum by (cluster_queue) (increase(kueue_admitted_workloads_total[{wait}])) > 0",
             "warning",
             f"{cq} has had workloads waiting and admitted none for {wait}",
             "Jobs wait and nothing is admitted: quota used by running jobs, borrowed quota "
             "not given back, or a flavor whose nodes cannot be created.",
+            for_=wait,
         ),
         _alert(
             cfg,
