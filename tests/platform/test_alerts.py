@@ -60,7 +60,12 @@ def labels(severity: str, **extra: str) -> dict[str, str]:
 
 
 GPU = 'gpu="0", UUID="GPU-1", Hostname="node-1", modelName="NVIDIA H100 80GB HBM3"'
-GPU_LABELS = {"gpu": "0", "UUID": "GPU-1", "Hostname": "node-1", "modelName": "NVIDIA H100 80GB HBM3"}
+GPU_LABELS = {
+    "gpu": "0",
+    "UUID": "GPU-1",
+    "Hostname": "node-1",
+    "modelName": "NVIDIA H100 80GB HBM3",
+}
 
 # (alert, input series, [(eval time, expected label sets)]) with the default thresholds:
 # stalled 15m, restart storm 3 in 1h, checkpoint 2h, goodput 0.7 after 1h, queue 1h.

@@ -83,9 +83,9 @@ def start_on_free_port(argv_for, log: Path, ready_path: str, tries: int = 8):
             proc = subprocess.Popen(argv_for(port), stdout=out, stderr=subprocess.STDOUT)
         end = time.monotonic() + 15
         while time.monotonic() < end and proc.poll() is None:
-            with contextlib.suppress(OSError):
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}{ready_path}", timeout=1):
-                    return proc, port
+            url = f"http://127.0.0.1:{port}{ready_path}"
+            with contextlib.suppress(OSError), urllib.request.urlopen(url, timeout=1):
+                return proc, port
             time.sleep(0.2)
         stop(proc)
     raise AssertionError(f"could not start {argv_for(0)[0]}: {log.read_text()[-2000:]}")
@@ -144,7 +144,11 @@ def start_training(tmp: Path) -> tuple[list[subprocess.Popen], int]:
         logs = [open(tmp / f"rank{r}.log", "wb") for r in range(2)]  # noqa: SIM115
         procs = [
             subprocess.Popen(
-                args, cwd=ROOT, env=training_env(r, master), stdout=logs[r], stderr=subprocess.STDOUT
+                args,
+                cwd=ROOT,
+                env=training_env(r, master),
+                stdout=logs[r],
+                stderr=subprocess.STDOUT,
             )
             for r in range(2)
         ]
@@ -159,7 +163,9 @@ def start_training(tmp: Path) -> tuple[list[subprocess.Popen], int]:
             time.sleep(0.3)
         for p in procs:
             stop(p)
-    raise AssertionError("training never served metrics: " + (tmp / "rank0.log").read_text()[-3000:])
+    raise AssertionError(
+        "training never served metrics: " + (tmp / "rank0.log").read_text()[-3000:]
+    )
 
 
 def test_a_stopped_rank_pages_through_prometheus_and_alertmanager(tmp_path):
@@ -240,8 +246,12 @@ def test_a_stopped_rank_pages_through_prometheus_and_alertmanager(tmp_path):
         alert = got[0]
         assert {k: alert["labels"][k] for k in JOB} == JOB
         assert alert["labels"]["severity"] == "critical"
-        assert alert["annotations"]["summary"] == "Job team-a/stall-e2e made no optimizer step for 8s"
-        assert alert["annotations"]["runbook_url"].endswith("troubleshooting.md#trainforgejobstalled")
+        assert (
+            alert["annotations"]["summary"] == "Job team-a/stall-e2e made no optimizer step for 8s"
+        )
+        assert alert["annotations"]["runbook_url"].endswith(
+            "troubleshooting.md#trainforgejobstalled"
+        )
         # rank 0 still answers scrapes, so the stall is the only page, not a metrics outage
         assert receiver.firing("TrainforgeJobMetricsDown") == []
     finally:

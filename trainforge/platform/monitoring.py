@@ -35,9 +35,11 @@ import pulumi_kubernetes as k8s
 from trainforge.platform import alerts, mlflow_auth, versions
 from trainforge.platform.dashboards import (
     DASHBOARDS,
+    FOLDER_ANNOTATION,
     SIDECAR_LABEL,
     SIDECAR_LABEL_VALUE,
     for_exported,
+    team_dashboard,
 )
 from trainforge.platform.device_plugins import GPU_NODE_TERMS, GPU_TAINT_TOLERATION, node_affinity
 from trainforge.platform.placement import NODE_AGENTS_NAMESPACE, SYSTEM_NODE_SELECTOR, psa_labels
@@ -95,6 +97,13 @@ def prometheus_values(
             "passwordKey": "admin-password",
         }
         grafana["nodeSelector"] = system
+        # dashboards filed in folders by their ConfigMap's annotation (a folder per team)
+        grafana["sidecar"] = {
+            "dashboards": {
+                "folderAnnotation": FOLDER_ANNOTATION,
+                "provider": {"foldersFromFilesStructure": True},
+            }
+        }
     return {
         "grafana": grafana,
         **EKS_UNSCRAPABLE,
@@ -376,7 +385,13 @@ class Monitoring(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions.merge(child, self._class_deps()),
             )
             if cfg.grafana:
-                self._dashboards(name, ns.metadata.name, child, cfg.dcgm_profiling_metrics)
+                self._dashboards(
+                    name,
+                    ns.metadata.name,
+                    child,
+                    cfg.dcgm_profiling_metrics,
+                    tuple(args.team_namespaces or {}),
+                )
         self._alerting(name, cfg, child, args)
         if cfg.dcgm_exporter and args.gpu_nodes:
             counters = k8s.core.v1.ConfigMap(
@@ -463,15 +478,25 @@ class Monitoring(pulumi.ComponentResource):
         namespace: pulumi.Input[str],
         child: pulumi.ResourceOptions,
         profiling: bool = False,
+        teams: tuple[str, ...] = (),
     ) -> None:
         """trainforge's dashboards as ConfigMaps the chart's Grafana sidecar picks up, each
-        panel reading only what the exporter collects here (dcgm_metrics)."""
+        panel reading only what the exporter collects here (dcgm_metrics); one training view
+        per team (a team's namespace is its name)."""
         exported = dcgm_metrics(profiling)
 
         def board(build: Any) -> dict[str, Any]:
             return for_exported(build(), exported, PROFILING_HINT)
 
-        for cm_name, build in DASHBOARDS.items():
+        boards: list[tuple[str, Any, str]] = [
+            (cm_name, build, "trainforge") for cm_name, build in DASHBOARDS.items()
+        ]
+        # per-team views: each team's jobs in its own folder
+        boards += [
+            (f"trainforge-team-{team}", (lambda t=team: team_dashboard(t, t)), team)
+            for team in sorted(teams)
+        ]
+        for cm_name, build, folder in boards:
             k8s.core.v1.ConfigMap(
                 f"{name}-{cm_name}",
                 metadata=k8s.meta.v1.ObjectMetaArgs(
@@ -481,6 +506,7 @@ class Monitoring(pulumi.ComponentResource):
                         SIDECAR_LABEL: SIDECAR_LABEL_VALUE,
                         "app.kubernetes.io/part-of": "trainforge",
                     },
+                    annotations={FOLDER_ANNOTATION: folder},
                 ),
                 data={f"{cm_name}.json": json.dumps(board(build), indent=1, sort_keys=True)},
                 opts=child,
