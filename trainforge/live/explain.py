@@ -148,8 +148,10 @@ def requests(g: Gathered) -> list[str]:
         for c in ps.get("template", {}).get("spec", {}).get("containers", []):
             for res, amount in (c.get("resources", {}).get("requests") or {}).items():
                 total[res] = total.get(res, Fraction(0)) + parse_quantity(amount)
-        asks = ", ".join(readable(r, v) for r, v in sorted(total.items()))
-        out.append(f"{ps.get('count', 1)} x {ps.get('name', 'pod')} ({asks})")
+        asks = ", ".join(
+            readable(r, v) + (" memory" if r == "memory" else "") for r, v in sorted(total.items())
+        )
+        out.append(f"{ps.get('count', 1)} x {ps.get('name', 'pod')} pod, each {asks}")
     return out
 
 
@@ -181,6 +183,15 @@ def pod_line(pod: dict, container: str, now: datetime) -> str:
         if sched and sched.get("status") == "False":
             parts.append(f"unscheduled: {sched.get('message', sched.get('reason', ''))}")
     return "  ".join(parts)
+
+
+def _last_exit(pod: dict) -> str | None:
+    """When the pod's container last ended (its previous run), if it ever did."""
+    for c in pod.get("status", {}).get("containerStatuses", []) or []:
+        t = (c.get("lastState") or {}).get("terminated")
+        if t:
+            return t.get("finishedAt")
+    return None
 
 
 def exit_text(terminated: dict) -> str:
@@ -250,7 +261,10 @@ def status(g: Gathered, now: datetime) -> str:
         lines.append(f"state:      Queued: not admitted by Kueue for {age(since, now)}")
     else:
         text = state
-        if cond and cond.get("lastTransitionTime"):
+        if state == "Running" and any(_last_exit(p) for p in g.pods):
+            latest = max(_last_exit(p) or "" for p in g.pods)
+            text += f", restarted {age(latest, now)} ago"
+        elif cond and cond.get("lastTransitionTime"):
             text += f" for {age(cond['lastTransitionTime'], now)}"
         if cond and state in ("Restarting", "Failed") and cond.get("message"):
             text += f": {cond['message']}"
@@ -349,11 +363,26 @@ def why(g: Gathered, now: datetime, last_lines: dict[str, str]) -> str:
     if (state in ("Restarting", "Failed") or crashed) and not reasons:
         if cond and cond.get("message"):
             reasons.append(f"{state}: {cond['message']}")
+        else:
+            reasons.append(f"{state}, after its pods restarted. Their last exits:")
+        codes = [
+            exits.for_code(t["exitCode"])
+            for p in crashed
+            for c in p.get("status", {}).get("containerStatuses", []) or []
+            for t in [(c.get("lastState") or {}).get("terminated") or {}]
+            if isinstance(t.get("exitCode"), int)
+        ]
         for p in crashed:
             reasons.append(f"  {pod_line(p, g.container, now)}")
             line = last_lines.get(p["metadata"]["name"])
             if line:
                 reasons.append(f"    {line}")
+        known = [r for r in codes if r is not None]
+        if known:
+            root = exits.root_cause(known)
+            reasons.append(
+                f"Most likely cause: {root.name} ({root.what}); the others follow from it."
+            )
         reasons.append(
             "See docs/troubleshooting.md and docs/reliability.md#exit-reasons-and-exitcode"
         )
