@@ -116,6 +116,7 @@ class PlatformServices(pulumi.ComponentResource):
                 s3_cidrs=list(args.s3_cidrs),
                 pools=list(args.pools),
                 kueue_enabled=cfg.kueue.enabled,
+                cluster_name=args.cluster_name,
             ),
             opts=child,
         )

@@ -247,6 +247,38 @@ def default_team_id(name: str) -> int:
 
 
 @dataclass(frozen=True)
+class TeamAccessConfig:
+    """IAM principals (role or user ARNs) that get an EKS access entry in the team's
+    Kubernetes group: read the team's jobs, workloads, pods and logs; create and delete jobs
+    only with `create_jobs`."""
+
+    principals: tuple[str, ...] = ()
+    create_jobs: bool = False
+
+
+_IAM_PRINCIPAL = re.compile(r"arn:aws[\w-]*:iam::\d{12}:(role|user)/[\w+=,.@/-]+")
+
+
+def _team_access(r: _Reader) -> TeamAccessConfig:
+    r.unknown({"principals", "createJobs"})
+    raw = r.raw.get("principals", [])
+    principals: list[str] = []
+    if not isinstance(raw, list):
+        r.err("principals", raw, "a list of IAM role or user ARNs")
+    else:
+        for i, arn in enumerate(raw):
+            if not isinstance(arn, str) or not _IAM_PRINCIPAL.fullmatch(arn):
+                r.err(
+                    f"principals[{i}]",
+                    arn,
+                    "an IAM role or user ARN such as arn:aws:iam::111122223333:role/MlEngineer",
+                )
+            else:
+                principals.append(arn)
+    return TeamAccessConfig(tuple(principals), r.boolean("createJobs", False))
+
+
+@dataclass(frozen=True)
 class TeamConfig:
     name: str
     quota: TeamQuotaConfig = field(default_factory=TeamQuotaConfig)
@@ -265,6 +297,8 @@ class TeamConfig:
     gid: int | None = None
     # Teams in the same cohort lend each other idle quota (Kueue cohort).
     cohort: str = DEFAULT_COHORT
+    # Who may use the cluster as this team (trainforge.platform.team_access).
+    access: TeamAccessConfig = field(default_factory=lambda: TeamAccessConfig())
 
     @property
     def run_as_user(self) -> int:
@@ -766,7 +800,9 @@ def _teams(
     seen: set[str] = set()
     for i, item in enumerate(raw):
         r = _Reader(item, f"{path}[{i}]", errors)
-        r.unknown({"name", "quota", "defaults", "podSecurity", "claims", "uid", "gid", "cohort"})
+        r.unknown(
+            {"name", "quota", "defaults", "podSecurity", "claims", "uid", "gid", "cohort", "access"}
+        )
         name = r.raw.get("name")
         if not is_dns_label(name):
             r.err(
@@ -811,10 +847,26 @@ def _teams(
                 uid=_team_id(r, "uid"),
                 gid=_team_id(r, "gid"),
                 cohort=cohort,
+                access=_team_access(r.sub("access")),
             )
         )
     _unique_ids(teams, path, errors)
+    _one_team_per_principal(teams, path, errors)
     return tuple(teams)
+
+
+def _one_team_per_principal(teams: list[TeamConfig], path: str, errors: list[str]) -> None:
+    """EKS allows one access entry per principal: a principal in two teams is an error."""
+    owner: dict[str, str] = {}
+    for t in teams:
+        for arn in t.access.principals:
+            if arn in owner:
+                errors.append(
+                    f"{path}: principal {arn!r} is given to teams {owner[arn]!r} and {t.name!r}; "
+                    "expected each IAM principal in one team's access.principals (EKS has one "
+                    "access entry per principal)"
+                )
+            owner.setdefault(arn, t.name)
 
 
 def _unique_ids(teams: list[TeamConfig], path: str, errors: list[str]) -> None:
