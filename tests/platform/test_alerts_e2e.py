@@ -17,6 +17,7 @@ import contextlib
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import subprocess
@@ -158,7 +159,8 @@ def start_training(tmp: Path) -> tuple[list[subprocess.Popen], int]:
                 text = urllib.request.urlopen(
                     f"http://127.0.0.1:{metrics_port}/metrics", timeout=1
                 ).read()
-                if b"trainforge_step" in text and b"trainforge_step 0" not in text:
+                step = re.search(rb"^trainforge_step\{[^}]*\} (\S+)$", text, re.M)
+                if step and float(step.group(1)) > 0:  # training is stepping
                     return procs, metrics_port
             time.sleep(0.3)
         for p in procs:
