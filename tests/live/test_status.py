@@ -257,3 +257,31 @@ def test_the_command_line_dispatches_to_the_live_commands():
     for name in ("status", "why", "logs", "wait"):
         target, _, func = top.COMMANDS[name][0].partition(":")
         assert target == "trainforge.live.cli" and hasattr(cli, func)
+
+
+def test_why_points_at_capacity_when_admitted_pods_wait_for_nodes(capsys, api):
+    routes = json.loads(json.dumps(recorded.RUN_ROUTES))
+    pods = routes[
+        f"/api/v1/namespaces/{recorded.RUN_NS}/pods?labelSelector=trainforge.io/job={recorded.RUN}"
+    ]
+    waiting = pods["items"][1]
+    waiting["spec"].pop("nodeName")
+    waiting["status"] = {
+        "phase": "Pending",
+        "conditions": [
+            recorded.cond("PodScheduled", "False", "2026-11-25T11:31:00Z", "Unschedulable",
+                          "0/5 nodes are available: 5 Insufficient nvidia.com/gpu."),
+        ],
+    }  # fmt: skip
+    routes[f"/api/v1/namespaces/{recorded.RUN_NS}/events"]["items"].append(
+        {"involvedObject": {"kind": "Pod", "name": waiting["metadata"]["name"]},
+         "type": "Warning", "reason": "FailedScheduling", "lastTimestamp": "2026-11-25T11:59:00Z",
+         "message": "0/5 nodes are available: 5 Insufficient nvidia.com/gpu."}
+    )  # fmt: skip
+    api.routes.update(routes)
+    code, out, _ = run(capsys, cli.why_main, "mnist-ddp", "-n", "llm", "--kubeconfig", api.config,
+                       now=lambda: recorded.NOW)  # fmt: skip
+    assert code == 0
+    assert out.splitlines()[0] == "Admitted, but pods wait for nodes:"
+    assert "unscheduled: 0/5 nodes are available: 5 Insufficient nvidia.com/gpu." in out
+    assert "docs/troubleshooting.md#pods-stuck-pending-capacity-or-quota" in out

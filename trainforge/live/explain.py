@@ -60,7 +60,7 @@ def condition(obj: dict | None, kind: str) -> dict | None:
     return None
 
 
-def _true(obj: dict | None, kind: str) -> bool:
+def is_true(obj: dict | None, kind: str) -> bool:
     c = condition(obj, kind)
     return bool(c and c.get("status") == "True")
 
@@ -253,7 +253,7 @@ def status(g: Gathered, now: datetime) -> str:
     created = g.job.get("metadata", {}).get("creationTimestamp")
     lines = [f"job:        {g.namespace}/{g.name} ({g.kind}, created {age(created, now)} ago)"]
     wl = g.workload
-    admitted = _true(wl, "Admitted")
+    admitted = is_true(wl, "Admitted")
     if wl is not None and not admitted and state not in ("Succeeded", "Failed"):
         since = (condition(wl, "QuotaReserved") or {}).get("lastTransitionTime") or wl[
             "metadata"
@@ -334,7 +334,7 @@ def why(g: Gathered, now: datetime, last_lines: dict[str, str]) -> str:
     if state == "Succeeded":
         return f"{g.name} finished successfully.\n"
     reasons = []
-    if wl is not None and not _true(wl, "Admitted") and state != "Failed":
+    if wl is not None and not is_true(wl, "Admitted") and state != "Failed":
         blocked = blocked_by(g)
         if blocked:
             reasons.append("Kueue has not admitted it: not enough quota.")
