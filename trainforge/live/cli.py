@@ -177,7 +177,9 @@ def wait_main(
             if state == "Succeeded" or (args.until == "running" and state == "Running"):
                 return 0
             if args.until == "admitted" and (
-                g.workload is None and state != "Suspended" or explain.is_true(g.workload, "Admitted")
+                g.workload is None
+                and state != "Suspended"
+                or explain.is_true(g.workload, "Admitted")
             ):
                 return 0
             if end is not None and clock() >= end:
