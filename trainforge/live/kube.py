@@ -17,7 +17,8 @@ class KubeError(Exception):
     def __init__(self, path: str, status: int | None, reason: str) -> None:
         self.path = path
         self.status = status
-        super().__init__(f"GET {path}: {status or ''} {reason}".strip())
+        where = "" if path.startswith("(") else f"GET {path}: "
+        super().__init__(f"{where}{status or ''} {reason}".strip())
 
 
 class Api:
@@ -32,7 +33,8 @@ class Api:
                 config_file=kubeconfig, context=context, client_configuration=cfg
             )
         except (config.ConfigException, OSError) as e:
-            raise KubeError("(kubeconfig)", None, f"cannot load kubeconfig: {e}") from None
+            where = kubeconfig or "$KUBECONFIG / ~/.kube/config"
+            raise KubeError("(kubeconfig)", None, f"cannot load kubeconfig {where}: {e}") from None
         self.client = client.ApiClient(cfg)
         self.errors = client.ApiException
         self.namespace = self._context_namespace(kubeconfig, context)
