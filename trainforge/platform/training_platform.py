@@ -345,6 +345,7 @@ class TrainingPlatform(pulumi.ComponentResource):
                 endpoint_cidrs=list(self.network.endpoint_cidrs),
                 s3_vpc_endpoint_id=self.network.s3_endpoint_id,
                 tags=tags,
+                karpenter_namespace=config.karpenter.namespace if self.karpenter else None,
             ),
             pulumi.ResourceOptions(parent=self),
         )
