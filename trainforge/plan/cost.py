@@ -626,6 +626,16 @@ class CostReport:
     def fixed_unknown(self) -> list[str]:
         return [i.what for i in self.fixed if i.hourly is None]
 
+    def fixed_total(self) -> str:
+        """The platform's fixed cost in words: dollars when every item is priced, else "at
+        least $X/h ..., N items unknown (...)" -- never a bare $0.00 that hides the gaps."""
+        known = self.fixed_hourly_known
+        unknown = self.fixed_unknown
+        money = f"${known:,.2f}/h = ${known * HOURS_PER_MONTH:,.2f}/month"
+        if not unknown:
+            return money
+        return f"at least {money}, {len(unknown)} item(s) unknown ({', '.join(unknown)})"
+
     def sources(self) -> list[str]:
         used = {i.source for i in self.fixed if i.source}
         for j in self.jobs:
@@ -644,6 +654,7 @@ class CostReport:
             "fixedPerHourKnown": self.fixed_hourly_known,
             "fixedPerMonthKnown": self.fixed_hourly_known * HOURS_PER_MONTH,
             "fixedUnknown": self.fixed_unknown,
+            "fixedTotal": self.fixed_total(),
             "usageBased": USAGE_BASED,
             "sources": {k: P.SOURCES[k].__dict__ for k in self.sources()},
         }

@@ -216,7 +216,9 @@ def nominal_quotas(team: TeamConfig, pools: Iterable[PoolFacts]) -> dict[str, di
             for r in COVERED:
                 value = getattr(given, _CONFIG_KEY[r])
                 if value is not None:
-                    mine[r] = parse_quantity(value) if (r != GPU or p.gpus_per_node) else Fraction(0)
+                    mine[r] = (
+                        parse_quantity(value) if (r != GPU or p.gpus_per_node) else Fraction(0)
+                    )
         out[p.name] = mine
     return out
 
