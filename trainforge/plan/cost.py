@@ -340,6 +340,14 @@ def _worst_rate(
     return best[0], best[1], unknown
 
 
+def _cpu_per_gpu(pools: list[PoolFacts]) -> float:
+    """The most CPU a GPU brings in these pools (what a node leaves to pods, per GPU)."""
+    from trainforge.jobs import capacity  # noqa: PLC0415
+
+    rates = [r.cpu_m / 1000 / r.node.gpus for p in pools for r in capacity.rooms(p) if r.node.gpus]
+    return max(rates, default=0.0)
+
+
 def quota_ceiling(team: TeamFacts, pools: list[PoolFacts], region: str) -> QuotaCeiling:
     gpu_pools = [p for p in pools if p.gpus_per_node]
     cpu_pools = [p for p in pools if not p.gpus_per_node]
@@ -354,6 +362,11 @@ def quota_ceiling(team: TeamFacts, pools: list[PoolFacts], region: str) -> Quota
         if limit is None:
             return QuotaCeiling(None, f"no {unit} quota: unlimited", unlimited=True)
         amount = float(parse_quantity(limit))
+        if unit == "vCPU" and gpu_pools and team.quota.gpus is not None:
+            # the CPU that comes with the GPUs is paid for in the GPU nodes' price
+            amount = max(
+                0.0, amount - float(parse_quantity(team.quota.gpus)) * _cpu_per_gpu(gpu_pools)
+            )
         rate, worst, unknown = _worst_rate(pools_, region, per_unit)
         if unknown:
             return QuotaCeiling(None, f"unknown: no price for {', '.join(sorted(set(unknown)))}")
