@@ -289,3 +289,14 @@ def test_diff_markdown_without_a_change_or_a_base_report():
     data = {"factsDate": "2026-11-23", "jobs": [], "teams": [], "fixedPerMonthKnown": 10.0}
     assert "No cost change." in cost_markdown(data, data)
     assert "The base plan has no cost report" in "\n".join(cost_markdown(None, data))
+
+
+def test_docs_cost_figures_are_what_the_prod_plan_prints(prod):
+    _, report = prod
+    printed = {ln.strip() for ln in cost_check.render(report)}
+    doc = (ROOT / "docs/cost.md").read_text()
+    block = doc.split("```\nCost:\n", 1)[1].split("```", 1)[0]
+    lines = [ln.strip() for ln in block.splitlines() if ln.strip() and "..." not in ln]
+    assert len(lines) > 10
+    missing = [ln for ln in lines if ln not in printed]
+    assert not missing, f"docs/cost.md lines the plan no longer prints: {missing}"
