@@ -67,7 +67,7 @@ def test_expected_step_seconds_is_validated():
 
 
 def test_unknown_prices_stay_unknown():
-    assert price_facts.ec2_on_demand("us-west-2", "m5.2xlarge") is None  # no dated row
+    assert price_facts.ec2_on_demand("us-west-2", "p5.48xlarge") is None  # no dated row
     assert price_facts.ec2_spot("us-east-1", "g5.xlarge") is None  # spot is never guessed
     assert price_facts.ec2_on_demand("us-east-1", "g5.xlarge").usd == 1.006
     choice = cost.choose_nodes(_job(), G5, "sa-east-1")
@@ -152,10 +152,12 @@ def test_dev_cost_table_has_dollars_for_jobs_pools_and_control_plane():
     result, report = _report("dev")
     assert {j.name for j in report.jobs} == set(DEV_JOBS)
     assert all(j.hourly is not None and j.hourly > 0 for j in report.jobs)  # us-west-2
-    eks = next(i for i in report.fixed if i.what.startswith("EKS control plane"))
-    assert eks.hourly == pytest.approx(0.10)  # stated once, for every region
+    fixed = {i.what.split(" (")[0]: i for i in report.fixed}
+    assert fixed["EKS control plane 1.35"].hourly == pytest.approx(0.10)  # the same everywhere
+    assert fixed["node group trainforge-dev-system"].hourly == pytest.approx(2 * 0.096)
+    assert report.teams[0].ceiling.hourly is not None
     lines = "\n".join(cost_check.render(report))
-    assert "mnist-ddp       research  c5.2xlarge   2      $0.68" in lines
+    assert "mnist-ddp       research  m5.2xlarge   1      $0.38" in lines  # 2 pods of 2 CPU, 8Gi
     assert "gpt-small-fsdp  research  g4dn.xlarge  2      $1.05" in lines
     # what is still unpriced is counted, never summed as $0.00
     total = next(ln for ln in lines.splitlines() if ln.strip().startswith("total:"))
