@@ -181,3 +181,12 @@ def test_a_teams_gpus_are_one_total_over_its_gpu_pools():
     alone = plan([{**job("there", "vision", 2), "pool": "gpu-b"}], teams=teams,
                  **{"trainforge:nodePools": pools})  # fmt: skip
     assert admission(alone)[1]["there"]["state"] == "runs"  # the whole total in the other pool
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_every_shipped_job_is_admitted_at_once(stack):
+    """No shipped job waits for quota: the sizing defaults and the quota shape fit them."""
+    lines, by_job = admission(plan_project(ROOT, stack, standins=False))
+    assert lines[0] == f"all {len(by_job)} job(s) are admitted at once"
+    assert all(d["state"] == "runs" and not d["borrowing"] for d in by_job.values())
+    assert all(d["sizing"] for d in by_job.values())  # the rule that sized each job
