@@ -15,7 +15,8 @@ the AWS Price List API upstream and pinned to a commit:
 Usage (files fetched by hand at the pinned revisions; the plan itself never goes online):
   python tools/regen_price_facts.py --karpenter zz_generated.pricing_aws.go \\
       --skypilot vms.csv [--type g6.12xlarge ...] [--checked YYYY-MM-DD]
-A type a source does not list for a region is left out (the plan reports it as unknown).
+A type the catalog does not list for a region is recorded under "notListed" (the plan reports
+it as unknown and says the source lists no offering there).
 """
 
 from __future__ import annotations
@@ -72,9 +73,11 @@ def main() -> None:
         for region, entry in ec2.items():
             if entry["source"] != SKYPILOT:
                 continue
-            wanted = set(entry["prices"]) | set(args.type)
+            wanted = set(entry["prices"]) | set(entry.get("notListed", ())) | set(args.type)
             have = catalog.get(region, {})
             entry["prices"] = {t: have[t] for t in sorted(wanted) if t in have}
+            # asked for and absent from every zone of the region: most likely not sold there
+            entry["notListed"] = sorted(t for t in wanted if t not in have)
         data["sources"][SKYPILOT]["checked"] = args.checked
     data["factsDate"] = args.checked
     DATA.write_text(json.dumps(data, indent=1) + "\n")

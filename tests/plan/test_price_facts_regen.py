@@ -52,6 +52,7 @@ def test_regenerates_from_the_pinned_tables(tmp_path, monkeypatch):
     assert ec2["us-east-1"]["prices"] == {"c5.2xlarge": 0.34, "c5.large": 0.085}
     # other regions: the catalog's on-demand price, one per region; what it lacks is dropped
     assert ec2["eu-west-1"]["prices"] == {"c5.2xlarge": 0.384}
+    assert "g6.12xlarge" in ec2["eu-west-1"]["notListed"]  # asked for, not in the catalog
     assert ec2["eu-central-1"]["prices"] == {"g6.12xlarge": 5.75429}
     assert out["factsDate"] == "2030-01-01"
     assert out["sources"]["skypilot-catalog-v8"]["checked"] == "2030-01-01"

@@ -234,6 +234,8 @@ def choose_nodes(job: JobSpec, pool: PoolFacts, region: str) -> NodeChoice | Non
             f"Karpenter picks the cheapest type that fits {what}; no price for "
             f"{', '.join(unpriced)} in {region}, so which one is unknown (first listed shown)"
         )
+        if any(P.ec2_not_listed(region, t) for t in unpriced):
+            reason += "; " + "; ".join(P.why_unpriced(region, t) for t in unpriced)
         return NodeChoice(**{**first.__dict__, "reason": reason})
     best = min(priced, key=lambda o: (o.hourly_on_demand, o.nodes))
     compared = "; ".join(
@@ -525,6 +527,8 @@ def fixed_costs(resources: list[Any], region: str, today: dt.date) -> list[Fixed
             by_urn[u] for u in (ng.dependencies or {}).get("launchTemplate", []) if u in by_urn
         ]
         note = "" if price is not None else f"no {cap.lower()} price for {itype} in {region}"
+        if price is None and P.ec2_not_listed(region, itype):
+            note += f" ({P.why_unpriced(region, itype)})"
         for lt in templates:
             target = (_inputs(lt).get("capacityReservationSpecification") or {}).get(
                 "capacityReservationTarget"

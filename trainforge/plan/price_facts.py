@@ -88,6 +88,28 @@ def ec2_on_demand(region: str, instance_type: str) -> Price | None:
     return Price(usd, "hour", source) if usd is not None else None
 
 
+_NOT_LISTED: dict[str, frozenset[str]] = {
+    region: frozenset(t.get("notListed", ())) for region, t in _DATA["ec2OnDemand"].items()
+}
+
+
+def ec2_not_listed(region: str, instance_type: str) -> bool:
+    """True when the region's source was read for this type and lists no offering of it there
+    (it is most likely not sold in that region), rather than merely not added yet."""
+    return instance_type in _NOT_LISTED.get(region, frozenset())
+
+
+def why_unpriced(region: str, instance_type: str) -> str:
+    """Why an instance type has no price in a region, in a few words for the cost report."""
+    if ec2_not_listed(region, instance_type):
+        source = _EC2_ON_DEMAND.get(region, ("", {}))[0]
+        return (
+            f"{instance_type}: [{source}] lists no offering in {region} (check that the type "
+            "is sold there)"
+        )
+    return f"{instance_type}: not in the price table for {region}"
+
+
 def ec2_spot(region: str, instance_type: str) -> Price | None:
     """Spot $/hour: always unknown (see the module docstring)."""
     return None
