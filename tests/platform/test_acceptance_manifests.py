@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_stack
+from trainforge.core import versions
 from trainforge.jobs.codeship import collect
 from trainforge.jobs.contract import PoolFacts, Taint
 from trainforge.platform import acceptance as A
-from trainforge.platform import versions
 from trainforge.platform.config import AcceptanceTestConfig, ConfigError, parse_config
 from trainforge.platform.published import pool_facts
 

@@ -24,8 +24,9 @@ import urllib.request
 import pulumi
 import pytest
 
+from trainforge.core import versions
 from trainforge.plan.mocks import TrainforgeMocks, run_mocked
-from trainforge.platform import mlflow_auth, mlflow_auth_sync, versions
+from trainforge.platform import mlflow_auth, mlflow_auth_sync
 
 ADMIN_PASSWORD = "Adm1nPasswordFromPulumiRandom0000000000"
 TEAMS = {

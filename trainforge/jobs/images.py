@@ -3,7 +3,7 @@
 Why: a pod whose CUDA runtime is newer than the node's NVIDIA driver, whose torch has no
 kernels for the node's GPU, or whose torch is older than the bundled runtime imports, is
 scheduled, pulls gigabytes and then crashes, at GPU prices, after the preview said nothing.
-The compatibility table in `trainforge.platform.versions` (torch build, CUDA, minimum driver,
+The compatibility table in `trainforge.core.versions` (torch build, CUDA, minimum driver,
 GPU architectures, the driver each node AMI provides) answers all three at preview, from pool
 facts the platform publishes (`PoolFacts.gpu_models`, `gpu_archs`, `nvidia_driver`, `ami`).
 
@@ -16,9 +16,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from trainforge.core import versions
 from trainforge.jobs.contract import PoolFacts
 from trainforge.jobs.errors import JobConfigError
-from trainforge.platform import versions
 
 # `pytorch/pytorch:2.13.0-cuda12.6-cudnn9-runtime` and friends: torch version and CUDA build.
 _TORCH_TAG = re.compile(r"^(?P<torch>\d+\.\d+(?:\.\d+)?)(?:-cuda(?P<cuda>\d+\.\d+))?(?:-|$)")

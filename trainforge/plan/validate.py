@@ -56,11 +56,9 @@ class Finding:
 
 
 def k8s_version() -> str:
-    """The cluster's Kubernetes version from the platform's versions module, when present."""
-    try:
-        from trainforge.platform import versions  # noqa: PLC0415 - optional, owned by platform
-    except ImportError:
-        return DEFAULT_K8S_VERSION
+    """The cluster's Kubernetes version, from the pinned versions."""
+    from trainforge.core import versions  # noqa: PLC0415
+
     for name in ("KUBERNETES_VERSION", "K8S_VERSION", "EKS_VERSION", "CLUSTER_VERSION"):
         v = getattr(versions, name, None)
         if isinstance(v, str) and re.match(r"^\d+\.\d+", v):

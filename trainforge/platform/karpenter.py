@@ -18,7 +18,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from trainforge.platform import versions
+from trainforge.core import versions
 from trainforge.platform.config import GPU_TAINT_KEY, POOL_LABEL, NodePoolConfig, PlatformConfig
 from trainforge.platform.iam import NODE_POLICIES, assume_role_policy, pod_identity_trust
 from trainforge.platform.instance_types import PoolTypeFacts

@@ -42,8 +42,9 @@ import pulumi
 import pulumi_kubernetes as k8s
 import yaml
 
+from trainforge.core import versions
 from trainforge.jobs.contract import PoolFacts
-from trainforge.platform import queues, versions
+from trainforge.platform import queues
 from trainforge.platform.placement import SYSTEM_NODE_SELECTOR, psa_labels
 from trainforge.platform.services_config import KueueConfig, TeamConfig
 from trainforge.platform.teams import TEAM_LABEL

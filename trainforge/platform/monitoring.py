@@ -32,7 +32,8 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from trainforge.platform import alerts, mlflow_auth, versions
+from trainforge.core import versions
+from trainforge.platform import alerts, mlflow_auth
 from trainforge.platform.dashboards import (
     DASHBOARDS,
     FOLDER_ANNOTATION,

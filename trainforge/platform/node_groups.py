@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
-from trainforge.platform import versions
+from trainforge.core import versions
 from trainforge.platform.config import GPU_TAINT_KEY, POOL_LABEL, NodeGroupConfig
 from trainforge.platform.instance_types import PoolTypeFacts
 from trainforge.platform.launch_template import launch_template

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from trainforge.core import versions
 from trainforge.jobs import node_facts
 from trainforge.jobs.contract import (
     DEFAULT_BACKEND,
@@ -22,7 +23,6 @@ from trainforge.jobs.contract import (
     TeamFacts,
     TeamQuota,
 )
-from trainforge.platform import versions
 from trainforge.platform.config import (
     GPU_TAINT_KEY,
     POOL_LABEL,
