@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
-import subprocess
 import sys
 import time
 
@@ -85,22 +83,6 @@ def child_env(workers: int) -> dict[str, str]:
     return env
 
 
-def launch(cmd: list[str], env: dict[str, str], cwd: str | os.PathLike[str] | None = None) -> int:
-    """Run the job's launcher, relaying SIGTERM/SIGINT to it (torchrun relays them to the
-    workers and waits their grace period); the exit status is the job's."""
-    proc = subprocess.Popen(cmd, env=env, cwd=cwd)
-
-    def forward(signum: int, _frame: object) -> None:  # torchrun relays it to the workers
-        proc.send_signal(signum)
-
-    old = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        return proc.wait()
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
-
-
 def user_code_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="trainforge run-local --stack STACK JOB", add_help=False)
     p.add_argument("-h", "--help", action="store_true")
@@ -127,7 +109,7 @@ def user_code_parser() -> argparse.ArgumentParser:
 def run_user_code(stack: str, job_name: str, rest: list[str]) -> int:
     """`run-local --stack STACK JOB` for a job with an entrypoint (its own code)."""
     from trainforge.jobs.errors import JobConfigError
-    from trainforge.jobs.local import find_job, user_code_run
+    from trainforge.jobs.local import find_job, launch, user_code_run
 
     parser = user_code_parser()
     ns, extra = parser.parse_known_args(rest)
@@ -216,4 +198,6 @@ def main(argv: list[str] | None = None) -> int:
     # checkpoint hook: torchrun SIGKILLs workers this long after relaying a SIGTERM (default
     # 30 s); give them the whole --grace-period to checkpoint, as the PyTorchJob pods do.
     env.setdefault("TORCH_ELASTIC_SHUTDOWN_TIMEOUT", str(max(1, round(cfg.grace_period))))
+    from trainforge.jobs.local import launch
+
     return launch(cmd, env)

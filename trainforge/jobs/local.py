@@ -29,7 +29,9 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import stat
+import subprocess
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -346,6 +348,22 @@ def user_code_run(
     )
 
 
+def launch(cmd: list[str], env: dict[str, str], cwd: str | os.PathLike[str] | None = None) -> int:
+    """Run the job's launcher, relaying SIGTERM/SIGINT to it (torchrun relays them to the
+    workers and waits their grace period); the exit status is the job's."""
+    proc = subprocess.Popen(cmd, env=env, cwd=cwd)
+
+    def forward(signum: int, _frame: object) -> None:  # torchrun relays it to the workers
+        proc.send_signal(signum)
+
+    old = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        return proc.wait()
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
 def run_local(
     job: JobSpec,
     project_dir: Path | str = ".",
@@ -358,8 +376,6 @@ def run_local(
     """Run a job with its own code here (e.g. one from `spec.function_job`); the exit status.
 
     The Python twin of `trainforge run-local --stack STACK JOB` for jobs declared in code."""
-    from trainforge.local import launch
-
     run = user_code_run(
         job,
         project_dir,
