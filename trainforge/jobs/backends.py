@@ -17,11 +17,10 @@ from types import ModuleType
 
 from trainforge.jobs import indexed_job, pytorchjob, trainjob
 from trainforge.jobs.codeship import CodeBundle
-from trainforge.jobs.contract import BACKENDS
+from trainforge.jobs.contract import BACKENDS, JobTarget
 from trainforge.jobs.errors import JobConfigError
 from trainforge.jobs.pod import EmittedJob
 from trainforge.jobs.spec import JobSpec
-from trainforge.jobs.wiring import JobTarget
 
 EMITTERS: dict[str, ModuleType] = {
     pytorchjob.BACKEND: pytorchjob,

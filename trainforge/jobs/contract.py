@@ -161,6 +161,15 @@ class PoolFacts:
         return self.gpus_per_node > 0
 
 
+def efa_count(pool: PoolFacts, gpus: int) -> int:
+    """EFA devices a pod requests: all of the node's for a full-node pod, else its GPU share."""
+    if not pool.efa_interfaces:
+        return 0
+    if not gpus or not pool.gpus_per_node or gpus >= pool.gpus_per_node:
+        return pool.efa_interfaces
+    return max(1, pool.efa_interfaces * gpus // pool.gpus_per_node)
+
+
 @dataclass(frozen=True)
 class TeamQuota:
     """The team's ResourceQuota limits that a single job must fit in (None = unlimited)."""

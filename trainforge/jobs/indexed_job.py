@@ -31,10 +31,10 @@ from typing import Any
 
 from trainforge.jobs import pod, tenancy
 from trainforge.jobs.codeship import CodeBundle
+from trainforge.jobs.contract import JobTarget
 from trainforge.jobs.errors import JobConfigError
 from trainforge.jobs.pod import EmittedJob, labels
 from trainforge.jobs.spec import JobSpec, RunPolicySpec
-from trainforge.jobs.wiring import JobTarget
 
 BACKEND = "indexed-job"
 API_VERSION = "batch/v1"

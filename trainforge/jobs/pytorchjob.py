@@ -16,6 +16,7 @@ from typing import Any
 
 from trainforge.jobs import pod, tenancy
 from trainforge.jobs.codeship import CodeBundle
+from trainforge.jobs.contract import JobTarget
 
 # Re-exported: callers written before the pod builder was shared import them from here.
 from trainforge.jobs.pod import (  # noqa: F401
@@ -39,7 +40,6 @@ from trainforge.jobs.pod import (  # noqa: F401
     with_user_env,
 )
 from trainforge.jobs.spec import JobSpec
-from trainforge.jobs.wiring import JobTarget
 
 BACKEND = "pytorchjob"
 API_VERSION = "kubeflow.org/v1"

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import replace
 from fractions import Fraction
 
-from trainforge.jobs import capacity, images, storage
+from trainforge.jobs import backends, capacity, images, storage
 from trainforge.jobs.contract import (
     EFA_RESOURCE,
     GPU_RESOURCE,
@@ -26,6 +26,7 @@ from trainforge.jobs.contract import (
     Taint,
     TeamFacts,
     TeamQuota,
+    efa_count,
 )
 from trainforge.jobs.errors import JobConfigError
 from trainforge.jobs.estimate import check_fit
@@ -43,7 +44,6 @@ __all__ = [
     "TeamQuota",
     "check_quota",
     "default_size",
-    "efa_count",
     "resolve_job",
     "sizing_rule",
 ]
@@ -114,19 +114,8 @@ def sizing_rule(job: JobSpec, pool: PoolFacts) -> str:
     return f"{rule} -> {size}"
 
 
-def efa_count(pool: PoolFacts, gpus: int) -> int:
-    """EFA devices a pod requests: all of the node's for a full-node pod, else its GPU share."""
-    if not pool.efa_interfaces:
-        return 0
-    if not gpus or not pool.gpus_per_node or gpus >= pool.gpus_per_node:
-        return pool.efa_interfaces
-    return max(1, pool.efa_interfaces * gpus // pool.gpus_per_node)
-
-
 def resolve_job(job: JobSpec, target: JobTarget, where: str = "job") -> JobSpec:
     """Fill pool-dependent defaults and check the job can ever run on `target`."""
-    from trainforge.jobs import backends  # noqa: PLC0415 - the emitters import this module
-
     backend = backends.resolve_backend(job, target, where)
     pool = target.pool
     gpus = job.gpus_per_worker

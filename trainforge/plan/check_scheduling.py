@@ -15,9 +15,8 @@ from fractions import Fraction
 from typing import Any
 
 from trainforge.jobs import capacity
-from trainforge.jobs.contract import GPU_RESOURCE, PoolFacts
+from trainforge.jobs.contract import GPU_RESOURCE, PoolFacts, efa_count
 from trainforge.jobs.quantity import parse_quantity
-from trainforge.jobs.wiring import efa_count
 from trainforge.plan.checks import CheckResult, Finding, PlanContext, Section
 
 RULE = "TRAINFORGE_JOB_CANNOT_SCHEDULE"
