@@ -29,8 +29,9 @@ from trainforge.platform.config import (
     NodeGroupConfig,
     NodePoolConfig,
     PlatformConfig,
+    resolve_all,
 )
-from trainforge.platform.instance_types import PoolTypeFacts, instance_type_facts, resolve_all
+from trainforge.platform.instance_types import PoolTypeFacts, instance_type_facts
 
 # Stands for the checkpoint bucket's name while only the config is known: a job is checked
 # knowing *that* the platform has a bucket, before the bucket (and its name) exists.

@@ -16,8 +16,7 @@ import pulumi_kubernetes as k8s
 from trainforge.jobs.contract import PlatformContract, PoolFacts, declared
 from trainforge.platform.acceptance import AcceptanceTests, AcceptanceTestsArgs, check_acceptance
 from trainforge.platform.cluster import SYSTEM_LABEL, Cluster, ClusterArgs
-from trainforge.platform.config import PlatformConfig, parse_config
-from trainforge.platform.instance_types import resolve_all
+from trainforge.platform.config import PlatformConfig, parse_config, resolve_all
 from trainforge.platform.karpenter import Karpenter, KarpenterArgs
 from trainforge.platform.network import Network, NetworkArgs
 from trainforge.platform.node_groups import GpuNodeGroup, GpuNodeGroupArgs
