@@ -17,8 +17,8 @@ import pulumi
 import pytest
 import yaml
 
+from trainforge.core.errors import JobConfigError
 from trainforge.jobs.declare import check_jobs
-from trainforge.jobs.errors import JobConfigError
 from trainforge.plan.mocks import make_mocks
 from trainforge.platform.config import ConfigError, parse_config
 from trainforge.platform.published import contract_from_config

@@ -108,7 +108,7 @@ def user_code_parser() -> argparse.ArgumentParser:
 
 def run_user_code(stack: str, job_name: str, rest: list[str]) -> int:
     """`run-local --stack STACK JOB` for a job with an entrypoint (its own code)."""
-    from trainforge.jobs.errors import JobConfigError
+    from trainforge.core.errors import JobConfigError
     from trainforge.jobs.local import find_job, launch, user_code_run
 
     parser = user_code_parser()
@@ -154,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     # `--stack STACK JOB` expands to the job's own flags from Pulumi.<stack>.yaml (jobs area).
     if any(a == "--stack" or a.startswith("--stack=") for a in argv):
-        from trainforge.jobs.errors import JobConfigError
+        from trainforge.core.errors import JobConfigError
         from trainforge.jobs.local import expand_stack_argv, find_job, split_stack_argv
 
         try:

@@ -12,11 +12,11 @@ from pulumi.provider.experimental.analyzer import Analyzer
 
 from tests.jobs import pulumi_harness as harness
 from tests.jobs.helpers import CODE, GPU_POOL, target
+from trainforge.core.contract import PlatformContract, PoolFacts, TeamFacts, TeamQuota
+from trainforge.core.errors import JobConfigError
 from trainforge.jobs import codeship
 from trainforge.jobs.component import TrainingJob
-from trainforge.jobs.contract import PlatformContract, PoolFacts, TeamFacts, TeamQuota
 from trainforge.jobs.declare import declare_jobs
-from trainforge.jobs.errors import JobConfigError
 
 ARGS = {"team": "research", "pool": "gpu-workloads", "workers": 2, "model": "gpt", "steps": 100}
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from trainforge.jobs.contract import PoolFacts
+from trainforge.core.contract import PoolFacts
 from trainforge.jobs.estimate import estimate
 from trainforge.jobs.estimate.memory import activations, regime
 from trainforge.jobs.estimate.shape import shape_of

@@ -9,9 +9,9 @@ import pytest
 
 from tests.jobs.helpers import CPU_POOL, GPU_POOL, target
 from trainforge.core import versions
+from trainforge.core.contract import PoolFacts
+from trainforge.core.errors import JobConfigError
 from trainforge.jobs import images
-from trainforge.jobs.contract import PoolFacts
-from trainforge.jobs.errors import JobConfigError
 from trainforge.jobs.pytorchjob import emit
 from trainforge.jobs.spec import parse_job
 from trainforge.jobs.wiring import resolve_job

@@ -4,8 +4,8 @@ number of attempts on every backend, computed from the controller's semantics.""
 from __future__ import annotations
 
 from tests.jobs.helpers import CODE, CPU_POOL, target
+from trainforge.core.contract import BACKENDS, Declared, DeclaredJob, PlatformContract
 from trainforge.jobs.backends import emit
-from trainforge.jobs.contract import BACKENDS, Declared, DeclaredJob, PlatformContract
 from trainforge.jobs.spec import parse_job
 from trainforge.jobs.wiring import resolve_job
 from trainforge.plan.check_retry_bounds import RULE, check, job_bound, ledger_bound

@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from tests.jobs.helpers import EFA_POOL, GPU_POOL, target
-from trainforge.jobs.contract import Declared, DeclaredJob, TeamQuota
+from trainforge.core.contract import Declared, DeclaredJob, TeamQuota
 from trainforge.jobs.spec import parse_job
 from trainforge.jobs.wiring import resolve_job
 from trainforge.plan import check_scheduling, core

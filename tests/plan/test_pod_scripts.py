@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from trainforge.jobs.contract import Declared, PlatformContract, TeamFacts
+from trainforge.core.contract import Declared, PlatformContract, TeamFacts
 from trainforge.plan import check_pod_scripts as P
 from trainforge.plan import checks as C
 from trainforge.plan import core

@@ -251,8 +251,8 @@ def _pod_of_team(team: str) -> dict:
     """The pod template a job of `team` gets from the pod builder, with the team's facts as
     the platform publishes them (trainforge.platform.published.team_facts)."""
     from tests.jobs.helpers import CODE, CPU_POOL  # noqa: PLC0415
+    from trainforge.core.contract import JobTarget  # noqa: PLC0415
     from trainforge.jobs.backends import emit  # noqa: PLC0415
-    from trainforge.jobs.contract import JobTarget  # noqa: PLC0415
     from trainforge.jobs.spec import parse_job  # noqa: PLC0415
     from trainforge.jobs.wiring import resolve_job  # noqa: PLC0415
     from trainforge.platform.published import team_facts  # noqa: PLC0415

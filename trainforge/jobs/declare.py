@@ -18,9 +18,9 @@ from typing import Any
 
 import pulumi
 
+from trainforge.core.contract import PlatformContract
 from trainforge.jobs import codeship, entrypoint
 from trainforge.jobs.component import TrainingJob
-from trainforge.jobs.contract import PlatformContract
 from trainforge.jobs.spec import parse_jobs
 from trainforge.jobs.wiring import resolve_job
 

@@ -17,8 +17,8 @@ import re
 from dataclasses import dataclass
 
 from trainforge.core import versions
-from trainforge.jobs.contract import PoolFacts
-from trainforge.jobs.errors import JobConfigError
+from trainforge.core.contract import PoolFacts
+from trainforge.core.errors import JobConfigError
 
 # `pytorch/pytorch:2.13.0-cuda12.6-cudnn9-runtime` and friends: torch version and CUDA build.
 _TORCH_TAG = re.compile(r"^(?P<torch>\d+\.\d+(?:\.\d+)?)(?:-cuda(?P<cuda>\d+\.\d+))?(?:-|$)")

@@ -29,10 +29,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from trainforge.core.contract import JobTarget
+from trainforge.core.errors import JobConfigError
 from trainforge.jobs import pod, tenancy
 from trainforge.jobs.codeship import CodeBundle
-from trainforge.jobs.contract import JobTarget
-from trainforge.jobs.errors import JobConfigError
 from trainforge.jobs.pod import EmittedJob, labels
 from trainforge.jobs.spec import JobSpec, RunPolicySpec
 

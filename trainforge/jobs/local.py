@@ -37,7 +37,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from trainforge.jobs.errors import JobConfigError
+from trainforge.core.errors import JobConfigError
 from trainforge.jobs.spec import JobSpec, parse_job
 
 CONFIG_KEY = "trainforge:jobs"
@@ -171,7 +171,7 @@ def expand_stack_argv(argv: list[str], project_dir: Path | str = ".") -> list[st
 
 def _local_target(job: JobSpec) -> Any:
     """A stand-in target: pod paths are rewritten to local ones, no bucket, no MLflow."""
-    from trainforge.jobs.contract import JobTarget, PoolFacts, TeamFacts
+    from trainforge.core.contract import JobTarget, PoolFacts, TeamFacts
 
     return JobTarget(team=TeamFacts(name=job.team, namespace="local"), pool=PoolFacts(job.pool))
 

@@ -34,9 +34,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainforge.core.contract import EFA_RESOURCE, GPU_RESOURCE, JobTarget, efa_count
 from trainforge.jobs import images, storage, tenancy
 from trainforge.jobs.codeship import CodeBundle
-from trainforge.jobs.contract import EFA_RESOURCE, GPU_RESOURCE, JobTarget, efa_count
 from trainforge.jobs.entrypoint import (  # noqa: F401 - re-exported: the contract's paths
     PodParts,
     checkpoint_dir,

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from trainforge.core.contract import JobTarget
 from trainforge.jobs import pod, tenancy
 from trainforge.jobs.codeship import CodeBundle
-from trainforge.jobs.contract import JobTarget
 
 # Re-exported: callers written before the pod builder was shared import them from here.
 from trainforge.jobs.pod import (  # noqa: F401

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import PurePosixPath
 from typing import Any, Literal
 
-from trainforge.jobs.contract import BACKENDS
-from trainforge.jobs.errors import JobConfigError
+from trainforge.core.contract import BACKENDS
+from trainforge.core.errors import JobConfigError
 from trainforge.training.contract import CONTRACT_VARIABLES
 
 Strategy = Literal["ddp", "fsdp"]
@@ -363,7 +363,7 @@ class _Reader:
             raise JobConfigError(
                 self.path(key), value, "expected a Kubernetes quantity such as 8, 500m or 32Gi"
             )
-        from trainforge.jobs.quantity import parse_quantity
+        from trainforge.core.quantity import parse_quantity
 
         try:
             if parse_quantity(value) <= 0:

@@ -8,7 +8,7 @@ the team's quota, a backend whose controller the platform does not install or th
 the job (`trainforge.jobs.backends`), a model that does not fit in the pool's GPU memory
 (`trainforge.jobs.estimate.check_fit`).
 The platform side of a job (`JobTarget`, from `contract.PlatformContract.target`) is typed:
-see `trainforge.jobs.contract`.
+see `trainforge.core.contract`.
 """
 
 from __future__ import annotations
@@ -16,8 +16,7 @@ from __future__ import annotations
 from dataclasses import replace
 from fractions import Fraction
 
-from trainforge.jobs import backends, capacity, images, storage
-from trainforge.jobs.contract import (
+from trainforge.core.contract import (
     EFA_RESOURCE,
     GPU_RESOURCE,
     RDMA_FAMILIES,
@@ -28,9 +27,10 @@ from trainforge.jobs.contract import (
     TeamQuota,
     efa_count,
 )
-from trainforge.jobs.errors import JobConfigError
+from trainforge.core.errors import JobConfigError
+from trainforge.core.quantity import format_mebibytes, parse_quantity
+from trainforge.jobs import backends, capacity, images, storage
 from trainforge.jobs.estimate import check_fit
-from trainforge.jobs.quantity import format_mebibytes, parse_quantity
 from trainforge.jobs.spec import JobSpec
 
 __all__ = [

@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from trainforge.jobs.quantity import parse_quantity
+from trainforge.core.quantity import parse_quantity
 from trainforge.jobs.wiring import sizing_rule
 from trainforge.plan.checks import CheckResult, Finding, PlanContext, Section
 

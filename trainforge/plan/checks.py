@@ -40,11 +40,11 @@ CHECKS: list[str] = [
 @dataclass
 class PlanContext:
     """What a check may look at. `declared` holds the typed objects the program built
-    in-process (platform contracts and resolved jobs, see `trainforge.jobs.contract`)."""
+    in-process (platform contracts and resolved jobs, see `trainforge.core.contract`)."""
 
     inventory: Any  # trainforge.plan.runner.Inventory
     objects: list[Any]  # trainforge.plan.manifests.K8sObject, one per Kubernetes object
-    declared: Any = None  # trainforge.jobs.contract.Declared (None for foreign programs)
+    declared: Any = None  # trainforge.core.contract.Declared (None for foreign programs)
     root: pathlib.Path | None = None  # the project folder, when planning a project
     # Runs (once, on first use) the same program with stand-in ids/ARNs, so documents built
     # from values the cloud assigns exist (see trainforge.plan.iam_stack); None when the

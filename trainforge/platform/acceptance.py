@@ -39,8 +39,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from trainforge.core import versions
+from trainforge.core.contract import EFA_RESOURCE, GPU_RESOURCE, PoolFacts
 from trainforge.jobs.codeship import CODE_MOUNT, CodeBundle, configmap_manifest
-from trainforge.jobs.contract import EFA_RESOURCE, GPU_RESOURCE, PoolFacts
 from trainforge.platform.config import AcceptanceTestConfig, ConfigError, PlatformConfig
 from trainforge.training.acceptance import facts
 from trainforge.training.timeouts import MIN_RENDEZVOUS_S

@@ -17,7 +17,7 @@ from typing import Any
 import pulumi
 
 # The node facts jobs see use the same taint and limit types as the config that declares them.
-from trainforge.jobs.contract import PoolLimits, Taint
+from trainforge.core.contract import PoolLimits, Taint
 from trainforge.platform.services_config import SERVICE_KEYS, parse_services_config
 
 NS = "trainforge"

@@ -32,7 +32,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from trainforge.core import versions
-from trainforge.jobs.contract import DEFAULT_TRAINING_UID
+from trainforge.core.contract import DEFAULT_TRAINING_UID
 from trainforge.platform.addons import addon_version
 from trainforge.platform.iam import pod_identity_trust_output
 from trainforge.platform.services_config import FsxConfig

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainforge.core import versions
-from trainforge.jobs.contract import DaemonSetLoad, Taint
+from trainforge.core.contract import DaemonSetLoad, Taint
 from trainforge.platform.config import POOL_LABEL, NodeGroupConfig, NodePoolConfig, PlatformConfig
 
 EVERYTHING = ({"operator": "Exists"},)  # tolerates every taint

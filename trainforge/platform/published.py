@@ -12,8 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 from trainforge.core import versions
-from trainforge.jobs import node_facts
-from trainforge.jobs.contract import (
+from trainforge.core.contract import (
     DEFAULT_BACKEND,
     NodeShape,
     NodeType,
@@ -23,6 +22,7 @@ from trainforge.jobs.contract import (
     TeamFacts,
     TeamQuota,
 )
+from trainforge.jobs import node_facts
 from trainforge.platform.config import (
     GPU_TAINT_KEY,
     POOL_LABEL,

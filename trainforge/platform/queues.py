@@ -24,8 +24,8 @@ from fractions import Fraction
 from typing import Any
 
 from trainforge.core import versions
-from trainforge.jobs.contract import PoolFacts
-from trainforge.jobs.quantity import parse_quantity
+from trainforge.core.contract import PoolFacts
+from trainforge.core.quantity import parse_quantity
 from trainforge.platform.services_config import PRIORITIES, KueueConfig, TeamConfig
 
 API_VERSION = versions.KUEUE_API_VERSION

@@ -13,7 +13,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from trainforge.jobs.contract import PlatformContract, PoolFacts, declared
+from trainforge.core.contract import PlatformContract, PoolFacts, declared
 from trainforge.platform.acceptance import AcceptanceTests, AcceptanceTestsArgs, check_acceptance
 from trainforge.platform.cluster import SYSTEM_LABEL, Cluster, ClusterArgs
 from trainforge.platform.config import PlatformConfig, parse_config, resolve_all

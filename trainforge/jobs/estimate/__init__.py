@@ -22,13 +22,13 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from trainforge.jobs.contract import PoolFacts, efa_count
-from trainforge.jobs.errors import JobConfigError
+from trainforge.core.contract import PoolFacts, efa_count
+from trainforge.core.errors import JobConfigError
+from trainforge.core.quantity import parse_quantity
 from trainforge.jobs.estimate import facts
 from trainforge.jobs.estimate.memory import MemoryEstimate, Regime, estimate_memory, regime
 from trainforge.jobs.estimate.shape import ModelShape, NoEstimate, shape_of
 from trainforge.jobs.estimate.steptime import Network, StepTime, step_time
-from trainforge.jobs.quantity import parse_quantity
 from trainforge.jobs.spec import JobSpec
 from trainforge.training import gpus
 
