@@ -12,13 +12,14 @@ from trainforge.core.contract import Declared, DeclaredJob, TeamQuota
 from trainforge.jobs.spec import parse_job
 from trainforge.jobs.wiring import resolve_job
 from trainforge.plan import check_scheduling, core
+from trainforge.plan import check_types as T
 from trainforge.plan import checks as C
 from trainforge.plan.runner import Inventory
 
 
-def _ctx(*jobs: DeclaredJob) -> C.PlanContext:
+def _ctx(*jobs: DeclaredJob) -> T.PlanContext:
     inv = Inventory(project="p", stack="s", resources=[])
-    return C.PlanContext(
+    return T.PlanContext(
         inventory=inv, objects=[], declared=Declared(contracts=[], jobs=list(jobs))
     )
 

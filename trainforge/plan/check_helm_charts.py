@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
 
-from trainforge.plan.checks import CheckResult, Finding, PlanContext, Section
+from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.runner import UNKNOWN
 
 RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"

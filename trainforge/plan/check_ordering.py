@@ -26,7 +26,7 @@ from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
-from trainforge.plan.checks import CheckResult, Finding, PlanContext, Section
+from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.runner import UNKNOWN
 
 CRD_RULE = "ORDER_CRD_BEFORE_OBJECT"

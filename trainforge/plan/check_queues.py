@@ -51,7 +51,7 @@ from typing import Any
 
 from trainforge.core.quantity import parse_quantity
 from trainforge.jobs.wiring import sizing_rule
-from trainforge.plan.checks import CheckResult, Finding, PlanContext, Section
+from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"

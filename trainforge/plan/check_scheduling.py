@@ -17,7 +17,7 @@ from typing import Any
 from trainforge.core.contract import GPU_RESOURCE, PoolFacts, efa_count
 from trainforge.core.quantity import parse_quantity
 from trainforge.jobs import capacity
-from trainforge.plan.checks import CheckResult, Finding, PlanContext, Section
+from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 
 RULE = "TRAINFORGE_JOB_CANNOT_SCHEDULE"
 FIX = (
