@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from tests.jobs.helpers import CPU_POOL, DLC_IMAGE, EFA_POOL, GPU_POOL, target
-from trainforge.core.contract import PlatformContract, TeamFacts, efa_count
+from trainforge.core.contract import PlatformContract, TeamFacts, TeamQuota, efa_count
 from trainforge.core.errors import JobConfigError
 from trainforge.jobs.spec import parse_job
-from trainforge.jobs.wiring import TeamQuota, default_size, resolve_job, sizing_rule
+from trainforge.jobs.wiring import default_size, resolve_job, sizing_rule
 
 W = "trainforge:jobs[0]"
 

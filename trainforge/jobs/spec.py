@@ -3,7 +3,7 @@
 `JobSpec` is what a user declares (in Python or under `trainforge:jobs` in stack config).
 Emitters, one per backend (`pytorchjob.py`: Kubeflow v1 PyTorchJob, `trainjob.py`: Kubeflow
 Trainer v2 TrainJob, `indexed_job.py`: a plain indexed batch/v1 Job), turn a *resolved* spec
-plus the platform wiring (`wiring.JobTarget`) into objects; `backend` only picks the emitter.
+plus the platform wiring (`contract.JobTarget`) into objects; `backend` only picks the emitter.
 
 `parse_job(raw, where)` accepts the stack-config dict (camelCase keys; snake_case also
 accepted so Python callers can pass keyword-style dicts) and raises `JobConfigError` naming

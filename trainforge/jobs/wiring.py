@@ -17,14 +17,8 @@ from dataclasses import replace
 from fractions import Fraction
 
 from trainforge.core.contract import (
-    EFA_RESOURCE,
-    GPU_RESOURCE,
-    RDMA_FAMILIES,
     JobTarget,
     PoolFacts,
-    Taint,
-    TeamFacts,
-    TeamQuota,
     efa_count,
 )
 from trainforge.core.errors import JobConfigError
@@ -34,14 +28,6 @@ from trainforge.jobs.estimate import check_fit
 from trainforge.jobs.spec import JobSpec
 
 __all__ = [
-    "EFA_RESOURCE",
-    "GPU_RESOURCE",
-    "RDMA_FAMILIES",
-    "JobTarget",
-    "PoolFacts",
-    "Taint",
-    "TeamFacts",
-    "TeamQuota",
     "check_quota",
     "default_size",
     "resolve_job",
