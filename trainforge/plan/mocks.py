@@ -433,6 +433,8 @@ def _options(request: Any) -> dict[str, Any]:
             opts[key] = values
     if request.protect:
         opts["protect"] = True
+    if getattr(request, "retainOnDelete", False):
+        opts["retainOnDelete"] = True
     if request.provider:
         opts["provider"] = request.provider
     if request.remote:

@@ -159,6 +159,8 @@ def _make_monitor(mocks: Any, sink: list[Recorded], echo: bool = False):
                 opts["replaceOnChanges"] = list(request.replaceOnChanges)
             if request.protect:
                 opts["protect"] = True
+            if getattr(request, "retainOnDelete", False):
+                opts["retainOnDelete"] = True
             if list(request.ignoreChanges):
                 opts["ignoreChanges"] = list(request.ignoreChanges)
             if request.remote:

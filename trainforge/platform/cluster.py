@@ -67,7 +67,9 @@ class Cluster(pulumi.ComponentResource):
             enable_key_rotation=True,
             deletion_window_in_days=30,
             tags=args.tags,
-            opts=child,
+            # The cluster's Secrets are encrypted with it: deleting or replacing it while the
+            # cluster lives makes them unreadable. Protected (destroy: docs/services.md).
+            opts=pulumi.ResourceOptions(parent=self, protect=True),
         )
         aws.kms.Alias(
             f"{name}-secrets",
