@@ -249,6 +249,13 @@ class HybridMocks(PreviewMocks):
     def call(self, args):
         return self.platform_mocks.call(args)
 
+    def new_resource(self, args):
+        # A read of an existing resource (`Resource.get`) happens at preview too: the engine
+        # hands back the cloud's state, which the platform's mocks stand in for.
+        if getattr(args, "resource_id", None):
+            return self.platform_mocks.new_resource(args)
+        return super().new_resource(args)
+
 
 def _platform_mocks() -> Any | None:
     try:

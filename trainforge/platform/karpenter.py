@@ -12,13 +12,13 @@ can drain nodes ahead of the interruption (the job checkpoints on SIGTERM).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from trainforge.platform import versions
+from trainforge.platform import capacity_placement, versions
 from trainforge.platform.config import GPU_TAINT_KEY, POOL_LABEL, NodePoolConfig, PlatformConfig
 from trainforge.platform.iam import NODE_POLICIES, assume_role_policy, pod_identity_trust
 from trainforge.platform.instance_types import PoolTypeFacts
@@ -309,6 +309,9 @@ class KarpenterArgs:
     k8s_provider: k8s.Provider
     depends_on: list[pulumi.Resource]
     tags: dict[str, str]
+    # the zone of each private subnet (Network.private_subnet_zones): an EFA pool's one zone
+    # is the first that offers its instance types; empty: subnet 0
+    subnet_zones: list[str] = field(default_factory=list)
 
 
 class Karpenter(pulumi.ComponentResource):
@@ -536,8 +539,15 @@ class Karpenter(pulumi.ComponentResource):
                 opts=child,
             )
             sg = efa_security_group(f"{name}-{pool.name}-efa", args.vpc_id, args.tags, child)
-            # One AZ: a cluster placement group cannot span zones.
-            spec["subnetSelectorTerms"] = [{"id": args.private_subnet_ids[0]}]
+            # One AZ: a cluster placement group cannot span zones. The first zone that offers
+            # the pool's instance types (EC2's offerings, read at preview).
+            where = f"trainforge:nodePools[{args.config.node_pools.index(pool)}]"
+            zone = (
+                capacity_placement.zone_index(where, pool.instance_types, args.subnet_zones)
+                if args.subnet_zones
+                else 0
+            )
+            spec["subnetSelectorTerms"] = [{"id": args.private_subnet_ids[zone]}]
             spec["securityGroupSelectorTerms"] = [
                 {"id": args.node_security_group_id},
                 {"id": sg.id},
