@@ -19,7 +19,14 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from trainforge.platform import capacity_placement, versions
-from trainforge.platform.config import GPU_TAINT_KEY, POOL_LABEL, NodePoolConfig, PlatformConfig
+from trainforge.platform.config import (
+    FSX_AGENT_NOT_READY_TAINT,
+    GPU_TAINT_KEY,
+    JOBS_TAINT_KEY,
+    POOL_LABEL,
+    NodePoolConfig,
+    PlatformConfig,
+)
 from trainforge.platform.iam import NODE_POLICIES, assume_role_policy, pod_identity_trust
 from trainforge.platform.instance_types import PoolTypeFacts
 from trainforge.platform.node_groups import efa_security_group
@@ -486,7 +493,7 @@ class Karpenter(pulumi.ComponentResource):
                 api_version="karpenter.sh/v1",
                 kind="NodePool",
                 metadata={"name": pool.name},
-                spec=node_pool_spec(pool, facts),
+                spec=node_pool_spec(pool, facts, startup_taints(cfg)),
                 opts=pulumi.ResourceOptions(
                     parent=self,
                     provider=args.k8s_provider,
@@ -565,9 +572,13 @@ class Karpenter(pulumi.ComponentResource):
 
 
 def pool_taints(pool: NodePoolConfig, facts: PoolTypeFacts) -> list[dict]:
+    """The pool's taints: GPU pools the GPU taint, CPU pools the jobs-only taint (jobs
+    tolerate what their pool publishes), then the configured ones."""
     taints = []
     if facts.gpus_per_node > 0:
         taints.append({"key": GPU_TAINT_KEY, "value": "true", "effect": "NoSchedule"})
+    else:
+        taints.append({"key": JOBS_TAINT_KEY, "value": "true", "effect": "NoSchedule"})
     for t in pool.taints:
         taint = {"key": t.key, "effect": t.effect}
         if t.value is not None:
@@ -580,7 +591,16 @@ def pool_labels(pool: NodePoolConfig) -> dict[str, str]:
     return {**dict(pool.labels), POOL_LABEL: pool.name}
 
 
-def node_pool_spec(pool: NodePoolConfig, facts: PoolTypeFacts) -> dict:
+def startup_taints(config: PlatformConfig) -> list[dict]:
+    """Taints a new node starts with and something on the node removes: the FSx CSI node
+    plugin's, when the stack has FSx (nothing else would remove it)."""
+    fsx = config.services is not None and config.services.fsx.enabled
+    return [{"key": FSX_AGENT_NOT_READY_TAINT, "effect": "NoExecute"}] if fsx else []
+
+
+def node_pool_spec(
+    pool: NodePoolConfig, facts: PoolTypeFacts, startup: list[dict] | None = None
+) -> dict:
     limits: dict = {}
     if pool.limits.cpu is not None:
         limits["cpu"] = pool.limits.cpu
@@ -612,6 +632,9 @@ def node_pool_spec(pool: NodePoolConfig, facts: PoolTypeFacts) -> dict:
                     {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
                 ],
                 "taints": pool_taints(pool, facts),
+                # Karpenter expects these to be removed by a DaemonSet and still binpacks
+                # pods that do not tolerate them onto the node (Karpenter v1 NodePool docs)
+                **({"startupTaints": startup} if startup else {}),
                 # Never expire nodes: expiry is forceful and would kill a running job. The AMI
                 # is pinned, so nodes are replaced deliberately by changing versions.py.
                 "expireAfter": "Never",

@@ -22,7 +22,13 @@ import pulumi_aws as aws
 
 from trainforge.platform import capacity_placement as cp
 from trainforge.platform import versions
-from trainforge.platform.config import GPU_TAINT_KEY, POOL_LABEL, ConfigError, NodeGroupConfig
+from trainforge.platform.config import (
+    FSX_AGENT_NOT_READY_TAINT,
+    GPU_TAINT_KEY,
+    POOL_LABEL,
+    ConfigError,
+    NodeGroupConfig,
+)
 from trainforge.platform.instance_types import PoolTypeFacts
 from trainforge.platform.launch_template import launch_template
 
@@ -87,6 +93,9 @@ class GpuNodeGroupArgs:
     # zone (every subnet, subnet 0 for EFA)
     subnet_zones: list[str] = field(default_factory=list)
     where: str = "nodeGroups[]"  # the config path, for errors
+    # new nodes start with the FSx CSI driver's startup taint (its node plugin removes it):
+    # only when the stack has FSx, or nothing would remove it
+    fsx_startup_taint: bool = False
 
 
 class GpuNodeGroup(pulumi.ComponentResource):
@@ -173,6 +182,10 @@ class GpuNodeGroup(pulumi.ComponentResource):
         taints += [
             {"key": t.key, "value": t.value, "effect": EFFECTS[t.effect]} for t in cfg.taints
         ]
+        if args.fsx_startup_taint:
+            # EKS applies it to every node it launches; the FSx node plugin (which tolerates
+            # every taint) removes it when it can mount, so pods never start before that
+            taints.append({"key": FSX_AGENT_NOT_READY_TAINT, "effect": "NO_EXECUTE"})
         labels = {**dict(cfg.labels), POOL_LABEL: cfg.name, "nvidia.com/gpu.present": "true"}
         if cfg.efa:
             labels["vpc.amazonaws.com/efa.present"] = "true"

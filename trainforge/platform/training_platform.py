@@ -227,6 +227,7 @@ class TrainingPlatform(pulumi.ComponentResource):
                     auto_repair=config.node_health.auto_repair,
                     subnet_zones=self.network.private_subnet_zones,
                     where=f"trainforge:nodeGroups[{config.node_groups.index(g)}]",
+                    fsx_startup_taint=config.services is not None and config.services.fsx.enabled,
                 ),
                 pulumi.ResourceOptions(parent=self, depends_on=[self.cluster.eks]),
             )
