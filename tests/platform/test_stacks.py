@@ -160,7 +160,10 @@ def test_dev_pools_match_seed_names_taints_and_limits(dev):
     reqs = {r["key"]: r["values"] for r in gpu["template"]["spec"]["requirements"]}
     assert reqs["node.kubernetes.io/instance-type"] == ["g4dn.xlarge", "g5.xlarge"]
     assert reqs["karpenter.sh/capacity-type"] == ["spot", "on-demand"]
-    assert pools["training-workloads"]["template"]["spec"]["taints"] == []
+    # CPU pools are for jobs only (tests/platform/test_addon_placement.py)
+    assert pools["training-workloads"]["template"]["spec"]["taints"] == [
+        {"key": "trainforge.io/jobs-only", "value": "true", "effect": "NoSchedule"}
+    ]
 
 
 def test_node_classes_pinned_ami_and_imds(stack):
