@@ -46,6 +46,13 @@ def test_the_wheel_ships_calibration_and_calibrate_writes_a_user_path(tmp_path):
     (wheel,) = wheels.glob("trainforge-*.whl")
     with zipfile.ZipFile(wheel) as z:
         assert SHIPPED in z.namelist(), "the wheel lacks the shipped calibration file"
+        # every data file of the package (not code) is shipped: price facts, calibration, ...
+        data = {
+            f.relative_to(ROOT).as_posix()
+            for f in (ROOT / "trainforge").rglob("*")
+            if f.is_file() and f.suffix not in (".py", ".pyc")
+        }
+        assert data - set(z.namelist()) == set(), "data files missing from the wheel"
 
     # no PYTHONPATH: with the source tree on it, pip would find trainforge "already installed"
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
