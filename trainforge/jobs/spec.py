@@ -590,7 +590,16 @@ def _parse_checkpoint(raw: Any, where: str) -> CheckpointSpec:
     r = _Reader(
         raw,
         where,
-        ["every", "keep_last", "async", "grace_period", "s3_mirror", "resume", "dir", "fingerprint"],
+        [
+            "every",
+            "keep_last",
+            "async",
+            "grace_period",
+            "s3_mirror",
+            "resume",
+            "dir",
+            "fingerprint",
+        ],
     )
     directory = r.str_("dir")
     if directory is not None:

@@ -19,7 +19,8 @@ import sys
 from typing import Any
 
 from trainforge.plan import ckpt_compat as CC
-from trainforge.plan.checks import CheckResult, PlanContext, Section
+from trainforge.plan.checks import CheckResult, Finding, PlanContext, Section
+from trainforge.plan.job_diff import resume_record
 from trainforge.plan.job_view import job_views
 
 TITLE = "Checkpoint state (what a replacement resumes from)"
@@ -129,11 +130,6 @@ def check(ctx: PlanContext) -> CheckResult:
 def diff_check(ctx: Any) -> CheckResult:
     """For every job the diff replaces: will the new one resume from the old one's
     checkpoints? (review.DiffContext in, TF_CKPT_CANNOT_RESUME findings out)."""
-    from trainforge.plan.job_diff import resume_record
-    from trainforge.plan.job_view import job_views
-
-    from trainforge.plan.checks import Finding
-
     old_views, new_views = job_views(ctx.base.objects), job_views(ctx.head.objects)
     findings = []
     for ident, ch in ctx.jobs.items():

@@ -84,8 +84,12 @@ def flag_map(argv: list[str]) -> dict[str, str]:
 
 def parse_runtime(args: list[str]) -> Any:
     """The runtime's TrainConfig for these flags (its own parser; no files are checked)."""
-    from trainforge.training.config import ConfigError, build_parser, check_values
-    from trainforge.training.config import config_from_namespace
+    from trainforge.training.config import (
+        ConfigError,
+        build_parser,
+        check_values,
+        config_from_namespace,
+    )
 
     parser = build_parser()
     try:
@@ -202,7 +206,9 @@ class Compat:
         elif self.detail and self.verdict in (NOT_CHECKED, FRESH):
             what += f": {self.detail}"
         if self.caveats:
-            what += "; " + "; ".join(c.split(" is NOT applied")[0] + " NOT applied" for c in self.caveats)
+            what += "; " + "; ".join(
+                c.split(" is NOT applied")[0] + " NOT applied" for c in self.caveats
+            )
         return what
 
     def to_json(self) -> dict[str, Any]:

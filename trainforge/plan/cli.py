@@ -252,7 +252,9 @@ def main(argv: list[str] | None = None) -> int:
                 return EXIT_CONFIG
             manifests.write_inventory(result.inventory, out_dir / diff.INVENTORY_FILE, extra)
             if args.out is not None:
-                notes.append(f"Wrote {n} manifests to {out_dir}/ (one file per object, by namespace)")
+                notes.append(
+                    f"Wrote {n} manifests to {out_dir}/ (one file per object, by namespace)"
+                )
         if args.diff is not None:
             from trainforge.plan import review, sides, verdict
 

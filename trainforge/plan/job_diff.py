@@ -138,7 +138,10 @@ def reclaimers(objects: dict[str, dict], queue_row: dict) -> list[str]:
     out = []
     for name, d in sorted(cqs.items()):
         spec = d.get("spec") or {}
-        if name == queue_row.get("queue") or (spec.get("cohortName") or spec.get("cohort")) != cohort:
+        if (
+            name == queue_row.get("queue")
+            or (spec.get("cohortName") or spec.get("cohort")) != cohort
+        ):
             continue
         if (spec.get("preemption") or {}).get("reclaimWithinCohort", "Never") == "Never":
             continue
@@ -165,7 +168,13 @@ def job_change(
     """The job's diff in its own terms; `base`/`head` are each side's sections by title."""
     view = new or old
     assert view is not None
-    what = "added" if old is None else "removed" if new is None else ("replaced" if replaced else "updated")
+    what = (
+        "added"
+        if old is None
+        else "removed"
+        if new is None
+        else ("replaced" if replaced else "updated")
+    )
     ch = JobChange(view.ident, what)
     if new is None:
         return ch
@@ -234,9 +243,9 @@ def _res(per_pod: dict[str, str]) -> str:
 
 
 def _reqs(doc: dict, key: str) -> list[str]:
-    reqs = ((((doc.get("spec") or {}).get("template") or {}).get("spec") or {}).get(
-        "requirements"
-    )) or []
+    reqs = (
+        (((doc.get("spec") or {}).get("template") or {}).get("spec") or {}).get("requirements")
+    ) or []
     return sorted(v for r in reqs if r.get("key") == key for v in r.get("values") or [])
 
 
@@ -253,7 +262,10 @@ def pool_lines(old: dict | None, new: dict | None) -> list[str]:
         if a != b:
             parts = [f"+{x}" for x in sorted(b - a)] + [f"-{x}" for x in sorted(a - b)]
             out.append(f"{label}: {' '.join(parts)} (now {', '.join(sorted(b)) or 'any'})")
-    la, lb = (old.get("spec") or {}).get("limits") or {}, (new.get("spec") or {}).get("limits") or {}
+    la, lb = (
+        (old.get("spec") or {}).get("limits") or {},
+        (new.get("spec") or {}).get("limits") or {},
+    )
     for k in sorted(set(la) | set(lb)):
         if la.get(k) != lb.get(k):
             out.append(f"limit {k}: {la.get(k, 'none')} → {lb.get(k, 'none')}")

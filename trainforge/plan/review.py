@@ -56,9 +56,7 @@ def _head_options(result: Any) -> dict[str, dict]:
     return {o.ident: by_urn.get(o.urn) or {} for o in result.objects}
 
 
-def _replaced(
-    base: Side, objects: D.PlanDiff, result: Any, urns: dict[str, str]
-) -> set[str]:
+def _replaced(base: Side, objects: D.PlanDiff, result: Any, urns: dict[str, str]) -> set[str]:
     """Changed objects Pulumi replaces: the preview's op when the base is a preview, else any
     changed field under the resource's replaceOnChanges paths."""
     out = set()
@@ -69,7 +67,11 @@ def _replaced(
                 out.add(c.key)
             continue
         paths = options.get(c.key, {}).get("replaceOnChanges") or []
-        if any(f == p or f.startswith(p + ".") or f.startswith(p + "[") for p in paths for f, *_ in c.fields):
+        if any(
+            f == p or f.startswith(p + ".") or f.startswith(p + "[")
+            for p in paths
+            for f, *_ in c.fields
+        ):
             out.add(c.key)
     return out
 
@@ -90,7 +92,9 @@ def review(base: Side, head: Side, result: Any) -> Review:
         {D._short_urn(k): v for k, v in head.resources.items()},
     )
     urns = {o.ident: o.urn for o in result.objects}
-    ctx = DiffContext(base, head, objects, resources, _replaced(base, objects, result, urns), result)
+    ctx = DiffContext(
+        base, head, objects, resources, _replaced(base, objects, result, urns), result
+    )
     old_jobs, new_jobs = job_views(base.objects), job_views(head.objects)
     changed = {c.key for c in objects.changed}
     for ident in sorted(set(old_jobs) | set(new_jobs)):
@@ -112,8 +116,13 @@ def review(base: Side, head: Side, result: Any) -> Review:
             w = find_waiver(result.waivers, f.rule, {f.resource, *f.names})
             findings.append(
                 R.Violation(
-                    f.resource, f.rule, f.message, f.fix, urn=f.urn,
-                    waived=w.reason if w else None, waived_by=w,
+                    f.resource,
+                    f.rule,
+                    f.message,
+                    f.fix,
+                    urn=f.urn,
+                    waived=w.reason if w else None,
+                    waived_by=w,
                 )  # fmt: skip
             )
     result.violations.extend(findings)

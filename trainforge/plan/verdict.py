@@ -58,6 +58,8 @@ def cost_lines(result: Any, base_sections: dict[str, Any] | None) -> list[str]:
         f"{_delta(old['fixedPerMonth'], new['fixedPerMonth']) if old else ''}{unknown}"
     )
     jobs_unknown = f" (+ {new['jobsUnknown']} unpriced)" if new["jobsUnknown"] else ""
+    if new["jobsUnknown"] and new["jobsUnknown"] == new["jobs"]:
+        jobs_unknown = " (none priced: unknown)"
     total = (new["fixedPerHour"] or 0) + new["jobsPerHour"]
     old_total = (old["fixedPerHour"] or 0) + old["jobsPerHour"] if old else None
     jobs = (
@@ -136,7 +138,8 @@ def verdict_lines(
         lines += [f"  {_clip(w, 200)}" for w in warns[:3]]
     lines += cost_lines(result, review.ctx.base.sections if review is not None else None)
     lines.append(
-        "Jobs not admitted: " + ("none" if not admit else f"{len(admit)}")
+        "Jobs not admitted (all declared jobs submitted at once): "
+        + ("none" if not admit else f"{len(admit)}")
     )
     lines += [f"  {a}" for a in admit[:4]]
     if waived:
@@ -168,14 +171,27 @@ def verdict_markdown(result: Any, review: Any = None, stack: str = "") -> list[s
     status = "✅ clean" if not failing else f"❌ {len(failing)} finding(s) need a fix or a decision"
     lines = [f"## trainforge plan --stack {stack}: {status}", ""]
     for f in failing[:MAX_FINDINGS]:
-        lines += [f"- **[{f.rule}]** `{f.resource}`: {_clip(f.message)}", f"  - fix: {_clip(f.fix)}"]
+        lines += [
+            f"- **[{f.rule}]** `{f.resource}`: {_clip(f.message)}",
+            f"  - fix: {_clip(f.fix)}",
+        ]
     if len(failing) > MAX_FINDINGS:
         lines.append(f"- … and {len(failing) - MAX_FINDINGS} more")
     brk = breaking(review)
     if brk:
         lines += ["", "**Breaking changes**", ""] + [f"- {b}" for b in brk]
-    lines += ["", *[f"{c.strip()}  " for c in cost_lines(result, review.ctx.base.sections if review else None)]]
+    lines += [
+        "",
+        *[
+            f"{c.strip()}  "
+            for c in cost_lines(result, review.ctx.base.sections if review else None)
+        ],
+    ]
     admit = not_admitted(result)
-    lines += ["", f"**Jobs not admitted:** {'none' if not admit else len(admit)}"]
+    lines += [
+        "",
+        "**Jobs not admitted** (all declared jobs submitted at once): "
+        + ("none" if not admit else str(len(admit))),
+    ]
     lines += [f"- {a}" for a in admit]
     return [*lines, ""]
