@@ -84,6 +84,8 @@ def check(ctx: PlanContext) -> CheckResult:
         declared = {(dj.target.namespace, dj.spec.name): dj.spec for dj in ctx.declared.jobs}
     lines: list[str] = []
     data: list[dict[str, Any]] = []
+    layouts: dict[str, Any] = {}  # digest -> layout: jobs of one shape share one entry
+    digests: dict[int, str] = {}  # id(layout) -> digest (state_layout caches by config)
     for ident, v in sorted(views.items()):
         rec: dict[str, Any] = {"ident": ident, "checkpointDir": v.checkpoint_dir}
         args = v.runtime_args
@@ -94,14 +96,16 @@ def check(ctx: PlanContext) -> CheckResult:
                 lines.append(f"{ident}: no state layout ({e})")
                 rec["error"] = str(e)
             else:
+                if id(layout) not in digests:
+                    digests[id(layout)] = digest(layout)
+                    layouts[digests[id(layout)]] = layout.to_json()
                 n_model = sum(1 for k in layout.tensors if k.startswith("model."))
                 lines.append(
                     f"{ident}: {len(layout.tensors)} tensors ({n_model} model, "
-                    f"{len(layout.tensors) - n_model} optimizer), layout {digest(layout)}, "
+                    f"{len(layout.tensors) - n_model} optimizer), layout {digests[id(layout)]}, "
                     f"in {v.checkpoint_dir or 'no checkpoint directory'}"
                 )
-                rec["layout"] = layout.to_json()
-                rec["digest"] = digest(layout)
+                rec["digest"] = digests[id(layout)]
         else:
             spec = declared.get((v.namespace, v.name))
             source = spec.checkpoint.fingerprint if spec is not None else None
@@ -124,7 +128,7 @@ def check(ctx: PlanContext) -> CheckResult:
                     "not checked (checkpoint.fingerprint: module:function)"
                 )
         data.append(rec)
-    return CheckResult(sections=[Section(TITLE, lines, data)])
+    return CheckResult(sections=[Section(TITLE, lines, {"jobs": data, "layouts": layouts})])
 
 
 def diff_check(ctx: Any) -> CheckResult:

@@ -47,9 +47,14 @@ def _row(sections: dict[str, Any] | None, title: str, view: JobView) -> dict:
 
 
 def resume_record(sections: dict[str, Any] | None, ident: str) -> dict:
-    for row in (sections or {}).get(RESUME_TITLE) or []:
+    """check_resume's record of one job, with its layout (stored once per digest)."""
+    data = (sections or {}).get(RESUME_TITLE)
+    if not isinstance(data, dict):
+        return {}
+    for row in data.get("jobs") or []:
         if isinstance(row, dict) and row.get("ident") == ident:
-            return row
+            layout = (data.get("layouts") or {}).get(row.get("digest"))
+            return {**row, "layout": layout} if layout else row
     return {}
 
 
