@@ -90,8 +90,8 @@ def _read_json(path: pathlib.Path) -> Any:
 def load_side(path: pathlib.Path) -> Side:
     """A plan folder, a stack export or a preview, by what `path` holds."""
     if path.is_dir():
-        if not (path / INVENTORY_FILE).is_file():
-            raise SideError(f"--diff {path}: no {INVENTORY_FILE} there (not a plan --out folder)")
+        if not (path / INVENTORY_FILE).is_file():  # e.g. CI's empty folder for a base with no plan
+            return Side(f"folder {path} (no plan there: everything is new)", load_objects(path), {})
         inv = json.loads((path / INVENTORY_FILE).read_text())
         sections = {
             s.get("title"): s.get("data") for s in (inv.get("plan") or {}).get("sections") or []

@@ -57,15 +57,17 @@ def cost_lines(result: Any, base_sections: dict[str, Any] | None) -> list[str]:
         f"Cost: platform {_usd(new['fixedPerHour'])}/h = {_usd(new['fixedPerMonth'])}/month"
         f"{_delta(old['fixedPerMonth'], new['fixedPerMonth']) if old else ''}{unknown}"
     )
-    jobs_unknown = f" (+ {new['jobsUnknown']} unpriced)" if new["jobsUnknown"] else ""
-    if new["jobsUnknown"] and new["jobsUnknown"] == new["jobs"]:
-        jobs_unknown = " (none priced: unknown)"
+    priced = new["jobs"] - new["jobsUnknown"]
+    jobs_rate = _usd(new["jobsPerHour"]) if priced else "unknown"
+    unpriced = " + unknown" if new["jobsUnknown"] else ""
+    if new["jobsUnknown"] and priced:
+        jobs_rate += f" + {new['jobsUnknown']} unpriced"
     total = (new["fixedPerHour"] or 0) + new["jobsPerHour"]
     old_total = (old["fixedPerHour"] or 0) + old["jobsPerHour"] if old else None
     jobs = (
-        f"      + {new['jobs']} job(s) {_usd(new['jobsPerHour'])}/h while running{jobs_unknown}"
+        f"      + {new['jobs']} job(s) {jobs_rate}/h while running"
         f"{_delta(old['jobsPerHour'], new['jobsPerHour']) if old else ''}; "
-        f"all running: {_usd(total)}/h = {_usd(total * 730)}/month"
+        f"all running: {_usd(total)}/h = {_usd(total * 730)}/month{unpriced}"
         f"{_delta(old_total * 730, total * 730) if old else ''}"
     )
     return [fixed, jobs]
