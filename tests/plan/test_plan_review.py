@@ -364,3 +364,42 @@ def test_a_base_that_is_neither_is_a_one_line_error(tmp_path, capsys):
     (tmp_path / "x.json").write_text("[]")
     with pytest.raises(SideError, match="neither a plan folder"):
         load_side(tmp_path / "x.json")
+
+
+def test_pool_and_team_changes_read_as_types_limits_and_quotas():
+    from trainforge.plan.job_diff import pool_lines, quota_lines
+
+    def pool(types, caps, gpus):
+        reqs = [
+            {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": types},
+            {"key": "karpenter.sh/capacity-type", "operator": "In", "values": caps},
+        ]
+        return {
+            "spec": {
+                "template": {"spec": {"requirements": reqs}},
+                "limits": {"nvidia.com/gpu": gpus},
+            }
+        }
+
+    lines = pool_lines(
+        pool(["g5.12xlarge"], ["on-demand", "spot"], 64),
+        pool(["g5.12xlarge", "g6e.12xlarge"], ["on-demand"], 32),
+    )
+    assert lines == [
+        "instance types: +g6e.12xlarge (now g5.12xlarge, g6e.12xlarge)",
+        "capacity types: -spot (now on-demand)",
+        "limit nvidia.com/gpu: 64 → 32",
+    ]
+    rq = lambda gpus: {"kind": "ResourceQuota", "spec": {"hard": {"requests.nvidia.com/gpu": gpus}}}  # noqa: E731
+    assert quota_lines(rq("80"), rq("96")) == ["quota requests.nvidia.com/gpu: 80 → 96"]
+
+    def cq(n):
+        res = [{"name": "nvidia.com/gpu", "nominalQuota": n}]
+        return {
+            "kind": "ClusterQueue",
+            "spec": {
+                "resourceGroups": [{"flavors": [{"name": "gpu-workloads", "resources": res}]}]
+            },
+        }
+
+    assert quota_lines(cq("21"), cq("5")) == ["nominal quota gpu-workloads/nvidia.com/gpu: 21 → 5"]
