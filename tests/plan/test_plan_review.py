@@ -403,3 +403,52 @@ def test_pool_and_team_changes_read_as_types_limits_and_quotas():
         }
 
     assert quota_lines(cq("21"), cq("5")) == ["nominal quota gpu-workloads/nvidia.com/gpu: 21 → 5"]
+
+
+def test_own_code_fingerprints_are_compared_through_the_plan(tmp_path, capsys):
+    """dev's `resumable` declares checkpoint.fingerprint train:state_layout; `mnist-user`
+    declares none."""
+
+    def change(config):
+        jobs = {j["name"]: j for j in config["trainforge:jobs"]}
+        jobs["resumable"]["entrypoint"]["args"] = ["--epochs", "2", "--hidden", "256"]
+        jobs["mnist-user"]["entrypoint"]["args"] = ["--epochs", "2"]
+
+    def copy(name, edit=None):
+        root = tmp_path / name
+        root.mkdir()
+        for f in ("Pulumi.yaml", "__main__.py"):
+            shutil.copy(ROOT / f, root / f)
+        shutil.copytree(ROOT / "examples", root / "examples")
+        data = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())
+        if edit:
+            edit(data["config"])
+        (root / "Pulumi.dev.yaml").write_text(yaml.safe_dump(data))
+        return root
+
+    args = ["--stack", "dev", "--no-standins", "--report", str(tmp_path / "r.txt")]
+    base = tmp_path / "base-plan"
+    assert cli.main([*args, "--project-dir", str(copy("base")), "--out", str(base)]) == 0
+    capsys.readouterr()
+    md = tmp_path / "pr.md"
+    rc = cli.main(
+        [
+            *args,
+            "--project-dir",
+            str(copy("head", change)),
+            "--diff",
+            str(base),
+            "--diff-md",
+            str(md),
+        ]
+    )
+    out = capsys.readouterr().out
+    assert rc == 1, out
+    text = md.read_text()
+    assert "[TF_CKPT_CANNOT_RESUME]** `research/PyTorchJob/resumable`" in text
+    assert (
+        "state fingerprint differs (fingerprint train:state_layout): model.1.weight [[128, 784]"
+        in text
+    )
+    assert "`research/PyTorchJob/mnist-user`: **replaced" in text
+    assert "checkpoint: **resume not checked: own code with no state fingerprint" in text

@@ -121,35 +121,21 @@ class Layout:
         return cls(tensors, dict(data.get("settings") or {}))
 
 
-SETTING_KEYS = ("lr", "initial_lr", "weight_decay", "betas", "eps")
-
-
 @functools.lru_cache(maxsize=64)
 def state_layout(cfg: Any) -> Layout:
-    """The state the runtime checkpoints for this TrainConfig, built on the meta device."""
+    """The state the runtime checkpoints for this TrainConfig, built on the meta device with
+    the runtime's own model, optimizer and scheduler builders."""
     import torch
-    from torch.distributed.checkpoint._nested_dict import flatten_state_dict
-    from torch.distributed.checkpoint.state_dict import get_state_dict
 
     from trainforge.training.loop import build_optimizer, build_scheduler
     from trainforge.training.models import build_model
+    from trainforge.training.state_layout import layout
 
     with torch.device("meta"):
         model = build_model(cfg)
     optimizer = build_optimizer(model, cfg, torch.device("cpu"))
     build_scheduler(optimizer, cfg)  # sets initial_lr in the param groups, as the runtime does
-    for p in model.parameters():
-        p.grad = torch.empty_like(p)
-    optimizer.step()  # AdamW creates its state (exp_avg, exp_avg_sq, step) lazily
-    model_sd, optim_sd = get_state_dict(model, optimizer)
-    flat, _ = flatten_state_dict({"model": model_sd, "optim": optim_sd})
-    tensors: dict[str, tuple[tuple[int, ...], str]] = {}
-    settings: dict[str, Any] = {}
-    for key, value in flat.items():
-        if isinstance(value, torch.Tensor):
-            tensors[key] = (tuple(value.shape), str(value.dtype).removeprefix("torch."))
-        elif key.rsplit(".", 1)[-1] in SETTING_KEYS:
-            settings[key] = list(value) if isinstance(value, tuple) else value
+    tensors, settings = layout(model, optimizer)
     return Layout(tensors, settings)
 
 
