@@ -95,6 +95,48 @@ def test_seq_len_change_cannot_resume_and_names_the_position_table():
     assert "model.pos.weight [1024, 1024] -> [2048, 1024] and 2 optimizer-state" in c.detail
 
 
+TINY = "--model gpt --layers 3 --d-model 32 --heads 2 --seq-len 16 --vocab-size 64 --steps 100"
+
+
+@pytest.mark.parametrize(
+    "change",
+    ["--layers 2", "--layers 4", "--seq-len 32", "--d-model 64", "--steps 200", "--lr 3e-3"],
+)
+def test_the_verdict_is_what_the_runtime_does(change, tmp_path):
+    """The planner's verdict against the runtime's real restore (CheckpointManager, CPU)."""
+    import torch
+
+    from trainforge.training import checkpoint as ckpt
+    from trainforge.training.loop import build_optimizer, build_scheduler
+    from trainforge.training.models import build_model
+
+    old, new = TINY.split(), TINY.split()
+    flag, value = change.split()
+    new = with_flag(new, flag, value)
+
+    def built(args):
+        cfg = CC.parse_runtime(args)
+        model = build_model(cfg)
+        opt = build_optimizer(model, cfg, torch.device("cpu"))
+        sched = build_scheduler(opt, cfg)
+        for p in model.parameters():
+            p.grad = torch.zeros_like(p)
+        return model, opt, sched
+
+    model, opt, sched = built(old)
+    opt.step()
+    sched.step()
+    config = ckpt.CheckpointConfig(directory=str(tmp_path))
+    ckpt.CheckpointManager(config, log=lambda _: None).save(1, model, opt, sched)
+    try:
+        ckpt.CheckpointManager(config, log=lambda _: None).restore(*built(new))
+        failed = False
+    except (ckpt.CheckpointError, ValueError, RuntimeError):
+        failed = True
+    verdict = CC.classify(state(old, 1), state(new, 1))
+    assert verdict.blocking == failed, (change, verdict.line())
+
+
 def test_layers_6_to_8_cannot_resume_naming_the_new_blocks():
     c = CC.classify(state(DEV), state(with_flag(DEV, "--layers", "8")))
     assert c.verdict == CC.CANNOT

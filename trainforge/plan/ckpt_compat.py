@@ -341,8 +341,8 @@ def classify(old: JobState, new: JobState) -> Compat:
     if diffs:
         return Compat(
             CANNOT,
-            f"{_named(diffs)}; dcp.load fails (size mismatch / missing key) and the job exits "
-            "with a permanent config error",
+            f"{_named(diffs)}; the restore fails (a size mismatch or missing key in dcp.load, "
+            "or optimizer param groups that no longer match) and the job stops at once",
             differ=diffs,
         )
     resets = _resets(old_cfg, new_cfg, old, new)
