@@ -494,3 +494,42 @@ def test_own_code_fingerprints_are_compared_through_the_plan(tmp_path, capsys):
     )
     assert "`research/PyTorchJob/mnist-user`: **replaced" in text
     assert "checkpoint: **resume not checked: own code with no state fingerprint" in text
+
+
+def test_job_views_of_every_backend_read_flags_world_size_and_checkpoint_dir():
+    from trainforge.plan.job_view import job_view
+
+    command = ["torchrun", "--nnodes=3", "--nproc-per-node=4", "-m", "trainforge.training", *PROD]
+    labels = {"trainforge.io/job": "j", "kueue.x-k8s.io/queue-name": "training"}
+    res = {"requests": {"nvidia.com/gpu": "4", "cpu": "40"}}
+    trainjob = {
+        "kind": "TrainJob",
+        "metadata": {"namespace": "vision", "name": "j", "labels": labels},
+        "spec": {
+            "trainer": {
+                "image": "img:1",
+                "command": command,
+                "numNodes": 3,
+                "numProcPerNode": 4,
+                "resourcesPerNode": res,
+            }
+        },
+    }
+    container = {"name": "main", "image": "img:1", "command": command, "resources": res}
+    indexed = {
+        "kind": "Job",
+        "metadata": {"namespace": "vision", "name": "j", "labels": labels},
+        "spec": {
+            "parallelism": 3,
+            "completions": 3,
+            "template": {"spec": {"containers": [container]}},
+        },
+    }
+    for doc in (trainjob, indexed):
+        v = job_view(doc)
+        assert v is not None and v.pods == 3 and v.world_size == 12 and v.gpus_per_pod == 4
+        assert (
+            v.runtime_args == PROD and v.checkpoint_dir == "/fsx/checkpoints/vision/gpt-350m-fsdp"
+        )
+        assert v.flags["--seq-len"] == "1024" and v.queue == "training"
+    assert job_view({"kind": "Job", "metadata": {"name": "other"}, "spec": {}}) is None

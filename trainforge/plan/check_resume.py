@@ -134,13 +134,12 @@ def check(ctx: PlanContext) -> CheckResult:
 def diff_check(ctx: Any) -> CheckResult:
     """For every job the diff replaces: will the new one resume from the old one's
     checkpoints? (review.DiffContext in, TF_CKPT_CANNOT_RESUME findings out)."""
-    old_views, new_views = job_views(ctx.base.objects), job_views(ctx.head.objects)
     findings = []
     for ident, ch in ctx.jobs.items():
-        if ch.what != "replaced":
+        if ch.what != "replaced" or ch.old is None or ch.new is None:
             continue
-        old = job_state(old_views[ident], resume_record(ctx.base.sections, ident))
-        new = job_state(new_views[ident], resume_record(ctx.head.sections, ident))
+        old = job_state(ch.old, resume_record(ctx.base.sections, ch.old.ident))
+        new = job_state(ch.new, resume_record(ctx.head.sections, ident))
         ch.compat = CC.classify(old, new)
         if ch.compat.blocking:
             findings.append(
@@ -150,7 +149,7 @@ def diff_check(ctx: Any) -> CheckResult:
                     f"replaced, and the new job {ch.compat.verdict} from "
                     f"{new.checkpoint_dir}: {ch.compat.detail}",
                     RULES[RULE],
-                    names=frozenset({ident, new_views[ident].name}),
+                    names=frozenset({ident, ch.new.name}),
                 )
             )
     return CheckResult(findings=findings)

@@ -27,6 +27,8 @@ class JobChange:
     what: str  # added | removed | replaced | updated
     lines: list[str] = field(default_factory=list)
     compat: CC.Compat | None = None
+    old: JobView | None = None
+    new: JobView | None = None
 
 
 def _by_job(sections: dict[str, Any] | None, title: str) -> dict[str, dict]:
@@ -180,7 +182,7 @@ def job_change(
         if new is None
         else ("replaced" if replaced else "updated")
     )
-    ch = JobChange(view.ident, what)
+    ch = JobChange(view.ident, what, old=old, new=new)
     if new is None:
         return ch
     if old is not None:

@@ -95,18 +95,21 @@ def review(base: Side, head: Side, result: Any) -> Review:
     ctx = DiffContext(
         base, head, objects, resources, _replaced(base, objects, result, urns), result
     )
-    old_jobs, new_jobs = job_views(base.objects), job_views(head.objects)
+    # jobs by namespace/name: a backend change (PyTorchJob -> TrainJob) is one job replaced
+    old_jobs = {f"{v.namespace}/{v.name}": v for v in job_views(base.objects).values()}
+    new_jobs = {f"{v.namespace}/{v.name}": v for v in job_views(head.objects).values()}
     changed = {c.key for c in objects.changed}
-    for ident in sorted(set(old_jobs) | set(new_jobs)):
-        if ident in old_jobs and ident in new_jobs and ident not in changed:
+    for key in sorted(set(old_jobs) | set(new_jobs)):
+        old, new = old_jobs.get(key), new_jobs.get(key)
+        same_object = old is not None and new is not None and old.ident == new.ident
+        if same_object and old.ident not in changed:
             continue
+        ident = (new or old).ident
+        replaced = (
+            old is not None and new is not None and not same_object
+        ) or ident in ctx.replaced
         ctx.jobs[ident] = JD.job_change(
-            old_jobs.get(ident),
-            new_jobs.get(ident),
-            base.sections,
-            head.sections,
-            head.objects,
-            ident in ctx.replaced,
+            old, new, base.sections, head.sections, head.objects, replaced
         )
     findings: list[R.Violation] = []
     sections: list[Any] = []
