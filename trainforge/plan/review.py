@@ -41,6 +41,9 @@ class DiffContext:
     replaced: set[str]  # object idents Pulumi replaces (delete, then create)
     head_result: Any  # core.PlanResult of the head
     jobs: dict[str, JD.JobChange] = field(default_factory=dict)
+    # cloud resources (type::name) the base's `pulumi preview --json` replaces; empty without
+    # a preview (offline, only the provider knows which input changes force a replacement)
+    replaced_resources: set[str] = field(default_factory=set)
 
 
 @dataclass
@@ -96,6 +99,11 @@ def review(base: Side, head: Side, result: Any) -> Review:
         base, head, objects, resources, _replaced(base, objects, result, urns), result
     )
     # jobs by namespace/name: a backend change (PyTorchJob -> TrainJob) is one job replaced
+    ctx.replaced_resources = {
+        D._short_urn(urn)
+        for urn, op in base.ops.items()
+        if op in REPLACE_OPS and not urn.split("::")[-2].split("$")[-1].startswith("kubernetes:")
+    }
     old_jobs = {f"{v.namespace}/{v.name}": v for v in job_views(base.objects).values()}
     new_jobs = {f"{v.namespace}/{v.name}": v for v in job_views(head.objects).values()}
     changed = {c.key for c in objects.changed}
@@ -129,7 +137,7 @@ def review(base: Side, head: Side, result: Any) -> Review:
                 )  # fmt: skip
             )
     result.violations.extend(findings)
-    md = render(ctx, findings)
+    md = render(ctx, findings, sections)
     return Review(ctx, findings, sections, md)
 
 
@@ -169,7 +177,7 @@ def _pools_teams_md(ctx: DiffContext) -> list[str]:
     return ["### Pools and teams", "", *out, ""] if out else []
 
 
-def render(ctx: DiffContext, findings: list[R.Violation]) -> str:
+def render(ctx: DiffContext, findings: list[R.Violation], sections: list[Any] = ()) -> str:
     lines = [f"## trainforge plan diff (base: {ctx.base.label})", ""]
     open_ = [f for f in findings if f.waived is None]
     if open_:
@@ -179,6 +187,8 @@ def render(ctx: DiffContext, findings: list[R.Violation]) -> str:
         lines.append("")
     lines += _jobs_md(ctx)
     lines += _pools_teams_md(ctx)
+    for sec in sections:  # the diff checks' own reports
+        lines += [f"### {sec.title}", "", *[f"- {line}" for line in sec.lines], ""]
     body = D.render_markdown(ctx.objects, ctx.resources, ctx.replaced).splitlines()
     lines += body[2:]  # without its title
     return "\n".join(lines)
