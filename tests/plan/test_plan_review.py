@@ -241,6 +241,9 @@ def issue_change(config: dict) -> None:
     pool = next(p for p in config["trainforge:nodePools"] if p["name"] == "gpu-workloads")
     pool["instanceTypes"] = [*pool["instanceTypes"], "g6e.12xlarge"]
     pool["capacityTypes"] = ["on-demand"]
+    # and vision's GPU quota halves, so the bigger job borrows from the cohort
+    team = next(t for t in config["trainforge:teams"] if t["name"] == "vision")
+    team["quota"]["gpus"] = "8"
 
 
 def project(tmp_path: pathlib.Path, name: str, change=None) -> pathlib.Path:
@@ -308,7 +311,11 @@ def test_issue_pr_against_the_base_branch_plan(tmp_path, head, capsys):
     assert "duration: 9.4 h → 41.9 h" in md
     assert "GPUs: 8 → 16" in md
     assert "cost: $11.34 → $22.69/h on-demand, per run $106.76 → $949.91" in md
-    assert "borrowing 125.6 cpu, 419.9Gi memory, 11 nvidia.com/gpu; reclaimable by team llm" in md
+    assert (
+        "queue: admitted on gpu-workloads within its nominal quota → admitted on gpu-workloads, "
+        "borrowing 8 nvidia.com/gpu; reclaimable by team llm"
+    ) in md
+    assert "nominal quota gpu-workloads/nvidia.com/gpu: 16 → 8" in md
     assert "instance types: +g6e.12xlarge" in md and "capacity types: -spot (now on-demand)" in md
 
     # the decision: a waiver with its reason (or a new name / checkpoint.dir / resume: never)

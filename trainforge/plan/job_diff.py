@@ -231,12 +231,10 @@ def job_change(
             f"per run {run or _usd(c_new.get('runCost'))}"
         )
     q_old, q_new = _row(base, QUEUE_TITLE, old) if old else {}, _row(head, QUEUE_TITLE, new)
-    q = _pair(
-        _queue_text(q_old, []) if q_old else None,
-        _queue_text(q_new, reclaimers(head_objects, q_new)),
-    )
-    if q:
-        ch.lines.append(f"queue: {q}")
+    q_text = _queue_text(q_new, reclaimers(head_objects, q_new))
+    q = _pair(_queue_text(q_old, reclaimers(head_objects, q_old)) if q_old else None, q_text)
+    if q or q_text:
+        ch.lines.append(f"queue: {q or f'{q_text} (unchanged)'}")
     return ch
 
 

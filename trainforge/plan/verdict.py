@@ -156,7 +156,8 @@ def verdict_lines(
     v = result.validation
     lines.append(
         f"{len(result.inventory.resources)} resources to create, {len(result.objects)} "
-        f"Kubernetes objects (validated: {v['pass']} pass, {v['fail']} fail)"
+        f"Kubernetes objects (validated: {v['pass']} pass, {v['fail']} fail, "
+        f"{v['unchecked']} without a schema)"
     )
     if not failing:
         lines.append("Policy and validation: clean")
