@@ -406,6 +406,10 @@ def test_a_preview_json_decides_replace_versus_update(tmp_path, head, capsys):
 
 
 def test_a_base_that_is_neither_is_a_one_line_error(tmp_path, capsys):
+    # CI's empty folder for a base branch without a plan: everything is new, not an error
+    (tmp_path / "empty").mkdir()
+    empty = load_side(tmp_path / "empty")
+    assert empty.objects == {} and empty.sections is None and "everything is new" in empty.label
     bad = tmp_path / "state.json"
     bad.write_text(json.dumps({"version": 2, "deployment": {"resources": []}}))
     with pytest.raises(SideError, match="stack export version 2; supported: 3"):
