@@ -51,6 +51,13 @@ def build_parser() -> argparse.ArgumentParser:
         "latest checkpoint with --checkpoint-dir)",
     )
     p.add_argument(
+        "--pod-restarts",
+        type=int,
+        default=0,
+        help="re-create the local pod after a retryable exit (>= 128) up to N times, as the "
+        "cluster re-creates a job's pods (default 0; with --stack the job's budget)",
+    )
+    p.add_argument(
         "--dry-run", action="store_true", help="print the torchrun command instead of running it"
     )
     return p
@@ -85,17 +92,51 @@ def child_env(workers: int) -> dict[str, str]:
     return env
 
 
-def launch(cmd: list[str], env: dict[str, str], cwd: str | os.PathLike[str] | None = None) -> int:
-    """Run the job's launcher, relaying SIGTERM/SIGINT to it (torchrun relays them to the
-    workers and waits their grace period); the exit status is the job's."""
-    proc = subprocess.Popen(cmd, env=env, cwd=cwd)
+def launch(
+    cmd: list[str],
+    env: dict[str, str],
+    cwd: str | os.PathLike[str] | None = None,
+    *,
+    recreations: int = 0,
+    on: str = "retryable",
+) -> int:
+    """Run the job's launcher as the job's one local "pod", relaying SIGTERM/SIGINT to it
+    (torchrun relays them to the workers and waits their grace period), and re-create it as
+    the cluster would (trainforge/jobs/restarts.py): after a retryable exit (>= 128; `on=
+    "any"`: any failure) up to `recreations` times. A stop asked of run-local itself is
+    never followed by a re-creation. The exit status is the job's."""
+    stopped: list[int] = []
+    proc: subprocess.Popen[bytes] | None = None
 
     def forward(signum: int, _frame: object) -> None:  # torchrun relays it to the workers
-        proc.send_signal(signum)
+        stopped.append(signum)
+        if proc is not None:
+            proc.send_signal(signum)
 
     old = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGINT)}
     try:
-        return proc.wait()
+        done = 0
+        while True:
+            proc = subprocess.Popen(cmd, env=env, cwd=cwd)
+            rc = proc.wait()
+            code = 128 - rc if rc < 0 else rc
+            retry = code >= 128 if on == "retryable" else (code != 0 and on == "any")
+            if code == 0 or stopped or not retry or done >= recreations:
+                if code != 0 and retry and not stopped and recreations:
+                    print(
+                        f"run-local: exit {code}; the restart budget ({recreations} "
+                        "re-creation(s)) is spent",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+                return code
+            done += 1
+            print(
+                f"run-local: the job's pod exited {code} (retryable); re-creating it "
+                f"({done}/{recreations}), as the cluster would",
+                file=sys.stderr,
+                flush=True,
+            )
     finally:
         for s, h in old.items():
             signal.signal(s, h)
@@ -112,6 +153,12 @@ def user_code_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--max-restarts", type=int, default=None, help="torchrun restarts (default: the job's)"
+    )
+    p.add_argument(
+        "--pod-restarts",
+        type=int,
+        default=None,
+        help="re-creations of the local pod after a retryable exit (default: the job's budget)",
     )
     p.add_argument(
         "--volume",
@@ -163,9 +210,28 @@ def run_user_code(stack: str, job_name: str, rest: list[str]) -> int:
     if ns.dry_run:
         print(f"(cd {run.cwd} && {' '.join(run.command)})")
         return 0
+    from trainforge.jobs.restarts import budget, describe
+
+    b = budget(job)
+    recreations = b.local_recreations if ns.pod_restarts is None else ns.pod_restarts
     shipped = f"the shipped copy in {run.code_dir}" if run.code_dir else "this environment"
     print(f"run-local: {job.name}: {run.workers} process(es) running {shipped}", flush=True)
-    return launch(run.command, run.env, run.cwd)
+    print(f"run-local: restarts: {describe(job)}", flush=True)
+    _where_things_go(run.env)
+    return launch(run.command, run.env, run.cwd, recreations=recreations, on=b.on)
+
+
+def _where_things_go(env: dict[str, str]) -> None:
+    """Say where the contract's directories are, and how to get a report (docs/jobs.md)."""
+    from trainforge.training import contract as c
+
+    out = env.get(c.OUTPUT_DIR, "")
+    print(
+        f"run-local: checkpoints in {env.get(c.CHECKPOINT_DIR)}, outputs in {out}; "
+        f"metrics: append JSON lines to {out}/metrics.jsonl (MetricsReporter does); "
+        f"afterwards: python -m trainforge report {out}",
+        flush=True,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -196,6 +262,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--workers must be >= 1, got {ns.workers}")
     if ns.max_restarts < 0:
         parser.error(f"--max-restarts must be >= 0, got {ns.max_restarts}")
+    if ns.pod_restarts < 0:
+        parser.error(f"--pod-restarts must be >= 0, got {ns.pod_restarts}")
 
     from trainforge.training.config import ConfigError, check_world, parse_args
 
@@ -216,4 +284,4 @@ def main(argv: list[str] | None = None) -> int:
     # checkpoint hook: torchrun SIGKILLs workers this long after relaying a SIGTERM (default
     # 30 s); give them the whole --grace-period to checkpoint, as the PyTorchJob pods do.
     env.setdefault("TORCH_ELASTIC_SHUTDOWN_TIMEOUT", str(max(1, round(cfg.grace_period))))
-    return launch(cmd, env)
+    return launch(cmd, env, recreations=ns.pod_restarts)

@@ -120,10 +120,12 @@ def local_argv_for_job(stack: str, job_name: str, project_dir: Path | str = ".")
 
     Arguments the user adds after these on the command line win (argparse keeps the last).
     """
+    from trainforge.jobs.restarts import budget
+
     job = find_job(stack, job_name, project_dir)
-    argv = ["--workers", str(local_processes(job))]
-    if job.elastic is not None:
-        argv += ["--max-restarts", str(job.elastic.max_restarts)]
+    b = budget(job)
+    argv = ["--workers", str(local_processes(job)), "--max-restarts", str(b.in_pod)]
+    argv += ["--pod-restarts", str(b.local_recreations)]
     return argv + local_training_flags(job, f"./runs/{job.name}")
 
 
@@ -312,11 +314,9 @@ def user_code_run(
         raise JobConfigError("--workers", n, "expected an integer >= 1")
 
     args = [_rewrite(expand_vars(a, env), mapping) for a in [*entry.args, *extra_args]]
-    restarts = (
-        max_restarts
-        if max_restarts is not None
-        else (job.elastic.max_restarts if job.elastic is not None else 0)
-    )
+    from trainforge.jobs.restarts import budget
+
+    restarts = max_restarts if max_restarts is not None else budget(job).in_pod
     # torchrun through trainforge.training.launch, as the pods run it: the exit code is the
     # failed workers' reason (a bug: 1, a hang: 201, ...) rather than torchrun's 1
     launch = [
@@ -331,11 +331,14 @@ def user_code_run(
         "--max-restarts",
         str(restarts),
     ]
+    # through trainforge.training.usercode, as the pods run it: a lost peer exits 202
+    # (retryable), a bug 1, and the run ledger records the attempt
+    runner = list(entrypoint.USER_CODE_RUNNER)
     if entry.kind in ("script", "function"):
         assert code_dir is not None
-        prog = [str(code_dir / str(entry.entry_file)), *args]
+        prog = [*runner, str(code_dir / str(entry.entry_file)), *args]
     else:  # module, from the shipped directory or (without codeDir) this environment
-        prog = ["-m", str(entry.module), *args]
+        prog = [*runner, "-m", str(entry.module), *args]
     return LocalRun(
         command=[*launch, *prog],
         env=env,
@@ -358,6 +361,7 @@ def run_local(
     """Run a job with its own code here (e.g. one from `spec.function_job`); the exit status.
 
     The Python twin of `trainforge run-local --stack STACK JOB` for jobs declared in code."""
+    from trainforge.jobs.restarts import budget
     from trainforge.local import launch
 
     run = user_code_run(
@@ -368,4 +372,5 @@ def run_local(
         volumes=volumes,
         extra_args=extra_args,
     )
-    return launch(run.command, run.env, run.cwd)
+    b = budget(job)
+    return launch(run.command, run.env, run.cwd, recreations=b.local_recreations, on=b.on)
