@@ -340,7 +340,14 @@ def test_module_from_a_shipped_package(project):
     _, user, out = build({"module": "mypkg.train", "codeDir": "src", "args": ["-v"]}, workers=2)
     assert_valid(out)
     c = container(out.pytorchjob)
-    assert c["command"] == ["python", "-m", "trainforge.training.usercode", "-m", "mypkg.train", "-v"]
+    assert c["command"] == [
+        "python",
+        "-m",
+        "trainforge.training.usercode",
+        "-m",
+        "mypkg.train",
+        "-v",
+    ]
     assert user.paths == ["mypkg/__init__.py", "mypkg/train.py"]
     assert env_of(c)["PYTHONPATH"] == "/workspace:/opt/trainforge/src"
 

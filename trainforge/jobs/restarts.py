@@ -74,6 +74,4 @@ def describe(job: JobSpec) -> str:
     }[b.on]
     count = "no count limit" if b.recreations is None else f"at most {b.recreations}"
     local = f"run-local: the same, at most {b.local_recreations} re-creation(s)"
-    return (
-        f"torchrun restarts in the pod: {b.in_pod}; pod {what}, {count} ({b.bound}); {local}"
-    )
+    return f"torchrun restarts in the pod: {b.in_pod}; pod {what}, {count} ({b.bound}); {local}"

@@ -17,6 +17,7 @@ rank 0 registers the attempt when it starts, and every rank records why it ended
 
 from __future__ import annotations
 
+import contextlib
 import os
 import runpy
 import sys
@@ -80,10 +81,8 @@ def _classify(exc: BaseException) -> exits.Reason:
 def _record(ledger, reason: exits.Reason, detail: str) -> None:
     if ledger is None:
         return
-    try:
+    with contextlib.suppress(Exception):  # bookkeeping never changes the exit code
         ledger.record_exit(reason, step=None, detail=detail, attempt=_current_attempt(ledger))
-    except Exception:  # noqa: BLE001 - bookkeeping never changes the exit code
-        pass
 
 
 def _exit_code(value: object) -> int:
