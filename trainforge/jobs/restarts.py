@@ -48,7 +48,7 @@ def budget(job: JobSpec) -> RestartBudget:
         )
     if backend == "pytorchjob":
         stop = (
-            f"the runtime stops after {NO_PROGRESS_LIMIT} attempts without progress"
+            f"the runtime stops after {NO_PROGRESS_LIMIT} failed attempts from one checkpoint"
             if job.entrypoint is None
             else "set runPolicy.activeDeadlineSeconds to bound them"
         )
@@ -56,8 +56,7 @@ def budget(job: JobSpec) -> RestartBudget:
             in_pod,
             None,
             "retryable",
-            f"ExitCode: the training operator does not count re-creations against "
-            f"backoffLimit; {stop}",
+            f"the operator does not count ExitCode re-creations against backoffLimit; {stop}",
             fallback=limit,
         )
     if backend == "indexed-job":
@@ -66,12 +65,15 @@ def budget(job: JobSpec) -> RestartBudget:
 
 
 def describe(job: JobSpec) -> str:
+    """One line: torchrun's restarts, the pod re-creations and their bound, run-local's."""
     b = budget(job)
     what = {
         "none": "never re-created",
         "any": "restarted on any failure",
-        "retryable": "re-created on a retryable exit (>= 128: lost peer, hang, preemption...)",
+        "retryable": "re-created on exit >= 128",
     }[b.on]
     count = "no count limit" if b.recreations is None else f"at most {b.recreations}"
-    local = f"run-local: the same, at most {b.local_recreations} re-creation(s)"
-    return f"torchrun restarts in the pod: {b.in_pod}; pod {what}, {count} ({b.bound}); {local}"
+    return (
+        f"torchrun restarts in the pod {b.in_pod}; pod {what}, {count} ({b.bound}); "
+        f"run-local: the same, up to {b.local_recreations}"
+    )
