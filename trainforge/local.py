@@ -19,10 +19,11 @@ import signal
 import subprocess
 import sys
 import time
+from typing import Any
 
 USAGE = (
     "trainforge run-local [--workers N] [--max-restarts N] [training flags]\n"
-    "       trainforge run-local --stack STACK JOB [overrides]\n"
+    "       trainforge run-local --stack STACK [--program FILE] JOB [overrides]\n"
     "       trainforge run-local --stack STACK JOB [--workers N] [--max-restarts N] "
     "[--volume CLAIM=DIR] [args for your code]"
 )
@@ -171,7 +172,22 @@ def user_code_parser() -> argparse.ArgumentParser:
     return p
 
 
-def run_user_code(stack: str, job_name: str, rest: list[str]) -> int:
+def pop_program(argv: list[str]) -> tuple[str | None, list[str]]:
+    """(`--program FILE`, the other arguments): the Python program that declares the job
+    when it is not in stack config (default: the project's __main__.py)."""
+    from trainforge.jobs.errors import JobConfigError
+
+    for i, arg in enumerate(argv):
+        if arg == "--program":
+            if i + 1 >= len(argv):
+                raise JobConfigError("--program", None, "expected a Python file of the project")
+            return argv[i + 1], argv[:i] + argv[i + 2 :]
+        if arg.startswith("--program="):
+            return arg.split("=", 1)[1], argv[:i] + argv[i + 1 :]
+    return None, list(argv)
+
+
+def run_user_code(stack: str, job_name: str, rest: list[str], job: Any = None) -> int:
     """`run-local --stack STACK JOB` for a job with an entrypoint (its own code)."""
     from trainforge.jobs.errors import JobConfigError
     from trainforge.jobs.local import find_job, user_code_run
@@ -193,7 +209,7 @@ def run_user_code(stack: str, job_name: str, rest: list[str]) -> int:
             return 2
         volumes[claim] = path
     try:
-        job = find_job(stack, job_name)
+        job = job or find_job(stack, job_name)
         run = user_code_run(
             job,
             ".",
@@ -239,13 +255,16 @@ def main(argv: list[str] | None = None) -> int:
     # `--stack STACK JOB` expands to the job's own flags from Pulumi.<stack>.yaml (jobs area).
     if any(a == "--stack" or a.startswith("--stack=") for a in argv):
         from trainforge.jobs.errors import JobConfigError
-        from trainforge.jobs.local import expand_stack_argv, find_job, split_stack_argv
+        from trainforge.jobs.local import find_job, local_argv_for_job, split_stack_argv
 
         try:
+            program, argv = pop_program(argv)
             found = split_stack_argv(argv)
-            if found is not None and find_job(found[0], found[1]).entrypoint is not None:
-                return run_user_code(*found)
-            argv = expand_stack_argv(argv)
+            if found is not None:
+                job = find_job(found[0], found[1], ".", program)
+                if job.entrypoint is not None:
+                    return run_user_code(*found, job=job)
+                argv = local_argv_for_job(found[0], found[1], ".", job) + found[2]
         except JobConfigError as e:
             print(f"trainforge run-local: error: {e}", file=sys.stderr)
             return 2

@@ -105,7 +105,19 @@ def test_the_issues_stack_example_parses():
         (
             {"script": "/home/me/t.py"},
             {},
-            r"entrypoint\.script: got '/home/me/t.py'; expected a file relative",
+            r"entrypoint\.script: got '/home/me/t.py'; expected a file: a path relative to the "
+            r"project directory .* and inside it",
+        ),
+        (  # the same rule for a path that leaves the project
+            {"script": "../user/x.py"},
+            {},
+            r"entrypoint\.script: got '../user/x.py'; expected a file: a path relative to the "
+            r"project directory .* and inside it \(no leading /, no drive letter, no \.\. above",
+        ),
+        (
+            {"script": "t.py", "codeDir": "src/../.."},
+            {},
+            r"entrypoint\.codeDir: got 'src/../..'; expected a directory: a path relative",
         ),
         (
             {"script": "a/t.py", "codeDir": "b"},

@@ -69,17 +69,59 @@ def _stacks(project_dir: Path) -> str:
     return ", ".join(names) or "(none)"
 
 
-def find_job(stack: str, job_name: str, project_dir: Path | str = ".") -> JobSpec:
-    raw = load_stack_jobs(stack, project_dir)
+def find_job(
+    stack: str, job_name: str, project_dir: Path | str = ".", program: str | None = None
+) -> JobSpec:
+    """JOB of STACK: from `trainforge:jobs` in Pulumi.<stack>.yaml, else from the jobs the
+    stack's Pulumi program declares in Python (`TrainingJob(...)`, `.ddp`, `.function`; the
+    project's __main__.py, or `program`), found by running it under the plan's mocks."""
+    try:
+        raw = load_stack_jobs(stack, project_dir)
+    except JobConfigError as e:
+        if "declares no jobs" not in str(e):
+            raise
+        raw = []
     names = []
     for i, item in enumerate(raw):
         name = item.get("name") if isinstance(item, dict) else None
         names.append(str(name))
         if name == job_name:
             return parse_job(item, f"{CONFIG_KEY}[{i}]")
+    declared = program_jobs(stack, project_dir, program)
+    for spec in declared:
+        if spec.name == job_name:
+            return spec
+    from_program = [
+        f"{j.name} ({program or '__main__.py'})" for j in declared if j.name not in names
+    ]
     raise JobConfigError(
-        "JOB", job_name, f"stack {stack!r} declares: {', '.join(names) or '(none)'}"
+        "JOB", job_name, f"stack {stack!r} declares: {', '.join(names + from_program) or '(none)'}"
     )
+
+
+def program_jobs(
+    stack: str, project_dir: Path | str = ".", program: str | None = None
+) -> list[JobSpec]:
+    """The jobs a Python program declares (resolved on the platform's contract), by running
+    it as `trainforge plan` does (offline, mocks). [] for a project without a Pulumi program
+    when no `program` is named."""
+    root = Path(project_dir).resolve()
+    if program is None and not (
+        (root / "__main__.py").is_file() and (root / "Pulumi.yaml").is_file()
+    ):
+        return []
+    from trainforge.plan.runner import ProjectError, run_project
+
+    if program is not None:
+        from trainforge.jobs.spec import project_relative
+
+        if not (root / project_relative(program, "--program", "a Python file")).is_file():
+            raise JobConfigError("--program", program, f"no such file in the project {root}")
+    try:
+        inv = run_project(root, stack, program=program)
+    except ProjectError as e:
+        raise JobConfigError("--stack", stack, str(e)) from None
+    return [dj.spec for dj in inv.declared.jobs]
 
 
 def local_processes(job: JobSpec) -> int:
@@ -115,14 +157,16 @@ def local_training_flags(job: JobSpec, run_dir: str) -> list[str]:
     return out
 
 
-def local_argv_for_job(stack: str, job_name: str, project_dir: Path | str = ".") -> list[str]:
+def local_argv_for_job(
+    stack: str, job_name: str, project_dir: Path | str = ".", job: JobSpec | None = None
+) -> list[str]:
     """run-local arguments for JOB of STACK: `--workers N [--max-restarts R] <training flags>`.
 
     Arguments the user adds after these on the command line win (argparse keeps the last).
     """
     from trainforge.jobs.restarts import budget
 
-    job = find_job(stack, job_name, project_dir)
+    job = job or find_job(stack, job_name, project_dir)
     b = budget(job)
     argv = ["--workers", str(local_processes(job)), "--max-restarts", str(b.in_pod)]
     argv += ["--pod-restarts", str(b.local_recreations)]

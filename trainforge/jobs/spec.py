@@ -678,17 +678,30 @@ def _norm(path: str) -> str:
     return posixpath.normpath(path.replace("\\", "/"))
 
 
-def _relative_path(value: Any, where: str, what: str) -> str:
+PATH_RULE = (
+    "a path relative to the project directory (where Pulumi and run-local run) and inside it "
+    "(no leading /, no drive letter, no .. above it), so every machine that deploys or runs "
+    "the job finds the same file"
+)
+
+
+def project_relative(value: Any, where: str, what: str) -> str:
+    """The one path rule for files of the project (`script`, `codeDir`, `--program`):
+    relative to the project directory and inside it; normalised."""
     if not isinstance(value, str) or not value.strip():
-        raise JobConfigError(where, value, f"expected {what} relative to the project directory")
-    if value.startswith("/") or re.match(r"^[A-Za-z]:", value):
-        raise JobConfigError(
-            where,
-            value,
-            f"expected {what} relative to the project directory (where Pulumi runs), so that "
-            "every machine that deploys or runs the job finds the same file",
-        )
-    return _norm(value)
+        raise JobConfigError(where, value, f"expected {what}: {PATH_RULE}")
+    norm = _norm(value)
+    if (
+        value.startswith(("/", "\\"))
+        or re.match(r"^[A-Za-z]:", value)
+        or norm == ".."
+        or norm.startswith("../")
+    ):
+        raise JobConfigError(where, value, f"expected {what}: {PATH_RULE}")
+    return norm
+
+
+_relative_path = project_relative
 
 
 def _strings(raw: Any, where: str, what: str) -> tuple[str, ...]:
