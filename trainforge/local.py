@@ -232,7 +232,7 @@ def run_user_code(stack: str, job_name: str, rest: list[str], job: Any = None) -
     recreations = b.local_recreations if ns.pod_restarts is None else ns.pod_restarts
     shipped = f"the shipped copy in {run.code_dir}" if run.code_dir else "this environment"
     print(f"run-local: {job.name}: {run.workers} process(es) running {shipped}", flush=True)
-    print(f"run-local: restarts: {describe(job)}", flush=True)
+    print(f"run-local: {job.name}: restarts: {describe(job)}", flush=True)
     _where_things_go(run.env)
     return launch(run.command, run.env, run.cwd, recreations=recreations, on=b.on)
 
@@ -265,6 +265,9 @@ def main(argv: list[str] | None = None) -> int:
                 if job.entrypoint is not None:
                     return run_user_code(*found, job=job)
                 argv = local_argv_for_job(found[0], found[1], ".", job) + found[2]
+                from trainforge.jobs.restarts import describe
+
+                print(f"run-local: {job.name}: restarts: {describe(job)}", flush=True)
         except JobConfigError as e:
             print(f"trainforge run-local: error: {e}", file=sys.stderr)
             return 2
