@@ -228,7 +228,7 @@ def summary_text(run: Run) -> str:
         lines.append(f"wall time of the last attempt: {s['elapsed_seconds']:,.1f}s")
     if run.skipped_lines:
         lines.append(f"note: skipped {run.skipped_lines} unreadable line(s) of metrics.jsonl")
-    lines += [f"not shown: {m}" for m in run.missing]
+    lines += [f"not shown: {m}" for m in [*run.missing, *missing_panels(run)]]
     return "\n".join(lines) + "\n"
 
 
@@ -452,7 +452,6 @@ def write_report(
     metrics have something to draw). Returns (exit code, text path, PNG path or None)."""
     out = out or sys.stdout
     run = load_run(run_dir, checkpoint_dir)
-    run.missing += missing_panels(run)
     text = summary_text(run)
     txt_path = run_dir / "report.txt"
     txt_path.write_text(text, encoding="utf-8")

@@ -117,8 +117,16 @@ def test_a_plain_script_with_its_own_checkpoints_recovers(tmp_path):
     attempts = ledger(tmp_path, "plain")["attempts"]
     assert len(attempts) >= 2 and attempts[-1]["finished"]
     assert attempts[0]["exit"]["reason"] == "node_lost"
-    metrics = (tmp_path / "fsx" / "runs" / "team-research" / "plain" / "metrics.jsonl").read_text()
+    run_dir = tmp_path / "fsx" / "runs" / "team-research" / "plain"
+    metrics = (run_dir / "metrics.jsonl").read_text()
     assert json.loads(metrics.splitlines()[-1])["step"] == 40
+    # `trainforge report` on the pod layout: the checkpoints next to the outputs, the ledger
+    from trainforge import report
+
+    text = report.summary_text(report.load_run(run_dir))
+    assert f"checkpoints: 4 (steps 10, 20, 30, 40) in {ckpts}" in text, text
+    assert "attempt 0 ended with node_lost (rank 1)" in text, text
+    assert "loss: " in text and "not shown: throughput panel" in text, text
 
 
 def wrapped(tmp_path: Path, code: str) -> int:
