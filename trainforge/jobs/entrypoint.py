@@ -90,8 +90,8 @@ def ledger_counts_attempts(job: JobSpec, target: JobTarget) -> bool:
     """Whether the job's own pods count its attempts: the bundled runtime keeps its run ledger
     in the checkpoint directory, and stops a job that keeps failing without progress
     (trainforge/training/ledger.py NO_PROGRESS_LIMIT) only when that directory is on the
-    team's shared FSx (a pod-local one starts empty on every attempt). User code has no
-    ledger."""
+    team's shared FSx (a pod-local one starts empty on every attempt). User code's ledger
+    (trainforge/training/usercode.py) records attempts and exits but stops nothing."""
     if job.entrypoint is not None or not target.claim_name:
         return False
     return checkpoint_dir(job, target).startswith(f"{target.fsx_mount_path}/")
