@@ -17,10 +17,12 @@ import argparse
 import os
 import sys
 import time
+from pathlib import Path
+from typing import Any
 
 USAGE = (
     "trainforge run-local [--workers N] [--max-restarts N] [training flags]\n"
-    "       trainforge run-local --stack STACK JOB [overrides]\n"
+    "       trainforge run-local --stack STACK [--program FILE] JOB [overrides]\n"
     "       trainforge run-local --stack STACK JOB [--workers N] [--max-restarts N] "
     "[--volume CLAIM=DIR] [args for your code]"
 )
@@ -47,6 +49,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=0,
         help="torchrun restarts of the whole worker group after a failure (resume from the "
         "latest checkpoint with --checkpoint-dir)",
+    )
+    p.add_argument(
+        "--pod-restarts",
+        type=int,
+        default=0,
+        help="re-create the local pod after a retryable exit (>= 128) up to N times, as the "
+        "cluster re-creates a job's pods (default 0; with --stack the job's budget)",
     )
     p.add_argument(
         "--dry-run", action="store_true", help="print the torchrun command instead of running it"
@@ -83,6 +92,31 @@ def child_env(workers: int) -> dict[str, str]:
     return env
 
 
+def program_jobs(stack: str, project_dir: Any = ".", program: str | None = None) -> list[Any]:
+    """The jobs a Python program declares (resolved on the platform's contract), by running
+    it as `trainforge plan` does (offline, mocks). [] for a project without a Pulumi program
+    when no `program` is named."""
+    root = Path(project_dir).resolve()
+    if program is None and not (
+        (root / "__main__.py").is_file() and (root / "Pulumi.yaml").is_file()
+    ):
+        return []
+
+    from trainforge.core.errors import JobConfigError
+    from trainforge.plan.runner import ProjectError, run_project
+
+    if program is not None:
+        from trainforge.jobs.spec import project_relative
+
+        if not (root / project_relative(program, "--program", "a Python file")).is_file():
+            raise JobConfigError("--program", program, f"no such file in the project {root}")
+    try:
+        inv = run_project(root, stack, program=program)
+    except ProjectError as e:
+        raise JobConfigError("--stack", stack, str(e)) from None
+    return [dj.spec for dj in inv.declared.jobs]
+
+
 def user_code_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="trainforge run-local --stack STACK JOB", add_help=False)
     p.add_argument("-h", "--help", action="store_true")
@@ -96,6 +130,12 @@ def user_code_parser() -> argparse.ArgumentParser:
         "--max-restarts", type=int, default=None, help="torchrun restarts (default: the job's)"
     )
     p.add_argument(
+        "--pod-restarts",
+        type=int,
+        default=None,
+        help="re-creations of the local pod after a retryable exit (default: the job's budget)",
+    )
+    p.add_argument(
         "--volume",
         action="append",
         default=[],
@@ -106,7 +146,22 @@ def user_code_parser() -> argparse.ArgumentParser:
     return p
 
 
-def run_user_code(stack: str, job_name: str, rest: list[str]) -> int:
+def pop_program(argv: list[str]) -> tuple[str | None, list[str]]:
+    """(`--program FILE`, the other arguments): the Python program that declares the job
+    when it is not in stack config (default: the project's __main__.py)."""
+    from trainforge.core.errors import JobConfigError
+
+    for i, arg in enumerate(argv):
+        if arg == "--program":
+            if i + 1 >= len(argv):
+                raise JobConfigError("--program", None, "expected a Python file of the project")
+            return argv[i + 1], argv[:i] + argv[i + 2 :]
+        if arg.startswith("--program="):
+            return arg.split("=", 1)[1], argv[:i] + argv[i + 1 :]
+    return None, list(argv)
+
+
+def run_user_code(stack: str, job_name: str, rest: list[str], job: Any = None) -> int:
     """`run-local --stack STACK JOB` for a job with an entrypoint (its own code)."""
     from trainforge.core.errors import JobConfigError
     from trainforge.jobs.local import find_job, launch, user_code_run
@@ -128,7 +183,7 @@ def run_user_code(stack: str, job_name: str, rest: list[str]) -> int:
             return 2
         volumes[claim] = path
     try:
-        job = find_job(stack, job_name)
+        job = job or find_job(stack, job_name, declared=program_jobs)
         run = user_code_run(
             job,
             ".",
@@ -145,9 +200,28 @@ def run_user_code(stack: str, job_name: str, rest: list[str]) -> int:
     if ns.dry_run:
         print(f"(cd {run.cwd} && {' '.join(run.command)})")
         return 0
+    from trainforge.jobs.restarts import budget, describe
+
+    b = budget(job)
+    recreations = b.local_recreations if ns.pod_restarts is None else ns.pod_restarts
     shipped = f"the shipped copy in {run.code_dir}" if run.code_dir else "this environment"
     print(f"run-local: {job.name}: {run.workers} process(es) running {shipped}", flush=True)
-    return launch(run.command, run.env, run.cwd)
+    print(f"run-local: {job.name}: restarts: {describe(job)}", flush=True)
+    _where_things_go(run.env)
+    return launch(run.command, run.env, run.cwd, recreations=recreations, on=b.on)
+
+
+def _where_things_go(env: dict[str, str]) -> None:
+    """Say where the contract's directories are, and how to get a report (docs/jobs.md)."""
+    from trainforge.training import contract as c
+
+    out = env.get(c.OUTPUT_DIR, "")
+    print(
+        f"run-local: checkpoints in {env.get(c.CHECKPOINT_DIR)}, outputs in {out}; "
+        f"metrics: append JSON lines to {out}/metrics.jsonl (MetricsReporter does); "
+        f"afterwards: python -m trainforge report {out}",
+        flush=True,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -155,13 +229,19 @@ def main(argv: list[str] | None = None) -> int:
     # `--stack STACK JOB` expands to the job's own flags from Pulumi.<stack>.yaml (jobs area).
     if any(a == "--stack" or a.startswith("--stack=") for a in argv):
         from trainforge.core.errors import JobConfigError
-        from trainforge.jobs.local import expand_stack_argv, find_job, split_stack_argv
+        from trainforge.jobs.local import find_job, local_argv_for_job, split_stack_argv
 
         try:
+            program, argv = pop_program(argv)
             found = split_stack_argv(argv)
-            if found is not None and find_job(found[0], found[1]).entrypoint is not None:
-                return run_user_code(*found)
-            argv = expand_stack_argv(argv)
+            if found is not None:
+                job = find_job(found[0], found[1], ".", program, declared=program_jobs)
+                if job.entrypoint is not None:
+                    return run_user_code(*found, job=job)
+                argv = local_argv_for_job(found[0], found[1], ".", job) + found[2]
+                from trainforge.jobs.restarts import describe
+
+                print(f"run-local: {job.name}: restarts: {describe(job)}", flush=True)
         except JobConfigError as e:
             print(f"trainforge run-local: error: {e}", file=sys.stderr)
             return 2
@@ -178,6 +258,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--workers must be >= 1, got {ns.workers}")
     if ns.max_restarts < 0:
         parser.error(f"--max-restarts must be >= 0, got {ns.max_restarts}")
+    if ns.pod_restarts < 0:
+        parser.error(f"--pod-restarts must be >= 0, got {ns.pod_restarts}")
 
     from trainforge.training.config import ConfigError, check_world, parse_args
 
@@ -200,4 +282,4 @@ def main(argv: list[str] | None = None) -> int:
     env.setdefault("TORCH_ELASTIC_SHUTDOWN_TIMEOUT", str(max(1, round(cfg.grace_period))))
     from trainforge.jobs.local import launch
 
-    return launch(cmd, env)
+    return launch(cmd, env, recreations=ns.pod_restarts)

@@ -9,7 +9,7 @@ from trainforge.jobs.backends import emit
 from trainforge.jobs.spec import parse_job
 from trainforge.jobs.wiring import resolve_job
 from trainforge.plan.check_retry_bounds import RULE, check, job_bound, ledger_bound
-from trainforge.plan.checks import PlanContext
+from trainforge.plan.check_types import PlanContext
 from trainforge.training.ledger import NO_PROGRESS_LIMIT
 
 

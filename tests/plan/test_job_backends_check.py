@@ -12,7 +12,7 @@ from trainforge.jobs.backends import emit
 from trainforge.jobs.spec import parse_job
 from trainforge.jobs.trainjob import runtime_manifest, runtime_manifests
 from trainforge.jobs.wiring import resolve_job
-from trainforge.plan.checks import PlanContext
+from trainforge.plan.check_types import PlanContext
 from trainforge.plan.job_backends import RULE, check
 
 

@@ -33,6 +33,7 @@ import signal
 import stat
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -71,16 +72,37 @@ def _stacks(project_dir: Path) -> str:
     return ", ".join(names) or "(none)"
 
 
-def find_job(stack: str, job_name: str, project_dir: Path | str = ".") -> JobSpec:
-    raw = load_stack_jobs(stack, project_dir)
+def find_job(
+    stack: str,
+    job_name: str,
+    project_dir: Path | str = ".",
+    program: str | None = None,
+    declared: Callable[[str, Path | str, str | None], list[JobSpec]] | None = None,
+) -> JobSpec:
+    """JOB of STACK: from `trainforge:jobs` in Pulumi.<stack>.yaml, else from the jobs the
+    stack's Pulumi program declares in Python (`TrainingJob(...)`, `.ddp`, `.function`; the
+    project's __main__.py, or `program`): `declared(stack, project_dir, program)`, which
+    run-local passes as `trainforge.local.program_jobs` (it runs the program under the plan's
+    mocks; jobs sits below plan, docs/architecture.md "Layers"). Without it, config only."""
+    try:
+        raw = load_stack_jobs(stack, project_dir)
+    except JobConfigError as e:
+        if "declares no jobs" not in str(e):
+            raise
+        raw = []
     names = []
     for i, item in enumerate(raw):
         name = item.get("name") if isinstance(item, dict) else None
         names.append(str(name))
         if name == job_name:
             return parse_job(item, f"{CONFIG_KEY}[{i}]")
+    found = declared(stack, project_dir, program) if declared is not None else []
+    for spec in found:
+        if spec.name == job_name:
+            return spec
+    from_program = [f"{j.name} ({program or '__main__.py'})" for j in found if j.name not in names]
     raise JobConfigError(
-        "JOB", job_name, f"stack {stack!r} declares: {', '.join(names) or '(none)'}"
+        "JOB", job_name, f"stack {stack!r} declares: {', '.join(names + from_program) or '(none)'}"
     )
 
 
@@ -117,15 +139,19 @@ def local_training_flags(job: JobSpec, run_dir: str) -> list[str]:
     return out
 
 
-def local_argv_for_job(stack: str, job_name: str, project_dir: Path | str = ".") -> list[str]:
+def local_argv_for_job(
+    stack: str, job_name: str, project_dir: Path | str = ".", job: JobSpec | None = None
+) -> list[str]:
     """run-local arguments for JOB of STACK: `--workers N [--max-restarts R] <training flags>`.
 
     Arguments the user adds after these on the command line win (argparse keeps the last).
     """
-    job = find_job(stack, job_name, project_dir)
-    argv = ["--workers", str(local_processes(job))]
-    if job.elastic is not None:
-        argv += ["--max-restarts", str(job.elastic.max_restarts)]
+    from trainforge.jobs.restarts import budget
+
+    job = job or find_job(stack, job_name, project_dir)
+    b = budget(job)
+    argv = ["--workers", str(local_processes(job)), "--max-restarts", str(b.in_pod)]
+    argv += ["--pod-restarts", str(b.local_recreations)]
     return argv + local_training_flags(job, f"./runs/{job.name}")
 
 
@@ -314,11 +340,9 @@ def user_code_run(
         raise JobConfigError("--workers", n, "expected an integer >= 1")
 
     args = [_rewrite(expand_vars(a, env), mapping) for a in [*entry.args, *extra_args]]
-    restarts = (
-        max_restarts
-        if max_restarts is not None
-        else (job.elastic.max_restarts if job.elastic is not None else 0)
-    )
+    from trainforge.jobs.restarts import budget
+
+    restarts = max_restarts if max_restarts is not None else budget(job).in_pod
     # torchrun through trainforge.training.launch, as the pods run it: the exit code is the
     # failed workers' reason (a bug: 1, a hang: 201, ...) rather than torchrun's 1
     launch = [
@@ -333,11 +357,14 @@ def user_code_run(
         "--max-restarts",
         str(restarts),
     ]
+    # through trainforge.training.usercode, as the pods run it: a lost peer exits 202
+    # (retryable), a bug 1, and the run ledger records the attempt
+    runner = list(entrypoint.USER_CODE_RUNNER)
     if entry.kind in ("script", "function"):
         assert code_dir is not None
-        prog = [str(code_dir / str(entry.entry_file)), *args]
+        prog = [*runner, str(code_dir / str(entry.entry_file)), *args]
     else:  # module, from the shipped directory or (without codeDir) this environment
-        prog = ["-m", str(entry.module), *args]
+        prog = [*runner, "-m", str(entry.module), *args]
     return LocalRun(
         command=[*launch, *prog],
         env=env,
@@ -348,17 +375,51 @@ def user_code_run(
     )
 
 
-def launch(cmd: list[str], env: dict[str, str], cwd: str | os.PathLike[str] | None = None) -> int:
-    """Run the job's launcher, relaying SIGTERM/SIGINT to it (torchrun relays them to the
-    workers and waits their grace period); the exit status is the job's."""
-    proc = subprocess.Popen(cmd, env=env, cwd=cwd)
+def launch(
+    cmd: list[str],
+    env: dict[str, str],
+    cwd: str | os.PathLike[str] | None = None,
+    *,
+    recreations: int = 0,
+    on: str = "retryable",
+) -> int:
+    """Run the job's launcher as the job's one local "pod", relaying SIGTERM/SIGINT to it
+    (torchrun relays them to the workers and waits their grace period), and re-create it as
+    the cluster would (trainforge/jobs/restarts.py): after a retryable exit (>= 128; `on=
+    "any"`: any failure) up to `recreations` times. A stop asked of run-local itself is
+    never followed by a re-creation. The exit status is the job's."""
+    stopped: list[int] = []
+    proc: subprocess.Popen[bytes] | None = None
 
     def forward(signum: int, _frame: object) -> None:  # torchrun relays it to the workers
-        proc.send_signal(signum)
+        stopped.append(signum)
+        if proc is not None:
+            proc.send_signal(signum)
 
     old = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGINT)}
     try:
-        return proc.wait()
+        done = 0
+        while True:
+            proc = subprocess.Popen(cmd, env=env, cwd=cwd)
+            rc = proc.wait()
+            code = 128 - rc if rc < 0 else rc
+            retry = code >= 128 if on == "retryable" else (code != 0 and on == "any")
+            if code == 0 or stopped or not retry or done >= recreations:
+                if code != 0 and retry and not stopped and recreations:
+                    print(
+                        f"run-local: exit {code}; the restart budget ({recreations} "
+                        "re-creation(s)) is spent",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+                return code
+            done += 1
+            print(
+                f"run-local: the job's pod exited {code} (retryable); re-creating it "
+                f"({done}/{recreations}), as the cluster would",
+                file=sys.stderr,
+                flush=True,
+            )
     finally:
         for s, h in old.items():
             signal.signal(s, h)
@@ -376,6 +437,8 @@ def run_local(
     """Run a job with its own code here (e.g. one from `spec.function_job`); the exit status.
 
     The Python twin of `trainforge run-local --stack STACK JOB` for jobs declared in code."""
+    from trainforge.jobs.restarts import budget
+
     run = user_code_run(
         job,
         project_dir,
@@ -384,4 +447,5 @@ def run_local(
         volumes=volumes,
         extra_args=extra_args,
     )
-    return launch(run.command, run.env, run.cwd)
+    b = budget(job)
+    return launch(run.command, run.env, run.cwd, recreations=b.local_recreations, on=b.on)
