@@ -470,6 +470,9 @@ class CheckpointManager:
         _fsync_write(path / EXTRAS_FMT.format(rank=self.rank), extras)
         import torch.distributed.checkpoint as dcp  # noqa: PLC0415 - seconds; see the imports
         from torch.distributed.checkpoint.state_dict import get_state_dict  # noqa: PLC0415
+        from torch.distributed.checkpoint.state_dict_saver import (  # noqa: PLC0415
+            AsyncCheckpointerType,
+        )
 
         from trainforge.training.dcp_writer import TrainforgeWriter  # noqa: PLC0415
 
@@ -485,7 +488,7 @@ class CheckpointManager:
                 state,
                 storage_writer=writer,
                 process_group=self.group,
-                async_checkpointer_type=dcp.AsyncCheckpointerType.PROCESS,
+                async_checkpointer_type=AsyncCheckpointerType.PROCESS,
                 async_stager=self._get_stager(),
             )
             upload = getattr(fut, "upload_completion", fut)
