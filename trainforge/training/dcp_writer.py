@@ -5,12 +5,15 @@ Why a module of its own: with ``--async-checkpoint`` the writer is pickled into 
 process DCP spawns (``AsyncCheckpointerType.PROCESS``), which imports it by name; the module
 needs only DCP, so the runtime imports it at the first save, not at start-up.
 
-Two jobs beyond writing:
+Three jobs beyond writing:
 
 * The background process must not outlive its trainer. DCP's process ends when its pipe
   closes, but not while it waits in a collective for a peer whose trainer died (kill -9, a
   torchrun restart): it would hold the staging memory and the job's stdout for the group's
   timeout. A daemon thread in the writing process polls its parent and exits when it is gone.
+* The background process runs at a lower CPU priority (``nice`` +10): where the host's cores
+  are busy (a CPU run, data loading), the training loop gets them first and the write, which
+  nobody waits for, takes the rest.
 * The test hook ``TRAINFORGE_TEST_CRASH_DURING_SAVE`` (``crash_step``): after every shard of
   that step is written and before ``.metadata`` is, SIGKILL the trainer (and, when the write
   runs in DCP's process, that process too) -- the worst moment for a crash.
@@ -25,6 +28,8 @@ import time
 from typing import Any
 
 from torch.distributed.checkpoint import FileSystemWriter
+
+BACKGROUND_NICENESS = 10
 
 _watch_started = False
 _watch_lock = threading.Lock()
@@ -50,6 +55,7 @@ class TrainforgeWriter(FileSystemWriter):
             with _watch_lock:
                 if not _watch_started:
                     _watch_started = True
+                    os.nice(BACKGROUND_NICENESS)
                     threading.Thread(
                         target=_exit_when_orphaned,
                         args=(self._trainer_pid,),
