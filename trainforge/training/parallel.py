@@ -50,11 +50,6 @@ def parallelize(model: nn.Module, cfg: TrainConfig, env: DistEnv, dtype: torch.d
         fully_shard(model, mp_policy=mp)
         return model
     model.to(env.device)
-    if env.world_size == 1:
-        # One rank: nothing to all-reduce. DDP would add a gradient bucket copy per step and,
-        # at construction, import torch._dynamo (seconds: most of a 1-process job's start-up).
-        # Checkpoints are unaffected: DCP's state dicts use the same names with or without DDP.
-        return model
     return DDP(
         model,
         device_ids=[env.local_rank] if env.device.type == "cuda" else None,
