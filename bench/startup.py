@@ -6,6 +6,9 @@ Three commands, interleaved over ``--rounds`` rounds so background load hits the
 a fresh interpreter, wall time from spawn to exit:
 
 * ``import``: ``python -c "import torch, torch.distributed"`` -- the floor any torch job pays;
+* ``import_dynamo``: the same plus ``torch._dynamo``, which torch 2.13 imports on its own the
+  first time a ``torch.optim`` optimizer or DDP is constructed (``torch._disable_dynamo``): the
+  floor for any job that trains, so ``job / import_dynamo`` is what the runtime itself adds;
 * ``help``: ``python -m trainforge.training --help`` (argument parsing; should import no torch);
 * ``job``: a 1-step, 1-process job (``--model mlp``, 64 samples, gloo on CPU or NCCL on a GPU):
   imports, process group, model, one step, summary, exit.
@@ -52,7 +55,8 @@ def main(argv: list[str] | None = None) -> int:
         env.pop(k, None)
     env.update(PYTHONPATH=str(ROOT), OMP_NUM_THREADS=env.get("OMP_NUM_THREADS", "1"))
     py = sys.executable
-    times: dict[str, list[float]] = {"import": [], "help": [], "job": []}
+    times: dict[str, list[float]] = {"import": [], "import_dynamo": [], "help": [], "job": []}
+    imp_dynamo = [py, "-c", "import torch, torch.distributed, torch._dynamo"]
     before_env = dict(env, PYTHONPATH=str(Path(args.before).resolve())) if args.before else None
     if before_env:
         times.update(help_before=[], job_before=[])
@@ -65,6 +69,7 @@ def main(argv: list[str] | None = None) -> int:
         timed([py, "-c", "import torch, torch.distributed"], env)  # warm the page cache
         for i in range(args.rounds):
             times["import"].append(timed([py, "-c", "import torch, torch.distributed"], env))
+            times["import_dynamo"].append(timed(imp_dynamo, env))
             times["help"].append(timed([py, "-m", "trainforge.training", "--help"], env))
             times["job"].append(timed([*job, "--output-dir", f"{tmp}/run{i}"], env))
             if before_env:
@@ -78,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
         "all_s": {k: [round(x, 3) for x in v] for k, v in times.items()},
         "job_over_import": round(med["job"] / med["import"], 2),
         "help_over_import": round(med["help"] / med["import"], 2),
+        "job_over_import_dynamo": round(med["job"] / med["import_dynamo"], 2),
         **(
             {
                 "job_before_over_import": round(med["job_before"] / med["import"], 2),
@@ -92,7 +98,8 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"\n1-step job {med['job']:.2f}s = {results['job_over_import']}x "
         f"`import torch, torch.distributed` ({med['import']:.2f}s); --help {med['help']:.2f}s "
-        f"= {results['help_over_import']}x (medians of {args.rounds}, load {results['load_average']})"
+        f"= {results['help_over_import']}x; job = {results['job_over_import_dynamo']}x "
+        f"`import torch, torch.distributed, torch._dynamo` ({med['import_dynamo']:.2f}s) (medians of {args.rounds}, load {results['load_average']})"
     )
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
