@@ -7,6 +7,7 @@ as long as the process that started them, and the import checks need an empty mo
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -107,3 +108,41 @@ def test_the_runtime_imports_dcp_fsdp_and_dtensor_only_when_used() -> None:
     )
     proc = _python("-c", script)
     assert proc.returncode == 0 and proc.stdout.strip() == "[]", proc.stdout + proc.stderr
+
+
+def test_async_staging_that_does_not_fit_in_dev_shm_saves_synchronously_and_says_so(
+    tmp_path: Path, monkeypatch
+) -> None:
+    import torch
+
+    from trainforge.training import checkpoint as ckpt
+
+    m = torch.nn.Linear(256, 256)
+    opt = torch.optim.SGD(m.parameters(), lr=0.1)
+    logs: list[str] = []
+    cfg = ckpt.CheckpointConfig(directory=str(tmp_path / "a"), async_save=True)
+    cm = ckpt.CheckpointManager(cfg, log=logs.append)
+    cm.save(1, m, opt)  # no process group: DCP's thread, the same reused staging buffers
+    assert cm._pending is not None and cm._stager is not None
+    cm.close()
+    assert ckpt.inspect_checkpoint(tmp_path / "a" / "step_000001").complete
+    assert not [line for line in logs if "saving synchronously" in line]
+
+    real = os.statvfs
+    monkeypatch.setattr(
+        ckpt.os,
+        "statvfs",
+        lambda p: (
+            os.statvfs_result((4096, 4096, 16, 1, 1, 0, 0, 0, 0, 255))
+            if p == ckpt.SHM_DIR
+            else real(p)
+        ),
+    )  # 4 KiB free: less than the 257 KiB of weights
+    cfg = dataclasses.replace(cfg, directory=str(tmp_path / "b"))
+    cm = ckpt.CheckpointManager(cfg, log=logs.append)
+    cm.save(1, m, opt)
+    assert cm._pending is None and cm._stager is None  # saved synchronously
+    assert ckpt.inspect_checkpoint(tmp_path / "b" / "step_000001").complete
+    line = next(line for line in logs if "saving synchronously" in line)
+    assert "--async-checkpoint needs 0.00 GiB of /dev/shm" in line and "shmSize" in line
+    cm.close()

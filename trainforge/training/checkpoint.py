@@ -238,6 +238,7 @@ class CheckpointManager:
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
         self._pending: concurrent.futures.Future | None = None
         self._stager: Any | None = None
+        self._shm_short: tuple[int, int] | tuple[()] | None = None  # (need, free) when short
         # first attempt only, so a torchrun restart does not crash at the same save again
         first_attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") in ("", "0")
         crash = os.environ.get(CRASH_DURING_SAVE_ENV, "") if first_attempt else ""
@@ -481,14 +482,17 @@ class CheckpointManager:
         writer = TrainforgeWriter(str(path), crash_step=self._crash_step, step=step)
         record = SaveRecord(step=step, path=path, blocked_s=0.0, reason=reason)
         self.last_started_step = step
-        if self.config.async_save and not force_sync:
+        if self.config.async_save and not force_sync and self._staging_fits(state):
             # Training waits only for the copy into the staging buffers (allocated at the first
             # save, reused after); DCP's checkpoint process writes them while training goes on.
+            # Without a process group (a plain script) DCP's process cannot join one: a thread.
             fut = dcp.async_save(
                 state,
                 storage_writer=writer,
                 process_group=self.group,
-                async_checkpointer_type=AsyncCheckpointerType.PROCESS,
+                async_checkpointer_type=AsyncCheckpointerType.PROCESS
+                if self.distributed
+                else AsyncCheckpointerType.THREAD,
                 async_stager=self._get_stager(),
             )
             upload = getattr(fut, "upload_completion", fut)
@@ -505,6 +509,32 @@ class CheckpointManager:
             record.blocked_s = time.perf_counter() - t0
         self.records.append(record)
         return record
+
+    def _staging_fits(self, state: dict[str, Any]) -> bool:
+        """Before the staging buffers exist: do this node's processes' buffers fit in /dev/shm?
+        They live there (shared with DCP's checkpoint process); a tmpfs that runs out kills the
+        process with SIGBUS mid-copy. If they do not fit, say so on every save and save
+        synchronously: slower, never lost."""
+        if self._stager is not None:
+            return True  # allocated: later saves reuse them
+        if self._shm_short is None:
+            need = _state_bytes(state) * int(os.environ.get("LOCAL_WORLD_SIZE", "1") or 1)
+            try:
+                st = os.statvfs(SHM_DIR)
+            except OSError:
+                free = None  # no /dev/shm here (not Linux): torch picks its own mechanism
+            else:
+                free = st.f_bavail * st.f_frsize
+            self._shm_short = (need, free) if free is not None and need > free else ()
+        if not self._shm_short:
+            return True
+        need, free = self._shm_short
+        self.log(
+            f"checkpoint: --async-checkpoint needs {need / 2**30:.2f} GiB of {SHM_DIR} for this "
+            f"node's staging buffers but {free / 2**30:.2f} GiB are free: saving synchronously. "
+            "Raise the job's shmSize (or memory), or turn async checkpoints off"
+        )
+        return False
 
     def _get_stager(self) -> Any:
         """The async saves' staging buffers, created once: DCP's `DefaultStager` keeps one CPU
@@ -595,6 +625,31 @@ class CheckpointManager:
             if self._stager is not None:
                 self._stager.close()
                 self._stager = None
+
+
+# Where the async staging buffers live: torch's shared CPU storages are files in this tmpfs.
+SHM_DIR = "/dev/shm"
+
+
+def _state_bytes(obj: Any) -> int:
+    """Bytes of this process's tensors in a (nested) state dict, each storage counted once:
+    what the stager allocates (a DTensor stages its local shard)."""
+    seen: dict[int, int] = {}
+
+    def walk(x: Any) -> None:
+        if isinstance(x, torch.Tensor):
+            local = getattr(x, "_local_tensor", x)
+            storage = local.untyped_storage()
+            seen[storage.data_ptr()] = storage.nbytes()
+        elif isinstance(x, dict):
+            for v in x.values():
+                walk(v)
+        elif isinstance(x, list | tuple):
+            for v in x:
+                walk(v)
+
+    walk(obj)
+    return sum(seen.values())
 
 
 def _describe(e: BaseException) -> str:
