@@ -525,13 +525,18 @@ class CheckpointManager:
                 free = None  # no /dev/shm here (not Linux): torch picks its own mechanism
             else:
                 free = st.f_bavail * st.f_frsize
-            self._shm_short = (need, free) if free is not None and need > free else ()
+            short = free is not None and need > free
+            # every rank must take the same path (their saves' collectives meet): all or none
+            # async, decided before any rank allocates its buffers
+            fits_everywhere = self._all_true(not short)
+            self._shm_short = () if fits_everywhere else (need, free if short else -1)
         if not self._shm_short:
             return True
         need, free = self._shm_short
+        where = f"{free / 2**30:.2f} GiB are free" if free >= 0 else "another node has less"
         self.log(
             f"checkpoint: --async-checkpoint needs {need / 2**30:.2f} GiB of {SHM_DIR} for this "
-            f"node's staging buffers but {free / 2**30:.2f} GiB are free: saving synchronously. "
+            f"node's staging buffers but {where}: saving synchronously. "
             "Raise the job's shmSize (or memory), or turn async checkpoints off"
         )
         return False
