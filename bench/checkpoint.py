@@ -35,7 +35,11 @@ import torch
 import torch.distributed as dist
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from trainforge.training import checkpoint  # noqa: E402
 from trainforge.training.checkpoint import CheckpointConfig, CheckpointManager  # noqa: E402
+
+# this script's code is under `if __name__ == "__main__"`: safe for DCP's spawned writer
+checkpoint.WRITER_PROCESS = True
 
 
 def build(params_m: float) -> tuple[torch.nn.Module, torch.optim.Optimizer]:

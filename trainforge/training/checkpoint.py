@@ -26,6 +26,7 @@ import os
 import random
 import shutil
 import signal
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -238,6 +239,7 @@ class CheckpointManager:
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
         self._pending: concurrent.futures.Future | None = None
         self._stager: Any | None = None
+        self._said_thread = False
         self._shm_short: tuple[int, int] | tuple[()] | None = None  # (need, free) when short
         # first attempt only, so a torchrun restart does not crash at the same save again
         first_attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") in ("", "0")
@@ -485,13 +487,13 @@ class CheckpointManager:
         if self.config.async_save and not force_sync and self._staging_fits(state):
             # Training waits only for the copy into the staging buffers (allocated at the first
             # save, reused after); DCP's checkpoint process writes them while training goes on.
-            # Without a process group (a plain script) DCP's process cannot join one: a thread.
+            # DCP's thread where its process cannot work (see _writer_process).
             fut = dcp.async_save(
                 state,
                 storage_writer=writer,
                 process_group=self.group,
                 async_checkpointer_type=AsyncCheckpointerType.PROCESS
-                if self.distributed
+                if self._writer_process()
                 else AsyncCheckpointerType.THREAD,
                 async_stager=self._get_stager(),
             )
@@ -509,6 +511,32 @@ class CheckpointManager:
             record.blocked_s = time.perf_counter() - t0
         self.records.append(record)
         return record
+
+    def _writer_process(self) -> bool:
+        """May the write run in DCP's checkpoint process? It needs a process group to join, and
+        it is started with multiprocessing's ``spawn``, which re-runs the main script in the
+        new process unless the script is a package's ``__main__`` (``python -m
+        trainforge.training``) or there is none (``python -c``). A user's training script run
+        by path, unguarded by ``if __name__ == "__main__":``, would train again in there, so
+        for those the write runs in a DCP thread (same staging buffers) unless the script
+        sets ``trainforge.training.checkpoint.WRITER_PROCESS = True``. Said once, in the log."""
+        if not self.distributed:
+            return False
+        if WRITER_PROCESS is not None:
+            return WRITER_PROCESS
+        main = sys.modules.get("__main__")
+        name = getattr(getattr(main, "__spec__", None), "name", None)
+        safe = name == "__main__" or (name or "").endswith(".__main__")
+        safe = safe or (name is None and getattr(main, "__file__", None) is None)
+        if not safe and not self._said_thread:
+            self._said_thread = True
+            self.log(
+                "checkpoint: async writes run in a thread, not DCP's checkpoint process: it "
+                f"would re-run {getattr(main, '__file__', name)} (multiprocessing spawn). If "
+                'its code is guarded by `if __name__ == "__main__":`, set '
+                "trainforge.training.checkpoint.WRITER_PROCESS = True"
+            )
+        return safe
 
     def _staging_fits(self, state: dict[str, Any]) -> bool:
         """Before the staging buffers exist: do this node's processes' buffers fit in /dev/shm?
@@ -631,6 +659,10 @@ class CheckpointManager:
                 self._stager.close()
                 self._stager = None
 
+
+# Where async writes run: None = decide (`CheckpointManager._writer_process`); True = DCP's
+# checkpoint process (the main script must be safe to re-import); False = a DCP thread.
+WRITER_PROCESS: bool | None = None
 
 # Where the async staging buffers live: torch's shared CPU storages are files in this tmpfs.
 SHM_DIR = "/dev/shm"
