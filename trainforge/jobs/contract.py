@@ -220,6 +220,9 @@ class JobTarget:
     mlflow_tracking_uri: Any = None
     backend: str = DEFAULT_BACKEND  # the platform's default backend
     backends: tuple[str, ...] = (DEFAULT_BACKEND,)  # backends whose controllers are installed
+    # The runtime images jobs without their own image run, and the pull-through cache
+    # (trainforge.jobs.runtime_images.RuntimeImages); None: the stock PyTorch image.
+    images: Any = None
 
     # The team's facts, read often by emitters.
     @property
@@ -262,6 +265,7 @@ class PlatformContract:
     backends: tuple[str, ...] = (DEFAULT_BACKEND,)
     checkpoint_bucket: Any = None
     mlflow_tracking_uri: Any = None
+    images: Any = None  # trainforge.jobs.runtime_images.RuntimeImages
     # The Kubernetes provider jobs are declared with, the platform resources every job waits
     # for, and those a job of one backend waits for (its controller, CRDs, webhook and, for
     # trainjob, the ClusterTrainingRuntimes). Not data: excluded from equality.
@@ -296,6 +300,7 @@ class PlatformContract:
             mlflow_tracking_uri=self.mlflow_tracking_uri,
             backend=self.backend,
             backends=self.backends,
+            images=self.images,
         )
 
 

@@ -172,7 +172,8 @@ def torchrun(job: JobSpec) -> list[str]:
     the user's own image). The launcher exits with the failed workers' reason code instead of
     torchrun's own 1, so `restartPolicy: ExitCode` sees a hang (201) or an NCCL error (200) as
     retryable and a bug (1) as permanent (docs/reliability.md)."""
-    if job.entrypoint is None or job.code_source == "configmap":
+    facts = job.image_facts
+    if job.entrypoint is None or job.code_source == "configmap" or (facts and facts.trainforge):
         return list(LAUNCHER)
     return ["torchrun"]
 

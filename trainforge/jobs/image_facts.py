@@ -77,6 +77,7 @@ class ImageFacts:
 
 
 UNKNOWN = ImageFacts()
+STOCK_SOURCE = "the official pytorch/pytorch image (tag; no mlflow, boto3, EFA libraries)"
 
 
 def stock_facts(image: str) -> ImageFacts | None:
@@ -87,7 +88,7 @@ def stock_facts(image: str) -> ImageFacts | None:
 
     ref = image.split("@", 1)[0]
     repo = ref.rpartition(":")[0].removeprefix("docker.io/").removeprefix("index.docker.io/")
-    if repo.split("/")[-2:] != ["pytorch", "pytorch"]:
+    if repo != "pytorch/pytorch" and not repo.endswith("/docker-hub/pytorch/pytorch"):
         return None
     tag = tag_facts(image)
     torch = ref.rpartition(":")[2].split("-", 1)[0] if tag.torch else None
@@ -99,7 +100,7 @@ def stock_facts(image: str) -> ImageFacts | None:
         libfabric=False,
         aws_ofi_nccl=False,
         trainforge=False,
-        source="the official pytorch/pytorch image (tag; no mlflow, boto3, EFA libraries)",
+        source=STOCK_SOURCE,
     )
 
 

@@ -43,6 +43,9 @@ def image_facts(image: str) -> ImageFacts:
     if "/" in tag or not repo:
         return ImageFacts()
     repo = repo.removeprefix("docker.io/").removeprefix("index.docker.io/")
+    # the same image through an ECR pull-through cache (trainforge.platform.image_routes)
+    if repo.endswith(".amazonaws.com/docker-hub/pytorch/pytorch"):
+        repo = "pytorch/pytorch"
     if repo != "pytorch/pytorch":
         return ImageFacts()
     m = _TORCH_TAG.match(tag)

@@ -40,17 +40,22 @@ class RuntimeImage:
 class RuntimeImages:
     """The standard and EFA runtime images, and the cache that rewrites public images."""
 
-    standard: RuntimeImage
-    efa: RuntimeImage
+    standard: RuntimeImage | None
+    efa: RuntimeImage | None
     routes: CacheRoutes | None = None
     # Pulumi resources that push the images; jobs wait for them. Not data.
     ready: tuple[Any, ...] = field(default=(), compare=False, repr=False)
 
-    def for_pool(self, efa_pool: bool) -> RuntimeImage:
+    def for_pool(self, efa_pool: bool) -> RuntimeImage | None:
         return self.efa if efa_pool else self.standard
 
     def rewrite(self, image: str) -> str:
         return self.routes.rewrite(image) if self.routes is not None else image
+
+
+def NoRuntime(routes: CacheRoutes | None) -> RuntimeImages:  # noqa: N802 - reads as a value
+    """Only the cache (jobs without an image run the stock PyTorch image)."""
+    return RuntimeImages(standard=None, efa=None, routes=routes)
 
 
 def base_facts(target: str) -> ImageFacts:

@@ -101,3 +101,34 @@ def routes_for(
 def registry_host(account: str, region: str) -> str:
     suffix = "amazonaws.com.cn" if region.startswith("cn-") else "amazonaws.com"
     return f"{account}.dkr.ecr.{region}.{suffix}"
+
+
+# The stack's cache, set by TrainingPlatform before it declares anything that runs a pod, so
+# that every platform component rewrites its images the same way (`cached`) without each one
+# being handed the cache. None: no cache (images stay as pinned).
+_current: CacheRoutes | None = None
+
+
+def use(routes: CacheRoutes | None) -> None:
+    global _current
+    _current = routes
+
+
+def current() -> CacheRoutes | None:
+    return _current
+
+
+def cached(image: str) -> str:
+    """`image` through the stack's pull-through cache when a rule covers it."""
+    return _current.rewrite(image) if _current is not None else image
+
+
+def torch_image() -> str:
+    """A pinned image with torch for the platform's own pods (acceptance tests): the stock
+    PyTorch image where the cache has a Docker Hub rule, else the AWS Deep Learning Container
+    (ECR Public), so that no pod pulls from Docker Hub without a credential."""
+    from trainforge.platform import versions
+
+    if _current is not None and DOCKER_HUB in _current.prefixes:
+        return cached(versions.PYTORCH_IMAGE)
+    return cached(versions.EFA_TEST_IMAGE)

@@ -211,7 +211,9 @@ RUNTIME_EFA_BASE_IMAGE = "public.ecr.aws/deep-learning-containers/pytorch:2.13-c
 RUNTIME_EFA_BASE_TORCH = "2.13.0"  # source: DLC docs, checked 2026-11-25
 RUNTIME_EFA_BASE_CUDA = "13.3"  # source: DLC docs, checked 2026-11-25
 RUNTIME_EFA_BASE_PYTHON = "3.12"  # source: DLC docs (venv at /opt/venv), checked 2026-11-25
-RUNTIME_EFA_BASE_EFA = "1.49.0"  # EFA installer (libfabric, aws-ofi-nccl); source: DLC docs, checked 2026-11-25
+RUNTIME_EFA_BASE_EFA = (
+    "1.49.0"  # EFA installer (libfabric, aws-ofi-nccl); source: DLC docs, checked 2026-11-25
+)
 # Builds and pushes the runtime images as a Pulumi resource (BuildKit, registry cache in ECR).
 # source: pypi.org/project/pulumi-docker-build (0.0.22, newest; pip index versions), checked 2026-11-25
 DOCKER_BUILD_PROVIDER_VERSION = "0.0.22"
