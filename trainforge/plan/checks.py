@@ -31,6 +31,7 @@ CHECKS: list[str] = [
     "trainforge.plan.cost_check:check",
     "trainforge.plan.job_backends:check",
     "trainforge.plan.check_queues:check",
+    "trainforge.plan.check_images:check",
 ]
 
 
