@@ -153,7 +153,13 @@ class Missing:
 
 
 def missing_pieces(
-    facts: ImageFacts, *, mlflow: bool, s3_mirror: bool, efa: bool, where: str
+    facts: ImageFacts,
+    *,
+    mlflow: bool,
+    s3_mirror: bool,
+    efa: bool,
+    where: str,
+    pool: str | None = None,
 ) -> list[Missing]:
     """What the job's features need and its image is known to lack (unknown facts pass)."""
     own = (
@@ -186,7 +192,7 @@ def missing_pieces(
             if value is False:
                 out.append(
                     Missing(
-                        "EFA (NCCL over libfabric)",
+                        f"EFA on pool {pool!r} (NCCL over libfabric)" if pool else "EFA",
                         piece,
                         f"{where}.image",
                         None,

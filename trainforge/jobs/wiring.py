@@ -155,6 +155,7 @@ def resolve_job(job: JobSpec, target: JobTarget, where: str = "job") -> JobSpec:
         s3_mirror=bool(mirror) and target.checkpoint_bucket is not None,
         efa=efa,
         where=where,
+        pool=pool.name,
     ):
         raise JobConfigError(miss.key, miss.value, miss.message(job.image or "(stock PyTorch)"))
     if mirror is None:
