@@ -18,11 +18,13 @@ $(STAMP): requirements.lock pyproject.toml
 
 test: venv
 	$(PY) -m ruff check .
+	$(VENV)/bin/hadolint images/runtime/Dockerfile
 	$(PY) -m pytest -q
 
 lint: venv
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
+	$(VENV)/bin/hadolint images/runtime/Dockerfile
 
 fmt: venv
 	$(PY) -m ruff check --fix .
