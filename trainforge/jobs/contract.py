@@ -328,6 +328,9 @@ class Declared:
 
     contracts: list[PlatformContract] = field(default_factory=list)
     jobs: list[DeclaredJob] = field(default_factory=list)
+    # The stack's pull-through cache (trainforge.platform.image_routes.use): kept here so that
+    # it lives exactly as long as one program run.
+    image_routes: Any = None
 
 
 _declared = Declared()

@@ -31,7 +31,6 @@ of every other backend. What v2.3 lacks compared with the PyTorchJob (refused at
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from trainforge.jobs import pod, tenancy
@@ -316,7 +315,7 @@ def _pod_patch(template: dict[str, Any]) -> dict[str, Any]:
     }
     if spec.get("tolerations"):
         patch["tolerations"] = spec["tolerations"]
-    return {"metadata": copy.deepcopy(template["metadata"]), "spec": patch}
+    return {"metadata": _copy(template["metadata"]), "spec": patch}
 
 
 def trainjob_manifest(job: JobSpec, target: JobTarget, template: dict[str, Any]) -> dict[str, Any]:
@@ -409,35 +408,46 @@ _MERGE_KEYS = {
 }
 
 
+def _copy(value: Any) -> Any:
+    """A deep copy of the dicts and lists of a manifest that leaves their other values shared:
+    command, args and env values may hold Pulumi Outputs (the S3 mirror's URI), which refuse
+    `copy.deepcopy`, and strings need no copy."""
+    if isinstance(value, dict):
+        return {k: _copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy(v) for v in value]
+    return value
+
+
 def strategic_merge(base: Any, patch: Any, key: str | None = None) -> Any:
     """Kubernetes strategic merge patch for the pod fields above (no $patch directives)."""
     if isinstance(base, dict) and isinstance(patch, dict):
         out = dict(base)
         for k, v in patch.items():
-            out[k] = strategic_merge(base[k], v, k) if k in base else copy.deepcopy(v)
+            out[k] = strategic_merge(base[k], v, k) if k in base else _copy(v)
         return out
     if isinstance(base, list) and isinstance(patch, list) and key in _MERGE_KEYS:
         merge_key = _MERGE_KEYS[key]
-        out = [copy.deepcopy(item) for item in base]
+        out = [_copy(item) for item in base]
         for item in patch:
             at = next(
                 (i for i, b in enumerate(out) if b.get(merge_key) == item.get(merge_key)), None
             )
             if at is None:
-                out.append(copy.deepcopy(item))
+                out.append(_copy(item))
             else:
                 out[at] = strategic_merge(out[at], item)
         return out
-    return copy.deepcopy(patch)
+    return _copy(patch)
 
 
 def _upsert_env(env: list[dict], entries: list[dict]) -> None:
     for e in entries:
         at = next((i for i, x in enumerate(env) if x["name"] == e["name"]), None)
         if at is None:
-            env.append(copy.deepcopy(e))
+            env.append(_copy(e))
         else:
-            env[at] = copy.deepcopy(e)
+            env[at] = _copy(e)
 
 
 def effective_pod(trainjob: dict[str, Any], runtime: dict[str, Any]) -> dict[str, Any]:
@@ -450,7 +460,7 @@ def effective_pod(trainjob: dict[str, Any], runtime: dict[str, Any]) -> dict[str
     """
     rjobs = runtime["spec"]["template"]["spec"]["replicatedJobs"]
     rjob = next(r for r in rjobs if r["name"] == REPLICATED_JOB)
-    template = copy.deepcopy(rjob["template"]["spec"]["template"])
+    template = _copy(rjob["template"]["spec"]["template"])
     spec = trainjob["spec"]
     for patch in spec.get("runtimePatches") or []:
         for rj in (
@@ -465,7 +475,7 @@ def effective_pod(trainjob: dict[str, Any], runtime: dict[str, Any]) -> dict[str
     container = next(c for c in template["spec"]["containers"] if c["name"] == CONTAINER)
     for field in ("image", "command", "args"):
         if trainer.get(field) is not None:
-            container[field] = copy.deepcopy(trainer[field])
+            container[field] = _copy(trainer[field])
     env = container.setdefault("env", [])
     _upsert_env(env, trainer.get("env") or [])
     if trainer.get("resourcesPerNode"):

@@ -126,7 +126,7 @@ def check(ctx: PlanContext) -> CheckResult:
             )
     build_lines, build_findings = _build_lines(ctx)
     result.findings += build_findings
-    routes = image_routes.current()
+    routes = getattr(declared, "image_routes", None)
     cache = (
         f"  pull-through cache {routes.registry}: rules {', '.join(sorted(routes.prefixes))}"
         if routes is not None

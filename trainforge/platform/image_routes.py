@@ -105,22 +105,26 @@ def registry_host(account: str, region: str) -> str:
 
 # The stack's cache, set by TrainingPlatform before it declares anything that runs a pod, so
 # that every platform component rewrites its images the same way (`cached`) without each one
-# being handed the cache. None: no cache (images stay as pinned).
-_current: CacheRoutes | None = None
+# being handed the cache. Kept in the program run's record (`contract.declared()`, reset per
+# run by the offline plan). None: no cache (images stay as pinned).
 
 
 def use(routes: CacheRoutes | None) -> None:
-    global _current
-    _current = routes
+    from trainforge.jobs.contract import declared  # noqa: PLC0415
+
+    declared().image_routes = routes
 
 
 def current() -> CacheRoutes | None:
-    return _current
+    from trainforge.jobs.contract import declared  # noqa: PLC0415
+
+    return declared().image_routes
 
 
 def cached(image: str) -> str:
     """`image` through the stack's pull-through cache when a rule covers it."""
-    return _current.rewrite(image) if _current is not None else image
+    routes = current()
+    return routes.rewrite(image) if routes is not None else image
 
 
 def torch_image() -> str:
@@ -129,6 +133,7 @@ def torch_image() -> str:
     (ECR Public), so that no pod pulls from Docker Hub without a credential."""
     from trainforge.platform import versions
 
-    if _current is not None and DOCKER_HUB in _current.prefixes:
+    routes = current()
+    if routes is not None and DOCKER_HUB in routes.prefixes:
         return cached(versions.PYTORCH_IMAGE)
     return cached(versions.EFA_TEST_IMAGE)
