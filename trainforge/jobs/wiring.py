@@ -51,8 +51,10 @@ __all__ = [
     "TeamFacts",
     "TeamQuota",
     "check_quota",
+    "default_size",
     "efa_count",
     "resolve_job",
+    "sizing_rule",
 ]
 
 # Fallback sizes when the pool does not say how big its nodes are (a hand-built contract
@@ -63,12 +65,62 @@ _FALLBACK_MEM_PER_SHARE = 12 * 2**30
 _SHM_FRACTION = Fraction(1, 4)
 _SHM_MAX = 64 * 2**30
 
+# What a CPU-only worker asks for when the job does not say (docs/jobs.md, "Sizing"): a
+# stated, modest default rather than a whole node, so that a first CPU job fits a team's
+# quota next to others; capped at what the pool's smallest node leaves to pods.
+CPU_WORKER_CPU = "2"
+CPU_WORKER_MEMORY = "8Gi"
 
-def _share(job: JobSpec, pool: PoolFacts, gpus: int) -> Fraction:
-    """The fraction of a node one pod gets: its GPUs over the node's, or the whole node."""
+
+def _cpu_job_size(pool: PoolFacts) -> tuple[str, str]:
+    """The CPU-only default, capped at what the smallest node type leaves to pods."""
+    whole = capacity.default_size(pool, Fraction(1))
+    cpu, memory = CPU_WORKER_CPU, CPU_WORKER_MEMORY
+    if whole is not None:
+        if parse_quantity(whole[0]) < parse_quantity(cpu):
+            cpu = whole[0]
+        if parse_quantity(whole[1]) < parse_quantity(memory):
+            memory = whole[1]
+    return cpu, memory
+
+
+def default_size(pool: PoolFacts, gpus: int) -> tuple[str, str] | None:
+    """The cpu and memory a pod gets when the job does not say: a GPU pod its GPUs' share of
+    what the smallest node type leaves after the kubelet and the DaemonSets (the whole of it
+    when it takes every GPU), a CPU pod the stated default (`CPU_WORKER_*`). None when the
+    pool's nodes are unknown (GPU pods; the caller falls back to a fixed size per GPU)."""
+    if not gpus:
+        return _cpu_job_size(pool)
+    return capacity.default_size(pool, Fraction(gpus, pool.gpus_per_node or gpus))
+
+
+def sizing_rule(job: JobSpec, pool: PoolFacts) -> str:
+    """One line saying how a resolved job's cpu and memory were chosen (the plan prints it):
+    the GPU share, the CPU default, or the job's own values."""
+    gpus = job.gpus_per_worker or 0
+    auto = default_size(pool, gpus)
+    parts = []
+    for key, value, default in (
+        ("cpu", job.cpu, auto[0] if auto else None),
+        ("memory", job.memory, auto[1] if auto else None),
+    ):
+        parts.append(f"{key} {value}" + ("" if value == default else " (set by the job)"))
+    size = ", ".join(parts)
+    types = ", ".join(pool.instance_types) or pool.name
     if gpus and pool.gpus_per_node:
-        return Fraction(gpus, pool.gpus_per_node)
-    return Fraction(1)
+        if gpus >= pool.gpus_per_node:
+            rule = f"{gpus} of {pool.gpus_per_node} GPUs: the whole node ({types})"
+        else:
+            rule = (
+                f"{gpus} of {pool.gpus_per_node} GPUs: {gpus}/{pool.gpus_per_node} of what the "
+                f"smallest node ({types}) leaves after the kubelet and DaemonSets"
+            )
+    else:
+        rule = (
+            f"CPU job: the stated default (cpu {CPU_WORKER_CPU}, memory {CPU_WORKER_MEMORY}"
+            " per worker, capped at what the smallest node leaves)"
+        )
+    return f"{rule} -> {size}"
 
 
 def efa_count(pool: PoolFacts, gpus: int) -> int:
@@ -162,10 +214,10 @@ def resolve_job(job: JobSpec, target: JobTarget, where: str = "job") -> JobSpec:
         # on where the image has boto3 (or may: an undeclared image of the user's)
         mirror = facts.boto3 is not False
 
-    share = _share(job, pool, gpus)
-    # Defaults take the pod's share of what the smallest node type leaves after the kubelet's
-    # reservations and the DaemonSet pods (trainforge.jobs.capacity), so they always fit.
-    sized = capacity.default_size(pool, share)
+    # GPU pods take their GPUs' share of what the smallest node type leaves after the kubelet's
+    # reservations and the DaemonSet pods (trainforge.jobs.capacity), so they always fit; CPU
+    # pods the stated default (`default_size`).
+    sized = default_size(pool, gpus)
     if job.cpu is not None:
         cpu = job.cpu
     elif sized is not None:

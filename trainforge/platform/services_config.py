@@ -199,8 +199,9 @@ class TeamQuotaConfig:
     cpu: str = "16"
     memory: str = "64Gi"
     pods: str = "50"
-    # The team's nominal (guaranteed) quota per node pool. Pools not listed share what the
-    # totals above leave, evenly (trainforge.platform.queues.nominal_quotas).
+    # An explicit nominal (guaranteed) quota per node pool; pools not listed get the totals
+    # above, GPU pools with the CPU and memory their GPUs bring
+    # (trainforge.platform.queues.nominal_quotas).
     pools: tuple[tuple[str, PoolQuota], ...] = ()
     # The most the team may borrow from its cohort in any one pool beyond its nominal quota
     # there; None per resource = as much as the cohort has idle.

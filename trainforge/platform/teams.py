@@ -10,10 +10,10 @@ Each team gets a namespace (named after the team) with:
   jobs can set `podSecurity: restricted`.
 - a ResourceQuota (GPUs, CPU and memory requests and limits, pods) and a LimitRange giving
   containers that do not say what they need default requests/limits (the quota on limits
-  would otherwise reject them). With Kueue, the queue is what admits jobs; the quota stays
-  as a backstop for pods the queue does not see (a job without a queue label, a bare pod)
-  and is set to the most the team's queue can ever admit (queues.namespace_quota), so it
-  never refuses a pod of a job the queue admitted (no double accounting).
+  would otherwise reject them). With Kueue, the queue is what admits jobs, pool by pool; the
+  quota is the hard backstop over all pools: the team's total (its GPUs wherever they run,
+  the CPU and memory that come with them, its CPU-pool quota) plus what it may borrow from
+  its cohort (queues.namespace_quota; the mapping is in docs/teams.md, "Quota").
 - NetworkPolicies: deny all by default; allow traffic between the team's own pods (NCCL,
   rendezvous), DNS to kube-system, scraping of the `metrics` port from the monitoring
   namespace, the EKS Pod Identity agent (credentials), HTTPS to the VPC's interface
@@ -50,12 +50,12 @@ def quota_hard(
     pools: list[PoolFacts] | None = None,
     kueue_enabled: bool = False,
 ) -> dict[str, str]:
-    """The ResourceQuota `hard` limits for a team: its configured totals, or with Kueue the
-    most its queue may ever admit (trainforge.platform.queues.namespace_quota)."""
+    """The ResourceQuota `hard` limits for a team: its total over the pools, with Kueue plus
+    what it may borrow (trainforge.platform.queues.namespace_quota)."""
     from trainforge.platform.queues import namespace_quota  # noqa: PLC0415
 
     q = team.quota
-    held = namespace_quota(team, teams or [team], pools or [], kueue_enabled and bool(pools))
+    held = namespace_quota(team, teams or [team], pools or [], kueue_enabled)
     return {
         "requests.nvidia.com/gpu": held["gpus"],
         "requests.cpu": held["cpu"],
