@@ -80,7 +80,7 @@ def operator_env(job: dict[str, Any], rtype: str, index: int, port: int) -> dict
     nproc = spec.get("nprocPerNode", "1")
     rank = index + 1 if rtype == "Worker" else index
     return {
-        "PYTHONUNBUFFERED": "0",
+        "PYTHONUNBUFFERED": "1",  # appended by the operator (setPodEnv), as upstream
         "MASTER_PORT": str(port),
         "MASTER_ADDR": "127.0.0.1",  # stands for <job>-master-0
         "WORLD_SIZE": str(replicas * int(nproc)),

@@ -193,15 +193,17 @@ def program(flaws: frozenset[str] | set[str] = frozenset(), jobs: list[str] | No
         aws.iam.Policy(
             "reader", policy=json.dumps({"Version": "2012-10-17", "Statement": [statement]})
         )
-        k8s.core.v1.Namespace("team-a", metadata={"name": "team-a"})
-        k8s.core.v1.ServiceAccount("training", metadata={"name": "training", "namespace": "team-a"})
+        # Objects take the namespace from the Namespace's output, so they are created after it
+        # (trainforge.plan.check_ordering).
+        team_a = k8s.core.v1.Namespace("team-a", metadata={"name": "team-a"}).metadata.name
+        k8s.core.v1.ServiceAccount("training", metadata={"name": "training", "namespace": team_a})
         k8s.core.v1.ConfigMap(
-            "code", metadata={"name": "code", "namespace": "team-a"}, data={"a.py": "print(1)"}
+            "code", metadata={"name": "code", "namespace": team_a}, data={"a.py": "print(1)"}
         )
         if "schema" in flaws:
             k8s.core.v1.ConfigMap(
                 "bad-cm",
-                metadata={"name": "bad", "namespace": "team-a"},
+                metadata={"name": "bad", "namespace": team_a},
                 data={"a": "b"},
                 # typed args cannot misspell fields; a numeric string where an int is due can
                 # only come from config, so seed it the way a config mistake would arrive
@@ -212,14 +214,14 @@ def program(flaws: frozenset[str] | set[str] = frozenset(), jobs: list[str] | No
             spec["containers"][0]["security_context"] = dict(SECURE_CONTAINER_SC, privileged=True)
             k8s.apps.v1.Deployment(
                 "priv",
-                metadata={"name": "priv", "namespace": "team-a"},
+                metadata={"name": "priv", "namespace": team_a},
                 spec={
                     "selector": {"match_labels": {"app": "priv"}},
                     "template": {"metadata": {"labels": {"app": "priv"}}, "spec": spec},
                 },
             )
         for name in jobs if jobs is not None else ["llm-pretrain"]:
-            pytorchjob(name, flaws)
+            pytorchjob(name, flaws, ns=team_a)
         k8s.apiextensions.CustomResource(
             "gpu-nodeclass",
             api_version="karpenter.k8s.aws/v1",

@@ -217,12 +217,14 @@ def test_the_chart_runs_every_backends_integration_on_the_system_nodes():
     assert config["manageJobsWithoutQueueName"] is False
     assert config["resources"]["excludeResourcePrefixes"] == ["vpc.amazonaws.com/efa"]
     assert config["waitForPodsReady"]["timeout"] == "30m"
-    off = yaml.safe_load(
-        kueue.chart_values(KueueConfig(pods_ready_timeout=None))["managerConfig"][
-            "controllerManagerConfigYaml"
-        ]
-    )
+    assert "featureGates" not in values["controllerManager"]
+    off_values = kueue.chart_values(KueueConfig(pods_ready_timeout=None))
+    off = yaml.safe_load(off_values["managerConfig"]["controllerManagerConfigYaml"])
+    # Kueue 0.19 defaults an absent section to a 30 min timeout: only the gate turns it off
     assert "waitForPodsReady" not in off
+    assert off_values["controllerManager"]["featureGates"] == [
+        {"name": "DisableWaitForPodsReady", "enabled": True}
+    ]
 
 
 def test_queue_objects_wait_for_the_release_and_jobs_wait_for_the_queues():

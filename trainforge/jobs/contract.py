@@ -274,6 +274,9 @@ class PlatformContract:
     backend_ready: Mapping[str, tuple[Any, ...]] = field(
         default_factory=dict, compare=False, repr=False
     )
+    # What a job's PodMonitor waits for: the release that installs the Prometheus operator's
+    # CRDs (empty with `monitoring.mode: external`, whose cluster already has them).
+    monitor_ready: tuple[Any, ...] = field(default=(), compare=False, repr=False)
 
     def waits_for(self, backend: str) -> tuple[Any, ...]:
         """The platform resources a job of `backend` must be declared after."""

@@ -83,6 +83,17 @@ def s3_uri(target: JobTarget, job: JobSpec) -> Any:
     return f"s3://{bucket}/{path}"
 
 
+def ledger_counts_attempts(job: JobSpec, target: JobTarget) -> bool:
+    """Whether the job's own pods count its attempts: the bundled runtime keeps its run ledger
+    in the checkpoint directory, and stops a job that keeps failing without progress
+    (trainforge/training/ledger.py NO_PROGRESS_LIMIT) only when that directory is on the
+    team's shared FSx (a pod-local one starts empty on every attempt). User code has no
+    ledger."""
+    if job.entrypoint is not None or not target.claim_name:
+        return False
+    return checkpoint_dir(job, target).startswith(f"{target.fsx_mount_path}/")
+
+
 def mirrors_to_s3(job: JobSpec, target: JobTarget) -> bool:
     return bool(job.checkpoint.s3_mirror) and target.checkpoint_bucket is not None
 

@@ -225,8 +225,9 @@ class JobSpec:
     # ExitCode: the runtime's exit code says whether a failure is worth a restart
     # (trainforge/training/exits.py: 1-127 permanent, 128-255 retryable), so a bug stops the
     # job while a hang, an NCCL error or a preemption restarts it. OnFailure restarts every
-    # failure (up to backoffLimit) in place, on the same node.
-    restart_policy: str = "ExitCode"
+    # failure (up to backoffLimit) in place, on the same node. Unset (None): ExitCode, except
+    # on a PyTorchJob whose pods cannot count their attempts (trainforge.jobs.wiring).
+    restart_policy: str | None = None
     # Watchdog floor in seconds (`--hang-timeout`; 0 = off; None = the runtime's default,
     # 300). Collective, NCCL heartbeat and rendezvous timeouts derive from it.
     hang_timeout: int | None = None
@@ -965,7 +966,7 @@ def parse_job(raw: Any, where: str = "job") -> JobSpec:
         checkpoint=_parse_checkpoint(r.data.get("checkpoint"), r.path("checkpoint")),
         elastic=elastic,
         run_policy=_parse_run_policy(r.data.get("run_policy"), r.path("run_policy")),
-        restart_policy=r.str_("restart_policy", "ExitCode", RESTART_POLICIES),
+        restart_policy=r.str_("restart_policy", None, RESTART_POLICIES),
         hang_timeout=r.int_("hang_timeout", None, minimum=0, maximum=86400),
         # Off by default for user code: a PodMonitor scraping a port nothing serves would be a
         # down target (and kube-prometheus-stack's TargetDown alert) for every plain script.

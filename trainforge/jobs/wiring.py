@@ -256,6 +256,7 @@ def resolve_job(job: JobSpec, target: JobTarget, where: str = "job") -> JobSpec:
     resolved = replace(
         job,
         backend=backend,
+        restart_policy=default_restart_policy(job, target, backend),
         gpus_per_worker=gpus,
         procs_per_worker=procs if procs is not None else (gpus or 1),
         cpu=cpu,
@@ -312,6 +313,28 @@ def choose_image(job: JobSpec, target: JobTarget, efa: bool) -> tuple[JobSpec, I
     if images is not None:
         job = replace(job, image=images.rewrite(job.image))
     return job, facts
+
+
+def default_restart_policy(job: JobSpec, target: JobTarget, backend: str) -> str:
+    """The job's restartPolicy, ExitCode unless set, with one exception. The training
+    operator v1.9 re-creates an ExitCode pod that exits >= 128 without counting it against
+    backoffLimit (release-1.9 pkg/core/job.go PastBackoffLimit counts restarts of Running
+    pods only), so a pod OOM-killed on every attempt would be retried forever unless the
+    runtime's ledger stops it (entrypoint.ledger_counts_attempts). Where it cannot and no
+    activeDeadlineSeconds is set, a PyTorchJob defaults to OnFailure: restarts in place,
+    counted against backoffLimit. An explicit ExitCode there is refused by the plan's retry
+    bound rehearsal (trainforge.plan.check_retry_bounds)."""
+    from trainforge.jobs.entrypoint import ledger_counts_attempts  # noqa: PLC0415
+
+    if job.restart_policy is not None:
+        return job.restart_policy
+    if (
+        backend == "pytorchjob"
+        and job.run_policy.active_deadline_seconds is None
+        and not ledger_counts_attempts(job, target)
+    ):
+        return "OnFailure"
+    return "ExitCode"
 
 
 def check_quota(job: JobSpec, target: JobTarget, where: str) -> None:

@@ -248,6 +248,7 @@ def contract_from_config(
     team_ready: dict[str, tuple[Any, ...]] | None = None,
     backend_ready: dict[str, tuple[Any, ...]] | None = None,
     images: Any = None,
+    monitor_ready: tuple[Any, ...] = (),
 ) -> PlatformContract:
     """The contract the platform described by `config` offers its jobs.
 
@@ -282,6 +283,7 @@ def contract_from_config(
         k8s_provider=k8s_provider,
         ready=tuple(ready),
         backend_ready=dict(backend_ready or {}),
+        monitor_ready=tuple(monitor_ready),
     )
 
 

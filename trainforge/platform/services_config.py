@@ -99,9 +99,32 @@ class CheckpointConfig:
 
 @dataclass(frozen=True)
 class HelmChartRef:
+    """A user's chart: a classic Helm repository (https://, its index.yaml lists the chart) or
+    an OCI registry path (oci://). pulumi-kubernetes resolves the two differently: an OCI
+    chart is given whole as the Release's `chart` with no `repository_opts` (a `repo` is
+    always fetched as `<repo>/index.yaml`, which a registry does not serve)."""
+
     repository: str
     version: str
     name: str = "training-operator"
+
+    @property
+    def is_oci(self) -> bool:
+        return self.repository.startswith("oci://")
+
+    @property
+    def release_chart(self) -> str:
+        """The Release's `chart`: the OCI reference (registry path + chart name), or the
+        chart's name in the classic repository."""
+        if not self.is_oci:
+            return self.name
+        base = self.repository.rstrip("/")
+        return base if base.rsplit("/", 1)[-1] == self.name else f"{base}/{self.name}"
+
+    @property
+    def release_repo(self) -> str | None:
+        """The Release's `repository_opts.repo`: the classic repository URL; None for OCI."""
+        return None if self.is_oci else self.repository
 
 
 @dataclass(frozen=True)
@@ -546,7 +569,12 @@ def _training_operator(r: _Reader) -> TrainingOperatorConfig:
         version = c.raw.get("version")
         ok = True
         if not isinstance(repo, str) or not re.match(r"^(https?|oci)://", repo):
-            c.err("repository", repo, "a Helm repository URL (https://... or oci://...)")
+            c.err(
+                "repository",
+                repo,
+                "a Helm repository URL (https://... for a classic repository, or oci://... "
+                "for a registry path: its chart is then oci://<path>/<name>)",
+            )
             ok = False
         if not isinstance(version, str) or not version or version in ("latest", "*"):
             c.err("version", version, "a pinned chart version such as 1.9.4")

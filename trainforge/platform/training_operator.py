@@ -117,9 +117,14 @@ class TrainingOperator(pulumi.ComponentResource):
             self.release = k8s.helm.v3.Release(
                 name,
                 name="training-operator",
-                chart=cfg.chart.name,
+                chart=cfg.chart.release_chart,
                 version=cfg.chart.version,
-                repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=cfg.chart.repository),
+                # OCI: the chart reference alone (see HelmChartRef); classic: repo + name.
+                repository_opts=(
+                    k8s.helm.v3.RepositoryOptsArgs(repo=cfg.chart.release_repo)
+                    if cfg.chart.release_repo
+                    else None
+                ),
                 namespace=cfg.namespace,
                 create_namespace=True,
                 atomic=True,

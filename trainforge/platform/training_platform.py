@@ -296,6 +296,8 @@ class TrainingPlatform(pulumi.ComponentResource):
             # Jobs need their backend's CRDs and webhook first.
             backend_ready=services.backend_ready if services is not None else None,
             images=self.images,
+            # A job's PodMonitor needs the monitoring release's CRD first.
+            monitor_ready=services.monitor_ready if services is not None else (),
         )
         declared().contracts.append(self.contract)
 
@@ -381,6 +383,7 @@ class TrainingPlatform(pulumi.ComponentResource):
                 kubeconfig=self.cluster.kubeconfig,
                 pools=list(self.node_pools.values()),
                 s3_cidrs=list(self.network.s3_cidrs),
+                endpoint_cidrs=list(self.network.endpoint_cidrs),
                 s3_vpc_endpoint_id=self.network.s3_endpoint_id,
                 tags=tags,
                 karpenter_namespace=config.karpenter.namespace if self.karpenter else None,

@@ -164,8 +164,9 @@ MLFLOW_IMAGE = "ghcr.io/mlflow/mlflow:v3.17.0-full"
 # 2026-09-10 (kubernetes/k8s.io#9917); chart location from the v0.19 install docs
 # (`helm install kueue oci://registry.k8s.io/kueue/charts/kueue --version=0.19.0`); no
 # v0.19.6 found. checked 2026-11-23
-KUEUE_CHART_REPO = "oci://registry.k8s.io/kueue/charts"
-KUEUE_CHART = "kueue"
+# An OCI chart is named whole in the Release's `chart` (pulumi-kubernetes resolves a
+# `repository_opts.repo` as a classic repository's index.yaml, which a registry does not serve).
+KUEUE_CHART = "oci://registry.k8s.io/kueue/charts/kueue"
 KUEUE_CHART_VERSION = "0.19.5"
 # The Kueue API version the objects are written in (v1beta2 is the storage version of the
 # v0.19 CRDs; v1beta1 is served but deprecated). source: the v0.19 CRDs
