@@ -98,8 +98,10 @@ def program(flaws: frozenset[str] | set[str] = frozenset(), jobs: list[str] | No
     def run() -> None:
         cfg = pulumi.Config("trainforge")
         cluster_name = cfg.get("cluster") or "tf"
-        key = aws.kms.Key("key", enable_key_rotation="kms-rotation" not in flaws)
-        bucket = aws.s3.Bucket("ckpt")
+        # data-holding resources are protected (the plan's data safety check), unless a flaw
+        keep = pulumi.ResourceOptions(protect="unprotected" not in flaws)
+        key = aws.kms.Key("key", enable_key_rotation="kms-rotation" not in flaws, opts=keep)
+        bucket = aws.s3.Bucket("ckpt", opts=keep)
         aws.s3.BucketServerSideEncryptionConfiguration(
             "ckpt-sse",
             bucket=bucket.id,
@@ -184,6 +186,7 @@ def program(flaws: frozenset[str] | set[str] = frozenset(), jobs: list[str] | No
             deployment_type="PERSISTENT_2",
             per_unit_storage_throughput=125,
             kms_key_id=None if "fsx-key" in flaws else key.arn,
+            opts=keep,
         )
         statement = (
             {"Effect": "Allow", "Action": "*", "Resource": "*"}

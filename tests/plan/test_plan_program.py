@@ -66,6 +66,7 @@ SEEDED = {
     "nodepool-op": "KARPENTER_NODEPOOL",
     "nodepool-limit": "KARPENTER_NODEPOOL",
     "ami-latest": "KARPENTER_EC2NODECLASS",
+    "unprotected": "TF_DATA_UNPROTECTED",
 }
 
 

@@ -34,6 +34,8 @@ CHECKS: list[str] = [
     "trainforge.plan.job_backends:check",
     "trainforge.plan.check_retry_bounds:check",
     "trainforge.plan.check_queues:check",
+    "trainforge.plan.data_safety:check",
+    "trainforge.plan.check_addon_placement:check",
     "trainforge.plan.check_images:check",
 ]
 

@@ -188,7 +188,7 @@ def print_report(result: Any, args: argparse.Namespace, out=None) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from trainforge.plan import core, diff, manifests
+    from trainforge.plan import core, data_safety, diff, manifests
     from trainforge.plan.runner import ProjectError, find_project
 
     try:
@@ -207,6 +207,7 @@ def main(argv: list[str] | None = None) -> int:
 
     out_dir = args.out
     tmp = None
+    data_lost = 0  # unwaived data safety findings of --diff
     if out_dir is None and args.diff is not None:
         tmp = tempfile.TemporaryDirectory(prefix="trainforge-plan-")
         out_dir = pathlib.Path(tmp.name) / "plan"
@@ -238,6 +239,10 @@ def main(argv: list[str] | None = None) -> int:
             new_cost = next((s.data for s in result.sections if s.title == diff.COST_SECTION), None)
             cost = diff.cost_markdown(diff.load_cost(args.diff), new_cost)
             md = diff.render_markdown(objects, resources, replaced, cost)
+            safety, data_lost = data_safety.diff_report(
+                args.diff, result.inventory.resources, result.waivers
+            )
+            md += "\n" + "\n".join(safety)
             print("\n" + md)
             if args.diff_md:
                 args.diff_md.parent.mkdir(parents=True, exist_ok=True)
@@ -245,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if tmp is not None:
             tmp.cleanup()
-    return EXIT_CLEAN if result.clean else EXIT_VIOLATIONS
+    return EXIT_CLEAN if result.clean and not data_lost else EXIT_VIOLATIONS
 
 
 if __name__ == "__main__":

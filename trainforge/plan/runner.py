@@ -159,6 +159,8 @@ def _make_monitor(mocks: Any, sink: list[Recorded], echo: bool = False):
                 opts["replaceOnChanges"] = list(request.replaceOnChanges)
             if request.protect:
                 opts["protect"] = True
+            if getattr(request, "retainOnDelete", False):
+                opts["retainOnDelete"] = True
             if list(request.ignoreChanges):
                 opts["ignoreChanges"] = list(request.ignoreChanges)
             if request.remote:
@@ -251,6 +253,13 @@ class HybridMocks(PreviewMocks):
 
     def call(self, args):
         return self.platform_mocks.call(args)
+
+    def new_resource(self, args):
+        # A read of an existing resource (`Resource.get`) happens at preview too: the engine
+        # hands back the cloud's state, which the platform's mocks stand in for.
+        if getattr(args, "resource_id", None):
+            return self.platform_mocks.new_resource(args)
+        return super().new_resource(args)
 
 
 def _platform_mocks() -> Any | None:

@@ -32,6 +32,14 @@ CAPACITY_TYPES = ("on-demand", "spot", "reserved")
 NAT_MODES = ("single", "onePerAz")
 GPU_TAINT_KEY = "nvidia.com/gpu"
 POOL_LABEL = "trainforge.io/pool"
+# CPU Karpenter pools are for jobs only (jobs tolerate their pool's taints, published in
+# PoolFacts): CoreDNS, the CSI controllers and other add-ons stay on the system node group
+# instead of holding a spot node up that `WhenEmpty` consolidation would never remove.
+JOBS_TAINT_KEY = "trainforge.io/jobs-only"
+# The FSx CSI driver's startup taint: its node plugin removes it once it is ready to mount
+# (aws-fsx-csi-driver v1.5.0 pkg/driver/constants.go AgentNotReadyNodeTaintKey, docs/install.md
+# "Configure node startup taint": NoExecute recommended), so pods wait for it.
+FSX_AGENT_NOT_READY_TAINT = "fsx.csi.aws.com/agent-not-ready"
 
 
 class ConfigError(ValueError):

@@ -290,6 +290,9 @@ class FsxLustre(pulumi.ComponentResource):
         if persistent:
             fs_kwargs["per_unit_storage_throughput"] = cfg.per_unit_storage_throughput
             fs_kwargs["kms_key_id"] = args.kms_key_arn
+            # Daily backups kept `backupRetentionDays`, and a final backup when the file system
+            # is deleted (the provider's default skips it). FSx backs up no scratch file system.
+            fs_kwargs["automatic_backup_retention_days"] = cfg.backup_retention_days
         self.file_system = aws.fsx.LustreFileSystem(
             name,
             storage_capacity=cfg.storage_capacity_gib,
@@ -299,9 +302,14 @@ class FsxLustre(pulumi.ComponentResource):
             file_system_type_version=versions.LUSTRE_VERSION,
             data_compression_type="LZ4",
             security_group_ids=[sg_id],
+            skip_final_backup=not persistent,
             tags={**args.tags, "Name": name},
             **fs_kwargs,
-            opts=child,
+            # The teams' datasets and checkpoints: `pulumi destroy`, or a change that replaces
+            # the file system (subnet, security groups, KMS key, deployment type: the plan's
+            # data safety check flags those), stops here until someone unprotects it on purpose
+            # (docs/services.md, "Destroying a stack on purpose").
+            opts=pulumi.ResourceOptions(parent=self, protect=True),
         )
         fs = self.file_system
 

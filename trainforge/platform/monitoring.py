@@ -570,7 +570,11 @@ class Monitoring(pulumi.ComponentResource):
                     ),
                 ),
                 # The provider reads the class's binding mode to know a Pending claim is ready.
-                opts=pulumi.ResourceOptions.merge(child, self._class_deps()),
+                # Experiment history: protected, so a destroy or a replacement of the claim
+                # stops until someone unprotects it (its volume is Retain besides).
+                opts=pulumi.ResourceOptions.merge(child, self._class_deps()).merge(
+                    pulumi.ResourceOptions(protect=True)
+                ),
             )
             data_volume = k8s.core.v1.VolumeArgs(
                 name="data",

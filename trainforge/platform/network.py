@@ -63,6 +63,9 @@ class Network(pulumi.ComponentResource):
     s3_endpoint_id: pulumi.Output[str] | None
     # S3's address ranges in the region (its managed prefix list), for NetworkPolicies
     s3_cidrs: list[str]
+    # the availability zone of each private subnet, same order (read at preview): where a
+    # capacity reservation or an instance type's offerings can be placed
+    private_subnet_zones: list[str]
     # Where the interface endpoints answer: their own subnets' CIDRs (new VPC), else the VPC's
     endpoint_cidrs: list[pulumi.Input[str]]
 
@@ -82,6 +85,9 @@ class Network(pulumi.ComponentResource):
             self.vpc_id = pulumi.Output.from_input(cfg.vpc_id)
             self.vpc_cidr = pulumi.Output.from_input(aws.ec2.get_vpc(id=cfg.vpc_id).cidr_block)
             self.private_subnet_ids = [pulumi.Output.from_input(s) for s in cfg.private_subnet_ids]
+            self.private_subnet_zones = [
+                aws.ec2.get_subnet(id=s).availability_zone for s in cfg.private_subnet_ids
+            ]
             if cfg.vpc_endpoints:
                 tables = [
                     aws.ec2.get_route_table(subnet_id=s).route_table_id
@@ -167,6 +173,7 @@ class Network(pulumi.ComponentResource):
     def _new_vpc(self, name: str, args: NetworkArgs, discovery: dict, child) -> None:
         cfg = args.config
         zones = aws.get_availability_zones(state="available").names[: cfg.availability_zones]
+        self.private_subnet_zones = list(zones)
         net = ipaddress.ip_network(cfg.cidr)
         blocks = list(net.subnets(prefixlen_diff=3))  # 8 blocks: private subnets get big ones
         public_blocks = list(blocks[-1].subnets(prefixlen_diff=2))

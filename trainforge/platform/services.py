@@ -102,7 +102,10 @@ class PlatformServices(pulumi.ComponentResource):
                 enable_key_rotation=True,
                 deletion_window_in_days=30,
                 tags=tags,
-                opts=child,
+                # The bucket outlives a destroy (retained), so must its key: a key scheduled
+                # for deletion makes every surviving checkpoint unreadable 30 days later, and
+                # FSx backups are encrypted with it too. Protected and retained.
+                opts=pulumi.ResourceOptions(parent=self, protect=True, retain_on_delete=True),
             )
             kms_key_arn = self.kms_key.arn
         self.kms_key_arn = kms_key_arn

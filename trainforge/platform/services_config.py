@@ -86,6 +86,8 @@ class FsxConfig:
     per_unit_storage_throughput: int | None = 125
     mount_path: str = "/fsx"
     data_repository: DataRepositoryConfig | None = None
+    # daily automatic backups kept this many days (PERSISTENT_2; FSx backs up no scratch type)
+    backup_retention_days: int | None = 7
 
 
 @dataclass(frozen=True)
@@ -460,6 +462,7 @@ def _fsx(r: _Reader) -> FsxConfig:
             "perUnitStorageThroughput",
             "mountPath",
             "dataRepository",
+            "backupRetentionDays",
         }
     )
     enabled = r.boolean("enabled", True)
@@ -500,7 +503,23 @@ def _fsx(r: _Reader) -> FsxConfig:
             )
         else:
             repo = _data_repository(r.sub("dataRepository"))
-    return FsxConfig(enabled, dtype, cap or 1200, throughput, mount, repo)
+    retention: int | None = None
+    if dtype == "PERSISTENT_2":
+        retention = r.raw.get("backupRetentionDays", 7)
+        if (
+            isinstance(retention, bool)
+            or not isinstance(retention, int)
+            or not 0 <= retention <= 90
+        ):
+            r.err("backupRetentionDays", retention, "an integer 0-90 (days; 0: no daily backups)")
+            retention = 7
+    elif r.raw.get("backupRetentionDays") is not None:
+        r.err(
+            "backupRetentionDays",
+            r.raw["backupRetentionDays"],
+            "unset for SCRATCH_2 (FSx takes no backups of scratch file systems)",
+        )
+    return FsxConfig(enabled, dtype, cap or 1200, throughput, mount, repo, retention)
 
 
 _EVENTS = ("NEW", "CHANGED", "DELETED")

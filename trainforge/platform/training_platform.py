@@ -15,6 +15,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from trainforge.jobs.contract import PlatformContract, PoolFacts, declared
+from trainforge.platform import capacity_placement
 from trainforge.platform.acceptance import AcceptanceTests, AcceptanceTestsArgs, check_acceptance
 from trainforge.platform.cluster import SYSTEM_LABEL, Cluster, ClusterArgs
 from trainforge.platform.config import PlatformConfig, parse_config
@@ -225,6 +226,9 @@ class TrainingPlatform(pulumi.ComponentResource):
                     subnet_ids=self.network.private_subnet_ids,
                     tags=tags,
                     auto_repair=config.node_health.auto_repair,
+                    subnet_zones=self.network.private_subnet_zones,
+                    where=f"trainforge:nodeGroups[{config.node_groups.index(g)}]",
+                    fsx_startup_taint=config.services is not None and config.services.fsx.enabled,
                 ),
                 pulumi.ResourceOptions(parent=self, depends_on=[self.cluster.eks]),
             )
@@ -253,6 +257,7 @@ class TrainingPlatform(pulumi.ComponentResource):
                     k8s_provider=self.k8s_provider,
                     depends_on=[self.cluster.eks, self.cluster.system_node_group],
                     tags=tags,
+                    subnet_zones=self.network.private_subnet_zones,
                 ),
                 child,
             )
@@ -352,6 +357,21 @@ class TrainingPlatform(pulumi.ComponentResource):
             images = replace(images, ready=tuple(cache.builds))
         return images, cache
 
+    def _efa_zone_index(self, config: PlatformConfig) -> int:
+        """The private subnet of the first EFA pool or (unreserved) EFA group: the first zone
+        offering its instance types (as its own placement picks it), else subnet 0."""
+        zones = self.network.private_subnet_zones
+        groups = [
+            g.instance_types
+            for g in config.node_groups
+            if g.efa and not g.capacity_reservation_id and not g.subnet_id
+        ]
+        pools = [p.instance_types for p in config.node_pools if p.efa]
+        for types in (*pools, *groups):
+            if zones:
+                return capacity_placement.zone_index("trainforge:fsx", types, zones)
+        return 0
+
     def _services(self, name: str, config: PlatformConfig, tags: dict[str, str]) -> Any:
         from trainforge.platform.services import (  # noqa: PLC0415 - services area
             PlatformServices,
@@ -378,8 +398,10 @@ class TrainingPlatform(pulumi.ComponentResource):
                 # (services engineer) Karpenter EFA pools lack the EFA node label: name them so
                 # the EFA device plugin is scheduled there too.
                 efa_pool_names=[n for n, f in self.node_pools.items() if f.efa_interfaces > 0],
-                # EFA groups and pools use the first private subnet: FSx goes next to them.
-                fsx_subnet_index=0,
+                # FSx goes next to the EFA capacity: the zone of the first EFA pool or group
+                # that is placed by instance-type offerings (a reservation's own zone is
+                # read later: keep the reservation in the same zone).
+                fsx_subnet_index=self._efa_zone_index(config),
                 kubeconfig=self.cluster.kubeconfig,
                 pools=list(self.node_pools.values()),
                 s3_cidrs=list(self.network.s3_cidrs),
