@@ -23,6 +23,9 @@ from trainforge.jobs.contract import BACKENDS
 from trainforge.jobs.errors import JobConfigError
 from trainforge.training.contract import CONTRACT_VARIABLES
 
+# checkpoint.fingerprint: a dotted module path and a function name
+FINGERPRINT_RE = r"[A-Za-z_][\w.]*:[A-Za-z_]\w*"
+
 Strategy = Literal["ddp", "fsdp"]
 Preset = Literal["ddp", "fsdp", "elastic"]
 CodeSource = Literal["configmap", "image"]
@@ -124,6 +127,10 @@ class CheckpointSpec:
     # FSx claim. Relative paths are on the team's FSx mount; absolute ones must lie on a
     # writable volume of the job (the FSx mount or one of `volumes`).
     directory: str | None = None
+    # Own code: "module:function" in the job's code directory that returns the state layout
+    # the code checkpoints (a JSON-able mapping) for the job's arguments; `trainforge plan
+    # --diff` compares base and head with it. None = a replacement's resume is not checked.
+    fingerprint: str | None = None
 
 
 @dataclass(frozen=True)
@@ -586,7 +593,18 @@ def _runtime_check(flags: ModelFlags, r: _Reader) -> None:
 
 def _parse_checkpoint(raw: Any, where: str) -> CheckpointSpec:
     r = _Reader(
-        raw, where, ["every", "keep_last", "async", "grace_period", "s3_mirror", "resume", "dir"]
+        raw,
+        where,
+        [
+            "every",
+            "keep_last",
+            "async",
+            "grace_period",
+            "s3_mirror",
+            "resume",
+            "dir",
+            "fingerprint",
+        ],
     )
     directory = r.str_("dir")
     if directory is not None:
@@ -598,6 +616,11 @@ def _parse_checkpoint(raw: Any, where: str) -> CheckpointSpec:
         raise JobConfigError(
             r.path("resume"), resume, "valid values: auto, never, or an absolute path"
         )
+    fingerprint = r.str_("fingerprint")
+    if fingerprint is not None and not re.fullmatch(FINGERPRINT_RE, fingerprint):
+        raise JobConfigError(
+            r.path("fingerprint"), fingerprint, "module:function, e.g. layout:state_layout"
+        )
     return CheckpointSpec(
         every=r.int_("every", 500),
         keep_last=r.int_("keep_last", 3),
@@ -606,6 +629,7 @@ def _parse_checkpoint(raw: Any, where: str) -> CheckpointSpec:
         s3_mirror=r.bool_("s3_mirror", None),
         resume=resume,
         directory=directory,
+        fingerprint=fingerprint,
     )
 
 
