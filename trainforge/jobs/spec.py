@@ -96,16 +96,30 @@ class ModelSize:
     the small attention statistics. Nothing here is passed to the code that runs.
     """
 
-    layers: int
-    d_model: int
-    seq_len: int
-    vocab_size: int
+    # The GPT form: a decoder of this shape (all four, or none of them).
+    layers: int | None = None
+    d_model: int | None = None
+    seq_len: int | None = None
+    vocab_size: int | None = None
     parameters: int | None = None
     heads: int | None = None
     batch_size: int = 1  # samples per GPU per micro-step
     grad_accum: int = 1
     steps: int | None = None
     activation_checkpointing: bool = False
+    # The declared form, for any model that is not a GPT decoder: what the planner needs,
+    # stated (or measured by `trainforge calibrate --declared`): `parameters`, the training
+    # FLOPs of one sample (or of one token x tokensPerSample), the activation bytes one sample
+    # keeps for backward.
+    flops_per_sample: float | None = None
+    flops_per_token: float | None = None
+    tokens_per_sample: int = 1
+    activation_bytes_per_sample: int | None = None
+
+    @property
+    def declared(self) -> bool:
+        """The declared form (no GPT shape)."""
+        return self.layers is None
 
 
 @dataclass(frozen=True)
@@ -542,6 +556,13 @@ def _parse_model_size(raw: Any, where: str, flags: ModelFlags) -> ModelSize | No
         for k in ("layers", "d_model", "seq_len", "vocab_size", "parameters", "heads", "steps")
     }
     values["batch_size"] = r.int_("batch_size", 1)
+    values["tokens_per_sample"] = r.int_("tokens_per_sample", 1, minimum=1)
+    values["activation_bytes_per_sample"] = r.int_("activation_bytes_per_sample")
+    for key in ("flops_per_sample", "flops_per_token"):
+        v = r.data.get(key)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int | float) or v <= 0):
+            raise JobConfigError(r.path(key), v, "expected a number > 0 (FLOPs, e.g. 6.1e9)")
+        values[key] = None if v is None else float(v)
     values["grad_accum"] = r.int_("grad_accum", 1)
     values["activation_checkpointing"] = r.bool_("activation_checkpointing", False)
     bundled = [_camel(k) for k in _BUNDLED_SIZE_FLAGS if getattr(flags, k) is not None]
@@ -553,14 +574,36 @@ def _parse_model_size(raw: Any, where: str, flags: ModelFlags) -> ModelSize | No
             f"modelSize states the size of your own code's model; the bundled model is sized "
             f"by {', '.join(bundled)}. Set one or the other",
         )
-    for key in ("layers", "d_model", "seq_len", "vocab_size"):
-        if values[key] is None:
-            raise JobConfigError(
-                r.path(key),
-                None,
-                "modelSize needs layers, dModel, seqLen and vocabSize (the planner sizes "
-                "activations and logits from them)",
-            )
+    gpt = ("layers", "d_model", "seq_len", "vocab_size")
+    declared = ("flops_per_sample", "flops_per_token", "activation_bytes_per_sample")
+    if any(values[k] is not None for k in gpt):
+        for key in gpt:
+            if values[key] is None:
+                raise JobConfigError(
+                    r.path(key),
+                    None,
+                    "the GPT form of modelSize needs layers, dModel, seqLen and vocabSize (the "
+                    "planner sizes activations and logits from them); for another model state "
+                    "parameters, flopsPerSample (or flopsPerToken) and activationBytesPerSample",
+                )
+        for key in declared:
+            if values[key] is not None:
+                raise JobConfigError(
+                    r.path(key), values[key], "belongs to the declared form, not the GPT form"
+                )
+    else:
+        if values["flops_per_sample"] is None and values["flops_per_token"] is not None:
+            values["flops_per_sample"] = values["flops_per_token"] * values["tokens_per_sample"]
+        for key in ("parameters", "flops_per_sample", "activation_bytes_per_sample"):
+            if values[key] is None:
+                raise JobConfigError(
+                    r.path(key),
+                    None,
+                    "modelSize states your model: parameters, flopsPerSample (or flopsPerToken "
+                    "and tokensPerSample) and activationBytesPerSample (`trainforge calibrate "
+                    "--declared` measures them from a local run), or the GPT form (layers, "
+                    "dModel, seqLen, vocabSize)",
+                )
     size = ModelSize(**values)
     if size.heads and size.d_model % size.heads:
         raise JobConfigError(r.path("heads"), size.heads, f"must divide dModel ({size.d_model})")
@@ -707,17 +750,30 @@ def _norm(path: str) -> str:
     return posixpath.normpath(path.replace("\\", "/"))
 
 
-def _relative_path(value: Any, where: str, what: str) -> str:
+PATH_RULE = (
+    "a path relative to the project directory (where Pulumi and run-local run) and inside it "
+    "(no leading /, no drive letter, no .. above it), so every machine that deploys or runs "
+    "the job finds the same file"
+)
+
+
+def project_relative(value: Any, where: str, what: str) -> str:
+    """The one path rule for files of the project (`script`, `codeDir`, `--program`):
+    relative to the project directory and inside it; normalised."""
     if not isinstance(value, str) or not value.strip():
-        raise JobConfigError(where, value, f"expected {what} relative to the project directory")
-    if value.startswith("/") or re.match(r"^[A-Za-z]:", value):
-        raise JobConfigError(
-            where,
-            value,
-            f"expected {what} relative to the project directory (where Pulumi runs), so that "
-            "every machine that deploys or runs the job finds the same file",
-        )
-    return _norm(value)
+        raise JobConfigError(where, value, f"expected {what}: {PATH_RULE}")
+    norm = _norm(value)
+    if (
+        value.startswith(("/", "\\"))
+        or re.match(r"^[A-Za-z]:", value)
+        or norm == ".."
+        or norm.startswith("../")
+    ):
+        raise JobConfigError(where, value, f"expected {what}: {PATH_RULE}")
+    return norm
+
+
+_relative_path = project_relative
 
 
 def _strings(raw: Any, where: str, what: str) -> tuple[str, ...]:

@@ -30,6 +30,7 @@ CHECKS: list[str] = [
     "trainforge.plan.check_pod_scripts:check",
     "trainforge.plan.check_scheduling:check",
     "trainforge.plan.estimates:check",
+    "trainforge.plan.restart_budget:check",
     "trainforge.plan.cost_check:check",
     "trainforge.plan.job_backends:check",
     "trainforge.plan.check_retry_bounds:check",

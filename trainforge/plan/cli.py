@@ -29,6 +29,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="folder with Pulumi.yaml and __main__.py (default: nearest at or above cwd)",
     )
+    ap.add_argument(
+        "--program",
+        metavar="FILE",
+        help="a Python file of the project to run as the Pulumi program instead of "
+        "__main__.py (relative to the project directory, inside it)",
+    )
     ap.add_argument("--out", type=pathlib.Path, help="write one YAML per Kubernetes object here")
     ap.add_argument("--json", type=pathlib.Path, help="write the whole inventory as JSON here")
     ap.add_argument(
@@ -224,7 +230,9 @@ def main(argv: list[str] | None = None) -> int:
         root = args.project_dir.resolve() if args.project_dir else find_project(pathlib.Path.cwd())
         if args.project_dir and not (root / "Pulumi.yaml").is_file():
             raise ProjectError(f"--project-dir {root}: no Pulumi.yaml there")
-        result = core.plan_project(root, args.stack, standins=not args.no_standins)
+        result = core.plan_project(
+            root, args.stack, standins=not args.no_standins, program=args.program
+        )
     except Exception as e:  # noqa: BLE001 - classified below
         err = find_config_error(e)
         if err is None:

@@ -436,6 +436,26 @@ def run_program(
     )
 
 
+def program_path(root: pathlib.Path, program: str | None) -> pathlib.Path:
+    """The Pulumi program to run: __main__.py, or `--program FILE` under the project's one
+    path rule (relative to the project directory, inside it)."""
+    if program is None:
+        main = root / "__main__.py"
+        if not main.is_file():
+            raise ProjectError(f"{root}: no __main__.py (the Pulumi program)")
+        return main
+    from trainforge.jobs.spec import project_relative
+
+    try:
+        rel = project_relative(program, "--program", "a Python file")
+    except ValueError as e:
+        raise ProjectError(str(e)) from None
+    main = root / rel
+    if not main.is_file():
+        raise ProjectError(f"--program: got {program!r}; no such file in the project {root}")
+    return main
+
+
 def run_project(
     root: pathlib.Path,
     stack: str,
@@ -443,16 +463,17 @@ def run_project(
     mocks: Any = None,
     config_overrides: dict | None = None,
     preview: bool = True,
+    program: str | None = None,
 ) -> Inventory:
-    """Run the project's __main__.py with Pulumi.<stack>.yaml as its config."""
+    """Run the project's __main__.py (or `program`, a Python file of the project that
+    declares the platform and jobs, e.g. with `TrainingJob.function`) with
+    Pulumi.<stack>.yaml as its config."""
     project = project_name(root)
     config, secret_keys, shown = read_stack_config(root, stack, project)
     for key, value in (config_overrides or {}).items():
         config[key] = config_value(value)
         shown[key] = value
-    main = root / "__main__.py"
-    if not main.is_file():
-        raise ProjectError(f"{root}: no __main__.py (the Pulumi program)")
+    main = program_path(root, program)
 
     def program():
         sys.path.insert(0, str(root))

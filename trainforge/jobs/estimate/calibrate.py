@@ -192,6 +192,38 @@ def report(result: dict[str, Any]) -> list[str]:
     return lines
 
 
+def declared_model_size(run_dir: Path) -> list[str]:
+    """The `modelSize` block (declared form) for the stack, from what your code measured on a
+    local run (trainforge/training/measure.py); add batchSize, gradAccum and steps."""
+    path = run_dir / "model_size.json"
+    try:
+        m = json.loads(path.read_text(encoding="utf-8"))
+        values = {
+            k: m[k]
+            for k in ("parameters", "flopsPerSample", "activationBytesPerSample", "tokensPerSample")
+        }
+    except FileNotFoundError:
+        raise CalibrationError(
+            f"{path}: no such file; call trainforge.training.measure.model_size(model, batch, "
+            "loss_fn) in your code and run it (run-local writes it to ./runs/JOB)"
+        ) from None
+    except (ValueError, KeyError, TypeError) as e:
+        raise CalibrationError(f"{path}: not a model_size measurement ({e})") from None
+    at = (m.get("measured") or {}).get("at", "?")
+    return [
+        f"modelSize:   # measured by trainforge.training.measure at {at}",
+        f"  parameters: {int(values['parameters'])}",
+        f"  flopsPerSample: {float(values['flopsPerSample']):.6g}",
+        f"  activationBytesPerSample: {int(values['activationBytesPerSample'])}",
+        *(
+            [f"  tokensPerSample: {int(values['tokensPerSample'])}"]
+            if values["tokensPerSample"] != 1
+            else []
+        ),
+        "  batchSize: 1   # per GPU: set yours (and gradAccum, steps)",
+    ]
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog="trainforge calibrate",
@@ -206,7 +238,21 @@ def main(argv: list[str] | None = None) -> int:
         "calibration.json, ~/.config/trainforge/calibration.json when unset)",
     )
     p.add_argument("--dry-run", action="store_true", help="show old vs new, write nothing")
+    p.add_argument(
+        "--declared",
+        action="store_true",
+        help="print the modelSize block (declared form) your code measured with "
+        "trainforge.training.measure.model_size into RUN_DIR/model_size.json",
+    )
     args = p.parse_args(argv)
+    if args.declared:
+        try:
+            lines = declared_model_size(Path(args.run_dir))
+        except CalibrationError as e:
+            print(f"trainforge calibrate: {e}", file=sys.stderr)
+            return 2
+        print("\n".join(lines))
+        return 0
     target = Path(args.file) if args.file else facts.user_calibration_file()
     try:
         result = calibrate(Path(args.run_dir), target)
