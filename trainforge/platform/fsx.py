@@ -35,6 +35,7 @@ from trainforge.jobs.contract import DEFAULT_TRAINING_UID
 from trainforge.platform import versions
 from trainforge.platform.addons import addon_version
 from trainforge.platform.iam import pod_identity_trust_output
+from trainforge.platform.image_routes import cached
 from trainforge.platform.services_config import FsxConfig
 
 CSI_DRIVER = "fsx.csi.aws.com"
@@ -156,7 +157,7 @@ def team_dir_job(
                     containers=[
                         k8s.core.v1.ContainerArgs(
                             name="mkdir",
-                            image=versions.BUSYBOX_IMAGE,
+                            image=cached(versions.BUSYBOX_IMAGE),
                             command=["sh", "-c", script],
                             security_context=k8s.core.v1.SecurityContextArgs(
                                 run_as_user=0,

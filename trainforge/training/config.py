@@ -258,6 +258,17 @@ def build_parser(prog: str = "python -m trainforge.training") -> argparse.Argume
         help="run name for the output dir and MLflow (default <model>-<strategy>-<time>)",
     )
 
+    g.add_argument(
+        "--self-check",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="FEATURES",
+        help="print what this image can do for the job's features (MLflow, S3 mirror, NCCL "
+        "over EFA) and exit 1 when a configured one cannot work; FEATURES (mlflow,s3,efa) "
+        "checks those as if configured (docs/images.md)",
+    )
+
     from trainforge.training.checkpoint_config import add_checkpoint_arguments
 
     add_checkpoint_arguments(p)
