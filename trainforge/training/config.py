@@ -269,7 +269,7 @@ def build_parser(prog: str = "python -m trainforge.training") -> argparse.Argume
         "checks those as if configured (docs/images.md)",
     )
 
-    from trainforge.training.checkpoint import add_checkpoint_arguments
+    from trainforge.training.checkpoint_config import add_checkpoint_arguments
 
     add_checkpoint_arguments(p)
 
@@ -313,7 +313,7 @@ def validate(cfg: TrainConfig) -> TrainConfig:
     check_values(cfg)
     if cfg.dataset == "tokens" and cfg.data_path and not os.path.isfile(cfg.data_path):
         raise ConfigError(f"--data-path {cfg.data_path}: no such file")
-    from trainforge.training.checkpoint import CheckpointError, config_from_args
+    from trainforge.training.checkpoint_config import CheckpointError, config_from_args
 
     try:
         config_from_args(cfg).validate()
