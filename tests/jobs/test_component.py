@@ -247,13 +247,19 @@ def test_declare_jobs_rejects_before_declaring_any():
 
 
 def test_plan_policy_rules_accept_every_job_resource():
-    """The same security rules `trainforge plan` and the policy pack enforce."""
+    """The same security rules `trainforge plan` and the policy pack enforce (the stock
+    PyTorch image through a pull-through cache with a Docker Hub rule: TRAINFORGE_DOCKER_HUB)."""
     from tests.jobs.helpers import DLC_IMAGE, EFA_POOL
+    from trainforge.core.image_routes import routes_for
+    from trainforge.jobs.runtime_images import NoRuntime
     from trainforge.plan.rules import check_resource
 
+    cache = NoRuntime(
+        routes_for("1.dkr.ecr.us-west-2.amazonaws.com", docker_hub=True, github=False)
+    )
     m = harness.run(
         lambda: [
-            TrainingJob("llm", ARGS, target=target(GPU_POOL), code=CODE),
+            TrainingJob("llm", ARGS, target=target(GPU_POOL, images=cache), code=CODE),
             TrainingJob(
                 "el",
                 {

@@ -108,7 +108,8 @@ def test_efa_on_a_pool_without_it():
 
 def test_efa_needs_an_image_with_libfabric():
     with pytest.raises(
-        JobConfigError, match=r"\.image: got None; pool 'efa-p5' uses EFA, which needs libfabric"
+        JobConfigError,
+        match=r"\.image: got None; EFA on pool 'efa-p5' \(NCCL over libfabric\) needs libfabric",
     ):
         resolve_job(job(pool="efa-p5"), target(EFA_POOL), W)
     # opting out of EFA runs the stock image over TCP

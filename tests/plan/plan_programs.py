@@ -21,7 +21,11 @@ SECURE_CONTAINER_SC = {
 }
 
 
-def pod_spec(flaws: frozenset[str], image: str = "pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime"):
+# through a pull-through cache (a Docker Hub reference would be TRAINFORGE_DOCKER_HUB)
+CACHED_PYTORCH = "123456789012.dkr.ecr.us-west-2.amazonaws.com/docker-hub/pytorch/pytorch"
+
+
+def pod_spec(flaws: frozenset[str], image: str = f"{CACHED_PYTORCH}:2.5.1-cuda12.4-cudnn9-runtime"):
     sc = dict(SECURE_CONTAINER_SC)
     if "root" in flaws:
         sc = {k: v for k, v in sc.items() if k not in ("run_as_non_root", "run_as_user")}
@@ -33,7 +37,7 @@ def pod_spec(flaws: frozenset[str], image: str = "pytorch/pytorch:2.5.1-cuda12.4
         "containers": [
             {
                 "name": "pytorch",
-                "image": "pytorch/pytorch:latest" if "latest" in flaws else image,
+                "image": f"{CACHED_PYTORCH}:latest" if "latest" in flaws else image,
                 "command": ["python", "-m", "trainforge.training"],
                 "resources": {
                     "requests": {"cpu": "4", "memory": "16Gi", "nvidia.com/gpu": gpu_req},

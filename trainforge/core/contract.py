@@ -229,6 +229,9 @@ class JobTarget:
     mlflow_tracking_uri: Any = None
     backend: str = DEFAULT_BACKEND  # the platform's default backend
     backends: tuple[str, ...] = (DEFAULT_BACKEND,)  # backends whose controllers are installed
+    # The runtime images jobs without their own image run, and the pull-through cache
+    # (trainforge.jobs.runtime_images.RuntimeImages); None: the stock PyTorch image.
+    images: Any = None
 
     # The team's facts, read often by emitters.
     @property
@@ -271,6 +274,7 @@ class PlatformContract:
     backends: tuple[str, ...] = (DEFAULT_BACKEND,)
     checkpoint_bucket: Any = None
     mlflow_tracking_uri: Any = None
+    images: Any = None  # trainforge.jobs.runtime_images.RuntimeImages
     # The Kubernetes provider jobs are declared with, the platform resources every job waits
     # for, and those a job of one backend waits for (its controller, CRDs, webhook and, for
     # trainjob, the ClusterTrainingRuntimes). Not data: excluded from equality.
@@ -308,6 +312,7 @@ class PlatformContract:
             mlflow_tracking_uri=self.mlflow_tracking_uri,
             backend=self.backend,
             backends=self.backends,
+            images=self.images,
         )
 
 
@@ -335,6 +340,9 @@ class Declared:
 
     contracts: list[PlatformContract] = field(default_factory=list)
     jobs: list[DeclaredJob] = field(default_factory=list)
+    # The stack's pull-through cache (trainforge.core.image_routes.use): kept here so that
+    # it lives exactly as long as one program run.
+    image_routes: Any = None
 
 
 _declared = Declared()

@@ -228,8 +228,13 @@ def launcher(job: JobSpec) -> list[str]:
 def ships_runtime(job: JobSpec) -> bool:
     """The runtime library is in the pod: the bundled runtime, or user code shipped from a
     ConfigMap (the library's ConfigMap goes next to it). Code in the user's own image runs
-    on that image alone."""
-    return job.entrypoint is None or job.code_source == "configmap"
+    on that image alone, unless that image is a trainforge runtime image (its facts say so)."""
+    facts = job.image_facts
+    return (
+        job.entrypoint is None
+        or job.code_source == "configmap"
+        or bool(facts is not None and facts.trainforge)
+    )
 
 
 def user_code_runner(job: JobSpec) -> list[str]:

@@ -235,6 +235,9 @@ class JobSpec:
     efa: bool | None = None
     image: str | None = None
     code_source: CodeSource = "configmap"
+    # What the job's own image carries (`imageFacts`; trainforge.jobs.image_facts.ImageFacts);
+    # resolved jobs on a runtime image carry that image's facts.
+    image_facts: Any = None
     training: ModelFlags = field(default_factory=ModelFlags)
     model_size: ModelSize | None = None
     checkpoint: CheckpointSpec = field(default_factory=CheckpointSpec)
@@ -426,6 +429,7 @@ _TOP_KEYS = [
     "efa",
     "image",
     "code_source",
+    "image_facts",
     "checkpoint",
     "elastic",
     "run_policy",
@@ -997,6 +1001,18 @@ def parse_job(raw: Any, where: str = "job") -> JobSpec:
             None,
             "codeSource: image runs trainforge from your image, so name that image",
         )
+    image_facts = None
+    if r.has("image_facts"):
+        from trainforge.jobs.image_facts import parse_declared  # noqa: PLC0415
+
+        if image is None:
+            raise JobConfigError(
+                r.path("image_facts"),
+                r.data["image_facts"],
+                "imageFacts describe your own image, so name that image (the runtime image's "
+                "facts come from its Dockerfile)",
+            )
+        image_facts = parse_declared(r.data["image_facts"], r.path("image_facts"))
     entrypoint = None
     if r.has("entrypoint"):
         entrypoint = _parse_entrypoint(r.data["entrypoint"], r.path("entrypoint"), image)
@@ -1024,6 +1040,7 @@ def parse_job(raw: Any, where: str = "job") -> JobSpec:
         efa=r.bool_("efa"),
         image=image,
         code_source=code_source,
+        image_facts=image_facts,
         training=training,
         model_size=_parse_model_size(r.data.get("model_size"), r.path("model_size"), training),
         checkpoint=_parse_checkpoint(r.data.get("checkpoint"), r.path("checkpoint")),

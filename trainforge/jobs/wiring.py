@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import replace
 from fractions import Fraction
 
+from trainforge.core import versions
 from trainforge.core.contract import (
     JobTarget,
     PoolFacts,
@@ -23,8 +24,16 @@ from trainforge.core.contract import (
 )
 from trainforge.core.errors import JobConfigError
 from trainforge.core.quantity import format_mebibytes, parse_quantity
-from trainforge.jobs import backends, capacity, images, storage
+from trainforge.jobs import backends, capacity, image_facts, images, storage
+from trainforge.jobs import images as images_mod
 from trainforge.jobs.estimate import check_fit
+from trainforge.jobs.image_facts import (
+    STOCK_SOURCE,
+    UNKNOWN,
+    ImageFacts,
+    facts_for,
+    stock_facts,
+)
 from trainforge.jobs.spec import JobSpec
 
 __all__ = [
@@ -152,14 +161,9 @@ def resolve_job(job: JobSpec, target: JobTarget, where: str = "job") -> JobSpec:
         )
     if efa is None:
         efa = bool(pool.efa_interfaces and gpus)
-    if efa and job.image is None:
-        raise JobConfigError(
-            f"{where}.image",
-            None,
-            f"pool {pool.name!r} uses EFA, which needs libfabric and the aws-ofi-nccl plugin in the "
-            "image; the stock PyTorch image has neither and NCCL would fail at start. Set image to "
-            "one that has them (e.g. an AWS Deep Learning Container) or efa: false to use TCP",
-        )
+    # The image and what it carries: the job's own, the platform's runtime image for this
+    # pool (the runtime inside: no code ConfigMap), or the stock PyTorch image.
+    job, facts = choose_image(job, target, efa)
 
     if job.topology is not None and not pool.topology_aware:
         raise JobConfigError(
@@ -170,16 +174,20 @@ def resolve_job(job: JobSpec, target: JobTarget, where: str = "job") -> JobSpec:
             "cluster placement group); leave topology unset here",
         )
     mirror = job.checkpoint.s3_mirror
-    if mirror and job.image is None and target.checkpoint_bucket is not None:
-        raise JobConfigError(
-            f"{where}.checkpoint.s3Mirror",
-            mirror,
-            "the S3 mirror needs boto3, which the stock PyTorch image does not have, so the job "
-            "would fail at start. Set image to one with `trainforge[s3]` (or boto3) installed, "
-            "or leave s3Mirror unset (off for the stock image; checkpoints stay on FSx)",
-        )
+    # MLflow on an image known to lack mlflow is refused when the user declared that image's
+    # facts; on the stock image the plan flags it (trainforge.plan.check_images).
+    for miss in image_facts.missing_pieces(
+        facts,
+        mlflow=target.mlflow_tracking_uri is not None and facts.source != STOCK_SOURCE,
+        s3_mirror=bool(mirror) and target.checkpoint_bucket is not None,
+        efa=efa,
+        where=where,
+        pool=pool.name,
+    ):
+        raise JobConfigError(miss.key, miss.value, miss.message(job.image or "(stock PyTorch)"))
     if mirror is None:
-        mirror = job.image is not None
+        # on where the image has boto3 (or may: an undeclared image of the user's)
+        mirror = facts.boto3 is not False
 
     # GPU pods take their GPUs' share of what the smallest node type leaves after the kubelet's
     # reservations and the DaemonSet pods (trainforge.jobs.capacity), so they always fit; CPU
@@ -239,6 +247,13 @@ def resolve_job(job: JobSpec, target: JobTarget, where: str = "job") -> JobSpec:
     images.check_image(
         resolved, pool, where, needs_runtime=None if resolved.entrypoint is None else False
     )
+    if facts.cuda and facts.source != STOCK_SOURCE:
+        # the runtime image's (or a declared) CUDA build against the pool's driver and GPUs
+        why = images.build_problem(facts.cuda, versions.CUDA_ARCHS.get(facts.cuda), pool)
+        if why is not None:
+            raise JobConfigError(
+                f"{where}.image", resolved.image, f"pool {pool.name!r} cannot run it: {why}"
+            )
     for problem in rehearsal.problems:
         raise JobConfigError(f"{where}.{problem.key}", values[problem.key], problem.message)
     backends.check(resolved, target, where)
@@ -246,6 +261,33 @@ def resolve_job(job: JobSpec, target: JobTarget, where: str = "job") -> JobSpec:
     # exists, with the estimate and what would make it fit (trainforge.jobs.estimate).
     check_fit(resolved, pool, where)
     return resolved
+
+
+def choose_image(job: JobSpec, target: JobTarget, efa: bool) -> tuple[JobSpec, ImageFacts]:
+    """The job with its image set (and its code source) and that image's facts.
+
+    Without an image of its own a job runs the platform's runtime image for its pool (the
+    EFA one on EFA pools), which carries the runtime: its code source becomes `image`. A
+    user's image is pulled through the platform's cache when a rule covers its registry."""
+    images = target.images
+    if job.image is None and images is not None:
+        chosen = images.for_pool(efa)
+        if chosen is not None:
+            job = replace(job, image=chosen.ref, code_source="image", image_facts=chosen.facts)
+            return job, chosen.facts
+    if job.image is None:
+        try:
+            stock = images_mod.default_image_for(target.pool)
+        except ValueError:
+            return job, UNKNOWN  # refused with its reasons by images.check_image
+        facts = stock_facts(stock) or UNKNOWN
+        if images is not None and images.routes is not None:
+            job = replace(job, image=images.rewrite(stock))
+        return job, facts
+    facts = facts_for(job.image, job.image_facts)
+    if images is not None:
+        job = replace(job, image=images.rewrite(job.image))
+    return job, facts
 
 
 def default_restart_policy(job: JobSpec, target: JobTarget, backend: str) -> str:

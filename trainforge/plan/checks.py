@@ -37,6 +37,7 @@ CHECKS: list[str] = [
     "trainforge.plan.check_queues:check",
     "trainforge.plan.data_safety:check",
     "trainforge.plan.check_addon_placement:check",
+    "trainforge.plan.check_images:check",
     "trainforge.plan.check_resume:check",
 ]
 

@@ -33,6 +33,7 @@ import pulumi_kubernetes as k8s
 
 from trainforge.core import versions
 from trainforge.core.contract import DEFAULT_TRAINING_UID
+from trainforge.core.image_routes import cached
 from trainforge.platform.addons import addon_version
 from trainforge.platform.iam import pod_identity_trust_output
 from trainforge.platform.services_config import FsxConfig
@@ -156,7 +157,7 @@ def team_dir_job(
                     containers=[
                         k8s.core.v1.ContainerArgs(
                             name="mkdir",
-                            image=versions.BUSYBOX_IMAGE,
+                            image=cached(versions.BUSYBOX_IMAGE),
                             command=["sh", "-c", script],
                             security_context=k8s.core.v1.SecurityContextArgs(
                                 run_as_user=0,

@@ -33,6 +33,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from trainforge.core import versions
+from trainforge.core.image_routes import cached
 from trainforge.platform import alerts, mlflow_auth
 from trainforge.platform.dashboards import (
     DASHBOARDS,
@@ -590,7 +591,7 @@ class Monitoring(pulumi.ComponentResource):
             name,
             namespace,
             teams,
-            versions.MLFLOW_IMAGE,
+            cached(versions.MLFLOW_IMAGE),
             MLFLOW_PORT,
             child,
             container_security_context(),
@@ -688,7 +689,7 @@ def mlflow_pod_spec(
         containers=[
             k8s.core.v1.ContainerArgs(
                 name="mlflow",
-                image=versions.MLFLOW_IMAGE,
+                image=cached(versions.MLFLOW_IMAGE),
                 command=["mlflow", "server"],
                 args=[
                     # MLflow's built-in authentication: one user per team, default permission

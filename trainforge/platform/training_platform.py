@@ -7,6 +7,7 @@ team wiring) from one object. Config is validated and instance types are looked 
 any resource is registered.
 """
 
+from dataclasses import replace
 from typing import Any, TypedDict
 
 import pulumi
@@ -260,6 +261,9 @@ class TrainingPlatform(pulumi.ComponentResource):
                 child,
             )
         self.system_node_selector = {SYSTEM_LABEL: "true"}
+        # Images (docs/images.md): the ECR pull-through cache and the runtime images, set up
+        # before anything that runs a pod, so every pod's image is pulled through the cache.
+        self.images, self.image_cache = self._images(name, config, tags)
 
         # Services (FSx, checkpoint bucket, operator, device plugins, monitoring, teams) are
         # owned by the services engineer; composed here when their config was parsed.
@@ -288,9 +292,14 @@ class TrainingPlatform(pulumi.ComponentResource):
             team_ready=services.team_ready if services is not None else None,
             # Jobs carry a queue label: Kueue's webhook and their team's LocalQueue must exist
             # before a job does, or it would start unqueued.
-            ready=(services.kueue,) if services is not None and services.kueue else (),
+            ready=(
+                *((services.kueue,) if services is not None and services.kueue else ()),
+                # and the runtime images they run must have been pushed
+                *(self.images.ready if self.images is not None else ()),
+            ),
             # Jobs need their backend's CRDs and webhook first.
             backend_ready=services.backend_ready if services is not None else None,
+            images=self.images,
             # A job's PodMonitor needs the monitoring release's CRD first.
             monitor_ready=services.monitor_ready if services is not None else (),
         )
@@ -314,6 +323,38 @@ class TrainingPlatform(pulumi.ComponentResource):
                 "poolNames": self.pool_names,
             }
         )
+
+    def _images(self, name: str, config: PlatformConfig, tags: dict[str, str]) -> Any:
+        from trainforge.core import image_routes  # noqa: PLC0415
+        from trainforge.platform.image_cache import ImageCache, ImageCacheArgs  # noqa: PLC0415
+        from trainforge.platform.published import images_from_config  # noqa: PLC0415
+
+        region = aws.get_region().region
+        account = aws.get_caller_identity().account_id
+        images = images_from_config(config, image_routes.registry_host(account, region))
+        routes = images.routes if images is not None else None
+        image_routes.use(routes)
+        roles = [self.cluster.node_role.name]
+        if self.karpenter is not None:
+            roles.append(self.karpenter.node_role_name)
+        cache = ImageCache(
+            f"{name}-images",
+            ImageCacheArgs(
+                config=config.images,
+                cluster=config.cluster,
+                region=region,
+                account_id=account,
+                partition=aws.get_partition().partition,
+                routes=routes,
+                images=images,
+                node_role_names=roles,
+                tags=tags,
+            ),
+            pulumi.ResourceOptions(parent=self),
+        )
+        if images is not None and cache.builds:
+            images = replace(images, ready=tuple(cache.builds))
+        return images, cache
 
     def _efa_zone_index(self, config: PlatformConfig) -> int:
         """The private subnet of the first EFA pool or (unreserved) EFA group: the first zone
