@@ -16,6 +16,7 @@ from trainforge.plan.core import plan_project
 from trainforge.platform import training_operator
 from trainforge.platform.config import ConfigError, parse_config
 from trainforge.platform.image_cache import PULL_THROUGH_ACTIONS
+from trainforge.platform.published import contract_from_config
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 HOST = "111122223333.dkr.ecr.us-west-2.amazonaws.com"
@@ -176,7 +177,7 @@ def test_declared_facts_refuse_a_job_missing_a_piece(job, key, piece):
 
     pulumi.runtime.set_mocks(make_mocks(preview=True))
     spec = {"name": "own", "team": "vision", "pool": "gpu-workloads", "workers": 1, **job}
-    platform = parse_config(_prod_config())
+    platform = contract_from_config(parse_config(_prod_config()))
     with pytest.raises(JobConfigError) as err:
         check_jobs(platform, [spec])
     text = str(err.value)
