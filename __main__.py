@@ -22,9 +22,8 @@ else:
         config = load_config()
         # decoded like every other key: a value that is not JSON reaches the parser as a string
         raw_jobs = decode_value(pulumi.Config("trainforge").get("jobs")) or []
-        check_jobs(
-            contract_from_config(config), raw_jobs
-        )  # every job checked before any resource is declared
+        # every job checked before any resource is declared
+        check_jobs(contract_from_config(config), raw_jobs)
     except (ConfigError, JobConfigError) as e:
         # pulumi.RunError: the Python language host logs its message alone, not the traceback
         # it prints for any other exception (pulumi-language-python-exec).
