@@ -284,7 +284,7 @@ def test_a_wrapped_oom_is_still_an_oom() -> None:
 def test_codes_below_128_stop_the_job_and_the_others_restart_it() -> None:
     """The Kubeflow training operator 1.9's ExitCode policy: retryable iff code >= 128."""
     permanent = {r.name for r in exits.REASONS.values() if 0 < r.code < 128}
-    assert permanent == {"user_error", "config_error", "oom", "no_progress"}
+    assert permanent == {"user_error", "config_error", "oom", "no_progress", "ranks_disagree"}
     retry = {r.name for r in exits.REASONS.values() if r.code >= 128}
     assert {"preempted", "collective_error", "hang", "peer_lost", "gpu_error"} <= retry
     assert (
