@@ -83,3 +83,23 @@ def test_a_job_over_the_team_quota_is_a_finding():
     assert [f.message.split(": ", 1)[1] for f in result.findings] == [
         "2 pod(s) need gpus 8 but the team quota is 4"
     ]
+
+
+def test_a_job_on_nodes_of_unknown_size_is_a_finding_not_a_pass():
+    unknown = replace(GPU_POOL, instance_types=("x9.mystery",), nodes=(), vcpus_per_node=None)
+    tgt = target(GPU_POOL)
+    ok = resolve_job(parse_job({"name": "j", "team": "research", "pool": "x"}, "j"), tgt, "j")
+    result = check_scheduling.check(_ctx(_declared(ok, replace(tgt, pool=unknown))))
+    (finding,) = result.findings
+    assert finding.rule == check_scheduling.UNREHEARSED
+    assert finding.resource == "job team-research/j"
+    assert (
+        "pool 'gpu-workloads': the pool's node sizes are unknown (instance types "
+        in finding.message
+    )
+    assert "x9.mystery), so whether 1 pod(s) of cpu " in finding.message
+    assert finding.message.endswith("fit was not rehearsed")
+    (section,) = result.sections
+    assert "  node sizes unknown: nothing to rehearse against" in section.lines
+    assert any(line.startswith("  NOT REHEARSED: job team-research/j") for line in section.lines)
+    assert check_scheduling.UNREHEARSED in core.known_rule_ids()
