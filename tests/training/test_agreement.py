@@ -26,6 +26,65 @@ def test_a_digest_changes_with_any_value_and_only_with_it() -> None:
     assert agreement.tensor_digest(t.to(torch.bfloat16))[0] == "torch.bfloat16"
 
 
+@pytest.mark.parametrize(
+    "t",
+    [
+        torch.tensor([True, False, True]),
+        torch.tensor([1, 2, 3], dtype=torch.uint8),
+        torch.tensor([1, 2, 3], dtype=torch.int16),
+        torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64),
+        torch.tensor([1.0, 2.0, 3.0], dtype=torch.bfloat16),
+    ],
+    ids=str,
+)
+def test_every_width_of_dtype_is_digested_bit_for_bit(t) -> None:
+    d = agreement.tensor_digest(t)
+    assert d[0] == str(t.dtype) and d[1] == (3,)
+    u = t.clone()
+    u[1] = ~u[1] if t.dtype == torch.bool else u[1] + 1
+    assert agreement.tensor_digest(u) != d
+    assert agreement.tensor_digest(t.clone()) == d
+
+
+class _Shard:
+    def __init__(self, dim: int, shard: bool = True) -> None:
+        self.dim, self._shard = dim, shard
+
+    def is_shard(self) -> bool:
+        return self._shard
+
+
+class _Mesh:
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def size(self) -> int:
+        return self.n
+
+
+class _DTensorLike:
+    def __init__(self, placements, mesh) -> None:
+        self.placements, self.device_mesh = placements, mesh
+
+
+@pytest.mark.parametrize(
+    ("t", "sharded"),
+    [
+        (_DTensorLike((_Shard(0),), _Mesh(2)), True),
+        (_DTensorLike((_Shard(1),), _Mesh(2)), False),  # other dim: slices unknown
+        (_DTensorLike((_Shard(0, shard=False),), _Mesh(2)), False),  # replicated
+        (_DTensorLike((_Shard(0), _Shard(0)), _Mesh(2)), False),  # 2-D mesh
+        (_DTensorLike((_Shard(0),), _Mesh(1)), False),  # not the whole world
+        (_DTensorLike((_Shard(0),), _Mesh(4)), False),
+        (_DTensorLike((), _Mesh(2)), False),
+        (_DTensorLike((_Shard(0),), None), False),
+        (torch.zeros(2), False),  # a plain tensor
+    ],
+)
+def test_only_a_dim_0_shard_over_the_world_is_sliced(t, sharded) -> None:
+    assert agreement._sharded_over_world(t, 2) is sharded
+
+
 def test_shard_slices_follow_torch_chunk_with_empty_tails() -> None:
     full = torch.arange(5.0)
     assert [s.tolist() for s in agreement.shard_slices(full, 2)] == [[0, 1, 2], [3, 4]]
@@ -90,3 +149,41 @@ def test_a_rank_whose_parameters_differ_fails_the_run(strategy: str, tmp_path: P
     for code, out in run_ranks_raw(2, args):
         assert code == 0, out[-3000:]
     assert summary(tmp_path / "good")["ranks_agree"] is True
+
+
+@pytest.fixture
+def one_rank_group(tmp_path):
+    """A 1-rank gloo group in this process: enough for the check's collectives."""
+    import torch.distributed as dist
+
+    dist.init_process_group(
+        "gloo", store=dist.FileStore(str(tmp_path / "store"), 1), rank=0, world_size=1
+    )
+    yield
+    dist.destroy_process_group()
+
+
+def test_check_in_process_sees_a_local_shard_change_under_fsdp(one_rank_group) -> None:
+    """fully_shard over a 1-rank world: the gathered slice and the own shard are read at
+    two moments; a change in between is a disagreement, named per parameter."""
+    from torch.distributed.fsdp import fully_shard
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.Linear(3, 2))
+    fully_shard(model)
+    ok = agreement.check(model, 0, 1)
+    assert (ok.agree, ok.problems, ok.checked) == (True, [], 4)
+    bad = agreement.check(model, 0, 1, faults.corrupt_hook(0, {faults.FAULT_ENV: "0:0:CORRUPT"}))
+    assert bad.problems == ["0.weight: rank 0's own shard differs from the copy its peers gathered"]
+    assert bad.detail == f"ranks disagree on the final parameters: {bad.problems[0]}"
+
+
+def test_check_counts_buffers_as_replicas(one_rank_group) -> None:
+    model = torch.nn.BatchNorm1d(3)  # weight, bias; buffers running_mean/var, batches
+    verdict = agreement.check(model, 0, 1)
+    assert verdict.agree and verdict.checked == 5
+
+
+def test_detail_names_three_problems_and_counts_the_rest() -> None:
+    v = agreement.Agreement(False, [f"p{i}" for i in range(5)], 5)
+    assert v.detail == "ranks disagree on the final parameters: p0; p1; p2 (and 2 more)"
