@@ -67,6 +67,10 @@ $(MUT_STAMP): mutation/requirements.lock
 	$(MUT_VENV)/bin/pip install --quiet --disable-pip-version-check -r mutation/requirements.lock
 	touch $(MUT_STAMP)
 
-.PHONY: mutation
+.PHONY: mutation mutation-rejudge
 mutation: venv $(MUT_STAMP)
 	$(PY) mutation/run.py --tool $(MUT_VENV)/bin --python $(PY) $(MODULES)
+
+# after adding tests for survivors: run only the last session's survivors again
+mutation-rejudge: venv $(MUT_STAMP)
+	$(PY) mutation/run.py --tool $(MUT_VENV)/bin --python $(PY) --rejudge $(MODULES)

@@ -14,6 +14,7 @@ must pass unmutated) and `cosmic-ray exec`. The summary line per module and the 
 (with their diffs) go to stdout and build/mutation/<module>.txt.
 
 Usage: python mutation/run.py --tool .mutation-venv/bin --python .venv/bin/python [MODULE ...]
+(`--rejudge`: only the last run's survivors again, after tests were added for them.)
 """
 
 from __future__ import annotations
@@ -73,7 +74,7 @@ def toml_value(v: object) -> str:
     return json.dumps(v)  # strings, numbers, lists of strings: the same in TOML
 
 
-def write_config(name: str, spec: dict, tree: Path, python: str) -> Path:
+def write_config(name: str, spec: dict, tree: Path, python: str, suffix: str = "") -> Path:
     tests = " ".join(shlex.quote(t) for t in spec["tests"])
     command = (
         f"env PYTHONPATH={shlex.quote(str(tree))} {shlex.quote(python)} -m pytest -x -q "
@@ -99,7 +100,7 @@ def write_config(name: str, spec: dict, tree: Path, python: str) -> Path:
             "[cosmic-ray.filters.line-filter.lines]",
             f"{toml_value(spec['path'])} = {toml_value(ranges)}",
         ]
-    cfg = OUT / f"{name}.toml"
+    cfg = OUT / f"{name}{suffix}.toml"
     cfg.write_text("\n".join(lines) + "\n")
     return cfg
 
@@ -147,11 +148,53 @@ def summarize(name: str, path: str, db: Path, tool: Path, tree: Path) -> str:
     return line
 
 
+def rejudge(name: str, spec: dict, tool: Path, tree: Path, cfg: Path) -> str:
+    """Run the survivors of the last session of `name` again against today's tests (after
+    tests were added for them), each applied alone with `cosmic-ray apply` and reverted."""
+    db = OUT / f"{name}.sqlite"
+    dump = subprocess.run(
+        [str(tool / "cosmic-ray"), "dump", str(db)], capture_output=True, text=True, check=True
+    ).stdout
+    command = tomllib.loads(cfg.read_text())["cosmic-ray"]["test-command"]
+    module = tree / spec["path"]
+    original = module.read_bytes()
+    killed, still = 0, []
+    for line in dump.splitlines():
+        item, result = json.loads(line)
+        if not result or result.get("test_outcome") != "survived":
+            continue
+        m = item["mutations"][0]
+        try:
+            subprocess.run(
+                [str(tool / "cosmic-ray"), "apply", spec["path"], m["operator_name"],
+                 str(m["occurrence"])],
+                cwd=tree, check=True, capture_output=True,
+            )  # fmt: skip
+            r = subprocess.run(command, shell=True, cwd=tree, capture_output=True)
+        finally:
+            module.write_bytes(original)
+        if r.returncode != 0:
+            killed += 1
+        else:
+            still.append(f"- {m['operator_name']} #{m['occurrence']} at line {m['start_pos'][0]}")
+    out = (
+        f"{name}: of {killed + len(still)} survivors of the last run, {killed} are killed by "
+        f"today's tests, {len(still)} still survive"
+    )
+    (OUT / f"{name}-rejudged.txt").write_text(out + "\n" + "\n".join(still) + "\n")
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tool", required=True, help="folder with cosmic-ray's executables")
     ap.add_argument("--python", required=True, help="the project's Python (runs the tests)")
     ap.add_argument("modules", nargs="*", help="names in mutation/modules.toml (default: all)")
+    ap.add_argument(
+        "--rejudge",
+        action="store_true",
+        help="only run the last session's survivors again, against today's tests",
+    )
     args = ap.parse_args(argv)
     specs = tomllib.loads((ROOT / "mutation" / "modules.toml").read_text())["modules"]
     unknown = [m for m in args.modules if m not in specs]
@@ -160,12 +203,18 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     tool, python = Path(args.tool).resolve(), str(Path(args.python).absolute())
     OUT.mkdir(parents=True, exist_ok=True)
-    tree = OUT / "tree"
+    # a rejudge may run beside a session: its own tree and config files
+    suffix = "-rejudge" if args.rejudge else ""
+    tree = OUT / f"tree{suffix}"
     copy_tree(tree)
     lines = []
     for name in args.modules or list(specs):
         spec = specs[name]
-        cfg = write_config(name, spec, tree, python)
+        cfg = write_config(name, spec, tree, python, suffix)
+        if args.rejudge:
+            lines.append(rejudge(name, spec, tool, tree, cfg))
+            print(lines[-1], flush=True)
+            continue
         db = OUT / f"{name}.sqlite"
         db.unlink(missing_ok=True)
         run([str(tool / "cosmic-ray"), "init", str(cfg), str(db)], tree)

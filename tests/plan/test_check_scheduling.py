@@ -103,3 +103,31 @@ def test_a_job_on_nodes_of_unknown_size_is_a_finding_not_a_pass():
     assert "  node sizes unknown: nothing to rehearse against" in section.lines
     assert any(line.startswith("  NOT REHEARSED: job team-research/j") for line in section.lines)
     assert check_scheduling.UNREHEARSED in core.known_rule_ids()
+
+
+def test_a_contract_without_jobs_still_shows_its_pools_with_their_bounds():
+    from trainforge.jobs.contract import PlatformContract, PoolLimits
+
+    karpenter = replace(GPU_POOL, limits=PoolLimits(gpus=8))
+    unbounded = replace(GPU_POOL, name="open")
+    contract = PlatformContract(
+        pools={"efa-p5": EFA_POOL, "gpu-workloads": karpenter, "open": unbounded}, teams={}
+    )
+    inv = Inventory(project="p", stack="s", resources=[])
+    ctx = C.PlanContext(inventory=inv, objects=[], declared=Declared(contracts=[contract], jobs=[]))
+    (section,) = check_scheduling.check(ctx).sections
+    heads = [line.split(":")[0] for line in section.lines if line.startswith("pool ")]
+    assert heads == [
+        "pool efa-p5 (node-group; maxSize 16)",
+        "pool gpu-workloads (karpenter; limits nvidia.com/gpu 8)",
+        "pool open (karpenter; limits none)",
+    ]
+    assert section.data["jobs"] == []
+
+
+def test_quota_lines_show_fractions_of_a_cpu_and_whole_numbers():
+    tgt = target(GPU_POOL)
+    ok = resolve_job(parse_job({"name": "j", "team": "research", "pool": "x"}, "j"), tgt, "j")
+    result = check_scheduling.check(_ctx(_declared(replace(ok, cpu="500m", workers=3), tgt)))
+    (quota,) = [line for line in result.sections[0].lines if "quota:" in line]
+    assert quota.startswith("  team research quota: gpus 12/64, cpu 1.5/1000, memory ")
