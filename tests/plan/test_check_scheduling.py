@@ -131,3 +131,43 @@ def test_quota_lines_show_fractions_of_a_cpu_and_whole_numbers():
     result = check_scheduling.check(_ctx(_declared(replace(ok, cpu="500m", workers=3), tgt)))
     (quota,) = [line for line in result.sections[0].lines if "quota:" in line]
     assert quota.startswith("  team research quota: gpus 12/64, cpu 1.5/1000, memory ")
+
+
+def test_a_cpu_job_asks_for_no_gpu_and_an_unset_quota_shows_a_dash():
+    from tests.jobs.helpers import CPU_POOL
+
+    tgt = target(CPU_POOL, quota=TeamQuota(cpu="100"))
+    job = resolve_job(
+        parse_job(
+            {"name": "c", "team": "research", "pool": "cpu", "cpu": "2", "memory": "4Gi"}, "c"
+        ),
+        tgt,
+        "c",
+    )
+    result = check_scheduling.check(_ctx(_declared(job, tgt)))
+    assert not result.findings
+    lines = result.sections[0].lines
+    assert "team-research/c on training-workloads: 1 pod(s) x (cpu 2, memory 4Gi)" in lines
+    (quota,) = [line for line in lines if "quota:" in line]
+    assert quota == "  team research quota: gpus 0/-, cpu 2/100, memory 4Gi/-, pods 1/-"
+    (team,) = [line for line in lines if line.startswith("team research, all its jobs")]
+    assert team == (
+        "team research, all its jobs at once (informational): gpus 0/-, cpu 2/100, "
+        "memory 4Gi/-, pods 1/-"
+    )
+    assert result.sections[0].data["jobs"][0]["request"]["gpus"] == 0
+
+
+def test_every_pool_is_listed_once_whatever_repeats_before_it():
+    gpu_t, efa_t = target(GPU_POOL), target(EFA_POOL)
+    gpu_job = resolve_job(
+        parse_job({"name": "g", "team": "research", "pool": "x"}, "g"), gpu_t, "g"
+    )
+    efa_job = resolve_job(
+        parse_job({"name": "e", "team": "research", "pool": "efa-p5", "efa": False}, "e"),
+        efa_t,
+        "e",
+    )
+    result = check_scheduling.check(_ctx(_declared(gpu_job, gpu_t), _declared(efa_job, efa_t)))
+    heads = [line for line in result.sections[0].lines if line.startswith("pool ")]
+    assert [h.split(" (")[0] for h in heads] == ["pool gpu-workloads", "pool efa-p5"]
