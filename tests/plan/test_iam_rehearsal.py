@@ -261,15 +261,36 @@ def _team_rows(result) -> dict[str, dict]:
     return {p["principal"]: p for p in section.data["principals"] if "(team " in p["principal"]}
 
 
-def test_prod_plan_counts_each_team_roles_calls_exactly(repo_root):
+PROD_COUNTS = {  # principal: (allowed, denied as required)
+    "trust of role platform-eks-ebs-csi (kube-system/ebs-csi-controller-sa)": (2, 4),
+    "trust of role platform-karpenter-controller (kube-system/karpenter)": (2, 4),
+    "trust of role platform-services-fsx-csi (kube-system/fsx-csi-controller-sa)": (2, 4),
+    "trust of role platform-services-ckpt-llm (llm/training)": (2, 4),
+    "trust of role platform-services-ckpt-vision (vision/training)": (2, 4),
+    # own prefix 63 allowed; denied: 41 from outside the VPC, 41 on another team's prefix,
+    # 41 on another bucket
+    "role platform-services-ckpt-llm (team llm, llm/training)": (63, 123),
+    "role platform-services-ckpt-vision (team vision, vision/training)": (63, 123),
+    "role platform-karpenter-controller (Karpenter 1.14.1, kube-system/karpenter)": (57, 6),
+    "role platform-eks-ebs-csi (aws-ebs-csi-driver, kube-system/ebs-csi-controller-sa)": (10, 1),
+    "role platform-services-fsx-csi (aws-fsx-csi-driver, kube-system/fsx-csi-controller-sa)": (
+        2,
+        1,
+    ),
+    "role platform-eks-node (node role)": (13, 0),
+    "role platform-karpenter-node (node role)": (13, 0),
+}
+
+
+def test_prod_plan_counts_every_principals_calls_exactly(repo_root):
     """Exact counts: a rehearsal that quietly drops a case (the outside-the-VPC calls, the
-    other team's prefix) changes them."""
+    other team's prefix, a controller's call) changes them."""
     result = core.plan_project(repo_root, "prod", standins=False)
     assert not [v for v in result.failing if v.rule.startswith("TRAINFORGE_IAM")]
-    rows = _team_rows(result)
-    assert rows
-    for principal, row in rows.items():
-        assert (row["allowed"], row["denied"], row["failed"]) == (63, 123, 0), principal
+    (section,) = [s for s in result.sections if s.title == "IAM rehearsal"]
+    got = {p["principal"]: (p["allowed"], p["denied"]) for p in section.data["principals"]}
+    assert got == PROD_COUNTS
+    assert all(p["failed"] == 0 for p in section.data["principals"])
 
 
 def test_a_bucket_policy_without_its_vpc_restriction_is_caught(repo_root, monkeypatch):
@@ -284,5 +305,6 @@ def test_a_bucket_policy_without_its_vpc_restriction_is_caught(repo_root, monkey
     assert wrong, [v.message for v in result.failing]
     assert all("from outside the VPC" in v.message for v in wrong), [v.message for v in wrong]
     assert all("useless outside the VPC endpoint" in v.message for v in wrong)
+    assert len(wrong) == 82  # 41 per team role: each bucket-judged request from outside
     for row in _team_rows(result).values():
-        assert row["failed"] > 0
+        assert (row["allowed"], row["denied"], row["failed"]) == (63, 82, 41)
