@@ -156,6 +156,25 @@ def test_a_cpu_job_asks_for_no_gpu_and_an_unset_quota_shows_a_dash():
         "memory 4Gi/-, pods 1/-"
     )
     assert result.sections[0].data["jobs"][0]["request"]["gpus"] == 0
+    assert any(line.startswith("  c5.4xlarge: allocatable ") for line in lines)
+    assert any(line.startswith("  m5.4xlarge: allocatable ") for line in lines)
+    assert "  pods per node: c5.4xlarge 6, m5.4xlarge 7; all at once: 1 node(s); " in next(
+        line for line in lines if line.startswith("  pods per node")
+    )
+
+
+def test_a_job_exactly_at_the_team_quota_fits():
+    tgt = target(GPU_POOL, quota=TeamQuota(gpus="4"))
+    ok = resolve_job(parse_job({"name": "j", "team": "research", "pool": "x"}, "j"), tgt, "j")
+    result = check_scheduling.check(_ctx(_declared(ok, tgt)))  # 1 pod x 4 GPUs: all of it
+    assert not result.findings
+    assert "  team research quota: gpus 4/4" in "\n".join(result.sections[0].lines)
+
+
+def test_nothing_declared_is_no_section():
+    inv = Inventory(project="p", stack="s", resources=[])
+    ctx = C.PlanContext(inventory=inv, objects=[], declared=None)
+    assert check_scheduling.check(ctx) == C.CheckResult()
 
 
 def test_every_pool_is_listed_once_whatever_repeats_before_it():
