@@ -72,6 +72,7 @@ class _DTensorLike:
     [
         (_DTensorLike((_Shard(0),), _Mesh(2)), True),
         (_DTensorLike((_Shard(1),), _Mesh(2)), False),  # other dim: slices unknown
+        (_DTensorLike((_Shard(-1),), _Mesh(2)), False),
         (_DTensorLike((_Shard(0, shard=False),), _Mesh(2)), False),  # replicated
         (_DTensorLike((_Shard(0), _Shard(0)), _Mesh(2)), False),  # 2-D mesh
         (_DTensorLike((_Shard(0),), _Mesh(1)), False),  # not the whole world
@@ -112,8 +113,17 @@ B = ("torch.float32", (2,), 1, 2)
                 "w: rank 1 gathered other values than rank 0",
             ],
         ),
+        # a DTensor not sliced per rank (one whole view): only the views are compared
+        ([({"w": A}, {"w": [B]}), ({"w": B}, {"w": [B]})], []),
     ],
-    ids=["replicas-agree", "replica-differs", "shards-agree", "shard-differs", "views-differ"],
+    ids=[
+        "replicas-agree",
+        "replica-differs",
+        "shards-agree",
+        "shard-differs",
+        "views-differ",
+        "whole-view",
+    ],
 )
 def test_compare_names_each_disagreement(gathered, problems) -> None:
     verdict = agreement.compare(gathered)
@@ -187,3 +197,5 @@ def test_check_counts_buffers_as_replicas(one_rank_group) -> None:
 def test_detail_names_three_problems_and_counts_the_rest() -> None:
     v = agreement.Agreement(False, [f"p{i}" for i in range(5)], 5)
     assert v.detail == "ranks disagree on the final parameters: p0; p1; p2 (and 2 more)"
+    three = agreement.Agreement(False, ["p0", "p1", "p2"], 3)
+    assert three.detail == "ranks disagree on the final parameters: p0; p1; p2"
