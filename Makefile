@@ -5,7 +5,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: venv test demo lint fmt plan bench clean
+.PHONY: venv test demo lint fmt plan bench clean alert-tools
 
 venv: $(STAMP)
 
@@ -16,7 +16,18 @@ $(STAMP): requirements.lock pyproject.toml
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
-test: venv
+# promtool, Prometheus and Alertmanager for the alert rehearsals (tests/platform/test_alerts*.py):
+# the distribution's packages (real servers; the tests need no network). Without apt or root the
+# rehearsals are skipped, and say so.
+alert-tools:
+	@if command -v promtool >/dev/null && command -v prometheus-alertmanager >/dev/null; then :; \
+	elif command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus prometheus-alertmanager; \
+	elif command -v apt-get >/dev/null && command -v sudo >/dev/null; then \
+	  sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus prometheus-alertmanager; \
+	else echo "alert rehearsals will be SKIPPED: install the packages prometheus and prometheus-alertmanager"; fi
+
+test: venv alert-tools
 	$(PY) -m ruff check .
 	$(PY) -m pytest -q
 

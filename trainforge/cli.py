@@ -23,6 +23,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "trainforge.jobs.estimate.calibrate",
         "feed a GPU run's measured MFU back into the planner's facts",
     ),
+    # live jobs, read from the cluster with your kubeconfig (trainforge.live)
+    "status": ("trainforge.live.cli:status_main", "a live job: state, queue, pods, progress"),
+    "why": ("trainforge.live.cli:why_main", "why a live job waits, restarts or failed"),
+    "logs": ("trainforge.live.cli:logs_main", "a live job's pod log (rank 0 by default)"),
+    "wait": ("trainforge.live.cli:wait_main", "wait until a job is admitted, running, finished"),
 }
 
 
@@ -42,5 +47,6 @@ def main(argv: list[str] | None = None) -> int:
     if name not in COMMANDS:
         print(f"trainforge: unknown command {name!r}\n\n{usage()}", file=sys.stderr)
         return 2
-    module = importlib.import_module(COMMANDS[name][0])
-    return int(module.main(rest) or 0)
+    target, _, func = COMMANDS[name][0].partition(":")
+    module = importlib.import_module(target)
+    return int(getattr(module, func or "main")(rest) or 0)

@@ -205,3 +205,26 @@ def test_dashboards_ship_as_sidecar_configmaps_when_grafana_is_on():
     # Grafana stays off by default, and then no dashboard is shipped
     off = core.plan_project(ROOT, "dev", standins=False)
     assert not _dashboard_configmaps(off)
+
+
+def test_per_rank_gpu_panels_match_the_pods_of_every_backend():
+    """PyTorchJob, TrainJob (JobSet) and indexed-Job pod names all match the panels' selector
+    (Prometheus regexes are anchored), and other jobs' pods do not."""
+    import re as _re
+
+    from trainforge.platform.dashboards import POD_NAME_PATTERN
+
+    def matches(job: str, pod: str) -> bool:
+        return _re.fullmatch(f"{_re.escape(job)}-{POD_NAME_PATTERN}", pod) is not None
+
+    for pod in (
+        "gpt-master-0",
+        "gpt-worker-3",
+        "gpt-node-0-0-x7k2p",
+        "gpt-node-0-12-ab3cd",
+        "gpt-0-q9zlm",
+        "gpt-15-h2kd8",
+    ):
+        assert matches("gpt", pod), pod
+    for pod in ("gpt2-master-0", "other-worker-1", "gpt-launcher-abc12", "gpt-master-0-x"):
+        assert not matches("gpt", pod), pod

@@ -687,6 +687,13 @@ def parse_config(
     if raw.get("tags") is not None and not isinstance(raw.get("tags"), dict):
         p.err("tags", raw.get("tags"), "a mapping of tag name to value")
     services = _parse_services(raw, errors)
+    for team in getattr(services, "teams", ()) or ():
+        for arn in sorted(set(team.access.principals) & set(admins)):
+            errors.append(
+                f"trainforge:teams: principal {arn!r} of team {team.name!r} is also in "
+                "trainforge:admins; expected it in one of them (EKS has one access entry per "
+                "principal, and admins already reach every namespace)"
+            )
     if lookups:
         _lookup_instance_types(errors, system, groups, pools)
     if errors:

@@ -24,9 +24,13 @@ SIDECAR_LABEL = "grafana_dashboard"
 SIDECAR_LABEL_VALUE = "1"
 
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
-# The pods of a job are `<job>-master-0` and `<job>-worker-<i>` (PyTorchJob); the DCGM
-# exporter labels each GPU's series with the pod using it.
-JOB_PODS = 'namespace="$namespace", pod=~"$run-(master|worker)-[0-9]+"'
+# The pods of a job, on every backend (the DCGM exporter labels each GPU's series with the pod
+# using it, by name only): PyTorchJob `<job>-master-0`, `<job>-worker-<i>`; TrainJob (JobSet
+# replicated job `node`, one Job `<job>-node-0`) `<job>-node-0-<index>-<suffix>`; indexed Job
+# `<job>-<index>-<suffix>` (Kubernetes names an indexed Job's pods
+# `<job name>-<completion index>-<random suffix>`).
+POD_NAME_PATTERN = "(master-[0-9]+|worker-[0-9]+|node-0-[0-9]+-[a-z0-9]+|[0-9]+-[a-z0-9]+)"
+JOB_PODS = f'namespace="$namespace", pod=~"$run-{POD_NAME_PATTERN}"'
 RUN = 'namespace="$namespace", run="$run"'
 
 
@@ -315,6 +319,34 @@ def gpu_fleet_dashboard() -> dict[str, Any]:
 
 
 # ConfigMap name -> builder; the JSON file in each ConfigMap is `<name>.json`.
+# The Grafana sidecar files a dashboard under the folder its ConfigMap's annotation names
+# (kube-prometheus-stack values grafana.sidecar.dashboards.folderAnnotation and
+# .provider.foldersFromFilesStructure, grafana chart 12.11.1).
+FOLDER_ANNOTATION = "grafana_folder"
+
+
+def team_dashboard(team: str, namespace: str) -> dict[str, Any]:
+    """The training dashboard fixed to one team's namespace: the team's own view of its jobs
+    (a view, filed in the team's folder; Grafana access control is not per team)."""
+    board = training_dashboard()
+    board["uid"] = f"trainforge-team-{team}"[:40]
+    board["title"] = f"trainforge / {team} / Training jobs"
+    board["tags"] = ["trainforge", f"team:{team}"]
+    fixed = []
+    for var in board["templating"]["list"]:
+        if var["name"] == "namespace":
+            var = {
+                "name": "namespace",
+                "type": "constant",
+                "query": namespace,
+                "hide": 2,
+                "label": "Team namespace",
+            }
+        fixed.append(var)
+    board["templating"]["list"] = fixed
+    return board
+
+
 DASHBOARDS: dict[str, Callable[[], dict[str, Any]]] = {
     "trainforge-training": training_dashboard,
     "trainforge-gpu-fleet": gpu_fleet_dashboard,

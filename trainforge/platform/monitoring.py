@@ -32,12 +32,14 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from trainforge.platform import mlflow_auth, versions
+from trainforge.platform import alerts, mlflow_auth, versions
 from trainforge.platform.dashboards import (
     DASHBOARDS,
+    FOLDER_ANNOTATION,
     SIDECAR_LABEL,
     SIDECAR_LABEL_VALUE,
     for_exported,
+    team_dashboard,
 )
 from trainforge.platform.device_plugins import GPU_NODE_TERMS, GPU_TAINT_TOLERATION, node_affinity
 from trainforge.platform.placement import NODE_AGENTS_NAMESPACE, SYSTEM_NODE_SELECTOR, psa_labels
@@ -78,8 +80,13 @@ EKS_UNSCRAPABLE: dict[str, Any] = {
 
 
 def prometheus_values(
-    cfg: MonitoringConfig, storage_class: str, node_exporter_namespace: str = NODE_AGENTS_NAMESPACE
+    cfg: MonitoringConfig,
+    storage_class: str,
+    node_exporter_namespace: str = NODE_AGENTS_NAMESPACE,
+    receiver_secrets: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
+    """The chart's values. `receiver_secrets` maps each receiver to its secret as a Pulumi
+    secret Output, so the Release's values (and the state) keep it encrypted."""
     system = dict(SYSTEM_NODE_SELECTOR)
     grafana: dict[str, Any] = {"enabled": cfg.grafana}
     if cfg.grafana:
@@ -90,6 +97,13 @@ def prometheus_values(
             "passwordKey": "admin-password",
         }
         grafana["nodeSelector"] = system
+        # dashboards filed in folders by their ConfigMap's annotation (a folder per team)
+        grafana["sidecar"] = {
+            "dashboards": {
+                "folderAnnotation": FOLDER_ANNOTATION,
+                "provider": {"foldersFromFilesStructure": True},
+            }
+        }
     return {
         "grafana": grafana,
         **EKS_UNSCRAPABLE,
@@ -104,7 +118,12 @@ def prometheus_values(
                 "patch": {"nodeSelector": system},
             },
         },
-        "alertmanager": {"alertmanagerSpec": {"nodeSelector": system}},
+        "alertmanager": {
+            "alertmanagerSpec": {"nodeSelector": system},
+            # trainforge's routes and receivers (alerts.py); without receivers every alert
+            # goes to the null receiver, which the plan says out loud.
+            "config": alerts.alertmanager_config(cfg.receivers, receiver_secrets),
+        },
         "kube-state-metrics": {"nodeSelector": system},
         "prometheus-node-exporter": {"namespaceOverride": node_exporter_namespace},
         "prometheus": {
@@ -234,6 +253,63 @@ def dcgm_values(profiling: bool = False) -> dict[str, Any]:
     }
 
 
+def scrape_monitors(
+    namespace: str, kueue_namespace: str | None, karpenter_namespace: str | None
+) -> list[dict[str, Any]]:
+    """ServiceMonitors for Kueue's and Karpenter's controllers, declared here rather than by
+    their charts: the charts install before the Prometheus operator's CRDs exist (Karpenter's
+    template then silently skips its monitor; Kueue's would fail the install).
+
+    Kueue 0.19 serves metrics on its Service `kueue-controller-manager-metrics-service`, port
+    `https` (8443), behind controller-runtime's authentication: the scrape sends Prometheus's
+    service-account token (the chart's own monitor does the same,
+    charts/kueue/templates/prometheus/monitor.yaml at v0.19.5). Karpenter serves plain HTTP
+    on its Service's port `http-metrics` (charts/karpenter/templates/service.yaml, v1.14.1).
+    """
+    out: list[dict[str, Any]] = []
+
+    def monitor(name: str, target_ns: str, selector: dict[str, str], endpoint: dict[str, Any]):
+        out.append(
+            {
+                "apiVersion": "monitoring.coreos.com/v1",
+                "kind": "ServiceMonitor",
+                "metadata": {
+                    "name": name,
+                    "namespace": namespace,
+                    "labels": {"app.kubernetes.io/part-of": "trainforge"},
+                },
+                "spec": {
+                    "namespaceSelector": {"matchNames": [target_ns]},
+                    "selector": {"matchLabels": selector},
+                    "endpoints": [{"path": "/metrics", "interval": "30s", **endpoint}],
+                },
+            }
+        )
+
+    if kueue_namespace:
+        monitor(
+            "kueue-controller",
+            kueue_namespace,
+            {"app.kubernetes.io/name": "kueue", "app.kubernetes.io/instance": "kueue"},
+            {
+                "port": "https",
+                "scheme": "https",
+                "bearerTokenFile": "/var/run/secrets/kubernetes.io/serviceaccount/token",
+                # Kueue's internal certificate is self-signed (no cert-manager here): the
+                # channel is encrypted and the token authenticates, the server is not verified.
+                "tlsConfig": {"insecureSkipVerify": True},
+            },
+        )
+    if karpenter_namespace:
+        monitor(
+            "karpenter-controller",
+            karpenter_namespace,
+            {"app.kubernetes.io/name": "karpenter", "app.kubernetes.io/instance": "karpenter"},
+            {"port": "http-metrics"},
+        )
+    return out
+
+
 def mlflow_allowed_hosts() -> list[str]:
     """Host headers the MLflow server accepts: its Service names (with and without the port)
     and localhost for `kubectl port-forward`; /health and /version are exempt (probes)."""
@@ -259,6 +335,9 @@ class MonitoringArgs:
     team_namespaces: dict[str, pulumi.Input[str]] | None = None
     # The privileged node-agents namespace (a Namespace resource's name output).
     node_agents_namespace: pulumi.Input[str] = NODE_AGENTS_NAMESPACE
+    # Controllers whose metrics the queue and capacity alerts read (None: not installed).
+    kueue_namespace: str | None = None
+    karpenter_namespace: str | None = None
 
 
 class Monitoring(pulumi.ComponentResource):
@@ -298,12 +377,22 @@ class Monitoring(pulumi.ComponentResource):
                 ),
                 namespace=ns.metadata.name,
                 values=prometheus_values(
-                    cfg, cfg.storage_class or self._storage_class(name, child), agents_ns
+                    cfg,
+                    cfg.storage_class or self._storage_class(name, child),
+                    agents_ns,
+                    {r.name: pulumi.Output.secret(r.secret) for r in cfg.receivers},
                 ),
                 opts=pulumi.ResourceOptions.merge(child, self._class_deps()),
             )
             if cfg.grafana:
-                self._dashboards(name, ns.metadata.name, child, cfg.dcgm_profiling_metrics)
+                self._dashboards(
+                    name,
+                    ns.metadata.name,
+                    child,
+                    cfg.dcgm_profiling_metrics,
+                    tuple(args.team_namespaces or {}),
+                )
+        self._alerting(name, cfg, child, args)
         if cfg.dcgm_exporter and args.gpu_nodes:
             counters = k8s.core.v1.ConfigMap(
                 f"{name}-dcgm-counters",
@@ -339,21 +428,75 @@ class Monitoring(pulumi.ComponentResource):
             {"mode": cfg.mode, "mlflowTrackingUri": self.mlflow_tracking_uri or ""}
         )
 
+    def _alerting(
+        self, name: str, cfg: MonitoringConfig, child: pulumi.ResourceOptions, args: MonitoringArgs
+    ) -> None:
+        """trainforge's PrometheusRule and the scrapes its queue and capacity alerts read
+        (Kueue's and Karpenter's controllers), in either mode: an external Prometheus
+        operator selects them as the managed stack does."""
+        after = pulumi.ResourceOptions.merge(
+            child, pulumi.ResourceOptions(depends_on=[self.stack] if self.stack else [])
+        )
+        rule = alerts.prometheus_rule(cfg.alerts, cfg.namespace)
+        k8s.apiextensions.CustomResource(
+            f"{name}-alerts",
+            api_version=rule["apiVersion"],
+            kind=rule["kind"],
+            metadata=rule["metadata"],
+            spec=rule["spec"],
+            opts=after,
+        )
+        for monitor in scrape_monitors(
+            cfg.namespace, args.kueue_namespace, args.karpenter_namespace
+        ):
+            k8s.apiextensions.CustomResource(
+                f"{name}-{monitor['metadata']['name']}",
+                api_version=monitor["apiVersion"],
+                kind=monitor["kind"],
+                metadata=monitor["metadata"],
+                spec=monitor["spec"],
+                opts=after,
+            )
+        if cfg.mode == "external" and cfg.receivers:
+            pulumi.log.warn(
+                "trainforge:monitoring.receivers: ignored with mode external (the existing "
+                "Alertmanager keeps its own routes); route alerts labelled platform=trainforge "
+                "there",
+                self,
+            )
+        if cfg.mode == "managed" and not cfg.receivers:
+            pulumi.log.warn(
+                "trainforge:monitoring.receivers: none configured, so trainforge's alerts "
+                "(job stalled, GPU XID, queue starved, ...) reach nobody; add a slack, "
+                "pagerduty or webhook receiver (docs/configuration.md)",
+                self,
+            )
+
     def _dashboards(
         self,
         name: str,
         namespace: pulumi.Input[str],
         child: pulumi.ResourceOptions,
         profiling: bool = False,
+        teams: tuple[str, ...] = (),
     ) -> None:
         """trainforge's dashboards as ConfigMaps the chart's Grafana sidecar picks up, each
-        panel reading only what the exporter collects here (dcgm_metrics)."""
+        panel reading only what the exporter collects here (dcgm_metrics); one training view
+        per team (a team's namespace is its name)."""
         exported = dcgm_metrics(profiling)
 
         def board(build: Any) -> dict[str, Any]:
             return for_exported(build(), exported, PROFILING_HINT)
 
-        for cm_name, build in DASHBOARDS.items():
+        boards: list[tuple[str, Any, str]] = [
+            (cm_name, build, "trainforge") for cm_name, build in DASHBOARDS.items()
+        ]
+        # per-team views: each team's jobs in its own folder
+        boards += [
+            (f"trainforge-team-{team}", (lambda t=team: team_dashboard(t, t)), team)
+            for team in sorted(teams)
+        ]
+        for cm_name, build, folder in boards:
             k8s.core.v1.ConfigMap(
                 f"{name}-{cm_name}",
                 metadata=k8s.meta.v1.ObjectMetaArgs(
@@ -363,6 +506,7 @@ class Monitoring(pulumi.ComponentResource):
                         SIDECAR_LABEL: SIDECAR_LABEL_VALUE,
                         "app.kubernetes.io/part-of": "trainforge",
                     },
+                    annotations={FOLDER_ANNOTATION: folder},
                 ),
                 data={f"{cm_name}.json": json.dumps(board(build), indent=1, sort_keys=True)},
                 opts=child,

@@ -16,6 +16,7 @@ from trainforge.jobs.contract import PoolFacts
 from trainforge.platform.checkpoint_bucket import CheckpointBucket, CheckpointBucketArgs
 from trainforge.platform.device_plugins import DevicePlugins, DevicePluginsArgs
 from trainforge.platform.fsx import FsxLustre, FsxLustreArgs
+from trainforge.platform.kueue import NAMESPACE as KUEUE_NAMESPACE
 from trainforge.platform.kueue import Kueue, KueueArgs
 from trainforge.platform.monitoring import MLFLOW_NAMESPACE, Monitoring, MonitoringArgs
 from trainforge.platform.placement import (
@@ -65,6 +66,8 @@ class PlatformServicesArgs:
     kubeconfig: pulumi.Input[str] | None = None
     # Every node group and Karpenter pool (Kueue flavors, team quotas per pool).
     pools: list[PoolFacts] = field(default_factory=list)
+    # Karpenter's namespace when it runs (its metrics feed the capacity alerts).
+    karpenter_namespace: str | None = None
     # S3's address ranges (HTTPS egress of training namespaces) and the S3 gateway endpoint
     # (the checkpoint bucket refuses team roles that do not come through it); None: no endpoint.
     s3_cidrs: list[str] = field(default_factory=list)
@@ -113,6 +116,7 @@ class PlatformServices(pulumi.ComponentResource):
                 s3_cidrs=list(args.s3_cidrs),
                 pools=list(args.pools),
                 kueue_enabled=cfg.kueue.enabled,
+                cluster_name=args.cluster_name,
             ),
             opts=child,
         )
@@ -139,6 +143,8 @@ class PlatformServices(pulumi.ComponentResource):
                 gpu_nodes=args.gpu_nodes,
                 team_namespaces=dict(namespaces),
                 node_agents_namespace=self.node_agents.metadata.name,
+                kueue_namespace=KUEUE_NAMESPACE if cfg.kueue.enabled else None,
+                karpenter_namespace=args.karpenter_namespace,
             ),
             opts=child,
         )

@@ -133,6 +133,47 @@ class MonitoringConfig:
     # Off by default: the chart's default admin password is public. When on, the admin
     # credentials come from a Secret `grafana-admin` the operator creates in the namespace.
     grafana: bool = False
+    # Alert thresholds (trainforge.platform.alerts) and where alerts go (Alertmanager).
+    alerts: AlertsConfig = field(default_factory=lambda: AlertsConfig())
+    receivers: tuple[ReceiverConfig, ...] = ()
+
+
+RECEIVER_TYPES = ("slack", "pagerduty", "webhook")
+SEVERITIES = ("critical", "warning")
+_PROM_DURATION = re.compile(r"\d+(ms|s|m|h|d|w|y)")
+
+
+@dataclass(frozen=True)
+class AlertsConfig:
+    """Thresholds of trainforge's alerts (Prometheus durations, counts, ratios)."""
+
+    # no optimizer step for this long while the run is not finished
+    stalled_after: str = "15m"
+    # this many restarts within `restart_storm_window`
+    restart_storm_count: int = 3
+    restart_storm_window: str = "1h"
+    # training progress since the last checkpoint (steps x step time) older than this
+    checkpoint_max_age: str = "2h"
+    # goodput below this, once the run's wall time is past `goodput_after`
+    goodput_min: float = 0.7
+    goodput_after: str = "1h"
+    # a team queue with pending workloads and no admission for this long
+    queue_pending_for: str = "1h"
+    # where the runbook links point: the docs/ folder of this repository as a URL
+    runbook_base_url: str = "https://github.com/trainforge/trainforge/blob/main/docs/"
+
+
+@dataclass(frozen=True)
+class ReceiverConfig:
+    """One Alertmanager receiver; `secret` (Slack webhook URL, PagerDuty routing key, webhook
+    URL) is set with `pulumi config set --secret --path` and reaches the chart as a secret."""
+
+    name: str
+    type: str
+    secret: str
+    channel: str | None = None  # slack only
+    severities: tuple[str, ...] = SEVERITIES
+    teams: tuple[str, ...] = ()  # empty: every team's alerts and the platform's
 
 
 @dataclass(frozen=True)
@@ -206,6 +247,38 @@ def default_team_id(name: str) -> int:
 
 
 @dataclass(frozen=True)
+class TeamAccessConfig:
+    """IAM principals (role or user ARNs) that get an EKS access entry in the team's
+    Kubernetes group: read the team's jobs, workloads, pods and logs; create and delete jobs
+    only with `create_jobs`."""
+
+    principals: tuple[str, ...] = ()
+    create_jobs: bool = False
+
+
+_IAM_PRINCIPAL = re.compile(r"arn:aws[\w-]*:iam::\d{12}:(role|user)/[\w+=,.@/-]+")
+
+
+def _team_access(r: _Reader) -> TeamAccessConfig:
+    r.unknown({"principals", "createJobs"})
+    raw = r.raw.get("principals", [])
+    principals: list[str] = []
+    if not isinstance(raw, list):
+        r.err("principals", raw, "a list of IAM role or user ARNs")
+    else:
+        for i, arn in enumerate(raw):
+            if not isinstance(arn, str) or not _IAM_PRINCIPAL.fullmatch(arn):
+                r.err(
+                    f"principals[{i}]",
+                    arn,
+                    "an IAM role or user ARN such as arn:aws:iam::111122223333:role/MlEngineer",
+                )
+            else:
+                principals.append(arn)
+    return TeamAccessConfig(tuple(principals), r.boolean("createJobs", False))
+
+
+@dataclass(frozen=True)
 class TeamConfig:
     name: str
     quota: TeamQuotaConfig = field(default_factory=TeamQuotaConfig)
@@ -224,6 +297,8 @@ class TeamConfig:
     gid: int | None = None
     # Teams in the same cohort lend each other idle quota (Kueue cohort).
     cohort: str = DEFAULT_COHORT
+    # Who may use the cluster as this team (trainforge.platform.team_access).
+    access: TeamAccessConfig = field(default_factory=lambda: TeamAccessConfig())
 
     @property
     def run_as_user(self) -> int:
@@ -497,6 +572,8 @@ def _monitoring(r: _Reader) -> MonitoringConfig:
             "storageSize",
             "storageClass",
             "grafana",
+            "alerts",
+            "receivers",
         }
     )
     mode = r.choice("mode", "managed", MONITORING_MODES)
@@ -517,7 +594,105 @@ def _monitoring(r: _Reader) -> MonitoringConfig:
         storage_size=r.quantity("storageSize", "50Gi"),
         storage_class=r.string("storageClass", None),
         grafana=r.boolean("grafana", False),
+        alerts=_alerts(r.sub("alerts")),
+        receivers=_receivers(r),
     )
+
+
+def _duration(r: _Reader, name: str, default: str) -> str:
+    v = r.raw.get(name, default)
+    if not isinstance(v, str) or not _PROM_DURATION.fullmatch(v):
+        r.err(name, v, "a Prometheus duration such as 30s, 15m or 2h")
+        return default
+    return v
+
+
+def _alerts(r: _Reader) -> AlertsConfig:
+    d = AlertsConfig()
+    r.unknown(
+        {
+            "stalledAfter",
+            "restartStormCount",
+            "restartStormWindow",
+            "checkpointMaxAge",
+            "goodputMin",
+            "goodputAfter",
+            "queuePendingFor",
+            "runbookBaseUrl",
+        }
+    )
+    goodput = r.raw.get("goodputMin", d.goodput_min)
+    if isinstance(goodput, bool) or not isinstance(goodput, int | float) or not 0 < goodput < 1:
+        r.err("goodputMin", goodput, "a fraction between 0 and 1 such as 0.7")
+        goodput = d.goodput_min
+    base = r.string("runbookBaseUrl", d.runbook_base_url) or d.runbook_base_url
+    if not re.fullmatch(r"https?://\S+/", base):
+        r.err("runbookBaseUrl", base, "an http(s) URL ending in / (the docs/ folder)")
+        base = d.runbook_base_url
+    return AlertsConfig(
+        stalled_after=_duration(r, "stalledAfter", d.stalled_after),
+        restart_storm_count=r.integer("restartStormCount", d.restart_storm_count) or 3,
+        restart_storm_window=_duration(r, "restartStormWindow", d.restart_storm_window),
+        checkpoint_max_age=_duration(r, "checkpointMaxAge", d.checkpoint_max_age),
+        goodput_min=float(goodput),
+        goodput_after=_duration(r, "goodputAfter", d.goodput_after),
+        queue_pending_for=_duration(r, "queuePendingFor", d.queue_pending_for),
+        runbook_base_url=base,
+    )
+
+
+_SECRET_KEY = {"slack": "url", "pagerduty": "routingKey", "webhook": "url"}
+
+
+def _receivers(parent: _Reader) -> tuple[ReceiverConfig, ...]:
+    raw = parent.raw.get("receivers", [])
+    if not isinstance(raw, list):
+        parent.err("receivers", raw, "a list of {name, type, ...} receivers")
+        return ()
+    out: list[ReceiverConfig] = []
+    for i, item in enumerate(raw):
+        r = _Reader(item, f"{parent.key('receivers')}[{i}]", parent.errors)
+        r.unknown({"name", "type", "url", "routingKey", "channel", "severities", "teams"})
+        kind = r.choice("type", "webhook", RECEIVER_TYPES)
+        name = r.string("name", f"{kind}-{i}") or f"{kind}-{i}"
+        if not is_dns_label(name):
+            r.err("name", name, "a DNS-1123 label")
+        want = _SECRET_KEY[kind]
+        for other in {"url", "routingKey"} - {want}:
+            if other in r.raw:
+                r.err(other, r.raw[other], f"no {other} on a {kind} receiver (it takes {want})")
+        secret = r.raw.get(want)
+        if isinstance(secret, dict) and set(secret) == {"secure"}:
+            secret = "[secret]"  # an encrypted value read from the stack file itself
+        if not isinstance(secret, str) or not secret:
+            r.err(want, secret, f"the {kind} {want}, set with `pulumi config set --secret`")
+            secret = ""
+        elif want == "url" and secret != "[secret]" and not re.fullmatch(r"https?://\S+", secret):
+            r.err(want, secret, "an http(s) URL")
+        channel = r.string("channel", None)
+        if "channel" in r.raw and kind != "slack":
+            r.err("channel", r.raw["channel"], "a channel on slack receivers only")
+        severities = _str_list(r, "severities", SEVERITIES, SEVERITIES)
+        teams = _str_list(r, "teams", (), None)
+        out.append(ReceiverConfig(name, kind, secret, channel, severities, teams))
+    names = [x.name for x in out]
+    for n in sorted({n for n in names if names.count(n) > 1}):
+        parent.err("receivers", n, "unique receiver names")
+    return tuple(out)
+
+
+def _str_list(
+    r: _Reader, name: str, default: tuple[str, ...], choices: tuple[str, ...] | None
+) -> tuple[str, ...]:
+    v = r.raw.get(name, list(default))
+    valid = f"a list of {', '.join(choices)}" if choices else "a list of team names"
+    if not isinstance(v, list) or not all(isinstance(x, str) and x for x in v):
+        r.err(name, v, valid)
+        return default
+    if choices and any(x not in choices for x in v):
+        r.err(name, v, valid)
+        return default
+    return tuple(v)
 
 
 def _mlflow(r: _Reader) -> MlflowConfig:
@@ -625,7 +800,9 @@ def _teams(
     seen: set[str] = set()
     for i, item in enumerate(raw):
         r = _Reader(item, f"{path}[{i}]", errors)
-        r.unknown({"name", "quota", "defaults", "podSecurity", "claims", "uid", "gid", "cohort"})
+        r.unknown(
+            {"name", "quota", "defaults", "podSecurity", "claims", "uid", "gid", "cohort", "access"}
+        )
         name = r.raw.get("name")
         if not is_dns_label(name):
             r.err(
@@ -670,10 +847,26 @@ def _teams(
                 uid=_team_id(r, "uid"),
                 gid=_team_id(r, "gid"),
                 cohort=cohort,
+                access=_team_access(r.sub("access")),
             )
         )
     _unique_ids(teams, path, errors)
+    _one_team_per_principal(teams, path, errors)
     return tuple(teams)
+
+
+def _one_team_per_principal(teams: list[TeamConfig], path: str, errors: list[str]) -> None:
+    """EKS allows one access entry per principal: a principal in two teams is an error."""
+    owner: dict[str, str] = {}
+    for t in teams:
+        for arn in t.access.principals:
+            if arn in owner:
+                errors.append(
+                    f"{path}: principal {arn!r} is given to teams {owner[arn]!r} and {t.name!r}; "
+                    "expected each IAM principal in one team's access.principals (EKS has one "
+                    "access entry per principal)"
+                )
+            owner.setdefault(arn, t.name)
 
 
 def _unique_ids(teams: list[TeamConfig], path: str, errors: list[str]) -> None:
@@ -823,6 +1016,14 @@ def parse_services_config(raw: dict[str, Any], errors: list[str]) -> ServicesCon
         job_backend=job_backend,
         job_backends=job_backends,
     )
+    team_names = {t.name for t in config.teams}
+    for i, rcv in enumerate(config.monitoring.receivers):
+        for team in rcv.teams:
+            if team not in team_names:
+                errors.append(
+                    f"{NS}:monitoring.receivers[{i}].teams: got unknown team {team!r}; "
+                    f"expected one of {', '.join(sorted(team_names)) or '(no teams)'}"
+                )
     ns_used = {config.training_operator.namespace, config.monitoring.namespace}
     for t in config.teams:
         if t.name in ns_used:

@@ -32,6 +32,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from trainforge.jobs.contract import PoolFacts
+from trainforge.platform import team_access
 from trainforge.platform.services_config import TeamConfig
 
 TRAINING_SERVICE_ACCOUNT = "training"
@@ -210,6 +211,8 @@ class TeamNamespacesArgs:
     pools: list[PoolFacts] = field(default_factory=list)
     kueue_enabled: bool = False
     labels: dict[str, str] = field(default_factory=dict)
+    # the EKS cluster: teams' access entries (team_access.py); None declares RBAC only
+    cluster_name: pulumi.Input[str] | None = None
 
 
 class TeamNamespaces(pulumi.ComponentResource):
@@ -275,4 +278,6 @@ class TeamNamespaces(pulumi.ComponentResource):
                 automount_service_account_token=False,
                 opts=child,
             )
+            # who may use the cluster as this team, and what they may do
+            team_access.declare(name, team, namespace, args.cluster_name, child, self)
         self.register_outputs({"namespaces": self.namespaces})

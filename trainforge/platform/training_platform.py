@@ -342,6 +342,7 @@ class TrainingPlatform(pulumi.ComponentResource):
                 s3_cidrs=list(self.network.s3_cidrs),
                 s3_vpc_endpoint_id=self.network.s3_endpoint_id,
                 tags=tags,
+                karpenter_namespace=config.karpenter.namespace if self.karpenter else None,
             ),
             pulumi.ResourceOptions(parent=self),
         )

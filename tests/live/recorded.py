@@ -1,0 +1,336 @@
+"""API responses for three live jobs, in the shapes the real controllers write at the pinned
+versions (Kubeflow training operator v1 PyTorchJob, Trainer v2.3 TrainJob, batch/v1 Job,
+Kueue 0.19 Workload/LocalQueue/ClusterQueue v1beta2 and its visibility API, core/v1 Pods and
+Events), as `kubectl get -o json` shows them, trimmed to the fields a status reads plus their
+neighbours. Written out by hand from those types; timestamps are fixed and NOW is passed to the
+commands, so nothing depends on today's date.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+NOW = datetime(2026, 11, 25, 12, 0, 0, tzinfo=UTC)
+KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
+
+
+def meta(name: str, ns: str | None, created: str, uid: str = "", **extra) -> dict:
+    m = {"name": name, "creationTimestamp": created, "uid": uid or f"uid-{name}"}
+    if ns:
+        m["namespace"] = ns
+    m.update(extra)
+    return m
+
+
+def cond(kind: str, status: str, at: str, reason: str = "", message: str = "") -> dict:
+    return {
+        "type": kind,
+        "status": status,
+        "lastTransitionTime": at,
+        "reason": reason,
+        "message": message,
+    }
+
+
+def gpu_container(name: str, gpus: int, cpu: str, memory: str) -> dict:
+    req = {"cpu": cpu, "memory": memory, "nvidia.com/gpu": str(gpus)}
+    return {
+        "name": name,
+        "image": "public.ecr.aws/trainforge/pytorch:2.13.0-cuda12.9",
+        "resources": {"requests": req, "limits": {"nvidia.com/gpu": str(gpus)}},
+        "ports": [{"name": "metrics", "containerPort": 9400, "protocol": "TCP"}],
+    }
+
+
+def cluster_queue(name: str, flavor: str, nominal_gpus: str, used_gpus: str) -> dict:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ClusterQueue",
+        "metadata": meta(name, None, "2026-11-20T09:00:00Z"),
+        "spec": {
+            "cohortName": "trainforge",
+            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": name}},
+            "resourceGroups": [
+                {
+                    "coveredResources": ["cpu", "memory", "nvidia.com/gpu"],
+                    "flavors": [
+                        {
+                            "name": flavor,
+                            "resources": [
+                                {"name": "cpu", "nominalQuota": "1500"},
+                                {"name": "memory", "nominalQuota": "12000Gi"},
+                                {"name": "nvidia.com/gpu", "nominalQuota": nominal_gpus},
+                            ],
+                        }
+                    ],
+                }
+            ],
+        },
+        "status": {
+            "pendingWorkloads": 2,
+            "admittedWorkloads": 3,
+            "flavorsUsage": [
+                {
+                    "name": flavor,
+                    "resources": [
+                        {"name": "cpu", "total": "1100", "borrowed": "0"},
+                        {"name": "memory", "total": "8800Gi", "borrowed": "0"},
+                        {"name": "nvidia.com/gpu", "total": used_gpus, "borrowed": "0"},
+                    ],
+                }
+            ],
+        },
+    }
+
+
+# --- 1. pending on quota: a PyTorchJob Kueue keeps suspended ------------------------------------
+
+PENDING_NS, PENDING = "llm", "gpt-13b"
+_pending_job = {
+    "apiVersion": "kubeflow.org/v1",
+    "kind": "PyTorchJob",
+    "metadata": meta(PENDING, PENDING_NS, "2026-11-25T11:18:00Z", "5f0c1e2a-pending",
+                     labels={"trainforge.io/job": PENDING, "kueue.x-k8s.io/queue-name": "training"}),
+    "spec": {
+        "runPolicy": {"suspend": True, "cleanPodPolicy": "None"},
+        "pytorchReplicaSpecs": {
+            "Master": {"replicas": 1, "restartPolicy": "ExitCode"},
+            "Worker": {"replicas": 3, "restartPolicy": "ExitCode"},
+        },
+    },
+    "status": {
+        "conditions": [
+            cond("Created", "True", "2026-11-25T11:18:00Z", "PyTorchJobCreated",
+                 f"PyTorchJob {PENDING} is created."),
+            cond("Suspended", "True", "2026-11-25T11:18:01Z", "PyTorchJobSuspended",
+                 f"PyTorchJob {PENDING} is suspended."),
+        ],
+        "replicaStatuses": {},
+    },
+}  # fmt: skip
+_pending_wl = {
+    "apiVersion": "kueue.x-k8s.io/v1beta2",
+    "kind": "Workload",
+    "metadata": meta("pytorchjob-gpt-13b-7c2d9", PENDING_NS, "2026-11-25T11:18:01Z",
+                     labels={"kueue.x-k8s.io/job-uid": "5f0c1e2a-pending"}),
+    "spec": {
+        "queueName": "training",
+        "priority": 0,
+        "podSets": [
+            {"name": "master", "count": 1, "template": {"spec": {"containers": [
+                gpu_container("pytorch", 8, "90", "1000Gi")]}}},
+            {"name": "worker", "count": 3, "template": {"spec": {"containers": [
+                gpu_container("pytorch", 8, "90", "1000Gi")]}}},
+        ],
+    },
+    "status": {
+        "conditions": [
+            cond("QuotaReserved", "False", "2026-11-25T11:18:01Z", "Pending",
+                 "couldn't assign flavors to pod set worker: insufficient unused quota for "
+                 "nvidia.com/gpu in flavor efa-training, 16 more needed"),
+        ],
+        "resourceRequests": [],
+    },
+}  # fmt: skip
+PENDING_ROUTES = {
+    f"/apis/kubeflow.org/v1/namespaces/{PENDING_NS}/pytorchjobs/{PENDING}": _pending_job,
+    f"{KUEUE}/namespaces/{PENDING_NS}/workloads?labelSelector=kueue.x-k8s.io/job-uid=5f0c1e2a-pending": {
+        "kind": "WorkloadList", "items": [_pending_wl]},
+    f"{KUEUE}/namespaces/{PENDING_NS}/localqueues/training": {
+        "kind": "LocalQueue", "metadata": meta("training", PENDING_NS, "2026-11-20T09:00:00Z"),
+        "spec": {"clusterQueue": "llm"}, "status": {"pendingWorkloads": 2}},
+    f"{KUEUE}/clusterqueues/llm": cluster_queue("llm", "efa-training", "64", "48"),
+    f"/apis/visibility.kueue.x-k8s.io/v1beta2/namespaces/{PENDING_NS}/localqueues/training/pendingworkloads": {
+        "kind": "PendingWorkloadsSummary",
+        "items": [
+            {"metadata": meta("pytorchjob-llama-ft-11aa2", PENDING_NS, "2026-11-25T10:40:00Z"),
+             "priority": 0, "localQueueName": "training", "positionInClusterQueue": 0,
+             "positionInLocalQueue": 0},
+            {"metadata": meta("pytorchjob-gpt-13b-7c2d9", PENDING_NS, "2026-11-25T11:18:01Z"),
+             "priority": 0, "localQueueName": "training", "positionInClusterQueue": 1,
+             "positionInLocalQueue": 1},
+        ],
+    },
+    f"/api/v1/namespaces/{PENDING_NS}/pods?labelSelector=trainforge.io/job={PENDING}": {
+        "kind": "PodList", "items": []},
+    f"/api/v1/namespaces/{PENDING_NS}/events": {"kind": "EventList", "items": [
+        {"involvedObject": {"kind": "Workload", "name": "pytorchjob-gpt-13b-7c2d9"},
+         "type": "Normal", "reason": "Pending", "lastTimestamp": "2026-11-25T11:59:00Z",
+         "message": "couldn't assign flavors to pod set worker: insufficient unused quota for "
+                    "nvidia.com/gpu in flavor efa-training, 16 more needed"},
+    ]},
+}  # fmt: skip
+
+
+# --- 2. restarting: a TrainJob whose pods were re-created after a hang ------------------------
+
+RESTART_NS, RESTART = "vision", "vit-l"
+_restart_job = {
+    "apiVersion": "trainer.kubeflow.org/v1alpha1",
+    "kind": "TrainJob",
+    "metadata": meta(RESTART, RESTART_NS, "2026-11-25T08:00:00Z", "9b1d-restart",
+                     labels={"trainforge.io/job": RESTART, "kueue.x-k8s.io/queue-name": "training"}),
+    "spec": {"runtimeRef": {"name": "trainforge-vit-l", "kind": "TrainingRuntime"},
+             "trainer": {"numNodes": 2}, "suspend": False},
+    "status": {"conditions": []},
+}  # fmt: skip
+_restart_wl = {
+    "apiVersion": "kueue.x-k8s.io/v1beta2",
+    "kind": "Workload",
+    "metadata": meta("trainjob-vit-l-3e8f1", RESTART_NS, "2026-11-25T08:00:01Z",
+                     labels={"kueue.x-k8s.io/job-uid": "9b1d-restart"}),
+    "spec": {"queueName": "training", "podSets": [
+        {"name": "node", "count": 2, "template": {"spec": {"containers": [
+            gpu_container("node", 4, "44", "180Gi")]}}}]},
+    "status": {
+        "conditions": [
+            cond("QuotaReserved", "True", "2026-11-25T08:00:02Z", "QuotaReserved",
+                 "Quota reserved in ClusterQueue vision"),
+            cond("Admitted", "True", "2026-11-25T08:00:02Z", "Admitted",
+                 "The workload is admitted"),
+            cond("PodsReady", "True", "2026-11-25T11:41:00Z", "PodsReady", "All pods reached readiness"),
+        ],
+        "admission": {"clusterQueue": "vision", "podSetAssignments": [
+            {"name": "node", "count": 2, "flavors": {"cpu": "gpu-workloads", "memory": "gpu-workloads",
+                                                      "nvidia.com/gpu": "gpu-workloads"},
+             "resourceUsage": {"cpu": "88", "memory": "360Gi", "nvidia.com/gpu": "8"}}]},
+    },
+}  # fmt: skip
+
+
+def _pod(
+    name: str,
+    ns: str,
+    job: str,
+    index: str,
+    node: str,
+    container: str,
+    restarts: int,
+    last: dict | None,
+    started: str,
+    phase: str = "Running",
+) -> dict:
+    cs = {
+        "name": container,
+        "ready": phase == "Running",
+        "restartCount": restarts,
+        "state": {"running": {"startedAt": started}} if phase == "Running" else {},
+        "lastState": {"terminated": last} if last else {},
+    }
+    return {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": meta(name, ns, "2026-11-25T08:01:00Z",
+                         labels={"trainforge.io/job": job,
+                                 "batch.kubernetes.io/job-completion-index": index}),
+        "spec": {"nodeName": node, "containers": [gpu_container(container, 4, "44", "180Gi")]},
+        "status": {"phase": phase, "startTime": "2026-11-25T08:01:00Z",
+                   "conditions": [cond("PodScheduled", "True", "2026-11-25T08:01:00Z")],
+                   "containerStatuses": [cs]},
+    }  # fmt: skip
+
+
+_hang = {"exitCode": 201, "reason": "Error", "startedAt": "2026-11-25T10:02:00Z",
+         "finishedAt": "2026-11-25T11:40:00Z"}  # fmt: skip
+_peer = {"exitCode": 202, "reason": "Error", "startedAt": "2026-11-25T10:02:00Z",
+         "finishedAt": "2026-11-25T11:40:02Z"}  # fmt: skip
+RESTART_METRICS = """\
+# HELP trainforge_step optimizer steps completed
+# TYPE trainforge_step gauge
+trainforge_step{run="vit-l"} 41200.0
+trainforge_total_steps{run="vit-l"} 100000.0
+trainforge_progress{run="vit-l"} 0.412
+trainforge_step_seconds{run="vit-l"} 0.61
+trainforge_eta_seconds{run="vit-l"} 35868.0
+trainforge_checkpoint_step{run="vit-l"} 41000.0
+trainforge_restarts{run="vit-l"} 2.0
+trainforge_goodput{run="vit-l"} 0.83
+trainforge_attempt_exits{run="vit-l",reason="hang"} 1.0
+trainforge_attempt_exits{run="vit-l",reason="peer_lost"} 1.0
+"""
+RESTART_ROUTES = {
+    f"/apis/trainer.kubeflow.org/v1alpha1/namespaces/{RESTART_NS}/trainjobs/{RESTART}": _restart_job,
+    f"{KUEUE}/namespaces/{RESTART_NS}/workloads?labelSelector=kueue.x-k8s.io/job-uid=9b1d-restart": {
+        "kind": "WorkloadList", "items": [_restart_wl]},
+    f"{KUEUE}/namespaces/{RESTART_NS}/localqueues/training": {
+        "kind": "LocalQueue", "spec": {"clusterQueue": "vision"}},
+    f"/api/v1/namespaces/{RESTART_NS}/pods?labelSelector=trainforge.io/job={RESTART}": {
+        "kind": "PodList", "items": [
+            _pod("vit-l-node-0-0-k8x2p", RESTART_NS, RESTART, "0", "ip-10-40-3-17.ec2.internal",
+                 "node", 1, _peer, "2026-11-25T11:40:40Z"),
+            _pod("vit-l-node-0-1-q4m7d", RESTART_NS, RESTART, "1", "ip-10-40-3-52.ec2.internal",
+                 "node", 1, _hang, "2026-11-25T11:40:38Z"),
+        ]},
+    f"/api/v1/namespaces/{RESTART_NS}/events": {"kind": "EventList", "items": [
+        {"involvedObject": {"kind": "Pod", "name": "vit-l-node-0-1-q4m7d"}, "type": "Warning",
+         "reason": "BackOff", "lastTimestamp": "2026-11-25T11:40:20Z",
+         "message": "Back-off restarting failed container node in pod vit-l-node-0-1-q4m7d"},
+    ]},
+    f"/api/v1/namespaces/{RESTART_NS}/pods/vit-l-node-0-0-k8x2p:9400/proxy/metrics": RESTART_METRICS,
+    f"/api/v1/namespaces/{RESTART_NS}/pods/vit-l-node-0-1-q4m7d/log?previous=true":
+        "[rank1] step 40210 loss 2.113\n[rank1] watchdog: rank 1: step 40211 made no progress for "
+        "300.4s\n[rank1] trainforge exit: hang code=201 (rank 1, step 40211): step 40211 made no "
+        "progress for 300.4s [the job restarts]\n",
+    f"/api/v1/namespaces/{RESTART_NS}/pods/vit-l-node-0-0-k8x2p/log?previous=true":
+        "[rank0] trainforge exit: peer_lost code=202 (rank 0, step 40211): rank 1 vanished "
+        "[the job restarts]\n",
+}  # fmt: skip
+
+
+# --- 3. running: an indexed Job making progress --------------------------------------------------
+
+RUN_NS, RUN = "llm", "mnist-ddp"
+_run_job = {
+    "apiVersion": "batch/v1",
+    "kind": "Job",
+    "metadata": meta(RUN, RUN_NS, "2026-11-25T11:30:00Z", "77aa-run",
+                     labels={"trainforge.io/job": RUN, "kueue.x-k8s.io/queue-name": "training"}),
+    "spec": {"completionMode": "Indexed", "completions": 2, "parallelism": 2, "suspend": False},
+    "status": {"active": 2, "ready": 2, "startTime": "2026-11-25T11:30:05Z",
+               "conditions": []},
+}  # fmt: skip
+_run_wl = {
+    "apiVersion": "kueue.x-k8s.io/v1beta2",
+    "kind": "Workload",
+    "metadata": meta("job-mnist-ddp-0b1c4", RUN_NS, "2026-11-25T11:30:00Z",
+                     labels={"kueue.x-k8s.io/job-uid": "77aa-run"}),
+    "spec": {"queueName": "training", "podSets": [
+        {"name": "main", "count": 2, "template": {"spec": {"containers": [
+            gpu_container("trainer", 1, "3", "12Gi")]}}}]},
+    "status": {
+        "conditions": [
+            cond("QuotaReserved", "True", "2026-11-25T11:30:01Z", "QuotaReserved", ""),
+            cond("Admitted", "True", "2026-11-25T11:30:01Z", "Admitted", ""),
+        ],
+        "admission": {"clusterQueue": "llm", "podSetAssignments": [
+            {"name": "main", "count": 2, "flavors": {"nvidia.com/gpu": "gpu-workloads"}}]},
+    },
+}  # fmt: skip
+RUN_METRICS = """\
+trainforge_step{run="mnist-ddp"} 1800.0
+trainforge_total_steps{run="mnist-ddp"} 5000.0
+trainforge_progress{run="mnist-ddp"} 0.36
+trainforge_step_seconds{run="mnist-ddp"} 0.9
+trainforge_eta_seconds{run="mnist-ddp"} 2880.0
+trainforge_checkpoint_step{run="mnist-ddp"} 1500.0
+trainforge_restarts{run="mnist-ddp"} 0.0
+trainforge_goodput{run="mnist-ddp"} 0.97
+"""
+RUN_ROUTES = {
+    f"/apis/batch/v1/namespaces/{RUN_NS}/jobs/{RUN}": _run_job,
+    f"{KUEUE}/namespaces/{RUN_NS}/workloads?labelSelector=kueue.x-k8s.io/job-uid=77aa-run": {
+        "kind": "WorkloadList", "items": [_run_wl]},
+    f"{KUEUE}/namespaces/{RUN_NS}/localqueues/training": {
+        "kind": "LocalQueue", "spec": {"clusterQueue": "llm"}},
+    f"/api/v1/namespaces/{RUN_NS}/pods?labelSelector=trainforge.io/job={RUN}": {
+        "kind": "PodList", "items": [
+            _pod("mnist-ddp-0-7xk2q", RUN_NS, RUN, "0", "ip-10-40-1-9.ec2.internal",
+                 "trainer", 0, None, "2026-11-25T11:30:40Z"),
+            _pod("mnist-ddp-1-p9d3w", RUN_NS, RUN, "1", "ip-10-40-1-23.ec2.internal",
+                 "trainer", 0, None, "2026-11-25T11:30:41Z"),
+        ]},
+    f"/api/v1/namespaces/{RUN_NS}/events": {"kind": "EventList", "items": []},
+    f"/api/v1/namespaces/{RUN_NS}/pods/mnist-ddp-0-7xk2q:9400/proxy/metrics": RUN_METRICS,
+    f"/api/v1/namespaces/{RUN_NS}/pods/mnist-ddp-0-7xk2q/log": "[rank0] step 1800 loss 0.081\n",
+}  # fmt: skip
+
+ROUTES = {**PENDING_ROUTES, **RESTART_ROUTES, **RUN_ROUTES}

@@ -1,0 +1,287 @@
+"""`trainforge status|why|logs|wait` against a fake API server on loopback serving recorded
+API responses (tests/live/recorded.py), through the official client and a kubeconfig.
+
+The outputs for a job pending on quota, a restarting job and a running job are the examples
+in docs/troubleshooting.md: a test fails when the docs and the command disagree.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+import yaml
+
+from tests.live import recorded
+from trainforge.live import cli
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+TOKEN = "recorded-token"
+
+
+class FakeApi:
+    """Serves ROUTES (JSON objects or text) for GETs that carry the kubeconfig's token;
+    anything else is a 404 Status, `forbidden` paths a 403."""
+
+    def __init__(self, routes: dict, forbidden: set[str] = frozenset()) -> None:
+        self.routes = dict(routes)
+        self.forbidden = set(forbidden)
+        self.seen: list[str] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 - http.server API
+                url = urlsplit(self.path)
+                q = parse_qs(url.query)
+                key = url.path
+                if "labelSelector" in q:
+                    key += f"?labelSelector={q['labelSelector'][0]}"
+                if q.get("previous") == ["true"]:
+                    key += "?previous=true"
+                outer.seen.append(key)
+                if self.headers.get("Authorization") != f"Bearer {TOKEN}":
+                    return self.reply(
+                        401, {"kind": "Status", "code": 401, "reason": "Unauthorized"}
+                    )
+                if key in outer.forbidden:
+                    return self.reply(403, {"kind": "Status", "code": 403, "reason": "Forbidden"})
+                if key not in outer.routes:
+                    return self.reply(404, {"kind": "Status", "code": 404, "reason": "NotFound"})
+                self.reply(200, outer.routes[key])
+
+            def reply(self, code: int, body) -> None:
+                data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
+                self.send_response(code)
+                kind = "text/plain" if isinstance(body, str) else "application/json"
+                self.send_header("Content-Type", kind)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def kubeconfig(self, tmp: pathlib.Path, namespace: str | None = None) -> str:
+        port = self.httpd.server_address[1]
+        ctx = {"cluster": "fake", "user": "me"}
+        if namespace:
+            ctx["namespace"] = namespace
+        cfg = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "fake", "cluster": {"server": f"http://127.0.0.1:{port}"}}],
+            "users": [{"name": "me", "user": {"token": TOKEN}}],
+            "contexts": [{"name": "fake", "context": ctx}],
+            "current-context": "fake",
+        }
+        path = tmp / "kubeconfig"
+        path.write_text(yaml.safe_dump(cfg))
+        return str(path)
+
+
+@pytest.fixture
+def api(tmp_path):
+    server = FakeApi(recorded.ROUTES)
+    server.config = server.kubeconfig(tmp_path)
+    yield server
+    server.httpd.shutdown()
+
+
+def run(capsys, main, *argv, **kw) -> tuple[int, str, str]:
+    code = main(list(argv), **kw)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def status(capsys, api, ns, job) -> str:
+    code, out, err = run(
+        capsys, cli.status_main, job, "-n", ns, "--kubeconfig", api.config, now=lambda: recorded.NOW
+    )
+    assert code == 0, err
+    return out
+
+
+PENDING_STATUS = """\
+job:        llm/gpt-13b (PyTorchJob, created 42m00s ago)
+state:      Queued: not admitted by Kueue for 41m59s
+queue:      LocalQueue training -> ClusterQueue llm; Workload pytorchjob-gpt-13b-7c2d9
+position:   2 in the team's queue, 2 in ClusterQueue llm
+asks:       1 x master pod, each 90 CPU, 1000Gi memory, 8 GPUs
+asks:       3 x worker pod, each 90 CPU, 1000Gi memory, 8 GPUs
+blocked:    nvidia.com/gpu in flavor efa-training: 16 GPUs more needed (queue uses 48 GPUs of its nominal 64 GPUs)
+pods:       none yet (the job stays suspended until Kueue admits it)
+"""
+
+RESTART_STATUS = """\
+job:        vision/vit-l (TrainJob, created 4h00m ago)
+state:      Running, restarted 19m58s ago
+queue:      LocalQueue training -> ClusterQueue vision; Workload trainjob-vit-l-3e8f1
+admitted:   yes, to flavor gpu-workloads
+progress:   step 41200/100000 (41%), 0.61 s/step, ETA 9h57m
+checkpoint: step 41000, 2m02s of training ago (200 steps)
+restarts:   2 (hang: 1, peer_lost: 1); goodput 83%
+pods:
+  vit-l-node-0-0-k8x2p         Running    node ip-10-40-3-17.ec2.internal  restarts 1  last exit 202 (peer_lost) 19m58s ago
+  vit-l-node-0-1-q4m7d         Running    node ip-10-40-3-52.ec2.internal  restarts 1  last exit 201 (hang) 20m00s ago
+warnings:
+  19m40s ago  vit-l-node-0-1-q4m7d: BackOff: Back-off restarting failed container node in pod vit-l-node-0-1-q4m7d
+"""
+
+RUNNING_STATUS = """\
+job:        llm/mnist-ddp (Job, created 30m00s ago)
+state:      Running
+queue:      LocalQueue training -> ClusterQueue llm; Workload job-mnist-ddp-0b1c4
+admitted:   yes, to flavor gpu-workloads
+progress:   step 1800/5000 (36%), 0.9 s/step, ETA 48m00s
+checkpoint: step 1500, 4m30s of training ago (300 steps)
+restarts:   0; goodput 97%
+pods:
+  mnist-ddp-0-7xk2q            Running    node ip-10-40-1-9.ec2.internal  restarts 0
+  mnist-ddp-1-p9d3w            Running    node ip-10-40-1-23.ec2.internal  restarts 0
+"""
+
+
+def test_pending_on_quota_names_the_quota_in_readable_units(capsys, api):
+    assert status(capsys, api, "llm", "gpt-13b") == PENDING_STATUS
+
+
+def test_restarting_job_shows_exits_restarts_and_checkpoint(capsys, api):
+    assert status(capsys, api, "vision", "vit-l") == RESTART_STATUS
+
+
+def test_running_job_shows_progress_and_eta(capsys, api):
+    assert status(capsys, api, "llm", "mnist-ddp") == RUNNING_STATUS
+
+
+def test_the_docs_show_what_the_command_prints():
+    doc = (ROOT / "docs" / "troubleshooting.md").read_text()
+    for block in (PENDING_STATUS, RESTART_STATUS, RUNNING_STATUS):
+        assert block in doc, f"docs/troubleshooting.md lacks:\n{block}"
+
+
+def test_why_explains_quota_and_restarts(capsys, api):
+    now = {"now": lambda: recorded.NOW}
+    code, out, _ = run(
+        capsys, cli.why_main, "gpt-13b", "-n", "llm", "--kubeconfig", api.config, **now
+    )
+    assert code == 0
+    assert out.splitlines()[0] == "Kueue has not admitted it: not enough quota."
+    assert "16 GPUs more needed" in out
+    code, out, _ = run(
+        capsys, cli.why_main, "vit-l", "-n", "vision", "--kubeconfig", api.config, **now
+    )
+    assert "trainforge exit: hang code=201 (rank 1, step 40211)" in out
+    assert "trainforge exit: peer_lost code=202" in out
+
+
+def test_the_namespace_comes_from_the_context(capsys, api, tmp_path):
+    config = api.kubeconfig(tmp_path, namespace="llm")
+    code, out, _ = run(capsys, cli.status_main, "mnist-ddp", "--kubeconfig", config,
+                       now=lambda: recorded.NOW)  # fmt: skip
+    assert code == 0 and out == RUNNING_STATUS
+
+
+def test_logs_of_rank_0_and_of_a_previous_run(capsys, api):
+    code, out, _ = run(capsys, cli.logs_main, "mnist-ddp", "-n", "llm", "--kubeconfig", api.config)
+    assert (code, out) == (0, "[rank0] step 1800 loss 0.081\n")
+    code, out, _ = run(
+        capsys, cli.logs_main, "vit-l", "-n", "vision", "--index", "1", "--previous",
+        "--kubeconfig", api.config,
+    )  # fmt: skip
+    assert code == 0 and "trainforge exit: hang" in out
+
+
+def test_wait_returns_when_running_and_times_out_when_queued(capsys, api):
+    code, out, _ = run(
+        capsys, cli.wait_main, "mnist-ddp", "-n", "llm", "--for", "running",
+        "--kubeconfig", api.config,
+    )  # fmt: skip
+    assert code == 0 and "mnist-ddp: Running" in out
+    ticks = iter(range(100))
+    code, out, err = run(
+        capsys, cli.wait_main, "gpt-13b", "-n", "llm", "--for", "admitted", "--timeout", "3",
+        "--interval", "1", "--kubeconfig", api.config,
+        sleep=lambda s: None, clock=lambda: float(next(ticks)),
+    )  # fmt: skip
+    assert code == 124 and "still Suspended after 3s" in err
+
+
+def test_wait_fails_when_the_job_fails(capsys, api):
+    failed = json.loads(json.dumps(recorded.RUN_ROUTES))
+    path = f"/apis/batch/v1/namespaces/{recorded.RUN_NS}/jobs/{recorded.RUN}"
+    failed[path]["status"]["conditions"] = [
+        recorded.cond("Failed", "True", "2026-11-25T11:50:00Z", "BackoffLimitExceeded",
+                      "Job has reached the specified backoff limit"),
+    ]  # fmt: skip
+    api.routes.update(failed)
+    code, out, _ = run(capsys, cli.wait_main, "mnist-ddp", "-n", "llm", "--kubeconfig", api.config)
+    assert code == 1 and "backoff limit" in out
+
+
+def test_errors_are_one_line(capsys, api, tmp_path):
+    code, _, err = run(capsys, cli.status_main, "nope", "-n", "llm", "--kubeconfig", api.config)
+    assert code == 2
+    assert err == (
+        "trainforge status: no job 'nope' in namespace 'llm' (looked for a PyTorchJob, "
+        "TrainJob, Job)\n"
+    )
+    code, _, err = run(capsys, cli.status_main, "mnist-ddp", "--kubeconfig", api.config)
+    assert code == 2 and err.startswith("trainforge status: no namespace")
+    api.forbidden.add(f"/apis/batch/v1/namespaces/{recorded.RUN_NS}/jobs/{recorded.RUN}")
+    code, _, err = run(
+        capsys, cli.status_main, "mnist-ddp", "-n", "llm", "--kubeconfig", api.config
+    )
+    assert code == 1 and "403 Forbidden" in err and len(err.splitlines()) == 1
+    missing = tmp_path / "absent.yaml"
+    code, _, err = run(capsys, cli.status_main, "x", "-n", "llm", "--kubeconfig", str(missing))
+    assert code == 1 and "cannot load kubeconfig" in err and len(err.splitlines()) == 1
+
+
+def test_a_forbidden_cluster_queue_is_a_note_not_a_failure(capsys, api):
+    api.forbidden.add(f"{recorded.KUEUE}/clusterqueues/llm")
+    out = status(capsys, api, "llm", "gpt-13b")
+    assert "blocked:    nvidia.com/gpu in flavor efa-training: 16 GPUs more needed\n" in out
+    assert "note:       cannot read ClusterQueue llm (403" in out
+
+
+def test_the_command_line_dispatches_to_the_live_commands():
+    from trainforge import cli as top
+
+    for name in ("status", "why", "logs", "wait"):
+        target, _, func = top.COMMANDS[name][0].partition(":")
+        assert target == "trainforge.live.cli" and hasattr(cli, func)
+
+
+def test_why_points_at_capacity_when_admitted_pods_wait_for_nodes(capsys, api):
+    routes = json.loads(json.dumps(recorded.RUN_ROUTES))
+    pods = routes[
+        f"/api/v1/namespaces/{recorded.RUN_NS}/pods?labelSelector=trainforge.io/job={recorded.RUN}"
+    ]
+    waiting = pods["items"][1]
+    waiting["spec"].pop("nodeName")
+    waiting["status"] = {
+        "phase": "Pending",
+        "conditions": [
+            recorded.cond("PodScheduled", "False", "2026-11-25T11:31:00Z", "Unschedulable",
+                          "0/5 nodes are available: 5 Insufficient nvidia.com/gpu."),
+        ],
+    }  # fmt: skip
+    routes[f"/api/v1/namespaces/{recorded.RUN_NS}/events"]["items"].append(
+        {"involvedObject": {"kind": "Pod", "name": waiting["metadata"]["name"]},
+         "type": "Warning", "reason": "FailedScheduling", "lastTimestamp": "2026-11-25T11:59:00Z",
+         "message": "0/5 nodes are available: 5 Insufficient nvidia.com/gpu."}
+    )  # fmt: skip
+    api.routes.update(routes)
+    code, out, _ = run(capsys, cli.why_main, "mnist-ddp", "-n", "llm", "--kubeconfig", api.config,
+                       now=lambda: recorded.NOW)  # fmt: skip
+    assert code == 0
+    assert out.splitlines()[0] == "Admitted, but pods wait for nodes:"
+    assert "unscheduled: 0/5 nodes are available: 5 Insufficient nvidia.com/gpu." in out
+    assert "docs/troubleshooting.md#pods-stuck-pending-capacity-or-quota" in out

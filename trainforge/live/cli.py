@@ -1,0 +1,193 @@
+"""`trainforge status|logs|why|wait JOB`: ask the cluster about a live job.
+
+Uses the user's kubeconfig (`--kubeconfig`, `$KUBECONFIG`, ~/.kube/config; `--context`) and
+the namespace given with `-n` or the context's. Read-only. Exit codes: 0 ok, 1 the job failed
+(wait) or the cluster refused a read, 2 bad usage or no such job, 124 wait timed out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from trainforge.jobs.pod import COMPLETION_INDEX_LABEL
+from trainforge.live import explain
+from trainforge.live.gather import Gathered, NotFound, find_job, gather, rank0_pod
+from trainforge.live.kube import Api, KubeError
+
+EXIT_LINE = re.compile(r"trainforge exit: .*")
+
+
+def _parser(cmd: str, about: str) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=f"trainforge {cmd}", description=about)
+    p.add_argument("job", metavar="JOB", help="the job's name (any backend)")
+    p.add_argument("-n", "--namespace", help="the team namespace (default: the context's)")
+    p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")
+    p.add_argument("--context", help="kubeconfig context (default: the current one)")
+    return p
+
+
+def _connect(args: argparse.Namespace, cmd: str) -> tuple[Api, str]:
+    api = Api(args.kubeconfig, args.context)
+    ns = args.namespace or api.namespace
+    if not ns:
+        raise _Usage(f"trainforge {cmd}: no namespace: pass -n TEAM (or set one in the context)")
+    return api, ns
+
+
+class _Usage(Exception):
+    pass
+
+
+def _run(cmd: str, body: Callable[[], int]) -> int:
+    try:
+        return body()
+    except _Usage as e:
+        print(e, file=sys.stderr)
+        return 2
+    except NotFound as e:
+        print(f"trainforge {cmd}: {e}", file=sys.stderr)
+        return 2
+    except KubeError as e:
+        print(f"trainforge {cmd}: {e}", file=sys.stderr)
+        return 1
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def status_main(argv: list[str], now: Callable[[], datetime] = _now) -> int:
+    args = _parser("status", "a live job: state, queue, pods, progress").parse_args(argv)
+
+    def body() -> int:
+        api, ns = _connect(args, "status")
+        sys.stdout.write(explain.status(gather(api, ns, args.job), now()))
+        return 0
+
+    return _run("status", body)
+
+
+def last_exit_lines(api: Api, g: Gathered, tail: int = 50) -> dict[str, str]:
+    """The `trainforge exit: ...` line of each restarted or failed pod's previous run."""
+    out = {}
+    for p in g.pods:
+        statuses = p.get("status", {}).get("containerStatuses", []) or []
+        restarted = any((c.get("lastState") or {}).get("terminated") for c in statuses)
+        failed = p.get("status", {}).get("phase") == "Failed"
+        if not (restarted or failed):
+            continue
+        path = f"/api/v1/namespaces/{g.namespace}/pods/{p['metadata']['name']}/log"
+        query = {"container": g.container, "tailLines": tail}
+        if restarted and not failed:
+            query["previous"] = "true"
+        try:
+            text = api.text(path, **query) or ""
+        except KubeError:
+            continue
+        found = EXIT_LINE.findall(text)
+        if found:
+            out[p["metadata"]["name"]] = found[-1]
+    return out
+
+
+def why_main(argv: list[str], now: Callable[[], datetime] = _now) -> int:
+    args = _parser("why", "why a job waits, restarts or failed, in a few lines").parse_args(argv)
+
+    def body() -> int:
+        api, ns = _connect(args, "why")
+        g = gather(api, ns, args.job)
+        sys.stdout.write(explain.why(g, now(), last_exit_lines(api, g)))
+        return 0
+
+    return _run("why", body)
+
+
+def pod_for_index(g: Gathered, index: int) -> dict | None:
+    if index == 0:
+        return rank0_pod(g)
+    names = {p["metadata"]["name"]: p for p in g.pods}
+    if g.backend == "pytorchjob":
+        master = f"{g.name}-master-0" in names
+        return names.get(f"{g.name}-worker-{index - 1 if master else index}")
+    return next(
+        (p for p in g.pods if p["metadata"].get("labels", {}).get(COMPLETION_INDEX_LABEL) == str(index)),
+        None,
+    )  # fmt: skip
+
+
+def logs_main(argv: list[str]) -> int:
+    p = _parser("logs", "a job's pod log (rank 0's pod by default)")
+    p.add_argument("--index", type=int, default=0, help="pod index: 0 = rank 0's pod (default)")
+    p.add_argument("--previous", action="store_true", help="the run before the last restart")
+    p.add_argument("--tail", type=int, default=200, help="last N lines (default 200)")
+    args = p.parse_args(argv)
+
+    def body() -> int:
+        api, ns = _connect(args, "logs")
+        g = gather(api, ns, args.job, metrics=False)
+        pod = pod_for_index(g, args.index)
+        if pod is None:
+            have = ", ".join(x["metadata"]["name"] for x in g.pods) or "none"
+            raise _Usage(
+                f"trainforge logs: {args.job} has no pod with index {args.index} (pods: {have})"
+            )
+        query = {"container": g.container, "tailLines": args.tail}
+        if args.previous:
+            query["previous"] = "true"
+        text = api.text(f"/api/v1/namespaces/{ns}/pods/{pod['metadata']['name']}/log", **query)
+        sys.stdout.write(text or "")
+        return 0
+
+    return _run("logs", body)
+
+
+WAIT_FOR = ("admitted", "running", "finished")
+
+
+def wait_main(
+    argv: list[str],
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> int:
+    p = _parser("wait", "wait until a job is admitted, running or finished")
+    p.add_argument("--for", dest="until", choices=WAIT_FOR, default="finished")
+    p.add_argument("--timeout", type=float, default=0, help="seconds; 0 = no limit (default)")
+    p.add_argument("--interval", type=float, default=10, help="seconds between polls (10)")
+    args = p.parse_args(argv)
+
+    def body() -> int:
+        api, ns = _connect(args, "wait")
+        end = clock() + args.timeout if args.timeout else None
+        last = ""
+        while True:
+            g = gather(api, ns, args.job, metrics=False) if args.until != "finished" else None
+            g = g or find_job(api, ns, args.job)
+            state, cond = explain.job_state(g)
+            if state != last:
+                print(f"{args.job}: {state}", flush=True)
+                last = state
+            if state == "Failed":
+                print(f"{args.job} failed: {(cond or {}).get('message', '')}".rstrip(": "))
+                return 1
+            if state == "Succeeded" or (args.until == "running" and state == "Running"):
+                return 0
+            if args.until == "admitted" and (
+                g.workload is None
+                and state != "Suspended"
+                or explain.is_true(g.workload, "Admitted")
+            ):
+                return 0
+            if end is not None and clock() >= end:
+                print(
+                    f"trainforge wait: {args.job} still {state} after {args.timeout:g}s",
+                    file=sys.stderr,
+                )
+                return 124
+            sleep(args.interval)
+
+    return _run("wait", body)

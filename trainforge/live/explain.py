@@ -1,0 +1,399 @@
+"""What a person reads about a live job: its state, its place in the queue and what blocks it,
+its pods and their last exits, progress, the last checkpoint and restarts.
+
+Pure functions of the gathered objects and `now` (so tests and docs render the same text).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from fractions import Fraction
+
+from trainforge.jobs.quantity import parse_quantity
+from trainforge.live.gather import Gathered
+from trainforge.training import exits
+
+BYTES = ("memory", "ephemeral-storage")
+
+
+def age(since: str | None, now: datetime) -> str:
+    if not since:
+        return "?"
+    t = datetime.fromisoformat(since.replace("Z", "+00:00"))
+    return duration((now - t).total_seconds())
+
+
+def duration(seconds: float) -> str:
+    s = max(0, int(round(seconds)))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    if s < 86400:
+        return f"{s // 3600}h{s % 3600 // 60:02d}m"
+    return f"{s // 86400}d{s % 86400 // 3600:02d}h"
+
+
+def readable(resource: str, amount: str | int | float | Fraction) -> str:
+    """A resource amount as people write it: 8 GPUs, 30.5 CPU, 64Gi."""
+    try:
+        v = amount if isinstance(amount, Fraction) else parse_quantity(amount)
+    except (ValueError, TypeError):
+        return str(amount)
+    if resource in BYTES:
+        for unit, size in (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
+            if v >= size:
+                return f"{float(v / size):.4g}{unit}"
+        return f"{int(v)}"
+    if resource == "cpu":
+        return f"{float(v):.4g} CPU"
+    if resource.endswith("/gpu"):
+        return f"{int(v)} GPU{'s' if v != 1 else ''}"
+    return f"{float(v):.4g} {resource}"
+
+
+def condition(obj: dict | None, kind: str) -> dict | None:
+    for c in (obj or {}).get("status", {}).get("conditions", []) or []:
+        if c.get("type") == kind:
+            return c
+    return None
+
+
+def is_true(obj: dict | None, kind: str) -> bool:
+    c = condition(obj, kind)
+    return bool(c and c.get("status") == "True")
+
+
+# --- the job's state ----------------------------------------------------------------------------
+
+
+def job_state(g: Gathered) -> tuple[str, dict | None]:
+    """(state, the condition that says so): Succeeded, Failed, Suspended, Restarting, Running,
+    Created, for every backend."""
+    job = g.job
+    order = {
+        "pytorchjob": ("Succeeded", "Failed", "Suspended", "Restarting", "Running", "Created"),
+        "trainjob": ("Complete", "Failed", "Suspended", "Running", "Created"),
+        "indexed-job": ("Complete", "Failed", "Suspended"),
+    }[g.backend]
+    for kind in order:
+        c = condition(job, kind)
+        if c and c.get("status") == "True":
+            return {"Complete": "Succeeded"}.get(kind, kind), c
+    if g.backend == "indexed-job" and job.get("status", {}).get("active"):
+        return "Running", None
+    if g.backend == "trainjob" and any(p["status"].get("phase") == "Running" for p in g.pods):
+        return "Running", None
+    if job.get("spec", {}).get("suspend") or job.get("spec", {}).get("runPolicy", {}).get(
+        "suspend"
+    ):
+        return "Suspended", None
+    return "Created", None
+
+
+# Kueue's message for a pod set that does not fit (pkg/scheduler/flavorassigner at 0.19):
+# "insufficient unused quota for nvidia.com/gpu in flavor gpu-workloads, 8 more needed"
+_INSUFFICIENT = re.compile(
+    r"insufficient (?:unused )?quota for (?P<res>[\w./-]+) in flavor (?P<flavor>[\w.-]+), "
+    r"(?P<more>[\w.]+) more needed"
+)
+
+
+def blocked_by(g: Gathered) -> list[str]:
+    """Readable lines: which quota keeps the Workload from being admitted."""
+    wl = g.workload
+    if wl is None:
+        return []
+    c = condition(wl, "QuotaReserved")
+    if c is None or c.get("status") == "True":
+        return []
+    msg = c.get("message", "")
+    lines = []
+    for m in _INSUFFICIENT.finditer(msg):
+        res, flavor, more = m.group("res"), m.group("flavor"), m.group("more")
+        used = _usage(g.cluster_queue, flavor, res)
+        line = f"{res} in flavor {flavor}: {readable(res, more)} more needed"
+        if used:
+            line += f" (queue {used})"
+        lines.append(line)
+    return lines or ([msg] if msg else [])
+
+
+def _usage(cq: dict | None, flavor: str, res: str) -> str:
+    if not cq:
+        return ""
+    nominal = None
+    for group in cq.get("spec", {}).get("resourceGroups", []):
+        for f in group.get("flavors", []):
+            if f.get("name") == flavor:
+                for r in f.get("resources", []):
+                    if r.get("name") == res:
+                        nominal = r.get("nominalQuota")
+    used = None
+    for f in cq.get("status", {}).get("flavorsUsage", []) or []:
+        if f.get("name") == flavor:
+            for r in f.get("resources", []):
+                if r.get("name") == res:
+                    used = r.get("total")
+    if nominal is None or used is None:
+        return ""
+    return f"uses {readable(res, used)} of its nominal {readable(res, nominal)}"
+
+
+def requests(g: Gathered) -> list[str]:
+    out = []
+    for ps in (g.workload or {}).get("spec", {}).get("podSets", []):
+        total: dict[str, Fraction] = {}
+        for c in ps.get("template", {}).get("spec", {}).get("containers", []):
+            for res, amount in (c.get("resources", {}).get("requests") or {}).items():
+                total[res] = total.get(res, Fraction(0)) + parse_quantity(amount)
+        asks = ", ".join(
+            readable(r, v) + (" memory" if r == "memory" else "") for r, v in sorted(total.items())
+        )
+        out.append(f"{ps.get('count', 1)} x {ps.get('name', 'pod')} pod, each {asks}")
+    return out
+
+
+# --- pods ---------------------------------------------------------------------------------------
+
+
+def pod_line(pod: dict, container: str, now: datetime) -> str:
+    status = pod.get("status", {})
+    name = pod["metadata"]["name"]
+    phase = status.get("phase", "?")
+    cs = next(
+        (c for c in status.get("containerStatuses", []) or [] if c.get("name") == container),
+        (status.get("containerStatuses") or [None])[0],
+    )
+    parts = [f"{name:<28} {phase:<9}"]
+    node = pod.get("spec", {}).get("nodeName")
+    if node:
+        parts.append(f"node {node}")
+    if cs:
+        waiting = (cs.get("state") or {}).get("waiting")
+        if waiting:
+            parts.append(f"waiting: {waiting.get('reason')}")
+        parts.append(f"restarts {cs.get('restartCount', 0)}")
+        last = (cs.get("lastState") or {}).get("terminated")
+        if last:
+            parts.append(f"last exit {exit_text(last)} {age(last.get('finishedAt'), now)} ago")
+    elif phase == "Pending":
+        sched = condition(pod, "PodScheduled")
+        if sched and sched.get("status") == "False":
+            parts.append(f"unscheduled: {sched.get('message', sched.get('reason', ''))}")
+    return "  ".join(parts)
+
+
+def _last_exit(pod: dict) -> str | None:
+    """When the pod's container last ended (its previous run), if it ever did."""
+    for c in pod.get("status", {}).get("containerStatuses", []) or []:
+        t = (c.get("lastState") or {}).get("terminated")
+        if t:
+            return t.get("finishedAt")
+    return None
+
+
+def exit_text(terminated: dict) -> str:
+    code = terminated.get("exitCode")
+    reason = exits.for_code(code) if isinstance(code, int) else None
+    name = reason.name if reason else terminated.get("reason", "")
+    return f"{code} ({name})"
+
+
+# --- metrics ------------------------------------------------------------------------------------
+
+
+def progress_lines(g: Gathered) -> list[str]:
+    m = g.metrics
+    if not m:
+        return []
+    out = []
+    step, total = m.get("step"), m.get("total_steps")
+    if step is not None:
+        line = f"step {int(step)}"
+        if total:
+            line += f"/{int(total)} ({m.get('progress', step / total):.0%})"
+        if m.get("step_seconds"):
+            line += f", {m['step_seconds']:.3g} s/step"
+        if m.get("eta_seconds") is not None and m.get("progress", 0) < 1:
+            line += f", ETA {duration(m['eta_seconds'])}"
+        out.append(("progress", line))
+    if "checkpoint_step" in m:
+        ck = int(m["checkpoint_step"])
+        behind = (step or 0) - ck
+        line = f"step {ck}"
+        if m.get("step_seconds") and step is not None:
+            line += (
+                f", {duration(behind * m['step_seconds'])} of training ago ({int(behind)} steps)"
+            )
+        out.append(("checkpoint", line))
+    elif step is not None:
+        out.append(("checkpoint", "none yet"))
+    if "restarts" in m:
+        causes = sorted(
+            (k.split(":", 1)[1], int(v))
+            for k, v in m.items()
+            if k.startswith("attempt_exits:") and v
+        )
+        line = f"{int(m['restarts'])}"
+        if causes:
+            line += " (" + ", ".join(f"{r}: {n}" for r, n in causes) + ")"
+        if "goodput" in m:
+            line += f"; goodput {m['goodput']:.0%}"
+        out.append(("restarts", line))
+    return [f"{k + ':':<12}{v}" for k, v in out]
+
+
+# --- the reports --------------------------------------------------------------------------------
+
+
+def status(g: Gathered, now: datetime) -> str:
+    state, cond = job_state(g)
+    created = g.job.get("metadata", {}).get("creationTimestamp")
+    lines = [f"job:        {g.namespace}/{g.name} ({g.kind}, created {age(created, now)} ago)"]
+    wl = g.workload
+    admitted = is_true(wl, "Admitted")
+    if wl is not None and not admitted and state not in ("Succeeded", "Failed"):
+        since = (condition(wl, "QuotaReserved") or {}).get("lastTransitionTime") or wl[
+            "metadata"
+        ].get("creationTimestamp")
+        lines.append(f"state:      Queued: not admitted by Kueue for {age(since, now)}")
+    else:
+        text = state
+        if state == "Running" and any(_last_exit(p) for p in g.pods):
+            latest = max(_last_exit(p) or "" for p in g.pods)
+            text += f", restarted {age(latest, now)} ago"
+        elif cond and cond.get("lastTransitionTime"):
+            text += f" for {age(cond['lastTransitionTime'], now)}"
+        if cond and state in ("Restarting", "Failed") and cond.get("message"):
+            text += f": {cond['message']}"
+        lines.append(f"state:      {text}")
+    if wl is not None:
+        lines += queue_lines(g, admitted, now)
+    lines += progress_lines(g)
+    if g.pods:
+        lines.append("pods:")
+        lines += [f"  {pod_line(p, g.container, now)}" for p in g.pods]
+    elif wl is not None and not admitted:
+        lines.append("pods:       none yet (the job stays suspended until Kueue admits it)")
+    else:
+        lines.append("pods:       none")
+    warnings = [e for e in g.events if e.get("type") == "Warning"]
+    if warnings:
+        lines.append("warnings:")
+        for e in sorted(warnings, key=lambda e: e.get("lastTimestamp") or "")[-5:]:
+            what = e.get("involvedObject", {}).get("name", "")
+            lines.append(
+                f"  {age(e.get('lastTimestamp'), now)} ago  {what}: {e.get('reason')}: {e.get('message', '').strip()}"
+            )
+    lines += [f"note:       {n}" for n in g.notes]
+    return "\n".join(lines) + "\n"
+
+
+def queue_lines(g: Gathered, admitted: bool, now: datetime) -> list[str]:
+    wl = g.workload or {}
+    lq = wl.get("spec", {}).get("queueName", "?")
+    adm = wl.get("status", {}).get("admission") or {}
+    cq = adm.get("clusterQueue") or (g.local_queue or {}).get("spec", {}).get("clusterQueue", "?")
+    line = f"queue:      LocalQueue {lq} -> ClusterQueue {cq}; Workload {wl['metadata']['name']}"
+    out = [line]
+    if admitted:
+        flavors = sorted(
+            {f for a in adm.get("podSetAssignments", []) for f in (a.get("flavors") or {}).values()}
+        )
+        out.append(f"admitted:   yes, to flavor {', '.join(flavors) or '?'}")
+    else:
+        if g.position is not None:
+            out.append(
+                f"position:   {g.position.get('positionInLocalQueue', 0) + 1} in the team's queue, "
+                f"{g.position.get('positionInClusterQueue', 0) + 1} in ClusterQueue {cq}"
+            )
+        out += [f"asks:       {r}" for r in requests(g)]
+        out += [f"blocked:    {b}" for b in blocked_by(g)]
+    evicted = condition(wl, "Evicted")
+    if evicted and evicted.get("status") == "True" or (wl.get("status", {}).get("requeueState")):
+        rs = wl.get("status", {}).get("requeueState") or {}
+        text = (
+            f"evicted:    {(evicted or {}).get('reason', '')}: {(evicted or {}).get('message', '')}"
+        )
+        if rs:
+            text += f" (requeued {rs.get('count', 0)} times"
+            if rs.get("requeueAt"):
+                text += f", next try at {rs['requeueAt']}"
+            text += ")"
+        out.append(text)
+    return out
+
+
+def why(g: Gathered, now: datetime, last_lines: dict[str, str]) -> str:
+    """One diagnosis: the first thing that explains why the job is not (or no longer) making
+    progress, and where to read more (docs/troubleshooting.md)."""
+    state, cond = job_state(g)
+    wl = g.workload
+    if state == "Succeeded":
+        return f"{g.name} finished successfully.\n"
+    reasons = []
+    if wl is not None and not is_true(wl, "Admitted") and state != "Failed":
+        blocked = blocked_by(g)
+        if blocked:
+            reasons.append("Kueue has not admitted it: not enough quota.")
+            reasons += [f"  {b}" for b in blocked]
+        elif condition(wl, "Evicted"):
+            ev = condition(wl, "Evicted") or {}
+            reasons.append(
+                f"Kueue evicted it ({ev.get('reason')}: {ev.get('message')}); it is requeued."
+            )
+        else:
+            reasons.append("Kueue has not admitted it yet (waiting for its turn in the queue).")
+        reasons.append("See docs/troubleshooting.md#waiting-in-the-queue-kueue")
+    pending = [p for p in g.pods if p.get("status", {}).get("phase") == "Pending"]
+    if pending and not reasons:
+        reasons.append("Admitted, but pods wait for nodes:")
+        reasons += [f"  {pod_line(p, g.container, now)}" for p in pending]
+        failed = [e for e in g.events if e.get("reason") == "FailedScheduling"]
+        if failed:
+            reasons.append(f"  scheduler: {failed[-1].get('message', '').strip()}")
+        reasons.append("See docs/troubleshooting.md#pods-stuck-pending-capacity-or-quota")
+    crashed = [
+        p for p in g.pods
+        if any((c.get("lastState") or {}).get("terminated") for c in p.get("status", {}).get("containerStatuses", []) or [])
+        or p.get("status", {}).get("phase") == "Failed"
+    ]  # fmt: skip
+    if (state in ("Restarting", "Failed") or crashed) and not reasons:
+        if cond and cond.get("message"):
+            reasons.append(f"{state}: {cond['message']}")
+        else:
+            reasons.append(f"{state}, after its pods restarted. Their last exits:")
+        codes = [
+            exits.for_code(t["exitCode"])
+            for p in crashed
+            for c in p.get("status", {}).get("containerStatuses", []) or []
+            for t in [(c.get("lastState") or {}).get("terminated") or {}]
+            if isinstance(t.get("exitCode"), int)
+        ]
+        for p in crashed:
+            reasons.append(f"  {pod_line(p, g.container, now)}")
+            line = last_lines.get(p["metadata"]["name"])
+            if line:
+                reasons.append(f"    {line}")
+        known = [r for r in codes if r is not None]
+        if known:
+            root = exits.root_cause(known)
+            reasons.append(
+                f"Most likely cause: {root.name} ({root.what}); the others follow from it."
+            )
+        reasons.append(
+            "See docs/troubleshooting.md and docs/reliability.md#exit-reasons-and-exitcode"
+        )
+    if not reasons:
+        m = g.metrics or {}
+        reasons.append(
+            f"{state}; nothing blocks it."
+            + (
+                f" Step {int(m['step'])}, ETA {duration(m['eta_seconds'])}."
+                if "eta_seconds" in m
+                else ""
+            )
+        )
+    return "\n".join(reasons) + "\n"

@@ -1,0 +1,203 @@
+"""Everything the cluster knows about one job, on any backend.
+
+Reads (GET only): the job (PyTorchJob, TrainJob or batch/v1 Job, whichever exists), its Kueue
+Workload (found by Kueue's `kueue.x-k8s.io/job-uid` label), the LocalQueue and ClusterQueue it
+waits in and its position (Kueue's visibility API), its pods (label `trainforge.io/job`), the
+namespace's events about them, and rank 0's metrics through the API server's pod proxy. A read
+the user may not make (a ClusterQueue, the visibility API) becomes a note, not a failure.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from trainforge.jobs import indexed_job, pytorchjob, trainjob
+from trainforge.jobs.pod import COMPLETION_INDEX_LABEL, JOB_LABEL, METRICS_PORT_NAME
+from trainforge.live.kube import Api, KubeError
+
+KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
+# Kueue's visibility API (on-demand pending positions); v1beta1 in older releases.
+VISIBILITY = ("/apis/visibility.kueue.x-k8s.io/v1beta2", "/apis/visibility.kueue.x-k8s.io/v1beta1")
+JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
+
+# backend -> (display kind, collection path under /apis, rank-0 container)
+BACKENDS = {
+    "pytorchjob": ("PyTorchJob", f"/apis/{pytorchjob.API_VERSION}", "pytorchjobs", pytorchjob.CONTAINER),
+    "trainjob": ("TrainJob", f"/apis/{trainjob.API_VERSION}", "trainjobs", trainjob.CONTAINER),
+    "indexed-job": ("Job", f"/apis/{indexed_job.API_VERSION}", "jobs", indexed_job.CONTAINER),
+}  # fmt: skip
+
+
+class NotFound(Exception):
+    pass
+
+
+@dataclass
+class Gathered:
+    namespace: str
+    name: str
+    backend: str
+    kind: str
+    container: str
+    job: dict[str, Any]
+    workload: dict[str, Any] | None = None
+    local_queue: dict[str, Any] | None = None
+    cluster_queue: dict[str, Any] | None = None
+    position: dict[str, Any] | None = None
+    pods: list[dict[str, Any]] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    metrics: dict[str, float] | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def find_job(api: Api, namespace: str, name: str) -> Gathered:
+    for backend, (kind, base, plural, container) in BACKENDS.items():
+        obj = api.get(f"{base}/namespaces/{namespace}/{plural}/{name}")
+        if obj is not None:
+            return Gathered(namespace, name, backend, kind, container, obj)
+    kinds = ", ".join(k for k, *_ in BACKENDS.values())
+    raise NotFound(f"no job {name!r} in namespace {namespace!r} (looked for a {kinds})")
+
+
+def gather(api: Api, namespace: str, name: str, metrics: bool = True) -> Gathered:
+    g = find_job(api, namespace, name)
+    uid = g.job.get("metadata", {}).get("uid", "")
+    _queue(api, g, uid)
+    pods = api.get(f"/api/v1/namespaces/{namespace}/pods", labelSelector=f"{JOB_LABEL}={name}")
+    g.pods = sorted((pods or {}).get("items", []), key=lambda p: p["metadata"]["name"])
+    names = {name, *(p["metadata"]["name"] for p in g.pods)}
+    if g.workload:
+        names.add(g.workload["metadata"]["name"])
+    events = api.get(f"/api/v1/namespaces/{namespace}/events") or {}
+    g.events = [
+        e for e in events.get("items", []) if e.get("involvedObject", {}).get("name") in names
+    ]
+    if metrics:
+        _metrics(api, g)
+    return g
+
+
+def _optional(api: Api, g: Gathered, what: str, path: str, **query: Any) -> dict | None:
+    try:
+        return api.get(path, **query)
+    except KubeError as e:
+        if e.status in (401, 403):
+            g.notes.append(f"cannot read {what} ({e.status}: your access does not include it)")
+            return None
+        raise
+
+
+def _queue(api: Api, g: Gathered, uid: str) -> None:
+    wls = _optional(
+        api, g, "Kueue Workloads", f"{KUEUE}/namespaces/{g.namespace}/workloads",
+        labelSelector=f"{JOB_UID_LABEL}={uid}",
+    )  # fmt: skip
+    items = (wls or {}).get("items", [])
+    if not items:
+        return
+    # the newest Workload (a re-created job gets a new one)
+    g.workload = max(items, key=lambda w: w["metadata"].get("creationTimestamp", ""))
+    lq_name = g.workload.get("spec", {}).get("queueName")
+    if lq_name:
+        g.local_queue = _optional(
+            api, g, f"LocalQueue {lq_name}",
+            f"{KUEUE}/namespaces/{g.namespace}/localqueues/{lq_name}",
+        )  # fmt: skip
+    cq_name = (g.workload.get("status", {}).get("admission") or {}).get("clusterQueue") or (
+        (g.local_queue or {}).get("spec", {}).get("clusterQueue")
+    )
+    if cq_name:
+        g.cluster_queue = _optional(
+            api, g, f"ClusterQueue {cq_name}", f"{KUEUE}/clusterqueues/{cq_name}"
+        )
+    admitted = _condition(g.workload, "Admitted")
+    if lq_name and not (admitted and admitted.get("status") == "True"):
+        for base in VISIBILITY:
+            try:
+                pending = api.get(
+                    f"{base}/namespaces/{g.namespace}/localqueues/{lq_name}/pendingworkloads"
+                )
+            except KubeError as e:
+                if e.status in (401, 403):
+                    g.notes.append(f"cannot read the queue position ({e.status})")
+                    break
+                continue
+            if pending is None:
+                continue
+            wl = g.workload["metadata"]["name"]
+            g.position = next(
+                (i for i in pending.get("items", []) if i["metadata"]["name"] == wl), None
+            )
+            break
+
+
+def _condition(obj: dict | None, kind: str) -> dict | None:
+    for c in (obj or {}).get("status", {}).get("conditions", []) or []:
+        if c.get("type") == kind:
+            return c
+    return None
+
+
+def rank0_pod(g: Gathered) -> dict | None:
+    """The pod of global rank 0: PyTorchJob `-master-0` (or `-worker-0` without a master),
+    TrainJob and indexed Job: completion index 0 (of the JobSet's one Job)."""
+    pods = g.pods
+    for suffix in ("-master-0", "-worker-0"):
+        for p in pods:
+            if p["metadata"]["name"] == f"{g.name}{suffix}":
+                return p
+    for p in pods:
+        if p["metadata"].get("labels", {}).get(COMPLETION_INDEX_LABEL) == "0":
+            return p
+    return None
+
+
+def _metrics(api: Api, g: Gathered) -> None:
+    pod = rank0_pod(g)
+    if pod is None or pod.get("status", {}).get("phase") != "Running":
+        return
+    port = next(
+        (
+            p["containerPort"]
+            for c in pod["spec"].get("containers", [])
+            for p in c.get("ports", []) or []
+            if p.get("name") == METRICS_PORT_NAME
+        ),
+        None,
+    )
+    if port is None:
+        g.notes.append("rank 0 serves no metrics (the job sets metricsPort: 0)")
+        return
+    path = f"/api/v1/namespaces/{g.namespace}/pods/{pod['metadata']['name']}:{port}/proxy/metrics"
+    try:
+        text = api.text(path)
+    except KubeError as e:
+        g.notes.append(f"cannot read rank 0's metrics ({e.status or ''} {e})".strip())
+        return
+    if text is not None:
+        g.metrics = parse_metrics(text)
+
+
+_SAMPLE = re.compile(r"^trainforge_(\w+)(\{[^}]*\})?\s+(\S+)$")
+_REASON = re.compile(r'reason="([^"]+)"')
+
+
+def parse_metrics(text: str) -> dict[str, float]:
+    """trainforge_* gauges of the runtime's text format; per-reason exits keep their reason
+    (`attempt_exits:hang`)."""
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        m = _SAMPLE.match(line.strip())
+        if not m:
+            continue
+        name, labels, value = m.groups()
+        reason = _REASON.search(labels or "")
+        if reason:
+            name = f"{name}:{reason.group(1)}"
+        try:
+            out[name] = float(value)
+        except ValueError:
+            continue
+    return out

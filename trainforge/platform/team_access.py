@@ -1,0 +1,160 @@
+"""Team access: who may ask the cluster about a team's jobs, and what they may do.
+
+Each principal of `teams[].access.principals` gets an EKS access entry (authentication mode
+API) whose Kubernetes group is `trainforge:team:<team>`; no EKS access policy is associated
+(the managed View/Edit policies cover more than a team needs, Secrets-adjacent objects
+included). Kubernetes RBAC grants that group, in the team's namespace only (a Role and a
+RoleBinding):
+
+* read: the jobs of every backend (PyTorchJob, TrainJob, JobSet, batch Job), Kueue's
+  Workloads and LocalQueues and the queue positions (visibility API), pods, their logs,
+  events, Services, ConfigMaps; `pods/proxy` GET to read rank 0's metrics (the team's own
+  pods only);
+* with `createJobs: true`, also create/update/delete those jobs and ConfigMaps (the runtime
+  library and shipped code), nothing else;
+* never Secrets, ServiceAccounts, RBAC, quotas, NetworkPolicies or another namespace.
+
+Cluster-wide, a ClusterRole lets the group read its own team's ClusterQueue only
+(`resourceNames`), for `trainforge status` to show quota usage.
+
+`trainforge status|why|logs|wait` needs exactly the read part (trainforge.live).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+
+from trainforge.platform.services_config import TeamConfig
+
+GROUP_PREFIX = "trainforge:team:"
+ROLE = "trainforge-team-member"
+READ = ["get", "list", "watch"]
+WRITE = ["create", "update", "patch", "delete"]
+# (apiGroup, resources) a team member reads in the team namespace
+READ_RESOURCES: list[tuple[str, list[str]]] = [
+    ("kubeflow.org", ["pytorchjobs", "pytorchjobs/status"]),
+    ("trainer.kubeflow.org", ["trainjobs", "trainjobs/status"]),
+    ("jobset.x-k8s.io", ["jobsets", "jobsets/status"]),
+    ("batch", ["jobs", "jobs/status"]),
+    ("kueue.x-k8s.io", ["workloads", "workloads/status", "localqueues", "localqueues/status"]),
+    ("", ["pods", "pods/log", "events", "services", "configmaps"]),
+    ("events.k8s.io", ["events"]),
+]
+# what `createJobs` adds: the job objects of every backend and their ConfigMaps
+WRITE_RESOURCES: list[tuple[str, list[str]]] = [
+    ("kubeflow.org", ["pytorchjobs"]),
+    ("trainer.kubeflow.org", ["trainjobs"]),
+    ("batch", ["jobs"]),
+    ("", ["configmaps", "services"]),
+]
+
+
+def group(team: str) -> str:
+    return f"{GROUP_PREFIX}{team}"
+
+
+def role_rules(create_jobs: bool) -> list[dict[str, Any]]:
+    rules = [
+        {"apiGroups": [g], "resources": list(res), "verbs": list(READ)} for g, res in READ_RESOURCES
+    ]
+    # rank 0's metrics through the API server's pod proxy (trainforge status)
+    rules.append({"apiGroups": [""], "resources": ["pods/proxy"], "verbs": ["get"]})
+    rules.append(
+        {
+            "apiGroups": ["visibility.kueue.x-k8s.io"],
+            "resources": ["localqueues/pendingworkloads"],
+            "verbs": ["get", "list"],
+        }
+    )
+    if create_jobs:
+        rules += [
+            {"apiGroups": [g], "resources": list(res), "verbs": list(WRITE)}
+            for g, res in WRITE_RESOURCES
+        ]
+    return rules
+
+
+def rbac_objects(team: TeamConfig, namespace: str) -> list[dict[str, Any]]:
+    """The team's Role, RoleBinding, and its ClusterQueue reader (plain manifests)."""
+    from trainforge.platform.queues import cluster_queue_name  # noqa: PLC0415
+
+    labels = {"trainforge.io/team": team.name, "app.kubernetes.io/part-of": "trainforge"}
+    subject = [{"kind": "Group", "apiGroup": "rbac.authorization.k8s.io", "name": group(team.name)}]
+    cq_role = f"trainforge-team-{team.name}-queue"
+    return [
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": {"name": ROLE, "namespace": namespace, "labels": labels},
+            "rules": role_rules(team.access.create_jobs),
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": {"name": ROLE, "namespace": namespace, "labels": labels},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": ROLE},
+            "subjects": subject,
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": cq_role, "labels": labels},
+            "rules": [
+                {
+                    "apiGroups": ["kueue.x-k8s.io"],
+                    "resources": ["clusterqueues"],
+                    "resourceNames": [cluster_queue_name(team.name)],
+                    "verbs": ["get"],
+                }
+            ],
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": cq_role, "labels": labels},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": cq_role,
+            },
+            "subjects": subject,
+        },
+    ]
+
+
+def declare(
+    name: str,
+    team: TeamConfig,
+    namespace: pulumi.Output[str],
+    cluster_name: pulumi.Input[str] | None,
+    child: pulumi.ResourceOptions,
+    parent: pulumi.Resource,
+) -> None:
+    """The team's RBAC, and an access entry per principal (when the cluster is known)."""
+    if not team.access.principals:
+        return
+    for obj in rbac_objects(team, team.name):
+        kind = obj["kind"]
+        meta = dict(obj["metadata"])
+        if "namespace" in meta:
+            meta["namespace"] = namespace
+        cls = getattr(k8s.rbac.v1, kind)
+        extra = {"rules": obj["rules"]} if "rules" in obj else {}
+        if "roleRef" in obj:
+            extra = {"role_ref": obj["roleRef"], "subjects": obj["subjects"]}
+        cls(f"{name}-{team.name}-{kind.lower()}", metadata=meta, **extra, opts=child)
+    if cluster_name is None:
+        return
+    for i, arn in enumerate(team.access.principals):
+        aws.eks.AccessEntry(
+            f"{name}-{team.name}-access-{i}",
+            cluster_name=cluster_name,
+            principal_arn=arn,
+            type="STANDARD",
+            kubernetes_groups=[group(team.name)],
+            opts=pulumi.ResourceOptions(parent=parent),
+        )
