@@ -187,6 +187,8 @@ def test_every_pool_is_listed_once_whatever_repeats_before_it():
         efa_t,
         "e",
     )
-    result = check_scheduling.check(_ctx(_declared(gpu_job, gpu_t), _declared(efa_job, efa_t)))
+    again = replace(gpu_job, name="g2")
+    jobs = (_declared(gpu_job, gpu_t), _declared(again, gpu_t), _declared(efa_job, efa_t))
+    result = check_scheduling.check(_ctx(*jobs))  # gpu-workloads twice, then efa-p5
     heads = [line for line in result.sections[0].lines if line.startswith("pool ")]
     assert [h.split(" (")[0] for h in heads] == ["pool gpu-workloads", "pool efa-p5"]
