@@ -199,3 +199,5 @@ def test_detail_names_three_problems_and_counts_the_rest() -> None:
     assert v.detail == "ranks disagree on the final parameters: p0; p1; p2 (and 2 more)"
     three = agreement.Agreement(False, ["p0", "p1", "p2"], 3)
     assert three.detail == "ranks disagree on the final parameters: p0; p1; p2"
+    four = agreement.Agreement(False, ["p0", "p1", "p2", "p3"], 4)
+    assert four.detail == "ranks disagree on the final parameters: p0; p1; p2 (and 1 more)"
