@@ -303,6 +303,7 @@ def test_codes_below_128_stop_the_job_and_the_others_restart_it() -> None:
         ({0: 202, 1: 1}, 1, "user_error, permanent"),  # a bug, not its lost peer
         ({0: 202, 1: 3}, 3, "oom"),
         ({0: 143, 1: 143}, 143, "preempted"),
+        ({0: 202, 1: 5}, 5, "ranks_disagree, permanent"),  # not the peer it lost
         ({0: -9}, 137, "retryable"),  # killed outright: no reason of ours
     ],
 )
