@@ -86,6 +86,18 @@ def test_only_a_dim_0_shard_over_the_world_is_sliced(t, sharded) -> None:
     assert agreement._sharded_over_world(t, 2) is sharded
 
 
+def test_a_one_value_tensor_and_swaps_anywhere_change_the_digest() -> None:
+    assert agreement.tensor_digest(torch.tensor([1.0])) != agreement.tensor_digest(
+        torch.tensor([2.0])
+    )
+    t = torch.randn(200)
+    d = agreement.tensor_digest(t)
+    for i, j in ((0, 2), (1, 3), (100, 150), (0, 199)):  # same parity, far apart
+        u = t.clone()
+        u[[i, j]] = t[[j, i]]
+        assert agreement.tensor_digest(u) != d, (i, j)
+
+
 def test_shard_slices_follow_torch_chunk_with_empty_tails() -> None:
     full = torch.arange(5.0)
     assert [s.tolist() for s in agreement.shard_slices(full, 2)] == [[0, 1, 2], [3, 4]]
