@@ -102,6 +102,7 @@ def test_shard_slices_follow_torch_chunk_with_empty_tails() -> None:
     full = torch.arange(5.0)
     assert [s.tolist() for s in agreement.shard_slices(full, 2)] == [[0, 1, 2], [3, 4]]
     assert [s.shape[0] for s in agreement.shard_slices(full, 4)] == [2, 2, 1, 0]
+    assert [s.shape[0] for s in agreement.shard_slices(torch.arange(4.0), 2)] == [2, 2]
     assert [s.shape[0] for s in agreement.shard_slices(torch.zeros(2, 3), 4)] == [1, 1, 0, 0]
 
 
