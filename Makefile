@@ -29,11 +29,13 @@ alert-tools:
 
 test: venv alert-tools
 	$(PY) -m ruff check .
+	$(VENV)/bin/hadolint images/runtime/Dockerfile
 	$(PY) -m pytest -q
 
 lint: venv
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
+	$(VENV)/bin/hadolint images/runtime/Dockerfile
 
 fmt: venv
 	$(PY) -m ruff check --fix .

@@ -1,11 +1,17 @@
 """Shared fixtures (keep small): the repository root and a mocked run of a stack file."""
 
+import os
 import pathlib
 import sys
+import tempfile
 
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+# The planner merges the user's calibration file (~/.config/trainforge) into its facts: tests
+# read an empty config home, never the developer's own measurements.
+os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="trainforge-test-config-")
 
 
 @pytest.fixture(scope="session")

@@ -117,11 +117,14 @@ def runs_user_code(tokens: list[str]) -> bool:
     """`run-local --stack S JOB` of a job with its own `entrypoint` (its args are the user's)."""
     if "--stack" not in tokens:
         return False
-    i = tokens.index("--stack")
-    stack, job = tokens[i + 1], tokens[i + 2]
+    rest = [t for t in tokens if not t.startswith("--program")]
+    if "--program" in tokens:  # `--program FILE`: FILE is not the job
+        rest.remove(tokens[tokens.index("--program") + 1])
+    i = rest.index("--stack")
+    stack, job = rest[i + 1], rest[i + 2]
     config = yaml.safe_load((ROOT / f"Pulumi.{stack}.yaml").read_text())["config"]
     jobs = {j["name"]: j for j in config.get("trainforge:jobs") or []}
-    return "entrypoint" in jobs[job]
+    return job not in jobs or "entrypoint" in jobs[job]  # not in config: declared in Python
 
 
 def argv_and_env(cmd: str, scratch: Path) -> tuple[list[str], dict[str, str]]:

@@ -13,7 +13,10 @@ import sys
 COMMANDS: dict[str, tuple[str, str]] = {
     "run-local": ("trainforge.local", "run a training job on this machine through torchrun"),
     "plan": ("trainforge.plan.cli", "offline plan of a stack: resources, manifests, policy"),
-    "report": ("trainforge.report", "plot a run's metrics (PNG) and summarise it (text)"),
+    "report": (
+        "trainforge.report",
+        "what a run left: attempts, restarts and causes, checkpoints, metrics (text, PNG)",
+    ),
     "demo": ("trainforge.demo", "what `make demo` runs: short DDP and FSDP jobs and a plan"),
     "acceptance": (
         "trainforge.training.acceptance.cli",

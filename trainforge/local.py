@@ -19,10 +19,11 @@ import signal
 import subprocess
 import sys
 import time
+from typing import Any
 
 USAGE = (
     "trainforge run-local [--workers N] [--max-restarts N] [training flags]\n"
-    "       trainforge run-local --stack STACK JOB [overrides]\n"
+    "       trainforge run-local --stack STACK [--program FILE] JOB [overrides]\n"
     "       trainforge run-local --stack STACK JOB [--workers N] [--max-restarts N] "
     "[--volume CLAIM=DIR] [args for your code]"
 )
@@ -49,6 +50,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=0,
         help="torchrun restarts of the whole worker group after a failure (resume from the "
         "latest checkpoint with --checkpoint-dir)",
+    )
+    p.add_argument(
+        "--pod-restarts",
+        type=int,
+        default=0,
+        help="re-create the local pod after a retryable exit (>= 128) up to N times, as the "
+        "cluster re-creates a job's pods (default 0; with --stack the job's budget)",
     )
     p.add_argument(
         "--dry-run", action="store_true", help="print the torchrun command instead of running it"
@@ -85,17 +93,51 @@ def child_env(workers: int) -> dict[str, str]:
     return env
 
 
-def launch(cmd: list[str], env: dict[str, str], cwd: str | os.PathLike[str] | None = None) -> int:
-    """Run the job's launcher, relaying SIGTERM/SIGINT to it (torchrun relays them to the
-    workers and waits their grace period); the exit status is the job's."""
-    proc = subprocess.Popen(cmd, env=env, cwd=cwd)
+def launch(
+    cmd: list[str],
+    env: dict[str, str],
+    cwd: str | os.PathLike[str] | None = None,
+    *,
+    recreations: int = 0,
+    on: str = "retryable",
+) -> int:
+    """Run the job's launcher as the job's one local "pod", relaying SIGTERM/SIGINT to it
+    (torchrun relays them to the workers and waits their grace period), and re-create it as
+    the cluster would (trainforge/jobs/restarts.py): after a retryable exit (>= 128; `on=
+    "any"`: any failure) up to `recreations` times. A stop asked of run-local itself is
+    never followed by a re-creation. The exit status is the job's."""
+    stopped: list[int] = []
+    proc: subprocess.Popen[bytes] | None = None
 
     def forward(signum: int, _frame: object) -> None:  # torchrun relays it to the workers
-        proc.send_signal(signum)
+        stopped.append(signum)
+        if proc is not None:
+            proc.send_signal(signum)
 
     old = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGINT)}
     try:
-        return proc.wait()
+        done = 0
+        while True:
+            proc = subprocess.Popen(cmd, env=env, cwd=cwd)
+            rc = proc.wait()
+            code = 128 - rc if rc < 0 else rc
+            retry = code >= 128 if on == "retryable" else (code != 0 and on == "any")
+            if code == 0 or stopped or not retry or done >= recreations:
+                if code != 0 and retry and not stopped and recreations:
+                    print(
+                        f"run-local: exit {code}; the restart budget ({recreations} "
+                        "re-creation(s)) is spent",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+                return code
+            done += 1
+            print(
+                f"run-local: the job's pod exited {code} (retryable); re-creating it "
+                f"({done}/{recreations}), as the cluster would",
+                file=sys.stderr,
+                flush=True,
+            )
     finally:
         for s, h in old.items():
             signal.signal(s, h)
@@ -114,6 +156,12 @@ def user_code_parser() -> argparse.ArgumentParser:
         "--max-restarts", type=int, default=None, help="torchrun restarts (default: the job's)"
     )
     p.add_argument(
+        "--pod-restarts",
+        type=int,
+        default=None,
+        help="re-creations of the local pod after a retryable exit (default: the job's budget)",
+    )
+    p.add_argument(
         "--volume",
         action="append",
         default=[],
@@ -124,7 +172,22 @@ def user_code_parser() -> argparse.ArgumentParser:
     return p
 
 
-def run_user_code(stack: str, job_name: str, rest: list[str]) -> int:
+def pop_program(argv: list[str]) -> tuple[str | None, list[str]]:
+    """(`--program FILE`, the other arguments): the Python program that declares the job
+    when it is not in stack config (default: the project's __main__.py)."""
+    from trainforge.jobs.errors import JobConfigError
+
+    for i, arg in enumerate(argv):
+        if arg == "--program":
+            if i + 1 >= len(argv):
+                raise JobConfigError("--program", None, "expected a Python file of the project")
+            return argv[i + 1], argv[:i] + argv[i + 2 :]
+        if arg.startswith("--program="):
+            return arg.split("=", 1)[1], argv[:i] + argv[i + 1 :]
+    return None, list(argv)
+
+
+def run_user_code(stack: str, job_name: str, rest: list[str], job: Any = None) -> int:
     """`run-local --stack STACK JOB` for a job with an entrypoint (its own code)."""
     from trainforge.jobs.errors import JobConfigError
     from trainforge.jobs.local import find_job, user_code_run
@@ -146,7 +209,7 @@ def run_user_code(stack: str, job_name: str, rest: list[str]) -> int:
             return 2
         volumes[claim] = path
     try:
-        job = find_job(stack, job_name)
+        job = job or find_job(stack, job_name)
         run = user_code_run(
             job,
             ".",
@@ -163,9 +226,28 @@ def run_user_code(stack: str, job_name: str, rest: list[str]) -> int:
     if ns.dry_run:
         print(f"(cd {run.cwd} && {' '.join(run.command)})")
         return 0
+    from trainforge.jobs.restarts import budget, describe
+
+    b = budget(job)
+    recreations = b.local_recreations if ns.pod_restarts is None else ns.pod_restarts
     shipped = f"the shipped copy in {run.code_dir}" if run.code_dir else "this environment"
     print(f"run-local: {job.name}: {run.workers} process(es) running {shipped}", flush=True)
-    return launch(run.command, run.env, run.cwd)
+    print(f"run-local: {job.name}: restarts: {describe(job)}", flush=True)
+    _where_things_go(run.env)
+    return launch(run.command, run.env, run.cwd, recreations=recreations, on=b.on)
+
+
+def _where_things_go(env: dict[str, str]) -> None:
+    """Say where the contract's directories are, and how to get a report (docs/jobs.md)."""
+    from trainforge.training import contract as c
+
+    out = env.get(c.OUTPUT_DIR, "")
+    print(
+        f"run-local: checkpoints in {env.get(c.CHECKPOINT_DIR)}, outputs in {out}; "
+        f"metrics: append JSON lines to {out}/metrics.jsonl (MetricsReporter does); "
+        f"afterwards: python -m trainforge report {out}",
+        flush=True,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -173,13 +255,19 @@ def main(argv: list[str] | None = None) -> int:
     # `--stack STACK JOB` expands to the job's own flags from Pulumi.<stack>.yaml (jobs area).
     if any(a == "--stack" or a.startswith("--stack=") for a in argv):
         from trainforge.jobs.errors import JobConfigError
-        from trainforge.jobs.local import expand_stack_argv, find_job, split_stack_argv
+        from trainforge.jobs.local import find_job, local_argv_for_job, split_stack_argv
 
         try:
+            program, argv = pop_program(argv)
             found = split_stack_argv(argv)
-            if found is not None and find_job(found[0], found[1]).entrypoint is not None:
-                return run_user_code(*found)
-            argv = expand_stack_argv(argv)
+            if found is not None:
+                job = find_job(found[0], found[1], ".", program)
+                if job.entrypoint is not None:
+                    return run_user_code(*found, job=job)
+                argv = local_argv_for_job(found[0], found[1], ".", job) + found[2]
+                from trainforge.jobs.restarts import describe
+
+                print(f"run-local: {job.name}: restarts: {describe(job)}", flush=True)
         except JobConfigError as e:
             print(f"trainforge run-local: error: {e}", file=sys.stderr)
             return 2
@@ -196,6 +284,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--workers must be >= 1, got {ns.workers}")
     if ns.max_restarts < 0:
         parser.error(f"--max-restarts must be >= 0, got {ns.max_restarts}")
+    if ns.pod_restarts < 0:
+        parser.error(f"--pod-restarts must be >= 0, got {ns.pod_restarts}")
 
     from trainforge.training.config import ConfigError, check_world, parse_args
 
@@ -216,4 +306,4 @@ def main(argv: list[str] | None = None) -> int:
     # checkpoint hook: torchrun SIGKILLs workers this long after relaying a SIGTERM (default
     # 30 s); give them the whole --grace-period to checkpoint, as the PyTorchJob pods do.
     env.setdefault("TORCH_ELASTIC_SHUTDOWN_TIMEOUT", str(max(1, round(cfg.grace_period))))
-    return launch(cmd, env)
+    return launch(cmd, env, recreations=ns.pod_restarts)

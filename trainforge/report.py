@@ -1,14 +1,19 @@
-"""`trainforge report RUN_DIR`: a PNG and a short text summary of a run's metrics file.
+"""`trainforge report RUN_DIR`: what a run left behind, for any code: a text summary and a PNG.
 
-Why: a local run leaves a JSON-lines file nobody reads; a picture of loss, throughput and step
-time with the checkpoints and restarts marked answers "did it learn, how fast, what went
-wrong" at a glance. It reads what rank 0 of the runtime writes (trainforge/training/
-metrics.py): `metrics.jsonl` (one line per log window, appended across restarts) and
-`summary.json` (written when the run finishes).
+Why: "did it learn, how fast, what went wrong" should be answerable for every job, not only the
+bundled runtime's. The report reads whatever the run left (each source optional):
 
-Restarts are read from the file itself: a process resumed from a checkpoint logs steps again
-that the crashed one had already logged, so the step goes back (a `restarts` gauge, when the
-runtime writes one, counts them too). matplotlib is an optional extra (`trainforge[report]`);
+* the run ledger (`<checkpoint dir>/.trainforge/run.json`, trainforge/training/ledger.py):
+  attempts, how each ended, restarts and their causes. The runtime keeps it, and so does the
+  launcher's wrapper for your own code (trainforge/training/usercode.py);
+* the checkpoints in the contract's checkpoint directory (`step_<N>` folders or files);
+* `metrics.jsonl` in RUN_DIR (one JSON object per log step, with at least `step`): what the
+  runtime and `MetricsReporter` write, or one line of your own (docs/jobs.md);
+* `summary.json` (the runtime's, when the run finished).
+
+A panel without data is left out, and the text says which and why. Restarts are read from the
+ledger, else from the metrics (a resumed process logs steps again that the crashed one had
+already logged, so the step goes back). matplotlib is an optional extra (`trainforge[report]`);
 without it the text summary is still written.
 """
 
@@ -17,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import statistics
 import sys
 from dataclasses import dataclass, field
@@ -43,11 +49,31 @@ class Attempt:
 
 
 @dataclass
+class Checkpoint:
+    step: int
+    name: str
+    complete: bool  # a DCP folder without `.metadata` was cut short
+
+
+@dataclass
 class Run:
     path: Path
-    attempts: list[Attempt]
+    attempts: list[Attempt]  # from metrics.jsonl (empty without it)
     summary: dict[str, Any] | None
     skipped_lines: int = 0
+    checkpoint_dir: Path | None = None
+    saved: list[Checkpoint] | None = None  # None: no checkpoint directory found
+    ledger: dict[str, Any] | None = None  # run.json of the run ledger
+    missing: list[str] = field(default_factory=list)  # "what: why" of each absent source
+
+    @property
+    def has_metrics(self) -> bool:
+        return bool(self.attempts)
+
+    @property
+    def ledger_attempts(self) -> list[dict[str, Any]]:
+        attempts = (self.ledger or {}).get("attempts") or (self.summary or {}).get("attempts")
+        return [a for a in attempts or [] if isinstance(a, dict)]
 
     @property
     def records(self) -> list[dict[str, float]]:
@@ -59,7 +85,10 @@ class Run:
 
     @property
     def checkpoints(self) -> list[float]:
-        """Steps a checkpoint was completed at, in order."""
+        """Steps a checkpoint was completed at, in order: the checkpoint directory's complete
+        ones when it is here, else what the metrics recorded."""
+        if self.saved:
+            return sorted(float(c.step) for c in self.saved if c.complete)
         steps = {r["checkpoint_step"] for r in self.records if _finite(r.get("checkpoint_step"))}
         final = ((self.summary or {}).get("checkpoint") or {}).get("checkpoint_step")
         if _finite(final):
@@ -69,22 +98,45 @@ class Run:
     @property
     def restarts(self) -> int:
         counted = max((r.get("restarts", 0) for r in self.records), default=0)
-        return max(len(self.attempts) - 1, int(counted) if _finite(counted) else 0)
+        from_metrics = max(len(self.attempts) - 1, int(counted) if _finite(counted) else 0)
+        return max(from_metrics, len(self.ledger_attempts) - 1)
 
 
 def _finite(v: Any) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
 
 
-def load_run(run_dir: Path) -> Run:
-    metrics = run_dir / "metrics.jsonl"
-    if not run_dir.is_dir():
-        raise ReportError(f"RUN_DIR {run_dir}: not a folder")
-    if not metrics.is_file():
-        raise ReportError(
-            f"RUN_DIR {run_dir}: no metrics.jsonl (rank 0 writes it to --output-dir; "
-            "run-local prints where)"
+STEP_NAME = re.compile(r"^step[_-]?(\d+)")
+
+
+def find_checkpoint_dir(run_dir: Path, summary: dict[str, Any] | None) -> Path | None:
+    """The run's checkpoint directory: the runtime's --checkpoint-dir from summary.json,
+    RUN_DIR/checkpoints (run-local), or the pod layout's sibling (`<fsx>/runs/<ns>/<job>` ->
+    `<fsx>/checkpoints/<ns>/<job>`)."""
+    candidates = []
+    configured = ((summary or {}).get("config") or {}).get("checkpoint_dir")
+    if configured:
+        candidates.append(Path(configured))
+    candidates.append(run_dir / "checkpoints")
+    if run_dir.parent.parent.name == "runs":
+        candidates.append(
+            run_dir.parent.parent.parent / "checkpoints" / run_dir.parent.name / run_dir.name
         )
+    return next((c for c in candidates if c.is_dir()), None)
+
+
+def list_checkpoints(folder: Path) -> list[Checkpoint]:
+    out = []
+    for p in folder.iterdir():
+        m = STEP_NAME.match(p.name)
+        if m is None or p.name.startswith("."):
+            continue
+        complete = not p.is_dir() or (p / ".metadata").is_file() or not any(p.glob("*.distcp"))
+        out.append(Checkpoint(int(m.group(1)), p.name, complete))
+    return sorted(out, key=lambda c: c.step)
+
+
+def _read_metrics(metrics: Path) -> tuple[list[Attempt], int]:
     attempts: list[Attempt] = []
     skipped = 0
     last_step = -math.inf
@@ -104,16 +156,57 @@ def load_run(run_dir: Path) -> Run:
         last_step = rec["step"]
         if _finite(rec.get("checkpoint_step")):
             last_ckpt = rec["checkpoint_step"]
-    if not attempts:
-        raise ReportError(f"{metrics}: no metrics lines (the run logged no step)")
-    summary = None
-    path = run_dir / "summary.json"
-    if path.is_file():
-        try:
-            summary = json.loads(path.read_text(encoding="utf-8"))
-        except ValueError:
-            summary = None
-    return Run(run_dir, attempts, summary, skipped)
+    return attempts, skipped
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def load_run(run_dir: Path, checkpoint_dir: Path | None = None) -> Run:
+    if not run_dir.is_dir():
+        raise ReportError(f"RUN_DIR {run_dir}: not a folder")
+    from trainforge.training.ledger import LEDGER_DIR, RUN_FILE  # noqa: PLC0415 - no torch
+
+    missing: list[str] = []
+    summary = _read_json(run_dir / "summary.json")
+    metrics = run_dir / "metrics.jsonl"
+    attempts: list[Attempt] = []
+    skipped = 0
+    if metrics.is_file():
+        attempts, skipped = _read_metrics(metrics)
+        if not attempts:
+            missing.append(f"metrics: {metrics} has no metrics lines (the run logged no step)")
+    else:
+        missing.append(
+            f"metrics: no {metrics} (the runtime and MetricsReporter write it; your own code "
+            "can append one JSON line per step, docs/jobs.md)"
+        )
+    if checkpoint_dir is not None and not checkpoint_dir.is_dir():
+        raise ReportError(f"--checkpoint-dir {checkpoint_dir}: not a folder")
+    ckpt = checkpoint_dir or find_checkpoint_dir(run_dir, summary)
+    saved = list_checkpoints(ckpt) if ckpt is not None else None
+    ledger = _read_json(ckpt / LEDGER_DIR / RUN_FILE) if ckpt is not None else None
+    if ckpt is None:
+        missing.append(
+            f"checkpoints and run ledger: no checkpoint directory found (looked for "
+            f"{run_dir / 'checkpoints'}; name it with --checkpoint-dir)"
+        )
+    elif ledger is None:
+        missing.append(
+            f"run ledger: no {ckpt / LEDGER_DIR / RUN_FILE} (kept by the runtime and by the "
+            "launcher's wrapper of your code)"
+        )
+    if not attempts and not saved and ledger is None and summary is None:
+        raise ReportError(
+            f"RUN_DIR {run_dir}: nothing to report: no metrics.jsonl, summary.json, checkpoints "
+            "or run ledger (RUN_DIR is a run's output directory; run-local prints where)"
+        )
+    return Run(run_dir, attempts, summary, skipped, ckpt, saved, ledger, missing)
 
 
 # --- text -----------------------------------------------------------------------------------
@@ -124,21 +217,49 @@ def _rate(v: float) -> str:
 
 
 def summary_text(run: Run) -> str:
-    recs = run.records
     s = run.summary or {}
-    first, last = recs[0], recs[-1]
-    total = last.get("total_steps") or (s.get("config") or {}).get("steps")
-    done = s.get("steps", last["step"])
-    lines = [
-        f"run {run.name}: {done:g}" + (f"/{total:g}" if total else "") + " steps"
-        + (f", {s['world_size']} x {s['device']}, global batch {s['global_batch']}" if s else
-           " (no summary.json: the run has not finished)")
-    ]  # fmt: skip
-    lines.append(
-        f"loss: {first['loss']:.4f} at step {first['step']:g} -> {last['loss']:.4f} at step "
-        f"{last['step']:g}"
-        + (f" (lowest {min(r['loss'] for r in recs):.4f})" if len(recs) > 2 else "")
-    )
+    recs = run.records
+    lines = [_headline(run)]
+    if recs:
+        lines += _metric_lines(run)
+    lines.append(_checkpoint_line(run))
+    lines += _attempt_lines(run)
+    if s.get("elapsed_seconds") is not None:
+        lines.append(f"wall time of the last attempt: {s['elapsed_seconds']:,.1f}s")
+    if run.skipped_lines:
+        lines.append(f"note: skipped {run.skipped_lines} unreadable line(s) of metrics.jsonl")
+    lines += [f"not shown: {m}" for m in [*run.missing, *missing_panels(run)]]
+    return "\n".join(lines) + "\n"
+
+
+def _headline(run: Run) -> str:
+    s = run.summary or {}
+    recs = run.records
+    total = (recs[-1].get("total_steps") if recs else None) or (s.get("config") or {}).get("steps")
+    done = s.get("steps", recs[-1]["step"] if recs else None)
+    if done is None:
+        head = f"run {run.name}"
+    else:
+        head = f"run {run.name}: {done:g}" + (f"/{total:g}" if total else "") + " steps"
+    if s:
+        return head + f", {s['world_size']} x {s['device']}, global batch {s['global_batch']}"
+    finished = [a for a in run.ledger_attempts if a.get("finished")]
+    if finished:
+        return head + " (finished, per the run ledger)"
+    return head + " (no summary.json: the run has not finished, or its code writes none)"
+
+
+def _metric_lines(run: Run) -> list[str]:
+    recs = run.records
+    lines = []
+    losses = [r for r in recs if _finite(r.get("loss"))]
+    if losses:
+        first, last = losses[0], losses[-1]
+        lines.append(
+            f"loss: {first['loss']:.4f} at step {first['step']:g} -> {last['loss']:.4f} at "
+            f"step {last['step']:g}"
+            + (f" (lowest {min(r['loss'] for r in losses):.4f})" if len(losses) > 2 else "")
+        )
     sps = [r["samples_per_second"] for r in recs if _finite(r.get("samples_per_second"))]
     tps = [r["tokens_per_second"] for r in recs if _finite(r.get("tokens_per_second"))]
     step_s = [r["step_seconds"] for r in recs if _finite(r.get("step_seconds"))]
@@ -153,33 +274,105 @@ def summary_text(run: Run) -> str:
             f"(min {min(step_s) * 1000:,.1f}, max {max(step_s) * 1000:,.1f})"
         )
     mfu = [r["mfu"] for r in recs if _finite(r.get("mfu"))]
-    lines.append(f"MFU: median {100 * statistics.median(mfu):.1f}%" if mfu else "MFU: n/a (CPU)")
+    if mfu:
+        lines.append(f"MFU: median {100 * statistics.median(mfu):.1f}%")
+    elif sps:
+        lines.append("MFU: n/a (CPU)")
+    return lines
+
+
+def _checkpoint_line(run: Run) -> str:
+    blocked = [r["checkpoint_blocked_seconds"] for r in run.records if _finite(r.get("checkpoint_blocked_seconds"))]  # fmt: skip
     ckpts = run.checkpoints
-    blocked = [r["checkpoint_blocked_seconds"] for r in recs if _finite(r.get("checkpoint_blocked_seconds"))]  # fmt: skip
-    lines.append(
+    where = ""
+    if run.saved is not None:
+        where = f" in {run.checkpoint_dir}"
+        cut = [c.name for c in run.saved if not c.complete]
+        if cut:
+            where += f" ({len(cut)} incomplete: {', '.join(cut)})"
+    elif ckpts:
+        where = " (recorded in metrics.jsonl; the checkpoint directory is not here)"
+    return (
         f"checkpoints: {len(ckpts)}"
         + (f" (steps {', '.join(f'{c:g}' for c in ckpts)})" if ckpts else "")
+        + where
         + (f", training blocked up to {max(blocked):.2f}s by one" if blocked else "")
     )
-    if run.restarts:
-        parts = []
-        for prev, a in zip(run.attempts, run.attempts[1:], strict=False):
-            lost = prev.records[-1]["step"] - (a.resumed_from or 0)
-            at = f"step {a.resumed_from:g}" if a.resumed_from is not None else "the start"
-            parts.append(
-                f"after step {prev.records[-1]['step']:g}, resumed at {at} ({lost:g} steps redone)"
-            )
-        lines.append(f"restarts: {run.restarts}: " + "; ".join(parts))
-    else:
+
+
+def _cause(exit_: dict[str, Any] | None) -> str:
+    if not exit_:
+        return "cause not recorded"
+    where = ", ".join(f"{k} {exit_[k]}" for k in ("rank", "step") if exit_.get(k) is not None)
+    detail = str(exit_.get("detail") or "").strip()
+    return (
+        f"{exit_.get('reason', 'unknown')}"
+        + (f" ({where})" if where else "")
+        + (f": {detail}" if detail else "")
+    )
+
+
+def _attempt_lines(run: Run) -> list[str]:
+    ledger = run.ledger_attempts
+    lines = []
+    if ledger:
+        source = "run ledger" if run.ledger else "summary.json"
+        state = "finished" if ledger[-1].get("finished") else "not finished"
+        lines.append(f"attempts: {len(ledger)} ({source}; the last {state})")
+    n = run.restarts
+    if not n:
         lines.append("restarts: 0")
-    if s.get("elapsed_seconds") is not None:
-        lines.append(f"wall time of the last attempt: {s['elapsed_seconds']:,.1f}s")
-    if run.skipped_lines:
-        lines.append(f"note: skipped {run.skipped_lines} unreadable line(s) of metrics.jsonl")
-    return "\n".join(lines) + "\n"
+        return lines
+    parts = []
+    for i in range(n):
+        bits = []
+        if i + 1 < len(run.attempts):
+            prev, a = run.attempts[i], run.attempts[i + 1]
+            last = prev.records[-1]["step"]
+            if a.resumed_from is not None:
+                lost = last - a.resumed_from
+                bits.append(
+                    f"after step {last:g}, resumed at step {a.resumed_from:g} "
+                    f"({lost:g} steps redone)"
+                )
+            else:  # the metrics do not say which checkpoint: what they show
+                bits.append(
+                    f"after step {last:g}, logging again from step {a.records[0]['step']:g}"
+                )
+        elif i + 1 < len(ledger) and ledger[i + 1].get("resumed_step") is not None:
+            bits.append(f"resumed at step {ledger[i + 1]['resumed_step']}")
+        if i < len(ledger):
+            bits.append(
+                f"attempt {ledger[i].get('attempt', i)} ended with {_cause(ledger[i].get('exit'))}"
+            )
+        else:
+            bits.append("cause not recorded (no run ledger)")
+        parts.append(", ".join(bits))
+    lines.append(f"restarts: {n}: " + "; ".join(parts))
+    return lines
 
 
 # --- plot ---------------------------------------------------------------------------------------
+
+
+# (metrics key, title, y label, scale) of every panel the plot can have
+PANELS = (
+    ("loss", "Loss", "loss", 1.0),
+    ("samples_per_second", "Throughput", "samples/s", 1.0),
+    ("step_seconds", "Step time", "ms per step", 1000.0),
+    ("progress", "Progress", "% of steps", 100.0),
+)
+
+
+def plotted_panels(run: Run) -> list[tuple[str, str, str, float]]:
+    """The panels with data; the others are left out (and named by `missing_panels`)."""
+    return [p for p in PANELS if any(_finite(r.get(p[0])) for r in run.records)]
+
+
+def missing_panels(run: Run) -> list[str]:
+    if not run.records:
+        return []
+    return [f"{p[1].lower()} panel: no '{p[0]}' in metrics.jsonl" for p in PANELS if p not in plotted_panels(run)]  # fmt: skip
 
 
 def plot(run: Run, path: Path) -> None:
@@ -190,29 +383,35 @@ def plot(run: Run, path: Path) -> None:
     matplotlib.use("Agg")  # files only, never a window
     import matplotlib.pyplot as plt  # noqa: PLC0415
 
-    fig, axes = plt.subplots(2, 2, figsize=(14, 9), dpi=100, sharex=True)
-    (ax_loss, ax_tput), (ax_step, ax_prog) = axes
+    panels = plotted_panels(run)
+    cols = 2 if len(panels) > 1 else 1
+    rows = (len(panels) + 1) // 2
+    fig, grid = plt.subplots(rows, cols, figsize=(14, 4.5 * rows), dpi=100, sharex=True,
+                             squeeze=False)  # fmt: skip
+    axes = grid.flat
+    for ax in list(axes)[len(panels) :]:
+        ax.remove()
+    by_key = dict(zip((p[0] for p in panels), grid.flat, strict=False))
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for i, a in enumerate(run.attempts):
         label = "first run" if i == 0 else f"after restart {i}"
         c = colors[i % len(colors)]
-        ax_loss.plot(*a.series("loss"), marker=".", color=c, label=label)
-        ax_tput.plot(
-            *a.series("samples_per_second"), marker=".", color=c, label=f"samples/s ({label})"
-        )
-        ax_step.plot(*a.series("step_seconds", 1000), marker=".", color=c, label=label)
-        ax_prog.plot(*a.series("progress", 100), marker=".", color=c, label=label)
+        for key, _title, _ylabel, scale in panels:
+            lab = f"samples/s ({label})" if key == "samples_per_second" else label
+            by_key[key].plot(*a.series(key, scale), marker=".", color=c, label=lab)
+    axes = [by_key[p[0]] for p in panels]
+    ax_tput = by_key.get("samples_per_second")
     # tokens/s is samples/s times the tokens per sample: a second scale on the same line
     ratios = {
         round(r["tokens_per_second"] / r["samples_per_second"], 6)
         for r in run.records
         if _finite(r.get("tokens_per_second")) and r.get("samples_per_second")
     }
-    if len(ratios) == 1 and (k := ratios.pop()) != 1:
+    if ax_tput is not None and len(ratios) == 1 and (k := ratios.pop()) != 1:
         ax_tput.secondary_yaxis("right", functions=(lambda v: v * k, lambda v: v / k)).set_ylabel(
             f"tokens/s ({k:g} tokens per sample)"
         )
-    for ax in axes.flat:
+    for ax in axes:
         for n, c in enumerate(run.checkpoints):
             ax.axvline(c, color="0.55", linestyle=":", linewidth=1.2,
                        label="checkpoint" if n == 0 else None)  # fmt: skip
@@ -224,12 +423,13 @@ def plot(run: Run, path: Path) -> None:
             ax.axvspan(x, prev.records[-1]["step"], color="tab:red", alpha=0.07,
                        label="steps redone" if n == 0 else None)  # fmt: skip
         ax.grid(True, alpha=0.3)
-    ax_loss.set(title="Loss", ylabel="loss")
-    ax_tput.set(title="Throughput", ylabel="samples/s")
-    ax_step.set(title="Step time", ylabel="ms per step", xlabel="step")
-    ax_prog.set(title="Progress", ylabel="% of steps", xlabel="step", ylim=(0, 105))
-    ax_loss.legend(loc="upper right", fontsize=8)
-    ax_step.legend(loc="upper right", fontsize=8)
+    for (key, title, ylabel, _), ax in zip(panels, axes, strict=True):
+        ax.set(title=title, ylabel=ylabel)
+        if key == "progress":
+            ax.set_ylim(0, 105)
+    for ax in axes[-cols:]:
+        ax.set_xlabel("step")
+    axes[0].legend(loc="upper right", fontsize=8)
     s = run.summary or {}
     where = f" | {s['world_size']} x {s['device']}" if s else ""
     fig.suptitle(
@@ -245,15 +445,24 @@ def plot(run: Run, path: Path) -> None:
 # --- command ------------------------------------------------------------------------------------
 
 
-def write_report(run_dir: Path, png: Path | None = None, out=None) -> tuple[int, Path, Path | None]:
-    """Write RUN_DIR/report.txt (always) and the PNG (when matplotlib is installed).
-    Returns (exit code, text path, PNG path or None)."""
+def write_report(
+    run_dir: Path, png: Path | None = None, out=None, checkpoint_dir: Path | None = None
+) -> tuple[int, Path, Path | None]:
+    """Write RUN_DIR/report.txt (always) and the PNG (when matplotlib is installed and the
+    metrics have something to draw). Returns (exit code, text path, PNG path or None)."""
     out = out or sys.stdout
-    run = load_run(run_dir)
+    run = load_run(run_dir, checkpoint_dir)
     text = summary_text(run)
     txt_path = run_dir / "report.txt"
     txt_path.write_text(text, encoding="utf-8")
     png = png or run_dir / "report.png"
+    if not plotted_panels(run):
+        print(
+            f"trainforge report: no plot: nothing in metrics.jsonl to draw (wrote the text "
+            f"summary to {txt_path})",
+            file=out,
+        )
+        return 0, txt_path, None
     try:
         import matplotlib  # noqa: F401, PLC0415
     except ImportError:
@@ -270,15 +479,23 @@ def write_report(run_dir: Path, png: Path | None = None, out=None) -> tuple[int,
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="trainforge report",
-        description="Plot a run's metrics (loss, throughput, step time, progress; checkpoints "
-        "and restarts marked) to RUN_DIR/report.png and write a text summary to "
-        "RUN_DIR/report.txt. RUN_DIR is a run's --output-dir (metrics.jsonl, summary.json).",
+        description="Summarise a run from what it left: the run ledger (attempts, restarts "
+        "and their causes), the checkpoints, metrics.jsonl and summary.json; write RUN_DIR/"
+        "report.txt and, when there are metrics, RUN_DIR/report.png (loss, throughput, step "
+        "time, progress; checkpoints and restarts marked). RUN_DIR is a run's output directory "
+        "(TRAINFORGE_OUTPUT_DIR, --output-dir; run-local: ./runs/JOB).",
     )
     ap.add_argument("run_dir", type=Path, metavar="RUN_DIR")
+    ap.add_argument(
+        "--checkpoint-dir",
+        type=Path,
+        help="the run's checkpoint directory (default: summary.json's, RUN_DIR/checkpoints, "
+        "or <fsx>/checkpoints/<ns>/<job> next to <fsx>/runs/<ns>/<job>)",
+    )
     ap.add_argument("--png", type=Path, help="write the plot here instead of RUN_DIR/report.png")
     args = ap.parse_args(argv)
     try:
-        code, txt, png = write_report(args.run_dir, args.png)
+        code, txt, png = write_report(args.run_dir, args.png, checkpoint_dir=args.checkpoint_dir)
     except (ReportError, OSError) as e:
         print(f"trainforge report: {e}", file=sys.stderr)
         return 2

@@ -43,6 +43,7 @@ from trainforge.training import (
     init_distributed,
     job_env,
 )
+from trainforge.training.state_layout import describe
 
 
 class SyntheticMNIST(Dataset):
@@ -61,14 +62,33 @@ class SyntheticMNIST(Dataset):
         return self.images[idx], self.labels[idx]
 
 
-def main() -> int:
+def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--epochs", type=int, default=2)
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--hidden", type=int, default=128, help="width of the hidden layer")
     p.add_argument("--samples", type=int, default=2048)
     p.add_argument("--log-every", type=int, default=10)
-    args = p.parse_args()
+    return p
+
+
+def build_model(hidden: int) -> nn.Module:
+    return nn.Sequential(nn.Flatten(), nn.Linear(784, hidden), nn.ReLU(), nn.Linear(hidden, 10))
+
+
+def state_layout(argv: list[str]) -> dict[str, list]:
+    """The job's `checkpoint.fingerprint` (train:state_layout): the checkpoint's keys, shapes
+    and dtypes for these arguments, built on the meta device (no weights). `trainforge plan
+    --diff` compares it between base and head: a changed --hidden cannot resume."""
+    args = parser().parse_args(argv)
+    with torch.device("meta"):
+        model = build_model(args.hidden)
+    return describe(model, torch.optim.Adam(model.parameters(), lr=args.lr))
+
+
+def main() -> int:
+    args = parser().parse_args()
 
     env = init_distributed()
     log = lambda msg: print(f"[rank{env.rank}] {msg}", flush=True)  # noqa: E731
@@ -78,7 +98,7 @@ def main() -> int:
     watchdog = Watchdog.from_env(log=log).start()
 
     torch.manual_seed(0)  # the same initial weights on every rank
-    model = nn.Sequential(nn.Flatten(), nn.Linear(784, 128), nn.ReLU(), nn.Linear(128, 10))
+    model = build_model(args.hidden)
     model = DDP(
         model.to(env.device), device_ids=[env.local_rank] if env.device.type == "cuda" else None
     )

@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tests.ports import communicate_all, retry_on_clash
+from tests.ports import candidate_port, communicate_all, retry_on_clash
 
 _VAR = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
 
@@ -75,7 +75,7 @@ def operator_env(job: dict[str, Any], rtype: str, index: int, port: int) -> dict
     nproc = spec.get("nprocPerNode", "1")
     rank = index + 1 if rtype == "Worker" else index
     return {
-        "PYTHONUNBUFFERED": "0",
+        "PYTHONUNBUFFERED": "1",  # appended by the operator (setPodEnv), as upstream
         "MASTER_PORT": str(port),
         "MASTER_ADDR": "127.0.0.1",  # stands for <job>-master-0
         "WORLD_SIZE": str(replicas * int(nproc)),
@@ -93,6 +93,12 @@ def env_value(item: dict[str, Any]) -> str:
         return str(item["value"])
     ref = item["valueFrom"]["secretKeyRef"]
     return f"<{ref['name']}/{ref['key']}>"
+
+
+def free_port() -> int:
+    """A candidate port (tests.ports): run_exitcode_policy still starts on it without a retry
+    on EADDRINUSE; run_pods retries."""
+    return candidate_port()
 
 
 def run_pods(
@@ -137,3 +143,115 @@ def _run_pods_on(
                 )
             )
     return communicate_all(procs, timeout)
+
+
+def pod_processes(
+    job: dict[str, Any], configmaps: list[dict[str, Any]], root: Path, port: int
+) -> list[tuple[str, list[str], dict[str, str], str]]:
+    """(pod name, argv, env, cwd) of every pod of a Master/Worker PyTorchJob, as `run_pods`
+    starts them: the rendered command and env, the operator's variables, local paths."""
+    out = []
+    for rtype, rspec in job["spec"]["pytorchReplicaSpecs"].items():
+        pod = rspec["template"]["spec"]
+        for index in range(rspec["replicas"]):
+            mapping = write_configmaps(pod, configmaps, root)
+            (container,) = pod["containers"]
+            env = {"PATH": os.environ["PATH"], "OMP_NUM_THREADS": "1"}
+            for item in container["env"]:
+                env[item["name"]] = _localize(env_value(item), mapping)
+            env.update(operator_env(job, rtype, index, port))
+            argv = [_localize(expand(a, env), mapping) for a in container["command"]]
+            if argv[0] == "python":
+                argv = [sys.executable, *argv[1:]]
+            elif argv[0] == "torchrun":
+                argv = [sys.executable, "-m", "torch.distributed.run", *argv[1:]]
+            wd = container.get("workingDir")
+            cwd = _localize(wd, mapping) if wd else str(root)
+            out.append((f"{rtype.lower()}-{index}", argv, env, cwd))
+    return out
+
+
+def run_exitcode_policy(
+    job: dict[str, Any],
+    configmaps: list[dict[str, Any]],
+    root: Path,
+    *,
+    kill: tuple[str, Any] | None = None,
+    first_env: dict[str, dict[str, str]] | None = None,
+    recreate_after: float = 1.0,
+    max_recreations: int = 4,
+    timeout: float = 150,
+) -> dict[str, list[tuple[int, str]]]:
+    """Run the job's pods under the training operator's `restartPolicy: ExitCode` (release
+    1.9): a pod that exits 0 is done, one that exits 1-127 fails the job (the others are
+    killed, cleanPodPolicy), one that exits >= 128 or dies by a signal is deleted and
+    re-created (after `recreate_after` seconds, as a new pod takes a moment) with the same
+    command and env. `kill = (pod name, ready)`: SIGKILL that pod's first process once
+    `ready()` is true (kill -9 from outside). `first_env`: extra variables for a pod's first
+    process only. Returns {pod: [(exit code, output) per process]}."""
+    import signal
+    import tempfile
+    import time
+
+    port = free_port()
+    pods = {
+        name: (argv, env, cwd)
+        for name, argv, env, cwd in pod_processes(job, configmaps, root, port)
+    }
+    history: dict[str, list[tuple[int, str]]] = {name: [] for name in pods}
+    running: dict[str, tuple[subprocess.Popen, Any]] = {}
+    pending: dict[str, float] = {name: 0.0 for name in pods}
+    done: set[str] = set()
+    killed = kill is None
+    deadline = time.monotonic() + timeout
+
+    def start(name: str) -> None:
+        argv, env, cwd = pods[name]
+        env = dict(env)
+        if not history[name]:
+            env.update((first_env or {}).get(name, {}))
+        log = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 - closed when the pod ends
+        proc = subprocess.Popen(
+            argv, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT, text=True
+        )
+        running[name] = (proc, log)
+
+    try:
+        while len(done) < len(pods):
+            now = time.monotonic()
+            if now > deadline:
+                raise AssertionError(f"pods still running after {timeout:.0f}s: {history}")
+            for name, at in list(pending.items()):
+                if now >= at:
+                    del pending[name]
+                    start(name)
+            if not killed and kill is not None and kill[1]():
+                running[kill[0]][0].send_signal(signal.SIGKILL)
+                killed = True
+            for name, (proc, log) in list(running.items()):
+                rc = proc.poll()
+                if rc is None:
+                    continue
+                log.seek(0)
+                history[name].append((rc, log.read()))
+                log.close()
+                del running[name]
+                code = 128 - rc if rc < 0 else rc
+                if code == 0:
+                    done.add(name)
+                elif code < 128:
+                    return history  # permanent: the job failed
+                elif len(history[name]) > max_recreations:
+                    raise AssertionError(f"{name} re-created {max_recreations} times: {history}")
+                else:
+                    pending[name] = now + recreate_after
+            time.sleep(0.05)
+    finally:
+        for name, (proc, log) in running.items():
+            if proc.poll() is None:
+                proc.kill()  # the job failed or timed out: its other pods are deleted
+            proc.wait()
+            log.seek(0)
+            history[name].append((proc.returncode, log.read()))
+            log.close()
+    return history

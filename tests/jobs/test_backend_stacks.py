@@ -14,6 +14,7 @@ from tests.jobs.schemas import crd_errors
 from tests.jobs.test_backends import RENDEZVOUS, env_entries
 from trainforge.jobs import trainjob
 from trainforge.jobs.contract import BACKENDS
+from trainforge.jobs.pod import GRACE_CLASSES
 from trainforge.plan.core import plan_project
 
 KIND = {"pytorchjob": "PyTorchJob", "trainjob": "TrainJob", "indexed-job": "Job"}
@@ -41,7 +42,11 @@ def workloads(result, backend: str) -> dict[str, dict]:
 def controller_pod(doc: dict, runtimes: dict[str, dict]) -> dict:
     if doc["kind"] == "PyTorchJob":
         specs = doc["spec"]["pytorchReplicaSpecs"]
-        return specs["Master" if "Master" in specs else "Worker"]["template"]
+        template = copy.deepcopy(specs["Master" if "Master" in specs else "Worker"]["template"])
+        # the operator appends PYTHONUNBUFFERED=1 to every container (setPodEnv, v1.9)
+        for c in template["spec"]["containers"]:
+            c["env"] = [*c.get("env", []), {"name": "PYTHONUNBUFFERED", "value": "1"}]
+        return template
     if doc["kind"] == "TrainJob":
         return trainjob.effective_pod(doc, runtimes[doc["spec"]["runtimeRef"]["name"]])
     return doc["spec"]["template"]
@@ -79,11 +84,15 @@ def test_each_backend_installs_its_controller_and_no_other(stack_plans):
     runtimes = sorted(
         o.obj_name for o in plans["trainjob"].objects if o.kind == "ClusterTrainingRuntime"
     )
-    # one per restart policy, each also for jobs with their own code (shipped / in the image)
+    # one per restart policy, each also for jobs with their own code (shipped / in the image),
+    # each per terminationGracePeriodSeconds class (Kueue drops it from a TrainJob's patch)
     assert runtimes == sorted(
-        name + suffix for name in trainjob.RUNTIMES.values() for suffix in trainjob.VARIANTS
+        name + suffix + trainjob.grace_suffix(grace)
+        for name in trainjob.RUNTIMES.values()
+        for suffix in trainjob.VARIANTS
+        for grace in GRACE_CLASSES
     )
-    assert len(runtimes) == 9
+    assert len(runtimes) == 9 * len(GRACE_CLASSES)
 
 
 def test_the_pods_are_the_same_on_every_backend(stack_plans):

@@ -65,7 +65,11 @@ def controller_pod(out) -> dict:
     wl = out.workload
     if out.backend == "pytorchjob":
         specs = wl["spec"]["pytorchReplicaSpecs"]
-        return specs["Master" if "Master" in specs else "Worker"]["template"]
+        template = copy.deepcopy(specs["Master" if "Master" in specs else "Worker"]["template"])
+        # the operator appends PYTHONUNBUFFERED=1 to every container (setPodEnv, v1.9)
+        for c in template["spec"]["containers"]:
+            c["env"] = [*c.get("env", []), {"name": "PYTHONUNBUFFERED", "value": "1"}]
+        return template
     if out.backend == "trainjob":
         runtime = trainjob.runtime_manifest(
             next(p for p, n in trainjob.RUNTIMES.items() if n == wl["spec"]["runtimeRef"]["name"])

@@ -107,3 +107,34 @@ def test_an_unknown_gpu_or_an_mlp_run_is_refused(tmp_path):
     (d / "summary.json").write_text(json.dumps(mlp))
     with pytest.raises(CalibrationError, match="an MLP run"):
         calibrate(d)
+
+
+def test_a_measured_model_becomes_a_declared_model_size(tmp_path, capsys):
+    """trainforge.training.measure on a local step -> `calibrate --declared` -> modelSize,
+    which the planner then uses as stated (test_estimate: the declared form)."""
+    import torch
+
+    from trainforge.jobs.estimate.calibrate import main as calibrate_main
+    from trainforge.jobs.spec import parse_job
+    from trainforge.training.measure import model_size
+
+    model = torch.nn.Sequential(torch.nn.Linear(16, 8, bias=False), torch.nn.ReLU(),
+                                torch.nn.Linear(8, 1, bias=False))  # fmt: skip
+    m = model_size(model, torch.randn(32, 16), out_dir=tmp_path)
+    assert m["parameters"] == 16 * 8 + 8
+    # forward 2 x (16x8 + 8x1) per sample, backward twice that (input and weight gradients;
+    # the first layer's input needs none, which FlopCounterMode knows)
+    assert m["flopsPerSample"] == 2 * (16 * 8 + 8) + 2 * (16 * 8) + 2 * 2 * 8
+    # saved for backward, each storage once, no parameters: the input (16 floats) and the
+    # ReLU's output (8), which is also the second Linear's input
+    assert m["activationBytesPerSample"] == (16 + 8) * 4
+    assert all(p.grad is None for p in model.parameters())
+    assert calibrate_main(["--declared", str(tmp_path)]) == 0
+    block = capsys.readouterr().out
+    import yaml
+
+    size = yaml.safe_load(block)["modelSize"]
+    job = parse_job({"name": "x", "team": "t", "pool": "p", "image": "r/i:1",
+                     "entrypoint": {"module": "m"}, "modelSize": size})  # fmt: skip
+    assert job.model_size.declared and job.model_size.parameters == 136
+    assert calibrate_main(["--declared", str(tmp_path / "nope")]) == 2

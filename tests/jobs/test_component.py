@@ -247,13 +247,19 @@ def test_declare_jobs_rejects_before_declaring_any():
 
 
 def test_plan_policy_rules_accept_every_job_resource():
-    """The same security rules `trainforge plan` and the policy pack enforce."""
+    """The same security rules `trainforge plan` and the policy pack enforce (the stock
+    PyTorch image through a pull-through cache with a Docker Hub rule: TRAINFORGE_DOCKER_HUB)."""
     from tests.jobs.helpers import DLC_IMAGE, EFA_POOL
+    from trainforge.jobs.runtime_images import NoRuntime
     from trainforge.plan.rules import check_resource
+    from trainforge.platform.image_routes import routes_for
 
+    cache = NoRuntime(
+        routes_for("1.dkr.ecr.us-west-2.amazonaws.com", docker_hub=True, github=False)
+    )
     m = harness.run(
         lambda: [
-            TrainingJob("llm", ARGS, target=target(GPU_POOL), code=CODE),
+            TrainingJob("llm", ARGS, target=target(GPU_POOL, images=cache), code=CODE),
             TrainingJob(
                 "el",
                 {
@@ -433,9 +439,11 @@ def test_trainer_runtimes_wait_for_the_chart_and_jobs_for_the_runtimes():
     (chart,) = by_type(m, "kubernetes:helm.sh/v4:Chart")
     runtimes = by_type(m, "kubernetes:trainer.kubeflow.org/v1alpha1:ClusterTrainingRuntime")
     assert sorted(r.inputs["metadata"]["name"] for r in runtimes) == sorted(
-        f"trainforge-torch{policy}{variant}"
+        f"trainforge-torch{policy}{variant}{grace}"
         for policy in ("", "-exitcode", "-never")
         for variant in ("", "-code", "-image")  # jobs with their own code (shipped, in image)
+        # terminationGracePeriodSeconds classes (Kueue drops it from a TrainJob's patch)
+        for grace in ("", "-grace330", "-grace630", "-grace930", "-grace1830", "-grace3630")
     )
     assert all(
         any(d.endswith("kubernetes:helm.sh/v4:Chart::trainer") for d in r.dependencies)

@@ -105,7 +105,19 @@ def test_the_issues_stack_example_parses():
         (
             {"script": "/home/me/t.py"},
             {},
-            r"entrypoint\.script: got '/home/me/t.py'; expected a file relative",
+            r"entrypoint\.script: got '/home/me/t.py'; expected a file: a path relative to the "
+            r"project directory .* and inside it",
+        ),
+        (  # the same rule for a path that leaves the project
+            {"script": "../user/x.py"},
+            {},
+            r"entrypoint\.script: got '../user/x.py'; expected a file: a path relative to the "
+            r"project directory .* and inside it \(no leading /, no drive letter, no \.\. above",
+        ),
+        (
+            {"script": "t.py", "codeDir": "src/../.."},
+            {},
+            r"entrypoint\.codeDir: got 'src/../..'; expected a directory: a path relative",
         ),
         (
             {"script": "a/t.py", "codeDir": "b"},
@@ -263,7 +275,15 @@ def test_script_one_process_per_pod(project):
     job, _, out = build({"script": "train/train.py", "args": ["--epochs", "1"]}, workers=2)
     assert_valid(out)
     c = container(out.pytorchjob)
-    assert c["command"] == ["python", "/workspace/train.py", "--epochs", "1"]
+    # through the shipped wrapper: a lost peer exits 202 (retryable), a bug 1 (usercode.py)
+    assert c["command"] == [
+        "python",
+        "-m",
+        "trainforge.training.usercode",
+        "/workspace/train.py",
+        "--epochs",
+        "1",
+    ]
     assert c["workingDir"] == "/workspace"
     pod = out.pytorchjob["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
     assert pod["shareProcessNamespace"] is True  # SIGTERM reaches a handler-less script
@@ -295,6 +315,8 @@ def test_script_with_gpus_runs_under_torchrun(project):
         "--master-addr=$(MASTER_ADDR)",
         "--master-port=$(MASTER_PORT)",
         "--rdzv-conf=timeout=960",
+        "-m",
+        "trainforge.training.usercode",
         "/workspace/train.py",
     ]
     env = env_of(c)
@@ -330,7 +352,14 @@ def test_module_from_a_shipped_package(project):
     _, user, out = build({"module": "mypkg.train", "codeDir": "src", "args": ["-v"]}, workers=2)
     assert_valid(out)
     c = container(out.pytorchjob)
-    assert c["command"] == ["python", "-m", "mypkg.train", "-v"]
+    assert c["command"] == [
+        "python",
+        "-m",
+        "trainforge.training.usercode",
+        "-m",
+        "mypkg.train",
+        "-v",
+    ]
     assert user.paths == ["mypkg/__init__.py", "mypkg/train.py"]
     assert env_of(c)["PYTHONPATH"] == "/workspace:/opt/trainforge/src"
 

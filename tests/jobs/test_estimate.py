@@ -325,6 +325,43 @@ def test_model_size_that_contradicts_its_blocks_gives_no_estimate():
     assert check_fit(j, A10G) is None
 
 
+def test_a_declared_model_size_is_used_as_stated_not_as_a_gpt():
+    """A model that is not a decoder states parameters, FLOPs and activation bytes; the
+    estimate uses them as they are (no GPT shape, no per-token guess)."""
+    size = {
+        "parameters": 25_000_000,
+        "flopsPerSample": 6 * 25_000_000 * 4.1,  # e.g. a ResNet: ~4.1 GFLOP forward per image
+        "activationBytesPerSample": 100 * 2**20,
+        "batchSize": 64,
+        "steps": 1000,
+    }
+    j = parse_job({"name": "cnn", "team": "t", "pool": "p", "image": "r/i:1",
+                   "entrypoint": {"module": "vision.train"}, "modelSize": size})  # fmt: skip
+    shape = shape_of(j)
+    assert (shape.kind, shape.parameters, shape.tokens_per_sample) == ("declared", 25_000_000, 1)
+    e = estimate(j, A10G)
+    world = e.world_size
+    assert e.flops_per_step == pytest.approx(size["flopsPerSample"] * 64 * world)
+    assert e.tokens_per_step == 64 * world  # one "token" per sample: nothing invented
+    assert e.memory["activations"] == 64 * 100 * 2**20
+    assert "logits" not in e.memory
+    assert any("declared parameters, FLOPs and activation bytes" in n for n in e.notes)
+    per_token = dict(size, flopsPerToken=size["flopsPerSample"] / 512, tokensPerSample=512)
+    del per_token["flopsPerSample"]
+    j2 = dataclasses.replace(j, model_size=parse_job(
+        {"name": "cnn", "team": "t", "pool": "p", "image": "r/i:1",
+         "entrypoint": {"module": "vision.train"}, "modelSize": per_token}).model_size)  # fmt: skip
+    assert estimate(j2, A10G).flops_per_step == pytest.approx(e.flops_per_step)
+    assert estimate(j2, A10G).tokens_per_step == 512 * 64 * world
+
+
+def test_own_code_without_model_size_has_no_estimate():
+    j = parse_job({"name": "x", "team": "t", "pool": "p", "image": "r/i:1",
+                   "entrypoint": {"module": "m"}})  # fmt: skip
+    with pytest.raises(NoEstimate, match="states no modelSize"):
+        estimate(j, A10G)
+
+
 # --- step time and duration -------------------------------------------------------------------
 
 
@@ -382,6 +419,30 @@ def test_the_repository_calibration_file_is_valid():
     ("size", "extra", "field", "hint"),
     [
         ({"layers": 2, "dModel": 64, "seqLen": 8}, {}, "modelSize.vocabSize", "needs layers"),
+        (
+            {"parameters": 5, "flopsPerSample": 30},
+            {},
+            "modelSize.activationBytesPerSample",
+            "activationBytesPerSample",
+        ),  # fmt: skip
+        (
+            {"parameters": 5, "activationBytesPerSample": 8},
+            {},
+            "modelSize.flopsPerSample",
+            "flopsPerSample (or flopsPerToken",
+        ),  # fmt: skip
+        (
+            {"parameters": 5, "flopsPerSample": -1, "activationBytesPerSample": 8},
+            {},
+            "modelSize.flopsPerSample",
+            "expected a number > 0",
+        ),  # fmt: skip
+        (
+            {"layers": 2, "dModel": 64, "seqLen": 8, "vocabSize": 9, "flopsPerSample": 3},
+            {},
+            "modelSize.flopsPerSample",
+            "belongs to the declared form",
+        ),  # fmt: skip
         (
             {"layers": 2, "dModel": 64, "seqLen": 8, "vocabSize": 9},
             {"layers": 3},

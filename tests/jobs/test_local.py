@@ -69,7 +69,9 @@ def test_fsdp_job_becomes_local_processes(project):
 
 def test_elastic_job_passes_max_restarts(project):
     argv = local_argv_for_job("dev", "mnist-elastic", project)
-    assert argv[:4] == ["--workers", "3", "--max-restarts", "4"]
+    # torchrun's restarts as in the pod, and the pod re-creations the cluster would do
+    # (PyTorchJob ExitCode has no count limit: run-local stops at backoffLimit, 6)
+    assert argv[:6] == ["--workers", "3", "--max-restarts", "4", "--pod-restarts", "6"]
     assert "--strategy" in argv and argv[argv.index("--strategy") + 1] == "ddp"
 
 
@@ -125,7 +127,7 @@ def test_the_runtime_accepts_the_local_flags(project):
     from trainforge.training.config import parse_args
 
     argv = local_argv_for_job("dev", "mnist-elastic", project)
-    cfg = parse_args(argv[4:])  # after --workers N --max-restarts R (run-local's own flags)
+    cfg = parse_args(argv[6:])  # after --workers, --max-restarts, --pod-restarts (run-local's)
     assert (cfg.model, cfg.metrics_port, cfg.checkpoint_dir) == (
         "mlp",
         0,

@@ -108,5 +108,10 @@ def test_a_function_job_renders_like_a_script_job():
     user = entrypoint.user_code(job, ".", "fn-job")
     out = emit(job, t, CODE, user)
     assert crd_errors(out.pytorchjob) == [] and validate_pod_templates(out.pytorchjob) == 2
-    assert container(out.pytorchjob)["command"] == ["python", "/workspace/train_fn.py"]
+    assert container(out.pytorchjob)["command"] == [
+        "python",
+        "-m",
+        "trainforge.training.usercode",
+        "/workspace/train_fn.py",
+    ]
     assert out.user_configmap["data"]["train_fn.py"] == job.entrypoint.files[0][1]

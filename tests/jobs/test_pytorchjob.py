@@ -211,6 +211,9 @@ def test_fsdp_on_efa_pool():
         and env["FI_EFA_USE_DEVICE_RDMA"] == "1"
         and env["FI_EFA_FORK_SAFE"] == "1"
     )
+    # no hugepages requested, so libfabric must not take its buffers from huge pages
+    assert env["FI_EFA_USE_HUGE_PAGE"] == "0"
+    assert not [k for k in res["limits"] if k.startswith("hugepages-")]
     assert env["NCCL_DEBUG"] == "WARN"
     pod = pj["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]
     assert pod["nodeSelector"] == {"eks.amazonaws.com/nodegroup": "efa-p5"}
@@ -450,3 +453,25 @@ def test_names_the_platform_must_own_are_refused():
             parse_job(
                 {"name": "j", "team": "research", "pool": "gpu-workloads", "env": {name: "1"}}, "j"
             )
+
+
+def test_no_variable_the_operator_sets_itself_is_duplicated():
+    """The operator appends PYTHONUNBUFFERED=1 (setPodEnv, release-1.9): ours would be a second
+    entry of the same name, which the API server warns about."""
+    from trainforge.jobs.backends import emit as emit_any
+    from trainforge.jobs.pytorchjob import LAUNCH
+
+    _, out = build(**CASES["fsdp-efa"])
+    names = [e["name"] for e in container(out.pytorchjob)["env"]]
+    assert not LAUNCH.controller_env & set(names)
+    assert len(names) == len(set(names))
+    # backends whose controllers do not set it keep it
+    from trainforge.jobs.contract import BACKENDS
+
+    t = target(EFA_POOL, backends=BACKENDS)
+    for backend in ("trainjob", "indexed-job"):
+        raw = {"name": "llm", "team": "research", "pool": EFA_POOL.name, "backend": backend}
+        raw["image"] = DLC_IMAGE
+        other = emit_any(resolve_job(parse_job(raw, W), t, W), t, CODE)
+        env = {e["name"] for e in other.pod["spec"]["containers"][0]["env"]}
+        assert "PYTHONUNBUFFERED" in env, backend

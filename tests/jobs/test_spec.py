@@ -28,7 +28,8 @@ def test_defaults_and_camel_case_keys():
         86400,
         6,
     )
-    assert job.restart_policy == "ExitCode" and job.code_source == "configmap" and job.image is None
+    # unset: resolved per backend (wiring.default_restart_policy)
+    assert job.restart_policy is None and job.code_source == "configmap" and job.image is None
     assert job.hang_timeout is None  # the runtime's default
     assert job.procs == 4 and job.uses_torchrun
 

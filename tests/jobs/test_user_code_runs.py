@@ -141,7 +141,9 @@ RESUMABLE = {
         "script": "examples/resumable/train.py",
         "args": ["--epochs", "2", "--samples", "1024", "--log-every", "8"],
     },
-    "checkpoint": {"every": 10, "keepLast": 2, "gracePeriod": 60},
+    # Synchronous saves: step 10's checkpoint is complete before step 11 starts, so the kill
+    # after step 17 always finds it on a loaded machine (async saves: the checkpoint tests).
+    "checkpoint": {"every": 10, "keepLast": 2, "gracePeriod": 60, "async": False},
 }
 
 
@@ -179,8 +181,25 @@ def test_a_user_script_with_the_checkpoint_manager_survives_kill_9(tmp_path, uni
     assert "rank 1 sends itself SIGKILL after step 17" in logs
     assert "checkpoint: resumed from" in logs and "step_000010 at step 10" in logs
     ckpts = sorted(p.name for p in (project / "runs/resumable/checkpoints").iterdir())
-    assert ckpts == ["step_000030", "step_000032"]  # keepLast 2
+    assert ckpts == [".trainforge", "step_000030", "step_000032"]  # keepLast 2, the ledger
     assert_same_weights(uninterrupted, project / "runs" / "resumable" / "model.pt")
+
+    # `trainforge report` on what it left: its real checkpoints, the restart and its cause
+    report = subprocess.run(
+        [sys.executable, "-m", "trainforge", "report", "runs/resumable"],
+        cwd=project,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert report.returncode == 0, report.stderr
+    text = report.stdout
+    assert "checkpoints: 2 (steps 30, 32) in runs/resumable/checkpoints" in text, text
+    assert "attempts: 2 (run ledger; the last finished)" in text, text
+    assert "restarts: 1: " in text and "attempt 0 ended with node_lost (rank 1)" in text, text
+    assert "loss: " in text  # MetricsReporter's metrics.jsonl
+    assert "not shown: throughput panel" in text  # a panel without data is named, not drawn
 
 
 def test_sigterm_makes_a_user_script_checkpoint_the_same_step_and_resume(tmp_path, uninterrupted):

@@ -8,7 +8,7 @@ from tests.jobs.helpers import CPU_POOL, DLC_IMAGE, EFA_POOL, GPU_POOL, target
 from trainforge.jobs.contract import PlatformContract, TeamFacts
 from trainforge.jobs.errors import JobConfigError
 from trainforge.jobs.spec import parse_job
-from trainforge.jobs.wiring import TeamQuota, efa_count, resolve_job
+from trainforge.jobs.wiring import TeamQuota, default_size, efa_count, resolve_job, sizing_rule
 
 W = "trainforge:jobs[0]"
 
@@ -37,10 +37,38 @@ def test_partial_node_pod_gets_its_share():
 
 def test_cpu_pool_defaults():
     r = resolve_job(job(pool="training-workloads", procsPerWorker=2), target(CPU_POOL), W)
-    # the smaller type (c5.4xlarge): 16 vCPU - 110m kubelet - 210m DaemonSets = 15680m, down
-    # to 100m; 32768Mi - 2458Mi VM - 2829Mi kubelet (234 pods) - 100Mi - 224Mi = 27157Mi
-    assert (r.gpus_per_worker, r.procs_per_worker, r.cpu, r.efa) == (0, 2, "15600m", False)
-    assert r.memory == "27157Mi"
+    # a CPU job asks for the stated default, not the node (c5.4xlarge leaves 15600m/27157Mi)
+    assert (r.gpus_per_worker, r.procs_per_worker, r.cpu, r.efa) == (0, 2, "2", False)
+    assert r.memory == "8Gi"
+    assert sizing_rule(r, CPU_POOL).startswith("CPU job: the stated default (cpu 2, memory 8Gi")
+
+
+def test_cpu_default_is_capped_at_what_a_small_node_leaves():
+    from dataclasses import replace  # noqa: PLC0415
+
+    from trainforge.jobs import node_facts  # noqa: PLC0415
+
+    small = replace(
+        CPU_POOL,
+        instance_types=("t3.medium",),
+        nodes=(node_facts.node_shape("t3.medium", 2, 4096),),
+        vcpus_per_node=2,
+        memory_mib_per_node=4096,
+    )
+    cpu, memory = default_size(small, 0)
+    assert cpu.endswith("m") and int(cpu[:-1]) < 2000
+    assert memory.endswith("Mi") and int(memory[:-2]) < 8192
+
+
+def test_sizing_rule_says_which_rule_applied():
+    whole = resolve_job(job(workers=2), target(GPU_POOL), W)
+    assert sizing_rule(whole, GPU_POOL).startswith("4 of 4 GPUs: the whole node (g5.12xlarge)")
+    part = resolve_job(job(gpusPerWorker=1), target(GPU_POOL), W)
+    rule = sizing_rule(part, GPU_POOL)
+    assert rule.startswith("1 of 4 GPUs: 1/4 of what the smallest node (g5.12xlarge) leaves")
+    assert rule.endswith("-> cpu 11800m, memory 43262Mi")
+    mine = resolve_job(job(gpusPerWorker=1, cpu="4"), target(GPU_POOL), W)
+    assert "cpu 4 (set by the job), memory 43262Mi" in sizing_rule(mine, GPU_POOL)
 
 
 def test_more_gpus_than_the_instance_types_have():
@@ -80,7 +108,8 @@ def test_efa_on_a_pool_without_it():
 
 def test_efa_needs_an_image_with_libfabric():
     with pytest.raises(
-        JobConfigError, match=r"\.image: got None; pool 'efa-p5' uses EFA, which needs libfabric"
+        JobConfigError,
+        match=r"\.image: got None; EFA on pool 'efa-p5' \(NCCL over libfabric\) needs libfabric",
     ):
         resolve_job(job(pool="efa-p5"), target(EFA_POOL), W)
     # opting out of EFA runs the stock image over TCP

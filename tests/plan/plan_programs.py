@@ -21,7 +21,11 @@ SECURE_CONTAINER_SC = {
 }
 
 
-def pod_spec(flaws: frozenset[str], image: str = "pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime"):
+# through a pull-through cache (a Docker Hub reference would be TRAINFORGE_DOCKER_HUB)
+CACHED_PYTORCH = "123456789012.dkr.ecr.us-west-2.amazonaws.com/docker-hub/pytorch/pytorch"
+
+
+def pod_spec(flaws: frozenset[str], image: str = f"{CACHED_PYTORCH}:2.5.1-cuda12.4-cudnn9-runtime"):
     sc = dict(SECURE_CONTAINER_SC)
     if "root" in flaws:
         sc = {k: v for k, v in sc.items() if k not in ("run_as_non_root", "run_as_user")}
@@ -33,7 +37,7 @@ def pod_spec(flaws: frozenset[str], image: str = "pytorch/pytorch:2.5.1-cuda12.4
         "containers": [
             {
                 "name": "pytorch",
-                "image": "pytorch/pytorch:latest" if "latest" in flaws else image,
+                "image": f"{CACHED_PYTORCH}:latest" if "latest" in flaws else image,
                 "command": ["python", "-m", "trainforge.training"],
                 "resources": {
                     "requests": {"cpu": "4", "memory": "16Gi", "nvidia.com/gpu": gpu_req},
@@ -94,8 +98,10 @@ def program(flaws: frozenset[str] | set[str] = frozenset(), jobs: list[str] | No
     def run() -> None:
         cfg = pulumi.Config("trainforge")
         cluster_name = cfg.get("cluster") or "tf"
-        key = aws.kms.Key("key", enable_key_rotation="kms-rotation" not in flaws)
-        bucket = aws.s3.Bucket("ckpt")
+        # data-holding resources are protected (the plan's data safety check), unless a flaw
+        keep = pulumi.ResourceOptions(protect="unprotected" not in flaws)
+        key = aws.kms.Key("key", enable_key_rotation="kms-rotation" not in flaws, opts=keep)
+        bucket = aws.s3.Bucket("ckpt", opts=keep)
         aws.s3.BucketServerSideEncryptionConfiguration(
             "ckpt-sse",
             bucket=bucket.id,
@@ -180,6 +186,7 @@ def program(flaws: frozenset[str] | set[str] = frozenset(), jobs: list[str] | No
             deployment_type="PERSISTENT_2",
             per_unit_storage_throughput=125,
             kms_key_id=None if "fsx-key" in flaws else key.arn,
+            opts=keep,
         )
         statement = (
             {"Effect": "Allow", "Action": "*", "Resource": "*"}
@@ -189,15 +196,17 @@ def program(flaws: frozenset[str] | set[str] = frozenset(), jobs: list[str] | No
         aws.iam.Policy(
             "reader", policy=json.dumps({"Version": "2012-10-17", "Statement": [statement]})
         )
-        k8s.core.v1.Namespace("team-a", metadata={"name": "team-a"})
-        k8s.core.v1.ServiceAccount("training", metadata={"name": "training", "namespace": "team-a"})
+        # Objects take the namespace from the Namespace's output, so they are created after it
+        # (trainforge.plan.check_ordering).
+        team_a = k8s.core.v1.Namespace("team-a", metadata={"name": "team-a"}).metadata.name
+        k8s.core.v1.ServiceAccount("training", metadata={"name": "training", "namespace": team_a})
         k8s.core.v1.ConfigMap(
-            "code", metadata={"name": "code", "namespace": "team-a"}, data={"a.py": "print(1)"}
+            "code", metadata={"name": "code", "namespace": team_a}, data={"a.py": "print(1)"}
         )
         if "schema" in flaws:
             k8s.core.v1.ConfigMap(
                 "bad-cm",
-                metadata={"name": "bad", "namespace": "team-a"},
+                metadata={"name": "bad", "namespace": team_a},
                 data={"a": "b"},
                 # typed args cannot misspell fields; a numeric string where an int is due can
                 # only come from config, so seed it the way a config mistake would arrive
@@ -208,14 +217,14 @@ def program(flaws: frozenset[str] | set[str] = frozenset(), jobs: list[str] | No
             spec["containers"][0]["security_context"] = dict(SECURE_CONTAINER_SC, privileged=True)
             k8s.apps.v1.Deployment(
                 "priv",
-                metadata={"name": "priv", "namespace": "team-a"},
+                metadata={"name": "priv", "namespace": team_a},
                 spec={
                     "selector": {"match_labels": {"app": "priv"}},
                     "template": {"metadata": {"labels": {"app": "priv"}}, "spec": spec},
                 },
             )
         for name in jobs if jobs is not None else ["llm-pretrain"]:
-            pytorchjob(name, flaws)
+            pytorchjob(name, flaws, ns=team_a)
         k8s.apiextensions.CustomResource(
             "gpu-nodeclass",
             api_version="karpenter.k8s.aws/v1",

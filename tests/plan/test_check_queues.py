@@ -52,8 +52,14 @@ def test_two_teams_one_borrowing_one_waiting():
         ln for ln in lines if ln.startswith("nlp/nlp-big")
     )
     waits = next(ln for ln in lines if ln.startswith("nlp/nlp-more"))
-    assert "waits for quota: 1 nvidia.com/gpu in pool gpu-workloads: team nlp has 2 nominal, " \
+    assert "waits for quota: " in waits
+    assert "1 nvidia.com/gpu in pool gpu-workloads: team nlp has 2 nominal, " \
            "3 in use; cohort trainforge has 0 idle" in waits  # fmt: skip
+    # the CPU that comes with the GPUs is short with them, not on its own
+    assert "3.6 cpu in pool gpu-workloads: team nlp has 7.2 nominal" in waits
+    assert lines[0] == (
+        "1 of 3 job(s) do not start at once: nlp/nlp-more " + by_job["nlp-more"]["reason"]
+    )
     # waiting for others is a report, not a violation
     assert not [v for v in result.failing if v.rule.startswith("TRAINFORGE_QUEUE")]
 
@@ -104,8 +110,8 @@ def test_a_job_no_queue_could_ever_admit_is_a_waivable_finding():
         "gpus": "2",
         "cpu": "32",
         "memory": "128Gi",
-        # nearly all of vision's CPU on the CPU pool; 1 CPU (+1 borrowed) on the GPU pool
-        "pools": {"training-workloads": {"cpu": "31"}},
+        # 1 CPU (+1 borrowed) on the GPU pool instead of what comes with its GPUs
+        "pools": {"gpu-workloads": {"cpu": "1"}},
         "borrowingLimit": {"cpu": "1"},
     }
     teams = [{**TEAMS[0], "quota": quota}, TEAMS[1]]
@@ -148,6 +154,42 @@ def test_a_job_object_setting_suspend_is_a_finding(monkeypatch, backend):
     result = plan([job("owned", "vision", 1, backend=backend)])
     (finding,) = [v for v in result.failing if v.rule == Q.RULE_OWNED]
     assert "suspend (Kueue suspends and resumes the job)" in finding.message
+
+
+def test_a_teams_gpus_are_one_total_over_its_gpu_pools():
+    """2 GPUs in whichever pool: each pool's nominal quota is 2, and the namespace's
+    ResourceQuota (the hard backstop) holds the total, so a third GPU in another pool waits."""
+    pools = [
+        {"name": "gpu-workloads", "instanceTypes": ["g4dn.xlarge", "g5.xlarge"],
+         "limits": {"gpus": 4}},
+        {"name": "gpu-b", "instanceTypes": ["g5.xlarge"], "limits": {"gpus": 4}},
+        {"name": "training-workloads", "instanceTypes": ["c5.2xlarge"]},
+    ]  # fmt: skip
+    teams = [{**TEAMS[0], "cohort": "solo"}]
+    result = plan(
+        [job("here", "vision", 2), {**job("there", "vision", 1), "pool": "gpu-b"}],
+        teams=teams,
+        **{"trainforge:nodePools": pools},
+    )
+    lines, by_job = admission(result)
+    assert by_job["here"]["state"] == "runs"
+    assert by_job["there"]["state"] == "waits"
+    assert "waits for the team's total: 1 nvidia.com/gpu more, but namespace vision's " \
+           "ResourceQuota (the team's total over all pools) holds 2 and 2 are in use" \
+           in by_job["there"]["reason"]  # fmt: skip
+    assert lines[0].startswith("1 of 2 job(s) do not start at once: vision/there waits")
+    alone = plan([{**job("there", "vision", 2), "pool": "gpu-b"}], teams=teams,
+                 **{"trainforge:nodePools": pools})  # fmt: skip
+    assert admission(alone)[1]["there"]["state"] == "runs"  # the whole total in the other pool
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_every_shipped_job_is_admitted_at_once(stack):
+    """No shipped job waits for quota: the sizing defaults and the quota shape fit them."""
+    lines, by_job = admission(plan_project(ROOT, stack, standins=False))
+    assert lines[0] == f"all {len(by_job)} job(s) are admitted at once"
+    assert all(d["state"] == "runs" and not d["borrowing"] for d in by_job.values())
+    assert all(d["sizing"] for d in by_job.values())  # the rule that sized each job
 
 
 # --- the simulation's branches, one by one (Kueue v0.19 semantics, check_queues docstring) --

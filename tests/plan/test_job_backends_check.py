@@ -6,11 +6,11 @@ from __future__ import annotations
 import copy
 from types import SimpleNamespace
 
-from tests.jobs.helpers import CODE, GPU_POOL, target
+from tests.jobs.helpers import CODE, DLC_IMAGE, GPU_POOL, target
 from trainforge.jobs.backends import emit
 from trainforge.jobs.contract import BACKENDS, Declared, DeclaredJob, PlatformContract
 from trainforge.jobs.spec import parse_job
-from trainforge.jobs.trainjob import runtime_manifest
+from trainforge.jobs.trainjob import runtime_manifest, runtime_manifests
 from trainforge.jobs.wiring import resolve_job
 from trainforge.plan.checks import PlanContext
 from trainforge.plan.job_backends import RULE, check
@@ -70,3 +70,85 @@ def test_checkov_sees_the_pod_trainer_builds():
     other = copy.deepcopy(wl)
     other["spec"]["runtimeRef"]["name"] = "torch-distributed"  # not trainforge's: unknown pod
     assert pod_template_jobs(K8sObject("urn:x", "j0", "t", other)) == []
+
+
+def test_a_command_holding_a_pulumi_output_is_rehearsed_not_crashed():
+    """In a program the checkpoint bucket's name is an Output until AWS creates it: the
+    trainjob command (--checkpoint-s3) and env hold it, and copy.deepcopy cannot copy one."""
+    import dataclasses
+
+    import pulumi
+    from pulumi.runtime.sync_await import _ensure_event_loop
+
+    _ensure_event_loop()
+    bucket = pulumi.Output.from_input("tf-checkpoints").apply(lambda b: b)
+    t = dataclasses.replace(target(GPU_POOL, backends=BACKENDS), checkpoint_bucket=bucket)
+    raw = {"name": "j", "team": "research", "pool": "gpu-workloads", "backend": "trainjob"}
+    raw.update(checkpoint={"s3Mirror": True}, image=DLC_IMAGE)
+    job = resolve_job(parse_job(raw, "j"), t, "j")
+    emitted = emit(job, t, CODE)
+    command = emitted.workload["spec"]["trainer"]["command"]
+    assert any(isinstance(a, pulumi.Output) for a in command)  # the case that crashed
+    out = Declared(contracts=[PlatformContract(pools={}, teams={}, backends=BACKENDS)])
+    out.jobs.append(DeclaredJob(job, t, emitted, "job-research-j"))
+    result = check(PlanContext(None, [], out))
+    assert result.findings == []
+    assert result.sections[0].data[0]["backend"] == "trainjob"
+
+
+def _trainjob(grace_period: int):
+    t = target(GPU_POOL, backends=BACKENDS, queue="training")
+    raw = {"name": "j", "team": "research", "pool": "gpu-workloads", "backend": "trainjob"}
+    raw["checkpoint"] = {"gracePeriod": grace_period}
+    job = resolve_job(parse_job(raw, "j"), t, "j")
+    return job, t, emit(job, t, CODE)
+
+
+def test_the_grace_period_survives_kueues_rewrite_of_an_admitted_trainjob():
+    """Kueue 0.19 re-encodes an admitted TrainJob with Trainer v2.2.1's types, whose pod patch
+    has no terminationGracePeriodSeconds: the runtime of the job's grace class carries it."""
+    from trainforge.jobs.trainjob import effective_pod, kueue_admitted
+
+    job, t, emitted = _trainjob(600)
+    wl = emitted.workload
+    assert wl["metadata"]["labels"]["kueue.x-k8s.io/queue-name"]  # Kueue manages it
+    admitted = kueue_admitted(wl)
+    runtimes = {d["metadata"]["name"]: d for d in runtime_manifests()}
+    runtime = runtimes[wl["spec"]["runtimeRef"]["name"]]
+    assert wl["spec"]["runtimeRef"]["name"] == "trainforge-torch-exitcode-grace630"
+    pod = effective_pod(admitted, runtime)
+    assert pod["spec"]["terminationGracePeriodSeconds"] == 630
+    assert emitted.pod["spec"]["terminationGracePeriodSeconds"] == 630  # = every backend's
+    env = {e["name"]: e.get("value") for e in pod["spec"]["containers"][0]["env"]}
+    assert env["TRAINFORGE_GRACE_PERIOD"] == "600"  # the runtime's own checkpoint budget
+
+    # The form this replaced: the grace period in the patch, the runtime without one.
+    patch_pod = wl["spec"]["runtimePatches"][0]["trainingRuntimeSpec"]["template"]["spec"]
+    pod_patch = patch_pod["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    old = copy.deepcopy(wl)
+    old_patch = old["spec"]["runtimePatches"][0]["trainingRuntimeSpec"]["template"]["spec"]
+    old_patch["replicatedJobs"][0]["template"]["spec"]["template"]["spec"][
+        "terminationGracePeriodSeconds"
+    ] = 630
+    bare = copy.deepcopy(runtime)
+    bare_pod = bare["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]
+    del bare_pod["template"]["spec"]["terminationGracePeriodSeconds"]
+    assert "terminationGracePeriodSeconds" not in pod_patch
+    assert effective_pod(old, bare)["spec"].get("terminationGracePeriodSeconds") == 630
+    lost = effective_pod(kueue_admitted(old), bare)["spec"]
+    assert lost.get("terminationGracePeriodSeconds") is None  # Kubernetes' default 30 s
+
+
+def test_a_runtime_without_the_grace_period_is_found_after_admission():
+    job, t, emitted = _trainjob(600)
+    runtime = copy.deepcopy(
+        {d["metadata"]["name"]: d for d in runtime_manifests()}[
+            emitted.workload["spec"]["runtimeRef"]["name"]
+        ]
+    )
+    rjob = runtime["spec"]["template"]["spec"]["replicatedJobs"][0]
+    del rjob["template"]["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
+    out = Declared(contracts=[PlatformContract(pools={}, teams={}, backends=BACKENDS)])
+    out.jobs.append(DeclaredJob(job, t, emitted, "job-j"))
+    (finding,) = check(PlanContext(None, [obj(runtime)], out)).findings
+    assert "terminationGracePeriodSeconds" in finding.message

@@ -67,10 +67,10 @@ def test_expected_step_seconds_is_validated():
 
 
 def test_unknown_prices_stay_unknown():
-    assert price_facts.ec2_on_demand("us-west-2", "g5.xlarge") is None  # no dated row
+    assert price_facts.ec2_on_demand("us-west-2", "p5.48xlarge") is None  # no dated row
     assert price_facts.ec2_spot("us-east-1", "g5.xlarge") is None  # spot is never guessed
     assert price_facts.ec2_on_demand("us-east-1", "g5.xlarge").usd == 1.006
-    choice = cost.choose_nodes(_job(), G5, "us-west-2")
+    choice = cost.choose_nodes(_job(), G5, "sa-east-1")
     assert choice.hourly_on_demand is None and "no price for" in choice.reason
     job = cost.JobCost(
         "j", "t", "gpu", "t", "t/PyTorchJob/j", choice, True, cost.Duration(3600.0, "x", "")
@@ -114,11 +114,15 @@ def test_prod_cost_table_has_jobs_teams_and_the_platform(prod, capsys):
     assert job.run_cost == pytest.approx(11.344 * job.duration.seconds / 3600)
     teams = {t.name: t for t in report.teams}
     assert teams["vision"].jobs_hourly == pytest.approx(11.344) and teams["llm"].jobs_hourly == 0
-    # vision may hold its own 16 GPUs and 256 vCPUs plus what it may borrow from its cohort
-    # (llm's 64 GPUs and 1500 vCPUs: prod sets no borrowing limit), at the priciest $/GPU-hour
-    # of the stack (p5.48xlarge: 55.04 / 8) and CPU-only $/vCPU-hour (m5.8xlarge: 1.536 / 32)
-    gpus, vcpus = 16 + 64, 256 + 1500
-    assert teams["vision"].ceiling.hourly == pytest.approx(gpus * 55.04 / 8 + vcpus * 1.536 / 32)
+    # vision may hold its own 16 GPUs plus what it may borrow from its cohort (llm's 64: prod
+    # sets no borrowing limit), at the priciest $/GPU-hour of the stack (p5.48xlarge: 55.04 /
+    # 8), and its CPU-only quota at the priciest $/vCPU-hour (m5.8xlarge: 1.536 / 32); the CPU
+    # that comes with the GPUs is in the GPU nodes' price
+    ceiling = teams["vision"].ceiling
+    assert ceiling.detail.startswith("80 GPU x $6.880/GPU-h (p5.48xlarge) + ")
+    vcpus = float(ceiling.detail.split(" + ")[1].split(" vCPU")[0])
+    assert 0 < vcpus <= 256 + 1500
+    assert ceiling.hourly == pytest.approx(80 * 55.04 / 8 + vcpus * 1.536 / 32)
     fixed = {i.what: i for i in report.fixed}
     eks = fixed["EKS control plane 1.35"]
     assert eks.hourly == 0.10 and eks.note == "standard support until 2027-03-27"
@@ -144,17 +148,30 @@ def test_prod_cost_table_has_jobs_teams_and_the_platform(prod, capsys):
     assert "[karpenter-1.14.1]" in section and "2026-07-06" in section
 
 
-def test_dev_prices_are_unknown_and_say_so():
+def test_dev_cost_table_has_dollars_for_jobs_pools_and_control_plane():
     result, report = _report("dev")
     assert {j.name for j in report.jobs} == set(DEV_JOBS)
-    assert all(j.hourly is None for j in report.jobs)
-    (team,) = report.teams
-    assert team.jobs_hourly is None and team.ceiling.hourly is None
-    assert "unknown: no price for" in team.ceiling.detail
+    assert all(j.hourly is not None and j.hourly > 0 for j in report.jobs)  # us-west-2
+    fixed = {i.what.split(" (")[0]: i for i in report.fixed}
+    assert fixed["EKS control plane 1.35"].hourly == pytest.approx(0.10)  # the same everywhere
+    assert fixed["node group trainforge-dev-system"].hourly == pytest.approx(2 * 0.096)
+    assert report.teams[0].ceiling.hourly is not None
     lines = "\n".join(cost_check.render(report))
-    assert "mnist-ddp       research  c5.2xlarge   2      unknown" in lines
-    assert "+ unknown (" in lines  # the total never passes a partial sum off as the whole
+    assert "mnist-ddp       research  m5.2xlarge   1      $0.38" in lines  # 2 pods of 2 CPU, 8Gi
+    assert "gpt-small-fsdp  research  g4dn.xlarge  2      $1.05" in lines
+    # what is still unpriced is counted, never summed as $0.00
+    total = next(ln for ln in lines.splitlines() if ln.strip().startswith("total:"))
+    assert "total: at least $" in total and "item(s) unknown (" in total
     assert result.clean
+
+
+def test_a_region_without_prices_says_at_least_never_zero():
+    overrides = {"aws:region": "sa-east-1"}
+    _, report = _report("dev", overrides=overrides)
+    text = report.fixed_total()
+    # the EKS control plane and the NAT gateway's public IPv4 address: the same everywhere
+    assert text.startswith("at least $0.11/h") and "5 item(s) unknown (NAT gateways" in text
+    assert all(j.hourly is None for j in report.jobs)
 
 
 # --- caps ----------------------------------------------------------------------------------------
@@ -204,10 +221,10 @@ def test_team_cap_counts_all_of_its_jobs_and_is_waivable_by_team(prod):
 
 
 def test_a_cap_on_an_unknown_price_cannot_pass_silently():
-    caps = {"trainforge-policy:costCaps": {"jobPerHour": 1000}}
+    caps = {"trainforge-policy:costCaps": {"jobPerHour": 1000}, "aws:region": "sa-east-1"}
     result = core.plan_project(ROOT, "dev", standins=False, config_overrides=caps)
     rules = sorted(v.rule for v in result.failing)
-    assert rules == ["TF_COST_JOB_CAP"] * len(DEV_JOBS)  # every dev job: no us-west-2 prices
+    assert rules == ["TF_COST_JOB_CAP"] * len(DEV_JOBS)  # every dev job: no sa-east-1 prices
     assert all("cannot be checked" in v.message for v in result.failing)
 
 
@@ -288,3 +305,14 @@ def test_diff_markdown_without_a_change_or_a_base_report():
     data = {"factsDate": "2026-11-23", "jobs": [], "teams": [], "fixedPerMonthKnown": 10.0}
     assert "No cost change." in cost_markdown(data, data)
     assert "The base plan has no cost report" in "\n".join(cost_markdown(None, data))
+
+
+def test_docs_cost_figures_are_what_the_prod_plan_prints(prod):
+    _, report = prod
+    printed = {ln.strip() for ln in cost_check.render(report)}
+    doc = (ROOT / "docs/cost.md").read_text()
+    block = doc.split("```\nCost:\n", 1)[1].split("```", 1)[0]
+    lines = [ln.strip() for ln in block.splitlines() if ln.strip() and "..." not in ln]
+    assert len(lines) > 10
+    missing = [ln for ln in lines if ln not in printed]
+    assert not missing, f"docs/cost.md lines the plan no longer prints: {missing}"

@@ -66,6 +66,7 @@ SEEDED = {
     "nodepool-op": "KARPENTER_NODEPOOL",
     "nodepool-limit": "KARPENTER_NODEPOOL",
     "ami-latest": "KARPENTER_EC2NODECLASS",
+    "unprotected": "TF_DATA_UNPROTECTED",
 }
 
 
@@ -123,7 +124,10 @@ def test_cli_writes_manifests_and_inventory(make_project, tmp_path, capsys):
     )
     text = capsys.readouterr().out
     assert rc == 0, text
-    assert "+ aws:s3/bucket:Bucket  ckpt" in text and "17 resources to create" in text
+    # stdout is the verdict; the tree is in the full report it points to
+    assert "17 resources to create" in text and "Full report: " in text
+    report = pathlib.Path(text.split("Full report: ")[1].splitlines()[0])
+    assert "+ aws:s3/bucket:Bucket  ckpt" in report.read_text()
     files = sorted(str(p.relative_to(out)) for p in out.rglob("*.yaml"))
     assert files == [
         "_checkov/team-a/job-llm-pretrain-master.yaml",

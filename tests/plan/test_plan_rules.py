@@ -159,7 +159,11 @@ SECURE_SC = {
 
 
 def deployment(container: dict, **pod) -> dict:
-    c = {"name": "app", "image": "nginx:1.27", "securityContext": dict(SECURE_SC)}
+    c = {
+        "name": "app",
+        "image": "public.ecr.aws/nginx/nginx:1.27",
+        "securityContext": dict(SECURE_SC),
+    }
     c.update(container)
     return {
         "metadata": {"name": "d", "namespace": "ns"},
@@ -195,9 +199,11 @@ def test_pod_rules_good():
             {},
             "TRAINFORGE_GPU_REQUESTS",
         ),
-        ({"image": "nginx"}, {}, "CKV_K8S_14"),
+        ({"image": "public.ecr.aws/nginx/nginx"}, {}, "CKV_K8S_14"),
         ({"image": "registry.local:5000/nginx"}, {}, "CKV_K8S_14"),
-        ({"image": "nginx:latest"}, {}, "CKV_K8S_14"),
+        ({"image": "public.ecr.aws/nginx/nginx:latest"}, {}, "CKV_K8S_14"),
+        ({"image": "pytorch/pytorch:2.13.0-cuda12.6-cudnn9-runtime"}, {}, "TRAINFORGE_DOCKER_HUB"),
+        ({"image": "docker.io/library/busybox:1.37.0"}, {}, "TRAINFORGE_DOCKER_HUB"),
         ({}, {"serviceAccountName": "default"}, "TRAINFORGE_DEFAULT_SA"),
         ({"securityContext": dict(SECURE_SC, privileged=True)}, {}, "CKV_K8S_16"),
     ],
@@ -209,7 +215,7 @@ def test_pod_rules_bad(container, pod, rule):
 def test_pod_level_security_context_counts_and_digests_are_pinned():
     d = deployment(
         {
-            "image": "nginx@sha256:" + "a" * 64,
+            "image": "public.ecr.aws/nginx/nginx@sha256:" + "a" * 64,
             "securityContext": {
                 "allowPrivilegeEscalation": False,
                 "capabilities": {"drop": ["ALL"]},
@@ -239,7 +245,7 @@ def test_privileged_allowed_only_for_documented_system_daemonset():
 
 
 def test_pytorchjob_replica_templates_are_checked():
-    spec = deployment({"image": "pytorch/pytorch"})["spec"]["template"]["spec"]
+    spec = deployment({"image": "public.ecr.aws/x/pytorch"})["spec"]["template"]["spec"]
     job = {"spec": {"pytorchReplicaSpecs": {"Master": {"template": {"spec": spec}}}}}
     found = R.check_resource("kubernetes:kubeflow.org/v1:PyTorchJob", job)
     assert [(r.id, m.split(":")[0]) for r, m in found] == [("CKV_K8S_14", "Master pod")]
@@ -252,7 +258,7 @@ def test_rule_ids_are_unique_per_resource_rule():
 def _root_job(kind="Job", reason="creates a root-owned directory", add=("CHOWN",), escalate=False):
     container = {
         "name": "mkdir",
-        "image": "busybox:1.37.0",
+        "image": "public.ecr.aws/docker/library/busybox:1.37.0",
         "securityContext": {
             "runAsUser": 0,
             "allowPrivilegeEscalation": escalate,

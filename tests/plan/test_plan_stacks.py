@@ -32,10 +32,25 @@ def project_copy(tmp_path: pathlib.Path, stack: str, change=None) -> pathlib.Pat
 @pytest.mark.parametrize("stack", ["dev", "prod"])
 def test_example_stack_plan_is_clean(stack, tmp_path, capsys):
     out = tmp_path / "out"
-    rc = cli.main(["--stack", stack, "--project-dir", str(ROOT), "--out", str(out), "--summary"])
+    report = tmp_path / "report.txt"
+    rc = cli.main(
+        ["--stack", stack, "--project-dir", str(ROOT), "--out", str(out), "--report", str(report)]
+    )
     text = capsys.readouterr().out
     assert rc == 0, text
-    assert "Policy and validation: clean" in text
+    # verdict first: the first screen holds the verdict, the cost total and the report's path
+    first = text.splitlines()[:40]
+    assert first[0] == f"trainforge plan --stack {stack}: CLEAN"
+    assert "Policy and validation: clean" in first
+    assert any(
+        line.startswith("Jobs not admitted (all declared jobs submitted at once): ")
+        for line in first
+    )
+    assert any(line.startswith("Cost: platform $") and "/month" in line for line in first)
+    assert any("all running: $" in line for line in first)
+    assert f"Full report: {report}" in first
+    full = report.read_text()
+    assert "Policy and validation: clean" in full and "Checkpoint state" in full
     objects = load_objects(out)
     kinds = {key.split("/")[1] for key in objects}
     assert {"NodePool", "EC2NodeClass"} <= kinds

@@ -221,3 +221,39 @@ def test_pod_and_service_monitors():
         "spec": {},
     }
     assert set(messages(sm)[1]) >= {"spec.endpoints is required"}
+
+
+def test_prometheus_rules():
+    pr = {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PrometheusRule",
+        "metadata": {"name": "r", "namespace": "monitoring"},
+        "spec": {
+            "groups": [
+                {
+                    "name": "g",
+                    "interval": "30s",
+                    "rules": [
+                        {"alert": "A", "expr": "up == 0", "for": "5m", "labels": {"s": "x"}},
+                        {"record": "job:up:sum", "expr": "sum(up)"},
+                    ],
+                }
+            ]
+        },
+    }
+    assert messages(pr) == ("pass", [])
+    bad = copy.deepcopy(pr)
+    bad["spec"]["groups"].append({"name": "g", "rules": [{"alert": "B", "record": "c"}]})
+    bad["spec"]["groups"][0]["rules"][0]["for"] = "five minutes"
+    bad["spec"]["groups"][0]["rules"][0]["labels"] = {"n": 3}
+    bad["spec"]["groups"][0]["rules"][1]["forr"] = "1m"
+    _, msgs = messages(bad)
+    assert set(msgs) == {
+        "spec.groups[0].rules[0].for 'five minutes' is not a duration like 5m",
+        "spec.groups[0].rules[0].labels.n: must be a string",
+        "spec.groups[0].rules[1].forr: unknown field",
+        "spec.groups[1].name 'g' is used by another group",
+        "spec.groups[1].rules[0]: exactly one of alert or record is required",
+        "spec.groups[1].rules[0].expr is required",
+    }
+    assert messages({**pr, "spec": {}})[1] == ["spec.groups is required (a list of rule groups)"]

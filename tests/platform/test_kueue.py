@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import pathlib
+from dataclasses import replace
 from fractions import Fraction
 
 import jsonschema
@@ -14,7 +15,8 @@ import yaml
 
 from tests.conftest import ROOT
 from tests.jobs.schemas import _strict
-from trainforge.jobs.contract import PoolFacts, Taint
+from trainforge.jobs import capacity, node_facts
+from trainforge.jobs.contract import PoolFacts, PoolLimits, Taint
 from trainforge.jobs.quantity import parse_quantity
 from trainforge.plan import kueue_validate
 from trainforge.plan.core import plan_project
@@ -137,17 +139,31 @@ CPU_POOL = PoolFacts("cpu", node_selector=(("trainforge.io/pool", "cpu"),))
 POOLS = [GPU_POOL, GPU2_POOL, CPU_POOL]
 
 
-def test_a_teams_quota_splits_evenly_over_the_pools_that_offer_each_resource():
+def test_a_teams_gpus_hold_in_whichever_gpu_pool_and_cpu_follows_them():
     team = TeamConfig("a", TeamQuotaConfig(gpus="9", cpu="10", memory="3Gi"))
     q = queues.nominal_quotas(team, POOLS)
-    # GPUs only over GPU pools, whole GPUs, the remainder to the pool declared first
-    assert [q[p.name]["nvidia.com/gpu"] for p in POOLS] == [5, 4, 0]
-    assert [q[p.name]["cpu"] for p in POOLS] == [Fraction(3334, 1000), Fraction(3333, 1000),
-                                                  Fraction(3333, 1000)]  # fmt: skip
-    assert sum(q[p.name]["memory"] for p in POOLS) == 3 * 2**30
+    # every GPU pool gets the whole GPU total (the namespace backstop holds the sum); the CPU
+    # pool gets the cpu/memory totals; nodes unknown here, so a GPU pool's cpu/memory are the
+    # team's totals
+    assert [q[p.name]["nvidia.com/gpu"] for p in POOLS] == [9, 9, 0]
+    assert [q[p.name]["cpu"] for p in POOLS] == [10, 10, 10]
+    # capped at what the pool can ever hold
+    capped = replace(GPU2_POOL, limits=PoolLimits(gpus=8))
+    assert queues.nominal_quotas(team, [capped])["gpu2"]["nvidia.com/gpu"] == 8
 
 
-def test_per_pool_quota_takes_what_it_says_and_the_rest_is_shared():
+def test_gpu_pool_cpu_and_memory_follow_the_gpus():
+    shape = node_facts.node_shape("g6.12xlarge", 48, 196608, gpus=4)
+    pool = replace(GPU_POOL, instance_types=("g6.12xlarge",), nodes=(shape,))
+    team = TeamConfig("vision", TeamQuotaConfig(gpus="16"))  # cpu/memory left at defaults
+    q = queues.nominal_quotas(team, [pool])["gpu"]
+    room = capacity.rooms(pool)[0]
+    assert q["nvidia.com/gpu"] == 16
+    assert q["cpu"] == Fraction(room.cpu_m * 4, 1000)  # four nodes' worth, not quota.cpu 16
+    assert q["memory"] == room.memory_mib * 4 * 2**20
+
+
+def test_per_pool_quota_takes_what_it_says():
     team = TeamConfig(
         "a",
         TeamQuotaConfig(
@@ -155,12 +171,10 @@ def test_per_pool_quota_takes_what_it_says_and_the_rest_is_shared():
         ),
     )
     q = queues.nominal_quotas(team, POOLS)
-    assert q["gpu2"]["nvidia.com/gpu"] == 12 and q["gpu"]["nvidia.com/gpu"] == 4
-    # cpu and memory are not given for gpu2: shared evenly over all three pools
-    assert q["gpu2"]["cpu"] == q["cpu"]["cpu"] == Fraction(33333, 1000)
-    assert abs(q["gpu"]["memory"] - q["cpu"]["memory"]) <= 2**20
-    for r, total in (("nvidia.com/gpu", 16), ("cpu", 100), ("memory", 400 * 2**30)):
-        assert sum(q[p.name][r] for p in POOLS) == total
+    assert q["gpu2"]["nvidia.com/gpu"] == 12 and q["gpu"]["nvidia.com/gpu"] == 16
+    assert queues.team_total(team, POOLS)["nvidia.com/gpu"] == 16
+    off = TeamConfig("b", TeamQuotaConfig(gpus="4", pools=(("gpu", PoolQuota(gpus="0")),)))
+    assert queues.nominal_quotas(off, POOLS)["gpu"]["nvidia.com/gpu"] == 0
 
 
 def test_namespace_quota_is_all_the_queue_can_admit_so_no_double_accounting():
@@ -203,12 +217,14 @@ def test_the_chart_runs_every_backends_integration_on_the_system_nodes():
     assert config["manageJobsWithoutQueueName"] is False
     assert config["resources"]["excludeResourcePrefixes"] == ["vpc.amazonaws.com/efa"]
     assert config["waitForPodsReady"]["timeout"] == "30m"
-    off = yaml.safe_load(
-        kueue.chart_values(KueueConfig(pods_ready_timeout=None))["managerConfig"][
-            "controllerManagerConfigYaml"
-        ]
-    )
+    assert "featureGates" not in values["controllerManager"]
+    off_values = kueue.chart_values(KueueConfig(pods_ready_timeout=None))
+    off = yaml.safe_load(off_values["managerConfig"]["controllerManagerConfigYaml"])
+    # Kueue 0.19 defaults an absent section to a 30 min timeout: only the gate turns it off
     assert "waitForPodsReady" not in off
+    assert off_values["controllerManager"]["featureGates"] == [
+        {"name": "DisableWaitForPodsReady", "enabled": True}
+    ]
 
 
 def test_queue_objects_wait_for_the_release_and_jobs_wait_for_the_queues():

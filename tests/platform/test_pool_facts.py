@@ -3,6 +3,7 @@
 import pulumi
 import pytest
 
+from trainforge.jobs.contract import Taint
 from trainforge.plan.mocks import instance_type_result, run_mocked
 from trainforge.platform.config import parse_config
 from trainforge.platform.training_platform import TrainingPlatform
@@ -39,7 +40,10 @@ def test_pool_facts(platform):
     assert f["gpu-workloads"].capacity_type == "spot"
     assert f["gpu-workloads"].efa_interfaces == 0
     assert f["training-workloads"].gpus_per_node == 0
-    assert f["training-workloads"].taints == ()
+    # CPU pools are for jobs only: jobs tolerate the taint their pool publishes
+    assert f["training-workloads"].taints == (
+        Taint("trainforge.io/jobs-only", "NoSchedule", "true"),
+    )
     assert f["p5"].gpus_per_node == 8 and f["p5"].efa_interfaces == 32
     assert f["p4d"].efa_interfaces == 4 and f["p4d"].kind == "node-group"
     assert f["p5"].node_selector == (("trainforge.io/pool", "p5"),)

@@ -423,3 +423,26 @@ def test_a_gid_following_the_uid_is_checked_against_other_teams_gids():
         "trainforge:teams[1].gid: invalid value 30002 (the team's uid); expected a gid no other "
         "team uses (team 'a' has it): set gid explicitly"
     ]
+
+
+@pytest.mark.parametrize(
+    ("repository", "chart", "repo"),
+    [
+        # a registry path: the chart is named whole in `chart`, nothing in repository_opts
+        ("oci://ghcr.io/acme/charts", "oci://ghcr.io/acme/charts/training-operator", None),
+        (
+            "oci://ghcr.io/acme/charts/training-operator/",
+            "oci://ghcr.io/acme/charts/training-operator",
+            None,
+        ),
+        # a classic repository: its index.yaml lists the chart by name
+        ("https://charts.example.com", "training-operator", "https://charts.example.com"),
+    ],
+)
+def test_a_chart_repository_becomes_the_form_pulumi_kubernetes_resolves(repository, chart, repo):
+    cfg, errors = parse(
+        {"trainingOperator": {"chart": {"repository": repository, "version": "1.9.4"}}}
+    )
+    assert errors == []
+    ref = cfg.training_operator.chart
+    assert (ref.release_chart, ref.release_repo) == (chart, repo)

@@ -45,11 +45,28 @@ def vpc_cidr(result) -> str:
     return vpc.inputs["cidrBlock"]
 
 
+def subnet_cidrs(result, kind: str) -> set[str]:
+    """CIDRs of the platform's subnets of one kind (private: nodes, pods and the EKS control
+    plane's ENIs; endpoints: the interface endpoints)."""
+    return {
+        r.inputs["cidrBlock"]
+        for r in result.inventory.resources
+        if r.type == "aws:ec2/subnet:Subnet" and f"-{kind}-" in r.name
+    }
+
+
 @pytest.mark.parametrize("stack", ["dev", "prod"])
 def test_no_training_namespace_allows_egress_to_the_internet(plans, stack):
     result = plans[stack]
     region = {"dev": "us-west-2", "prod": "us-east-1"}[stack]
-    allowed_blocks = {vpc_cidr(result), POD_IDENTITY_AGENT, *S3_PREFIX_LIST_CIDRS[region]}
+    endpoints = subnet_cidrs(result, "endpoints")
+    assert endpoints
+    allowed_blocks = {*endpoints, POD_IDENTITY_AGENT, *S3_PREFIX_LIST_CIDRS[region]}
+    # nothing a team may reach over HTTPS overlaps the node subnets (API server ENIs)
+    private = [ipaddress.ip_network(c) for c in subnet_cidrs(result, "private")]
+    assert private and not any(
+        ipaddress.ip_network(c).overlaps(n) for c in endpoints for n in private
+    )
     teams = team_namespaces(result)
     policies = [o.doc for o in result.objects if o.kind == "NetworkPolicy"]
     seen = set()
@@ -93,9 +110,19 @@ def test_the_vpc_has_the_endpoints_jobs_and_nodes_use(plans, stack):
     assert set(endpoints) == {"s3", *network.INTERFACE_ENDPOINTS}
     s3 = endpoints.pop("s3")
     assert s3["vpcEndpointType"] == "Gateway" and s3["routeTableIds"]
+    endpoint_subnets = [
+        r.urn for r in res if r.type == "aws:ec2/subnet:Subnet" and "-endpoints-" in r.name
+    ]
     for name, e in endpoints.items():
         assert e["vpcEndpointType"] == "Interface" and e["privateDnsEnabled"] is True, name
         assert e["subnetIds"] and e["securityGroupIds"]
+    # the interface endpoints sit in their own subnets (what team egress names)
+    for r in res:
+        if (
+            r.type == "aws:ec2/vpcEndpoint:VpcEndpoint"
+            and r.inputs["vpcEndpointType"] == "Interface"
+        ):
+            assert sorted(r.dependencies["subnetIds"]) == sorted(endpoint_subnets), r.name
     rules = [
         r.inputs for r in res if r.type == "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
         and r.name.endswith("-endpoints-https")

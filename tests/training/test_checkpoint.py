@@ -65,7 +65,11 @@ def _worker(strategy: str, ckpt_dir: str) -> None:
     import torch.distributed as dist
     from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
 
+    from trainforge.training import checkpoint
     from trainforge.training.checkpoint import CheckpointConfig, CheckpointManager
+
+    # this file runs only under `if __name__ == "__main__"`: DCP's spawned writer may import it
+    checkpoint.WRITER_PROCESS = True
 
     dist.init_process_group("gloo")
     rank = dist.get_rank()

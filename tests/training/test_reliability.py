@@ -418,6 +418,21 @@ def test_attempts_without_progress_are_counted(tmp_path: Path) -> None:
     assert ledger.attempts_without_progress(50) == 0
 
 
+def test_attempts_killed_before_resuming_are_counted_too(tmp_path: Path) -> None:
+    """An OOM kill (137) while loading leaves no exit record and no resumed step: every such
+    attempt is one without progress, so the early check stops the loop."""
+    for _ in range(NO_PROGRESS_LIMIT + 1):
+        ledger = RunLedger(tmp_path, rank=0, world_size=1)
+        ledger.begin_attempt()  # ... and the process dies here, SIGKILLed
+    assert ledger.attempts_without_progress(None) == NO_PROGRESS_LIMIT
+    assert ledger.attempts_without_progress(40) == NO_PROGRESS_LIMIT
+    Goodput(ledger).begin(40)  # this one resumes at 40 and dies there too
+    ledger = RunLedger(tmp_path, rank=0, world_size=1)
+    ledger.begin_attempt()
+    assert ledger.attempts_without_progress(40) == NO_PROGRESS_LIMIT + 1
+    assert ledger.attempts_without_progress(None) == 0  # the last one did resume
+
+
 def test_without_a_checkpoint_dir_the_ledger_is_this_process_only(monkeypatch) -> None:
     monkeypatch.setenv("TORCHELASTIC_RESTART_COUNT", "2")
     ledger = RunLedger(None, rank=0, world_size=2)

@@ -370,7 +370,8 @@ class TrainingJob(pulumi.ComponentResource):
         self.spec = job
         self.target = target
         self.manifests = emitted
-        self._declare(name, job, emitted, provider, waits)
+        monitor_waits = list(contract.monitor_ready) if contract is not None else []
+        self._declare(name, job, emitted, provider, waits, monitor_waits)
         declared().jobs.append(DeclaredJob(job, target, emitted, name))
         self.job_name = pulumi.Output.from_input(job.name)
         self.namespace = pulumi.Output.from_input(target.namespace)
@@ -394,6 +395,7 @@ class TrainingJob(pulumi.ComponentResource):
         emitted: EmittedJob,
         provider: pulumi.ProviderResource | None,
         waits: list[pulumi.Resource] | None = None,
+        monitor_waits: list[pulumi.Resource] | None = None,
     ) -> None:
         child = pulumi.ResourceOptions(parent=self, provider=provider)
         # The job object itself waits for what the contract says (the operator, the Job that
@@ -466,7 +468,10 @@ class TrainingJob(pulumi.ComponentResource):
                 kind=pm["kind"],
                 metadata=_meta(pm),
                 spec=pm["spec"],
-                opts=child,
+                # Its kind exists once the monitoring release has installed the CRD.
+                opts=pulumi.ResourceOptions.merge(
+                    child, pulumi.ResourceOptions(depends_on=list(monitor_waits or ()))
+                ),
             )
 
     # Presets: the same component with the preset's defaults.

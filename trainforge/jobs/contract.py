@@ -220,6 +220,9 @@ class JobTarget:
     mlflow_tracking_uri: Any = None
     backend: str = DEFAULT_BACKEND  # the platform's default backend
     backends: tuple[str, ...] = (DEFAULT_BACKEND,)  # backends whose controllers are installed
+    # The runtime images jobs without their own image run, and the pull-through cache
+    # (trainforge.jobs.runtime_images.RuntimeImages); None: the stock PyTorch image.
+    images: Any = None
 
     # The team's facts, read often by emitters.
     @property
@@ -262,6 +265,7 @@ class PlatformContract:
     backends: tuple[str, ...] = (DEFAULT_BACKEND,)
     checkpoint_bucket: Any = None
     mlflow_tracking_uri: Any = None
+    images: Any = None  # trainforge.jobs.runtime_images.RuntimeImages
     # The Kubernetes provider jobs are declared with, the platform resources every job waits
     # for, and those a job of one backend waits for (its controller, CRDs, webhook and, for
     # trainjob, the ClusterTrainingRuntimes). Not data: excluded from equality.
@@ -270,6 +274,9 @@ class PlatformContract:
     backend_ready: Mapping[str, tuple[Any, ...]] = field(
         default_factory=dict, compare=False, repr=False
     )
+    # What a job's PodMonitor waits for: the release that installs the Prometheus operator's
+    # CRDs (empty with `monitoring.mode: external`, whose cluster already has them).
+    monitor_ready: tuple[Any, ...] = field(default=(), compare=False, repr=False)
 
     def waits_for(self, backend: str) -> tuple[Any, ...]:
         """The platform resources a job of `backend` must be declared after."""
@@ -296,6 +303,7 @@ class PlatformContract:
             mlflow_tracking_uri=self.mlflow_tracking_uri,
             backend=self.backend,
             backends=self.backends,
+            images=self.images,
         )
 
 
@@ -323,6 +331,9 @@ class Declared:
 
     contracts: list[PlatformContract] = field(default_factory=list)
     jobs: list[DeclaredJob] = field(default_factory=list)
+    # The stack's pull-through cache (trainforge.platform.image_routes.use): kept here so that
+    # it lives exactly as long as one program run.
+    image_routes: Any = None
 
 
 _declared = Declared()

@@ -43,6 +43,9 @@ from trainforge.training import contract as c
 from trainforge.training.timeouts import DEFAULT_HANG_TIMEOUT_S, Timeouts
 
 RUNTIME_MODULE = "trainforge.training"
+# Runs the user's script or module with the runtime's exit classification and run ledger
+# (trainforge/training/usercode.py): a lost peer exits 202 (retryable), a bug 1.
+USER_CODE_RUNNER = ["-m", "trainforge.training.usercode"]
 # torchrun, exiting with the failed workers' reason code (trainforge/training/launch.py)
 LAUNCHER = ["python", "-m", "trainforge.training.launch"]
 # Set by trainforge/provider.py: components served to other Pulumi languages run in the
@@ -81,6 +84,17 @@ def s3_uri(target: JobTarget, job: JobSpec) -> Any:
     if hasattr(bucket, "apply"):
         return bucket.apply(lambda b: f"s3://{b}/{path}")
     return f"s3://{bucket}/{path}"
+
+
+def ledger_counts_attempts(job: JobSpec, target: JobTarget) -> bool:
+    """Whether the job's own pods count its attempts: the bundled runtime keeps its run ledger
+    in the checkpoint directory, and stops a job that keeps failing without progress
+    (trainforge/training/ledger.py NO_PROGRESS_LIMIT) only when that directory is on the
+    team's shared FSx (a pod-local one starts empty on every attempt). User code's ledger
+    (trainforge/training/usercode.py) records attempts and exits but stops nothing."""
+    if job.entrypoint is not None or not target.claim_name:
+        return False
+    return checkpoint_dir(job, target).startswith(f"{target.fsx_mount_path}/")
 
 
 def mirrors_to_s3(job: JobSpec, target: JobTarget) -> bool:
@@ -172,7 +186,7 @@ def torchrun(job: JobSpec) -> list[str]:
     the user's own image). The launcher exits with the failed workers' reason code instead of
     torchrun's own 1, so `restartPolicy: ExitCode` sees a hang (201) or an NCCL error (200) as
     retryable and a bug (1) as permanent (docs/reliability.md)."""
-    if job.entrypoint is None or job.code_source == "configmap":
+    if ships_runtime(job):
         return list(LAUNCHER)
     return ["torchrun"]
 
@@ -211,16 +225,36 @@ def launcher(job: JobSpec) -> list[str]:
     ]
 
 
+def ships_runtime(job: JobSpec) -> bool:
+    """The runtime library is in the pod: the bundled runtime, or user code shipped from a
+    ConfigMap (the library's ConfigMap goes next to it). Code in the user's own image runs
+    on that image alone, unless that image is a trainforge runtime image (its facts say so)."""
+    facts = job.image_facts
+    return (
+        job.entrypoint is None
+        or job.code_source == "configmap"
+        or bool(facts is not None and facts.trainforge)
+    )
+
+
+def user_code_runner(job: JobSpec) -> list[str]:
+    """`-m trainforge.training.usercode` where the library is in the pod, else nothing: the
+    same wrapper under run-local and in the pods (docs/jobs.md, "Restarts and exit codes")."""
+    return list(USER_CODE_RUNNER) if ships_runtime(job) else []
+
+
 def program(job: JobSpec, target: JobTarget, code_root: str = USER_CODE_MOUNT) -> list[Any]:
-    """What the launcher runs: `-m trainforge.training <flags>`, `<code_root>/<script> args`
-    or `-m <module> args`. A `command` job has no launcher: see `command_for`."""
+    """What the launcher runs: `-m trainforge.training <flags>`, or the user's
+    `<code_root>/<script> args` / `-m <module> args` through `trainforge.training.usercode`
+    (where the library ships). A `command` job has no launcher: see `command_for`."""
     entry = job.entrypoint
     if entry is None:
         return ["-m", RUNTIME_MODULE, *training_args(job, target)]
+    runner = user_code_runner(job)
     if entry.kind in ("script", "function"):
-        return [f"{code_root}/{entry.entry_file}", *entry.args]
+        return [*runner, f"{code_root}/{entry.entry_file}", *entry.args]
     if entry.kind == "module":
-        return ["-m", entry.module, *entry.args]
+        return [*runner, "-m", entry.module, *entry.args]
     raise ValueError(f"entrypoint kind {entry.kind!r} has no launcher program")
 
 

@@ -43,6 +43,9 @@ def image_facts(image: str) -> ImageFacts:
     if "/" in tag or not repo:
         return ImageFacts()
     repo = repo.removeprefix("docker.io/").removeprefix("index.docker.io/")
+    # the same image through an ECR pull-through cache (trainforge.platform.image_routes)
+    if repo.endswith(".amazonaws.com/docker-hub/pytorch/pytorch"):
+        repo = "pytorch/pytorch"
     if repo != "pytorch/pytorch":
         return ImageFacts()
     m = _TORCH_TAG.match(tag)
@@ -154,5 +157,11 @@ def check_image(
 
 
 def default_image() -> str:
-    """The build that needs the oldest driver (callers that know no pool)."""
-    return versions.PYTORCH_IMAGE
+    """The build that needs the oldest driver (callers that know no pool), through the stack's
+    pull-through cache; without a Docker Hub rule there, the pinned AWS Deep Learning Container
+    (ECR Public) instead, so that nothing is pulled from Docker Hub unauthenticated."""
+    from trainforge.platform import image_routes  # noqa: PLC0415
+
+    if image_routes.current() is None:
+        return versions.PYTORCH_IMAGE
+    return image_routes.torch_image()

@@ -69,17 +69,59 @@ def _stacks(project_dir: Path) -> str:
     return ", ".join(names) or "(none)"
 
 
-def find_job(stack: str, job_name: str, project_dir: Path | str = ".") -> JobSpec:
-    raw = load_stack_jobs(stack, project_dir)
+def find_job(
+    stack: str, job_name: str, project_dir: Path | str = ".", program: str | None = None
+) -> JobSpec:
+    """JOB of STACK: from `trainforge:jobs` in Pulumi.<stack>.yaml, else from the jobs the
+    stack's Pulumi program declares in Python (`TrainingJob(...)`, `.ddp`, `.function`; the
+    project's __main__.py, or `program`), found by running it under the plan's mocks."""
+    try:
+        raw = load_stack_jobs(stack, project_dir)
+    except JobConfigError as e:
+        if "declares no jobs" not in str(e):
+            raise
+        raw = []
     names = []
     for i, item in enumerate(raw):
         name = item.get("name") if isinstance(item, dict) else None
         names.append(str(name))
         if name == job_name:
             return parse_job(item, f"{CONFIG_KEY}[{i}]")
+    declared = program_jobs(stack, project_dir, program)
+    for spec in declared:
+        if spec.name == job_name:
+            return spec
+    from_program = [
+        f"{j.name} ({program or '__main__.py'})" for j in declared if j.name not in names
+    ]
     raise JobConfigError(
-        "JOB", job_name, f"stack {stack!r} declares: {', '.join(names) or '(none)'}"
+        "JOB", job_name, f"stack {stack!r} declares: {', '.join(names + from_program) or '(none)'}"
     )
+
+
+def program_jobs(
+    stack: str, project_dir: Path | str = ".", program: str | None = None
+) -> list[JobSpec]:
+    """The jobs a Python program declares (resolved on the platform's contract), by running
+    it as `trainforge plan` does (offline, mocks). [] for a project without a Pulumi program
+    when no `program` is named."""
+    root = Path(project_dir).resolve()
+    if program is None and not (
+        (root / "__main__.py").is_file() and (root / "Pulumi.yaml").is_file()
+    ):
+        return []
+    from trainforge.plan.runner import ProjectError, run_project
+
+    if program is not None:
+        from trainforge.jobs.spec import project_relative
+
+        if not (root / project_relative(program, "--program", "a Python file")).is_file():
+            raise JobConfigError("--program", program, f"no such file in the project {root}")
+    try:
+        inv = run_project(root, stack, program=program)
+    except ProjectError as e:
+        raise JobConfigError("--stack", stack, str(e)) from None
+    return [dj.spec for dj in inv.declared.jobs]
 
 
 def local_processes(job: JobSpec) -> int:
@@ -115,15 +157,19 @@ def local_training_flags(job: JobSpec, run_dir: str) -> list[str]:
     return out
 
 
-def local_argv_for_job(stack: str, job_name: str, project_dir: Path | str = ".") -> list[str]:
+def local_argv_for_job(
+    stack: str, job_name: str, project_dir: Path | str = ".", job: JobSpec | None = None
+) -> list[str]:
     """run-local arguments for JOB of STACK: `--workers N [--max-restarts R] <training flags>`.
 
     Arguments the user adds after these on the command line win (argparse keeps the last).
     """
-    job = find_job(stack, job_name, project_dir)
-    argv = ["--workers", str(local_processes(job))]
-    if job.elastic is not None:
-        argv += ["--max-restarts", str(job.elastic.max_restarts)]
+    from trainforge.jobs.restarts import budget
+
+    job = job or find_job(stack, job_name, project_dir)
+    b = budget(job)
+    argv = ["--workers", str(local_processes(job)), "--max-restarts", str(b.in_pod)]
+    argv += ["--pod-restarts", str(b.local_recreations)]
     return argv + local_training_flags(job, f"./runs/{job.name}")
 
 
@@ -312,11 +358,9 @@ def user_code_run(
         raise JobConfigError("--workers", n, "expected an integer >= 1")
 
     args = [_rewrite(expand_vars(a, env), mapping) for a in [*entry.args, *extra_args]]
-    restarts = (
-        max_restarts
-        if max_restarts is not None
-        else (job.elastic.max_restarts if job.elastic is not None else 0)
-    )
+    from trainforge.jobs.restarts import budget
+
+    restarts = max_restarts if max_restarts is not None else budget(job).in_pod
     # torchrun through trainforge.training.launch, as the pods run it: the exit code is the
     # failed workers' reason (a bug: 1, a hang: 201, ...) rather than torchrun's 1
     launch = [
@@ -331,11 +375,14 @@ def user_code_run(
         "--max-restarts",
         str(restarts),
     ]
+    # through trainforge.training.usercode, as the pods run it: a lost peer exits 202
+    # (retryable), a bug 1, and the run ledger records the attempt
+    runner = list(entrypoint.USER_CODE_RUNNER)
     if entry.kind in ("script", "function"):
         assert code_dir is not None
-        prog = [str(code_dir / str(entry.entry_file)), *args]
+        prog = [*runner, str(code_dir / str(entry.entry_file)), *args]
     else:  # module, from the shipped directory or (without codeDir) this environment
-        prog = ["-m", str(entry.module), *args]
+        prog = [*runner, "-m", str(entry.module), *args]
     return LocalRun(
         command=[*launch, *prog],
         env=env,
@@ -358,6 +405,7 @@ def run_local(
     """Run a job with its own code here (e.g. one from `spec.function_job`); the exit status.
 
     The Python twin of `trainforge run-local --stack STACK JOB` for jobs declared in code."""
+    from trainforge.jobs.restarts import budget
     from trainforge.local import launch
 
     run = user_code_run(
@@ -368,4 +416,5 @@ def run_local(
         volumes=volumes,
         extra_args=extra_args,
     )
-    return launch(run.command, run.env, run.cwd)
+    b = budget(job)
+    return launch(run.command, run.env, run.cwd, recreations=b.local_recreations, on=b.on)

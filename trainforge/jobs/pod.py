@@ -50,6 +50,27 @@ from trainforge.jobs.wiring import EFA_RESOURCE, GPU_RESOURCE, JobTarget, efa_co
 
 METRICS_PORT_NAME = "metrics"
 TERMINATION_MARGIN = 30  # seconds past the runtime's checkpoint grace for teardown
+# terminationGracePeriodSeconds comes in classes: the job's grace period plus the margin,
+# rounded up to the next class. Why: a TrainJob cannot carry it. Kueue 0.19 vendors Trainer
+# v2.2.1's types, whose PodSpecPatch has no terminationGracePeriodSeconds (added in v2.3.0),
+# and rewrites an admitted TrainJob whole, so a patch's grace period is dropped and pods get
+# the default 30 s. The platform's ClusterTrainingRuntimes carry it instead, one per class
+# (trainforge.jobs.trainjob), and every backend uses the same classes so that a job's pods
+# are the same on each. The runtime itself still budgets its checkpoint by the job's own
+# grace period (TRAINFORGE_GRACE_PERIOD); the class is the kubelet's upper bound.
+# sources: kubernetes-sigs/kueue release-0.19 go.mod (github.com/kubeflow/trainer/v2 v2.2.1);
+# kubeflow/trainer v2.2.1 and v2.3.0 pkg/apis/trainer/v1alpha1/trainjob_types.go
+# (PodSpecPatch), checked 2026-11-25.
+# grace periods 90 (the default), 300, 600, 900, 1800 and 3600 (the maximum) s + the margin
+GRACE_CLASSES = (120, 330, 630, 930, 1830, 3630)
+
+
+def termination_grace(job: JobSpec) -> int:
+    """The pod's terminationGracePeriodSeconds: grace period + margin, rounded up to a class."""
+    need = job.checkpoint.grace_period + TERMINATION_MARGIN
+    return next((c for c in GRACE_CLASSES if c >= need), need)
+
+
 RUN_AS_USER = 1000
 TMP_SIZE = "20Gi"
 JOB_LABEL = "trainforge.io/job"
@@ -76,6 +97,9 @@ class Launch:
     port_name: str | None = None
     declare_port: bool = True
     rendezvous_env: tuple[dict[str, Any], ...] = field(default=())
+    # Variables the controller appends to every container itself: ours would be a duplicate
+    # name, which the API server warns about ("hides previous definition").
+    controller_env: frozenset[str] = frozenset()
 
 
 def static_rendezvous_env(job: JobSpec, master_addr: str, port: int) -> tuple[dict, ...]:
@@ -141,9 +165,18 @@ def env(
             {"name": "FI_PROVIDER", "value": "efa"},
             # DataLoader workers fork; keep libfabric's registered memory fork-safe.
             {"name": "FI_EFA_FORK_SAFE", "value": "1"},
+            # libfabric's EFA provider takes its internal bounce buffers from huge pages by
+            # default. Our pods request no `hugepages-2Mi` (so their cgroup's hugetlb limit is
+            # 0, and a request would leave pods Pending on nodes whose pool Karpenter's AMI
+            # does not reserve), and with huge pages on, forked DataLoader workers fail with
+            # "Cannot allocate memory" (the AWS EFA cheatsheet's advice: set 0 then). Off, the
+            # buffers use normal pages; NCCL's GPU buffers go through GPUDirect RDMA either way.
+            {"name": "FI_EFA_USE_HUGE_PAGE", "value": "0"},
         ]
         if target.pool.rdma:
             out.append({"name": "FI_EFA_USE_DEVICE_RDMA", "value": "1"})
+    if launch is not None and launch.controller_env:
+        out = [e for e in out if e["name"] not in launch.controller_env]
     return with_user_env(out, job.env)
 
 
@@ -307,7 +340,7 @@ def pod_template(
         # Training never calls the Kubernetes API; S3 access comes from the Pod Identity
         # agent, whose webhook mounts its own projected token whatever this says.
         "automountServiceAccountToken": False,
-        "terminationGracePeriodSeconds": job.checkpoint.grace_period + TERMINATION_MARGIN,
+        "terminationGracePeriodSeconds": termination_grace(job),
         "enableServiceLinks": False,
         "securityContext": pod_security_context(target),
         "nodeSelector": dict(target.pool.node_selector),

@@ -49,8 +49,16 @@ RDZV_PORT_NAME = "pytorchjob-port"  # the operator reads MASTER_PORT/rdzv port f
 RDZV_PORT = 23456
 REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"  # set by the operator, lowercase
 REPLICA_INDEX_LABEL = "training.kubeflow.org/replica-index"
-# The operator sets MASTER_ADDR, MASTER_PORT, RANK and WORLD_SIZE: nothing to add.
-LAUNCH = pod.Launch(container=CONTAINER, port=RDZV_PORT, port_name=RDZV_PORT_NAME)
+# The operator sets MASTER_ADDR, MASTER_PORT, RANK and WORLD_SIZE: nothing to add. It also
+# appends PYTHONUNBUFFERED=1 to every container (source: kubeflow/training-operator
+# release-1.9 pkg/controller.v1/pytorch/envvar.go setPodEnv, checked 2026-11-25), so ours
+# would be a duplicate name.
+LAUNCH = pod.Launch(
+    container=CONTAINER,
+    port=RDZV_PORT,
+    port_name=RDZV_PORT_NAME,
+    controller_env=frozenset({"PYTHONUNBUFFERED"}),
+)
 
 
 def check(job: JobSpec, target: JobTarget, where: str) -> None:

@@ -23,6 +23,9 @@ from trainforge.jobs.contract import BACKENDS
 from trainforge.jobs.errors import JobConfigError
 from trainforge.training.contract import CONTRACT_VARIABLES
 
+# checkpoint.fingerprint: a dotted module path and a function name
+FINGERPRINT_RE = r"[A-Za-z_][\w.]*:[A-Za-z_]\w*"
+
 Strategy = Literal["ddp", "fsdp"]
 Preset = Literal["ddp", "fsdp", "elastic"]
 CodeSource = Literal["configmap", "image"]
@@ -93,16 +96,30 @@ class ModelSize:
     the small attention statistics. Nothing here is passed to the code that runs.
     """
 
-    layers: int
-    d_model: int
-    seq_len: int
-    vocab_size: int
+    # The GPT form: a decoder of this shape (all four, or none of them).
+    layers: int | None = None
+    d_model: int | None = None
+    seq_len: int | None = None
+    vocab_size: int | None = None
     parameters: int | None = None
     heads: int | None = None
     batch_size: int = 1  # samples per GPU per micro-step
     grad_accum: int = 1
     steps: int | None = None
     activation_checkpointing: bool = False
+    # The declared form, for any model that is not a GPT decoder: what the planner needs,
+    # stated (or measured by `trainforge calibrate --declared`): `parameters`, the training
+    # FLOPs of one sample (or of one token x tokensPerSample), the activation bytes one sample
+    # keeps for backward.
+    flops_per_sample: float | None = None
+    flops_per_token: float | None = None
+    tokens_per_sample: int = 1
+    activation_bytes_per_sample: int | None = None
+
+    @property
+    def declared(self) -> bool:
+        """The declared form (no GPT shape)."""
+        return self.layers is None
 
 
 @dataclass(frozen=True)
@@ -124,6 +141,10 @@ class CheckpointSpec:
     # FSx claim. Relative paths are on the team's FSx mount; absolute ones must lie on a
     # writable volume of the job (the FSx mount or one of `volumes`).
     directory: str | None = None
+    # Own code: "module:function" in the job's code directory that returns the state layout
+    # the code checkpoints (a JSON-able mapping) for the job's arguments; `trainforge plan
+    # --diff` compares base and head with it. None = a replacement's resume is not checked.
+    fingerprint: str | None = None
 
 
 @dataclass(frozen=True)
@@ -214,6 +235,9 @@ class JobSpec:
     efa: bool | None = None
     image: str | None = None
     code_source: CodeSource = "configmap"
+    # What the job's own image carries (`imageFacts`; trainforge.jobs.image_facts.ImageFacts);
+    # resolved jobs on a runtime image carry that image's facts.
+    image_facts: Any = None
     training: ModelFlags = field(default_factory=ModelFlags)
     model_size: ModelSize | None = None
     checkpoint: CheckpointSpec = field(default_factory=CheckpointSpec)
@@ -222,8 +246,9 @@ class JobSpec:
     # ExitCode: the runtime's exit code says whether a failure is worth a restart
     # (trainforge/training/exits.py: 1-127 permanent, 128-255 retryable), so a bug stops the
     # job while a hang, an NCCL error or a preemption restarts it. OnFailure restarts every
-    # failure (up to backoffLimit) in place, on the same node.
-    restart_policy: str = "ExitCode"
+    # failure (up to backoffLimit) in place, on the same node. Unset (None): ExitCode, except
+    # on a PyTorchJob whose pods cannot count their attempts (trainforge.jobs.wiring).
+    restart_policy: str | None = None
     # Watchdog floor in seconds (`--hang-timeout`; 0 = off; None = the runtime's default,
     # 300). Collective, NCCL heartbeat and rendezvous timeouts derive from it.
     hang_timeout: int | None = None
@@ -404,6 +429,7 @@ _TOP_KEYS = [
     "efa",
     "image",
     "code_source",
+    "image_facts",
     "checkpoint",
     "elastic",
     "run_policy",
@@ -530,6 +556,13 @@ def _parse_model_size(raw: Any, where: str, flags: ModelFlags) -> ModelSize | No
         for k in ("layers", "d_model", "seq_len", "vocab_size", "parameters", "heads", "steps")
     }
     values["batch_size"] = r.int_("batch_size", 1)
+    values["tokens_per_sample"] = r.int_("tokens_per_sample", 1, minimum=1)
+    values["activation_bytes_per_sample"] = r.int_("activation_bytes_per_sample")
+    for key in ("flops_per_sample", "flops_per_token"):
+        v = r.data.get(key)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int | float) or v <= 0):
+            raise JobConfigError(r.path(key), v, "expected a number > 0 (FLOPs, e.g. 6.1e9)")
+        values[key] = None if v is None else float(v)
     values["grad_accum"] = r.int_("grad_accum", 1)
     values["activation_checkpointing"] = r.bool_("activation_checkpointing", False)
     bundled = [_camel(k) for k in _BUNDLED_SIZE_FLAGS if getattr(flags, k) is not None]
@@ -541,14 +574,36 @@ def _parse_model_size(raw: Any, where: str, flags: ModelFlags) -> ModelSize | No
             f"modelSize states the size of your own code's model; the bundled model is sized "
             f"by {', '.join(bundled)}. Set one or the other",
         )
-    for key in ("layers", "d_model", "seq_len", "vocab_size"):
-        if values[key] is None:
-            raise JobConfigError(
-                r.path(key),
-                None,
-                "modelSize needs layers, dModel, seqLen and vocabSize (the planner sizes "
-                "activations and logits from them)",
-            )
+    gpt = ("layers", "d_model", "seq_len", "vocab_size")
+    declared = ("flops_per_sample", "flops_per_token", "activation_bytes_per_sample")
+    if any(values[k] is not None for k in gpt):
+        for key in gpt:
+            if values[key] is None:
+                raise JobConfigError(
+                    r.path(key),
+                    None,
+                    "the GPT form of modelSize needs layers, dModel, seqLen and vocabSize (the "
+                    "planner sizes activations and logits from them); for another model state "
+                    "parameters, flopsPerSample (or flopsPerToken) and activationBytesPerSample",
+                )
+        for key in declared:
+            if values[key] is not None:
+                raise JobConfigError(
+                    r.path(key), values[key], "belongs to the declared form, not the GPT form"
+                )
+    else:
+        if values["flops_per_sample"] is None and values["flops_per_token"] is not None:
+            values["flops_per_sample"] = values["flops_per_token"] * values["tokens_per_sample"]
+        for key in ("parameters", "flops_per_sample", "activation_bytes_per_sample"):
+            if values[key] is None:
+                raise JobConfigError(
+                    r.path(key),
+                    None,
+                    "modelSize states your model: parameters, flopsPerSample (or flopsPerToken "
+                    "and tokensPerSample) and activationBytesPerSample (`trainforge calibrate "
+                    "--declared` measures them from a local run), or the GPT form (layers, "
+                    "dModel, seqLen, vocabSize)",
+                )
     size = ModelSize(**values)
     if size.heads and size.d_model % size.heads:
         raise JobConfigError(r.path("heads"), size.heads, f"must divide dModel ({size.d_model})")
@@ -581,7 +636,18 @@ def _runtime_check(flags: ModelFlags, r: _Reader) -> None:
 
 def _parse_checkpoint(raw: Any, where: str) -> CheckpointSpec:
     r = _Reader(
-        raw, where, ["every", "keep_last", "async", "grace_period", "s3_mirror", "resume", "dir"]
+        raw,
+        where,
+        [
+            "every",
+            "keep_last",
+            "async",
+            "grace_period",
+            "s3_mirror",
+            "resume",
+            "dir",
+            "fingerprint",
+        ],
     )
     directory = r.str_("dir")
     if directory is not None:
@@ -593,6 +659,11 @@ def _parse_checkpoint(raw: Any, where: str) -> CheckpointSpec:
         raise JobConfigError(
             r.path("resume"), resume, "valid values: auto, never, or an absolute path"
         )
+    fingerprint = r.str_("fingerprint")
+    if fingerprint is not None and not re.fullmatch(FINGERPRINT_RE, fingerprint):
+        raise JobConfigError(
+            r.path("fingerprint"), fingerprint, "module:function, e.g. layout:state_layout"
+        )
     return CheckpointSpec(
         every=r.int_("every", 500),
         keep_last=r.int_("keep_last", 3),
@@ -601,6 +672,7 @@ def _parse_checkpoint(raw: Any, where: str) -> CheckpointSpec:
         s3_mirror=r.bool_("s3_mirror", None),
         resume=resume,
         directory=directory,
+        fingerprint=fingerprint,
     )
 
 
@@ -678,17 +750,30 @@ def _norm(path: str) -> str:
     return posixpath.normpath(path.replace("\\", "/"))
 
 
-def _relative_path(value: Any, where: str, what: str) -> str:
+PATH_RULE = (
+    "a path relative to the project directory (where Pulumi and run-local run) and inside it "
+    "(no leading /, no drive letter, no .. above it), so every machine that deploys or runs "
+    "the job finds the same file"
+)
+
+
+def project_relative(value: Any, where: str, what: str) -> str:
+    """The one path rule for files of the project (`script`, `codeDir`, `--program`):
+    relative to the project directory and inside it; normalised."""
     if not isinstance(value, str) or not value.strip():
-        raise JobConfigError(where, value, f"expected {what} relative to the project directory")
-    if value.startswith("/") or re.match(r"^[A-Za-z]:", value):
-        raise JobConfigError(
-            where,
-            value,
-            f"expected {what} relative to the project directory (where Pulumi runs), so that "
-            "every machine that deploys or runs the job finds the same file",
-        )
-    return _norm(value)
+        raise JobConfigError(where, value, f"expected {what}: {PATH_RULE}")
+    norm = _norm(value)
+    if (
+        value.startswith(("/", "\\"))
+        or re.match(r"^[A-Za-z]:", value)
+        or norm == ".."
+        or norm.startswith("../")
+    ):
+        raise JobConfigError(where, value, f"expected {what}: {PATH_RULE}")
+    return norm
+
+
+_relative_path = project_relative
 
 
 def _strings(raw: Any, where: str, what: str) -> tuple[str, ...]:
@@ -916,6 +1001,18 @@ def parse_job(raw: Any, where: str = "job") -> JobSpec:
             None,
             "codeSource: image runs trainforge from your image, so name that image",
         )
+    image_facts = None
+    if r.has("image_facts"):
+        from trainforge.jobs.image_facts import parse_declared  # noqa: PLC0415
+
+        if image is None:
+            raise JobConfigError(
+                r.path("image_facts"),
+                r.data["image_facts"],
+                "imageFacts describe your own image, so name that image (the runtime image's "
+                "facts come from its Dockerfile)",
+            )
+        image_facts = parse_declared(r.data["image_facts"], r.path("image_facts"))
     entrypoint = None
     if r.has("entrypoint"):
         entrypoint = _parse_entrypoint(r.data["entrypoint"], r.path("entrypoint"), image)
@@ -943,12 +1040,13 @@ def parse_job(raw: Any, where: str = "job") -> JobSpec:
         efa=r.bool_("efa"),
         image=image,
         code_source=code_source,
+        image_facts=image_facts,
         training=training,
         model_size=_parse_model_size(r.data.get("model_size"), r.path("model_size"), training),
         checkpoint=_parse_checkpoint(r.data.get("checkpoint"), r.path("checkpoint")),
         elastic=elastic,
         run_policy=_parse_run_policy(r.data.get("run_policy"), r.path("run_policy")),
-        restart_policy=r.str_("restart_policy", "ExitCode", RESTART_POLICIES),
+        restart_policy=r.str_("restart_policy", None, RESTART_POLICIES),
         hang_timeout=r.int_("hang_timeout", None, minimum=0, maximum=86400),
         # Off by default for user code: a PodMonitor scraping a port nothing serves would be a
         # down target (and kube-prometheus-stack's TargetDown alert) for every plain script.

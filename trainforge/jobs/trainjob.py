@@ -9,11 +9,13 @@ fields v2.3 lets a job set). This module builds both from the shared pod builder
 - the runtime carries what is the same on every pod of every job: the `node` container
   (Trainer's torch plugin wires only the container named `node` in the replicated job `node`),
   pull policy, security contexts, no service links, no API token, the metrics port, the
-  /dev/shm and /tmp volumes, and the restart behaviour (one runtime per restart policy);
+  /dev/shm and /tmp volumes, the restart behaviour (one runtime per restart policy) and
+  terminationGracePeriodSeconds (one runtime per grace class, pod.GRACE_CLASSES: Kueue 0.19
+  rewrites an admitted TrainJob with Trainer v2.2.1's types, which drop it from a patch);
 - the TrainJob's `trainer` carries image, command, env, `numNodes` (= workers),
   `numProcPerNode` (= processes per pod) and `resourcesPerNode` (requests = limits);
 - its runtime patch carries the per-job pod fields v2.3 accepts there: labels and
-  annotations, ServiceAccount, grace period, security contexts, node selector, tolerations,
+  annotations, ServiceAccount, security contexts, node selector, tolerations,
   volumes (sized /dev/shm, the team's FSx claim, the code ConfigMap) and volume mounts.
 
 `effective_pod` rehearses what the Trainer controller does with the two (strategic merge of
@@ -31,7 +33,6 @@ of every other backend. What v2.3 lacks compared with the PyTorchJob (refused at
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from trainforge.jobs import pod, tenancy
@@ -112,8 +113,13 @@ def variant(job: JobSpec) -> str:
     return "-code" if entry.ships_code else "-image"
 
 
+def grace_suffix(grace: int) -> str:
+    """Runtime name suffix of a terminationGracePeriodSeconds class (none for the default)."""
+    return "" if grace == pod.GRACE_CLASSES[0] else f"-grace{grace}"
+
+
 def runtime_name(job: JobSpec) -> str:
-    return RUNTIMES[job.restart_policy] + variant(job)
+    return RUNTIMES[job.restart_policy] + variant(job) + grace_suffix(pod.termination_grace(job))
 
 
 # --- what v2.3 cannot express per job ------------------------------------------------------------
@@ -159,12 +165,16 @@ def check(job: JobSpec, target: JobTarget, where: str) -> None:
 # --- the platform's ClusterTrainingRuntimes ------------------------------------------------------
 
 
-def _runtime_pod(restart_policy: str, suffix: str = "") -> dict[str, Any]:
+def _runtime_pod(
+    restart_policy: str, suffix: str = "", grace: int = pod.GRACE_CLASSES[0]
+) -> dict[str, Any]:
     """The pod every TrainJob starts from: what the pod builder puts on every pod."""
     share, working_dir = VARIANTS[suffix]
     template = {
         "metadata": {},
         "spec": {
+            # Here, not in the TrainJob's patch: Kueue drops it from the patch (pod.GRACE_CLASSES).
+            "terminationGracePeriodSeconds": grace,
             # OnFailure restarts the container in place, as a PyTorchJob's OnFailure does;
             # ExitCode and Never need Never (a pod failure policy requires it).
             "restartPolicy": "OnFailure" if restart_policy == "OnFailure" else "Never",
@@ -205,7 +215,7 @@ def _runtime_pod(restart_policy: str, suffix: str = "") -> dict[str, Any]:
     return template
 
 
-def _runtime_job_spec(restart_policy: str, suffix: str = "") -> dict[str, Any]:
+def _runtime_job_spec(restart_policy: str, suffix: str, grace: int) -> dict[str, Any]:
     rp = RUNTIME_RUN_POLICY
     spec: dict[str, Any] = {
         # JobSet's DNS names and PET_NODE_RANK need an Indexed Job; parallelism and
@@ -214,7 +224,7 @@ def _runtime_job_spec(restart_policy: str, suffix: str = "") -> dict[str, Any]:
         # As a PyTorchJob's runPolicy.backoffLimit: container restarts (OnFailure) or failed
         # pods (ExitCode) of the whole job before it fails; Never fails on the first.
         "backoffLimit": 0 if restart_policy == "Never" else rp.backoff_limit,
-        "template": _runtime_pod(restart_policy, suffix),
+        "template": _runtime_pod(restart_policy, suffix, grace),
     }
     if restart_policy == "ExitCode":
         spec["podFailurePolicy"] = {
@@ -237,14 +247,17 @@ def _runtime_job_spec(restart_policy: str, suffix: str = "") -> dict[str, Any]:
     return spec
 
 
-def runtime_manifest(restart_policy: str = "OnFailure", suffix: str = "") -> dict[str, Any]:
-    """The platform's ClusterTrainingRuntime for one restart policy (and `VARIANTS` suffix)."""
+def runtime_manifest(
+    restart_policy: str = "OnFailure", suffix: str = "", grace: int = pod.GRACE_CLASSES[0]
+) -> dict[str, Any]:
+    """The platform's ClusterTrainingRuntime for one restart policy, `VARIANTS` suffix and
+    terminationGracePeriodSeconds class (pod.GRACE_CLASSES)."""
     rp = RUNTIME_RUN_POLICY
     return {
         "apiVersion": API_VERSION,
         "kind": RUNTIME_KIND,
         "metadata": {
-            "name": RUNTIMES[restart_policy] + suffix,
+            "name": RUNTIMES[restart_policy] + suffix + grace_suffix(grace),
             "labels": {
                 FRAMEWORK_LABEL: "torch",
                 "app.kubernetes.io/name": "trainforge",
@@ -266,7 +279,7 @@ def runtime_manifest(restart_policy: str = "OnFailure", suffix: str = "") -> dic
                             "replicas": 1,
                             "template": {
                                 "metadata": {"labels": {ANCESTOR_LABEL: ANCESTOR_TRAINER}},
-                                "spec": _runtime_job_spec(restart_policy, suffix),
+                                "spec": _runtime_job_spec(restart_policy, suffix, grace),
                             },
                         }
                     ],
@@ -278,7 +291,12 @@ def runtime_manifest(restart_policy: str = "OnFailure", suffix: str = "") -> dic
 
 def runtime_manifests() -> list[dict[str, Any]]:
     """Every ClusterTrainingRuntime the platform installs with the trainjob backend."""
-    return [runtime_manifest(policy, suffix) for policy in RUNTIMES for suffix in VARIANTS]
+    return [
+        runtime_manifest(policy, suffix, grace)
+        for policy in RUNTIMES
+        for suffix in VARIANTS
+        for grace in pod.GRACE_CLASSES
+    ]
 
 
 # --- a job ------------------------------------------------------------------------------------
@@ -300,9 +318,9 @@ def _pod_patch(template: dict[str, Any]) -> dict[str, Any]:
     """The per-job part of the pod, in the fields a v2.3 runtime patch accepts."""
     spec = template["spec"]
     container = spec["containers"][0]
+    # No terminationGracePeriodSeconds: Kueue would drop it (the runtime carries it).
     patch: dict[str, Any] = {
         "serviceAccountName": spec["serviceAccountName"],
-        "terminationGracePeriodSeconds": spec["terminationGracePeriodSeconds"],
         "securityContext": spec["securityContext"],
         "nodeSelector": spec["nodeSelector"],
         "volumes": spec["volumes"],
@@ -316,7 +334,7 @@ def _pod_patch(template: dict[str, Any]) -> dict[str, Any]:
     }
     if spec.get("tolerations"):
         patch["tolerations"] = spec["tolerations"]
-    return {"metadata": copy.deepcopy(template["metadata"]), "spec": patch}
+    return {"metadata": _copy(template["metadata"]), "spec": patch}
 
 
 def trainjob_manifest(job: JobSpec, target: JobTarget, template: dict[str, Any]) -> dict[str, Any]:
@@ -409,35 +427,90 @@ _MERGE_KEYS = {
 }
 
 
+def _copy(value: Any) -> Any:
+    """A deep copy of manifest data that keeps any other object as is. A job's command and env
+    may hold Pulumi Outputs (the checkpoint bucket's name), which copy.deepcopy cannot copy
+    ("__getstate__ can only be called during serialization"); they are values, never edited.
+    """
+    if isinstance(value, dict):
+        return {k: _copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy(v) for v in value]
+    return value
+
+
 def strategic_merge(base: Any, patch: Any, key: str | None = None) -> Any:
     """Kubernetes strategic merge patch for the pod fields above (no $patch directives)."""
     if isinstance(base, dict) and isinstance(patch, dict):
         out = dict(base)
         for k, v in patch.items():
-            out[k] = strategic_merge(base[k], v, k) if k in base else copy.deepcopy(v)
+            out[k] = strategic_merge(base[k], v, k) if k in base else _copy(v)
         return out
     if isinstance(base, list) and isinstance(patch, list) and key in _MERGE_KEYS:
         merge_key = _MERGE_KEYS[key]
-        out = [copy.deepcopy(item) for item in base]
+        out = [_copy(item) for item in base]
         for item in patch:
             at = next(
                 (i for i, b in enumerate(out) if b.get(merge_key) == item.get(merge_key)), None
             )
             if at is None:
-                out.append(copy.deepcopy(item))
+                out.append(_copy(item))
             else:
                 out[at] = strategic_merge(out[at], item)
         return out
-    return copy.deepcopy(patch)
+    return _copy(patch)
 
 
 def _upsert_env(env: list[dict], entries: list[dict]) -> None:
     for e in entries:
         at = next((i for i, x in enumerate(env) if x["name"] == e["name"]), None)
         if at is None:
-            env.append(copy.deepcopy(e))
+            env.append(_copy(e))
         else:
-            env[at] = copy.deepcopy(e)
+            env[at] = _copy(e)
+
+
+# What survives Kueue's rewrite of an admitted TrainJob: the fields of Trainer v2.2.1's patch
+# types, which Kueue 0.19 vendors (source: kubeflow/trainer v2.2.1
+# pkg/apis/trainer/v1alpha1/trainjob_types.go PodSpecPatch and ContainerPatch; kueue
+# release-0.19 go.mod, checked 2026-11-25). Any other field of the pod patch is lost.
+KUEUE_POD_PATCH_FIELDS = frozenset(
+    {
+        "serviceAccountName",
+        "volumes",
+        "initContainers",
+        "containers",
+        "imagePullSecrets",
+        "securityContext",
+        "nodeSelector",
+        "affinity",
+        "tolerations",
+        "schedulingGates",
+    }
+)
+KUEUE_CONTAINER_PATCH_FIELDS = frozenset({"name", "env", "volumeMounts", "securityContext"})
+
+
+def kueue_admitted(trainjob: dict[str, Any]) -> dict[str, Any]:
+    """The TrainJob as Kueue 0.19 leaves it once it manages it (a queue label): decoded into
+    and re-encoded from Trainer v2.2.1's Go types, so pod-patch fields v2.2.1 lacks are gone."""
+    if tenancy.QUEUE_LABEL not in ((trainjob.get("metadata") or {}).get("labels") or {}):
+        return trainjob
+    out = _copy(trainjob)
+    for patch in out["spec"].get("runtimePatches") or []:
+        tmpl = ((patch.get("trainingRuntimeSpec") or {}).get("template") or {}).get("spec") or {}
+        for rj in tmpl.get("replicatedJobs") or []:
+            pod_tmpl = ((rj.get("template") or {}).get("spec") or {}).get("template") or {}
+            spec = pod_tmpl.get("spec")
+            if not isinstance(spec, dict):
+                continue
+            for key in set(spec) - KUEUE_POD_PATCH_FIELDS:
+                del spec[key]
+            for kind in ("containers", "initContainers"):
+                for c in spec.get(kind) or []:
+                    for key in set(c) - KUEUE_CONTAINER_PATCH_FIELDS:
+                        del c[key]
+    return out
 
 
 def effective_pod(trainjob: dict[str, Any], runtime: dict[str, Any]) -> dict[str, Any]:
@@ -450,7 +523,7 @@ def effective_pod(trainjob: dict[str, Any], runtime: dict[str, Any]) -> dict[str
     """
     rjobs = runtime["spec"]["template"]["spec"]["replicatedJobs"]
     rjob = next(r for r in rjobs if r["name"] == REPLICATED_JOB)
-    template = copy.deepcopy(rjob["template"]["spec"]["template"])
+    template = _copy(rjob["template"]["spec"]["template"])
     spec = trainjob["spec"]
     for patch in spec.get("runtimePatches") or []:
         for rj in (
@@ -465,7 +538,7 @@ def effective_pod(trainjob: dict[str, Any], runtime: dict[str, Any]) -> dict[str
     container = next(c for c in template["spec"]["containers"] if c["name"] == CONTAINER)
     for field in ("image", "command", "args"):
         if trainer.get(field) is not None:
-            container[field] = copy.deepcopy(trainer[field])
+            container[field] = _copy(trainer[field])
     env = container.setdefault("env", [])
     _upsert_env(env, trainer.get("env") or [])
     if trainer.get("resourcesPerNode"):

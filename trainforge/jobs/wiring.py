@@ -16,7 +16,8 @@ from __future__ import annotations
 from dataclasses import replace
 from fractions import Fraction
 
-from trainforge.jobs import capacity, images, storage
+from trainforge.jobs import capacity, image_facts, images, storage
+from trainforge.jobs import images as images_mod
 from trainforge.jobs.contract import (
     EFA_RESOURCE,
     GPU_RESOURCE,
@@ -29,8 +30,16 @@ from trainforge.jobs.contract import (
 )
 from trainforge.jobs.errors import JobConfigError
 from trainforge.jobs.estimate import check_fit
+from trainforge.jobs.image_facts import (
+    STOCK_SOURCE,
+    UNKNOWN,
+    ImageFacts,
+    facts_for,
+    stock_facts,
+)
 from trainforge.jobs.quantity import format_mebibytes, parse_quantity
 from trainforge.jobs.spec import JobSpec
+from trainforge.platform import versions
 
 __all__ = [
     "EFA_RESOURCE",
@@ -42,8 +51,10 @@ __all__ = [
     "TeamFacts",
     "TeamQuota",
     "check_quota",
+    "default_size",
     "efa_count",
     "resolve_job",
+    "sizing_rule",
 ]
 
 # Fallback sizes when the pool does not say how big its nodes are (a hand-built contract
@@ -54,12 +65,62 @@ _FALLBACK_MEM_PER_SHARE = 12 * 2**30
 _SHM_FRACTION = Fraction(1, 4)
 _SHM_MAX = 64 * 2**30
 
+# What a CPU-only worker asks for when the job does not say (docs/jobs.md, "Sizing"): a
+# stated, modest default rather than a whole node, so that a first CPU job fits a team's
+# quota next to others; capped at what the pool's smallest node leaves to pods.
+CPU_WORKER_CPU = "2"
+CPU_WORKER_MEMORY = "8Gi"
 
-def _share(job: JobSpec, pool: PoolFacts, gpus: int) -> Fraction:
-    """The fraction of a node one pod gets: its GPUs over the node's, or the whole node."""
+
+def _cpu_job_size(pool: PoolFacts) -> tuple[str, str]:
+    """The CPU-only default, capped at what the smallest node type leaves to pods."""
+    whole = capacity.default_size(pool, Fraction(1))
+    cpu, memory = CPU_WORKER_CPU, CPU_WORKER_MEMORY
+    if whole is not None:
+        if parse_quantity(whole[0]) < parse_quantity(cpu):
+            cpu = whole[0]
+        if parse_quantity(whole[1]) < parse_quantity(memory):
+            memory = whole[1]
+    return cpu, memory
+
+
+def default_size(pool: PoolFacts, gpus: int) -> tuple[str, str] | None:
+    """The cpu and memory a pod gets when the job does not say: a GPU pod its GPUs' share of
+    what the smallest node type leaves after the kubelet and the DaemonSets (the whole of it
+    when it takes every GPU), a CPU pod the stated default (`CPU_WORKER_*`). None when the
+    pool's nodes are unknown (GPU pods; the caller falls back to a fixed size per GPU)."""
+    if not gpus:
+        return _cpu_job_size(pool)
+    return capacity.default_size(pool, Fraction(gpus, pool.gpus_per_node or gpus))
+
+
+def sizing_rule(job: JobSpec, pool: PoolFacts) -> str:
+    """One line saying how a resolved job's cpu and memory were chosen (the plan prints it):
+    the GPU share, the CPU default, or the job's own values."""
+    gpus = job.gpus_per_worker or 0
+    auto = default_size(pool, gpus)
+    parts = []
+    for key, value, default in (
+        ("cpu", job.cpu, auto[0] if auto else None),
+        ("memory", job.memory, auto[1] if auto else None),
+    ):
+        parts.append(f"{key} {value}" + ("" if value == default else " (set by the job)"))
+    size = ", ".join(parts)
+    types = ", ".join(pool.instance_types) or pool.name
     if gpus and pool.gpus_per_node:
-        return Fraction(gpus, pool.gpus_per_node)
-    return Fraction(1)
+        if gpus >= pool.gpus_per_node:
+            rule = f"{gpus} of {pool.gpus_per_node} GPUs: the whole node ({types})"
+        else:
+            rule = (
+                f"{gpus} of {pool.gpus_per_node} GPUs: {gpus}/{pool.gpus_per_node} of what the "
+                f"smallest node ({types}) leaves after the kubelet and DaemonSets"
+            )
+    else:
+        rule = (
+            f"CPU job: the stated default (cpu {CPU_WORKER_CPU}, memory {CPU_WORKER_MEMORY}"
+            " per worker, capped at what the smallest node leaves)"
+        )
+    return f"{rule} -> {size}"
 
 
 def efa_count(pool: PoolFacts, gpus: int) -> int:
@@ -125,14 +186,9 @@ def resolve_job(job: JobSpec, target: JobTarget, where: str = "job") -> JobSpec:
         )
     if efa is None:
         efa = bool(pool.efa_interfaces and gpus)
-    if efa and job.image is None:
-        raise JobConfigError(
-            f"{where}.image",
-            None,
-            f"pool {pool.name!r} uses EFA, which needs libfabric and the aws-ofi-nccl plugin in the "
-            "image; the stock PyTorch image has neither and NCCL would fail at start. Set image to "
-            "one that has them (e.g. an AWS Deep Learning Container) or efa: false to use TCP",
-        )
+    # The image and what it carries: the job's own, the platform's runtime image for this
+    # pool (the runtime inside: no code ConfigMap), or the stock PyTorch image.
+    job, facts = choose_image(job, target, efa)
 
     if job.topology is not None and not pool.topology_aware:
         raise JobConfigError(
@@ -143,21 +199,25 @@ def resolve_job(job: JobSpec, target: JobTarget, where: str = "job") -> JobSpec:
             "cluster placement group); leave topology unset here",
         )
     mirror = job.checkpoint.s3_mirror
-    if mirror and job.image is None and target.checkpoint_bucket is not None:
-        raise JobConfigError(
-            f"{where}.checkpoint.s3Mirror",
-            mirror,
-            "the S3 mirror needs boto3, which the stock PyTorch image does not have, so the job "
-            "would fail at start. Set image to one with `trainforge[s3]` (or boto3) installed, "
-            "or leave s3Mirror unset (off for the stock image; checkpoints stay on FSx)",
-        )
+    # MLflow on an image known to lack mlflow is refused when the user declared that image's
+    # facts; on the stock image the plan flags it (trainforge.plan.check_images).
+    for miss in image_facts.missing_pieces(
+        facts,
+        mlflow=target.mlflow_tracking_uri is not None and facts.source != STOCK_SOURCE,
+        s3_mirror=bool(mirror) and target.checkpoint_bucket is not None,
+        efa=efa,
+        where=where,
+        pool=pool.name,
+    ):
+        raise JobConfigError(miss.key, miss.value, miss.message(job.image or "(stock PyTorch)"))
     if mirror is None:
-        mirror = job.image is not None
+        # on where the image has boto3 (or may: an undeclared image of the user's)
+        mirror = facts.boto3 is not False
 
-    share = _share(job, pool, gpus)
-    # Defaults take the pod's share of what the smallest node type leaves after the kubelet's
-    # reservations and the DaemonSet pods (trainforge.jobs.capacity), so they always fit.
-    sized = capacity.default_size(pool, share)
+    # GPU pods take their GPUs' share of what the smallest node type leaves after the kubelet's
+    # reservations and the DaemonSet pods (trainforge.jobs.capacity), so they always fit; CPU
+    # pods the stated default (`default_size`).
+    sized = default_size(pool, gpus)
     if job.cpu is not None:
         cpu = job.cpu
     elif sized is not None:
@@ -196,6 +256,7 @@ def resolve_job(job: JobSpec, target: JobTarget, where: str = "job") -> JobSpec:
     resolved = replace(
         job,
         backend=backend,
+        restart_policy=default_restart_policy(job, target, backend),
         gpus_per_worker=gpus,
         procs_per_worker=procs if procs is not None else (gpus or 1),
         cpu=cpu,
@@ -211,6 +272,13 @@ def resolve_job(job: JobSpec, target: JobTarget, where: str = "job") -> JobSpec:
     images.check_image(
         resolved, pool, where, needs_runtime=None if resolved.entrypoint is None else False
     )
+    if facts.cuda and facts.source != STOCK_SOURCE:
+        # the runtime image's (or a declared) CUDA build against the pool's driver and GPUs
+        why = images.build_problem(facts.cuda, versions.CUDA_ARCHS.get(facts.cuda), pool)
+        if why is not None:
+            raise JobConfigError(
+                f"{where}.image", resolved.image, f"pool {pool.name!r} cannot run it: {why}"
+            )
     for problem in rehearsal.problems:
         raise JobConfigError(f"{where}.{problem.key}", values[problem.key], problem.message)
     backends.check(resolved, target, where)
@@ -218,6 +286,55 @@ def resolve_job(job: JobSpec, target: JobTarget, where: str = "job") -> JobSpec:
     # exists, with the estimate and what would make it fit (trainforge.jobs.estimate).
     check_fit(resolved, pool, where)
     return resolved
+
+
+def choose_image(job: JobSpec, target: JobTarget, efa: bool) -> tuple[JobSpec, ImageFacts]:
+    """The job with its image set (and its code source) and that image's facts.
+
+    Without an image of its own a job runs the platform's runtime image for its pool (the
+    EFA one on EFA pools), which carries the runtime: its code source becomes `image`. A
+    user's image is pulled through the platform's cache when a rule covers its registry."""
+    images = target.images
+    if job.image is None and images is not None:
+        chosen = images.for_pool(efa)
+        if chosen is not None:
+            job = replace(job, image=chosen.ref, code_source="image", image_facts=chosen.facts)
+            return job, chosen.facts
+    if job.image is None:
+        try:
+            stock = images_mod.default_image_for(target.pool)
+        except ValueError:
+            return job, UNKNOWN  # refused with its reasons by images.check_image
+        facts = stock_facts(stock) or UNKNOWN
+        if images is not None and images.routes is not None:
+            job = replace(job, image=images.rewrite(stock))
+        return job, facts
+    facts = facts_for(job.image, job.image_facts)
+    if images is not None:
+        job = replace(job, image=images.rewrite(job.image))
+    return job, facts
+
+
+def default_restart_policy(job: JobSpec, target: JobTarget, backend: str) -> str:
+    """The job's restartPolicy, ExitCode unless set, with one exception. The training
+    operator v1.9 re-creates an ExitCode pod that exits >= 128 without counting it against
+    backoffLimit (release-1.9 pkg/core/job.go PastBackoffLimit counts restarts of Running
+    pods only), so a pod OOM-killed on every attempt would be retried forever unless the
+    runtime's ledger stops it (entrypoint.ledger_counts_attempts). Where it cannot and no
+    activeDeadlineSeconds is set, a PyTorchJob defaults to OnFailure: restarts in place,
+    counted against backoffLimit. An explicit ExitCode there is refused by the plan's retry
+    bound rehearsal (trainforge.plan.check_retry_bounds)."""
+    from trainforge.jobs.entrypoint import ledger_counts_attempts  # noqa: PLC0415
+
+    if job.restart_policy is not None:
+        return job.restart_policy
+    if (
+        backend == "pytorchjob"
+        and job.run_policy.active_deadline_seconds is None
+        and not ledger_counts_attempts(job, target)
+    ):
+        return "OnFailure"
+    return "ExitCode"
 
 
 def check_quota(job: JobSpec, target: JobTarget, where: str) -> None:

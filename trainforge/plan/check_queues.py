@@ -20,6 +20,11 @@ WorkloadPriorityClasses) and the jobs the program declared:
   then oldest), and jobs that fit without borrowing go first, then by priority and age.
   `StrictFIFO` queues wait behind their head; `BestEffortFIFO` queues let later jobs pass
   one that does not fit.
+- The namespace's ResourceQuota (the hard backstop: the team's total over all pools, since
+  Kueue counts quota per pool) must hold the job's pods next to the team's running jobs.
+  Kueue does not see it: a job it admits past the backstop gets no pods until the team's
+  other jobs finish (waitForPodsReady evicts and requeues it); the simulation shows such a
+  job waiting, with the backstop's numbers.
 - Preemption (classic): a job that does not fit may evict lower-priority jobs of its own
   queue (`withinClusterQueue`), jobs of queues that borrow in its flavor when it only takes
   back its own nominal quota (`reclaimWithinCohort`), and, when it must borrow itself,
@@ -45,6 +50,7 @@ from fractions import Fraction
 from typing import Any
 
 from trainforge.jobs.quantity import parse_quantity
+from trainforge.jobs.wiring import sizing_rule
 from trainforge.plan.checks import CheckResult, Finding, PlanContext, Section
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -107,6 +113,7 @@ class Workload:
     preempted_by: str | None = None
     preempted_why: str = ""
     admitted_at: int = -1
+    sizing: str = ""
 
 
 def _q(v: Any) -> Fraction:
@@ -146,10 +153,32 @@ def _fmt(resource: str, v: Fraction) -> str:
 
 
 class Simulation:
-    def __init__(self, queues: dict[str, Queue], flavors: dict[str, Flavor]) -> None:
+    def __init__(
+        self,
+        queues: dict[str, Queue],
+        flavors: dict[str, Flavor],
+        hard: dict[str, dict[str, Fraction]] | None = None,
+    ) -> None:
         self.queues = queues
         self.flavors = flavors
+        self.hard = hard or {}  # namespace -> resource -> its ResourceQuota's hard limit
+        self.ns_usage: dict[str, dict[str, Fraction]] = {}
         self.clock = 0
+
+    # -- the namespace backstop -----------------------------------------------------------
+    def over_backstop(self, w: Workload) -> str | None:
+        """None, or why the namespace's ResourceQuota would refuse the job's pods now."""
+        hard = self.hard.get(w.namespace, {})
+        used = self.ns_usage.get(w.namespace, {})
+        for r, need in w.need.items():
+            limit = hard.get(r)
+            if limit is not None and used.get(r, Fraction(0)) + need > limit:
+                return (
+                    f"waits for the team's total: {_fmt(r, need)} {r} more, but namespace "
+                    f"{w.namespace}'s ResourceQuota (the team's total over all pools) holds "
+                    f"{_fmt(r, limit)} and {_fmt(r, used.get(r, Fraction(0)))} are in use"
+                )
+        return None
 
     # -- quota ----------------------------------------------------------------------------
     def cohort(self, q: Queue) -> list[Queue]:
@@ -215,16 +244,20 @@ class Simulation:
     def admit(self, w: Workload) -> None:
         q = self.queues[w.queue or ""]
         w.borrowing = self.borrows(w)
+        ns = self.ns_usage.setdefault(w.namespace, {})
         for r, need in w.need.items():
             q.usage.setdefault(w.flavor or "", {})
             q.usage[w.flavor or ""][r] = q.use(w.flavor or "", r) + need
+            ns[r] = ns.get(r, Fraction(0)) + need
         w.state, w.reason, w.admitted_at = "admitted", "", self.clock
         self.clock += 1
 
     def evict(self, w: Workload, by: Workload, why: str) -> None:
         q = self.queues[w.queue or ""]
+        ns = self.ns_usage.setdefault(w.namespace, {})
         for r, need in w.need.items():
             q.usage[w.flavor or ""][r] = q.use(w.flavor or "", r) - need
+            ns[r] = ns.get(r, Fraction(0)) - need
         w.state, w.borrowing, w.preempted_by, w.preempted_why = "pending", {}, by.job, why
         w.reason = f"preempted by {by.job} ({why})"
 
@@ -315,7 +348,11 @@ class Simulation:
             freed = False
             for w in heads:
                 admitted = [x for x in live if x.state == "admitted"]
-                if self.fits(w):
+                backstop = self.over_backstop(w)
+                if backstop:
+                    w.reason = backstop
+                    inadmissible.add(id(w))
+                elif self.fits(w):
                     self.admit(w)
                 elif self.try_preempt(w, admitted):
                     freed = True
@@ -426,6 +463,24 @@ def _queues(ctx: PlanContext) -> tuple[dict[str, Queue], dict[str, Flavor], dict
     return queues, flavors, local, priorities
 
 
+_HARD = {"requests.nvidia.com/gpu": GPU, "requests.cpu": "cpu", "requests.memory": "memory"}
+
+
+def _backstops(ctx: PlanContext) -> dict[str, dict[str, Fraction]]:
+    """namespace -> resource -> its ResourceQuota's hard limit on requests."""
+    out: dict[str, dict[str, Fraction]] = {}
+    for o in ctx.objects:
+        if o.kind != "ResourceQuota" or not o.namespace:
+            continue
+        hard = (o.doc.get("spec") or {}).get("hard") or {}
+        mine = out.setdefault(o.namespace, {})
+        for key, r in _HARD.items():
+            if key in hard:
+                v = _q(hard[key])
+                mine[r] = min(v, mine[r]) if r in mine else v
+    return out
+
+
 def _workload_object(ctx: PlanContext, name: str, namespace: str) -> Any:
     for o in ctx.objects:
         labels = (o.doc.get("metadata") or {}).get("labels") or {}
@@ -486,6 +541,7 @@ def check(ctx: PlanContext) -> CheckResult:
         if target.team.queue is None:
             continue
         w = Workload(spec.name, spec.team, target.namespace, i)
+        w.sizing = sizing_rule(spec, target.pool)
         workloads.append(w)
         obj = _workload_object(ctx, spec.name, target.namespace)
         labels = ((obj.doc.get("metadata") or {}).get("labels") or {}) if obj else {}
@@ -557,13 +613,22 @@ def check(ctx: PlanContext) -> CheckResult:
             w.reason = f"can never be admitted: {why}"
             finding(w, RULE_NEVER, w.reason, obj)
 
-    sim = Simulation(queues, flavors)
+    sim = Simulation(queues, flavors, _backstops(ctx))
     sim.run(workloads)
     return CheckResult(findings=findings, sections=[_section(workloads, queues)])
 
 
+def summary(workloads: list[Workload]) -> str:
+    """One line: every job admitted at once, or which wait (or never run) and why."""
+    waiting = [w for w in workloads if w.state != "admitted"]
+    if not waiting:
+        return f"all {len(workloads)} job(s) are admitted at once"
+    whys = "; ".join(f"{w.team}/{w.job} {w.reason or 'waits'}" for w in waiting)
+    return f"{len(waiting)} of {len(workloads)} job(s) do not start at once: {whys}"
+
+
 def _section(workloads: list[Workload], queues: dict[str, Queue]) -> Section:
-    lines: list[str] = []
+    lines: list[str] = [summary(workloads)]
     data = []
     for w in workloads:
         if w.state == "admitted":
@@ -581,6 +646,8 @@ def _section(workloads: list[Workload], queues: dict[str, Queue]) -> Section:
         label = f"{w.team}/{w.job}"
         prio = f" [{w.priority_class}]" if w.priority_class else ""
         lines.append(f"{label}{prio}: {text}")
+        if w.sizing:
+            lines.append(f"  sizing: {w.sizing}")
         data.append(
             {
                 "job": w.job,
@@ -592,6 +659,7 @@ def _section(workloads: list[Workload], queues: dict[str, Queue]) -> Section:
                 "borrowing": {r: str(v) for r, v in w.borrowing.items()},
                 "preemptedBy": w.preempted_by,
                 "reason": w.reason,
+                "sizing": w.sizing,
             }
         )
     return Section("Queue admission (Kueue, all declared jobs submitted at once)", lines, data)

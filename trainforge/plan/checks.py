@@ -25,12 +25,20 @@ from typing import Any
 CHECKS: list[str] = [
     "trainforge.plan.iam_rehearsal:check",
     "trainforge.plan.controller_identity:check",
+    "trainforge.plan.check_helm_charts:check",
+    "trainforge.plan.check_ordering:check",
     "trainforge.plan.check_pod_scripts:check",
     "trainforge.plan.check_scheduling:check",
     "trainforge.plan.estimates:check",
+    "trainforge.plan.restart_budget:check",
     "trainforge.plan.cost_check:check",
     "trainforge.plan.job_backends:check",
+    "trainforge.plan.check_retry_bounds:check",
     "trainforge.plan.check_queues:check",
+    "trainforge.plan.data_safety:check",
+    "trainforge.plan.check_addon_placement:check",
+    "trainforge.plan.check_images:check",
+    "trainforge.plan.check_resume:check",
 ]
 
 

@@ -29,13 +29,31 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="folder with Pulumi.yaml and __main__.py (default: nearest at or above cwd)",
     )
+    ap.add_argument(
+        "--program",
+        metavar="FILE",
+        help="a Python file of the project to run as the Pulumi program instead of "
+        "__main__.py (relative to the project directory, inside it)",
+    )
     ap.add_argument("--out", type=pathlib.Path, help="write one YAML per Kubernetes object here")
     ap.add_argument("--json", type=pathlib.Path, help="write the whole inventory as JSON here")
     ap.add_argument(
         "--diff",
         type=pathlib.Path,
-        metavar="OLD_DIR",
-        help="compare with a plan folder written earlier by --out (e.g. of the base branch)",
+        metavar="BASE",
+        help="compare with a base: a plan folder written earlier by --out (e.g. of the base "
+        "branch), or the deployed state as `pulumi stack export` (version 3) or "
+        "`pulumi preview --json` output",
+    )
+    ap.add_argument(
+        "--report",
+        type=pathlib.Path,
+        metavar="FILE",
+        help="where the full report goes (default: build/plan/<STACK>-report.txt in the "
+        "project); stdout shows the verdict",
+    )
+    ap.add_argument(
+        "--full", action="store_true", help="also print the full report after the verdict"
     )
     ap.add_argument(
         "--diff-md", type=pathlib.Path, help="also write the --diff markdown to this file"
@@ -183,19 +201,38 @@ def print_report(result: Any, args: argparse.Namespace, out=None) -> None:
         print("\nPolicy and validation: clean", file=out)
 
 
+def write_report(
+    result: Any, args: argparse.Namespace, root: pathlib.Path, md: str | None
+) -> pathlib.Path:
+    """The full report (tree, counts, every check's section, findings; the diff markdown
+    when there is one) into its file; returns the path."""
+    import io
+
+    path = args.report or root / "build" / "plan" / f"{args.stack}-report.txt"
+    buf = io.StringIO()
+    print_report(result, args, buf)
+    if md is not None:
+        print("\n" + md, file=buf)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(buf.getvalue())
+    return path
+
+
 # ---------------------------------------------------------------------------------------------
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from trainforge.plan import core, diff, manifests
+    from trainforge.plan import core, data_safety, diff, manifests
     from trainforge.plan.runner import ProjectError, find_project
 
     try:
         root = args.project_dir.resolve() if args.project_dir else find_project(pathlib.Path.cwd())
         if args.project_dir and not (root / "Pulumi.yaml").is_file():
             raise ProjectError(f"--project-dir {root}: no Pulumi.yaml there")
-        result = core.plan_project(root, args.stack, standins=not args.no_standins)
+        result = core.plan_project(
+            root, args.stack, standins=not args.no_standins, program=args.program
+        )
     except Exception as e:  # noqa: BLE001 - classified below
         err = find_config_error(e)
         if err is None:
@@ -203,13 +240,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"trainforge plan: configuration error: {err}", file=sys.stderr)
         return EXIT_CONFIG
 
-    print_report(result, args)
-
     out_dir = args.out
     tmp = None
+    data_lost = 0  # unwaived data safety findings of --diff
     if out_dir is None and args.diff is not None:
         tmp = tempfile.TemporaryDirectory(prefix="trainforge-plan-")
         out_dir = pathlib.Path(tmp.name) / "plan"
+    notes: list[str] = []
+    md = None
+    rev = None
     try:
         extra = {"plan": result.to_json()}
         if out_dir is not None:
@@ -222,30 +261,62 @@ def main(argv: list[str] | None = None) -> int:
                 return EXIT_CONFIG
             manifests.write_inventory(result.inventory, out_dir / diff.INVENTORY_FILE, extra)
             if args.out is not None:
-                print(f"\nWrote {n} manifests to {out_dir}/ (one file per object, by namespace)")
-        if args.json is not None:
-            manifests.write_inventory(result.inventory, args.json, extra)
-            print(f"Wrote the inventory to {args.json}")
+                notes.append(
+                    f"Wrote {n} manifests to {out_dir}/ (one file per object, by namespace)"
+                )
         if args.diff is not None:
-            if not args.diff.is_dir():
-                print(f"trainforge plan: --diff {args.diff}: not a folder", file=sys.stderr)
+            from trainforge.plan import review, sides, verdict
+
+            try:
+                base = sides.load_side(args.diff)
+            except sides.SideError as e:
+                print(f"trainforge plan: {e}", file=sys.stderr)
                 return EXIT_CONFIG
-            objects, resources = diff.diff_plans(args.diff, out_dir)
-            dbr = {
-                r.urn for r in result.inventory.resources if r.options.get("deleteBeforeReplace")
-            }
-            replaced = {o.ident for o in result.objects if o.urn in dbr}
+            rev = review.review(base, sides.load_side(out_dir), result)
             new_cost = next((s.data for s in result.sections if s.title == diff.COST_SECTION), None)
-            cost = diff.cost_markdown(diff.load_cost(args.diff), new_cost)
-            md = diff.render_markdown(objects, resources, replaced, cost)
-            print("\n" + md)
+            cost = diff.cost_markdown(
+                diff.load_cost(args.diff) if args.diff.is_dir() else None, new_cost
+            )
+            head = verdict.verdict_markdown(result, rev, args.stack)
+            md = "\n".join([*head, rev.markdown, *cost])
+            if args.diff.is_dir():
+                safety, data_lost = data_safety.diff_report(
+                    args.diff, result.inventory.resources, result.waivers
+                )
+            else:
+                safety = [
+                    "### Data safety",
+                    "",
+                    f"The base ({args.diff}) is a deployed state, not a plan folder: replacements"
+                    " of data-holding resources were NOT checked by TF_DATA_REPLACE; read the"
+                    " replaced resources above and `pulumi preview`.",
+                    "",
+                ]
+            md += "\n" + "\n".join(safety)
             if args.diff_md:
                 args.diff_md.parent.mkdir(parents=True, exist_ok=True)
                 args.diff_md.write_text(md + "\n")
+                notes.append(f"Wrote the PR comment markdown to {args.diff_md}")
+        if args.json is not None:
+            extra = {"plan": result.to_json()}
+            manifests.write_inventory(result.inventory, args.json, extra)
+            notes.append(f"Wrote the inventory to {args.json}")
     finally:
         if tmp is not None:
             tmp.cleanup()
-    return EXIT_CLEAN if result.clean else EXIT_VIOLATIONS
+    report_path = write_report(result, args, root, md)
+    from trainforge.plan import verdict
+
+    for line in verdict.verdict_lines(result, rev, str(report_path), args.stack):
+        print(line)
+    for line in notes:
+        print(line)
+    if args.full:
+        print()
+        print(report_path.read_text(), end="")
+    elif md is not None:
+        print("\n" + md)
+    return EXIT_CLEAN if result.clean and not data_lost else EXIT_VIOLATIONS
 
 
 if __name__ == "__main__":

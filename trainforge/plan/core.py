@@ -224,7 +224,10 @@ def add_standin_findings(result: PlanResult, standin: Inventory) -> int:
 
 
 def standin_pass(
-    root: pathlib.Path, stack: str, config_overrides: dict[str, Any] | None = None
+    root: pathlib.Path,
+    stack: str,
+    config_overrides: dict[str, Any] | None = None,
+    program: str | None = None,
 ) -> Callable[[], Inventory] | None:
     """The stand-in run of the project (the program again, with mocks that invent ids and
     ARNs), run at most once and only when asked: for the plan checks that need rendered
@@ -241,6 +244,7 @@ def standin_pass(
             mocks=standin_mocks,
             config_overrides={**(config_overrides or {}), JOBS_KEY: []},
             preview=False,
+            program=program,
         )
     )
 
@@ -252,10 +256,12 @@ def plan_project(
     mocks: Any = None,
     config_overrides: dict[str, Any] | None = None,
     standins: bool = True,
+    program: str | None = None,
 ) -> PlanResult:
-    """Preview-mode plan; then, when the platform's mocks exist, the stand-in pass above."""
-    inv = run_project(root, stack, mocks=mocks, config_overrides=config_overrides)
-    standin = standin_pass(root, stack, config_overrides)
+    """Preview-mode plan; then, when the platform's mocks exist, the stand-in pass above.
+    `program`: a Python file of the project to run instead of __main__.py."""
+    inv = run_project(root, stack, mocks=mocks, config_overrides=config_overrides, program=program)
+    standin = standin_pass(root, stack, config_overrides, program)
     result = evaluate(inv, waivers_from(inv), root=root, standin=standin)
     if standins and mocks is None and standin is not None:
         result.standin_judged = add_standin_findings(result, standin())

@@ -234,6 +234,8 @@ def choose_nodes(job: JobSpec, pool: PoolFacts, region: str) -> NodeChoice | Non
             f"Karpenter picks the cheapest type that fits {what}; no price for "
             f"{', '.join(unpriced)} in {region}, so which one is unknown (first listed shown)"
         )
+        if any(P.ec2_not_listed(region, t) for t in unpriced):
+            reason += "; " + "; ".join(P.why_unpriced(region, t) for t in unpriced)
         return NodeChoice(**{**first.__dict__, "reason": reason})
     best = min(priced, key=lambda o: (o.hourly_on_demand, o.nodes))
     compared = "; ".join(
@@ -340,6 +342,14 @@ def _worst_rate(
     return best[0], best[1], unknown
 
 
+def _cpu_per_gpu(pools: list[PoolFacts]) -> float:
+    """The most CPU a GPU brings in these pools (what a node leaves to pods, per GPU)."""
+    from trainforge.jobs import capacity  # noqa: PLC0415
+
+    rates = [r.cpu_m / 1000 / r.node.gpus for p in pools for r in capacity.rooms(p) if r.node.gpus]
+    return max(rates, default=0.0)
+
+
 def quota_ceiling(team: TeamFacts, pools: list[PoolFacts], region: str) -> QuotaCeiling:
     gpu_pools = [p for p in pools if p.gpus_per_node]
     cpu_pools = [p for p in pools if not p.gpus_per_node]
@@ -354,6 +364,11 @@ def quota_ceiling(team: TeamFacts, pools: list[PoolFacts], region: str) -> Quota
         if limit is None:
             return QuotaCeiling(None, f"no {unit} quota: unlimited", unlimited=True)
         amount = float(parse_quantity(limit))
+        if unit == "vCPU" and gpu_pools and team.quota.gpus is not None:
+            # the CPU that comes with the GPUs is paid for in the GPU nodes' price
+            amount = max(
+                0.0, amount - float(parse_quantity(team.quota.gpus)) * _cpu_per_gpu(gpu_pools)
+            )
         rate, worst, unknown = _worst_rate(pools_, region, per_unit)
         if unknown:
             return QuotaCeiling(None, f"unknown: no price for {', '.join(sorted(set(unknown)))}")
@@ -512,6 +527,8 @@ def fixed_costs(resources: list[Any], region: str, today: dt.date) -> list[Fixed
             by_urn[u] for u in (ng.dependencies or {}).get("launchTemplate", []) if u in by_urn
         ]
         note = "" if price is not None else f"no {cap.lower()} price for {itype} in {region}"
+        if price is None and P.ec2_not_listed(region, itype):
+            note += f" ({P.why_unpriced(region, itype)})"
         for lt in templates:
             target = (_inputs(lt).get("capacityReservationSpecification") or {}).get(
                 "capacityReservationTarget"
@@ -626,6 +643,16 @@ class CostReport:
     def fixed_unknown(self) -> list[str]:
         return [i.what for i in self.fixed if i.hourly is None]
 
+    def fixed_total(self) -> str:
+        """The platform's fixed cost in words: dollars when every item is priced, else "at
+        least $X/h ..., N items unknown (...)" -- never a bare $0.00 that hides the gaps."""
+        known = self.fixed_hourly_known
+        unknown = self.fixed_unknown
+        money = f"${known:,.2f}/h = ${known * HOURS_PER_MONTH:,.2f}/month"
+        if not unknown:
+            return money
+        return f"at least {money}, {len(unknown)} item(s) unknown ({', '.join(unknown)})"
+
     def sources(self) -> list[str]:
         used = {i.source for i in self.fixed if i.source}
         for j in self.jobs:
@@ -644,6 +671,7 @@ class CostReport:
             "fixedPerHourKnown": self.fixed_hourly_known,
             "fixedPerMonthKnown": self.fixed_hourly_known * HOURS_PER_MONTH,
             "fixedUnknown": self.fixed_unknown,
+            "fixedTotal": self.fixed_total(),
             "usageBased": USAGE_BASED,
             "sources": {k: P.SOURCES[k].__dict__ for k in self.sources()},
         }

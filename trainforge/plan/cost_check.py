@@ -237,11 +237,7 @@ def render(report: C.CostReport) -> list[str]:
     for i in report.fixed:
         monthly = None if i.hourly is None else i.hourly * C.HOURS_PER_MONTH
         rows.append([i.what, i.quantity, usd(i.hourly), usd(monthly), i.note])
-    known = report.fixed_hourly_known
-    unknown = report.fixed_unknown
-    total = f"{usd(known)}/h = {usd(known * C.HOURS_PER_MONTH)}/month"
-    if unknown:
-        total += f" + unknown ({', '.join(unknown)})"
+    total = report.fixed_total()
     lines += [
         "Platform (fixed, while the stack exists; Karpenter pools scale to zero):",
         *("  " + r for r in _table(rows)),

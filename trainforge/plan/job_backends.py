@@ -83,7 +83,9 @@ def check(ctx: PlanContext) -> CheckResult:
             if runtime is None:
                 note += " (not in this plan: checked by the cluster's webhook only)"
             else:
-                diff = _differences(emitted.pod, trainjob.effective_pod(wl, runtime))
+                # as the Trainer sees it once Kueue has admitted (rewritten) the TrainJob
+                admitted = trainjob.kueue_admitted(wl)
+                diff = _differences(emitted.pod, trainjob.effective_pod(admitted, runtime))
                 if diff:
                     findings.append(
                         Finding(

@@ -66,6 +66,36 @@ def _catalog() -> dict[str, dict[str, Any]]:
         return json.load(f)
 
 
+@functools.cache
+def _offerings(region: str) -> dict[str, tuple[str, ...]]:
+    """instance type -> the zones of `region` that offer it, from moto's bundled copy of EC2
+    DescribeInstanceTypeOfferings (location type availability-zone)."""
+    import moto  # noqa: PLC0415
+
+    path = (
+        pathlib.Path(moto.__file__).parent
+        / "ec2"
+        / "resources"
+        / "instance_type_offerings"
+        / "availability-zone"
+        / f"{region}.json.gz"
+    )
+    if not path.is_file():
+        return {}
+    out: dict[str, list[str]] = {}
+    with gzip.open(path) as f:
+        for row in json.load(f):
+            out.setdefault(row["InstanceType"], []).append(row["Location"])
+    return {k: tuple(sorted(v)) for k, v in out.items()}
+
+
+# What the mocks answer for a capacity reservation id they were not given: an On-Demand
+# Capacity Reservation in the region's first zone, in no placement group. Tests and callers
+# stub others (`capacity_reservations=`): a reservation in a given AZ, a Capacity Block.
+def default_reservation(zone: str) -> dict[str, Any]:
+    return {"availabilityZone": zone, "placementGroupArn": "", "reservationType": "default"}
+
+
 def catalog_instance_types() -> list[str]:
     """Every instance type name moto's catalog knows."""
     return sorted(_catalog())
@@ -174,8 +204,18 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
         region: str | None = None,
         account_id: str = DEFAULT_ACCOUNT,
         availability_zones: list[str] | None = None,
+        capacity_reservations: dict[str, dict[str, Any]] | None = None,
+        offerings: dict[str, list[str]] | None = None,
+        subnet_zones: dict[str, str] | None = None,
     ) -> None:
         self.preview = preview
+        # cr-id -> {availabilityZone, placementGroupArn, reservationType ("default" or
+        # "capacity-block"), instanceType}: what EC2 says about a reservation
+        self.capacity_reservations = dict(capacity_reservations or {})
+        # instance type -> zones offering it (overrides moto's catalog for these types)
+        self.offerings = dict(offerings or {})
+        # existing subnet id -> its zone (default: a zone picked from the id)
+        self.subnet_zones = dict(subnet_zones or {})
         self._region = region
         self.account_id = account_id
         self._zones = availability_zones
@@ -297,6 +337,37 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
                 "mostRecent": bool(a.get("mostRecent")),
                 "version": version,
             }, []
+        if tok == "aws:ec2/getInstanceTypeOfferings:getInstanceTypeOfferings":
+            wanted = [
+                v
+                for f in a.get("filters") or []
+                if f.get("name") == "instance-type"
+                for v in f.get("values") or []
+            ]
+            catalog = _offerings(self.region)
+            types, zones = [], []
+            for t in wanted:
+                for z in self.offerings.get(t, catalog.get(t, ())):
+                    types.append(t)
+                    zones.append(z)
+            return {
+                "id": self.region,
+                "instanceTypes": types,
+                "locations": zones,
+                "locationTypes": ["availability-zone"] * len(zones),
+            }, []
+        if tok == "aws:ec2/getCapacityBlockReservation:getCapacityBlockReservation":
+            rid = a.get("id") or ""
+            found = self.capacity_reservations.get(rid)
+            if not found or found.get("reservationType") != "capacity-block":
+                # what the provider says for an id that is not a Capacity Block
+                return {}, [("id", "no matching EC2 Capacity Block Reservation found")]
+            return {"id": rid, "capacityBlockId": f"cb-{_h(rid) % 16**8:08x}", **found}, []
+        if tok == "aws:ec2/getSubnet:getSubnet":
+            sid = a.get("id") or "subnet-0mocked"
+            zones = self.availability_zones
+            zone = self.subnet_zones.get(sid) or zones[_h(sid) % len(zones)]
+            return {"id": sid, "availabilityZone": zone, "vpcId": "vpc-0mocked"}, []
         if tok == "aws:iam/getPolicyDocument:getPolicyDocument":
             return {"id": "policy", "json": json.dumps({"Version": "2012-10-17"})}, []
         return {}, []
@@ -304,6 +375,17 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
     # -- resources -------------------------------------------------------------------------------
     def new_resource(self, args: pulumi.runtime.MockResourceArgs):
         inputs = dict(args.inputs)
+        if args.resource_id and args.typ == "aws:ec2/capacityReservation:CapacityReservation":
+            # a read of an existing reservation (it happens at preview too)
+            rid = args.resource_id
+            state = self.capacity_reservations.get(rid) or default_reservation(
+                self.availability_zones[0]
+            )
+            outputs = {"id": rid, **state}
+            self.resources.append(
+                MockedResource(args.typ, args.name, inputs, rid, outputs, custom=True)
+            )
+            return rid, outputs
         if self.preview:
             rid: str | None = None
             outputs = dict(inputs)
@@ -433,6 +515,8 @@ def _options(request: Any) -> dict[str, Any]:
             opts[key] = values
     if request.protect:
         opts["protect"] = True
+    if getattr(request, "retainOnDelete", False):
+        opts["retainOnDelete"] = True
     if request.provider:
         opts["provider"] = request.provider
     if request.remote:
@@ -524,6 +608,15 @@ def run_mocked(
                         r.parent = request.parent or None
                         r.options = _options(request)
                         break
+            return resp
+
+        def ReadResource(self, request):  # noqa: N802 - gRPC method name
+            resp = super().ReadResource(request)
+            for r in reversed(mocks.resources):
+                if r.type == request.type and r.name == request.name and r.urn is None:
+                    r.urn = resp.urn
+                    r.parent = request.parent or None
+                    break
             return resp
 
     settings.ROOT.set(None)

@@ -542,6 +542,21 @@ def pod_image_pinned(type_: str, inputs: dict, spec: dict) -> list[str]:
     return out
 
 
+def pod_image_not_docker_hub(type_: str, inputs: dict, spec: dict) -> list[str]:
+    """Docker Hub allows 10 anonymous pulls per hour per NAT address: every image comes through
+    the stack's ECR pull-through cache or another registry (trainforge.platform.image_routes)."""
+    from trainforge.platform.image_routes import is_docker_hub  # noqa: PLC0415
+
+    return [
+        f"container {c.get('name')!r} image {c.get('image')!r} is pulled from Docker Hub "
+        "without credentials"
+        for c in _containers(spec)
+        if isinstance(c.get("image"), str)
+        and not is_unknown(c.get("image"))
+        and is_docker_hub(c["image"])
+    ]
+
+
 def pod_service_account(type_: str, inputs: dict, spec: dict) -> list[str]:
     sa = spec.get("serviceAccountName") or spec.get("serviceAccount") or "default"
     if sa == "default" and spec.get("automountServiceAccountToken") is not False:
@@ -702,6 +717,13 @@ RULES: tuple[Rule, ...] = (
         "Images are pinned to a tag or digest, never :latest",
         "use an explicit version tag or an @sha256 digest",
         _pod_rule(pod_image_pinned),
+    ),
+    Rule(
+        "TRAINFORGE_DOCKER_HUB",
+        "No image is pulled from Docker Hub without credentials",
+        "use the image's ECR Public / registry.k8s.io / Quay copy (pulled through the stack's "
+        "cache), or set trainforge:images.dockerHubCredentialArn so Docker Hub images are",
+        _pod_rule(pod_image_not_docker_hub),
     ),
     Rule(
         "TRAINFORGE_DEFAULT_SA",

@@ -161,10 +161,17 @@ def _make_monitor(mocks: Any, sink: list[Recorded], echo: bool = False):
                 opts["replaceOnChanges"] = list(request.replaceOnChanges)
             if request.protect:
                 opts["protect"] = True
+            if getattr(request, "retainOnDelete", False):
+                opts["retainOnDelete"] = True
             if list(request.ignoreChanges):
                 opts["ignoreChanges"] = list(request.ignoreChanges)
             if request.remote:
                 opts["remote"] = True
+            # Every URN the SDK waited for before registering it (depends_on, expanded to a
+            # component's children, and the resources its inputs came from): the ordering
+            # rehearsal (trainforge.plan.check_ordering) follows these and the parents.
+            if list(request.dependencies):
+                opts["dependencies"] = list(request.dependencies)
             sink.append(
                 Recorded(
                     urn=resp.urn,
@@ -249,6 +256,13 @@ class HybridMocks(PreviewMocks):
 
     def call(self, args):
         return self.platform_mocks.call(args)
+
+    def new_resource(self, args):
+        # A read of an existing resource (`Resource.get`) happens at preview too: the engine
+        # hands back the cloud's state, which the platform's mocks stand in for.
+        if getattr(args, "resource_id", None):
+            return self.platform_mocks.new_resource(args)
+        return super().new_resource(args)
 
 
 def _platform_mocks() -> Any | None:
@@ -425,6 +439,26 @@ def run_program(
     )
 
 
+def program_path(root: pathlib.Path, program: str | None) -> pathlib.Path:
+    """The Pulumi program to run: __main__.py, or `--program FILE` under the project's one
+    path rule (relative to the project directory, inside it)."""
+    if program is None:
+        main = root / "__main__.py"
+        if not main.is_file():
+            raise ProjectError(f"{root}: no __main__.py (the Pulumi program)")
+        return main
+    from trainforge.jobs.spec import project_relative
+
+    try:
+        rel = project_relative(program, "--program", "a Python file")
+    except ValueError as e:
+        raise ProjectError(str(e)) from None
+    main = root / rel
+    if not main.is_file():
+        raise ProjectError(f"--program: got {program!r}; no such file in the project {root}")
+    return main
+
+
 def run_project(
     root: pathlib.Path,
     stack: str,
@@ -432,16 +466,17 @@ def run_project(
     mocks: Any = None,
     config_overrides: dict | None = None,
     preview: bool = True,
+    program: str | None = None,
 ) -> Inventory:
-    """Run the project's __main__.py with Pulumi.<stack>.yaml as its config."""
+    """Run the project's __main__.py (or `program`, a Python file of the project that
+    declares the platform and jobs, e.g. with `TrainingJob.function`) with
+    Pulumi.<stack>.yaml as its config."""
     project = project_name(root)
     config, secret_keys, shown = read_stack_config(root, stack, project)
     for key, value in (config_overrides or {}).items():
         config[key] = config_value(value)
         shown[key] = value
-    main = root / "__main__.py"
-    if not main.is_file():
-        raise ProjectError(f"{root}: no __main__.py (the Pulumi program)")
+    main = program_path(root, program)
 
     def program():
         sys.path.insert(0, str(root))

@@ -680,10 +680,56 @@ def monitor_findings(doc: dict) -> list[str]:
     return errs
 
 
+PROM_DURATION = re.compile(
+    r"^(0|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$"
+)
+RULE_FIELDS = {"alert", "record", "expr", "for", "keep_firing_for", "labels", "annotations"}
+
+
+def prometheus_rule_findings(doc: dict) -> list[str]:
+    """What the PrometheusRule CRD (monitoring.coreos.com/v1) rejects: groups with unique
+    names, each rule an `alert` or a `record` (not both) with an `expr`, durations in
+    Prometheus' form, string labels and annotations. Whether each `expr` parses is promtool's
+    job (tests/platform/test_alerts*.py run `promtool check rules` on the rendered rules)."""
+    errs: list[str] = []
+    groups = (doc.get("spec") or {}).get("groups")
+    if not isinstance(groups, list) or not groups:
+        return ["spec.groups is required (a list of rule groups)"]
+    seen: set[str] = set()
+    for g, group in enumerate(groups):
+        where = f"spec.groups[{g}]"
+        name = group.get("name") if isinstance(group, dict) else None
+        if not isinstance(name, str) or not name:
+            errs.append(f"{where}.name is required")
+        elif name in seen:
+            errs.append(f"{where}.name {name!r} is used by another group")
+        else:
+            seen.add(name)
+        if not isinstance(group, dict):
+            continue
+        if group.get("interval") is not None and not PROM_DURATION.match(str(group["interval"])):
+            errs.append(f"{where}.interval {group['interval']!r} is not a duration like 30s")
+        for r, rule in enumerate(group.get("rules") or []):
+            at = f"{where}.rules[{r}]"
+            errs += [f"{at}.{k}: unknown field" for k in rule if k not in RULE_FIELDS]
+            if ("alert" in rule) == ("record" in rule):
+                errs.append(f"{at}: exactly one of alert or record is required")
+            if not str(rule.get("expr", "")).strip():
+                errs.append(f"{at}.expr is required")
+            for k in ("for", "keep_firing_for"):
+                if rule.get(k) is not None and not PROM_DURATION.match(str(rule[k])):
+                    errs.append(f"{at}.{k} {rule[k]!r} is not a duration like 5m")
+            for k in ("labels", "annotations"):
+                bad = [n for n, v in (rule.get(k) or {}).items() if not isinstance(v, str)]
+                errs += [f"{at}.{k}.{n}: must be a string" for n in bad]
+    return errs
+
+
 # ---------------------------------------------------------------------------------------------
 
 
 CUSTOM_CHECKS = {
+    ("monitoring.coreos.com/v1", "PrometheusRule"): MONITOR_RULE,
     ("kubeflow.org/v1", "PyTorchJob"): PYTORCHJOB_RULE,
     ("karpenter.sh/v1", "NodePool"): NODEPOOL_RULE,
     ("karpenter.k8s.aws/v1", "EC2NodeClass"): NODECLASS_RULE,
@@ -714,6 +760,8 @@ def validate_object(
         msgs = nodepool_findings(doc)
     elif rule == NODECLASS_RULE:
         msgs = ec2nodeclass_findings(doc)
+    elif rule == MONITOR_RULE and key[1] == "PrometheusRule":
+        msgs = prometheus_rule_findings(doc)
     elif rule == MONITOR_RULE:
         msgs = monitor_findings(doc)
     elif rule == KUEUE_RULE:

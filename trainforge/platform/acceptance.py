@@ -42,6 +42,7 @@ from trainforge.jobs.codeship import CODE_MOUNT, CodeBundle, configmap_manifest
 from trainforge.jobs.contract import EFA_RESOURCE, GPU_RESOURCE, PoolFacts
 from trainforge.platform import versions
 from trainforge.platform.config import AcceptanceTestConfig, ConfigError, PlatformConfig
+from trainforge.platform.image_routes import cached, torch_image
 from trainforge.training.acceptance import facts
 from trainforge.training.timeouts import MIN_RENDEZVOUS_S
 
@@ -194,7 +195,7 @@ def dcgm_manifest(pool: PoolFacts, acc: AcceptanceTestConfig, bundle: CodeBundle
     )
     diag = {
         "name": "dcgm-diag",
-        "image": versions.DCGM_IMAGE,
+        "image": cached(versions.DCGM_IMAGE),
         "imagePullPolicy": "IfNotPresent",
         "command": ["/bin/sh", "-c", script],
         "env": [
@@ -214,7 +215,7 @@ def dcgm_manifest(pool: PoolFacts, acc: AcceptanceTestConfig, bundle: CodeBundle
     }
     verdict = {
         "name": "verdict",
-        "image": versions.PYTORCH_IMAGE,
+        "image": torch_image(),
         "imagePullPolicy": "IfNotPresent",
         "command": [
             "python",
@@ -315,7 +316,7 @@ def allreduce_manifests(
             env += _env(FI_EFA_USE_DEVICE_RDMA="1")
     container = {
         "name": "allreduce",
-        "image": versions.EFA_TEST_IMAGE if efa else versions.PYTORCH_IMAGE,
+        "image": cached(versions.EFA_TEST_IMAGE) if efa else torch_image(),
         "imagePullPolicy": "IfNotPresent",
         # `args`, not `command`: the image's entrypoint (CUDA forward-compatibility setup in
         # the Deep Learning Containers) stays in front of it

@@ -139,7 +139,10 @@ class CheckpointBucket(pulumi.ComponentResource):
             bucket_prefix=f"{name}-"[:37],
             force_destroy=cfg.force_destroy,
             tags=args.tags,
-            opts=child,
+            # Checkpoints are weeks of GPU time: protected (a destroy or a replacement stops
+            # until someone unprotects it on purpose), and kept in the account when the stack
+            # is destroyed (retained: Pulumi forgets it, S3 keeps it and its objects).
+            opts=pulumi.ResourceOptions(parent=self, protect=True, retain_on_delete=True),
         )
         bucket_id = self.bucket.id  # the bucket's name
         self.bucket_name = bucket_id

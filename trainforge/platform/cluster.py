@@ -67,7 +67,9 @@ class Cluster(pulumi.ComponentResource):
             enable_key_rotation=True,
             deletion_window_in_days=30,
             tags=args.tags,
-            opts=child,
+            # The cluster's Secrets are encrypted with it: deleting or replacing it while the
+            # cluster lives makes them unreadable. Protected (destroy: docs/services.md).
+            opts=pulumi.ResourceOptions(parent=self, protect=True),
         )
         aws.kms.Alias(
             f"{name}-secrets",
@@ -162,6 +164,11 @@ class Cluster(pulumi.ComponentResource):
             labels={SYSTEM_LABEL: "true"},
             launch_template={"id": sys_lt.id, "version": sys_lt.latest_version.apply(str)},
             update_config={"max_unavailable": 1},
+            # CoreDNS, the CSI controllers, Karpenter and every platform service run here: EKS
+            # node auto repair replaces a node whose NodeConditions stay unhealthy, as on the
+            # GPU groups (node_health.py). No FSx startup taint here: add-ons installed before
+            # the FSx driver would wait on it.
+            node_repair_config={"enabled": cfg.node_health.auto_repair},
             tags=args.tags,
             opts=after_cluster,
         )

@@ -32,6 +32,14 @@ CAPACITY_TYPES = ("on-demand", "spot", "reserved")
 NAT_MODES = ("single", "onePerAz")
 GPU_TAINT_KEY = "nvidia.com/gpu"
 POOL_LABEL = "trainforge.io/pool"
+# CPU Karpenter pools are for jobs only (jobs tolerate their pool's taints, published in
+# PoolFacts): CoreDNS, the CSI controllers and other add-ons stay on the system node group
+# instead of holding a spot node up that `WhenEmpty` consolidation would never remove.
+JOBS_TAINT_KEY = "trainforge.io/jobs-only"
+# The FSx CSI driver's startup taint: its node plugin removes it once it is ready to mount
+# (aws-fsx-csi-driver v1.5.0 pkg/driver/constants.go AgentNotReadyNodeTaintKey, docs/install.md
+# "Configure node startup taint": NoExecute recommended), so pods wait for it.
+FSX_AGENT_NOT_READY_TAINT = "fsx.csi.aws.com/agent-not-ready"
 
 
 class ConfigError(ValueError):
@@ -144,6 +152,23 @@ class KarpenterConfig:
 
 
 @dataclass(frozen=True)
+class ImagesConfig:
+    """Where pods' images come from (docs/images.md): the ECR pull-through cache and the
+    trainforge runtime images jobs run when they name no image of their own."""
+
+    pull_through_cache: bool = True
+    # Secrets Manager secrets (name prefix `ecr-pullthroughcache/`) holding the upstream's
+    # credentials; without one, that upstream gets no cache rule and its images are not used.
+    docker_hub_credential_arn: str | None = None
+    github_credential_arn: str | None = None
+    runtime: bool = True  # jobs without `image` run the trainforge runtime image
+    # Prebuilt runtime images (built from images/runtime/Dockerfile elsewhere); unset: the
+    # stack builds and pushes them.
+    runtime_image: str | None = None
+    runtime_efa_image: str | None = None
+
+
+@dataclass(frozen=True)
 class PlatformConfig:
     cluster: str
     network: NetworkConfig = field(default_factory=NetworkConfig)
@@ -155,6 +180,7 @@ class PlatformConfig:
     karpenter: KarpenterConfig = field(default_factory=KarpenterConfig)
     node_health: NodeHealthConfig = field(default_factory=NodeHealthConfig)
     tags: tuple[tuple[str, str], ...] = ()
+    images: ImagesConfig = field(default_factory=ImagesConfig)
     # owned by the services engineer (trainforge/platform/services_config.py); None if absent
     services: Any = None
 
@@ -425,6 +451,47 @@ def _parse_node_health(p: _P, raw: Any) -> NodeHealthConfig:
     )
 
 
+_PTC_SECRET = re.compile(
+    r"^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:ecr-pullthroughcache/[\w/+=.@-]+$"
+)
+_IMAGE_REF = re.compile(r"^[a-z0-9]+([._/:-][a-zA-Z0-9_.-]+)*(@sha256:[0-9a-f]{64})?$")
+
+
+def _parse_images(p: _P, raw: Any) -> ImagesConfig:
+    keys = {
+        "pullThroughCache",
+        "dockerHubCredentialArn",
+        "githubCredentialArn",
+        "runtime",
+        "runtimeImage",
+        "runtimeEfaImage",
+    }
+    raw = p.mapping(raw, "images", keys)
+    secret = "the ARN of a Secrets Manager secret named ecr-pullthroughcache/<name> (ECR's rule)"
+    ref = "a pinned image reference (registry/repository:tag or @sha256:<digest>)"
+    return ImagesConfig(
+        pull_through_cache=bool(
+            p.boolean(raw, "pullThroughCache", "images.pullThroughCache", True)
+        ),
+        docker_hub_credential_arn=p.string(
+            raw,
+            "dockerHubCredentialArn",
+            "images.dockerHubCredentialArn",
+            None,
+            _PTC_SECRET,
+            secret,
+        ),
+        github_credential_arn=p.string(
+            raw, "githubCredentialArn", "images.githubCredentialArn", None, _PTC_SECRET, secret
+        ),
+        runtime=bool(p.boolean(raw, "runtime", "images.runtime", True)),
+        runtime_image=p.string(raw, "runtimeImage", "images.runtimeImage", None, _IMAGE_REF, ref),
+        runtime_efa_image=p.string(
+            raw, "runtimeEfaImage", "images.runtimeEfaImage", None, _IMAGE_REF, ref
+        ),
+    )
+
+
 def _parse_node_group(p: _P, raw: Any, path: str, seen: set[str]) -> NodeGroupConfig | None:
     known = {
         "name",
@@ -603,6 +670,7 @@ TOP_KEYS = {
     "karpenter",
     "nodeHealth",
     "tags",
+    "images",
     # owned by other areas; parsed there (services_config / jobs)
     "teams",
     "jobs",
@@ -668,6 +736,7 @@ def parse_config(
         ),
     )
     node_health = _parse_node_health(p, raw.get("nodeHealth"))
+    images = _parse_images(p, raw.get("images"))
     seen: set[str] = set()
     groups = [
         _parse_node_group(p, g, f"nodeGroups[{i}]", seen)
@@ -709,6 +778,7 @@ def parse_config(
         karpenter=karpenter,
         node_health=node_health,
         tags=tags,
+        images=images,
         services=services,
     )
 

@@ -35,6 +35,7 @@ from trainforge.jobs.contract import DEFAULT_TRAINING_UID
 from trainforge.platform import versions
 from trainforge.platform.addons import addon_version
 from trainforge.platform.iam import pod_identity_trust_output
+from trainforge.platform.image_routes import cached
 from trainforge.platform.services_config import FsxConfig
 
 CSI_DRIVER = "fsx.csi.aws.com"
@@ -156,7 +157,7 @@ def team_dir_job(
                     containers=[
                         k8s.core.v1.ContainerArgs(
                             name="mkdir",
-                            image=versions.BUSYBOX_IMAGE,
+                            image=cached(versions.BUSYBOX_IMAGE),
                             command=["sh", "-c", script],
                             security_context=k8s.core.v1.SecurityContextArgs(
                                 run_as_user=0,
@@ -289,6 +290,9 @@ class FsxLustre(pulumi.ComponentResource):
         if persistent:
             fs_kwargs["per_unit_storage_throughput"] = cfg.per_unit_storage_throughput
             fs_kwargs["kms_key_id"] = args.kms_key_arn
+            # Daily backups kept `backupRetentionDays`, and a final backup when the file system
+            # is deleted (the provider's default skips it). FSx backs up no scratch file system.
+            fs_kwargs["automatic_backup_retention_days"] = cfg.backup_retention_days
         self.file_system = aws.fsx.LustreFileSystem(
             name,
             storage_capacity=cfg.storage_capacity_gib,
@@ -298,9 +302,14 @@ class FsxLustre(pulumi.ComponentResource):
             file_system_type_version=versions.LUSTRE_VERSION,
             data_compression_type="LZ4",
             security_group_ids=[sg_id],
+            skip_final_backup=not persistent,
             tags={**args.tags, "Name": name},
             **fs_kwargs,
-            opts=child,
+            # The teams' datasets and checkpoints: `pulumi destroy`, or a change that replaces
+            # the file system (subnet, security groups, KMS key, deployment type: the plan's
+            # data safety check flags those), stops here until someone unprotects it on purpose
+            # (docs/services.md, "Destroying a stack on purpose").
+            opts=pulumi.ResourceOptions(parent=self, protect=True),
         )
         fs = self.file_system
 

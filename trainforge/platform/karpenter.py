@@ -12,14 +12,21 @@ can drain nodes ahead of the interruption (the job checkpoints on SIGTERM).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from trainforge.platform import versions
-from trainforge.platform.config import GPU_TAINT_KEY, POOL_LABEL, NodePoolConfig, PlatformConfig
+from trainforge.platform import capacity_placement, versions
+from trainforge.platform.config import (
+    FSX_AGENT_NOT_READY_TAINT,
+    GPU_TAINT_KEY,
+    JOBS_TAINT_KEY,
+    POOL_LABEL,
+    NodePoolConfig,
+    PlatformConfig,
+)
 from trainforge.platform.iam import NODE_POLICIES, assume_role_policy, pod_identity_trust
 from trainforge.platform.instance_types import PoolTypeFacts
 from trainforge.platform.node_groups import efa_security_group
@@ -309,6 +316,9 @@ class KarpenterArgs:
     k8s_provider: k8s.Provider
     depends_on: list[pulumi.Resource]
     tags: dict[str, str]
+    # the zone of each private subnet (Network.private_subnet_zones): an EFA pool's one zone
+    # is the first that offers its instance types; empty: subnet 0
+    subnet_zones: list[str] = field(default_factory=list)
 
 
 class Karpenter(pulumi.ComponentResource):
@@ -483,7 +493,7 @@ class Karpenter(pulumi.ComponentResource):
                 api_version="karpenter.sh/v1",
                 kind="NodePool",
                 metadata={"name": pool.name},
-                spec=node_pool_spec(pool, facts),
+                spec=node_pool_spec(pool, facts, startup_taints(cfg)),
                 opts=pulumi.ResourceOptions(
                     parent=self,
                     provider=args.k8s_provider,
@@ -536,8 +546,15 @@ class Karpenter(pulumi.ComponentResource):
                 opts=child,
             )
             sg = efa_security_group(f"{name}-{pool.name}-efa", args.vpc_id, args.tags, child)
-            # One AZ: a cluster placement group cannot span zones.
-            spec["subnetSelectorTerms"] = [{"id": args.private_subnet_ids[0]}]
+            # One AZ: a cluster placement group cannot span zones. The first zone that offers
+            # the pool's instance types (EC2's offerings, read at preview).
+            where = f"trainforge:nodePools[{args.config.node_pools.index(pool)}]"
+            zone = (
+                capacity_placement.zone_index(where, pool.instance_types, args.subnet_zones)
+                if args.subnet_zones
+                else 0
+            )
+            spec["subnetSelectorTerms"] = [{"id": args.private_subnet_ids[zone]}]
             spec["securityGroupSelectorTerms"] = [
                 {"id": args.node_security_group_id},
                 {"id": sg.id},
@@ -555,9 +572,13 @@ class Karpenter(pulumi.ComponentResource):
 
 
 def pool_taints(pool: NodePoolConfig, facts: PoolTypeFacts) -> list[dict]:
+    """The pool's taints: GPU pools the GPU taint, CPU pools the jobs-only taint (jobs
+    tolerate what their pool publishes), then the configured ones."""
     taints = []
     if facts.gpus_per_node > 0:
         taints.append({"key": GPU_TAINT_KEY, "value": "true", "effect": "NoSchedule"})
+    else:
+        taints.append({"key": JOBS_TAINT_KEY, "value": "true", "effect": "NoSchedule"})
     for t in pool.taints:
         taint = {"key": t.key, "effect": t.effect}
         if t.value is not None:
@@ -570,7 +591,16 @@ def pool_labels(pool: NodePoolConfig) -> dict[str, str]:
     return {**dict(pool.labels), POOL_LABEL: pool.name}
 
 
-def node_pool_spec(pool: NodePoolConfig, facts: PoolTypeFacts) -> dict:
+def startup_taints(config: PlatformConfig) -> list[dict]:
+    """Taints a new node starts with and something on the node removes: the FSx CSI node
+    plugin's, when the stack has FSx (nothing else would remove it)."""
+    fsx = config.services is not None and config.services.fsx.enabled
+    return [{"key": FSX_AGENT_NOT_READY_TAINT, "effect": "NoExecute"}] if fsx else []
+
+
+def node_pool_spec(
+    pool: NodePoolConfig, facts: PoolTypeFacts, startup: list[dict] | None = None
+) -> dict:
     limits: dict = {}
     if pool.limits.cpu is not None:
         limits["cpu"] = pool.limits.cpu
@@ -602,6 +632,9 @@ def node_pool_spec(pool: NodePoolConfig, facts: PoolTypeFacts) -> dict:
                     {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
                 ],
                 "taints": pool_taints(pool, facts),
+                # Karpenter expects these to be removed by a DaemonSet and still binpacks
+                # pods that do not tolerate them onto the node (Karpenter v1 NodePool docs)
+                **({"startupTaints": startup} if startup else {}),
                 # Never expire nodes: expiry is forceful and would kill a running job. The AMI
                 # is pinned, so nodes are replaced deliberately by changing versions.py.
                 "expireAfter": "Never",

@@ -26,7 +26,11 @@ Configuration choices (the chart's `managerConfig`):
   whole node a job fills, and quota is counted in GPUs;
 - `waitForPodsReady`: an admitted job whose pods do not all run within the timeout (a
   spot shortage, an image that does not pull) is evicted and requeued, so it does not hold
-  its quota while half-started.
+  its quota while half-started. Kueue 0.19 turns it on by default: its config defaulting
+  (apis/config/v1beta2/defaults.go) fills in an absent `waitForPodsReady` with a 30 min
+  timeout, and only the feature gate `DisableWaitForPodsReady` (alpha, default off,
+  pkg/util/waitforpodsready.Enabled) turns it off. So `podsReadyTimeout: false` sets that
+  gate; leaving the section out would silently keep a 30 min timeout.
 """
 
 from __future__ import annotations
@@ -85,9 +89,20 @@ def manager_config(cfg: KueueConfig) -> dict[str, Any]:
     return out
 
 
+# The feature gate that turns waitForPodsReady off in Kueue 0.19 (an absent config section
+# is defaulted to a 30 min timeout). source: kubernetes-sigs/kueue release-0.19
+# pkg/features/kube_features.go (DisableWaitForPodsReady, alpha since 0.19, default false;
+# deprecated, planned removal in 0.21) and charts/kueue values `controllerManager.featureGates`,
+# checked 2026-11-25 (the mirror holds release-0.19 up to v0.19.2+; the gate is unchanged).
+DISABLE_PODS_READY_GATE = "DisableWaitForPodsReady"
+
+
 def chart_values(cfg: KueueConfig) -> dict[str, Any]:
+    manager: dict[str, Any] = {"nodeSelector": dict(SYSTEM_NODE_SELECTOR)}
+    if not cfg.pods_ready_timeout:
+        manager["featureGates"] = [{"name": DISABLE_PODS_READY_GATE, "enabled": True}]
     return {
-        "controllerManager": {"nodeSelector": dict(SYSTEM_NODE_SELECTOR)},
+        "controllerManager": manager,
         "managerConfig": {
             "controllerManagerConfigYaml": yaml.safe_dump(manager_config(cfg), sort_keys=False)
         },
@@ -132,7 +147,6 @@ class Kueue(pulumi.ComponentResource):
             name="kueue",
             chart=versions.KUEUE_CHART,
             version=versions.KUEUE_CHART_VERSION,
-            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=versions.KUEUE_CHART_REPO),
             namespace=ns.metadata.name,
             values=chart_values(args.config),
             opts=child,

@@ -28,6 +28,7 @@ def launch_template(
     network_interfaces: list[dict[str, Any]] | None = None,
     placement_group: pulumi.Input[str] | None = None,
     capacity_reservation_id: str | None = None,
+    capacity_block: bool = False,
 ) -> aws.ec2.LaunchTemplate:
     extra: dict[str, Any] = {}
     if network_interfaces and len(network_interfaces) > 1:
@@ -45,11 +46,17 @@ def launch_template(
     else:
         extra["vpc_security_group_ids"] = security_group_ids
     if placement_group is not None:
-        extra["placement"] = {"group_name": placement_group}
+        # an output of a reservation's read may resolve to "" (no placement group): no block
+        extra["placement"] = pulumi.Output.from_input(placement_group).apply(
+            lambda group: {"group_name": group} if group else None
+        )
     if capacity_reservation_id:
         extra["capacity_reservation_specification"] = {
             "capacity_reservation_target": {"capacity_reservation_id": capacity_reservation_id}
         }
+    if capacity_block:
+        # EC2 launches into a Capacity Block only with this market type (and the target above)
+        extra["instance_market_options"] = {"market_type": "capacity-block"}
     return aws.ec2.LaunchTemplate(
         name,
         metadata_options=METADATA_OPTIONS,

@@ -42,6 +42,7 @@ from trainforge.platform.dashboards import (
     team_dashboard,
 )
 from trainforge.platform.device_plugins import GPU_NODE_TERMS, GPU_TAINT_TOLERATION, node_affinity
+from trainforge.platform.image_routes import cached
 from trainforge.platform.placement import NODE_AGENTS_NAMESPACE, SYSTEM_NODE_SELECTOR, psa_labels
 from trainforge.platform.services_config import MlflowConfig, MonitoringConfig
 from trainforge.platform.teams import TEAM_LABEL
@@ -569,7 +570,11 @@ class Monitoring(pulumi.ComponentResource):
                     ),
                 ),
                 # The provider reads the class's binding mode to know a Pending claim is ready.
-                opts=pulumi.ResourceOptions.merge(child, self._class_deps()),
+                # Experiment history: protected, so a destroy or a replacement of the claim
+                # stops until someone unprotects it (its volume is Retain besides).
+                opts=pulumi.ResourceOptions.merge(child, self._class_deps()).merge(
+                    pulumi.ResourceOptions(protect=True)
+                ),
             )
             data_volume = k8s.core.v1.VolumeArgs(
                 name="data",
@@ -585,7 +590,7 @@ class Monitoring(pulumi.ComponentResource):
             name,
             namespace,
             teams,
-            versions.MLFLOW_IMAGE,
+            cached(versions.MLFLOW_IMAGE),
             MLFLOW_PORT,
             child,
             container_security_context(),
@@ -683,7 +688,7 @@ def mlflow_pod_spec(
         containers=[
             k8s.core.v1.ContainerArgs(
                 name="mlflow",
-                image=versions.MLFLOW_IMAGE,
+                image=cached(versions.MLFLOW_IMAGE),
                 command=["mlflow", "server"],
                 args=[
                     # MLflow's built-in authentication: one user per team, default permission

@@ -9,8 +9,13 @@ private route tables (multi-TB checkpoints and ECR image layers stay off the NAT
 and the checkpoint bucket can require it: `aws:SourceVpce`), and *interface* endpoints with
 private DNS for the AWS APIs nodes, controllers and jobs call (INTERFACE_ENDPOINTS), behind
 a security group that admits HTTPS from the VPC only. Training namespaces' egress is then
-narrowed to them (trainforge.platform.teams): the interface endpoints answer on addresses in
-the VPC; S3 through a gateway endpoint still answers on S3's public address ranges, which
+narrowed to them (trainforge.platform.teams). In a VPC the platform creates, the interface
+endpoints live in their own small subnets (one per AZ, carved from a block the node subnets
+do not use), so a team's HTTPS egress names exactly those CIDRs: not the node subnets,
+where the EKS control plane's cross-account ENIs (the API server) and every node and pod
+live. In an existing VPC (whose layout is not ours) the endpoints use the given private
+subnets and the egress stays the VPC CIDR (`endpoint_cidrs` is then the VPC CIDR, and the
+program warns). S3 through a gateway endpoint still answers on S3's public address ranges, which
 NetworkPolicy can only name as CIDRs, so they are read from the region's S3 managed prefix
 list (`com.amazonaws.<region>.s3`) when the program runs (`s3_cidrs`).
 """
@@ -58,6 +63,11 @@ class Network(pulumi.ComponentResource):
     s3_endpoint_id: pulumi.Output[str] | None
     # S3's address ranges in the region (its managed prefix list), for NetworkPolicies
     s3_cidrs: list[str]
+    # the availability zone of each private subnet, same order (read at preview): where a
+    # capacity reservation or an instance type's offerings can be placed
+    private_subnet_zones: list[str]
+    # Where the interface endpoints answer: their own subnets' CIDRs (new VPC), else the VPC's
+    endpoint_cidrs: list[pulumi.Input[str]]
 
     def __init__(self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("trainforge:index:Network", name, None, opts)
@@ -69,10 +79,15 @@ class Network(pulumi.ComponentResource):
             f"kubernetes.io/cluster/{args.cluster_name}": "shared",
         }
         self.private_route_table_ids: list[pulumi.Input[str]] = []
+        self.endpoint_subnet_ids: list[pulumi.Input[str]] = []
+        self.endpoint_cidrs: list[pulumi.Input[str]] = []
         if cfg.vpc_id:
             self.vpc_id = pulumi.Output.from_input(cfg.vpc_id)
             self.vpc_cidr = pulumi.Output.from_input(aws.ec2.get_vpc(id=cfg.vpc_id).cidr_block)
             self.private_subnet_ids = [pulumi.Output.from_input(s) for s in cfg.private_subnet_ids]
+            self.private_subnet_zones = [
+                aws.ec2.get_subnet(id=s).availability_zone for s in cfg.private_subnet_ids
+            ]
             if cfg.vpc_endpoints:
                 tables = [
                     aws.ec2.get_route_table(subnet_id=s).route_table_id
@@ -97,6 +112,16 @@ class Network(pulumi.ComponentResource):
         prefix_list = aws.ec2.get_managed_prefix_list(name=s3_prefix_list_name(region))
         self.s3_cidrs = sorted(e.cidr for e in prefix_list.entries or [])
         self.s3_endpoint_id = None
+        if not self.endpoint_cidrs:
+            self.endpoint_cidrs = [self.vpc_cidr]
+            if cfg.vpc_endpoints and cfg.vpc_id:
+                pulumi.log.warn(
+                    "trainforge:network.vpcId: in an existing VPC the interface endpoints share "
+                    "the private subnets, so team pods may reach HTTPS anywhere in the VPC "
+                    "(the API server's ENIs included); a VPC the platform creates gives the "
+                    "endpoints their own subnets",
+                    self,
+                )
         if cfg.vpc_endpoints:
             self._endpoints(name, region, args.tags, child)
         self.register_outputs({"vpcId": self.vpc_id, "privateSubnetIds": self.private_subnet_ids})
@@ -139,7 +164,7 @@ class Network(pulumi.ComponentResource):
                 service_name=f"com.amazonaws.{region}.{service}",
                 vpc_endpoint_type="Interface",
                 private_dns_enabled=True,
-                subnet_ids=self.private_subnet_ids,
+                subnet_ids=self.endpoint_subnet_ids or self.private_subnet_ids,
                 security_group_ids=[sg.id],
                 tags={**tags, "Name": f"{name}-{slug}", "trainforge.io/purpose": why[:250]},
                 opts=child,
@@ -148,9 +173,12 @@ class Network(pulumi.ComponentResource):
     def _new_vpc(self, name: str, args: NetworkArgs, discovery: dict, child) -> None:
         cfg = args.config
         zones = aws.get_availability_zones(state="available").names[: cfg.availability_zones]
+        self.private_subnet_zones = list(zones)
         net = ipaddress.ip_network(cfg.cidr)
         blocks = list(net.subnets(prefixlen_diff=3))  # 8 blocks: private subnets get big ones
         public_blocks = list(blocks[-1].subnets(prefixlen_diff=2))
+        # Interface endpoints: their own subnets (block 6: node subnets use at most 0-3).
+        endpoint_blocks = list(blocks[-2].subnets(prefixlen_diff=2))
         vpc = aws.ec2.Vpc(
             f"{name}-vpc",
             cidr_block=cfg.cidr,
@@ -220,6 +248,19 @@ class Network(pulumi.ComponentResource):
             )
             private.append(subnet.id)
             self.private_route_table_ids.append(rt.id)
+            if cfg.vpc_endpoints:
+                # No route table: endpoint ENIs only answer inside the VPC (the main table).
+                endpoints_subnet = aws.ec2.Subnet(
+                    f"{name}-endpoints-{i}",
+                    vpc_id=vpc.id,
+                    cidr_block=str(endpoint_blocks[i]),
+                    availability_zone=zone,
+                    map_public_ip_on_launch=False,
+                    tags={**args.tags, "Name": f"{args.cluster_name}-endpoints-{zone}"},
+                    opts=child,
+                )
+                self.endpoint_subnet_ids.append(endpoints_subnet.id)
+                self.endpoint_cidrs.append(str(endpoint_blocks[i]))
         self.vpc_id = vpc.id
         self.vpc_cidr = vpc.cidr_block
         self.private_subnet_ids = private

@@ -4,17 +4,31 @@ cluster placement group, one subnet (one AZ), and a security group open only to 
 Why: fixed GPU capacity (a capacity reservation or block) is best held by a managed node
 group; Karpenter pools cover on-demand scale-from-zero. EFA traffic (libfabric/SRD) needs
 all protocols between the nodes of a job, and the lowest latency needs one placement group.
+
+Placement (trainforge.platform.capacity_placement, read from EC2 at preview): a group naming
+a capacity reservation goes to the reservation's zone, into the reservation's placement group
+(never one we create: the reservation would not be used), with capacity type
+`CAPACITY_BLOCK` and market type `capacity-block` when it is a Capacity Block; any other EFA
+group goes to the first zone that offers its instance type, with its own placement group; a
+non-EFA group spans the zones that offer its types.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_aws as aws
 
+from trainforge.platform import capacity_placement as cp
 from trainforge.platform import versions
-from trainforge.platform.config import GPU_TAINT_KEY, POOL_LABEL, NodeGroupConfig
+from trainforge.platform.config import (
+    FSX_AGENT_NOT_READY_TAINT,
+    GPU_TAINT_KEY,
+    POOL_LABEL,
+    ConfigError,
+    NodeGroupConfig,
+)
 from trainforge.platform.instance_types import PoolTypeFacts
 from trainforge.platform.launch_template import launch_template
 
@@ -75,6 +89,13 @@ class GpuNodeGroupArgs:
     # EKS node auto repair (node_health.py): replace/reboot a node whose NodeConditions stay
     # unhealthy (AcceleratedHardwareReady 10 min, the others 30 min)
     auto_repair: bool = True
+    # the zone of each of `subnet_ids` (Network.private_subnet_zones); empty: not placed by
+    # zone (every subnet, subnet 0 for EFA)
+    subnet_zones: list[str] = field(default_factory=list)
+    where: str = "nodeGroups[]"  # the config path, for errors
+    # new nodes start with the FSx CSI driver's startup taint (its node plugin removes it):
+    # only when the stack has FSx, or nothing would remove it
+    fsx_startup_taint: bool = False
 
 
 class GpuNodeGroup(pulumi.ComponentResource):
@@ -87,19 +108,45 @@ class GpuNodeGroup(pulumi.ComponentResource):
         cfg, facts = args.config, args.facts
         child = pulumi.ResourceOptions(parent=self)
         interfaces = None
-        placement = None
+        placement: pulumi.Input[str] | None = None
+        capacity_type: str = cfg.capacity_type
+        zones = list(args.subnet_zones)
         subnets: list[pulumi.Input[str]] = list(args.subnet_ids)
+        if zones and not cfg.efa and not cfg.capacity_reservation_id and not cfg.subnet_id:
+            subnets = [subnets[i] for i in cp.zone_indexes(cfg.instance_types, zones)]
+        self.reservation: cp.Reservation | None = None
+        if cfg.capacity_reservation_id:
+            res = cp.lookup_reservation(name, cfg.capacity_reservation_id, self)
+            self.reservation = res
+            if cfg.capacity_type == cp.CAPACITY_BLOCK and not res.capacity_block:
+                raise ConfigError(
+                    [
+                        f"{args.where}.capacityType: CAPACITY_BLOCK, but EC2 has no Capacity "
+                        f"Block {cfg.capacity_reservation_id} (an On-Demand Capacity "
+                        "Reservation takes ON_DEMAND)"
+                    ]
+                )
+            if res.capacity_block:
+                capacity_type = cp.CAPACITY_BLOCK
+            if zones and not cfg.subnet_id:
+                subnets = [cp.reservation_subnet(args.where, res, args.subnet_ids, zones)]
+            # Only the reservation's own placement group (if any): an instance launched into
+            # another one does not use the reservation.
+            placement = res.placement_group
+        elif cfg.efa and zones and not cfg.subnet_id:
+            subnets = [subnets[cp.zone_index(args.where, cfg.instance_types, zones)]]
         if cfg.efa:
             # EFA: one AZ (one subnet) and a cluster placement group for the lowest latency.
             subnets = [cfg.subnet_id] if cfg.subnet_id else subnets[:1]
-            self.placement_group = aws.ec2.PlacementGroup(
-                f"{name}-pg",
-                name=f"{args.cluster_name}-{cfg.name}",
-                strategy="cluster",
-                tags=args.tags,
-                opts=child,
-            )
-            placement = self.placement_group.name
+            if self.reservation is None:
+                self.placement_group = aws.ec2.PlacementGroup(
+                    f"{name}-pg",
+                    name=f"{args.cluster_name}-{cfg.name}",
+                    strategy="cluster",
+                    tags=args.tags,
+                    opts=child,
+                )
+                placement = self.placement_group.name
             self.efa_security_group = efa_security_group(
                 f"{name}-efa", args.vpc_id, args.tags, child
             )
@@ -129,11 +176,16 @@ class GpuNodeGroup(pulumi.ComponentResource):
             network_interfaces=interfaces,
             placement_group=placement,
             capacity_reservation_id=cfg.capacity_reservation_id,
+            capacity_block=capacity_type == cp.CAPACITY_BLOCK,
         )
         taints = [{"key": GPU_TAINT_KEY, "value": "true", "effect": "NO_SCHEDULE"}]
         taints += [
             {"key": t.key, "value": t.value, "effect": EFFECTS[t.effect]} for t in cfg.taints
         ]
+        if args.fsx_startup_taint:
+            # EKS applies it to every node it launches; the FSx node plugin (which tolerates
+            # every taint) removes it when it can mount, so pods never start before that
+            taints.append({"key": FSX_AGENT_NOT_READY_TAINT, "effect": "NO_EXECUTE"})
         labels = {**dict(cfg.labels), POOL_LABEL: cfg.name, "nvidia.com/gpu.present": "true"}
         if cfg.efa:
             labels["vpc.amazonaws.com/efa.present"] = "true"
@@ -144,7 +196,7 @@ class GpuNodeGroup(pulumi.ComponentResource):
             node_role_arn=args.node_role_arn,
             subnet_ids=subnets,
             ami_type=versions.GPU_AMI_TYPE,
-            capacity_type=cfg.capacity_type,
+            capacity_type=capacity_type,
             instance_types=list(cfg.instance_types),
             scaling_config={
                 "min_size": cfg.min_size,

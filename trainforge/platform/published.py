@@ -35,6 +35,8 @@ from trainforge.platform.instance_types import PoolTypeFacts, instance_type_fact
 # Stands for the checkpoint bucket's name while only the config is known: a job is checked
 # knowing *that* the platform has a bucket, before the bucket (and its name) exists.
 PENDING_BUCKET = "<checkpoint-bucket>"
+# Stands for the stack's ECR registry host (account and region) in the same way.
+PENDING_REGISTRY = "<account>.dkr.ecr.<region>.amazonaws.com"
 
 
 def _node_types(f: PoolTypeFacts) -> tuple[NodeType, ...]:
@@ -245,6 +247,8 @@ def contract_from_config(
     ready: tuple[Any, ...] = (),
     team_ready: dict[str, tuple[Any, ...]] | None = None,
     backend_ready: dict[str, tuple[Any, ...]] | None = None,
+    images: Any = None,
+    monitor_ready: tuple[Any, ...] = (),
 ) -> PlatformContract:
     """The contract the platform described by `config` offers its jobs.
 
@@ -266,6 +270,8 @@ def contract_from_config(
             checkpoint_bucket = PENDING_BUCKET
         if services.mlflow.enabled:
             mlflow = MLFLOW_TRACKING_URI
+    if images is None:
+        images = images_from_config(config, PENDING_REGISTRY)
     return PlatformContract(
         pools=pools,
         teams=teams,
@@ -273,7 +279,37 @@ def contract_from_config(
         backends=backends,
         checkpoint_bucket=checkpoint_bucket,
         mlflow_tracking_uri=mlflow,
+        images=images,
         k8s_provider=k8s_provider,
         ready=tuple(ready),
         backend_ready=dict(backend_ready or {}),
+        monitor_ready=tuple(monitor_ready),
+    )
+
+
+def images_from_config(config: PlatformConfig, registry: str) -> Any:
+    """The runtime images and pull-through cache routes of `config` with the stack's ECR
+    registry host (`PENDING_REGISTRY` while only the config is known). None when jobs do not
+    run the runtime image, or when this checkout has no runtime Dockerfile and no prebuilt
+    images are named (an installed package without the repository)."""
+    from trainforge.jobs import dockerfile, runtime_images  # noqa: PLC0415
+    from trainforge.platform.image_routes import routes_for  # noqa: PLC0415
+
+    cfg = config.images
+    routes = routes_for(
+        registry,
+        docker_hub=bool(cfg.docker_hub_credential_arn),
+        github=bool(cfg.github_credential_arn),
+        enabled=cfg.pull_through_cache,
+    )
+    if not cfg.runtime:
+        return runtime_images.NoRuntime(routes) if routes is not None else None
+    if not (dockerfile.ROOT / dockerfile.DOCKERFILE).exists():
+        return runtime_images.NoRuntime(routes) if routes is not None else None
+    return runtime_images.plan_images(
+        config.cluster,
+        registry,
+        routes,
+        prebuilt=cfg.runtime_image,
+        prebuilt_efa=cfg.runtime_efa_image,
     )

@@ -118,19 +118,14 @@ def priority_classes() -> list[dict[str, Any]]:
 
 
 # --- quota -----------------------------------------------------------------------------------
-
-
-def _eligible(pool: PoolFacts, resource: str) -> bool:
-    return pool.gpus_per_node > 0 if resource == GPU else True
-
-
-def _split(total: Fraction, parts: int, unit: Fraction) -> list[Fraction]:
-    """`total` in `parts` whole multiples of `unit`, the remainder to the first parts."""
-    if parts == 0:
-        return []
-    units = int(total / unit)
-    base, extra = divmod(units, parts)
-    return [(base + (1 if i < extra else 0)) * unit for i in range(parts)]
+#
+# What a team's quota means (docs/teams.md, "Quota"): `quota.gpus` is how many GPUs the team
+# may hold at once, in whichever GPU pools it likes; the CPU and memory that come with those
+# GPUs follow them (a GPU pool's CPU and memory quota is its GPU quota times what a node
+# leaves to pods per GPU); `quota.cpu` and `quota.memory` are for CPU-only work in CPU pools.
+# Kueue counts quota per flavor and has no total across flavors, so every pool the team may
+# use gets the whole total as its nominal quota there (no more than the pool can ever hold),
+# and the namespace's ResourceQuota holds the total across pools (`namespace_quota`).
 
 
 _UNIT = {"cpu": Fraction(1, 1000), "memory": Fraction(2**20), GPU: Fraction(1)}
@@ -146,36 +141,85 @@ def format_quantity(resource: str, value: Fraction) -> str:
     return str(int(value))
 
 
+def _round_up(resource: str, value: Fraction) -> Fraction:
+    unit = _UNIT[resource]
+    return -(-value // unit) * unit
+
+
+def pool_capacity(pool: PoolFacts, resource: str) -> Fraction | None:
+    """The most of `resource` the pool's nodes can ever have (Karpenter `limits`, or a node
+    group's maxSize nodes of its largest type); None when unbounded or unknown."""
+    lim = pool.limits
+    if resource == GPU:
+        if lim.gpus is not None:
+            return Fraction(lim.gpus)
+        per = max((n.gpus for n in pool.nodes), default=pool.gpus_per_node)
+    elif resource == "cpu":
+        if lim.cpu is not None:
+            return parse_quantity(lim.cpu)
+        per = max((n.vcpus for n in pool.nodes), default=pool.vcpus_per_node or 0)
+    else:
+        if lim.memory is not None:
+            return parse_quantity(lim.memory)
+        per = max((n.memory_mib for n in pool.nodes), default=pool.memory_mib_per_node or 0)
+        per = per * 2**20
+    if pool.max_nodes is None or not per:
+        return None
+    return Fraction(per) * pool.max_nodes
+
+
+def per_gpu(pool: PoolFacts) -> dict[str, Fraction] | None:
+    """CPU and memory that come with one GPU of the pool: what a node leaves to pods after the
+    kubelet and the DaemonSets, over its GPUs (the most over the pool's types, so that any
+    pod sized for its GPUs fits; trainforge.jobs.capacity). None when the nodes are unknown."""
+    from trainforge.jobs import capacity  # noqa: PLC0415 - pure; keeps this module's imports light
+
+    rooms = [r for r in capacity.rooms(pool) if r.node.gpus]
+    if not rooms:
+        return None
+    return {
+        "cpu": max(Fraction(r.cpu_m, 1000) / r.node.gpus for r in rooms),
+        "memory": max(Fraction(r.memory_mib * 2**20) / r.node.gpus for r in rooms),
+    }
+
+
+def _capped(total: Fraction, pool: PoolFacts, resource: str) -> Fraction:
+    cap = pool_capacity(pool, resource)
+    return total if cap is None else min(total, cap)
+
+
 def nominal_quotas(team: TeamConfig, pools: Iterable[PoolFacts]) -> dict[str, dict[str, Fraction]]:
     """pool -> resource -> the team's nominal (guaranteed) quota there.
 
-    The team's totals (`quota.gpus/cpu/memory`) are what its namespace may ever hold; Kueue
-    counts quota per flavor. A pool listed under `quota.pools` gets what it says; the rest of
-    each total is split evenly over the pools not listed that offer the resource (GPUs over
-    GPU pools only), in whole GPUs, millicores and MiB, the remainder to the pools declared
-    first. Even, because it is predictable for a team lead reading the config; a team that
-    works on one pool says so under `quota.pools`. The sum never exceeds the totals, so the
-    namespace's ResourceQuota never refuses a pod the queue admitted within nominal quota.
+    GPU pools: the team's GPU total (no more than the pool can hold), and the CPU and memory
+    that come with those GPUs (`per_gpu`; the team's cpu/memory totals when the nodes are
+    unknown). CPU pools: the team's cpu and memory totals (no more than the pool can hold).
+    A pool listed under `quota.pools` gets what it says instead, resource by resource (the
+    way to split the total, or to keep a team out of a pool with 0).
     """
-    pools = list(pools)
     explicit = dict(team.quota.pools)
-    out: dict[str, dict[str, Fraction]] = {p.name: {} for p in pools}
-    for resource in COVERED:
-        key = _CONFIG_KEY[resource]
-        total = parse_quantity(getattr(team.quota, key))
-        given = {}
-        for p in pools:
-            value = getattr(explicit[p.name], key) if p.name in explicit else None
-            if value is not None:
-                given[p.name] = parse_quantity(value) if _eligible(p, resource) else Fraction(0)
-        rest = [p for p in pools if p.name not in given and _eligible(p, resource)]
-        shares = _split(
-            max(total - sum(given.values(), Fraction(0)), Fraction(0)), len(rest), _UNIT[resource]
-        )
-        for p in pools:
-            out[p.name][resource] = given.get(p.name, Fraction(0))
-        for p, share in zip(rest, shares, strict=True):
-            out[p.name][resource] = share
+    totals = {r: parse_quantity(getattr(team.quota, _CONFIG_KEY[r])) for r in COVERED}
+    out: dict[str, dict[str, Fraction]] = {}
+    for p in pools:
+        mine: dict[str, Fraction] = {}
+        if p.gpus_per_node:
+            gpus = _capped(totals[GPU], p, GPU)
+            mine[GPU] = gpus
+            each = per_gpu(p)
+            for r in ("cpu", "memory"):
+                follow = totals[r] if each is None else _round_up(r, each[r] * gpus)
+                mine[r] = _capped(follow, p, r)
+        else:
+            mine = {GPU: Fraction(0), **{r: _capped(totals[r], p, r) for r in ("cpu", "memory")}}
+        given = explicit.get(p.name)
+        if given is not None:
+            for r in COVERED:
+                value = getattr(given, _CONFIG_KEY[r])
+                if value is not None:
+                    mine[r] = (
+                        parse_quantity(value) if (r != GPU or p.gpus_per_node) else Fraction(0)
+                    )
+        out[p.name] = mine
     return out
 
 
@@ -187,26 +231,47 @@ def borrowing_limits(team: TeamConfig) -> dict[str, Fraction | None]:
     }
 
 
+def team_total(team: TeamConfig, pools: Iterable[PoolFacts]) -> dict[str, Fraction]:
+    """What the team may hold at once over all pools, per resource: its GPUs, and the most
+    its nominal quota lets it hold of cpu and memory -- those of its CPU pools plus those that
+    come with its GPUs in the GPU pool where they bring the most."""
+    pools = list(pools)
+    nominal = nominal_quotas(team, pools)
+    gpu_pools = [nominal[p.name] for p in pools if p.gpus_per_node]
+    cpu_pools = [nominal[p.name] for p in pools if not p.gpus_per_node]
+    gpus = min(sum((q[GPU] for q in gpu_pools), Fraction(0)), parse_quantity(team.quota.gpus))
+    out: dict[str, Fraction] = {GPU: gpus}
+    for r in ("cpu", "memory"):
+        with_gpus = sum((q[r] for q in gpu_pools), Fraction(0))
+        ratios = [q[r] / q[GPU] for q in gpu_pools if q[GPU]]
+        if ratios:
+            with_gpus = min(with_gpus, _round_up(r, max(ratios) * gpus))
+        out[r] = sum((q[r] for q in cpu_pools), Fraction(0)) + with_gpus
+    return out
+
+
 def admissible_max(
     team: TeamConfig, teams: Iterable[TeamConfig], pools: Iterable[PoolFacts]
 ) -> dict[str, Fraction]:
-    """The most the team's queue can ever admit, per resource, over all pools: nominal plus
-    what it may borrow in each (its borrowing limit, or all the cohort's other nominal quota
-    there). The namespace's ResourceQuota is set to this, so it stays a backstop for pods
-    Kueue does not manage and never refuses pods the queue admitted."""
+    """The most the team may hold at once, per resource, over all pools: its own total
+    (`team_total`) plus what it may borrow from its cohort -- the other members' totals, or
+    its borrowing limit in each pool when that is less. The namespace's ResourceQuota is set
+    to this: the hard backstop that keeps the team within its total across pools (Kueue only
+    counts per pool), and that never refuses a pod its queue admitted within quota."""
     pools = list(pools)
-    mine = nominal_quotas(team, pools)
+    mine = team_total(team, pools)
     peers = [t for t in teams if t.cohort == team.cohort and t.name != team.name]
-    others = [nominal_quotas(t, pools) for t in peers]
+    lendable = {r: Fraction(0) for r in COVERED}
+    for t in peers:
+        for r, v in team_total(t, pools).items():
+            lendable[r] += v
     limits = borrowing_limits(team)
     out: dict[str, Fraction] = {}
-    for resource in COVERED:
-        total = Fraction(0)
-        for p in pools:
-            lendable = sum((o[p.name][resource] for o in others), Fraction(0))
-            limit = limits[resource]
-            total += mine[p.name][resource] + (lendable if limit is None else min(limit, lendable))
-        out[resource] = total
+    for r in COVERED:
+        eligible = [p for p in pools if p.gpus_per_node or r != GPU]
+        limit = limits[r]
+        borrow = lendable[r] if limit is None else min(lendable[r], limit * len(eligible))
+        out[r] = mine[r] + borrow
     return out
 
 
@@ -291,11 +356,12 @@ def namespace_quota(
     kueue_enabled: bool = True,
 ) -> dict[str, str]:
     """The team's namespace limits for gpus/cpu/memory (its ResourceQuota, and what a single
-    job is checked against at preview): its configured totals without Kueue; with Kueue,
-    everything its queue may ever admit (`admissible_max`), so that the ResourceQuota stays
-    a backstop for pods outside the queue and never refuses one the queue admitted."""
+    job is checked against at preview): the team's total over its pools (`team_total`: CPU
+    and memory follow the GPUs), and with Kueue also what it may borrow from its cohort
+    (`admissible_max`). The hard backstop: Kueue counts quota per pool, this the total."""
+    pools = list(pools)
     q = team.quota
-    if not kueue_enabled:
+    if not pools:
         return {"gpus": q.gpus, "cpu": q.cpu, "memory": q.memory}
-    most = admissible_max(team, teams, pools)
+    most = admissible_max(team, teams, pools) if kueue_enabled else team_total(team, pools)
     return {_CONFIG_KEY[r]: format_quantity(r, most[r]) for r in COVERED}

@@ -71,6 +71,8 @@ class PlatformServicesArgs:
     # S3's address ranges (HTTPS egress of training namespaces) and the S3 gateway endpoint
     # (the checkpoint bucket refuses team roles that do not come through it); None: no endpoint.
     s3_cidrs: list[str] = field(default_factory=list)
+    # Where the VPC's interface endpoints answer (network.endpoint_cidrs); empty: the VPC CIDR
+    endpoint_cidrs: list[pulumi.Input[str]] = field(default_factory=list)
     s3_vpc_endpoint_id: pulumi.Input[str] | None = None
     tags: dict[str, str] = field(default_factory=dict)
 
@@ -100,7 +102,10 @@ class PlatformServices(pulumi.ComponentResource):
                 enable_key_rotation=True,
                 deletion_window_in_days=30,
                 tags=tags,
-                opts=child,
+                # The bucket outlives a destroy (retained), so must its key: a key scheduled
+                # for deletion makes every surviving checkpoint unreadable 30 days later, and
+                # FSx backups are encrypted with it too. Protected and retained.
+                opts=pulumi.ResourceOptions(parent=self, protect=True, retain_on_delete=True),
             )
             kms_key_arn = self.kms_key.arn
         self.kms_key_arn = kms_key_arn
@@ -114,6 +119,7 @@ class PlatformServices(pulumi.ComponentResource):
                 mlflow_namespace=MLFLOW_NAMESPACE if cfg.mlflow.enabled else None,
                 vpc_cidr=args.vpc_cidr,
                 s3_cidrs=list(args.s3_cidrs),
+                endpoint_cidrs=list(args.endpoint_cidrs),
                 pools=list(args.pools),
                 kueue_enabled=cfg.kueue.enabled,
                 cluster_name=args.cluster_name,
@@ -237,6 +243,11 @@ class PlatformServices(pulumi.ComponentResource):
             "pytorchjob": (self.training_operator,) if self.training_operator else (),
             "trainjob": (self.trainer,) if self.trainer else (),
         }
+
+        # What a job's PodMonitor waits for: the release installing monitoring.coreos.com.
+        self.monitor_ready: tuple[pulumi.Resource, ...] = (
+            (self.monitoring.stack,) if self.monitoring.stack is not None else ()
+        )
 
         self.device_plugins = DevicePlugins(
             f"{name}-device-plugins",

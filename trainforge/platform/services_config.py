@@ -86,6 +86,8 @@ class FsxConfig:
     per_unit_storage_throughput: int | None = 125
     mount_path: str = "/fsx"
     data_repository: DataRepositoryConfig | None = None
+    # daily automatic backups kept this many days (PERSISTENT_2; FSx backs up no scratch type)
+    backup_retention_days: int | None = 7
 
 
 @dataclass(frozen=True)
@@ -99,9 +101,32 @@ class CheckpointConfig:
 
 @dataclass(frozen=True)
 class HelmChartRef:
+    """A user's chart: a classic Helm repository (https://, its index.yaml lists the chart) or
+    an OCI registry path (oci://). pulumi-kubernetes resolves the two differently: an OCI
+    chart is given whole as the Release's `chart` with no `repository_opts` (a `repo` is
+    always fetched as `<repo>/index.yaml`, which a registry does not serve)."""
+
     repository: str
     version: str
     name: str = "training-operator"
+
+    @property
+    def is_oci(self) -> bool:
+        return self.repository.startswith("oci://")
+
+    @property
+    def release_chart(self) -> str:
+        """The Release's `chart`: the OCI reference (registry path + chart name), or the
+        chart's name in the classic repository."""
+        if not self.is_oci:
+            return self.name
+        base = self.repository.rstrip("/")
+        return base if base.rsplit("/", 1)[-1] == self.name else f"{base}/{self.name}"
+
+    @property
+    def release_repo(self) -> str | None:
+        """The Release's `repository_opts.repo`: the classic repository URL; None for OCI."""
+        return None if self.is_oci else self.repository
 
 
 @dataclass(frozen=True)
@@ -199,8 +224,9 @@ class TeamQuotaConfig:
     cpu: str = "16"
     memory: str = "64Gi"
     pods: str = "50"
-    # The team's nominal (guaranteed) quota per node pool. Pools not listed share what the
-    # totals above leave, evenly (trainforge.platform.queues.nominal_quotas).
+    # An explicit nominal (guaranteed) quota per node pool; pools not listed get the totals
+    # above, GPU pools with the CPU and memory their GPUs bring
+    # (trainforge.platform.queues.nominal_quotas).
     pools: tuple[tuple[str, PoolQuota], ...] = ()
     # The most the team may borrow from its cohort in any one pool beyond its nominal quota
     # there; None per resource = as much as the cohort has idle.
@@ -436,6 +462,7 @@ def _fsx(r: _Reader) -> FsxConfig:
             "perUnitStorageThroughput",
             "mountPath",
             "dataRepository",
+            "backupRetentionDays",
         }
     )
     enabled = r.boolean("enabled", True)
@@ -476,7 +503,23 @@ def _fsx(r: _Reader) -> FsxConfig:
             )
         else:
             repo = _data_repository(r.sub("dataRepository"))
-    return FsxConfig(enabled, dtype, cap or 1200, throughput, mount, repo)
+    retention: int | None = None
+    if dtype == "PERSISTENT_2":
+        retention = r.raw.get("backupRetentionDays", 7)
+        if (
+            isinstance(retention, bool)
+            or not isinstance(retention, int)
+            or not 0 <= retention <= 90
+        ):
+            r.err("backupRetentionDays", retention, "an integer 0-90 (days; 0: no daily backups)")
+            retention = 7
+    elif r.raw.get("backupRetentionDays") is not None:
+        r.err(
+            "backupRetentionDays",
+            r.raw["backupRetentionDays"],
+            "unset for SCRATCH_2 (FSx takes no backups of scratch file systems)",
+        )
+    return FsxConfig(enabled, dtype, cap or 1200, throughput, mount, repo, retention)
 
 
 _EVENTS = ("NEW", "CHANGED", "DELETED")
@@ -545,7 +588,12 @@ def _training_operator(r: _Reader) -> TrainingOperatorConfig:
         version = c.raw.get("version")
         ok = True
         if not isinstance(repo, str) or not re.match(r"^(https?|oci)://", repo):
-            c.err("repository", repo, "a Helm repository URL (https://... or oci://...)")
+            c.err(
+                "repository",
+                repo,
+                "a Helm repository URL (https://... for a classic repository, or oci://... "
+                "for a registry path: its chart is then oci://<path>/<name>)",
+            )
             ok = False
         if not isinstance(version, str) or not version or version in ("latest", "*"):
             c.err("version", version, "a pinned chart version such as 1.9.4")

@@ -10,10 +10,10 @@ Each team gets a namespace (named after the team) with:
   jobs can set `podSecurity: restricted`.
 - a ResourceQuota (GPUs, CPU and memory requests and limits, pods) and a LimitRange giving
   containers that do not say what they need default requests/limits (the quota on limits
-  would otherwise reject them). With Kueue, the queue is what admits jobs; the quota stays
-  as a backstop for pods the queue does not see (a job without a queue label, a bare pod)
-  and is set to the most the team's queue can ever admit (queues.namespace_quota), so it
-  never refuses a pod of a job the queue admitted (no double accounting).
+  would otherwise reject them). With Kueue, the queue is what admits jobs, pool by pool; the
+  quota is the hard backstop over all pools: the team's total (its GPUs wherever they run,
+  the CPU and memory that come with them, its CPU-pool quota) plus what it may borrow from
+  its cohort (queues.namespace_quota; the mapping is in docs/teams.md, "Quota").
 - NetworkPolicies: deny all by default; allow traffic between the team's own pods (NCCL,
   rendezvous), DNS to kube-system, scraping of the `metrics` port from the monitoring
   namespace, the EKS Pod Identity agent (credentials), HTTPS to the VPC's interface
@@ -50,12 +50,12 @@ def quota_hard(
     pools: list[PoolFacts] | None = None,
     kueue_enabled: bool = False,
 ) -> dict[str, str]:
-    """The ResourceQuota `hard` limits for a team: its configured totals, or with Kueue the
-    most its queue may ever admit (trainforge.platform.queues.namespace_quota)."""
+    """The ResourceQuota `hard` limits for a team: its total over the pools, with Kueue plus
+    what it may borrow (trainforge.platform.queues.namespace_quota)."""
     from trainforge.platform.queues import namespace_quota  # noqa: PLC0415
 
     q = team.quota
-    held = namespace_quota(team, teams or [team], pools or [], kueue_enabled and bool(pools))
+    held = namespace_quota(team, teams or [team], pools or [], kueue_enabled)
     return {
         "requests.nvidia.com/gpu": held["gpus"],
         "requests.cpu": held["cpu"],
@@ -72,11 +72,14 @@ def network_policies(
     mlflow_namespace: str | None,
     vpc_cidr: pulumi.Input[str] | None = None,
     s3_cidrs: list[str] | None = None,
+    endpoint_cidrs: list[pulumi.Input[str]] | None = None,
 ) -> list[dict]:
     """The team's NetworkPolicy specs as plain dicts: name -> spec.
 
-    Egress beyond the namespace is HTTPS to the VPC (its interface endpoints, private DNS)
-    and to S3's address ranges (the gateway endpoint), the Pod Identity agent, DNS and MLflow.
+    Egress beyond the namespace is HTTPS to the VPC's interface endpoints (their own subnets,
+    `endpoint_cidrs`: not the node subnets, where the API server's ENIs are; without them, the
+    VPC CIDR) and to S3's address ranges (the gateway endpoint), the Pod Identity agent, DNS
+    and MLflow. Team pods need no Kubernetes API (no ServiceAccount token is mounted).
     """
     same_ns = [{"podSelector": {}}]
     policies = [
@@ -129,8 +132,13 @@ def network_policies(
     ]
     https = [{"protocol": "TCP", "port": 443}]
     aws_egress = policies[-1]["spec"]["egress"]
-    if vpc_cidr:
-        # Interface VPC endpoints (STS, ECR, EKS auth, ...) answer on addresses in the VPC.
+    if endpoint_cidrs:
+        # Interface VPC endpoints (STS, ECR, EKS auth, ...) answer in their own subnets.
+        aws_egress.append(
+            {"to": [{"ipBlock": {"cidr": c}} for c in endpoint_cidrs], "ports": list(https)}
+        )
+    elif vpc_cidr:
+        # ... or, where they share the node subnets, somewhere in the VPC.
         aws_egress.append({"to": [{"ipBlock": {"cidr": vpc_cidr}}], "ports": https})
     if s3_cidrs:
         # S3 through the gateway endpoint answers on S3's own address ranges.
@@ -207,6 +215,8 @@ class TeamNamespacesArgs:
     vpc_cidr: pulumi.Input[str] | None = None
     # S3's address ranges (the region's managed prefix list): HTTPS egress to S3
     s3_cidrs: list[str] = field(default_factory=list)
+    # Where the interface endpoints answer (their own subnets); empty: the whole VPC CIDR
+    endpoint_cidrs: list[pulumi.Input[str]] = field(default_factory=list)
     # with Kueue, the quota backstop is what the team's queue may admit over these pools
     pools: list[PoolFacts] = field(default_factory=list)
     kueue_enabled: bool = False
@@ -263,7 +273,12 @@ class TeamNamespaces(pulumi.ComponentResource):
                 opts=child,
             )
             policies = network_policies(
-                t, args.monitoring_namespace, args.mlflow_namespace, args.vpc_cidr, args.s3_cidrs
+                t,
+                args.monitoring_namespace,
+                args.mlflow_namespace,
+                args.vpc_cidr,
+                args.s3_cidrs,
+                endpoint_cidrs=args.endpoint_cidrs,
             )
             for pol in policies:
                 k8s.networking.v1.NetworkPolicy(

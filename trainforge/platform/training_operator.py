@@ -23,6 +23,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from trainforge.platform import versions
+from trainforge.platform.image_routes import cached
 from trainforge.platform.k8s_provider import server_side_apply_provider
 from trainforge.platform.placement import SYSTEM_NODE_SELECTOR
 from trainforge.platform.services_config import TrainingOperatorConfig
@@ -55,6 +56,40 @@ def system_placement(args: pulumi.ResourceTransformArgs) -> pulumi.ResourceTrans
     return pulumi.ResourceTransformResult(props, args.opts)
 
 
+# The operator injects an init container into every Worker pod of a PyTorchJob with a Master
+# (pkg/controller.v1/pytorch/initcontainer.go at v1.9.4: `sh -c` with `seq` and `nslookup`
+# until the Master's Service resolves), from `--pytorch-init-container-image`, whose default is
+# alpine:3.10 (pkg/config/config.go): end of life, and pulled from Docker Hub.
+INIT_CONTAINER_FLAG = "--pytorch-init-container-image"
+
+
+def init_container_image(image: str):
+    """A transform giving the operator's Deployment `--pytorch-init-container-image=<image>`
+    (`image`: a pinned busybox, which has `sh`, `seq` and `nslookup`, through the cache)."""
+
+    def transform(args: pulumi.ResourceTransformArgs) -> pulumi.ResourceTransformResult | None:
+        if args.type_ != "kubernetes:apps/v1:Deployment":
+            return None
+        props = dict(args.props)
+        spec = dict(props.get("spec") or {})
+        template = dict(spec.get("template") or {})
+        pod = dict(template.get("spec") or {})
+        containers = []
+        for c in pod.get("containers") or []:
+            c = dict(c)
+            if c.get("name") == "training-operator":
+                kept = [a for a in c.get("args") or [] if not a.startswith(INIT_CONTAINER_FLAG)]
+                c["args"] = [*kept, f"{INIT_CONTAINER_FLAG}={image}"]
+            containers.append(c)
+        pod["containers"] = containers
+        template["spec"] = pod
+        spec["template"] = template
+        props["spec"] = spec
+        return pulumi.ResourceTransformResult(props, args.opts)
+
+    return transform
+
+
 @dataclass
 class TrainingOperatorArgs:
     config: TrainingOperatorConfig
@@ -74,6 +109,7 @@ class TrainingOperator(pulumi.ComponentResource):
         provider = server_side_apply_provider(name, args.k8s_provider, args.kubeconfig, self)
         child = pulumi.ResourceOptions(parent=self, provider=provider)
         self.namespace = cfg.namespace
+        self.init_image = cached(versions.BUSYBOX_IMAGE)
         self.release: k8s.helm.v3.Release | None = None
         self.directory: k8s.kustomize.v2.Directory | None = None
         if cfg.chart is not None:
@@ -81,9 +117,14 @@ class TrainingOperator(pulumi.ComponentResource):
             self.release = k8s.helm.v3.Release(
                 name,
                 name="training-operator",
-                chart=cfg.chart.name,
+                chart=cfg.chart.release_chart,
                 version=cfg.chart.version,
-                repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=cfg.chart.repository),
+                # OCI: the chart reference alone (see HelmChartRef); classic: repo + name.
+                repository_opts=(
+                    k8s.helm.v3.RepositoryOptsArgs(repo=cfg.chart.release_repo)
+                    if cfg.chart.release_repo
+                    else None
+                ),
                 namespace=cfg.namespace,
                 create_namespace=True,
                 atomic=True,
@@ -103,7 +144,12 @@ class TrainingOperator(pulumi.ComponentResource):
                 name,
                 directory=versions.TRAINING_OPERATOR_KUSTOMIZE_URL,
                 opts=pulumi.ResourceOptions.merge(
-                    child, pulumi.ResourceOptions(transforms=[system_placement])
+                    child,
+                    pulumi.ResourceOptions(
+                        transforms=[system_placement, init_container_image(self.init_image)]
+                    ),
                 ),
             )
-        self.register_outputs({"source": self.source, "namespace": self.namespace})
+        self.register_outputs(
+            {"source": self.source, "namespace": self.namespace, "initImage": self.init_image}
+        )

@@ -7,6 +7,7 @@ team wiring) from one object. Config is validated and instance types are looked 
 any resource is registered.
 """
 
+from dataclasses import replace
 from typing import Any, TypedDict
 
 import pulumi
@@ -14,6 +15,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from trainforge.jobs.contract import PlatformContract, PoolFacts, declared
+from trainforge.platform import capacity_placement
 from trainforge.platform.acceptance import AcceptanceTests, AcceptanceTestsArgs, check_acceptance
 from trainforge.platform.cluster import SYSTEM_LABEL, Cluster, ClusterArgs
 from trainforge.platform.config import PlatformConfig, parse_config
@@ -224,6 +226,9 @@ class TrainingPlatform(pulumi.ComponentResource):
                     subnet_ids=self.network.private_subnet_ids,
                     tags=tags,
                     auto_repair=config.node_health.auto_repair,
+                    subnet_zones=self.network.private_subnet_zones,
+                    where=f"trainforge:nodeGroups[{config.node_groups.index(g)}]",
+                    fsx_startup_taint=config.services is not None and config.services.fsx.enabled,
                 ),
                 pulumi.ResourceOptions(parent=self, depends_on=[self.cluster.eks]),
             )
@@ -252,10 +257,14 @@ class TrainingPlatform(pulumi.ComponentResource):
                     k8s_provider=self.k8s_provider,
                     depends_on=[self.cluster.eks, self.cluster.system_node_group],
                     tags=tags,
+                    subnet_zones=self.network.private_subnet_zones,
                 ),
                 child,
             )
         self.system_node_selector = {SYSTEM_LABEL: "true"}
+        # Images (docs/images.md): the ECR pull-through cache and the runtime images, set up
+        # before anything that runs a pod, so every pod's image is pulled through the cache.
+        self.images, self.image_cache = self._images(name, config, tags)
 
         # Services (FSx, checkpoint bucket, operator, device plugins, monitoring, teams) are
         # owned by the services engineer; composed here when their config was parsed.
@@ -284,9 +293,16 @@ class TrainingPlatform(pulumi.ComponentResource):
             team_ready=services.team_ready if services is not None else None,
             # Jobs carry a queue label: Kueue's webhook and their team's LocalQueue must exist
             # before a job does, or it would start unqueued.
-            ready=(services.kueue,) if services is not None and services.kueue else (),
+            ready=(
+                *((services.kueue,) if services is not None and services.kueue else ()),
+                # and the runtime images they run must have been pushed
+                *(self.images.ready if self.images is not None else ()),
+            ),
             # Jobs need their backend's CRDs and webhook first.
             backend_ready=services.backend_ready if services is not None else None,
+            images=self.images,
+            # A job's PodMonitor needs the monitoring release's CRD first.
+            monitor_ready=services.monitor_ready if services is not None else (),
         )
         declared().contracts.append(self.contract)
 
@@ -308,6 +324,53 @@ class TrainingPlatform(pulumi.ComponentResource):
                 "poolNames": self.pool_names,
             }
         )
+
+    def _images(self, name: str, config: PlatformConfig, tags: dict[str, str]) -> Any:
+        from trainforge.platform import image_routes  # noqa: PLC0415
+        from trainforge.platform.image_cache import ImageCache, ImageCacheArgs  # noqa: PLC0415
+        from trainforge.platform.published import images_from_config  # noqa: PLC0415
+
+        region = aws.get_region().region
+        account = aws.get_caller_identity().account_id
+        images = images_from_config(config, image_routes.registry_host(account, region))
+        routes = images.routes if images is not None else None
+        image_routes.use(routes)
+        roles = [self.cluster.node_role.name]
+        if self.karpenter is not None:
+            roles.append(self.karpenter.node_role_name)
+        cache = ImageCache(
+            f"{name}-images",
+            ImageCacheArgs(
+                config=config.images,
+                cluster=config.cluster,
+                region=region,
+                account_id=account,
+                partition=aws.get_partition().partition,
+                routes=routes,
+                images=images,
+                node_role_names=roles,
+                tags=tags,
+            ),
+            pulumi.ResourceOptions(parent=self),
+        )
+        if images is not None and cache.builds:
+            images = replace(images, ready=tuple(cache.builds))
+        return images, cache
+
+    def _efa_zone_index(self, config: PlatformConfig) -> int:
+        """The private subnet of the first EFA pool or (unreserved) EFA group: the first zone
+        offering its instance types (as its own placement picks it), else subnet 0."""
+        zones = self.network.private_subnet_zones
+        groups = [
+            g.instance_types
+            for g in config.node_groups
+            if g.efa and not g.capacity_reservation_id and not g.subnet_id
+        ]
+        pools = [p.instance_types for p in config.node_pools if p.efa]
+        for types in (*pools, *groups):
+            if zones:
+                return capacity_placement.zone_index("trainforge:fsx", types, zones)
+        return 0
 
     def _services(self, name: str, config: PlatformConfig, tags: dict[str, str]) -> Any:
         from trainforge.platform.services import (  # noqa: PLC0415 - services area
@@ -335,11 +398,14 @@ class TrainingPlatform(pulumi.ComponentResource):
                 # (services engineer) Karpenter EFA pools lack the EFA node label: name them so
                 # the EFA device plugin is scheduled there too.
                 efa_pool_names=[n for n, f in self.node_pools.items() if f.efa_interfaces > 0],
-                # EFA groups and pools use the first private subnet: FSx goes next to them.
-                fsx_subnet_index=0,
+                # FSx goes next to the EFA capacity: the zone of the first EFA pool or group
+                # that is placed by instance-type offerings (a reservation's own zone is
+                # read later: keep the reservation in the same zone).
+                fsx_subnet_index=self._efa_zone_index(config),
                 kubeconfig=self.cluster.kubeconfig,
                 pools=list(self.node_pools.values()),
                 s3_cidrs=list(self.network.s3_cidrs),
+                endpoint_cidrs=list(self.network.endpoint_cidrs),
                 s3_vpc_endpoint_id=self.network.s3_endpoint_id,
                 tags=tags,
                 karpenter_namespace=config.karpenter.namespace if self.karpenter else None,

@@ -164,8 +164,9 @@ MLFLOW_IMAGE = "ghcr.io/mlflow/mlflow:v3.17.0-full"
 # 2026-09-10 (kubernetes/k8s.io#9917); chart location from the v0.19 install docs
 # (`helm install kueue oci://registry.k8s.io/kueue/charts/kueue --version=0.19.0`); no
 # v0.19.6 found. checked 2026-11-23
-KUEUE_CHART_REPO = "oci://registry.k8s.io/kueue/charts"
-KUEUE_CHART = "kueue"
+# An OCI chart is named whole in the Release's `chart` (pulumi-kubernetes resolves a
+# `repository_opts.repo` as a classic repository's index.yaml, which a registry does not serve).
+KUEUE_CHART = "oci://registry.k8s.io/kueue/charts/kueue"
 KUEUE_CHART_VERSION = "0.19.5"
 # The Kueue API version the objects are written in (v1beta2 is the storage version of the
 # v0.19 CRDs; v1beta1 is served but deprecated). source: the v0.19 CRDs
@@ -181,8 +182,42 @@ KUEUE_API_VERSION = "kueue.x-k8s.io/v1beta2"
 # runtime is tested with (requirements.lock).
 # source: pypi.org/project/torch 2.13.0 (requirements.lock), checked 2026-11-23
 TORCH_VERSION = "2.13.0"
-# One-shot helper pods (FSx team directories): a small, pinned shell image.
-BUSYBOX_IMAGE = "busybox:1.37.0"  # source: hub.docker.com/_/busybox tags, checked 2026-11-23
+# One-shot helper pods (FSx team directories) and the training operator's Worker init
+# container (`--pytorch-init-container-image`; its default alpine:3.10 is end of life): a
+# small, pinned shell image with `nslookup` and `seq`, from the Docker official image's copy on
+# ECR Public (no Docker Hub credential needed; pulled through the stack's cache).
+# source: gallery.ecr.aws/docker/library/busybox; public.ecr.aws/docker/library/busybox:1.37.0
+# is pinned in several public manifests, checked 2026-11-25
+BUSYBOX_IMAGE = "public.ecr.aws/docker/library/busybox:1.37.0"
+
+# --- the trainforge runtime images (images/runtime/Dockerfile; docs/images.md) ---
+# `runtime` target: the official PyTorch CUDA 12.6 runtime image by digest (Docker Hub: built
+# only when the stack has a Docker Hub credential for its pull-through cache).
+# source: pytorch/pytorch:2.13.0-cuda12.6-cudnn9-runtime@sha256:6acf597e... pinned in several
+# public Dockerfiles and job configs; its Python version is NOT confirmed from a public record,
+# checked 2026-11-25
+RUNTIME_BASE_IMAGE = (
+    "pytorch/pytorch:2.13.0-cuda12.6-cudnn9-runtime"
+    "@sha256:6acf597eeb8e376a96580dde4952f37cc017fef732bb40bfc73f28f25e3f64b4"
+)
+RUNTIME_BASE_TORCH = "2.13.0"  # source: the image tag, checked 2026-11-25
+RUNTIME_BASE_CUDA = "12.6"  # source: the image tag, checked 2026-11-25
+# `runtime-efa` target: the AWS Deep Learning Container for PyTorch 2.13 (ECR Public): torch
+# 2.13.0, CUDA 13.3, NCCL 2.30.7, EFA installer 1.49.0 with libfabric and the AWS NCCL OFI
+# plugin (aws-ofi-nccl), Python 3.12 in /opt/venv. AWS patches this tag in place; no digest of
+# it was found in a public record, so it is pinned by tag and the build records the digest.
+# source: github.com/aws/deep-learning-containers docs (ML Training using PyTorch DLC: Images
+# and What's Included), checked 2026-11-25
+RUNTIME_EFA_BASE_IMAGE = "public.ecr.aws/deep-learning-containers/pytorch:2.13-cu133-amzn2023"
+RUNTIME_EFA_BASE_TORCH = "2.13.0"  # source: DLC docs, checked 2026-11-25
+RUNTIME_EFA_BASE_CUDA = "13.3"  # source: DLC docs, checked 2026-11-25
+RUNTIME_EFA_BASE_PYTHON = "3.12"  # source: DLC docs (venv at /opt/venv), checked 2026-11-25
+RUNTIME_EFA_BASE_EFA = (
+    "1.49.0"  # EFA installer (libfabric, aws-ofi-nccl); source: DLC docs, checked 2026-11-25
+)
+# Builds and pushes the runtime images as a Pulumi resource (BuildKit, registry cache in ECR).
+# source: pypi.org/project/pulumi-docker-build (0.0.22, newest; pip index versions), checked 2026-11-25
+DOCKER_BUILD_PROVIDER_VERSION = "0.0.22"
 
 
 # --- compatibility table: torch build <-> CUDA <-> driver <-> GPU architecture <-> node AMI ---

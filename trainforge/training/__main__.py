@@ -8,14 +8,29 @@ do about it.
 
 from __future__ import annotations
 
+import os
 import sys
 import traceback
 
 from trainforge.training.config import parse_args
 
 
+def _self_check(args: list[str]) -> bool:
+    return any(a == "--self-check" or a.startswith("--self-check=") for a in args)
+
+
 def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else list(argv)
+    from trainforge.training import selfcheck
+
+    if _self_check(args):
+        return selfcheck.main(args)
     cfg = parse_args(argv)  # bad flags: usage + message, exit 2, before anything starts
+    if os.environ.get("RANK", "0") in ("", "0"):
+        # The first lines of the run: which of MLflow, the S3 mirror and EFA are on, and why
+        # not where they are off (a feature that silently does nothing is worse than none).
+        for line in selfcheck.startup_lines(cfg.checkpoint_s3):
+            print(line, flush=True)
     from trainforge.training import exits
     from trainforge.training.loop import train
 

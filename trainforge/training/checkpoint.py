@@ -26,6 +26,7 @@ import os
 import random
 import shutil
 import signal
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -33,10 +34,10 @@ from typing import Any
 
 import torch
 import torch.distributed as dist
-import torch.distributed.checkpoint as dcp
-from torch.distributed.checkpoint.api import CheckpointException
-from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 
+# DCP (and the DTensor machinery it pulls in) is imported at the first save or load, not here:
+# it costs seconds, and a run's first step should not wait for it.
+from trainforge.training import checkpoint_config as _flags
 from trainforge.training.distributed import group_timeout
 
 # The layout names and the error type live in a torch-free module (the S3 mirror and the
@@ -48,6 +49,12 @@ from trainforge.training.layout import (
     parse_step,
     step_dir_name,
 )
+
+# The flags and their validated form live in a torch-free module (`--help` and argument
+# parsing need them before torch is imported); re-exported here.
+CheckpointConfig = _flags.CheckpointConfig
+add_checkpoint_arguments = _flags.add_checkpoint_arguments
+config_from_args = _flags.config_from_args
 
 EXTRAS_VERSION = 1
 
@@ -81,44 +88,6 @@ def _fault_from_env() -> tuple[int, int, int] | None:
 
 
 LogFn = Callable[[str], None]
-
-
-@dataclasses.dataclass(frozen=True)
-class CheckpointConfig:
-    """What the training flags ask of checkpointing (``--checkpoint-*``, ``--resume``...)."""
-
-    directory: str | None = None
-    every: int = 0  # save every N optimizer steps; 0 = only at the end and on SIGTERM
-    keep_last: int = 3  # complete checkpoints to keep; 0 = keep all
-    resume: str = "auto"  # auto | never | PATH to a step directory
-    async_save: bool = False
-    s3_uri: str | None = None
-    grace_period: float = 90.0
-
-    def validate(self) -> None:
-        """Fail fast with the flag name, the bad value and what is valid."""
-        if self.every < 0:
-            raise CheckpointError(f"--checkpoint-every must be >= 0 (0 = off), got {self.every}")
-        if self.keep_last < 0:
-            raise CheckpointError(f"--keep-last must be >= 0 (0 = keep all), got {self.keep_last}")
-        if self.grace_period <= 0:
-            raise CheckpointError(f"--grace-period must be > 0 seconds, got {self.grace_period}")
-        if self.directory is None:
-            for flag, value in (
-                ("--checkpoint-every", self.every),
-                ("--async-checkpoint", self.async_save),
-                ("--checkpoint-s3", self.s3_uri),
-            ):
-                if value:
-                    raise CheckpointError(f"{flag} {value} needs --checkpoint-dir DIR")
-        if self.s3_uri is not None and not self.s3_uri.startswith("s3://"):
-            raise CheckpointError(
-                f"--checkpoint-s3 must look like s3://bucket/prefix, got {self.s3_uri!r}"
-            )
-
-    @property
-    def enabled(self) -> bool:
-        return self.directory is not None
 
 
 # ----------------------------------------------------------------------------- directory scan
@@ -214,20 +183,16 @@ def _fsync_write(path: Path, obj: Any) -> None:
     os.replace(tmp, path)
 
 
+def _fsync_dir(path: Path) -> None:
+    """Make the directory's entries (a rename into it) durable, not only the files' bytes."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 # ----------------------------------------------------------------------------------- manager
-
-
-class _CrashTestWriter(dcp.FileSystemWriter):
-    """FileSystemWriter that SIGKILLs the coordinator before `.metadata` (tests only)."""
-
-    def __init__(self, path: str, crash_step: int, step: int) -> None:
-        super().__init__(path)
-        self._crash = crash_step == step
-
-    def finish(self, metadata: Any, results: Any) -> None:
-        if self._crash:
-            os.kill(os.getpid(), signal.SIGKILL)
-        super().finish(metadata, results)
 
 
 @dataclasses.dataclass
@@ -273,6 +238,9 @@ class CheckpointManager:
             self.mirror = S3Mirror(config.s3_uri, log=log)
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
         self._pending: concurrent.futures.Future | None = None
+        self._stager: Any | None = None
+        self._said_thread = False
+        self._shm_short: tuple[int, int] | tuple[()] | None = None  # (need, free) when short
         # first attempt only, so a torchrun restart does not crash at the same save again
         first_attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") in ("", "0")
         crash = os.environ.get(CRASH_DURING_SAVE_ENV, "") if first_attempt else ""
@@ -411,6 +379,13 @@ class CheckpointManager:
                 )
             return 0
         t0 = time.perf_counter()
+        import torch.distributed.checkpoint as dcp  # noqa: PLC0415 - seconds; see the imports
+        from torch.distributed.checkpoint.api import CheckpointException  # noqa: PLC0415
+        from torch.distributed.checkpoint.state_dict import (  # noqa: PLC0415
+            get_state_dict,
+            set_state_dict,
+        )
+
         model_sd, optim_sd = get_state_dict(model, optimizer)
         state = {"model": model_sd, "optim": optim_sd}
         try:
@@ -496,17 +471,32 @@ class CheckpointManager:
             "rng": capture_rng_state(),
         }
         _fsync_write(path / EXTRAS_FMT.format(rank=self.rank), extras)
+        import torch.distributed.checkpoint as dcp  # noqa: PLC0415 - seconds; see the imports
+        from torch.distributed.checkpoint.state_dict import get_state_dict  # noqa: PLC0415
+        from torch.distributed.checkpoint.state_dict_saver import (  # noqa: PLC0415
+            AsyncCheckpointerType,
+        )
+
+        from trainforge.training.dcp_writer import TrainforgeWriter  # noqa: PLC0415
+
         model_sd, optim_sd = get_state_dict(model, optimizer)
         state = {"model": model_sd, "optim": optim_sd}
-        writer = (
-            _CrashTestWriter(str(path), self._crash_step, step)
-            if self._crash_step >= 0
-            else dcp.FileSystemWriter(str(path))
-        )
+        writer = TrainforgeWriter(str(path), crash_step=self._crash_step, step=step)
         record = SaveRecord(step=step, path=path, blocked_s=0.0, reason=reason)
         self.last_started_step = step
-        if self.config.async_save and not force_sync:
-            fut = dcp.async_save(state, storage_writer=writer, process_group=self.group)
+        if self.config.async_save and not force_sync and self._staging_fits(state):
+            # Training waits only for the copy into the staging buffers (allocated at the first
+            # save, reused after); DCP's checkpoint process writes them while training goes on.
+            # DCP's thread where its process cannot work (see _writer_process).
+            fut = dcp.async_save(
+                state,
+                storage_writer=writer,
+                process_group=self.group,
+                async_checkpointer_type=AsyncCheckpointerType.PROCESS
+                if self._writer_process()
+                else AsyncCheckpointerType.THREAD,
+                async_stager=self._get_stager(),
+            )
             upload = getattr(fut, "upload_completion", fut)
             if self._executor is None:
                 self._executor = concurrent.futures.ThreadPoolExecutor(
@@ -522,12 +512,96 @@ class CheckpointManager:
         self.records.append(record)
         return record
 
+    def _writer_process(self) -> bool:
+        """May the write run in DCP's checkpoint process? It needs a process group to join, and
+        it is started with multiprocessing's ``spawn``, which re-runs the main script in the
+        new process unless the script is a package's ``__main__`` (``python -m
+        trainforge.training``) or there is none (``python -c``). A user's training script run
+        by path, unguarded by ``if __name__ == "__main__":``, would train again in there, so
+        for those the write runs in a DCP thread (same staging buffers) unless the script
+        sets ``trainforge.training.checkpoint.WRITER_PROCESS = True``. Said once, in the log."""
+        if not self.distributed:
+            return False
+        if WRITER_PROCESS is not None:
+            return WRITER_PROCESS
+        main = sys.modules.get("__main__")
+        name = getattr(getattr(main, "__spec__", None), "name", None)
+        safe = name == "__main__" or (name or "").endswith(".__main__")
+        safe = safe or (name is None and getattr(main, "__file__", None) is None)
+        if not safe and not self._said_thread:
+            self._said_thread = True
+            self.log(
+                "checkpoint: async writes run in a thread, not DCP's checkpoint process: it "
+                f"would re-run {getattr(main, '__file__', name)} (multiprocessing spawn). If "
+                'its code is guarded by `if __name__ == "__main__":`, set '
+                "trainforge.training.checkpoint.WRITER_PROCESS = True"
+            )
+        return safe
+
+    def _staging_fits(self, state: dict[str, Any]) -> bool:
+        """Before the staging buffers exist: do this node's processes' buffers fit in /dev/shm?
+        They live there (shared with DCP's checkpoint process); a tmpfs that runs out kills the
+        process with SIGBUS mid-copy. If they do not fit, say so on every save and save
+        synchronously: slower, never lost."""
+        if self._stager is not None:
+            return True  # allocated: later saves reuse them
+        if self._shm_short is None:
+            need = _state_bytes(state) * int(os.environ.get("LOCAL_WORLD_SIZE", "1") or 1)
+            try:
+                st = os.statvfs(SHM_DIR)
+            except OSError:
+                free = None  # no /dev/shm here (not Linux): torch picks its own mechanism
+            else:
+                free = st.f_bavail * st.f_frsize
+            short = free is not None and need > free
+            # every rank must take the same path (their saves' collectives meet): all or none
+            # async, decided before any rank allocates its buffers
+            fits_everywhere = self._all_true(not short)
+            self._shm_short = () if fits_everywhere else (need, free if short else -1)
+        if not self._shm_short:
+            return True
+        need, free = self._shm_short
+        where = f"{free / 2**30:.2f} GiB are free" if free >= 0 else "another node has less"
+        self.log(
+            f"checkpoint: --async-checkpoint needs {need / 2**30:.2f} GiB of {SHM_DIR} for this "
+            f"node's staging buffers but {where}: saving synchronously. "
+            "Raise the job's shmSize (or memory), or turn async checkpoints off"
+        )
+        return False
+
+    def _get_stager(self) -> Any:
+        """The async saves' staging buffers, created once: DCP's `DefaultStager` keeps one CPU
+        copy of each tensor's storage and copies into it at every save. In shared memory, so
+        the checkpoint process reads them without another copy; pinned when the state is on a
+        GPU, so the device-to-host copy runs at full speed (non-blocking, then synchronized)."""
+        if self._stager is None:
+            from torch.distributed.checkpoint.staging import (  # noqa: PLC0415
+                DefaultStager,
+                StagingOptions,
+            )
+
+            cuda = torch.cuda.is_available()
+            self._stager = DefaultStager(
+                StagingOptions(
+                    use_pinned_memory=cuda,
+                    use_shared_memory=True,
+                    use_async_staging=False,  # the copy is the blocking part, by design
+                    use_non_blocking_copy=cuda,
+                )
+            )
+        return self._stager
+
     def _complete(
         self, record: SaveRecord, fut: concurrent.futures.Future | None, t0: float
     ) -> None:
         """After DCP finished: log, mirror to S3, prune old checkpoints (rank 0 after barrier)."""
         if fut is not None:
             fut.result()
+        if self.rank == 0:
+            # DCP fsyncs `.metadata` before renaming it into place but not the directory: make
+            # the rename durable before the checkpoint is reported, published or relied on.
+            _fsync_dir(record.path)
+            _fsync_dir(record.path.parent)
         record.total_s = time.perf_counter() - t0
         self.last_saved_step = record.step
         uploaded = True
@@ -581,12 +655,44 @@ class CheckpointManager:
             if self._executor is not None:
                 self._executor.shutdown(wait=True)
                 self._executor = None
+            if self._stager is not None:
+                self._stager.close()
+                self._stager = None
+
+
+# Where async writes run: None = decide (`CheckpointManager._writer_process`); True = DCP's
+# checkpoint process (the main script must be safe to re-import); False = a DCP thread.
+WRITER_PROCESS: bool | None = None
+
+# Where the async staging buffers live: torch's shared CPU storages are files in this tmpfs.
+SHM_DIR = "/dev/shm"
+
+
+def _state_bytes(obj: Any) -> int:
+    """Bytes of this process's tensors in a (nested) state dict, each storage counted once:
+    what the stager allocates (a DTensor stages its local shard)."""
+    seen: dict[int, int] = {}
+
+    def walk(x: Any) -> None:
+        if isinstance(x, torch.Tensor):
+            local = getattr(x, "_local_tensor", x)
+            storage = local.untyped_storage()
+            seen[storage.data_ptr()] = storage.nbytes()
+        elif isinstance(x, dict):
+            for v in x.values():
+                walk(v)
+        elif isinstance(x, list | tuple):
+            for v in x:
+                walk(v)
+
+    walk(obj)
+    return sum(seen.values())
 
 
 def _describe(e: BaseException) -> str:
     """One line about what failed; DCP wraps per-rank errors in a CheckpointException."""
     failures = getattr(e, "failures", None)
-    if isinstance(e, CheckpointException) and failures:
+    if type(e).__name__ == "CheckpointException" and failures:
         rank, failure = sorted(failures.items())[0]
         inner = getattr(failure, "exc", failure)
         if isinstance(inner, tuple):
@@ -613,69 +719,6 @@ def _first_line(e: BaseException) -> str:
 
 
 # ------------------------------------------------------------------- the training loop's hooks
-
-
-def add_checkpoint_arguments(parser: Any) -> None:
-    """The checkpointing flags (issue 3), for the runtime's argparse parser."""
-    g = parser.add_argument_group("checkpointing")
-    g.add_argument(
-        "--checkpoint-dir",
-        default=None,
-        metavar="DIR",
-        help="directory for step_NNNNNN checkpoints, shared by all ranks (off if unset)",
-    )
-    g.add_argument(
-        "--checkpoint-every",
-        type=int,
-        default=0,
-        metavar="N",
-        help="save every N optimizer steps (0 = only at the end and on SIGTERM)",
-    )
-    g.add_argument(
-        "--keep-last",
-        type=int,
-        default=3,
-        metavar="N",
-        help="keep the newest N complete checkpoints (0 = keep all)",
-    )
-    g.add_argument(
-        "--resume",
-        default="auto",
-        metavar="auto|never|PATH",
-        help="auto: newest complete checkpoint in --checkpoint-dir (or S3); "
-        "never: start fresh; PATH: that step_NNNNNN directory",
-    )
-    g.add_argument(
-        "--async-checkpoint",
-        action="store_true",
-        help="write checkpoints in the background (training waits only for staging)",
-    )
-    g.add_argument(
-        "--checkpoint-s3",
-        default=None,
-        metavar="s3://bucket/prefix",
-        help="mirror complete checkpoints to S3; download the newest when the "
-        "local dir has none (needs boto3)",
-    )
-    g.add_argument(
-        "--grace-period",
-        type=float,
-        default=90.0,
-        metavar="SECONDS",
-        help="time budget to checkpoint and exit after SIGTERM (default 90)",
-    )
-
-
-def config_from_args(args: Any) -> CheckpointConfig:
-    return CheckpointConfig(
-        directory=getattr(args, "checkpoint_dir", None),
-        every=getattr(args, "checkpoint_every", 0) or 0,
-        keep_last=getattr(args, "keep_last", 3),
-        resume=str(getattr(args, "resume", "auto") or "auto"),
-        async_save=bool(getattr(args, "async_checkpoint", False)),
-        s3_uri=getattr(args, "checkpoint_s3", None),
-        grace_period=float(getattr(args, "grace_period", 90.0)),
-    )
 
 
 class Checkpointing:

@@ -258,7 +258,18 @@ def build_parser(prog: str = "python -m trainforge.training") -> argparse.Argume
         help="run name for the output dir and MLflow (default <model>-<strategy>-<time>)",
     )
 
-    from trainforge.training.checkpoint import add_checkpoint_arguments
+    g.add_argument(
+        "--self-check",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="FEATURES",
+        help="print what this image can do for the job's features (MLflow, S3 mirror, NCCL "
+        "over EFA) and exit 1 when a configured one cannot work; FEATURES (mlflow,s3,efa) "
+        "checks those as if configured (docs/images.md)",
+    )
+
+    from trainforge.training.checkpoint_config import add_checkpoint_arguments
 
     add_checkpoint_arguments(p)
 
@@ -302,7 +313,7 @@ def validate(cfg: TrainConfig) -> TrainConfig:
     check_values(cfg)
     if cfg.dataset == "tokens" and cfg.data_path and not os.path.isfile(cfg.data_path):
         raise ConfigError(f"--data-path {cfg.data_path}: no such file")
-    from trainforge.training.checkpoint import CheckpointError, config_from_args
+    from trainforge.training.checkpoint_config import CheckpointError, config_from_args
 
     try:
         config_from_args(cfg).validate()

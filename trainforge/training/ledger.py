@@ -195,11 +195,13 @@ class RunLedger:
     def previous_exit(self) -> dict[str, Any] | None:
         return self.attempts[-2].exit if len(self.attempts) > 1 else None
 
-    def attempts_without_progress(self, resumed_step: int) -> int:
-        """Failed attempts in a row, right before this one, that resumed from this step."""
+    def attempts_without_progress(self, resumed_step: int | None) -> int:
+        """Failed attempts in a row, right before this one, that resumed from this step or
+        died before resuming at all (an OOM kill while loading: no progress either). With
+        None (before this attempt has resumed), only those that never resumed count."""
         n = 0
         for a in reversed(self.attempts[:-1]):
-            if a.resumed_step != resumed_step or a.finished:
+            if a.resumed_step not in (None, resumed_step) or a.finished:
                 break
             if a.exit is not None and a.exit.get("reason") == exits.PREEMPTED.name:
                 break  # preemption is not a failure of the job

@@ -222,6 +222,9 @@ def _train(cfg: TrainConfig, env: DistEnv, timeouts: Timeouts | None = None) -> 
         process_started_at=PROCESS_STARTED_AT,
     )
     _begin_attempt(ledger, env, reporter)
+    # Before anything that may die (model build, restore): attempts that keep dying there
+    # never reach the check after the restore below.
+    _check_progress(ledger, env, None, reporter)
     exits.context.ledger = ledger
     goodput = Goodput(ledger)
     watchdog = _watchdog(cfg, env, timeouts, out_dir, ledger, log_all)
@@ -297,7 +300,7 @@ def _attempt_gauges(ledger: RunLedger) -> dict[str, float]:
     return out
 
 
-def _check_progress(ledger: RunLedger, env: DistEnv, step: int, reporter: Reporter) -> None:
+def _check_progress(ledger: RunLedger, env: DistEnv, step: int | None, reporter: Reporter) -> None:
     """Stop a job that keeps failing from the same checkpoint (the training operator's
     ExitCode policy re-creates pods for retryable codes without a limit)."""
     box = [ledger.attempts_without_progress(step) if env.is_main else 0]
@@ -306,8 +309,9 @@ def _check_progress(ledger: RunLedger, env: DistEnv, step: int, reporter: Report
     if failed >= NO_PROGRESS_LIMIT:
         raise exits.RunFailure(
             exits.NO_PROGRESS,
-            f"{failed} attempts in a row failed after resuming from step {step} "
-            f"(limit {NO_PROGRESS_LIMIT}); the last one: {ledger.previous_exit()}",
+            f"{failed} attempts in a row failed "
+            + (f"after resuming from step {step} " if step is not None else "before resuming ")
+            + f"(limit {NO_PROGRESS_LIMIT}); the last one: {ledger.previous_exit()}",
         )
 
 

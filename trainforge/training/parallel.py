@@ -14,7 +14,6 @@ from collections.abc import Iterator
 
 import torch
 from torch import nn
-from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 from trainforge.training.config import TrainConfig
@@ -38,6 +37,9 @@ def parallelize(model: nn.Module, cfg: TrainConfig, env: DistEnv, dtype: torch.d
         for block in model.blocks:  # per block, as torchtitan does: small graphs, fast compile
             block.compile()
     if cfg.strategy == "fsdp":
+        # imported here: FSDP2 pulls in DTensor (seconds), which a DDP run never needs
+        from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard  # noqa: PLC0415
+
         mp = MixedPrecisionPolicy(param_dtype=dtype, reduce_dtype=torch.float32)
         # No model.to(device) first: fully_shard moves each group's parameters to the device
         # and shards them there, one group at a time, so a GPU never holds the whole fp32

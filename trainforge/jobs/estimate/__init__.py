@@ -159,6 +159,13 @@ def estimate(job: JobSpec, pool: PoolFacts, *, calibration: dict | None = None) 
     tokens = shape.batch_size * world * shape.grad_accum * shape.tokens_per_sample
     flops_step = shape.flops_per_sample() * shape.batch_size * world * shape.grad_accum
     notes = list(mem.notes)
+    if shape.kind == "stated":
+        notes.append(
+            "sized as a GPT decoder of modelSize's shape (its GPT form); for another model state "
+            "its parameters, flopsPerSample and activationBytesPerSample instead"
+        )
+    elif shape.kind == "declared":
+        notes.append("sized from modelSize's declared parameters, FLOPs and activation bytes")
     timing = None
     step = rng = tps = dur = dur_rng = None
     basis = "no step time: CPU pools have no FLOP facts" if device == "cpu" else ""
@@ -170,7 +177,7 @@ def estimate(job: JobSpec, pool: PoolFacts, *, calibration: dict | None = None) 
         step, rng = timing.seconds, (timing.low, timing.high)
         tps = tokens / step if step else None
         basis = f"{mfu.basis}: {mfu.source}"
-        if shape.kind != "mlp" and timing.mfu_used < mfu.mid:
+        if shape.kind not in ("mlp", "declared") and timing.mfu_used < mfu.mid:
             notes.append(
                 f"expected MFU {timing.mfu_used:.0%} ({mfu.mid:.0%} scaled for dModel "
                 f"{shape.d_model} < {mfu.reference_d_model}; an assumption)"

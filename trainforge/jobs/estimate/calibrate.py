@@ -3,10 +3,13 @@
 Reads the runtime's `RUN_DIR/summary.json` (written by rank 0 at the end of a run), works out
 the MFU the run achieved against the peak the planner uses for its GPU and precision
 (`trainforge.training.gpus`), compares the run's measured peak GPU memory with what the
-memory model says for the same configuration, and records the MFU for that GPU model in
-`trainforge/jobs/estimate/calibration.json` with the run it came from and its date. From then
-on `estimate` (and so the plan and the cost table) plans that GPU with the measured MFU
-instead of the table's guess; commit the file with the run's summary in the PR.
+memory model says for the same configuration, and records the MFU for that GPU model with
+the run it came from and its date in the user's calibration file
+(`$XDG_CONFIG_HOME/trainforge/calibration.json`, or `--file PATH`), never in the installed
+package. From then on `estimate` (and so the plan and the cost table) plans that GPU with the
+measured MFU instead of the table's guess. To share a measurement with everyone, write it
+into the repository's copy (`--file trainforge/jobs/estimate/calibration.json`, which the
+package ships) and commit it with the run's summary.
 """
 
 from __future__ import annotations
@@ -81,7 +84,7 @@ def _job_for(summary: dict[str, Any]) -> Any:
     return parse_job(raw, "summary.config")
 
 
-def calibrate(run_dir: Path, calibration_file: Path = facts.CALIBRATION_FILE) -> dict[str, Any]:
+def calibrate(run_dir: Path, calibration_file: Path | None = None) -> dict[str, Any]:
     """Compute the calibration entry for the run in `run_dir` (does not write it)."""
     s = _load(run_dir)
     path = str(run_dir / "summary.json")
@@ -107,7 +110,11 @@ def calibrate(run_dir: Path, calibration_file: Path = facts.CALIBRATION_FILE) ->
         raise CalibrationError(f"{path}: the run made no measurable progress; run more steps")
     mfu = sps * flops_per_sample / world / peak
     cfg = s.get("config", {})
-    previous = facts.mfu_for(gpu.name, facts.load_calibration(calibration_file))
+    # what the planner uses now: shipped + user entries, and those of the file to be written
+    known = facts.load_calibration()
+    if calibration_file is not None:
+        known.update(facts.load_calibration(calibration_file))
+    previous = facts.mfu_for(gpu.name, known)
     entry: dict[str, Any] = {
         "mfu": round(mfu, 4),
         "device_name": name,
@@ -150,7 +157,10 @@ def calibrate(run_dir: Path, calibration_file: Path = facts.CALIBRATION_FILE) ->
     return {"gpu": gpu.name, "entry": entry}
 
 
-def write(result: dict[str, Any], calibration_file: Path = facts.CALIBRATION_FILE) -> None:
+def write(result: dict[str, Any], calibration_file: Path | None = None) -> Path:
+    """Record the entry in `calibration_file` (default: the user's), creating its folder."""
+    calibration_file = calibration_file or facts.user_calibration_file()
+    calibration_file.parent.mkdir(parents=True, exist_ok=True)
     try:
         data = json.loads(calibration_file.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -158,6 +168,7 @@ def write(result: dict[str, Any], calibration_file: Path = facts.CALIBRATION_FIL
     data.setdefault("version", 1)
     data.setdefault("gpus", {})[result["gpu"]] = result["entry"]
     calibration_file.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", "utf-8")
+    return calibration_file
 
 
 def report(result: dict[str, Any]) -> list[str]:
@@ -181,21 +192,68 @@ def report(result: dict[str, Any]) -> list[str]:
     return lines
 
 
+def declared_model_size(run_dir: Path) -> list[str]:
+    """The `modelSize` block (declared form) for the stack, from what your code measured on a
+    local run (trainforge/training/measure.py); add batchSize, gradAccum and steps."""
+    path = run_dir / "model_size.json"
+    try:
+        m = json.loads(path.read_text(encoding="utf-8"))
+        values = {
+            k: m[k]
+            for k in ("parameters", "flopsPerSample", "activationBytesPerSample", "tokensPerSample")
+        }
+    except FileNotFoundError:
+        raise CalibrationError(
+            f"{path}: no such file; call trainforge.training.measure.model_size(model, batch, "
+            "loss_fn) in your code and run it (run-local writes it to ./runs/JOB)"
+        ) from None
+    except (ValueError, KeyError, TypeError) as e:
+        raise CalibrationError(f"{path}: not a model_size measurement ({e})") from None
+    at = (m.get("measured") or {}).get("at", "?")
+    return [
+        f"modelSize:   # measured by trainforge.training.measure at {at}",
+        f"  parameters: {int(values['parameters'])}",
+        f"  flopsPerSample: {float(values['flopsPerSample']):.6g}",
+        f"  activationBytesPerSample: {int(values['activationBytesPerSample'])}",
+        *(
+            [f"  tokensPerSample: {int(values['tokensPerSample'])}"]
+            if values["tokensPerSample"] != 1
+            else []
+        ),
+        "  batchSize: 1   # per GPU: set yours (and gradAccum, steps)",
+    ]
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog="trainforge calibrate",
         description="Record a run's measured MFU (and compare its peak memory) for its GPU "
-        "model in the planner's calibration file.",
+        "model in the user's calibration file, which the planner reads over the shipped one.",
     )
     p.add_argument("run_dir", metavar="RUN_DIR", help="the run's --output-dir (summary.json)")
     p.add_argument(
         "--file",
-        default=str(facts.CALIBRATION_FILE),
-        help="calibration file to update (default: the one the planner reads)",
+        default=None,
+        help="calibration file to update (default: $XDG_CONFIG_HOME/trainforge/"
+        "calibration.json, ~/.config/trainforge/calibration.json when unset)",
     )
     p.add_argument("--dry-run", action="store_true", help="show old vs new, write nothing")
+    p.add_argument(
+        "--declared",
+        action="store_true",
+        help="print the modelSize block (declared form) your code measured with "
+        "trainforge.training.measure.model_size into RUN_DIR/model_size.json",
+    )
     args = p.parse_args(argv)
-    target = Path(args.file)
+    if args.declared:
+        try:
+            lines = declared_model_size(Path(args.run_dir))
+        except CalibrationError as e:
+            print(f"trainforge calibrate: {e}", file=sys.stderr)
+            return 2
+        print("\n".join(lines))
+        return 0
+    target = Path(args.file) if args.file else facts.user_calibration_file()
     try:
         result = calibrate(Path(args.run_dir), target)
     except CalibrationError as e:
@@ -204,6 +262,10 @@ def main(argv: list[str] | None = None) -> int:
     for line in report(result):
         print(line)
     if not args.dry_run:
-        write(result, target)
+        try:
+            write(result, target)
+        except OSError as e:
+            print(f"trainforge calibrate: cannot write {target}: {e.strerror}", file=sys.stderr)
+            return 2
         print(f"wrote {target}")
     return 0

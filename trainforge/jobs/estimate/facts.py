@@ -9,18 +9,23 @@ the offline plan, moto 5.2.5's bundled copy of that catalog, read 2026-11-23: p5
 cards x 100 Gbps, p4d.24xlarge 4 x 100, g5.12xlarge 40, g5.xlarge 2.5). What is here has no
 vendor source: the MFU a job can expect, the bandwidth NCCL gets out of a link, and the
 memory the CUDA runtime takes besides PyTorch's tensors. Each figure says what it rests on;
-`calibration.json` (written by `trainforge calibrate RUN_DIR`) replaces the MFU guess for a
-GPU model with a measured one.
+`calibration.json` replaces the MFU guess for a GPU model with a measured one: the file shipped
+in the package (entries committed with their runs) merged with the user's own
+(`$XDG_CONFIG_HOME/trainforge/calibration.json`, written by `trainforge calibrate RUN_DIR`),
+the user's entry winning for a GPU both name. The installed package is never written to: it
+may be read-only, and a reinstall would silently drop what was measured.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 FACTS_DATE = "2026-11-23"
+# shipped with the package (pyproject.toml package-data); read, never written, by calibrate
 CALIBRATION_FILE = Path(__file__).with_name("calibration.json")
 
 GIB = 2**30
@@ -121,13 +126,27 @@ CPU_PROCESS_BYTES = 512 * MIB
 HIGH_WATER = 0.90  # warn above this fraction of the GPU's memory
 
 
-def load_calibration(path: Path = CALIBRATION_FILE) -> dict[str, Any]:
-    """The calibration file's GPU entries ({} when there is none or it has none)."""
+def user_calibration_file() -> Path:
+    """Where `trainforge calibrate` writes by default: the user's config directory
+    (`$XDG_CONFIG_HOME/trainforge/calibration.json`, `~/.config/...` when it is unset)."""
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "trainforge" / "calibration.json"
+
+
+def _read(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return {}
     return dict(data.get("gpus") or {})
+
+
+def load_calibration(path: Path | None = None) -> dict[str, Any]:
+    """GPU entries ({} when there are none): of `path` alone when given, else the shipped
+    file's merged with the user's (the user's entry wins for a GPU both name)."""
+    if path is not None:
+        return _read(path)
+    return {**_read(CALIBRATION_FILE), **_read(user_calibration_file())}
 
 
 def mfu_for(gpu: str | None, calibration: dict[str, Any] | None = None) -> MfuFacts:

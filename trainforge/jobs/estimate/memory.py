@@ -143,6 +143,10 @@ def activations(shape: ModelShape, r: Regime) -> dict[str, int]:
     the final norm's saved output, the loss path's peak (`logits`) and the activation-gradient
     temporaries of a block's backward (`grad_temps`)."""
     b = shape.batch_size
+    if shape.kind == "declared":  # what the user stated (or calibrate measured) per sample
+        held = shape.declared_activation_bytes * b
+        return {"x0": 0, "held": held, "recompute": 0, "final_norm": 0, "logits": 0,
+                "grad_temps": 0}  # fmt: skip
     if shape.kind == "mlp":
         hidden = sum(flops.MLP_SIZES[1:-1])
         classes = flops.MLP_SIZES[-1]
@@ -175,6 +179,8 @@ def activations(shape: ModelShape, r: Regime) -> dict[str, int]:
 def batch_bytes(shape: ModelShape) -> int:
     """The micro-batch on the device: token ids and targets (int64), or MLP inputs."""
     b = shape.batch_size
+    if shape.kind == "declared":
+        return 0  # unknown: counted in the declared activation bytes
     if shape.kind == "mlp":
         return b * (4 * flops.MLP_SIZES[0] + 8)
     return 2 * 8 * b * shape.seq_len

@@ -2,7 +2,9 @@
 
 The bundled models' parameter shapes come from `trainforge.training.flops`, the same module
 the models' FLOP counts use, with the runtime's defaults (`TrainConfig`) for unset flags; a
-job running its own code states its size under `modelSize` (a GPT-style decoder assumed).
+job running its own code states its size under `modelSize`: the GPT form (a decoder of that
+shape) or the declared form (parameters, FLOPs and activation bytes per sample, no shape
+assumed); without it the plan says "no estimate".
 """
 
 from __future__ import annotations
@@ -37,6 +39,10 @@ class ModelShape:
     precision: str = "auto"
     compile: bool = False
     source: str = "flags"
+    # kind "declared" (modelSize's declared form): what the user stated
+    declared_flops_per_sample: float = 0.0
+    declared_tokens_per_sample: int = 1
+    declared_activation_bytes: int = 0  # per sample
 
     @property
     def parameters(self) -> int:
@@ -48,16 +54,20 @@ class ModelShape:
 
     @property
     def embedding_parameters(self) -> int:
-        if self.kind == "mlp":
+        if self.kind in ("mlp", "declared"):
             return 0
         return flops.gpt_embedding_params(self.d_model, self.seq_len, self.vocab_size)
 
     @property
     def tokens_per_sample(self) -> int:
+        if self.kind == "declared":
+            return self.declared_tokens_per_sample
         return 1 if self.kind == "mlp" else self.seq_len
 
     def flops_per_sample(self) -> float:
         """The runtime's MFU accounting (the models call the same functions)."""
+        if self.kind == "declared":
+            return self.declared_flops_per_sample
         if self.kind == "mlp":
             return flops.dense_flops_per_sample(self.parameters)
         n = self.parameters - self.embedding_parameters
@@ -66,7 +76,7 @@ class ModelShape:
     @property
     def matmul_parameters(self) -> int:
         """Weights autocast casts to bf16 (Linear weights and biases; not norms/embeddings)."""
-        if self.kind == "mlp":
+        if self.kind in ("mlp", "declared"):
             return self.parameters
         per_block = sum(flops.numel(s) for s in self.blocks[0] if len(s) == 2) if self.blocks else 0
         return per_block * len(self.blocks) + self.vocab_size * self.d_model
@@ -125,6 +135,23 @@ def shape_of(job: JobSpec) -> ModelShape:
 def _stated(job: JobSpec) -> ModelShape:
     m = job.model_size
     assert m is not None
+    if m.declared:
+        assert m.parameters is not None and m.flops_per_sample is not None
+        return ModelShape(
+            "declared",
+            (),
+            ((m.parameters,),),
+            batch_size=m.batch_size,
+            grad_accum=m.grad_accum,
+            steps=m.steps,
+            activation_checkpointing=False,  # the declared bytes are what it keeps
+            precision="auto",
+            source="modelSize (declared)",
+            declared_flops_per_sample=m.flops_per_sample,
+            declared_tokens_per_sample=m.tokens_per_sample,
+            declared_activation_bytes=m.activation_bytes_per_sample or 0,
+        )
+    assert m.layers and m.d_model and m.seq_len and m.vocab_size is not None
     blocks, root = flops.gpt_param_shapes(m.layers, m.d_model, m.seq_len, m.vocab_size)
     if m.parameters is not None:
         # A stated total that differs from the GPT shape (tied embeddings, another MLP

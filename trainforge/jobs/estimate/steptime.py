@@ -83,7 +83,11 @@ def step_time(
     model_flops = shape.flops_per_sample() * samples
     hw_flops = model_flops * (facts.RECOMPUTE_FACTOR if shape.activation_checkpointing else 1.0)
     peak = gpu.bf16_flops if r.compute_bytes == 2 else gpu.tf32_flops
-    wf = facts.width_factor(shape.d_model, mfu.reference_d_model) if shape.kind != "mlp" else 1
+    wf = (
+        facts.width_factor(shape.d_model, mfu.reference_d_model)
+        if shape.kind not in ("mlp", "declared")
+        else 1
+    )
     m_mid, m_lo, m_hi = mfu.mid * wf, mfu.low * wf, mfu.high * wf
     per_gpu = hw_flops / world
 

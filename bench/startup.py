@@ -1,0 +1,110 @@
+"""Start-up cost of the runtime, as ratios to a bare ``import torch, torch.distributed``.
+
+    .venv/bin/python bench/startup.py [--rounds 5] [--json OUT]
+
+Three commands, interleaved over ``--rounds`` rounds so background load hits them alike, each
+a fresh interpreter, wall time from spawn to exit:
+
+* ``import``: ``python -c "import torch, torch.distributed"`` -- the floor any torch job pays;
+* ``import_dynamo``: the same plus ``torch._dynamo``, which torch 2.13 imports on its own the
+  first time a ``torch.optim`` optimizer or DDP is constructed (``torch._disable_dynamo``): the
+  floor for any job that trains, so ``job / import_dynamo`` is what the runtime itself adds;
+* ``help``: ``python -m trainforge.training --help`` (argument parsing; should import no torch);
+* ``job``: a 1-step, 1-process job (``--model mlp``, 64 samples, gloo on CPU or NCCL on a GPU):
+  imports, process group, model, one step, summary, exit.
+
+Reports the medians and ``job / import`` and ``help / import`` (targets: job <= 1.5x).
+``--before DIR`` also times ``help`` and ``job`` from another checkout (e.g. main's), in the
+same rounds, so a before/after comparison sees the same load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+# commands run from "/" so `-m` finds trainforge through PYTHONPATH only (--before works)
+
+
+def timed(cmd: list[str], env: dict[str, str], cwd: str = "/") -> float:
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stdout[-2000:]}")
+    return wall
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--before", default=None, help="another checkout to time in the same rounds")
+    ap.add_argument("--json", default=None, help="also write the results as JSON here")
+    args = ap.parse_args(argv)
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRAINFORGE_")}
+    for k in ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK"):
+        env.pop(k, None)
+    env.update(PYTHONPATH=str(ROOT), OMP_NUM_THREADS=env.get("OMP_NUM_THREADS", "1"))
+    py = sys.executable
+    times: dict[str, list[float]] = {"import": [], "import_dynamo": [], "help": [], "job": []}
+    imp_dynamo = [py, "-c", "import torch, torch.distributed, torch._dynamo"]
+    before_env = dict(env, PYTHONPATH=str(Path(args.before).resolve())) if args.before else None
+    if before_env:
+        times.update(help_before=[], job_before=[])
+    with tempfile.TemporaryDirectory(prefix="tf-startup-") as tmp:
+        job = [
+            py, "-m", "trainforge.training", "--model", "mlp", "--steps", "1",
+            "--dataset-size", "64", "--batch-size", "8", "--warmup-steps", "0",
+            "--log-every", "1",
+        ]  # fmt: skip
+        timed([py, "-c", "import torch, torch.distributed"], env)  # warm the page cache
+        for i in range(args.rounds):
+            times["import"].append(timed([py, "-c", "import torch, torch.distributed"], env))
+            times["import_dynamo"].append(timed(imp_dynamo, env))
+            times["help"].append(timed([py, "-m", "trainforge.training", "--help"], env))
+            times["job"].append(timed([*job, "--output-dir", f"{tmp}/run{i}"], env))
+            if before_env:
+                help_cmd = [py, "-m", "trainforge.training", "--help"]
+                times["help_before"].append(timed(help_cmd, before_env))
+                times["job_before"].append(timed([*job, "--output-dir", f"{tmp}/b{i}"], before_env))
+    med = {k: statistics.median(v) for k, v in times.items()}
+    results = {
+        "rounds": args.rounds,
+        "median_s": {k: round(v, 3) for k, v in med.items()},
+        "all_s": {k: [round(x, 3) for x in v] for k, v in times.items()},
+        "job_over_import": round(med["job"] / med["import"], 2),
+        "help_over_import": round(med["help"] / med["import"], 2),
+        "job_over_import_dynamo": round(med["job"] / med["import_dynamo"], 2),
+        **(
+            {
+                "job_before_over_import": round(med["job_before"] / med["import"], 2),
+                "help_before_over_import": round(med["help_before"] / med["import"], 2),
+            }
+            if before_env
+            else {}
+        ),
+        "load_average": round(os.getloadavg()[0], 1),
+    }
+    print(json.dumps(results, indent=2))
+    print(
+        f"\n1-step job {med['job']:.2f}s = {results['job_over_import']}x "
+        f"`import torch, torch.distributed` ({med['import']:.2f}s); --help {med['help']:.2f}s "
+        f"= {results['help_over_import']}x; job = {results['job_over_import_dynamo']}x "
+        f"`import torch, torch.distributed, torch._dynamo` ({med['import_dynamo']:.2f}s) (medians of {args.rounds}, load {results['load_average']})"
+    )
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,239 @@
+"""Images in the plan: the pull-through cache, the runtime images jobs run, facts and refusals."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+
+import pulumi
+import pytest
+
+from trainforge.jobs.declare import check_jobs
+from trainforge.jobs.errors import JobConfigError
+from trainforge.jobs.image_facts import parse_declared
+from trainforge.plan.core import plan_project
+from trainforge.platform import image_routes, training_operator, versions
+from trainforge.platform.config import ConfigError, parse_config
+from trainforge.platform.image_cache import PULL_THROUGH_ACTIONS
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+HOST = "111122223333.dkr.ecr.us-west-2.amazonaws.com"
+SECRET = "arn:aws:secretsmanager:us-west-2:111122223333:secret:ecr-pullthroughcache/dockerhub-AbC"
+
+
+@pytest.fixture(scope="module")
+def plans():
+    return {s: plan_project(ROOT, s, standins=False) for s in ("dev", "prod")}
+
+
+def test_references_through_the_cache():
+    routes = image_routes.routes_for(HOST, docker_hub=False, github=False)
+    assert routes.rewrite("public.ecr.aws/docker/library/busybox:1.37.0") == (
+        f"{HOST}/ecr-public/docker/library/busybox:1.37.0"
+    )
+    assert (
+        routes.rewrite("registry.k8s.io/kueue/kueue:v0.19.5") == f"{HOST}/k8s/kueue/kueue:v0.19.5"
+    )
+    # no rule: unchanged (and Docker Hub without a credential is a finding elsewhere)
+    assert routes.rewrite("busybox:1.37.0") == "busybox:1.37.0"
+    assert routes.rewrite("nvcr.io/nvidia/dcgm:4.6.0") == "nvcr.io/nvidia/dcgm:4.6.0"
+    hub = image_routes.routes_for(HOST, docker_hub=True, github=False)
+    assert hub.rewrite("busybox:1.37.0") == f"{HOST}/docker-hub/library/busybox:1.37.0"
+    assert hub.rewrite("pytorch/pytorch:2.13.0") == f"{HOST}/docker-hub/pytorch/pytorch:2.13.0"
+    assert image_routes.is_docker_hub("docker.io/library/alpine:3.10")
+    assert not image_routes.is_docker_hub("localhost:5000/x:1")
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_no_pod_image_comes_from_docker_hub_and_jobs_run_the_runtime_image(plans, stack):
+    result = plans[stack]
+    assert result.clean, [v.rule for v in result.failing]
+    images = set()
+    for o in result.objects:
+        for text in [json.dumps(o.doc)]:
+            images |= {part.split('"')[0] for part in text.split('"image": "')[1:]}
+    assert images
+    assert not [i for i in images if image_routes.is_docker_hub(i)], images
+    account = "123456789012"  # the plan's mocked account
+    jobs = result.inventory.declared.jobs
+    assert jobs
+    for dj in jobs:
+        assert dj.spec.image.startswith(f"{account}.dkr.ecr."), dj.spec.image
+        assert "/trainforge-runtime:runtime-efa-" in dj.spec.image
+        assert dj.spec.code_source == "image" and dj.emitted.configmap is None
+        facts = dj.spec.image_facts
+        assert facts.mlflow == "3.17.0" and facts.boto3 == "1.44.5" and facts.aws_ofi_nccl
+        assert dj.spec.checkpoint.s3_mirror is True  # mirrored to S3 by default
+    section = next(s for s in result.sections if s.title.startswith("Images"))
+    text = "\n".join(section.lines)
+    assert "MLflow: on" in text and "S3 mirror: on" in text
+    assert "facts: torch 2.13.0, CUDA 13.3" in text
+
+
+def test_cache_rules_and_node_permissions_are_least_privilege(plans):
+    inv = plans["prod"].inventory
+    rules = {
+        r.inputs["ecrRepositoryPrefix"]: r.inputs
+        for r in inv.resources
+        if r.type == "aws:ecr/pullThroughCacheRule:PullThroughCacheRule"
+    }
+    assert set(rules) == {"ecr-public", "k8s", "quay"}  # no credential: no docker-hub rule
+    assert rules["ecr-public"]["upstreamRegistryUrl"] == "public.ecr.aws"
+    policies = [
+        json.loads(r.inputs["policy"])
+        for r in inv.resources
+        if r.type == "aws:iam/rolePolicy:RolePolicy" and "images-node-pull" in r.name
+    ]
+    assert len(policies) == 2  # managed node groups' role and Karpenter's
+    (stmt,) = policies[0]["Statement"]
+    assert stmt["Action"] == list(PULL_THROUGH_ACTIONS)
+    assert sorted(stmt["Resource"]) == [
+        f"arn:aws:ecr:us-east-1:123456789012:repository/{p}/*"
+        for p in ("ecr-public", "k8s", "quay")
+    ]
+    builds = [r for r in inv.resources if r.type == "docker-build:index:Image"]
+    assert [b.inputs["target"] for b in builds] == ["runtime-efa"]
+    (build,) = builds
+    assert build.inputs["buildArgs"]["EFA_REGISTRY"].endswith(".amazonaws.com/ecr-public")
+    assert build.inputs["push"] is True and build.inputs["buildOnPreview"] is False
+
+
+def test_docker_hub_credential_adds_its_rule_and_the_standard_build(tmp_path):
+    result = plan_project(
+        ROOT,
+        "dev",
+        standins=False,
+        config_overrides={"trainforge:images": {"dockerHubCredentialArn": SECRET}},
+    )
+    inv = result.inventory
+    rules = {
+        r.inputs["ecrRepositoryPrefix"]: r.inputs
+        for r in inv.resources
+        if r.type == "aws:ecr/pullThroughCacheRule:PullThroughCacheRule"
+    }
+    assert rules["docker-hub"]["credentialArn"] == SECRET
+    targets = sorted(
+        r.inputs["target"] for r in inv.resources if r.type == "docker-build:index:Image"
+    )
+    assert targets == ["runtime", "runtime-efa"]
+    # CPU/GPU pools without EFA run the smaller standard image now
+    images = {dj.spec.name: dj.spec.image for dj in inv.declared.jobs}
+    assert ":runtime-" in images["mnist-ddp"] and "runtime-efa" not in images["mnist-ddp"]
+    assert result.clean, [v.rule for v in result.failing]
+
+
+def test_stock_images_without_a_credential_are_plan_findings():
+    """Break it: jobs on the stock PyTorch image (runtime off), no Docker Hub credential."""
+    result = plan_project(
+        ROOT, "dev", standins=False, config_overrides={"trainforge:images": {"runtime": False}}
+    )
+    rules = {v.rule for v in result.failing}
+    assert "TRAINFORGE_DOCKER_HUB" in rules  # pytorch/pytorch from Docker Hub, unauthenticated
+    assert "TRAINFORGE_IMAGE_PIECE" in rules  # MLflow on, and the stock image has no mlflow
+    piece = next(v for v in result.failing if v.rule == "TRAINFORGE_IMAGE_PIECE")
+    assert "mlflow" in piece.message
+
+
+def _prod_config() -> dict:
+    import yaml
+
+    raw = yaml.safe_load((ROOT / "Pulumi.prod.yaml").read_text())["config"]
+    return {k.removeprefix("trainforge:"): v for k, v in raw.items() if k.startswith("trainforge:")}
+
+
+@pytest.mark.parametrize(
+    ("job", "key", "piece"),
+    [
+        (
+            {"image": "ghcr.io/acme/trainer:1.0", "imageFacts": {"mlflow": False}},
+            ".image",
+            "mlflow",
+        ),
+        (
+            {
+                "image": "ghcr.io/acme/trainer:1.0",
+                "imageFacts": {"boto3": False},
+                "checkpoint": {"s3Mirror": True},
+            },
+            ".checkpoint.s3Mirror",
+            "boto3",
+        ),
+        (
+            {
+                "image": "ghcr.io/acme/trainer:1.0",
+                "imageFacts": {"mlflow": True, "awsOfiNccl": False},
+                "pool": "efa-training",
+                "team": "llm",
+            },
+            ".image",
+            "aws-ofi-nccl",
+        ),
+    ],
+)
+def test_declared_facts_refuse_a_job_missing_a_piece(job, key, piece):
+    from trainforge.plan.mocks import make_mocks
+
+    pulumi.runtime.set_mocks(make_mocks(preview=True))
+    spec = {"name": "own", "team": "vision", "pool": "gpu-workloads", "workers": 1, **job}
+    platform = parse_config(_prod_config())
+    with pytest.raises(JobConfigError) as err:
+        check_jobs(platform, [spec])
+    text = str(err.value)
+    assert f"trainforge:jobs[0]{key}" in text and piece in text and "\n" not in text
+    # the same job with the piece declared present passes
+    facts = {k: True for k in job.get("imageFacts", {})}
+    check_jobs(platform, [{**spec, "imageFacts": facts}])
+
+
+def test_declared_facts_with_the_pieces_pass_and_bad_facts_are_one_line():
+    facts = parse_declared({"mlflow": "3.17.0", "awsOfiNccl": True, "torch": "2.13"}, "j")
+    assert facts.mlflow == "3.17.0" and facts.aws_ofi_nccl is True and facts.torch == "2.13"
+    with pytest.raises(JobConfigError, match=r"j\.mlfow: got .*unknown fact; valid: "):
+        parse_declared({"mlfow": True}, "j")
+    with pytest.raises(JobConfigError, match=r"j\.boto3: got \[1\]; expected true, false"):
+        parse_declared({"boto3": [1]}, "j")
+
+
+def test_images_config_errors_name_the_key():
+    with pytest.raises(
+        ConfigError, match=r"images\.dockerHubCredentialArn: 'arn:aws:secretsmanager"
+    ):
+        parse_config(
+            {
+                "cluster": "c",
+                "images": {
+                    "dockerHubCredentialArn": "arn:aws:secretsmanager:us-west-2:1:secret:nope"
+                },
+            }
+        )
+    with pytest.raises(ConfigError, match=r"images\.runtimeImage"):
+        parse_config({"cluster": "c", "images": {"runtimeImage": "Not An Image"}})
+
+
+def test_operator_worker_init_container_image_is_set_by_its_flag():
+    image = image_routes.routes_for(HOST, docker_hub=False, github=False).rewrite(
+        versions.BUSYBOX_IMAGE
+    )
+    deployment = {
+        "spec": {
+            "template": {
+                "spec": {
+                    "containers": [
+                        {"name": "training-operator", "image": "x", "command": ["/manager"]}
+                    ]
+                }
+            }
+        }
+    }
+    args = pulumi.ResourceTransformArgs(
+        True, "kubernetes:apps/v1:Deployment", "kubeflow/training-operator", deployment,
+        pulumi.ResourceOptions(),
+    )  # fmt: skip
+    out = training_operator.init_container_image(image)(args)
+    (c,) = out.props["spec"]["template"]["spec"]["containers"]
+    assert c["args"] == [f"--pytorch-init-container-image={image}"]
+    assert not image_routes.is_docker_hub(image) and "alpine" not in image
+    other = pulumi.ResourceTransformArgs(
+        True, "kubernetes:v1:Service", "x", {}, pulumi.ResourceOptions()
+    )
+    assert training_operator.init_container_image(image)(other) is None

@@ -1,0 +1,73 @@
+"""Jobs declared in Python: `plan --program` lists them, `run-local --stack` runs them.
+
+examples/python_jobs/program.py declares `fn-hello` with `TrainingJob.function` (no stack
+config entry). As a project's `__main__.py` (the stack's program) run-local finds it by running
+the program under the plan's mocks; `plan --program FILE` renders it; the path rule of
+`--program` is the one of `script`/`codeDir` (relative to the project, inside it).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from trainforge.jobs.errors import JobConfigError
+from trainforge.jobs.local import find_job
+
+ROOT = Path(__file__).resolve().parents[2]
+PROGRAM = "examples/python_jobs/program.py"
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory) -> Path:
+    """A user's project whose stack program declares its jobs in Python only."""
+    root = tmp_path_factory.mktemp("pyjobs")
+    for name in ("Pulumi.yaml", "Pulumi.dev.yaml"):
+        shutil.copy(ROOT / name, root / name)
+    (root / "examples" / "python_jobs").mkdir(parents=True)
+    shutil.copy(ROOT / PROGRAM, root / PROGRAM)
+    shutil.copy(ROOT / PROGRAM, root / "__main__.py")
+    return root
+
+
+def test_plan_lists_a_job_declared_only_in_python():
+    from trainforge.plan import core
+
+    result = core.plan_project(ROOT, "dev", standins=False, program=PROGRAM)
+    kinds = {(o.doc["kind"], o.doc["metadata"]["name"]) for o in result.objects}
+    assert ("PyTorchJob", "fn-hello") in kinds
+    assert ("PyTorchJob", "mnist-ddp") not in kinds  # the config jobs are __main__.py's
+    budget = next(s for s in result.sections if s.title.startswith("Restart budget"))
+    assert any(line.startswith("research/fn-hello: torchrun restarts") for line in budget.lines)
+
+
+def test_run_local_runs_it_from_the_stacks_program(project):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRAINFORGE_")}
+    env.update(PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
+    proc = subprocess.run(
+        [sys.executable, "-m", "trainforge", "run-local", "--stack", "dev", "fn-hello"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    out = project / "runs" / "fn-hello" / "hello.txt"
+    assert out.read_text() == "world=2 steps=2 total=2\n"
+
+
+def test_unknown_job_lists_config_and_program_jobs(project):
+    with pytest.raises(JobConfigError, match=r"declares: .*mnist-ddp.*fn-hello \(__main__.py\)"):
+        find_job("dev", "nope", project)
+
+
+@pytest.mark.parametrize("bad", ["/abs/program.py", "../outside.py", "examples/../../x.py"])
+def test_program_paths_follow_the_one_rule(project, bad):
+    with pytest.raises(JobConfigError, match=r"--program: got .*relative to the project directory"):
+        find_job("dev", "fn-hello", project, program=bad)

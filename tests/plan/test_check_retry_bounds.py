@@ -1,0 +1,85 @@
+"""The retry bound rehearsal: pods that die with 137 on every attempt end after a bounded
+number of attempts on every backend, computed from the controller's semantics."""
+
+from __future__ import annotations
+
+from tests.jobs.helpers import CODE, CPU_POOL, target
+from trainforge.jobs.backends import emit
+from trainforge.jobs.contract import BACKENDS, Declared, DeclaredJob, PlatformContract
+from trainforge.jobs.spec import parse_job
+from trainforge.jobs.wiring import resolve_job
+from trainforge.plan.check_retry_bounds import RULE, check, job_bound, ledger_bound
+from trainforge.plan.checks import PlanContext
+from trainforge.training.ledger import NO_PROGRESS_LIMIT
+
+
+def plan(**raw_extra):
+    t = target(CPU_POOL, backends=BACKENDS)
+    out = Declared(contracts=[PlatformContract(pools={}, teams={}, backends=BACKENDS)])
+    raw = {"name": "j", "team": "research", "pool": CPU_POOL.name, **raw_extra}
+    job = resolve_job(parse_job(raw, "j"), t, "j")
+    out.jobs.append(DeclaredJob(job, t, emit(job, t, CODE), "job-research-j"))
+    result = check(PlanContext(None, [], out))
+    return job, result, result.sections[0].data[0]
+
+
+USER_CODE = {"entrypoint": {"command": ["python", "-c", "pass"]}, "image": "repo/img:1"}
+
+
+def test_an_exitcode_pytorchjob_without_a_bound_is_refused():
+    job, result, row = plan(restartPolicy="ExitCode", **USER_CODE)
+    assert job.restart_policy == "ExitCode" and row["attempts"] is None
+    (finding,) = result.findings
+    assert finding.rule == RULE and "job-research-j" in finding.names
+    assert "retried forever" in finding.message
+
+
+def test_user_code_on_a_pytorchjob_defaults_to_a_counted_policy():
+    job, result, row = plan(**USER_CODE)
+    assert job.restart_policy == "OnFailure"  # its pods cannot count their attempts
+    assert result.findings == [] and row["attempts"] == 7  # backoffLimit 6, then failed
+
+
+def test_the_bundled_runtime_is_stopped_by_its_ledger():
+    job, result, row = plan()
+    assert job.restart_policy == "ExitCode"
+    assert result.findings == []
+    assert row["attempts"] == NO_PROGRESS_LIMIT + 1 == ledger_bound()
+
+
+def test_a_deadline_bounds_exitcode_in_time():
+    _, result, row = plan(
+        restartPolicy="ExitCode", runPolicy={"activeDeadlineSeconds": 3600}, **USER_CODE
+    )
+    assert result.findings == [] and row["deadline_s"] == 3600
+
+
+def test_every_backend_is_bounded_by_default():
+    for backend in BACKENDS:
+        for extra in ({}, USER_CODE):
+            _, result, row = plan(backend=backend, **extra)
+            assert result.findings == [] and row["attempts"], (backend, extra, row)
+
+
+def test_job_semantics():
+    fail_on_137 = {
+        "rules": [{"action": "FailJob", "onExitCodes": {"operator": "In", "values": [137]}}]
+    }
+    ignore_all = {
+        "rules": [{"action": "Ignore", "onExitCodes": {"operator": "NotIn", "values": [1]}}]
+    }
+    assert job_bound({"backoffLimit": 3}).attempts == 4
+    assert job_bound({"backoffLimitPerIndex": 0, "backoffLimit": 9}).attempts == 1
+    assert job_bound({"podFailurePolicy": fail_on_137}).attempts == 1
+    assert job_bound({"podFailurePolicy": ignore_all, "backoffLimit": 3}).attempts is None
+    assert job_bound({}).attempts == 7  # the API server's default backoffLimit 6
+
+
+def test_a_ledger_that_ignores_attempts_killed_before_resuming_would_not_bound(monkeypatch):
+    """The rehearsal runs the real ledger: break its counting and the bound disappears."""
+    from trainforge.training.ledger import RunLedger
+
+    monkeypatch.setattr(RunLedger, "attempts_without_progress", lambda self, step: 0)
+    assert ledger_bound(cap=20) is None
+    _, result, _ = plan()
+    assert [f.rule for f in result.findings] == [RULE]

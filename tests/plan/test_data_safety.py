@@ -1,0 +1,135 @@
+"""Data that survives: the prod stack's data-holding resources are protected (and the bucket
+and its key retained on delete), FSx takes backups, and a change that replaces one of them is
+a plan finding that needs a waiver (`trainforge plan --diff BASE`).
+
+The comparisons below start from the prod plan's real recorded resources and change one
+replace-triggering property at a time, as a pull request would.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import pathlib
+from types import SimpleNamespace
+
+import pytest
+
+from trainforge.plan import data_safety as DS
+from trainforge.plan.checks import PlanContext
+from trainforge.plan.cli import main as plan_main
+from trainforge.plan.core import plan_project
+from trainforge.plan.waivers import Waiver
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def prod():
+    return plan_project(ROOT, "prod", standins=False)
+
+
+def records(result) -> list[dict]:
+    """A copy of the recorded resources, to change without touching the fixture."""
+    return copy.deepcopy([r.to_json() for r in result.inventory.resources])
+
+
+def one(recs: list[dict], type_: str, name_part: str = "") -> dict:
+    (r,) = [r for r in recs if r["type"] == type_ and name_part in r["name"]]
+    return r
+
+
+def test_data_holding_resources_are_protected_and_fsx_backs_up(prod):
+    section = next(s for s in prod.sections if s.title == "Data safety")
+    by_type: dict[str, list[dict]] = {}
+    for row in section.data:
+        by_type.setdefault(row["type"], []).append(row)
+    assert len(by_type[DS.FSX]) == 1 and len(by_type[DS.BUCKET]) == 1
+    assert len(by_type[DS.KMS_KEY]) == 2  # EKS secrets + the FSx/bucket data key
+    # the MLflow volume; the FSx team claims are pre-bound to static volumes: not data holders
+    assert [r["name"] for r in by_type[DS.PVC]] == ["platform-services-monitoring-mlflow-data"]
+    assert all(r["protect"] for r in section.data)
+    assert by_type[DS.BUCKET][0]["retainOnDelete"]
+    data_key = next(r for r in by_type[DS.KMS_KEY] if r["name"].endswith("-data"))
+    assert data_key["retainOnDelete"], "the surviving bucket's key must survive a destroy"
+    assert not [v for v in prod.violations if v.rule.startswith("TF_DATA")]
+
+    fsx = one(records(prod), DS.FSX)["inputs"]
+    assert fsx["skipFinalBackup"] is False
+    assert fsx["automaticBackupRetentionDays"] == 7
+
+
+def test_an_unprotected_data_resource_is_a_finding(prod):
+    recs = records(prod)
+    one(recs, DS.FSX)["options"].pop("protect")
+    ctx = PlanContext(inventory=SimpleNamespace(resources=recs), objects=[])
+    (finding,) = DS.check(ctx).findings
+    assert finding.rule == DS.UNPROTECTED and finding.resource == "platform-services-fsx"
+
+
+@pytest.mark.parametrize(
+    ("type_", "change", "prop"),
+    [
+        (DS.FSX, ("dependencies", "subnetIds", "private-1"), "subnetIds"),
+        (DS.FSX, ("dependencies", "kmsKeyId", "eks-secrets"), "kmsKeyId"),
+        (DS.FSX, ("inputs", "deploymentType", "PERSISTENT_1"), "deploymentType"),
+        (DS.FSX, ("inputs", "storageCapacity", 2400), "storageCapacity"),  # shrink
+        (DS.BUCKET, ("inputs", "bucketPrefix", "renamed-ckpt-"), "bucketPrefix"),
+        (DS.BUCKET, ("inputs", "bucket", "trainforge-checkpoints"), "bucket"),
+        (DS.KMS_KEY, ("inputs", "multiRegion", True), "multiRegion"),
+    ],
+)
+def test_a_replacing_change_is_a_finding(prod, type_, change, prop):
+    base = DS._records(records(prod))
+    head = records(prod)
+    rec = one(head, type_, "services")
+    where, key, value = change
+    if where == "dependencies":
+        # the value is unknown at preview; what changed is the resource it comes from
+        old = rec["dependencies"][key][0]
+        rec["dependencies"][key] = [old.rsplit("::", 1)[0] + "::" + f"platform-{value}"]
+    else:
+        rec["inputs"][key] = value
+    (finding,) = DS.replacements(base, head)
+    assert finding.rule == DS.REPLACE and finding.resource == rec["name"]
+    assert f"{prop}: " in finding.message and "REPLACED" in finding.message
+
+
+def test_in_place_changes_and_retained_removals_are_not_findings(prod):
+    base = DS._records(records(prod))
+    head = records(prod)
+    one(head, DS.FSX)["inputs"]["storageCapacity"] = 9600  # FSx grows in place
+    one(head, DS.FSX)["inputs"]["automaticBackupRetentionDays"] = 30
+    one(head, DS.BUCKET)["inputs"]["tags"] = {"owner": "ml"}
+    assert DS.replacements(base, head) == []
+    # the bucket and its key are retained on delete: gone from the stack, kept in the account
+    retained = {(DS.BUCKET, "platform-services-ckpt"), (DS.KMS_KEY, "platform-services-data")}
+    kept = [r for r in head if (r["type"], r["name"]) not in retained]
+    assert len(kept) == len(head) - 2
+    assert DS.replacements(base, kept) == []
+    # the file system is not: removing it (or renaming it: a new URN) deletes it
+    gone = [r for r in head if r["type"] != DS.FSX]
+    (finding,) = DS.replacements(base, gone)
+    assert "is gone from this plan" in finding.message
+
+
+def test_plan_diff_fails_on_a_replacement_unless_waived(prod, tmp_path, capsys):
+    """End to end: a base plan folder whose FSx had another deployment type; the plan of
+    this tree against it exits 1 and its diff says what is replaced."""
+    base = tmp_path / "base"
+    base.mkdir()
+    inv = json.loads(json.dumps({"resources": records(prod)}, default=str))
+    one(inv["resources"], DS.FSX)["inputs"]["deploymentType"] = "SCRATCH_2"
+    (base / DS.INVENTORY_FILE).write_text(json.dumps(inv))
+    md = tmp_path / "diff.md"
+    args = ["--stack", "prod", "--project-dir", str(ROOT), "--no-standins", "--summary"]
+    code = plan_main([*args, "--diff", str(base), "--diff-md", str(md)])
+    text = md.read_text()
+    assert code == 1, capsys.readouterr().out[-2000:]
+    assert "### Data safety" in text and "NEEDS A WAIVER" in text
+    assert 'deploymentType: "SCRATCH_2" -> "PERSISTENT_2"' in text
+
+    # with a waiver, the same comparison reports it as waived and fails nothing
+    waiver = Waiver("platform-services-fsx", DS.REPLACE, "moving dev data to a persistent FS")
+    lines, failing = DS.diff_report(base, records(prod), [waiver])
+    assert failing == 0 and any("waived: moving dev data" in x for x in lines)

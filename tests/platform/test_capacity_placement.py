@@ -1,0 +1,112 @@
+"""Reserved capacity that launches: the prod stack's reserved p4d group under mocks that
+stub EC2's answers (a reservation in a given zone and placement group; a Capacity Block;
+instance-type offerings), asserted on the declared node group and launch template.
+
+What is being checked (trainforge/platform/capacity_placement.py): an instance uses a
+reservation only in its zone and, for a reservation made in a cluster placement group, only
+in that group; a Capacity Block only with capacity type CAPACITY_BLOCK and market type
+capacity-block. The offerings decide the one zone of EFA pools (and so of FSx).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import ROOT
+from trainforge.plan.mocks import TrainforgeMocks, read_stack_file, run_mocked
+from trainforge.platform.config import ConfigError
+
+LT = "aws:ec2/launchTemplate:LaunchTemplate"
+NG = "aws:eks/nodeGroup:NodeGroup"
+PG = "aws:ec2/placementGroup:PlacementGroup"
+NODECLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
+CR = "cr-0a1b2c3d4e5f60789"  # Pulumi.prod.yaml's reservation
+REGION = "us-east-1"
+
+
+def run_prod(overrides: dict | None = None, **stubs):
+    config = read_stack_file(ROOT / "Pulumi.prod.yaml")
+    config["trainforge:jobs"] = "[]"  # placement only: the jobs add nothing here
+    config.update(overrides or {})
+    mocks = TrainforgeMocks(region=REGION, **stubs)
+    return run_mocked(ROOT / "__main__.py", config, stack="prod", mocks=mocks)
+
+
+def subnet_id(run, index: int) -> str:
+    return run.find("aws:ec2/subnet:Subnet", f"platform-net-private-{index}").id
+
+
+def test_an_on_demand_reservation_places_the_group_in_its_zone_and_placement_group():
+    run = run_prod(
+        capacity_reservations={
+            CR: {
+                "availabilityZone": f"{REGION}c",
+                "placementGroupArn": f"arn:aws:ec2:{REGION}:123456789012:placement-group/p4d-res",
+                "reservationType": "default",
+                "instanceType": "p4d.24xlarge",
+            }
+        }
+    )
+    ng = run.find(NG, "platform-p4d-reserved")
+    assert ng.inputs["subnetIds"] == [subnet_id(run, 2)]  # us-east-1c: the third subnet
+    assert ng.inputs["capacityType"] == "ON_DEMAND"
+    lt = run.find(LT, "platform-p4d-reserved-lt")
+    assert lt.inputs["placement"] == {"groupName": "p4d-res"}  # the reservation's own group
+    assert "instanceMarketOptions" not in lt.inputs
+    assert not [r for r in run.of_type(PG) if "p4d" in r.name]  # none created for it
+
+
+def test_a_capacity_block_gets_capacity_block_type_and_market():
+    run = run_prod(
+        capacity_reservations={
+            CR: {
+                "availabilityZone": f"{REGION}b",
+                "placementGroupArn": "",
+                "reservationType": "capacity-block",
+                "instanceType": "p4d.24xlarge",
+            }
+        }
+    )
+    ng = run.find(NG, "platform-p4d-reserved")
+    assert ng.inputs["capacityType"] == "CAPACITY_BLOCK"
+    assert ng.inputs["subnetIds"] == [subnet_id(run, 1)]
+    lt = run.find(LT, "platform-p4d-reserved-lt")
+    assert lt.inputs["instanceMarketOptions"] == {"marketType": "capacity-block"}
+    assert lt.inputs["capacityReservationSpecification"] == {
+        "capacityReservationTarget": {"capacityReservationId": CR}
+    }
+    assert "placement" not in lt.inputs
+
+
+def test_capacity_block_config_for_an_on_demand_reservation_is_refused():
+    groups = read_stack_file(ROOT / "Pulumi.prod.yaml")["trainforge:nodeGroups"]
+    groups = groups.replace('"efa": true', '"efa": true, "capacityType": "CAPACITY_BLOCK"')
+    with pytest.raises(ConfigError) as err:
+        run_prod({"trainforge:nodeGroups": groups})  # the default stub: an ODCR
+    assert "nodeGroups[0].capacityType: CAPACITY_BLOCK, but EC2 has no Capacity Block" in str(
+        err.value
+    )
+
+
+def test_efa_pools_and_fsx_go_to_the_first_zone_offering_the_type():
+    # p5.48xlarge offered only in us-east-1b: the EFA pool's subnet and FSx follow it
+    run = run_prod(offerings={"p5.48xlarge": [f"{REGION}b", f"{REGION}e"]})
+    (nc,) = [n for n in run.of_type(NODECLASS) if n.inputs["metadata"]["name"] == "efa-training"]
+    assert nc.inputs["spec"]["subnetSelectorTerms"] == [{"id": subnet_id(run, 1)}]
+    (fsx,) = run.of_type("aws:fsx/lustreFileSystem:LustreFileSystem")
+    assert fsx.inputs["subnetIds"] == subnet_id(run, 1)
+
+
+def test_a_type_offered_in_no_zone_of_the_vpc_is_a_one_line_error():
+    with pytest.raises(ConfigError) as err:
+        run_prod(offerings={"p5.48xlarge": [f"{REGION}e"]})
+    msg = str(err.value)
+    assert "nodePools[0].instanceTypes: p5.48xlarge is offered in none of the VPC's" in msg
+    assert f"EC2 offers it in {REGION}e" in msg
+
+
+def test_a_reservation_in_a_zone_without_a_subnet_fails_with_the_reason():
+    stub = {"availabilityZone": f"{REGION}d", "placementGroupArn": "", "reservationType": "default"}
+    with pytest.raises(Exception) as err:  # raised when the reservation's zone resolves
+        run_prod(capacity_reservations={CR: stub})
+    assert f"{CR} is in {REGION}d, where the VPC has no private subnet" in str(err.value)

@@ -1,0 +1,88 @@
+"""Regenerate the EC2 on-demand tables of trainforge/plan/data/price_facts.json.
+
+Why a script: the price facts are data, not Python literals, and every figure must come from
+a pinned public table, so anyone can redo (and diff) them. Two sources, both generated from
+the AWS Price List API upstream and pinned to a commit:
+
+- us-east-1: Karpenter's generated table (`--karpenter`, a copy of
+  pkg/providers/pricing/zz_generated.pricing_aws.go at the pinned tag), every type it lists
+  for the families already in the data file;
+- every other region in the data file: the SkyPilot AWS catalog (`--skypilot`, a copy of
+  catalogs/v8/aws/vms.csv at the pinned commit; its `Price` column is the on-demand price,
+  the same in every zone of a region), for the instance types already listed in that region
+  plus any given with `--type`.
+
+Usage (files fetched by hand at the pinned revisions; the plan itself never goes online):
+  python tools/regen_price_facts.py --karpenter zz_generated.pricing_aws.go \\
+      --skypilot vms.csv [--type g6.12xlarge ...] [--checked YYYY-MM-DD]
+A type the catalog does not list for a region is recorded under "notListed" (the plan reports
+it as unknown and says the source lists no offering there).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime as dt
+import json
+import pathlib
+import re
+
+DATA = pathlib.Path(__file__).resolve().parents[1] / "trainforge/plan/data/price_facts.json"
+KARPENTER = "karpenter-1.14.1"
+SKYPILOT = "skypilot-catalog-v8"
+
+
+def karpenter_us_east_1(path: pathlib.Path) -> dict[str, float]:
+    """{type: usd} from the "us-east-1" block of Karpenter's generated Go table."""
+    text = path.read_text()
+    block = text.split('"us-east-1": {', 1)[1].split("\n\t},", 1)[0]
+    return {m[0]: float(m[1]) for m in re.findall(r'"([a-z0-9-]+\.[a-z0-9-]+)": ([0-9.]+)', block)}
+
+
+def skypilot(path: pathlib.Path) -> dict[str, dict[str, float]]:
+    """{region: {type: usd}} from the SkyPilot catalog (one on-demand price per region)."""
+    out: dict[str, dict[str, float]] = {}
+    with path.open(newline="") as f:
+        for row in csv.DictReader(f):
+            if row.get("Price"):
+                out.setdefault(row["Region"], {})[row["InstanceType"]] = float(row["Price"])
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--karpenter", type=pathlib.Path)
+    ap.add_argument("--skypilot", type=pathlib.Path)
+    ap.add_argument("--type", action="append", default=[], help="also price this type")
+    ap.add_argument("--checked", default=dt.date.today().isoformat())
+    args = ap.parse_args()
+    data = json.loads(DATA.read_text())
+    ec2 = data["ec2OnDemand"]
+    if args.karpenter:
+        table = karpenter_us_east_1(args.karpenter)
+        families = {t.split(".")[0] for t in ec2["us-east-1"]["prices"]}
+        families |= {t.split(".")[0] for t in args.type}
+        ec2["us-east-1"] = {
+            "source": KARPENTER,
+            "prices": {t: p for t, p in sorted(table.items()) if t.split(".")[0] in families},
+        }
+        data["sources"][KARPENTER]["checked"] = args.checked
+    if args.skypilot:
+        catalog = skypilot(args.skypilot)
+        for region, entry in ec2.items():
+            if entry["source"] != SKYPILOT:
+                continue
+            wanted = set(entry["prices"]) | set(entry.get("notListed", ())) | set(args.type)
+            have = catalog.get(region, {})
+            entry["prices"] = {t: have[t] for t in sorted(wanted) if t in have}
+            # asked for and absent from every zone of the region: most likely not sold there
+            entry["notListed"] = sorted(t for t in wanted if t not in have)
+        data["sources"][SKYPILOT]["checked"] = args.checked
+    data["factsDate"] = args.checked
+    DATA.write_text(json.dumps(data, indent=1) + "\n")
+    print(f"wrote {DATA}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,208 @@
+"""What an image a job runs carries, where that knowledge comes from, and what a job lacks.
+
+Why: MLflow, the S3 checkpoint mirror and EFA each need a piece of the job's image (mlflow,
+boto3, libfabric + the aws-ofi-nccl plugin). A job whose image lacks the piece starts and the
+feature silently does nothing (or NCCL falls back to TCP sockets on a 3200 Gbps fabric). So
+every image a job can use has facts, each with its source:
+
+* the trainforge runtime images: the Dockerfile and requirements.lock (what its pip layer
+  installs, at the lock's pins) and the base image's pin in `trainforge.platform.versions`;
+* the stock `pytorch/pytorch` images: their tag (torch, CUDA) and what the official image is
+  known to lack;
+* any other image: what the job (`imageFacts`) declares, else unknown.
+
+`missing_pieces(job, target, facts)` names what a job's configured features need and its image
+lacks; `trainforge.jobs.wiring.resolve_job` refuses such a job with the fix, and the plan
+shows every job's image and facts (trainforge.plan.check_images). Pulumi-free.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+from trainforge.jobs.errors import JobConfigError
+
+# A fact is True/a version string (present), False (known absent) or None (unknown).
+Fact = str | bool | None
+
+# The pieces a job's features need, with the config key that declares each.
+PIECES = {
+    "mlflow": "mlflow",
+    "boto3": "boto3",
+    "libfabric": "libfabric",
+    "aws_ofi_nccl": "awsOfiNccl",
+    "trainforge": "trainforge",
+}
+VERSIONS = {"torch": "torch", "cuda": "cuda", "python": "python"}
+
+
+@dataclass(frozen=True)
+class ImageFacts:
+    """The facts of one image. `source` says where they come from."""
+
+    torch: str | None = None
+    cuda: str | None = None
+    python: str | None = None
+    mlflow: Fact = None
+    boto3: Fact = None
+    libfabric: Fact = None
+    aws_ofi_nccl: Fact = None
+    # the trainforge runtime library is in the image (no ConfigMap needed)
+    trainforge: Fact = None
+    source: str = "not declared"
+
+    def known(self) -> bool:
+        return any(getattr(self, f) is not None for f in PIECES)
+
+    def describe(self) -> str:
+        """One line for the plan: torch 2.13.0, CUDA 12.6, Python 3.11, mlflow 3.17.0, ..."""
+        parts = []
+        for name, label in (("torch", "torch"), ("cuda", "CUDA"), ("python", "Python")):
+            value = getattr(self, name)
+            parts.append(f"{label} {value if value else '?'}")
+        for name in PIECES:
+            value = getattr(self, name)
+            label = name.replace("_", "-")
+            if value is None:
+                parts.append(f"{label} ?")
+            elif value is False:
+                parts.append(f"no {label}")
+            else:
+                parts.append(label if value is True else f"{label} {value}")
+        return ", ".join(parts)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+UNKNOWN = ImageFacts()
+STOCK_SOURCE = "the official pytorch/pytorch image (tag; no mlflow, boto3, EFA libraries)"
+
+
+def stock_facts(image: str) -> ImageFacts | None:
+    """Facts of an official `pytorch/pytorch:<torch>-cuda<X.Y>-cudnn<N>-runtime` image: its tag
+    says torch and CUDA, and the official image has none of mlflow, boto3, libfabric,
+    aws-ofi-nccl or trainforge. None for any other image."""
+    from trainforge.jobs.images import image_facts as tag_facts
+
+    ref = image.split("@", 1)[0]
+    repo = ref.rpartition(":")[0].removeprefix("docker.io/").removeprefix("index.docker.io/")
+    if repo != "pytorch/pytorch" and not repo.endswith("/docker-hub/pytorch/pytorch"):
+        return None
+    tag = tag_facts(image)
+    torch = ref.rpartition(":")[2].split("-", 1)[0] if tag.torch else None
+    return ImageFacts(
+        torch=torch,
+        cuda=tag.cuda,
+        mlflow=False,
+        boto3=False,
+        libfabric=False,
+        aws_ofi_nccl=False,
+        trainforge=False,
+        source=STOCK_SOURCE,
+    )
+
+
+def parse_declared(raw: Any, where: str) -> ImageFacts:
+    """A job's `imageFacts` mapping: versions as strings, pieces as true/false or a version."""
+    if not isinstance(raw, dict):
+        raise JobConfigError(
+            where, raw, "expected a mapping such as {mlflow: true, boto3: true, torch: '2.13'}"
+        )
+    keys = {**VERSIONS, **PIECES}
+    by_key = {v: k for k, v in keys.items()}
+    values: dict[str, Any] = {}
+    for key, value in raw.items():
+        if key not in by_key:
+            valid = ", ".join(sorted(by_key))
+            raise JobConfigError(f"{where}.{key}", value, f"unknown fact; valid: {valid}")
+        name = by_key[key]
+        if name in VERSIONS:
+            if not isinstance(value, str | int | float) or isinstance(value, bool):
+                raise JobConfigError(f"{where}.{key}", value, "expected a version string")
+            values[name] = str(value)
+        else:
+            if not isinstance(value, bool | str):
+                raise JobConfigError(
+                    f"{where}.{key}", value, "expected true, false or a version string"
+                )
+            values[name] = value
+    return ImageFacts(**values, source="declared by the job (imageFacts)")
+
+
+def facts_for(image: str, declared: ImageFacts | None) -> ImageFacts:
+    """Declared facts win; else the stock image's; else unknown."""
+    if declared is not None:
+        return declared
+    return stock_facts(image) or UNKNOWN
+
+
+@dataclass(frozen=True)
+class Missing:
+    """A feature a job has on, the piece its image lacks, the key to look at, and the fix."""
+
+    feature: str
+    piece: str
+    key: str
+    value: Any
+    fix: str
+
+    def message(self, image: str) -> str:
+        return f"{self.feature} needs {self.piece}, which image {image} lacks; {self.fix}"
+
+
+def missing_pieces(
+    facts: ImageFacts,
+    *,
+    mlflow: bool,
+    s3_mirror: bool,
+    efa: bool,
+    where: str,
+    pool: str | None = None,
+) -> list[Missing]:
+    """What the job's features need and its image is known to lack (unknown facts pass)."""
+    own = (
+        "use the trainforge runtime image (leave image unset) or one built FROM it "
+        "(docs/images.md), and declare it in imageFacts"
+    )
+    out = []
+    if mlflow and facts.mlflow is False:
+        out.append(
+            Missing(
+                "MLflow (the platform's tracking server)",
+                "mlflow (mlflow-skinny)",
+                f"{where}.image",
+                None,
+                own,
+            )
+        )
+    if s3_mirror and facts.boto3 is False:
+        out.append(
+            Missing(
+                "the S3 checkpoint mirror",
+                "boto3",
+                f"{where}.checkpoint.s3Mirror",
+                True,
+                f"{own}, or set checkpoint.s3Mirror: false",
+            )
+        )
+    if efa:
+        for piece, value in (("libfabric", facts.libfabric), ("aws-ofi-nccl", facts.aws_ofi_nccl)):
+            if value is False:
+                out.append(
+                    Missing(
+                        f"EFA on pool {pool!r} (NCCL over libfabric)" if pool else "EFA",
+                        piece,
+                        f"{where}.image",
+                        None,
+                        "use the trainforge EFA runtime image (leave image unset on an EFA "
+                        "pool) or one FROM an AWS Deep Learning Container, or efa: false for "
+                        "TCP",
+                    )
+                )
+    return out
+
+
+def with_source(facts: ImageFacts, source: str) -> ImageFacts:
+    return replace(facts, source=source)

@@ -1,0 +1,79 @@
+"""A job's restart budget: what restarts it after a failure, how often, in the pods and locally.
+
+Two mechanisms, the same wherever the job runs:
+
+* in the pod, torchrun's `--max-restarts` (elastic jobs: `elastic.maxRestarts`; otherwise 0)
+  restarts the pod's worker group without a new pod;
+* the pod is re-created (or its container restarted, OnFailure) when it exits, as the
+  backend and `restartPolicy` decide: with ExitCode only for a retryable exit code (>= 128,
+  trainforge/training/exits.py), up to the backend's bound.
+
+`trainforge run-local` runs the same launcher with the same `--max-restarts` and re-creates
+its local "pod" on a retryable exit (OnFailure: any failure) up to `local_recreations` times;
+the plan prints `describe` for every job.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from trainforge.jobs.spec import JobSpec
+from trainforge.training.ledger import NO_PROGRESS_LIMIT
+
+
+@dataclass(frozen=True)
+class RestartBudget:
+    in_pod: int  # torchrun --max-restarts inside each pod
+    recreations: int | None  # pod re-creations the controller allows (None: no count limit)
+    on: str  # which exits re-create the pod: "retryable", "any", "none"
+    bound: str  # what bounds them, in words
+    fallback: int = 0  # run-local's bound where the controller has no count limit
+
+    @property
+    def local_recreations(self) -> int:
+        """The local stand-in's bound: the controller's, or backoffLimit where it has none."""
+        return self.recreations if self.recreations is not None else self.fallback
+
+
+def budget(job: JobSpec) -> RestartBudget:
+    in_pod = job.elastic.max_restarts if job.elastic is not None else 0
+    limit = job.run_policy.backoff_limit
+    policy = job.restart_policy
+    backend = job.backend or "pytorchjob"
+    if policy == "Never":
+        return RestartBudget(in_pod, 0, "none", "restartPolicy Never: a failed pod fails the job")
+    if policy == "OnFailure":
+        return RestartBudget(
+            in_pod, limit, "any", f"OnFailure: containers restart in place, backoffLimit {limit}"
+        )
+    if backend == "pytorchjob":
+        stop = (
+            f"the runtime stops after {NO_PROGRESS_LIMIT} failed attempts from one checkpoint"
+            if job.entrypoint is None
+            else "set runPolicy.activeDeadlineSeconds to bound them"
+        )
+        return RestartBudget(
+            in_pod,
+            None,
+            "retryable",
+            f"the operator does not count ExitCode re-creations against backoffLimit; {stop}",
+            fallback=limit,
+        )
+    if backend == "indexed-job":
+        return RestartBudget(in_pod, limit, "retryable", f"backoffLimitPerIndex {limit}")
+    return RestartBudget(in_pod, limit, "retryable", f"the child Job's backoffLimit {limit}")
+
+
+def describe(job: JobSpec) -> str:
+    """One line: torchrun's restarts, the pod re-creations and their bound, run-local's."""
+    b = budget(job)
+    what = {
+        "none": "never re-created",
+        "any": "restarted on any failure",
+        "retryable": "re-created on exit >= 128",
+    }[b.on]
+    count = "no count limit" if b.recreations is None else f"at most {b.recreations}"
+    return (
+        f"torchrun restarts in the pod {b.in_pod}; pod {what}, {count} ({b.bound}); "
+        f"run-local: the same, up to {b.local_recreations}"
+    )

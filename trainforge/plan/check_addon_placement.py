@@ -1,0 +1,45 @@
+"""Plan check: no EKS add-on controller (CoreDNS, the CSI controllers) can land on a job
+pool's nodes (trainforge.platform.addon_controllers: their tolerations at the pinned
+versions against each pool's published taints)."""
+
+from __future__ import annotations
+
+from trainforge.plan.checks import CheckResult, Finding, PlanContext, Section
+
+RULE = "TRAINFORGE_ADDON_ON_JOB_POOL"
+FIX = (
+    "taint the pool (CPU pools get trainforge.io/jobs-only, GPU pools nvidia.com/gpu; jobs "
+    "tolerate their pool's taints) or pin the add-on to the system node group"
+)
+RULES = {RULE: FIX}
+
+
+def check(ctx: PlanContext) -> CheckResult:
+    from trainforge.platform.addon_controllers import admitted  # noqa: PLC0415
+
+    declared = ctx.declared
+    if declared is None or not declared.contracts:
+        return CheckResult()
+    findings, lines = [], []
+    for contract in declared.contracts:
+        for pool in contract.pools.values():
+            labels = {"kubernetes.io/os": "linux", "kubernetes.io/arch": pool.architecture}
+            names = admitted(tuple(pool.taints), labels)
+            taints = ", ".join(f"{t.key}:{t.effect}" for t in pool.taints) or "none"
+            lines.append(
+                f"{pool.name} (taints {taints}): "
+                + (f"admits {', '.join(names)}" if names else "no add-on controller")
+            )
+            if names:
+                findings.append(
+                    Finding(
+                        resource=f"pool {pool.name}",
+                        rule=RULE,
+                        message=f"{', '.join(names)} may be scheduled on pool {pool.name}'s "
+                        "nodes: they keep a node up that consolidation would remove, and die "
+                        "with a spot interruption",
+                        fix=FIX,
+                        names=frozenset({pool.name}),
+                    )
+                )
+    return CheckResult(findings, [Section("Add-on controllers on job pools", lines)])

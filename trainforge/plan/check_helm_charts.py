@@ -1,0 +1,183 @@
+"""Plan check: every Helm release resolves to a chart the way pulumi-kubernetes resolves it.
+
+Why: a Release whose chart cannot be found fails on the first `pulumi up`, after the cluster
+and everything before it were created, and every object that waits for the release (Kueue's
+queues, every job) fails with it. Schemas and policy rules see only strings; this check
+replays the provider's resolution on the recorded inputs, so a form that cannot resolve is a
+finding at preview.
+
+The semantics are pulumi-kubernetes' `provider/pkg/provider/helm_release.go`, read at the
+repository's master of 2026-07-01 (94977969, after v4.32.0; the stored mirror has no v4.34
+tag, the SDK pin is 4.34.2: a later change to this resolution would not show here), checked
+2026-11-25:
+- `chartPathOptionsFromRelease` / `resolveChartName`: with `repositoryOpts`, an OCI `chart`
+  (`oci://...`) ignores the repo; a `repo` that parses as a URL becomes the classic
+  repository URL (whatever its scheme); any other `repo` is a local alias, `repo/chart`.
+- `locateChart`: without a repository URL, an existing local path is used (a directory needs
+  a Chart.yaml); an absolute or `.`-relative path that does not exist fails; an OCI `chart` is
+  pulled from the registry (`registry.IsOCI`); with a repository URL, Helm's
+  `repo.FindChartInAuthAndTLSAndPassRepoURL` downloads `<repo>/index.yaml` with the getter of
+  the URL's scheme. An `oci://` repo there asks a registry for an index it does not serve
+  ("not a valid chart repository"): Kueue's release had exactly this form.
+- A name with no repository URL that is neither local nor OCI is looked up in the Helm
+  repositories file of the machine running Pulumi (`helm repo add`): nothing in the stack
+  makes that true in CI or on a colleague's laptop, so it is refused too.
+Versions: an OCI or repository chart without `version` floats to whatever is newest at
+apply time (and `devel` widens it to pre-releases); charts are pinned here (versions.py).
+"""
+
+from __future__ import annotations
+
+import pathlib
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlparse
+
+from trainforge.plan.checks import CheckResult, Finding, PlanContext, Section
+from trainforge.plan.runner import UNKNOWN
+
+RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
+RULE = "HELM_CHART_UNRESOLVABLE"
+PIN_RULE = "HELM_CHART_UNPINNED"
+RULES = {
+    RULE: "give an OCI chart whole in `chart` (chart='oci://registry/path/name', no "
+    "repository_opts), a classic repository as repository_opts.repo='https://...' with the "
+    "chart's name, or a local chart directory that exists",
+    PIN_RULE: "pin the chart's `version` (trainforge.platform.versions) and leave `devel` off",
+}
+# Schemes Helm has a built-in getter for (helm.sh/helm/v3/pkg/getter.All: http/https and oci);
+# any other scheme needs a Helm plugin on the deployer's machine.
+_HTTP = ("http", "https")
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """How the provider finds one release's chart: `how` is local | oci | repository; `where`
+    the path, OCI reference or index URL; `error` why it cannot (empty when it can)."""
+
+    how: str
+    where: str
+    error: str = ""
+
+
+def resolve(
+    chart: str, repo: str | None, root: pathlib.Path | None = None, has_repo_opts: bool = False
+) -> Resolution:
+    """Replay pulumi-kubernetes' chart resolution for a Release's `chart` and
+    `repositoryOpts.repo` (`has_repo_opts`: the mapping was given, even empty)."""
+    name = chart.strip()
+    repo_url = ""
+    if has_repo_opts:
+        if name.startswith("oci://"):
+            pass  # resolveChartName: the OCI chart wins, the repo is ignored
+        elif repo and _is_request_uri(repo):
+            repo_url = repo
+        elif repo and "/" not in name:
+            name = f"{repo}/{name}"  # a local repository alias
+    if repo_url:
+        scheme = urlparse(repo_url).scheme
+        if scheme == "oci":
+            return Resolution(
+                "repository",
+                f"{repo_url.rstrip('/')}/index.yaml",
+                f"repository_opts.repo {repo_url!r} is an OCI registry, but a repo is fetched "
+                "as a classic Helm repository (<repo>/index.yaml), which a registry does not "
+                f"serve: give chart='{repo_url.rstrip('/')}/{name}' with no repository_opts",
+            )
+        if scheme not in _HTTP:
+            return Resolution(
+                "repository",
+                repo_url,
+                f"repository_opts.repo {repo_url!r}: Helm has no getter for scheme "
+                f"{scheme!r} (only http, https and oci: without a plugin it cannot download)",
+            )
+        if "/" in name or name.startswith("."):
+            return Resolution(
+                "repository",
+                repo_url,
+                f"chart {name!r} with repository_opts.repo: the chart must be the chart's "
+                "name as the repository's index.yaml lists it",
+            )
+        return Resolution("repository", f"{repo_url.rstrip('/')}/index.yaml#{name}")
+    if name.startswith("oci://"):
+        ref = name[len("oci://") :]
+        if "/" not in ref.strip("/"):
+            return Resolution("oci", name, f"chart {name!r}: an OCI reference needs a path")
+        return Resolution("oci", name)
+    parsed = urlparse(name)
+    if parsed.scheme in _HTTP:
+        return Resolution("url", name)  # a chart archive's URL, downloaded as is
+    path = pathlib.Path(name)
+    if not path.is_absolute() and root is not None:
+        path = root / path
+    if path.is_file() or (path.is_dir() and (path / "Chart.yaml").is_file()):
+        return Resolution("local", str(path))
+    if pathlib.Path(name).is_absolute() or name.startswith("."):
+        return Resolution("local", name, f"chart path {name!r} not found (no Chart.yaml there)")
+    return Resolution(
+        "alias",
+        name,
+        f"chart {name!r} is neither an OCI reference, nor a chart in a repository URL, nor "
+        "a local path: Helm would look it up in the deployer's own repositories file "
+        "(`helm repo add`), which no stack sets up",
+    )
+
+
+def _is_request_uri(value: str) -> bool:
+    """Go's url.ParseRequestURI accepts an absolute URI (scheme + something) or an absolute
+    path; both make the provider treat the repo as a repository URL."""
+    parsed = urlparse(value)
+    return bool(parsed.scheme and (parsed.netloc or parsed.path)) or value.startswith("/")
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def check(ctx: PlanContext) -> CheckResult:
+    findings: list[Finding] = []
+    lines: list[str] = []
+    data: list[dict[str, Any]] = []
+    for rel in ctx.resources_of(RELEASE_TYPE):
+        inputs = rel.inputs
+        chart, version = _text(inputs.get("chart")), _text(inputs.get("version"))
+        opts = inputs.get("repositoryOpts")
+        repo = _text(opts.get("repo")) if isinstance(opts, dict) else None
+        if chart is None or chart == UNKNOWN or repo == UNKNOWN:
+            lines.append(f"{rel.name}: chart known only at apply time (not checked)")
+            data.append({"release": rel.name, "how": "unknown"})
+            continue
+        res = resolve(chart, repo, ctx.root, isinstance(opts, dict))
+        problems = [(RULE, res.error)] if res.error else []
+        if res.how in ("oci", "repository", "url", "alias") and not version:
+            problems.append((PIN_RULE, f"chart {chart!r} has no version: it floats to the newest"))
+        if inputs.get("devel") is True:
+            problems.append((PIN_RULE, f"chart {chart!r} sets devel: pre-releases may install"))
+        for rule, message in problems:
+            findings.append(
+                Finding(
+                    resource=rel.urn,
+                    rule=rule,
+                    message=f"Helm release {rel.name}: {message}",
+                    fix=RULES[rule],
+                    urn=rel.urn,
+                    names=frozenset({rel.name}),
+                )
+            )
+        at = f"@{version}" if version else " (no version)"
+        verdict = "cannot resolve" if res.error else "resolves"
+        lines.append(f"{rel.name}: {res.how} {res.where}{at} -> {verdict}")
+        data.append(
+            {
+                "release": rel.name,
+                "how": res.how,
+                "where": res.where,
+                "version": version,
+                "error": res.error or None,
+            }
+        )
+    if not lines:
+        return CheckResult(findings)
+    return CheckResult(
+        findings, [Section("Helm charts (as pulumi-kubernetes resolves them)", lines, data)]
+    )

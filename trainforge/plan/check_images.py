@@ -1,0 +1,143 @@
+"""Plan check: every job's image, what it carries, and whether its features can work there.
+
+Why: "MLflow: on, S3 mirror: on, EFA: 32 interfaces" in a plan means nothing if the job's
+image has no mlflow, no boto3 or no aws-ofi-nccl: the job starts and the feature does nothing.
+This check prints, per job, the image, its facts with their source
+(trainforge.jobs.image_facts) and the state each feature will be in at run time, in the words
+the runtime's first log lines use (trainforge.training.selfcheck). A feature that is on and
+cannot work is a finding (TRAINFORGE_IMAGE_PIECE, waivable with a reason); jobs with declared
+image facts are refused earlier, at resolve time. It also lists the runtime image builds with
+the base each pulls (through the cache), and flags a build whose base comes from Docker Hub
+without credentials (TRAINFORGE_DOCKER_HUB, like the pod rule of the same id).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainforge.jobs import dockerfile
+from trainforge.jobs.entrypoint import mirrors_to_s3
+from trainforge.jobs.image_facts import UNKNOWN, ImageFacts, missing_pieces
+from trainforge.plan.checks import CheckResult, Finding, PlanContext, Section
+from trainforge.platform import image_routes, versions
+
+RULES = {
+    "TRAINFORGE_IMAGE_PIECE": (
+        "run the job on the trainforge runtime image (leave image unset), build yours FROM it "
+        "(docs/images.md), or turn the feature off"
+    ),
+}
+BUILD_TYPE = "docker-build:index:Image"
+
+
+def _features(job: Any, target: Any, facts: ImageFacts) -> list[str]:
+    """What the runtime will say about MLflow, the S3 mirror and NCCL's network."""
+
+    def has(piece: Any) -> str:
+        return "yes" if piece not in (None, False) else ("no" if piece is False else "unknown")
+
+    out = []
+    if target.mlflow_tracking_uri is None:
+        out.append("MLflow: off (the platform runs no MLflow)")
+    elif facts.mlflow is False:
+        out.append("MLflow: off (mlflow not installed) <- the platform runs MLflow")
+    else:
+        out.append(f"MLflow: on (mlflow in image: {has(facts.mlflow)})")
+    if mirrors_to_s3(job, target):
+        state = "on" if facts.boto3 is not False else "off (boto3 not installed)"
+        out.append(f"S3 mirror: {state} (boto3 in image: {has(facts.boto3)})")
+    else:
+        out.append("S3 mirror: off (checkpoint.s3Mirror, or no checkpoint bucket)")
+    if job.efa:
+        ok = facts.libfabric is not False and facts.aws_ofi_nccl is not False
+        net = "AWS Libfabric" if ok else "Socket (no aws-ofi-nccl/libfabric in the image)"
+        out.append(f"NCCL net: {net} over {target.pool.efa_interfaces} EFA interface(s)")
+    elif job.gpus_per_worker:
+        out.append("NCCL net: Socket (no EFA on this pool/job)")
+    return out
+
+
+def _build_lines(ctx: PlanContext) -> tuple[list[str], list[Finding]]:
+    lines: list[str] = []
+    findings: list[Finding] = []
+    builds = ctx.resources_of(BUILD_TYPE)
+    if not builds:
+        return lines, findings
+    df = dockerfile.parse(dockerfile.ROOT / dockerfile.DOCKERFILE)
+    for r in builds:
+        target = r.inputs.get("target") or ""
+        args = {k: v for k, v in (r.inputs.get("buildArgs") or {}).items() if isinstance(v, str)}
+        base = df.base(target, args)
+        tags = r.inputs.get("tags") or []
+        lines.append(f"  build {target}: FROM {base} -> {', '.join(map(str, tags))}")
+        if image_routes.is_docker_hub(base):
+            findings.append(
+                Finding(
+                    resource=r.name,
+                    rule="TRAINFORGE_DOCKER_HUB",
+                    message=f"build {target} pulls its base {base} from Docker Hub without "
+                    "credentials",
+                    fix="set trainforge:images.dockerHubCredentialArn (the build then pulls "
+                    "through the cache's docker-hub rule)",
+                    urn=r.urn,
+                )
+            )
+    return lines, findings
+
+
+def check(ctx: PlanContext) -> CheckResult:
+    result = CheckResult()
+    declared = ctx.declared
+    if declared is None:
+        return result
+    lines: list[str] = []
+    data: list[dict[str, Any]] = []
+    for dj in declared.jobs:
+        job, target = dj.spec, dj.target
+        facts = job.image_facts if job.image_facts is not None else UNKNOWN
+        if job.image_facts is None:
+            from trainforge.jobs.image_facts import facts_for  # noqa: PLC0415
+
+            facts = facts_for(job.image or versions.PYTORCH_IMAGE, None)
+        name = f"{target.namespace}/{job.name}"
+        feats = _features(job, target, facts)
+        lines += [
+            f"  {name}: {job.image or '(pool default)'}",
+            f"    facts: {facts.describe()}",
+            f"    from: {facts.source}",
+            f"    {'; '.join(feats)}",
+        ]
+        data.append({"job": name, "image": job.image, "facts": facts.as_dict(), "features": feats})
+        for miss in missing_pieces(
+            facts,
+            mlflow=target.mlflow_tracking_uri is not None,
+            s3_mirror=mirrors_to_s3(job, target),
+            efa=bool(job.efa),
+            where=name,
+        ):
+            result.findings.append(
+                Finding(
+                    resource=dj.resource_name or job.name,
+                    rule="TRAINFORGE_IMAGE_PIECE",
+                    message=f"{name}: {miss.message(job.image or 'the stock PyTorch image')}",
+                    fix=miss.fix,
+                    names=frozenset({job.name, name, dj.resource_name}),
+                )
+            )
+    build_lines, build_findings = _build_lines(ctx)
+    result.findings += build_findings
+    routes = getattr(declared, "image_routes", None)
+    cache = (
+        f"  pull-through cache {routes.registry}: rules {', '.join(sorted(routes.prefixes))}"
+        if routes is not None
+        else "  pull-through cache: off (images pulled from their registries)"
+    )
+    if lines or build_lines:
+        result.sections.append(
+            Section(
+                "Images (what each job's image carries; docs/images.md)",
+                [cache, *build_lines, *lines],
+                data,
+            )
+        )
+    return result

@@ -1,0 +1,270 @@
+"""Plan check: each object is created after the resources that make its kind and namespace exist.
+
+Why: Pulumi creates resources in parallel unless one waits for another. On the first `up` a
+PodMonitor created before the monitoring release has installed its CRD fails with "no matches
+for kind PodMonitor", and an object created before its Namespace fails with "namespace not
+found"; on a stack that already exists both pass, so only a fresh stack (a new region, a DR
+rebuild, CI's first run) finds them. This check replays the order the engine will follow.
+
+What counts as "waits for" is what the Python SDK makes the engine wait for, as the plan's
+runner records it (`Recorded.options["dependencies"]`: every URN the SDK awaited before
+registering a resource -- its depends_on, with a component expanded to its children, and
+the resources its inputs came from -- and `parent`: a child is registered only once its
+parent's URN resolved, which for a parent with depends_on is after those exist). The check
+follows both, transitively.
+
+Who installs a CRD: a CustomResourceDefinition object in the plan (its spec.group), or a Helm
+release / kustomize directory whose chart is known to ship that API group's CRDs (`INSTALLS`,
+with where each chart keeps them). An object of a kind that nothing in the stack installs is
+listed (the cluster must already have it: e.g. `monitoring.mode: external`), not refused;
+so is a namespace nothing in the stack creates.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+from typing import Any
+
+from trainforge.plan.checks import CheckResult, Finding, PlanContext, Section
+from trainforge.plan.runner import UNKNOWN
+
+CRD_RULE = "ORDER_CRD_BEFORE_OBJECT"
+NAMESPACE_RULE = "ORDER_NAMESPACE_BEFORE_OBJECT"
+RULES = {
+    CRD_RULE: "make the object depend on the resource that installs its CRD (depends_on the "
+    "release, or a parent component that does)",
+    NAMESPACE_RULE: "take the namespace from the Namespace resource's output "
+    "(metadata.name) or depend on it, or on the release that creates it",
+}
+RELEASE = "kubernetes:helm.sh/v3:Release"
+CHART_V4 = "kubernetes:helm.sh/v4:Chart"  # the Trainer's chart (trainforge.platform.trainer)
+KUSTOMIZE = "kubernetes:kustomize/v2:Directory"
+NAMESPACE = "kubernetes:core/v1:Namespace"
+CRD = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
+
+# API groups served by the API server itself (no CRD needed).
+BUILTIN_GROUPS = frozenset(
+    {
+        "",
+        "admissionregistration.k8s.io",
+        "apiextensions.k8s.io",
+        "apiregistration.k8s.io",
+        "apps",
+        "authentication.k8s.io",
+        "authorization.k8s.io",
+        "autoscaling",
+        "batch",
+        "certificates.k8s.io",
+        "coordination.k8s.io",
+        "discovery.k8s.io",
+        "events.k8s.io",
+        "flowcontrol.apiserver.k8s.io",
+        "networking.k8s.io",
+        "node.k8s.io",
+        "policy",
+        "rbac.authorization.k8s.io",
+        "resource.k8s.io",
+        "scheduling.k8s.io",
+        "storage.k8s.io",
+    }
+)
+BUILTIN_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
+
+# chart (last path segment of its reference) or kustomize directory marker -> API groups whose
+# CRDs it installs. Sources (read at the pinned versions in trainforge.platform.versions):
+# karpenter and karpenter-crd 1.x ship crds/ (karpenter.sh, karpenter.k8s.aws);
+# kube-prometheus-stack bundles the crds subchart (monitoring.coreos.com); kueue 0.19 renders
+# its CRDs from templates/crd; kubeflow-trainer 2.3 renders trainer.kubeflow.org and bundles
+# JobSet's chart (jobset.x-k8s.io); the training operator's chart and its kustomize overlay
+# (manifests/overlays/standalone) carry kubeflow.org.
+INSTALLS: dict[str, tuple[str, ...]] = {
+    "karpenter": ("karpenter.sh", "karpenter.k8s.aws"),
+    "karpenter-crd": ("karpenter.sh", "karpenter.k8s.aws"),
+    "kube-prometheus-stack": ("monitoring.coreos.com",),
+    "kueue": ("kueue.x-k8s.io",),
+    "kubeflow-trainer": ("trainer.kubeflow.org", "jobset.x-k8s.io"),
+    "training-operator": ("kubeflow.org",),
+}
+# kustomize directory (a substring of its URL or path) -> API groups whose CRDs it installs:
+# the training operator v1.9's standalone overlay (kubeflow/trainer, formerly
+# kubeflow/training-operator, manifests/overlays/standalone at tag v1.9.x; manifests/base/crds).
+KUSTOMIZE_INSTALLS: dict[str, tuple[str, ...]] = {
+    "kubeflow/trainer//manifests/overlays/standalone": ("kubeflow.org",),
+    "kubeflow/training-operator": ("kubeflow.org",),
+}
+
+
+def _group(api_version: str) -> str:
+    return api_version.split("/", 1)[0] if "/" in api_version else ""
+
+
+def _installed_groups(res: Any) -> tuple[str, ...]:
+    if res.type == CRD:
+        group = (res.inputs.get("spec") or {}).get("group")
+        return (group,) if isinstance(group, str) else ()
+    if res.type in (RELEASE, CHART_V4):
+        chart = res.inputs.get("chart")
+        if isinstance(chart, str):
+            return INSTALLS.get(chart.rstrip("/").rsplit("/", 1)[-1], ())
+    if res.type == KUSTOMIZE:
+        directory = str(res.inputs.get("directory") or "")
+        for marker, groups in KUSTOMIZE_INSTALLS.items():
+            if marker in directory:
+                return groups
+    return ()
+
+
+def installers(resources: Iterable[Any]) -> dict[str, list[str]]:
+    """API group -> URNs of the resources in the plan that install its CRDs."""
+    out: dict[str, list[str]] = {}
+    for res in resources:
+        for group in _installed_groups(res):
+            out.setdefault(group, []).append(res.urn)
+    return out
+
+
+class Order:
+    """What each resource is created after: its recorded dependencies and parents, closed."""
+
+    def __init__(self, resources: Iterable[Any]) -> None:
+        self._by_urn = {r.urn: r for r in resources}
+        self._cache: dict[str, frozenset[str]] = {}
+
+    def after(self, urn: str) -> frozenset[str]:
+        if urn in self._cache:
+            return self._cache[urn]
+        seen: set[str] = set()
+        todo = deque(self._edges(urn))
+        while todo:
+            u = todo.popleft()
+            if u in seen:
+                continue
+            seen.add(u)
+            todo.extend(self._edges(u))
+        self._cache[urn] = frozenset(seen)
+        return self._cache[urn]
+
+    def _edges(self, urn: str) -> list[str]:
+        res = self._by_urn.get(urn)
+        if res is None:
+            return []
+        out = list(res.options.get("dependencies") or [])
+        if res.parent:
+            out.append(res.parent)
+        return out
+
+
+def _namespace_makers(resources: list[Any]) -> dict[str, list[str]]:
+    """namespace name -> URNs that create it (a Namespace object, a release that creates it)."""
+    out: dict[str, list[str]] = {}
+    for res in resources:
+        if res.type == NAMESPACE:
+            name = (res.inputs.get("metadata") or {}).get("name")
+            if isinstance(name, str) and name != UNKNOWN:
+                out.setdefault(name, []).append(res.urn)
+        elif res.type == RELEASE and res.inputs.get("createNamespace") is True:
+            ns = res.inputs.get("namespace")
+            if isinstance(ns, str):
+                out.setdefault(ns, []).append(res.urn)
+    return out
+
+
+def _namespace_of(res: Any) -> tuple[str | None, str]:
+    """The namespace an object (or a release) is created in, and the input it comes from."""
+    if res.type == RELEASE:
+        return res.inputs.get("namespace"), "namespace"
+    return (res.inputs.get("metadata") or {}).get("namespace"), "metadata"
+
+
+def _short(urn: str) -> str:
+    return urn.rsplit("::", 1)[-1]
+
+
+def check(ctx: PlanContext) -> CheckResult:
+    resources = list(ctx.inventory.resources)
+    by_urn = {r.urn: r for r in resources}
+    order = Order(resources)
+    crd_makers = installers(resources)
+    ns_makers = _namespace_makers(resources)
+    findings: list[Finding] = []
+    lines: list[str] = []
+    assumed: dict[str, set[str]] = {}
+    foreign_ns: set[str] = set()
+    checked = 0
+
+    def refuse(res: Any, rule: str, message: str) -> None:
+        findings.append(
+            Finding(
+                resource=res.urn,
+                rule=rule,
+                message=message,
+                fix=RULES[rule],
+                urn=res.urn,
+                names=frozenset({res.name}),
+            )
+        )
+
+    for obj in ctx.objects:
+        res = by_urn.get(obj.urn)
+        if res is None:
+            continue
+        checked += 1
+        api = str(obj.doc.get("apiVersion") or "")
+        group = _group(api)
+        if group not in BUILTIN_GROUPS:
+            makers = crd_makers.get(group, [])
+            if not makers:
+                assumed.setdefault(group, set()).add(obj.kind)
+            elif not set(makers) & order.after(res.urn):
+                refuse(
+                    res,
+                    CRD_RULE,
+                    f"{obj.kind} {res.name} may be created before its CRD ({group}): it does "
+                    f"not wait for {', '.join(_short(m) for m in makers)}, which installs it",
+                )
+    for res in resources:
+        if res.type != RELEASE and not any(o.urn == res.urn for o in ctx.objects):
+            continue
+        ns, prop = _namespace_of(res)
+        if not isinstance(ns, str) or ns in BUILTIN_NAMESPACES:
+            continue
+        if res.type == RELEASE and res.inputs.get("createNamespace") is True:
+            continue
+        after = order.after(res.urn)
+        if ns == UNKNOWN:
+            deps = res.dependencies.get(prop, [])
+            if not any(by_urn.get(d) is not None and by_urn[d].type == NAMESPACE for d in deps):
+                lines.append(f"{res.name}: namespace unknown at preview (not checked)")
+            continue
+        makers = [m for m in ns_makers.get(ns, []) if m != res.urn]
+        if not makers:
+            foreign_ns.add(ns)
+        elif not set(makers) & after:
+            refuse(
+                res,
+                NAMESPACE_RULE,
+                f"{res.name} may be created before namespace {ns!r}: it does not wait for "
+                f"{', '.join(_short(m) for m in makers)}",
+            )
+    lines.insert(
+        0,
+        f"{checked} objects checked: each waits for its CRD's installer and its namespace"
+        + (f"; {len(findings)} do not" if findings else ""),
+    )
+    for group, kinds in sorted(assumed.items()):
+        lines.append(
+            f"{', '.join(sorted(kinds))} ({group}): no resource in this stack installs the CRD; "
+            "the cluster must already have it"
+        )
+    if foreign_ns:
+        lines.append(
+            f"namespaces {', '.join(sorted(foreign_ns))}: nothing in this stack creates them; "
+            "the cluster must already have them"
+        )
+    data = {
+        "installers": {g: [_short(u) for u in us] for g, us in sorted(crd_makers.items())},
+        "assumed": {g: sorted(k) for g, k in sorted(assumed.items())},
+        "namespaces_assumed": sorted(foreign_ns),
+    }
+    return CheckResult(findings, [Section("Creation order (CRDs and namespaces)", lines, data)])

@@ -1,0 +1,155 @@
+"""Plan check: the checkpoint state of every training job, recorded so a diff can judge resume.
+
+A plan cannot know on its own whether a job will resume: that needs the state the *running*
+job wrote. So this check records, per job, what decides it (ckpt_compat): the bundled
+runtime's flags and state layout (DCP keys, shapes, dtypes built on the meta device), the
+world size, checkpoint directory and resume mode; for own code, the value of its declared
+state fingerprint. `trainforge plan --diff` compares these with the base's (from the base
+plan's folder, or rebuilt from the deployed objects) and reports *cannot resume* as the
+finding TF_CKPT_CANNOT_RESUME, which needs a decision.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import pathlib
+import sys
+from typing import Any
+
+from trainforge.plan import ckpt_compat as CC
+from trainforge.plan.checks import CheckResult, Finding, PlanContext, Section
+from trainforge.plan.job_diff import resume_record
+from trainforge.plan.job_view import job_views
+
+TITLE = "Checkpoint state (what a replacement resumes from)"
+RULE = "TF_CKPT_CANNOT_RESUME"
+RULES = {
+    RULE: "decide: rename the job (a fresh run in a new checkpoint directory), set "
+    "checkpoint.dir to a new directory, set checkpoint.resume: never (every start, restarts "
+    "included, begins at step 0), or waive TF_CKPT_CANNOT_RESUME for the job with the reason"
+}
+
+
+def digest(layout: CC.Layout) -> str:
+    text = json.dumps(layout.to_json()["tensors"], sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def call_fingerprint(root: pathlib.Path | None, spec: Any) -> tuple[Any, str | None]:
+    """(value, error) of a job's declared `checkpoint.fingerprint` for its own arguments."""
+    source = spec.checkpoint.fingerprint
+    ep = spec.entrypoint
+    base = root or pathlib.Path.cwd()
+    code_dir = ep.code_dir or (str(pathlib.PurePosixPath(ep.script).parent) if ep.script else ".")
+    folder = str((base / code_dir).resolve())
+    mod_name, _, fn_name = source.partition(":")
+    sys.path.insert(0, folder)
+    try:
+        sys.modules.pop(mod_name, None)
+        fn = getattr(importlib.import_module(mod_name), fn_name)
+        value = fn(list(ep.args))
+        return json.loads(json.dumps(value, default=str)), None
+    except Exception as e:  # noqa: BLE001 - the user's code: reported, never raised
+        return None, f"{source} in {code_dir} failed: {type(e).__name__}: {e}"
+    finally:
+        sys.path.remove(folder)
+        sys.modules.pop(mod_name, None)
+
+
+def job_state(view: Any, data: dict[str, Any] | None = None) -> CC.JobState:
+    """A diff side's JobState; `data` (this check's record) supplies a precomputed layout and
+    an own-code fingerprint."""
+    data = data or {}
+    layout = CC.Layout.from_json(data["layout"]) if data.get("layout") else None
+    return CC.JobState(
+        ident=view.ident,
+        args=view.runtime_args,
+        world_size=view.world_size,
+        checkpoint_dir=view.checkpoint_dir,
+        resume=view.resume,
+        fingerprint=data.get("fingerprint"),
+        fingerprint_source=data.get("fingerprintSource"),
+        layout=layout,
+    )
+
+
+def check(ctx: PlanContext) -> CheckResult:
+    views = job_views({o.ident: o.doc for o in ctx.objects})
+    if not views:
+        return CheckResult()
+    declared = {}
+    if ctx.declared is not None:
+        declared = {(dj.target.namespace, dj.spec.name): dj.spec for dj in ctx.declared.jobs}
+    lines: list[str] = []
+    data: list[dict[str, Any]] = []
+    layouts: dict[str, Any] = {}  # digest -> layout: jobs of one shape share one entry
+    digests: dict[int, str] = {}  # id(layout) -> digest (state_layout caches by config)
+    for ident, v in sorted(views.items()):
+        rec: dict[str, Any] = {"ident": ident, "checkpointDir": v.checkpoint_dir}
+        args = v.runtime_args
+        if args is not None:
+            try:
+                layout = CC.layout_for_args(args)
+            except CC.LayoutError as e:
+                lines.append(f"{ident}: no state layout ({e})")
+                rec["error"] = str(e)
+            else:
+                if id(layout) not in digests:
+                    digests[id(layout)] = digest(layout)
+                    layouts[digests[id(layout)]] = layout.to_json()
+                n_model = sum(1 for k in layout.tensors if k.startswith("model."))
+                lines.append(
+                    f"{ident}: {len(layout.tensors)} tensors ({n_model} model, "
+                    f"{len(layout.tensors) - n_model} optimizer), layout {digests[id(layout)]}, "
+                    f"in {v.checkpoint_dir or 'no checkpoint directory'}"
+                )
+                rec["digest"] = digests[id(layout)]
+        else:
+            spec = declared.get((v.namespace, v.name))
+            source = spec.checkpoint.fingerprint if spec is not None else None
+            if source:
+                value, err = call_fingerprint(ctx.root, spec)
+                rec["fingerprintSource"] = source
+                if err:
+                    lines.append(f"{ident}: own code; state fingerprint {err}")
+                    rec["error"] = err
+                else:
+                    rec["fingerprint"] = value
+                    text = json.dumps(value, sort_keys=True)
+                    lines.append(
+                        f"{ident}: own code; state fingerprint {source} = "
+                        f"{hashlib.sha256(text.encode()).hexdigest()[:12]}"
+                    )
+            else:
+                lines.append(
+                    f"{ident}: own code without a state fingerprint: a replacement's resume is "
+                    "not checked (checkpoint.fingerprint: module:function)"
+                )
+        data.append(rec)
+    return CheckResult(sections=[Section(TITLE, lines, {"jobs": data, "layouts": layouts})])
+
+
+def diff_check(ctx: Any) -> CheckResult:
+    """For every job the diff replaces: will the new one resume from the old one's
+    checkpoints? (review.DiffContext in, TF_CKPT_CANNOT_RESUME findings out)."""
+    findings = []
+    for ident, ch in ctx.jobs.items():
+        if ch.what != "replaced" or ch.old is None or ch.new is None:
+            continue
+        old = job_state(ch.old, resume_record(ctx.base.sections, ch.old.ident))
+        new = job_state(ch.new, resume_record(ctx.head.sections, ident))
+        ch.compat = CC.classify(old, new)
+        if ch.compat.blocking:
+            findings.append(
+                Finding(
+                    ident,
+                    RULE,
+                    f"replaced, and the new job {ch.compat.verdict} from "
+                    f"{new.checkpoint_dir}: {ch.compat.detail}",
+                    RULES[RULE],
+                    names=frozenset({ident, ch.new.name}),
+                )
+            )
+    return CheckResult(findings=findings)

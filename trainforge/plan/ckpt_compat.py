@@ -1,0 +1,364 @@
+"""Will a replaced job resume from its checkpoints? Decided at preview, from the state layout.
+
+A job whose spec changes is replaced (delete, then create); the new pods resume from the
+newest checkpoint in the same `--checkpoint-dir`. Whether that works is a property of the
+*state layout*: the DCP keys (sharding-independent fully qualified names), shapes and dtypes
+of the model and optimizer state the runtime saves and loads. For the bundled models this
+module builds that state for real, on the meta device (no weights, no memory): the runtime's
+own `build_model`, `build_optimizer` and `build_scheduler`, one optimizer step on empty
+gradients so AdamW's lazy state exists, then `get_state_dict` flattened the way DCP flattens
+it. Two layouts that differ in any tensor mean `dcp.load` fails (`Size mismatch`, `Missing
+key`) and the job exits with a permanent config error at once: *cannot resume*.
+
+Equal layouts resume, but what the runtime restores is not the whole configuration
+(checkpoint.py, loop.py, data.py):
+
+* the optimizer's param groups (lr, weight decay, betas, eps) and the LR scheduler's
+  `base_lrs` come from the checkpoint: a changed `--lr`/`--weight-decay` is NOT applied to a
+  resumed run (a caveat, shown);
+* the LR schedule's shape (warmup, cosine to `--steps`) is recomputed from the new flags at
+  the restored step: a changed `--steps`/`--warmup-steps` re-spans it (a reset);
+* the data order is a pure function of (seed, dataset, global batch) and the step: a changed
+  global batch, seed or dataset means step s reads other samples (a reset);
+* RNG streams are per rank: ranks beyond the old world size start from their seed.
+
+Own code: the job may name a fingerprint function (`checkpoint.fingerprint: module:function`,
+imported from the job's code directory, called with the job's arguments) that returns its
+state layout as a JSON-able mapping; without one the verdict is "resume not checked".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from dataclasses import dataclass, field
+from typing import Any
+
+RUNTIME_MODULE = "trainforge.training"
+RESUMES, RESETS, CANNOT, NOT_CHECKED, FRESH = (
+    "resumes",
+    "resumes with a reset",
+    "cannot resume",
+    "resume not checked",
+    "starts fresh",
+)
+MAX_NAMED = 3  # differing tensors named in a verdict
+
+
+class LayoutError(ValueError):
+    """The runtime flags of a job cannot be turned into a state layout."""
+
+
+def runtime_args(command: list[str]) -> list[str] | None:
+    """The bundled runtime's flags in a container command (`... -m trainforge.training ARGS`),
+    or None when the command runs something else (own code)."""
+    for i, tok in enumerate(command):
+        if tok == RUNTIME_MODULE and i > 0 and command[i - 1] == "-m":
+            return list(command[i + 1 :])
+    return None
+
+
+def flag_map(argv: list[str]) -> dict[str, str]:
+    """`--flag value`, `--flag=value` and bare `--switch` as {flag: value} ("" for switches);
+    anything else by position (`arg[N]`), so that a diff speaks in flag names."""
+    out: dict[str, str] = {}
+    i = 0
+    pos = 0
+    while i < len(argv):
+        tok = str(argv[i])
+        if tok.startswith("--"):
+            name, eq, value = tok.partition("=")
+            if eq:
+                out[name] = value
+            elif i + 1 < len(argv) and not str(argv[i + 1]).startswith("--"):
+                out[name] = str(argv[i + 1])
+                i += 1
+            else:
+                out[name] = ""
+        else:
+            out[f"arg[{pos}]"] = tok
+            pos += 1
+        i += 1
+    return out
+
+
+def parse_runtime(args: list[str]) -> Any:
+    """The runtime's TrainConfig for these flags (its own parser; no files are checked)."""
+    from trainforge.training.config import (
+        ConfigError,
+        build_parser,
+        check_values,
+        config_from_namespace,
+    )
+
+    parser = build_parser()
+    try:
+        ns, _unknown = parser.parse_known_args(args)
+    except SystemExit:
+        raise LayoutError(f"the runtime rejects its flags {' '.join(args)}") from None
+    try:
+        return check_values(config_from_namespace(ns))
+    except ConfigError as e:
+        raise LayoutError(str(e)) from None
+
+
+@dataclass(frozen=True)
+class Layout:
+    """DCP key -> (shape, dtype) of every tensor saved, and the optimizer settings restored."""
+
+    tensors: dict[str, tuple[tuple[int, ...], str]]
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "tensors": {k: [list(s), d] for k, (s, d) in self.tensors.items()},
+            "settings": self.settings,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Layout:
+        tensors = {k: (tuple(v[0]), str(v[1])) for k, v in (data.get("tensors") or {}).items()}
+        return cls(tensors, dict(data.get("settings") or {}))
+
+
+@functools.lru_cache(maxsize=64)
+def state_layout(cfg: Any) -> Layout:
+    """The state the runtime checkpoints for this TrainConfig, built on the meta device with
+    the runtime's own model, optimizer and scheduler builders."""
+    import torch
+
+    from trainforge.training.loop import build_optimizer, build_scheduler
+    from trainforge.training.models import build_model
+    from trainforge.training.state_layout import layout
+
+    with torch.device("meta"):
+        model = build_model(cfg)
+    optimizer = build_optimizer(model, cfg, torch.device("cpu"))
+    build_scheduler(optimizer, cfg)  # sets initial_lr in the param groups, as the runtime does
+    tensors, settings = layout(model, optimizer)
+    return Layout(tensors, settings)
+
+
+# The TrainConfig fields the saved state depends on (model shape; the optimizer settings its
+# param groups carry). Everything else (run name, directories, steps...) is left at its default
+# so that jobs of one shape share one cached layout: a 24-layer model takes ~0.5 s to build.
+LAYOUT_FIELDS = (
+    "model",
+    "layers",
+    "d_model",
+    "heads",
+    "seq_len",
+    "vocab_size",
+    "lr",
+    "weight_decay",
+)
+
+
+def layout_key(cfg: Any) -> Any:
+    from trainforge.training.config import TrainConfig
+
+    return TrainConfig(**{f: getattr(cfg, f) for f in LAYOUT_FIELDS})
+
+
+def layout_for_args(args: list[str]) -> Layout:
+    return state_layout(layout_key(parse_runtime(args)))
+
+
+# ------------------------------------------------------------------------------ classification
+
+
+@dataclass
+class JobState:
+    """What decides a resume, for one side of the diff."""
+
+    ident: str
+    args: list[str] | None  # bundled runtime flags; None for own code
+    world_size: int | None = None
+    checkpoint_dir: str | None = None
+    resume: str = "auto"
+    fingerprint: Any = None  # own code: its declared fingerprint's value (None = none)
+    fingerprint_source: str | None = None  # e.g. "layout:state_layout"
+    layout: Layout | None = None  # precomputed (from a plan's section)
+
+
+@dataclass
+class Compat:
+    verdict: str
+    detail: str = ""
+    resets: list[str] = field(default_factory=list)
+    caveats: list[str] = field(default_factory=list)
+    differ: list[str] = field(default_factory=list)
+
+    @property
+    def blocking(self) -> bool:
+        return self.verdict == CANNOT
+
+    def line(self) -> str:
+        what = self.verdict
+        if self.resets:
+            what += " (" + "; ".join(self.resets) + ")"
+        if self.detail:
+            what += f": {self.detail}"
+        if self.caveats:
+            what += "; " + "; ".join(self.caveats)
+        return what
+
+    def short(self) -> str:
+        """One phrase for the verdict: the kind, which resets, and that a caveat exists."""
+        what = self.verdict
+        if self.resets:
+            what += " (" + ", ".join(r.split(":", 1)[0] for r in self.resets) + ")"
+        if self.blocking:
+            what += f": {self.differ[0] if self.differ else self.detail}"
+        elif self.detail and self.verdict in (NOT_CHECKED, FRESH):
+            what += f": {self.detail}"
+        if self.caveats:
+            what += "; " + "; ".join(
+                c.split(" is NOT applied")[0] + " NOT applied" for c in self.caveats
+            )
+        return what
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def _tensor_diff(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    out: list[str] = []
+    for key in new:
+        if key not in old:
+            out.append(f"{key} {list(new[key][0])} is not in the checkpoint")
+        elif tuple(old[key][0]) != tuple(new[key][0]):
+            out.append(f"{key} {list(old[key][0])} -> {list(new[key][0])}")
+        elif old[key][1] != new[key][1]:
+            out.append(f"{key} {old[key][1]} -> {new[key][1]}")
+    for key in old:
+        if key not in new:
+            out.append(f"{key} {list(old[key][0])} is in the checkpoint but not in the model")
+    return out
+
+
+def _named(diffs: list[str]) -> str:
+    """The first differing model tensors by name; optimizer state follows its parameter, so
+    it is only counted."""
+    model = [d for d in diffs if d.startswith("model.")] or diffs
+    head = ", ".join(model[:MAX_NAMED])
+    more = len(model) - MAX_NAMED
+    rest = len(diffs) - len(model)
+    tail = f" (+{more} more)" if more > 0 else ""
+    if rest and model is not diffs:
+        tail += f" and {rest} optimizer-state tensors"
+    return head + tail
+
+
+def _global_batch(cfg: Any, world: int | None) -> int | None:
+    if cfg.global_batch_size:
+        return cfg.global_batch_size
+    return cfg.batch_size * world * cfg.grad_accum if world else None
+
+
+def _resets(old_cfg: Any, new_cfg: Any, old: JobState, new: JobState) -> list[str]:
+    out = []
+    if (old_cfg.steps, old_cfg.warmup_steps) != (new_cfg.steps, new_cfg.warmup_steps):
+        what = (
+            f"--steps {old_cfg.steps} -> {new_cfg.steps}"
+            if old_cfg.steps != new_cfg.steps
+            else f"--warmup-steps {old_cfg.warmup_steps} -> {new_cfg.warmup_steps}"
+        )
+        text = f"lr schedule: {what}; warmup and cosine decay are recomputed at the resumed step"
+        if new_cfg.steps < old_cfg.steps:
+            text += f", and a run already past step {new_cfg.steps} stops at once"
+        out.append(text)
+    gb_old, gb_new = _global_batch(old_cfg, old.world_size), _global_batch(new_cfg, new.world_size)
+    data_why = []
+    if gb_old != gb_new:
+        data_why.append(f"global batch {gb_old or '?'} -> {gb_new or '?'}")
+    for attr, flag in (
+        ("seed", "--seed"),
+        ("dataset", "--dataset"),
+        ("data_path", "--data-path"),
+        ("dataset_size", "--dataset-size"),
+    ):
+        if getattr(old_cfg, attr) != getattr(new_cfg, attr):
+            data_why.append(f"{flag} {getattr(old_cfg, attr)} -> {getattr(new_cfg, attr)}")
+    if data_why:
+        out.append(
+            "data order: " + ", ".join(data_why) + "; step s now reads other samples "
+            "(the order is a function of seed, data and global batch)"
+        )
+    if old.world_size and new.world_size and new.world_size > old.world_size:
+        out.append(
+            f"RNG: ranks {old.world_size}-{new.world_size - 1} have no saved stream and start "
+            "from their seed"
+        )
+    return out
+
+
+def _caveats(old_layout: Layout, new_layout: Layout, old_cfg: Any, new_cfg: Any) -> list[str]:
+    changed = sorted(
+        {
+            k.rsplit(".", 1)[-1]
+            for k in new_layout.settings
+            if k in old_layout.settings and old_layout.settings[k] != new_layout.settings[k]
+        }
+    )
+    out = []
+    if {"lr", "initial_lr"} & set(changed):
+        out.append(
+            f"--lr {old_cfg.lr:g} -> {new_cfg.lr:g} is NOT applied to the resumed run: the "
+            f"restored optimizer and LR scheduler keep peak lr {old_cfg.lr:g} (a fresh run uses it)"
+        )
+    if "weight_decay" in changed:
+        out.append(
+            f"--weight-decay {old_cfg.weight_decay:g} -> {new_cfg.weight_decay:g} is NOT applied "
+            "to the resumed run (the optimizer's param groups come from the checkpoint)"
+        )
+    return out
+
+
+def classify(old: JobState, new: JobState) -> Compat:
+    """What happens when `new` replaces `old` and starts in the same checkpoint directory."""
+    if new.resume == "never":
+        return Compat(FRESH, "--resume never: every start, restarts included, begins at step 0")
+    if old.checkpoint_dir and new.checkpoint_dir and old.checkpoint_dir != new.checkpoint_dir:
+        return Compat(FRESH, f"new checkpoint directory {new.checkpoint_dir}")
+    if new.args is None or old.args is None:
+        if new.fingerprint is None:
+            return Compat(
+                NOT_CHECKED,
+                "own code with no state fingerprint (declare checkpoint.fingerprint: "
+                "module:function, docs/checkpointing.md)",
+            )
+        if old.fingerprint is None:
+            return Compat(NOT_CHECKED, "the base has no state fingerprint to compare with")
+        return _compare_fingerprints(old.fingerprint, new.fingerprint, new.fingerprint_source)
+    try:
+        old_cfg, new_cfg = parse_runtime(old.args), parse_runtime(new.args)
+        old_layout = old.layout or state_layout(layout_key(old_cfg))
+        new_layout = new.layout or state_layout(layout_key(new_cfg))
+    except LayoutError as e:
+        return Compat(NOT_CHECKED, f"no state layout: {e}")
+    diffs = _tensor_diff(old_layout.to_json()["tensors"], new_layout.to_json()["tensors"])
+    if diffs:
+        return Compat(
+            CANNOT,
+            f"{_named(diffs)}; the restore fails (a size mismatch or missing key in dcp.load, "
+            "or optimizer param groups that no longer match) and the job stops at once",
+            differ=diffs,
+        )
+    resets = _resets(old_cfg, new_cfg, old, new)
+    return Compat(
+        RESETS if resets else RESUMES,
+        resets=resets,
+        caveats=_caveats(old_layout, new_layout, old_cfg, new_cfg),
+    )
+
+
+def _compare_fingerprints(old: Any, new: Any, source: str | None) -> Compat:
+    by = f" (fingerprint {source})" if source else ""
+    if old == new:
+        return Compat(RESUMES, f"same state fingerprint{by}")
+    if isinstance(old, dict) and isinstance(new, dict):
+        diffs = [f"{k} {old.get(k)!r} -> {new.get(k)!r}" for k in new if old.get(k) != new.get(k)]
+        diffs += [f"{k} is in the checkpoint but not in the new state" for k in old if k not in new]
+        return Compat(CANNOT, f"state fingerprint differs{by}: {_named(diffs)}", differ=diffs)
+    return Compat(CANNOT, f"state fingerprint differs{by}: {old!r} -> {new!r}", differ=[str(new)])

@@ -1,0 +1,315 @@
+"""Data safety: resources that hold data are protected, and a change that would replace or
+delete one is a finding that needs a waiver.
+
+Why: a Pulumi update replaces a resource (create the new one, delete the old) when a property
+the provider cannot update in place changes. For an FSx file system, the checkpoint bucket, a
+KMS key that encrypts them or the MLflow volume, that is the teams' data gone (or, for a key,
+unreadable). Every one of them is declared `protect=True` (a destroy or a replacement stops
+until someone unprotects it on purpose, docs/services.md "Destroying a stack on purpose"); the
+plan checks that, and `trainforge plan --diff BASE` compares the base plan's recorded
+resources with this one's: a data-holding resource whose replace-triggering property changed,
+or that is gone (deleted, renamed or moved to another parent: a URN change is a replacement
+too), is a `TF_DATA_REPLACE` finding, waivable like any rule with a written reason.
+
+Which properties force a replacement (the provider schema's `ForceNew`, as pulumi-aws bridges
+terraform-provider-aws; read 2026-11-25 in internal/service/{fsx,s3,kms}/*.go of
+hashicorp/terraform-provider-aws; for Kubernetes, the API server's immutable fields, which
+pulumi-kubernetes turns into a replacement): see `DATA_HOLDING`. A stored provider source may
+be older than the bridged one: a property that became updatable since would show as a false
+alarm (a finding to waive), never as a silent loss.
+
+A value only the cloud knows (a subnet id at first preview) is compared through the plan's
+recorded dependencies: the URNs the property's value came from (another subnet, another key).
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+from dataclasses import dataclass
+from typing import Any
+
+from trainforge.plan.checks import CheckResult, Finding, PlanContext, Section
+
+UNPROTECTED = "TF_DATA_UNPROTECTED"
+REPLACE = "TF_DATA_REPLACE"
+RULES = {
+    UNPROTECTED: "declare the resource with pulumi.ResourceOptions(protect=True) (and "
+    "retain_on_delete=True where it must outlive a destroy)",
+    REPLACE: "keep the property as it was (or move the data first), or waive the rule for "
+    "this resource with the reason the loss is accepted",
+}
+INVENTORY_FILE = "inventory.json"
+
+
+@dataclass(frozen=True)
+class DataKind:
+    what: str
+    replace_on: tuple[str, ...]  # dotted input paths (wire names) that force a replacement
+
+
+FSX = "aws:fsx/lustreFileSystem:LustreFileSystem"
+BUCKET = "aws:s3/bucket:Bucket"
+KMS_KEY = "aws:kms/key:Key"
+PVC = "kubernetes:core/v1:PersistentVolumeClaim"
+
+DATA_HOLDING: dict[str, DataKind] = {
+    # aws_fsx_lustre_file_system: ForceNew fields; storage_capacity forces new when it shrinks
+    # (CustomizeDiff), see _changed
+    FSX: DataKind(
+        "FSx for Lustre file system (datasets, checkpoints)",
+        (
+            "subnetIds",
+            "securityGroupIds",
+            "kmsKeyId",
+            "deploymentType",
+            "storageType",
+            "perUnitStorageThroughput",
+            "fileSystemTypeVersion",
+            "driveCacheType",
+            "copyTagsToBackups",
+            "backupId",
+            "importPath",
+            "exportPath",
+            "importedFileChunkSize",
+            "efaEnabled",
+        ),
+    ),
+    # aws_s3_bucket: bucket, bucket_prefix and object_lock_enabled are ForceNew
+    BUCKET: DataKind("S3 bucket (checkpoints)", ("bucket", "bucketPrefix", "objectLockEnabled")),
+    # aws_kms_key: a new key cannot decrypt what the old one encrypted
+    KMS_KEY: DataKind(
+        "KMS key (encrypts stored data)",
+        ("customerMasterKeySpec", "keyUsage", "multiRegion", "customKeyStoreId", "xksKeyId"),
+    ),
+    # a claim's spec is immutable after creation except resources.requests; a new claim gets
+    # a new, empty volume
+    PVC: DataKind(
+        "PersistentVolumeClaim with a provisioned volume (MLflow's history)",
+        (
+            "metadata.name",
+            "metadata.namespace",
+            "spec.accessModes",
+            "spec.storageClassName",
+            "spec.volumeName",
+            "spec.selector",
+            "spec.dataSource",
+            "spec.dataSourceRef",
+            "spec.volumeMode",
+        ),
+    ),
+}
+
+
+def _get(inputs: dict[str, Any], path: str) -> Any:
+    value: Any = inputs
+    for part in path.split("."):
+        if not isinstance(value, dict):
+            return None
+        value = value.get(part)
+    return value
+
+
+def holds_data(type_: str, inputs: dict[str, Any]) -> bool:
+    """A data-holding resource. Claims: only those whose volume is provisioned for them (a
+    storage class); a claim pre-bound to a static volume (`storageClassName: ""`, the FSx
+    team claims) holds nothing of its own."""
+    if type_ not in DATA_HOLDING:
+        return False
+    if type_ == PVC:
+        return bool(_get(inputs, "spec.storageClassName"))
+    return True
+
+
+@dataclass(frozen=True)
+class Record:
+    """A recorded resource, from an Inventory or a plan folder's inventory.json."""
+
+    urn: str
+    type: str
+    name: str
+    inputs: dict[str, Any]
+    options: dict[str, Any]
+    dependencies: dict[str, list[str]]
+
+
+def _records(resources: list[Any]) -> dict[str, Record]:
+    out = {}
+    for r in resources:
+        get = r.get if isinstance(r, dict) else lambda k, r=r: getattr(r, k, None)
+        rec = Record(
+            get("urn"),
+            get("type"),
+            get("name"),
+            get("inputs") or {},
+            get("options") or {},
+            get("dependencies") or {},
+        )
+        if holds_data(rec.type, rec.inputs):
+            out[rec.urn] = rec
+    return out
+
+
+def load_base(folder: pathlib.Path) -> dict[str, Record] | None:
+    """The data-holding resources of a plan folder (None: it has no inventory.json)."""
+    path = folder / INVENTORY_FILE
+    if not path.is_file():
+        return None
+    return _records(json.loads(path.read_text()).get("resources") or [])
+
+
+def _changed(base: Record, head: Record) -> list[tuple[str, Any, Any]]:
+    """(property, old, new) for every replace-triggering property that differs."""
+    out = []
+    for prop in DATA_HOLDING[base.type].replace_on:
+        old, new = _get(base.inputs, prop), _get(head.inputs, prop)
+        top = prop.split(".")[0]
+        old_from = sorted(base.dependencies.get(top, [])) if "." not in prop else []
+        new_from = sorted(head.dependencies.get(top, [])) if "." not in prop else []
+        if old != new:
+            out.append((prop, old, new))
+        elif old_from != new_from:
+            # the same unknown placeholder, from a different resource (another subnet/key)
+            out.append((prop, old_from or old, new_from or new))
+    if base.type == FSX:
+        old, new = base.inputs.get("storageCapacity"), head.inputs.get("storageCapacity")
+        if isinstance(old, int) and isinstance(new, int) and new < old:
+            out.append(("storageCapacity", old, new))  # FSx cannot shrink: a new file system
+    return out
+
+
+def replacements(base: dict[str, Record], head_resources: list[Any]) -> list[Finding]:
+    """TF_DATA_REPLACE findings: data-holding resources of `base` that `head` replaces or
+    deletes. A resource retained on delete (`retainOnDelete`) and gone from head is left in
+    the account, so its removal is no loss."""
+    head = _records(head_resources)
+    findings = []
+    for urn, b in base.items():
+        kind = DATA_HOLDING[b.type]
+        h = head.get(urn)
+        if h is None:
+            if b.options.get("retainOnDelete"):
+                continue
+            msg = (
+                f"{kind.what} {b.name} is gone from this plan: Pulumi deletes it (a rename "
+                "or a new parent changes its URN, which is a replacement too)"
+            )
+        else:
+            changes = _changed(b, h)
+            if not changes:
+                continue
+            shown = "; ".join(f"{p}: {_fmt(o)} -> {_fmt(n)}" for p, o, n in changes)
+            msg = (
+                f"{kind.what} {b.name} is REPLACED (a new, empty one; the old one deleted): "
+                f"{shown} (these properties cannot change in place)"
+            )
+        findings.append(
+            Finding(
+                resource=b.name,
+                rule=REPLACE,
+                message=msg,
+                fix=RULES[REPLACE],
+                urn=urn,
+                names=frozenset({b.name, urn}),
+            )
+        )
+    return findings
+
+
+def _fmt(value: Any) -> str:
+    s = json.dumps(value, sort_keys=True, default=str)
+    return s if len(s) <= 100 else s[:99] + "…"
+
+
+def markdown(findings: list[Finding], waived: dict[int, str]) -> list[str]:
+    """The diff's data safety section; `waived` maps a finding's index to its waiver reason."""
+    lines = ["### Data safety", ""]
+    if not findings:
+        return [*lines, "No data-holding resource is replaced or deleted.", ""]
+    for i, f in enumerate(findings):
+        tag = f"waived: {waived[i]}" if i in waived else "NEEDS A WAIVER"
+        lines.append(f"- **{f.rule}** `{f.resource}` ({tag}): {f.message}")
+    return [*lines, ""]
+
+
+def _backups(row: dict[str, Any]) -> str:
+    """What FSx keeps when it is deleted: said in the plan, so scratch data loss is not a
+    surprise."""
+    fs = row.pop("inputs", None)
+    if fs is None:
+        return ""
+    if fs.get("skipFinalBackup", True):
+        return "; NO backups (a scratch file system: its data goes with it)"
+    days = fs.get("automaticBackupRetentionDays") or 0
+    return f"; final backup on delete, daily backups kept {days} days"
+
+
+def check(ctx: PlanContext) -> CheckResult:
+    """Every data-holding resource is protected; the section lists them and what would
+    replace each (the `--diff` comparison uses the same table)."""
+    findings = []
+    rows = []
+    for rec in _records(ctx.inventory.resources).values():
+        protected = bool(rec.options.get("protect"))
+        retained = bool(rec.options.get("retainOnDelete"))
+        rows.append(
+            {
+                "inputs": rec.inputs if rec.type == FSX else None,
+                "urn": rec.urn,
+                "name": rec.name,
+                "type": rec.type,
+                "protect": protected,
+                "retainOnDelete": retained,
+                "replaceOn": list(DATA_HOLDING[rec.type].replace_on),
+            }
+        )
+        if not protected:
+            findings.append(
+                Finding(
+                    resource=rec.name,
+                    rule=UNPROTECTED,
+                    message=f"{DATA_HOLDING[rec.type].what} {rec.name} is not protected: "
+                    "`pulumi destroy` or a replacing update deletes it without a stop",
+                    fix=RULES[UNPROTECTED],
+                    urn=rec.urn,
+                    names=frozenset({rec.name, rec.urn}),
+                )
+            )
+    lines = [
+        (
+            f"{r['name']}: protected{', retained on delete' if r['retainOnDelete'] else ''}"
+            if r["protect"]
+            else f"{r['name']}: NOT protected"
+        )
+        + _backups(r)
+        for r in rows
+    ]
+    if rows:
+        lines.append(
+            "`trainforge plan --diff BASE` flags any change that replaces or deletes one "
+            f"({REPLACE})"
+        )
+    return CheckResult(findings, [Section("Data safety", lines, rows)])
+
+
+def diff_report(base_dir: pathlib.Path, head_resources: list[Any], waivers: list[Any]):
+    """For `trainforge plan --diff BASE`: (markdown lines, number of unwaived findings).
+    `waivers` are the plan's (trainforge.plan.waivers.Waiver); a base plan without an
+    inventory says so instead of passing silently."""
+    from trainforge.plan.waivers import find_waiver  # noqa: PLC0415 - light, plan-only
+
+    base = load_base(base_dir)
+    if base is None:
+        return [
+            "### Data safety",
+            "",
+            f"The base plan ({base_dir}) has no {INVENTORY_FILE}: replacements NOT checked.",
+            "",
+        ], 0
+    found = replacements(base, head_resources)
+    waived = {}
+    for i, f in enumerate(found):
+        w = find_waiver(waivers, f.rule, set(f.names))
+        if w is not None:
+            waived[i] = w.reason
+    return markdown(found, waived), len(found) - len(waived)

@@ -1,0 +1,306 @@
+"""What a change means for each job, pool and team, in their own terms.
+
+A field diff says `command[22]: "1024" -> "2048"`; a reviewer needs `--seq-len 1024 -> 2048`,
+and what that does: memory per GPU, step time and duration, cost, queue admission, and whether
+the replaced job resumes from its checkpoints. Every figure comes from the plan's own checks
+(estimates, cost, queue admission), read from each side's plan sections; a side without them
+(a deployed stack export) shows only the new value.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from trainforge.plan import ckpt_compat as CC
+from trainforge.plan.job_view import JobView
+
+EST_TITLE = "Memory per GPU and expected duration (trainforge.jobs.estimate)"
+COST_TITLE = "Cost"
+QUEUE_TITLE = "Queue admission (Kueue, all declared jobs submitted at once)"
+RESUME_TITLE = "Checkpoint state (what a replacement resumes from)"
+
+
+@dataclass
+class JobChange:
+    ident: str
+    what: str  # added | removed | replaced | updated
+    lines: list[str] = field(default_factory=list)
+    compat: CC.Compat | None = None
+    old: JobView | None = None
+    new: JobView | None = None
+
+
+def _by_job(sections: dict[str, Any] | None, title: str) -> dict[str, dict]:
+    data = (sections or {}).get(title)
+    rows = data.get("jobs", []) if isinstance(data, dict) else data or []
+    out: dict[str, dict] = {}
+    for row in rows:
+        if isinstance(row, dict):
+            name = row.get("job") or row.get("name")
+            out[f"{row.get('team') or ''}/{name}"] = row
+            out.setdefault(f"/{name}", row)
+    return out
+
+
+def _row(sections: dict[str, Any] | None, title: str, view: JobView) -> dict:
+    rows = _by_job(sections, title)
+    return rows.get(f"{view.namespace}/{view.name}") or rows.get(f"/{view.name}") or {}
+
+
+def resume_record(sections: dict[str, Any] | None, ident: str) -> dict:
+    """check_resume's record of one job, with its layout (stored once per digest)."""
+    data = (sections or {}).get(RESUME_TITLE)
+    if not isinstance(data, dict):
+        return {}
+    for row in data.get("jobs") or []:
+        if isinstance(row, dict) and row.get("ident") == ident:
+            layout = (data.get("layouts") or {}).get(row.get("digest"))
+            return {**row, "layout": layout} if layout else row
+    return {}
+
+
+def _gib(b: Any) -> str:
+    return f"{b / 2**30:.1f} GiB" if isinstance(b, int | float) else "?"
+
+
+def _hours(s: Any) -> str:
+    if not isinstance(s, int | float):
+        return "?"
+    return f"{s / 3600:.1f} h" if s >= 3600 else f"{s / 60:.0f} min"
+
+
+def _usd(v: Any) -> str:
+    return f"${v:,.2f}" if isinstance(v, int | float) else "unknown"
+
+
+def _pair(old: str | None, new: str | None) -> str | None:
+    """`old -> new`, `new` alone when there is no old, None when equal."""
+    if old == new:
+        return None
+    return new if old is None else f"{old} → {new}"
+
+
+def memory_text(row: dict) -> str | None:
+    if not row or "memory_total_bytes" not in row:
+        return None
+    total, cap = row.get("memory_total_bytes"), row.get("memory_capacity_bytes")
+    pct = f" ({total / cap:.0%} of {_gib(cap)} {row.get('gpu') or ''})".rstrip() if cap else ""
+    return f"{_gib(total)}{pct.replace(' )', ')')}"
+
+
+def flag_changes(old: JobView, new: JobView) -> list[str]:
+    a, b = old.flags, new.flags
+    out = []
+    for k in [*a, *[k for k in b if k not in a]]:
+        if a.get(k) == b.get(k):
+            continue
+        if k not in b:
+            out.append(f"`{k} {a[k]}`".replace(" `", "`") + " removed")
+        elif k not in a:
+            out.append(f"`{k} {b[k]}`".replace(" `", "`") + " added")
+        else:
+            out.append(f"`{k} {a[k]} → {b[k]}`")
+    return out
+
+
+def _queue_text(row: dict, reclaimers: list[str]) -> str | None:
+    if not row:
+        return None
+    state = row.get("state")
+    if state != "runs":
+        return f"**{'never admitted' if state == 'never' else 'waits'}**: {row.get('reason')}"
+    borrowing = row.get("borrowing") or {}
+    if not borrowing:
+        return f"admitted on {row.get('flavor')} within its nominal quota"
+    lent = ", ".join(f"{_qty(v)} {r}" for r, v in sorted(borrowing.items()))
+    who = f"; reclaimable by {', '.join(reclaimers)}" if reclaimers else ""
+    return f"admitted on {row.get('flavor')}, borrowing {lent}{who}"
+
+
+def _qty(v: Any) -> str:
+    text = str(v)
+    if "/" in text:
+        n, d = text.split("/", 1)
+        return f"{int(n) / int(d):.1f}"
+    if text.isdigit() and int(text) >= 2**30:
+        return f"{int(text) / 2**30:.1f}Gi"
+    return text
+
+
+def reclaimers(objects: dict[str, dict], queue_row: dict) -> list[str]:
+    """ClusterQueues of the borrowing queue's cohort that may reclaim what it lends: those with
+    `preemption.reclaimWithinCohort` other than Never and a nominal quota of a borrowed
+    resource on the flavor (Kueue evicts the borrower when they need it back)."""
+    borrowed = set((queue_row.get("borrowing") or {}).keys())
+    if not borrowed:
+        return []
+    cqs = {
+        (d.get("metadata") or {}).get("name"): d
+        for d in objects.values()
+        if d.get("kind") == "ClusterQueue"
+    }
+    mine = cqs.get(queue_row.get("queue")) or {}
+    cohort = (mine.get("spec") or {}).get("cohortName") or (mine.get("spec") or {}).get("cohort")
+    out = []
+    for name, d in sorted(cqs.items()):
+        spec = d.get("spec") or {}
+        if (
+            name == queue_row.get("queue")
+            or (spec.get("cohortName") or spec.get("cohort")) != cohort
+        ):
+            continue
+        if (spec.get("preemption") or {}).get("reclaimWithinCohort", "Never") == "Never":
+            continue
+        for group in spec.get("resourceGroups") or []:
+            for fl in group.get("flavors") or []:
+                if fl.get("name") != queue_row.get("flavor"):
+                    continue
+                if any(
+                    r.get("name") in borrowed and str(r.get("nominalQuota")) not in ("0", "")
+                    for r in fl.get("resources") or []
+                ):
+                    out.append(f"team {name}")
+    return sorted(set(out))
+
+
+def job_change(
+    old: JobView | None,
+    new: JobView | None,
+    base: dict[str, Any] | None,
+    head: dict[str, Any] | None,
+    head_objects: dict[str, dict],
+    replaced: bool,
+) -> JobChange:
+    """The job's diff in its own terms; `base`/`head` are each side's sections by title."""
+    view = new or old
+    assert view is not None
+    what = (
+        "added"
+        if old is None
+        else "removed"
+        if new is None
+        else ("replaced" if replaced else "updated")
+    )
+    ch = JobChange(view.ident, what, old=old, new=new)
+    if new is None:
+        return ch
+    if old is not None:
+        flags = flag_changes(old, new)
+        if flags:
+            ch.lines.append("flags: " + ", ".join(flags))
+        if old.image != new.image:
+            ch.lines.append(f"image: `{old.image}` → `{new.image}`")
+        if old.kind != new.kind:
+            ch.lines.append(f"backend: {old.kind} → {new.kind}")
+    pods = _pair(
+        f"{old.pods} pods x {_res(old.per_pod)}" if old else None,
+        f"{new.pods} pods x {_res(new.per_pod)}",
+    )
+    if pods:
+        ch.lines.append(f"pods: {pods}")
+    gpus = _pair(
+        str(old.pods * old.gpus_per_pod) if old else None, str(new.pods * new.gpus_per_pod)
+    )
+    if gpus and new.gpus_per_pod:
+        ch.lines.append(f"GPUs: {gpus}")
+    e_old, e_new = _row(base, EST_TITLE, old) if old else {}, _row(head, EST_TITLE, new)
+    mem = _pair(memory_text(e_old) if e_old else None, memory_text(e_new))
+    if mem:
+        ch.lines.append(f"memory per GPU (estimate): {mem}")
+    step = _pair(
+        f"{e_old['step_seconds']:.2f} s" if e_old.get("step_seconds") else None,
+        f"{e_new['step_seconds']:.2f} s" if e_new.get("step_seconds") else None,
+    )
+    dur = _pair(
+        _hours(e_old.get("duration_seconds")) if e_old else None,
+        _hours(e_new.get("duration_seconds")) if e_new else None,
+    )
+    if step or dur:
+        ch.lines.append(
+            "step time: " + (step or "unchanged") + "; duration: " + (dur or "unchanged")
+        )
+    c_old, c_new = _row(base, COST_TITLE, old) if old else {}, _row(head, COST_TITLE, new)
+    per_h = _pair(
+        _usd(c_old.get("onDemandPerHour")) if c_old else None, _usd(c_new.get("onDemandPerHour"))
+    )
+    run = _pair(_usd(c_old.get("runCost")) if c_old else None, _usd(c_new.get("runCost")))
+    if c_new and (per_h or run):
+        ch.lines.append(
+            f"cost: {per_h or _usd(c_new.get('onDemandPerHour'))}/h on-demand, "
+            f"per run {run or _usd(c_new.get('runCost'))}"
+        )
+    q_old, q_new = _row(base, QUEUE_TITLE, old) if old else {}, _row(head, QUEUE_TITLE, new)
+    q_text = _queue_text(q_new, reclaimers(head_objects, q_new))
+    q = _pair(_queue_text(q_old, reclaimers(head_objects, q_old)) if q_old else None, q_text)
+    if q or q_text:
+        ch.lines.append(f"queue: {q or f'{q_text} (unchanged)'}")
+    return ch
+
+
+def _res(per_pod: dict[str, str]) -> str:
+    keys = ("nvidia.com/gpu", "cpu", "memory")
+    names = {"nvidia.com/gpu": "GPU"}
+    return ", ".join(f"{per_pod[k]} {names.get(k, k)}" for k in keys if k in per_pod) or "?"
+
+
+# --------------------------------------------------------------------------- pools and teams
+
+
+def _reqs(doc: dict, key: str) -> list[str]:
+    reqs = (
+        (((doc.get("spec") or {}).get("template") or {}).get("spec") or {}).get("requirements")
+    ) or []
+    return sorted(v for r in reqs if r.get("key") == key for v in r.get("values") or [])
+
+
+def pool_lines(old: dict | None, new: dict | None) -> list[str]:
+    """A Karpenter NodePool's change: instance types and capacity types added/removed, limits."""
+    if new is None or old is None:
+        return []
+    out = []
+    for key, label in (
+        ("node.kubernetes.io/instance-type", "instance types"),
+        ("karpenter.sh/capacity-type", "capacity types"),
+    ):
+        a, b = set(_reqs(old, key)), set(_reqs(new, key))
+        if a != b:
+            parts = [f"+{x}" for x in sorted(b - a)] + [f"-{x}" for x in sorted(a - b)]
+            out.append(f"{label}: {' '.join(parts)} (now {', '.join(sorted(b)) or 'any'})")
+    la, lb = (
+        (old.get("spec") or {}).get("limits") or {},
+        (new.get("spec") or {}).get("limits") or {},
+    )
+    for k in sorted(set(la) | set(lb)):
+        if la.get(k) != lb.get(k):
+            out.append(f"limit {k}: {la.get(k, 'none')} → {lb.get(k, 'none')}")
+    return out
+
+
+def quota_lines(old: dict | None, new: dict | None) -> list[str]:
+    """A team's ResourceQuota (`hard`) or ClusterQueue (nominal quota per flavor) change."""
+    if new is None or old is None:
+        return []
+    if new.get("kind") == "ResourceQuota":
+        a = (old.get("spec") or {}).get("hard") or {}
+        b = (new.get("spec") or {}).get("hard") or {}
+        return [
+            f"quota {k}: {a.get(k, 'none')} → {b.get(k, 'none')}"
+            for k in sorted(set(a) | set(b))
+            if a.get(k) != b.get(k)
+        ]
+    out = []
+
+    def nominal(doc: dict) -> dict[str, str]:
+        got = {}
+        for g in (doc.get("spec") or {}).get("resourceGroups") or []:
+            for fl in g.get("flavors") or []:
+                for r in fl.get("resources") or []:
+                    got[f"{fl.get('name')}/{r.get('name')}"] = str(r.get("nominalQuota"))
+        return got
+
+    a, b = nominal(old), nominal(new)
+    for k in sorted(set(a) | set(b)):
+        if a.get(k) != b.get(k):
+            out.append(f"nominal quota {k}: {a.get(k, 'none')} → {b.get(k, 'none')}")
+    return out

@@ -1,0 +1,153 @@
+"""A training job as a reviewer thinks of it, read back from its rendered Kubernetes object.
+
+The diff of two plans (or of a plan against the deployed stack) compares jobs through this
+view rather than through raw object fields: flags by name instead of `command[22]`, pods and
+resources per pod, the world size, the checkpoint directory and resume mode. It reads only the
+rendered object, so it works the same for a plan folder of another branch and for a resource
+in a `pulumi stack export`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from trainforge.plan.ckpt_compat import flag_map, runtime_args
+
+JOB_LABEL = "trainforge.io/job"
+KINDS = ("PyTorchJob", "TrainJob", "Job")
+
+
+@dataclass
+class JobView:
+    ident: str  # namespace/Kind/name
+    kind: str
+    namespace: str
+    name: str
+    image: str | None
+    command: list[str]
+    pods: int
+    per_pod: dict[str, str] = field(default_factory=dict)  # resource requests of one pod
+    procs_per_pod: int | None = None
+    queue: str | None = None
+    priority: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def runtime_args(self) -> list[str] | None:
+        return runtime_args(self.command)
+
+    @property
+    def flags(self) -> dict[str, str]:
+        """Every flag of the command by name (launcher flags first, then the program's)."""
+        return flag_map(self.command[1:] if self.command else [])
+
+    @property
+    def gpus_per_pod(self) -> int:
+        try:
+            return int(self.per_pod.get("nvidia.com/gpu", 0))
+        except ValueError:
+            return 0
+
+    @property
+    def world_size(self) -> int | None:
+        flags = self.flags
+        nnodes = flags.get("--nnodes", "")
+        nproc = flags.get("--nproc-per-node") or (
+            str(self.procs_per_pod) if self.procs_per_pod else ""
+        )
+        nodes = nnodes.split(":")[-1] if nnodes else str(self.pods)
+        try:
+            return int(nodes) * int(nproc or 1)
+        except ValueError:
+            return None
+
+    @property
+    def checkpoint_dir(self) -> str | None:
+        args = self.runtime_args
+        if args is not None:
+            return flag_map(args).get("--checkpoint-dir")
+        return self.env.get("TRAINFORGE_CHECKPOINT_DIR")
+
+    @property
+    def resume(self) -> str:
+        args = self.runtime_args
+        if args is not None:
+            return flag_map(args).get("--resume", "auto")
+        return self.env.get("TRAINFORGE_RESUME", "auto")
+
+
+def _container(template: dict[str, Any]) -> dict[str, Any]:
+    containers = ((template or {}).get("spec") or {}).get("containers") or [{}]
+    return next((c for c in containers if c.get("name") == "pytorch"), containers[0])
+
+
+def _env(container: dict[str, Any]) -> dict[str, str]:
+    return {
+        e["name"]: str(e["value"])
+        for e in container.get("env") or []
+        if isinstance(e, dict) and "name" in e and isinstance(e.get("value"), str | int)
+    }
+
+
+def job_view(doc: dict[str, Any]) -> JobView | None:
+    """The view of a trainforge training workload; None for any other object."""
+    kind = doc.get("kind")
+    meta = doc.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    if kind not in KINDS or JOB_LABEL not in labels:
+        return None
+    spec = doc.get("spec") or {}
+    ns, name = meta.get("namespace") or "_cluster", meta.get("name") or ""
+    procs: int | None = None
+    if kind == "PyTorchJob":
+        replicas = spec.get("pytorchReplicaSpecs") or {}
+        pods = sum(int((r or {}).get("replicas") or 0) for r in replicas.values())
+        main = replicas.get("Master") or next(iter(replicas.values()), {}) or {}
+        c = _container(main.get("template") or {})
+        procs = _int(spec.get("nprocPerNode"))
+        command = [*(c.get("command") or []), *(c.get("args") or [])]
+        image, per_pod, env = c.get("image"), (c.get("resources") or {}).get("requests"), _env(c)
+    elif kind == "TrainJob":
+        t = spec.get("trainer") or {}
+        pods = int(t.get("numNodes") or 1)
+        procs = _int(t.get("numProcPerNode"))
+        command = [*(t.get("command") or []), *(t.get("args") or [])]
+        image, per_pod = t.get("image"), (t.get("resourcesPerNode") or {}).get("requests")
+        env = _env(t)
+    else:
+        pods = int(spec.get("parallelism") or spec.get("completions") or 1)
+        c = _container(spec.get("template") or {})
+        command = [*(c.get("command") or []), *(c.get("args") or [])]
+        image, per_pod, env = c.get("image"), (c.get("resources") or {}).get("requests"), _env(c)
+    return JobView(
+        ident=f"{ns}/{kind}/{name}",
+        kind=str(kind),
+        namespace=ns,
+        name=name,
+        image=image,
+        command=[str(x) for x in command],
+        pods=pods,
+        per_pod={k: str(v) for k, v in (per_pod or {}).items()},
+        procs_per_pod=procs,
+        queue=labels.get("kueue.x-k8s.io/queue-name"),
+        priority=labels.get("kueue.x-k8s.io/priority-class"),
+        env=env,
+    )
+
+
+def _int(v: Any) -> int | None:
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def job_views(objects: dict[str, dict[str, Any]]) -> dict[str, JobView]:
+    """ident -> view, for every training workload among `objects` (ident -> document)."""
+    out = {}
+    for doc in objects.values():
+        v = job_view(doc)
+        if v is not None:
+            out[v.ident] = v
+    return out

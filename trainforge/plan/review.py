@@ -1,0 +1,194 @@
+"""The pull-request review of a plan against a base: what the cloud will do, what it means.
+
+`trainforge plan --diff BASE` compares this plan (the head) with a base side (sides.py: another
+plan folder, or the deployed state from `pulumi stack export` / `pulumi preview --json`).
+Beyond the field diff (diff.py) it says, per object, whether Pulumi replaces or updates it
+(the preview's own op when given, else the resource's `replaceOnChanges`), and per job what
+the change means (job_diff.py). *Diff checks* turn a change into findings that need a
+decision; they are listed in `DIFF_CHECKS` ("module:function", called with a `DiffContext`,
+returning a `checks.CheckResult`), and their findings are waivable like any rule (the module
+that defines a rule id also lists it in a `RULES` dict of a plan check, so waivers know it).
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from trainforge.plan import diff as D
+from trainforge.plan import job_diff as JD
+from trainforge.plan import rules as R
+from trainforge.plan.checks import CheckResult
+from trainforge.plan.job_view import job_views
+from trainforge.plan.sides import Side
+from trainforge.plan.waivers import find_waiver
+
+# "module:function" of every diff check, in the order their sections print.
+DIFF_CHECKS: list[str] = [
+    "trainforge.plan.check_resume:diff_check",
+]
+
+REPLACE_OPS = {"replace", "create-replacement", "delete-replaced", "discard-replaced"}
+
+
+@dataclass
+class DiffContext:
+    base: Side
+    head: Side
+    objects: D.PlanDiff
+    resources: D.PlanDiff
+    replaced: set[str]  # object idents Pulumi replaces (delete, then create)
+    head_result: Any  # core.PlanResult of the head
+    jobs: dict[str, JD.JobChange] = field(default_factory=dict)
+    # cloud resources (type::name) the base's `pulumi preview --json` replaces; empty without
+    # a preview (offline, only the provider knows which input changes force a replacement)
+    replaced_resources: set[str] = field(default_factory=set)
+
+
+@dataclass
+class Review:
+    ctx: DiffContext
+    findings: list[R.Violation]
+    sections: list[Any]
+    markdown: str
+
+
+def _head_options(result: Any) -> dict[str, dict]:
+    by_urn = {r.urn: r.options for r in result.inventory.resources}
+    return {o.ident: by_urn.get(o.urn) or {} for o in result.objects}
+
+
+def _replaced(base: Side, objects: D.PlanDiff, result: Any, urns: dict[str, str]) -> set[str]:
+    """Changed objects Pulumi replaces: the preview's op when the base is a preview, else any
+    changed field under the resource's replaceOnChanges paths."""
+    out = set()
+    options = _head_options(result)
+    for c in objects.changed:
+        if base.ops:
+            if base.ops.get(urns.get(c.key, "")) in REPLACE_OPS:
+                out.add(c.key)
+            continue
+        paths = options.get(c.key, {}).get("replaceOnChanges") or []
+        if any(
+            f == p or f.startswith(p + ".") or f.startswith(p + "[")
+            for p in paths
+            for f, *_ in c.fields
+        ):
+            out.add(c.key)
+    return out
+
+
+def _run_diff_checks(ctx: DiffContext) -> list[CheckResult]:
+    out = []
+    for spec in DIFF_CHECKS:
+        mod_name, _, fn_name = spec.partition(":")
+        out.append(getattr(importlib.import_module(mod_name), fn_name)(ctx))
+    return out
+
+
+def review(base: Side, head: Side, result: Any) -> Review:
+    """Diff, job changes, diff checks (findings added to `result.violations`, with waivers)."""
+    objects = D.diff_maps(base.objects, head.objects)
+    resources = D.diff_maps(
+        {D._short_urn(k): v for k, v in base.resources.items()},
+        {D._short_urn(k): v for k, v in head.resources.items()},
+    )
+    urns = {o.ident: o.urn for o in result.objects}
+    ctx = DiffContext(
+        base, head, objects, resources, _replaced(base, objects, result, urns), result
+    )
+    # jobs by namespace/name: a backend change (PyTorchJob -> TrainJob) is one job replaced
+    ctx.replaced_resources = {
+        D._short_urn(urn)
+        for urn, op in base.ops.items()
+        if op in REPLACE_OPS and not urn.split("::")[-2].split("$")[-1].startswith("kubernetes:")
+    }
+    old_jobs = {f"{v.namespace}/{v.name}": v for v in job_views(base.objects).values()}
+    new_jobs = {f"{v.namespace}/{v.name}": v for v in job_views(head.objects).values()}
+    changed = {c.key for c in objects.changed}
+    for key in sorted(set(old_jobs) | set(new_jobs)):
+        old, new = old_jobs.get(key), new_jobs.get(key)
+        same_object = old is not None and new is not None and old.ident == new.ident
+        if same_object and old.ident not in changed:
+            continue
+        ident = (new or old).ident
+        replaced = (
+            old is not None and new is not None and not same_object
+        ) or ident in ctx.replaced
+        ctx.jobs[ident] = JD.job_change(
+            old, new, base.sections, head.sections, head.objects, replaced
+        )
+    findings: list[R.Violation] = []
+    sections: list[Any] = []
+    for res in _run_diff_checks(ctx):
+        sections += res.sections
+        for f in res.findings:
+            w = find_waiver(result.waivers, f.rule, {f.resource, *f.names})
+            findings.append(
+                R.Violation(
+                    f.resource,
+                    f.rule,
+                    f.message,
+                    f.fix,
+                    urn=f.urn,
+                    waived=w.reason if w else None,
+                    waived_by=w,
+                )  # fmt: skip
+            )
+    result.violations.extend(findings)
+    md = render(ctx, findings, sections)
+    return Review(ctx, findings, sections, md)
+
+
+# ------------------------------------------------------------------------------ markdown
+
+
+def _jobs_md(ctx: DiffContext) -> list[str]:
+    if not ctx.jobs:
+        return []
+    lines = ["### Jobs", ""]
+    for ident, ch in ctx.jobs.items():
+        what = {
+            "replaced": "replaced: deleted, then created again (running pods stop)",
+            "updated": "updated in place",
+        }.get(ch.what, ch.what)
+        lines.append(f"- `{ident}`: **{what}**")
+        if ch.compat is not None:
+            lines.append(f"  - checkpoint: **{ch.compat.line()}**")
+        lines += [f"  - {line}" for line in ch.lines]
+    return [*lines, ""]
+
+
+def _pools_teams_md(ctx: DiffContext) -> list[str]:
+    out = []
+    for c in ctx.objects.changed:
+        kind = c.key.split("/")[1]
+        old, new = ctx.base.objects.get(c.key), ctx.head.objects.get(c.key)
+        if kind == "NodePool":
+            lines = JD.pool_lines(old, new)
+        elif kind in ("ResourceQuota", "ClusterQueue"):
+            lines = JD.quota_lines(old, new)
+        else:
+            continue
+        if lines:
+            out.append(f"- `{c.key}`")
+            out += [f"  - {line}" for line in lines]
+    return ["### Pools and teams", "", *out, ""] if out else []
+
+
+def render(ctx: DiffContext, findings: list[R.Violation], sections: list[Any] = ()) -> str:
+    lines = [f"## trainforge plan diff (base: {ctx.base.label})", ""]
+    open_ = [f for f in findings if f.waived is None]
+    if open_:
+        lines += ["**Needs a decision:**", ""]
+        for f in open_:
+            lines += [f"- [{f.rule}] `{f.resource}`: {f.message}", f"  - fix: {f.fix}"]
+        lines.append("")
+    lines += _jobs_md(ctx)
+    lines += _pools_teams_md(ctx)
+    for sec in sections:  # the diff checks' own reports
+        lines += [f"### {sec.title}", "", *[f"- {line}" for line in sec.lines], ""]
+    body = D.render_markdown(ctx.objects, ctx.resources, ctx.replaced).splitlines()
+    lines += body[2:]  # without its title
+    return "\n".join(lines)

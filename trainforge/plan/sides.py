@@ -1,0 +1,120 @@
+"""One side of a diff: what a plan folder, a `pulumi stack export` or a `pulumi preview --json`
+says is (or will be) deployed.
+
+A plan folder (`--out`) is another branch's rendering: its Kubernetes objects, its cloud
+resources' inputs and its plan checks' sections (estimates, cost, queues, checkpoint state).
+A stack export (`pulumi stack export`, deployment version 3) is what the cloud really runs:
+every resource's recorded inputs; Kubernetes objects are rebuilt from the inputs of
+`kubernetes:*` resources. A preview (`pulumi preview --json`) adds what Pulumi will do to each
+resource (`op`: same, update, replace, create, delete), so "replaced" is the engine's word,
+not ours; its `oldState` is the deployed side. Secrets in a state file are encrypted; they
+compare as `[secret]`, as in the offline plan.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import pathlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from trainforge.plan.diff import INVENTORY_FILE, load_objects, load_resources
+
+SECRET_SIG = "4dabf18193072939515e22adb298388d"  # Pulumi's special-value signature key
+SECRET_VALUE = "1b47061264138c4ac30d75fd1eb44270"  # ... whose value marks a secret
+SECRET_TEXT = "[secret]"
+EXPORT_VERSIONS = (3,)
+
+
+class SideError(ValueError):
+    """A --diff base that is neither a plan folder nor a readable stack export/preview."""
+
+
+@dataclass
+class Side:
+    label: str  # what the reader is told this side is
+    objects: dict[str, dict]  # namespace/Kind/name -> object
+    resources: dict[str, dict]  # full URN -> inputs (cloud resources, not kubernetes:*)
+    sections: dict[str, Any] | None = None  # plan check title -> data (plan folders only)
+    ops: dict[str, str] = field(default_factory=dict)  # URN -> preview op (preview only)
+    urns: dict[str, str] = field(default_factory=dict)  # object ident -> URN
+    deployed: bool = False
+
+
+def _unsecret(value: Any) -> Any:
+    if isinstance(value, dict):
+        if value.get(SECRET_SIG) == SECRET_VALUE:
+            return SECRET_TEXT
+        return {k: _unsecret(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_unsecret(v) for v in value]
+    return value
+
+
+def _ident(inputs: dict[str, Any]) -> str | None:
+    kind = inputs.get("kind")
+    meta = inputs.get("metadata") or {}
+    if not kind or not meta.get("name"):
+        return None
+    return f"{meta.get('namespace') or '_cluster'}/{kind}/{meta['name']}"
+
+
+def _from_states(states: list[dict[str, Any]], label: str) -> Side:
+    objects, resources, urns = {}, {}, {}
+    for r in states:
+        t = str(r.get("type", ""))
+        if r.get("delete") or t.startswith("pulumi:"):
+            continue
+        inputs = _unsecret(r.get("inputs") or {})
+        if t.startswith("kubernetes:"):
+            ident = _ident(inputs)
+            if ident is not None:
+                objects[ident] = inputs
+                urns[ident] = r.get("urn", "")
+            continue
+        resources[r.get("urn", "")] = inputs
+    return Side(label, objects, resources, urns=urns, deployed=True)
+
+
+def _read_json(path: pathlib.Path) -> Any:
+    raw = path.read_bytes()
+    if raw[:2] == b"\x1f\x8b":
+        raw = gzip.decompress(raw)
+    try:
+        return json.loads(raw)
+    except ValueError as e:
+        raise SideError(f"--diff {path}: not JSON ({e})") from None
+
+
+def load_side(path: pathlib.Path) -> Side:
+    """A plan folder, a stack export or a preview, by what `path` holds."""
+    if path.is_dir():
+        if not (path / INVENTORY_FILE).is_file():  # e.g. CI's empty folder for a base with no plan
+            return Side(f"folder {path} (no plan there: everything is new)", load_objects(path), {})
+        inv = json.loads((path / INVENTORY_FILE).read_text())
+        sections = {
+            s.get("title"): s.get("data") for s in (inv.get("plan") or {}).get("sections") or []
+        }
+        return Side(f"plan folder {path}", load_objects(path), load_resources(path), sections)
+    if not path.is_file():
+        raise SideError(f"--diff {path}: no such folder or file")
+    data = _read_json(path)
+    if isinstance(data, dict) and isinstance(data.get("deployment"), dict):
+        version = data.get("version")
+        if version not in EXPORT_VERSIONS:
+            raise SideError(
+                f"--diff {path}: stack export version {version!r}; supported: "
+                f"{', '.join(map(str, EXPORT_VERSIONS))} (`pulumi stack export` of Pulumi 3)"
+            )
+        states = data["deployment"].get("resources") or []
+        return _from_states(states, f"deployed state {path.name} (pulumi stack export)")
+    if isinstance(data, dict) and isinstance(data.get("steps"), list):
+        olds = [s["oldState"] for s in data["steps"] if isinstance(s.get("oldState"), dict)]
+        side = _from_states(olds, f"deployed state {path.name} (pulumi preview --json)")
+        side.ops = {s.get("urn", ""): s.get("op", "") for s in data["steps"]}
+        return side
+    raise SideError(
+        f"--diff {path}: neither a plan folder, a `pulumi stack export` (version 3) nor a "
+        "`pulumi preview --json` file"
+    )

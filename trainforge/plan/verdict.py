@@ -1,0 +1,200 @@
+"""The plan's first screen: the verdict, in at most 40 lines; everything else is in the report.
+
+A reviewer reads the top of the output (or of the PR comment) and stops. So it holds what
+needs an answer: the findings with their fix, breaking changes (replaced jobs and whether they
+resume, removed objects), what the stack costs per hour and per month and how the change moves
+it, and jobs that will not be admitted; then where the full report is. The same facts render
+as markdown for the PR comment (docs/pr-review.md).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+MAX_LINES = 40
+MAX_FINDINGS = 5  # shown with why/fix; the rest are counted and listed in the report
+COST_TITLE = "Cost"
+QUEUE_TITLE = "Queue admission (Kueue, all declared jobs submitted at once)"
+
+
+def _usd(v: Any) -> str:
+    return f"${v:,.2f}" if isinstance(v, int | float) else "unknown"
+
+
+def _delta(old: Any, new: Any) -> str:
+    if not isinstance(old, int | float) or not isinstance(new, int | float):
+        return ""
+    d = new - old
+    return " (no change)" if abs(d) < 0.005 else f" ({'+' if d > 0 else '-'}${abs(d):,.2f})"
+
+
+def _section(result: Any, title: str) -> Any:
+    return next((s.data for s in result.sections if s.title == title), None)
+
+
+def cost_totals(cost: Any) -> dict[str, Any] | None:
+    if not isinstance(cost, dict):
+        return None
+    jobs = [j.get("onDemandPerHour") for j in cost.get("jobs", [])]
+    known = [j for j in jobs if isinstance(j, int | float)]
+    return {
+        "fixedPerHour": cost.get("fixedPerHourKnown"),
+        "fixedPerMonth": cost.get("fixedPerMonthKnown"),
+        "fixedUnknown": cost.get("fixedUnknown") or [],
+        "jobsPerHour": sum(known),
+        "jobsUnknown": len(jobs) - len(known),
+        "jobs": len(jobs),
+    }
+
+
+def cost_lines(result: Any, base_sections: dict[str, Any] | None) -> list[str]:
+    new = cost_totals(_section(result, COST_TITLE))
+    if new is None:
+        return ["Cost: no cost report for this stack"]
+    old = cost_totals((base_sections or {}).get(COST_TITLE)) if base_sections else None
+    unknown = f" + unknown ({', '.join(new['fixedUnknown'])})" if new["fixedUnknown"] else ""
+    fixed = (
+        f"Cost: platform {_usd(new['fixedPerHour'])}/h = {_usd(new['fixedPerMonth'])}/month"
+        f"{_delta(old['fixedPerMonth'], new['fixedPerMonth']) if old else ''}{unknown}"
+    )
+    priced = new["jobs"] - new["jobsUnknown"]
+    jobs_rate = _usd(new["jobsPerHour"]) if priced else "unknown"
+    unpriced = " + unknown" if new["jobsUnknown"] else ""
+    if new["jobsUnknown"] and priced:
+        jobs_rate += f" + {new['jobsUnknown']} unpriced"
+    total = (new["fixedPerHour"] or 0) + new["jobsPerHour"]
+    old_total = (old["fixedPerHour"] or 0) + old["jobsPerHour"] if old else None
+    jobs = (
+        f"      + {new['jobs']} job(s) {jobs_rate}/h while running"
+        f"{_delta(old['jobsPerHour'], new['jobsPerHour']) if old else ''}; "
+        f"all running: {_usd(total)}/h = {_usd(total * 730)}/month{unpriced}"
+        f"{_delta(old_total * 730, total * 730) if old else ''}"
+    )
+    return [fixed, jobs]
+
+
+def not_admitted(result: Any) -> list[str]:
+    rows = _section(result, QUEUE_TITLE) or []
+    return [
+        f"{r.get('team')}/{r.get('job')}: {'never admitted' if r.get('state') == 'never' else 'waits'}"
+        f" ({r.get('reason')})"
+        for r in rows
+        if isinstance(r, dict) and r.get("state") != "runs"
+    ]
+
+
+def breaking(review: Any) -> list[str]:
+    if review is None:
+        return []
+    out = []
+    for ident, ch in review.ctx.jobs.items():
+        if ch.what == "replaced":
+            verdict = ch.compat.short() if ch.compat else "resume not checked"
+            out.append(f"{ident}: replaced (running pods stop); {verdict}")
+        elif ch.what == "removed":
+            out.append(f"{ident}: removed (running pods stop)")
+    others = [k for k in review.ctx.replaced if k not in review.ctx.jobs]
+    if others:
+        out.append(f"{len(others)} other objects replaced: {', '.join(sorted(others)[:3])}")
+    n_removed = len(review.ctx.objects.removed) + len(review.ctx.resources.removed)
+    if n_removed:
+        out.append(f"{n_removed} objects/resources removed (see the report)")
+    return out
+
+
+def _clip(text: str, width: int = 300) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def verdict_lines(
+    result: Any, review: Any = None, report: str | None = None, stack: str = ""
+) -> list[str]:
+    """The first screen. Long items are clipped; the report holds every detail."""
+    failing, waived = result.failing, result.waived
+    admit = not_admitted(result)
+    brk = breaking(review)
+    status = "CLEAN" if not failing else f"{len(failing)} finding(s) need a fix or a decision"
+    base = f" vs {review.ctx.base.label}" if review is not None else ""
+    lines = [f"trainforge plan --stack {stack}{base}: {status}"]
+    if failing:
+        lines.append(f"Violations ({len(failing)}):")
+        for f in failing[:MAX_FINDINGS]:
+            lines += [
+                f"  [{f.rule}] {f.resource}",
+                f"      why: {_clip(f.message)}",
+                f"      fix: {_clip(f.fix)}",
+            ]
+        if len(failing) > MAX_FINDINGS:
+            lines.append(f"  … and {len(failing) - MAX_FINDINGS} more (full report)")
+    if brk:
+        lines.append("Breaking changes:")
+        lines += [f"  {_clip(b)}" for b in brk[:6]]
+    warns = [
+        f"{s.title.split(' (')[0]}: {line.strip().removeprefix('warning: ')}"
+        for s in result.sections
+        for line in s.lines
+        if line.strip().startswith("warning:")
+    ]
+    if warns:
+        lines.append(f"Warnings ({len(warns)}):")
+        lines += [f"  {_clip(w, 200)}" for w in warns[:3]]
+    lines += cost_lines(result, review.ctx.base.sections if review is not None else None)
+    lines.append(
+        "Jobs not admitted (all declared jobs submitted at once): "
+        + ("none" if not admit else f"{len(admit)}")
+    )
+    lines += [f"  {a}" for a in admit[:4]]
+    if waived:
+        lines.append(f"Waived ({len(waived)}): " + "; ".join(
+            f"[{w.rule}] {w.resource}: {w.waived}" for w in waived[:3]
+        ))  # fmt: skip
+    for w in result.unused_waivers[:2]:
+        lines.append(
+            f"Note: {w.where} ({w.rule} on {w.resource}) covers nothing: the rule passes "
+            "there now; remove the waiver"
+        )
+    v = result.validation
+    lines.append(
+        f"{len(result.inventory.resources)} resources to create, {len(result.objects)} "
+        f"Kubernetes objects (validated: {v['pass']} pass, {v['fail']} fail, "
+        f"{v['unchecked']} without a schema)"
+    )
+    if not failing:
+        lines.append("Policy and validation: clean")
+    if report:
+        lines.append(f"Full report: {report}")
+    if len(lines) > MAX_LINES:  # never push the pointer off the first screen
+        lines = [*lines[: MAX_LINES - 2], "… (verdict clipped; see the full report)", lines[-1]]
+    return lines
+
+
+def verdict_markdown(result: Any, review: Any = None, stack: str = "") -> list[str]:
+    """The same verdict as the head of the PR comment."""
+    failing = result.failing
+    status = "✅ clean" if not failing else f"❌ {len(failing)} finding(s) need a fix or a decision"
+    lines = [f"## trainforge plan --stack {stack}: {status}", ""]
+    for f in failing[:MAX_FINDINGS]:
+        lines += [
+            f"- **[{f.rule}]** `{f.resource}`: {_clip(f.message)}",
+            f"  - fix: {_clip(f.fix)}",
+        ]
+    if len(failing) > MAX_FINDINGS:
+        lines.append(f"- … and {len(failing) - MAX_FINDINGS} more")
+    brk = breaking(review)
+    if brk:
+        lines += ["", "**Breaking changes**", ""] + [f"- {b}" for b in brk]
+    lines += [
+        "",
+        *[
+            f"{c.strip()}  "
+            for c in cost_lines(result, review.ctx.base.sections if review else None)
+        ],
+    ]
+    admit = not_admitted(result)
+    lines += [
+        "",
+        "**Jobs not admitted** (all declared jobs submitted at once): "
+        + ("none" if not admit else str(len(admit))),
+    ]
+    lines += [f"- {a}" for a in admit]
+    return [*lines, ""]

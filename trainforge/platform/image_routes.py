@@ -1,0 +1,139 @@
+"""Which registry an image reference pulls from, and its path through the ECR pull-through cache.
+
+Why: nodes in private subnets pull through 1-3 NAT addresses. Docker Hub allows 10
+unauthenticated pulls per hour per address, so a 32-node job on `pytorch/pytorch` stalls in
+ImagePullBackOff; other registries throttle anonymous pulls too. An ECR pull-through cache rule
+per upstream (a resource of the stack, `trainforge.platform.image_cache`) serves every public
+image from the stack's own registry: `<account>.dkr.ecr.<region>.amazonaws.com/<prefix>/<path>`,
+authenticated with the node role and reached through the ECR VPC endpoints. Docker Hub and
+GitHub's registry need a credential for a rule (a Secrets Manager secret, config keys
+`images.dockerHubCredentialArn` / `images.githubCredentialArn`); without it their images stay
+as they are, and a Docker Hub image is a plan finding (trainforge.plan.rules,
+TRAINFORGE_DOCKER_HUB).
+
+Pulumi-free: the jobs package and the plan rules use it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# prefix -> (upstream registry URL as ECR wants it, the hosts references name it by, needs a
+# credential). source: docs.aws.amazon.com/AmazonECR/latest/userguide/pull-through-cache.html
+# (supported upstream registries; Docker Hub, GitHub Container Registry, Azure and GitLab need a
+# Secrets Manager secret prefixed ecr-pullthroughcache/), checked 2026-11-25
+UPSTREAMS: dict[str, tuple[str, tuple[str, ...], bool]] = {
+    "ecr-public": ("public.ecr.aws", ("public.ecr.aws",), False),
+    "k8s": ("registry.k8s.io", ("registry.k8s.io",), False),
+    "quay": ("quay.io", ("quay.io",), False),
+    "docker-hub": (
+        "registry-1.docker.io",
+        ("docker.io", "index.docker.io", "registry-1.docker.io"),
+        True,
+    ),
+    "github": ("ghcr.io", ("ghcr.io",), True),
+}
+DOCKER_HUB = "docker-hub"
+
+
+def split(image: str) -> tuple[str, str]:
+    """(registry host, repository path with tag/digest) the way Docker resolves a reference:
+    no host means Docker Hub, and a one-word Docker Hub name is in `library/`."""
+    first, sep, rest = image.partition("/")
+    if sep and ("." in first or ":" in first or first == "localhost"):
+        host, path = first, rest
+    else:
+        host, path = "docker.io", image
+    if host in UPSTREAMS[DOCKER_HUB][1] and "/" not in path:
+        path = f"library/{path}"
+    return host, path
+
+
+def upstream_of(image: str) -> str | None:
+    """The cache prefix of the image's registry, or None for a registry without a rule kind
+    (nvcr.io, another ECR registry, ...)."""
+    host, _ = split(image)
+    for prefix, (_, hosts, _) in UPSTREAMS.items():
+        if host in hosts:
+            return prefix
+    return None
+
+
+def is_docker_hub(image: str) -> bool:
+    return upstream_of(image) == DOCKER_HUB
+
+
+@dataclass(frozen=True)
+class CacheRoutes:
+    """The stack's pull-through cache: its registry host and the prefixes it has rules for."""
+
+    registry: str  # <account>.dkr.ecr.<region>.amazonaws.com
+    prefixes: frozenset[str]
+
+    def rewrite(self, image: str) -> str:
+        """The reference through the cache, or the image unchanged when no rule covers it."""
+        prefix = upstream_of(image)
+        if prefix is None or prefix not in self.prefixes:
+            return image
+        _, path = split(image)
+        return f"{self.registry}/{prefix}/{path}"
+
+    def registry_for(self, prefix: str) -> str:
+        """What a Dockerfile's `FROM ${REGISTRY}/<path>` gets for an upstream."""
+        return f"{self.registry}/{prefix}"
+
+
+def routes_for(
+    registry: str, *, docker_hub: bool, github: bool, enabled: bool = True
+) -> CacheRoutes | None:
+    """The rules a stack has: every credential-free upstream, and the others it has a secret
+    for. None when the cache is off."""
+    if not enabled:
+        return None
+    prefixes = {p for p, (_, _, cred) in UPSTREAMS.items() if not cred}
+    if docker_hub:
+        prefixes.add(DOCKER_HUB)
+    if github:
+        prefixes.add("github")
+    return CacheRoutes(registry, frozenset(prefixes))
+
+
+def registry_host(account: str, region: str) -> str:
+    suffix = "amazonaws.com.cn" if region.startswith("cn-") else "amazonaws.com"
+    return f"{account}.dkr.ecr.{region}.{suffix}"
+
+
+# The stack's cache, set by TrainingPlatform before it declares anything that runs a pod, so
+# that every platform component rewrites its images the same way (`cached`) without each one
+# being handed the cache. Kept in the program run's record (`contract.declared()`, reset per
+# run by the offline plan). None: no cache (images stay as pinned).
+
+
+def use(routes: CacheRoutes | None) -> None:
+    from trainforge.jobs.contract import declared  # noqa: PLC0415
+
+    declared().image_routes = routes
+
+
+def current() -> CacheRoutes | None:
+    from trainforge.jobs.contract import declared  # noqa: PLC0415
+
+    return declared().image_routes
+
+
+def cached(image: str) -> str:
+    """`image` through the stack's pull-through cache when a rule covers it."""
+    routes = current()
+    return routes.rewrite(image) if routes is not None else image
+
+
+def torch_image() -> str:
+    """A pinned image with torch for the platform's own pods (acceptance tests): the stock
+    PyTorch image where the cache has a Docker Hub rule, else the AWS Deep Learning Container
+    (ECR Public), so that no pod pulls from Docker Hub without a credential."""
+    from trainforge.platform import versions
+
+    routes = current()
+    if routes is not None and DOCKER_HUB in routes.prefixes:
+        return cached(versions.PYTORCH_IMAGE)
+    return cached(versions.EFA_TEST_IMAGE)

@@ -1,0 +1,147 @@
+"""`python -m trainforge.training.usercode SCRIPT [args]` (or `-m MODULE [args]`): your code,
+with the runtime's exit classification and run ledger.
+
+Why: code that does not use the library ends in an uncaught exception when a peer is lost
+(gloo's "Connection reset by peer", NCCL's remote error, a collective timeout): Python exits
+1, which `restartPolicy: ExitCode` treats as permanent, so one lost node would end the job.
+This wrapper runs the script or module exactly as `python SCRIPT` / `python -m MODULE` would
+(runpy: `__main__`, sys.argv, sys.path[0]) and, when it raises, prints the traceback, names
+the reason with the runtime's classifier (exits.py: a lost peer 202 and a collective error 200
+are retryable, a bug 1 is not) and exits with that reason's code. `sys.exit(n)` keeps n.
+
+It also keeps the run ledger every job has (ledger.py, under TRAINFORGE_CHECKPOINT_DIR):
+rank 0 registers the attempt when it starts, and every rank records why it ended, so
+`trainforge report` shows attempts, restarts and their causes for any code. The pods and
+`trainforge run-local` both run user code through it (trainforge/jobs/entrypoint.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import runpy
+import sys
+import traceback
+from pathlib import Path
+
+from trainforge.training import exits
+from trainforge.training.contract import CHECKPOINT_DIR
+
+USAGE = "usage: python -m trainforge.training.usercode (SCRIPT | -m MODULE) [args ...]"
+
+
+def _int_env(name: str, default: int) -> int:
+    value = os.environ.get(name, "")
+    return int(value) if value.strip().isdigit() else default
+
+
+def _ledger():
+    """This rank's run ledger (None where it cannot be kept: bookkeeping never stops a job)."""
+    from trainforge.training.ledger import RunLedger  # noqa: PLC0415
+
+    try:
+        ledger = RunLedger(
+            os.environ.get(CHECKPOINT_DIR) or None,
+            rank=_int_env("RANK", 0),
+            world_size=_int_env("WORLD_SIZE", 1),
+            log=lambda msg: print(f"trainforge: {msg}", file=sys.stderr, flush=True),
+        )
+        if ledger.rank == 0:
+            ledger.begin_attempt()
+        return ledger
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _current_attempt(ledger) -> int | None:
+    """The attempt rank 0 registered (other ranks read it when they end)."""
+    if ledger is None or ledger.rank == 0 or ledger.root is None:
+        return None
+    from trainforge.training.ledger import RUN_FILE, _read_json  # noqa: PLC0415
+
+    data = _read_json(ledger.root / RUN_FILE)
+    attempts = data.get("attempts") if isinstance(data, dict) else None
+    if attempts and isinstance(attempts[-1], dict):
+        return int(attempts[-1].get("attempt", 0))
+    return None
+
+
+def _classify(exc: BaseException) -> exits.Reason:
+    try:
+        return exits.classify(exc)
+    except ImportError:  # an image whose torch the library cannot import: judge by the text
+        text = f"{type(exc).__name__}: {exc}"
+        if exits._PEER_TEXT.search(text):
+            return exits.PEER_LOST
+        if exits._COLLECTIVE_TEXT.search(text):
+            return exits.COLLECTIVE_ERROR
+        return exits.OOM if isinstance(exc, MemoryError) else exits.USER_ERROR
+
+
+def _record(ledger, reason: exits.Reason, detail: str) -> None:
+    if ledger is None:
+        return
+    with contextlib.suppress(Exception):  # bookkeeping never changes the exit code
+        ledger.record_exit(reason, step=None, detail=detail, attempt=_current_attempt(ledger))
+
+
+def _exit_code(value: object) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, int):
+        return value
+    print(value, file=sys.stderr)  # sys.exit("message"), as Python does
+    return 1
+
+
+def run(argv: list[str]) -> int:
+    if not argv or argv[0] in ("-h", "--help") or (argv[0] == "-m" and len(argv) < 2):
+        print(USAGE, file=sys.stderr)
+        return exits.CONFIG_ERROR.code
+    if argv[0] == "-m":
+        module, args = argv[1], argv[2:]
+        sys.argv = [module, *args]
+        target = lambda: runpy.run_module(module, run_name="__main__", alter_sys=True)  # noqa: E731
+    else:
+        script, args = argv[0], argv[1:]
+        sys.argv = [script, *args]
+        sys.path[0] = str(Path(script).resolve().parent)  # as `python SCRIPT` sets it
+        target = lambda: runpy.run_path(script, run_name="__main__")  # noqa: E731
+    ledger = _ledger()
+    try:
+        target()
+        code = 0
+    except SystemExit as e:
+        code = _exit_code(e.code)
+    except KeyboardInterrupt:
+        traceback.print_exc()
+        code = 130
+    except BaseException as e:  # noqa: BLE001 - every failure leaves with its reason's code
+        traceback.print_exc()
+        reason = _classify(e)
+        detail = exits.first_line(e)
+        rank = os.environ.get("RANK")
+        print(
+            exits.exit_line(
+                reason, rank=int(rank) if rank and rank.isdigit() else None, step=None,
+                detail=detail,
+            ),
+            file=sys.stderr,
+            flush=True,
+        )  # fmt: skip
+        _record(ledger, reason, detail)
+        return reason.code
+    reason = exits.SUCCESS if code == 0 else exits.for_code(code)
+    if reason is None and 0 < code < 128:
+        reason = exits.USER_ERROR
+    if reason is not None:  # a code of no known reason (>= 128): the next attempt infers it
+        _record(ledger, reason, "finished" if code == 0 else f"the code exited with {code}")
+    return code
+
+
+def main() -> int:
+    return run(sys.argv[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
