@@ -230,7 +230,7 @@ def test_a_cap_on_an_unknown_price_cannot_pass_silently():
 
 def test_a_team_cap_on_unknown_prices_is_a_finding_that_says_it_cannot_be_checked():
     """docs/cost.md: TF_COST_TEAM_CAP also when the team's jobs' price is unknown."""
-    _, report = _report("dev")  # us-west-2: no dated instance prices
+    _, report = _report("dev", overrides={"aws:region": "sa-east-1"})  # no dated prices there
     (team,) = report.teams
     caps = cost_check.parse_caps({"teams": {"research": {"teamPerHour": 5}}}, {"research"})
     (f,) = cost_check.findings(report, caps)
