@@ -115,7 +115,7 @@ def test_a_contract_without_jobs_still_shows_its_pools_with_their_bounds():
         pools={"efa-p5": EFA_POOL, "gpu-workloads": karpenter, "open": unbounded}, teams={}
     )
     inv = Inventory(project="p", stack="s", resources=[])
-    ctx = C.PlanContext(inventory=inv, objects=[], declared=Declared(contracts=[contract], jobs=[]))
+    ctx = T.PlanContext(inventory=inv, objects=[], declared=Declared(contracts=[contract], jobs=[]))
     (section,) = check_scheduling.check(ctx).sections
     heads = [line.split(":")[0] for line in section.lines if line.startswith("pool ")]
     assert heads == [
@@ -174,8 +174,8 @@ def test_a_job_exactly_at_the_team_quota_fits():
 
 def test_nothing_declared_is_no_section():
     inv = Inventory(project="p", stack="s", resources=[])
-    ctx = C.PlanContext(inventory=inv, objects=[], declared=None)
-    assert check_scheduling.check(ctx) == C.CheckResult()
+    ctx = T.PlanContext(inventory=inv, objects=[], declared=None)
+    assert check_scheduling.check(ctx) == T.CheckResult()
 
 
 def test_every_pool_is_listed_once_whatever_repeats_before_it():
