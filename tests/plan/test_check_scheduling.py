@@ -107,7 +107,7 @@ def test_a_job_on_nodes_of_unknown_size_is_a_finding_not_a_pass():
 
 
 def test_a_contract_without_jobs_still_shows_its_pools_with_their_bounds():
-    from trainforge.jobs.contract import PlatformContract, PoolLimits
+    from trainforge.core.contract import PlatformContract, PoolLimits
 
     karpenter = replace(GPU_POOL, limits=PoolLimits(gpus=8))
     unbounded = replace(GPU_POOL, name="open")
