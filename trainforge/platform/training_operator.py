@@ -13,6 +13,11 @@ Placement: the overlay's Deployment has no node selector, so it could land on a 
 training node. A Pulumi `transforms` hook (`system_placement`) adds the system node group's
 selector to every pod template the overlay declares, as the provider registers them. A
 Helm chart from config is the user's; its values must place it (docs/services.md).
+
+Images: the overlay's operator image is on Docker Hub; another transform
+(`images_through_cache`) points every container at the stack's pull-through cache, and the
+component records the image (`image_routes.installed`) so the plan, which renders no pod of
+the overlay, reports it when no docker-hub rule covers it (docs/images.md).
 """
 
 from __future__ import annotations
