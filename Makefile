@@ -68,3 +68,22 @@ checkov: venv $(CKV_STAMP)
 	$(PY) -m trainforge plan --stack dev --out build/plan/dev --summary
 	$(PY) -m trainforge plan --stack prod --out build/plan/prod --summary
 	$(CKV_VENV)/bin/checkov -d build/plan --config-file policy/checkov.yaml
+
+# Mutation testing (docs/rehearsals.md, "Mutation testing"): cosmic-ray in its own venv, over
+# the modules of mutation/modules.toml, in a copy of the tree. Not in CI: hours on two cores.
+# Pick modules with MODULES="agreement check_scheduling"; the default is all of them.
+MUT_VENV  := .mutation-venv
+MUT_STAMP := $(MUT_VENV)/.installed
+
+$(MUT_STAMP): mutation/requirements.lock
+	test -x $(MUT_VENV)/bin/python || $(PYTHON) -m venv $(MUT_VENV)
+	$(MUT_VENV)/bin/pip install --quiet --disable-pip-version-check -r mutation/requirements.lock
+	touch $(MUT_STAMP)
+
+.PHONY: mutation mutation-rejudge
+mutation: venv $(MUT_STAMP)
+	$(PY) mutation/run.py --tool $(MUT_VENV)/bin --python $(PY) $(MODULES)
+
+# after adding tests for survivors: run only the last session's survivors again
+mutation-rejudge: venv $(MUT_STAMP)
+	$(PY) mutation/run.py --tool $(MUT_VENV)/bin --python $(PY) --rejudge $(MODULES)

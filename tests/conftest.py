@@ -2,6 +2,7 @@
 
 import os
 import pathlib
+import sys
 import tempfile
 
 import pytest
@@ -25,3 +26,17 @@ def run_stack(stack: str, overrides: dict | None = None):
     config = read_stack_file(ROOT / f"Pulumi.{stack}.yaml")
     config.update(overrides or {})
     return run_mocked(ROOT / "__main__.py", config, stack=stack)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_process_caches():
+    """Caches whose answer depends on what a test may change are emptied before each test,
+    so no result depends on which test ran first: instance-type facts come from whichever
+    Pulumi mocks are active. Kept across tests (pure functions of files that never change
+    during a run): moto's instance catalog, the Kubernetes schemas, botocore's regions, the
+    IAM rehearsal's recorded S3 calls (the one test that patches the runtime's S3 code
+    empties that cache itself)."""
+    facts = sys.modules.get("trainforge.platform.instance_types")  # never imported for this
+    if facts is not None:
+        facts.instance_type_facts.cache_clear()
+    yield

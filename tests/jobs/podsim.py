@@ -21,23 +21,18 @@ from __future__ import annotations
 import base64
 import os
 import re
-import socket
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+
+from tests.ports import candidate_port, communicate_all, retry_on_clash
 
 _VAR = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
 
 
 def expand(text: str, env: dict[str, str]) -> str:
     return _VAR.sub(lambda m: "$" if m.group(0) == "$$" else env.get(m.group(1), m.group(0)), text)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def write_configmaps(
@@ -100,11 +95,26 @@ def env_value(item: dict[str, Any]) -> str:
     return f"<{ref['name']}/{ref['key']}>"
 
 
+def free_port() -> int:
+    """A candidate port (tests.ports): run_exitcode_policy still starts on it without a retry
+    on EADDRINUSE; run_pods retries."""
+    return candidate_port()
+
+
 def run_pods(
     job: dict[str, Any], configmaps: list[dict[str, Any]], root: Path, timeout: float = 240
 ) -> list[tuple[int, str]]:
-    """Start every pod of a Master/Worker PyTorchJob; (exit code, output) per pod."""
-    port = free_port()
+    """Start every pod of a Master/Worker PyTorchJob; (exit code, output) per pod. The
+    rendezvous port is retried when the Master lost it to another process (EADDRINUSE)."""
+    return retry_on_clash(
+        lambda port: _run_pods_on(job, configmaps, root, timeout, port),
+        lambda results: [text for _, text in results],
+    )
+
+
+def _run_pods_on(
+    job: dict[str, Any], configmaps: list[dict[str, Any]], root: Path, timeout: float, port: int
+) -> list[tuple[int, str]]:
     procs = []
     for rtype, rspec in job["spec"]["pytorchReplicaSpecs"].items():
         pod = rspec["template"]["spec"]
@@ -132,16 +142,7 @@ def run_pods(
                     text=True,
                 )
             )
-    out = []
-    try:
-        for p in procs:
-            text, _ = p.communicate(timeout=timeout)
-            out.append((p.returncode, text))
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-    return out
+    return communicate_all(procs, timeout)
 
 
 def pod_processes(

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from tests.ports import communicate_all, retry_on_clash
 from trainforge.jobs.contract import PoolFacts
 from trainforge.jobs.estimate import estimate
 from trainforge.jobs.estimate.memory import activations, regime
@@ -37,9 +38,16 @@ POOL = PoolFacts(name="cpu", vcpus_per_node=2, memory_mib_per_node=8192)
 def _probe(out: Path) -> list[tuple[int, str]]:
     """Two ranks of the probe; (exit code, log) per rank."""
     sys.path.insert(0, str(ROOT / "tests" / "training"))
-    from runtime_helpers import env, free_port
+    from runtime_helpers import env
 
-    port = str(free_port())
+    return retry_on_clash(lambda port: _probe_on(out, str(port), env), _outputs)
+
+
+def _outputs(results: list[tuple[int, str]]) -> list[str]:
+    return [log for _, log in results]
+
+
+def _probe_on(out: Path, port: str, env) -> list[tuple[int, str]]:
     procs = [
         subprocess.Popen(
             [sys.executable, str(ROOT / "tests" / "jobs" / "memory_probe.py"), str(out)],
@@ -58,15 +66,7 @@ def _probe(out: Path) -> list[tuple[int, str]]:
         )
         for rank in range(2)
     ]
-    logs = []
-    try:
-        for p in procs:
-            logs.append(p.communicate(timeout=240)[0])
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-    return [(p.returncode, log) for p, log in zip(procs, logs, strict=True)]
+    return communicate_all(procs, 240)
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,7 @@ import pytest
 
 from tests.jobs.helpers import CPU_POOL, target
 from tests.jobs.test_backends import build
-from tests.training.runtime_helpers import free_port
+from tests.ports import clashed, retry_on_clash
 from tests.training.test_checkpoint_e2e import assert_same, final_params
 from trainforge.jobs.pod import COMPLETION_INDEX_FIELD
 
@@ -91,8 +91,14 @@ def pod_process(index: int, workdir: Path, port: int, fault: str | None) -> subp
 
 
 def generation(workdir: Path, fault: str | None = None) -> list[tuple[int, float, str]]:
-    """Start every index, wait for each to end; (exit code, end time, output) per index."""
-    port = free_port()
+    """Start every index, wait for each to end; (exit code, end time, output) per index. The
+    rendezvous port is retried when index 0 lost it to another process (EADDRINUSE)."""
+    return retry_on_clash(
+        lambda port: _generation_on(workdir, fault, port), lambda ended: [e[2] for e in ended]
+    )
+
+
+def _generation_on(workdir: Path, fault: str | None, port: int) -> list[tuple[int, float, str]]:
     procs = [pod_process(i, workdir, port, fault) for i in range(2)]
     ended: list[tuple[int, float, str] | None] = [None, None]
     deadline = time.monotonic() + 300
@@ -101,6 +107,8 @@ def generation(workdir: Path, fault: str | None = None) -> list[tuple[int, float
             for i, p in enumerate(procs):
                 if ended[i] is None and p.poll() is not None:
                     ended[i] = (p.returncode, time.monotonic(), p.stdout.read())
+                    if i == 0 and clashed([ended[0][2]]):
+                        procs[1].kill()  # its rendezvous host never came up: retry
             if time.monotonic() > deadline:
                 raise AssertionError(f"pods still running after 300 s: {ended}")
             time.sleep(0.2)

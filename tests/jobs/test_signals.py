@@ -16,7 +16,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -68,14 +67,12 @@ def test_sigterm_stops_a_handler_less_script_at_once(tmp_path, monkeypatch):
         assert proc.stdout.readline().strip() == "ready"
         (init,) = _children(proc.pid)
         main = _children(init)[0] if shared else init
-        started = time.monotonic()
         os.kill(main, signal.SIGTERM)  # from outside the namespace, as the kubelet does
         try:
             code = proc.wait(timeout=15)
         except subprocess.TimeoutExpired:
             pytest.fail("SIGTERM did not stop the script: it is PID 1 without a handler")
-        assert code == 128 + signal.SIGTERM  # terminated by the signal, at once
-        assert time.monotonic() - started < 15
+        assert code == 128 + signal.SIGTERM  # terminated by the signal, not by the timeout
     finally:
         if proc.poll() is None:
             for pid in _children(proc.pid):

@@ -83,3 +83,112 @@ def test_a_job_over_the_team_quota_is_a_finding():
     assert [f.message.split(": ", 1)[1] for f in result.findings] == [
         "2 pod(s) need gpus 8 but the team quota is 4"
     ]
+
+
+def test_a_job_on_nodes_of_unknown_size_is_a_finding_not_a_pass():
+    unknown = replace(GPU_POOL, instance_types=("x9.mystery",), nodes=(), vcpus_per_node=None)
+    tgt = target(GPU_POOL)
+    ok = resolve_job(parse_job({"name": "j", "team": "research", "pool": "x"}, "j"), tgt, "j")
+    result = check_scheduling.check(_ctx(_declared(ok, replace(tgt, pool=unknown))))
+    (finding,) = result.findings
+    assert finding.rule == check_scheduling.UNREHEARSED
+    assert finding.resource == "job team-research/j"
+    assert (
+        "pool 'gpu-workloads': the pool's node sizes are unknown (instance types "
+        in finding.message
+    )
+    assert "x9.mystery), so whether 1 pod(s) of cpu " in finding.message
+    assert finding.message.endswith("fit was not rehearsed")
+    (section,) = result.sections
+    assert "  node sizes unknown: nothing to rehearse against" in section.lines
+    assert any(line.startswith("  NOT REHEARSED: job team-research/j") for line in section.lines)
+    assert check_scheduling.UNREHEARSED in core.known_rule_ids()
+
+
+def test_a_contract_without_jobs_still_shows_its_pools_with_their_bounds():
+    from trainforge.jobs.contract import PlatformContract, PoolLimits
+
+    karpenter = replace(GPU_POOL, limits=PoolLimits(gpus=8))
+    unbounded = replace(GPU_POOL, name="open")
+    contract = PlatformContract(
+        pools={"efa-p5": EFA_POOL, "gpu-workloads": karpenter, "open": unbounded}, teams={}
+    )
+    inv = Inventory(project="p", stack="s", resources=[])
+    ctx = C.PlanContext(inventory=inv, objects=[], declared=Declared(contracts=[contract], jobs=[]))
+    (section,) = check_scheduling.check(ctx).sections
+    heads = [line.split(":")[0] for line in section.lines if line.startswith("pool ")]
+    assert heads == [
+        "pool efa-p5 (node-group; maxSize 16)",
+        "pool gpu-workloads (karpenter; limits nvidia.com/gpu 8)",
+        "pool open (karpenter; limits none)",
+    ]
+    assert section.data["jobs"] == []
+
+
+def test_quota_lines_show_fractions_of_a_cpu_and_whole_numbers():
+    tgt = target(GPU_POOL)
+    ok = resolve_job(parse_job({"name": "j", "team": "research", "pool": "x"}, "j"), tgt, "j")
+    result = check_scheduling.check(_ctx(_declared(replace(ok, cpu="500m", workers=3), tgt)))
+    (quota,) = [line for line in result.sections[0].lines if "quota:" in line]
+    assert quota.startswith("  team research quota: gpus 12/64, cpu 1.5/1000, memory ")
+
+
+def test_a_cpu_job_asks_for_no_gpu_and_an_unset_quota_shows_a_dash():
+    from tests.jobs.helpers import CPU_POOL
+
+    tgt = target(CPU_POOL, quota=TeamQuota(cpu="100"))
+    job = resolve_job(
+        parse_job(
+            {"name": "c", "team": "research", "pool": "cpu", "cpu": "2", "memory": "4Gi"}, "c"
+        ),
+        tgt,
+        "c",
+    )
+    result = check_scheduling.check(_ctx(_declared(job, tgt)))
+    assert not result.findings
+    lines = result.sections[0].lines
+    assert "team-research/c on training-workloads: 1 pod(s) x (cpu 2, memory 4Gi)" in lines
+    (quota,) = [line for line in lines if "quota:" in line]
+    assert quota == "  team research quota: gpus 0/-, cpu 2/100, memory 4Gi/-, pods 1/-"
+    (team,) = [line for line in lines if line.startswith("team research, all its jobs")]
+    assert team == (
+        "team research, all its jobs at once (informational): gpus 0/-, cpu 2/100, "
+        "memory 4Gi/-, pods 1/-"
+    )
+    assert result.sections[0].data["jobs"][0]["request"]["gpus"] == 0
+    assert any(line.startswith("  c5.4xlarge: allocatable ") for line in lines)
+    assert any(line.startswith("  m5.4xlarge: allocatable ") for line in lines)
+    assert "  pods per node: c5.4xlarge 6, m5.4xlarge 7; all at once: 1 node(s); " in next(
+        line for line in lines if line.startswith("  pods per node")
+    )
+
+
+def test_a_job_exactly_at_the_team_quota_fits():
+    tgt = target(GPU_POOL, quota=TeamQuota(gpus="4"))
+    ok = resolve_job(parse_job({"name": "j", "team": "research", "pool": "x"}, "j"), tgt, "j")
+    result = check_scheduling.check(_ctx(_declared(ok, tgt)))  # 1 pod x 4 GPUs: all of it
+    assert not result.findings
+    assert "  team research quota: gpus 4/4" in "\n".join(result.sections[0].lines)
+
+
+def test_nothing_declared_is_no_section():
+    inv = Inventory(project="p", stack="s", resources=[])
+    ctx = C.PlanContext(inventory=inv, objects=[], declared=None)
+    assert check_scheduling.check(ctx) == C.CheckResult()
+
+
+def test_every_pool_is_listed_once_whatever_repeats_before_it():
+    gpu_t, efa_t = target(GPU_POOL), target(EFA_POOL)
+    gpu_job = resolve_job(
+        parse_job({"name": "g", "team": "research", "pool": "x"}, "g"), gpu_t, "g"
+    )
+    efa_job = resolve_job(
+        parse_job({"name": "e", "team": "research", "pool": "efa-p5", "efa": False}, "e"),
+        efa_t,
+        "e",
+    )
+    again = replace(gpu_job, name="g2")
+    jobs = (_declared(gpu_job, gpu_t), _declared(again, gpu_t), _declared(efa_job, efa_t))
+    result = check_scheduling.check(_ctx(*jobs))  # gpu-workloads twice, then efa-p5
+    heads = [line for line in result.sections[0].lines if line.startswith("pool ")]
+    assert [h.split(" (")[0] for h in heads] == ["pool gpu-workloads", "pool efa-p5"]

@@ -155,7 +155,7 @@ def test_dev_plan_is_clean_and_reports_calls_per_principal(repo_root):
     (section,) = [s for s in result.sections if s.title == "IAM rehearsal"]
     rows = {p["principal"]: p for p in section.data["principals"]}
     team = next(v for k, v in rows.items() if "team research" in k)
-    assert team["allowed"] > 40 and team["denied"] > 40 and team["failed"] == 0
+    assert (team["allowed"], team["denied"], team["failed"]) == (63, 123, 0)
     assert any("Karpenter" in k for k in rows) and any("aws-ebs-csi-driver" in k for k in rows)
 
 
@@ -254,3 +254,57 @@ def test_karpenter_policy_is_upstreams_reference_statement_for_statement():
     policy = [Policy("ours", {"Statement": ours})]
     for c in karpenter_calls(facts, "arn:aws:iam::1:role/karpenter"):
         assert evaluate(c.request, policy).allowed is c.allowed, (c.why, c.request.action)
+
+
+def _team_rows(result) -> dict[str, dict]:
+    (section,) = [s for s in result.sections if s.title == "IAM rehearsal"]
+    return {p["principal"]: p for p in section.data["principals"] if "(team " in p["principal"]}
+
+
+PROD_COUNTS = {  # principal: (allowed, denied as required)
+    "trust of role platform-eks-ebs-csi (kube-system/ebs-csi-controller-sa)": (2, 4),
+    "trust of role platform-karpenter-controller (kube-system/karpenter)": (2, 4),
+    "trust of role platform-services-fsx-csi (kube-system/fsx-csi-controller-sa)": (2, 4),
+    "trust of role platform-services-ckpt-llm (llm/training)": (2, 4),
+    "trust of role platform-services-ckpt-vision (vision/training)": (2, 4),
+    # own prefix 63 allowed; denied: 41 from outside the VPC, 41 on another team's prefix,
+    # 41 on another bucket
+    "role platform-services-ckpt-llm (team llm, llm/training)": (63, 123),
+    "role platform-services-ckpt-vision (team vision, vision/training)": (63, 123),
+    "role platform-karpenter-controller (Karpenter 1.14.1, kube-system/karpenter)": (57, 6),
+    "role platform-eks-ebs-csi (aws-ebs-csi-driver, kube-system/ebs-csi-controller-sa)": (10, 1),
+    "role platform-services-fsx-csi (aws-fsx-csi-driver, kube-system/fsx-csi-controller-sa)": (
+        2,
+        1,
+    ),
+    "role platform-eks-node (node role)": (13, 0),
+    "role platform-karpenter-node (node role)": (13, 0),
+}
+
+
+def test_prod_plan_counts_every_principals_calls_exactly(repo_root):
+    """Exact counts: a rehearsal that quietly drops a case (the outside-the-VPC calls, the
+    other team's prefix, a controller's call) changes them."""
+    result = core.plan_project(repo_root, "prod", standins=False)
+    assert not [v for v in result.failing if v.rule.startswith("TRAINFORGE_IAM")]
+    (section,) = [s for s in result.sections if s.title == "IAM rehearsal"]
+    got = {p["principal"]: (p["allowed"], p["denied"]) for p in section.data["principals"]}
+    assert got == PROD_COUNTS
+    assert all(p["failed"] == 0 for p in section.data["principals"])
+
+
+def test_a_bucket_policy_without_its_vpc_restriction_is_caught(repo_root, monkeypatch):
+    """The outside-the-VPC case applies because the stack declares an S3 gateway endpoint,
+    not because the bucket policy under test names one."""
+    real = checkpoint_bucket.bucket_policy
+    monkeypatch.setattr(
+        checkpoint_bucket, "bucket_policy", lambda arn, vpce, roles: real(arn, None, roles)
+    )
+    result = core.plan_project(repo_root, "prod", standins=False)
+    wrong = failing(result, R.TOO_BROAD)
+    assert wrong, [v.message for v in result.failing]
+    assert all("from outside the VPC" in v.message for v in wrong), [v.message for v in wrong]
+    assert all("useless outside the VPC endpoint" in v.message for v in wrong)
+    assert len(wrong) == 82  # 41 per team role: each bucket-judged request from outside
+    for row in _team_rows(result).values():
+        assert (row["allowed"], row["denied"], row["failed"]) == (63, 82, 41)

@@ -228,6 +228,20 @@ def test_a_cap_on_an_unknown_price_cannot_pass_silently():
     assert all("cannot be checked" in v.message for v in result.failing)
 
 
+def test_a_team_cap_on_unknown_prices_is_a_finding_that_says_it_cannot_be_checked():
+    """docs/cost.md: TF_COST_TEAM_CAP also when the team's jobs' price is unknown."""
+    _, report = _report("dev", overrides={"aws:region": "sa-east-1"})  # no dated prices there
+    (team,) = report.teams
+    caps = cost_check.parse_caps({"teams": {"research": {"teamPerHour": 5}}}, {"research"})
+    (f,) = cost_check.findings(report, caps)
+    assert (f.rule, f.resource) == ("TF_COST_TEAM_CAP", "team/research")
+    assert f.message == (
+        f"team research has a cap of {cost_check.usd(5)}/h but the price of its jobs "
+        f"({', '.join(team.jobs)}) is unknown, so the cap cannot be checked"
+    )
+    assert "research" in f.names
+
+
 @pytest.mark.parametrize(
     ("caps", "expected"),
     [

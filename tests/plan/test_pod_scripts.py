@@ -237,7 +237,9 @@ def test_not_runnable_is_reported_never_passed(monkeypatch):
         "reason": "needs root (test)",
         "scripts": ["t/Job/fsx-team-dir"],
     }
-    assert not result.findings
+    (f,) = result.findings
+    assert (f.rule, f.resource) == (P.NOT_RUN, "t/Job/fsx-team-dir")
+    assert "script not rehearsed (needs root (test))" in f.message and FIRST_WAVE in f.message
 
 
 def test_not_root_is_not_runnable(monkeypatch):
@@ -355,3 +357,75 @@ def test_nested_mounts_are_mounted_shallowest_first_whatever_their_order(tmp_pat
         # the mount point was made inside the emptyDir, root-owned, as runc makes it
         st = (tmp / ".mlflow").stat()
         assert (st.st_uid, oct(st.st_mode & 0o777)) == (0, "0o755")
+
+
+# --- the sandbox proves whom it runs as, from inside ---------------------------------------
+
+STATUS = """Name:\tcat
+Uid:\t1000\t1000\t1000\t1000
+Gid:\t1000\t1000\t1000\t1000
+Groups:\t2000 1000
+CapInh:\t0000000000000000
+CapPrm:\t0000000000000000
+CapEff:\t0000000000000000
+CapBnd:\t0000000000000000
+CapAmb:\t0000000000000000
+NoNewPrivs:\t1
+"""
+NON_ROOT = S.Identity(1000, 1000, (1000, 2000), frozenset(), True, True)
+
+
+def test_identity_mismatches_reads_proc_self_status():
+    assert S.identity_mismatches(NON_ROOT, STATUS) == []
+    root = STATUS.replace("Uid:\t1000\t1000", "Uid:\t0\t0")
+    assert S.identity_mismatches(NON_ROOT, root) == ["uid 0/0/1000/1000 (want 1000)"]
+    chown = STATUS.replace("CapBnd:\t0000000000000000", "CapBnd:\t0000000000000001")
+    assert S.identity_mismatches(NON_ROOT, chown) == ["bounding capabilities CHOWN (want none)"]
+    assert S.identity_mismatches(NON_ROOT, STATUS.replace("2000 1000", "1000")) == [
+        "groups 1000 (want 1000,2000)"
+    ]
+    assert S.identity_mismatches(NON_ROOT, STATUS.replace("NoNewPrivs:\t1", "NoNewPrivs:\t0")) == [
+        "no_new_privs 0 (want 1)"
+    ]
+    root_chown = S.Identity(0, 0, (), frozenset({"CHOWN"}), True, True)
+    eff = STATUS.replace("1000", "0").replace("Groups:\t2000 0", "Groups:\t")
+    eff = eff.replace("CapBnd:\t0000000000000000", "CapBnd:\t0000000000000001")
+    assert S.identity_mismatches(root_chown, eff) == ["effective capabilities none (want CHOWN)"]
+    with pytest.raises(ValueError, match="not a /proc/self/status"):
+        S.identity_mismatches(NON_ROOT, "hello")
+
+
+@needs_sandbox
+@pytest.mark.parametrize(
+    "identity",
+    [
+        NON_ROOT,
+        S.Identity.of(None, ROOT_CHOWN),
+        S.Identity.of({"runAsUser": 1000, "runAsGroup": 3000, "fsGroup": 2000}, {}),
+    ],
+    ids=["non-root-groups", "root-chown-only", "pod-defaults"],
+)
+def test_the_sandboxed_process_is_exactly_its_identity(identity):
+    r = S.run("true", identity, [])
+    assert r.ok, r.stderr
+    seen = S.read_status(r.status)
+    assert seen["uid"] == (identity.uid,) * 4 and seen["gid"] == (identity.gid,) * 4
+    assert seen["groups"] == tuple(sorted(set(identity.groups)))
+    assert seen["effective"] == identity.effective and seen["bounding"] == identity.bounding
+    assert seen["no_new_privs"] is identity.no_new_privs
+
+
+@needs_sandbox
+def test_a_sandbox_that_becomes_root_instead_is_caught(monkeypatch):
+    """The mutation: setpriv --reuid=0 (root with dropped capabilities looks like another user
+    to most scripts, yet writes where that user could not)."""
+    real = S.Identity.setpriv_args
+
+    def as_root(self):
+        return [a if not a.startswith("--reuid=") else "--reuid=0" for a in real(self)]
+
+    monkeypatch.setattr(S.Identity, "setpriv_args", as_root)
+    r = S.run("echo should not matter", NON_ROOT, [])
+    assert r.rc == S.WRONG_IDENTITY
+    assert r.stderr.startswith("sandbox: the process is not uid 1000 gid 1000")
+    assert "uid 0/0/0/0 (want 1000)" in r.stderr

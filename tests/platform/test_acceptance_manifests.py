@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_stack
+from tests.ports import communicate_all, retry_on_clash
 from trainforge.jobs.codeship import collect
 from trainforge.jobs.contract import PoolFacts, Taint
 from trainforge.platform import acceptance as A
@@ -166,28 +167,24 @@ def test_the_allreduce_command_line_forms_one_group_across_two_pods(tmp_path) ->
     )
     args = _container(cj, "allreduce")["args"]
     assert "--require-efa" not in args  # not an EFA pool
-    port = _free_port()
-    procs = []
-    for index in (0, 1):
-        a = [sys.executable if x == "python" else x for x in args]
-        a = [x.replace("$(JOB_COMPLETION_INDEX)", str(index))
-              .replace("$(JOB_NAME)-0.cpu-rehearsal-allreduce", "127.0.0.1")
-              .replace(f"--master-port={A.RDZV_PORT}", f"--master-port={port}") for x in a]  # fmt: skip
-        # small sizes for a CPU (argparse: the last value wins)
-        a += ["--max-bytes", "65536", "--min-bytes", "4096", "--iters", "2", "--warmup", "1"]
-        env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
-        env.pop("CUDA_VISIBLE_DEVICES", None)
-        procs.append(subprocess.Popen(a, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                      text=True))  # fmt: skip
-    outs = [p.communicate(timeout=240)[0] for p in procs]
-    assert [p.returncode for p in procs] == [0, 0], outs[0][-3000:] + outs[1][-3000:]
+
+    def start(port: int) -> list[tuple[int, str]]:
+        procs = []
+        for index in (0, 1):
+            a = [sys.executable if x == "python" else x for x in args]
+            a = [x.replace("$(JOB_COMPLETION_INDEX)", str(index))
+                  .replace("$(JOB_NAME)-0.cpu-rehearsal-allreduce", "127.0.0.1")
+                  .replace(f"--master-port={A.RDZV_PORT}", f"--master-port={port}") for x in a]  # fmt: skip
+            # small sizes for a CPU (argparse: the last value wins)
+            a += ["--max-bytes", "65536", "--min-bytes", "4096", "--iters", "2", "--warmup", "1"]
+            env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
+            env.pop("CUDA_VISIBLE_DEVICES", None)
+            procs.append(subprocess.Popen(a, env=env, stdout=subprocess.PIPE,
+                                          stderr=subprocess.STDOUT, text=True))  # fmt: skip
+        return communicate_all(procs, 240)
+
+    results = retry_on_clash(start, lambda rs: [o for _, o in rs])
+    outs = [o for _, o in results]
+    assert [c for c, _ in results] == [0, 0], outs[0][-3000:] + outs[1][-3000:]
     assert re.search(r"trainforge allreduce: 2 ranks, .* 2 node\(s\)", outs[0]), outs[0][-2000:]
     assert "PASS allreduce" in outs[0]
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]

@@ -7,7 +7,6 @@ import csv
 import json
 import pathlib
 import re
-import socket
 import urllib.request
 
 import pytest
@@ -80,12 +79,6 @@ def test_metric_names_are_read_from_promql():
 # --- every queried metric exists ------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def runtime_metrics(tmp_path_factory) -> set[str]:
     """What a real training run serves on /metrics, scraped just before its server stops
@@ -98,6 +91,13 @@ def runtime_metrics(tmp_path_factory) -> set[str]:
     scraped: list[str] = []
     close = metrics.MetricsServer.close
 
+    class AnyPort(metrics.MetricsServer):
+        """Binds port 0 (the kernel picks a free one) and serves there: self.port says which,
+        so no port is chosen, released and hoped for."""
+
+        def __init__(self, gauges, port, labels=None):
+            super().__init__(gauges, 0, labels=labels)
+
     def scrape_then_close(self):
         with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=10) as r:
             scraped.append(r.read().decode())
@@ -107,15 +107,16 @@ def runtime_metrics(tmp_path_factory) -> set[str]:
     threads = torch.get_num_threads()
     mp = pytest.MonkeyPatch()
     mp.setattr(metrics.MetricsServer, "close", scrape_then_close)
+    mp.setattr(metrics, "MetricsServer", AnyPort)
     # MFU is only exported where the device has a known peak (GPUs); give this CPU run the
     # H100 figure so the real Reporter computes and serves it as it would on a p5.
     mp.setattr(loop, "peak_flops", lambda device: metrics.PEAK_BF16_FLOPS["H100"])
     try:
         torch.set_num_threads(1)
         args = ["--model", "mlp", "--dataset-size", "256", "--steps", "8", "--log-every", "4"]
-        args += ["--batch-size", "8", "--metrics-port", str(_free_port()), "--output-dir", str(out)]
+        args += ["--batch-size", "8", "--metrics-port", "9400", "--output-dir", str(out)]
         args += ["--checkpoint-dir", str(out / "ckpt"), "--checkpoint-every", "4"]
-        assert main(args) == 0
+        assert main(args) == 0  # --metrics-port turns the server on; AnyPort binds port 0
     finally:
         mp.undo()
         torch.set_num_threads(threads)

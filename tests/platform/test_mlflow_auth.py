@@ -24,6 +24,7 @@ import urllib.request
 import pulumi
 import pytest
 
+from tests.ports import retry_on_clash
 from trainforge.plan.mocks import TrainforgeMocks, run_mocked
 from trainforge.platform import mlflow_auth, mlflow_auth_sync, versions
 
@@ -63,10 +64,12 @@ def test_a_failing_pass_still_beats(tmp_path):
     password.write_text("x\n")
     teams = tmp_path / "teams"
     teams.mkdir()
-    args = ["--url", f"http://127.0.0.1:{_free_port()}", "--admin-user", "a",
-            "--admin-password-file", str(password), "--teams-dir", str(teams),
-            "--heartbeat-file", str(beat), "--once", "--wait", "0"]  # fmt: skip
-    assert mlflow_auth_sync.main(args) == 1
+    with socket.socket() as held:  # bound, never listening: connections are refused, and
+        held.bind(("127.0.0.1", 0))  # no other process can take the port meanwhile
+        args = ["--url", f"http://127.0.0.1:{held.getsockname()[1]}", "--admin-user", "a",
+                "--admin-password-file", str(password), "--teams-dir", str(teams),
+                "--heartbeat-file", str(beat), "--once", "--wait", "0"]  # fmt: skip
+        assert mlflow_auth_sync.main(args) == 1
     assert mlflow_auth_sync.check_heartbeat(beat, 5) is None
 
 
@@ -120,12 +123,6 @@ def rendered() -> dict[str, dict[str, str]]:
     }
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class Client:
     def __init__(self, url: str, user: str | None, password: str | None) -> None:
         self.url, self.user, self.password = url, user, password
@@ -151,7 +148,6 @@ def server(tmp_path_factory):
     base = tmp_path_factory.mktemp("mlflow")
     ini = base / "basic_auth.ini"
     ini.write_text(mlflow_auth.auth_ini(ADMIN_PASSWORD, str(base / "basic_auth.db")))
-    port = _free_port()
     env = {
         **os.environ,
         "MLFLOW_AUTH_CONFIG_PATH": str(ini),
@@ -159,26 +155,40 @@ def server(tmp_path_factory):
         "HOME": str(base),
     }
     mlflow_bin = pathlib.Path(sys.executable).with_name("mlflow")
-    proc = subprocess.Popen(
-        [
-            str(mlflow_bin),
-            "server",
-            "--app-name=basic-auth",
-            "--workers=1",
-            "--host=127.0.0.1",
-            f"--port={port}",
-            f"--backend-store-uri=sqlite:///{base / 'mlflow.db'}",
-            "--serve-artifacts",
-            f"--artifacts-destination={base / 'artifacts'}",
-        ],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=open(base / "server.log", "w"),  # noqa: SIM115 - closed with the process
-        start_new_session=True,
-    )
-    url = f"http://127.0.0.1:{port}"
+
+    def start(port: int) -> tuple[subprocess.Popen, str, str]:
+        """The server on `port`, healthy; or, when it exited first, its log (a lost port)."""
+        log = base / "server.log"
+        proc = subprocess.Popen(
+            [
+                str(mlflow_bin),
+                "server",
+                "--app-name=basic-auth",
+                "--workers=1",
+                "--host=127.0.0.1",
+                f"--port={port}",
+                f"--backend-store-uri=sqlite:///{base / 'mlflow.db'}",
+                "--serve-artifacts",
+                f"--artifacts-destination={base / 'artifacts'}",
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=open(log, "w"),  # noqa: SIM115 - closed with the process
+            start_new_session=True,
+        )
+        url = f"http://127.0.0.1:{port}"
+        for _ in range(80):  # 80 x 5 s: the 400 s it may take on a loaded machine
+            try:
+                mlflow_auth_sync.wait_healthy(url, 5)
+                return proc, url, ""
+            except mlflow_auth_sync.SyncError:
+                if proc.poll() is not None:
+                    return proc, url, log.read_text()
+        return proc, url, log.read_text()
+
+    proc, url, failed = retry_on_clash(start, lambda r: [r[2]])
     try:
-        mlflow_auth_sync.wait_healthy(url, 400)
+        assert not failed, failed[-3000:]
         teams = base / "teams"
         teams.mkdir()
         for team, pw in TEAMS.items():

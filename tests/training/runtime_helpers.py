@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+
+from tests.ports import communicate_all, retry_on_clash
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -24,12 +25,6 @@ def env(**extra: str) -> dict[str, str]:
     return e
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def run_ranks(world: int, args: list[str], timeout: float = 180) -> list[str]:
     """Start ``world`` ranks of `python -m trainforge.training` (what torchrun would start)."""
     results = run_ranks_raw(world, args, timeout=timeout)
@@ -41,8 +36,17 @@ def run_ranks(world: int, args: list[str], timeout: float = 180) -> list[str]:
 def run_ranks_raw(
     world: int, args: list[str], timeout: float = 180, **extra_env: str
 ) -> list[tuple[int, str]]:
-    """Like run_ranks, but returns (exit code, output) per rank and asserts nothing."""
-    port = str(free_port())
+    """Like run_ranks, but returns (exit code, output) per rank and asserts nothing. The
+    rendezvous port is retried when rank 0 lost it to another process (EADDRINUSE)."""
+    return retry_on_clash(
+        lambda port: _run_ranks_on(world, args, timeout, str(port), extra_env),
+        lambda results: [out for _, out in results],
+    )
+
+
+def _run_ranks_on(
+    world: int, args: list[str], timeout: float, port: str, extra_env: dict[str, str]
+) -> list[tuple[int, str]]:
     procs = []
     for rank in range(world):
         e = env(
@@ -64,16 +68,7 @@ def run_ranks_raw(
                 text=True,
             )
         )
-    outs = []
-    try:
-        for p in procs:
-            out, _ = p.communicate(timeout=timeout)
-            outs.append(out)
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-    return [(p.returncode, out) for p, out in zip(procs, outs, strict=True)]
+    return communicate_all(procs, timeout)
 
 
 def summary(out_dir: Path) -> dict[str, Any]:

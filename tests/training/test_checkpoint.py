@@ -10,25 +10,28 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.ports import communicate_all, retry_on_clash
+
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _run_pair(*args: str, timeout: float = 120) -> list[str]:
     """Run the worker below as ranks 0 and 1; return their stdouts (fail with their output)."""
-    port = str(_free_port())
+    procs = retry_on_clash(
+        lambda port: _start_pair(str(port), args, timeout), lambda ps: [o for _, o in ps]
+    )
+    for code, out in procs:
+        assert code == 0, out
+    return [out for _, out in procs]
+
+
+def _start_pair(port: str, args: tuple[str, ...], timeout: float) -> list[tuple[int, str]]:
     procs = []
     for rank in range(2):
         env = dict(
@@ -51,13 +54,7 @@ def _run_pair(*args: str, timeout: float = 120) -> list[str]:
                 text=True,
             )
         )
-    outs = []
-    for p in procs:
-        out, _ = p.communicate(timeout=timeout)
-        outs.append(out)
-    for p, out in zip(procs, outs, strict=True):
-        assert p.returncode == 0, out
-    return outs
+    return communicate_all(procs, timeout)
 
 
 # ------------------------------------------------------------------------ 2-process workers

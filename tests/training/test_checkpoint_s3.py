@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pytest
 
-boto3 = pytest.importorskip("boto3")  # the dev extra pins it; the runtime itself does not need it
-moto = pytest.importorskip("moto")
+boto3 = pytest.importorskip(
+    "boto3", reason="boto3 is in the dev extra only (the runtime itself does not need it)"
+)
+moto = pytest.importorskip("moto", reason="moto (S3 stand-in) is in the dev extra only")
 
 BUCKET = "tf-ckpt"
 URI = f"s3://{BUCKET}/runs/exp1"

@@ -90,16 +90,17 @@ def test_reporter_publishes_what_it_logs(tmp_path, capsys) -> None:
     """The loop's reporter feeds the endpoint, metrics.jsonl and summary.json."""
     import json
 
-    from runtime_helpers import free_port
-
+    from tests.ports import start_on_free_port
     from trainforge.training.metrics import Reporter
 
-    port = free_port()
-    rep = Reporter(
-        enabled=True, total_steps=20, samples_per_step=64, tokens_per_sample=1,
-        flops_per_sample=1.0, world_size=2, peak=None, output_dir=tmp_path, metrics_port=port,
-        run_name="r1", params={"lr": 0.1},
+    rep = start_on_free_port(
+        lambda p: Reporter(
+            enabled=True, total_steps=20, samples_per_step=64, tokens_per_sample=1,
+            flops_per_sample=1.0, world_size=2, peak=None, output_dir=tmp_path, metrics_port=p,
+            run_name="r1", params={"lr": 0.1},
+        )
     )  # fmt: skip
+    port = rep.server.port
     try:
         rep.start_loop(0)
         rep.record(10, 2.5, 0.1, {"checkpoint_step": 10.0})

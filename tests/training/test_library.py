@@ -150,13 +150,17 @@ def test_preemption_handler_from_env_checkpoints_and_returns_143(monkeypatch):
 
 
 def test_metrics_reporter_from_env(monkeypatch, tmp_path):
-    from runtime_helpers import free_port
+    from tests.ports import start_on_free_port
 
-    port = free_port()
     monkeypatch.setenv(c.JOB_NAME, "mnist-user")
     monkeypatch.setenv(c.OUTPUT_DIR, str(tmp_path))
-    monkeypatch.setenv(c.METRICS_PORT, str(port))
-    with tt.MetricsReporter.from_env(params={"lr": 0.1}) as metrics:
+
+    def start(port: int):
+        monkeypatch.setenv(c.METRICS_PORT, str(port))
+        return tt.MetricsReporter.from_env(params={"lr": 0.1}), port
+
+    reporter, port = start_on_free_port(start)
+    with reporter as metrics:
         assert metrics.port == port
         metrics.log(10, loss=2.5, accuracy=0.5)
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:

@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 import urllib.request
 
-from runtime_helpers import free_port
-
+from tests.ports import start_on_free_port
 from trainforge.training import metrics
 from trainforge.training.metrics import Reporter, format_eta
 
@@ -23,12 +22,14 @@ def test_eta_formats_for_humans():
 def test_progress_and_eta_are_logged_served_and_recorded(tmp_path, capsys, monkeypatch):
     now = [100.0]
     monkeypatch.setattr(metrics.time, "perf_counter", lambda: now[0])
-    port = free_port()
-    rep = Reporter(
-        enabled=True, total_steps=400, samples_per_step=8, tokens_per_sample=4,
-        flops_per_sample=1.0, world_size=1, peak=None, output_dir=tmp_path, metrics_port=port,
-        run_name="r", params={},
+    rep = start_on_free_port(
+        lambda p: Reporter(
+            enabled=True, total_steps=400, samples_per_step=8, tokens_per_sample=4,
+            flops_per_sample=1.0, world_size=1, peak=None, output_dir=tmp_path, metrics_port=p,
+            run_name="r", params={},
+        )
     )  # fmt: skip
+    port = rep.server.port
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
             before = r.read().decode()

@@ -106,19 +106,21 @@ def test_watchdog_fires_once_a_step_exceeds_its_bound_and_exits_201() -> None:
         codes.append(code)
         fired.set()
 
+    clock = FakeClock()  # the watchdog's own clock: no assertion on wall time
     wd = Watchdog(0.4, rank=3, world_size=8, warmup_steps=0, log=logs.append, on_fire=on_fire,
-                  exit_fn=exit_fn, poll_s=0.02)  # fmt: skip
+                  exit_fn=exit_fn, poll_s=0.01, clock=clock)  # fmt: skip
     with wd:
         for step in range(1, 4):
             with wd.step(step):
-                time.sleep(0.01)
-        t0 = time.monotonic()
+                clock.t += 0.01
         wd.step_started(4)
-        assert fired.wait(5), logs
-        elapsed = time.monotonic() - t0
+        clock.t += 0.39  # within the bound: polls keep finding it in time
+        assert not fired.wait(0.2), logs
+        clock.t += 0.06
+        assert fired.wait(30), logs
     assert codes == [exits.HANG.code]
-    assert 0.4 <= elapsed < 2.0
-    assert seen and seen[0].activity.step == 4 and seen[0].elapsed > 0.4
+    assert seen and seen[0].activity.step == 4
+    assert seen[0].elapsed == pytest.approx(0.45)  # by the watchdog's clock
     assert any("rank 3: step 4 made no progress" in m for m in logs)
     assert any(m.startswith("trainforge exit: hang code=201 (rank 3, step 4)") for m in logs)
 
@@ -284,7 +286,7 @@ def test_a_wrapped_oom_is_still_an_oom() -> None:
 def test_codes_below_128_stop_the_job_and_the_others_restart_it() -> None:
     """The Kubeflow training operator 1.9's ExitCode policy: retryable iff code >= 128."""
     permanent = {r.name for r in exits.REASONS.values() if 0 < r.code < 128}
-    assert permanent == {"user_error", "config_error", "oom", "no_progress"}
+    assert permanent == {"user_error", "config_error", "oom", "no_progress", "ranks_disagree"}
     retry = {r.name for r in exits.REASONS.values() if r.code >= 128}
     assert {"preempted", "collective_error", "hang", "peer_lost", "gpu_error"} <= retry
     assert (
@@ -301,6 +303,7 @@ def test_codes_below_128_stop_the_job_and_the_others_restart_it() -> None:
         ({0: 202, 1: 1}, 1, "user_error, permanent"),  # a bug, not its lost peer
         ({0: 202, 1: 3}, 3, "oom"),
         ({0: 143, 1: 143}, 143, "preempted"),
+        ({0: 202, 1: 5}, 5, "ranks_disagree, permanent"),  # not the peer it lost
         ({0: -9}, 137, "retryable"),  # killed outright: no reason of ours
     ],
 )

@@ -46,7 +46,12 @@ from trainforge.plan.checks import CheckResult, Finding, PlanContext, Section
 
 SCRIPT_FAILS = "TRAINFORGE_POD_SCRIPT_FAILS"
 CANNOT_WRITE = "TRAINFORGE_POD_CANNOT_WRITE"
+NOT_RUN = "TRAINFORGE_POD_SCRIPT_NOT_RUN"
 RULES = {
+    NOT_RUN: (
+        "run the plan where the rehearsal can run (Linux, root, util-linux: CI and the dev "
+        "containers), or waive this rule for this machine knowing the scripts are unchecked"
+    ),
     SCRIPT_FAILS: (
         "make the script succeed under its container's securityContext on a fresh volume and "
         "on every re-run (idempotent), with the fewest capabilities (docs/rehearsals.md)"
@@ -443,7 +448,22 @@ def check(ctx: PlanContext) -> CheckResult:
             for s in scripts
         ]
         data = {"runnable": False, "reason": why_not, "scripts": [s.ident for s in scripts]}
-        return CheckResult(sections=[Section(title, lines, data)])
+        # not run is not passed: each unrehearsed script is a finding (waivable by name)
+        not_run = [
+            Finding(
+                resource=s.ident,
+                rule=NOT_RUN,
+                message=(
+                    f"{s.ident} container {s.container}: script not rehearsed ({why_not}): "
+                    f"`{_short(s.script)}`"
+                ),
+                fix=RULES[NOT_RUN],
+                urn=s.urn,
+                names=frozenset({s.ident, s.obj_name}),
+            )
+            for s in scripts
+        ]
+        return CheckResult(findings=not_run, sections=[Section(title, lines, data)])
 
     findings: list[Finding] = []
     lines = [f"shell: {sandbox.shell_description()}"]

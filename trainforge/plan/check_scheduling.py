@@ -25,7 +25,14 @@ FIX = (
     "ask for less CPU/memory per pod, fewer workers, or use a pool (or quota) that holds the "
     "job; the numbers are in the 'Scheduling rehearsal' section (docs/rehearsals.md)"
 )
-RULES = {RULE: FIX}
+UNREHEARSED = "TRAINFORGE_JOB_UNREHEARSED"
+RULES = {
+    RULE: FIX,
+    UNREHEARSED: (
+        "give the pool instance types trainforge knows (trainforge/platform/instance_types.py) "
+        "or vcpus/memory per node in its contract, so its jobs can be rehearsed"
+    ),
+}
 
 
 def _limits(pool: PoolFacts) -> str:
@@ -125,6 +132,23 @@ def check(ctx: PlanContext) -> CheckResult:
         for k, need, _ in quota:
             team_totals[target.team.name][k] += need
         team_quota[target.team.name] = target.quota
+        if not r.fits:
+            # not rehearsed is not passed: a job on nodes of unknown size is a finding
+            message = (
+                f"job {ident} on pool {pool.name!r}: the pool's node sizes are unknown "
+                f"(instance types {', '.join(pool.instance_types) or 'none'}), so whether "
+                f"{pods} pod(s) of {size} fit was not rehearsed"
+            )
+            lines.append(f"  NOT REHEARSED: {message}")
+            findings.append(
+                Finding(
+                    resource=f"job {ident}",
+                    rule=UNREHEARSED,
+                    message=message,
+                    fix=RULES[UNREHEARSED],
+                    names=frozenset({spec.name, j.resource_name, ident}),
+                )
+            )
         problems = [p.message for p in r.problems]
         problems += [
             f"{pods} pod(s) need {k} {_fmt(k, need)} but the team quota is {limit}"

@@ -81,9 +81,9 @@ class StackIam:
     buckets: dict[str, BucketFacts]  # by bucket name (only buckets with a known name)
     key_policies: dict[str, Policy]  # by key ARN
     notes: list[str] = field(default_factory=list)
-    # bucket name -> the S3 gateway endpoint id its policy names (aws:SourceVpce), for buckets
-    # whose policy is built from an S3 gateway endpoint this stack declares: pods in the VPC
-    # reach S3 through it, so their requests carry that aws:SourceVpce.
+    # bucket name -> the id of the S3 gateway endpoint this stack declares: pods in the VPC
+    # reach S3 through it, so their requests carry that aws:SourceVpce. Read from the declared
+    # endpoint resources, never from the bucket policy the rehearsal judges.
     bucket_endpoints: dict[str, str] = field(default_factory=dict)
 
     def role(self, urn_or_arn: str | None) -> RoleFacts | None:
@@ -259,9 +259,11 @@ def read_stack(inv: Inventory) -> StackIam:
             name, str(key) if key else None, bool(rule.get("bucketKeyEnabled"))
         )
     bucket_policies: dict[str, Policy] = {}
-    bucket_endpoints: dict[str, str] = {}
+    # The S3 gateway endpoints this stack declares, by URN -> their id (the stand-in run's id;
+    # a marker naming the endpoint where it is unknown). Their existence, never the bucket
+    # policy under test, says that pods reach S3 through them.
     s3_gateways = {
-        e.urn
+        e.urn: e.id or f"<id of VPC endpoint {e.name}>"
         for e in by_type.get(VPC_ENDPOINT, [])
         if e.inputs.get("vpcEndpointType") == "Gateway"
         and str(e.inputs.get("serviceName", "")).endswith(".s3")
@@ -272,9 +274,19 @@ def read_stack(inv: Inventory) -> StackIam:
         if isinstance(name, str) and doc:
             bucket_policies[name] = Policy(f"bucket policy {bp.name}", doc)
             buckets.setdefault(name, BucketFacts(name))
-            if s3_gateways & set(bp.dependencies.get("policy") or []):
-                for value in _condition_values(doc, "aws:SourceVpce"):
-                    bucket_endpoints[name] = value
+    bucket_endpoints: dict[str, str] = {}
+    if s3_gateways:
+        # every bucket: pods in the VPC reach it through the gateway (the one its policy is
+        # built from where it names one, else the first declared)
+        first = next(iter(s3_gateways.values()))
+        linked = {
+            str(bp.inputs.get("bucket")): s3_gateways[urn]
+            for bp in by_type.get(BUCKET_POLICY, [])
+            for urn in bp.dependencies.get("policy") or []
+            if urn in s3_gateways
+        }
+        for name in buckets:
+            bucket_endpoints[name] = linked.get(name, first)
 
     key_policies: dict[str, Policy] = {}
     key_urn_to_arn: dict[str, str] = {}
@@ -320,16 +332,6 @@ def read_stack(inv: Inventory) -> StackIam:
         notes=notes,
         bucket_endpoints=bucket_endpoints,
     )
-
-
-def _condition_values(doc: dict, key: str) -> list[str]:
-    """Every value a policy's conditions compare `key` with."""
-    out = []
-    for st in _as_list(doc.get("Statement")):
-        for block in (st.get("Condition") or {}).values():
-            if isinstance(block, dict) and key in block:
-                out += [str(v) for v in _as_list(block[key])]
-    return out
 
 
 def _attach(facts: RoleFacts, arn: str, policy_urn: str | None, by_type: dict) -> None:

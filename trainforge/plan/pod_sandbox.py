@@ -84,6 +84,57 @@ UNSAFE_CAPS = frozenset(
     }
 )
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+# Capability numbers (linux/include/uapi/linux/capability.h), to read /proc/self/status.
+CAP_NUMBERS = {
+    name: i
+    for i, name in enumerate(
+        [
+            "CHOWN",
+            "DAC_OVERRIDE",
+            "DAC_READ_SEARCH",
+            "FOWNER",
+            "FSETID",
+            "KILL",
+            "SETGID",
+            "SETUID",
+            "SETPCAP",
+            "LINUX_IMMUTABLE",
+            "NET_BIND_SERVICE",
+            "NET_BROADCAST",
+            "NET_ADMIN",
+            "NET_RAW",
+            "IPC_LOCK",
+            "IPC_OWNER",
+            "SYS_MODULE",
+            "SYS_RAWIO",
+            "SYS_CHROOT",
+            "SYS_PTRACE",
+            "SYS_PACCT",
+            "SYS_ADMIN",
+            "SYS_BOOT",
+            "SYS_NICE",
+            "SYS_RESOURCE",
+            "SYS_TIME",
+            "SYS_TTY_CONFIG",
+            "MKNOD",
+            "LEASE",
+            "AUDIT_WRITE",
+            "AUDIT_CONTROL",
+            "SETFCAP",
+            "MAC_OVERRIDE",
+            "MAC_ADMIN",
+            "SYSLOG",
+            "WAKE_ALARM",
+            "BLOCK_SUSPEND",
+            "AUDIT_READ",
+            "PERFMON",
+            "BPF",
+            "CHECKPOINT_RESTORE",
+        ]
+    )
+}
+# exit status of `run` when the sandboxed process is not who it should be
+WRONG_IDENTITY = 125
 
 
 def _cap(name: str) -> str:
@@ -181,6 +232,63 @@ class Identity:
         return args
 
 
+def _cap_names(mask: int) -> frozenset[str]:
+    by_bit = {i: name for name, i in CAP_NUMBERS.items()}
+    return frozenset(by_bit.get(b, f"cap{b}") for b in range(64) if mask >> b & 1)
+
+
+def read_status(text: str) -> dict[str, Any]:
+    """The credentials in a /proc/<pid>/status: uid and gid (real, effective, saved, fs),
+    supplementary groups, capability sets by name, no_new_privs."""
+    fields = dict(
+        (k.strip(), v.strip()) for k, _, v in (line.partition(":") for line in text.splitlines())
+    )
+    try:
+        return {
+            "uid": tuple(int(x) for x in fields["Uid"].split()),
+            "gid": tuple(int(x) for x in fields["Gid"].split()),
+            "groups": tuple(sorted(int(x) for x in fields.get("Groups", "").split())),
+            **{
+                key: _cap_names(int(fields[name], 16))
+                for key, name in (
+                    ("inheritable", "CapInh"),
+                    ("effective", "CapEff"),
+                    ("bounding", "CapBnd"),
+                    ("ambient", "CapAmb"),
+                )
+            },
+            "no_new_privs": fields.get("NoNewPrivs", "0") == "1",
+        }
+    except (KeyError, ValueError) as e:
+        raise ValueError(f"not a /proc/self/status: {e}; got {text[:200]!r}") from None
+
+
+def identity_mismatches(identity: Identity, status: str) -> list[str]:
+    """How the process that wrote `status` (its /proc/self/status) differs from `identity`;
+    empty when it is exactly who the container's process would be."""
+    seen = read_status(status)
+    out = []
+    if set(seen["uid"]) != {identity.uid}:
+        out.append(f"uid {'/'.join(map(str, seen['uid']))} (want {identity.uid})")
+    if set(seen["gid"]) != {identity.gid}:
+        out.append(f"gid {'/'.join(map(str, seen['gid']))} (want {identity.gid})")
+    if seen["groups"] != tuple(sorted(set(identity.groups))):
+        got = ",".join(map(str, seen["groups"])) or "none"
+        want = ",".join(map(str, sorted(set(identity.groups)))) or "none"
+        out.append(f"groups {got} (want {want})")
+    if "ALL" not in identity.bounding:
+        for key, want in (("bounding", identity.bounding), ("effective", identity.effective)):
+            if seen[key] != want:
+                got = ",".join(sorted(seen[key])) or "none"
+                out.append(f"{key} capabilities {got} (want {','.join(sorted(want)) or 'none'})")
+    for key in ("inheritable", "ambient"):
+        if seen[key]:
+            out.append(f"{key} capabilities {','.join(sorted(seen[key]))} (want none)")
+    if seen["no_new_privs"] != identity.no_new_privs:
+        out.append(f"no_new_privs {int(seen['no_new_privs'])} (want {int(identity.no_new_privs)})")
+    return out
+
+
 @dataclass(frozen=True)
 class Mount:
     """A scratch directory standing for a volume, at the container's mount path."""
@@ -195,6 +303,8 @@ class RunResult:
     rc: int
     stdout: str
     stderr: str
+    # the sandboxed process's own /proc/self/status, read before the script ran
+    status: str = ""
 
     @property
     def ok(self) -> bool:
@@ -259,6 +369,7 @@ def _skeleton(root: str, mounts: list[Mount], busybox: bool) -> list[str]:
     binds = [f"mount --bind {q(root)} {q(root)}"]  # the root itself, remounted ro later
     os.makedirs(os.path.join(root, "dev"))
     os.makedirs(os.path.join(root, "tmp"))
+    os.makedirs(os.path.join(root, "proc"))  # for the identity proof, unmounted after it
     pathlib.Path(root, "dev", "null").touch()
     for d in HOST_DIRS:
         src, dst = f"/{d}", os.path.join(root, d)
@@ -307,17 +418,19 @@ def run(
         path = "/.busybox:" + SYSTEM_PATH if busybox else SYSTEM_PATH
         environment = ["env", "-i", f"PATH={path}", "HOME=/"]
         environment += [f"{k}={v}" for k, v in (env or {}).items()]
-        inner = [
-            "chroot",
-            root,
-            *environment,
-            *identity.setpriv_args(),
-            "--",
-            shell,
-            "-c",
-            script,
+        q = shlex.quote
+        become = ["chroot", root, *environment, *identity.setpriv_args(), "--"]
+        status_file = os.path.join(tmp, "status")
+        # The identity proof: a process made exactly as the script's (chroot, setpriv) reads
+        # its own /proc/self/status, written to a file outside the new root. /proc is there
+        # only for it: the script runs with /proc unmounted (no /proc/sysrq-trigger for root).
+        proof = [
+            f"mount -t proc proc {q(os.path.join(root, 'proc'))}",
+            " ".join(q(a) for a in [*become, "cat", "/proc/self/status"]) + f" > {q(status_file)}",
+            f"umount {q(os.path.join(root, 'proc'))}",
         ]
-        command = "\n".join(setup) + "\nexec " + " ".join(shlex.quote(a) for a in inner)
+        inner = [*become, shell, "-c", script]
+        command = "\n".join([*setup, *proof]) + "\nexec " + " ".join(q(a) for a in inner)
         try:
             p = subprocess.run(
                 # own mount, PID, IPC, UTS and network namespaces: the script sees only its
@@ -330,4 +443,15 @@ def run(
             )
         except subprocess.TimeoutExpired:
             return RunResult(124, "", f"timed out after {timeout}s")
-        return RunResult(p.returncode, p.stdout, p.stderr)
+        status = pathlib.Path(status_file).read_text() if os.path.exists(status_file) else ""
+        if not status:
+            return RunResult(p.returncode or WRONG_IDENTITY, p.stdout, p.stderr)
+        wrong = identity_mismatches(identity, status)
+        if wrong:
+            return RunResult(
+                WRONG_IDENTITY,
+                p.stdout,
+                f"sandbox: the process is not {identity.describe()}: {'; '.join(wrong)}",
+                status,
+            )
+        return RunResult(p.returncode, p.stdout, p.stderr, status)

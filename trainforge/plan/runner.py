@@ -43,6 +43,8 @@ class Recorded:
     # input property -> URNs of the resources its value came from (links bucket and policy
     # even while the bucket's id is still unknown)
     dependencies: dict[str, list[str]] = field(default_factory=dict)
+    # the id the mocks assigned (a stand-in run's plausible id); None in a preview
+    id: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -184,6 +186,7 @@ def _make_monitor(mocks: Any, sink: list[Recorded], echo: bool = False):
                         for k, v in request.propertyDependencies.items()
                         if list(v.urns)
                     },
+                    id=id_ or None,
                 )
             )
             return resp

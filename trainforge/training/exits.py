@@ -14,6 +14,8 @@ config_error          2  no         bad flags, an unusable checkpoint, an imposs
 oom                   3  no         out of GPU (or host allocator) memory: the same batch
                                     would run out again; lower the batch size
 no_progress           4  no         the job kept failing from the same checkpoint
+ranks_disagree        5  no         the ranks ended with different parameters (a replica
+                                    or a shard differs from its peers' copy)
 preempted           143  yes        SIGTERM: a checkpoint was saved, resume from it
 collective_error    200  yes        an NCCL/gloo error or a collective timeout
 hang                201  yes        the watchdog saw no progress (see watchdog.py)
@@ -67,6 +69,13 @@ NO_PROGRESS = Reason(
     "the job kept failing from the same checkpoint",
     "read the earlier attempts' exit lines (`kubectl logs --previous`) and fix their cause",
 )
+RANKS_DISAGREE = Reason(
+    "ranks_disagree",
+    5,
+    "the ranks ended with different parameters",
+    "do not use this run's final weights; run the acceptance tests on its nodes (a sick GPU "
+    "corrupts silently) and rerun from a checkpoint before the first disagreeing step",
+)
 PREEMPTED = Reason(
     "preempted", 143, "SIGTERM: checkpointed and stopped", "none: the restart resumes"
 )
@@ -111,6 +120,7 @@ REASONS: dict[str, Reason] = {
         CONFIG_ERROR,
         OOM,
         NO_PROGRESS,
+        RANKS_DISAGREE,
         PREEMPTED,
         COLLECTIVE_ERROR,
         HANG,
@@ -128,6 +138,7 @@ ROOT_CAUSE_ORDER = (
     "user_error",
     "oom",
     "no_progress",
+    "ranks_disagree",
     "gpu_error",
     "hang",
     "node_lost",

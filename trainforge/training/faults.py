@@ -13,6 +13,9 @@ OOM         raises torch.OutOfMemoryError (exit 3, permanent)
 COLLECTIVE  raises torch.distributed.DistBackendError (exit 200, retryable)
 ERROR       raises ValueError, a bug in the training code (exit 1, permanent)
 KILL, TERM  sends itself SIGKILL / SIGTERM right *after* step STEP (checkpoint.py's hook)
+CORRUPT     at the final agreement check (STEP is ignored), changes one value of its own copy
+            of the parameters (its replica under DDP, its local shard under FSDP) after its
+            peers gathered it: the check fails the run with ranks_disagree (exit 5)
 =========== ===================================================================================
 
 Documented in docs/checkpointing.md and docs/reliability.md. Never set it in a real job.
@@ -26,6 +29,7 @@ import time
 FAULT_ENV = "TRAINFORGE_TEST_FAULT"
 SIGNAL_KINDS = ("KILL", "TERM")  # handled after the step by checkpoint.Checkpointing
 IN_STEP_KINDS = ("HANG", "OOM", "COLLECTIVE", "ERROR")
+FINAL_KINDS = ("CORRUPT",)  # at the final agreement check (agreement.py)
 
 
 class FaultSpecError(ValueError):
@@ -41,16 +45,17 @@ def parse(spec: str) -> tuple[int, int, str] | None:
         parsed = int(rank), int(step), kind.upper()
     except ValueError:
         parsed = None
-    if parsed is None or parsed[2] not in SIGNAL_KINDS + IN_STEP_KINDS:
+    if parsed is None or parsed[2] not in SIGNAL_KINDS + IN_STEP_KINDS + FINAL_KINDS:
         raise FaultSpecError(
             f"{FAULT_ENV}={spec!r}: expected RANK:STEP:KIND with KIND one of "
-            f"{', '.join(SIGNAL_KINDS + IN_STEP_KINDS)} (a test hook)"
+            f"{', '.join(SIGNAL_KINDS + IN_STEP_KINDS + FINAL_KINDS)} (a test hook)"
         )
     return parsed
 
 
-def first_attempt() -> bool:
-    return os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") in ("", "0")
+def first_attempt(environ: dict[str, str] | None = None) -> bool:
+    env = os.environ if environ is None else environ
+    return env.get("TORCHELASTIC_RESTART_COUNT", "0") in ("", "0")
 
 
 class InStepFault:
@@ -82,3 +87,19 @@ class InStepFault:
                 f"NCCL error in: ProcessGroupNCCL.cpp: unhandled system error (test hook, step {step})"
             )
         raise ValueError(f"a bug in the training code (test hook, step {step})")
+
+
+def corrupt_hook(rank: int, environ: dict[str, str] | None = None):
+    """The CORRUPT hook for agreement.check's `before_local`, or None when not armed here."""
+    env = os.environ if environ is None else environ
+    parsed = parse(env.get(FAULT_ENV, ""))
+    if not parsed or parsed[0] != rank or parsed[2] not in FINAL_KINDS or not first_attempt(env):
+        return None
+
+    def corrupt(own: dict) -> None:
+        for t in own.values():
+            if t.numel() and t.is_floating_point():
+                t.view(-1)[0] += 1.0
+                return
+
+    return corrupt

@@ -27,12 +27,12 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from trainforge.training import agreement, exits
 from trainforge.training import checkpoint as ckpt_mod
-from trainforge.training import exits
 from trainforge.training.config import TrainConfig, as_dict, check_world
 from trainforge.training.data import Batches, ShardedOrder, build_dataset
 from trainforge.training.distributed import DistEnv, cleanup, init_distributed
-from trainforge.training.faults import InStepFault
+from trainforge.training.faults import InStepFault, corrupt_hook
 from trainforge.training.goodput import Goodput
 from trainforge.training.ledger import NO_PROGRESS_LIMIT, RunLedger
 from trainforge.training.metrics import Reporter, peak_flops
@@ -257,8 +257,10 @@ def _train(cfg: TrainConfig, env: DistEnv, timeouts: Timeouts | None = None) -> 
                 goodput.checkpoint_started(state.step)
                 goodput.checkpoint_blocked(time.perf_counter() - t0)
             reporter.gauges.update(checkpointing.metrics())
-            _finish(cfg, env, state, reporter, global_batch, raw, t_setup, name, checkpointing,
-                    goodput)  # fmt: skip
+            verdict = _finish(cfg, env, state, reporter, global_batch, raw, t_setup, name,
+                              checkpointing, goodput)  # fmt: skip
+        if not verdict.agree:
+            raise exits.RunFailure(exits.RANKS_DISAGREE, verdict.detail)
         return 0
     finally:
         if watchdog is not None:
@@ -452,16 +454,16 @@ def _finish(
     name: str,
     checkpointing: ckpt_mod.Checkpointing,
     goodput: Goodput | None = None,
-) -> None:
-    stats = param_stats(state.model)
-    gathered: list[Any] = [None] * env.world_size
-    dist.all_gather_object(gathered, stats)
-    agree = all(g == gathered[0] for g in gathered)
+) -> agreement.Agreement:
+    # each rank vouches for its own memory: its replica (DDP) or its local shard (FSDP)
+    verdict = agreement.check(unwrap(state.model), env.rank, env.world_size, corrupt_hook(env.rank))
+    agree = verdict.agree
     if not agree:
-        reporter.log("error: ranks disagree on the final parameters")
+        reporter.log(f"error: {verdict.detail}")
+    stats = param_stats(state.model)
     memory = _peak_memory(env)  # the largest rank's: what has to fit (a collective)
     if not env.is_main:
-        return
+        return verdict
     now = time.perf_counter()
     steps_run = state.step - reporter.first_step
     elapsed = now - reporter.loop_start
@@ -516,6 +518,7 @@ def _finish(
         ]
         reporter.gauges.update(goodput.gauges())
     reporter.summary(summary)
+    return verdict
 
 
 def _peak_memory(env: DistEnv) -> dict[str, int | None]:
