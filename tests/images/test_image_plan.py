@@ -23,6 +23,14 @@ HOST = "111122223333.dkr.ecr.us-west-2.amazonaws.com"
 SECRET = "arn:aws:secretsmanager:us-west-2:111122223333:secret:ecr-pullthroughcache/dockerhub-AbC"
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _fresh_record_after():
+    """A plan run leaves its record (the cache routes, `image_routes.current()`) behind: start
+    the next module from a fresh one, as every program run does."""
+    yield
+    reset_declared()
+
+
 @pytest.fixture(scope="module")
 def plans():
     return {s: plan_project(ROOT, s, standins=False) for s in ("dev", "prod")}
