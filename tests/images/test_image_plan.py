@@ -9,18 +9,28 @@ import pulumi
 import pytest
 
 from trainforge.core import image_routes, versions
+from trainforge.core.contract import declared, reset_declared
 from trainforge.core.errors import JobConfigError
 from trainforge.jobs.declare import check_jobs
 from trainforge.jobs.image_facts import parse_declared
 from trainforge.plan.core import plan_project
-from trainforge.platform import training_operator
+from trainforge.platform import monitoring, training_operator
 from trainforge.platform.config import ConfigError, parse_config
 from trainforge.platform.image_cache import PULL_THROUGH_ACTIONS
 from trainforge.platform.published import contract_from_config
+from trainforge.platform.services_config import MonitoringConfig
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 HOST = "111122223333.dkr.ecr.us-west-2.amazonaws.com"
 SECRET = "arn:aws:secretsmanager:us-west-2:111122223333:secret:ecr-pullthroughcache/dockerhub-AbC"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _fresh_record_after():
+    """A plan run leaves its record (the cache routes, `image_routes.current()`) behind: start
+    the next module from a fresh one, as every program run does."""
+    yield
+    reset_declared()
 
 
 @pytest.fixture(scope="module")
@@ -61,15 +71,19 @@ def test_no_pod_image_comes_from_docker_hub_and_jobs_run_the_runtime_image(plans
     assert jobs
     for dj in jobs:
         assert dj.spec.image.startswith(f"{account}.dkr.ecr."), dj.spec.image
-        assert "/trainforge-runtime:runtime-efa-" in dj.spec.image
+        # the stacks have a Docker Hub credential: the standard image is built too, and a job
+        # without EFA runs it
+        kind = "runtime-efa" if dj.spec.efa else "runtime"
+        assert f"/trainforge-runtime:{kind}-" in dj.spec.image, dj.spec.image
         assert dj.spec.code_source == "image" and dj.emitted.configmap is None
         facts = dj.spec.image_facts
-        assert facts.mlflow == "3.17.0" and facts.boto3 == "1.44.5" and facts.aws_ofi_nccl
+        assert facts.mlflow == "3.17.0" and facts.boto3 == "1.44.5"
+        assert bool(facts.aws_ofi_nccl) == bool(dj.spec.efa)
         assert dj.spec.checkpoint.s3_mirror is True  # mirrored to S3 by default
     section = next(s for s in result.sections if s.title.startswith("Images"))
     text = "\n".join(section.lines)
     assert "MLflow: on" in text and "S3 mirror: on" in text
-    assert "facts: torch 2.13.0, CUDA 13.3" in text
+    assert "facts: torch 2.13.0" in text
 
 
 def test_cache_rules_and_node_permissions_are_least_privilege(plans):
@@ -79,8 +93,13 @@ def test_cache_rules_and_node_permissions_are_least_privilege(plans):
         for r in inv.resources
         if r.type == "aws:ecr/pullThroughCacheRule:PullThroughCacheRule"
     }
-    assert set(rules) == {"ecr-public", "k8s", "quay"}  # no credential: no docker-hub rule
+    # the stack names a Docker Hub credential: its rule is there, with the secret
+    assert set(rules) == {"docker-hub", "ecr-public", "k8s", "quay"}
     assert rules["ecr-public"]["upstreamRegistryUrl"] == "public.ecr.aws"
+    assert rules["docker-hub"]["upstreamRegistryUrl"] == "registry-1.docker.io"
+    assert rules["docker-hub"]["credentialArn"].startswith(
+        "arn:aws:secretsmanager:us-east-1:111122223333:secret:ecr-pullthroughcache/"
+    )
     policies = [
         json.loads(r.inputs["policy"])
         for r in inv.resources
@@ -91,11 +110,12 @@ def test_cache_rules_and_node_permissions_are_least_privilege(plans):
     assert stmt["Action"] == list(PULL_THROUGH_ACTIONS)
     assert sorted(stmt["Resource"]) == [
         f"arn:aws:ecr:us-east-1:123456789012:repository/{p}/*"
-        for p in ("ecr-public", "k8s", "quay")
+        for p in ("docker-hub", "ecr-public", "k8s", "quay")
     ]
-    builds = [r for r in inv.resources if r.type == "docker-build:index:Image"]
-    assert [b.inputs["target"] for b in builds] == ["runtime-efa"]
-    (build,) = builds
+    builds = {r.inputs["target"]: r for r in inv.resources if r.type == "docker-build:index:Image"}
+    assert sorted(builds) == ["runtime", "runtime-efa"]  # the standard one FROM Docker Hub
+    assert builds["runtime"].inputs["buildArgs"]["REGISTRY"].endswith(".amazonaws.com/docker-hub")
+    build = builds["runtime-efa"]
     assert build.inputs["buildArgs"]["EFA_REGISTRY"].endswith(".amazonaws.com/ecr-public")
     assert build.inputs["push"] is True and build.inputs["buildOnPreview"] is False
 
@@ -239,3 +259,80 @@ def test_operator_worker_init_container_image_is_set_by_its_flag():
         True, "kubernetes:v1:Service", "x", {}, pulumi.ResourceOptions()
     )
     assert training_operator.init_container_image(image)(other) is None
+
+
+def test_chart_and_overlay_images_go_through_the_cache_with_the_credential(plans):
+    """Grafana (prod) and the training operator's overlay: no rendered pod shows them, so the
+    components record them; with the stack's Docker Hub credential they pull via the cache."""
+    result = plans["prod"]
+    host = "123456789012.dkr.ecr.us-east-1.amazonaws.com"  # the plan's mocked account
+    installed = {
+        (i.component, i.image): i.pulled for i in result.inventory.declared.installed_images
+    }
+    operator = installed[("platform-services-training-operator", training_operator.OPERATOR_IMAGE)]
+    assert operator == f"{host}/docker-hub/kubeflow/training-operator"
+    assert not [i for i in installed.values() if image_routes.is_docker_hub(i)]
+    section = next(s for s in result.sections if s.title.startswith("Images"))
+    assert any("installs docker.io/grafana/grafana -> pulls" in line for line in section.lines)
+
+
+def test_grafana_values_pull_through_the_cache():
+    """The chart values Grafana gets (the plan shows the Release's values redacted)."""
+    reset_declared()
+    try:
+        image_routes.use(image_routes.routes_for(HOST, docker_hub=True, github=False))
+        values = monitoring.prometheus_values(MonitoringConfig(grafana=True), "gp3", component="m")
+        grafana = values["grafana"]
+        assert grafana["image"] == {"registry": HOST, "repository": "docker-hub/grafana/grafana"}
+        assert grafana["downloadDashboardsImage"]["repository"] == "docker-hub/curlimages/curl"
+        busybox = {
+            "registry": HOST,
+            "repository": "ecr-public/docker/library/busybox",
+            "tag": versions.BUSYBOX_IMAGE.rsplit(":", 1)[1],
+        }
+        assert grafana["initChownData"]["image"] == busybox
+        assert values["crds"]["upgradeJob"]["image"]["busybox"] == busybox
+        assert values["prometheus-node-exporter"]["permissionInitContainer"]["image"] == busybox
+        assert grafana["testFramework"] == {"enabled": False}
+        # without the docker-hub rule Grafana stays on Docker Hub, recorded for the plan
+        reset_declared()
+        image_routes.use(image_routes.routes_for(HOST, docker_hub=False, github=False))
+        values = monitoring.prometheus_values(MonitoringConfig(grafana=True), "gp3", component="m")
+        assert values["grafana"]["image"]["registry"] == "docker.io"
+        assert ("m", "docker.io/grafana/grafana") in {
+            (i.component, i.pulled) for i in declared().installed_images
+        }
+    finally:
+        reset_declared()
+
+
+def test_overlay_transform_points_the_operator_at_the_cache():
+    routes = image_routes.routes_for(HOST, docker_hub=True, github=False)
+    pod = {"containers": [{"name": "training-operator", "image": "kubeflow/training-operator:v1"}]}
+    args = pulumi.ResourceTransformArgs(
+        True, "kubernetes:apps/v1:Deployment", "kubeflow/training-operator",
+        {"spec": {"template": {"spec": pod}}}, pulumi.ResourceOptions(),
+    )  # fmt: skip
+    out = training_operator.images_through_cache(routes)(args)
+    (c,) = out.props["spec"]["template"]["spec"]["containers"]
+    assert c["image"] == f"{HOST}/docker-hub/kubeflow/training-operator:v1"
+    # without a docker-hub rule the image stays (and the plan reports it, next test)
+    no_hub = image_routes.routes_for(HOST, docker_hub=False, github=False)
+    out = training_operator.images_through_cache(no_hub)(args)
+    assert out.props["spec"]["template"]["spec"]["containers"][0]["image"].startswith("kubeflow/")
+
+
+def test_chart_and_overlay_images_without_the_credential_are_findings():
+    """Break it: prod without its Docker Hub credential (no docker-hub rule)."""
+    result = plan_project(ROOT, "prod", standins=False, config_overrides={"trainforge:images": {}})
+    hub = [v for v in result.failing if v.rule == "TRAINFORGE_DOCKER_HUB"]
+    text = {(v.resource, v.message, v.fix) for v in hub}
+    for component, image in (
+        ("platform-services-training-operator", "docker.io/kubeflow/training-operator"),
+        ("platform-services-monitoring-prometheus", "docker.io/grafana/grafana"),
+    ):
+        (message, fix) = next((m, f) for r, m, f in text if r == component and image in m)
+        assert "Docker Hub without credentials" in message
+        assert "images.dockerHubCredentialArn" in fix and "ecr-pullthroughcache/" in fix
+    # busybox comes from ECR Public, never a finding
+    assert not [v for v in hub if "busybox" in v.message]

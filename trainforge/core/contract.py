@@ -343,6 +343,9 @@ class Declared:
     # The stack's pull-through cache (trainforge.core.image_routes.use): kept here so that
     # it lives exactly as long as one program run.
     image_routes: Any = None
+    # Images components install inside a Helm chart or kustomize overlay, which the plan's
+    # rendered pods never show (trainforge.core.image_routes.installed).
+    installed_images: list[Any] = field(default_factory=list)
 
 
 _declared = Declared()

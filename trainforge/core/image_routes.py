@@ -127,6 +127,41 @@ def cached(image: str) -> str:
     return routes.rewrite(image) if routes is not None else image
 
 
+@dataclass(frozen=True)
+class InstalledImage:
+    """An image a component installs inside a chart or overlay: the plan renders no pod of it,
+    so the component records it here and the plan's image check judges it
+    (TRAINFORGE_DOCKER_HUB when it is still pulled from Docker Hub)."""
+
+    component: str  # the Pulumi name of the component that installs it
+    image: str  # as the chart/overlay names it (a tag the chart picks is left out)
+    pulled: str  # what the nodes pull: through the cache when a rule covers it
+
+
+def installed(component: str, image: str) -> str:
+    """Record `image` as installed by `component` and return its reference through the cache."""
+    from trainforge.core.contract import declared  # noqa: PLC0415
+
+    ref = cached(image)
+    record = InstalledImage(component, image, ref)
+    if record not in declared().installed_images:
+        declared().installed_images.append(record)
+    return ref
+
+
+def chart_image(component: str, image: str) -> dict[str, str]:
+    """Helm values `{registry, repository[, tag]}` pulling `image` through the cache (recorded
+    like `installed`). Without a tag in `image` the chart's own tag is kept."""
+    ref = installed(component, image)
+    host, path = split(ref)
+    last = path.rsplit("/", 1)[-1]
+    out = {"registry": host, "repository": path}
+    if ":" in last:
+        repo, tag = path.rsplit(":", 1)
+        out.update(repository=repo, tag=tag)
+    return out
+
+
 def torch_image() -> str:
     """A pinned image with torch for the platform's own pods (acceptance tests): the stock
     PyTorch image where the cache has a Docker Hub rule, else the AWS Deep Learning Container

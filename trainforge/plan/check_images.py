@@ -8,7 +8,10 @@ the runtime's first log lines use (trainforge.training.selfcheck). A feature tha
 cannot work is a finding (TRAINFORGE_IMAGE_PIECE, waivable with a reason); jobs with declared
 image facts are refused earlier, at resolve time. It also lists the runtime image builds with
 the base each pulls (through the cache), and flags a build whose base comes from Docker Hub
-without credentials (TRAINFORGE_DOCKER_HUB, like the pod rule of the same id).
+without credentials (TRAINFORGE_DOCKER_HUB, like the pod rule of the same id), and so does
+an image a component installs inside a Helm chart or kustomize overlay (the training
+operator's, Grafana's), which no rendered pod of the plan shows: the components record them
+(trainforge.core.image_routes.installed).
 """
 
 from __future__ import annotations
@@ -85,6 +88,32 @@ def _build_lines(ctx: PlanContext) -> tuple[list[str], list[Finding]]:
     return lines, findings
 
 
+DOCKER_HUB_FIX = (
+    "set trainforge:images.dockerHubCredentialArn to the ARN of a Secrets Manager secret named "
+    "ecr-pullthroughcache/<name> holding a Docker Hub username and access token "
+    "(docs/images.md); the cache's docker-hub rule then serves the image"
+)
+
+
+def _installed_lines(declared: Any) -> tuple[list[str], list[Finding]]:
+    lines: list[str] = []
+    findings: list[Finding] = []
+    for rec in getattr(declared, "installed_images", []):
+        lines.append(f"  {rec.component} installs {rec.image} -> pulls {rec.pulled}")
+        if image_routes.is_docker_hub(rec.pulled):
+            findings.append(
+                Finding(
+                    resource=rec.component,
+                    rule="TRAINFORGE_DOCKER_HUB",
+                    message=f"{rec.component} installs {rec.image} (inside its chart or "
+                    "overlay) and its nodes pull it from Docker Hub without credentials "
+                    "(10 pulls per hour per NAT address)",
+                    fix=DOCKER_HUB_FIX,
+                )
+            )
+    return lines, findings
+
+
 def check(ctx: PlanContext) -> CheckResult:
     result = CheckResult()
     declared = ctx.declared
@@ -126,17 +155,19 @@ def check(ctx: PlanContext) -> CheckResult:
             )
     build_lines, build_findings = _build_lines(ctx)
     result.findings += build_findings
+    installed_lines, installed_findings = _installed_lines(declared)
+    result.findings += installed_findings
     routes = getattr(declared, "image_routes", None)
     cache = (
         f"  pull-through cache {routes.registry}: rules {', '.join(sorted(routes.prefixes))}"
         if routes is not None
         else "  pull-through cache: off (images pulled from their registries)"
     )
-    if lines or build_lines:
+    if lines or build_lines or installed_lines:
         result.sections.append(
             Section(
                 "Images (what each job's image carries; docs/images.md)",
-                [cache, *build_lines, *lines],
+                [cache, *build_lines, *installed_lines, *lines],
                 data,
             )
         )

@@ -33,7 +33,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from trainforge.core import versions
-from trainforge.core.image_routes import cached
+from trainforge.core.image_routes import cached, chart_image
 from trainforge.platform import alerts, mlflow_auth
 from trainforge.platform.dashboards import (
     DASHBOARDS,
@@ -86,12 +86,27 @@ def prometheus_values(
     storage_class: str,
     node_exporter_namespace: str = NODE_AGENTS_NAMESPACE,
     receiver_secrets: dict[str, Any] | None = None,
+    component: str = "kube-prometheus-stack",
 ) -> dict[str, Any]:
     """The chart's values. `receiver_secrets` maps each receiver to its secret as a Pulumi
-    secret Output, so the Release's values (and the state) keep it encrypted."""
+    secret Output, so the Release's values (and the state) keep it encrypted. `component`:
+    the Release's Pulumi name, which the plan names for an image it installs from Docker Hub."""
     system = dict(SYSTEM_NODE_SELECTOR)
+    # The chart's busybox containers (a CRD upgrade Job, node-exporter's permission fixer,
+    # Grafana's chown of its volume) default to docker.io/busybox: the pinned busybox from
+    # ECR Public instead, through the cache (no credential needed). Set even where that
+    # container is off, so that switching it on never pulls from Docker Hub.
+    busybox = chart_image(component, versions.BUSYBOX_IMAGE)
     grafana: dict[str, Any] = {"enabled": cfg.grafana}
     if cfg.grafana:
+        # Grafana's images are on Docker Hub only (docker.io/grafana/grafana; curl for
+        # dashboards downloaded by URL): through the cache's docker-hub rule when the stack
+        # has a Docker Hub credential, else a plan finding (TRAINFORGE_DOCKER_HUB). The tags
+        # stay the chart's. Its helm-test pod (bats, Docker Hub) is never run by Pulumi: off.
+        grafana["image"] = chart_image(component, "docker.io/grafana/grafana")
+        grafana["downloadDashboardsImage"] = chart_image(component, "docker.io/curlimages/curl")
+        grafana["initChownData"] = {"image": busybox}
+        grafana["testFramework"] = {"enabled": False}
         # never the chart's well-known default password
         grafana["admin"] = {
             "existingSecret": GRAFANA_ADMIN_SECRET,
@@ -112,7 +127,7 @@ def prometheus_values(
         # Every Deployment/StatefulSet/Job of the chart on the system node group, never on a
         # (spot) training node; node-exporter, a DaemonSet that needs the host's network,
         # PID namespace and root filesystem, in the privileged node-agents namespace.
-        "crds": {"upgradeJob": {"nodeSelector": system}},
+        "crds": {"upgradeJob": {"nodeSelector": system, "image": {"busybox": busybox}}},
         "prometheusOperator": {
             "nodeSelector": system,
             "admissionWebhooks": {
@@ -127,7 +142,10 @@ def prometheus_values(
             "config": alerts.alertmanager_config(cfg.receivers, receiver_secrets),
         },
         "kube-state-metrics": {"nodeSelector": system},
-        "prometheus-node-exporter": {"namespaceOverride": node_exporter_namespace},
+        "prometheus-node-exporter": {
+            "namespaceOverride": node_exporter_namespace,
+            "permissionInitContainer": {"image": busybox},
+        },
         "prometheus": {
             "prometheusSpec": {
                 "nodeSelector": system,
@@ -383,6 +401,7 @@ class Monitoring(pulumi.ComponentResource):
                     cfg.storage_class or self._storage_class(name, child),
                     agents_ns,
                     {r.name: pulumi.Output.secret(r.secret) for r in cfg.receivers},
+                    f"{name}-prometheus",
                 ),
                 opts=pulumi.ResourceOptions.merge(child, self._class_deps()),
             )

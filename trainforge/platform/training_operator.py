@@ -13,6 +13,11 @@ Placement: the overlay's Deployment has no node selector, so it could land on a 
 training node. A Pulumi `transforms` hook (`system_placement`) adds the system node group's
 selector to every pod template the overlay declares, as the provider registers them. A
 Helm chart from config is the user's; its values must place it (docs/services.md).
+
+Images: the overlay's operator image is on Docker Hub; another transform
+(`images_through_cache`) points every container at the stack's pull-through cache, and the
+component records the image (`image_routes.installed`) so the plan, which renders no pod of
+the overlay, reports it when no docker-hub rule covers it (docs/images.md).
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from trainforge.core import versions
-from trainforge.core.image_routes import cached
+from trainforge.core.image_routes import CacheRoutes, cached, current, installed
 from trainforge.platform.k8s_provider import server_side_apply_provider
 from trainforge.platform.placement import SYSTEM_NODE_SELECTOR
 from trainforge.platform.services_config import TrainingOperatorConfig
@@ -90,6 +95,37 @@ def init_container_image(image: str):
     return transform
 
 
+# The operator's own image: the overlay's Deployment runs `kubeflow/training-operator` from
+# Docker Hub (manifests/base/deployment.yaml; the overlay's kustomization.yaml sets its tag).
+OPERATOR_IMAGE = "docker.io/kubeflow/training-operator"
+
+
+def images_through_cache(routes: CacheRoutes | None):
+    """A transform pointing every container of the overlay's pod templates at the stack's
+    pull-through cache (`routes.rewrite`: unchanged where no rule covers its registry, which
+    the plan reports for Docker Hub, see `installed`)."""
+
+    def transform(args: pulumi.ResourceTransformArgs) -> pulumi.ResourceTransformResult | None:
+        if routes is None or args.type_ not in _POD_TEMPLATE_KINDS:
+            return None
+        props = dict(args.props)
+        spec = dict(props.get("spec") or {})
+        template = dict(spec.get("template") or {})
+        pod = dict(template.get("spec") or {})
+        for key in ("containers", "initContainers"):
+            if pod.get(key):
+                pod[key] = [
+                    {**c, "image": routes.rewrite(c["image"])} if c.get("image") else c
+                    for c in pod[key]
+                ]
+        template["spec"] = pod
+        spec["template"] = template
+        props["spec"] = spec
+        return pulumi.ResourceTransformResult(props, args.opts)
+
+    return transform
+
+
 @dataclass
 class TrainingOperatorArgs:
     config: TrainingOperatorConfig
@@ -110,6 +146,7 @@ class TrainingOperator(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self, provider=provider)
         self.namespace = cfg.namespace
         self.init_image = cached(versions.BUSYBOX_IMAGE)
+        self.image: str | None = None  # the overlay's operator image, as pulled
         self.release: k8s.helm.v3.Release | None = None
         self.directory: k8s.kustomize.v2.Directory | None = None
         if cfg.chart is not None:
@@ -140,16 +177,27 @@ class TrainingOperator(pulumi.ComponentResource):
                 )
                 self.namespace = "kubeflow"
             self.source = versions.TRAINING_OPERATOR_KUSTOMIZE_URL
+            # recorded for the plan, which renders no pod of the overlay
+            self.image = installed(name, OPERATOR_IMAGE)
             self.directory = k8s.kustomize.v2.Directory(
                 name,
                 directory=versions.TRAINING_OPERATOR_KUSTOMIZE_URL,
                 opts=pulumi.ResourceOptions.merge(
                     child,
                     pulumi.ResourceOptions(
-                        transforms=[system_placement, init_container_image(self.init_image)]
+                        transforms=[
+                            system_placement,
+                            init_container_image(self.init_image),
+                            images_through_cache(current()),
+                        ]
                     ),
                 ),
             )
         self.register_outputs(
-            {"source": self.source, "namespace": self.namespace, "initImage": self.init_image}
+            {
+                "source": self.source,
+                "namespace": self.namespace,
+                "initImage": self.init_image,
+                "image": self.image,
+            }
         )
