@@ -12,16 +12,18 @@ if get_monitor() is None:  # run as a plugin (pulumi package add): host the comp
 
     main()
 else:
+    from trainforge.core.errors import JobConfigError
     from trainforge.jobs.declare import check_jobs, declare_jobs
-    from trainforge.jobs.errors import JobConfigError
     from trainforge.platform.config import ConfigError, decode_value, load_config
+    from trainforge.platform.published import contract_from_config
     from trainforge.platform.training_platform import TrainingPlatform
 
     try:
         config = load_config()
         # decoded like every other key: a value that is not JSON reaches the parser as a string
         raw_jobs = decode_value(pulumi.Config("trainforge").get("jobs")) or []
-        check_jobs(config, raw_jobs)  # every job checked before any resource is declared
+        # every job checked before any resource is declared
+        check_jobs(contract_from_config(config), raw_jobs)
     except (ConfigError, JobConfigError) as e:
         # pulumi.RunError: the Python language host logs its message alone, not the traceback
         # it prints for any other exception (pulumi-language-python-exec).

@@ -17,10 +17,11 @@ import pulumi
 import pytest
 import yaml
 
+from trainforge.core.errors import JobConfigError
 from trainforge.jobs.declare import check_jobs
-from trainforge.jobs.errors import JobConfigError
 from trainforge.plan.mocks import make_mocks
 from trainforge.platform.config import ConfigError, parse_config
+from trainforge.platform.published import contract_from_config
 from trainforge.reference import documented_keys
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -48,7 +49,7 @@ def base() -> tuple[dict, str]:
 def check(raw: dict, region: str) -> None:
     """What the program runs before declaring anything (__main__.py)."""
     config = parse_config(raw, lookups=True, region=region)
-    check_jobs(config, raw.get("jobs") or [])
+    check_jobs(contract_from_config(config), raw.get("jobs") or [])
 
 
 def set_key(raw: dict, key: str, value) -> tuple[dict, str]:

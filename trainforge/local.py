@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
-import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 USAGE = (
@@ -93,54 +92,29 @@ def child_env(workers: int) -> dict[str, str]:
     return env
 
 
-def launch(
-    cmd: list[str],
-    env: dict[str, str],
-    cwd: str | os.PathLike[str] | None = None,
-    *,
-    recreations: int = 0,
-    on: str = "retryable",
-) -> int:
-    """Run the job's launcher as the job's one local "pod", relaying SIGTERM/SIGINT to it
-    (torchrun relays them to the workers and waits their grace period), and re-create it as
-    the cluster would (trainforge/jobs/restarts.py): after a retryable exit (>= 128; `on=
-    "any"`: any failure) up to `recreations` times. A stop asked of run-local itself is
-    never followed by a re-creation. The exit status is the job's."""
-    stopped: list[int] = []
-    proc: subprocess.Popen[bytes] | None = None
+def program_jobs(stack: str, project_dir: Any = ".", program: str | None = None) -> list[Any]:
+    """The jobs a Python program declares (resolved on the platform's contract), by running
+    it as `trainforge plan` does (offline, mocks). [] for a project without a Pulumi program
+    when no `program` is named."""
+    root = Path(project_dir).resolve()
+    if program is None and not (
+        (root / "__main__.py").is_file() and (root / "Pulumi.yaml").is_file()
+    ):
+        return []
 
-    def forward(signum: int, _frame: object) -> None:  # torchrun relays it to the workers
-        stopped.append(signum)
-        if proc is not None:
-            proc.send_signal(signum)
+    from trainforge.core.errors import JobConfigError
+    from trainforge.plan.runner import ProjectError, run_project
 
-    old = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGINT)}
+    if program is not None:
+        from trainforge.jobs.spec import project_relative
+
+        if not (root / project_relative(program, "--program", "a Python file")).is_file():
+            raise JobConfigError("--program", program, f"no such file in the project {root}")
     try:
-        done = 0
-        while True:
-            proc = subprocess.Popen(cmd, env=env, cwd=cwd)
-            rc = proc.wait()
-            code = 128 - rc if rc < 0 else rc
-            retry = code >= 128 if on == "retryable" else (code != 0 and on == "any")
-            if code == 0 or stopped or not retry or done >= recreations:
-                if code != 0 and retry and not stopped and recreations:
-                    print(
-                        f"run-local: exit {code}; the restart budget ({recreations} "
-                        "re-creation(s)) is spent",
-                        file=sys.stderr,
-                        flush=True,
-                    )
-                return code
-            done += 1
-            print(
-                f"run-local: the job's pod exited {code} (retryable); re-creating it "
-                f"({done}/{recreations}), as the cluster would",
-                file=sys.stderr,
-                flush=True,
-            )
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
+        inv = run_project(root, stack, program=program)
+    except ProjectError as e:
+        raise JobConfigError("--stack", stack, str(e)) from None
+    return [dj.spec for dj in inv.declared.jobs]
 
 
 def user_code_parser() -> argparse.ArgumentParser:
@@ -175,7 +149,7 @@ def user_code_parser() -> argparse.ArgumentParser:
 def pop_program(argv: list[str]) -> tuple[str | None, list[str]]:
     """(`--program FILE`, the other arguments): the Python program that declares the job
     when it is not in stack config (default: the project's __main__.py)."""
-    from trainforge.jobs.errors import JobConfigError
+    from trainforge.core.errors import JobConfigError
 
     for i, arg in enumerate(argv):
         if arg == "--program":
@@ -189,8 +163,8 @@ def pop_program(argv: list[str]) -> tuple[str | None, list[str]]:
 
 def run_user_code(stack: str, job_name: str, rest: list[str], job: Any = None) -> int:
     """`run-local --stack STACK JOB` for a job with an entrypoint (its own code)."""
-    from trainforge.jobs.errors import JobConfigError
-    from trainforge.jobs.local import find_job, user_code_run
+    from trainforge.core.errors import JobConfigError
+    from trainforge.jobs.local import find_job, launch, user_code_run
 
     parser = user_code_parser()
     ns, extra = parser.parse_known_args(rest)
@@ -209,7 +183,7 @@ def run_user_code(stack: str, job_name: str, rest: list[str], job: Any = None) -
             return 2
         volumes[claim] = path
     try:
-        job = job or find_job(stack, job_name)
+        job = job or find_job(stack, job_name, declared=program_jobs)
         run = user_code_run(
             job,
             ".",
@@ -254,14 +228,14 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     # `--stack STACK JOB` expands to the job's own flags from Pulumi.<stack>.yaml (jobs area).
     if any(a == "--stack" or a.startswith("--stack=") for a in argv):
-        from trainforge.jobs.errors import JobConfigError
+        from trainforge.core.errors import JobConfigError
         from trainforge.jobs.local import find_job, local_argv_for_job, split_stack_argv
 
         try:
             program, argv = pop_program(argv)
             found = split_stack_argv(argv)
             if found is not None:
-                job = find_job(found[0], found[1], ".", program)
+                job = find_job(found[0], found[1], ".", program, declared=program_jobs)
                 if job.entrypoint is not None:
                     return run_user_code(*found, job=job)
                 argv = local_argv_for_job(found[0], found[1], ".", job) + found[2]
@@ -306,4 +280,6 @@ def main(argv: list[str] | None = None) -> int:
     # checkpoint hook: torchrun SIGKILLs workers this long after relaying a SIGTERM (default
     # 30 s); give them the whole --grace-period to checkpoint, as the PyTorchJob pods do.
     env.setdefault("TORCH_ELASTIC_SHUTDOWN_TIMEOUT", str(max(1, round(cfg.grace_period))))
+    from trainforge.jobs.local import launch
+
     return launch(cmd, env, recreations=ns.pod_restarts)

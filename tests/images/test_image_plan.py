@@ -8,14 +8,16 @@ import pathlib
 import pulumi
 import pytest
 
-from trainforge.jobs.contract import declared, reset_declared
+from trainforge.core import image_routes, versions
+from trainforge.core.contract import declared, reset_declared
+from trainforge.core.errors import JobConfigError
 from trainforge.jobs.declare import check_jobs
-from trainforge.jobs.errors import JobConfigError
 from trainforge.jobs.image_facts import parse_declared
 from trainforge.plan.core import plan_project
-from trainforge.platform import image_routes, monitoring, training_operator, versions
+from trainforge.platform import monitoring, training_operator
 from trainforge.platform.config import ConfigError, parse_config
 from trainforge.platform.image_cache import PULL_THROUGH_ACTIONS
+from trainforge.platform.published import contract_from_config
 from trainforge.platform.services_config import MonitoringConfig
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -195,7 +197,7 @@ def test_declared_facts_refuse_a_job_missing_a_piece(job, key, piece):
 
     pulumi.runtime.set_mocks(make_mocks(preview=True))
     spec = {"name": "own", "team": "vision", "pool": "gpu-workloads", "workers": 1, **job}
-    platform = parse_config(_prod_config())
+    platform = contract_from_config(parse_config(_prod_config()))
     with pytest.raises(JobConfigError) as err:
         check_jobs(platform, [spec])
     text = str(err.value)

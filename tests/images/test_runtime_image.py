@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
+from trainforge.core import versions
 from trainforge.jobs import dockerfile, runtime_images
-from trainforge.platform import versions
 
 ROOT = Path(__file__).resolve().parents[2]
 DF = ROOT / dockerfile.DOCKERFILE

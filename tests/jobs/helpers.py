@@ -9,8 +9,7 @@ from typing import Any
 
 import kubernetes_validate
 
-from trainforge.jobs import codeship
-from trainforge.jobs.contract import (
+from trainforge.core.contract import (
     DaemonSetLoad,
     JobTarget,
     PoolFacts,
@@ -18,6 +17,7 @@ from trainforge.jobs.contract import (
     TeamFacts,
     TeamQuota,
 )
+from trainforge.jobs import codeship
 from trainforge.jobs.node_facts import node_shape
 
 K8S_VERSION = "1.31"

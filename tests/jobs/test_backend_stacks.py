@@ -12,8 +12,8 @@ import pytest
 from tests.conftest import ROOT
 from tests.jobs.schemas import crd_errors
 from tests.jobs.test_backends import RENDEZVOUS, env_entries
+from trainforge.core.contract import BACKENDS
 from trainforge.jobs import trainjob
-from trainforge.jobs.contract import BACKENDS
 from trainforge.jobs.pod import GRACE_CLASSES
 from trainforge.plan.core import plan_project
 

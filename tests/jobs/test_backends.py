@@ -22,10 +22,10 @@ from tests.jobs.helpers import (
     webhook_errors,
 )
 from tests.jobs.schemas import crd_errors
+from trainforge.core.contract import BACKENDS
+from trainforge.core.errors import JobConfigError
 from trainforge.jobs import indexed_job, trainjob
 from trainforge.jobs.backends import WORKLOAD_TYPES, emit
-from trainforge.jobs.contract import BACKENDS
-from trainforge.jobs.errors import JobConfigError
 from trainforge.jobs.pod import COMPLETION_INDEX_FIELD, checkpoint_dir
 from trainforge.jobs.spec import parse_job
 from trainforge.jobs.wiring import resolve_job

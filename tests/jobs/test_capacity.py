@@ -8,8 +8,8 @@ from fractions import Fraction
 import pytest
 
 from tests.jobs.helpers import CPU_POOL, EFA_POOL, GPU_POOL
+from trainforge.core.contract import PoolLimits
 from trainforge.jobs import capacity, node_facts
-from trainforge.jobs.contract import PoolLimits
 
 
 @pytest.mark.parametrize(

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 import trainforge
+from trainforge.core.errors import JobConfigError
 from trainforge.jobs import codeship
-from trainforge.jobs.errors import JobConfigError
 
 
 def make_package(root: Path, files: dict[str, str]) -> Path:

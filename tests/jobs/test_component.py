@@ -12,11 +12,11 @@ from pulumi.provider.experimental.analyzer import Analyzer
 
 from tests.jobs import pulumi_harness as harness
 from tests.jobs.helpers import CODE, GPU_POOL, target
+from trainforge.core.contract import PlatformContract, PoolFacts, TeamFacts, TeamQuota
+from trainforge.core.errors import JobConfigError
 from trainforge.jobs import codeship
 from trainforge.jobs.component import TrainingJob
-from trainforge.jobs.contract import PlatformContract, PoolFacts, TeamFacts, TeamQuota
 from trainforge.jobs.declare import declare_jobs
-from trainforge.jobs.errors import JobConfigError
 
 ARGS = {"team": "research", "pool": "gpu-workloads", "workers": 2, "model": "gpt", "steps": 100}
 
@@ -250,9 +250,9 @@ def test_plan_policy_rules_accept_every_job_resource():
     """The same security rules `trainforge plan` and the policy pack enforce (the stock
     PyTorch image through a pull-through cache with a Docker Hub rule: TRAINFORGE_DOCKER_HUB)."""
     from tests.jobs.helpers import DLC_IMAGE, EFA_POOL
+    from trainforge.core.image_routes import routes_for
     from trainforge.jobs.runtime_images import NoRuntime
     from trainforge.plan.rules import check_resource
-    from trainforge.platform.image_routes import routes_for
 
     cache = NoRuntime(
         routes_for("1.dkr.ecr.us-west-2.amazonaws.com", docker_hub=True, github=False)

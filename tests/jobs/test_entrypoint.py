@@ -21,8 +21,8 @@ from tests.jobs.helpers import (
     webhook_errors,
 )
 from tests.jobs.schemas import crd_errors
+from trainforge.core.errors import JobConfigError
 from trainforge.jobs import codeship, entrypoint
-from trainforge.jobs.errors import JobConfigError
 from trainforge.jobs.pytorchjob import emit
 from trainforge.jobs.spec import parse_job
 from trainforge.jobs.wiring import resolve_job
@@ -492,9 +492,9 @@ def test_user_code_pods_are_the_same_on_every_backend(project, entry, extra, run
     import kubernetes_validate
 
     from tests.jobs.helpers import K8S_VERSION
+    from trainforge.core.contract import BACKENDS
     from trainforge.jobs import trainjob
     from trainforge.jobs.backends import emit as emit_any
-    from trainforge.jobs.contract import BACKENDS
     from trainforge.plan import job_backends
     from trainforge.plan import validate as V
 

@@ -12,9 +12,9 @@ import torch
 
 from tests.jobs import pulumi_harness as harness
 from tests.jobs.helpers import CODE, target
+from trainforge.core.contract import PoolFacts
+from trainforge.core.errors import JobConfigError
 from trainforge.jobs.component import TrainingJob
-from trainforge.jobs.contract import PoolFacts
-from trainforge.jobs.errors import JobConfigError
 from trainforge.jobs.estimate import (
     DoesNotFit,
     NoEstimate,

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from tests.ports import communicate_all, retry_on_clash
-from trainforge.jobs.contract import PoolFacts
+from trainforge.core.contract import PoolFacts
 from trainforge.jobs.estimate import estimate
 from trainforge.jobs.estimate.memory import activations, regime
 from trainforge.jobs.estimate.shape import shape_of

@@ -8,13 +8,13 @@ import dataclasses
 import pytest
 
 from tests.jobs.helpers import CPU_POOL, GPU_POOL, target
+from trainforge.core import versions
+from trainforge.core.contract import PoolFacts
+from trainforge.core.errors import JobConfigError
 from trainforge.jobs import images
-from trainforge.jobs.contract import PoolFacts
-from trainforge.jobs.errors import JobConfigError
 from trainforge.jobs.pytorchjob import emit
 from trainforge.jobs.spec import parse_job
 from trainforge.jobs.wiring import resolve_job
-from trainforge.platform import versions
 
 CU130 = "pytorch/pytorch:2.13.0-cuda13.0-cudnn9-runtime"
 CU126 = "pytorch/pytorch:2.13.0-cuda12.6-cudnn9-runtime"

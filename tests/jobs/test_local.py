@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from trainforge.jobs.errors import JobConfigError
+from trainforge.core.errors import JobConfigError
 from trainforge.jobs.local import local_argv_for_job
 
 STACK = textwrap.dedent(

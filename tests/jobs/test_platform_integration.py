@@ -10,8 +10,8 @@ import pytest
 
 from tests.jobs.helpers import validate_pod_templates, webhook_errors
 from tests.jobs.schemas import crd_errors
+from trainforge.core.errors import JobConfigError
 from trainforge.jobs.declare import declare_jobs
-from trainforge.jobs.errors import JobConfigError
 from trainforge.plan.mocks import read_stack_file, run_mocked
 from trainforge.platform.config import load_config
 from trainforge.platform.training_platform import TrainingPlatform

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import ROOT
-from trainforge.jobs.errors import JobConfigError
+from trainforge.core.errors import JobConfigError
 from trainforge.plan.mocks import TrainforgeMocks, read_stack_file, run_mocked
 
 GOOD_JOB = {"name": "mnist", "team": "research", "pool": "training-workloads", "model": "mlp"}

@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from trainforge.jobs.errors import JobConfigError
+from trainforge.core.errors import JobConfigError
 from trainforge.jobs.local import find_job
+from trainforge.local import program_jobs
 
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAM = "examples/python_jobs/program.py"
@@ -64,10 +65,10 @@ def test_run_local_runs_it_from_the_stacks_program(project):
 
 def test_unknown_job_lists_config_and_program_jobs(project):
     with pytest.raises(JobConfigError, match=r"declares: .*mnist-ddp.*fn-hello \(__main__.py\)"):
-        find_job("dev", "nope", project)
+        find_job("dev", "nope", project, declared=program_jobs)
 
 
 @pytest.mark.parametrize("bad", ["/abs/program.py", "../outside.py", "examples/../../x.py"])
 def test_program_paths_follow_the_one_rule(project, bad):
     with pytest.raises(JobConfigError, match=r"--program: got .*relative to the project directory"):
-        find_job("dev", "fn-hello", project, program=bad)
+        find_job("dev", "fn-hello", project, program=bad, declared=program_jobs)

@@ -12,8 +12,8 @@ import pytest
 from tests.jobs import user_functions as uf
 from tests.jobs.helpers import CODE, CPU_POOL, container, target, validate_pod_templates
 from tests.jobs.schemas import crd_errors
+from trainforge.core.errors import JobConfigError
 from trainforge.jobs import entrypoint
-from trainforge.jobs.errors import JobConfigError
 from trainforge.jobs.pyfunction import ship_function
 from trainforge.jobs.pytorchjob import emit
 from trainforge.jobs.spec import function_job

@@ -19,8 +19,8 @@ from tests.jobs.helpers import (
     webhook_errors,
 )
 from tests.jobs.schemas import crd_errors
+from trainforge.core.errors import JobConfigError
 from trainforge.jobs.codeship import CODE_MOUNT
-from trainforge.jobs.errors import JobConfigError
 from trainforge.jobs.images import image_for
 from trainforge.jobs.pytorchjob import emit
 from trainforge.jobs.spec import parse_job
@@ -466,7 +466,7 @@ def test_no_variable_the_operator_sets_itself_is_duplicated():
     assert not LAUNCH.controller_env & set(names)
     assert len(names) == len(set(names))
     # backends whose controllers do not set it keep it
-    from trainforge.jobs.contract import BACKENDS
+    from trainforge.core.contract import BACKENDS
 
     t = target(EFA_POOL, backends=BACKENDS)
     for backend in ("trainjob", "indexed-job"):

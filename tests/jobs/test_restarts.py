@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from trainforge.jobs.local import launch
 from trainforge.jobs.restarts import budget, describe
 from trainforge.jobs.spec import parse_job
-from trainforge.local import launch
 
 BASE = {"name": "j", "team": "research", "pool": "cpu"}
 

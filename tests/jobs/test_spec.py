@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from trainforge.core.errors import JobConfigError
 from trainforge.jobs import spec
-from trainforge.jobs.errors import JobConfigError
 from trainforge.jobs.spec import parse_job, parse_jobs
 
 BASE = {"name": "gpt-small", "team": "research", "pool": "gpu-workloads"}

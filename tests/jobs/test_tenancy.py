@@ -10,9 +10,9 @@ import pytest
 
 from tests.jobs.helpers import CODE, EFA_POOL, GPU_POOL, target
 from tests.jobs.test_backends import ALL, controller_pod, env_entries
+from trainforge.core.contract import BACKENDS
+from trainforge.core.errors import JobConfigError
 from trainforge.jobs.backends import emit
-from trainforge.jobs.contract import BACKENDS
-from trainforge.jobs.errors import JobConfigError
 from trainforge.jobs.spec import parse_job
 from trainforge.jobs.wiring import resolve_job
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from tests.jobs.helpers import CPU_POOL, DLC_IMAGE, EFA_POOL, GPU_POOL, target
-from trainforge.jobs.contract import PlatformContract, TeamFacts
-from trainforge.jobs.errors import JobConfigError
+from trainforge.core.contract import PlatformContract, TeamFacts, TeamQuota, efa_count
+from trainforge.core.errors import JobConfigError
 from trainforge.jobs.spec import parse_job
-from trainforge.jobs.wiring import TeamQuota, default_size, efa_count, resolve_job, sizing_rule
+from trainforge.jobs.wiring import default_size, resolve_job, sizing_rule
 
 W = "trainforge:jobs[0]"
 
@@ -188,7 +188,7 @@ def test_more_pods_than_a_node_group_holds_at_once():
 def test_karpenter_limits_bound_all_pods_at_once():
     from dataclasses import replace
 
-    from trainforge.jobs.contract import PoolLimits
+    from trainforge.core.contract import PoolLimits
 
     limited = replace(GPU_POOL, limits=PoolLimits(gpus=8))
     resolve_job(job(workers=2), target(limited), W)  # 2 nodes x 4 GPUs

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from trainforge.core import versions
 from trainforge.plan.check_helm_charts import PIN_RULE, RULE, resolve
 from trainforge.plan.core import plan_program
-from trainforge.platform import versions
 
 
 def _release(name, **kwargs):

@@ -4,12 +4,12 @@ number of attempts on every backend, computed from the controller's semantics.""
 from __future__ import annotations
 
 from tests.jobs.helpers import CODE, CPU_POOL, target
+from trainforge.core.contract import BACKENDS, Declared, DeclaredJob, PlatformContract
 from trainforge.jobs.backends import emit
-from trainforge.jobs.contract import BACKENDS, Declared, DeclaredJob, PlatformContract
 from trainforge.jobs.spec import parse_job
 from trainforge.jobs.wiring import resolve_job
 from trainforge.plan.check_retry_bounds import RULE, check, job_bound, ledger_bound
-from trainforge.plan.checks import PlanContext
+from trainforge.plan.check_types import PlanContext
 from trainforge.training.ledger import NO_PROGRESS_LIMIT
 
 

@@ -8,17 +8,18 @@ from dataclasses import replace
 import pytest
 
 from tests.jobs.helpers import EFA_POOL, GPU_POOL, target
-from trainforge.jobs.contract import Declared, DeclaredJob, TeamQuota
+from trainforge.core.contract import Declared, DeclaredJob, TeamQuota
 from trainforge.jobs.spec import parse_job
 from trainforge.jobs.wiring import resolve_job
 from trainforge.plan import check_scheduling, core
+from trainforge.plan import check_types as T
 from trainforge.plan import checks as C
 from trainforge.plan.runner import Inventory
 
 
-def _ctx(*jobs: DeclaredJob) -> C.PlanContext:
+def _ctx(*jobs: DeclaredJob) -> T.PlanContext:
     inv = Inventory(project="p", stack="s", resources=[])
-    return C.PlanContext(
+    return T.PlanContext(
         inventory=inv, objects=[], declared=Declared(contracts=[], jobs=list(jobs))
     )
 
@@ -106,7 +107,7 @@ def test_a_job_on_nodes_of_unknown_size_is_a_finding_not_a_pass():
 
 
 def test_a_contract_without_jobs_still_shows_its_pools_with_their_bounds():
-    from trainforge.jobs.contract import PlatformContract, PoolLimits
+    from trainforge.core.contract import PlatformContract, PoolLimits
 
     karpenter = replace(GPU_POOL, limits=PoolLimits(gpus=8))
     unbounded = replace(GPU_POOL, name="open")
@@ -114,7 +115,7 @@ def test_a_contract_without_jobs_still_shows_its_pools_with_their_bounds():
         pools={"efa-p5": EFA_POOL, "gpu-workloads": karpenter, "open": unbounded}, teams={}
     )
     inv = Inventory(project="p", stack="s", resources=[])
-    ctx = C.PlanContext(inventory=inv, objects=[], declared=Declared(contracts=[contract], jobs=[]))
+    ctx = T.PlanContext(inventory=inv, objects=[], declared=Declared(contracts=[contract], jobs=[]))
     (section,) = check_scheduling.check(ctx).sections
     heads = [line.split(":")[0] for line in section.lines if line.startswith("pool ")]
     assert heads == [
@@ -173,8 +174,8 @@ def test_a_job_exactly_at_the_team_quota_fits():
 
 def test_nothing_declared_is_no_section():
     inv = Inventory(project="p", stack="s", resources=[])
-    ctx = C.PlanContext(inventory=inv, objects=[], declared=None)
-    assert check_scheduling.check(ctx) == C.CheckResult()
+    ctx = T.PlanContext(inventory=inv, objects=[], declared=None)
+    assert check_scheduling.check(ctx) == T.CheckResult()
 
 
 def test_every_pool_is_listed_once_whatever_repeats_before_it():

@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
+from trainforge.core import versions
 from trainforge.plan import controller_identity as CI
 from trainforge.plan import core
-from trainforge.platform import versions
 from trainforge.platform.cluster import Cluster
 
 

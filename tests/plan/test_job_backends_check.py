@@ -7,12 +7,12 @@ import copy
 from types import SimpleNamespace
 
 from tests.jobs.helpers import CODE, DLC_IMAGE, GPU_POOL, target
+from trainforge.core.contract import BACKENDS, Declared, DeclaredJob, PlatformContract
 from trainforge.jobs.backends import emit
-from trainforge.jobs.contract import BACKENDS, Declared, DeclaredJob, PlatformContract
 from trainforge.jobs.spec import parse_job
 from trainforge.jobs.trainjob import runtime_manifest, runtime_manifests
 from trainforge.jobs.wiring import resolve_job
-from trainforge.plan.checks import PlanContext
+from trainforge.plan.check_types import PlanContext
 from trainforge.plan.job_backends import RULE, check
 
 

@@ -10,6 +10,7 @@ import types
 import pytest
 import yaml
 
+from trainforge.plan import check_types as T
 from trainforge.plan import checks as C
 from trainforge.plan import core
 from trainforge.plan.cli import print_report
@@ -26,16 +27,16 @@ DEV_JOBS = [
 @pytest.fixture
 def seen_check(monkeypatch):
     """Register a check (in a throwaway module) that reports what it saw."""
-    seen: list[C.PlanContext] = []
+    seen: list[T.PlanContext] = []
     mod = types.ModuleType("tf_test_check")
     mod.RULES = {"TRAINFORGE_TEST_CHECK": "do the thing"}
 
-    def check(ctx: C.PlanContext) -> C.CheckResult:
+    def check(ctx: T.PlanContext) -> T.CheckResult:
         seen.append(ctx)
         jobs = [j.spec.name for j in ctx.declared.jobs]
-        return C.CheckResult(
+        return T.CheckResult(
             findings=[
-                C.Finding(
+                T.Finding(
                     resource=f"job {name}",
                     rule="TRAINFORGE_TEST_CHECK",
                     message=f"{name} looked at",
@@ -44,7 +45,7 @@ def seen_check(monkeypatch):
                 )
                 for name in jobs
             ],
-            sections=[C.Section("Test check", [f"jobs: {', '.join(jobs)}"], {"jobs": jobs})],
+            sections=[T.Section("Test check", [f"jobs: {', '.join(jobs)}"], {"jobs": jobs})],
         )
 
     mod.check = check

@@ -8,10 +8,10 @@ import pytest
 from test_plan_stacks import ROOT, project_copy
 
 from tests.plan.test_plan_checks import DEV_JOBS
-from trainforge.jobs.contract import NodeType, PoolFacts
+from trainforge.core.contract import NodeType, PoolFacts
 from trainforge.jobs.spec import parse_job
 from trainforge.plan import cli, core, cost, cost_check, price_facts
-from trainforge.plan.checks import PlanContext
+from trainforge.plan.check_types import PlanContext
 
 G5 = PoolFacts(
     name="gpu",

@@ -202,7 +202,7 @@ def test_config_errors_exit_2(make_project, tmp_path, capsys):
     assert cli.main(["--stack", "nope", "--project-dir", str(root)]) == 2
     assert "Pulumi.nope.yaml" in capsys.readouterr().err
     body = """
-        from trainforge.jobs.errors import JobConfigError
+        from trainforge.core.errors import JobConfigError
         raise JobConfigError("trainforge:jobs[0].workers", -1, "expected an integer >= 1")
     """
     bad = make_project(body=body, name="bad")

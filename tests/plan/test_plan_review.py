@@ -221,7 +221,7 @@ def test_a_declared_fingerprint_function_runs_from_the_jobs_code_dir(tmp_path):
 
 
 def test_a_bad_fingerprint_key_is_a_one_line_config_error():
-    from trainforge.jobs.errors import JobConfigError
+    from trainforge.core.errors import JobConfigError
     from trainforge.jobs.spec import parse_job
 
     with pytest.raises(

@@ -7,8 +7,9 @@ import os
 
 import pytest
 
-from trainforge.jobs.contract import Declared, PlatformContract, TeamFacts
+from trainforge.core.contract import Declared, PlatformContract, TeamFacts
 from trainforge.plan import check_pod_scripts as P
+from trainforge.plan import check_types as T
 from trainforge.plan import checks as C
 from trainforge.plan import core
 from trainforge.plan import pod_sandbox as S
@@ -99,12 +100,12 @@ PV = _obj(
 )
 
 
-def _check(*objects: K8sObject, declared: Declared | None = None) -> C.CheckResult:
+def _check(*objects: K8sObject, declared: Declared | None = None) -> T.CheckResult:
     inv = Inventory(project="p", stack="s", resources=[])
-    return P.check(C.PlanContext(inventory=inv, objects=[PV, *objects], declared=declared))
+    return P.check(T.PlanContext(inventory=inv, objects=[PV, *objects], declared=declared))
 
 
-def _scenarios(result: C.CheckResult) -> dict[str, list[str]]:
+def _scenarios(result: T.CheckResult) -> dict[str, list[str]]:
     (section,) = result.sections
     (entry,) = section.data["scripts"]
     return entry["scenarios"]

@@ -14,8 +14,8 @@ import pathlib
 
 import pytest
 
+from trainforge.core import versions
 from trainforge.plan.core import plan_project
-from trainforge.platform import versions
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DATA_TYPES = (

@@ -16,10 +16,10 @@ import pytest
 
 from tests.conftest import run_stack
 from tests.ports import communicate_all, retry_on_clash
+from trainforge.core import versions
+from trainforge.core.contract import PoolFacts, Taint
 from trainforge.jobs.codeship import collect
-from trainforge.jobs.contract import PoolFacts, Taint
 from trainforge.platform import acceptance as A
-from trainforge.platform import versions
 from trainforge.platform.config import AcceptanceTestConfig, ConfigError, parse_config
 from trainforge.platform.published import pool_facts
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import run_stack
-from trainforge.jobs.contract import Taint
+from trainforge.core.contract import Taint
 from trainforge.platform.addon_controllers import ADDON_CONTROLLERS, admitted
 from trainforge.platform.config import FSX_AGENT_NOT_READY_TAINT, JOBS_TAINT_KEY
 from trainforge.platform.node_daemonsets import tolerates

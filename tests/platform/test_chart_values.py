@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from trainforge.platform import device_plugins, kueue, monitoring, trainer, versions
+from trainforge.core import versions
+from trainforge.platform import device_plugins, kueue, monitoring, trainer
 from trainforge.platform.services_config import KueueConfig, MonitoringConfig
 
 KEYS = pathlib.Path(__file__).parent / "chart_values"

@@ -12,9 +12,10 @@ import urllib.request
 import pytest
 import yaml
 
+from trainforge.core import versions
 from trainforge.plan import core
 from trainforge.platform import dashboards as D
-from trainforge.platform import monitoring, versions
+from trainforge.platform import monitoring
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 FACTS = pathlib.Path(__file__).resolve().parent / "facts"

@@ -25,8 +25,9 @@ import pulumi
 import pytest
 
 from tests.ports import retry_on_clash
+from trainforge.core import versions
 from trainforge.plan.mocks import TrainforgeMocks, run_mocked
-from trainforge.platform import mlflow_auth, mlflow_auth_sync, versions
+from trainforge.platform import mlflow_auth, mlflow_auth_sync
 
 ADMIN_PASSWORD = "Adm1nPasswordFromPulumiRandom0000000000"
 TEAMS = {
@@ -260,8 +261,8 @@ def _pod_of_team(team: str) -> dict:
     """The pod template a job of `team` gets from the pod builder, with the team's facts as
     the platform publishes them (trainforge.platform.published.team_facts)."""
     from tests.jobs.helpers import CODE, CPU_POOL  # noqa: PLC0415
+    from trainforge.core.contract import JobTarget  # noqa: PLC0415
     from trainforge.jobs.backends import emit  # noqa: PLC0415
-    from trainforge.jobs.contract import JobTarget  # noqa: PLC0415
     from trainforge.jobs.spec import parse_job  # noqa: PLC0415
     from trainforge.jobs.wiring import resolve_job  # noqa: PLC0415
     from trainforge.platform.published import team_facts  # noqa: PLC0415

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from trainforge.jobs.contract import Taint
+from trainforge.core.contract import Taint
 from trainforge.plan.mocks import read_stack_file, run_mocked
 from trainforge.platform.config import load_config
 from trainforge.platform.node_daemonsets import selects, tolerates

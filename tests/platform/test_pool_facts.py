@@ -3,7 +3,7 @@
 import pulumi
 import pytest
 
-from trainforge.jobs.contract import Taint
+from trainforge.core.contract import Taint
 from trainforge.plan.mocks import instance_type_result, run_mocked
 from trainforge.platform.config import parse_config
 from trainforge.platform.training_platform import TrainingPlatform

@@ -4,7 +4,7 @@ settings asserted on the declared resources (each stack runs once per module).""
 import pytest
 
 from tests.conftest import run_stack
-from trainforge.platform import versions
+from trainforge.core import versions
 
 LT = "aws:ec2/launchTemplate:LaunchTemplate"
 NG = "aws:eks/nodeGroup:NodeGroup"

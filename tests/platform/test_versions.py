@@ -1,6 +1,6 @@
 """Every pin in versions.py says where and when it was checked; the pins agree with each other.
 
-The convention is documented at the top of trainforge/platform/versions.py; this test is what
+The convention is documented at the top of trainforge/core/versions.py; this test is what
 keeps pins added later (by anyone) honest.
 """
 
@@ -11,7 +11,7 @@ import datetime
 import pathlib
 import re
 
-from trainforge.platform import versions
+from trainforge.core import versions
 
 SOURCE = pathlib.Path(versions.__file__)
 FACT = re.compile(r"source: .+checked \d{4}-\d{2}-\d{2}", re.S)

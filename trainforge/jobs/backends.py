@@ -15,13 +15,12 @@ from __future__ import annotations
 
 from types import ModuleType
 
+from trainforge.core.contract import BACKENDS, JobTarget
+from trainforge.core.errors import JobConfigError
 from trainforge.jobs import indexed_job, pytorchjob, trainjob
 from trainforge.jobs.codeship import CodeBundle
-from trainforge.jobs.contract import BACKENDS
-from trainforge.jobs.errors import JobConfigError
 from trainforge.jobs.pod import EmittedJob
 from trainforge.jobs.spec import JobSpec
-from trainforge.jobs.wiring import JobTarget
 
 EMITTERS: dict[str, ModuleType] = {
     pytorchjob.BACKEND: pytorchjob,

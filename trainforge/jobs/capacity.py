@@ -24,9 +24,9 @@ import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from trainforge.core.contract import GPU_RESOURCE, NodeShape, PoolFacts, TeamQuota
+from trainforge.core.quantity import parse_quantity
 from trainforge.jobs import node_facts
-from trainforge.jobs.contract import GPU_RESOURCE, NodeShape, PoolFacts, TeamQuota
-from trainforge.jobs.quantity import parse_quantity
 
 MI = 2**20
 

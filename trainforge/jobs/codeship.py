@@ -31,7 +31,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from trainforge.jobs.errors import JobConfigError
+from trainforge.core.errors import JobConfigError
 
 # The API server rejects objects over 1 MiB (etcd's request limit); keep headroom for
 # metadata and the managed-fields bookkeeping server-side apply adds.

@@ -20,9 +20,7 @@ from typing import Any, TypedDict
 import pulumi
 import pulumi_kubernetes as k8s
 
-from trainforge.jobs import codeship, entrypoint
-from trainforge.jobs.backends import WORKLOAD_TYPES, emit
-from trainforge.jobs.contract import (
+from trainforge.core.contract import (
     BACKENDS,
     DEFAULT_BACKEND,
     DeclaredJob,
@@ -34,7 +32,9 @@ from trainforge.jobs.contract import (
     TeamQuota,
     declared,
 )
-from trainforge.jobs.errors import JobConfigError
+from trainforge.core.errors import JobConfigError
+from trainforge.jobs import codeship, entrypoint
+from trainforge.jobs.backends import WORKLOAD_TYPES, emit
 from trainforge.jobs.estimate import fit_warnings
 from trainforge.jobs.pod import EmittedJob, checkpoint_dir
 from trainforge.jobs.spec import JobSpec, parse_job

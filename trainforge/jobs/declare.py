@@ -2,7 +2,7 @@
 
 Called from `__main__.py`:
 
-    check_jobs(config, raw_jobs)              # before any resource is declared
+    check_jobs(contract_from_config(config), raw_jobs)  # before any resource is declared
     platform = TrainingPlatform("platform", config)
     jobs = declare_jobs(platform.contract, raw_jobs)
 
@@ -18,24 +18,22 @@ from typing import Any
 
 import pulumi
 
+from trainforge.core.contract import PlatformContract
 from trainforge.jobs import codeship, entrypoint
 from trainforge.jobs.component import TrainingJob
-from trainforge.jobs.contract import PlatformContract
 from trainforge.jobs.spec import parse_jobs
 from trainforge.jobs.wiring import resolve_job
 
 CONFIG_KEY = "trainforge:jobs"
 
 
-def check_jobs(config: Any, raw_jobs: Any) -> None:
-    """Raise JobConfigError for the first bad job, using only the platform config (no resources).
+def check_jobs(contract: PlatformContract, raw_jobs: Any) -> None:
+    """Raise JobConfigError for the first bad job, on a contract built before any resource.
 
-    `config` is the parsed `PlatformConfig`; pool facts come from the instance-type lookups
-    (cached, so the platform's own lookups cost nothing more).
+    The program passes `platform.published.contract_from_config(config)`: the stack config
+    alone, with pool facts from the (cached) instance-type lookups. Taking the contract rather
+    than the config keeps jobs below platform (docs/architecture.md, "Layers").
     """
-    from trainforge.platform.published import contract_from_config
-
-    contract = contract_from_config(config)
     for i, spec in enumerate(parse_jobs(raw_jobs, CONFIG_KEY)):
         where = f"{CONFIG_KEY}[{i}]"
         job = resolve_job(spec, contract.target(spec.team, spec.pool, where), where)

@@ -33,12 +33,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from trainforge.core import versions
+from trainforge.core.contract import JobTarget
+from trainforge.core.errors import JobConfigError
 from trainforge.jobs import codeship, images
 from trainforge.jobs.codeship import CODE_MOUNT, USER_CODE_MOUNT, CodeBundle
-from trainforge.jobs.contract import JobTarget
-from trainforge.jobs.errors import JobConfigError
 from trainforge.jobs.spec import EntrypointSpec, JobSpec
-from trainforge.platform import versions
 from trainforge.training import contract as c
 from trainforge.training.timeouts import DEFAULT_HANG_TIMEOUT_S, Timeouts
 

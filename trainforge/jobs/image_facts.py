@@ -6,7 +6,7 @@ feature silently does nothing (or NCCL falls back to TCP sockets on a 3200 Gbps 
 every image a job can use has facts, each with its source:
 
 * the trainforge runtime images: the Dockerfile and requirements.lock (what its pip layer
-  installs, at the lock's pins) and the base image's pin in `trainforge.platform.versions`;
+  installs, at the lock's pins) and the base image's pin in `trainforge.core.versions`;
 * the stock `pytorch/pytorch` images: their tag (torch, CUDA) and what the official image is
   known to lack;
 * any other image: what the job (`imageFacts`) declares, else unknown.
@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from trainforge.jobs.errors import JobConfigError
+from trainforge.core.errors import JobConfigError
 
 # A fact is True/a version string (present), False (known absent) or None (unknown).
 Fact = str | bool | None

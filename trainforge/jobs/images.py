@@ -3,7 +3,7 @@
 Why: a pod whose CUDA runtime is newer than the node's NVIDIA driver, whose torch has no
 kernels for the node's GPU, or whose torch is older than the bundled runtime imports, is
 scheduled, pulls gigabytes and then crashes, at GPU prices, after the preview said nothing.
-The compatibility table in `trainforge.platform.versions` (torch build, CUDA, minimum driver,
+The compatibility table in `trainforge.core.versions` (torch build, CUDA, minimum driver,
 GPU architectures, the driver each node AMI provides) answers all three at preview, from pool
 facts the platform publishes (`PoolFacts.gpu_models`, `gpu_archs`, `nvidia_driver`, `ami`).
 
@@ -16,9 +16,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from trainforge.jobs.contract import PoolFacts
-from trainforge.jobs.errors import JobConfigError
-from trainforge.platform import versions
+from trainforge.core import versions
+from trainforge.core.contract import PoolFacts
+from trainforge.core.errors import JobConfigError
 
 # `pytorch/pytorch:2.13.0-cuda12.6-cudnn9-runtime` and friends: torch version and CUDA build.
 _TORCH_TAG = re.compile(r"^(?P<torch>\d+\.\d+(?:\.\d+)?)(?:-cuda(?P<cuda>\d+\.\d+))?(?:-|$)")
@@ -43,7 +43,7 @@ def image_facts(image: str) -> ImageFacts:
     if "/" in tag or not repo:
         return ImageFacts()
     repo = repo.removeprefix("docker.io/").removeprefix("index.docker.io/")
-    # the same image through an ECR pull-through cache (trainforge.platform.image_routes)
+    # the same image through an ECR pull-through cache (trainforge.core.image_routes)
     if repo.endswith(".amazonaws.com/docker-hub/pytorch/pytorch"):
         repo = "pytorch/pytorch"
     if repo != "pytorch/pytorch":
@@ -160,7 +160,7 @@ def default_image() -> str:
     """The build that needs the oldest driver (callers that know no pool), through the stack's
     pull-through cache; without a Docker Hub rule there, the pinned AWS Deep Learning Container
     (ECR Public) instead, so that nothing is pulled from Docker Hub unauthenticated."""
-    from trainforge.platform import image_routes  # noqa: PLC0415
+    from trainforge.core import image_routes  # noqa: PLC0415
 
     if image_routes.current() is None:
         return versions.PYTORCH_IMAGE

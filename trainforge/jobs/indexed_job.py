@@ -29,12 +29,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from trainforge.core.contract import JobTarget
+from trainforge.core.errors import JobConfigError
 from trainforge.jobs import pod, tenancy
 from trainforge.jobs.codeship import CodeBundle
-from trainforge.jobs.errors import JobConfigError
 from trainforge.jobs.pod import EmittedJob, labels
 from trainforge.jobs.spec import JobSpec, RunPolicySpec
-from trainforge.jobs.wiring import JobTarget
 
 BACKEND = "indexed-job"
 API_VERSION = "batch/v1"

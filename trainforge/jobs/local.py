@@ -29,13 +29,16 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import stat
+import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from trainforge.jobs.errors import JobConfigError
+from trainforge.core.errors import JobConfigError
 from trainforge.jobs.spec import JobSpec, parse_job
 
 CONFIG_KEY = "trainforge:jobs"
@@ -70,11 +73,17 @@ def _stacks(project_dir: Path) -> str:
 
 
 def find_job(
-    stack: str, job_name: str, project_dir: Path | str = ".", program: str | None = None
+    stack: str,
+    job_name: str,
+    project_dir: Path | str = ".",
+    program: str | None = None,
+    declared: Callable[[str, Path | str, str | None], list[JobSpec]] | None = None,
 ) -> JobSpec:
     """JOB of STACK: from `trainforge:jobs` in Pulumi.<stack>.yaml, else from the jobs the
     stack's Pulumi program declares in Python (`TrainingJob(...)`, `.ddp`, `.function`; the
-    project's __main__.py, or `program`), found by running it under the plan's mocks."""
+    project's __main__.py, or `program`): `declared(stack, project_dir, program)`, which
+    run-local passes as `trainforge.local.program_jobs` (it runs the program under the plan's
+    mocks; jobs sits below plan, docs/architecture.md "Layers"). Without it, config only."""
     try:
         raw = load_stack_jobs(stack, project_dir)
     except JobConfigError as e:
@@ -87,41 +96,14 @@ def find_job(
         names.append(str(name))
         if name == job_name:
             return parse_job(item, f"{CONFIG_KEY}[{i}]")
-    declared = program_jobs(stack, project_dir, program)
-    for spec in declared:
+    found = declared(stack, project_dir, program) if declared is not None else []
+    for spec in found:
         if spec.name == job_name:
             return spec
-    from_program = [
-        f"{j.name} ({program or '__main__.py'})" for j in declared if j.name not in names
-    ]
+    from_program = [f"{j.name} ({program or '__main__.py'})" for j in found if j.name not in names]
     raise JobConfigError(
         "JOB", job_name, f"stack {stack!r} declares: {', '.join(names + from_program) or '(none)'}"
     )
-
-
-def program_jobs(
-    stack: str, project_dir: Path | str = ".", program: str | None = None
-) -> list[JobSpec]:
-    """The jobs a Python program declares (resolved on the platform's contract), by running
-    it as `trainforge plan` does (offline, mocks). [] for a project without a Pulumi program
-    when no `program` is named."""
-    root = Path(project_dir).resolve()
-    if program is None and not (
-        (root / "__main__.py").is_file() and (root / "Pulumi.yaml").is_file()
-    ):
-        return []
-    from trainforge.plan.runner import ProjectError, run_project
-
-    if program is not None:
-        from trainforge.jobs.spec import project_relative
-
-        if not (root / project_relative(program, "--program", "a Python file")).is_file():
-            raise JobConfigError("--program", program, f"no such file in the project {root}")
-    try:
-        inv = run_project(root, stack, program=program)
-    except ProjectError as e:
-        raise JobConfigError("--stack", stack, str(e)) from None
-    return [dj.spec for dj in inv.declared.jobs]
 
 
 def local_processes(job: JobSpec) -> int:
@@ -215,7 +197,7 @@ def expand_stack_argv(argv: list[str], project_dir: Path | str = ".") -> list[st
 
 def _local_target(job: JobSpec) -> Any:
     """A stand-in target: pod paths are rewritten to local ones, no bucket, no MLflow."""
-    from trainforge.jobs.contract import JobTarget, PoolFacts, TeamFacts
+    from trainforge.core.contract import JobTarget, PoolFacts, TeamFacts
 
     return JobTarget(team=TeamFacts(name=job.team, namespace="local"), pool=PoolFacts(job.pool))
 
@@ -393,6 +375,56 @@ def user_code_run(
     )
 
 
+def launch(
+    cmd: list[str],
+    env: dict[str, str],
+    cwd: str | os.PathLike[str] | None = None,
+    *,
+    recreations: int = 0,
+    on: str = "retryable",
+) -> int:
+    """Run the job's launcher as the job's one local "pod", relaying SIGTERM/SIGINT to it
+    (torchrun relays them to the workers and waits their grace period), and re-create it as
+    the cluster would (trainforge/jobs/restarts.py): after a retryable exit (>= 128; `on=
+    "any"`: any failure) up to `recreations` times. A stop asked of run-local itself is
+    never followed by a re-creation. The exit status is the job's."""
+    stopped: list[int] = []
+    proc: subprocess.Popen[bytes] | None = None
+
+    def forward(signum: int, _frame: object) -> None:  # torchrun relays it to the workers
+        stopped.append(signum)
+        if proc is not None:
+            proc.send_signal(signum)
+
+    old = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        done = 0
+        while True:
+            proc = subprocess.Popen(cmd, env=env, cwd=cwd)
+            rc = proc.wait()
+            code = 128 - rc if rc < 0 else rc
+            retry = code >= 128 if on == "retryable" else (code != 0 and on == "any")
+            if code == 0 or stopped or not retry or done >= recreations:
+                if code != 0 and retry and not stopped and recreations:
+                    print(
+                        f"run-local: exit {code}; the restart budget ({recreations} "
+                        "re-creation(s)) is spent",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+                return code
+            done += 1
+            print(
+                f"run-local: the job's pod exited {code} (retryable); re-creating it "
+                f"({done}/{recreations}), as the cluster would",
+                file=sys.stderr,
+                flush=True,
+            )
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
 def run_local(
     job: JobSpec,
     project_dir: Path | str = ".",
@@ -406,7 +438,6 @@ def run_local(
 
     The Python twin of `trainforge run-local --stack STACK JOB` for jobs declared in code."""
     from trainforge.jobs.restarts import budget
-    from trainforge.local import launch
 
     run = user_code_run(
         job,

@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import math
 
-from trainforge.jobs.contract import NodeShape
+from trainforge.core.contract import NodeShape
 
 CHECKED = "2026-11-23"
 EVICTION_HARD_MEMORY_MIB = 100

@@ -34,6 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainforge.core.contract import EFA_RESOURCE, GPU_RESOURCE, JobTarget, efa_count
 from trainforge.jobs import images, storage, tenancy
 from trainforge.jobs.codeship import CodeBundle
 from trainforge.jobs.entrypoint import (  # noqa: F401 - re-exported: the contract's paths
@@ -46,7 +47,6 @@ from trainforge.jobs.entrypoint import (  # noqa: F401 - re-exported: the contra
     training_args,
 )
 from trainforge.jobs.spec import JobSpec
-from trainforge.jobs.wiring import EFA_RESOURCE, GPU_RESOURCE, JobTarget, efa_count
 
 METRICS_PORT_NAME = "metrics"
 TERMINATION_MARGIN = 30  # seconds past the runtime's checkpoint grace for teardown

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trainforge.jobs.errors import JobConfigError
+from trainforge.core.errors import JobConfigError
 
 _LITERALS = (bool, int, float, complex, str, bytes, type(None))
 

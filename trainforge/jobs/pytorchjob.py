@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from trainforge.core.contract import JobTarget
 from trainforge.jobs import pod, tenancy
 from trainforge.jobs.codeship import CodeBundle
 
@@ -39,7 +40,6 @@ from trainforge.jobs.pod import (  # noqa: F401
     with_user_env,
 )
 from trainforge.jobs.spec import JobSpec
-from trainforge.jobs.wiring import JobTarget
 
 BACKEND = "pytorchjob"
 API_VERSION = "kubeflow.org/v1"

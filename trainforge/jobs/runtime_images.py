@@ -5,7 +5,7 @@ runtime had to be shipped in a ConfigMap and could not log to MLflow, mirror to 
 The runtime images (images/runtime/Dockerfile) carry the runtime, mlflow-skinny and boto3, and
 the EFA one libfabric and aws-ofi-nccl, so a job on them gets every platform feature and no
 code ConfigMap. Their facts come from the Dockerfile and the lock (`dockerfile`), the base
-pins from `trainforge.platform.versions`; their tag is a hash of the build's content, so a new
+pins from `trainforge.core.versions`; their tag is a hash of the build's content, so a new
 runtime is a new tag (ECR tags are immutable) and the jobs on it are replaced.
 
 Pulumi-free: the platform builds `RuntimeImages` from config (`plan_images`), jobs read it
@@ -18,10 +18,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from trainforge.core import versions
+from trainforge.core.image_routes import DOCKER_HUB, CacheRoutes
 from trainforge.jobs import dockerfile
 from trainforge.jobs.image_facts import ImageFacts
-from trainforge.platform import versions
-from trainforge.platform.image_routes import DOCKER_HUB, CacheRoutes
 
 STANDARD, EFA = "runtime", "runtime-efa"  # Dockerfile targets
 # Stands for the stack's registry while only the config is known (`check_jobs`).

@@ -3,7 +3,7 @@
 `JobSpec` is what a user declares (in Python or under `trainforge:jobs` in stack config).
 Emitters, one per backend (`pytorchjob.py`: Kubeflow v1 PyTorchJob, `trainjob.py`: Kubeflow
 Trainer v2 TrainJob, `indexed_job.py`: a plain indexed batch/v1 Job), turn a *resolved* spec
-plus the platform wiring (`wiring.JobTarget`) into objects; `backend` only picks the emitter.
+plus the platform wiring (`contract.JobTarget`) into objects; `backend` only picks the emitter.
 
 `parse_job(raw, where)` accepts the stack-config dict (camelCase keys; snake_case also
 accepted so Python callers can pass keyword-style dicts) and raises `JobConfigError` naming
@@ -19,8 +19,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import PurePosixPath
 from typing import Any, Literal
 
-from trainforge.jobs.contract import BACKENDS
-from trainforge.jobs.errors import JobConfigError
+from trainforge.core.contract import BACKENDS
+from trainforge.core.errors import JobConfigError
 from trainforge.training.contract import CONTRACT_VARIABLES
 
 # checkpoint.fingerprint: a dotted module path and a function name
@@ -387,7 +387,7 @@ class _Reader:
             raise JobConfigError(
                 self.path(key), value, "expected a Kubernetes quantity such as 8, 500m or 32Gi"
             )
-        from trainforge.jobs.quantity import parse_quantity
+        from trainforge.core.quantity import parse_quantity
 
         try:
             if parse_quantity(value) <= 0:

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from trainforge.core.contract import JobTarget
+from trainforge.core.errors import JobConfigError
 from trainforge.jobs.codeship import CODE_MOUNT, USER_CODE_MOUNT
-from trainforge.jobs.contract import JobTarget
-from trainforge.jobs.errors import JobConfigError
 from trainforge.jobs.spec import JobSpec
 
 # Mounts every pod has besides the volumes a job asks for (see the emitter's pod template).

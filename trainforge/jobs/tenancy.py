@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainforge.jobs.contract import JobTarget
+from trainforge.core.contract import JobTarget
 from trainforge.jobs.spec import PRIORITIES, TOPOLOGY_MODES
 
 __all__ = ["PRIORITIES", "TOPOLOGY_MODES"]

@@ -35,12 +35,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from trainforge.core.contract import JobTarget
+from trainforge.core.errors import JobConfigError
 from trainforge.jobs import pod, tenancy
 from trainforge.jobs.codeship import USER_CODE_MOUNT, CodeBundle
-from trainforge.jobs.errors import JobConfigError
 from trainforge.jobs.pod import EmittedJob, labels
 from trainforge.jobs.spec import JobSpec, RunPolicySpec
-from trainforge.jobs.wiring import JobTarget
 
 BACKEND = "trainjob"
 GROUP = "trainer.kubeflow.org"

@@ -8,7 +8,7 @@ the team's quota, a backend whose controller the platform does not install or th
 the job (`trainforge.jobs.backends`), a model that does not fit in the pool's GPU memory
 (`trainforge.jobs.estimate.check_fit`).
 The platform side of a job (`JobTarget`, from `contract.PlatformContract.target`) is typed:
-see `trainforge.jobs.contract`.
+see `trainforge.core.contract`.
 """
 
 from __future__ import annotations
@@ -16,19 +16,16 @@ from __future__ import annotations
 from dataclasses import replace
 from fractions import Fraction
 
-from trainforge.jobs import capacity, image_facts, images, storage
-from trainforge.jobs import images as images_mod
-from trainforge.jobs.contract import (
-    EFA_RESOURCE,
-    GPU_RESOURCE,
-    RDMA_FAMILIES,
+from trainforge.core import versions
+from trainforge.core.contract import (
     JobTarget,
     PoolFacts,
-    Taint,
-    TeamFacts,
-    TeamQuota,
+    efa_count,
 )
-from trainforge.jobs.errors import JobConfigError
+from trainforge.core.errors import JobConfigError
+from trainforge.core.quantity import format_mebibytes, parse_quantity
+from trainforge.jobs import backends, capacity, image_facts, images, storage
+from trainforge.jobs import images as images_mod
 from trainforge.jobs.estimate import check_fit
 from trainforge.jobs.image_facts import (
     STOCK_SOURCE,
@@ -37,22 +34,11 @@ from trainforge.jobs.image_facts import (
     facts_for,
     stock_facts,
 )
-from trainforge.jobs.quantity import format_mebibytes, parse_quantity
 from trainforge.jobs.spec import JobSpec
-from trainforge.platform import versions
 
 __all__ = [
-    "EFA_RESOURCE",
-    "GPU_RESOURCE",
-    "RDMA_FAMILIES",
-    "JobTarget",
-    "PoolFacts",
-    "Taint",
-    "TeamFacts",
-    "TeamQuota",
     "check_quota",
     "default_size",
-    "efa_count",
     "resolve_job",
     "sizing_rule",
 ]
@@ -123,19 +109,8 @@ def sizing_rule(job: JobSpec, pool: PoolFacts) -> str:
     return f"{rule} -> {size}"
 
 
-def efa_count(pool: PoolFacts, gpus: int) -> int:
-    """EFA devices a pod requests: all of the node's for a full-node pod, else its GPU share."""
-    if not pool.efa_interfaces:
-        return 0
-    if not gpus or not pool.gpus_per_node or gpus >= pool.gpus_per_node:
-        return pool.efa_interfaces
-    return max(1, pool.efa_interfaces * gpus // pool.gpus_per_node)
-
-
 def resolve_job(job: JobSpec, target: JobTarget, where: str = "job") -> JobSpec:
     """Fill pool-dependent defaults and check the job can ever run on `target`."""
-    from trainforge.jobs import backends  # noqa: PLC0415 - the emitters import this module
-
     backend = backends.resolve_backend(job, target, where)
     pool = target.pool
     gpus = job.gpus_per_worker

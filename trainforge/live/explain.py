@@ -10,7 +10,7 @@ import re
 from datetime import datetime
 from fractions import Fraction
 
-from trainforge.jobs.quantity import parse_quantity
+from trainforge.core.quantity import parse_quantity
 from trainforge.live.gather import Gathered
 from trainforge.training import exits
 

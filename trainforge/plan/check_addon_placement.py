@@ -4,7 +4,7 @@ versions against each pool's published taints)."""
 
 from __future__ import annotations
 
-from trainforge.plan.checks import CheckResult, Finding, PlanContext, Section
+from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 
 RULE = "TRAINFORGE_ADDON_ON_JOB_POOL"
 FIX = (

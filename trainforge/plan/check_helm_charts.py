@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
 
-from trainforge.plan.checks import CheckResult, Finding, PlanContext, Section
+from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.runner import UNKNOWN
 
 RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
@@ -43,7 +43,7 @@ RULES = {
     RULE: "give an OCI chart whole in `chart` (chart='oci://registry/path/name', no "
     "repository_opts), a classic repository as repository_opts.repo='https://...' with the "
     "chart's name, or a local chart directory that exists",
-    PIN_RULE: "pin the chart's `version` (trainforge.platform.versions) and leave `devel` off",
+    PIN_RULE: "pin the chart's `version` (trainforge.core.versions) and leave `devel` off",
 }
 # Schemes Helm has a built-in getter for (helm.sh/helm/v3/pkg/getter.All: http/https and oci);
 # any other scheme needs a Helm plugin on the deployer's machine.

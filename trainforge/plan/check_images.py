@@ -11,18 +11,18 @@ the base each pulls (through the cache), and flags a build whose base comes from
 without credentials (TRAINFORGE_DOCKER_HUB, like the pod rule of the same id), and so does
 an image a component installs inside a Helm chart or kustomize overlay (the training
 operator's, Grafana's), which no rendered pod of the plan shows: the components record them
-(trainforge.platform.image_routes.installed).
+(trainforge.core.image_routes.installed).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from trainforge.core import image_routes, versions
 from trainforge.jobs import dockerfile
 from trainforge.jobs.entrypoint import mirrors_to_s3
 from trainforge.jobs.image_facts import UNKNOWN, ImageFacts, missing_pieces
-from trainforge.plan.checks import CheckResult, Finding, PlanContext, Section
-from trainforge.platform import image_routes, versions
+from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 
 RULES = {
     "TRAINFORGE_IMAGE_PIECE": (

@@ -26,7 +26,7 @@ from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
-from trainforge.plan.checks import CheckResult, Finding, PlanContext, Section
+from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.runner import UNKNOWN
 
 CRD_RULE = "ORDER_CRD_BEFORE_OBJECT"
@@ -72,7 +72,7 @@ BUILTIN_GROUPS = frozenset(
 BUILTIN_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
 
 # chart (last path segment of its reference) or kustomize directory marker -> API groups whose
-# CRDs it installs. Sources (read at the pinned versions in trainforge.platform.versions):
+# CRDs it installs. Sources (read at the pinned versions in trainforge.core.versions):
 # karpenter and karpenter-crd 1.x ship crds/ (karpenter.sh, karpenter.k8s.aws);
 # kube-prometheus-stack bundles the crds subchart (monitoring.coreos.com); kueue 0.19 renders
 # its CRDs from templates/crd; kubeflow-trainer 2.3 renders trainer.kubeflow.org and bundles

@@ -19,7 +19,7 @@ import sys
 from typing import Any
 
 from trainforge.plan import ckpt_compat as CC
-from trainforge.plan.checks import CheckResult, Finding, PlanContext, Section
+from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.job_diff import resume_record
 from trainforge.plan.job_view import job_views
 

@@ -31,7 +31,7 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any
 
-from trainforge.plan.checks import CheckResult, Finding, PlanContext, Section
+from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 
 RULE = "RETRY_UNBOUNDED"
 RULES = {

@@ -14,11 +14,10 @@ from collections import defaultdict
 from fractions import Fraction
 from typing import Any
 
+from trainforge.core.contract import GPU_RESOURCE, PoolFacts, efa_count
+from trainforge.core.quantity import parse_quantity
 from trainforge.jobs import capacity
-from trainforge.jobs.contract import GPU_RESOURCE, PoolFacts
-from trainforge.jobs.quantity import parse_quantity
-from trainforge.jobs.wiring import efa_count
-from trainforge.plan.checks import CheckResult, Finding, PlanContext, Section
+from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 
 RULE = "TRAINFORGE_JOB_CANNOT_SCHEDULE"
 FIX = (

@@ -7,7 +7,8 @@ admission, cost, memory and duration). Each check lives in its own module with o
 is listed in `CHECKS` below; the offline plan (`core.evaluate`) runs every one of them, and
 so do the tests. Adding a check is one module plus one line here.
 
-A check is a callable `check(ctx: PlanContext) -> CheckResult`. Findings become plan
+A check is a callable `check(ctx: PlanContext) -> CheckResult` (types in `check_types`, which
+check modules import; this registry imports them). Findings become plan
 violations (waivable like any rule, with a written reason); sections are printed by
 `trainforge plan` after the resource summary and written into the JSON inventory.
 A module may export `RULES = {rule_id: fix}` so that waivers can name its rule ids.
@@ -16,10 +17,9 @@ A module may export `RULES = {rule_id: fix}` so that waivers can name its rule i
 from __future__ import annotations
 
 import importlib
-import pathlib
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
+
+from trainforge.plan.check_types import CheckResult, PlanContext
 
 # "module:function" of every check, in the order their sections print.
 CHECKS: list[str] = [
@@ -40,60 +40,6 @@ CHECKS: list[str] = [
     "trainforge.plan.check_images:check",
     "trainforge.plan.check_resume:check",
 ]
-
-
-@dataclass
-class PlanContext:
-    """What a check may look at. `declared` holds the typed objects the program built
-    in-process (platform contracts and resolved jobs, see `trainforge.jobs.contract`)."""
-
-    inventory: Any  # trainforge.plan.runner.Inventory
-    objects: list[Any]  # trainforge.plan.manifests.K8sObject, one per Kubernetes object
-    declared: Any = None  # trainforge.jobs.contract.Declared (None for foreign programs)
-    root: pathlib.Path | None = None  # the project folder, when planning a project
-    # Runs (once, on first use) the same program with stand-in ids/ARNs, so documents built
-    # from values the cloud assigns exist (see trainforge.plan.iam_stack); None when the
-    # platform's mocks are not available.
-    standin: Callable[[], Any] | None = None
-
-    def resources_of(self, type_: str) -> list[Any]:
-        """Every recorded resource of one Pulumi type token."""
-        return [r for r in self.inventory.resources if r.type == type_]
-
-    def standin_inventory(self) -> Any:
-        """The stand-in run's Inventory, or None when there is none."""
-        return self.standin() if self.standin is not None else None
-
-
-@dataclass
-class Finding:
-    """One thing a check found wrong. `resource` is what the reader looks for (a URN, a
-    Pulumi name, or namespace/Kind/name); waivers match it or any of `names`."""
-
-    resource: str
-    rule: str
-    message: str
-    fix: str
-    urn: str = ""
-    names: frozenset[str] = frozenset()
-
-
-@dataclass
-class Section:
-    """A report block: a title, lines for the terminal, and the same facts as JSON data."""
-
-    title: str
-    lines: list[str]
-    data: Any = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {"title": self.title, "lines": self.lines, "data": self.data}
-
-
-@dataclass
-class CheckResult:
-    findings: list[Finding] = field(default_factory=list)
-    sections: list[Section] = field(default_factory=list)
 
 
 def _load(spec: str) -> tuple[Any, Any]:

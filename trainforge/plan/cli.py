@@ -82,7 +82,7 @@ def config_error_types() -> tuple[type[BaseException], ...]:
     for mod_name in (
         "trainforge.platform.config",
         "trainforge.platform.errors",
-        "trainforge.jobs.errors",
+        "trainforge.core.errors",
         "trainforge.plan.cost_check",
     ):
         try:

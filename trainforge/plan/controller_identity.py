@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from trainforge.plan.checks import CheckResult, Finding, PlanContext, Section
+from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.iam_eval import Policy, action_matches
 from trainforge.plan.iam_stack import ADDON, RoleFacts, StackIam, read_stack
 

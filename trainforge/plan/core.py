@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainforge.plan import check_types as T
 from trainforge.plan import checks as C
 from trainforge.plan import rules as R
 from trainforge.plan import validate as V
@@ -31,7 +32,7 @@ class PlanResult:
     unchecked: list[str] = field(default_factory=list)
     standin_judged: int = 0  # cloud resources re-judged with stand-in ids/ARNs
     names: set[str] = field(default_factory=set)  # every name a waiver may use in this plan
-    sections: list[C.Section] = field(default_factory=list)  # the plan checks' reports
+    sections: list[T.Section] = field(default_factory=list)  # the plan checks' reports
 
     @property
     def failing(self) -> list[R.Violation]:
@@ -144,8 +145,8 @@ def evaluate(
     for rule, urn, msg in R.check_stack(stack):
         rec = names_by_urn[urn]
         add(urn, _short(rec.type, rec.name), names_of(urn, rec.name), rule.id, msg, rule.fix)
-    sections: list[C.Section] = []
-    ctx = C.PlanContext(
+    sections: list[T.Section] = []
+    ctx = T.PlanContext(
         inventory=inv, objects=objects, declared=inv.declared, root=root, standin=standin
     )
     for result in C.run_checks(ctx):

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from trainforge.jobs.contract import JobTarget, NodeType, PoolFacts, TeamFacts
-from trainforge.jobs.quantity import parse_quantity
+from trainforge.core.contract import JobTarget, NodeType, PoolFacts, TeamFacts
+from trainforge.core.quantity import parse_quantity
 from trainforge.jobs.spec import JobSpec
 from trainforge.plan import price_facts as P
 

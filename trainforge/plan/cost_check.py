@@ -24,7 +24,7 @@ from typing import Any
 
 from trainforge.plan import cost as C
 from trainforge.plan import price_facts as P
-from trainforge.plan.checks import CheckResult, Finding, PlanContext, Section
+from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 
 CAPS_KEY = "trainforge-policy:costCaps"
 REGION_KEY = "aws:region"

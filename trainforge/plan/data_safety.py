@@ -29,7 +29,7 @@ import pathlib
 from dataclasses import dataclass
 from typing import Any
 
-from trainforge.plan.checks import CheckResult, Finding, PlanContext, Section
+from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 
 UNPROTECTED = "TF_DATA_UNPROTECTED"
 REPLACE = "TF_DATA_REPLACE"

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from trainforge.jobs.estimate import JobEstimate, NoEstimate, estimate, gib, warnings
-from trainforge.plan.checks import CheckResult, PlanContext, Section
+from trainforge.plan.check_types import CheckResult, PlanContext, Section
 
 RULES: dict[str, str] = {}  # reports only: nothing to waive
 TITLE = "Memory per GPU and expected duration (trainforge.jobs.estimate)"

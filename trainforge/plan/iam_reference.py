@@ -3,7 +3,7 @@
 Why vendored: the offline plan has no network and must not read /work/shared at run time, so
 the documents we compare against live here, each with where and when it was taken. They are
 copied as published (only the CloudFormation `${...}` substitutions are filled in); update
-them with the pinned version in trainforge/platform/versions.py.
+them with the pinned version in trainforge/core/versions.py.
 
 A controller's calls cannot be recorded the way the runtime's are (we do not run Karpenter or
 the CSI drivers), so each controller's list below is derived from its reference policy and its

@@ -32,7 +32,7 @@ from trainforge.plan.aws_calls import (
     rehearse_s3_mirror,
     s3_requests,
 )
-from trainforge.plan.checks import CheckResult, Finding, PlanContext, Section
+from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.iam_eval import Decision, Policy, Request, beyond_reference, evaluate
 from trainforge.plan.iam_reference import (
     AMAZON_EBS_CSI_DRIVER_POLICY,

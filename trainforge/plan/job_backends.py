@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainforge.plan.checks import CheckResult, Finding, PlanContext, Section
+from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 
 RULE = "TRAINJOB_POD_MISMATCH"
 RULES = {

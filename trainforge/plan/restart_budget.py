@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from trainforge.jobs.restarts import budget, describe
-from trainforge.plan.checks import CheckResult, PlanContext, Section
+from trainforge.plan.check_types import CheckResult, PlanContext, Section
 
 RULES: dict[str, str] = {}  # a report: nothing to waive
 TITLE = "Restart budget per job (trainforge.jobs.restarts)"

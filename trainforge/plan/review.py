@@ -19,7 +19,7 @@ from typing import Any
 from trainforge.plan import diff as D
 from trainforge.plan import job_diff as JD
 from trainforge.plan import rules as R
-from trainforge.plan.checks import CheckResult
+from trainforge.plan.check_types import CheckResult
 from trainforge.plan.job_view import job_views
 from trainforge.plan.sides import Side
 from trainforge.plan.waivers import find_waiver

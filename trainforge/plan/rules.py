@@ -544,8 +544,8 @@ def pod_image_pinned(type_: str, inputs: dict, spec: dict) -> list[str]:
 
 def pod_image_not_docker_hub(type_: str, inputs: dict, spec: dict) -> list[str]:
     """Docker Hub allows 10 anonymous pulls per hour per NAT address: every image comes through
-    the stack's ECR pull-through cache or another registry (trainforge.platform.image_routes)."""
-    from trainforge.platform.image_routes import is_docker_hub  # noqa: PLC0415
+    the stack's ECR pull-through cache or another registry (trainforge.core.image_routes)."""
+    from trainforge.core.image_routes import is_docker_hub  # noqa: PLC0415
 
     return [
         f"container {c.get('name')!r} image {c.get('image')!r} is pulled from Docker Hub "

@@ -68,7 +68,7 @@ class Inventory:
     resources: list[Recorded]
     outputs: dict[str, Any] = field(default_factory=dict)
     config: dict[str, Any] = field(default_factory=dict)
-    # The typed objects the program built in-process (trainforge.jobs.contract.Declared):
+    # The typed objects the program built in-process (trainforge.core.contract.Declared):
     # platform contracts and resolved jobs, for the plan's checks. Not part of the JSON.
     declared: Any = None
 
@@ -414,7 +414,7 @@ def run_program(
     from pulumi.runtime.stack import run_pulumi_func
     from pulumi.runtime.sync_await import _sync_await
 
-    from trainforge.jobs.contract import reset_declared
+    from trainforge.core.contract import reset_declared
 
     chosen = mocks if mocks is not None else load_mocks()
     echo = preview and type(chosen) in (PreviewMocks, HybridMocks)

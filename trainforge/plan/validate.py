@@ -20,6 +20,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from trainforge.core import versions
 from trainforge.plan import kueue_validate
 
 DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
@@ -56,16 +57,8 @@ class Finding:
 
 
 def k8s_version() -> str:
-    """The cluster's Kubernetes version from the platform's versions module, when present."""
-    try:
-        from trainforge.platform import versions  # noqa: PLC0415 - optional, owned by platform
-    except ImportError:
-        return DEFAULT_K8S_VERSION
-    for name in ("KUBERNETES_VERSION", "K8S_VERSION", "EKS_VERSION", "CLUSTER_VERSION"):
-        v = getattr(versions, name, None)
-        if isinstance(v, str) and re.match(r"^\d+\.\d+", v):
-            return v
-    return DEFAULT_K8S_VERSION
+    """The cluster's Kubernetes version, from the pinned versions (read at call time)."""
+    return versions.KUBERNETES_VERSION
 
 
 @functools.cache

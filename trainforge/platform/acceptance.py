@@ -38,11 +38,11 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from trainforge.core import versions
+from trainforge.core.contract import EFA_RESOURCE, GPU_RESOURCE, PoolFacts
+from trainforge.core.image_routes import cached, torch_image
 from trainforge.jobs.codeship import CODE_MOUNT, CodeBundle, configmap_manifest
-from trainforge.jobs.contract import EFA_RESOURCE, GPU_RESOURCE, PoolFacts
-from trainforge.platform import versions
 from trainforge.platform.config import AcceptanceTestConfig, ConfigError, PlatformConfig
-from trainforge.platform.image_routes import cached, torch_image
 from trainforge.training.acceptance import facts
 from trainforge.training.timeouts import MIN_RENDEZVOUS_S
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from trainforge.jobs.contract import Taint
-from trainforge.platform import versions
+from trainforge.core import versions
+from trainforge.core.contract import Taint
 from trainforge.platform.node_daemonsets import tolerates
 
 # What both CSI charts give their controller (values.yaml `controller.tolerations`).

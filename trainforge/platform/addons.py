@@ -14,7 +14,7 @@ from __future__ import annotations
 import pulumi
 import pulumi_aws as aws
 
-from trainforge.platform import versions
+from trainforge.core import versions
 
 
 def pin(name: str) -> str:

@@ -20,7 +20,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_eks as eks
 
-from trainforge.platform import versions
+from trainforge.core import versions
 from trainforge.platform.addons import addon_version
 from trainforge.platform.config import PlatformConfig
 from trainforge.platform.iam import (

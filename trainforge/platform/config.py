@@ -9,7 +9,6 @@ docs/configuration.md documents every key and its default.
 from __future__ import annotations
 
 import functools
-import importlib
 import ipaddress
 import re
 from dataclasses import dataclass, field
@@ -18,7 +17,8 @@ from typing import Any
 import pulumi
 
 # The node facts jobs see use the same taint and limit types as the config that declares them.
-from trainforge.jobs.contract import PoolLimits, Taint
+from trainforge.core.contract import PoolLimits, Taint
+from trainforge.platform.services_config import SERVICE_KEYS, parse_services_config
 
 NS = "trainforge"
 DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
@@ -701,7 +701,7 @@ def parse_config(
     raw = dict(raw or {})
     if region is not None:
         _check_region(errors, region)
-    known = TOP_KEYS | set(extra_keys) | set(_services_keys())
+    known = TOP_KEYS | set(extra_keys) | set(SERVICE_KEYS)
     for k in raw:
         if k not in known:
             p.err(k, raw[k], f"one of the keys {sorted(known)}")
@@ -755,7 +755,8 @@ def parse_config(
     )
     if raw.get("tags") is not None and not isinstance(raw.get("tags"), dict):
         p.err("tags", raw.get("tags"), "a mapping of tag name to value")
-    services = _parse_services(raw, errors)
+    # the whole `trainforge:` mapping: services and teams live there
+    services = parse_services_config(raw, errors)
     for team in getattr(services, "teams", ()) or ():
         for arn in sorted(set(team.access.principals) & set(admins)):
             errors.append(
@@ -815,10 +816,10 @@ def _lookup_instance_types(errors: list[str], system, groups, pools) -> None:
 
     for i, g in enumerate(groups):
         if g is not None and g.instance_types:
-            resolve_pool(g, f"nodeGroups[{i}]", errors)
+            resolve_pool(g, f"{NS}:nodeGroups[{i}]", errors, node_group=True)
     for i, pool in enumerate(pools):
         if pool is not None and pool.instance_types:
-            resolve_pool(pool, f"nodePools[{i}]", errors)
+            resolve_pool(pool, f"{NS}:nodePools[{i}]", errors)
     try:
         instance_type_facts(system.instance_type)
     except LookupError:
@@ -828,28 +829,23 @@ def _lookup_instance_types(errors: list[str], system, groups, pools) -> None:
         )
 
 
-# --- services hook (owned by the services engineer: trainforge/platform/services_config.py) ---
-def _services_keys() -> tuple[str, ...]:
-    try:
-        mod = importlib.import_module("trainforge.platform.services_config")
-    except ModuleNotFoundError:
-        return ()
-    return tuple(getattr(mod, "SERVICE_KEYS", ()))
+def resolve_all(config: PlatformConfig) -> dict[str, Any]:
+    """Facts for every node group and pool; raises ConfigError listing every mismatch."""
+    from trainforge.platform.instance_types import resolve_pool  # noqa: PLC0415 - imports pulumi_aws
 
-
-def _parse_services(raw: dict[str, Any], errors: list[str]) -> Any:
-    """`parse_services_config(raw, errors)` from services_config when that module exists.
-
-    It receives the whole `trainforge:` mapping (services and teams live there) and appends its
-    own `trainforge:<key>: ...` messages to `errors`.
-    """
-    try:
-        mod = importlib.import_module("trainforge.platform.services_config")
-    except ModuleNotFoundError as e:
-        if e.name != "trainforge.platform.services_config":
-            raise
-        return None
-    return mod.parse_services_config(raw, errors)
+    errors: list[str] = []
+    out: dict[str, Any] = {}
+    for i, g in enumerate(config.node_groups):
+        f = resolve_pool(g, f"{NS}:nodeGroups[{i}]", errors, node_group=True)
+        if f:
+            out[g.name] = f
+    for i, p in enumerate(config.node_pools):
+        f = resolve_pool(p, f"{NS}:nodePools[{i}]", errors)
+        if f:
+            out[p.name] = f
+    if errors:
+        raise ConfigError(errors)
+    return out
 
 
 def decode_value(value: Any) -> Any:

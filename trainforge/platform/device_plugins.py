@@ -19,7 +19,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from trainforge.platform import versions
+from trainforge.core import versions
 from trainforge.platform.services_config import DevicePluginsConfig
 
 GPU_TAINT_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}

@@ -31,11 +31,11 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from trainforge.jobs.contract import DEFAULT_TRAINING_UID
-from trainforge.platform import versions
+from trainforge.core import versions
+from trainforge.core.contract import DEFAULT_TRAINING_UID
+from trainforge.core.image_routes import cached
 from trainforge.platform.addons import addon_version
 from trainforge.platform.iam import pod_identity_trust_output
-from trainforge.platform.image_routes import cached
 from trainforge.platform.services_config import FsxConfig
 
 CSI_DRIVER = "fsx.csi.aws.com"

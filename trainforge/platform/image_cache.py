@@ -1,7 +1,7 @@
 """ImageCache: the stack's ECR pull-through cache rules, the node roles' right to use them, and
 the trainforge runtime images built and pushed to the stack's ECR repository.
 
-Why: see `trainforge.platform.image_routes` (Docker Hub's 10 anonymous pulls per hour per NAT
+Why: see `trainforge.core.image_routes` (Docker Hub's 10 anonymous pulls per hour per NAT
 address) and `trainforge.jobs.runtime_images` (the image a job runs must carry what the
 platform promises). Both are resources of the stack, so `pulumi up` is the one command.
 
@@ -29,10 +29,10 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
+from trainforge.core.image_routes import UPSTREAMS, CacheRoutes
 from trainforge.jobs import dockerfile
 from trainforge.jobs.runtime_images import RuntimeImages, repository
 from trainforge.platform.config import ImagesConfig
-from trainforge.platform.image_routes import UPSTREAMS, CacheRoutes
 
 # source: docs.aws.amazon.com/AmazonECR/latest/userguide/pull-through-cache-iam.html (the IAM
 # principal that pulls through a rule needs ecr:BatchImportUpstreamImage, and

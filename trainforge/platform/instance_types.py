@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi_aws as aws
-
-from trainforge.platform.config import NS, NodeGroupConfig, NodePoolConfig, PlatformConfig
 
 
 @dataclass(frozen=True)
@@ -88,46 +87,51 @@ class PoolTypeFacts:
 
 
 def resolve_pool(
-    pool: NodeGroupConfig | NodePoolConfig, path: str, errors: list[str]
+    pool: Any, where: str, errors: list[str], *, node_group: bool = False
 ) -> PoolTypeFacts | None:
-    """Look up every type of a pool and check its GPU/EFA settings against them."""
+    """Look up every type of a pool and check its GPU/EFA settings against them.
+
+    `pool` is a `config.NodeGroupConfig` (`node_group`) or `config.NodePoolConfig`; `where`
+    is its key (`trainforge:nodePools[0]`) for the messages appended to `errors`. Typed loosely
+    so this module does not import config, which calls it (config.resolve_all).
+    """
     facts: list[InstanceTypeFacts] = []
     for i, t in enumerate(pool.instance_types):
         try:
             facts.append(instance_type_facts(t))
         except LookupError:
             errors.append(
-                f"{NS}:{path}.instanceTypes[{i}]: {t!r} is not valid; expected an EC2 instance "
+                f"{where}.instanceTypes[{i}]: {t!r} is not valid; expected an EC2 instance "
                 "type offered in this region"
             )
     if not facts or len(facts) != len(pool.instance_types):
         return None
     wants_gpu = getattr(pool, "gpu", None)
-    if isinstance(pool, NodeGroupConfig):
+    if node_group:
         wants_gpu = True  # managed node groups are the GPU node groups
     no_gpu = [f.name for f in facts if f.gpus == 0]
     has_gpu = [f.name for f in facts if f.gpus > 0]
     if wants_gpu and no_gpu:
         errors.append(
-            f"{NS}:{path}.instanceTypes: {no_gpu!r} have no GPUs; expected GPU instance types "
-            f"(g5, g6, p4d, p5, ...) for a {'node group' if isinstance(pool, NodeGroupConfig) else 'pool with gpu: true'}"
+            f"{where}.instanceTypes: {no_gpu!r} have no GPUs; expected GPU instance types "
+            f"(g5, g6, p4d, p5, ...) for a {'node group' if node_group else 'pool with gpu: true'}"
         )
     if wants_gpu is None and has_gpu and no_gpu:
         errors.append(
-            f"{NS}:{path}.instanceTypes: {list(pool.instance_types)!r} mixes GPU and CPU-only types; "
+            f"{where}.instanceTypes: {list(pool.instance_types)!r} mixes GPU and CPU-only types; "
             "expected all GPU types or all CPU types in one pool"
         )
     if pool.efa:
         no_efa = [f.name for f in facts if not f.efa_supported]
         if no_efa:
             errors.append(
-                f"{NS}:{path}.efa: true is not valid for {no_efa!r}: these types do not support EFA; "
+                f"{where}.efa: true is not valid for {no_efa!r}: these types do not support EFA; "
                 "expected EFA-capable types (p4d.24xlarge, p5.48xlarge, ...) or efa: false"
             )
     arches = {a for f in facts for a in f.architectures[:1]}
     if len(arches) > 1:
         errors.append(
-            f"{NS}:{path}.instanceTypes: {list(pool.instance_types)!r} mixes architectures "
+            f"{where}.instanceTypes: {list(pool.instance_types)!r} mixes architectures "
             f"{sorted(arches)}; expected one architecture per pool"
         )
     arch = "arm64" if "arm64" in arches else "amd64"
@@ -147,22 +151,3 @@ def resolve_pool(
         primary_network_gbps=min(f.primary_network_gbps for f in facts),
         per_type=tuple(facts),
     )
-
-
-def resolve_all(config: PlatformConfig) -> dict[str, PoolTypeFacts]:
-    """Facts for every node group and pool; raises ConfigError listing every mismatch."""
-    from trainforge.platform.config import ConfigError  # noqa: PLC0415
-
-    errors: list[str] = []
-    out: dict[str, PoolTypeFacts] = {}
-    for i, g in enumerate(config.node_groups):
-        f = resolve_pool(g, f"nodeGroups[{i}]", errors)
-        if f:
-            out[g.name] = f
-    for i, p in enumerate(config.node_pools):
-        f = resolve_pool(p, f"nodePools[{i}]", errors)
-        if f:
-            out[p.name] = f
-    if errors:
-        raise ConfigError(errors)
-    return out

@@ -18,7 +18,8 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from trainforge.platform import capacity_placement, versions
+from trainforge.core import versions
+from trainforge.platform import capacity_placement
 from trainforge.platform.config import (
     FSX_AGENT_NOT_READY_TAINT,
     GPU_TAINT_KEY,

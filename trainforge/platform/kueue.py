@@ -42,14 +42,15 @@ import pulumi
 import pulumi_kubernetes as k8s
 import yaml
 
-from trainforge.jobs.contract import PoolFacts
-from trainforge.platform import queues, versions
+from trainforge.core import versions
+from trainforge.core.contract import PoolFacts
+from trainforge.platform import queues
 from trainforge.platform.placement import SYSTEM_NODE_SELECTOR, psa_labels
 from trainforge.platform.services_config import KueueConfig, TeamConfig
 from trainforge.platform.teams import TEAM_LABEL
 
 NAMESPACE = "kueue-system"
-# Kueue's integration name for each trainforge job backend (trainforge.jobs.contract.BACKENDS).
+# Kueue's integration name for each trainforge job backend (trainforge.core.contract.BACKENDS).
 # source: kubernetes-sigs/kueue v0.19 pkg/controller/jobs (pytorchjob FrameworkName
 # "kubeflow.org/pytorchjob", trainjob "trainer.kubeflow.org/trainjob", job "batch/job").
 FRAMEWORKS = {

@@ -23,7 +23,7 @@ which fails once the file is older than that (a loop stuck anywhere) or missing.
 fails (server down, HTTP error) still beats: the loop is alive and retries; restarting it
 would not help. Uses only the public REST API
 of the MLflow auth app (`/api/2.0/mlflow/users/*`, `/api/3.0/mlflow/users/permissions/*`),
-as served by the pinned server image (trainforge.platform.versions.MLFLOW_IMAGE).
+as served by the pinned server image (trainforge.core.versions.MLFLOW_IMAGE).
 """
 
 from __future__ import annotations

@@ -32,7 +32,9 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from trainforge.platform import alerts, mlflow_auth, versions
+from trainforge.core import versions
+from trainforge.core.image_routes import cached, chart_image
+from trainforge.platform import alerts, mlflow_auth
 from trainforge.platform.dashboards import (
     DASHBOARDS,
     FOLDER_ANNOTATION,
@@ -42,7 +44,6 @@ from trainforge.platform.dashboards import (
     team_dashboard,
 )
 from trainforge.platform.device_plugins import GPU_NODE_TERMS, GPU_TAINT_TOLERATION, node_affinity
-from trainforge.platform.image_routes import cached, chart_image
 from trainforge.platform.placement import NODE_AGENTS_NAMESPACE, SYSTEM_NODE_SELECTOR, psa_labels
 from trainforge.platform.services_config import MlflowConfig, MonitoringConfig
 from trainforge.platform.teams import TEAM_LABEL

@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from trainforge.jobs.contract import DaemonSetLoad, Taint
-from trainforge.platform import versions
+from trainforge.core import versions
+from trainforge.core.contract import DaemonSetLoad, Taint
 from trainforge.platform.config import POOL_LABEL, NodeGroupConfig, NodePoolConfig, PlatformConfig
 
 EVERYTHING = ({"operator": "Exists"},)  # tolerates every taint

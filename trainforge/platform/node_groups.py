@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_aws as aws
 
+from trainforge.core import versions
 from trainforge.platform import capacity_placement as cp
-from trainforge.platform import versions
 from trainforge.platform.config import (
     FSX_AGENT_NOT_READY_TAINT,
     GPU_TAINT_KEY,

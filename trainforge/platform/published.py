@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from trainforge.jobs import node_facts
-from trainforge.jobs.contract import (
+from trainforge.core import versions
+from trainforge.core.contract import (
     DEFAULT_BACKEND,
     NodeShape,
     NodeType,
@@ -22,15 +22,16 @@ from trainforge.jobs.contract import (
     TeamFacts,
     TeamQuota,
 )
-from trainforge.platform import versions
+from trainforge.jobs import node_facts
 from trainforge.platform.config import (
     GPU_TAINT_KEY,
     POOL_LABEL,
     NodeGroupConfig,
     NodePoolConfig,
     PlatformConfig,
+    resolve_all,
 )
-from trainforge.platform.instance_types import PoolTypeFacts, instance_type_facts, resolve_all
+from trainforge.platform.instance_types import PoolTypeFacts, instance_type_facts
 
 # Stands for the checkpoint bucket's name while only the config is known: a job is checked
 # knowing *that* the platform has a bucket, before the bucket (and its name) exists.
@@ -292,8 +293,8 @@ def images_from_config(config: PlatformConfig, registry: str) -> Any:
     registry host (`PENDING_REGISTRY` while only the config is known). None when jobs do not
     run the runtime image, or when this checkout has no runtime Dockerfile and no prebuilt
     images are named (an installed package without the repository)."""
+    from trainforge.core.image_routes import routes_for  # noqa: PLC0415
     from trainforge.jobs import dockerfile, runtime_images  # noqa: PLC0415
-    from trainforge.platform.image_routes import routes_for  # noqa: PLC0415
 
     cfg = config.images
     routes = routes_for(

@@ -23,9 +23,9 @@ from collections.abc import Iterable, Mapping
 from fractions import Fraction
 from typing import Any
 
-from trainforge.jobs.contract import PoolFacts
-from trainforge.jobs.quantity import parse_quantity
-from trainforge.platform import versions
+from trainforge.core import versions
+from trainforge.core.contract import PoolFacts
+from trainforge.core.quantity import parse_quantity
 from trainforge.platform.services_config import PRIORITIES, KueueConfig, TeamConfig
 
 API_VERSION = versions.KUEUE_API_VERSION

@@ -12,7 +12,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from trainforge.jobs.contract import PoolFacts
+from trainforge.core.contract import PoolFacts
 from trainforge.platform.checkpoint_bucket import CheckpointBucket, CheckpointBucketArgs
 from trainforge.platform.device_plugins import DevicePlugins, DevicePluginsArgs
 from trainforge.platform.fsx import FsxLustre, FsxLustreArgs

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainforge.jobs.contract import BACKENDS, DEFAULT_BACKEND
+from trainforge.core.contract import BACKENDS, DEFAULT_BACKEND
 
 NS = "trainforge"
 
@@ -802,7 +802,7 @@ def _team_quota(r: _Reader, pool_names: list[str] | None) -> TeamQuotaConfig:
                 )
                 continue
             pools.append((str(name), _pool_quota(p.sub(str(name)))))
-        from trainforge.jobs.quantity import parse_quantity  # noqa: PLC0415 - pure, no pulumi
+        from trainforge.core.quantity import parse_quantity  # noqa: PLC0415 - pure, no pulumi
 
         for key in ("gpus", "cpu", "memory"):
             total = parse_quantity(getattr(quota, key))

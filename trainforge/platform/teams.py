@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_kubernetes as k8s
 
-from trainforge.jobs.contract import PoolFacts
+from trainforge.core.contract import PoolFacts
 from trainforge.platform import team_access
 from trainforge.platform.services_config import TeamConfig
 

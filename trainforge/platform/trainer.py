@@ -20,8 +20,8 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
+from trainforge.core import versions
 from trainforge.jobs import trainjob
-from trainforge.platform import versions
 from trainforge.platform.k8s_provider import server_side_apply_provider
 from trainforge.platform.placement import SYSTEM_NODE_SELECTOR
 

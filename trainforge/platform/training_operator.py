@@ -27,8 +27,8 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from trainforge.platform import versions
-from trainforge.platform.image_routes import CacheRoutes, cached, current, installed
+from trainforge.core import versions
+from trainforge.core.image_routes import CacheRoutes, cached, current, installed
 from trainforge.platform.k8s_provider import server_side_apply_provider
 from trainforge.platform.placement import SYSTEM_NODE_SELECTOR
 from trainforge.platform.services_config import TrainingOperatorConfig

@@ -14,12 +14,11 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from trainforge.jobs.contract import PlatformContract, PoolFacts, declared
+from trainforge.core.contract import PlatformContract, PoolFacts, declared
 from trainforge.platform import capacity_placement
 from trainforge.platform.acceptance import AcceptanceTests, AcceptanceTestsArgs, check_acceptance
 from trainforge.platform.cluster import SYSTEM_LABEL, Cluster, ClusterArgs
-from trainforge.platform.config import PlatformConfig, parse_config
-from trainforge.platform.instance_types import resolve_all
+from trainforge.platform.config import PlatformConfig, parse_config, resolve_all
 from trainforge.platform.karpenter import Karpenter, KarpenterArgs
 from trainforge.platform.network import Network, NetworkArgs
 from trainforge.platform.node_groups import GpuNodeGroup, GpuNodeGroupArgs
@@ -326,7 +325,7 @@ class TrainingPlatform(pulumi.ComponentResource):
         )
 
     def _images(self, name: str, config: PlatformConfig, tags: dict[str, str]) -> Any:
-        from trainforge.platform import image_routes  # noqa: PLC0415
+        from trainforge.core import image_routes  # noqa: PLC0415
         from trainforge.platform.image_cache import ImageCache, ImageCacheArgs  # noqa: PLC0415
         from trainforge.platform.published import images_from_config  # noqa: PLC0415
 

@@ -44,8 +44,9 @@ from trainforge.training.distributed import group_timeout
 # plan's IAM rehearsal use them); re-exported here, where the rest of the runtime finds them.
 from trainforge.training.layout import (
     EXTRAS_FMT,
-    METADATA_FILE,
     CheckpointError,
+    CheckpointStatus,
+    inspect_checkpoint,
     parse_step,
     step_dir_name,
 )
@@ -91,35 +92,6 @@ LogFn = Callable[[str], None]
 
 
 # ----------------------------------------------------------------------------- directory scan
-
-
-@dataclasses.dataclass(frozen=True)
-class CheckpointStatus:
-    path: Path
-    step: int
-    complete: bool
-    reason: str  # why it is not complete ("" when complete)
-
-
-def inspect_checkpoint(path: Path) -> CheckpointStatus:
-    """Is ``path`` a complete checkpoint? Never raises for bad content, only reports it."""
-    step = parse_step(path.name)
-    if step is None:
-        return CheckpointStatus(path, -1, False, "name is not step_NNNNNN")
-    if not path.is_dir():
-        return CheckpointStatus(path, step, False, "not a directory")
-    meta = path / METADATA_FILE
-    if not meta.is_file():
-        return CheckpointStatus(
-            path, step, False, "no .metadata (save was interrupted; partial checkpoint)"
-        )
-    try:
-        from torch.distributed.checkpoint import FileSystemReader
-
-        FileSystemReader(str(path)).read_metadata()
-    except Exception as e:  # noqa: BLE001 - any parse failure means "corrupt", reported
-        return CheckpointStatus(path, step, False, f".metadata is corrupt ({type(e).__name__})")
-    return CheckpointStatus(path, step, True, "")
 
 
 def scan_checkpoints(root: Path, log: LogFn | None = None) -> list[CheckpointStatus]:

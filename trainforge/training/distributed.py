@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import os
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -57,6 +58,27 @@ def group_timeout() -> datetime.timedelta | None:
     return _GROUP_TIMEOUT
 
 
+def restart_safe_init_kwargs() -> dict[str, Any]:
+    """Extra ``init_process_group`` kwargs that make torchrun restarts work (empty otherwise).
+
+    torchrun (2.13, c10d rendezvous) hands every restart attempt the *same* agent TCPStore
+    with no per-attempt key prefix, so the new workers read the dead attempt's gloo/NCCL
+    connection keys and fail with "Gloo connectFullMesh failed ... Connection refused".
+    Prefixing the store with TORCHELASTIC_RESTART_COUNT gives each attempt clean keys.
+    """
+    attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT")
+    if attempt is None or "MASTER_ADDR" not in os.environ:
+        return {}
+    from torch.distributed.rendezvous import rendezvous
+
+    store, rank, world_size = next(rendezvous("env://"))
+    return {
+        "store": dist.PrefixStore(f"trainforge/attempt_{attempt}", store),
+        "rank": rank,
+        "world_size": world_size,
+    }
+
+
 def init_distributed(timeout_s: float | None = None) -> DistEnv:
     """Initialise the default process group; NCCL when CUDA is present, gloo otherwise.
 
@@ -96,9 +118,7 @@ def init_distributed(timeout_s: float | None = None) -> DistEnv:
     _GROUP_TIMEOUT = timeout
     if not dist.is_initialized():
         if "MASTER_ADDR" in os.environ:
-            # checkpoint hook: torchrun restarts need a per-attempt store prefix (preemption.py)
-            from trainforge.training.preemption import restart_safe_init_kwargs
-
+            # checkpoint hook: torchrun restarts need a per-attempt store prefix
             kwargs = restart_safe_init_kwargs()
             if kwargs:
                 dist.init_process_group(backend, timeout=timeout, **kwargs)

@@ -149,24 +149,3 @@ class PreemptionHandler:
             for sig, prev in self._previous.items():
                 signal.signal(sig, prev)
         self._previous.clear()
-
-
-def restart_safe_init_kwargs() -> dict[str, Any]:
-    """Extra ``init_process_group`` kwargs that make torchrun restarts work (empty otherwise).
-
-    torchrun (2.13, c10d rendezvous) hands every restart attempt the *same* agent TCPStore
-    with no per-attempt key prefix, so the new workers read the dead attempt's gloo/NCCL
-    connection keys and fail with "Gloo connectFullMesh failed ... Connection refused".
-    Prefixing the store with TORCHELASTIC_RESTART_COUNT gives each attempt clean keys.
-    """
-    attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT")
-    if attempt is None or "MASTER_ADDR" not in os.environ:
-        return {}
-    from torch.distributed.rendezvous import rendezvous
-
-    store, rank, world_size = next(rendezvous("env://"))
-    return {
-        "store": dist.PrefixStore(f"trainforge/attempt_{attempt}", store),
-        "rank": rank,
-        "world_size": world_size,
-    }

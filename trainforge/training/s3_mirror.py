@@ -36,7 +36,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from trainforge.training.layout import EXTRAS_FMT, METADATA_FILE, CheckpointError, parse_step
+from trainforge.training.layout import (
+    EXTRAS_FMT,
+    METADATA_FILE,
+    CheckpointError,
+    inspect_checkpoint,
+    parse_step,
+)
 
 LATEST_MARKER = "latest"
 LogFn = Callable[[str], None]
@@ -46,8 +52,6 @@ VerifyFn = Callable[[Path], "str | None"]
 
 def _verify_dcp(path: Path) -> str | None:
     """Default check: the DCP `.metadata` parses (imports torch, like the runtime)."""
-    from trainforge.training.checkpoint import inspect_checkpoint
-
     status = inspect_checkpoint(path)
     return None if status.complete else status.reason
 

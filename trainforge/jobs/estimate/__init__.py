@@ -22,13 +22,13 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from trainforge.jobs.contract import PoolFacts
-from trainforge.jobs.errors import JobConfigError
+from trainforge.core.contract import PoolFacts, efa_count
+from trainforge.core.errors import JobConfigError
+from trainforge.core.quantity import parse_quantity
 from trainforge.jobs.estimate import facts
 from trainforge.jobs.estimate.memory import MemoryEstimate, Regime, estimate_memory, regime
 from trainforge.jobs.estimate.shape import ModelShape, NoEstimate, shape_of
 from trainforge.jobs.estimate.steptime import Network, StepTime, step_time
-from trainforge.jobs.quantity import parse_quantity
 from trainforge.jobs.spec import JobSpec
 from trainforge.training import gpus
 
@@ -114,8 +114,6 @@ def _network(job: JobSpec, pool: PoolFacts, procs: int, pods: int) -> Network:
     gpus_ = _gpus_per_pod(job, pool)
     efa = bool(job.efa) if job.efa is not None else bool(pool.efa_interfaces and gpus_)
     if efa and pool.efa_interfaces:
-        from trainforge.jobs.wiring import efa_count
-
         share = efa_count(pool, gpus_) / pool.efa_interfaces
         gbps, kind = pool.network_gbps * share, "efa"
     else:

@@ -20,8 +20,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from trainforge.jobs.contract import PoolFacts
-from trainforge.jobs.errors import JobConfigError
+from trainforge.core.contract import PoolFacts
+from trainforge.core.errors import JobConfigError
 from trainforge.jobs.estimate import estimate, facts, gib
 from trainforge.jobs.estimate.shape import NoEstimate
 from trainforge.jobs.spec import parse_job

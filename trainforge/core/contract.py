@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainforge.jobs.errors import JobConfigError
+from trainforge.core.errors import JobConfigError
 
 GPU_RESOURCE = "nvidia.com/gpu"
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
@@ -159,6 +159,15 @@ class PoolFacts:
     @property
     def has_gpus(self) -> bool:
         return self.gpus_per_node > 0
+
+
+def efa_count(pool: PoolFacts, gpus: int) -> int:
+    """EFA devices a pod requests: all of the node's for a full-node pod, else its GPU share."""
+    if not pool.efa_interfaces:
+        return 0
+    if not gpus or not pool.gpus_per_node or gpus >= pool.gpus_per_node:
+        return pool.efa_interfaces
+    return max(1, pool.efa_interfaces * gpus // pool.gpus_per_node)
 
 
 @dataclass(frozen=True)
@@ -331,11 +340,11 @@ class Declared:
 
     contracts: list[PlatformContract] = field(default_factory=list)
     jobs: list[DeclaredJob] = field(default_factory=list)
-    # The stack's pull-through cache (trainforge.platform.image_routes.use): kept here so that
+    # The stack's pull-through cache (trainforge.core.image_routes.use): kept here so that
     # it lives exactly as long as one program run.
     image_routes: Any = None
     # Images components install inside a Helm chart or kustomize overlay, which the plan's
-    # rendered pods never show (trainforge.platform.image_routes.installed).
+    # rendered pods never show (trainforge.core.image_routes.installed).
     installed_images: list[Any] = field(default_factory=list)
 
 

@@ -110,13 +110,13 @@ def registry_host(account: str, region: str) -> str:
 
 
 def use(routes: CacheRoutes | None) -> None:
-    from trainforge.jobs.contract import declared  # noqa: PLC0415
+    from trainforge.core.contract import declared  # noqa: PLC0415
 
     declared().image_routes = routes
 
 
 def current() -> CacheRoutes | None:
-    from trainforge.jobs.contract import declared  # noqa: PLC0415
+    from trainforge.core.contract import declared  # noqa: PLC0415
 
     return declared().image_routes
 
@@ -140,7 +140,7 @@ class InstalledImage:
 
 def installed(component: str, image: str) -> str:
     """Record `image` as installed by `component` and return its reference through the cache."""
-    from trainforge.jobs.contract import declared  # noqa: PLC0415
+    from trainforge.core.contract import declared  # noqa: PLC0415
 
     ref = cached(image)
     record = InstalledImage(component, image, ref)
@@ -166,7 +166,7 @@ def torch_image() -> str:
     """A pinned image with torch for the platform's own pods (acceptance tests): the stock
     PyTorch image where the cache has a Docker Hub rule, else the AWS Deep Learning Container
     (ECR Public), so that no pod pulls from Docker Hub without a credential."""
-    from trainforge.platform import versions
+    from trainforge.core import versions
 
     routes = current()
     if routes is not None and DOCKER_HUB in routes.prefixes:
