@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tests.ports import candidate_port, communicate_all, retry_on_clash
+from tests.ports import communicate_all, retry_on_clash
 
 _VAR = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
 
@@ -93,12 +93,6 @@ def env_value(item: dict[str, Any]) -> str:
         return str(item["value"])
     ref = item["valueFrom"]["secretKeyRef"]
     return f"<{ref['name']}/{ref['key']}>"
-
-
-def free_port() -> int:
-    """A candidate port (tests.ports): run_exitcode_policy still starts on it without a retry
-    on EADDRINUSE; run_pods retries."""
-    return candidate_port()
 
 
 def run_pods(
@@ -189,11 +183,30 @@ def run_exitcode_policy(
     command and env. `kill = (pod name, ready)`: SIGKILL that pod's first process once
     `ready()` is true (kill -9 from outside). `first_env`: extra variables for a pod's first
     process only. Returns {pod: [(exit code, output) per process]}."""
+    return retry_on_clash(
+        lambda port: _run_exitcode_policy_on(
+            job, configmaps, root, port, kill, first_env, recreate_after, max_recreations, timeout
+        ),
+        lambda history: [text for runs in history.values() for _, text in runs],
+    )
+
+
+def _run_exitcode_policy_on(
+    job: dict[str, Any],
+    configmaps: list[dict[str, Any]],
+    root: Path,
+    port: int,
+    kill: tuple[str, Any] | None,
+    first_env: dict[str, dict[str, str]] | None,
+    recreate_after: float,
+    max_recreations: int,
+    timeout: float,
+) -> dict[str, list[tuple[int, str]]]:
+    """One run of run_exitcode_policy on a given rendezvous port."""
     import signal
     import tempfile
     import time
 
-    port = free_port()
     pods = {
         name: (argv, env, cwd)
         for name, argv, env, cwd in pod_processes(job, configmaps, root, port)
