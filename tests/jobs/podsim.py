@@ -109,33 +109,13 @@ def run_pods(
 def _run_pods_on(
     job: dict[str, Any], configmaps: list[dict[str, Any]], root: Path, timeout: float, port: int
 ) -> list[tuple[int, str]]:
-    procs = []
-    for rtype, rspec in job["spec"]["pytorchReplicaSpecs"].items():
-        pod = rspec["template"]["spec"]
-        for index in range(rspec["replicas"]):
-            pod_root = root  # one shared "file system" for all pods, as FSx is
-            mapping = write_configmaps(pod, configmaps, pod_root)
-            (container,) = pod["containers"]
-            env = {"PATH": os.environ["PATH"], "OMP_NUM_THREADS": "1"}
-            for item in container["env"]:
-                env[item["name"]] = _localize(env_value(item), mapping)
-            env.update(operator_env(job, rtype, index, port))
-            argv = [_localize(expand(a, env), mapping) for a in container["command"]]
-            if argv[0] == "python":
-                argv = [sys.executable, *argv[1:]]
-            elif argv[0] == "torchrun":
-                argv = [sys.executable, "-m", "torch.distributed.run", *argv[1:]]
-            cwd = _localize(container.get("workingDir", str(root)), mapping)
-            procs.append(
-                subprocess.Popen(
-                    argv,
-                    cwd=cwd,
-                    env=env,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.STDOUT,
-                    text=True,
-                )
-            )
+    # one shared "file system" (root) for all pods, as FSx is
+    procs = [
+        subprocess.Popen(
+            argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+        for _, argv, env, cwd in pod_processes(job, configmaps, root, port)
+    ]
     return communicate_all(procs, timeout)
 
 

@@ -141,13 +141,12 @@ def _trainjob_spec(wl: dict[str, Any], runtimes: dict[str, dict[str, Any]]) -> d
 
 
 def check(ctx: PlanContext) -> CheckResult:
-    from trainforge.jobs import trainjob  # noqa: PLC0415
+    from trainforge.plan.job_backends import runtime_docs  # noqa: PLC0415
 
     declared = ctx.declared
     if declared is None or not declared.jobs:
         return CheckResult()
-    runtimes = {d["metadata"]["name"]: d for d in trainjob.runtime_manifests()}
-    runtimes.update({o.obj_name: o.doc for o in ctx.objects if o.kind == trainjob.RUNTIME_KIND})
+    runtimes = runtime_docs(ctx)
     findings: list[Finding] = []
     lines: list[str] = []
     data: list[dict[str, Any]] = []

@@ -60,14 +60,23 @@ def _differences(wanted: dict[str, Any], built: dict[str, Any]) -> list[str]:
     return out
 
 
+def runtime_docs(ctx: PlanContext) -> dict[str, dict]:
+    """The ClusterTrainingRuntimes a TrainJob can name, by name: the platform's own, as the
+    plan rendered them where it did (the retry-bound rehearsal reads the same index)."""
+    from trainforge.jobs import trainjob  # noqa: PLC0415
+
+    runtimes = {d["metadata"]["name"]: d for d in trainjob.runtime_manifests()}
+    runtimes.update({o.obj_name: o.doc for o in ctx.objects if o.kind == trainjob.RUNTIME_KIND})
+    return runtimes
+
+
 def check(ctx: PlanContext) -> CheckResult:
     from trainforge.jobs import trainjob  # noqa: PLC0415
 
     declared = ctx.declared
     if declared is None or not declared.jobs:
         return CheckResult()
-    runtimes = {d["metadata"]["name"]: d for d in trainjob.runtime_manifests()}
-    runtimes.update({o.obj_name: o.doc for o in ctx.objects if o.kind == trainjob.RUNTIME_KIND})
+    runtimes = runtime_docs(ctx)
     findings: list[Finding] = []
     lines: list[str] = []
     data: list[dict[str, Any]] = []
