@@ -55,6 +55,21 @@ class StackError(ValueError):
         super().__init__(f"invalid stack configuration ({len(self.errors)} problem(s)):\n{lines}")
 
 
+def aliases(model: type[BaseModel]) -> set[str]:
+    """The keys a model accepts, as users write them (camelCase aliases)."""
+    return {f.alias or name for name, f in model.model_fields.items()}
+
+
+def own_keys(model: type[BaseModel], raw: Mapping[str, Any]) -> dict[str, Any]:
+    """The part of the flat `trainforge:` mapping that `model` (an area's keys) declares.
+
+    Stack keys are flat (`trainforge:nodePools`, `trainforge:teams`, `trainforge:jobs`): each
+    area validates its own; the root model (model.py) refuses a key no area declares.
+    """
+    keys = aliases(model)
+    return {k: v for k, v in raw.items() if k in keys}
+
+
 def problem(path: str, value: Any, expected: str) -> str:
     """The one error line: `<path>: got <value>; expected <what is valid>`."""
     return f"{path}: got {_show(value)}; expected {expected}"
