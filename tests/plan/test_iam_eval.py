@@ -3,11 +3,14 @@ evaluation logic, Condition operators, single- vs multi-valued keys, KMS key pol
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from trainforge.plan.checks.iam_eval import (
     Policy,
     Request,
+    actions_of,
     beyond_reference,
     condition_holds,
     evaluate,
@@ -310,3 +313,168 @@ def test_statement_within_reference_compares_actions_resources_and_conditions():
     assert not statement_within(wider_resource, ref)
     assert not statement_within(more_actions, ref)
     assert beyond_reference(pol({**missing_condition, "Sid": "Del"}), [pol(ref)]) == ["Del"]
+
+
+# --- edges a mutation run found untested (docs/rehearsals.md, "Mutation testing") ---------
+
+
+@pytest.mark.parametrize(
+    "operator, policy, present, expected",
+    [
+        # each comparison at, below and above the policy value (the request value is `present`)
+        ("NumericEquals", "5", "5", True),
+        ("NumericEquals", "5", "6", False),
+        ("NumericEquals", "5", "4", False),
+        ("NumericNotEquals", "5", "5", False),
+        ("NumericLessThan", "5", "5", False),
+        ("NumericLessThan", "5", "6", False),
+        ("NumericLessThanEquals", "5", "5", True),
+        ("NumericLessThanEquals", "5", "4", True),
+        ("NumericLessThanEquals", "5", "6", False),
+        ("NumericGreaterThan", "5", "6", True),
+        ("NumericGreaterThan", "5", "5", False),
+        ("NumericGreaterThan", "5", "4", False),
+        ("NumericGreaterThanEquals", "5", "5", True),
+        ("NumericGreaterThanEquals", "5", "6", True),
+        ("NumericEquals", "5", "five", False),  # not a number: no match, no crash
+        ("DateEquals", "2026-11-23T00:00:00Z", "2026-11-23T00:00:00+00:00", True),
+        ("DateEquals", "2026-11-23T00:00:00Z", "1795392000", True),  # epoch seconds
+        ("DateEquals", "2026-11-23T00:00:00Z", "1795392001", False),
+        ("DateGreaterThanEquals", "2026-11-23T00:00:00Z", "2026-11-23T00:00:00Z", True),
+        ("DateLessThan", "2026-11-23T00:00:00Z", "not a date", False),
+        ("DateLessThan", "2026-11-23T00:00:00", "2026-11-22T23:00:00Z", True),  # naive = UTC
+        ("BinaryEquals", "QUJD", "QUJD", True),
+        ("BinaryEquals", "QUJD", "QUJE", False),  # the policy's bytes sort first
+        ("BinaryEquals", "QUJE", "QUJD", False),  # the request's bytes sort first
+        ("IpAddress", "10.0.0.0/8", "not-an-ip", False),
+        ("IpAddress", "10.0.0.0/8", "11.1.2.3", False),
+        # ARNs whose resource part has colons (log streams): the sixth part takes the rest
+        (
+            "ArnLike",
+            "arn:aws:logs:*:*:log-group:*",
+            f"arn:aws:logs:us-west-2:{ACCT}:log-group:/aws/eks/c:log-stream:x",
+            True,
+        ),
+        ("ArnLike", "arn:aws:logs:*:*:log-group:*", "arn:aws:logs:us-west-2", False),
+        ("Null", "false", [], False),  # present but empty is null
+        ("Null", "true", [], True),
+    ],
+)
+def test_condition_operator_edges(operator, policy, present, expected):
+    assert condition_holds(operator, "k:key", policy, req(**{"k:key": present})) is expected
+
+
+def test_glob_treats_only_star_and_question_mark_as_wildcards():
+    p = pol(allow("s3:GetObject", f"{BUCKET}/a/x-1.bin"))
+    assert evaluate(req(resource=f"{BUCKET}/a/x-1.bin"), [p]).allowed
+    for other in ("a_x-1.bin", "a/x_1.bin", "a/x-1_bin", "a/x-1.bi"):
+        assert not evaluate(req(resource=f"{BUCKET}/{other}"), [p]).allowed, other
+
+
+def test_policy_variables_in_condition_values_and_multivalued_keys():
+    own = {"StringEquals": {"s3:prefix": "${aws:username}/"}}
+    p = pol(allow("s3:ListBucket", BUCKET, own))
+    r = req("s3:ListBucket", BUCKET, **{"s3:prefix": "ann/", "aws:username": "ann"})
+    assert evaluate(r, [p]).allowed
+    assert not evaluate(req("s3:ListBucket", BUCKET, **{"s3:prefix": "ann/"}), [p]).allowed
+    # a variable over a multivalued key does not match (AWS: single-valued keys only)
+    q = pol(allow("s3:GetObject", f"{BUCKET}/${{aws:username}}/*"))
+    two = req(resource=f"{BUCKET}/ann/x", **{"aws:username": ["ann", "bob"]})
+    assert not evaluate(two, [q]).allowed
+
+
+def test_statements_without_action_or_identity_resource_never_apply():
+    assert not evaluate(req(), [pol({"Effect": "Allow", "Resource": "*"})]).allowed
+    assert not evaluate(req(), [pol({"Effect": "Allow", "Action": "s3:*"})]).allowed
+
+
+def test_every_statement_of_a_policy_is_considered():
+    """A statement that does not match, or whose condition fails, does not end the scan."""
+    p = pol(
+        allow("s3:PutObject", f"{BUCKET}/*"),
+        allow("s3:GetObject", f"{BUCKET}/*", {"Bool": {"aws:SecureTransport": "true"}}),
+        allow("s3:GetObject", f"{BUCKET}/a/*"),
+    )
+    d = evaluate(req(), [p])
+    assert d.allowed and [m.sid for m in d.allows] == ["#2"]
+
+
+def test_principals_naming_the_account_and_json_parsed_policies():
+    """Principals as the rehearsal reads them: parsed from the rendered JSON."""
+
+    def bucket(principal) -> Policy:
+        st = {"Effect": "Allow", "Principal": principal, "Action": "s3:GetObject",
+              "Resource": f"{BUCKET}/*"}  # fmt: skip
+        return Policy.parse("bp", json.dumps({"Statement": [st]}))
+
+    def kind(principal) -> str:
+        identity = pol(allow("s3:GetObject", f"{BUCKET}/*"))
+        cross = Request(ROLE, "s3:GetObject", f"{BUCKET}/a", {}, ACCT, resource_account="4")
+        alone = evaluate(req(), [], [bucket(principal)]).allowed
+        with_identity = evaluate(cross, [identity], [bucket(principal)]).allowed
+        return {(True, True): "direct", (False, True): "account"}.get(
+            (alone, with_identity), "none"
+        )
+
+    assert kind({"AWS": ROLE}) == "direct"
+    assert kind({"AWS": ACCT}) == "account"  # a bare account id delegates
+    assert kind({"AWS": f"arn:aws:iam::{ACCT}:root"}) == "account"
+    assert kind({"AWS": f"arn:aws-us-gov:iam::{ACCT}:root"}) == "account"  # other partition
+    assert kind({"AWS": f"arn:aws:iam::{ACCT}:role/other"}) == "none"  # same account only
+    assert kind({"AWS": "arn:aws:iam::999988887777:root"}) == "none"
+    assert kind({"AWS": "malformed:root"}) == "none"  # no account part: no match, no crash
+    svc = Request("svc:pods.eks.amazonaws.com", "sts:AssumeRole", ROLE, {})
+    trust = {"Effect": "Allow", "Action": "sts:AssumeRole"}
+    for principal, allowed in (
+        ({"Service": "pods.eks.amazonaws.com"}, True),
+        ({"AWS": [ROLE, "*"]}, True),  # a role ARN does not end the list for a service
+        ({"AWS": ROLE}, False),
+    ):
+        doc = json.dumps({"Statement": [{**trust, "Principal": principal}]})
+        assert evaluate(svc, resource=[Policy.parse("t", doc)]).allowed is allowed, principal
+
+
+def test_not_principal_denies_everyone_else():
+    others = Policy(
+        "bp",
+        {
+            "Statement": [
+                {
+                    "Effect": "Deny",
+                    "NotPrincipal": {"AWS": ROLE},
+                    "Action": "s3:*",
+                    "Resource": f"{BUCKET}/*",
+                }
+            ]
+        },
+    )
+    identity = pol(allow("s3:GetObject", f"{BUCKET}/*"))
+    assert evaluate(req(), [identity], [others]).allowed
+    stranger = Request(f"arn:aws:iam::{ACCT}:role/x", "s3:GetObject", f"{BUCKET}/a", {}, ACCT)
+    d = evaluate(stranger, [identity], [others])
+    assert not d.allowed and d.reason == "explicit deny by bp statement #0"
+
+
+def test_cross_account_with_no_allow_at_all_says_so():
+    cross = Request(ROLE, "s3:GetObject", f"{BUCKET}/a", {}, ACCT, resource_account="4")
+    d = evaluate(cross, [], [])
+    assert d.reason == f"implicit deny: no statement allows s3:GetObject on {BUCKET}/a"
+
+
+def test_statement_within_accepts_narrower_condition_values():
+    ref = allow("s3:GetObject", "*", {"StringEquals": {"aws:ResourceTag/team": ["a", "b"]}})
+    narrower = allow("s3:GetObject", "*", {"StringEquals": {"aws:ResourceTag/team": "a"}})
+    wider = allow("s3:GetObject", "*", {"StringEquals": {"aws:ResourceTag/team": ["a", "c"]}})
+    assert statement_within(narrower, ref)
+    assert not statement_within(wider, ref)
+    deny_first = pol({"Effect": "Deny", "Action": "*", "Resource": "*"}, {**wider, "Sid": "W"})
+    assert beyond_reference(deny_first, [pol(ref)]) == ["W"]
+
+
+def test_actions_of_lists_only_allowed_actions():
+    p = Policy.parse(
+        "p",
+        json.dumps({"Statement": [allow(["S3:GetObject", "s3:List*"], "*"),
+                                  {"Effect": "Deny", "Action": "s3:PutObject", "Resource": "*"}]}),
+    )  # fmt: skip
+    assert actions_of([p]) == {"s3:getobject", "s3:list*"}
