@@ -358,10 +358,37 @@ def test_statement_within_reference_compares_actions_resources_and_conditions():
         ("ArnLike", "arn:aws:logs:*:*:log-group:*", "arn:aws:logs:us-west-2", False),
         ("Null", "false", [], False),  # present but empty is null
         ("Null", "true", [], True),
+        ("StringEqualsIgnoreCase", "b", "A", False),  # the policy's value sorts last
+        ("BinaryEquals", "QUJD", "qujd", False),  # base64 is case-sensitive (not Bool)
+        ("BinaryEqualsIfExists", "QUJD", "QUJD", True),
+        ("NotIpAddressIfExists", "10.0.0.0/8", "10.1.2.3", False),
+        ("IpAddress", "10.1.2.3/8", "10.200.0.1", True),  # host bits in the policy's CIDR
+        ("ArnLikeIfExists", "arn:aws:iam::*:role/x", None, True),
     ],
 )
 def test_condition_operator_edges(operator, policy, present, expected):
-    assert condition_holds(operator, "k:key", policy, req(**{"k:key": present})) is expected
+    ctx = {} if present is None else {"k:key": present}
+    assert condition_holds(operator, "k:key", policy, req(**ctx)) is expected
+
+
+def test_a_context_key_is_found_by_its_name_wherever_it_is():
+    r = req(**{"z:other": "wrong", "K:Key": "right"})
+    assert condition_holds("StringEquals", "k:key", "right", r)
+
+
+def test_policy_variables_only_in_string_and_arn_operators():
+    r = req(**{"k:key": "4", "aws:PrincipalAccount": ACCT, "k:cidr": "10.0.0.0/8"})
+    account_role = "arn:aws:iam::${aws:PrincipalAccount}:role/*"
+    assert condition_holds("ArnLike", "k:arn", account_role, req(**{"k:arn": ROLE, **r.context}))
+    for operator, value in (("NumericLessThan", "${k:key}9"), ("IpAddress", "${k:cidr}")):
+        rr = req(**{**r.context, "k:key": "10.1.2.3" if operator == "IpAddress" else "4"})
+        assert not condition_holds(operator, "k:key", value, rr), operator
+    assert not condition_holds("DateEquals", "k:key", "${k:key}", req(**{"k:key": "5"}))
+
+
+def test_for_any_value_of_a_negated_operator_needs_one_value_that_matches_none():
+    both = req(**{"aws:TagKeys": ["Name", "team"]})
+    assert not condition_holds("ForAnyValue:StringNotEquals", "aws:TagKeys", ["Name", "team"], both)
 
 
 def test_glob_treats_only_star_and_question_mark_as_wildcards():
@@ -381,6 +408,12 @@ def test_policy_variables_in_condition_values_and_multivalued_keys():
     q = pol(allow("s3:GetObject", f"{BUCKET}/${{aws:username}}/*"))
     two = req(resource=f"{BUCKET}/ann/x", **{"aws:username": ["ann", "bob"]})
     assert not evaluate(two, [q]).allowed
+    none = req(resource=f"{BUCKET}/ann/x", **{"aws:username": []})
+    assert not evaluate(none, [q]).allowed
+    # an absent key makes the element not match, rather than an empty string
+    home = pol(allow("s3:GetObject", f"{BUCKET}/home/${{aws:username}}*"))
+    assert not evaluate(req(resource=f"{BUCKET}/home/x"), [home]).allowed
+    assert evaluate(req(resource=f"{BUCKET}/home/ann", **{"aws:username": "ann"}), [home]).allowed
 
 
 def test_statements_without_action_or_identity_resource_never_apply():
@@ -422,13 +455,14 @@ def test_principals_naming_the_account_and_json_parsed_policies():
     assert kind({"AWS": f"arn:aws-us-gov:iam::{ACCT}:root"}) == "account"  # other partition
     assert kind({"AWS": f"arn:aws:iam::{ACCT}:role/other"}) == "none"  # same account only
     assert kind({"AWS": "arn:aws:iam::999988887777:root"}) == "none"
-    assert kind({"AWS": "malformed:root"}) == "none"  # no account part: no match, no crash
+    assert kind({"AWS": "arn:aws:iam:root"}) == "none"  # no account part: no match, no crash
     svc = Request("svc:pods.eks.amazonaws.com", "sts:AssumeRole", ROLE, {})
     trust = {"Effect": "Allow", "Action": "sts:AssumeRole"}
     for principal, allowed in (
         ({"Service": "pods.eks.amazonaws.com"}, True),
         ({"AWS": [ROLE, "*"]}, True),  # a role ARN does not end the list for a service
         ({"AWS": ROLE}, False),
+        ({"Federated": "pods.eks.amazonaws.com"}, False),  # only Service names a service
     ):
         doc = json.dumps({"Statement": [{**trust, "Principal": principal}]})
         assert evaluate(svc, resource=[Policy.parse("t", doc)]).allowed is allowed, principal
@@ -455,6 +489,20 @@ def test_not_principal_denies_everyone_else():
     assert not d.allowed and d.reason == "explicit deny by bp statement #0"
 
 
+def test_a_resource_account_is_the_same_account_only_when_equal():
+    identity = pol(allow("s3:GetObject", f"{BUCKET}/*"))
+    for owner in ("000011112222", "999988887777"):
+        cross = Request(ROLE, "s3:GetObject", f"{BUCKET}/a", {}, ACCT, resource_account=owner)
+        assert not evaluate(cross, [identity], []).allowed, owner
+
+
+def test_a_json_null_condition_and_effect():
+    doc = {"Statement": [allow("s3:GetObject", "*", {"Null": {"aws:TokenIssueTime": "true"}})]}
+    p = Policy.parse("p", json.dumps(doc))
+    assert evaluate(req(), [p]).allowed
+    assert not evaluate(req(**{"aws:TokenIssueTime": "2026-11-25"}), [p]).allowed
+
+
 def test_cross_account_with_no_allow_at_all_says_so():
     cross = Request(ROLE, "s3:GetObject", f"{BUCKET}/a", {}, ACCT, resource_account="4")
     d = evaluate(cross, [], [])
@@ -467,6 +515,10 @@ def test_statement_within_accepts_narrower_condition_values():
     wider = allow("s3:GetObject", "*", {"StringEquals": {"aws:ResourceTag/team": ["a", "c"]}})
     assert statement_within(narrower, ref)
     assert not statement_within(wider, ref)
+    assert statement_within({**narrower, "Action": "S3:GETOBJECT"}, ref)  # actions: any case
+    assert not statement_within({**narrower, "Effect": "Deny"}, ref)
+    not_resource = {"Effect": "Allow", "Action": "s3:GetObject", "NotResource": "x"}
+    assert not statement_within(not_resource, allow("s3:GetObject", "*"))
     deny_first = pol({"Effect": "Deny", "Action": "*", "Resource": "*"}, {**wider, "Sid": "W"})
     assert beyond_reference(deny_first, [pol(ref)]) == ["W"]
 
