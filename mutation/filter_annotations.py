@@ -83,7 +83,14 @@ class AnnotationFilter(FilterApp):
 
     def filter(self, work_db, args) -> None:  # noqa: ANN001 (cosmic-ray's interface)
         skip = []
+        already = {
+            item.job_id
+            for item, result in work_db.completed_work_items
+            if result.worker_outcome == WorkerOutcome.SKIPPED and result.output != OUTPUT
+        }  # skipped by another filter (lines, operators): left as they are
         for item in work_db.work_items:
+            if item.job_id in already:
+                continue
             for m in item.mutations:
                 spans, markers = equivalent_spans(Path(m.module_path))
                 start, end = tuple(m.start_pos), tuple(m.end_pos)

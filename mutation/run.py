@@ -230,9 +230,9 @@ def main(argv: list[str] | None = None) -> int:
             db.unlink(missing_ok=True)
             run([str(tool / "cosmic-ray"), "init", str(cfg), str(db)], tree)
             run([str(tool / "cr-filter-operators"), str(db), str(cfg)], tree)
-            run([str(tool / "python"), "mutation/filter_annotations.py", str(db)], tree)
             if spec.get("functions"):
                 run([str(tool / "cr-filter-lines"), str(db), "--config", str(cfg)], tree)
+            run([str(tool / "python"), "mutation/filter_annotations.py", str(db)], tree)
             run([str(tool / "cosmic-ray"), "baseline", str(cfg)], tree)
         run([str(tool / "cosmic-ray"), "exec", str(cfg), str(db)], tree)
         lines.append(summarize(name, spec["path"], db, tool, tree))
