@@ -530,3 +530,119 @@ def test_actions_of_lists_only_allowed_actions():
                                   {"Effect": "Deny", "Action": "s3:PutObject", "Resource": "*"}]}),
     )  # fmt: skip
     assert actions_of([p]) == {"s3:getobject", "s3:list*"}
+
+
+def test_a_multivalued_key_without_a_set_operator_matches_any_value():
+    tags = req(**{"aws:TagKeys": ["Name", "team"]})
+    assert condition_holds("StringEquals", "aws:TagKeys", "team", tags)
+    assert not condition_holds("StringEquals", "aws:TagKeys", "other", tags)
+    assert condition_holds("ForAllValues:StringNotEquals", "aws:TagKeys", ["x"], tags)
+
+
+@pytest.mark.parametrize(
+    "operator, policy, present, expected",
+    [
+        # negated and Bool bases reached through ...IfExists (a sliced, not a literal, name)
+        ("StringNotEqualsIfExists", "a", "a", False),
+        ("StringNotLikeIfExists", "a*", "ab", False),
+        ("BoolIfExists", "true", "true", True),
+        ("Bool", "true", "false", False),
+        ("StringEqualsIgnoreCase", "${aws:username}", "ANN", True),
+        ("StringLike", "${aws:username}/*", "ann/x", True),
+        ("StringNotLike", "${aws:username}/*", "ann/x", False),
+        ("StringNotEqualsIgnoreCase", "${aws:username}", "ANN", False),
+        ("Bool", "${aws:username}", "ann", False),  # no variables in Bool
+    ],
+)
+def test_condition_operators_by_their_base(operator, policy, present, expected):
+    r = req(**{"k:key": present, "aws:username": "ann"})
+    assert condition_holds(operator, "k:key", policy, r) is expected
+
+
+@pytest.mark.parametrize(
+    "operator", ["NumericOther", "DateSoon", "StringFoo", "ForSomeValues:StringEquals"]
+)
+def test_an_unknown_condition_operator_is_an_error_not_a_guess(operator):
+    with pytest.raises(ValueError, match="unknown condition"):
+        condition_holds(operator, "k:key", "1", req(**{"k:key": "1"}))
+
+
+def test_policy_variable_defaults():
+    p = pol(allow("s3:GetObject", f"{BUCKET}/${{aws:username, 'anon'}}/*"))
+    assert evaluate(req(resource=f"{BUCKET}/anon/x"), [p]).allowed
+    assert not evaluate(req(resource=f"{BUCKET}/anon/x", **{"aws:username": "ann"}), [p]).allowed
+    assert evaluate(req(resource=f"{BUCKET}/ann/x", **{"aws:username": "ann"}), [p]).allowed
+
+
+def test_policies_as_mappings_or_json_text_are_the_same():
+    doc = {"Statement": [allow("s3:GetObject", "*")]}
+    assert Policy.parse("a", doc).statements() == Policy.parse("b", json.dumps(doc)).statements()
+
+
+def test_principal_kinds_and_order_in_a_json_policy():
+    def allowed(principal, caller=ROLE) -> bool:
+        st = {"Effect": "Allow", "Principal": principal, "Action": "s3:GetObject",
+              "Resource": f"{BUCKET}/*"}  # fmt: skip
+        bp = Policy.parse("bp", json.dumps({"Statement": [st]}))
+        return evaluate(Request(caller, "s3:GetObject", f"{BUCKET}/a", {}, ACCT), [], [bp]).allowed
+
+    assert allowed({"Service": "ec2.amazonaws.com", "AWS": ROLE})  # a kind before AWS
+    assert not allowed({"Federated": "*"})  # federated identities, not IAM roles
+    assert not allowed({"AWS": "arn:aws:iam::000011112222:root"})  # sorts before ACCT
+    assert not allowed({"AWS": f"arn:aws:iam::{ACCT}:role/a"})  # sorts before the caller
+
+
+def test_json_effects_conditions_and_explanations():
+    doc = {
+        "Statement": [
+            {"Sid": "D1", "Effect": "Deny", "Action": "s3:PutObject", "Resource": "*"},
+            {"Sid": "D2", "Effect": "Deny", "Action": "s3:Put*", "Resource": "*"},
+            {"Sid": "DC", "Effect": "Deny", "Action": "s3:GetObject", "Resource": "*",
+             "Condition": {"StringEquals": {"aws:username": "mallory"}}},
+            {"Sid": "A", "Effect": "Allow", "Action": "s3:GetObject", "Resource": "*",
+             "Condition": {"StringEquals": {"aws:username": "ann"}}},
+        ]
+    }  # fmt: skip
+    p = Policy.parse("p", json.dumps(doc))
+    d = evaluate(req("s3:PutObject"), [p])
+    assert d.reason == "explicit deny by p statement D1" and [m.sid for m in d.denies] == [
+        "D1", "D2"
+    ]  # fmt: skip
+    assert evaluate(req(**{"aws:username": "ann"}), [p]).allowed
+    d = evaluate(req(**{"aws:username": "bob"}), [p])
+    assert d.near_misses == [
+        "p A does not apply: StringEquals aws:username ['ann'] (request has ['bob'])"
+    ]  # only Allow statements are near misses
+    assert beyond_reference(p, [pol(allow("s3:*", "*"))]) == []  # narrower: a condition
+    assert beyond_reference(p, [pol(allow("s3:Put*", "*"))]) == ["A"]  # Denies are not judged
+
+
+def test_same_account_is_decided_by_value():
+    identity = pol(allow("s3:GetObject", f"{BUCKET}/*"))
+    same = Request(
+        ROLE, "s3:GetObject", f"{BUCKET}/a", {}, ACCT, resource_account=ACCT[:6] + ACCT[6:]
+    )
+    assert evaluate(same, [identity], []).allowed
+
+
+def test_cross_account_reasons_name_the_missing_side():
+    identity = pol(allow("s3:GetObject", f"{BUCKET}/*"))
+    bucket = Policy("bp", {"Statement": [{"Effect": "Allow", "Principal": {"AWS": ROLE},
+                                          "Action": "s3:GetObject", "Resource": f"{BUCKET}/*"}]})  # fmt: skip
+    cross = Request(ROLE, "s3:GetObject", f"{BUCKET}/a", {}, ACCT, resource_account="4")
+    assert evaluate(cross, [identity], []).reason == (
+        "implicit deny: cross-account: the resource policy does not allow it"
+    )
+    assert evaluate(cross, [], [bucket]).reason == (
+        "implicit deny: cross-account: no identity policy allows it"
+    )
+
+
+def test_statement_within_on_json_statements():
+    ref = {"Effect": "Allow", "Action": "s3:GetObject", "Resource": "*"}
+    (ours, deny_ref) = Policy.parse(
+        "p", json.dumps({"Statement": [ref, {**ref, "Effect": "Deny"}]})
+    ).statements()
+    assert statement_within(ours, ref) and statement_within(ref, ours)
+    assert not statement_within(ours, deny_ref)
+    assert not statement_within({"Effect": "Allow", "NotAction": "s3:Put*", "Resource": "*"}, ref)
