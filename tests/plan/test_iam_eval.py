@@ -646,3 +646,27 @@ def test_statement_within_on_json_statements():
     assert statement_within(ours, ref) and statement_within(ref, ours)
     assert not statement_within(ours, deny_ref)
     assert not statement_within({"Effect": "Allow", "NotAction": "s3:Put*", "Resource": "*"}, ref)
+
+
+def test_last_edges_of_matching():
+    """Punctuation is literal in patterns; an ARN pattern of too few parts matches nothing;
+    service principals are compared by equality; a decision explains itself alone."""
+    p = pol(allow("s3:GetObject", f"{BUCKET}/run(1)!.bin"))
+    assert evaluate(req(resource=f"{BUCKET}/run(1)!.bin"), [p]).allowed
+    assert not evaluate(req(resource=f"{BUCKET}/run-x1)!.bin"), [p]).allowed
+    assert not condition_holds("ArnLike", "k:key", "arn:aws:iam", req(**{"k:key": ROLE}))
+    assert not condition_holds("StringEqualsIgnoreCase", "k:key", "a", req(**{"k:key": "B"}))
+    with pytest.raises(ValueError, match="unknown condition"):
+        condition_holds("BadOperator", "k:key", "1", req(**{"k:key": "1"}))
+    pods = Request("svc:pods.eks.amazonaws.com", "sts:AssumeRole", ROLE, {})
+    for services, allowed in (
+        ("ec2.amazonaws.com", False),  # sorts before the caller's service
+        (["ec2.amazonaws.com", "pods.eks.amazonaws.com"], True),  # a list: every value
+    ):
+        st = {"Effect": "Allow", "Principal": {"Service": services}, "Action": "sts:AssumeRole"}
+        assert evaluate(pods, resource=[pol(st)]).allowed is allowed, services
+    bp = pol({"Effect": "Allow", "Principal": {"AWS": "x:root"}, "Action": "s3:*",
+              "Resource": "*"})  # fmt: skip
+    assert not evaluate(req(), [], [bp]).allowed  # a two-part "ARN": no account, no crash
+    d = evaluate(req(), [pol(allow("s3:GetObject", "*"))])
+    assert d.explain() == d.reason == "allowed"
