@@ -214,6 +214,7 @@ def test_borrows_counts_only_the_part_above_nominal():
     a = _queue("a", 2, cohort="c")
     sim = Q.Simulation({"a": a, "b": _queue("b", 4, cohort="c")}, {})
     assert sim.borrows(_work("j", "a", 2, 0)) == {}
+    assert sim.borrows(_work("j", "a", 1, 0)) == {}  # room left: nothing borrowed
     assert sim.borrows(_work("j", "a", 3, 0)) == {GPU: 1}
     sim.admit(_work("first", "a", 3, 0))
     assert sim.borrows(_work("j", "a", 2, 1)) == {GPU: 2}  # all of it above nominal now
@@ -222,13 +223,13 @@ def test_borrows_counts_only_the_part_above_nominal():
 def test_evict_gives_back_the_quota_and_says_by_whom():
     q = _queue("t", 4)
     sim = Q.Simulation({"t": q}, {})
-    low, high = _work("low", "t", 3, 0), _work("high", "t", 2, 1)
+    low, high = _work("low", "t", 2, 0), _work("high", "t", 3, 1)
     sim.admit(low)
     sim.admit(high)
     assert q.usage == {F: {GPU: 5}} and sim.ns_usage == {"t": {GPU: 5}}
     assert (low.admitted_at, high.admitted_at, sim.clock) == (0, 1, 2)
     sim.evict(low, high, "why")
-    assert q.usage == {F: {GPU: 2}} and sim.ns_usage == {"t": {GPU: 2}}
+    assert q.usage == {F: {GPU: 3}} and sim.ns_usage == {"t": {GPU: 3}}
     assert (low.state, low.borrowing, low.preempted_by, low.reason) == (
         "pending",
         {},
@@ -266,7 +267,7 @@ def test_preemption_within_the_teams_queue(policy, victim_priority, victim_order
 @pytest.mark.parametrize(
     ("reclaim", "borrower_priority", "reclaimed"),
     [("Any", 100, True), ("LowerPriority", 0, True), ("LowerPriority", 10, False),
-     ("Never", 0, False)],
+     ("LowerPriority", 20, False), ("Never", 0, False)],
 )  # fmt: skip
 def test_reclaiming_nominal_quota_from_a_borrower(reclaim, borrower_priority, reclaimed):
     a = _queue("a", 2, cohort="c", preemption={"reclaimWithinCohort": reclaim})
@@ -360,8 +361,173 @@ def test_a_queue_orders_its_own_jobs_by_priority_then_age():
 
 
 def test_the_cycle_limit_is_enough_for_every_job_to_be_judged():
-    q = _queue("t", 8)
-    work = [_work(f"j{i}", "t", 1, i) for i in range(8)]
+    q = _queue("t", 12)
+    work = [_work(f"j{i}", "t", 1, i) for i in range(12)]
     by = _run([q], work)
     assert all(w.state == "admitted" for w in by.values())
-    assert sorted(w.admitted_at for w in by.values()) == list(range(8))
+    assert sorted(w.admitted_at for w in by.values()) == list(range(12))
+
+
+def fresh(s: str) -> str:
+    """An equal string that is another object, as names parsed from the plan's YAML are."""
+    return "".join(list(s))
+
+
+def test_tolerations_compare_effects_keys_and_values_by_equality():
+    taint = {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}
+    assert Q._tolerates(
+        [{"operator": "Exists", "effect": "NoExecute"}, {"operator": "Exists"}], taint
+    )  # a toleration of another effect does not end the search
+    for t in (
+        {"operator": "Exists", "effect": "PreferNoSchedule"},
+        {"key": "amd.com/gpu", "operator": "Exists"},
+        {"key": "amd.com/gpu", "value": "true"},
+    ):
+        assert not Q._tolerates([t], taint), t
+    f = {k: fresh(v) for k, v in taint.items()}
+    assert Q._tolerates([{"key": f["key"], "operator": fresh("Exists")}], taint)
+    assert Q._tolerates([{"key": f["key"], "value": f["value"], "effect": f["effect"]}], taint)
+    assert Q._fmt(fresh("memory"), Q._q("2Gi")) == "2Gi"
+
+
+def test_the_backstop_holds_the_first_job_of_a_namespace_too():
+    sim = Q.Simulation({"t": _queue("t", 4)}, {}, {"t": {GPU: Q._q(2)}})
+    work = [_work("wide", "t", 3, 0)]
+    sim.run(work)
+    assert work[0].state == "pending" and work[0].reason == (
+        "waits for the team's total: 3 nvidia.com/gpu more, but namespace t's ResourceQuota "
+        "(the team's total over all pools) holds 2 and 0 are in use"
+    )
+
+
+def test_limits_below_what_they_allow_and_a_cohort_with_nothing_idle():
+    a = _limit(_queue("a", 2, cohort="c"), 2)
+    sim = Q.Simulation({"a": a, "b": _queue("b", 4, cohort="c")}, {})
+    assert sim.fits(_work("j", "a", 3, 0))  # 3 < nominal 2 + limit 2
+    assert sim.can_ever_fit(_work("j", "a", 3, 0)) is None  # below the most it could hold
+    a, b = _queue("a", 2, cohort="c"), _queue("b", 2, cohort="c")
+    sim = Q.Simulation({"a": a, "b": b}, {})
+    sim.run([_work("b4", "b", 4, 0)])
+    a3 = _work("a3", "a", 3, 1)
+    sim.run([a3])
+    assert a3.reason == (
+        "waits for quota: 3 nvidia.com/gpu in pool gpu-pool: team a has 2 nominal, 0 in use; "
+        "cohort c has 0 idle"
+    )
+
+
+def test_why_waiting_names_the_resource_over_quota_after_one_that_fits():
+    q = _queue("t", 2)
+    w = _work("w", "t", 3, 0)
+    w.need = {"cpu": Q._q(1), GPU: Q._q(3)}
+    _run([q], [w])
+    assert (
+        w.reason
+        == "waits for quota: 3 nvidia.com/gpu in pool gpu-pool: team t has 2 nominal, 0 in use"
+    )
+
+
+def test_reclaim_for_a_job_within_its_nominal_quota():
+    a = _queue("a", 2, cohort="c", preemption={"reclaimWithinCohort": "Any"})
+    sim = Q.Simulation({"a": a, "b": _queue("b", 2, cohort="c")}, {})
+    borrower = _work("borrower", "b", 4, 0)
+    sim.admit(borrower)
+    assert sim.try_preempt(_work("mine", "a", 1, 1), [borrower])
+    assert borrower.state == "pending"
+
+
+def test_only_borrowing_queues_are_reclaimed_from_and_only_in_the_same_flavor():
+    def cohort():
+        m = _queue("m", 2, cohort="c", preemption={"reclaimWithinCohort": "Any"})
+        b, c = _queue("b", 2, cohort="c"), _queue("c", 2, cohort="c")
+        return Q.Simulation({"m": m, "b": b, "c": c}, {})
+
+    sim = cohort()
+    b_job = _work("b-job", "b", 3, 0, priority=50)  # borrows one
+    c_job = _work("c-job", "c", 2, 1, priority=0)  # within its nominal quota
+    sim.admit(b_job)
+    sim.admit(c_job)
+    assert sim.try_preempt(_work("mine", "m", 2, 2, priority=10), [c_job, b_job])
+    assert (b_job.state, c_job.state) == ("pending", "admitted")
+    for other in ("a-pool", "z-pool"):  # sorts before and after gpu-pool
+        sim = cohort()
+        elsewhere = _work("elsewhere", "b", 3, 0)
+        elsewhere.flavor = other
+        for q in sim.queues.values():
+            q.nominal[other] = dict(q.nominal[F])
+        sim.admit(elsewhere)
+        sim.admit(_work("c-full", "c", 2, 1, priority=99))
+        b_full = _work("b-full", "b", 3, 2, priority=99)  # b borrows in gpu-pool too
+        sim.admit(b_full)
+        admitted = [elsewhere, b_full]
+        assert sim.try_preempt(_work("mine", "m", 2, 3, priority=10), admitted)
+        assert (elsewhere.state, b_full.state) == ("admitted", "pending"), other
+
+
+@pytest.mark.parametrize(
+    ("victim_priority", "threshold", "preempted"),
+    [(0, None, True), (5, 5, True), (6, 5, False), (1000, None, False), (2000, None, False)],
+)
+def test_borrow_within_cohort_priority_and_threshold(victim_priority, threshold, preempted):
+    policy = {"policy": "LowerPriority"}
+    if threshold is not None:
+        policy["maxPriorityThreshold"] = threshold
+    a = _queue("a", 2, cohort="c", preemption={"reclaimWithinCohort": "Any",
+                                                "borrowWithinCohort": policy})  # fmt: skip
+    sim = Q.Simulation({"a": a, "b": _queue("b", 2, cohort="c")}, {})
+    tiny, low = _work("a-tiny", "a", 1, 0), _work("b-low", "b", 3, 1, priority=victim_priority)
+    sim.admit(tiny)
+    sim.admit(low)
+    assert sim.try_preempt(_work("a-high", "a", 2, 2, priority=1000), [tiny, low]) is preempted
+
+
+def test_priorities_are_compared_by_value_and_ordered_by_size():
+    q = _queue("t", 1)
+    work = [_work("p5", "t", 1, 0, priority=5), _work("p9", "t", 1, 1, priority=9)]
+    by = _run([q], work)
+    assert (by["p9"].state, by["p5"].state) == ("admitted", "pending")
+    a, b = _queue("a", 1, cohort="c"), _queue("b", 1, cohort="c")
+    by = _run([a, b], [_work("b", "b", 1, 0, priority=5), _work("a", "a", 1, 1, priority=9)])
+    assert by["a"].admitted_at == 0 and by["b"].admitted_at == 1
+    # large priorities (not small cached ints), equal by value: newer equal is preempted
+    q = _queue("t", 2, preemption={"withinClusterQueue": fresh("LowerOrNewerEqualPriority")})
+    sim = Q.Simulation({"t": q}, {})
+    victim = _work("victim", "t", 2, 5, priority=int("1000"))
+    sim.admit(victim)
+    assert sim.try_preempt(_work("urgent", "t", 2, 1, priority=int("1000")), [victim])
+
+
+def test_names_from_parsed_objects_compare_by_value():
+    """Queue, cohort, flavor and policy names built at run time, as the plan reads them."""
+    a = _queue(fresh("a"), 2, cohort=fresh("c1"), strategy=fresh("StrictFIFO"),
+               preemption={fresh("reclaimWithinCohort"): fresh("Any"),
+                           "withinClusterQueue": fresh("LowerPriority")})  # fmt: skip
+    b = _queue(fresh("b"), 2, cohort=fresh("c1"))
+    sim = Q.Simulation({"a": a, "b": b}, {})
+    borrower = _work("borrower", fresh("b"), 4, 0)
+    borrower.flavor = fresh(F)
+    sim.admit(borrower)
+    mine = _work("mine", fresh("a"), 2, 1, priority=10)
+    assert sim.try_preempt(mine, [borrower])
+    assert borrower.reason == "preempted by mine (a reclaims its nominal quota)"
+    # within the queue: a lower-priority job of the same queue (named anew) is preempted
+    sim = Q.Simulation({"a": a}, {})
+    a.usage = {}
+    own = _work("own", fresh("a"), 2, 0)
+    sim.admit(own)
+    assert sim.try_preempt(_work("hi", "a", 2, 1, priority=10), [own]) and own.state == "pending"
+    # StrictFIFO by value: the head blocks the queue
+    q = _queue(fresh("s"), 2, strategy=fresh("StrictFIFO"))
+    work = [_work("first", "s", 1, 0), _work("wide", fresh("s"), 2, 1), _work("small", "s", 1, 2)]
+    by = _run([q], work)
+    assert (by["first"].state, by["wide"].state, by["small"].state) == (
+        "admitted", "pending", "pending"
+    )  # fmt: skip
+    # borrowWithinCohort's policy by value
+    pol = {fresh("policy"): fresh("LowerPriority")}
+    c = _queue("a", 2, cohort="c", preemption={"borrowWithinCohort": pol})
+    sim = Q.Simulation({"a": c, "b": _queue("b", 2, cohort="c")}, {})
+    tiny, low = _work("a-tiny", "a", 1, 0), _work("b-low", "b", 3, 1)
+    sim.admit(tiny)
+    sim.admit(low)
+    assert sim.try_preempt(_work("a-high", "a", 2, 2, priority=1000), [tiny, low])
