@@ -162,12 +162,21 @@ def rejudge(name: str, spec: dict, tool: Path, tree: Path, cfg: Path) -> str:
     command = tomllib.loads(cfg.read_text())["cosmic-ray"]["test-command"]
     module = tree / spec["path"]
     original = module.read_bytes()
+    # a second rejudge runs only what the last one left (its list, "- OPERATOR #N at line L")
+    last = OUT / f"{name}-rejudged.txt"
+    left = (
+        {tuple(x[2:].split(" at line ")[0].rsplit(" #", 1)) for x in last.read_text().split("\n")
+         if x.startswith("- ")}
+        if last.exists() else None
+    )  # fmt: skip
     killed, still = 0, []
     for line in dump.splitlines():
         item, result = json.loads(line)
         if not result or result.get("test_outcome") != "survived":
             continue
         m = item["mutations"][0]
+        if left is not None and (m["operator_name"], str(m["occurrence"])) not in left:
+            continue
         try:
             subprocess.run(
                 [str(tool / "cosmic-ray"), "apply", spec["path"], m["operator_name"],
@@ -182,8 +191,9 @@ def rejudge(name: str, spec: dict, tool: Path, tree: Path, cfg: Path) -> str:
         else:
             still.append(f"- {m['operator_name']} #{m['occurrence']} at line {m['start_pos'][0]}")
     out = (
-        f"{name}: of {killed + len(still)} survivors of the last run, {killed} are killed by "
-        f"today's tests, {len(still)} still survive"
+        f"{name}: of {killed + len(still)} survivors of the last run"
+        + (" left by the last rejudge" if left is not None else "")
+        + f", {killed} are killed by today's tests, {len(still)} still survive"
     )
     (OUT / f"{name}-rejudged.txt").write_text(out + "\n" + "\n".join(still) + "\n")
     return out
