@@ -531,3 +531,19 @@ def test_names_from_parsed_objects_compare_by_value():
     sim.admit(tiny)
     sim.admit(low)
     assert sim.try_preempt(_work("a-high", "a", 2, 2, priority=1000), [tiny, low])
+
+
+def test_a_job_that_can_never_be_admitted_is_not_simulated():
+    never = _work("never", "t", 1, 0)
+    never.state, never.reason = "never", "can never be admitted: too big"
+    by = _run([_queue("t", 2)], [never, _work("ok", "t", 1, 1)])
+    assert (by["never"].state, by["never"].reason) == ("never", "can never be admitted: too big")
+    assert by["ok"].state == "admitted"
+
+
+def test_reclaim_lower_priority_by_value():
+    a = _queue("a", 2, cohort="c", preemption={"reclaimWithinCohort": fresh("LowerPriority")})
+    sim = Q.Simulation({"a": a, "b": _queue("b", 2, cohort="c")}, {})
+    borrower = _work("borrower", "b", 4, 0)
+    sim.admit(borrower)
+    assert sim.try_preempt(_work("mine", "a", 2, 1, priority=10), [borrower])
