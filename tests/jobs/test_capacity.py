@@ -133,7 +133,8 @@ def test_a_pod_exactly_the_size_of_the_room_fits_and_one_unit_more_does_not():
 
 
 def test_gpus_and_efa_devices_can_be_the_binding_limit():
-    assert _one(GPU_POOL, capacity.PodRequest.of("1", "1Gi", gpus=3)).per_node == 1  # 4 // 3
+    f = _one(GPU_POOL, capacity.PodRequest.of("1", "1Gi", gpus=3))
+    assert (f.per_node, f.short) == (1, ())  # 4 // 3, and 3 of 4 GPUs is no shortage
     f = _one(EFA_POOL, capacity.PodRequest.of("1", "1Gi", efa=11))  # 32 // 11
     assert (f.per_node, f.short) == (2, ())
     assert _one(EFA_POOL, capacity.PodRequest.of("1", "1Gi", efa=32)).short == ()

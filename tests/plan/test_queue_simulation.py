@@ -419,7 +419,7 @@ def test_limits_below_what_they_allow_and_a_cohort_with_nothing_idle():
 def test_why_waiting_names_the_resource_over_quota_after_one_that_fits():
     q = _queue("t", 2)
     w = _work("w", "t", 3, 0)
-    w.need = {"cpu": Q._q(1), GPU: Q._q(3)}
+    w.need = {"cpu": Q._q(1000), GPU: Q._q(3)}  # cpu exactly at its nominal quota
     _run([q], [w])
     assert (
         w.reason
@@ -511,11 +511,12 @@ def test_names_from_parsed_objects_compare_by_value():
     assert sim.try_preempt(mine, [borrower])
     assert borrower.reason == "preempted by mine (a reclaims its nominal quota)"
     # within the queue: a lower-priority job of the same queue (named anew) is preempted
-    sim = Q.Simulation({"a": a}, {})
-    a.usage = {}
-    own = _work("own", fresh("a"), 2, 0)
+    alpha = _queue(fresh("alpha"), 2, preemption={"withinClusterQueue": fresh("LowerPriority")})
+    sim = Q.Simulation({"alpha": alpha}, {})
+    own = _work("own", fresh("alpha"), 2, 0)
     sim.admit(own)
-    assert sim.try_preempt(_work("hi", "a", 2, 1, priority=10), [own]) and own.state == "pending"
+    hi = _work("hi", "alpha", 2, 1, priority=10)
+    assert sim.try_preempt(hi, [own]) and own.state == "pending"
     # StrictFIFO by value: the head blocks the queue
     q = _queue(fresh("s"), 2, strategy=fresh("StrictFIFO"))
     work = [_work("first", "s", 1, 0), _work("wide", fresh("s"), 2, 1), _work("small", "s", 1, 2)]
