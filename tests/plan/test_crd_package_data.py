@@ -1,0 +1,161 @@
+"""The upstream CRDs are package data read by both the plan and the tests, and the plan's Kueue
+check validates against their openAPIV3Schema: every refusal the hand-written field lists used
+to report is still reported, now by the CRD itself, and the CEL rules still by their code."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.jobs import schemas
+from trainforge.plan import crds, kueue_validate
+
+A = kueue_validate.API_VERSION
+GOOD = {
+    "cohortName": "c",
+    "resourceGroups": [
+        {
+            "coveredResources": ["cpu"],
+            "flavors": [{"name": "f", "resources": [{"name": "cpu", "nominalQuota": "1"}]}],
+        }
+    ],
+}
+
+
+def _cq(**spec) -> dict:
+    return {"apiVersion": A, "kind": "ClusterQueue", "metadata": {"name": "a"},
+            "spec": {**copy.deepcopy(GOOD), **spec}}  # fmt: skip
+
+
+def _res(**res) -> dict:
+    return _cq(resourceGroups=[{"coveredResources": ["cpu"],
+                                "flavors": [{"name": "f", "resources": [{"name": "cpu", **res}]}]}])  # fmt: skip
+
+
+def _doc(kind: str, spec: dict | None = None, **top) -> dict:
+    d = {"apiVersion": A, "kind": kind, "metadata": {"name": "a", "namespace": "n"}, **top}
+    return d if spec is None else {**d, "spec": spec}
+
+
+# (object, a substring of the finding): what the old written-out lists refused
+REFUSED = [
+    (_cq(bogus=1), "'bogus' was unexpected"),
+    (_cq(queueingStrategy="X"), "spec.queueingStrategy: 'X' is not one of"),
+    (_cq(preemption={"withinClusterQueue": "X"}), "spec.preemption.withinClusterQueue"),
+    (_cq(preemption={"reclaimWithinCohort": "X"}), "spec.preemption.reclaimWithinCohort"),
+    (_cq(preemption={"borrowWithinCohort": {"policy": "X"}}), "borrowWithinCohort.policy"),
+    (
+        _cq(
+            preemption={
+                "borrowWithinCohort": {"policy": "LowerPriority", "maxPriorityThreshold": "x"}
+            }
+        ),
+        "maxPriorityThreshold: 'x' is not of type 'integer'",
+    ),  # fmt: skip
+    (_cq(resourceGroups=GOOD["resourceGroups"] * 17), "spec.resourceGroups: at most 16 items"),
+    (
+        _cq(resourceGroups=[{"flavors": GOOD["resourceGroups"][0]["flavors"]}]),
+        "'coveredResources' is a required property",
+    ),  # fmt: skip
+    (_cq(resourceGroups=[{"coveredResources": ["cpu"]}]), "'flavors' is a required property"),
+    (
+        _cq(
+            resourceGroups=[
+                {
+                    "coveredResources": ["cpu"],
+                    "flavors": [
+                        {"name": f"f{i}", "resources": [{"name": "cpu", "nominalQuota": "1"}]}
+                        for i in range(65)
+                    ],
+                }
+            ]
+        ),
+        "flavors: at most 64 items",
+    ),  # fmt: skip
+    (
+        _cq(
+            resourceGroups=[
+                {
+                    "coveredResources": ["cpu"],
+                    "flavors": [
+                        {"name": "F_", "resources": [{"name": "cpu", "nominalQuota": "1"}]}
+                    ],
+                }
+            ]
+        ),
+        "flavors.0.name: 'F_' does not match",
+    ),  # fmt: skip
+    (_res(), "'nominalQuota' is a required property"),
+    (_res(nominalQuota="1x"), "nominalQuota: '1x' does not match"),
+    (_res(nominalQuota="1", borrowingLimit="z"), "borrowingLimit: 'z' does not match"),
+    (_res(nominalQuota="1", lendingLimit="z"), "lendingLimit: 'z' does not match"),
+    (_doc("ResourceFlavor", {"bogus": 1}), "'bogus' was unexpected"),
+    (_doc("Topology", {"levels": []}), "spec.levels: at least 1 item(s)"),
+    (
+        _doc("Topology", {"levels": [{"nodeLabel": f"l{i}"} for i in range(17)]}),
+        "spec.levels: at most 16 items",
+    ),  # fmt: skip
+    (_doc("LocalQueue", {"clusterQueue": "q", "bogus": 1}), "'bogus' was unexpected"),
+    (_doc("WorkloadPriorityClass"), "'value' is a required property"),
+    (_doc("WorkloadPriorityClass", value="1"), "value: '1' is not of type 'integer'"),
+    (_doc("WorkloadPriorityClass", value=True), "value: True is not of type 'integer'"),
+    (_doc("WorkloadPriorityClass", value=1, bogus=2), "'bogus' was unexpected"),
+    # written out (CEL rules and webhook checks a JSON schema cannot express)
+    (
+        _cq(
+            preemption={
+                "reclaimWithinCohort": "Never",
+                "borrowWithinCohort": {"policy": "LowerPriority"},
+            }
+        ),
+        "reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never",
+    ),  # fmt: skip
+    (
+        _cq(cohortName=None)
+        | {
+            "spec": {
+                "resourceGroups": _res(nominalQuota="1", borrowingLimit="1")["spec"][
+                    "resourceGroups"
+                ]
+            }
+        },
+        "borrowingLimit must be nil when cohort is empty",
+    ),  # fmt: skip
+    (
+        _doc("ResourceFlavor", {"nodeTaints": [{"key": "k", "effect": "X"}]}),
+        "key and a supported effect are required",
+    ),  # fmt: skip
+    (_doc("ResourceFlavor", {"topologyName": "t"}), "at least one nodeLabel is required"),
+    (_doc("Topology", {"levels": [{"nodeLabel": "a"}, {"nodeLabel": "a"}]}), "must be unique"),
+    (_doc("LocalQueue", {}), "spec.clusterQueue is required"),
+    (_doc("ClusterQueue", GOOD) | {"metadata": {"name": "A_"}}, "not a DNS-1123 subdomain"),
+]
+
+
+@pytest.mark.parametrize("doc,finding", REFUSED, ids=[f for _, f in REFUSED])
+def test_every_refusal_is_still_reported(doc, finding):
+    found = kueue_validate.kueue_findings(doc)
+    assert any(finding in f for f in found), found
+
+
+def test_a_good_object_has_no_findings():
+    assert kueue_validate.kueue_findings(_cq()) == []
+
+
+def test_the_plan_and_the_tests_read_the_same_crd_files():
+    names = {f.name for f in crds.crd_files()}
+    assert {"kueue.x-k8s.io_clusterqueues.yaml", "kubeflow.org_pytorchjobs.yaml",
+            "trainer.kubeflow.org_trainjobs.yaml"} <= names  # fmt: skip
+    copies = [p for p in (ROOT / "tests").rglob("*.yaml") if p.name in names]
+    assert copies == [], "a CRD copy under tests/ would drift from the plan's"
+    # the tests' validator is built from the plan's files
+    assert schemas.validator("ClusterQueue").schema == crds.validator(A, "ClusterQueue").schema
+
+
+def test_a_kind_without_a_vendored_crd_is_said():
+    assert crds.crd_errors({"apiVersion": "example.com/v1", "kind": "Widget"}) is None
+    assert kueue_validate.kueue_findings(_doc("Cohort", {})) == [
+        "no Kueue CRD serves kueue.x-k8s.io/v1beta2 Cohort"
+    ]
