@@ -15,7 +15,8 @@ from tests.conftest import ROOT
 from trainforge.core.contract import PoolFacts, PoolLimits, Taint
 from trainforge.core.quantity import parse_quantity
 from trainforge.jobs import capacity, node_facts
-from trainforge.plan import crds, kueue_validate
+from trainforge.plan import crds
+from trainforge.plan.checks import kueue_validate
 from trainforge.plan.core import plan_project
 from trainforge.plan.mocks import read_stack_file, run_mocked
 from trainforge.platform import kueue, queues
