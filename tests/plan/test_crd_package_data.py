@@ -42,7 +42,7 @@ def _doc(kind: str, spec: dict | None = None, **top) -> dict:
 
 # (object, a substring of the finding): what the old written-out lists refused
 REFUSED = [
-    (_cq(bogus=1), "'bogus' was unexpected"),
+    (_cq(bogus=1), "spec.bogus: unknown field"),
     (_cq(queueingStrategy="X"), "spec.queueingStrategy: 'X' is not one of"),
     (_cq(preemption={"withinClusterQueue": "X"}), "spec.preemption.withinClusterQueue"),
     (_cq(preemption={"reclaimWithinCohort": "X"}), "spec.preemption.reclaimWithinCohort"),
@@ -86,23 +86,23 @@ REFUSED = [
                 }
             ]
         ),
-        "flavors.0.name: 'F_' does not match",
+        "flavors[0].name: 'F_' does not match",
     ),  # fmt: skip
     (_res(), "'nominalQuota' is a required property"),
     (_res(nominalQuota="1x"), "nominalQuota: '1x' does not match"),
     (_res(nominalQuota="1", borrowingLimit="z"), "borrowingLimit: 'z' does not match"),
     (_res(nominalQuota="1", lendingLimit="z"), "lendingLimit: 'z' does not match"),
-    (_doc("ResourceFlavor", {"bogus": 1}), "'bogus' was unexpected"),
+    (_doc("ResourceFlavor", {"bogus": 1}), "spec.bogus: unknown field"),
     (_doc("Topology", {"levels": []}), "spec.levels: at least 1 item(s)"),
     (
         _doc("Topology", {"levels": [{"nodeLabel": f"l{i}"} for i in range(17)]}),
         "spec.levels: at most 16 items",
     ),  # fmt: skip
-    (_doc("LocalQueue", {"clusterQueue": "q", "bogus": 1}), "'bogus' was unexpected"),
+    (_doc("LocalQueue", {"clusterQueue": "q", "bogus": 1}), "spec.bogus: unknown field"),
     (_doc("WorkloadPriorityClass"), "'value' is a required property"),
     (_doc("WorkloadPriorityClass", value="1"), "value: '1' is not of type 'integer'"),
     (_doc("WorkloadPriorityClass", value=True), "value: True is not of type 'integer'"),
-    (_doc("WorkloadPriorityClass", value=1, bogus=2), "'bogus' was unexpected"),
+    (_doc("WorkloadPriorityClass", value=1, bogus=2), "bogus: unknown field"),
     # written out (CEL rules and webhook checks a JSON schema cannot express)
     (
         _cq(

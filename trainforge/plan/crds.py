@@ -107,13 +107,29 @@ def validator(api_version: str, kind: str) -> Any:
 
 
 def crd_errors(doc: dict) -> list[str] | None:
-    """What the CRD's schema refuses in `doc` ("path: message", sorted by path); None when no
-    vendored CRD serves its apiVersion and kind."""
+    """What the CRD's schema refuses in `doc`, one "path: message" line per problem (an
+    unknown field is "spec.x: unknown field", as the plan's written-out checks say it), sorted
+    by path; None when no vendored CRD serves its apiVersion and kind."""
     v = validator(str(doc.get("apiVersion") or ""), str(doc.get("kind") or ""))
     if v is None:
         return None
-    errs = sorted(v.iter_errors(doc), key=lambda e: [str(p) for p in e.absolute_path])
-    return [f"{'.'.join(map(str, e.absolute_path)) or '(root)'}: {_message(e)}" for e in errs]
+    out = []
+    for e in v.iter_errors(doc):
+        if e.validator == "additionalProperties" and isinstance(e.instance, dict):
+            known = set(e.schema.get("properties") or {})
+            for key in sorted(k for k in e.instance if k not in known):
+                out.append((_path([*e.absolute_path, key]), "unknown field"))
+        else:
+            out.append((_path(e.absolute_path), _message(e)))
+    return [f"{path}: {msg}" for path, msg in sorted(out)]
+
+
+def _path(parts: Any) -> str:
+    """spec.resourceGroups[0].flavors[1].name, as the plan's messages write paths."""
+    out = ""
+    for p in parts:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out or "(root)"
 
 
 def _message(error: Any) -> str:

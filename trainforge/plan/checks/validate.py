@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainforge.core import versions
+from trainforge.plan import crds
 from trainforge.plan.checks import kueue_validate
 
 DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
@@ -122,10 +123,20 @@ def core_errors(doc: dict, version: str) -> list[str] | None:
 # ---------------------------------------------------------------------------------------------
 # PyTorchJob (kubeflow.org/v1): the training operator v1 validating webhook
 
-PYTORCHJOB_SPEC_FIELDS = {"pytorchReplicaSpecs", "runPolicy", "elasticPolicy", "nprocPerNode"}
-REPLICA_FIELDS = {"replicas", "template", "restartPolicy"}
+# The CRD's schema (kubeflow.org_pytorchjobs.yaml, package data) refuses unknown fields and
+# wrong types; its enums are not in the schema (the webhook checks them), so they are here.
 RESTART_POLICIES = ("Always", "OnFailure", "Never", "ExitCode")
 CLEAN_POD_POLICIES = ("None", "Running", "All")
+
+
+def crd_outline_errors(doc: dict) -> list[str]:
+    """The CRD schema's errors for a job without its pod templates (each template is checked
+    as a core PodTemplate, with the cluster version's schema, where this is called)."""
+    outline = copy.deepcopy(doc)
+    for rspec in ((outline.get("spec") or {}).get("pytorchReplicaSpecs") or {}).values():
+        if isinstance(rspec, dict) and "template" in rspec:
+            rspec["template"] = {}
+    return crds.crd_errors(outline) or []
 
 
 def pytorchjob_findings(doc: dict, version: str) -> list[str]:
@@ -133,8 +144,8 @@ def pytorchjob_findings(doc: dict, version: str) -> list[str]:
     name = (doc.get("metadata") or {}).get("name") or ""
     if not DNS1035.match(name) or len(name) > 63:
         errs.append(f"metadata.name {name!r} is not a DNS-1035 label (a-z, 0-9, '-', <= 63)")
+    errs += crd_outline_errors(doc)
     spec = doc.get("spec") or {}
-    errs += [f"spec.{k}: unknown field" for k in spec if k not in PYTORCHJOB_SPEC_FIELDS]
     specs = spec.get("pytorchReplicaSpecs") or {}
     if not specs:
         errs.append("spec.pytorchReplicaSpecs is empty")
@@ -143,7 +154,6 @@ def pytorchjob_findings(doc: dict, version: str) -> list[str]:
         if rtype not in ("Master", "Worker"):
             errs.append(f"{where}: replica type must be Master or Worker")
         rspec = rspec or {}
-        errs += [f"{where}.{k}: unknown field" for k in rspec if k not in REPLICA_FIELDS]
         containers = ((rspec.get("template") or {}).get("spec") or {}).get("containers") or []
         if not any(c.get("name") == "pytorch" for c in containers):
             errs.append(f"{where}: no container named 'pytorch' (the operator looks for it)")
@@ -154,7 +164,7 @@ def pytorchjob_findings(doc: dict, version: str) -> list[str]:
         if policy is not None and policy not in RESTART_POLICIES:
             errs.append(f"{where}.restartPolicy {policy!r} is not one of {RESTART_POLICIES}")
         replicas = rspec.get("replicas", 1)
-        if not isinstance(replicas, int) or replicas < 0:
+        if isinstance(replicas, int) and replicas < 0:  # the CRD refuses a non-integer
             errs.append(f"{where}.replicas {replicas!r} must be a non-negative integer")
         tmpl = rspec.get("template")
         if tmpl is not None:
@@ -171,7 +181,13 @@ def pytorchjob_findings(doc: dict, version: str) -> list[str]:
     worker = specs.get("Worker")
     if elastic is None and "Master" not in specs:
         errs.append("spec.pytorchReplicaSpecs needs a Master (exactly one) unless elastic")
-    if "Worker" in specs and (worker or {}).get("replicas", 1) < 1 and elastic is None:
+    worker_replicas = (worker or {}).get("replicas", 1)
+    if (
+        "Worker" in specs
+        and isinstance(worker_replicas, int)
+        and worker_replicas < 1
+        and (elastic is None)
+    ):
         errs.append("spec.pytorchReplicaSpecs.Worker.replicas must be at least 1")
     if elastic is not None:
         if "Worker" not in specs:
@@ -654,7 +670,11 @@ ENDPOINT_FIELDS = {
 
 
 def monitor_findings(doc: dict) -> list[str]:
-    """The parts of the PodMonitor/ServiceMonitor CRDs a scrape depends on."""
+    """A PodMonitor against its CRD's schema (package data); a ServiceMonitor, whose CRD is not
+    vendored, by the parts of its CRD a scrape depends on."""
+    schema_errors = crds.crd_errors(doc)
+    if schema_errors is not None:
+        return schema_errors
     errs: list[str] = []
     spec = doc.get("spec") or {}
     if not isinstance(spec.get("selector"), dict):
