@@ -11,7 +11,7 @@ import pytest
 from tests.conftest import ROOT
 from tests.jobs import schemas
 from trainforge.plan import crds
-from trainforge.plan.checks import kueue_validate
+from trainforge.plan.checks import kueue_validate, validate
 
 A = kueue_validate.API_VERSION
 GOOD = {
@@ -160,3 +160,38 @@ def test_a_kind_without_a_vendored_crd_is_said():
     assert kueue_validate.kueue_findings(_doc("Cohort", {})) == [
         "no Kueue CRD serves kueue.x-k8s.io/v1beta2 Cohort"
     ]
+
+
+def _trainjob(**spec) -> dict:
+    return {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+            "metadata": {"name": "t", "namespace": "n"},
+            "spec": {"runtimeRef": {"name": "torch-distributed"}, **spec}}  # fmt: skip
+
+
+# what the TrainJob check's written-out field lists and bounds used to refuse, now the CRD's
+TRAINJOB_REFUSED = [
+    (_trainjob(bogus=1), "spec.bogus: unknown field"),
+    (_trainjob(trainer={"bogus": 1}), "spec.trainer.bogus: unknown field"),
+    (_trainjob(activeDeadlineSeconds=0), "spec.activeDeadlineSeconds: 0 is less than the minimum"),
+    (_trainjob(trainer={"numProcPerNode": "auto"}), "numProcPerNode: 'auto' is not of type"),
+    (_trainjob(trainer={"numNodes": 0}), "spec.trainer.numNodes 0 must be an integer >= 1"),
+    (
+        _trainjob(trainer={"resourcesPerNode": {"requests": {"cpu": "1x"}}}),
+        "spec.trainer.resourcesPerNode.requests.cpu: '1x' does not match",
+    ),  # fmt: skip
+    (
+        _trainjob(runtimePatches=[{"manager": f"a.io/m{i}"} for i in range(17)]),
+        "spec.runtimePatches: at most 16 items",
+    ),  # fmt: skip
+    (
+        _trainjob(runtimePatches=[{"manager": "a.io/m"}, {"manager": "a.io/m"}]),
+        "managers must be unique",
+    ),  # fmt: skip
+    ({**_trainjob(), "spec": {}}, "spec: 'runtimeRef' is a required property"),
+]
+
+
+@pytest.mark.parametrize("doc,finding", TRAINJOB_REFUSED, ids=[f for _, f in TRAINJOB_REFUSED])
+def test_every_trainjob_refusal_is_still_reported(doc, finding):
+    found = validate.trainjob_findings(doc, "1.35")
+    assert any(finding in f for f in found), found
