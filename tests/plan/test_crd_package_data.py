@@ -195,3 +195,12 @@ TRAINJOB_REFUSED = [
 def test_every_trainjob_refusal_is_still_reported(doc, finding):
     found = validate.trainjob_findings(doc, "1.35")
     assert any(finding in f for f in found), found
+
+
+def test_a_training_runtime_is_checked_against_its_crd_outside_its_pod_templates():
+    runtime = copy.deepcopy(validate.builtin_runtimes()["trainforge-torch"])
+    assert [f for f in validate.runtime_findings(runtime, "1.35") if "unknown field" in f] == []
+    runtime["spec"]["template"]["spec"]["replicatedJobs"][0]["bogus"] = 1
+    assert "spec.template.spec.replicatedJobs[0].bogus: unknown field" in (
+        validate.runtime_findings(runtime, "1.35")
+    )

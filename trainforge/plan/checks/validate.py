@@ -414,8 +414,14 @@ def trainjob_findings(
 
 
 def runtime_findings(doc: dict, version: str) -> list[str]:
-    """A ClusterTrainingRuntime or TrainingRuntime, as the Trainer webhook and CRD check it."""
-    errs: list[str] = []
+    """A ClusterTrainingRuntime or TrainingRuntime, as the Trainer webhook and CRD check it
+    (its CRD's schema outside the pod templates, which are checked as core PodTemplates)."""
+    outline = copy.deepcopy(doc)
+    for rjob in _rjobs(outline):
+        job_spec = (rjob.get("template") or {}).get("spec")
+        if isinstance(job_spec, dict) and "template" in job_spec:
+            job_spec["template"] = {}
+    errs: list[str] = crds.crd_errors(outline) or []
     spec = doc.get("spec") or {}
     policies = [p for p in ML_POLICIES if (spec.get("mlPolicy") or {}).get(p) is not None]
     if len(policies) > 1:
