@@ -3,8 +3,9 @@
 Core kinds go through kubernetes-validate (strict: unknown fields are errors, like kubectl).
 Custom resources whose upstream CRD is package data (`trainforge.plan.crds`: Kueue, PyTorchJob,
 TrainJob, training runtimes, PodMonitor) are checked against its schema; what a schema cannot
-say (CEL rules, admission webhooks), and the kinds without a vendored CRD, are written out: the Kubeflow training operator v1 webhook for PyTorchJobs (whose pod templates are
-also checked as core PodTemplates), the Kubeflow Trainer v2.3 webhooks for TrainJobs and
+say (CEL rules, admission webhooks), and the kinds without a vendored CRD, are written out:
+the Kubeflow training operator v1 webhook for PyTorchJobs (whose pod templates are also
+checked as core PodTemplates), the Kubeflow Trainer v2.3 webhooks for TrainJobs and
 (Cluster)TrainingRuntimes (a TrainJob's pod is rehearsed from its runtime and patches, as the
 Trainer controller builds it, and checked as a core PodTemplate), what the API server's Job
 validation enforces beyond the schema (pod failure policies, indexed Jobs), and what Karpenter
