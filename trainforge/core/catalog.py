@@ -55,7 +55,7 @@ def defaults() -> dict[str, Any]:
 
 
 def family_of(instance_type: str) -> str:
-    """ "p5.48xlarge" -> "p5"."""
+    """The family of an instance type: p5.48xlarge -> p5."""
     return instance_type.split(".", 1)[0]
 
 
