@@ -204,3 +204,63 @@ def test_a_training_runtime_is_checked_against_its_crd_outside_its_pod_templates
     assert "spec.template.spec.replicatedJobs[0].bogus: unknown field" in (
         validate.runtime_findings(runtime, "1.35")
     )
+
+
+def _karpenter(kind: str, mutate) -> dict:
+    from tests.plan.test_plan_validate import NODECLASS, NODEPOOL
+
+    doc = copy.deepcopy(NODEPOOL if kind == "NodePool" else NODECLASS)
+    mutate(doc["spec"], (doc["spec"].get("template") or {}).get("spec"))
+    return doc
+
+
+# what the Karpenter checks' written-out lists refused, now the v1.14.1 CRDs' schemas
+KARPENTER_REFUSED = [
+    ("NodePool", lambda s, t: t.pop("requirements"), "'requirements' is a required property"),
+    ("NodePool", lambda s, t: t["requirements"][0].pop("key"), "'key' is a required property"),
+    (
+        "NodePool",
+        lambda s, t: t["requirements"][0].update(operator="Has"),
+        "requirements[0].operator: 'Has' is not one of",
+    ),  # fmt: skip
+    (
+        "NodePool",
+        lambda s, t: t.update(taints=[{"key": "k", "effect": "Never"}]),
+        "taints[0].effect: 'Never' is not one of",
+    ),  # fmt: skip
+    (
+        "NodePool",
+        lambda s, t: s["disruption"].update(after="5m"),
+        "disruption.after: unknown field",
+    ),
+    ("NodePool", lambda s, t: t.update(expireAfter="forever"), "expireAfter: 'forever' does not"),
+    (
+        "NodePool",
+        lambda s, t: s["disruption"].update(budgets=[{"nodes": "101%"}]),
+        "budgets[0].nodes: '101%' does not match",
+    ),  # fmt: skip
+    (
+        "EC2NodeClass",
+        lambda s, t: s.pop("subnetSelectorTerms"),
+        "'subnetSelectorTerms' is a required property",
+    ),  # fmt: skip
+    (
+        "EC2NodeClass",
+        lambda s, t: s["metadataOptions"].update(httpTokens="maybe"),
+        "httpTokens: 'maybe' is not one of",
+    ),  # fmt: skip
+    (
+        "EC2NodeClass",
+        lambda s, t: s["metadataOptions"].update(httpEndpoint="on"),
+        "httpEndpoint: 'on' is not one of",
+    ),  # fmt: skip
+]
+
+
+@pytest.mark.parametrize("kind,mutate,finding", KARPENTER_REFUSED,
+                         ids=[f for *_, f in KARPENTER_REFUSED])  # fmt: skip
+def test_every_karpenter_refusal_is_still_reported(kind, mutate, finding):
+    doc = _karpenter(kind, mutate)
+    check = validate.nodepool_findings if kind == "NodePool" else validate.ec2nodeclass_findings
+    found = check(doc)
+    assert any(finding in f for f in found), found
