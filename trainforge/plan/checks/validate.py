@@ -27,7 +27,6 @@ from trainforge.plan import crds
 from trainforge.plan.checks import kueue_validate
 
 DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-QUANTITY = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+|[KMGTPE]i|[mkMGTPE])?$")
 DEFAULT_K8S_VERSION = "1.31"
 
 SCHEMA_RULE = "K8S_SCHEMA"
@@ -473,10 +472,6 @@ def runtime_index(docs: list[dict]) -> dict[str, dict]:
 # options), duration, budget and quantity patterns and bounds are the CRDs' schemas (package
 # data: karpenter.sh_nodepools.yaml, karpenter.k8s.aws_ec2nodeclasses.yaml at v1.14.1); what
 # their CEL rules add, and this platform's own rules, are written out below.
-
-
-def _quantity_ok(v: Any) -> bool:
-    return isinstance(v, int | float) or (isinstance(v, str) and bool(QUANTITY.match(v)))
 
 
 def nodepool_findings(doc: dict) -> list[str]:
