@@ -89,12 +89,19 @@ def _alternatives(instance_type: str, limit: int = 4) -> list[str]:
     except LookupError:
         wanted = None
     gpu_families = set(catalog.gpu_families())
+    model = catalog.families().get(catalog.family_of(instance_type), {}).get("gpu")
+    same_model = set(catalog.gpu_families(model)) if model else set()
     candidates = tuple(
-        t
-        for t in catalog.family_instance_types()
-        if t != instance_type
-        and t.partition(".")[2] == size
-        and catalog.family_of(t) in gpu_families
+        sorted(
+            (
+                t
+                for t in catalog.family_instance_types()
+                if t != instance_type
+                and t.partition(".")[2] == size
+                and catalog.family_of(t) in gpu_families
+            ),
+            key=lambda t: catalog.family_of(t) not in same_model,  # the same GPU model first
+        )
     )
     if not candidates:
         return []
@@ -162,7 +169,8 @@ def resolve_pool(
         try:
             facts.append(instance_type_facts(t))
         except LookupError:
-            if catalog.family_of(t) in catalog.families() and t not in offered:
+            # a type the catalog knows (AWS sells it somewhere) that this region lacks
+            if t in catalog.family_instance_types() and t not in offered:
                 errors.append(not_offered_error(f"{where}.instanceTypes[{i}]", t))
                 continue
             errors.append(
