@@ -20,6 +20,7 @@ from trainforge.training.config import (
     from_flat,
     parse_args,
     settings,
+    to_argv,
 )
 from trainforge.training.layout import CheckpointError
 
@@ -128,6 +129,8 @@ def test_every_flag_is_generated_from_one_field() -> None:
     flat = as_dict(cfg)
     assert flat["checkpoint_dir"] == "/ck" and flat["steps"] == 7
     assert from_flat(TrainConfig, flat) == cfg
+    assert parse_args(to_argv(cfg)) == cfg and parse_args(to_argv(flat)) == cfg
+    assert to_argv({"steps": 5, "lr": None, "async_checkpoint": False}) == ["--steps", "5"]
     every = next(s for s in settings(TrainConfig) if s.path == "checkpoint.every")
     assert (every.flag, every.type, every.default, every.ge, every.group) == (
         "--checkpoint-every", int, 0, 0, "checkpointing",

@@ -15,7 +15,10 @@ The API, for code that derives its own keys from the runtime's::
     settings(CheckpointConfig)        # just the checkpoint settings (path "every", flag
                                       # "--checkpoint-every"; under TrainConfig "checkpoint.every")
     s.error(value)                    # None, or the one-line message a bad value gets
-    from_flat(TrainConfig, {"steps": 5, "checkpoint_dir": "/ckpt"})   # keys: Setting.dest
+    cfg = from_flat(TrainConfig, {"steps": 5, "checkpoint_dir": "/ckpt"})  # keys: Setting.dest
+    as_dict(cfg)                      # the flat form back (summary.json's "config")
+    to_argv(cfg)                      # ["--steps", "5", "--checkpoint-dir", "/ckpt"]
+    check_values(cfg)                 # bounds and cross-field rules, no files, no torch
 """
 
 from __future__ import annotations
@@ -481,3 +484,16 @@ def as_dict(cfg: Any) -> dict[str, Any]:
             obj = getattr(obj, part)
         out[s.dest] = obj
     return out
+
+
+def to_argv(values: Any) -> list[str]:
+    """The flags that set `values` (a TrainConfig, or a mapping keyed by `Setting.dest` in which
+    an absent or None value is the runtime's default): what a job emitter puts after
+    `python -m trainforge.training`. Defaults are left out; `parse_args` gives `values` back."""
+    flat = as_dict(values) if isinstance(values, TrainConfig) else values
+    argv: list[str] = []
+    for s in settings(TrainConfig):
+        v = flat.get(s.dest)
+        if v is not None and v != s.default:
+            argv += [s.flag] if s.type is bool else [s.flag, str(v)]
+    return argv
