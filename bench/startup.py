@@ -9,11 +9,14 @@ a fresh interpreter, wall time from spawn to exit:
 * ``import_dynamo``: the same plus ``torch._dynamo``, which torch 2.13 imports on its own the
   first time a ``torch.optim`` optimizer or DDP is constructed (``torch._disable_dynamo``): the
   floor for any job that trains, so ``job / import_dynamo`` is what the runtime itself adds;
+* ``optimizer``: ``import torch, torch.distributed`` and one ``AdamW`` built, nothing else:
+  the floor of any job that trains with ``torch.optim``;
 * ``help``: ``python -m trainforge.training --help`` (argument parsing; should import no torch);
 * ``job``: a 1-step, 1-process job (``--model mlp``, 64 samples, gloo on CPU or NCCL on a GPU):
   imports, process group, model, one step, summary, exit.
 
-Reports the medians and ``job / import`` and ``help / import`` (targets: job <= 1.5x).
+Reports the medians and ``job / import`` and ``help / import`` (targets: job <= 1.5x), and, once,
+which of the pieces every training job constructs import ``torch._dynamo`` (``pulls_dynamo``).
 ``--before DIR`` also times ``help`` and ``job`` from another checkout (e.g. main's), in the
 same rounds, so a before/after comparison sees the same load.
 """
@@ -43,6 +46,36 @@ def timed(cmd: list[str], env: dict[str, str], cwd: str = "/") -> float:
     return wall
 
 
+# What every training job builds, each checked in a fresh interpreter for `import torch._dynamo`
+# (torch 2.13: Optimizer.__init__ -> add_param_group and zero_grad are `torch._disable_dynamo`
+# wrappers that import it on first call, `step` imports it in `_use_grad_for_differentiable`;
+# DistributedDataParallel.__init__ reads torch._dynamo.utils.get_optimize_ddp_mode()).
+_MODEL = "m = torch.nn.Linear(4, 4)\n"
+PIECES = {
+    "AdamW(foreach=True)": _MODEL + "torch.optim.AdamW(m.parameters(), foreach=True)",
+    "AdamW(foreach=False)": _MODEL + "torch.optim.AdamW(m.parameters(), foreach=False)",
+    "SGD": _MODEL + "torch.optim.SGD(m.parameters(), lr=0.1)",
+    "DDP (1-rank gloo)": _MODEL
+    + (
+        "import os, tempfile\n"
+        "torch.distributed.init_process_group('gloo', rank=0, world_size=1,"
+        " init_method='file://' + tempfile.mktemp())\n"
+        "torch.nn.parallel.DistributedDataParallel(m)"
+    ),
+}
+
+
+def pulls_dynamo(py: str, env: dict[str, str]) -> dict[str, bool]:
+    out = {}
+    for name, code in PIECES.items():
+        check = (
+            f"import sys, torch, torch.distributed\n{code}\nprint('torch._dynamo' in sys.modules)"
+        )
+        proc = subprocess.run([py, "-c", check], env=env, capture_output=True, text=True)
+        out[name] = proc.stdout.strip().endswith("True")
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--rounds", type=int, default=5)
@@ -55,8 +88,11 @@ def main(argv: list[str] | None = None) -> int:
         env.pop(k, None)
     env.update(PYTHONPATH=str(ROOT), OMP_NUM_THREADS=env.get("OMP_NUM_THREADS", "1"))
     py = sys.executable
-    times: dict[str, list[float]] = {"import": [], "import_dynamo": [], "help": [], "job": []}
+    times: dict[str, list[float]] = {
+        "import": [], "import_dynamo": [], "optimizer": [], "help": [], "job": [],
+    }  # fmt: skip
     imp_dynamo = [py, "-c", "import torch, torch.distributed, torch._dynamo"]
+    optimizer = [py, "-c", f"import torch, torch.distributed\n{PIECES['AdamW(foreach=True)']}"]
     before_env = dict(env, PYTHONPATH=str(Path(args.before).resolve())) if args.before else None
     if before_env:
         times.update(help_before=[], job_before=[])
@@ -70,6 +106,7 @@ def main(argv: list[str] | None = None) -> int:
         for i in range(args.rounds):
             times["import"].append(timed([py, "-c", "import torch, torch.distributed"], env))
             times["import_dynamo"].append(timed(imp_dynamo, env))
+            times["optimizer"].append(timed(optimizer, env))
             times["help"].append(timed([py, "-m", "trainforge.training", "--help"], env))
             times["job"].append(timed([*job, "--output-dir", f"{tmp}/run{i}"], env))
             if before_env:
@@ -84,6 +121,9 @@ def main(argv: list[str] | None = None) -> int:
         "job_over_import": round(med["job"] / med["import"], 2),
         "help_over_import": round(med["help"] / med["import"], 2),
         "job_over_import_dynamo": round(med["job"] / med["import_dynamo"], 2),
+        "optimizer_over_import": round(med["optimizer"] / med["import"], 2),
+        "job_over_optimizer": round(med["job"] / med["optimizer"], 2),
+        "pulls_dynamo": pulls_dynamo(py, env),
         **(
             {
                 "job_before_over_import": round(med["job_before"] / med["import"], 2),
@@ -99,7 +139,10 @@ def main(argv: list[str] | None = None) -> int:
         f"\n1-step job {med['job']:.2f}s = {results['job_over_import']}x "
         f"`import torch, torch.distributed` ({med['import']:.2f}s); --help {med['help']:.2f}s "
         f"= {results['help_over_import']}x; job = {results['job_over_import_dynamo']}x "
-        f"`import torch, torch.distributed, torch._dynamo` ({med['import_dynamo']:.2f}s) (medians of {args.rounds}, load {results['load_average']})"
+        f"`import torch, torch.distributed, torch._dynamo` ({med['import_dynamo']:.2f}s), "
+        f"{results['job_over_optimizer']}x import + one AdamW ({med['optimizer']:.2f}s) "
+        f"(medians of {args.rounds}, load {results['load_average']}); torch._dynamo imported "
+        f"by: {', '.join(k for k, v in results['pulls_dynamo'].items() if v) or 'none'}"
     )
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
