@@ -39,22 +39,11 @@ class ConfigError(ValueError):
     """A bad flag or an impossible combination; the message names the flag and what is valid."""
 
 
-def setting(
-    default: Any,
-    help: str,  # noqa: A002 - the argparse word
-    *,
-    group: str = "",
-    flag: str | None = None,
-    choices: tuple[str, ...] = (),
-    gt: float | None = None,
-    ge: float | None = None,
-    le: float | None = None,
-    metavar: str | None = None,
-) -> Any:
-    """A dataclass field that is a runtime flag (`--field-name` unless `flag` says otherwise).
-    `gt`/`ge`/`le` are bounds (as pydantic's `Field` names them); `help` is one plain line."""
-    meta = dict(help=help, group=group, flag=flag, choices=choices, gt=gt, ge=ge, le=le)
-    return dataclasses.field(default=default, metadata={**meta, "metavar": metavar})
+def setting(default: Any, help: str, **declared: Any) -> Any:  # noqa: A002 - argparse's word
+    """A dataclass field that is a runtime setting; `declared` holds its other `Setting` fields
+    (group, flag -- `--field-name` when absent --, choices, gt/ge/le bounds as pydantic's
+    `Field` names them, metavar). `help` is one plain line."""
+    return dataclasses.field(default=default, metadata={"help": help, **declared})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,7 +56,7 @@ class Setting:
     optional: bool
     default: Any
     help: str
-    group: str
+    group: str = ""
     choices: tuple[str, ...] = ()
     gt: float | None = None
     ge: float | None = None
@@ -129,17 +118,9 @@ def settings(cls: type) -> tuple[Setting, ...]:
             continue
         args = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
         base = next(a for a in args if a is not type(None))
-        m = f.metadata
-        out.append(
-            Setting(
-                path=f.name,
-                flag=m["flag"] or "--" + f.name.replace("_", "-"),
-                type=base,
-                optional=type(None) in args,
-                default=f.default,
-                **{k: m[k] for k in ("help", "group", "choices", "gt", "ge", "le", "metavar")},
-            )
-        )
+        flag = f.metadata.get("flag") or "--" + f.name.replace("_", "-")
+        declared = {**f.metadata, "flag": flag, "default": f.default}
+        out.append(Setting(path=f.name, type=base, optional=type(None) in args, **declared))
     return tuple(out)
 
 
