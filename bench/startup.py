@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -37,13 +38,20 @@ ROOT = Path(__file__).resolve().parents[1]
 # commands run from "/" so `-m` finds trainforge through PYTHONPATH only (--before works)
 
 
-def timed(cmd: list[str], env: dict[str, str], cwd: str = "/") -> float:
-    t0 = time.perf_counter()
+def _children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def timed(cmd: list[str], env: dict[str, str], cwd: str = "/") -> tuple[float, float]:
+    """(wall, CPU) seconds of one command. CPU time (user + system of the process tree) moves
+    far less than wall time with the load of a shared machine: its ratios are the steadier ones."""
+    c0, t0 = _children_cpu(), time.perf_counter()
     proc = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True)
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, _children_cpu() - c0
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stdout[-2000:]}")
-    return wall
+    return wall, cpu
 
 
 # What every training job builds, each checked in a fresh interpreter for `import torch._dynamo`
@@ -96,6 +104,13 @@ def main(argv: list[str] | None = None) -> int:
     before_env = dict(env, PYTHONPATH=str(Path(args.before).resolve())) if args.before else None
     if before_env:
         times.update(help_before=[], job_before=[])
+    cpu: dict[str, list[float]] = {k: [] for k in times}
+
+    def run(name: str, cmd: list[str], env: dict[str, str]) -> None:
+        wall, cpu_s = timed(cmd, env)
+        times[name].append(wall)
+        cpu[name].append(cpu_s)
+
     with tempfile.TemporaryDirectory(prefix="tf-startup-") as tmp:
         job = [
             py, "-m", "trainforge.training", "--model", "mlp", "--steps", "1",
@@ -104,20 +119,25 @@ def main(argv: list[str] | None = None) -> int:
         ]  # fmt: skip
         timed([py, "-c", "import torch, torch.distributed"], env)  # warm the page cache
         for i in range(args.rounds):
-            times["import"].append(timed([py, "-c", "import torch, torch.distributed"], env))
-            times["import_dynamo"].append(timed(imp_dynamo, env))
-            times["optimizer"].append(timed(optimizer, env))
-            times["help"].append(timed([py, "-m", "trainforge.training", "--help"], env))
-            times["job"].append(timed([*job, "--output-dir", f"{tmp}/run{i}"], env))
+            run("import", [py, "-c", "import torch, torch.distributed"], env)
+            run("import_dynamo", imp_dynamo, env)
+            run("optimizer", optimizer, env)
+            run("help", [py, "-m", "trainforge.training", "--help"], env)
+            run("job", [*job, "--output-dir", f"{tmp}/run{i}"], env)
             if before_env:
                 help_cmd = [py, "-m", "trainforge.training", "--help"]
-                times["help_before"].append(timed(help_cmd, before_env))
-                times["job_before"].append(timed([*job, "--output-dir", f"{tmp}/b{i}"], before_env))
+                run("help_before", help_cmd, before_env)
+                run("job_before", [*job, "--output-dir", f"{tmp}/b{i}"], before_env)
     med = {k: statistics.median(v) for k, v in times.items()}
+    cpu_med = {k: statistics.median(v) for k, v in cpu.items()}
     results = {
         "rounds": args.rounds,
         "median_s": {k: round(v, 3) for k, v in med.items()},
+        "median_cpu_s": {k: round(v, 3) for k, v in cpu_med.items()},
+        "cpu_job_over_import": round(cpu_med["job"] / cpu_med["import"], 2),
+        "cpu_job_over_optimizer": round(cpu_med["job"] / cpu_med["optimizer"], 2),
         "all_s": {k: [round(x, 3) for x in v] for k, v in times.items()},
+        "all_cpu_s": {k: [round(x, 3) for x in v] for k, v in cpu.items()},
         "job_over_import": round(med["job"] / med["import"], 2),
         "help_over_import": round(med["help"] / med["import"], 2),
         "job_over_import_dynamo": round(med["job"] / med["import_dynamo"], 2),
@@ -141,7 +161,9 @@ def main(argv: list[str] | None = None) -> int:
         f"= {results['help_over_import']}x; job = {results['job_over_import_dynamo']}x "
         f"`import torch, torch.distributed, torch._dynamo` ({med['import_dynamo']:.2f}s), "
         f"{results['job_over_optimizer']}x import + one AdamW ({med['optimizer']:.2f}s) "
-        f"(medians of {args.rounds}, load {results['load_average']}); torch._dynamo imported "
+        f"(medians of {args.rounds}, load {results['load_average']}); CPU time: job = "
+        f"{results['cpu_job_over_import']}x import, {results['cpu_job_over_optimizer']}x import "
+        f"+ one AdamW; torch._dynamo imported "
         f"by: {', '.join(k for k, v in results['pulls_dynamo'].items() if v) or 'none'}"
     )
     if args.json:
