@@ -33,6 +33,7 @@ import typing
 from typing import Any
 
 from trainforge.training.layout import CheckpointError
+from trainforge.training.timeouts import DEFAULT_HANG_TIMEOUT_S
 
 
 class ConfigError(ValueError):
@@ -327,7 +328,7 @@ class TrainConfig:
     )
     checkpoint: CheckpointConfig = dataclasses.field(default_factory=CheckpointConfig)
     hang_timeout: float = setting(
-        300.0,
+        DEFAULT_HANG_TIMEOUT_S,
         "watchdog floor: a step that makes no progress for max(10 x the mean recent step "
         "time, this) seconds (3x this for the first steps, restore and checkpoints) dumps "
         "every thread's stack and the collective flight recorder, then exits 201 so the job "
