@@ -28,8 +28,9 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 LAYERS: dict[str, set[str]] = {
     "core": set(),
     "training": set(),
-    "jobs": {"core", "training"},
-    "platform": {"core", "training", "jobs"},
+    "stack": {"core", "training"},
+    "jobs": {"core", "training", "stack"},
+    "platform": {"core", "training", "stack", "jobs"},
 }
 _REGISTRY = re.compile(r"^trainforge(\.\w+)+(:\w+)?$")
 
@@ -191,6 +192,25 @@ def test_core_imports_the_standard_library_only():
 
 
 GRAPH_FILES = module_files(ROOT)
+
+
+def test_the_stack_model_imports_pydantic_and_core_only():
+    """The schema command and the docs generator read the model without Pulumi or AWS."""
+    third_party = []
+    for mod, path in GRAPH_FILES.items():
+        if package_of(mod) != "stack":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                names = [node.module]
+            for name in names:
+                top = name.split(".")[0]
+                if top not in sys.stdlib_module_names and top not in ("trainforge", "pydantic"):
+                    third_party.append(f"{path.relative_to(ROOT)}:{node.lineno} imports {name}")
+    assert third_party == []
 
 
 def test_the_check_sees_a_cycle_through_an_import_inside_a_function(tmp_path):
