@@ -2,8 +2,9 @@
 
     .venv/bin/python bench/startup.py [--rounds 5] [--json OUT]
 
-Three commands, interleaved over ``--rounds`` rounds so background load hits them alike, each
-a fresh interpreter, wall time from spawn to exit:
+Five commands, interleaved over ``--rounds`` rounds so background load hits them alike, each
+a fresh interpreter, wall time from spawn to exit and CPU time (user + system of its process
+tree; on a shared machine its ratios are the steady ones):
 
 * ``import``: ``python -c "import torch, torch.distributed"`` -- the floor any torch job pays;
 * ``import_dynamo``: the same plus ``torch._dynamo``, which torch 2.13 imports on its own the
