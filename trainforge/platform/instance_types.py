@@ -14,6 +14,8 @@ from typing import Any
 
 import pulumi_aws as aws
 
+from trainforge.stack.base import problem
+
 
 @dataclass(frozen=True)
 class InstanceTypeFacts:
@@ -101,8 +103,9 @@ def resolve_pool(
             facts.append(instance_type_facts(t))
         except LookupError:
             errors.append(
-                f"{where}.instanceTypes[{i}]: {t!r} is not valid; expected an EC2 instance "
-                "type offered in this region"
+                problem(
+                    f"{where}.instanceTypes[{i}]", t, "an EC2 instance type offered in this region"
+                )
             )
     if not facts or len(facts) != len(pool.instance_types):
         return None
@@ -113,26 +116,41 @@ def resolve_pool(
     has_gpu = [f.name for f in facts if f.gpus > 0]
     if wants_gpu and no_gpu:
         errors.append(
-            f"{where}.instanceTypes: {no_gpu!r} have no GPUs; expected GPU instance types "
-            f"(g5, g6, p4d, p5, ...) for a {'node group' if node_group else 'pool with gpu: true'}"
+            problem(
+                f"{where}.instanceTypes",
+                list(pool.instance_types),
+                f"GPU instance types (g5, g6, p4d, p5, ...) for a "
+                f"{'node group' if node_group else 'pool with gpu: true'}; "
+                f"{', '.join(no_gpu)} have no GPUs",
+            )
         )
     if wants_gpu is None and has_gpu and no_gpu:
         errors.append(
-            f"{where}.instanceTypes: {list(pool.instance_types)!r} mixes GPU and CPU-only types; "
-            "expected all GPU types or all CPU types in one pool"
+            problem(
+                f"{where}.instanceTypes",
+                list(pool.instance_types),
+                "all GPU types or all CPU types in one pool, not both",
+            )
         )
     if pool.efa:
         no_efa = [f.name for f in facts if not f.efa_supported]
         if no_efa:
             errors.append(
-                f"{where}.efa: true is not valid for {no_efa!r}: these types do not support EFA; "
-                "expected EFA-capable types (p4d.24xlarge, p5.48xlarge, ...) or efa: false"
+                problem(
+                    f"{where}.efa",
+                    True,
+                    f"false, or EFA-capable types (p4d.24xlarge, p5.48xlarge, ...): "
+                    f"{', '.join(no_efa)} do not support EFA",
+                )
             )
     arches = {a for f in facts for a in f.architectures[:1]}
     if len(arches) > 1:
         errors.append(
-            f"{where}.instanceTypes: {list(pool.instance_types)!r} mixes architectures "
-            f"{sorted(arches)}; expected one architecture per pool"
+            problem(
+                f"{where}.instanceTypes",
+                list(pool.instance_types),
+                f"one architecture per pool, not {' and '.join(sorted(arches))}",
+            )
         )
     arch = "arm64" if "arm64" in arches else "amd64"
     gpu_names = {f.gpu_name for f in facts if f.gpus}
