@@ -36,8 +36,23 @@ def pools(*items):
         ({**BASE, "network": {"vpcId": "vpc-0abc"}}, "network.privateSubnetIds", "[]"),
         (
             {**BASE, "systemNodeGroup": {"minSize": 3, "maxSize": 2}},
+            "systemNodeGroup.maxSize",
+            "got 2; expected at least minSize (3)",
+        ),
+        (
+            {**BASE, "systemNodeGroup": {"minSize": 3, "desiredSize": 7}},
             "systemNodeGroup.desiredSize",
-            "3",
+            "got 7; expected a size between minSize (3) and maxSize (3)",
+        ),
+        (
+            {
+                **BASE,
+                "nodeGroups": [
+                    {"name": "g", "instanceTypes": ["p4d.24xlarge"], "maxSize": 3, "desiredSize": 5}
+                ],
+            },
+            "nodeGroups[0].desiredSize",
+            "got 5; expected a size between minSize (0) and maxSize (3)",
         ),
         (
             pools({"name": "Bad_Name", "instanceTypes": ["g5.xlarge"]}),

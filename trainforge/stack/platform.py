@@ -23,10 +23,11 @@ from pydantic import (
     PlainSerializer,
     StrictBool,
     ValidationError,
+    ValidationInfo,
     WithJsonSchema,
+    field_validator,
     model_validator,
 )
-from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from trainforge.core.contract import PoolLimits, Taint
 from trainforge.stack.base import StackModel
@@ -40,12 +41,8 @@ def refuse(title: str, problems: Iterable[tuple[tuple[str | int, ...], Any, str]
     Why: a rule across fields (`desiredSize` between `minSize` and `maxSize`) must name the key
     that is wrong, not the section that holds it, and report all its findings at once.
     """
-    details = [
-        InitErrorDetails(
-            type=PydanticCustomError("value_error", "{expected}", {"expected": expected}),
-            loc=loc,
-            input=value,
-        )
+    details: list[Any] = [
+        {"type": "value_error", "loc": loc, "input": value, "ctx": {"error": ValueError(expected)}}
         for loc, value, expected in problems
     ]
     if details:
@@ -204,19 +201,50 @@ def contract(keys: type[StackModel], dc: type) -> Any:
 
 class Section(StackModel):
     """A section of the platform's keys: a key given as null (`labels:` with nothing after it)
-    is unset, as the hand-written reader treated it."""
+    is unset, as the hand-written reader treated it.
+
+    A field with `validate_default=True` has a rule across fields or a default computed from
+    another field: its default is put in as if given, so that its validator runs and its
+    problems are named by the key (pydantic names a validated default by its attribute).
+    """
 
     @model_validator(mode="before")
     @classmethod
     def _null_is_unset(cls, data: Any) -> Any:
-        if isinstance(data, Mapping):
-            return {k: v for k, v in data.items() if v is not None}
+        if not isinstance(data, Mapping):
+            return data
+        data = {k: v for k, v in data.items() if v is not None}
+        for name, field in cls.model_fields.items():
+            if field.validate_default and name not in data:
+                data.setdefault(field.alias or name, field.default)
         return data
 
-    def _resolve(self, **values: Any) -> None:
-        """Fill the defaults that depend on other fields (`desiredSize`: `minSize`)."""
-        for name, value in values.items():
-            object.__setattr__(self, name, value)  # frozen: only while validating
+
+# Rules across the fields of a section are validators of its later field that read the earlier
+# ones (`info.data`): they run even when another field of the section is wrong, so every
+# problem comes in one run, and they name the key that breaks them. A field missing from
+# `info.data` is invalid itself (already reported): its rules are skipped.
+
+
+def _sizes(value: int | None, info: ValidationInfo, least_max: int) -> int | None:
+    """`maxSize` (unset: the larger of `least_max` and `minSize`) at least `minSize`."""
+    lo = info.data.get("min_size")
+    if lo is None:
+        return value
+    if value is None:
+        return max(least_max, lo)
+    if value < lo:
+        raise ValueError(f"at least minSize ({lo})")
+    return value
+
+
+def _desired(value: int | None, info: ValidationInfo) -> int | None:
+    """`desiredSize` (unset: `minSize`) between `minSize` and `maxSize`."""
+    lo, hi = info.data.get("min_size"), info.data.get("max_size")
+    want = lo if value is None else value
+    if lo is not None and hi is not None and want is not None and not lo <= want <= hi:
+        refuse("size", [((), want, f"a size between minSize ({lo}) and maxSize ({hi})")])
+    return want
 
 
 class NetworkConfig(Section):
@@ -225,6 +253,7 @@ class NetworkConfig(Section):
     vpc_id: VpcId | None = Field(None, description="Existing VPC to use; unset: create one.")
     private_subnet_ids: Annotated[tuple[SubnetId, ...], BeforeValidator(_one_or_many)] = Field(
         (),
+        validate_default=True,
         description="Existing private subnets (at least 2, different AZs) when `vpcId` is set. "
         "They are tagged for Karpenter discovery and internal load balancers. The first one "
         "holds EFA groups/pools and FSx.",
@@ -248,22 +277,26 @@ class NetworkConfig(Section):
         "cannot coexist).",
     )
 
-    @model_validator(mode="after")
-    def _existing_vpc(self) -> NetworkConfig:
-        problems = []
-        if self.vpc_id and len(self.private_subnet_ids) < 2:
-            problems.append(
-                (
-                    ("privateSubnetIds",),
-                    list(self.private_subnet_ids),
-                    "at least 2 private subnets in different AZs when vpcId is set (EKS "
-                    "requires two AZs)",
-                )
+    @field_validator("private_subnet_ids")
+    @classmethod
+    def _existing_vpc(cls, value: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
+        if "vpc_id" not in info.data:
+            return value
+        if info.data["vpc_id"] and len(value) < 2:
+            refuse(
+                "network",
+                [
+                    (
+                        (),
+                        list(value),
+                        "at least 2 private subnets in different AZs when vpcId is set (EKS "
+                        "requires two AZs)",
+                    )
+                ],
             )
-        if self.private_subnet_ids and not self.vpc_id:
-            problems.append((("vpcId",), None, "the VPC id that holds privateSubnetIds"))
-        refuse("network", problems)
-        return self
+        if value and not info.data["vpc_id"]:
+            raise ValueError("no subnets unless network.vpcId names the VPC that holds them")
+        return value
 
 
 class EndpointConfig(Section):
@@ -291,27 +324,29 @@ class SystemNodeGroupConfig(Section):
     )
     min_size: Int = Field(2, ge=1, le=20, description="Fewest nodes.")
     max_size: Int | None = Field(
-        None, ge=1, le=20, description="Most nodes; unset: the larger of 3 and `minSize`."
+        None,
+        ge=1,
+        le=20,
+        validate_default=True,
+        description="Most nodes; unset: the larger of 3 and `minSize`.",
     )
     desired_size: Int | None = Field(
-        None, ge=1, le=20, description="Nodes at creation; unset: `minSize`."
+        None,
+        ge=1,
+        le=20,
+        validate_default=True,
+        description="Nodes at creation; unset: `minSize`.",
     )
     root_volume_gib: Int = Field(
         50, ge=20, le=16384, alias="rootVolumeGiB", description="Encrypted gp3 root volume (GiB)."
     )
 
-    @model_validator(mode="after")
-    def _sizes(self) -> SystemNodeGroupConfig:
-        lo = self.min_size
-        hi = self.max_size if self.max_size is not None else max(3, lo)
-        want = self.desired_size if self.desired_size is not None else lo
-        if not lo <= want <= hi:
-            refuse(
-                "systemNodeGroup",
-                [(("desiredSize",), want, f"a size between minSize ({lo}) and maxSize ({hi})")],
-            )
-        self._resolve(max_size=hi, desired_size=want)
-        return self
+    @field_validator("max_size")
+    @classmethod
+    def _max(cls, value: int | None, info: ValidationInfo) -> int | None:
+        return _sizes(value, info, 3)
+
+    _desired = field_validator("desired_size")(_desired)
 
 
 class AcceptanceTestConfig(Section):
@@ -326,17 +361,17 @@ class AcceptanceTestConfig(Section):
     dcgm_level: Int = Field(
         2, ge=1, le=4, description="`dcgmi diag -r` level, 1 (about a minute) to 4 (hours)."
     )
+    all_reduce: Flag | None = Field(
+        None,
+        description="The NCCL all-reduce across `nodes` nodes (EFA required on EFA pools); "
+        "unset: on for EFA pools.",
+    )
     nodes: Int = Field(
         2,
         ge=1,
         le=64,
         description="Nodes per run (one pod per node); at least 2 with `allReduce`, at most a "
         "node group's `maxSize`.",
-    )
-    all_reduce: Flag | None = Field(
-        None,
-        description="The NCCL all-reduce across `nodes` nodes (EFA required on EFA pools); "
-        "unset: on for EFA pools.",
     )
     min_bus_bandwidth_gbps: Number | None = Field(
         None,
@@ -347,20 +382,12 @@ class AcceptanceTestConfig(Section):
         "floor otherwise.",
     )
 
-    @model_validator(mode="after")
-    def _all_reduce_nodes(self) -> AcceptanceTestConfig:
-        if self.all_reduce and self.nodes < 2:
-            refuse(
-                "acceptanceTest",
-                [
-                    (
-                        ("nodes",),
-                        self.nodes,
-                        "at least 2 when allReduce is on (it runs across nodes)",
-                    )
-                ],
-            )
-        return self
+    @field_validator("nodes")
+    @classmethod
+    def _all_reduce_nodes(cls, value: int, info: ValidationInfo) -> int:
+        if info.data.get("all_reduce") and value < 2:
+            raise ValueError("at least 2 when allReduce is on (it runs across nodes)")
+        return value
 
 
 def _acceptance_shorthand(value: Any) -> Any:
@@ -412,24 +439,29 @@ class NodeGroupConfig(Section):
         description="DNS label, max 40 chars, unique across node groups and pools. Nodes get "
         "`trainforge.io/pool=<name>`."
     )
+    efa: Flag = Field(
+        False,
+        description="Every EFA interface the type supports, a cluster placement group, one "
+        "subnet (AZ) and a self-referencing all-traffic security group.",
+    )
     instance_types: Annotated[InstanceTypes, AfterValidator(_some_types)] = Field(
         description="GPU instance types (exactly one when `efa: true`)."
     )
     min_size: Int = Field(0, ge=0, le=1000, description="Fewest nodes.")
     max_size: Int | None = Field(
-        None, ge=1, le=1000, description="Most nodes; unset: the larger of 2 and `minSize`."
+        None,
+        ge=1,
+        le=1000,
+        validate_default=True,
+        description="Most nodes; unset: the larger of 2 and `minSize`.",
     )
     desired_size: Int | None = Field(
         None,
         ge=0,
         le=1000,
+        validate_default=True,
         description="Nodes at creation; unset: `minSize`. Ignored after creation (people and "
         "autoscalers change it).",
-    )
-    efa: Flag = Field(
-        False,
-        description="Every EFA interface the type supports, a cluster placement group, one "
-        "subnet (AZ) and a self-referencing all-traffic security group.",
     )
     capacity_type: Literal["ON_DEMAND", "SPOT", "CAPACITY_BLOCK"] = Field(
         "ON_DEMAND",
@@ -442,6 +474,7 @@ class NodeGroupConfig(Section):
     )
     capacity_reservation_id: ReservationId | None = Field(
         None,
+        validate_default=True,
         description="Target a capacity reservation (`cr-...`); required for `CAPACITY_BLOCK`. "
         "Looked up at preview: the group goes to the reservation's zone and placement group.",
     )
@@ -460,38 +493,30 @@ class NodeGroupConfig(Section):
         ACCEPTANCE_OFF, alias="acceptanceTest", description=ACCEPTANCE_DOC
     )
 
-    @model_validator(mode="after")
-    def _sizes_and_capacity(self) -> NodeGroupConfig:
-        lo = self.min_size
-        hi = self.max_size if self.max_size is not None else max(2, lo)
-        want = self.desired_size if self.desired_size is not None else lo
-        problems: list[tuple[tuple[str | int, ...], Any, str]] = []
-        if lo > hi:
-            problems.append((("minSize",), lo, f"at most maxSize ({hi})"))
-        if not lo <= want <= hi:
-            problems.append(
-                (("desiredSize",), want, f"a size between minSize ({lo}) and maxSize ({hi})")
+    @field_validator("instance_types")
+    @classmethod
+    def _one_efa_type(cls, value: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
+        if info.data.get("efa") and len(value) > 1:
+            raise ValueError(
+                "exactly one instance type for an EFA node group (interfaces are laid out per type)"
             )
-        if self.efa and len(self.instance_types) > 1:
-            problems.append(
-                (
-                    ("instanceTypes",),
-                    list(self.instance_types),
-                    "exactly one instance type for an EFA node group (interfaces are laid out "
-                    "per type)",
-                )
+        return value
+
+    @field_validator("max_size")
+    @classmethod
+    def _max(cls, value: int | None, info: ValidationInfo) -> int | None:
+        return _sizes(value, info, 2)
+
+    _desired = field_validator("desired_size")(_desired)
+
+    @field_validator("capacity_reservation_id")
+    @classmethod
+    def _block(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if info.data.get("capacity_type") == "CAPACITY_BLOCK" and not value:
+            raise ValueError(
+                "the capacity block reservation id (required with capacityType CAPACITY_BLOCK)"
             )
-        if self.capacity_type == "CAPACITY_BLOCK" and not self.capacity_reservation_id:
-            problems.append(
-                (
-                    ("capacityReservationId",),
-                    None,
-                    "the capacity block reservation id (required with capacityType CAPACITY_BLOCK)",
-                )
-            )
-        refuse("nodeGroup", problems)
-        self._resolve(max_size=hi, desired_size=want)
-        return self
+        return value
 
 
 def _capacity_default(types: tuple[str, ...]) -> tuple[str, ...]:
