@@ -20,8 +20,9 @@ from trainforge.core import versions
 from trainforge.core.contract import PoolFacts, Taint
 from trainforge.jobs.codeship import collect
 from trainforge.platform import acceptance as A
-from trainforge.platform.config import AcceptanceTestConfig, ConfigError, parse_config
+from trainforge.platform.config import ConfigError, parse_config
 from trainforge.platform.published import pool_facts
+from trainforge.stack.platform import AcceptanceTestConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "tests" / "training" / "acceptance_samples"

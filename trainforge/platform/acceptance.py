@@ -42,7 +42,8 @@ from trainforge.core import versions
 from trainforge.core.contract import EFA_RESOURCE, GPU_RESOURCE, PoolFacts
 from trainforge.core.image_routes import cached, torch_image
 from trainforge.jobs.codeship import CODE_MOUNT, CodeBundle, configmap_manifest
-from trainforge.platform.config import AcceptanceTestConfig, ConfigError, PlatformConfig
+from trainforge.platform.config import ConfigError, PlatformConfig
+from trainforge.stack.platform import AcceptanceTestConfig
 from trainforge.training.acceptance import facts
 from trainforge.training.timeouts import MIN_RENDEZVOUS_S
 

@@ -30,37 +30,15 @@ from trainforge.stack.base import (
 )
 from trainforge.stack.model import StackConfig
 from trainforge.stack.platform import (
-    AcceptanceTestConfig,
     Admins,
-    EndpointConfig,
-    ImagesConfig,
     KarpenterConfig,
-    NetworkConfig,
     NodeGroupConfig,
-    NodeHealthConfig,
     NodePoolConfig,
     PlatformKeys,
     SystemNodeGroupConfig,
     pools_problems,
     refuse,
 )
-
-__all__ = [
-    "AcceptanceTestConfig",
-    "ConfigError",
-    "EndpointConfig",
-    "ImagesConfig",
-    "KarpenterConfig",
-    "NetworkConfig",
-    "NodeGroupConfig",
-    "NodeHealthConfig",
-    "NodePoolConfig",
-    "PlatformConfig",
-    "SystemNodeGroupConfig",
-    "load_config",
-    "parse_config",
-    "resolve_all",
-]
 
 GPU_TAINT_KEY = "nvidia.com/gpu"
 POOL_LABEL = "trainforge.io/pool"

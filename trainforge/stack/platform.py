@@ -36,11 +36,8 @@ from trainforge.stack.base import StackModel
 
 
 def refuse(title: str, problems: Iterable[tuple[tuple[str | int, ...], Any, str]]) -> None:
-    """Raise every `(key path, value, what is valid)` as a validation error at that key.
-
-    Why: a rule across fields (`desiredSize` between `minSize` and `maxSize`) must name the key
-    that is wrong, not the section that holds it, and report all its findings at once.
-    """
+    """Raise every `(key path, value, what is valid)` as a validation error at that key (a rule
+    across fields names the key that breaks it, not the section that holds it)."""
     details: list[Any] = [
         {"type": "value_error", "loc": loc, "input": value, "ctx": {"error": ValueError(expected)}}
         for loc, value, expected in problems
@@ -70,13 +67,10 @@ def _flag(value: Any) -> Any:
     return value
 
 
-def _not_bool(what: str):
-    def check(value: Any) -> Any:
-        if isinstance(value, bool):
-            raise ValueError(what)
-        return value
-
-    return BeforeValidator(check)
+def _no_bool(value: Any) -> Any:
+    if isinstance(value, bool):
+        raise ValueError("a number, not true or false")
+    return value
 
 
 def _text(value: Any) -> Any:
@@ -87,8 +81,8 @@ def _text(value: Any) -> Any:
 
 # true/false or Pulumi's "true"/"false" (pydantic's lax bool would also take "yes", 1, "on")
 Flag = Annotated[StrictBool, BeforeValidator(_flag)]
-Int = Annotated[int, _not_bool("an integer")]
-Number = Annotated[float, _not_bool("a number")]
+Int = Annotated[int, BeforeValidator(_no_bool)]
+Number = Annotated[float, BeforeValidator(_no_bool)]
 Text = Annotated[str, BeforeValidator(_text)]  # a scalar as text (`value: true` -> "true")
 
 
@@ -174,6 +168,7 @@ def _names(value: Any) -> Any:
 
 
 # A mapping as users write it; the config holds its sorted (name, value) pairs.
+NO_PAIRS = {"default": {}}  # the JSON Schema's default of an unset Labels field
 Labels = Annotated[
     dict[str, str],
     BeforeValidator(_names),
@@ -200,13 +195,11 @@ def contract(keys: type[StackModel], dc: type) -> Any:
 
 
 class Section(StackModel):
-    """A section of the platform's keys: a key given as null (`labels:` with nothing after it)
-    is unset, as the hand-written reader treated it.
+    """A section of the platform's keys: a key set to null (`labels:` and nothing) is unset.
 
-    A field with `validate_default=True` has a rule across fields or a default computed from
-    another field: its default is put in as if given, so that its validator runs and its
-    problems are named by the key (pydantic names a validated default by its attribute).
-    """
+    A field with `validate_default=True` (a rule across fields, or a default computed from
+    another field) gets its default as if given, so that its problems are named by the key
+    (pydantic names a validated default by its attribute)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -216,7 +209,8 @@ class Section(StackModel):
         data = {k: v for k, v in data.items() if v is not None}
         for name, field in cls.model_fields.items():
             if field.validate_default and name not in data:
-                data.setdefault(field.alias or name, field.default)
+                default = field.default
+                data.setdefault(field.alias or name, list(default) if default == () else default)
         return data
 
 
@@ -283,16 +277,8 @@ class NetworkConfig(Section):
         if "vpc_id" not in info.data:
             return value
         if info.data["vpc_id"] and len(value) < 2:
-            refuse(
-                "network",
-                [
-                    (
-                        (),
-                        list(value),
-                        "at least 2 private subnets in different AZs when vpcId is set (EKS "
-                        "requires two AZs)",
-                    )
-                ],
+            raise ValueError(
+                "at least 2 private subnets in different AZs when vpcId is set (EKS requires 2)"
             )
         if value and not info.data["vpc_id"]:
             raise ValueError("no subnets unless network.vpcId names the VPC that holds them")
@@ -323,17 +309,13 @@ class SystemNodeGroupConfig(Section):
         description="On-demand nodes for controllers (CoreDNS, Karpenter, operator, monitoring).",
     )
     min_size: Int = Field(2, ge=1, le=20, description="Fewest nodes.")
-    max_size: Int | None = Field(
+    max_size: Annotated[Int, Field(ge=1, le=20)] | None = Field(
         None,
-        ge=1,
-        le=20,
         validate_default=True,
         description="Most nodes; unset: the larger of 3 and `minSize`.",
     )
-    desired_size: Int | None = Field(
+    desired_size: Annotated[Int, Field(ge=1, le=20)] | None = Field(
         None,
-        ge=1,
-        le=20,
         validate_default=True,
         description="Nodes at creation; unset: `minSize`.",
     )
@@ -373,9 +355,8 @@ class AcceptanceTestConfig(Section):
         description="Nodes per run (one pod per node); at least 2 with `allReduce`, at most a "
         "node group's `maxSize`.",
     )
-    min_bus_bandwidth_gbps: Number | None = Field(
+    min_bus_bandwidth_gbps: Annotated[Number, Field(gt=0)] | None = Field(
         None,
-        gt=0,
         alias="minBusBandwidthGBps",
         description="Pass floor (GB/s) for the all-reduce's peak bus bandwidth; unset: 80% of "
         "AWS's published two-node result for the instance family (p4d/p4de/p5/p5e/p5en), no "
@@ -415,8 +396,8 @@ class PoolLimitsKeys(Section):
 
     cpu: Quantity | None = Field(None, description="Most vCPUs of the pool's nodes together.")
     memory: Quantity | None = Field(None, description="Most memory of the pool's nodes together.")
-    gpus: Int | None = Field(
-        None, ge=0, le=100000, description="Most GPUs (`nvidia.com/gpu`) of the pool's nodes."
+    gpus: Annotated[Int, Field(ge=0, le=100000)] | None = Field(
+        None, description="Most GPUs (`nvidia.com/gpu`) of the pool's nodes."
     )
 
 
@@ -448,17 +429,13 @@ class NodeGroupConfig(Section):
         description="GPU instance types (exactly one when `efa: true`)."
     )
     min_size: Int = Field(0, ge=0, le=1000, description="Fewest nodes.")
-    max_size: Int | None = Field(
+    max_size: Annotated[Int, Field(ge=1, le=1000)] | None = Field(
         None,
-        ge=1,
-        le=1000,
         validate_default=True,
         description="Most nodes; unset: the larger of 2 and `minSize`.",
     )
-    desired_size: Int | None = Field(
+    desired_size: Annotated[Int, Field(ge=0, le=1000)] | None = Field(
         None,
-        ge=0,
-        le=1000,
         validate_default=True,
         description="Nodes at creation; unset: `minSize`. Ignored after creation (people and "
         "autoscalers change it).",
@@ -478,7 +455,7 @@ class NodeGroupConfig(Section):
         description="Target a capacity reservation (`cr-...`); required for `CAPACITY_BLOCK`. "
         "Looked up at preview: the group goes to the reservation's zone and placement group.",
     )
-    labels: Labels = Field((), description="Extra node labels.")
+    labels: Labels = Field((), description="Extra node labels.", json_schema_extra=NO_PAIRS)
     taints: TaintList = Field(
         (),
         description="Extra taints `{key, value?, effect}`; `nvidia.com/gpu=true:NoSchedule` is "
@@ -556,7 +533,7 @@ class NodePoolConfig(Section):
         "NoSchedule` on CPU pools; with FSx, the startup taint "
         "`fsx.csi.aws.com/agent-not-ready:NoExecute`.",
     )
-    labels: Labels = Field((), description="Extra node labels.")
+    labels: Labels = Field((), description="Extra node labels.", json_schema_extra=NO_PAIRS)
     limits: Limits = Field(
         default_factory=PoolLimits,
         description="Pool ceilings (`cpu`, `memory`, `gpus`); unset: none.",
@@ -569,7 +546,9 @@ class NodePoolConfig(Section):
     root_volume_gib: Int = Field(
         100, ge=20, le=16384, alias="rootVolumeGiB", description="Encrypted gp3 root volume (GiB)."
     )
-    weight: Int | None = Field(None, ge=1, le=100, description="Karpenter pool priority (1-100).")
+    weight: Annotated[Int, Field(ge=1, le=100)] | None = Field(
+        None, description="Karpenter pool priority (1-100)."
+    )
     acceptance: Acceptance = Field(
         ACCEPTANCE_OFF, alias="acceptanceTest", description=ACCEPTANCE_DOC
     )
@@ -643,36 +622,21 @@ def pools_problems(
     pools: Iterable[NodePoolConfig | None],
     karpenter: KarpenterConfig,
 ) -> list[tuple[tuple[str | int, ...], Any, str]]:
-    """The rules across node groups, pools and Karpenter: unique names, Karpenter for pools.
-
-    Takes None for a group or pool that is invalid itself, so that the reader
-    (platform/config.py) can apply the rules to the valid parts of a stack with other problems.
-    """
-    problems: list[tuple[tuple[str | int, ...], Any, str]] = []
+    """Unique names across node groups and pools; Karpenter on for pools. None stands for an
+    invalid group or pool: the reader (platform/config.py) judges the valid parts of a stack
+    that has other problems too."""
+    out: list[tuple[tuple[str | int, ...], Any, str]] = []
     seen: set[str] = set()
     pools = list(pools)
+    unique = "a name not used by another node group or node pool"
     for key, items in (("nodeGroups", groups), ("nodePools", pools)):
         for i, item in enumerate(items):
-            if item is None:
-                continue
-            if item.name in seen:
-                problems.append(
-                    (
-                        (key, i, "name"),
-                        item.name,
-                        "a name not used by another node group or node pool",
-                    )
-                )
-            seen.add(item.name)
+            if item is not None and item.name in seen:
+                out.append(((key, i, "name"), item.name, unique))
+            seen.update([item.name] if item is not None else [])
     if pools and not karpenter.enabled:
-        problems.append(
-            (
-                ("karpenter", "enabled"),
-                False,
-                "true while nodePools are declared (Karpenter runs them)",
-            )
-        )
-    return problems
+        out.append((("karpenter", "enabled"), False, "true while nodePools are declared"))
+    return out
 
 
 class PlatformKeys(StackModel):
@@ -702,7 +666,9 @@ class PlatformKeys(StackModel):
     node_health: NodeHealthConfig = Field(
         NodeHealthConfig(), description="GPU node health monitoring and repair."
     )
-    tags: Labels = Field((), description="Extra AWS tags on every resource.")
+    tags: Labels = Field(
+        (), description="Extra AWS tags on every resource.", json_schema_extra=NO_PAIRS
+    )
     images: ImagesConfig = Field(
         ImagesConfig(), description="The pull-through cache and the runtime images."
     )
