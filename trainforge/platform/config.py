@@ -159,47 +159,40 @@ def _check_region(errors: list[str], region: Any) -> None:
         errors.append(problem("aws:region", region, f"an AWS region such as {examples}"))
 
 
+def _resolve_pools(groups, pools, errors: list[str]) -> dict[str, Any]:
+    """Facts of every group and pool that parsed (None: did not); their problems to `errors`."""
+    from trainforge.platform.instance_types import resolve_pool  # noqa: PLC0415 - pulumi_aws
+
+    out: dict[str, Any] = {}
+    for key, items in (("nodeGroups", groups), ("nodePools", pools)):
+        for i, pool in enumerate(items):
+            if pool is not None and pool.instance_types:
+                facts = resolve_pool(
+                    pool, f"{NS}:{key}[{i}]", errors, node_group=key == "nodeGroups"
+                )
+                out.update({pool.name: facts} if facts else {})
+    return out
+
+
 def _lookup_instance_types(errors: list[str], system, groups, pools) -> None:
     """Type problems of every group and pool that parsed, and of the system node group."""
-    from trainforge.platform.instance_types import (  # noqa: PLC0415 - imports pulumi_aws
-        instance_type_facts,
-        resolve_pool,
-    )
+    from trainforge.platform.instance_types import instance_type_facts  # noqa: PLC0415
 
-    for i, g in enumerate(groups):
-        if g is not None and g.instance_types:
-            resolve_pool(g, f"{NS}:nodeGroups[{i}]", errors, node_group=True)
-    for i, pool in enumerate(pools):
-        if pool is not None and pool.instance_types:
-            resolve_pool(pool, f"{NS}:nodePools[{i}]", errors)
-    if system is None:
-        return
+    _resolve_pools(groups, pools, errors)
     try:
-        instance_type_facts(system.instance_type)
+        if system is not None:
+            instance_type_facts(system.instance_type)
     except LookupError:
+        where = f"{NS}:systemNodeGroup.instanceType"
         errors.append(
-            problem(
-                f"{NS}:systemNodeGroup.instanceType",
-                system.instance_type,
-                "an EC2 instance type offered in this region",
-            )
+            problem(where, system.instance_type, "an EC2 instance type offered in this region")
         )
 
 
 def resolve_all(config: PlatformConfig) -> dict[str, Any]:
     """Facts for every node group and pool; raises ConfigError listing every mismatch."""
-    from trainforge.platform.instance_types import resolve_pool  # noqa: PLC0415 - imports pulumi_aws
-
     errors: list[str] = []
-    out: dict[str, Any] = {}
-    for i, g in enumerate(config.node_groups):
-        f = resolve_pool(g, f"{NS}:nodeGroups[{i}]", errors, node_group=True)
-        if f:
-            out[g.name] = f
-    for i, p in enumerate(config.node_pools):
-        f = resolve_pool(p, f"{NS}:nodePools[{i}]", errors)
-        if f:
-            out[p.name] = f
+    out = _resolve_pools(config.node_groups, config.node_pools, errors)
     if errors:
         raise ConfigError(errors)
     return out
@@ -207,10 +200,6 @@ def resolve_all(config: PlatformConfig) -> dict[str, Any]:
 
 def decode_value(value: Any) -> Any:
     """A config value as the engine hands it over (JSON for structures), decoded."""
-    return _decode(value)
-
-
-def _decode(value: Any) -> Any:
     import json  # noqa: PLC0415
 
     if isinstance(value, str):
@@ -231,5 +220,5 @@ def load_config(config: pulumi.Config | None = None) -> PlatformConfig:
     for full in list(CONFIG.get().keys()):
         if full.startswith(prefix):
             key = full[len(prefix) :]
-            raw[key] = _decode(config.get(key))
+            raw[key] = decode_value(config.get(key))
     return parse_config(raw, lookups=True, region=pulumi.Config("aws").get("region"))

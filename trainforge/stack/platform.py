@@ -496,10 +496,6 @@ class NodeGroupConfig(Section):
         return value
 
 
-def _capacity_default(types: tuple[str, ...]) -> tuple[str, ...]:
-    return types or ("on-demand",)
-
-
 class NodePoolConfig(Section):
     """A Karpenter NodePool (scales from zero on demand, back to zero when empty)."""
 
@@ -514,7 +510,7 @@ class NodePoolConfig(Section):
     capacity_types: Annotated[
         tuple[Literal["on-demand", "spot", "reserved"], ...],
         BeforeValidator(_one_or_many),
-        AfterValidator(_capacity_default),
+        AfterValidator(lambda types: types or ("on-demand",)),
     ] = Field(("on-demand",), description="Any of `on-demand`, `spot`, `reserved`.")
     gpu: Flag | None = Field(
         None,
@@ -635,7 +631,8 @@ def pools_problems(
                 out.append(((key, i, "name"), item.name, unique))
             seen.update([item.name] if item is not None else [])
     if pools and not karpenter.enabled:
-        out.append((("karpenter", "enabled"), False, "true while nodePools are declared"))
+        enabled = "true while nodePools are declared (Karpenter runs them)"
+        out.append((("karpenter", "enabled"), False, enabled))
     return out
 
 
