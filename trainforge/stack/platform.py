@@ -674,7 +674,3 @@ class PlatformKeys(StackModel):
     def _across_pools(self) -> PlatformKeys:
         refuse("platform", pools_problems(self.node_groups, self.node_pools, self.karpenter))
         return self
-
-    @property
-    def pool_names(self) -> list[str]:
-        return [g.name for g in self.node_groups] + [p.name for p in self.node_pools]
