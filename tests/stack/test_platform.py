@@ -73,6 +73,9 @@ def test_the_json_schema_takes_the_shipped_stacks_and_refuses_a_wrong_type(stack
     schema = PlatformKeys.model_json_schema()
     raw = platform_part(stack)
     jsonschema.validate(raw, schema)
+    jsonschema.validate(
+        {**raw, "nodePools": [{**raw["nodePools"][0], "acceptanceTest": True}]}, schema
+    )
     bad = {**raw, "nodePools": [{**raw["nodePools"][0], "rootVolumeGiB": "big"}]}
     with pytest.raises(jsonschema.ValidationError, match="rootVolumeGiB|'big'"):
         jsonschema.validate(bad, schema)

@@ -381,6 +381,10 @@ ACCEPTANCE_OFF = AcceptanceTestConfig(enabled=False)
 ACCEPTANCE_DOC = "On-demand acceptance tests of its nodes: `true` or a mapping; unset: off."
 
 
+def _or_true(schema: dict[str, Any]) -> None:
+    schema["anyOf"] = [{"type": "boolean"}, {"$ref": schema.pop("$ref")}]  # the shorthand
+
+
 class TaintKeys(Section):
     """A node taint `{key, value?, effect}` (the value is a `core.contract.Taint`)."""
 
@@ -467,7 +471,10 @@ class NodeGroupConfig(Section):
         "offers the type (a reserved group: the reservation's zone).",
     )
     acceptance: Acceptance = Field(
-        ACCEPTANCE_OFF, alias="acceptanceTest", description=ACCEPTANCE_DOC
+        ACCEPTANCE_OFF,
+        alias="acceptanceTest",
+        description=ACCEPTANCE_DOC,
+        json_schema_extra=_or_true,
     )
 
     @field_validator("instance_types")
@@ -546,7 +553,10 @@ class NodePoolConfig(Section):
         None, description="Karpenter pool priority (1-100)."
     )
     acceptance: Acceptance = Field(
-        ACCEPTANCE_OFF, alias="acceptanceTest", description=ACCEPTANCE_DOC
+        ACCEPTANCE_OFF,
+        alias="acceptanceTest",
+        description=ACCEPTANCE_DOC,
+        json_schema_extra=_or_true,
     )
 
 
