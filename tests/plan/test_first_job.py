@@ -54,7 +54,8 @@ def test_a_type_not_offered_in_the_region_is_an_error_at_the_pool_with_alternati
         plan_project(ROOT, "dev", standins=False, config_overrides=overrides)
     (line,) = [ln for ln in str(e.value).splitlines() if "nodePools" in ln]
     assert line.strip() == (
-        "- trainforge:nodePools[0].instanceTypes[0]: 'g6.12xlarge' is not offered in eu-west-1 "
-        "(EC2 instance-type offerings); expected an instance type offered there, such as "
-        "g4dn.12xlarge (4 x T4), g5.12xlarge (4 x A10G), or a region that offers g6.12xlarge"
+        "- trainforge:nodePools[0].instanceTypes[0]: got 'g6.12xlarge'; expected an instance "
+        "type offered in eu-west-1 (g6.12xlarge is not offered in eu-west-1: EC2 instance-type "
+        "offerings), such as g4dn.12xlarge (4 x T4), g5.12xlarge (4 x A10G), or a region that "
+        "offers g6.12xlarge"
     )

@@ -44,9 +44,10 @@ def test_not_offered_even_when_aws_still_describes_it(monkeypatch):
     errors: list[str] = []
     assert it.resolve_pool(_pool("g6.12xlarge"), "trainforge:nodePools[0]", errors) is None
     assert errors == [
-        "trainforge:nodePools[0].instanceTypes[0]: 'g6.12xlarge' is not offered in eu-west-1 "
-        "(EC2 instance-type offerings); expected an instance type offered there, such as "
-        "g4dn.12xlarge (4 x T4), g5.12xlarge (4 x A10G), or a region that offers g6.12xlarge"
+        "trainforge:nodePools[0].instanceTypes[0]: got 'g6.12xlarge'; expected an instance type"
+        " offered in eu-west-1 (g6.12xlarge is not offered in eu-west-1: EC2 instance-type "
+        "offerings), such as g4dn.12xlarge (4 x T4), g5.12xlarge (4 x A10G), or a region that "
+        "offers g6.12xlarge"
     ]
 
 
@@ -57,9 +58,10 @@ def test_not_offered_when_the_live_lookup_refuses_it(monkeypatch):
     it.resolve_pool(_pool("g6.4xlarge"), "trainforge:nodePools[1]", errors)
     # the GPU count is unknown without the lookup: every same-size GPU type offered, L4 first
     assert errors == [
-        "trainforge:nodePools[1].instanceTypes[0]: 'g6.4xlarge' is not offered in eu-west-1 "
-        "(EC2 instance-type offerings); expected an instance type offered there, such as "
-        "gr6.4xlarge (1 x L4), g5.4xlarge (1 x A10G), or a region that offers g6.4xlarge"
+        "trainforge:nodePools[1].instanceTypes[0]: got 'g6.4xlarge'; expected an instance type "
+        "offered in eu-west-1 (g6.4xlarge is not offered in eu-west-1: EC2 instance-type "
+        "offerings), such as gr6.4xlarge (1 x L4), g5.4xlarge (1 x A10G), or a region that "
+        "offers g6.4xlarge"
     ]
 
 
@@ -68,6 +70,6 @@ def test_a_misspelt_type_keeps_its_own_message(monkeypatch):
     errors: list[str] = []
     it.resolve_pool(_pool("g6.12xlarg"), "trainforge:nodePools[0]", errors)
     assert errors == [
-        "trainforge:nodePools[0].instanceTypes[0]: 'g6.12xlarg' is not valid; expected an EC2 "
-        "instance type offered in this region"
+        "trainforge:nodePools[0].instanceTypes[0]: got 'g6.12xlarg'; expected an EC2 instance "
+        "type offered in this region"
     ]
