@@ -10,8 +10,9 @@ Layers, lowest first (a package may import only those to its left):
 
     core  <-  training  <-  jobs  <-  platform  <-  plan, live, local, cli, demo, report, ...
 
-`core` is stdlib only. `training` is shipped into pods alone (jobs/codeship.py bundles
-`trainforge/__init__.py` and `trainforge/training/`), so it imports no other trainforge package.
+`core` is stdlib only. `training` is shipped into pods with `core` alone (jobs/codeship.py
+bundles `trainforge/__init__.py`, `trainforge/core/` with its data files and
+`trainforge/training/`), so it imports core and no other trainforge package.
 """
 
 from __future__ import annotations
@@ -27,9 +28,10 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 # package -> the trainforge packages it may import (besides itself and the import-free root)
 LAYERS: dict[str, set[str]] = {
     "core": set(),
-    "training": set(),
-    "jobs": {"core", "training"},
-    "platform": {"core", "training", "jobs"},
+    "training": {"core"},
+    "stack": {"core", "training"},
+    "jobs": {"core", "training", "stack"},
+    "platform": {"core", "training", "stack", "jobs"},
 }
 _REGISTRY = re.compile(r"^trainforge(\.\w+)+(:\w+)?$")
 
@@ -191,6 +193,25 @@ def test_core_imports_the_standard_library_only():
 
 
 GRAPH_FILES = module_files(ROOT)
+
+
+def test_the_stack_model_imports_pydantic_and_core_only():
+    """The schema command and the docs generator read the model without Pulumi or AWS."""
+    third_party = []
+    for mod, path in GRAPH_FILES.items():
+        if package_of(mod) != "stack":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                names = [node.module]
+            for name in names:
+                top = name.split(".")[0]
+                if top not in sys.stdlib_module_names and top not in ("trainforge", "pydantic"):
+                    third_party.append(f"{path.relative_to(ROOT)}:{node.lineno} imports {name}")
+    assert third_party == []
 
 
 def test_the_check_sees_a_cycle_through_an_import_inside_a_function(tmp_path):

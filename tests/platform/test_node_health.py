@@ -16,7 +16,7 @@ import yaml
 from tests.conftest import run_stack
 from trainforge.core import versions
 from trainforge.plan import cli
-from trainforge.plan import rules as R
+from trainforge.plan.checks import rules as R
 from trainforge.platform.config import ConfigError, parse_config
 from trainforge.platform.node_health import ADDON_NAME, addon_configuration
 from trainforge.platform.published import pool_facts
@@ -160,5 +160,5 @@ def test_node_health_and_acceptance_config_errors_name_the_key() -> None:
             }  # fmt: skip
         )
     text = str(e.value)
-    assert "nodePools[0].acceptanceTest.dcgmLevel: 7" in text
-    assert "nodePools[0].acceptanceTest.nodes: 1" in text and "allReduce" in text
+    assert "nodePools[0].acceptanceTest.dcgmLevel: got 7" in text
+    assert "nodePools[0].acceptanceTest.nodes: got 1" in text and "allReduce" in text

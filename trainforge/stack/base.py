@@ -1,0 +1,256 @@
+"""The stack model's foundation: one base class, one error format, one "did you mean".
+
+Why: every `trainforge:` key of `Pulumi.<stack>.yaml` is declared once, as a field of a model
+in this package (type, default, bounds, a one-line description). The readers of each area
+validate through these models, the JSON Schema for editors and docs/configuration.md's tables
+are generated from them, and every problem of a stack comes back in one run, in one format:
+
+    trainforge:jobs[1].pool: got 'p5-nowhere'; expected one of the node pools: cpu, gpu
+
+Pulumi hands config values over as strings when they were set on the command line
+(`pulumi config set trainforge:x 3`); pydantic's lax mode turns "3" into 3 and "true" into True
+for int and bool fields, so no field needs its own coercion.
+"""
+
+from __future__ import annotations
+
+import difflib
+import types
+import typing
+from collections.abc import Iterable, Mapping
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
+from pydantic.alias_generators import to_camel
+
+NS = "trainforge"
+M = TypeVar("M", bound=BaseModel)
+
+
+class StackModel(BaseModel):
+    """Base of every stack section: camelCase keys, unknown keys refused, immutable.
+
+    Attribute names are snake_case (what the code reads); the keys users write are their
+    camelCase aliases (what the stack file holds). `populate_by_name` lets Python callers and
+    tests construct a section with the attribute names. A field's one-line description is its
+    `Field(description=...)`; it feeds the JSON Schema (editor hover) and the docs tables.
+    """
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        frozen=True,
+        str_strip_whitespace=False,
+        use_enum_values=True,
+    )
+
+
+class StackError(ValueError):
+    """Every problem of a stack's configuration, one line each (`errors`)."""
+
+    def __init__(self, errors: Iterable[str]):
+        self.errors = list(errors)
+        lines = "\n".join(f"  - {e}" for e in self.errors)
+        super().__init__(f"invalid stack configuration ({len(self.errors)} problem(s)):\n{lines}")
+
+
+def aliases(model: type[BaseModel]) -> set[str]:
+    """The keys a model accepts, as users write them (camelCase aliases)."""
+    return {f.alias or name for name, f in model.model_fields.items()}
+
+
+def own_keys(model: type[BaseModel], raw: Mapping[str, Any]) -> dict[str, Any]:
+    """The part of the flat `trainforge:` mapping that `model` (an area's keys) declares.
+
+    Stack keys are flat (`trainforge:nodePools`, `trainforge:teams`, `trainforge:jobs`): each
+    area validates its own; the root model (model.py) refuses a key no area declares.
+    """
+    keys = aliases(model)
+    return {k: v for k, v in raw.items() if k in keys}
+
+
+def problem(path: str, value: Any, expected: str) -> str:
+    """The one error line: `<path>: got <value>; expected <what is valid>`."""
+    return f"{path}: got {_show(value)}; expected {expected}"
+
+
+def suggest(value: Any, choices: Iterable[str]) -> str:
+    """` (did you mean 'x'?)` when `value` is close to one of `choices`, else ``."""
+    if not isinstance(value, str):
+        return ""
+    names = list(choices)
+    match = difflib.get_close_matches(value, names, n=1, cutoff=0.6)
+    if not match:  # a name with a suffix or prefix too many: 'p5-nowhere' -> 'p5'
+        match = sorted(
+            (n for n in names if len(n) >= 2 and (value.startswith(n) or n.startswith(value))),
+            key=len,
+            reverse=True,
+        )
+    return f" (did you mean {match[0]!r}?)" if match and match[0] != value else ""
+
+
+def one_of(value: Any, choices: Iterable[str], what: str = "") -> str:
+    """`one of <what>: a, b, c (did you mean 'b'?)`: the expected text for a name reference."""
+    names = sorted(choices)
+    listed = ", ".join(names) if names else "(none declared)"
+    head = f"one of the {what}: " if what else "one of: "
+    return f"{head}{listed}{suggest(value, names)}"
+
+
+def validate(model: type[M], raw: Any, path: str, errors: list[str]) -> M | None:
+    """`model` validated from `raw`; each problem appended to `errors` (None when any).
+
+    `path` is where `raw` sits, written as users see it (`trainforge:jobs[1]`), and prefixes
+    every line. Validate each independent part separately (each job, each pool) so that one
+    bad part does not hide the problems of the others.
+    """
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        errors.extend(format_errors(exc, model, path))
+        return None
+
+
+def validate_as(annotation: Any, raw: Any, path: str, errors: list[str]) -> Any:
+    """Like `validate`, for any annotation (`list[PoolModel]`, `dict[str, str]`, ...)."""
+    try:
+        return TypeAdapter(annotation).validate_python(raw)
+    except ValidationError as exc:
+        errors.extend(format_errors(exc, annotation, path))
+        return None
+
+
+def format_errors(exc: ValidationError, root: Any, path: str) -> list[str]:
+    """One line per pydantic error, in the stack's format, with did-you-mean for keys."""
+    out = []
+    for err in exc.errors(include_url=False):
+        loc = err["loc"]
+        where = _join(path, loc)
+        kind = err["type"]
+        if kind == "extra_forbidden":
+            known = known_keys(root, loc[:-1])
+            key = str(loc[-1])
+            out.append(
+                f"{where}: unknown key{suggest(key, known)}; known keys: {', '.join(sorted(known))}"
+            )
+        elif kind == "missing":
+            out.append(f"{where}: missing; expected {_describe(root, loc)}")
+        else:
+            out.append(problem(where, err.get("input"), _expected(err)))
+    return out
+
+
+def known_keys(root: Any, loc: tuple[Any, ...]) -> list[str]:
+    """The keys (aliases) the model at `loc` under `root` accepts."""
+    model = _model_at(root, loc)
+    if model is None:
+        return []
+    return [f.alias or name for name, f in model.model_fields.items()]
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _join(path: str, loc: tuple[Any, ...]) -> str:
+    out = path
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part in ("function-after", "function-before", "function-wrap", "tagged-union"):
+            continue
+        elif not out or out.endswith(":"):
+            out += str(part)
+        else:
+            out += f".{part}"
+    return out
+
+
+def _expected(err: Mapping[str, Any]) -> str:
+    """What is valid, from a pydantic error: our own messages verbatim, pydantic's reworded."""
+    msg = str(err.get("msg", ""))
+    kind = err.get("type", "")
+    ctx = err.get("ctx") or {}
+    if kind == "value_error":
+        # validators raise ValueError("<what is valid>")
+        return msg.removeprefix("Value error, ")
+    if kind == "assertion_error":
+        return msg.removeprefix("Assertion failed, ")
+    bounds = {"greater_than_equal": ">=", "greater_than": ">", "less_than_equal": "<="}
+    if kind in bounds or kind == "less_than":
+        limit = next(iter(ctx.values()), "?")
+        return f"a value {bounds.get(kind, '<')} {limit}"
+    if kind == "literal_error":
+        return "one of " + str(ctx.get("expected", msg)).replace(" or ", ", ")
+    if kind.startswith("int_"):
+        return "an integer"
+    if kind.startswith("bool_"):
+        return "true or false"
+    if kind.startswith("float_"):
+        return "a number"
+    if kind.startswith("string_pattern"):
+        return f"a string matching {ctx.get('pattern')!r}"
+    if kind in ("string_type",):
+        return "a string"
+    if kind in ("dict_type", "model_type", "model_attributes_type"):
+        return "a mapping"
+    if kind in ("list_type", "tuple_type"):
+        return "a list"
+    text = msg.removeprefix("Input should be ").removeprefix("Value error, ")
+    return text[:1].lower() + text[1:]
+
+
+def _describe(root: Any, loc: tuple[Any, ...]) -> str:
+    model = _model_at(root, loc[:-1])
+    if model is not None:
+        for name, f in model.model_fields.items():
+            if (f.alias or name) == loc[-1] or name == loc[-1]:
+                return f.description or "a value"
+    return "a value"
+
+
+def _model_at(root: Any, loc: tuple[Any, ...]) -> type[BaseModel] | None:
+    """Follow `loc` (keys and list indexes) through the annotations from `root` to a model."""
+    current: Any = root
+    for part in loc:
+        current = _unwrap(current, isinstance(part, int))
+        if isinstance(part, int):
+            continue
+        if isinstance(current, type) and issubclass(current, BaseModel):
+            field = next(
+                (
+                    f
+                    for name, f in current.model_fields.items()
+                    if (f.alias or name) == part or name == part
+                ),
+                None,
+            )
+            if field is None:
+                return None
+            current = field.annotation
+        elif typing.get_origin(current) in (dict, Mapping):
+            current = typing.get_args(current)[1]
+    current = _unwrap(current, False)
+    return current if isinstance(current, type) and issubclass(current, BaseModel) else None
+
+
+def _unwrap(annotation: Any, index: bool) -> Any:
+    """Optional[X] -> X, Annotated[X, ...] -> X; with `index`, list/tuple[X] -> X."""
+    while True:
+        origin = typing.get_origin(annotation)
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if origin is typing.Annotated:
+            annotation = args[0]
+        elif origin in (typing.Union, types.UnionType):
+            models = [a for a in args if isinstance(a, type) and issubclass(a, BaseModel)]
+            annotation = models[0] if models else args[0]
+        elif index and origin in (list, tuple, frozenset, set):
+            annotation = args[0]
+            index = False
+        else:
+            return annotation
