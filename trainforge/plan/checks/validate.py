@@ -15,6 +15,7 @@ instead of a 40-minute apply.
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import re
