@@ -19,26 +19,48 @@ from typing import Any
 import pulumi
 
 from trainforge.core.contract import PlatformContract
+from trainforge.core.errors import JobConfigError
 from trainforge.jobs import codeship, entrypoint
 from trainforge.jobs.component import TrainingJob
-from trainforge.jobs.spec import parse_jobs
+from trainforge.jobs.spec import JobsError, parse_jobs, validate_jobs
 from trainforge.jobs.wiring import resolve_job
+from trainforge.stack.base import one_of, problem
 
 CONFIG_KEY = "trainforge:jobs"
 
 
 def check_jobs(contract: PlatformContract, raw_jobs: Any) -> None:
-    """Raise JobConfigError for the first bad job, on a contract built before any resource.
+    """Raise JobsError with every problem of every job, on a contract built before any
+    resource: the declarations, then each valid job's team and pool, its fit on the pool and
+    its own code.
 
     The program passes `platform.published.contract_from_config(config)`: the stack config
     alone, with pool facts from the (cached) instance-type lookups. Taking the contract rather
     than the config keeps jobs below platform (docs/architecture.md, "Layers").
     """
-    for i, spec in enumerate(parse_jobs(raw_jobs, CONFIG_KEY)):
+    errors: list[str] = []
+    for i, spec in enumerate(validate_jobs(raw_jobs, CONFIG_KEY, errors)):
         where = f"{CONFIG_KEY}[{i}]"
-        job = resolve_job(spec, contract.target(spec.team, spec.pool, where), where)
-        # the job's own code: the files exist, fit a ConfigMap, the script parses
-        entrypoint.user_code(job, ".", where)
+        if spec is None:
+            continue
+        known = True
+        for key, value, names, what in (
+            ("team", spec.team, contract.teams, "teams"),
+            ("pool", spec.pool, contract.pools, "node pools"),
+        ):
+            if value not in names:
+                errors.append(problem(f"{where}.{key}", value, one_of(value, names, what)))
+                known = False
+        if not known:
+            continue
+        try:
+            job = resolve_job(spec, contract.target(spec.team, spec.pool, where), where)
+            # the job's own code: the files exist, fit a ConfigMap, the script parses
+            entrypoint.user_code(job, ".", where)
+        except JobConfigError as e:
+            errors.extend(getattr(e, "errors", None) or [str(e)])
+    if errors:
+        raise JobsError(errors)
 
 
 def declare_jobs(

@@ -39,6 +39,7 @@ from trainforge.core.errors import JobConfigError
 from trainforge.jobs import codeship, images
 from trainforge.jobs.codeship import CODE_MOUNT, USER_CODE_MOUNT, CodeBundle
 from trainforge.jobs.spec import EntrypointSpec, JobSpec
+from trainforge.stack.jobs import FLAG_NAMES
 from trainforge.training import contract as c
 from trainforge.training.timeouts import DEFAULT_HANG_TIMEOUT_S, Timeouts
 
@@ -106,35 +107,17 @@ def mirrors_to_s3(job: JobSpec, target: JobTarget) -> bool:
 
 def training_args(job: JobSpec, target: JobTarget) -> list[Any]:
     """The `python -m trainforge.training` flags for this job (issue 2 and 3 contracts)."""
-    t = job.training
     args: list[Any] = ["--strategy", job.strategy]
-    flag_values = [
-        ("--model", t.model),
-        ("--layers", t.layers),
-        ("--d-model", t.d_model),
-        ("--heads", t.heads),
-        ("--seq-len", t.seq_len),
-        ("--vocab-size", t.vocab_size),
-        ("--dataset", t.dataset),
-        ("--data-path", _on_volume(t.data_path, target)),
-        ("--dataset-size", t.dataset_size),
-        ("--steps", t.steps),
-        ("--batch-size", t.batch_size),
-        ("--grad-accum", t.grad_accum),
-        ("--lr", t.lr),
-        ("--warmup-steps", t.warmup_steps),
-        ("--weight-decay", t.weight_decay),
-        ("--seed", t.seed),
-        ("--log-every", t.log_every),
-        ("--precision", t.precision),
-    ]
-    for flag, value in flag_values:
-        if value is not None:
+    # the job's runtime flags are the runtime's own (trainforge.stack.jobs.FLAG_NAMES)
+    for name in FLAG_NAMES:
+        value = getattr(job, name)
+        if name == "data_path":
+            value = _on_volume(value, target)
+        flag = "--" + name.replace("_", "-")
+        if value is True:
+            args.append(flag)
+        elif value is not None and value is not False:
             args += [flag, str(value)]
-    if t.compile:
-        args.append("--compile")
-    if t.activation_checkpointing:
-        args.append("--activation-checkpointing")
     ck = job.checkpoint
     args += [
         "--run-name",
