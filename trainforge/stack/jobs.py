@@ -30,7 +30,6 @@ from pydantic import (
     model_validator,
 )
 from pydantic.json_schema import SkipJsonSchema
-from pydantic_core import InitErrorDetails
 
 from trainforge.core.contract import BACKENDS
 from trainforge.core.errors import JobConfigError
@@ -100,6 +99,8 @@ class JobsError(JobConfigError, StackError):
 
     def __init__(self, errors: typing.Iterable[str]) -> None:
         StackError.__init__(self, errors)  # JobConfigError's (where, value, expected) is not used
+        if len(self.errors) == 1:  # one problem: its line alone, as every JobConfigError reads
+            self.args = (self.errors[0],)
         self.where, _, self.expected = (self.errors[0] if self.errors else "").partition(": ")
         self.value = None
 
@@ -111,13 +112,12 @@ class Problems:
     keys users write) under the path of the model that holds the rule."""
 
     def __init__(self) -> None:
-        self.items: list[InitErrorDetails] = []
+        self.items: list[Any] = []  # pydantic_core.InitErrorDetails
 
     def add(self, loc: tuple[str | int, ...], value: Any, expected: str) -> None:
+        error = ValueError(expected)
         self.items.append(
-            InitErrorDetails(
-                type="value_error", loc=loc, input=value, ctx={"error": ValueError(expected)}
-            )
+            {"type": "value_error", "loc": loc, "input": value, "ctx": {"error": error}}
         )
 
     def extend(self, other: Problems, *prefix: str | int) -> None:
@@ -189,7 +189,21 @@ def _text(value: Any) -> Any:
     return value
 
 
+def _int(value: Any) -> Any:
+    if isinstance(value, bool):  # pydantic's lax mode would take true for 1
+        raise ValueError("an integer")
+    return value
+
+
+def _float(value: Any) -> Any:
+    if isinstance(value, bool):
+        raise ValueError("a number")
+    return value
+
+
 Bool = Annotated[bool, BeforeValidator(_bool)]
+Int = Annotated[int, BeforeValidator(_int)]
+Float = Annotated[float, BeforeValidator(_float)]
 Quantity = Annotated[
     str, BeforeValidator(_quantity), WithJsonSchema({"type": ["string", "number"]})
 ]
@@ -243,8 +257,8 @@ def runtime_field(
     choices = meta.get("choices") or (action.choices if action is not None else None)
     if choices:
         annotation = Literal[tuple(choices)]
-    elif annotation is bool:
-        annotation = Bool
+    else:
+        annotation = {bool: Bool, int: Int, float: Float}.get(annotation, annotation)
     kwargs: dict[str, Any] = {}
     low = meta.get("ge", _lower_bound(action) if action is not None else None)
     if low is not None:
@@ -356,28 +370,28 @@ class ModelSize(Keys):
     passed to the code that runs.
     """
 
-    layers: int | None = Field(None, ge=1, description="GPT form: decoder blocks")
-    d_model: int | None = Field(None, ge=1, description="GPT form: hidden width")
-    seq_len: int | None = Field(None, ge=1, description="GPT form: tokens per sample")
-    vocab_size: int | None = Field(None, ge=1, description="GPT form: vocabulary size")
-    parameters: int | None = Field(
+    layers: Int | None = Field(None, ge=1, description="GPT form: decoder blocks")
+    d_model: Int | None = Field(None, ge=1, description="GPT form: hidden width")
+    seq_len: Int | None = Field(None, ge=1, description="GPT form: tokens per sample")
+    vocab_size: Int | None = Field(None, ge=1, description="GPT form: vocabulary size")
+    parameters: Int | None = Field(
         None, ge=1, description="parameters (GPT form: default the decoder's count)"
     )
-    heads: int | None = Field(None, ge=1, description="GPT form: attention heads")
-    batch_size: int = Field(1, ge=1, description="samples per GPU per micro-step")
-    grad_accum: int = Field(1, ge=1, description="micro-steps per optimizer step")
-    steps: int | None = Field(None, ge=1, description="optimizer steps (the cost report's)")
+    heads: Int | None = Field(None, ge=1, description="GPT form: attention heads")
+    batch_size: Int = Field(1, ge=1, description="samples per GPU per micro-step")
+    grad_accum: Int = Field(1, ge=1, description="micro-steps per optimizer step")
+    steps: Int | None = Field(None, ge=1, description="optimizer steps (the cost report's)")
     activation_checkpointing: Bool = Field(
         False, description="the code recomputes activations in backward"
     )
-    flops_per_sample: float | None = Field(
+    flops_per_sample: Float | None = Field(
         None, gt=0, description="declared form: training FLOPs of one sample (e.g. 6.1e9)"
     )
-    flops_per_token: float | None = Field(
+    flops_per_token: Float | None = Field(
         None, gt=0, description="declared form: training FLOPs of one token"
     )
-    tokens_per_sample: int = Field(1, ge=1, description="declared form: tokens per sample")
-    activation_bytes_per_sample: int | None = Field(
+    tokens_per_sample: Int = Field(1, ge=1, description="declared form: tokens per sample")
+    activation_bytes_per_sample: Int | None = Field(
         None, ge=1, description="declared form: activation bytes one sample keeps for backward"
     )
 
@@ -388,14 +402,23 @@ class ModelSize(Keys):
 
     @model_validator(mode="wrap")
     @classmethod
-    def _forms(cls, data: Any, handler: Any) -> ModelSize:
+    def _per_sample(cls, data: Any, handler: Any) -> ModelSize:
         size = handler(data)
+        if size.flops_per_sample is None and size.flops_per_token is not None:
+            per_sample = size.flops_per_token * size.tokens_per_sample
+            size = size.model_copy(update={"flops_per_sample": per_sample})
+        return size
+
+    def form_problems(self) -> Problems:
+        """The GPT form needs its four shape keys; the declared form its three facts.
+        (Checked by the job, after its rule that modelSize and the bundled flags exclude
+        each other.)"""
         out = Problems()
         gpt = ("layers", "d_model", "seq_len", "vocab_size")
         declared = ("flops_per_sample", "flops_per_token", "activation_bytes_per_sample")
-        if any(getattr(size, k) is not None for k in gpt):
+        if any(getattr(self, k) is not None for k in gpt):
             for key in gpt:
-                if getattr(size, key) is None:
+                if getattr(self, key) is None:
                     out.add(
                         (_camel(key),),
                         None,
@@ -405,28 +428,24 @@ class ModelSize(Keys):
                         "activationBytesPerSample",
                     )
             for key in declared:
-                if getattr(size, key) is not None:
+                if getattr(self, key) is not None:
                     out.add(
-                        (_camel(key),), getattr(size, key), "no declared-form key in the GPT form"
+                        (_camel(key),), getattr(self, key), "no declared-form key in the GPT form"
                     )
-            if size.heads and size.d_model and size.d_model % size.heads:
-                out.add(("heads",), size.heads, f"a number that divides dModel ({size.d_model})")
-        else:
-            if size.flops_per_sample is None and size.flops_per_token is not None:
-                per_sample = size.flops_per_token * size.tokens_per_sample
-                size = size.model_copy(update={"flops_per_sample": per_sample})
-            for key in ("parameters", "flops_per_sample", "activation_bytes_per_sample"):
-                if getattr(size, key) is None:
-                    out.add(
-                        (_camel(key),),
-                        None,
-                        "modelSize to state your model: parameters, flopsPerSample (or "
-                        "flopsPerToken and tokensPerSample) and activationBytesPerSample "
-                        "(`trainforge calibrate --declared` measures them from a local run), or "
-                        "the GPT form (layers, dModel, seqLen, vocabSize)",
-                    )
-        out.raise_if_any("modelSize")
-        return size
+            if self.heads and self.d_model and self.d_model % self.heads:
+                out.add(("heads",), self.heads, f"a number that divides dModel ({self.d_model})")
+            return out
+        for key in ("parameters", "flops_per_sample", "activation_bytes_per_sample"):
+            if getattr(self, key) is None:
+                out.add(
+                    (_camel(key),),
+                    None,
+                    "modelSize to state your model: parameters, flopsPerSample (or "
+                    "flopsPerToken and tokensPerSample) and activationBytesPerSample "
+                    "(`trainforge calibrate --declared` measures them from a local run), or "
+                    "the GPT form (layers, dModel, seqLen, vocabSize)",
+                )
+        return out
 
 
 def _checkpoint_dir(value: str) -> str:
@@ -510,7 +529,7 @@ CheckpointSpec = create_model(
     every=_every,
     keep_last=_keep,
     async_save=(Bool, _async[1]),
-    grace_period=(int, _grace[1]),
+    grace_period=(Int, _grace[1]),
     resume=(Annotated[NonEmpty, AfterValidator(_resume)], _resume_f[1]),
     directory=(Annotated[NonEmpty, AfterValidator(_checkpoint_dir)] | None, _dir[1]),
 )
@@ -519,9 +538,9 @@ CheckpointSpec = create_model(
 class ElasticSpec(Keys):
     """torchrun elasticity: the job runs with any pod count in [min_workers, max_workers]."""
 
-    min_workers: int | None = Field(None, ge=1, description="the fewest pods (default maxWorkers)")
-    max_workers: int | None = Field(None, ge=1, description="the most pods (default workers)")
-    max_restarts: int = Field(3, ge=0, description="torchrun restarts of the worker group")
+    min_workers: Int | None = Field(None, ge=1, description="the fewest pods (default maxWorkers)")
+    max_workers: Int | None = Field(None, ge=1, description="the most pods (default workers)")
+    max_restarts: Int = Field(3, ge=0, description="torchrun restarts of the worker group")
 
     @model_validator(mode="wrap")
     @classmethod
@@ -549,11 +568,11 @@ class RunPolicySpec(Keys):
     clean_pod_policy: Literal["None", "Running", "All"] = Field(
         "Running", description="pods deleted when the job finishes"
     )
-    ttl_seconds_after_finished: int | None = Field(
+    ttl_seconds_after_finished: Int | None = Field(
         86400, ge=0, description="seconds the finished job (and its logs) stays"
     )
-    backoff_limit: int = Field(6, ge=0, description="restarts before the job fails")
-    active_deadline_seconds: int | None = Field(
+    backoff_limit: Int = Field(6, ge=0, description="restarts before the job fails")
+    active_deadline_seconds: Int | None = Field(
         None, ge=1, description="seconds the job may run at most"
     )
 
@@ -821,11 +840,11 @@ class JobModel(ModelFlags):  # type: ignore[misc,valid-type]
     preset: Preset = Field(
         "ddp", description="ddp, fsdp or elastic (default ddp; elastic with an elastic block)"
     )
-    workers: int = Field(1, ge=1, description="pods (default 1; elastic: maxWorkers)")
-    gpus_per_worker: int | None = Field(
+    workers: Int = Field(1, ge=1, description="pods (default 1; elastic: maxWorkers)")
+    gpus_per_worker: Int | None = Field(
         None, ge=0, description="GPUs per pod (default: the pool's GPUs per node)"
     )
-    procs_per_worker: int | None = Field(
+    procs_per_worker: Int | None = Field(
         None, ge=1, description="processes per pod (default: the GPUs, or 1 on CPU)"
     )
     cpu: Quantity | None = Field(None, description="CPU per pod (default: the GPUs' share)")
@@ -863,7 +882,7 @@ class JobModel(ModelFlags):  # type: ignore[misc,valid-type]
     restart_policy: Literal["OnFailure", "ExitCode", "Never"] | None = Field(
         None, description="OnFailure, ExitCode or Never (default ExitCode, see docs/jobs.md)"
     )
-    hang_timeout: int | None = Field(
+    hang_timeout: Int | None = Field(
         None,
         ge=0,
         le=86400,
@@ -872,7 +891,7 @@ class JobModel(ModelFlags):  # type: ignore[misc,valid-type]
     )
     # Off by default for user code: a PodMonitor scraping a port nothing serves would be a
     # down target (and kube-prometheus-stack's TargetDown alert) for every plain script.
-    metrics_port: int = Field(
+    metrics_port: Int = Field(
         9090,
         ge=0,
         le=65535,
@@ -897,7 +916,7 @@ class JobModel(ModelFlags):  # type: ignore[misc,valid-type]
         None, description="pytorchjob, trainjob or indexed-job (default: the platform's)"
     )
     # Only the plan's cost report reads it; the runtime does not.
-    expected_step_seconds: float | None = Field(
+    expected_step_seconds: Float | None = Field(
         None, gt=0, description="seconds one optimizer step takes on this pool, if known"
     )
 
@@ -995,15 +1014,19 @@ class JobModel(ModelFlags):  # type: ignore[misc,valid-type]
                 update["metrics_port"] = 0
         else:
             out.extend(job.flag_problems())
-        if job.model_size is not None:
+        size = job.model_size
+        if size is not None:
             bundled = [_camel(k) for k in BUNDLED_SIZE_FLAGS if getattr(job, k) is not None]
+            first = next((k for k in ModelSize.model_fields if k in size.model_fields_set), None)
             if bundled:
                 out.add(
-                    ("modelSize",),
-                    job.model_size.model_dump(by_alias=True, exclude_defaults=True),
+                    ("modelSize", _camel(first)) if first else ("modelSize",),
+                    getattr(size, first) if first else {},
                     f"modelSize or the bundled model's size ({', '.join(bundled)}), not both: "
                     "modelSize states the size of your own code's model",
                 )
+            else:
+                out.extend(size.form_problems(), "modelSize")
         for i, volume in enumerate(job.volumes):
             for j, other in enumerate(job.volumes[:i]):
                 if other.claim == volume.claim and other.sub_path == volume.sub_path:
@@ -1042,7 +1065,7 @@ class JobModel(ModelFlags):  # type: ignore[misc,valid-type]
                 "(the stock PyTorch image has none of yours; use entrypoint.script to ship a file)",
             )
         flags = [k for k in FLAG_NAMES if getattr(self, k) not in (None, False)]
-        if "strategy" in given and preset != "fsdp":
+        if "strategy" in given:
             flags.insert(0, "strategy")
         for key in flags:
             out.add(
@@ -1060,7 +1083,7 @@ class JobModel(ModelFlags):  # type: ignore[misc,valid-type]
                 f"{entry} states only in modelSize.steps (or bound the run's cost with "
                 "runPolicy.activeDeadlineSeconds)",
             )
-        if preset == "fsdp":
+        if preset == "fsdp" and "preset" in given:
             out.add(
                 ("preset",),
                 "fsdp",
