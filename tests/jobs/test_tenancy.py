@@ -112,7 +112,7 @@ def test_without_mlflow_no_credentials_are_mounted(backend):
 
 
 def test_a_job_cannot_move_home_away_from_its_mlflow_credentials():
-    with pytest.raises(JobConfigError, match=r"job\.env\.HOME: got '/fsx/home'; HOME is /tmp"):
+    with pytest.raises(JobConfigError, match=r"job\.env\.HOME: got '/fsx/home'; expected no HOME: it is /tmp"):
         parse_job({"name": "x", "team": "t", "pool": "p", "env": {"HOME": "/fsx/home"}}, W)
 
 

@@ -108,16 +108,15 @@ def mirrors_to_s3(job: JobSpec, target: JobTarget) -> bool:
 def training_args(job: JobSpec, target: JobTarget) -> list[Any]:
     """The `python -m trainforge.training` flags for this job (issue 2 and 3 contracts)."""
     args: list[Any] = ["--strategy", job.strategy]
-    # the job's runtime flags are the runtime's own (trainforge.stack.jobs.FLAG_NAMES)
-    for name in FLAG_NAMES:
-        value = getattr(job, name)
+    # the job's runtime flags are the runtime's own (trainforge.stack.jobs.FLAG_NAMES): those
+    # with a value first, then the switches (the order every existing job's pods carry)
+    values = [(n, getattr(job, n)) for n in FLAG_NAMES]
+    for name, value in values:
         if name == "data_path":
             value = _on_volume(value, target)
-        flag = "--" + name.replace("_", "-")
-        if value is True:
-            args.append(flag)
-        elif value is not None and value is not False:
-            args += [flag, str(value)]
+        if value is not None and not isinstance(value, bool):
+            args += ["--" + name.replace("_", "-"), str(value)]
+    args += ["--" + name.replace("_", "-") for name, value in values if value is True]
     ck = job.checkpoint
     args += [
         "--run-name",

@@ -470,6 +470,12 @@ _CHECKPOINT = {  # job key -> the runtime flag it sets
 }
 
 
+def _fingerprint(value: str) -> str:
+    if not re.fullmatch(FINGERPRINT_RE, value):
+        raise ValueError("module:function, e.g. layout:state_layout")
+    return value
+
+
 class _Checkpoint(Keys):
     # Mirror completed checkpoints to the platform's checkpoint bucket (team prefix). None =
     # auto: on for a job that names its own image (expected to carry boto3, i.e.
@@ -479,7 +485,7 @@ class _Checkpoint(Keys):
         description="mirror checkpoints to the team's prefix of the platform's bucket (needs "
         "boto3 in the image); unset: on for a job's own image, off for the stock image",
     )
-    fingerprint: Annotated[str, Field(pattern=f"^{FINGERPRINT_RE}$")] | None = Field(
+    fingerprint: Annotated[str, AfterValidator(_fingerprint)] | None = Field(
         None,
         description="own code: module:function in the job's code directory returning the state "
         "layout its checkpoints hold; `trainforge plan --diff` compares it",
@@ -1039,7 +1045,8 @@ class JobModel(ModelFlags):  # type: ignore[misc,valid-type]
                     out.add(
                         ("volumes", i, "mountPath"),
                         volume.mount_path,
-                        f"a path apart from volumes[{j}].mountPath ({other.mount_path})",
+                        f"a path of its own: it overlaps volumes[{j}].mountPath "
+                        f"({other.mount_path}); use separate paths",
                     )
         out.raise_if_any("job")
         return job.model_copy(update=update) if update else job
