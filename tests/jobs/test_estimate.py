@@ -418,7 +418,12 @@ def test_the_repository_calibration_file_is_valid():
 @pytest.mark.parametrize(
     ("size", "extra", "field", "hint"),
     [
-        ({"layers": 2, "dModel": 64, "seqLen": 8}, {}, "modelSize.vocabSize", "expected layers, dModel, seqLen and vocabSize"),
+        (
+            {"layers": 2, "dModel": 64, "seqLen": 8},
+            {},
+            "modelSize.vocabSize",
+            "expected layers, dModel, seqLen and vocabSize",
+        ),
         (
             {"parameters": 5, "flopsPerSample": 30},
             {},
