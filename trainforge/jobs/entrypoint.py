@@ -106,7 +106,8 @@ def mirrors_to_s3(job: JobSpec, target: JobTarget) -> bool:
 
 
 def training_args(job: JobSpec, target: JobTarget) -> list[Any]:
-    """The `python -m trainforge.training` flags for this job (issue 2 and 3 contracts)."""
+    """The `python -m trainforge.training` flags for this job: its training and checkpointing
+    settings as the runtime's own parser reads them (trainforge.training.config)."""
     args: list[Any] = ["--strategy", job.strategy]
     # the job's runtime flags are the runtime's own (trainforge.stack.jobs.FLAG_NAMES): those
     # with a value first, then the switches (the order every existing job's pods carry)
