@@ -169,6 +169,11 @@ def test_the_issues_stack_example_parses():
             "set by the operator or the platform",
         ),
         (
+            {"command": []},
+            {"image": DLC_IMAGE},
+            r"entrypoint\.command: got \[\]; expected the argv",
+        ),
+        (
             {"command": ["x"], "args": ["y"]},
             {"image": DLC_IMAGE},
             r"entrypoint\.args: .*in command itself",

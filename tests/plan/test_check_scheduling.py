@@ -59,7 +59,7 @@ def test_a_job_that_skipped_resolve_job_is_a_finding():
         tgt,
         "j",
     )
-    too_many = replace(ok, workers=8)  # what resolve_job would have refused
+    too_many = ok.model_copy(update={"workers": 8})  # what resolve_job would have refused
     result = scheduling.check(_ctx(_declared(too_many, tgt)))
     (finding,) = result.findings
     assert finding.rule == scheduling.RULE
@@ -73,7 +73,7 @@ def test_a_job_that_skipped_resolve_job_is_a_finding():
 def test_a_pod_bigger_than_what_the_node_leaves_is_a_finding():
     tgt = target(GPU_POOL)
     ok = resolve_job(parse_job({"name": "j", "team": "research", "pool": "x"}, "j"), tgt, "j")
-    result = scheduling.check(_ctx(_declared(replace(ok, cpu="48"), tgt)))
+    result = scheduling.check(_ctx(_declared(ok.model_copy(update={"cpu": "48"}), tgt)))
     (finding,) = result.findings
     assert "needs cpu 48000m, g5.12xlarge: 48 vCPU - 190m kubelet reservation" in finding.message
 
@@ -81,7 +81,7 @@ def test_a_pod_bigger_than_what_the_node_leaves_is_a_finding():
 def test_a_job_over_the_team_quota_is_a_finding():
     tgt = target(GPU_POOL, quota=TeamQuota(gpus="4"))
     ok = resolve_job(parse_job({"name": "j", "team": "research", "pool": "x"}, "j"), tgt, "j")
-    result = scheduling.check(_ctx(_declared(replace(ok, workers=2), tgt)))
+    result = scheduling.check(_ctx(_declared(ok.model_copy(update={"workers": 2}), tgt)))
     assert [f.message.split(": ", 1)[1] for f in result.findings] == [
         "2 pod(s) need gpus 8 but the team quota is 4"
     ]
@@ -130,7 +130,9 @@ def test_a_contract_without_jobs_still_shows_its_pools_with_their_bounds():
 def test_quota_lines_show_fractions_of_a_cpu_and_whole_numbers():
     tgt = target(GPU_POOL)
     ok = resolve_job(parse_job({"name": "j", "team": "research", "pool": "x"}, "j"), tgt, "j")
-    result = scheduling.check(_ctx(_declared(replace(ok, cpu="500m", workers=3), tgt)))
+    result = scheduling.check(
+        _ctx(_declared(ok.model_copy(update={"cpu": "500m", "workers": 3}), tgt))
+    )
     (quota,) = [line for line in result.sections[0].lines if "quota:" in line]
     assert quota.startswith("  team research quota: gpus 12/64, cpu 1.5/1000, memory ")
 

@@ -649,6 +649,8 @@ class EntrypointSpec(Keys):
                 f"only one of script, module, command (or, in Python, function); "
                 f"{given[0]} is set too",
             )
+        elif "command" in ep.model_fields_set and not ep.command:
+            out.add(("command",), [], "the argv to run, e.g. [torchrun, train.py]")
         elif not given:
             key = next((k for k in ("code_dir", "args", "exclude") if _set(ep, k)), None)
             out.add(
