@@ -191,7 +191,7 @@ def test_every_pool_is_listed_once_whatever_repeats_before_it():
         efa_t,
         "e",
     )
-    again = replace(gpu_job, name="g2")
+    again = gpu_job.model_copy(update={"name": "g2"})
     jobs = (_declared(gpu_job, gpu_t), _declared(again, gpu_t), _declared(efa_job, efa_t))
     result = scheduling.check(_ctx(*jobs))  # gpu-workloads twice, then efa-p5
     heads = [line for line in result.sections[0].lines if line.startswith("pool ")]

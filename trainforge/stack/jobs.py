@@ -744,19 +744,16 @@ def _version(value: Any) -> Any:
     return str(value)
 
 
+Version = Annotated[str, BeforeValidator(_version), WithJsonSchema({"type": ["string", "number"]})]
+
+
 class ImageFactsKeys(Keys):
     """What a job's own image carries (`imageFacts`): versions, and pieces as true, false or a
     version (trainforge.jobs.image_facts.ImageFacts holds them after parsing)."""
 
-    torch: Annotated[str, BeforeValidator(lambda v: _version(v))] | None = Field(
-        None, description="torch version"
-    )
-    cuda: Annotated[str, BeforeValidator(lambda v: _version(v))] | None = Field(
-        None, description="CUDA version"
-    )
-    python: Annotated[str, BeforeValidator(lambda v: _version(v))] | None = Field(
-        None, description="Python version"
-    )
+    torch: Version | None = Field(None, description="torch version")
+    cuda: Version | None = Field(None, description="CUDA version")
+    python: Version | None = Field(None, description="Python version")
     mlflow: Piece | None = Field(None, description="mlflow (true, false or a version)")
     boto3: Piece | None = Field(None, description="boto3 (true, false or a version)")
     libfabric: Piece | None = Field(None, description="libfabric (EFA)")
@@ -908,7 +905,11 @@ class JobModel(ModelFlags):  # type: ignore[misc,valid-type]
     nccl_debug: Literal["VERSION", "WARN", "INFO", "TRACE"] = Field(
         "WARN", description="NCCL_DEBUG"
     )
-    env: Env = Field((), description="extra environment variables (NAME: value)")
+    env: Env = Field(
+        (),
+        description="extra environment variables (NAME: value)",
+        json_schema_extra={"default": {}},
+    )
     priority: Priority = Field("normal", description="the job's Kueue WorkloadPriorityClass")
     topology: Topology | None = Field(
         None, description="how close the pods must be on topology-aware pools"
