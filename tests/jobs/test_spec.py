@@ -159,7 +159,7 @@ def test_env_is_sorted_and_reserved_names_are_refused():
             "trainforge:jobs[0].heads",
             "got 3; expected a number that divides dModel (100)",
         ),
-        ({"lr": 0}, "trainforge:jobs[0].lr", "> 0"),
+        ({"lr": 0}, "trainforge:jobs[0].lr", "got 0; expected a value > 0"),
         ({"precision": "fp8"}, "trainforge:jobs[0].precision", "one of 'auto', 'bf16', 'fp32'"),
         ({"checkpoint": {"every": 0}}, "trainforge:jobs[0].checkpoint.every", ">= 1"),
         (
@@ -270,18 +270,27 @@ def test_rules_across_keys_each_name_their_key_in_one_run():
 
 
 def test_the_runtime_flags_are_the_runtimes_own_declaration():
-    """A job's model flags are derived from the runtime's TrainConfig and parser: the same
-    names, choices and lower bounds, so a flag is declared once."""
-    from trainforge.training.config import TrainConfig, build_parser
+    """A job's runtime flags and checkpoint settings are derived from the runtime's declared
+    settings (training/config.py): the same names, choices, bounds and help."""
+    from trainforge.jobs.spec import CheckpointSpec
+    from trainforge.training.config import TrainConfig, settings
 
-    actions = {a.dest: a for a in build_parser()._actions}
+    declared = {s.path: s for s in settings(TrainConfig)}
     flags = ModelFlags.model_fields
-    assert set(flags) < set(TrainConfig.__dataclass_fields__)
-    assert {"model", "layers", "lr", "precision", "compile"} <= set(flags)
-    assert "--vocab-size" in flags["vocab_size"].description
+    assert {"model", "layers", "lr", "precision", "compile"} <= set(flags) <= set(declared)
+    for name, field in flags.items():
+        s = declared[name]
+        assert s.help in field.description and s.flag in field.description
+        for bound in ("gt", "ge", "le"):
+            value = getattr(s, bound)
+            assert value is None or any(getattr(m, bound, None) == value for m in field.metadata)
+    assert set(CheckpointSpec.model_fields) - {"s3_mirror", "fingerprint"} <= {
+        p.removeprefix("checkpoint.") for p in declared
+    }
     assert parse_job({**BASE, "model": "gpt"}, "j").training.model == "gpt"
-    with pytest.raises(JobConfigError, match=r"j\.layers: got 0; expected a value (>= 1|> 0)"):
+    with pytest.raises(JobConfigError, match=r"j\.layers: got 0; expected a value > 0"):
         parse_job({**BASE, "layers": 0}, "j")
     with pytest.raises(JobConfigError, match=r"j\.seed: got -1; expected a value >= 0"):
         parse_job({**BASE, "seed": -1}, "j")
-    assert set(actions["model"].choices) == {"mlp", "gpt"}
+    with pytest.raises(JobConfigError, match=r"j\.model: got 'cnn'; expected one of 'mlp', 'gpt'"):
+        parse_job({**BASE, "model": "cnn"}, "j")

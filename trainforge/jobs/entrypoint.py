@@ -39,7 +39,7 @@ from trainforge.core.errors import JobConfigError
 from trainforge.jobs import codeship, images
 from trainforge.jobs.codeship import CODE_MOUNT, USER_CODE_MOUNT, CodeBundle
 from trainforge.jobs.spec import EntrypointSpec, JobSpec
-from trainforge.stack.jobs import FLAG_NAMES
+from trainforge.stack.jobs import FLAG_OF
 from trainforge.training import contract as c
 from trainforge.training.timeouts import DEFAULT_HANG_TIMEOUT_S, Timeouts
 
@@ -109,15 +109,15 @@ def training_args(job: JobSpec, target: JobTarget) -> list[Any]:
     """The `python -m trainforge.training` flags for this job: its training and checkpointing
     settings as the runtime's own parser reads them (trainforge.training.config)."""
     args: list[Any] = ["--strategy", job.strategy]
-    # the job's runtime flags are the runtime's own (trainforge.stack.jobs.FLAG_NAMES): those
+    # the job's runtime flags are the runtime's own (trainforge.stack.jobs.FLAG_OF): those
     # with a value first, then the switches (the order every existing job's pods carry)
-    values = [(n, getattr(job, n)) for n in FLAG_NAMES]
-    for name, value in values:
-        if name == "data_path":
+    values = [(flag, getattr(job, name)) for name, flag in FLAG_OF.items()]
+    for flag, value in values:
+        if flag == "--data-path":
             value = _on_volume(value, target)
         if value is not None and not isinstance(value, bool):
-            args += ["--" + name.replace("_", "-"), str(value)]
-    args += ["--" + name.replace("_", "-") for name, value in values if value is True]
+            args += [flag, str(value)]
+    args += [flag for flag, value in values if value is True]
     ck = job.checkpoint
     args += [
         "--run-name",

@@ -4,14 +4,13 @@ The models ARE the job objects the code reads (`trainforge.jobs.spec.JobSpec` is
 each key is declared once here with its type, default, bounds and description. The bundled
 runtime's flags (`model`, `layers`, ..., `precision`) and the checkpoint settings it shares with
 the runtime are not repeated: their fields are derived from the runtime's own declaration
-(`trainforge.training.config.TrainConfig` and its argparse parser: type, choices, lower bound,
-help), so a runtime flag is declared in one place. Rules that relate several keys are checked
+(`trainforge.training.config.settings`: type, choices, bounds, help), so a runtime flag is
+declared in one place and a job refuses what the runtime's parser would. Rules that relate several keys are checked
 in the model that holds them, and each problem names its own key (`Problems`).
 """
 
 from __future__ import annotations
 
-import argparse
 import posixpath
 import re
 import typing
@@ -225,79 +224,40 @@ class Keys(StackModel):
 # --- the bundled runtime's flags, from the runtime's own declaration ------------------------
 
 
-def _flag_actions() -> dict[str, argparse.Action]:
-    return {a.dest: a for a in runtime.build_parser()._actions}
+_SETTINGS = {s.path: s for s in runtime.settings(runtime.TrainConfig)}
 
 
-def _lower_bound(action: argparse.Action) -> int | None:
-    """The least integer the runtime's parser accepts for a flag (probed, not repeated)."""
-    parse = action.type
-    if not callable(parse) or parse in (int, float, str):
-        return None
-    for low in (1, 0):
-        try:
-            parse(str(low - 1))
-        except (argparse.ArgumentTypeError, ValueError, TypeError):
-            return low
-    return None
+def runtime_field(path: str, annotation: Any = None, **override: Any) -> tuple[Any, Any]:
+    """(annotation, Field) of a job key that IS the runtime setting `path` (`lr`,
+    `checkpoint.every`): its type, choices, bounds and help come from the runtime's declaration
+    (trainforge.training.config.settings); `override` states what the job key does differently
+    (by default, unset means the runtime's default)."""
+    s = _SETTINGS[path]
+    if annotation is None:
+        strict = {bool: Bool, int: Int, float: Float}.get(s.type, s.type)
+        annotation = Literal[s.choices] if s.choices else strict
+    default = override.pop("default", False if s.type is bool else None)
+    bounds = {k: getattr(s, k) for k in ("gt", "ge", "le") if getattr(s, k) is not None}
+    unset = "" if default is not None else "; default: the runtime's"
+    description = override.pop("description", f"{s.help} (the runtime's {s.flag}{unset})")
+    field = Field(default, description=description, **{**bounds, **override})
+    return (annotation if default is not None else annotation | None), field
 
 
-def runtime_field(
-    name: str, *, actions: dict[str, argparse.Action], **override: Any
-) -> tuple[Any, Any]:
-    """(annotation, Field) of a job key that IS the runtime flag `name` of TrainConfig.
-
-    Type, choices, lower bound and help come from the runtime; `override` changes what the
-    job key does differently (its default: unset means the runtime's default)."""
-    hints = typing.get_type_hints(runtime.TrainConfig)
-    action = actions.get(name)
-    meta = dict(runtime.TrainConfig.__dataclass_fields__[name].metadata)
-    args = [a for a in typing.get_args(hints[name]) if a is not type(None)]
-    annotation: Any = args[0] if args else hints[name]
-    choices = meta.get("choices") or (action.choices if action is not None else None)
-    if choices:
-        annotation = Literal[tuple(choices)]
-    else:
-        annotation = {bool: Bool, int: Int, float: Float}.get(annotation, annotation)
-    kwargs: dict[str, Any] = {}
-    low = meta.get("ge", _lower_bound(action) if action is not None else None)
-    if low is not None:
-        kwargs["ge"] = low
-    text = meta.get("help") or (action.help if action is not None else "") or ""
-    flag = f"--{name.replace('_', '-')}"
-    default = override.pop("default", False if annotation is Bool else None)
-    description = override.pop("description", None) or (
-        f"{text.replace('%%', '%')} (the runtime's {flag}"
-        + ("" if default is not None else ", default: the runtime's")
-        + ")"
-    )
-    kwargs.update(override)
-    if default is None:
-        annotation = annotation | None
-    return annotation, Field(default, description=description, **kwargs)
-
-
-# Runtime flags that are not job keys: set by the platform (the run's name and output, the
-# checkpoint flags from `checkpoint`, the metrics port and hang timeout from the job's own keys,
-# which have pod semantics), or a choice the job makes with its preset (`strategy`), or one the
-# planner cannot size (`globalBatchSize`: the estimate reads `batchSize`).
-NOT_JOB_FLAGS = {
-    "strategy",
-    "metrics_port",
-    "hang_timeout",
-    "output_dir",
-    "run_name",
-    "global_batch_size",
-    "checkpoint_dir",
-    "checkpoint_every",
-    "keep_last",
-    "resume",
-    "async_checkpoint",
-    "checkpoint_s3",
-    "grace_period",
-}
-_ACTIONS = _flag_actions()
-FLAG_NAMES = tuple(n for n in runtime.TrainConfig.__dataclass_fields__ if n not in NOT_JOB_FLAGS)
+# Runtime flags that are not job keys: set by the platform (the run's name and output dir), a
+# job key with pod semantics (`metricsPort`, `hangTimeout`), chosen with the preset
+# (`strategy`), one the planner cannot size (`globalBatchSize`: the estimate reads
+# `batchSize`), and the checkpoint settings (the `checkpoint` block).
+NOT_JOB_FLAGS = {"strategy", "metrics_port", "hang_timeout", "output_dir", "run_name"}
+NOT_JOB_FLAGS |= {"global_batch_size"}
+# The job's flags, the parallelism ones (precision, compile, ...) last: the order of the
+# arguments every existing job's pods carry (trainforge.jobs.entrypoint.training_args).
+FLAG_NAMES = tuple(
+    s.path
+    for s in sorted(_SETTINGS.values(), key=lambda s: s.group == "parallelism")
+    if "." not in s.path and s.path not in NOT_JOB_FLAGS
+)
+FLAG_OF = {name: _SETTINGS[name].flag for name in FLAG_NAMES}  # "d_model" -> "--d-model"
 # Flags that size the bundled model; a job states either these or `modelSize`, not both.
 BUNDLED_SIZE_FLAGS = ("model", "layers", "d_model", "heads", "seq_len", "vocab_size")
 
@@ -346,7 +306,7 @@ ModelFlags = create_model(
     "ModelFlags",
     __base__=_Flags,
     __doc__="The bundled runtime's flags of a job (None = the runtime's default).",
-    **{n: runtime_field(n, actions=_ACTIONS) for n in FLAG_NAMES},
+    **{n: runtime_field(n) for n in FLAG_NAMES},
 )
 
 
@@ -460,16 +420,6 @@ def _resume(value: str) -> str:
     return value
 
 
-_CHECKPOINT = {  # job key -> the runtime flag it sets
-    "every": "checkpoint_every",
-    "keep_last": "keep_last",
-    "async_save": "async_checkpoint",
-    "grace_period": "grace_period",
-    "resume": "resume",
-    "directory": "checkpoint_dir",
-}
-
-
 def _fingerprint(value: str) -> str:
     if not re.fullmatch(FINGERPRINT_RE, value):
         raise ValueError("module:function, e.g. layout:state_layout")
@@ -492,52 +442,47 @@ class _Checkpoint(Keys):
     )
 
 
-def _checkpoint_field(job_key: str, **override: Any) -> tuple[Any, Any]:
-    return runtime_field(_CHECKPOINT[job_key], actions=_ACTIONS, **override)
-
-
-# The job's checkpointing: the runtime's flags with the platform's defaults (a job on the
+# The job's checkpointing: the runtime's settings with the platform's defaults (a job on the
 # platform checkpoints every 500 steps, in the background) and bounds (at least every step;
 # keep at least one; the grace period is whole seconds, as a pod's terminationGracePeriodSeconds
-# is, and at most an hour).
-_every = _checkpoint_field(
-    "every",
-    default=500,
-    ge=1,
-    description="save every N optimizer steps (the runtime's --checkpoint-every)",
-)
-_keep = _checkpoint_field(
-    "keep_last",
-    default=3,
-    ge=1,
-    description="keep the newest N complete checkpoints (the runtime's --keep-last)",
-)
-_async = _checkpoint_field("async_save", default=True, alias="async")
-_grace = _checkpoint_field(
-    "grace_period",
-    default=90,
-    ge=1,
-    le=3600,
-    description="seconds to checkpoint and exit after SIGTERM (the runtime's --grace-period); "
-    "the pod's terminationGracePeriodSeconds is this plus 30",
-)
-_resume_f = _checkpoint_field("resume", default="auto")
-_dir = _checkpoint_field(
-    "directory",
-    alias="dir",
-    description="the job's checkpoint directory (default /fsx/checkpoints/<namespace>/<job>): "
-    "relative = on the team's FSx mount; absolute = on a writable volume of the job",
-)
+# is, and at most an hour). The S3 URI is the platform's to set (`s3Mirror` above).
 CheckpointSpec = create_model(
     "CheckpointSpec",
     __base__=_Checkpoint,
     __doc__="Where and how often the runtime checkpoints (`checkpoint`).",
-    every=_every,
-    keep_last=_keep,
-    async_save=(Bool, _async[1]),
-    grace_period=(Int, _grace[1]),
-    resume=(Annotated[NonEmpty, AfterValidator(_resume)], _resume_f[1]),
-    directory=(Annotated[NonEmpty, AfterValidator(_checkpoint_dir)] | None, _dir[1]),
+    every=runtime_field(
+        "checkpoint.every",
+        default=500,
+        ge=1,
+        description="save every N optimizer steps (the runtime's --checkpoint-every)",
+    ),
+    keep_last=runtime_field(
+        "checkpoint.keep_last",
+        default=3,
+        ge=1,
+        description="keep the newest N complete checkpoints (the runtime's --keep-last)",
+    ),
+    async_save=runtime_field("checkpoint.async_save", default=True, alias="async"),
+    grace_period=runtime_field(
+        "checkpoint.grace_period",
+        Int,
+        default=90,
+        gt=None,
+        ge=1,
+        le=3600,
+        description="seconds to checkpoint and exit after SIGTERM (the runtime's "
+        "--grace-period); the pod's terminationGracePeriodSeconds is this plus 30",
+    ),
+    resume=runtime_field(
+        "checkpoint.resume", Annotated[NonEmpty, AfterValidator(_resume)], default="auto"
+    ),
+    directory=runtime_field(
+        "checkpoint.directory",
+        Annotated[NonEmpty, AfterValidator(_checkpoint_dir)],
+        alias="dir",
+        description="the job's checkpoint directory (default /fsx/checkpoints/<namespace>/<job>)"
+        ": relative = on the team's FSx mount; absolute = on a writable volume of the job",
+    ),
 )
 
 
