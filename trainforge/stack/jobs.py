@@ -296,11 +296,6 @@ class _Flags(Keys):
             out.add((key,), value, f"a value the training runtime accepts: {e}")
         return out
 
-    @model_validator(mode="after")
-    def _checked(self) -> _Flags:
-        self.flag_problems().raise_if_any(type(self).__name__)
-        return self
-
 
 ModelFlags = create_model(
     "ModelFlags",
@@ -427,9 +422,6 @@ def _fingerprint(value: str) -> str:
 
 
 class _Checkpoint(Keys):
-    # Mirror completed checkpoints to the platform's checkpoint bucket (team prefix). None =
-    # auto: on for a job that names its own image (expected to carry boto3, i.e.
-    # `trainforge[s3]`), off with the stock PyTorch image, which has no boto3.
     s3_mirror: Bool | None = Field(
         None,
         description="mirror checkpoints to the team's prefix of the platform's bucket (needs "
@@ -824,13 +816,11 @@ class JobModel(ModelFlags):  # type: ignore[misc,valid-type]
     run_policy: RunPolicySpec = Field(
         default_factory=lambda: RunPolicySpec(), description="the run policy"
     )
-    # ExitCode: the runtime's exit code says whether a failure is worth a restart
-    # (trainforge/training/exits.py: 1-127 permanent, 128-255 retryable), so a bug stops the
-    # job while a hang, an NCCL error or a preemption restarts it. OnFailure restarts every
-    # failure (up to backoffLimit) in place, on the same node. Unset (None): ExitCode, except
-    # on a PyTorchJob whose pods cannot count their attempts (trainforge.jobs.wiring).
+    # Unset: ExitCode, except on a PyTorchJob whose pods cannot count their attempts (wiring).
     restart_policy: Literal["OnFailure", "ExitCode", "Never"] | None = Field(
-        None, description="OnFailure, ExitCode or Never (default ExitCode, see docs/jobs.md)"
+        None,
+        description="ExitCode: the exit code decides (1-127 fail the job, 128-255 restart the "
+        "pod); OnFailure: restart every failure in place; Never (default ExitCode)",
     )
     hang_timeout: Int | None = Field(
         None,
@@ -839,8 +829,7 @@ class JobModel(ModelFlags):  # type: ignore[misc,valid-type]
         description="watchdog floor in seconds (the runtime's --hang-timeout; 0 = off; "
         "default the runtime's 300); collective and rendezvous timeouts derive from it",
     )
-    # Off by default for user code: a PodMonitor scraping a port nothing serves would be a
-    # down target (and kube-prometheus-stack's TargetDown alert) for every plain script.
+    # Off for user code: a PodMonitor on a port nothing serves is a down target (TargetDown).
     metrics_port: Int = Field(
         9090,
         ge=0,
@@ -859,17 +848,14 @@ class JobModel(ModelFlags):  # type: ignore[misc,valid-type]
     topology: Topology | None = Field(
         None, description="how close the pods must be on topology-aware pools"
     )
-    # None: the bundled runtime (`python -m trainforge.training`), the default.
     entrypoint: EntrypointSpec | None = Field(
         None, description="your own code (default: the bundled runtime)"
     )
     volumes: tuple[VolumeSpec, ...] = Field((), description="further claims of the team")
-    # Which controller runs the job; None = the platform's default (`trainforge:jobBackend`).
-    # `wiring.resolve_job` fills it in.
+    # `wiring.resolve_job` fills in the platform's default (`trainforge:jobBackend`).
     backend: Literal[BACKENDS] | None = Field(  # type: ignore[valid-type]
         None, description="pytorchjob, trainjob or indexed-job (default: the platform's)"
     )
-    # Only the plan's cost report reads it; the runtime does not.
     expected_step_seconds: Float | None = Field(
         None, gt=0, description="seconds one optimizer step takes on this pool, if known"
     )
