@@ -21,18 +21,14 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+from trainforge.stack.base import validate
+from trainforge.stack.jobs import ImageFactsKeys, JobsError
+
 # A fact is True/a version string (present), False (known absent) or None (unknown).
 Fact = str | bool | None
 
-# The pieces a job's features need, with the config key that declares each.
-PIECES = {
-    "mlflow": "mlflow",
-    "boto3": "boto3",
-    "libfabric": "libfabric",
-    "aws_ofi_nccl": "awsOfiNccl",
-    "trainforge": "trainforge",
-}
-VERSIONS = {"torch": "torch", "cuda": "cuda", "python": "python"}
+# The pieces a job's features need: the imageFacts keys other than the versions.
+PIECES = tuple(n for n in ImageFactsKeys.model_fields if n not in ("torch", "cuda", "python"))
 
 
 @dataclass(frozen=True)
@@ -104,9 +100,6 @@ def stock_facts(image: str) -> ImageFacts | None:
 
 def parse_declared(raw: Any, where: str) -> ImageFacts:
     """A job's `imageFacts` mapping (its keys: trainforge.stack.jobs.ImageFactsKeys)."""
-    from trainforge.stack.base import validate
-    from trainforge.stack.jobs import ImageFactsKeys, JobsError
-
     errors: list[str] = []
     keys = validate(ImageFactsKeys, raw, where, errors)
     if keys is None:
