@@ -88,10 +88,12 @@ def test_every_bad_job_is_reported_in_one_run_before_any_resource():
     assert [line.split(": ")[0] for line in lines] == [
         "trainforge:jobs[1].workrs",
         "trainforge:jobs[0].pool",
+        "trainforge:jobs[1].team",
         "trainforge:jobs[2].gpusPerWorker",
         "trainforge:jobs[4].team",
     ]
     assert "(did you mean 'workers'?)" in lines[0]
     assert "(did you mean 'gpu-workloads'?)" in lines[1]
-    assert lines[3].endswith("expected one of the teams: research (did you mean 'research'?)")
+    assert lines[2].endswith("expected one of the teams: research (did you mean 'research'?)")
+    assert lines[4].endswith("expected one of the teams: research (did you mean 'research'?)")
     assert mocks.resources == []

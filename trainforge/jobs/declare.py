@@ -31,27 +31,29 @@ CONFIG_KEY = "trainforge:jobs"
 
 def check_jobs(contract: PlatformContract, raw_jobs: Any) -> None:
     """Raise JobsError with every problem of every job, on a contract built before any
-    resource: the declarations, then each valid job's team and pool, its fit on the pool and
-    its own code.
+    resource: the declarations, each job's team and pool names (with a "did you mean"), then
+    each valid job's fit on its pool and its own code.
 
     The program passes `platform.published.contract_from_config(config)`: the stack config
     alone, with pool facts from the (cached) instance-type lookups. Taking the contract rather
     than the config keeps jobs below platform (docs/architecture.md, "Layers").
     """
     errors: list[str] = []
-    for i, spec in enumerate(validate_jobs(raw_jobs, CONFIG_KEY, errors)):
+    specs = validate_jobs(raw_jobs, CONFIG_KEY, errors)
+    for i, spec in enumerate(specs):
         where = f"{CONFIG_KEY}[{i}]"
-        if spec is None:
-            continue
-        known = True
-        for key, value, names, what in (
-            ("team", spec.team, contract.teams, "teams"),
-            ("pool", spec.pool, contract.pools, "node pools"),
+        # the team and pool names, also of a job whose other keys are wrong
+        raw = {"team": spec.team, "pool": spec.pool} if spec is not None else raw_jobs[i]
+        known = spec is not None
+        for key, names, what in (
+            ("team", contract.teams, "teams"),
+            ("pool", contract.pools, "node pools"),
         ):
-            if value not in names:
+            value = raw.get(key) if isinstance(raw, dict) else None
+            if isinstance(value, str) and value not in names:
                 errors.append(problem(f"{where}.{key}", value, one_of(value, names, what)))
                 known = False
-        if not known:
+        if not known or spec is None:
             continue
         try:
             job = resolve_job(spec, contract.target(spec.team, spec.pool, where), where)
