@@ -248,8 +248,14 @@ def runtime_field(path: str, annotation: Any = None, **override: Any) -> tuple[A
 # job key with pod semantics (`metricsPort`, `hangTimeout`), chosen with the preset
 # (`strategy`), one the planner cannot size (`globalBatchSize`: the estimate reads
 # `batchSize`), and the checkpoint settings (the `checkpoint` block).
-NOT_JOB_FLAGS = {"strategy", "metrics_port", "hang_timeout", "output_dir", "run_name"}
-NOT_JOB_FLAGS |= {"global_batch_size"}
+NOT_JOB_FLAGS = {
+    "strategy",
+    "metrics_port",
+    "hang_timeout",
+    "output_dir",
+    "run_name",
+    "global_batch_size",
+}
 # The job's flags, the parallelism ones (precision, compile, ...) last: the order of the
 # arguments every existing job's pods carry (trainforge.jobs.entrypoint.training_args).
 FLAG_NAMES = tuple(
@@ -290,9 +296,9 @@ class _Flags(Keys):
         try:
             runtime.check_values(runtime.TrainConfig(**values))
         except runtime.ConfigError as e:
-            m = re.search(r"--([a-z][a-z-]*)", str(e))
-            key = _camel(m.group(1).replace("-", "_")) if m else "model"
-            value = getattr(self, _snake(key), None)
+            m = re.search(r"--[a-z][a-z-]*", str(e))
+            name = {f: n for n, f in FLAG_OF.items()}.get(m.group(0) if m else "", "model")
+            key, value = _camel(name), getattr(self, name)
             out.add((key,), value, f"a value the training runtime accepts: {e}")
         return out
 
@@ -308,10 +314,6 @@ ModelFlags = create_model(
 def _camel(name: str) -> str:
     head, *rest = name.split("_")
     return head + "".join(p[:1].upper() + p[1:] for p in rest)
-
-
-def _snake(key: str) -> str:
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", key).lower()
 
 
 # --- the blocks of a job ----------------------------------------------------------------------
