@@ -75,7 +75,7 @@ def _with_function(raw: Any, where: str, errors: list[str]) -> Any:
     except JobConfigError as e:
         errors.append(str(e))
         return None
-    entry.update(function=fn.__name__, files=((filename, source),))
+    entry["function"] = {"name": fn.__name__, "files": ((filename, source),)}
     return {**raw, "entrypoint": entry}
 
 

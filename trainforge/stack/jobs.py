@@ -522,6 +522,25 @@ class RunPolicySpec(Keys):
     )
 
 
+def _shipped(value: Any) -> Any:
+    if not isinstance(value, ShippedFunction | dict):
+        raise ValueError(
+            "a Python function (the Python API only: function_job or TrainingJob.function); "
+            "stack config runs a script, module or command"
+        )
+    return value
+
+
+class ShippedFunction(StackModel):
+    """A Python function as the program that calls it (trainforge.jobs.pyfunction)."""
+
+    name: str = Field(description="the function's name")
+    files: tuple[tuple[str, str], ...] = Field(description="((file name, program text),)")
+
+
+Shipped = Annotated[ShippedFunction, BeforeValidator(_shipped)]
+
+
 class EntrypointSpec(Keys):
     """What a job runs when it is not the bundled runtime: one of script, module, command
     (or, from Python, a function).
@@ -545,10 +564,9 @@ class EntrypointSpec(Keys):
         description="the directory shipped in an immutable ConfigMap (default: the script's)",
     )
     exclude: tuple[Text, ...] = Field((), description="glob patterns not to ship")
-    # The Python API only (TrainingJob.function, function_job): the function's name and its
-    # generated program; stack config cannot hold a function.
-    function: SkipJsonSchema[str | None] = Field(None, description="Python API only")
-    files: SkipJsonSchema[tuple[tuple[str, str], ...]] = Field((), description="generated")
+    function: SkipJsonSchema[Shipped | None] = Field(
+        None, description="Python API only (TrainingJob.function, function_job): the function"
+    )
 
     @field_validator("module")
     @classmethod
@@ -560,6 +578,11 @@ class EntrypointSpec(Keys):
     @property
     def kind(self) -> str:
         return next(k for k in ("script", "module", "command", "function") if _set(self, k))
+
+    @property
+    def files(self) -> tuple[tuple[str, str], ...]:
+        """A function entrypoint's generated program: ((file name, text),)."""
+        return self.function.files if self.function is not None else ()
 
     @property
     def ships_code(self) -> bool:
@@ -618,13 +641,6 @@ class EntrypointSpec(Keys):
                 data,
                 "no codeDir, exclude or args: a function entrypoint ships the function's own "
                 "source (pass values with function_args)",
-            )
-        elif given[0] == "function" and not ep.files:
-            out.add(
-                ("function",),
-                ep.function,
-                "a Python function (the Python API only: function_job or TrainingJob.function); "
-                "stack config runs a script, module or command",
             )
         out.raise_if_any("entrypoint")
         return ep
