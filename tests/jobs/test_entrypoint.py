@@ -174,6 +174,11 @@ def test_the_issues_stack_example_parses():
             r"entrypoint\.command: got \[\]; expected the argv",
         ),
         (
+            {"function": "train"},
+            {},
+            r"entrypoint\.function: got 'train'; expected a Python function \(the Python API only",
+        ),
+        (
             {"command": ["x"], "args": ["y"]},
             {"image": DLC_IMAGE},
             r"entrypoint\.args: .*in command itself",
