@@ -21,7 +21,6 @@ from typing import Any, get_args
 from trainforge.core.errors import JobConfigError
 from trainforge.stack.base import problem, validate
 from trainforge.stack.jobs import (
-    RESERVED_ENV,
     CheckpointSpec,
     ElasticSpec,
     EntrypointSpec,
@@ -40,7 +39,6 @@ from trainforge.stack.jobs import (
 JobSpec = JobModel
 PRIORITIES = get_args(Priority)
 TOPOLOGY_MODES = get_args(Topology)
-_RESERVED_ENV = RESERVED_ENV
 
 __all__ = [
     "CheckpointSpec",
