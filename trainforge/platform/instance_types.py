@@ -12,7 +12,11 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
+import pulumi
 import pulumi_aws as aws
+
+from trainforge.core import catalog
+from trainforge.stack.base import problem
 
 
 @dataclass(frozen=True)
@@ -63,6 +67,78 @@ def instance_type_facts(name: str) -> InstanceTypeFacts:
     )
 
 
+def offered_in_region(instance_types: tuple[str, ...]) -> frozenset[str]:
+    """Which of `instance_types` EC2 offers in the stack's region (DescribeInstanceTypeOfferings,
+    location type region, read at preview; the offline plan answers from moto's bundled copy)."""
+    # cached per region: one process may validate stacks of several regions (the plan, tests)
+    return _offered(pulumi.Config("aws").get("region"), instance_types)
+
+
+@functools.cache
+def _offered(region: str | None, instance_types: tuple[str, ...]) -> frozenset[str]:
+    del region  # the cache key: the lookup itself answers for the provider's region
+    r = aws.ec2.get_instance_type_offerings(
+        filters=[{"name": "instance-type", "values": list(instance_types)}],
+        location_type="region",
+    )
+    return frozenset(r.instance_types or ())
+
+
+def _region() -> str:
+    return pulumi.Config("aws").get("region") or "this region"
+
+
+def _alternatives(instance_type: str, limit: int = 4) -> list[str]:
+    """GPU types of the catalog with the same size and GPU count that the region offers."""
+    size = instance_type.partition(".")[2]
+    try:
+        wanted = instance_type_facts(instance_type).gpus
+    except LookupError:
+        wanted = None
+    gpu_families = set(catalog.gpu_families())
+    model = catalog.families().get(catalog.family_of(instance_type), {}).get("gpu")
+    same_model = set(catalog.gpu_families(model)) if model else set()
+    candidates = tuple(
+        sorted(
+            (
+                t
+                for t in catalog.family_instance_types()
+                if t != instance_type
+                and t.partition(".")[2] == size
+                and catalog.family_of(t) in gpu_families
+            ),
+            key=lambda t: catalog.family_of(t) not in same_model,  # the same GPU model first
+        )
+    )
+    if not candidates:
+        return []
+    offered = offered_in_region(candidates)
+    out = []
+    for t in candidates:
+        if t not in offered:
+            continue
+        try:
+            f = instance_type_facts(t)
+        except LookupError:
+            continue
+        if wanted is None or f.gpus == wanted:
+            out.append(f"{t} ({f.gpus} x {f.gpu_name})" if f.gpus else t)
+    return out[:limit]
+
+
+def not_offered_error(where: str, instance_type: str) -> str:
+    """The one error line for a type EC2 does not offer in the stack's region."""
+    region = _region()
+    alts = _alternatives(instance_type)
+    such = f", such as {', '.join(alts)}," if alts else ""
+    return problem(
+        where,
+        instance_type,
+        f"an instance type offered in {region} ({instance_type} is not offered in {region}: "
+        f"EC2 instance-type offerings){such} or a region that offers {instance_type}",
+    )
+
+
 @dataclass(frozen=True)
 class PoolTypeFacts:
     """What every instance type of a pool guarantees (minimum across its types)."""
@@ -91,48 +167,47 @@ def resolve_pool(
 ) -> PoolTypeFacts | None:
     """Look up every type of a pool and check its GPU/EFA settings against them.
 
-    `pool` is a `config.NodeGroupConfig` (`node_group`) or `config.NodePoolConfig`; `where`
+    `pool` is a `NodeGroupConfig` (`node_group`) or `NodePoolConfig` (stack/platform.py); `where`
     is its key (`trainforge:nodePools[0]`) for the messages appended to `errors`. Typed loosely
     so this module does not import config, which calls it (config.resolve_all).
     """
     facts: list[InstanceTypeFacts] = []
-    for i, t in enumerate(pool.instance_types):
+    at, types = f"{where}.instanceTypes", list(pool.instance_types)
+    offered = offered_in_region(tuple(types))
+    for i, t in enumerate(types):
         try:
             facts.append(instance_type_facts(t))
         except LookupError:
-            errors.append(
-                f"{where}.instanceTypes[{i}]: {t!r} is not valid; expected an EC2 instance "
-                "type offered in this region"
-            )
-    if not facts or len(facts) != len(pool.instance_types):
+            # a type the catalog knows (AWS sells it somewhere) that this region lacks
+            if t in catalog.family_instance_types() and t not in offered:
+                errors.append(not_offered_error(f"{at}[{i}]", t))
+            else:
+                errors.append(
+                    problem(f"{at}[{i}]", t, "an EC2 instance type offered in this region")
+                )
+            continue
+        if t not in offered:
+            errors.append(not_offered_error(f"{at}[{i}]", t))
+            facts.pop()
+    if not facts or len(facts) != len(types):
         return None
-    wants_gpu = getattr(pool, "gpu", None)
-    if node_group:
-        wants_gpu = True  # managed node groups are the GPU node groups
+    wants_gpu = True if node_group else getattr(pool, "gpu", None)  # node groups are for GPUs
     no_gpu = [f.name for f in facts if f.gpus == 0]
     has_gpu = [f.name for f in facts if f.gpus > 0]
     if wants_gpu and no_gpu:
-        errors.append(
-            f"{where}.instanceTypes: {no_gpu!r} have no GPUs; expected GPU instance types "
-            f"(g5, g6, p4d, p5, ...) for a {'node group' if node_group else 'pool with gpu: true'}"
-        )
+        kind = "node group" if node_group else "pool with gpu: true"
+        gpus = f"GPU instance types (g5, g6, p4d, p5, ...) for a {kind}"
+        errors.append(problem(at, types, f"{gpus}; {', '.join(no_gpu)} have no GPUs"))
     if wants_gpu is None and has_gpu and no_gpu:
-        errors.append(
-            f"{where}.instanceTypes: {list(pool.instance_types)!r} mixes GPU and CPU-only types; "
-            "expected all GPU types or all CPU types in one pool"
-        )
-    if pool.efa:
-        no_efa = [f.name for f in facts if not f.efa_supported]
-        if no_efa:
-            errors.append(
-                f"{where}.efa: true is not valid for {no_efa!r}: these types do not support EFA; "
-                "expected EFA-capable types (p4d.24xlarge, p5.48xlarge, ...) or efa: false"
-            )
+        errors.append(problem(at, types, "all GPU types or all CPU types in one pool, not both"))
+    no_efa = [f.name for f in facts if not f.efa_supported] if pool.efa else []
+    if no_efa:
+        efa = "false, or EFA-capable types (p4d.24xlarge, p5.48xlarge, ...)"
+        errors.append(problem(f"{where}.efa", True, f"{efa}: {', '.join(no_efa)} have no EFA"))
     arches = {a for f in facts for a in f.architectures[:1]}
     if len(arches) > 1:
         errors.append(
-            f"{where}.instanceTypes: {list(pool.instance_types)!r} mixes architectures "
-            f"{sorted(arches)}; expected one architecture per pool"
+            problem(at, types, f"one architecture per pool, not {' and '.join(sorted(arches))}")
         )
     arch = "arm64" if "arm64" in arches else "amd64"
     gpu_names = {f.gpu_name for f in facts if f.gpus}

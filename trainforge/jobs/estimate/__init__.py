@@ -19,7 +19,8 @@ Pure: no Pulumi and no torch (resolve_job runs inside `pulumi preview`).
 
 from __future__ import annotations
 
-import dataclasses
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from trainforge.core.contract import PoolFacts, efa_count
@@ -124,8 +125,43 @@ def _network(job: JobSpec, pool: PoolFacts, procs: int, pods: int) -> Network:
     return Network(procs_per_pod=procs, pods=pods, node_gbps=gbps, kind=kind, intra_bus=intra)
 
 
+# (job, pool) -> estimate, while `memoized()` is active (a plan); None: no memo
+_MEMO: dict[tuple[JobSpec, PoolFacts], JobEstimate] | None = None
+
+
+@contextlib.contextmanager
+def memoized() -> Iterator[None]:
+    """Within it, `estimate` answers a (job, pool) it has estimated from memory. A plan asks
+    six times per job (resolve_job thrice, the fit warnings, the cost table, the estimates
+    section), ~1 ms each; the facts do not change during a plan. Outside, every call estimates
+    (tests change the facts between calls)."""
+    global _MEMO
+    outer = _MEMO
+    _MEMO = {} if outer is None else outer
+    try:
+        yield
+    finally:
+        _MEMO = outer
+
+
 def estimate(job: JobSpec, pool: PoolFacts, *, calibration: dict | None = None) -> JobEstimate:
     """Memory per GPU, step time and duration of `job` on `pool` (see the module doc)."""
+    memo = _MEMO if calibration is None else None
+    key = (job, pool)
+    if memo is not None:
+        try:
+            return memo[key]
+        except KeyError:
+            pass
+        except TypeError:  # a field that cannot be hashed: no memo for this one
+            memo = None
+    e = _estimate(job, pool, calibration=calibration)
+    if memo is not None:
+        memo[key] = e
+    return e
+
+
+def _estimate(job: JobSpec, pool: PoolFacts, *, calibration: dict | None = None) -> JobEstimate:
     shape = shape_of(job)
     gpus_ = _gpus_per_pod(job, pool)
     procs = job.procs_per_worker or (gpus_ or 1)
@@ -243,14 +279,13 @@ class DoesNotFit(JobConfigError):
 def _what_fits(job: JobSpec, pool: PoolFacts, e: JobEstimate) -> list[str]:
     """Changes that would make the job fit, each with its estimate (first that fit)."""
     shape = shape_of(job)
-    t = job.training
     sized = job.model_size
     out: list[str] = []
 
     def with_training(**kw: object) -> JobSpec:
         if sized is not None:
-            return dataclasses.replace(job, model_size=dataclasses.replace(sized, **kw))
-        return dataclasses.replace(job, training=dataclasses.replace(t, **kw))
+            return job.model_copy(update={"model_size": sized.model_copy(update=kw)})
+        return job.model_copy(update=kw)
 
     def fits(candidate: JobSpec) -> JobEstimate | None:
         """The candidate's estimate if it fits under the high-water mark."""
@@ -263,16 +298,15 @@ def _what_fits(job: JobSpec, pool: PoolFacts, e: JobEstimate) -> list[str]:
 
     def with_ac(j: JobSpec) -> JobSpec:
         if j.model_size is not None:
-            size = dataclasses.replace(j.model_size, activation_checkpointing=True)
-            return dataclasses.replace(j, model_size=size)
-        flags = dataclasses.replace(j.training, activation_checkpointing=True)
-        return dataclasses.replace(j, training=flags)
+            size = j.model_size.model_copy(update={"activation_checkpointing": True})
+            return j.model_copy(update={"model_size": size})
+        return j.model_copy(update={"activation_checkpointing": True})
 
     candidates: list[tuple[str, JobSpec]] = []
     if not shape.activation_checkpointing:
         candidates.append(("activationCheckpointing: true", with_ac(job)))
     if job.strategy == "ddp" and e.world_size > 1:
-        fsdp = dataclasses.replace(job, strategy="fsdp", preset="fsdp")
+        fsdp = job.model_copy(update={"strategy": "fsdp", "preset": "fsdp"})
         candidates.append(("preset: fsdp", fsdp))
         if not shape.activation_checkpointing:
             candidates.append(("preset: fsdp with activationCheckpointing: true", with_ac(fsdp)))
@@ -301,7 +335,7 @@ def _what_fits(job: JobSpec, pool: PoolFacts, e: JobEstimate) -> list[str]:
     # more GPUs (FSDP shards the states over them)
     if job.strategy == "fsdp" and job.elastic is None:
         for workers in range(job.workers + 1, 4 * job.workers + 9):
-            c = fits(dataclasses.replace(job, workers=workers))
+            c = fits(job.model_copy(update={"workers": workers}))
             if c is not None:
                 out.append(f"workers: {workers} (est. {gib(c.memory_total)})")
                 break
