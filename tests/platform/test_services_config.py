@@ -143,7 +143,11 @@ BAD = [
         ["'grafana'", "one of 'managed', 'external'"],
     ),
     ({"monitoring": {"retention": "2 weeks"}}, "trainforge:monitoring.retention", ["15d"]),
-    ({"mlflow": {"backend": "postgres"}}, "trainforge:mlflow.backend", ["one of 'pvc', 'sqlite-ephemeral'"]),
+    (
+        {"mlflow": {"backend": "postgres"}},
+        "trainforge:mlflow.backend",
+        ["one of 'pvc', 'sqlite-ephemeral'"],
+    ),
     ({"mlflow": {"enabled": "yes"}}, "trainforge:mlflow.enabled", ["true or false"]),
     (
         {"trainingOperator": {"chart": {"repository": "https://charts.example.com"}}},

@@ -17,9 +17,16 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BeforeValidator, Field, ValidationInfo, WithJsonSchema
-from pydantic import field_validator
-from pydantic import model_validator
+from pydantic import (
+    AfterValidator,
+    BeforeValidator,
+    Field,
+    ValidationInfo,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
+from pydantic.alias_generators import to_camel
 
 from trainforge.core.contract import BACKENDS, DEFAULT_BACKEND
 from trainforge.core.quantity import parse_quantity
@@ -101,7 +108,7 @@ def _team_id(value: Any) -> Any:
 
 
 def _pods_ready_timeout(value: Any) -> str | None:
-    if value is False or (isinstance(value, str) and value.lower() == "false"):
+    if value in (None, False) or (isinstance(value, str) and value.lower() == "false"):
         return None
     if not isinstance(value, str) or not re.fullmatch(r"(\d+(h|m|s))+", value):
         raise ValueError("a duration such as 30m or 1h30m, or false")
@@ -373,25 +380,41 @@ class ReceiverConfig(StackModel):
             )
         return teams
 
-    @model_validator(mode="after")
-    def _secret_and_channel(self) -> ReceiverConfig:
-        want = _SECRET_KEY[self.type]
-        given = {"url": self.url, "routingKey": self.routing_key}
-        problems = [
-            ((key,), value, f"no {key} on a {self.type} receiver (it takes {want})")
-            for key, value in given.items()
-            if key != want and value is not None
+    @model_validator(mode="before")
+    @classmethod
+    def _secrets_given(cls, data: Any) -> Any:
+        """Both secret keys are validated (against the type) even when absent."""
+        if not isinstance(data, dict):
+            return data
+        unset = [
+            k
+            for k, n in (("url", "url"), ("routingKey", "routing_key"))
+            if k not in data and n not in data
         ]
-        secret = given[want]
-        if not secret:
-            expected = f"the {self.type} {want}, set with `pulumi config set --secret`"
-            problems.append(((want,), MISSING if secret is None else secret, expected))
-        elif want == "url" and secret != "[secret]" and not re.fullmatch(r"https?://\S+", secret):
-            problems.append(((want,), secret, "an http(s) URL"))
-        if self.channel is not None and self.type != "slack":
-            problems.append((("channel",), self.channel, "a channel on slack receivers only"))
-        Problems.raise_any(problems)
-        return self
+        return {**data, **dict.fromkeys(unset)}
+
+    @field_validator("url", "routing_key", "channel")
+    @classmethod
+    def _fits_the_type(cls, value: str | None, info: ValidationInfo) -> str | None:
+        kind = info.data.get("type")
+        if kind is None:
+            return value  # a bad type is reported alone
+        key = to_camel(info.field_name or "")
+        want = _SECRET_KEY[kind]
+        if key == "channel" and value is not None and kind != "slack":
+            raise ValueError("a channel on slack receivers only")
+        if key != want and key != "channel" and value is not None:
+            raise ValueError(f"no {key} on a {kind} receiver (it takes {want})")
+        if key == want and not value:
+            expected = f"the {kind} {want}, set with `pulumi config set --secret`"
+            raise Problems([((), MISSING if value is None else value, expected)])
+        if (
+            key == want == "url"
+            and value != "[secret]"
+            and not re.fullmatch(r"https?://\S+", value)
+        ):
+            raise ValueError("an http(s) URL")
+        return value
 
 
 class MonitoringConfig(StackModel):
