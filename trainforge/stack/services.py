@@ -787,11 +787,18 @@ def services_context(raw: Mapping[str, Any]) -> dict[str, Any]:
         lists = [raw.get(k) or [] for k in keys]
         if not all(isinstance(x, list) for x in lists):
             return None
-        return [i["name"] for x in lists for i in x if isinstance(i, dict) and "name" in i]
+        return [
+            i["name"]
+            for x in lists
+            for i in x
+            if isinstance(i, dict) and isinstance(i.get("name"), str)
+        ]
 
     jobs = raw.get("jobs") if isinstance(raw.get("jobs"), list) else []
     return {
         "pool_names": names("nodeGroups", "nodePools"),
         "team_names": names("teams"),
-        "job_backends": {j.get("backend") for j in jobs if isinstance(j, dict)} & set(BACKENDS),
+        "job_backends": {
+            j["backend"] for j in jobs if isinstance(j, dict) and j.get("backend") in BACKENDS
+        },
     }
