@@ -21,6 +21,7 @@ from pydantic import (
     AfterValidator,
     BeforeValidator,
     Field,
+    PlainSerializer,
     ValidationInfo,
     WithJsonSchema,
     field_validator,
@@ -155,7 +156,11 @@ PromDuration = _matching(_DURATION, "a Prometheus duration such as 30s, 15m or 2
 _NUMBER_OR = {"anyOf": [{"type": "string", "pattern": _QUANTITY.pattern}, {"type": "number"}]}
 Quantity = Annotated[str, BeforeValidator(_quantity), WithJsonSchema(_NUMBER_OR)]
 Count = Annotated[Quantity, AfterValidator(_whole)]
-TeamId = Annotated[int, BeforeValidator(_team_id), Field(ge=MIN_TEAM_ID, le=MAX_TEAM_ID)]
+TeamId = Annotated[
+    int,
+    BeforeValidator(_team_id),
+    WithJsonSchema({"type": "integer", "minimum": MIN_TEAM_ID, "maximum": MAX_TEAM_ID}),
+]
 # An encrypted value read from the stack file itself (the plan reads it undecrypted).
 Secret = Annotated[
     str,
@@ -561,7 +566,8 @@ class TeamQuotaConfig(StackModel):
         Mapping[str, PoolQuota],
         BeforeValidator(lambda v: dict(v) if isinstance(v, tuple) else v),
         AfterValidator(lambda v: tuple(v.items())),
-    ] = ()
+        PlainSerializer(dict),
+    ] = Field({}, validate_default=True)
     """An explicit split: nominal quota per pool, `{<pool>: {gpus, cpu, memory}}`, instead of the totals above (0 keeps the team out of a pool); adding up to at most the totals."""
     borrowing_limit: PoolQuota = PoolQuota()
     """`{gpus, cpu, memory}`: the most the team may borrow from its cohort in any one pool beyond its nominal quota there (unset: whatever the cohort has idle)."""
