@@ -13,8 +13,8 @@ import pathlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from trainforge.plan import rules as R
-from trainforge.plan import validate as V
+from trainforge.plan.checks import rules as R
+from trainforge.plan.checks import validate as V
 from trainforge.plan.manifests import is_k8s_object_type, to_object
 from trainforge.plan.runner import Recorded
 from trainforge.plan.waivers import CONFIG_KEY, Waiver, find_waiver, parse_waivers
@@ -77,7 +77,7 @@ def load_waivers(env: Mapping[str, str] | None = None) -> list[Waiver]:
     data = yaml.safe_load(pathlib.Path(path).read_text()) or {}
     # Plan checks' rules too: the same stack file waives them for the offline plan, and a
     # waiver the pack did not know would make it refuse the whole file.
-    from trainforge.plan.checks import check_rule_ids  # noqa: PLC0415
+    from trainforge.plan.registry import check_rule_ids  # noqa: PLC0415
 
     known = set(R.rule_ids()) | set(V.FIX) | set(check_rule_ids())
     return parse_waivers((data.get("config") or {}).get(CONFIG_KEY), known)
