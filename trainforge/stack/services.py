@@ -100,7 +100,7 @@ def _team_id(value: Any) -> Any:
     if (
         isinstance(value, bool)
         or not isinstance(value, int)
-        or not 0 <= value - MIN_TEAM_ID <= MAX_TEAM_ID - MIN_TEAM_ID
+        or not MIN_TEAM_ID <= value <= MAX_TEAM_ID
     ):
         raise ValueError(
             f"an integer from {MIN_TEAM_ID} to {MAX_TEAM_ID} (a POSIX id for the team)"
