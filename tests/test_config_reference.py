@@ -156,5 +156,7 @@ def test_parse_and_instance_type_problems_come_in_one_report():
 
 def test_a_region_that_is_not_one():
     raw, _ = base()
-    with pytest.raises(ConfigError, match="aws:region: 'us-westeros-1' is not valid"):
+    with pytest.raises(
+        ConfigError, match="aws:region: got 'us-westeros-1'; expected an AWS region"
+    ):
         check(raw, "us-westeros-1")
