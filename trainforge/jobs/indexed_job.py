@@ -129,12 +129,7 @@ def job_manifest(job: JobSpec, target: JobTarget, template: dict[str, Any]) -> d
         spec["ttlSecondsAfterFinished"] = rp.ttl_seconds_after_finished
     if rp.active_deadline_seconds is not None:
         spec["activeDeadlineSeconds"] = rp.active_deadline_seconds
-    return {
-        "apiVersion": API_VERSION,
-        "kind": KIND,
-        "metadata": pod.workload_metadata(job, target),
-        "spec": spec,
-    }
+    return pod.workload_object(API_VERSION, KIND, job, target, spec)
 
 
 def service_manifest(job: JobSpec, target: JobTarget) -> dict[str, Any]:

@@ -456,17 +456,17 @@ def configmaps(
     return cm, user
 
 
-def workload_metadata(job: JobSpec, target: JobTarget) -> dict[str, Any]:
-    """The metadata of a job's workload object, the same on every backend: the one place its
+def workload_object(
+    api_version: str, kind: str, job: JobSpec, target: JobTarget, spec: dict[str, Any]
+) -> dict[str, Any]:
+    """A job's workload object with the metadata it has on every backend: the one place its
     labels and annotations are built.
 
     The queue labels make Kueue hold the job (the workload's `suspend`, which Kueue owns and
     this program never sets) until the team's queue can admit all of its pods."""
-    return {
-        "name": job.name,
-        "namespace": target.namespace,
-        "labels": {**labels(job), **tenancy.queue_labels(job, target)},
-    }
+    labels_ = {**labels(job), **tenancy.queue_labels(job, target)}
+    metadata = {"name": job.name, "namespace": target.namespace, "labels": labels_}
+    return {"apiVersion": api_version, "kind": kind, "metadata": metadata, "spec": spec}
 
 
 def emit_job(

@@ -108,12 +108,7 @@ def pytorchjob_manifest(
         if job.workers > 1:
             specs["Worker"] = replica(job.workers - 1)
         spec["pytorchReplicaSpecs"] = specs
-    return {
-        "apiVersion": API_VERSION,
-        "kind": KIND,
-        "metadata": pod.workload_metadata(job, target),
-        "spec": spec,
-    }
+    return pod.workload_object(API_VERSION, KIND, job, target, spec)
 
 
 def podmonitor_manifest(job: JobSpec, target: JobTarget) -> dict[str, Any] | None:

@@ -362,12 +362,7 @@ def trainjob_manifest(job: JobSpec, target: JobTarget, template: dict[str, Any])
     }
     if job.run_policy.active_deadline_seconds is not None:
         spec["activeDeadlineSeconds"] = job.run_policy.active_deadline_seconds
-    return {
-        "apiVersion": API_VERSION,
-        "kind": KIND,
-        "metadata": pod.workload_metadata(job, target),
-        "spec": spec,
-    }
+    return pod.workload_object(API_VERSION, KIND, job, target, spec)
 
 
 def podmonitor_manifest(job: JobSpec, target: JobTarget) -> dict[str, Any] | None:
