@@ -11,7 +11,7 @@ from datetime import datetime
 from fractions import Fraction
 
 from trainforge.core.quantity import parse_quantity
-from trainforge.live.gather import Gathered
+from trainforge.live.gather import Gathered, condition
 from trainforge.training import exits
 from trainforge.training.timeouts import format_eta as duration
 
@@ -41,13 +41,6 @@ def readable(resource: str, amount: str | int | float | Fraction) -> str:
     if resource.endswith("/gpu"):
         return f"{int(v)} GPU{'s' if v != 1 else ''}"
     return f"{float(v):.4g} {resource}"
-
-
-def condition(obj: dict | None, kind: str) -> dict | None:
-    for c in (obj or {}).get("status", {}).get("conditions", []) or []:
-        if c.get("type") == kind:
-            return c
-    return None
 
 
 def is_true(obj: dict | None, kind: str) -> bool:
