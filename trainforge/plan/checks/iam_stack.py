@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainforge.plan.checks.aws_calls import BucketFacts
-from trainforge.plan.checks.iam_eval import Policy
+from trainforge.plan.checks.iam_eval import Policy, as_list
 from trainforge.plan.checks.iam_reference import default_key_policy, managed_policy
 from trainforge.plan.checks.rules import policy_doc
 from trainforge.plan.runner import UNKNOWN, Inventory
@@ -109,7 +109,7 @@ class StackIam:
             services = {
                 str(s)
                 for st in r.trust.statements()
-                for s in _as_list((st.get("Principal") or {}).get("Service"))
+                for s in as_list((st.get("Principal") or {}).get("Service"))
             }
             if any(s.startswith("ec2.amazonaws.com") for s in services):
                 out.append(r)
@@ -120,12 +120,6 @@ class StackIam:
         if key_arn in self.key_policies:
             return self.key_policies[key_arn], True
         return default_key_policy(self.account, self.partition), False
-
-
-def _as_list(v: Any) -> list[Any]:
-    if v is None:
-        return []
-    return list(v) if isinstance(v, list | tuple) else [v]
 
 
 def _dep(rec: Any, prop: str) -> str | None:
@@ -170,13 +164,13 @@ def read_stack(inv: Inventory) -> StackIam:
         )
         if trust_doc is None:
             facts.unreadable.append("trust policy")
-        for i, inline in enumerate(_as_list(r.inputs.get("inlinePolicies"))):
+        for i, inline in enumerate(as_list(r.inputs.get("inlinePolicies"))):
             doc = policy_doc(inline.get("policy") if isinstance(inline, dict) else None)
             if doc:
                 facts.policies.append(Policy(f"role {r.name} inline {i}", doc))
             else:
                 facts.unreadable.append(f"inline policy {i}")
-        for arn_ in _as_list(r.inputs.get("managedPolicyArns")):
+        for arn_ in as_list(r.inputs.get("managedPolicyArns")):
             _attach(facts, str(arn_), None, by_type)
         roles[r.urn] = facts
 
@@ -216,7 +210,7 @@ def read_stack(inv: Inventory) -> StackIam:
         for a in by_type.get(ASSOCIATION, [])
     ]
     for addon in by_type.get(ADDON, []):
-        for i, pia in enumerate(_as_list(addon.inputs.get("podIdentityAssociations"))):
+        for i, pia in enumerate(as_list(addon.inputs.get("podIdentityAssociations"))):
             if isinstance(pia, dict):
                 urn = _dep(addon, "podIdentityAssociations")
                 associations.append(
@@ -240,7 +234,7 @@ def read_stack(inv: Inventory) -> StackIam:
             continue
         if (urn := _dep(sse, "bucket")) is not None:
             bucket_by_urn[urn] = name
-        rule = (_as_list(sse.inputs.get("rules")) or [{}])[0]
+        rule = (as_list(sse.inputs.get("rules")) or [{}])[0]
         default = rule.get("applyServerSideEncryptionByDefault") or {}
         key = default.get("kmsMasterKeyId") if default.get("sseAlgorithm") == "aws:kms" else None
         buckets[name] = BucketFacts(
