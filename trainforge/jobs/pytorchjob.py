@@ -16,28 +16,6 @@ from typing import Any
 
 from trainforge.core.contract import JobTarget
 from trainforge.jobs import pod
-
-# Re-exported: callers written before the pod builder was shared import them from here.
-from trainforge.jobs.pod import (  # noqa: F401
-    JOB_LABEL,
-    METRICS_PORT_NAME,
-    RUN_AS_USER,
-    TEAM_LABEL,
-    TERMINATION_MARGIN,
-    TMP_SIZE,
-    EmittedJob,
-    checkpoint_dir,
-    command,
-    container_security_context,
-    default_image,
-    env,
-    labels,
-    output_dir,
-    resources,
-    tolerations,
-    training_args,
-    with_user_env,
-)
 from trainforge.jobs.spec import JobSpec
 
 BACKEND = "pytorchjob"
