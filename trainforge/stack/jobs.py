@@ -32,7 +32,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from trainforge.core.contract import BACKENDS
 from trainforge.core.errors import JobConfigError
-from trainforge.stack.base import Bool, StackError, StackModel
+from trainforge.stack.base import Bool, Float, Int, StackError, StackModel
 from trainforge.training import config as runtime
 from trainforge.training.contract import CONTRACT_VARIABLES
 
@@ -179,20 +179,6 @@ def _text(value: Any) -> Any:
     return value
 
 
-def _int(value: Any) -> Any:
-    if isinstance(value, bool):  # pydantic's lax mode would take true for 1
-        raise ValueError("an integer")
-    return value
-
-
-def _float(value: Any) -> Any:
-    if isinstance(value, bool):
-        raise ValueError("a number")
-    return value
-
-
-Int = Annotated[int, BeforeValidator(_int)]
-Float = Annotated[float, BeforeValidator(_float)]
 Quantity = Annotated[
     str, BeforeValidator(_quantity), WithJsonSchema({"type": ["string", "number"]})
 ]
