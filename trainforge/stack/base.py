@@ -20,7 +20,14 @@ import typing
 from collections.abc import Iterable, Mapping
 from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, TypeAdapter, ValidationError
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    TypeAdapter,
+    ValidationError,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 
 NS = "trainforge"
@@ -46,6 +53,27 @@ class StackModel(BaseModel):
         use_enum_values=True,
         use_attribute_docstrings=True,
     )
+
+
+class Section(StackModel):
+    """A block of keys (a platform section, a block of a job): a key set to null (`labels:`
+    and nothing) is unset.
+
+    A field with `validate_default=True` (a rule across fields, or a default computed from
+    another field) gets its default as if given, so that its problems are named by the key
+    (pydantic names a validated default by its attribute)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _null_is_unset(cls, data: Any) -> Any:
+        if not isinstance(data, Mapping):
+            return data
+        data = {k: v for k, v in data.items() if v is not None}
+        for name, field in cls.model_fields.items():
+            if field.validate_default and name not in data:
+                default = field.default
+                data.setdefault(field.alias or name, list(default) if default == () else default)
+        return data
 
 
 class StackError(ValueError):

@@ -32,7 +32,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from trainforge.core.contract import BACKENDS
 from trainforge.core.errors import JobConfigError
-from trainforge.stack.base import Bool, Float, Int, StackError, StackModel
+from trainforge.stack.base import Bool, Float, Int, Section, StackError, StackModel
 from trainforge.training import config as runtime
 from trainforge.training.contract import CONTRACT_VARIABLES
 
@@ -186,17 +186,6 @@ Text = Annotated[str, BeforeValidator(_text), WithJsonSchema({"type": "string"})
 NonEmpty = Annotated[str, Field(min_length=1)]
 
 
-class Keys(StackModel):
-    """A block of a job: a key given as null means "unset" (the default), as before."""
-
-    @model_validator(mode="before")
-    @classmethod
-    def _unset_nulls(cls, data: Any) -> Any:
-        if isinstance(data, dict):
-            return {k: v for k, v in data.items() if v is not None}
-        return data
-
-
 # --- the bundled runtime's flags, from the runtime's own declaration ------------------------
 
 
@@ -244,7 +233,7 @@ FLAG_OF = {name: _SETTINGS[name].flag for name in FLAG_NAMES}  # "d_model" -> "-
 BUNDLED_SIZE_FLAGS = ("model", "layers", "d_model", "heads", "seq_len", "vocab_size")
 
 
-class _Flags(Keys):
+class _Flags(Section):
     """The bundled runtime's flags of a job (None = the runtime's default)."""
 
     def flag_problems(self) -> Problems:
@@ -295,7 +284,7 @@ def _camel(name: str) -> str:
 # --- the blocks of a job ----------------------------------------------------------------------
 
 
-class ModelSize(Keys):
+class ModelSize(Section):
     """What the planner needs to know about a model it cannot build from flags (user code).
 
     Used only by the memory and step-time estimate (`trainforge.jobs.estimate`), which assumes
@@ -399,7 +388,7 @@ def _fingerprint(value: str) -> str:
     return value
 
 
-class _Checkpoint(Keys):
+class _Checkpoint(Section):
     s3_mirror: Bool | None = Field(
         None,
         description="mirror checkpoints to the team's prefix of the platform's bucket (needs "
@@ -456,7 +445,7 @@ CheckpointSpec = create_model(
 )
 
 
-class ElasticSpec(Keys):
+class ElasticSpec(Section):
     """torchrun elasticity: the job runs with any pod count in [min_workers, max_workers]."""
 
     min_workers: Int | None = Field(None, ge=1, description="the fewest pods (default maxWorkers)")
@@ -480,7 +469,7 @@ class ElasticSpec(Keys):
         return el
 
 
-class RunPolicySpec(Keys):
+class RunPolicySpec(Section):
     """The run policy (a PyTorchJob's runPolicy; what the other backends support of it: see
     docs/jobs.md). Defaults free GPUs promptly but keep logs for a day."""
 
@@ -517,7 +506,7 @@ class ShippedFunction(StackModel):
 Shipped = Annotated[ShippedFunction, BeforeValidator(_shipped)]
 
 
-class EntrypointSpec(Keys):
+class EntrypointSpec(Section):
     """What a job runs when it is not the bundled runtime: one of script, module, command
     (or, from Python, a function).
 
@@ -631,7 +620,7 @@ def _plain(value: Any) -> Any:
     return list(value) if isinstance(value, tuple) else value
 
 
-class VolumeSpec(Keys):
+class VolumeSpec(Section):
     """A further PersistentVolumeClaim of the job's team, mounted in every pod."""
 
     claim: Annotated[str, Field(pattern=CLAIM_RE, max_length=253)] = Field(
@@ -678,7 +667,7 @@ def _version(value: Any) -> Any:
 Version = Annotated[str, BeforeValidator(_version), WithJsonSchema({"type": ["string", "number"]})]
 
 
-class ImageFactsKeys(Keys):
+class ImageFactsKeys(Section):
     """What a job's own image carries (`imageFacts`): versions, and pieces as true, false or a
     version (trainforge.jobs.image_facts.ImageFacts holds them after parsing)."""
 

@@ -31,7 +31,7 @@ from pydantic import (
 from trainforge.core.contract import PoolLimits, Taint
 from trainforge.stack.base import Bool as Flag
 from trainforge.stack.base import Float as Number
-from trainforge.stack.base import Int, StackModel
+from trainforge.stack.base import Int, Section, StackModel
 
 # --- value types: what a string, number or flag of this area must look like -------------------
 
@@ -177,26 +177,6 @@ def contract(keys: type[StackModel], dc: type) -> Any:
 
 
 # --- sections --------------------------------------------------------------------------------
-
-
-class Section(StackModel):
-    """A section of the platform's keys: a key set to null (`labels:` and nothing) is unset.
-
-    A field with `validate_default=True` (a rule across fields, or a default computed from
-    another field) gets its default as if given, so that its problems are named by the key
-    (pydantic names a validated default by its attribute)."""
-
-    @model_validator(mode="before")
-    @classmethod
-    def _null_is_unset(cls, data: Any) -> Any:
-        if not isinstance(data, Mapping):
-            return data
-        data = {k: v for k, v in data.items() if v is not None}
-        for name, field in cls.model_fields.items():
-            if field.validate_default and name not in data:
-                default = field.default
-                data.setdefault(field.alias or name, list(default) if default == () else default)
-        return data
 
 
 # Rules across the fields of a section are validators of its later field that read the earlier
