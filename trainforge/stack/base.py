@@ -103,6 +103,17 @@ class Problems(ValueError):
             raise cls(found)
 
 
+def refuse(title: str, problems: Iterable[tuple[tuple[str | int, ...], Any, str]]) -> None:
+    """Raise every `(key path, value, what is valid)` as a validation error at that key (a rule
+    across fields names the key that breaks it, not the section that holds it)."""
+    details: list[Any] = [
+        {"type": "value_error", "loc": loc, "input": value, "ctx": {"error": ValueError(expected)}}
+        for loc, value, expected in problems
+    ]
+    if details:
+        raise ValidationError.from_exception_data(title, details)
+
+
 MISSING: Any = type("Missing", (), {"__repr__": lambda self: "missing"})()
 
 

@@ -22,7 +22,6 @@ from pydantic import (
     AfterValidator,
     BeforeValidator,
     Field,
-    ValidationError,
     WithJsonSchema,
     create_model,
     field_validator,
@@ -32,7 +31,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from trainforge.core.contract import BACKENDS
 from trainforge.core.errors import JobConfigError
-from trainforge.stack.base import Bool, Float, Int, Section, StackError, StackModel
+from trainforge.stack.base import Bool, Float, Int, Section, StackError, StackModel, refuse
 from trainforge.training import config as runtime
 from trainforge.training.contract import CONTRACT_VARIABLES
 
@@ -104,28 +103,18 @@ class JobsError(JobConfigError, StackError):
         self.value = None
 
 
-class Problems:
-    """Problems found by a rule that relates several keys, each at its own key.
-
-    Raised as one pydantic ValidationError, so that each line names its key (`loc`, in the
-    keys users write) under the path of the model that holds the rule."""
-
-    def __init__(self) -> None:
-        self.items: list[Any] = []  # pydantic_core.InitErrorDetails
+class Problems(list):
+    """Problems found by a rule that relates several keys, each `(loc, value, expected)` at
+    its own key (`loc`, in the keys users write); raised by `refuse`."""
 
     def add(self, loc: tuple[str | int, ...], value: Any, expected: str) -> None:
-        error = ValueError(expected)
-        self.items.append(
-            {"type": "value_error", "loc": loc, "input": value, "ctx": {"error": error}}
-        )
+        self.append((loc, value, expected))
 
-    def extend(self, other: Problems, *prefix: str | int) -> None:
-        for item in other.items:
-            self.items.append({**item, "loc": (*prefix, *item["loc"])})
+    def extend_at(self, other: Problems, *prefix: str | int) -> None:
+        self.extend(((*prefix, *loc), value, expected) for loc, value, expected in other)
 
     def raise_if_any(self, title: str) -> None:
-        if self.items:
-            raise ValidationError.from_exception_data(title, self.items)
+        refuse(title, self)
 
 
 def norm(path: str) -> str:
@@ -251,7 +240,7 @@ class _Flags(Section):
             )
         if self.d_model and self.heads and self.d_model % self.heads:
             out.add(("heads",), self.heads, f"a number that divides dModel ({self.d_model})")
-        if out.items:
+        if out:
             return out
         values = {
             k: getattr(self, k)
@@ -949,7 +938,7 @@ class JobModel(ModelFlags):  # type: ignore[misc,valid-type]
                     "modelSize states the size of your own code's model",
                 )
             else:
-                out.extend(size.form_problems(), "modelSize")
+                out.extend_at(size.form_problems(), "modelSize")
         for i, volume in enumerate(job.volumes):
             for j, other in enumerate(job.volumes[:i]):
                 if other.claim == volume.claim and other.sub_path == volume.sub_path:

@@ -21,7 +21,6 @@ from pydantic import (
     BeforeValidator,
     Field,
     PlainSerializer,
-    ValidationError,
     ValidationInfo,
     WithJsonSchema,
     field_validator,
@@ -31,20 +30,9 @@ from pydantic import (
 from trainforge.core.contract import PoolLimits, Taint
 from trainforge.stack.base import Bool as Flag
 from trainforge.stack.base import Float as Number
-from trainforge.stack.base import Int, Section, StackModel
+from trainforge.stack.base import Int, Section, StackModel, refuse
 
 # --- value types: what a string, number or flag of this area must look like -------------------
-
-
-def refuse(title: str, problems: Iterable[tuple[tuple[str | int, ...], Any, str]]) -> None:
-    """Raise every `(key path, value, what is valid)` as a validation error at that key (a rule
-    across fields names the key that breaks it, not the section that holds it)."""
-    details: list[Any] = [
-        {"type": "value_error", "loc": loc, "input": value, "ctx": {"error": ValueError(expected)}}
-        for loc, value, expected in problems
-    ]
-    if details:
-        raise ValidationError.from_exception_data(title, details)
 
 
 def matching(regex: str, what: str, max_length: int | None = None) -> Any:
