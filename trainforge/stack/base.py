@@ -15,17 +15,20 @@ for int and bool fields, so no field needs its own coercion.
 from __future__ import annotations
 
 import difflib
+import re
 import types
 import typing
 from collections.abc import Iterable, Mapping
 from typing import Annotated, Any, TypeVar
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
     TypeAdapter,
     ValidationError,
+    WithJsonSchema,
     model_validator,
 )
 from pydantic.alias_generators import to_camel
@@ -112,6 +115,21 @@ def refuse(title: str, problems: Iterable[tuple[tuple[str | int, ...], Any, str]
     ]
     if details:
         raise ValidationError.from_exception_data(title, details)
+
+
+def matching(pattern: str, expected: str, max_length: int = 0) -> Any:
+    """A string matching `pattern` whole (at most `max_length` long); the JSON Schema carries
+    the same pattern for editors."""
+    rx = re.compile(pattern)
+
+    def valid(value: str) -> str:
+        if not rx.fullmatch(value) or (max_length and len(value) > max_length):
+            raise ValueError(expected)
+        return value
+
+    schema: dict[str, Any] = {"type": "string", "pattern": f"^(?:{pattern})$"}
+    schema.update({"maxLength": max_length} if max_length else {})
+    return Annotated[str, AfterValidator(valid), WithJsonSchema(schema)]
 
 
 MISSING: Any = type("Missing", (), {"__repr__": lambda self: "missing"})()

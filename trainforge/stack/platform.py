@@ -22,7 +22,6 @@ from pydantic import (
     Field,
     PlainSerializer,
     ValidationInfo,
-    WithJsonSchema,
     field_validator,
     model_validator,
 )
@@ -30,24 +29,9 @@ from pydantic import (
 from trainforge.core.contract import PoolLimits, Taint
 from trainforge.stack.base import Bool as Flag
 from trainforge.stack.base import Float as Number
-from trainforge.stack.base import Int, Section, StackModel, refuse
+from trainforge.stack.base import Int, Section, StackModel, matching, refuse
 
 # --- value types: what a string, number or flag of this area must look like -------------------
-
-
-def matching(regex: str, what: str, max_length: int | None = None) -> Any:
-    """A string matching `regex`, refused as `expected <what>`; the JSON Schema has the pattern."""
-    rx = re.compile(regex)
-    schema: dict[str, Any] = {"type": "string", "pattern": regex}
-    if max_length is not None:
-        schema["maxLength"] = max_length
-
-    def check(value: str) -> str:
-        if not rx.match(value) or (max_length is not None and len(value) > max_length):
-            raise ValueError(what)
-        return value
-
-    return Annotated[str, AfterValidator(check), WithJsonSchema(schema)]
 
 
 def _text(value: Any) -> Any:
@@ -63,39 +47,39 @@ def _one_or_many(value: Any) -> Any:
     return [value] if isinstance(value, str) else value  # `pulumi config set k v`: one item
 
 
-DNS_LABEL = r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$"
+DNS_LABEL = r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?"
 DnsLabel = matching(DNS_LABEL, "a DNS label (lowercase letters, digits, '-')")
 PoolName = matching(
     DNS_LABEL, "a DNS label of at most 40 characters (lowercase letters, digits, '-')", 40
 )
 ClusterName = matching(
-    r"^[a-zA-Z][-a-zA-Z0-9_]{0,99}$",
+    r"[a-zA-Z][-a-zA-Z0-9_]{0,99}",
     "a cluster name: a letter then letters, digits, '-' or '_' (at most 100)",
 )
-VpcId = matching(r"^vpc-[0-9a-f]+$", "a VPC id (vpc-...)")
-ReservationId = matching(r"^cr-[0-9a-f]+$", "a capacity reservation id (cr-...)")
+VpcId = matching(r"vpc-[0-9a-f]+", "a VPC id (vpc-...)")
+ReservationId = matching(r"cr-[0-9a-f]+", "a capacity reservation id (cr-...)")
 InstanceType = matching(
-    r"^[a-z][a-z0-9-]*\.[a-z0-9-]+$", "an EC2 instance type such as g5.xlarge or m6i.large"
+    r"[a-z][a-z0-9-]*\.[a-z0-9-]+", "an EC2 instance type such as g5.xlarge or m6i.large"
 )
 Quantity = Annotated[
     matching(
-        r"^[0-9]+(\.[0-9]+)?(m|k|Ki|Mi|Gi|Ti|Pi|M|G|T|P)?$",
+        r"[0-9]+(\.[0-9]+)?(m|k|Ki|Mi|Gi|Ti|Pi|M|G|T|P)?",
         "a Kubernetes quantity such as 64 or 256Gi",
     ),
     BeforeValidator(_text),
 ]
-Duration = matching(r"^([0-9]+(s|m|h))+$", "a duration such as 30s, 10m or 1h")
-SubnetId = matching(r"^subnet-[0-9a-f]+$", "a subnet id (subnet-...)")
+Duration = matching(r"([0-9]+(s|m|h))+", "a duration such as 30s, 10m or 1h")
+SubnetId = matching(r"subnet-[0-9a-f]+", "a subnet id (subnet-...)")
 IamPrincipal = matching(
-    r"^arn:aws[a-z-]*:(iam|sts)::[0-9]{12}:(role|user|assumed-role)/.+$",
+    r"arn:aws[a-z-]*:(iam|sts)::[0-9]{12}:(role|user|assumed-role)/.+",
     "an IAM role or user ARN (arn:aws:iam::<account>:role/<name>)",
 )
 PtcSecret = matching(
-    r"^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:ecr-pullthroughcache/[\w/+=.@-]+$",
+    r"arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:ecr-pullthroughcache/[\w/+=.@-]+",
     "the ARN of a Secrets Manager secret named ecr-pullthroughcache/<name> (ECR's rule)",
 )
 ImageRef = matching(
-    r"^[a-z0-9]+([._/:-][a-zA-Z0-9_.-]+)*(@sha256:[0-9a-f]{64})?$",
+    r"[a-z0-9]+([._/:-][a-zA-Z0-9_.-]+)*(@sha256:[0-9a-f]{64})?",
     "a pinned image reference (registry/repository:tag or @sha256:<digest>)",
 )
 

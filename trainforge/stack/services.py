@@ -31,7 +31,16 @@ from pydantic.alias_generators import to_camel
 
 from trainforge.core.contract import BACKENDS, DEFAULT_BACKEND
 from trainforge.core.quantity import parse_quantity
-from trainforge.stack.base import MISSING, Bool, Float, Int, Problems, StackModel, one_of
+from trainforge.stack.base import (
+    MISSING,
+    Bool,
+    Float,
+    Int,
+    Problems,
+    StackModel,
+    matching,
+    one_of,
+)
 
 # MB/s per TiB for PERSISTENT_2 (SSD). SCRATCH_2 has a fixed 200 MB/s/TiB baseline.
 FSX_THROUGHPUT_TIERS = (125, 250, 500, 1000)
@@ -62,21 +71,6 @@ _DEFAULT_ID_SPAN = 900000
 
 # ---------------------------------------------------------------------------------------------
 # Value types: what a key holds, and the error's "what is valid"
-
-
-def _matching(pattern: str, expected: str, max_length: int = 0) -> Any:
-    """A string matching `pattern` whole (at most `max_length` long); the JSON Schema carries
-    the same pattern for editors."""
-    rx = re.compile(pattern)
-
-    def valid(value: str) -> str:
-        if not rx.fullmatch(value) or (max_length and len(value) > max_length):
-            raise ValueError(expected)
-        return value
-
-    schema: dict[str, Any] = {"type": "string", "pattern": f"^(?:{pattern})$"}
-    schema.update({"maxLength": max_length} if max_length else {})
-    return Annotated[str, AfterValidator(valid), WithJsonSchema(schema)]
 
 
 def _quantity(value: Any) -> str:
@@ -127,31 +121,31 @@ _PATH = r"/[A-Za-z0-9._/-]*"
 _DURATION = r"\d+(ms|s|m|h|d|w|y)"
 # Kubernetes resource.Quantity (apimachinery): a signed decimal with an optional suffix.
 _QUANTITY = re.compile(r"^\+?(\d+(\.\d*)?|\.\d+)(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E|[eE][+-]?\d+)?$")
-NonEmpty = _matching(r".+", "a non-empty string")
-Namespace = _matching(_DNS_LABEL, "a DNS-1123 label (lowercase letters, digits, '-')", 63)
-TeamName = _matching(
+NonEmpty = matching(r".+", "a non-empty string")
+Namespace = matching(_DNS_LABEL, "a DNS-1123 label (lowercase letters, digits, '-')", 63)
+TeamName = matching(
     _DNS_LABEL,
     "a DNS-1123 label: at most 63 lowercase letters, digits or '-', "
     "starting and ending with a letter or digit (it becomes the namespace)",
     63,
 )
-Cohort = _matching(_DNS_LABEL, "a DNS-1123 label naming the cohort teams share", 63)
-ClaimName = _matching(
+Cohort = matching(_DNS_LABEL, "a DNS-1123 label naming the cohort teams share", 63)
+ClaimName = matching(
     r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?", "a PersistentVolumeClaim name (a DNS-1123 subdomain)", 253
 )
-S3Url = _matching(
+S3Url = matching(
     r"s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?", "an S3 URL such as s3://my-datasets/imagenet"
 )
-HelmRepository = _matching(
+HelmRepository = matching(
     r"(https?|oci)://.+",
     "a Helm repository URL (https://... for a classic repository, or oci://... "
     "for a registry path: its chart is then oci://<path>/<name>)",
 )
-IamPrincipal = _matching(
+IamPrincipal = matching(
     r"arn:aws[\w-]*:iam::\d{12}:(role|user)/[\w+=,.@/-]+",
     "an IAM role or user ARN such as arn:aws:iam::111122223333:role/MlEngineer",
 )
-PromDuration = _matching(_DURATION, "a Prometheus duration such as 30s, 15m or 2h")
+PromDuration = matching(_DURATION, "a Prometheus duration such as 30s, 15m or 2h")
 # A YAML number or string, kept as the string Kubernetes gets; Count: a whole one.
 _NUMBER_OR = {"anyOf": [{"type": "string", "pattern": _QUANTITY.pattern}, {"type": "number"}]}
 Quantity = Annotated[str, BeforeValidator(_quantity), WithJsonSchema(_NUMBER_OR)]
@@ -185,7 +179,7 @@ class DataRepositoryConfig(StackModel):
 
     data_repository_path: S3Url
     """an S3 URL such as `s3://bucket[/prefix]`: the bucket linked to the file system."""
-    file_system_path: _matching(
+    file_system_path: matching(
         f"(?!/$){_PATH}", "an absolute directory other than / such as /s3"
     ) = "/s3"
     """Directory of the file system the bucket appears under."""
@@ -208,7 +202,7 @@ class FsxConfig(StackModel):
     """1200 or a multiple of 2400 (AWS rule for both types)."""
     per_unit_storage_throughput: Int | None = Field(None, validate_default=True)
     """MB/s per TiB for `PERSISTENT_2`: 125 (unset), 250, 500 or 1000. Must be unset for `SCRATCH_2`."""
-    mount_path: _matching(_PATH, "an absolute path such as /fsx") = "/fsx"
+    mount_path: matching(_PATH, "an absolute path such as /fsx") = "/fsx"
     """Where jobs mount the team's claim."""
     data_repository: DataRepositoryConfig | None = None
     """An S3 bucket linked to the file system (`PERSISTENT_2` only)."""
@@ -276,7 +270,7 @@ class HelmChartRef(StackModel):
 
     repository: HelmRepository
     """the chart's repository. `https://...`: a classic repository whose `index.yaml` lists `name`; `oci://registry/path`: the chart `oci://registry/path/<name>` (a path already ending in `/<name>` is used as is)."""
-    version: _matching(r"(?!latest$|\*$).+", "a pinned chart version such as 1.9.4")
+    version: matching(r"(?!latest$|\*$).+", "a pinned chart version such as 1.9.4")
     """a pinned chart version such as 1.9.4 (never `latest`)."""
     name: NonEmpty = "training-operator"
     """The chart's name."""
@@ -341,7 +335,7 @@ class AlertsConfig(StackModel):
     """...once the run's wall time is past this (start-up makes early goodput low)."""
     queue_pending_for: PromDuration = "1h"
     """TrainforgeQueueStarved / TrainforgeQueueInadmissible: a team queue with workloads waiting and none admitted (or inadmissible) this long."""
-    runbook_base_url: _matching(
+    runbook_base_url: matching(
         r"https?://\S+/", "an http(s) URL ending in / (the docs/ folder)"
     ) = "https://github.com/trainforge/trainforge/blob/main/docs/"
     """Where alerts' `runbook_url` links point: this repository's docs/ folder as a URL, ending in `/`."""
@@ -355,7 +349,7 @@ class ReceiverConfig(StackModel):
     """One Alertmanager receiver; its secret (Slack webhook URL, PagerDuty routing key, webhook
     URL) is set with `pulumi config set --secret --path` and reaches the chart as a secret."""
 
-    name: _matching(_DNS_LABEL, "a DNS-1123 label", 63)
+    name: matching(_DNS_LABEL, "a DNS-1123 label", 63)
     """A DNS-1123 label, unique among receivers (unset: `<type>-<index>`)."""
     type: Literal["slack", "pagerduty", "webhook"] = "webhook"
     """`slack`, `pagerduty` or `webhook`: an Alertmanager receiver (with `mode: external` your Alertmanager routes the alerts, labelled `platform=trainforge`)."""
@@ -427,13 +421,13 @@ class MonitoringConfig(StackModel):
 
     mode: Literal["managed", "external"] = "managed"
     """`managed`: kube-prometheus-stack selecting every ServiceMonitor/PodMonitor; `external`: use an existing Prometheus operator."""
-    namespace: _matching(_DNS_LABEL, "a DNS-1123 label", 63) = "monitoring"
+    namespace: matching(_DNS_LABEL, "a DNS-1123 label", 63) = "monitoring"
     """Namespace of the stack; team NetworkPolicies admit scraping from it."""
     dcgm_exporter: Bool = True
     """DCGM exporter + ServiceMonitor on GPU nodes (namespace `node-agents`)."""
     dcgm_profiling_metrics: Bool = False
     """Collect DCGM's profiling metrics (`DCGM_FI_PROF_*`: tensor-core, SM and DRAM activity, PCIe bytes), which need `CAP_SYS_ADMIN` in the exporter. Off: the exporter runs with no capability and collects the device metrics (utilisation, memory, power, clocks, XID errors)."""
-    retention: _matching(_DURATION, "a Prometheus duration such as 15d or 720h") = "15d"
+    retention: matching(_DURATION, "a Prometheus duration such as 15d or 720h") = "15d"
     """Prometheus retention (a Prometheus duration)."""
     storage_size: Quantity = "50Gi"
     """Prometheus volume size (a Kubernetes quantity)."""
