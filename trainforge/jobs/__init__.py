@@ -8,30 +8,21 @@ The model (`spec`), the platform wiring (`wiring`), the pod builder (`pod`) and 
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
-__all__ = ["TrainingJob", "declare_jobs", "function_job", "local_argv_for_job", "run_local"]
+# public name -> the module that defines it (imported on first use)
+_EXPORTS = {
+    "TrainingJob": "trainforge.jobs.component",
+    "declare_jobs": "trainforge.jobs.declare",
+    "function_job": "trainforge.jobs.spec",
+    "local_argv_for_job": "trainforge.jobs.local",
+    "run_local": "trainforge.jobs.local",
+}
+__all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:
-    if name == "TrainingJob":
-        from trainforge.jobs.component import TrainingJob
-
-        return TrainingJob
-    if name == "declare_jobs":
-        from trainforge.jobs.declare import declare_jobs
-
-        return declare_jobs
-    if name == "local_argv_for_job":
-        from trainforge.jobs.local import local_argv_for_job
-
-        return local_argv_for_job
-    if name == "function_job":
-        from trainforge.jobs.spec import function_job
-
-        return function_job
-    if name == "run_local":
-        from trainforge.jobs.local import run_local
-
-        return run_local
-    raise AttributeError(name)
+    if name not in _EXPORTS:
+        raise AttributeError(name)
+    return getattr(importlib.import_module(_EXPORTS[name]), name)
