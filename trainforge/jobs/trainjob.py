@@ -39,6 +39,7 @@ from trainforge.core.contract import JobTarget
 from trainforge.core.errors import JobConfigError
 from trainforge.jobs import pod, tenancy
 from trainforge.jobs.codeship import USER_CODE_MOUNT
+from trainforge.jobs.indexed_job import podmonitor_manifest  # noqa: F401 - the JobSet's Job's
 from trainforge.jobs.pod import labels
 from trainforge.jobs.spec import JobSpec, RunPolicySpec
 
@@ -365,13 +366,6 @@ def workload_manifest(job: JobSpec, target: JobTarget, template: dict[str, Any])
     if job.run_policy.active_deadline_seconds is not None:
         spec["activeDeadlineSeconds"] = job.run_policy.active_deadline_seconds
     return pod.workload_object(API_VERSION, KIND, job, target, spec)
-
-
-def podmonitor_manifest(job: JobSpec, target: JobTarget) -> dict[str, Any] | None:
-    """Rank 0 is the pod with completion index 0 of the JobSet's only Job."""
-    return pod.podmonitor_manifest(
-        job, target, {pod.COMPLETION_INDEX_LABEL: "0"}, [pod.COMPLETION_INDEX_LABEL]
-    )
 
 
 # --- what the Trainer controller makes of a TrainJob and its runtime ----------------------------
