@@ -16,8 +16,8 @@ from trainforge.plan import check_types as T
 from trainforge.plan import registry as C
 from trainforge.plan.checks import rules as R
 from trainforge.plan.checks import validate as V
-from trainforge.plan.manifests import K8sObject, helm_like, k8s_objects
-from trainforge.plan.runner import UNKNOWN, Inventory, run_program, run_project
+from trainforge.plan.manifests import K8sObject, has_unknown, helm_like, k8s_objects
+from trainforge.plan.runner import Inventory, run_program, run_project
 from trainforge.plan.runner import standin_mocks as load_standin_mocks
 from trainforge.plan.waivers import CONFIG_KEY, Waiver, WaiverError, find_waiver, parse_waivers
 
@@ -181,14 +181,6 @@ JOBS_KEY = "trainforge:jobs"
 STANDIN_NOTE = " (judged with stand-in values for ids/ARNs the cloud assigns)"
 
 
-def _has_unknown(value: Any) -> bool:
-    if isinstance(value, dict):
-        return any(_has_unknown(v) for v in value.values())
-    if isinstance(value, list):
-        return any(_has_unknown(v) for v in value)
-    return value == UNKNOWN
-
-
 def add_standin_findings(result: PlanResult, standin: Inventory) -> int:
     """Re-judge cloud resources whose preview inputs hold unknowns, with stand-in values.
 
@@ -203,7 +195,7 @@ def add_standin_findings(result: PlanResult, standin: Inventory) -> int:
     judged = 0
     for rec in standin.resources:
         before = preview.get(rec.urn)
-        if before is None or rec.type.startswith("kubernetes:") or not _has_unknown(before.inputs):
+        if before is None or rec.type.startswith("kubernetes:") or not has_unknown(before.inputs):
             continue
         judged += 1
         for rule, msg in R.check_resource(rec.type, rec.inputs):

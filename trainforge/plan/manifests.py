@@ -100,11 +100,12 @@ def _standins(node: Any, key: str | None = None) -> Any:
     return node
 
 
-def _has_unknown(node: Any) -> bool:
+def has_unknown(node: Any) -> bool:
+    """Whether a value the cloud assigns at apply time (UNKNOWN) is anywhere in `node`."""
     if isinstance(node, dict):
-        return any(_has_unknown(v) for v in node.values())
+        return any(has_unknown(v) for v in node.values())
     if isinstance(node, list):
-        return any(_has_unknown(v) for v in node)
+        return any(has_unknown(v) for v in node)
     return node == UNKNOWN
 
 
@@ -283,7 +284,7 @@ def write_manifests(objects: list[K8sObject], out: pathlib.Path, checkov: bool =
     for obj in objects:
         path = out / obj.relpath
         path.parent.mkdir(parents=True, exist_ok=True)
-        note = UNKNOWN_NOTE if _has_unknown(obj.doc) or "-unknown" in str(obj.doc) else ""
+        note = UNKNOWN_NOTE if has_unknown(obj.doc) or "-unknown" in str(obj.doc) else ""
         path.write_text(note + dump_yaml(obj.doc))
         n += 1
         if checkov:
