@@ -31,7 +31,16 @@ from pydantic.json_schema import SkipJsonSchema
 
 from trainforge.core.contract import BACKENDS
 from trainforge.core.errors import JobConfigError
-from trainforge.stack.base import Bool, Float, Int, Section, StackError, StackModel, refuse
+from trainforge.stack.base import (
+    Bool,
+    Float,
+    Int,
+    Section,
+    StackError,
+    StackModel,
+    matching,
+    refuse,
+)
 from trainforge.training import config as runtime
 from trainforge.training.contract import CONTRACT_VARIABLES
 
@@ -50,7 +59,7 @@ MAX_LABEL = 63
 POD_SUFFIX = "-worker-"
 MIN_INDEX_DIGITS = 3
 # checkpoint.fingerprint: a dotted module path and a function name
-FINGERPRINT_RE = r"[A-Za-z_][\w.]*:[A-Za-z_]\w*"
+Fingerprint = matching(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*", "module:function, e.g. layout:state_layout")
 # A container image reference: [registry[:port]/]path[:tag][@sha256:<64 hex>].
 IMAGE_RE = re.compile(
     r"^(?:(?P<registry>[a-zA-Z0-9][a-zA-Z0-9.-]*(?::[0-9]+)?)/)?"
@@ -371,19 +380,13 @@ def _resume(value: str) -> str:
     return value
 
 
-def _fingerprint(value: str) -> str:
-    if not re.fullmatch(FINGERPRINT_RE, value):
-        raise ValueError("module:function, e.g. layout:state_layout")
-    return value
-
-
 class _Checkpoint(Section):
     s3_mirror: Bool | None = Field(
         None,
         description="mirror checkpoints to the team's prefix of the platform's bucket (needs "
         "boto3 in the image); unset: on for a job's own image, off for the stock image",
     )
-    fingerprint: Annotated[str, AfterValidator(_fingerprint)] | None = Field(
+    fingerprint: Fingerprint | None = Field(
         None,
         description="own code: module:function in the job's code directory returning the state "
         "layout its checkpoints hold; `trainforge plan --diff` compares it",
@@ -452,9 +455,8 @@ class ElasticSpec(Section):
             and el.min_workers is not None
             and el.min_workers > el.max_workers
         ):
-            out = Problems()
-            out.add(("minWorkers",), el.min_workers, f"a value <= maxWorkers ({el.max_workers})")
-            out.raise_if_any("elastic")
+            expected = f"a value <= maxWorkers ({el.max_workers})"
+            refuse("elastic", [(("minWorkers",), el.min_workers, expected)])
         return el
 
 
