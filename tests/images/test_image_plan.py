@@ -12,7 +12,7 @@ from trainforge.core import image_routes, versions
 from trainforge.core.contract import declared, reset_declared
 from trainforge.core.errors import JobConfigError
 from trainforge.jobs.declare import check_jobs
-from trainforge.jobs.image_facts import parse_declared
+from trainforge.jobs.spec import parse_job
 from trainforge.plan.core import plan_project
 from trainforge.platform import monitoring, training_operator
 from trainforge.platform.config import ConfigError, parse_config
@@ -208,15 +208,23 @@ def test_declared_facts_refuse_a_job_missing_a_piece(job, key, piece):
 
 
 def test_declared_facts_with_the_pieces_pass_and_bad_facts_are_one_line():
-    facts = parse_declared({"mlflow": "3.17.0", "awsOfiNccl": True, "torch": "2.13"}, "j")
+    job = {"name": "j", "team": "t", "pool": "p", "image": "my/train:1.0"}
+
+    def parse_declared(facts):
+        return parse_job({**job, "imageFacts": facts}, "j").image_facts
+
+    facts = parse_declared({"mlflow": "3.17.0", "awsOfiNccl": True, "torch": "2.13"})
     assert facts.mlflow == "3.17.0" and facts.aws_ofi_nccl is True and facts.torch == "2.13"
+    assert facts.source == "declared by the job (imageFacts)"
     with pytest.raises(
         JobConfigError,
-        match=r"j\.mlfow: unknown key \(did you mean 'mlflow'\?\); known keys: awsOfiNccl, boto3",
+        match=r"j\.imageFacts\.mlfow: unknown key \(did you mean 'mlflow'\?\); known keys: awsOfiNccl",
     ):
-        parse_declared({"mlfow": True}, "j")
-    with pytest.raises(JobConfigError, match=r"j\.boto3: got \[1\]; expected true, false"):
-        parse_declared({"boto3": [1]}, "j")
+        parse_declared({"mlfow": True})
+    with pytest.raises(
+        JobConfigError, match=r"j\.imageFacts\.boto3: got \[1\]; expected true, false"
+    ):
+        parse_declared({"boto3": [1]})
 
 
 def test_images_config_errors_name_the_key():

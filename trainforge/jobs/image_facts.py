@@ -21,8 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any
 
-from trainforge.stack.base import validate
-from trainforge.stack.jobs import ImageFactsKeys, JobsError
+from trainforge.stack.jobs import ImageFactsKeys
 
 # A fact is True/a version string (present), False (known absent) or None (unknown).
 Fact = str | bool | None
@@ -96,15 +95,6 @@ def stock_facts(image: str) -> ImageFacts | None:
         trainforge=False,
         source=STOCK_SOURCE,
     )
-
-
-def parse_declared(raw: Any, where: str) -> ImageFacts:
-    """A job's `imageFacts` mapping (its keys: trainforge.stack.jobs.ImageFactsKeys)."""
-    errors: list[str] = []
-    keys = validate(ImageFactsKeys, raw, where, errors)
-    if keys is None:
-        raise JobsError(errors)
-    return declared(keys)
 
 
 def declared(keys: Any) -> ImageFacts:
