@@ -2,7 +2,7 @@
 error naming that key; nothing ends in a Python traceback.
 
 The keys come from the reference itself (docs/configuration.md and docs/jobs.md tables, read by
-trainforge.reference), so a key added to the docs is tested here without touching this file.
+documented_keys below), so a key added to the docs is tested here without touching this file.
 Each case runs what `pulumi preview` runs before any resource: the stack parser with its
 instance-type lookups and region check, then every job against the platform contract.
 """
@@ -22,7 +22,46 @@ from trainforge.jobs.declare import check_jobs
 from trainforge.plan.mocks import make_mocks
 from trainforge.platform.config import ConfigError, parse_config
 from trainforge.platform.published import contract_from_config
-from trainforge.reference import documented_keys
+
+# The configuration reference, machine-readable: every key docs/configuration.md and
+# docs/jobs.md document, read from their tables. Each table row's first cell names its keys in
+# backticks; a `### \`trainforge:<key>\`` heading gives the keys of its table their prefix
+# (`[]` marks a list of entries).
+DOCS = ("docs/configuration.md", "docs/jobs.md")
+_HEADING = re.compile(r"^#{2,3} `(?P<key>(?:trainforge|aws):[A-Za-z\[\]]+)`")
+_JOBS_TABLE = "| Key | Default | Notes |"
+
+
+def documented_keys(root: pathlib.Path) -> list[str]:
+    """Every documented key as a full path, e.g. `trainforge:nodeGroups[].minSize`."""
+    keys: list[str] = []
+    for doc in DOCS:
+        prefix = "trainforge:jobs[]." if doc.endswith("jobs.md") else ""
+        in_jobs_table = False
+        for line in (root / doc).read_text().splitlines():
+            if doc.endswith("configuration.md"):
+                m = _HEADING.match(line)
+                if m:
+                    prefix = m.group("key") + "."
+                elif line.startswith("## "):
+                    prefix = ""
+            else:
+                if line.startswith(_JOBS_TABLE):
+                    in_jobs_table = True
+                    continue
+                if in_jobs_table and not line.startswith("|"):
+                    in_jobs_table = False
+                if not in_jobs_table:
+                    continue
+            if not line.startswith("| `"):
+                continue
+            first = line.split("|")[1]
+            for token in re.findall(r"`([^`]+)`", first):
+                full = token if ":" in token else prefix + token
+                if full not in keys:
+                    keys.append(full)
+    return keys
+
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 KEYS = documented_keys(ROOT)
