@@ -132,6 +132,24 @@ def matching(pattern: str, expected: str, max_length: int = 0) -> Any:
     return Annotated[str, AfterValidator(valid), WithJsonSchema(schema)]
 
 
+# Kubernetes resource.Quantity (apimachinery): a signed decimal with an optional suffix.
+_QUANTITY = re.compile(r"^\+?(\d+(\.\d*)?|\.\d+)(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E|[eE][+-]?\d+)?$")
+
+
+def _quantity(value: Any) -> str:
+    if isinstance(value, bool) or not (
+        (isinstance(value, int | float) and value >= 0)
+        or (isinstance(value, str) and _QUANTITY.match(value))
+    ):
+        raise ValueError("a Kubernetes quantity such as 8, 500m, 64Gi or 1.5")
+    return str(value)
+
+
+# A YAML number or string, kept as the string Kubernetes gets.
+_NUMBER_OR = {"anyOf": [{"type": "string", "pattern": _QUANTITY.pattern}, {"type": "number"}]}
+Quantity = Annotated[str, BeforeValidator(_quantity), WithJsonSchema(_NUMBER_OR)]
+
+
 MISSING: Any = type("Missing", (), {"__repr__": lambda self: "missing"})()
 
 

@@ -29,7 +29,7 @@ from pydantic import (
 from trainforge.core.contract import PoolLimits, Taint
 from trainforge.stack.base import Bool as Flag
 from trainforge.stack.base import Float as Number
-from trainforge.stack.base import Int, Section, StackModel, matching, refuse
+from trainforge.stack.base import Int, Quantity, Section, StackModel, matching, refuse
 
 # --- value types: what a string, number or flag of this area must look like -------------------
 
@@ -61,13 +61,6 @@ ReservationId = matching(r"cr-[0-9a-f]+", "a capacity reservation id (cr-...)")
 InstanceType = matching(
     r"[a-z][a-z0-9-]*\.[a-z0-9-]+", "an EC2 instance type such as g5.xlarge or m6i.large"
 )
-Quantity = Annotated[
-    matching(
-        r"[0-9]+(\.[0-9]+)?(m|k|Ki|Mi|Gi|Ti|Pi|M|G|T|P)?",
-        "a Kubernetes quantity such as 64 or 256Gi",
-    ),
-    BeforeValidator(_text),
-]
 Duration = matching(r"([0-9]+(s|m|h))+", "a duration such as 30s, 10m or 1h")
 SubnetId = matching(r"subnet-[0-9a-f]+", "a subnet id (subnet-...)")
 IamPrincipal = matching(

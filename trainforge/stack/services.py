@@ -37,6 +37,7 @@ from trainforge.stack.base import (
     Float,
     Int,
     Problems,
+    Quantity,
     StackModel,
     matching,
     one_of,
@@ -71,15 +72,6 @@ _DEFAULT_ID_SPAN = 900000
 
 # ---------------------------------------------------------------------------------------------
 # Value types: what a key holds, and the error's "what is valid"
-
-
-def _quantity(value: Any) -> str:
-    if isinstance(value, bool) or not (
-        (isinstance(value, int | float) and value >= 0)
-        or (isinstance(value, str) and _QUANTITY.match(value))
-    ):
-        raise ValueError("a Kubernetes quantity such as 8, 500m, 64Gi or 1.5")
-    return str(value)
 
 
 def _whole(value: str) -> str:
@@ -119,8 +111,6 @@ def _backend_list(value: Any) -> Any:
 _DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _PATH = r"/[A-Za-z0-9._/-]*"
 _DURATION = r"\d+(ms|s|m|h|d|w|y)"
-# Kubernetes resource.Quantity (apimachinery): a signed decimal with an optional suffix.
-_QUANTITY = re.compile(r"^\+?(\d+(\.\d*)?|\.\d+)(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E|[eE][+-]?\d+)?$")
 NonEmpty = matching(r".+", "a non-empty string")
 Namespace = matching(_DNS_LABEL, "a DNS-1123 label (lowercase letters, digits, '-')", 63)
 TeamName = matching(
@@ -146,10 +136,7 @@ IamPrincipal = matching(
     "an IAM role or user ARN such as arn:aws:iam::111122223333:role/MlEngineer",
 )
 PromDuration = matching(_DURATION, "a Prometheus duration such as 30s, 15m or 2h")
-# A YAML number or string, kept as the string Kubernetes gets; Count: a whole one.
-_NUMBER_OR = {"anyOf": [{"type": "string", "pattern": _QUANTITY.pattern}, {"type": "number"}]}
-Quantity = Annotated[str, BeforeValidator(_quantity), WithJsonSchema(_NUMBER_OR)]
-Count = Annotated[Quantity, AfterValidator(_whole)]
+Count = Annotated[Quantity, AfterValidator(_whole)]  # a whole quantity
 TeamId = Annotated[
     int,
     BeforeValidator(_team_id),
