@@ -254,7 +254,8 @@ def format_errors(exc: ValidationError, root: Any, path: str) -> list[str]:
         if isinstance(found, Problems):
             out.extend(problem_lines(where, found))
         elif kind == "extra_forbidden":
-            known = known_keys(root, loc[:-1])
+            model = _model_at(root, loc[:-1])
+            known = aliases(model) if model is not None else set()
             key = str(loc[-1])
             out.append(
                 f"{where}: unknown key{suggest(key, known)}; known keys: {', '.join(sorted(known))}"
@@ -277,14 +278,6 @@ def problem_lines(path: str, problems: Problems) -> list[str]:
             else problem(where, value, expected)
         )
     return out
-
-
-def known_keys(root: Any, loc: tuple[Any, ...]) -> list[str]:
-    """The keys (aliases) the model at `loc` under `root` accepts."""
-    model = _model_at(root, loc)
-    if model is None:
-        return []
-    return [f.alias or name for name, f in model.model_fields.items()]
 
 
 # ---------------------------------------------------------------------------------------------
