@@ -42,15 +42,17 @@ def test_snake_case_keys_are_accepted_too():
 
 
 def test_presets():
-    assert spec.fsdp("a", "t", "p", workers=2).strategy == "fsdp"
-    e = spec.elastic("b", "t", "p", 2, 4, max_restarts=5)
+    job = {"team": "t", "pool": "p"}
+    assert parse_job({**job, "name": "a", "preset": "fsdp", "workers": 2}).strategy == "fsdp"
+    el = {"min_workers": 2, "max_workers": 4, "max_restarts": 5}
+    e = parse_job({**job, "name": "b", "preset": "elastic", "elastic": el})
     assert (
         e.preset == "elastic"
         and e.workers == 4
         and e.elastic == spec.ElasticSpec(min_workers=2, max_workers=4, max_restarts=5)
     )
     assert e.uses_torchrun and e.min_workers == 2 and e.max_workers == 4
-    assert spec.ddp("c", "t", "p").preset == "ddp"
+    assert parse_job({**job, "name": "c", "preset": "ddp"}).preset == "ddp"
     # an elastic block alone implies the elastic preset
     assert (
         parse_job({**BASE, "elastic": {"minWorkers": 1, "maxWorkers": 3}}, "j").preset == "elastic"

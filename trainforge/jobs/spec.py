@@ -121,30 +121,7 @@ def parse_jobs(raw: Any, where: str = "trainforge:jobs") -> list[JobSpec]:
     return [j for j in jobs if j is not None]
 
 
-# --- presets --------------------------------------------------------------------------------
-
-
-def ddp(name: str, team: str, pool: str, **kwargs: Any) -> JobSpec:
-    """Data-parallel job: a Master and `workers - 1` Workers, each a full model replica."""
-    return parse_job({"name": name, "team": team, "pool": pool, "preset": "ddp", **kwargs}, name)
-
-
-def fsdp(name: str, team: str, pool: str, **kwargs: Any) -> JobSpec:
-    """FSDP2 job: parameters, gradients and optimizer state sharded over all ranks."""
-    return parse_job({"name": name, "team": team, "pool": pool, "preset": "fsdp", **kwargs}, name)
-
-
-def elastic(
-    name: str, team: str, pool: str, min_workers: int, max_workers: int, **kwargs: Any
-) -> JobSpec:
-    """torchrun-elastic job: Workers only, c10d rendezvous, survives pod loss down to min."""
-    el = {"min_workers": min_workers, "max_workers": max_workers}
-    if "max_restarts" in kwargs:
-        el["max_restarts"] = kwargs.pop("max_restarts")
-    return parse_job(
-        {"name": name, "team": team, "pool": pool, "preset": "elastic", "elastic": el, **kwargs},
-        name,
-    )
+# --- a Python function as the program ------------------------------------------------------
 
 
 def function_job(
