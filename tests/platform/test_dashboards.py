@@ -8,6 +8,7 @@ import json
 import pathlib
 import re
 import urllib.request
+from collections.abc import Iterator
 
 import pytest
 import yaml
@@ -37,6 +38,21 @@ def _sidecar() -> dict:
 # --- valid Grafana JSON -------------------------------------------------------------------------
 
 
+def panels(dashboard: dict) -> Iterator[dict]:
+    for panel in dashboard.get("panels", []):
+        yield panel
+        yield from panel.get("panels", [])
+
+
+def queries(dashboard: dict) -> list[str]:
+    """Every PromQL expression: panel targets and query variables."""
+    out = [t["expr"] for p in panels(dashboard) for t in p.get("targets", [])]
+    for var in dashboard.get("templating", {}).get("list", []):
+        if var.get("type") == "query":
+            out.append(var["definition"])
+    return out
+
+
 @pytest.mark.parametrize("name", sorted(D.DASHBOARDS))
 def test_dashboard_is_a_valid_grafana_model(name):
     board = D.DASHBOARDS[name]()
@@ -44,7 +60,7 @@ def test_dashboard_is_a_valid_grafana_model(name):
     assert board["uid"] == name and board["title"] and isinstance(board["schemaVersion"], int)
     variables = {v["name"] for v in board["templating"]["list"]}
     ids, cells = set(), set()
-    for p in D.panels(board):
+    for p in panels(board):
         assert p["id"] not in ids, f"duplicate panel id {p['id']}"
         ids.add(p["id"])
         g = p["gridPos"]
@@ -59,7 +75,7 @@ def test_dashboard_is_a_valid_grafana_model(name):
         assert p["datasource"] == {"type": "prometheus", "uid": "${datasource}"}
         refs = [t["refId"] for t in p["targets"]]
         assert p["targets"] and len(set(refs)) == len(refs), p["title"]
-    for q in D.queries(board):
+    for q in queries(board):
         for brackets in ("()", "{}", "[]"):
             assert q.count(brackets[0]) == q.count(brackets[1]), q
         used = set(re.findall(r"\$\{?(\w+)", q))
@@ -142,7 +158,7 @@ def test_dcgm_fact_matches_the_pinned_chart():
 def test_every_queried_metric_is_exported(name, runtime_metrics):
     _, dcgm = _dcgm_metrics()
     board = D.DASHBOARDS[name]()
-    queried = set().union(*(D.metric_names(q) for q in D.queries(board)))
+    queried = set().union(*(D.metric_names(q) for q in queries(board)))
     assert queried, "no metric read back from the queries"
     missing = sorted(queried - runtime_metrics - dcgm)
     assert not missing, f"{name} queries metrics nothing exports: {missing}"
@@ -163,13 +179,11 @@ def test_the_exporter_collects_the_charts_counters_profiling_only_when_switched_
 def test_shipped_panels_read_only_what_the_exporter_collects(name, profiling):
     exported = monitoring.dcgm_metrics(profiling)
     board = D.for_exported(D.DASHBOARDS[name](), exported, monitoring.PROFILING_HINT)
-    dcgm = {m for q in D.queries(board) for m in D.metric_names(q) if m.startswith("DCGM_")}
+    dcgm = {m for q in queries(board) for m in D.metric_names(q) if m.startswith("DCGM_")}
     assert dcgm and dcgm <= exported
-    hints = [p for p in D.panels(board) if p["type"] == "text" and "Not collected" in str(p)]
+    hints = [p for p in panels(board) if p["type"] == "text" and "Not collected" in str(p)]
     tensor = "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE"
-    uses_tensor = tensor in set().union(
-        *(D.metric_names(q) for q in D.queries(D.DASHBOARDS[name]()))
-    )
+    uses_tensor = tensor in set().union(*(D.metric_names(q) for q in queries(D.DASHBOARDS[name]())))
     # off: the tensor-core panel says how to switch profiling on instead of staying empty
     assert bool(hints) == (uses_tensor and not profiling)
 

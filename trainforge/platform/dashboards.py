@@ -14,7 +14,7 @@ No module here imports Pulumi: `monitoring.py` turns `DASHBOARDS` into ConfigMap
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 # kube-prometheus-stack values `grafana.sidecar.dashboards.label` / `.labelValue` (the same in
@@ -353,22 +353,7 @@ DASHBOARDS: dict[str, Callable[[], dict[str, Any]]] = {
 }
 
 
-# --- reading queries back (the metric-existence test and docs use these) --------------------
-
-
-def panels(dashboard: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    for panel in dashboard.get("panels", []):
-        yield panel
-        yield from panel.get("panels", [])
-
-
-def queries(dashboard: dict[str, Any]) -> list[str]:
-    """Every PromQL expression: panel targets and query variables."""
-    out = [t["expr"] for p in panels(dashboard) for t in p.get("targets", [])]
-    for var in dashboard.get("templating", {}).get("list", []):
-        if var.get("type") == "query":
-            out.append(var["definition"])
-    return out
+# --- reading metric names back (for_exported; the metric-existence test) ------------------
 
 
 _KEYWORDS = {
