@@ -41,6 +41,7 @@ from trainforge.stack.base import (
     matching,
     refuse,
 )
+from trainforge.stack.services import ClaimName
 from trainforge.training import config as runtime
 from trainforge.training.contract import CONTRACT_VARIABLES
 
@@ -68,8 +69,6 @@ IMAGE_RE = re.compile(
     r"(?:@(?P<digest>sha256:[a-f0-9]{64}))?$"
 )
 MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
-# A PersistentVolumeClaim name (a DNS-1123 subdomain).
-CLAIM_RE = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Set by the platform or the operator; a user override would silently break the job.
 RESERVED_ENV = {
@@ -614,9 +613,7 @@ def _plain(value: Any) -> Any:
 class VolumeSpec(Section):
     """A further PersistentVolumeClaim of the job's team, mounted in every pod."""
 
-    claim: Annotated[str, Field(pattern=CLAIM_RE, max_length=253)] = Field(
-        description="the name of a PersistentVolumeClaim of the team"
-    )
+    claim: ClaimName = Field(description="the name of a PersistentVolumeClaim of the team")
     mount_path: str = Field(description="an absolute path other than / (e.g. /data)")
     read_only: Bool = Field(False, description="mount it read-only")
     sub_path: str | None = Field(None, description="a relative path inside the claim")
