@@ -33,7 +33,7 @@ def _not_bool(value: Any) -> Any:
     return value
 
 
-UsdPerHour = Annotated[float, BeforeValidator(_not_bool), Field(gt=0)]
+UsdPerHour = Annotated[float, Field(gt=0), BeforeValidator(_not_bool)]
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 
 
