@@ -115,3 +115,14 @@ def test_the_policy_namespace_refuses_a_key_it_does_not_declare():
         "trainforge-policy:waiver: unknown key (did you mean 'waivers'?); "
         "known keys: costCaps, waivers"
     ]
+
+
+def test_checks_that_need_the_pools_facts_come_in_the_same_run():
+    """An acceptance test on a CPU pool (known once instance types are looked up) and a bad
+    job: before, the job's problem only showed once the acceptance test was fixed."""
+    config = copy.deepcopy(read_stack(ROOT, "prod").config)
+    config["trainforge:nodePools"][2]["acceptanceTest"] = {"dcgmLevel": 1, "nodes": 1}
+    config["trainforge:jobs"][0]["workers"] = 0
+    errors = check_stack(config, known_rules=known_rule_ids(), lookups=True).errors
+    assert any(e.startswith("trainforge:nodePools[2].acceptanceTest:") for e in errors), errors
+    assert any(e.startswith("trainforge:jobs[0].workers:") for e in errors), errors

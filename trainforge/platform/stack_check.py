@@ -71,32 +71,42 @@ def check_stack(
     the platform contract (and the files of jobs that ship their own code).
     """
     from trainforge.jobs.spec import parse_jobs  # noqa: PLC0415
-    from trainforge.platform.config import ConfigError, parse_config  # noqa: PLC0415
+    from trainforge.platform.config import parse_config  # noqa: PLC0415
 
     out = CheckedStack()
     raw = namespace(config, "trainforge")
     region = decode_value(config.get("aws:region")) if "aws:region" in config else None
-    try:
-        out.platform = parse_config(raw, lookups=lookups, region=region)
-    except (ConfigError, StackError) as e:
-        out.errors += error_lines(e)
+    out.platform = _collect(out.errors, parse_config, raw, lookups=lookups, region=region)
     jobs = raw.get("jobs")
     out.raw_jobs = jobs if isinstance(jobs, list) else []
-    try:
-        if out.platform is not None and lookups:
-            from trainforge.jobs.declare import check_jobs  # noqa: PLC0415 - imports pulumi
-            from trainforge.platform.published import contract_from_config  # noqa: PLC0415
+    if out.platform is not None and lookups:
+        from trainforge.jobs.declare import check_jobs  # noqa: PLC0415 - imports pulumi
+        from trainforge.platform.acceptance import check_acceptance  # noqa: PLC0415
+        from trainforge.platform.published import contract_from_config  # noqa: PLC0415
 
-            check_jobs(contract_from_config(out.platform), jobs or [])
-        else:
-            parse_jobs(jobs, JOBS_KEY)
-    except (JobConfigError, StackError) as e:
-        out.errors += error_lines(e)
+        # what TrainingPlatform and declare_jobs check again once resources exist
+        contract = _collect(out.errors, contract_from_config, out.platform)
+        if contract is not None:
+            _collect(out.errors, check_acceptance, out.platform, contract.pools)
+            _collect(out.errors, check_jobs, contract, jobs or [])
+    else:
+        _collect(out.errors, parse_jobs, jobs, JOBS_KEY)
     policy = namespace(config, POLICY_NS)
     out.errors += unknown_keys(policy, POLICY_NS)
     out.waivers = parse_waivers(policy.get("waivers"), known_rules, out.errors)
     out.caps = parse_caps(policy.get("costCaps"), _team_names(out.platform, raw), out.errors)
     return out
+
+
+def _collect(errors: list[str], check: Any, *args: Any, **kwargs: Any) -> Any:
+    """`check(*args, **kwargs)`; an area's configuration error becomes lines in `errors`."""
+    from trainforge.platform.config import ConfigError  # noqa: PLC0415
+
+    try:
+        return check(*args, **kwargs)
+    except (ConfigError, JobConfigError, StackError) as e:
+        errors.extend(error_lines(e))
+        return None
 
 
 def _team_names(platform: Any, raw: Mapping[str, Any]) -> set[str]:
