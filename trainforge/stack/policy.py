@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator, Field, PrivateAttr, StringConstraints
+from pydantic import AfterValidator, BeforeValidator, Field, PrivateAttr, WithJsonSchema
 
 from trainforge.stack.base import StackError, StackModel, one_of, problem, validate, validate_as
 
@@ -26,15 +26,44 @@ CAPS_KEY = f"{NS}:costCaps"
 WAIVERS_KEY = f"{NS}:waivers"
 
 
+USD = "a number of USD per hour > 0"
+
+
 def _not_bool(value: Any) -> Any:
     """pydantic's lax mode reads true as 1.0; a cap of `true` is a mistake, not one dollar."""
     if isinstance(value, bool):
-        raise ValueError("a number of USD per hour > 0")
+        raise ValueError(USD)
     return value
 
 
-UsdPerHour = Annotated[float, Field(gt=0), BeforeValidator(_not_bool)]
-Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
+def _positive(value: float) -> float:
+    if not value > 0:
+        raise ValueError(USD)
+    return value
+
+
+def _text(what: str) -> Any:
+    """A string with something in it, stripped; `what` says what belongs there."""
+
+    def check(value: str) -> str:
+        if not value.strip():
+            raise ValueError(what)
+        return value.strip()
+
+    return Annotated[
+        str, AfterValidator(check), WithJsonSchema({"type": "string", "pattern": r"\S"})
+    ]
+
+
+ResourceName = _text("a resource's name, URN or namespace/Kind/name")
+RuleId = _text("a rule id")
+Reason = _text("a reason: say why the rule does not apply here")
+UsdPerHour = Annotated[
+    float,
+    BeforeValidator(_not_bool),
+    AfterValidator(_positive),
+    WithJsonSchema({"type": "number", "exclusiveMinimum": 0}),
+]
 
 
 class TeamCaps(StackModel):
@@ -78,11 +107,11 @@ class CostCaps(StackModel):
 class Waiver(StackModel):
     """One rule waived on one resource, with the reason every plan prints."""
 
-    resource: Text = Field(
+    resource: ResourceName = Field(
         description="The waived resource: its Pulumi name, URN, or namespace/Kind/name."
     )
-    rule: Text = Field(description="The rule id (a policy rule, a plan check or a CKV_ id).")
-    reason: Text = Field(description="Why the rule does not apply here (printed by every plan).")
+    rule: RuleId = Field(description="The rule id (a policy rule, a plan check or a CKV_ id).")
+    reason: Reason = Field(description="Why the rule does not apply here (printed by every plan).")
     _where: str = PrivateAttr(WAIVERS_KEY)
 
     @property
@@ -117,6 +146,10 @@ class PolicyError(StackError):
 
     def __init__(self, errors: Iterable[str] | str):
         super().__init__([errors] if isinstance(errors, str) else errors)
+
+    def __str__(self) -> str:
+        """One problem, one line (as the plan prints it); several as StackError lists them."""
+        return self.errors[0] if len(self.errors) == 1 else super().__str__()
 
 
 class WaiverError(PolicyError):
