@@ -1,6 +1,6 @@
 """trainforge policy pack: `pulumi preview --policy-pack policy`.
 
-Every rule is defined once in trainforge.plan.rules (pure functions, unit-tested) and is run
+Every rule is defined once in trainforge.plan.checks.rules (pure functions, unit-tested) and is run
 here by the Pulumi policy engine and offline by `trainforge plan`, so both judge alike.
 Waivers come from the stack file named by $TRAINFORGE_STACK_CONFIG (trainforge-policy:waivers,
 each with a reason); a waived finding is not reported.
@@ -21,7 +21,7 @@ from pulumi_policy import (  # noqa: E402
     StackValidationPolicy,
 )
 
-from trainforge.plan import rules as R  # noqa: E402
+from trainforge.plan.checks import rules as R  # noqa: E402
 from trainforge.plan.policy_adapter import (  # noqa: E402
     load_waivers,
     plain_props,

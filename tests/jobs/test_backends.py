@@ -29,7 +29,7 @@ from trainforge.jobs.backends import WORKLOAD_TYPES, emit
 from trainforge.jobs.pod import COMPLETION_INDEX_FIELD, checkpoint_dir
 from trainforge.jobs.spec import parse_job
 from trainforge.jobs.wiring import resolve_job
-from trainforge.plan import validate as V
+from trainforge.plan.checks import validate as V
 
 W = "trainforge:jobs[0]"
 ALL = {"backends": BACKENDS}

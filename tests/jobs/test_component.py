@@ -252,7 +252,7 @@ def test_plan_policy_rules_accept_every_job_resource():
     from tests.jobs.helpers import DLC_IMAGE, EFA_POOL
     from trainforge.core.image_routes import routes_for
     from trainforge.jobs.runtime_images import NoRuntime
-    from trainforge.plan.rules import check_resource
+    from trainforge.plan.checks.rules import check_resource
 
     cache = NoRuntime(
         routes_for("1.dkr.ecr.us-west-2.amazonaws.com", docker_hub=True, github=False)

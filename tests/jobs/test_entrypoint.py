@@ -495,8 +495,8 @@ def test_user_code_pods_are_the_same_on_every_backend(project, entry, extra, run
     from trainforge.core.contract import BACKENDS
     from trainforge.jobs import trainjob
     from trainforge.jobs.backends import emit as emit_any
-    from trainforge.plan import job_backends
-    from trainforge.plan import validate as V
+    from trainforge.plan.checks import job_backends
+    from trainforge.plan.checks import validate as V
 
     pods = {}
     for backend in BACKENDS:

@@ -483,7 +483,7 @@ def test_the_planner_needs_neither_torch_nor_pulumi(tmp_path):
         "            raise ImportError('blocked ' + name)\n"
         "sys.meta_path.insert(0, Block())\n"
         "import trainforge.jobs.estimate, trainforge.jobs.estimate.calibrate\n"
-        "import trainforge.jobs.wiring, trainforge.plan.estimates\n"
+        "import trainforge.jobs.wiring, trainforge.plan.checks.estimates\n"
     )
     from tests.conftest import ROOT
 

@@ -197,7 +197,7 @@ def program(flaws: frozenset[str] | set[str] = frozenset(), jobs: list[str] | No
             "reader", policy=json.dumps({"Version": "2012-10-17", "Statement": [statement]})
         )
         # Objects take the namespace from the Namespace's output, so they are created after it
-        # (trainforge.plan.check_ordering).
+        # (trainforge.plan.checks.ordering).
         team_a = k8s.core.v1.Namespace("team-a", metadata={"name": "team-a"}).metadata.name
         k8s.core.v1.ServiceAccount("training", metadata={"name": "training", "namespace": team_a})
         k8s.core.v1.ConfigMap(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from trainforge.core import versions
-from trainforge.plan.check_helm_charts import PIN_RULE, RULE, resolve
+from trainforge.plan.checks.helm_charts import PIN_RULE, RULE, resolve
 from trainforge.plan.core import plan_program
 
 

@@ -8,7 +8,7 @@ import functools
 import pulumi
 import pulumi_kubernetes as k8s
 
-from trainforge.plan.check_ordering import CRD_RULE, NAMESPACE_RULE
+from trainforge.plan.checks.ordering import CRD_RULE, NAMESPACE_RULE
 from trainforge.plan.core import plan_program
 
 
@@ -94,7 +94,7 @@ def _dev_plan():
 
 
 def test_the_dev_stacks_podmonitors_wait_for_the_monitoring_release():
-    from trainforge.plan.check_ordering import Order
+    from trainforge.plan.checks.ordering import Order
 
     result = _dev_plan()
     resources = result.inventory.resources

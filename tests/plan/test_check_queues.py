@@ -7,7 +7,7 @@ import pytest
 
 from tests.conftest import ROOT
 from trainforge.jobs import tenancy
-from trainforge.plan import check_queues as Q
+from trainforge.plan.checks import queues as Q
 from trainforge.plan.core import plan_project
 
 # Two teams sharing the dev GPU pool (1 GPU per node, at most 4 GPUs): 2 GPUs each.
@@ -192,7 +192,7 @@ def test_every_shipped_job_is_admitted_at_once(stack):
     assert all(d["sizing"] for d in by_job.values())  # the rule that sized each job
 
 
-# --- the simulation's branches, one by one (Kueue v0.19 semantics, check_queues docstring) --
+# --- the simulation's branches, one by one (Kueue v0.19 semantics, checks/queues.py docstring) --
 
 F = "gpu-pool"
 

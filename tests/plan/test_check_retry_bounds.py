@@ -8,8 +8,8 @@ from trainforge.core.contract import BACKENDS, Declared, DeclaredJob, PlatformCo
 from trainforge.jobs.backends import emit
 from trainforge.jobs.spec import parse_job
 from trainforge.jobs.wiring import resolve_job
-from trainforge.plan.check_retry_bounds import RULE, check, job_bound, ledger_bound
 from trainforge.plan.check_types import PlanContext
+from trainforge.plan.checks.retry_bounds import RULE, check, job_bound, ledger_bound
 from trainforge.training.ledger import NO_PROGRESS_LIMIT
 
 

@@ -11,9 +11,10 @@ from tests.jobs.helpers import EFA_POOL, GPU_POOL, target
 from trainforge.core.contract import Declared, DeclaredJob, TeamQuota
 from trainforge.jobs.spec import parse_job
 from trainforge.jobs.wiring import resolve_job
-from trainforge.plan import check_scheduling, core
 from trainforge.plan import check_types as T
-from trainforge.plan import checks as C
+from trainforge.plan import core
+from trainforge.plan import registry as C
+from trainforge.plan.checks import scheduling
 from trainforge.plan.runner import Inventory
 
 
@@ -29,8 +30,8 @@ def _declared(spec, tgt) -> DeclaredJob:
 
 
 def test_registered_and_waivable():
-    assert "trainforge.plan.check_scheduling:check" in C.CHECKS
-    assert check_scheduling.RULE in core.known_rule_ids()
+    assert scheduling.check in [c.run for c in C.CHECKS]
+    assert scheduling.RULE in core.known_rule_ids()
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +40,7 @@ def dev(repo_root):
 
 
 def test_dev_plan_is_clean_and_shows_the_numbers(dev):
-    assert not [v for v in dev.failing if v.rule == check_scheduling.RULE]
+    assert not [v for v in dev.failing if v.rule == scheduling.RULE]
     (section,) = [s for s in dev.sections if s.title == "Scheduling rehearsal"]
     text = "\n".join(section.lines)
     # the number: a 4-vCPU node has 3920m allocatable, 3600m after the DaemonSets
@@ -59,9 +60,9 @@ def test_a_job_that_skipped_resolve_job_is_a_finding():
         "j",
     )
     too_many = replace(ok, workers=8)  # what resolve_job would have refused
-    result = check_scheduling.check(_ctx(_declared(too_many, tgt)))
+    result = scheduling.check(_ctx(_declared(too_many, tgt)))
     (finding,) = result.findings
-    assert finding.rule == check_scheduling.RULE
+    assert finding.rule == scheduling.RULE
     assert finding.resource == "job team-research/big"
     assert "need 8 nodes, but managed node group 'efa-p5' has maxSize 4" in finding.message
     assert "job-x-big" in finding.names
@@ -72,7 +73,7 @@ def test_a_job_that_skipped_resolve_job_is_a_finding():
 def test_a_pod_bigger_than_what_the_node_leaves_is_a_finding():
     tgt = target(GPU_POOL)
     ok = resolve_job(parse_job({"name": "j", "team": "research", "pool": "x"}, "j"), tgt, "j")
-    result = check_scheduling.check(_ctx(_declared(replace(ok, cpu="48"), tgt)))
+    result = scheduling.check(_ctx(_declared(replace(ok, cpu="48"), tgt)))
     (finding,) = result.findings
     assert "needs cpu 48000m, g5.12xlarge: 48 vCPU - 190m kubelet reservation" in finding.message
 
@@ -80,7 +81,7 @@ def test_a_pod_bigger_than_what_the_node_leaves_is_a_finding():
 def test_a_job_over_the_team_quota_is_a_finding():
     tgt = target(GPU_POOL, quota=TeamQuota(gpus="4"))
     ok = resolve_job(parse_job({"name": "j", "team": "research", "pool": "x"}, "j"), tgt, "j")
-    result = check_scheduling.check(_ctx(_declared(replace(ok, workers=2), tgt)))
+    result = scheduling.check(_ctx(_declared(replace(ok, workers=2), tgt)))
     assert [f.message.split(": ", 1)[1] for f in result.findings] == [
         "2 pod(s) need gpus 8 but the team quota is 4"
     ]
@@ -90,9 +91,9 @@ def test_a_job_on_nodes_of_unknown_size_is_a_finding_not_a_pass():
     unknown = replace(GPU_POOL, instance_types=("x9.mystery",), nodes=(), vcpus_per_node=None)
     tgt = target(GPU_POOL)
     ok = resolve_job(parse_job({"name": "j", "team": "research", "pool": "x"}, "j"), tgt, "j")
-    result = check_scheduling.check(_ctx(_declared(ok, replace(tgt, pool=unknown))))
+    result = scheduling.check(_ctx(_declared(ok, replace(tgt, pool=unknown))))
     (finding,) = result.findings
-    assert finding.rule == check_scheduling.UNREHEARSED
+    assert finding.rule == scheduling.UNREHEARSED
     assert finding.resource == "job team-research/j"
     assert (
         "pool 'gpu-workloads': the pool's node sizes are unknown (instance types "
@@ -103,7 +104,7 @@ def test_a_job_on_nodes_of_unknown_size_is_a_finding_not_a_pass():
     (section,) = result.sections
     assert "  node sizes unknown: nothing to rehearse against" in section.lines
     assert any(line.startswith("  NOT REHEARSED: job team-research/j") for line in section.lines)
-    assert check_scheduling.UNREHEARSED in core.known_rule_ids()
+    assert scheduling.UNREHEARSED in core.known_rule_ids()
 
 
 def test_a_contract_without_jobs_still_shows_its_pools_with_their_bounds():
@@ -116,7 +117,7 @@ def test_a_contract_without_jobs_still_shows_its_pools_with_their_bounds():
     )
     inv = Inventory(project="p", stack="s", resources=[])
     ctx = T.PlanContext(inventory=inv, objects=[], declared=Declared(contracts=[contract], jobs=[]))
-    (section,) = check_scheduling.check(ctx).sections
+    (section,) = scheduling.check(ctx).sections
     heads = [line.split(":")[0] for line in section.lines if line.startswith("pool ")]
     assert heads == [
         "pool efa-p5 (node-group; maxSize 16)",
@@ -129,7 +130,7 @@ def test_a_contract_without_jobs_still_shows_its_pools_with_their_bounds():
 def test_quota_lines_show_fractions_of_a_cpu_and_whole_numbers():
     tgt = target(GPU_POOL)
     ok = resolve_job(parse_job({"name": "j", "team": "research", "pool": "x"}, "j"), tgt, "j")
-    result = check_scheduling.check(_ctx(_declared(replace(ok, cpu="500m", workers=3), tgt)))
+    result = scheduling.check(_ctx(_declared(replace(ok, cpu="500m", workers=3), tgt)))
     (quota,) = [line for line in result.sections[0].lines if "quota:" in line]
     assert quota.startswith("  team research quota: gpus 12/64, cpu 1.5/1000, memory ")
 
@@ -145,7 +146,7 @@ def test_a_cpu_job_asks_for_no_gpu_and_an_unset_quota_shows_a_dash():
         tgt,
         "c",
     )
-    result = check_scheduling.check(_ctx(_declared(job, tgt)))
+    result = scheduling.check(_ctx(_declared(job, tgt)))
     assert not result.findings
     lines = result.sections[0].lines
     assert "team-research/c on training-workloads: 1 pod(s) x (cpu 2, memory 4Gi)" in lines
@@ -167,7 +168,7 @@ def test_a_cpu_job_asks_for_no_gpu_and_an_unset_quota_shows_a_dash():
 def test_a_job_exactly_at_the_team_quota_fits():
     tgt = target(GPU_POOL, quota=TeamQuota(gpus="4"))
     ok = resolve_job(parse_job({"name": "j", "team": "research", "pool": "x"}, "j"), tgt, "j")
-    result = check_scheduling.check(_ctx(_declared(ok, tgt)))  # 1 pod x 4 GPUs: all of it
+    result = scheduling.check(_ctx(_declared(ok, tgt)))  # 1 pod x 4 GPUs: all of it
     assert not result.findings
     assert "  team research quota: gpus 4/4" in "\n".join(result.sections[0].lines)
 
@@ -175,7 +176,7 @@ def test_a_job_exactly_at_the_team_quota_fits():
 def test_nothing_declared_is_no_section():
     inv = Inventory(project="p", stack="s", resources=[])
     ctx = T.PlanContext(inventory=inv, objects=[], declared=None)
-    assert check_scheduling.check(ctx) == T.CheckResult()
+    assert scheduling.check(ctx) == T.CheckResult()
 
 
 def test_every_pool_is_listed_once_whatever_repeats_before_it():
@@ -190,6 +191,6 @@ def test_every_pool_is_listed_once_whatever_repeats_before_it():
     )
     again = replace(gpu_job, name="g2")
     jobs = (_declared(gpu_job, gpu_t), _declared(again, gpu_t), _declared(efa_job, efa_t))
-    result = check_scheduling.check(_ctx(*jobs))  # gpu-workloads twice, then efa-p5
+    result = scheduling.check(_ctx(*jobs))  # gpu-workloads twice, then efa-p5
     heads = [line for line in result.sections[0].lines if line.startswith("pool ")]
     assert [h.split(" (")[0] for h in heads] == ["pool gpu-workloads", "pool efa-p5"]

@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 from trainforge.core import versions
-from trainforge.plan import controller_identity as CI
 from trainforge.plan import core
+from trainforge.plan.checks import controller_identity as CI
 from trainforge.platform.cluster import Cluster
 
 

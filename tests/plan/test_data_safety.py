@@ -15,8 +15,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from trainforge.plan import data_safety as DS
 from trainforge.plan.check_types import PlanContext
+from trainforge.plan.checks import data_safety as DS
 from trainforge.plan.cli import main as plan_main
 from trainforge.plan.core import plan_project
 from trainforge.plan.waivers import Waiver

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from trainforge.plan.iam_eval import (
+from trainforge.plan.checks.iam_eval import (
     Policy,
     Request,
     beyond_reference,

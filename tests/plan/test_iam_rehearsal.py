@@ -8,8 +8,8 @@ import json
 import pytest
 
 from trainforge.plan import core
-from trainforge.plan import iam_rehearsal as R
-from trainforge.plan.aws_calls import (
+from trainforge.plan.checks import iam_rehearsal as R
+from trainforge.plan.checks.aws_calls import (
     ApiCall,
     BucketFacts,
     Caller,
@@ -17,8 +17,8 @@ from trainforge.plan.aws_calls import (
     rehearse_s3_mirror,
     s3_requests,
 )
-from trainforge.plan.iam_eval import Policy, evaluate
-from trainforge.plan.iam_reference import (
+from trainforge.plan.checks.iam_eval import Policy, evaluate
+from trainforge.plan.checks.iam_reference import (
     KarpenterFacts,
     karpenter_calls,
     karpenter_reference_statements,

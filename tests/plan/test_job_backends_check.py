@@ -13,7 +13,7 @@ from trainforge.jobs.spec import parse_job
 from trainforge.jobs.trainjob import runtime_manifest, runtime_manifests
 from trainforge.jobs.wiring import resolve_job
 from trainforge.plan.check_types import PlanContext
-from trainforge.plan.job_backends import RULE, check
+from trainforge.plan.checks.job_backends import RULE, check
 
 
 def declared(*backends: str) -> Declared:

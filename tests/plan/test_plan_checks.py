@@ -4,15 +4,13 @@ and it sees the typed objects (contracts, resolved jobs) the program declared.""
 from __future__ import annotations
 
 import pathlib
-import sys
-import types
 
 import pytest
 import yaml
 
 from trainforge.plan import check_types as T
-from trainforge.plan import checks as C
 from trainforge.plan import core
+from trainforge.plan import registry as C
 from trainforge.plan.cli import print_report
 
 # The dev stack's jobs, in declaration order (read from the stack file, not restated).
@@ -26,10 +24,8 @@ DEV_JOBS = [
 
 @pytest.fixture
 def seen_check(monkeypatch):
-    """Register a check (in a throwaway module) that reports what it saw."""
+    """Register a check that reports what it saw."""
     seen: list[T.PlanContext] = []
-    mod = types.ModuleType("tf_test_check")
-    mod.RULES = {"TRAINFORGE_TEST_CHECK": "do the thing"}
 
     def check(ctx: T.PlanContext) -> T.CheckResult:
         seen.append(ctx)
@@ -48,9 +44,8 @@ def seen_check(monkeypatch):
             sections=[T.Section("Test check", [f"jobs: {', '.join(jobs)}"], {"jobs": jobs})],
         )
 
-    mod.check = check
-    monkeypatch.setitem(sys.modules, "tf_test_check", mod)
-    monkeypatch.setattr(C, "CHECKS", [*C.CHECKS, "tf_test_check:check"])
+    rules = {"TRAINFORGE_TEST_CHECK": "do the thing"}
+    monkeypatch.setattr(C, "CHECKS", [*C.CHECKS, C.Check(check, rules)])
     return seen
 
 

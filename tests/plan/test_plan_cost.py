@@ -10,8 +10,9 @@ from test_plan_stacks import ROOT, project_copy
 from tests.plan.test_plan_checks import DEV_JOBS
 from trainforge.core.contract import NodeType, PoolFacts
 from trainforge.jobs.spec import parse_job
-from trainforge.plan import cli, core, cost, cost_check, price_facts
+from trainforge.plan import cli, core, cost, price_facts
 from trainforge.plan.check_types import PlanContext
+from trainforge.plan.checks import cost_check
 
 G5 = PoolFacts(
     name="gpu",

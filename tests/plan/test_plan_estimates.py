@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from trainforge.plan import core
+from trainforge.plan.checks.estimates import TITLE
 from trainforge.plan.cli import print_report
-from trainforge.plan.estimates import TITLE
 
 
 def _section(result):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import yaml
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, unknown_checking_proxy
 
-from trainforge.plan import rules as R
+from trainforge.plan.checks import rules as R
 from trainforge.plan.policy_adapter import (
     WAIVERS_ENV,
     load_waivers,

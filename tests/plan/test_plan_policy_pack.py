@@ -10,7 +10,7 @@ import pulumi_policy
 import pytest
 from pulumi_policy.proxy import unknown_checking_proxy
 
-from trainforge.plan import rules as R
+from trainforge.plan.checks import rules as R
 
 PACK = pathlib.Path(__file__).resolve().parents[2] / "policy" / "__main__.py"
 

@@ -10,9 +10,9 @@ import shutil
 import pytest
 import yaml
 
-from trainforge.plan import ckpt_compat as CC
 from trainforge.plan import cli
-from trainforge.plan.check_resume import call_fingerprint
+from trainforge.plan.checks import ckpt_compat as CC
+from trainforge.plan.checks.resume import call_fingerprint
 from trainforge.plan.sides import SideError, load_side
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]

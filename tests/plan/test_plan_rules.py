@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from trainforge.plan import rules as R
+from trainforge.plan.checks import rules as R
 
 
 def ids(type_: str, inputs: dict) -> set[str]:

@@ -7,7 +7,7 @@ import copy
 import kubernetes_validate
 import pytest
 
-from trainforge.plan import validate as V
+from trainforge.plan.checks import validate as V
 
 POD = {"containers": [{"name": "pytorch", "image": "pytorch/pytorch:2.5.1"}]}
 JOB = {

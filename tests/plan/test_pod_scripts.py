@@ -8,11 +8,11 @@ import os
 import pytest
 
 from trainforge.core.contract import Declared, PlatformContract, TeamFacts
-from trainforge.plan import check_pod_scripts as P
 from trainforge.plan import check_types as T
-from trainforge.plan import checks as C
 from trainforge.plan import core
-from trainforge.plan import pod_sandbox as S
+from trainforge.plan import registry as C
+from trainforge.plan.checks import pod_sandbox as S
+from trainforge.plan.checks import pod_scripts as P
 from trainforge.plan.manifests import K8sObject
 from trainforge.plan.runner import Inventory
 from trainforge.platform.fsx import team_dir_script
@@ -112,7 +112,7 @@ def _scenarios(result: T.CheckResult) -> dict[str, list[str]]:
 
 
 def test_registered_and_waivable():
-    assert "trainforge.plan.check_pod_scripts:check" in C.CHECKS
+    assert P.check in [c.run for c in C.CHECKS]
     assert {P.SCRIPT_FAILS, P.CANNOT_WRITE} <= core.known_rule_ids()
 
 

@@ -18,7 +18,7 @@ from tests.jobs.schemas import _strict
 from trainforge.core.contract import PoolFacts, PoolLimits, Taint
 from trainforge.core.quantity import parse_quantity
 from trainforge.jobs import capacity, node_facts
-from trainforge.plan import kueue_validate
+from trainforge.plan.checks import kueue_validate
 from trainforge.plan.core import plan_project
 from trainforge.plan.mocks import read_stack_file, run_mocked
 from trainforge.platform import kueue, queues

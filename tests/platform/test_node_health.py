@@ -16,7 +16,7 @@ import yaml
 from tests.conftest import run_stack
 from trainforge.core import versions
 from trainforge.plan import cli
-from trainforge.plan import rules as R
+from trainforge.plan.checks import rules as R
 from trainforge.platform.config import ConfigError, parse_config
 from trainforge.platform.node_health import ADDON_NAME, addon_configuration
 from trainforge.platform.published import pool_facts

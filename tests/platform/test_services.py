@@ -18,7 +18,7 @@ import pulumi_kubernetes as k8s
 import pytest
 
 from trainforge.core import versions
-from trainforge.plan import rules
+from trainforge.plan.checks import rules
 from trainforge.plan.mocks import TrainforgeMocks, run_mocked
 from trainforge.platform.services import PlatformServices, PlatformServicesArgs
 from trainforge.platform.services_config import parse_services_config

@@ -12,7 +12,7 @@ import os
 import pytest
 
 from tests.conftest import ROOT
-from trainforge.plan import pod_sandbox as sandbox
+from trainforge.plan.checks import pod_sandbox as sandbox
 from trainforge.plan.core import plan_project
 from trainforge.plan.mocks import S3_PREFIX_LIST_CIDRS
 from trainforge.platform import (

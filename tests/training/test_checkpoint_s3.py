@@ -192,7 +192,7 @@ def test_runtime_resumes_from_s3_on_a_fresh_node(aws, tmp_path: Path, capsys) ->
 
 
 def _mirror(client, logs=None):
-    from trainforge.plan.aws_calls import CallRecorder
+    from trainforge.plan.checks.aws_calls import CallRecorder
     from trainforge.training.s3_mirror import S3Mirror
 
     rec = CallRecorder(client)

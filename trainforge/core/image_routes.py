@@ -8,7 +8,7 @@ image from the stack's own registry: `<account>.dkr.ecr.<region>.amazonaws.com/<
 authenticated with the node role and reached through the ECR VPC endpoints. Docker Hub and
 GitHub's registry need a credential for a rule (a Secrets Manager secret, config keys
 `images.dockerHubCredentialArn` / `images.githubCredentialArn`); without it their images stay
-as they are, and a Docker Hub image is a plan finding (trainforge.plan.rules,
+as they are, and a Docker Hub image is a plan finding (trainforge.plan.checks.rules,
 TRAINFORGE_DOCKER_HUB).
 
 Pulumi-free: the jobs package and the plan rules use it.

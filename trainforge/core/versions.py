@@ -57,7 +57,7 @@ EKS_ADDON_VERSIONS: dict[str, str] = {
     "aws-ebs-csi-driver": "v1.50.1-eksbuild.1",
 }
 
-# --- GPU node health (issue 15; trainforge/platform/node_health.py) ---
+# --- GPU node health (trainforge/platform/node_health.py) ---
 # EKS node monitoring agent add-on: NodeConditions (AcceleratedHardwareReady, NetworkingReady,
 # KernelReady, StorageReady, ContainerRuntimeReady) that node auto repair acts on.
 # source: github.com/aws/eks-node-monitoring-agent tag v1.7.0 (2026-08-04, its latest release,
@@ -332,7 +332,7 @@ MIN_RUNTIME_TORCH = (2, 6)
 # pool) runs. Jobs get theirs from `trainforge.jobs.images.image_for(job, pool)`.
 PYTORCH_IMAGE = TORCH_CUDA_BUILDS[-1].image
 
-# --- acceptance tests of GPU capacity (issue 15; trainforge/platform/acceptance.py) ---
+# --- acceptance tests of GPU capacity (trainforge/platform/acceptance.py) ---
 # DCGM client (dcgmi) for `dcgmi diag` against the node monitoring agent's host engine.
 # source: NVIDIA/gpu-operator v26.7.0 (2026-08-20) deployments/gpu-operator/values.yaml
 # (dcgm.version 4.6.0-1-ubuntu24.04), checked 2026-11-23

@@ -105,7 +105,8 @@ def mirrors_to_s3(job: JobSpec, target: JobTarget) -> bool:
 
 
 def training_args(job: JobSpec, target: JobTarget) -> list[Any]:
-    """The `python -m trainforge.training` flags for this job (issue 2 and 3 contracts)."""
+    """The `python -m trainforge.training` flags for this job: its training and checkpointing
+    settings as the runtime's own parser reads them (trainforge.training.config)."""
     t = job.training
     args: list[Any] = ["--strategy", job.strategy]
     flag_values = [

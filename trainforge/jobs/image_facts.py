@@ -13,7 +13,7 @@ every image a job can use has facts, each with its source:
 
 `missing_pieces(job, target, facts)` names what a job's configured features need and its image
 lacks; `trainforge.jobs.wiring.resolve_job` refuses such a job with the fix, and the plan
-shows every job's image and facts (trainforge.plan.check_images). Pulumi-free.
+shows every job's image and facts (trainforge.plan.checks.images). Pulumi-free.
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ from typing import Any
 
 from trainforge.core.contract import JobTarget
 from trainforge.core.errors import JobConfigError
-from trainforge.jobs import pod, tenancy
+from trainforge.jobs import pod
 from trainforge.jobs.codeship import CodeBundle
 from trainforge.jobs.pod import EmittedJob, labels
 from trainforge.jobs.spec import JobSpec, RunPolicySpec
@@ -87,18 +87,6 @@ def check(job: JobSpec, target: JobTarget, where: str) -> None:
         )
 
 
-def metadata(job: JobSpec, target: JobTarget) -> dict[str, Any]:
-    """The Job's metadata: the one place its labels and annotations are built.
-
-    The queue labels make Kueue hold the job (spec.suspend, which Kueue owns and this
-    program never sets) until the team's queue can admit all of its pods."""
-    return {
-        "name": job.name,
-        "namespace": target.namespace,
-        "labels": {**labels(job), **tenancy.queue_labels(job, target)},
-    }
-
-
 def pod_failure_policy(job: JobSpec) -> dict[str, Any]:
     rules: list[dict[str, Any]] = [
         # Preempted, evicted, or lost with its node: re-created without using up a retry.
@@ -144,7 +132,7 @@ def job_manifest(job: JobSpec, target: JobTarget, template: dict[str, Any]) -> d
     return {
         "apiVersion": API_VERSION,
         "kind": KIND,
-        "metadata": metadata(job, target),
+        "metadata": pod.workload_metadata(job, target),
         "spec": spec,
     }
 
@@ -190,16 +178,14 @@ def emit(
     user_code: CodeBundle | None = None,
 ) -> EmittedJob:
     """All objects for a resolved job (see `wiring.resolve_job`)."""
-    code = pod.check_emittable(job, code)
-    user_code = pod.check_user_code(job, user_code)
-    cm, user_cm = pod.configmaps(job, target, code, user_code)
-    template = pod.pod_template(job, target, code, launch(job), user_code)
-    return EmittedJob(
+    return pod.emit_job(
+        job,
+        target,
+        code,
+        user_code,
         backend=BACKEND,
-        workload=job_manifest(job, target, template),
-        pod=template,
-        podmonitor=podmonitor_manifest(job, target),
-        configmap=cm,
-        service=service_manifest(job, target),
-        user_configmap=user_cm,
+        launch=launch(job),
+        workload=lambda template: job_manifest(job, target, template),
+        podmonitor=lambda: podmonitor_manifest(job, target),
+        service=lambda: service_manifest(job, target),
     )

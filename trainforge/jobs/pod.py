@@ -31,6 +31,7 @@ here, and not every operator release sets PET_NPROC_PER_NODE on elastic jobs).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -453,3 +454,47 @@ def configmaps(
     cm = configmap_manifest(code, job.name, ns, lab) if code else None
     user = configmap_manifest(user_code, job.name, ns, lab, role="src") if user_code else None
     return cm, user
+
+
+def workload_metadata(job: JobSpec, target: JobTarget) -> dict[str, Any]:
+    """The metadata of a job's workload object, the same on every backend: the one place its
+    labels and annotations are built.
+
+    The queue labels make Kueue hold the job (the workload's `suspend`, which Kueue owns and
+    this program never sets) until the team's queue can admit all of its pods."""
+    return {
+        "name": job.name,
+        "namespace": target.namespace,
+        "labels": {**labels(job), **tenancy.queue_labels(job, target)},
+    }
+
+
+def emit_job(
+    job: JobSpec,
+    target: JobTarget,
+    code: CodeBundle | None,
+    user_code: CodeBundle | None,
+    *,
+    backend: str,
+    launch: Launch,
+    workload: Callable[[dict[str, Any]], dict[str, Any]],
+    podmonitor: Callable[[], dict[str, Any] | None],
+    service: Callable[[], dict[str, Any]] | None = None,
+) -> EmittedJob:
+    """All objects of a resolved job, the same steps on every backend: refuse an unresolved
+    job or a missing bundle, build the code ConfigMaps and the one pod template (with the
+    backend's `launch`), then the backend's own objects: `workload(template)` (the object that
+    runs the pods), its PodMonitor and, for the indexed Job, its headless Service."""
+    code = check_emittable(job, code)
+    user_code = check_user_code(job, user_code)
+    cm, user_cm = configmaps(job, target, code, user_code)
+    template = pod_template(job, target, code, launch, user_code)
+    return EmittedJob(
+        backend=backend,
+        workload=workload(template),
+        pod=template,
+        podmonitor=podmonitor(),
+        configmap=cm,
+        service=service() if service is not None else None,
+        user_configmap=user_cm,
+    )

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from trainforge.core.contract import JobTarget
-from trainforge.jobs import pod, tenancy
+from trainforge.jobs import pod
 from trainforge.jobs.codeship import CodeBundle
 
 # Re-exported: callers written before the pod builder was shared import them from here.
@@ -65,18 +65,6 @@ def check(job: JobSpec, target: JobTarget, where: str) -> None:
     """Every job the model accepts runs on the training operator v1."""
 
 
-def metadata(job: JobSpec, target: JobTarget) -> dict[str, Any]:
-    """The PyTorchJob's metadata: the one place its labels and annotations are built.
-
-    The queue labels make Kueue hold the job (spec.runPolicy.suspend, which Kueue owns and this
-    program never sets) until the team's queue can admit all of its pods."""
-    return {
-        "name": job.name,
-        "namespace": target.namespace,
-        "labels": {**labels(job), **tenancy.queue_labels(job, target)},
-    }
-
-
 def pod_template(
     job: JobSpec,
     target: JobTarget,
@@ -123,7 +111,7 @@ def pytorchjob_manifest(
     return {
         "apiVersion": API_VERSION,
         "kind": KIND,
-        "metadata": metadata(job, target),
+        "metadata": pod.workload_metadata(job, target),
         "spec": spec,
     }
 
@@ -144,15 +132,13 @@ def emit(
 ) -> EmittedJob:
     """All objects for a resolved job (see `wiring.resolve_job`); `user_code` is the job's
     own shipped code (`entrypoint.user_code`)."""
-    code = pod.check_emittable(job, code)
-    user_code = pod.check_user_code(job, user_code)
-    cm, user_cm = pod.configmaps(job, target, code, user_code)
-    template = pod_template(job, target, code, user_code)
-    return EmittedJob(
+    return pod.emit_job(
+        job,
+        target,
+        code,
+        user_code,
         backend=BACKEND,
-        workload=pytorchjob_manifest(job, target, code, template),
-        pod=template,
-        podmonitor=podmonitor_manifest(job, target),
-        configmap=cm,
-        user_configmap=user_cm,
+        launch=LAUNCH,
+        workload=lambda template: pytorchjob_manifest(job, target, code, template),
+        podmonitor=lambda: podmonitor_manifest(job, target),
     )

@@ -302,18 +302,6 @@ def runtime_manifests() -> list[dict[str, Any]]:
 # --- a job ------------------------------------------------------------------------------------
 
 
-def metadata(job: JobSpec, target: JobTarget) -> dict[str, Any]:
-    """The TrainJob's metadata: the one place its labels and annotations are built.
-
-    The queue labels make Kueue hold the job (spec.suspend, which Kueue owns and this
-    program never sets) until the team's queue can admit all of its pods."""
-    return {
-        "name": job.name,
-        "namespace": target.namespace,
-        "labels": {**labels(job), **tenancy.queue_labels(job, target)},
-    }
-
-
 def _pod_patch(template: dict[str, Any]) -> dict[str, Any]:
     """The per-job part of the pod, in the fields a v2.3 runtime patch accepts."""
     spec = template["spec"]
@@ -377,7 +365,7 @@ def trainjob_manifest(job: JobSpec, target: JobTarget, template: dict[str, Any])
     return {
         "apiVersion": API_VERSION,
         "kind": KIND,
-        "metadata": metadata(job, target),
+        "metadata": pod.workload_metadata(job, target),
         "spec": spec,
     }
 
@@ -397,17 +385,15 @@ def emit(
 ) -> EmittedJob:
     """All objects for a resolved job (see `wiring.resolve_job`). The runtime the TrainJob
     names is the platform's (`runtime_manifests`), not part of the job."""
-    code = pod.check_emittable(job, code)
-    user_code = pod.check_user_code(job, user_code)
-    cm, user_cm = pod.configmaps(job, target, code, user_code)
-    template = pod.pod_template(job, target, code, launch(job), user_code)
-    return EmittedJob(
+    return pod.emit_job(
+        job,
+        target,
+        code,
+        user_code,
         backend=BACKEND,
-        workload=trainjob_manifest(job, target, template),
-        pod=template,
-        podmonitor=podmonitor_manifest(job, target),
-        configmap=cm,
-        user_configmap=user_cm,
+        launch=launch(job),
+        workload=lambda template: trainjob_manifest(job, target, template),
+        podmonitor=lambda: podmonitor_manifest(job, target),
     )
 
 

@@ -175,7 +175,7 @@ def resolve_job(job: JobSpec, target: JobTarget, where: str = "job") -> JobSpec:
         )
     mirror = job.checkpoint.s3_mirror
     # MLflow on an image known to lack mlflow is refused when the user declared that image's
-    # facts; on the stock image the plan flags it (trainforge.plan.check_images).
+    # facts; on the stock image the plan flags it (trainforge.plan.checks.images).
     for miss in image_facts.missing_pieces(
         facts,
         mlflow=target.mlflow_tracking_uri is not None and facts.source != STOCK_SOURCE,
@@ -298,7 +298,7 @@ def default_restart_policy(job: JobSpec, target: JobTarget, backend: str) -> str
     runtime's ledger stops it (entrypoint.ledger_counts_attempts). Where it cannot and no
     activeDeadlineSeconds is set, a PyTorchJob defaults to OnFailure: restarts in place,
     counted against backoffLimit. An explicit ExitCode there is refused by the plan's retry
-    bound rehearsal (trainforge.plan.check_retry_bounds)."""
+    bound rehearsal (trainforge.plan.checks.retry_bounds)."""
     from trainforge.jobs.entrypoint import ledger_counts_attempts  # noqa: PLC0415
 
     if job.restart_policy is not None:

@@ -1,7 +1,7 @@
 """The types a plan check works with: what it may look at (`PlanContext`) and what it returns
 (`CheckResult`: `Finding`s and report `Section`s).
 
-Why a module apart from the registry (`checks.CHECKS`): every check module imports these,
+Why a module apart from the registry (`registry.CHECKS`): every check module imports these,
 and the registry imports every check module, so keeping both in one file made each check and
 the registry import each other (tests/test_import_graph.py).
 """
@@ -24,7 +24,7 @@ class PlanContext:
     declared: Any = None  # trainforge.core.contract.Declared (None for foreign programs)
     root: pathlib.Path | None = None  # the project folder, when planning a project
     # Runs (once, on first use) the same program with stand-in ids/ARNs, so documents built
-    # from values the cloud assigns exist (see trainforge.plan.iam_stack); None when the
+    # from values the cloud assigns exist (see trainforge.plan.checks.iam_stack); None when the
     # platform's mocks are not available.
     standin: Callable[[], Any] | None = None
 

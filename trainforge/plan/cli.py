@@ -84,7 +84,7 @@ def config_error_types() -> tuple[type[BaseException], ...]:
         "trainforge.platform.config",
         "trainforge.platform.errors",
         "trainforge.core.errors",
-        "trainforge.plan.cost_check",
+        "trainforge.plan.checks.cost_check",
     ):
         try:
             mod = __import__(mod_name, fromlist=["_"])
@@ -224,7 +224,8 @@ def write_report(
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from trainforge.plan import core, data_safety, diff, manifests
+    from trainforge.plan import core, diff, manifests
+    from trainforge.plan.checks import data_safety
     from trainforge.plan.runner import ProjectError, find_project
 
     try:

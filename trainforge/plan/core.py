@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainforge.plan import check_types as T
-from trainforge.plan import checks as C
-from trainforge.plan import rules as R
-from trainforge.plan import validate as V
+from trainforge.plan import registry as C
+from trainforge.plan.checks import rules as R
+from trainforge.plan.checks import validate as V
 from trainforge.plan.manifests import K8sObject, helm_like, k8s_objects
 from trainforge.plan.runner import UNKNOWN, Inventory, run_program, run_project
 from trainforge.plan.runner import standin_mocks as load_standin_mocks

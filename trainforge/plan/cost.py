@@ -85,7 +85,7 @@ def _from_deadline(job: JobSpec, pool: PoolFacts) -> Duration | None:
 
 
 def _from_estimate(job: JobSpec, pool: PoolFacts) -> Duration | None:
-    """The step-time model (issue 17): steps x estimated step time + start-up and
+    """The step-time model (trainforge.jobs.estimate): steps x estimated step time + start-up and
     checkpoints, with its range; None where it has no facts (CPU pools, unknown GPUs)."""
     from trainforge.jobs.estimate import NoEstimate, estimate  # noqa: PLC0415
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainforge.plan import ckpt_compat as CC
+from trainforge.plan.checks import ckpt_compat as CC
 from trainforge.plan.job_view import JobView
 
 EST_TITLE = "Memory per GPU and expected duration (trainforge.jobs.estimate)"
@@ -49,7 +49,7 @@ def _row(sections: dict[str, Any] | None, title: str, view: JobView) -> dict:
 
 
 def resume_record(sections: dict[str, Any] | None, ident: str) -> dict:
-    """check_resume's record of one job, with its layout (stored once per digest)."""
+    """checks/resume.py's record of one job, with its layout (stored once per digest)."""
     data = (sections or {}).get(RESUME_TITLE)
     if not isinstance(data, dict):
         return {}

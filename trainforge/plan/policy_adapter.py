@@ -12,8 +12,8 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from trainforge.plan import rules as R
-from trainforge.plan import validate as V
+from trainforge.plan.checks import rules as R
+from trainforge.plan.checks import validate as V
 from trainforge.plan.manifests import is_k8s_object_type, to_object
 from trainforge.plan.runner import Recorded
 from trainforge.plan.waivers import CONFIG_KEY, Waiver, find_waiver, parse_waivers

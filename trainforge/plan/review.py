@@ -5,29 +5,24 @@ plan folder, or the deployed state from `pulumi stack export` / `pulumi preview 
 Beyond the field diff (diff.py) it says, per object, whether Pulumi replaces or updates it
 (the preview's own op when given, else the resource's `replaceOnChanges`), and per job what
 the change means (job_diff.py). *Diff checks* turn a change into findings that need a
-decision; they are listed in `DIFF_CHECKS` ("module:function", called with a `DiffContext`,
-returning a `checks.CheckResult`), and their findings are waivable like any rule (the module
-that defines a rule id also lists it in a `RULES` dict of a plan check, so waivers know it).
+decision; they are listed in `registry.DIFF_CHECKS` (called with a `DiffContext`, returning a
+`check_types.CheckResult`), and their findings are waivable like any rule (the module that
+defines a rule id also lists it in a `RULES` dict of a plan check, so waivers know it).
 """
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
 from typing import Any
 
 from trainforge.plan import diff as D
 from trainforge.plan import job_diff as JD
-from trainforge.plan import rules as R
+from trainforge.plan import registry
 from trainforge.plan.check_types import CheckResult
+from trainforge.plan.checks import rules as R
 from trainforge.plan.job_view import job_views
 from trainforge.plan.sides import Side
 from trainforge.plan.waivers import find_waiver
-
-# "module:function" of every diff check, in the order their sections print.
-DIFF_CHECKS: list[str] = [
-    "trainforge.plan.check_resume:diff_check",
-]
 
 REPLACE_OPS = {"replace", "create-replacement", "delete-replaced", "discard-replaced"}
 
@@ -80,11 +75,7 @@ def _replaced(base: Side, objects: D.PlanDiff, result: Any, urns: dict[str, str]
 
 
 def _run_diff_checks(ctx: DiffContext) -> list[CheckResult]:
-    out = []
-    for spec in DIFF_CHECKS:
-        mod_name, _, fn_name = spec.partition(":")
-        out.append(getattr(importlib.import_module(mod_name), fn_name)(ctx))
-    return out
+    return [diff_check(ctx) for diff_check in registry.DIFF_CHECKS]
 
 
 def review(base: Side, head: Side, result: Any) -> Review:

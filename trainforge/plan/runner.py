@@ -168,7 +168,7 @@ def _make_monitor(mocks: Any, sink: list[Recorded], echo: bool = False):
                 opts["remote"] = True
             # Every URN the SDK waited for before registering it (depends_on, expanded to a
             # component's children, and the resources its inputs came from): the ordering
-            # rehearsal (trainforge.plan.check_ordering) follows these and the parents.
+            # rehearsal (trainforge.plan.checks.ordering) follows these and the parents.
             if list(request.dependencies):
                 opts["dependencies"] = list(request.dependencies)
             sink.append(

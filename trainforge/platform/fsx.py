@@ -101,7 +101,7 @@ TEAM_DIR_CHECKOV_SKIPS = {
 def team_dir_script(path: str, uid: int, gid: int) -> str:
     """The setup script: make `path` belong to uid:gid, mode 0770, with CAP_CHOWN only.
 
-    Why this shape (the pod script rehearsal runs it, trainforge.plan.check_pod_scripts):
+    Why this shape (the pod script rehearsal runs it, trainforge.plan.checks.pod_scripts):
     `chmod` on a file one does not own needs CAP_FOWNER, so chmod runs only while root still
     owns the directory (just made, or made root-owned by the kubelet for a pod's subPath),
     before the chown hands it over. Every later run (a Job retry, a re-created Job after the

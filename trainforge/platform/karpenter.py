@@ -92,7 +92,7 @@ def controller_policy(
     after launch, only `eks:eks-cluster-name`, `karpenter.sh/nodeclaim` and `Name` may be
     tagged (aws:TagKeys); instance profiles only with Karpenter's ec2nodeclass/region tags.
     The plan's IAM rehearsal compares this document with its vendored copy of upstream's and
-    runs Karpenter's calls through it (trainforge/plan/iam_reference.py).
+    runs Karpenter's calls through it (trainforge/plan/checks/iam_reference.py).
     """
     ec2 = f"arn:{partition}:ec2:{region}"
     owned_key = f"kubernetes.io/cluster/{cluster}"

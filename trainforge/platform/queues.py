@@ -1,7 +1,7 @@
 """Kueue's objects for the teams and pools in the config, as plain dicts (no Pulumi here).
 
 Why plain and pure: the `Kueue` component declares them, the offline plan's admission
-simulation (trainforge.plan.check_queues) reads the same rendered objects, and tests
+simulation (trainforge.plan.checks.queues) reads the same rendered objects, and tests
 validate them against the upstream v0.19 CRDs. One builder per kind:
 
 - `resource_flavor(pool)`: one ResourceFlavor per node group or Karpenter pool. Its

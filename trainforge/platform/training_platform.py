@@ -245,7 +245,7 @@ class TrainingPlatform(pulumi.ComponentResource):
                 ),
                 pulumi.ResourceOptions(parent=self, depends_on=[self.cluster.eks]),
             )
-        # GPU node health (issue 15): the node monitoring agent on every node
+        # GPU node health: the node monitoring agent on every node
         self.node_health: NodeHealth | None = None
         if config.node_health.monitoring_agent:
             self.node_health = NodeHealth(
@@ -283,7 +283,7 @@ class TrainingPlatform(pulumi.ComponentResource):
         # owned by the services engineer; composed here when their config was parsed.
         self.services = self._services(name, config, tags) if config.services is not None else None
         services = self.services
-        # On-demand acceptance tests of GPU pools (issue 15): suspended CronJobs
+        # On-demand acceptance tests of GPU pools: suspended CronJobs
         self.acceptance: AcceptanceTests | None = None
         if any(g.acceptance.enabled for g in (*config.node_groups, *config.node_pools)):
             self.acceptance = AcceptanceTests(

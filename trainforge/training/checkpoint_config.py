@@ -52,7 +52,7 @@ class CheckpointConfig:
 
 
 def add_checkpoint_arguments(parser: Any) -> None:
-    """The checkpointing flags (issue 3), for the runtime's argparse parser."""
+    """The checkpointing flags, for the runtime's argparse parser."""
     g = parser.add_argument_group("checkpointing")
     g.add_argument(
         "--checkpoint-dir",

@@ -44,7 +44,7 @@ class TrainConfig:
     metrics_port: int = 0
     output_dir: str | None = None
     run_name: str | None = None
-    # checkpointing (issue 3): parsed here, implemented in checkpoint.py
+    # checkpointing: parsed here, implemented in checkpoint.py
     checkpoint_dir: str | None = None
     checkpoint_every: int = 0
     keep_last: int = 3
@@ -52,7 +52,7 @@ class TrainConfig:
     async_checkpoint: bool = False
     checkpoint_s3: str | None = None
     grace_period: float = 90.0
-    # reliability (issue 15): the watchdog floor; every other timeout derives from it
+    # reliability: the watchdog floor; every other timeout derives from it
     hang_timeout: float = 300.0
 
     def global_batch(self, world_size: int) -> int:

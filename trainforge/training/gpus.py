@@ -28,8 +28,8 @@ as reproduced by the pages cited where this session could not open NVIDIA's PDF 
   sysrqmts.com A100 pages give FP32 19.49 TFLOPS, 1,555 GB/s for 40 GB). 1.555 is used.
 - A10G (AWS g5 only; NVIDIA publishes no A10G datasheet): 24 GB GDDR6 at 600 GB/s, less
   Tensor throughput than the A10's 125 TFLOPS BF16 (baseten.co/blog/nvidia-a10-vs-a10g-for-
-  ml-model-inference). 70 TFLOPS BF16 dense is the figure the runtime's MFU has used since
-  issue 2; it is NOT confirmed by a primary source: calibrate it (`trainforge calibrate`).
+  ml-model-inference). 70 TFLOPS BF16 dense is the figure the runtime's MFU uses; it is NOT
+  confirmed by a primary source: calibrate it (`trainforge calibrate`).
   FP32 31.2 TFLOPS is the A10's (sysrqmts.com A10 PCIe page).
 - L4: BF16 242 sparse -> 121 dense, FP32 30.3, 300 GB/s (datasheet; not re-checked).
 - L40S: BF16 733 sparse -> 362 dense, FP32 91.6, 864 GB/s (datasheet; not re-checked).

@@ -24,7 +24,7 @@ and a missing key is detected by listing, never by a GetObject error: S3 answers
 on a missing key with 403, not 404, when the caller may not list the bucket, and a GetObject
 request carries no ``s3:prefix``, so under a prefix-conditioned ListBucket a missing marker
 would look exactly like a real denial. The offline plan rehearses these calls against the
-platform's policies (trainforge.plan.iam_rehearsal).
+platform's policies (trainforge.plan.checks.iam_rehearsal).
 """
 
 from __future__ import annotations

@@ -39,7 +39,7 @@ elements"):
 
 What it does not model (the rehearsal docs say so): SCPs, RCPs, permission boundaries,
 session policies, VPC endpoint policies, ACLs, KMS grants, and service-specific quirks beyond
-the request contexts that trainforge.plan.aws_calls builds.
+the request contexts that trainforge.plan.checks.aws_calls builds.
 """
 
 from __future__ import annotations

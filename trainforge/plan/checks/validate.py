@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainforge.core import versions
-from trainforge.plan import kueue_validate
+from trainforge.plan.checks import kueue_validate
 
 DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 QUANTITY = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+|[KMGTPE]i|[mkMGTPE])?$")

@@ -141,7 +141,7 @@ def _trainjob_spec(wl: dict[str, Any], runtimes: dict[str, dict[str, Any]]) -> d
 
 
 def check(ctx: PlanContext) -> CheckResult:
-    from trainforge.plan.job_backends import runtime_docs  # noqa: PLC0415
+    from trainforge.plan.checks.job_backends import runtime_docs  # noqa: PLC0415
 
     declared = ctx.declared
     if declared is None or not declared.jobs:

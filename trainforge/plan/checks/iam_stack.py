@@ -20,9 +20,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainforge.plan.aws_calls import BucketFacts
-from trainforge.plan.iam_eval import Policy
-from trainforge.plan.iam_reference import default_key_policy, managed_policy
+from trainforge.plan.checks.aws_calls import BucketFacts
+from trainforge.plan.checks.iam_eval import Policy
+from trainforge.plan.checks.iam_reference import default_key_policy, managed_policy
 from trainforge.plan.runner import UNKNOWN, Inventory
 
 ROLE = "aws:iam/role:Role"

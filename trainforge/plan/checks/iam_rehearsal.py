@@ -3,14 +3,14 @@
 What it proves, per principal:
 
 * Team training roles: every call the runtime's S3 mirror really makes (recorded from botocore
-  against moto, trainforge.plan.aws_calls) is allowed on the team's own prefix, through the
+  against moto, trainforge.plan.checks.aws_calls) is allowed on the team's own prefix, through the
   team role's identity policies, the bucket policy and the KMS key policy; the same calls on
   another team's prefix and on another bucket are denied; the role's trust lets only its own
   Pod Identity association (cluster, namespace, ServiceAccount) assume it.
 * Controllers we give a role (Karpenter, the EBS and FSx CSI drivers, and the node roles for
   the VPC CNI and the Pod Identity agent): each call the controller makes is allowed, each
   call its reference policy exists to refuse is denied, and no statement of ours grants more
-  than the controller's reference policy for the pinned version (trainforge.plan.iam_reference).
+  than the controller's reference policy for the pinned version (trainforge.plan.checks.iam_reference).
 
 A finding names the principal, the call (API operation, IAM action, resource ARN and request
 context) and why (the deciding statement, or the statements that almost applied and which
@@ -23,7 +23,8 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from trainforge.plan.aws_calls import (
+from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
+from trainforge.plan.checks.aws_calls import (
     ApiCall,
     Authz,
     BucketFacts,
@@ -32,9 +33,8 @@ from trainforge.plan.aws_calls import (
     rehearse_s3_mirror,
     s3_requests,
 )
-from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
-from trainforge.plan.iam_eval import Decision, Policy, Request, beyond_reference, evaluate
-from trainforge.plan.iam_reference import (
+from trainforge.plan.checks.iam_eval import Decision, Policy, Request, beyond_reference, evaluate
+from trainforge.plan.checks.iam_reference import (
     AMAZON_EBS_CSI_DRIVER_POLICY,
     EBS_CSI_KMS_ACTIONS,
     FSX_CSI_REFERENCE,
@@ -48,7 +48,7 @@ from trainforge.plan.iam_reference import (
     pod_identity_agent_calls,
     vpc_cni_calls,
 )
-from trainforge.plan.iam_stack import RoleFacts, StackIam, read_stack
+from trainforge.plan.checks.iam_stack import RoleFacts, StackIam, read_stack
 
 DENIED = "TRAINFORGE_IAM_DENIED"
 TOO_BROAD = "TRAINFORGE_IAM_TOO_BROAD"
@@ -60,9 +60,9 @@ RULES = {
     TOO_BROAD: "narrow the policy so this call is denied (another team's prefix, another bucket, "
     "a node the controller did not launch, another ServiceAccount assuming the role)",
     BEYOND: "keep the controller's policy within its upstream reference policy for the pinned "
-    "version (trainforge/plan/iam_reference.py), with the same conditions",
+    "version (trainforge/plan/checks/iam_reference.py), with the same conditions",
     UNREHEARSED: "make the call or policy readable to the rehearsal (map the S3 operation in "
-    "trainforge/plan/aws_calls.py, ship the managed policy in iam_reference.py)",
+    "trainforge/plan/checks/aws_calls.py, ship the managed policy in iam_reference.py)",
 }
 
 POD_IDENTITY_SERVICE = "svc:pods.eks.amazonaws.com"

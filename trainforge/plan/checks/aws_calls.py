@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trainforge.plan.iam_eval import Request
+from trainforge.plan.checks.iam_eval import Request
 
 
 @dataclass
@@ -208,7 +208,7 @@ def s3_requests(
     if op is None:
         raise UnmappedCall(
             f"{call.describe()}: no IAM mapping for s3:{call.operation} in "
-            "trainforge/plan/aws_calls.py S3_OPERATIONS"
+            "trainforge/plan/checks/aws_calls.py S3_OPERATIONS"
         )
     barn = f"arn:{caller.partition}:s3:::{call.params.get('Bucket', bucket.name)}"
     base = {**_principal_context(caller), "aws:SecureTransport": call.secure, **(network or {})}

@@ -773,7 +773,7 @@ def _bucket_completeness(
 
 
 # ---------------------------------------------------------------------------------------------
-# Stack rules: GPU capacity has health monitoring and automatic repair (issue 15)
+# Stack rules: GPU capacity has health monitoring and automatic repair
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 EKS_ADDON = "aws:eks/addon:Addon"

@@ -4,7 +4,7 @@ volumes, more than once; then the pods that use those volumes must be able to wr
 
 Why: the first wave's `fsx-team-dir` Job was schema-valid and admitted by every policy, yet
 `chmod` after `chown` needs CAP_FOWNER, which the Job does not have: every team namespace
-would have failed `pulumi up`. Only running the script shows that (trainforge.plan.pod_sandbox
+would have failed `pulumi up`. Only running the script shows that (trainforge.plan.checks.pod_sandbox
 does the running).
 
 What is found and how it is modelled:
@@ -41,8 +41,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from trainforge.plan import pod_sandbox as sandbox
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
+from trainforge.plan.checks import pod_sandbox as sandbox
 
 SCRIPT_FAILS = "TRAINFORGE_POD_SCRIPT_FAILS"
 CANNOT_WRITE = "TRAINFORGE_POD_CANNOT_WRITE"

@@ -9,7 +9,7 @@ an IRSA role (`serviceAccountRoleArn`, or a role trusting the cluster's OIDC pro
 `system:serviceaccount:<ns>:<sa>`), or, where the add-on's docs allow it, the node role. A
 missing identity, or one whose policies do not grant a required action at all, is a finding
 naming the add-on. Whether each call passes its conditions is the IAM rehearsal's job
-(trainforge.plan.iam_rehearsal); this check answers "is anybody there, with these actions".
+(trainforge.plan.checks.iam_rehearsal); this check answers "is anybody there, with these actions".
 
 An add-on or chart that is not in the table is also a finding: whoever adds one must say
 whether it calls AWS (one line below), so a new controller can never ship without IAM.
@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
-from trainforge.plan.iam_eval import Policy, action_matches
-from trainforge.plan.iam_stack import ADDON, RoleFacts, StackIam, read_stack
+from trainforge.plan.checks.iam_eval import Policy, action_matches
+from trainforge.plan.checks.iam_stack import ADDON, RoleFacts, StackIam, read_stack
 
 MISSING = "TRAINFORGE_CONTROLLER_IDENTITY"
 UNKNOWN_CONTROLLER = "TRAINFORGE_CONTROLLER_UNKNOWN"
@@ -30,7 +30,7 @@ RULES = {
     MISSING: "give the add-on/controller an identity for its ServiceAccount (an "
     "aws.eks.PodIdentityAssociation to a role with the policy its docs require), as "
     "cluster.py does for aws-ebs-csi-driver",
-    UNKNOWN_CONTROLLER: "add the add-on or chart to trainforge/plan/controller_identity.py "
+    UNKNOWN_CONTROLLER: "add the add-on or chart to trainforge/plan/checks/controller_identity.py "
     "(ADDONS or CHARTS): its ServiceAccount and the AWS actions its docs require, or None if "
     "it makes no AWS calls",
 }

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from trainforge.plan.iam_eval import Policy, Request
+from trainforge.plan.checks.iam_eval import Policy, Request
 
 # --------------------------------------------------------------------------------------------
 # AWS managed policies (documents as shown in the AWS Managed Policy Reference Guide,
