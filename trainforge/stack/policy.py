@@ -20,6 +20,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BeforeValidator, Field, PrivateAttr, WithJsonSchema
 
 from trainforge.stack.base import StackError, StackModel, one_of, problem, validate, validate_as
+from trainforge.stack.file import decode_value
 
 NS = "trainforge-policy"
 CAPS_KEY = f"{NS}:costCaps"
@@ -169,8 +170,6 @@ def parse_waivers(
     WaiverError. `known_rules` None skips the rule-name check (for callers that cannot know
     the plan's rules).
     """
-    from trainforge.stack.file import decode_value  # noqa: PLC0415 - sibling, no cycle
-
     own: list[str] = []
     raw = decode_value(raw)
     out: list[Waiver] = []
@@ -193,8 +192,6 @@ def parse_caps(
     raw: Any, teams: Collection[str] | None = None, errors: list[str] | None = None
 ) -> CostCaps:
     """The cost caps of `raw` (a mapping, or its JSON); `teams` checks the override names."""
-    from trainforge.stack.file import decode_value  # noqa: PLC0415 - sibling, no cycle
-
     own: list[str] = []
     raw = decode_value(raw)
     caps = validate(CostCaps, {} if raw in (None, "") else raw, CAPS_KEY, own) or CostCaps()
