@@ -38,6 +38,7 @@ def base() -> tuple[dict, str]:
     data = copy.deepcopy(read_stack(ROOT, "prod").config)
     data["trainforge:nodePools"][1]["labels"] = {"team": "vision"}
     data["trainforge:nodeGroups"][0]["taints"] = [{"key": "dedicated", "value": "p4d"}]
+    data["trainforge:nodePools"][0]["taints"] = [{"key": "dedicated", "value": "p5"}]
     data["trainforge:nodeGroups"][0]["labels"] = {"team": "llm"}
     data["trainforge:fsx"]["dataRepository"] = {"dataRepositoryPath": "s3://bucket/prefix"}
     data["trainforge:jobs"][0]["env"] = {"A": "1"}
@@ -72,9 +73,12 @@ def set_key(raw: dict, key: str, value) -> tuple[dict, str]:
         last = i == len(parts) - 1
         name = part.removesuffix("[]")
         named += ("." if i else "") + (top if i == 0 else name)
-        if part.endswith("[]"):
+        if part.endswith("[]"):  # the first entry (one without keys when there is none)
             named += "[0]"
-            node = node[name][0]
+            entries = node.setdefault(name, [])
+            if not entries:
+                entries.append({})
+            node = entries[0]
         elif last:
             node[name] = value
         else:
