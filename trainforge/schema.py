@@ -26,7 +26,7 @@ import sys
 import typing
 from typing import Any
 
-from pydantic import BaseModel, create_model
+from pydantic import BaseModel, TypeAdapter, create_model
 from pydantic.json_schema import models_json_schema
 from pydantic_core import PydanticUndefined
 
@@ -207,10 +207,21 @@ def _default(field: Any) -> str:
     if isinstance(value, bool):
         return f"`{str(value).lower()}`"
     if isinstance(value, list | tuple | set | frozenset):
+        if not value and _written_as_mapping(field.annotation):  # tags: pairs, a mapping to users
+            return "`{}`"
         return "`[" + ", ".join(str(v) for v in value) + "]`"
     if isinstance(value, dict):
         return "`{}`" if not value else f"`{json.dumps(value)}`"
     return f"`{value}`"
+
+
+def _written_as_mapping(annotation: Any) -> bool:
+    """Whether users write the field as a mapping (its JSON Schema), whatever the code holds."""
+    try:
+        found = TypeAdapter(annotation).json_schema(by_alias=True)
+    except Exception:  # noqa: BLE001 - a type without a schema is not a mapping
+        return False
+    return found.get("type") == "object"
 
 
 def _rows(
