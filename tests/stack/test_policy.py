@@ -26,17 +26,20 @@ def test_every_bad_waiver_in_one_error():
         {"resource": "c", "rule": "CKV_K8S_16", "reason": "r", "reasn": "x"},
         "not a mapping",
         {"resource": "d", "rule": "CKV_K8S_16", "reason": "fine"},
+        {"resource": "e", "rule": "SOMETHING_ELSE", "reason": "r"},
     ]
     with pytest.raises(WaiverError) as e:
         parse_waivers(raw, RULES)
     assert e.value.errors == [
-        "trainforge-policy:waivers[0].rule: got 'TF_COST_JOB_CAPP'; expected one of the rules: "
-        "CKV_K8S_16, TF_COST_JOB_CAP, TF_COST_TEAM_CAP (did you mean 'TF_COST_JOB_CAP'?)",
+        "trainforge-policy:waivers[0].rule: got 'TF_COST_JOB_CAPP'; expected one of the 3 rules "
+        "of the plan (did you mean 'TF_COST_JOB_CAP'?)",
         "trainforge-policy:waivers[1].reason: got '  '; expected a reason: say why the rule "
         "does not apply here",
         "trainforge-policy:waivers[2].reasn: unknown key (did you mean 'reason'?); "
         "known keys: reason, resource, rule",
         "trainforge-policy:waivers[3]: got 'not a mapping'; expected a mapping",
+        "trainforge-policy:waivers[5].rule: got 'SOMETHING_ELSE'; expected one of the rules: "
+        "CKV_K8S_16, TF_COST_JOB_CAP, TF_COST_TEAM_CAP",
     ]
 
 

@@ -19,7 +19,15 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BeforeValidator, Field, PrivateAttr, WithJsonSchema
 
-from trainforge.stack.base import StackError, StackModel, one_of, problem, validate, validate_as
+from trainforge.stack.base import (
+    StackError,
+    StackModel,
+    one_of,
+    problem,
+    suggest,
+    validate,
+    validate_as,
+)
 from trainforge.stack.file import decode_value
 
 NS = "trainforge-policy"
@@ -181,11 +189,19 @@ def parse_waivers(
             continue
         if known_rules is not None and waiver.rule not in known_rules:
             own.append(
-                problem(f"{where}.rule", waiver.rule, one_of(waiver.rule, known_rules, "rules"))
+                problem(f"{where}.rule", waiver.rule, _rule_choices(waiver.rule, known_rules))
             )
             continue
         out.append(waiver.at(where))
     return _finish(own, errors, WaiverError, out)
+
+
+def _rule_choices(rule: str, known: Collection[str]) -> str:
+    """The rules a waiver may name; with a close match only that (there are dozens)."""
+    hint = suggest(rule, known)
+    return (
+        f"one of the {len(known)} rules of the plan{hint}" if hint else one_of(rule, known, "rules")
+    )
 
 
 def parse_caps(
