@@ -24,6 +24,7 @@ import pathlib
 import re
 import sys
 import typing
+from collections.abc import Mapping, MutableMapping
 from typing import Any
 
 from pydantic import BaseModel, TypeAdapter, create_model
@@ -154,7 +155,9 @@ def _field_model(annotation: Any) -> tuple[type[BaseModel] | None, str]:
     if origin in (list, tuple, set, frozenset) and args:
         inner, _ = _field_model(args[0])
         return inner, "[]"
-    if args and origin not in (dict,) and typing.get_origin(annotation) is not None:
+    if origin in (dict, Mapping, MutableMapping):  # one row: its keys are names, not keys
+        return None, ""
+    if args and origin is not None:
         for a in args:  # Optional[Model], Model | bool
             inner, suffix = _field_model(a)
             if inner is not None:
