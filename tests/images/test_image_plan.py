@@ -218,7 +218,7 @@ def test_declared_facts_with_the_pieces_pass_and_bad_facts_are_one_line():
 
 def test_images_config_errors_name_the_key():
     with pytest.raises(
-        ConfigError, match=r"images\.dockerHubCredentialArn: 'arn:aws:secretsmanager"
+        ConfigError, match=r"images\.dockerHubCredentialArn: got 'arn:aws:secretsmanager"
     ):
         parse_config(
             {

@@ -20,8 +20,9 @@ from trainforge.core import versions
 from trainforge.core.contract import PoolFacts, Taint
 from trainforge.jobs.codeship import collect
 from trainforge.platform import acceptance as A
-from trainforge.platform.config import AcceptanceTestConfig, ConfigError, parse_config
+from trainforge.platform.config import ConfigError, parse_config
 from trainforge.platform.published import pool_facts
+from trainforge.stack.platform import AcceptanceTestConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "tests" / "training" / "acceptance_samples"
@@ -105,7 +106,10 @@ def test_acceptance_on_cpu_capacity_is_refused_before_any_resource() -> None:
         "cluster": "c",
         "nodePools": [{"name": "cpu", "instanceTypes": ["c5.2xlarge"], "acceptanceTest": True}],
     })  # fmt: skip
-    with pytest.raises(ConfigError, match=r"nodePools\[0\].acceptanceTest: 'cpu' has no GPUs"):
+    with pytest.raises(
+        ConfigError,
+        match=r"nodePools\[0\].acceptanceTest: got True; expected false: .* 'cpu' has no GPUs",
+    ):
         A.check_acceptance(config, pool_facts(config))
 
 

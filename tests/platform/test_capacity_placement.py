@@ -83,8 +83,9 @@ def test_capacity_block_config_for_an_on_demand_reservation_is_refused():
     groups = groups.replace('"efa": true', '"efa": true, "capacityType": "CAPACITY_BLOCK"')
     with pytest.raises(ConfigError) as err:
         run_prod({"trainforge:nodeGroups": groups})  # the default stub: an ODCR
-    assert "nodeGroups[0].capacityType: CAPACITY_BLOCK, but EC2 has no Capacity Block" in str(
-        err.value
+    assert (
+        "nodeGroups[0].capacityType: got 'CAPACITY_BLOCK'; expected ON_DEMAND: EC2 has no "
+        "Capacity Block" in str(err.value)
     )
 
 
@@ -101,7 +102,10 @@ def test_a_type_offered_in_no_zone_of_the_vpc_is_a_one_line_error():
     with pytest.raises(ConfigError) as err:
         run_prod(offerings={"p5.48xlarge": [f"{REGION}e"]})
     msg = str(err.value)
-    assert "nodePools[0].instanceTypes: p5.48xlarge is offered in none of the VPC's" in msg
+    assert (
+        "nodePools[0].instanceTypes: got ['p5.48xlarge']; expected a type offered in a "
+        "zone of the VPC's private subnets" in msg
+    )
     assert f"EC2 offers it in {REGION}e" in msg
 
 
@@ -109,4 +113,5 @@ def test_a_reservation_in_a_zone_without_a_subnet_fails_with_the_reason():
     stub = {"availabilityZone": f"{REGION}d", "placementGroupArn": "", "reservationType": "default"}
     with pytest.raises(Exception) as err:  # raised when the reservation's zone resolves
         run_prod(capacity_reservations={CR: stub})
-    assert f"{CR} is in {REGION}d, where the VPC has no private subnet" in str(err.value)
+    assert f"capacityReservationId: got '{CR}'; expected a reservation in a zone" in str(err.value)
+    assert f"it is in {REGION}d" in str(err.value)

@@ -2,6 +2,7 @@
 
 import pytest
 
+from trainforge.core.contract import PoolLimits, Taint
 from trainforge.plan.mocks import run_mocked
 from trainforge.platform.config import ConfigError, load_config, parse_config
 from trainforge.platform.training_platform import TrainingPlatform, config_from_args
@@ -17,8 +18,7 @@ def pools(*items):
     ("raw", "key", "value"),
     [
         ({"cluster": "9bad name"}, "trainforge:cluster", "9bad name"),
-        ({}, "trainforge:cluster", "None"),
-        ({**BASE, "clustr": "x"}, "trainforge:clustr", "x"),
+        ({}, "trainforge:cluster", "missing"),
         (
             {**BASE, "endpoint": {"publicAccessCidrs": ["0.0.0.0/0"]}},
             "endpoint.publicAccessCidrs[0]",
@@ -36,15 +36,31 @@ def pools(*items):
         ({**BASE, "network": {"vpcId": "vpc-0abc"}}, "network.privateSubnetIds", "[]"),
         (
             {**BASE, "systemNodeGroup": {"minSize": 3, "maxSize": 2}},
+            "systemNodeGroup.maxSize",
+            "got 2; expected at least minSize (3)",
+        ),
+        (
+            {**BASE, "systemNodeGroup": {"minSize": 3, "desiredSize": 7}},
             "systemNodeGroup.desiredSize",
-            "3",
+            "got 7; expected a size between minSize (3) and maxSize (3)",
+        ),
+        (
+            {
+                **BASE,
+                "nodeGroups": [
+                    {"name": "g", "instanceTypes": ["p4d.24xlarge"], "maxSize": 3, "desiredSize": 5}
+                ],
+            },
+            "nodeGroups[0].desiredSize",
+            "got 5; expected a size between minSize (0) and maxSize (3)",
         ),
         (
             pools({"name": "Bad_Name", "instanceTypes": ["g5.xlarge"]}),
             "nodePools[0].name",
             "Bad_Name",
         ),
-        (pools({"name": "a"}), "nodePools[0].instanceTypes", "None"),
+        (pools({"name": "a"}), "nodePools[0].instanceTypes", "missing"),
+        (pools({"name": "a", "instanceTypes": []}), "nodePools[0].instanceTypes", "[]"),
         (
             pools({"name": "a", "instanceTypes": ["g5 xlarge"]}),
             "nodePools[0].instanceTypes[0]",
@@ -135,6 +151,82 @@ def test_all_errors_reported_at_once():
     with pytest.raises(ConfigError) as exc:
         parse_config({"cluster": "1", "network": {"natGateways": "x"}, "admins": ["y"]})
     assert len(exc.value.errors) == 3
+
+
+def test_rules_across_pools_come_with_the_other_problems_in_one_format():
+    ok = {"name": "a", "instanceTypes": ["c5.xlarge"]}
+    raw = {
+        "cluster": "1",
+        "karpenter": {"enabled": "false"},
+        "nodePools": [ok, ok, {"name": "b", "instanceTypes": ["c5 xlarge"]}],
+    }
+    with pytest.raises(ConfigError) as exc:
+        parse_config(raw)
+    assert exc.value.errors == [
+        "trainforge:cluster: got '1'; expected a cluster name: a letter then letters, digits, "
+        "'-' or '_' (at most 100)",
+        "trainforge:nodePools[2].instanceTypes[0]: got 'c5 xlarge'; expected an EC2 instance "
+        "type such as g5.xlarge or m6i.large",
+        "trainforge:nodePools[1].name: got 'a'; expected a name not used by another node group "
+        "or node pool",
+        "trainforge:karpenter.enabled: got False; expected true while nodePools are declared "
+        "(Karpenter runs them)",
+    ]
+
+
+def test_a_misspelt_key_gets_a_suggestion_at_every_level():
+    raw = {
+        **BASE,
+        "clustr": "x",
+        "network": {"natGateway": "single"},
+        "nodePools": [{"name": "a", "instanceTypes": ["c5.xlarge"], "consolidateAftr": "5m"}],
+    }
+    with pytest.raises(ConfigError) as exc:
+        parse_config(raw)
+    first, *rest = exc.value.errors
+    assert first.startswith(
+        "trainforge:clustr: unknown key (did you mean 'cluster'?); known keys: "
+    )
+    assert "nodePools" in first and "teams" in first  # every area's keys
+    assert rest == [
+        "trainforge:network.natGateway: unknown key (did you mean 'natGateways'?); known keys: "
+        "availabilityZones, cidr, natGateways, privateSubnetIds, vpcEndpoints, vpcId",
+        "trainforge:nodePools[0].consolidateAftr: unknown key (did you mean 'consolidateAfter'?); "
+        "known keys: acceptanceTest, capacityTypes, consolidateAfter, efa, gpu, instanceTypes, "
+        "labels, limits, name, rootVolumeGiB, taints, weight",
+    ]
+
+
+def test_pulumi_string_values_and_null_sections():
+    cfg = parse_config(
+        {
+            **BASE,
+            "karpenter": None,
+            "systemNodeGroup": {"minSize": "3", "maxSize": "5"},
+            "nodePools": [
+                {
+                    "name": "a",
+                    "instanceTypes": "c5.xlarge",
+                    "efa": "false",
+                    "weight": "5",
+                    "labels": None,
+                    "acceptanceTest": "true",
+                    "taints": [{"key": "k", "value": True}],
+                    "limits": {"cpu": 64, "gpus": "8"},
+                }
+            ],
+        }
+    )
+    sys, pool = cfg.system_node_group, cfg.node_pools[0]
+    assert (sys.min_size, sys.desired_size, sys.max_size) == (3, 3, 5)
+    assert (pool.efa, pool.weight, pool.instance_types, pool.labels) == (
+        False,
+        5,
+        ("c5.xlarge",),
+        (),
+    )
+    assert pool.acceptance.enabled and pool.taints == (Taint("k", "NoSchedule", "true"),)
+    assert pool.limits == PoolLimits(cpu="64", gpus=8)
 
 
 @pytest.mark.parametrize(

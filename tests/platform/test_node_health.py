@@ -160,5 +160,5 @@ def test_node_health_and_acceptance_config_errors_name_the_key() -> None:
             }  # fmt: skip
         )
     text = str(e.value)
-    assert "nodePools[0].acceptanceTest.dcgmLevel: 7" in text
-    assert "nodePools[0].acceptanceTest.nodes: 1" in text and "allReduce" in text
+    assert "nodePools[0].acceptanceTest.dcgmLevel: got 7" in text
+    assert "nodePools[0].acceptanceTest.nodes: got 1" in text and "allReduce" in text

@@ -181,5 +181,9 @@ def test_a_principal_cannot_be_both_admin_and_team_member():
     data = yaml.safe_load((root / "Pulumi.prod.yaml").read_text())["config"]
     raw = {k.split(":", 1)[1]: v for k, v in data.items() if k.startswith("trainforge:")}
     raw["admins"] = [*raw["admins"], "arn:aws:iam::111122223333:role/LlmEngineer"]
-    with pytest.raises(ConfigError, match="LlmEngineer' of team 'llm' is also in trainforge:adm"):
+    with pytest.raises(
+        ConfigError,
+        match=r"trainforge:teams\[0\]\.access\.principals: got '[^']*LlmEngineer'; expected a "
+        r"principal not also in trainforge:admins \(team 'llm'",
+    ):
         parse_config(raw, lookups=False, region="us-east-1")

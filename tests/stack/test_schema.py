@@ -15,12 +15,22 @@ import pytest
 import yaml
 
 from trainforge import schema
+from trainforge.stack.jobs import JobKeys
 from trainforge.stack.model import NAMESPACES
+from trainforge.stack.platform import PlatformKeys
+from trainforge.stack.services import ServiceKeys
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SCHEMA = json.loads((ROOT / schema.SCHEMA_PATH).read_text())
 VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
 SHIPPED = ("dev", "prod")
+# The shipped stacks hold every area's keys: until each area declares its keys in the model,
+# the schema (which refuses keys no area declares) cannot accept them.
+WAITS = pytest.mark.xfail(
+    not all(a.model_fields for a in (PlatformKeys, ServiceKeys, JobKeys)),
+    reason="an area's keys are not in the stack model yet",
+    strict=True,
+)
 
 
 def stack(name: str) -> dict:
@@ -44,6 +54,7 @@ def test_the_schema_is_a_valid_json_schema():
     jsonschema.Draft202012Validator.check_schema(SCHEMA)
 
 
+@WAITS
 @pytest.mark.parametrize("name", SHIPPED)
 def test_the_shipped_stacks_are_valid_and_point_editors_at_the_schema(name):
     text = (ROOT / f"Pulumi.{name}.yaml").read_text()
@@ -51,6 +62,7 @@ def test_the_shipped_stacks_are_valid_and_point_editors_at_the_schema(name):
     assert problems(yaml.safe_load(text)) == []
 
 
+@WAITS
 def test_values_as_the_pulumi_cli_writes_them():
     doc = stack("prod")
     doc["encryptionsalt"] = "v1:abc"
@@ -86,9 +98,14 @@ DEEP = [
             where,
             wrong,
             id=key,
-            marks=pytest.mark.xfail(
-                not declared(key), reason=f"{key}: its area has not declared it yet", strict=True
-            ),
+            marks=[
+                pytest.mark.xfail(
+                    not declared(key),
+                    reason=f"{key}: its area has not declared it yet",
+                    strict=True,
+                ),
+                WAITS,
+            ],
         )
         for key, where, wrong in DEEP
     ],
@@ -117,6 +134,7 @@ def test_every_declared_key_refuses_a_structure_it_cannot_hold(key):
     assert problems(doc), key
 
 
+@WAITS
 def test_a_key_no_area_declares_is_refused_in_our_namespaces_only():
     doc = stack("dev")
     doc["config"]["trainforge-policy:waiver"] = []

@@ -42,7 +42,9 @@ from trainforge.core import versions
 from trainforge.core.contract import EFA_RESOURCE, GPU_RESOURCE, PoolFacts
 from trainforge.core.image_routes import cached, torch_image
 from trainforge.jobs.codeship import CODE_MOUNT, CodeBundle, configmap_manifest
-from trainforge.platform.config import AcceptanceTestConfig, ConfigError, PlatformConfig
+from trainforge.platform.config import ConfigError, PlatformConfig
+from trainforge.stack.base import problem
+from trainforge.stack.platform import AcceptanceTestConfig
 from trainforge.training.acceptance import facts
 from trainforge.training.timeouts import MIN_RENDEZVOUS_S
 
@@ -71,13 +73,20 @@ def check_acceptance(config: PlatformConfig, pools: dict[str, PoolFacts]) -> Non
         f = pools[name]
         if not f.has_gpus:
             errors.append(
-                f"trainforge:{key}[{i}].acceptanceTest: {name!r} has no GPUs "
-                f"({', '.join(f.instance_types)}); acceptance tests are for GPU capacity"
+                problem(
+                    f"trainforge:{key}[{i}].acceptanceTest",
+                    True,
+                    f"false: acceptance tests are for GPU capacity, and {name!r} has no GPUs "
+                    f"({', '.join(f.instance_types)})",
+                )
             )
         if f.max_nodes is not None and acc.nodes > f.max_nodes:
             errors.append(
-                f"trainforge:{key}[{i}].acceptanceTest.nodes: {acc.nodes} is more than the "
-                f"group's maxSize ({f.max_nodes})"
+                problem(
+                    f"trainforge:{key}[{i}].acceptanceTest.nodes",
+                    acc.nodes,
+                    f"at most the group's maxSize ({f.max_nodes})",
+                )
             )
     if errors:
         raise ConfigError(errors)

@@ -31,6 +31,7 @@ import pulumi
 import pulumi_aws as aws
 
 from trainforge.platform.config import ConfigError
+from trainforge.stack.base import problem
 
 CAPACITY_BLOCK = "CAPACITY_BLOCK"
 
@@ -62,11 +63,14 @@ def zone_index(where: str, instance_types: Sequence[str], subnet_zones: Sequence
     for i, zone in enumerate(subnet_zones):
         if zone in offered:
             return i
+    zones = ", ".join(sorted(offered)) or "no zone of this region"
     raise PlacementError(
-        f"{where}.instanceTypes: {', '.join(instance_types)} is offered in none of the VPC's "
-        f"private subnet zones ({', '.join(subnet_zones)}); EC2 offers it in "
-        f"{', '.join(sorted(offered)) or 'no zone of this region'}: use another type or a VPC "
-        "with a subnet there"
+        problem(
+            f"{where}.instanceTypes",
+            list(instance_types),
+            f"a type offered in a zone of the VPC's private subnets ({', '.join(subnet_zones)}); "
+            f"EC2 offers it in {zones}: use another type or a VPC with a subnet there",
+        )
     )
 
 
@@ -134,9 +138,12 @@ def reservation_subnet(
         zone, *ids = args
         if zone not in zones:
             raise PlacementError(
-                f"{where}.capacityReservationId: {reservation.id} is in {zone}, where the VPC "
-                f"has no private subnet (zones: {', '.join(zones)}); an instance uses a "
-                "reservation only in its zone"
+                problem(
+                    f"{where}.capacityReservationId",
+                    reservation.id,
+                    f"a reservation in a zone of the VPC's private subnets ({', '.join(zones)}); "
+                    f"it is in {zone}, and an instance uses a reservation only in its zone",
+                )
             )
         return ids[zones.index(zone)]
 

@@ -32,7 +32,7 @@ import pulumi_aws as aws
 from trainforge.core.image_routes import UPSTREAMS, CacheRoutes
 from trainforge.jobs import dockerfile
 from trainforge.jobs.runtime_images import RuntimeImages, repository
-from trainforge.platform.config import ImagesConfig
+from trainforge.stack.platform import ImagesConfig
 
 # source: docs.aws.amazon.com/AmazonECR/latest/userguide/pull-through-cache-iam.html (the IAM
 # principal that pulls through a rule needs ecr:BatchImportUpstreamImage, and

@@ -14,6 +14,8 @@ from typing import Any
 
 import pulumi_aws as aws
 
+from trainforge.stack.base import problem
+
 
 @dataclass(frozen=True)
 class InstanceTypeFacts:
@@ -91,48 +93,36 @@ def resolve_pool(
 ) -> PoolTypeFacts | None:
     """Look up every type of a pool and check its GPU/EFA settings against them.
 
-    `pool` is a `config.NodeGroupConfig` (`node_group`) or `config.NodePoolConfig`; `where`
+    `pool` is a `NodeGroupConfig` (`node_group`) or `NodePoolConfig` (stack/platform.py); `where`
     is its key (`trainforge:nodePools[0]`) for the messages appended to `errors`. Typed loosely
     so this module does not import config, which calls it (config.resolve_all).
     """
     facts: list[InstanceTypeFacts] = []
-    for i, t in enumerate(pool.instance_types):
+    at, types = f"{where}.instanceTypes", list(pool.instance_types)
+    for i, t in enumerate(types):
         try:
             facts.append(instance_type_facts(t))
         except LookupError:
-            errors.append(
-                f"{where}.instanceTypes[{i}]: {t!r} is not valid; expected an EC2 instance "
-                "type offered in this region"
-            )
-    if not facts or len(facts) != len(pool.instance_types):
+            errors.append(problem(f"{at}[{i}]", t, "an EC2 instance type offered in this region"))
+    if not facts or len(facts) != len(types):
         return None
-    wants_gpu = getattr(pool, "gpu", None)
-    if node_group:
-        wants_gpu = True  # managed node groups are the GPU node groups
+    wants_gpu = True if node_group else getattr(pool, "gpu", None)  # node groups are for GPUs
     no_gpu = [f.name for f in facts if f.gpus == 0]
     has_gpu = [f.name for f in facts if f.gpus > 0]
     if wants_gpu and no_gpu:
-        errors.append(
-            f"{where}.instanceTypes: {no_gpu!r} have no GPUs; expected GPU instance types "
-            f"(g5, g6, p4d, p5, ...) for a {'node group' if node_group else 'pool with gpu: true'}"
-        )
+        kind = "node group" if node_group else "pool with gpu: true"
+        gpus = f"GPU instance types (g5, g6, p4d, p5, ...) for a {kind}"
+        errors.append(problem(at, types, f"{gpus}; {', '.join(no_gpu)} have no GPUs"))
     if wants_gpu is None and has_gpu and no_gpu:
-        errors.append(
-            f"{where}.instanceTypes: {list(pool.instance_types)!r} mixes GPU and CPU-only types; "
-            "expected all GPU types or all CPU types in one pool"
-        )
-    if pool.efa:
-        no_efa = [f.name for f in facts if not f.efa_supported]
-        if no_efa:
-            errors.append(
-                f"{where}.efa: true is not valid for {no_efa!r}: these types do not support EFA; "
-                "expected EFA-capable types (p4d.24xlarge, p5.48xlarge, ...) or efa: false"
-            )
+        errors.append(problem(at, types, "all GPU types or all CPU types in one pool, not both"))
+    no_efa = [f.name for f in facts if not f.efa_supported] if pool.efa else []
+    if no_efa:
+        efa = "false, or EFA-capable types (p4d.24xlarge, p5.48xlarge, ...)"
+        errors.append(problem(f"{where}.efa", True, f"{efa}: {', '.join(no_efa)} have no EFA"))
     arches = {a for f in facts for a in f.architectures[:1]}
     if len(arches) > 1:
         errors.append(
-            f"{where}.instanceTypes: {list(pool.instance_types)!r} mixes architectures "
-            f"{sorted(arches)}; expected one architecture per pool"
+            problem(at, types, f"one architecture per pool, not {' and '.join(sorted(arches))}")
         )
     arch = "arm64" if "arm64" in arches else "amd64"
     gpu_names = {f.gpu_name for f in facts if f.gpus}

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
-from trainforge.platform.config import NetworkConfig
+from trainforge.stack.platform import NetworkConfig
 
 # service -> why it needs an interface endpoint (com.amazonaws.<region>.<service>).
 INTERFACE_ENDPOINTS: dict[str, str] = {

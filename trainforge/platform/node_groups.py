@@ -31,6 +31,7 @@ from trainforge.platform.config import (
 )
 from trainforge.platform.instance_types import PoolTypeFacts
 from trainforge.platform.launch_template import launch_template
+from trainforge.stack.base import problem
 
 EFFECTS = {
     "NoSchedule": "NO_SCHEDULE",
@@ -121,9 +122,12 @@ class GpuNodeGroup(pulumi.ComponentResource):
             if cfg.capacity_type == cp.CAPACITY_BLOCK and not res.capacity_block:
                 raise ConfigError(
                     [
-                        f"{args.where}.capacityType: CAPACITY_BLOCK, but EC2 has no Capacity "
-                        f"Block {cfg.capacity_reservation_id} (an On-Demand Capacity "
-                        "Reservation takes ON_DEMAND)"
+                        problem(
+                            f"{args.where}.capacityType",
+                            "CAPACITY_BLOCK",
+                            f"ON_DEMAND: EC2 has no Capacity Block {cfg.capacity_reservation_id} "
+                            "(it is an On-Demand Capacity Reservation)",
+                        )
                     ]
                 )
             if res.capacity_block:

@@ -1,10 +1,686 @@
 """The platform's keys: cluster, network, endpoint, admins, node groups and pools, Karpenter,
-node health, tags, images (read by trainforge/platform/config.py)."""
+node health, tags, images (read by trainforge/platform/config.py).
+
+Why one declaration: each class here is both the schema of its `trainforge:` section (types,
+defaults, bounds, descriptions for the JSON Schema and docs/configuration.md) and the frozen
+config object the platform code reads (`config.node_pools[0].limits`). Taints and pool limits
+are `core.contract` dataclasses (jobs read them from the published pool facts, and core cannot
+import pydantic): `TaintKeys`/`PoolLimitsKeys` hold their rules and convert to them.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import ipaddress
+import re
+from collections.abc import Iterable, Mapping
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    BeforeValidator,
+    Field,
+    PlainSerializer,
+    StrictBool,
+    ValidationError,
+    ValidationInfo,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
+
+from trainforge.core.contract import PoolLimits, Taint
 from trainforge.stack.base import StackModel
+
+# --- value types: what a string, number or flag of this area must look like -------------------
+
+
+def refuse(title: str, problems: Iterable[tuple[tuple[str | int, ...], Any, str]]) -> None:
+    """Raise every `(key path, value, what is valid)` as a validation error at that key (a rule
+    across fields names the key that breaks it, not the section that holds it)."""
+    details: list[Any] = [
+        {"type": "value_error", "loc": loc, "input": value, "ctx": {"error": ValueError(expected)}}
+        for loc, value, expected in problems
+    ]
+    if details:
+        raise ValidationError.from_exception_data(title, details)
+
+
+def matching(regex: str, what: str, max_length: int | None = None) -> Any:
+    """A string matching `regex`, refused as `expected <what>`; the JSON Schema has the pattern."""
+    rx = re.compile(regex)
+    schema: dict[str, Any] = {"type": "string", "pattern": regex}
+    if max_length is not None:
+        schema["maxLength"] = max_length
+
+    def check(value: str) -> str:
+        if not rx.match(value) or (max_length is not None and len(value) > max_length):
+            raise ValueError(what)
+        return value
+
+    return Annotated[str, AfterValidator(check), WithJsonSchema(schema)]
+
+
+def _flag(value: Any) -> Any:
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"  # Pulumi's string form of a bool
+    return value
+
+
+def _no_bool(value: Any) -> Any:
+    if isinstance(value, bool):
+        raise ValueError("a number, not true or false")
+    return value
+
+
+def _text(value: Any) -> Any:
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value) if isinstance(value, int | float) else value
+
+
+# true/false or Pulumi's "true"/"false" (pydantic's lax bool would also take "yes", 1, "on")
+Flag = Annotated[StrictBool, BeforeValidator(_flag)]
+Int = Annotated[int, BeforeValidator(_no_bool)]
+Number = Annotated[float, BeforeValidator(_no_bool)]
+Text = Annotated[str, BeforeValidator(_text)]  # a scalar as text (`value: true` -> "true")
+
+
+def _one_or_many(value: Any) -> Any:
+    return [value] if isinstance(value, str) else value  # `pulumi config set k v`: one item
+
+
+DNS_LABEL = r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$"
+DnsLabel = matching(DNS_LABEL, "a DNS label (lowercase letters, digits, '-')")
+PoolName = matching(
+    DNS_LABEL, "a DNS label of at most 40 characters (lowercase letters, digits, '-')", 40
+)
+ClusterName = matching(
+    r"^[a-zA-Z][-a-zA-Z0-9_]{0,99}$",
+    "a cluster name: a letter then letters, digits, '-' or '_' (at most 100)",
+)
+VpcId = matching(r"^vpc-[0-9a-f]+$", "a VPC id (vpc-...)")
+ReservationId = matching(r"^cr-[0-9a-f]+$", "a capacity reservation id (cr-...)")
+InstanceType = matching(
+    r"^[a-z][a-z0-9-]*\.[a-z0-9-]+$", "an EC2 instance type such as g5.xlarge or m6i.large"
+)
+Quantity = Annotated[
+    matching(
+        r"^[0-9]+(\.[0-9]+)?(m|k|Ki|Mi|Gi|Ti|Pi|M|G|T|P)?$",
+        "a Kubernetes quantity such as 64 or 256Gi",
+    ),
+    BeforeValidator(_text),
+]
+Duration = matching(r"^([0-9]+(s|m|h))+$", "a duration such as 30s, 10m or 1h")
+SubnetId = matching(r"^subnet-[0-9a-f]+$", "a subnet id (subnet-...)")
+IamPrincipal = matching(
+    r"^arn:aws[a-z-]*:(iam|sts)::[0-9]{12}:(role|user|assumed-role)/.+$",
+    "an IAM role or user ARN (arn:aws:iam::<account>:role/<name>)",
+)
+PtcSecret = matching(
+    r"^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:ecr-pullthroughcache/[\w/+=.@-]+$",
+    "the ARN of a Secrets Manager secret named ecr-pullthroughcache/<name> (ECR's rule)",
+)
+ImageRef = matching(
+    r"^[a-z0-9]+([._/:-][a-zA-Z0-9_.-]+)*(@sha256:[0-9a-f]{64})?$",
+    "a pinned image reference (registry/repository:tag or @sha256:<digest>)",
+)
+
+
+def _public_cidr(value: str) -> str:
+    try:
+        net = ipaddress.ip_network(value)
+    except ValueError:
+        raise ValueError("an IPv4 CIDR such as 203.0.113.0/24") from None
+    if net.prefixlen == 0:
+        raise ValueError(
+            "a specific allow-listed CIDR (0.0.0.0/0 would expose the API server to the internet)"
+        )
+    return str(net)
+
+
+def _vpc_cidr(value: str) -> str:
+    try:
+        net = ipaddress.ip_network(value)
+        if net.version == 4 and 16 <= net.prefixlen <= 20:
+            return value
+    except ValueError:
+        pass
+    raise ValueError("an IPv4 CIDR between /16 and /20")
+
+
+def _names(value: Any) -> Any:
+    """Label/tag names checked, values as text: every bad entry named at its key."""
+    if isinstance(value, tuple):
+        value = dict(value)  # the pairs the config holds (Python callers, model_copy)
+    if not isinstance(value, Mapping):
+        return value  # refused as "a mapping" by the dict type
+    rx = re.compile(r"^([a-z0-9.-]+/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+    refuse(
+        "labels",
+        (
+            ((str(k),), v, "a Kubernetes label name with a string value")
+            for k, v in value.items()
+            if not isinstance(v, str | int | float | bool) or not rx.match(str(k))
+        ),
+    )
+    return {str(k): _text(v) for k, v in value.items()}
+
+
+# A mapping as users write it; the config holds its sorted (name, value) pairs.
+NO_PAIRS = {"default": {}}  # the JSON Schema's default of an unset Labels field
+Labels = Annotated[
+    dict[str, str],
+    BeforeValidator(_names),
+    AfterValidator(lambda d: tuple(sorted(d.items()))),
+    PlainSerializer(dict),
+]
+
+
+def contract(keys: type[StackModel], dc: type) -> Any:
+    """`keys` validates (rules, descriptions, schema); the value is the core dataclass `dc`.
+
+    The model's field names are the dataclass's (tests/stack/test_platform.py checks it), so
+    the conversion is `dc(**fields)` and the dataclass stays the one type jobs and facts use.
+    """
+    return Annotated[
+        keys,
+        BeforeValidator(lambda v: dataclasses.asdict(v) if isinstance(v, dc) else v),
+        AfterValidator(lambda m: dc(**dict(m))),
+        PlainSerializer(dataclasses.asdict),
+    ]
+
+
+# --- sections --------------------------------------------------------------------------------
+
+
+class Section(StackModel):
+    """A section of the platform's keys: a key set to null (`labels:` and nothing) is unset.
+
+    A field with `validate_default=True` (a rule across fields, or a default computed from
+    another field) gets its default as if given, so that its problems are named by the key
+    (pydantic names a validated default by its attribute)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _null_is_unset(cls, data: Any) -> Any:
+        if not isinstance(data, Mapping):
+            return data
+        data = {k: v for k, v in data.items() if v is not None}
+        for name, field in cls.model_fields.items():
+            if field.validate_default and name not in data:
+                default = field.default
+                data.setdefault(field.alias or name, list(default) if default == () else default)
+        return data
+
+
+# Rules across the fields of a section are validators of its later field that read the earlier
+# ones (`info.data`): they run even when another field of the section is wrong, so every
+# problem comes in one run, and they name the key that breaks them. A field missing from
+# `info.data` is invalid itself (already reported): its rules are skipped.
+
+
+def _sizes(value: int | None, info: ValidationInfo, least_max: int) -> int | None:
+    """`maxSize` (unset: the larger of `least_max` and `minSize`) at least `minSize`."""
+    lo = info.data.get("min_size")
+    if lo is None:
+        return value
+    if value is None:
+        return max(least_max, lo)
+    if value < lo:
+        raise ValueError(f"at least minSize ({lo})")
+    return value
+
+
+def _desired(value: int | None, info: ValidationInfo) -> int | None:
+    """`desiredSize` (unset: `minSize`) between `minSize` and `maxSize`."""
+    lo, hi = info.data.get("min_size"), info.data.get("max_size")
+    want = lo if value is None else value
+    if lo is not None and hi is not None and want is not None and not lo <= want <= hi:
+        refuse("size", [((), want, f"a size between minSize ({lo}) and maxSize ({hi})")])
+    return want
+
+
+class NetworkConfig(Section):
+    """A new VPC (`vpcId` unset) or an existing one with its private subnets."""
+
+    vpc_id: VpcId | None = Field(None, description="Existing VPC to use; unset: create one.")
+    private_subnet_ids: Annotated[tuple[SubnetId, ...], BeforeValidator(_one_or_many)] = Field(
+        (),
+        validate_default=True,
+        description="Existing private subnets (at least 2, different AZs) when `vpcId` is set. "
+        "They are tagged for Karpenter discovery and internal load balancers. The first one "
+        "holds EFA groups/pools and FSx.",
+    )
+    cidr: Annotated[str, AfterValidator(_vpc_cidr)] = Field(
+        "10.0.0.0/16", description="CIDR of a new VPC (/16 to /20)."
+    )
+    availability_zones: Int = Field(
+        3, ge=2, le=4, description="AZs of a new VPC (2-4): one private and one public subnet each."
+    )
+    nat_gateways: Literal["single", "onePerAz"] = Field(
+        "single", description="`single` (cheap) or `onePerAz` (AZ-independent egress)."
+    )
+    vpc_endpoints: Flag = Field(
+        True,
+        description="An S3 gateway endpoint on the private route tables and interface endpoints "
+        "(private DNS, HTTPS from the VPC only) for STS, ECR (api, dkr), EKS auth (Pod "
+        "Identity), EC2 and SQS (Karpenter), SSM (AMI alias) and FSx. Training namespaces may "
+        "only reach AWS through them ([teams.md](teams.md#network)). Set `false` for an "
+        "existing VPC that already has them (two endpoints with private DNS for one service "
+        "cannot coexist).",
+    )
+
+    @field_validator("private_subnet_ids")
+    @classmethod
+    def _existing_vpc(cls, value: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
+        if "vpc_id" not in info.data:
+            return value
+        if info.data["vpc_id"] and len(value) < 2:
+            raise ValueError(
+                "at least 2 private subnets in different AZs when vpcId is set (EKS requires 2)"
+            )
+        if value and not info.data["vpc_id"]:
+            raise ValueError("no subnets unless network.vpcId names the VPC that holds them")
+        return value
+
+
+class EndpointConfig(Section):
+    """API endpoint: always private; public only for the listed CIDRs (empty = private only)."""
+
+    public_access_cidrs: Annotated[
+        tuple[Annotated[str, AfterValidator(_public_cidr)], ...], BeforeValidator(_one_or_many)
+    ] = Field(
+        (),
+        description="CIDRs allowed to reach the public API endpoint. Empty keeps the endpoint "
+        "private; `0.0.0.0/0` is refused.",
+    )
+
+    @property
+    def public(self) -> bool:
+        return bool(self.public_access_cidrs)
+
+
+class SystemNodeGroupConfig(Section):
+    """On-demand nodes for the controllers (CoreDNS, Karpenter, operator, monitoring)."""
+
+    instance_type: InstanceType = Field(
+        "m6i.large",
+        description="On-demand nodes for controllers (CoreDNS, Karpenter, operator, monitoring).",
+    )
+    min_size: Int = Field(2, ge=1, le=20, description="Fewest nodes.")
+    max_size: Annotated[Int, Field(ge=1, le=20)] | None = Field(
+        None,
+        validate_default=True,
+        description="Most nodes; unset: the larger of 3 and `minSize`.",
+    )
+    desired_size: Annotated[Int, Field(ge=1, le=20)] | None = Field(
+        None,
+        validate_default=True,
+        description="Nodes at creation; unset: `minSize`.",
+    )
+    root_volume_gib: Int = Field(
+        50, ge=20, le=16384, alias="rootVolumeGiB", description="Encrypted gp3 root volume (GiB)."
+    )
+
+    @field_validator("max_size")
+    @classmethod
+    def _max(cls, value: int | None, info: ValidationInfo) -> int | None:
+        return _sizes(value, info, 3)
+
+    _desired = field_validator("desired_size")(_desired)
+
+
+class AcceptanceTestConfig(Section):
+    """An on-demand acceptance test of a GPU pool's nodes (trainforge/platform/acceptance.py).
+
+    Declared as suspended CronJobs; a platform engineer runs one with
+    `kubectl create job --from=cronjob/<pool>-<test> ...` (docs/reliability.md)."""
+
+    enabled: Flag = Field(
+        True, description="Declare the tests (default when the mapping is given)."
+    )
+    dcgm_level: Int = Field(
+        2, ge=1, le=4, description="`dcgmi diag -r` level, 1 (about a minute) to 4 (hours)."
+    )
+    all_reduce: Flag | None = Field(
+        None,
+        description="The NCCL all-reduce across `nodes` nodes (EFA required on EFA pools); "
+        "unset: on for EFA pools.",
+    )
+    nodes: Int = Field(
+        2,
+        ge=1,
+        le=64,
+        description="Nodes per run (one pod per node); at least 2 with `allReduce`, at most a "
+        "node group's `maxSize`.",
+    )
+    min_bus_bandwidth_gbps: Annotated[Number, Field(gt=0)] | None = Field(
+        None,
+        alias="minBusBandwidthGBps",
+        description="Pass floor (GB/s) for the all-reduce's peak bus bandwidth; unset: 80% of "
+        "AWS's published two-node result for the instance family (p4d/p4de/p5/p5e/p5en), no "
+        "floor otherwise.",
+    )
+
+    @field_validator("nodes")
+    @classmethod
+    def _all_reduce_nodes(cls, value: int, info: ValidationInfo) -> int:
+        if info.data.get("all_reduce") and value < 2:
+            raise ValueError("at least 2 when allReduce is on (it runs across nodes)")
+        return value
+
+
+def _acceptance_shorthand(value: Any) -> Any:
+    value = _flag(value)
+    return {"enabled": value} if isinstance(value, bool) else value  # `acceptanceTest: true`
+
+
+Acceptance = Annotated[AcceptanceTestConfig, BeforeValidator(_acceptance_shorthand)]
+ACCEPTANCE_OFF = AcceptanceTestConfig(enabled=False)
+ACCEPTANCE_DOC = "On-demand acceptance tests of its nodes: `true` or a mapping; unset: off."
+
+
+def _or_true(schema: dict[str, Any]) -> None:
+    schema["anyOf"] = [{"type": "boolean"}, {"$ref": schema.pop("$ref")}]  # the shorthand
+
+
+class TaintKeys(Section):
+    """A node taint `{key, value?, effect}` (the value is a `core.contract.Taint`)."""
+
+    key: str = Field(description="The taint's key.")
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = Field(
+        "NoSchedule", description="`NoSchedule`, `PreferNoSchedule` or `NoExecute`."
+    )
+    value: Text | None = Field(None, description="The taint's value (optional).")
+
+
+class PoolLimitsKeys(Section):
+    """A Karpenter NodePool's ceilings (the value is a `core.contract.PoolLimits`)."""
+
+    cpu: Quantity | None = Field(None, description="Most vCPUs of the pool's nodes together.")
+    memory: Quantity | None = Field(None, description="Most memory of the pool's nodes together.")
+    gpus: Annotated[Int, Field(ge=0, le=100000)] | None = Field(
+        None, description="Most GPUs (`nvidia.com/gpu`) of the pool's nodes."
+    )
+
+
+Admins = Annotated[tuple[IamPrincipal, ...], BeforeValidator(_one_or_many)]
+TaintList = tuple[contract(TaintKeys, Taint), ...]
+Limits = contract(PoolLimitsKeys, PoolLimits)
+InstanceTypes = Annotated[tuple[InstanceType, ...], BeforeValidator(_one_or_many)]
+
+
+def _some_types(types: tuple[str, ...]) -> tuple[str, ...]:
+    if not types:
+        raise ValueError("a non-empty list of EC2 instance types")
+    return types
+
+
+class NodeGroupConfig(Section):
+    """A managed GPU node group (fixed capacity, e.g. a capacity reservation)."""
+
+    name: PoolName = Field(
+        description="DNS label, max 40 chars, unique across node groups and pools. Nodes get "
+        "`trainforge.io/pool=<name>`."
+    )
+    efa: Flag = Field(
+        False,
+        description="Every EFA interface the type supports, a cluster placement group, one "
+        "subnet (AZ) and a self-referencing all-traffic security group.",
+    )
+    instance_types: Annotated[InstanceTypes, AfterValidator(_some_types)] = Field(
+        description="GPU instance types (exactly one when `efa: true`)."
+    )
+    min_size: Int = Field(0, ge=0, le=1000, description="Fewest nodes.")
+    max_size: Annotated[Int, Field(ge=1, le=1000)] | None = Field(
+        None,
+        validate_default=True,
+        description="Most nodes; unset: the larger of 2 and `minSize`.",
+    )
+    desired_size: Annotated[Int, Field(ge=0, le=1000)] | None = Field(
+        None,
+        validate_default=True,
+        description="Nodes at creation; unset: `minSize`. Ignored after creation (people and "
+        "autoscalers change it).",
+    )
+    capacity_type: Literal["ON_DEMAND", "SPOT", "CAPACITY_BLOCK"] = Field(
+        "ON_DEMAND",
+        description="`ON_DEMAND`, `SPOT` or `CAPACITY_BLOCK` (set for you when the reservation "
+        "is a Capacity Block; `CAPACITY_BLOCK` with an On-Demand Capacity Reservation is an "
+        "error at preview).",
+    )
+    root_volume_gib: Int = Field(
+        200, ge=20, le=16384, alias="rootVolumeGiB", description="Encrypted gp3 root volume (GiB)."
+    )
+    capacity_reservation_id: ReservationId | None = Field(
+        None,
+        validate_default=True,
+        description="Target a capacity reservation (`cr-...`); required for `CAPACITY_BLOCK`. "
+        "Looked up at preview: the group goes to the reservation's zone and placement group.",
+    )
+    labels: Labels = Field((), description="Extra node labels.", json_schema_extra=NO_PAIRS)
+    taints: TaintList = Field(
+        (),
+        description="Extra taints `{key, value?, effect}`; `nvidia.com/gpu=true:NoSchedule` is "
+        "always set, and `fsx.csi.aws.com/agent-not-ready:NoExecute` when the stack has FSx.",
+    )
+    subnet_id: SubnetId | None = Field(
+        None,
+        description="Subnet (AZ) of an EFA group; unset: the first private subnet whose zone "
+        "offers the type (a reserved group: the reservation's zone).",
+    )
+    acceptance: Acceptance = Field(
+        ACCEPTANCE_OFF,
+        alias="acceptanceTest",
+        description=ACCEPTANCE_DOC,
+        json_schema_extra=_or_true,
+    )
+
+    @field_validator("instance_types")
+    @classmethod
+    def _one_efa_type(cls, value: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
+        if info.data.get("efa") and len(value) > 1:
+            raise ValueError(
+                "exactly one instance type for an EFA node group (interfaces are laid out per type)"
+            )
+        return value
+
+    @field_validator("max_size")
+    @classmethod
+    def _max(cls, value: int | None, info: ValidationInfo) -> int | None:
+        return _sizes(value, info, 2)
+
+    _desired = field_validator("desired_size")(_desired)
+
+    @field_validator("capacity_reservation_id")
+    @classmethod
+    def _block(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if info.data.get("capacity_type") == "CAPACITY_BLOCK" and not value:
+            raise ValueError(
+                "the capacity block reservation id (required with capacityType CAPACITY_BLOCK)"
+            )
+        return value
+
+
+class NodePoolConfig(Section):
+    """A Karpenter NodePool (scales from zero on demand, back to zero when empty)."""
+
+    name: PoolName = Field(
+        description="DNS label, max 40 chars, unique across node groups and pools; NodePool and "
+        "EC2NodeClass name. Nodes get `trainforge.io/pool=<name>` and "
+        "`karpenter.sh/nodepool=<name>`."
+    )
+    instance_types: Annotated[InstanceTypes, AfterValidator(_some_types)] = Field(
+        description="Allowed instance types; all GPU or all CPU, one architecture."
+    )
+    capacity_types: Annotated[
+        tuple[Literal["on-demand", "spot", "reserved"], ...],
+        BeforeValidator(_one_or_many),
+        AfterValidator(lambda types: types or ("on-demand",)),
+    ] = Field(("on-demand",), description="Any of `on-demand`, `spot`, `reserved`.")
+    gpu: Flag | None = Field(
+        None,
+        description="`true` requires GPU types; unset: inferred from the types. GPU pools get "
+        "the `nvidia.com/gpu=true:NoSchedule` taint.",
+    )
+    efa: Flag = Field(
+        False,
+        description="EFA-capable types only: the EC2NodeClass declares every EFA interface, a "
+        "cluster placement group, one subnet and an EFA security group.",
+    )
+    taints: TaintList = Field(
+        (),
+        description="Extra taints `{key, value?, effect}`. Always set: "
+        "`nvidia.com/gpu=true:NoSchedule` on GPU pools, `trainforge.io/jobs-only=true:"
+        "NoSchedule` on CPU pools; with FSx, the startup taint "
+        "`fsx.csi.aws.com/agent-not-ready:NoExecute`.",
+    )
+    labels: Labels = Field((), description="Extra node labels.", json_schema_extra=NO_PAIRS)
+    limits: Limits = Field(
+        default_factory=PoolLimits,
+        description="Pool ceilings (`cpu`, `memory`, `gpus`); unset: none.",
+    )
+    consolidate_after: Duration = Field(
+        "10m",
+        description="How long a node must be empty before it is removed (pools consolidate only "
+        "empty nodes and nodes never expire, so running jobs are never evicted).",
+    )
+    root_volume_gib: Int = Field(
+        100, ge=20, le=16384, alias="rootVolumeGiB", description="Encrypted gp3 root volume (GiB)."
+    )
+    weight: Annotated[Int, Field(ge=1, le=100)] | None = Field(
+        None, description="Karpenter pool priority (1-100)."
+    )
+    acceptance: Acceptance = Field(
+        ACCEPTANCE_OFF,
+        alias="acceptanceTest",
+        description=ACCEPTANCE_DOC,
+        json_schema_extra=_or_true,
+    )
+
+
+class KarpenterConfig(Section):
+    """Karpenter, which runs the node pools."""
+
+    enabled: Flag = Field(True, description="Install Karpenter (required when `nodePools` is set).")
+    namespace: DnsLabel = Field("kube-system", description="Namespace of the Karpenter controller.")
+
+
+class NodeHealthConfig(Section):
+    """GPU node health: the EKS node monitoring agent and automatic node repair."""
+
+    monitoring_agent: Flag = Field(
+        True,
+        description="The EKS node monitoring agent add-on on every node. Off: the plan refuses "
+        "GPU capacity (`TRAINFORGE_GPU_HEALTH_MONITORING`) unless waived with a reason.",
+    )
+    auto_repair: Flag = Field(
+        True,
+        description="Node auto repair (`nodeRepairConfig` on GPU node groups, Karpenter's "
+        "`NodeRepair` gate). Off: the plan refuses GPU capacity (`TRAINFORGE_GPU_NODE_REPAIR`) "
+        "unless waived.",
+    )
+
+
+class ImagesConfig(Section):
+    """Where pods' images come from (docs/images.md): the ECR pull-through cache and the
+    trainforge runtime images jobs run when they name no image of their own."""
+
+    pull_through_cache: Flag = Field(
+        True,
+        description="ECR pull-through cache rules as resources of the stack; every public image "
+        "the stack renders is pulled through them. See [images.md](images.md).",
+    )
+    docker_hub_credential_arn: PtcSecret | None = Field(
+        None,
+        description="ARN of a Secrets Manager secret `ecr-pullthroughcache/<name>` with Docker "
+        "Hub credentials: adds the `docker-hub` rule. Unset: Docker Hub images are pulled "
+        "directly (a plan finding, `TRAINFORGE_DOCKER_HUB`).",
+    )
+    github_credential_arn: PtcSecret | None = Field(
+        None,
+        description="The same for ghcr.io (the `github` rule); unset: ghcr.io images are pulled "
+        "from ghcr.io directly.",
+    )
+    runtime: Flag = Field(
+        True,
+        description="Jobs that name no `image` run the trainforge runtime image for their pool; "
+        "`false`: the stock PyTorch image (no MLflow, no S3 mirror, no EFA).",
+    )
+    runtime_image: ImageRef | None = Field(
+        None,
+        description="A prebuilt runtime image (target `runtime` of images/runtime/Dockerfile); "
+        "unset: the stack builds it.",
+    )
+    runtime_efa_image: ImageRef | None = Field(
+        None,
+        description="A prebuilt EFA runtime image (target `runtime-efa`); unset: the stack "
+        "builds it.",
+    )
+
+
+# --- the area ------------------------------------------------------------------------------
+
+
+def pools_problems(
+    groups: Iterable[NodeGroupConfig | None],
+    pools: Iterable[NodePoolConfig | None],
+    karpenter: KarpenterConfig,
+) -> list[tuple[tuple[str | int, ...], Any, str]]:
+    """Unique names across node groups and pools; Karpenter on for pools. None stands for an
+    invalid group or pool: the reader (platform/config.py) judges the valid parts of a stack
+    that has other problems too."""
+    out: list[tuple[tuple[str | int, ...], Any, str]] = []
+    seen: set[str] = set()
+    pools = list(pools)
+    unique = "a name not used by another node group or node pool"
+    for key, items in (("nodeGroups", groups), ("nodePools", pools)):
+        for i, item in enumerate(items):
+            if item is not None and item.name in seen:
+                out.append(((key, i, "name"), item.name, unique))
+            seen.update([item.name] if item is not None else [])
+    if pools and not karpenter.enabled:
+        enabled = "true while nodePools are declared (Karpenter runs them)"
+        out.append((("karpenter", "enabled"), False, enabled))
+    return out
 
 
 class PlatformKeys(StackModel):
     """The platform's top-level `trainforge:` keys."""
+
+    cluster: ClusterName = Field(
+        description="EKS cluster name: a letter, then letters, digits, `-`, `_` (max 100). Also "
+        "names the queue, roles and placement groups."
+    )
+    network: NetworkConfig = Field(NetworkConfig(), description="The VPC.")
+    endpoint: EndpointConfig = Field(EndpointConfig(), description="The EKS API endpoint.")
+    admins: Admins = Field(
+        (),
+        description="IAM role/user ARNs granted `AmazonEKSClusterAdminPolicy` through access "
+        "entries.",
+    )
+    system_node_group: SystemNodeGroupConfig = Field(
+        SystemNodeGroupConfig(), description="The on-demand node group of the controllers."
+    )
+    node_groups: tuple[NodeGroupConfig, ...] = Field(
+        (), description="Managed GPU node groups (fixed capacity)."
+    )
+    node_pools: tuple[NodePoolConfig, ...] = Field(
+        (), description="Karpenter node pools (scale from and back to zero)."
+    )
+    karpenter: KarpenterConfig = Field(KarpenterConfig(), description="Karpenter.")
+    node_health: NodeHealthConfig = Field(
+        NodeHealthConfig(), description="GPU node health monitoring and repair."
+    )
+    tags: Labels = Field(
+        (), description="Extra AWS tags on every resource.", json_schema_extra=NO_PAIRS
+    )
+    images: ImagesConfig = Field(
+        ImagesConfig(), description="The pull-through cache and the runtime images."
+    )
+
+    @model_validator(mode="after")
+    def _across_pools(self) -> PlatformKeys:
+        refuse("platform", pools_problems(self.node_groups, self.node_pools, self.karpenter))
+        return self
