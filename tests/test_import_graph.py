@@ -10,8 +10,9 @@ Layers, lowest first (a package may import only those to its left):
 
     core  <-  training  <-  jobs  <-  platform  <-  plan, live, local, cli, demo, report, ...
 
-`core` is stdlib only. `training` is shipped into pods alone (jobs/codeship.py bundles
-`trainforge/__init__.py` and `trainforge/training/`), so it imports no other trainforge package.
+`core` is stdlib only. `training` is shipped into pods with `core` alone (jobs/codeship.py
+bundles `trainforge/__init__.py`, `trainforge/core/` with its data files and
+`trainforge/training/`), so it imports core and no other trainforge package.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 # package -> the trainforge packages it may import (besides itself and the import-free root)
 LAYERS: dict[str, set[str]] = {
     "core": set(),
-    "training": set(),
+    "training": {"core"},
     "stack": {"core", "training"},
     "jobs": {"core", "training", "stack"},
     "platform": {"core", "training", "stack", "jobs"},

@@ -6,7 +6,8 @@ the AWS Price List API upstream and pinned to a commit:
 
 - us-east-1: Karpenter's generated table (`--karpenter`, a copy of
   pkg/providers/pricing/zz_generated.pricing_aws.go at the pinned tag), every type it lists
-  for the families already in the data file;
+  for the families already in the data file and every family of the GPU/instance catalog
+  (trainforge/core/data/gpu_catalog.json: a family added there is priced by the next run);
 - every other region in the data file: the SkyPilot AWS catalog (`--skypilot`, a copy of
   catalogs/v8/aws/vms.csv at the pinned commit; its `Price` column is the on-demand price,
   the same in every zone of a region), for the instance types already listed in that region
@@ -29,6 +30,7 @@ import pathlib
 import re
 
 DATA = pathlib.Path(__file__).resolve().parents[1] / "trainforge/plan/data/price_facts.json"
+CATALOG = pathlib.Path(__file__).resolve().parents[1] / "trainforge/core/data/gpu_catalog.json"
 KARPENTER = "karpenter-1.14.1"
 SKYPILOT = "skypilot-catalog-v8"
 
@@ -63,6 +65,7 @@ def main() -> None:
         table = karpenter_us_east_1(args.karpenter)
         families = {t.split(".")[0] for t in ec2["us-east-1"]["prices"]}
         families |= {t.split(".")[0] for t in args.type}
+        families |= set(json.loads(CATALOG.read_text())["families"])
         ec2["us-east-1"] = {
             "source": KARPENTER,
             "prices": {t: p for t, p in sorted(table.items()) if t.split(".")[0] in families},

@@ -279,7 +279,9 @@ def main(argv: list[str] | None = None) -> int:
     env = child_env(ns.workers)
     # checkpoint hook: torchrun SIGKILLs workers this long after relaying a SIGTERM (default
     # 30 s); give them the whole --grace-period to checkpoint, as the PyTorchJob pods do.
-    env.setdefault("TORCH_ELASTIC_SHUTDOWN_TIMEOUT", str(max(1, round(cfg.grace_period))))
+    env.setdefault(
+        "TORCH_ELASTIC_SHUTDOWN_TIMEOUT", str(max(1, round(cfg.checkpoint.grace_period)))
+    )
     from trainforge.jobs.local import launch
 
     return launch(cmd, env, recreations=ns.pod_restarts)

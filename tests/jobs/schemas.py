@@ -1,48 +1,25 @@
-"""Upstream CRD schemas vendored into tests/jobs/crds (kubeflow.org PyTorchJob v1,
-monitoring.coreos.com PodMonitor v1, trainer.kubeflow.org TrainJob and ClusterTrainingRuntime
-v1alpha1 from Kubeflow Trainer v2.3.0), turned into strict JSON schemas like the API server."""
+"""Upstream CRD schemas (kubeflow.org PyTorchJob v1, monitoring.coreos.com PodMonitor v1,
+trainer.kubeflow.org TrainJob and ClusterTrainingRuntime v1alpha1 from Kubeflow Trainer v2.3.0,
+Kueue v0.19), turned into strict JSON schemas like the API server. The files are the plan's
+package data (trainforge/plan/data/crds, `trainforge.plan.crds`): the tests and the plan read
+the same CRDs."""
 
 from __future__ import annotations
 
 import functools
-import pathlib
 
 import jsonschema
 import yaml
 
-CRDS = pathlib.Path(__file__).parent / "crds"
+from trainforge.plan.crds import crd_files
+from trainforge.plan.crds import strict as _strict
 
-
-def _strict(node):
-    if isinstance(node, list):
-        return [_strict(n) for n in node]
-    if not isinstance(node, dict):
-        return node
-    node = {k: _strict(v) for k, v in node.items()}
-    if node.pop("x-kubernetes-int-or-string", False):
-        node.pop("type", None)
-        node["anyOf"] = [{"type": "integer"}, {"type": "string"}]
-    preserve = node.pop("x-kubernetes-preserve-unknown-fields", False)
-    embedded = node.pop("x-kubernetes-embedded-resource", False)
-    for key in [k for k in node if k.startswith("x-kubernetes-")]:
-        node.pop(key)
-    if (
-        node.get("type") == "object"
-        and "properties" in node
-        and "additionalProperties" not in node
-        and not preserve
-    ):
-        if embedded:
-            node["properties"].setdefault("apiVersion", {"type": "string"})
-            node["properties"].setdefault("kind", {"type": "string"})
-            node["properties"].setdefault("metadata", {"type": "object"})
-        node["additionalProperties"] = False
-    return node
+__all__ = ["_strict", "crd_errors", "validator"]
 
 
 @functools.cache
 def validator(kind: str) -> jsonschema.Draft7Validator:
-    for path in sorted(CRDS.glob("*.yaml")):
+    for path in crd_files():
         crd = yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
         if crd["spec"]["names"]["kind"] == kind:
             served = [v for v in crd["spec"]["versions"] if v.get("served", True)]

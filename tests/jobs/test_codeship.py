@@ -30,12 +30,16 @@ def test_collects_init_and_runtime_only(tmp_path):
             "training/__pycache__/x.py": "junk",
             "jobs/spec.py": "not shipped\n",
             "training/notes.txt": "not python\n",
+            "core/__init__.py": "",
+            "core/data/gpu_catalog.json": "{}\n",
         },
     )
     bundle = codeship.collect(pkg)
     paths = [p for p, _ in bundle.files]
     assert paths == [
         "trainforge/__init__.py",
+        "trainforge/core/__init__.py",
+        "trainforge/core/data/gpu_catalog.json",
         "trainforge/training/__init__.py",
         "trainforge/training/models/gpt.py",
     ]
@@ -78,6 +82,8 @@ def test_the_real_runtime_fits():
     paths = {p for p, _ in bundle.files}
     runtime = Path(trainforge.__file__).parent / "training"
     assert "trainforge/__init__.py" in paths
+    # the runtime imports core, which reads the GPU/instance catalog
+    assert {"trainforge/core/catalog.py", "trainforge/core/data/gpu_catalog.json"} <= paths
     assert {
         f"trainforge/training/{p.relative_to(runtime).as_posix()}"
         for p in runtime.rglob("*.py")

@@ -128,7 +128,7 @@ def test_the_runtime_accepts_the_local_flags(project):
 
     argv = local_argv_for_job("dev", "mnist-elastic", project)
     cfg = parse_args(argv[6:])  # after --workers, --max-restarts, --pod-restarts (run-local's)
-    assert (cfg.model, cfg.metrics_port, cfg.checkpoint_dir) == (
+    assert (cfg.model, cfg.metrics_port, cfg.checkpoint.directory) == (
         "mlp",
         0,
         "./runs/mnist-elastic/checkpoints",

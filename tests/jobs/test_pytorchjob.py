@@ -400,11 +400,11 @@ def test_the_runtime_accepts_the_emitted_flags(case):
     cmd = container(out.pytorchjob, "Master" if "Master" in specs else "Worker")["command"]
     cfg = parse_args(cmd[cmd.index("trainforge.training") + 1 :])
     assert cfg.strategy == job.strategy
-    assert cfg.checkpoint_dir == f"/fsx/checkpoints/team-research/{job.name}"
-    assert cfg.grace_period == job.checkpoint.grace_period
+    assert cfg.checkpoint.directory == f"/fsx/checkpoints/team-research/{job.name}"
+    assert cfg.checkpoint.grace_period == job.checkpoint.grace_period
     assert cfg.metrics_port == job.metrics_port
     mirror = "s3://tf-checkpoints-123/research/checkpoints/llm"
-    assert cfg.checkpoint_s3 == (mirror if job.image else None)
+    assert cfg.checkpoint.s3_uri == (mirror if job.image else None)
 
 
 def test_s3_mirror_follows_the_image():

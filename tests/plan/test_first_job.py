@@ -1,17 +1,24 @@
-"""A first job as a new user writes it: their own stack in eu-west-1 with one g6.12xlarge
-pool, one team with a 16-GPU quota, a 2-worker 1-GPU job. It is admitted at preview (sized
-for its GPU, not the node; the team's GPUs bring their CPU and memory) and the platform is
-priced; the node price is unknown because the pinned AWS price source lists no g6.12xlarge
-in eu-west-1, and the plan says that."""
+"""A first job as a new user writes it: their own stack in eu-west-1 with one 4-GPU pool, one
+team with a 16-GPU quota, a 2-worker 1-GPU job. It is admitted at preview (sized for its GPU,
+not the node; the team's GPUs bring their CPU and memory) and priced in dollars.
+
+The issue's user asked for g6.12xlarge, which EC2 does not offer in eu-west-1 (moto 5.2.5's
+copy of DescribeInstanceTypeOfferings lists no g6 or g6e there, and neither the SkyPilot
+catalog v8 @00148f2a nor instances.vantage.sh's price data has an eu-west-1 row for it): the
+preview says so at the pool, with types of the same GPU count that are offered there, and the
+first job runs on one of them (g5.12xlarge, 4 x A10G)."""
 
 from __future__ import annotations
+
+import pulumi
+import pytest
 
 from tests.conftest import ROOT
 from trainforge.plan.core import plan_project
 
 OVERRIDES = {
     "aws:region": "eu-west-1",
-    "trainforge:nodePools": [{"name": "gpu", "instanceTypes": ["g6.12xlarge"]}],
+    "trainforge:nodePools": [{"name": "gpu", "instanceTypes": ["g5.12xlarge"]}],
     "trainforge:teams": [{"name": "vision", "quota": {"gpus": "16"}}],
     "trainforge:jobs": [
         {"name": "first", "team": "vision", "pool": "gpu", "workers": 2, "gpusPerWorker": 1,
@@ -26,12 +33,29 @@ def test_a_first_gpu_job_is_admitted_and_its_platform_priced():
     assert queues.lines[0] == "all 1 job(s) are admitted at once"
     (job,) = queues.data
     assert job["state"] == "runs" and not job["borrowing"]
-    assert job["sizing"].startswith("1 of 4 GPUs: 1/4 of what the smallest node (g6.12xlarge)")
+    assert job["sizing"].startswith("1 of 4 GPUs: 1/4 of what the smallest node (g5.12xlarge)")
     (cost,) = [s for s in result.sections if s.title.startswith("Cost")]
     text = "\n".join(cost.lines)
     assert "EKS control plane" in text and "$0.10" in text
     assert "$0.00/h" not in text
-    # AWS's price list (through the pinned catalog) has no g6.12xlarge in eu-west-1: the plan
-    # says so instead of a guess
-    assert "[skypilot-catalog-v8] lists no offering in eu-west-1" in text
+    # the node's on-demand price in eu-west-1 (SkyPilot catalog v8, AWS Price List), in dollars
+    (row,) = [ln.split() for ln in cost.lines if ln.strip().startswith("first ")]
+    assert row[:5] == ["first", "vision", "g5.12xlarge", "1", "$6.33"]
+    assert "16 GPU x $1.583/GPU-h (g5.12xlarge)" in text
     assert not [f for f in result.failing if f.rule.startswith("TRAINFORGE_QUEUE")]
+
+
+def test_a_type_not_offered_in_the_region_is_an_error_at_the_pool_with_alternatives():
+    overrides = {
+        **OVERRIDES,
+        "trainforge:nodePools": [{"name": "gpu", "instanceTypes": ["g6.12xlarge"]}],
+    }
+    with pytest.raises(pulumi.RunError) as e:
+        plan_project(ROOT, "dev", standins=False, config_overrides=overrides)
+    (line,) = [ln for ln in str(e.value).splitlines() if "nodePools" in ln]
+    assert line.strip() == (
+        "- trainforge:nodePools[0].instanceTypes[0]: got 'g6.12xlarge'; expected an instance "
+        "type offered in eu-west-1 (g6.12xlarge is not offered in eu-west-1: EC2 instance-type "
+        "offerings), such as g4dn.12xlarge (4 x T4), g5.12xlarge (4 x A10G), or a region that "
+        "offers g6.12xlarge"
+    )

@@ -4,8 +4,6 @@ the chart's configuration, and a namespace quota that never refuses what the que
 
 from __future__ import annotations
 
-import functools
-import pathlib
 from dataclasses import replace
 from fractions import Fraction
 
@@ -14,10 +12,10 @@ import pytest
 import yaml
 
 from tests.conftest import ROOT
-from tests.jobs.schemas import _strict
 from trainforge.core.contract import PoolFacts, PoolLimits, Taint
 from trainforge.core.quantity import parse_quantity
 from trainforge.jobs import capacity, node_facts
+from trainforge.plan import crds
 from trainforge.plan.checks import kueue_validate
 from trainforge.plan.core import plan_project
 from trainforge.plan.mocks import read_stack_file, run_mocked
@@ -29,19 +27,14 @@ from trainforge.platform.services_config import (
     TeamQuotaConfig,
 )
 
-CRDS = pathlib.Path(__file__).parent / "crds"
 KINDS = {"ClusterQueue", "LocalQueue", "ResourceFlavor", "Topology", "WorkloadPriorityClass"}
 
 
-@functools.cache
 def validator(kind: str) -> jsonschema.Draft7Validator:
-    for path in sorted(CRDS.glob("kueue.x-k8s.io_*.yaml")):
-        crd = yaml.safe_load(path.read_text())
-        if crd["spec"]["names"]["kind"] == kind:
-            version = next(v for v in crd["spec"]["versions"] if v["name"] == "v1beta2")
-            assert version["served"] and version["storage"]
-            return jsonschema.Draft7Validator(_strict(version["schema"]["openAPIV3Schema"]))
-    raise LookupError(kind)
+    """The strict schema of the Kueue CRD the plan also validates against (package data)."""
+    version = crds.crd(kueue_validate.API_VERSION, kind)["spec"]["versions"]
+    assert next(v for v in version if v["name"] == "v1beta2")["storage"]
+    return crds.validator(kueue_validate.API_VERSION, kind)
 
 
 @pytest.fixture(scope="module")

@@ -3,10 +3,26 @@ builds the torchrun command and validates before starting anything."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from trainforge import local
-from trainforge.training.config import ConfigError, TrainConfig, check_world, parse_args
+from trainforge.training.config import (
+    CheckpointConfig,
+    ConfigError,
+    TrainConfig,
+    as_dict,
+    build_parser,
+    check_values,
+    check_world,
+    from_flat,
+    parse_args,
+    settings,
+    to_argv,
+)
+from trainforge.training.layout import CheckpointError
 
 
 def _error(argv: list[str], capsys) -> str:
@@ -97,3 +113,69 @@ def test_run_local_splits_cores_between_workers(monkeypatch) -> None:
     assert local.child_env(16)["OMP_NUM_THREADS"] == "1"
     monkeypatch.setenv("OMP_NUM_THREADS", "3")
     assert local.child_env(2)["OMP_NUM_THREADS"] == "3"  # the user's choice wins
+
+
+def test_every_flag_is_generated_from_one_field() -> None:
+    """The parser's flags are exactly the dataclasses' settings (plus --help, --self-check), and
+    a config survives the flat form summary.json records."""
+    parser = build_parser()
+    flags = {o for a in parser._actions for o in a.option_strings}
+    declared = {s.flag for s in settings(TrainConfig)}
+    assert flags - declared == {"-h", "--help", "--self-check"} and declared <= flags
+    cfg = parse_args(["--steps", "7", "--checkpoint-dir", "/ck", "--keep-last", "1", "--compile"])
+    assert (cfg.steps, cfg.checkpoint.directory, cfg.checkpoint.keep_last, cfg.compile) == (
+        7, "/ck", 1, True,
+    )  # fmt: skip
+    flat = as_dict(cfg)
+    assert flat["checkpoint_dir"] == "/ck" and flat["steps"] == 7
+    assert from_flat(TrainConfig, flat) == cfg
+    assert parse_args(to_argv(cfg)) == cfg and parse_args(to_argv(flat)) == cfg
+    assert to_argv({"steps": 5, "lr": None, "async_checkpoint": False}) == ["--steps", "5"]
+    every = next(s for s in settings(TrainConfig) if s.path == "checkpoint.every")
+    assert (every.flag, every.type, every.default, every.ge, every.group) == (
+        "--checkpoint-every", int, 0, 0, "checkpointing",
+    )  # fmt: skip
+    assert [s.path for s in settings(CheckpointConfig)][:2] == ["directory", "every"]
+    with pytest.raises(
+        ConfigError, match="--precision must be one of auto, bf16, fp32, got 'fp16'"
+    ):
+        check_values(TrainConfig(precision="fp16"))  # a job spec's value: same declaration
+
+
+def _bad(s):
+    if s.gt is not None:
+        return s.type(s.gt)
+    if s.ge is not None:
+        return s.type(s.ge - 1)
+    return s.type(s.le + 1)
+
+
+@pytest.mark.parametrize(
+    "s",
+    [s for s in settings(TrainConfig) if (s.gt, s.ge, s.le) != (None, None, None)],
+    ids=lambda s: s.flag,
+)
+def test_a_declared_bound_holds_for_flags_and_for_job_specs(s, capsys) -> None:
+    """One bound, two ways in: the flag (argparse) and a TrainConfig built from a job spec."""
+    bad = _bad(s)
+    message = f"{s.flag} must be {s.bounds()}, got {bad}"
+    assert message in _error([s.flag, str(bad)], capsys)
+    if "." in s.path:  # a checkpoint setting: CheckpointConfig.validate (the library's way in)
+        with pytest.raises(CheckpointError, match=re.escape(message)):
+            CheckpointConfig(**{s.path.split(".")[1]: bad}).validate()
+    else:
+        with pytest.raises(ConfigError, match=re.escape(message)):
+            check_values(TrainConfig(**{s.path: bad}))
+
+
+def test_the_docs_flag_tables_name_every_flag_and_no_other() -> None:
+    docs = Path(__file__).resolve().parents[2] / "docs"
+    rows = [
+        line
+        for doc in ("training.md", "checkpointing.md")
+        for line in (docs / doc).read_text().splitlines()
+        if line.startswith("| `--")
+    ]
+    documented = {f for row in rows for f in re.findall(r"--[a-z][a-z0-9-]*", row.split("|")[1])}
+    documented -= {"--workers", "--max-restarts", "--dry-run", "--stack", "--pod-restarts"}
+    assert documented == {s.flag for s in settings(TrainConfig)} | {"--self-check"}

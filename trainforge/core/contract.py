@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainforge.core import catalog
 from trainforge.core.errors import JobConfigError
 
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -33,7 +34,8 @@ DEFAULT_BACKEND = "pytorchjob"
 
 # Instance families whose EFA supports GPUDirect RDMA (FI_EFA_USE_DEVICE_RDMA=1). On other
 # EFA types (g5, g6, c5n ...) libfabric refuses the setting, so it is only set for these.
-RDMA_FAMILIES = ("p4d", "p4de", "p5", "p5e", "p5en", "p6", "p6e", "trn1", "trn1n", "trn2")
+# From the GPU/instance catalog (core/data/gpu_catalog.json, families.*.rdma).
+RDMA_FAMILIES = catalog.rdma_families()
 
 # The UID/GID training containers run as unless the team config says otherwise.
 DEFAULT_TRAINING_UID = 1000

@@ -28,6 +28,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from trainforge.core import catalog
+
 # --- EKS control plane and add-ons (versions must be published for KUBERNETES_VERSION) ---
 # source: docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html (14 months of
 # standard support) and endoflife.date/amazon-eks (1.35 released 2026-01-28, standard support
@@ -284,30 +286,14 @@ CUDA_MIN_DRIVER: dict[int, int] = {
     13: 580,  # source: CUDA 13.x minor-version compatibility (>= 580), checked 2026-11-23
 }
 
-# GPU model (EC2 `GpuInfo.Gpus[].Name`) -> compute capability.
-# source: developer.nvidia.com/cuda-gpus and the EC2 instance-type catalog names, checked 2026-11-23
-GPU_ARCH: dict[str, int] = {
-    "V100": 70,  # p3dn; source: developer.nvidia.com/cuda-gpus, checked 2026-11-23
-    "T4": 75,  # g4dn; source: developer.nvidia.com/cuda-gpus, checked 2026-11-23
-    "T4g": 75,  # g5g (arm64); source: developer.nvidia.com/cuda-gpus, checked 2026-11-23
-    "A100": 80,  # p4d, p4de; source: developer.nvidia.com/cuda-gpus, checked 2026-11-23
-    "A10G": 86,  # g5; source: developer.nvidia.com/cuda-gpus, checked 2026-11-23
-    "L4": 89,  # g6, gr6; source: developer.nvidia.com/cuda-gpus, checked 2026-11-23
-    "L40S": 89,  # g6e; source: developer.nvidia.com/cuda-gpus, checked 2026-11-23
-    "H100": 90,  # p5; source: developer.nvidia.com/cuda-gpus, checked 2026-11-23
-    "H200": 90,  # p5e, p5en; source: developer.nvidia.com/cuda-gpus, checked 2026-11-23
-    "B200": 100,  # p6-b200; source: developer.nvidia.com/cuda-gpus, checked 2026-11-23
-    "B300": 103,  # p6-b300; source: developer.nvidia.com/cuda-gpus, checked 2026-11-23
-    "RTX PRO 4500": 120,  # g7; source: developer.nvidia.com/cuda-gpus, checked 2026-11-23
-    "RTX PRO Server 6000": 120,  # g7e; source: developer.nvidia.com/cuda-gpus, checked 2026-11-23
-}
+# GPU model (EC2 `GpuInfo.Gpus[].Name`) -> compute capability, from the GPU/instance catalog.
+# source: core/data/gpu_catalog.json gpus.*.computeCapability (its source "cuda-gpus":
+# developer.nvidia.com/cuda-gpus), checked 2026-11-23
+GPU_ARCH: dict[str, int] = catalog.gpu_field("computeCapability")
 # GPUs whose driver support starts later than the AMI's branch.
-# source: EKS user guide (ml-eks-optimized-ami): "The G7 EC2 instance type requires NVIDIA
-# driver version 595 or later. The EKS-optimized accelerated AMIs currently include NVIDIA
-# driver version 580" (quoted in NVIDIA/aicr#2743), checked 2026-11-23
-GPU_MIN_DRIVER: dict[str, int] = {
-    "RTX PRO 4500": 595,  # source: EKS user guide G7 note, checked 2026-11-23
-}
+# source: core/data/gpu_catalog.json gpus.*.minDriver (its source "eks-g7-driver": the EKS
+# user guide's G7 note), checked 2026-11-23
+GPU_MIN_DRIVER: dict[str, int] = catalog.gpu_field("minDriver")
 
 # NVIDIA driver branch (major) each node image we use provides.
 # source: awslabs/amazon-eks-ami#2470 (AL2023 NVIDIA AMIs moved to the 580 branch from

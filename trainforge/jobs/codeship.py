@@ -2,7 +2,9 @@
 
 Two bundles, each its own ConfigMap:
 
-* the runtime (`collect`): `trainforge/__init__.py` and every `trainforge/training/**/*.py`,
+* the runtime (`collect`): `trainforge/__init__.py`, the stdlib-only core it imports
+  (`trainforge/core/**/*.py` and its data files, the GPU/instance catalog among them) and every
+  `trainforge/training/**/*.py`,
   mounted at CODE_MOUNT on PYTHONPATH: the bundled runtime, and the library user code imports
   (`from trainforge.training import CheckpointManager`);
 * the user's code (`collect_dir`): a job's `entrypoint.codeDir` (a script's own directory by
@@ -146,7 +148,11 @@ def collect(package_root: Path | None = None) -> CodeBundle:
             "the bundled runtime (trainforge/training) is missing from this install; "
             "reinstall trainforge or use codeSource: image",
         )
-    paths = [root / "__init__.py", *sorted(runtime.rglob("*.py"))]
+    # core: the stdlib-only layer the runtime imports (the GPU/instance catalog and its data
+    # file, the contract's names); nothing else of the package goes to pods.
+    core = root / "core"
+    core_files = [*core.rglob("*.py"), *core.glob("data/*.json")] if core.is_dir() else []
+    paths = [root / "__init__.py", *sorted(core_files), *sorted(runtime.rglob("*.py"))]
     files = tuple(
         (f"{root.name}/{p.relative_to(root).as_posix()}", p.read_text(encoding="utf-8"))
         for p in paths

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import math
 
+from trainforge.core import catalog
 from trainforge.core.contract import NodeShape
 
 CHECKED = "2026-11-23"
@@ -56,20 +57,9 @@ MNG_MAX_PODS_SMALL, MNG_MAX_PODS_LARGE, MNG_LARGE_VCPUS = 110, 250, 30
 
 # (ENIs on the default network card, IPv4 addresses per ENI) from amazon-eks-ami v20260724
 # (same values at v20251023) nodeadm/internal/kubelet/instance-info.jsonl, for the types the
-# shipped stacks use.
+# shipped stacks use: the GPU/instance catalog's instanceTypes.*.enisOnDefaultCard.
 ENIS_PER_CARD: dict[str, tuple[int, int]] = {
-    "c5.2xlarge": (4, 15),
-    "c5.9xlarge": (8, 30),
-    "g4dn.xlarge": (3, 10),
-    "g5.xlarge": (4, 15),
-    "g5.12xlarge": (15, 50),
-    "g5.48xlarge": (7, 50),
-    "m5.2xlarge": (4, 15),
-    "m5.8xlarge": (8, 30),
-    "m6i.large": (3, 10),
-    "m6i.xlarge": (4, 15),
-    "p4d.24xlarge": (15, 50),
-    "p5.48xlarge": (2, 50),
+    t: (int(v[0]), int(v[1])) for t, v in catalog.type_field("enisOnDefaultCard").items()
 }
 
 

@@ -91,6 +91,26 @@ def _offerings(region: str) -> dict[str, tuple[str, ...]]:
     return {k: tuple(sorted(v)) for k, v in out.items()}
 
 
+@functools.cache
+def _region_offerings(region: str) -> frozenset[str] | None:
+    """The instance types EC2 offers in `region` (DescribeInstanceTypeOfferings, location type
+    region) from moto's bundled copy; None when moto has no table for the region."""
+    import moto  # noqa: PLC0415
+
+    path = (
+        pathlib.Path(moto.__file__).parent
+        / "ec2"
+        / "resources"
+        / "instance_type_offerings"
+        / "region"
+        / f"{region}.json.gz"
+    )
+    if not path.is_file():
+        return None
+    with gzip.open(path) as f:
+        return frozenset(row["InstanceType"] for row in json.load(f))
+
+
 # What the mocks answer for a capacity reservation id they were not given: an On-Demand
 # Capacity Reservation in the region's first zone, in no placement group. Tests and callers
 # stub others (`capacity_reservations=`): a reservation in a given AZ, a Capacity Block.
@@ -346,6 +366,20 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
                 if f.get("name") == "instance-type"
                 for v in f.get("values") or []
             ]
+            if a.get("locationType") == "region":
+                offered = _region_offerings(self.region)
+                types = [
+                    t
+                    for t in wanted
+                    if (bool(self.offerings[t]) if t in self.offerings else
+                        offered is None or t in offered)
+                ]  # fmt: skip
+                return {
+                    "id": self.region,
+                    "instanceTypes": types,
+                    "locations": [self.region] * len(types),
+                    "locationTypes": ["region"] * len(types),
+                }, []
             catalog = _offerings(self.region)
             types, zones = [], []
             for t in wanted:

@@ -12,8 +12,10 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
+import pulumi
 import pulumi_aws as aws
 
+from trainforge.core import catalog
 from trainforge.stack.base import problem
 
 
@@ -65,6 +67,72 @@ def instance_type_facts(name: str) -> InstanceTypeFacts:
     )
 
 
+@functools.cache
+def offered_in_region(instance_types: tuple[str, ...]) -> frozenset[str]:
+    """Which of `instance_types` EC2 offers in the stack's region (DescribeInstanceTypeOfferings,
+    location type region, read at preview; the offline plan answers from moto's bundled copy)."""
+    r = aws.ec2.get_instance_type_offerings(
+        filters=[{"name": "instance-type", "values": list(instance_types)}],
+        location_type="region",
+    )
+    return frozenset(r.instance_types or ())
+
+
+def _region() -> str:
+    return pulumi.Config("aws").get("region") or "this region"
+
+
+def _alternatives(instance_type: str, limit: int = 4) -> list[str]:
+    """GPU types of the catalog with the same size and GPU count that the region offers."""
+    size = instance_type.partition(".")[2]
+    try:
+        wanted = instance_type_facts(instance_type).gpus
+    except LookupError:
+        wanted = None
+    gpu_families = set(catalog.gpu_families())
+    model = catalog.families().get(catalog.family_of(instance_type), {}).get("gpu")
+    same_model = set(catalog.gpu_families(model)) if model else set()
+    candidates = tuple(
+        sorted(
+            (
+                t
+                for t in catalog.family_instance_types()
+                if t != instance_type
+                and t.partition(".")[2] == size
+                and catalog.family_of(t) in gpu_families
+            ),
+            key=lambda t: catalog.family_of(t) not in same_model,  # the same GPU model first
+        )
+    )
+    if not candidates:
+        return []
+    offered = offered_in_region(candidates)
+    out = []
+    for t in candidates:
+        if t not in offered:
+            continue
+        try:
+            f = instance_type_facts(t)
+        except LookupError:
+            continue
+        if wanted is None or f.gpus == wanted:
+            out.append(f"{t} ({f.gpus} x {f.gpu_name})" if f.gpus else t)
+    return out[:limit]
+
+
+def not_offered_error(where: str, instance_type: str) -> str:
+    """The one error line for a type EC2 does not offer in the stack's region."""
+    region = _region()
+    alts = _alternatives(instance_type)
+    such = f", such as {', '.join(alts)}," if alts else ""
+    return problem(
+        where,
+        instance_type,
+        f"an instance type offered in {region} ({instance_type} is not offered in {region}: "
+        f"EC2 instance-type offerings){such} or a region that offers {instance_type}",
+    )
+
+
 @dataclass(frozen=True)
 class PoolTypeFacts:
     """What every instance type of a pool guarantees (minimum across its types)."""
@@ -99,11 +167,22 @@ def resolve_pool(
     """
     facts: list[InstanceTypeFacts] = []
     at, types = f"{where}.instanceTypes", list(pool.instance_types)
+    offered = offered_in_region(tuple(types))
     for i, t in enumerate(types):
         try:
             facts.append(instance_type_facts(t))
         except LookupError:
-            errors.append(problem(f"{at}[{i}]", t, "an EC2 instance type offered in this region"))
+            # a type the catalog knows (AWS sells it somewhere) that this region lacks
+            if t in catalog.family_instance_types() and t not in offered:
+                errors.append(not_offered_error(f"{at}[{i}]", t))
+            else:
+                errors.append(
+                    problem(f"{at}[{i}]", t, "an EC2 instance type offered in this region")
+                )
+            continue
+        if t not in offered:
+            errors.append(not_offered_error(f"{at}[{i}]", t))
+            facts.pop()
     if not facts or len(facts) != len(types):
         return None
     wants_gpu = True if node_group else getattr(pool, "gpu", None)  # node groups are for GPUs

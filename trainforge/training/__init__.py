@@ -30,7 +30,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "cleanup_distributed": ("trainforge.training.distributed", "cleanup"),
     "DistEnv": ("trainforge.training.distributed", "DistEnv"),
     "CheckpointManager": ("trainforge.training.checkpoint", "CheckpointManager"),
-    "CheckpointConfig": ("trainforge.training.checkpoint", "CheckpointConfig"),
+    "CheckpointConfig": ("trainforge.training.config", "CheckpointConfig"),
     "CheckpointError": ("trainforge.training.checkpoint", "CheckpointError"),
     "PreemptionHandler": ("trainforge.training.preemption", "PreemptionHandler"),
     "PREEMPTED_EXIT_CODE": ("trainforge.training.preemption", "PREEMPTED_EXIT_CODE"),

@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     if os.environ.get("RANK", "0") in ("", "0"):
         # The first lines of the run: which of MLflow, the S3 mirror and EFA are on, and why
         # not where they are off (a feature that silently does nothing is worse than none).
-        for line in selfcheck.startup_lines(cfg.checkpoint_s3):
+        for line in selfcheck.startup_lines(cfg.checkpoint.s3_uri):
             print(line, flush=True)
     from trainforge.training import exits
     from trainforge.training.loop import train

@@ -37,7 +37,7 @@ import torch.distributed as dist
 
 # DCP (and the DTensor machinery it pulls in) is imported at the first save or load, not here:
 # it costs seconds, and a run's first step should not wait for it.
-from trainforge.training import checkpoint_config as _flags
+from trainforge.training.config import CheckpointConfig
 from trainforge.training.distributed import group_timeout
 
 # The layout names and the error type live in a torch-free module (the S3 mirror and the
@@ -50,12 +50,6 @@ from trainforge.training.layout import (
     parse_step,
     step_dir_name,
 )
-
-# The flags and their validated form live in a torch-free module (`--help` and argument
-# parsing need them before torch is imported); re-exported here.
-CheckpointConfig = _flags.CheckpointConfig
-add_checkpoint_arguments = _flags.add_checkpoint_arguments
-config_from_args = _flags.config_from_args
 
 EXTRAS_VERSION = 1
 

@@ -21,7 +21,10 @@ import dataclasses
 import os
 from pathlib import Path
 
+from trainforge.training.config import CheckpointConfig
 from trainforge.training.timeouts import DEFAULT_HANG_TIMEOUT_S
+
+_CK = CheckpointConfig()  # the checkpoint settings' defaults, declared in config.py
 
 JOB_NAME = "TRAINFORGE_JOB_NAME"
 CHECKPOINT_DIR = "TRAINFORGE_CHECKPOINT_DIR"
@@ -95,12 +98,12 @@ class JobEnv:
     job_name: str = "local"
     checkpoint_dir: str | None = None
     output_dir: str = "runs/local"
-    checkpoint_every: int = 0
-    keep_last: int = 3
-    resume: str = "auto"
-    async_checkpoint: bool = False
+    checkpoint_every: int = _CK.every
+    keep_last: int = _CK.keep_last
+    resume: str = _CK.resume
+    async_checkpoint: bool = _CK.async_save
     checkpoint_s3: str | None = None
-    grace_period: float = 90.0
+    grace_period: float = _CK.grace_period
     metrics_port: int = 0
     mlflow_tracking_uri: str | None = None
     hang_timeout: float = DEFAULT_HANG_TIMEOUT_S  # 0 = the watchdog is off
@@ -117,12 +120,12 @@ def job_env() -> JobEnv:
         job_name=name,
         checkpoint_dir=os.environ.get(CHECKPOINT_DIR) or None,
         output_dir=os.environ.get(OUTPUT_DIR) or f"runs/{name}",
-        checkpoint_every=_int(CHECKPOINT_EVERY, 0),
-        keep_last=_int(KEEP_LAST, 3),
-        resume=os.environ.get(RESUME) or "auto",
+        checkpoint_every=_int(CHECKPOINT_EVERY, _CK.every),
+        keep_last=_int(KEEP_LAST, _CK.keep_last),
+        resume=os.environ.get(RESUME) or _CK.resume,
         async_checkpoint=os.environ.get(ASYNC_CHECKPOINT, "").strip() in ("1", "true"),
         checkpoint_s3=os.environ.get(CHECKPOINT_S3) or None,
-        grace_period=_seconds(GRACE_PERIOD, 90.0),
+        grace_period=_seconds(GRACE_PERIOD, _CK.grace_period),
         metrics_port=_int(METRICS_PORT, 0),
         mlflow_tracking_uri=os.environ.get(MLFLOW_TRACKING_URI) or None,
         hang_timeout=_seconds(HANG_TIMEOUT, DEFAULT_HANG_TIMEOUT_S, zero_is_off=True),

@@ -215,7 +215,7 @@ def _train(cfg: TrainConfig, env: DistEnv, timeouts: Timeouts | None = None) -> 
 
     # reliability hook: the run ledger (attempts, exits, goodput across restarts)
     ledger = RunLedger(
-        cfg.checkpoint_dir,
+        cfg.checkpoint.directory,
         rank=env.rank,
         world_size=env.world_size,
         log=log_all,
@@ -231,7 +231,7 @@ def _train(cfg: TrainConfig, env: DistEnv, timeouts: Timeouts | None = None) -> 
 
     # checkpoint hook (before the loop): resume model, optimizer, scheduler, RNG and step from
     # the newest complete checkpoint; the data position follows from the step.
-    checkpointing = ckpt_mod.Checkpointing(ckpt_mod.config_from_args(cfg), log=log_all)
+    checkpointing = ckpt_mod.Checkpointing(cfg.checkpoint, log=log_all)
     try:
         with _watched(watchdog, "restore"):
             state.step = checkpointing.restore(state.model, state.optimizer, state.scheduler)

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from trainforge.core import catalog
+
 FACTS_DATE = "2026-11-23"
 # shipped with the package (pyproject.toml package-data); read, never written, by calibrate
 CALIBRATION_FILE = Path(__file__).with_name("calibration.json")
@@ -49,32 +51,15 @@ class MfuFacts:
     reference_d_model: int = 4096  # the hidden width of the anchoring model
 
 
-# The anchors. torchtitan, benchmarks/llama3_h100_202412_torchtitan.md (moved there from
-# docs/performance.md in commit 820504e, 2025-06-13; read 2026-11-23 at github.com/pytorch/
-# torchtitan): "1D Llama 3.1 8B model training on 8 or 128 H100 GPUs without Float8 achieves
-# 33% to 39% MFU" with FSDP2, bf16, selective activation checkpointing, local batch 2 x 8192
-# tokens; their footnote: the H100s were HBM2e parts at 500 W, measured against the SXM
-# peak, so the true MFU of a 700 W SXM H100 is somewhat higher. The A100 anchor is the same
-# project's earlier docs/performance.md (Llama 3 8B, FSDP2 on 64 A100 80GB: 56.8-58.2% MFU
-# with selective AC; 70B full AC: 50.5-51.7%).
-_TORCHTITAN_H100 = "torchtitan Llama 3.1 8B, FSDP2 bf16, 8-128 H100: 33-39% MFU (2024-12)"
-_TORCHTITAN_A100 = "torchtitan Llama 3 8B/70B, FSDP2 bf16, 64 A100 80GB: 50-58% MFU (2024)"
-_NO_ANCHOR = (
-    "no published FSDP2 measurement on this GPU: the H100 anchor's range, widened; PCIe-only "
-    "GPUs (no NVLink) and small memory push real jobs lower. Calibrate with a run."
-)
+# Expected MFU per GPU model: the GPU/instance catalog's gpus.*.mfu (source "mfu" there: the
+# torchtitan anchors, H100 33-39% and A100 50-58% with FSDP2 bf16; the other GPUs borrow the
+# H100 range, widened). A GPU without an entry gets the catalog's defaults.mfu.
+def _mfu(d: dict[str, Any]) -> MfuFacts:
+    return MfuFacts(float(d["low"]), float(d["mid"]), float(d["high"]), d["basis"], d["source"])
 
-MFU: dict[str, MfuFacts] = {
-    "H100": MfuFacts(0.33, 0.36, 0.39, "anchored", _TORCHTITAN_H100),
-    "H200": MfuFacts(0.33, 0.36, 0.42, "extrapolated", "H100 anchor; same compute, more HBM"),
-    "A100": MfuFacts(0.45, 0.52, 0.58, "anchored", _TORCHTITAN_A100),
-    # No anchors: the small GPUs of g4dn/g5/g6/g6e.
-    "A10G": MfuFacts(0.20, 0.33, 0.45, "extrapolated", _NO_ANCHOR),
-    "L4": MfuFacts(0.20, 0.33, 0.45, "extrapolated", _NO_ANCHOR),
-    "L40S": MfuFacts(0.20, 0.33, 0.45, "extrapolated", _NO_ANCHOR),
-    "T4": MfuFacts(0.15, 0.30, 0.45, "extrapolated", _NO_ANCHOR + " T4 has no bf16 units."),
-}
-DEFAULT_MFU = MfuFacts(0.15, 0.30, 0.45, "extrapolated", "no facts for this GPU model")
+
+MFU: dict[str, MfuFacts] = {g: _mfu(m) for g, m in catalog.gpu_field("mfu").items()}
+DEFAULT_MFU = _mfu(catalog.defaults()["mfu"])
 
 # Our models are far narrower than the anchors' 4096. Matmuls of a narrow model keep a GPU
 # busy for a shorter time per launch, so MFU falls; we scale by sqrt(d / reference), floored
@@ -92,13 +77,11 @@ RECOMPUTE_FACTOR = 8 / 6
 NETWORK_EFFICIENCY = {"efa": (0.6, 0.8), "tcp": (0.3, 0.6)}
 
 # Per-GPU bus bandwidth of intra-node collectives (bytes/s): (low, high). ASSUMPTIONS by
-# interconnect: NVLink 4 (H100/H200 SXM, 900 GB/s per GPU), NVLink 3 (A100 SXM, 600 GB/s),
-# otherwise PCIe (Gen4 x16 32 GB/s per direction, less through the host bridge).
-INTRA_NODE_BUS = {
-    "H100": (250e9, 400e9),
-    "H200": (250e9, 400e9),
-    "A100": (150e9, 230e9),
-    "pcie": (6e9, 16e9),
+# interconnect (catalog gpus.*.intraNodeBusBps, source "intra-node-bus"): NVLink GPUs have an
+# entry, every other GPU is on PCIe ("pcie", the catalog's defaults.pcieIntraNodeBusBps).
+INTRA_NODE_BUS: dict[str, tuple[float, float]] = {
+    **{g: (float(b[0]), float(b[1])) for g, b in catalog.gpu_field("intraNodeBusBps").items()},
+    "pcie": tuple(float(x) for x in catalog.defaults()["pcieIntraNodeBusBps"]),  # type: ignore[dict-item]
 }
 
 # Fixed cost per collective launch (NCCL latency), seconds.

@@ -1,9 +1,11 @@
 """Validate Kubernetes objects the way the API server and its admission webhooks would.
 
 Core kinds go through kubernetes-validate (strict: unknown fields are errors, like kubectl).
-Custom resources have no bundled schema here, so the rules that reject them at apply time are
-written out: the Kubeflow training operator v1 webhook for PyTorchJobs (whose pod templates are
-also checked as core PodTemplates), the Kubeflow Trainer v2.3 webhooks for TrainJobs and
+Custom resources whose upstream CRD is package data (`trainforge.plan.crds`: Kueue, Karpenter,
+PyTorchJob, TrainJob, training runtimes, PodMonitor) are checked against its schema; what a schema cannot
+say (CEL rules, admission webhooks), and the kinds without a vendored CRD, are written out:
+the Kubeflow training operator v1 webhook for PyTorchJobs (whose pod templates are also
+checked as core PodTemplates), the Kubeflow Trainer v2.3 webhooks for TrainJobs and
 (Cluster)TrainingRuntimes (a TrainJob's pod is rehearsed from its runtime and patches, as the
 Trainer controller builds it, and checked as a core PodTemplate), what the API server's Job
 validation enforces beyond the schema (pod failure policies, indexed Jobs), and what Karpenter
@@ -21,10 +23,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainforge.core import versions
+from trainforge.plan import crds
 from trainforge.plan.checks import kueue_validate
 
 DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-QUANTITY = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+|[KMGTPE]i|[mkMGTPE])?$")
 DEFAULT_K8S_VERSION = "1.31"
 
 SCHEMA_RULE = "K8S_SCHEMA"
@@ -122,10 +124,20 @@ def core_errors(doc: dict, version: str) -> list[str] | None:
 # ---------------------------------------------------------------------------------------------
 # PyTorchJob (kubeflow.org/v1): the training operator v1 validating webhook
 
-PYTORCHJOB_SPEC_FIELDS = {"pytorchReplicaSpecs", "runPolicy", "elasticPolicy", "nprocPerNode"}
-REPLICA_FIELDS = {"replicas", "template", "restartPolicy"}
+# The CRD's schema (kubeflow.org_pytorchjobs.yaml, package data) refuses unknown fields and
+# wrong types; its enums are not in the schema (the webhook checks them), so they are here.
 RESTART_POLICIES = ("Always", "OnFailure", "Never", "ExitCode")
 CLEAN_POD_POLICIES = ("None", "Running", "All")
+
+
+def crd_outline_errors(doc: dict) -> list[str]:
+    """The CRD schema's errors for a job without its pod templates (each template is checked
+    as a core PodTemplate, with the cluster version's schema, where this is called)."""
+    outline = copy.deepcopy(doc)
+    for rspec in ((outline.get("spec") or {}).get("pytorchReplicaSpecs") or {}).values():
+        if isinstance(rspec, dict) and "template" in rspec:
+            rspec["template"] = {}
+    return crds.crd_errors(outline) or []
 
 
 def pytorchjob_findings(doc: dict, version: str) -> list[str]:
@@ -133,8 +145,8 @@ def pytorchjob_findings(doc: dict, version: str) -> list[str]:
     name = (doc.get("metadata") or {}).get("name") or ""
     if not DNS1035.match(name) or len(name) > 63:
         errs.append(f"metadata.name {name!r} is not a DNS-1035 label (a-z, 0-9, '-', <= 63)")
+    errs += crd_outline_errors(doc)
     spec = doc.get("spec") or {}
-    errs += [f"spec.{k}: unknown field" for k in spec if k not in PYTORCHJOB_SPEC_FIELDS]
     specs = spec.get("pytorchReplicaSpecs") or {}
     if not specs:
         errs.append("spec.pytorchReplicaSpecs is empty")
@@ -143,7 +155,6 @@ def pytorchjob_findings(doc: dict, version: str) -> list[str]:
         if rtype not in ("Master", "Worker"):
             errs.append(f"{where}: replica type must be Master or Worker")
         rspec = rspec or {}
-        errs += [f"{where}.{k}: unknown field" for k in rspec if k not in REPLICA_FIELDS]
         containers = ((rspec.get("template") or {}).get("spec") or {}).get("containers") or []
         if not any(c.get("name") == "pytorch" for c in containers):
             errs.append(f"{where}: no container named 'pytorch' (the operator looks for it)")
@@ -154,7 +165,7 @@ def pytorchjob_findings(doc: dict, version: str) -> list[str]:
         if policy is not None and policy not in RESTART_POLICIES:
             errs.append(f"{where}.restartPolicy {policy!r} is not one of {RESTART_POLICIES}")
         replicas = rspec.get("replicas", 1)
-        if not isinstance(replicas, int) or replicas < 0:
+        if isinstance(replicas, int) and replicas < 0:  # the CRD refuses a non-integer
             errs.append(f"{where}.replicas {replicas!r} must be a non-negative integer")
         tmpl = rspec.get("template")
         if tmpl is not None:
@@ -171,7 +182,13 @@ def pytorchjob_findings(doc: dict, version: str) -> list[str]:
     worker = specs.get("Worker")
     if elastic is None and "Master" not in specs:
         errs.append("spec.pytorchReplicaSpecs needs a Master (exactly one) unless elastic")
-    if "Worker" in specs and (worker or {}).get("replicas", 1) < 1 and elastic is None:
+    worker_replicas = (worker or {}).get("replicas", 1)
+    if (
+        "Worker" in specs
+        and isinstance(worker_replicas, int)
+        and worker_replicas < 1
+        and (elastic is None)
+    ):
         errs.append("spec.pytorchReplicaSpecs.Worker.replicas must be at least 1")
     if elastic is not None:
         if "Worker" not in specs:
@@ -255,24 +272,9 @@ def job_spec_findings(spec: dict, where: str = "spec", sized_later: bool = False
 # Validate (torch: reserved PET_* env; jobset: runtime patches), plus the CRD's CEL rules.
 
 TRAINER_GROUP = "trainer.kubeflow.org"
-TRAINJOB_SPEC_FIELDS = {
-    "activeDeadlineSeconds",
-    "initializer",
-    "managedBy",
-    "runtimePatches",
-    "runtimeRef",
-    "suspend",
-    "trainer",
-}
-TRAINER_FIELDS = {
-    "args",
-    "command",
-    "env",
-    "image",
-    "numNodes",
-    "numProcPerNode",
-    "resourcesPerNode",
-}
+# A TrainJob's fields, types, bounds (activeDeadlineSeconds >= 1, at most 16 runtimePatches) and
+# quantities are checked against its CRD's schema (trainer.kubeflow.org_trainjobs.yaml, package
+# data); what follows is what the schema leaves to CEL, the webhook and the plugins.
 TORCH_RESERVED_ENV = {
     "PET_NNODES",
     "PET_NPROC_PER_NODE",
@@ -341,8 +343,8 @@ def trainjob_findings(
     name = (doc.get("metadata") or {}).get("name") or ""
     if not DNS1035.match(name) or len(name) > 63:
         errs.append(f"metadata.name {name!r} is not a DNS-1035 label (a-z, 0-9, '-', <= 63)")
+    errs += crds.crd_errors(doc) or []
     spec = doc.get("spec") or {}
-    errs += [f"spec.{k}: unknown field" for k in spec if k not in TRAINJOB_SPEC_FIELDS]
     ref = spec.get("runtimeRef") or {}
     if not ref.get("name"):
         errs.append("spec.runtimeRef.name is required")
@@ -354,14 +356,10 @@ def trainjob_findings(
     managed = spec.get("managedBy")
     if managed is not None and managed not in MANAGED_BY:
         errs.append(f"spec.managedBy {managed!r} is not one of {MANAGED_BY}")
-    deadline = spec.get("activeDeadlineSeconds")
-    if deadline is not None and not (isinstance(deadline, int) and deadline >= 1):
-        errs.append(f"spec.activeDeadlineSeconds {deadline!r} must be a positive integer")
     trainer = spec.get("trainer") or {}
-    errs += [f"spec.trainer.{k}: unknown field" for k in trainer if k not in TRAINER_FIELDS]
     for key in ("numNodes", "numProcPerNode"):
-        value = trainer.get(key)
-        if value is not None and not (isinstance(value, int) and value >= 1):
+        value = trainer.get(key)  # the CRD refuses a non-integer
+        if isinstance(value, int) and value < 1:
             errs.append(f"spec.trainer.{key} {value!r} must be an integer >= 1")
     env_names = [e.get("name") for e in trainer.get("env") or []]
     reserved = sorted(TORCH_RESERVED_ENV & set(env_names))
@@ -370,15 +368,8 @@ def trainjob_findings(
     dupes = sorted({n for n in env_names if env_names.count(n) > 1})
     if dupes:
         errs.append(f"spec.trainer.env sets {dupes} more than once")
-    res = trainer.get("resourcesPerNode") or {}
-    for kind_ in ("requests", "limits"):
-        for key, value in (res.get(kind_) or {}).items():
-            if not _quantity_ok(value):
-                errs.append(f"spec.trainer.resourcesPerNode.{kind_}.{key} {value!r} is no quantity")
     patches = spec.get("runtimePatches") or []
     managers = [p.get("manager") for p in patches]
-    if len(patches) > 16:
-        errs.append("spec.runtimePatches: at most 16")
     if len(set(managers)) != len(managers):
         errs.append("spec.runtimePatches: managers must be unique")
     runtime = None
@@ -424,8 +415,14 @@ def trainjob_findings(
 
 
 def runtime_findings(doc: dict, version: str) -> list[str]:
-    """A ClusterTrainingRuntime or TrainingRuntime, as the Trainer webhook and CRD check it."""
-    errs: list[str] = []
+    """A ClusterTrainingRuntime or TrainingRuntime, as the Trainer webhook and CRD check it
+    (its CRD's schema outside the pod templates, which are checked as core PodTemplates)."""
+    outline = copy.deepcopy(doc)
+    for rjob in _rjobs(outline):
+        job_spec = (rjob.get("template") or {}).get("spec")
+        if isinstance(job_spec, dict) and "template" in job_spec:
+            job_spec["template"] = {}
+    errs: list[str] = crds.crd_errors(outline) or []
     spec = doc.get("spec") or {}
     policies = [p for p in ML_POLICIES if (spec.get("mlPolicy") or {}).get(p) is not None]
     if len(policies) > 1:
@@ -471,77 +468,23 @@ def runtime_index(docs: list[dict]) -> dict[str, dict]:
 # ---------------------------------------------------------------------------------------------
 # Karpenter v1 (karpenter.sh/v1 NodePool, karpenter.k8s.aws/v1 EC2NodeClass)
 
-OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
-CONSOLIDATION = ("WhenEmpty", "WhenEmptyOrUnderutilized")
-NODEPOOL_SPEC_FIELDS = {"template", "disruption", "limits", "weight", "replicas"}
-NODEPOOL_TEMPLATE_SPEC_FIELDS = {
-    "expireAfter",
-    "nodeClassRef",
-    "requirements",
-    "startupTaints",
-    "taints",
-    "terminationGracePeriod",
-}
-DISRUPTION_FIELDS = {"budgets", "consolidateAfter", "consolidationPolicy"}
-EC2NODECLASS_SPEC_FIELDS = {
-    "amiFamily",
-    "amiSelectorTerms",
-    "associatePublicIPAddress",
-    "blockDeviceMappings",
-    "capacityReservationSelectorTerms",
-    "connectionTracking",
-    "context",
-    "cpuOptions",
-    "detailedMonitoring",
-    "instanceProfile",
-    "instanceStorePolicy",
-    "ipPrefixCount",
-    "kubelet",
-    "metadataOptions",
-    "networkInterfaces",
-    "placementGroupSelector",
-    "role",
-    "securityGroupSelectorTerms",
-    "subnetSelectorTerms",
-    "tags",
-    "userData",
-}
-METADATA_OPTIONS_FIELDS = {
-    "httpEndpoint",
-    "httpProtocolIPv6",
-    "httpPutResponseHopLimit",
-    "httpTokens",
-}
-DURATION = re.compile(r"^(([0-9]+(s|m|h))+|Never)$")
-
-
-def _quantity_ok(v: Any) -> bool:
-    return isinstance(v, int | float) or (isinstance(v, str) and bool(QUANTITY.match(v)))
+# Fields, required keys, enums (operators, taint effects, consolidation policies, metadata
+# options), duration, budget and quantity patterns and bounds are the CRDs' schemas (package
+# data: karpenter.sh_nodepools.yaml, karpenter.k8s.aws_ec2nodeclasses.yaml at v1.14.1); what
+# their CEL rules add, and this platform's own rules, are written out below.
 
 
 def nodepool_findings(doc: dict) -> list[str]:
-    errs: list[str] = []
+    errs: list[str] = crds.crd_errors(doc) or []
     spec = doc.get("spec") or {}
-    errs += [f"spec.{k}: unknown field" for k in spec if k not in NODEPOOL_SPEC_FIELDS]
     tspec = (spec.get("template") or {}).get("spec") or {}
-    errs += [
-        f"spec.template.spec.{k}: unknown field"
-        for k in tspec
-        if k not in NODEPOOL_TEMPLATE_SPEC_FIELDS
-    ]
-    if "requirements" not in tspec:
-        errs.append("spec.template.spec.requirements is required")
     ref = tspec.get("nodeClassRef") or {}
     for key in ("group", "kind", "name"):
-        if not ref.get(key):
+        if key in ref and not ref[key]:
             errs.append(f"spec.template.spec.nodeClassRef.{key} is required")
     for i, req in enumerate(tspec.get("requirements") or []):
         where = f"spec.template.spec.requirements[{i}]"
         op = req.get("operator")
-        if not req.get("key"):
-            errs.append(f"{where}.key is required")
-        if op not in OPERATORS:
-            errs.append(f"{where}.operator {op!r} is not one of {OPERATORS}")
         values = req.get("values") or []
         if op in ("In",) and not values:
             errs.append(f"{where}: operator In needs at least one value")
@@ -549,41 +492,13 @@ def nodepool_findings(doc: dict) -> list[str]:
             errs.append(f"{where}: operator {op} takes no values")
         if op in ("Gt", "Lt") and (len(values) != 1 or not str(values[0]).isdigit()):
             errs.append(f"{where}: operator {op} needs exactly one integer value")
-    for i, taint in enumerate(tspec.get("taints") or []):
-        if taint.get("effect") not in ("NoSchedule", "PreferNoSchedule", "NoExecute"):
-            errs.append(f"spec.template.spec.taints[{i}].effect {taint.get('effect')!r} invalid")
-    disruption = spec.get("disruption") or {}
-    errs += [
-        f"spec.disruption.{k}: unknown field" for k in disruption if k not in DISRUPTION_FIELDS
-    ]
-    policy = disruption.get("consolidationPolicy")
-    if policy is not None and policy not in CONSOLIDATION:
-        errs.append(f"spec.disruption.consolidationPolicy {policy!r} is not one of {CONSOLIDATION}")
-    after = disruption.get("consolidateAfter")
-    if after is not None and not DURATION.match(str(after)):
-        errs.append(
-            f"spec.disruption.consolidateAfter {after!r} is not a duration like 5m or Never"
-        )
-    expire = tspec.get("expireAfter")
-    if expire is not None and not DURATION.match(str(expire)):
-        errs.append(f"spec.template.spec.expireAfter {expire!r} is not a duration or Never")
-    for i, budget in enumerate(disruption.get("budgets") or []):
-        nodes = str(budget.get("nodes", ""))
-        if not re.match(r"^((100|[0-9]{1,2})%|[0-9]+)$", nodes):
-            errs.append(f"spec.disruption.budgets[{i}].nodes {nodes!r} is not a count or percent")
-    for key, value in (spec.get("limits") or {}).items():
-        if not _quantity_ok(value):
-            errs.append(f"spec.limits.{key} {value!r} is not a Kubernetes quantity")
     return errs
 
 
 def ec2nodeclass_findings(doc: dict) -> list[str]:
-    errs: list[str] = []
+    errs: list[str] = crds.crd_errors(doc) or []
     spec = doc.get("spec") or {}
-    errs += [f"spec.{k}: unknown field" for k in spec if k not in EC2NODECLASS_SPEC_FIELDS]
     terms = spec.get("amiSelectorTerms")
-    if not terms:
-        errs.append("spec.amiSelectorTerms is required")
     for i, term in enumerate(terms or []):
         alias = term.get("alias")
         if alias is not None:
@@ -601,22 +516,8 @@ def ec2nodeclass_findings(doc: dict) -> list[str]:
     if spec.get("role") and spec.get("instanceProfile"):
         errs.append("spec: role and instanceProfile are mutually exclusive")
     for key in ("subnetSelectorTerms", "securityGroupSelectorTerms"):
-        if not spec.get(key):
+        if key in spec and not spec[key]:
             errs.append(f"spec.{key} is required")
-    meta = spec.get("metadataOptions")
-    if meta is not None:
-        errs += [
-            f"spec.metadataOptions.{k}: unknown field"
-            for k in meta
-            if k not in METADATA_OPTIONS_FIELDS
-        ]
-        if meta.get("httpTokens") not in (None, "required", "optional"):
-            errs.append(f"spec.metadataOptions.httpTokens {meta.get('httpTokens')!r} invalid")
-        if meta.get("httpEndpoint") not in (None, "enabled", "disabled"):
-            errs.append(f"spec.metadataOptions.httpEndpoint {meta.get('httpEndpoint')!r} invalid")
-        hops = meta.get("httpPutResponseHopLimit")
-        if hops is not None and not (isinstance(hops, int) and 1 <= hops <= 64):
-            errs.append(f"spec.metadataOptions.httpPutResponseHopLimit {hops!r} not in 1..64")
     return errs
 
 
@@ -654,7 +555,11 @@ ENDPOINT_FIELDS = {
 
 
 def monitor_findings(doc: dict) -> list[str]:
-    """The parts of the PodMonitor/ServiceMonitor CRDs a scrape depends on."""
+    """A PodMonitor against its CRD's schema (package data); a ServiceMonitor, whose CRD is not
+    vendored, by the parts of its CRD a scrape depends on."""
+    schema_errors = crds.crd_errors(doc)
+    if schema_errors is not None:
+        return schema_errors
     errs: list[str] = []
     spec = doc.get("spec") or {}
     if not isinstance(spec.get("selector"), dict):

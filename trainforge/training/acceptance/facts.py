@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from trainforge.core import catalog
+
 FACTS_CHECKED = "2026-11-23"
 SOURCE_REPO = "github.com/aws-samples/awsome-distributed-training"
 HEALTHCHECK_SOURCE = (
@@ -33,25 +35,13 @@ HEALTHCHECK_SOURCE = (
 )
 REFERENCE_SOURCE = f"{SOURCE_REPO} micro-benchmarks/nccl-tests/README.md Results @39c17d60"
 
-HEALTHCHECK_FLOORS_GBPS: dict[str, float] = {
-    "p4d.24xlarge": 300.0,
-    "p5.48xlarge": 800.0,
-    "p5e.48xlarge": 800.0,
-    "p5en.48xlarge": 800.0,
-    "p6-b200.48xlarge": 900.0,
-}
-REFERENCE_TWO_NODE_GBPS: dict[str, float] = {
-    "p4de.24xlarge": 78.33,
-    "p5.48xlarge": 487.09,
-}
+# The figures are the GPU/instance catalog's (core/data/gpu_catalog.json, instanceTypes.*:
+# allreduceFloorGBps, twoNodeAllreduceGBps, twoNodeReference; sources "awsome-healthcheck" and
+# "awsome-nccl-tests" there).
+HEALTHCHECK_FLOORS_GBPS: dict[str, float] = catalog.type_field("allreduceFloorGBps")
+REFERENCE_TWO_NODE_GBPS: dict[str, float] = catalog.type_field("twoNodeAllreduceGBps")
 # instance type -> the type whose published two-node run stands for it (same EFA bandwidth)
-REFERENCE_STANDS_FOR: dict[str, str] = {
-    "p4d.24xlarge": "p4de.24xlarge",
-    "p4de.24xlarge": "p4de.24xlarge",
-    "p5.48xlarge": "p5.48xlarge",
-    "p5e.48xlarge": "p5.48xlarge",
-    "p5en.48xlarge": "p5.48xlarge",
-}
+REFERENCE_STANDS_FOR: dict[str, str] = catalog.type_field("twoNodeReference")
 PASS_FRACTION = 0.8
 
 # DCGM diagnostic levels (dcgmi diag -r): what they are for and how long they take (NVIDIA

@@ -1,0 +1,83 @@
+"""The GPU/instance catalog: one data file of every GPU, family and instance-type fact.
+
+Why: a new GPU family used to touch seven Python tables (RDMA families, compute capability,
+ENI limits, the health agent's DCGM list, peak FLOP/s, all-reduce floors, prices). Now it is
+one entry in `core/data/gpu_catalog.json` (package data, shipped in the wheel and in the
+runtime's code bundle, jobs/codeship.py) with its source under "sources"; every module that
+needs such a fact reads it through this reader. `tests/test_gpu_catalog.py` proves each
+consumer does.
+
+Standard library only: the runtime in pods (trainforge/training) imports it too.
+`TRAINFORGE_GPU_CATALOG` may name another catalog file (tests use it to add a family and watch
+it reach every consumer); it is read once per process, at first use.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+from importlib import resources
+from typing import Any
+
+ENV = "TRAINFORGE_GPU_CATALOG"
+
+
+@functools.cache
+def load() -> dict[str, Any]:
+    """The catalog as parsed JSON (read once)."""
+    override = os.environ.get(ENV)
+    if override:
+        with open(override, encoding="utf-8") as f:
+            return json.load(f)
+    text = resources.files("trainforge.core").joinpath("data/gpu_catalog.json").read_text("utf-8")
+    return json.loads(text)
+
+
+def families() -> dict[str, dict[str, Any]]:
+    """Instance family ("p5", "g6e", "p6-b200") -> its facts (gpu, rdma, dcgmServerSizes)."""
+    return load()["families"]
+
+
+def gpus() -> dict[str, dict[str, Any]]:
+    """GPU model as EC2 names it ("H100", "L40S") -> its facts."""
+    return load()["gpus"]
+
+
+def instance_types() -> dict[str, dict[str, Any]]:
+    """Instance type -> the per-type facts the catalog holds (ENI limits, all-reduce figures)."""
+    return load()["instanceTypes"]
+
+
+def defaults() -> dict[str, Any]:
+    """Figures used for a GPU the catalog has no entry for."""
+    return load()["defaults"]
+
+
+def family_of(instance_type: str) -> str:
+    """The family of an instance type: p5.48xlarge -> p5."""
+    return instance_type.split(".", 1)[0]
+
+
+def gpu_field(field: str) -> dict[str, Any]:
+    """GPU model -> `field` for every GPU that has it."""
+    return {name: g[field] for name, g in gpus().items() if field in g}
+
+
+def type_field(field: str) -> dict[str, Any]:
+    """Instance type -> `field` for every type that has it."""
+    return {name: t[field] for name, t in instance_types().items() if field in t}
+
+
+def rdma_families() -> tuple[str, ...]:
+    return tuple(f for f, v in families().items() if v.get("rdma"))
+
+
+def family_instance_types(field: str = "dcgmServerSizes") -> tuple[str, ...]:
+    """Every `family.size` the families list under `field`, sorted."""
+    return tuple(sorted(f"{f}.{s}" for f, v in families().items() for s in v.get(field, ())))
+
+
+def gpu_families(gpu: str | None = None) -> tuple[str, ...]:
+    """Families with a known GPU model (that model only, when given)."""
+    return tuple(f for f, v in families().items() if v.get("gpu") and gpu in (None, v["gpu"]))

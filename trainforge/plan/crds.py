@@ -1,0 +1,141 @@
+"""The upstream CRDs the plan and the tests validate custom resources against.
+
+Why package data: the plan used to write out by hand what each CRD's schema rejects (fields,
+enums, required keys, quantity patterns), while the real CRDs were vendored under tests only;
+now both read the same files, `trainforge/plan/data/crds/<plural>.<group>.yaml` (each with its
+upstream source in its header; docs/rehearsals.md lists them), and the plan checks an object
+against the `openAPIV3Schema` of its version as the API server would (structural schema,
+unknown fields pruned = refused here, as `kubectl apply --validate=strict` does).
+What a JSON schema cannot express (the CRDs' CEL `x-kubernetes-validations`, admission
+webhooks) stays written out next to the kind (plan/checks/kueue_validate.py, validate.py).
+
+kubernetes-validate (pinned) only bundles the schemas of built-in kinds; custom resources are
+validated with jsonschema (pinned), which kubernetes-validate itself uses.
+
+Speed: a CRD file is read, and its validator built, the first time an object of its group and
+kind is validated in a process (functools.cache), never at import.
+"""
+
+from __future__ import annotations
+
+import functools
+from importlib import resources
+from typing import Any
+
+import yaml
+
+CRD_DIR = "data/crds"
+
+
+def strict(node: Any) -> Any:
+    """An openAPIV3Schema as a strict JSON schema: unknown fields are errors (the API server
+    prunes them; `kubectl apply --validate=strict` refuses them), int-or-string is either."""
+    if isinstance(node, list):
+        return [strict(n) for n in node]
+    if not isinstance(node, dict):
+        return node
+    node = {k: strict(v) for k, v in node.items()}
+    if node.pop("x-kubernetes-int-or-string", False):
+        node.pop("type", None)
+        node["anyOf"] = [{"type": "integer"}, {"type": "string"}]
+    preserve = node.pop("x-kubernetes-preserve-unknown-fields", False)
+    embedded = node.pop("x-kubernetes-embedded-resource", False)
+    for key in [k for k in node if k.startswith("x-kubernetes-")]:
+        node.pop(key)
+    if (
+        node.get("type") == "object"
+        and "properties" in node
+        and "additionalProperties" not in node
+        and not preserve
+    ):
+        if embedded:
+            node["properties"].setdefault("apiVersion", {"type": "string"})
+            node["properties"].setdefault("kind", {"type": "string"})
+            node["properties"].setdefault("metadata", {"type": "object"})
+        node["additionalProperties"] = False
+    return node
+
+
+def crd_files() -> list[Any]:
+    """Every vendored CRD file (importlib.resources Traversables), sorted by name."""
+    return sorted(
+        (f for f in resources.files("trainforge.plan").joinpath(CRD_DIR).iterdir()
+         if f.name.endswith(".yaml")),
+        key=lambda f: f.name,
+    )  # fmt: skip
+
+
+@functools.cache
+def _crds_of_group(group: str) -> tuple[dict, ...]:
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return tuple(
+        yaml.load(f.read_text("utf-8"), Loader=loader)
+        for f in crd_files()
+        if f.name.removesuffix(".yaml").split("_", 1)[0] == group
+    )
+
+
+def crd(api_version: str, kind: str) -> dict | None:
+    """The CRD that defines `kind` in `api_version`'s group, or None."""
+    group = api_version.rpartition("/")[0]
+    for c in _crds_of_group(group):
+        if c["spec"]["group"] == group and c["spec"]["names"]["kind"] == kind:
+            return c
+    return None
+
+
+@functools.cache
+def schema(api_version: str, kind: str) -> dict | None:
+    """The openAPIV3Schema of `kind` at `api_version` (None when no vendored CRD serves it)."""
+    c = crd(api_version, kind)
+    if c is None:
+        return None
+    version = api_version.rpartition("/")[2]
+    for v in c["spec"]["versions"]:
+        if v["name"] == version and v.get("served", True):
+            return v["schema"]["openAPIV3Schema"]
+    return None
+
+
+@functools.cache
+def validator(api_version: str, kind: str) -> Any:
+    """A strict Draft 7 validator for the kind (None when no vendored CRD serves it)."""
+    import jsonschema  # noqa: PLC0415 - only when a custom resource is validated
+
+    s = schema(api_version, kind)
+    return None if s is None else jsonschema.Draft7Validator(strict(s))
+
+
+def crd_errors(doc: dict) -> list[str] | None:
+    """What the CRD's schema refuses in `doc`, one "path: message" line per problem (an
+    unknown field is "spec.x: unknown field", as the plan's written-out checks say it), sorted
+    by path; None when no vendored CRD serves its apiVersion and kind."""
+    v = validator(str(doc.get("apiVersion") or ""), str(doc.get("kind") or ""))
+    if v is None:
+        return None
+    out = []
+    for e in v.iter_errors(doc):
+        if e.validator == "additionalProperties" and isinstance(e.instance, dict):
+            known = set(e.schema.get("properties") or {})
+            for key in sorted(k for k in e.instance if k not in known):
+                out.append((_path([*e.absolute_path, key]), "unknown field"))
+        else:
+            out.append((_path(e.absolute_path), _message(e)))
+    return [f"{path}: {msg}" for path, msg in sorted(out)]
+
+
+def _path(parts: Any) -> str:
+    """spec.resourceGroups[0].flavors[1].name, as the plan's messages write paths."""
+    out = ""
+    for p in parts:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out or "(root)"
+
+
+def _message(error: Any) -> str:
+    """jsonschema's message, without the whole offending list for a list-length bound."""
+    if error.validator == "maxItems":
+        return f"at most {error.validator_value} items (got {len(error.instance)})"
+    if error.validator == "minItems":
+        return f"at least {error.validator_value} item(s) (got {len(error.instance)})"
+    return error.message
