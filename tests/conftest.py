@@ -39,4 +39,5 @@ def _fresh_process_caches():
     facts = sys.modules.get("trainforge.platform.instance_types")  # never imported for this
     if facts is not None:
         facts.instance_type_facts.cache_clear()
+        facts._offered.cache_clear()
     yield

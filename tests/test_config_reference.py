@@ -90,6 +90,11 @@ def set_key(raw: dict, key: str, value) -> tuple[dict, str]:
 
 @pytest.fixture(autouse=True)
 def mocks():
+    # the engine config an earlier test's program run left behind (aws:region) must not decide
+    # which instance types this region offers: the prod stack's own region does
+    from pulumi.runtime.config import set_all_config
+
+    set_all_config({"aws:region": base()[1]}, [])
     pulumi.runtime.set_mocks(make_mocks(preview=True))
 
 
@@ -118,6 +123,11 @@ def test_malformed_values_get_one_line_naming_the_key(key):
             reg = region
             if ".elastic." in key:
                 cfg["trainforge:jobs"][0]["preset"] = "elastic"
+            if ".entrypoint." in key:  # a job with its own code states no runtime flags
+                job = cfg["trainforge:jobs"][0]
+                cfg["trainforge:jobs"][0] = {
+                    k: job[k] for k in ("name", "team", "pool", "entrypoint")
+                }
         try:
             check(cfg, reg)
         except StackError as e:

@@ -195,7 +195,7 @@ def test_a_backend_the_platform_does_not_install_is_refused():
 
 
 def test_an_unknown_backend_is_refused_by_the_parser():
-    with pytest.raises(JobConfigError, match=r"\.backend: got 'v2'; valid values: pytorchjob"):
+    with pytest.raises(JobConfigError, match=r"\.backend: got 'v2'; expected one of 'pytorchjob'"):
         parse_job({"name": "a", "team": "t", "pool": "p", "backend": "v2"}, W)
 
 

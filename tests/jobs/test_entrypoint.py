@@ -122,19 +122,19 @@ def test_the_issues_stack_example_parses():
         (
             {"script": "a/t.py", "codeDir": "b"},
             {},
-            r"entrypoint\.script: .*must lie inside codeDir \(b\)",
+            r"entrypoint\.script: .*expected a script inside codeDir \(b\)",
         ),
         (
             {"script": "t.py", "module": "m"},
             {},
-            r"entrypoint\.module: got 'm'; set exactly one of script, module, command .*script is set too",
+            r"entrypoint\.module: got 'm'; expected only one of script, module, command .*script is set too",
         ),
-        ({}, {}, r"jobs\[0\]\.entrypoint: got \{\}; nothing to run: set one of script"),
-        ({"codeDir": "src"}, {}, r"entrypoint\.codeDir: got 'src'; nothing to run"),
+        ({}, {}, r"jobs\[0\]\.entrypoint: got \{\}; expected something to run: one of script"),
+        ({"codeDir": "src"}, {}, r"entrypoint\.codeDir: got 'src'; expected something to run"),
         (
             {"command": ["torchrun", "train.py"]},
             {},
-            r"jobs\[0\]\.image: got None; entrypoint\.command runs",
+            r"jobs\[0\]\.image: got None; expected an image: entrypoint\.command runs",
         ),
         (
             {"module": "pkg.train"},
@@ -150,12 +150,12 @@ def test_the_issues_stack_example_parses():
         (
             {"script": "t.py"},
             {"model": "gpt"},
-            r"jobs\[0\]\.model: got 'gpt'; configures the bundled runtime",
+            r"jobs\[0\]\.model: got 'gpt'; expected no model: it configures the bundled runtime",
         ),
         (
             {"script": "t.py"},
             {"expectedStepSeconds": 2},
-            r"expectedStepSeconds: got 2; is multiplied by the job's steps, which a job with .* states only in modelSize.steps",
+            r"expectedStepSeconds: got 2.0; expected modelSize.steps too: it is multiplied by the job's steps, which a job with .* states only in modelSize.steps",
         ),
         ({"script": "t.py"}, {"strategy": "fsdp"}, r"jobs\[0\]\.strategy: .*bundled runtime"),
         (
@@ -167,6 +167,16 @@ def test_the_issues_stack_example_parses():
             {"script": "t.py"},
             {"env": {"TRAINFORGE_CHECKPOINT_DIR": "/x"}},
             "set by the operator or the platform",
+        ),
+        (
+            {"command": []},
+            {"image": DLC_IMAGE},
+            r"entrypoint\.command: got \[\]; expected the argv",
+        ),
+        (
+            {"function": "train"},
+            {},
+            r"entrypoint\.function: got 'train'; expected a Python function \(the Python API only",
         ),
         (
             {"command": ["x"], "args": ["y"]},
@@ -236,7 +246,7 @@ def test_too_large_a_directory_is_refused_with_its_size(project):
             "it is excluded from what is shipped",
         ),
         ({"script": "nope/train.py"}, r"entrypoint\.script: got 'nope/train.py'; no such file"),
-        ({"script": "train/train.py", "codeDir": "nope"}, "must lie inside codeDir"),
+        ({"script": "train/train.py", "codeDir": "nope"}, "expected a script inside codeDir"),
         (
             {"module": "mypkg.train", "codeDir": "nope"},
             r"entrypoint\.codeDir: got 'nope'; no such directory",

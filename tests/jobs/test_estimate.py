@@ -254,7 +254,7 @@ def test_cpu_jobs_are_checked_against_the_pod_s_memory():
         check_fit(tight, CPU, "job")
     assert "per process of the pod's memory 700Mi" in str(err.value)
     assert str(err.value).endswith("fits with memory: 2Gi")
-    roomy = dataclasses.replace(tight, memory="4Gi")
+    roomy = tight.model_copy(update={"memory": "4Gi"})
     assert check_fit(roomy, CPU) is not None
 
 
@@ -305,7 +305,7 @@ def test_model_size_sizes_user_code():
     # MFU at the anchor's width is the anchor's: tokens/s per GPU near torchtitan's ~5.7k
     per_gpu = e.tokens_per_second / e.world_size
     assert 3000 < per_gpu < 7000, per_gpu
-    ddp = dataclasses.replace(llama, strategy="ddp", preset="ddp")
+    ddp = llama.model_copy(update={"strategy": "ddp", "preset": "ddp"})
     with pytest.raises(DoesNotFit) as err:
         check_fit(ddp, P5, "job")
     assert "preset: fsdp" in str(err.value)
@@ -348,9 +348,9 @@ def test_a_declared_model_size_is_used_as_stated_not_as_a_gpt():
     assert any("declared parameters, FLOPs and activation bytes" in n for n in e.notes)
     per_token = dict(size, flopsPerToken=size["flopsPerSample"] / 512, tokensPerSample=512)
     del per_token["flopsPerSample"]
-    j2 = dataclasses.replace(j, model_size=parse_job(
+    j2 = j.model_copy(update={"model_size": parse_job(
         {"name": "cnn", "team": "t", "pool": "p", "image": "r/i:1",
-         "entrypoint": {"module": "vision.train"}, "modelSize": per_token}).model_size)  # fmt: skip
+         "entrypoint": {"module": "vision.train"}, "modelSize": per_token}).model_size})  # fmt: skip
     assert estimate(j2, A10G).flops_per_step == pytest.approx(e.flops_per_step)
     assert estimate(j2, A10G).tokens_per_step == 512 * 64 * world
 
@@ -418,7 +418,12 @@ def test_the_repository_calibration_file_is_valid():
 @pytest.mark.parametrize(
     ("size", "extra", "field", "hint"),
     [
-        ({"layers": 2, "dModel": 64, "seqLen": 8}, {}, "modelSize.vocabSize", "needs layers"),
+        (
+            {"layers": 2, "dModel": 64, "seqLen": 8},
+            {},
+            "modelSize.vocabSize",
+            "expected layers, dModel, seqLen and vocabSize",
+        ),
         (
             {"parameters": 5, "flopsPerSample": 30},
             {},
@@ -435,25 +440,25 @@ def test_the_repository_calibration_file_is_valid():
             {"parameters": 5, "flopsPerSample": -1, "activationBytesPerSample": 8},
             {},
             "modelSize.flopsPerSample",
-            "expected a number > 0",
+            "expected a value > 0",
         ),  # fmt: skip
         (
             {"layers": 2, "dModel": 64, "seqLen": 8, "vocabSize": 9, "flopsPerSample": 3},
             {},
             "modelSize.flopsPerSample",
-            "belongs to the declared form",
+            "expected no declared-form key in the GPT form",
         ),  # fmt: skip
         (
             {"layers": 2, "dModel": 64, "seqLen": 8, "vocabSize": 9},
             {"layers": 3},
             "modelSize.layers",
-            "the bundled model is sized by layers",
+            "expected modelSize or the bundled model's size (layers)",
         ),
         (
             {"layers": 2, "dModel": 64, "seqLen": 8, "vocabSize": 9, "heads": 5},
             {},
             "modelSize.heads",
-            "must divide dModel",
+            "expected a number that divides dModel (64)",
         ),
         (
             {"layers": 2, "dModel": 64, "seqLen": 8, "vocabSize": 9, "hidden": 5},

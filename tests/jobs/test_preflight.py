@@ -37,8 +37,17 @@ def _run(jobs: list[dict]) -> tuple[TrainforgeMocks, BaseException | None]:
 @pytest.mark.parametrize(
     ("bad", "field", "hint"),
     [
-        ({"pool": "p5-nowhere"}, "trainforge:jobs[1].pool", "known node pools"),
-        ({"team": "nobody"}, "trainforge:jobs[1].team", "known teams"),
+        (
+            {"pool": "p5-nowhere"},
+            "trainforge:jobs[1].pool",
+            "expected one of the node pools: gpu-workloads",
+        ),
+        ({"team": "nobody"}, "trainforge:jobs[1].team", "expected one of the teams: research"),
+        (
+            {"pool": "gpu-workload"},
+            "trainforge:jobs[1].pool",
+            "gpu-workloads, training-workloads (did you mean 'gpu-workloads'?)",
+        ),
         ({"pool": "gpu-workloads", "gpusPerWorker": 8}, "trainforge:jobs[1].gpusPerWorker", "GPU"),
     ],
 )
@@ -54,3 +63,37 @@ def test_good_jobs_are_declared_as_pytorchjobs():
     assert err is None
     jobs = [r for r in mocks.resources if r.inputs.get("kind") == "PyTorchJob"]
     assert [j.inputs["metadata"]["name"] for j in jobs] == ["mnist"]
+
+
+def test_every_bad_job_is_reported_in_one_run_before_any_resource():
+    """Declarations, cross-area names (team, pool) and what only the pool can tell (GPUs) of
+    three jobs come back together, each with its key and a suggestion where one exists."""
+    import json
+
+    import pulumi
+
+    config = read_stack_file(ROOT / "Pulumi.dev.yaml")
+    jobs = [
+        {**GOOD_JOB, "name": "a", "pool": "gpu-workload"},
+        {**GOOD_JOB, "name": "b", "team": "reserch", "workrs": 2},
+        {**GOOD_JOB, "name": "c", "pool": "gpu-workloads", "gpusPerWorker": 8},
+        GOOD_JOB,
+        {**GOOD_JOB, "name": "d", "team": "reserch"},
+    ]
+    config["trainforge:jobs"] = json.dumps(jobs)
+    mocks = TrainforgeMocks(preview=True)
+    with pytest.raises(pulumi.RunError) as err:
+        run_mocked(ROOT / "__main__.py", config, stack="dev", preview=True, mocks=mocks)
+    lines = err.value.__cause__.errors
+    assert [line.split(": ")[0] for line in lines] == [
+        "trainforge:jobs[1].workrs",
+        "trainforge:jobs[0].pool",
+        "trainforge:jobs[1].team",
+        "trainforge:jobs[2].gpusPerWorker",
+        "trainforge:jobs[4].team",
+    ]
+    assert "(did you mean 'workers'?)" in lines[0]
+    assert "(did you mean 'gpu-workloads'?)" in lines[1]
+    assert lines[2].endswith("expected one of the teams: research (did you mean 'research'?)")
+    assert lines[4].endswith("expected one of the teams: research (did you mean 'research'?)")
+    assert mocks.resources == []

@@ -112,7 +112,9 @@ def test_without_mlflow_no_credentials_are_mounted(backend):
 
 
 def test_a_job_cannot_move_home_away_from_its_mlflow_credentials():
-    with pytest.raises(JobConfigError, match=r"job\.env\.HOME: got '/fsx/home'; HOME is /tmp"):
+    with pytest.raises(
+        JobConfigError, match=r"job\.env\.HOME: got '/fsx/home'; expected no HOME: it is /tmp"
+    ):
         parse_job({"name": "x", "team": "t", "pool": "p", "env": {"HOME": "/fsx/home"}}, W)
 
 
@@ -158,5 +160,5 @@ def test_topology_on_a_pool_without_topology_aware_scheduling_is_refused():
 
 
 def test_priority_must_be_a_class_the_platform_declares():
-    with pytest.raises(JobConfigError, match=r"job.priority.*high, normal, low"):
+    with pytest.raises(JobConfigError, match=r"job.priority.*one of 'high', 'normal', 'low'"):
         parse_job({"name": "x", "team": "t", "pool": "p", "priority": "urgent"}, W)

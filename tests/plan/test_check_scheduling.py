@@ -59,7 +59,7 @@ def test_a_job_that_skipped_resolve_job_is_a_finding():
         tgt,
         "j",
     )
-    too_many = replace(ok, workers=8)  # what resolve_job would have refused
+    too_many = ok.model_copy(update={"workers": 8})  # what resolve_job would have refused
     result = scheduling.check(_ctx(_declared(too_many, tgt)))
     (finding,) = result.findings
     assert finding.rule == scheduling.RULE
@@ -73,7 +73,7 @@ def test_a_job_that_skipped_resolve_job_is_a_finding():
 def test_a_pod_bigger_than_what_the_node_leaves_is_a_finding():
     tgt = target(GPU_POOL)
     ok = resolve_job(parse_job({"name": "j", "team": "research", "pool": "x"}, "j"), tgt, "j")
-    result = scheduling.check(_ctx(_declared(replace(ok, cpu="48"), tgt)))
+    result = scheduling.check(_ctx(_declared(ok.model_copy(update={"cpu": "48"}), tgt)))
     (finding,) = result.findings
     assert "needs cpu 48000m, g5.12xlarge: 48 vCPU - 190m kubelet reservation" in finding.message
 
@@ -81,7 +81,7 @@ def test_a_pod_bigger_than_what_the_node_leaves_is_a_finding():
 def test_a_job_over_the_team_quota_is_a_finding():
     tgt = target(GPU_POOL, quota=TeamQuota(gpus="4"))
     ok = resolve_job(parse_job({"name": "j", "team": "research", "pool": "x"}, "j"), tgt, "j")
-    result = scheduling.check(_ctx(_declared(replace(ok, workers=2), tgt)))
+    result = scheduling.check(_ctx(_declared(ok.model_copy(update={"workers": 2}), tgt)))
     assert [f.message.split(": ", 1)[1] for f in result.findings] == [
         "2 pod(s) need gpus 8 but the team quota is 4"
     ]
@@ -130,7 +130,9 @@ def test_a_contract_without_jobs_still_shows_its_pools_with_their_bounds():
 def test_quota_lines_show_fractions_of_a_cpu_and_whole_numbers():
     tgt = target(GPU_POOL)
     ok = resolve_job(parse_job({"name": "j", "team": "research", "pool": "x"}, "j"), tgt, "j")
-    result = scheduling.check(_ctx(_declared(replace(ok, cpu="500m", workers=3), tgt)))
+    result = scheduling.check(
+        _ctx(_declared(ok.model_copy(update={"cpu": "500m", "workers": 3}), tgt))
+    )
     (quota,) = [line for line in result.sections[0].lines if "quota:" in line]
     assert quota.startswith("  team research quota: gpus 12/64, cpu 1.5/1000, memory ")
 
@@ -189,7 +191,7 @@ def test_every_pool_is_listed_once_whatever_repeats_before_it():
         efa_t,
         "e",
     )
-    again = replace(gpu_job, name="g2")
+    again = gpu_job.model_copy(update={"name": "g2"})
     jobs = (_declared(gpu_job, gpu_t), _declared(again, gpu_t), _declared(efa_job, efa_t))
     result = scheduling.check(_ctx(*jobs))  # gpu-workloads twice, then efa-p5
     heads = [line for line in result.sections[0].lines if line.startswith("pool ")]

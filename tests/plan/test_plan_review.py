@@ -225,7 +225,7 @@ def test_a_bad_fingerprint_key_is_a_one_line_config_error():
     from trainforge.jobs.spec import parse_job
 
     with pytest.raises(
-        JobConfigError, match=r"checkpoint.fingerprint: got 'layout'; module:function"
+        JobConfigError, match=r"checkpoint.fingerprint: got 'layout'; expected module:function"
     ):
         parse_job({"name": "a", "team": "t", "pool": "p", "checkpoint": {"fingerprint": "layout"}})
 

@@ -214,18 +214,9 @@ class TrainingJobArgs(TypedDict, total=False):
     target: JobTargetArgs
 
 
-def _checkpoint_raw(raw: dict[str, Any]) -> dict[str, Any]:
-    out = dict(raw)
-    if "async_save" in out:
-        out["async"] = out.pop("async_save")
-    return out
-
-
 def spec_from_args(name: str, args: dict[str, Any], where: str) -> JobSpec:
     raw = {k: v for k, v in dict(args).items() if k != "target" and v is not None}
     raw.setdefault("name", name)
-    if isinstance(raw.get("checkpoint"), dict):
-        raw["checkpoint"] = _checkpoint_raw(raw["checkpoint"])
     return parse_job(raw, where)
 
 
@@ -517,7 +508,5 @@ class TrainingJob(pulumi.ComponentResource):
                 "TrainingJob.function sets the entrypoint (the function)",
             )
         raw["entrypoint"] = {"function": fn, "function_args": function_args}
-        if isinstance(raw.get("checkpoint"), dict):
-            raw["checkpoint"] = _checkpoint_raw(raw["checkpoint"])
         spec = parse_job(raw, f"TrainingJob {name}")
         return cls(name, args, opts, spec=spec, **kw)

@@ -19,26 +19,50 @@ from typing import Any
 import pulumi
 
 from trainforge.core.contract import PlatformContract
+from trainforge.core.errors import JobConfigError
 from trainforge.jobs import codeship, entrypoint
 from trainforge.jobs.component import TrainingJob
-from trainforge.jobs.spec import parse_jobs
+from trainforge.jobs.spec import JobsError, parse_jobs, validate_jobs
 from trainforge.jobs.wiring import resolve_job
+from trainforge.stack.base import one_of, problem
 
 CONFIG_KEY = "trainforge:jobs"
 
 
 def check_jobs(contract: PlatformContract, raw_jobs: Any) -> None:
-    """Raise JobConfigError for the first bad job, on a contract built before any resource.
+    """Raise JobsError with every problem of every job, on a contract built before any
+    resource: the declarations, each job's team and pool names (with a "did you mean"), then
+    each valid job's fit on its pool and its own code.
 
     The program passes `platform.published.contract_from_config(config)`: the stack config
     alone, with pool facts from the (cached) instance-type lookups. Taking the contract rather
     than the config keeps jobs below platform (docs/architecture.md, "Layers").
     """
-    for i, spec in enumerate(parse_jobs(raw_jobs, CONFIG_KEY)):
+    errors: list[str] = []
+    specs = validate_jobs(raw_jobs, CONFIG_KEY, errors)
+    for i, spec in enumerate(specs):
         where = f"{CONFIG_KEY}[{i}]"
-        job = resolve_job(spec, contract.target(spec.team, spec.pool, where), where)
-        # the job's own code: the files exist, fit a ConfigMap, the script parses
-        entrypoint.user_code(job, ".", where)
+        # the team and pool names, also of a job whose other keys are wrong
+        raw = {"team": spec.team, "pool": spec.pool} if spec is not None else raw_jobs[i]
+        known = spec is not None
+        for key, names, what in (
+            ("team", contract.teams, "teams"),
+            ("pool", contract.pools, "node pools"),
+        ):
+            value = raw.get(key) if isinstance(raw, dict) else None
+            if isinstance(value, str) and value not in names:
+                errors.append(problem(f"{where}.{key}", value, one_of(value, names, what)))
+                known = False
+        if not known or spec is None:
+            continue
+        try:
+            job = resolve_job(spec, contract.target(spec.team, spec.pool, where), where)
+            # the job's own code: the files exist, fit a ConfigMap, the script parses
+            entrypoint.user_code(job, ".", where)
+        except JobConfigError as e:
+            errors.extend(getattr(e, "errors", None) or [str(e)])
+    if errors:
+        raise JobsError(errors)
 
 
 def declare_jobs(

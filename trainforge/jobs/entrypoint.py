@@ -39,6 +39,7 @@ from trainforge.core.errors import JobConfigError
 from trainforge.jobs import codeship, images
 from trainforge.jobs.codeship import CODE_MOUNT, USER_CODE_MOUNT, CodeBundle
 from trainforge.jobs.spec import EntrypointSpec, JobSpec
+from trainforge.stack.jobs import FLAG_OF
 from trainforge.training import contract as c
 from trainforge.training.timeouts import DEFAULT_HANG_TIMEOUT_S, Timeouts
 
@@ -107,35 +108,16 @@ def mirrors_to_s3(job: JobSpec, target: JobTarget) -> bool:
 def training_args(job: JobSpec, target: JobTarget) -> list[Any]:
     """The `python -m trainforge.training` flags for this job: its training and checkpointing
     settings as the runtime's own parser reads them (trainforge.training.config)."""
-    t = job.training
     args: list[Any] = ["--strategy", job.strategy]
-    flag_values = [
-        ("--model", t.model),
-        ("--layers", t.layers),
-        ("--d-model", t.d_model),
-        ("--heads", t.heads),
-        ("--seq-len", t.seq_len),
-        ("--vocab-size", t.vocab_size),
-        ("--dataset", t.dataset),
-        ("--data-path", _on_volume(t.data_path, target)),
-        ("--dataset-size", t.dataset_size),
-        ("--steps", t.steps),
-        ("--batch-size", t.batch_size),
-        ("--grad-accum", t.grad_accum),
-        ("--lr", t.lr),
-        ("--warmup-steps", t.warmup_steps),
-        ("--weight-decay", t.weight_decay),
-        ("--seed", t.seed),
-        ("--log-every", t.log_every),
-        ("--precision", t.precision),
-    ]
-    for flag, value in flag_values:
-        if value is not None:
+    # the job's runtime flags are the runtime's own (trainforge.stack.jobs.FLAG_OF): those
+    # with a value first, then the switches (the order every existing job's pods carry)
+    values = [(flag, getattr(job, name)) for name, flag in FLAG_OF.items()]
+    for flag, value in values:
+        if flag == "--data-path":
+            value = _on_volume(value, target)
+        if value is not None and not isinstance(value, bool):
             args += [flag, str(value)]
-    if t.compile:
-        args.append("--compile")
-    if t.activation_checkpointing:
-        args.append("--activation-checkpointing")
+    args += [flag for flag, value in values if value is True]
     ck = job.checkpoint
     args += [
         "--run-name",

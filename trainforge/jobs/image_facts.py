@@ -21,20 +21,14 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from trainforge.core.errors import JobConfigError
+from trainforge.stack.base import validate
+from trainforge.stack.jobs import ImageFactsKeys, JobsError
 
 # A fact is True/a version string (present), False (known absent) or None (unknown).
 Fact = str | bool | None
 
-# The pieces a job's features need, with the config key that declares each.
-PIECES = {
-    "mlflow": "mlflow",
-    "boto3": "boto3",
-    "libfabric": "libfabric",
-    "aws_ofi_nccl": "awsOfiNccl",
-    "trainforge": "trainforge",
-}
-VERSIONS = {"torch": "torch", "cuda": "cuda", "python": "python"}
+# The pieces a job's features need: the imageFacts keys other than the versions.
+PIECES = tuple(n for n in ImageFactsKeys.model_fields if n not in ("torch", "cuda", "python"))
 
 
 @dataclass(frozen=True)
@@ -105,30 +99,19 @@ def stock_facts(image: str) -> ImageFacts | None:
 
 
 def parse_declared(raw: Any, where: str) -> ImageFacts:
-    """A job's `imageFacts` mapping: versions as strings, pieces as true/false or a version."""
-    if not isinstance(raw, dict):
-        raise JobConfigError(
-            where, raw, "expected a mapping such as {mlflow: true, boto3: true, torch: '2.13'}"
-        )
-    keys = {**VERSIONS, **PIECES}
-    by_key = {v: k for k, v in keys.items()}
-    values: dict[str, Any] = {}
-    for key, value in raw.items():
-        if key not in by_key:
-            valid = ", ".join(sorted(by_key))
-            raise JobConfigError(f"{where}.{key}", value, f"unknown fact; valid: {valid}")
-        name = by_key[key]
-        if name in VERSIONS:
-            if not isinstance(value, str | int | float) or isinstance(value, bool):
-                raise JobConfigError(f"{where}.{key}", value, "expected a version string")
-            values[name] = str(value)
-        else:
-            if not isinstance(value, bool | str):
-                raise JobConfigError(
-                    f"{where}.{key}", value, "expected true, false or a version string"
-                )
-            values[name] = value
-    return ImageFacts(**values, source="declared by the job (imageFacts)")
+    """A job's `imageFacts` mapping (its keys: trainforge.stack.jobs.ImageFactsKeys)."""
+    errors: list[str] = []
+    keys = validate(ImageFactsKeys, raw, where, errors)
+    if keys is None:
+        raise JobsError(errors)
+    return declared(keys)
+
+
+def declared(keys: Any) -> ImageFacts:
+    """The facts a job declares (a validated `ImageFactsKeys`)."""
+    return ImageFacts(
+        **keys.model_dump(exclude_none=True), source="declared by the job (imageFacts)"
+    )
 
 
 def facts_for(image: str, declared: ImageFacts | None) -> ImageFacts:

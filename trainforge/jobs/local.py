@@ -34,7 +34,7 @@ import stat
 import subprocess
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -309,7 +309,9 @@ def user_code_run(
     env = dict(os.environ)
     for name in (*c.CONTRACT_VARIABLES, "TORCHELASTIC_RESTART_COUNT"):
         env.pop(name, None)
-    local_job = replace(job, checkpoint=replace(job.checkpoint, s3_mirror=False))
+    local_job = job.model_copy(
+        update={"checkpoint": job.checkpoint.model_copy(update={"s3_mirror": False})}
+    )
     for name, value in entrypoint.contract_variables(local_job, target):
         env[name] = str(value)
     env[c.CHECKPOINT_DIR] = _rewrite(pod_ckpt, mapping)

@@ -145,7 +145,7 @@ def env(
         {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"},  # code volume is read-only
         # The root filesystem is read-only and the image's HOME is not ours: caches go to /tmp,
         # and the team's MLflow credentials are mounted at $HOME/.mlflow (tenancy.HOME; a job
-        # may not change it, spec._RESERVED_ENV).
+        # may not change it, trainforge.stack.jobs.RESERVED_ENV).
         {"name": "HOME", "value": tenancy.HOME},
         {"name": "TORCHINDUCTOR_CACHE_DIR", "value": "/tmp/torchinductor"},
         {"name": "TRITON_CACHE_DIR", "value": "/tmp/triton"},
@@ -185,7 +185,7 @@ def with_user_env(platform: list[dict[str, Any]], user: tuple[tuple[str, str], .
     """Each name once: the user's `env` value replaces a platform default of the same name
     in place (NCCL_DEBUG, NCCL_SOCKET_IFNAME, FI_PROVIDER ...); other names follow.
     Names the platform must own (the contract's) are refused when the job is parsed
-    (spec._RESERVED_ENV)."""
+    (trainforge.stack.jobs.RESERVED_ENV)."""
     given = dict(user)
     out = [
         {"name": e["name"], "value": given.pop(e["name"])} if e["name"] in given else e

@@ -72,7 +72,7 @@ RUNTIMES = {
 }
 # What the runtimes fix for every job: the job model's defaults.
 RUNTIME_RUN_POLICY = RunPolicySpec()
-RUNTIME_METRICS_PORT = JobSpec.metrics_port
+RUNTIME_METRICS_PORT = JobSpec.model_fields["metrics_port"].default
 # restartPolicy ExitCode as the training operator v1 implements it: exit codes 1-127 are the
 # program's own failures (permanent, the job fails); >= 128 are signals (OOM kill 137,
 # SIGTERM 143), retried within backoffLimit.

@@ -13,7 +13,6 @@ see `trainforge.core.contract`.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from fractions import Fraction
 
 from trainforge.core import versions
@@ -228,17 +227,18 @@ def resolve_job(job: JobSpec, target: JobTarget, where: str = "job") -> JobSpec:
         # /dev/shm is memory-backed and counted against the container's memory limit.
         raise JobConfigError(f"{where}.shmSize", shm, f"must be smaller than memory ({memory})")
 
-    resolved = replace(
-        job,
-        backend=backend,
-        restart_policy=default_restart_policy(job, target, backend),
-        gpus_per_worker=gpus,
-        procs_per_worker=procs if procs is not None else (gpus or 1),
-        cpu=cpu,
-        memory=memory,
-        shm_size=shm,
-        efa=efa,
-        checkpoint=replace(job.checkpoint, s3_mirror=mirror),
+    resolved = job.model_copy(
+        update={
+            "backend": backend,
+            "restart_policy": default_restart_policy(job, target, backend),
+            "gpus_per_worker": gpus,
+            "procs_per_worker": procs if procs is not None else (gpus or 1),
+            "cpu": cpu,
+            "memory": memory,
+            "shm_size": shm,
+            "efa": efa,
+            "checkpoint": job.checkpoint.model_copy(update={"s3_mirror": mirror}),
+        }
     )
     check_quota(resolved, target, where)
     storage.check_storage(resolved, target, where)
@@ -273,7 +273,9 @@ def choose_image(job: JobSpec, target: JobTarget, efa: bool) -> tuple[JobSpec, I
     if job.image is None and images is not None:
         chosen = images.for_pool(efa)
         if chosen is not None:
-            job = replace(job, image=chosen.ref, code_source="image", image_facts=chosen.facts)
+            job = job.model_copy(
+                update={"image": chosen.ref, "code_source": "image", "image_facts": chosen.facts}
+            )
             return job, chosen.facts
     if job.image is None:
         try:
@@ -282,11 +284,11 @@ def choose_image(job: JobSpec, target: JobTarget, efa: bool) -> tuple[JobSpec, I
             return job, UNKNOWN  # refused with its reasons by images.check_image
         facts = stock_facts(stock) or UNKNOWN
         if images is not None and images.routes is not None:
-            job = replace(job, image=images.rewrite(stock))
+            job = job.model_copy(update={"image": images.rewrite(stock)})
         return job, facts
     facts = facts_for(job.image, job.image_facts)
     if images is not None:
-        job = replace(job, image=images.rewrite(job.image))
+        job = job.model_copy(update={"image": images.rewrite(job.image)})
     return job, facts
 
 

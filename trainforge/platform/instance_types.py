@@ -67,10 +67,16 @@ def instance_type_facts(name: str) -> InstanceTypeFacts:
     )
 
 
-@functools.cache
 def offered_in_region(instance_types: tuple[str, ...]) -> frozenset[str]:
     """Which of `instance_types` EC2 offers in the stack's region (DescribeInstanceTypeOfferings,
     location type region, read at preview; the offline plan answers from moto's bundled copy)."""
+    # cached per region: one process may validate stacks of several regions (the plan, tests)
+    return _offered(pulumi.Config("aws").get("region"), instance_types)
+
+
+@functools.cache
+def _offered(region: str | None, instance_types: tuple[str, ...]) -> frozenset[str]:
+    del region  # the cache key: the lookup itself answers for the provider's region
     r = aws.ec2.get_instance_type_offerings(
         filters=[{"name": "instance-type", "values": list(instance_types)}],
         location_type="region",

@@ -19,7 +19,6 @@ Pure: no Pulumi and no torch (resolve_job runs inside `pulumi preview`).
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 
 from trainforge.core.contract import PoolFacts, efa_count
@@ -243,14 +242,13 @@ class DoesNotFit(JobConfigError):
 def _what_fits(job: JobSpec, pool: PoolFacts, e: JobEstimate) -> list[str]:
     """Changes that would make the job fit, each with its estimate (first that fit)."""
     shape = shape_of(job)
-    t = job.training
     sized = job.model_size
     out: list[str] = []
 
     def with_training(**kw: object) -> JobSpec:
         if sized is not None:
-            return dataclasses.replace(job, model_size=dataclasses.replace(sized, **kw))
-        return dataclasses.replace(job, training=dataclasses.replace(t, **kw))
+            return job.model_copy(update={"model_size": sized.model_copy(update=kw)})
+        return job.model_copy(update=kw)
 
     def fits(candidate: JobSpec) -> JobEstimate | None:
         """The candidate's estimate if it fits under the high-water mark."""
@@ -263,16 +261,15 @@ def _what_fits(job: JobSpec, pool: PoolFacts, e: JobEstimate) -> list[str]:
 
     def with_ac(j: JobSpec) -> JobSpec:
         if j.model_size is not None:
-            size = dataclasses.replace(j.model_size, activation_checkpointing=True)
-            return dataclasses.replace(j, model_size=size)
-        flags = dataclasses.replace(j.training, activation_checkpointing=True)
-        return dataclasses.replace(j, training=flags)
+            size = j.model_size.model_copy(update={"activation_checkpointing": True})
+            return j.model_copy(update={"model_size": size})
+        return j.model_copy(update={"activation_checkpointing": True})
 
     candidates: list[tuple[str, JobSpec]] = []
     if not shape.activation_checkpointing:
         candidates.append(("activationCheckpointing: true", with_ac(job)))
     if job.strategy == "ddp" and e.world_size > 1:
-        fsdp = dataclasses.replace(job, strategy="fsdp", preset="fsdp")
+        fsdp = job.model_copy(update={"strategy": "fsdp", "preset": "fsdp"})
         candidates.append(("preset: fsdp", fsdp))
         if not shape.activation_checkpointing:
             candidates.append(("preset: fsdp with activationCheckpointing: true", with_ac(fsdp)))
@@ -301,7 +298,7 @@ def _what_fits(job: JobSpec, pool: PoolFacts, e: JobEstimate) -> list[str]:
     # more GPUs (FSDP shards the states over them)
     if job.strategy == "fsdp" and job.elastic is None:
         for workers in range(job.workers + 1, 4 * job.workers + 9):
-            c = fits(dataclasses.replace(job, workers=workers))
+            c = fits(job.model_copy(update={"workers": workers}))
             if c is not None:
                 out.append(f"workers: {workers} (est. {gib(c.memory_total)})")
                 break
