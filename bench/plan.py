@@ -1,6 +1,13 @@
 """Offline plan time for a stack with N jobs (default: prod with 10, 100 and 1000 jobs).
 
     .venv/bin/python bench/plan.py [--stack prod] [--sizes 10,100,1000] [--project-dir .]
+    .venv/bin/python bench/plan.py --cli [--before DIR] [--rounds 3] [--sizes 100]
+
+`--cli` times what a user (and CI) runs: a fresh `python -m trainforge plan --stack STACK
+--out DIR` process, imports included, for the stack as configured and for each size; with
+`--before DIR` (another checkout, e.g. `git worktree add /tmp/base main`) the same commands
+run with that checkout's code, interleaved round by round so that the machine's load hits
+both alike, and the table gives after/before ratios of the medians.
 
 Jobs are synthesised into the stack config `trainforge:jobs` by copying the stack's first job
 (renamed job-0001, job-0002, ...), or, when the stack declares none, a small job on the first
@@ -16,11 +23,18 @@ from __future__ import annotations
 
 import argparse
 import copy
+import json
+import os
 import pathlib
+import resource
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from typing import Any
+
+import yaml
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -99,13 +113,181 @@ def measure(root: pathlib.Path, stack: str, jobs: list[dict] | None) -> dict[str
     }
 
 
+def project_farm(tree: pathlib.Path, stack: str, cfg_file: dict[str, Any], dest: pathlib.Path):
+    """A project folder that is `tree` (links to its entries) with its own stack file."""
+    dest.mkdir(parents=True)
+    for entry in tree.iterdir():
+        if entry.name in (f"Pulumi.{stack}.yaml", "build", ".git") or entry.name.startswith("."):
+            continue
+        (dest / entry.name).symlink_to(entry)
+    (dest / f"Pulumi.{stack}.yaml").write_text(yaml.safe_dump(cfg_file, sort_keys=False))
+    return dest
+
+
+def time_cli(project: pathlib.Path, stack: str, work: pathlib.Path) -> tuple[float, float, int]:
+    """(wall s, CPU s, exit code) of one fresh `trainforge plan --out` process."""
+    env = {**os.environ, "PYTHONPATH": str(project)}
+    cmd = [sys.executable, "-m", "trainforge", "plan", "--stack", stack]
+    cmd += ["--out", str(work / "out"), "--report", str(work / "report.txt")]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t = time.perf_counter()
+    rc = subprocess.run(cmd, cwd=project, env=env, capture_output=True).returncode
+    wall = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, rc
+
+
+def cli_main(args: argparse.Namespace, sizes: list[int]) -> int:
+    root = args.project_dir.resolve()
+    data = yaml.safe_load((root / f"Pulumi.{args.stack}.yaml").read_text()) or {}
+    template = job_template(data.get("config") or {})
+    trees = {"after": root}
+    if args.before is not None:
+        trees = {"before": args.before.resolve(), "after": root}
+    cases: list[tuple[str, dict[str, Any]]] = [(f"{args.stack} as configured", data)]
+    for n in sizes:
+        cfg = copy.deepcopy(data)
+        cfg.setdefault("config", {})["trainforge:jobs"] = synth_jobs(template, n)
+        cases.append((f"{args.stack} with {n} jobs", cfg))
+    times: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    with tempfile.TemporaryDirectory(prefix="plan-bench-") as tmp:
+        farms = {}
+        for label, tree in trees.items():
+            for i, (_case, cfg) in enumerate(cases):
+                farms[label, i] = project_farm(
+                    tree, args.stack, cfg, pathlib.Path(tmp) / f"{label}-{i}"
+                )
+        for r in range(args.rounds):
+            for i, (case, _cfg) in enumerate(cases):
+                for label in trees:
+                    work = pathlib.Path(tmp) / f"w-{label}-{i}-{r}"
+                    wall, cpu, rc = time_cli(farms[label, i], args.stack, work)
+                    if rc not in (0, 1):
+                        print(f"{label}: {case}: trainforge plan exited {rc}", file=sys.stderr)
+                        return 2
+                    times.setdefault((label, case), []).append((wall, cpu))
+                    print(f"  round {r + 1} {label:>6} {case}: {wall:.2f} s wall, {cpu:.2f} s CPU")
+    print(
+        f"\ncold `trainforge plan --out` processes, median of {args.rounds} rounds (load {os.getloadavg()[0]:.1f}):"
+    )
+    print(
+        f"{'case':<28} {'tree':>6} {'wall s':>7} {'CPU s':>6} {'wall/before':>11} {'CPU/before':>10}"
+    )
+    for case, _cfg in cases:
+        base = times.get(("before", case))
+        for label in trees:
+            wall = statistics.median(w for w, _ in times[label, case])
+            cpu = statistics.median(c for _, c in times[label, case])
+            ratio = ""
+            if base and label != "before":
+                bw = statistics.median(w for w, _ in base)
+                bc = statistics.median(c for _, c in base)
+                ratio = f"{wall / bw:>11.2f} {cpu / bc:>10.2f}"
+            print(f"{case:<28} {label:>6} {wall:>7.2f} {cpu:>6.2f} {ratio}")
+    return 0
+
+
+def plan_outputs(
+    project: pathlib.Path, stack: str, work: pathlib.Path, tree: pathlib.Path
+) -> dict[str, str]:
+    """The plan's outputs (the --json inventory, the full report, every manifest) as text."""
+    env = {**os.environ, "PYTHONPATH": str(project)}
+    cmd = [sys.executable, "-m", "trainforge", "plan", "--stack", stack, "--out"]
+    cmd += [str(work / "out"), "--json", str(work / "plan.json"), "--report", str(work / "r.txt")]
+    proc = subprocess.run(cmd, cwd=project, env=env, capture_output=True, text=True)
+
+    def masked(text: str) -> str:  # the folders differ between the two checkouts
+        for path, name in ((work, "WORK"), (project, "PROJECT"), (tree, "PROJECT")):
+            text = text.replace(str(path), name)
+        return text
+
+    files = {"exit code": str(proc.returncode), "stdout": masked(proc.stdout)}
+    for f in sorted(work.rglob("*")):
+        if f.is_file():
+            files[str(f.relative_to(work))] = masked(f.read_text())
+    return files
+
+
+def canonical(name: str, text: str | None) -> Any:
+    """An output with its order and timings taken out: the plan's resource registration order (and with
+    it the order of dependency lists and of the report's tree) varies from run to run, since
+    the program's outputs resolve concurrently; the content must not."""
+    if text is None:
+        return None
+    if name.endswith(".json"):
+
+        def norm(v: Any) -> Any:
+            if isinstance(v, dict):  # "seconds": the pod script rehearsal's own run time
+                return {k: norm(x) for k, x in v.items() if k != "seconds"}
+            if isinstance(v, list):
+                return sorted((norm(x) for x in v), key=lambda x: json.dumps(x, sort_keys=True))
+            return v
+
+        return json.dumps(norm(json.loads(text)), sort_keys=True)
+    return sorted(text.splitlines())
+
+
+def compare_main(args: argparse.Namespace, sizes: list[int]) -> int:
+    """Plan dev, STACK and STACK with each size with both checkouts; every output must match."""
+    if args.before is None:
+        print("--compare needs --before DIR", file=sys.stderr)
+        return 2
+    root = args.project_dir.resolve()
+    trees = {"before": args.before.resolve(), "after": root}
+    stacks = sorted({"dev", args.stack})
+    cases: list[tuple[str, str, dict[str, Any] | None]] = [(s, s, None) for s in stacks]
+    data = yaml.safe_load((root / f"Pulumi.{args.stack}.yaml").read_text()) or {}
+    for n in sizes:
+        cfg = copy.deepcopy(data)
+        cfg.setdefault("config", {})["trainforge:jobs"] = synth_jobs(
+            job_template(data.get("config") or {}), n
+        )
+        cases.append((f"{args.stack} with {n} jobs", args.stack, cfg))
+    differ = 0
+    with tempfile.TemporaryDirectory(prefix="plan-compare-") as tmp:
+        for case, stack, cfg in cases:
+            outs = {}
+            for label, tree in trees.items():
+                project = tree
+                if cfg is not None:
+                    project = project_farm(tree, stack, cfg, pathlib.Path(tmp) / f"p-{label}")
+                work = pathlib.Path(tmp) / f"w-{label}"
+                outs[label] = plan_outputs(project, stack, work, tree)
+                subprocess.run(["rm", "-rf", str(work), str(pathlib.Path(tmp) / f"p-{label}")])
+            a, b = outs["before"], outs["after"]
+            keys = sorted(a.keys() | b.keys())
+            ordered = [k for k in keys if a.get(k) != b.get(k)]
+            bad = [k for k in ordered if canonical(k, a.get(k)) != canonical(k, b.get(k))]
+            differ += len(bad)
+            print(
+                f"{case}: {len(keys)} outputs, {len(keys) - len(ordered)} byte-identical, "
+                f"{len(ordered) - len(bad)} identical up to order ({', '.join(ordered)}), "
+                f"{len(bad)} differ{': ' if bad else ''}{', '.join(bad[:10])}"
+            )
+    return 1 if differ else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--stack", default="prod", help="stack whose config is used (default prod)")
     ap.add_argument("--sizes", default="10,100,1000", help="comma-separated job counts")
     ap.add_argument("--project-dir", type=pathlib.Path, default=ROOT, help="project folder")
+    ap.add_argument("--cli", action="store_true", help="time fresh CLI processes (see above)")
+    ap.add_argument(
+        "--compare",
+        action="store_true",
+        help="with --before: plan dev, STACK and STACK with each size with both checkouts "
+        "and compare every output (exit 1 when any differs)",
+    )
+    ap.add_argument("--before", type=pathlib.Path, help="with --cli: the checkout to compare")
+    ap.add_argument("--rounds", type=int, default=3, help="with --cli: rounds (default 3)")
     args = ap.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s]
+    if args.cli:
+        return cli_main(args, sizes)
+    if args.compare:
+        return compare_main(args, sizes)
 
     cfg = stack_config(args.project_dir, args.stack)
     template = job_template(cfg)

@@ -4,13 +4,17 @@ venv (no source tree on the path), run `trainforge calibrate` from there.
 Why: a data file missing from the wheel, or a command that writes into the installed package
 (read-only for many users, replaced by the next upgrade), passes every in-tree test. This test
 builds with the shared venv's setuptools (no build isolation: no download) and installs with
-`--no-deps --no-index`; the calibrate command needs the standard library only.
+`--no-deps --no-index`; the calibrate command needs the standard library and pydantic (the
+job model it parses a job with), which the scratch venv borrows from the shared one by a .pth
+line (a path entry, so the shared venv's editable trainforge is not activated: only the wheel's
+trainforge can be imported).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import pathlib
 import shutil
 import subprocess
 import sys
@@ -64,6 +68,10 @@ def test_the_wheel_ships_calibration_and_calibrate_writes_a_user_path(tmp_path):
         + ["--no-deps", "--no-index", str(wheel)],
         env=env,
     )
+    import pydantic  # noqa: PLC0415 - where the shared venv keeps the base dependency
+
+    (site,) = (venv / "lib").glob("python3*/site-packages")
+    (site / "_shared_deps.pth").write_text(str(pathlib.Path(pydantic.__file__).parents[1]) + "\n")
 
     # a GPU run (the recorded CPU summary relabelled, as tests/jobs/test_calibrate.py does)
     run = tmp_path / "run"

@@ -67,7 +67,7 @@ def test_hung_rank_is_detected_restarted_and_the_job_matches_uninterrupted(
     assert sorted(r for r, _, _ in fired) == ["0", "1"], logs[-5000:]
     for _, elapsed, bound in fired:
         assert float(bound) == HANG_TIMEOUT
-        assert float(elapsed) > float(bound)
+        assert float(elapsed) >= float(bound)  # printed to 0.1 s: 4.04 s reads '4.0'
     # every thread's stack, including where rank 1 is stuck (the hook's sleep)
     assert "Stack of every thread" in logs
     # line by line with the rank's prefix: two ranks firing at once do not interleave

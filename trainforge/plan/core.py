@@ -261,11 +261,16 @@ def plan_project(
 ) -> PlanResult:
     """Preview-mode plan; then, when the platform's mocks exist, the stand-in pass above.
     `program`: a Python file of the project to run instead of __main__.py."""
-    inv = run_project(root, stack, mocks=mocks, config_overrides=config_overrides, program=program)
-    standin = standin_pass(root, stack, config_overrides, program)
-    result = evaluate(inv, waivers_from(inv), root=root, standin=standin)
-    if standins and mocks is None and standin is not None:
-        result.standin_judged = add_standin_findings(result, standin())
+    from trainforge.jobs.estimate import memoized
+
+    with memoized():  # each job is estimated once, not once per asker
+        inv = run_project(
+            root, stack, mocks=mocks, config_overrides=config_overrides, program=program
+        )
+        standin = standin_pass(root, stack, config_overrides, program)
+        result = evaluate(inv, waivers_from(inv), root=root, standin=standin)
+        if standins and mocks is None and standin is not None:
+            result.standin_judged = add_standin_findings(result, standin())
     return result
 
 

@@ -19,6 +19,8 @@ Pure: no Pulumi and no torch (resolve_job runs inside `pulumi preview`).
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from trainforge.core.contract import PoolFacts, efa_count
@@ -123,8 +125,43 @@ def _network(job: JobSpec, pool: PoolFacts, procs: int, pods: int) -> Network:
     return Network(procs_per_pod=procs, pods=pods, node_gbps=gbps, kind=kind, intra_bus=intra)
 
 
+# (job, pool) -> estimate, while `memoized()` is active (a plan); None: no memo
+_MEMO: dict[tuple[JobSpec, PoolFacts], JobEstimate] | None = None
+
+
+@contextlib.contextmanager
+def memoized() -> Iterator[None]:
+    """Within it, `estimate` answers a (job, pool) it has estimated from memory. A plan asks
+    six times per job (resolve_job thrice, the fit warnings, the cost table, the estimates
+    section), ~1 ms each; the facts do not change during a plan. Outside, every call estimates
+    (tests change the facts between calls)."""
+    global _MEMO
+    outer = _MEMO
+    _MEMO = {} if outer is None else outer
+    try:
+        yield
+    finally:
+        _MEMO = outer
+
+
 def estimate(job: JobSpec, pool: PoolFacts, *, calibration: dict | None = None) -> JobEstimate:
     """Memory per GPU, step time and duration of `job` on `pool` (see the module doc)."""
+    memo = _MEMO if calibration is None else None
+    key = (job, pool)
+    if memo is not None:
+        try:
+            return memo[key]
+        except KeyError:
+            pass
+        except TypeError:  # a field that cannot be hashed: no memo for this one
+            memo = None
+    e = _estimate(job, pool, calibration=calibration)
+    if memo is not None:
+        memo[key] = e
+    return e
+
+
+def _estimate(job: JobSpec, pool: PoolFacts, *, calibration: dict | None = None) -> JobEstimate:
     shape = shape_of(job)
     gpus_ = _gpus_per_pod(job, pool)
     procs = job.procs_per_worker or (gpus_ or 1)

@@ -17,6 +17,7 @@ for an SSE-KMS bucket the KMS request S3 makes on the caller's behalf (`kms:ViaS
 
 from __future__ import annotations
 
+import functools
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -292,17 +293,25 @@ def _no_torch_verify(path: Path) -> str | None:
     return None if (path / ".metadata").is_file() else "no .metadata"
 
 
+@functools.cache
+def _session(region: str) -> Any:
+    """One boto3 session per region and process: a session loads the S3 service model (a few
+    MB of JSON, ~0.2 s) for its first client; its later clients reuse it."""
+    import boto3
+
+    return boto3.session.Session(
+        aws_access_key_id="rehearsal",
+        aws_secret_access_key="rehearsal",
+        region_name=region,
+    )
+
+
 @contextmanager
 def _moto_s3(region: str) -> Iterator[Any]:
-    import boto3
     from moto import mock_aws
 
     with mock_aws():
-        session = boto3.session.Session(
-            aws_access_key_id="rehearsal",
-            aws_secret_access_key="rehearsal",
-            region_name=region,
-        )
+        session = _session(region)
         yield session.client("s3", endpoint_url=f"https://s3.{region}.amazonaws.com")
 
 

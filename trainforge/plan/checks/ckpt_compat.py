@@ -4,10 +4,12 @@ A job whose spec changes is replaced (delete, then create); the new pods resume 
 newest checkpoint in the same `--checkpoint-dir`. Whether that works is a property of the
 *state layout*: the DCP keys (sharding-independent fully qualified names), shapes and dtypes
 of the model and optimizer state the runtime saves and loads. For the bundled models this
-module builds that state for real, on the meta device (no weights, no memory): the runtime's
-own `build_model`, `build_optimizer` and `build_scheduler`, one optimizer step on empty
-gradients so AdamW's lazy state exists, then `get_state_dict` flattened the way DCP flattens
-it. Two layouts that differ in any tensor mean `dcp.load` fails (`Size mismatch`, `Missing
+module can build that state for real, on the meta device (no weights, no memory): the
+runtime's own `build_model`, `build_optimizer` and `build_scheduler`, one optimizer step on
+empty gradients so AdamW's lazy state exists, then `get_state_dict` flattened the way DCP
+flattens it (`built_state_layout`). A plan derives the same layout without torch
+(`state_shapes`, which tests hold equal to the build), saving the plan torch's imports. Two
+layouts that differ in any tensor mean `dcp.load` fails (`Size mismatch`, `Missing
 key`) and the job exits with a permanent config error at once: *cannot resume*.
 
 Equal layouts resume, but what the runtime restores is not the whole configuration
@@ -82,16 +84,20 @@ def flag_map(argv: list[str]) -> dict[str, str]:
     return out
 
 
+@functools.cache
+def _runtime_parser() -> Any:
+    """The runtime's argument parser, built once per plan (~5 ms each; a plan parses every
+    job's flags). Parsing leaves no state in it."""
+    from trainforge.training.config import build_parser
+
+    return build_parser()
+
+
 def parse_runtime(args: list[str]) -> Any:
     """The runtime's TrainConfig for these flags (its own parser; no files are checked)."""
-    from trainforge.training.config import (
-        ConfigError,
-        build_parser,
-        check_values,
-        config_from_namespace,
-    )
+    from trainforge.training.config import ConfigError, check_values, config_from_namespace
 
-    parser = build_parser()
+    parser = _runtime_parser()
     try:
         ns, _unknown = parser.parse_known_args(args)
     except SystemExit:
@@ -123,6 +129,19 @@ class Layout:
 
 @functools.lru_cache(maxsize=64)
 def state_layout(cfg: Any) -> Layout:
+    """The state the runtime checkpoints for this TrainConfig: derived without torch for the
+    bundled models (state_shapes, held equal to `built_state_layout` by its tests), built
+    with torch for any other."""
+    from trainforge.plan.checks import state_shapes
+
+    try:
+        tensors, settings = state_shapes.layout(cfg)
+    except state_shapes.UnknownModel:
+        return built_state_layout(cfg)
+    return Layout(tensors, settings)
+
+
+def built_state_layout(cfg: Any) -> Layout:
     """The state the runtime checkpoints for this TrainConfig, built on the meta device with
     the runtime's own model, optimizer and scheduler builders."""
     import torch
@@ -141,7 +160,7 @@ def state_layout(cfg: Any) -> Layout:
 
 # The TrainConfig fields the saved state depends on (model shape; the optimizer settings its
 # param groups carry). Everything else (run name, directories, steps...) is left at its default
-# so that jobs of one shape share one cached layout: a 24-layer model takes ~0.5 s to build.
+# so that jobs of one shape share one cached layout.
 LAYOUT_FIELDS = (
     "model",
     "layers",

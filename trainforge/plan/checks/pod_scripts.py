@@ -395,9 +395,10 @@ def _write(consumer: Consumer, claim: str, run: _Run, tag: str) -> sandbox.RunRe
         host = run.subpath(claim, consumer.sub_path)
     except MissingDirectory as e:
         return sandbox.RunResult(rc=32, stdout="", stderr=f"mount fails: {e}")
+    # one `mkdir -p` for all the directories (a batch of pods: one process, not one each)
     script = " && ".join(
-        f"mkdir -p {shlex.quote(d)} && echo ok > {shlex.quote(d + '/.rehearsal-' + tag)}"
-        for d in consumer.dirs
+        [f"mkdir -p {' '.join(shlex.quote(d) for d in consumer.dirs)}"] * bool(consumer.dirs)
+        + [f"echo ok > {shlex.quote(d + '/.rehearsal-' + tag)}" for d in consumer.dirs]
     )
     return sandbox.run(script, consumer.identity, [sandbox.Mount(host, consumer.mount_path)])
 

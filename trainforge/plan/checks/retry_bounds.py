@@ -27,7 +27,9 @@ Semantics rehearsed (each at the pinned version):
 
 from __future__ import annotations
 
+import functools
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -99,7 +101,10 @@ def ledger_bound(cap: int = CAP) -> int | None:
     return None
 
 
-def pytorchjob_bound(wl: dict[str, Any], job: Any, target: Any) -> Bound:
+def pytorchjob_bound(
+    wl: dict[str, Any], job: Any, target: Any, ledger: Callable[[], int | None] = ledger_bound
+) -> Bound:
+    """`ledger`: the ledger's bound (a plan rehearses it once: it does not depend on the job)."""
     from trainforge.jobs.entrypoint import ledger_counts_attempts  # noqa: PLC0415
 
     spec = wl["spec"]
@@ -110,7 +115,7 @@ def pytorchjob_bound(wl: dict[str, Any], job: Any, target: Any) -> Bound:
         return Bound(1, "restartPolicy Never: the first failed pod fails the job")
     if "ExitCode" in policies:
         if ledger_counts_attempts(job, target):
-            n = ledger_bound()
+            n = ledger()
             if n is not None:
                 return Bound(
                     n,
@@ -147,6 +152,7 @@ def check(ctx: PlanContext) -> CheckResult:
     if declared is None or not declared.jobs:
         return CheckResult()
     runtimes = runtime_docs(ctx)
+    ledger = functools.cache(ledger_bound)
     findings: list[Finding] = []
     lines: list[str] = []
     data: list[dict[str, Any]] = []
@@ -154,7 +160,7 @@ def check(ctx: PlanContext) -> CheckResult:
         wl = dj.emitted.workload
         backend = dj.emitted.backend
         if wl["kind"] == "PyTorchJob":
-            bound = pytorchjob_bound(wl, dj.spec, dj.target)
+            bound = pytorchjob_bound(wl, dj.spec, dj.target, ledger)
         elif wl["kind"] == "TrainJob":
             spec = _trainjob_spec(wl, runtimes)
             if spec is None:

@@ -1,0 +1,104 @@
+"""The checkpoint state layout of the bundled models, derived without torch.
+
+Why: the plan records every job's state layout (ckpt_compat) so that `--diff` can say whether
+a replaced job resumes. Building it with torch on the meta device costs a plan ~2.5 s of
+imports (torch, and torch._dynamo, which every `torch.optim` optimizer imports when it is
+constructed) for a few hundred shapes that follow from the flags. So the plan derives them:
+the models' parameter shapes from `trainforge.training.flops` (the runtime's MFU and the
+estimates use the same functions), their names and order as `named_parameters()` yields them,
+the runtime's AdamW param groups (loop.build_optimizer) and AdamW's state per parameter, the
+keys flattened the way DCP flattens `get_state_dict`. `ckpt_compat.built_state_layout` builds
+the same layout with torch; tests/plan/test_state_shapes.py holds the two equal (every key,
+its order, shape, dtype and every restored setting) so that a change to a model, the
+optimizer or torch fails there, not silently in a plan. A model this module does not know
+falls back to the torch build.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from trainforge.training.flops import MLP_SIZES, gpt_param_shapes, mlp_param_shapes
+
+# loop.build_optimizer: AdamW(betas=(0.9, 0.95)); eps is AdamW's default
+BETAS = (0.9, 0.95)
+EPS = 1e-08
+DTYPE = "float32"  # parameters are built in the default dtype; AdamW's step is a float32 scalar
+GPT_BLOCK = (
+    "ln1.weight",
+    "ln1.bias",
+    "attn.qkv.weight",
+    "attn.proj.weight",
+    "ln2.weight",
+    "ln2.bias",
+    "fc.weight",
+    "out.weight",
+)
+
+
+class UnknownModel(LookupError):
+    """A model whose structure this module does not describe (use the torch build)."""
+
+
+def named_params(cfg: Any) -> tuple[list[tuple[str, tuple[int, ...]]], bool]:
+    """(name, shape) of every parameter in `named_parameters()` order, and whether the
+    model decays every parameter (one param group) as the MLP does."""
+    if cfg.model == "gpt":
+        blocks, root = gpt_param_shapes(cfg.layers, cfg.d_model, cfg.seq_len, cfg.vocab_size)
+        names = ["tok.weight", "pos.weight"]
+        shapes = list(root[:2])
+        for i, block in enumerate(blocks):
+            names += [f"blocks.{i}.{n}" for n in GPT_BLOCK]
+            shapes += block
+        names += ["ln_f.weight", "ln_f.bias", "head.weight"]
+        shapes += root[2:]
+        return list(zip(names, shapes, strict=True)), False
+    if cfg.model == "mlp":
+        blocks, _ = mlp_param_shapes(MLP_SIZES)
+        out = []
+        for i, (w, b) in enumerate(blocks):
+            out += [(f"blocks.{i}.fc.weight", w), (f"blocks.{i}.fc.bias", b)]
+        return out, True
+    raise UnknownModel(cfg.model)
+
+
+def lr_factor(step: int, warmup: int, total: int, floor: float = 0.1) -> float:
+    """loop.lr_factor (the LR schedule's multiplier), which LambdaLR applies at creation."""
+    warmup = min(warmup, total)
+    if warmup and step < warmup:
+        return (step + 1) / warmup
+    span = max(total - warmup, 1)
+    progress = min(max(step - warmup, 0) / span, 1.0)
+    return floor + (1.0 - floor) * 0.5 * (1.0 + math.cos(math.pi * progress))
+
+
+def layout(cfg: Any) -> tuple[dict[str, tuple[tuple[int, ...], str]], dict[str, Any]]:
+    """(tensors, settings) as `trainforge.training.state_layout.layout` returns them for the
+    runtime's model, optimizer and scheduler built from this TrainConfig."""
+    params, decay_all = named_params(cfg)
+    if decay_all:
+        groups = [(params, cfg.weight_decay)]
+    else:
+        groups = [
+            ([p for p in params if len(p[1]) >= 2], cfg.weight_decay),
+            ([p for p in params if len(p[1]) < 2], 0.0),
+        ]
+    tensors: dict[str, tuple[tuple[int, ...], str]] = {
+        f"model.{name}": (shape, DTYPE) for name, shape in params
+    }
+    for group, _ in groups:
+        for name, shape in group:
+            tensors[f"optim.state.{name}.step"] = ((), DTYPE)
+            tensors[f"optim.state.{name}.exp_avg"] = (shape, DTYPE)
+            tensors[f"optim.state.{name}.exp_avg_sq"] = (shape, DTYPE)
+    lr = cfg.lr * lr_factor(0, cfg.warmup_steps, cfg.steps)
+    settings: dict[str, Any] = {}
+    for i, (_, decay) in enumerate(groups):
+        key = f"optim.param_groups.{i}"
+        settings[f"{key}.weight_decay"] = decay
+        settings[f"{key}.lr"] = lr
+        settings[f"{key}.betas"] = list(BETAS)
+        settings[f"{key}.eps"] = EPS
+        settings[f"{key}.initial_lr"] = cfg.lr
+    return tensors, settings
