@@ -9,12 +9,14 @@ docs/rehearsals.md).
 How: the working tree (tracked and untracked, not ignored) is copied to build/mutation/tree,
 so that cosmic-ray's in-place mutations never touch the checkout; per module a cosmic-ray
 config is written (mutation/modules.toml: the module, its tests, optional functions and
-excluded operators), then `cosmic-ray init`, the filters, `cosmic-ray baseline` (the tests
+excluded operators), then `cosmic-ray init`, the filters (mutation/filter_annotations.py drops
+the mutants that only change a type annotation), `cosmic-ray baseline` (the tests
 must pass unmutated) and `cosmic-ray exec`. The summary line per module and the survivors
 (with their diffs) go to stdout and build/mutation/<module>.txt.
 
 Usage: python mutation/run.py --tool .mutation-venv/bin --python .venv/bin/python [MODULE ...]
-(`--rejudge`: only the last run's survivors again, after tests were added for them.)
+(`--rejudge`: only the last run's survivors again, after tests were added for them;
+`--resume`: go on with an interrupted run, in its tree as it was.)
 """
 
 from __future__ import annotations
@@ -126,7 +128,8 @@ def summarize(name: str, path: str, db: Path, tool: Path, tree: Path) -> str:
             counts["not run"] += 1
             continue
         if result["worker_outcome"] == "skipped":
-            counts["skipped"] += 1
+            equivalent = (result.get("output") or "").startswith("Filtered: annotation")
+            counts["annotation" if equivalent else "skipped"] += 1
             continue
         outcome = result.get("test_outcome") or result["worker_outcome"]
         counts[outcome] += 1
@@ -142,7 +145,8 @@ def summarize(name: str, path: str, db: Path, tool: Path, tree: Path) -> str:
     line = (
         f"{name} ({path}): {judged} mutants judged, {killed} killed, {survived} survived: "
         f"kill rate {rate}; incompetent {counts['incompetent']}, skipped by filters "
-        f"{counts['skipped']}, not run {counts['not run']}"
+        f"{counts['skipped']}, in annotations (equivalent, not run) {counts['annotation']}, "
+        f"not run {counts['not run']}"
     )
     (OUT / f"{name}.txt").write_text(line + "\n\nSurvivors:\n" + "\n".join(survivors))
     return line
@@ -158,12 +162,21 @@ def rejudge(name: str, spec: dict, tool: Path, tree: Path, cfg: Path) -> str:
     command = tomllib.loads(cfg.read_text())["cosmic-ray"]["test-command"]
     module = tree / spec["path"]
     original = module.read_bytes()
+    # a second rejudge runs only what the last one left (its list, "- OPERATOR #N at line L")
+    last = OUT / f"{name}-rejudged.txt"
+    left = (
+        {tuple(x[2:].split(" at line ")[0].rsplit(" #", 1)) for x in last.read_text().split("\n")
+         if x.startswith("- ")}
+        if last.exists() else None
+    )  # fmt: skip
     killed, still = 0, []
     for line in dump.splitlines():
         item, result = json.loads(line)
         if not result or result.get("test_outcome") != "survived":
             continue
         m = item["mutations"][0]
+        if left is not None and (m["operator_name"], str(m["occurrence"])) not in left:
+            continue
         try:
             subprocess.run(
                 [str(tool / "cosmic-ray"), "apply", spec["path"], m["operator_name"],
@@ -178,8 +191,9 @@ def rejudge(name: str, spec: dict, tool: Path, tree: Path, cfg: Path) -> str:
         else:
             still.append(f"- {m['operator_name']} #{m['occurrence']} at line {m['start_pos'][0]}")
     out = (
-        f"{name}: of {killed + len(still)} survivors of the last run, {killed} are killed by "
-        f"today's tests, {len(still)} still survive"
+        f"{name}: of {killed + len(still)} survivors of the last run"
+        + (" left by the last rejudge" if left is not None else "")
+        + f", {killed} are killed by today's tests, {len(still)} still survive"
     )
     (OUT / f"{name}-rejudged.txt").write_text(out + "\n" + "\n".join(still) + "\n")
     return out
@@ -195,6 +209,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="only run the last session's survivors again, against today's tests",
     )
+    ap.add_argument(
+        "--resume",
+        action="store_true",
+        help="go on with an interrupted session: its tree and database as they are",
+    )
     args = ap.parse_args(argv)
     specs = tomllib.loads((ROOT / "mutation" / "modules.toml").read_text())["modules"]
     unknown = [m for m in args.modules if m not in specs]
@@ -206,7 +225,8 @@ def main(argv: list[str] | None = None) -> int:
     # a rejudge may run beside a session: its own tree and config files
     suffix = "-rejudge" if args.rejudge else ""
     tree = OUT / f"tree{suffix}"
-    copy_tree(tree)
+    if not args.resume:
+        copy_tree(tree)
     lines = []
     for name in args.modules or list(specs):
         spec = specs[name]
@@ -216,12 +236,14 @@ def main(argv: list[str] | None = None) -> int:
             print(lines[-1], flush=True)
             continue
         db = OUT / f"{name}.sqlite"
-        db.unlink(missing_ok=True)
-        run([str(tool / "cosmic-ray"), "init", str(cfg), str(db)], tree)
-        run([str(tool / "cr-filter-operators"), str(db), str(cfg)], tree)
-        if spec.get("functions"):
-            run([str(tool / "cr-filter-lines"), str(db), "--config", str(cfg)], tree)
-        run([str(tool / "cosmic-ray"), "baseline", str(cfg)], tree)
+        if not (args.resume and db.exists()):
+            db.unlink(missing_ok=True)
+            run([str(tool / "cosmic-ray"), "init", str(cfg), str(db)], tree)
+            run([str(tool / "cr-filter-operators"), str(db), str(cfg)], tree)
+            if spec.get("functions"):
+                run([str(tool / "cr-filter-lines"), str(db), "--config", str(cfg)], tree)
+            run([str(tool / "python"), "mutation/filter_annotations.py", str(db)], tree)
+            run([str(tool / "cosmic-ray"), "baseline", str(cfg)], tree)
         run([str(tool / "cosmic-ray"), "exec", str(cfg), str(db)], tree)
         lines.append(summarize(name, spec["path"], db, tool, tree))
         print(lines[-1], flush=True)

@@ -112,3 +112,123 @@ def test_defaults_fit_every_type_and_share_a_node_evenly():
     cpu, mem = capacity.default_size(CPU_POOL, Fraction(1))
     req = capacity.PodRequest.of(cpu, mem)
     assert all(capacity.fit(r, req).per_node == 1 for r in capacity.rooms(CPU_POOL))
+
+
+# --- the verdicts at their edges (cases a mutation run found untested, docs/rehearsals.md) ---
+
+
+def _one(pool, req):
+    (room,) = capacity.rooms(pool)
+    return capacity.fit(room, req)
+
+
+def test_a_pod_exactly_the_size_of_the_room_fits_and_one_unit_more_does_not():
+    room = capacity.rooms(GPU_POOL)[0]  # 47500m, 173048Mi, 4 GPUs, 729 pod slots
+    exact = capacity.fit(room, capacity.PodRequest.of("47500m", "173048Mi", gpus=4))
+    assert (exact.per_node, exact.short) == (1, ())
+    over = capacity.fit(room, capacity.PodRequest.of("1", "173049Mi", gpus=5))
+    assert over.per_node == 0
+    assert [r for r, _ in over.short] == ["memory", "gpus"]
+    assert over.short[1][1] == "needs 5 GPUs, g5.12xlarge has 4"
+
+
+def test_gpus_and_efa_devices_can_be_the_binding_limit():
+    f = _one(GPU_POOL, capacity.PodRequest.of("1", "1Gi", gpus=3))
+    assert (f.per_node, f.short) == (1, ())  # 4 // 3, and 3 of 4 GPUs is no shortage
+    f = _one(EFA_POOL, capacity.PodRequest.of("1", "1Gi", efa=11))  # 32 // 11
+    assert (f.per_node, f.short) == (2, ())
+    assert _one(EFA_POOL, capacity.PodRequest.of("1", "1Gi", efa=32)).short == ()
+    f = _one(EFA_POOL, capacity.PodRequest.of("1", "1Gi", efa=33))
+    assert f.per_node == 0 and f.short == (("efa", "needs 33 EFA devices, p5.48xlarge has 32"),)
+
+
+@pytest.mark.parametrize(("daemonsets", "per_node"), [(8, 1), (9, 0)])
+def test_a_node_whose_daemonsets_take_every_pod_slot(daemonsets, per_node):
+    from trainforge.core.contract import DaemonSetLoad, PoolFacts
+    from trainforge.jobs.node_facts import node_shape
+
+    node = node_shape("t3.small", 2, 2048, eni_pods=9)
+    pool = PoolFacts(name="tiny", nodes=(node,),
+                     daemonsets=tuple(DaemonSetLoad(f"d{i}") for i in range(daemonsets)))  # fmt: skip
+    f = _one(pool, capacity.PodRequest.of("10m", "1Mi"))
+    assert f.per_node == per_node
+    assert f.short == (
+        ()
+        if per_node
+        else (("pods", "t3.small runs at most 9 pods and its 9 DaemonSet pods take them all"),)
+    )
+
+
+def _two_types(kind="node-group"):
+    from trainforge.core.contract import PoolFacts
+    from trainforge.jobs.node_facts import node_shape
+
+    return PoolFacts(
+        name="mixed", kind=kind, max_nodes=10,
+        nodes=(node_shape("a.bigmem", 4, 65536, eni_pods=29),  # 3920m, 59946Mi
+               node_shape("b.bigcpu", 16, 8192, eni_pods=29)),  # 15890m, 6903Mi
+    )  # fmt: skip
+
+
+def test_the_problem_names_the_first_failing_type_and_every_reason_of_that_resource():
+    r = capacity.rehearse(capacity.PodRequest.of("8", "16Gi"), 1, _two_types())
+    (problem,) = r.problems
+    assert problem.key == "cpu"  # a.bigmem, the first failing type, lacks cpu
+    assert "needs cpu 8000m, a.bigmem: 4 vCPU" in problem.message
+    assert "memory" not in problem.message.split("launches")[0]
+    assert "b.bigcpu" not in problem.message.split(": ", 1)[1].split(". Ask")[0]
+    assert problem.message.startswith(
+        "no instance type of pool 'mixed' (a.bigmem, b.bigcpu) can hold one pod: needs cpu"
+    )
+    both = capacity.rehearse(capacity.PodRequest.of("20", "1Gi"), 1, _two_types())
+    (problem,) = both.problems
+    assert problem.message.count("needs cpu 20000m") == 2  # both types' reasons
+
+
+def test_nodes_needed_rounds_up_per_pool_kind():
+    req = capacity.PodRequest.of("1", "1Gi", gpus=4)  # 2 per p5 node
+    r = capacity.rehearse(req, 3, EFA_POOL)
+    assert r.nodes_needed == 2 and ("nodes", "2", "16") in r.pool_usage
+    # Karpenter: the type that needs the fewest nodes (b.bigcpu holds 3 pods of 2Gi, a 29)
+    r = capacity.rehearse(capacity.PodRequest.of("100m", "2Gi"), 40, _two_types("karpenter"))
+    assert r.nodes_needed == 2
+
+
+def test_karpenter_memory_usage_is_the_nodes_capacity():
+    pool = replace(GPU_POOL, limits=PoolLimits(memory="1Ti"))
+    r = capacity.rehearse(capacity.PodRequest.of("11", "40Gi", gpus=1), 5, pool)  # 2 nodes
+    assert ("memory", "363724Mi", "1Ti") in r.pool_usage  # 2 x 181862Mi
+
+
+def test_the_first_short_resource_of_the_first_failing_type_decides():
+    from trainforge.core.contract import PoolFacts
+    from trainforge.jobs.node_facts import node_shape
+
+    r = capacity.rehearse(capacity.PodRequest.of("1", "200Gi", gpus=5), 1, GPU_POOL)
+    assert r.problems[0].key == "memory"  # memory is short before the GPUs
+    pool = PoolFacts(
+        name="mixed", kind="node-group", max_nodes=10,
+        nodes=(node_shape("b.bigcpu", 16, 8192, eni_pods=29),  # memory short only
+               node_shape("a.bigmem", 4, 65536, eni_pods=29)),  # cpu and memory short
+    )  # fmt: skip
+    (problem,) = capacity.rehearse(capacity.PodRequest.of("8", "64Gi"), 1, pool).problems
+    assert problem.key == "memory" and problem.message.count("needs memory 64Gi") == 2
+    assert "needs cpu" not in problem.message
+
+
+def test_daemonsets_bigger_than_the_node_leave_no_room_at_all():
+    from trainforge.core.contract import DaemonSetLoad, PoolFacts
+    from trainforge.jobs.node_facts import node_shape
+
+    node = node_shape("t3.small", 2, 2048, eni_pods=11)
+    pool = PoolFacts(name="tiny", nodes=(node,), daemonsets=(DaemonSetLoad("hog", 5000),))
+    r = capacity.rehearse(capacity.PodRequest.of("10m", "1Mi"), 1, pool)
+    assert r.fits[0].per_node == 0 and [p.key for p in r.problems] == ["cpu"]
+
+
+def test_mixed_types_lower_bound_with_several_pods_per_node_and_a_limit_just_met():
+    pool = replace(CPU_POOL, limits=PoolLimits(cpu="16"))
+    r = capacity.rehearse(capacity.PodRequest.of("5", "1Gi"), 3, pool)  # 3 per node: 16/3 each
+    assert ("cpu", "at least 16", "16") in r.pool_usage and r.ok
+    r = capacity.rehearse(capacity.PodRequest.of("5", "1Gi"), 4, pool)
+    assert ("cpu", "at least 21.3333", "16") in r.pool_usage and not r.ok

@@ -128,6 +128,19 @@ B = ("torch.float32", (2,), 1, 2)
         ),
         # a DTensor not sliced per rank (one whole view): only the views are compared
         ([({"w": A}, {"w": [B]}), ({"w": B}, {"w": [B]})], []),
+        # each inequality with the other order of the two digests (A sorts before B), and
+        # equal digests that are distinct objects (as all_gather_object delivers them)
+        ([({"w": B}, {}), ({"w": A}, {})], ["w: rank 1's replica differs from rank 0's"]),
+        ([({"w": A}, {}), ({"w": tuple(list(A))}, {})], []),
+        (
+            [({"w": A}, {"w": [A, A]}), ({"w": B}, {"w": [A, A]})],
+            ["w: rank 1's own shard differs from the copy its peers gathered"],
+        ),
+        ([({"w": A}, {"w": [A, B]}), ({"w": tuple(list(B))}, {"w": [A, B]})], []),
+        (
+            [({"w": A}, {"w": [A, A]}), ({"w": A}, {"w": [A, B]})],
+            ["w: rank 1 gathered other values than rank 0"],
+        ),
     ],
     ids=[
         "replicas-agree",
@@ -136,6 +149,11 @@ B = ("torch.float32", (2,), 1, 2)
         "shard-differs",
         "views-differ",
         "whole-view",
+        "replica-differs-lower",
+        "replicas-equal-copies",
+        "shard-differs-higher",
+        "shards-equal-copies",
+        "views-differ-higher",
     ],
 )
 def test_compare_names_each_disagreement(gathered, problems) -> None:
@@ -214,3 +232,5 @@ def test_detail_names_three_problems_and_counts_the_rest() -> None:
     assert three.detail == "ranks disagree on the final parameters: p0; p1; p2"
     four = agreement.Agreement(False, ["p0", "p1", "p2", "p3"], 4)
     assert four.detail == "ranks disagree on the final parameters: p0; p1; p2 (and 1 more)"
+    six = agreement.Agreement(False, [f"p{i}" for i in range(6)], 6)
+    assert six.detail == "ranks disagree on the final parameters: p0; p1; p2 (and 3 more)"

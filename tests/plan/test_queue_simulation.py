@@ -1,0 +1,550 @@
+"""The queue simulation's branches one by one (Kueue v0.19 semantics, plan/checks/queues.py
+docstring), in memory: no plan is built, so each case takes milliseconds (the mutation run of
+the simulation runs this file per mutant, docs/rehearsals.md "Mutation testing"). The cases
+that render a whole plan are in test_check_queues.py."""
+
+from __future__ import annotations
+
+import pytest
+
+from trainforge.plan.checks import queues as Q
+
+F = "gpu-pool"
+
+
+def _queue(name: str, gpus: int, cohort: str | None = None, **kw) -> Q.Queue:
+    nominal = {F: {"cpu": Q._q("1000"), "memory": Q._q("1Ti"), Q.GPU: Q._q(gpus)}}
+    return Q.Queue(
+        name=name,
+        cohort=cohort,
+        namespaces={},
+        strategy=kw.pop("strategy", "BestEffortFIFO"),
+        preemption=kw.pop("preemption", {}),
+        nominal=nominal,
+        borrow_limit={F: {r: None for r in Q.RESOURCES}},
+        flavors=[F],
+    )
+
+
+def _work(job: str, queue: str, gpus: int, order: int, priority: int = 0) -> Q.Workload:
+    return Q.Workload(
+        job=job, team=queue, namespace=queue, order=order, queue=queue, flavor=F,
+        priority=priority, need={Q.GPU: Q._q(gpus)},
+    )  # fmt: skip
+
+
+def _run(queues: list[Q.Queue], work: list[Q.Workload]) -> dict[str, Q.Workload]:
+    Q.Simulation({q.name: q for q in queues}, {}).run(work)
+    return {w.job: w for w in work}
+
+
+@pytest.mark.parametrize(
+    ("strategy", "states"),
+    [
+        ("BestEffortFIFO", ("admitted", "pending", "admitted")),  # later job passes the head
+        ("StrictFIFO", ("admitted", "pending", "pending")),  # the head blocks its queue
+    ],
+)
+def test_queueing_strategy_decides_whether_a_later_job_passes_one_that_does_not_fit(
+    strategy, states
+):
+    q = _queue("solo", 2, strategy=strategy)
+    work = [_work("first", "solo", 1, 0), _work("wide", "solo", 2, 1), _work("small", "solo", 1, 2)]
+    by = _run([q], work)
+    assert (by["first"].state, by["wide"].state, by["small"].state) == states
+    assert by["wide"].reason.startswith("waits for quota: 2 nvidia.com/gpu in pool gpu-pool")
+
+
+def _borrow_case(borrow_policy: dict | None) -> dict[str, Q.Workload]:
+    """b-low borrows one of a's GPUs; then a-high, which must borrow too, arrives."""
+    pre = {"borrowWithinCohort": borrow_policy} if borrow_policy else {}
+    a = _queue("a", 2, cohort="c", preemption={"reclaimWithinCohort": "Any", **pre})
+    b = _queue("b", 2, cohort="c")
+    work = [
+        _work("a-tiny", "a", 1, 0, priority=1000),
+        _work("b-low", "b", 3, 1, priority=0),
+        _work("a-high", "a", 2, 2, priority=1000),
+    ]
+    return _run([a, b], work)
+
+
+def test_borrow_within_cohort_preempts_a_lower_priority_borrower():
+    by = _borrow_case({"policy": "LowerPriority", "maxPriorityThreshold": 100})
+    assert (by["a-high"].state, by["b-low"].state) == ("admitted", "pending")
+    assert by["a-high"].borrowing == {Q.GPU: 1}
+    assert by["b-low"].reason.startswith(
+        "preempted by a-high (a borrowing job of higher priority), waits for quota"
+    )
+
+
+@pytest.mark.parametrize(
+    "policy",
+    [None, {"policy": "Never"}, {"policy": "LowerPriority", "maxPriorityThreshold": -1}],
+    ids=["absent", "never", "victim-above-threshold"],
+)
+def test_without_borrow_within_cohort_the_borrowing_job_waits(policy):
+    """reclaimWithinCohort alone does not apply: a-high needs more than its nominal quota."""
+    by = _borrow_case(policy)
+    assert (by["a-high"].state, by["b-low"].state) == ("pending", "admitted")
+    assert by["b-low"].preempted_by is None
+
+
+GPU = Q.GPU
+
+
+def _limit(q: Q.Queue, gpus: int | None) -> Q.Queue:
+    q.borrow_limit[F][GPU] = None if gpus is None else Q._q(gpus)
+    return q
+
+
+def test_tolerations_follow_the_kubernetes_rules():
+    taint = {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}
+    yes = [
+        [{"key": "nvidia.com/gpu", "operator": "Exists"}],
+        [{"operator": "Exists"}],  # no key: tolerates every taint
+        [{"key": "nvidia.com/gpu", "value": "true"}],  # operator defaults to Equal
+        [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}],
+        [{"key": "other", "operator": "Exists"}, {"key": "nvidia.com/gpu", "operator": "Exists"}],
+    ]
+    no = [
+        [],
+        [{"key": "nvidia.com/gpu", "value": "false"}],
+        [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoExecute"}],
+        [{"key": "other", "operator": "Exists"}],
+        [{"key": "other", "value": "true"}],
+        [{"key": "nvidia.com/gpu", "operator": "Equal"}],  # Equal without value: value ""
+    ]
+    assert [Q._tolerates(t, taint) for t in yes] == [True] * len(yes)
+    assert [Q._tolerates(t, taint) for t in no] == [False] * len(no)
+
+
+def test_quantities_are_printed_in_their_unit():
+    assert Q._fmt("memory", Q._q("1536Mi")) == "1.5Gi"
+    assert Q._fmt("memory", Q._q("64Gi")) == "64Gi"
+    assert Q._fmt("cpu", Q._q("500m")) == "0.5"
+    assert Q._fmt(GPU, Q._q(8)) == "8"
+
+
+def test_the_namespace_backstop_holds_a_job_its_queue_would_admit():
+    q = _queue("team", 4)
+    work = [_work("a", "team", 1, 0), _work("b", "team", 1, 1), _work("c", "team", 1, 2)]
+    sim = Q.Simulation({"team": q}, {}, {"team": {GPU: Q._q(2)}})
+    sim.run(work)
+    assert [w.state for w in work] == ["admitted", "admitted", "pending"]
+    assert work[2].reason == (
+        "waits for the team's total: 1 nvidia.com/gpu more, but namespace team's "
+        "ResourceQuota (the team's total over all pools) holds 2 and 2 are in use"
+    )
+    assert sim.ns_usage == {"team": {GPU: 2}} and q.usage == {F: {GPU: 2}}
+
+
+def test_a_job_exactly_at_the_backstop_and_at_nominal_quota_is_admitted():
+    q = _queue("team", 2)
+    work = [_work("a", "team", 2, 0)]
+    Q.Simulation({"team": q}, {}, {"team": {GPU: Q._q(2), "cpu": Q._q(1)}}).run(work)
+    assert work[0].state == "admitted" and work[0].borrowing == {}
+
+
+def test_without_a_cohort_a_queue_holds_its_nominal_quota_and_no_more():
+    q = _queue("solo", 2)
+    work = [_work("a", "solo", 1, 0), _work("b", "solo", 2, 1)]
+    by = _run([q], work)
+    assert (by["a"].state, by["b"].state) == ("admitted", "pending")
+    assert by["b"].reason == (
+        "waits for quota: 2 nvidia.com/gpu in pool gpu-pool: team solo has 2 nominal, 1 in use"
+    )
+
+
+def test_can_ever_fit_counts_what_the_cohort_could_lend_within_the_borrowing_limit():
+    def sim(limit):
+        a = _limit(_queue("a", 2, cohort="c"), limit)
+        return Q.Simulation({"a": a, "b": _queue("b", 4, cohort="c"), "z": _queue("z", 8)}, {})
+
+    assert sim(None).can_ever_fit(_work("j", "a", 6, 0)) is None
+    assert sim(None).can_ever_fit(_work("j", "a", 7, 0)) == (
+        "needs 7 nvidia.com/gpu in pool gpu-pool, but team queue a can hold at most 6 there "
+        "(nominal 2 + up to 4 borrowed from cohort c)"
+    )
+    assert sim(1).can_ever_fit(_work("j", "a", 3, 0)) is None
+    assert sim(1).can_ever_fit(_work("j", "a", 4, 0)) == (
+        "needs 4 nvidia.com/gpu in pool gpu-pool, but team queue a can hold at most 3 there "
+        "(nominal 2 + up to 1 borrowed from cohort c)"
+    )
+    solo = Q.Simulation({"s": _queue("s", 2)}, {})
+    assert solo.can_ever_fit(_work("j", "s", 2, 0)) is None
+    assert solo.can_ever_fit(_work("j", "s", 3, 0)) == (
+        "needs 3 nvidia.com/gpu in pool gpu-pool, but team queue s can hold at most 2 there "
+        "(nominal 2, no cohort to borrow from)"
+    )
+
+
+def test_borrowing_is_bounded_by_the_limit_and_by_what_the_cohort_has_idle():
+    a = _limit(_queue("a", 2, cohort="c"), 1)
+    b = _queue("b", 2, cohort="c")
+    work = [_work("a3", "a", 3, 0), _work("a1", "a", 1, 1)]
+    by = _run([a, b], work)
+    assert (by["a3"].state, by["a3"].borrowing) == ("admitted", {GPU: 1})
+    assert by["a1"].state == "pending"
+    assert by["a1"].reason == (
+        "waits for quota: 1 nvidia.com/gpu in pool gpu-pool: team a has 2 nominal, 3 in use; "
+        "cohort c has 1 idle, borrowing limit 1"
+    )
+    # the cohort's own jobs use what a could borrow
+    a, b = _queue("a", 2, cohort="c"), _queue("b", 2, cohort="c")
+    by = _run([a, b], [_work("b2", "b", 2, 0), _work("a3", "a", 3, 1)])
+    assert (by["b2"].state, by["a3"].state) == ("admitted", "pending")
+    assert by["a3"].reason == (
+        "waits for quota: 3 nvidia.com/gpu in pool gpu-pool: team a has 2 nominal, 0 in use; "
+        "cohort c has 2 idle"
+    )
+
+
+def test_a_job_that_fits_its_nominal_quota_but_not_the_cohort_waits_for_capacity():
+    a, b = _queue("a", 2, cohort="c"), _queue("b", 2, cohort="c")
+    sim = Q.Simulation({"a": a, "b": b}, {})
+    b4, a1 = _work("b4", "b", 4, 0), _work("a1", "a", 1, 1)
+    sim.run([b4])  # b borrows all of a's quota while a has nothing queued
+    assert (b4.state, b4.borrowing) == ("admitted", {GPU: 2})
+    sim.run([a1])  # reclaimWithinCohort is Never by default: a1 waits
+    assert a1.state == "pending"
+    assert a1.reason == "waits for quota: its cohort's capacity is in use"
+
+
+def test_borrows_counts_only_the_part_above_nominal():
+    a = _queue("a", 2, cohort="c")
+    sim = Q.Simulation({"a": a, "b": _queue("b", 4, cohort="c")}, {})
+    assert sim.borrows(_work("j", "a", 2, 0)) == {}
+    assert sim.borrows(_work("j", "a", 1, 0)) == {}  # room left: nothing borrowed
+    assert sim.borrows(_work("j", "a", 3, 0)) == {GPU: 1}
+    sim.admit(_work("first", "a", 3, 0))
+    assert sim.borrows(_work("j", "a", 2, 1)) == {GPU: 2}  # all of it above nominal now
+
+
+def test_evict_gives_back_the_quota_and_says_by_whom():
+    q = _queue("t", 4)
+    sim = Q.Simulation({"t": q}, {})
+    low, high = _work("low", "t", 2, 0), _work("high", "t", 3, 1)
+    sim.admit(low)
+    sim.admit(high)
+    assert q.usage == {F: {GPU: 5}} and sim.ns_usage == {"t": {GPU: 5}}
+    assert (low.admitted_at, high.admitted_at, sim.clock) == (0, 1, 2)
+    sim.evict(low, high, "why")
+    assert q.usage == {F: {GPU: 3}} and sim.ns_usage == {"t": {GPU: 3}}
+    assert (low.state, low.borrowing, low.preempted_by, low.reason) == (
+        "pending",
+        {},
+        "high",
+        "preempted by high (why)",
+    )
+
+
+@pytest.mark.parametrize(
+    ("policy", "victim_priority", "victim_order", "preempted"),
+    [
+        ("LowerPriority", 0, 0, True),
+        ("LowerPriority", 10, 0, False),  # equal priority: not lower
+        ("LowerPriority", 10, 5, False),
+        ("LowerOrNewerEqualPriority", 10, 5, True),  # equal priority, newer
+        ("LowerOrNewerEqualPriority", 10, 0, False),  # equal priority, older
+        ("LowerOrNewerEqualPriority", 0, 0, True),
+        ("LowerOrNewerEqualPriority", 20, 5, False),
+        ("Never", 0, 0, False),
+    ],
+)
+def test_preemption_within_the_teams_queue(policy, victim_priority, victim_order, preempted):
+    q = _queue("t", 2, preemption={"withinClusterQueue": policy})
+    victim = _work("victim", "t", 2, victim_order, priority=victim_priority)
+    urgent = _work("urgent", "t", 2, 1, priority=10)
+    sim = Q.Simulation({"t": q}, {})
+    sim.admit(victim)
+    assert sim.try_preempt(urgent, [victim]) is preempted
+    assert victim.state == ("pending" if preempted else "admitted")
+    if preempted:
+        assert urgent.state == "admitted"
+        assert victim.reason == "preempted by urgent (priority within the team's queue)"
+
+
+@pytest.mark.parametrize(
+    ("reclaim", "borrower_priority", "reclaimed"),
+    [("Any", 100, True), ("LowerPriority", 0, True), ("LowerPriority", 10, False),
+     ("LowerPriority", 20, False), ("Never", 0, False)],
+)  # fmt: skip
+def test_reclaiming_nominal_quota_from_a_borrower(reclaim, borrower_priority, reclaimed):
+    a = _queue("a", 2, cohort="c", preemption={"reclaimWithinCohort": reclaim})
+    b = _queue("b", 2, cohort="c")
+    sim = Q.Simulation({"a": a, "b": b}, {})
+    borrower = _work("borrower", "b", 4, 0, priority=borrower_priority)
+    sim.admit(borrower)
+    mine = _work("mine", "a", 2, 1, priority=10)
+    assert sim.try_preempt(mine, [borrower]) is reclaimed
+    if reclaimed:
+        assert borrower.reason == "preempted by mine (a reclaims its nominal quota)"
+        assert (a.usage[F][GPU], b.usage[F][GPU]) == (2, 0)
+
+
+def test_a_queue_that_is_not_borrowing_is_not_reclaimed_from():
+    a = _queue("a", 2, cohort="c", preemption={"reclaimWithinCohort": "Any"})
+    b = _queue("b", 2, cohort="c")
+    sim = Q.Simulation({"a": a, "b": b}, {})
+    within = _work("within", "b", 2, 0)
+    sim.admit(within)
+    assert not sim.try_preempt(_work("mine", "a", 3, 1, priority=10), [within])
+    assert within.state == "admitted"
+
+
+def test_victims_are_borrowers_first_then_lowest_priority_then_newest_and_as_few_as_needed():
+    a = _queue("a", 4, cohort="c", preemption={
+        "withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any"})  # fmt: skip
+    b = _queue("b", 2, cohort="c")
+    sim = Q.Simulation({"a": a, "b": b}, {})
+    own_low = _work("own-low", "a", 1, 0, priority=0)
+    old_borrow = _work("old-borrow", "b", 2, 1, priority=50)
+    new_borrow = _work("new-borrow", "b", 2, 2, priority=50)
+    low_borrow = _work("low-borrow", "b", 1, 3, priority=5)
+    for w in (own_low, old_borrow, new_borrow, low_borrow):
+        sim.admit(w)
+    assert b.use(F, GPU) == 5 and a.use(F, GPU) == 1  # b borrows 3
+    urgent = _work("urgent", "a", 3, 4, priority=100)
+    assert sim.try_preempt(urgent, [own_low, old_borrow, new_borrow, low_borrow])
+    # 6 GPUs, 6 used: urgent needs 3. Candidates in order: low-borrow (1), new-borrow (2),
+    # old-borrow, own-low. low-borrow + new-borrow free 3: enough, and both are needed.
+    assert [w.job for w in (own_low, old_borrow, new_borrow, low_borrow) if w.state == "pending"] \
+        == ["new-borrow", "low-borrow"]  # fmt: skip
+    assert urgent.state == "admitted"
+
+
+def test_the_victim_set_is_minimised_after_the_fact():
+    q = _queue("t", 4, preemption={"withinClusterQueue": "LowerPriority"})
+    sim = Q.Simulation({"t": q}, {})
+    small = _work("small", "t", 1, 0, priority=0)
+    big = _work("big", "t", 3, 1, priority=1)
+    sim.admit(small)
+    sim.admit(big)
+    urgent = _work("urgent", "t", 3, 2, priority=10)
+    assert sim.try_preempt(urgent, [small, big])
+    # small (lowest priority) is tried first but big alone frees enough: small stays
+    assert (small.state, big.state, urgent.state) == ("admitted", "pending", "admitted")
+
+
+def test_preemption_that_cannot_free_enough_evicts_nobody():
+    q = _queue("t", 2, preemption={"withinClusterQueue": "LowerPriority"})
+    sim = Q.Simulation({"t": q}, {})
+    low = _work("low", "t", 1, 0, priority=0)
+    same = _work("same", "t", 1, 1, priority=10)
+    sim.admit(low)
+    sim.admit(same)
+    assert not sim.try_preempt(_work("urgent", "t", 2, 2, priority=10), [low, same])
+    assert (low.state, same.state, q.use(F, GPU)) == ("admitted", "admitted", 2)
+
+
+def test_a_scheduling_cycle_takes_non_borrowing_jobs_first_then_priority_then_order():
+    a = _queue("a", 2, cohort="c")
+    b = _queue("b", 2, cohort="c")
+    # b's head borrows, a's does not: a goes first although b's is older and more urgent
+    by = _run([a, b], [_work("b3", "b", 3, 0, priority=5), _work("a2", "a", 2, 1)])
+    assert (by["a2"].state, by["b3"].state) == ("admitted", "pending")
+    # neither borrows: higher priority first, then the older job
+    a, b = _queue("a", 1, cohort="c"), _queue("b", 1, cohort="c")
+    by = _run([a, b], [_work("b", "b", 1, 0), _work("a", "a", 1, 1, priority=5)])
+    assert by["a"].admitted_at == 0 and by["b"].admitted_at == 1
+    a, b = _queue("a", 1, cohort="c"), _queue("b", 1, cohort="c")
+    by = _run([a, b], [_work("b", "b", 1, 1), _work("a", "a", 1, 0)])
+    assert by["a"].admitted_at == 0 and by["b"].admitted_at == 1
+
+
+def test_a_queue_orders_its_own_jobs_by_priority_then_age():
+    q = _queue("t", 1)
+    work = [_work("old", "t", 1, 0), _work("urgent", "t", 1, 2, priority=9),
+            _work("older", "t", 1, 1, priority=9)]  # fmt: skip
+    by = _run([q], work)
+    assert [by[j].state for j in ("older", "urgent", "old")] == ["admitted", "pending", "pending"]
+
+
+def test_the_cycle_limit_is_enough_for_every_job_to_be_judged():
+    q = _queue("t", 12)
+    work = [_work(f"j{i}", "t", 1, i) for i in range(12)]
+    by = _run([q], work)
+    assert all(w.state == "admitted" for w in by.values())
+    assert sorted(w.admitted_at for w in by.values()) == list(range(12))
+
+
+def fresh(s: str) -> str:
+    """An equal string that is another object, as names parsed from the plan's YAML are."""
+    return "".join(list(s))
+
+
+def test_tolerations_compare_effects_keys_and_values_by_equality():
+    taint = {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}
+    assert Q._tolerates(
+        [{"operator": "Exists", "effect": "NoExecute"}, {"operator": "Exists"}], taint
+    )  # a toleration of another effect does not end the search
+    for t in (
+        {"operator": "Exists", "effect": "PreferNoSchedule"},
+        {"key": "amd.com/gpu", "operator": "Exists"},
+        {"key": "amd.com/gpu", "value": "true"},
+    ):
+        assert not Q._tolerates([t], taint), t
+    f = {k: fresh(v) for k, v in taint.items()}
+    assert Q._tolerates([{"key": f["key"], "operator": fresh("Exists")}], taint)
+    assert Q._tolerates([{"key": f["key"], "value": f["value"], "effect": f["effect"]}], taint)
+    assert Q._fmt(fresh("memory"), Q._q("2Gi")) == "2Gi"
+
+
+def test_the_backstop_holds_the_first_job_of_a_namespace_too():
+    sim = Q.Simulation({"t": _queue("t", 4)}, {}, {"t": {GPU: Q._q(2)}})
+    work = [_work("wide", "t", 3, 0)]
+    sim.run(work)
+    assert work[0].state == "pending" and work[0].reason == (
+        "waits for the team's total: 3 nvidia.com/gpu more, but namespace t's ResourceQuota "
+        "(the team's total over all pools) holds 2 and 0 are in use"
+    )
+
+
+def test_limits_below_what_they_allow_and_a_cohort_with_nothing_idle():
+    a = _limit(_queue("a", 2, cohort="c"), 2)
+    sim = Q.Simulation({"a": a, "b": _queue("b", 4, cohort="c")}, {})
+    assert sim.fits(_work("j", "a", 3, 0))  # 3 < nominal 2 + limit 2
+    assert sim.can_ever_fit(_work("j", "a", 3, 0)) is None  # below the most it could hold
+    a, b = _queue("a", 2, cohort="c"), _queue("b", 2, cohort="c")
+    sim = Q.Simulation({"a": a, "b": b}, {})
+    sim.run([_work("b4", "b", 4, 0)])
+    a3 = _work("a3", "a", 3, 1)
+    sim.run([a3])
+    assert a3.reason == (
+        "waits for quota: 3 nvidia.com/gpu in pool gpu-pool: team a has 2 nominal, 0 in use; "
+        "cohort c has 0 idle"
+    )
+
+
+def test_why_waiting_names_the_resource_over_quota_after_one_that_fits():
+    q = _queue("t", 2)
+    w = _work("w", "t", 3, 0)
+    w.need = {"cpu": Q._q(1000), GPU: Q._q(3)}  # cpu exactly at its nominal quota
+    _run([q], [w])
+    assert (
+        w.reason
+        == "waits for quota: 3 nvidia.com/gpu in pool gpu-pool: team t has 2 nominal, 0 in use"
+    )
+
+
+def test_reclaim_for_a_job_within_its_nominal_quota():
+    a = _queue("a", 2, cohort="c", preemption={"reclaimWithinCohort": "Any"})
+    sim = Q.Simulation({"a": a, "b": _queue("b", 2, cohort="c")}, {})
+    borrower = _work("borrower", "b", 4, 0)
+    sim.admit(borrower)
+    assert sim.try_preempt(_work("mine", "a", 1, 1), [borrower])
+    assert borrower.state == "pending"
+
+
+def test_only_borrowing_queues_are_reclaimed_from_and_only_in_the_same_flavor():
+    def cohort():
+        m = _queue("m", 2, cohort="c", preemption={"reclaimWithinCohort": "Any"})
+        b, c = _queue("b", 2, cohort="c"), _queue("c", 2, cohort="c")
+        return Q.Simulation({"m": m, "b": b, "c": c}, {})
+
+    sim = cohort()
+    b_job = _work("b-job", "b", 3, 0, priority=50)  # borrows one
+    c_job = _work("c-job", "c", 2, 1, priority=0)  # within its nominal quota
+    sim.admit(b_job)
+    sim.admit(c_job)
+    assert sim.try_preempt(_work("mine", "m", 2, 2, priority=10), [c_job, b_job])
+    assert (b_job.state, c_job.state) == ("pending", "admitted")
+    for other in ("a-pool", "z-pool"):  # sorts before and after gpu-pool
+        sim = cohort()
+        elsewhere = _work("elsewhere", "b", 3, 0)
+        elsewhere.flavor = other
+        for q in sim.queues.values():
+            q.nominal[other] = dict(q.nominal[F])
+        sim.admit(elsewhere)
+        sim.admit(_work("c-full", "c", 2, 1, priority=99))
+        b_full = _work("b-full", "b", 3, 2, priority=99)  # b borrows in gpu-pool too
+        sim.admit(b_full)
+        admitted = [elsewhere, b_full]
+        assert sim.try_preempt(_work("mine", "m", 2, 3, priority=10), admitted)
+        assert (elsewhere.state, b_full.state) == ("admitted", "pending"), other
+
+
+@pytest.mark.parametrize(
+    ("victim_priority", "threshold", "preempted"),
+    [(0, None, True), (5, 5, True), (6, 5, False), (1000, None, False), (2000, None, False)],
+)
+def test_borrow_within_cohort_priority_and_threshold(victim_priority, threshold, preempted):
+    policy = {"policy": "LowerPriority"}
+    if threshold is not None:
+        policy["maxPriorityThreshold"] = threshold
+    a = _queue("a", 2, cohort="c", preemption={"reclaimWithinCohort": "Any",
+                                                "borrowWithinCohort": policy})  # fmt: skip
+    sim = Q.Simulation({"a": a, "b": _queue("b", 2, cohort="c")}, {})
+    tiny, low = _work("a-tiny", "a", 1, 0), _work("b-low", "b", 3, 1, priority=victim_priority)
+    sim.admit(tiny)
+    sim.admit(low)
+    assert sim.try_preempt(_work("a-high", "a", 2, 2, priority=1000), [tiny, low]) is preempted
+
+
+def test_priorities_are_compared_by_value_and_ordered_by_size():
+    q = _queue("t", 1)
+    work = [_work("p5", "t", 1, 0, priority=5), _work("p9", "t", 1, 1, priority=9)]
+    by = _run([q], work)
+    assert (by["p9"].state, by["p5"].state) == ("admitted", "pending")
+    a, b = _queue("a", 1, cohort="c"), _queue("b", 1, cohort="c")
+    by = _run([a, b], [_work("b", "b", 1, 0, priority=5), _work("a", "a", 1, 1, priority=9)])
+    assert by["a"].admitted_at == 0 and by["b"].admitted_at == 1
+    # large priorities (not small cached ints), equal by value: newer equal is preempted
+    q = _queue("t", 2, preemption={"withinClusterQueue": fresh("LowerOrNewerEqualPriority")})
+    sim = Q.Simulation({"t": q}, {})
+    victim = _work("victim", "t", 2, 5, priority=int("1000"))
+    sim.admit(victim)
+    assert sim.try_preempt(_work("urgent", "t", 2, 1, priority=int("1000")), [victim])
+
+
+def test_names_from_parsed_objects_compare_by_value():
+    """Queue, cohort, flavor and policy names built at run time, as the plan reads them."""
+    a = _queue(fresh("a"), 2, cohort=fresh("c1"), strategy=fresh("StrictFIFO"),
+               preemption={fresh("reclaimWithinCohort"): fresh("Any"),
+                           "withinClusterQueue": fresh("LowerPriority")})  # fmt: skip
+    b = _queue(fresh("b"), 2, cohort=fresh("c1"))
+    sim = Q.Simulation({"a": a, "b": b}, {})
+    borrower = _work("borrower", fresh("b"), 4, 0)
+    borrower.flavor = fresh(F)
+    sim.admit(borrower)
+    mine = _work("mine", fresh("a"), 2, 1, priority=10)
+    assert sim.try_preempt(mine, [borrower])
+    assert borrower.reason == "preempted by mine (a reclaims its nominal quota)"
+    # within the queue: a lower-priority job of the same queue (named anew) is preempted
+    alpha = _queue(fresh("alpha"), 2, preemption={"withinClusterQueue": fresh("LowerPriority")})
+    sim = Q.Simulation({"alpha": alpha}, {})
+    own = _work("own", fresh("alpha"), 2, 0)
+    sim.admit(own)
+    hi = _work("hi", "alpha", 2, 1, priority=10)
+    assert sim.try_preempt(hi, [own]) and own.state == "pending"
+    # StrictFIFO by value: the head blocks the queue
+    q = _queue(fresh("s"), 2, strategy=fresh("StrictFIFO"))
+    work = [_work("first", "s", 1, 0), _work("wide", fresh("s"), 2, 1), _work("small", "s", 1, 2)]
+    by = _run([q], work)
+    assert (by["first"].state, by["wide"].state, by["small"].state) == (
+        "admitted", "pending", "pending"
+    )  # fmt: skip
+    # borrowWithinCohort's policy by value
+    pol = {fresh("policy"): fresh("LowerPriority")}
+    c = _queue("a", 2, cohort="c", preemption={"borrowWithinCohort": pol})
+    sim = Q.Simulation({"a": c, "b": _queue("b", 2, cohort="c")}, {})
+    tiny, low = _work("a-tiny", "a", 1, 0), _work("b-low", "b", 3, 1)
+    sim.admit(tiny)
+    sim.admit(low)
+    assert sim.try_preempt(_work("a-high", "a", 2, 2, priority=1000), [tiny, low])
+
+
+def test_a_job_that_can_never_be_admitted_is_not_simulated():
+    never = _work("never", "t", 1, 0)
+    never.state, never.reason = "never", "can never be admitted: too big"
+    by = _run([_queue("t", 2)], [never, _work("ok", "t", 1, 1)])
+    assert (by["never"].state, by["never"].reason) == ("never", "can never be admitted: too big")
+    assert by["ok"].state == "admitted"
+
+
+def test_reclaim_lower_priority_by_value():
+    a = _queue("a", 2, cohort="c", preemption={"reclaimWithinCohort": fresh("LowerPriority")})
+    sim = Q.Simulation({"a": a, "b": _queue("b", 2, cohort="c")}, {})
+    borrower = _work("borrower", "b", 4, 0)
+    sim.admit(borrower)
+    assert sim.try_preempt(_work("mine", "a", 2, 1, priority=10), [borrower])
