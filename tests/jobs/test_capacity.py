@@ -232,3 +232,25 @@ def test_mixed_types_lower_bound_with_several_pods_per_node_and_a_limit_just_met
     assert ("cpu", "at least 16", "16") in r.pool_usage and r.ok
     r = capacity.rehearse(capacity.PodRequest.of("5", "1Gi"), 4, pool)
     assert ("cpu", "at least 21.3333", "16") in r.pool_usage and not r.ok
+
+
+@pytest.mark.parametrize(
+    ("pods", "vcpus", "per_node", "nodes"),
+    [
+        (8, (4, 5), (3, 4), 2),  # 3 nodes of 3 or 2 of 4: pods // per_node ties at 2
+        (9, (6, 10), (5, 9), 1),  # 2 nodes of 5 or 1 of 9: // ties at 1, >> at 0
+    ],
+)
+def test_karpenter_picks_the_type_needing_fewest_nodes_rounded_up(pods, vcpus, per_node, nodes):
+    """Rounding down (or shifting) ties two types that need different node counts; the
+    first listed would win the tie and the rehearsal would report one node too many."""
+    from trainforge.core.contract import PoolFacts
+    from trainforge.jobs.node_facts import node_shape
+
+    pool = PoolFacts(
+        name="tie", kind="karpenter", max_nodes=10,
+        nodes=tuple(node_shape(f"t.{v}x", v, 262144, eni_pods=110) for v in vcpus),
+    )  # fmt: skip
+    r = capacity.rehearse(capacity.PodRequest.of("1", "1Gi"), pods, pool)
+    assert tuple(f.per_node for f in r.fits) == per_node
+    assert r.ok and r.nodes_needed == nodes

@@ -117,13 +117,13 @@ def test_team_claims_come_from_the_team_config_through_the_contract():
 @pytest.mark.parametrize(
     "claims, message",
     [
-        ("datasets", "trainforge:teams[0].claims: invalid value 'datasets'; expected a list"),
+        ("datasets", "trainforge:teams[0].claims: got 'datasets'; expected a list"),
         (
             ["Data_Sets"],
-            "trainforge:teams[0].claims[0]: invalid value 'Data_Sets'; expected a PersistentVolumeClaim name",
+            "trainforge:teams[0].claims[0]: got 'Data_Sets'; expected a PersistentVolumeClaim name",
         ),
         (["fsx-research"], "the team's FSx claim is always mounted"),
-        (["a", "a"], "trainforge:teams[0].claims[1]: invalid value 'a'; expected each claim once"),
+        (["a", "a"], "trainforge:teams[0].claims[1]: got 'a'; expected each claim once"),
     ],
 )
 def test_bad_team_claims_are_reported(claims, message):

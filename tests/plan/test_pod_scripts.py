@@ -20,6 +20,18 @@ from trainforge.platform.fsx import team_dir_script
 needs_sandbox = pytest.mark.skipif(
     S.unavailable() is not None, reason=f"pod script rehearsal not runnable: {S.unavailable()}"
 )
+
+
+@pytest.mark.skipif(
+    not os.environ.get("TRAINFORGE_REQUIRE_SANDBOX"),
+    reason="only where the sandbox must run (.ci/run sets TRAINFORGE_REQUIRE_SANDBOX=1)",
+)
+def test_ci_runs_the_sandboxed_rehearsals_instead_of_skipping_them():
+    """CI runs as root: a sandbox that cannot start there would turn every needs_sandbox test
+    into a silent skip (and a broken setpriv argument fails the probe the same way)."""
+    assert S.unavailable() is None
+
+
 ROOT_CHOWN = {
     "runAsUser": 0,
     "runAsGroup": 0,
@@ -394,6 +406,48 @@ def test_identity_mismatches_reads_proc_self_status():
     assert S.identity_mismatches(root_chown, eff) == ["effective capabilities none (want CHOWN)"]
     with pytest.raises(ValueError, match="not a /proc/self/status"):
         S.identity_mismatches(NON_ROOT, "hello")
+
+
+def test_identity_mismatches_in_every_field():
+    """Each field alone, in the directions the first test does not take: a wrong gid, one
+    group too many, no_new_privs set though not wanted, an ambient capability."""
+    gid0 = STATUS.replace("Gid:\t1000\t1000\t1000\t1000", "Gid:\t0\t0\t0\t0")
+    assert S.identity_mismatches(NON_ROOT, gid0) == ["gid 0/0/0/0 (want 1000)"]
+    extra = STATUS.replace("Groups:\t2000 1000", "Groups:\t3000 2000 1000")
+    assert S.identity_mismatches(NON_ROOT, extra) == ["groups 1000,2000,3000 (want 1000,2000)"]
+    may_escalate = S.Identity(1000, 1000, (1000, 2000), frozenset(), False, True)
+    assert S.identity_mismatches(may_escalate, STATUS) == ["no_new_privs 1 (want 0)"]
+    ambient = STATUS.replace("CapAmb:\t0000000000000000", "CapAmb:\t0000000000000001")
+    assert S.identity_mismatches(NON_ROOT, ambient) == ["ambient capabilities CHOWN (want none)"]
+    assert S.read_status(STATUS.replace("CapBnd:\t0000000000000000", "CapBnd:\t8000000000000000"))[
+        "bounding"
+    ] == {"cap63"}  # every one of the 64 bits is read
+    with pytest.raises(ValueError) as e:
+        S.read_status("x" * 300)
+    assert str(e.value).endswith(f"got {'x' * 200!r}")
+
+
+def test_identity_fields_setpriv_arguments_and_description():
+    """What the sandbox is told (setpriv) and what a finding says (describe), field by field;
+    a wrong setpriv argument would only make the sandbox unavailable, and so its tests skip."""
+    dropped = S.Identity.of({}, {"capabilities": {"drop": ["CAP_CHOWN"], "add": ["CAP_SYS_ADMIN"]}})
+    assert dropped.bounding == (S.DEFAULT_CAPS - {"CHOWN"}) | {"SYS_ADMIN"}
+    # dropping a capability outside the default set adds nothing
+    assert S.Identity.of({}, {"capabilities": {"drop": ["SYS_ADMIN"]}}).bounding == S.DEFAULT_CAPS
+    assert (dropped.no_new_privs, dropped.unsafe) == (False, {"MKNOD", "SYS_ADMIN", "SYS_CHROOT"})
+    assert NON_ROOT.setpriv_args()[1:] == [
+        "--reuid=1000", "--regid=1000", "--groups=1000,2000", "--bounding-set=-all",
+        "--inh-caps=-all", "--ambient-caps=-all", "--no-new-privs",
+    ]  # fmt: skip
+    root = S.Identity(0, 0, (), frozenset({"CHOWN"}), False, False)
+    assert root.setpriv_args()[1:] == [
+        "--reuid=0", "--regid=0", "--clear-groups", "--bounding-set=-all,+chown",
+        "--inh-caps=-all", "--ambient-caps=-all",
+    ]  # fmt: skip
+    assert NON_ROOT.describe() == (
+        "uid 1000 gid 1000 groups 1000,2000 capabilities none no_new_privs read-only root"
+    )
+    assert root.describe() == "uid 0 gid 0 groups none capabilities CHOWN"
 
 
 @needs_sandbox

@@ -548,3 +548,43 @@ def test_reclaim_lower_priority_by_value():
     borrower = _work("borrower", "b", 4, 0)
     sim.admit(borrower)
     assert sim.try_preempt(_work("mine", "a", 2, 1, priority=10), [borrower])
+
+
+def test_a_job_set_aside_gets_another_try_once_a_preemption_frees_more_than_it_takes():
+    """a-late reclaims a's quota from b-hog (3 GPUs) but takes 2: the GPU left over is what
+    x-small, set aside in the first cycle when the cohort was full, needs."""
+    a = _queue("a", 4, cohort="c", preemption={"reclaimWithinCohort": "Any"})
+    b = _queue("b", 0, cohort="c")
+    x = _queue("x", 0, cohort="c")
+    work = [
+        _work("a-first", "a", 1, 0),
+        _work("b-hog", "b", 3, 1),
+        _work("x-small", "x", 1, 2),
+        _work("a-late", "a", 2, 3),
+    ]
+    by = _run([a, b, x], work)
+    states = {j: w.state for j, w in by.items()}
+    assert states == {
+        "a-first": "admitted", "b-hog": "pending", "x-small": "admitted", "a-late": "admitted",
+    }  # fmt: skip
+    assert by["x-small"].borrowing == {Q.GPU: 1}
+    assert by["b-hog"].reason.startswith(
+        "preempted by a-late (a reclaims its nominal quota), waits for quota"
+    )
+
+
+def test_a_pending_job_is_never_a_preemption_victim():
+    """mid may preempt lower priorities, and low is lower but pending: it holds nothing, so
+    taking it as a victim would admit mid into quota that top still holds."""
+    t = _queue("t", 2, preemption={"withinClusterQueue": "LowerPriority"})
+    work = [
+        _work("top", "t", 2, 0, priority=100),
+        _work("mid", "t", 1, 1, priority=50),
+        _work("low", "t", 1, 2, priority=0),
+    ]
+    by = _run([t], work)
+    assert [by[j].state for j in ("top", "mid", "low")] == ["admitted", "pending", "pending"]
+    assert t.usage[F][Q.GPU] == 2
+    for j in ("mid", "low"):
+        assert by[j].reason.startswith("waits for quota: 1 nvidia.com/gpu in pool gpu-pool")
+        assert by[j].preempted_by is None

@@ -345,9 +345,18 @@ def test_thresholds_come_from_the_stack(tmp_path):
 
 def receivers() -> tuple[ReceiverConfig, ...]:
     return (
-        ReceiverConfig("oncall", "pagerduty", "pd-key", severities=("critical",)),
-        ReceiverConfig("ml-chat", "slack", "https://hooks.slack.com/services/T/B/X", "#ml"),
-        ReceiverConfig("llm-hook", "webhook", "https://llm.example.com/alerts", teams=("llm",)),
+        ReceiverConfig(
+            name="oncall", type="pagerduty", routing_key="pd-key", severities=("critical",)
+        ),
+        ReceiverConfig(
+            name="ml-chat",
+            type="slack",
+            url="https://hooks.slack.com/services/T/B/X",
+            channel="#ml",
+        ),
+        ReceiverConfig(
+            name="llm-hook", type="webhook", url="https://llm.example.com/alerts", teams=("llm",)
+        ),
     )
 
 
@@ -393,14 +402,17 @@ def test_receiver_config_errors_name_the_key():
         errors,
     )
     text = "\n".join(errors)
-    assert "trainforge:monitoring.alerts.stalledAfter: invalid value 'soon'" in text
-    assert "trainforge:monitoring.alerts.goodputMin: invalid value 2" in text
-    assert "trainforge:monitoring.receivers[0].url: invalid value None" in text
-    assert "trainforge:monitoring.receivers[1].url" in text
-    assert "trainforge:monitoring.receivers[1].routingKey" in text
-    assert "trainforge:monitoring.receivers[2].url: invalid value 'ftp://x'" in text
-    assert "trainforge:monitoring.receivers[2].teams: got unknown team 'nope'" in text
-    assert "trainforge:monitoring.receivers[3].type: invalid value 'email'" in text
+    assert "trainforge:monitoring.alerts.stalledAfter: got 'soon'" in text
+    assert "trainforge:monitoring.alerts.goodputMin: got 2; expected a value < 1" in text
+    assert "trainforge:monitoring.receivers[0].url: missing; expected the slack url" in text
+    assert "trainforge:monitoring.receivers[1].url: got 'https://x'; expected no url" in text
+    assert "trainforge:monitoring.receivers[1].routingKey: missing" in text
+    assert "trainforge:monitoring.receivers[2].url: got 'ftp://x'" in text
+    assert (
+        "trainforge:monitoring.receivers[2].teams[0]: got 'nope'; expected one of the teams" in text
+    )
+    assert "trainforge:monitoring.receivers[3].type: got 'email'" in text
+    assert len(errors) == 8, errors
 
 
 def test_receiver_secrets_reach_the_chart_as_pulumi_secrets():

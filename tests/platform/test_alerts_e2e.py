@@ -176,7 +176,7 @@ def test_a_stopped_rank_pages_through_prometheus_and_alertmanager(tmp_path):
     try:
         # Alertmanager with trainforge's routes; the webhook receiver gets everything
         am_cfg = alerts.alertmanager_config(
-            (ReceiverConfig("e2e-hook", "webhook", receiver.url),),
+            (ReceiverConfig(name="e2e-hook", type="webhook", url=receiver.url),),
             group_wait="1s",
             group_interval="1s",
         )

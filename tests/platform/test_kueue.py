@@ -63,7 +63,7 @@ def test_kueue_objects_validate_against_the_upstream_crds(plans, stack):
 
 
 def test_the_written_out_rules_catch_what_the_crds_refuse():
-    cq = queues.cluster_queue(TeamConfig("a"), [GPU_POOL], KueueConfig(), "a")
+    cq = queues.cluster_queue(TeamConfig(name="a"), [GPU_POOL], KueueConfig(), "a")
     cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"].pop()  # one resource short
     cq["spec"].pop("cohortName")
     cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["borrowingLimit"] = "1"
@@ -133,7 +133,7 @@ POOLS = [GPU_POOL, GPU2_POOL, CPU_POOL]
 
 
 def test_a_teams_gpus_hold_in_whichever_gpu_pool_and_cpu_follows_them():
-    team = TeamConfig("a", TeamQuotaConfig(gpus="9", cpu="10", memory="3Gi"))
+    team = TeamConfig(name="a", quota=TeamQuotaConfig(gpus="9", cpu="10", memory="3Gi"))
     q = queues.nominal_quotas(team, POOLS)
     # every GPU pool gets the whole GPU total (the namespace backstop holds the sum); the CPU
     # pool gets the cpu/memory totals; nodes unknown here, so a GPU pool's cpu/memory are the
@@ -148,7 +148,9 @@ def test_a_teams_gpus_hold_in_whichever_gpu_pool_and_cpu_follows_them():
 def test_gpu_pool_cpu_and_memory_follow_the_gpus():
     shape = node_facts.node_shape("g6.12xlarge", 48, 196608, gpus=4)
     pool = replace(GPU_POOL, instance_types=("g6.12xlarge",), nodes=(shape,))
-    team = TeamConfig("vision", TeamQuotaConfig(gpus="16"))  # cpu/memory left at defaults
+    team = TeamConfig(
+        name="vision", quota=TeamQuotaConfig(gpus="16")
+    )  # cpu/memory left at defaults
     q = queues.nominal_quotas(team, [pool])["gpu"]
     room = capacity.rooms(pool)[0]
     assert q["nvidia.com/gpu"] == 16
@@ -158,25 +160,31 @@ def test_gpu_pool_cpu_and_memory_follow_the_gpus():
 
 def test_per_pool_quota_takes_what_it_says():
     team = TeamConfig(
-        "a",
-        TeamQuotaConfig(
+        name="a",
+        quota=TeamQuotaConfig(
             gpus="16", cpu="100", memory="400Gi", pools=(("gpu2", PoolQuota(gpus="12")),)
         ),
     )
     q = queues.nominal_quotas(team, POOLS)
     assert q["gpu2"]["nvidia.com/gpu"] == 12 and q["gpu"]["nvidia.com/gpu"] == 16
     assert queues.team_total(team, POOLS)["nvidia.com/gpu"] == 16
-    off = TeamConfig("b", TeamQuotaConfig(gpus="4", pools=(("gpu", PoolQuota(gpus="0")),)))
+    off = TeamConfig(
+        name="b", quota=TeamQuotaConfig(gpus="4", pools=(("gpu", PoolQuota(gpus="0")),))
+    )
     assert queues.nominal_quotas(off, POOLS)["gpu"]["nvidia.com/gpu"] == 0
 
 
 def test_namespace_quota_is_all_the_queue_can_admit_so_no_double_accounting():
-    a = TeamConfig("a", TeamQuotaConfig(gpus="4", cpu="8", memory="16Gi"))
-    b = TeamConfig("b", TeamQuotaConfig(gpus="4", cpu="8", memory="16Gi"))
-    solo = TeamConfig("c", TeamQuotaConfig(gpus="4", cpu="8", memory="16Gi"), cohort="alone")
+    a = TeamConfig(name="a", quota=TeamQuotaConfig(gpus="4", cpu="8", memory="16Gi"))
+    b = TeamConfig(name="b", quota=TeamQuotaConfig(gpus="4", cpu="8", memory="16Gi"))
+    solo = TeamConfig(
+        name="c", quota=TeamQuotaConfig(gpus="4", cpu="8", memory="16Gi"), cohort="alone"
+    )
     capped = TeamConfig(
-        "d",
-        TeamQuotaConfig(gpus="4", cpu="8", memory="16Gi", borrowing_limit=PoolQuota(gpus="1")),
+        name="d",
+        quota=TeamQuotaConfig(
+            gpus="4", cpu="8", memory="16Gi", borrowing_limit=PoolQuota(gpus="1")
+        ),
     )
     teams = [a, b, solo, capped]
     held = {t.name: queues.namespace_quota(t, teams, [GPU_POOL]) for t in teams}

@@ -89,13 +89,13 @@ BAD = [
     (
         {"fsx": {"deploymentType": "PERSISTENT_1"}},
         "trainforge:fsx.deploymentType",
-        ["PERSISTENT_1", "PERSISTENT_2, SCRATCH_2"],
+        ["'PERSISTENT_1'", "one of 'PERSISTENT_2', 'SCRATCH_2'"],
     ),
     (
         {
             "fsx": {
                 "deploymentType": "SCRATCH_2",
-                "dataRepository": {"dataRepositoryPath": "s3://b/p"},
+                "dataRepository": {"dataRepositoryPath": "s3://bucket/p"},
             }
         },
         "trainforge:fsx.dataRepository",
@@ -131,24 +131,28 @@ BAD = [
     ({"teams": [{"name": "a" * 64}]}, "trainforge:teams[0].name", ["DNS-1123 label"]),
     ({"teams": [{"name": "kube-system"}]}, "trainforge:teams[0].name", ["kube-system"]),
     ({"teams": [{"name": "a"}, {"name": "a"}]}, "trainforge:teams[1].name", ["'a'", "unique"]),
-    ({"teams": {"name": "a"}}, "trainforge:teams", ["list of teams"]),
+    ({"teams": {"name": "a"}}, "trainforge:teams", ["a list"]),
     (
         {"teams": [{"name": "a", "podSecurity": "privileged"}]},
         "trainforge:teams[0].podSecurity",
-        ["baseline, restricted"],
+        ["one of 'baseline', 'restricted'"],
     ),
     (
         {"monitoring": {"mode": "grafana"}},
         "trainforge:monitoring.mode",
-        ["'grafana'", "managed, external"],
+        ["'grafana'", "one of 'managed', 'external'"],
     ),
     ({"monitoring": {"retention": "2 weeks"}}, "trainforge:monitoring.retention", ["15d"]),
-    ({"mlflow": {"backend": "postgres"}}, "trainforge:mlflow.backend", ["pvc, sqlite-ephemeral"]),
+    (
+        {"mlflow": {"backend": "postgres"}},
+        "trainforge:mlflow.backend",
+        ["one of 'pvc', 'sqlite-ephemeral'"],
+    ),
     ({"mlflow": {"enabled": "yes"}}, "trainforge:mlflow.enabled", ["true or false"]),
     (
         {"trainingOperator": {"chart": {"repository": "https://charts.example.com"}}},
         "trainforge:trainingOperator.chart.version",
-        ["pinned chart version"],
+        ["missing", "pinned chart version"],
     ),
     (
         {
@@ -227,15 +231,15 @@ def test_job_backends_default_and_what_the_jobs_name():
 @pytest.mark.parametrize(
     ("raw", "key"),
     [
-        ({"jobBackend": "v2"}, "trainforge:jobBackend: invalid value 'v2'"),
-        ({"jobBackends": "trainjob"}, "trainforge:jobBackends: invalid value 'trainjob'"),
-        ({"jobBackends": ["trainjob", "tfjob"]}, "trainforge:jobBackends: invalid value"),
+        ({"jobBackend": "v2"}, "trainforge:jobBackend: got 'v2'"),
+        ({"jobBackends": "trainjob"}, "trainforge:jobBackends: got 'trainjob'"),
+        ({"jobBackends": ["trainjob", "tfjob"]}, "trainforge:jobBackends: got"),
     ],
 )
 def test_bad_job_backends_name_the_key(raw, key):
     _, errors = parse(raw)
     assert len(errors) == 1 and errors[0].startswith(key)
-    assert "pytorchjob, trainjob, indexed-job" in errors[0]
+    assert all(backend in errors[0] for backend in ("pytorchjob", "trainjob", "indexed-job"))
 
 
 def test_team_ids_are_stable_when_teams_are_added_or_reordered():
@@ -263,27 +267,27 @@ def test_team_ids_are_stable_when_teams_are_added_or_reordered():
     [
         (
             [{"name": "a", "uid": 20001}, {"name": "b", "uid": 20001}],
-            "trainforge:teams[1].uid: invalid value 20001",
+            "trainforge:teams[1].uid: got 20001",
             ["team 'a' has it"],
         ),
         (
             [{"name": "a", "uid": 20001}, {"name": "b", "uid": 20002, "gid": 20001}],
-            "trainforge:teams[1].gid: invalid value 20001",
+            "trainforge:teams[1].gid: got 20001",
             ["team 'a' has it"],
         ),
         (
             [{"name": "a", "uid": 999}],
-            "trainforge:teams[0].uid: invalid value 999",
+            "trainforge:teams[0].uid: got 999",
             ["10000 to 2147483647"],
         ),
         (
             [{"name": "a", "uid": True}],
-            "trainforge:teams[0].uid: invalid value True",
+            "trainforge:teams[0].uid: got True",
             ["10000 to 2147483647"],
         ),
         (
             [{"name": "a", "cohort": "Shared Pool"}],
-            "trainforge:teams[0].cohort: invalid value 'Shared Pool'",
+            "trainforge:teams[0].cohort: got 'Shared Pool'",
             ["DNS-1123"],
         ),
     ],
@@ -300,7 +304,8 @@ def test_a_derived_uid_colliding_with_an_explicit_one_is_refused():
     taken = default_team_id("vision")
     _, errors = parse({"teams": [{"name": "a", "uid": taken}, {"name": "vision"}]})
     assert len(errors) == 1  # its gid follows the uid: reported once
-    assert errors[0].startswith(f"trainforge:teams[1].uid: invalid value {taken} (derived")
+    assert errors[0].startswith(f"trainforge:teams[1].uid: got {taken}; expected a uid no other")
+    assert "team 'a' has it; this one is derived from its name" in errors[0]
     assert "set uid explicitly" in errors[0]
 
 
@@ -337,27 +342,27 @@ def test_quota_per_pool_and_borrowing_limit():
     [
         (
             {"pools": {"p5": {"gpus": 1}}},
-            "trainforge:teams[0].quota.pools.p5: invalid value",
-            ["p4d, g5, cpu"],
+            "trainforge:teams[0].quota.pools.p5: got 'p5'",
+            ["one of the node pools: cpu, g5, p4d"],
         ),
         (
             {"gpus": 8, "pools": {"p4d": {"gpus": 8}, "g5": {"gpus": 4}}},
-            "trainforge:teams[0].quota.pools: invalid value",
+            "trainforge:teams[0].quota.pools: got",
             ["at most the team's quota.gpus (8)"],
         ),
         (
             {"pools": {"p4d": {"gpu": 8}}},
-            "trainforge:teams[0].quota.pools.p4d.gpu: invalid value 8",
-            ["gpus, cpu, memory"],
+            "trainforge:teams[0].quota.pools.p4d.gpu: unknown key (did you mean 'gpus'?)",
+            ["known keys: cpu, gpus, memory"],
         ),
         (
             {"borrowingLimit": {"gpus": "1.5"}},
-            "trainforge:teams[0].quota.borrowingLimit.gpus: invalid value",
+            "trainforge:teams[0].quota.borrowingLimit.gpus: got",
             [],
         ),
         (
             {"borrowingLimit": 4},
-            "trainforge:teams[0].quota.borrowingLimit: invalid value 4",
+            "trainforge:teams[0].quota.borrowingLimit: got 4",
             ["mapping"],
         ),
     ],
@@ -373,22 +378,22 @@ def test_bad_pool_quotas_name_the_key(quota, key, fragments):
     [
         (
             {"preemption": {"reclaimWithinCohort": "Never"}},
-            "trainforge:kueue.preemption.borrowWithinCohort: invalid value 'LowerPriority'",
+            "trainforge:kueue.preemption.borrowWithinCohort: got 'LowerPriority'",
             ["Never while reclaimWithinCohort is Never"],
         ),
         (
             {"preemption": {"withinClusterQueue": "Always"}},
-            "trainforge:kueue.preemption.withinClusterQueue: invalid value 'Always'",
+            "trainforge:kueue.preemption.withinClusterQueue: got 'Always'",
             ["LowerPriority"],
         ),
         (
             {"queueingStrategy": "LIFO"},
-            "trainforge:kueue.queueingStrategy: invalid value 'LIFO'",
+            "trainforge:kueue.queueingStrategy: got 'LIFO'",
             ["BestEffortFIFO"],
         ),
         (
             {"podsReadyTimeout": "half an hour"},
-            "trainforge:kueue.podsReadyTimeout: invalid value 'half an hour'",
+            "trainforge:kueue.podsReadyTimeout: got 'half an hour'",
             ["30m"],
         ),
     ],
@@ -420,8 +425,8 @@ def test_a_gid_following_the_uid_is_checked_against_other_teams_gids():
         {"teams": [{"name": "a", "uid": 20001, "gid": 30002}, {"name": "b", "uid": 30002}]}
     )
     assert errors == [
-        "trainforge:teams[1].gid: invalid value 30002 (the team's uid); expected a gid no other "
-        "team uses (team 'a' has it): set gid explicitly"
+        "trainforge:teams[1].gid: got 30002; expected a gid no other team uses (team 'a' has "
+        "it; this one is derived from its uid): set gid explicitly"
     ]
 
 
@@ -446,3 +451,75 @@ def test_a_chart_repository_becomes_the_form_pulumi_kubernetes_resolves(reposito
     assert errors == []
     ref = cfg.training_operator.chart
     assert (ref.release_chart, ref.release_repo) == (chart, repo)
+
+
+@pytest.mark.parametrize(
+    ("raw", "line"),
+    [
+        (
+            {"teams": [{"name": "a", "quotas": {"gpus": 1}}]},
+            "trainforge:teams[0].quotas: unknown key (did you mean 'quota'?); known keys: access, "
+            "claims, cohort, defaults, gid, name, podSecurity, quota, uid",
+        ),
+        (
+            {**POOLS, "teams": [{"name": "a", "quota": {"pools": {"p4e": {"gpus": 1}}}}]},
+            "trainforge:teams[0].quota.pools.p4e: got 'p4e'; expected one of the node pools: cpu, "
+            "g5, p4d (did you mean 'p4d'?)",
+        ),
+        (
+            {"teams": [{"name": "vision"}], "monitoring": {"receivers": [{"teams": ["vison"]}]}},
+            "trainforge:monitoring.receivers[0].teams[0]: got 'vison'; expected one of the teams: "
+            "vision (did you mean 'vision'?)",
+        ),
+        (
+            {"fsx": {"storageCapacityGib": 2400}},
+            "trainforge:fsx.storageCapacityGib: unknown key (did you mean 'storageCapacityGiB'?); "
+            "known keys: backupRetentionDays, dataRepository, deploymentType, enabled, mountPath, "
+            "perUnitStorageThroughput, storageCapacityGiB",
+        ),
+    ],
+)
+def test_a_misspelt_key_or_name_gets_a_suggestion(raw, line):
+    _, errors = parse(raw)
+    assert line in errors, errors
+
+
+def test_pulumi_string_values_are_read_as_pulumi_gives_them():
+    cfg, errors = parse(
+        {
+            "fsx": {"storageCapacityGiB": "2400", "enabled": "false", "backupRetentionDays": "0"},
+            "kueue": {"podsReadyTimeout": "false"},
+            "teams": [{"name": "a", "uid": "20001", "quota": {"gpus": "8"}}],
+        }
+    )
+    assert errors == []
+    assert (cfg.fsx.storage_capacity_gib, cfg.fsx.enabled, cfg.fsx.backup_retention_days) == (
+        2400,
+        False,
+        0,
+    )
+    assert cfg.kueue.pods_ready_timeout is None and cfg.teams[0].run_as_user == 20001
+    # but not what Pulumi never gives for a boolean or a number
+    _, errors = parse({"fsx": {"enabled": "yes", "storageCapacityGiB": True}})
+    assert sorted(errors) == [
+        "trainforge:fsx.enabled: got 'yes'; expected true or false",
+        "trainforge:fsx.storageCapacityGiB: got True; expected a number, not true or false",
+    ]
+
+
+def test_rules_across_teams_still_run_when_a_team_is_broken():
+    _, errors = parse(
+        {
+            "teams": [
+                {"name": "a", "uid": 20001},
+                {"name": "b", "quota": {"memory": "lots"}},
+                {"name": "c", "uid": 20001},
+            ]
+        }
+    )
+    assert sorted(errors) == [
+        "trainforge:teams[1].quota.memory: got 'lots'; expected a Kubernetes quantity such as "
+        "8, 500m, 64Gi or 1.5",
+        "trainforge:teams[2].uid: got 20001; expected a uid no other team uses (team 'a' has "
+        "it): choose another uid",
+    ]

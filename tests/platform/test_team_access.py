@@ -165,9 +165,12 @@ def test_access_config_errors_name_the_key():
         errors,
     )
     text = "\n".join(errors)
-    assert "trainforge:teams[0].access.principals[0]: invalid value 'arn:aws:iam::1:role/x'" in text
-    assert "trainforge:teams[0].access.createJobs: invalid value 3" in text
-    assert "principal 'arn:aws:iam::111122223333:role/Same' is given to teams 'b' and 'c'" in text
+    assert "trainforge:teams[0].access.principals[0]: got 'arn:aws:iam::1:role/x'" in text
+    assert "trainforge:teams[0].access.createJobs: got 3; expected true or false" in text
+    assert (
+        "trainforge:teams[2].access.principals[0]: got 'arn:aws:iam::111122223333:role/Same'; "
+        "expected a principal of one team only (team 'b' has it" in text
+    )
 
 
 def test_a_principal_cannot_be_both_admin_and_team_member():

@@ -101,7 +101,7 @@ def parse_config(
     else:  # the rules across sections and the lookups still judge the sections that are valid
         admins, system, groups, pools = _valid_parts(own, errors)
     services = parse_services_config(raw, errors)
-    for i, team in enumerate(getattr(services, "teams", ()) or ()):
+    for i, team in enumerate(services.teams):
         for arn in sorted(set(team.access.principals) & set(admins)):
             errors.append(
                 problem(

@@ -18,9 +18,9 @@ import difflib
 import types
 import typing
 from collections.abc import Iterable, Mapping
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, TypeAdapter, ValidationError
 from pydantic.alias_generators import to_camel
 
 NS = "trainforge"
@@ -33,7 +33,8 @@ class StackModel(BaseModel):
     Attribute names are snake_case (what the code reads); the keys users write are their
     camelCase aliases (what the stack file holds). `populate_by_name` lets Python callers and
     tests construct a section with the attribute names. A field's one-line description is its
-    `Field(description=...)`; it feeds the JSON Schema (editor hover) and the docs tables.
+    `Field(description=...)` or the docstring right below it; it feeds the JSON Schema (editor
+    hover) and the docs tables.
     """
 
     model_config = ConfigDict(
@@ -43,6 +44,7 @@ class StackModel(BaseModel):
         frozen=True,
         str_strip_whitespace=False,
         use_enum_values=True,
+        use_attribute_docstrings=True,
     )
 
 
@@ -53,6 +55,48 @@ class StackError(ValueError):
         self.errors = list(errors)
         lines = "\n".join(f"  - {e}" for e in self.errors)
         super().__init__(f"invalid stack configuration ({len(self.errors)} problem(s)):\n{lines}")
+
+
+class Problems(ValueError):
+    """Raised by a validator whose rule relates several fields or items (unique team ids, a
+    quota naming an undeclared pool): each `(loc, value, expected)` becomes its own line at
+    its own key path, `loc` being relative to what the validator validates. `value` MISSING
+    reads `missing`."""
+
+    def __init__(self, items: Iterable[tuple[tuple[Any, ...], Any, str]]):
+        self.items = list(items)
+        super().__init__("; ".join(expected for _, _, expected in self.items))
+
+    @classmethod
+    def raise_any(cls, items: Iterable[tuple[tuple[Any, ...], Any, str]]) -> None:
+        """Raise when `items` holds a problem."""
+        found = list(items)
+        if found:
+            raise cls(found)
+
+
+MISSING: Any = type("Missing", (), {"__repr__": lambda self: "missing"})()
+
+
+def _bool(value: Any) -> Any:
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    if not isinstance(value, bool):
+        raise ValueError("true or false")
+    return value
+
+
+def _number(value: Any) -> Any:
+    if isinstance(value, bool):  # pydantic's lax mode would read True as 1
+        raise ValueError("a number, not true or false")
+    return value
+
+
+# Pulumi's values: "true"/"false" as Pulumi gives them, but not pydantic's lax "yes", "on", 1;
+# numbers (also "3" as Pulumi gives them), but not true/false.
+Bool = Annotated[bool, BeforeValidator(_bool)]
+Int = Annotated[int, BeforeValidator(_number)]
+Float = Annotated[float, BeforeValidator(_number)]
 
 
 def aliases(model: type[BaseModel]) -> set[str]:
@@ -98,15 +142,18 @@ def one_of(value: Any, choices: Iterable[str], what: str = "") -> str:
     return f"{head}{listed}{suggest(value, names)}"
 
 
-def validate(model: type[M], raw: Any, path: str, errors: list[str]) -> M | None:
+def validate(
+    model: type[M], raw: Any, path: str, errors: list[str], context: dict | None = None
+) -> M | None:
     """`model` validated from `raw`; each problem appended to `errors` (None when any).
 
     `path` is where `raw` sits, written as users see it (`trainforge:jobs[1]`), and prefixes
     every line. Validate each independent part separately (each job, each pool) so that one
-    bad part does not hide the problems of the others.
+    bad part does not hide the problems of the others. `context` reaches the validators
+    (`info.context`): what a rule needs from another area, such as the declared pool names.
     """
     try:
-        return model.model_validate(raw)
+        return model.model_validate(raw, context=context)
     except ValidationError as exc:
         errors.extend(format_errors(exc, model, path))
         return None
@@ -128,7 +175,10 @@ def format_errors(exc: ValidationError, root: Any, path: str) -> list[str]:
         loc = err["loc"]
         where = _join(path, loc)
         kind = err["type"]
-        if kind == "extra_forbidden":
+        found = (err.get("ctx") or {}).get("error")
+        if isinstance(found, Problems):
+            out.extend(problem_lines(where, found))
+        elif kind == "extra_forbidden":
             known = known_keys(root, loc[:-1])
             key = str(loc[-1])
             out.append(
@@ -138,6 +188,19 @@ def format_errors(exc: ValidationError, root: Any, path: str) -> list[str]:
             out.append(f"{where}: missing; expected {_describe(root, loc)}")
         else:
             out.append(problem(where, err.get("input"), _expected(err)))
+    return out
+
+
+def problem_lines(path: str, problems: Problems) -> list[str]:
+    """One line per item of `problems`, each at `path` + its own loc."""
+    out = []
+    for loc, value, expected in problems.items:
+        where = _join(path, loc)
+        out.append(
+            f"{where}: missing; expected {expected}"
+            if value is MISSING
+            else problem(where, value, expected)
+        )
     return out
 
 

@@ -32,7 +32,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from trainforge.core.contract import BACKENDS
 from trainforge.core.errors import JobConfigError
-from trainforge.stack.base import StackError, StackModel
+from trainforge.stack.base import Bool, StackError, StackModel
 from trainforge.training import config as runtime
 from trainforge.training.contract import CONTRACT_VARIABLES
 
@@ -159,15 +159,6 @@ def _project_path(what: str) -> Callable[[str], str]:
     return check
 
 
-def _bool(value: Any) -> Any:
-    """true/false, or Pulumi's "true"/"false" strings; not yes/no/1/0 (pydantic's lax set)."""
-    if isinstance(value, str) and value.lower() in ("true", "false"):
-        return value.lower() == "true"
-    if not isinstance(value, bool):
-        raise ValueError("true or false")
-    return value
-
-
 def _quantity(value: Any) -> Any:
     from trainforge.core.quantity import parse_quantity
 
@@ -200,7 +191,6 @@ def _float(value: Any) -> Any:
     return value
 
 
-Bool = Annotated[bool, BeforeValidator(_bool)]
 Int = Annotated[int, BeforeValidator(_int)]
 Float = Annotated[float, BeforeValidator(_float)]
 Quantity = Annotated[

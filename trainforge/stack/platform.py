@@ -21,7 +21,6 @@ from pydantic import (
     BeforeValidator,
     Field,
     PlainSerializer,
-    StrictBool,
     ValidationError,
     ValidationInfo,
     WithJsonSchema,
@@ -30,7 +29,9 @@ from pydantic import (
 )
 
 from trainforge.core.contract import PoolLimits, Taint
-from trainforge.stack.base import StackModel
+from trainforge.stack.base import Bool as Flag
+from trainforge.stack.base import Float as Number
+from trainforge.stack.base import Int, StackModel
 
 # --- value types: what a string, number or flag of this area must look like -------------------
 
@@ -61,28 +62,12 @@ def matching(regex: str, what: str, max_length: int | None = None) -> Any:
     return Annotated[str, AfterValidator(check), WithJsonSchema(schema)]
 
 
-def _flag(value: Any) -> Any:
-    if isinstance(value, str) and value.lower() in ("true", "false"):
-        return value.lower() == "true"  # Pulumi's string form of a bool
-    return value
-
-
-def _no_bool(value: Any) -> Any:
-    if isinstance(value, bool):
-        raise ValueError("a number, not true or false")
-    return value
-
-
 def _text(value: Any) -> Any:
     if isinstance(value, bool):
         return str(value).lower()
     return str(value) if isinstance(value, int | float) else value
 
 
-# true/false or Pulumi's "true"/"false" (pydantic's lax bool would also take "yes", 1, "on")
-Flag = Annotated[StrictBool, BeforeValidator(_flag)]
-Int = Annotated[int, BeforeValidator(_no_bool)]
-Number = Annotated[float, BeforeValidator(_no_bool)]
 Text = Annotated[str, BeforeValidator(_text)]  # a scalar as text (`value: true` -> "true")
 
 
@@ -372,7 +357,8 @@ class AcceptanceTestConfig(Section):
 
 
 def _acceptance_shorthand(value: Any) -> Any:
-    value = _flag(value)
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        value = value.lower() == "true"  # Pulumi's string form of `acceptanceTest: true`
     return {"enabled": value} if isinstance(value, bool) else value  # `acceptanceTest: true`
 
 
