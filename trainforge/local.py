@@ -64,23 +64,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def torchrun_command(workers: int, max_restarts: int, training_args: list[str]) -> list[str]:
-    # trainforge.training.launch is torchrun that exits with the failed workers' reason code
-    # (a hang: 201, a bug: 1, ...) instead of torchrun's 1, as the pods do (docs/reliability.md)
-    return [
-        sys.executable,
-        "-m",
-        "trainforge.training.launch",
-        "--standalone",
-        "--nnodes",
-        "1",
-        "--nproc-per-node",
-        str(workers),
-        "--max-restarts",
-        str(max_restarts),
-        "-m",
-        "trainforge.training",
-        *training_args,
-    ]
+    from trainforge.jobs.local import launcher
+
+    return [*launcher(workers, max_restarts), "-m", "trainforge.training", *training_args]
 
 
 def child_env(workers: int) -> dict[str, str]:

@@ -67,10 +67,6 @@ class Run:
     missing: list[str] = field(default_factory=list)  # "what: why" of each absent source
 
     @property
-    def has_metrics(self) -> bool:
-        return bool(self.attempts)
-
-    @property
     def ledger_attempts(self) -> list[dict[str, Any]]:
         attempts = (self.ledger or {}).get("attempts") or (self.summary or {}).get("attempts")
         return [a for a in attempts or [] if isinstance(a, dict)]

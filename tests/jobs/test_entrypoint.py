@@ -23,7 +23,7 @@ from tests.jobs.helpers import (
 from tests.jobs.schemas import crd_errors
 from trainforge.core.errors import JobConfigError
 from trainforge.jobs import codeship, entrypoint
-from trainforge.jobs.pytorchjob import emit
+from trainforge.jobs.backends import emit
 from trainforge.jobs.spec import parse_job
 from trainforge.jobs.wiring import resolve_job
 

@@ -12,7 +12,7 @@ from trainforge.core import versions
 from trainforge.core.contract import PoolFacts
 from trainforge.core.errors import JobConfigError
 from trainforge.jobs import images
-from trainforge.jobs.pytorchjob import emit
+from trainforge.jobs.backends import emit
 from trainforge.jobs.spec import parse_job
 from trainforge.jobs.wiring import resolve_job
 

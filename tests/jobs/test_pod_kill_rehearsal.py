@@ -26,7 +26,7 @@ from pathlib import Path
 from tests.jobs import podsim
 from tests.jobs.helpers import CPU_POOL, target
 from trainforge.jobs import codeship, entrypoint
-from trainforge.jobs.pytorchjob import emit
+from trainforge.jobs.backends import emit
 from trainforge.jobs.spec import parse_job
 from trainforge.jobs.wiring import resolve_job
 from trainforge.training import exits

@@ -14,8 +14,8 @@ from tests.jobs.helpers import CODE, CPU_POOL, container, target, validate_pod_t
 from tests.jobs.schemas import crd_errors
 from trainforge.core.errors import JobConfigError
 from trainforge.jobs import entrypoint
+from trainforge.jobs.backends import emit
 from trainforge.jobs.pyfunction import ship_function
-from trainforge.jobs.pytorchjob import emit
 from trainforge.jobs.spec import function_job
 from trainforge.jobs.wiring import resolve_job
 

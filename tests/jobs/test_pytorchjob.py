@@ -20,9 +20,9 @@ from tests.jobs.helpers import (
 )
 from tests.jobs.schemas import crd_errors
 from trainforge.core.errors import JobConfigError
+from trainforge.jobs.backends import emit
 from trainforge.jobs.codeship import CODE_MOUNT
 from trainforge.jobs.images import image_for
-from trainforge.jobs.pytorchjob import emit
 from trainforge.jobs.spec import parse_job
 from trainforge.jobs.wiring import resolve_job
 

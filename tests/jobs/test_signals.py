@@ -22,7 +22,7 @@ import pytest
 
 from tests.jobs.helpers import CODE, CPU_POOL, container, target
 from trainforge.jobs import entrypoint
-from trainforge.jobs.pytorchjob import emit
+from trainforge.jobs.backends import emit
 from trainforge.jobs.spec import parse_job
 from trainforge.jobs.wiring import resolve_job
 

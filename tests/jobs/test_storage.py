@@ -9,7 +9,7 @@ import pytest
 from tests.jobs.helpers import CODE, CPU_POOL, container, env_of, target, validate_pod_templates
 from tests.jobs.schemas import crd_errors
 from trainforge.core.errors import JobConfigError
-from trainforge.jobs.pytorchjob import emit
+from trainforge.jobs.backends import emit
 from trainforge.jobs.spec import parse_job
 from trainforge.jobs.wiring import resolve_job
 

@@ -25,8 +25,8 @@ from tests.jobs import podsim
 from tests.jobs import user_functions as uf
 from tests.jobs.helpers import CPU_POOL, target
 from trainforge.jobs import codeship, entrypoint
+from trainforge.jobs.backends import emit
 from trainforge.jobs.local import run_local
-from trainforge.jobs.pytorchjob import emit
 from trainforge.jobs.spec import function_job
 from trainforge.jobs.wiring import resolve_job
 

@@ -143,14 +143,14 @@ def test_a_job_object_setting_suspend_is_a_finding(monkeypatch, backend):
         real = pytorchjob.run_policy
         monkeypatch.setattr(pytorchjob, "run_policy", lambda j: {**real(j), "suspend": False})
     else:
-        real_manifest = indexed_job.job_manifest
+        real_manifest = indexed_job.workload_manifest
 
         def with_suspend(*a, **kw):
             doc = real_manifest(*a, **kw)
             doc["spec"]["suspend"] = False
             return doc
 
-        monkeypatch.setattr(indexed_job, "job_manifest", with_suspend)
+        monkeypatch.setattr(indexed_job, "workload_manifest", with_suspend)
     result = plan([job("owned", "vision", 1, backend=backend)])
     (finding,) = [v for v in result.failing if v.rule == Q.RULE_OWNED]
     assert "suspend (Kueue suspends and resumes the job)" in finding.message

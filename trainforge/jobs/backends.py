@@ -8,7 +8,8 @@ A job runs on its own `backend:` or on the platform's default (`trainforge:jobBa
 only on a backend whose controller the platform installs (`PlatformContract.backends`). Every
 emitter takes the same resolved JobSpec and builds its pods with the one pod builder
 (`trainforge.jobs.pod`), so switching a job's backend changes which object runs its pods,
-not the pods.
+not the pods. Each backend module has BACKEND, API_VERSION, KIND, `check`, `launch`,
+`workload_manifest`, `podmonitor_manifest` and, where it has one, `service_manifest`.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from types import ModuleType
 
 from trainforge.core.contract import BACKENDS, JobTarget
 from trainforge.core.errors import JobConfigError
-from trainforge.jobs import indexed_job, pytorchjob, trainjob
+from trainforge.jobs import indexed_job, pod, pytorchjob, trainjob
 from trainforge.jobs.codeship import CodeBundle
 from trainforge.jobs.pod import EmittedJob
 from trainforge.jobs.spec import JobSpec
@@ -70,4 +71,16 @@ def emit(
     is the job's own shipped code (`entrypoint.user_code`)."""
     if job.backend not in EMITTERS:
         raise ValueError(f"job {job.name!r} has no resolved backend; call wiring.resolve_job")
-    return EMITTERS[job.backend].emit(job, target, code, user_code)
+    m = EMITTERS[job.backend]
+    service = getattr(m, "service_manifest", None)  # the indexed Job's headless Service
+    return pod.emit_job(
+        job,
+        target,
+        code,
+        user_code,
+        backend=m.BACKEND,
+        launch=m.launch(job),
+        workload=lambda template: m.workload_manifest(job, target, template),
+        podmonitor=lambda: m.podmonitor_manifest(job, target),
+        service=(lambda: service(job, target)) if service is not None else None,
+    )

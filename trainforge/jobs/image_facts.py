@@ -18,7 +18,7 @@ shows every job's image and facts (trainforge.plan.checks.images). Pulumi-free.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 from typing import Any
 
 from trainforge.stack.base import validate
@@ -185,7 +185,3 @@ def missing_pieces(
                     )
                 )
     return out
-
-
-def with_source(facts: ImageFacts, source: str) -> ImageFacts:
-    return replace(facts, source=source)

@@ -32,8 +32,7 @@ from typing import Any
 from trainforge.core.contract import JobTarget
 from trainforge.core.errors import JobConfigError
 from trainforge.jobs import pod
-from trainforge.jobs.codeship import CodeBundle
-from trainforge.jobs.pod import EmittedJob, labels
+from trainforge.jobs.pod import labels
 from trainforge.jobs.spec import JobSpec, RunPolicySpec
 
 BACKEND = "indexed-job"
@@ -106,7 +105,7 @@ def pod_failure_policy(job: JobSpec) -> dict[str, Any]:
     return {"rules": rules}
 
 
-def job_manifest(job: JobSpec, target: JobTarget, template: dict[str, Any]) -> dict[str, Any]:
+def workload_manifest(job: JobSpec, target: JobTarget, template: dict[str, Any]) -> dict[str, Any]:
     rp = job.run_policy
     pod_template = {
         "metadata": template["metadata"],
@@ -129,12 +128,7 @@ def job_manifest(job: JobSpec, target: JobTarget, template: dict[str, Any]) -> d
         spec["ttlSecondsAfterFinished"] = rp.ttl_seconds_after_finished
     if rp.active_deadline_seconds is not None:
         spec["activeDeadlineSeconds"] = rp.active_deadline_seconds
-    return {
-        "apiVersion": API_VERSION,
-        "kind": KIND,
-        "metadata": pod.workload_metadata(job, target),
-        "spec": spec,
-    }
+    return pod.workload_object(API_VERSION, KIND, job, target, spec)
 
 
 def service_manifest(job: JobSpec, target: JobTarget) -> dict[str, Any]:
@@ -168,24 +162,4 @@ def podmonitor_manifest(job: JobSpec, target: JobTarget) -> dict[str, Any] | Non
     """Rank 0 is the pod with completion index 0."""
     return pod.podmonitor_manifest(
         job, target, {pod.COMPLETION_INDEX_LABEL: "0"}, [pod.COMPLETION_INDEX_LABEL]
-    )
-
-
-def emit(
-    job: JobSpec,
-    target: JobTarget,
-    code: CodeBundle | None,
-    user_code: CodeBundle | None = None,
-) -> EmittedJob:
-    """All objects for a resolved job (see `wiring.resolve_job`)."""
-    return pod.emit_job(
-        job,
-        target,
-        code,
-        user_code,
-        backend=BACKEND,
-        launch=launch(job),
-        workload=lambda template: job_manifest(job, target, template),
-        podmonitor=lambda: podmonitor_manifest(job, target),
-        service=lambda: service_manifest(job, target),
     )

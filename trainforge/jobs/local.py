@@ -242,6 +242,14 @@ def _fresh_dir(path: Path) -> None:
         shutil.rmtree(path, onerror=writable)
 
 
+def launcher(workers: int, max_restarts: int) -> list[str]:
+    """torchrun through trainforge.training.launch, as the pods run it: the exit code is the
+    failed workers' reason (a bug: 1, a hang: 201, ...) rather than torchrun's 1
+    (docs/reliability.md)."""
+    flags = f"--standalone --nnodes 1 --nproc-per-node {workers} --max-restarts {max_restarts}"
+    return [sys.executable, "-m", "trainforge.training.launch", *flags.split()]
+
+
 def user_code_run(
     job: JobSpec,
     project_dir: Path | str = ".",
@@ -335,20 +343,7 @@ def user_code_run(
     from trainforge.jobs.restarts import budget
 
     restarts = max_restarts if max_restarts is not None else budget(job).in_pod
-    # torchrun through trainforge.training.launch, as the pods run it: the exit code is the
-    # failed workers' reason (a bug: 1, a hang: 201, ...) rather than torchrun's 1
-    launch = [
-        sys.executable,
-        "-m",
-        "trainforge.training.launch",
-        "--standalone",
-        "--nnodes",
-        "1",
-        "--nproc-per-node",
-        str(n),
-        "--max-restarts",
-        str(restarts),
-    ]
+    launch = launcher(n, restarts)
     # through trainforge.training.usercode, as the pods run it: a lost peer exits 202
     # (retryable), a bug 1, and the run ledger records the attempt
     runner = list(entrypoint.USER_CODE_RUNNER)

@@ -49,7 +49,6 @@ import math
 from trainforge.core import catalog
 from trainforge.core.contract import NodeShape
 
-CHECKED = "2026-11-23"
 EVICTION_HARD_MEMORY_MIB = 100
 VM_MEMORY_OVERHEAD = 0.075
 KUBELET_DEFAULT_MAX_PODS = 110  # nodeadm's fallback when it cannot look the type up

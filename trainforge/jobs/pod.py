@@ -35,7 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainforge.core.contract import EFA_RESOURCE, GPU_RESOURCE, JobTarget, efa_count
+from trainforge.core.contract import EFA_RESOURCE, GPU_RESOURCE, JobTarget, PoolFacts, efa_count
 from trainforge.jobs import images, storage, tenancy
 from trainforge.jobs.codeship import CodeBundle
 from trainforge.jobs.entrypoint import (  # noqa: F401 - re-exported: the contract's paths
@@ -206,15 +206,20 @@ def resources(job: JobSpec, target: JobTarget) -> dict[str, dict[str, Any]]:
 
 
 def tolerations(job: JobSpec, target: JobTarget) -> list[dict[str, str]]:
+    return pool_tolerations(target.pool, gpu=bool(job.gpus_per_worker))
+
+
+def pool_tolerations(pool: PoolFacts, gpu: bool) -> list[dict[str, str]]:
+    """Tolerate each of the pool's taints (and, for a GPU pod, the GPU taint)."""
     out = []
-    for t in target.pool.taints:
+    for t in pool.taints:
         tol = {"key": t.key, "effect": t.effect}
         if t.value is None:
             tol["operator"] = "Exists"
         else:
             tol.update(operator="Equal", value=t.value)
         out.append(tol)
-    if job.gpus_per_worker and not any(t.key == GPU_RESOURCE for t in target.pool.taints):
+    if gpu and not any(t.key == GPU_RESOURCE for t in pool.taints):
         out.append({"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"})
     return out
 
@@ -456,17 +461,17 @@ def configmaps(
     return cm, user
 
 
-def workload_metadata(job: JobSpec, target: JobTarget) -> dict[str, Any]:
-    """The metadata of a job's workload object, the same on every backend: the one place its
+def workload_object(
+    api_version: str, kind: str, job: JobSpec, target: JobTarget, spec: dict[str, Any]
+) -> dict[str, Any]:
+    """A job's workload object with the metadata it has on every backend: the one place its
     labels and annotations are built.
 
     The queue labels make Kueue hold the job (the workload's `suspend`, which Kueue owns and
     this program never sets) until the team's queue can admit all of its pods."""
-    return {
-        "name": job.name,
-        "namespace": target.namespace,
-        "labels": {**labels(job), **tenancy.queue_labels(job, target)},
-    }
+    labels_ = {**labels(job), **tenancy.queue_labels(job, target)}
+    metadata = {"name": job.name, "namespace": target.namespace, "labels": labels_}
+    return {"apiVersion": api_version, "kind": kind, "metadata": metadata, "spec": spec}
 
 
 def emit_job(

@@ -16,29 +16,6 @@ from typing import Any
 
 from trainforge.core.contract import JobTarget
 from trainforge.jobs import pod
-from trainforge.jobs.codeship import CodeBundle
-
-# Re-exported: callers written before the pod builder was shared import them from here.
-from trainforge.jobs.pod import (  # noqa: F401
-    JOB_LABEL,
-    METRICS_PORT_NAME,
-    RUN_AS_USER,
-    TEAM_LABEL,
-    TERMINATION_MARGIN,
-    TMP_SIZE,
-    EmittedJob,
-    checkpoint_dir,
-    command,
-    container_security_context,
-    default_image,
-    env,
-    labels,
-    output_dir,
-    resources,
-    tolerations,
-    training_args,
-    with_user_env,
-)
 from trainforge.jobs.spec import JobSpec
 
 BACKEND = "pytorchjob"
@@ -65,15 +42,6 @@ def check(job: JobSpec, target: JobTarget, where: str) -> None:
     """Every job the model accepts runs on the training operator v1."""
 
 
-def pod_template(
-    job: JobSpec,
-    target: JobTarget,
-    code: CodeBundle | None,
-    user_code: CodeBundle | None = None,
-) -> dict[str, Any]:
-    return pod.pod_template(job, target, code, LAUNCH, user_code)
-
-
 def run_policy(job: JobSpec) -> dict[str, Any]:
     rp = job.run_policy
     out: dict[str, Any] = {"cleanPodPolicy": rp.clean_pod_policy, "backoffLimit": rp.backoff_limit}
@@ -84,11 +52,11 @@ def run_policy(job: JobSpec) -> dict[str, Any]:
     return out
 
 
-def pytorchjob_manifest(
-    job: JobSpec, target: JobTarget, code: CodeBundle | None, template: dict | None = None
-) -> dict[str, Any]:
-    template = template if template is not None else pod_template(job, target, code)
+def launch(job: JobSpec) -> pod.Launch:
+    return LAUNCH
 
+
+def workload_manifest(job: JobSpec, target: JobTarget, template: dict[str, Any]) -> dict[str, Any]:
     def replica(n: int) -> dict[str, Any]:
         return {"replicas": n, "restartPolicy": job.restart_policy, "template": template}
 
@@ -108,12 +76,7 @@ def pytorchjob_manifest(
         if job.workers > 1:
             specs["Worker"] = replica(job.workers - 1)
         spec["pytorchReplicaSpecs"] = specs
-    return {
-        "apiVersion": API_VERSION,
-        "kind": KIND,
-        "metadata": pod.workload_metadata(job, target),
-        "spec": spec,
-    }
+    return pod.workload_object(API_VERSION, KIND, job, target, spec)
 
 
 def podmonitor_manifest(job: JobSpec, target: JobTarget) -> dict[str, Any] | None:
@@ -122,23 +85,3 @@ def podmonitor_manifest(job: JobSpec, target: JobTarget) -> dict[str, Any] | Non
     targets for that job)."""
     rank0 = {} if job.elastic is not None else {REPLICA_TYPE_LABEL: "master"}
     return pod.podmonitor_manifest(job, target, rank0, [REPLICA_TYPE_LABEL, REPLICA_INDEX_LABEL])
-
-
-def emit(
-    job: JobSpec,
-    target: JobTarget,
-    code: CodeBundle | None,
-    user_code: CodeBundle | None = None,
-) -> EmittedJob:
-    """All objects for a resolved job (see `wiring.resolve_job`); `user_code` is the job's
-    own shipped code (`entrypoint.user_code`)."""
-    return pod.emit_job(
-        job,
-        target,
-        code,
-        user_code,
-        backend=BACKEND,
-        launch=LAUNCH,
-        workload=lambda template: pytorchjob_manifest(job, target, code, template),
-        podmonitor=lambda: podmonitor_manifest(job, target),
-    )

@@ -38,8 +38,8 @@ from typing import Any
 from trainforge.core.contract import JobTarget
 from trainforge.core.errors import JobConfigError
 from trainforge.jobs import pod, tenancy
-from trainforge.jobs.codeship import USER_CODE_MOUNT, CodeBundle
-from trainforge.jobs.pod import EmittedJob, labels
+from trainforge.jobs.codeship import USER_CODE_MOUNT
+from trainforge.jobs.pod import labels
 from trainforge.jobs.spec import JobSpec, RunPolicySpec
 
 BACKEND = "trainjob"
@@ -325,7 +325,9 @@ def _pod_patch(template: dict[str, Any]) -> dict[str, Any]:
     return {"metadata": _copy(template["metadata"]), "spec": patch}
 
 
-def trainjob_manifest(job: JobSpec, target: JobTarget, template: dict[str, Any]) -> dict[str, Any]:
+def workload_manifest(job: JobSpec, target: JobTarget, template: dict[str, Any]) -> dict[str, Any]:
+    """The TrainJob. The runtime it names is the platform's (`runtime_manifests`), not part of
+    the job."""
     container = template["spec"]["containers"][0]
     spec: dict[str, Any] = {
         "runtimeRef": {"apiGroup": GROUP, "kind": RUNTIME_KIND, "name": runtime_name(job)},
@@ -362,38 +364,13 @@ def trainjob_manifest(job: JobSpec, target: JobTarget, template: dict[str, Any])
     }
     if job.run_policy.active_deadline_seconds is not None:
         spec["activeDeadlineSeconds"] = job.run_policy.active_deadline_seconds
-    return {
-        "apiVersion": API_VERSION,
-        "kind": KIND,
-        "metadata": pod.workload_metadata(job, target),
-        "spec": spec,
-    }
+    return pod.workload_object(API_VERSION, KIND, job, target, spec)
 
 
 def podmonitor_manifest(job: JobSpec, target: JobTarget) -> dict[str, Any] | None:
     """Rank 0 is the pod with completion index 0 of the JobSet's only Job."""
     return pod.podmonitor_manifest(
         job, target, {pod.COMPLETION_INDEX_LABEL: "0"}, [pod.COMPLETION_INDEX_LABEL]
-    )
-
-
-def emit(
-    job: JobSpec,
-    target: JobTarget,
-    code: CodeBundle | None,
-    user_code: CodeBundle | None = None,
-) -> EmittedJob:
-    """All objects for a resolved job (see `wiring.resolve_job`). The runtime the TrainJob
-    names is the platform's (`runtime_manifests`), not part of the job."""
-    return pod.emit_job(
-        job,
-        target,
-        code,
-        user_code,
-        backend=BACKEND,
-        launch=launch(job),
-        workload=lambda template: trainjob_manifest(job, target, template),
-        podmonitor=lambda: podmonitor_manifest(job, target),
     )
 
 

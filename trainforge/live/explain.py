@@ -11,8 +11,9 @@ from datetime import datetime
 from fractions import Fraction
 
 from trainforge.core.quantity import parse_quantity
-from trainforge.live.gather import Gathered
+from trainforge.live.gather import Gathered, condition
 from trainforge.training import exits
+from trainforge.training.timeouts import format_eta as duration
 
 BYTES = ("memory", "ephemeral-storage")
 
@@ -22,17 +23,6 @@ def age(since: str | None, now: datetime) -> str:
         return "?"
     t = datetime.fromisoformat(since.replace("Z", "+00:00"))
     return duration((now - t).total_seconds())
-
-
-def duration(seconds: float) -> str:
-    s = max(0, int(round(seconds)))
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m{s % 60:02d}s"
-    if s < 86400:
-        return f"{s // 3600}h{s % 3600 // 60:02d}m"
-    return f"{s // 86400}d{s % 86400 // 3600:02d}h"
 
 
 def readable(resource: str, amount: str | int | float | Fraction) -> str:
@@ -51,13 +41,6 @@ def readable(resource: str, amount: str | int | float | Fraction) -> str:
     if resource.endswith("/gpu"):
         return f"{int(v)} GPU{'s' if v != 1 else ''}"
     return f"{float(v):.4g} {resource}"
-
-
-def condition(obj: dict | None, kind: str) -> dict | None:
-    for c in (obj or {}).get("status", {}).get("conditions", []) or []:
-        if c.get("type") == kind:
-            return c
-    return None
 
 
 def is_true(obj: dict | None, kind: str) -> bool:

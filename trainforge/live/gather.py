@@ -112,7 +112,7 @@ def _queue(api: Api, g: Gathered, uid: str) -> None:
         g.cluster_queue = _optional(
             api, g, f"ClusterQueue {cq_name}", f"{KUEUE}/clusterqueues/{cq_name}"
         )
-    admitted = _condition(g.workload, "Admitted")
+    admitted = condition(g.workload, "Admitted")
     if lq_name and not (admitted and admitted.get("status") == "True"):
         for base in VISIBILITY:
             try:
@@ -133,7 +133,7 @@ def _queue(api: Api, g: Gathered, uid: str) -> None:
             break
 
 
-def _condition(obj: dict | None, kind: str) -> dict | None:
+def condition(obj: dict | None, kind: str) -> dict | None:
     for c in (obj or {}).get("status", {}).get("conditions", []) or []:
         if c.get("type") == kind:
             return c

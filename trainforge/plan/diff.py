@@ -115,14 +115,6 @@ def diff_maps(old: dict[str, Any], new: dict[str, Any]) -> PlanDiff:
     return PlanDiff(added, removed, changed)
 
 
-def diff_plans(old_dir: pathlib.Path, new_dir: pathlib.Path) -> tuple[PlanDiff, PlanDiff]:
-    """(Kubernetes objects diff, cloud resources diff)."""
-    objects = diff_maps(load_objects(old_dir), load_objects(new_dir))
-    old_res = {_short_urn(k): v for k, v in load_resources(old_dir).items()}
-    new_res = {_short_urn(k): v for k, v in load_resources(new_dir).items()}
-    return objects, diff_maps(old_res, new_res)
-
-
 def _fmt(v: Any) -> str:
     if v is None:
         return "∅"

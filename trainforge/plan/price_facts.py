@@ -127,8 +127,3 @@ def eks_support(version: str | None, on: dt.date) -> str | None:
     if end is None:
         return None
     return "standard" if on <= end else "extended"
-
-
-def regions() -> list[str]:
-    """The regions with any regional figure (global prices apply to every region)."""
-    return sorted(set(_EC2_ON_DEMAND) | set(_SERVICES))

@@ -42,6 +42,7 @@ from trainforge.core import versions
 from trainforge.core.contract import EFA_RESOURCE, GPU_RESOURCE, PoolFacts
 from trainforge.core.image_routes import cached, torch_image
 from trainforge.jobs.codeship import CODE_MOUNT, CodeBundle, configmap_manifest
+from trainforge.jobs.pod import container_security_context, pool_tolerations
 from trainforge.platform.config import ConfigError, PlatformConfig
 from trainforge.stack.base import problem
 from trainforge.stack.platform import AcceptanceTestConfig
@@ -106,32 +107,6 @@ def _labels(pool: str, test: str) -> dict[str, str]:
     }
 
 
-def _tolerations(pool: PoolFacts) -> list[dict[str, Any]]:
-    out = []
-    for t in pool.taints:
-        tol: dict[str, Any] = {"key": t.key, "effect": t.effect}
-        if t.value is None:
-            tol["operator"] = "Exists"
-        else:
-            tol.update(operator="Equal", value=t.value)
-        out.append(tol)
-    if not any(t.key == GPU_RESOURCE for t in pool.taints):
-        out.append({"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"})
-    return out
-
-
-def _container_security() -> dict[str, Any]:
-    return {
-        "runAsNonRoot": True,
-        "runAsUser": RUN_AS,
-        "runAsGroup": RUN_AS,
-        "allowPrivilegeEscalation": False,
-        "readOnlyRootFilesystem": True,
-        "capabilities": {"drop": ["ALL"]},
-        "seccompProfile": {"type": "RuntimeDefault"},
-    }
-
-
 def _pod_spec(pool: PoolFacts, containers: list[dict], volumes: list[dict], **extra: Any) -> dict:
     return {
         "restartPolicy": "Never",
@@ -146,7 +121,7 @@ def _pod_spec(pool: PoolFacts, containers: list[dict], volumes: list[dict], **ex
             "seccompProfile": {"type": "RuntimeDefault"},
         },
         "nodeSelector": dict(pool.node_selector),
-        "tolerations": _tolerations(pool),
+        "tolerations": pool_tolerations(pool, gpu=True),
         "containers": containers,
         "volumes": volumes,
         **extra,
@@ -220,7 +195,7 @@ def dcgm_manifest(pool: PoolFacts, acc: AcceptanceTestConfig, bundle: CodeBundle
             {"name": "results", "mountPath": "/results"},
             {"name": "tmp", "mountPath": "/tmp"},
         ],  # fmt: skip
-        "securityContext": _container_security(),
+        "securityContext": container_security_context(),
     }
     verdict = {
         "name": "verdict",
@@ -248,7 +223,7 @@ def dcgm_manifest(pool: PoolFacts, acc: AcceptanceTestConfig, bundle: CodeBundle
             {"name": "tmp", "mountPath": "/tmp"},
             {"name": "code", "mountPath": CODE_MOUNT, "readOnly": True},
         ],
-        "securityContext": _container_security(),
+        "securityContext": container_security_context(),
     }
     volumes = [
         {"name": "results", "emptyDir": {"sizeLimit": "64Mi"}},
@@ -338,7 +313,7 @@ def allreduce_manifests(
             {"name": "tmp", "mountPath": "/tmp"},
             {"name": "code", "mountPath": CODE_MOUNT, "readOnly": True},
         ],
-        "securityContext": _container_security(),
+        "securityContext": container_security_context(),
     }
     volumes = [
         {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "16Gi"}},

@@ -154,7 +154,6 @@ class Network(pulumi.ComponentResource):
             description="HTTPS from the VPC to the interface endpoints",
             opts=child,
         )
-        self.endpoint_security_group_id = sg.id
         self.interface_endpoints: dict[str, aws.ec2.VpcEndpoint] = {}
         for service, why in INTERFACE_ENDPOINTS.items():
             slug = service.replace(".", "-")

@@ -40,27 +40,38 @@ PENDING_BUCKET = "<checkpoint-bucket>"
 PENDING_REGISTRY = "<account>.dkr.ecr.<region>.amazonaws.com"
 
 
-def _node_types(f: PoolTypeFacts) -> tuple[NodeType, ...]:
-    return tuple(NodeType(t.name, t.vcpus, t.memory_mib, t.gpus) for t in f.per_type)
-
-
-def _gpu_facts(f: PoolTypeFacts, ami: str) -> dict[str, Any]:
-    """GPU models and architectures of the pool's types, its node image and that image's driver.
+def _type_facts(f: PoolTypeFacts, ami: str) -> dict[str, Any]:
+    """The PoolFacts fields that come from the pool's instance types: their shared minimums,
+    each type as a node, GPU models and architectures, the node image and that image's driver.
 
     Managed node groups run EKS's AL2023 NVIDIA AMI type, Karpenter pools the pinned alias;
     `versions.AMI_NVIDIA_DRIVER` says which driver branch each provides (compatibility table).
     """
+    out: dict[str, Any] = {
+        "instance_types": f.instance_types,
+        "gpus_per_node": f.gpus_per_node,
+        "gpu_name": f.gpu_name,
+        "gpu_memory_mib": f.gpu_memory_mib,
+        "network_gbps": f.network_gbps,
+        "primary_network_gbps": f.primary_network_gbps,
+        "efa_interfaces": f.efa_interfaces,
+        "vcpus_per_node": f.vcpus_per_node,
+        "memory_mib_per_node": f.memory_mib_per_node,
+        "architecture": f.architecture,
+        "node_types": tuple(NodeType(t.name, t.vcpus, t.memory_mib, t.gpus) for t in f.per_type),
+        "ami": ami,
+    }
     if not f.gpus_per_node:
-        return {"ami": ami}
+        return out
     models = tuple(
         dict.fromkeys(
             m for t in f.instance_types if (m := instance_type_facts(t).gpu_name) is not None
         )
     )
     return {
+        **out,
         "gpu_models": models,
         "gpu_archs": tuple(versions.GPU_ARCH.get(m, 0) for m in models),
-        "ami": ami,
         "nvidia_driver": versions.AMI_NVIDIA_DRIVER.get(ami),
     }
 
@@ -71,23 +82,12 @@ def _facts_for_group(g: NodeGroupConfig, f: PoolTypeFacts) -> PoolFacts:
     return PoolFacts(
         name=g.name,
         kind="node-group",
-        instance_types=f.instance_types,
-        gpus_per_node=f.gpus_per_node,
-        gpu_name=f.gpu_name,
-        gpu_memory_mib=f.gpu_memory_mib,
-        network_gbps=f.network_gbps,
-        primary_network_gbps=f.primary_network_gbps,
-        efa_interfaces=f.efa_interfaces,
         taints=taints,
         node_selector=((POOL_LABEL, g.name),),
         capacity_type=cap,
         capacity_types=(cap,),
-        vcpus_per_node=f.vcpus_per_node,
-        memory_mib_per_node=f.memory_mib_per_node,
-        architecture=f.architecture,
         max_nodes=g.max_size,
-        **_gpu_facts(f, versions.GPU_AMI_TYPE if f.gpus_per_node else versions.SYSTEM_AMI_TYPE),
-        node_types=_node_types(f),
+        **_type_facts(f, versions.GPU_AMI_TYPE if f.gpus_per_node else versions.SYSTEM_AMI_TYPE),
     )
 
 
@@ -98,23 +98,12 @@ def _facts_for_pool(p: NodePoolConfig, f: PoolTypeFacts) -> PoolFacts:
     return PoolFacts(
         name=p.name,
         kind="karpenter",
-        instance_types=f.instance_types,
-        gpus_per_node=f.gpus_per_node,
-        gpu_name=f.gpu_name,
-        gpu_memory_mib=f.gpu_memory_mib,
-        network_gbps=f.network_gbps,
-        primary_network_gbps=f.primary_network_gbps,
-        efa_interfaces=f.efa_interfaces,
         taints=taints,
         node_selector=((POOL_LABEL, p.name),),
         capacity_type="spot" if "spot" in p.capacity_types else p.capacity_types[0],
         capacity_types=tuple(p.capacity_types),
-        vcpus_per_node=f.vcpus_per_node,
-        memory_mib_per_node=f.memory_mib_per_node,
-        architecture=f.architecture,
         limits=p.limits,
-        **_gpu_facts(f, versions.KARPENTER_AMI_ALIAS),
-        node_types=_node_types(f),
+        **_type_facts(f, versions.KARPENTER_AMI_ALIAS),
     )
 
 

@@ -479,3 +479,13 @@ def to_argv(values: Any) -> list[str]:
         if v is not None and v != s.default:
             argv += [s.flag] if s.type is bool else [s.flag, str(v)]
     return argv
+
+
+def lr_factor(step: int, warmup: int, total: int, floor: float = 0.1) -> float:
+    """Linear warmup to 1, then cosine decay to ``floor`` at ``total`` (warmup capped at total)."""
+    warmup = min(warmup, total)
+    if warmup and step < warmup:
+        return (step + 1) / warmup
+    span = max(total - warmup, 1)
+    progress = min(max(step - warmup, 0) / span, 1.0)
+    return floor + (1.0 - floor) * 0.5 * (1.0 + math.cos(math.pi * progress))

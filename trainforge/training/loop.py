@@ -29,7 +29,7 @@ from torch import nn
 
 from trainforge.training import agreement, exits
 from trainforge.training import checkpoint as ckpt_mod
-from trainforge.training.config import TrainConfig, as_dict, check_world
+from trainforge.training.config import TrainConfig, as_dict, check_world, lr_factor
 from trainforge.training.data import Batches, ShardedOrder, build_dataset
 from trainforge.training.distributed import DistEnv, cleanup, init_distributed
 from trainforge.training.faults import InStepFault, corrupt_hook
@@ -82,16 +82,6 @@ def build_optimizer(
     # the per-parameter Python loop torch picks by default there.
     extra: dict[str, Any] = {"fused": True} if device.type == "cuda" else {"foreach": True}
     return torch.optim.AdamW(groups, lr=cfg.lr, betas=(0.9, 0.95), **extra)
-
-
-def lr_factor(step: int, warmup: int, total: int, floor: float = 0.1) -> float:
-    """Linear warmup to 1, then cosine decay to ``floor`` at ``total`` (warmup capped at total)."""
-    warmup = min(warmup, total)
-    if warmup and step < warmup:
-        return (step + 1) / warmup
-    span = max(total - warmup, 1)
-    progress = min(max(step - warmup, 0) / span, 1.0)
-    return floor + (1.0 - floor) * 0.5 * (1.0 + math.cos(math.pi * progress))
 
 
 def build_scheduler(

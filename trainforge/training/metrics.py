@@ -22,6 +22,7 @@ from typing import Any
 import torch
 
 from trainforge.training import gpus
+from trainforge.training.timeouts import format_eta
 
 # Dense bf16 peak FLOP/s per GPU model: one table (gpus.py), shared with the planner.
 PEAK_BF16_FLOPS = gpus.PEAK_BF16_FLOPS
@@ -49,18 +50,6 @@ HELP = {
     "watchdog_bound_seconds": "seconds a step may run before the hang watchdog fires",
     "attempt_exits": "earlier attempts of this run that ended with each exit reason",
 }
-
-
-def format_eta(seconds: float) -> str:
-    """A short human duration: 45s, 12m05s, 3h07m, 2d04h."""
-    s = max(0, int(round(seconds)))
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m{s % 60:02d}s"
-    if s < 86400:
-        return f"{s // 3600}h{s % 3600 // 60:02d}m"
-    return f"{s // 86400}d{s % 86400 // 3600:02d}h"
 
 
 def peak_flops(device: torch.device) -> float | None:

@@ -86,10 +86,6 @@ class PreemptionHandler:
         self.close()
         return PREEMPTED_EXIT_CODE
 
-    @property
-    def requested_locally(self) -> bool:
-        return self._local.is_set()
-
     def deadline_left(self) -> float:
         if self.received_at is None:
             return self.grace_period

@@ -111,3 +111,15 @@ def apply_env(
             env[key] = value
             applied[key] = value
     return applied
+
+
+def format_eta(seconds: float) -> str:
+    """A short human duration: 45s, 12m05s, 3h07m, 2d04h."""
+    s = max(0, int(round(seconds)))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    if s < 86400:
+        return f"{s // 3600}h{s % 3600 // 60:02d}m"
+    return f"{s // 86400}d{s % 86400 // 3600:02d}h"

@@ -96,10 +96,6 @@ class MemoryEstimate:
     def total(self) -> int:
         return self.peak + self.allowance
 
-    @property
-    def fraction(self) -> float | None:
-        return self.total / self.capacity if self.capacity else None
-
 
 def _shard(shape: tuple[int, ...], world: int) -> int:
     """Elements of rank 0's FSDP2 shard (dim 0 split in `world`, padded up)."""

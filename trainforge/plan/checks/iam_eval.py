@@ -127,7 +127,7 @@ class Decision:
 # Matching helpers
 
 
-def _as_list(v: Any) -> list[Any]:
+def as_list(v: Any) -> list[Any]:
     if v is None:
         return []
     return list(v) if isinstance(v, list | tuple) else [v]
@@ -179,11 +179,11 @@ def substitute(value: str, request: Request) -> str | None:
 
 
 def action_matches(patterns: Any, action: str) -> bool:
-    return any(_glob(str(p), action, case=False) for p in _as_list(patterns))
+    return any(_glob(str(p), action, case=False) for p in as_list(patterns))
 
 
 def resource_matches(patterns: Any, resource: str, request: Request) -> bool:
-    for p in _as_list(patterns):
+    for p in as_list(patterns):
         pat = substitute(str(p), request) if "${" in str(p) else str(p)
         if pat is not None and _glob(pat, resource):
             return True
@@ -204,7 +204,7 @@ def principal_match(principal: Any, request: Request) -> str | None:
         return None
     caller = request.principal
     for kind, values in principal.items():
-        for v in _as_list(values):
+        for v in as_list(values):
             v = str(v)
             if kind == "Service" and caller == f"svc:{v}":
                 return "direct"
@@ -315,7 +315,7 @@ def condition_holds(operator: str, key: str, policy_values: Any, request: Reques
     if_exists = operator.endswith("IfExists") and operator != "IfExists"
     base = operator[: -len("IfExists")] if if_exists else operator
     present, values = request.key(key)
-    pvals = [str(p).lower() if isinstance(p, bool) else str(p) for p in _as_list(policy_values)]
+    pvals = [str(p).lower() if isinstance(p, bool) else str(p) for p in as_list(policy_values)]
 
     if base == "Null":
         want_absent = any(p.lower() == "true" for p in pvals)
@@ -360,7 +360,7 @@ def condition_failures(conditions: Mapping[str, Any] | None, request: Request) -
             if not condition_holds(operator, key, values, request):
                 present, actual = request.key(key)
                 got = f"request has {actual}" if present else "key absent from the request"
-                out.append(f"{operator} {key} {_as_list(values)} ({got})")
+                out.append(f"{operator} {key} {as_list(values)} ({got})")
     return out
 
 
@@ -488,23 +488,23 @@ def statement_within(ours: Mapping[str, Any], ref: Mapping[str, Any]) -> bool:
         return False
     if "NotAction" in ours or "NotResource" in ours or "NotAction" in ref or "NotResource" in ref:
         return False
-    ref_actions = _as_list(ref.get("Action"))
-    for a in _as_list(ours.get("Action")):
+    ref_actions = as_list(ref.get("Action"))
+    for a in as_list(ours.get("Action")):
         if not any(_glob(str(r), str(a), case=False) for r in ref_actions):
             return False
-    ref_res = _as_list(ref.get("Resource"))
-    for r in _as_list(ours.get("Resource")):
+    ref_res = as_list(ref.get("Resource"))
+    for r in as_list(ours.get("Resource")):
         if not any(_glob(str(p), str(r)) for p in ref_res):
             return False
     ours_cond = {
-        (op.lower(), k.lower()): {str(v) for v in _as_list(vals)}
+        (op.lower(), k.lower()): {str(v) for v in as_list(vals)}
         for op, keys in (ours.get("Condition") or {}).items()
         for k, vals in keys.items()
     }
     for op, keys in (ref.get("Condition") or {}).items():
         for k, vals in keys.items():
             mine = ours_cond.get((op.lower(), k.lower()))
-            if mine is None or not mine <= {str(v) for v in _as_list(vals)}:
+            if mine is None or not mine <= {str(v) for v in as_list(vals)}:
                 return False
     return True
 
@@ -528,7 +528,7 @@ def actions_of(policies: Sequence[Policy]) -> set[str]:
         for p in policies
         for st in p.statements()
         if st.get("Effect") == "Allow"
-        for a in _as_list(st.get("Action"))
+        for a in as_list(st.get("Action"))
     }
 
 

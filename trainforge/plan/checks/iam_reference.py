@@ -1,7 +1,8 @@
 """Reference policies (upstream and AWS managed) and the AWS calls each controller makes.
 
 Why vendored: the offline plan has no network and must not read /work/shared at run time, so
-the documents we compare against live here, each with where and when it was taken. They are
+the documents we compare against ship with the package (trainforge/plan/data/iam_reference.json
+and karpenter_controller_policy.json), each with where and when it was taken noted here. They are
 copied as published (only the CloudFormation `${...}` substitutions are filled in); update
 them with the pinned version in trainforge/core/versions.py.
 
@@ -16,170 +17,31 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from importlib import resources
 
 from trainforge.plan.checks.iam_eval import Policy, Request
+
+
+def _data(name: str) -> str:
+    return resources.files("trainforge.plan").joinpath("data", name).read_text()
+
+
+_DOCS: dict[str, dict] = json.loads(_data("iam_reference.json"))
 
 # --------------------------------------------------------------------------------------------
 # AWS managed policies (documents as shown in the AWS Managed Policy Reference Guide,
 # docs.aws.amazon.com/aws-managed-policy/latest/reference/<Name>.html, checked 2026-11-23)
 
-AMAZON_EKS_WORKER_NODE_POLICY = {
-    "Version": "2012-10-17",
-    "Statement": [
-        {
-            "Sid": "WorkerNodePermissions",
-            "Effect": "Allow",
-            "Action": [
-                "ec2:DescribeInstances",
-                "ec2:DescribeInstanceTypes",
-                "ec2:DescribeRouteTables",
-                "ec2:DescribeSecurityGroups",
-                "ec2:DescribeSubnets",
-                "ec2:DescribeVolumes",
-                "ec2:DescribeVolumesModifications",
-                "ec2:DescribeVpcs",
-                "eks:DescribeCluster",
-                "eks-auth:AssumeRoleForPodIdentity",
-            ],
-            "Resource": "*",
-        }
-    ],
-}
+AMAZON_EKS_WORKER_NODE_POLICY = _DOCS["AmazonEKSWorkerNodePolicy"]
 
-AMAZON_EKS_CNI_POLICY = {
-    "Version": "2012-10-17",
-    "Statement": [
-        {
-            "Sid": "AmazonEKSCNIPolicy",
-            "Effect": "Allow",
-            "Action": [
-                "ec2:AssignPrivateIpAddresses",
-                "ec2:AttachNetworkInterface",
-                "ec2:CreateNetworkInterface",
-                "ec2:DeleteNetworkInterface",
-                "ec2:DescribeInstances",
-                "ec2:DescribeTags",
-                "ec2:DescribeNetworkInterfaces",
-                "ec2:DescribeInstanceTypes",
-                "ec2:DescribeSubnets",
-                "ec2:DetachNetworkInterface",
-                "ec2:ModifyNetworkInterfaceAttribute",
-                "ec2:UnassignPrivateIpAddresses",
-            ],
-            "Resource": "*",
-        },
-        {
-            "Sid": "AmazonEKSCNIPolicyENITag",
-            "Effect": "Allow",
-            "Action": ["ec2:CreateTags"],
-            "Resource": ["arn:aws:ec2:*:*:network-interface/*"],
-        },
-    ],
-}
+AMAZON_EKS_CNI_POLICY = _DOCS["AmazonEKS_CNI_Policy"]
 
 # aws-ebs-csi-driver docs/example-iam-policy.json (github.com/kubernetes-sigs/
 # aws-ebs-csi-driver; identical at tags v1.46.0 and v1.50.1, the pinned add-on's driver
 # version, checked 2026-11-23). Its docs/install.md: "AWS maintains a
 # managed policy version of the example policy ... arn:aws:iam::aws:policy/service-role/
 # AmazonEBSCSIDriverPolicy".
-_EBS_VOL = "arn:aws:ec2:*:*:volume/*"
-_EBS_SNAP = "arn:aws:ec2:*:*:snapshot/*"
-AMAZON_EBS_CSI_DRIVER_POLICY = {
-    "Version": "2012-10-17",
-    "Statement": [
-        {
-            "Effect": "Allow",
-            "Action": [
-                "ec2:DescribeAvailabilityZones",
-                "ec2:DescribeInstances",
-                "ec2:DescribeSnapshots",
-                "ec2:DescribeTags",
-                "ec2:DescribeVolumes",
-                "ec2:DescribeVolumesModifications",
-                "ec2:DescribeVolumeStatus",
-            ],
-            "Resource": "*",
-        },
-        {
-            "Effect": "Allow",
-            "Action": ["ec2:CreateSnapshot", "ec2:ModifyVolume"],
-            "Resource": _EBS_VOL,
-        },
-        {
-            "Effect": "Allow",
-            "Action": ["ec2:AttachVolume", "ec2:DetachVolume"],
-            "Resource": [_EBS_VOL, "arn:aws:ec2:*:*:instance/*"],
-        },
-        {
-            "Effect": "Allow",
-            "Action": ["ec2:CreateVolume", "ec2:EnableFastSnapshotRestores"],
-            "Resource": _EBS_SNAP,
-        },
-        {
-            "Effect": "Allow",
-            "Action": ["ec2:CreateTags"],
-            "Resource": [_EBS_VOL, _EBS_SNAP],
-            "Condition": {"StringEquals": {"ec2:CreateAction": ["CreateVolume", "CreateSnapshot"]}},
-        },
-        {"Effect": "Allow", "Action": ["ec2:DeleteTags"], "Resource": [_EBS_VOL, _EBS_SNAP]},
-        {
-            "Effect": "Allow",
-            "Action": ["ec2:CreateVolume"],
-            "Resource": _EBS_VOL,
-            "Condition": {"StringLike": {"aws:RequestTag/ebs.csi.aws.com/cluster": "true"}},
-        },
-        {
-            "Effect": "Allow",
-            "Action": ["ec2:CreateVolume"],
-            "Resource": _EBS_VOL,
-            "Condition": {"StringLike": {"aws:RequestTag/CSIVolumeName": "*"}},
-        },
-        {
-            "Effect": "Allow",
-            "Action": ["ec2:DeleteVolume"],
-            "Resource": _EBS_VOL,
-            "Condition": {"StringLike": {"ec2:ResourceTag/ebs.csi.aws.com/cluster": "true"}},
-        },
-        {
-            "Effect": "Allow",
-            "Action": ["ec2:DeleteVolume"],
-            "Resource": _EBS_VOL,
-            "Condition": {"StringLike": {"ec2:ResourceTag/CSIVolumeName": "*"}},
-        },
-        {
-            "Effect": "Allow",
-            "Action": ["ec2:DeleteVolume"],
-            "Resource": _EBS_VOL,
-            "Condition": {
-                "StringLike": {"ec2:ResourceTag/kubernetes.io/created-for/pvc/name": "*"}
-            },
-        },
-        {
-            "Effect": "Allow",
-            "Action": ["ec2:CreateSnapshot"],
-            "Resource": _EBS_SNAP,
-            "Condition": {"StringLike": {"aws:RequestTag/CSIVolumeSnapshotName": "*"}},
-        },
-        {
-            "Effect": "Allow",
-            "Action": ["ec2:CreateSnapshot"],
-            "Resource": _EBS_SNAP,
-            "Condition": {"StringLike": {"aws:RequestTag/ebs.csi.aws.com/cluster": "true"}},
-        },
-        {
-            "Effect": "Allow",
-            "Action": ["ec2:DeleteSnapshot"],
-            "Resource": _EBS_SNAP,
-            "Condition": {"StringLike": {"ec2:ResourceTag/CSIVolumeSnapshotName": "*"}},
-        },
-        {
-            "Effect": "Allow",
-            "Action": ["ec2:DeleteSnapshot"],
-            "Resource": _EBS_SNAP,
-            "Condition": {"StringLike": {"ec2:ResourceTag/ebs.csi.aws.com/cluster": "true"}},
-        },
-    ],
-}
+AMAZON_EBS_CSI_DRIVER_POLICY = _DOCS["AmazonEBSCSIDriverPolicy"]
 # The same driver's docs/install.md, "Encrypted EBS Volumes via KMS": a customer-key
 # StorageClass needs these on the key (kms:CreateGrant so EC2 can use the key for the volume).
 EBS_CSI_KMS_ACTIONS = ("kms:Decrypt", "kms:GenerateDataKeyWithoutPlaintext", "kms:CreateGrant")
@@ -237,97 +99,7 @@ def default_key_policy(account: str, partition: str = "aws") -> Policy:
 # KarpenterController*Policy documents (checked 2026-11-23). ${...} are filled in by
 # `karpenter_reference`.
 KARPENTER_REFERENCE_VERSION = "1.14.1"
-_KARPENTER_CFN = r"""
-[
- {"Sid": "AllowScopedEC2InstanceAccessActions", "Effect": "Allow",
-  "Resource": ["arn:${P}:ec2:${R}::image/*", "arn:${P}:ec2:${R}::snapshot/*",
-   "arn:${P}:ec2:${R}:*:security-group/*", "arn:${P}:ec2:${R}:*:subnet/*",
-   "arn:${P}:ec2:${R}:*:capacity-reservation/*", "arn:${P}:ec2:${R}:*:placement-group/*"],
-  "Action": ["ec2:RunInstances", "ec2:CreateFleet"]},
- {"Sid": "AllowScopedEC2LaunchTemplateAccessActions", "Effect": "Allow",
-  "Resource": "arn:${P}:ec2:${R}:*:launch-template/*",
-  "Action": ["ec2:RunInstances", "ec2:CreateFleet"],
-  "Condition": {"StringEquals": {"aws:ResourceTag/kubernetes.io/cluster/${C}": "owned"},
-   "StringLike": {"aws:ResourceTag/karpenter.sh/nodepool": "*"}}},
- {"Sid": "AllowScopedEC2InstanceActionsWithTags", "Effect": "Allow",
-  "Resource": ["arn:${P}:ec2:${R}:*:fleet/*", "arn:${P}:ec2:${R}:*:instance/*",
-   "arn:${P}:ec2:${R}:*:volume/*", "arn:${P}:ec2:${R}:*:network-interface/*",
-   "arn:${P}:ec2:${R}:*:launch-template/*", "arn:${P}:ec2:${R}:*:spot-instances-request/*"],
-  "Action": ["ec2:RunInstances", "ec2:CreateFleet", "ec2:CreateLaunchTemplate"],
-  "Condition": {"StringEquals": {"aws:RequestTag/kubernetes.io/cluster/${C}": "owned",
-    "aws:RequestTag/eks:eks-cluster-name": "${C}"},
-   "StringLike": {"aws:RequestTag/karpenter.sh/nodepool": "*"}}},
- {"Sid": "AllowScopedResourceCreationTagging", "Effect": "Allow",
-  "Resource": ["arn:${P}:ec2:${R}:*:fleet/*", "arn:${P}:ec2:${R}:*:instance/*",
-   "arn:${P}:ec2:${R}:*:volume/*", "arn:${P}:ec2:${R}:*:network-interface/*",
-   "arn:${P}:ec2:${R}:*:launch-template/*", "arn:${P}:ec2:${R}:*:spot-instances-request/*"],
-  "Action": "ec2:CreateTags",
-  "Condition": {"StringEquals": {"aws:RequestTag/kubernetes.io/cluster/${C}": "owned",
-    "aws:RequestTag/eks:eks-cluster-name": "${C}",
-    "ec2:CreateAction": ["RunInstances", "CreateFleet", "CreateLaunchTemplate"]},
-   "StringLike": {"aws:RequestTag/karpenter.sh/nodepool": "*"}}},
- {"Sid": "AllowScopedResourceTagging", "Effect": "Allow",
-  "Resource": "arn:${P}:ec2:${R}:*:instance/*", "Action": "ec2:CreateTags",
-  "Condition": {"StringEquals": {"aws:ResourceTag/kubernetes.io/cluster/${C}": "owned"},
-   "StringLike": {"aws:ResourceTag/karpenter.sh/nodepool": "*"},
-   "StringEqualsIfExists": {"aws:RequestTag/eks:eks-cluster-name": "${C}"},
-   "ForAllValues:StringEquals": {"aws:TagKeys":
-    ["eks:eks-cluster-name", "karpenter.sh/nodeclaim", "Name"]}}},
- {"Sid": "AllowScopedDeletion", "Effect": "Allow",
-  "Resource": ["arn:${P}:ec2:${R}:*:instance/*", "arn:${P}:ec2:${R}:*:launch-template/*"],
-  "Action": ["ec2:TerminateInstances", "ec2:DeleteLaunchTemplate"],
-  "Condition": {"StringEquals": {"aws:ResourceTag/kubernetes.io/cluster/${C}": "owned"},
-   "StringLike": {"aws:ResourceTag/karpenter.sh/nodepool": "*"}}},
- {"Sid": "AllowPassingInstanceRole", "Effect": "Allow", "Resource": "${NODE_ROLE}",
-  "Action": "iam:PassRole",
-  "Condition": {"StringEquals": {"iam:PassedToService": ["ec2.amazonaws.com",
-    "ec2.amazonaws.com.cn"]}}},
- {"Sid": "AllowScopedInstanceProfileCreationActions", "Effect": "Allow",
-  "Resource": "arn:${P}:iam::${A}:instance-profile/*", "Action": ["iam:CreateInstanceProfile"],
-  "Condition": {"StringEquals": {"aws:RequestTag/kubernetes.io/cluster/${C}": "owned",
-    "aws:RequestTag/eks:eks-cluster-name": "${C}",
-    "aws:RequestTag/topology.kubernetes.io/region": "${R}"},
-   "StringLike": {"aws:RequestTag/karpenter.k8s.aws/ec2nodeclass": "*"}}},
- {"Sid": "AllowScopedInstanceProfileTagActions", "Effect": "Allow",
-  "Resource": "arn:${P}:iam::${A}:instance-profile/*", "Action": ["iam:TagInstanceProfile"],
-  "Condition": {"StringEquals": {"aws:ResourceTag/kubernetes.io/cluster/${C}": "owned",
-    "aws:ResourceTag/topology.kubernetes.io/region": "${R}",
-    "aws:RequestTag/kubernetes.io/cluster/${C}": "owned",
-    "aws:RequestTag/eks:eks-cluster-name": "${C}",
-    "aws:RequestTag/topology.kubernetes.io/region": "${R}"},
-   "StringLike": {"aws:ResourceTag/karpenter.k8s.aws/ec2nodeclass": "*",
-    "aws:RequestTag/karpenter.k8s.aws/ec2nodeclass": "*"}}},
- {"Sid": "AllowScopedInstanceProfileActions", "Effect": "Allow",
-  "Resource": "arn:${P}:iam::${A}:instance-profile/*",
-  "Action": ["iam:AddRoleToInstanceProfile", "iam:RemoveRoleFromInstanceProfile",
-   "iam:DeleteInstanceProfile"],
-  "Condition": {"StringEquals": {"aws:ResourceTag/kubernetes.io/cluster/${C}": "owned",
-    "aws:ResourceTag/topology.kubernetes.io/region": "${R}"},
-   "StringLike": {"aws:ResourceTag/karpenter.k8s.aws/ec2nodeclass": "*"}}},
- {"Sid": "AllowAPIServerEndpointDiscovery", "Effect": "Allow",
-  "Resource": "arn:${P}:eks:${R}:${A}:cluster/${C}", "Action": "eks:DescribeCluster"},
- {"Sid": "AllowInterruptionQueueActions", "Effect": "Allow", "Resource": "${QUEUE}",
-  "Action": ["sqs:DeleteMessage", "sqs:GetQueueUrl", "sqs:ReceiveMessage"]},
- {"Sid": "AllowZonalShiftStatusReadOnly", "Effect": "Allow", "Resource": "*",
-  "Action": ["arc-zonal-shift:GetManagedResource"],
-  "Condition": {"StringEquals": {"arc-zonal-shift:ResourceIdentifier":
-    "arn:${P}:eks:${R}:${A}:cluster/${C}"}}},
- {"Sid": "AllowRegionalReadActions", "Effect": "Allow", "Resource": "*",
-  "Action": ["ec2:DescribeCapacityReservations", "ec2:DescribeImages", "ec2:DescribeInstances",
-   "ec2:DescribeInstanceStatus", "ec2:DescribeInstanceTypeOfferings",
-   "ec2:DescribeInstanceTypes", "ec2:DescribeLaunchTemplates", "ec2:DescribePlacementGroups",
-   "ec2:DescribeSecurityGroups", "ec2:DescribeSpotPriceHistory", "ec2:DescribeSubnets"],
-  "Condition": {"StringEquals": {"aws:RequestedRegion": "${R}"}}},
- {"Sid": "AllowSSMReadActions", "Effect": "Allow",
-  "Resource": "arn:${P}:ssm:${R}::parameter/aws/service/*", "Action": "ssm:GetParameter"},
- {"Sid": "AllowPricingReadActions", "Effect": "Allow", "Resource": "*",
-  "Action": "pricing:GetProducts"},
- {"Sid": "AllowUnscopedInstanceProfileListAction", "Effect": "Allow", "Resource": "*",
-  "Action": "iam:ListInstanceProfiles"},
- {"Sid": "AllowInstanceProfileReadActions", "Effect": "Allow",
-  "Resource": "arn:${P}:iam::${A}:instance-profile/*", "Action": "iam:GetInstanceProfile"}
-]
-"""
+_KARPENTER_CFN = _data("karpenter_controller_policy.json")
 
 
 @dataclass(frozen=True)
@@ -623,34 +395,7 @@ def ebs_csi_calls(
 
 # aws-fsx-csi-driver v1.5.0 docs/install.md (tag v1.5.0, checked 2026-11-23): the policy for
 # the instance-profile method (the IRSA method attaches the broader AmazonFSxFullAccess).
-FSX_CSI_REFERENCE = {
-    "Version": "2012-10-17",
-    "Statement": [
-        {
-            "Effect": "Allow",
-            "Action": ["iam:CreateServiceLinkedRole", "iam:AttachRolePolicy", "iam:PutRolePolicy"],
-            "Resource": "arn:aws:iam::*:role/aws-service-role/s3.data-source.lustre.fsx.amazonaws.com/*",
-        },
-        {
-            "Action": "iam:CreateServiceLinkedRole",
-            "Effect": "Allow",
-            "Resource": "*",
-            "Condition": {"StringLike": {"iam:AWSServiceName": ["fsx.amazonaws.com"]}},
-        },
-        {
-            "Effect": "Allow",
-            "Action": [
-                "s3:ListBucket",
-                "fsx:CreateFileSystem",
-                "fsx:DeleteFileSystem",
-                "fsx:DescribeFileSystems",
-                "fsx:TagResource",
-                "fsx:UpdateFileSystem",
-            ],
-            "Resource": ["*"],
-        },
-    ],
-}
+FSX_CSI_REFERENCE = _DOCS["FsxCsiReference"]
 
 
 def fsx_csi_calls(

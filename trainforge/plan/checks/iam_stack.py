@@ -16,13 +16,13 @@ policy we do not ship) is listed in `unreadable`, and the rehearsal reports it.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from trainforge.plan.checks.aws_calls import BucketFacts
-from trainforge.plan.checks.iam_eval import Policy
+from trainforge.plan.checks.iam_eval import Policy, as_list
 from trainforge.plan.checks.iam_reference import default_key_policy, managed_policy
+from trainforge.plan.checks.rules import policy_doc
 from trainforge.plan.runner import UNKNOWN, Inventory
 
 ROLE = "aws:iam/role:Role"
@@ -109,7 +109,7 @@ class StackIam:
             services = {
                 str(s)
                 for st in r.trust.statements()
-                for s in _as_list((st.get("Principal") or {}).get("Service"))
+                for s in as_list((st.get("Principal") or {}).get("Service"))
             }
             if any(s.startswith("ec2.amazonaws.com") for s in services):
                 out.append(r)
@@ -120,24 +120,6 @@ class StackIam:
         if key_arn in self.key_policies:
             return self.key_policies[key_arn], True
         return default_key_policy(self.account, self.partition), False
-
-
-def _as_list(v: Any) -> list[Any]:
-    if v is None:
-        return []
-    return list(v) if isinstance(v, list | tuple) else [v]
-
-
-def _doc(value: Any) -> dict | None:
-    if isinstance(value, dict):
-        return value
-    if isinstance(value, str) and value not in ("", UNKNOWN):
-        try:
-            doc = json.loads(value)
-        except ValueError:
-            return None
-        return doc if isinstance(doc, dict) else None
-    return None
 
 
 def _dep(rec: Any, prop: str) -> str | None:
@@ -176,19 +158,19 @@ def read_stack(inv: Inventory) -> StackIam:
             if isinstance(name, str) and name != UNKNOWN
             else f"arn:{partition}:iam::{account}:role/{r.name}-standin"
         )
-        trust_doc = _doc(r.inputs.get("assumeRolePolicy"))
+        trust_doc = policy_doc(r.inputs.get("assumeRolePolicy"))
         facts = RoleFacts(
             r.urn, r.name, arn, Policy(f"trust of role {r.name}", trust_doc) if trust_doc else None
         )
         if trust_doc is None:
             facts.unreadable.append("trust policy")
-        for i, inline in enumerate(_as_list(r.inputs.get("inlinePolicies"))):
-            doc = _doc(inline.get("policy") if isinstance(inline, dict) else None)
+        for i, inline in enumerate(as_list(r.inputs.get("inlinePolicies"))):
+            doc = policy_doc(inline.get("policy") if isinstance(inline, dict) else None)
             if doc:
                 facts.policies.append(Policy(f"role {r.name} inline {i}", doc))
             else:
                 facts.unreadable.append(f"inline policy {i}")
-        for arn_ in _as_list(r.inputs.get("managedPolicyArns")):
+        for arn_ in as_list(r.inputs.get("managedPolicyArns")):
             _attach(facts, str(arn_), None, by_type)
         roles[r.urn] = facts
 
@@ -205,7 +187,7 @@ def read_stack(inv: Inventory) -> StackIam:
         facts = role_of(rp)
         if facts is None:
             continue
-        doc = _doc(rp.inputs.get("policy"))
+        doc = policy_doc(rp.inputs.get("policy"))
         if doc:
             facts.policies.append(Policy(f"role {facts.name} inline policy {rp.name}", doc))
         else:
@@ -228,7 +210,7 @@ def read_stack(inv: Inventory) -> StackIam:
         for a in by_type.get(ASSOCIATION, [])
     ]
     for addon in by_type.get(ADDON, []):
-        for i, pia in enumerate(_as_list(addon.inputs.get("podIdentityAssociations"))):
+        for i, pia in enumerate(as_list(addon.inputs.get("podIdentityAssociations"))):
             if isinstance(pia, dict):
                 urn = _dep(addon, "podIdentityAssociations")
                 associations.append(
@@ -252,7 +234,7 @@ def read_stack(inv: Inventory) -> StackIam:
             continue
         if (urn := _dep(sse, "bucket")) is not None:
             bucket_by_urn[urn] = name
-        rule = (_as_list(sse.inputs.get("rules")) or [{}])[0]
+        rule = (as_list(sse.inputs.get("rules")) or [{}])[0]
         default = rule.get("applyServerSideEncryptionByDefault") or {}
         key = default.get("kmsMasterKeyId") if default.get("sseAlgorithm") == "aws:kms" else None
         buckets[name] = BucketFacts(
@@ -270,7 +252,7 @@ def read_stack(inv: Inventory) -> StackIam:
     }
     for bp in by_type.get(BUCKET_POLICY, []):
         name = bp.inputs.get("bucket")
-        doc = _doc(bp.inputs.get("policy"))
+        doc = policy_doc(bp.inputs.get("policy"))
         if isinstance(name, str) and doc:
             bucket_policies[name] = Policy(f"bucket policy {bp.name}", doc)
             buckets.setdefault(name, BucketFacts(name))
@@ -298,11 +280,11 @@ def read_stack(inv: Inventory) -> StackIam:
             if facts is not None and facts.kms_key_arn:
                 key_urn_to_arn[urn] = facts.kms_key_arn
     for k in by_type.get(KMS_KEY, []):
-        doc = _doc(k.inputs.get("policy"))
+        doc = policy_doc(k.inputs.get("policy"))
         if doc and k.urn in key_urn_to_arn:
             key_policies[key_urn_to_arn[k.urn]] = Policy(f"key policy of {k.name}", doc)
     for kp in by_type.get(KMS_KEY_POLICY, []):
-        doc = _doc(kp.inputs.get("policy"))
+        doc = policy_doc(kp.inputs.get("policy"))
         urn = _dep(kp, "keyId")
         if doc and urn in key_urn_to_arn:
             key_policies[key_urn_to_arn[urn]] = Policy(f"key policy {kp.name}", doc)
@@ -338,7 +320,7 @@ def _attach(facts: RoleFacts, arn: str, policy_urn: str | None, by_type: dict) -
     if policy_urn is not None:
         for p in by_type.get(MANAGED, []):
             if p.urn == policy_urn:
-                doc = _doc(p.inputs.get("policy"))
+                doc = policy_doc(p.inputs.get("policy"))
                 if doc:
                     facts.policies.append(Policy(f"policy {p.name}", doc))
                 else:

@@ -342,10 +342,6 @@ class _Run:
             return False
         return True
 
-    @property
-    def roots(self) -> dict[str, pathlib.Path]:
-        return {k: self.root(k) for k in self.claims if not self.claims[k].directory}
-
     def subpath(self, claim: str, sub: str) -> pathlib.Path:
         """The claim's directory for `sub`, made as the kubelet would if missing."""
         root = self.root(claim)

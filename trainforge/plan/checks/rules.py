@@ -101,7 +101,7 @@ def _as_list(v: Any) -> list:
     return v if isinstance(v, list) else [v]
 
 
-def _policy_doc(value: Any) -> dict | None:
+def policy_doc(value: Any) -> dict | None:
     """An IAM policy document from a JSON string or dict; None when unknown or unparsable."""
     if value is None or is_unknown(value):
         return None
@@ -292,7 +292,7 @@ def _denies_insecure_transport(doc: dict) -> bool:
 
 def s3_tls_only(type_: str, inputs: dict) -> list[str]:
     policy = inputs.get("policy")
-    doc = _policy_doc(policy)
+    doc = policy_doc(policy)
     if doc is None:
         return [] if policy is None or is_unknown(policy) else ["bucket policy is not valid JSON"]
     if _denies_insecure_transport(doc):
@@ -360,7 +360,7 @@ def iam_no_admin(type_: str, inputs: dict) -> list[str]:
         docs += [_get(p, "policy") for p in _as_list(inputs.get("inlinePolicies"))]
     out = []
     for raw in docs:
-        doc = _policy_doc(raw)
+        doc = policy_doc(raw)
         if doc and any(True for _ in _admin_statements(doc)):
             out.append('policy allows Action "*" on Resource "*"')
     return out

@@ -16,9 +16,9 @@ falls back to the torch build.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
+from trainforge.training.config import lr_factor  # LambdaLR applies it at creation
 from trainforge.training.flops import MLP_SIZES, gpt_param_shapes, mlp_param_shapes
 
 # loop.build_optimizer: AdamW(betas=(0.9, 0.95)); eps is AdamW's default
@@ -61,16 +61,6 @@ def named_params(cfg: Any) -> tuple[list[tuple[str, tuple[int, ...]]], bool]:
             out += [(f"blocks.{i}.fc.weight", w), (f"blocks.{i}.fc.bias", b)]
         return out, True
     raise UnknownModel(cfg.model)
-
-
-def lr_factor(step: int, warmup: int, total: int, floor: float = 0.1) -> float:
-    """loop.lr_factor (the LR schedule's multiplier), which LambdaLR applies at creation."""
-    warmup = min(warmup, total)
-    if warmup and step < warmup:
-        return (step + 1) / warmup
-    span = max(total - warmup, 1)
-    progress = min(max(step - warmup, 0) / span, 1.0)
-    return floor + (1.0 - floor) * 0.5 * (1.0 + math.cos(math.pi * progress))
 
 
 def layout(cfg: Any) -> tuple[dict[str, tuple[tuple[int, ...], str]], dict[str, Any]]:

@@ -19,7 +19,7 @@ import copy
 import functools
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -690,10 +690,3 @@ def validate_object(
             found += [Finding(JOB_RULE, m) for m in job_spec_findings(doc.get("spec") or {})]
         return ("fail" if found else "pass"), found
     return ("fail" if msgs else "pass"), [Finding(rule, m) for m in msgs]
-
-
-def iter_findings(docs: list[dict], version: str | None = None) -> Iterator[tuple[int, Finding]]:
-    runtimes = runtime_index(docs)
-    for i, doc in enumerate(docs):
-        for f in validate_object(doc, version, runtimes)[1]:
-            yield i, f
