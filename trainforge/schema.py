@@ -50,7 +50,8 @@ PROVIDER_KEYS: dict[str, tuple[dict[str, Any], str, str]] = {
 # What a Pulumi stack file may hold besides `config:`
 STACK_FILE_KEYS = ("encryptionsalt", "secretsprovider", "encryptedkey")
 
-_BOOL_TEXT = ["true", "false", "True", "False", "TRUE", "FALSE", "yes", "no", "on", "off", "1", "0"]
+# what stack.base.Bool takes as text: Pulumi's "true"/"false" in any case, not "yes" or "1"
+_BOOL_TEXT = ["true", "false", "True", "False", "TRUE", "FALSE"]
 _SECURE = {
     "type": "object",
     "description": "A secret, encrypted by `pulumi config set --secret`.",
