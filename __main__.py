@@ -12,22 +12,22 @@ if get_monitor() is None:  # run as a plugin (pulumi package add): host the comp
 
     main()
 else:
-    from trainforge.core.errors import JobConfigError
-    from trainforge.jobs.declare import check_jobs, declare_jobs
-    from trainforge.platform.config import ConfigError, decode_value, load_config
-    from trainforge.platform.published import contract_from_config
+    from trainforge.jobs.declare import declare_jobs
+    from trainforge.plan.core import known_rule_ids
+    from trainforge.platform.stack_check import check_stack, engine_config
     from trainforge.platform.training_platform import TrainingPlatform
+    from trainforge.stack.base import StackError
 
     try:
-        config = load_config()
-        # decoded like every other key: a value that is not JSON reaches the parser as a string
-        raw_jobs = decode_value(pulumi.Config("trainforge").get("jobs")) or []
-        # every job checked before any resource is declared
-        check_jobs(contract_from_config(config), raw_jobs)
-    except (ConfigError, JobConfigError) as e:
+        # every area (platform, pools, services, teams, jobs, policy) checked in one run, and
+        # every job against the platform contract, before any resource is declared
+        stack = check_stack(engine_config(), known_rules=known_rule_ids(), lookups=True)
+        stack.raise_errors()
+    except StackError as e:
         # pulumi.RunError: the Python language host logs its message alone, not the traceback
         # it prints for any other exception (pulumi-language-python-exec).
         raise pulumi.RunError(str(e)) from e
+    config, raw_jobs = stack.platform, stack.raw_jobs
 
     platform = TrainingPlatform("platform", config)
     jobs = declare_jobs(platform.contract, raw_jobs)

@@ -41,8 +41,9 @@ sys.path.insert(0, str(ROOT))
 
 
 def stack_config(root: pathlib.Path, stack: str) -> dict[str, Any]:
-    data = yaml.safe_load((root / f"Pulumi.{stack}.yaml").read_text()) or {}
-    return data.get("config") or {}
+    from trainforge.stack.file import read_stack  # noqa: PLC0415 - after the sys.path insert
+
+    return read_stack(root, stack).config
 
 
 def _first_name(value: Any) -> str | None:

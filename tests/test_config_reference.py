@@ -3,8 +3,10 @@ error naming that key; nothing ends in a Python traceback.
 
 The keys come from the reference itself (docs/configuration.md and docs/jobs.md tables, read by
 documented_keys below), so a key added to the docs is tested here without touching this file.
-Each case runs what `pulumi preview` runs before any resource: the stack parser with its
-instance-type lookups and region check, then every job against the platform contract.
+Each case runs what `pulumi preview` runs before any resource (platform/stack_check.py): every
+area's parser with the instance-type lookups and region check, every job against the platform
+contract, the policy keys. The tables are generated from the stack model; the last tests keep
+the committed docs and JSON Schema equal to what it generates.
 """
 
 from __future__ import annotations
@@ -15,13 +17,13 @@ import re
 
 import pulumi
 import pytest
-import yaml
 
-from trainforge.core.errors import JobConfigError
-from trainforge.jobs.declare import check_jobs
+from trainforge import schema
+from trainforge.plan.core import known_rule_ids
 from trainforge.plan.mocks import make_mocks
-from trainforge.platform.config import ConfigError, parse_config
-from trainforge.platform.published import contract_from_config
+from trainforge.platform.stack_check import check_stack
+from trainforge.stack.base import StackError
+from trainforge.stack.file import read_stack
 
 # The configuration reference, machine-readable: every key docs/configuration.md and
 # docs/jobs.md document, read from their tables. Each table row's first cell names its keys in
@@ -71,24 +73,30 @@ MALFORMED = [{"bogus": [1]}, [[{"x": 1}]], "no such thing !", -7, True]
 
 
 def base() -> tuple[dict, str]:
-    """The prod stack (every section present) as bare trainforge keys, plus its region."""
-    data = yaml.safe_load((ROOT / "Pulumi.prod.yaml").read_text())["config"]
-    raw = {k.split(":", 1)[1]: v for k, v in data.items() if k.startswith("trainforge:")}
-    raw["nodePools"][1]["labels"] = {"team": "vision"}
-    raw["nodeGroups"][0]["taints"] = [{"key": "dedicated", "value": "p4d"}]
-    raw["nodeGroups"][0]["labels"] = {"team": "llm"}
-    raw["fsx"]["dataRepository"] = {"dataRepositoryPath": "s3://bucket/prefix"}
-    raw["jobs"][0]["env"] = {"A": "1"}
-    raw["trainingOperator"] = {
+    """The prod stack (every section present) with full keys, plus its region."""
+    data = copy.deepcopy(read_stack(ROOT, "prod").config)
+    data["trainforge:nodePools"][1]["labels"] = {"team": "vision"}
+    data["trainforge:nodeGroups"][0]["taints"] = [{"key": "dedicated", "value": "p4d"}]
+    data["trainforge:nodePools"][0]["taints"] = [{"key": "dedicated", "value": "p5"}]
+    data["trainforge:nodeGroups"][0]["labels"] = {"team": "llm"}
+    data["trainforge:fsx"]["dataRepository"] = {"dataRepositoryPath": "s3://bucket/prefix"}
+    data["trainforge:jobs"][0]["env"] = {"A": "1"}
+    data["trainforge:trainingOperator"] = {
         "chart": {"repository": "oci://example.com/charts", "version": "1.9.4"}
     }
-    return raw, data["aws:region"]
+    data["trainforge-policy:costCaps"] = {"jobPerHour": 100, "teams": {"llm": {"teamPerHour": 9}}}
+    data["trainforge-policy:waivers"] = [
+        {"resource": "gpt-350m-fsdp", "rule": "TF_COST_JOB_CAP", "reason": "approved"}
+    ]
+    return data, data["aws:region"]
 
 
-def check(raw: dict, region: str) -> None:
+def check(config: dict, region) -> None:
     """What the program runs before declaring anything (__main__.py)."""
-    config = parse_config(raw, lookups=True, region=region)
-    check_jobs(contract_from_config(config), raw.get("jobs") or [])
+    check_stack({**config, "aws:region": region}, known_rules=RULES, lookups=True).raise_errors()
+
+
+RULES = known_rule_ids()
 
 
 def set_key(raw: dict, key: str, value) -> tuple[dict, str]:
@@ -96,15 +104,20 @@ def set_key(raw: dict, key: str, value) -> tuple[dict, str]:
     raw = copy.deepcopy(raw)
     ns, _, path = key.partition(":")
     parts = path.split(".")
+    top = parts[0].removesuffix("[]")
     node = raw
     named = f"{ns}:"
+    parts[0] = f"{ns}:{parts[0]}"
     for i, part in enumerate(parts):
         last = i == len(parts) - 1
         name = part.removesuffix("[]")
-        named += ("." if i else "") + name
-        if part.endswith("[]"):
+        named += ("." if i else "") + (top if i == 0 else name)
+        if part.endswith("[]"):  # the first entry (one without keys when there is none)
             named += "[0]"
-            node = node[name][0]
+            entries = node.setdefault(name, [])
+            if not entries:
+                entries.append({})
+            node = entries[0]
         elif last:
             node[name] = value
         else:
@@ -148,15 +161,16 @@ def test_malformed_values_get_one_line_naming_the_key(key):
             cfg, named = set_key(raw, key, value)
             reg = region
             if ".elastic." in key:
-                cfg["jobs"][0]["preset"] = "elastic"
+                cfg["trainforge:jobs"][0]["preset"] = "elastic"
             if ".entrypoint." in key:  # a job with its own code states no runtime flags
-                job = cfg["jobs"][0]
-                cfg["jobs"][0] = {k: job[k] for k in ("name", "team", "pool", "entrypoint")}
+                job = cfg["trainforge:jobs"][0]
+                cfg["trainforge:jobs"][0] = {
+                    k: job[k] for k in ("name", "team", "pool", "entrypoint")
+                }
         try:
             check(cfg, reg)
-        except (ConfigError, JobConfigError) as e:
-            lines = str(e).splitlines()
-            problems = lines[1:] if isinstance(e, ConfigError) else lines
+        except StackError as e:
+            problems = e.errors
             assert len(problems) >= 1
             mine = [p for p in problems if named in p or named.replace(".", "", 0) in p]
             assert mine, f"{key} = {value!r}: no line names {named}: {problems}"
@@ -169,33 +183,40 @@ def test_malformed_values_get_one_line_naming_the_key(key):
     ("edit", "named"),
     [
         (
-            lambda r: r["nodePools"][0].update(instanceTypes=[]),
+            lambda r: r["trainforge:nodePools"][0].update(instanceTypes=[]),
             "trainforge:nodePools[0].instanceTypes",
         ),
         (
-            lambda r: r["nodeGroups"][0].update(instanceTypes=None),
+            lambda r: r["trainforge:nodeGroups"][0].update(instanceTypes=None),
             "trainforge:nodeGroups[0].instanceTypes",
         ),
-        (lambda r: r.update(services={"x": 1}), "trainforge:services"),
+        (lambda r: r.update({"trainforge:services": {"x": 1}}), "trainforge:services"),
         (
-            lambda r: r["systemNodeGroup"].update(instanceType="m6i.hyper"),
+            lambda r: r["trainforge:systemNodeGroup"].update(instanceType="m6i.hyper"),
             "trainforge:systemNodeGroup.instanceType",
         ),
-        (lambda r: r["jobs"][0].update(vocabSize=100000), "trainforge:jobs[0].vocabSize"),
+        (
+            lambda r: r["trainforge:jobs"][0].update(vocabSize=100000),
+            "trainforge:jobs[0].vocabSize",
+        ),
+        (
+            lambda r: r["trainforge-policy:waivers"][0].update(rule="TF_COST_JOB_CAPP"),
+            "trainforge-policy:waivers[0].rule",
+        ),
     ],
 )
 def test_the_issues_examples(edit, named):
     raw, region = base()
     edit(raw)
-    with pytest.raises((ConfigError, JobConfigError), match=re.escape(named)):
+    with pytest.raises(StackError, match=re.escape(named)):
         check(raw, region)
 
 
 def test_parse_and_instance_type_problems_come_in_one_report():
     raw, region = base()
-    raw["cluster"] = "9 bad"
-    raw["nodePools"][0]["instanceTypes"] = ["p5.nonexistent"]
-    with pytest.raises(ConfigError) as e:
+    raw["trainforge:cluster"] = "9 bad"
+    raw["trainforge:nodePools"][0]["instanceTypes"] = ["p5.nonexistent"]
+    with pytest.raises(StackError) as e:
         check(raw, region)
     assert "trainforge:cluster" in str(e.value)
     assert "trainforge:nodePools[0].instanceTypes[0]" in str(e.value)
@@ -203,7 +224,17 @@ def test_parse_and_instance_type_problems_come_in_one_report():
 
 def test_a_region_that_is_not_one():
     raw, _ = base()
-    with pytest.raises(
-        ConfigError, match="aws:region: got 'us-westeros-1'; expected an AWS region"
-    ):
+    with pytest.raises(StackError, match="aws:region: got 'us-westeros-1'; expected an AWS region"):
         check(raw, "us-westeros-1")
+
+
+def test_the_committed_tables_are_generated_from_the_model():
+    """docs/configuration.md's key tables; regenerate: python -m trainforge schema --docs
+    docs/configuration.md (a table whose model is not declared yet is left as written)."""
+    docs = (ROOT / schema.DOCS_PATH).read_text()
+    assert schema.render_docs(docs)[0] == docs
+
+
+def test_the_committed_schema_is_generated_from_the_model():
+    """Regenerate: python -m trainforge schema --out schema/stack.schema.json"""
+    assert (ROOT / schema.SCHEMA_PATH).read_text() == schema.schema_text()

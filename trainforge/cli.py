@@ -22,6 +22,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "trainforge.training.acceptance.cli",
         "judge a GPU pool's acceptance test output (all-reduce, DCGM): pass/fail + numbers",
     ),
+    "schema": (
+        "trainforge.schema",
+        "JSON Schema of Pulumi.<stack>.yaml and the docs' key tables, from the stack model",
+    ),
     "calibrate": (
         "trainforge.jobs.estimate.calibrate",
         "feed a GPU run's measured MFU back into the planner's facts",

@@ -80,7 +80,7 @@ def test_unknown_job_and_stack(project):
         JobConfigError, match="JOB: got 'nope'; stack 'dev' declares: gpt-fsdp, mnist-elastic"
     ):
         local_argv_for_job("dev", "nope", project)
-    with pytest.raises(JobConfigError, match="no stack file .*Pulumi.prod.yaml; stacks here: dev"):
+    with pytest.raises(JobConfigError, match=r"no Pulumi.prod.yaml in .* \(stacks here: dev\)"):
         local_argv_for_job("prod", "gpt-fsdp", project)
 
 

@@ -9,15 +9,15 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import ROOT
-from trainforge.core.errors import JobConfigError
 from trainforge.plan.mocks import TrainforgeMocks, read_stack_file, run_mocked
+from trainforge.stack.base import StackError
 
 GOOD_JOB = {"name": "mnist", "team": "research", "pool": "training-workloads", "model": "mlp"}
 
 
 def _run(jobs: list[dict]) -> tuple[TrainforgeMocks, BaseException | None]:
-    """Run the program; a bad job surfaces as pulumi.RunError (printed as one line by the
-    language host) caused by the JobConfigError that names the key."""
+    """Run the program; a bad job surfaces as pulumi.RunError (printed without a traceback by
+    the language host) caused by the StackError that lists every problem of every area."""
     import json
 
     import pulumi
@@ -28,8 +28,8 @@ def _run(jobs: list[dict]) -> tuple[TrainforgeMocks, BaseException | None]:
     try:
         run_mocked(ROOT / "__main__.py", config, stack="dev", preview=True, mocks=mocks)
     except pulumi.RunError as err:
-        assert isinstance(err.__cause__, JobConfigError)
-        assert str(err) == str(err.__cause__) and "\n" not in str(err)
+        assert isinstance(err.__cause__, StackError)
+        assert str(err) == str(err.__cause__)
         return mocks, err
     return mocks, None
 

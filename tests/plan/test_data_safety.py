@@ -130,6 +130,10 @@ def test_plan_diff_fails_on_a_replacement_unless_waived(prod, tmp_path, capsys):
     assert 'deploymentType: "SCRATCH_2" -> "PERSISTENT_2"' in text
 
     # with a waiver, the same comparison reports it as waived and fails nothing
-    waiver = Waiver("platform-services-fsx", DS.REPLACE, "moving dev data to a persistent FS")
+    waiver = Waiver(
+        resource="platform-services-fsx",
+        rule=DS.REPLACE,
+        reason="moving dev data to a persistent FS",
+    )
     lines, failing = DS.diff_report(base, records(prod), [waiver])
     assert failing == 0 and any("waived: moving dev data" in x for x in lines)

@@ -248,9 +248,17 @@ def test_a_team_cap_on_unknown_prices_is_a_finding_that_says_it_cannot_be_checke
     [
         ({"jobPerHour": "lots"}, "trainforge-policy:costCaps.jobPerHour: got 'lots'"),
         ({"perJob": 3}, "trainforge-policy:costCaps.perJob: unknown key"),
-        ({"teams": {"nobody": {"teamPerHour": 1}}}, "no team 'nobody'; known teams: llm, vision"),
+        (
+            {"teams": {"nobody": {"teamPerHour": 1}}},
+            "costCaps.teams.nobody: got 'nobody'; expected one of the teams: llm, vision",
+        ),
+        (
+            {"teams": {"visoin": {"teamPerHour": 1}}},
+            "one of the teams: llm, vision (did you mean 'vision'?)",
+        ),
+        ({"jobPerHour": True}, "costCaps.jobPerHour: got True; expected a number of USD per"),
         ({"teams": {"llm": {"teamPerHour": 0}}}, "costCaps.teams.llm.teamPerHour: got 0"),
-        ("[1", "trainforge-policy:costCaps: not a mapping"),
+        ("[1", "trainforge-policy:costCaps: got '[1'; expected a mapping"),
     ],
 )
 def test_bad_caps_name_the_key(caps, expected):
@@ -266,8 +274,8 @@ def test_bad_caps_are_a_configuration_error(tmp_path, capsys):
     root = project_copy(tmp_path, "prod", change)
     assert cli.main(["--stack", "prod", "--project-dir", str(root), "--no-standins"]) == 2
     err = capsys.readouterr().err
-    assert "trainforge-policy:costCaps.jobPerHour: got 'lots'" in err
-    assert len(err.strip().splitlines()) == 1
+    assert "trainforge-policy:costCaps.jobPerHour: got 'lots'; expected a number" in err
+    assert "(1 problem(s))" in err and "Traceback" not in err
 
 
 # --- the diff ------------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ def test_analyzer_infers_training_platform_inputs_and_outputs():
         "karpenter",
         "nodeHealth",
         "tags",
+        "images",
         "jobBackend",
         "jobBackends",
     }

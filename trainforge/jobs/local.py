@@ -40,22 +40,19 @@ from typing import Any
 
 from trainforge.core.errors import JobConfigError
 from trainforge.jobs.spec import JobSpec, parse_job
+from trainforge.stack import file as stack_file
 
 CONFIG_KEY = "trainforge:jobs"
 
 
 def load_stack_jobs(stack: str, project_dir: Path | str = ".") -> list[Any]:
-    """The raw `trainforge:jobs` list of Pulumi.<stack>.yaml."""
-    import yaml
-
-    path = Path(project_dir) / f"Pulumi.{stack}.yaml"
-    if not path.is_file():
-        raise JobConfigError(
-            "--stack", stack, f"no stack file {path}; stacks here: {_stacks(Path(project_dir))}"
-        )
-    doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    config = doc.get("config") or {}
-    jobs = config.get(CONFIG_KEY)
+    """The raw `trainforge:jobs` list of Pulumi.<stack>.yaml (the one stack reader)."""
+    try:
+        found = stack_file.read_stack(project_dir, stack)
+    except stack_file.StackFileError as e:
+        raise JobConfigError("--stack", stack, str(e)) from e
+    path = found.path
+    jobs = found.namespace("trainforge").get("jobs")
     if isinstance(jobs, dict) and "value" in jobs:  # `pulumi config set --path` object form
         jobs = jobs["value"]
     if jobs is None:
@@ -63,13 +60,6 @@ def load_stack_jobs(stack: str, project_dir: Path | str = ".") -> list[Any]:
     if not isinstance(jobs, list):
         raise JobConfigError(f"{path}: {CONFIG_KEY}", jobs, "expected a list of jobs")
     return jobs
-
-
-def _stacks(project_dir: Path) -> str:
-    names = sorted(
-        p.name[len("Pulumi.") : -len(".yaml")] for p in project_dir.glob("Pulumi.*.yaml")
-    )
-    return ", ".join(names) or "(none)"
 
 
 def find_job(

@@ -76,9 +76,10 @@ def build_parser() -> argparse.ArgumentParser:
 def config_error_types() -> tuple[type[BaseException], ...]:
     """Errors that mean "the stack configuration is wrong": the project's own and ours."""
     from trainforge.plan.runner import ProjectError
-    from trainforge.plan.waivers import WaiverError
+    from trainforge.stack.base import StackError
+    from trainforge.stack.file import StackFileError
 
-    types: list[type[BaseException]] = [ProjectError, WaiverError]
+    types: list[type[BaseException]] = [ProjectError, StackError, StackFileError]
     for mod_name in (
         "trainforge.platform.config",
         "trainforge.platform.errors",

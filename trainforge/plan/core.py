@@ -275,7 +275,7 @@ def plan_program(
     standins: bool = False,
 ) -> PlanResult:
     """Plan a program function (tests, and programs that are not a project folder)."""
-    from trainforge.plan.mocks import config_value
+    from trainforge.stack.file import config_value
 
     cfg = {k: config_value(v) for k, v in (config or {}).items()}
     inv = run_program(program, stack=stack, config=cfg, mocks=mocks)

@@ -28,6 +28,8 @@ from typing import Any
 
 import pulumi
 
+from trainforge.stack import file as stack_file
+
 DEFAULT_REGION = "us-west-2"
 DEFAULT_ACCOUNT = "123456789012"
 # Stand-ins for the S3 managed prefix list (com.amazonaws.<region>.s3): the shape of the real
@@ -582,28 +584,14 @@ class MockRun:
         return self.mocks.find(typ, name)
 
 
-def config_value(value: Any) -> str:
-    """Pulumi hands programs scalars as strings and structured values as JSON."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return value
-    if isinstance(value, int | float):
-        return str(value)
-    return json.dumps(value)
-
-
 def stack_config(raw: dict[str, Any], project: str = "trainforge") -> dict[str, str]:
     """Config as the engine hands it to a program: namespaced keys, JSON for structures."""
-    return {(k if ":" in k else f"{project}:{k}"): config_value(v) for k, v in (raw or {}).items()}
+    return stack_file.engine_config(raw, project)
 
 
 def read_stack_file(path: str | os.PathLike, project: str = "trainforge") -> dict[str, str]:
     """`Pulumi.<stack>.yaml` -> engine config (no secure values expected in tests)."""
-    import yaml  # noqa: PLC0415
-
-    data = yaml.safe_load(pathlib.Path(path).read_text()) or {}
-    return stack_config(data.get("config") or {}, project)
+    return stack_file.read_stack_file(pathlib.Path(path), project).engine()
 
 
 def run_mocked(

@@ -9,7 +9,6 @@ shape the offline plan records, so the two always judge alike.
 from __future__ import annotations
 
 import os
-import pathlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -18,6 +17,7 @@ from trainforge.plan.checks import validate as V
 from trainforge.plan.manifests import is_k8s_object_type, to_object
 from trainforge.plan.runner import Recorded
 from trainforge.plan.waivers import CONFIG_KEY, Waiver, find_waiver, parse_waivers
+from trainforge.stack.file import read_stack_file
 
 WAIVERS_ENV = "TRAINFORGE_STACK_CONFIG"  # path to Pulumi.<stack>.yaml holding the waivers
 
@@ -69,18 +69,14 @@ def plain_props(value: Any) -> Any:
 
 def load_waivers(env: Mapping[str, str] | None = None) -> list[Waiver]:
     """Waivers from the stack file named by $TRAINFORGE_STACK_CONFIG (none when unset)."""
-    import yaml
-
     path = (env if env is not None else os.environ).get(WAIVERS_ENV)
     if not path:
         return []
-    data = yaml.safe_load(pathlib.Path(path).read_text()) or {}
     # Plan checks' rules too: the same stack file waives them for the offline plan, and a
     # waiver the pack did not know would make it refuse the whole file.
-    from trainforge.plan.registry import check_rule_ids  # noqa: PLC0415
+    from trainforge.plan.core import known_rule_ids  # noqa: PLC0415 - every check module
 
-    known = set(R.rule_ids()) | set(V.FIX) | set(check_rule_ids())
-    return parse_waivers((data.get("config") or {}).get(CONFIG_KEY), known)
+    return parse_waivers(read_stack_file(path).get(CONFIG_KEY), known_rule_ids())
 
 
 def validation_messages(type_: str, name: str, urn: str, props: dict) -> list[tuple[str, str]]:

@@ -17,12 +17,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
-from trainforge.plan.mocks import config_value
+from trainforge.stack import file as stack_file
+from trainforge.stack.file import config_value
 
 UNKNOWN = "<unknown>"
-SECRET = "[secret]"
+SECRET = stack_file.SECRET
 
 
 class ProjectError(Exception):
@@ -321,78 +320,26 @@ def find_project(start: pathlib.Path) -> pathlib.Path:
 
 
 def project_name(root: pathlib.Path) -> str:
-    data = yaml.safe_load((root / "Pulumi.yaml").read_text()) or {}
-    name = data.get("name")
-    if not name:
-        raise ProjectError(f"{root / 'Pulumi.yaml'}: no `name`")
-    return str(name)
-
-
-def _contains_secure(value: Any) -> bool:
-    if isinstance(value, dict):
-        if set(value) == {"secure"}:
-            return True
-        return any(_contains_secure(v) for v in value.values())
-    if isinstance(value, list):
-        return any(_contains_secure(v) for v in value)
-    return False
-
-
-def _mask_secure(value: Any) -> Any:
-    if isinstance(value, dict):
-        if set(value) == {"secure"}:
-            return SECRET
-        return {k: _mask_secure(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_mask_secure(v) for v in value]
-    return value
+    try:
+        return stack_file.project_name(root, default=None)
+    except stack_file.StackFileError as e:
+        raise ProjectError(str(e)) from e
 
 
 def read_stack_config(
     root: pathlib.Path, stack: str, project: str
 ) -> tuple[dict[str, str], list[str], dict[str, Any]]:
-    """Read Pulumi.<stack>.yaml into (engine config strings, secret keys, display config).
+    """Read Pulumi.<stack>.yaml into (engine config strings, secret keys, display config)
+    with the one stack reader (trainforge/stack/file.py).
 
     Secure values cannot be decrypted offline; they reach the program as "[secret]".
     Keys without a namespace belong to the project, as with the Pulumi CLI.
     """
-    path = root / f"Pulumi.{stack}.yaml"
-    if not path.is_file():
-        found = sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in root.glob("Pulumi.*.yaml"))
-        raise ProjectError(
-            f"stack {stack!r}: no {path.name} in {root} (stacks here: {', '.join(found) or 'none'})"
-        )
-    text = path.read_text()
     try:
-        # libyaml's parser when built in (a stack with a hundred jobs: ~10x faster); the
-        # same constructors, so the same data. An error is reported by the Python parser,
-        # whose messages the CLI has always shown.
-        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}
-    except yaml.YAMLError:
-        try:
-            data = yaml.safe_load(text) or {}
-        except yaml.YAMLError as e:
-            raise ProjectError(f"{path.name}: not valid YAML: {e}") from e
-    if not isinstance(data, dict):
-        raise ProjectError(
-            f"{path.name}: got {type(data).__name__} {data!r:.60}; expected a mapping with a "
-            "`config:` mapping of keys such as trainforge:cluster"
-        )
-    raw = data.get("config") or {}
-    if not isinstance(raw, dict):
-        raise ProjectError(f"{path.name}: `config` must be a mapping, got {type(raw).__name__}")
-    config: dict[str, str] = {}
-    secret_keys: list[str] = []
-    shown: dict[str, Any] = {}
-    for key, value in raw.items():
-        key = str(key)
-        full = key if ":" in key else f"{project}:{key}"
-        if _contains_secure(value):
-            secret_keys.append(full)
-        masked = _mask_secure(value)
-        config[full] = config_value(masked)
-        shown[full] = SECRET if full in secret_keys and masked == SECRET else masked
-    return config, secret_keys, shown
+        found = stack_file.read_stack(root, stack, project)
+    except stack_file.StackFileError as e:
+        raise ProjectError(str(e)) from e
+    return found.engine(), found.secret_keys, found.config
 
 
 # ---------------------------------------------------------------------------------------------

@@ -16,19 +16,17 @@ from typing import Any
 import pulumi
 from pydantic import Field, ValidationError
 
-from trainforge.platform.services_config import SERVICE_KEYS, parse_services_config
+from trainforge.platform.services_config import parse_services_config
 from trainforge.stack.base import (
     NS,
     StackError,
-    aliases,
     format_errors,
     own_keys,
     problem,
-    suggest,
     validate,
     validate_as,
 )
-from trainforge.stack.model import StackConfig
+from trainforge.stack.model import unknown_keys
 from trainforge.stack.platform import (
     Admins,
     KarpenterConfig,
@@ -84,14 +82,7 @@ def parse_config(
     errors: list[str] = []
     if region is not None:
         _check_region(errors, region)
-    # every area's keys (the services' and jobs' until their models declare them)
-    known = aliases(StackConfig) | set(SERVICE_KEYS) | {"jobs"} | set(extra_keys)
-    for key in raw:
-        if key not in known:
-            errors.append(
-                f"{NS}:{key}: unknown key{suggest(key, known)}; known keys: "
-                + ", ".join(sorted(known))
-            )
+    errors.extend(unknown_keys(raw, also=extra_keys))  # a key no area declares
     own = {k: v for k, v in own_keys(PlatformKeys, raw).items() if v is not None}
     config = validate(PlatformConfig, own, f"{NS}:", errors)
     if config is not None:

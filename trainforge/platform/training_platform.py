@@ -43,6 +43,8 @@ class NetworkConfigArgs(TypedDict, total=False):
     cidr: str
     availability_zones: int
     nat_gateways: str
+    vpc_endpoints: bool
+    """S3 gateway and interface endpoints in the VPC (default true)."""
 
 
 class SystemNodeGroupArgs(TypedDict, total=False):
@@ -112,6 +114,17 @@ class NodeHealthSettingsArgs(TypedDict, total=False):
     """Node auto repair: managed node groups and Karpenter's NodeRepair gate (default true)."""
 
 
+class ImagesArgs(TypedDict, total=False):
+    pull_through_cache: bool
+    """ECR pull-through cache rules for public registries (default true)."""
+    docker_hub_credential_arn: str
+    github_credential_arn: str
+    runtime: bool
+    """Jobs without an image run the trainforge runtime image (default true)."""
+    runtime_image: str
+    runtime_efa_image: str
+
+
 class TrainingPlatformArgs(TypedDict, total=False):
     """The same settings as the `trainforge:` stack config (docs/configuration.md)."""
 
@@ -125,6 +138,7 @@ class TrainingPlatformArgs(TypedDict, total=False):
     karpenter: KarpenterSettingsArgs
     node_health: NodeHealthSettingsArgs
     tags: dict[str, str]
+    images: ImagesArgs
     job_backend: str
     """What jobs emit by default: pytorchjob (default), trainjob or indexed-job."""
     job_backends: list[str]

@@ -1,9 +1,226 @@
-"""The plan's keys: cost caps and policy waivers (read by trainforge/plan/)."""
+"""The plan's keys: cost caps and policy waivers (read by trainforge/plan/).
+
+They live in their own namespace, `trainforge-policy:` (Pulumi.<stack>.yaml keeps policy apart
+from what the program builds; docs/configuration.md, "Policy"):
+
+    config:
+      trainforge-policy:costCaps: {jobPerHour: 100, teams: {llm: {teamPerHour: 2000}}}
+      trainforge-policy:waivers:
+        - {resource: training-operator, rule: CKV_K8S_16, reason: "needs /dev/infiniband"}
+
+The names these keys refer to (rule ids, team names) are known only to the plan and to the
+platform, so the parse functions take them as arguments and check them after the shape.
+"""
 
 from __future__ import annotations
 
-from trainforge.stack.base import StackModel
+from collections.abc import Collection, Iterable
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BeforeValidator, Field, PrivateAttr, WithJsonSchema
+
+from trainforge.stack.base import (
+    StackError,
+    StackModel,
+    one_of,
+    problem,
+    suggest,
+    validate,
+    validate_as,
+)
+from trainforge.stack.file import decode_value
+
+NS = "trainforge-policy"
+CAPS_KEY = f"{NS}:costCaps"
+WAIVERS_KEY = f"{NS}:waivers"
+
+
+USD = "a number of USD per hour > 0"
+
+
+def _not_bool(value: Any) -> Any:
+    """pydantic's lax mode reads true as 1.0; a cap of `true` is a mistake, not one dollar."""
+    if isinstance(value, bool):
+        raise ValueError(USD)
+    return value
+
+
+def _positive(value: float) -> float:
+    if not value > 0:
+        raise ValueError(USD)
+    return value
+
+
+def _text(what: str) -> Any:
+    """A string with something in it, stripped; `what` says what belongs there."""
+
+    def check(value: str) -> str:
+        if not value.strip():
+            raise ValueError(what)
+        return value.strip()
+
+    return Annotated[
+        str, AfterValidator(check), WithJsonSchema({"type": "string", "pattern": r"\S"})
+    ]
+
+
+ResourceName = _text("a resource's name, URN or namespace/Kind/name")
+RuleId = _text("a rule id")
+Reason = _text("a reason: say why the rule does not apply here")
+UsdPerHour = Annotated[
+    float,
+    BeforeValidator(_not_bool),
+    AfterValidator(_positive),
+    WithJsonSchema({"type": "number", "exclusiveMinimum": 0}),
+]
+
+
+class TeamCaps(StackModel):
+    """One team's overrides of the caps."""
+
+    job_per_hour: UsdPerHour | None = Field(
+        None, description="The team's cap for one job, USD per hour (overrides jobPerHour)."
+    )
+    team_per_hour: UsdPerHour | None = Field(
+        None, description="The team's cap for all of its jobs at once, USD per hour."
+    )
+
+
+class CostCaps(StackModel):
+    """`trainforge-policy:costCaps`: USD/hour ceilings the plan checks (docs/cost.md)."""
+
+    job_per_hour: UsdPerHour | None = Field(
+        None,
+        description="USD per hour at on-demand list prices for one job with all its pods "
+        "(TF_COST_JOB_CAP); unset: no cap.",
+    )
+    team_per_hour: UsdPerHour | None = Field(
+        None,
+        description="USD per hour for all of a team's declared jobs at once "
+        "(TF_COST_TEAM_CAP); unset: no cap.",
+    )
+    teams: dict[str, TeamCaps] = Field(
+        default_factory=dict,
+        description="Per-team overrides of either cap: team name -> {jobPerHour, teamPerHour}.",
+    )
+
+    def for_team(self, team: str) -> tuple[float | None, float | None]:
+        """(job cap, team cap) for `team`: its overrides, else the stack-wide caps."""
+        own = self.teams.get(team) or TeamCaps()
+        return (
+            own.job_per_hour if own.job_per_hour is not None else self.job_per_hour,
+            own.team_per_hour if own.team_per_hour is not None else self.team_per_hour,
+        )
+
+
+class Waiver(StackModel):
+    """One rule waived on one resource, with the reason every plan prints."""
+
+    resource: ResourceName = Field(
+        description="The waived resource: its Pulumi name, URN, or namespace/Kind/name."
+    )
+    rule: RuleId = Field(description="The rule id (a policy rule, a plan check or a CKV_ id).")
+    reason: Reason = Field(description="Why the rule does not apply here (printed by every plan).")
+    _where: str = PrivateAttr(WAIVERS_KEY)
+
+    @property
+    def where(self) -> str:
+        """Where the waiver sits in the stack file (`trainforge-policy:waivers[2]`)."""
+        return self._where
+
+    def at(self, where: str) -> Waiver:
+        self._where = where
+        return self
+
+    def covers(self, rule: str, names: set[str]) -> bool:
+        return self.rule == rule and self.resource in names
 
 
 class PolicyKeys(StackModel):
-    """The plan's top-level `trainforge:` keys."""
+    """The plan's keys, in the `trainforge-policy:` namespace."""
+
+    cost_caps: CostCaps = Field(
+        default_factory=CostCaps,
+        description="USD/hour caps per job and per team, checked by the plan (docs/cost.md).",
+    )
+    waivers: list[Waiver] = Field(
+        default_factory=list,
+        description="`[{resource, rule, reason}]`: waive one rule for one resource; the reason "
+        "is printed by every plan.",
+    )
+
+
+class PolicyError(StackError):
+    """A malformed `trainforge-policy:` value (a configuration error: the plan exits 2)."""
+
+    def __init__(self, errors: Iterable[str] | str):
+        super().__init__([errors] if isinstance(errors, str) else errors)
+
+    def __str__(self) -> str:
+        """One problem, one line (as the plan prints it); several as StackError lists them."""
+        return self.errors[0] if len(self.errors) == 1 else super().__str__()
+
+
+class WaiverError(PolicyError):
+    """A malformed trainforge-policy:waivers entry."""
+
+
+class CostCapsError(PolicyError):
+    """A malformed trainforge-policy:costCaps value."""
+
+
+def parse_waivers(
+    raw: Any, known_rules: Collection[str] | None, errors: list[str] | None = None
+) -> list[Waiver]:
+    """The waivers of `raw` (a list, or its JSON as the engine hands it over).
+
+    Every bad entry is reported: with `errors`, appended there; without, raised together as
+    WaiverError. `known_rules` None skips the rule-name check (for callers that cannot know
+    the plan's rules).
+    """
+    own: list[str] = []
+    raw = decode_value(raw)
+    out: list[Waiver] = []
+    items = validate_as(list[Any], [] if raw in (None, "") else raw, WAIVERS_KEY, own)
+    for i, item in enumerate(items or []):
+        where = f"{WAIVERS_KEY}[{i}]"
+        waiver = validate(Waiver, item, where, own)
+        if waiver is None:
+            continue
+        if known_rules is not None and waiver.rule not in known_rules:
+            own.append(
+                problem(f"{where}.rule", waiver.rule, _rule_choices(waiver.rule, known_rules))
+            )
+            continue
+        out.append(waiver.at(where))
+    return _finish(own, errors, WaiverError, out)
+
+
+def _rule_choices(rule: str, known: Collection[str]) -> str:
+    """The rules a waiver may name; with a close match only that (there are dozens)."""
+    hint = suggest(rule, known)
+    return (
+        f"one of the {len(known)} rules of the plan{hint}" if hint else one_of(rule, known, "rules")
+    )
+
+
+def parse_caps(
+    raw: Any, teams: Collection[str] | None = None, errors: list[str] | None = None
+) -> CostCaps:
+    """The cost caps of `raw` (a mapping, or its JSON); `teams` checks the override names."""
+    own: list[str] = []
+    raw = decode_value(raw)
+    caps = validate(CostCaps, {} if raw in (None, "") else raw, CAPS_KEY, own) or CostCaps()
+    if teams is not None:
+        for name in caps.teams:
+            if name not in teams:
+                own.append(problem(f"{CAPS_KEY}.teams.{name}", name, one_of(name, teams, "teams")))
+    return _finish(own, errors, CostCapsError, caps)
+
+
+def _finish(own: list[str], errors: list[str] | None, kind: type[PolicyError], value: Any) -> Any:
+    if errors is not None:
+        errors.extend(own)
+    elif own:
+        raise kind(own)
+    return value

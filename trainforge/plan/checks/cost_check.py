@@ -1,7 +1,7 @@
 """Plan check: the cost table (per job, per team, the platform) and the $/hour caps.
 
 The caps are policy, so they live next to the waivers in the `trainforge-policy:` namespace
-(the platform's `trainforge:` parser rejects keys it does not know):
+(the model: trainforge/stack/policy.py, which parse_caps validates through):
 
     config:
       trainforge-policy:costCaps:
@@ -18,15 +18,15 @@ reason under `trainforge-policy:waivers` (resource: the job's name or the team's
 from __future__ import annotations
 
 import datetime as dt
-import json
-from dataclasses import dataclass, field
 from typing import Any
 
 from trainforge.plan import cost as C
 from trainforge.plan import price_facts as P
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
+from trainforge.stack.policy import CAPS_KEY, CostCaps, CostCapsError, parse_caps
 
-CAPS_KEY = "trainforge-policy:costCaps"
+__all__ = ["CAPS_KEY", "CostCapsError", "check", "parse_caps"]
+
 REGION_KEY = "aws:region"
 SECTION_TITLE = "Cost"
 
@@ -36,90 +36,6 @@ RULES = {
     "TF_COST_TEAM_CAP": "run fewer of the team's jobs at once, use cheaper pools, raise "
     f"{CAPS_KEY}.teamPerHour for the team, or waive it for the team with a reason",
 }
-
-
-class CostCapsError(ValueError):
-    """A malformed trainforge-policy:costCaps value (configuration error: exit 2)."""
-
-
-@dataclass(frozen=True)
-class Caps:
-    job_per_hour: float | None = None
-    team_per_hour: float | None = None
-    teams: dict[str, tuple[float | None, float | None]] = field(default_factory=dict)
-
-    def for_team(self, team: str) -> tuple[float | None, float | None]:
-        job, whole = self.teams.get(team, (None, None))
-        return (
-            job if job is not None else self.job_per_hour,
-            whole if whole is not None else self.team_per_hour,
-        )
-
-
-_CAP_KEYS = ("jobPerHour", "teamPerHour")
-
-
-def _amount(value: Any, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise CostCapsError(f"{where}: got {value!r}; expected a number of USD per hour > 0")
-    try:
-        number = float(value)
-    except ValueError:
-        raise CostCapsError(
-            f"{where}: got {value!r}; expected a number of USD per hour > 0"
-        ) from None
-    if not number > 0:
-        raise CostCapsError(f"{where}: got {value!r}; expected a number of USD per hour > 0")
-    return number
-
-
-def _pair(raw: dict[str, Any], where: str) -> tuple[float | None, float | None]:
-    return tuple(  # type: ignore[return-value]
-        _amount(raw[k], f"{where}.{k}") if raw.get(k) is not None else None for k in _CAP_KEYS
-    )
-
-
-def parse_caps(raw: Any, teams: set[str] | None = None) -> Caps:
-    """Parse the config value (a mapping, or its JSON string as the engine hands it over)."""
-    if raw is None or raw == "":
-        return Caps()
-    if isinstance(raw, str):
-        try:
-            raw = json.loads(raw)
-        except ValueError as e:
-            raise CostCapsError(f"{CAPS_KEY}: not a mapping ({e})") from e
-    if not isinstance(raw, dict):
-        raise CostCapsError(
-            f"{CAPS_KEY}: got {type(raw).__name__}; expected a mapping with "
-            "jobPerHour, teamPerHour and/or teams"
-        )
-    extra = set(raw) - {*_CAP_KEYS, "teams"}
-    if extra:
-        raise CostCapsError(
-            f"{CAPS_KEY}.{sorted(extra)[0]}: unknown key; valid: jobPerHour, teamPerHour, teams"
-        )
-    job, whole = _pair(raw, CAPS_KEY)
-    per_team: dict[str, tuple[float | None, float | None]] = {}
-    raw_teams = raw.get("teams") or {}
-    if not isinstance(raw_teams, dict):
-        raise CostCapsError(
-            f"{CAPS_KEY}.teams: got {raw_teams!r}; expected a mapping of team name to "
-            "{jobPerHour, teamPerHour}"
-        )
-    for name, entry in raw_teams.items():
-        where = f"{CAPS_KEY}.teams.{name}"
-        if teams is not None and name not in teams:
-            known = ", ".join(sorted(teams)) or "(none declared)"
-            raise CostCapsError(f"{where}: no team {name!r}; known teams: {known}")
-        if not isinstance(entry, dict):
-            raise CostCapsError(f"{where}: got {entry!r}; expected {{jobPerHour, teamPerHour}}")
-        bad = set(entry) - set(_CAP_KEYS)
-        if bad:
-            raise CostCapsError(
-                f"{where}.{sorted(bad)[0]}: unknown key; valid: jobPerHour, teamPerHour"
-            )
-        per_team[name] = _pair(entry, where)
-    return Caps(job, whole, per_team)
 
 
 # --- building the report from what the program declared ---------------------------------------
@@ -256,7 +172,7 @@ def render(report: C.CostReport) -> list[str]:
 # --- the check ------------------------------------------------------------------------------------
 
 
-def findings(report: C.CostReport, caps: Caps) -> list[Finding]:
+def findings(report: C.CostReport, caps: CostCaps) -> list[Finding]:
     out: list[Finding] = []
     for j in report.jobs:
         cap, _ = caps.for_team(j.team)
@@ -322,11 +238,7 @@ def check(ctx: PlanContext) -> CheckResult:
     teams = {t.name for t in report.teams}
     caps = parse_caps(ctx.inventory.config.get(CAPS_KEY), teams)
     data = report.to_json()
-    data["caps"] = {
-        "jobPerHour": caps.job_per_hour,
-        "teamPerHour": caps.team_per_hour,
-        "teams": {k: {"jobPerHour": a, "teamPerHour": b} for k, (a, b) in caps.teams.items()},
-    }
+    data["caps"] = caps.model_dump(by_alias=True)
     return CheckResult(
         findings=findings(report, caps),
         sections=[Section(SECTION_TITLE, render(report), data)],

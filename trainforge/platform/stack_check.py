@@ -1,0 +1,132 @@
+"""Validate a whole stack and report every area's problems together, before any resource.
+
+Why: each area parses its own keys (platform/config.py: platform, pools, services, teams;
+jobs/spec.py: jobs; stack/policy.py: cost caps and waivers). Run one after the other with the
+first failure stopping the program, a user with a typo in a pool, a job and a waiver fixes
+them in three `pulumi preview` rounds. `check_stack` runs every area's parser on the same
+config and concatenates their lines, so one run reports them all, each with the path, the bad
+value, what is valid and a did-you-mean where one exists.
+
+Jobs are checked against the platform contract (teams, pools, GPUs) when the platform's own
+keys are valid; otherwise each job's own keys are still checked, without that contract.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from trainforge.core.errors import JobConfigError
+from trainforge.stack.base import StackError
+from trainforge.stack.file import decode_value, namespace
+from trainforge.stack.model import unknown_keys
+from trainforge.stack.policy import (
+    CAPS_KEY,
+    WAIVERS_KEY,
+    CostCaps,
+    Waiver,
+    parse_caps,
+    parse_waivers,
+)
+from trainforge.stack.policy import NS as POLICY_NS
+
+JOBS_KEY = "trainforge:jobs"
+
+
+@dataclass
+class CheckedStack:
+    """What `check_stack` parsed; `errors` holds every problem of every area (empty: valid)."""
+
+    platform: Any = None  # PlatformConfig, None when its keys have problems
+    raw_jobs: list[Any] = field(default_factory=list)
+    waivers: list[Waiver] = field(default_factory=list)
+    caps: CostCaps = field(default_factory=CostCaps)
+    errors: list[str] = field(default_factory=list)
+
+    def raise_errors(self) -> CheckedStack:
+        """Raise StackError with every line when there is any problem; else self."""
+        if self.errors:
+            raise StackError(self.errors)
+        return self
+
+
+def error_lines(exc: BaseException) -> list[str]:
+    """The lines of an area's error: `.errors` (StackError, ConfigError) or its one message."""
+    lines = getattr(exc, "errors", None)
+    return list(lines) if lines else [str(exc)]
+
+
+def check_stack(
+    config: Mapping[str, Any],
+    *,
+    known_rules: Collection[str] | None = None,
+    lookups: bool = False,
+) -> CheckedStack:
+    """Every area's problems in `config` (full keys: `trainforge:cluster`, `aws:region`, ...;
+    values as written in the stack file or as the engine hands them over, JSON text).
+
+    `known_rules` checks the waivers' rule names (None: shape only). `lookups` also looks up
+    every instance type (needs the Pulumi runtime or the plan's mocks) and checks jobs against
+    the platform contract (and the files of jobs that ship their own code).
+    """
+    from trainforge.jobs.spec import parse_jobs  # noqa: PLC0415
+    from trainforge.platform.config import parse_config  # noqa: PLC0415
+
+    out = CheckedStack()
+    raw = namespace(config, "trainforge")
+    region = decode_value(config.get("aws:region")) if "aws:region" in config else None
+    out.platform = _collect(out.errors, parse_config, raw, lookups=lookups, region=region)
+    jobs = raw.get("jobs")
+    out.raw_jobs = jobs if isinstance(jobs, list) else []
+    if out.platform is not None and lookups:
+        from trainforge.jobs.declare import check_jobs  # noqa: PLC0415 - imports pulumi
+        from trainforge.platform.acceptance import check_acceptance  # noqa: PLC0415
+        from trainforge.platform.published import contract_from_config  # noqa: PLC0415
+
+        # what TrainingPlatform and declare_jobs check again once resources exist
+        contract = _collect(out.errors, contract_from_config, out.platform)
+        if contract is not None:
+            _collect(out.errors, check_acceptance, out.platform, contract.pools)
+            _collect(out.errors, check_jobs, contract, jobs or [])
+    else:
+        _collect(out.errors, parse_jobs, jobs, JOBS_KEY)
+    policy = namespace(config, POLICY_NS)
+    out.errors += unknown_keys(policy, POLICY_NS)
+    out.waivers = parse_waivers(policy.get("waivers"), known_rules, out.errors)
+    out.caps = parse_caps(policy.get("costCaps"), _team_names(out.platform, raw), out.errors)
+    return out
+
+
+def _collect(errors: list[str], check: Any, *args: Any, **kwargs: Any) -> Any:
+    """`check(*args, **kwargs)`; an area's configuration error becomes lines in `errors`."""
+    from trainforge.platform.config import ConfigError  # noqa: PLC0415
+
+    try:
+        return check(*args, **kwargs)
+    except (ConfigError, JobConfigError, StackError) as e:
+        errors.extend(error_lines(e))
+        return None
+
+
+def _team_names(platform: Any, raw: Mapping[str, Any]) -> set[str]:
+    """The stack's team names: the parsed ones, else those the raw `teams` list names."""
+    services = getattr(platform, "services", None)
+    if services is not None:
+        return {t.name for t in getattr(services, "teams", ()) or ()}
+    teams = raw.get("teams")
+    return (
+        {str(t["name"]) for t in teams if isinstance(t, dict) and "name" in t}
+        if isinstance(teams, list)
+        else set()
+    )
+
+
+def engine_config() -> dict[str, Any]:
+    """The running program's whole config (every namespace), as the engine handed it over."""
+    from pulumi.runtime.config import CONFIG  # noqa: PLC0415 - the engine's config map
+
+    return dict(CONFIG.get())
+
+
+__all__ = ["CAPS_KEY", "WAIVERS_KEY", "CheckedStack", "check_stack", "engine_config"]

@@ -1,0 +1,183 @@
+"""The one reader of `Pulumi.<stack>.yaml`: the plan, the mocks, run-local and the policy pack
+all read stack files here, so they agree on where the file is, what a key without a namespace
+means and how values reach the program.
+
+Pulumi hands a program every config value as a string: scalars as their text, structured
+values as JSON (`config_value`); the program decodes them back (`decode_value`). Secure values
+(`{secure: ...}`) cannot be decrypted offline; they read as "[secret]".
+
+PyYAML and the standard library only: nothing here needs Pulumi.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+SECRET = "[secret]"
+DEFAULT_PROJECT = "trainforge"
+
+
+class StackFileError(ValueError):
+    """The stack file is missing, not YAML, or not a mapping with a `config:` mapping."""
+
+
+def config_value(value: Any) -> str:
+    """A value as the engine hands it to a program: scalars as text, structures as JSON."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int | float):
+        return str(value)
+    return json.dumps(value)
+
+
+def decode_value(value: Any) -> Any:
+    """A config value as the engine hands it over, decoded: JSON text becomes its structure;
+    text that is not JSON stays text (a cluster name); anything else is returned as is."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+def full_key(key: str, project: str = DEFAULT_PROJECT) -> str:
+    """`cluster` -> `trainforge:cluster`: a key without a namespace belongs to the project."""
+    return key if ":" in key else f"{project}:{key}"
+
+
+def engine_config(raw: Mapping[str, Any], project: str = DEFAULT_PROJECT) -> dict[str, str]:
+    """A `config:` mapping as the engine hands it to a program (namespaced keys, text values)."""
+    return {full_key(str(k), project): config_value(v) for k, v in (raw or {}).items()}
+
+
+def namespace(config: Mapping[str, Any], ns: str) -> dict[str, Any]:
+    """The keys of one namespace without their prefix, values decoded (`trainforge:` ->
+    {"cluster": ..., "nodePools": [...]}); works on engine config and on stack files alike."""
+    prefix = f"{ns}:"
+    return {k[len(prefix) :]: decode_value(v) for k, v in config.items() if k.startswith(prefix)}
+
+
+@dataclass(frozen=True)
+class StackFile:
+    """One `Pulumi.<stack>.yaml`: its `config:` block with full keys, secrets masked."""
+
+    path: pathlib.Path
+    stack: str
+    project: str
+    config: dict[str, Any]  # full key -> value as written (secure values as SECRET)
+    secret_keys: list[str] = field(default_factory=list)
+
+    def engine(self) -> dict[str, str]:
+        """The config as `pulumi up` hands it to the program."""
+        return engine_config(self.config, self.project)
+
+    def namespace(self, ns: str) -> dict[str, Any]:
+        """The keys of `ns` without their prefix (`trainforge`, `trainforge-policy`, `aws`)."""
+        return namespace(self.config, ns)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.config.get(full_key(key, self.project), default)
+
+
+def stack_path(root: pathlib.Path | str, stack: str) -> pathlib.Path:
+    return pathlib.Path(root) / f"Pulumi.{stack}.yaml"
+
+
+def stacks_in(root: pathlib.Path | str) -> list[str]:
+    """The stack names with a file in `root`."""
+    return sorted(
+        p.name[len("Pulumi.") : -len(".yaml")] for p in pathlib.Path(root).glob("Pulumi.*.yaml")
+    )
+
+
+def project_name(root: pathlib.Path | str, default: str | None = DEFAULT_PROJECT) -> str:
+    """The `name` of the project's Pulumi.yaml (`default` when there is no such file)."""
+    path = pathlib.Path(root) / "Pulumi.yaml"
+    if not path.is_file() and default is not None:
+        return default
+    data = _load(path)
+    name = data.get("name") if isinstance(data, dict) else None
+    if not name:
+        raise StackFileError(f"{path}: no `name`")
+    return str(name)
+
+
+def read_stack(root: pathlib.Path | str, stack: str, project: str | None = None) -> StackFile:
+    """`root/Pulumi.<stack>.yaml`, read as the Pulumi CLI does (keys without a namespace belong
+    to the project; secure values masked). Raises StackFileError with what is wrong."""
+    root = pathlib.Path(root)
+    path = stack_path(root, stack)
+    if not path.is_file():
+        raise StackFileError(
+            f"stack {stack!r}: no {path.name} in {root} "
+            f"(stacks here: {', '.join(stacks_in(root)) or 'none'})"
+        )
+    return read_stack_file(path, project or project_name(root), stack)
+
+
+def read_stack_file(
+    path: pathlib.Path | str, project: str = DEFAULT_PROJECT, stack: str | None = None
+) -> StackFile:
+    """A stack file at any path (tests, the policy pack's $TRAINFORGE_STACK_CONFIG)."""
+    path = pathlib.Path(path)
+    data = _load(path) or {}
+    if not isinstance(data, dict):
+        raise StackFileError(
+            f"{path.name}: got {type(data).__name__} {data!r:.60}; expected a mapping with a "
+            "`config:` mapping of keys such as trainforge:cluster"
+        )
+    raw = data.get("config") or {}
+    if not isinstance(raw, dict):
+        raise StackFileError(f"{path.name}: `config` must be a mapping, got {type(raw).__name__}")
+    config: dict[str, Any] = {}
+    secret_keys: list[str] = []
+    for key, value in raw.items():
+        full = full_key(str(key), project)
+        if _contains_secure(value):
+            secret_keys.append(full)
+        config[full] = _mask_secure(value)
+    name = stack or path.name.removeprefix("Pulumi.").removesuffix(".yaml")
+    return StackFile(path, name, project, config, secret_keys)
+
+
+def _load(path: pathlib.Path) -> Any:
+    import yaml  # noqa: PLC0415 - only readers of files need it
+
+    text = path.read_text(encoding="utf-8")
+    try:
+        # libyaml's parser when built in (a stack with a hundred jobs: ~10x faster); the same
+        # constructors, so the same data. An error is reported by the Python parser, whose
+        # messages name the line and column as users have always seen them.
+        return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506
+    except yaml.YAMLError:
+        try:
+            return yaml.safe_load(text)
+        except yaml.YAMLError as e:
+            raise StackFileError(f"{path.name}: not valid YAML: {e}") from e
+
+
+def _contains_secure(value: Any) -> bool:
+    if isinstance(value, dict):
+        if set(value) == {"secure"}:
+            return True
+        return any(_contains_secure(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_contains_secure(v) for v in value)
+    return False
+
+
+def _mask_secure(value: Any) -> Any:
+    if isinstance(value, dict):
+        if set(value) == {"secure"}:
+            return SECRET
+        return {k: _mask_secure(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_mask_secure(v) for v in value]
+    return value
