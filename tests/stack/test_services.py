@@ -11,7 +11,8 @@ import pytest
 import yaml
 from pydantic import BaseModel
 
-from trainforge.stack.services import SERVICE_KEYS, ServiceKeys
+from trainforge.stack.base import aliases
+from trainforge.stack.services import ServiceKeys
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -43,7 +44,7 @@ def test_every_key_has_a_one_line_description():
 def services(stack: str) -> dict:
     config = yaml.safe_load((ROOT / f"Pulumi.{stack}.yaml").read_text())["config"]
     keys = {k.removeprefix("trainforge:"): v for k, v in config.items()}
-    return {k: v for k, v in keys.items() if k in SERVICE_KEYS}
+    return {k: v for k, v in keys.items() if k in aliases(ServiceKeys)}
 
 
 SCHEMA = ServiceKeys.model_json_schema(by_alias=True)

@@ -13,7 +13,6 @@ from typing import Any
 
 from trainforge.stack.base import NS, Problems, own_keys, problem_lines, validate
 from trainforge.stack.services import (
-    SERVICE_KEYS,
     AlertsConfig,
     CheckpointConfig,
     DevicePluginsConfig,
@@ -41,7 +40,6 @@ PRIORITIES = {"high": 10000, "normal": 1000, "low": 100}
 
 __all__ = [
     "PRIORITIES",
-    "SERVICE_KEYS",
     "AlertsConfig",
     "CheckpointConfig",
     "DevicePluginsConfig",

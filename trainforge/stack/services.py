@@ -762,9 +762,6 @@ class ServiceKeys(StackModel):
         return self
 
 
-SERVICE_KEYS = tuple(f.alias or n for n, f in ServiceKeys.model_fields.items())
-
-
 def services_context(raw: Mapping[str, Any]) -> dict[str, Any]:
     """What the services' rules need from the rest of the `trainforge:` mapping, as written:
     the node pool names (nodeGroups and nodePools), the team names, the backends stack jobs
