@@ -26,6 +26,7 @@ from trainforge.stack.base import (
     validate,
     validate_as,
 )
+from trainforge.stack.file import decode_value
 from trainforge.stack.model import unknown_keys
 from trainforge.stack.platform import (
     Admins,
@@ -187,18 +188,6 @@ def resolve_all(config: PlatformConfig) -> dict[str, Any]:
     if errors:
         raise ConfigError(errors)
     return out
-
-
-def decode_value(value: Any) -> Any:
-    """A config value as the engine hands it over (JSON for structures), decoded."""
-    import json  # noqa: PLC0415
-
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except ValueError:
-            return value
-    return value
 
 
 def load_config(config: pulumi.Config | None = None) -> PlatformConfig:
