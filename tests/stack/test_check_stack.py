@@ -126,3 +126,19 @@ def test_checks_that_need_the_pools_facts_come_in_the_same_run():
     errors = check_stack(config, known_rules=known_rule_ids(), lookups=True).errors
     assert any(e.startswith("trainforge:nodePools[2].acceptanceTest:") for e in errors), errors
     assert any(e.startswith("trainforge:jobs[0].workers:") for e in errors), errors
+
+
+def test_a_misspelt_pool_shows_with_the_platform_s_own_errors():
+    """Without a contract (the platform has errors) a job's pool and team are still checked
+    against the names the stack declares, so a user fixes both in one round."""
+    config = copy.deepcopy(read_stack(ROOT, "dev").config)
+    del config["trainforge:cluster"]
+    config["trainforge:jobs"][0]["pool"] = "training-workload"
+    config["trainforge:jobs"][1]["team"] = "reserch"
+    errors = check_stack(config, known_rules=known_rule_ids(), lookups=True).errors
+    assert line_for(errors, "trainforge:cluster").startswith("trainforge:cluster: missing")
+    assert line_for(errors, "trainforge:jobs[0].pool").endswith(
+        "(did you mean 'training-workloads'?)"
+    )
+    assert line_for(errors, "trainforge:jobs[1].team").endswith("(did you mean 'research'?)")
+    assert len(errors) == 3, errors

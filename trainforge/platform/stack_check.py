@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainforge.core.errors import JobConfigError
-from trainforge.stack.base import StackError
+from trainforge.stack.base import StackError, one_of, problem
 from trainforge.stack.file import decode_value, namespace
 from trainforge.stack.model import unknown_keys
 from trainforge.stack.policy import (
@@ -91,6 +91,7 @@ def check_stack(
             _collect(out.errors, check_jobs, contract, jobs or [])
     else:
         _collect(out.errors, parse_jobs, jobs, JOBS_KEY)
+        out.errors += _job_references(raw, out.raw_jobs)
     policy = namespace(config, POLICY_NS)
     out.errors += unknown_keys(policy, POLICY_NS)
     out.waivers = parse_waivers(policy.get("waivers"), known_rules, out.errors)
@@ -107,6 +108,27 @@ def _collect(errors: list[str], check: Any, *args: Any, **kwargs: Any) -> Any:
     except (ConfigError, JobConfigError, StackError) as e:
         errors.extend(error_lines(e))
         return None
+
+
+def _names(raw: Mapping[str, Any], *keys: str) -> set[str] | None:
+    """The `name`s the raw lists under `keys` declare (None: no such list to judge against)."""
+    lists = [raw.get(k) for k in keys if isinstance(raw.get(k), list)]
+    if not lists:
+        return None
+    return {str(x["name"]) for items in lists for x in items if isinstance(x, dict) and "name" in x}
+
+
+def _job_references(raw: Mapping[str, Any], jobs: list[Any]) -> list[str]:
+    """Each job's team and pool against the names the stack declares, when the platform did
+    not parse (no contract): a misspelt pool shows in the same run as the platform's errors."""
+    out = []
+    pools, teams = _names(raw, "nodeGroups", "nodePools"), _names(raw, "teams")
+    for i, job in enumerate(jobs):
+        for key, names, what in (("team", teams, "teams"), ("pool", pools, "node pools")):
+            value = job.get(key) if isinstance(job, dict) else None
+            if names is not None and isinstance(value, str) and value not in names:
+                out.append(problem(f"{JOBS_KEY}[{i}].{key}", value, one_of(value, names, what)))
+    return out
 
 
 def _team_names(platform: Any, raw: Mapping[str, Any]) -> set[str]:
