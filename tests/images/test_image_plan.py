@@ -347,3 +347,21 @@ def test_chart_and_overlay_images_without_the_credential_are_findings():
         assert "images.dockerHubCredentialArn" in fix and "ecr-pullthroughcache/" in fix
     # busybox comes from ECR Public, never a finding
     assert not [v for v in hub if "busybox" in v.message]
+
+
+def test_an_image_without_core_does_not_count_as_carrying_the_runtime(tmp_path):
+    """The runtime imports trainforge/core (the GPU catalog): a Dockerfile that copies only
+    trainforge/training would fail at `python -m trainforge.training`, so its facts say so."""
+    import shutil
+
+    from trainforge.jobs import dockerfile, runtime_images
+
+    for f in ("images/runtime/Dockerfile", "images/runtime/requirements.txt", "requirements.lock"):
+        (tmp_path / f).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(dockerfile.ROOT / f, tmp_path / f)
+    assert runtime_images.target_facts("runtime", tmp_path).trainforge is True
+    df = tmp_path / "images/runtime/Dockerfile"
+    df.write_text(
+        df.read_text().replace("COPY trainforge/core /opt/trainforge/src/trainforge/core\n", "")
+    )
+    assert runtime_images.target_facts("runtime", tmp_path).trainforge is False

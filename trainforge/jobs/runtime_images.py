@@ -82,10 +82,9 @@ def target_facts(target: str, root: Path = dockerfile.ROOT) -> ImageFacts:
     df = dockerfile.parse(root / dockerfile.DOCKERFILE)
     stage = df.stage(target)
     pins = {k.lower(): v for k, v in dockerfile.installed_pins(stage, root).items()}
-    has_runtime = any(
-        any(src.rstrip("/") == "trainforge/training" for src in sources)
-        for sources, _ in stage.copies
-    )
+    # the runtime imports core (the GPU catalog, the contract): both must be copied in
+    copied = {src.rstrip("/") for sources, _ in stage.copies for src in sources}
+    has_runtime = {"trainforge/training", "trainforge/core"} <= copied
     return replace(
         base_facts(target),
         mlflow=pins.get("mlflow-skinny") or pins.get("mlflow") or False,
