@@ -72,6 +72,7 @@ checkov: venv $(CKV_STAMP)
 # Mutation testing (docs/rehearsals.md, "Mutation testing"): cosmic-ray in its own venv, over
 # the modules of mutation/modules.toml, in a copy of the tree. Not in CI: hours on two cores.
 # Pick modules with MODULES="agreement check_scheduling"; the default is all of them.
+# SAMPLE=150 runs a seeded random sample of that many mutants per module (SEED=0).
 MUT_VENV  := .mutation-venv
 MUT_STAMP := $(MUT_VENV)/.installed
 
@@ -82,7 +83,8 @@ $(MUT_STAMP): mutation/requirements.lock
 
 .PHONY: mutation mutation-rejudge
 mutation: venv $(MUT_STAMP)
-	$(PY) mutation/run.py --tool $(MUT_VENV)/bin --python $(PY) $(MODULES)
+	$(PY) mutation/run.py --tool $(MUT_VENV)/bin --python $(PY) \
+	  $(if $(SAMPLE),--sample $(SAMPLE) --seed $(or $(SEED),0)) $(MODULES)
 
 # after adding tests for survivors: run only the last session's survivors again
 mutation-rejudge: venv $(MUT_STAMP)

@@ -128,8 +128,13 @@ def summarize(name: str, path: str, db: Path, tool: Path, tree: Path) -> str:
             counts["not run"] += 1
             continue
         if result["worker_outcome"] == "skipped":
-            equivalent = (result.get("output") or "").startswith("Filtered: annotation")
-            counts["annotation" if equivalent else "skipped"] += 1
+            output = result.get("output") or ""
+            if output.startswith("Filtered: annotation"):
+                counts["annotation"] += 1
+            elif output.startswith("Filtered: not in the sample"):
+                counts["not in sample"] += 1
+            else:
+                counts["skipped"] += 1
             continue
         outcome = result.get("test_outcome") or result["worker_outcome"]
         counts[outcome] += 1
@@ -147,6 +152,7 @@ def summarize(name: str, path: str, db: Path, tool: Path, tree: Path) -> str:
         f"kill rate {rate}; incompetent {counts['incompetent']}, skipped by filters "
         f"{counts['skipped']}, in annotations (equivalent, not run) {counts['annotation']}, "
         f"not run {counts['not run']}"
+        + (f", not in the sample {counts['not in sample']}" if counts["not in sample"] else "")
     )
     (OUT / f"{name}.txt").write_text(line + "\n\nSurvivors:\n" + "\n".join(survivors))
     return line
@@ -214,6 +220,13 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="go on with an interrupted session: its tree and database as they are",
     )
+    ap.add_argument(
+        "--sample",
+        type=int,
+        default=0,
+        help="run a seeded random sample of this many mutants per module (default: all)",
+    )
+    ap.add_argument("--seed", type=int, default=0, help="the sample's seed (default 0)")
     args = ap.parse_args(argv)
     specs = tomllib.loads((ROOT / "mutation" / "modules.toml").read_text())["modules"]
     unknown = [m for m in args.modules if m not in specs]
@@ -243,6 +256,9 @@ def main(argv: list[str] | None = None) -> int:
             if spec.get("functions"):
                 run([str(tool / "cr-filter-lines"), str(db), "--config", str(cfg)], tree)
             run([str(tool / "python"), "mutation/filter_annotations.py", str(db)], tree)
+            if args.sample:
+                run([str(tool / "python"), "mutation/filter_sample.py", str(db),
+                     "--size", str(args.sample), "--seed", str(args.seed)], tree)  # fmt: skip
             run([str(tool / "cosmic-ray"), "baseline", str(cfg)], tree)
         run([str(tool / "cosmic-ray"), "exec", str(cfg), str(db)], tree)
         lines.append(summarize(name, spec["path"], db, tool, tree))
