@@ -192,18 +192,6 @@ def test_a_rank_whose_parameters_differ_fails_the_run(strategy: str, tmp_path: P
     assert summary(tmp_path / "good")["ranks_agree"] is True
 
 
-@pytest.fixture
-def one_rank_group(tmp_path):
-    """A 1-rank gloo group in this process: enough for the check's collectives."""
-    import torch.distributed as dist
-
-    dist.init_process_group(
-        "gloo", store=dist.FileStore(str(tmp_path / "store"), 1), rank=0, world_size=1
-    )
-    yield
-    dist.destroy_process_group()
-
-
 def test_check_in_process_sees_a_local_shard_change_under_fsdp(one_rank_group) -> None:
     """fully_shard over a 1-rank world: the gathered slice and the own shard are read at
     two moments; a change in between is a disagreement, named per parameter."""

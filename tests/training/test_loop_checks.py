@@ -1,0 +1,111 @@
+"""The loop's own verdicts, exactly: the no-progress stop and the summary's rates.
+
+Why: a mutation run over `training/loop.py` (docs/rehearsals.md) found the no-progress
+message and the summary's derived rates (setup time, steps/s, MFU, the per-GPU peak) unread
+by any test: an operator flipped there changed what `summary.json`, `trainforge calibrate`
+and the user read, and every test still passed.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from runtime_helpers import BASE, ROOT, env
+
+from trainforge.training import exits, loop
+from trainforge.training.distributed import DistEnv
+from trainforge.training.goodput import Goodput
+from trainforge.training.ledger import NO_PROGRESS_LIMIT, RunLedger
+
+ONE = DistEnv(0, 1, 0, 1, torch.device("cpu"), "gloo")
+
+
+def _hung_attempts(root: Path, n: int, resumed: int | None) -> RunLedger:
+    """n attempts that hung after resuming from `resumed` (or died before resuming), then
+    the current one."""
+    for _ in range(n):
+        ledger = RunLedger(root, rank=0, world_size=1)
+        ledger.begin_attempt()
+        if resumed is not None:
+            Goodput(ledger).begin(resumed)
+            ledger.record_exit(exits.HANG, step=resumed + 1, detail="stuck")
+    ledger = RunLedger(root, rank=0, world_size=1)
+    ledger.begin_attempt()
+    return ledger
+
+
+def test_the_no_progress_stop_names_its_count_step_limit_and_last_exit(
+    one_rank_group, tmp_path
+) -> None:
+    ledger = _hung_attempts(tmp_path, NO_PROGRESS_LIMIT, 40)
+    last = ledger.previous_exit()
+    assert last is not None and last["reason"] == "hang"
+    with pytest.raises(exits.RunFailure) as e:
+        loop._check_progress(ledger, ONE, 40, None)
+    assert e.value.reason is exits.NO_PROGRESS
+    assert str(e.value) == (
+        f"{NO_PROGRESS_LIMIT} attempts in a row failed after resuming from step 40 "
+        f"(limit {NO_PROGRESS_LIMIT}); the last one: {last}"
+    )
+
+
+def test_attempts_that_never_resumed_stop_the_run_before_resuming(one_rank_group, tmp_path) -> None:
+    ledger = _hung_attempts(tmp_path, NO_PROGRESS_LIMIT, None)
+    last = ledger.previous_exit()  # no exit record: the ledger names the likely killer
+    assert last is not None and last["reason"] == "node_lost"
+    with pytest.raises(exits.RunFailure) as e:
+        loop._check_progress(ledger, ONE, None, None)
+    assert str(e.value) == (
+        f"{NO_PROGRESS_LIMIT} attempts in a row failed before resuming "
+        f"(limit {NO_PROGRESS_LIMIT}); the last one: {last}"
+    )
+
+
+def test_one_attempt_short_of_the_limit_goes_on(one_rank_group, tmp_path) -> None:
+    ledger = _hung_attempts(tmp_path, NO_PROGRESS_LIMIT - 1, 40)
+    loop._check_progress(ledger, ONE, 40, None)  # no raise
+    # ... and a different resume step is progress: nothing counts
+    ledger = _hung_attempts(tmp_path / "b", NO_PROGRESS_LIMIT, 40)
+    loop._check_progress(ledger, ONE, 50, None)
+
+
+PEAK = 2.5e12  # FLOP/s per device, stood in for a GPU's (CPU has none)
+
+# one rank, no torchrun; the device's peak replaced so that MFU is computed on CPU too
+RUN = (
+    "import runpy, sys; import trainforge.training.loop as loop; "
+    f"loop.peak_flops = lambda device: {PEAK!r}; "
+    "sys.argv = ['trainforge.training', *sys.argv[1:]]; "
+    "runpy.run_module('trainforge.training', run_name='__main__')"
+)
+
+
+def test_the_summary_s_rates_derive_from_its_counts_and_the_peak(tmp_path) -> None:
+    out = tmp_path / "out"
+    started = time.perf_counter()
+    p = subprocess.run(
+        [sys.executable, "-c", RUN, *BASE, "--steps", "6", "--batch-size", "8",
+         "--output-dir", str(out)],
+        cwd=ROOT, env=env(), capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    wall = time.perf_counter() - started
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    s = json.loads((out / "summary.json").read_text())
+    steps, elapsed = s["steps_this_run"], s["elapsed_seconds"]
+    assert steps == 6 and s["global_batch"] == 8 and elapsed > 0
+    sps = steps * 8 / elapsed
+    assert s["samples_per_second"] == pytest.approx(sps, rel=1e-9)
+    assert s["steps_per_second"] == pytest.approx(steps / elapsed, rel=1e-9)
+    tokens = s["tokens_per_second"] / s["samples_per_second"]
+    assert tokens == pytest.approx(round(tokens)) and tokens >= 1  # whole tokens per sample
+    assert s["peak_flops_per_gpu"] == PEAK  # the world's peak over its ranks
+    assert s["mfu"] == pytest.approx(sps * s["flops_per_sample"] / PEAK, rel=1e-9)
+    assert 0 < s["mfu"] < 1
+    # set-up is the time before the loop: within the process's life, never a sum of clocks
+    assert 0 < s["setup_seconds"] < wall
