@@ -227,13 +227,10 @@ def read_stack(inv: Inventory) -> StackIam:
                 )
 
     buckets: dict[str, BucketFacts] = {}
-    bucket_by_urn: dict[str, str] = {}
     for sse in by_type.get(BUCKET_SSE, []):
         name = sse.inputs.get("bucket")
         if not isinstance(name, str) or name == UNKNOWN:
             continue
-        if (urn := _dep(sse, "bucket")) is not None:
-            bucket_by_urn[urn] = name
         rule = (as_list(sse.inputs.get("rules")) or [{}])[0]
         default = rule.get("applyServerSideEncryptionByDefault") or {}
         key = default.get("kmsMasterKeyId") if default.get("sseAlgorithm") == "aws:kms" else None
@@ -247,7 +244,8 @@ def read_stack(inv: Inventory) -> StackIam:
     s3_gateways = {
         e.urn: e.id or f"<id of VPC endpoint {e.name}>"
         for e in by_type.get(VPC_ENDPOINT, [])
-        if e.inputs.get("vpcEndpointType") == "Gateway"
+        # the provider's default type is Gateway (an S3 endpoint declared without a type is one)
+        if (e.inputs.get("vpcEndpointType") or "Gateway") == "Gateway"
         and str(e.inputs.get("serviceName", "")).endswith(".s3")
     }
     for bp in by_type.get(BUCKET_POLICY, []):
@@ -290,10 +288,13 @@ def read_stack(inv: Inventory) -> StackIam:
             key_policies[key_urn_to_arn[urn]] = Policy(f"key policy {kp.name}", doc)
 
     notes = []
-    declared_keys = {u for u in key_urn_to_arn}
+    # the ARNs of the keys this stack declares (a bucket's key may also come from outside)
+    declared_keys = {
+        key_urn_to_arn[k.urn] for k in by_type.get(KMS_KEY, []) if k.urn in key_urn_to_arn
+    }
     for b in buckets.values():
         if b.kms_key_arn and b.kms_key_arn not in key_policies:
-            own = any(r.urn in declared_keys for r in by_type.get(KMS_KEY, []))
+            own = b.kms_key_arn in declared_keys
             notes.append(
                 f"bucket {b.name}: key {b.kms_key_arn} has "
                 + (
