@@ -110,7 +110,7 @@ def test_prod_account_region_and_every_role_by_urn_and_by_arn(prod):
         assert role.urn == urn and role.unreadable == [] and role.label == f"role {role.name}"
         assert role.trust is not None and role.trust.name == f"trust of role {role.name}"
         assert stack.role(urn) is role
-        assert stack.role(role.arn) is role, role.arn
+        assert stack.role(copy(role.arn)) is role, role.arn
     # lookups that must miss
     assert stack.role(None) is None and stack.role("") is None
     assert stack.role(f"{MOCK}/platform-services-ckpt-nobody-mock") is None
@@ -188,6 +188,11 @@ def rec(type_: str, name: str, inputs: dict, deps: dict | None = None, id_: str 
     )
 
 
+def copy(text: str) -> str:
+    """An equal string that is another object (as the engine's deserialized URNs are)."""
+    return (text + " ")[:-1]
+
+
 def inventory(*resources: Recorded, config: dict | None = None) -> Inventory:
     return Inventory("p", "t", list(resources), config=config or {})
 
@@ -215,14 +220,16 @@ def test_account_from_the_first_association_with_a_whole_arn():
     the association's where it has one (a known ARN), else from its name, else a stand-in."""
     a = role("a")
     b = role("b", name="b-real")
-    c = role("c", name=UNKNOWN)
+    c = role("c", name=copy(UNKNOWN))
     d = role("d", name="d-real")
+    e = role("e", name="0-e")  # IAM allows names that sort before "<unknown>"
     stack = read_stack(
         inventory(
             a,
             b,
             c,
             d,
+            e,
             assoc("x0", UNKNOWN),
             assoc("x1", "arn:aws:iam"),
             assoc("x2", "arn:aws:iam:x"),  # four parts: no account field
@@ -237,10 +244,13 @@ def test_account_from_the_first_association_with_a_whole_arn():
         "b": f"arn:aws:iam::{ACCT}:role/b-real",
         "c": f"arn:aws:iam::{ACCT}:role/c-standin",
         "d": f"arn:aws:iam::{ACCT}:role/d-real",
+        "e": f"arn:aws:iam::{ACCT}:role/0-e",
     }
     assert stack.role(f"arn:aws:iam::{ACCT}:role/d-real") is stack.roles[d.urn]
     assert stack.role(f"arn:aws:iam::{ACCT}:role/b-real") is stack.roles[b.urn]
     assert read_stack(inventory(a)).account == DEFAULT_ACCOUNT  # no association at all
+    # an ARN with an account field and nothing after it still names the account
+    assert read_stack(inventory(assoc("y", f"arn:aws:iam::{ACCT}"))).account == ACCT
     assert read_stack(inventory(a, config={"aws:region": "eu-west-1"})).region == "eu-west-1"
 
 
@@ -367,7 +377,8 @@ def test_attachments_to_managed_policies_follow_the_policy_they_depend_on():
     other = rec("aws:iam/user:User", "someone", {})
 
     def att(name: str, arn: str, policy: Recorded | None):
-        deps = {"role": [r.urn]} | ({"policyArn": [policy.urn]} if policy else {})
+        # the engine's recorded URNs are equal strings, never the same object
+        deps = {"role": [r.urn]} | ({"policyArn": [copy(policy.urn)]} if policy else {})
         return rec(S.ATTACHMENT, name, {"role": "r", "policyArn": arn}, deps)
 
     stack = read_stack(
@@ -461,14 +472,17 @@ def test_bucket_encryption_and_key_policies_are_read_per_bucket():
         inventory(
             key_a,
             key_b,
+            sse("s-unknown", copy(UNKNOWN), [kms_rule(KEY_OUT)], key_b),  # name not known yet
             sse("s-a", "b-a", [kms_rule(KEY_A, bucket_key=True)], key_a),
             sse("s-b", "b-b", [kms_rule(key_b_arn)], key_b),
             sse("s-out", "b-out", [kms_rule(KEY_OUT, bucket_key=False)]),
             # SSE-S3: S3's own keys, whatever kmsMasterKeyId says; depends on key-a anyway
             sse("s-aes", "b-aes", [kms_rule(KEY_OUT, algorithm="AES256")], key_a),
             sse("s-none", "b-none", []),  # no rule at all
-            sse("s-unknown", UNKNOWN, [kms_rule(KEY_OUT)], key_b),
             sse("s-id", 42, [kms_rule(KEY_OUT)], key_b),
+            sse("s-digit", "0-data", [kms_rule(KEY_A)], key_a),  # sorts before "<unknown>"
+            # dual-layer SSE with KMS: the key is used, S3 Bucket Keys are not
+            sse("s-dsse", "b-dsse", [kms_rule(KEY_A, "aws:kms:dsse", bucket_key=True)]),
             # a bucket known only from its bucket policy
             rec(S.BUCKET_POLICY, "bp-pol", {"bucket": "b-pol", "policy": doc("BP")}),
             rec(S.BUCKET_POLICY, "bp-unknown", {"bucket": "b-x", "policy": UNKNOWN}),
@@ -481,6 +495,8 @@ def test_bucket_encryption_and_key_policies_are_read_per_bucket():
         "b-out": BucketFacts("b-out", KEY_OUT, False),
         "b-aes": BucketFacts("b-aes", None, False),
         "b-none": BucketFacts("b-none", None, False),
+        "0-data": BucketFacts("0-data", KEY_A, False),
+        "b-dsse": BucketFacts("b-dsse", KEY_A, False),
         "b-pol": BucketFacts("b-pol", None, False),
     }
     assert {k: p.name for k, p in stack.bucket_policies.items()} == {

@@ -233,10 +233,12 @@ def read_stack(inv: Inventory) -> StackIam:
             continue
         rule = (as_list(sse.inputs.get("rules")) or [{}])[0]
         default = rule.get("applyServerSideEncryptionByDefault") or {}
-        key = default.get("kmsMasterKeyId") if default.get("sseAlgorithm") == "aws:kms" else None
-        buckets[name] = BucketFacts(
-            name, str(key) if key else None, bool(rule.get("bucketKeyEnabled"))
-        )
+        algorithm = default.get("sseAlgorithm")
+        # SSE-KMS and dual-layer DSSE-KMS both have S3 call KMS with the bucket's key; S3
+        # Bucket Keys exist only for SSE-KMS (S3 User Guide: not supported for DSSE-KMS)
+        key = default.get("kmsMasterKeyId") if algorithm in ("aws:kms", "aws:kms:dsse") else None
+        bucket_key = algorithm == "aws:kms" and bool(rule.get("bucketKeyEnabled"))
+        buckets[name] = BucketFacts(name, str(key) if key else None, bucket_key)
     bucket_policies: dict[str, Policy] = {}
     # The S3 gateway endpoints this stack declares, by URN -> their id (the stand-in run's id;
     # a marker naming the endpoint where it is unknown). Their existence, never the bucket
