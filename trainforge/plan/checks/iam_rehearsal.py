@@ -190,7 +190,7 @@ def pod_identity_request(
     cluster: str,
     namespace: str,
     service_account: str,
-    region: str = "us-west-2",
+    region: str,
 ) -> Request:
     """What EKS Pod Identity sends STS for a pod (EKS User Guide, "Create IAM role with trust
     policy required by EKS Pod Identity" and "Enable or disable session tags")."""
@@ -223,6 +223,7 @@ def _rehearse_trust(run: _Run) -> None:
                 assoc.cluster,
                 assoc.namespace,
                 assoc.service_account,
+                stack.region,
             )
             run.expect(
                 t,
