@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import Callable
 from dataclasses import replace
+from types import SimpleNamespace
 
 import pytest
 
@@ -18,8 +20,14 @@ from trainforge.plan.check_types import PlanContext
 from trainforge.plan.checks import iam_rehearsal as R
 from trainforge.plan.checks.aws_calls import ApiCall
 from trainforge.plan.checks.iam_eval import Decision, Match, Request
-from trainforge.plan.checks.iam_stack import RoleFacts, StackIam
-from trainforge.plan.runner import Inventory, Recorded
+from trainforge.plan.checks.iam_stack import (
+    ASSOCIATION,
+    KMS_KEY_POLICY,
+    ROLE_POLICY,
+    RoleFacts,
+    StackIam,
+)
+from trainforge.plan.runner import UNKNOWN, Inventory, Recorded
 
 ACCT = "123456789012"
 MOCK = f"arn:aws:iam::{ACCT}:role"
@@ -58,11 +66,11 @@ def prod(repo_root) -> Inventory:
     return standin_pass(repo_root, "prod")()
 
 
-def rehearse(inv: Inventory, standin: Inventory | None = None):
+def rehearse(inv: Inventory, standin: Inventory | None = None, declared=None):
     ctx = PlanContext(
         inventory=inv,
         objects=[],
-        declared=(standin or inv).declared,
+        declared=declared or (standin or inv).declared,
         standin=(lambda: standin) if standin is not None else None,
     )
     result = R.check(ctx)
@@ -327,8 +335,11 @@ def test_karpenter_is_rehearsed_for_the_release_namespace_and_service_account(pr
     values.pop("serviceAccount")  # the chart's default name: karpenter
     _, section = rehearse(edit(prod, "Release", "platform-karpenter", values=values))
     assert counts(section) == expected()
-    # the release in the default namespace: no association there, nothing rehearsed
-    _, section = rehearse(edit(prod, "Release", "platform-karpenter", namespace=None))
+    # a release without a namespace is in "default": no association there, nothing rehearsed
+    rel = find(prod, "Release", "platform-karpenter")
+    inputs = {k: v for k, v in rel.inputs.items() if k != "namespace"}
+    no_namespace = [replace(r, inputs=inputs) if r is rel else r for r in prod.resources]
+    _, section = rehearse(replace(prod, resources=no_namespace))
     assert counts(section) == expected(karpenter=None)
     # another ServiceAccount name, with its association: rehearsed under that name
     values = {**release.inputs["values"], "serviceAccount": {"name": "kp"}}
@@ -353,6 +364,15 @@ def test_karpenter_without_its_settings_or_node_classes_is_denied_what_it_needs(
     assert "AllowInterruptionQueueActions, AllowZonalShiftStatusReadOnly grant more" in (
         result.findings[-1].message
     )
+    # its calls are made for the stack's own node pools and node classes
+    docs = R._k8s_docs(prod)
+    pools = {o["metadata"]["name"] for o in docs if o.get("kind") == "NodePool"}
+    classes = {o["metadata"]["name"] for o in docs if o.get("kind") == "EC2NodeClass"}
+    text = " ".join(f.message for f in result.findings)
+    assert set(re.findall(r"karpenter.sh/nodepool=([\w-]+)", text)) <= pools
+    assert set(re.findall(r"karpenter.k8s.aws/ec2nodeclass=([\w-]+)", text)) <= classes
+    assert re.search(r"karpenter.sh/nodepool=([\w-]+)", text)
+    assert re.search(r"karpenter.k8s.aws/ec2nodeclass=([\w-]+)", text)
     # no EC2NodeClass: no node role name, so iam:PassRole on ".../role/" is refused
     result, section = rehearse(drop(prod, lambda r: r.type.endswith("EC2NodeClass")))
     assert counts(section) == expected(karpenter=(56, 6, 1))
@@ -502,3 +522,141 @@ def test_rebind_moves_every_key_and_prefix_to_the_other_bucket_and_prefix():
     }
     assert (moved.operation, moved.scenario, moved.secure) == ("DeleteObjects", "s", True)
     assert call.params["Bucket"] == "own"  # the original call is unchanged
+
+
+# --- more branches ---------------------------------------------------------------------------
+
+
+def test_a_role_whose_trust_cannot_be_read_is_reported_once_not_skipped(prod):
+    result, section = rehearse(edit(prod, "role:Role", LLM_ROLE, assumeRolePolicy=UNKNOWN))
+    assert counts(section) == expected(llm_trust=None)
+    assert [(f.rule, f.resource, f.message) for f in result.findings] == [
+        (
+            R.UNREHEARSED,
+            f"role {LLM_ROLE}",
+            f"role {LLM_ROLE}: cannot read its trust policy, so who may assume it through "
+            f"PodIdentityAssociation {LLM_ROLE} (llm/training) is not rehearsed",
+        )
+    ]
+
+
+def test_an_association_with_a_role_from_outside_the_stack_does_not_stop_the_others(prod):
+    outside = Recorded(
+        urn="urn:pulumi:prod::trainforge::x$aws:eks/podIdentityAssociation:PodIdentityAssociation::x",
+        type=ASSOCIATION,
+        name="x",
+        parent=None,
+        custom=True,
+        inputs={
+            "namespace": "ns",
+            "serviceAccount": "sa",
+            "clusterName": "trainforge-prod",
+            "roleArn": f"{MOCK}/from-elsewhere",
+        },
+    )
+    result, section = rehearse(replace(prod, resources=[outside, *prod.resources]))
+    assert result.findings == [] and counts(section) == expected()
+
+
+def test_teams_come_from_contracts_with_a_checkpoint_bucket_and_default_to_their_name(prod):
+    (real,) = prod.declared.contracts
+    ghost = replace(next(iter(real.teams.values())), name="ghost", namespace="ghost")
+    no_bucket = SimpleNamespace(checkpoint_bucket=None, teams={"ghost": ghost})
+    # a team without a checkpoint prefix writes under "<team>/"
+    unprefixed = {n: replace(t, checkpoint_prefix="") for n, t in real.teams.items()}
+    declared = SimpleNamespace(
+        contracts=[
+            no_bucket,
+            SimpleNamespace(checkpoint_bucket=real.checkpoint_bucket, teams=unprefixed),
+        ]
+    )
+    result, section = rehearse(prod, declared=declared)
+    assert result.findings == [] and counts(section) == expected()
+    # a prefix its policy does not grant: the runtime's calls are denied
+    moved = {n: replace(t, checkpoint_prefix="shared/") for n, t in real.teams.items()}
+    declared = SimpleNamespace(
+        contracts=[SimpleNamespace(checkpoint_bucket=real.checkpoint_bucket, teams=moved)]
+    )
+    result, section = rehearse(prod, declared=declared)
+    got = counts(section)
+    assert got[LLM][2] > 0 and got[VISION][2] > 0
+    assert {f.rule for f in result.findings} == {R.DENIED}
+    assert all("shared/rehearsal-job" in f.message for f in result.findings)
+
+
+def test_a_key_policy_that_does_not_delegate_to_iam_denies_the_teams_kms_calls(prod):
+    """KMS needs the key policy's consent: the role policy's kms grant alone is not enough."""
+    key = find(prod, "key:Key", "platform-services-data")
+    policy = {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "OnlyAdmins",
+                "Effect": "Allow",
+                "Principal": {"AWS": f"{MOCK}/admin"},
+                "Action": "kms:*",
+                "Resource": "*",
+            }
+        ],
+    }
+    kp = Recorded(
+        urn=key.urn + "-policy",
+        type=KMS_KEY_POLICY,
+        name="data-key-policy",
+        parent=None,
+        custom=True,
+        inputs={"keyId": key.id, "policy": json.dumps(policy)},
+        dependencies={"keyId": [key.urn]},
+    )
+    result, section = rehearse(replace(prod, resources=[*prod.resources, kp]))
+    got = counts(section)
+    assert got[LLM] == got[VISION] == (41, 123, 22)
+    assert section.data["notes"] == []  # the key's policy is declared now
+    kms = [f for f in result.findings if ": kms:" in f.message]
+    assert len(kms) == len(result.findings) == 44
+    assert all("OnlyAdmins" not in f.message.split(" -- ")[0] for f in kms)
+
+
+def test_the_ebs_drivers_key_grant_is_within_its_reference_when_a_storage_class_names_the_key(prod):
+    sc = find(prod, "StorageClass", "platform-services-monitoring-gp3")
+    key = f"arn:aws:kms:us-east-1:{ACCT}:key/ebs"
+    inv = edit(
+        prod,
+        "StorageClass",
+        "platform-services-monitoring-gp3",
+        parameters={**sc.inputs["parameters"], "kmsKeyId": key},
+    )
+    role = find(prod, "role:Role", "platform-eks-ebs-csi")
+    grant = {
+        "Statement": [
+            {
+                "Sid": "EbsKey",
+                "Effect": "Allow",
+                "Action": ["kms:Decrypt", "kms:GenerateDataKeyWithoutPlaintext", "kms:CreateGrant"],
+                "Resource": key,
+            }
+        ]
+    }
+    rp = Recorded(
+        urn=role.urn + "-kms",
+        type=ROLE_POLICY,
+        name="ebs-kms",
+        parent=None,
+        custom=True,
+        inputs={"role": "x", "policy": json.dumps(grant)},
+        dependencies={"role": [role.urn]},
+    )
+    result, section = rehearse(replace(inv, resources=[*inv.resources, rp]))
+    assert result.findings == []
+    assert counts(section) == expected(ebs=(13, 1, 0))
+    # without a StorageClass naming it, the same grant is beyond the driver's reference
+    result, section = rehearse(replace(prod, resources=[*prod.resources, rp]))
+    assert [(f.rule, f.message) for f in result.findings] == [
+        (
+            R.BEYOND,
+            "role platform-eks-ebs-csi: role platform-eks-ebs-csi inline policy ebs-kms "
+            "statements EbsKey grant more than aws-ebs-csi-driver's reference policy "
+            "(AmazonEBSCSIDriverPolicy) (an action, resource or missing condition no reference "
+            "statement covers)",
+        )
+    ]

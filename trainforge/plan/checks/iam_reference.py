@@ -344,7 +344,6 @@ def ebs_csi_calls(
     principal: str,
     account: str,
     region: str,
-    cluster: str,
     kms_keys: list[str],
     partition: str = "aws",
 ) -> list[ExpectedCall]:

@@ -212,7 +212,16 @@ def _rehearse_trust(run: _Run) -> None:
     stack = run.stack
     for assoc in stack.associations:
         role = stack.role(assoc.role_urn) or stack.role(assoc.role_arn)
-        if role is None or role.trust is None:
+        if role is None:
+            continue  # a role this stack does not declare: nothing of it to read
+        if role.trust is None:
+            run.finding(
+                role,
+                UNREHEARSED,
+                f"{role.label}: cannot read its trust policy, so who may assume it through "
+                f"{assoc.via} {assoc.name} ({assoc.namespace}/{assoc.service_account}) is not "
+                "rehearsed",
+            )
             continue
         t = run.tally(f"trust of {role.label} ({assoc.namespace}/{assoc.service_account})")
         for action in ("sts:AssumeRole", "sts:TagSession"):
@@ -382,10 +391,9 @@ def _rehearse_teams(run: _Run, ctx: PlanContext) -> None:
         if role is None:
             continue  # no checkpoint role: the controller-identity check reports missing ones
         t = run.tally(f"{role.label} (team {team.name}, {team.namespace}/{team.service_account})")
-        if role.unreadable:
-            run.finding(
-                role, UNREHEARSED, f"{role.label}: cannot read {', '.join(role.unreadable)}"
-            )
+        unreadable = [u for u in role.unreadable if u != "trust policy"]  # reported above
+        if unreadable:
+            run.finding(role, UNREHEARSED, f"{role.label}: cannot read {', '.join(unreadable)}")
         bucket = _bucket_for(stack, role)
         if bucket is None:
             run.finding(
@@ -549,8 +557,7 @@ def _rehearse_ebs_csi(run: _Run, inv: Any, objects: list[dict]) -> None:
         }
     )
     t = run.tally(f"{role.label} (aws-ebs-csi-driver, {'/'.join(EBS_CSI_SA)})")
-    cluster = next((a.cluster for a in stack.associations), "")
-    calls = ebs_csi_calls(role.arn, stack.account, stack.region, cluster, keys, stack.partition)
+    calls = ebs_csi_calls(role.arn, stack.account, stack.region, keys, stack.partition)
     _expect_calls(run, t, role, calls, "EBS CSI controller")
     reference = [Policy("AmazonEBSCSIDriverPolicy", AMAZON_EBS_CSI_DRIVER_POLICY)]
     if keys:
