@@ -660,3 +660,57 @@ def test_the_ebs_drivers_key_grant_is_within_its_reference_when_a_storage_class_
             "statement covers)",
         )
     ]
+
+
+def test_a_runtime_call_without_an_iam_mapping_is_reported_and_the_rest_still_rehearsed(
+    prod, monkeypatch
+):
+    real = R._mirror_calls
+
+    def with_unmapped(bucket: str, prefix: str, region: str) -> list[ApiCall]:
+        odd = ApiCall("s3", "GetBucketAcl", {"Bucket": bucket}, True, scenario="audit")
+        return [odd, *real(bucket, prefix, region)]
+
+    monkeypatch.setattr(R, "_mirror_calls", with_unmapped)
+    result, section = rehearse(prod)
+    assert counts(section) == expected()
+    assert [(f.rule, f.resource, f.message) for f in result.findings] == [
+        (
+            R.UNREHEARSED,
+            f"role platform-services-ckpt-{team}",
+            "s3:GetBucketAcl(Bucket='platform-services-ckpt-id'): no IAM mapping for "
+            "s3:GetBucketAcl in trainforge/plan/checks/aws_calls.py S3_OPERATIONS",
+        )
+        for team in ("llm", "vision")  # the stack file's order
+    ]
+
+
+def test_only_ebs_storage_classes_add_keys_to_the_ebs_drivers_calls(prod):
+    sc = find(prod, "StorageClass", "platform-services-monitoring-gp3")
+    key = f"arn:aws:kms:us-east-1:{ACCT}:key/other"
+    other = replace(
+        sc,
+        urn=sc.urn + "-other",
+        name="other-sc",
+        inputs={
+            **sc.inputs,
+            "metadata": {"name": "other"},
+            "provisioner": "efs.csi.aws.com",
+            "parameters": {"kmsKeyId": key},
+        },
+    )
+    not_a_class = replace(
+        other,
+        urn=sc.urn + "-cm",
+        name="cm",
+        type="kubernetes:core/v1:ConfigMap",
+        inputs={
+            "kind": "ConfigMap",
+            "apiVersion": "v1",
+            "metadata": {"name": "cm"},
+            "provisioner": "ebs.csi.aws.com",
+            "parameters": {"kmsKeyId": key},
+        },
+    )
+    result, section = rehearse(replace(prod, resources=[*prod.resources, other, not_a_class]))
+    assert result.findings == [] and counts(section) == expected()
