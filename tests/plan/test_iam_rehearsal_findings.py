@@ -352,12 +352,44 @@ def test_karpenter_is_rehearsed_for_the_release_namespace_and_service_account(pr
     # the CRD chart (name ending in -crd) is no controller
     crd = drop(prod, lambda r: r.name == "platform-karpenter" and r.type.endswith("Release"))
     assert counts(rehearse(crd)[1]) == expected(karpenter=None)
+    # a second Karpenter release first, in a namespace without its association: skipped, and
+    # the real one is still rehearsed
+    stray = replace(rel, urn=rel.urn + "-stray", name="stray", inputs=inputs)
+    _, section = rehearse(replace(prod, resources=[stray, *prod.resources]))
+    assert counts(section) == expected()
+
+
+def renamed_class(rec: Recorded) -> Recorded:
+    if not rec.type.endswith(":EC2NodeClass"):
+        return rec
+    meta = rec.inputs["metadata"]
+    return replace(
+        rec, inputs={**rec.inputs, "metadata": {**meta, "name": "class-" + meta["name"]}}
+    )
+
+
+def test_karpenter_passes_the_node_roles_whole_arn_with_its_path(prod):
+    """EC2NodeClass names the node role by name; Karpenter passes its ARN, path included: a
+    controller policy that grants the ARN without the path is refused iam:PassRole."""
+    result, section = rehearse(edit(prod, "role:Role", "platform-karpenter-node", path="/nodes/"))
+    assert counts(section) == expected(karpenter=(56, 6, 1))
+    assert [f.rule for f in result.findings] == [R.DENIED, R.BEYOND]
+    assert (
+        f"is denied Karpenter: iam:PassRole on {MOCK}/nodes/trainforge-prod-karpenter-node ["
+        in result.findings[0].message
+    )
 
 
 def test_karpenter_without_its_settings_or_node_classes_is_denied_what_it_needs(prod):
     release = find(prod, "Release", "platform-karpenter")
     values = {k: v for k, v in release.inputs["values"].items() if k != "settings"}
-    result, section = rehearse(edit(prod, "Release", "platform-karpenter", values=values))
+    inv = edit(prod, "Release", "platform-karpenter", values=values)
+    # node classes named apart from their pools, so that the calls show which is which; and
+    # another kind registered first (only NodePools name pools, whatever their place)
+    sa = next(r for r in inv.resources if r.type == "kubernetes:core/v1:ServiceAccount")
+    first = [sa, *(renamed_class(r) for r in inv.resources if r is not sa)]
+    inv = replace(inv, resources=first)
+    result, section = rehearse(inv)
     assert counts(section) == expected(karpenter=(26, 6, 31))
     # the calls on the cluster's resources, and every statement naming the cluster or queue
     assert [f.rule for f in result.findings] == [R.DENIED] * 31 + [R.BEYOND]
@@ -365,7 +397,7 @@ def test_karpenter_without_its_settings_or_node_classes_is_denied_what_it_needs(
         result.findings[-1].message
     )
     # its calls are made for the stack's own node pools and node classes
-    docs = R._k8s_docs(prod)
+    docs = R._k8s_docs(inv)
     pools = {o["metadata"]["name"] for o in docs if o.get("kind") == "NodePool"}
     classes = {o["metadata"]["name"] for o in docs if o.get("kind") == "EC2NodeClass"}
     text = " ".join(f.message for f in result.findings)
@@ -509,6 +541,7 @@ def test_rebind_moves_every_key_and_prefix_to_the_other_bucket_and_prefix():
             "Prefix": "research/job/x",
             "Delete": {"Objects": [{"Key": "research/job/a"}, {"Key": "other/b"}]},
             "MaxKeys": 1,
+            "ACL": "private",
         },
         True,
         scenario="s",
@@ -518,6 +551,7 @@ def test_rebind_moves_every_key_and_prefix_to_the_other_bucket_and_prefix():
         "Prefix": "vision/job/x",
         "Delete": {"Objects": [{"Key": "vision/job/a"}, {"Key": "other/b"}]},
         "MaxKeys": 1,
+        "ACL": "private",
         "Bucket": "theirs",
     }
     assert (moved.operation, moved.scenario, moved.secure) == ("DeleteObjects", "s", True)
@@ -528,7 +562,11 @@ def test_rebind_moves_every_key_and_prefix_to_the_other_bucket_and_prefix():
 
 
 def test_a_role_whose_trust_cannot_be_read_is_reported_once_not_skipped(prod):
-    result, section = rehearse(edit(prod, "role:Role", LLM_ROLE, assumeRolePolicy=UNKNOWN))
+    inv = edit(prod, "role:Role", LLM_ROLE, assumeRolePolicy=UNKNOWN)
+    # its association first: the associations after it are still rehearsed
+    assoc = find(inv, "PodIdentityAssociation", LLM_ROLE)
+    inv = replace(inv, resources=[assoc, *(r for r in inv.resources if r is not assoc)])
+    result, section = rehearse(inv)
     assert counts(section) == expected(llm_trust=None)
     assert [(f.rule, f.resource, f.message) for f in result.findings] == [
         (
@@ -564,6 +602,8 @@ def test_teams_come_from_contracts_with_a_checkpoint_bucket_and_default_to_their
     no_bucket = SimpleNamespace(checkpoint_bucket=None, teams={"ghost": ghost})
     # a team without a checkpoint prefix writes under "<team>/"
     unprefixed = {n: replace(t, checkpoint_prefix="") for n, t in real.teams.items()}
+    # a team without an association (the controller-identity check reports it) comes first
+    unprefixed = {"ghost": ghost, **unprefixed}
     declared = SimpleNamespace(
         contracts=[
             no_bucket,
@@ -695,7 +735,7 @@ def test_only_ebs_storage_classes_add_keys_to_the_ebs_drivers_calls(prod):
         inputs={
             **sc.inputs,
             "metadata": {"name": "other"},
-            "provisioner": "efs.csi.aws.com",
+            "provisioner": "driver.longhorn.io",
             "parameters": {"kmsKeyId": key},
         },
     )
@@ -712,5 +752,50 @@ def test_only_ebs_storage_classes_add_keys_to_the_ebs_drivers_calls(prod):
             "parameters": {"kmsKeyId": key},
         },
     )
-    result, section = rehearse(replace(prod, resources=[*prod.resources, other, not_a_class]))
+    efs = replace(
+        other,
+        urn=sc.urn + "-efs",
+        name="efs-sc",
+        inputs={**other.inputs, "metadata": {"name": "efs"}, "provisioner": "efs.csi.aws.com"},
+    )
+    extra = [other, efs, not_a_class]
+    result, section = rehearse(replace(prod, resources=[*prod.resources, *extra]))
     assert result.findings == [] and counts(section) == expected()
+
+
+def test_the_fsx_driver_counts_only_fsx_volumes(prod):
+    pv = find(prod, ":PersistentVolume", "platform-services-fsx-pv-root")
+
+    def other(driver: str, handle: str) -> Recorded:
+        spec = {**pv.inputs["spec"], "csi": {"driver": driver, "volumeHandle": handle}}
+        return replace(
+            pv, urn=f"{pv.urn}-{handle}", name=handle, inputs={**pv.inputs, "spec": spec}
+        )
+
+    extra = [other("ebs.csi.aws.com", "vol-1"), other("s3.csi.aws.com", "s3-1")]
+    result, section = rehearse(replace(prod, resources=[*prod.resources, *extra]))
+    assert result.findings == [] and counts(section) == expected()
+
+
+def rewired(inv: Inventory, name: str) -> Inventory:
+    """The association `name` moved to namespace "moved", and a copy for its ServiceAccount
+    that names the role by its ARN only (no recorded dependency)."""
+    assoc = find(inv, "PodIdentityAssociation", name)
+    by_arn = replace(assoc, urn=assoc.urn + "-by-arn", name=name + "-by-arn", dependencies={})
+    moved = replace(assoc, inputs={**assoc.inputs, "namespace": "moved"})
+    return replace(inv, resources=[moved if r is assoc else r for r in inv.resources] + [by_arn])
+
+
+def test_a_role_named_by_its_arn_alone_is_found(prod):
+    """An association without a recorded dependency names its role by ARN: the trust, team and
+    controller rehearsals find it by that ARN."""
+    inv = rewired(rewired(prod, LLM_ROLE), "platform-eks-ebs-csi")
+    result, section = rehearse(inv)
+    moved = {
+        f"trust of role {LLM_ROLE} (moved/training)": (0, 4, 2),
+        "trust of role platform-eks-ebs-csi (moved/ebs-csi-controller-sa)": (0, 4, 2),
+    }
+    assert counts(section) == {**expected(), **moved}
+    # the moved associations' own requests are refused by the roles' trust: reported
+    assert [f.rule for f in result.findings] == [R.DENIED] * 4
+    assert all(" is denied PodIdentityAssociation " in f.message for f in result.findings)

@@ -249,6 +249,19 @@ def test_account_from_the_first_association_with_a_whole_arn():
     assert stack.role(f"arn:aws:iam::{ACCT}:role/d-real") is stack.roles[d.urn]
     assert stack.role(f"arn:aws:iam::{ACCT}:role/b-real") is stack.roles[b.urn]
     assert read_stack(inventory(a)).account == DEFAULT_ACCOUNT  # no association at all
+    # a path is part of the ARN (an unknown one is left out)
+    paths = read_stack(
+        inventory(
+            role("p1", name="p1-real", path="/nodes/"),
+            role("p2", path="/x/"),
+            role("p3", name="p3-real", path=copy(UNKNOWN)),
+        )
+    )
+    assert [r.arn for r in paths.roles.values()] == [
+        f"arn:aws:iam::{DEFAULT_ACCOUNT}:role/nodes/p1-real",
+        f"arn:aws:iam::{DEFAULT_ACCOUNT}:role/x/p2-standin",
+        f"arn:aws:iam::{DEFAULT_ACCOUNT}:role/p3-real",
+    ]
     # an ARN with an account field and nothing after it still names the account
     assert read_stack(inventory(assoc("y", f"arn:aws:iam::{ACCT}"))).account == ACCT
     assert read_stack(inventory(a, config={"aws:region": "eu-west-1"})).region == "eu-west-1"

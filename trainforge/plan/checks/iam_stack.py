@@ -153,10 +153,13 @@ def read_stack(inv: Inventory) -> StackIam:
     roles: dict[str, RoleFacts] = {}
     for r in by_type.get(ROLE, []):
         name = r.inputs.get("name")
+        # a role's ARN carries its path (IAM: arn:aws:iam::<account>:role/<path><name>)
+        path = r.inputs.get("path")
+        path = path if isinstance(path, str) and path.startswith("/") else "/"
         arn = role_arns.get(r.urn) or (
-            f"arn:{partition}:iam::{account}:role/{name}"
+            f"arn:{partition}:iam::{account}:role{path}{name}"
             if isinstance(name, str) and name != UNKNOWN
-            else f"arn:{partition}:iam::{account}:role/{r.name}-standin"
+            else f"arn:{partition}:iam::{account}:role{path}{r.name}-standin"
         )
         trust_doc = policy_doc(r.inputs.get("assumeRolePolicy"))
         facts = RoleFacts(
