@@ -9,16 +9,15 @@ and the user read, and every test still passed.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 import torch
-from runtime_helpers import BASE, ROOT, env
+from runtime_helpers import BASE
 
 from trainforge.training import exits, loop
+from trainforge.training.config import parse_args
 from trainforge.training.distributed import DistEnv
 from trainforge.training.goodput import Goodput
 from trainforge.training.ledger import NO_PROGRESS_LIMIT, RunLedger
@@ -67,6 +66,12 @@ def test_attempts_that_never_resumed_stop_the_run_before_resuming(one_rank_group
     )
 
 
+def test_more_attempts_than_the_limit_stop_it_too(one_rank_group, tmp_path) -> None:
+    ledger = _hung_attempts(tmp_path, NO_PROGRESS_LIMIT + 2, 40)
+    with pytest.raises(exits.RunFailure, match=f"^{NO_PROGRESS_LIMIT + 2} attempts in a row"):
+        loop._check_progress(ledger, ONE, 40, None)
+
+
 def test_one_attempt_short_of_the_limit_goes_on(one_rank_group, tmp_path) -> None:
     ledger = _hung_attempts(tmp_path, NO_PROGRESS_LIMIT - 1, 40)
     loop._check_progress(ledger, ONE, 40, None)  # no raise
@@ -77,28 +82,21 @@ def test_one_attempt_short_of_the_limit_goes_on(one_rank_group, tmp_path) -> Non
 
 PEAK = 2.5e12  # FLOP/s per device, stood in for a GPU's (CPU has none)
 
-# one rank, no torchrun; the device's peak replaced so that MFU is computed on CPU too
-RUN = (
-    "import runpy, sys; import trainforge.training.loop as loop; "
-    f"loop.peak_flops = lambda device: {PEAK!r}; "
-    "sys.argv = ['trainforge.training', *sys.argv[1:]]; "
-    "runpy.run_module('trainforge.training', run_name='__main__')"
-)
 
-
-def test_the_summary_s_rates_derive_from_its_counts_and_the_peak(tmp_path) -> None:
-    out = tmp_path / "out"
+def test_the_summary_s_rates_derive_from_its_counts_and_the_peak(tmp_path, monkeypatch) -> None:
+    """One process, in this one; the device's peak replaced so that MFU is computed on CPU
+    too. The second run resumes at step 4, so its rates count only its own 2 steps."""
+    monkeypatch.setattr(loop, "peak_flops", lambda device: PEAK)
+    common = [*BASE, "--batch-size", "8", "--checkpoint-every", "2"]
+    common += ["--checkpoint-dir", str(tmp_path / "ckpt"), "--output-dir", str(tmp_path / "o")]
+    assert loop.train(parse_args([*common, "--steps", "4"])) == 0
     started = time.perf_counter()
-    p = subprocess.run(
-        [sys.executable, "-c", RUN, *BASE, "--steps", "6", "--batch-size", "8",
-         "--output-dir", str(out)],
-        cwd=ROOT, env=env(), capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    assert loop.train(parse_args([*common, "--steps", "6"])) == 0
     wall = time.perf_counter() - started
-    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
-    s = json.loads((out / "summary.json").read_text())
+    s = json.loads((tmp_path / "o" / "summary.json").read_text())
     steps, elapsed = s["steps_this_run"], s["elapsed_seconds"]
-    assert steps == 6 and s["global_batch"] == 8 and elapsed > 0
+    assert (s["steps"], steps, s["global_batch"]) == (6, 2, 8)
+    assert 0 < elapsed < wall  # the loop's own time, within the call's
     sps = steps * 8 / elapsed
     assert s["samples_per_second"] == pytest.approx(sps, rel=1e-9)
     assert s["steps_per_second"] == pytest.approx(steps / elapsed, rel=1e-9)
@@ -107,5 +105,5 @@ def test_the_summary_s_rates_derive_from_its_counts_and_the_peak(tmp_path) -> No
     assert s["peak_flops_per_gpu"] == PEAK  # the world's peak over its ranks
     assert s["mfu"] == pytest.approx(sps * s["flops_per_sample"] / PEAK, rel=1e-9)
     assert 0 < s["mfu"] < 1
-    # set-up is the time before the loop: within the process's life, never a sum of clocks
-    assert 0 < s["setup_seconds"] < wall
+    # set-up is the time before the loop: within the call, never a sum of two clocks
+    assert 0 < s["setup_seconds"] < wall - elapsed

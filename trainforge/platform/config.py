@@ -16,7 +16,7 @@ from typing import Any
 import pulumi
 from pydantic import Field, ValidationError
 
-from trainforge.platform.services_config import parse_services_config
+from trainforge.platform.services_config import ServicesConfig, parse_services_config
 from trainforge.stack.base import (
     NS,
     StackError,
@@ -58,7 +58,7 @@ class ConfigError(StackError):
 class PlatformConfig(PlatformKeys):
     """The platform's keys, plus the services' config parsed beside them."""
 
-    services: Any = Field(
+    services: ServicesConfig | None = Field(
         None, exclude=True, description="The services' config (services_config.py), not a key."
     )
 

@@ -6,7 +6,7 @@ runtime's flags (`model`, `layers`, ..., `precision`) and the checkpoint setting
 the runtime are not repeated: their fields are derived from the runtime's own declaration
 (`trainforge.training.config.settings`: type, choices, bounds, help), so a runtime flag is
 declared in one place and a job refuses what the runtime's parser would. Rules that relate several keys are checked
-in the model that holds them, and each problem names its own key (`Problems`).
+in the model that holds them, and each problem names its own key (`ProblemList`).
 """
 
 from __future__ import annotations
@@ -111,14 +111,15 @@ class JobsError(JobConfigError, StackError):
         self.value = None
 
 
-class Problems(list):
-    """Problems found by a rule that relates several keys, each `(loc, value, expected)` at
-    its own key (`loc`, in the keys users write); raised by `refuse`."""
+class ProblemList(list):
+    """The problems a rule that relates several keys finds, each `(loc, value, expected)` at
+    its own key (`loc`, in the keys users write); raised by `refuse`. A collector, not the
+    exception `base.Problems` (a pydantic validator raises that one)."""
 
     def add(self, loc: tuple[str | int, ...], value: Any, expected: str) -> None:
         self.append((loc, value, expected))
 
-    def extend_at(self, other: Problems, *prefix: str | int) -> None:
+    def extend_at(self, other: ProblemList, *prefix: str | int) -> None:
         self.extend(((*prefix, *loc), value, expected) for loc, value, expected in other)
 
     def raise_if_any(self, title: str) -> None:
@@ -233,10 +234,10 @@ BUNDLED_SIZE_FLAGS = ("model", "layers", "d_model", "heads", "seq_len", "vocab_s
 class _Flags(Section):
     """The bundled runtime's flags of a job (None = the runtime's default)."""
 
-    def flag_problems(self) -> Problems:
+    def flag_problems(self) -> ProblemList:
         """The runtime's own value checks, at preview: a job the runtime would reject at start
         is refused here, naming the job key (`vocabSize`) rather than the flag."""
-        out = Problems()
+        out = ProblemList()
         if self.dataset == "tokens" and not self.data_path:
             out.add(("dataPath",), None, "a uint16 token file: dataset 'tokens' needs dataPath")
         if self.data_path and self.dataset != "tokens":
@@ -328,11 +329,11 @@ class ModelSize(Section):
             size = size.model_copy(update={"flops_per_sample": per_sample})
         return size
 
-    def form_problems(self) -> Problems:
+    def form_problems(self) -> ProblemList:
         """The GPT form needs its four shape keys; the declared form its three facts.
         (Checked by the job, after its rule that modelSize and the bundled flags exclude
         each other.)"""
-        out = Problems()
+        out = ProblemList()
         gpt = ("layers", "d_model", "seq_len", "vocab_size")
         declared = ("flops_per_sample", "flops_per_token", "activation_bytes_per_sample")
         if any(getattr(self, k) is not None for k in gpt):
@@ -557,7 +558,7 @@ class EntrypointSpec(Section):
     @classmethod
     def _one_kind(cls, data: Any, handler: Any) -> EntrypointSpec:
         ep = handler(data)
-        out = Problems()
+        out = ProblemList()
         given = [k for k in ("script", "module", "command", "function") if _set(ep, k)]
         if len(given) > 1:
             out.add(
@@ -675,7 +676,7 @@ def _env(raw: Any) -> Any:
     """NAME: value pairs, sorted; names the platform or the operator own are refused."""
     if not isinstance(raw, dict):
         raise ValueError("a mapping of NAME: value")
-    out = Problems()
+    out = ProblemList()
     pairs = []
     for key, value in sorted(raw.items(), key=lambda kv: str(kv[0])):
         if not isinstance(key, str) or not ENV_NAME.match(key):
@@ -862,7 +863,7 @@ class JobModel(ModelFlags):  # type: ignore[misc,valid-type]
         job = handler(data)
         given = set(job.model_fields_set)
         update: dict[str, Any] = {}
-        out = Problems()
+        out = ProblemList()
         preset = job.preset
         if "preset" not in given:
             preset = "elastic" if job.elastic is not None else job.strategy
@@ -956,7 +957,7 @@ class JobModel(ModelFlags):  # type: ignore[misc,valid-type]
         out.raise_if_any("job")
         return job.model_copy(update=update) if update else job
 
-    def _own_code_problems(self, out: Problems, given: set[str], preset: str) -> None:
+    def _own_code_problems(self, out: ProblemList, given: set[str], preset: str) -> None:
         """Runtime flags mean nothing to the user's code: refuse them rather than ignore them."""
         ep = self.entrypoint
         assert ep is not None
@@ -1040,7 +1041,7 @@ class JobKeys(StackModel):
     @field_validator("jobs")
     @classmethod
     def _unique(cls, jobs: list[JobModel]) -> list[JobModel]:
-        out = Problems()
+        out = ProblemList()
         for i, name, expected in duplicate_names(list(enumerate(jobs)), "trainforge:jobs"):
             out.add((i, "name"), name, expected)
         out.raise_if_any("jobs")
