@@ -133,6 +133,18 @@ class Consumer:
     dirs: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class VolumeMount:
+    """One of a container's volumeMounts. Per mount, not per volume: a container may mount
+    the same volume twice (one subPath read-only here, another writable there)."""
+
+    name: str
+    path: str
+    volume: dict[str, Any]  # the pod's volume source of that name ({} when undeclared)
+    read_only: bool = False
+    sub_path: str = ""
+
+
 @dataclass
 class Script:
     ident: str  # namespace/Kind/name
@@ -141,9 +153,7 @@ class Script:
     container: str
     script: str
     identity: sandbox.Identity
-    mounts: list[tuple[str, str, Any]]  # (volume name, mount path, volume source)
-    read_only: dict[str, bool]
-    sub_paths: dict[str, str]
+    mounts: list[VolumeMount]
     env: dict[str, str]
     fs_group: int | None = None
     skip: str | None = None
@@ -211,7 +221,13 @@ def _collect(ctx: PlanContext) -> tuple[list[Script], dict[str, list[Consumer]],
                 identity = sandbox.Identity.of(pod.get("securityContext"), c.get("securityContext"))
                 script = shell_script(c)
                 mounts = [
-                    (m["name"], m["mountPath"], volumes.get(m["name"], {}))
+                    VolumeMount(
+                        m["name"],
+                        m["mountPath"],
+                        volumes.get(m["name"], {}),
+                        bool(m.get("readOnly")),
+                        m.get("subPath", ""),
+                    )
                     for m in c.get("volumeMounts") or ()
                 ]
                 if script is not None:
@@ -224,12 +240,6 @@ def _collect(ctx: PlanContext) -> tuple[list[Script], dict[str, list[Consumer]],
                         script=script,
                         identity=identity,
                         mounts=mounts,
-                        read_only={
-                            m["name"]: bool(m.get("readOnly")) for m in c.get("volumeMounts") or ()
-                        },
-                        sub_paths={
-                            m["name"]: m.get("subPath", "") for m in c.get("volumeMounts") or ()
-                        },
                         env=_literal_env(c),
                         fs_group=(pod.get("securityContext") or {}).get("fsGroup"),
                     )
@@ -239,14 +249,15 @@ def _collect(ctx: PlanContext) -> tuple[list[Script], dict[str, list[Consumer]],
                             f"runs as root with {caps}, which could leave the sandbox and change "
                             "this machine; rehearse it in a throwaway VM, or drop the capability"
                         )
-                    for name, _, vol in mounts:
-                        kind = _volume_kind(vol)
+                    for vm in mounts:
+                        kind = _volume_kind(vm.volume)
                         if kind not in ("claim", "emptyDir", "readOnly"):
                             s.skip = (
-                                s.skip or f"volume {name!r} is a {kind}, which is not rehearsed"
+                                s.skip or f"volume {vm.name!r} is a {kind}, which is not rehearsed"
                             )
                         if kind == "claim":
-                            cl = lookup.claim(ns, vol["persistentVolumeClaim"]["claimName"])
+                            claim_name = vm.volume["persistentVolumeClaim"]["claimName"]
+                            cl = lookup.claim(ns, claim_name)
                             claims[cl.key] = cl
                     scripts.append(s)
                     continue
@@ -367,22 +378,22 @@ class _Run:
 
 def _run_script(s: Script, run: _Run, ns: str) -> sandbox.RunResult:
     mounts: list[sandbox.Mount] = []
-    for name, path, vol in s.mounts:
-        kind = _volume_kind(vol)
-        ro = s.read_only.get(name, False)
+    for vm in s.mounts:
+        kind = _volume_kind(vm.volume)
+        ro = vm.read_only
         if kind == "claim":
-            key = f"{ns}/{vol['persistentVolumeClaim']['claimName']}"
+            key = f"{ns}/{vm.volume['persistentVolumeClaim']['claimName']}"
             root = run.root(key)
             if s.fs_group is not None and run.claims[key].driver != FSX_DRIVER:
                 # the kubelet's fsGroup ownership change (volumes whose driver supports it)
                 os.chown(root, -1, s.fs_group)
                 os.chmod(root, (root.stat().st_mode & 0o7777) | 0o2070)
-            host = run.subpath(key, s.sub_paths.get(name, ""))
+            host = run.subpath(key, vm.sub_path)
         elif kind == "emptyDir":
             host = run.scratch(0o777, s.fs_group)
         else:
             host, ro = run.scratch(0o755, None), True
-        mounts.append(sandbox.Mount(host, path, ro))
+        mounts.append(sandbox.Mount(host, vm.path, ro))
     return sandbox.run(s.script, s.identity, mounts, env=s.env)
 
 
@@ -492,9 +503,9 @@ def check(ctx: PlanContext) -> CheckResult:
             continue
         mine = sorted(
             {
-                f"{ns}/{v['persistentVolumeClaim']['claimName']}"
-                for _, _, v in s.mounts
-                if "persistentVolumeClaim" in v
+                f"{ns}/{vm.volume['persistentVolumeClaim']['claimName']}"
+                for vm in s.mounts
+                if "persistentVolumeClaim" in vm.volume
             }
         )
         # every pod on the same file systems: the same claim, or another directory of it

@@ -1,0 +1,318 @@
+"""The pod script rehearsal's parts, one at a time and with exact outcomes: how a container's
+mounts, write directories and claims are read, the kubelet's subPath and fsGroup modelled on
+the scratch volumes, batched writes split to name the failing pod, fileset directories only
+the script made, and the section's text and timing. Small objects, no whole plans (fast: the
+mutation run of pod_scripts.py runs these first)."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import types
+
+import pytest
+
+from trainforge.plan import check_types as T
+from trainforge.plan.checks import pod_sandbox as S
+from trainforge.plan.checks import pod_scripts as P
+from trainforge.plan.manifests import K8sObject
+from trainforge.plan.runner import Inventory
+
+needs_sandbox = pytest.mark.skipif(
+    S.unavailable() is not None, reason=f"pod script rehearsal not runnable: {S.unavailable()}"
+)
+needs_root = pytest.mark.skipif(
+    not hasattr(os, "geteuid") or os.geteuid() != 0,
+    reason="the scratch volumes are made root-owned, as a new file system's root is",
+)
+
+ROOT_CHOWN = {
+    "runAsUser": 0,
+    "runAsGroup": 0,
+    "allowPrivilegeEscalation": False,
+    "readOnlyRootFilesystem": True,
+    "capabilities": {"drop": ["ALL"], "add": ["CHOWN"]},
+}
+USER = S.Identity.of({"runAsUser": 1000, "runAsGroup": 1000}, {"capabilities": {"drop": ["ALL"]}})
+FSX = P.FSX_DRIVER
+EBS = "ebs.csi.aws.com"
+
+
+def _obj(kind: str, name: str, doc: dict) -> K8sObject:
+    return K8sObject(urn=f"urn:{kind}:{name}", name=name, type=f"kubernetes:x:{kind}", doc=doc)
+
+
+def _pod_object(kind: str, name: str, pod: dict, ns: str = "t") -> K8sObject:
+    doc = {
+        "kind": kind,
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {"template": {"spec": pod}},
+    }
+    return _obj(kind, f"{kind.lower()}-{name}", doc)
+
+
+def _job(script: str, mounts: list, volumes: list, sc: dict | None = None, **pod) -> K8sObject:
+    container = {
+        "name": "setup",
+        "command": ["sh", "-c", script],
+        "securityContext": ROOT_CHOWN if sc is None else sc,
+        "volumeMounts": mounts,
+    }
+    return _pod_object("Job", "setup", {"containers": [container], "volumes": volumes, **pod})
+
+
+def _writer(name: str, claim: str, mount: dict, uid: int = 1000) -> K8sObject:
+    """A training pod of uid `uid` writing its mount path on `claim`."""
+    pod = {
+        "securityContext": {"runAsUser": uid, "runAsGroup": uid},
+        "containers": [
+            {
+                "name": "train",
+                "command": ["python", "train.py"],
+                "securityContext": {"capabilities": {"drop": ["ALL"]}},
+                "volumeMounts": [mount],
+            }
+        ],
+        "volumes": [{"name": "vol", "persistentVolumeClaim": {"claimName": claim}}],
+    }
+    return _pod_object("PyTorchJob", name, pod)
+
+
+def _pv(name: str, claim: str | None, driver: str, directory: str | None = None, **spec):
+    annotations = {} if directory is None else {P.DIRECTORY_ANNOTATION: directory}
+    s = {"csi": {"driver": driver, "volumeHandle": "fs-1"}, **spec}
+    if claim is not None:
+        s["claimRef"] = {"namespace": "t", "name": claim}
+    doc = {"kind": "PersistentVolume", "metadata": {"name": name, "annotations": annotations}}
+    return _obj("PersistentVolume", name, {**doc, "spec": s})
+
+
+def _ctx(*objects: K8sObject) -> T.PlanContext:
+    return T.PlanContext(
+        inventory=Inventory(project="p", stack="s", resources=[]), objects=[*objects]
+    )
+
+
+def claim_volume(claim: str) -> dict:
+    return {"name": "vol", "persistentVolumeClaim": {"claimName": claim}}
+
+
+# --- reading the rendered objects (no sandbox) -----------------------------------------------
+
+
+def test_short_folds_whitespace_and_cuts_at_the_limit_with_an_ellipsis():
+    assert (
+        P._short("mkdir -p /fsx/t\n  && chown 1000 /fsx/t")
+        == "mkdir -p /fsx/t && chown 1000 /fsx/t"
+    )
+    assert P._short("x" * 120) == "x" * 120
+    assert P._short("x" * 121) == "x" * 117 + "..."
+    assert P._short("y" * 500, 200) == "y" * 197 + "..."
+
+
+def test_write_dirs_reads_both_flag_forms_and_the_contract_env_inside_the_mount():
+    container = {
+        "command": ["python", "-m", "x", "--checkpoint-dir=/fsx/ck=1", "--output-dir", "/fsx/out"],
+        "args": ["--output-dir=/elsewhere", "--checkpoint-dir"],  # a trailing flag: no value
+        "env": [
+            {"name": "TRAINFORGE_OUTPUT_DIR", "value": "/fsx/runs"},
+            {"name": "TRAINFORGE_CHECKPOINT_DIR", "valueFrom": {"fieldRef": {}}},
+            {"name": "OTHER", "value": "/fsx/other"},
+        ],
+    }
+    # space form first, then --flag=value (split at the first "=" only), then the contract env
+    assert P._write_dirs(container, "/fsx") == ("/fsx/out", "/fsx/ck=1", "/fsx/runs")
+    assert P._write_dirs(container, "/fsx/") == ("/fsx/out", "/fsx/ck=1", "/fsx/runs")
+    assert P._write_dirs({"command": ["sh"]}, "/data") == ("/data",)
+
+
+def test_a_claim_is_found_through_the_pvcs_volume_name_without_a_claim_ref():
+    pvc = {
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "fsx-t", "namespace": "t"},
+        "spec": {"volumeName": "team-pv"},
+    }
+    lookup = P._Objects(
+        [
+            _obj("PersistentVolumeClaim", "pvc", pvc),
+            _pv("team-pv", None, FSX, "/teams/t/"),
+            _pv("other-pv", None, EBS),  # neither named by the claim nor bound to it
+        ]
+    )
+    assert lookup.claim("t", "fsx-t") == P.Claim("t", "fsx-t", FSX, f"{FSX}/fs-1", "teams/t")
+    assert lookup.claim("u", "fsx-t") == P.Claim("u", "fsx-t", "")  # another namespace's claim
+
+
+def test_each_mount_keeps_its_own_sub_path_and_read_only_flag():
+    """A container may mount one volume twice: each mount is rehearsed as declared."""
+    mounts = [
+        {"name": "vol", "mountPath": "/ro", "subPath": "in", "readOnly": True},
+        {"name": "vol", "mountPath": "/rw", "subPath": "out"},
+        {"name": "cache", "mountPath": "/cache"},
+    ]
+    volumes = [claim_volume("c"), {"name": "cache", "emptyDir": {}}]
+    (s,), consumers, claims = P._collect(_ctx(_job("true", mounts, volumes)))
+    assert s.mounts == [
+        P.VolumeMount("vol", "/ro", claim_volume("c"), True, "in"),
+        P.VolumeMount("vol", "/rw", claim_volume("c"), False, "out"),
+        P.VolumeMount("cache", "/cache", {"name": "cache", "emptyDir": {}}, False, ""),
+    ]
+    assert (s.skip, consumers, claims) == (None, {}, {"t/c": P.Claim("t", "c", "")})
+
+
+def test_an_unrehearsed_volume_or_unsafe_capabilities_skip_the_script_with_the_first_reason():
+    host = [{"name": "host", "hostPath": {"path": "/var"}}]
+    mount = [{"name": "host", "mountPath": "/host"}]
+    (s,), _, _ = P._collect(_ctx(_job("true", mount, host)))
+    assert s.skip == "volume 'host' is a hostPath, which is not rehearsed"
+    unsafe = {"runAsUser": 0, "capabilities": {"add": ["SYS_ADMIN"]}}
+    (s,), _, _ = P._collect(_ctx(_job("true", mount, host, unsafe)))
+    assert s.skip == (
+        "runs as root with MKNOD, SYS_ADMIN, SYS_CHROOT, which could leave the sandbox and change "
+        "this machine; rehearse it in a throwaway VM, or drop the capability"
+    )
+    (s,), _, _ = P._collect(_ctx(_job("true", [{"name": "x", "mountPath": "/x"}], [])))
+    assert s.skip == "volume 'x' is a volume of unknown type, which is not rehearsed"
+
+
+def test_the_section_records_the_rehearsal_time_from_the_monotonic_clock(monkeypatch):
+    """Two readings of an injected clock (no wall time): the difference, rounded to 0.01 s."""
+    readings = [250.0, 253.456]
+    monkeypatch.setattr(P, "time", types.SimpleNamespace(monotonic=lambda: readings.pop(0)))
+    monkeypatch.setattr(S, "unavailable", lambda: None)
+    monkeypatch.setattr(S, "run", lambda *a, **k: S.RunResult(0, "", ""))
+    result = P.check(_ctx(_job("echo hi", [], [])))
+    (section,) = result.sections
+    assert readings == [] and not result.findings
+    assert section.data["seconds"] == 3.46
+    ok = ["run 1 ok", "run 2 (Job retry) ok", "writes ok", "run 3 (Job re-created) ok"]
+    assert section.data["scripts"] == [
+        {
+            "object": "t/Job/setup",
+            "container": "setup",
+            "scenarios": {"fresh volume": [*ok, "writes again ok"]},
+        }
+    ]
+
+
+# --- the scratch volumes, as the kubelet leaves them -----------------------------------------
+
+
+@needs_root
+def test_a_missing_sub_path_is_made_root_owned_with_the_volume_roots_mode(tmp_path):
+    run = P._Run(tmp_path, {"t/c": P.Claim("t", "c", EBS)})
+    root = run.root("t/c")
+    assert (root.stat().st_uid, root.stat().st_gid, root.stat().st_mode & 0o7777) == (0, 0, 0o755)
+    os.chmod(root, 0o2775)
+    d = run.subpath("t/c", "a/b")
+    assert d == root / "a" / "b"
+    assert (d.stat().st_uid, d.stat().st_gid, d.stat().st_mode & 0o7777) == (0, 0, 0o2775)
+    os.chmod(root, 0o755)
+    assert run.subpath("t/c", "c").stat().st_mode & 0o7777 == 0o755
+    (root / "mine").mkdir(mode=0o700)
+    assert run.subpath("t/c", "mine").stat().st_mode & 0o7777 == 0o700  # an existing one: as is
+    assert run.subpath("t/c", "") == root
+
+
+def _fs_group_script(tmp: pathlib.Path, driver: str) -> tuple[P.Script, P._Run]:
+    mount = [{"name": "vol", "mountPath": "/data"}]
+    sc = {"runAsUser": 1000, "runAsGroup": 1000, "capabilities": {"drop": ["ALL"]}}
+    job = _job("touch /data/x", mount, [claim_volume("c")], sc, securityContext={"fsGroup": 3000})
+    (s,), _, _ = P._collect(_ctx(_pv("pv", "c", driver), job))
+    return s, P._Run(tmp, {"t/c": P.Claim("t", "c", driver)})
+
+
+@needs_sandbox
+@pytest.mark.parametrize(
+    ("driver", "owner", "mode", "ok"),
+    [(EBS, (0, 3000), 0o2775, True), (FSX, (0, 0), 0o755, False)],
+    ids=["ebs-gets-fsgroup", "fsx-does-not"],
+)
+def test_fs_group_is_applied_to_a_claims_root_except_on_fsx(tmp_path, driver, owner, mode, ok):
+    s, run = _fs_group_script(tmp_path, driver)
+    assert s.fs_group == 3000 and s.identity.groups == (3000,)
+    r = P._run_script(s, run, "t")
+    root = run.root("t/c")
+    assert ((root.stat().st_uid, root.stat().st_gid), root.stat().st_mode & 0o7777) == (owner, mode)
+    # uid 1000 writes the root through the fsGroup's group-write bit, or not at all
+    assert (r.ok, (root / "x").exists()) == (ok, ok), r.tail()
+
+
+@needs_sandbox
+def test_a_volume_mounted_twice_is_rehearsed_read_only_and_writable_in_its_two_sub_paths():
+    mounts = [
+        {"name": "vol", "mountPath": "/ro", "subPath": "in", "readOnly": True},
+        {"name": "vol", "mountPath": "/rw", "subPath": "out"},
+    ]
+    script = "touch /rw/x && test ! -e /ro/x && ! touch /ro/y 2>/dev/null"
+    result = P.check(_ctx(_job(script, mounts, [claim_volume("c")])))
+    assert [f.message for f in result.findings] == []
+    (section,) = result.sections
+    (entry,) = section.data["scripts"]
+    assert entry["scenarios"]["fresh volume"][0] == "run 1 ok"
+    failing = P.check(_ctx(_job("touch /ro/y", mounts, [claim_volume("c")])))
+    assert [f.rule for f in failing.findings] == [P.SCRIPT_FAILS]
+    assert "Read-only file system" in failing.findings[0].message
+
+
+@needs_sandbox
+def test_a_batch_of_writes_that_fails_is_split_to_name_the_pod_that_cannot_write(tmp_path):
+    run = P._Run(tmp_path, {"t/c": P.Claim("t", "c", EBS)})
+    root = run.root("t/c")
+    (root / "ok").mkdir()
+    os.chown(root / "ok", 1000, 1000)
+    good = P.Consumer("t/PyTorchJob/good", USER, "/fsx", "", ("/fsx/ok",))
+    bad = P.Consumer("t/PyTorchJob/bad", USER, "/fsx", "", ("/fsx/bad",))
+    out = P._writes([("t/c", good), ("t/c", bad)], run, "w")
+    assert [(k, c.name, r.ok) for k, c, r in out] == [
+        ("t/c", "t/PyTorchJob/good", True),
+        ("t/c", "t/PyTorchJob/bad", False),
+    ]
+    assert "/fsx/bad" in out[1][2].stderr and "Permission denied" in out[1][2].stderr
+    assert (root / "ok" / ".rehearsal-w").read_text() == "ok\n"
+    # a batch that succeeds is one result for all of its pods
+    both = P._writes([("t/c", good), ("t/c", good)], run, "v")
+    assert [(c.name, r.ok) for _, c, r in both] == [("t/PyTorchJob/good", True)] * 2
+
+
+@needs_sandbox
+def test_only_the_fileset_directories_the_script_made_are_written_after_it():
+    """One file system: the script mounts its root and makes /a for team a; /b is made by
+    nobody. Team b's pods are not this script's failure (it did not make /b) in either
+    scenario, including when the kubelet made subPaths first; nothing making /b is one
+    finding of its own."""
+    job = _job(
+        "mkdir -p /fsx/a && chown 1000:1000 /fsx/a",
+        [{"name": "vol", "mountPath": "/fsx"}],
+        [claim_volume("fsx-root")],
+    )
+    result = P.check(
+        _ctx(
+            _pv("root", "fsx-root", FSX, "/"),
+            _pv("a", "fsx-a", FSX, "/a"),
+            _pv("b", "fsx-b", FSX, "/b"),
+            job,
+            _writer("a", "fsx-a", {"name": "vol", "mountPath": "/data"}),
+            _writer("b", "fsx-b", {"name": "vol", "mountPath": "/data", "subPath": "x"}),
+        )
+    )
+    assert [(f.rule, f.resource, f.message) for f in result.findings] == [
+        (
+            P.CANNOT_WRITE,
+            "t/PyTorchJob/b",
+            "t/PyTorchJob/b mounts claim t/fsx-b (FSx for Lustre: directory /b of the file "
+            "system), but no setup script makes /b: the mount would fail and its pods never start",
+        )
+    ]
+    (section,) = result.sections
+    (entry,) = section.data["scripts"]
+    assert entry["scenarios"] == {
+        "fresh volume": [
+            "run 1 ok",
+            "run 2 (Job retry) ok",
+            "writes ok",
+            "run 3 (Job re-created) ok",
+            "writes again ok",
+        ],
+        "subPaths made by the kubelet first": ["run 1 ok", "writes ok"],
+    }
