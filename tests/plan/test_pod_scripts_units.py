@@ -143,6 +143,23 @@ def test_a_claim_is_found_through_the_pvcs_volume_name_without_a_claim_ref():
     assert lookup.claim("u", "fsx-t") == P.Claim("u", "fsx-t", "")  # another namespace's claim
 
 
+def test_a_claim_says_what_it_mounts():
+    fileset = P.Claim("t", "fsx-t", FSX, f"{FSX}/fs-1", "teams/t")
+    assert fileset.describe() == (
+        "claim t/fsx-t (FSx for Lustre: directory /teams/t of the file system)"
+    )
+    assert P.Claim("t", "c", FSX).describe() == (
+        "claim t/c (FSx for Lustre: a new file system root, root:root 0755)"
+    )
+    assert P.Claim("t", "c", EBS).describe() == (
+        "claim t/c (ebs.csi.aws.com: a new file system root, root:root 0755)"
+    )
+    assert P.Claim("t", "c", "").describe() == (
+        "claim t/c (a volume: a new file system root, root:root 0755)"
+    )
+    assert (fileset.key, fileset.fs, P.Claim("t", "c", EBS).fs) == ("t/fsx-t", f"{FSX}/fs-1", "t/c")
+
+
 def test_each_mount_keeps_its_own_sub_path_and_read_only_flag():
     """A container may mount one volume twice: each mount is rehearsed as declared."""
     mounts = [
@@ -316,3 +333,23 @@ def test_only_the_fileset_directories_the_script_made_are_written_after_it():
         ],
         "subPaths made by the kubelet first": ["run 1 ok", "writes ok"],
     }
+
+
+def test_a_failing_script_is_named_with_its_first_197_characters(monkeypatch):
+    """The finding quotes the script on one line, cut at 200 characters; the sandbox's
+    answer (exit 1 with its stderr) is given here, so this runs anywhere."""
+    monkeypatch.setattr(S, "unavailable", lambda: None)
+    monkeypatch.setattr(S, "run", lambda *a, **k: S.RunResult(1, "", "sh: no\n"))
+    script = "echo " + "a" * 195 + "\n  && echo more"
+    result = P.check(_ctx(_job(script, [], [])))
+    assert [(f.rule, f.resource, f.message) for f in result.findings] == [
+        (
+            P.SCRIPT_FAILS,
+            "t/Job/setup",
+            "container setup of t/Job/setup fails on run 1 (fresh volume) as uid 0 gid 0 groups "
+            "none capabilities CHOWN no_new_privs read-only root: sh: no; script: "
+            f"`echo {'a' * 192}...`",
+        )
+    ]
+    (section,) = result.sections
+    assert section.lines[1] == f"t/Job/setup container setup: `echo {'a' * 112}...`"
