@@ -6,6 +6,7 @@ mutation run of pod_scripts.py runs these first)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pathlib
 import types
@@ -215,20 +216,69 @@ def test_the_section_records_the_rehearsal_time_from_the_monotonic_clock(monkeyp
 # --- the scratch volumes, as the kubelet leaves them -----------------------------------------
 
 
+def _owner_mode(d: pathlib.Path) -> tuple[int, int, str]:
+    st = d.stat()
+    return (st.st_uid, st.st_gid, oct(st.st_mode & 0o7777))
+
+
+@contextlib.contextmanager
+def _egid(gid: int):
+    """Run as root with another effective group (`sudo -g`): what this process makes is that
+    group's unless the rehearsal sets it (the kubelet's and a new volume's are root's)."""
+    before = os.getegid()
+    os.setegid(gid)
+    try:
+        yield
+    finally:
+        os.setegid(before)
+
+
 @needs_root
-def test_a_missing_sub_path_is_made_root_owned_with_the_volume_roots_mode(tmp_path):
+def test_a_new_file_systems_root_is_root_owned_0755_even_in_a_setgid_directory(tmp_path):
+    """The scratch directory may sit in a setgid folder of another group (TMPDIR), or the
+    plan run as root with another group: a new file system's root is root:root 0755."""
+    os.chown(tmp_path, 0, 4321)
+    os.chmod(tmp_path, 0o2777)
+    run = P._Run(tmp_path, {"t/c": P.Claim("t", "c", EBS), "t/d": P.Claim("t", "d", EBS)})
+    (tmp_path / "plain").mkdir()
+    os.chmod(tmp_path / "plain", 0o777)
+    with _egid(4321):
+        plain = P._Run(tmp_path / "plain", {"t/c": P.Claim("t", "c", EBS)})
+    assert _owner_mode(plain.root("t/c")) == (0, 0, "0o755")
+    assert [_owner_mode(run.root(k)) for k in ("t/c", "t/d")] == [(0, 0, "0o755")] * 2
+    assert run.root("t/c") != run.root("t/d")  # two claims, two file systems
+
+
+@needs_root
+def test_a_missing_sub_path_is_made_as_the_kubelets_safe_make_dir_makes_it(tmp_path):
+    """Each missing directory of the path: root-owned, the volume root's mode (setgid too),
+    the group of a setgid parent (an fsGroup volume), nothing changed on what exists."""
     run = P._Run(tmp_path, {"t/c": P.Claim("t", "c", EBS)})
     root = run.root("t/c")
-    assert (root.stat().st_uid, root.stat().st_gid, root.stat().st_mode & 0o7777) == (0, 0, 0o755)
+    assert run.subpath("t/c", "") == root and _owner_mode(root) == (0, 0, "0o755")
+    os.chmod(root, 0o750)
+    assert run.subpath("t/c", "a/b") == root / "a" / "b"
+    assert [_owner_mode(d) for d in (root / "a", root / "a" / "b")] == [(0, 0, "0o750")] * 2
+    # as the kubelet's fsGroup leaves a volume: group 3000, g+rwx and setgid
+    os.chown(root, 0, 3000)
     os.chmod(root, 0o2775)
-    d = run.subpath("t/c", "a/b")
-    assert d == root / "a" / "b"
-    assert (d.stat().st_uid, d.stat().st_gid, d.stat().st_mode & 0o7777) == (0, 0, 0o2775)
-    os.chmod(root, 0o755)
-    assert run.subpath("t/c", "c").stat().st_mode & 0o7777 == 0o755
+    run.subpath("t/c", "/g/h/")
+    assert [_owner_mode(d) for d in (root / "g", root / "g" / "h")] == [(0, 3000, "0o2775")] * 2
+    # an existing directory is left as it is; what is made below it takes its setgid group
     (root / "mine").mkdir(mode=0o700)
-    assert run.subpath("t/c", "mine").stat().st_mode & 0o7777 == 0o700  # an existing one: as is
-    assert run.subpath("t/c", "") == root
+    os.chown(root / "mine", 1000, 5000)
+    os.chmod(root / "mine", 0o2700)
+    os.chmod(root, 0o755)
+    run.subpath("t/c", "mine/x")
+    assert _owner_mode(root / "mine") == (1000, 5000, "0o2700")
+    assert _owner_mode(root / "mine" / "x") == (0, 5000, "0o755")
+    assert run.subpath("t/c", "../mine/./x") == root / "mine" / "x"  # never above the root
+    # a parent that is not setgid passes no group on, whatever group this process runs as
+    (root / "plain").mkdir(mode=0o755)
+    os.chown(root / "plain", 1000, 6000)
+    with _egid(4321):
+        run.subpath("t/c", "plain/y")
+    assert _owner_mode(root / "plain" / "y") == (0, 0, "0o755")
 
 
 def _fs_group_script(tmp: pathlib.Path, driver: str) -> tuple[P.Script, P._Run]:
@@ -353,3 +403,19 @@ def test_a_failing_script_is_named_with_its_first_197_characters(monkeypatch):
     ]
     (section,) = result.sections
     assert section.lines[1] == f"t/Job/setup container setup: `echo {'a' * 112}...`"
+
+
+@needs_sandbox
+def test_a_pod_in_its_fs_group_writes_the_sub_path_the_kubelet_made_on_that_volume(tmp_path):
+    """fsGroup first (the volume's root becomes group 3000, setgid), then the subPath: made
+    by the kubelet with that group and mode, so uid 1000 in group 3000 writes there."""
+    mount = [{"name": "vol", "mountPath": "/data", "subPath": "work/1"}]
+    sc = {"runAsUser": 1000, "runAsGroup": 1000, "capabilities": {"drop": ["ALL"]}}
+    job = _job("touch /data/x", mount, [claim_volume("c")], sc, securityContext={"fsGroup": 3000})
+    (s,), _, claims = P._collect(_ctx(_pv("pv", "c", EBS), job))
+    run = P._Run(tmp_path, claims)
+    r = P._run_script(s, run, "t")
+    assert r.ok, r.tail()
+    work = run.root("t/c") / "work" / "1"
+    assert _owner_mode(work) == (0, 3000, "0o2775")
+    assert (work / "x").stat().st_uid == 1000

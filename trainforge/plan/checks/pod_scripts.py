@@ -36,6 +36,7 @@ import os
 import pathlib
 import posixpath
 import shlex
+import stat
 import tempfile
 import time
 from dataclasses import dataclass
@@ -354,15 +355,23 @@ class _Run:
         return True
 
     def subpath(self, claim: str, sub: str) -> pathlib.Path:
-        """The claim's directory for `sub`, made as the kubelet would if missing."""
+        """The claim's directory for `sub`, made as the kubelet would if missing: its
+        SafeMakeDir (pkg/volume/util/subpath/subpath_linux.go, called by makeMounts with the
+        volume root's mode) makes each missing directory of the path with mkdirat, as root,
+        then fchmods it to the volume root's mode, setgid included, and chowns nothing: the
+        group is the parent's when the parent is setgid (an fsGroup volume), else root's."""
         root = self.root(claim)
-        if not sub:
-            return root
-        d = root / sub
-        if not d.exists():
-            d.mkdir(parents=True)
-            os.chown(d, 0, 0)
-            os.chmod(d, root.stat().st_mode & 0o7777)
+        mode = root.stat().st_mode & 0o7777
+        d = root
+        # the API server refuses an absolute subPath or one with `..`: never leave the root
+        for part in (p for p in sub.split("/") if p not in ("", ".", "..")):
+            parent, d = d, d / part
+            if d.exists():
+                continue
+            d.mkdir()
+            above = parent.stat()
+            os.chown(d, 0, above.st_gid if above.st_mode & stat.S_ISGID else 0)
+            os.chmod(d, mode)
         return d
 
     def scratch(self, mode: int, gid: int | None, read_only: bool = False) -> pathlib.Path:
