@@ -281,6 +281,16 @@ def test_a_missing_sub_path_is_made_as_the_kubelets_safe_make_dir_makes_it(tmp_p
     assert _owner_mode(root / "plain" / "y") == (0, 0, "0o755")
 
 
+@needs_root
+def test_an_empty_dir_is_0777_and_with_an_fs_group_that_groups_setgid(tmp_path):
+    """emptyDir: the kubelet makes it 0777; an fsGroup makes it that group's, setgid."""
+    run = P._Run(tmp_path, {})
+    assert _owner_mode(run.scratch(0o777, None)) == (0, 0, "0o777")
+    assert _owner_mode(run.scratch(0o777, 3000)) == (0, 3000, "0o2777")
+    assert _owner_mode(run.scratch(0o755, None)) == (0, 0, "0o755")  # configMap, secret
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["vol1", "vol2", "vol3"]
+
+
 def _fs_group_script(tmp: pathlib.Path, driver: str) -> tuple[P.Script, P._Run]:
     mount = [{"name": "vol", "mountPath": "/data"}]
     sc = {"runAsUser": 1000, "runAsGroup": 1000, "capabilities": {"drop": ["ALL"]}}
