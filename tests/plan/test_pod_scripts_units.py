@@ -62,10 +62,10 @@ def _job(script: str, mounts: list, volumes: list, sc: dict | None = None, **pod
     return _pod_object("Job", "setup", {"containers": [container], "volumes": volumes, **pod})
 
 
-def _writer(name: str, claim: str, mount: dict, uid: int = 1000) -> K8sObject:
+def _writer(name: str, claim: str, mount: dict, uid: int = 1000, **sc) -> K8sObject:
     """A training pod of uid `uid` writing its mount path on `claim`."""
     pod = {
-        "securityContext": {"runAsUser": uid, "runAsGroup": uid},
+        "securityContext": {"runAsUser": uid, "runAsGroup": uid, **sc},
         "containers": [
             {
                 "name": "train",
@@ -429,3 +429,34 @@ def test_a_pod_in_its_fs_group_writes_the_sub_path_the_kubelet_made_on_that_volu
     work = run.root("t/c") / "work" / "1"
     assert _owner_mode(work) == (0, 3000, "0o2775")
     assert (work / "x").stat().st_uid == 1000
+
+
+@needs_sandbox
+@pytest.mark.parametrize("driver", [EBS, FSX])
+def test_a_consumer_pods_fs_group_is_applied_to_its_claim_except_on_fsx(driver):
+    """The kubelet gives a non-FSx volume to the pod's fsGroup when the pod mounts it, so a
+    pod of uid 1000 in fsGroup 3000 writes a root-owned volume's root; on FSx it cannot."""
+    result = P.check(
+        _ctx(
+            _pv("pv", "c", driver),
+            _job("true", [{"name": "vol", "mountPath": "/data"}], [claim_volume("c")]),
+            _writer("w", "c", {"name": "vol", "mountPath": "/data"}, fsGroup=3000),
+        )
+    )
+    (section,) = result.sections
+    (entry,) = section.data["scripts"]
+    if driver == EBS:
+        assert [f.message for f in result.findings] == []
+        assert entry["scenarios"]["fresh volume"][2:] == [
+            "writes ok",
+            "run 3 (Job re-created) ok",
+            "writes again ok",
+        ]
+        return
+    (f,) = result.findings
+    assert (f.rule, f.resource) == (P.CANNOT_WRITE, "t/Job/setup")
+    # the shell's own words differ (busybox, dash): its message ends the finding
+    assert f.message.startswith(
+        "after t/Job/setup ran (fresh volume), t/PyTorchJob/w (uid 1000 gid 1000 groups 3000 "
+        "capabilities none) cannot write /data: "
+    ) and f.message.endswith("create /data/.rehearsal-writes: Permission denied")

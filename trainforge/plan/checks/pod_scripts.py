@@ -15,11 +15,12 @@ What is found and how it is modelled:
   of a file system (annotation `trainforge.io/fsx-directory`, a Lustre fileset: the team
   volumes of trainforge.platform.fsx) is that directory of the same file system as every
   other PV with the same volumeHandle; the directory must exist when a pod mounts it (a
-  fileset mount of a missing directory fails; the kubelet makes nothing there); a `subPath` missing when a pod
-  starts is made by the kubelet, root-owned with the volume root's mode (as kubelet's
-  makeMounts does); emptyDir is 0777; configMap/secret/projected are empty and read-only;
-  fsGroup is applied to emptyDir and non-FSx claims only (the FSx CSI driver does not apply
-  it to shared ReadWriteMany volumes). Other volume types are not rehearsed (said so).
+  fileset mount of a missing directory fails; the kubelet makes nothing there); a `subPath`
+  missing when a pod starts is made by the kubelet, root-owned with the volume root's mode
+  and a setgid parent's group (as kubelet's makeMounts and SafeMakeDir do); emptyDir is
+  0777; configMap/secret/projected are empty and read-only; fsGroup (the script's pod's and
+  each consumer pod's) is applied to emptyDir and non-FSx claims only (the FSx CSI driver
+  does not apply it to shared ReadWriteMany volumes). Other volume types are not rehearsed.
 - scenarios: (A) fresh volumes: run, run again (Job retry), every consumer writes, run again
   (the Job re-created after the consumers wrote), consumers write again; (B) the consumers'
   subPaths already made by the kubelet (root-owned) before the script runs.
@@ -132,6 +133,7 @@ class Consumer:
     mount_path: str
     sub_path: str
     dirs: tuple[str, ...]
+    fs_group: int | None = None  # the pod's fsGroup (applied to non-FSx claims)
 
 
 @dataclass(frozen=True)
@@ -268,13 +270,16 @@ def _collect(ctx: PlanContext) -> tuple[list[Script], dict[str, list[Consumer]],
                         continue
                     cl = lookup.claim(ns, vol["persistentVolumeClaim"]["claimName"])
                     dirs = _write_dirs(c, m["mountPath"])
-                    key = (cl.key, identity, m["mountPath"], m.get("subPath", ""), dirs)
+                    fs_group = (pod.get("securityContext") or {}).get("fsGroup")
+                    key = (cl.key, identity, m["mountPath"], m.get("subPath", ""), dirs, fs_group)
                     if key in seen:
                         continue
                     seen.add(key)
                     claims[cl.key] = cl
                     consumers.setdefault(cl.key, []).append(
-                        Consumer(o.ident, identity, m["mountPath"], m.get("subPath", ""), dirs)
+                        Consumer(
+                            o.ident, identity, m["mountPath"], m.get("subPath", ""), dirs, fs_group
+                        )
                     )
     # Teams whose pods are not declared yet: a probe pod with the team's UID/GID.
     declared = ctx.declared
@@ -385,6 +390,15 @@ class _Run:
         return d
 
 
+def _fs_group(run: _Run, claim: str, fs_group: int | None) -> None:
+    """The kubelet's fsGroup ownership change when a pod mounts the claim (volumes whose
+    driver supports it: not FSx), on the volume's root."""
+    if fs_group is not None and run.claims[claim].driver != FSX_DRIVER:
+        root = run.root(claim)
+        os.chown(root, -1, fs_group)
+        os.chmod(root, (root.stat().st_mode & 0o7777) | 0o2070)
+
+
 def _run_script(s: Script, run: _Run, ns: str) -> sandbox.RunResult:
     mounts: list[sandbox.Mount] = []
     for vm in s.mounts:
@@ -392,11 +406,7 @@ def _run_script(s: Script, run: _Run, ns: str) -> sandbox.RunResult:
         ro = vm.read_only
         if kind == "claim":
             key = f"{ns}/{vm.volume['persistentVolumeClaim']['claimName']}"
-            root = run.root(key)
-            if s.fs_group is not None and run.claims[key].driver != FSX_DRIVER:
-                # the kubelet's fsGroup ownership change (volumes whose driver supports it)
-                os.chown(root, -1, s.fs_group)
-                os.chmod(root, (root.stat().st_mode & 0o7777) | 0o2070)
+            _fs_group(run, key, s.fs_group)
             host = run.subpath(key, vm.sub_path)
         elif kind == "emptyDir":
             host = run.scratch(0o777, s.fs_group)
@@ -408,6 +418,7 @@ def _run_script(s: Script, run: _Run, ns: str) -> sandbox.RunResult:
 
 def _write(consumer: Consumer, claim: str, run: _Run, tag: str) -> sandbox.RunResult:
     try:
+        _fs_group(run, claim, consumer.fs_group)
         host = run.subpath(claim, consumer.sub_path)
     except MissingDirectory as e:
         return sandbox.RunResult(rc=32, stdout="", stderr=f"mount fails: {e}")
@@ -430,7 +441,8 @@ def _writes(
     group that fails is run again consumer by consumer, so a failure names its pod."""
     groups: dict[tuple[Any, ...], list[tuple[str, Consumer]]] = {}
     for k, c in active:
-        groups.setdefault((k, c.identity, c.mount_path, c.sub_path), []).append((k, c))
+        key = (k, c.identity, c.mount_path, c.sub_path, c.fs_group)
+        groups.setdefault(key, []).append((k, c))
     # at most WRITE_BATCH consumers per run: the script is one argv of `sh -c` (ARG_MAX)
     batches = [
         g[i : i + WRITE_BATCH] for g in groups.values() for i in range(0, len(g), WRITE_BATCH)
@@ -439,7 +451,9 @@ def _writes(
     for group in batches:
         k, first = group[0]
         dirs = tuple(dict.fromkeys(d for _, c in group for d in c.dirs))
-        merged = Consumer(first.name, first.identity, first.mount_path, first.sub_path, dirs)
+        merged = Consumer(
+            first.name, first.identity, first.mount_path, first.sub_path, dirs, first.fs_group
+        )
         r = _write(merged, k, run, tag)
         if r.ok or len(group) == 1:
             out += [(k2, c, r) for k2, c in group]
