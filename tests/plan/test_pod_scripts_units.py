@@ -35,11 +35,22 @@ ROOT_CHOWN = {
     "capabilities": {"drop": ["ALL"], "add": ["CHOWN"]},
 }
 USER = S.Identity.of({"runAsUser": 1000, "runAsGroup": 1000}, {"capabilities": {"drop": ["ALL"]}})
-FSX = P.FSX_DRIVER
-EBS = "ebs.csi.aws.com"
+
+
+def _fresh(text: str) -> str:
+    """An equal string that is another object (what a parsed YAML holds, unlike the interned
+    literals of this file): `is` in place of `==` must not pass."""
+    return "".join(list(text))
+
+
+# equal to the module's constants but other objects, as the strings of a rendered YAML are
+FSX = _fresh("fsx.csi.aws.com")
+EBS = _fresh("ebs.csi.aws.com")
+assert FSX == P.FSX_DRIVER and FSX is not P.FSX_DRIVER
 
 
 def _obj(kind: str, name: str, doc: dict) -> K8sObject:
+    doc = {**doc, "kind": _fresh(doc["kind"])}
     return K8sObject(urn=f"urn:{kind}:{name}", name=name, type=f"kubernetes:x:{kind}", doc=doc)
 
 
