@@ -112,3 +112,15 @@ def test_the_summary_s_rates_derive_from_its_counts_and_the_peak(
     assert 0 < s["setup_seconds"] < wall - elapsed
     # ranks agree, so no error is logged (the error line is for a disagreement only)
     assert s["ranks_agree"] is True and "error:" not in capsys.readouterr().out
+
+
+def test_a_non_finite_loss_stops_the_run_as_the_user_s_error(tmp_path, capsys) -> None:
+    """A learning rate of 1e20 makes the MLP's loss NaN at its second logged step: the run
+    stops there as a user error (permanent: a retry would diverge again), and says why."""
+    args = ["--model", "mlp", "--dataset-size", "256", "--batch-size", "8", "--lr", "1e20"]
+    args += ["--warmup-steps", "1", "--steps", "8", "--log-every", "1"]
+    with pytest.raises(exits.RunFailure) as e:
+        loop.train(parse_args([*args, "--output-dir", str(tmp_path / "o")]))
+    assert e.value.reason is exits.USER_ERROR
+    assert str(e.value) == "loss is nan at step 2; lower --lr"
+    assert "error: loss is nan at step 2; lower --lr" in capsys.readouterr().out
