@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 import torch
-from runtime_helpers import BASE
 
 from trainforge.training import exits, loop
 from trainforge.training.config import parse_args
@@ -83,11 +82,16 @@ def test_one_attempt_short_of_the_limit_goes_on(one_rank_group, tmp_path) -> Non
 PEAK = 2.5e12  # FLOP/s per device, stood in for a GPU's (CPU has none)
 
 
-def test_the_summary_s_rates_derive_from_its_counts_and_the_peak(tmp_path, monkeypatch) -> None:
+def test_the_summary_s_rates_derive_from_its_counts_and_the_peak(
+    tmp_path, monkeypatch, capsys
+) -> None:
     """One process, in this one; the device's peak replaced so that MFU is computed on CPU
     too. The second run resumes at step 4, so its rates count only its own 2 steps."""
     monkeypatch.setattr(loop, "peak_flops", lambda device: PEAK)
-    common = [*BASE, "--batch-size", "8", "--checkpoint-every", "2"]
+    # a tiny GPT: more than one token per sample, so tokens/s is not samples/s
+    gpt = ["--model", "gpt", "--layers", "1", "--d-model", "32", "--heads", "2"]
+    gpt += ["--seq-len", "16", "--vocab-size", "64", "--dataset-size", "256"]
+    common = [*gpt, "--batch-size", "8", "--checkpoint-every", "2", "--warmup-steps", "1"]
     common += ["--checkpoint-dir", str(tmp_path / "ckpt"), "--output-dir", str(tmp_path / "o")]
     assert loop.train(parse_args([*common, "--steps", "4"])) == 0
     started = time.perf_counter()
@@ -100,10 +104,23 @@ def test_the_summary_s_rates_derive_from_its_counts_and_the_peak(tmp_path, monke
     sps = steps * 8 / elapsed
     assert s["samples_per_second"] == pytest.approx(sps, rel=1e-9)
     assert s["steps_per_second"] == pytest.approx(steps / elapsed, rel=1e-9)
-    tokens = s["tokens_per_second"] / s["samples_per_second"]
-    assert tokens == pytest.approx(round(tokens)) and tokens >= 1  # whole tokens per sample
+    assert s["tokens_per_second"] == pytest.approx(sps * 16, rel=1e-9)  # --seq-len tokens
     assert s["peak_flops_per_gpu"] == PEAK  # the world's peak over its ranks
     assert s["mfu"] == pytest.approx(sps * s["flops_per_sample"] / PEAK, rel=1e-9)
     assert 0 < s["mfu"] < 1
     # set-up is the time before the loop: within the call, never a sum of two clocks
     assert 0 < s["setup_seconds"] < wall - elapsed
+    # ranks agree, so no error is logged (the error line is for a disagreement only)
+    assert s["ranks_agree"] is True and "error:" not in capsys.readouterr().out
+
+
+def test_a_non_finite_loss_stops_the_run_as_the_user_s_error(tmp_path, capsys) -> None:
+    """A learning rate of 1e20 makes the MLP's loss NaN at its second logged step: the run
+    stops there as a user error (permanent: a retry would diverge again), and says why."""
+    args = ["--model", "mlp", "--dataset-size", "256", "--batch-size", "8", "--lr", "1e20"]
+    args += ["--warmup-steps", "1", "--steps", "8", "--log-every", "1"]
+    with pytest.raises(exits.RunFailure) as e:
+        loop.train(parse_args([*args, "--output-dir", str(tmp_path / "o")]))
+    assert e.value.reason is exits.USER_ERROR
+    assert str(e.value) == "loss is nan at step 2; lower --lr"
+    assert "error: loss is nan at step 2; lower --lr" in capsys.readouterr().out

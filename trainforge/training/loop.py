@@ -489,7 +489,7 @@ def _finish(
         "precision": str(resolve_precision(cfg, env.device)).removeprefix("torch."),
         "parameters": sum(p.numel() for p in raw.parameters()),
         "flops_per_sample": raw.flops_per_sample(),
-        "peak_flops_per_gpu": reporter.peak_total / env.world_size if reporter.peak_total else None,
+        "peak_flops_per_gpu": reporter.peak,
         **memory,
     }
     if goodput is not None:

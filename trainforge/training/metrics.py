@@ -200,6 +200,7 @@ class Reporter:
         self.tokens_per_sample = tokens_per_sample
         self.flops_per_sample = flops_per_sample
         self.world_size = world_size
+        self.peak = peak  # one device's, as the GPU catalog gives it (None: not known)
         self.peak_total = peak * world_size if peak else None
         self.gauges = Gauges()
         self.server: MetricsServer | None = None
