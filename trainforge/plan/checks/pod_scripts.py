@@ -49,7 +49,13 @@ from trainforge.plan.checks import pod_sandbox as sandbox
 SCRIPT_FAILS = "TRAINFORGE_POD_SCRIPT_FAILS"
 CANNOT_WRITE = "TRAINFORGE_POD_CANNOT_WRITE"
 NOT_RUN = "TRAINFORGE_POD_SCRIPT_NOT_RUN"
+UNREHEARSED = "TRAINFORGE_POD_SCRIPT_UNREHEARSED"
 RULES = {
+    UNREHEARSED: (
+        "drop the capabilities that could leave the sandbox (securityContext.capabilities.drop: "
+        "[ALL], add back only what the script needs) or mount a volume type the rehearsal "
+        "models; or waive this rule for this object with the reason it is safe unchecked"
+    ),
     NOT_RUN: (
         "run the plan where the rehearsal can run (Linux, root, util-linux: CI and the dev "
         "containers), or waive this rule for this machine knowing the scripts are unchecked"
@@ -523,6 +529,8 @@ def check(ctx: PlanContext) -> CheckResult:
         if s.skip:
             lines.append(f"  not rehearsed: {s.skip}")
             entry["skipped"] = s.skip
+            # a script the rehearsal cannot run is not a script that passed: say so
+            fail(s, UNREHEARSED, f"{s.ident} container {s.container}: not rehearsed: {s.skip}")
             continue
         mine = sorted(
             {
