@@ -142,7 +142,8 @@ def test_a_claim_is_found_through_the_pvcs_volume_name_without_a_claim_ref():
     pvc = {
         "kind": "PersistentVolumeClaim",
         "metadata": {"name": "fsx-t", "namespace": "t"},
-        "spec": {"volumeName": "team-pv"},
+        # equal to the PV's name but another object, as two parsed YAML documents give it
+        "spec": {"volumeName": "".join(["team", "-pv"])},
     }
     lookup = P._Objects(
         [
@@ -361,6 +362,25 @@ def test_a_batch_of_writes_that_fails_is_split_to_name_the_pod_that_cannot_write
     # a batch that succeeds is one result for all of its pods
     both = P._writes([("t/c", good), ("t/c", good)], run, "v")
     assert [(c.name, r.ok) for _, c, r in both] == [("t/PyTorchJob/good", True)] * 2
+
+
+def test_writes_of_many_pods_go_in_batches_of_at_most_write_batch_none_left_out(
+    tmp_path, monkeypatch
+):
+    """130 pods of one team write through one mount: three sandbox runs (64, 64, 2 pods),
+    each pod's directory in exactly one (the script is one argv: ARG_MAX bounds a batch)."""
+    runs: list[tuple[str, ...]] = []
+
+    def write(consumer, claim, run, tag):  # the sandbox run, recorded
+        runs.append(consumer.dirs)
+        return S.RunResult(rc=0, stdout="", stderr="")
+
+    monkeypatch.setattr(P, "_write", write)
+    pods = [P.Consumer(f"t/Job/j{i}", USER, "/fsx", "", (f"/fsx/j{i}",)) for i in range(130)]
+    out = P._writes([("t/c", c) for c in pods], P._Run(tmp_path, {}), "w")
+    assert [len(r) for r in runs] == [P.WRITE_BATCH, P.WRITE_BATCH, 130 - 2 * P.WRITE_BATCH]
+    assert [d for r in runs for d in r] == [f"/fsx/j{i}" for i in range(130)]
+    assert [c.name for _, c, r in out] == [c.name for c in pods] and all(r.ok for *_, r in out)
 
 
 @needs_sandbox
