@@ -148,6 +148,8 @@ def test_a_claim_is_found_through_the_pvcs_volume_name_without_a_claim_ref():
     lookup = P._Objects(
         [
             _obj("PersistentVolumeClaim", "pvc", pvc),
+            # another kind with the claim's namespace and name is not the claim
+            _obj("Secret", "s", {"kind": "Secret", "metadata": pvc["metadata"], "data": {}}),
             _pv("team-pv", None, FSX, "/teams/t/"),
             _pv("other-pv", None, EBS),  # neither named by the claim nor bound to it
         ]

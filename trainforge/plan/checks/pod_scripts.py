@@ -385,7 +385,7 @@ class _Run:
             os.chmod(d, mode)
         return d
 
-    def scratch(self, mode: int, gid: int | None, read_only: bool = False) -> pathlib.Path:
+    def scratch(self, mode: int, gid: int | None) -> pathlib.Path:
         self.n += 1
         d = self.base / f"vol{self.n}"
         d.mkdir()
