@@ -207,6 +207,18 @@ def test_an_unrehearsed_volume_or_unsafe_capabilities_skip_the_script_with_the_f
     assert s.skip == "volume 'x' is a volume of unknown type, which is not rehearsed"
 
 
+def test_a_pods_other_volume_types_are_not_claims_it_writes():
+    """A training pod with a claim and an azureDisk (a type that sorts before "claim"): only
+    the claim is a write to rehearse; the disk is neither read as a claim nor an error."""
+    writer = _writer("w", "c", {"name": "vol", "mountPath": "/fsx"})
+    pod = writer.doc["spec"]["template"]["spec"]
+    pod["volumes"].append({"name": "disk", "azureDisk": {"diskName": "d", "diskURI": "u"}})
+    pod["containers"][0]["volumeMounts"].append({"name": "disk", "mountPath": "/disk"})
+    _, consumers, claims = P._collect(_ctx(writer))
+    assert list(claims) == ["t/c"]
+    assert [(c.name, c.mount_path) for c in consumers["t/c"]] == [(writer.ident, "/fsx")]
+
+
 def test_the_section_records_the_rehearsal_time_from_the_monotonic_clock(monkeypatch):
     """Two readings of an injected clock (no wall time): the difference, rounded to 0.01 s."""
     readings = [250.0, 253.456]
