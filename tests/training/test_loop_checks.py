@@ -94,13 +94,17 @@ def test_the_summary_s_rates_derive_from_its_counts_and_the_peak(
     common = [*gpt, "--batch-size", "8", "--checkpoint-every", "2", "--warmup-steps", "1"]
     common += ["--checkpoint-dir", str(tmp_path / "ckpt"), "--output-dir", str(tmp_path / "o")]
     assert loop.train(parse_args([*common, "--steps", "4"])) == 0
+    # the resumed run on a clock 1000 x slow: its loop is well under a second of that clock,
+    # so a guard that hid a short loop's rates (`elapsed > 1`) would show here as 0 steps/s
+    real = time.perf_counter
+    monkeypatch.setattr(time, "perf_counter", lambda: real() / 1000)
     started = time.perf_counter()
     assert loop.train(parse_args([*common, "--steps", "6"])) == 0
     wall = time.perf_counter() - started
     s = json.loads((tmp_path / "o" / "summary.json").read_text())
     steps, elapsed = s["steps_this_run"], s["elapsed_seconds"]
     assert (s["steps"], steps, s["global_batch"]) == (6, 2, 8)
-    assert 0 < elapsed < wall  # the loop's own time, within the call's
+    assert 0 < elapsed < wall < 1  # the loop's own time, within the call's (slow clock)
     sps = steps * 8 / elapsed
     assert s["samples_per_second"] == pytest.approx(sps, rel=1e-9)
     assert s["steps_per_second"] == pytest.approx(steps / elapsed, rel=1e-9)
