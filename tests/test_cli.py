@@ -33,6 +33,20 @@ def test_plan_of_a_missing_stack_exits_2():
     assert "Pulumi.nope.yaml" in proc.stdout + proc.stderr
 
 
+def test_a_plan_prints_each_program_warning_once(tmp_path):
+    """The plan runs the program twice (the preview, then the stand-in run for the IAM
+    check); the dev stack's one warning (no alert receivers) is shown once, not twice."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "trainforge", "plan", "--stack", "dev", "--out", str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (proc.stdout + proc.stderr).count("monitoring.receivers: none configured") == 1
+
+
 def test_demo_jobs_exist_in_the_dev_stack_and_their_overrides_are_valid():
     """`make demo` runs dev-stack jobs with overrides; a renamed job or flag would break it."""
     for _, job, overrides in demo.RUNS:

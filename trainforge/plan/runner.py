@@ -9,6 +9,7 @@ exactly as they are in a real preview.
 
 from __future__ import annotations
 
+import logging
 import os
 import pathlib
 import runpy
@@ -346,6 +347,11 @@ def read_stack_config(
 # Running
 
 
+_SILENT = logging.getLogger("trainforge.plan.standin")
+_SILENT.addHandler(logging.NullHandler())
+_SILENT.propagate = False
+
+
 def run_program(
     program: Callable[[], Any],
     *,
@@ -381,7 +387,10 @@ def run_program(
     settings.SETTINGS.rpc_manager.clear()
     settings.SETTINGS.outputs.clear()
     set_all_config(dict(config or {}), list(secret_keys or []))
-    set_mocks(mocks, project=project, stack=stack, preview=preview, monitor=monitor)
+    # The stand-in run (not a preview) is the same program again, for the plan's IAM check:
+    # its warnings were shown by the preview run already, so they are not printed twice.
+    logger = None if preview else _SILENT
+    set_mocks(mocks, project=project, stack=stack, preview=preview, monitor=monitor, logger=logger)
     root = rt.get_root_resource()
 
     declared = reset_declared()
