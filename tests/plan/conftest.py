@@ -36,3 +36,12 @@ def make_project(tmp_path):
         return root
 
     return make
+
+
+@pytest.fixture(scope="session")
+def prod_standin(repo_root):
+    """The prod stack's stand-in run (every IAM document built), recorded once for the
+    session: the IAM reader's and the IAM rehearsal's cases read it, and edit copies only."""
+    from trainforge.plan.core import standin_pass
+
+    return standin_pass(repo_root, "prod")()

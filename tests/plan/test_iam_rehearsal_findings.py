@@ -2,7 +2,7 @@
 that recording with one thing changed: each change that the rehearsal exists for must give
 exactly its findings and counts, and each that must not matter must change nothing.
 
-Fast: the prod stand-in run is recorded once for the module; every case edits a copy of its
+Fast: the prod stand-in run is recorded once for the session; every case edits a copy of its
 recorded inputs and reruns only the check (well under a second each)."""
 
 from __future__ import annotations
@@ -60,10 +60,8 @@ PROD = {  # principal: (allowed, denied as required)
 
 
 @pytest.fixture(scope="module")
-def prod(repo_root) -> Inventory:
-    from trainforge.plan.core import standin_pass
-
-    return standin_pass(repo_root, "prod")()
+def prod(prod_standin) -> Inventory:
+    return prod_standin
 
 
 def rehearse(inv: Inventory, standin: Inventory | None = None, declared=None):

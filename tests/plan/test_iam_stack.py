@@ -91,12 +91,9 @@ PROD_ASSOCIATIONS = sorted(
 
 
 @pytest.fixture(scope="module")
-def prod(repo_root):
+def prod(prod_standin):
     """The prod stack as the IAM rehearsal reads it: its stand-in run (every document built)."""
-    from trainforge.plan.core import standin_pass
-
-    inv = standin_pass(repo_root, "prod")()
-    return inv, read_stack(inv)
+    return prod_standin, read_stack(prod_standin)
 
 
 def test_prod_account_region_and_every_role_by_urn_and_by_arn(prod):

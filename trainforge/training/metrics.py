@@ -201,7 +201,6 @@ class Reporter:
         self.flops_per_sample = flops_per_sample
         self.world_size = world_size
         self.peak = peak  # one device's, as the GPU catalog gives it (None: not known)
-        self.peak_total = peak * world_size if peak else None
         self.gauges = Gauges()
         self.server: MetricsServer | None = None
         self.history: list[dict[str, float]] = []
@@ -242,6 +241,11 @@ class Reporter:
         self.mlflow = MLflowLogger(run_name, params, self.log)
         self._window_start = time.perf_counter()
         self._window_step = 0
+
+    @property
+    def peak_total(self) -> float | None:
+        """The world's peak FLOP/s (every rank's device), what MFU divides by."""
+        return self.peak * self.world_size if self.peak else None
 
     def log(self, msg: str) -> None:
         if self.enabled:

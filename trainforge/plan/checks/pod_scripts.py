@@ -40,7 +40,7 @@ import shlex
 import stat
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
@@ -226,6 +226,7 @@ def _collect(ctx: PlanContext) -> tuple[list[Script], dict[str, list[Consumer]],
         ns = o.namespace or ""
         for _, pod in pod_specs(o.doc.get("spec") or {}, "spec"):
             volumes = {v.get("name"): v for v in pod.get("volumes") or () if isinstance(v, dict)}
+            fs_group = (pod.get("securityContext") or {}).get("fsGroup")
             for c in [*(pod.get("initContainers") or ()), *(pod.get("containers") or ())]:
                 identity = sandbox.Identity.of(pod.get("securityContext"), c.get("securityContext"))
                 script = shell_script(c)
@@ -250,7 +251,7 @@ def _collect(ctx: PlanContext) -> tuple[list[Script], dict[str, list[Consumer]],
                         identity=identity,
                         mounts=mounts,
                         env=_literal_env(c),
-                        fs_group=(pod.get("securityContext") or {}).get("fsGroup"),
+                        fs_group=fs_group,
                     )
                     if unsafe:
                         caps = ", ".join(sorted(unsafe))
@@ -270,22 +271,18 @@ def _collect(ctx: PlanContext) -> tuple[list[Script], dict[str, list[Consumer]],
                             claims[cl.key] = cl
                     scripts.append(s)
                     continue
-                for m in c.get("volumeMounts") or ():
-                    vol = volumes.get(m["name"], {})
-                    if _volume_kind(vol) != "claim" or m.get("readOnly"):
+                for vm in mounts:
+                    if _volume_kind(vm.volume) != "claim" or vm.read_only:
                         continue
-                    cl = lookup.claim(ns, vol["persistentVolumeClaim"]["claimName"])
-                    dirs = _write_dirs(c, m["mountPath"])
-                    fs_group = (pod.get("securityContext") or {}).get("fsGroup")
-                    key = (cl.key, identity, m["mountPath"], m.get("subPath", ""), dirs, fs_group)
+                    cl = lookup.claim(ns, vm.volume["persistentVolumeClaim"]["claimName"])
+                    dirs = _write_dirs(c, vm.path)
+                    key = (cl.key, identity, vm.path, vm.sub_path, dirs, fs_group)
                     if key in seen:
                         continue
                     seen.add(key)
                     claims[cl.key] = cl
                     consumers.setdefault(cl.key, []).append(
-                        Consumer(
-                            o.ident, identity, m["mountPath"], m.get("subPath", ""), dirs, fs_group
-                        )
+                        Consumer(o.ident, identity, vm.path, vm.sub_path, dirs, fs_group)
                     )
     # Teams whose pods are not declared yet: a probe pod with the team's UID/GID.
     declared = ctx.declared
@@ -457,9 +454,7 @@ def _writes(
     for group in batches:
         k, first = group[0]
         dirs = tuple(dict.fromkeys(d for _, c in group for d in c.dirs))
-        merged = Consumer(
-            first.name, first.identity, first.mount_path, first.sub_path, dirs, first.fs_group
-        )
+        merged = replace(first, dirs=dirs)
         r = _write(merged, k, run, tag)
         if r.ok or len(group) == 1:
             out += [(k2, c, r) for k2, c in group]
