@@ -116,7 +116,7 @@ def opencost_values(
                 "defaultClusterId": cluster_name,
                 "resources": {
                     "requests": {"cpu": "100m", "memory": "512Mi"},
-                    "limits": {"cpu": "1", "memory": "2Gi"},
+                    "limits": {"memory": "2Gi"},  # no CPU limit: the chart sets none (throttling)
                 },
                 "securityContext": container_security_context(),
                 "extraVolumeMounts": mounts,
