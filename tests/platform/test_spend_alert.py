@@ -242,3 +242,14 @@ def test_the_spend_boards_queries_are_valid_promql(tmp_path):
     path.write_text(yaml.safe_dump({"groups": [{"name": "board", "rules": rules}]}))
     res = promtool("check", "rules", str(path))
     assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_the_budget_alert_has_a_runbook_heading():
+    root = pathlib.Path(__file__).resolve().parents[2]
+    doc = (root / "docs" / alerts.RUNBOOK_PAGE).read_text()
+    anchors = {alerts.anchor(m) for m in re.findall(r"^#{2,4} (.+)$", doc, re.M)}
+    for g in alerts.rule_groups(AlertsConfig(), BUDGETS, spend=True):
+        for r in g["rules"]:
+            if "alert" in r:
+                assert r["annotations"]["runbook_url"].split("#")[1] in anchors, r["alert"]
+                assert r["labels"]["severity"] == "warning"
