@@ -252,3 +252,16 @@ def test_the_budget_alert_has_a_runbook_heading():
     (alert,) = [r for r in spend["rules"] if "alert" in r]
     assert alert["annotations"]["runbook_url"].split("#")[1] in anchors
     assert alert["labels"]["severity"] == "warning"
+
+
+def test_the_spend_board_is_a_valid_grafana_model():
+    """The same checks as the other boards (tests/platform/test_dashboards.py): plain JSON,
+    unique ids, panels inside the grid without overlap, every query panel on the datasource."""
+    from tests.platform.test_dashboards import D as boards
+    from tests.platform.test_dashboards import test_dashboard_is_a_valid_grafana_model
+
+    boards.DASHBOARDS[D.SPEND_DASHBOARD] = D.spend_dashboard
+    try:
+        test_dashboard_is_a_valid_grafana_model(D.SPEND_DASHBOARD)
+    finally:
+        del boards.DASHBOARDS[D.SPEND_DASHBOARD]
