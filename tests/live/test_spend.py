@@ -69,14 +69,15 @@ def test_no_opencost_series_falls_back_and_says_why(tmp_path):
     key = next(k for k in routes if k.startswith(f"{recorded.PROMETHEUS}?query="))
     routes[key] = json.dumps({"status": "success", "data": {"resultType": "vector", "result": []}})
     for n in ("ip-10-40-1-9.ec2.internal", "ip-10-40-1-23.ec2.internal"):
-        routes[f"/api/v1/nodes/{n}"] = recorded.node(n, "g5.12xlarge", "4", "48", "192Gi")
+        routes[f"/api/v1/nodes/{n}"] = recorded.node(n, "p4d.24xlarge", "8", "95690m", "1100Gi")
     server, api = live(tmp_path, routes)
     try:
         g = gather(api, "llm", "mnist-ddp", metrics=False)
         s = spend.job_spend(api, g, recorded.NOW)
         assert s.basis == "estimate" and "OpenCost has no cost series" in s.detail
-        # each mnist-ddp pod holds 4 of 4 GPUs; recorded pods started 08:01
-        assert s.usd == pytest.approx(2 * (3 + 59 / 60) * 5.672)
+        # each mnist-ddp pod holds 4 of a p4d.24xlarge's 8 GPUs ($21.957642/h in us-east-1);
+        # the recorded pods started 08:01
+        assert s.usd == pytest.approx(2 * (3 + 59 / 60) * 21.957642 / 2)
     finally:
         server.httpd.shutdown()
 

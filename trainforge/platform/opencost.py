@@ -140,10 +140,11 @@ def team_budgets(teams: set[str] | frozenset[str]) -> dict[str, float]:
     from the running program's config: a policy key, so not in the platform's own config. The
     program checked every key before any resource (stack_check); a budget of a team the stack
     does not have was refused there, and is left out here."""
-    from trainforge.platform.stack_check import engine_config  # noqa: PLC0415
+    from pulumi.runtime.config import CONFIG  # noqa: PLC0415 - the engine's config map
+
     from trainforge.stack.policy import CAPS_KEY, parse_caps  # noqa: PLC0415
 
-    caps = parse_caps(engine_config().get(CAPS_KEY), None, errors=[])
+    caps = parse_caps(dict(CONFIG.get()).get(CAPS_KEY), None, errors=[])
     return {
         name: float(c.team_per_month)
         for name, c in caps.teams.items()
