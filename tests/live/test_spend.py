@@ -132,3 +132,12 @@ def test_the_query_is_valid_promql(tmp_path):
     path.write_text(yaml.safe_dump({"groups": [{"name": "q", "rules": [rule]}]}))
     res = subprocess.run(["promtool", "check", "rules", str(path)], capture_output=True, text=True)
     assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_docs_cost_shows_the_lines_status_prints():
+    from tests.live.test_status import RESTART_STATUS, ROOT, RUNNING_STATUS
+
+    doc = (ROOT / "docs" / "cost.md").read_text()
+    for block in (RUNNING_STATUS, RESTART_STATUS):
+        (line,) = [x for x in block.splitlines() if x.startswith("spend:")]
+        assert f"\n{line}\n" in doc, line

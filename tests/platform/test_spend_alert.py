@@ -154,6 +154,9 @@ def test_the_alert_says_how_much_was_spent(tmp_path):
 
     res = rehearse(tmp_path, [(106, ["vision"])], summary=text)
     assert res.returncode == 0, res.stdout + res.stderr
+    # docs/cost.md shows this rehearsal's alert, word for word
+    root = pathlib.Path(__file__).resolve().parents[2]
+    assert f"\n{text(106, 'vision')['summary']}\n" in (root / "docs" / "cost.md").read_text()
 
 
 @needs_promtool
