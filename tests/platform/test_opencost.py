@@ -44,7 +44,9 @@ def test_prod_renders_an_opencost_release_on_its_prometheus(prod):
     # the managed stack's Prometheus Service: `<release name>-prometheus`, port 9090
     assert prom["serviceName"] == f"{stack['name']}-prometheus"
     assert (prom["namespaceName"], prom["port"], prom["enabled"]) == ("monitoring", 9090, True)
-    assert values["opencost"]["metrics"]["serviceMonitor"]["enabled"] is True
+    monitor = values["opencost"]["metrics"]["serviceMonitor"]
+    # scraped, keeping OpenCost's own namespace/pod labels (the priced pods')
+    assert monitor["enabled"] is True and monitor["honorLabels"] is True
     assert values["opencost"]["ui"]["enabled"] is False
     assert values["opencost"]["mcp"]["enabled"] is False
     assert values["opencost"]["exporter"]["defaultClusterId"] == "trainforge-prod"

@@ -278,7 +278,8 @@ def spend_rules(cfg: AlertsConfig, budgets: Mapping[str, float]) -> list[dict[st
     Month to date: PromQL has no "since the 1st" range, so the spend sums the last 31 days of
     the cost per hour (one sample an hour, each worth one hour) keeping only the samples whose
     month is the evaluation's month (`trainforge:month @ end()`: the value recorded at the
-    evaluation time, one rule earlier in this group)."""
+    evaluation time, one rule earlier in this group; the `@` modifier is on by default since
+    Prometheus 2.33, and the rehearsal's promtool evaluates it)."""
     this_month = f"year() * 100 + month() == on () {MONTH} @ end()"
     rules: list[dict[str, Any]] = [
         {"record": COST_PER_HOUR, "expr": namespace_cost_expr()},

@@ -129,8 +129,10 @@ def opencost_values(
                     "port": PROMETHEUS_PORT,
                 },
             },
-            # Prometheus scrapes OpenCost's cost metrics (node prices, allocations)
-            "metrics": {"serviceMonitor": {"enabled": True}},
+            # Prometheus scrapes OpenCost's cost metrics (node prices, allocations); their
+            # `namespace`/`pod` labels are the priced pods', not the scrape target's (kept
+            # by honorLabels, the chart's default, set here because the rules group on them)
+            "metrics": {"serviceMonitor": {"enabled": True, "honorLabels": True}},
         },
     }
 
