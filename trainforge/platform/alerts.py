@@ -286,8 +286,7 @@ def spend_rules(cfg: AlertsConfig, budgets: Mapping[str, float]) -> list[dict[st
         {"record": MONTH, "expr": "year() * 100 + month()"},
         {
             "record": SPEND_MONTH_TO_DATE,
-            "expr": f"sum_over_time(({COST_PER_HOUR} and on () ({this_month}))"
-            f"[{SPEND_WINDOW}:1h])",
+            "expr": f"sum_over_time(({COST_PER_HOUR} and on () ({this_month}))[{SPEND_WINDOW}:1h])",
         },
     ]
     for team, usd in sorted(budgets.items()):
