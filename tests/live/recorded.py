@@ -8,7 +8,10 @@ commands, so nothing depends on today's date.
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
+
+from trainforge.live import spend
 
 NOW = datetime(2026, 11, 25, 12, 0, 0, tzinfo=UTC)
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
@@ -332,5 +335,34 @@ RUN_ROUTES = {
     f"/api/v1/namespaces/{RUN_NS}/pods/mnist-ddp-0-7xk2q:9400/proxy/metrics": RUN_METRICS,
     f"/api/v1/namespaces/{RUN_NS}/pods/mnist-ddp-0-7xk2q/log": "[rank0] step 1800 loss 0.081\n",
 }  # fmt: skip
+
+
+def node(name: str, instance_type: str, gpus: str, cpu: str, memory: str) -> dict:
+    return {
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": meta(name, None, "2026-11-25T07:58:00Z", labels={
+            "node.kubernetes.io/instance-type": instance_type,
+            "topology.kubernetes.io/region": "us-east-1",
+            "topology.kubernetes.io/zone": "us-east-1a",
+            "karpenter.sh/capacity-type": "on-demand",
+            "trainforge.io/pool": "gpu-workloads"}),
+        "status": {"allocatable": {"cpu": cpu, "memory": memory, "nvidia.com/gpu": gpus}},
+    }  # fmt: skip
+
+
+# OpenCost's Prometheus, through the API server's service proxy: an admin's kubeconfig reads
+# it (mnist-ddp: created 30m before NOW), a team member's is refused (vit-l: created 4h before)
+PROMETHEUS = spend.query_path()
+OPENCOST_ANSWER = json.dumps(
+    {
+        "status": "success",
+        "data": {"resultType": "vector", "result": [{"metric": {}, "value": [1764072000, "6.84"]}]},
+    }
+)
+RUN_ROUTES[f"{PROMETHEUS}?query={spend.opencost_query(RUN_NS, RUN, 1800)}"] = OPENCOST_ANSWER
+FORBIDDEN = {f"{PROMETHEUS}?query={spend.opencost_query('vision', 'vit-l', 14400)}"}
+# vit-l's nodes (4 A10G GPUs each: g5.12xlarge), for the estimate when OpenCost is not readable
+for _name in ("ip-10-40-3-17.ec2.internal", "ip-10-40-3-52.ec2.internal"):
+    RESTART_ROUTES[f"/api/v1/nodes/{_name}"] = node(_name, "g5.12xlarge", "4", "47810m", "185Gi")
 
 ROUTES = {**PENDING_ROUTES, **RESTART_ROUTES, **RUN_ROUTES}

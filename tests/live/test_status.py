@@ -42,6 +42,8 @@ class FakeApi:
                     key += f"?labelSelector={q['labelSelector'][0]}"
                 if q.get("previous") == ["true"]:
                     key += "?previous=true"
+                if "query" in q:  # a Prometheus query through the service proxy
+                    key += f"?query={q['query'][0]}"
                 outer.seen.append(key)
                 if self.headers.get("Authorization") != f"Bearer {TOKEN}":
                     return self.reply(
@@ -88,7 +90,7 @@ class FakeApi:
 
 @pytest.fixture
 def api(tmp_path):
-    server = FakeApi(recorded.ROUTES)
+    server = FakeApi(recorded.ROUTES, recorded.FORBIDDEN)
     server.config = server.kubeconfig(tmp_path)
     yield server
     server.httpd.shutdown()
@@ -116,6 +118,7 @@ position:   2 in the team's queue, 2 in ClusterQueue llm
 asks:       1 x master pod, each 90 CPU, 1000Gi memory, 8 GPUs
 asks:       3 x worker pod, each 90 CPU, 1000Gi memory, 8 GPUs
 blocked:    nvidia.com/gpu in flavor efa-training: 16 GPUs more needed (queue uses 48 GPUs of its nominal 64 GPUs)
+spend:      $0.00 so far (not admitted yet: no pod has run)
 pods:       none yet (the job stays suspended until Kueue admits it)
 """
 
@@ -127,6 +130,7 @@ admitted:   yes, to flavor gpu-workloads
 progress:   step 41200/100000 (41%), 0.61 s/step, ETA 9h57m
 checkpoint: step 41000, 2m02s of training ago (200 steps)
 restarts:   2 (hang: 1, peer_lost: 1); goodput 83%
+spend:      ~$45.19 so far (estimate: 8.0 pod-hours on g5.12xlarge at $5.672/h in us-east-1 on-demand (price facts 2026-11-25) x each pod's share of its node; not OpenCost: your access cannot read OpenCost's Prometheus monitoring/kube-prometheus-stack-prometheus (403))
 pods:
   vit-l-node-0-0-k8x2p         Running    node ip-10-40-3-17.ec2.internal  restarts 1  last exit 202 (peer_lost) 19m58s ago
   vit-l-node-0-1-q4m7d         Running    node ip-10-40-3-52.ec2.internal  restarts 1  last exit 201 (hang) 20m00s ago
@@ -142,6 +146,7 @@ admitted:   yes, to flavor gpu-workloads
 progress:   step 1800/5000 (36%), 0.9 s/step, ETA 48m00s
 checkpoint: step 1500, 4m30s of training ago (300 steps)
 restarts:   0; goodput 97%
+spend:      $6.84 so far (OpenCost: its pods' CPU, memory and GPU allocation priced at their nodes' prices, since it was created)
 pods:
   mnist-ddp-0-7xk2q            Running    node ip-10-40-1-9.ec2.internal  restarts 0
   mnist-ddp-1-p9d3w            Running    node ip-10-40-1-23.ec2.internal  restarts 0

@@ -16,7 +16,7 @@ def prod():
 def test_prod_renders_the_alert_rules(prod):
     (rule,) = prod.of_type("kubernetes:monitoring.coreos.com/v1:PrometheusRule")
     assert rule.inputs["metadata"]["namespace"] == "monitoring"
-    names = {r["alert"] for g in rule.inputs["spec"]["groups"] for r in g["rules"]}
+    names = {r.get("alert") for g in rule.inputs["spec"]["groups"] for r in g["rules"]}
     assert {
         "TrainforgeJobStalled",
         "TrainforgeRestartStorm",

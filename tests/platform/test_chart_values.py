@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from trainforge.core import versions
-from trainforge.platform import device_plugins, kueue, monitoring, trainer
+from trainforge.platform import device_plugins, kueue, monitoring, opencost, trainer
 from trainforge.platform.services_config import KueueConfig, MonitoringConfig
 
 KEYS = pathlib.Path(__file__).parent / "chart_values"
@@ -103,6 +103,11 @@ CHARTS = [
         lambda: device_plugins.efa_values(device_plugins.EFA_NODE_TERMS, ["efa-training"]),
     ),
     ("kubeflow-trainer", versions.TRAINER_VERSION, trainer.chart_values),
+    (
+        "opencost",
+        versions.OPENCOST_CHART_VERSION,
+        lambda: opencost.opencost_values("trainforge-prod", "monitoring"),
+    ),
 ]
 
 

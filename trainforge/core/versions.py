@@ -175,6 +175,17 @@ KUEUE_CHART_VERSION = "0.19.5"
 # (kueue.x-k8s.io_clusterqueues.yaml: v1beta1 `deprecated: true`, v1beta2 `storage: true`),
 # checked 2026-11-23
 KUEUE_API_VERSION = "kueue.x-k8s.io/v1beta2"
+# OpenCost (real spend per namespace, trainforge.platform.opencost): its Helm chart, whose
+# values.yaml names the images it runs (the exporter's, by tag and digest; read at install from
+# trainforge/core/data/chart_images.json, derived from that file by tools/vendor_chart.py).
+# source: github.com/opencost/opencost-helm-chart tag opencost-2.5.17 (725bb93, 2026-04-28):
+# charts/opencost/Chart.yaml version 2.5.17, appVersion 1.120.1; the repository URL from its
+# README (`helm repo add opencost https://opencost.github.io/opencost-helm-chart`). Newer
+# charts exist (2.5.22 with OpenCost 1.120.3, 2026-05-31, walnuts1018/infra#3912; 2.5.30 by
+# 2026-09-09, adfinis/helm-charts#1993) but their values.yaml was NOT readable here, so the
+# pin stays at the newest tag whose values were read, checked 2026-11-27
+OPENCOST_CHART_REPO = "https://opencost.github.io/opencost-helm-chart"
+OPENCOST_CHART_VERSION = "2.5.17"
 # --- END platform services pins ---
 
 # --- training jobs ---

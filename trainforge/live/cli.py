@@ -15,7 +15,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from trainforge.jobs.pod import COMPLETION_INDEX_LABEL
-from trainforge.live import explain
+from trainforge.live import explain, spend
 from trainforge.live.gather import Gathered, NotFound, find_job, gather, rank0_pod
 from trainforge.live.kube import Api, KubeError
 
@@ -66,7 +66,10 @@ def status_main(argv: list[str], now: Callable[[], datetime] = _now) -> int:
 
     def body() -> int:
         api, ns = _connect(args, "status")
-        sys.stdout.write(explain.status(gather(api, ns, args.job), now()))
+        g = gather(api, ns, args.job)
+        at = now()
+        g.spend = spend.job_spend(api, g, at).line()
+        sys.stdout.write(explain.status(g, at))
         return 0
 
     return _run("status", body)

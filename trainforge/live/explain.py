@@ -255,6 +255,8 @@ def status(g: Gathered, now: datetime) -> str:
     if wl is not None:
         lines += queue_lines(g, admitted, now)
     lines += progress_lines(g)
+    if g.spend:
+        lines.append(g.spend)
     if g.pods:
         lines.append("pods:")
         lines += [f"  {pod_line(p, g.container, now)}" for p in g.pods]

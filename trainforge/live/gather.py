@@ -50,6 +50,7 @@ class Gathered:
     events: list[dict[str, Any]] = field(default_factory=list)
     metrics: dict[str, float] | None = None
     notes: list[str] = field(default_factory=list)
+    spend: str | None = None  # the status line of its spend so far (live/spend.py)
 
 
 def find_job(api: Api, namespace: str, name: str) -> Gathered:

@@ -27,8 +27,15 @@ into docs/troubleshooting.md (tests check every anchor exists).
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
+from trainforge.platform.dashboards import (
+    BUDGET,
+    COST_PER_HOUR,
+    SPEND_MONTH_TO_DATE,
+    allocation_cost_expr,
+)
 from trainforge.platform.services_config import AlertsConfig, ReceiverConfig
 
 RULE_NAME = "trainforge-alerts"
@@ -245,16 +252,92 @@ def queue_rules(cfg: AlertsConfig) -> list[dict[str, Any]]:
     ]
 
 
-def rule_groups(cfg: AlertsConfig) -> list[dict[str, Any]]:
-    """The rule groups of trainforge's PrometheusRule (also a promtool rules file)."""
-    return [
+# --- Real spend (OpenCost) ----------------------------------------------------------------------
+# OpenCost's metrics (opencost/opencost pkg/costmodel/metrics.go, read 2026-11-27; the facts
+# file tests/platform/facts/opencost-metrics.txt lists each with its labels): node prices per
+# CPU, per GiB of memory and per GPU, and what each container is allocated (max of request and
+# use) on which node. A namespace's cost per hour is the sum over its containers of allocation
+# x the price of that resource on the container's node; storage, network and the nodes' idle
+# capacity are not in it (docs/cost.md, "Real spend per team").
+MONTH = "trainforge:month"
+# The month-to-date sum samples the cost per hour once an hour (at the hour): each hour is
+# counted at the cost it started with, so a job that starts or stops within an hour moves the
+# sum by at most that hour's cost.
+SPEND_WINDOW = "31d"  # the longest month; older samples are filtered out by month
+
+
+def namespace_cost_expr() -> str:
+    """USD per hour per namespace (dashboards.allocation_cost_expr)."""
+    return allocation_cost_expr("namespace")
+
+
+def spend_rules(cfg: AlertsConfig, budgets: Mapping[str, float]) -> list[dict[str, Any]]:
+    """Cost per namespace per hour, month-to-date spend, each team's budget as a series, and
+    the alert when a team's month-to-date spend passes `budget_fraction` of its budget.
+
+    Month to date: PromQL has no "since the 1st" range, so the spend sums the last 31 days of
+    the cost per hour (one sample an hour, each worth one hour) keeping only the samples whose
+    month is the evaluation's month (`trainforge:month @ end()`: the value recorded at the
+    evaluation time, one rule earlier in this group; the `@` modifier is on by default since
+    Prometheus 2.33, and the rehearsal's promtool evaluates it)."""
+    this_month = f"year() * 100 + month() == on () {MONTH} @ end()"
+    rules: list[dict[str, Any]] = [
+        {"record": COST_PER_HOUR, "expr": namespace_cost_expr()},
+        {"record": MONTH, "expr": "year() * 100 + month()"},
+        {
+            "record": SPEND_MONTH_TO_DATE,
+            "expr": f"sum_over_time(({COST_PER_HOUR} and on () ({this_month}))[{SPEND_WINDOW}:1h])",
+        },
+    ]
+    for team, usd in sorted(budgets.items()):
+        rules.append(
+            {
+                "record": BUDGET,
+                "expr": f"vector({float(usd)!r})",
+                "labels": {"namespace": team, "trainforge_io_team": team},
+            }
+        )
+    if budgets:
+        frac = cfg.budget_fraction
+        rules.append(
+            _alert(
+                cfg,
+                "TrainforgeTeamSpendOverBudget",
+                f"{SPEND_MONTH_TO_DATE} > on (namespace) group_left (trainforge_io_team) "
+                f"({frac!r} * {BUDGET})",
+                "warning",
+                'Team {{ $labels.trainforge_io_team }} has spent ${{ $value | printf "%.0f" }} '
+                f"this month: over {frac:.0%} of its monthly budget",
+                "The team's month-to-date spend (OpenCost: its pods' CPU, memory and GPU "
+                "allocation priced at its nodes' prices) passed the fraction "
+                "monitoring.alerts.budgetFraction of trainforge-policy:costCaps.teams.<team>."
+                "teamPerMonth. The Grafana board 'trainforge / spend per team' shows which jobs.",
+            )
+        )
+    return rules
+
+
+def rule_groups(
+    cfg: AlertsConfig, budgets: Mapping[str, float] | None = None, spend: bool = False
+) -> list[dict[str, Any]]:
+    """The rule groups of trainforge's PrometheusRule (also a promtool rules file). `spend`:
+    OpenCost runs, so the spend rules (and the alert for each team in `budgets`) are added."""
+    groups = [
         {"name": "trainforge-jobs", "rules": job_rules(cfg)},
         {"name": "trainforge-gpus", "rules": gpu_rules(cfg)},
         {"name": "trainforge-queues", "rules": queue_rules(cfg)},
     ]
+    if spend:
+        groups.append({"name": "trainforge-spend", "rules": spend_rules(cfg, budgets or {})})
+    return groups
 
 
-def prometheus_rule(cfg: AlertsConfig, namespace: str) -> dict[str, Any]:
+def prometheus_rule(
+    cfg: AlertsConfig,
+    namespace: str,
+    budgets: Mapping[str, float] | None = None,
+    spend: bool = False,
+) -> dict[str, Any]:
     return {
         "apiVersion": "monitoring.coreos.com/v1",
         "kind": "PrometheusRule",
@@ -263,7 +346,7 @@ def prometheus_rule(cfg: AlertsConfig, namespace: str) -> dict[str, Any]:
             "namespace": namespace,
             "labels": {"app.kubernetes.io/part-of": "trainforge"},
         },
-        "spec": {"groups": rule_groups(cfg)},
+        "spec": {"groups": rule_groups(cfg, budgets, spend)},
     }
 
 

@@ -347,6 +347,91 @@ def team_dashboard(team: str, namespace: str) -> dict[str, Any]:
     return board
 
 
+# --- spend per team (OpenCost; shipped only when OpenCost runs) ------------------------------
+
+SPEND_DASHBOARD = "trainforge-spend"
+# trainforge's recording rules over OpenCost's metrics (alerts.spend_rules)
+COST_PER_HOUR = "trainforge:namespace_cost:usd_per_hour"
+SPEND_MONTH_TO_DATE = "trainforge:namespace_spend_month_to_date:usd"
+BUDGET = "trainforge:team_budget:usd_per_month"
+TEAMS = 'namespace=~"$namespace"'
+GIB = 1024**3
+
+
+def allocation_cost_expr(by: str, selector: str = "") -> str:
+    """USD per hour, summed `by` these labels: each container's CPU, memory and GPU allocation
+    (OpenCost's `container_*_allocation`, on its node) priced at its node's OpenCost price for
+    that resource (`node_*_hourly_cost`: per CPU, per GiB of memory, per GPU). The `resource`
+    label keeps the three terms apart until they are summed."""
+    sel = f"{{{selector}}}" if selector else ""
+
+    def priced(alloc: str, price: str, resource: str) -> str:
+        return (
+            f"label_replace({alloc} * on (node) group_left () max by (node) ({price}), "
+            f'"resource", "{resource}", "", "")'
+        )
+
+    parts = [
+        priced(f"container_cpu_allocation{sel}", "node_cpu_hourly_cost", "cpu"),
+        priced(f"container_memory_allocation_bytes{sel} / {GIB}", "node_ram_hourly_cost", "memory"),
+        priced(f"container_gpu_allocation{sel}", "node_gpu_hourly_cost", "gpu"),
+    ]
+    return f"sum by ({by}) (" + " or ".join(parts) + ")"
+
+
+def spend_dashboard() -> dict[str, Any]:
+    """What each team (namespace) really costs, from OpenCost: cost per hour, month-to-date
+    spend against the team's budget, and beside them the jobs running and each pod's cost."""
+    lay = _Layout()
+    usd = "currencyUSD"
+    p: list[dict[str, Any]] = [_row(lay, "Spend per team (OpenCost)")]
+    p.append(
+        _panel(lay, "stat", "Month-to-date spend", [(f"{SPEND_MONTH_TO_DATE}{{{TEAMS}}}",
+               "{{namespace}}")], w=8, h=5, unit=usd,
+               description="This calendar month (UTC): the team's pods' CPU, memory and GPU "
+               "allocation priced at their nodes' OpenCost prices; no storage, network or "
+               "idle capacity")
+    )  # fmt: skip
+    p.append(
+        _panel(lay, "bargauge", "Share of the monthly budget",
+               [(f"{SPEND_MONTH_TO_DATE}{{{TEAMS}}} / on (namespace) {BUDGET}",
+                 "{{namespace}}")], w=8, h=5, unit="percentunit",
+               description="trainforge-policy:costCaps.teams.<team>.teamPerMonth; a team "
+               "without a budget has no bar")
+    )  # fmt: skip
+    p.append(
+        _panel(lay, "stat", "Cost per hour now", [(f"{COST_PER_HOUR}{{{TEAMS}}}",
+               "{{namespace}}")], w=8, h=5, unit=usd)
+    )  # fmt: skip
+    p.append(
+        _panel(lay, "timeseries", "Cost per hour by team",
+               [(f"{COST_PER_HOUR}{{{TEAMS}}}", "{{namespace}}")], unit=usd)
+    )  # fmt: skip
+    p.append(
+        _panel(lay, "timeseries", "Cluster: nodes vs what teams hold",
+               [("sum(node_total_hourly_cost)", "all nodes"),
+                (f"sum({COST_PER_HOUR})", "allocated to namespaces")], unit=usd,
+               description="The gap is idle capacity and what runs outside the namespaces' "
+               "allocations (system pods' unrequested share, empty nodes)")
+    )  # fmt: skip
+    p.append(_row(lay, "Jobs"))
+    p.append(
+        _panel(lay, "timeseries", "Cost per hour by pod (a job's pods are named after it)",
+               [(allocation_cost_expr("namespace, pod", TEAMS), "{{namespace}}/{{pod}}")], unit=usd)
+    )  # fmt: skip
+    p.append(
+        _panel(lay, "timeseries", "Jobs running (ranks)",
+               [(f"trainforge_world_size{{{TEAMS}}}", "{{namespace}}/{{run}}")],
+               description="trainforge runs reporting metrics, by job (run) and team")
+    )  # fmt: skip
+    variables = [
+        _datasource_var(),
+        _query_var("namespace", "Team namespace", f"label_values({COST_PER_HOUR}, namespace)",
+                   multi=True),
+    ]  # fmt: skip
+    return _dashboard(SPEND_DASHBOARD, "trainforge / spend per team", p, variables)
+
+
 DASHBOARDS: dict[str, Callable[[], dict[str, Any]]] = {
     "trainforge-training": training_dashboard,
     "trainforge-gpu-fleet": gpu_fleet_dashboard,

@@ -34,13 +34,15 @@ import pulumi_kubernetes as k8s
 
 from trainforge.core import versions
 from trainforge.core.image_routes import cached, chart_image
-from trainforge.platform import alerts, mlflow_auth
+from trainforge.platform import alerts, mlflow_auth, opencost
 from trainforge.platform.dashboards import (
     DASHBOARDS,
     FOLDER_ANNOTATION,
     SIDECAR_LABEL,
     SIDECAR_LABEL_VALUE,
+    SPEND_DASHBOARD,
     for_exported,
+    spend_dashboard,
     team_dashboard,
 )
 from trainforge.platform.device_plugins import GPU_NODE_TERMS, GPU_TAINT_TOLERATION, node_affinity
@@ -358,6 +360,9 @@ class MonitoringArgs:
     # Controllers whose metrics the queue and capacity alerts read (None: not installed).
     kueue_namespace: str | None = None
     karpenter_namespace: str | None = None
+    # OpenCost's cluster id, and each team's monthly budget (USD) its spend alert compares to
+    cluster_name: pulumi.Input[str] = "trainforge"
+    team_budgets: dict[str, float] | None = None
 
 
 class Monitoring(pulumi.ComponentResource):
@@ -412,7 +417,31 @@ class Monitoring(pulumi.ComponentResource):
                     child,
                     cfg.dcgm_profiling_metrics,
                     tuple(args.team_namespaces or {}),
+                    spend=cfg.runs_opencost,
                 )
+        self.opencost: k8s.helm.v3.Release | None = None
+        if cfg.runs_opencost and self.stack is not None:
+            # its ServiceMonitor needs the Prometheus operator CRDs: after the stack
+            self.opencost = k8s.helm.v3.Release(
+                f"{name}-opencost",
+                name=opencost.RELEASE,
+                chart=opencost.CHART,
+                version=versions.OPENCOST_CHART_VERSION,
+                repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=versions.OPENCOST_CHART_REPO),
+                namespace=ns.metadata.name,
+                values=opencost.opencost_values(
+                    args.cluster_name, cfg.namespace, f"{name}-opencost"
+                ),
+                opts=pulumi.ResourceOptions.merge(
+                    child, pulumi.ResourceOptions(depends_on=[self.stack])
+                ),
+            )
+        if cfg.opencost.enabled and cfg.mode == "external":
+            pulumi.log.warn(
+                "trainforge:monitoring.opencost: not installed with mode external (it reads the "
+                "managed stack's Prometheus); no spend board and no budget alert",
+                self,
+            )
         self._alerting(name, cfg, child, args)
         if cfg.dcgm_exporter and args.gpu_nodes:
             counters = k8s.core.v1.ConfigMap(
@@ -458,7 +487,9 @@ class Monitoring(pulumi.ComponentResource):
         after = pulumi.ResourceOptions.merge(
             child, pulumi.ResourceOptions(depends_on=[self.stack] if self.stack else [])
         )
-        rule = alerts.prometheus_rule(cfg.alerts, cfg.namespace)
+        rule = alerts.prometheus_rule(
+            cfg.alerts, cfg.namespace, args.team_budgets, spend=cfg.runs_opencost
+        )
         k8s.apiextensions.CustomResource(
             f"{name}-alerts",
             api_version=rule["apiVersion"],
@@ -500,6 +531,7 @@ class Monitoring(pulumi.ComponentResource):
         child: pulumi.ResourceOptions,
         profiling: bool = False,
         teams: tuple[str, ...] = (),
+        spend: bool = False,
     ) -> None:
         """trainforge's dashboards as ConfigMaps the chart's Grafana sidecar picks up, each
         panel reading only what the exporter collects here (dcgm_metrics); one training view
@@ -512,6 +544,8 @@ class Monitoring(pulumi.ComponentResource):
         boards: list[tuple[str, Any, str]] = [
             (cm_name, build, "trainforge") for cm_name, build in DASHBOARDS.items()
         ]
+        if spend:  # OpenCost runs: spend per team beside the jobs
+            boards.append((SPEND_DASHBOARD, spend_dashboard, "trainforge"))
         # per-team views: each team's jobs in its own folder
         boards += [
             (f"trainforge-team-{team}", (lambda t=team: team_dashboard(t, t)), team)

@@ -19,6 +19,7 @@ from trainforge.platform.fsx import FsxLustre, FsxLustreArgs
 from trainforge.platform.kueue import NAMESPACE as KUEUE_NAMESPACE
 from trainforge.platform.kueue import Kueue, KueueArgs
 from trainforge.platform.monitoring import MLFLOW_NAMESPACE, Monitoring, MonitoringArgs
+from trainforge.platform.opencost import team_budgets
 from trainforge.platform.placement import (
     NODE_AGENTS_NAMESPACE,
     PRIVILEGED_NAMESPACE_REASON,
@@ -151,6 +152,8 @@ class PlatformServices(pulumi.ComponentResource):
                 node_agents_namespace=self.node_agents.metadata.name,
                 kueue_namespace=KUEUE_NAMESPACE if cfg.kueue.enabled else None,
                 karpenter_namespace=args.karpenter_namespace,
+                cluster_name=args.cluster_name,
+                team_budgets=team_budgets({t.name for t in cfg.teams}),
             ),
             opts=child,
         )

@@ -84,6 +84,9 @@ class TeamCaps(StackModel):
     team_per_hour: UsdPerHour | None = Field(
         None, description="The team's cap for all of its jobs at once, USD per hour."
     )
+    team_per_month: float | None = Field(
+        None, ge=0, description="Monthly budget for this team's spend, USD"
+    )
 
 
 class CostCaps(StackModel):

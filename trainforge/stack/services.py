@@ -94,6 +94,13 @@ def _team_id(value: Any) -> Any:
     return value
 
 
+def _days(duration: str) -> float:
+    """A Prometheus duration (`15d`, `720h`) in days."""
+    m = re.fullmatch(r"(\d+)(ms|s|m|h|d|w|y)", duration)
+    per_day = {"ms": 86400000, "s": 86400, "m": 1440, "h": 24, "d": 1, "w": 1 / 7, "y": 1 / 365}
+    return int(m.group(1)) / per_day[m.group(2)] if m else 0.0
+
+
 def _pods_ready_timeout(value: Any) -> str | None:
     if value in (None, False) or (isinstance(value, str) and value.lower() == "false"):
         return None
@@ -322,6 +329,8 @@ class AlertsConfig(StackModel):
     """...once the run's wall time is past this (start-up makes early goodput low)."""
     queue_pending_for: PromDuration = "1h"
     """TrainforgeQueueStarved / TrainforgeQueueInadmissible: a team queue with workloads waiting and none admitted (or inadmissible) this long."""
+    budget_fraction: Float = Field(0.8, gt=0, le=1)
+    """TrainforgeTeamSpendOverBudget: a team's month-to-date spend (OpenCost) above this fraction of its monthly budget (`trainforge-policy:costCaps.teams.<team>.teamPerMonth`)."""
     runbook_base_url: matching(
         r"https?://\S+/", "an http(s) URL ending in / (the docs/ folder)"
     ) = "https://github.com/trainforge/trainforge/blob/main/docs/"
@@ -403,6 +412,17 @@ class ReceiverConfig(StackModel):
         return value
 
 
+# A month-to-date spend sums the month's samples: the longest month, and a day to spare.
+MONTH_RETENTION_DAYS = 32
+
+
+class OpenCostConfig(StackModel):
+    """OpenCost: what each namespace (team) really costs, from the nodes its pods hold."""
+
+    enabled: Bool = True
+    """Install OpenCost (`mode: managed` only) on the platform's Prometheus: per-namespace cost from AWS's public on-demand prices (no AWS credential), a Grafana board and the team budget alert."""
+
+
 class MonitoringConfig(StackModel):
     """Metrics, dashboards and alerts."""
 
@@ -414,8 +434,8 @@ class MonitoringConfig(StackModel):
     """DCGM exporter + ServiceMonitor on GPU nodes (namespace `node-agents`)."""
     dcgm_profiling_metrics: Bool = False
     """Collect DCGM's profiling metrics (`DCGM_FI_PROF_*`: tensor-core, SM and DRAM activity, PCIe bytes), which need `CAP_SYS_ADMIN` in the exporter. Off: the exporter runs with no capability and collects the device metrics (utilisation, memory, power, clocks, XID errors)."""
-    retention: matching(_DURATION, "a Prometheus duration such as 15d or 720h") = "15d"
-    """Prometheus retention (a Prometheus duration)."""
+    retention: matching(_DURATION, "a Prometheus duration such as 15d or 720h") = "32d"
+    """Prometheus retention (a Prometheus duration); at least 32d while OpenCost is on (a month-to-date spend reads the whole month)."""
     storage_size: Quantity = "50Gi"
     """Prometheus volume size (a Kubernetes quantity)."""
     storage_class: NonEmpty | None = None
@@ -426,6 +446,23 @@ class MonitoringConfig(StackModel):
     """Thresholds of trainforge's alerts."""
     receivers: tuple[ReceiverConfig, ...] = ()
     """Where alerts go (managed mode). No receivers: the alerts reach nobody, and the plan says so."""
+    opencost: OpenCostConfig = OpenCostConfig()
+    """OpenCost: real spend per namespace (team), on the platform's Prometheus."""
+
+    @property
+    def runs_opencost(self) -> bool:
+        """OpenCost is installed: on, on the managed stack (it reads that Prometheus)."""
+        return self.opencost.enabled and self.mode == "managed"
+
+    @model_validator(mode="after")
+    def _retention_holds_a_month(self) -> MonitoringConfig:
+        if self.runs_opencost and _days(self.retention) < MONTH_RETENTION_DAYS:
+            expected = (
+                f"at least {MONTH_RETENTION_DAYS}d while opencost.enabled is true (a team's "
+                "month-to-date spend sums the whole month's samples), or opencost.enabled: false"
+            )
+            raise Problems([(("retention",), self.retention, expected)])
+        return self
 
     @field_validator("receivers", mode="before")
     @classmethod

@@ -134,6 +134,14 @@ CHARTS: dict[str, Needs | None] = {
     # Kueue: queues, quotas and admission through the Kubernetes API only (its Helm values
     # create no AWS identity; no cloud provider integration is configured).
     "kueue": None,
+    # OpenCost (trainforge.platform.opencost), as configured here: the AWS provider downloads
+    # the public Price List over HTTPS (pricing.us-east-1.amazonaws.com, no signature, no
+    # identity); its AWS integrations that need one (spot data feed in S3, Athena/CUR cloud
+    # costs) are not configured. For a spot node it may also try EC2's spot price history
+    # (pkg/cloud/aws/spotpricehistory.go): with no identity (no role, IMDS hop limit 1) that
+    # call fails and the node keeps its on-demand price (provider.go createNode). Deliberately
+    # granted nothing. source: opencost/opencost pkg/cloud/aws/provider.go, checked 2026-11-27
+    "opencost": None,
 }
 
 
