@@ -81,6 +81,8 @@ def test_the_waiting_job_is_listed_with_its_cost_and_not_counted_as_running(plan
         f"${4 * G5_12XL:,.2f} (not counted as running)"
     )
     assert not any("/month" in ln for ln in lines[1:])  # a run is not a month
+    doc = (ROOT / "docs/cost.md").read_text()
+    assert lines[1] in doc and lines[2] in doc  # docs/cost.md's example is this plan's output
     text = "\n".join(cost_check.render(report))
     assert f"running at once: 1 of 2 job(s), ${6 * G5_12XL:,.2f}/h" in text
     assert "waits: vision/second" in text
