@@ -116,6 +116,12 @@ def test_a_missing_price_is_its_own_finding_that_blames_the_price_table(planned)
     job = report.jobs[0]
     unpriced = type(job.choice)(**{**job.choice.__dict__, "on_demand": None})
     report.jobs[0] = type(job)(**{**job.__dict__, "choice": unpriced})
+    # without a cap it is a warning in the report (and the verdict), not a failure
+    assert not cost_check.findings(report, cost_check.parse_caps({}))
+    assert (
+        "  warning: the price table has no on-demand g5.12xlarge in us-west-2: job first's "
+        "cost is unknown"
+    ) in "\n".join(cost_check.render(report))
     caps = cost_check.parse_caps({"jobPerHour": 1000})
     (f,) = cost_check.findings(report, caps)
     assert f.rule == "TF_COST_PRICE_MISSING"

@@ -154,7 +154,14 @@ def render(report: C.CostReport) -> list[str]:
             lines.append(f"  {' ' * len(j.name)}  duration: {j.duration.detail}")
             if not j.runs_at_once:
                 lines.append(f"  {' ' * len(j.name)}  {STARTS[j.admission]}: {j.admission_reason}")
-        lines += [*running_lines(report), ""]
+        lines += running_lines(report)
+        for j in report.jobs:
+            if price := j.missing_price(report.region):
+                lines.append(
+                    f"  warning: the price table has no {price}: job {j.name}'s cost is unknown "
+                    "(add the price with its source: tools/regen_price_facts.py)"
+                )
+        lines.append("")
     if report.teams:
         rows = [
             ["team", "running at once $/h", "waiting", "month (each job run once)",
