@@ -123,10 +123,13 @@ def main() -> None:
         families = {t.split(".")[0] for t in ec2["us-east-1"]["prices"]}
         families |= {t.split(".")[0] for t in args.type}
         families |= set(json.loads(CATALOG.read_text())["families"])
-        ec2["us-east-1"] = {
-            "source": KARPENTER,
-            "prices": {t: p for t, p in sorted(table.items()) if t.split(".")[0] in families},
-        }
+        entry = ec2["us-east-1"]
+        other = entry.get("otherSources", {})
+        kept = {t: p for t, p in entry["prices"].items() if t in other}
+        entry["source"] = KARPENTER
+        entry["prices"] = {
+            t: p for t, p in sorted(table.items()) if t.split(".")[0] in families
+        } | kept
         data["sources"][KARPENTER]["checked"] = args.checked
     if args.skypilot:
         catalog = skypilot(args.skypilot)
