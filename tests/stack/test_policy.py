@@ -80,7 +80,7 @@ def test_caps_problems_together_with_team_suggestions():
         "trainforge-policy:costCaps.teamPerHour: got True; expected a number of USD per hour > 0",
         "trainforge-policy:costCaps.teams.llm.jobPerHour: got -1; expected a number of USD per hour > 0",
         "trainforge-policy:costCaps.teams.llm.perJob: unknown key; known keys: jobPerHour, "
-        "teamPerHour",
+        "teamPerHour, teamPerMonth",
     ]
     with pytest.raises(CostCapsError) as e:
         parse_caps({"teams": {"visoin": {"teamPerHour": 5}}}, {"llm", "vision"})
