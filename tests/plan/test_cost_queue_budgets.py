@@ -175,3 +175,30 @@ def test_a_bad_monthly_budget_names_the_key():
     assert "costCaps.teams.vision.teamPerMonth: got -5; expected a number of USD per month" in str(
         e.value
     )
+
+
+def test_a_cheaper_pool_shows_the_run_cost_change_not_a_monthly_one():
+    """The issue's PR: a job moves to a cheaper pool; its run cost falls from $106.76 to
+    $75.83. The verdict says so, and only the platform (always on) gets a monthly figure."""
+
+    class Section:
+        def __init__(self, data):
+            self.title, self.data = "Cost", data
+
+    class Result:
+        def __init__(self, data):
+            self.sections = [Section(data)]
+
+    def cost(per_h, run):
+        job = {"name": "gpt", "team": "vision", "onDemandPerHour": per_h, "runCost": run,
+               "admission": "runs"}  # fmt: skip
+        return {"fixedPerHourKnown": 1.0, "fixedPerMonthKnown": 730.0, "jobs": [job]}
+
+    old, new = cost(11.344, 106.76), cost(8.056, 75.83)
+    lines = verdict.cost_lines(Result(new), {"Cost": old})
+    assert lines[0] == "Cost: platform $1.00/h = $730.00/month (no change)"
+    assert lines[1] == (
+        "      + jobs: 1 of 1 run at once, $8.06/h while running (-$3.29); "
+        "run costs $75.83 in all (-$30.93)"
+    )
+    assert "/month" not in "\n".join(lines[1:])
