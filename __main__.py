@@ -14,6 +14,7 @@ if get_monitor() is None:  # run as a plugin (pulumi package add): host the comp
 else:
     from trainforge.jobs.declare import declare_jobs
     from trainforge.plan.core import known_rule_ids
+    from trainforge.platform.budgets import stack_budgets
     from trainforge.platform.stack_check import check_stack, engine_config
     from trainforge.platform.training_platform import TrainingPlatform
     from trainforge.stack.base import StackError
@@ -31,6 +32,7 @@ else:
 
     platform = TrainingPlatform("platform", config)
     jobs = declare_jobs(platform.contract, raw_jobs)
+    budgets = stack_budgets(config, stack.caps)
 
     pulumi.export("clusterName", platform.cluster_name)
     pulumi.export("kubeconfig", platform.kubeconfig)

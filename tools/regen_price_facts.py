@@ -18,6 +18,12 @@ Usage (files fetched by hand at the pinned revisions; the plan itself never goes
       --skypilot vms.csv [--type g6.12xlarge ...] [--checked YYYY-MM-DD]
 A type the catalog does not list for a region is recorded under "notListed" (the plan reports
 it as unknown and says the source lists no offering there).
+
+`--vantage all_gpu_instances.js` (a copy of tsaol/aws-gpu data/all_gpu_instances.js, the
+instances.vantage.sh / ec2instances.info figures) then prices every catalog type EC2 offers in
+each region (the offerings the plan reads, trainforge.plan.mocks) that the region's own source
+lacks, with the source per type under "otherSources"; what no source prices is listed under
+"missing" and the plan names it.
 """
 
 from __future__ import annotations
@@ -33,6 +39,56 @@ DATA = pathlib.Path(__file__).resolve().parents[1] / "trainforge/plan/data/price
 CATALOG = pathlib.Path(__file__).resolve().parents[1] / "trainforge/core/data/gpu_catalog.json"
 KARPENTER = "karpenter-1.14.1"
 SKYPILOT = "skypilot-catalog-v8"
+VANTAGE = "vantage-tsaol-aws-gpu"
+
+
+def vantage(path: pathlib.Path) -> dict[str, dict[str, float]]:
+    """{region: {type: usd}} from a copy of tsaol/aws-gpu data/all_gpu_instances.js (every GPU
+    instance type with its on-demand price per region, generated from instances.vantage.sh,
+    the ec2instances.info data, which reads the AWS Price List)."""
+    text = path.read_text()
+    rows = json.loads(text[text.index("[") : text.rindex("]") + 1])
+    out: dict[str, dict[str, float]] = {}
+    for row in rows:
+        name = row.get("apiName") or row.get("name")
+        for region, p in (row.get("pricing") or {}).items():
+            if isinstance(p, dict) and p.get("onDemand"):
+                out.setdefault(region, {})[name] = float(p["onDemand"])
+    return out
+
+
+def offered_catalog_types(region: str) -> list[str]:
+    """Every catalog instance type EC2 offers in `region`, as the plan reads the offerings
+    (moto's bundled DescribeInstanceTypeOfferings, trainforge.plan.mocks)."""
+    import sys  # noqa: PLC0415
+
+    sys.path.insert(0, str(CATALOG.parents[3]))
+    from trainforge.plan.mocks import _region_offerings  # noqa: PLC0415
+
+    families = set(json.loads(CATALOG.read_text())["families"])
+    return sorted(t for t in _region_offerings(region) or () if t.split(".")[0] in families)
+
+
+def fill_offered(data: dict, table: dict[str, dict[str, float]], source: str) -> None:
+    """Price every offered catalog type a region's own source lacks from `table`, recording
+    the source per type; what no source prices is listed under "missing" (reported, never
+    guessed)."""
+    for region, entry in data["ec2OnDemand"].items():
+        other = entry.setdefault("otherSources", {})
+        have = table.get(region, {})
+        missing = []
+        for t in offered_catalog_types(region):
+            if t in entry["prices"] and other.get(t, entry["source"]) != source:
+                continue
+            if t in have:
+                entry["prices"][t] = have[t]
+                other[t] = source
+            else:
+                missing.append(t)
+        entry["prices"] = dict(sorted(entry["prices"].items()))
+        entry["otherSources"] = dict(sorted(other.items()))
+        entry["missing"] = missing
+        entry["notListed"] = [t for t in entry.get("notListed", ()) if t not in entry["prices"]]
 
 
 def karpenter_us_east_1(path: pathlib.Path) -> dict[str, float]:
@@ -56,6 +112,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--karpenter", type=pathlib.Path)
     ap.add_argument("--skypilot", type=pathlib.Path)
+    ap.add_argument("--vantage", type=pathlib.Path, help="all_gpu_instances.js (tsaol/aws-gpu)")
     ap.add_argument("--type", action="append", default=[], help="also price this type")
     ap.add_argument("--checked", default=dt.date.today().isoformat())
     args = ap.parse_args()
@@ -66,10 +123,13 @@ def main() -> None:
         families = {t.split(".")[0] for t in ec2["us-east-1"]["prices"]}
         families |= {t.split(".")[0] for t in args.type}
         families |= set(json.loads(CATALOG.read_text())["families"])
-        ec2["us-east-1"] = {
-            "source": KARPENTER,
-            "prices": {t: p for t, p in sorted(table.items()) if t.split(".")[0] in families},
-        }
+        entry = ec2["us-east-1"]
+        other = entry.get("otherSources", {})
+        kept = {t: p for t, p in entry["prices"].items() if t in other}
+        entry["source"] = KARPENTER
+        entry["prices"] = {
+            t: p for t, p in sorted(table.items()) if t.split(".")[0] in families
+        } | kept
         data["sources"][KARPENTER]["checked"] = args.checked
     if args.skypilot:
         catalog = skypilot(args.skypilot)
@@ -78,10 +138,14 @@ def main() -> None:
                 continue
             wanted = set(entry["prices"]) | set(entry.get("notListed", ())) | set(args.type)
             have = catalog.get(region, {})
-            entry["prices"] = {t: have[t] for t in sorted(wanted) if t in have}
+            kept = {t: p for t, p in entry["prices"].items() if t in entry.get("otherSources", {})}
+            entry["prices"] = {t: have[t] for t in sorted(wanted) if t in have} | kept
             # asked for and absent from every zone of the region: most likely not sold there
             entry["notListed"] = sorted(t for t in wanted if t not in have)
         data["sources"][SKYPILOT]["checked"] = args.checked
+    if args.vantage:
+        fill_offered(data, vantage(args.vantage), VANTAGE)
+        data["sources"][VANTAGE]["checked"] = args.checked
     data["factsDate"] = args.checked
     DATA.write_text(json.dumps(data, indent=1) + "\n")
     print(f"wrote {DATA}")

@@ -310,7 +310,7 @@ def test_issue_pr_against_the_base_branch_plan(tmp_path, head, capsys):
     assert "memory per GPU (estimate): 12.1 GiB (54% of 22.4 GiB A10G) → 21.7 GiB (97% of" in md
     assert "duration: 9.4 h → 41.9 h" in md
     assert "GPUs: 8 → 16" in md
-    assert "cost: $11.34 → $22.69/h on-demand, per run $106.76 → $949.91" in md
+    assert "cost: per run $106.76 → $949.91 (duration: estimate); $11.34 → $22.69/h on-demand" in md
     assert (
         "queue: admitted on gpu-workloads within its nominal quota → admitted on gpu-workloads, "
         "borrowing 8 nvidia.com/gpu; reclaimable by team llm"

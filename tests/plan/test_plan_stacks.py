@@ -47,7 +47,7 @@ def test_example_stack_plan_is_clean(stack, tmp_path, capsys):
         for line in first
     )
     assert any(line.startswith("Cost: platform $") and "/month" in line for line in first)
-    assert any("all running: $" in line for line in first)
+    assert any(" run at once, $" in line and "run costs $" in line for line in first)
     assert f"Full report: {report}" in first
     full = report.read_text()
     assert "Policy and validation: clean" in full and "Checkpoint state" in full

@@ -51,8 +51,60 @@ def test_regenerates_from_the_pinned_tables(tmp_path, monkeypatch):
     # us-east-1: Karpenter's figures for the families already priced (x9 is not one)
     assert ec2["us-east-1"]["prices"] == {"c5.2xlarge": 0.34, "c5.large": 0.085}
     # other regions: the catalog's on-demand price, one per region; what it lacks is dropped
-    assert ec2["eu-west-1"]["prices"] == {"c5.2xlarge": 0.384}
+    # (figures another source gave, listed under otherSources, are kept)
+    other = ec2["eu-west-1"].get("otherSources", {})
+    own = {t: p for t, p in ec2["eu-west-1"]["prices"].items() if t not in other}
+    assert own == {"c5.2xlarge": 0.384}
     assert "g6.12xlarge" in ec2["eu-west-1"]["notListed"]  # asked for, not in the catalog
-    assert ec2["eu-central-1"]["prices"] == {"g6.12xlarge": 5.75429}
+    other = ec2["eu-central-1"].get("otherSources", {})
+    assert {t: p for t, p in ec2["eu-central-1"]["prices"].items() if t not in other} == {
+        "g6.12xlarge": 5.75429
+    }
     assert out["factsDate"] == "2030-01-01"
     assert out["sources"]["skypilot-catalog-v8"]["checked"] == "2030-01-01"
+
+
+VANTAGE = """// Auto-generated
+const allGPUInstances = [
+  {"name": "g5.12xlarge", "apiName": "g5.12xlarge",
+   "pricing": {"us-west-2": {"onDemand": 5.672}, "eu-west-1": {"onDemand": 6.33167}}},
+  {"name": "u-x", "pricing": {}}
+];
+"""
+
+
+def test_vantage_prices_every_offered_catalog_type_and_lists_the_rest(tmp_path, monkeypatch):
+    tool = _tool()
+    data = tmp_path / "price_facts.json"
+    src = json.loads((ROOT / "trainforge/plan/data/price_facts.json").read_text())
+    for entry in src["ec2OnDemand"].values():  # start from tables without vantage figures
+        entry["prices"] = {
+            t: p for t, p in entry["prices"].items() if t not in entry.get("otherSources", {})
+        }
+        entry.pop("otherSources", None)
+        entry.pop("missing", None)
+    data.write_text(json.dumps(src))
+    (tmp_path / "v.js").write_text(VANTAGE)
+    monkeypatch.setattr(tool, "DATA", data)
+    monkeypatch.setattr(sys, "argv", ["regen", "--vantage", str(tmp_path / "v.js")])
+    tool.main()
+    out = json.loads(data.read_text())["ec2OnDemand"]["us-west-2"]
+    assert out["prices"]["g5.12xlarge"] == 5.672
+    assert out["otherSources"]["g5.12xlarge"] == "vantage-tsaol-aws-gpu"
+    # offered in us-west-2, in the catalog, priced by no table: listed, not guessed
+    assert "p5.48xlarge" in out["missing"] and "p5.48xlarge" not in out["prices"]
+
+
+def test_every_offered_catalog_type_is_priced_or_listed_missing_in_every_region():
+    from trainforge.plan import price_facts
+
+    tool = _tool()
+    for region in json.loads((ROOT / "trainforge/plan/data/price_facts.json").read_text())[
+        "ec2OnDemand"
+    ]:
+        for t in tool.offered_catalog_types(region):
+            priced = price_facts.ec2_on_demand(region, t) is not None
+            assert priced != (t in price_facts.MISSING[region]), (region, t)
+    # the shipped dev stack's region: g5.12xlarge is priced, with its source
+    p = price_facts.ec2_on_demand("us-west-2", "g5.12xlarge")
+    assert p.usd == 5.672 and p.source in price_facts.SOURCES

@@ -261,6 +261,15 @@ class JobCost:
     choice: NodeChoice | None
     spot_possible: bool
     duration: Duration
+    # What the plan's queue simulation says of the job (plan/checks/queues.py): "runs" (admitted
+    # when every declared job is submitted at once, or no Kueue queue holds it back), "waits"
+    # (admitted later, when quota frees up) or "never".
+    admission: str = "runs"
+    admission_reason: str = ""
+
+    @property
+    def runs_at_once(self) -> bool:
+        return self.admission == "runs"
 
     @property
     def hourly(self) -> float | None:
@@ -270,9 +279,27 @@ class JobCost:
 
     @property
     def run_cost(self) -> float | None:
+        """The job's main figure: its $/hour x its expected duration (`duration.source` says
+        where the duration came from; a deadline makes it a ceiling)."""
         if self.hourly is None or self.duration.seconds is None:
             return None
         return self.hourly * self.duration.seconds / 3600
+
+    @property
+    def month_cost(self) -> float | None:
+        """What one run adds to a calendar month: the run cost, at most a month of $/hour (a
+        run longer than a month spreads over several). A job that is never admitted costs 0."""
+        if self.admission == "never":
+            return 0.0
+        if self.hourly is None or self.duration.seconds is None:
+            return None
+        return self.hourly * min(self.duration.seconds / 3600, HOURS_PER_MONTH)
+
+    def missing_price(self, region: str) -> str | None:
+        """Which price the job's cost lacks ("g5.12xlarge in us-west-2"), or None."""
+        if self.choice is None or self.choice.on_demand is not None:
+            return None
+        return f"on-demand {self.choice.instance_type} in {region}"
 
     def to_json(self) -> dict[str, Any]:
         c = self.choice
@@ -292,10 +319,20 @@ class JobCost:
             "durationSource": self.duration.source,
             "durationDetail": self.duration.detail,
             "runCost": self.run_cost,
+            "runCostBasis": self.duration.source,
+            "monthCost": self.month_cost,
+            "admission": self.admission,
+            "admissionReason": self.admission_reason,
         }
 
 
-def job_cost(job: JobSpec, target: JobTarget, region: str, resource: str) -> JobCost:
+def job_cost(
+    job: JobSpec,
+    target: JobTarget,
+    region: str,
+    resource: str,
+    admission: tuple[str, str] = ("runs", ""),
+) -> JobCost:
     pool = target.pool
     return JobCost(
         name=job.name,
@@ -306,6 +343,8 @@ def job_cost(job: JobSpec, target: JobTarget, region: str, resource: str) -> Job
         choice=choose_nodes(job, pool, region),
         spot_possible="spot" in (pool.capacity_types or (pool.capacity_type,)),
         duration=expected_duration(job, pool),
+        admission=admission[0],
+        admission_reason=admission[1],
     )
 
 
@@ -382,14 +421,20 @@ def quota_ceiling(team: TeamFacts, pools: list[PoolFacts], region: str) -> Quota
 class TeamCost:
     name: str
     namespace: str
-    jobs: tuple[str, ...]
-    jobs_hourly: float | None  # all declared jobs running at once (None: a price is unknown)
+    jobs: tuple[str, ...]  # the jobs that run at once (admitted by the queue simulation)
+    jobs_hourly: float | None  # those jobs' $/hour together (None: a price is unknown)
     ceiling: QuotaCeiling
+    waiting: tuple[str, ...] = ()  # declared jobs that wait for quota (or are never admitted)
+    month: float | None = 0.0  # every declared job run once, within a month (None: unknown)
+    month_unknown: tuple[str, ...] = ()  # the jobs whose run cost is unknown
 
     def to_json(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "jobs": list(self.jobs),
+            "waiting": list(self.waiting),
+            "monthEstimate": self.month,
+            "monthUnknown": list(self.month_unknown),
             "jobsOnDemandPerHour": self.jobs_hourly,
             "quotaCeilingPerHour": self.ceiling.hourly,
             "quotaCeilingPerMonth": None
@@ -403,19 +448,28 @@ class TeamCost:
 def team_costs(
     teams: dict[str, TeamFacts], pools: list[PoolFacts], jobs: list[JobCost], region: str
 ) -> list[TeamCost]:
+    """Per team: what runs at once (the jobs the queue admits together, not every declared
+    job) and what a month of its declared jobs costs (each run once, waiting ones included:
+    they run when admitted)."""
     out = []
     for name in sorted(teams):
         mine = [j for j in jobs if j.team == name]
-        hourly: float | None = sum((j.hourly or 0.0) for j in mine)
-        if any(j.hourly is None for j in mine):
+        running = [j for j in mine if j.runs_at_once]
+        hourly: float | None = sum((j.hourly or 0.0) for j in running)
+        if any(j.hourly is None for j in running):
             hourly = None
+        unknown = tuple(j.name for j in mine if j.month_cost is None)
+        month = None if unknown else sum(j.month_cost or 0.0 for j in mine)
         out.append(
             TeamCost(
                 name,
                 teams[name].namespace,
-                tuple(j.name for j in mine),
+                tuple(j.name for j in running),
                 hourly,
                 quota_ceiling(teams[name], pools, region),
+                waiting=tuple(j.name for j in mine if not j.runs_at_once),
+                month=month,
+                month_unknown=unknown,
             )
         )
     return out
@@ -433,6 +487,7 @@ class FixedItem:
     hourly: float | None
     source: str | None = None
     note: str = ""
+    missing: str = ""  # the price the table lacks ("ebs.gp3 in us-west-2"), when unknown
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -466,7 +521,9 @@ def _num(value: Any) -> float | None:
 def _priced(region: str, key: str, quantity: float, what: str, qty: str, note: str = ""):
     price = P.service(region, key)
     if price is None:
-        return FixedItem(what, qty, None, None, note or f"no {key} price for {region}")
+        return FixedItem(
+            what, qty, None, None, note or f"no {key} price for {region}", f"{key} in {region}"
+        )
     return FixedItem(what, qty, price.hourly(quantity), price.source, note)
 
 
@@ -489,7 +546,14 @@ def fixed_costs(resources: list[Any], region: str, today: dt.date) -> list[Fixed
         tier = P.eks_support(version if isinstance(version, str) else None, today)
         if tier is None:
             items.append(
-                FixedItem(f"EKS control plane {version}", "1 cluster", None, None, "no support row")
+                FixedItem(
+                    f"EKS control plane {version}",
+                    "1 cluster",
+                    None,
+                    None,
+                    "no support row",
+                    f"EKS support calendar row for {version}",
+                )
             )
             continue
         end = P.EKS_STANDARD_SUPPORT_END[version]
@@ -547,6 +611,7 @@ def fixed_costs(resources: list[Any], region: str, today: dt.date) -> list[Fixed
                 None if price is None else price.usd * size,
                 None if price is None else price.source,
                 note,
+                "" if price is not None else f"{cap.lower().replace('_', '-')} {itype} in {region}",
             )
         )
         for lt in templates:
@@ -596,7 +661,11 @@ def fixed_costs(resources: list[Any], region: str, today: dt.date) -> list[Fixed
 
     keys = of("aws:kms/key:Key")
     if keys:
-        items.append(FixedItem("KMS keys", f"{len(keys)}", None, None, "not in the price table"))
+        items.append(
+            FixedItem(
+                "KMS keys", f"{len(keys)}", None, None, "not in the price table", f"kms in {region}"
+            )
+        )
     return items
 
 
@@ -653,6 +722,15 @@ class CostReport:
             return money
         return f"at least {money}, {len(unknown)} item(s) unknown ({', '.join(unknown)})"
 
+    @property
+    def running_hourly(self) -> float:
+        """$/hour of the priced jobs that run at once (waiting jobs are not running)."""
+        return sum(j.hourly for j in self.jobs if j.runs_at_once and j.hourly is not None)
+
+    def fixed_missing(self) -> list[str]:
+        """The prices the platform's total lacks, in words ("ebs.gp3 in us-west-2")."""
+        return [i.missing for i in self.fixed if i.hourly is None and i.missing]
+
     def sources(self) -> list[str]:
         used = {i.source for i in self.fixed if i.source}
         for j in self.jobs:
@@ -672,6 +750,8 @@ class CostReport:
             "fixedPerMonthKnown": self.fixed_hourly_known * HOURS_PER_MONTH,
             "fixedUnknown": self.fixed_unknown,
             "fixedTotal": self.fixed_total(),
+            "fixedMissingPrices": self.fixed_missing(),
+            "runningPerHour": self.running_hourly,
             "usageBased": USAGE_BASED,
             "sources": {k: P.SOURCES[k].__dict__ for k in self.sources()},
         }

@@ -213,23 +213,29 @@ def cost_markdown(old: dict[str, Any] | None, new: dict[str, Any] | None) -> lis
     new_jobs = {(j["team"], j["name"]): j for j in new.get("jobs", [])}
     for key in sorted(set(old_jobs) | set(new_jobs)):
         o, n = old_jobs.get(key, {}), new_jobs.get(key, {})
-        before = (o.get("onDemandPerHour"), o.get("runCost"), o.get("instanceType"), o.get("nodes"))
-        after = (n.get("onDemandPerHour"), n.get("runCost"), n.get("instanceType"), n.get("nodes"))
-        if o and n and before == after:
+        fields = ("onDemandPerHour", "runCost", "instanceType", "nodes", "admission")
+        if o and n and all(o.get(f) == n.get(f) for f in fields):
             continue
         what = "added" if not o else "removed" if not n else "changed"
         nodes = f"{n.get('nodes')} x {n.get('instanceType')}" if n else "-"
+        basis = n.get("runCostBasis") or (o.get("runCostBasis") if o else None) or "-"
+        starts = {"runs": "at once", "waits": "waits", "never": "never"}.get(
+            n.get("admission", "runs") if n else "", "-"
+        )
         rows.append(
-            f"| `{key[1]}` ({key[0]}) | {what} | {nodes} | "
+            f"| `{key[1]}` ({key[0]}) | {what} | "
+            f"{_usd(o.get('runCost')) if o else '-'} → {_usd(n.get('runCost')) if n else '-'} | "
+            f"{_delta(o.get('runCost') if o else 0.0, n.get('runCost') if n else 0.0)} | "
+            f"{basis} | {starts} | {nodes} | "
             f"{_usd(o.get('onDemandPerHour')) if o else '-'} → "
-            f"{_usd(n.get('onDemandPerHour')) if n else '-'} | "
-            f"{_delta(o.get('onDemandPerHour') if o else 0.0, n.get('onDemandPerHour') if n else 0.0)} | "
-            f"{_usd(o.get('runCost')) if o else '-'} → {_usd(n.get('runCost')) if n else '-'} |"
+            f"{_usd(n.get('onDemandPerHour')) if n else '-'} |"
         )
     if rows:
         lines += [
-            "| job | | nodes | $/h | change $/h | expected run cost |",
-            "|---|---|---|---|---|---|",
+            "Per job, the cost of one run ($/h x expected run; no monthly figure for a run):",
+            "",
+            "| job | | run cost | change | duration basis | starts | nodes | $/h |",
+            "|---|---|---|---|---|---|---|---|",
             *rows,
             "",
         ]
@@ -239,21 +245,23 @@ def cost_markdown(old: dict[str, Any] | None, new: dict[str, Any] | None) -> lis
         o = old_teams.get(t["name"], {})
         pairs = [
             (o.get("jobsOnDemandPerHour"), t.get("jobsOnDemandPerHour")),
+            (o.get("monthEstimate"), t.get("monthEstimate")),
             (o.get("quotaCeilingPerMonth"), t.get("quotaCeilingPerMonth")),
         ]
         if o and all(a == b for a, b in pairs):
             continue
         team_rows.append(
             f"| {t['name']} | {_usd(pairs[0][0]) if o else '-'} → {_usd(pairs[0][1])} | "
-            f"{_usd(pairs[1][0]) if o else '-'} → "
-            f"{'unlimited' if t.get('quotaUnlimited') else _usd(pairs[1][1])} |"
+            f"{_usd(pairs[1][0]) if o else '-'} → {_usd(pairs[1][1])} | "
+            f"{_usd(pairs[2][0]) if o else '-'} → "
+            f"{'unlimited' if t.get('quotaUnlimited') else _usd(pairs[2][1])} |"
         )
     for name in sorted(set(old_teams) - {t["name"] for t in new.get("teams", [])}):
-        team_rows.append(f"| {name} | removed | removed |")
+        team_rows.append(f"| {name} | removed | removed | removed |")
     if team_rows:
         lines += [
-            "| team | declared jobs $/h | quota ceiling $/month |",
-            "|---|---|---|",
+            "| team | running at once $/h | declared jobs, each run once | quota ceiling $/month |",
+            "|---|---|---|---|",
             *team_rows,
             "",
         ]
@@ -262,12 +270,12 @@ def cost_markdown(old: dict[str, Any] | None, new: dict[str, Any] | None) -> lis
     if old and (o_fixed != n_fixed or o_unknown != n_unknown):
         unknown = f" (+ unknown: {', '.join(n_unknown)})" if n_unknown else ""
         lines += [
-            f"Platform fixed cost: {_usd(o_fixed)} → {_usd(n_fixed)}/month "
+            f"Platform fixed cost (always on): {_usd(o_fixed)} → {_usd(n_fixed)}/month "
             f"({_delta(o_fixed, n_fixed)}){unknown}",
             "",
         ]
     elif not old:
-        lines += [f"Platform fixed cost: {_usd(n_fixed)}/month", ""]
+        lines += [f"Platform fixed cost (always on): {_usd(n_fixed)}/month", ""]
     if len(lines) == 2:
         lines += ["No cost change.", ""]
     return lines

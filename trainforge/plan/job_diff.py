@@ -226,9 +226,10 @@ def job_change(
     )
     run = _pair(_usd(c_old.get("runCost")) if c_old else None, _usd(c_new.get("runCost")))
     if c_new and (per_h or run):
+        basis = c_new.get("runCostBasis") or "unknown"
         ch.lines.append(
-            f"cost: {per_h or _usd(c_new.get('onDemandPerHour'))}/h on-demand, "
-            f"per run {run or _usd(c_new.get('runCost'))}"
+            f"cost: per run {run or _usd(c_new.get('runCost'))} (duration: {basis}); "
+            f"{per_h or _usd(c_new.get('onDemandPerHour'))}/h on-demand"
         )
     q_old, q_new = _row(base, QUEUE_TITLE, old) if old else {}, _row(head, QUEUE_TITLE, new)
     q_text = _queue_text(q_new, reclaimers(head_objects, q_new))

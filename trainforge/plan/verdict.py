@@ -33,17 +33,26 @@ def _section(result: Any, title: str) -> Any:
 
 
 def cost_totals(cost: Any) -> dict[str, Any] | None:
+    """The verdict's money: the platform's monthly (always on) and what the jobs that run at
+    once cost per hour; waiting jobs are listed, not counted as running."""
     if not isinstance(cost, dict):
         return None
-    jobs = [j.get("onDemandPerHour") for j in cost.get("jobs", [])]
-    known = [j for j in jobs if isinstance(j, int | float)]
+    jobs = cost.get("jobs", [])
+    running = [j for j in jobs if j.get("admission", "runs") == "runs"]
+    rates = [j.get("onDemandPerHour") for j in running]
+    known = [r for r in rates if isinstance(r, int | float)]
+    runs = [j.get("runCost") for j in jobs if j.get("admission", "runs") != "never"]
     return {
         "fixedPerHour": cost.get("fixedPerHourKnown"),
         "fixedPerMonth": cost.get("fixedPerMonthKnown"),
         "fixedUnknown": cost.get("fixedUnknown") or [],
         "jobsPerHour": sum(known),
-        "jobsUnknown": len(jobs) - len(known),
+        "jobsUnknown": len(rates) - len(known),
         "jobs": len(jobs),
+        "running": len(running),
+        "runCosts": sum(r for r in runs if isinstance(r, int | float)),
+        "runCostsUnknown": sum(1 for r in runs if not isinstance(r, int | float)),
+        "waiting": [j for j in jobs if j.get("admission", "runs") != "runs"],
     }
 
 
@@ -57,20 +66,32 @@ def cost_lines(result: Any, base_sections: dict[str, Any] | None) -> list[str]:
         f"Cost: platform {_usd(new['fixedPerHour'])}/h = {_usd(new['fixedPerMonth'])}/month"
         f"{_delta(old['fixedPerMonth'], new['fixedPerMonth']) if old else ''}{unknown}"
     )
-    priced = new["jobs"] - new["jobsUnknown"]
-    jobs_rate = _usd(new["jobsPerHour"]) if priced else "unknown"
-    unpriced = " + unknown" if new["jobsUnknown"] else ""
+    if not new["jobs"]:
+        return [fixed]
+    priced = new["running"] - new["jobsUnknown"]
+    rate = _usd(new["jobsPerHour"]) if priced or not new["running"] else "unknown"
     if new["jobsUnknown"] and priced:
-        jobs_rate += f" + {new['jobsUnknown']} unpriced"
-    total = (new["fixedPerHour"] or 0) + new["jobsPerHour"]
-    old_total = (old["fixedPerHour"] or 0) + old["jobsPerHour"] if old else None
-    jobs = (
-        f"      + {new['jobs']} job(s) {jobs_rate}/h while running"
-        f"{_delta(old['jobsPerHour'], new['jobsPerHour']) if old else ''}; "
-        f"all running: {_usd(total)}/h = {_usd(total * 730)}/month{unpriced}"
-        f"{_delta(old_total * 730, total * 730) if old else ''}"
+        rate += f" + {new['jobsUnknown']} unpriced"
+    runs = _usd(new["runCosts"]) + (
+        f" + {new['runCostsUnknown']} unknown" if new["runCostsUnknown"] else ""
     )
-    return [fixed, jobs]
+    jobs = (
+        f"      + jobs: {new['running']} of {new['jobs']} run at once, {rate}/h while running"
+        f"{_delta(old['jobsPerHour'], new['jobsPerHour']) if old else ''}; "
+        f"run costs {runs} in all"
+        f"{_delta(old['runCosts'], new['runCosts']) if old else ''}"
+    )
+    out = [fixed, jobs]
+    if len(new["waiting"]) > 3:
+        out.append(f"      {len(new['waiting'])} jobs wait or are never admitted (full report)")
+        return out
+    for j in new["waiting"]:
+        what = "never admitted" if j.get("admission") == "never" else "waits"
+        out.append(
+            f"      {what}: {j.get('team')}/{j.get('name')} {_usd(j.get('onDemandPerHour'))}/h "
+            f"when it starts, run cost {_usd(j.get('runCost'))} (not counted as running)"
+        )
+    return out
 
 
 def not_admitted(result: Any) -> list[str]:

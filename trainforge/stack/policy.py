@@ -73,6 +73,27 @@ UsdPerHour = Annotated[
     AfterValidator(_positive),
     WithJsonSchema({"type": "number", "exclusiveMinimum": 0}),
 ]
+USD_MONTH = "a number of USD per month > 0"
+
+
+def _not_bool_month(value: Any) -> Any:
+    if isinstance(value, bool):
+        raise ValueError(USD_MONTH)
+    return value
+
+
+def _positive_month(value: float) -> float:
+    if not value > 0:
+        raise ValueError(USD_MONTH)
+    return value
+
+
+UsdPerMonth = Annotated[
+    float,
+    BeforeValidator(_not_bool_month),
+    AfterValidator(_positive_month),
+    WithJsonSchema({"type": "number", "exclusiveMinimum": 0}),
+]
 
 
 class TeamCaps(StackModel):
@@ -84,8 +105,11 @@ class TeamCaps(StackModel):
     team_per_hour: UsdPerHour | None = Field(
         None, description="The team's cap for all of its jobs at once, USD per hour."
     )
-    team_per_month: float | None = Field(
-        None, ge=0, description="Monthly budget for this team's spend, USD"
+    team_per_month: UsdPerMonth | None = Field(
+        None,
+        description="The team's monthly budget, USD per month: checked by the plan against "
+        "its declared jobs' run costs (TF_COST_TEAM_BUDGET) and an AWS Budget where AWS can "
+        "attribute the team's spend (docs/cost.md).",
     )
 
 
@@ -102,9 +126,22 @@ class CostCaps(StackModel):
         description="USD per hour for all of a team's declared jobs at once "
         "(TF_COST_TEAM_CAP); unset: no cap.",
     )
+    cluster_per_month: UsdPerMonth | None = Field(
+        None,
+        description="USD per month for everything tagged with the cluster: the platform's "
+        "always-on cost plus a month of every declared job (TF_COST_CLUSTER_BUDGET); the stack "
+        "also creates an AWS Budget on the cluster's cost-allocation tag (docs/cost.md); "
+        "unset: no budget.",
+    )
+
+    def month_for_team(self, team: str) -> float | None:
+        """The team's monthly budget (teamPerMonth), or None."""
+        own = self.teams.get(team)
+        return own.team_per_month if own is not None else None
+
     teams: dict[str, TeamCaps] = Field(
         default_factory=dict,
-        description="Per-team overrides of either cap: team name -> {jobPerHour, teamPerHour}.",
+        description="Per-team caps: team name -> {jobPerHour, teamPerHour, teamPerMonth}.",
     )
 
     def for_team(self, team: str) -> tuple[float | None, float | None]:

@@ -35,6 +35,13 @@ RULES = {
     f"{CAPS_KEY}.jobPerHour (or its per-team override), or waive it for this job with a reason",
     "TF_COST_TEAM_CAP": "run fewer of the team's jobs at once, use cheaper pools, raise "
     f"{CAPS_KEY}.teamPerHour for the team, or waive it for the team with a reason",
+    "TF_COST_TEAM_BUDGET": "run fewer or shorter jobs, use cheaper pools, raise "
+    f"{CAPS_KEY}.teams.<team>.teamPerMonth, or waive it for the team with a reason",
+    "TF_COST_CLUSTER_BUDGET": "shrink the always-on platform or the jobs, raise "
+    f"{CAPS_KEY}.clusterPerMonth, or waive it for the cluster with a reason",
+    "TF_COST_PRICE_MISSING": "the price table is the cause, not the jobs: add the missing price "
+    "with its source to trainforge/plan/data/price_facts.json (tools/regen_price_facts.py), "
+    "or waive it with a reason",
 }
 
 
@@ -54,6 +61,13 @@ def _job_resource(ctx: PlanContext, job: Any, namespace: str) -> str:
     return f"{namespace}/{job.name}"
 
 
+def _admission(ctx: PlanContext) -> dict[tuple[str, str], tuple[str, str]]:
+    """The queue simulation's verdict per (team, job): what runs at once is what Kueue admits."""
+    from trainforge.plan.checks import queues  # noqa: PLC0415 - a sibling check
+
+    return queues.admission(ctx)
+
+
 def build_report(ctx: PlanContext, today: dt.date | None = None) -> C.CostReport:
     region = str(ctx.inventory.config.get(REGION_KEY) or "")
     if not region:
@@ -67,9 +81,11 @@ def build_report(ctx: PlanContext, today: dt.date | None = None) -> C.CostReport
     for contract in declared.contracts if declared else []:
         pools.update(contract.pools)
         teams.update(contract.teams)
+    admitted = _admission(ctx) if declared and declared.jobs else {}
     for d in declared.jobs if declared else []:
         resource = _job_resource(ctx, d.spec, d.target.namespace)
-        report.jobs.append(C.job_cost(d.spec, d.target, region, resource))
+        state = admitted.get((d.spec.team, d.spec.name), ("runs", ""))
+        report.jobs.append(C.job_cost(d.spec, d.target, region, resource, state))
         teams.setdefault(d.target.team.name, d.target.team)
         pools.setdefault(d.target.pool.name, d.target.pool)
     report.teams = C.team_costs(teams, list(pools.values()), report.jobs, region)
@@ -107,8 +123,8 @@ def render(report: C.CostReport) -> list[str]:
     lines.append("")
     if report.jobs:
         rows = [
-            ["job", "team", "node type", "nodes", "$/h on-demand", "$/h spot", "expected run",
-             "run cost"]
+            ["job", "team", "starts", "run cost", "expected run", "duration basis", "node type",
+             "nodes", "$/h on-demand", "$/h spot"]
         ]  # fmt: skip
         for j in report.jobs:
             c = j.choice
@@ -117,22 +133,40 @@ def render(report: C.CostReport) -> list[str]:
                 [
                     j.name,
                     j.team,
+                    STARTS[j.admission],
+                    ("<= " if j.duration.ceiling else "") + usd(j.run_cost),
+                    ("<= " if j.duration.ceiling else "") + hours(j.duration.seconds),
+                    j.duration.source,
                     c.instance_type if c else "none fits",
                     str(c.nodes) if c else "-",
                     usd(j.hourly),
                     usd(spot) if j.spot_possible else "n/a (on-demand pool)",
-                    ("<= " if j.duration.ceiling else "") + hours(j.duration.seconds),
-                    ("<= " if j.duration.ceiling else "") + usd(j.run_cost),
                 ]
             )
-        lines += ["Jobs (every pod running):", *("  " + r for r in _table(rows))]
+        lines += [
+            "Jobs (run cost = $/h with every pod running x expected run; 'starts' is the queue "
+            "simulation's: at once, or waits for quota):",
+            *("  " + r for r in _table(rows)),
+        ]
         for j in report.jobs:
             reason = j.choice.reason if j.choice else f"no instance type of {j.pool} fits a pod"
             lines.append(f"  {j.name}: pool {j.pool}; {reason}")
             lines.append(f"  {' ' * len(j.name)}  duration: {j.duration.detail}")
+            if not j.runs_at_once:
+                lines.append(f"  {' ' * len(j.name)}  {STARTS[j.admission]}: {j.admission_reason}")
+        lines += running_lines(report)
+        for j in report.jobs:
+            if price := j.missing_price(report.region):
+                lines.append(
+                    f"  warning: the price table has no {price}: job {j.name}'s cost is unknown "
+                    "(add the price with its source: tools/regen_price_facts.py)"
+                )
         lines.append("")
     if report.teams:
-        rows = [["team", "declared jobs $/h", "quota ceiling $/h", "quota ceiling $/month"]]
+        rows = [
+            ["team", "running at once $/h", "waiting", "month (each job run once)",
+             "quota ceiling $/h", "quota ceiling $/month"]
+        ]  # fmt: skip
         for t in report.teams:
             ceiling = "unlimited" if t.ceiling.unlimited else usd(t.ceiling.hourly)
             monthly = (
@@ -140,7 +174,8 @@ def render(report: C.CostReport) -> list[str]:
                 if t.ceiling.unlimited
                 else usd(None if t.ceiling.hourly is None else t.ceiling.hourly * 730)
             )
-            rows.append([t.name, usd(t.jobs_hourly), ceiling, monthly])
+            waiting = ", ".join(t.waiting) or "-"
+            rows.append([t.name, usd(t.jobs_hourly), waiting, usd(t.month), ceiling, monthly])
         lines += ["Teams:", *("  " + r for r in _table(rows))]
         for t in report.teams:
             lines.append(f"  {t.name}: quota ceiling = {t.ceiling.detail}")
@@ -172,17 +207,54 @@ def render(report: C.CostReport) -> list[str]:
 # --- the check ------------------------------------------------------------------------------------
 
 
+STARTS = {"runs": "at once", "waits": "waits", "never": "never"}
+
+
+def running_lines(report: C.CostReport) -> list[str]:
+    """What runs at once and what waits: the same figures the verdict prints."""
+    running = [j for j in report.jobs if j.runs_at_once]
+    waiting = [j for j in report.jobs if not j.runs_at_once]
+    unpriced = [j.name for j in running if j.hourly is None]
+    rate = usd(report.running_hourly) + (f" + unknown ({', '.join(unpriced)})" if unpriced else "")
+    out = [f"  running at once: {len(running)} of {len(report.jobs)} job(s), {rate}/h"]
+    for j in waiting:
+        what = "never admitted" if j.admission == "never" else "waits"
+        out.append(
+            f"  {what}: {j.team}/{j.name}, {usd(j.hourly)}/h when it starts, run cost "
+            f"{'<= ' if j.duration.ceiling else ''}{usd(j.run_cost)} (not counted as running)"
+        )
+    return out
+
+
+def _missing(
+    resource: str, names: frozenset[str], prices: list[str], what: str, cap: str
+) -> Finding:
+    return Finding(
+        resource,
+        "TF_COST_PRICE_MISSING",
+        f"{what} cannot be checked against {cap}: the price table has no "
+        f"{'; '.join(sorted(set(prices)))} (trainforge/plan/data/price_facts.json of "
+        f"{P.FACTS_DATE})",
+        RULES["TF_COST_PRICE_MISSING"],
+        names=names,
+    )
+
+
 def findings(report: C.CostReport, caps: CostCaps) -> list[Finding]:
     out: list[Finding] = []
     for j in report.jobs:
         cap, _ = caps.for_team(j.team)
         if cap is None:
             continue
+        names = frozenset({j.name, j.resource})
+        price = j.missing_price(report.region)
+        if price is not None:
+            out.append(_missing(j.resource, names, [price], f"job {j.name}", f"{usd(cap)}/h"))
+            continue
         if j.hourly is None:
             msg = (
-                f"job {j.name} ({j.pool}) has a cap of {usd(cap)}/h but its price is unknown "
-                f"in {report.region} (no dated price for its node type), so the cap cannot be "
-                "checked"
+                f"job {j.name} ({j.pool}) has a cap of {usd(cap)}/h but no instance type of "
+                "its pool fits one pod, so the cap cannot be checked"
             )
         elif j.hourly > cap:
             c = j.choice
@@ -203,32 +275,110 @@ def findings(report: C.CostReport, caps: CostCaps) -> list[Finding]:
                 names=frozenset({j.name, j.resource}),
             )
         )
+    by_name = {(j.team, j.name): j for j in report.jobs}
     for t in report.teams:
         _, cap = caps.for_team(t.name)
-        if cap is None or not t.jobs:
+        names = frozenset({t.name, t.namespace, f"team/{t.name}"})
+        mine = [j for j in report.jobs if j.team == t.name]
+        if cap is not None and t.jobs:
+            running = [by_name[(t.name, n)] for n in t.jobs]
+            prices = [p for j in running if (p := j.missing_price(report.region))]
+            waits = f"; waiting, not counted: {', '.join(t.waiting)}" if t.waiting else ""
+            if prices:
+                out.append(
+                    _missing(f"team/{t.name}", names, prices, f"team {t.name}", f"{usd(cap)}/h")
+                )
+            elif t.jobs_hourly is None:
+                out.append(_team(t, "TF_COST_TEAM_CAP", names, f"team {t.name} has a cap of "
+                                 f"{usd(cap)}/h but no type of a pool fits a pod of its jobs"))  # fmt: skip
+            elif t.jobs_hourly > cap:
+                out.append(
+                    _team(
+                        t,
+                        "TF_COST_TEAM_CAP",
+                        names,
+                        f"team {t.name}'s jobs that run at once ({', '.join(t.jobs)}) cost "
+                        f"{usd(t.jobs_hourly)}/h on-demand together, over its {usd(cap)}/h "
+                        f"cap{waits}",
+                    )
+                )
+        budget = caps.month_for_team(t.name)
+        if budget is None or not mine:
             continue
-        if t.jobs_hourly is None:
-            msg = (
-                f"team {t.name} has a cap of {usd(cap)}/h but the price of its jobs "
-                f"({', '.join(t.jobs)}) is unknown, so the cap cannot be checked"
+        prices = [p for j in mine if (p := j.missing_price(report.region))]
+        if prices:
+            out.append(
+                _missing(f"team/{t.name}", names, prices, f"team {t.name}", f"{usd(budget)}/month")
             )
-        elif t.jobs_hourly > cap:
-            msg = (
-                f"team {t.name}'s declared jobs ({', '.join(t.jobs)}) cost "
-                f"{usd(t.jobs_hourly)}/h on-demand together, over its {usd(cap)}/h cap"
+        elif t.month is None:
+            out.append(
+                _team(
+                    t,
+                    "TF_COST_TEAM_BUDGET",
+                    names,
+                    f"team {t.name} has a budget of "
+                    f"{usd(budget)}/month but the run cost of {', '.join(t.month_unknown)} is "
+                    "unknown (no expected duration: set expectedStepSeconds)",
+                )  # fmt: skip
             )
-        else:
-            continue
-        out.append(
-            Finding(
-                f"team/{t.name}",
-                "TF_COST_TEAM_CAP",
-                msg,
-                RULES["TF_COST_TEAM_CAP"],
-                names=frozenset({t.name, t.namespace, f"team/{t.name}"}),
+        elif t.month > budget:
+            out.append(
+                _team(
+                    t,
+                    "TF_COST_TEAM_BUDGET",
+                    names,
+                    f"team {t.name}'s declared jobs cost "
+                    f"{usd(t.month)} in a month (each run once: "
+                    + ", ".join(f"{j.name} {usd(j.month_cost)}" for j in mine)
+                    + f"), over its {usd(budget)}/month budget",
+                )  # fmt: skip
             )
-        )
+    out += _cluster_budget(report, caps)
     return out
+
+
+def _team(t: C.TeamCost, rule: str, names: frozenset[str], msg: str) -> Finding:
+    return Finding(f"team/{t.name}", rule, msg, RULES[rule], names=names)
+
+
+def cluster_month(report: C.CostReport) -> float | None:
+    """A month of everything tagged with the cluster: the platform's always-on cost plus every
+    team's declared jobs, each run once (None: a figure is unknown)."""
+    if report.fixed_unknown or any(t.month is None for t in report.teams):
+        return None
+    return report.fixed_hourly_known * C.HOURS_PER_MONTH + sum(t.month or 0 for t in report.teams)
+
+
+def _cluster_budget(report: C.CostReport, caps: CostCaps) -> list[Finding]:
+    budget = caps.cluster_per_month
+    if budget is None:
+        return []
+    names = frozenset({"cluster"})
+    prices = report.fixed_missing() + [
+        p for j in report.jobs if (p := j.missing_price(report.region))
+    ]
+    if prices:
+        return [_missing("cluster", names, prices, "the cluster", f"{usd(budget)}/month")]
+    month = cluster_month(report)
+    if month is None:
+        unknown = [n for t in report.teams for n in t.month_unknown]
+        msg = (
+            f"the cluster has a budget of {usd(budget)}/month but the run cost of "
+            f"{', '.join(unknown)} is unknown (no expected duration: set expectedStepSeconds)"
+        )
+    elif month > budget:
+        msg = (
+            f"the cluster costs {usd(month)} in a month (platform "
+            f"{usd(report.fixed_hourly_known * C.HOURS_PER_MONTH)}/month + every declared job "
+            f"run once), over its {usd(budget)}/month budget"
+        )
+    else:
+        return []
+    return [
+        Finding(
+            "cluster", "TF_COST_CLUSTER_BUDGET", msg, RULES["TF_COST_CLUSTER_BUDGET"], names=names
+        )
+    ]
 
 
 def check(ctx: PlanContext) -> CheckResult:
@@ -239,6 +389,7 @@ def check(ctx: PlanContext) -> CheckResult:
     caps = parse_caps(ctx.inventory.config.get(CAPS_KEY), teams)
     data = report.to_json()
     data["caps"] = caps.model_dump(by_alias=True)
+    data["clusterMonth"] = cluster_month(report)
     return CheckResult(
         findings=findings(report, caps),
         sections=[Section(SECTION_TITLE, render(report), data)],

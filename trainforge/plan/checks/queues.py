@@ -59,6 +59,7 @@ JOB_LABEL = "trainforge.io/job"
 GPU = "nvidia.com/gpu"
 RESOURCES = ("cpu", "memory", GPU)
 
+QUEUE_TITLE = "Queue admission (Kueue, all declared jobs submitted at once)"
 RULE_LABEL = "TRAINFORGE_QUEUE_LABEL"
 RULE_NEVER = "TRAINFORGE_QUEUE_NEVER_ADMITTED"
 RULE_OWNED = "TRAINFORGE_QUEUE_KUEUE_OWNED_FIELD"
@@ -662,4 +663,13 @@ def _section(workloads: list[Workload], queues: dict[str, Queue]) -> Section:
                 "sizing": w.sizing,
             }
         )
-    return Section("Queue admission (Kueue, all declared jobs submitted at once)", lines, data)
+    return Section(QUEUE_TITLE, lines, data)
+
+
+def admission(ctx: PlanContext) -> dict[tuple[str, str], tuple[str, str]]:
+    """(team, job) -> (state, reason) of the queue simulation, state "runs" | "waits" |
+    "never", for the cost report: what runs at once is what Kueue admits, not every declared
+    job. Empty without Kueue queues (nothing holds a job back)."""
+    result = check(ctx)
+    rows = next((s.data for s in result.sections if s.title == QUEUE_TITLE), None) or []
+    return {(r["team"], r["job"]): (r["state"], r["reason"] or "") for r in rows}
