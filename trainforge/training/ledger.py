@@ -21,6 +21,7 @@ view only (restarts from ``TORCHELASTIC_RESTART_COUNT``).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -80,6 +81,26 @@ class Attempt:
     def from_json(cls, d: dict[str, Any]) -> Attempt:
         names = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in d.items() if k in names})
+
+
+_ACTIVE: RunLedger | None = None  # this process's rank-0 ledger, once it began an attempt
+
+
+def note_resumed(step: int) -> None:
+    """Record in this process's ledger (rank 0's, when one began an attempt) the step this
+    attempt resumed from. CheckpointManager.restore calls it, so your own code's attempts
+    (run through trainforge.training.usercode) know it as the runtime's do (Goodput.begin):
+    `trainforge report` draws the restart at that step, not at the first step logged after
+    it. Never raises: bookkeeping must not stop training."""
+    ledger = _ACTIVE
+    if ledger is None or ledger.rank != 0 or not ledger.attempts:
+        return
+    cur = ledger.current
+    cur.resumed_step = int(step)
+    if cur.last_step is None or cur.last_step < step:
+        cur.last_step = int(step)
+    with contextlib.suppress(Exception):
+        ledger.save()
 
 
 class RunLedger:
@@ -148,6 +169,8 @@ class RunLedger:
         current = Attempt(attempt=self.attempt_no, started_at=self.process_started_at)
         self.attempts.append(current)
         self.save()
+        global _ACTIVE
+        _ACTIVE = self
         return self.attempt_no
 
     def collect_exits(self, attempt: int) -> dict[str, Any]:
