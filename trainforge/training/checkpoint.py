@@ -337,7 +337,7 @@ class CheckpointManager:
         self, model: torch.nn.Module, optimizer: torch.optim.Optimizer, scheduler: Any | None = None
     ) -> int:
         """Load the checkpoint ``--resume`` selects; returns the step to continue from (0 = fresh)."""
-        from trainforge.training.ledger import note_resumed  # noqa: PLC0415
+        from trainforge.training.resume_note import note_resumed  # noqa: PLC0415
 
         path = self.resolve_resume()
         if path is None:

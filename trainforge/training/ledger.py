@@ -21,7 +21,6 @@ view only (restarts from ``TORCHELASTIC_RESTART_COUNT``).
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import os
@@ -30,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from trainforge.training import exits
+from trainforge.training import exits, resume_note
 
 LEDGER_DIR = ".trainforge"
 RUN_FILE = "run.json"
@@ -81,26 +80,6 @@ class Attempt:
     def from_json(cls, d: dict[str, Any]) -> Attempt:
         names = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in d.items() if k in names})
-
-
-_ACTIVE: RunLedger | None = None  # this process's rank-0 ledger, once it began an attempt
-
-
-def note_resumed(step: int) -> None:
-    """Record in this process's ledger (rank 0's, when one began an attempt) the step this
-    attempt resumed from. CheckpointManager.restore calls it, so your own code's attempts
-    (run through trainforge.training.usercode) know it as the runtime's do (Goodput.begin):
-    `trainforge report` draws the restart at that step, not at the first step logged after
-    it. Never raises: bookkeeping must not stop training."""
-    ledger = _ACTIVE
-    if ledger is None or ledger.rank != 0 or not ledger.attempts:
-        return
-    cur = ledger.current
-    cur.resumed_step = int(step)
-    if cur.last_step is None or cur.last_step < step:
-        cur.last_step = int(step)
-    with contextlib.suppress(Exception):
-        ledger.save()
 
 
 class RunLedger:
@@ -169,8 +148,7 @@ class RunLedger:
         current = Attempt(attempt=self.attempt_no, started_at=self.process_started_at)
         self.attempts.append(current)
         self.save()
-        global _ACTIVE
-        _ACTIVE = self
+        resume_note.register(self)  # CheckpointManager.restore notes the resumed step here
         return self.attempt_no
 
     def collect_exits(self, attempt: int) -> dict[str, Any]:
