@@ -234,33 +234,76 @@ def test_its_pods_write_their_code_in_the_working_directory(plan, sent, tmp_path
     assert "dist.init_process_group" in written.read_text()
 
 
+def _ctx(plan, objects=None):
+    from trainforge.plan.check_types import PlanContext
+
+    return PlanContext(
+        inventory=plan.inventory,
+        objects=list(plan.objects if objects is None else objects),
+        declared=plan.inventory.declared,
+        root=ROOT,
+    )
+
+
+def _with_queue_pieces(plan) -> list:
+    """The plan's objects plus what the platform's queue side gives a team (stand-ins built
+    here): a `default` LocalQueue in the team namespace, and flavors that add their pool's
+    tolerations instead of requiring them (Kueue: `tolerations`, not `nodeTaints`)."""
+    import copy
+    import dataclasses
+
+    from trainforge.plan.manifests import K8sObject
+
+    out = []
+    for o in plan.objects:
+        if o.kind == "ResourceFlavor":
+            doc = copy.deepcopy(o.doc)
+            doc["spec"]["tolerations"] = [
+                {"operator": "Equal", **t} for t in doc["spec"].pop("nodeTaints", [])
+            ]
+            o = dataclasses.replace(o, doc=doc)
+        out.append(o)
+    (team_lq,) = [o for o in plan.objects if o.kind == "LocalQueue" and o.namespace == NAMESPACE]
+    lq = copy.deepcopy(team_lq.doc)
+    lq["metadata"]["name"] = "default"
+    out.append(
+        K8sObject("urn:stand-in", "default-lq", "kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue", lq)
+    )
+    return out
+
+
+def test_the_admission_rehearsal_decides_both_ways(plan, sent):
+    """What Kueue does with the SDK's unlabelled, untolerating TrainJob: left alone without a
+    `default` LocalQueue; with one and tolerations on the flavors, admitted on the GPU
+    flavor of the 4-GPU pool (4 pods x 2 GPUs)."""
+    from trainforge.plan.checks import queues as Q
+
+    pod = trainjob.effective_pod(sent, runtime_of(plan, trainjob.SDK_RUNTIME))
+    alone = Q.admit_submitted(_ctx(plan, _without_default(plan)), sent, pod, 4)
+    assert alone.state == "never" and "no LocalQueue 'default'" in alone.reason
+    w = Q.admit_submitted(_ctx(plan, _with_queue_pieces(plan)), sent, pod, 4)
+    assert (w.state, w.flavor, w.need) == ("admitted", GPU_POOL, {"nvidia.com/gpu": 8}), w.reason
+    # a flavor that requires the GPU taint's toleration (nodeTaints) refuses the SDK's pods
+    required = [o for o in _with_queue_pieces(plan) if o.kind != "ResourceFlavor"]
+    required += [o for o in plan.objects if o.kind == "ResourceFlavor"]
+    w = Q.admit_submitted(_ctx(plan, required), sent, pod, 4)
+    assert w.state == "never" and "untolerated flavor taint nvidia.com/gpu" in w.reason
+
+
+def _without_default(plan) -> list:
+    return [o for o in plan.objects if not (o.kind == "LocalQueue" and o.obj_name == "default")]
+
+
 @pytest.mark.xfail(
     reason="needs the w4-queues branch: default LocalQueue/flavor tolerations", strict=True
 )
 def test_it_is_admitted_through_the_teams_queue_and_tolerates_the_pool(plan, sent):
-    """Kueue manages the unlabelled TrainJob in the team's namespace through its `default`
-    LocalQueue, and the GPU flavor's tolerations let its pods onto the tainted pool."""
+    """On the platform as planned: Kueue gives the unlabelled TrainJob the team's `default`
+    LocalQueue, assigns the GPU flavor of the 4-GPU pool, and the flavor's tolerations let
+    its pods onto the pool's tainted nodes."""
     from trainforge.plan.checks import queues as Q
 
-    docs = [o.doc for o in plan.objects]
-    local = [d for d in docs if d.get("kind") == "LocalQueue"
-             and d["metadata"].get("namespace") == NAMESPACE
-             and d["metadata"]["name"] == "default"]  # fmt: skip
-    assert local, "no LocalQueue 'default' in the team namespace"
-    cq = local[0]["spec"]["clusterQueue"]
-    (queue,) = [d for d in docs if d.get("kind") == "ClusterQueue" and d["metadata"]["name"] == cq]
-    flavors = {d["metadata"]["name"]: d for d in docs if d.get("kind") == "ResourceFlavor"}
     pod = trainjob.effective_pod(sent, runtime_of(plan, trainjob.SDK_RUNTIME))
-    admitted = []
-    for group in queue["spec"]["resourceGroups"]:
-        for fl in group["flavors"]:
-            spec = flavors[fl["name"]].get("spec") or {}
-            taints = spec.get("nodeTaints") or []
-            gpus = {r["name"]: r["nominalQuota"] for r in fl["resources"]}.get("nvidia.com/gpu")
-            tolerations = [
-                *(pod["spec"].get("tolerations") or []),
-                *(spec.get("tolerations") or []),
-            ]
-            if gpus and all(Q._tolerates(tolerations, t) for t in taints) and int(gpus) >= 8:
-                admitted.append(fl["name"])
-    assert admitted, "no flavor of the team's queue admits 4 x 2 GPUs with its tolerations"
+    w = Q.admit_submitted(_ctx(plan), sent, pod, 4)
+    assert (w.state, w.reason) == ("admitted", "")
+    assert w.flavor == GPU_POOL
