@@ -27,7 +27,7 @@ alert-tools:
 	  sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus prometheus-alertmanager; \
 	else echo "alert rehearsals will be SKIPPED: install the packages prometheus and prometheus-alertmanager"; fi
 
-test: venv alert-tools
+test: venv alert-tools sdk-venv
 	$(PY) -m ruff check .
 	$(VENV)/bin/hadolint images/runtime/Dockerfile
 	$(PY) -m pytest -q
@@ -51,7 +51,7 @@ bench: venv
 	$(PY) bench/throughput.py
 
 clean:
-	rm -rf $(VENV) build .pytest_cache
+	rm -rf $(VENV) $(SDK_VENV) build .pytest_cache
 
 # checkov scans the offline plan's manifests (and each PyTorchJob pod template wrapped as a Job,
 # under _checkov/) in its own venv: checkov pins packaging 23.2, which conflicts with pulumi.
@@ -68,6 +68,19 @@ checkov: venv $(CKV_STAMP)
 	$(PY) -m trainforge plan --stack dev --out build/plan/dev --summary
 	$(PY) -m trainforge plan --stack prod --out build/plan/prod --summary
 	$(CKV_VENV)/bin/checkov -d build/plan --config-file policy/checkov.yaml
+
+# The Kubeflow SDK (tests/platform/test_kubeflow_sdk.py submits the seed's TrainerClient program
+# to a fake API server) in its own venv: kubeflow 0.5.0 requires kubernetes<36, the project 36.0.1.
+SDK_VENV  := .sdk-venv
+SDK_STAMP := $(SDK_VENV)/.installed
+
+$(SDK_STAMP): tools/kubeflow-sdk/requirements.lock
+	test -x $(SDK_VENV)/bin/python || $(PYTHON) -m venv $(SDK_VENV)
+	$(SDK_VENV)/bin/pip install --quiet --disable-pip-version-check -r tools/kubeflow-sdk/requirements.lock
+	touch $(SDK_STAMP)
+
+.PHONY: sdk-venv
+sdk-venv: $(SDK_STAMP)
 
 # Mutation testing (docs/rehearsals.md, "Mutation testing"): cosmic-ray in its own venv, over
 # the modules of mutation/modules.toml, in a copy of the tree. Not in CI: hours on two cores.

@@ -150,6 +150,6 @@ def test_a_restart_cause_from_summary_json_is_never_blank(run_dir, capsys):
     text = capsys.readouterr().out
     line = next(x for x in text.splitlines() if x.startswith("restarts:"))
     assert (
-        line
-        == "restarts: 1: resumed at step 40, attempt 0 ended with hang (rank 1, step 71): no progress"
-    )
+        line == "restarts: 1: after step 70, resumed at step 40 (30 steps redone), attempt 0 ended "
+        "with hang (rank 1, step 71): no progress"
+    )  # the ledger's last step of attempt 0 and its resumed step

@@ -22,6 +22,8 @@ from typing import Any
 
 USAGE = (
     "trainforge run-local [--workers N] [--max-restarts N] [training flags]\n"
+    "       trainforge run-local (SCRIPT | -m MODULE | pkg.mod:func) [--workers N] "
+    "[--max-restarts N] [--pod-restarts N] [--dry-run] [-- ARGS]\n"
     "       trainforge run-local --stack STACK [--program FILE] JOB [overrides]\n"
     "       trainforge run-local --stack STACK JOB [--workers N] [--max-restarts N] "
     "[--volume CLAIM=DIR] [args for your code]"
@@ -101,6 +103,39 @@ def program_jobs(stack: str, project_dir: Any = ".", program: str | None = None)
     except ProjectError as e:
         raise JobConfigError("--stack", stack, str(e)) from None
     return [dj.spec for dj in inv.declared.jobs]
+
+
+def is_resolved(job: Any) -> bool:
+    """Whether the pool-dependent defaults (GPUs and processes per pod, restartPolicy,
+    backend) are filled in, as `wiring.resolve_job` does for the emitters."""
+    return (
+        job.gpus_per_worker is not None
+        and job.procs_per_worker is not None
+        and job.restart_policy is not None
+        and job.backend is not None
+    )
+
+
+def resolved_job(job: Any, stack: str, program: str | None = None) -> Any:
+    """JOB as the stack's program resolves it against its pool and team (the spec the
+    emitters render): an unset gpusPerWorker takes the pool's GPUs per node, processes per
+    pod follow, restartPolicy and the backend get the platform's defaults. run-local starts
+    exactly those ranks with that restart budget (trainforge.jobs.restarts.launch_line).
+
+    The program runs under the plan's mocks (offline, a few seconds). Without a program
+    (a stack file alone), the job stays as declared and a note says what is assumed."""
+    if is_resolved(job):
+        return job
+    for spec in program_jobs(stack, ".", program):
+        if spec.name == job.name:
+            return spec
+    print(
+        f"run-local: {job.name}: no Pulumi program here (__main__.py, or --program FILE) to "
+        "resolve the job against its pool: an unset gpusPerWorker counts as 1 process per pod",
+        file=sys.stderr,
+        flush=True,
+    )
+    return job
 
 
 def user_code_parser() -> argparse.ArgumentParser:
@@ -186,13 +221,13 @@ def run_user_code(stack: str, job_name: str, rest: list[str], job: Any = None) -
     if ns.dry_run:
         print(f"(cd {run.cwd} && {' '.join(run.command)})")
         return 0
-    from trainforge.jobs.restarts import budget, describe
+    from trainforge.jobs.restarts import budget, launch_line
 
     b = budget(job)
     recreations = b.local_recreations if ns.pod_restarts is None else ns.pod_restarts
     shipped = f"the shipped copy in {run.code_dir}" if run.code_dir else "this environment"
     print(f"run-local: {job.name}: {run.workers} process(es) running {shipped}", flush=True)
-    print(f"run-local: {job.name}: restarts: {describe(job)}", flush=True)
+    print(f"run-local: {job.name}: {launch_line(job)}", flush=True)
     _where_things_go(run.env)
     return launch(run.command, run.env, run.cwd, recreations=recreations, on=b.on)
 
@@ -210,8 +245,101 @@ def _where_things_go(env: dict[str, str]) -> None:
     )
 
 
+_OWN_VALUED = ("--workers", "--max-restarts", "--pod-restarts")
+
+
+def split_adhoc_argv(argv: list[str]) -> tuple[str, bool, list[str], list[str]] | None:
+    """(target, is a module, run-local's own flags, the program's args) of `run-local SCRIPT
+    | -m MODULE | pkg.mod:func ...`; None for the bundled runtime's flags or `--stack`.
+
+    run-local's own flags (--workers, --max-restarts, --pod-restarts, --dry-run) may come
+    before or after the target; every other argument, and all after `--`, is the program's."""
+    own: list[str] = []
+    rest: list[str] = []
+    target: str | None = None
+    module = False
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            if target is None:
+                return None
+            rest += argv[i + 1 :]
+            break
+        if arg in _OWN_VALUED and i + 1 < len(argv):
+            own += argv[i : i + 2]
+            i += 2
+            continue
+        if arg.split("=", 1)[0] in _OWN_VALUED or arg == "--dry-run":
+            own.append(arg)
+        elif target is None:
+            if arg == "--stack" or arg.startswith("--stack="):
+                return None
+            if arg == "-m" and i + 1 < len(argv):
+                target, module = argv[i + 1], True
+                i += 2
+                continue
+            if arg.startswith("-"):
+                return None  # a training flag: the bundled runtime
+            target = arg
+        else:
+            rest.append(arg)
+        i += 1
+    return None if target is None else (target, module, own, rest)
+
+
+def run_adhoc(target: str, module: bool, own: list[str], args: list[str]) -> int:
+    """`run-local SCRIPT | -m MODULE | pkg.mod:func` without a stack file: the same launcher,
+    contract variables, run ledger and report as a job's own code (jobs.local.adhoc_job)."""
+    from trainforge.core.errors import JobConfigError
+    from trainforge.jobs.local import adhoc_job, launch, user_code_run
+
+    p = argparse.ArgumentParser(prog="trainforge run-local SCRIPT", add_help=False)
+    p.add_argument("--workers", type=int, default=1)
+    p.add_argument("--max-restarts", type=int, default=0)
+    p.add_argument("--pod-restarts", type=int, default=0)
+    p.add_argument("--dry-run", action="store_true")
+    ns = p.parse_args(own)
+    for flag, value in (("--max-restarts", ns.max_restarts), ("--pod-restarts", ns.pod_restarts)):
+        if value < 0:
+            print(
+                f"trainforge run-local: error: {flag}: got {value}; expected >= 0", file=sys.stderr
+            )
+            return 2
+    try:
+        job, project = adhoc_job(target, module=module, workers=ns.workers, project_dir=".")
+        run = user_code_run(
+            job,
+            project,
+            workers=ns.workers,
+            max_restarts=ns.max_restarts,
+            extra_args=args,
+            where="run-local",
+            prepare=not ns.dry_run,
+        )
+    except JobConfigError as e:
+        print(f"trainforge run-local: error: {e}", file=sys.stderr)
+        return 2
+    if ns.dry_run:
+        print(f"(cd {run.cwd} && {' '.join(run.command)})")
+        return 0
+    what = f"-m {target}" if module else target
+    print(
+        f"run-local: {what}: {run.workers} process(es) (world {run.workers}), restarts: "
+        f"torchrun {ns.max_restarts}, local pod re-created on exit >= 128 up to "
+        f"{ns.pod_restarts}",
+        flush=True,
+    )
+    _where_things_go(run.env)
+    return launch(run.command, run.env, run.cwd, recreations=ns.pod_restarts)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    adhoc = split_adhoc_argv(argv)
+    if adhoc is not None:  # your own code, no stack file
+        return run_adhoc(*adhoc)
+    on = "retryable"  # which exits re-create the local pod (a job's budget with --stack)
     # `--stack STACK JOB` expands to the job's own flags from Pulumi.<stack>.yaml (jobs area).
     if any(a == "--stack" or a.startswith("--stack=") for a in argv):
         from trainforge.core.errors import JobConfigError
@@ -222,12 +350,14 @@ def main(argv: list[str] | None = None) -> int:
             found = split_stack_argv(argv)
             if found is not None:
                 job = find_job(found[0], found[1], ".", program, declared=program_jobs)
+                job = resolved_job(job, found[0], program)
                 if job.entrypoint is not None:
                     return run_user_code(*found, job=job)
                 argv = local_argv_for_job(found[0], found[1], ".", job) + found[2]
-                from trainforge.jobs.restarts import describe
+                from trainforge.jobs.restarts import budget, launch_line
 
-                print(f"run-local: {job.name}: restarts: {describe(job)}", flush=True)
+                print(f"run-local: {job.name}: {launch_line(job)}", flush=True)
+                on = budget(job).on
         except JobConfigError as e:
             print(f"trainforge run-local: error: {e}", file=sys.stderr)
             return 2
@@ -270,4 +400,4 @@ def main(argv: list[str] | None = None) -> int:
     )
     from trainforge.jobs.local import launch
 
-    return launch(cmd, env, recreations=ns.pod_restarts)
+    return launch(cmd, env, recreations=ns.pod_restarts, on=on)

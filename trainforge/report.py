@@ -98,6 +98,61 @@ class Run:
         return max(from_metrics, len(self.ledger_attempts) - 1)
 
 
+@dataclass(frozen=True)
+class Resume:
+    """One restart as the report draws it: the step the new attempt resumed from (`at`,
+    None when nothing recorded it), the last step the failed attempt reached (`after`), and
+    the first step logged after the restart (`logged_from`)."""
+
+    at: float | None
+    after: float | None
+    logged_from: float | None
+
+    @property
+    def redone(self) -> float | None:
+        """Steps done twice: from the resumed step to where the failed attempt got."""
+        if self.at is None or self.after is None or self.after < self.at:
+            return None
+        return self.after - self.at
+
+
+def resumes(run: Run) -> list[Resume]:
+    """Every restart, the resumed step from the run ledger (rank 0 records the step restored:
+    the runtime's Goodput.begin, CheckpointManager.restore for your own code), else from the
+    metrics' `checkpoint_step` before the restart; never the first step logged after it,
+    which is only where logging picked up again."""
+    splits = list(zip(run.attempts, run.attempts[1:], strict=False))
+    ledger = run.ledger_attempts
+    if len(ledger) < 2:
+        return [
+            Resume(a.resumed_from, prev.records[-1]["step"], a.records[0]["step"])
+            for prev, a in splits
+        ]
+    out = []
+    k = 0  # the next metrics split (a step that went back) not yet matched to a restart
+    one_to_one = len(ledger) - 1 == len(splits)
+    for i in range(1, len(ledger)):
+        r = ledger[i].get("resumed_step")
+        r = float(r) if _finite(r) else None
+        last = ledger[i - 1].get("last_step")
+        after = float(last) if _finite(last) else None
+        split = None
+        if k < len(splits):
+            prev, a = splits[k]
+            first, prev_last = a.records[0]["step"], prev.records[-1]["step"]
+            if one_to_one or (r is not None and r < first and r <= prev_last):
+                split, k = splits[k], k + 1
+        if split is not None:
+            prev, a = split
+            after = max(after or -math.inf, prev.records[-1]["step"])
+            if r is None:
+                r = a.resumed_from
+        out.append(Resume(r, after, split[1].records[0]["step"] if split else None))
+    for prev, a in splits[k:]:  # restarts the ledger does not hold (ledger lost)
+        out.append(Resume(a.resumed_from, prev.records[-1]["step"], a.records[0]["step"]))
+    return out
+
+
 def _finite(v: Any) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
 
@@ -259,11 +314,10 @@ def _metric_lines(run: Run) -> list[str]:
     sps = [r["samples_per_second"] for r in recs if _finite(r.get("samples_per_second"))]
     tps = [r["tokens_per_second"] for r in recs if _finite(r.get("tokens_per_second"))]
     step_s = [r["step_seconds"] for r in recs if _finite(r.get("step_seconds"))]
-    if sps:
-        lines.append(
-            f"throughput: median {_rate(statistics.median(sps))} samples/s, "
-            f"{_rate(statistics.median(tps or [0]))} tokens/s over {len(sps)} log windows"
-        )
+    rates = [f"{_rate(statistics.median(v))} {unit}/s" for v, unit in ((sps, "samples"), (tps, "tokens")) if v]  # fmt: skip
+    if rates:  # only the units the run logs: a CNN that logs no tokens shows no tokens/s
+        windows = max(len(sps), len(tps))
+        lines.append(f"throughput: median {', '.join(rates)} over {windows} log windows")
     if step_s:
         lines.append(
             f"step time: median {statistics.median(step_s) * 1000:,.1f} ms "
@@ -320,23 +374,20 @@ def _attempt_lines(run: Run) -> list[str]:
         lines.append("restarts: 0")
         return lines
     parts = []
+    found = resumes(run)
     for i in range(n):
         bits = []
-        if i + 1 < len(run.attempts):
-            prev, a = run.attempts[i], run.attempts[i + 1]
-            last = prev.records[-1]["step"]
-            if a.resumed_from is not None:
-                lost = last - a.resumed_from
-                bits.append(
-                    f"after step {last:g}, resumed at step {a.resumed_from:g} "
-                    f"({lost:g} steps redone)"
-                )
-            else:  # the metrics do not say which checkpoint: what they show
-                bits.append(
-                    f"after step {last:g}, logging again from step {a.records[0]['step']:g}"
-                )
-        elif i + 1 < len(ledger) and ledger[i + 1].get("resumed_step") is not None:
-            bits.append(f"resumed at step {ledger[i + 1]['resumed_step']}")
+        r = found[i] if i < len(found) else None
+        if r is not None and r.at is not None:
+            where = f"after step {r.after:g}, " if r.after is not None else ""
+            redone = f" ({r.redone:g} steps redone)" if r.redone is not None else ""
+            bits.append(f"{where}resumed at step {r.at:g}{redone}")
+        elif r is not None and r.logged_from is not None:  # nothing says which checkpoint
+            where = f"after step {r.after:g}, " if r.after is not None else ""
+            bits.append(
+                f"{where}logging again from step {r.logged_from:g} (the resumed step is not "
+                "recorded)"
+            )
         if i < len(ledger):
             bits.append(
                 f"attempt {ledger[i].get('attempt', i)} ended with {_cause(ledger[i].get('exit'))}"
@@ -369,6 +420,13 @@ def missing_panels(run: Run) -> list[str]:
     if not run.records:
         return []
     return [f"{p[1].lower()} panel: no '{p[0]}' in metrics.jsonl" for p in PANELS if p not in plotted_panels(run)]  # fmt: skip
+
+
+def _once(drawn: set[str], label: str) -> str | None:
+    """A legend label the first time it is drawn on an axis, None after."""
+    new = label not in drawn
+    drawn.add(label)
+    return label if new else None
 
 
 def plot(run: Run, path: Path) -> None:
@@ -411,13 +469,19 @@ def plot(run: Run, path: Path) -> None:
         for n, c in enumerate(run.checkpoints):
             ax.axvline(c, color="0.55", linestyle=":", linewidth=1.2,
                        label="checkpoint" if n == 0 else None)  # fmt: skip
-        for n, (prev, a) in enumerate(zip(run.attempts, run.attempts[1:], strict=False)):
-            x = a.records[0]["step"] if a.resumed_from is None else a.resumed_from
-            ax.axvline(x, color="tab:red", linestyle="--", linewidth=1.5,
-                       label="restart (resumed here)" if n == 0 else None)  # fmt: skip
-            # the steps the crashed attempt had done past its last checkpoint: done twice
-            ax.axvspan(x, prev.records[-1]["step"], color="tab:red", alpha=0.07,
-                       label="steps redone" if n == 0 else None)  # fmt: skip
+        drawn: set[str] = set()
+        for r in resumes(run):
+            if r.at is None:  # where logging resumed, said as such; no redone steps guessed
+                if r.logged_from is not None:
+                    ax.axvline(r.logged_from, color="tab:red", linestyle=":", linewidth=1.5,
+                               label=_once(drawn, "restart (resumed step not recorded)"))  # fmt: skip
+                continue
+            ax.axvline(r.at, color="tab:red", linestyle="--", linewidth=1.5,
+                       label=_once(drawn, "restart (resumed here)"))  # fmt: skip
+            # the steps the failed attempt had done past the checkpoint resumed: done twice
+            if r.redone:
+                ax.axvspan(r.at, r.after, color="tab:red", alpha=0.07,
+                           label=_once(drawn, "steps redone"))  # fmt: skip
         ax.grid(True, alpha=0.3)
     for (key, title, ylabel, _), ax in zip(panels, axes, strict=True):
         ax.set(title=title, ylabel=ylabel)

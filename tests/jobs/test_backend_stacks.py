@@ -85,14 +85,20 @@ def test_each_backend_installs_its_controller_and_no_other(stack_plans):
         o.obj_name for o in plans["trainjob"].objects if o.kind == "ClusterTrainingRuntime"
     )
     # one per restart policy, each also for jobs with their own code (shipped / in the image),
-    # each per terminationGracePeriodSeconds class (Kueue drops it from a TrainJob's patch)
+    # each per terminationGracePeriodSeconds class (Kueue drops it from a TrainJob's patch),
+    # and the Kubeflow SDK's default runtime
     assert runtimes == sorted(
-        name + suffix + trainjob.grace_suffix(grace)
-        for name in trainjob.RUNTIMES.values()
-        for suffix in trainjob.VARIANTS
-        for grace in GRACE_CLASSES
+        [
+            *(
+                name + suffix + trainjob.grace_suffix(grace)
+                for name in trainjob.RUNTIMES.values()
+                for suffix in trainjob.VARIANTS
+                for grace in GRACE_CLASSES
+            ),
+            trainjob.SDK_RUNTIME,
+        ]
     )
-    assert len(runtimes) == 9 * len(GRACE_CLASSES)
+    assert len(runtimes) == 9 * len(GRACE_CLASSES) + 1
 
 
 def test_the_pods_are_the_same_on_every_backend(stack_plans):

@@ -44,7 +44,10 @@ def test_plan_lists_a_job_declared_only_in_python():
     assert ("PyTorchJob", "fn-hello") in kinds
     assert ("PyTorchJob", "mnist-ddp") not in kinds  # the config jobs are __main__.py's
     budget = next(s for s in result.sections if s.title.startswith("Restart budget"))
-    assert any(line.startswith("research/fn-hello: torchrun restarts") for line in budget.lines)
+    assert any(
+        line.startswith("research/fn-hello: 2 pods x 1 process, restarts: torchrun restarts")
+        for line in budget.lines
+    ), budget.lines
 
 
 def test_run_local_runs_it_from_the_stacks_program(project):

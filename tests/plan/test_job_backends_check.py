@@ -68,7 +68,7 @@ def test_checkov_sees_the_pod_trainer_builds():
         pod["containers"][0]["resources"] == job.emitted.pod["spec"]["containers"][0]["resources"]
     )
     other = copy.deepcopy(wl)
-    other["spec"]["runtimeRef"]["name"] = "torch-distributed"  # not trainforge's: unknown pod
+    other["spec"]["runtimeRef"]["name"] = "deepspeed-distributed"  # not the platform's
     assert pod_template_jobs(K8sObject("urn:x", "j0", "t", other)) == []
 
 

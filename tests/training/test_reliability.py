@@ -313,6 +313,26 @@ def test_launcher_exits_with_the_root_cause(failures: dict, code: int, why: str)
     assert why in line
 
 
+@pytest.mark.parametrize("mine", sorted(exits.REASONS), ids=str)
+def test_a_ranks_exit_line_never_contradicts_the_launcher(mine: str) -> None:
+    """Each rank's line is printed before the launcher decides. A retryable rank must not
+    promise a restart (rank 1's peer_lost next to rank 0's bug: the launcher says
+    permanent); a permanent rank's "the job stops" must hold whatever its peers report."""
+    reason = exits.REASONS[mine]
+    if reason is exits.SUCCESS:
+        return
+    line = exits.exit_line(reason, rank=1, step=3, detail="x")
+    for other in exits.REASONS.values():
+        if other is exits.SUCCESS:
+            continue
+        code, decision = launch.worker_exit_code({0: other.code, 1: reason.code})
+        permanent = "permanent" in decision.split("exiting with", 1)[1]
+        if reason.retryable:
+            assert "the job restarts;" not in line and "the launcher decides" in line
+        else:
+            assert "permanent: the job stops" in line and permanent, (mine, other.name)
+
+
 def test_a_recorded_bug_wins_over_the_signal_that_ended_its_rank() -> None:
     """Rank 1 raised and recorded user_error, but torchrun SIGTERMed it during teardown
     after its peer exited first with peer_lost: the pod must still exit 1 (permanent)."""

@@ -97,7 +97,10 @@ def find_job(
 
 
 def local_processes(job: JobSpec) -> int:
-    """Pods x processes per pod. Without the pool's facts, an unset gpusPerWorker counts as 1."""
+    """Pods x processes per pod of a job. Resolved against its pool (`trainforge run-local`
+    does, through the stack's program: trainforge.local.resolved_job) this is the rendered
+    job's world size; a job not resolved (no program to do it) counts an unset
+    gpusPerWorker as 1 process per pod."""
     return job.workers * job.procs
 
 
@@ -436,3 +439,72 @@ def run_local(
     )
     b = budget(job)
     return launch(run.command, run.env, run.cwd, recreations=b.local_recreations, on=b.on)
+
+
+# --- your own code without a stack file ----------------------------------------------------
+
+ADHOC_TEAM = ADHOC_POOL = "local"
+
+
+def _adhoc_name(stem: str) -> str:
+    """A job name (a DNS label) from a script, module or function name."""
+    name = re.sub(r"[^a-z0-9-]+", "-", stem.lower()).strip("-")[:50].strip("-")
+    return name or "run"
+
+
+def adhoc_job(
+    target: str, *, module: bool = False, workers: int = 1, project_dir: Path | str = "."
+) -> tuple[JobSpec, Path]:
+    """(the job, its project directory) for `trainforge run-local SCRIPT | -m MODULE |
+    pkg.mod:func` with no stack file: a job with that entrypoint and `workers` local workers
+    of one process each, as `entrypoint.script` / `.module` / a function job would run in a
+    pod (the same code copy, contract variables, launcher and run ledger: `user_code_run`).
+
+    A script's project is this directory when the script is inside it, else the script's own
+    directory (the code shipped is the script's directory either way)."""
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise JobConfigError("--workers", workers, "expected an integer >= 1")
+    project = Path(project_dir).resolve()
+    raw: dict[str, Any] = {"team": ADHOC_TEAM, "pool": ADHOC_POOL, "workers": workers}
+    if module:
+        raw["entrypoint"] = {"module": target, "codeDir": "."}  # this directory, shipped
+        name = target.rsplit(".", 1)[-1]
+    elif re.fullmatch(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*", target) and not Path(target).exists():
+        raw["entrypoint"] = {"function": _import_function(target, project)}
+        name = target.rsplit(":", 1)[-1]
+    else:
+        path = Path(target).expanduser()
+        if not path.is_file():
+            raise JobConfigError(
+                "SCRIPT",
+                target,
+                "no such file; expected a Python file, -m MODULE, or pkg.module:function",
+            )
+        path = path.resolve()
+        if not path.is_relative_to(project):
+            project = path.parent
+        raw["entrypoint"] = {"script": path.relative_to(project).as_posix()}
+        name = path.stem
+    raw["name"] = _adhoc_name(name)
+    return parse_job(raw, "run-local"), project
+
+
+def _import_function(target: str, project: Path) -> Callable[..., Any]:
+    """`pkg.mod:func` imported from the project directory (as `python -c` would)."""
+    import importlib
+
+    mod_name, _, func_name = target.partition(":")
+    sys.path.insert(0, str(project))
+    try:
+        mod = importlib.import_module(mod_name)
+    except ImportError as e:
+        raise JobConfigError("FUNCTION", target, f"cannot import {mod_name!r}: {e}") from None
+    finally:
+        if sys.path and sys.path[0] == str(project):
+            sys.path.pop(0)
+    fn = getattr(mod, func_name, None)
+    if not callable(fn):
+        raise JobConfigError(
+            "FUNCTION", target, f"module {mod_name!r} has no function {func_name!r}"
+        )
+    return fn

@@ -77,3 +77,15 @@ def describe(job: JobSpec) -> str:
         f"torchrun restarts in the pod {b.in_pod}; pod {what}, {count} ({b.bound}); "
         f"run-local: the same, up to {b.local_recreations}"
     )
+
+
+def launch_line(job: JobSpec) -> str:
+    """The launch model of a *resolved* job in one line: "N pods x M processes, restarts: ...".
+
+    One function for the plan (the restart budget section) and `trainforge run-local`, which
+    starts pods x processes per pod local workers with this budget, so the two cannot tell a
+    reader different numbers. A job not yet resolved against its pool (gpusPerWorker unset)
+    has no process count yet: resolve it first (trainforge.jobs.wiring.resolve_job)."""
+    pods = "pod" if job.workers == 1 else "pods"
+    procs = "process" if job.procs == 1 else "processes"
+    return f"{job.workers} {pods} x {job.procs} {procs}, restarts: {describe(job)}"

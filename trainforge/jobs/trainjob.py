@@ -290,13 +290,48 @@ def runtime_manifest(
     }
 
 
+# The Kubeflow SDK's default runtime: `TrainerClient().train(trainer=CustomTrainer(func=...))`
+# without `runtime=` asks for the ClusterTrainingRuntime "torch-distributed" (kubeflow 0.5.0 on
+# PyPI, kubeflow/trainer/constants/constants.py DEFAULT_TRAINING_RUNTIME; read from the wheel
+# 2026-11-27). Its CustomTrainer command (TORCH_COMMAND there) is
+# `bash -c 'read -r -d "" SCRIPT << EOM ... EOM; printf "%s" "$SCRIPT" > "<file>.py";
+# torchrun "<file>.py"'`: it writes the function into the container's working directory, so
+# that directory must be writable under our read-only root file system and non-root user, and
+# pip's `--user` installs and caches need a writable HOME. The SDK's TrainJob sets no image,
+# restart policy or tolerations: the runtime's stock PyTorch image runs it, OnFailure restarts
+# it (plain torchrun exits 1 for any failure, which ExitCode would take as permanent), and
+# Kueue gives it its flavor's tolerations (the team's default LocalQueue).
+SDK_RUNTIME = "torch-distributed"
+SDK_WORKSPACE = "/workspace"  # the SDK's WORKSPACE_PATH (its initializers write below it)
+
+
+def sdk_runtime_manifest() -> dict[str, Any]:
+    """The ClusterTrainingRuntime the Kubeflow SDK uses by default (SDK_RUNTIME): the
+    platform's OnFailure runtime for code that is not shipped (shareProcessNamespace), with
+    a writable emptyDir as working directory and HOME=/tmp (tenancy.HOME)."""
+    doc = runtime_manifest("OnFailure", "-image")
+    doc["metadata"]["name"] = SDK_RUNTIME
+    job = doc["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]
+    pod_spec = job["template"]["spec"]
+    container = pod_spec["containers"][0]
+    container["workingDir"] = SDK_WORKSPACE
+    container["volumeMounts"].append({"name": "workspace", "mountPath": SDK_WORKSPACE})
+    container["env"] = [{"name": "HOME", "value": tenancy.HOME}]
+    pod_spec["volumes"].append({"name": "workspace", "emptyDir": {"sizeLimit": pod.TMP_SIZE}})
+    return doc
+
+
 def runtime_manifests() -> list[dict[str, Any]]:
-    """Every ClusterTrainingRuntime the platform installs with the trainjob backend."""
+    """Every ClusterTrainingRuntime the platform installs with the trainjob backend: one per
+    restart policy, variant and grace class, and the Kubeflow SDK's default (SDK_RUNTIME)."""
     return [
-        runtime_manifest(policy, suffix, grace)
-        for policy in RUNTIMES
-        for suffix in VARIANTS
-        for grace in pod.GRACE_CLASSES
+        *(
+            runtime_manifest(policy, suffix, grace)
+            for policy in RUNTIMES
+            for suffix in VARIANTS
+            for grace in pod.GRACE_CLASSES
+        ),
+        sdk_runtime_manifest(),
     ]
 
 

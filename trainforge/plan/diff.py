@@ -51,6 +51,8 @@ def field_diff(old: Any, new: Any, path: str = "") -> list[tuple[str, Any, Any]]
             out += field_diff(old.get(k, _MISSING), new.get(k, _MISSING), sub)
         return out
     if isinstance(old, list) and isinstance(new, list):
+        if path.rsplit(".", 1)[-1] in ARGV_KEYS and _strings(old) and _strings(new):
+            return argv_diff(old, new, path)
         if _named(old) and _named(new):
             return field_diff({i["name"]: i for i in old}, {i["name"]: i for i in new}, path)
         out = []
@@ -62,6 +64,62 @@ def field_diff(old: Any, new: Any, path: str = "") -> list[tuple[str, Any, Any]]
     if old == new:
         return []
     return [(path, None if old is _MISSING else old, None if new is _MISSING else new)]
+
+
+ARGV_KEYS = ("command", "args")  # a container's argv: diffed by flag name, not position
+
+
+def _strings(items: list) -> bool:
+    return all(isinstance(i, str) for i in items)
+
+
+def argv_fields(argv: list[str]) -> dict[str, str | None]:
+    """An argv by name: `--flag value`, `--flag=value`, `-m module` and bare switches (value
+    None) under the flag's name; a flag seen again (the launcher's and the program's) as
+    `--flag#2`; other tokens by position (`[N]`). So a diff says `command --lr` rather than
+    `command[29]`, and one inserted flag does not shift every later position."""
+    out: dict[str, str | None] = {}
+    i = pos = 0
+    while i < len(argv):
+        tok = argv[i]
+        if tok.startswith("-") and len(tok) > 1 and not _number(tok):
+            name, eq, value = tok.partition("=")
+            val: str | None = value if eq else None
+            nxt = argv[i + 1] if i + 1 < len(argv) else None
+            if not eq and nxt is not None and (not nxt.startswith("-") or _number(nxt)):
+                val = nxt
+                i += 1
+            key, n = name, 1
+            while key in out:
+                n += 1
+                key = f"{name}#{n}"
+            out[key] = val
+        else:
+            out[f"[{pos}]"] = tok
+            pos += 1
+        i += 1
+    return out
+
+
+def _number(tok: str) -> bool:
+    try:
+        float(tok)
+    except ValueError:
+        return False
+    return True
+
+
+def argv_diff(old: list[str], new: list[str], path: str) -> list[tuple[str, Any, Any]]:
+    """(`path --flag`, old value, new value) per flag that differs; a switch's value is
+    "(set)", an absent flag's None."""
+    a, b = argv_fields(old), argv_fields(new)
+    out = []
+    for k in [*a, *[k for k in b if k not in a]]:
+        va = "(set)" if k in a and a[k] is None else a.get(k)
+        vb = "(set)" if k in b and b[k] is None else b.get(k)
+        if va != vb:
+            out.append((f"{path} {k}" if not k.startswith("[") else f"{path}{k}", va, vb))
+    return out
 
 
 def _named(items: list) -> bool:

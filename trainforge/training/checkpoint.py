@@ -337,12 +337,15 @@ class CheckpointManager:
         self, model: torch.nn.Module, optimizer: torch.optim.Optimizer, scheduler: Any | None = None
     ) -> int:
         """Load the checkpoint ``--resume`` selects; returns the step to continue from (0 = fresh)."""
+        from trainforge.training.resume_note import note_resumed  # noqa: PLC0415
+
         path = self.resolve_resume()
         if path is None:
             if self.root is not None:
                 self.log(
                     f"checkpoint: no checkpoint to resume from in {self.root}; starting at step 0"
                 )
+            note_resumed(0)
             return 0
         t0 = time.perf_counter()
         import torch.distributed.checkpoint as dcp  # noqa: PLC0415 - seconds; see the imports
@@ -376,6 +379,7 @@ class CheckpointManager:
             f"checkpoint: resumed from {path} at step {step} "
             f"(data position {extras.get('data_position', step)}) in {time.perf_counter() - t0:.2f}s"
         )
+        note_resumed(step)  # the run ledger knows the step, for `trainforge report`
         return step
 
     def _load_extras(self, path: Path) -> dict[str, Any]:

@@ -254,7 +254,15 @@ def exit_line(reason: Reason, *, rank: int | None, step: int | None, detail: str
     if step is not None:
         where.append(f"step {step}")
     place = f" ({', '.join(where)})" if where else ""
-    retry = "the job restarts" if reason.retryable else "permanent: the job stops"
+    # One rank cannot know the outcome of a retryable failure: the launcher decides from every
+    # rank's cause (a permanent one, ranked first in ROOT_CAUSE_ORDER, wins) and the restart
+    # budget. A permanent cause is certain: whatever the peers report, it is the root cause.
+    retry = (
+        "retryable: the launcher decides whether the job restarts (another rank's cause "
+        "or a spent restart budget may stop it)"
+        if reason.retryable
+        else "permanent: the job stops"
+    )
     if reason is SUCCESS:
         retry = "done"
     return (

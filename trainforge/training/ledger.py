@@ -29,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from trainforge.training import exits
+from trainforge.training import exits, resume_note
 
 LEDGER_DIR = ".trainforge"
 RUN_FILE = "run.json"
@@ -148,6 +148,7 @@ class RunLedger:
         current = Attempt(attempt=self.attempt_no, started_at=self.process_started_at)
         self.attempts.append(current)
         self.save()
+        resume_note.register(self)  # CheckpointManager.restore notes the resumed step here
         return self.attempt_no
 
     def collect_exits(self, attempt: int) -> dict[str, Any]:

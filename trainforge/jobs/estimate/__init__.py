@@ -78,6 +78,14 @@ class JobEstimate:
     steps: int | None
     basis: str  # what the step time rests on (anchored / extrapolated / calibrated + source)
     notes: tuple[str, ...] = field(default=())
+    # samples are token sequences (a GPT, or a declared model that states tokens); else the
+    # throughput is in samples and no tokens are shown
+    has_tokens: bool = True
+    samples_per_step: int = 0
+    samples_per_second: float | None = None
+    # how the step time was computed, naming the job's strategy (DDP or FSDP2) and its
+    # collectives, the FLOPs per step and the MFU used ("" without a step time)
+    method: str = ""
     detail: MemoryEstimate | None = field(default=None, compare=False, repr=False)
     timing: StepTime | None = field(default=None, compare=False, repr=False)
 
@@ -201,7 +209,9 @@ def _estimate(job: JobSpec, pool: PoolFacts, *, calibration: dict | None = None)
     elif shape.kind == "declared":
         notes.append("sized from modelSize's declared parameters, FLOPs and activation bytes")
     timing = None
-    step = rng = tps = dur = dur_rng = None
+    step = rng = tps = sps = dur = dur_rng = None
+    method = ""
+    samples = shape.batch_size * world * shape.grad_accum
     basis = "no step time: CPU pools have no FLOP facts" if device == "cpu" else ""
     if device == "cuda" and gpu is None:
         basis = f"no step time: no facts for GPU {gpu_name or '(unknown)'} in training/gpus.py"
@@ -209,8 +219,10 @@ def _estimate(job: JobSpec, pool: PoolFacts, *, calibration: dict | None = None)
         mfu = facts.mfu_for(gpu.name, calibration)
         timing = step_time(shape, r, gpu, _network(job, pool, procs, pods), mfu)
         step, rng = timing.seconds, (timing.low, timing.high)
-        tps = tokens / step if step else None
+        tps = tokens / step if step and shape.has_tokens else None
+        sps = samples / step if step else None
         basis = f"{mfu.basis}: {mfu.source}"
+        method = _method(job, shape, r, gpu.name, timing)
         if shape.kind not in ("mlp", "declared") and timing.mfu_used < mfu.mid:
             notes.append(
                 f"expected MFU {timing.mfu_used:.0%} ({mfu.mid:.0%} scaled for dModel "
@@ -241,9 +253,34 @@ def _estimate(job: JobSpec, pool: PoolFacts, *, calibration: dict | None = None)
         steps=shape.steps,
         basis=basis,
         notes=tuple(notes),
+        has_tokens=shape.has_tokens,
+        samples_per_step=samples,
+        samples_per_second=sps,
+        method=method,
         detail=mem,
         timing=timing,
     )
+
+
+STRATEGY_NAMES = {
+    "ddp": ("DDP", "an all-reduce of the fp32 gradients per step"),
+    "fsdp": ("FSDP2", "parameter all-gathers and a gradient reduce-scatter per step"),
+}
+
+
+def _method(job: JobSpec, shape: ModelShape, r: Regime, gpu: str, t: StepTime) -> str:
+    """How the step time was computed, in the job's own terms: its strategy (the regime's:
+    a single rank has no collectives), the model FLOPs per step, the GPU's peak and the MFU
+    used. The MFU's own source may cite an FSDP2 measurement; this names what the job runs."""
+    dtype = "bf16" if r.compute_bytes == 2 else "TF32"
+    compute = (
+        f"{t.model_flops_per_step:.3g} model FLOP/step at {t.mfu_used:.0%} MFU of the "
+        f"{gpu}'s {dtype} peak ({t.peak_flops_per_gpu / 1e12:g} TFLOP/s)"
+    )
+    if r.world <= 1:
+        return f"one rank, no collectives: {compute}"
+    name, comm = STRATEGY_NAMES.get(r.strategy, (r.strategy, "its collectives"))
+    return f"{name} over {r.world} ranks ({comm}, overlapped with backward): {compute}"
 
 
 def _duration(

@@ -42,6 +42,7 @@ class ModelShape:
     # kind "declared" (modelSize's declared form): what the user stated
     declared_flops_per_sample: float = 0.0
     declared_tokens_per_sample: int = 1
+    declared_tokens: bool = False  # the declared form named tokens (flopsPerToken, tokensPerSample)
     declared_activation_bytes: int = 0  # per sample
 
     @property
@@ -57,6 +58,15 @@ class ModelShape:
         if self.kind in ("mlp", "declared"):
             return 0
         return flops.gpt_embedding_params(self.d_model, self.seq_len, self.vocab_size)
+
+    @property
+    def has_tokens(self) -> bool:
+        """Whether the model's samples are token sequences: a GPT (flags or modelSize's GPT
+        form), or a declared model that states tokens (`flopsPerToken`/`tokensPerSample`).
+        An MLP or a CNN declared by its FLOPs per sample has samples, not tokens."""
+        if self.kind == "declared":
+            return self.declared_tokens
+        return self.kind != "mlp"
 
     @property
     def tokens_per_sample(self) -> int:
@@ -149,6 +159,8 @@ def _stated(job: JobSpec) -> ModelShape:
             source="modelSize (declared)",
             declared_flops_per_sample=m.flops_per_sample,
             declared_tokens_per_sample=m.tokens_per_sample,
+            declared_tokens=m.flops_per_token is not None
+            or "tokens_per_sample" in m.model_fields_set,
             declared_activation_bytes=m.activation_bytes_per_sample or 0,
         )
     assert m.layers and m.d_model and m.seq_len and m.vocab_size is not None

@@ -29,7 +29,13 @@ def _duration(seconds: float) -> str:
 
 
 def _step(seconds: float) -> str:
-    return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.2f} s"
+    """A step time to two significant digits at least: a small model's 0.4 ms is not 0 ms."""
+    if seconds >= 1:
+        return f"{seconds:.2f} s"
+    ms = seconds * 1000
+    if ms >= 10:
+        return f"{ms:.0f} ms"
+    return f"{ms:.2g} ms" if ms >= 0.01 else f"{ms * 1000:.2g} µs"
 
 
 def lines_for(e: JobEstimate, ident: str) -> list[str]:
@@ -43,18 +49,23 @@ def lines_for(e: JobEstimate, ident: str) -> list[str]:
     out.append(f"    {e.memory_line()}")
     if e.step_seconds is not None and e.step_seconds_range is not None:
         lo, hi = e.step_seconds_range
-        tps = f"{e.tokens_per_second:,.0f} tokens/s" if e.tokens_per_second else ""
-        out.append(
-            f"  step {_step(e.step_seconds)} ({_step(lo)}-{_step(hi)}), {tps}, "
-            f"{e.tokens_per_step:,} tokens/step"
-        )
+        if e.has_tokens:  # only the units the model has: a CNN has samples, not tokens
+            rate = f"{e.tokens_per_second or 0:,.0f} tokens/s, {e.tokens_per_step:,} tokens/step"
+        else:
+            rate = (
+                f"{e.samples_per_second or 0:,.0f} samples/s, {e.samples_per_step:,} samples/step"
+            )
+        out.append(f"  step {_step(e.step_seconds)} ({_step(lo)}-{_step(hi)}), {rate}")
         if e.duration_seconds is not None and e.duration_range is not None:
             dlo, dhi = e.duration_range
             out.append(
                 f"  duration: {e.steps:,} steps in {_duration(e.duration_seconds)} "
                 f"({_duration(dlo)}-{_duration(dhi)}, incl. start-up and checkpoints)"
             )
-    out.append(f"  basis: {e.basis}")
+    if e.method:
+        out.append(f"  basis: {e.method}; MFU {e.basis}")
+    else:
+        out.append(f"  basis: {e.basis}")
     out += [f"  note: {n}" for n in e.notes]
     return out
 
@@ -75,6 +86,10 @@ def _data(e: JobEstimate) -> dict[str, Any]:
         "step_seconds": e.step_seconds,
         "step_seconds_range": e.step_seconds_range,
         "tokens_per_second": e.tokens_per_second,
+        "has_tokens": e.has_tokens,
+        "samples_per_step": e.samples_per_step,
+        "samples_per_second": e.samples_per_second,
+        "method": e.method,
         "steps": e.steps,
         "duration_seconds": e.duration_seconds,
         "duration_range": e.duration_range,

@@ -403,10 +403,15 @@ def run(
     env: dict[str, str] | None = None,
     workdir: str | None = None,
     timeout: int = 30,
+    shell: str | None = None,
+    cwd: str | None = None,
 ) -> RunResult:
     """Run `script` with `sh -c` as `identity`, seeing only `mounts` (and the host's
-    read-only system directories). `workdir` holds the new root (a temporary directory)."""
-    busybox = shell_kind() == "busybox"
+    read-only system directories). `workdir` holds the new root (a temporary directory).
+    `shell` runs it with another shell of the host's system directories (`/bin/bash` for a
+    container's `bash -c`: bash syntax is not sh's); `cwd` is the container's workingDir
+    (default "/", as containerd's), where relative paths of the script land."""
+    busybox = shell_kind() == "busybox" and shell is None
     with tempfile.TemporaryDirectory(prefix="tf-sandbox-", dir=workdir) as tmp:
         root = os.path.join(tmp, "root")
         os.mkdir(root, 0o755)
@@ -414,7 +419,7 @@ def run(
         setup = ["set -e", "umask 022", *_skeleton(root, mounts, busybox)]
         if identity.read_only_root:
             setup.append(f"mount -o remount,bind,ro {shlex.quote(root)}")
-        shell = "/.busybox/sh" if busybox else "/bin/sh"
+        shell = shell or ("/.busybox/sh" if busybox else "/bin/sh")
         path = "/.busybox:" + SYSTEM_PATH if busybox else SYSTEM_PATH
         environment = ["env", "-i", f"PATH={path}", "HOME=/"]
         environment += [f"{k}={v}" for k, v in (env or {}).items()]
@@ -430,6 +435,8 @@ def run(
             f"umount {q(os.path.join(root, 'proc'))}",
         ]
         inner = [*become, shell, "-c", script]
+        if cwd:  # chroot starts in "/": change to the working directory, then run the shell
+            inner = [*become, "/bin/sh", "-c", 'cd "$0" && exec "$@"', cwd, shell, "-c", script]
         command = "\n".join([*setup, *proof]) + "\nexec " + " ".join(q(a) for a in inner)
         try:
             p = subprocess.run(

@@ -673,3 +673,113 @@ def admission(ctx: PlanContext) -> dict[tuple[str, str], tuple[str, str]]:
     result = check(ctx)
     rows = next((s.data for s in result.sections if s.title == QUEUE_TITLE), None) or []
     return {(r["team"], r["job"]): (r["state"], r["reason"] or "") for r in rows}
+
+
+# --- a workload submitted from outside the stack (the Kubeflow SDK, kubectl) ---------------------
+
+DEFAULT_LOCAL_QUEUE = "default"
+
+
+def admit_submitted(
+    ctx: PlanContext, doc: dict[str, Any], pod: dict[str, Any], pods: int
+) -> Workload:
+    """Would Kueue admit `doc` (a TrainJob, Job, ... the stack does not declare), whose `pods`
+    pods look like `pod` (its effective pod template), on this plan's queues? Alone, on empty
+    queues: the question is whether it can ever run, not when.
+
+    Kueue's rules, as documented upstream (read 2026-11-27):
+    * a job of a built-in integration without the `kueue.x-k8s.io/queue-name` label is given
+      the LocalQueue `default` when its namespace has one (apache/spark-kubernetes-operator
+      PR #961 on Kueue v0.20's webhook; without one Kueue leaves it alone);
+    * a flavor's `nodeTaints` must be tolerated by the pod's own tolerations for the flavor to
+      be assigned; its `tolerations` are added to the admitted pods, for the nodes' taints
+      (kubernetes-sigs/kueue site/content/en/docs/concepts/resource_flavor.md @013beab).
+    The pods must then tolerate the taints of the pool the flavor's node labels select
+    (`flavor_pool_taints`, from the plan's Karpenter NodePools)."""
+    meta = doc.get("metadata") or {}
+    ns = meta.get("namespace") or ""
+    labels = meta.get("labels") or {}
+    w = Workload(str(meta.get("name")), ns, ns, 0)
+    queues, flavors, local, priorities = _queues(ctx)
+    queue_name = labels.get(QUEUE_LABEL)
+    if queue_name is None and (ns, DEFAULT_LOCAL_QUEUE) in local:
+        queue_name = DEFAULT_LOCAL_QUEUE
+    if queue_name is None:
+        w.state, w.reason = (
+            "never",
+            (
+                f"no kueue.x-k8s.io/queue-name label and no LocalQueue {DEFAULT_LOCAL_QUEUE!r} in "
+                f"{ns}: Kueue leaves it alone"
+            ),
+        )
+        return w
+    cq_name = local.get((ns, queue_name))
+    if cq_name is None or cq_name not in queues:
+        w.state, w.reason = "never", f"no LocalQueue {queue_name!r} (with a ClusterQueue) in {ns}"
+        return w
+    q = queues[cq_name]
+    w.queue = cq_name
+    spec = pod.get("spec") or {}
+    selector = spec.get("nodeSelector") or {}
+    own = list(spec.get("tolerations") or [])
+    container_requests: dict[str, Fraction] = {}
+    for c in spec.get("containers") or []:
+        for r, v in ((c.get("resources") or {}).get("requests") or {}).items():
+            container_requests[r] = container_requests.get(r, Fraction(0)) + _q(v)
+    w.need = {r: v * pods for r, v in container_requests.items() if r in RESOURCES and v}
+    node_taints = _pool_taints(ctx)
+    why_not = []
+    for fname in q.flavors:
+        fl = flavors.get(fname)
+        if fl is None:
+            continue
+        if not all(selector.get(k, v) == v for k, v in fl.labels.items()):
+            why_not.append(f"{fname}: nodeSelector {selector} disagrees")
+            continue
+        if GPU in w.need and not q.nominal.get(fname, {}).get(GPU):
+            why_not.append(f"{fname}: no GPU quota")
+            continue
+        untolerated = [t for t in fl.taints if not _tolerates(own, t)]
+        if untolerated:
+            why_not.append(f"{fname}: untolerated flavor taint {untolerated[0].get('key')}")
+            continue
+        added = _flavor_tolerations(ctx, fname)
+        pool = node_taints.get(tuple(sorted(fl.labels.items())), [])
+        blocked = [t for t in pool if not _tolerates([*own, *added], t)]
+        if blocked:
+            why_not.append(f"{fname}: its nodes' taint {blocked[0].get('key')} is not tolerated")
+            continue
+        w.flavor = fname
+        # a flavor whose quota can never hold it: Kueue tries the next (flavor fungibility)
+        why = Simulation(queues, flavors).can_ever_fit(w)
+        if why is None:
+            break
+        why_not.append(f"{fname}: {why}")
+        w.flavor = None
+    if w.flavor is None:
+        w.state, w.reason = "never", "no flavor fits: " + "; ".join(why_not)
+        return w
+    w.state = "admitted"
+    return w
+
+
+def _flavor_tolerations(ctx: PlanContext, name: str) -> list[dict[str, Any]]:
+    for o in ctx.objects:
+        if o.kind == "ResourceFlavor" and o.obj_name == name:
+            return list(((o.doc.get("spec") or {}).get("tolerations")) or [])
+    return []
+
+
+def _pool_taints(ctx: PlanContext) -> dict[tuple, list[dict[str, Any]]]:
+    """The taints of each Karpenter NodePool's nodes, by the node labels a flavor selects
+    them with (its template's labels)."""
+    out: dict[tuple, list[dict[str, Any]]] = {}
+    for o in ctx.objects:
+        if o.kind != "NodePool":
+            continue
+        tmpl = (o.doc.get("spec") or {}).get("template") or {}
+        labels = (tmpl.get("metadata") or {}).get("labels") or {}
+        taints = list((tmpl.get("spec") or {}).get("taints") or [])
+        for k, v in labels.items():
+            out[((k, v),)] = taints
+    return out

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainforge.jobs.restarts import budget, describe
+from trainforge.jobs.restarts import budget, launch_line
 from trainforge.plan.check_types import CheckResult, PlanContext, Section
 
 RULES: dict[str, str] = {}  # a report: nothing to waive
@@ -25,10 +25,12 @@ def check(ctx: PlanContext) -> CheckResult:
     for dj in declared.jobs:
         job = dj.spec
         b = budget(job)
-        lines.append(f"{dj.target.namespace}/{job.name}: {describe(job)}")
+        lines.append(f"{dj.target.namespace}/{job.name}: {launch_line(job)}")
         data.append(
             {
                 "job": job.name,
+                "pods": job.workers,
+                "processes_per_pod": job.procs,
                 "torchrun_max_restarts": b.in_pod,
                 "pod_recreations": b.recreations,
                 "recreated_on": b.on,

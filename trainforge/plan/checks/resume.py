@@ -25,10 +25,20 @@ from trainforge.plan.job_view import job_views
 
 TITLE = "Checkpoint state (what a replacement resumes from)"
 RULE = "TF_CKPT_CANNOT_RESUME"
+# A change the resumed run does not apply: the runtime restores the optimizer's param groups
+# (lr, weight decay) and the LR scheduler's base_lrs from the checkpoint (training/checkpoint.py
+# restore(): optimizer state via DCP, scheduler.load_state_dict), so the new --lr or
+# --weight-decay reaches only a fresh run. A changed --warmup-steps or --steps IS applied (the
+# schedule's lambda is rebuilt from the new flags at the restored step): a reset, not this.
+NOT_APPLIED = "TF_CKPT_CHANGE_NOT_APPLIED"
 RULES = {
     RULE: "decide: rename the job (a fresh run in a new checkpoint directory), set "
     "checkpoint.dir to a new directory, set checkpoint.resume: never (every start, restarts "
-    "included, begins at step 0), or waive TF_CKPT_CANNOT_RESUME for the job with the reason"
+    "included, begins at step 0), or waive TF_CKPT_CANNOT_RESUME for the job with the reason",
+    NOT_APPLIED: "decide: to train with the new value, start fresh: set checkpoint.dir to a new "
+    "directory (or rename the job), or checkpoint.resume: never; to keep resuming with the "
+    "checkpoint's value (the change is for later fresh runs), waive TF_CKPT_CHANGE_NOT_APPLIED "
+    "for the job with the reason (docs/pr-review.md)",
 }
 
 
@@ -149,6 +159,19 @@ def diff_check(ctx: Any) -> CheckResult:
                     f"replaced, and the new job {ch.compat.verdict} from "
                     f"{new.checkpoint_dir}: {ch.compat.detail}",
                     RULES[RULE],
+                    names=frozenset({ident, ch.new.name}),
+                )
+            )
+        elif ch.compat.caveats:
+            flags = ", ".join(c.split(" is NOT applied")[0] for c in ch.compat.caveats)
+            findings.append(
+                Finding(
+                    ident,
+                    NOT_APPLIED,
+                    f"replaced, and the new job resumes from {new.checkpoint_dir} without the "
+                    f"change: {flags} is NOT applied (the restored optimizer and LR scheduler "
+                    "keep the checkpoint's values)",
+                    RULES[NOT_APPLIED],
                     names=frozenset({ident, ch.new.name}),
                 )
             )

@@ -1,0 +1,127 @@
+"""One launch model, two places: the plan and `run-local` start the same ranks.
+
+A job of 2 workers on a 4-GPU pool (g5.12xlarge) with gpusPerWorker unset renders 2 pods x
+4 processes (the emitters' default: one process per GPU of the node). `run-local --stack`
+resolves the job through the stack's program as the plan does, starts 8 local ranks (world
+8), applies the rendered job's restart policy, and prints the same launch line as the plan.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from trainforge.jobs.restarts import budget, launch_line
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# every rank writes what torchrun told it; no torch import, so 8 ranks start quickly
+RANKS_SCRIPT = """\
+import os, pathlib
+out = pathlib.Path(os.environ["TRAINFORGE_OUTPUT_DIR"])
+(out / f"rank_{os.environ['RANK']}").write_text(os.environ["WORLD_SIZE"])
+"""
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("launch_model")
+    for name in ("Pulumi.yaml", "__main__.py"):
+        shutil.copy(ROOT / name, root / name)
+    stack = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())
+    config = stack["config"]
+    config["trainforge:nodePools"].append(
+        {
+            "name": "g5-4gpu",
+            "instanceTypes": ["g5.12xlarge"],
+            "capacityTypes": ["on-demand"],
+            "limits": {"cpu": "192", "memory": "768Gi", "gpus": 8},
+        }
+    )
+    config["trainforge:teams"][0]["quota"].update(gpus="8", cpu="192", memory="768Gi")
+    config["trainforge:jobs"] = [
+        {
+            "name": "ranks",
+            "team": "research",
+            "pool": "g5-4gpu",
+            "workers": 2,
+            "entrypoint": {"script": "code/ranks.py"},
+        }
+    ]
+    (root / "Pulumi.dev.yaml").write_text(yaml.safe_dump(stack, sort_keys=False))
+    (root / "code").mkdir()
+    (root / "code" / "ranks.py").write_text(RANKS_SCRIPT)
+    return root
+
+
+@pytest.fixture(scope="module")
+def plan(project):
+    from trainforge.plan import core
+
+    return core.plan_project(project, "dev", standins=False)
+
+
+def test_the_plan_renders_2_pods_x_4_processes(plan):
+    from trainforge.plan.job_view import job_view
+
+    views = [v for o in plan.objects if (v := job_view(o.doc)) is not None]
+    (view,) = [v for v in views if v.name == "ranks"]
+    assert (view.pods, view.procs_per_pod, view.world_size) == (2, 4, 8)
+
+
+def test_run_local_runs_the_rendered_ranks_and_prints_the_plans_line(project, plan):
+    section = next(s for s in plan.sections if s.title.startswith("Restart budget"))
+    (line,) = [x for x in section.lines if x.startswith("research/ranks: ")]
+    plan_line = line.removeprefix("research/ranks: ")
+    assert plan_line.startswith("2 pods x 4 processes, restarts: ")
+    (data,) = [d for d in section.data if d["job"] == "ranks"]
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRAINFORGE_")}
+    env.update(PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
+    proc = subprocess.run(
+        [sys.executable, "-m", "trainforge", "run-local", "--stack", "dev", "ranks"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    # the same line, computed by the same function from the same resolved job
+    assert f"run-local: ranks: {plan_line}\n" in proc.stdout
+    out = project / "runs" / "ranks"
+    worlds = {p.name: p.read_text() for p in out.glob("rank_*")}
+    assert worlds == {f"rank_{r}": "8" for r in range(8)}  # 8 ranks, world 8
+    # the rendered job's restart policy (the plan's data), not run-local's own default
+    assert data["recreated_on"] == "any" and "pod restarted on any failure, at most 6" in plan_line
+
+
+def test_run_local_applies_the_rendered_restart_policy(project, monkeypatch):
+    """The resolved job restarts as the rendered one (OnFailure here: no ledger bound for
+    user code on a PyTorchJob); run-local's local pod follows that budget."""
+    from trainforge import local
+
+    monkeypatch.chdir(project)
+    seen: dict = {}
+
+    def fake_launch(cmd, env, cwd=None, *, recreations=0, on="retryable"):
+        seen.update(cmd=cmd, recreations=recreations, on=on)
+        return 0
+
+    monkeypatch.setattr("trainforge.jobs.local.launch", fake_launch)
+    assert local.main(["--stack", "dev", "ranks"]) == 0
+    from trainforge.jobs.local import find_job
+
+    job = local.resolved_job(find_job("dev", "ranks", "."), "dev")
+    assert job.restart_policy == "OnFailure"
+    b = budget(job)
+    assert (seen["on"], seen["recreations"]) == ("any", b.local_recreations) == ("any", 6)
+    i = seen["cmd"].index("--nproc-per-node")
+    assert seen["cmd"][i + 1] == "8"
+    assert launch_line(job).startswith("2 pods x 4 processes, restarts: ")

@@ -1,0 +1,125 @@
+"""`trainforge run-local SCRIPT | -m MODULE | pkg.mod:func` with no stack file.
+
+The same launcher (torchrun through trainforge.training.launch), the contract variables, the
+shipped code copy, the run ledger and `trainforge report` as a job's own code, without
+Pulumi.<stack>.yaml: `trainforge run-local user_code/train.py --workers 2` runs a plain DDP
+script (examples/plain/train.py, no trainforge import) on 2 ranks.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from trainforge.local import split_adhoc_argv
+
+ROOT = Path(__file__).resolve().parents[2]
+
+RANKS = """\
+def train():
+    import os
+    import pathlib
+
+    out = pathlib.Path(os.environ["TRAINFORGE_OUTPUT_DIR"])
+    (out / f"rank_{os.environ['RANK']}").write_text(os.environ["WORLD_SIZE"])
+
+
+if __name__ == "__main__":
+    train()
+"""
+
+
+@pytest.fixture
+def project(tmp_path) -> Path:
+    (tmp_path / "user_code").mkdir()
+    shutil.copy(ROOT / "examples" / "plain" / "train.py", tmp_path / "user_code" / "train.py")
+    (tmp_path / "ranks.py").write_text(RANKS)
+    return tmp_path
+
+
+def _run(project: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRAINFORGE_")}
+    env.update(PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
+    return subprocess.run(
+        [sys.executable, "-m", "trainforge", "run-local", *argv],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_a_plain_ddp_script_runs_on_2_ranks_with_no_stack(project):
+    assert not list(project.glob("Pulumi*.yaml"))
+    proc = _run(project, "user_code/train.py", "--workers", "2", "--", "--steps", "4")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "run-local: user_code/train.py: 2 process(es) (world 2)" in proc.stdout
+    assert "done: 4 steps" in proc.stdout
+    run = project / "runs" / "train"
+    # the contract: checkpoints and metrics where TRAINFORGE_* said, the code a read-only copy
+    assert (run / "checkpoints" / "step_4.pt").is_file()
+    assert (run / "code" / "train.py").is_file()
+    assert not (run / "code" / "train.py").stat().st_mode & 0o222  # read-only, as in the pod
+    steps = [json.loads(x)["step"] for x in (run / "metrics.jsonl").read_text().splitlines()]
+    assert steps == [1, 2, 3, 4]
+    # the run ledger (written by the user-code runner) and the report read from it
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRAINFORGE_")}
+    env.update(PYTHONPATH=str(ROOT))
+    rep = subprocess.run(
+        [sys.executable, "-m", "trainforge", "report", str(run)],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert rep.returncode == 0, rep.stderr
+    assert "4 steps (finished, per the run ledger)" in rep.stdout
+    assert "attempts: 1" in rep.stdout
+
+
+@pytest.mark.parametrize("target", [["ranks.py"], ["-m", "ranks"], ["ranks:train"]])
+def test_script_module_and_function_get_the_world_they_ask_for(project, target):
+    proc = _run(project, *target, "--workers", "3")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    out = next(p for p in (project / "runs").iterdir() if p.is_dir())
+    assert {p.name: p.read_text() for p in out.glob("rank_*")} == {
+        f"rank_{r}": "3" for r in range(3)
+    }
+
+
+def test_bad_target_is_one_line_naming_it(project):
+    proc = _run(project, "nope.py", "--workers", "2")
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == (
+        "trainforge run-local: error: SCRIPT: got 'nope.py'; no such file; expected a Python "
+        "file, -m MODULE, or pkg.module:function"
+    )
+    proc = _run(project, "ranks.py", "--workers", "0")
+    assert proc.returncode == 2 and "--workers: got 0" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_argv_split():
+    assert split_adhoc_argv(["t.py", "--workers", "2", "--", "--lr", "1"]) == (
+        "t.py",
+        False,
+        ["--workers", "2"],
+        ["--lr", "1"],
+    )
+    assert split_adhoc_argv(["--workers=2", "-m", "pkg.train", "--steps", "3"]) == (
+        "pkg.train",
+        True,
+        ["--workers=2"],
+        ["--steps", "3"],
+    )
+    # the bundled runtime's flags and --stack are not a script
+    assert split_adhoc_argv(["--workers", "2", "--model", "mlp"]) is None
+    assert split_adhoc_argv(["--stack", "dev", "job"]) is None

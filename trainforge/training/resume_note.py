@@ -1,0 +1,37 @@
+"""The step this attempt resumed from, noted in the process's run ledger.
+
+Why its own module: the checkpoint manager knows the step it restored, the run ledger
+(ledger.py) keeps attempts; ledger imports exits, which imports the checkpoint module, so the
+checkpoint module cannot import the ledger. Both import this one (standard library only): the
+ledger registers itself when rank 0 begins an attempt, CheckpointManager.restore notes the step.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+_ACTIVE: Any = None  # this process's rank-0 RunLedger, once it began an attempt
+
+
+def register(ledger: Any) -> None:
+    """The ledger whose current attempt `note_resumed` updates (rank 0's)."""
+    global _ACTIVE
+    _ACTIVE = ledger
+
+
+def note_resumed(step: int) -> None:
+    """Record in this process's ledger (rank 0's, when one began an attempt) the step this
+    attempt resumed from, so your own code's attempts (run through
+    trainforge.training.usercode) know it as the runtime's do (Goodput.begin), and `trainforge
+    report` draws the restart at that step, not at the first step logged after it. Never
+    raises: bookkeeping must not stop training."""
+    ledger = _ACTIVE
+    if ledger is None or getattr(ledger, "rank", None) != 0 or not ledger.attempts:
+        return
+    with contextlib.suppress(Exception):
+        cur = ledger.current
+        cur.resumed_step = int(step)
+        if cur.last_step is None or cur.last_step < step:
+            cur.last_step = int(step)
+        ledger.save()
