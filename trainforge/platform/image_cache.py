@@ -23,7 +23,10 @@ platform promises). Both are resources of the stack, so `pulumi up` is the one c
 from __future__ import annotations
 
 import json
+import os
+import posixpath
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pulumi
@@ -72,6 +75,17 @@ def node_pull_policy(partition: str, region: str, account: str, prefixes: list[s
             ],
         }
     )
+
+
+def project_relative(path: Path) -> str:
+    """`path` relative to the directory the program runs in (Pulumi runs it, and the
+    docker-build provider resolves a relative context, in the project's root), '/'-separated.
+
+    Why not absolute: the build's inputs are in the state and in every diff; an absolute
+    checkout path differs between two clones of the same commit, so a no-op change would show
+    the images as changed (`trainforge plan --diff`, docs/pr-review.md). What the build reads is
+    still in its identity: the tag is the content's hash (`dockerfile.content_digest`)."""
+    return Path(os.path.relpath(path, os.getcwd())).as_posix()
 
 
 class ImageCache(pulumi.ComponentResource):
@@ -152,7 +166,7 @@ class ImageCache(pulumi.ComponentResource):
             username=token.user_name,
             password=token.password,
         )
-        root = dockerfile.ROOT
+        context = project_relative(dockerfile.ROOT)
         out = []
         for image in images:
             cache_ref = cache.repository_url.apply(lambda url, t=image.target: f"{url}:{t}")
@@ -165,9 +179,11 @@ class ImageCache(pulumi.ComponentResource):
             out.append(
                 docker_build.Image(
                     f"{name}-{image.target}",
-                    context=docker_build.BuildContextArgs(location=str(root)),
+                    context=docker_build.BuildContextArgs(location=context),
                     dockerfile=docker_build.DockerfileArgs(
-                        location=str(root / dockerfile.DOCKERFILE)
+                        location=posixpath.normpath(
+                            posixpath.join(context, dockerfile.DOCKERFILE.as_posix())
+                        )
                     ),
                     target=image.target,
                     build_args=build_args,
