@@ -31,6 +31,10 @@ RULES = {
         "run the job on the trainforge runtime image (leave image unset), build yours FROM it "
         "(docs/images.md), or turn the feature off"
     ),
+    "TRAINFORGE_IMAGE_CREDENTIAL": (
+        "name a secret ecr-pullthroughcache/<name> in the stack's own Region and account "
+        "(create it there: docs/images.md), or unset the key"
+    ),
     "TRAINFORGE_BUILD_CONTEXT": (
         "let the source through the build's ignore file (an `!path` exception after the "
         'pattern that drops it), or remove the COPY (docs/images.md, "Build context")'
@@ -175,6 +179,36 @@ def _installed_lines(declared: Any) -> tuple[list[str], list[Finding]]:
     return lines, findings
 
 
+RULE_TYPE = "aws:ecr/pullThroughCacheRule:PullThroughCacheRule"
+
+
+def _credential_findings(ctx: PlanContext) -> list[Finding]:
+    """A rule's credential in another Region than the stack: CreatePullThroughCacheRule
+    refuses it at `pulumi up`. The offline plan does not know the caller's account (its mocks
+    answer a stand-in); the program checks that at `pulumi preview` (ImageCache)."""
+    region = (getattr(ctx.inventory, "config", None) or {}).get("aws:region")
+    out = []
+    for r in ctx.resources_of(RULE_TYPE):
+        arn = r.inputs.get("credentialArn")
+        prefix = r.inputs.get("ecrRepositoryPrefix")
+        if not isinstance(arn, str) or not isinstance(region, str):
+            continue
+        key = image_routes.CREDENTIAL_KEYS.get(str(prefix), "trainforge:images")
+        for why in image_routes.credential_problems(arn, region, None):
+            out.append(
+                Finding(
+                    resource=r.name,
+                    rule="TRAINFORGE_IMAGE_CREDENTIAL",
+                    message=f"{key}: {arn}: {why}; ECR refuses the {prefix} rule "
+                    "(CreatePullThroughCacheRule)",
+                    fix=RULES["TRAINFORGE_IMAGE_CREDENTIAL"],
+                    urn=r.urn,
+                    names=frozenset({key}),
+                )
+            )
+    return out
+
+
 def check(ctx: PlanContext) -> CheckResult:
     result = CheckResult()
     declared = ctx.declared
@@ -214,6 +248,7 @@ def check(ctx: PlanContext) -> CheckResult:
                     names=frozenset({job.name, name, dj.resource_name}),
                 )
             )
+    result.findings += _credential_findings(ctx)
     build_lines, build_findings = _build_lines(ctx)
     result.findings += build_findings
     installed_lines, installed_findings = _installed_lines(declared)
