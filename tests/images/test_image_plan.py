@@ -284,7 +284,6 @@ def test_chart_and_overlay_images_go_through_the_cache_with_the_credential(plans
     """Grafana (prod) and the training operator's overlay: no rendered pod shows them, so the
     components record them; with the stack's Docker Hub credential they pull via the cache."""
     result = plans["prod-hub"]
-    host = "123456789012.dkr.ecr.us-east-1.amazonaws.com"  # the plan's mocked account
     installed = {
         (i.component, i.image): i.pulled for i in result.inventory.declared.installed_images
     }

@@ -24,6 +24,8 @@ field that could change images raises instead of guessing. No kubectl is needed 
 
 from __future__ import annotations
 
+import functools
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,6 +50,19 @@ class OverlayImage:
     name: str  # the workload's metadata.name
     container: str
     image: str
+
+
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_TOP_KIND = re.compile(r"^kind:\s*[\"']?(\w+)", re.M)
+
+
+def _may_hold_workloads(text: str) -> bool:
+    """False only for a block-style YAML file whose every top-level `kind:` is not a workload
+    (the operator's six CRDs, 3.7 MB, are not parsed: a plan stays fast)."""
+    kinds = _TOP_KIND.findall(text)
+    if not kinds or text.lstrip().startswith(("{", "[")):
+        return True
+    return any(k in _WORKLOADS for k in kinds)
 
 
 def _pod_specs(doc: dict[str, Any]) -> list[dict[str, Any]]:
@@ -122,7 +137,10 @@ def _collect(directory: Path) -> list[tuple[dict[str, Any], list[dict[str, Any]]
         if path.is_dir():
             out += _collect(path)
             continue
-        for doc in yaml.safe_load_all(path.read_text()):
+        text = path.read_text()
+        if not _may_hold_workloads(text):
+            continue
+        for doc in yaml.load_all(text, Loader=_LOADER):
             if isinstance(doc, dict):
                 specs = _pod_specs(doc)
                 if specs:
@@ -140,6 +158,17 @@ def _collect(directory: Path) -> list[tuple[dict[str, Any], list[dict[str, Any]]
 
 def images(overlay: Path) -> list[OverlayImage]:
     """Every container image the overlay's pod templates run, in document order."""
+    return list(_images(overlay.resolve(), _stamp(overlay)))
+
+
+def _stamp(overlay: Path) -> float:
+    """The newest modification time below the overlay's parent (a cache key: an edited copy
+    is read again)."""
+    return max(p.stat().st_mtime for p in overlay.parent.parent.rglob("*") if p.is_file())
+
+
+@functools.cache
+def _images(overlay: Path, _stamp: float) -> tuple[OverlayImage, ...]:
     result = []
     for doc, specs in _collect(overlay):
         for pod in specs:
@@ -153,7 +182,7 @@ def images(overlay: Path) -> list[OverlayImage]:
                             c.get("image", ""),
                         )
                     )
-    return result
+    return tuple(result)
 
 
 def training_operator_overlay(version: str) -> Path:
