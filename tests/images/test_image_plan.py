@@ -293,7 +293,9 @@ def test_chart_and_overlay_images_go_through_the_cache_with_the_credential(plans
     assert operator == OPERATOR
     assert not [i for i in installed.values() if image_routes.is_docker_hub(i)]
     section = next(s for s in result.sections if s.title.startswith("Images"))
-    assert any("installs docker.io/grafana/grafana -> pulls" in line for line in section.lines)
+    assert any(
+        "installs docker.io/grafana/grafana:13.2.0 -> pulls" in line for line in section.lines
+    )
 
 
 def test_grafana_values_pull_through_the_cache():
@@ -303,8 +305,17 @@ def test_grafana_values_pull_through_the_cache():
         image_routes.use(image_routes.routes_for(HOST, docker_hub=True, github=False))
         values = monitoring.prometheus_values(MonitoringConfig(grafana=True), "gp3", component="m")
         grafana = values["grafana"]
-        assert grafana["image"] == {"registry": HOST, "repository": "docker-hub/grafana/grafana"}
-        assert grafana["downloadDashboardsImage"]["repository"] == "docker-hub/curlimages/curl"
+        # the images and tags grafana chart 12.11.1's values.yaml names (appVersion 13.2.0)
+        assert grafana["image"] == {
+            "registry": HOST,
+            "repository": "docker-hub/grafana/grafana",
+            "tag": "13.2.0",
+        }
+        assert grafana["downloadDashboardsImage"] == {
+            "registry": HOST,
+            "repository": "docker-hub/curlimages/curl",
+            "tag": "8.21.0",
+        }
         busybox = {
             "registry": HOST,
             "repository": "ecr-public/docker/library/busybox",
@@ -319,7 +330,7 @@ def test_grafana_values_pull_through_the_cache():
         image_routes.use(image_routes.routes_for(HOST, docker_hub=False, github=False))
         values = monitoring.prometheus_values(MonitoringConfig(grafana=True), "gp3", component="m")
         assert values["grafana"]["image"]["registry"] == "docker.io"
-        assert ("m", "docker.io/grafana/grafana") in {
+        assert ("m", "docker.io/grafana/grafana:13.2.0") in {
             (i.component, i.pulled) for i in declared().installed_images
         }
     finally:
