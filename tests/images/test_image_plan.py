@@ -433,3 +433,24 @@ def test_credential_problems_region_and_account():
     (why,) = image_routes.credential_problems(SECRET, "us-west-2", "210987654321")
     assert "account 111122223333" in why and "210987654321" in why
     assert len(image_routes.credential_problems(SECRET, "eu-west-1", "210987654321")) == 2
+
+
+def test_preview_reports_a_credential_of_another_account_or_region(monkeypatch):
+    """At `pulumi preview` (not under mocks) the program knows the caller's account: a secret
+    in another account or Region is an error naming the key, before anything is created."""
+    from trainforge.platform import image_cache
+
+    errors: list[str] = []
+    monkeypatch.setattr(image_cache, "_under_mocks", lambda: False)
+    monkeypatch.setattr(pulumi.log, "error", lambda msg, resource=None: errors.append(msg))
+    creds = {"docker-hub": SECRET, "github": None}
+    image_cache._check_credentials(creds, "us-west-2", "111122223333", None)
+    assert errors == []
+    image_cache._check_credentials(creds, "us-west-2", "210987654321", None)
+    image_cache._check_credentials(creds, "eu-west-1", "111122223333", None)
+    assert [e.split(": ")[0] for e in errors] == ["trainforge:images.dockerHubCredentialArn"] * 2
+    assert "account 111122223333" in errors[0] and "eu-west-1" in errors[1]
+    # under the plan's mocks the account is a stand-in: nothing is judged there
+    monkeypatch.setattr(image_cache, "_under_mocks", lambda: True)
+    image_cache._check_credentials(creds, "eu-west-1", "1", None)
+    assert len(errors) == 2
