@@ -311,9 +311,10 @@ def test_grafana_values_pull_through_the_cache():
             "repository": "docker-hub/grafana/grafana",
             "tag": "13.2.0",
         }
+        # curl from its official Quay copy (no credential), at the chart's tag
         assert grafana["downloadDashboardsImage"] == {
             "registry": HOST,
-            "repository": "docker-hub/curlimages/curl",
+            "repository": "quay/curl/curl",
             "tag": "8.21.0",
         }
         busybox = {
@@ -372,8 +373,8 @@ def test_chart_and_overlay_images_without_the_credential_are_findings():
         (message, fix) = next((m, f) for r, m, f in text if r == component and image in m)
         assert "Docker Hub without credentials" in message
         assert "images.dockerHubCredentialArn" in fix and "ecr-pullthroughcache/" in fix
-    # busybox comes from ECR Public, never a finding
-    assert not [v for v in hub if "busybox" in v.message]
+    # busybox comes from ECR Public and curl from Quay: never a finding
+    assert not [v for v in hub if "busybox" in v.message or "curl" in v.message]
 
 
 def test_an_image_without_core_does_not_count_as_carrying_the_runtime(tmp_path):

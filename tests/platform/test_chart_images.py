@@ -53,3 +53,12 @@ def test_an_edited_values_file_changes_the_image(tmp_path, monkeypatch):
             chart_images.default_image("grafana", "0.0.1", "image")
     finally:
         chart_images._chart.cache_clear()
+
+
+def test_credential_free_copies_keep_the_tag():
+    assert chart_images.credential_free("docker.io/curlimages/curl:8.21.0") == (
+        "quay.io/curl/curl:8.21.0"
+    )
+    assert chart_images.credential_free("docker.io/grafana/grafana:13.2.0") == (
+        "docker.io/grafana/grafana:13.2.0"  # no such copy: Docker Hub only
+    )

@@ -43,3 +43,19 @@ def default_image(chart: str, version: str, path: str, *, app_version_tag: bool 
         tag = str(meta["appVersion"])
     ref = f"{node['registry']}/{node['repository']}"
     return f"{ref}:{tag}" if tag else ref
+
+
+# Docker Hub images with an official copy on a registry that needs no credential: same tags.
+# source: github.com/curl/curl-container README ("the Official curl docker images available
+# from quay.io/curl/curl and docker.io/curlimages/curl"); quay.io/curl/curl:8.21.0 (grafana
+# 12.11.1's downloadDashboardsImage tag) is pinned by digest in public Dockerfiles, checked
+# 2026-11-27
+CREDENTIAL_FREE_COPIES = {"docker.io/curlimages/curl": "quay.io/curl/curl"}
+
+
+def credential_free(image: str) -> str:
+    """`image` from its credential-free copy when one is known, else unchanged."""
+    for hub, copy in CREDENTIAL_FREE_COPIES.items():
+        if image == hub or image.startswith((hub + ":", hub + "@")):
+            return copy + image[len(hub) :]
+    return image

@@ -106,15 +106,16 @@ def prometheus_values(
     busybox = chart_image(component, versions.BUSYBOX_IMAGE)
     grafana: dict[str, Any] = {"enabled": cfg.grafana}
     if cfg.grafana:
-        # Grafana's images are on Docker Hub only (docker.io/grafana/grafana; curl for
-        # dashboards downloaded by URL): through the cache's docker-hub rule when the stack
-        # has a Docker Hub credential, else a plan finding (TRAINFORGE_DOCKER_HUB). The tags
+        # Grafana's image is on Docker Hub only (docker.io/grafana/grafana): through the
+        # cache's docker-hub rule when the stack has a Docker Hub credential, else a plan
+        # finding (TRAINFORGE_DOCKER_HUB). curl (dashboards downloaded by URL) from Quay. The tags
         # stay the chart's. Its helm-test pod (bats, Docker Hub) is never run by Pulumi: off.
         # (the images as the pinned chart's values.yaml names them: trainforge.platform.
         # chart_images)
         grafana["image"] = chart_image(component, _grafana_image("image"))
+        # curl: its official copy on Quay (no credential), the chart's tag
         grafana["downloadDashboardsImage"] = chart_image(
-            component, _grafana_image("downloadDashboardsImage")
+            component, chart_images.credential_free(_grafana_image("downloadDashboardsImage"))
         )
         grafana["initChownData"] = {"image": busybox}
         grafana["testFramework"] = {"enabled": False}
