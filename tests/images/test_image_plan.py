@@ -23,6 +23,9 @@ from trainforge.platform.services_config import MonitoringConfig
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 HOST = "111122223333.dkr.ecr.us-west-2.amazonaws.com"
 SECRET = "arn:aws:secretsmanager:us-west-2:111122223333:secret:ecr-pullthroughcache/dockerhub-AbC"
+# the image kubeflow/trainer v1.9.4's manifests/overlays/standalone runs (its kustomization.yaml
+# `images:` newTag on manifests/base/deployment.yaml's image), read 2026-11-27
+OPERATOR = "ghcr.io/kubeflow/training-v1/training-operator:v1-93c5489"
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -35,7 +38,13 @@ def _fresh_record_after():
 
 @pytest.fixture(scope="module")
 def plans():
-    return {s: plan_project(ROOT, s, standins=False) for s in ("dev", "prod")}
+    out = {s: plan_project(ROOT, s, standins=False) for s in ("dev", "prod")}
+    # prod with a Docker Hub credential of its own (us-east-1), as a user would set it
+    hub = {
+        "trainforge:images": {"dockerHubCredentialArn": SECRET.replace("us-west-2", "us-east-1")}
+    }
+    out["prod-hub"] = plan_project(ROOT, "prod", standins=False, config_overrides=hub)
+    return out
 
 
 def test_references_through_the_cache():
@@ -71,14 +80,13 @@ def test_no_pod_image_comes_from_docker_hub_and_jobs_run_the_runtime_image(plans
     assert jobs
     for dj in jobs:
         assert dj.spec.image.startswith(f"{account}.dkr.ecr."), dj.spec.image
-        # the stacks have a Docker Hub credential: the standard image is built too, and a job
-        # without EFA runs it
-        kind = "runtime-efa" if dj.spec.efa else "runtime"
-        assert f"/trainforge-runtime:{kind}-" in dj.spec.image, dj.spec.image
+        # the stacks have no Docker Hub credential: the standard image (FROM Docker Hub's
+        # PyTorch) is not built and every job runs the EFA runtime image (ECR Public base)
+        assert "/trainforge-runtime:runtime-efa-" in dj.spec.image, dj.spec.image
         assert dj.spec.code_source == "image" and dj.emitted.configmap is None
         facts = dj.spec.image_facts
         assert facts.mlflow == "3.17.0" and facts.boto3 == "1.44.5"
-        assert bool(facts.aws_ofi_nccl) == bool(dj.spec.efa)
+        assert facts.aws_ofi_nccl
         assert dj.spec.checkpoint.s3_mirror is True  # mirrored to S3 by default
     section = next(s for s in result.sections if s.title.startswith("Images"))
     text = "\n".join(section.lines)
@@ -87,7 +95,7 @@ def test_no_pod_image_comes_from_docker_hub_and_jobs_run_the_runtime_image(plans
 
 
 def test_cache_rules_and_node_permissions_are_least_privilege(plans):
-    inv = plans["prod"].inventory
+    inv = plans["prod-hub"].inventory
     rules = {
         r.inputs["ecrRepositoryPrefix"]: r.inputs
         for r in inv.resources
@@ -275,16 +283,19 @@ def test_operator_worker_init_container_image_is_set_by_its_flag():
 def test_chart_and_overlay_images_go_through_the_cache_with_the_credential(plans):
     """Grafana (prod) and the training operator's overlay: no rendered pod shows them, so the
     components record them; with the stack's Docker Hub credential they pull via the cache."""
-    result = plans["prod"]
-    host = "123456789012.dkr.ecr.us-east-1.amazonaws.com"  # the plan's mocked account
+    result = plans["prod-hub"]
     installed = {
         (i.component, i.image): i.pulled for i in result.inventory.declared.installed_images
     }
-    operator = installed[("platform-services-training-operator", training_operator.OPERATOR_IMAGE)]
-    assert operator == f"{host}/docker-hub/kubeflow/training-operator"
+    # the operator is on ghcr.io (the vendored overlay says so): no Docker Hub rule needed;
+    # without a GitHub credential (no `github` rule) it is pulled from ghcr.io directly
+    operator = installed[("platform-services-training-operator", OPERATOR)]
+    assert operator == OPERATOR
     assert not [i for i in installed.values() if image_routes.is_docker_hub(i)]
     section = next(s for s in result.sections if s.title.startswith("Images"))
-    assert any("installs docker.io/grafana/grafana -> pulls" in line for line in section.lines)
+    assert any(
+        "installs docker.io/grafana/grafana:13.2.0 -> pulls" in line for line in section.lines
+    )
 
 
 def test_grafana_values_pull_through_the_cache():
@@ -294,8 +305,18 @@ def test_grafana_values_pull_through_the_cache():
         image_routes.use(image_routes.routes_for(HOST, docker_hub=True, github=False))
         values = monitoring.prometheus_values(MonitoringConfig(grafana=True), "gp3", component="m")
         grafana = values["grafana"]
-        assert grafana["image"] == {"registry": HOST, "repository": "docker-hub/grafana/grafana"}
-        assert grafana["downloadDashboardsImage"]["repository"] == "docker-hub/curlimages/curl"
+        # the images and tags grafana chart 12.11.1's values.yaml names (appVersion 13.2.0)
+        assert grafana["image"] == {
+            "registry": HOST,
+            "repository": "docker-hub/grafana/grafana",
+            "tag": "13.2.0",
+        }
+        # curl from its official Quay copy (no credential), at the chart's tag
+        assert grafana["downloadDashboardsImage"] == {
+            "registry": HOST,
+            "repository": "quay/curl/curl",
+            "tag": "8.21.0",
+        }
         busybox = {
             "registry": HOST,
             "repository": "ecr-public/docker/library/busybox",
@@ -310,7 +331,7 @@ def test_grafana_values_pull_through_the_cache():
         image_routes.use(image_routes.routes_for(HOST, docker_hub=False, github=False))
         values = monitoring.prometheus_values(MonitoringConfig(grafana=True), "gp3", component="m")
         assert values["grafana"]["image"]["registry"] == "docker.io"
-        assert ("m", "docker.io/grafana/grafana") in {
+        assert ("m", "docker.io/grafana/grafana:13.2.0") in {
             (i.component, i.pulled) for i in declared().installed_images
         }
     finally:
@@ -334,19 +355,26 @@ def test_overlay_transform_points_the_operator_at_the_cache():
 
 
 def test_chart_and_overlay_images_without_the_credential_are_findings():
-    """Break it: prod without its Docker Hub credential (no docker-hub rule)."""
-    result = plan_project(ROOT, "prod", standins=False, config_overrides={"trainforge:images": {}})
+    """Break it: prod without its Docker Hub credential and without the waiver of Grafana's
+    anonymous pull."""
+    result = plan_project(
+        ROOT,
+        "prod",
+        standins=False,
+        config_overrides={"trainforge:images": {}, "trainforge-policy:waivers": []},
+    )
     hub = [v for v in result.failing if v.rule == "TRAINFORGE_DOCKER_HUB"]
     text = {(v.resource, v.message, v.fix) for v in hub}
+    # Grafana truly needs Docker Hub; the operator (ghcr.io) does not
+    assert not [v for v in hub if v.resource == "platform-services-training-operator"]
     for component, image in (
-        ("platform-services-training-operator", "docker.io/kubeflow/training-operator"),
         ("platform-services-monitoring-prometheus", "docker.io/grafana/grafana"),
     ):
         (message, fix) = next((m, f) for r, m, f in text if r == component and image in m)
         assert "Docker Hub without credentials" in message
         assert "images.dockerHubCredentialArn" in fix and "ecr-pullthroughcache/" in fix
-    # busybox comes from ECR Public, never a finding
-    assert not [v for v in hub if "busybox" in v.message]
+    # busybox comes from ECR Public and curl from Quay: never a finding
+    assert not [v for v in hub if "busybox" in v.message or "curl" in v.message]
 
 
 def test_an_image_without_core_does_not_count_as_carrying_the_runtime(tmp_path):
@@ -365,3 +393,65 @@ def test_an_image_without_core_does_not_count_as_carrying_the_runtime(tmp_path):
         df.read_text().replace("COPY trainforge/core /opt/trainforge/src/trainforge/core\n", "")
     )
     assert runtime_images.target_facts("runtime", tmp_path).trainforge is False
+
+
+def test_dev_without_any_docker_hub_credential_plans_clean_and_names_the_operator_on_ghcr():
+    """The shipped dev stack names no Docker Hub credential (no placeholder ARN) and needs
+    none: every image it picks comes from a registry without one."""
+    import yaml
+
+    dev = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())["config"]
+    prod = yaml.safe_load((ROOT / "Pulumi.prod.yaml").read_text())["config"]
+    for cfg in (dev, prod):
+        assert "dockerHubCredentialArn" not in (cfg.get("trainforge:images") or {})
+    for name in ("Pulumi.dev.yaml", "Pulumi.prod.yaml"):
+        assert "secretsmanager" not in (ROOT / name).read_text()
+    result = plan_project(ROOT, "dev", standins=False)
+    assert result.clean, [(v.rule, v.message) for v in result.failing]
+    section = next(s for s in result.sections if s.title.startswith("Images"))
+    assert any(
+        f"platform-services-training-operator installs {OPERATOR}" in line for line in section.lines
+    ), section.lines
+
+
+def test_a_credential_in_another_region_is_a_finding_naming_the_key():
+    """Break it: a us-east-1 secret for the us-west-2 dev stack (ECR refuses the rule)."""
+    arn = SECRET.replace("us-west-2", "us-east-1")
+    result = plan_project(
+        ROOT,
+        "dev",
+        standins=False,
+        config_overrides={"trainforge:images": {"dockerHubCredentialArn": arn}},
+    )
+    (finding,) = [v for v in result.failing if v.rule == "TRAINFORGE_IMAGE_CREDENTIAL"]
+    assert finding.message.startswith("trainforge:images.dockerHubCredentialArn: ")
+    assert "us-east-1" in finding.message and "us-west-2" in finding.message
+
+
+def test_credential_problems_region_and_account():
+    assert image_routes.credential_problems(SECRET, "us-west-2", "111122223333") == []
+    assert image_routes.credential_problems(SECRET, "us-west-2", None) == []
+    (why,) = image_routes.credential_problems(SECRET, "us-west-2", "210987654321")
+    assert "account 111122223333" in why and "210987654321" in why
+    assert len(image_routes.credential_problems(SECRET, "eu-west-1", "210987654321")) == 2
+
+
+def test_preview_reports_a_credential_of_another_account_or_region(monkeypatch):
+    """At `pulumi preview` (not under mocks) the program knows the caller's account: a secret
+    in another account or Region is an error naming the key, before anything is created."""
+    from trainforge.platform import image_cache
+
+    errors: list[str] = []
+    monkeypatch.setattr(image_cache, "_under_mocks", lambda: False)
+    monkeypatch.setattr(pulumi.log, "error", lambda msg, resource=None: errors.append(msg))
+    creds = {"docker-hub": SECRET, "github": None}
+    image_cache._check_credentials(creds, "us-west-2", "111122223333", None)
+    assert errors == []
+    image_cache._check_credentials(creds, "us-west-2", "210987654321", None)
+    image_cache._check_credentials(creds, "eu-west-1", "111122223333", None)
+    assert [e.split(": ")[0] for e in errors] == ["trainforge:images.dockerHubCredentialArn"] * 2
+    assert "account 111122223333" in errors[0] and "eu-west-1" in errors[1]
+    # under the plan's mocks the account is a stand-in: nothing is judged there
+    monkeypatch.setattr(image_cache, "_under_mocks", lambda: True)
+    image_cache._check_credentials(creds, "eu-west-1", "1", None)
+    assert len(errors) == 2

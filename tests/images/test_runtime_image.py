@@ -1,8 +1,10 @@
 """The runtime image's Python layer, built and run without Docker.
 
 The Dockerfile is parsed (trainforge.jobs.dockerfile) and the `runtime` stage's instructions
-after FROM are executed in order in a scratch virtualenv: each COPY copies the repository files
-it names, each RUN runs its own command line (its `pip install -r ... -c requirements.lock`
+after FROM are executed in order in a scratch virtualenv: each COPY copies the files it names
+from a build context made as the builder makes it (the repository files that the Dockerfile's
+ignore file lets through Docker's own matcher, trainforge.plan.checks.build_context), so a
+source the ignore file drops fails here as the build does (`"/<src>": not found`), each RUN runs its own command line (its `pip install -r ... -c requirements.lock`
 from the package index, its `.pth` line, its `--self-check`), with the image's absolute paths
 under a temporary root. The base image's torch is not downloaded (a multi-GB wheel): the scratch
 venv sees this interpreter's torch and its dependencies only, through a `.pth` file pointing at
@@ -26,6 +28,7 @@ import pytest
 
 from trainforge.core import versions
 from trainforge.jobs import dockerfile, runtime_images
+from trainforge.plan.checks import build_context
 
 ROOT = Path(__file__).resolve().parents[2]
 DF = ROOT / dockerfile.DOCKERFILE
@@ -73,9 +76,22 @@ def _link_torch(dest: Path) -> None:
                 (dest / part).symlink_to(src)
 
 
-def _execute_stage(stage: dockerfile.Stage, image_root: Path, env: dict[str, str]) -> None:
-    """Run the stage's instructions after FROM: COPY copies, RUN runs (paths under
-    `image_root`), ENV sets; USER and LABEL do not matter here."""
+def make_context(dest: Path, root: Path = ROOT, df: Path = DF) -> Path:
+    """The build context the builder sends: the files of `root` that the Dockerfile's ignore
+    file lets through (Docker's matcher), copied to `dest`."""
+    ignore = build_context.ignore_file(root, df)
+    rel_df = df.relative_to(root).as_posix()
+    for rel in build_context.context_files(root, build_context.read_patterns(ignore), rel_df):
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(root / rel, dest / rel)
+    return dest
+
+
+def _execute_stage(
+    stage: dockerfile.Stage, image_root: Path, env: dict[str, str], context: Path
+) -> None:
+    """Run the stage's instructions after FROM: COPY copies from the build context, RUN runs
+    (paths under `image_root`), ENV sets; USER and LABEL do not matter here."""
 
     def at(path: str) -> Path:
         return image_root / path.lstrip("/")
@@ -84,14 +100,16 @@ def _execute_stage(stage: dockerfile.Stage, image_root: Path, env: dict[str, str
         if ins.keyword == "COPY":
             (sources, dest) = dockerfile.Stage("x", "", [ins]).copies[0]
             for src in sources:
-                s = ROOT / src
+                s = context / src
+                # BuildKit's words when a source is not in the context it was sent
+                assert s.exists(), f'COPY {src}: "/{src.strip("/")}": not found'
                 d = at(dest)
                 if dest.endswith("/"):
                     d.mkdir(parents=True, exist_ok=True)
                     d = d / s.name
                 d.parent.mkdir(parents=True, exist_ok=True)
                 if s.is_dir():
-                    shutil.copytree(s, d, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+                    shutil.copytree(s, d)
                 else:
                     shutil.copy(s, d)
         elif ins.keyword == "RUN":
@@ -137,7 +155,8 @@ def image_venv(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str
         PATH=f"{venv_dir / 'bin'}:{env.get('PATH', '')}", OMP_NUM_THREADS="1", HOME=str(home)
     )
     env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
-    _execute_stage(dockerfile.parse(DF).stage(runtime_images.STANDARD), tmp / "image", env)
+    context = make_context(tmp / "context")
+    _execute_stage(dockerfile.parse(DF).stage(runtime_images.STANDARD), tmp / "image", env, context)
     return py, env
 
 

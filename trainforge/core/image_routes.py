@@ -36,6 +36,29 @@ UPSTREAMS: dict[str, tuple[str, tuple[str, ...], bool]] = {
 DOCKER_HUB = "docker-hub"
 
 
+CREDENTIAL_KEYS = {
+    DOCKER_HUB: "trainforge:images.dockerHubCredentialArn",
+    "github": "trainforge:images.githubCredentialArn",
+}
+
+
+def credential_problems(arn: str, region: str | None, account: str | None) -> list[str]:
+    """Why ECR cannot use `arn` as a pull-through rule's credential for a stack in `region`
+    under `account` (None: not known here, not judged). source:
+    docs.aws.amazon.com/AmazonECR/latest/userguide/pull-through-cache-creating-rule.html
+    ("The account and Region that the secret is in must match the account and Region that the
+    pull through cache rule is in"), checked 2026-11-27."""
+    parts = arn.split(":")
+    if len(parts) < 7 or parts[2] != "secretsmanager":
+        return [f"{arn!r} is not a Secrets Manager secret ARN"]
+    out = []
+    if region is not None and parts[3] != region:
+        out.append(f"the secret is in {parts[3]}, the stack in {region} (same Region needed)")
+    if account is not None and parts[4] != account:
+        out.append(f"the secret is in account {parts[4]}, the stack's caller in {account}")
+    return out
+
+
 def split(image: str) -> tuple[str, str]:
     """(registry host, repository path with tag/digest) the way Docker resolves a reference:
     no host means Docker Hub, and a one-word Docker Hub name is in `library/`."""

@@ -142,6 +142,11 @@ EFA_DEVICE_PLUGIN_CHART_VERSION = "v0.5.30"
 # (operator v0.93.1; values.yaml read at that tag), checked 2026-11-23
 KUBE_PROMETHEUS_STACK_CHART_REPO = "https://prometheus-community.github.io/helm-charts"
 KUBE_PROMETHEUS_STACK_CHART_VERSION = "88.5.3"
+# Grafana, a dependency of that chart: its values.yaml is vendored
+# (trainforge/platform/data/charts/grafana-12.11.1) and the images it runs are read from it.
+# source: charts/kube-prometheus-stack/Chart.yaml at tag kube-prometheus-stack-88.5.3
+# (tests/platform/test_chart_values.py SUBCHARTS), checked 2026-11-23
+GRAFANA_CHART_VERSION = "12.11.1"
 # The DCGM exporter chart version is its own: chart 4.8.2 ships exporter 4.5.3-4.8.2.
 # source: github.com/NVIDIA/dcgm-exporter deployment/Chart.yaml at tag 4.5.3-4.8.2, checked 2026-11-23
 DCGM_EXPORTER_CHART_REPO = "https://nvidia.github.io/dcgm-exporter/helm-charts"

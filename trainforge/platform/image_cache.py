@@ -23,13 +23,21 @@ platform promises). Both are resources of the stack, so `pulumi up` is the one c
 from __future__ import annotations
 
 import json
+import os
+import posixpath
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pulumi
 import pulumi_aws as aws
 
-from trainforge.core.image_routes import UPSTREAMS, CacheRoutes
+from trainforge.core.image_routes import (
+    CREDENTIAL_KEYS,
+    UPSTREAMS,
+    CacheRoutes,
+    credential_problems,
+)
 from trainforge.jobs import dockerfile
 from trainforge.jobs.runtime_images import RuntimeImages, repository
 from trainforge.stack.platform import ImagesConfig
@@ -74,6 +82,41 @@ def node_pull_policy(partition: str, region: str, account: str, prefixes: list[s
     )
 
 
+def _under_mocks() -> bool:
+    """Whether the program runs under Pulumi mocks (the offline plan, tests): the caller's
+    account is then a stand-in, not the one `pulumi up` deploys with."""
+    from pulumi.runtime import settings  # noqa: PLC0415
+    from pulumi.runtime.mocks import MockMonitor  # noqa: PLC0415
+
+    return isinstance(settings.get_monitor(), MockMonitor)
+
+
+def _check_credentials(
+    credentials: dict[str, str | None], region: str, account: str, resource: Any
+) -> None:
+    """At `pulumi preview`: a credential ECR would refuse (another Region or account than the
+    stack's) is an error naming its key, before anything is created. Under mocks the account is
+    not the caller's and the plan reports the Region itself (TRAINFORGE_IMAGE_CREDENTIAL)."""
+    if _under_mocks():
+        return
+    for prefix, arn in credentials.items():
+        if not arn:
+            continue
+        for why in credential_problems(arn, region, account):
+            pulumi.log.error(f"{CREDENTIAL_KEYS[prefix]}: {arn}: {why}", resource)
+
+
+def project_relative(path: Path) -> str:
+    """`path` relative to the directory the program runs in (Pulumi runs it, and the
+    docker-build provider resolves a relative context, in the project's root), '/'-separated.
+
+    Why not absolute: the build's inputs are in the state and in every diff; an absolute
+    checkout path differs between two clones of the same commit, so a no-op change would show
+    the images as changed (`trainforge plan --diff`, docs/pr-review.md). What the build reads is
+    still in its identity: the tag is the content's hash (`dockerfile.content_digest`)."""
+    return Path(os.path.relpath(path, os.getcwd())).as_posix()
+
+
 class ImageCache(pulumi.ComponentResource):
     """Pull-through cache rules, node permissions, and the runtime image builds."""
 
@@ -88,6 +131,7 @@ class ImageCache(pulumi.ComponentResource):
             "docker-hub": cfg.docker_hub_credential_arn,
             "github": cfg.github_credential_arn,
         }
+        _check_credentials(credentials, args.region, args.account_id, self)
         if args.routes is not None:
             for prefix in sorted(args.routes.prefixes):
                 upstream, _, needs_credential = UPSTREAMS[prefix]
@@ -152,7 +196,7 @@ class ImageCache(pulumi.ComponentResource):
             username=token.user_name,
             password=token.password,
         )
-        root = dockerfile.ROOT
+        context = project_relative(dockerfile.ROOT)
         out = []
         for image in images:
             cache_ref = cache.repository_url.apply(lambda url, t=image.target: f"{url}:{t}")
@@ -165,9 +209,11 @@ class ImageCache(pulumi.ComponentResource):
             out.append(
                 docker_build.Image(
                     f"{name}-{image.target}",
-                    context=docker_build.BuildContextArgs(location=str(root)),
+                    context=docker_build.BuildContextArgs(location=context),
                     dockerfile=docker_build.DockerfileArgs(
-                        location=str(root / dockerfile.DOCKERFILE)
+                        location=posixpath.normpath(
+                            posixpath.join(context, dockerfile.DOCKERFILE.as_posix())
+                        )
                     ),
                     target=image.target,
                     build_args=build_args,

@@ -34,7 +34,7 @@ import pulumi_kubernetes as k8s
 
 from trainforge.core import versions
 from trainforge.core.image_routes import cached, chart_image
-from trainforge.platform import alerts, mlflow_auth, opencost
+from trainforge.platform import alerts, chart_images, mlflow_auth, opencost
 from trainforge.platform.dashboards import (
     DASHBOARDS,
     FOLDER_ANNOTATION,
@@ -83,6 +83,13 @@ EKS_UNSCRAPABLE: dict[str, Any] = {
 }
 
 
+def _grafana_image(path: str) -> str:
+    """An image grafana's chart runs, as its values.yaml at the pinned version names it."""
+    return chart_images.default_image(
+        "grafana", versions.GRAFANA_CHART_VERSION, path, app_version_tag=path == "image"
+    )
+
+
 def prometheus_values(
     cfg: MonitoringConfig,
     storage_class: str,
@@ -101,12 +108,17 @@ def prometheus_values(
     busybox = chart_image(component, versions.BUSYBOX_IMAGE)
     grafana: dict[str, Any] = {"enabled": cfg.grafana}
     if cfg.grafana:
-        # Grafana's images are on Docker Hub only (docker.io/grafana/grafana; curl for
-        # dashboards downloaded by URL): through the cache's docker-hub rule when the stack
-        # has a Docker Hub credential, else a plan finding (TRAINFORGE_DOCKER_HUB). The tags
+        # Grafana's image is on Docker Hub only (docker.io/grafana/grafana): through the
+        # cache's docker-hub rule when the stack has a Docker Hub credential, else a plan
+        # finding (TRAINFORGE_DOCKER_HUB). curl (dashboards downloaded by URL) from Quay. The tags
         # stay the chart's. Its helm-test pod (bats, Docker Hub) is never run by Pulumi: off.
-        grafana["image"] = chart_image(component, "docker.io/grafana/grafana")
-        grafana["downloadDashboardsImage"] = chart_image(component, "docker.io/curlimages/curl")
+        # (the images as the pinned chart's values.yaml names them: trainforge.platform.
+        # chart_images)
+        grafana["image"] = chart_image(component, _grafana_image("image"))
+        # curl: its official copy on Quay (no credential), the chart's tag
+        grafana["downloadDashboardsImage"] = chart_image(
+            component, chart_images.credential_free(_grafana_image("downloadDashboardsImage"))
+        )
         grafana["initChownData"] = {"image": busybox}
         grafana["testFramework"] = {"enabled": False}
         # never the chart's well-known default password

@@ -14,10 +14,14 @@ training node. A Pulumi `transforms` hook (`system_placement`) adds the system n
 selector to every pod template the overlay declares, as the provider registers them. A
 Helm chart from config is the user's; its values must place it (docs/services.md).
 
-Images: the overlay's operator image is on Docker Hub; another transform
-(`images_through_cache`) points every container at the stack's pull-through cache, and the
-component records the image (`image_routes.installed`) so the plan, which renders no pod of
-the overlay, reports it when no docker-hub rule covers it (docs/images.md).
+Images: the overlay's operator image is on GitHub's registry (ghcr.io, anonymous pulls, no
+credential needed), read from the overlay itself: it is vendored as package data at the
+pinned tag (trainforge/platform/data/training-operator-<version>/) and
+`trainforge.platform.overlay_images` reads the images its pod templates run. Another
+transform (`images_through_cache`) points every container at the stack's pull-through cache
+where a rule covers its registry, and the component records each image
+(`image_routes.installed`) so the plan, which renders no pod of the overlay, reports it
+(docs/images.md).
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import pulumi_kubernetes as k8s
 
 from trainforge.core import versions
 from trainforge.core.image_routes import CacheRoutes, cached, current, installed
+from trainforge.platform import overlay_images as overlay_images_mod
 from trainforge.platform.k8s_provider import server_side_apply_provider
 from trainforge.platform.placement import SYSTEM_NODE_SELECTOR
 from trainforge.platform.services_config import TrainingOperatorConfig
@@ -95,9 +100,12 @@ def init_container_image(image: str):
     return transform
 
 
-# The operator's own image: the overlay's Deployment runs `kubeflow/training-operator` from
-# Docker Hub (manifests/base/deployment.yaml; the overlay's kustomization.yaml sets its tag).
-OPERATOR_IMAGE = "docker.io/kubeflow/training-operator"
+def overlay_images(version: str = versions.TRAINING_OPERATOR_VERSION) -> list[str]:
+    """The images the pinned overlay's pod templates run, read from its vendored files
+    (manifests/base/deployment.yaml names the image, the overlay's kustomization.yaml its tag;
+    at v1.9.4: ghcr.io/kubeflow/training-v1/training-operator:v1-93c5489)."""
+    overlay = overlay_images_mod.training_operator_overlay(version)
+    return list(dict.fromkeys(i.image for i in overlay_images_mod.images(overlay)))
 
 
 def images_through_cache(routes: CacheRoutes | None):
@@ -178,7 +186,8 @@ class TrainingOperator(pulumi.ComponentResource):
                 self.namespace = "kubeflow"
             self.source = versions.TRAINING_OPERATOR_KUSTOMIZE_URL
             # recorded for the plan, which renders no pod of the overlay
-            self.image = installed(name, OPERATOR_IMAGE)
+            pulled = [installed(name, image) for image in overlay_images()]
+            self.image = pulled[0] if pulled else None
             self.directory = k8s.kustomize.v2.Directory(
                 name,
                 directory=versions.TRAINING_OPERATOR_KUSTOMIZE_URL,

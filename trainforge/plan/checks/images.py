@@ -16,6 +16,7 @@ operator's, Grafana's), which no rendered pod of the plan shows: the components 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from trainforge.core import image_routes, versions
@@ -23,11 +24,20 @@ from trainforge.jobs import dockerfile
 from trainforge.jobs.entrypoint import mirrors_to_s3
 from trainforge.jobs.image_facts import UNKNOWN, ImageFacts, missing_pieces
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
+from trainforge.plan.checks import build_context
 
 RULES = {
     "TRAINFORGE_IMAGE_PIECE": (
         "run the job on the trainforge runtime image (leave image unset), build yours FROM it "
         "(docs/images.md), or turn the feature off"
+    ),
+    "TRAINFORGE_IMAGE_CREDENTIAL": (
+        "name a secret ecr-pullthroughcache/<name> in the stack's own Region and account "
+        "(create it there: docs/images.md), or unset the key"
+    ),
+    "TRAINFORGE_BUILD_CONTEXT": (
+        "let the source through the build's ignore file (an `!path` exception after the "
+        'pattern that drops it), or remove the COPY (docs/images.md, "Build context")'
     ),
 }
 BUILD_TYPE = "docker-build:index:Image"
@@ -73,6 +83,7 @@ def _build_lines(ctx: PlanContext) -> tuple[list[str], list[Finding]]:
         base = df.base(target, args)
         tags = r.inputs.get("tags") or []
         lines.append(f"  build {target}: FROM {base} -> {', '.join(map(str, tags))}")
+        lines += _context_lines(r, target, ctx.root or Path.cwd(), findings)
         if image_routes.is_docker_hub(base):
             findings.append(
                 Finding(
@@ -86,6 +97,60 @@ def _build_lines(ctx: PlanContext) -> tuple[list[str], list[Finding]]:
                 )
             )
     return lines, findings
+
+
+def _location(value: Any, root: Path) -> Path | None:
+    """A build input's local path. A relative one is resolved as the provider resolves it:
+    against the directory `pulumi up` runs the program in, the project's root."""
+    loc = value.get("location") if isinstance(value, dict) else None
+    if not isinstance(loc, str) or "://" in loc:
+        return None
+    return root / loc
+
+
+def _context_lines(r: Any, target: str, root: Path, findings: list[Finding]) -> list[str]:
+    """The build-context rehearsal of one build (trainforge.plan.checks.build_context)."""
+    context = _location(r.inputs.get("context"), root)
+    if context is None:
+        return []
+    df = _location(r.inputs.get("dockerfile"), root) or context / "Dockerfile"
+    if not context.is_dir() or not df.is_file():
+        findings.append(
+            Finding(
+                resource=r.name,
+                rule="TRAINFORGE_BUILD_CONTEXT",
+                message=f"build {target}: context {context} or Dockerfile {df} does not exist "
+                "in this checkout",
+                fix=RULES["TRAINFORGE_BUILD_CONTEXT"],
+                urn=r.urn,
+            )
+        )
+        return []
+    ignore, problems = build_context.judge(context, df, target)
+    shown = _shown(ignore, root) if ignore is not None else "(no ignore file)"
+    srcs = build_context.sources(dockerfile.parse(df), target)
+    for p in problems:
+        findings.append(
+            Finding(
+                resource=r.name,
+                rule="TRAINFORGE_BUILD_CONTEXT",
+                message=f"build {target}: {p.message(shown)}",
+                fix=RULES["TRAINFORGE_BUILD_CONTEXT"],
+                urn=r.urn,
+            )
+        )
+    verdict = "all in the context" if not problems else f"{len(problems)} NOT in the context"
+    return [
+        f"    context {_shown(context, root)} after {shown}: {len(srcs)} COPY/ADD source(s), "
+        f"{verdict}"
+    ]
+
+
+def _shown(path: Path, root: Path) -> str:
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix() or "."
+    except ValueError:
+        return path.as_posix()
 
 
 DOCKER_HUB_FIX = (
@@ -112,6 +177,36 @@ def _installed_lines(declared: Any) -> tuple[list[str], list[Finding]]:
                 )
             )
     return lines, findings
+
+
+RULE_TYPE = "aws:ecr/pullThroughCacheRule:PullThroughCacheRule"
+
+
+def _credential_findings(ctx: PlanContext) -> list[Finding]:
+    """A rule's credential in another Region than the stack: CreatePullThroughCacheRule
+    refuses it at `pulumi up`. The offline plan does not know the caller's account (its mocks
+    answer a stand-in); the program checks that at `pulumi preview` (ImageCache)."""
+    region = (getattr(ctx.inventory, "config", None) or {}).get("aws:region")
+    out = []
+    for r in ctx.resources_of(RULE_TYPE):
+        arn = r.inputs.get("credentialArn")
+        prefix = r.inputs.get("ecrRepositoryPrefix")
+        if not isinstance(arn, str) or not isinstance(region, str):
+            continue
+        key = image_routes.CREDENTIAL_KEYS.get(str(prefix), "trainforge:images")
+        for why in image_routes.credential_problems(arn, region, None):
+            out.append(
+                Finding(
+                    resource=r.name,
+                    rule="TRAINFORGE_IMAGE_CREDENTIAL",
+                    message=f"{key}: {arn}: {why}; ECR refuses the {prefix} rule "
+                    "(CreatePullThroughCacheRule)",
+                    fix=RULES["TRAINFORGE_IMAGE_CREDENTIAL"],
+                    urn=r.urn,
+                    names=frozenset({key}),
+                )
+            )
+    return out
 
 
 def check(ctx: PlanContext) -> CheckResult:
@@ -153,6 +248,7 @@ def check(ctx: PlanContext) -> CheckResult:
                     names=frozenset({job.name, name, dj.resource_name}),
                 )
             )
+    result.findings += _credential_findings(ctx)
     build_lines, build_findings = _build_lines(ctx)
     result.findings += build_findings
     installed_lines, installed_findings = _installed_lines(declared)
