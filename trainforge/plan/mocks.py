@@ -498,6 +498,10 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
                 out.setdefault("arn", _arn(pkg, region, acct, f"{kind.lower()}/{physical}"))
             out["id"] = rid
             return rid, out
+        if typ == "random:index/randomPassword:RandomPassword":
+            # a stand-in (never a real password): the Secrets built from it keep their keys
+            out.setdefault("result", "standin-" + "x" * max(0, int(inputs.get("length") or 16) - 8))
+            return rid, out
         if typ == "eks:index:Cluster":
             cname = inputs.get("name") or f"{name}-eks"
             issuer = f"https://oidc.eks.{region}.amazonaws.com/id/MOCKED{_h(name) % 10**8}"
