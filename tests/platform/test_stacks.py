@@ -58,9 +58,12 @@ def test_cluster_security_defaults(stack):
     assert cfg["skipDefaultNodeGroup"] is True
 
 
-def test_endpoint_private_in_dev_allow_list_in_prod(dev, prod):
-    assert eks_inputs(dev)["endpointPublicAccess"] is False
-    assert "publicAccessCidrs" not in eks_inputs(dev)
+def test_endpoint_deployer_only_in_dev_allow_list_in_prod(dev, prod):
+    """dev creates its VPC: its endpoint is public only to the deployer's /32, known at
+    `pulumi up` (trainforge.platform.endpoint), never open without a list."""
+    d = eks_inputs(dev)
+    assert d["endpointPublicAccess"] is True and d["endpointPrivateAccess"] is True
+    assert "0.0.0.0/0" not in (d.get("publicAccessCidrs") or [])
     p = eks_inputs(prod)
     assert p["endpointPublicAccess"] is True
     assert p["publicAccessCidrs"] == ["203.0.113.0/24", "198.51.100.0/24"]
