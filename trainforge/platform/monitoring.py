@@ -276,6 +276,14 @@ def dcgm_values(profiling: bool = False) -> dict[str, Any]:
     }
 
 
+# The labels only Kueue's metrics Service carries (see scrape_monitors).
+KUEUE_METRICS_SERVICE_LABELS = {
+    "app.kubernetes.io/name": "kueue",
+    "app.kubernetes.io/instance": "kueue",
+    "app.kubernetes.io/component": "metrics-service",
+}
+
+
 def scrape_monitors(
     namespace: str, kueue_namespace: str | None, karpenter_namespace: str | None
 ) -> list[dict[str, Any]]:
@@ -286,7 +294,13 @@ def scrape_monitors(
     Kueue 0.19 serves metrics on its Service `kueue-controller-manager-metrics-service`, port
     `https` (8443), behind controller-runtime's authentication: the scrape sends Prometheus's
     service-account token (the chart's own monitor does the same,
-    charts/kueue/templates/prometheus/monitor.yaml at v0.19.5). Karpenter serves plain HTTP
+    charts/kueue/templates/prometheus/monitor.yaml). The chart's metrics, webhook and
+    visibility Services share the selector labels (name, instance); the visibility server's
+    port is also named `https` (templates/visibility/service.yaml), so the monitor selects
+    the metrics Service by its `app.kubernetes.io/component: metrics-service` label
+    (`kueue.metricsService.labels` in templates/_helpers.tpl), as the chart's own monitor
+    does. Read at tag v0.19.2 on 2026-11-27 (the newest 0.19 tag the mirror holds; the
+    pin is 0.19.5: not verified there). Karpenter serves plain HTTP
     on its Service's port `http-metrics` (charts/karpenter/templates/service.yaml, v1.14.1).
     """
     out: list[dict[str, Any]] = []
@@ -313,7 +327,7 @@ def scrape_monitors(
         monitor(
             "kueue-controller",
             kueue_namespace,
-            {"app.kubernetes.io/name": "kueue", "app.kubernetes.io/instance": "kueue"},
+            KUEUE_METRICS_SERVICE_LABELS,
             {
                 "port": "https",
                 "scheme": "https",
