@@ -148,6 +148,8 @@ def instance_type_result(name: str) -> dict[str, Any]:
         "memorySize": raw.get("MemoryInfo", {}).get("SizeInMiB", 0),
         "gpuses": gpus,
         "totalGpuMemory": raw.get("GpuInfo", {}).get("TotalGpuMemoryInMiB", 0),
+        "instanceStorageSupported": bool(raw.get("InstanceStorageSupported", False)),
+        "totalInstanceStorage": raw.get("InstanceStorageInfo", {}).get("TotalSizeInGB", 0),
         "efaSupported": bool(net.get("EfaSupported", False)),
         "efaMaximumInterfaces": net.get("EfaInfo", {}).get("MaximumEfaInterfaces", 0),
         "maximumNetworkInterfaces": net.get("MaximumNetworkInterfaces", 0),
