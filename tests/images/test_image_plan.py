@@ -137,7 +137,7 @@ def test_docker_hub_credential_adds_its_rule_and_the_standard_build(tmp_path):
     targets = sorted(
         r.inputs["target"] for r in inv.resources if r.type == "docker-build:index:Image"
     )
-    assert targets == ["runtime", "runtime-efa"]
+    assert targets == ["runtime"]  # dev has no EFA pool: no EFA image is built for nobody
     # CPU/GPU pools without EFA run the smaller standard image now
     images = {dj.spec.name: dj.spec.image for dj in inv.declared.jobs}
     assert ":runtime-" in images["mnist-ddp"] and "runtime-efa" not in images["mnist-ddp"]
@@ -365,3 +365,17 @@ def test_an_image_without_core_does_not_count_as_carrying_the_runtime(tmp_path):
         df.read_text().replace("COPY trainforge/core /opt/trainforge/src/trainforge/core\n", "")
     )
     assert runtime_images.target_facts("runtime", tmp_path).trainforge is False
+
+
+def test_no_efa_image_is_built_without_an_efa_pool():
+    """A stack that can build the standard image and has no EFA pool builds only that one;
+    without Docker Hub the EFA target (its base on ECR Public) still serves every pool."""
+    from trainforge.jobs.runtime_images import plan_images
+
+    with_hub = image_routes.routes_for(HOST, docker_hub=True, github=False, enabled=True)
+    images = plan_images("c", HOST, with_hub, efa_pools=False)
+    assert images.standard.target == "runtime" and images.efa is None
+    assert plan_images("c", HOST, with_hub, efa_pools=True).efa.target == "runtime-efa"
+    no_hub = image_routes.routes_for(HOST, docker_hub=False, github=False, enabled=True)
+    only = plan_images("c", HOST, no_hub, efa_pools=False)
+    assert only.standard is only.efa and only.efa.target == "runtime-efa"
