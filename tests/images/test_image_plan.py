@@ -145,7 +145,7 @@ def test_docker_hub_credential_adds_its_rule_and_the_standard_build(tmp_path):
     targets = sorted(
         r.inputs["target"] for r in inv.resources if r.type == "docker-build:index:Image"
     )
-    assert targets == ["runtime", "runtime-efa"]
+    assert targets == ["runtime"]  # dev has no EFA pool: no EFA image is built for nobody
     # CPU/GPU pools without EFA run the smaller standard image now
     images = {dj.spec.name: dj.spec.image for dj in inv.declared.jobs}
     assert ":runtime-" in images["mnist-ddp"] and "runtime-efa" not in images["mnist-ddp"]
@@ -455,3 +455,17 @@ def test_preview_reports_a_credential_of_another_account_or_region(monkeypatch):
     monkeypatch.setattr(image_cache, "_under_mocks", lambda: True)
     image_cache._check_credentials(creds, "eu-west-1", "1", None)
     assert len(errors) == 2
+
+
+def test_no_efa_image_is_built_without_an_efa_pool():
+    """A stack that can build the standard image and has no EFA pool builds only that one;
+    without Docker Hub the EFA target (its base on ECR Public) still serves every pool."""
+    from trainforge.jobs.runtime_images import plan_images
+
+    with_hub = image_routes.routes_for(HOST, docker_hub=True, github=False, enabled=True)
+    images = plan_images("c", HOST, with_hub, efa_pools=False)
+    assert images.standard.target == "runtime" and images.efa is None
+    assert plan_images("c", HOST, with_hub, efa_pools=True).efa.target == "runtime-efa"
+    no_hub = image_routes.routes_for(HOST, docker_hub=False, github=False, enabled=True)
+    only = plan_images("c", HOST, no_hub, efa_pools=False)
+    assert only.standard is only.efa and only.efa.target == "runtime-efa"

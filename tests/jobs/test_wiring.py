@@ -109,11 +109,21 @@ def test_efa_on_a_pool_without_it():
 def test_efa_needs_an_image_with_libfabric():
     with pytest.raises(
         JobConfigError,
-        match=r"\.image: got None; EFA on pool 'efa-p5' \(NCCL over libfabric\) needs libfabric",
+        match=r"\.image: got 'pytorch/pytorch:[^']+'; EFA on pool 'efa-p5' \(NCCL over "
+        r"libfabric\) needs libfabric",
     ):
         resolve_job(job(pool="efa-p5"), target(EFA_POOL), W)
     # opting out of EFA runs the stock image over TCP
     assert resolve_job(job(pool="efa-p5", efa=False), target(EFA_POOL), W).efa is False
+
+
+def test_the_efa_refusal_names_the_job_s_own_image():
+    """It printed `jobs[0].image: got None` for a job that names an image."""
+    own = "ghcr.io/acme/train:1.0"
+    facts = {"libfabric": False, "awsOfiNccl": False}
+    with pytest.raises(JobConfigError) as err:
+        resolve_job(job(pool="efa-p5", image=own, imageFacts=facts), target(EFA_POOL), W)
+    assert str(err.value).startswith(f"{W}.image: got {own!r}; EFA on pool 'efa-p5'")
 
 
 def test_efa_auto_on_efa_pool_and_device_count():

@@ -49,7 +49,9 @@ def pod_spec(flaws: frozenset[str], image: str = f"{CACHED_PYTORCH}:2.5.1-cuda12
     }
 
 
-def pytorchjob(name: str, flaws: frozenset[str], workers: int = 2, ns: str = "team-a"):
+def pytorchjob(
+    name: str, flaws: frozenset[str], workers: int = 2, ns: str = "team-a", after: tuple = ()
+):
     replicas = {
         "Master": {
             "replicas": 2 if "two-masters" in flaws else 1,
@@ -73,7 +75,8 @@ def pytorchjob(name: str, flaws: frozenset[str], workers: int = 2, ns: str = "te
             "pytorchReplicaSpecs": _camel(replicas),
             "runPolicy": {"cleanPodPolicy": "Sometimes" if "clean-policy" in flaws else "None"},
         },
-        opts=pulumi.ResourceOptions(delete_before_replace=True),
+        # the pods name the team's ServiceAccount: the job waits for it (plan.checks.existence)
+        opts=pulumi.ResourceOptions(delete_before_replace=True, depends_on=list(after)),
     )
 
 
@@ -199,7 +202,9 @@ def program(flaws: frozenset[str] | set[str] = frozenset(), jobs: list[str] | No
         # Objects take the namespace from the Namespace's output, so they are created after it
         # (trainforge.plan.checks.ordering).
         team_a = k8s.core.v1.Namespace("team-a", metadata={"name": "team-a"}).metadata.name
-        k8s.core.v1.ServiceAccount("training", metadata={"name": "training", "namespace": team_a})
+        sa = k8s.core.v1.ServiceAccount(
+            "training", metadata={"name": "training", "namespace": team_a}
+        )
         k8s.core.v1.ConfigMap(
             "code", metadata={"name": "code", "namespace": team_a}, data={"a.py": "print(1)"}
         )
@@ -222,9 +227,10 @@ def program(flaws: frozenset[str] | set[str] = frozenset(), jobs: list[str] | No
                     "selector": {"match_labels": {"app": "priv"}},
                     "template": {"metadata": {"labels": {"app": "priv"}}, "spec": spec},
                 },
+                opts=pulumi.ResourceOptions(depends_on=[sa]),
             )
         for name in jobs if jobs is not None else ["llm-pretrain"]:
-            pytorchjob(name, flaws, ns=team_a)
+            pytorchjob(name, flaws, ns=team_a, after=(sa,))
         k8s.apiextensions.CustomResource(
             "gpu-nodeclass",
             api_version="karpenter.k8s.aws/v1",

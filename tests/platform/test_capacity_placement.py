@@ -115,3 +115,48 @@ def test_a_reservation_in_a_zone_without_a_subnet_fails_with_the_reason():
         run_prod(capacity_reservations={CR: stub})
     assert f"capacityReservationId: got '{CR}'; expected a reservation in a zone" in str(err.value)
     assert f"it is in {REGION}d" in str(err.value)
+
+
+class _Failing(TrainforgeMocks):
+    """EC2 answering the reservation lookup with an error other than "not found"."""
+
+    def __init__(self, failure: str, **kw):
+        super().__init__(**kw)
+        self.failure = failure
+
+    def call(self, args):
+        if args.token == "aws:ec2/getCapacityBlockReservation:getCapacityBlockReservation":
+            self.calls.append(None)
+            return {}, [("id", self.failure)]
+        return super().call(args)
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [
+        "reading EC2 Capacity Reservations: operation error EC2: DescribeCapacityReservations, "
+        "api error RequestLimitExceeded: Request limit exceeded.",
+        "reading EC2 Capacity Reservations: operation error EC2: DescribeCapacityReservations, "
+        "api error UnauthorizedOperation: You are not authorized to perform this operation.",
+    ],
+)
+def test_a_throttled_or_denied_lookup_stops_with_a_clear_error(failure):
+    """Read as "not a Capacity Block", a real block would get no capacity-block market type
+    and never launch: only EC2's not-found means "not a block"."""
+    config = read_stack_file(ROOT / "Pulumi.prod.yaml")
+    config["trainforge:jobs"] = "[]"
+    with pytest.raises(Exception) as err:  # noqa: PT011 - the engine wraps the RunError
+        run_mocked(
+            ROOT / "__main__.py", config, stack="prod", mocks=_Failing(failure, region=REGION)
+        )
+    text = str(err.value)
+    assert "nodeGroups[0].capacityReservationId: could not read reservation " + CR in text
+    assert "not a configuration problem" in text
+    assert failure.rsplit("api error ", 1)[1].split(":")[0] in text
+
+
+def test_an_unknown_id_is_read_as_an_on_demand_reservation():
+    """EC2's NotFound (the provider's "couldn't find resource"): not a block; the ODCR read
+    that follows is what reports a wrong id at `pulumi up`."""
+    run = run_prod()  # no stub: the mocks answer NotFound for the block lookup
+    assert run.find(NG, "platform-p4d-reserved").inputs["capacityType"] == "ON_DEMAND"

@@ -791,8 +791,14 @@ def test_team_facts_feed_the_jobs_target(prod):
     assert facts.quota.gpus == "16" and facts.quota.memory == "1536Gi"
     assert services.mlflow_tracking_uri == "http://mlflow.mlflow.svc.cluster.local:5000"
     assert isinstance(services.checkpoint_bucket_name, pulumi.Output)
-    # every team's jobs wait for the Job that prepares its FSx directory
-    assert [r._name for r in services.team_ready["vision"]] == ["fsx-team-dir-vision"]
+    # every team's jobs wait for the Job that prepares its FSx directory, and for what their
+    # pods name: the team's claim, ServiceAccount and MLflow credentials
+    assert [r._name for r in services.team_ready["vision"]] == [
+        "fsx-team-dir-vision",
+        "svc-fsx-pvc-vision",
+        "svc-teams-vision-sa",
+        "svc-monitoring-mlflow-credentials-vision",
+    ]
 
 
 def test_efa_plugin_also_targets_named_efa_pools():

@@ -58,9 +58,12 @@ def test_cluster_security_defaults(stack):
     assert cfg["skipDefaultNodeGroup"] is True
 
 
-def test_endpoint_private_in_dev_allow_list_in_prod(dev, prod):
-    assert eks_inputs(dev)["endpointPublicAccess"] is False
-    assert "publicAccessCidrs" not in eks_inputs(dev)
+def test_endpoint_deployer_only_in_dev_allow_list_in_prod(dev, prod):
+    """dev creates its VPC: its endpoint is public only to the deployer's /32, known at
+    `pulumi up` (trainforge.platform.endpoint), never open without a list."""
+    d = eks_inputs(dev)
+    assert d["endpointPublicAccess"] is True and d["endpointPrivateAccess"] is True
+    assert "0.0.0.0/0" not in (d.get("publicAccessCidrs") or [])
     p = eks_inputs(prod)
     assert p["endpointPublicAccess"] is True
     assert p["publicAccessCidrs"] == ["203.0.113.0/24", "198.51.100.0/24"]
@@ -321,3 +324,30 @@ def test_ebs_csi_addon_gets_a_pod_identity_role(stack):
     assert (pia["namespace"], pia["serviceAccount"]) == ("kube-system", "ebs-csi-controller-sa")
     addon = stack.find("aws:eks/addon:Addon", "platform-eks-aws-ebs-csi-driver")
     assert any(d.endswith("::platform-eks-ebs-csi") for d in addon.options["dependencies"])
+
+
+def test_nvme_pools_put_images_and_scratch_on_raid0_instance_store(prod):
+    """p5.48xlarge (8 x 3.8 TB NVMe) and g5: instanceStorePolicy RAID0; the c5/m5 CPU pool
+    (no instance store) keeps the root volume. The object passes the vendored EC2NodeClass
+    CRD (v1.14.1: an enum with the one value RAID0), and a value it does not list fails."""
+    from trainforge.plan.checks.validate import validate_object
+
+    classes = {
+        r.inputs["metadata"]["name"]: r.inputs
+        for r in prod.of_type("kubernetes:karpenter.k8s.aws/v1:EC2NodeClass")
+    }
+    assert classes["efa-training"]["spec"]["instanceStorePolicy"] == "RAID0"
+    assert classes["gpu-workloads"]["spec"]["instanceStorePolicy"] == "RAID0"
+    assert "instanceStorePolicy" not in classes["training-workloads"]["spec"]
+    doc = {**classes["efa-training"], "apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass"}
+    doc["spec"] = {
+        **doc["spec"],
+        "role": "r",
+        "securityGroupSelectorTerms": [{"id": "sg-0123456789abcdef0"}],
+        "subnetSelectorTerms": [{"id": "subnet-0123456789abcdef0"}],
+        "placementGroupSelector": {"name": "pg"},
+    }
+    status, findings = validate_object(doc)
+    assert status == "pass", findings
+    status, _ = validate_object({**doc, "spec": {**doc["spec"], "instanceStorePolicy": "RAID1"}})
+    assert status == "fail"

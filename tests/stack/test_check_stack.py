@@ -142,3 +142,13 @@ def test_a_misspelt_pool_shows_with_the_platform_s_own_errors():
     )
     assert line_for(errors, "trainforge:jobs[1].team").endswith("(did you mean 'research'?)")
     assert len(errors) == 3, errors
+
+
+def test_a_null_job_entry_is_refused_naming_its_index():
+    """A stray `-` in `trainforge:jobs` (a null entry) was dropped without a word: the plan was
+    CLEAN without the job the user meant to declare."""
+    config = copy.deepcopy(read_stack(ROOT, "dev").config)
+    config["trainforge:jobs"].insert(1, None)
+    errors = check_stack(config).errors
+    assert line_for(errors, "trainforge:jobs[1]").startswith("trainforge:jobs[1]: got null"), errors
+    assert len(errors) == 1, errors

@@ -45,17 +45,29 @@ EKS_STANDARD_SUPPORT_ENDS: dict[str, str] = {
 EKS_ADDON_VERSIONS: dict[str, str] = {
     # source: EKS user guide "Amazon VPC CNI versions" table, 1.35 row (read from a public
     # mirror of the table; the awsdocs source file stored here predates 1.35), checked 2026-11-23
+    # re-checked 2026-11-27: the awsdocs/amazon-eks-user-guide mirror the tools hold ends
+    # 2024-12-18 (before 1.35): NOT verified against AWS's own table; a third-party 1.35
+    # cluster config pins this build with "aws eks describe-addon-versions
+    # --kubernetes-version 1.35" beside it (code search; its repository not named by the tool)
     "vpc-cni": "v1.21.1-eksbuild.8",
     # source: docs.aws.amazon.com/ja_jp/eks/latest/userguide/managing-coredns.md, 1.35 row, checked 2026-11-23
+    # re-checked 2026-11-27: NOT verified against AWS's docs (mirror predates 1.35); a
+    # third-party 1.35 config pins it with kube-proxy v1.35.3-eksbuild.13 (code search)
     "coredns": "v1.14.3-eksbuild.3",
     # source: docs.aws.amazon.com/ja_jp/eks/latest/userguide/managing-kube-proxy.md, 1.35 row, checked 2026-11-23
+    # re-checked 2026-11-27: as coredns (the same 1.35 config; a 1.35 security report calls it
+    # "the latest available build"); later builds (-eksbuild.18, .21) appear in newer configs
     "kube-proxy": "v1.35.3-eksbuild.13",
     # source: public EKS add-on maps pin it for 1.32-1.34; NOT confirmed for 1.35 from a public
     # record (run `aws eks describe-addon-versions --addon-name eks-pod-identity-agent
     # --kubernetes-version 1.35` before `pulumi up`), checked 2026-11-23
+    # re-checked 2026-11-27: still NOT confirmed for 1.35; 1.35 configs found by the code
+    # search pin v1.3.10-eksbuild.3 instead (asked of EKS at preview: EKS_ADDONS_ASKED_AT_PREVIEW)
     "eks-pod-identity-agent": "v1.3.8-eksbuild.2",
     # source: public EKS add-on maps pin it for 1.33 and 1.34 (upstream driver is at v1.59.0);
     # NOT confirmed for 1.35 from a public record (describe-addon-versions as above), checked 2026-11-23
+    # re-checked 2026-11-27: still NOT confirmed for 1.35; 1.35 configs pin v1.59.0-eksbuild.1
+    # and v1.60.0-eksbuild.1 (asked of EKS at preview: EKS_ADDONS_ASKED_AT_PREVIEW)
     "aws-ebs-csi-driver": "v1.50.1-eksbuild.1",
 }
 
@@ -96,6 +108,11 @@ KARPENTER_CRD_CHART = "karpenter-crd"  # source: karpenter.sh upgrade guide, che
 # itself was not readable here (NOT confirmed from awslabs/amazon-eks-ami releases); its NVIDIA
 # driver is the 580 branch (awslabs/amazon-eks-ami#2470; the 1.35 v20260512 AMI ships
 # 580.159.03), checked 2026-11-23
+# re-checked 2026-11-27: still NOT confirmed from the release page: the awslabs/amazon-eks-ami
+# mirror the tools hold ends at tag v20260724 (2026-07-23). Corroborated by third parties: a
+# managed-node-group AMI bump to AL2023 release 1.35.7-20260903 (entigolabs/entigo-infralib
+# PR #1488) and configs naming "system-node release 1.36.3-20260903" from
+# github.com/awslabs/amazon-eks-ami/releases/tag/v20260903, i.e. the release has 1.35 AMIs.
 KARPENTER_AMI_ALIAS = "al2023@v20260903"
 
 # --- BEGIN platform services pins (owned by the platform-services engineer) ---
@@ -226,6 +243,12 @@ RUNTIME_BASE_CUDA = "12.6"  # source: the image tag, checked 2026-11-25
 # it was found in a public record, so it is pinned by tag and the build records the digest.
 # source: github.com/aws/deep-learning-containers docs (ML Training using PyTorch DLC: Images
 # and What's Included), checked 2026-11-25
+# VERIFIED 2026-11-27: aws/deep-learning-containers at commit e0ecedea (2026-08-21):
+# docs/src/data/pytorch/2.13-cuda-ec2.yml (tags 2.13.0-cu133-amzn2023 and 2.13-cu133-amzn2023,
+# public_registry: true, ga 2026-07-20, python py312), docs/pytorch/index.md (EKS GPU image
+# public.ecr.aws/deep-learning-containers/pytorch:2.13-cu133-amzn2023) and
+# .github/config/image/pytorch/2.13-ec2-cuda.yml (torch 2.13.0, CUDA 13.3.0, NCCL 2.30.7-1,
+# EFA 1.49.0, Python 3.12): every fact below agrees.
 RUNTIME_EFA_BASE_IMAGE = "public.ecr.aws/deep-learning-containers/pytorch:2.13-cu133-amzn2023"
 RUNTIME_EFA_BASE_TORCH = "2.13.0"  # source: DLC docs, checked 2026-11-25
 RUNTIME_EFA_BASE_CUDA = "13.3"  # source: DLC docs, checked 2026-11-25
@@ -348,6 +371,7 @@ DCGM_IMAGE = "nvcr.io/nvidia/cloud-native/dcgm:4.6.0-1-ubuntu24.04"
 # source: github.com/aws/deep-learning-containers docs/pytorch/index.md and
 # docs/pytorch/changelog/index.md ("PyTorch 2.13 - 2026-07-20", tag 2.13-cu133-amzn2023 on
 # public.ecr.aws/deep-learning-containers/pytorch), checked 2026-11-23
+# VERIFIED 2026-11-27 (aws/deep-learning-containers at e0ecedea; see RUNTIME_EFA_BASE_IMAGE)
 EFA_TEST_IMAGE = "public.ecr.aws/deep-learning-containers/pytorch:2.13-cu133-amzn2023"
 
 # --- add-on builds no public record confirmed for KUBERNETES_VERSION ---

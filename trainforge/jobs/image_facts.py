@@ -133,8 +133,11 @@ def missing_pieces(
     efa: bool,
     where: str,
     pool: str | None = None,
+    image: str | None = None,
 ) -> list[Missing]:
-    """What the job's features need and its image is known to lack (unknown facts pass)."""
+    """What the job's features need and its image is known to lack (unknown facts pass).
+    `image`: the image the job runs, as its config names it (the value a `.image` problem
+    shows: never None for a job that names one)."""
     own = (
         "use the trainforge runtime image (leave image unset) or one built FROM it "
         "(docs/images.md), and declare it in imageFacts"
@@ -146,7 +149,7 @@ def missing_pieces(
                 "MLflow (the platform's tracking server)",
                 "mlflow (mlflow-skinny)",
                 f"{where}.image",
-                None,
+                image,
                 own,
             )
         )
@@ -168,7 +171,7 @@ def missing_pieces(
                         f"EFA on pool {pool!r} (NCCL over libfabric)" if pool else "EFA",
                         piece,
                         f"{where}.image",
-                        None,
+                        image,
                         "use the trainforge EFA runtime image (leave image unset on an EFA "
                         "pool) or one FROM an AWS Deep Learning Container, or efa: false for "
                         "TCP",

@@ -106,10 +106,13 @@ def plan_images(
     prebuilt: str | None = None,
     prebuilt_efa: str | None = None,
     root: Path = dockerfile.ROOT,
+    efa_pools: bool = True,
 ) -> RuntimeImages:
     """The runtime images of a stack. Built ones are tagged `<target>-<content hash>` in the
     stack's repository. Without a Docker Hub rule the standard target (FROM the Docker Hub
-    PyTorch image) is not built: the EFA image serves every pool."""
+    PyTorch image) is not built: the EFA image serves every pool. A stack without EFA pools
+    (`efa_pools` False) that can build or names the standard image builds no EFA image: no
+    pod would run it (an EFA job on a pool without EFA is refused)."""
     digest = dockerfile.content_digest(root)[:20]
     df = dockerfile.parse(root / dockerfile.DOCKERFILE)
 
@@ -132,11 +135,14 @@ def plan_images(
         source = f"prebuilt {ref}, declared built from {facts.source}"
         return RuntimeImage(ref, replace(facts, source=source), "", df.base(target))
 
-    efa = given(prebuilt_efa, EFA) if prebuilt_efa else built(EFA)
+    standard: RuntimeImage | None = None
     if prebuilt:
         standard = given(prebuilt, STANDARD)
     elif routes is not None and DOCKER_HUB in routes.prefixes:
         standard = built(STANDARD)
-    else:
+    if standard is not None and not efa_pools and not prebuilt_efa:
+        return RuntimeImages(standard=standard, efa=None, routes=routes)
+    efa = given(prebuilt_efa, EFA) if prebuilt_efa else built(EFA)
+    if standard is None:
         standard = efa  # its base is on ECR Public; the PyTorch image needs Docker Hub
     return RuntimeImages(standard=standard, efa=efa, routes=routes)

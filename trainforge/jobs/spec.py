@@ -75,6 +75,14 @@ def _with_function(raw: Any, where: str, errors: list[str]) -> Any:
 
 def _job(raw: Any, where: str, errors: list[str]) -> JobSpec | None:
     """One job validated, each of its problems appended to `errors` (None when any)."""
+    if raw is None:
+        # a stray `-` in the YAML list: refused, never dropped (the plan would be CLEAN
+        # without the job the user meant to declare)
+        errors.append(
+            f"{where}: got null (a `-` with nothing after it); expected a job (a mapping "
+            "with name, team, pool, ...): delete the stray `-` or fill in the job"
+        )
+        return None
     raw = _with_function(raw, where, errors)
     if raw is None:
         return None

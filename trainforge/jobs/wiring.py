@@ -162,6 +162,7 @@ def resolve_job(job: JobSpec, target: JobTarget, where: str = "job") -> JobSpec:
         efa = bool(pool.efa_interfaces and gpus)
     # The image and what it carries: the job's own, the platform's runtime image for this
     # pool (the runtime inside: no code ConfigMap), or the stock PyTorch image.
+    declared_image = job.image  # as the user wrote it (choose_image may route it)
     job, facts = choose_image(job, target, efa)
 
     if job.topology is not None and not pool.topology_aware:
@@ -182,6 +183,7 @@ def resolve_job(job: JobSpec, target: JobTarget, where: str = "job") -> JobSpec:
         efa=efa,
         where=where,
         pool=pool.name,
+        image=declared_image or job.image or _stock_name(pool),
     ):
         raise JobConfigError(miss.key, miss.value, miss.message(job.image or "(stock PyTorch)"))
     if mirror is None:
@@ -261,6 +263,14 @@ def resolve_job(job: JobSpec, target: JobTarget, where: str = "job") -> JobSpec:
     # exists, with the estimate and what would make it fit (trainforge.jobs.estimate).
     check_fit(resolved, pool, where)
     return resolved
+
+
+def _stock_name(pool: PoolFacts) -> str | None:
+    """The stock image a job without one runs on this pool (None when there is none)."""
+    try:
+        return images_mod.default_image_for(pool)
+    except ValueError:
+        return None
 
 
 def choose_image(job: JobSpec, target: JobTarget, efa: bool) -> tuple[JobSpec, ImageFacts]:

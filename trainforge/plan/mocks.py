@@ -148,6 +148,8 @@ def instance_type_result(name: str) -> dict[str, Any]:
         "memorySize": raw.get("MemoryInfo", {}).get("SizeInMiB", 0),
         "gpuses": gpus,
         "totalGpuMemory": raw.get("GpuInfo", {}).get("TotalGpuMemoryInMiB", 0),
+        "instanceStorageSupported": bool(raw.get("InstanceStorageSupported", False)),
+        "totalInstanceStorage": raw.get("InstanceStorageInfo", {}).get("TotalSizeInGB", 0),
         "efaSupported": bool(net.get("EfaSupported", False)),
         "efaMaximumInterfaces": net.get("EfaInfo", {}).get("MaximumEfaInterfaces", 0),
         "maximumNetworkInterfaces": net.get("MaximumNetworkInterfaces", 0),
@@ -394,11 +396,21 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
             }, []
         if tok == "aws:ec2/getCapacityBlockReservation:getCapacityBlockReservation":
             rid = a.get("id") or ""
+            # what the provider answers (pulumi-aws 7.51.1's data source reads any
+            # reservation by id): a stubbed one whatever its type (an ODCR has type
+            # "default"); an id EC2 does not know: its NotFound, as the provider words it
             found = self.capacity_reservations.get(rid)
-            if not found or found.get("reservationType") != "capacity-block":
-                # what the provider says for an id that is not a Capacity Block
-                return {}, [("id", "no matching EC2 Capacity Block Reservation found")]
-            return {"id": rid, "capacityBlockId": f"cb-{_h(rid) % 16**8:08x}", **found}, []
+            if not found:
+                return {}, [
+                    (
+                        "id",
+                        "reading EC2 Capacity Reservation: couldn't find resource "
+                        "(InvalidCapacityReservationId.NotFound)",
+                    )
+                ]
+            block = found.get("reservationType") == "capacity-block"
+            cb_id = {"capacityBlockId": f"cb-{_h(rid) % 16**8:08x}"} if block else {}
+            return {"id": rid, **cb_id, **found}, []
         if tok == "aws:ec2/getSubnet:getSubnet":
             sid = a.get("id") or "subnet-0mocked"
             zones = self.availability_zones
@@ -497,6 +509,10 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
             else:
                 out.setdefault("arn", _arn(pkg, region, acct, f"{kind.lower()}/{physical}"))
             out["id"] = rid
+            return rid, out
+        if typ == "random:index/randomPassword:RandomPassword":
+            # a stand-in (never a real password): the Secrets built from it keep their keys
+            out.setdefault("result", "standin-" + "x" * max(0, int(inputs.get("length") or 16) - 8))
             return rid, out
         if typ == "eks:index:Cluster":
             cname = inputs.get("name") or f"{name}-eks"

@@ -45,6 +45,10 @@ class Recorded:
     dependencies: dict[str, list[str]] = field(default_factory=dict)
     # the id the mocks assigned (a stand-in run's plausible id); None in a preview
     id: str | None = None
+    # input property -> its value with secret markers removed, for the properties `inputs`
+    # masks (a Release's values with one secret inside, a Secret's stringData). Checks that
+    # must read names inside (a chart's existingSecret) read it; never written out (to_json).
+    revealed: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -114,6 +118,30 @@ def plain(value: Any) -> Any:
         return f"<{type(v).__name__}>"
 
     return conv(value)
+
+
+def revealed(inputs: dict[str, Any]) -> dict[str, Any]:
+    """The properties that `plain` masks as secrets, with every secret marker unwrapped (for
+    `Recorded.revealed`); unknowns stay UNKNOWN."""
+    from pulumi.runtime.rpc import is_rpc_secret
+
+    def unwrap(v: Any) -> Any:
+        if isinstance(v, dict):
+            if is_rpc_secret(v):
+                return unwrap(v.get("value"))
+            return {k: unwrap(x) for k, x in v.items()}
+        if isinstance(v, list | tuple):
+            return [unwrap(x) for x in v]
+        return v
+
+    def has_secret(v: Any) -> bool:
+        if isinstance(v, dict):
+            return is_rpc_secret(v) or any(has_secret(x) for x in v.values())
+        if isinstance(v, list | tuple):
+            return any(has_secret(x) for x in v)
+        return False
+
+    return {str(k): plain(unwrap(v)) for k, v in inputs.items() if has_secret(v)}
 
 
 def _make_monitor(mocks: Any, sink: list[Recorded], echo: bool = False):
@@ -187,6 +215,7 @@ def _make_monitor(mocks: Any, sink: list[Recorded], echo: bool = False):
                         if list(v.urns)
                     },
                     id=id_ or None,
+                    revealed=revealed(inputs),
                 )
             )
             return resp

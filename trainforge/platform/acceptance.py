@@ -424,10 +424,15 @@ class AcceptanceTests(pulumi.ComponentResource):
         objects = manifests(args.config, args.pools, collect())
         self.objects: dict[str, pulumi.Resource] = {}
         namespace: pulumi.Resource | None = None
+        # what the CronJobs' pods name (their ServiceAccount, the code ConfigMap): they wait
+        # for it, so a fresh stack never starts a test before its objects exist
+        referenced: list[pulumi.Resource] = []
         for obj in objects:
             kind = obj["kind"]
             meta = obj["metadata"]
             depends = [*args.depends_on, *([namespace] if namespace is not None else [])]
+            if kind in ("CronJob", "Job"):
+                depends += referenced
             opts_ = pulumi.ResourceOptions(
                 parent=self, provider=args.k8s_provider, depends_on=depends
             )
@@ -436,6 +441,8 @@ class AcceptanceTests(pulumi.ComponentResource):
             res = _KINDS[kind](res_name, metadata=meta, **_snake_top(body), opts=opts_)
             if kind == "Namespace":
                 namespace = res
+            elif kind in ("ServiceAccount", "ConfigMap", "Secret", "PersistentVolumeClaim"):
+                referenced.append(res)
             self.objects[f"{kind}/{meta['name']}"] = res
         self.register_outputs({"objects": sorted(self.objects)})
 

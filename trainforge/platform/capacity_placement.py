@@ -12,8 +12,17 @@ offers its instance type: "the first private subnet" may not.
 The lookups (what a real `pulumi preview` asks EC2):
 - `aws.ec2.get_instance_type_offerings` (location type availability-zone): the zones that
   offer a type;
-- `aws.ec2.get_capacity_block_reservation(id=...)`: a Capacity Block (only those: it
-  answers "no matching" for an On-Demand Capacity Reservation);
+- `aws.ec2.get_capacity_block_reservation(id=...)`: despite its name it reads any
+  reservation by id (terraform-provider-aws `ec2_capacity_block_reservation_data_source.go`,
+  the data source of pulumi-aws 7.51.1, read 2026-11-27: DescribeCapacityReservations with
+  the id, no type filter), so its `reservation_type` decides: `capacity-block` is a Capacity
+  Block, anything else an On-Demand Capacity Reservation. An id EC2 does not know fails with
+  EC2's `InvalidCapacityReservationId.NotFound` (or `InvalidReservationNotFound`), which the
+  provider turns into "couldn't find resource" (`findCapacityReservations`); only that is
+  read as "not a Capacity Block". Throttling (`RequestLimitExceeded`), a denied call
+  (`UnauthorizedOperation`) or any other failure stops the preview with a clear error: read
+  as "not a block" it would launch a real Capacity Block without its market type, and it
+  would never start;
 - otherwise `aws.ec2.CapacityReservation.get(...)`, a read of the existing On-Demand Capacity
   Reservation (pulumi-aws 7.51.1 has no data source for those): its zone and placement group
   are outputs, so the subnet is picked when they resolve, and a zone without a private subnet
@@ -26,6 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 import pulumi_aws as aws
@@ -100,14 +110,44 @@ def _group_name(arn: str | None) -> str:
     return (arn or "").rpartition("placement-group/")[2] if arn else ""
 
 
-def lookup_reservation(name: str, reservation_id: str, parent: pulumi.Resource) -> Reservation:
-    """A Capacity Block if EC2 knows one by this id, else the On-Demand Capacity Reservation
-    (read as a resource of the stack, under `parent`)."""
+# How the provider says EC2 knows no reservation by this id (see the module docstring): EC2's
+# error codes, and the provider's texts for them (retry.NotFoundError, EmptyResultError).
+NOT_FOUND = (
+    "InvalidCapacityReservationId.NotFound",
+    "InvalidReservationNotFound",
+    "couldn't find resource",
+    "empty result",
+)
+
+
+class ReservationLookupError(pulumi.RunError):
+    """EC2 could not be asked about a reservation (throttled, denied, unreachable): not the
+    stack's configuration, and never to be read as "not a Capacity Block"."""
+
+
+def read_block(where: str, reservation_id: str) -> Any:
+    """The data source's answer for this id, or None when EC2 knows no such reservation."""
     try:
-        block = aws.ec2.get_capacity_block_reservation(id=reservation_id)
-    except Exception:  # noqa: BLE001 - "no matching Capacity Block": an ODCR, read below
-        block = None
-    if block is not None:
+        return aws.ec2.get_capacity_block_reservation(id=reservation_id)
+    except Exception as exc:  # noqa: BLE001 - the invoke raises a bare Exception
+        text = str(exc)
+        if any(marker in text for marker in NOT_FOUND):
+            return None
+        raise ReservationLookupError(
+            f"{where}.capacityReservationId: could not read reservation {reservation_id} "
+            f"from EC2 ({text.strip().splitlines()[-1] if text.strip() else type(exc).__name__})"
+            ": not a configuration problem; retry when throttled, or grant the deploying "
+            "role ec2:DescribeCapacityReservations"
+        ) from None
+
+
+def lookup_reservation(
+    name: str, reservation_id: str, parent: pulumi.Resource, where: str = "trainforge:nodeGroups"
+) -> Reservation:
+    """A Capacity Block if EC2 says this id is one, else the On-Demand Capacity Reservation
+    (read as a resource of the stack, under `parent`)."""
+    block = read_block(where, reservation_id)
+    if block is not None and block.reservation_type == "capacity-block":
         return Reservation(
             reservation_id,
             True,

@@ -1,7 +1,8 @@
 """Cluster: the EKS control plane (pulumi-eks), its KMS key, access entries, add-ons, the
 system node group, and the node IAM role.
 
-Why these defaults: the API endpoint is private unless an allow-list says otherwise; all five
+Why these defaults: the API endpoint is private unless an allow-list (or, with `endpoint.
+deployFrom: deployer`, the address running `pulumi up`: endpoint.py) says otherwise; all five
 control-plane log types go to CloudWatch; Kubernetes secrets are envelope-encrypted with a
 customer key that rotates; access is granted with access entries (`authentication_mode: API`),
 not the aws-auth ConfigMap; every add-on is pinned in versions.py.
@@ -21,6 +22,7 @@ import pulumi_aws as aws
 import pulumi_eks as eks
 
 from trainforge.core import versions
+from trainforge.platform import endpoint
 from trainforge.platform.addons import addon_version
 from trainforge.platform.config import PlatformConfig
 from trainforge.platform.iam import (
@@ -88,7 +90,10 @@ class Cluster(pulumi.ComponentResource):
                 node_associate_public_ip_address=False,
                 endpoint_private_access=True,
                 endpoint_public_access=cfg.endpoint.public,
-                public_access_cidrs=list(cfg.endpoint.public_access_cidrs) or None,
+                # the allow-list, plus the deployer's /32 with deployFrom: deployer (endpoint.py)
+                public_access_cidrs=endpoint.public_access_cidrs(
+                    cfg.endpoint.public_access_cidrs, cfg.endpoint.deploy_from
+                ),
                 authentication_mode=eks.AuthenticationMode.API,
                 create_oidc_provider=True,
                 enabled_cluster_log_types=list(LOG_TYPES),

@@ -198,9 +198,11 @@ class FsxLustre(pulumi.ComponentResource):
 
     def team_ready(self, team: str) -> list[Any]:
         """What a job of `team` must wait for: the Job that prepares the team's directory
-        (Pulumi waits for a Job to complete), so kubelet never creates the subPath root-owned."""
-        job = self.team_dir_jobs.get(team)
-        return [job] if job is not None else []
+        (Pulumi waits for a Job to complete), so kubelet never creates the subPath root-owned,
+        and the team's claim, which its pods mount by name."""
+        return [
+            r for r in (self.team_dir_jobs.get(team), self.team_claims.get(team)) if r is not None
+        ]
 
     file_system: aws.fsx.LustreFileSystem
     security_group: aws.ec2.SecurityGroup
@@ -468,11 +470,14 @@ class FsxLustre(pulumi.ComponentResource):
 
         self.claims = {}
         self.team_dir_jobs: dict[str, Any] = {}
+        self.team_claims: dict[str, Any] = {}
         for team, namespace in args.team_namespaces.items():
             labels = {"trainforge.io/team": team}
             pv(f"{name}-pv-{team}", volume_name(team), namespace, claim_name(team), f"/{team}",
                labels)  # fmt: skip
-            pvc(f"{name}-pvc-{team}", claim_name(team), namespace, volume_name(team), labels)
+            self.team_claims[team] = pvc(
+                f"{name}-pvc-{team}", claim_name(team), namespace, volume_name(team), labels
+            )
             self.claims[team] = claim_name(team)
             uid, gid = args.team_ids.get(team, (DEFAULT_TRAINING_UID, DEFAULT_TRAINING_UID))
             self.team_dir_jobs[team] = team_dir_job(

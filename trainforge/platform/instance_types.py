@@ -38,6 +38,8 @@ class InstanceTypeFacts:
     # VPC CNI pod addresses: every ENI of the type (all cards) and IPv4 addresses per ENI.
     max_network_interfaces: int = 0
     ipv4_per_interface: int = 0
+    # Local NVMe instance-store disks, total GB (0: none): EC2's TotalInstanceStorage.
+    instance_storage_gb: int = 0
 
 
 @functools.cache
@@ -64,6 +66,9 @@ def instance_type_facts(name: str) -> InstanceTypeFacts:
         primary_network_gbps=float(cards[0].baseline_bandwidth or 0) if cards else 0.0,
         max_network_interfaces=int(r.maximum_network_interfaces or 0),
         ipv4_per_interface=int(r.maximum_ipv4_addresses_per_interface or 0),
+        instance_storage_gb=int(r.total_instance_storage or 0)
+        if r.instance_storage_supported
+        else 0,
     )
 
 
@@ -160,6 +165,8 @@ class PoolTypeFacts:
     # lands on, the scheduling rehearsal fits pods on each; the minimums above are what a pod
     # may be sized for).
     per_type: tuple[InstanceTypeFacts, ...] = ()
+    # The smallest local instance store over the types, GB (0: a type has none).
+    instance_storage_gb: int = 0
 
 
 def resolve_pool(
@@ -225,4 +232,5 @@ def resolve_pool(
         network_gbps=min(f.network_gbps for f in facts),
         primary_network_gbps=min(f.primary_network_gbps for f in facts),
         per_type=tuple(facts),
+        instance_storage_gb=min(f.instance_storage_gb for f in facts),
     )

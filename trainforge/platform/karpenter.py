@@ -538,6 +538,8 @@ class Karpenter(pulumi.ComponentResource):
                 "trainforge.io/pool": pool.name,
             },
         }
+        if instance_store_raid0(pool, facts):
+            spec["instanceStorePolicy"] = "RAID0"
         if pool.efa:
             pg = aws.ec2.PlacementGroup(
                 f"{name}-{pool.name}-pg",
@@ -570,6 +572,19 @@ class Karpenter(pulumi.ComponentResource):
             spec=spec,
             opts=opts,
         )
+
+
+def instance_store_raid0(pool: NodePoolConfig, facts: PoolTypeFacts) -> bool:
+    """Whether the pool's nodes put kubelet and containerd (images, emptyDir, /tmp of pods)
+    on a RAID-0 of their local NVMe instance-store disks (EC2NodeClass
+    `spec.instanceStorePolicy: RAID0`, an enum of one value in the vendored CRD,
+    karpenter.k8s.aws_ec2nodeclasses.yaml at v1.14.1).
+
+    Why: a p5.48xlarge has 8 x 3.8 TB NVMe that otherwise sit idle while multi-GB images and
+    scratch land on the gp3 root volume. Only when every type of the pool has an instance
+    store at least as large as the root volume it replaces for that data (EC2's
+    TotalInstanceStorage, read at preview), so no pool ends up with less room."""
+    return facts.instance_storage_gb > 0 and facts.instance_storage_gb >= pool.root_volume_gib
 
 
 def pool_taints(pool: NodePoolConfig, facts: PoolTypeFacts) -> list[dict]:

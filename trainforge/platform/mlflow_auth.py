@@ -28,7 +28,7 @@ CKV_K8S_35 is waived on the Deployment for that reason (`CHECKOV_SKIPS`).
 from __future__ import annotations
 
 import pathlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
@@ -141,6 +141,10 @@ class MlflowAuth:
     server_env: list[Any]
     server_mounts: list[Any]
     sync_container: Any
+    # What the server Deployment reads (it waits for them: on a fresh stack a pod started
+    # first waits on a missing Secret), and each team's credentials Secret (team jobs wait).
+    made: list[Any] = field(default_factory=list)
+    team_secrets: dict[str, Any] = field(default_factory=dict)
 
 
 def declare(
@@ -158,7 +162,7 @@ def declare(
     """
     admin = _password(f"{name}-mlflow-admin", opts)
     flask_key = _password(f"{name}-mlflow-flask-key", opts)
-    k8s.core.v1.Secret(
+    auth_secret = k8s.core.v1.Secret(
         f"{name}-mlflow-auth",
         metadata=k8s.meta.v1.ObjectMetaArgs(name=AUTH_SECRET, namespace=namespace),
         type="Opaque",
@@ -170,15 +174,16 @@ def declare(
         opts=opts,
     )
     passwords = {team: _password(f"{name}-mlflow-team-{team}", opts) for team in teams}
-    k8s.core.v1.Secret(
+    team_passwords = k8s.core.v1.Secret(
         f"{name}-mlflow-team-passwords",
         metadata=k8s.meta.v1.ObjectMetaArgs(name=TEAM_PASSWORDS_SECRET, namespace=namespace),
         type="Opaque",
         string_data={team: pw.result for team, pw in passwords.items()},
         opts=opts,
     )
+    team_secrets: dict[str, Any] = {}
     for team, team_ns in teams.items():
-        k8s.core.v1.Secret(
+        team_secrets[team] = k8s.core.v1.Secret(
             f"{name}-mlflow-credentials-{team}",
             metadata=k8s.meta.v1.ObjectMetaArgs(
                 name=CREDENTIALS_SECRET,
@@ -195,7 +200,7 @@ def declare(
             },
             opts=opts,
         )
-    k8s.core.v1.ConfigMap(
+    sync_configmap = k8s.core.v1.ConfigMap(
         f"{name}-mlflow-auth-sync",
         metadata=k8s.meta.v1.ObjectMetaArgs(name=SYNC_CONFIGMAP, namespace=namespace),
         data={"mlflow_auth_sync.py": SYNC_SCRIPT.read_text()},
@@ -278,4 +283,6 @@ def declare(
             )
         ],
         sync_container=sync,
+        made=[auth_secret, team_passwords, sync_configmap],
+        team_secrets=team_secrets,
     )

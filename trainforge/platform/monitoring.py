@@ -31,6 +31,7 @@ from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
+import pulumi_random as random
 
 from trainforge.core import versions
 from trainforge.core.image_routes import cached, chart_image
@@ -57,6 +58,8 @@ MLFLOW_UID = 1000
 # EKS (1.30+) ships no default StorageClass, so volumes name this one explicitly.
 STORAGE_CLASS = "trainforge-gp3"
 GRAFANA_ADMIN_SECRET = "grafana-admin"
+GRAFANA_ADMIN_KEYS = ("admin-user", "admin-password")  # the chart's userKey, passwordKey
+GRAFANA_ADMIN_USER = "admin"
 
 
 # EKS runs the control plane: kube-controller-manager, kube-scheduler and etcd expose no
@@ -124,8 +127,8 @@ def prometheus_values(
         # never the chart's well-known default password
         grafana["admin"] = {
             "existingSecret": GRAFANA_ADMIN_SECRET,
-            "userKey": "admin-user",
-            "passwordKey": "admin-password",
+            "userKey": GRAFANA_ADMIN_KEYS[0],
+            "passwordKey": GRAFANA_ADMIN_KEYS[1],
         }
         grafana["nodeSelector"] = system
         # dashboards filed in folders by their ConfigMap's annotation (a folder per team)
@@ -287,6 +290,14 @@ def dcgm_values(profiling: bool = False) -> dict[str, Any]:
     }
 
 
+# The labels only Kueue's metrics Service carries (see scrape_monitors).
+KUEUE_METRICS_SERVICE_LABELS = {
+    "app.kubernetes.io/name": "kueue",
+    "app.kubernetes.io/instance": "kueue",
+    "app.kubernetes.io/component": "metrics-service",
+}
+
+
 def scrape_monitors(
     namespace: str, kueue_namespace: str | None, karpenter_namespace: str | None
 ) -> list[dict[str, Any]]:
@@ -297,7 +308,13 @@ def scrape_monitors(
     Kueue 0.19 serves metrics on its Service `kueue-controller-manager-metrics-service`, port
     `https` (8443), behind controller-runtime's authentication: the scrape sends Prometheus's
     service-account token (the chart's own monitor does the same,
-    charts/kueue/templates/prometheus/monitor.yaml at v0.19.5). Karpenter serves plain HTTP
+    charts/kueue/templates/prometheus/monitor.yaml). The chart's metrics, webhook and
+    visibility Services share the selector labels (name, instance); the visibility server's
+    port is also named `https` (templates/visibility/service.yaml), so the monitor selects
+    the metrics Service by its `app.kubernetes.io/component: metrics-service` label
+    (`kueue.metricsService.labels` in templates/_helpers.tpl), as the chart's own monitor
+    does. Read at tag v0.19.2 on 2026-11-27 (the newest 0.19 tag the mirror holds; the
+    pin is 0.19.5: not verified there). Karpenter serves plain HTTP
     on its Service's port `http-metrics` (charts/karpenter/templates/service.yaml, v1.14.1).
     """
     out: list[dict[str, Any]] = []
@@ -324,7 +341,7 @@ def scrape_monitors(
         monitor(
             "kueue-controller",
             kueue_namespace,
-            {"app.kubernetes.io/name": "kueue", "app.kubernetes.io/instance": "kueue"},
+            KUEUE_METRICS_SERVICE_LABELS,
             {
                 "port": "https",
                 "scheme": "https",
@@ -404,6 +421,12 @@ class Monitoring(pulumi.ComponentResource):
                 ),
                 opts=child,
             )
+            # Grafana reads its admin credentials through a non-optional secretKeyRef (grafana
+            # chart 12.11.1, templates/_pod.tpl): the Secret is made here, before the release,
+            # with a generated password (never in config, never the chart's default).
+            grafana_admin = (
+                self._grafana_admin(name, ns.metadata.name, child) if cfg.grafana else []
+            )
             self.stack = k8s.helm.v3.Release(
                 f"{name}-prometheus",
                 name="kube-prometheus-stack",
@@ -420,7 +443,12 @@ class Monitoring(pulumi.ComponentResource):
                     {r.name: pulumi.Output.secret(r.secret) for r in cfg.receivers},
                     f"{name}-prometheus",
                 ),
-                opts=pulumi.ResourceOptions.merge(child, self._class_deps()),
+                opts=pulumi.ResourceOptions.merge(
+                    child,
+                    pulumi.ResourceOptions(
+                        depends_on=[*self._class_deps().depends_on, *grafana_admin]
+                    ),
+                ),
             )
             if cfg.grafana:
                 self._dashboards(
@@ -483,12 +511,33 @@ class Monitoring(pulumi.ComponentResource):
                 ),
             )
         self.mlflow_tracking_uri = None
+        # team -> the team's MLflow credentials Secret (its jobs mount it, so they wait for it)
+        self.team_secrets: dict[str, pulumi.Resource] = {}
         if args.mlflow.enabled:
             self._mlflow(name, args.mlflow, child, dict(args.team_namespaces or {}))
             self.mlflow_tracking_uri = MLFLOW_TRACKING_URI
         self.register_outputs(
             {"mode": cfg.mode, "mlflowTrackingUri": self.mlflow_tracking_uri or ""}
         )
+
+    def _grafana_admin(
+        self, name: str, namespace: pulumi.Input[str], child: pulumi.ResourceOptions
+    ) -> list[pulumi.Resource]:
+        """Grafana's admin Secret (`GRAFANA_ADMIN_SECRET`, keys `GRAFANA_ADMIN_KEYS`): the
+        password generated by pulumi-random as MLflow's are (mlflow_auth), kept encrypted in
+        the state; read it with `kubectl -n monitoring get secret grafana-admin`."""
+        password = random.RandomPassword(
+            f"{name}-grafana-admin-password", length=32, special=False, opts=child
+        )
+        user_key, password_key = GRAFANA_ADMIN_KEYS
+        secret = k8s.core.v1.Secret(
+            f"{name}-grafana-admin",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=GRAFANA_ADMIN_SECRET, namespace=namespace),
+            type="Opaque",
+            string_data={user_key: GRAFANA_ADMIN_USER, password_key: password.result},
+            opts=child,
+        )
+        return [secret]
 
     def _alerting(
         self, name: str, cfg: MonitoringConfig, child: pulumi.ResourceOptions, args: MonitoringArgs
@@ -680,8 +729,10 @@ class Monitoring(pulumi.ComponentResource):
                     spec=mlflow_pod_spec(sa.metadata.name, data_volume, auth),
                 ),
             ),
-            opts=child,
+            # the Secrets and ConfigMap its pod reads, by name: waited for explicitly
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=auth.made)),
         )
+        self.team_secrets = dict(auth.team_secrets)
         # Only team namespaces may reach the server (each with its own team's credentials).
         k8s.networking.v1.NetworkPolicy(
             f"{name}-mlflow-ingress",

@@ -117,7 +117,7 @@ class GpuNodeGroup(pulumi.ComponentResource):
             subnets = [subnets[i] for i in cp.zone_indexes(cfg.instance_types, zones)]
         self.reservation: cp.Reservation | None = None
         if cfg.capacity_reservation_id:
-            res = cp.lookup_reservation(name, cfg.capacity_reservation_id, self)
+            res = cp.lookup_reservation(name, cfg.capacity_reservation_id, self, args.where)
             self.reservation = res
             if cfg.capacity_type == cp.CAPACITY_BLOCK and not res.capacity_block:
                 raise ConfigError(

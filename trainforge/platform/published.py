@@ -302,4 +302,5 @@ def images_from_config(config: PlatformConfig, registry: str) -> Any:
         routes,
         prebuilt=cfg.runtime_image,
         prebuilt_efa=cfg.runtime_efa_image,
+        efa_pools=any(p.efa for p in (*config.node_groups, *config.node_pools)),
     )

@@ -264,9 +264,24 @@ class PlatformServices(pulumi.ComponentResource):
             opts=child,
         )
 
-        # What each team's jobs wait for: the Job that makes the team's FSx directory theirs.
+        # What each team's jobs wait for: the Job that makes the team's FSx directory theirs,
+        # and what their pods name (the team's claim, ServiceAccount, MLflow credentials):
+        # the plan's existence rehearsal (trainforge.plan.checks.existence) checks each edge.
         self.team_ready: dict[str, tuple[pulumi.Resource, ...]] = {
-            t.name: tuple(self.fsx.team_ready(t.name)) if self.fsx else () for t in cfg.teams
+            t.name: (
+                *(self.fsx.team_ready(t.name) if self.fsx else ()),
+                *(
+                    (self.team_namespaces.service_accounts[t.name],)
+                    if t.name in self.team_namespaces.service_accounts
+                    else ()
+                ),
+                *(
+                    (self.monitoring.team_secrets[t.name],)
+                    if t.name in self.monitoring.team_secrets
+                    else ()
+                ),
+            )
+            for t in cfg.teams
         }
         self.register_outputs(
             {

@@ -236,6 +236,8 @@ class TeamNamespaces(pulumi.ComponentResource):
         super().__init__("trainforge:index:TeamNamespaces", name, None, opts)
         child = pulumi.ResourceOptions(parent=self, provider=args.k8s_provider)
         self.namespaces = {}
+        # team -> its jobs' ServiceAccount (the jobs name it, so they wait for it)
+        self.service_accounts: dict[str, k8s.core.v1.ServiceAccount] = {}
         for team in args.teams:
             t = team.name
             ns = k8s.core.v1.Namespace(
@@ -287,7 +289,7 @@ class TeamNamespaces(pulumi.ComponentResource):
                     spec=pol["spec"],
                     opts=child,
                 )
-            k8s.core.v1.ServiceAccount(
+            self.service_accounts[t] = k8s.core.v1.ServiceAccount(
                 f"{name}-{t}-sa",
                 metadata=meta(TRAINING_SERVICE_ACCOUNT),
                 automount_service_account_token=False,

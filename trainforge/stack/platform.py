@@ -216,19 +216,30 @@ class NetworkConfig(Section):
 
 
 class EndpointConfig(Section):
-    """API endpoint: always private; public only for the listed CIDRs (empty = private only)."""
+    """API endpoint: always private; public only for the listed CIDRs and, with `deployFrom:
+    deployer`, the address that runs `pulumi up` (otherwise private only)."""
 
     public_access_cidrs: Annotated[
         tuple[Annotated[str, AfterValidator(_public_cidr)], ...], BeforeValidator(_one_or_many)
     ] = Field(
         (),
-        description="CIDRs allowed to reach the public API endpoint. Empty keeps the endpoint "
-        "private; `0.0.0.0/0` is refused.",
+        description="CIDRs allowed to reach the public API endpoint. Empty (and `deployFrom` "
+        "not `deployer`) keeps the endpoint private; `0.0.0.0/0` is refused.",
+    )
+    deploy_from: Literal["allowList", "deployer", "vpc"] = Field(
+        "allowList",
+        description="How `pulumi up` reaches the API (every Kubernetes object and chart goes "
+        "through it): `allowList`: from an address in `publicAccessCidrs`; `deployer`: the "
+        "public endpoint also admits the public IPv4 address (/32) of the machine running "
+        "`pulumi up`, learned from https://checkip.amazonaws.com at each preview and up; "
+        "`vpc`: `pulumi up` runs inside the cluster's VPC (or a network routed to it). A stack "
+        "that creates its VPC with a private-only endpoint and no `vpc` runner cannot reach "
+        "its API: a plan finding (TRAINFORGE_ENDPOINT_UNREACHABLE).",
     )
 
     @property
     def public(self) -> bool:
-        return bool(self.public_access_cidrs)
+        return bool(self.public_access_cidrs) or self.deploy_from == "deployer"
 
 
 class SystemNodeGroupConfig(Section):

@@ -441,7 +441,7 @@ class MonitoringConfig(StackModel):
     storage_class: NonEmpty | None = None
     """StorageClass of the Prometheus volume (unset: the encrypted gp3 class trainforge declares; EKS has no default class)."""
     grafana: Bool = False
-    """Install Grafana. Its admin credentials come from Secret `grafana-admin` (keys `admin-user`, `admin-password`) that you create in the monitoring namespace; the chart's default password is never used."""
+    """Install Grafana. The stack creates its admin Secret `grafana-admin` (keys `admin-user`: admin, `admin-password`: generated) in the monitoring namespace before the release; the chart's default password is never used."""
     alerts: AlertsConfig = AlertsConfig()
     """Thresholds of trainforge's alerts."""
     receivers: tuple[ReceiverConfig, ...] = ()

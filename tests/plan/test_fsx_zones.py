@@ -1,0 +1,24 @@
+"""The plan says which pools read FSx across zones: prod's FSx follows the p5 EFA pool's zone,
+its p4d reserved group its capacity reservation's, and the pools without EFA span zones."""
+
+from __future__ import annotations
+
+from trainforge.plan.check_types import PlanContext
+from trainforge.plan.checks import fsx_zones
+from trainforge.plan.registry import CHECKS
+from trainforge.plan.runner import run_project
+
+
+def test_prod_says_which_pools_read_fsx_across_zones(repo_root):
+    assert fsx_zones.check in [c.run for c in CHECKS]
+    inv = run_project(repo_root, "prod")
+    (section,) = fsx_zones.check(PlanContext(inventory=inv, objects=[])).sections
+    rows = {r["pool"]: r for r in section.data["pools"]}
+    assert section.data["fsx_zone"] == "us-east-1a"
+    assert rows["efa-training"]["zones"] == ["us-east-1a"]
+    assert rows["efa-training"]["cross_zone"] is False
+    assert rows["p4d-reserved"]["picked"] is True and rows["p4d-reserved"]["cross_zone"] is True
+    text = "\n".join(section.lines)
+    assert "p4d-reserved (node group): one of us-east-1a, us-east-1b, us-east-1c, its " in text
+    assert "capacity reservation's (known at `pulumi up`): outside us-east-1a" in text
+    assert rows["training-workloads"]["zones"] == ["us-east-1a", "us-east-1b", "us-east-1c"]

@@ -1,0 +1,324 @@
+"""Plan check: the existence rehearsal. Every Secret, ConfigMap, ServiceAccount and claim that a
+pod or a chart value names is created by the stack before the thing that needs it, or the
+plan says who must create it, where and with which keys.
+
+Why: prod's Grafana named Secret `monitoring/grafana-admin` (`admin.existingSecret`) that
+nothing created. The grafana chart (12.11.1, templates/_pod.tpl) reads it through a
+non-optional secretKeyRef, so the pod stays in CreateContainerConfigError, the release's wait
+times out, and `pulumi up` fails; every other check was CLEAN. A reference is only a string,
+so no schema, policy or ordering check sees it: the names must be joined.
+
+What is a reference (the kubelet's and the API server's rules):
+- a pod template (Deployment, StatefulSet, DaemonSet, Job, CronJob, PyTorchJob replicas, the
+  pod Kubeflow Trainer builds for a TrainJob on trainforge's runtimes): `serviceAccountName`
+  (a pod without one runs as `default`, which Kubernetes creates in every namespace); volumes
+  `secret.secretName`, `configMap.name`, `persistentVolumeClaim.claimName`, `projected`
+  sources; each container's `env[].valueFrom.secretKeyRef`/`configMapKeyRef` and
+  `envFrom[]`. A reference marked `optional: true` never stops a pod and is not required.
+  The keys a pod reads (`key`, a volume's `items[].key`) must be in the object.
+- a chart value (`CHART_REFERENCES`): a Helm release's `existingSecret` / `existingClaim`
+  style values name an object in the release's namespace (or the subchart's
+  `namespaceOverride`); keys named by sibling `*Key` values (grafana's `userKey`,
+  `passwordKey`) must be in it.
+
+What counts as "before": the same closure the ordering check follows (`ordering.Order`: a
+resource's recorded dependencies and parents). What Kubernetes makes in every namespace
+(ServiceAccount `default`, ConfigMap `kube-root-ca.crt`) always exists.
+
+Verdicts: a producer in the plan that the consumer does not wait for is EXIST_ORDER (the pod
+may start first: a Job's pod fails, a release's wait times out); a producer without a key
+the consumer reads is EXIST_KEYS; a reference nothing in the stack creates is EXIST_MISSING,
+which names the kind, namespace, name and keys the user must create before `pulumi up`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
+from trainforge.plan.checks.ordering import CHART_V4, RELEASE, Order
+from trainforge.plan.runner import SECRET, UNKNOWN
+
+MISSING = "EXIST_MISSING"
+ORDER = "EXIST_ORDER"
+KEYS = "EXIST_KEYS"
+RULES = {
+    MISSING: "create the object in the stack (a Secret with a pulumi-random password for "
+    "generated credentials) and make its consumer depend on it; or create it yourself, in the "
+    "namespace and with the keys the finding names, before `pulumi up`",
+    ORDER: "make the consumer wait for the object: take its name from the object's output "
+    "(metadata.name) or depends_on it",
+    KEYS: "put the key the consumer reads into the object (data or stringData), or read a key "
+    "it has",
+}
+KINDS = ("Secret", "ConfigMap", "ServiceAccount", "PersistentVolumeClaim")
+# What Kubernetes itself creates in every namespace: the token controller's ServiceAccount
+# and the root CA publisher's ConfigMap (kube-controller-manager, since 1.20).
+BUILTIN = {("ServiceAccount", "default"), ("ConfigMap", "kube-root-ca.crt")}
+
+# Chart values that name an existing object, by the value's key: the object's kind. Read from
+# the charts' values.yaml at the versions pinned in trainforge.core.versions (grafana 12.11.1
+# as a subchart of kube-prometheus-stack: `admin.existingSecret`, `persistence.existingClaim`;
+# the same spelling is Bitnami's and most charts'). A value that is unset or empty names
+# nothing (the chart makes its own).
+CHART_REFERENCES = {
+    "existingSecret": "Secret",
+    "existingSecretName": "Secret",
+    "existingClaim": "PersistentVolumeClaim",
+    "existingConfigMap": "ConfigMap",
+}
+
+
+@dataclass
+class Ref:
+    """One object a consumer needs: kind, namespace, name, the keys it reads, and where."""
+
+    kind: str
+    namespace: str
+    name: str
+    where: str  # e.g. "Deployment mlflow/mlflow: volumes[auth].secret" or "values grafana.admin"
+    keys: set[str] = field(default_factory=set)
+
+    @property
+    def ident(self) -> str:
+        return f"{self.namespace}/{self.kind}/{self.name}"
+
+
+@dataclass
+class Producer:
+    urn: str
+    keys: set[str] | None  # None: not known at preview (a masked Secret's data) or not keyed
+
+
+def _key_set(doc: dict[str, Any]) -> set[str] | None:
+    keys: set[str] = set()
+    for prop in ("data", "stringData", "binaryData"):
+        val = doc.get(prop)
+        if val is None:
+            continue
+        if not isinstance(val, dict) or SECRET in val or UNKNOWN in val:
+            return None
+        keys |= {str(k) for k in val}
+    return keys
+
+
+def producers(ctx: PlanContext) -> dict[tuple[str, str, str], Producer]:
+    """(kind, namespace, name) -> the plan's resource that creates it, with its keys.
+
+    A Secret holding a generated password has data unknown at preview: its keys are read
+    from the stand-in run (the same program with values known), where there is one."""
+    out: dict[tuple[str, str, str], Producer] = {}
+    standin: dict[str, Any] | None = None
+    for obj in ctx.objects:
+        if obj.kind not in KINDS or not obj.namespace:
+            continue
+        keys = None
+        if obj.kind in ("Secret", "ConfigMap"):
+            keys = _key_set(obj.doc)
+            if keys is None:
+                if standin is None:
+                    inv = ctx.standin_inventory()
+                    standin = inv.by_urn() if inv is not None else {}
+                rec = standin.get(obj.urn)
+                if rec is not None:
+                    keys = _key_set({**rec.inputs, **rec.revealed})
+        out[(obj.kind, obj.namespace, obj.obj_name)] = Producer(obj.urn, keys)
+    return out
+
+
+def _opt(ref: Any) -> bool:
+    return isinstance(ref, dict) and ref.get("optional") is True
+
+
+def pod_refs(pod: dict[str, Any], namespace: str, what: str) -> Iterator[Ref]:
+    """Every required reference of one pod spec (optional ones are left out)."""
+    sa = pod.get("serviceAccountName") or pod.get("serviceAccount") or "default"
+    yield Ref("ServiceAccount", namespace, str(sa), f"{what}: serviceAccountName")
+    for vol in pod.get("volumes") or []:
+        vname = vol.get("name")
+        sources = [vol] + [s for s in (vol.get("projected") or {}).get("sources") or []]
+        for src in sources:
+            secret, cm = src.get("secret"), src.get("configMap")
+            if isinstance(secret, dict) and not _opt(secret):
+                name = secret.get("secretName") or secret.get("name")
+                keys = {i["key"] for i in secret.get("items") or [] if "key" in i}
+                yield Ref("Secret", namespace, str(name), f"{what}: volume {vname}", keys)
+            if isinstance(cm, dict) and not _opt(cm):
+                keys = {i["key"] for i in cm.get("items") or [] if "key" in i}
+                yield Ref(
+                    "ConfigMap", namespace, str(cm.get("name")), f"{what}: volume {vname}", keys
+                )
+        claim = vol.get("persistentVolumeClaim")
+        if isinstance(claim, dict):
+            yield Ref(
+                "PersistentVolumeClaim",
+                namespace,
+                str(claim.get("claimName")),
+                f"{what}: volume {vname}",
+            )
+    for c in (pod.get("initContainers") or []) + (pod.get("containers") or []):
+        cname = c.get("name")
+        for env in c.get("env") or []:
+            src = env.get("valueFrom") or {}
+            for prop, kind in (("secretKeyRef", "Secret"), ("configMapKeyRef", "ConfigMap")):
+                ref = src.get(prop)
+                if isinstance(ref, dict) and not _opt(ref):
+                    yield Ref(
+                        kind,
+                        namespace,
+                        str(ref.get("name")),
+                        f"{what}: container {cname} env {env.get('name')}",
+                        {str(ref["key"])} if ref.get("key") else set(),
+                    )
+        for env in c.get("envFrom") or []:
+            for prop, kind in (("secretRef", "Secret"), ("configMapRef", "ConfigMap")):
+                ref = env.get(prop)
+                if isinstance(ref, dict) and not _opt(ref):
+                    yield Ref(
+                        kind, namespace, str(ref.get("name")), f"{what}: container {cname} envFrom"
+                    )
+
+
+def _pods(obj: Any) -> Iterator[tuple[dict[str, Any], str]]:
+    """(pod spec, where) of every pod an object runs, in its namespace."""
+    from trainforge.plan.checks.pod_scripts import pod_specs  # noqa: PLC0415
+    from trainforge.plan.manifests import pod_template_jobs  # noqa: PLC0415
+
+    if obj.kind == "TrainJob":
+        for _, job in pod_template_jobs(obj):
+            yield job["spec"]["template"].get("spec") or {}, f"TrainJob {obj.ident} pod"
+        return
+    if not obj.namespace:  # a cluster-scoped template (a runtime): its TrainJobs' pods count
+        return
+    for path, pod in pod_specs(obj.doc):
+        yield pod, f"{obj.kind} {obj.namespace}/{obj.obj_name} ({path})"
+
+
+def value_refs(values: Any, namespace: str, what: str, path: str = "") -> Iterator[Ref]:
+    """References a release's values make (`CHART_REFERENCES`), with the keys named beside."""
+    if isinstance(values, dict):
+        ns = values.get("namespaceOverride") or namespace
+        ns = ns if isinstance(ns, str) else namespace
+        for key, kind in CHART_REFERENCES.items():
+            name = values.get(key)
+            if isinstance(name, str) and name and name != UNKNOWN:
+                keys = {
+                    v for k, v in values.items() if k.endswith("Key") and isinstance(v, str) and v
+                }
+                yield Ref(kind, ns, name, f"{what}: values {path + '.' if path else ''}{key}", keys)
+        for k, v in values.items():
+            if k not in CHART_REFERENCES:
+                yield from value_refs(v, ns, what, f"{path}.{k}" if path else str(k))
+
+
+def references(ctx: PlanContext) -> list[tuple[str, Ref]]:
+    """(consumer URN, reference) for every pod of every object and every release's values."""
+    out: list[tuple[str, Ref]] = []
+    for obj in ctx.objects:
+        for pod, what in _pods(obj):
+            ns = obj.namespace or ""
+            out += [(obj.urn, r) for r in pod_refs(pod, ns, what)]
+    for res in ctx.inventory.resources:
+        if res.type not in (RELEASE, CHART_V4):
+            continue
+        ns = res.inputs.get("namespace")
+        if not isinstance(ns, str) or ns == UNKNOWN:
+            ns = "default" if ns is None else ns
+        what = f"release {res.inputs.get('name') or res.name} ({res.inputs.get('chart')})"
+        # values with a secret inside are masked whole in `inputs`: read the names unmasked
+        values = res.revealed.get("values", res.inputs.get("values")) or {}
+        out += [(res.urn, r) for r in value_refs(values, ns, what)]
+    return out
+
+
+def _short(urn: str) -> str:
+    return urn.rsplit("::", 1)[-1]
+
+
+def check(ctx: PlanContext) -> CheckResult:
+    made = producers(ctx)
+    order = Order(ctx.inventory.resources)
+    findings: list[Finding] = []
+    unknown: list[str] = []
+    seen: set[tuple[str, str, str]] = set()
+    refs = references(ctx)
+    ok = 0
+    missing_rows: list[dict[str, Any]] = []
+
+    def add(urn: str, rule: str, ref: Ref, message: str) -> None:
+        findings.append(
+            Finding(
+                resource=ref.ident,
+                rule=rule,
+                message=message,
+                fix=RULES[rule],
+                urn=urn,
+                names=frozenset({ref.ident, _short(urn)}),
+            )
+        )
+
+    for urn, ref in refs:
+        if UNKNOWN in (ref.namespace, ref.name):
+            unknown.append(f"{ref.where}: {ref.kind} name or namespace unknown at preview")
+            continue
+        dedup = (urn, ref.ident, ",".join(sorted(ref.keys)))
+        if dedup in seen:
+            continue
+        seen.add(dedup)
+        if (ref.kind, ref.name) in BUILTIN:
+            ok += 1
+            continue
+        producer = made.get((ref.kind, ref.namespace, ref.name))
+        keys = ", ".join(sorted(ref.keys))
+        if producer is None:
+            with_keys = f" with keys {keys}" if keys else ""
+            add(
+                urn,
+                MISSING,
+                ref,
+                f"{ref.kind} {ref.name!r} in namespace {ref.namespace!r}, which {ref.where} "
+                f"needs, is created by nothing in this stack: the user must create it there"
+                f"{with_keys} before `pulumi up`",
+            )
+            missing_rows.append(
+                {
+                    "kind": ref.kind,
+                    "namespace": ref.namespace,
+                    "name": ref.name,
+                    "keys": sorted(ref.keys),
+                    "needed_by": ref.where,
+                }
+            )
+            continue
+        if producer.urn != urn and producer.urn not in order.after(urn):
+            add(
+                urn,
+                ORDER,
+                ref,
+                f"{ref.where} needs {ref.kind} {ref.namespace}/{ref.name}, but "
+                f"{_short(urn)} does not wait for {_short(producer.urn)}, which creates it: "
+                "on a fresh stack it may start first",
+            )
+            continue
+        absent = sorted(ref.keys - producer.keys) if producer.keys is not None else []
+        if absent:
+            add(
+                urn,
+                KEYS,
+                ref,
+                f"{ref.where} reads key(s) {', '.join(absent)} of {ref.kind} "
+                f"{ref.namespace}/{ref.name}, which has only "
+                f"{', '.join(sorted(producer.keys or ())) or 'no keys'}",
+            )
+            continue
+        ok += 1
+    lines = [
+        f"{len(seen)} references (Secrets, ConfigMaps, ServiceAccounts, claims) of pods and "
+        f"chart values: {ok} created by the stack before their consumer or by Kubernetes"
+        + (f"; {len(findings)} not" if findings else "")
+    ]
+    lines += sorted(set(unknown))
+    data = {"references": len(seen), "ok": ok, "user_must_create": missing_rows}
+    return CheckResult(findings, [Section("Existence (what pods and charts name)", lines, data)])

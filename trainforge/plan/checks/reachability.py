@@ -1,0 +1,138 @@
+"""Plan check: the reachability rehearsal. The machine that runs `pulumi up` can reach the EKS
+API endpoint of a cluster the stack creates, or the stack says how it does.
+
+Why: every Kubernetes object and Helm release is applied through the API by the machine
+running `pulumi up`. Dev's endpoint was private-only while the same stack created its VPC:
+nothing outside that new VPC can reach it (no VPN, peering or runner can be there before the
+VPC exists), pulumi-eks v4.3.0 skips its own reachability check, and every object and release
+timed out from a laptop or CI runner, the README's path; the plan was CLEAN.
+
+What is judged, per EKS cluster in the plan (pulumi-eks `eks:index:Cluster` or
+`aws:eks/cluster:Cluster`), from its recorded inputs and the stack's declaration
+(`trainforge:endpoint.deployFrom`, trainforge.stack.platform.EndpointConfig):
+- public access on with an allow-list: reachable from the listed CIDRs (and the deployer's
+  /32 with `deployFrom: deployer`); said in the section, nothing to find.
+- private-only, the VPC created by this stack (the cluster's vpcId comes from a VPC resource
+  of the plan), and no declared runner in the VPC (`deployFrom: vpc`): a finding,
+  TRAINFORGE_ENDPOINT_UNREACHABLE.
+- private-only in an existing VPC: a line saying `pulumi up` must run inside that VPC (or a
+  network routed to it); a runner there can exist before the stack, so it is not refused.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
+from trainforge.plan.checks.rules import EKS_CLUSTER, EKS_COMPONENT
+from trainforge.plan.runner import UNKNOWN
+
+UNREACHABLE = "TRAINFORGE_ENDPOINT_UNREACHABLE"
+RULES = {
+    UNREACHABLE: "let `pulumi up` reach the API: list the deploying networks in "
+    "trainforge:endpoint.publicAccessCidrs, or set trainforge:endpoint.deployFrom: deployer "
+    "(the machine running `pulumi up`, /32), or run `pulumi up` inside the VPC and say so with "
+    "deployFrom: vpc (docs/rehearsals.md, Reachability)",
+}
+VPC = "aws:ec2/vpc:Vpc"
+SUBNET = "aws:ec2/subnet:Subnet"
+KEY = "trainforge:endpoint"
+
+
+def _endpoint(res: Any) -> tuple[bool, list[Any], str]:
+    """(public access, public CIDRs, where the VPC input is) with the providers' defaults."""
+    if res.type == EKS_COMPONENT:
+        src, vpc_prop = res.inputs, "vpcId"
+    else:
+        src, vpc_prop = res.inputs.get("vpcConfig") or {}, "vpcConfig"
+    public = src.get("endpointPublicAccess")
+    cidrs = src.get("publicAccessCidrs")
+    cidrs = cidrs if isinstance(cidrs, list) else ([] if cidrs is None else [cidrs])
+    # both providers default to a public endpoint (open to 0.0.0.0/0 without a list)
+    return (public is None or public is True, cidrs, vpc_prop)
+
+
+def _made_here(by_urn: dict[str, Any], urn: str) -> bool:
+    """Whether an input came from a VPC of this plan, or a subnet placed in one."""
+    res = by_urn.get(urn)
+    if res is None:
+        return False
+    if res.type == VPC:
+        return True
+    return res.type == SUBNET and any(
+        getattr(by_urn.get(u), "type", "") == VPC for u in res.dependencies.get("vpcId", [])
+    )
+
+
+def _declared(config: dict[str, Any]) -> str:
+    """The stack's `endpoint.deployFrom` (its default when unset or unreadable)."""
+    from trainforge.stack.file import decode_value
+    from trainforge.stack.platform import EndpointConfig
+
+    raw = decode_value(config.get(KEY))
+    try:
+        return EndpointConfig.model_validate(raw if isinstance(raw, dict) else {}).deploy_from
+    except ValueError:  # a bad value is the stack check's to report, with its key
+        return EndpointConfig().deploy_from
+
+
+def check(ctx: PlanContext) -> CheckResult:
+    by_urn = ctx.inventory.by_urn()
+    deploy_from = _declared(dict(ctx.inventory.config or {}))
+    findings: list[Finding] = []
+    lines: list[str] = []
+    data: list[dict[str, Any]] = []
+    for res in ctx.inventory.resources:
+        if res.type not in (EKS_COMPONENT, EKS_CLUSTER):
+            continue
+        public, cidrs, vpc_prop = _endpoint(res)
+        created = any(_made_here(by_urn, u) for u in res.dependencies.get(vpc_prop, []))
+        known = [c for c in cidrs if c != UNKNOWN]
+        row = {
+            "cluster": res.name,
+            "public": public,
+            "publicAccessCidrs": cidrs,
+            "vpcCreatedByStack": created,
+            "deployFrom": deploy_from,
+        }
+        data.append(row)
+        if public:
+            parts = list(known)
+            if UNKNOWN in cidrs:
+                parts.append("the deployer's /32 (learned at `pulumi up`)")
+            who = ", ".join(parts) or "anywhere (no allow-list: the providers' 0.0.0.0/0)"
+            lines.append(
+                f"{res.name}: public endpoint reachable from {who}; private inside the VPC"
+            )
+            continue
+        if deploy_from == "vpc":
+            lines.append(
+                f"{res.name}: private-only endpoint; declared: `pulumi up` runs inside "
+                f"{'the VPC this stack creates' if created else 'the VPC'} (deployFrom: vpc)"
+            )
+            continue
+        if not created:
+            lines.append(
+                f"{res.name}: private-only endpoint in an existing VPC: `pulumi up` must run "
+                "inside it or a network routed to it (say so with deployFrom: vpc)"
+            )
+            continue
+        findings.append(
+            Finding(
+                resource=res.urn,
+                rule=UNREACHABLE,
+                message=f"{res.name}: the API endpoint is private-only and the VPC is created by "
+                "this same stack, so no laptop or CI runner can reach it: every Kubernetes "
+                f"object and Helm release of `pulumi up` times out ({KEY}.publicAccessCidrs is "
+                f"empty, deployFrom is {deploy_from!r})",
+                fix=RULES[UNREACHABLE],
+                urn=res.urn,
+                names=frozenset({res.name}),
+            )
+        )
+        lines.append(f"{res.name}: private-only endpoint in a VPC this stack creates: unreachable")
+    if not data:
+        lines.append("no EKS cluster in this plan")
+    return CheckResult(
+        findings, [Section("Reachability (how `pulumi up` reaches the API)", lines, data)]
+    )
