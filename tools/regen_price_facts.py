@@ -23,7 +23,14 @@ it as unknown and says the source lists no offering there).
 instances.vantage.sh / ec2instances.info figures) then prices every catalog type EC2 offers in
 each region (the offerings the plan reads, trainforge.plan.mocks) that the region's own source
 lacks, with the source per type under "otherSources"; what no source prices is listed under
-"missing" and the plan names it.
+"missing" and the plan names it. `--vantage` may be given several times, as `PATH` or
+`SOURCE=PATH` (SOURCE a key of the data file's "sources", e.g. the newer per-family copy
+data/g7_instances.js as `vantage-tsaol-aws-gpu-g7=g7_instances.js`); each fills only what the
+files before it left missing.
+
+`--ebs-pricing ebs_pricing.json` (a copy of cloudkeep-io/ebs-pricing docs/ebs_pricing.json,
+the EBS prices per region generated from the AWS Price List API) sets the EBS gp3 $/GB-month
+("ebs.gp3" under "services") of every region of the data file.
 """
 
 from __future__ import annotations
@@ -40,6 +47,37 @@ CATALOG = pathlib.Path(__file__).resolve().parents[1] / "trainforge/core/data/gp
 KARPENTER = "karpenter-1.14.1"
 SKYPILOT = "skypilot-catalog-v8"
 VANTAGE = "vantage-tsaol-aws-gpu"
+EBS_PRICING = "cloudkeep-ebs-pricing"
+
+
+def ebs_gp3(path: pathlib.Path) -> dict[str, float]:
+    """{region: usd per GB-month of gp3} from a copy of cloudkeep-io/ebs-pricing
+    docs/ebs_pricing.json (one row per region or zone, `ebs_prices.gp3.pricePerGBMonth.USD`,
+    read from the AWS Price List API). Local and Wavelength Zones are skipped: the price facts
+    are per region."""
+    out: dict[str, float] = {}
+    for row in json.loads(path.read_text()):
+        gp3 = (row.get("ebs_prices") or {}).get("gp3") or {}
+        usd = (gp3.get("pricePerGBMonth") or {}).get("USD")
+        if row.get("rzType") == "region" and usd is not None:
+            out[row["rzCode"]] = float(usd)
+    return out
+
+
+def set_ebs_gp3(data: dict, table: dict[str, float], source: str) -> None:
+    """Price EBS gp3 in every region of the data file from `table`; a region the table lacks
+    keeps what it had (and without a figure stays unpriced: the plan names it)."""
+    for region in data["ec2OnDemand"]:
+        if region in table:
+            services = data["services"].setdefault(region, {})
+            services["ebs.gp3"] = {"usd": table[region], "unit": "GB-month", "source": source}
+    data["services"] = {r: dict(sorted(s.items())) for r, s in sorted(data["services"].items())}
+
+
+def vantage_arg(value: str) -> tuple[str, pathlib.Path]:
+    """`PATH` or `SOURCE=PATH` of a --vantage file."""
+    source, sep, path = value.partition("=")
+    return (source, pathlib.Path(path)) if sep else (VANTAGE, pathlib.Path(value))
 
 
 def vantage(path: pathlib.Path) -> dict[str, dict[str, float]]:
@@ -112,7 +150,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--karpenter", type=pathlib.Path)
     ap.add_argument("--skypilot", type=pathlib.Path)
-    ap.add_argument("--vantage", type=pathlib.Path, help="all_gpu_instances.js (tsaol/aws-gpu)")
+    ap.add_argument(
+        "--vantage",
+        type=vantage_arg,
+        action="append",
+        default=[],
+        help="[SOURCE=]all_gpu_instances.js (tsaol/aws-gpu); repeatable, in order",
+    )
+    ap.add_argument("--ebs-pricing", type=pathlib.Path, help="ebs_pricing.json (cloudkeep-io)")
     ap.add_argument("--type", action="append", default=[], help="also price this type")
     ap.add_argument("--checked", default=dt.date.today().isoformat())
     args = ap.parse_args()
@@ -143,9 +188,14 @@ def main() -> None:
             # asked for and absent from every zone of the region: most likely not sold there
             entry["notListed"] = sorted(t for t in wanted if t not in have)
         data["sources"][SKYPILOT]["checked"] = args.checked
-    if args.vantage:
-        fill_offered(data, vantage(args.vantage), VANTAGE)
-        data["sources"][VANTAGE]["checked"] = args.checked
+    for source, path in args.vantage:
+        if source not in data["sources"]:
+            raise SystemExit(f"--vantage {source}=...: no source {source!r} in {DATA.name}")
+        fill_offered(data, vantage(path), source)
+        data["sources"][source]["checked"] = args.checked
+    if args.ebs_pricing:
+        set_ebs_gp3(data, ebs_gp3(args.ebs_pricing), EBS_PRICING)
+        data["sources"][EBS_PRICING]["checked"] = args.checked
     data["factsDate"] = args.checked
     DATA.write_text(json.dumps(data, indent=1) + "\n")
     print(f"wrote {DATA}")

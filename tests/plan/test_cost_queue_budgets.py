@@ -135,11 +135,12 @@ def test_team_per_month_is_accepted_checked_and_creates_an_aws_budget():
     assert result.clean, [v.message for v in result.failing]
     over = _plan({"teams": {"vision": {"teamPerMonth": 10}}})
     assert [v.rule for v in over.failing] == ["TF_COST_TEAM_BUDGET"]
-    # the cluster's budget needs every always-on price: the table lacks EBS gp3 and FSx in
-    # us-west-2, and the finding says so (not "run fewer jobs")
+    # the cluster's budget needs every always-on price: the table lacks FSx in us-west-2 (EBS
+    # gp3 is priced there), and the finding says so (not "run fewer jobs")
     caps = {"clusterPerMonth": 100000, "teams": {"vision": {"teamPerMonth": 20000}}}
     (v,) = _plan(caps).failing
-    assert v.rule == "TF_COST_PRICE_MISSING" and "ebs.gp3 in us-west-2" in v.message
+    assert v.rule == "TF_COST_PRICE_MISSING" and "fsx.SCRATCH_2 in us-west-2" in v.message
+    assert "ebs.gp3" not in v.message
     run = run_stack(
         "dev",
         {k: json.dumps(v) for k, v in {**OVERRIDES, "trainforge-policy:costCaps": caps}.items()},
