@@ -27,7 +27,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from trainforge.training import agreement, exits
+from trainforge.training import agreement, exits, versions
 from trainforge.training import checkpoint as ckpt_mod
 from trainforge.training.config import TrainConfig, as_dict, check_world, lr_factor
 from trainforge.training.data import Batches, ShardedOrder, build_dataset
@@ -129,6 +129,11 @@ def param_stats(model: nn.Module) -> dict[str, list[float]]:
 
 def train(cfg: TrainConfig) -> int:
     """Entry point for one process of the job; returns the process exit code."""
+    # An unsupported torch is refused here, before a process group or a step: on every rank
+    # alike (one image), said once by rank 0 (exits.report prints config errors once).
+    unsupported = versions.problem(versions.torch_version())
+    if unsupported is not None:
+        raise exits.RunFailure(exits.CONFIG_ERROR, unsupported)
     timeouts = Timeouts.from_hang_timeout(cfg.hang_timeout)
     # reliability hook: NCCL error handling, heartbeat and the flight recorder are read when
     # the process group is created; torch's own dump on a collective timeout lands next to
