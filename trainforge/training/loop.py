@@ -462,7 +462,9 @@ def _finish(
     now = time.perf_counter()
     steps_run = state.step - reporter.first_step
     elapsed = now - reporter.loop_start
-    sps = steps_run * global_batch / elapsed if elapsed > 0 and steps_run else 0.0
+    # the headline rates are the steady state's (start-up windows left out, and named)
+    rates = reporter.rates(elapsed, steps_run)
+    rates["startup"]["setup_seconds"] = reporter.loop_start - t_setup
     hist = reporter.history
     summary: dict[str, Any] = {
         "run_name": name,
@@ -475,12 +477,7 @@ def _finish(
         "losses": [[int(h["step"]), h["loss"]] for h in hist],
         "elapsed_seconds": elapsed,
         "setup_seconds": reporter.loop_start - t_setup,
-        "samples_per_second": sps,
-        "tokens_per_second": sps * raw.tokens_per_sample,
-        "steps_per_second": steps_run / elapsed if elapsed > 0 else 0.0,
-        "mfu": (sps * raw.flops_per_sample() / reporter.peak_total)
-        if reporter.peak_total
-        else None,
+        **rates,
         "ranks_agree": agree,
         "param_stats": stats,
         "checkpoint": checkpointing.metrics(),
