@@ -37,6 +37,7 @@ HELP = {
     "checkpoint_step": "step of the last checkpoint",
     "checkpoint_seconds": "seconds until the last checkpoint was complete",
     "checkpoint_blocked_seconds": "seconds training waited for the last checkpoint",
+    "checkpoint_async_failed": "1 once an async save failed: later saves are synchronous",
     "total_steps": "optimizer steps the run is configured for",
     "progress": "fraction of the run's steps completed (0..1)",
     "eta_seconds": "estimated seconds until the last step, at this run's average step time",
