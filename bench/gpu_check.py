@@ -301,7 +301,9 @@ def markdown(report: dict[str, Any]) -> str:
     rows = []
 
     def row(name: str, figures: str) -> None:
-        res = r.get(name, {})
+        if name not in r:
+            return  # not asked for (--only)
+        res = r[name]
         verdict = "skipped" if res.get("skipped") else ("ok" if res.get("ok") else "FAILED")
         if res.get("error") or res.get("skipped"):
             figures = res.get("error") or res.get("skipped")
