@@ -135,3 +135,24 @@ def test_a_save_failure_is_the_platform_s_whatever_it_wraps() -> None:
     except CheckpointSaveError as e:
         assert exits.classify(e) is exits.CHECKPOINT_FAILED
     assert exits.classify(CheckpointError("bad --resume")) is exits.CONFIG_ERROR
+
+
+def test_two_ranks_one_of_whose_staging_fails_both_save_that_step_synchronously(tmp_path):
+    """Real 2-rank gloo job (DCP's checkpoint process writes): rank 1's staging copy of step
+    4 fails (the test hook STAGE). The ranks agree before any write starts, so neither waits
+    for the other in the write's collectives: both save step 4 synchronously, exit 0."""
+    from runtime_helpers import BASE, run_ranks_raw
+
+    args = [*BASE, "--steps", "8", "--checkpoint-every", "2", "--log-every", "2", "--keep-last",
+            "0", "--async-checkpoint", "--checkpoint-dir", str(tmp_path / "ckpt"),
+            "--output-dir", str(tmp_path / "out")]  # fmt: skip
+    results = run_ranks_raw(2, args, timeout=300, TRAINFORGE_TEST_FAULT="1:4:STAGE")
+    for rank, (code, out) in enumerate(results):
+        assert code == 0, f"rank {rank} exited {code}:\n{out[-3000:]}"
+    for step in (2, 4, 6, 8):
+        assert inspect_checkpoint(tmp_path / "ckpt" / f"step_{step:06d}").complete, step
+    own = [ln for ln in results[1][1].splitlines() if "WARNING" in ln]
+    assert len(own) == 1 and "failed before writing (KeyError: <class 'type'>)" in own[0]
+    peer = [ln for ln in results[0][1].splitlines() if "WARNING" in ln]
+    assert len(peer) == 1 and "another rank could not stage its state" in peer[0]
+    assert "saving step 4 synchronously instead" in peer[0]

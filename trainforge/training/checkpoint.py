@@ -216,6 +216,9 @@ class CheckpointManager:
         crash = os.environ.get(CRASH_DURING_SAVE_ENV, "") if first_attempt else ""
         self._crash_step = int(crash) if crash.strip().isdigit() else -1
         self._fault = _fault_from_env()
+        from trainforge.training import faults  # noqa: PLC0415
+
+        self._stage_fault = faults.stage_fault_step(self.rank)  # test hook STAGE
         self.records: list[SaveRecord] = []
         self.last_saved_step: int | None = None  # complete (or restored from)
         self.last_started_step: int | None = None  # complete or in flight
@@ -493,7 +496,9 @@ class CheckpointManager:
             async_checkpointer_type=AsyncCheckpointerType.PROCESS
             if self._writer_process()
             else AsyncCheckpointerType.THREAD,
-            async_stager=_AgreedStager(self._get_stager(), self._all_true),
+            async_stager=_AgreedStager(
+                self._get_stager(), self._all_true, fail=self._stage_fault == record.step
+            ),
         )
         upload = getattr(fut, "upload_completion", fut)
         if self._executor is None:
@@ -740,9 +745,10 @@ class _AgreedStager:
     flight then) and all of them raise if any failed -- before DCP starts the write's
     collectives, so no rank waits in them for a peer that fell back to a synchronous save."""
 
-    def __init__(self, inner: Any, all_true: Callable[[bool], bool]) -> None:
+    def __init__(self, inner: Any, all_true: Callable[[bool], bool], *, fail: bool = False) -> None:
         self.inner = inner
         self.all_true = all_true
+        self.fail = fail  # the test hook TRAINFORGE_TEST_FAULT=RANK:STEP:STAGE (faults.py)
 
     @property
     def should_synchronize_after_execute(self) -> bool:
@@ -750,6 +756,8 @@ class _AgreedStager:
 
     def stage(self, state_dict: Any) -> Any:
         try:
+            if self.fail:
+                raise KeyError(type)  # what DCP's StateDictStager raised on torch 2.11
             staged = self.inner.stage(state_dict)
         except BaseException:
             self.all_true(False)
