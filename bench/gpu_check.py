@@ -236,6 +236,8 @@ def check_checkpoint(c: Check) -> dict[str, Any]:
             else None,
             "blocked_s": [b for _, _, b in saves],
             "async_fell_back": "WARNING: the async save" in out,
+            # a small /dev/shm (a container's 64 MiB default) makes every "async" save sync
+            "shm_too_small": "--async-checkpoint needs" in out,
         }
         results["ok"] = results["ok"] and len(periodic) >= 2
     return results
@@ -338,6 +340,9 @@ def markdown(report: dict[str, Any]) -> str:
         if "saves" in x:
             parts.append(f"{mode}: first {_s(x['first_blocked_s'])}, then median "
                          f"{_s(x['steady_blocked_s_median'])} blocked ({x['saves']} saves)")  # fmt: skip
+            if mode == "async" and (x.get("shm_too_small") or x.get("async_fell_back")):
+                why = "/dev/shm too small" if x.get("shm_too_small") else "a save failed"
+                parts[-1] += f" -- NOT async: {why}, saved synchronously"
         elif x:
             parts.append(f"{mode}: {x.get('error')}")
     row("checkpoint_stall", "; ".join(parts))

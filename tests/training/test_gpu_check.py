@@ -41,7 +41,7 @@ def test_the_dry_run_passes_every_check_on_cpu(tmp_path) -> None:
     assert g["memory_model_bytes"] > 0 and g["setup_seconds"] > 0
     ck = report["checks"]["checkpoint_stall"]
     assert ck["sync"]["saves"] >= 3 and ck["async"]["saves"] >= 3
-    assert ck["async"]["async_fell_back"] is False
+    assert ck["async"]["async_fell_back"] is False and ck["async"]["shm_too_small"] is False
     table = (out / "gpu_check.md").read_text()
     assert "DRY RUN on CPU, tiny sizes" in table.splitlines()[0]
     assert [row.split(" | ")[0].lstrip("| ") for row in table.splitlines()[4:]] == NAMES
@@ -93,5 +93,11 @@ def test_the_table_names_each_figure_and_a_failure_s_cause() -> None:
     assert "| loops | FAILED | gpt_124m: exit 1: boom |" in table
     assert "| checkpoint_stall | skipped | budget of 450 s spent |" in table
     assert "bit-identical False" in table
+    report["checks"]["checkpoint_stall"] = {"ok": True, "sync": {
+        "saves": 6, "first_blocked_s": 2.1, "steady_blocked_s_median": 1.9},
+        "async": {"saves": 6, "first_blocked_s": 2.0, "steady_blocked_s_median": 1.9,
+                  "shm_too_small": True}}  # fmt: skip
+    assert "async: first 2.00 s, then median 1.90 s blocked (6 saves) -- NOT async: /dev/shm " \
+        "too small, saved synchronously |" in gpu_check.markdown(report)  # fmt: skip
     del report["checks"]["loops"]  # --only: a check not run has no row
     assert "| loops |" not in gpu_check.markdown(report)
