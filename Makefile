@@ -5,7 +5,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: venv test demo lint fmt plan bench clean alert-tools kube-tools
+.PHONY: venv test demo lint fmt plan bench gpu-check clean alert-tools kube-tools
 
 venv: $(STAMP)
 
@@ -64,6 +64,13 @@ plan: venv
 
 bench: venv
 	$(PY) bench/throughput.py
+
+# One H100/H200, under 8 minutes: smoke, the 1.3B GPT's steady MFU, runtime vs bare vs seed
+# loop, checkpoint stalls, kill -9 and resume, memory model vs measured, set-up time
+# (docs/performance.md). Writes build/gpu-check/gpu_check.{json,md}. CPU rehearsal (CI runs
+# it): `$(PY) bench/gpu_check.py --dry-run`.
+gpu-check: venv
+	$(PY) bench/gpu_check.py --out build/gpu-check
 
 clean:
 	rm -rf $(VENV) $(SDK_VENV) build .pytest_cache

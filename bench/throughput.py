@@ -8,10 +8,15 @@ a barrier before its first step to a host sync after its last.
   runtime  trainforge's own loop (`trainforge.training.loop`, exactly what
            `python -m trainforge.training` runs): tensors batched by index, loss synced every
            --log-every steps, DDP gradient_as_bucket_view (or FSDP2 with --strategy fsdp)
-  seed     the seed documents' loop: DataLoader + DistributedSampler over an in-memory
-           TensorDataset (per-sample __getitem__ + collate), DDP, `.item()` every step
+  seed     the seed document's loop as its script is written (bench/seed_loop.py, copied from
+           the seed with its origin): DataLoader(num_workers=2) + DistributedSampler,
+           optim.Adam, `.item()` every step, fp32
+  seed_bf16  the same with torch.autocast(bf16), as a user would add it (GPU only)
   floor    the barest correct DDP loop: batches preloaded per rank, forward, backward (DDP's
            bucketed gradient all-reduce overlapped with it), optimizer step; nothing else
+
+Every loop is timed in its steady state: floor and seed after WARMUP untimed steps, the
+runtime by its summary's steady rate (its start-up windows left out: compilation, first steps).
 
 Default (CPU, 2 workers, gloo, MLP): `python bench/throughput.py` (about a minute).
 GPU: `python bench/throughput.py --device cuda --workers 1 --model gpt --strategy fsdp --compile`
@@ -33,7 +38,14 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-MODES = ("floor", "runtime", "seed")
+sys.path.insert(0, str(ROOT / "bench"))  # seed_loop.py
+MODES = ("floor", "runtime", "seed", "seed_bf16")
+WARMUP = 2  # untimed first steps of floor and seed (the runtime leaves out its start-up windows)
+
+
+def modes(device: str) -> tuple[str, ...]:
+    """bf16 autocast of the seed's loop is a GPU comparison (CPU runs the runtime in fp32)."""
+    return MODES if device == "cuda" else tuple(m for m in MODES if m != "seed_bf16")
 
 
 # ------------------------------------------------------------------------------ the parent
@@ -96,7 +108,7 @@ def main_parent(a: argparse.Namespace) -> int:
     print("| loop | steps/s (median) | steps/s (best) | samples/s (median) | vs seed | vs floor |")
     print("|---|---:|---:|---:|---:|---:|")
     rows = {}
-    for m in MODES:
+    for m in modes(a.device):
         sps = a.steps / med[m]
         rows[m] = {
             "steps_per_s_median": sps,
@@ -143,21 +155,25 @@ def main_worker(a: argparse.Namespace) -> int:
     )  # fmt: skip
     ds = build_dataset(cfg)
     out = Path(tempfile.mkdtemp(prefix="tp-bench-"))
-    times: dict[str, list[float]] = {m: [] for m in MODES}
+    times: dict[str, list[float]] = {m: [] for m in modes(a.device)}
     mfu = None
     for r in range(a.rounds):
-        for mode in MODES:
+        for mode in modes(a.device):
             if mode == "runtime":
                 run_cfg = TrainConfig(**{**cfg.__dict__, "output_dir": str(out / f"{r}")})
                 assert _train(run_cfg, env) == 0
-                seconds = torch.tensor([0.0])
+                # on the rank's own device: NCCL moves device tensors only
+                seconds = torch.tensor([0.0], device=env.device, dtype=torch.float64)
                 if env.rank == 0:
                     s = json.loads((out / f"{r}" / "summary.json").read_text())
-                    seconds[0], mfu = s["elapsed_seconds"], s.get("mfu")
+                    # the steady rate (or the whole loop's when the run has no steady window)
+                    seconds[0], mfu = a.steps / s["steps_per_second"], s.get("mfu")
                 dist.broadcast(seconds, 0)
-                seconds = float(seconds[0])
+                seconds = float(seconds[0].item())
+            elif mode.startswith("seed"):
+                seconds = run_seed(a, cfg, ds, env, bf16=mode == "seed_bf16")
             else:
-                seconds = (seed_loop if mode == "seed" else floor_loop)(a, cfg, ds, env)
+                seconds = floor_loop(a, cfg, ds, env)
             times[mode].append(seconds)
             if env.rank == 0:
                 print(f"  round {r + 1}: {mode:<8} {a.steps / seconds:8.1f} steps/s", flush=True)
@@ -190,42 +206,15 @@ def _sync(cuda: bool) -> None:
         torch.cuda.synchronize()
 
 
-def seed_loop(a, cfg, ds, env) -> float:
-    """The seed's loop: per-sample Dataset indexing, default collate, .item() every step."""
-    import torch
-    import torch.distributed as dist
-    from torch.nn.parallel import DistributedDataParallel as DDP
-    from torch.utils.data import DataLoader, TensorDataset
-    from torch.utils.data.distributed import DistributedSampler
+def run_seed(a, cfg, ds, env, *, bf16: bool) -> float:
+    """The seed's loop (bench/seed_loop.py) on the bench's model and data."""
+    from seed_loop import seed_loop
 
-    model, amp, cuda = _model_and_amp(a, cfg, env)
-    loss_fn = model.loss_from_logits
-    model = DDP(model, device_ids=[env.local_rank] if cuda else None)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
-    data = TensorDataset(ds.inputs, ds.targets)
-    sampler = DistributedSampler(data, shuffle=True, seed=0, drop_last=True)
-    loader = DataLoader(data, batch_size=a.batch_size, sampler=sampler, drop_last=True)
-    step, epoch = 0, 0
-    dist.barrier()
-    _sync(cuda)
-    t0 = time.perf_counter()
-    while step < a.steps:
-        sampler.set_epoch(epoch)
-        for x, y in loader:
-            x, y = x.to(env.device), y.to(env.device)
-            opt.zero_grad()
-            with amp:
-                loss = loss_fn(model(x), y)
-            loss.backward()
-            opt.step()
-            loss.item()  # the per-step host sync
-            step += 1
-            if step == a.steps:
-                break
-        epoch += 1
-    _sync(cuda)
-    dist.barrier()
-    return time.perf_counter() - t0
+    from trainforge.training.models import build_model
+
+    model = build_model(cfg).to(env.device)
+    return seed_loop(model, ds.inputs, ds.targets, device=env.device, batch_size=a.batch_size,
+                     steps=a.steps, warmup=WARMUP, bf16=bf16)  # fmt: skip
 
 
 def floor_loop(a, cfg, ds, env) -> float:
@@ -246,10 +235,12 @@ def floor_loop(a, cfg, ds, env) -> float:
         :, env.rank
     ]
     xs, ys = ds.inputs[mine].to(env.device), ds.targets[mine].to(env.device)
-    dist.barrier()
-    _sync(cuda)
-    t0 = time.perf_counter()
-    for step in range(a.steps):
+    t0 = 0.0
+    for step in range(WARMUP + a.steps):
+        if step == WARMUP:
+            _sync(cuda)
+            dist.barrier()
+            t0 = time.perf_counter()
         i = step % n_batches
         with amp:
             loss = loss_fn(model(xs[i]), ys[i])

@@ -153,3 +153,52 @@ def test_a_restart_cause_from_summary_json_is_never_blank(run_dir, capsys):
         line == "restarts: 1: after step 70, resumed at step 40 (30 steps redone), attempt 0 ended "
         "with hang (rank 1, step 71): no progress"
     )  # the ledger's last step of attempt 0 and its resumed step
+
+
+def _with_steady_rates(run_dir):
+    """The recorded run as today's runtime writes it: the summary's steady, whole-loop and
+    start-up rates, and each attempt's first window marked start-up in metrics.jsonl."""
+    s = json.loads((run_dir / "summary.json").read_text())
+    s.update(
+        samples_per_second=7452.8,
+        tokens_per_second=7452.8,
+        rates_basis="steady",
+        steady={"windows": 7, "from_step": 51, "to_step": 120, "steps": 70, "seconds": 0.3,
+                "samples_per_second": 7452.8, "tokens_per_second": 7452.8, "mfu": None},
+        whole_run={"from_step": 41, "to_step": 120, "steps": 80, "seconds": 0.9,
+                   "samples_per_second": 2844.4, "tokens_per_second": 2844.4, "mfu": None},
+        startup={"windows": [[41, 50]], "seconds": 0.6, "steps": 10, "setup_seconds": 2.7},
+    )  # fmt: skip
+    (run_dir / "summary.json").write_text(json.dumps(s))
+    lines = (run_dir / "metrics.jsonl").read_text().splitlines()
+    out, prev = [], None
+    for line in lines:
+        r = json.loads(line)
+        r["startup_window"] = 1.0 if prev is None or r["step"] <= prev else 0.0
+        prev = r["step"]
+        out.append(json.dumps(r))
+    (run_dir / "metrics.jsonl").write_text("\n".join(out) + "\n")
+
+
+def test_the_report_shows_the_steady_state_and_the_whole_loop_apart(run_dir, capsys):
+    _with_steady_rates(run_dir)
+    assert cli.main(["report", str(run_dir)]) == 0
+    text = (run_dir / "report.txt").read_text()
+    assert (
+        "steady state: 7,453 samples/s, 7,453 tokens/s (steps 51-120, 7 log windows; the "
+        "summary's headline)" in text
+    )
+    assert "whole loop: 2,844 samples/s, 2,844 tokens/s (start-up included)" in text
+    assert "start-up: setup 2.7s, steps 41-50 0.6s (left out of the steady state)" in text
+    import matplotlib.image
+    import numpy as np
+
+    pixels = matplotlib.image.imread(run_dir / "report.png")[..., :3] * 255
+    green = np.all(np.abs(pixels - (44, 160, 44)) < 8, axis=-1)  # tab:green, #2ca02c
+    assert green.sum() > 400  # the steady line across the panel and the circled windows (763)
+
+
+def test_a_summary_from_before_steady_rates_adds_no_rate_lines(run_dir):
+    assert cli.main(["report", str(run_dir)]) == 0
+    text = (run_dir / "report.txt").read_text()
+    assert "steady state" not in text and "whole loop" not in text

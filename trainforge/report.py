@@ -328,7 +328,30 @@ def _metric_lines(run: Run) -> list[str]:
         lines.append(f"MFU: median {100 * statistics.median(mfu):.1f}%")
     elif sps:
         lines.append("MFU: n/a (CPU)")
+    lines += _rate_lines(run.summary or {})
     return lines
+
+
+def _rate_lines(s: dict[str, Any]) -> list[str]:
+    """The summary's headline rates (the steady state), the whole loop's, and start-up."""
+    steady, whole, startup = s.get("steady"), s.get("whole_run"), s.get("startup")
+    if not (isinstance(steady, dict) and isinstance(whole, dict) and isinstance(startup, dict)):
+        return []
+
+    def rate(r: dict[str, Any]) -> str:
+        mfu = f", MFU {100 * r['mfu']:.1f}%" if _finite(r.get("mfu")) else ""
+        return f"{_rate(r['samples_per_second'])} samples/s, {_rate(r['tokens_per_second'])} tokens/s{mfu}"
+
+    if steady.get("windows"):
+        head = (f"steady state: {rate(steady)} (steps {steady['from_step']}-{steady['to_step']}, "
+                f"{steady['windows']} log windows; the summary's headline)")  # fmt: skip
+    else:
+        head = "steady state: none (every log window held one of the first steps)"
+    start = f"start-up: setup {s.get('setup_seconds', 0.0):,.1f}s"
+    if startup.get("windows"):
+        first, last = startup["windows"][0][0], startup["windows"][-1][1]
+        start += f", steps {first}-{last} {startup['seconds']:,.1f}s (left out of the steady state)"
+    return [head, f"whole loop: {rate(whole)} (start-up included)", start]
 
 
 def _checkpoint_line(run: Run) -> str:
@@ -461,6 +484,8 @@ def plot(run: Run, path: Path) -> None:
         for r in run.records
         if _finite(r.get("tokens_per_second")) and r.get("samples_per_second")
     }
+    if ax_tput is not None:
+        _plot_rates(ax_tput, run)
     if ax_tput is not None and len(ratios) == 1 and (k := ratios.pop()) != 1:
         ax_tput.secondary_yaxis("right", functions=(lambda v: v * k, lambda v: v / k)).set_ylabel(
             f"tokens/s ({k:g} tokens per sample)"
@@ -500,6 +525,25 @@ def plot(run: Run, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path)
     plt.close(fig)
+
+
+def _plot_rates(ax: Any, run: Run) -> None:
+    """The throughput panel's two summary rates as lines (steady: the headline; whole loop:
+    start-up included), and the start-up windows circled: what the steady state leaves out."""
+    s = run.summary or {}
+    steady, whole = s.get("steady"), s.get("whole_run")
+    if isinstance(steady, dict) and steady.get("windows"):
+        ax.axhline(steady["samples_per_second"], color="tab:green", linewidth=1.8,
+                   label=f"steady state (summary) {_rate(steady['samples_per_second'])}")  # fmt: skip
+    if isinstance(whole, dict) and _finite(whole.get("samples_per_second")):
+        ax.axhline(whole["samples_per_second"], color="0.25", linestyle="--", linewidth=1.2,
+                   label=f"whole loop {_rate(whole['samples_per_second'])}")  # fmt: skip
+    start = [r for r in run.records if r.get("startup_window") == 1.0]
+    if start:
+        ax.scatter([r["step"] for r in start], [r["samples_per_second"] for r in start],
+                   s=90, facecolors="none", edgecolors="tab:green", linewidths=1.5,
+                   label="start-up window (left out)", zorder=3)  # fmt: skip
+    ax.legend(loc="lower right", fontsize=8)
 
 
 # --- command ------------------------------------------------------------------------------------

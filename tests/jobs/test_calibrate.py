@@ -1,7 +1,7 @@
 """`trainforge calibrate RUN_DIR` on a recorded summary.
 
 tests/jobs/data/summary-cpu-gpt.json is the summary.json of a real run of the runtime on this
-project's 2-core CPU VM (2026-11-23):
+project's 2-core CPU VM (2026-11-27, the runtime with steady-state rates):
 
     python -m trainforge.training --model gpt --layers 2 --d-model 64 --heads 4 --seq-len 64 \
         --vocab-size 512 --batch-size 8 --dataset-size 256 --steps 20 --log-every 10 \
@@ -68,18 +68,22 @@ def test_a_gpu_run_records_its_mfu_with_its_provenance(tmp_path, capsys):
     assert cli_main(["calibrate", str(d), "--file", str(target)]) == 0
     out = capsys.readouterr().out
     recorded = json.loads(RECORDED.read_text())
-    expected = recorded["samples_per_second"] * recorded["flops_per_sample"] / 1 / 70e12
+    # the steady windows' rate, never the whole run's (start-up and compilation included)
+    steady = recorded["steady"]["samples_per_second"]
+    assert steady > 1.1 * recorded["whole_run"]["samples_per_second"]
+    expected = steady * recorded["flops_per_sample"] / 1 / 70e12
     entry = json.loads(target.read_text())["gpus"]["A10G"]
-    assert entry["mfu"] == pytest.approx(expected, abs=5e-5)
-    assert entry["run"] == "cpu-gpt-small" and entry["date"] == "2026-11-23"
+    assert entry["mfu"] == pytest.approx(expected, rel=1e-3)
+    assert entry["measured_over"] == "steady state, steps 11-20 (1 log windows)"
+    assert entry["run"] == "cpu-gpt-small" and entry["date"] == "2026-11-27"
     assert entry["previous_mfu"] == facts.MFU["A10G"].mid
     # old vs new, and the memory model against the measured peak
     assert "A10G: expected MFU 33.0% (extrapolated) -> " in out
-    assert "measured by run cpu-gpt-small on 2026-11-23" in out
+    assert "measured by run cpu-gpt-small on 2026-11-27" in out
     assert "peak GPU memory (allocated by PyTorch): measured 9.0 GiB, memory model" in out
     # the estimator now plans A10G jobs with it
     e = estimate(job(), A10G, calibration=facts.load_calibration(target))
-    assert e.basis.startswith("calibrated: run cpu-gpt-small on 2026-11-23")
+    assert e.basis.startswith("calibrated: run cpu-gpt-small on 2026-11-27")
 
 
 def test_dry_run_writes_nothing(tmp_path):
@@ -93,7 +97,7 @@ def test_dry_run_writes_nothing(tmp_path):
     recorded = json.loads(RECORDED.read_text())
     tf32 = gpus.GPUS["H100"].tf32_flops
     assert result["entry"]["mfu"] == pytest.approx(
-        recorded["samples_per_second"] * recorded["flops_per_sample"] / tf32, abs=5e-5
+        recorded["steady"]["samples_per_second"] * recorded["flops_per_sample"] / tf32, rel=1e-3
     )
 
 
@@ -138,3 +142,31 @@ def test_a_measured_model_becomes_a_declared_model_size(tmp_path, capsys):
                      "entrypoint": {"module": "m"}, "modelSize": size})  # fmt: skip
     assert job.model_size.declared and job.model_size.parameters == 136
     assert calibrate_main(["--declared", str(tmp_path / "nope")]) == 2
+
+
+def test_a_summary_without_steady_rates_is_refused(tmp_path, capsys):
+    """A summary from before the steady-state rates (its samples/s includes compilation) or
+    of a run with no steady window cannot calibrate: it would understate MFU."""
+    gpu = {"device": "cuda", "device_name": "NVIDIA A10G", "precision": "bfloat16"}
+    d = run_dir(tmp_path, **gpu, steady=None)
+    assert cli_main(["calibrate", str(d), "--file", str(tmp_path / "c.json")]) == 2
+    assert "no steady-state rates (written by a runtime before they existed" in (
+        capsys.readouterr().err
+    )
+    recorded = json.loads(RECORDED.read_text())
+    shutil.rmtree(d)
+    d = run_dir(tmp_path, **gpu, steady={**recorded["steady"], "windows": 0})
+    with pytest.raises(CalibrationError, match="no steady log window"):
+        calibrate(d)
+
+
+def test_the_recorded_mfu_is_the_steady_state_s_not_the_whole_run_s(tmp_path):
+    """Rates scaled up (the CPU recording's MFU on a GPU rounds to 0): steady 4x the whole."""
+    recorded = json.loads(RECORDED.read_text())
+    fast = {**recorded["steady"], "samples_per_second": 4000.0}
+    d = run_dir(tmp_path, device="cuda", device_name="NVIDIA A10G", precision="bfloat16",
+                samples_per_second=4000.0, steady=fast,
+                whole_run={**recorded["whole_run"], "samples_per_second": 1000.0})  # fmt: skip
+    entry = calibrate(d)["entry"]
+    assert entry["mfu"] == pytest.approx(4000.0 * recorded["flops_per_sample"] / 70e12, rel=1e-3)
+    assert entry["mfu"] > 3 * 1000.0 * recorded["flops_per_sample"] / 70e12  # not the whole run

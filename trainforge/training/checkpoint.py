@@ -45,6 +45,7 @@ from trainforge.training.distributed import group_timeout
 from trainforge.training.layout import (
     EXTRAS_FMT,
     CheckpointError,
+    CheckpointSaveError,
     CheckpointStatus,
     inspect_checkpoint,
     parse_step,
@@ -205,6 +206,9 @@ class CheckpointManager:
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
         self._pending: concurrent.futures.Future | None = None
         self._stager: Any | None = None
+        self._pending_record: SaveRecord | None = None
+        # why async saves stopped (the first failure's cause); None while they work
+        self.async_failure: str | None = None
         self._said_thread = False
         self._shm_short: tuple[int, int] | tuple[()] | None = None  # (need, free) when short
         # first attempt only, so a torchrun restart does not crash at the same save again
@@ -212,6 +216,9 @@ class CheckpointManager:
         crash = os.environ.get(CRASH_DURING_SAVE_ENV, "") if first_attempt else ""
         self._crash_step = int(crash) if crash.strip().isdigit() else -1
         self._fault = _fault_from_env()
+        from trainforge.training import faults  # noqa: PLC0415
+
+        self._stage_fault = faults.stage_fault_step(self.rank)  # test hook STAGE
         self.records: list[SaveRecord] = []
         self.last_saved_step: int | None = None  # complete (or restored from)
         self.last_started_step: int | None = None  # complete or in flight
@@ -417,14 +424,44 @@ class CheckpointManager:
         reason: str = "periodic",
         force_sync: bool = False,
     ) -> SaveRecord | None:
-        """Checkpoint the state after ``step`` optimizer steps (resume continues at ``step``)."""
+        """Checkpoint the state after ``step`` optimizer steps (resume continues at ``step``).
+
+        A failed async save never ends the run: a failure while starting it (staging, the
+        launch) saves this step synchronously instead; a failure while writing in the
+        background (seen at the next save or at the end) skips that checkpoint. Either is
+        said once, loudly, with its cause, and every later save is synchronous. A failed
+        synchronous save is retried (``SYNC_SAVE_ATTEMPTS``), then raised as
+        `CheckpointSaveError`: exit ``checkpoint_failed`` (204), restartable (exits.py)."""
         if self.root is None:
             return None
         t0 = time.perf_counter()
-        self.wait()  # one save in flight at a time
+        self.wait()  # one save in flight at a time (a failed one is reported, not raised)
         path = self.root / step_dir_name(step)
+        self._prepare(path, step, scheduler)
+        from torch.distributed.checkpoint.state_dict import get_state_dict  # noqa: PLC0415
+
+        model_sd, optim_sd = get_state_dict(model, optimizer)
+        state = {"model": model_sd, "optim": optim_sd}
+        record = SaveRecord(step=step, path=path, blocked_s=0.0, reason=reason)
+        self.last_started_step = step
+        use_async = self.config.async_save and not force_sync and self.async_failure is None
+        if use_async and self._staging_fits(state):
+            try:
+                self._save_async(state, record, t0)
+            except _save_errors() as e:  # a checkpoint never ends the run
+                self._async_failed(record, e, started=False)
+                self._prepare(path, step, scheduler)  # the failed try may have left files
+            else:
+                self.records.append(record)
+                return record
+        self._save_sync(state, record, scheduler, t0)
+        self.records.append(record)
+        return record
+
+    def _prepare(self, path: Path, step: int, scheduler: Any | None) -> None:
+        """An empty step directory holding this rank's extras file (collective)."""
         if self.rank == 0:
-            self.root.mkdir(parents=True, exist_ok=True)
+            self.root.mkdir(parents=True, exist_ok=True)  # type: ignore[union-attr]
             if path.exists():
                 self.log(
                     f"checkpoint: replacing existing {path} ({inspect_checkpoint(path).reason or 'complete'})"
@@ -441,46 +478,94 @@ class CheckpointManager:
             "rng": capture_rng_state(),
         }
         _fsync_write(path / EXTRAS_FMT.format(rank=self.rank), extras)
+
+    def _save_async(self, state: dict[str, Any], record: SaveRecord, t0: float) -> None:
         import torch.distributed.checkpoint as dcp  # noqa: PLC0415 - seconds; see the imports
-        from torch.distributed.checkpoint.state_dict import get_state_dict  # noqa: PLC0415
         from torch.distributed.checkpoint.state_dict_saver import (  # noqa: PLC0415
             AsyncCheckpointerType,
         )
 
         from trainforge.training.dcp_writer import TrainforgeWriter  # noqa: PLC0415
 
-        model_sd, optim_sd = get_state_dict(model, optimizer)
-        state = {"model": model_sd, "optim": optim_sd}
-        writer = TrainforgeWriter(str(path), crash_step=self._crash_step, step=step)
-        record = SaveRecord(step=step, path=path, blocked_s=0.0, reason=reason)
-        self.last_started_step = step
-        if self.config.async_save and not force_sync and self._staging_fits(state):
-            # Training waits only for the copy into the staging buffers (allocated at the first
-            # save, reused after); DCP's checkpoint process writes them while training goes on.
-            # DCP's thread where its process cannot work (see _writer_process).
-            fut = dcp.async_save(
-                state,
-                storage_writer=writer,
-                process_group=self.group,
-                async_checkpointer_type=AsyncCheckpointerType.PROCESS
-                if self._writer_process()
-                else AsyncCheckpointerType.THREAD,
-                async_stager=self._get_stager(),
+        writer = TrainforgeWriter(str(record.path), crash_step=self._crash_step, step=record.step)
+        # Training waits only for the copy into the staging buffers (allocated at the first
+        # save, reused after); DCP's checkpoint process writes them while training goes on.
+        # DCP's thread where its process cannot work (see _writer_process). The stager is
+        # wrapped so that every rank agrees the copy worked before any write starts: a rank
+        # whose copy failed must not leave its peers waiting in the write's collectives.
+        fut = dcp.async_save(
+            state,
+            storage_writer=writer,
+            process_group=self.group,
+            async_checkpointer_type=AsyncCheckpointerType.PROCESS
+            if self._writer_process()
+            else AsyncCheckpointerType.THREAD,
+            async_stager=_AgreedStager(
+                self._get_stager(), self._all_true, fail=self._stage_fault == record.step
+            ),
+        )
+        upload = getattr(fut, "upload_completion", fut)
+        if self._executor is None:
+            self._executor = concurrent.futures.ThreadPoolExecutor(
+                1, thread_name_prefix="trainforge-ckpt"
             )
-            upload = getattr(fut, "upload_completion", fut)
-            if self._executor is None:
-                self._executor = concurrent.futures.ThreadPoolExecutor(
-                    1, thread_name_prefix="trainforge-ckpt"
+        self._pending = self._executor.submit(self._complete, record, upload, t0)
+        self._pending_record = record
+        record.blocked_s = time.perf_counter() - t0
+
+    def _save_sync(
+        self, state: dict[str, Any], record: SaveRecord, scheduler: Any | None, t0: float
+    ) -> None:
+        """DCP's blocking save, retried: DCP raises a save's failure on every rank (it gathers
+        the ranks' results), so the ranks retry together."""
+        import torch.distributed.checkpoint as dcp  # noqa: PLC0415 - seconds; see the imports
+
+        from trainforge.training.dcp_writer import TrainforgeWriter  # noqa: PLC0415
+
+        for attempt in range(1, SYNC_SAVE_ATTEMPTS + 1):
+            try:
+                if attempt > 1:
+                    self._prepare(record.path, record.step, scheduler)
+                writer = TrainforgeWriter(
+                    str(record.path), crash_step=self._crash_step, step=record.step
                 )
-            self._pending = self._executor.submit(self._complete, record, upload, t0)
-            record.blocked_s = time.perf_counter() - t0
-        else:
-            dcp.save(state, storage_writer=writer, process_group=self.group)
-            record.blocked_s = time.perf_counter() - t0
-            self._complete(record, None, t0)
-            record.blocked_s = time.perf_counter() - t0
-        self.records.append(record)
-        return record
+                dcp.save(state, storage_writer=writer, process_group=self.group)
+                record.blocked_s = time.perf_counter() - t0
+                self._complete(record, None, t0)
+                record.blocked_s = time.perf_counter() - t0
+                return
+            except _save_errors() as e:  # retried, then the platform's failure
+                cause = _describe(e)
+                if attempt == SYNC_SAVE_ATTEMPTS:
+                    raise CheckpointSaveError(
+                        f"checkpoint of step {record.step} to {record.path} failed "
+                        f"{SYNC_SAVE_ATTEMPTS} times; the last: {cause}"
+                    ) from e
+                delay = RETRY_DELAY_S * attempt
+                self.log(
+                    f"checkpoint: saving step {record.step} failed (attempt {attempt} of "
+                    f"{SYNC_SAVE_ATTEMPTS}: {cause}); retrying in {delay:g}s"
+                )
+                time.sleep(delay)
+
+    def _async_failed(self, record: SaveRecord, e: BaseException, *, started: bool) -> None:
+        """Say once, loudly, that async saves failed and why; every later save is synchronous."""
+        peer = isinstance(e, _PeerStagingFailed)
+        self.async_failure = _describe(e)
+        self.last_started_step = self.last_saved_step if started else record.step
+        if peer and self.rank != 0:
+            return  # the rank that failed says why
+        what = (
+            f"step {record.step} is NOT saved (the previous checkpoint, step "
+            f"{self.last_saved_step}, stays the newest)"
+            if started
+            else f"saving step {record.step} synchronously instead"
+        )
+        self.log(
+            f"checkpoint: WARNING: the async save of step {record.step} failed "
+            f"{'while writing' if started else 'before writing'} ({self.async_failure}); "
+            f"{what}; every later save of this run is synchronous; training goes on"
+        )
 
     def _writer_process(self) -> bool:
         """May the write run in DCP's checkpoint process? It needs a process group to join, and
@@ -612,10 +697,15 @@ class CheckpointManager:
             self.log(f"checkpoint: removed {s.path} (keep-last {self.config.keep_last})")
 
     def wait(self) -> None:
-        """Block until the in-flight async checkpoint (if any) is complete; re-raise its error."""
+        """Block until the in-flight async checkpoint (if any) is complete. A failure is said
+        (`_async_failed`) and not raised: that checkpoint is skipped, training goes on."""
         pending, self._pending = self._pending, None
         if pending is not None:
-            pending.result()
+            try:
+                pending.result()
+            except _save_errors() as e:  # a checkpoint never ends the run
+                assert self._pending_record is not None
+                self._async_failed(self._pending_record, e, started=True)
 
     def close(self) -> None:
         """Finish pending work; call before the process exits."""
@@ -633,6 +723,59 @@ class CheckpointManager:
 # Where async writes run: None = decide (`CheckpointManager._writer_process`); True = DCP's
 # checkpoint process (the main script must be safe to re-import); False = a DCP thread.
 WRITER_PROCESS: bool | None = None
+
+# A synchronous save is tried this many times, RETRY_DELAY_S x attempt apart, before the run
+# exits checkpoint_failed (restartable): a storage hiccup should not cost a restart.
+SYNC_SAVE_ATTEMPTS = 3
+RETRY_DELAY_S = 5.0
+
+
+def _save_errors() -> tuple[type[BaseException], ...]:
+    """What a failed save raises: any Exception, and DCP's `CheckpointException`, which
+    derives from BaseException (torch.distributed.checkpoint.api); not KeyboardInterrupt or
+    SystemExit (an `except` clause evaluates this when an exception arrives)."""
+    from torch.distributed.checkpoint.api import CheckpointException  # noqa: PLC0415
+
+    return (Exception, CheckpointException)
+
+
+class _PeerStagingFailed(RuntimeError):
+    """This rank staged its state, another could not: nobody starts the write."""
+
+
+class _AgreedStager:
+    """DCP's `AsyncStager` protocol around the real stager: after the copy, every rank says
+    whether its copy worked (one all-reduce on the checkpoint group, free: no write is in
+    flight then) and all of them raise if any failed -- before DCP starts the write's
+    collectives, so no rank waits in them for a peer that fell back to a synchronous save."""
+
+    def __init__(self, inner: Any, all_true: Callable[[bool], bool], *, fail: bool = False) -> None:
+        self.inner = inner
+        self.all_true = all_true
+        self.fail = fail  # the test hook TRAINFORGE_TEST_FAULT=RANK:STEP:STAGE (faults.py)
+
+    @property
+    def should_synchronize_after_execute(self) -> bool:
+        return bool(getattr(self.inner, "should_synchronize_after_execute", False))
+
+    def stage(self, state_dict: Any) -> Any:
+        try:
+            if self.fail:
+                raise KeyError(type)  # what DCP's StateDictStager raised on torch 2.11
+            staged = self.inner.stage(state_dict)
+        except BaseException:
+            self.all_true(False)
+            raise
+        if not self.all_true(True):
+            raise _PeerStagingFailed("another rank could not stage its state")
+        return staged
+
+    def synchronize_staging(self) -> None:
+        self.inner.synchronize_staging()
+
+    def close(self) -> None:  # the manager owns the real stager and closes it
+        pass
+
 
 # Where the async staging buffers live: torch's shared CPU storages are files in this tmpfs.
 SHM_DIR = "/dev/shm"
@@ -768,6 +911,8 @@ class Checkpointing:
             return {}
         r = self.manager.records[-1]
         out = {"checkpoint_step": float(r.step), "checkpoint_blocked_seconds": r.blocked_s}
+        if self.manager.async_failure is not None:
+            out["checkpoint_async_failed"] = 1.0
         if r.total_s is not None:
             out["checkpoint_seconds"] = r.total_s
         return out

@@ -21,9 +21,11 @@ collective_error    200  yes        an NCCL/gloo error or a collective timeout
 hang                201  yes        the watchdog saw no progress (see watchdog.py)
 peer_lost           202  yes        another rank vanished (its process or its node died)
 gpu_error           203  yes        a GPU hardware fault (ECC, fallen off the bus, Xid)
+checkpoint_failed   204  yes        a checkpoint could not be saved, even after retries (the
+                                    platform's storage, or DCP: never the training code's)
 =================  ====  =========  ==================================================
 
-Codes 200-203 sit above the range of signal deaths (128 + signal, at most 128 + 64), so a
+Codes 200-204 sit above the range of signal deaths (128 + signal, at most 128 + 64), so a
 reason is never mistaken for a signal. A process killed outright (SIGKILL by the kernel's OOM
 killer or a node that vanished) leaves no code of ours; the restart's ledger infers
 ``node_lost`` when some rank of the failed attempt left no exit record (ledger.py).
@@ -103,6 +105,13 @@ GPU_ERROR = Reason(
     "a GPU hardware fault",
     "none: node repair replaces a node whose GPU keeps failing",
 )
+CHECKPOINT_FAILED = Reason(
+    "checkpoint_failed",
+    204,
+    "a checkpoint could not be saved, even after retries",
+    "none if the restart succeeds (it resumes from the last complete checkpoint); if it "
+    "repeats, check the checkpoint volume (free space, mount) named in the line above",
+)
 SUCCESS = Reason("success", 0, "finished", "none")
 # Inferred by the ledger (a rank left no exit record); never an exit code of ours.
 NODE_LOST = Reason(
@@ -126,6 +135,7 @@ REASONS: dict[str, Reason] = {
         HANG,
         PEER_LOST,
         GPU_ERROR,
+        CHECKPOINT_FAILED,
         NODE_LOST,
     )
 }
@@ -140,6 +150,7 @@ ROOT_CAUSE_ORDER = (
     "no_progress",
     "ranks_disagree",
     "gpu_error",
+    "checkpoint_failed",
     "hang",
     "node_lost",
     "collective_error",
@@ -170,8 +181,8 @@ _COLLECTIVE_TEXT = re.compile(
 
 def classify(exc: BaseException) -> Reason:
     """The reason an exception ends the run (the root of its cause chain counts too)."""
-    from trainforge.training.checkpoint import CheckpointError  # noqa: PLC0415
     from trainforge.training.config import ConfigError  # noqa: PLC0415
+    from trainforge.training.layout import CheckpointError, CheckpointSaveError  # noqa: PLC0415
 
     chain: list[BaseException] = []
     seen: set[int] = set()
@@ -180,6 +191,11 @@ def classify(exc: BaseException) -> Reason:
         chain.append(e)
         seen.add(id(e))
         e = e.__cause__ or e.__context__
+    # A save that failed is the platform's, whatever DCP raised inside it (first: its cause
+    # chain may hold a CheckpointError or an OSError that would read as the user's).
+    for e in chain:
+        if isinstance(e, CheckpointSaveError):
+            return CHECKPOINT_FAILED
     for e in chain:
         if isinstance(e, ConfigError | CheckpointError):
             return CONFIG_ERROR

@@ -16,6 +16,9 @@ KILL, TERM  sends itself SIGKILL / SIGTERM right *after* step STEP (checkpoint.p
 CORRUPT     at the final agreement check (STEP is ignored), changes one value of its own copy
             of the parameters (its replica under DDP, its local shard under FSDP) after its
             peers gathered it: the check fails the run with ranks_disagree (exit 5)
+STAGE       the async save of step STEP raises ``KeyError: <class 'type'>`` in its staging copy
+            on rank RANK (what DCP's StateDictStager did on torch 2.11): every rank saves that
+            step synchronously instead, says so once, and trains on (checkpoint.py)
 =========== ===================================================================================
 
 Documented in docs/checkpointing.md and docs/reliability.md. Never set it in a real job.
@@ -30,6 +33,7 @@ FAULT_ENV = "TRAINFORGE_TEST_FAULT"
 SIGNAL_KINDS = ("KILL", "TERM")  # handled after the step by checkpoint.Checkpointing
 IN_STEP_KINDS = ("HANG", "OOM", "COLLECTIVE", "ERROR")
 FINAL_KINDS = ("CORRUPT",)  # at the final agreement check (agreement.py)
+SAVE_KINDS = ("STAGE",)  # in an async checkpoint save (checkpoint.py)
 
 
 class FaultSpecError(ValueError):
@@ -45,10 +49,11 @@ def parse(spec: str) -> tuple[int, int, str] | None:
         parsed = int(rank), int(step), kind.upper()
     except ValueError:
         parsed = None
-    if parsed is None or parsed[2] not in SIGNAL_KINDS + IN_STEP_KINDS + FINAL_KINDS:
+    kinds = SIGNAL_KINDS + IN_STEP_KINDS + FINAL_KINDS + SAVE_KINDS
+    if parsed is None or parsed[2] not in kinds:
         raise FaultSpecError(
             f"{FAULT_ENV}={spec!r}: expected RANK:STEP:KIND with KIND one of "
-            f"{', '.join(SIGNAL_KINDS + IN_STEP_KINDS + FINAL_KINDS)} (a test hook)"
+            f"{', '.join(kinds)} (a test hook)"
         )
     return parsed
 
@@ -87,6 +92,15 @@ class InStepFault:
                 f"NCCL error in: ProcessGroupNCCL.cpp: unhandled system error (test hook, step {step})"
             )
         raise ValueError(f"a bug in the training code (test hook, step {step})")
+
+
+def stage_fault_step(rank: int, environ: dict[str, str] | None = None) -> int | None:
+    """The step whose async save's staging fails on this rank (STAGE), or None."""
+    env = os.environ if environ is None else environ
+    parsed = parse(env.get(FAULT_ENV, ""))
+    if not parsed or parsed[0] != rank or parsed[2] not in SAVE_KINDS or not first_attempt(env):
+        return None
+    return parsed[1]
 
 
 def corrupt_hook(rank: int, environ: dict[str, str] | None = None):

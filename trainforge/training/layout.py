@@ -20,6 +20,12 @@ class CheckpointError(Exception):
     """A checkpoint problem the user must act on; the message says what and how."""
 
 
+class CheckpointSaveError(Exception):
+    """A save that failed after its retries: the platform's fault (storage, DCP), never the
+    user's; the run exits `checkpoint_failed` (204, restartable) and resumes from the last
+    complete checkpoint."""
+
+
 def step_dir_name(step: int) -> str:
     return f"step_{step:06d}"
 

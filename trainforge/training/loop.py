@@ -27,7 +27,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from trainforge.training import agreement, exits
+from trainforge.training import agreement, exits, versions
 from trainforge.training import checkpoint as ckpt_mod
 from trainforge.training.config import TrainConfig, as_dict, check_world, lr_factor
 from trainforge.training.data import Batches, ShardedOrder, build_dataset
@@ -129,6 +129,11 @@ def param_stats(model: nn.Module) -> dict[str, list[float]]:
 
 def train(cfg: TrainConfig) -> int:
     """Entry point for one process of the job; returns the process exit code."""
+    # An unsupported torch is refused here, before a process group or a step: on every rank
+    # alike (one image), said once by rank 0 (exits.report prints config errors once).
+    unsupported = versions.problem(versions.torch_version())
+    if unsupported is not None:
+        raise exits.RunFailure(exits.CONFIG_ERROR, unsupported)
     timeouts = Timeouts.from_hang_timeout(cfg.hang_timeout)
     # reliability hook: NCCL error handling, heartbeat and the flight recorder are read when
     # the process group is created; torch's own dump on a collective timeout lands next to
@@ -457,7 +462,9 @@ def _finish(
     now = time.perf_counter()
     steps_run = state.step - reporter.first_step
     elapsed = now - reporter.loop_start
-    sps = steps_run * global_batch / elapsed if elapsed > 0 and steps_run else 0.0
+    # the headline rates are the steady state's (start-up windows left out, and named)
+    rates = reporter.rates(elapsed, steps_run)
+    rates["startup"]["setup_seconds"] = reporter.loop_start - t_setup
     hist = reporter.history
     summary: dict[str, Any] = {
         "run_name": name,
@@ -470,12 +477,7 @@ def _finish(
         "losses": [[int(h["step"]), h["loss"]] for h in hist],
         "elapsed_seconds": elapsed,
         "setup_seconds": reporter.loop_start - t_setup,
-        "samples_per_second": sps,
-        "tokens_per_second": sps * raw.tokens_per_sample,
-        "steps_per_second": steps_run / elapsed if elapsed > 0 else 0.0,
-        "mfu": (sps * raw.flops_per_sample() / reporter.peak_total)
-        if reporter.peak_total
-        else None,
+        **rates,
         "ranks_agree": agree,
         "param_stats": stats,
         "checkpoint": checkpointing.metrics(),

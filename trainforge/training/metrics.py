@@ -37,10 +37,15 @@ HELP = {
     "checkpoint_step": "step of the last checkpoint",
     "checkpoint_seconds": "seconds until the last checkpoint was complete",
     "checkpoint_blocked_seconds": "seconds training waited for the last checkpoint",
+    "checkpoint_async_failed": "1 once an async save failed: later saves are synchronous",
     "total_steps": "optimizer steps the run is configured for",
     "progress": "fraction of the run's steps completed (0..1)",
     "eta_seconds": "estimated seconds until the last step, at this run's average step time",
     "step_seconds": "seconds per optimizer step over the last log window",
+    "window_steps": "optimizer steps in the last log window",
+    "window_seconds": "seconds of the last log window",
+    "startup_window": "1 when the last log window held one of the loop's first steps "
+    "(compilation, warm-up): left out of the summary's steady rates",
     # reliability (docs/reliability.md)
     "goodput": "fraction of wall time since the first attempt spent in steps that were kept",
     "restarts": "restarts of this run so far (torchrun restarts and pod re-creations)",
@@ -176,6 +181,38 @@ class MLflowLogger:
             self.mlflow.end_run()
 
 
+# A log window holding one of the first STARTUP_STEPS steps of a process's loop is start-up,
+# not steady state: step 1 compiles (torch.compile traces forward and backward), allocates
+# the optimizer state and the allocator's pools; DDP rebuilds its gradient buckets after step
+# 1, so step 2 may differ too. Such windows are left out of the summary's headline rates.
+STARTUP_STEPS = 2
+
+
+def window_rates(
+    windows: list[dict[str, float]],
+    samples_per_step: int,
+    tokens_per_sample: int,
+    flops_per_sample: float,
+    peak_total: float | None,
+) -> dict[str, Any]:
+    """Rates over `windows` ({"from_step", "to_step", "steps", "seconds"}): their steps over
+    their seconds (time-weighted, as a run's duration adds up), and the steps they span."""
+    steps = sum(w["steps"] for w in windows)
+    seconds = sum(w["seconds"] for w in windows)
+    sps = steps * samples_per_step / seconds if seconds > 0 else 0.0
+    return {
+        "windows": len(windows),
+        "from_step": int(windows[0]["from_step"]) if windows else None,
+        "to_step": int(windows[-1]["to_step"]) if windows else None,
+        "steps": int(steps),
+        "seconds": seconds,
+        "samples_per_second": sps,
+        "tokens_per_second": sps * tokens_per_sample,
+        "steps_per_second": steps / seconds if seconds > 0 else 0.0,
+        "mfu": sps * flops_per_sample / peak_total if peak_total else None,
+    }
+
+
 class Reporter:
     """What rank 0 tells the world. Other ranks get an instance that does nothing."""
 
@@ -209,6 +246,9 @@ class Reporter:
         self._jsonl = None
         self.mlflow: MLflowLogger | None = None
         self.first_step = 0  # the loop's first step in this process (> 0 after a resume)
+        # every log window of this process: {"from_step", "to_step", "steps", "seconds",
+        # "startup"} -- the summary's steady and start-up figures are sums over them
+        self.windows: list[dict[str, float]] = []
         self.loop_start = time.perf_counter()
         self.last_loss: float | None = None
         if not enabled:
@@ -271,6 +311,12 @@ class Reporter:
         dt = max(now - self._window_start, 1e-9)
         self._window_start, self._window_step = now, step
         sps = steps * self.samples_per_step / dt
+        first = step - steps + 1  # the window's first step (1-based)
+        startup = first <= self.first_step + STARTUP_STEPS
+        self.windows.append(
+            {"from_step": first, "to_step": step, "steps": steps, "seconds": dt,
+             "startup": startup}
+        )  # fmt: skip
         values = {
             "step": float(step),
             "loss": loss,
@@ -278,6 +324,9 @@ class Reporter:
             "samples_per_second": sps,
             "tokens_per_second": sps * self.tokens_per_sample,
             "step_seconds": dt / max(steps, 1),
+            "window_steps": float(steps),
+            "window_seconds": dt,
+            "startup_window": 1.0 if startup else 0.0,
         }
         if self.peak_total:
             values["mfu"] = sps * self.flops_per_sample / self.peak_total
@@ -307,6 +356,38 @@ class Reporter:
         if self.mlflow is not None:
             self.mlflow.log(values, step)
 
+    def rates(self, elapsed: float, steps_run: int) -> dict[str, Any]:
+        """The summary's rate figures: the steady state (the windows after start-up) as the
+        headline, the whole loop, and start-up on its own. Without a steady window (a run no
+        longer than its start-up) the headline is the whole loop's, and says so."""
+        steady = [w for w in self.windows if not w["startup"]]
+        startup = [w for w in self.windows if w["startup"]]
+        args = (self.samples_per_step, self.tokens_per_sample, self.flops_per_sample,
+                self.peak_total)  # fmt: skip
+        whole = window_rates(
+            [{"from_step": self.first_step + 1, "to_step": self.first_step + steps_run,
+              "steps": steps_run, "seconds": elapsed}] if steps_run else [],
+            *args,
+        )  # fmt: skip
+        whole.pop("windows")
+        steady_rates = window_rates(steady, *args)
+        head = steady_rates if steady else whole
+        return {
+            "samples_per_second": head["samples_per_second"],
+            "tokens_per_second": head["tokens_per_second"],
+            "steps_per_second": head["steps_per_second"],
+            "mfu": head["mfu"],
+            "rates_basis": "steady" if steady else "whole_run",
+            "steady": steady_rates,
+            "whole_run": whole,
+            "startup": {
+                "steps": int(sum(w["steps"] for w in startup)),
+                "seconds": sum(w["seconds"] for w in startup),
+                "windows": [[int(w["from_step"]), int(w["to_step"])] for w in startup],
+                "rule": f"log windows holding one of the loop's first {STARTUP_STEPS} steps",
+            },
+        }
+
     def progress(self, step: int, now: float) -> dict[str, float]:
         """Progress and ETA: the run's average step time since this process started its loop
         (a resumed run counts only its own steps, so restore time does not skew it)."""
@@ -328,10 +409,11 @@ class Reporter:
             f"final loss {summary['final_loss']:.4f}" if summary["final_loss"] is not None else "",
             f"{summary['samples_per_second']:,.1f} samples/s",
             f"{summary['tokens_per_second']:,.0f} tokens/s",
-            f"{summary['elapsed_seconds']:.1f}s",
         ]
         if summary.get("mfu") is not None:
             parts.append(f"MFU {100 * summary['mfu']:.1f}%")
+        parts += _rate_parts(summary)
+        parts.append(f"{summary['elapsed_seconds']:.1f}s")
         if summary.get("goodput"):
             gp = summary["goodput"]
             parts.append(f"goodput {100 * gp['goodput']:.1f}% ({gp['restarts']} restarts)")
@@ -350,6 +432,31 @@ class Reporter:
         if self.server is not None:
             self.server.close()
             self.server = None
+
+
+def _rate_parts(summary: dict[str, Any]) -> list[str]:
+    """What the headline rates are, start-up on its own, and the whole loop's for comparison."""
+    steady, whole, startup = summary.get("steady"), summary.get("whole_run"), summary.get("startup")
+    if not steady or not whole or not startup:
+        return []
+    if summary.get("rates_basis") == "steady":
+        basis = (
+            f"steady: steps {steady['from_step']}-{steady['to_step']}, {steady['windows']} windows"
+        )
+    else:
+        basis = "whole run: no steady window (the run is no longer than its start-up)"
+    parts = [f"({basis})"]
+    start = f"start-up: setup {summary['setup_seconds']:.1f}s"
+    if startup["windows"]:
+        first, last = startup["windows"][0][0], startup["windows"][-1][1]
+        start += f", steps {first}-{last} {startup['seconds']:.1f}s"
+    parts.append(start)
+    if summary.get("rates_basis") == "steady":
+        w = f"whole loop {whole['samples_per_second']:,.1f} samples/s"
+        if whole.get("mfu") is not None:
+            w += f", MFU {100 * whole['mfu']:.1f}%"
+        parts.append(w)
+    return parts
 
 
 _METRIC_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")

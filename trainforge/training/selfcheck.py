@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from trainforge.training import contract as c
+from trainforge.training import versions
 
 # Features the image must carry, by name (`--self-check mlflow,s3,efa`): checked as if the job
 # had configured them, without a tracking URI, a bucket or EFA devices (an image build has none).
@@ -145,7 +146,7 @@ def features(
 
 
 def header() -> str:
-    torch = _installed("torch")
+    torch = versions.torch_version()
     return (
         f"trainforge runtime: Python {platform.python_version()}, "
         f"torch {torch if torch else 'not installed'}"
@@ -176,9 +177,14 @@ def main(argv: Sequence[str]) -> int:
     s3_uri = ns.checkpoint_s3 or os.environ.get(c.CHECKPOINT_S3) or None
     found = features(s3_uri, forced=ns.self_check)
     print(header(), flush=True)
+    torch_problem = versions.problem(versions.torch_version())
+    print(versions.describe(versions.torch_version()), flush=True)
     for f in found:
         print(f.line(), flush=True)
     bad = [f for f in found if not f.ok]
+    if torch_problem:
+        print(f"self-check: FAILED: {torch_problem}", file=sys.stderr, flush=True)
+        return 1
     if bad:
         print(
             f"self-check: FAILED: {', '.join(f.name for f in bad)} configured but not usable "

@@ -1,0 +1,412 @@
+"""The GPU check anyone can run: `make gpu-check` (one H100 or H200, under 8 minutes).
+
+    .venv/bin/python bench/gpu_check.py [--out build/gpu-check] [--budget-s 450]
+    .venv/bin/python bench/gpu_check.py --dry-run      # CPU, tiny sizes: what CI runs
+
+Writes ``gpu_check.json`` and ``gpu_check.md`` (a markdown table for docs/performance.md)
+under ``--out``. Each check runs the real runtime (``python -m trainforge.training``) or a
+bench script in its own process with a time limit; a check that fails or runs out of time is
+recorded as such and the others still run. Checks, in order:
+
+1. ``smoke``: a small GPT trains 20 steps in bf16; its loss is finite and falls.
+2. ``gpt_1p3b``: the 1.3B GPT (24 layers x 2048, seq 2048, vocab 32768, batch 8, FSDP2 + bf16
+   + compile): the summary's steady MFU and tokens/s, the whole loop's beside them, set-up
+   and start-up (compile) time, and the memory model (trainforge/jobs/estimate) against the
+   peak PyTorch allocated.
+3. ``loops``: bench/throughput.py on GPT-124M (12 x 768, seq 1024; no compile in any loop:
+   like for like, and compile gained nothing at this size) and on the MLP: the runtime vs
+   the bare loop vs the seed's loop (fp32 as written, and bf16), steady state.
+4. ``checkpoint_stall``: a 150M GPT with AdamW saving every 5 steps, sync and then
+   --async-checkpoint: how long training was blocked per save (the first save on its own,
+   then the median of the later ones: the steady state).
+5. ``kill_resume``: a small GPT (4 x 512) killed with SIGKILL after step 12 (the runtime's test hook), run
+   again: it resumes from the step-10 checkpoint and finishes; its final loss against an
+   uninterrupted run's (bit-identical where the kernels are deterministic: reported, not
+   required, on a GPU).
+
+``--dry-run`` runs every check on the CPU at tiny sizes (no compile): it proves the script,
+its parsing and its table, not a GPU figure; the JSON says ``"dry_run": true``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+GPT_1P3B = ["--model", "gpt", "--layers", "24", "--d-model", "2048", "--heads", "16",
+            "--seq-len", "2048", "--vocab-size", "32768", "--batch-size", "8"]  # fmt: skip
+GPT_124M = ["--model", "gpt", "--layers", "12", "--d-model", "768", "--heads", "12",
+            "--seq-len", "1024", "--vocab-size", "50304"]  # fmt: skip
+GPT_150M = ["--model", "gpt", "--layers", "12", "--d-model", "896", "--heads", "14",
+            "--seq-len", "1024", "--vocab-size", "32768", "--batch-size", "8"]  # fmt: skip
+TINY_GPT = ["--model", "gpt", "--layers", "2", "--d-model", "64", "--heads", "4",
+            "--seq-len", "32", "--vocab-size", "256", "--batch-size", "8"]  # fmt: skip
+
+# (real GPU sizes, dry-run sizes) of each check
+SIZES: dict[str, dict[str, Any]] = {
+    "smoke": {"gpu": [*GPT_124M, "--batch-size", "8", "--steps", "20", "--log-every", "5"],
+              "dry": [*TINY_GPT, "--steps", "6", "--log-every", "2"]},
+    "gpt_1p3b": {"gpu": [*GPT_1P3B, "--strategy", "fsdp", "--precision", "bf16", "--compile",
+                         "--steps", "40", "--log-every", "5", "--dataset-size", "4096"],
+                 "dry": [*TINY_GPT, "--strategy", "fsdp", "--steps", "8", "--log-every", "2"]},
+    "checkpoint": {"gpu": [*GPT_150M, "--steps", "30", "--log-every", "5",
+                           "--checkpoint-every", "5", "--dataset-size", "4096"],
+                   "dry": [*TINY_GPT, "--steps", "8", "--log-every", "2",
+                           "--checkpoint-every", "2"]},
+    "kill_resume": {"gpu": ["--model", "gpt", "--layers", "4", "--d-model", "512", "--heads",
+                            "8", "--seq-len", "512", "--vocab-size", "32768", "--batch-size",
+                            "8", "--steps", "20", "--log-every", "5", "--checkpoint-every", "10"],
+                    "dry": [*TINY_GPT, "--steps", "20", "--log-every", "5",
+                            "--checkpoint-every", "10"]},
+    "loops": {"gpu": [["--model", "gpt", "--layers", "12", "--d-model", "768", "--heads", "12",
+                       "--seq-len", "1024", "--vocab-size", "50304", "--batch-size", "8",
+                       "--dataset-size", "2048", "--steps", "100", "--rounds", "3",
+                       "--log-every", "50"],
+                      ["--model", "mlp", "--batch-size", "256", "--dataset-size", "65536",
+                       "--steps", "300", "--rounds", "3", "--log-every", "50"]],
+              "dry": [["--model", "gpt", "--layers", "1", "--d-model", "32", "--heads", "2",
+                       "--seq-len", "16", "--vocab-size", "64", "--batch-size", "4",
+                       "--dataset-size", "128", "--steps", "4", "--rounds", "1",
+                       "--log-every", "2"],
+                      ["--model", "mlp", "--batch-size", "8", "--dataset-size", "256",
+                       "--steps", "4", "--rounds", "1", "--log-every", "2"]]},
+}  # fmt: skip
+KILL_AFTER = 12  # the kill_resume run's SIGKILL, after this step (checkpoint at 10)
+
+
+class Check:
+    """Runs commands under the check's time limit and the whole script's budget."""
+
+    def __init__(self, out: Path, dry: bool, deadline: float) -> None:
+        self.out, self.dry, self.deadline = out, dry, deadline
+
+    def left(self) -> float:
+        return self.deadline - time.monotonic()
+
+    def sizes(self, name: str) -> Any:
+        return SIZES[name]["dry" if self.dry else "gpu"]
+
+    def run(self, args: list[str], *, limit: float, env: dict[str, str] | None = None,
+            script: str | None = None) -> tuple[int, str]:  # fmt: skip
+        """(exit code, output) of the runtime (or `script`) with `args`; -1 on time out."""
+        cmd = [sys.executable, script] if script else [sys.executable, "-m", "trainforge.training"]
+        e = {
+            k: v for k, v in os.environ.items() if not k.startswith(("TRAINFORGE_TEST_", "MLFLOW_"))
+        }
+        for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
+            e.pop(k, None)
+        e.update(PYTHONPATH=str(ROOT), **(env or {}))
+        limit = max(1.0, min(limit, self.left()))
+        try:
+            p = subprocess.run([*cmd, *args], cwd=ROOT, env=e, capture_output=True, text=True,
+                               timeout=limit)  # fmt: skip
+        except subprocess.TimeoutExpired as t:
+            out = t.stdout.decode() if isinstance(t.stdout, bytes) else (t.stdout or "")
+            return -1, out + f"\n[gpu_check: timed out after {limit:.0f}s]"
+        return p.returncode, p.stdout + p.stderr
+
+
+def _summary(folder: Path) -> dict[str, Any]:
+    return json.loads((folder / "summary.json").read_text())
+
+
+def _tail(text: str, n: int = 6) -> str:
+    return " / ".join(line.strip() for line in text.strip().splitlines()[-n:])
+
+
+def _failed(code: int, out: str) -> dict[str, Any]:
+    why = "timed out" if code == -1 else f"exit {code}"
+    return {"ok": False, "error": f"{why}: {_tail(out)}"}
+
+
+def check_smoke(c: Check) -> dict[str, Any]:
+    d = c.out / "smoke"
+    code, out = c.run([*c.sizes("smoke"), "--output-dir", str(d)], limit=120)
+    if code != 0:
+        return _failed(code, out)
+    s = _summary(d)
+    losses = [loss for _, loss in s["losses"]]
+    ok = all(math.isfinite(x) for x in losses) and losses[-1] < losses[0]
+    return {"ok": ok, "first_loss": losses[0], "final_loss": losses[-1],
+            "device_name": s["device_name"], "precision": s["precision"]}  # fmt: skip
+
+
+def memory_model_bytes(summary: dict[str, Any]) -> int | None:
+    """What the planner's memory model (trainforge/jobs/estimate) says this run's peak is,
+    on the GPU it ran on (an H100's facts in a dry run on CPU)."""
+    from trainforge.core.contract import PoolFacts
+    from trainforge.jobs.estimate import estimate
+    from trainforge.jobs.estimate.calibrate import _job_for
+    from trainforge.training import gpus
+
+    gpu = gpus.match_gpu(summary.get("device_name", "")) or gpus.GPUS["H100"]
+    pool = PoolFacts(name="gpu-check", gpus_per_node=int(summary["world_size"]),
+                     gpu_name=gpu.name, gpu_memory_mib=int(gpu.memory_gib * 1024),
+                     gpu_models=(gpu.name,))  # fmt: skip
+    detail = estimate(_job_for(summary), pool).detail
+    return int(detail.peak) if detail is not None else None
+
+
+def check_gpt_1p3b(c: Check) -> dict[str, Any]:
+    d = c.out / "gpt_1p3b"
+    code, out = c.run([*c.sizes("gpt_1p3b"), "--output-dir", str(d)], limit=300)
+    if code != 0:
+        return _failed(code, out)
+    s = _summary(d)
+    steady, whole, startup = s["steady"], s["whole_run"], s["startup"]
+    measured = s.get("peak_memory_allocated_bytes")
+    model = memory_model_bytes(s)
+    return {
+        "ok": s["rates_basis"] == "steady",
+        "steady_mfu": steady["mfu"],
+        "steady_tokens_per_second": steady["tokens_per_second"],
+        "steady_steps": [steady["from_step"], steady["to_step"]],
+        "whole_run_mfu": whole["mfu"],
+        "whole_run_tokens_per_second": whole["tokens_per_second"],
+        "setup_seconds": s["setup_seconds"],
+        "startup_seconds": startup["seconds"],
+        "startup_steps": startup["windows"],
+        "memory_model_bytes": model,
+        "peak_allocated_bytes": measured,
+        "peak_reserved_bytes": s.get("peak_memory_reserved_bytes"),
+        "memory_model_vs_allocated": (model / measured - 1) if model and measured else None,
+    }
+
+
+def check_loops(c: Check) -> dict[str, Any]:
+    results: dict[str, Any] = {"ok": True}
+    device = ["--device", "cpu" if c.dry else "cuda", "--workers", "1"]
+    for name, args in zip(("gpt_124m", "mlp"), c.sizes("loops"), strict=True):
+        path = c.out / f"loops_{name}.json"
+        code, out = c.run([*device, *args, "--json", str(path)], limit=180,
+                          script=str(ROOT / "bench" / "throughput.py"))  # fmt: skip
+        if code != 0:
+            results[name] = _failed(code, out)
+            results["ok"] = False
+            continue
+        rows = json.loads(path.read_text())["rows"]
+        results[name] = {
+            "steps_per_second": {m: r["steps_per_s_median"] for m, r in rows.items()},
+            "runtime_vs_floor": rows["runtime"]["vs_floor"],
+            "runtime_vs_seed": rows["runtime"]["vs_seed"],
+        }
+        if "seed_bf16" in rows:
+            results[name]["runtime_vs_seed_bf16"] = (
+                rows["runtime"]["steps_per_s_median"] / rows["seed_bf16"]["steps_per_s_median"]
+            )
+    return results
+
+
+_BLOCKED = re.compile(
+    r"checkpoint: saved \S+step_(\d+) \((\w+)\) in [\d.]+s, training blocked ([\d.]+)s"
+)
+
+
+def check_checkpoint(c: Check) -> dict[str, Any]:
+    results: dict[str, Any] = {"ok": True}
+    for mode, extra in (("sync", []), ("async", ["--async-checkpoint"])):
+        d = c.out / f"ckpt_{mode}"
+        args = [*c.sizes("checkpoint"), *extra, "--checkpoint-dir", str(d / "ckpt"),
+                "--output-dir", str(d), "--keep-last", "2"]  # fmt: skip
+        code, out = c.run(args, limit=150)
+        if code != 0:
+            results[mode] = _failed(code, out)
+            results["ok"] = False
+            continue
+        saves = [(int(st), why, float(b)) for st, why, b in _BLOCKED.findall(out)]
+        periodic = [b for _, why, b in saves if why == "periodic"]
+        results[mode] = {
+            "saves": len(saves),
+            "first_blocked_s": periodic[0] if periodic else None,
+            "steady_blocked_s_median": statistics.median(periodic[1:])
+            if len(periodic) > 1
+            else None,
+            "blocked_s": [b for _, _, b in saves],
+            "async_fell_back": "WARNING: the async save" in out,
+            # a small /dev/shm (a container's 64 MiB default) makes every "async" save sync
+            "shm_too_small": "--async-checkpoint needs" in out,
+        }
+        results["ok"] = results["ok"] and len(periodic) >= 2
+    return results
+
+
+def check_kill_resume(c: Check) -> dict[str, Any]:
+    base = c.sizes("kill_resume")
+    whole_dir, killed_dir = c.out / "kill_whole", c.out / "kill_resumed"
+    code, out = c.run([*base, "--output-dir", str(whole_dir), "--checkpoint-dir",
+                       str(whole_dir / "ckpt")], limit=120)  # fmt: skip
+    if code != 0:
+        return _failed(code, out)
+    args = [*base, "--output-dir", str(killed_dir), "--checkpoint-dir", str(killed_dir / "ckpt")]
+    code, out = c.run(args, limit=120, env={"TRAINFORGE_TEST_FAULT": f"0:{KILL_AFTER}:KILL"})
+    if code != -9:
+        return {
+            "ok": False,
+            "error": f"the killed run exited {code}, not -9 (SIGKILL): {_tail(out)}",
+        }
+    code, out = c.run(args, limit=120)
+    if code != 0:
+        return _failed(code, out)
+    resumed = re.search(r"checkpoint: resumed from \S+ at step (\d+)", out)
+    a, b = _summary(whole_dir), _summary(killed_dir)
+    same = a["param_stats"] == b["param_stats"]
+    close = abs(a["final_loss"] - b["final_loss"]) <= 1e-2 * max(1.0, abs(a["final_loss"]))
+    return {
+        "ok": bool(resumed) and b["steps"] == a["steps"] and close,
+        "killed_after_step": KILL_AFTER,
+        "resumed_at_step": int(resumed.group(1)) if resumed else None,
+        "final_loss": b["final_loss"],
+        "uninterrupted_final_loss": a["final_loss"],
+        "bit_identical": same,
+    }
+
+
+CHECKS = (
+    ("smoke", check_smoke),
+    ("gpt_1p3b", check_gpt_1p3b),
+    ("loops", check_loops),
+    ("checkpoint_stall", check_checkpoint),
+    ("kill_resume", check_kill_resume),
+)
+
+
+def _pct(v: float | None) -> str:
+    return "n/a" if v is None else f"{100 * v:.1f}%"
+
+
+def _gib(v: float | None) -> str:
+    if not v:
+        return "n/a"
+    return f"{v / 2**30:.1f} GiB" if v >= 2**30 else f"{v / 2**20:.1f} MiB"
+
+
+def _s(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:.2f} s"
+
+
+def markdown(report: dict[str, Any]) -> str:
+    """The table for docs/performance.md: one row per check, its figures in words."""
+    r = report["checks"]
+    rows = []
+
+    def row(name: str, figures: str) -> None:
+        if name not in r:
+            return  # not asked for (--only)
+        res = r[name]
+        verdict = "skipped" if res.get("skipped") else ("ok" if res.get("ok") else "FAILED")
+        if res.get("error") or res.get("skipped"):
+            figures = res.get("error") or res.get("skipped")
+        rows.append(f"| {name} | {verdict} | {figures} |")
+
+    sm = r.get("smoke", {})
+    row("smoke", f"loss {sm.get('first_loss', 0):.3f} -> {sm.get('final_loss', 0):.3f} "
+        f"({sm.get('precision')})")  # fmt: skip
+    g = r.get("gpt_1p3b", {})
+    row("gpt_1p3b", (
+        f"steady MFU {_pct(g.get('steady_mfu'))}, {g.get('steady_tokens_per_second') or 0:,.0f} "
+        f"tokens/s (steps {g.get('steady_steps')}); whole loop MFU {_pct(g.get('whole_run_mfu'))}; "
+        f"setup {_s(g.get('setup_seconds'))}, start-up steps {_s(g.get('startup_seconds'))}; "
+        f"memory model {_gib(g.get('memory_model_bytes'))} vs allocated "
+        f"{_gib(g.get('peak_allocated_bytes'))} (reserved {_gib(g.get('peak_reserved_bytes'))})"
+    ))  # fmt: skip
+    lp = r.get("loops", {})
+    parts = []
+    for name in ("gpt_124m", "mlp"):
+        x = lp.get(name, {})
+        if "steps_per_second" in x:
+            sps = ", ".join(f"{m} {v:.1f}" for m, v in x["steps_per_second"].items())
+            parts.append(f"{name}: steps/s {sps}; runtime/floor {x['runtime_vs_floor']:.2f}x, "
+                         f"runtime/seed {x['runtime_vs_seed']:.2f}x")  # fmt: skip
+        elif x:
+            parts.append(f"{name}: {x.get('error')}")
+    row("loops", "; ".join(parts))
+    ck = r.get("checkpoint_stall", {})
+    parts = []
+    for mode in ("sync", "async"):
+        x = ck.get(mode, {})
+        if "saves" in x:
+            parts.append(f"{mode}: first {_s(x['first_blocked_s'])}, then median "
+                         f"{_s(x['steady_blocked_s_median'])} blocked ({x['saves']} saves)")  # fmt: skip
+            if mode == "async" and (x.get("shm_too_small") or x.get("async_fell_back")):
+                why = "/dev/shm too small" if x.get("shm_too_small") else "a save failed"
+                parts[-1] += f" -- NOT async: {why}, saved synchronously"
+        elif x:
+            parts.append(f"{mode}: {x.get('error')}")
+    row("checkpoint_stall", "; ".join(parts))
+    k = r.get("kill_resume", {})
+    row("kill_resume", f"killed after step {k.get('killed_after_step')}, resumed at "
+        f"{k.get('resumed_at_step')}; final loss {k.get('final_loss')} vs "
+        f"{k.get('uninterrupted_final_loss')} uninterrupted; bit-identical "
+        f"{k.get('bit_identical')}")  # fmt: skip
+    head = (f"GPU check on {report['device']} ({report['torch']}), "
+            f"{report['wall_seconds']:.0f} s{' -- DRY RUN on CPU, tiny sizes' if report['dry_run'] else ''}")  # fmt: skip
+    return "\n".join([head, "", "| check | result | figures |", "|---|---|---|", *rows]) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    p.add_argument("--dry-run", action="store_true", help="CPU, tiny sizes (what CI runs)")
+    p.add_argument("--out", default="build/gpu-check", help="where the JSON, table and runs go")
+    p.add_argument("--budget-s", type=float, default=450.0,
+                   help="stop starting checks after this many seconds (default 450: 7.5 min)")  # fmt: skip
+    p.add_argument("--only", default="", help="comma-separated checks to run (default: all)")
+    a = p.parse_args(argv)
+    names = [n for n, _ in CHECKS]
+    only = [x for x in a.only.split(",") if x]
+    if bad := [x for x in only if x not in names]:
+        p.error(f"--only {','.join(bad)}: unknown; valid: {', '.join(names)}")
+    import torch
+
+    if not a.dry_run and not torch.cuda.is_available():
+        print("gpu-check: no CUDA device here; run with --dry-run for the CPU rehearsal",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    c = Check(out, a.dry_run, started + a.budget_s)
+    device = "cpu" if a.dry_run else torch.cuda.get_device_name(0)
+    report: dict[str, Any] = {"device": device, "torch": f"torch {torch.__version__}",
+                              "python": platform.python_version(), "dry_run": a.dry_run,
+                              "checks": {}}  # fmt: skip
+    for name, fn in CHECKS:
+        if only and name not in only:
+            continue
+        if c.left() < 20:
+            report["checks"][name] = {"ok": False, "skipped": f"budget of {a.budget_s:.0f} s spent"}
+            continue
+        t0 = time.monotonic()
+        try:
+            result = fn(c)
+        except Exception as e:  # noqa: BLE001 - one check's bug must not hide the others
+            result = {"ok": False, "error": f"{type(e).__name__}: {e}"}
+        result["seconds"] = time.monotonic() - t0
+        report["checks"][name] = result
+        print(f"gpu-check: {name}: {'ok' if result.get('ok') else 'FAILED'} "
+              f"({result['seconds']:.0f} s)", flush=True)  # fmt: skip
+    report["wall_seconds"] = time.monotonic() - started
+    report["ok"] = all(r.get("ok") for r in report["checks"].values())
+    (out / "gpu_check.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+    table = markdown(report)
+    (out / "gpu_check.md").write_text(table)
+    print(table, end="")
+    print(f"gpu-check: wrote {out / 'gpu_check.json'} and {out / 'gpu_check.md'}")
+    return 0 if report["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,103 @@
+"""`make gpu-check`'s script (bench/gpu_check.py) passes its own CPU dry run, and its table
+says what each check found.
+
+Why: the GPU benchmark once failed as documented (a CPU tensor broadcast under NCCL); the
+GPU check must at least run end to end wherever CI runs, so that on a GPU machine the only
+new thing is the GPU. The dry run proves the script, its parsing and its table, not a figure.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench"))
+
+import gpu_check  # noqa: E402
+
+NAMES = ["smoke", "gpt_1p3b", "loops", "checkpoint_stall", "kill_resume"]
+
+
+def test_the_dry_run_passes_every_check_on_cpu(tmp_path) -> None:
+    out = tmp_path / "gc"
+    p = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "gpu_check.py"), "--dry-run", "--out", str(out),
+         "--budget-s", "900"],
+        cwd=ROOT, capture_output=True, text=True, timeout=1200,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"},
+    )  # fmt: skip
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    report = json.loads((out / "gpu_check.json").read_text())
+    assert report["dry_run"] is True and report["device"] == "cpu"
+    assert sorted(report["checks"]) == sorted(NAMES)
+    assert all(c["ok"] for c in report["checks"].values()), report["checks"]
+    k = report["checks"]["kill_resume"]
+    assert (k["killed_after_step"], k["resumed_at_step"]) == (12, 10)
+    assert k["bit_identical"] is True  # on CPU the resumed run is exact
+    g = report["checks"]["gpt_1p3b"]
+    assert g["memory_model_bytes"] > 0 and g["setup_seconds"] > 0
+    ck = report["checks"]["checkpoint_stall"]
+    assert ck["sync"]["saves"] >= 3 and ck["async"]["saves"] >= 3
+    assert ck["async"]["async_fell_back"] is False and ck["async"]["shm_too_small"] is False
+    table = (out / "gpu_check.md").read_text()
+    assert "DRY RUN on CPU, tiny sizes" in table.splitlines()[0]
+    assert [row.split(" | ")[0].lstrip("| ") for row in table.splitlines()[4:]] == NAMES
+
+
+def test_a_cpu_machine_without_dry_run_is_told_to_use_it(capsys) -> None:
+    import torch
+
+    if torch.cuda.is_available():  # pragma: no cover - a GPU runner
+        return
+    assert gpu_check.main(["--out", "/nonexistent/never"]) == 2
+    assert "no CUDA device here; run with --dry-run" in capsys.readouterr().err
+
+
+def test_the_checkpoint_stall_reads_the_runtime_s_own_save_lines() -> None:
+    log = (
+        "[rank0] checkpoint: saved /x/ckpt/step_000005 (periodic) in 2.10s, training blocked 1.25s\n"
+        "[rank0] checkpoint: saved /x/ckpt/step_000010 (periodic) in 2.00s, training blocked 0.15s\n"
+        "[rank0] checkpoint: saved /x/ckpt/step_000040 (final) in 1.90s, training blocked 1.90s\n"
+    )
+    assert gpu_check._BLOCKED.findall(log) == [
+        ("000005", "periodic", "1.25"), ("000010", "periodic", "0.15"),
+        ("000040", "final", "1.90"),
+    ]  # fmt: skip
+
+
+def test_the_table_names_each_figure_and_a_failure_s_cause() -> None:
+    report = {
+        "device": "NVIDIA H100 80GB HBM3", "torch": "torch 2.13.0", "dry_run": False,
+        "wall_seconds": 431.0,
+        "checks": {
+            "smoke": {"ok": True, "first_loss": 10.4, "final_loss": 7.9, "precision": "bfloat16"},
+            "gpt_1p3b": {"ok": True, "steady_mfu": 0.541, "steady_tokens_per_second": 60700.0,
+                         "steady_steps": [11, 40], "whole_run_mfu": 0.27, "setup_seconds": 26.7,
+                         "startup_seconds": 61.0, "memory_model_bytes": 50.6 * 2**30,
+                         "peak_allocated_bytes": 45.6 * 2**30, "peak_reserved_bytes": 51.8 * 2**30},
+            "loops": {"ok": False, "gpt_124m": {"ok": False, "error": "exit 1: boom"}},
+            "checkpoint_stall": {"ok": False, "skipped": "budget of 450 s spent"},
+            "kill_resume": {"ok": True, "killed_after_step": 12, "resumed_at_step": 10,
+                            "final_loss": 7.1, "uninterrupted_final_loss": 7.1,
+                            "bit_identical": False},
+        },
+    }  # fmt: skip
+    table = gpu_check.markdown(report)
+    assert table.startswith("GPU check on NVIDIA H100 80GB HBM3 (torch 2.13.0), 431 s\n")
+    assert "| gpt_1p3b | ok | steady MFU 54.1%, 60,700 tokens/s (steps [11, 40]); whole loop " \
+        "MFU 27.0%; setup 26.70 s, start-up steps 61.00 s; memory model 50.6 GiB vs " \
+        "allocated 45.6 GiB (reserved 51.8 GiB) |" in table  # fmt: skip
+    assert "| loops | FAILED | gpt_124m: exit 1: boom |" in table
+    assert "| checkpoint_stall | skipped | budget of 450 s spent |" in table
+    assert "bit-identical False" in table
+    report["checks"]["checkpoint_stall"] = {"ok": True, "sync": {
+        "saves": 6, "first_blocked_s": 2.1, "steady_blocked_s_median": 1.9},
+        "async": {"saves": 6, "first_blocked_s": 2.0, "steady_blocked_s_median": 1.9,
+                  "shm_too_small": True}}  # fmt: skip
+    assert "async: first 2.00 s, then median 1.90 s blocked (6 saves) -- NOT async: /dev/shm " \
+        "too small, saved synchronously |" in gpu_check.markdown(report)  # fmt: skip
+    del report["checks"]["loops"]  # --only: a check not run has no row
+    assert "| loops |" not in gpu_check.markdown(report)
