@@ -50,7 +50,7 @@ def test_shards_of_any_width_are_rows_of_the_full_draw(monkeypatch, shape, block
             assert torch.equal(local, expected), (world, r)
 
 
-def test_the_draw_depends_on_seed_and_name_and_has_the_declared_law() -> None:
+def test_the_draw_depends_on_seed_and_name_and_has_the_declared_law(monkeypatch) -> None:
     a = _full((512, 256), Init.normal(0.0, 0.02))
     assert torch.equal(a, _full((512, 256), Init.normal(0.0, 0.02)))
     assert not torch.equal(a, _full((512, 256), Init.normal(0.0, 0.02), seed=4))
@@ -61,6 +61,9 @@ def test_the_draw_depends_on_seed_and_name_and_has_the_declared_law() -> None:
     u = _full((512, 256), Init.uniform(-0.5, 0.25))
     assert float(u.min()) >= -0.5 and float(u.max()) < 0.25 and float(u.min()) < -0.49
     assert torch.equal(_full((4, 4), Init.constant(1.0)), torch.ones(4, 4))
+    monkeypatch.setattr(init, "BLOCK_ELEMENTS", 48)  # one row per block: each its own draw
+    rows = _full((301, 48), Init.normal(0.0, 1.0))
+    assert len(torch.unique(rows, dim=0)) == 301
 
 
 def _cfg(*flags: str):

@@ -13,7 +13,8 @@ The scheme: each parameter's full tensor is cut along dim 0 into fixed blocks of
 only). Block ``k`` of parameter ``name`` is drawn by its own generator, seeded from
 ``(seed, name, k)``. A rank draws only the blocks that overlap the rows it holds (FSDP2's
 ``Shard(0)``: ``torch.chunk`` rows) and keeps the overlap, so its host or device memory stays
-at its shard plus at most two blocks, and the values of any row do not depend on who draws it.
+at its shard plus at most one block (4 MiB of fp32), and the values of any row do not depend
+on who draws it.
 
 Generators live on the parameter's device (the CPU's for a CPU job, the GPU's for a GPU job):
 the same seed gives bit-identical weights for every strategy and world size on one kind of
