@@ -231,12 +231,30 @@ def test_above_the_high_water_mark_warns_in_preview(monkeypatch):
 
 
 def test_host_memory_of_the_pod_is_checked():
-    """The runtime builds the fp32 model on the CPU in every process and async checkpoints
-    stage the state in host memory: a small pod memory gets a warning."""
+    """Every process needs torch and CUDA on the host and async checkpoints stage the state
+    in host memory: a small pod memory gets a warning."""
     small = job(memory="8Gi")
     e = estimate(resolve_job(small, target(A10G)), A10G)
     (line,) = warnings(e, "job")
     assert "host memory" in line and "8.0 GiB" in line
+
+
+def test_host_memory_counts_the_model_only_for_code_that_builds_it_on_the_cpu():
+    """The runtime builds on the meta device and draws each rank's shard on its GPU
+    (training/models/init.py): its pods' host memory holds no copy of the model. Own code
+    (modelSize) is assumed to build the fp32 model on the CPU first."""
+    bundled = estimate(resolve_job(job(), target(A10G)), A10G)
+    procs = bundled.host_memory_per_pod // facts.HOST_PROCESS_BYTES
+    staging = bundled.host_memory_per_pod - procs * facts.HOST_PROCESS_BYTES
+    assert procs >= 1 and 0 <= staging < facts.HOST_PROCESS_BYTES
+    size = {"parameters": 0, "layers": 24, "dModel": 1024, "heads": 16, "seqLen": 1024,
+            "vocabSize": 32768}  # fmt: skip
+    size["parameters"] = shape_of(job()).parameters
+    own_args = {k: v for k, v in GPT_350M.items() if k not in ("model", "layers", "dModel",
+                "heads", "seqLen", "vocabSize")}  # fmt: skip
+    own = parse_job({**own_args, "image": "registry/gpt:1.0", "modelSize": size})
+    mine = estimate(resolve_job(own, target(A10G)), A10G)
+    assert mine.host_memory_per_pod - bundled.host_memory_per_pod == procs * 4 * size["parameters"]
 
 
 def test_cpu_jobs_are_checked_against_the_pod_s_memory():

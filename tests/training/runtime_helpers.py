@@ -34,18 +34,28 @@ def run_ranks(world: int, args: list[str], timeout: float = 180) -> list[str]:
 
 
 def run_ranks_raw(
-    world: int, args: list[str], timeout: float = 180, **extra_env: str
+    world: int,
+    args: list[str],
+    timeout: float = 180,
+    entry: tuple[str, ...] = ("-m", "trainforge.training"),
+    **extra_env: str,
 ) -> list[tuple[int, str]]:
     """Like run_ranks, but returns (exit code, output) per rank and asserts nothing. The
-    rendezvous port is retried when rank 0 lost it to another process (EADDRINUSE)."""
+    rendezvous port is retried when rank 0 lost it to another process (EADDRINUSE).
+    ``entry``: what each rank runs (default the runtime; a test's own script path)."""
     return retry_on_clash(
-        lambda port: _run_ranks_on(world, args, timeout, str(port), extra_env),
+        lambda port: _run_ranks_on(world, args, timeout, str(port), extra_env, entry),
         lambda results: [out for _, out in results],
     )
 
 
 def _run_ranks_on(
-    world: int, args: list[str], timeout: float, port: str, extra_env: dict[str, str]
+    world: int,
+    args: list[str],
+    timeout: float,
+    port: str,
+    extra_env: dict[str, str],
+    entry: tuple[str, ...] = ("-m", "trainforge.training"),
 ) -> list[tuple[int, str]]:
     procs = []
     for rank in range(world):
@@ -60,7 +70,7 @@ def _run_ranks_on(
         )
         procs.append(
             subprocess.Popen(
-                [sys.executable, "-m", "trainforge.training", *args],
+                [sys.executable, *entry, *args],
                 cwd=ROOT,
                 env=e,
                 stdout=subprocess.PIPE,

@@ -34,6 +34,7 @@ from trainforge.training.data import Batches, ShardedOrder, build_dataset
 from trainforge.training.distributed import DistEnv, cleanup, init_distributed
 from trainforge.training.faults import InStepFault, corrupt_hook
 from trainforge.training.goodput import Goodput
+from trainforge.training.hostmem import SetupMemory
 from trainforge.training.ledger import NO_PROGRESS_LIMIT, RunLedger
 from trainforge.training.metrics import Reporter, peak_flops
 from trainforge.training.models import build_model
@@ -158,11 +159,14 @@ def train(cfg: TrainConfig) -> int:
 
 def _train(cfg: TrainConfig, env: DistEnv, timeouts: Timeouts | None = None) -> int:
     t_setup = time.perf_counter()
+    host = SetupMemory.start()  # this rank's host memory from here to the first step
     timeouts = timeouts or Timeouts.from_hang_timeout(cfg.hang_timeout)
     dataset = build_dataset(cfg)
     cfg = check_world(cfg, env.world_size, len(dataset))
 
-    model = build_model(cfg)  # seeded from --seed: identical on every rank
+    # on the meta device: parallelize shards (or replicates) it, then each rank allocates and
+    # draws only its own part, from --seed (models/init.py): the same weights for any world
+    model = build_model(cfg, device="meta")
     raw = model
     dtype = resolve_precision(cfg, env.device)
     model = parallelize(model, cfg, env, dtype)
@@ -240,6 +244,7 @@ def _train(cfg: TrainConfig, env: DistEnv, timeouts: Timeouts | None = None) -> 
             )
         _check_progress(ledger, env, state.step, reporter)
         goodput.begin(state.step)
+        host.stop(raw)
         code = _loop(cfg, env, state, batches, reporter, checkpointing, dtype, watchdog, goodput)
         if code != 0:
             return code
@@ -253,7 +258,7 @@ def _train(cfg: TrainConfig, env: DistEnv, timeouts: Timeouts | None = None) -> 
                 goodput.checkpoint_blocked(time.perf_counter() - t0)
             reporter.gauges.update(checkpointing.metrics())
             verdict = _finish(cfg, env, state, reporter, global_batch, raw, t_setup, name,
-                              checkpointing, goodput)  # fmt: skip
+                              checkpointing, goodput, host)  # fmt: skip
         if not verdict.agree:
             raise exits.RunFailure(exits.RANKS_DISAGREE, verdict.detail)
         return 0
@@ -449,6 +454,7 @@ def _finish(
     name: str,
     checkpointing: ckpt_mod.Checkpointing,
     goodput: Goodput | None = None,
+    host: SetupMemory | None = None,
 ) -> agreement.Agreement:
     # each rank vouches for its own memory: its replica (DDP) or its local shard (FSDP)
     verdict = agreement.check(unwrap(state.model), env.rank, env.world_size, corrupt_hook(env.rank))
@@ -457,6 +463,8 @@ def _finish(
         reporter.log(f"error: {verdict.detail}")
     stats = param_stats(state.model)
     memory = _peak_memory(env)  # the largest rank's: what has to fit (a collective)
+    setup_host = [None] * env.world_size  # every rank's host memory during setup
+    dist.all_gather_object(setup_host, host.as_dict(env.rank) if host is not None else None)
     if not env.is_main:
         return verdict
     now = time.perf_counter()
@@ -477,6 +485,7 @@ def _finish(
         "losses": [[int(h["step"]), h["loss"]] for h in hist],
         "elapsed_seconds": elapsed,
         "setup_seconds": reporter.loop_start - t_setup,
+        "setup_host_memory": setup_host,
         **rates,
         "ranks_agree": agree,
         "param_stats": stats,

@@ -18,6 +18,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 from trainforge.training.config import TrainConfig
 from trainforge.training.distributed import DistEnv
+from trainforge.training.models.init import materialize, on_meta
 
 
 def resolve_precision(cfg: TrainConfig, device: torch.device) -> torch.dtype:
@@ -31,7 +32,13 @@ def resolve_precision(cfg: TrainConfig, device: torch.device) -> torch.dtype:
 
 
 def parallelize(model: nn.Module, cfg: TrainConfig, env: DistEnv, dtype: torch.dtype) -> nn.Module:
-    """Returns the module the loop calls; ``unwrap`` gets back the model (``loss``, ``blocks``)."""
+    """Returns the module the loop calls; ``unwrap`` gets back the model (``loss``, ``blocks``).
+
+    ``model`` is either built on the meta device (the runtime's way: ``build_model(cfg,
+    "meta")``), in which case it is sharded or replicated first and then allocated on
+    ``env.device`` and initialised there from ``cfg.seed`` (models/init.py), or built with its
+    weights already set (own code, benches), which are kept."""
+    meta = on_meta(model)
     model.activation_checkpointing = cfg.activation_checkpointing
     if cfg.compile:
         for block in model.blocks:  # per block, as torchtitan does: small graphs, fast compile
@@ -41,14 +48,19 @@ def parallelize(model: nn.Module, cfg: TrainConfig, env: DistEnv, dtype: torch.d
         from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard  # noqa: PLC0415
 
         mp = MixedPrecisionPolicy(param_dtype=dtype, reduce_dtype=torch.float32)
-        # No model.to(device) first: fully_shard moves each group's parameters to the device
-        # and shards them there, one group at a time, so a GPU never holds the whole fp32
-        # model -- a model FSDP can shard need not fit on one GPU to start.
+        # A meta-built model is sharded first and then each rank allocates and draws its own
+        # shard (materialize): no rank ever holds the whole model, on the host or the GPU.
+        # A model built with weights is moved by fully_shard group by group (no model.to
+        # first), so a GPU never holds the whole fp32 model either.
         for i, block in enumerate(model.blocks):
             # The last block's parameters are needed right away by backward: keep them gathered.
             fully_shard(block, mp_policy=mp, reshard_after_forward=i < len(model.blocks) - 1)
         fully_shard(model, mp_policy=mp)
+        if meta:
+            materialize(model, env.device, cfg.seed)
         return model
+    if meta:
+        materialize(model, env.device, cfg.seed)  # the full replica, drawn on the device
     model.to(env.device)
     return DDP(
         model,

@@ -273,8 +273,11 @@ def estimate_memory(
         allowance = facts.CUDA_CONTEXT_BYTES + int(facts.FRAGMENTATION * peak)
         if r.world > 1:
             allowance += facts.NCCL_BYTES
-        # the model is built on the CPU (fp32) before it moves to the GPU
-        per_proc = facts.HOST_PROCESS_BYTES + 4 * shape.parameters + staging
+        # The bundled runtime builds on the meta device and draws each rank's part on its
+        # GPU (training/models/init.py): no copy of the model on the host. Own code is
+        # assumed to build the fp32 model on the CPU before it moves to the GPU.
+        on_host = 0 if shape.kind in ("gpt", "mlp") else 4 * shape.parameters
+        per_proc = facts.HOST_PROCESS_BYTES + on_host + staging
     else:
         # on CPU the "device" is the host: the process itself and the staging copy count
         allowance = facts.CPU_PROCESS_BYTES + staging

@@ -1,5 +1,6 @@
 """Built-in models. Each exposes ``blocks`` (the units FSDP2 shards, activation checkpointing
-recomputes and torch.compile compiles), ``loss_from_logits(logits, y)`` and ``flops_per_sample()`` for MFU."""
+recomputes and torch.compile compiles), ``loss_from_logits(logits, y)``, ``flops_per_sample()``
+for MFU and ``init_specs()`` (how each parameter starts; drawn by models/init.py)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,13 @@ import torch
 
 from trainforge.training.config import TrainConfig
 from trainforge.training.models.gpt import GPT, GPTConfig
+from trainforge.training.models.init import init_weights, materialize, on_meta
 from trainforge.training.models.mlp import MLP
 
 
-def build_model(cfg: TrainConfig) -> torch.nn.Module:
-    """Initialise on CPU from --seed (same weights on every rank, before any wrapping)."""
-    torch.manual_seed(cfg.seed)
+def construct(cfg: TrainConfig) -> torch.nn.Module:
+    """The model's modules on the current default device, weights not yet set (on the meta
+    device: nothing allocated)."""
     if cfg.model == "mlp":
         return MLP()
     if cfg.model == "gpt":
@@ -28,4 +30,21 @@ def build_model(cfg: TrainConfig) -> torch.nn.Module:
     raise ValueError(f"--model {cfg.model!r}: expected mlp or gpt")
 
 
-__all__ = ["GPT", "GPTConfig", "MLP", "build_model"]
+def build_model(cfg: TrainConfig, device: torch.device | str | None = None) -> torch.nn.Module:
+    """The model initialised from --seed on ``device`` (default: torch's default device),
+    with the same weights every strategy and world size start from (models/init.py).
+
+    On the meta device (``device="meta"``, or inside ``with torch.device("meta")``) nothing
+    is allocated or drawn: the runtime shards that model, then ``materialize``s it."""
+    target = torch.device(device) if device is not None else torch.get_default_device()
+    with torch.device("meta"):
+        model = construct(cfg)
+    if target.type == "meta":
+        return model
+    return materialize(model, target, cfg.seed)
+
+
+__all__ = [
+    "GPT", "GPTConfig", "MLP", "build_model", "construct", "init_weights", "materialize",
+    "on_meta",
+]  # fmt: skip

@@ -11,6 +11,7 @@ from torch import nn
 
 from trainforge.training.flops import gpt_flops_per_sample
 from trainforge.training.models.blocks import run_block
+from trainforge.training.models.init import Init
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,17 +64,24 @@ class GPT(nn.Module):
         # Untied head: tying would put one parameter in two FSDP groups' reach.
         self.head = nn.Linear(c.d_model, c.vocab_size, bias=False)
         self.activation_checkpointing = False
-        self.apply(self._init)
-        for name, p in self.named_parameters():  # GPT-2 scaled init of residual projections
-            if name.endswith(("proj.weight", "out.weight")):
-                nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * c.layers))
 
-    @staticmethod
-    def _init(m: nn.Module) -> None:
-        if isinstance(m, nn.Linear | nn.Embedding):
-            nn.init.normal_(m.weight, mean=0.0, std=0.02)
-            if getattr(m, "bias", None) is not None:
-                nn.init.zeros_(m.bias)
+    def init_specs(self) -> dict[str, Init]:
+        """GPT-2's init: N(0, 0.02) for linear and embedding weights, N(0, 0.02/sqrt(2L)) for
+        the residual projections, LayerNorm at 1 and 0. Drawn by models/init.py (weights are
+        set there, not here, so that a meta-built and sharded model initialises per shard)."""
+        out: dict[str, Init] = {}
+        residual = Init.normal(0.0, 0.02 / math.sqrt(2 * self.config.layers))
+        for mname, m in self.named_modules():
+            prefix = f"{mname}." if mname else ""
+            if isinstance(m, nn.Linear | nn.Embedding):
+                scaled = mname.endswith(("attn.proj", ".out"))
+                out[prefix + "weight"] = residual if scaled else Init.normal(0.0, 0.02)
+                if getattr(m, "bias", None) is not None:
+                    out[prefix + "bias"] = Init.constant(0.0)
+            elif isinstance(m, nn.LayerNorm):
+                out[prefix + "weight"] = Init.constant(1.0)
+                out[prefix + "bias"] = Init.constant(0.0)
+        return out
 
     def forward(self, idx: torch.Tensor) -> torch.Tensor:
         t = idx.shape[1]

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from trainforge.training.flops import MLP_SIZES, dense_flops_per_sample
 from trainforge.training.models.blocks import run_block
+from trainforge.training.models.init import Init
 
 
 class MLPBlock(nn.Module):
@@ -33,6 +36,16 @@ class MLP(nn.Module):
             for i, (a, b) in enumerate(zip(self.sizes[:-1], self.sizes[1:], strict=True))
         )
         self.activation_checkpointing = False
+
+    def init_specs(self) -> dict[str, Init]:
+        """nn.Linear's own default (kaiming_uniform with a=sqrt(5): U(+-1/sqrt(fan_in)) for
+        weight and bias), drawn by models/init.py so that it is the same for every sharding."""
+        out: dict[str, Init] = {}
+        for i, block in enumerate(self.blocks):
+            bound = 1.0 / math.sqrt(block.fc.in_features)
+            out[f"blocks.{i}.fc.weight"] = Init.uniform(-bound, bound)
+            out[f"blocks.{i}.fc.bias"] = Init.uniform(-bound, bound)
+        return out
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         for block in self.blocks:
