@@ -348,6 +348,9 @@ class Declared:
     # Images components install inside a Helm chart or kustomize overlay, which the plan's
     # rendered pods never show (trainforge.core.image_routes.installed).
     installed_images: list[Any] = field(default_factory=list)
+    # What the teams' quotas ask that the pools cannot hold (trainforge.platform.queues
+    # .quota_plan): the Kueue component logs them, the plan's queue section repeats them.
+    quota_warnings: list[str] = field(default_factory=list)
 
 
 _declared = Declared()
