@@ -62,7 +62,8 @@ def test_two_teams_one_borrowing_one_waiting():
     # the expected wait, from the durations of the jobs ahead
     assert by_job["nlp-more"]["expectedStartSeconds"] == by_job["nlp-big"]["durationSeconds"]
     assert lines[0].startswith(
-        "1 of 3 job(s) do not start at once: nlp/nlp-more " + by_job["nlp-more"]["reason"]
+        "1 of 3 job(s) do not start at once: nlp/nlp-more "
+        + by_job["nlp-more"]["reason"]
         + "; expected to start after "
     )
     # who may take back what a borrowing job borrows
