@@ -55,12 +55,15 @@ def test_two_teams_one_borrowing_one_waiting():
         ln for ln in lines if ln.startswith("nlp/nlp-big")
     )
     waits = next(ln for ln in lines if ln.startswith("nlp/nlp-more"))
-    assert "1 nvidia.com/gpu in pool gpu-workloads: team nlp has 2 nominal, " \
-           "3 in use; cohort trainforge has 0 GPUs idle" in waits  # fmt: skip
+    assert (
+        "waits for 1 GPU in pool gpu-workloads: team nlp is guaranteed 2 GPUs there and uses "
+        "3 GPUs; cohort trainforge has 0 GPUs idle" in waits
+    )
     # a GPU job waits for GPUs: the CPU that comes with them is short with them
     assert "cores" not in waits and "memory" not in waits
     # the expected wait, from the durations of the jobs ahead
-    assert by_job["nlp-more"]["expectedStartSeconds"] == by_job["nlp-big"]["durationSeconds"]
+    # (when vision-small ends, its GPU is idle again and nlp-more borrows it)
+    assert by_job["nlp-more"]["expectedStartSeconds"] == by_job["vision-small"]["durationSeconds"]
     assert lines[0].startswith(
         "1 of 3 job(s) do not start at once: nlp/nlp-more "
         + by_job["nlp-more"]["reason"]
@@ -218,3 +221,24 @@ def test_every_shipped_job_is_admitted_at_once(stack):
     assert lines[0] == f"all {len(by_job)} job(s) are admitted at once"
     assert all(d["state"] == "runs" and not d["borrowing"] for d in by_job.values())
     assert all(d["sizing"] for d in by_job.values())  # the rule that sized each job
+
+
+def test_a_quota_bigger_than_the_cluster_is_a_plan_line_naming_the_key_and_the_figures():
+    """64 GPUs asked on a 32-GPU cluster: the plan says so (and the program warns), and
+    the ClusterQueue's nominal quota is what exists, 32."""
+    pools = [
+        {"name": "gpu-workloads", "instanceTypes": ["g5.48xlarge"], "limits": {"gpus": 32}},
+        {"name": "training-workloads", "instanceTypes": ["c5.2xlarge"],
+         "limits": {"cpu": "64", "memory": "256Gi"}},
+    ]  # fmt: skip
+    teams = [{"name": "vision", "quota": {"gpus": "64", "cpu": "32", "memory": "128Gi"}}]
+    result = plan([job("small", "vision", 1)], teams=teams, **{"trainforge:nodePools": pools})
+    lines, _ = admission(result)
+    assert lines[0] == (
+        "quota: trainforge:teams[0].quota.gpus: 64 asked, but the GPU pools (gpu-workloads) "
+        "hold 32 shared by 1 team(s): team vision is guaranteed 32; the rest only while other "
+        "teams leave it idle"
+    )
+    (cq,) = [o.doc for o in result.objects if o.kind == "ClusterQueue"]
+    gpu = cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"][2]
+    assert gpu == {"name": "nvidia.com/gpu", "nominalQuota": "32"}

@@ -83,3 +83,30 @@ def test_the_worked_example_in_docs_teams_md_is_the_rehearsals_output():
     m = re.search(r"<!-- queue-rehearsal -->\n```text\n(.*?)```", text, re.S)
     assert m, "docs/teams.md has no queue-rehearsal block"
     assert m.group(1) == R.worked_example()
+
+
+def test_an_sdk_trainjob_without_label_tolerations_or_selector_is_admitted_to_a_pool():
+    """What the Kubeflow SDK sends: no queue label, no tolerations, no nodeSelector. Kueue
+    queues it through LocalQueue `default`, picks the first flavor with room, and adds the
+    flavor's node labels and tolerations to its pods, so they land on the tainted pool."""
+    from fractions import Fraction
+
+    from trainforge.plan.checks import queues as Q
+
+    pod = {"containers": [{"name": "node", "image": "pytorch"}]}
+    got = Q.admit_object(_docs(), "vision", {}, pod, {Q.GPU: Fraction(8)}, pods=4)
+    assert (got.local_queue, got.workload.queue, got.workload.state) == (
+        "default", "vision", "admitted"
+    )  # fmt: skip
+    assert got.workload.flavor == "h100"
+    assert got.node_selector == {"trainforge.io/pool": "h100"}
+    assert got.tolerations == [
+        {"key": "nvidia.com/gpu", "effect": "NoSchedule", "operator": "Equal", "value": "true"}
+    ]
+    # without the flavor's tolerations the pool's taint refuses it: no flavor at all
+    docs = _docs()
+    for d in docs:
+        if d["kind"] == "ResourceFlavor":
+            d["spec"].pop("tolerations")
+    refused = Q.admit_object(docs, "vision", {}, pod, {Q.GPU: Fraction(8)}, pods=4)
+    assert refused.workload.state == "never" and "no flavor" in refused.workload.reason

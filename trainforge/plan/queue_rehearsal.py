@@ -21,30 +21,6 @@ from trainforge.platform import queues as platform_queues
 from trainforge.platform.services_config import KueueConfig, PoolQuota, TeamConfig, TeamQuotaConfig
 
 
-@dataclass
-class _Obj:
-    """The slice of a rendered object the simulation reads (trainforge.plan.manifests)."""
-
-    doc: dict[str, Any]
-
-    @property
-    def kind(self) -> str:
-        return self.doc["kind"]
-
-    @property
-    def obj_name(self) -> str:
-        return self.doc["metadata"]["name"]
-
-    @property
-    def namespace(self) -> str | None:
-        return self.doc["metadata"].get("namespace")
-
-
-class _Ctx:
-    def __init__(self, docs: list[dict[str, Any]]) -> None:
-        self.objects = [_Obj(d) for d in docs]
-
-
 @dataclass(frozen=True)
 class Submit:
     job: str
@@ -59,7 +35,7 @@ def simulate(
     docs: list[dict[str, Any]], pools: list[PoolFacts], jobs: list[Submit]
 ) -> tuple[dict[str, Q.Workload], Q.Simulation]:
     """Run the jobs through the queues the docs describe (all jobs `normal` priority)."""
-    queues, flavors, _, _, shared = Q._queues(_Ctx(docs))  # type: ignore[arg-type]
+    queues, flavors, _, _, shared = Q._queues(Q.DocsContext(docs))  # type: ignore[arg-type]
     rooms = {
         p.name: Q.PoolRoom(platform_queues.pool_capacity(p, Q.GPU), p.gpus_per_node, p.max_nodes)
         for p in pools

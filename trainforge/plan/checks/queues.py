@@ -824,6 +824,100 @@ def simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulatio
     return workloads, findings, sim
 
 
+@dataclass
+class _Obj:
+    """The slice of a rendered object the simulation reads (trainforge.plan.manifests)."""
+
+    doc: dict[str, Any]
+
+    @property
+    def kind(self) -> str:
+        return self.doc["kind"]
+
+    @property
+    def obj_name(self) -> str:
+        return self.doc["metadata"]["name"]
+
+    @property
+    def namespace(self) -> str | None:
+        return self.doc["metadata"].get("namespace")
+
+
+class DocsContext:
+    """A PlanContext stand-in over plain Kueue documents (no plan run)."""
+
+    def __init__(self, docs: list[dict[str, Any]]) -> None:
+        self.objects = [_Obj(d) for d in docs]
+
+
+@dataclass
+class Admission:
+    """What Kueue does with one job object on its own (`admit_object`)."""
+
+    workload: Workload
+    local_queue: str | None  # the LocalQueue it went through (`default` when unlabelled)
+    # what Kueue adds to the pod templates on admission: the flavor's node labels and
+    # tolerations (only those not already there)
+    node_selector: dict[str, str] = field(default_factory=dict)
+    tolerations: list[dict[str, Any]] = field(default_factory=list)
+
+
+def admit_object(
+    docs: list[dict[str, Any]],
+    namespace: str,
+    labels: dict[str, str],
+    pod: dict[str, Any],
+    need: dict[str, Fraction],
+    pods: int = 1,
+) -> Admission:
+    """Admit one job, as any client wrote it (a Kubeflow SDK TrainJob, a hand-written Job),
+    against the platform's rendered Kueue objects, into an idle cluster: its queue (its
+    label, else its namespace's LocalQueue `default`), its flavor (node labels that agree
+    with its pod's nodeSelector, taints tolerated by its pod or the flavor), and whether its
+    gang `need` (all pods together) fits. The workload's state is "admitted", "pending"
+    or "never", with its reason."""
+    queues, flavors, local, priorities, shared = _queues(DocsContext(docs))  # type: ignore[arg-type]
+    w = Workload(str(labels.get("trainforge.io/job", "job")), namespace, namespace, 0)
+    w.need, w.pods = dict(need), pods
+    lq = labels.get(QUEUE_LABEL)
+    if lq is None and (namespace, DEFAULT_QUEUE) in local:
+        lq = DEFAULT_QUEUE
+    out = Admission(w, lq)
+    cq = local.get((namespace, lq or ""))
+    if cq is None or cq not in queues:
+        w.state, w.reason = "never", f"no LocalQueue {lq!r} (with a ClusterQueue) in {namespace}"
+        return out
+    w.queue, w.team = cq, cq
+    q = queues[cq]
+    w.priority = priorities.get(labels.get(PRIORITY_LABEL, ""), 0)
+    selector = pod.get("nodeSelector") or {}
+    tolerations = list(pod.get("tolerations") or [])
+    for fname in q.flavors:
+        fl = flavors.get(fname)
+        if fl is None:
+            continue
+        if all(selector.get(k, v) == v for k, v in fl.labels.items()) and all(
+            _tolerates(tolerations + fl.tolerations, t)
+            for t in fl.taints
+            if t.get("effect") in _CHECKED_EFFECTS
+        ):
+            w.flavor = fname
+            out.node_selector = dict(fl.labels)
+            out.tolerations = [t for t in fl.tolerations if t not in tolerations]
+            break
+    if w.flavor is None:
+        w.state = "never"
+        w.reason = f"no flavor of ClusterQueue {cq} matches its nodeSelector {selector}"
+        return out
+    sim = Simulation(queues, flavors, shared=shared)
+    why = sim.can_ever_fit(w)
+    if why:
+        w.state, w.reason = "never", f"can never be admitted: {why}"
+        return out
+    sim.run([w])
+    return out
+
+
 def outcomes(ctx: PlanContext) -> dict[str, JobOutcome]:
     """job name -> what the queue does with it (JobOutcome): the queue simulation's result
     for other checks (the cost lines use the expected start)."""
