@@ -1,44 +1,54 @@
-"""Plan check: how each team's Kueue queue would admit the declared jobs.
+"""Plan check: how each team's Kueue queue would admit the declared jobs, and when.
 
 A small, documented simulation of Kueue's admission (v0.19, classic preemption), run on the
-objects the plan rendered (ClusterQueues, ResourceFlavors, LocalQueues,
+objects the plan rendered (ClusterQueues, the Cohort, ResourceFlavors, LocalQueues,
 WorkloadPriorityClasses) and the jobs the program declared:
 
-- Snapshot: every declared job is submitted at once, in declaration order (that order is
-  their creation order, Kueue's FIFO tie-break), into a cluster running nothing else.
+- Time: every declared job is submitted at once, in declaration order (that order is
+  their creation order, Kueue's FIFO tie-break), into a cluster running nothing else. Each
+  runs for its expected duration (trainforge.plan.cost.expected_duration: measured step
+  time, the estimate, or the deadline); when one ends, its quota is free and what waits is
+  tried again. So a waiting job has an expected start (None after a job of unknown
+  duration). A preempted job resumes later with what it had left to run.
 - A job is one workload: all of its pods at once (gang admission), `workers` x its pod's
   requests of cpu, memory and nvidia.com/gpu (EFA is excluded from quota).
 - Its queue: the LocalQueue its `kueue.x-k8s.io/queue-name` label names in its namespace,
-  and that queue's ClusterQueue (whose namespaceSelector must admit the namespace). Its
-  priority: the WorkloadPriorityClass its `kueue.x-k8s.io/priority-class` label names.
+  or without the label the namespace's LocalQueue `default` (manageJobsWithoutQueueName,
+  LocalQueue defaulting), and that queue's ClusterQueue (whose namespaceSelector must admit
+  the namespace). Its priority: the WorkloadPriorityClass its label names.
 - Its flavor: the first flavor of the ClusterQueue whose nodeLabels agree with the job's
-  nodeSelector and whose nodeTaints its pods tolerate.
+  nodeSelector and whose NoSchedule/NoExecute nodeTaints its pods, or the flavor's own
+  tolerations, tolerate (pkg/scheduler/flavorassigner at v0.19.2).
 - Quota: it fits when, for every resource, its queue's usage in that flavor stays within the
   nominal quota plus the borrowing limit (no limit: anything), and the cohort's usage stays
-  within the sum of its members' nominal quotas there (what is idle can be lent).
+  within its members' nominal quotas plus the Cohort's own there (what is idle is lent).
 - Order: Kueue cycles; in each, every queue offers its next pending job (highest priority,
   then oldest), and jobs that fit without borrowing go first, then by priority and age.
   `StrictFIFO` queues wait behind their head; `BestEffortFIFO` queues let later jobs pass
   one that does not fit.
-- The namespace's ResourceQuota (the hard backstop: the team's total over all pools, since
-  Kueue counts quota per pool) must hold the job's pods next to the team's running jobs.
-  Kueue does not see it: a job it admits past the backstop gets no pods until the team's
-  other jobs finish (waitForPodsReady evicts and requeues it); the simulation shows such a
-  job waiting, with the backstop's numbers.
+- The namespace's ResourceQuota (the backstop) must hold the job's pods next to the team's
+  running jobs; the simulation shows a job it holds back as waiting, with its numbers.
 - Preemption (classic): a job that does not fit may evict lower-priority jobs of its own
   queue (`withinClusterQueue`), jobs of queues that borrow in its flavor when it only takes
   back its own nominal quota (`reclaimWithinCohort`), and, when it must borrow itself,
   lower-priority jobs up to `maxPriorityThreshold` of borrowing queues
   (`borrowWithinCohort`); victims are picked from borrowing queues first, lowest priority
   first, newest first, then the set is minimised. Evicted jobs queue again.
+- Launch: every admitted gang is placed on its pool (its GPUs in all, within the pool's
+  limit; a node group's pods packed onto its nodes). A gang the pool could not launch is a
+  finding: the guarantees then add up to more than the pool holds.
 
-What it does not model: node capacity and topology (the scheduling rehearsal and
-topology-aware scheduling decide where pods fit), fair sharing, admission checks, partial
-admission, and jobs already running on the cluster.
+What it does not model: topology-aware placement, fair sharing, admission checks, partial
+admission, jobs already running on the cluster, and the steps redone after a preemption.
 
-Findings (waivable): a job whose object lacks its queue label, a job that can never be
-admitted (bigger than its queue could ever hold, or no queue, flavor or priority class that
-accepts it), and a job object that sets a field Kueue owns (its `suspend`, the pod
+The result other checks read is `outcomes(ctx)`: job -> `JobOutcome` (state "runs" /
+"waits" / "never", expected start and end in seconds from submission, flavor, what it
+borrows, why it waits). `admit_object` admits one job object as any client wrote it.
+
+Findings (waivable): a job whose object lacks its queue label where no `default`
+LocalQueue takes it, a job that can never be admitted (bigger than its queue could ever
+hold, or no queue, flavor or priority class that accepts it), an admitted gang its pool
+cannot launch, and a job object that sets a field Kueue owns (its `suspend`, the pod
 templates' `schedulingGates`, or a nodeSelector value that conflicts with its flavor, which
 makes Kueue fail to start it).
 """
