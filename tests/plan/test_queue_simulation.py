@@ -591,3 +591,39 @@ def test_a_pending_job_is_never_a_preemption_victim():
     for j in ("mid", "low"):
         assert by[j].reason.startswith("waits for 1 GPU in pool gpu-pool")
         assert by[j].preempted_by is None
+
+
+def test_over_time_a_waiting_job_starts_when_the_job_ahead_ends():
+    q = _queue("t", 2)
+    first, second = _work("first", "t", 2, 0), _work("second", "t", 2, 1)
+    first.duration, second.duration = 8.6 * 3600, 3600.0
+    sim = Q.Simulation({"t": q}, {})
+    sim.run_timed([first, second])
+    assert (first.at_once, second.at_once) == ("admitted", "pending")
+    assert second.started == first.duration and second.ends == first.duration + 3600
+    assert Q._waiting_text(second).endswith("; expected to start after 8.6 h")
+    # after a job of unknown duration, the start is unknown, and said so
+    q = _queue("t", 2)
+    first, second = _work("first", "t", 2, 0), _work("second", "t", 2, 1)
+    Q.Simulation({"t": q}, {}).run_timed([first, second])
+    assert second.started is None and "expected start unknown" in Q._waiting_text(second)
+
+
+def test_a_gang_its_pool_cannot_launch_is_caught():
+    """Guarantees that add up to more than the pool holds: both queues admit within their
+    nominal quota, and the pool (8 GPUs) cannot launch the second gang."""
+    a, b = _queue("a", 8, cohort="c"), _queue("b", 8, cohort="c")
+    sim = Q.Simulation({"a": a, "b": b}, {}, rooms={F: Q.PoolRoom(Q._q(8), 8, None)})
+    sim.run_timed([_work("a8", "a", 8, 0), _work("b4", "b", 4, 1)])
+    assert sim.unlaunchable == ["b4: 12 GPUs admitted in pool gpu-pool, which holds 8"]
+    # a node group: pods packed onto at most max_nodes nodes
+    a = _queue("a", 16)
+    sim = Q.Simulation({"a": a}, {}, rooms={F: Q.PoolRoom(Q._q(16), 8, 2)})
+    three = _work("three", "a", 12, 0)
+    three.pods = 2  # 2 pods of 6 GPUs: one node each, 2 GPUs left on each
+    four = _work("four", "a", 4, 1)
+    four.pods = 1  # 4 GPUs on one pod: no node has 4 left
+    sim.run_timed([three, four])
+    assert sim.unlaunchable == [
+        "four: its pods need 3 nodes of 8 GPUs in pool gpu-pool, which has at most 2"
+    ]

@@ -996,7 +996,10 @@ def _waiting_text(w: Workload) -> str:
     if w.started is not None:
         text += f"; expected to start after {hours(w.started - w.submitted)}"
     else:
-        text += "; expected start unknown (a job ahead has no expected duration)"
+        text += (
+            "; expected start unknown (a job ahead has no expected duration, or it is more "
+            "than 90 days away)"
+        )
     return text
 
 
