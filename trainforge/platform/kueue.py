@@ -9,7 +9,7 @@ preemption. The queue objects themselves are built in trainforge.platform.queues
 
 Installed from the pinned Helm chart (versions.KUEUE_CHART_VERSION), whose templates carry
 the CRDs, into `kueue-system` (Pod Security `restricted`: the controller drops every
-capability and runs as non-root), on the system node group. The ResourceFlavors, Topology,
+capability and runs as non-root), on the system node group. The ResourceFlavors, Topology, Cohort,
 WorkloadPriorityClasses, ClusterQueues and LocalQueues depend on the release (Pulumi waits
 for its webhook to be ready), and so must anything that creates a Job in a team namespace:
 Kueue's webhooks intercept Job creation there (`failurePolicy: Fail`).
