@@ -93,9 +93,13 @@ def _of(resource: str, need: Fraction, limit: str | None) -> str:
     if limit is None:
         return f"{resource} {_fmt(resource, need)}{unit} (no limit)"
     cap = _fmt(resource, parse_quantity(limit))
+    mine = _fmt(resource, need)
     if resource == "cpu":
         cap = f"{float(parse_quantity(limit)):g}"
-    return f"{resource} {_fmt(resource, need)} of {cap}{unit}"
+    if resource == "memory":  # both in Gi, as people read them
+        mine = f"{float(need / 2**30):.4g}Gi"
+        cap = f"{float(parse_quantity(limit) / 2**30):.4g}Gi"
+    return f"{resource} {mine} of {cap}{unit}"
 
 
 def check(ctx: PlanContext) -> CheckResult:
