@@ -238,11 +238,7 @@ def test_declare_jobs_rejects_before_declaring_any():
         return pulumi.Output.from_input(None)
 
     m = harness.run(program)
-    assert (
-        seen
-        and seen[0].startswith("trainforge:jobs[1].gpusPerWorker:")
-        and "quota of 16" in seen[0]
-    )
+    assert seen and seen[0].startswith("trainforge:jobs[1].workers:") and "quota of 16" in seen[0]
     assert not by_type(m, "trainforge:index:TrainingJob")
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from tests.jobs.helpers import CPU_POOL, DLC_IMAGE, EFA_POOL, GPU_POOL, target
@@ -223,6 +225,13 @@ def test_shm_must_be_below_memory():
         (
             TeamQuota(gpus="16"),
             {"workers": 5},
+            "workers",  # gpusPerWorker was never set: it is not the key to blame
+            "5 pod(s) x 4 GPUs (gpusPerWorker unset: the pool's GPUs per node) need gpus 20 "
+            "but team 'research' has a quota of 16",
+        ),
+        (
+            TeamQuota(gpus="16"),
+            {"workers": 5, "gpusPerWorker": 4},
             "gpusPerWorker",
             "5 pod(s) need gpus 20 but team 'research' has a quota of 16",
         ),
@@ -241,6 +250,21 @@ def test_job_that_can_never_fit_the_team_quota(quota, kw, field, message):
         resolve_job(job(**kw), target(GPU_POOL, quota=quota), W)
     assert str(err.value).startswith(f"{W}.{field}:")
     assert message in str(err.value) and "could never start" in str(err.value)
+
+
+def test_the_quota_error_quotes_the_guarantee_and_what_may_be_borrowed():
+    """The namespace may hold 32 (16 guaranteed + 16 borrowable): the error says both, not
+    'a quota of 32' where the config says 16."""
+    t = target(GPU_POOL, quota=TeamQuota(gpus="32"))
+    team = dataclasses.replace(t.team, guarantee=TeamQuota(gpus="16"))
+    t = dataclasses.replace(t, team=team)
+    with pytest.raises(JobConfigError) as err:
+        resolve_job(job(workers=9), t, W)
+    assert str(err.value).startswith(f"{W}.workers: ")
+    assert (
+        "need gpus 36 but team 'research' may hold at most 32: its quota.gpus guarantees 16 "
+        "and it may borrow up to 16 more from its cohort" in str(err.value)
+    )
 
 
 def test_elastic_quota_uses_the_minimum():

@@ -115,9 +115,9 @@ job:        llm/gpt-13b (PyTorchJob, created 42m00s ago)
 state:      Queued: not admitted by Kueue for 41m59s
 queue:      LocalQueue training -> ClusterQueue llm; Workload pytorchjob-gpt-13b-7c2d9
 position:   2 in the team's queue, 2 in ClusterQueue llm
-asks:       1 x master pod, each 90 CPU, 1000Gi memory, 8 GPUs
-asks:       3 x worker pod, each 90 CPU, 1000Gi memory, 8 GPUs
-blocked:    nvidia.com/gpu in flavor efa-training: 16 GPUs more needed (queue uses 48 GPUs of its nominal 64 GPUs)
+asks:       1 x master pod, each 90 cores, 1000Gi memory, 8 GPUs
+asks:       3 x worker pod, each 90 cores, 1000Gi memory, 8 GPUs
+blocked:    nvidia.com/gpu in flavor efa-training: 16 GPUs more needed (queue uses 48 of its nominal 64 GPUs)
 spend:      $0.00 so far (not admitted yet: no pod has run)
 pods:       none yet (the job stays suspended until Kueue admits it)
 """
@@ -290,3 +290,50 @@ def test_why_points_at_capacity_when_admitted_pods_wait_for_nodes(capsys, api):
     assert out.splitlines()[0] == "Admitted, but pods wait for nodes:"
     assert "unscheduled: 0/5 nodes are available: 5 Insufficient nvidia.com/gpu." in out
     assert "docs/troubleshooting.md#pods-stuck-pending-capacity-or-quota" in out
+
+
+def _gathered(message: str, borrowed: str = "0", admitted: bool = False):
+    import copy
+
+    from trainforge.live.gather import Gathered
+
+    wl = copy.deepcopy(recorded._pending_wl)
+    wl["status"]["conditions"][0]["message"] = message
+    if admitted:
+        wl["status"]["conditions"][0]["status"] = "True"
+        wl["status"]["admission"] = {
+            "clusterQueue": "llm",
+            "podSetAssignments": [
+                {"name": "worker", "flavors": {"nvidia.com/gpu": "efa-training"}}
+            ],
+        }
+    cq = recorded.cluster_queue("llm", "efa-training", "64", "48")
+    cq["spec"]["preemption"] = {"reclaimWithinCohort": "Any"}
+    for r in cq["status"]["flavorsUsage"][0]["resources"]:
+        if r["name"] == "nvidia.com/gpu":
+            r["borrowed"] = borrowed
+    return Gathered("llm", "gpt-13b", "pytorchjob", "PyTorchJob", "pytorch", {}, wl, None, cq)
+
+
+def test_a_gpu_job_short_of_cpu_is_answered_in_its_gpus_and_plain_units():
+    from trainforge.live import explain
+
+    g = _gathered(
+        "couldn't assign flavors to pod set worker: insufficient unused quota for cpu in "
+        "flavor efa-training, 94.8 more needed"
+    )
+    assert explain.blocked_by(g) == [
+        "cpu in flavor efa-training: 94.8 cores more needed (queue uses 1100 of its nominal "
+        "1500 cores); it is the cpu that comes with the job's 32 GPUs (queue uses 48 of its "
+        "nominal 64 GPUs)"
+    ]
+
+
+def test_a_borrowing_job_says_who_may_take_its_gpus_back_and_when():
+    from trainforge.live import explain
+
+    assert explain.borrowing(_gathered("", admitted=True)) is None
+    text = explain.borrowing(_gathered("", borrowed="8", admitted=True))
+    assert text.startswith("queue llm borrows 8 GPUs in flavor efa-training from cohort "
+                           "trainforge: any other team of the cohort may take it back at any "
+                           "time")  # fmt: skip

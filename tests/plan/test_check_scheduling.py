@@ -134,7 +134,7 @@ def test_quota_lines_show_fractions_of_a_cpu_and_whole_numbers():
         _ctx(_declared(ok.model_copy(update={"cpu": "500m", "workers": 3}), tgt))
     )
     (quota,) = [line for line in result.sections[0].lines if "quota:" in line]
-    assert quota.startswith("  team research quota: gpus 12/64, cpu 1.5/1000, memory ")
+    assert quota.startswith("  team research quota: gpus 12 of 64, cpu 1.5 of 1000 cores, memory ")
 
 
 def test_a_cpu_job_asks_for_no_gpu_and_an_unset_quota_shows_a_dash():
@@ -153,11 +153,14 @@ def test_a_cpu_job_asks_for_no_gpu_and_an_unset_quota_shows_a_dash():
     lines = result.sections[0].lines
     assert "team-research/c on training-workloads: 1 pod(s) x (cpu 2, memory 4Gi)" in lines
     (quota,) = [line for line in lines if "quota:" in line]
-    assert quota == "  team research quota: gpus 0/-, cpu 2/100, memory 4Gi/-, pods 1/-"
+    assert quota == (
+        "  team research quota: gpus 0 (no limit), cpu 2 of 100 cores, memory 4Gi (no limit), "
+        "pods 1 (no limit)"
+    )
     (team,) = [line for line in lines if line.startswith("team research, all its jobs")]
     assert team == (
-        "team research, all its jobs at once (informational): gpus 0/-, cpu 2/100, "
-        "memory 4Gi/-, pods 1/-"
+        "team research, all its jobs at once (informational): gpus 0 (no limit), cpu 2 of 100 "
+        "cores, memory 4Gi (no limit), pods 1 (no limit)"
     )
     assert result.sections[0].data["jobs"][0]["request"]["gpus"] == 0
     assert any(line.startswith("  c5.4xlarge: allocatable ") for line in lines)
@@ -172,7 +175,7 @@ def test_a_job_exactly_at_the_team_quota_fits():
     ok = resolve_job(parse_job({"name": "j", "team": "research", "pool": "x"}, "j"), tgt, "j")
     result = scheduling.check(_ctx(_declared(ok, tgt)))  # 1 pod x 4 GPUs: all of it
     assert not result.findings
-    assert "  team research quota: gpus 4/4" in "\n".join(result.sections[0].lines)
+    assert "  team research quota: gpus 4 of 4" in "\n".join(result.sections[0].lines)
 
 
 def test_nothing_declared_is_no_section():

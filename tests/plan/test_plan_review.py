@@ -244,6 +244,11 @@ def issue_change(config: dict) -> None:
     # and vision's GPU quota halves, so the bigger job borrows from the cohort
     team = next(t for t in config["trainforge:teams"] if t["name"] == "vision")
     team["quota"]["gpus"] = "8"
+    team["quota"]["pools"] = {"gpu-workloads": {"gpus": 8}}
+    # and llm is guaranteed part of the GPU pool, so it may reclaim what vision borrows there
+    llm = next(t for t in config["trainforge:teams"] if t["name"] == "llm")
+    llm["quota"]["pools"] = {"efa-training": {"gpus": 32}, "p4d-reserved": {"gpus": 16},
+                             "gpu-workloads": {"gpus": 16}}  # fmt: skip
 
 
 def project(tmp_path: pathlib.Path, name: str, change=None) -> pathlib.Path:

@@ -100,7 +100,10 @@ def test_diff_of_two_stack_plans(tmp_path, capsys):
         == 0
     )
     text = md.read_text()
-    assert "### Kubernetes objects: 0 added, 1 changed, 0 removed" in text
+    # the pool's new GPUs are nobody's guarantee: the cohort's to lend, so the team's
+    # backstop grows with them
+    assert "### Kubernetes objects: 0 added, 3 changed, 0 removed" in text
+    assert "`~ _cluster/Cohort/trainforge`" in text
     assert "`~ _cluster/NodePool/gpu-workloads`" in text
     assert "`spec.limits.nvidia.com/gpu`: `4` → `8`" in text
 

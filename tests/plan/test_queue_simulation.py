@@ -52,7 +52,7 @@ def test_queueing_strategy_decides_whether_a_later_job_passes_one_that_does_not_
     work = [_work("first", "solo", 1, 0), _work("wide", "solo", 2, 1), _work("small", "solo", 1, 2)]
     by = _run([q], work)
     assert (by["first"].state, by["wide"].state, by["small"].state) == states
-    assert by["wide"].reason.startswith("waits for quota: 2 nvidia.com/gpu in pool gpu-pool")
+    assert by["wide"].reason.startswith("waits for 2 GPUs in pool gpu-pool")
 
 
 def _borrow_case(borrow_policy: dict | None) -> dict[str, Q.Workload]:
@@ -73,7 +73,7 @@ def test_borrow_within_cohort_preempts_a_lower_priority_borrower():
     assert (by["a-high"].state, by["b-low"].state) == ("admitted", "pending")
     assert by["a-high"].borrowing == {Q.GPU: 1}
     assert by["b-low"].reason.startswith(
-        "preempted by a-high (a borrowing job of higher priority), waits for quota"
+        "preempted by a-high (a borrowing job of higher priority), waits for"
     )
 
 
@@ -151,7 +151,7 @@ def test_without_a_cohort_a_queue_holds_its_nominal_quota_and_no_more():
     by = _run([q], work)
     assert (by["a"].state, by["b"].state) == ("admitted", "pending")
     assert by["b"].reason == (
-        "waits for quota: 2 nvidia.com/gpu in pool gpu-pool: team solo has 2 nominal, 1 in use"
+        "waits for 2 GPUs in pool gpu-pool: team solo is guaranteed 2 GPUs there and uses 1 GPU"
     )
 
 
@@ -186,16 +186,16 @@ def test_borrowing_is_bounded_by_the_limit_and_by_what_the_cohort_has_idle():
     assert (by["a3"].state, by["a3"].borrowing) == ("admitted", {GPU: 1})
     assert by["a1"].state == "pending"
     assert by["a1"].reason == (
-        "waits for quota: 1 nvidia.com/gpu in pool gpu-pool: team a has 2 nominal, 3 in use; "
-        "cohort c has 1 idle, borrowing limit 1"
+        "waits for 1 GPU in pool gpu-pool: team a is guaranteed 2 GPUs there and uses 3 GPUs; "
+        "cohort c has 1 GPU idle, borrowing limit 1 GPU"
     )
     # the cohort's own jobs use what a could borrow
     a, b = _queue("a", 2, cohort="c"), _queue("b", 2, cohort="c")
     by = _run([a, b], [_work("b2", "b", 2, 0), _work("a3", "a", 3, 1)])
     assert (by["b2"].state, by["a3"].state) == ("admitted", "pending")
     assert by["a3"].reason == (
-        "waits for quota: 3 nvidia.com/gpu in pool gpu-pool: team a has 2 nominal, 0 in use; "
-        "cohort c has 2 idle"
+        "waits for 3 GPUs in pool gpu-pool: team a is guaranteed 2 GPUs there and uses 0 GPUs; "
+        "cohort c has 2 GPUs idle"
     )
 
 
@@ -207,7 +207,10 @@ def test_a_job_that_fits_its_nominal_quota_but_not_the_cohort_waits_for_capacity
     assert (b4.state, b4.borrowing) == ("admitted", {GPU: 2})
     sim.run([a1])  # reclaimWithinCohort is Never by default: a1 waits
     assert a1.state == "pending"
-    assert a1.reason == "waits for quota: its cohort's capacity is in use"
+    assert a1.reason == (
+        "waits for 1 GPU in pool gpu-pool: team a is guaranteed 2 GPUs there and uses 0 GPUs; "
+        "cohort c has 0 GPUs idle"
+    )
 
 
 def test_borrows_counts_only_the_part_above_nominal():
@@ -411,8 +414,8 @@ def test_limits_below_what_they_allow_and_a_cohort_with_nothing_idle():
     a3 = _work("a3", "a", 3, 1)
     sim.run([a3])
     assert a3.reason == (
-        "waits for quota: 3 nvidia.com/gpu in pool gpu-pool: team a has 2 nominal, 0 in use; "
-        "cohort c has 0 idle"
+        "waits for 3 GPUs in pool gpu-pool: team a is guaranteed 2 GPUs there and uses 0 GPUs; "
+        "cohort c has 0 GPUs idle"
     )
 
 
@@ -423,7 +426,7 @@ def test_why_waiting_names_the_resource_over_quota_after_one_that_fits():
     _run([q], [w])
     assert (
         w.reason
-        == "waits for quota: 3 nvidia.com/gpu in pool gpu-pool: team t has 2 nominal, 0 in use"
+        == "waits for 3 GPUs in pool gpu-pool: team t is guaranteed 2 GPUs there and uses 0 GPUs"
     )
 
 
@@ -569,7 +572,7 @@ def test_a_job_set_aside_gets_another_try_once_a_preemption_frees_more_than_it_t
     }  # fmt: skip
     assert by["x-small"].borrowing == {Q.GPU: 1}
     assert by["b-hog"].reason.startswith(
-        "preempted by a-late (a reclaims its nominal quota), waits for quota"
+        "preempted by a-late (a reclaims its nominal quota), waits for"
     )
 
 
@@ -586,5 +589,41 @@ def test_a_pending_job_is_never_a_preemption_victim():
     assert [by[j].state for j in ("top", "mid", "low")] == ["admitted", "pending", "pending"]
     assert t.usage[F][Q.GPU] == 2
     for j in ("mid", "low"):
-        assert by[j].reason.startswith("waits for quota: 1 nvidia.com/gpu in pool gpu-pool")
+        assert by[j].reason.startswith("waits for 1 GPU in pool gpu-pool")
         assert by[j].preempted_by is None
+
+
+def test_over_time_a_waiting_job_starts_when_the_job_ahead_ends():
+    q = _queue("t", 2)
+    first, second = _work("first", "t", 2, 0), _work("second", "t", 2, 1)
+    first.duration, second.duration = 8.6 * 3600, 3600.0
+    sim = Q.Simulation({"t": q}, {})
+    sim.run_timed([first, second])
+    assert (first.at_once, second.at_once) == ("admitted", "pending")
+    assert second.started == first.duration and second.ends == first.duration + 3600
+    assert Q._waiting_text(second).endswith("; expected to start after 8.6 h")
+    # after a job of unknown duration, the start is unknown, and said so
+    q = _queue("t", 2)
+    first, second = _work("first", "t", 2, 0), _work("second", "t", 2, 1)
+    Q.Simulation({"t": q}, {}).run_timed([first, second])
+    assert second.started is None and "expected start unknown" in Q._waiting_text(second)
+
+
+def test_a_gang_its_pool_cannot_launch_is_caught():
+    """Guarantees that add up to more than the pool holds: both queues admit within their
+    nominal quota, and the pool (8 GPUs) cannot launch the second gang."""
+    a, b = _queue("a", 8, cohort="c"), _queue("b", 8, cohort="c")
+    sim = Q.Simulation({"a": a, "b": b}, {}, rooms={F: Q.PoolRoom(Q._q(8), 8, None)})
+    sim.run_timed([_work("a8", "a", 8, 0), _work("b4", "b", 4, 1)])
+    assert sim.unlaunchable == ["b4: 12 GPUs admitted in pool gpu-pool, which holds 8"]
+    # a node group: pods packed onto at most max_nodes nodes
+    a = _queue("a", 16)
+    sim = Q.Simulation({"a": a}, {}, rooms={F: Q.PoolRoom(Q._q(16), 8, 2)})
+    three = _work("three", "a", 12, 0)
+    three.pods = 2  # 2 pods of 6 GPUs: one node each, 2 GPUs left on each
+    four = _work("four", "a", 4, 1)
+    four.pods = 1  # 4 GPUs on one pod: no node has 4 left
+    sim.run_timed([three, four])
+    assert sim.unlaunchable == [
+        "four: its pods need 3 nodes of 8 GPUs in pool gpu-pool, which has at most 2"
+    ]

@@ -10,7 +10,6 @@ then goes through the plan's validation (CRD schema and runtime, plan/checks/val
 the pod-script rehearsal (plan/checks/pod_sandbox.py: its bash script, as the pod's user, on a
 read-only root, in the runtime's working directory). Admission through the team's queue and
 the pool's tolerations need the platform's queue pieces (a `default` LocalQueue per team,
-unlabelled jobs managed, flavor tolerations): marked xfail until that branch is merged.
 """
 
 from __future__ import annotations
@@ -245,58 +244,38 @@ def _ctx(plan, objects=None):
     )
 
 
-def _with_queue_pieces(plan) -> list:
-    """The plan's objects plus what the platform's queue side gives a team (stand-ins built
-    here): a `default` LocalQueue in the team namespace, and flavors that add their pool's
-    tolerations instead of requiring them (Kueue: `tolerations`, not `nodeTaints`)."""
-    import copy
-    import dataclasses
-
-    from trainforge.plan.manifests import K8sObject
-
-    out = []
-    for o in plan.objects:
-        if o.kind == "ResourceFlavor":
-            doc = copy.deepcopy(o.doc)
-            doc["spec"]["tolerations"] = [
-                {"operator": "Equal", **t} for t in doc["spec"].pop("nodeTaints", [])
-            ]
-            o = dataclasses.replace(o, doc=doc)
-        out.append(o)
-    (team_lq,) = [o for o in plan.objects if o.kind == "LocalQueue" and o.namespace == NAMESPACE]
-    lq = copy.deepcopy(team_lq.doc)
-    lq["metadata"]["name"] = "default"
-    out.append(
-        K8sObject("urn:stand-in", "default-lq", "kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue", lq)
-    )
-    return out
-
-
 def test_the_admission_rehearsal_decides_both_ways(plan, sent):
     """What Kueue does with the SDK's unlabelled, untolerating TrainJob: left alone without a
-    `default` LocalQueue; with one and tolerations on the flavors, admitted on the GPU
-    flavor of the 4-GPU pool (4 pods x 2 GPUs)."""
+    `default` LocalQueue; on the platform as planned (a `default` LocalQueue, flavors that
+    tolerate their pools' taints), admitted on the GPU flavor of the 4-GPU pool (4 pods x
+    2 GPUs); refused by flavors that name their taints without tolerating them."""
     from trainforge.plan.checks import queues as Q
 
     pod = trainjob.effective_pod(sent, runtime_of(plan, trainjob.SDK_RUNTIME))
     alone = Q.admit_submitted(_ctx(plan, _without_default(plan)), sent, pod, 4)
     assert alone.state == "never" and "no LocalQueue 'default'" in alone.reason
-    w = Q.admit_submitted(_ctx(plan, _with_queue_pieces(plan)), sent, pod, 4)
+    w = Q.admit_submitted(_ctx(plan), sent, pod, 4)
     assert (w.state, w.flavor, w.need) == ("admitted", GPU_POOL, {"nvidia.com/gpu": 8}), w.reason
-    # a flavor that requires the GPU taint's toleration (nodeTaints) refuses the SDK's pods
-    required = [o for o in _with_queue_pieces(plan) if o.kind != "ResourceFlavor"]
-    required += [o for o in plan.objects if o.kind == "ResourceFlavor"]
+    # a flavor that names its nodes' taints (nodeTaints) without tolerating them itself
+    # (`tolerations`) refuses the SDK's pods, which tolerate nothing: Kueue's flavorassigner
+    required = [_untolerating(o) if o.kind == "ResourceFlavor" else o for o in plan.objects]
     w = Q.admit_submitted(_ctx(plan, required), sent, pod, 4)
-    assert w.state == "never" and "untolerated flavor taint nvidia.com/gpu" in w.reason
+    assert w.state == "never" and "untolerated taint nvidia.com/gpu" in w.reason, w.reason
+
+
+def _untolerating(o):
+    import copy
+    import dataclasses
+
+    doc = copy.deepcopy(o.doc)
+    doc["spec"].pop("tolerations", None)
+    return dataclasses.replace(o, doc=doc)
 
 
 def _without_default(plan) -> list:
     return [o for o in plan.objects if not (o.kind == "LocalQueue" and o.obj_name == "default")]
 
 
-@pytest.mark.xfail(
-    reason="needs the w4-queues branch: default LocalQueue/flavor tolerations", strict=True
-)
 def test_it_is_admitted_through_the_teams_queue_and_tolerates_the_pool(plan, sent):
     """On the platform as planned: Kueue gives the unlabelled TrainJob the team's `default`
     LocalQueue, assigns the GPU flavor of the 4-GPU pool, and the flavor's tolerations let

@@ -14,7 +14,7 @@ import yaml
 from tests.conftest import ROOT
 from trainforge.core.contract import PoolFacts, PoolLimits, Taint
 from trainforge.core.quantity import parse_quantity
-from trainforge.jobs import capacity, node_facts
+from trainforge.jobs import capacity, node_facts, pod
 from trainforge.plan import crds
 from trainforge.plan.checks import kueue_validate
 from trainforge.plan.core import plan_project
@@ -27,7 +27,14 @@ from trainforge.platform.services_config import (
     TeamQuotaConfig,
 )
 
-KINDS = {"ClusterQueue", "LocalQueue", "ResourceFlavor", "Topology", "WorkloadPriorityClass"}
+KINDS = {
+    "ClusterQueue",
+    "Cohort",
+    "LocalQueue",
+    "ResourceFlavor",
+    "Topology",
+    "WorkloadPriorityClass",
+}
 
 
 def validator(kind: str) -> jsonschema.Draft7Validator:
@@ -88,8 +95,11 @@ def test_one_flavor_per_pool_with_its_labels_and_taints(plans):
         assert spec["nodeLabels"] == dict(pool.node_selector) == {"trainforge.io/pool": name}
         taints = [(t["key"], t.get("value"), t["effect"]) for t in spec.get("nodeTaints", [])]
         assert taints == [(t.key, t.value, t.effect) for t in pool.taints]
-        # Kueue appends a flavor's tolerations to every admitted pod template: never set
-        assert "tolerations" not in spec
+        # Kueue adds a flavor's tolerations to an admitted job's pod templates unless an equal
+        # one is there: exactly what the pod builder gives a job on the pool
+        tolerations = [{k: v for k, v in t.items()} for t in pod.pool_tolerations(pool, gpu=False)]
+        assert spec.get("tolerations", []) == tolerations
+        assert bool(tolerations) == bool(pool.taints)
         # topology-aware only where nodes exist before pods (the reserved EFA node group)
         assert ("topologyName" in spec) == (name == "p4d-reserved") == pool.topology_aware
     (topology,) = [d for d in kueue_objects(result) if d["kind"] == "Topology"]
@@ -105,11 +115,14 @@ def test_one_flavor_per_pool_with_its_labels_and_taints(plans):
 def test_a_queue_per_team_only_its_namespace_may_use(plans):
     docs = kueue_objects(plans["prod"])
     cqs = {d["metadata"]["name"]: d["spec"] for d in docs if d["kind"] == "ClusterQueue"}
-    lqs = {d["metadata"]["namespace"]: d for d in docs if d["kind"] == "LocalQueue"}
+    lqs = {}
+    for d in docs:
+        if d["kind"] == "LocalQueue":
+            lqs.setdefault(d["metadata"]["namespace"], {})[d["metadata"]["name"]] = d["spec"]
     assert set(cqs) == set(lqs) == {"llm", "vision"}
     for team, spec in cqs.items():
-        assert lqs[team]["metadata"]["name"] == "training"
-        assert lqs[team]["spec"] == {"clusterQueue": team}
+        # `training` for trainforge's jobs, `default` for a job that names no queue
+        assert lqs[team] == {n: {"clusterQueue": team} for n in ("training", "default")}
         assert spec["namespaceSelector"] == {"matchLabels": {"kubernetes.io/metadata.name": team}}
         assert spec["cohortName"] == "trainforge"
         assert spec["queueingStrategy"] == "BestEffortFIFO"
@@ -132,17 +145,63 @@ CPU_POOL = PoolFacts("cpu", node_selector=(("trainforge.io/pool", "cpu"),))
 POOLS = [GPU_POOL, GPU2_POOL, CPU_POOL]
 
 
-def test_a_teams_gpus_hold_in_whichever_gpu_pool_and_cpu_follows_them():
+def test_a_teams_gpus_are_split_over_its_pools_in_proportion_to_what_they_hold():
     team = TeamConfig(name="a", quota=TeamQuotaConfig(gpus="9", cpu="10", memory="3Gi"))
-    q = queues.nominal_quotas(team, POOLS)
-    # every GPU pool gets the whole GPU total (the namespace backstop holds the sum); the CPU
-    # pool gets the cpu/memory totals; nodes unknown here, so a GPU pool's cpu/memory are the
-    # team's totals
-    assert [q[p.name]["nvidia.com/gpu"] for p in POOLS] == [9, 9, 0]
-    assert [q[p.name]["cpu"] for p in POOLS] == [10, 10, 10]
-    # capped at what the pool can ever hold
-    capped = replace(GPU2_POOL, limits=PoolLimits(gpus=8))
-    assert queues.nominal_quotas(team, [capped])["gpu2"]["nvidia.com/gpu"] == 8
+    gpu = replace(GPU_POOL, limits=PoolLimits(gpus=4))
+    gpu2 = replace(GPU2_POOL, limits=PoolLimits(gpus=8))
+    cpu = replace(CPU_POOL, limits=PoolLimits(cpu="20", memory="8Gi"))
+    q = queues.nominal_quotas(team, [gpu, gpu2, cpu])
+    # 9 GPUs over 4 + 8: 3 and 6; the CPU pool gets the cpu/memory totals; nodes unknown
+    # here, so a GPU pool's cpu/memory are the team's totals
+    assert [q[p]["nvidia.com/gpu"] for p in ("gpu", "gpu2", "cpu")] == [3, 6, 0]
+    assert q["cpu"]["cpu"] == 10 and q["cpu"]["memory"] == 3 * 2**30
+    # more than the pools hold: what they hold, and a warning naming the key and the figures
+    big = TeamConfig(name="big", quota=TeamQuotaConfig(gpus="64"))
+    plan = queues.quota_plan([big], [gpu2])
+    assert plan.nominal["big"]["gpu2"]["nvidia.com/gpu"] == 8
+    assert plan.warnings == (
+        "trainforge:teams[0].quota.gpus: 64 asked, but the GPU pools (gpu2) hold 8 shared by "
+        "1 team(s): team big is guaranteed 8; the rest only while other teams leave it idle",
+    )
+
+
+def test_in_every_pool_the_teams_nominal_quotas_add_up_to_at_most_what_it_holds():
+    """Two teams asking 64 + 16 of one 32-GPU pool: scaled to 26 + 6, never 48 on 32."""
+    pool = replace(GPU2_POOL, limits=PoolLimits(gpus=32))
+    a = TeamConfig(name="vision", quota=TeamQuotaConfig(gpus="64"))
+    b = TeamConfig(name="nlp", quota=TeamQuotaConfig(gpus="16"))
+    plan = queues.quota_plan([a, b], [pool])
+    got = {t: plan.nominal[t]["gpu2"]["nvidia.com/gpu"] for t in ("vision", "nlp")}
+    assert sum(got.values()) == 32 and got["vision"] > got["nlp"]
+    assert plan.shared["trainforge"]["gpu2"]["nvidia.com/gpu"] == 0
+    assert plan.warnings[0].startswith("trainforge:teams[0].quota.gpus: 64 asked, but the GPU "
+                                       "pools (gpu2) hold 32")  # fmt: skip
+    # room left over is the cohort's
+    small = queues.quota_plan([b], [pool])
+    assert small.shared["trainforge"]["gpu2"]["nvidia.com/gpu"] == 16 and not small.warnings
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_the_rendered_guarantees_exist(plans, stack):
+    """Per flavor, the ClusterQueues' nominal quotas add up to at most what the pool holds,
+    and with the Cohort's share to exactly that (no GPU of a pool that nobody may use)."""
+    result = plans[stack]
+    ((contract),) = result.inventory.declared.contracts
+    nominal: dict[str, dict[str, Fraction]] = {}
+    shared: dict[str, dict[str, Fraction]] = {}
+    for d in kueue_objects(result):
+        if d["kind"] not in ("ClusterQueue", "Cohort"):
+            continue
+        into = nominal if d["kind"] == "ClusterQueue" else shared
+        for f in d["spec"]["resourceGroups"][0]["flavors"]:
+            for r in f["resources"]:
+                per = into.setdefault(f["name"], {})
+                per[r["name"]] = per.get(r["name"], 0) + parse_quantity(r["nominalQuota"])
+    for name, pool in contract.pools.items():
+        holds = queues.pool_capacity(pool, "nvidia.com/gpu") if pool.gpus_per_node else 0
+        assert nominal[name]["nvidia.com/gpu"] <= holds, name
+        assert nominal[name]["nvidia.com/gpu"] + shared[name]["nvidia.com/gpu"] == holds, name
+    assert not result.inventory.declared.quota_warnings
 
 
 def test_gpu_pool_cpu_and_memory_follow_the_gpus():
@@ -166,15 +225,18 @@ def test_per_pool_quota_takes_what_it_says():
         ),
     )
     q = queues.nominal_quotas(team, POOLS)
-    assert q["gpu2"]["nvidia.com/gpu"] == 12 and q["gpu"]["nvidia.com/gpu"] == 16
+    # the rest of the total goes to the pools quota.pools does not name
+    assert q["gpu2"]["nvidia.com/gpu"] == 12 and q["gpu"]["nvidia.com/gpu"] == 4
     assert queues.team_total(team, POOLS)["nvidia.com/gpu"] == 16
     off = TeamConfig(
         name="b", quota=TeamQuotaConfig(gpus="4", pools=(("gpu", PoolQuota(gpus="0")),))
     )
     assert queues.nominal_quotas(off, POOLS)["gpu"]["nvidia.com/gpu"] == 0
+    assert queues.nominal_quotas(off, POOLS)["gpu2"]["nvidia.com/gpu"] == 4
 
 
 def test_namespace_quota_is_all_the_queue_can_admit_so_no_double_accounting():
+    pool = replace(GPU_POOL, limits=PoolLimits(gpus=16))
     a = TeamConfig(name="a", quota=TeamQuotaConfig(gpus="4", cpu="8", memory="16Gi"))
     b = TeamConfig(name="b", quota=TeamQuotaConfig(gpus="4", cpu="8", memory="16Gi"))
     solo = TeamConfig(
@@ -187,18 +249,20 @@ def test_namespace_quota_is_all_the_queue_can_admit_so_no_double_accounting():
         ),
     )
     teams = [a, b, solo, capped]
-    held = {t.name: queues.namespace_quota(t, teams, [GPU_POOL]) for t in teams}
-    # a borrows b's and d's idle GPUs; c is alone in its cohort; d may borrow 1 per pool
+    held = {t.name: queues.namespace_quota(t, teams, [pool]) for t in teams}
+    # 16 GPUs, 16 guaranteed: a borrows b's and d's idle GPUs; c is alone in its cohort;
+    # d may borrow 1 per pool
     assert held["a"]["gpus"] == "12" and held["c"]["gpus"] == "4" and held["d"]["gpus"] == "5"
     # without Kueue, the configured totals
-    assert queues.namespace_quota(a, teams, [GPU_POOL], kueue_enabled=False)["gpus"] == "4"
+    assert queues.namespace_quota(a, teams, [pool], kueue_enabled=False)["gpus"] == "4"
     # the plan's ResourceQuota says the same as the queue
     rq = {
         o.doc["metadata"]["namespace"]: o.doc["spec"]["hard"]
         for o in plan_project(ROOT, "prod", standins=False).objects
         if o.kind == "ResourceQuota"
     }
-    assert parse_quantity(rq["vision"]["requests.nvidia.com/gpu"]) == 80  # 16 + llm's 64
+    # vision: 16 guaranteed in gpu-workloads, and every other GPU of the cluster borrowable
+    assert parse_quantity(rq["vision"]["requests.nvidia.com/gpu"]) == 160
 
 
 def test_the_chart_runs_every_backends_integration_on_the_system_nodes():
@@ -215,7 +279,8 @@ def test_the_chart_runs_every_backends_integration_on_the_system_nodes():
     assert config["managedJobsNamespaceSelector"] == {
         "matchExpressions": [{"key": "trainforge.io/team", "operator": "Exists"}]
     }
-    assert config["manageJobsWithoutQueueName"] is False
+    # every job of a team namespace goes through the queue, labelled or not
+    assert config["manageJobsWithoutQueueName"] is True
     assert config["resources"]["excludeResourcePrefixes"] == ["vpc.amazonaws.com/efa"]
     assert config["waitForPodsReady"]["timeout"] == "30m"
     assert "featureGates" not in values["controllerManager"]
@@ -237,7 +302,8 @@ def test_queue_objects_wait_for_the_release_and_jobs_wait_for_the_queues():
     for r in queue_objs:
         # Kueue's webhook must be serving (and its CRDs installed) first
         assert release.urn in r.options["dependencies"], r.name
-    (local_queue,) = [r for r in queue_objs if r.type.endswith(":LocalQueue")]
+    (local_queue,) = [r for r in queue_objs if r.type.endswith(":LocalQueue")
+                      and r.name.endswith("-training")]  # fmt: skip
     jobs = [r for r in run.resources if r.type == "kubernetes:kubeflow.org/v1:PyTorchJob"]
     assert jobs
     for r in jobs:

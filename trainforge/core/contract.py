@@ -197,6 +197,9 @@ class TeamFacts:
     fsx_sub_path: str | None = None
     checkpoint_prefix: str = ""
     quota: TeamQuota = field(default_factory=TeamQuota)
+    # What the team's config guarantees (its quota.gpus/cpu/memory as split over the pools);
+    # `quota` above adds what it may borrow. None: the same as `quota` (no Kueue, or unknown).
+    guarantee: TeamQuota | None = None
     # Further PersistentVolumeClaims of the team's namespace that its jobs may mount (datasets,
     # models), as the team config lists them (`trainforge:teams[].claims`): a job naming any
     # other claim is refused at preview (it would sit Pending, or name another team's data).
@@ -348,6 +351,9 @@ class Declared:
     # Images components install inside a Helm chart or kustomize overlay, which the plan's
     # rendered pods never show (trainforge.core.image_routes.installed).
     installed_images: list[Any] = field(default_factory=list)
+    # What the teams' quotas ask that the pools cannot hold (trainforge.platform.queues
+    # .quota_plan): the Kueue component logs them, the plan's queue section repeats them.
+    quota_warnings: list[str] = field(default_factory=list)
 
 
 _declared = Declared()

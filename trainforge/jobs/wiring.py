@@ -242,7 +242,7 @@ def resolve_job(job: JobSpec, target: JobTarget, where: str = "job") -> JobSpec:
             "checkpoint": job.checkpoint.model_copy(update={"s3_mirror": mirror}),
         }
     )
-    check_quota(resolved, target, where)
+    check_quota(resolved, target, where, given=job)
     storage.check_storage(resolved, target, where)
     # User code needs the runtime library only if it imports it: checked with its files
     # (`entrypoint.user_code`); the driver and GPU checks apply to every image.
@@ -324,13 +324,19 @@ def default_restart_policy(job: JobSpec, target: JobTarget, backend: str) -> str
     return "ExitCode"
 
 
-def check_quota(job: JobSpec, target: JobTarget, where: str) -> None:
-    """Reject a job whose smallest runnable size exceeds the team's quota: it would sit in
-    Created forever (the operator cannot create its pods) instead of failing at preview."""
+def check_quota(job: JobSpec, target: JobTarget, where: str, given: JobSpec | None = None) -> None:
+    """Reject a job whose smallest runnable size exceeds all its team may ever hold: it would
+    sit in Created forever (the operator cannot create its pods) instead of failing at
+    preview. The message quotes the config's own figures: the team's guaranteed quota and
+    what it may borrow on top, and the key the user set (`gpusPerWorker` only if they set
+    it; otherwise `workers`, with the GPUs per pod the pool gave)."""
     q = target.quota
+    g = target.team.guarantee if target.team is not None else None
     pods = job.min_workers
+    set_gpus = given is None or given.gpus_per_worker is not None
+    gpu_key = "gpusPerWorker" if set_gpus else "workers"
     asks = [
-        ("gpus", q.gpus, Fraction(job.gpus_per_worker or 0) * pods, "gpusPerWorker"),
+        ("gpus", q.gpus, Fraction(job.gpus_per_worker or 0) * pods, gpu_key),
         ("cpu", q.cpu, parse_quantity(job.cpu or "0") * pods, "cpu"),
         ("memory", q.memory, parse_quantity(job.memory or "0") * pods, "memory"),
         ("pods", q.pods, Fraction(pods), "workers"),
@@ -339,13 +345,35 @@ def check_quota(job: JobSpec, target: JobTarget, where: str) -> None:
         if limit is None or need == 0:
             continue
         if need > parse_quantity(limit):
+            value = getattr(
+                job, {"gpusPerWorker": "gpus_per_worker", "workers": "workers"}.get(key, key)
+            )
+            if name == "gpus" and not set_gpus:
+                value = job.workers
+            how = (
+                f"{pods} pod(s) x {job.gpus_per_worker} GPUs (gpusPerWorker unset: the pool's "
+                f"GPUs per node)"
+                if name == "gpus" and not set_gpus
+                else f"{pods} pod(s)"
+            )
+            mine = getattr(g, name, None) if g is not None else None
+            if (
+                mine is not None
+                and name != "pods"
+                and parse_quantity(mine) != parse_quantity(limit)
+            ):
+                held = (
+                    f"team {job.team!r} may hold at most {_fmt(parse_quantity(limit))}: its "
+                    f"quota.{name} guarantees {mine} and it may borrow up to "
+                    f"{_fmt(parse_quantity(limit) - parse_quantity(mine))} more from its cohort"
+                )
+            else:
+                held = f"team {job.team!r} has a quota of {limit}"
             raise JobConfigError(
                 f"{where}.{key}",
-                getattr(
-                    job, {"gpusPerWorker": "gpus_per_worker", "workers": "workers"}.get(key, key)
-                ),
-                f"{pods} pod(s) need {name} {_fmt(need)} but team {job.team!r} has a quota of "
-                f"{limit} in namespace {target.namespace!r}; the job could never start",
+                value,
+                f"{how} need {name} {_fmt(need)} but {held} in namespace "
+                f"{target.namespace!r}; the job could never start",
             )
 
 

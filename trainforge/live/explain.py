@@ -37,7 +37,7 @@ def readable(resource: str, amount: str | int | float | Fraction) -> str:
                 return f"{float(v / size):.4g}{unit}"
         return f"{int(v)}"
     if resource == "cpu":
-        return f"{float(v):.4g} CPU"
+        return f"{float(v):.4g} cores"
     if resource.endswith("/gpu"):
         return f"{int(v)} GPU{'s' if v != 1 else ''}"
     return f"{float(v):.4g} {resource}"
@@ -84,7 +84,8 @@ _INSUFFICIENT = re.compile(
 
 
 def blocked_by(g: Gathered) -> list[str]:
-    """Readable lines: which quota keeps the Workload from being admitted."""
+    """Readable lines: which quota keeps the Workload from being admitted, in the job's own
+    terms (a GPU job's GPUs first) and plain units ("94.8 cores of 411.9")."""
     wl = g.workload
     if wl is None:
         return []
@@ -93,14 +94,73 @@ def blocked_by(g: Gathered) -> list[str]:
         return []
     msg = c.get("message", "")
     lines = []
+    asks = _asks(g)
     for m in _INSUFFICIENT.finditer(msg):
         res, flavor, more = m.group("res"), m.group("flavor"), m.group("more")
         used = _usage(g.cluster_queue, flavor, res)
         line = f"{res} in flavor {flavor}: {readable(res, more)} more needed"
         if used:
             line += f" (queue {used})"
+        if res != GPU and asks.get(GPU):
+            # Kueue names the first resource short; for a GPU job that is the CPU or memory
+            # that come with its GPUs: say so, and where its GPUs stand
+            gpus = _usage(g.cluster_queue, flavor, GPU)
+            line += f"; it is the {res} that comes with the job's {readable(GPU, asks[GPU])}" + (
+                f" (queue {gpus})" if gpus else ""
+            )
         lines.append(line)
     return lines or ([msg] if msg else [])
+
+
+GPU = "nvidia.com/gpu"
+
+
+def _asks(g: Gathered) -> dict[str, Fraction]:
+    """What the whole job asks, per resource (all pods of all pod sets)."""
+    total: dict[str, Fraction] = {}
+    for ps in (g.workload or {}).get("spec", {}).get("podSets", []):
+        for c in ps.get("template", {}).get("spec", {}).get("containers", []):
+            for res, amount in (c.get("resources", {}).get("requests") or {}).items():
+                try:
+                    v = parse_quantity(amount) * int(ps.get("count", 1))
+                except (ValueError, TypeError):
+                    continue
+                total[res] = total.get(res, Fraction(0)) + v
+    return total
+
+
+def borrowing(g: Gathered) -> str | None:
+    """For an admitted job whose queue borrows in its flavor: how much, and who may take it
+    back and when (Kueue's reclaimWithinCohort). None when its queue borrows nothing."""
+    cq = g.cluster_queue or {}
+    adm = (g.workload or {}).get("status", {}).get("admission") or {}
+    flavors = {
+        f for a in adm.get("podSetAssignments", []) for f in (a.get("flavors") or {}).values()
+    }
+    parts = []
+    for f in cq.get("status", {}).get("flavorsUsage", []) or []:
+        if f.get("name") not in flavors:
+            continue
+        for r in f.get("resources", []):
+            try:
+                b = parse_quantity(r.get("borrowed", "0"))
+            except (ValueError, TypeError):
+                continue
+            if b > 0:
+                parts.append((r.get("name"), f.get("name"), b))
+    if not parts:
+        return None
+    gpu_parts = [p for p in parts if p[0] == GPU] or parts
+    what = ", ".join(f"{readable(r, b)} in flavor {f}" for r, f, b in gpu_parts)
+    cohort = cq.get("spec", {}).get("cohortName") or "its cohort"
+    reclaim = (cq.get("spec", {}).get("preemption") or {}).get("reclaimWithinCohort")
+    return (
+        f"queue {cq.get('metadata', {}).get('name', '?')} borrows {what} from cohort {cohort}: "
+        "any other team of the cohort may take it back at any time, by preempting the "
+        "newest borrowing jobs, when a job of theirs fits their own nominal quota there "
+        "(reclaimWithinCohort; the job resumes from its last checkpoint)"
+        + (f"; this queue itself reclaims with policy {reclaim}" if reclaim else "")
+    )
 
 
 def _usage(cq: dict | None, flavor: str, res: str) -> str:
@@ -121,7 +181,15 @@ def _usage(cq: dict | None, flavor: str, res: str) -> str:
                     used = r.get("total")
     if nominal is None or used is None:
         return ""
-    return f"uses {readable(res, used)} of its nominal {readable(res, nominal)}"
+    return f"uses {_number(res, used)} of its nominal {readable(res, nominal)}"
+
+
+def _number(resource: str, amount: str) -> str:
+    """The figure alone, in the unit `readable` gives the total ("94.8" of "411.9 cores")."""
+    text = readable(resource, amount)
+    if resource == "cpu" or resource.endswith("/gpu"):
+        return text.split(" ", 1)[0]
+    return text
 
 
 def requests(g: Gathered) -> list[str]:
@@ -288,6 +356,9 @@ def queue_lines(g: Gathered, admitted: bool, now: datetime) -> list[str]:
             {f for a in adm.get("podSetAssignments", []) for f in (a.get("flavors") or {}).values()}
         )
         out.append(f"admitted:   yes, to flavor {', '.join(flavors) or '?'}")
+        lent = borrowing(g)
+        if lent:
+            out.append(f"borrowing:  {lent}")
     else:
         if g.position is not None:
             out.append(

@@ -9,7 +9,7 @@ preemption. The queue objects themselves are built in trainforge.platform.queues
 
 Installed from the pinned Helm chart (versions.KUEUE_CHART_VERSION), whose templates carry
 the CRDs, into `kueue-system` (Pod Security `restricted`: the controller drops every
-capability and runs as non-root), on the system node group. The ResourceFlavors, Topology,
+capability and runs as non-root), on the system node group. The ResourceFlavors, Topology, Cohort,
 WorkloadPriorityClasses, ClusterQueues and LocalQueues depend on the release (Pulumi waits
 for its webhook to be ready), and so must anything that creates a Job in a team namespace:
 Kueue's webhooks intercept Job creation there (`failurePolicy: Fail`).
@@ -20,8 +20,15 @@ Configuration choices (the chart's `managerConfig`):
   the operators are installed does not matter;
 - `managedJobsNamespaceSelector`: team namespaces only, so Kueue's webhooks never stand in
   the way of platform Jobs (Helm hooks, the Prometheus operator's admission patch);
-- `manageJobsWithoutQueueName: false` (Kueue's default): a job without a queue label is not
-  queued; the namespace's ResourceQuota still caps it (trainforge.platform.teams);
+- `manageJobsWithoutQueueName: true`: in team namespaces every job goes through the queue,
+  with or without a queue label (a PyTorchJob or Job written by hand, a Kubeflow SDK
+  TrainJob). Kueue's webhook gives a job without the label its namespace's LocalQueue
+  `default` (trainforge.platform.queues.DEFAULT_LOCAL_QUEUE, which every team namespace has,
+  pointing at the team's ClusterQueue), so such a job is admitted like any other instead of
+  hanging suspended. Child objects of a managed job (the JobSet and Jobs of a TrainJob, the
+  pods of a PyTorchJob) are never queued twice: Kueue walks their owners to the managed
+  ancestor (jobframework FindAncestorJobManagedByKueue at v0.19.2). Only team namespaces
+  match `managedJobsNamespaceSelector`, so platform Jobs elsewhere are untouched;
 - `resources.excludeResourcePrefixes: [vpc.amazonaws.com/efa]`: EFA devices come with the
   whole node a job fills, and quota is counted in GPUs;
 - `waitForPodsReady`: an admitted job whose pods do not all run within the timeout (a
@@ -70,7 +77,7 @@ def manager_config(cfg: KueueConfig) -> dict[str, Any]:
         "metrics": {"bindAddress": ":8443"},
         "webhook": {"port": 9443},
         "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
-        "manageJobsWithoutQueueName": False,
+        "manageJobsWithoutQueueName": True,
         "managedJobsNamespaceSelector": {
             "matchExpressions": [{"key": TEAM_LABEL, "operator": "Exists"}]
         },
@@ -117,6 +124,7 @@ def _replace_on(kind: str) -> list[str]:
         "Topology": ["spec.levels"],
         "LocalQueue": ["spec.clusterQueue"],
         "ResourceFlavor": ["spec.topologyName", "spec.nodeLabels"],
+        "Cohort": [],
     }.get(kind, [])
 
 
@@ -155,6 +163,11 @@ class Kueue(pulumi.ComponentResource):
         after = pulumi.ResourceOptions(
             parent=self, provider=args.k8s_provider, depends_on=[self.release]
         )
+        from trainforge.core.contract import declared  # noqa: PLC0415
+
+        for warning in queues.quota_plan(args.teams, args.pools).warnings:
+            pulumi.log.warn(warning, self)
+            declared().quota_warnings.append(warning)
         self.objects: list[Any] = []
         for doc in queues.queue_objects(args.teams, args.pools, args.config):
             meta = dict(doc["metadata"])

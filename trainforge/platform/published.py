@@ -216,6 +216,11 @@ def team_facts(
             fsx_sub_path=None,
             checkpoint_prefix=f"{t.name}/",
             quota=TeamQuota(gpus=held["gpus"], cpu=held["cpu"], memory=held["memory"], pods=q.pods),
+            guarantee=(
+                TeamQuota(**namespace_quota(t, services.teams, pools.values(), False), pods=q.pods)
+                if pools is not None and services.kueue.enabled
+                else None
+            ),
             run_as_user=t.run_as_user,
             run_as_group=t.run_as_group,
             queue=LOCAL_QUEUE if services.kueue.enabled else None,

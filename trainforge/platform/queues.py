@@ -7,19 +7,26 @@ validate them against the upstream v0.19 CRDs. One builder per kind:
 - `resource_flavor(pool)`: one ResourceFlavor per node group or Karpenter pool. Its
   `nodeLabels` are the pool's own label (`trainforge.io/pool=<name>`, what every job's
   nodeSelector already says) and its `nodeTaints` the pool's taints, so Kueue assigns a job
-  only the flavor of the pool it selects and only if it tolerates the pool's taints. No
-  `tolerations`: Kueue would append them to the pod template of every job it admits, a
-  field the program owns (see docs/teams.md, "Who owns which field").
+  only the flavor of the pool it selects. Its `tolerations` tolerate exactly those taints:
+  Kueue counts them when it checks a job against the flavor's taints and adds them to the
+  pod templates of a job it admits there (with the flavor's node labels), so a job written
+  without them (a Kubeflow SDK TrainJob) lands on the pool and its pods are scheduled.
+  trainforge's own pods carry the same tolerations already, and Kueue adds a toleration
+  only when an equal one is not there (pkg/podset PodSetInfo.Merge at v0.19.2): nothing
+  changes on them (docs/teams.md, "Who owns which field").
+- `cohort(...)`: per cohort, the part of every pool no team is guaranteed (`quota_plan`).
 - `topology()` and `uses_topology(pool)`: topology-aware scheduling for EFA node groups.
 - `cluster_queue(team, ...)`: the team's ClusterQueue, its nominal quota per flavor
   (`nominal_quotas`), its cohort, borrowing limit and preemption policies.
-- `local_queue(team)`: the LocalQueue `training` in the team's namespace, which jobs name.
+- `local_queue(team)`: the LocalQueue `training` in the team's namespace, which jobs name,
+  and `default`, where Kueue puts a job that names no queue.
 - `priority_classes()`: WorkloadPriorityClasses `high`, `normal`, `low`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -32,6 +39,13 @@ API_VERSION = versions.KUEUE_API_VERSION
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 LOCAL_QUEUE = "training"
+# Kueue's webhook labels a job that names no queue with the LocalQueue named `default` of its
+# namespace, when one exists and the namespace matches managedJobsNamespaceSelector. source:
+# kubernetes-sigs/kueue v0.19.2 pkg/controller/constants/constants.go (DefaultLocalQueueName)
+# and pkg/controller/jobframework/defaults.go (ApplyDefaultLocalQueueWithManagedJobsNamespace
+# Selector, called by the Job, PyTorchJob and TrainJob webhooks); no feature gate at v0.19
+# (LocalQueueDefaulting, alpha in v0.13, is gone from pkg/features): read 2026-11-27.
+DEFAULT_LOCAL_QUEUE = "default"
 DEFAULT_PRIORITY = "normal"
 GPU = "nvidia.com/gpu"
 # What a team's quota covers. EFA devices (vpc.amazonaws.com/efa) come with the node a job
@@ -80,6 +94,7 @@ def resource_flavor(pool: PoolFacts) -> dict[str, Any]:
     ]
     if taints:
         spec["nodeTaints"] = taints
+        spec["tolerations"] = tolerations(pool)
     if uses_topology(pool):
         spec["topologyName"] = TOPOLOGY_NAME
     return {
@@ -88,6 +103,15 @@ def resource_flavor(pool: PoolFacts) -> dict[str, Any]:
         "metadata": _meta(flavor_name(pool.name)),
         "spec": spec,
     }
+
+
+def tolerations(pool: PoolFacts) -> list[dict[str, str]]:
+    """The tolerations of the pool's taints, as the pod builder writes them
+    (trainforge.jobs.pod.pool_tolerations): equal ones, so Kueue adds nothing to
+    trainforge's own pods."""
+    from trainforge.jobs.pod import pool_tolerations  # noqa: PLC0415 - keeps imports light
+
+    return pool_tolerations(pool, gpu=False)
 
 
 def topology() -> dict[str, Any]:
@@ -117,15 +141,22 @@ def priority_classes() -> list[dict[str, Any]]:
     ]
 
 
-# --- quota -----------------------------------------------------------------------------------
+# --- quota ---------------------------------------------------------------------------------
 #
-# What a team's quota means (docs/teams.md, "Quota"): `quota.gpus` is how many GPUs the team
-# may hold at once, in whichever GPU pools it likes; the CPU and memory that come with those
-# GPUs follow them (a GPU pool's CPU and memory quota is its GPU quota times what a node
-# leaves to pods per GPU); `quota.cpu` and `quota.memory` are for CPU-only work in CPU pools.
-# Kueue counts quota per flavor and has no total across flavors, so every pool the team may
-# use gets the whole total as its nominal quota there (no more than the pool can ever hold),
-# and the namespace's ResourceQuota holds the total across pools (`namespace_quota`).
+# What a team's quota means (docs/teams.md, "Quotas"): `quota.gpus` is the team's guarantee,
+# how many GPUs it holds at once whatever the other teams do; `quota.cpu` and `quota.memory`
+# are its guarantee for CPU-only work in CPU pools; the CPU and memory of a GPU pool follow
+# its GPUs there (a GPU's share of what a node leaves to pods).
+#
+# Kueue counts quota per flavor (pool), and a nominal quota is only a guarantee if the pool
+# can hold it: in every pool, the nominal quotas of all teams add up to at most what the pool
+# can hold (`pool_capacity`). So a team's total is *split* over the pools it may use, by
+# default in proportion to what each pool holds (`quota.pools` says otherwise, pool by
+# pool); where the teams ask more of a pool than it holds, each team's part is scaled down
+# (a warning names the key, what was asked and what is possible). What no team is guaranteed
+# in a pool belongs to the cohort (a Kueue `Cohort` object with that nominal quota), so any
+# member may borrow it while it is idle, and every team takes its own nominal quota back from
+# borrowers by preemption (`reclaimWithinCohort`).
 
 
 _UNIT = {"cpu": Fraction(1, 1000), "memory": Fraction(2**20), GPU: Fraction(1)}
@@ -183,44 +214,188 @@ def per_gpu(pool: PoolFacts) -> dict[str, Fraction] | None:
     }
 
 
-def _capped(total: Fraction, pool: PoolFacts, resource: str) -> Fraction:
+def _holds(pool: PoolFacts, resource: str) -> Fraction | None:
+    """What the pool can hold of `resource` as quota: its capacity; in a GPU pool, CPU and
+    memory no more than what comes with all of its GPUs (when both are known)."""
     cap = pool_capacity(pool, resource)
-    return total if cap is None else min(total, cap)
+    if resource == GPU:
+        return cap if pool.gpus_per_node else Fraction(0)
+    gpus = pool_capacity(pool, GPU) if pool.gpus_per_node else None
+    each = per_gpu(pool) if pool.gpus_per_node else None
+    if gpus is not None and each is not None:
+        follow = _round_up(resource, each[resource] * gpus)
+        cap = follow if cap is None else min(cap, follow)
+    return cap
 
 
-def nominal_quotas(team: TeamConfig, pools: Iterable[PoolFacts]) -> dict[str, dict[str, Fraction]]:
-    """pool -> resource -> the team's nominal (guaranteed) quota there.
+def _share(total: Fraction, weights: dict[str, Fraction], resource: str) -> dict[str, Fraction]:
+    """`total` split in proportion to `weights`, in whole units of the resource (GPUs,
+    millicores, MiB), the remainder to the largest fractions first (so the parts add up)."""
+    unit = _UNIT[resource]
+    units = total // unit
+    weight = sum(weights.values(), Fraction(0))
+    if not weights or not weight:
+        return {n: Fraction(0) for n in weights}
+    exact = {n: units * w / weight for n, w in weights.items()}
+    out = {n: int(v) for n, v in exact.items()}
+    left = int(units) - sum(out.values())
+    for n in sorted(exact, key=lambda n: (-(exact[n] - int(exact[n])), list(weights).index(n)))[
+        :left
+    ]:
+        out[n] += 1
+    return {n: v * unit for n, v in out.items()}
 
-    GPU pools: the team's GPU total (no more than the pool can hold), and the CPU and memory
-    that come with those GPUs (`per_gpu`; the team's cpu/memory totals when the nodes are
-    unknown). CPU pools: the team's cpu and memory totals (no more than the pool can hold).
-    A pool listed under `quota.pools` gets what it says instead, resource by resource (the
-    way to split the total, or to keep a team out of a pool with 0).
-    """
+
+@dataclass(frozen=True)
+class QuotaPlan:
+    """Every team's nominal quota per pool, what each cohort shares beyond them, and the
+    warnings the split gave (a key, what it asks, what the pools can hold)."""
+
+    nominal: dict[str, dict[str, dict[str, Fraction]]]  # team -> pool -> resource
+    shared: dict[str, dict[str, dict[str, Fraction]]]  # cohort -> pool -> resource
+    warnings: tuple[str, ...] = ()
+
+
+def _asked(team: TeamConfig, pools: list[PoolFacts], gpus: dict[str, Fraction] | None):
+    """pool -> resource -> what the team asks of the pool before other teams are counted.
+    With `gpus` (its GPUs per pool after the pools' limits), the CPU and memory of its GPU
+    pools follow those GPUs."""
     explicit = dict(team.quota.pools)
     totals = {r: parse_quantity(getattr(team.quota, _CONFIG_KEY[r])) for r in COVERED}
-    out: dict[str, dict[str, Fraction]] = {}
+    out: dict[str, dict[str, Fraction]] = {p.name: {} for p in pools}
+    # GPUs over the GPU pools, cpu/memory over the CPU pools: what quota.pools does not say
+    for r, eligible in (
+        (GPU, [p for p in pools if p.gpus_per_node]),
+        ("cpu", [p for p in pools if not p.gpus_per_node]),
+        ("memory", [p for p in pools if not p.gpus_per_node]),
+    ):
+        given = {
+            p.name: parse_quantity(v)
+            for p in eligible
+            if p.name in explicit and (v := getattr(explicit[p.name], _CONFIG_KEY[r])) is not None
+        }
+        free = [p for p in eligible if p.name not in given]
+        caps = {p.name: _holds(p, r) for p in free}
+        bounded = [c for c in caps.values() if c is not None]
+        fallback = max(bounded, default=Fraction(1)) or Fraction(1)
+        weights = {n: (c if c is not None else fallback) for n, c in caps.items()}
+        rest = max(totals[r] - sum(given.values(), Fraction(0)), Fraction(0))
+        parts = _share(rest, weights, r)
+        for p in eligible:
+            out[p.name][r] = given.get(p.name, parts.get(p.name, Fraction(0)))
     for p in pools:
-        mine: dict[str, Fraction] = {}
-        if p.gpus_per_node:
-            gpus = _capped(totals[GPU], p, GPU)
-            mine[GPU] = gpus
-            each = per_gpu(p)
-            for r in ("cpu", "memory"):
-                follow = totals[r] if each is None else _round_up(r, each[r] * gpus)
-                mine[r] = _capped(follow, p, r)
-        else:
-            mine = {GPU: Fraction(0), **{r: _capped(totals[r], p, r) for r in ("cpu", "memory")}}
-        given = explicit.get(p.name)
-        if given is not None:
+        mine = out[p.name]
+        if not p.gpus_per_node:
+            mine[GPU] = Fraction(0)
+            continue
+        each = per_gpu(p)
+        held = (gpus or {}).get(p.name, mine[GPU])
+        for r in ("cpu", "memory"):
+            value = getattr(explicit[p.name], _CONFIG_KEY[r]) if p.name in explicit else None
+            if value is not None:
+                mine[r] = parse_quantity(value)
+            else:
+                mine[r] = totals[r] if each is None else _round_up(r, each[r] * held)
+    return out
+
+
+def _fit(
+    asked: dict[str, dict[str, dict[str, Fraction]]], pools: list[PoolFacts], resources
+) -> dict[str, dict[str, dict[str, Fraction]]]:
+    """Each pool's asks scaled down, in proportion, where together they exceed what it holds."""
+    out = {t: {p: dict(rs) for p, rs in per.items()} for t, per in asked.items()}
+    for p in pools:
+        for r in resources:
+            cap = _holds(p, r)
+            total = sum((asked[t][p.name][r] for t in asked), Fraction(0))
+            if cap is None or total <= cap:
+                continue
+            parts = _share(cap, {t: asked[t][p.name][r] for t in asked}, r)
+            for t in asked:
+                out[t][p.name][r] = parts[t]
+    return out
+
+
+def quota_plan(teams: Iterable[TeamConfig], pools: Iterable[PoolFacts]) -> QuotaPlan:
+    """The guarantees of all teams at once: GPUs first (split, then fitted to each pool),
+    then the CPU and memory that follow them and those of the CPU pools (fitted too)."""
+    teams, pools = list(teams), list(pools)
+    first = {t.name: _asked(t, pools, None) for t in teams}
+    gpus = _fit(first, pools, (GPU,))
+    asked = {
+        t.name: _asked(t, pools, {p: rs[GPU] for p, rs in gpus[t.name].items()}) for t in teams
+    }
+    for t in teams:
+        for p in pools:
+            asked[t.name][p.name][GPU] = gpus[t.name][p.name][GPU]
+    nominal = _fit(asked, pools, ("cpu", "memory"))
+    warnings = []
+    for i, t in enumerate(teams):
+        where = f"trainforge:teams[{i}].quota"
+        for r in COVERED:
+            key = _CONFIG_KEY[r]
+            eligible = [p for p in pools if bool(p.gpus_per_node) == (r == GPU)]
+            if not eligible:
+                continue
+            want = parse_quantity(getattr(t.quota, key))
+            got = sum((nominal[t.name][p.name][r] for p in eligible), Fraction(0))
+            holds = [_holds(p, r) for p in eligible]
+            if got < want:
+                room = (
+                    format_quantity(r, sum(holds, Fraction(0)))
+                    if all(h is not None for h in holds)
+                    else "less"
+                )
+                kind = "GPU" if r == GPU else "CPU"
+                warnings.append(
+                    f"{where}.{key}: {getattr(t.quota, key)} asked, but the {kind} pools "
+                    f"({', '.join(p.name for p in eligible)}) hold {room} shared by "
+                    f"{len(teams)} team(s): team {t.name} is guaranteed "
+                    f"{format_quantity(r, got)}; the rest only while other teams leave it idle"
+                )
+        for pname, given in t.quota.pools:
+            p = next((x for x in pools if x.name == pname), None)
+            if p is None:
+                continue
             for r in COVERED:
                 value = getattr(given, _CONFIG_KEY[r])
-                if value is not None:
-                    mine[r] = (
-                        parse_quantity(value) if (r != GPU or p.gpus_per_node) else Fraction(0)
+                if value is None or (r == GPU and not p.gpus_per_node):
+                    continue
+                if nominal[t.name][pname][r] < parse_quantity(value):
+                    warnings.append(
+                        f"{where}.pools.{pname}.{_CONFIG_KEY[r]}: {value} asked, but pool "
+                        f"{pname} holds {format_quantity(r, _holds(p, r) or Fraction(0))} "
+                        f"shared by the teams: team {t.name} is guaranteed "
+                        f"{format_quantity(r, nominal[t.name][pname][r])} there"
                     )
-        out[p.name] = mine
-    return out
+    shared: dict[str, dict[str, dict[str, Fraction]]] = {}
+    cohorts = sorted({t.cohort for t in teams})
+    for p in pools:
+        for r in COVERED:
+            cap = _holds(p, r)
+            if cap is None:
+                continue
+            left = cap - sum((nominal[t.name][p.name][r] for t in teams), Fraction(0))
+            by_cohort = {
+                c: sum((nominal[t.name][p.name][r] for t in teams if t.cohort == c), Fraction(0))
+                for c in cohorts
+            }
+            if not any(by_cohort.values()):
+                by_cohort = {c: Fraction(1) for c in cohorts}
+            for c, v in _share(max(left, Fraction(0)), by_cohort, r).items():
+                shared.setdefault(c, {}).setdefault(p.name, {})[r] = v
+    return QuotaPlan(nominal, shared, tuple(warnings))
+
+
+def nominal_quotas(
+    team: TeamConfig, pools: Iterable[PoolFacts], teams: Iterable[TeamConfig] | None = None
+) -> dict[str, dict[str, Fraction]]:
+    """pool -> resource -> the team's nominal (guaranteed) quota there, given all `teams`
+    (by default the team alone): its part of `quota_plan`."""
+    teams = list(teams) if teams is not None else [team]
+    if all(t.name != team.name for t in teams):
+        teams.append(team)
+    return quota_plan(teams, pools).nominal[team.name]
 
 
 def borrowing_limits(team: TeamConfig) -> dict[str, Fraction | None]:
@@ -231,47 +406,63 @@ def borrowing_limits(team: TeamConfig) -> dict[str, Fraction | None]:
     }
 
 
-def team_total(team: TeamConfig, pools: Iterable[PoolFacts]) -> dict[str, Fraction]:
-    """What the team may hold at once over all pools, per resource: its GPUs, and the most
-    its nominal quota lets it hold of cpu and memory -- those of its CPU pools plus those that
-    come with its GPUs in the GPU pool where they bring the most."""
+def team_total(
+    team: TeamConfig, pools: Iterable[PoolFacts], teams: Iterable[TeamConfig] | None = None
+) -> dict[str, Fraction]:
+    """What the team is guaranteed at once over all pools, per resource: the sum of its
+    nominal quotas (`quota_plan`), given all `teams`."""
     pools = list(pools)
-    nominal = nominal_quotas(team, pools)
-    gpu_pools = [nominal[p.name] for p in pools if p.gpus_per_node]
-    cpu_pools = [nominal[p.name] for p in pools if not p.gpus_per_node]
-    gpus = min(sum((q[GPU] for q in gpu_pools), Fraction(0)), parse_quantity(team.quota.gpus))
-    out: dict[str, Fraction] = {GPU: gpus}
-    for r in ("cpu", "memory"):
-        with_gpus = sum((q[r] for q in gpu_pools), Fraction(0))
-        ratios = [q[r] / q[GPU] for q in gpu_pools if q[GPU]]
-        if ratios:
-            with_gpus = min(with_gpus, _round_up(r, max(ratios) * gpus))
-        out[r] = sum((q[r] for q in cpu_pools), Fraction(0)) + with_gpus
+    nominal = nominal_quotas(team, pools, teams)
+    return {r: sum((nominal[p.name][r] for p in pools), Fraction(0)) for r in COVERED}
+
+
+def lendable(
+    team: TeamConfig, teams: Iterable[TeamConfig], pools: Iterable[PoolFacts]
+) -> dict[str, dict[str, Fraction]]:
+    """pool -> resource -> what the team's cohort could ever lend it there: the other
+    members' nominal quotas and the cohort's own share of the pool."""
+    teams, pools = list(teams), list(pools)
+    if all(t.name != team.name for t in teams):
+        teams.append(team)
+    plan = quota_plan(teams, pools)
+    shared = plan.shared.get(team.cohort, {})
+    out: dict[str, dict[str, Fraction]] = {}
+    for p in pools:
+        out[p.name] = {
+            r: shared.get(p.name, {}).get(r, Fraction(0))
+            + sum(
+                (
+                    plan.nominal[t.name][p.name][r]
+                    for t in teams
+                    if t.cohort == team.cohort and t.name != team.name
+                ),
+                Fraction(0),
+            )
+            for r in COVERED
+        }
     return out
 
 
 def admissible_max(
     team: TeamConfig, teams: Iterable[TeamConfig], pools: Iterable[PoolFacts]
 ) -> dict[str, Fraction]:
-    """The most the team may hold at once, per resource, over all pools: its own total
-    (`team_total`) plus what it may borrow from its cohort -- the other members' totals, or
-    its borrowing limit in each pool when that is less. The namespace's ResourceQuota is set
-    to this: the hard backstop that keeps the team within its total across pools (Kueue only
-    counts per pool), and that never refuses a pod its queue admitted within quota."""
-    pools = list(pools)
-    mine = team_total(team, pools)
-    peers = [t for t in teams if t.cohort == team.cohort and t.name != team.name]
-    lendable = {r: Fraction(0) for r in COVERED}
-    for t in peers:
-        for r, v in team_total(t, pools).items():
-            lendable[r] += v
+    """The most the team may hold at once, per resource, over all pools: in each pool its
+    nominal quota plus what it may borrow there (what its cohort could lend, no more than its
+    borrowing limit). The namespace's ResourceQuota is set to this: the hard backstop for
+    what the queue does not see, which never refuses a pod its queue admitted."""
+    teams, pools = list(teams), list(pools)
+    nominal = nominal_quotas(team, pools, teams)
+    lend = lendable(team, teams, pools)
     limits = borrowing_limits(team)
     out: dict[str, Fraction] = {}
     for r in COVERED:
-        eligible = [p for p in pools if p.gpus_per_node or r != GPU]
-        limit = limits[r]
-        borrow = lendable[r] if limit is None else min(lendable[r], limit * len(eligible))
-        out[r] = mine[r] + borrow
+        total = Fraction(0)
+        for p in pools:
+            borrow = lend[p.name][r]
+            if limits[r] is not None:
+                borrow = min(borrow, limits[r])
+            total += nominal[p.name][r] + borrow
+        out[r] = total
     return out
 
 
@@ -283,10 +474,14 @@ def cluster_queue_name(team: str) -> str:
 
 
 def cluster_queue(
-    team: TeamConfig, pools: Iterable[PoolFacts], config: KueueConfig, namespace: str
+    team: TeamConfig,
+    pools: Iterable[PoolFacts],
+    config: KueueConfig,
+    namespace: str,
+    teams: Iterable[TeamConfig] | None = None,
 ) -> dict[str, Any]:
     pools = list(pools)
-    nominal = nominal_quotas(team, pools)
+    nominal = nominal_quotas(team, pools, teams)
     limits = borrowing_limits(team)
     flavors = []
     for p in pools:
@@ -324,12 +519,37 @@ def cluster_queue(
     }
 
 
-def local_queue(team: TeamConfig, namespace: str) -> dict[str, Any]:
+def local_queue(team: TeamConfig, namespace: str, name: str = LOCAL_QUEUE) -> dict[str, Any]:
     return {
         "apiVersion": API_VERSION,
         "kind": "LocalQueue",
-        "metadata": _meta(LOCAL_QUEUE, {"trainforge.io/team": team.name}, namespace),
+        "metadata": _meta(name, {"trainforge.io/team": team.name}, namespace),
         "spec": {"clusterQueue": cluster_queue_name(team.name)},
+    }
+
+
+def cohort(name: str, shared: Mapping[str, Mapping[str, Fraction]], pools: list[PoolFacts]):
+    """The cohort's own quota: per pool, what no member is guaranteed. Members borrow it
+    while it is idle; it belongs to nobody, so any member may take it (and loses it to a
+    member that reclaims its own nominal quota)."""
+    flavors = [
+        {
+            "name": flavor_name(p.name),
+            "resources": [
+                {
+                    "name": r,
+                    "nominalQuota": format_quantity(r, shared.get(p.name, {}).get(r, Fraction(0))),
+                }
+                for r in COVERED
+            ],
+        }
+        for p in pools
+    ]
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "Cohort",
+        "metadata": _meta(name),
+        "spec": {"resourceGroups": [{"coveredResources": list(COVERED), "flavors": flavors}]},
     }
 
 
@@ -337,15 +557,20 @@ def queue_objects(
     teams: Iterable[TeamConfig], pools: Iterable[PoolFacts], config: KueueConfig
 ) -> list[dict[str, Any]]:
     """Every Kueue object for these teams and pools, in the order they can be applied."""
-    pools = list(pools)
+    teams, pools = list(teams), list(pools)
     out: list[dict[str, Any]] = []
     if any(uses_topology(p) for p in pools):
         out.append(topology())
     out += [resource_flavor(p) for p in pools]
     out += priority_classes()
+    plan = quota_plan(teams, pools)
+    for name in sorted({t.cohort for t in teams}):
+        out.append(cohort(name, plan.shared.get(name, {}), pools))
     for t in teams:
-        out.append(cluster_queue(t, pools, config, t.name))
+        out.append(cluster_queue(t, pools, config, t.name, teams))
         out.append(local_queue(t, t.name))
+        # jobs without a queue label land here (Kueue's LocalQueue defaulting)
+        out.append(local_queue(t, t.name, DEFAULT_LOCAL_QUEUE))
     return out
 
 
@@ -358,10 +583,11 @@ def namespace_quota(
     """The team's namespace limits for gpus/cpu/memory (its ResourceQuota, and what a single
     job is checked against at preview): the team's total over its pools (`team_total`: CPU
     and memory follow the GPUs), and with Kueue also what it may borrow from its cohort
-    (`admissible_max`). The hard backstop: Kueue counts quota per pool, this the total."""
+    (`admissible_max`). The hard backstop for what the queue does not see."""
     pools = list(pools)
     q = team.quota
     if not pools:
         return {"gpus": q.gpus, "cpu": q.cpu, "memory": q.memory}
-    most = admissible_max(team, teams, pools) if kueue_enabled else team_total(team, pools)
+    teams = list(teams)
+    most = admissible_max(team, teams, pools) if kueue_enabled else team_total(team, pools, teams)
     return {_CONFIG_KEY[r]: format_quantity(r, most[r]) for r in COVERED}

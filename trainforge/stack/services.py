@@ -530,7 +530,7 @@ class KueueConfig(StackModel):
     """Queueing with gang admission (trainforge.platform.kueue)."""
 
     enabled: Bool = True
-    """Install Kueue, a ClusterQueue and a LocalQueue `training` per team, a ResourceFlavor per pool and the priority classes. `false`: jobs start as soon as they are created, capped by the namespace quota only."""
+    """Install Kueue, a ClusterQueue and LocalQueues `training` and `default` per team (jobs without a queue label are queued too), a Cohort, a ResourceFlavor per pool and the priority classes. `false`: jobs start as soon as they are created, capped by the namespace quota only."""
     queueing_strategy: Literal["BestEffortFIFO", "StrictFIFO"] = "BestEffortFIFO"
     """`BestEffortFIFO` (a job that does not fit lets later jobs of the team try) or `StrictFIFO` (it blocks the team's queue)."""
     preemption: KueuePreemption = KueuePreemption()
@@ -572,11 +572,11 @@ class TeamQuotaConfig(StackModel):
     """A team's quota: its totals, an explicit split per pool, what it may borrow."""
 
     gpus: Count = "0"
-    """The team's GPUs (a whole number): how many it may hold at once, in whichever GPU pools (each GPU pool's nominal Kueue quota); the CPU and memory that come with the GPUs follow them."""
+    """The team's guaranteed GPUs (a whole number), split over the GPU pools in proportion to what each holds (or by `pools`); per pool, the teams' guarantees never add up to more than the pool holds (scaled down, with a plan warning). The CPU and memory that come with the GPUs follow them."""
     cpu: Quantity = "16"
-    """Its CPU (a Kubernetes quantity) for CPU-only work: each CPU pool's nominal quota."""
+    """Its guaranteed CPU (a Kubernetes quantity) for CPU-only work, split over the CPU pools like `gpus`."""
     memory: Quantity = "64Gi"
-    """Its memory for CPU-only work: each CPU pool's nominal quota."""
+    """Its guaranteed memory for CPU-only work, split over the CPU pools like `gpus`."""
     pods: Count = "50"
     """`pods` in the namespace's ResourceQuota (a whole number)."""
     # (pool, quota) pairs in the config object, so that a team stays hashable.
@@ -586,7 +586,7 @@ class TeamQuotaConfig(StackModel):
         AfterValidator(lambda v: tuple(v.items())),
         PlainSerializer(dict),
     ] = Field({}, validate_default=True)
-    """An explicit split: nominal quota per pool, `{<pool>: {gpus, cpu, memory}}`, instead of the totals above (0 keeps the team out of a pool); adding up to at most the totals."""
+    """An explicit split: nominal quota per pool, `{<pool>: {gpus, cpu, memory}}` (0 keeps the team out of a pool); the pools it does not name share the rest of the totals; adding up to at most the totals."""
     borrowing_limit: PoolQuota = PoolQuota()
     """`{gpus, cpu, memory}`: the most the team may borrow from its cohort in any one pool beyond its nominal quota there (unset: whatever the cohort has idle)."""
 

@@ -15,7 +15,14 @@ from typing import Any
 from trainforge.plan import crds
 
 API_VERSION = "kueue.x-k8s.io/v1beta2"
-KINDS = ("ClusterQueue", "LocalQueue", "ResourceFlavor", "Topology", "WorkloadPriorityClass")
+KINDS = (
+    "ClusterQueue",
+    "Cohort",
+    "LocalQueue",
+    "ResourceFlavor",
+    "Topology",
+    "WorkloadPriorityClass",
+)
 DNS1123 = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
@@ -101,6 +108,9 @@ def kueue_findings(doc: dict) -> list[str]:
         return errs
     if kind == "ClusterQueue":
         errs += _cluster_queue(spec)
+    elif kind == "Cohort":
+        # its resourceGroups have the same CEL rules; a Cohort has no cohortName to check
+        errs += _cluster_queue({**spec, "cohortName": "cohort"})
     elif kind == "ResourceFlavor":
         errs += _flavor(spec)
     elif kind == "Topology":

@@ -1,44 +1,54 @@
-"""Plan check: how each team's Kueue queue would admit the declared jobs.
+"""Plan check: how each team's Kueue queue would admit the declared jobs, and when.
 
 A small, documented simulation of Kueue's admission (v0.19, classic preemption), run on the
-objects the plan rendered (ClusterQueues, ResourceFlavors, LocalQueues,
+objects the plan rendered (ClusterQueues, the Cohort, ResourceFlavors, LocalQueues,
 WorkloadPriorityClasses) and the jobs the program declared:
 
-- Snapshot: every declared job is submitted at once, in declaration order (that order is
-  their creation order, Kueue's FIFO tie-break), into a cluster running nothing else.
+- Time: every declared job is submitted at once, in declaration order (that order is
+  their creation order, Kueue's FIFO tie-break), into a cluster running nothing else. Each
+  runs for its expected duration (trainforge.plan.cost.expected_duration: measured step
+  time, the estimate, or the deadline); when one ends, its quota is free and what waits is
+  tried again. So a waiting job has an expected start (None after a job of unknown
+  duration). A preempted job resumes later with what it had left to run.
 - A job is one workload: all of its pods at once (gang admission), `workers` x its pod's
   requests of cpu, memory and nvidia.com/gpu (EFA is excluded from quota).
 - Its queue: the LocalQueue its `kueue.x-k8s.io/queue-name` label names in its namespace,
-  and that queue's ClusterQueue (whose namespaceSelector must admit the namespace). Its
-  priority: the WorkloadPriorityClass its `kueue.x-k8s.io/priority-class` label names.
+  or without the label the namespace's LocalQueue `default` (manageJobsWithoutQueueName,
+  LocalQueue defaulting), and that queue's ClusterQueue (whose namespaceSelector must admit
+  the namespace). Its priority: the WorkloadPriorityClass its label names.
 - Its flavor: the first flavor of the ClusterQueue whose nodeLabels agree with the job's
-  nodeSelector and whose nodeTaints its pods tolerate.
+  nodeSelector and whose NoSchedule/NoExecute nodeTaints its pods, or the flavor's own
+  tolerations, tolerate (pkg/scheduler/flavorassigner at v0.19.2).
 - Quota: it fits when, for every resource, its queue's usage in that flavor stays within the
   nominal quota plus the borrowing limit (no limit: anything), and the cohort's usage stays
-  within the sum of its members' nominal quotas there (what is idle can be lent).
+  within its members' nominal quotas plus the Cohort's own there (what is idle is lent).
 - Order: Kueue cycles; in each, every queue offers its next pending job (highest priority,
   then oldest), and jobs that fit without borrowing go first, then by priority and age.
   `StrictFIFO` queues wait behind their head; `BestEffortFIFO` queues let later jobs pass
   one that does not fit.
-- The namespace's ResourceQuota (the hard backstop: the team's total over all pools, since
-  Kueue counts quota per pool) must hold the job's pods next to the team's running jobs.
-  Kueue does not see it: a job it admits past the backstop gets no pods until the team's
-  other jobs finish (waitForPodsReady evicts and requeues it); the simulation shows such a
-  job waiting, with the backstop's numbers.
+- The namespace's ResourceQuota (the backstop) must hold the job's pods next to the team's
+  running jobs; the simulation shows a job it holds back as waiting, with its numbers.
 - Preemption (classic): a job that does not fit may evict lower-priority jobs of its own
   queue (`withinClusterQueue`), jobs of queues that borrow in its flavor when it only takes
   back its own nominal quota (`reclaimWithinCohort`), and, when it must borrow itself,
   lower-priority jobs up to `maxPriorityThreshold` of borrowing queues
   (`borrowWithinCohort`); victims are picked from borrowing queues first, lowest priority
   first, newest first, then the set is minimised. Evicted jobs queue again.
+- Launch: every admitted gang is placed on its pool (its GPUs in all, within the pool's
+  limit; a node group's pods packed onto its nodes). A gang the pool could not launch is a
+  finding: the guarantees then add up to more than the pool holds.
 
-What it does not model: node capacity and topology (the scheduling rehearsal and
-topology-aware scheduling decide where pods fit), fair sharing, admission checks, partial
-admission, and jobs already running on the cluster.
+What it does not model: topology-aware placement, fair sharing, admission checks, partial
+admission, jobs already running on the cluster, and the steps redone after a preemption.
 
-Findings (waivable): a job whose object lacks its queue label, a job that can never be
-admitted (bigger than its queue could ever hold, or no queue, flavor or priority class that
-accepts it), and a job object that sets a field Kueue owns (its `suspend`, the pod
+The result other checks read is `outcomes(ctx)`: job -> `JobOutcome` (state "runs" /
+"waits" / "never", expected start and end in seconds from submission, flavor, what it
+borrows, why it waits). `admit_object` admits one job object as any client wrote it.
+
+Findings (waivable): a job whose object lacks its queue label where no `default`
+LocalQueue takes it, a job that can never be admitted (bigger than its queue could ever
+hold, or no queue, flavor or priority class that accepts it), an admitted gang its pool
+cannot launch, and a job object that sets a field Kueue owns (its `suspend`, the pod
 templates' `schedulingGates`, or a nodeSelector value that conflicts with its flavor, which
 makes Kueue fail to start it).
 """
@@ -63,9 +73,12 @@ QUEUE_TITLE = "Queue admission (Kueue, all declared jobs submitted at once)"
 RULE_LABEL = "TRAINFORGE_QUEUE_LABEL"
 RULE_NEVER = "TRAINFORGE_QUEUE_NEVER_ADMITTED"
 RULE_OWNED = "TRAINFORGE_QUEUE_KUEUE_OWNED_FIELD"
+RULE_UNLAUNCHABLE = "TRAINFORGE_QUEUE_UNLAUNCHABLE"
 RULES = {
+    RULE_UNLAUNCHABLE: "keep every pool's nominal quotas within what the pool holds "
+    "(trainforge.platform.queues.quota_plan; docs/teams.md, 'Quotas')",
     RULE_LABEL: "let the job's backend label its object with the team's queue "
-    "(trainforge.jobs.tenancy.queue_labels)",
+    "(trainforge.jobs.tenancy.queue_labels), or give the namespace a LocalQueue `default`",
     RULE_NEVER: "make the job smaller, or give the team more nominal quota (quota.pools) "
     "or a larger borrowing limit in that pool",
     RULE_OWNED: "leave suspend, schedulingGates and the flavor's node labels to Kueue "
@@ -79,6 +92,8 @@ class Flavor:
     labels: dict[str, str]
     taints: list[dict[str, Any]]
     topology: str | None
+    # Kueue counts them against the taints, and adds them to the pods of a job it admits
+    tolerations: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -115,6 +130,18 @@ class Workload:
     preempted_why: str = ""
     admitted_at: int = -1
     sizing: str = ""
+    pods: int = 1  # the gang's pods
+    # time, in seconds from the first submission (`Simulation.run_timed`)
+    submitted: float = 0.0
+    duration: float | None = None  # expected run time; None: unknown
+    remaining: float | None = None
+    started: float | None = None  # first admission
+    running_since: float | None = None
+    ends: float | None = None
+    at_once: str = ""  # the state right after submission: admitted | pending | never
+    borrowed_at_once: dict[str, Fraction] = field(default_factory=dict)
+    queue_name: str = ""  # the LocalQueue it went through
+    reason_at_once: str = ""
 
 
 def _q(v: Any) -> Fraction:
@@ -153,18 +180,37 @@ def _fmt(resource: str, v: Fraction) -> str:
     return f"{float(v):g}"
 
 
+@dataclass
+class PoolRoom:
+    """What a pool can launch: its GPUs in all, the most on one node, and for a node group
+    its nodes (a gang's pods must pack onto them); None where unbounded."""
+
+    gpus: Fraction | None
+    gpus_per_node: int
+    max_nodes: int | None = None
+
+
 class Simulation:
     def __init__(
         self,
         queues: dict[str, Queue],
         flavors: dict[str, Flavor],
         hard: dict[str, dict[str, Fraction]] | None = None,
+        shared: dict[str, dict[str, dict[str, Fraction]]] | None = None,
+        rooms: dict[str, PoolRoom] | None = None,
     ) -> None:
         self.queues = queues
         self.flavors = flavors
         self.hard = hard or {}  # namespace -> resource -> its ResourceQuota's hard limit
+        # cohort -> flavor -> resource: the Cohort object's own nominal quota
+        self.shared = shared or {}
+        self.rooms = rooms or {}  # flavor -> what its pool can launch
         self.ns_usage: dict[str, dict[str, Fraction]] = {}
         self.clock = 0
+        self.now = 0.0
+        # admitted gangs their pool could not launch: "job: why" (must stay empty)
+        self.unlaunchable: list[str] = []
+        self.pods: dict[str, list[tuple[str, int]]] = {}  # flavor -> (job, GPUs) per pod
 
     # -- the namespace backstop -----------------------------------------------------------
     def over_backstop(self, w: Workload) -> str | None:
@@ -187,6 +233,11 @@ class Simulation:
             return [q]
         return [x for x in self.queues.values() if x.cohort == q.cohort]
 
+    def cohort_quota(self, q: Queue, f: str, r: str) -> Fraction:
+        """What the cohort holds in the flavor: its members' nominal quotas and its own."""
+        own = self.shared.get(q.cohort or "", {}).get(f, {}).get(r, Fraction(0))
+        return sum((m.nominal[f][r] for m in self.cohort(q)), Fraction(0)) + own
+
     def fits(self, w: Workload, extra_free: dict[str, dict[str, Fraction]] | None = None) -> bool:
         q = self.queues[w.queue or ""]
         f = w.flavor or ""
@@ -206,7 +257,7 @@ class Simulation:
                 )
                 + need
             )
-            if total_used > sum(m.nominal[f][r] for m in members):
+            if total_used > self.cohort_quota(q, f, r):
                 return False
         return True
 
@@ -225,7 +276,7 @@ class Simulation:
         q = self.queues[w.queue or ""]
         f = w.flavor or ""
         for r, need in w.need.items():
-            lendable = sum(m.nominal[f][r] for m in self.cohort(q) if m is not q)
+            lendable = self.cohort_quota(q, f, r) - q.nominal[f][r]
             limit = q.borrow_limit[f][r]
             most = q.nominal[f][r] + (lendable if limit is None else min(limit, lendable))
             if need > most:
@@ -252,6 +303,43 @@ class Simulation:
             ns[r] = ns.get(r, Fraction(0)) + need
         w.state, w.reason, w.admitted_at = "admitted", "", self.clock
         self.clock += 1
+        if w.started is None:
+            w.started = self.now
+        w.running_since = self.now
+        if w.remaining is None:
+            w.remaining = w.duration
+        w.ends = None if w.remaining is None else self.now + w.remaining
+        self._launch(w)
+
+    def _launch(self, w: Workload) -> None:
+        """Place the gang's pods on its pool (GPUs in all; a node group's nodes, first fit,
+        largest pods first) and remember an admitted gang the pool could not launch."""
+        room = self.rooms.get(w.flavor or "")
+        gpus = w.need.get(GPU, Fraction(0))
+        pods = w.pods or 1
+        placed = self.pods.setdefault(w.flavor or "", [])
+        placed += [(w.job, int(gpus / pods))] * pods if gpus else []
+        if room is None or not gpus:
+            return
+        total = sum(g for _, g in placed)
+        why = ""
+        if room.gpus is not None and total > room.gpus:
+            why = f"{total} GPUs admitted in pool {w.flavor}, which holds {_fmt(GPU, room.gpus)}"
+        elif room.max_nodes is not None:
+            nodes: list[int] = []
+            for _, g in sorted(placed, key=lambda p: -p[1]):
+                i = next((i for i, free in enumerate(nodes) if free >= g), None)
+                if i is None:
+                    nodes.append(room.gpus_per_node - g)
+                else:
+                    nodes[i] -= g
+            if len(nodes) > room.max_nodes:
+                why = (
+                    f"its pods need {len(nodes)} nodes of {room.gpus_per_node} GPUs in pool "
+                    f"{w.flavor}, which has at most {room.max_nodes}"
+                )
+        if why:
+            self.unlaunchable.append(f"{w.job}: {why}")
 
     def evict(self, w: Workload, by: Workload, why: str) -> None:
         q = self.queues[w.queue or ""]
@@ -261,6 +349,53 @@ class Simulation:
             ns[r] = ns.get(r, Fraction(0)) - need
         w.state, w.borrowing, w.preempted_by, w.preempted_why = "pending", {}, by.job, why
         w.reason = f"preempted by {by.job} ({why})"
+        if w.remaining is not None and w.running_since is not None:
+            # it resumes from its checkpoint: what it ran is not run again (the steps since
+            # the last checkpoint are, which this does not count)
+            w.remaining = max(w.remaining - (self.now - w.running_since), 0.0)
+        w.ends = None
+        self._unplace(w)
+
+    def _unplace(self, w: Workload) -> None:
+        placed = self.pods.get(w.flavor or "", [])
+        self.pods[w.flavor or ""] = [p for p in placed if p[0] != w.job]
+
+    def finish(self, w: Workload) -> None:
+        """The job ends: its quota and its pods go back."""
+        q = self.queues[w.queue or ""]
+        ns = self.ns_usage.setdefault(w.namespace, {})
+        for r, need in w.need.items():
+            q.usage[w.flavor or ""][r] = q.use(w.flavor or "", r) - need
+            ns[r] = ns.get(r, Fraction(0)) - need
+        w.state, w.remaining, w.borrowing = "finished", 0.0, {}
+        self._unplace(w)
+
+    def run_timed(self, workloads: list[Workload], horizon: float = 90 * 24 * 3600.0) -> None:
+        """The queue over time: jobs arrive at `submitted`, run for their `duration`, and
+        what waits is admitted when quota frees up (Kueue requeues inadmissible jobs when a
+        job of the cohort finishes). Each job gets `at_once` (its state right after it is
+        submitted), `started` and `ends` (None: not within the horizon, or after a job of
+        unknown duration)."""
+        arrivals = sorted({w.submitted for w in workloads})
+        seen: set[int] = set()
+        while True:
+            live = [w for w in workloads if w.submitted <= self.now]
+            self.run(live)
+            for w in live:
+                if id(w) not in seen:
+                    seen.add(id(w))
+                    w.at_once = w.state
+                    w.borrowed_at_once = dict(w.borrowing)
+                    w.reason_at_once = w.reason
+            ends = [w.ends for w in workloads if w.state == "admitted" and w.ends is not None]
+            later = [t for t in arrivals if t > self.now]
+            upcoming = min(ends + later, default=None)
+            if upcoming is None or upcoming > horizon:
+                break
+            self.now = upcoming
+            for w in workloads:
+                if w.state == "admitted" and w.ends is not None and w.ends <= self.now:
+                    self.finish(w)
 
     # -- preemption (classic) ---------------------------------------------------------------
     def try_preempt(self, w: Workload, admitted: list[Workload]) -> bool:
@@ -348,7 +483,7 @@ class Simulation:
             heads.sort(key=lambda w: (bool(self.borrows(w)), -w.priority, w.order))
             freed = False
             for w in heads:
-                admitted = [x for x in live if x.state == "admitted"]
+                admitted = [x for x in workloads if x.state == "admitted"]
                 backstop = self.over_backstop(w)
                 if backstop:
                     w.reason = backstop
@@ -385,39 +520,48 @@ class Simulation:
         return heads
 
     def why_waiting(self, w: Workload) -> str:
+        """What the job waits for, in its own terms: a GPU job's GPUs when they are short
+        (the CPU and memory that come with them are short with them), in GPUs and cores."""
         q = self.queues[w.queue or ""]
         f = w.flavor or ""
         parts = []
+        short = []
         for r, need in w.need.items():
             used = q.use(f, r)
             members = self.cohort(q)
             # what the whole cohort has unused (a borrower already took its part of it)
             idle = max(
-                sum(m.nominal[f][r] for m in members) - sum(m.use(f, r) for m in members),
+                self.cohort_quota(q, f, r) - sum(m.use(f, r) for m in members),
                 Fraction(0),
             )
-            over = used + need - q.nominal[f][r]
-            if over <= 0 and self.fits(w):
+            limit = q.borrow_limit[f][r]
+            over_limit = limit is not None and used + need > q.nominal[f][r] + limit
+            solo_over = not q.cohort and used + need > q.nominal[f][r]
+            if need <= idle and not over_limit and not solo_over:
                 continue
-            if used + need > q.nominal[f][r]:
-                limit = q.borrow_limit[f][r]
-                text = (
-                    f"{_fmt(r, need)} {r} in pool {f}: team {q.name} has "
-                    f"{_fmt(r, q.nominal[f][r])} nominal, {_fmt(r, used)} in use"
-                )
-                if q.cohort:
-                    text += f"; cohort {q.cohort} has {_fmt(r, idle)} idle"
-                    if limit is not None:
-                        text += f", borrowing limit {_fmt(r, limit)}"
-                parts.append(text)
-        return "waits for quota: " + ("; ".join(parts) or "its cohort's capacity is in use")
+            short.append(r)
+            text = (
+                f"{_amount(r, need)} in pool {f}: team {q.name} is guaranteed "
+                f"{_amount(r, q.nominal[f][r])} there and uses {_amount(r, used)}"
+            )
+            if q.cohort:
+                text += f"; cohort {q.cohort} has {_amount(r, idle)} idle"
+                if limit is not None:
+                    text += f", borrowing limit {_amount(r, limit)}"
+            parts.append((r, text))
+        if GPU in short:
+            parts = [p for p in parts if p[0] == GPU]
+        return "waits for " + (
+            "; ".join(t for _, t in parts) or "its cohort's capacity, which is in use"
+        )
 
 
 # --- reading the rendered objects ----------------------------------------------------------
 
 
-def _queues(ctx: PlanContext) -> tuple[dict[str, Queue], dict[str, Flavor], dict, dict]:
+def _queues(ctx: PlanContext) -> tuple[dict[str, Queue], dict[str, Flavor], dict, dict, dict]:
     queues: dict[str, Queue] = {}
+    shared: dict[str, dict[str, dict[str, Fraction]]] = {}
     flavors: dict[str, Flavor] = {}
     local: dict[tuple[str, str], str] = {}
     priorities: dict[str, int] = {}
@@ -432,7 +576,16 @@ def _queues(ctx: PlanContext) -> tuple[dict[str, Queue], dict[str, Flavor], dict
                 dict(spec.get("nodeLabels") or {}),
                 list(spec.get("nodeTaints") or []),
                 spec.get("topologyName"),
+                list(spec.get("tolerations") or []),
             )
+        elif o.kind == "Cohort":
+            mine = shared.setdefault(o.obj_name, {})
+            for group in spec.get("resourceGroups") or []:
+                for fl in group.get("flavors") or []:
+                    mine[fl["name"]] = {
+                        res["name"]: _q(res.get("nominalQuota", 0))
+                        for res in fl.get("resources") or []
+                    }
         elif o.kind == "LocalQueue":
             local[(o.namespace or "", o.obj_name)] = str(spec.get("clusterQueue"))
         elif o.kind == "WorkloadPriorityClass":
@@ -461,7 +614,7 @@ def _queues(ctx: PlanContext) -> tuple[dict[str, Queue], dict[str, Flavor], dict
                 borrow_limit=limits,
                 flavors=order,
             )
-    return queues, flavors, local, priorities
+    return queues, flavors, local, priorities, shared
 
 
 _HARD = {"requests.nvidia.com/gpu": GPU, "requests.cpu": "cpu", "requests.memory": "memory"}
@@ -516,11 +669,55 @@ def _owned_fields(obj: Any, flavor: Flavor | None) -> list[str]:
     return sorted(set(out))
 
 
-def check(ctx: PlanContext) -> CheckResult:
+DEFAULT_QUEUE = "default"  # Kueue's LocalQueue defaulting (trainforge.platform.queues)
+# Kueue checks only these taint effects against a flavor (flavorassigner at v0.19.2)
+_CHECKED_EFFECTS = ("NoSchedule", "NoExecute")
+
+
+def _rooms(ctx: PlanContext) -> dict[str, PoolRoom]:
+    """flavor (pool) -> what the pool can launch, from the declared platform contract."""
+    from trainforge.platform.queues import pool_capacity  # noqa: PLC0415
+
+    out: dict[str, PoolRoom] = {}
+    for contract in getattr(ctx.declared, "contracts", None) or []:
+        for name, pool in contract.pools.items():
+            if pool.gpus_per_node:
+                out[name] = PoolRoom(pool_capacity(pool, GPU), pool.gpus_per_node, pool.max_nodes)
+    return out
+
+
+def _duration(spec: Any, pool: Any) -> float | None:
+    from trainforge.plan.cost import expected_duration  # noqa: PLC0415
+
+    return expected_duration(spec, pool).seconds
+
+
+@dataclass(frozen=True)
+class JobOutcome:
+    """What the queue does with one declared job, all declared jobs submitted at once (the
+    stable result other checks read: `outcomes`).
+
+    state: "runs" (admitted at once), "waits" (admitted later, or not within the horizon),
+    "never"; start_seconds: expected start after submission (0 for "runs"; None: never, or
+    after a job of unknown duration); ends_seconds likewise; borrowing: what it borrows from
+    its cohort when admitted at once, per resource."""
+
+    job: str
+    team: str
+    state: str
+    start_seconds: float | None
+    ends_seconds: float | None
+    flavor: str | None
+    borrowing: dict[str, Fraction]
+    reason: str
+
+
+def simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulation | None]:
+    """Every declared job as a Kueue workload, run through the queue over time."""
     declared = getattr(ctx.declared, "jobs", None) or []
-    queues, flavors, local, priorities = _queues(ctx)
+    queues, flavors, local, priorities, shared = _queues(ctx)
     if not declared or not queues:
-        return CheckResult()
+        return [], [], None
     findings: list[Finding] = []
     workloads: list[Workload] = []
 
@@ -543,20 +740,30 @@ def check(ctx: PlanContext) -> CheckResult:
             continue
         w = Workload(spec.name, spec.team, target.namespace, i)
         w.sizing = sizing_rule(spec, target.pool)
+        w.duration = _duration(spec, target.pool)
         workloads.append(w)
         obj = _workload_object(ctx, spec.name, target.namespace)
         labels = ((obj.doc.get("metadata") or {}).get("labels") or {}) if obj else {}
         queue_name = labels.get(QUEUE_LABEL)
+        if obj is not None and queue_name is None and (target.namespace, DEFAULT_QUEUE) in local:
+            # Kueue manages jobs without the label in team namespaces and gives them the
+            # namespace's LocalQueue `default` (manageJobsWithoutQueueName, LocalQueue
+            # defaulting)
+            queue_name = DEFAULT_QUEUE
         if obj is None or queue_name is None:
-            w.state = "never"
-            w.reason = "its object has no kueue.x-k8s.io/queue-name label: Kueue ignores it"
+            w.state = w.at_once = "never"
+            w.reason = (
+                "its object has no kueue.x-k8s.io/queue-name label and its namespace no "
+                "LocalQueue `default`: Kueue never admits it"
+            )
             finding(w, RULE_LABEL, w.reason, obj)
             continue
+        w.queue_name = queue_name
         pods = _pod_specs(obj.doc.get("spec"))
         pod = pods[0]
         cq_name = local.get((target.namespace, queue_name))
         if cq_name is None or cq_name not in queues:
-            w.state = "never"
+            w.state = w.at_once = "never"
             w.reason = f"no LocalQueue {queue_name!r} (with a ClusterQueue) in {target.namespace}"
             finding(w, RULE_NEVER, w.reason, obj)
             continue
@@ -565,7 +772,7 @@ def check(ctx: PlanContext) -> CheckResult:
             k != "kubernetes.io/metadata.name" or v != target.namespace
             for k, v in q.namespaces.items()
         ):
-            w.state = "never"
+            w.state = w.at_once = "never"
             w.reason = f"ClusterQueue {cq_name} does not admit namespace {target.namespace}"
             finding(w, RULE_NEVER, w.reason, obj)
             continue
@@ -573,7 +780,7 @@ def check(ctx: PlanContext) -> CheckResult:
         pclass = labels.get(PRIORITY_LABEL, "")
         w.priority_class = pclass
         if pclass and pclass not in priorities:
-            w.state = "never"
+            w.state = w.at_once = "never"
             w.reason = f"no WorkloadPriorityClass {pclass!r}"
             finding(w, RULE_NEVER, w.reason, obj)
             continue
@@ -585,7 +792,11 @@ def check(ctx: PlanContext) -> CheckResult:
             if fl is None:
                 continue
             agrees = all(selector.get(k, v) == v for k, v in fl.labels.items())
-            tolerated = all(_tolerates(tolerations, t) for t in fl.taints)
+            tolerated = all(
+                _tolerates(tolerations + fl.tolerations, t)
+                for t in fl.taints
+                if t.get("effect") in _CHECKED_EFFECTS
+            )
             if agrees and tolerated:
                 w.flavor = fname
                 break
@@ -593,7 +804,7 @@ def check(ctx: PlanContext) -> CheckResult:
         if owned:
             finding(w, RULE_OWNED, "sets " + "; ".join(owned), obj)
         if w.flavor is None:
-            w.state = "never"
+            w.state = w.at_once = "never"
             w.reason = (
                 f"no flavor of ClusterQueue {cq_name} matches its nodeSelector {selector} "
                 "and tolerations"
@@ -601,49 +812,248 @@ def check(ctx: PlanContext) -> CheckResult:
             finding(w, RULE_NEVER, w.reason, obj)
             continue
         workers = spec.workers
+        w.pods = workers
         per_pod = {
             "cpu": _q(spec.cpu or 0),
             "memory": _q(spec.memory or 0),
             GPU: Fraction(spec.gpus_per_worker or 0),
         }
         w.need = {r: v * workers for r, v in per_pod.items() if v}
-        sim = Simulation(queues, flavors)
+        sim = Simulation(queues, flavors, shared=shared)
         why = sim.can_ever_fit(w)
         if why:
-            w.state = "never"
+            w.state = w.at_once = "never"
             w.reason = f"can never be admitted: {why}"
             finding(w, RULE_NEVER, w.reason, obj)
 
-    sim = Simulation(queues, flavors, _backstops(ctx))
-    sim.run(workloads)
-    return CheckResult(findings=findings, sections=[_section(workloads, queues)])
+    sim = Simulation(queues, flavors, _backstops(ctx), shared, _rooms(ctx))
+    sim.run_timed(workloads)
+    for gone in sim.unlaunchable:
+        job = gone.split(":", 1)[0]
+        w = next(x for x in workloads if x.job == job)
+        finding(w, RULE_UNLAUNCHABLE, "admitted, but its pool cannot launch it: " + gone)
+    return workloads, findings, sim
+
+
+@dataclass
+class _Obj:
+    """The slice of a rendered object the simulation reads (trainforge.plan.manifests)."""
+
+    doc: dict[str, Any]
+
+    @property
+    def kind(self) -> str:
+        return self.doc["kind"]
+
+    @property
+    def obj_name(self) -> str:
+        return self.doc["metadata"]["name"]
+
+    @property
+    def namespace(self) -> str | None:
+        return self.doc["metadata"].get("namespace")
+
+
+class DocsContext:
+    """A PlanContext stand-in over plain Kueue documents (no plan run)."""
+
+    def __init__(self, docs: list[dict[str, Any]]) -> None:
+        self.objects = [_Obj(d) for d in docs]
+
+
+@dataclass
+class Admission:
+    """What Kueue does with one job object on its own (`admit_object`)."""
+
+    workload: Workload
+    local_queue: str | None  # the LocalQueue it went through (`default` when unlabelled)
+    # what Kueue adds to the pod templates on admission: the flavor's node labels and
+    # tolerations (only those not already there)
+    node_selector: dict[str, str] = field(default_factory=dict)
+    tolerations: list[dict[str, Any]] = field(default_factory=list)
+
+
+def admit_object(
+    docs: list[dict[str, Any]],
+    namespace: str,
+    labels: dict[str, str],
+    pod: dict[str, Any],
+    need: dict[str, Fraction],
+    pods: int = 1,
+) -> Admission:
+    """Admit one job, as any client wrote it (a Kubeflow SDK TrainJob, a hand-written Job),
+    against the platform's rendered Kueue objects, into an idle cluster: its queue (its
+    label, else its namespace's LocalQueue `default`), its flavor (node labels that agree
+    with its pod's nodeSelector, taints tolerated by its pod or the flavor), and whether its
+    gang `need` (all pods together) fits. The workload's state is "admitted", "pending"
+    or "never", with its reason."""
+    queues, flavors, local, priorities, shared = _queues(DocsContext(docs))  # type: ignore[arg-type]
+    w = Workload(str(labels.get("trainforge.io/job", "job")), namespace, namespace, 0)
+    w.need, w.pods = dict(need), pods
+    lq = labels.get(QUEUE_LABEL)
+    if lq is None and (namespace, DEFAULT_QUEUE) in local:
+        lq = DEFAULT_QUEUE
+    out = Admission(w, lq)
+    cq = local.get((namespace, lq or ""))
+    if cq is None or cq not in queues:
+        w.state, w.reason = "never", f"no LocalQueue {lq!r} (with a ClusterQueue) in {namespace}"
+        return out
+    w.queue, w.team = cq, cq
+    q = queues[cq]
+    w.priority = priorities.get(labels.get(PRIORITY_LABEL, ""), 0)
+    selector = pod.get("nodeSelector") or {}
+    tolerations = list(pod.get("tolerations") or [])
+    passed_over: list[str] = []
+    for fname in q.flavors:
+        fl = flavors.get(fname)
+        if fl is None:
+            continue
+        # Kueue's flavorassigner: the flavor's nodeTaints against the pod's tolerations plus
+        # the flavor's own (NoSchedule/NoExecute), then its nodeLabels against the selector
+        untolerated = [
+            t
+            for t in fl.taints
+            if t.get("effect") in _CHECKED_EFFECTS
+            and not _tolerates(tolerations + fl.tolerations, t)
+        ]
+        if untolerated:
+            passed_over.append(f"untolerated taint {untolerated[0].get('key')} in flavor {fname}")
+            continue
+        if not all(selector.get(k, v) == v for k, v in fl.labels.items()):
+            passed_over.append(f"flavor {fname} disagrees with its nodeSelector {selector}")
+            continue
+        w.flavor = fname
+        out.node_selector = dict(fl.labels)
+        out.tolerations = [t for t in fl.tolerations if t not in tolerations]
+        break
+    if w.flavor is None:
+        w.state = "never"
+        w.reason = f"no flavor of ClusterQueue {cq} fits: " + "; ".join(passed_over or ["none"])
+        return out
+    sim = Simulation(queues, flavors, shared=shared)
+    why = sim.can_ever_fit(w)
+    if why:
+        w.state, w.reason = "never", f"can never be admitted: {why}"
+        return out
+    sim.run([w])
+    return out
+
+
+def outcomes(ctx: PlanContext) -> dict[str, JobOutcome]:
+    """job name -> what the queue does with it (JobOutcome): the queue simulation's result
+    for other checks (the cost lines use the expected start)."""
+    workloads, _, _ = simulate(ctx)
+    return {w.job: _outcome(w) for w in workloads}
+
+
+def _outcome(w: Workload) -> JobOutcome:
+    state = {"admitted": "runs", "pending": "waits"}.get(w.at_once, "never")
+    return JobOutcome(
+        job=w.job,
+        team=w.team,
+        state=state,
+        start_seconds=None if state == "never" else w.started,
+        ends_seconds=None if state == "never" or w.started is None else w.ends,
+        flavor=w.flavor,
+        borrowing=dict(w.borrowed_at_once),
+        reason=(w.reason_at_once or w.reason) if state != "runs" else "",
+    )
+
+
+def check(ctx: PlanContext) -> CheckResult:
+    workloads, findings, sim = simulate(ctx)
+    warnings = list(getattr(ctx.declared, "quota_warnings", None) or [])
+    if sim is None:
+        if warnings:
+            return CheckResult(sections=[Section(TITLE, [f"quota: {x}" for x in warnings], [])])
+        return CheckResult()
+    return CheckResult(findings=findings, sections=[_section(workloads, sim, warnings)])
+
+
+TITLE = QUEUE_TITLE
+
+
+def hours(seconds: float) -> str:
+    """A wait or a run time as people say it: 45 min, 8.6 h, 3.2 days."""
+    if seconds < 3600:
+        return f"{max(round(seconds / 60), 1)} min"
+    if seconds < 48 * 3600:
+        return f"{seconds / 3600:.2g} h" if seconds < 36000 else f"{seconds / 3600:.3g} h"
+    return f"{seconds / 86400:.2g} days"
+
+
+def _amount(resource: str, v: Fraction) -> str:
+    """An amount in the job's own terms: 8 GPUs, 94.8 cores, 64Gi."""
+    if resource == GPU:
+        return f"{_fmt(GPU, v)} GPU{'s' if v != 1 else ''}"
+    if resource == "cpu":
+        return f"{_fmt('cpu', v)} cores"
+    return _fmt(resource, v)
 
 
 def summary(workloads: list[Workload]) -> str:
     """One line: every job admitted at once, or which wait (or never run) and why."""
-    waiting = [w for w in workloads if w.state != "admitted"]
+    waiting = [w for w in workloads if w.at_once != "admitted"]
     if not waiting:
         return f"all {len(workloads)} job(s) are admitted at once"
-    whys = "; ".join(f"{w.team}/{w.job} {w.reason or 'waits'}" for w in waiting)
+    whys = "; ".join(f"{w.team}/{w.job} {_waiting_text(w)}" for w in waiting)
     return f"{len(waiting)} of {len(workloads)} job(s) do not start at once: {whys}"
 
 
-def _section(workloads: list[Workload], queues: dict[str, Queue]) -> Section:
-    lines: list[str] = [summary(workloads)]
+def _waiting_text(w: Workload) -> str:
+    text = w.reason_at_once or w.reason or "waits"
+    if w.at_once == "never":
+        return text
+    if w.started is not None:
+        text += f"; expected to start after {hours(w.started - w.submitted)}"
+    else:
+        text += (
+            "; expected start unknown (a job ahead has no expected duration, or it is more "
+            "than 90 days away)"
+        )
+    return text
+
+
+def _reclaimers(w: Workload, sim: Simulation) -> str:
+    """Who may take back what a borrowing job borrows, and when."""
+    q = sim.queues[w.queue or ""]
+    f = w.flavor or ""
+    owners = [
+        m.name
+        for m in sim.cohort(q)
+        if m is not q
+        and any(m.nominal.get(f, {}).get(r, 0) for r in w.borrowing)
+        and m.preemption.get("reclaimWithinCohort", "Never") != "Never"
+    ]
+    if not owners:
+        return "nobody reclaims it (what it borrows is the cohort's own share)"
+    return (
+        f"team {' or '.join(owners)} may reclaim it at any time: a job of theirs that fits "
+        "their nominal quota in this pool preempts it (it resumes from its checkpoint)"
+    )
+
+
+def _section(workloads: list[Workload], sim: Simulation, warnings: list[str]) -> Section:
+    lines: list[str] = [f"quota: {x}" for x in warnings] + [summary(workloads)]
     data = []
     for w in workloads:
-        if w.state == "admitted":
+        o = _outcome(w)
+        if o.state == "runs":
             text = f"runs on {w.flavor}"
-            if w.borrowing:
-                q = queues[w.queue or ""]
-                lent = ", ".join(f"{_fmt(r, v)} {r}" for r, v in sorted(w.borrowing.items()))
-                text += f", borrowing {lent} from cohort {q.cohort}"
+            if o.borrowing:
+                q = sim.queues[w.queue or ""]
+                lent = ", ".join(_amount(r, v) for r, v in sorted(o.borrowing.items()))
+                text += f", borrowing {lent} from cohort {q.cohort}; " + _reclaimers(
+                    _borrowing_view(w), sim
+                )
             else:
                 text += " within its nominal quota"
-        elif w.state == "never":
-            text = w.reason
         else:
-            text = w.reason or "waits"
+            text = _waiting_text(w)
+        if w.queue_name == DEFAULT_QUEUE:
+            text += " (no queue label: through LocalQueue default)"
+        if w.duration is not None and o.state != "never":
+            text += f"; runs ~{hours(w.duration)}"
         label = f"{w.team}/{w.job}"
         prio = f" [{w.priority_class}]" if w.priority_class else ""
         lines.append(f"{label}{prio}: {text}")
@@ -656,130 +1066,92 @@ def _section(workloads: list[Workload], queues: dict[str, Queue]) -> Section:
                 "queue": w.queue,
                 "flavor": w.flavor,
                 "priority": w.priority_class,
-                "state": {"admitted": "runs", "pending": "waits"}.get(w.state, "never"),
-                "borrowing": {r: str(v) for r, v in w.borrowing.items()},
+                "state": o.state,
+                "borrowing": {r: str(v) for r, v in o.borrowing.items()},
                 "preemptedBy": w.preempted_by,
-                "reason": w.reason,
+                "reason": o.reason,
                 "sizing": w.sizing,
+                "expectedStartSeconds": o.start_seconds,
+                "expectedEndSeconds": o.ends_seconds,
+                "durationSeconds": w.duration,
             }
         )
-    return Section(QUEUE_TITLE, lines, data)
+    return Section(TITLE, lines, data)
+
+
+def _borrowing_view(w: Workload) -> Workload:
+    view = Workload(w.job, w.team, w.namespace, w.order, w.queue, w.flavor)
+    view.borrowing = dict(w.borrowed_at_once)
+    return view
 
 
 def admission(ctx: PlanContext) -> dict[tuple[str, str], tuple[str, str]]:
     """(team, job) -> (state, reason) of the queue simulation, state "runs" | "waits" |
     "never", for the cost report: what runs at once is what Kueue admits, not every declared
     job. Empty without Kueue queues (nothing holds a job back)."""
-    result = check(ctx)
-    rows = next((s.data for s in result.sections if s.title == QUEUE_TITLE), None) or []
-    return {(r["team"], r["job"]): (r["state"], r["reason"] or "") for r in rows}
+    return {(o.team, o.job): (o.state, o.reason or "") for o in outcomes(ctx).values()}
 
 
 # --- a workload submitted from outside the stack (the Kubeflow SDK, kubectl) ---------------------
-
-DEFAULT_LOCAL_QUEUE = "default"
 
 
 def admit_submitted(
     ctx: PlanContext, doc: dict[str, Any], pod: dict[str, Any], pods: int
 ) -> Workload:
     """Would Kueue admit `doc` (a TrainJob, Job, ... the stack does not declare), whose `pods`
-    pods look like `pod` (its effective pod template), on this plan's queues? Alone, on empty
-    queues: the question is whether it can ever run, not when.
-
-    Kueue's rules, as documented upstream (read 2026-11-27):
-    * a job of a built-in integration without the `kueue.x-k8s.io/queue-name` label is given
-      the LocalQueue `default` when its namespace has one (apache/spark-kubernetes-operator
-      PR #961 on Kueue v0.20's webhook; without one Kueue leaves it alone);
-    * a flavor's `nodeTaints` must be tolerated by the pod's own tolerations for the flavor to
-      be assigned; its `tolerations` are added to the admitted pods, for the nodes' taints
-      (kubernetes-sigs/kueue site/content/en/docs/concepts/resource_flavor.md @013beab).
-    The pods must then tolerate the taints of the pool the flavor's node labels select
-    (`flavor_pool_taints`, from the plan's Karpenter NodePools)."""
+    pods look like `pod` (its effective pod template), on this plan's queues, alone on idle
+    queues (`admit_object`)? Then, with the labels and tolerations Kueue adds on admission,
+    do its pods tolerate the taints of the pool the flavor selects (the Karpenter NodePool's
+    template)? A workload Kueue admits onto nodes its pods cannot land on holds quota and
+    never starts."""
     meta = doc.get("metadata") or {}
     ns = meta.get("namespace") or ""
-    labels = meta.get("labels") or {}
-    w = Workload(str(meta.get("name")), ns, ns, 0)
-    queues, flavors, local, priorities = _queues(ctx)
-    queue_name = labels.get(QUEUE_LABEL)
-    if queue_name is None and (ns, DEFAULT_LOCAL_QUEUE) in local:
-        queue_name = DEFAULT_LOCAL_QUEUE
-    if queue_name is None:
-        w.state, w.reason = (
-            "never",
-            (
-                f"no kueue.x-k8s.io/queue-name label and no LocalQueue {DEFAULT_LOCAL_QUEUE!r} in "
-                f"{ns}: Kueue leaves it alone"
-            ),
-        )
-        return w
-    cq_name = local.get((ns, queue_name))
-    if cq_name is None or cq_name not in queues:
-        w.state, w.reason = "never", f"no LocalQueue {queue_name!r} (with a ClusterQueue) in {ns}"
-        return w
-    q = queues[cq_name]
-    w.queue = cq_name
+    labels = dict(meta.get("labels") or {})
     spec = pod.get("spec") or {}
-    selector = spec.get("nodeSelector") or {}
-    own = list(spec.get("tolerations") or [])
-    container_requests: dict[str, Fraction] = {}
+    per_pod: dict[str, Fraction] = {}
     for c in spec.get("containers") or []:
         for r, v in ((c.get("resources") or {}).get("requests") or {}).items():
-            container_requests[r] = container_requests.get(r, Fraction(0)) + _q(v)
-    w.need = {r: v * pods for r, v in container_requests.items() if r in RESOURCES and v}
-    node_taints = _pool_taints(ctx)
-    why_not = []
-    for fname in q.flavors:
-        fl = flavors.get(fname)
-        if fl is None:
-            continue
-        if not all(selector.get(k, v) == v for k, v in fl.labels.items()):
-            why_not.append(f"{fname}: nodeSelector {selector} disagrees")
-            continue
-        if GPU in w.need and not q.nominal.get(fname, {}).get(GPU):
-            why_not.append(f"{fname}: no GPU quota")
-            continue
-        untolerated = [t for t in fl.taints if not _tolerates(own, t)]
-        if untolerated:
-            why_not.append(f"{fname}: untolerated flavor taint {untolerated[0].get('key')}")
-            continue
-        added = _flavor_tolerations(ctx, fname)
-        pool = node_taints.get(tuple(sorted(fl.labels.items())), [])
-        blocked = [t for t in pool if not _tolerates([*own, *added], t)]
-        if blocked:
-            why_not.append(f"{fname}: its nodes' taint {blocked[0].get('key')} is not tolerated")
-            continue
-        w.flavor = fname
-        # a flavor whose quota can never hold it: Kueue tries the next (flavor fungibility)
-        why = Simulation(queues, flavors).can_ever_fit(w)
-        if why is None:
-            break
-        why_not.append(f"{fname}: {why}")
-        w.flavor = None
-    if w.flavor is None:
-        w.state, w.reason = "never", "no flavor fits: " + "; ".join(why_not)
+            if r in RESOURCES:
+                per_pod[r] = per_pod.get(r, Fraction(0)) + _q(v)
+    need = {r: v * pods for r, v in per_pod.items() if v}
+    labels.setdefault(JOB_LABEL, str(meta.get("name")))
+    admission = admit_object([o.doc for o in ctx.objects], ns, labels, spec, need, pods)
+    w = admission.workload
+    if admission.local_queue is None:
+        w.state, w.reason = (
+            "never",
+            f"no {QUEUE_LABEL} label and no LocalQueue {DEFAULT_QUEUE!r} in {ns}: Kueue "
+            "leaves it alone",
+        )
         return w
-    w.state = "admitted"
+    if w.state == "never" or w.flavor is None:
+        return w
+    pool_taints = _pool_taints(ctx, admission.node_selector)
+    tolerated = [*(spec.get("tolerations") or []), *admission.tolerations]
+    blocked = [
+        t
+        for t in pool_taints
+        if t.get("effect") in _CHECKED_EFFECTS and not _tolerates(tolerated, t)
+    ]
+    if blocked:
+        w.state = "never"
+        w.reason = (
+            f"admitted on flavor {w.flavor}, but its pods do not tolerate the pool's taint "
+            f"{blocked[0].get('key')}"
+        )
+        return w
+    w.state, w.reason = "admitted", ""
     return w
 
 
-def _flavor_tolerations(ctx: PlanContext, name: str) -> list[dict[str, Any]]:
-    for o in ctx.objects:
-        if o.kind == "ResourceFlavor" and o.obj_name == name:
-            return list(((o.doc.get("spec") or {}).get("tolerations")) or [])
-    return []
-
-
-def _pool_taints(ctx: PlanContext) -> dict[tuple, list[dict[str, Any]]]:
-    """The taints of each Karpenter NodePool's nodes, by the node labels a flavor selects
-    them with (its template's labels)."""
-    out: dict[tuple, list[dict[str, Any]]] = {}
+def _pool_taints(ctx: PlanContext, node_labels: dict[str, str]) -> list[dict[str, Any]]:
+    """The taints of the Karpenter NodePool whose nodes carry `node_labels` (a flavor's
+    nodeLabels, against the pool template's labels); none when no NodePool matches."""
     for o in ctx.objects:
         if o.kind != "NodePool":
             continue
         tmpl = (o.doc.get("spec") or {}).get("template") or {}
         labels = (tmpl.get("metadata") or {}).get("labels") or {}
-        taints = list((tmpl.get("spec") or {}).get("taints") or [])
-        for k, v in labels.items():
-            out[((k, v),)] = taints
-    return out
+        if node_labels and all(labels.get(k) == v for k, v in node_labels.items()):
+            return list((tmpl.get("spec") or {}).get("taints") or [])
+    return []

@@ -87,6 +87,21 @@ def _fmt(resource: str, value: Fraction) -> str:
     return str(value.numerator) if value.denominator == 1 else f"{float(value):g}"
 
 
+def _of(resource: str, need: Fraction, limit: str | None) -> str:
+    """`need` against a quota `limit`, both in one plain unit: "cpu 94.8 of 411.92 cores"."""
+    unit = " cores" if resource == "cpu" else ""
+    if limit is None:
+        return f"{resource} {_fmt(resource, need)}{unit} (no limit)"
+    cap = _fmt(resource, parse_quantity(limit))
+    mine = _fmt(resource, need)
+    if resource == "cpu":
+        cap = f"{float(parse_quantity(limit)):g}"
+    if resource == "memory":  # both in Gi, as people read them
+        mine = f"{float(need / 2**30):.4g}Gi"
+        cap = f"{float(parse_quantity(limit) / 2**30):.4g}Gi"
+    return f"{resource} {mine} of {cap}{unit}"
+
+
 def check(ctx: PlanContext) -> CheckResult:
     declared = ctx.declared
     if declared is None or (not declared.contracts and not declared.jobs):
@@ -126,7 +141,7 @@ def check(ctx: PlanContext) -> CheckResult:
             lines.append(
                 f"  pods per node: {per_node}; all at once: {r.nodes_needed} node(s); {usage}"
             )
-        q = ", ".join(f"{k} {_fmt(k, need)}/{limit or '-'}" for k, need, limit in quota)
+        q = ", ".join(_of(k, need, limit) for k, need, limit in quota)
         lines.append(f"  team {target.team.name} quota: {q}")
         for k, need, _ in quota:
             team_totals[target.team.name][k] += need
@@ -180,7 +195,7 @@ def check(ctx: PlanContext) -> CheckResult:
     for team, totals in team_totals.items():
         q = team_quota[team]
         limits = {"gpus": q.gpus, "cpu": q.cpu, "memory": q.memory, "pods": q.pods}
-        parts = ", ".join(f"{k} {_fmt(k, v)}/{limits[k] or '-'}" for k, v in totals.items())
+        parts = ", ".join(_of(k, v, limits[k]) for k, v in totals.items())
         # Several jobs over the quota together is queueing, not an error: each fits alone.
         lines.append(f"team {team}, all its jobs at once (informational): {parts}")
         data["teams"][team] = {k: _fmt(k, v) for k, v in totals.items()}

@@ -1,0 +1,112 @@
+"""The queue rehearsal (trainforge.plan.queue_rehearsal): two teams sharing GPU pools submit
+in both orders through the plan's queue simulation, on the Kueue objects the platform
+renders. Each team reaches its guarantee within one job's duration of asking, and no
+admitted gang needs more than its pool can launch; with one flavor given the old nominal
+quota (each team's whole total in every pool), the rehearsal fails."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.conftest import ROOT
+from trainforge.plan import queue_rehearsal as R
+from trainforge.platform import queues
+from trainforge.platform.services_config import KueueConfig
+
+
+def _docs():
+    return queues.queue_objects(R.TEAMS, R.POOLS, KueueConfig())
+
+
+def _reaches_its_guarantee_in_time(docs) -> list[str]:
+    """Problems: a later team that waited longer than the jobs ahead of it run, or a gang
+    its pool could not launch."""
+    problems = []
+    for title, jobs in R.orders().items():
+        by, sim = R.simulate(docs, R.POOLS, jobs)
+        problems += [f"{title}: {u}" for u in sim.unlaunchable]
+        first, later = jobs
+        w = by[later.job]
+        if w.started is None or w.started - later.at > first.hours * 3600:
+            problems.append(f"{title}: {later.job} started at {w.started}")
+    return problems
+
+
+@pytest.mark.parametrize("order", list(R.orders()))
+def test_each_team_reaches_its_guarantee_within_one_jobs_duration(order):
+    jobs = R.orders()[order]
+    by, sim = R.simulate(_docs(), R.POOLS, jobs)
+    first, later = jobs
+    # the later team asks for no more than its guarantee in that pool, and gets it at once:
+    # it reclaims what the first team borrowed (reclaimWithinCohort: Any)
+    plan = queues.quota_plan(R.TEAMS, R.POOLS)
+    assert later.gpus <= plan.nominal[later.team][later.pool]["nvidia.com/gpu"]
+    assert by[later.job].started == later.at
+    assert by[first.job].preempted_by == later.job
+    assert sim.unlaunchable == []
+    assert _reaches_its_guarantee_in_time(_docs()) == []
+
+
+def test_a_label_less_job_is_admitted_through_the_default_queue_in_the_rehearsal():
+    docs = _docs()
+    assert {
+        (d["metadata"]["namespace"], d["spec"]["clusterQueue"])
+        for d in docs
+        if d["kind"] == "LocalQueue" and d["metadata"]["name"] == "default"
+    } == {("llm", "llm"), ("vision", "vision")}
+
+
+def test_the_old_nominal_quota_on_one_flavor_fails_the_rehearsal():
+    """Mutation: each team's whole total as its nominal quota in one pool (no Cohort share),
+    as before: the guarantees add up to more than the pool holds, the second team's job is
+    admitted within its 'guarantee' and the pool cannot launch it."""
+    docs = _docs()
+    totals = {t.name: t.quota.gpus for t in R.TEAMS}
+    for d in docs:
+        if d["kind"] in ("ClusterQueue", "Cohort"):
+            for f in d["spec"]["resourceGroups"][0]["flavors"]:
+                if f["name"] != "h100":
+                    continue
+                for r in f["resources"]:
+                    if r["name"] == "nvidia.com/gpu":
+                        r["nominalQuota"] = (
+                            totals[d["metadata"]["name"]] if d["kind"] == "ClusterQueue" else "0"
+                        )
+    problems = _reaches_its_guarantee_in_time(docs)
+    assert problems and "llm first: vision-finetune: 40 GPUs admitted in pool h100" in problems[0]
+
+
+def test_the_worked_example_in_docs_teams_md_is_the_rehearsals_output():
+    text = (ROOT / "docs" / "teams.md").read_text()
+    m = re.search(r"<!-- queue-rehearsal -->\n```text\n(.*?)```", text, re.S)
+    assert m, "docs/teams.md has no queue-rehearsal block"
+    assert m.group(1) == R.worked_example()
+
+
+def test_an_sdk_trainjob_without_label_tolerations_or_selector_is_admitted_to_a_pool():
+    """What the Kubeflow SDK sends: no queue label, no tolerations, no nodeSelector. Kueue
+    queues it through LocalQueue `default`, picks the first flavor with room, and adds the
+    flavor's node labels and tolerations to its pods, so they land on the tainted pool."""
+    from fractions import Fraction
+
+    from trainforge.plan.checks import queues as Q
+
+    pod = {"containers": [{"name": "node", "image": "pytorch"}]}
+    got = Q.admit_object(_docs(), "vision", {}, pod, {Q.GPU: Fraction(8)}, pods=4)
+    assert (got.local_queue, got.workload.queue, got.workload.state) == (
+        "default", "vision", "admitted"
+    )  # fmt: skip
+    assert got.workload.flavor == "h100"
+    assert got.node_selector == {"trainforge.io/pool": "h100"}
+    assert got.tolerations == [
+        {"key": "nvidia.com/gpu", "effect": "NoSchedule", "operator": "Equal", "value": "true"}
+    ]
+    # without the flavor's tolerations the pool's taint refuses it: no flavor at all
+    docs = _docs()
+    for d in docs:
+        if d["kind"] == "ResourceFlavor":
+            d["spec"].pop("tolerations")
+    refused = Q.admit_object(docs, "vision", {}, pod, {Q.GPU: Fraction(8)}, pods=4)
+    assert refused.workload.state == "never" and "no flavor" in refused.workload.reason
