@@ -130,6 +130,8 @@ def param_stats(model: nn.Module) -> dict[str, list[float]]:
 
 def train(cfg: TrainConfig) -> int:
     """Entry point for one process of the job; returns the process exit code."""
+    # where this run is, for its exit line: never an earlier in-process run's rank and step
+    exits.context = exits.Context()
     # An unsupported torch is refused here, before a process group or a step: on every rank
     # alike (one image), said once by rank 0 (exits.report prints config errors once).
     unsupported = versions.problem(versions.torch_version())
