@@ -435,11 +435,14 @@ def test_trainer_runtimes_wait_for_the_chart_and_jobs_for_the_runtimes():
     (chart,) = by_type(m, "kubernetes:helm.sh/v4:Chart")
     runtimes = by_type(m, "kubernetes:trainer.kubeflow.org/v1alpha1:ClusterTrainingRuntime")
     assert sorted(r.inputs["metadata"]["name"] for r in runtimes) == sorted(
-        f"trainforge-torch{policy}{variant}{grace}"
-        for policy in ("", "-exitcode", "-never")
-        for variant in ("", "-code", "-image")  # jobs with their own code (shipped, in image)
-        # terminationGracePeriodSeconds classes (Kueue drops it from a TrainJob's patch)
-        for grace in ("", "-grace330", "-grace630", "-grace930", "-grace1830", "-grace3630")
+        [
+            f"trainforge-torch{policy}{variant}{grace}"
+            for policy in ("", "-exitcode", "-never")
+            for variant in ("", "-code", "-image")  # jobs with their own code (shipped, in image)
+            # terminationGracePeriodSeconds classes (Kueue drops it from a TrainJob's patch)
+            for grace in ("", "-grace330", "-grace630", "-grace930", "-grace1830", "-grace3630")
+        ]
+        + ["torch-distributed"]  # the Kubeflow SDK's default runtime (trainjob.SDK_RUNTIME)
     )
     assert all(
         any(d.endswith("kubernetes:helm.sh/v4:Chart::trainer") for d in r.dependencies)
