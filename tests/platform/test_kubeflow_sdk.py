@@ -54,8 +54,11 @@ def plan():
             "limits": {"cpu": "192", "memory": "768Gi", "gpus": 8},
         },
     ]
+    # the team's 8 guaranteed GPUs all in the 4-GPU pool (quota.pools): the SDK's gang of 8
+    # fits one pool only if the team's share there holds it (docs/teams.md, "Quotas")
     teams = [{**stack["trainforge:teams"][0], "quota": {"gpus": "8", "cpu": "192",
-                                                       "memory": "768Gi", "pods": "50"}}]  # fmt: skip
+                                                       "memory": "768Gi", "pods": "50",
+                                                       "pools": {GPU_POOL: {"gpus": 8}}}}]  # fmt: skip
     overrides = {
         "trainforge:nodePools": pools,
         "trainforge:teams": teams,

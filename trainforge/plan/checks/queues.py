@@ -923,6 +923,13 @@ def admit_object(
             passed_over.append(f"flavor {fname} disagrees with its nodeSelector {selector}")
             continue
         w.flavor = fname
+        # a flavor whose quota (nominal + borrowable) can never hold the gang: Kueue's flavor
+        # fungibility tries the next one (NoFit)
+        why = Simulation(queues, flavors, shared=shared).can_ever_fit(w)
+        if why:
+            passed_over.append(f"flavor {fname}: {why}")
+            w.flavor = None
+            continue
         out.node_selector = dict(fl.labels)
         out.tolerations = [t for t in fl.tolerations if t not in tolerations]
         break
@@ -931,10 +938,6 @@ def admit_object(
         w.reason = f"no flavor of ClusterQueue {cq} fits: " + "; ".join(passed_over or ["none"])
         return out
     sim = Simulation(queues, flavors, shared=shared)
-    why = sim.can_ever_fit(w)
-    if why:
-        w.state, w.reason = "never", f"can never be admitted: {why}"
-        return out
     sim.run([w])
     return out
 
