@@ -49,14 +49,13 @@ def test_an_async_save_that_raises_on_its_second_call_leaves_the_job_finishing_w
     tmp_path, monkeypatch, capsys, where
 ) -> None:
     import torch.distributed.checkpoint as dcp
-    from torch.distributed.checkpoint.staging import DefaultStager
 
     if where == "launch":
         fake, calls = _fail_on_call(2, KeyError(type), dcp.async_save)
         monkeypatch.setattr(dcp, "async_save", fake)
-    else:  # what torch 2.11 did: the stager's copy raised
-        fake, calls = _fail_on_call(2, KeyError(type), DefaultStager.stage)
-        monkeypatch.setattr(DefaultStager, "stage", fake)
+    else:  # the stager's copy raises (torch 2.11's DefaultStager did, on its second copy)
+        fake, calls = _fail_on_call(2, KeyError(type), ckpt_mod._RunStager.stage)
+        monkeypatch.setattr(ckpt_mod._RunStager, "stage", fake)
     assert _run(tmp_path, "--async-checkpoint") == 0
     out = capsys.readouterr()
     ckpt = tmp_path / "ckpt"
@@ -156,3 +155,40 @@ def test_two_ranks_one_of_whose_staging_fails_both_save_that_step_synchronously(
     peer = [ln for ln in results[0][1].splitlines() if "WARNING" in ln]
     assert len(peer) == 1 and "another rank could not stage its state" in peer[0]
     assert "saving step 4 synchronously instead" in peer[0]
+
+
+def test_async_saves_stay_async_under_torch_2_11s_self_closing_stager(
+    tmp_path, monkeypatch, capsys
+) -> None:
+    """torch 2.11.0's `DefaultStager._stage` closes its `StateDictStager` after every copy
+    (staging.py in the 2.11.0 wheel: `self._state_dict_stager.close()` before returning), so a
+    reused one raised `KeyError: <class 'type'>` on its second copy: on an H200 every async save
+    after the first fell back to a synchronous one. That behaviour, put back on this torch, must
+    leave every save async (the runtime's stager does not close between saves)."""
+    from torch.distributed.checkpoint.staging import DefaultStager
+
+    real = DefaultStager._stage
+
+    def stage_then_close_like_torch_2_11(self, state_dict, **kwargs):
+        staged = real(self, state_dict, **kwargs)
+        self._state_dict_stager.close()
+        return staged
+
+    monkeypatch.setattr(DefaultStager, "_stage", stage_then_close_like_torch_2_11)
+    from torch.distributed.checkpoint._state_dict_stager import StateDictStager
+
+    closes = {"n": 0}
+    real_close = StateDictStager.close
+
+    def counted_close(self):
+        closes["n"] += 1
+        return real_close(self)
+
+    monkeypatch.setattr(StateDictStager, "close", counted_close)
+    assert _run(tmp_path, "--async-checkpoint") == 0
+    out = capsys.readouterr().out
+    assert "WARNING" not in out, out
+    assert "synchronously" not in out
+    for step in (2, 4, 6, 8):
+        assert inspect_checkpoint(tmp_path / "ckpt" / f"step_{step:06d}").complete, step
+    assert closes["n"] == 1  # once, at the end of the run

@@ -60,12 +60,50 @@ def test_the_checkpoint_stall_reads_the_runtime_s_own_save_lines() -> None:
     log = (
         "[rank0] checkpoint: saved /x/ckpt/step_000005 (periodic) in 2.10s, training blocked 1.25s\n"
         "[rank0] checkpoint: saved /x/ckpt/step_000010 (periodic) in 2.00s, training blocked 0.15s\n"
+        "[rank0] checkpoint: saved /x/ckpt/step_000015 (periodic) in 4.00s, training blocked 4.11s"
+        " (3.90s of it waiting for the previous save to finish writing: checkpoint less often"
+        " to stall less)\n"
         "[rank0] checkpoint: saved /x/ckpt/step_000040 (final) in 1.90s, training blocked 1.90s\n"
     )
     assert gpu_check._BLOCKED.findall(log) == [
-        ("000005", "periodic", "1.25"), ("000010", "periodic", "0.15"),
-        ("000040", "final", "1.90"),
+        ("000005", "periodic", "1.25", ""), ("000010", "periodic", "0.15", ""),
+        ("000015", "periodic", "4.11", "3.90"), ("000040", "final", "1.90", ""),
     ]  # fmt: skip
+
+
+class _Replay(gpu_check.Check):
+    """Every run prints `text` and exits 0: the check's reading of a log, without a run."""
+
+    def __init__(self, out: Path, text: str) -> None:
+        super().__init__(out, True, float("inf"))
+        self.text = text
+
+    def run(self, args, **kw):  # noqa: ANN001, ANN201 - Check.run's signature
+        return 0, self.text
+
+
+SAVES = "".join(
+    f"[rank0] checkpoint: saved /x/ckpt/step_{s:06d} (periodic) in 1.00s, training blocked 0.50s\n"
+    for s in (5, 10, 15)
+)
+
+
+def test_an_async_save_that_fell_back_to_sync_fails_the_checkpoint_check(tmp_path) -> None:
+    """On an H200 (torch 2.11) every async save after the first fell back to a synchronous
+    one and the check still said ok: a stall measured on sync saves is not an async figure."""
+    assert gpu_check.check_checkpoint(_Replay(tmp_path, SAVES))["ok"] is True
+    fell_back = SAVES + (
+        "[rank0] checkpoint: WARNING: the async save of step 10 failed before writing "
+        "(KeyError: <class 'type'>); saving step 10 synchronously instead\n"
+    )
+    result = gpu_check.check_checkpoint(_Replay(tmp_path, fell_back))
+    assert result["ok"] is False and result["async"]["async_fell_back"] is True
+
+
+def test_a_rerun_into_the_same_folder_starts_fresh(tmp_path) -> None:
+    c = gpu_check.Check(tmp_path, True, float("inf"))
+    (tmp_path / "ckpt_sync" / "ckpt" / "step_000008").mkdir(parents=True)
+    assert not c.fresh("ckpt_sync").exists()  # an old run's checkpoint would be resumed
 
 
 def test_the_table_names_each_figure_and_a_failure_s_cause() -> None:

@@ -169,6 +169,9 @@ class SaveRecord:
     step: int
     path: Path
     blocked_s: float  # how long training waited
+    # of blocked_s, how long for the previous async save to finish writing: saves closer
+    # together than a write takes stall training whatever the staging costs
+    waited_s: float = 0.0
     total_s: float | None = None  # until `.metadata` was written (async: set on completion)
     reason: str = "periodic"
 
@@ -436,13 +439,14 @@ class CheckpointManager:
             return None
         t0 = time.perf_counter()
         self.wait()  # one save in flight at a time (a failed one is reported, not raised)
+        waited = time.perf_counter() - t0
         path = self.root / step_dir_name(step)
         self._prepare(path, step, scheduler)
         from torch.distributed.checkpoint.state_dict import get_state_dict  # noqa: PLC0415
 
         model_sd, optim_sd = get_state_dict(model, optimizer)
         state = {"model": model_sd, "optim": optim_sd}
-        record = SaveRecord(step=step, path=path, blocked_s=0.0, reason=reason)
+        record = SaveRecord(step=step, path=path, blocked_s=0.0, reason=reason, waited_s=waited)
         self.last_started_step = step
         use_async = self.config.async_save and not force_sync and self.async_failure is None
         if use_async and self._staging_fits(state):
@@ -625,25 +629,12 @@ class CheckpointManager:
         return False
 
     def _get_stager(self) -> Any:
-        """The async saves' staging buffers, created once: DCP's `DefaultStager` keeps one CPU
-        copy of each tensor's storage and copies into it at every save. In shared memory, so
-        the checkpoint process reads them without another copy; pinned when the state is on a
-        GPU, so the device-to-host copy runs at full speed (non-blocking, then synchronized)."""
+        """The async saves' staging buffers, created once and reused by every save (see
+        `_RunStager`): in shared memory, so the checkpoint process reads them without another
+        copy; pinned when the state is on a GPU, so the device-to-host copy runs at full speed
+        (non-blocking, then synchronized)."""
         if self._stager is None:
-            from torch.distributed.checkpoint.staging import (  # noqa: PLC0415
-                DefaultStager,
-                StagingOptions,
-            )
-
-            cuda = torch.cuda.is_available()
-            self._stager = DefaultStager(
-                StagingOptions(
-                    use_pinned_memory=cuda,
-                    use_shared_memory=True,
-                    use_async_staging=False,  # the copy is the blocking part, by design
-                    use_non_blocking_copy=cuda,
-                )
-            )
+            self._stager = _RunStager(cuda=torch.cuda.is_available())
         return self._stager
 
     def _complete(
@@ -666,9 +657,20 @@ class CheckpointManager:
         if self.rank == 0:
             if not inspect_checkpoint(record.path).complete:
                 raise CheckpointError(f"checkpoint {record.path} did not complete")
+            waited = ""
+            if record.waited_s >= 0.1:  # below that: noise, not the previous write
+                advice = (
+                    ": checkpoint less often to stall less"
+                    if record.waited_s >= record.blocked_s / 2
+                    else ""
+                )
+                waited = (
+                    f" ({record.waited_s:.2f}s of it waiting for the previous save to finish "
+                    f"writing{advice})"
+                )
             self.log(
                 f"checkpoint: saved {record.path} ({record.reason}) in {record.total_s:.2f}s, "
-                f"training blocked {record.blocked_s:.2f}s"
+                f"training blocked {record.blocked_s:.2f}s{waited}"
             )
             if self.mirror is not None:
                 if uploaded:
@@ -737,6 +739,43 @@ def _save_errors() -> tuple[type[BaseException], ...]:
     from torch.distributed.checkpoint.api import CheckpointException  # noqa: PLC0415
 
     return (Exception, CheckpointException)
+
+
+class _RunStager:
+    """DCP's `AsyncStager` protocol over DCP's own `StateDictStager`, kept for the whole run: one
+    CPU buffer per tensor storage, allocated at the first save and copied into at every later one.
+
+    Why not DCP's `DefaultStager`: in torch 2.11.0 its `_stage` closes its `StateDictStager`
+    after every copy ("release reference cycle to prevent memory leaks in async_save",
+    torch/distributed/checkpoint/staging.py in the 2.11.0 wheel, read 2026-11-27), which empties
+    the stager's buffer cache and its copy dispatch table. A reused `DefaultStager` then fails
+    its second copy with `KeyError: <class 'type'>` -- seen on an H200 with torch 2.11 on
+    2026-11-27: every async save after the first fell back to a synchronous one -- and a fresh
+    one per save pins new buffers every time. torch 2.13's `_stage` no longer closes it. The
+    `StateDictStager` API used here (`stage(state_dict, non_blocking)`, `close()`) is the same in
+    2.9, 2.11 and 2.13; this class closes it once, when the run's checkpoints are done."""
+
+    should_synchronize_after_execute = False  # the copy is the blocking part, by design
+
+    def __init__(self, *, cuda: bool) -> None:
+        from torch.distributed.checkpoint._state_dict_stager import (  # noqa: PLC0415
+            StateDictStager,
+        )
+
+        self.cuda = cuda
+        self._state_dict_stager = StateDictStager(pin_memory=cuda, share_memory=True)
+
+    def stage(self, state_dict: Any) -> Any:
+        staged = self._state_dict_stager.stage(state_dict, non_blocking=self.cuda)
+        if self.cuda:
+            torch.cuda.synchronize()  # the non-blocking copies have landed before DCP writes
+        return staged
+
+    def synchronize_staging(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self._state_dict_stager.close()
 
 
 class _PeerStagingFailed(RuntimeError):

@@ -12,7 +12,10 @@ read (2026-11-27):
 * ``torch.distributed.checkpoint.staging.DefaultStager`` / ``StagingOptions`` and
   ``dcp.async_save(..., async_stager=)`` (checkpoint.py, async saves): torch 2.9 --
   pytorch/tutorials issue #3710 and PR #3711 ("DefaultStager ... introduced in PyTorch 2.9",
-  ``.. versionadded:: 2.9``).
+  ``.. versionadded:: 2.9``). The runtime stages through DCP's ``StateDictStager``
+  (``torch.distributed.checkpoint._state_dict_stager``, the class ``DefaultStager`` wraps):
+  ``StateDictStager(pin_memory, share_memory)``, ``stage(state_dict, non_blocking)`` and
+  ``close()`` read the same in the 2.9.0, 2.11.0 and 2.13.0 wheels (2026-11-27).
 * ``AsyncCheckpointerType.PROCESS`` and ``AsyncSaveResponse.upload_completion``
   (checkpoint.py): present in 2.9 (the DCP docs list both); ``upload_completion`` is read
   with a fallback, so it sets no floor of its own.
