@@ -133,3 +133,16 @@ def test_a_service_row_without_its_source_is_refused_before_writing(tmp_path, mo
     with pytest.raises(SystemExit, match="guess"):
         tool.main()
     assert data.read_text() == DATA.read_text()
+
+
+def test_a_listed_missing_service_price_says_so_in_the_cost_report():
+    from trainforge.plan import cost
+
+    item = cost._priced("us-west-2", "fsx.SCRATCH_2", 1200, "FSx for Lustre SCRATCH_2", "1200 GiB")
+    assert item.hourly is None and item.missing == "fsx.SCRATCH_2 in us-west-2"
+    assert item.note == (
+        "no fsx.SCRATCH_2 price for us-west-2: no source of the price facts prices it yet "
+        "(listed as missing)"
+    )
+    nat = cost._priced("ap-northeast-1", "nat", 3, "NAT gateways", "3")
+    assert nat.hourly == pytest.approx(3 * 0.062) and nat.source == "nat-ap-northeast-1"
