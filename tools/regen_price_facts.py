@@ -31,6 +31,12 @@ files before it left missing.
 `--ebs-pricing ebs_pricing.json` (a copy of cloudkeep-io/ebs-pricing docs/ebs_pricing.json,
 the EBS prices per region generated from the AWS Price List API) sets the EBS gp3 $/GB-month
 ("ebs.gp3" under "services") of every region of the data file.
+
+`--services tools/data/service_prices.json` writes the service prices no machine-readable
+pinned table gives (NAT gateway-hours, FSx for Lustre GB-months), each row with its source and
+the sentence the source states it in, and lists per region under "servicesMissing" every
+required service price ("required" in that file) no source prices, with the file's
+"missingWhy" as the data file's "servicesMissingWhy". A figure with no source stays missing.
 """
 
 from __future__ import annotations
@@ -48,6 +54,7 @@ KARPENTER = "karpenter-1.14.1"
 SKYPILOT = "skypilot-catalog-v8"
 VANTAGE = "vantage-tsaol-aws-gpu"
 EBS_PRICING = "cloudkeep-ebs-pricing"
+SERVICE_PRICES = pathlib.Path(__file__).resolve().parent / "data/service_prices.json"
 
 
 def ebs_gp3(path: pathlib.Path) -> dict[str, float]:
@@ -72,6 +79,43 @@ def set_ebs_gp3(data: dict, table: dict[str, float], source: str) -> None:
             services = data["services"].setdefault(region, {})
             services["ebs.gp3"] = {"usd": table[region], "unit": "GB-month", "source": source}
     data["services"] = {r: dict(sorted(s.items())) for r, s in sorted(data["services"].items())}
+
+
+def set_services(data: dict, table: dict) -> None:
+    """Replace the service prices the table file gives (every key but EBS, which comes from
+    --ebs-pricing) with its rows, copy its sources, and list what stays unpriced per region.
+
+    A row whose source the file does not name, or a row for a region the data file lacks, is
+    refused before anything is written."""
+    sources = table["sources"]
+    regions = set(data["ec2OnDemand"])
+    for row in table["prices"]:
+        if row["source"] not in sources:
+            raise SystemExit(f"--services: row {row['region']} {row['key']}: no source "
+                             f"{row['source']!r} in its file's sources")  # fmt: skip
+        if row["region"] not in regions:
+            raise SystemExit(f"--services: row {row['key']}: region {row['region']!r} is not "
+                             f"one of the price facts' regions ({', '.join(sorted(regions))})")  # fmt: skip
+    for region in regions:
+        kept = {
+            k: v
+            for k, v in data["services"].get(region, {}).items()
+            if v.get("source") == EBS_PRICING
+        }
+        data["services"][region] = kept
+    for row in table["prices"]:
+        data["services"][row["region"]][row["key"]] = {
+            "usd": float(row["usd"]),
+            "unit": row["unit"],
+            "source": row["source"],
+        }
+    data["sources"].update(sources)
+    data["services"] = {r: dict(sorted(s.items())) for r, s in sorted(data["services"].items())}
+    data["servicesMissing"] = {
+        region: [k for k in table["required"] if k not in data["services"].get(region, {})]
+        for region in sorted(regions)
+    }
+    data["servicesMissingWhy"] = table["missingWhy"]
 
 
 def vantage_arg(value: str) -> tuple[str, pathlib.Path]:
@@ -158,6 +202,13 @@ def main() -> None:
         help="[SOURCE=]all_gpu_instances.js (tsaol/aws-gpu); repeatable, in order",
     )
     ap.add_argument("--ebs-pricing", type=pathlib.Path, help="ebs_pricing.json (cloudkeep-io)")
+    ap.add_argument(
+        "--services",
+        type=pathlib.Path,
+        nargs="?",
+        const=SERVICE_PRICES,
+        help=f"service price table (default {SERVICE_PRICES.relative_to(SERVICE_PRICES.parents[2])})",
+    )
     ap.add_argument("--type", action="append", default=[], help="also price this type")
     ap.add_argument("--checked", default=dt.date.today().isoformat())
     args = ap.parse_args()
@@ -196,6 +247,8 @@ def main() -> None:
     if args.ebs_pricing:
         set_ebs_gp3(data, ebs_gp3(args.ebs_pricing), EBS_PRICING)
         data["sources"][EBS_PRICING]["checked"] = args.checked
+    if args.services:
+        set_services(data, json.loads(args.services.read_text()))
     data["factsDate"] = args.checked
     DATA.write_text(json.dumps(data, indent=1) + "\n")
     print(f"wrote {DATA}")

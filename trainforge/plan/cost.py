@@ -522,7 +522,7 @@ def _priced(region: str, key: str, quantity: float, what: str, qty: str, note: s
     price = P.service(region, key)
     if price is None:
         return FixedItem(
-            what, qty, None, None, note or f"no {key} price for {region}", f"{key} in {region}"
+            what, qty, None, None, note or P.why_service_unpriced(region, key), f"{key} in {region}"
         )
     return FixedItem(what, qty, price.hourly(quantity), price.source, note)
 

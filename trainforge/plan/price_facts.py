@@ -135,6 +135,23 @@ def ec2_spot(region: str, instance_type: str) -> Price | None:
     return None
 
 
+# Per region, the service prices the platform can need there that no source we read prices
+# (tools/regen_price_facts.py --services lists them; said, never guessed).
+SERVICES_MISSING: dict[str, frozenset[str]] = {
+    region: frozenset(keys) for region, keys in _DATA.get("servicesMissing", {}).items()
+}
+
+
+def why_service_unpriced(region: str, key: str) -> str:
+    """Why a service has no price in a region, in a few words for the cost report."""
+    if key in SERVICES_MISSING.get(region, frozenset()):
+        return (
+            f"no {key} price for {region}: no source of the price facts prices it yet "
+            "(listed as missing)"
+        )
+    return f"no {key} price for {region}"
+
+
 def service(region: str, key: str) -> Price | None:
     """A service price: the same in every region (`_GLOBAL`), or the region's own."""
     return _GLOBAL.get(key) or _SERVICES.get(region, {}).get(key)
