@@ -2,11 +2,15 @@
 
 Why: the plan names each image a chart installs and judges its registry
 (TRAINFORGE_DOCKER_HUB); a reference typed next to the values we set drifts from the chart at
-its pin. The values.yaml and Chart.yaml of each chart whose images trainforge reports are
-vendored as package data (`data/charts/<chart>-<version>/`, SOURCE.txt says from where), and
-an image is `<registry>/<repository>:<tag>` from the chart's values at `path`, with the tag
-the chart's templates fall back to (`image.tag | default .Chart.AppVersion` for the main
-image) when the value is empty.
+its pin. The values.yaml and Chart.yaml of each chart trainforge installs are vendored byte
+for byte as package data (`data/charts/<chart>-<version>/`, SOURCE.txt says from where, with
+the git blob ids tests/platform/test_chart_images.py re-hashes), and an image is
+`<registry>/<repository>:<tag>[@<digest>]` from the chart's values at a value path, with the
+tag the chart's templates fall back to when the value is empty (`ChartImage.tag_default`, e.g.
+`image.tag | default .Chart.AppVersion`). This is the one place chart images come from: a
+component either sets the image in its values from here (Grafana, OpenCost: through the
+stack's cache) or records the chart's own (`record`) so that the plan lists what its nodes
+pull. The same files give tests/platform/test_chart_values.py the keys each chart accepts.
 """
 
 from __future__ import annotations
