@@ -183,6 +183,11 @@ def test_an_edited_values_file_changes_what_the_plan_reports(tmp_path, monkeypat
     hub = [v for v in result.failing if v.rule == "TRAINFORGE_DOCKER_HUB"]
     assert [v.resource for v in hub] == ["platform-services-monitoring-opencost"]
     assert "docker.io/opencost/opencost" in hub[0].message
+    # true both ways: only the two Docker Hub images are findings (Grafana's waived), none of
+    # the Quay, ghcr.io, registry.k8s.io, ECR or nvcr.io images the plan lists
+    flagged = [v.message for v in result.violations if v.rule == "TRAINFORGE_DOCKER_HUB"]
+    assert len(flagged) == 2 and "docker.io/grafana/grafana:13.2.0" in " ".join(flagged)
+    assert "quay.io" in lines and "registry.k8s.io" in lines and "nvcr.io" in lines
     # the exporter's Helm values follow the file too
     (rel,) = [r for r in result.inventory.resources if r.inputs.get("chart") == "opencost"]
     assert rel.inputs["values"]["opencost"]["exporter"]["image"]["registry"] == "docker.io"
