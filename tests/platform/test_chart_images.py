@@ -1,29 +1,116 @@
 """Images a chart runs come from its vendored values.yaml at the pinned version.
 
-Grafana's images (docker.io/grafana/grafana at the chart's appVersion, and its curl helper)
-are what the plan reports under "Images" and judges as Docker Hub images; they are read from
-grafana chart 12.11.1's values.yaml and Chart.yaml (package data), not typed.
+Every chart trainforge installs whose values.yaml could be read at its pin is vendored byte for
+byte (trainforge/platform/data/charts/<chart>-<version>, SOURCE.txt: repository, tag, commit,
+git blob ids, the day it was read). The images each one runs (Grafana's, OpenCost's exporter,
+Karpenter's controller, the Prometheus stack's, the device plugins', DCGM's, the Trainer's)
+are what the plan reports under "Images" and judges as Docker Hub images or not; they are read
+from those files, not typed.
 """
 
 from __future__ import annotations
 
 import hashlib
+import pathlib
 import shutil
 
 import pytest
+import yaml
 
-from trainforge.core import versions
-from trainforge.platform import chart_images
+from trainforge.core import image_routes, versions
+from trainforge.plan.core import plan_project
+from trainforge.platform import chart_images, monitoring
 
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 GRAFANA = chart_images.CHARTS / f"grafana-{versions.GRAFANA_CHART_VERSION}"
+VENDORED = sorted(p for p in chart_images.CHARTS.iterdir() if p.is_dir())
 
 
-def test_vendored_chart_files_are_the_tags_bytes():
-    for line in (GRAFANA / "SOURCE.txt").read_text().splitlines():
+@pytest.mark.parametrize("folder", VENDORED, ids=[p.name for p in VENDORED])
+def test_vendored_chart_files_are_the_tags_bytes(folder):
+    """Each file hashes to the git blob id SOURCE.txt names (the tag's bytes, unedited), and
+    the folder's name is its Chart.yaml's name and version."""
+    source = (folder / "SOURCE.txt").read_text()
+    assert "2026-11-27" in source and "commit " in source
+    blobs = {}
+    for line in source.splitlines():
         if line and not line.startswith("#"):
             blob, name = line.split()
-            data = (GRAFANA / name).read_bytes()
-            assert hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest() == blob, name
+            blobs[name] = blob
+    assert set(blobs) == {"Chart.yaml", "values.yaml"}
+    for name, blob in blobs.items():
+        data = (folder / name).read_bytes()
+        assert hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest() == blob, name
+    meta = yaml.safe_load((folder / "Chart.yaml").read_text())
+    assert folder.name == f"{meta['name']}-{meta['version']}"
+
+
+def test_every_pinned_chart_is_vendored():
+    """The pins in versions.py and the subcharts the stack's Chart.yaml names (Kueue's packaged
+    chart differs from its repository's and is not vendored: docs/upgrading.md)."""
+    stack = ("kube-prometheus-stack", versions.KUBE_PROMETHEUS_STACK_CHART_VERSION)
+    pins = [
+        stack,
+        ("grafana", versions.GRAFANA_CHART_VERSION),
+        ("opencost", versions.OPENCOST_CHART_VERSION),
+        ("karpenter", versions.KARPENTER_VERSION),
+        ("nvidia-device-plugin", versions.NVIDIA_DEVICE_PLUGIN_CHART_VERSION),
+        ("aws-efa-k8s-device-plugin", versions.EFA_DEVICE_PLUGIN_CHART_VERSION),
+        ("dcgm-exporter", versions.DCGM_EXPORTER_CHART_VERSION),
+        ("kubeflow-trainer", versions.TRAINER_VERSION),
+        ("jobset", versions.JOBSET_VERSION),
+    ]
+    for sub in ("kube-state-metrics", "prometheus-node-exporter", "grafana"):
+        pins.append((sub, chart_images.dependency_version(*stack, sub)))
+    assert {f"{c}-{v}" for c, v in pins} == {p.name for p in VENDORED}
+
+
+def test_each_charts_images_from_its_values():
+    """What the charts run, as their values at the pins name them (digest kept)."""
+    runs = chart_images.chart_runs
+    assert runs("opencost", versions.OPENCOST_CHART_VERSION, (opencost_exporter(),)) == [
+        "ghcr.io/opencost/opencost:1.120.1"
+        "@sha256:b0701f9b54e43c9abee98f5784792a5b469ca8951e87da32b161c1fa539ab0e1"
+    ]
+    from trainforge.platform import device_plugins, karpenter, trainer
+
+    assert runs("karpenter", versions.KARPENTER_VERSION, karpenter.CONTROLLER_IMAGES) == [
+        "public.ecr.aws/karpenter/controller:1.14.1"
+        "@sha256:445baefaaa689029cc12ac1f659b916b0b82fb14308ce536f8521fcf079116fa"
+    ]
+    stack = runs(
+        "kube-prometheus-stack", versions.KUBE_PROMETHEUS_STACK_CHART_VERSION, monitoring.KPS_IMAGES
+    )
+    assert stack == [
+        "quay.io/prometheus-operator/prometheus-operator:v0.93.1",  # tag "" -> appVersion
+        "quay.io/prometheus-operator/prometheus-config-reloader:v0.93.1",
+        "quay.io/prometheus/prometheus:v3.14.0-distroless",
+        "quay.io/prometheus/alertmanager:v0.34.0",
+        "ghcr.io/jkroepke/kube-webhook-certgen:1.8.7",
+    ]
+    nvidia = runs(
+        "nvidia-device-plugin",
+        versions.NVIDIA_DEVICE_PLUGIN_CHART_VERSION,
+        device_plugins.NVIDIA_IMAGES,
+    )
+    assert nvidia == ["nvcr.io/nvidia/k8s-device-plugin:v0.20.0"]  # tag "" -> v + appVersion
+    assert runs("kubeflow-trainer", versions.TRAINER_VERSION, trainer.CONTROLLER_IMAGES) == [
+        "ghcr.io/kubeflow/trainer/trainer-controller-manager:v2.3.0"  # v + the chart's version
+    ]
+    efa = runs(
+        "aws-efa-k8s-device-plugin",
+        versions.EFA_DEVICE_PLUGIN_CHART_VERSION,
+        device_plugins.EFA_IMAGES,
+    )
+    assert efa == [
+        "602401143452.dkr.ecr.us-west-2.amazonaws.com/eks/aws-efa-k8s-device-plugin:v0.5.20"
+    ]
+    # none of them is on Docker Hub: no TRAINFORGE_DOCKER_HUB for them, rightly
+    assert not [i for i in [*stack, *nvidia, *efa] if image_routes.is_docker_hub(i)]
+
+
+def opencost_exporter() -> chart_images.ChartImage:
+    return chart_images.ChartImage("opencost.exporter.image", "{appVersion}")
 
 
 def test_grafana_images_from_the_chart_values():
@@ -62,3 +149,45 @@ def test_credential_free_copies_keep_the_tag():
     assert chart_images.credential_free("docker.io/grafana/grafana:13.2.0") == (
         "docker.io/grafana/grafana:13.2.0"  # no such copy: Docker Hub only
     )
+
+
+def test_an_edited_values_file_changes_what_the_plan_reports(tmp_path, monkeypatch):
+    """Break it: OpenCost's exporter moved to Docker Hub and Karpenter's controller retagged in
+    a copy of the vendored charts. The prod plan reports the images the files name, and judges
+    them: the exporter is now a Docker Hub image without credentials (not waived: prod's waiver
+    is Grafana's)."""
+    copy = tmp_path / "charts"
+    shutil.copytree(chart_images.CHARTS, copy)
+    oc = copy / f"opencost-{versions.OPENCOST_CHART_VERSION}" / "values.yaml"
+    text = oc.read_text()
+    assert text.count("registry: ghcr.io\n      # -- Exporter container image name") == 1
+    oc.write_text(
+        text.replace(
+            "registry: ghcr.io\n      # -- Exporter container image name",
+            "registry: docker.io\n      # -- Exporter container image name",
+        )
+    )
+    karp = copy / f"karpenter-{versions.KARPENTER_VERSION}" / "values.yaml"
+    karp.write_text(karp.read_text().replace("    tag: 1.14.1\n", "    tag: 9.9.9\n", 1))
+    monkeypatch.setattr(chart_images, "CHARTS", copy)
+    chart_images._chart.cache_clear()
+    try:
+        result = plan_project(ROOT, "prod", standins=False)
+    finally:
+        chart_images._chart.cache_clear()
+    section = next(s for s in result.sections if s.title.startswith("Images"))
+    lines = "\n".join(section.lines)
+    assert "installs docker.io/opencost/opencost:1.120.1@sha256:" in lines
+    assert "installs public.ecr.aws/karpenter/controller:9.9.9@sha256:" in lines
+    assert "ghcr.io/opencost/opencost" not in lines and ":1.14.1@" not in lines
+    hub = [v for v in result.failing if v.rule == "TRAINFORGE_DOCKER_HUB"]
+    assert [v.resource for v in hub] == ["platform-services-monitoring-opencost"]
+    assert "docker.io/opencost/opencost" in hub[0].message
+    # true both ways: only the two Docker Hub images are findings (Grafana's waived), none of
+    # the Quay, ghcr.io, registry.k8s.io, ECR or nvcr.io images the plan lists
+    flagged = [v.message for v in result.violations if v.rule == "TRAINFORGE_DOCKER_HUB"]
+    assert len(flagged) == 2 and "docker.io/grafana/grafana:13.2.0" in " ".join(flagged)
+    assert "quay.io" in lines and "registry.k8s.io" in lines and "nvcr.io" in lines
+    # the exporter's Helm values follow the file too
+    (rel,) = [r for r in result.inventory.resources if r.inputs.get("chart") == "opencost"]
+    assert rel.inputs["values"]["opencost"]["exporter"]["image"]["registry"] == "docker.io"

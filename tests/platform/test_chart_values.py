@@ -1,9 +1,11 @@
 """Every Helm value we set exists in the pinned chart's values.yaml (read at the chart's tag).
 
 A misspelt or renamed key is silently ignored by Helm: the release installs and the setting
-(a node affinity, a disabled scrape, an admin secret) just never applies. The key lists under
-chart_values/ are derived from each chart's values.yaml at the pinned version; bumping a pin
-without re-deriving its list fails here.
+(a node affinity, a disabled scrape, an admin secret) just never applies. The keys are read
+from each chart's values.yaml and Chart.yaml at the pinned version, vendored byte for byte
+(trainforge/platform/data/charts, the files the plan reads the charts' images from too); Kueue,
+whose packaged chart differs from its repository (its release rewrites the images), keeps a
+key list under chart_values/. Bumping a pin without vendoring its chart fails here.
 """
 
 from __future__ import annotations
@@ -12,14 +14,17 @@ import pathlib
 from typing import Any
 
 import pytest
+import yaml
 
 from trainforge.core import versions
-from trainforge.platform import device_plugins, kueue, monitoring, opencost, trainer
+from trainforge.platform import chart_images, device_plugins, kueue, monitoring, opencost, trainer
 from trainforge.platform.services_config import KueueConfig, MonitoringConfig
 
 KEYS = pathlib.Path(__file__).parent / "chart_values"
+VENDORED = chart_images.CHARTS
 # Subcharts a chart depends on (its Chart.yaml `dependencies` at the pinned version): values
 # under the subchart's name go to the subchart, so its own values.yaml keys are valid there.
+# Each one's values.yaml is vendored too (trainforge/platform/data/charts/<name>-<version>).
 # source: prometheus-community/helm-charts charts/kube-prometheus-stack/Chart.yaml at tag
 # kube-prometheus-stack-88.5.3 (kube-state-metrics 8.4.0, prometheus-node-exporter 4.56.1,
 # grafana 12.11.1), read 2026-11-23
@@ -35,6 +40,37 @@ SUBCHARTS = {
 }
 
 
+def kind(value: Any) -> str:
+    """The kind of a default: a map with keys, a free-form `{}`, a list, null or a scalar."""
+    if isinstance(value, dict):
+        return "map" if value else "{}"
+    if isinstance(value, list):
+        return "[]"
+    return "null" if value is None else "scalar"
+
+
+def key_kinds(values: dict[str, Any], prefix: str = "") -> dict[str, str]:
+    """Every key path of a values.yaml and the kind of its default."""
+    out = {}
+    for k, v in values.items():
+        path = f"{prefix}.{k}" if prefix else str(k)
+        out[path] = kind(v)
+        if isinstance(v, dict):
+            out.update(key_kinds(v, path))
+    return out
+
+
+def vendored_keys(folder: pathlib.Path, prefix: str = "") -> dict[str, str]:
+    """The keys of a vendored chart: its values.yaml's, and the condition keys of its
+    Chart.yaml's dependencies (`condition: a.enabled,b.install`), which Helm reads too."""
+    out = key_kinds(yaml.safe_load((folder / "values.yaml").read_text()))
+    meta = yaml.safe_load((folder / "Chart.yaml").read_text())
+    for dep in meta.get("dependencies") or []:
+        for cond in filter(None, str(dep.get("condition") or "").split(",")):
+            out.setdefault(cond.strip(), "condition")
+    return {f"{prefix}{k}": v for k, v in out.items()}
+
+
 def _read_keys(path: pathlib.Path, prefix: str = "") -> dict[str, str]:
     out = {}
     for line in path.read_text().splitlines():
@@ -44,12 +80,19 @@ def _read_keys(path: pathlib.Path, prefix: str = "") -> dict[str, str]:
     return out
 
 
+def _keys(name: str, prefix: str = "") -> dict[str, str]:
+    """From the vendored chart when there is one, else from its derived key list."""
+    if (VENDORED / name / "values.yaml").is_file():
+        return vendored_keys(VENDORED / name, prefix)
+    path = KEYS / f"{name}.keys"
+    assert path.is_file(), f"vendor {name}'s values.yaml (trainforge/platform/data/charts)"
+    return _read_keys(path, prefix)
+
+
 def chart_keys(chart: str, version: str) -> dict[str, str]:
-    path = KEYS / f"{chart}-{version}.keys"
-    assert path.is_file(), f"re-derive {path.name} from {chart}'s values.yaml at {version}"
-    out = _read_keys(path)
-    for name, keys in SUBCHARTS.get((chart, version), []):
-        out.update(_read_keys(KEYS / f"{keys}.keys", f"{name}."))
+    out = _keys(f"{chart}-{version}")
+    for name, folder in SUBCHARTS.get((chart, version), []):
+        out.update(_keys(folder, f"{name}."))
     return out
 
 

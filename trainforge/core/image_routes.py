@@ -172,6 +172,18 @@ def installed(component: str, image: str) -> str:
     return ref
 
 
+def as_named(component: str, image: str) -> str:
+    """Record `image` as installed by `component` and pulled as it is named: a chart's own
+    image that the component's values leave alone (no cache rewrite: its nodes pull it from
+    its registry)."""
+    from trainforge.core.contract import declared  # noqa: PLC0415
+
+    record = InstalledImage(component, image, image)
+    if record not in declared().installed_images:
+        declared().installed_images.append(record)
+    return image
+
+
 def chart_image(component: str, image: str) -> dict[str, str]:
     """Helm values `{registry, repository[, tag]}` pulling `image` through the cache (recorded
     like `installed`). Without a tag in `image` the chart's own tag is kept."""

@@ -198,8 +198,9 @@ KUEUE_CHART_VERSION = "0.19.5"
 # checked 2026-11-23
 KUEUE_API_VERSION = "kueue.x-k8s.io/v1beta2"
 # OpenCost (real spend per namespace, trainforge.platform.opencost): its Helm chart, whose
-# values.yaml names the images it runs (the exporter's, by tag and digest; read at install from
-# trainforge/core/data/chart_images.json, derived from that file by tools/vendor_chart.py).
+# values.yaml names the images it runs (the exporter's, by tag and digest): its values.yaml and
+# Chart.yaml are vendored (trainforge/platform/data/charts/opencost-2.5.17) and the images it
+# runs are read from them (trainforge.platform.chart_images).
 # source: github.com/opencost/opencost-helm-chart tag opencost-2.5.17 (725bb93, 2026-04-28):
 # charts/opencost/Chart.yaml version 2.5.17, appVersion 1.120.1; the repository URL from its
 # README (`helm repo add opencost https://opencost.github.io/opencost-helm-chart`). Newer

@@ -20,7 +20,17 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from trainforge.core import versions
+from trainforge.platform import chart_images
+from trainforge.platform.chart_images import ChartImage
 from trainforge.platform.services_config import DevicePluginsConfig
+
+# The plugins' images, read from the vendored values of the pinned charts with their
+# templates' tag rules: nvidia-device-plugin 0.20.0 templates/_helpers.tpl
+# `nvidia-device-plugin.fullimage` (`image.tag | default (printf "v%s" .Chart.AppVersion)`);
+# aws-efa-k8s-device-plugin v0.5.30 templates/daemonset.yaml (`image.tag | default
+# .Chart.AppVersion`). Read 2026-11-27.
+NVIDIA_IMAGES = (ChartImage("image", "v{appVersion}"),)
+EFA_IMAGES = (ChartImage("image", "{appVersion}"),)
 
 GPU_TAINT_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
 # nodeSelectorTerms are ORed: either label marks a GPU node.
@@ -104,6 +114,12 @@ class DevicePlugins(pulumi.ComponentResource):
         self.nvidia: k8s.helm.v3.Release | None = None
         self.efa: k8s.helm.v3.Release | None = None
         if args.config.nvidia and args.gpu_nodes:
+            chart_images.record(
+                f"{name}-nvidia",
+                "nvidia-device-plugin",
+                versions.NVIDIA_DEVICE_PLUGIN_CHART_VERSION,
+                NVIDIA_IMAGES,
+            )
             self.nvidia = k8s.helm.v3.Release(
                 f"{name}-nvidia",
                 name="nvidia-device-plugin",
@@ -117,6 +133,12 @@ class DevicePlugins(pulumi.ComponentResource):
                 opts=child,
             )
         if args.config.efa and args.efa_nodes:
+            chart_images.record(
+                f"{name}-efa",
+                "aws-efa-k8s-device-plugin",
+                versions.EFA_DEVICE_PLUGIN_CHART_VERSION,
+                EFA_IMAGES,
+            )
             self.efa = k8s.helm.v3.Release(
                 f"{name}-efa",
                 name="aws-efa-k8s-device-plugin",

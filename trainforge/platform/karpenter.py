@@ -19,7 +19,8 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from trainforge.core import versions
-from trainforge.platform import capacity_placement
+from trainforge.platform import capacity_placement, chart_images
+from trainforge.platform.chart_images import ChartImage
 from trainforge.platform.config import (
     FSX_AGENT_NOT_READY_TAINT,
     GPU_TAINT_KEY,
@@ -33,6 +34,10 @@ from trainforge.platform.instance_types import PoolTypeFacts
 from trainforge.platform.node_groups import efa_security_group
 
 SERVICE_ACCOUNT = "karpenter"
+# The controller's image, read from the vendored values of the pinned chart with its
+# template's rule (karpenter 1.14.1 templates/_helpers.tpl `karpenter.controller.image`:
+# `repository:tag@digest`, the tag defaulting to the chart's appVersion). Read 2026-11-27.
+CONTROLLER_IMAGES = (ChartImage("controller.image", "{appVersion}"),)
 INTERRUPTION_EVENTS = {
     "health": {"source": ["aws.health"], "detail-type": ["AWS Health Event"]},
     "spot-interruption": {
@@ -437,6 +442,7 @@ class Karpenter(pulumi.ComponentResource):
         k8s_opts = pulumi.ResourceOptions(
             parent=self, provider=args.k8s_provider, depends_on=args.depends_on
         )
+        chart_images.record(name, "karpenter", versions.KARPENTER_VERSION, CONTROLLER_IMAGES)
         crds = k8s.helm.v3.Release(
             f"{name}-crd",
             name="karpenter-crd",

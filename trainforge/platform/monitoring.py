@@ -36,6 +36,7 @@ import pulumi_random as random
 from trainforge.core import versions
 from trainforge.core.image_routes import cached, chart_image
 from trainforge.platform import alerts, chart_images, mlflow_auth, opencost
+from trainforge.platform.chart_images import ChartImage
 from trainforge.platform.dashboards import (
     DASHBOARDS,
     FOLDER_ANNOTATION,
@@ -86,6 +87,43 @@ EKS_UNSCRAPABLE: dict[str, Any] = {
 }
 
 
+# The images kube-prometheus-stack and its subcharts run with their own values (trainforge
+# sets none of them), read from the vendored values at the pinned versions, each with its
+# template's tag rule: kube-prometheus-stack 88.5.3 templates/prometheus-operator/
+# deployment.yaml (operator and config reloader: `tag | default .Chart.AppVersion`),
+# prometheus/prometheus.yaml, alertmanager/alertmanager.yaml and the admission webhook's
+# job-patch Jobs (the tag as it is; the patch Jobs run because certManager is off by
+# default); kube-state-metrics 8.4.0 and prometheus-node-exporter 4.56.1 _helpers.tpl
+# (`default (printf "v%s" .Chart.AppVersion)`); grafana 12.11.1's k8s-sidecar (on: the stack's
+# values turn grafana.sidecar.dashboards and .datasources on). Read 2026-11-27.
+KPS_IMAGES = (
+    ChartImage("prometheusOperator.image", "{appVersion}"),
+    ChartImage("prometheusOperator.prometheusConfigReloader.image", "{appVersion}"),
+    ChartImage("prometheus.prometheusSpec.image"),
+    ChartImage("alertmanager.alertmanagerSpec.image"),
+    ChartImage("prometheusOperator.admissionWebhooks.patch.image"),
+)
+SUBCHART_IMAGES = {
+    "kube-state-metrics": (ChartImage("image", "v{appVersion}"),),
+    "prometheus-node-exporter": (ChartImage("image", "v{appVersion}"),),
+}
+GRAFANA_IMAGES = (ChartImage("sidecar.image"),)
+
+
+def _record_stack_images(component: str, grafana: bool) -> None:
+    stack = ("kube-prometheus-stack", versions.KUBE_PROMETHEUS_STACK_CHART_VERSION)
+    chart_images.record(component, *stack, KPS_IMAGES)
+    for sub, images in SUBCHART_IMAGES.items():
+        chart_images.record(component, sub, chart_images.dependency_version(*stack, sub), images)
+    if grafana:
+        chart_images.record(component, "grafana", versions.GRAFANA_CHART_VERSION, GRAFANA_IMAGES)
+
+
+# The exporter's image: deployment/templates/daemonset.yaml at tag 4.5.3-4.8.2 (`image.tag`,
+# else the chart's appVersion). Read 2026-11-27.
+DCGM_IMAGES = (ChartImage("image", "{appVersion}"),)
+
+
 def _grafana_image(path: str) -> str:
     """An image grafana's chart runs, as its values.yaml at the pinned version names it."""
     return chart_images.default_image(
@@ -109,6 +147,7 @@ def prometheus_values(
     # ECR Public instead, through the cache (no credential needed). Set even where that
     # container is off, so that switching it on never pulls from Docker Hub.
     busybox = chart_image(component, versions.BUSYBOX_IMAGE)
+    _record_stack_images(component, cfg.grafana)
     grafana: dict[str, Any] = {"enabled": cfg.grafana}
     if cfg.grafana:
         # Grafana's image is on Docker Hub only (docker.io/grafana/grafana): through the
@@ -491,6 +530,9 @@ class Monitoring(pulumi.ComponentResource):
                 ),
                 data={"metrics": dcgm_counters(cfg.dcgm_profiling_metrics)},
                 opts=child,
+            )
+            chart_images.record(
+                f"{name}-dcgm", "dcgm-exporter", versions.DCGM_EXPORTER_CHART_VERSION, DCGM_IMAGES
             )
             self.dcgm = k8s.helm.v3.Release(
                 f"{name}-dcgm",

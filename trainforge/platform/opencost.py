@@ -18,8 +18,9 @@ What it is given, and why:
   so spend on spot pools is an upper bound; docs/cost.md says so.
 * Prometheus: the managed kube-prometheus-stack's own service, and a ServiceMonitor so that
   Prometheus scrapes OpenCost's metrics (it selects every ServiceMonitor).
-* images: the chart's own, read from its values.yaml at the pinned version
-  (trainforge/core/data/chart_images.json, derived by tools/vendor_chart.py), pulled through
+* images: the chart's own, read from its values.yaml at the pinned version (vendored byte for
+  byte: trainforge/platform/data/charts/opencost-<version>, read by
+  trainforge.platform.chart_images), pulled through
   the stack's cache (a ghcr.io image needs the cache's github rule, else it is pulled from
   ghcr.io directly, which allows anonymous pulls). The UI and the MCP server are off: the
   Grafana board is the view, and neither is exposed.
@@ -30,13 +31,11 @@ What it is given, and why:
 
 from __future__ import annotations
 
-import json
-from functools import cache
-from importlib import resources
 from typing import Any
 
 from trainforge.core import versions
 from trainforge.core.image_routes import cached, installed, split
+from trainforge.platform import chart_images
 from trainforge.platform.placement import SYSTEM_NODE_SELECTOR
 
 RELEASE = "opencost"
@@ -51,24 +50,19 @@ PROMETHEUS_SERVICE = "kube-prometheus-stack-prometheus"
 PROMETHEUS_PORT = 9090
 
 
-@cache
-def chart_images(chart: str = CHART, version: str | None = None) -> dict[str, dict[str, str]]:
-    """`value path -> {registry, repository, tag}` of the images the pinned chart runs, as its
-    values.yaml names them (tools/vendor_chart.py)."""
-    version = version or versions.OPENCOST_CHART_VERSION
-    data = json.loads(
-        resources.files("trainforge.core").joinpath("data/chart_images.json").read_text()
+def chart_image(path: str) -> dict[str, str]:
+    """`{registry, repository, tag}` of the pinned chart's image at value path `path`, as its
+    vendored values.yaml names it (the tag with its digest; an empty tag is the chart's
+    appVersion, its templates' `opencost.imageTag` rule)."""
+    return chart_images.image_values(
+        CHART, versions.OPENCOST_CHART_VERSION, path, app_version_tag=True
     )
-    key = f"{chart}@{version}"
-    if key not in data:
-        raise KeyError(f"no images of chart {key} in chart_images.json: run tools/vendor_chart.py")
-    return data[key]["images"]
 
 
 def image_values(component: str, path: str) -> dict[str, str]:
     """Helm values `{registry, repository, tag}` for the chart's image at `path`, through the
     stack's cache; the tag (with its digest) stays the chart's. Recorded for the plan."""
-    image = chart_images()[path]
+    image = chart_image(path)
     repo = f"{image['registry']}/{image['repository']}"
     installed(component, f"{repo}:{image['tag']}")
     host, repository = split(cached(repo))

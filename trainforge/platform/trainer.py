@@ -22,12 +22,22 @@ import pulumi_kubernetes as k8s
 
 from trainforge.core import versions
 from trainforge.jobs import trainjob
+from trainforge.platform import chart_images
+from trainforge.platform.chart_images import ChartImage
 from trainforge.platform.k8s_provider import server_side_apply_provider
 from trainforge.platform.placement import SYSTEM_NODE_SELECTOR
 
 NAMESPACE = "kubeflow-system"
 RELEASE = "kubeflow-trainer"
 CHART = f"{versions.TRAINER_CHART_REPO}/{versions.TRAINER_CHART}"
+# The controller manager's image, read from the vendored values of the pinned chart with its
+# templates' tag rule (kubeflow-trainer 2.3.0 templates/_helpers.tpl `trainer.image`:
+# `image.tag`, else `v` + the chart's version). JobSet's controller (the bundled jobset chart
+# 0.12.0) is not listed: its values.yaml at tag v0.12.0 names a staging image
+# (us-central1-docker.pkg.dev/k8s-staging-images/jobset/jobset:main) that its release rewrites
+# when it packages the chart (Makefile helm-chart-package, yq), and the packaged chart was
+# not readable here. Read 2026-11-27.
+CONTROLLER_IMAGES = (ChartImage("image", "v{version}"),)
 
 
 def chart_values() -> dict:
@@ -71,6 +81,7 @@ class KubeflowTrainer(pulumi.ComponentResource):
             opts=child,
         )
         self.source = f"{CHART}@{versions.TRAINER_VERSION}"
+        chart_images.record(name, RELEASE, versions.TRAINER_VERSION, CONTROLLER_IMAGES)
         self.chart = k8s.helm.v4.Chart(
             name,
             chart=CHART,
