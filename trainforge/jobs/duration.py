@@ -15,7 +15,8 @@ from trainforge.core.contract import PoolFacts
 from trainforge.jobs.spec import JobSpec
 
 # The annotations on a job's object (pytorchjob, trainjob, indexed Job) that record its
-# expected duration: seconds, and "source: detail" (trainforge.jobs.pod.workload_object).
+# expected duration: seconds, and where the figure comes from (`Duration.detail`, which names
+# its source; trainforge.jobs.pod.workload_object).
 EXPECTED_SECONDS = "trainforge.io/expected-duration-seconds"
 EXPECTED_BASIS = "trainforge.io/expected-duration"
 

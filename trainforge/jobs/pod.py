@@ -467,8 +467,7 @@ def expected_duration_annotations(job: JobSpec, pool: PoolFacts) -> dict[str, st
     this one) gets the plan's figure without the stack's program. The seconds only when known;
     the basis always (it says why a figure is missing)."""
     d = duration.expected_duration(job, pool)
-    basis = d.detail if d.detail.startswith(d.source) else f"{d.source}: {d.detail}"
-    out = {duration.EXPECTED_BASIS: basis}
+    out = {duration.EXPECTED_BASIS: d.detail}
     if d.seconds is not None:
         out[duration.EXPECTED_SECONDS] = f"{d.seconds:.0f}"
     return out
