@@ -340,9 +340,9 @@ def lines(e: Expected) -> list[tuple[str, str]]:
         return [("expected", f"start cannot be estimated: {e.unknown}")]
     when = e.at.strftime("%Y-%m-%d %H:%M UTC") if e.at else "?"
     if e.seconds <= 0:
-        head = "to start at the next scheduling cycle"
+        head = "start at Kueue's next scheduling cycle"
     else:
-        head = f"to start after {sim.hours(e.seconds)} (about {when})"
+        head = f"start after {sim.hours(e.seconds)} (about {when})"
     out = [("expected", f"{head}, within ClusterQueue {e.cluster_queue}'s nominal quota")]
     for h in e.holders:
         if h.running:
