@@ -376,6 +376,7 @@ ROUTES = {**PENDING_ROUTES, **RESTART_ROUTES, **RUN_ROUTES}
 # quota: bert-sweep ends at +1h, llama-ft starts (56 GPUs), llama-pt ends at +2h and gpt-13b
 # starts (56 GPUs): expected start after 2 h.
 
+# fmt: off
 EXPECTED_SECONDS = "trainforge.io/expected-duration-seconds"
 EXPECTED_BASIS = "trainforge.io/expected-duration"
 
@@ -461,3 +462,4 @@ _vis = PENDING_ROUTES[
 ]
 _vis["items"][0]["metadata"]["ownerReferences"] = QUEUE_WORKLOADS[3]["metadata"]["ownerReferences"]
 ROUTES.update(PENDING_ROUTES)
+# fmt: on

@@ -23,6 +23,20 @@ in a namespace the team cannot read, a job ahead without an expected duration (o
 past it), a flavor it cannot tell, or a queue that by what the team sees has room for the job
 now (then what holds it is outside that view: a cohort whose quota other teams borrow, the
 namespace's ResourceQuota; Kueue's own message is shown).
+
+Kueue facts this relies on (kubernetes-sigs/kueue at v0.19.2, the newest v0.19 tag the source
+mirror holds; the platform pins chart 0.19.5, trainforge.core.versions; read 2026-11-27):
+- the visibility API is on by default: feature gate VisibilityOnDemand is beta and default
+  true since 0.9 (pkg/features/kube_features.go), and the chart renders the APIServices
+  v1beta2 and v1beta1.visibility.kueue.x-k8s.io unconditionally
+  (charts/kueue/templates/visibility/apiservice_v1beta2.yaml);
+- `GET .../namespaces/NS/localqueues/LQ/pendingworkloads` lists that LocalQueue's pending
+  workloads of its ClusterQueue (heap, inadmissible and in-flight ones, in queue order;
+  pkg/cache/queue/cluster_queue.go Snapshot/totalElements), each with
+  positionInClusterQueue counted over every LocalQueue of the ClusterQueue, and at most
+  1000 by default (pkg/visibility/storage/pending_workloads_lq.go); the RBAC resource is
+  `localqueues/pendingworkloads` (config/components/rbac/pending_workloads_lq_viewer_role.yaml),
+  which the team's Role grants (trainforge.platform.team_access).
 """
 
 from __future__ import annotations
