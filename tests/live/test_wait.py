@@ -158,6 +158,20 @@ def test_it_says_when_the_start_cannot_be_estimated_and_why(api, case):
     assert wait.lines(e) == [("expected", f"start cannot be estimated: {why}")]
 
 
+def test_a_read_that_fails_leaves_the_rest_of_status_standing(capsys, api):
+    api.forbidden.add(f"/apis/kubeflow.org/v1/namespaces/{NS}/pytorchjobs/llama-pt")
+    code, out, _ = run(
+        capsys, cli.status_main, recorded.PENDING, "-n", NS, "--kubeconfig", api.config,
+        now=lambda: recorded.NOW,
+    )  # fmt: skip
+    assert code == 0
+    assert (
+        "expected:   start cannot be estimated: a read failed: GET /apis/kubeflow.org/v1/"
+        "namespaces/llm/pytorchjobs/llama-pt: 403 Forbidden\n"
+    ) in out
+    assert "pods:       none yet" in out
+
+
 def test_the_docs_show_what_it_prints():
     doc = (ROOT / "docs" / "troubleshooting.md").read_text()
     for case in ("no-duration", "holder-elsewhere"):

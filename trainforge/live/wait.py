@@ -230,6 +230,9 @@ def expected_start(api: Api, g: Gathered, now: datetime) -> Expected | None:
         return _estimate(api, g, cq_doc, now)
     except _Hidden as e:
         return Expected(None, None, cq_name, unknown=str(e))
+    except KubeError as e:
+        # the rest of `status` stands; only this figure is missing
+        return Expected(None, None, cq_name, unknown=f"a read failed: {e}")
 
 
 def _estimate(api: Api, g: Gathered, cq_doc: dict[str, Any], now: datetime) -> Expected:
@@ -283,14 +286,26 @@ def _estimate(api: Api, g: Gathered, cq_doc: dict[str, Any], now: datetime) -> E
             continue  # it holds quota of another flavor, which this job does not wait for
         h = _holder(api, ns, w, True, now)
         h.flavor = flavor
+        h.priority = int(w.get("spec", {}).get("priority") or 0)
         out.holders.append(h)
     for p in sorted(ahead, key=lambda p: int(p.get("positionInClusterQueue", 0))):
         w = by_name.get(p["metadata"]["name"])
         if w is None:
             out.unknown = f"workload {p['metadata']['name']} ahead of it is not readable"
             return out
+        flavor = _pending_flavor(w, queue)
+        if flavor != out.flavor:
+            # another flavor's quota: it does not compete, unless a StrictFIFO head blocks the
+            # whole queue (or its flavor is not known)
+            if flavor is None or queue.strategy == "StrictFIFO":
+                out.unknown = (
+                    f"{_job_name(w) or w['metadata']['name']}, ahead of it, may hold the queue: "
+                    + ("its flavor is not known" if flavor is None else "StrictFIFO queue")
+                )
+                return out
+            continue
         h = _holder(api, ns, w, False, now)
-        h.flavor = _pending_flavor(w, queue)
+        h.flavor = flavor
         h.position = int(p.get("positionInClusterQueue", 0))
         h.priority = int(p.get("priority", 0))
         out.holders.append(h)
@@ -305,10 +320,6 @@ def _run(out: Expected, queue: sim.Queue, wl: dict, me: dict, now: datetime) -> 
         h = unknown[0]
         what = "running" if h.running else f"waiting ahead (position {h.position + 1})"
         out.unknown = f"{h.job} ({what}) has no expected end: {h.basis}"
-        return out
-    unsure = [h for h in out.holders if h.flavor is None]
-    if unsure:
-        out.unknown = f"which flavor {unsure[0].job}, ahead of it, waits for is not known"
         return out
     # what a team sees of its cohort is its own queue: simulate that queue alone
     queue.cohort = None
