@@ -104,6 +104,12 @@ def _room_now(api: FakeApi) -> None:
     api.routes[CQ]["status"]["admittedWorkloads"] = 2
 
 
+def _over_nominal(api: FakeApi) -> None:
+    for r in api.routes[CQ]["spec"]["resourceGroups"][0]["flavors"][0]["resources"]:
+        if r["name"] == "nvidia.com/gpu":
+            r["nominalQuota"] = "24"
+
+
 def _no_positions(api: FakeApi) -> None:
     api.forbidden.add(
         f"/apis/visibility.kueue.x-k8s.io/v1beta2/namespaces/{NS}/localqueues/default/pendingworkloads"
@@ -141,6 +147,11 @@ UNKNOWN = {
         "outside that view (quota of cohort trainforge borrowed by other teams, or the "
         "namespace's ResourceQuota); Kueue says: couldn't assign flavors to pod set worker: "
         "insufficient unused quota for nvidia.com/gpu in flavor efa-training, 16 more needed",
+    ),
+    "over-nominal": (
+        _over_nominal,
+        "it asks 32 GPUs in flavor efa-training, more than ClusterQueue llm's nominal 24 GPUs: "
+        "it runs only on quota its cohort lends, which your access does not show",
     ),
     "no-positions": (
         _no_positions,

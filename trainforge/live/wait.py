@@ -321,6 +321,16 @@ def _run(out: Expected, queue: sim.Queue, wl: dict, me: dict, now: datetime) -> 
         what = "running" if h.running else f"waiting ahead (position {h.position + 1})"
         out.unknown = f"{h.job} ({what}) has no expected end: {h.basis}"
         return out
+    need = _need(wl)
+    over = [r for r, v in need.items() if v > queue.nominal[out.flavor].get(r, 0)]
+    if over:
+        r = over[0]
+        out.unknown = (
+            f"it asks {sim._amount(r, need[r])} in flavor {out.flavor}, more than ClusterQueue "
+            f"{queue.name}'s nominal {sim._amount(r, queue.nominal[out.flavor][r])}: it runs "
+            "only on quota its cohort lends, which your access does not show"
+        )
+        return out
     # what a team sees of its cohort is its own queue: simulate that queue alone
     queue.cohort = None
     queue.usage = {}
@@ -334,18 +344,19 @@ def _run(out: Expected, queue: sim.Queue, wl: dict, me: dict, now: datetime) -> 
             s.admit(w)
         items.append(w)
     job = sim.Workload(wl["metadata"]["name"], queue.name, "", int(me["positionInClusterQueue"]))
-    job.queue, job.flavor, job.need = queue.name, out.flavor, _need(wl)
+    job.queue, job.flavor, job.need = queue.name, out.flavor, need
     job.priority = int(me.get("priority", 0))
     items.append(job)
     s.run_timed(items)
     waiting = [w for w, h in zip(items, [*out.holders, None], strict=True) if not (h and h.running)]
     if any(w.started == 0 for w in waiting):
         msg = (condition(wl, "QuotaReserved") or {}).get("message", "")
+        outside = "the namespace's ResourceQuota"
+        if out.cohort:
+            outside = f"quota of cohort {out.cohort} borrowed by other teams, or {outside}"
         out.unknown = (
             f"by what your access shows, ClusterQueue {queue.name} has room for it now; what "
-            "holds it is outside that view (quota of cohort "
-            f"{out.cohort or '?'} borrowed by other teams, or the namespace's ResourceQuota)"
-            + (f"; Kueue says: {msg}" if msg else "")
+            f"holds it is outside that view ({outside})" + (f"; Kueue says: {msg}" if msg else "")
         )
         return out
     if job.started is None:
