@@ -40,7 +40,10 @@ def test_children_and_their_options():
     assert pj.replace_on_changes == ["spec"]
     assert pj.custom_timeouts.delete == "420s"  # grace 90 + 30 + 300 margin
     assert pj.inputs["metadata"]["annotations"] == {
-        "pulumi.com/deletionPropagationPolicy": "foreground"
+        "pulumi.com/deletionPropagationPolicy": "foreground",
+        # the plan's expected duration, for `trainforge status` of a job queued behind it
+        "trainforge.io/expected-duration": "unknown: set expectedStepSeconds (or "
+        "runPolicy.activeDeadlineSeconds as a ceiling)",
     }
     assert pj.inputs["spec"] == m.result.manifests.workload["spec"]
     (cm,) = by_type(m, "kubernetes:core/v1:ConfigMap")

@@ -366,3 +366,100 @@ for _name in ("ip-10-40-3-17.ec2.internal", "ip-10-40-3-52.ec2.internal"):
     RESTART_ROUTES[f"/api/v1/nodes/{_name}"] = node(_name, "g5.12xlarge", "4", "47810m", "185Gi")
 
 ROUTES = {**PENDING_ROUTES, **RESTART_ROUTES, **RUN_ROUTES}
+
+
+# --- 1b. the rest of team llm's queue, for gpt-13b's expected start ------------------------------
+# ClusterQueue llm (64 GPUs nominal in flavor efa-training, 48 in use) holds three admitted
+# workloads: bert-sweep (16 GPUs, admitted 2h ago, expected 3h by its annotation, no metrics),
+# llama-pt (32 GPUs, its rank 0's metrics: ETA 2h) and mnist-ddp (in flavor gpu-workloads);
+# llama-ft (24 GPUs, expected 1.5h) waits ahead of gpt-13b (32 GPUs). Within the nominal
+# quota: bert-sweep ends at +1h, llama-ft starts (56 GPUs), llama-pt ends at +2h and gpt-13b
+# starts (56 GPUs): expected start after 2 h.
+
+# fmt: off
+EXPECTED_SECONDS = "trainforge.io/expected-duration-seconds"
+EXPECTED_BASIS = "trainforge.io/expected-duration"
+
+
+def _queued_job(name: str, created: str, seconds: str | None, basis: str, workers: int) -> dict:
+    notes = {EXPECTED_BASIS: basis, **({EXPECTED_SECONDS: seconds} if seconds else {})}
+    return {
+        "apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+        "metadata": meta(name, PENDING_NS, created, annotations=notes,
+                         labels={"trainforge.io/job": name, "kueue.x-k8s.io/queue-name": "training"}),
+        "spec": {"pytorchReplicaSpecs": {"Master": {"replicas": 1},
+                                         "Worker": {"replicas": workers - 1}}},
+    }  # fmt: skip
+
+
+def _queued_wl(wl: str, job: str, created: str, pods: int, admitted: str | None,
+               flavor: str = "efa-training", message: str = "") -> dict:
+    owner = [{"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "name": job,
+              "uid": f"uid-{job}", "controller": True}]
+    status: dict = {"conditions": [cond("QuotaReserved", "False", created, "Pending", message)]}
+    if admitted:
+        status = {
+            "conditions": [cond("QuotaReserved", "True", admitted, "QuotaReserved", ""),
+                           cond("Admitted", "True", admitted, "Admitted", "")],
+            "admission": {"clusterQueue": "llm", "podSetAssignments": [
+                {"name": "worker", "count": pods,
+                 "flavors": {"cpu": flavor, "memory": flavor, "nvidia.com/gpu": flavor}}]},
+        }
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+        "metadata": meta(wl, PENDING_NS, created, ownerReferences=owner),
+        "spec": {"queueName": "training", "podSets": [
+            {"name": "worker", "count": pods, "template": {"spec": {"containers": [
+                gpu_container("pytorch", 8, "90", "1000Gi")]}}}]},
+        "status": status,
+    }  # fmt: skip
+
+
+_STEPS = "{} steps x 1.8s (expectedStepSeconds)"
+QUEUE_JOBS = {
+    "bert-sweep": _queued_job("bert-sweep", "2026-11-25T09:59:00Z", "10800", _STEPS.format(6000), 2),
+    "llama-pt": _queued_job("llama-pt", "2026-11-25T06:00:00Z", "21600", _STEPS.format(12000), 4),
+    "llama-ft": _queued_job("llama-ft", "2026-11-25T10:40:00Z", "5400", _STEPS.format(3000), 3),
+}
+QUEUE_WORKLOADS = [
+    _pending_wl,
+    _queued_wl("pytorchjob-bert-sweep-4d1e0", "bert-sweep", "2026-11-25T09:59:00Z", 2,
+               "2026-11-25T10:00:00Z"),
+    _queued_wl("pytorchjob-llama-pt-90b3c", "llama-pt", "2026-11-25T06:00:00Z", 4,
+               "2026-11-25T06:00:05Z"),
+    _queued_wl("pytorchjob-llama-ft-11aa2", "llama-ft", "2026-11-25T10:40:00Z", 3, None,
+               message="couldn't assign flavors to pod set worker: insufficient unused quota "
+                       "for nvidia.com/gpu in flavor efa-training, 8 more needed"),
+    _run_wl,
+]  # fmt: skip
+LLAMA_PT_METRICS = """\
+trainforge_step{run="llama-pt"} 8000.0
+trainforge_total_steps{run="llama-pt"} 12000.0
+trainforge_progress{run="llama-pt"} 0.667
+trainforge_step_seconds{run="llama-pt"} 1.8
+trainforge_eta_seconds{run="llama-pt"} 7200.0
+"""
+PENDING_ROUTES.update({
+    f"{KUEUE}/namespaces/{PENDING_NS}/workloads": {"kind": "WorkloadList", "items": QUEUE_WORKLOADS},
+    f"{KUEUE}/namespaces/{PENDING_NS}/localqueues": {"kind": "LocalQueueList", "items": [
+        {"metadata": meta("default", PENDING_NS, "2026-11-20T09:00:00Z"),
+         "spec": {"clusterQueue": "llm"}},
+        {"metadata": meta("training", PENDING_NS, "2026-11-20T09:00:00Z"),
+         "spec": {"clusterQueue": "llm"}},
+    ]},
+    f"/apis/visibility.kueue.x-k8s.io/v1beta2/namespaces/{PENDING_NS}/localqueues/default/pendingworkloads": {
+        "kind": "PendingWorkloadsSummary", "items": []},
+    **{f"/apis/kubeflow.org/v1/namespaces/{PENDING_NS}/pytorchjobs/{n}": j
+       for n, j in QUEUE_JOBS.items()},
+    f"/api/v1/namespaces/{PENDING_NS}/pods?labelSelector=trainforge.io/job=llama-pt": {
+        "kind": "PodList", "items": [
+            _pod("llama-pt-master-0", PENDING_NS, "llama-pt", "0", "ip-10-40-2-8.ec2.internal",
+                 "pytorch", 0, None, "2026-11-25T06:01:00Z")]},
+    f"/api/v1/namespaces/{PENDING_NS}/pods/llama-pt-master-0:9400/proxy/metrics": LLAMA_PT_METRICS,
+})  # fmt: skip
+_vis = PENDING_ROUTES[
+    f"/apis/visibility.kueue.x-k8s.io/v1beta2/namespaces/{PENDING_NS}/localqueues/training/pendingworkloads"
+]
+_vis["items"][0]["metadata"]["ownerReferences"] = QUEUE_WORKLOADS[3]["metadata"]["ownerReferences"]
+ROUTES.update(PENDING_ROUTES)
+# fmt: on

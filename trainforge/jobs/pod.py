@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainforge.core.contract import EFA_RESOURCE, GPU_RESOURCE, JobTarget, PoolFacts, efa_count
-from trainforge.jobs import images, storage, tenancy
+from trainforge.jobs import duration, images, storage, tenancy
 from trainforge.jobs.codeship import CodeBundle
 from trainforge.jobs.entrypoint import (  # noqa: F401 - re-exported: the contract's paths
     PodParts,
@@ -461,6 +461,18 @@ def configmaps(
     return cm, user
 
 
+def expected_duration_annotations(job: JobSpec, pool: PoolFacts) -> dict[str, str]:
+    """The job's expected run time as the plan computes it (trainforge.jobs.duration), on its
+    object: a team member reading the live queue (`trainforge status` of a job waiting behind
+    this one) gets the plan's figure without the stack's program. The seconds only when known;
+    the basis always (it says why a figure is missing)."""
+    d = duration.expected_duration(job, pool)
+    out = {duration.EXPECTED_BASIS: d.detail}
+    if d.seconds is not None:
+        out[duration.EXPECTED_SECONDS] = f"{d.seconds:.0f}"
+    return out
+
+
 def workload_object(
     api_version: str, kind: str, job: JobSpec, target: JobTarget, spec: dict[str, Any]
 ) -> dict[str, Any]:
@@ -470,7 +482,12 @@ def workload_object(
     The queue labels make Kueue hold the job (the workload's `suspend`, which Kueue owns and
     this program never sets) until the team's queue can admit all of its pods."""
     labels_ = {**labels(job), **tenancy.queue_labels(job, target)}
-    metadata = {"name": job.name, "namespace": target.namespace, "labels": labels_}
+    metadata = {
+        "name": job.name,
+        "namespace": target.namespace,
+        "labels": labels_,
+        "annotations": expected_duration_annotations(job, target.pool),
+    }
     return {"apiVersion": api_version, "kind": kind, "metadata": metadata, "spec": spec}
 
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from trainforge.jobs.pod import COMPLETION_INDEX_LABEL
-from trainforge.live import explain, spend
+from trainforge.live import explain, spend, wait
 from trainforge.live.gather import Gathered, NotFound, find_job, gather, rank0_pod
 from trainforge.live.kube import Api, KubeError
 
@@ -68,6 +68,7 @@ def status_main(argv: list[str], now: Callable[[], datetime] = _now) -> int:
         api, ns = _connect(args, "status")
         g = gather(api, ns, args.job)
         at = now()
+        g.expected = wait.expected_start(api, g, at)
         g.spend = spend.job_spend(api, g, at).line()
         sys.stdout.write(explain.status(g, at))
         return 0
@@ -104,7 +105,9 @@ def why_main(argv: list[str], now: Callable[[], datetime] = _now) -> int:
     def body() -> int:
         api, ns = _connect(args, "why")
         g = gather(api, ns, args.job)
-        sys.stdout.write(explain.why(g, now(), last_exit_lines(api, g)))
+        at = now()
+        g.expected = wait.expected_start(api, g, at)
+        sys.stdout.write(explain.why(g, at, last_exit_lines(api, g)))
         return 0
 
     return _run("why", body)

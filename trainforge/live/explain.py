@@ -11,6 +11,7 @@ from datetime import datetime
 from fractions import Fraction
 
 from trainforge.core.quantity import parse_quantity
+from trainforge.live import wait
 from trainforge.live.gather import Gathered, condition
 from trainforge.training import exits
 from trainforge.training.timeouts import format_eta as duration
@@ -367,6 +368,8 @@ def queue_lines(g: Gathered, admitted: bool, now: datetime) -> list[str]:
             )
         out += [f"asks:       {r}" for r in requests(g)]
         out += [f"blocked:    {b}" for b in blocked_by(g)]
+        if g.expected is not None:
+            out += [f"{k + ':':<12}{v}" for k, v in wait.lines(g.expected)]
     evicted = condition(wl, "Evicted")
     if evicted and evicted.get("status") == "True" or (wl.get("status", {}).get("requeueState")):
         rs = wl.get("status", {}).get("requeueState") or {}
@@ -402,6 +405,8 @@ def why(g: Gathered, now: datetime, last_lines: dict[str, str]) -> str:
             )
         else:
             reasons.append("Kueue has not admitted it yet (waiting for its turn in the queue).")
+        if g.expected is not None:
+            reasons += [f"  {k}: {v}" for k, v in wait.lines(g.expected)]
         reasons.append("See docs/troubleshooting.md#waiting-in-the-queue-kueue")
     pending = [p for p in g.pods if p.get("status", {}).get("phase") == "Pending"]
     if pending and not reasons:

@@ -51,6 +51,7 @@ class Gathered:
     metrics: dict[str, float] | None = None
     notes: list[str] = field(default_factory=list)
     spend: str | None = None  # the status line of its spend so far (live/spend.py)
+    expected: Any = None  # a pending job's expected start (live/wait.py Expected)
 
 
 def find_job(api: Api, namespace: str, name: str) -> Gathered:
@@ -153,6 +154,15 @@ def rank0_pod(g: Gathered) -> dict | None:
         if p["metadata"].get("labels", {}).get(COMPLETION_INDEX_LABEL) == "0":
             return p
     return None
+
+
+def metrics_of(api: Api, g: Gathered) -> dict[str, float] | None:
+    """Rank 0's metrics of a job `find_job` found (its pods are read here); None when rank 0
+    does not run or serves none."""
+    pods = api.get(f"/api/v1/namespaces/{g.namespace}/pods", labelSelector=f"{JOB_LABEL}={g.name}")
+    g.pods = sorted((pods or {}).get("items", []), key=lambda p: p["metadata"]["name"])
+    _metrics(api, g)
+    return g.metrics
 
 
 def _metrics(api: Api, g: Gathered) -> None:

@@ -22,6 +22,12 @@ from typing import Any
 
 from trainforge.core.contract import JobTarget, NodeType, PoolFacts, TeamFacts
 from trainforge.core.quantity import parse_quantity
+from trainforge.jobs.duration import (  # noqa: F401 - the plan's checks read them here
+    DURATION_SOURCES,
+    Duration,
+    expected_duration,
+    job_steps,
+)
 from trainforge.jobs.spec import JobSpec
 from trainforge.plan import price_facts as P
 
@@ -31,99 +37,6 @@ HOURS_PER_MONTH = P.HOURS_PER_MONTH
 # pods with (~10% plus a core of CPU, ~15% of memory for kubelet, CNI, CSI, device plugins).
 _CPU_KEEP = (Fraction(9, 10), 1)
 _MEM_KEEP = Fraction(85, 100)
-
-
-# --- duration: the one place a job's expected run time comes from --------------------------
-
-
-@dataclass(frozen=True)
-class Duration:
-    """How long a job is expected to run. `source` says where the figure came from;
-    an `activeDeadlineSeconds` figure is a ceiling, not an expectation."""
-
-    seconds: float | None
-    source: str  # "expectedStepSeconds" | "estimate" | "activeDeadlineSeconds" | "unknown"
-    detail: str
-    low: float | None = None
-    high: float | None = None
-
-    @property
-    def ceiling(self) -> bool:
-        return self.source == "activeDeadlineSeconds"
-
-
-def job_steps(job: JobSpec) -> int:
-    """Optimizer steps the job runs: its `steps` (for its own code, `modelSize.steps`), or the
-    runtime's default."""
-    if job.model_size is not None and job.model_size.steps is not None:
-        return job.model_size.steps
-    if job.training.steps is not None:
-        return job.training.steps
-    from trainforge.training.config import TrainConfig  # noqa: PLC0415 - torch-free
-
-    return TrainConfig().steps
-
-
-def _from_user(job: JobSpec, pool: PoolFacts) -> Duration | None:
-    if job.expected_step_seconds is None:
-        return None
-    steps = job_steps(job)
-    return Duration(
-        steps * job.expected_step_seconds,
-        "expectedStepSeconds",
-        f"{steps} steps x {job.expected_step_seconds:g}s (expectedStepSeconds)",
-    )
-
-
-def _from_deadline(job: JobSpec, pool: PoolFacts) -> Duration | None:
-    deadline = job.run_policy.active_deadline_seconds
-    if deadline is None:
-        return None
-    return Duration(
-        float(deadline), "activeDeadlineSeconds", "at most activeDeadlineSeconds (a ceiling)"
-    )
-
-
-def _from_estimate(job: JobSpec, pool: PoolFacts) -> Duration | None:
-    """The step-time model (trainforge.jobs.estimate): steps x estimated step time + start-up and
-    checkpoints, with its range; None where it has no facts (CPU pools, unknown GPUs)."""
-    from trainforge.jobs.estimate import NoEstimate, estimate  # noqa: PLC0415
-
-    try:
-        e = estimate(job, pool)
-    except NoEstimate:
-        return None
-    if e.duration_seconds is None or e.duration_range is None or e.step_seconds is None:
-        return None
-    return Duration(
-        e.duration_seconds,
-        "estimate",
-        f"{e.steps} steps x {e.step_seconds:.3g}s estimated on {e.world_size} x {e.gpu} "
-        f"(+ start-up, checkpoints; {e.basis.split(':')[0]})",
-        low=e.duration_range[0],
-        high=e.duration_range[1],
-    )
-
-
-# Precedence, first answer wins: what the user measured beats a model, a model beats the
-# job's deadline (which only bounds the run), and with none of them the duration is unknown.
-DURATION_SOURCES: list[Callable[[JobSpec, PoolFacts], Duration | None]] = [
-    _from_user,
-    _from_estimate,
-    _from_deadline,
-]
-
-
-def expected_duration(job: JobSpec, pool: PoolFacts) -> Duration:
-    for source in DURATION_SOURCES:
-        found = source(job, pool)
-        if found is not None:
-            return found
-    return Duration(
-        None,
-        "unknown",
-        "unknown: set expectedStepSeconds (or runPolicy.activeDeadlineSeconds as a ceiling)",
-    )
 
 
 # --- which nodes a job gets -------------------------------------------------------------------

@@ -17,7 +17,9 @@ RoleBinding):
 Cluster-wide, a ClusterRole lets the group read its own team's ClusterQueue only
 (`resourceNames`), for `trainforge status` to show quota usage.
 
-`trainforge status|why|logs|wait` needs exactly the read part (trainforge.live).
+`trainforge status|why|logs|wait` needs exactly the read part (trainforge.live; a waiting
+job's expected start lists the namespace's Workloads and LocalQueues and reads the positions
+of each LocalQueue: tests/live/test_wait.py checks each of its reads against these rules).
 """
 
 from __future__ import annotations

@@ -1158,3 +1158,14 @@ def _pool_taints(ctx: PlanContext, node_labels: dict[str, str]) -> list[dict[str
         if node_labels and all(labels.get(k) == v for k, v in node_labels.items()):
             return list((tmpl.get("spec") or {}).get("taints") or [])
     return []
+
+
+# --- the live queue (trainforge.live.wait) ---------------------------------------------------------
+
+
+def cluster_queue(doc: dict[str, Any]) -> Queue:
+    """One ClusterQueue object, read as the simulation reads the plan's: `trainforge status`
+    runs the team's live queue through this same simulation, so its expected start and the
+    plan's agree for the same queue."""
+    queues, *_ = _queues(DocsContext([doc]))  # type: ignore[arg-type]
+    return queues[doc["metadata"]["name"]]

@@ -1,0 +1,320 @@
+"""A pending job's expected start (trainforge/live/wait.py) against the fake API server of
+test_status.py: the figure and its basis, the cases where it cannot be estimated, that it is
+the plan's figure for the same queue, and that every read it makes is one the team's RBAC
+grants (trainforge/platform/team_access.py)."""
+
+from __future__ import annotations
+
+import copy
+import pathlib
+import re
+
+import pytest
+
+from tests.jobs.helpers import CODE, GPU_POOL, target
+from tests.live import recorded
+from tests.live.test_status import FakeApi, run
+from trainforge.jobs.backends import emit
+from trainforge.jobs.duration import EXPECTED_BASIS, expected_duration
+from trainforge.jobs.spec import parse_job
+from trainforge.jobs.wiring import resolve_job
+from trainforge.live import cli, wait
+from trainforge.live.gather import gather
+from trainforge.live.kube import Api
+from trainforge.plan.checks import queues as Q
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+NS = recorded.PENDING_NS
+WORKLOADS = f"{recorded.KUEUE}/namespaces/{NS}/workloads"
+CQ = f"{recorded.KUEUE}/clusterqueues/llm"
+VIS = (
+    f"/apis/visibility.kueue.x-k8s.io/v1beta2/namespaces/{NS}/localqueues/training/pendingworkloads"
+)
+
+
+@pytest.fixture
+def api(tmp_path):
+    server = FakeApi(copy.deepcopy(recorded.ROUTES), recorded.FORBIDDEN)
+    server.config = server.kubeconfig(tmp_path)
+    yield server
+    server.httpd.shutdown()
+
+
+def expected(api: FakeApi, job: str = recorded.PENDING, ns: str = NS) -> wait.Expected | None:
+    client = Api(api.config)
+    return wait.expected_start(client, gather(client, ns, job), recorded.NOW)
+
+
+def test_the_expected_start_is_when_the_queue_frees_room_for_the_job(api):
+    e = expected(api)
+    # bert-sweep ends at +1h (3h expected, admitted 2h ago), llama-ft (24 GPUs) takes its
+    # place; llama-pt's metrics say +2h: then 24 + 32 GPUs fit the 64 nominal
+    assert e.seconds == 7200 and e.unknown == ""
+    assert [(h.job, h.running, h.seconds) for h in e.holders] == [
+        ("bert-sweep", True, 3600),
+        ("llama-pt", True, 7200),
+        ("llama-ft", False, 5400),
+    ]
+
+
+def test_a_job_ahead_that_ends_later_moves_the_start(api):
+    metrics = f"/api/v1/namespaces/{NS}/pods/llama-pt-master-0:9400/proxy/metrics"
+    api.routes[metrics] = recorded.LLAMA_PT_METRICS.replace("7200.0", "10800.0")
+    assert expected(api).seconds == 9000  # now llama-ft's end (+1h + 1.5h) frees the room
+
+
+def test_why_gives_the_same_expected_start(capsys, api):
+    code, out, _ = run(
+        capsys, cli.why_main, recorded.PENDING, "-n", NS, "--kubeconfig", api.config,
+        now=lambda: recorded.NOW,
+    )  # fmt: skip
+    assert code == 0
+    assert "  expected: start after 2 h (about 2026-11-25 14:00 UTC)" in out
+
+
+def _hand_written(api: FakeApi) -> None:
+    # a job not emitted by trainforge (kubectl, the Kubeflow SDK): no annotations
+    job = api.routes[f"/apis/kubeflow.org/v1/namespaces/{NS}/pytorchjobs/llama-ft"]
+    del job["metadata"]["annotations"]
+
+
+def _unknown_duration(api: FakeApi) -> None:
+    job = api.routes[f"/apis/kubeflow.org/v1/namespaces/{NS}/pytorchjobs/llama-ft"]
+    job["metadata"]["annotations"] = {EXPECTED_BASIS: UNKNOWN_BASIS}
+
+
+def _unseen_holder(api: FakeApi) -> None:
+    api.routes[CQ]["status"]["admittedWorkloads"] = 4
+
+
+def _unseen_ahead(api: FakeApi) -> None:
+    api.routes[VIS]["items"][1]["positionInClusterQueue"] = 2
+
+
+def _overdue(api: FakeApi) -> None:
+    wl = next(w for w in api.routes[WORKLOADS]["items"] if "bert-sweep" in w["metadata"]["name"])
+    for c in wl["status"]["conditions"]:
+        c["lastTransitionTime"] = "2026-11-25T08:00:00Z"
+
+
+def _room_now(api: FakeApi) -> None:
+    # without llama-pt the team's queue, as the team sees it, holds 16 of 64 GPUs
+    items = api.routes[WORKLOADS]["items"]
+    api.routes[WORKLOADS]["items"] = [w for w in items if "llama-pt" not in w["metadata"]["name"]]
+    api.routes[CQ]["status"]["admittedWorkloads"] = 2
+
+
+def _over_nominal(api: FakeApi) -> None:
+    for r in api.routes[CQ]["spec"]["resourceGroups"][0]["flavors"][0]["resources"]:
+        if r["name"] == "nvidia.com/gpu":
+            r["nominalQuota"] = "24"
+
+
+def _no_positions(api: FakeApi) -> None:
+    api.forbidden.add(
+        f"/apis/visibility.kueue.x-k8s.io/v1beta2/namespaces/{NS}/localqueues/default/pendingworkloads"
+    )
+
+
+UNKNOWN_BASIS = "unknown: set expectedStepSeconds (or runPolicy.activeDeadlineSeconds as a ceiling)"
+UNKNOWN = {
+    "unknown-duration": (
+        _unknown_duration,
+        f"llama-ft (waiting ahead (position 1)) has no expected end: {UNKNOWN_BASIS}",
+    ),
+    "no-duration": (
+        _hand_written,
+        "llama-ft (waiting ahead (position 1)) has no expected end: no expected duration "
+        "(no trainforge.io/expected-duration-seconds annotation)",
+    ),
+    "holder-elsewhere": (
+        _unseen_holder,
+        "1 of the 4 workloads holding ClusterQueue llm's quota are outside namespace llm "
+        "(your access reads only llm)",
+    ),
+    "ahead-elsewhere": (
+        _unseen_ahead,
+        "1 of the 2 workloads ahead of it in ClusterQueue llm are outside namespace llm",
+    ),
+    "overdue": (
+        _overdue,
+        "bert-sweep (running) has no expected end: ran 4 h, past its expected 3 h: "
+        "6000 steps x 1.8s (expectedStepSeconds)",
+    ),
+    "room-now": (
+        _room_now,
+        "by what your access shows, ClusterQueue llm has room for it now; what holds it is "
+        "outside that view (quota of cohort trainforge borrowed by other teams, or the "
+        "namespace's ResourceQuota); Kueue says: couldn't assign flavors to pod set worker: "
+        "insufficient unused quota for nvidia.com/gpu in flavor efa-training, 16 more needed",
+    ),
+    "over-nominal": (
+        _over_nominal,
+        "it asks 32 GPUs in flavor efa-training, more than ClusterQueue llm's nominal 24 GPUs: "
+        "it runs only on quota its cohort lends, which your access does not show",
+    ),
+    "no-positions": (
+        _no_positions,
+        "cannot read the queue positions of LocalQueue default (403)",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(UNKNOWN))
+def test_it_says_when_the_start_cannot_be_estimated_and_why(api, case):
+    change, why = UNKNOWN[case]
+    change(api)
+    e = expected(api)
+    assert (e.seconds, e.unknown) == (None, why)
+    assert wait.lines(e) == [("expected", f"start cannot be estimated: {why}")]
+
+
+def test_a_read_that_fails_leaves_the_rest_of_status_standing(capsys, api):
+    api.forbidden.add(f"/apis/kubeflow.org/v1/namespaces/{NS}/pytorchjobs/llama-pt")
+    code, out, _ = run(
+        capsys, cli.status_main, recorded.PENDING, "-n", NS, "--kubeconfig", api.config,
+        now=lambda: recorded.NOW,
+    )  # fmt: skip
+    assert code == 0
+    assert (
+        "expected:   start cannot be estimated: a read failed: GET /apis/kubeflow.org/v1/"
+        "namespaces/llm/pytorchjobs/llama-pt: 403 Forbidden\n"
+    ) in out
+    assert "pods:       none yet" in out
+
+
+def test_the_docs_show_what_it_prints():
+    doc = (ROOT / "docs" / "troubleshooting.md").read_text()
+    for case in ("no-duration", "holder-elsewhere"):
+        line = f"{'expected:':<12}start cannot be estimated: {UNKNOWN[case][1]}"
+        assert line in doc, line
+
+
+def test_an_admitted_job_has_no_expected_start(api):
+    assert expected(api, recorded.RUN, recorded.RUN_NS) is None
+
+
+# --- the plan's figure for the same queue --------------------------------------------------------
+
+
+def _emitted(name: str, workers: int, steps: int, step_seconds: float):
+    raw = {
+        "name": name, "team": "llm", "pool": GPU_POOL.name, "workers": workers,
+        "model": "gpt", "steps": steps, "expectedStepSeconds": step_seconds,
+    }  # fmt: skip
+    t = target(GPU_POOL)
+    job = resolve_job(parse_job(raw, "trainforge:jobs[0]"), t, "trainforge:jobs[0]")
+    return job, emit(job, t, CODE)
+
+
+def test_the_live_estimate_is_the_plans_for_the_same_queue(tmp_path):
+    """Four jobs the emitter wrote (their annotations are the plan's expected durations),
+    submitted at once into the team's idle queue: the plan's simulation gives the last one a
+    start; on the live cluster 40 minutes later, with the first two admitted, `status` gives
+    the same start, 40 minutes nearer."""
+    specs = [("a", 2, 1000, 3.6), ("b", 1, 2000, 3.6), ("c", 2, 500, 3.6), ("d", 2, 100, 3.6)]
+    emitted = [_emitted(*s) for s in specs]
+    gpus = GPU_POOL.gpus_per_node
+    cq = recorded.cluster_queue("llm", GPU_POOL.name, str(3 * gpus), "0")
+    cq["status"]["admittedWorkloads"] = 2
+    # the plan: every job submitted at once, each running its expected duration
+    queue = Q.cluster_queue(cq)
+    queue.cohort = None
+    plan = []
+    for i, (job, _) in enumerate(emitted):
+        w = Q.Workload(job.name, "llm", NS, i, queue="llm", flavor=GPU_POOL.name)
+        w.need = {Q.GPU: Q._q(job.gpus_per_worker * job.workers)}
+        w.duration = expected_duration(job, GPU_POOL).seconds
+        plan.append(w)
+    Q.Simulation({"llm": queue}, {}).run_timed(plan)
+    assert [w.at_once for w in plan] == ["admitted", "admitted", "pending", "pending"]
+    plan_start = plan[3].started
+    assert plan_start and plan_start > 2400
+    # the live cluster 40 minutes after submission
+    submitted = "2026-11-25T11:20:00Z"
+    routes = {f"{recorded.KUEUE}/clusterqueues/llm": cq}
+    wls, pending = [], []
+    for i, (job, out) in enumerate(emitted):
+        doc = copy.deepcopy(out.workload)
+        doc["metadata"].update(uid=f"uid-{job.name}", creationTimestamp=submitted)
+        routes[f"/apis/kubeflow.org/v1/namespaces/{NS}/pytorchjobs/{job.name}"] = doc
+        wl = recorded._queued_wl(
+            f"pytorchjob-{job.name}", job.name, submitted, job.workers,
+            submitted if i < 2 else None, flavor=GPU_POOL.name,
+        )  # fmt: skip
+        wl["metadata"]["labels"] = {"kueue.x-k8s.io/job-uid": f"uid-{job.name}"}
+        wl["spec"]["podSets"][0]["template"] = out.workload["spec"]["pytorchReplicaSpecs"][
+            "Worker" if "Worker" in out.workload["spec"]["pytorchReplicaSpecs"] else "Master"
+        ]["template"]
+        wl["spec"]["podSets"][0]["count"] = job.workers
+        wls.append(wl)
+        if i >= 2:
+            pending.append({"metadata": wl["metadata"], "priority": 0, "localQueueName": "training",
+                            "positionInClusterQueue": i - 2, "positionInLocalQueue": i - 2})  # fmt: skip
+        routes[
+            f"{recorded.KUEUE}/namespaces/{NS}/workloads?labelSelector=kueue.x-k8s.io/job-uid=uid-{job.name}"
+        ] = {"items": [wl]}
+    routes[WORKLOADS] = {"items": wls}
+    routes[f"{recorded.KUEUE}/namespaces/{NS}/localqueues"] = {
+        "items": [{"metadata": {"name": "training"}, "spec": {"clusterQueue": "llm"}}]
+    }
+    routes[f"{recorded.KUEUE}/namespaces/{NS}/localqueues/training"] = {
+        "spec": {"clusterQueue": "llm"}
+    }
+    routes[VIS] = {"items": pending}
+    server = FakeApi(routes)
+    try:
+        client = Api(server.kubeconfig(tmp_path))
+        g = gather(client, NS, "d", metrics=False)
+        e = wait.expected_start(client, g, recorded.NOW)
+    finally:
+        server.httpd.shutdown()
+    assert e.unknown == ""
+    assert e.seconds == pytest.approx(plan_start - 2400)
+
+
+# --- what the team may read ----------------------------------------------------------------------
+
+_PATH = re.compile(
+    r"^/apis?/(?:(?P<group>[^/]+)/)?v[^/]+/(?:namespaces/(?P<ns>[^/]+)/)?(?P<res>[^/?]+)"
+    r"(?:/(?P<name>[^/?]+))?(?:/(?P<sub>[^?]+))?"
+)
+
+
+def _allowed(path: str, rules: list[dict], cluster_rules: list[dict]) -> bool:
+    m = _PATH.match(path)
+    assert m, path
+    group = m["group"] if path.startswith("/apis/") else ""
+    res, name, sub = m["res"], m["name"], m["sub"]
+    if sub and ("proxy" in sub):
+        sub = "proxy"
+    resource = f"{res}/{sub}" if sub else res
+    verb = "get" if name else "list"
+    for r in rules if m["ns"] else cluster_rules:
+        if (
+            group in r["apiGroups"]
+            and resource in r["resources"]
+            and verb in r["verbs"]
+            and ("resourceNames" not in r or name in r["resourceNames"])
+        ):
+            return True
+    return False
+
+
+def test_every_read_is_one_the_teams_role_grants(api):
+    from trainforge.platform import team_access
+    from trainforge.platform.services_config import TeamConfig
+
+    objs = team_access.rbac_objects(TeamConfig(name="llm"), NS)
+    rules = next(o for o in objs if o["kind"] == "Role")["rules"]
+    cluster = next(o for o in objs if o["kind"] == "ClusterRole")["rules"]
+    client = Api(api.config)
+    g = gather(client, NS, recorded.PENDING)  # its own reads count too (the ClusterQueue)
+    assert wait.expected_start(client, g, recorded.NOW).seconds == 7200
+    paths = [p.split("?")[0] for p in api.seen]
+    assert (
+        f"/apis/visibility.kueue.x-k8s.io/v1beta2/namespaces/{NS}/localqueues/default/pendingworkloads"
+        in paths
+    )
+    denied = [p for p in paths if not _allowed(p, rules, cluster)]
+    assert denied == []

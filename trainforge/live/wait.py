@@ -1,0 +1,406 @@
+"""When a job Kueue holds pending is expected to start, from what its team may read.
+
+The plan answers the same question offline (trainforge.plan.checks.queues: every declared job
+submitted at once, each running for its expected duration). Here the queue is the live one:
+
+- the team's ClusterQueue (its nominal quota per flavor, queueing strategy, preemption);
+- the workloads that hold its quota now: the team's admitted Workloads, each ending when
+  rank 0's metrics say (`eta_seconds`, what `trainforge status` of that job prints as ETA),
+  else its expected duration (the annotation the job emitter writes,
+  trainforge.jobs.duration) less the time since its admission;
+- the workloads waiting ahead of it, in Kueue's order (the visibility API's
+  positionInClusterQueue, over every LocalQueue of the namespace that feeds that
+  ClusterQueue), each running for its expected duration once admitted.
+
+These run through the plan's own simulation (`Simulation.run_timed`), so a live estimate and
+the plan's agree for the same queue. It counts the team's nominal quota only: what the rest
+of the cohort lends is not visible to a team (other teams' queues and jobs are not), so the
+job may start earlier; and later when a job ahead runs longer than expected.
+
+It says the start cannot be estimated, and why, instead of giving a figure, when part of the
+queue is out of sight or unknown: a workload holding or waiting for the ClusterQueue's quota
+in a namespace the team cannot read, a job ahead without an expected duration (or that ran
+past it), a flavor it cannot tell, or a queue that by what the team sees has room for the job
+now (then what holds it is outside that view: a cohort whose quota other teams borrow, the
+namespace's ResourceQuota; Kueue's own message is shown).
+
+Kueue facts this relies on (kubernetes-sigs/kueue at v0.19.2, the newest v0.19 tag the source
+mirror holds; the platform pins chart 0.19.5, trainforge.core.versions; read 2026-11-27):
+- the visibility API is on by default: feature gate VisibilityOnDemand is beta and default
+  true since 0.9 (pkg/features/kube_features.go), and the chart renders the APIServices
+  v1beta2 and v1beta1.visibility.kueue.x-k8s.io unconditionally
+  (charts/kueue/templates/visibility/apiservice_v1beta2.yaml);
+- `GET .../namespaces/NS/localqueues/LQ/pendingworkloads` lists that LocalQueue's pending
+  workloads of its ClusterQueue (heap, inadmissible and in-flight ones, in queue order;
+  pkg/cache/queue/cluster_queue.go Snapshot/totalElements), each with
+  positionInClusterQueue counted over every LocalQueue of the ClusterQueue, and at most
+  1000 by default (pkg/visibility/storage/pending_workloads_lq.go); the RBAC resource is
+  `localqueues/pendingworkloads` (config/components/rbac/pending_workloads_lq_viewer_role.yaml),
+  which the team's Role grants (trainforge.platform.team_access).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from fractions import Fraction
+from typing import Any
+
+from trainforge.core.quantity import parse_quantity
+from trainforge.jobs.duration import EXPECTED_BASIS, EXPECTED_SECONDS
+from trainforge.jobs.pod import JOB_LABEL
+from trainforge.live.gather import (
+    KUEUE,
+    VISIBILITY,
+    Gathered,
+    NotFound,
+    condition,
+    find_job,
+    metrics_of,
+)
+from trainforge.live.kube import Api, KubeError
+from trainforge.plan.checks import queues as sim
+
+RESOURCES = sim.RESOURCES
+_FLAVOR = re.compile(r"in flavor (?P<flavor>[\w.-]+)")
+
+
+@dataclass
+class Holder:
+    """A workload of the team's ClusterQueue that holds its quota or waits ahead of the job."""
+
+    workload: str
+    job: str
+    running: bool
+    need: dict[str, Fraction]
+    flavor: str | None
+    seconds: float | None  # what it has left to run (running) or its expected run time
+    basis: str  # where `seconds` comes from, or why it is unknown
+    position: int = -1  # positionInClusterQueue of a waiting one
+    priority: int = 0
+
+
+@dataclass
+class Expected:
+    """The expected start of a pending job: `seconds` from now (None: cannot be estimated,
+    `unknown` says why), `at` the wall-clock time, and the workloads it waits behind."""
+
+    seconds: float | None
+    at: datetime | None
+    cluster_queue: str
+    flavor: str | None = None
+    holders: list[Holder] = field(default_factory=list)
+    unknown: str = ""
+    cohort: str | None = None
+
+
+# --- reading the queue --------------------------------------------------------------------------
+
+
+def _need(wl: dict[str, Any]) -> dict[str, Fraction]:
+    """What a Workload asks in all (every pod of every pod set), in the quota's resources."""
+    total: dict[str, Fraction] = {}
+    for ps in wl.get("spec", {}).get("podSets", []) or []:
+        count = int(ps.get("count", 1))
+        for c in ps.get("template", {}).get("spec", {}).get("containers", []) or []:
+            for res, amount in (c.get("resources", {}).get("requests") or {}).items():
+                if res in RESOURCES:
+                    total[res] = total.get(res, Fraction(0)) + parse_quantity(amount) * count
+    return {r: v for r, v in total.items() if v}
+
+
+def _admitted_flavor(wl: dict[str, Any]) -> str | None:
+    adm = wl.get("status", {}).get("admission") or {}
+    flavors = {
+        f for a in adm.get("podSetAssignments", []) or [] for f in (a.get("flavors") or {}).values()
+    }
+    return next(iter(flavors)) if len(flavors) == 1 else None
+
+
+def _pending_flavor(wl: dict[str, Any], queue: sim.Queue) -> str | None:
+    """The flavor a pending Workload waits for: the one Kueue's message names, else the only
+    flavor of the queue with quota for everything it asks; None when that is not one."""
+    msg = (condition(wl, "QuotaReserved") or {}).get("message", "")
+    m = _FLAVOR.search(msg)
+    if m and m.group("flavor") in queue.nominal:
+        return m.group("flavor")
+    need = _need(wl)
+    fits = [f for f in queue.flavors if all(queue.nominal[f].get(r, 0) > 0 for r in need)]
+    return fits[0] if len(fits) == 1 else None
+
+
+def _job_name(wl: dict[str, Any]) -> str:
+    owners = wl.get("metadata", {}).get("ownerReferences") or []
+    if owners:
+        return owners[0].get("name", "")
+    return wl.get("metadata", {}).get("labels", {}).get(JOB_LABEL, "")
+
+
+def _since(t: str | None, now: datetime) -> float | None:
+    if not t:
+        return None
+    return (now - datetime.fromisoformat(t.replace("Z", "+00:00"))).total_seconds()
+
+
+def _expected(job: dict[str, Any]) -> tuple[float | None, str]:
+    """The job's expected run time and its basis, from the annotations its emitter wrote."""
+    notes = job.get("metadata", {}).get("annotations") or {}
+    basis = notes.get(EXPECTED_BASIS, "")
+    try:
+        seconds = float(notes[EXPECTED_SECONDS])
+    except (KeyError, ValueError):
+        return None, basis or f"no expected duration (no {EXPECTED_SECONDS} annotation)"
+    return seconds, basis
+
+
+def _holder(api: Api, ns: str, wl: dict[str, Any], running: bool, now: datetime) -> Holder:
+    name = _job_name(wl)
+    h = Holder(
+        wl["metadata"]["name"], name or wl["metadata"]["name"], running, _need(wl), None, None, ""
+    )
+    try:
+        g = find_job(api, ns, name) if name else None
+    except NotFound:
+        g = None
+    if g is None:
+        h.basis = "its job object is not found"
+        return h
+    expected, basis = _expected(g.job)
+    if running:
+        m = metrics_of(api, g)
+        if m and m.get("eta_seconds") is not None and m.get("progress", 0) < 1:
+            h.seconds, h.basis = m["eta_seconds"], "ETA from its metrics"
+            return h
+        admitted = (condition(wl, "Admitted") or condition(wl, "QuotaReserved") or {}).get(
+            "lastTransitionTime"
+        )
+        ran = _since(admitted, now)
+        if expected is None or ran is None:
+            h.basis = basis
+        elif ran > expected:
+            h.basis = f"ran {sim.hours(ran)}, past its expected {sim.hours(expected)}: {basis}"
+        else:
+            h.seconds = expected - ran
+            h.basis = f"runs ~{sim.hours(expected)}: {basis}; admitted {sim.hours(ran)} ago"
+        return h
+    h.seconds, h.basis = expected, basis
+    return h
+
+
+def _get(api: Api, path: str) -> dict[str, Any] | None:
+    try:
+        return api.get(path)
+    except KubeError as e:
+        if e.status in (401, 403):
+            raise _Hidden(f"cannot read {path} ({e.status})") from None
+        raise
+
+
+class _Hidden(Exception):
+    pass
+
+
+def _pending_in(api: Api, ns: str, lq: str) -> list[dict[str, Any]]:
+    for base in VISIBILITY:
+        try:
+            found = api.get(f"{base}/namespaces/{ns}/localqueues/{lq}/pendingworkloads")
+        except KubeError as e:
+            if e.status in (401, 403):
+                raise _Hidden(
+                    f"cannot read the queue positions of LocalQueue {lq} ({e.status})"
+                ) from None
+            continue
+        if found is not None:
+            return list(found.get("items", []))
+    raise _Hidden("Kueue's visibility API does not answer (visibility.kueue.x-k8s.io)")
+
+
+def expected_start(api: Api, g: Gathered, now: datetime) -> Expected | None:
+    """The expected start of `g`, a job whose Workload Kueue holds pending; None when it is
+    not pending in a queue."""
+    wl = g.workload
+    if wl is None or (condition(wl, "Admitted") or {}).get("status") == "True":
+        return None
+    cq_doc = g.cluster_queue
+    cq_name = (g.local_queue or {}).get("spec", {}).get("clusterQueue", "?")
+    if cq_doc is None:
+        return Expected(None, None, cq_name, unknown=f"ClusterQueue {cq_name} is not readable")
+    try:
+        return _estimate(api, g, cq_doc, now)
+    except _Hidden as e:
+        return Expected(None, None, cq_name, unknown=str(e))
+    except KubeError as e:
+        # the rest of `status` stands; only this figure is missing
+        return Expected(None, None, cq_name, unknown=f"a read failed: {e}")
+
+
+def _estimate(api: Api, g: Gathered, cq_doc: dict[str, Any], now: datetime) -> Expected:
+    ns, wl = g.namespace, g.workload or {}
+    queue = sim.cluster_queue(cq_doc)
+    out = Expected(None, None, queue.name, cohort=queue.cohort)
+    out.flavor = _pending_flavor(wl, queue)
+    if out.flavor is None:
+        out.unknown = f"which flavor of ClusterQueue {queue.name} it waits for is not known"
+        return out
+    mine = wl["metadata"]["name"]
+    workloads = (_get(api, f"{KUEUE}/namespaces/{ns}/workloads") or {}).get("items", [])
+    by_name = {w["metadata"]["name"]: w for w in workloads}
+    # quota holders: the namespace's workloads with quota reserved in this ClusterQueue
+    holding = [
+        w
+        for w in workloads
+        if (w.get("status", {}).get("admission") or {}).get("clusterQueue") == queue.name
+        and (condition(w, "QuotaReserved") or {}).get("status") == "True"
+        and (condition(w, "Finished") or {}).get("status") != "True"
+    ]
+    status = cq_doc.get("status", {})
+    total = status.get("reservingWorkloads", status.get("admittedWorkloads"))
+    if isinstance(total, int) and total > len(holding):
+        out.unknown = (
+            f"{total - len(holding)} of the {total} workloads holding ClusterQueue {queue.name}'s "
+            f"quota are outside namespace {ns} (your access reads only {ns})"
+        )
+        return out
+    # who waits ahead: every LocalQueue of the namespace that feeds this ClusterQueue
+    lqs = (_get(api, f"{KUEUE}/namespaces/{ns}/localqueues") or {}).get("items", [])
+    pending: list[dict[str, Any]] = []
+    for lq in lqs:
+        if lq.get("spec", {}).get("clusterQueue") == queue.name:
+            pending += _pending_in(api, ns, lq["metadata"]["name"])
+    me = next((p for p in pending if p["metadata"]["name"] == mine), None)
+    if me is None:
+        out.unknown = f"Kueue's visibility API does not list {mine} among the pending workloads"
+        return out
+    position = int(me.get("positionInClusterQueue", 0))
+    ahead = [p for p in pending if int(p.get("positionInClusterQueue", 0)) < position]
+    if len(ahead) < position:
+        out.unknown = (
+            f"{position - len(ahead)} of the {position} workloads ahead of it in ClusterQueue "
+            f"{queue.name} are outside namespace {ns}"
+        )
+        return out
+    for w in holding:
+        flavor = _admitted_flavor(w)
+        if flavor != out.flavor:
+            continue  # it holds quota of another flavor, which this job does not wait for
+        h = _holder(api, ns, w, True, now)
+        h.flavor = flavor
+        h.priority = int(w.get("spec", {}).get("priority") or 0)
+        out.holders.append(h)
+    for p in sorted(ahead, key=lambda p: int(p.get("positionInClusterQueue", 0))):
+        w = by_name.get(p["metadata"]["name"])
+        if w is None:
+            out.unknown = f"workload {p['metadata']['name']} ahead of it is not readable"
+            return out
+        flavor = _pending_flavor(w, queue)
+        if flavor != out.flavor:
+            # another flavor's quota: it does not compete, unless a StrictFIFO head blocks the
+            # whole queue (or its flavor is not known)
+            if flavor is None or queue.strategy == "StrictFIFO":
+                out.unknown = (
+                    f"{_job_name(w) or w['metadata']['name']}, ahead of it, may hold the queue: "
+                    + ("its flavor is not known" if flavor is None else "StrictFIFO queue")
+                )
+                return out
+            continue
+        h = _holder(api, ns, w, False, now)
+        h.flavor = flavor
+        h.position = int(p.get("positionInClusterQueue", 0))
+        h.priority = int(p.get("priority", 0))
+        out.holders.append(h)
+    return _run(out, queue, wl, me, now)
+
+
+def _run(out: Expected, queue: sim.Queue, wl: dict, me: dict, now: datetime) -> Expected:
+    """The live queue through the plan's simulation: holders run out their time, then the
+    waiting workloads are admitted in Kueue's order as the team's nominal quota frees up."""
+    unknown = [h for h in out.holders if h.seconds is None]
+    if unknown:
+        h = unknown[0]
+        what = "running" if h.running else f"waiting ahead (position {h.position + 1})"
+        out.unknown = f"{h.job} ({what}) has no expected end: {h.basis}"
+        return out
+    need = _need(wl)
+    over = [r for r, v in need.items() if v > queue.nominal[out.flavor].get(r, 0)]
+    if over:
+        r = over[0]
+        out.unknown = (
+            f"it asks {sim._amount(r, need[r])} in flavor {out.flavor}, more than ClusterQueue "
+            f"{queue.name}'s nominal {sim._amount(r, queue.nominal[out.flavor][r])}: it runs "
+            "only on quota its cohort lends, which your access does not show"
+        )
+        return out
+    # what a team sees of its cohort is its own queue: simulate that queue alone
+    queue.cohort = None
+    queue.usage = {}
+    s = sim.Simulation({queue.name: queue}, {})
+    items: list[sim.Workload] = []
+    for i, h in enumerate(out.holders):
+        w = sim.Workload(h.job, queue.name, "", h.position if not h.running else i - 10**6)
+        w.queue, w.flavor, w.need, w.priority = queue.name, h.flavor, h.need, h.priority
+        w.duration = h.seconds
+        if h.running:
+            s.admit(w)
+        items.append(w)
+    job = sim.Workload(wl["metadata"]["name"], queue.name, "", int(me["positionInClusterQueue"]))
+    job.queue, job.flavor, job.need = queue.name, out.flavor, need
+    job.priority = int(me.get("priority", 0))
+    items.append(job)
+    s.run_timed(items)
+    waiting = [w for w, h in zip(items, [*out.holders, None], strict=True) if not (h and h.running)]
+    if any(w.started == 0 for w in waiting):
+        msg = (condition(wl, "QuotaReserved") or {}).get("message", "")
+        outside = "the namespace's ResourceQuota"
+        if out.cohort:
+            outside = f"quota of cohort {out.cohort} borrowed by other teams, or {outside}"
+        out.unknown = (
+            f"by what your access shows, ClusterQueue {queue.name} has room for it now; what "
+            f"holds it is outside that view ({outside})" + (f"; Kueue says: {msg}" if msg else "")
+        )
+        return out
+    if job.started is None:
+        out.unknown = "it does not fit within 90 days of the jobs ahead ending"
+        return out
+    out.seconds = job.started
+    out.at = now + timedelta(seconds=job.started)
+    return out
+
+
+# --- what a person reads ------------------------------------------------------------------------
+
+
+def lines(e: Expected) -> list[tuple[str, str]]:
+    """(label, text) lines for `trainforge status` and `why`."""
+    if e.seconds is None:
+        return [("expected", f"start cannot be estimated: {e.unknown}")]
+    when = e.at.strftime("%Y-%m-%d %H:%M UTC") if e.at else "?"
+    if e.seconds <= 0:
+        head = "start at Kueue's next scheduling cycle"
+    else:
+        head = f"start after {sim.hours(e.seconds)} (about {when})"
+    out = [("expected", f"{head}, within ClusterQueue {e.cluster_queue}'s nominal quota")]
+    for h in e.holders:
+        if h.running:
+            text = f"{h.job} holds {_gang(h.need)}, ends in {sim.hours(h.seconds or 0)} ({h.basis})"
+        else:
+            text = (
+                f"{h.job} waits ahead (position {h.position + 1}), asks {_gang(h.need)}, "
+                f"runs ~{sim.hours(h.seconds or 0)} ({h.basis})"
+            )
+        out.append(("ahead", text))
+    cohort = f"cohort {e.cohort}" if e.cohort else "a cohort"
+    out.append(
+        (
+            "basis",
+            f"the jobs above end when shown; earlier if {cohort} lends idle quota (other "
+            "teams' use is not visible to you), later if a job ahead runs longer",
+        )
+    )
+    return out
+
+
+def _gang(need: dict[str, Fraction]) -> str:
+    if sim.GPU in need:
+        return sim._amount(sim.GPU, need[sim.GPU])
+    return ", ".join(sim._amount(r, v) for r, v in sorted(need.items())) or "nothing"
