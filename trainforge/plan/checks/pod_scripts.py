@@ -200,8 +200,9 @@ while i < len(args):
         except (OSError, SyntaxError) as e:
             print(sys.argv[1] + " (stand-in):", e, file=sys.stderr); sys.exit(1)
         print(sys.argv[1], "parsed", a); sys.exit(0)
-    if "=" not in a and a.startswith("--") and i + 1 < len(args) and sys.argv[1] == "torchrun":
-        i += 1  # torchrun's option value (--nproc-per-node 2)
+    flag = a not in ("--standalone", "--no-python", "--no_python", "--run-path", "--run_path")
+    if flag and "=" not in a and a.startswith("--") and sys.argv[1] == "torchrun":
+        i += 1  # torchrun's option value (--nproc-per-node 2); its switches take none
     i += 1
 """
 IMAGE_STAND_INS = {
