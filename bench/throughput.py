@@ -101,7 +101,8 @@ def main_parent(a: argparse.Namespace) -> int:
     result = json.loads(next(ln for ln in outs[0].splitlines() if ln.startswith("RESULT "))[7:])
     times: dict[str, list[float]] = result["times"]
     samples = a.batch_size * a.workers
-    tokens = samples * (a.seq_len if a.model == "gpt" else 1)
+    # tokens only for the GPT: the MLP's samples are feature vectors (no tokens/s for it)
+    tokens = samples * a.seq_len if a.model == "gpt" else None
     best = {m: min(t) for m, t in times.items()}
     med = {m: statistics.median(t) for m, t in times.items()}
     print()
@@ -114,7 +115,7 @@ def main_parent(a: argparse.Namespace) -> int:
             "steps_per_s_median": sps,
             "steps_per_s_best": a.steps / best[m],
             "samples_per_s": sps * samples,
-            "tokens_per_s": sps * tokens,
+            "tokens_per_s": sps * tokens if tokens is not None else None,
             "vs_seed": med["seed"] / med[m],
             "vs_floor": med["floor"] / med[m],
         }
@@ -124,8 +125,9 @@ def main_parent(a: argparse.Namespace) -> int:
             f"{r['vs_seed']:.2f}x | {100 * r['vs_floor']:.0f}% |"
         )
     if result.get("mfu") is not None:
+        tps = rows["runtime"]["tokens_per_s"]
         print(
-            f"\nruntime MFU {100 * result['mfu']:.1f}%, {rows['runtime']['tokens_per_s']:,.0f} tokens/s"
+            f"\nruntime MFU {100 * result['mfu']:.1f}%" + (f", {tps:,.0f} tokens/s" if tps else "")
         )
     if a.json:
         Path(a.json).write_text(json.dumps({"args": vars(a), "rows": rows, **result}, indent=2))

@@ -161,12 +161,12 @@ def _with_steady_rates(run_dir):
     s = json.loads((run_dir / "summary.json").read_text())
     s.update(
         samples_per_second=7452.8,
-        tokens_per_second=7452.8,
+        tokens_per_second=None,  # an MLP: samples, not tokens
         rates_basis="steady",
         steady={"windows": 7, "from_step": 51, "to_step": 120, "steps": 70, "seconds": 0.3,
-                "samples_per_second": 7452.8, "tokens_per_second": 7452.8, "mfu": None},
+                "samples_per_second": 7452.8, "tokens_per_second": None, "mfu": None},
         whole_run={"from_step": 41, "to_step": 120, "steps": 80, "seconds": 0.9,
-                   "samples_per_second": 2844.4, "tokens_per_second": 2844.4, "mfu": None},
+                   "samples_per_second": 2844.4, "tokens_per_second": None, "mfu": None},
         startup={"windows": [[41, 50]], "seconds": 0.6, "steps": 10, "setup_seconds": 2.7},
     )  # fmt: skip
     (run_dir / "summary.json").write_text(json.dumps(s))
@@ -185,10 +185,11 @@ def test_the_report_shows_the_steady_state_and_the_whole_loop_apart(run_dir, cap
     assert cli.main(["report", str(run_dir)]) == 0
     text = (run_dir / "report.txt").read_text()
     assert (
-        "steady state: 7,453 samples/s, 7,453 tokens/s (steps 51-120, 7 log windows; the "
+        "steady state: 7,453 samples/s (steps 51-120, 7 log windows; the "
         "summary's headline)" in text
     )
-    assert "whole loop: 2,844 samples/s, 2,844 tokens/s (start-up included)" in text
+    assert "whole loop: 2,844 samples/s (start-up included)" in text
+    assert "tokens/s" not in text  # the MLP has no tokens: no rate of them anywhere
     assert "start-up: setup 2.7s, steps 41-50 0.6s (left out of the steady state)" in text
     import matplotlib.image
     import numpy as np
@@ -196,6 +197,19 @@ def test_the_report_shows_the_steady_state_and_the_whole_loop_apart(run_dir, cap
     pixels = matplotlib.image.imread(run_dir / "report.png")[..., :3] * 255
     green = np.all(np.abs(pixels - (44, 160, 44)) < 8, axis=-1)  # tab:green, #2ca02c
     assert green.sum() > 400  # the steady line across the panel and the circled windows (763)
+
+
+def test_a_model_with_tokens_shows_its_tokens_per_s_beside_samples_per_s(run_dir):
+    """The same lines for a GPT-like run (16 tokens a sample): tokens/s is where it is known."""
+    _with_steady_rates(run_dir)
+    s = json.loads((run_dir / "summary.json").read_text())
+    for part in ("steady", "whole_run"):
+        s[part]["tokens_per_second"] = 16 * s[part]["samples_per_second"]
+    (run_dir / "summary.json").write_text(json.dumps(s))
+    assert cli.main(["report", str(run_dir)]) == 0
+    text = (run_dir / "report.txt").read_text()
+    assert "steady state: 7,453 samples/s, 119,245 tokens/s (steps 51-120" in text
+    assert "whole loop: 2,844 samples/s, 45,510 tokens/s (start-up included)" in text
 
 
 def test_a_summary_from_before_steady_rates_adds_no_rate_lines(run_dir):

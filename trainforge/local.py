@@ -221,15 +221,14 @@ def run_user_code(stack: str, job_name: str, rest: list[str], job: Any = None) -
     if ns.dry_run:
         print(f"(cd {run.cwd} && {' '.join(run.command)})")
         return 0
-    from trainforge.jobs.restarts import budget, launch_line
+    from trainforge.jobs.restarts import launch_line, local_budget
 
-    b = budget(job)
-    recreations = b.local_recreations if ns.pod_restarts is None else ns.pod_restarts
+    b = local_budget(job, max_restarts=ns.max_restarts, pod_restarts=ns.pod_restarts)
     shipped = f"the shipped copy in {run.code_dir}" if run.code_dir else "this environment"
     print(f"run-local: {job.name}: {run.workers} process(es) running {shipped}", flush=True)
-    print(f"run-local: {job.name}: {launch_line(job)}", flush=True)
+    print(f"run-local: {job.name}: {launch_line(job, b)}", flush=True)
     _where_things_go(run.env)
-    return launch(run.command, run.env, run.cwd, recreations=recreations, on=b.on)
+    return launch(run.command, run.env, run.cwd, recreations=b.local_recreations, on=b.on)
 
 
 def _where_things_go(env: dict[str, str]) -> None:
@@ -323,15 +322,19 @@ def run_adhoc(target: str, module: bool, own: list[str], args: list[str]) -> int
     if ns.dry_run:
         print(f"(cd {run.cwd} && {' '.join(run.command)})")
         return 0
+    from trainforge.jobs.restarts import adhoc_budget, launch_line
+
+    # the launch line of the plan and `run-local --stack`, with this run's own budget
+    b = adhoc_budget(ns.max_restarts, ns.pod_restarts)
     what = f"-m {target}" if module else target
+    shipped = f"the shipped copy in {run.code_dir}" if run.code_dir else "this environment"
     print(
-        f"run-local: {what}: {run.workers} process(es) (world {run.workers}), restarts: "
-        f"torchrun {ns.max_restarts}, local pod re-created on exit >= 128 up to "
-        f"{ns.pod_restarts}",
+        f"run-local: {what}: {run.workers} process(es) (world {run.workers}) running {shipped}",
         flush=True,
     )
+    print(f"run-local: {what}: {launch_line(job, b)}", flush=True)
     _where_things_go(run.env)
-    return launch(run.command, run.env, run.cwd, recreations=ns.pod_restarts)
+    return launch(run.command, run.env, run.cwd, recreations=b.local_recreations, on=b.on)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -340,6 +343,7 @@ def main(argv: list[str] | None = None) -> int:
     if adhoc is not None:  # your own code, no stack file
         return run_adhoc(*adhoc)
     on = "retryable"  # which exits re-create the local pod (a job's budget with --stack)
+    stack_job = None  # the job of `--stack STACK JOB` (the bundled runtime), to print its line
     # `--stack STACK JOB` expands to the job's own flags from Pulumi.<stack>.yaml (jobs area).
     if any(a == "--stack" or a.startswith("--stack=") for a in argv):
         from trainforge.core.errors import JobConfigError
@@ -354,10 +358,7 @@ def main(argv: list[str] | None = None) -> int:
                 if job.entrypoint is not None:
                     return run_user_code(*found, job=job)
                 argv = local_argv_for_job(found[0], found[1], ".", job) + found[2]
-                from trainforge.jobs.restarts import budget, launch_line
-
-                print(f"run-local: {job.name}: {launch_line(job)}", flush=True)
-                on = budget(job).on
+                stack_job = job
         except JobConfigError as e:
             print(f"trainforge run-local: error: {e}", file=sys.stderr)
             return 2
@@ -376,6 +377,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--max-restarts must be >= 0, got {ns.max_restarts}")
     if ns.pod_restarts < 0:
         parser.error(f"--pod-restarts must be >= 0, got {ns.pod_restarts}")
+    if stack_job is not None:  # after the flags: one the user adds wins, and the line says so
+        from trainforge.jobs.restarts import launch_line, local_budget
+
+        b = local_budget(stack_job, max_restarts=ns.max_restarts, pod_restarts=ns.pod_restarts)
+        print(f"run-local: {stack_job.name}: {launch_line(stack_job, b)}", flush=True)
+        on = b.on
 
     from trainforge.training.config import ConfigError, check_world, parse_args
 

@@ -340,7 +340,10 @@ def _rate_lines(s: dict[str, Any]) -> list[str]:
 
     def rate(r: dict[str, Any]) -> str:
         mfu = f", MFU {100 * r['mfu']:.1f}%" if _finite(r.get("mfu")) else ""
-        return f"{_rate(r['samples_per_second'])} samples/s, {_rate(r['tokens_per_second'])} tokens/s{mfu}"
+        # tokens/s only for a model with tokens: the runtime writes null for one without
+        tps = r.get("tokens_per_second")
+        tokens = f", {_rate(tps)} tokens/s" if _finite(tps) else ""
+        return f"{_rate(r['samples_per_second'])} samples/s{tokens}{mfu}"
 
     if steady.get("windows"):
         head = (f"steady state: {rate(steady)} (steps {steady['from_step']}-{steady['to_step']}, "

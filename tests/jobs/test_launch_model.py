@@ -125,3 +125,94 @@ def test_run_local_applies_the_rendered_restart_policy(project, monkeypatch):
     i = seen["cmd"].index("--nproc-per-node")
     assert seen["cmd"][i + 1] == "8"
     assert launch_line(job).startswith("2 pods x 4 processes, restarts: ")
+
+
+def _recording_launch_line(monkeypatch) -> list[str]:
+    """trainforge.jobs.restarts.launch_line, recording every line it returns."""
+    from trainforge.jobs import restarts
+
+    made: list[str] = []
+    real = restarts.launch_line
+
+    def recorded(*args, **kwargs):
+        made.append(real(*args, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(restarts, "launch_line", recorded)
+    return made
+
+
+def _fake_launch(monkeypatch) -> dict:
+    seen: dict = {}
+
+    def fake_launch(cmd, env, cwd=None, *, recreations=0, on="retryable"):
+        seen.update(cmd=cmd, recreations=recreations, on=on)
+        return 0
+
+    monkeypatch.setattr("trainforge.jobs.local.launch", fake_launch)
+    return seen
+
+
+def _max_restarts(cmd: list[str]) -> int:
+    return int(cmd[cmd.index("--max-restarts") + 1])
+
+
+def test_the_ad_hoc_and_stack_paths_print_their_restart_line_through_launch_line(
+    project, monkeypatch, capsys
+):
+    """`run-local SCRIPT` (no stack) and `run-local --stack STACK JOB` print the launch line
+    of restarts.launch_line, the plan's, with the numbers run-local then runs with (its
+    --max-restarts and --pod-restarts included), not a line written by hand."""
+    from trainforge import local
+
+    monkeypatch.chdir(project)
+    made = _recording_launch_line(monkeypatch)
+    seen = _fake_launch(monkeypatch)
+
+    argv = ["code/ranks.py", "--workers", "2", "--max-restarts", "1", "--pod-restarts", "3"]
+    assert local.main(argv) == 0
+    out = capsys.readouterr().out
+    (adhoc,) = made
+    assert f"run-local: code/ranks.py: {adhoc}\n" in out
+    assert adhoc == (
+        "2 pods x 1 process, restarts: torchrun restarts in the pod 1; pod re-created on exit "
+        ">= 128, at most 3 (run-local --pod-restarts; no stack, no controller); run-local: the "
+        "same, up to 3"
+    )
+    assert (_max_restarts(seen["cmd"]), seen["recreations"], seen["on"]) == (1, 3, "retryable")
+
+    made.clear()
+    assert (
+        local.main(["--stack", "dev", "ranks", "--max-restarts", "2", "--pod-restarts", "1"]) == 0
+    )
+    out = capsys.readouterr().out
+    (stacked,) = made
+    assert f"run-local: ranks: {stacked}\n" in out
+    assert stacked.startswith("2 pods x 4 processes, restarts: torchrun restarts in the pod 2; ")
+    assert stacked.endswith("run-local: the same, up to 1 (--pod-restarts)")
+    assert (_max_restarts(seen["cmd"]), seen["recreations"], seen["on"]) == (2, 1, "any")
+
+
+def test_the_bundled_runtime_s_stack_line_says_the_flags_it_runs_with(monkeypatch, capsys):
+    """`run-local --stack STACK JOB` of a job of the bundled runtime: the line comes after the
+    flags, so one the user adds (--pod-restarts 4) is the number it prints and runs."""
+    from trainforge import local
+    from trainforge.jobs.spec import parse_job
+
+    job = parse_job(
+        {"name": "mlp-job", "team": "t", "pool": "p", "workers": 1, "gpusPerWorker": 0,
+         "procsPerWorker": 2, "restartPolicy": "ExitCode", "backend": "indexed-job",
+         "model": "mlp"},
+        "test",
+    )  # fmt: skip
+    monkeypatch.setattr("trainforge.jobs.local.find_job", lambda *a, **k: job)
+    made = _recording_launch_line(monkeypatch)
+    seen = _fake_launch(monkeypatch)
+    assert local.main(["--stack", "dev", "mlp-job", "--steps", "1", "--pod-restarts", "4"]) == 0
+    (line,) = made
+    assert f"run-local: mlp-job: {line}\n" in capsys.readouterr().out
+    assert line == (
+        "1 pod x 2 processes, restarts: torchrun restarts in the pod 0; pod re-created on exit "
+        ">= 128, at most 6 (backoffLimitPerIndex 6); run-local: the same, up to 4 (--pod-restarts)"
+    )
+    assert (seen["recreations"], seen["on"]) == (4, "retryable")

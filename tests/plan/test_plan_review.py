@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import json
 import pathlib
-import shutil
 
 import pytest
-import yaml
 
 from trainforge.plan import cli
 from trainforge.plan.checks import ckpt_compat as CC
@@ -251,25 +249,12 @@ def issue_change(config: dict) -> None:
                              "gpu-workloads": {"gpus": 16}}  # fmt: skip
 
 
-def project(tmp_path: pathlib.Path, name: str, change=None) -> pathlib.Path:
-    root = tmp_path / name
-    root.mkdir()
-    for f in ("Pulumi.yaml", "__main__.py"):
-        shutil.copy(ROOT / f, root / f)
-    shutil.copytree(ROOT / "examples", root / "examples")
-    data = yaml.safe_load((ROOT / "Pulumi.prod.yaml").read_text())
-    if change:
-        change(data["config"])
-    (root / "Pulumi.prod.yaml").write_text(yaml.safe_dump(data))
-    return root
-
-
 @pytest.fixture(scope="module")
-def head(tmp_path_factory) -> pathlib.Path:
-    return project(tmp_path_factory.mktemp("head"), "head", issue_change)
+def head(tmp_path_factory, project_copy) -> pathlib.Path:
+    return project_copy(tmp_path_factory.mktemp("head"), "head", issue_change)
 
 
-def test_issue_pr_against_the_base_branch_plan(tmp_path, head, capsys):
+def test_issue_pr_against_the_base_branch_plan(tmp_path, head, capsys, project_copy):
     base = tmp_path / "base-plan"
     args = ["--stack", "prod", "--no-standins"]
     assert (
@@ -335,7 +320,7 @@ def test_issue_pr_against_the_base_branch_plan(tmp_path, head, capsys):
             },
         ]
 
-    decided = project(tmp_path, "decided", waived)
+    decided = project_copy(tmp_path, "decided", waived)
     rc = cli.main(
         [
             *args,
@@ -466,7 +451,7 @@ def test_pool_and_team_changes_read_as_types_limits_and_quotas():
     assert quota_lines(cq("21"), cq("5")) == ["nominal quota gpu-workloads/nvidia.com/gpu: 21 → 5"]
 
 
-def test_own_code_fingerprints_are_compared_through_the_plan(tmp_path, capsys):
+def test_own_code_fingerprints_are_compared_through_the_plan(tmp_path, capsys, project_copy):
     """dev's `resumable` declares checkpoint.fingerprint train:state_layout; `mnist-user`
     declares none."""
 
@@ -476,16 +461,7 @@ def test_own_code_fingerprints_are_compared_through_the_plan(tmp_path, capsys):
         jobs["mnist-user"]["entrypoint"]["args"] = ["--epochs", "2"]
 
     def copy(name, edit=None):
-        root = tmp_path / name
-        root.mkdir()
-        for f in ("Pulumi.yaml", "__main__.py"):
-            shutil.copy(ROOT / f, root / f)
-        shutil.copytree(ROOT / "examples", root / "examples")
-        data = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())
-        if edit:
-            edit(data["config"])
-        (root / "Pulumi.dev.yaml").write_text(yaml.safe_dump(data))
-        return root
+        return project_copy(tmp_path, name, edit, stack="dev")
 
     args = ["--stack", "dev", "--no-standins", "--report", str(tmp_path / "r.txt")]
     base = tmp_path / "base-plan"

@@ -487,3 +487,97 @@ def test_a_sandbox_that_becomes_root_instead_is_caught(monkeypatch):
     assert r.rc == S.WRONG_IDENTITY
     assert r.stderr.startswith("sandbox: the process is not uid 1000 gid 1000")
     assert "uid 0/0/0/0 (want 1000)" in r.stderr
+
+
+# --- Trainer v2 TrainJobs: the pod the Trainer builds from the job and its runtime ----------
+
+# The Kubeflow SDK's CustomTrainer command (kubeflow 0.5.0's TORCH_COMMAND, as
+# tests/platform/test_kubeflow_sdk.py captures it from the real SDK): the function's source is
+# written into the working directory, then torchrun runs it.
+SDK_SCRIPT = """read -r -d '' SCRIPT << EOM
+
+def train():
+    import torch.distributed as dist
+    dist.init_process_group(backend="gloo")
+
+train()
+
+EOM
+printf "%s" "$SCRIPT" > "train-abc.py"
+torchrun "train-abc.py\""""
+
+
+def _trainjob(script: str = SDK_SCRIPT, runtime: str = "torch-distributed") -> K8sObject:
+    from trainforge.jobs import trainjob
+
+    doc = {
+        "apiVersion": trainjob.API_VERSION,
+        "kind": trainjob.KIND,
+        "metadata": {"name": "sdk-job", "namespace": "t"},
+        "spec": {
+            "runtimeRef": {"apiGroup": trainjob.GROUP, "kind": trainjob.RUNTIME_KIND,
+                           "name": runtime},
+            "trainer": {"numNodes": 2, "command": ["bash", "-c", script]},
+        },
+    }  # fmt: skip
+    return _obj("TrainJob", "sdk-job", doc)
+
+
+def _sdk_runtime(edit=None) -> K8sObject:
+    from trainforge.jobs import trainjob
+
+    doc = trainjob.sdk_runtime_manifest()
+    if edit:
+        edit(doc["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"])
+    return _obj("ClusterTrainingRuntime", doc["metadata"]["name"], doc)
+
+
+def _trainjob_findings(result: T.CheckResult) -> list:
+    return [f for f in result.findings if f.resource == "t/TrainJob/sdk-job"]
+
+
+@needs_sandbox
+def test_a_trainjob_s_script_is_rehearsed_in_the_pod_its_runtime_makes():
+    """The SDK's bash script in the platform's SDK runtime: as the runtime's non-root user on a
+    read-only root, in its writable /workspace; torchrun (a stand-in) parses what it wrote."""
+    result = _check(_sdk_runtime(), _trainjob())
+    assert _trainjob_findings(result) == []
+    (section,) = result.sections
+    (entry,) = [e for e in section.data["scripts"] if e["object"] == "t/TrainJob/sdk-job"]
+    assert entry["container"] == "node"
+    runs = entry["scenarios"]["fresh volume"]
+    assert runs[0] == "run 1 ok" and all(x.endswith(" ok") for x in runs), runs
+
+
+@needs_sandbox
+def test_a_trainjob_whose_runtime_has_no_writable_working_directory_is_a_finding():
+    """Broken on purpose: the runtime's /workspace mounted read-only. The script's printf
+    cannot write the function's file there, as in the pod: the plan reports it."""
+
+    def read_only_workspace(template):
+        (c,) = template["spec"]["containers"]
+        for m in c["volumeMounts"]:
+            if m["mountPath"] == "/workspace":
+                m["readOnly"] = True
+
+    (f,) = _trainjob_findings(_check(_sdk_runtime(read_only_workspace), _trainjob()))
+    assert f.rule == P.SCRIPT_FAILS
+    assert "container node of t/TrainJob/sdk-job fails on run 1" in f.message
+    assert "Read-only file system" in f.message
+
+
+@needs_sandbox
+def test_a_trainjob_whose_script_writes_python_that_cannot_parse_is_a_finding():
+    broken = SDK_SCRIPT.replace("def train():", "def train(:")
+    (f,) = _trainjob_findings(_check(_sdk_runtime(), _trainjob(broken)))
+    assert f.rule == P.SCRIPT_FAILS and "torchrun (stand-in)" in f.message
+
+
+@needs_sandbox
+def test_the_platform_s_runtime_stands_in_when_the_plan_declares_none():
+    """A TrainJob on one of the platform's runtimes is rehearsed in that runtime's pod even
+    where the plan holds no runtime object (trainjob.runtime_manifests); on a runtime nobody
+    declares, its script is not rehearsed, and that is a finding, never a pass."""
+    assert _trainjob_findings(_check(_trainjob())) == []
+    (f,) = _trainjob_findings(_check(_trainjob(runtime="somebody-elses")))
+    assert f.rule == P.UNREHEARSED and "'somebody-elses'" in f.message

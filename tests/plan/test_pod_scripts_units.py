@@ -505,3 +505,33 @@ def test_a_consumer_pods_fs_group_is_applied_to_its_claim_except_on_fsx(driver):
         "after t/Job/setup ran (fresh volume), t/PyTorchJob/w (uid 1000 gid 1000 groups 3000 "
         "capabilities none) cannot write /data: "
     ) and f.message.endswith("create /data/.rehearsal-writes: Permission denied")
+
+
+@pytest.mark.parametrize(
+    ("argv", "rc", "said"),
+    [
+        (["torchrun", "--standalone", "--nproc-per-node", "2", "ok.py"], 0, "parsed ok.py"),
+        (["torchrun", "--nnodes=1", "bad.py", "--lr", "1"], 1, "torchrun (stand-in):"),
+        (["python", "-u", "bad.py"], 1, "python (stand-in):"),
+        (["python3", "-m", "pip", "install", "x"], 0, "module pip"),
+        (["python", "-c", "print(1"], 1, "SyntaxError"),
+        (["pip", "install", "--user", "x"], 0, "installs nothing"),
+    ],
+)
+def test_the_image_stand_ins_check_the_python_they_are_given(tmp_path, argv, rc, said):
+    """What a TrainJob's script finds on PATH for the training image's programs: they parse
+    the Python they are given (a file, or -c code) and train nothing."""
+    import subprocess
+    import sys
+
+    if not any(os.path.exists(f"{d}/python3") for d in ("/usr/bin", "/usr/local/bin", "/bin")):
+        pytest.skip("no system python3 for the stand-ins")
+    mount = P._stand_ins(tmp_path)
+    (tmp_path / "ok.py").write_text("def train():\n    return 1\n")
+    (tmp_path / "bad.py").write_text("def train(:\n")
+    proc = subprocess.run(
+        ["sh", str(mount.host / argv[0]), *argv[1:]], cwd=tmp_path, capture_output=True,
+        text=True, timeout=60, env={"PATH": os.environ.get("PATH", ""), "PYTHON": sys.executable},
+    )  # fmt: skip
+    assert proc.returncode == rc, proc.stdout + proc.stderr
+    assert said in proc.stdout + proc.stderr

@@ -9,29 +9,14 @@ both the job's change and the raw field diff name `--lr`, not `command[29]`.
 from __future__ import annotations
 
 import pathlib
-import shutil
 
 import pytest
-import yaml
 
 from trainforge.plan import cli
 from trainforge.plan.diff import argv_diff, field_diff
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 JOB = "vision/PyTorchJob/gpt-350m-fsdp"
-
-
-def project(tmp_path: pathlib.Path, name: str, change=None) -> pathlib.Path:
-    root = tmp_path / name
-    root.mkdir()
-    for f in ("Pulumi.yaml", "__main__.py"):
-        shutil.copy(ROOT / f, root / f)
-    shutil.copytree(ROOT / "examples", root / "examples")
-    data = yaml.safe_load((ROOT / "Pulumi.prod.yaml").read_text())
-    if change:
-        change(data["config"])
-    (root / "Pulumi.prod.yaml").write_text(yaml.safe_dump(data))
-    return root
 
 
 def lower_lr(config: dict) -> None:
@@ -59,8 +44,8 @@ def base(tmp_path_factory) -> pathlib.Path:
     return out
 
 
-def test_an_lr_only_change_is_a_decision_naming_lr(base, tmp_path, capsys):
-    head = project(tmp_path, "head", lower_lr)
+def test_an_lr_only_change_is_a_decision_naming_lr(base, tmp_path, capsys, project_copy):
+    head = project_copy(tmp_path, "head", lower_lr)
     capsys.readouterr()
     md = tmp_path / "pr.md"
     rc = cli.main(
@@ -102,7 +87,7 @@ def test_an_lr_only_change_is_a_decision_naming_lr(base, tmp_path, capsys):
             }
         )
 
-    decided = project(tmp_path, "decided", waived)
+    decided = project_copy(tmp_path, "decided", waived)
     rc = cli.main(
         [
             "--stack",

@@ -26,6 +26,7 @@ import yaml
 from tests.conftest import ROOT
 from trainforge.jobs import tenancy, trainjob
 from trainforge.plan.checks import pod_sandbox as sandbox
+from trainforge.plan.checks import pod_scripts as P
 from trainforge.plan.checks import validate as V
 from trainforge.plan.core import plan_project
 
@@ -212,21 +213,17 @@ def test_its_pods_write_their_code_in_the_working_directory(plan, sent, tmp_path
             host.chmod(0o777)  # an emptyDir, as the kubelet makes it
         hosts[m["mountPath"]] = host
         mounts.append(sandbox.Mount(host, m["mountPath"], bool(m.get("readOnly"))))
-    stub = tmp_path / "stub"
-    stub.mkdir()
-    (stub / "torchrun").write_text(
-        "#!/bin/sh\nexec python3 -c 'import ast, sys; ast.parse(open(sys.argv[1]).read()); "
-        'print("parsed", sys.argv[1])\' "$1"\n'
-    )
-    (stub / "torchrun").chmod(0o755)
-    mounts.append(sandbox.Mount(stub, "/opt/sdk-stub", True))
+    # the plan's stand-ins for the image's programs (torchrun parses the file it is given)
+    stand_in = tmp_path / "stand-in"
+    stand_in.mkdir()
+    mounts.append(P._stand_ins(stand_in))
     identity = sandbox.Identity.of(pod["spec"].get("securityContext"), sc)
     assert c["command"][:2] == ["bash", "-c"]
     result = sandbox.run(
         c["command"][2],
         identity,
         mounts,
-        env={"HOME": env["HOME"], "PATH": "/opt/sdk-stub:/usr/bin:/bin"},
+        env={"HOME": env["HOME"], "PATH": f"{P.STAND_IN_DIR}:/usr/bin:/bin"},
         shell="/bin/bash",
         cwd=c.get("workingDir") or "/",
     )
@@ -234,6 +231,40 @@ def test_its_pods_write_their_code_in_the_working_directory(plan, sent, tmp_path
     assert "parsed " in result.stdout
     written = hosts[c["workingDir"]] / result.stdout.split("parsed ", 1)[1].strip()
     assert "dist.init_process_group" in written.read_text()
+
+
+def test_the_plan_rehearses_the_sent_trainjob_s_script(plan, sent):
+    """The plan's pod-script rehearsal (plan/checks/pod_scripts.py) finds the TrainJob, builds
+    its pod from the platform's runtime as the test above does, and runs the SDK's script in
+    every scenario: no finding. A runtime that mounts the working directory read-only makes
+    the same script a finding."""
+    if sandbox.unavailable():
+        pytest.skip(f"the pod sandbox cannot run here: {sandbox.unavailable()}")
+    import dataclasses
+
+    from trainforge.plan.manifests import K8sObject
+
+    name = sent["metadata"]["name"]
+    ident = f"{NAMESPACE}/TrainJob/{name}"
+    job = K8sObject(urn=f"urn:sdk:{name}", name=name, type="kubernetes:x:TrainJob", doc=sent)
+    result = P.check(_ctx(plan, [*plan.objects, job]))
+    assert [f.message for f in result.findings if f.resource == ident] == []
+    (section,) = result.sections
+    (entry,) = [e for e in section.data["scripts"] if e["object"] == ident]
+    assert entry["scenarios"]["fresh volume"][0] == "run 1 ok", entry
+
+    def read_only(o):
+        if o.kind != "ClusterTrainingRuntime" or o.obj_name != trainjob.SDK_RUNTIME:
+            return o
+        doc = json.loads(json.dumps(o.doc))
+        pod_spec = doc["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]
+        for m in pod_spec["template"]["spec"]["containers"][0]["volumeMounts"]:
+            m["readOnly"] = m["mountPath"] == trainjob.SDK_WORKSPACE or m.get("readOnly", False)
+        return dataclasses.replace(o, doc=doc)
+
+    broken = P.check(_ctx(plan, [*(read_only(o) for o in plan.objects), job]))
+    (f,) = [f for f in broken.findings if f.resource == ident]
+    assert f.rule == P.SCRIPT_FAILS and "fails on run 1" in f.message
 
 
 def _ctx(plan, objects=None):

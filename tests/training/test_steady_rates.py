@@ -66,8 +66,8 @@ def test_a_first_step_4s_longer_leaves_summary_samples_per_s_within_20pct_of_the
     # the whole loop's rate, start-up included, is kept beside it and is far lower
     assert s["whole_run"]["samples_per_second"] < 0.5 * s["samples_per_second"]
     assert s["steps_per_second"] == pytest.approx(1 / STEP_S, rel=1e-3)
-    assert s["tokens_per_second"] == s["samples_per_second"]  # the MLP: one token a sample
-    line = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("summary: steps")]
+    out = capsys.readouterr().out
+    line = [ln for ln in out.splitlines() if ln.startswith("summary: steps")]
     assert len(line) == 1
     assert "160.0 samples/s" in line[0] and "(steady: steps 6-40, 7 windows)" in line[0]
     assert re.search(r"start-up: setup \d+\.\ds, steps 1-5 4\.[23]s", line[0])  # 4.25 s
@@ -92,3 +92,24 @@ def test_with_log_every_1_the_first_two_steps_are_start_up(tmp_path, slow_first_
     s = json.loads((out / "summary.json").read_text())
     assert s["startup"]["windows"] == [[1, 1], [2, 2]]
     assert (s["steady"]["from_step"], s["steady"]["to_step"]) == (3, 6)
+
+
+def test_a_model_without_tokens_reports_samples_per_s_and_no_tokens_per_s(
+    tmp_path, slow_first_step, capsys
+) -> None:
+    """The MLP's samples are feature vectors: a tokens/s equal to samples/s would be a rate of
+    nothing. metrics.jsonl, the gauges, the log lines and summary.json say samples/s only
+    (summary.json's tokens_per_second is null); a GPT's tokens/s is tests/training/test_runtime.py's."""
+    out = tmp_path / "o"
+    args = [*ARGS, "--steps", "20", "--log-every", "5", "--output-dir", str(out)]
+    assert loop.train(parse_args(args)) == 0
+    windows = _windows(out)
+    assert windows and all("tokens_per_second" not in w for w in windows)
+    assert all(w["samples_per_second"] > 0 for w in windows)
+    s = json.loads((out / "summary.json").read_text())
+    assert s["samples_per_second"] > 0 and s["tokens_per_second"] is None
+    assert s["steady"]["tokens_per_second"] is None and s["whole_run"]["tokens_per_second"] is None
+    text = capsys.readouterr().out
+    steps = [ln for ln in text.splitlines() if ln.startswith(("step ", "summary: steps"))]
+    assert len(steps) == 5 and all("samples/s" in ln for ln in steps)
+    assert not any("tokens/s" in ln for ln in steps), steps

@@ -15,7 +15,7 @@ the plan prints `describe` for every job.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from trainforge.jobs.spec import JobSpec
 from trainforge.training.ledger import NO_PROGRESS_LIMIT
@@ -28,10 +28,14 @@ class RestartBudget:
     on: str  # which exits re-create the pod: "retryable", "any", "none"
     bound: str  # what bounds them, in words
     fallback: int = 0  # run-local's bound where the controller has no count limit
+    local: int | None = None  # run-local's bound when its --pod-restarts sets one
 
     @property
     def local_recreations(self) -> int:
-        """The local stand-in's bound: the controller's, or backoffLimit where it has none."""
+        """The local stand-in's bound: run-local's --pod-restarts when given, else the
+        controller's, or backoffLimit where it has none."""
+        if self.local is not None:
+            return self.local
         return self.recreations if self.recreations is not None else self.fallback
 
 
@@ -64,28 +68,59 @@ def budget(job: JobSpec) -> RestartBudget:
     return RestartBudget(in_pod, limit, "retryable", f"the child Job's backoffLimit {limit}")
 
 
-def describe(job: JobSpec) -> str:
-    """One line: torchrun's restarts, the pod re-creations and their bound, run-local's."""
+def local_budget(
+    job: JobSpec, *, max_restarts: int | None = None, pod_restarts: int | None = None
+) -> RestartBudget:
+    """The budget `run-local --stack` runs JOB with: the job's, with run-local's
+    `--max-restarts` (torchrun's restarts) and `--pod-restarts` (the local re-creations) over
+    it when given, so that the line it prints is what it runs."""
     b = budget(job)
+    if max_restarts is not None:
+        b = replace(b, in_pod=max_restarts)
+    if pod_restarts is not None and pod_restarts != b.local_recreations:
+        b = replace(b, local=pod_restarts)
+    return b
+
+
+def adhoc_budget(max_restarts: int, pod_restarts: int) -> RestartBudget:
+    """The budget of `run-local SCRIPT | -m MODULE | pkg.mod:func` (no stack: no controller):
+    torchrun's `--max-restarts`, and the local pod re-created on a retryable exit up to
+    `--pod-restarts` times."""
+    return RestartBudget(
+        max_restarts, pod_restarts, "retryable", "run-local --pod-restarts; no stack, no controller"
+    )
+
+
+def describe(job: JobSpec, b: RestartBudget | None = None) -> str:
+    """One line: torchrun's restarts, the pod re-creations and their bound, run-local's.
+    `b`: the budget to describe (default: the job's own, `budget(job)`)."""
+    b = b or budget(job)
     what = {
         "none": "never re-created",
         "any": "restarted on any failure",
         "retryable": "re-created on exit >= 128",
     }[b.on]
     count = "no count limit" if b.recreations is None else f"at most {b.recreations}"
-    return (
-        f"torchrun restarts in the pod {b.in_pod}; pod {what}, {count} ({b.bound}); "
-        f"run-local: the same, up to {b.local_recreations}"
-    )
+    local = f"run-local: the same, up to {b.local_recreations}"
+    if b.on == "none":  # run-local re-creates nothing either, whatever --pod-restarts says
+        local = "run-local: the same" + (
+            f" (--pod-restarts {b.local} does not apply)" if b.local else ""
+        )
+    elif b.local is not None:
+        local += " (--pod-restarts)"
+    return f"torchrun restarts in the pod {b.in_pod}; pod {what}, {count} ({b.bound}); {local}"
 
 
-def launch_line(job: JobSpec) -> str:
+def launch_line(job: JobSpec, b: RestartBudget | None = None) -> str:
     """The launch model of a *resolved* job in one line: "N pods x M processes, restarts: ...".
 
     One function for the plan (the restart budget section) and `trainforge run-local`, which
     starts pods x processes per pod local workers with this budget, so the two cannot tell a
     reader different numbers. A job not yet resolved against its pool (gpusPerWorker unset)
-    has no process count yet: resolve it first (trainforge.jobs.wiring.resolve_job)."""
+    has no process count yet: resolve it first (trainforge.jobs.wiring.resolve_job).
+
+    `b` is the budget run-local runs with where it is not the job's own (`local_budget`:
+    its --max-restarts/--pod-restarts; `adhoc_budget`: a script without a stack)."""
     pods = "pod" if job.workers == 1 else "pods"
     procs = "process" if job.procs == 1 else "processes"
-    return f"{job.workers} {pods} x {job.procs} {procs}, restarts: {describe(job)}"
+    return f"{job.workers} {pods} x {job.procs} {procs}, restarts: {describe(job, b)}"

@@ -31,7 +31,7 @@ HELP = {
     "step": "optimizer steps completed",
     "loss": "training loss averaged over all ranks since the previous log",
     "samples_per_second": "global training samples per second",
-    "tokens_per_second": "global training tokens per second",
+    "tokens_per_second": "global training tokens per second (models with tokens only)",
     "mfu": "model FLOPs utilisation (GPU only; 0 on CPU)",
     "world_size": "processes in the job",
     "checkpoint_step": "step of the last checkpoint",
@@ -188,15 +188,21 @@ class MLflowLogger:
 STARTUP_STEPS = 2
 
 
+def tokens_rate(samples_per_second: float, tokens_per_sample: int | None) -> float | None:
+    """Tokens per second, or None for a model whose samples are not token sequences."""
+    return None if tokens_per_sample is None else samples_per_second * tokens_per_sample
+
+
 def window_rates(
     windows: list[dict[str, float]],
     samples_per_step: int,
-    tokens_per_sample: int,
+    tokens_per_sample: int | None,
     flops_per_sample: float,
     peak_total: float | None,
 ) -> dict[str, Any]:
     """Rates over `windows` ({"from_step", "to_step", "steps", "seconds"}): their steps over
-    their seconds (time-weighted, as a run's duration adds up), and the steps they span."""
+    their seconds (time-weighted, as a run's duration adds up), and the steps they span.
+    tokens_per_second is None for a model without tokens (`tokens_per_sample` None)."""
     steps = sum(w["steps"] for w in windows)
     seconds = sum(w["seconds"] for w in windows)
     sps = steps * samples_per_step / seconds if seconds > 0 else 0.0
@@ -207,7 +213,7 @@ def window_rates(
         "steps": int(steps),
         "seconds": seconds,
         "samples_per_second": sps,
-        "tokens_per_second": sps * tokens_per_sample,
+        "tokens_per_second": tokens_rate(sps, tokens_per_sample),
         "steps_per_second": steps / seconds if seconds > 0 else 0.0,
         "mfu": sps * flops_per_sample / peak_total if peak_total else None,
     }
@@ -222,7 +228,7 @@ class Reporter:
         enabled: bool,
         total_steps: int,
         samples_per_step: int,
-        tokens_per_sample: int,
+        tokens_per_sample: int | None,
         flops_per_sample: float,
         world_size: int,
         peak: float | None,
@@ -234,7 +240,7 @@ class Reporter:
         self.enabled = enabled
         self.total_steps = total_steps
         self.samples_per_step = samples_per_step
-        self.tokens_per_sample = tokens_per_sample
+        self.tokens_per_sample = tokens_per_sample  # None: the model has no tokens (the MLP)
         self.flops_per_sample = flops_per_sample
         self.world_size = world_size
         self.peak = peak  # one device's, as the GPU catalog gives it (None: not known)
@@ -322,12 +328,14 @@ class Reporter:
             "loss": loss,
             "lr": lr,
             "samples_per_second": sps,
-            "tokens_per_second": sps * self.tokens_per_sample,
             "step_seconds": dt / max(steps, 1),
             "window_steps": float(steps),
             "window_seconds": dt,
             "startup_window": 1.0 if startup else 0.0,
         }
+        tps = tokens_rate(sps, self.tokens_per_sample)
+        if tps is not None:  # only the units the model has: no tokens/s gauge for the MLP
+            values["tokens_per_second"] = tps
         if self.peak_total:
             values["mfu"] = sps * self.flops_per_sample / self.peak_total
         values.update(self.progress(step, now))
@@ -336,9 +344,10 @@ class Reporter:
         self.gauges.update(values)
         self.history.append(values)
         line = (
-            f"step {step}/{self.total_steps} | loss {loss:.4f} | lr {lr:.2e} | "
-            f"{sps:,.1f} samples/s | {values['tokens_per_second']:,.0f} tokens/s"
+            f"step {step}/{self.total_steps} | loss {loss:.4f} | lr {lr:.2e} | {sps:,.1f} samples/s"
         )
+        if tps is not None:
+            line += f" | {tps:,.0f} tokens/s"
         if "mfu" in values:
             line += f" | MFU {100 * values['mfu']:.1f}%"
         line += f" | {100 * values['progress']:.1f}%"
@@ -408,8 +417,9 @@ class Reporter:
             f"steps {summary['steps']}",
             f"final loss {summary['final_loss']:.4f}" if summary["final_loss"] is not None else "",
             f"{summary['samples_per_second']:,.1f} samples/s",
-            f"{summary['tokens_per_second']:,.0f} tokens/s",
         ]
+        if summary.get("tokens_per_second") is not None:
+            parts.append(f"{summary['tokens_per_second']:,.0f} tokens/s")
         if summary.get("mfu") is not None:
             parts.append(f"MFU {100 * summary['mfu']:.1f}%")
         parts += _rate_parts(summary)

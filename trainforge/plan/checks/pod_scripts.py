@@ -9,7 +9,14 @@ does the running).
 
 What is found and how it is modelled:
 - scripts: every container and init container, in every object with a pod template
-  (Jobs, Deployments, DaemonSets, PyTorchJobs, ...), whose command is `sh|bash|ash -c SCRIPT`.
+  (Jobs, Deployments, DaemonSets, PyTorchJobs, ...), whose command is `sh|bash|ash -c SCRIPT`,
+  run with that shell (`bash -c` with bash) in the container's workingDir. A Trainer v2
+  TrainJob has no pod template of its own: its pod is the one the Trainer builds from its
+  runtime (`trainjob.effective_pod`: the runtime's template, the job's patches, its trainer
+  command, or the runtime's when it sets none), so that pod's script is rehearsed, as the
+  Kubeflow SDK's `bash -c` script is (tests/platform/test_kubeflow_sdk.py). A training
+  image's programs are not on this machine: IMAGE_STAND_INS stand for them (torchrun and
+  python parse the Python file they are given, pip installs nothing).
 - volumes: a claim is a fresh volume root, root:root 0755 (a new FSx for Lustre or EBS file
   system), shared by every pod that mounts the same claim. A PV that mounts one directory
   of a file system (annotation `trainforge.io/fsx-directory`, a Lustre fileset: the team
@@ -43,6 +50,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any
 
+from trainforge.jobs import trainjob
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.checks import pod_sandbox as sandbox
 
@@ -166,6 +174,88 @@ class Script:
     env: dict[str, str]
     fs_group: int | None = None
     skip: str | None = None
+    shell: str = "sh"  # the container's shell: `bash -c` runs with bash
+    cwd: str | None = None  # the container's workingDir
+    image: bool = False  # a training image's script: IMAGE_STAND_INS on PATH
+
+
+# Stand-ins for a training image's programs, first on PATH of a TrainJob's script (the image
+# is not here, and its programs must not run here: they would train). torchrun and python
+# check what they are given is Python (a file's syntax, or `-c` code) and exit; pip installs
+# nothing. The same stand-in as the Kubeflow SDK test's torchrun.
+STAND_IN_DIR = "/opt/trainforge-image-stand-in"
+_PY_CHECK = r"""
+import ast, sys
+args = sys.argv[2:]
+i = 0
+while i < len(args):
+    a = args[i]
+    if a in ("-m", "--module"):
+        print(sys.argv[1], "module", args[i + 1] if i + 1 < len(args) else "?"); sys.exit(0)
+    if a == "-c" and sys.argv[1] != "torchrun":
+        ast.parse(args[i + 1] if i + 1 < len(args) else ""); sys.exit(0)
+    if not a.startswith("-"):
+        try:
+            ast.parse(open(a).read(), a)
+        except (OSError, SyntaxError) as e:
+            print(sys.argv[1] + " (stand-in):", e, file=sys.stderr); sys.exit(1)
+        print(sys.argv[1], "parsed", a); sys.exit(0)
+    flag = a not in ("--standalone", "--no-python", "--no_python", "--run-path", "--run_path")
+    if flag and "=" not in a and a.startswith("--") and sys.argv[1] == "torchrun":
+        i += 1  # torchrun's option value (--nproc-per-node 2); its switches take none
+    i += 1
+"""
+IMAGE_STAND_INS = {
+    name: "#!/bin/sh\nfor py in /usr/bin/python3 /usr/local/bin/python3 /bin/python3; do\n"
+    f'  [ -x "$py" ] && exec "$py" -I -c {shlex.quote(_PY_CHECK)} {name} "$@"\n'
+    "done\n"
+    f'echo "{name} (stand-in): no python3 on this machine to check its program" >&2\n'
+    for name in ("torchrun", "python", "python3")
+}
+IMAGE_STAND_INS.update(
+    {p: f'#!/bin/sh\necho "{p} (stand-in): installs nothing here: $*"\n' for p in ("pip", "pip3")}
+)
+
+
+def _stand_ins(base: pathlib.Path) -> sandbox.Mount:
+    d = base / "image-stand-in"
+    d.mkdir()
+    for name, text in IMAGE_STAND_INS.items():
+        (d / name).write_text(text)
+        (d / name).chmod(0o755)
+    d.chmod(0o755)
+    return sandbox.Mount(d, STAND_IN_DIR, True)
+
+
+def _runtimes(objects: list[Any]) -> dict[tuple[str, str | None, str], dict[str, Any]]:
+    """The plan's training runtimes: (kind, namespace or None, name) -> manifest."""
+    return {
+        (o.kind, o.namespace if o.kind == "TrainingRuntime" else None, o.obj_name): o.doc
+        for o in objects
+        if o.kind in ("ClusterTrainingRuntime", "TrainingRuntime")
+    }
+
+
+def _trainjob_pod(
+    o: Any, runtimes: dict[tuple[str, str | None, str], dict[str, Any]]
+) -> tuple[dict[str, Any] | None, str]:
+    """(the pod the Trainer builds for TrainJob `o`, or None, and why none): from its runtime
+    in the plan, else the platform's runtime of that name (trainjob.runtime_manifests)."""
+    ref = (o.doc.get("spec") or {}).get("runtimeRef") or {}
+    kind = ref.get("kind") or trainjob.RUNTIME_KIND
+    name = str(ref.get("name"))
+    runtime = runtimes.get((kind, o.namespace if kind == "TrainingRuntime" else None, name))
+    if runtime is None and kind == trainjob.RUNTIME_KIND:
+        runtime = next(
+            (r for r in trainjob.runtime_manifests() if r["metadata"]["name"] == name), None
+        )
+    if runtime is None:
+        return None, f"its runtime {kind} {name!r} is neither in the plan nor the platform's"
+    try:
+        # as Kueue leaves it once it manages the job (a queue label): the fields it keeps
+        return trainjob.effective_pod(trainjob.kueue_admitted(o.doc), runtime), ""
+    except (KeyError, TypeError, AttributeError, StopIteration) as e:
+        return None, f"its pod cannot be built from runtime {name!r} ({type(e).__name__}: {e})"
 
 
 class _Objects:
@@ -191,6 +281,11 @@ class _Objects:
                     volume = f"{driver}/{csi.get('volumeHandle', '')}"
                     directory = str(annotations[DIRECTORY_ANNOTATION]).strip("/")
         return Claim(namespace, name, driver, volume, directory)
+
+
+def _shell_name(container: dict[str, Any]) -> str:
+    argv = [str(a) for a in (container.get("command") or []) + (container.get("args") or [])]
+    return posixpath.basename(argv[0]) if argv else "sh"
 
 
 def _literal_env(container: dict[str, Any]) -> dict[str, str]:
@@ -222,9 +317,24 @@ def _collect(ctx: PlanContext) -> tuple[list[Script], dict[str, list[Consumer]],
     consumers: dict[str, list[Consumer]] = {}
     claims: dict[str, Claim] = {}
     seen: set[tuple[Any, ...]] = set()
+    runtimes = _runtimes(ctx.objects)
     for o in ctx.objects:
         ns = o.namespace or ""
-        for _, pod in pod_specs(o.doc.get("spec") or {}, "spec"):
+        pods = pod_specs(o.doc.get("spec") or {}, "spec")
+        is_trainjob = o.kind == trainjob.KIND
+        if is_trainjob:  # its pod is the Trainer's, built from the job and its runtime
+            built, why = _trainjob_pod(o, runtimes)
+            if built is not None:
+                pods = [("spec", built.get("spec") or {})]
+            else:
+                trainer = (o.doc.get("spec") or {}).get("trainer") or {}
+                script = shell_script(trainer)
+                if script is not None:
+                    scripts.append(
+                        Script(o.ident, o.urn, o.name, trainjob.CONTAINER, script,
+                               sandbox.Identity.of(None, None), [], {}, skip=why)
+                    )  # fmt: skip
+        for _, pod in pods:
             volumes = {v.get("name"): v for v in pod.get("volumes") or () if isinstance(v, dict)}
             fs_group = (pod.get("securityContext") or {}).get("fsGroup")
             for c in [*(pod.get("initContainers") or ()), *(pod.get("containers") or ())]:
@@ -252,6 +362,9 @@ def _collect(ctx: PlanContext) -> tuple[list[Script], dict[str, list[Consumer]],
                         mounts=mounts,
                         env=_literal_env(c),
                         fs_group=fs_group,
+                        shell=_shell_name(c),
+                        cwd=c.get("workingDir"),
+                        image=is_trainjob,
                     )
                     if unsafe:
                         caps = ", ".join(sorted(unsafe))
@@ -416,7 +529,12 @@ def _run_script(s: Script, run: _Run, ns: str) -> sandbox.RunResult:
         else:
             host, ro = run.scratch(0o755, None), True
         mounts.append(sandbox.Mount(host, vm.path, ro))
-    return sandbox.run(s.script, s.identity, mounts, env=s.env)
+    env = dict(s.env)
+    if s.image:  # the image's programs: stand-ins first on PATH
+        mounts.append(_stand_ins(run.scratch(0o755, None)))
+        env["PATH"] = f"{STAND_IN_DIR}:{env.get('PATH') or sandbox.SYSTEM_PATH}"
+    shell = "/bin/bash" if s.shell == "bash" else None
+    return sandbox.run(s.script, s.identity, mounts, env=env, shell=shell, cwd=s.cwd)
 
 
 def _write(consumer: Consumer, claim: str, run: _Run, tag: str) -> sandbox.RunResult:

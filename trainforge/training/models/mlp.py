@@ -61,5 +61,7 @@ class MLP(nn.Module):
         return dense_flops_per_sample(sum(p.numel() for p in self.parameters()))
 
     @property
-    def tokens_per_sample(self) -> int:
-        return 1
+    def tokens_per_sample(self) -> int | None:
+        """None: a sample is a feature vector, not a token sequence, so the runtime reports
+        samples/s only (a tokens/s equal to samples/s would be a rate of nothing)."""
+        return None
