@@ -102,6 +102,13 @@ def program_jobs(stack: str, project_dir: Any = ".", program: str | None = None)
         inv = run_project(root, stack, program=program)
     except ProjectError as e:
         raise JobConfigError("--stack", stack, str(e)) from None
+    except Exception as e:  # noqa: BLE001 - a config error the program raised, as plan reads it
+        from trainforge.plan.cli import find_config_error
+
+        err = find_config_error(e)
+        if err is None:
+            raise
+        raise JobConfigError("--stack", stack, str(err)) from None
     return [dj.spec for dj in inv.declared.jobs]
 
 
