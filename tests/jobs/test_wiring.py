@@ -313,3 +313,21 @@ def test_unknown_team_or_pool():
         JobConfigError, match=r"jobs\[0\]\.pool: got 'tpu'; known node pools: efa-p5, gpu-workloads"
     ):
         CONTRACT.target("research", "tpu", W)
+
+
+def test_a_cpu_quota_error_blames_workers_and_states_the_guarantee_truly():
+    """A CPU job that sets no `cpu` gets the pool's default per pod: too many pods is the
+    `workers` key's fault, not `cpu`'s. The team's cpu guarantee includes the CPU that comes
+    with its GPUs, so the message must not call it `quota.cpu` (the user typed another figure)."""
+    t = target(CPU_POOL, quota=TeamQuota(cpu="78400m"))
+    team = dataclasses.replace(t.team, guarantee=TeamQuota(cpu="46400m"))
+    t = dataclasses.replace(t, team=team)
+    with pytest.raises(JobConfigError) as err:
+        resolve_job(job(pool="training-workloads", workers=200), t, W)
+    text = str(err.value)
+    assert text.startswith(f"{W}.workers: got 200; 200 pod(s) x cpu 2 (cpu unset"), text
+    assert (
+        "need cpu 400 but team 'research' may hold at most 78.4: its quota guarantees 46.4 ("
+        in text
+    )
+    assert "quota.cpu guarantees" not in text and "46400m" not in text
