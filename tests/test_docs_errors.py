@@ -1,0 +1,94 @@
+"""The configuration errors the docs quote are what the plan prints for that mistake.
+
+tests/test_docs_run.py runs the docs' commands but reads no output; these lines are what a
+user compares their own error with, so each is reproduced: the shipped stack with the one
+mistake the doc describes, planned offline, and the doc's line (its `...` standing for text
+left out) found in the error, piece by piece and in order.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _p5_nowhere(cfg: dict[str, Any]) -> None:
+    cfg["trainforge:jobs"][1]["pool"] = "p5-nowhere"
+
+
+def _cpu_4_on_gpu_pool(cfg: dict[str, Any]) -> None:
+    job = cfg["trainforge:jobs"][0]
+    job.update(pool="gpu-workloads", cpu="4")
+
+
+def _8_workers_on_p4d(cfg: dict[str, Any]) -> None:
+    cfg["trainforge:jobs"][0].update(team="llm", pool="p4d-reserved", workers=8)
+
+
+def _3_workers_over_pool_limit(cfg: dict[str, Any]) -> None:
+    cfg["trainforge:jobs"][0]["workers"] = 3
+    pool = next(p for p in cfg["trainforge:nodePools"] if p["name"] == "gpu-workloads")
+    pool["limits"]["gpus"] = 8
+    vision = next(t for t in cfg["trainforge:teams"] if t["name"] == "vision")
+    vision["quota"].update(gpus="8", pools={"gpu-workloads": {"gpus": 8}})
+
+
+# (doc, how the quoted line starts, stack, the mistake)
+CASES: list[tuple[str, str, str, Callable[[dict[str, Any]], None]]] = [
+    ("README.md", "trainforge:jobs[1].pool: got 'p5-nowhere'", "dev", _p5_nowhere),
+    ("docs/rehearsals.md", "trainforge:jobs[0].cpu: got '4'", "dev", _cpu_4_on_gpu_pool),
+    ("docs/rehearsals.md", "trainforge:jobs[0].workers: got 8", "prod", _8_workers_on_p4d),
+    (
+        "docs/rehearsals.md",
+        "trainforge:jobs[0].workers: got 3",
+        "prod",
+        _3_workers_over_pool_limit,
+    ),
+]
+
+
+def quoted_line(doc: str, start: str) -> str:
+    lines = [ln for ln in (ROOT / doc).read_text().splitlines() if ln.startswith(start)]
+    assert len(lines) == 1, f"{doc}: expected one line starting {start!r}, found {lines}"
+    return lines[0]
+
+
+def planned_error(tmp_path: Path, stack: str, mistake: Callable[[dict[str, Any]], None]) -> str:
+    for name in ("Pulumi.yaml", "__main__.py", f"Pulumi.{stack}.yaml"):
+        shutil.copy(ROOT / name, tmp_path / name)
+    shutil.copytree(ROOT / "examples", tmp_path / "examples")
+    path = tmp_path / f"Pulumi.{stack}.yaml"
+    doc = yaml.safe_load(path.read_text())
+    mistake(doc["config"])
+    path.write_text(yaml.safe_dump(doc))
+
+    from trainforge.plan import core
+    from trainforge.plan.cli import find_config_error
+
+    try:
+        core.plan_project(tmp_path, stack, standins=False)
+    except Exception as e:  # noqa: BLE001 - the config error is what the test reads
+        err = find_config_error(e)
+        assert err is not None, f"not a configuration error: {e!r}"
+        return str(err)
+    raise AssertionError(f"the plan of {stack} with the mistake passed")
+
+
+@pytest.mark.parametrize(("doc", "start", "stack", "mistake"), CASES, ids=[c[1] for c in CASES])
+def test_quoted_error_is_what_the_plan_prints(tmp_path, doc, start, stack, mistake):
+    line = quoted_line(doc, start)
+    error = planned_error(tmp_path, stack, mistake)
+    pos = 0
+    for piece in (p.strip() for p in line.split("...")):
+        if not piece:
+            continue
+        found = error.find(piece, pos)
+        assert found >= 0, f"{doc} quotes {piece!r}; the plan prints:\n{error}"
+        pos = found + len(piece)
