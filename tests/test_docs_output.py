@@ -1,9 +1,10 @@
-"""The configuration errors the docs quote are what the plan prints for that mistake.
+"""Output the docs quote is what trainforge prints: configuration errors and plan sections.
 
 tests/test_docs_run.py runs the docs' commands but reads no output; these lines are what a
 user compares their own error with, so each is reproduced: the shipped stack with the one
 mistake the doc describes, planned offline, and the doc's line (its `...` standing for text
-left out) found in the error, piece by piece and in order.
+left out) found in the error, piece by piece and in order. A quoted plan section is compared
+with the section the plan computes, and the doc must name the flag that shows it.
 """
 
 from __future__ import annotations
@@ -92,3 +93,25 @@ def test_quoted_error_is_what_the_plan_prints(tmp_path, doc, start, stack, mista
         found = error.find(piece, pos)
         assert found >= 0, f"{doc} quotes {piece!r}; the plan prints:\n{error}"
         pos = found + len(piece)
+
+
+def test_performance_md_estimate_is_the_prod_plans_section():
+    """docs/performance.md quotes the prod plan's "Memory per GPU and expected duration"
+    section and says where a user finds it (the full report, not the verdict screen)."""
+    from trainforge.plan import core
+
+    doc = (ROOT / "docs/performance.md").read_text()
+    intro, block = doc.split("```\nMemory per GPU and expected duration", 1)
+    assert "--full" in intro.rstrip().rsplit("\n\n", 1)[-1], (
+        "the doc must name the flag that prints it"
+    )
+    lines = ["Memory per GPU and expected duration" + block.split("```", 1)[0]]
+    lines = [ln for ln in lines[0].splitlines() if ln.strip()]
+    result = core.plan_project(ROOT, "prod", standins=False)
+    section = next(s for s in result.sections if s.title.startswith(lines[0].rstrip(":")))
+    printed = [section.title.rstrip(":") + ":", *section.lines]
+    for want in lines:
+        pieces = [p for p in want.split("...") if p.strip()]
+        assert any(all(p.strip() in got for p in pieces) for got in printed), (
+            f"docs/performance.md line not printed by the plan: {want!r}\nplan: {printed}"
+        )
