@@ -95,6 +95,31 @@ def test_quoted_error_is_what_the_plan_prints(tmp_path, doc, start, stack, mista
         pos = found + len(piece)
 
 
+def _three_mistakes(cfg: dict[str, Any]) -> None:
+    pool = cfg["trainforge:nodePools"][0]
+    pool["consolidateAftr"] = pool.pop("consolidateAfter")
+    cfg["trainforge:endpoint"]["publicAccessCidrs"][0] = "0.0.0.0/0"
+    cfg["trainforge-policy:waivers"][0]["rule"] = "TF_COST_JOB_CAPP"
+
+
+def test_configuration_md_example_is_what_the_plan_prints(tmp_path):
+    """docs/configuration.md's example of every problem reported at once, line by line."""
+    doc = (ROOT / "docs/configuration.md").read_text()
+    block = doc.split("```\ninvalid stack configuration", 1)[1].split("```", 1)[0]
+    lines = [
+        "invalid stack configuration" + ln if i == 0 else ln
+        for i, ln in enumerate(block.splitlines())
+    ]
+    error = planned_error(tmp_path, "prod", _three_mistakes)
+    assert len(lines) == len(error.splitlines()), error
+    for want, got in zip(lines, error.splitlines(), strict=True):
+        pos = 0
+        for piece in (p.strip() for p in want.split("...")):
+            found = got.find(piece, pos) if piece else pos
+            assert found >= 0, f"docs/configuration.md quotes {want!r}; the plan prints {got!r}"
+            pos = found + len(piece)
+
+
 def test_performance_md_estimate_is_the_prod_plans_section():
     """docs/performance.md quotes the prod plan's "Memory per GPU and expected duration"
     section and says where a user finds it (the full report, not the verdict screen)."""
