@@ -224,6 +224,13 @@ def write_report(
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.diff is not None and not args.diff.exists():  # before a plan's seconds and its files
+        print(
+            f"trainforge plan: --diff {args.diff}: no such folder or file; expected a plan "
+            "folder (--out), `pulumi stack export` or `pulumi preview --json` output",
+            file=sys.stderr,
+        )
+        return EXIT_CONFIG
     from trainforge.plan import core, diff, manifests
     from trainforge.plan.checks import data_safety
     from trainforge.plan.runner import ProjectError, find_project
