@@ -12,6 +12,7 @@ from __future__ import annotations
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -140,3 +141,19 @@ def test_performance_md_estimate_is_the_prod_plans_section():
         assert any(all(p.strip() in got for p in pieces) for got in printed), (
             f"docs/performance.md line not printed by the plan: {want!r}\nplan: {printed}"
         )
+
+
+def test_images_md_pod_lines_name_what_the_platform_renders():
+    """docs/images.md's first lines of a pod: the MLflow URI the platform sets and the S3
+    layout the jobs layer renders (bucket/<team>/checkpoints/<job>)."""
+    from trainforge.jobs.entrypoint import s3_uri
+    from trainforge.platform.monitoring import MLFLOW_TRACKING_URI
+
+    doc = (ROOT / "docs/images.md").read_text()
+    block = doc.split("```\ntrainforge runtime: ", 1)[1].split("```", 1)[0]
+    mlflow = next(ln for ln in block.splitlines() if ln.startswith("MLflow: on "))
+    assert mlflow.split()[2] == MLFLOW_TRACKING_URI, mlflow
+    s3 = next(ln for ln in block.splitlines() if ln.startswith("S3 mirror: on "))
+    target = SimpleNamespace(checkpoint_prefix="llm/", checkpoint_bucket="BUCKET")
+    want = s3_uri(target, SimpleNamespace(name="gpt-13b")).split("BUCKET", 1)[1]
+    assert s3.split()[3].endswith(want), s3
