@@ -157,3 +157,19 @@ def test_images_md_pod_lines_name_what_the_platform_renders():
     target = SimpleNamespace(checkpoint_prefix="llm/", checkpoint_bucket="BUCKET")
     want = s3_uri(target, SimpleNamespace(name="gpt-13b")).split("BUCKET", 1)[1]
     assert s3.split()[3].endswith(want), s3
+
+
+def test_training_md_report_example_is_the_recorded_runs_report(tmp_path):
+    """docs/training.md shows `trainforge report` of tests/fixtures/recorded-run: every line."""
+    from trainforge import report
+
+    run = tmp_path / "run"
+    shutil.copytree(ROOT / "tests" / "fixtures" / "recorded-run", run)
+    printed = report.summary_text(report.load_run(run)).splitlines()
+    doc = (ROOT / "docs/training.md").read_text()
+    block = doc.split("```\nrun recorded-mlp", 1)[1].split("```", 1)[0]
+    lines = ["run recorded-mlp" + ln if i == 0 else ln for i, ln in enumerate(block.splitlines())]
+    assert len(lines) == len(printed), printed
+    for want, got in zip(lines, printed, strict=True):
+        pieces = [p for p in want.split("...") if p]
+        assert all(p in got for p in pieces), f"docs/training.md: {want!r}; report: {got!r}"
