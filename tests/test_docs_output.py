@@ -173,3 +173,13 @@ def test_training_md_report_example_is_the_recorded_runs_report(tmp_path):
     for want, got in zip(lines, printed, strict=True):
         pieces = [p for p in want.split("...") if p]
         assert all(p in got for p in pieces), f"docs/training.md: {want!r}; report: {got!r}"
+
+
+def test_training_md_metrics_port_is_the_one_pods_serve():
+    """docs/training.md names the port a job's PodMonitor scrapes: the job model's default."""
+    from trainforge.jobs.spec import JobSpec
+
+    doc = (ROOT / "docs/training.md").read_text()
+    para = doc.split("Metrics endpoint (", 1)[1].split(":\n", 1)[0]
+    port = JobSpec.model_fields["metrics_port"].default
+    assert f"serve it on {port}" in para, para
