@@ -78,6 +78,12 @@ def test_more_gpus_than_the_instance_types_have():
         resolve_job(job(gpusPerWorker=8), target(GPU_POOL), W)
     assert str(err.value).startswith(f"{W}.gpusPerWorker: got 8;")
     assert "pool 'gpu-workloads' (g5.12xlarge) has at most 4 GPUs per node" in str(err.value)
+    assert "use 1 to 4," in str(err.value)
+    # dev's GPU pool holds 1 GPU per node: "1 GPU", "use 1" (it said "1 GPUs", "use 1 to 1")
+    one = dataclasses.replace(GPU_POOL, gpus_per_node=1)
+    with pytest.raises(JobConfigError) as err:
+        resolve_job(job(gpusPerWorker=8), target(one), W)
+    assert "has at most 1 GPU per node on its smallest instance type; use 1, or" in str(err.value)
 
 
 def test_gpus_on_a_cpu_pool():

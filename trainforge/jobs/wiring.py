@@ -125,12 +125,13 @@ def resolve_job(job: JobSpec, target: JobTarget, where: str = "job") -> JobSpec:
             )
         # Pool facts are what every instance type of the pool guarantees (the smallest), so
         # that a pod sized here fits whichever type Karpenter launches.
+        n = pool.gpus_per_node
         raise JobConfigError(
             f"{where}.gpusPerWorker",
             gpus,
-            f"pool {pool.name!r} ({types}) has at most {pool.gpus_per_node} GPUs per node on its "
-            f"smallest instance type; use 1 to {pool.gpus_per_node}, or a pool whose instance "
-            "types all have enough GPUs",
+            f"pool {pool.name!r} ({types}) has at most {n} GPU{'s' if n != 1 else ''} per node "
+            f"on its smallest instance type; use {f'1 to {n}' if n != 1 else '1'}, or a pool "
+            "whose instance types all have enough GPUs",
         )
     if gpus == 0 and pool.gpus_per_node:
         raise JobConfigError(
