@@ -52,6 +52,9 @@ def test_report_plots_a_recorded_run(run_dir, capsys):
     assert "checkpoints: 3 (steps 40, 80, 120)" in text
     assert "restarts: 1: after step 70, resumed at step 40 (30 steps redone)" in text
     assert "MFU: n/a (CPU)" in text
+    # summary.json's elapsed_seconds is the loop alone: not called the attempt's wall time
+    assert "last attempt: set-up 2.7s, training loop 0.3s" in text
+    assert "wall time" not in text
     out = capsys.readouterr().out
     assert text in out and f"wrote {run_dir / 'report.txt'} and {png}" in out
 

@@ -18,7 +18,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 USAGE = (
     "trainforge run-local [--workers N] [--max-restarts N] [training flags]\n"
@@ -102,6 +102,13 @@ def program_jobs(stack: str, project_dir: Any = ".", program: str | None = None)
         inv = run_project(root, stack, program=program)
     except ProjectError as e:
         raise JobConfigError("--stack", stack, str(e)) from None
+    except Exception as e:  # noqa: BLE001 - a config error the program raised, as plan reads it
+        from trainforge.plan.cli import find_config_error
+
+        err = find_config_error(e)
+        if err is None:
+            raise
+        raise JobConfigError("--stack", stack, str(err)) from None
     return [dj.spec for dj in inv.declared.jobs]
 
 
@@ -337,6 +344,30 @@ def run_adhoc(target: str, module: bool, own: list[str], args: list[str]) -> int
     return launch(run.command, run.env, run.cwd, recreations=b.local_recreations, on=b.on)
 
 
+def training_config(training_args: list[str], workers: int) -> Any:
+    """The runtime's config from run-local's training flags, or a ValueError naming the bad
+    flag in one line (not the runtime's 15-line usage under another program's name)."""
+    from trainforge.training.config import (
+        ConfigError,
+        build_parser,
+        check_world,
+        config_from_namespace,
+        validate,
+    )
+
+    parser = build_parser("trainforge run-local")
+
+    def refuse(message: str) -> NoReturn:
+        if "unrecognized arguments" in message and "--volume" in training_args:
+            message += " (--volume CLAIM=DIR is for a --stack job that runs your own code)"
+        raise ConfigError(f"{message}; see `trainforge run-local --help`")
+
+    parser.error = refuse  # type: ignore[method-assign]
+    cfg = validate(config_from_namespace(parser.parse_args(training_args)))
+    check_world(cfg, workers)
+    return cfg
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     adhoc = split_adhoc_argv(argv)
@@ -384,12 +415,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"run-local: {stack_job.name}: {launch_line(stack_job, b)}", flush=True)
         on = b.on
 
-    from trainforge.training.config import ConfigError, check_world, parse_args
-
-    cfg = parse_args(training_args)  # exits 2 with a clear message on bad training flags
     try:
-        check_world(cfg, ns.workers)
-    except ConfigError as e:
+        cfg = training_config(training_args, ns.workers)
+    except ValueError as e:
         print(f"trainforge run-local: error: {e}", file=sys.stderr)
         return 2
     if cfg.run_name is None:  # one name for all ranks and all restart attempts

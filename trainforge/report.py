@@ -276,7 +276,10 @@ def summary_text(run: Run) -> str:
     lines.append(_checkpoint_line(run))
     lines += _attempt_lines(run)
     if s.get("elapsed_seconds") is not None:
-        lines.append(f"wall time of the last attempt: {s['elapsed_seconds']:,.1f}s")
+        # elapsed_seconds is the training loop only; the attempt also spent its set-up
+        setup = s.get("setup_seconds")
+        before = f"set-up {setup:,.1f}s, " if setup is not None else ""
+        lines.append(f"last attempt: {before}training loop {s['elapsed_seconds']:,.1f}s")
     if run.skipped_lines:
         lines.append(f"note: skipped {run.skipped_lines} unreadable line(s) of metrics.jsonl")
     lines += [f"not shown: {m}" for m in [*run.missing, *missing_panels(run)]]

@@ -75,3 +75,33 @@ def test_unknown_job_lists_config_and_program_jobs(project):
 def test_program_paths_follow_the_one_rule(project, bad):
     with pytest.raises(JobConfigError, match=r"--program: got .*relative to the project directory"):
         find_job("dev", "fn-hello", project, program=bad, declared=program_jobs)
+
+
+def test_bad_stack_config_is_one_error_not_a_traceback(tmp_path):
+    """run-local resolves a job through the stack's program; a config problem the program
+    finds (a job naming a pool that does not exist) is the plan's one-line error, exit 2."""
+    for name in ("Pulumi.yaml", "__main__.py"):
+        shutil.copy(ROOT / name, tmp_path / name)
+    text = (ROOT / "Pulumi.dev.yaml").read_text()
+    bad = text.replace(
+        "pool: gpu-workloads\n      preset: fsdp", "pool: p5-nowhere\n      preset: fsdp"
+    )
+    assert bad != text
+    (tmp_path / "Pulumi.dev.yaml").write_text(bad)
+    with pytest.raises(JobConfigError, match=r"trainforge:jobs\[1\]\.pool: got 'p5-nowhere'"):
+        program_jobs("dev", tmp_path)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRAINFORGE_")}
+    env.update(PYTHONPATH=str(ROOT))
+    proc = subprocess.run(
+        [sys.executable, "-m", "trainforge", "run-local", "--stack", "dev", "gpt-small-fsdp"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 2, out[-3000:]
+    assert "Traceback" not in out, out[-3000:]
+    assert "trainforge run-local: error:" in out
+    assert "trainforge:jobs[1].pool: got 'p5-nowhere'; expected one of the node pools" in out

@@ -78,6 +78,12 @@ def test_more_gpus_than_the_instance_types_have():
         resolve_job(job(gpusPerWorker=8), target(GPU_POOL), W)
     assert str(err.value).startswith(f"{W}.gpusPerWorker: got 8;")
     assert "pool 'gpu-workloads' (g5.12xlarge) has at most 4 GPUs per node" in str(err.value)
+    assert "use 1 to 4," in str(err.value)
+    # dev's GPU pool holds 1 GPU per node: "1 GPU", "use 1" (it said "1 GPUs", "use 1 to 1")
+    one = dataclasses.replace(GPU_POOL, gpus_per_node=1)
+    with pytest.raises(JobConfigError) as err:
+        resolve_job(job(gpusPerWorker=8), target(one), W)
+    assert "has at most 1 GPU per node on its smallest instance type; use 1, or" in str(err.value)
 
 
 def test_gpus_on_a_cpu_pool():
@@ -313,3 +319,21 @@ def test_unknown_team_or_pool():
         JobConfigError, match=r"jobs\[0\]\.pool: got 'tpu'; known node pools: efa-p5, gpu-workloads"
     ):
         CONTRACT.target("research", "tpu", W)
+
+
+def test_a_cpu_quota_error_blames_workers_and_states_the_guarantee_truly():
+    """A CPU job that sets no `cpu` gets the pool's default per pod: too many pods is the
+    `workers` key's fault, not `cpu`'s. The team's cpu guarantee includes the CPU that comes
+    with its GPUs, so the message must not call it `quota.cpu` (the user typed another figure)."""
+    t = target(CPU_POOL, quota=TeamQuota(cpu="78400m"))
+    team = dataclasses.replace(t.team, guarantee=TeamQuota(cpu="46400m"))
+    t = dataclasses.replace(t, team=team)
+    with pytest.raises(JobConfigError) as err:
+        resolve_job(job(pool="training-workloads", workers=200), t, W)
+    text = str(err.value)
+    assert text.startswith(f"{W}.workers: got 200; 200 pod(s) x cpu 2 (cpu unset"), text
+    assert (
+        "need cpu 400 but team 'research' may hold at most 78.4: its quota guarantees 46.4 ("
+        in text
+    )
+    assert "quota.cpu guarantees" not in text and "46400m" not in text

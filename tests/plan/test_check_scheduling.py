@@ -199,3 +199,14 @@ def test_every_pool_is_listed_once_whatever_repeats_before_it():
     result = scheduling.check(_ctx(*jobs))  # gpu-workloads twice, then efa-p5
     heads = [line for line in result.sections[0].lines if line.startswith("pool ")]
     assert [h.split(" (")[0] for h in heads] == ["pool gpu-workloads", "pool efa-p5"]
+
+
+def test_quota_figures_never_print_in_exponent_form():
+    """prod's vision team may hold 29,020Gi: the line said "2.902e+04Gi"."""
+    from fractions import Fraction
+
+    from trainforge.plan.checks.scheduling import _of
+
+    line = _of("memory", Fraction(3379 * 2**30, 10), "29020Gi")
+    assert line == "memory 337.9Gi of 29,020Gi", line
+    assert _of("memory", Fraction(16 * 2**30), "311.1Gi").endswith("of 311.1Gi")

@@ -344,3 +344,12 @@ def test_docs_cost_figures_are_what_the_prod_plan_prints(prod):
     assert len(lines) > 10
     missing = [ln for ln in lines if ln not in printed]
     assert not missing, f"docs/cost.md lines the plan no longer prints: {missing}"
+
+
+def test_a_volume_inside_secret_chart_values_is_still_priced(prod):
+    """prod's kube-prometheus-stack values hold a secret (the alert receivers), so the
+    inventory masks them: the Prometheus volume must still be counted, as in dev."""
+    _, report = prod
+    ebs = next(i for i in report.fixed if i.what == "EBS gp3 volumes")
+    assert "50 GB (kube-prometheus-stack)" in ebs.note, ebs.note
+    assert ebs.quantity == "1250 GB", ebs.quantity

@@ -74,3 +74,20 @@ def test_plan_diff_between_two_projects(make_project, tmp_path, capsys):
     assert "`~ aws:eks/cluster:Cluster::cluster`" in md
     assert '`name`: `"tf"` → `"tf2"`' in md
     assert md in capsys.readouterr().out
+
+
+def test_a_missing_diff_base_is_refused_before_the_plan_runs(tmp_path, monkeypatch, capsys):
+    """A mistyped --diff path is a one-line error (exit 2) before the program runs or --out
+    is written, not after seconds of planning."""
+    from trainforge.plan import core
+
+    def no_plan(*a, **kw):
+        raise AssertionError("the plan ran before --diff was checked")
+
+    monkeypatch.setattr(core, "plan_project", no_plan)
+    out = tmp_path / "out"
+    code = cli.main(["--stack", "dev", "--diff", str(tmp_path / "nope"), "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert f"--diff {tmp_path / 'nope'}: no such folder or file; expected a plan folder" in err
+    assert not out.exists()

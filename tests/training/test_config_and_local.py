@@ -98,9 +98,16 @@ def test_run_local_names_the_run_once_for_all_ranks(capsys) -> None:
 def test_run_local_validates_before_launching(capsys) -> None:
     assert local.main(["--workers", "4", "--global-batch-size", "30", "--dry-run"]) == 2
     assert "--global-batch-size 30 is not divisible by world size 4" in capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        local.main(["--workers", "2", "--batch-size", "-1"])
-    assert "--batch-size must be > 0" in capsys.readouterr().err
+    # a bad training flag: one line under run-local's name, not the runtime's usage dump
+    assert local.main(["--workers", "2", "--batch-size", "-1"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("trainforge run-local: error: argument --batch-size: ") and (
+        "--batch-size must be > 0, got -1" in err and len(err.splitlines()) == 1
+    ), err
+    assert local.main(["--model", "resnet", "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert "--model: invalid choice: 'resnet' (choose from 'mlp', 'gpt')" in err, err
+    assert len(err.splitlines()) == 1 and "python -m trainforge.training" not in err
     with pytest.raises(SystemExit):
         local.main(["--workers", "0"])
     assert "--workers must be >= 1" in capsys.readouterr().err

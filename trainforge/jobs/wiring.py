@@ -125,12 +125,13 @@ def resolve_job(job: JobSpec, target: JobTarget, where: str = "job") -> JobSpec:
             )
         # Pool facts are what every instance type of the pool guarantees (the smallest), so
         # that a pod sized here fits whichever type Karpenter launches.
+        n = pool.gpus_per_node
         raise JobConfigError(
             f"{where}.gpusPerWorker",
             gpus,
-            f"pool {pool.name!r} ({types}) has at most {pool.gpus_per_node} GPUs per node on its "
-            f"smallest instance type; use 1 to {pool.gpus_per_node}, or a pool whose instance "
-            "types all have enough GPUs",
+            f"pool {pool.name!r} ({types}) has at most {n} GPU{'s' if n != 1 else ''} per node "
+            f"on its smallest instance type; use {f'1 to {n}' if n != 1 else '1'}, or a pool "
+            "whose instance types all have enough GPUs",
         )
     if gpus == 0 and pool.gpus_per_node:
         raise JobConfigError(
@@ -335,10 +336,13 @@ def check_quota(job: JobSpec, target: JobTarget, where: str, given: JobSpec | No
     pods = job.min_workers
     set_gpus = given is None or given.gpus_per_worker is not None
     gpu_key = "gpusPerWorker" if set_gpus else "workers"
+    # cpu/memory the user did not set are the pool's per-pod defaults: `workers` is the key
+    cpu_key = "cpu" if given is None or given.cpu is not None else "workers"
+    memory_key = "memory" if given is None or given.memory is not None else "workers"
     asks = [
         ("gpus", q.gpus, Fraction(job.gpus_per_worker or 0) * pods, gpu_key),
-        ("cpu", q.cpu, parse_quantity(job.cpu or "0") * pods, "cpu"),
-        ("memory", q.memory, parse_quantity(job.memory or "0") * pods, "memory"),
+        ("cpu", q.cpu, parse_quantity(job.cpu or "0") * pods, cpu_key),
+        ("memory", q.memory, parse_quantity(job.memory or "0") * pods, memory_key),
         ("pods", q.pods, Fraction(pods), "workers"),
     ]
     for name, limit, need, key in asks:
@@ -348,23 +352,35 @@ def check_quota(job: JobSpec, target: JobTarget, where: str, given: JobSpec | No
             value = getattr(
                 job, {"gpusPerWorker": "gpus_per_worker", "workers": "workers"}.get(key, key)
             )
-            if name == "gpus" and not set_gpus:
+            if key == "workers":
                 value = job.workers
-            how = (
-                f"{pods} pod(s) x {job.gpus_per_worker} GPUs (gpusPerWorker unset: the pool's "
-                f"GPUs per node)"
-                if name == "gpus" and not set_gpus
-                else f"{pods} pod(s)"
-            )
+            if name == "gpus" and not set_gpus:
+                how = (
+                    f"{pods} pod(s) x {job.gpus_per_worker} GPUs (gpusPerWorker unset: the "
+                    f"pool's GPUs per node)"
+                )
+            elif key == "workers" and name != "pods":
+                how = f"{pods} pod(s) x {name} {job.cpu if name == 'cpu' else job.memory} "
+                how += f"({name} unset: the pool's default per pod)"
+            else:
+                how = f"{pods} pod(s)"
             mine = getattr(g, name, None) if g is not None else None
             if (
                 mine is not None
                 and name != "pods"
                 and parse_quantity(mine) != parse_quantity(limit)
             ):
+                # a team's cpu/memory guarantee is quota.cpu/memory (CPU pools) plus what
+                # comes with its GPUs in GPU pools: not the figure the user typed
+                whose = (
+                    f"quota.{name} guarantees {mine}"
+                    if name == "gpus"
+                    else f"quota guarantees {_fmt(parse_quantity(mine))} (quota.{name} in CPU "
+                    f"pools plus the {name} that comes with its GPUs in GPU pools)"
+                )
                 held = (
                     f"team {job.team!r} may hold at most {_fmt(parse_quantity(limit))}: its "
-                    f"quota.{name} guarantees {mine} and it may borrow up to "
+                    f"{whose} and it may borrow up to "
                     f"{_fmt(parse_quantity(limit) - parse_quantity(mine))} more from its cohort"
                 )
             else:

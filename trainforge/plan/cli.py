@@ -224,6 +224,13 @@ def write_report(
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.diff is not None and not args.diff.exists():  # before a plan's seconds and its files
+        print(
+            f"trainforge plan: --diff {args.diff}: no such folder or file; expected a plan "
+            "folder (--out), `pulumi stack export` or `pulumi preview --json` output",
+            file=sys.stderr,
+        )
+        return EXIT_CONFIG
     from trainforge.plan import core, diff, manifests
     from trainforge.plan.checks import data_safety
     from trainforge.plan.runner import ProjectError, find_project
@@ -232,8 +239,12 @@ def main(argv: list[str] | None = None) -> int:
         root = args.project_dir.resolve() if args.project_dir else find_project(pathlib.Path.cwd())
         if args.project_dir and not (root / "Pulumi.yaml").is_file():
             raise ProjectError(f"--project-dir {root}: no Pulumi.yaml there")
-        result = core.plan_project(
-            root, args.stack, standins=not args.no_standins, program=args.program
+        result = core.plan_project(  # its warnings are in the verdict, not echoed above it
+            root,
+            args.stack,
+            standins=not args.no_standins,
+            program=args.program,
+            echo_warnings=False,
         )
     except Exception as e:  # noqa: BLE001 - classified below
         err = find_config_error(e)

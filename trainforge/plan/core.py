@@ -242,6 +242,9 @@ def standin_pass(
     )
 
 
+PROGRAM_WARNINGS = "Program warnings (pulumi.log.warn at preview)"
+
+
 def plan_project(
     root: pathlib.Path,
     stack: str,
@@ -250,19 +253,30 @@ def plan_project(
     config_overrides: dict[str, Any] | None = None,
     standins: bool = True,
     program: str | None = None,
+    echo_warnings: bool = True,
 ) -> PlanResult:
     """Preview-mode plan; then, when the platform's mocks exist, the stand-in pass above.
-    `program`: a Python file of the project to run instead of __main__.py."""
+    `program`: a Python file of the project to run instead of __main__.py. The program's
+    warnings are a section of the result (so in the verdict and the report);
+    `echo_warnings` also prints them to stderr as they happen."""
     from trainforge.jobs.estimate import memoized
 
     with memoized():  # each job is estimated once, not once per asker
         inv = run_project(
-            root, stack, mocks=mocks, config_overrides=config_overrides, program=program
+            root,
+            stack,
+            mocks=mocks,
+            config_overrides=config_overrides,
+            program=program,
+            echo_warnings=echo_warnings,
         )
         standin = standin_pass(root, stack, config_overrides, program)
         result = evaluate(inv, waivers_from(inv), root=root, standin=standin)
         if standins and mocks is None and standin is not None:
             result.standin_judged = add_standin_findings(result, standin())
+    if inv.warnings:
+        lines = [f"warning: {w}" for w in dict.fromkeys(inv.warnings)]
+        result.sections.append(T.Section(PROGRAM_WARNINGS, lines, list(inv.warnings)))
     return result
 
 

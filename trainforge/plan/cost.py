@@ -421,7 +421,9 @@ USAGE_BASED = (
 
 
 def _inputs(rec: Any) -> dict[str, Any]:
-    return rec.inputs or {}
+    """A resource's inputs with masked secrets revealed: a Helm release's values with one
+    secret inside (prod's alert receivers) are masked whole, volumes and all."""
+    return {**(rec.inputs or {}), **(getattr(rec, "revealed", None) or {})}
 
 
 def _num(value: Any) -> float | None:

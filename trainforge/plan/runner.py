@@ -75,6 +75,9 @@ class Inventory:
     # The typed objects the program built in-process (trainforge.core.contract.Declared):
     # platform contracts and resolved jobs, for the plan's checks. Not part of the JSON.
     declared: Any = None
+    # What the program warned about (`pulumi.log.warn`): the plan puts them in its verdict
+    # and report, where a reviewer reads, not only on a terminal's stderr.
+    warnings: list[str] = field(default_factory=list)
 
     def by_urn(self) -> dict[str, Recorded]:
         return {r.urn: r for r in self.resources}
@@ -381,6 +384,33 @@ _SILENT.addHandler(logging.NullHandler())
 _SILENT.propagate = False
 
 
+class _ProgramLog(logging.Handler):
+    """Keeps the program's warnings (and errors) for the plan; echoes them to stderr as
+    Pulumi's own engine would when `echo` (run-local, which shows no verdict)."""
+
+    def __init__(self, echo: bool) -> None:
+        super().__init__(logging.WARNING)
+        self.echo = echo
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        self.messages.append(message)
+        if self.echo:
+            print(message, file=sys.stderr, flush=True)
+
+
+def _program_logger(echo: bool) -> tuple[logging.Logger, _ProgramLog]:
+    logger = logging.getLogger("trainforge.plan.program")
+    logger.propagate = False
+    logger.setLevel(logging.WARNING)
+    for old in list(logger.handlers):
+        logger.removeHandler(old)
+    handler = _ProgramLog(echo)
+    logger.addHandler(handler)
+    return logger, handler
+
+
 def run_program(
     program: Callable[[], Any],
     *,
@@ -390,6 +420,7 @@ def run_program(
     secret_keys: list[str] | None = None,
     mocks: Any = None,
     preview: bool = True,
+    echo_warnings: bool = True,
 ) -> Inventory:
     """Run `program` (a callable that declares resources) under mocks in preview mode.
 
@@ -418,7 +449,7 @@ def run_program(
     set_all_config(dict(config or {}), list(secret_keys or []))
     # The stand-in run (not a preview) is the same program again, for the plan's IAM check:
     # its warnings were shown by the preview run already, so they are not printed twice.
-    logger = None if preview else _SILENT
+    logger, log = _program_logger(echo_warnings) if preview else (_SILENT, None)
     set_mocks(mocks, project=project, stack=stack, preview=preview, monitor=monitor, logger=logger)
     root = rt.get_root_resource()
 
@@ -427,7 +458,12 @@ def run_program(
     for name, value in (getattr(root, "outputs", None) or {}).items():
         outputs[name] = _sync_await(_resolve_output(value))
     return Inventory(
-        project=project, stack=stack, resources=sink, outputs=outputs, declared=declared
+        project=project,
+        stack=stack,
+        resources=sink,
+        outputs=outputs,
+        declared=declared,
+        warnings=list(log.messages) if log is not None else [],
     )
 
 
@@ -459,6 +495,7 @@ def run_project(
     config_overrides: dict | None = None,
     preview: bool = True,
     program: str | None = None,
+    echo_warnings: bool = True,
 ) -> Inventory:
     """Run the project's __main__.py (or `program`, a Python file of the project that
     declares the platform and jobs, e.g. with `TrainingJob.function`) with
@@ -489,6 +526,7 @@ def run_project(
         secret_keys=secret_keys,
         mocks=mocks,
         preview=preview,
+        echo_warnings=echo_warnings,
     )
     inv.config = shown
     return inv

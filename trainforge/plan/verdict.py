@@ -95,13 +95,28 @@ def cost_lines(result: Any, base_sections: dict[str, Any] | None) -> list[str]:
 
 
 def not_admitted(result: Any) -> list[str]:
+    """Each job that does not start at once, in the queue section's words: why, and for a
+    waiting job its expected start (the same figure as the report's "Queue admission")."""
+    from trainforge.plan.checks.queues import hours
+
     rows = _section(result, QUEUE_TITLE) or []
-    return [
-        f"{r.get('team')}/{r.get('job')}: {'never admitted' if r.get('state') == 'never' else 'waits'}"
-        f" ({r.get('reason')})"
-        for r in rows
-        if isinstance(r, dict) and r.get("state") != "runs"
-    ]
+    out = []
+    for r in rows:
+        if not isinstance(r, dict) or r.get("state") == "runs":
+            continue
+        reason = r.get("reason") or ""
+        if r.get("state") == "never":
+            out.append(f"{r.get('team')}/{r.get('job')}: never admitted ({reason})")
+            continue
+        text = reason if reason.startswith("waits") else f"waits ({reason})" if reason else "waits"
+        start = r.get("expectedStartSeconds")
+        text += (
+            f"; expected to start after {hours(start)}"
+            if start is not None
+            else "; expected start unknown"
+        )
+        out.append(f"{r.get('team')}/{r.get('job')}: {text}")
+    return out
 
 
 def breaking(review: Any) -> list[str]:

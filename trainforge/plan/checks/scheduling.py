@@ -97,9 +97,14 @@ def _of(resource: str, need: Fraction, limit: str | None) -> str:
     if resource == "cpu":
         cap = f"{float(parse_quantity(limit)):g}"
     if resource == "memory":  # both in Gi, as people read them
-        mine = f"{float(need / 2**30):.4g}Gi"
-        cap = f"{float(parse_quantity(limit) / 2**30):.4g}Gi"
+        mine, cap = _gi(need), _gi(parse_quantity(limit))
     return f"{resource} {mine} of {cap}{unit}"
+
+
+def _gi(value: Fraction) -> str:
+    """Bytes in Gi with 4 significant digits, never in exponent form ("2.902e+04Gi")."""
+    gi = float(value / 2**30)
+    return f"{gi:.4g}Gi" if gi < 1000 else f"{gi:,.0f}Gi"
 
 
 def check(ctx: PlanContext) -> CheckResult:

@@ -1,0 +1,36 @@
+"""A warning the Pulumi program logs at preview reaches the plan's verdict and its report.
+
+Before, `pulumi.log.warn` went only to stderr above the verdict: the report file, the JSON
+and the PR markdown a reviewer reads never had it, and the verdict's "Warnings" said
+nothing (the dev stack's "no alert receivers" warning; a team quota bigger than the pools).
+"""
+
+from __future__ import annotations
+
+import io
+import pathlib
+from types import SimpleNamespace
+
+from trainforge.plan import cli, core, verdict
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+RECEIVERS = "trainforge:monitoring.receivers: none configured"
+
+
+def test_program_warnings_are_in_the_verdict_and_the_report(capsys):
+    result = core.plan_project(ROOT, "dev", standins=False, echo_warnings=False)
+    assert RECEIVERS not in capsys.readouterr().err  # not echoed: the verdict shows it
+    (section,) = [s for s in result.sections if s.title == core.PROGRAM_WARNINGS]
+    assert any(line.startswith(f"warning: {RECEIVERS}") for line in section.lines)
+    first = verdict.verdict_lines(result, stack="dev")
+    at = first.index("Warnings (1):")
+    assert first[at + 1].startswith(f"  Program warnings: {RECEIVERS}")
+    buf = io.StringIO()
+    cli.print_report(result, SimpleNamespace(summary=True), buf)
+    assert f"warning: {RECEIVERS}" in buf.getvalue()
+
+
+def test_run_local_still_sees_them_on_stderr(capsys):
+    """Without a verdict to show them (run-local resolving a job), they are echoed."""
+    core.plan_project(ROOT, "dev", standins=False)
+    assert RECEIVERS in capsys.readouterr().err

@@ -1,0 +1,185 @@
+"""Output the docs quote is what trainforge prints: configuration errors and plan sections.
+
+tests/test_docs_run.py runs the docs' commands but reads no output; these lines are what a
+user compares their own error with, so each is reproduced: the shipped stack with the one
+mistake the doc describes, planned offline, and the doc's line (its `...` standing for text
+left out) found in the error, piece by piece and in order. A quoted plan section is compared
+with the section the plan computes, and the doc must name the flag that shows it.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _p5_nowhere(cfg: dict[str, Any]) -> None:
+    cfg["trainforge:jobs"][1]["pool"] = "p5-nowhere"
+
+
+def _cpu_4_on_gpu_pool(cfg: dict[str, Any]) -> None:
+    job = cfg["trainforge:jobs"][0]
+    job.update(pool="gpu-workloads", cpu="4")
+
+
+def _8_workers_on_p4d(cfg: dict[str, Any]) -> None:
+    cfg["trainforge:jobs"][0].update(team="llm", pool="p4d-reserved", workers=8)
+
+
+def _3_workers_over_pool_limit(cfg: dict[str, Any]) -> None:
+    cfg["trainforge:jobs"][0]["workers"] = 3
+    pool = next(p for p in cfg["trainforge:nodePools"] if p["name"] == "gpu-workloads")
+    pool["limits"]["gpus"] = 8
+    vision = next(t for t in cfg["trainforge:teams"] if t["name"] == "vision")
+    vision["quota"].update(gpus="8", pools={"gpu-workloads": {"gpus": 8}})
+
+
+# (doc, how the quoted line starts, stack, the mistake)
+CASES: list[tuple[str, str, str, Callable[[dict[str, Any]], None]]] = [
+    ("README.md", "trainforge:jobs[1].pool: got 'p5-nowhere'", "dev", _p5_nowhere),
+    ("docs/rehearsals.md", "trainforge:jobs[0].cpu: got '4'", "dev", _cpu_4_on_gpu_pool),
+    ("docs/rehearsals.md", "trainforge:jobs[0].workers: got 8", "prod", _8_workers_on_p4d),
+    (
+        "docs/rehearsals.md",
+        "trainforge:jobs[0].workers: got 3",
+        "prod",
+        _3_workers_over_pool_limit,
+    ),
+]
+
+
+def quoted_line(doc: str, start: str) -> str:
+    lines = [ln for ln in (ROOT / doc).read_text().splitlines() if ln.startswith(start)]
+    assert len(lines) == 1, f"{doc}: expected one line starting {start!r}, found {lines}"
+    return lines[0]
+
+
+def planned_error(tmp_path: Path, stack: str, mistake: Callable[[dict[str, Any]], None]) -> str:
+    for name in ("Pulumi.yaml", "__main__.py", f"Pulumi.{stack}.yaml"):
+        shutil.copy(ROOT / name, tmp_path / name)
+    shutil.copytree(ROOT / "examples", tmp_path / "examples")
+    path = tmp_path / f"Pulumi.{stack}.yaml"
+    doc = yaml.safe_load(path.read_text())
+    mistake(doc["config"])
+    path.write_text(yaml.safe_dump(doc))
+
+    from trainforge.plan import core
+    from trainforge.plan.cli import find_config_error
+
+    try:
+        core.plan_project(tmp_path, stack, standins=False)
+    except Exception as e:  # noqa: BLE001 - the config error is what the test reads
+        err = find_config_error(e)
+        assert err is not None, f"not a configuration error: {e!r}"
+        return str(err)
+    raise AssertionError(f"the plan of {stack} with the mistake passed")
+
+
+@pytest.mark.parametrize(("doc", "start", "stack", "mistake"), CASES, ids=[c[1] for c in CASES])
+def test_quoted_error_is_what_the_plan_prints(tmp_path, doc, start, stack, mistake):
+    line = quoted_line(doc, start)
+    error = planned_error(tmp_path, stack, mistake)
+    pos = 0
+    for piece in (p.strip() for p in line.split("...")):
+        if not piece:
+            continue
+        found = error.find(piece, pos)
+        assert found >= 0, f"{doc} quotes {piece!r}; the plan prints:\n{error}"
+        pos = found + len(piece)
+
+
+def _three_mistakes(cfg: dict[str, Any]) -> None:
+    pool = cfg["trainforge:nodePools"][0]
+    pool["consolidateAftr"] = pool.pop("consolidateAfter")
+    cfg["trainforge:endpoint"]["publicAccessCidrs"][0] = "0.0.0.0/0"
+    cfg["trainforge-policy:waivers"][0]["rule"] = "TF_COST_JOB_CAPP"
+
+
+def test_configuration_md_example_is_what_the_plan_prints(tmp_path):
+    """docs/configuration.md's example of every problem reported at once, line by line."""
+    doc = (ROOT / "docs/configuration.md").read_text()
+    block = doc.split("```\ninvalid stack configuration", 1)[1].split("```", 1)[0]
+    lines = [
+        "invalid stack configuration" + ln if i == 0 else ln
+        for i, ln in enumerate(block.splitlines())
+    ]
+    error = planned_error(tmp_path, "prod", _three_mistakes)
+    assert len(lines) == len(error.splitlines()), error
+    for want, got in zip(lines, error.splitlines(), strict=True):
+        pos = 0
+        for piece in (p.strip() for p in want.split("...")):
+            found = got.find(piece, pos) if piece else pos
+            assert found >= 0, f"docs/configuration.md quotes {want!r}; the plan prints {got!r}"
+            pos = found + len(piece)
+
+
+def test_performance_md_estimate_is_the_prod_plans_section():
+    """docs/performance.md quotes the prod plan's "Memory per GPU and expected duration"
+    section and says where a user finds it (the full report, not the verdict screen)."""
+    from trainforge.plan import core
+
+    doc = (ROOT / "docs/performance.md").read_text()
+    intro, block = doc.split("```\nMemory per GPU and expected duration", 1)
+    assert "--full" in intro.rstrip().rsplit("\n\n", 1)[-1], (
+        "the doc must name the flag that prints it"
+    )
+    lines = ["Memory per GPU and expected duration" + block.split("```", 1)[0]]
+    lines = [ln for ln in lines[0].splitlines() if ln.strip()]
+    result = core.plan_project(ROOT, "prod", standins=False)
+    section = next(s for s in result.sections if s.title.startswith(lines[0].rstrip(":")))
+    printed = [section.title.rstrip(":") + ":", *section.lines]
+    for want in lines:
+        pieces = [p for p in want.split("...") if p.strip()]
+        assert any(all(p.strip() in got for p in pieces) for got in printed), (
+            f"docs/performance.md line not printed by the plan: {want!r}\nplan: {printed}"
+        )
+
+
+def test_images_md_pod_lines_name_what_the_platform_renders():
+    """docs/images.md's first lines of a pod: the MLflow URI the platform sets and the S3
+    layout the jobs layer renders (bucket/<team>/checkpoints/<job>)."""
+    from trainforge.jobs.entrypoint import s3_uri
+    from trainforge.platform.monitoring import MLFLOW_TRACKING_URI
+
+    doc = (ROOT / "docs/images.md").read_text()
+    block = doc.split("```\ntrainforge runtime: ", 1)[1].split("```", 1)[0]
+    mlflow = next(ln for ln in block.splitlines() if ln.startswith("MLflow: on "))
+    assert mlflow.split()[2] == MLFLOW_TRACKING_URI, mlflow
+    s3 = next(ln for ln in block.splitlines() if ln.startswith("S3 mirror: on "))
+    target = SimpleNamespace(checkpoint_prefix="llm/", checkpoint_bucket="BUCKET")
+    want = s3_uri(target, SimpleNamespace(name="gpt-13b")).split("BUCKET", 1)[1]
+    assert s3.split()[3].endswith(want), s3
+
+
+def test_training_md_report_example_is_the_recorded_runs_report(tmp_path):
+    """docs/training.md shows `trainforge report` of tests/fixtures/recorded-run: every line."""
+    from trainforge import report
+
+    run = tmp_path / "run"
+    shutil.copytree(ROOT / "tests" / "fixtures" / "recorded-run", run)
+    printed = report.summary_text(report.load_run(run)).splitlines()
+    doc = (ROOT / "docs/training.md").read_text()
+    block = doc.split("```\nrun recorded-mlp", 1)[1].split("```", 1)[0]
+    lines = ["run recorded-mlp" + ln if i == 0 else ln for i, ln in enumerate(block.splitlines())]
+    assert len(lines) == len(printed), printed
+    for want, got in zip(lines, printed, strict=True):
+        pieces = [p for p in want.split("...") if p]
+        assert all(p in got for p in pieces), f"docs/training.md: {want!r}; report: {got!r}"
+
+
+def test_training_md_metrics_port_is_the_one_pods_serve():
+    """docs/training.md names the port a job's PodMonitor scrapes: the job model's default."""
+    from trainforge.jobs.spec import JobSpec
+
+    doc = (ROOT / "docs/training.md").read_text()
+    para = doc.split("Metrics endpoint (", 1)[1].split(":\n", 1)[0]
+    port = JobSpec.model_fields["metrics_port"].default
+    assert f"serve it on {port}" in para, para
