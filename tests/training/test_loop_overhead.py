@@ -66,3 +66,71 @@ def test_a_dataset_on_a_device_gets_its_indices_there_once_per_epoch_not_per_ste
             x, y = batches.get(step, 0)
             assert x.device.type == "meta" and y.shape == (batch,)
     assert mode.copies == 3  # one index table per epoch
+
+
+class _Sharded(torch.nn.Module):
+    """Records what `accumulation` asks of an FSDP2 module."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[bool] = []
+
+    def set_requires_gradient_sync(self, on: bool) -> None:
+        self.calls.append(on)
+
+
+def test_fsdp_gradient_sync_is_switched_off_for_non_final_micro_steps_and_back_on():
+    from trainforge.training.parallel import accumulation
+
+    m = _Sharded()
+    for _ in range(2):  # two steps of 3 micro-steps
+        for micro in range(3):
+            with accumulation(m, micro == 2):
+                pass
+    assert m.calls == [False, True, False, True]  # off before micro 0, on for the last
+    m = _Sharded()
+    for _ in range(3):  # no accumulation: sync stays on, the module walk is skipped
+        with accumulation(m, True):
+            pass
+    assert m.calls == []
+
+
+def _tiny(tmp_path, *extra: str):
+    from trainforge.training.config import parse_args
+
+    args = ["--model", "mlp", "--dataset-size", "64", "--batch-size", "8", "--steps", "3"]
+    args += ["--log-every", "1", "--output-dir", str(tmp_path / "out"), *extra]
+    return parse_args(args)
+
+
+@pytest.mark.parametrize("with_dir", [True, False])
+def test_the_checkpoint_hook_runs_every_step_watched_where_it_can_block(
+    tmp_path, monkeypatch, with_dir
+):
+    """With a checkpoint directory (preemption agreement, saves) the hook is watched by the
+    hang watchdog every step; without one it cannot block, so it runs unwatched -- but it
+    still runs every step (the KILL/TERM test hooks live in it)."""
+    from trainforge.training import checkpoint as ckpt_mod
+    from trainforge.training import loop
+
+    watched: list[tuple[str, int | None]] = []
+    hooked: list[int] = []
+    real_watched, real_after = loop._watched, ckpt_mod.Checkpointing.after_step
+
+    def spy_watched(watchdog, name, step=None):
+        watched.append((name, step))
+        return real_watched(watchdog, name, step)
+
+    def spy_after(self, step, *a, **k):
+        hooked.append(step)
+        return real_after(self, step, *a, **k)
+
+    monkeypatch.setattr(loop, "_watched", spy_watched)
+    monkeypatch.setattr(ckpt_mod.Checkpointing, "after_step", spy_after)
+    extra = ["--checkpoint-dir", str(tmp_path / "ckpt")] if with_dir else []
+    assert loop.train(_tiny(tmp_path, *extra)) == 0
+    assert hooked == [1, 2, 3]
+    per_step = [w for w in watched if w[0] == "checkpoint"]
+    assert per_step == (
+        [("checkpoint", 1), ("checkpoint", 2), ("checkpoint", 3)] if with_dir else []
+    )
