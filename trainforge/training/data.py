@@ -213,9 +213,12 @@ class Batches:
     this rank's indices of a whole epoch (``ShardedOrder.rank_table``) are built once per epoch
     and, for a dataset held on the accelerator, copied there once per epoch (pinned,
     non-blocking). Indexing a GPU dataset with a host index tensor would copy it to the device
-    every step, and a copy from pageable memory synchronizes the host with the GPU (PyTorch's
-    ``copy_`` without ``non_blocking``): the host then cannot run ahead of the device, which
-    costs a small model a large share of its step time.
+    every step, and that copy synchronizes the host with the GPU: the host then cannot run
+    ahead of the device, which costs a small model a large share of its step time. (PyTorch's
+    ``copy_kernel_cuda`` in aten/src/ATen/native/cuda/Copy.cu calls ``memcpy_and_sync``,
+    ``cudaMemcpyAsync`` then ``cudaStreamSynchronize``, for a host<->device copy without
+    ``non_blocking``; read 2026-11-27 in PyTorch's source and torch 2.13's
+    c10/cuda/CUDAFunctions.h.)
     """
 
     def __init__(
