@@ -192,10 +192,11 @@ class ShardedOrder:
 
     def rank_table(self, epoch: int) -> torch.Tensor:
         """This rank's indices for every step of ``epoch``: ``[b, m]`` is micro-step ``m`` of
-        the epoch's ``b``-th step, exactly ``indices(epoch * steps_per_epoch + b, m)``."""
+        the epoch's ``b``-th step, exactly ``indices(epoch * steps_per_epoch + b, m)``. A view
+        of the cached permutation (no copy): each ``[b, m]`` row is contiguous in it."""
         used = self.permutation(epoch)[: self.steps_per_epoch * self.global_batch]
         table = used.view(self.steps_per_epoch, self.grad_accum, self.world_size, self.batch_size)
-        return table[:, :, self.rank].contiguous()
+        return table[:, :, self.rank]
 
     def indices(self, step: int, micro: int) -> torch.Tensor:
         """This rank's ``batch_size`` indices for micro-step ``micro`` of step ``step``."""
@@ -244,9 +245,10 @@ class Batches:
             self.order.set_epoch(epoch)
             table = self.order.rank_table(epoch)
             if self._index_device.type == "cuda":
-                table = table.pin_memory().to(self._index_device, non_blocking=True)
+                # contiguous first: the rank's rows only, and a dense pinned source for the copy
+                table = table.contiguous().pin_memory().to(self._index_device, non_blocking=True)
             elif self._index_device != table.device:
-                table = table.to(self._index_device)
+                table = table.contiguous().to(self._index_device)
             self._table, self._epoch = table, epoch
         return self._table
 
