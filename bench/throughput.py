@@ -17,6 +17,8 @@ a barrier before its first step to a host sync after its last.
 
 Every loop is timed in its steady state: floor and seed after WARMUP untimed steps, the
 runtime by its summary's steady rate (its start-up windows left out: compilation, first steps).
+The table's last column is the median over rounds of each round's own ratio to the floor: on a
+shared machine, load drifts between rounds and the per-round ratio cancels most of it.
 
 Default (CPU, 2 workers, gloo, MLP): `python bench/throughput.py` (about a minute).
 GPU: `python bench/throughput.py --device cuda --workers 1 --model gpt --strategy fsdp --compile`
