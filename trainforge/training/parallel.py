@@ -80,8 +80,9 @@ def accumulation(model: nn.Module, last_micro: bool) -> contextlib.AbstractConte
     sharded module): off for non-final micro-steps, back on for the final one."""
     if isinstance(model, DDP):
         return contextlib.nullcontext() if last_micro else model.no_sync()
-    sync_off = getattr(model, _SYNC_OFF, False)
-    if hasattr(model, "set_requires_gradient_sync") and sync_off != (not last_micro):  # FSDP2
+    # vars(): a plain attribute, read without nn.Module.__getattr__'s miss path
+    sync_off = vars(model).get(_SYNC_OFF, False)
+    if sync_off != (not last_micro) and hasattr(model, "set_requires_gradient_sync"):  # FSDP2
         model.set_requires_gradient_sync(last_micro)
         setattr(model, _SYNC_OFF, not last_micro)
     return contextlib.nullcontext()
