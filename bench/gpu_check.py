@@ -211,6 +211,7 @@ def check_loops(c: Check) -> dict[str, Any]:
         results[name] = {
             "steps_per_second": {m: r["steps_per_s_median"] for m, r in rows.items()},
             "runtime_vs_floor": rows["runtime"]["vs_floor"],
+            "runtime_vs_floor_paired": rows["runtime"].get("vs_floor_paired"),
             "runtime_vs_seed": rows["runtime"]["vs_seed"],
         }
         if "seed_bf16" in rows:

@@ -906,6 +906,13 @@ class Checkpointing:
             return 0
         return self.manager.restore(model, optimizer, scheduler)
 
+    @property
+    def may_block(self) -> bool:
+        """Whether ``after_step`` can take time: a preemption agreement (it waits for a
+        collective) or periodic saves. Without either it only runs the test hook, so the loop
+        need not time it or watch it with the hang watchdog every step."""
+        return self.preemption is not None or bool(self.manager.root and self.config.every)
+
     def after_step(
         self,
         step: int,

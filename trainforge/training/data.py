@@ -190,6 +190,14 @@ class ShardedOrder:
         start = pos.batch_in_epoch * self.global_batch
         return self.permutation(pos.epoch)[start : start + self.global_batch]
 
+    def rank_table(self, epoch: int) -> torch.Tensor:
+        """This rank's indices for every step of ``epoch``: ``[b, m]`` is micro-step ``m`` of
+        the epoch's ``b``-th step, exactly ``indices(epoch * steps_per_epoch + b, m)``. A view
+        of the cached permutation (no copy): each ``[b, m]`` row is contiguous in it."""
+        used = self.permutation(epoch)[: self.steps_per_epoch * self.global_batch]
+        table = used.view(self.steps_per_epoch, self.grad_accum, self.world_size, self.batch_size)
+        return table[:, :, self.rank]
+
     def indices(self, step: int, micro: int) -> torch.Tensor:
         """This rank's ``batch_size`` indices for micro-step ``micro`` of step ``step``."""
         if not 0 <= micro < self.grad_accum:
@@ -200,7 +208,19 @@ class ShardedOrder:
 
 
 class Batches:
-    """Dataset + order + device placement: ``get(step, micro)`` is the loop's only data call."""
+    """Dataset + order + device placement: ``get(step, micro)`` is the loop's only data call.
+
+    Per step it does no host work beyond one ``select`` and the ``index_select`` of the batch:
+    this rank's indices of a whole epoch (``ShardedOrder.rank_table``) are built once per epoch
+    and, for a dataset held on the accelerator, copied there once per epoch (pinned,
+    non-blocking). Indexing a GPU dataset with a host index tensor would copy it to the device
+    every step, and that copy synchronizes the host with the GPU: the host then cannot run
+    ahead of the device, which costs a small model a large share of its step time. (PyTorch's
+    ``copy_kernel_cuda`` in aten/src/ATen/native/cuda/Copy.cu calls ``memcpy_and_sync``,
+    ``cudaMemcpyAsync`` then ``cudaStreamSynchronize``, for a host<->device copy without
+    ``non_blocking``; read 2026-11-27 in PyTorch's source and torch 2.13's
+    c10/cuda/CUDAFunctions.h.)
+    """
 
     def __init__(
         self, dataset: TensorDataset | TokenFileDataset, order: ShardedOrder, device: torch.device
@@ -211,11 +231,35 @@ class Batches:
         if isinstance(dataset, TensorDataset) and device.type != "cpu":
             dataset = dataset.to(device)
         self.dataset = dataset
+        # where the index table lives: with the samples it indexes (a token file stays on the
+        # host: its batches are gathered there, then copied)
+        self._index_device = (
+            dataset.inputs.device if isinstance(dataset, TensorDataset) else torch.device("cpu")
+        )
+        self._epoch: int | None = None
+        self._table: torch.Tensor | None = None
+
+    def table(self, epoch: int) -> torch.Tensor:
+        """This rank's index table of ``epoch`` on the dataset's device (cached per epoch)."""
+        if self._epoch != epoch or self._table is None:
+            self.order.set_epoch(epoch)
+            table = self.order.rank_table(epoch)
+            if self._index_device.type == "cuda":
+                # contiguous first: the rank's rows only, and a dense pinned source for the copy
+                table = table.contiguous().pin_memory().to(self._index_device, non_blocking=True)
+            elif self._index_device != table.device:
+                table = table.contiguous().to(self._index_device)
+            self._table, self._epoch = table, epoch
+        return self._table
 
     def get(self, step: int, micro: int) -> Batch:
-        idx = self.order.indices(step, micro)
+        order = self.order
+        if not 0 <= micro < order.grad_accum:
+            raise IndexError(f"micro-step {micro} outside 0..{order.grad_accum - 1}")
+        epoch, b = divmod(step, order.steps_per_epoch)
+        idx = self.table(epoch)[b, micro]
         if isinstance(self.dataset, TensorDataset):
-            return self.dataset.batch(idx.to(self.dataset.inputs.device))
+            return self.dataset.batch(idx)
         x, y = self.dataset.batch(idx)
         if self.device.type == "cuda":
             x = x.pin_memory().to(self.device, non_blocking=True)

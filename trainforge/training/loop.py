@@ -387,6 +387,8 @@ def _loop(
     loss_acc = torch.zeros((), device=env.device, dtype=torch.float32)  # stays on device
     window = 0
     fault = InStepFault(env.rank)  # test hook (faults.py); inert unless TRAINFORGE_TEST_FAULT
+    fault_log = reporter.log if env.is_main else print
+    ckpt_may_block = checkpointing.may_block  # fixed for the run: its config does not change
     dist.barrier()  # ranks start the clock together (throughput numbers exclude setup skew)
     reporter.start_loop(state.step)
     while state.step < cfg.steps:
@@ -395,7 +397,7 @@ def _loop(
         exits.context.step = state.step + 1  # the step in progress (1-based)
         if watchdog is not None:
             watchdog.step_started(state.step + 1)
-        fault(state.step + 1, reporter.log if env.is_main else print)
+        fault(state.step + 1, fault_log)
         for micro in range(cfg.grad_accum):
             batch = batches.get(state.step, micro)
             loss = micro_step(model, batch, micro == cfg.grad_accum - 1, cfg, env.device, dtype)
@@ -433,6 +435,10 @@ def _loop(
 
         # checkpoint hook (after each optimizer step): periodic save, and the stop flag --
         # True once every rank agreed on a SIGTERM and a checkpoint of this step is saved.
+        # Watched and timed only where it can block (may_block); else it runs the test hook.
+        if not ckpt_may_block:
+            checkpointing.after_step(state.step, model, optimizer, scheduler)
+            continue
         before = checkpointing.manager.last_started_step
         t_ckpt = time.perf_counter()
         with _watched(watchdog, "checkpoint", state.step):

@@ -10,7 +10,6 @@ works with FSDP too (each Linear block is a shard unit); it is simply too small 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
 
 import torch
 from torch import nn
@@ -73,19 +72,24 @@ def unwrap(model: nn.Module) -> nn.Module:
     return model.module if isinstance(model, DDP) else model
 
 
-@contextlib.contextmanager
-def accumulation(model: nn.Module, last_micro: bool) -> Iterator[None]:
-    """Skip the gradient all-reduce on non-final micro-steps (DDP no_sync / FSDP2 equivalent)."""
+def accumulation(model: nn.Module, last_micro: bool) -> contextlib.AbstractContextManager:
+    """Skip the gradient all-reduce on non-final micro-steps (DDP no_sync / FSDP2 equivalent).
+
+    Entered every micro-step, so it returns a ready context manager (no generator frame), and
+    an FSDP2 module's gradient sync is switched only when it changes (the call walks every
+    sharded module): off for non-final micro-steps, back on for the final one."""
     if isinstance(model, DDP):
-        if last_micro:
-            yield
-        else:
-            with model.no_sync():
-                yield
-        return
-    if hasattr(model, "set_requires_gradient_sync"):  # FSDP2 module
+        return contextlib.nullcontext() if last_micro else model.no_sync()
+    # vars(): a plain attribute, read without nn.Module.__getattr__'s miss path
+    sync_off = vars(model).get(_SYNC_OFF, False)
+    if sync_off != (not last_micro) and hasattr(model, "set_requires_gradient_sync"):  # FSDP2
         model.set_requires_gradient_sync(last_micro)
-    yield
+        setattr(model, _SYNC_OFF, not last_micro)
+    return contextlib.nullcontext()
+
+
+# set on an FSDP2 module while `accumulation` has its gradient sync turned off
+_SYNC_OFF = "_trainforge_gradient_sync_off"
 
 
 def autocast(
