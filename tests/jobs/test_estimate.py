@@ -152,7 +152,10 @@ def test_flops_per_step_are_the_runtime_s_mfu_accounting(flags):
         batch_size=shape.batch_size, grad_accum=shape.grad_accum
     ).global_batch(e.world_size)
     assert e.flops_per_step == model.flops_per_sample() * global_batch
-    assert e.tokens_per_step == global_batch * model.tokens_per_sample
+    if model.tokens_per_sample is None:  # a model without tokens (the MLP): samples only
+        assert not e.has_tokens
+    else:
+        assert e.has_tokens and e.tokens_per_step == global_batch * model.tokens_per_sample
 
 
 def test_one_peak_flops_table_for_mfu_and_the_planner(monkeypatch):

@@ -130,7 +130,10 @@ def runtime_metrics(tmp_path_factory) -> set[str]:
     mp.setattr(loop, "peak_flops", lambda device: metrics.PEAK_BF16_FLOPS["H100"])
     try:
         torch.set_num_threads(1)
-        args = ["--model", "mlp", "--dataset-size", "256", "--steps", "8", "--log-every", "4"]
+        # a GPT: the boards read token rates, which a model without tokens does not export
+        args = ["--model", "gpt", "--layers", "1", "--d-model", "32", "--heads", "2"]
+        args += ["--seq-len", "16", "--vocab-size", "64", "--dataset-size", "256"]
+        args += ["--steps", "8", "--log-every", "4"]
         args += ["--batch-size", "8", "--metrics-port", "9400", "--output-dir", str(out)]
         args += ["--checkpoint-dir", str(out / "ckpt"), "--checkpoint-every", "4"]
         assert main(args) == 0  # --metrics-port turns the server on; AnyPort binds port 0
