@@ -86,6 +86,28 @@ def is_docker_hub(image: str) -> bool:
     return upstream_of(image) == DOCKER_HUB
 
 
+def parts(image: str) -> tuple[str, str, str, str]:
+    """(registry host, repository, tag or "", digest or "") of a reference, the host and a
+    Docker Hub `library/` as `split` resolves them: `grafana/grafana:13.2.0` is
+    ("docker.io", "grafana/grafana", "13.2.0", "")."""
+    host, path = split(image)
+    path, _, digest = path.partition("@")
+    repo, tag = path, ""
+    last = path.rsplit("/", 1)[-1]
+    if ":" in last:
+        repo, tag = path.rsplit(":", 1)
+    return host, repo, tag, digest
+
+
+def names_image(pattern: str, image: str) -> bool:
+    """Whether `pattern` (`repository[:tag][@digest]`, as a waiver names an image) names
+    `image`: the same registry and repository, and the same tag / digest where the pattern
+    gives one. `grafana/grafana` names `docker.io/grafana/grafana:13.2.0`; it does not name
+    `docker.io/grafana/loki:3.0.0` (why a waiver names its image: trainforge.stack.policy)."""
+    want, got = parts(pattern), parts(image)
+    return want[:2] == got[:2] and all(w in ("", g) for w, g in zip(want[2:], got[2:], strict=True))
+
+
 @dataclass(frozen=True)
 class CacheRoutes:
     """The stack's pull-through cache: its registry host and the prefixes it has rules for."""
