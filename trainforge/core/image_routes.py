@@ -198,12 +198,18 @@ def as_named(component: str, image: str) -> str:
     """Record `image` as installed by `component` and pulled as it is named: a chart's own
     image that the component's values leave alone (no cache rewrite: its nodes pull it from
     its registry)."""
+    return pulled_as(component, image, image)
+
+
+def pulled_as(component: str, image: str, pulled: str) -> str:
+    """Record `image` as installed by `component` and pulled as `pulled`: what the values the
+    component passes make the chart run (trainforge.platform.chart_images.route)."""
     from trainforge.core.contract import declared  # noqa: PLC0415
 
-    record = InstalledImage(component, image, image)
+    record = InstalledImage(component, image, pulled)
     if record not in declared().installed_images:
         declared().installed_images.append(record)
-    return image
+    return pulled
 
 
 def chart_image(component: str, image: str) -> dict[str, str]:
