@@ -284,3 +284,41 @@ def test_each_reported_pull_is_what_the_releases_values_make_the_chart_run(stack
     assert any("/quay/prometheus/alertmanager:" in i for i in through)
     assert any("/k8s/kube-state-metrics/kube-state-metrics:" in i for i in through)
     assert any("/quay/prometheus/node-exporter:v1.12.1-distroless" in i for i in through)
+
+
+def test_route_sets_the_charts_own_keys_and_leaves_digest_pins_direct():
+    """With a ghcr.io rule (a GitHub credential) the Trainer's manager image, named without a
+    digest, comes through the cache by its block's registry/repository; Karpenter's
+    controller, pinned by digest, stays on ECR Public (the cache would not fetch it); an
+    nvcr.io image has no rule kind at all."""
+    from trainforge.core.contract import declared, reset_declared
+    from trainforge.platform import device_plugins, karpenter, trainer
+
+    host = "123456789012.dkr.ecr.us-east-1.amazonaws.com"
+    reset_declared()
+    try:
+        image_routes.use(image_routes.routes_for(host, docker_hub=False, github=True))
+        out = chart_images.route("t", "kubeflow-trainer", versions.TRAINER_VERSION,
+                                 trainer.CONTROLLER_IMAGES)  # fmt: skip
+        assert out == {
+            "image": {
+                "registry": host,
+                "repository": "github/kubeflow/trainer/trainer-controller-manager",
+            }
+        }
+        assert (
+            chart_images.route(
+                "k", "karpenter", versions.KARPENTER_VERSION, karpenter.CONTROLLER_IMAGES
+            )
+            == {}
+        )
+        assert chart_images.route(
+            "n", "nvidia-device-plugin", versions.NVIDIA_DEVICE_PLUGIN_CHART_VERSION,
+            device_plugins.NVIDIA_IMAGES,
+        ) == {}  # fmt: skip
+        pulls = {r.component: r.pulled for r in declared().installed_images}
+        assert pulls["t"] == f"{host}/github/kubeflow/trainer/trainer-controller-manager:v2.3.0"
+        assert pulls["k"].startswith("public.ecr.aws/karpenter/controller:1.14.1@sha256:")
+        assert pulls["n"] == "nvcr.io/nvidia/k8s-device-plugin:v0.20.0"
+    finally:
+        reset_declared()

@@ -99,6 +99,15 @@ def parts(image: str) -> tuple[str, str, str, str]:
     return host, repo, tag, digest
 
 
+def digest_pinned(image: str) -> bool:
+    """Whether `image` names a digest (`...@sha256:`). A pull-through cache rule does not
+    fetch an image it has not cached yet when the reference names a digest, even with a tag
+    next to it: the first pull fails as "not found" (github.com/aws/containers-roadmap/issues/
+    2837, open, read 2026-11-27). A chart's digest-pinned image is therefore left direct
+    (trainforge.platform.chart_images.route), not routed to a first pull that fails."""
+    return bool(parts(image)[3])
+
+
 def names_image(pattern: str, image: str) -> bool:
     """Whether `pattern` (`repository[:tag][@digest]`, as a waiver names an image) names
     `image`: the same registry and repository, and the same tag / digest where the pattern

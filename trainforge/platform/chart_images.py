@@ -219,15 +219,16 @@ def route(
     for a block that names its host in `repository`, that; the chart's tag and digest kept),
     and record each image for the plan with what those values make the chart pull (the
     cached reference, or the image as named where no rule covers its registry: nvcr.io,
-    another account's ECR, ghcr.io without a GitHub credential). Under a parent (`sub`) the
+    another account's ECR, ghcr.io without a GitHub credential; and a digest-pinned image,
+    Karpenter's, which the cache would not fetch: image_routes.digest_pinned). Under a parent (`sub`) the
     values are keyed by the subchart's key, to merge into the parent release's values."""
     meta, _ = _chart(chart, version)
     named = chart_runs(chart, version, images, sub=sub)
     own: dict[str, Any] = {}
     for image, ref in zip(images, named, strict=True):
         target = image_routes.cached(ref)
-        if target == ref:
-            continue
+        if target == ref or image_routes.digest_pinned(ref):
+            continue  # no rule for its registry, or pinned by digest (digest_pinned: direct)
         host, repo, _, _ = image_routes.parts(target)
         has_registry = "registry" in _block(effective_values(chart, version, sub=sub), image.path)
         block = (
