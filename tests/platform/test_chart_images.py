@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import pathlib
 import shutil
+from typing import Any
 
 import pytest
 import yaml
@@ -191,3 +192,133 @@ def test_an_edited_values_file_changes_what_the_plan_reports(tmp_path, monkeypat
     # the exporter's Helm values follow the file too
     (rel,) = [r for r in result.inventory.resources if r.inputs.get("chart") == "opencost"]
     assert rel.inputs["values"]["opencost"]["exporter"]["image"]["registry"] == "docker.io"
+
+
+def _release_images() -> dict[str, list[tuple[tuple[chart_images.ChartImage, ...], Any]]]:
+    """chart -> the image blocks its release runs, (images, subchart or None): every image
+    block the plan reports for it, including those trainforge sets itself (Grafana's, curl's,
+    busybox's), so that the report and the release's values are compared image for image."""
+    from trainforge.platform import device_plugins, karpenter, trainer
+
+    kps = ("kube-prometheus-stack", versions.KUBE_PROMETHEUS_STACK_CHART_VERSION)
+    Image = chart_images.ChartImage
+    return {
+        "karpenter": [(karpenter.CONTROLLER_IMAGES, None)],
+        "nvidia-device-plugin": [(device_plugins.NVIDIA_IMAGES, None)],
+        "aws-efa-k8s-device-plugin": [(device_plugins.EFA_IMAGES, None)],
+        "dcgm-exporter": [(monitoring.DCGM_IMAGES, None)],
+        "opencost": [(((opencost_exporter(),)), None)],
+        "kubeflow-trainer": [(trainer.CONTROLLER_IMAGES, None)],
+        "kube-prometheus-stack": [
+            ((*monitoring.KPS_IMAGES, Image("crds.upgradeJob.image.busybox")), None),
+            (
+                (
+                    *monitoring.SUBCHART_IMAGES["prometheus-node-exporter"],
+                    Image("permissionInitContainer.image"),
+                ),
+                chart_images.Subchart(*kps, "prometheus-node-exporter"),
+            ),
+            (
+                monitoring.SUBCHART_IMAGES["kube-state-metrics"],
+                chart_images.Subchart(*kps, "kube-state-metrics"),
+            ),
+            (
+                (
+                    *monitoring.GRAFANA_IMAGES,
+                    Image("image", "{appVersion}"),
+                    Image("downloadDashboardsImage"),
+                    Image("initChownData.image"),
+                ),
+                chart_images.Subchart(*kps, "grafana"),
+            ),
+        ],
+    }
+
+
+def _subchart_version(sub: Any, chart: str, version: str) -> str:
+    return version if sub is None else chart_images.dependency_version(sub.parent, version, sub.key)
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_each_reported_pull_is_what_the_releases_values_make_the_chart_run(stack):
+    """The plan's "installs X -> pulls Y" lines and the values each Helm release is given
+    agree: the release's values (as the plan recorded them) over the vendored values.yaml
+    (and, for a subchart, the stack's values for it) make the chart run exactly the reported
+    "pulls" images, through the stack's cache where it has a rule for the registry."""
+    # A receiver's URL is a secret, which makes the whole release's values secret (the plan
+    # then shows "[secret]"): the stack without receivers, its images unchanged.
+    monitoring_cfg = yaml.safe_load((ROOT / f"Pulumi.{stack}.yaml").read_text())["config"].get(
+        "trainforge:monitoring", {}
+    )
+    overrides = {"trainforge:monitoring": {**monitoring_cfg, "receivers": []}}
+    result = plan_project(ROOT, stack, standins=False, config_overrides=overrides)
+    routes = result.inventory.declared.image_routes
+    pulls: dict[str, set[str]] = {}
+    for rec in result.inventory.declared.installed_images:
+        pulls.setdefault(rec.component, set()).add(rec.pulled)
+        if rec.pulled != rec.image:  # routed: exactly the cache's reference of the image
+            assert rec.pulled == routes.rewrite(rec.image), rec
+    spec = _release_images()
+    checked = []
+    for rec in result.inventory.resources:
+        chart = str(rec.inputs.get("chart") or "").rsplit("/", 1)[-1]
+        if "helm.sh" not in rec.type or chart not in spec:
+            continue
+        version = str(rec.inputs["version"])
+        runs = set()
+        values = rec.inputs.get("values") or {}
+        for images, sub in spec[chart]:
+            if sub is not None and (values.get(sub.key) or {}).get("enabled") is False:
+                continue  # a subchart turned off runs nothing (dev's Grafana)
+            name = sub.key if sub is not None else chart
+            at = _subchart_version(sub, chart, version)
+            if sub is not None and sub.key == "grafana":
+                at = versions.GRAFANA_CHART_VERSION
+            runs |= set(chart_images.chart_runs(name, at, images, values, sub))
+        assert runs == pulls[rec.name], rec.name
+        checked.append(chart)
+    assert {"karpenter", "kube-prometheus-stack", "opencost"} <= set(checked)
+    # every image the stack has a rule for goes through the cache (Quay, registry.k8s.io, ECR
+    # Public here), and the report says so
+    through = {i for p in pulls.values() for i in p if i.startswith(routes.registry)}
+    assert any("/quay/prometheus/alertmanager:" in i for i in through)
+    assert any("/k8s/kube-state-metrics/kube-state-metrics:" in i for i in through)
+    assert any("/quay/prometheus/node-exporter:v1.12.1-distroless" in i for i in through)
+
+
+def test_route_sets_the_charts_own_keys_and_leaves_digest_pins_direct():
+    """With a ghcr.io rule (a GitHub credential) the Trainer's manager image, named without a
+    digest, comes through the cache by its block's registry/repository; Karpenter's
+    controller, pinned by digest, stays on ECR Public (the cache would not fetch it); an
+    nvcr.io image has no rule kind at all."""
+    from trainforge.core.contract import declared, reset_declared
+    from trainforge.platform import device_plugins, karpenter, trainer
+
+    host = "123456789012.dkr.ecr.us-east-1.amazonaws.com"
+    reset_declared()
+    try:
+        image_routes.use(image_routes.routes_for(host, docker_hub=False, github=True))
+        out = chart_images.route("t", "kubeflow-trainer", versions.TRAINER_VERSION,
+                                 trainer.CONTROLLER_IMAGES)  # fmt: skip
+        assert out == {
+            "image": {
+                "registry": host,
+                "repository": "github/kubeflow/trainer/trainer-controller-manager",
+            }
+        }
+        assert (
+            chart_images.route(
+                "k", "karpenter", versions.KARPENTER_VERSION, karpenter.CONTROLLER_IMAGES
+            )
+            == {}
+        )
+        assert chart_images.route(
+            "n", "nvidia-device-plugin", versions.NVIDIA_DEVICE_PLUGIN_CHART_VERSION,
+            device_plugins.NVIDIA_IMAGES,
+        ) == {}  # fmt: skip
+        pulls = {r.component: r.pulled for r in declared().installed_images}
+        assert pulls["t"] == f"{host}/github/kubeflow/trainer/trainer-controller-manager:v2.3.0"
+        assert pulls["k"].startswith("public.ecr.aws/karpenter/controller:1.14.1@sha256:")
+        assert pulls["n"] == "nvcr.io/nvidia/k8s-device-plugin:v0.20.0"
+    finally:
+        reset_declared()

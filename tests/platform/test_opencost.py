@@ -82,18 +82,24 @@ def test_the_image_is_the_charts_own_read_from_its_values(prod):
     }
 
 
-def test_with_the_github_rule_the_image_comes_through_the_cache():
+def test_with_the_github_rule_the_digest_pinned_image_stays_on_ghcr():
+    """The chart pins the exporter by digest: a pull-through rule does not fetch an uncached
+    image named by digest (image_routes.digest_pinned), so it stays on ghcr.io and the plan
+    says so; an image without a digest would come through the cache."""
     reset_declared()
     try:
         image_routes.use(image_routes.routes_for(HOST, docker_hub=False, github=True))
         values = opencost.opencost_values("c", "monitoring", component="m")
         image = values["opencost"]["exporter"]["image"]
         tag = opencost.chart_image("opencost.exporter.image")["tag"]
-        assert image == {"registry": HOST, "repository": "github/opencost/opencost", "tag": tag}
+        assert "@sha256:" in tag
+        assert image == {"registry": "ghcr.io", "repository": "opencost/opencost", "tag": tag}
         # recorded for the plan's image check (no pod of the chart is rendered)
         (rec,) = [i for i in declared().installed_images if i.component == "m"]
-        assert rec.image == f"ghcr.io/opencost/opencost:{tag}"
-        assert rec.pulled == f"{HOST}/github/opencost/opencost:{tag}"
+        assert rec.image == rec.pulled == f"ghcr.io/opencost/opencost:{tag}"
+        assert image_routes.cached("ghcr.io/opencost/opencost:1.120.1") == (
+            f"{HOST}/github/opencost/opencost:1.120.1"
+        )
     finally:
         reset_declared()
 

@@ -36,7 +36,7 @@ def test_every_bad_waiver_in_one_error():
         "trainforge-policy:waivers[1].reason: got '  '; expected a reason: say why the rule "
         "does not apply here",
         "trainforge-policy:waivers[2].reasn: unknown key (did you mean 'reason'?); "
-        "known keys: reason, resource, rule",
+        "known keys: image, reason, resource, rule",
         "trainforge-policy:waivers[3]: got 'not a mapping'; expected a mapping",
         "trainforge-policy:waivers[5].rule: got 'SOMETHING_ELSE'; expected one of the rules: "
         "CKV_K8S_16, TF_COST_JOB_CAP, TF_COST_TEAM_CAP",

@@ -86,6 +86,37 @@ def is_docker_hub(image: str) -> bool:
     return upstream_of(image) == DOCKER_HUB
 
 
+def parts(image: str) -> tuple[str, str, str, str]:
+    """(registry host, repository, tag or "", digest or "") of a reference, the host and a
+    Docker Hub `library/` as `split` resolves them: `grafana/grafana:13.2.0` is
+    ("docker.io", "grafana/grafana", "13.2.0", "")."""
+    host, path = split(image)
+    path, _, digest = path.partition("@")
+    repo, tag = path, ""
+    last = path.rsplit("/", 1)[-1]
+    if ":" in last:
+        repo, tag = path.rsplit(":", 1)
+    return host, repo, tag, digest
+
+
+def digest_pinned(image: str) -> bool:
+    """Whether `image` names a digest (`...@sha256:`). A pull-through cache rule does not
+    fetch an image it has not cached yet when the reference names a digest, even with a tag
+    next to it: the first pull fails as "not found" (github.com/aws/containers-roadmap/issues/
+    2837, open, read 2026-11-27). A chart's digest-pinned image is therefore left direct
+    (trainforge.platform.chart_images.route), not routed to a first pull that fails."""
+    return bool(parts(image)[3])
+
+
+def names_image(pattern: str, image: str) -> bool:
+    """Whether `pattern` (`repository[:tag][@digest]`, as a waiver names an image) names
+    `image`: the same registry and repository, and the same tag / digest where the pattern
+    gives one. `grafana/grafana` names `docker.io/grafana/grafana:13.2.0`; it does not name
+    `docker.io/grafana/loki:3.0.0` (why a waiver names its image: trainforge.stack.policy)."""
+    want, got = parts(pattern), parts(image)
+    return want[:2] == got[:2] and all(w in ("", g) for w, g in zip(want[2:], got[2:], strict=True))
+
+
 @dataclass(frozen=True)
 class CacheRoutes:
     """The stack's pull-through cache: its registry host and the prefixes it has rules for."""
@@ -176,12 +207,18 @@ def as_named(component: str, image: str) -> str:
     """Record `image` as installed by `component` and pulled as it is named: a chart's own
     image that the component's values leave alone (no cache rewrite: its nodes pull it from
     its registry)."""
+    return pulled_as(component, image, image)
+
+
+def pulled_as(component: str, image: str, pulled: str) -> str:
+    """Record `image` as installed by `component` and pulled as `pulled`: what the values the
+    component passes make the chart run (trainforge.platform.chart_images.route)."""
     from trainforge.core.contract import declared  # noqa: PLC0415
 
-    record = InstalledImage(component, image, image)
+    record = InstalledImage(component, image, pulled)
     if record not in declared().installed_images:
         declared().installed_images.append(record)
-    return image
+    return pulled
 
 
 def chart_image(component: str, image: str) -> dict[str, str]:

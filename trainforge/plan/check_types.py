@@ -48,6 +48,7 @@ class Finding:
     fix: str
     urn: str = ""
     names: frozenset[str] = frozenset()
+    image: str | None = None  # the image an image rule's finding is about (waivers name it)
 
 
 @dataclass

@@ -186,12 +186,10 @@ def print_report(result: Any, args: argparse.Namespace, out=None) -> None:
         print(f"\nWaived ({len(result.waived)}):", file=out)
         for w in result.waived:
             print(f"  [{w.rule}] {w.resource}: {w.message}\n      reason: {w.waived}", file=out)
+    from trainforge.plan.waivers import stale_note  # noqa: PLC0415 - light, plan-only
+
     for w in result.unused_waivers:
-        print(
-            f"\nNote: {w.where} ({w.rule} on {w.resource}) covers nothing: the rule passes "
-            "there now; remove the waiver",
-            file=out,
-        )
+        print(f"\nNote: {stale_note(w)}", file=out)
     if result.failing:
         print(f"\nViolations ({len(result.failing)}):", file=out)
         for f in result.failing:

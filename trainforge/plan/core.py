@@ -48,9 +48,11 @@ class PlanResult:
 
     @property
     def unused_waivers(self) -> list[Waiver]:
-        """Waivers that name a real resource but cover no finding: the rule passes there now."""
-        used = {v.waived_by for v in self.violations if v.waived_by is not None}
-        return [w for w in self.waivers if w not in used]
+        """Stale waivers: they name a real resource but cover no finding (the rule passes there
+        now, or no finding of it is about the waived image any more). Every plan reports them,
+        in the verdict, the full report and the JSON (`unusedWaivers`)."""
+        used = [v.waived_by for v in self.violations if v.waived_by is not None]
+        return [w for w in self.waivers if not any(w is u for u in used)]
 
     def counts_by_type(self) -> list[tuple[str, int]]:
         c = Counter(r.type for r in self.inventory.resources)
@@ -63,6 +65,10 @@ class PlanResult:
         return {
             "clean": self.clean,
             "violations": [v.to_json() for v in self.violations],
+            "unusedWaivers": [
+                {"where": w.where, "resource": w.resource, "rule": w.rule, "image": w.image}
+                for w in self.unused_waivers
+            ],
             "validation": dict(self.validation),
             "unchecked": self.unchecked,
             "kubernetesObjects": [
@@ -107,11 +113,27 @@ def evaluate(
 
     known: set[str] = set()
 
-    def add(urn: str, display: str, names: set[str], rule: str, msg: str, fix: str) -> None:
-        w = find_waiver(waivers, rule, names)
+    def add(
+        urn: str,
+        display: str,
+        names: set[str],
+        rule: str,
+        msg: str,
+        fix: str,
+        image: str | None = None,
+    ) -> None:
+        image = image if image is not None else R.finding_image(rule, msg)
+        w = find_waiver(waivers, rule, names, image)
         violations.append(
             R.Violation(
-                display, rule, msg, fix, urn=urn, waived=w.reason if w else None, waived_by=w
+                display,
+                rule,
+                msg,
+                fix,
+                urn=urn,
+                waived=w.reason if w else None,
+                waived_by=w,
+                image=image,
             )
         )
 
@@ -156,7 +178,7 @@ def evaluate(
             known.update(names)
             if f.urn:
                 names |= names_of(f.urn, names_by_urn[f.urn].name if f.urn in names_by_urn else "")
-            add(f.urn, f.resource, names, f.rule, f.message, f.fix)
+            add(f.urn, f.resource, names, f.rule, f.message, f.fix, f.image)
     for w in waivers:
         if w.resource not in known:
             raise WaiverError(
@@ -201,7 +223,8 @@ def add_standin_findings(result: PlanResult, standin: Inventory) -> int:
         for rule, msg in R.check_resource(rec.type, rec.inputs):
             if (rec.urn, rule.id) in seen:
                 continue
-            w = find_waiver(result.waivers, rule.id, {rec.urn, rec.name})
+            image = R.finding_image(rule.id, msg)
+            w = find_waiver(result.waivers, rule.id, {rec.urn, rec.name}, image)
             result.violations.append(
                 R.Violation(
                     _short(rec.type, rec.name),
@@ -211,6 +234,7 @@ def add_standin_findings(result: PlanResult, standin: Inventory) -> int:
                     urn=rec.urn,
                     waived=w.reason if w else None,
                     waived_by=w,
+                    image=image,
                 )
             )
     return judged

@@ -90,6 +90,8 @@ def validation_messages(type_: str, name: str, urn: str, props: dict) -> list[tu
 def unwaived(
     waivers: list[Waiver], rule: str, urn: str, name: str, messages: list[str]
 ) -> list[str]:
-    """Messages left after waivers; a waived one is returned as an advisory note instead."""
-    w = find_waiver(waivers, rule, {urn, name})
-    return [] if w else messages
+    """Messages left after waivers. Each is judged on its own: an image rule's message names
+    its image, and a waiver covers that image only (trainforge.stack.policy.IMAGE_RULES)."""
+    return [
+        m for m in messages if not find_waiver(waivers, rule, {urn, name}, R.finding_image(rule, m))
+    ]

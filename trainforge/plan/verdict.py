@@ -182,13 +182,13 @@ def verdict_lines(
     lines += [f"  {a}" for a in admit[:4]]
     if waived:
         lines.append(f"Waived ({len(waived)}): " + "; ".join(
-            f"[{w.rule}] {w.resource}: {w.waived}" for w in waived[:3]
+            f"[{w.rule}] {w.resource}{f' ({w.image})' if w.image else ''}: {w.waived}"
+            for w in waived[:3]
         ))  # fmt: skip
+    from trainforge.plan.waivers import stale_note  # noqa: PLC0415 - light, plan-only
+
     for w in result.unused_waivers[:2]:
-        lines.append(
-            f"Note: {w.where} ({w.rule} on {w.resource}) covers nothing: the rule passes "
-            "there now; remove the waiver"
-        )
+        lines.append(f"Note: {stale_note(w)}")
     v = result.validation
     lines.append(
         f"{len(result.inventory.resources)} resources to create, {len(result.objects)} "

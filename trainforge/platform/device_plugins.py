@@ -114,7 +114,7 @@ class DevicePlugins(pulumi.ComponentResource):
         self.nvidia: k8s.helm.v3.Release | None = None
         self.efa: k8s.helm.v3.Release | None = None
         if args.config.nvidia and args.gpu_nodes:
-            chart_images.record(
+            routed = chart_images.route(
                 f"{name}-nvidia",
                 "nvidia-device-plugin",
                 versions.NVIDIA_DEVICE_PLUGIN_CHART_VERSION,
@@ -129,11 +129,11 @@ class DevicePlugins(pulumi.ComponentResource):
                     repo=versions.NVIDIA_DEVICE_PLUGIN_CHART_REPO
                 ),
                 namespace="kube-system",
-                values=nvidia_values(args.gpu_node_terms),
+                values=chart_images.merge_into(nvidia_values(args.gpu_node_terms), routed),
                 opts=child,
             )
         if args.config.efa and args.efa_nodes:
-            chart_images.record(
+            routed = chart_images.route(
                 f"{name}-efa",
                 "aws-efa-k8s-device-plugin",
                 versions.EFA_DEVICE_PLUGIN_CHART_VERSION,
@@ -148,7 +148,9 @@ class DevicePlugins(pulumi.ComponentResource):
                     repo=versions.EFA_DEVICE_PLUGIN_CHART_REPO
                 ),
                 namespace="kube-system",
-                values=efa_values(args.efa_node_terms, args.efa_pool_names),
+                values=chart_images.merge_into(
+                    efa_values(args.efa_node_terms, args.efa_pool_names), routed
+                ),
                 opts=child,
             )
         self.register_outputs({"nvidia": self.nvidia is not None, "efa": self.efa is not None})

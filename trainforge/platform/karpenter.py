@@ -442,7 +442,10 @@ class Karpenter(pulumi.ComponentResource):
         k8s_opts = pulumi.ResourceOptions(
             parent=self, provider=args.k8s_provider, depends_on=args.depends_on
         )
-        chart_images.record(name, "karpenter", versions.KARPENTER_VERSION, CONTROLLER_IMAGES)
+        # the controller through the stack's cache (ECR Public rule), recorded for the plan
+        routed = chart_images.route(
+            name, "karpenter", versions.KARPENTER_VERSION, CONTROLLER_IMAGES
+        )
         crds = k8s.helm.v3.Release(
             f"{name}-crd",
             name="karpenter-crd",
@@ -458,27 +461,30 @@ class Karpenter(pulumi.ComponentResource):
             version=versions.KARPENTER_VERSION,
             namespace=cfg.karpenter.namespace,
             skip_crds=True,  # CRDs come from the karpenter-crd release, which upgrades them
-            values={
-                "settings": {
-                    "clusterName": cname,
-                    "interruptionQueue": self.queue.name,
-                    # Node repair (alpha in 1.14.1, off by default): replace nodes whose
-                    # NodeConditions from the node monitoring agent stay unhealthy
-                    # (node_health.py). Key checked 2026-11-23 in the chart's values.yaml at
-                    # github.com/aws/karpenter-provider-aws v1.14.1: settings.featureGates.
-                    "featureGates": {"nodeRepair": cfg.node_health.auto_repair},
+            values=chart_images.merge_into(
+                {
+                    "settings": {
+                        "clusterName": cname,
+                        "interruptionQueue": self.queue.name,
+                        # Node repair (alpha in 1.14.1, off by default): replace nodes whose
+                        # NodeConditions from the node monitoring agent stay unhealthy
+                        # (node_health.py). Key checked 2026-11-23 in the chart's values.yaml at
+                        # github.com/aws/karpenter-provider-aws v1.14.1: settings.featureGates.
+                        "featureGates": {"nodeRepair": cfg.node_health.auto_repair},
+                    },
+                    "serviceAccount": {"name": SERVICE_ACCOUNT},
+                    "replicas": 2,
+                    # run on the system node group, never on the nodes Karpenter manages
+                    "nodeSelector": {"trainforge.io/system": "true"},
+                    "controller": {
+                        "resources": {
+                            "requests": {"cpu": "500m", "memory": "1Gi"},
+                            "limits": {"cpu": "1", "memory": "1Gi"},
+                        }
+                    },
                 },
-                "serviceAccount": {"name": SERVICE_ACCOUNT},
-                "replicas": 2,
-                # run on the system node group, never on the nodes Karpenter manages
-                "nodeSelector": {"trainforge.io/system": "true"},
-                "controller": {
-                    "resources": {
-                        "requests": {"cpu": "500m", "memory": "1Gi"},
-                        "limits": {"cpu": "1", "memory": "1Gi"},
-                    }
-                },
-            },
+                routed,
+            ),
             opts=pulumi.ResourceOptions(
                 parent=self,
                 provider=args.k8s_provider,

@@ -87,15 +87,22 @@ EKS_UNSCRAPABLE: dict[str, Any] = {
 }
 
 
-# The images kube-prometheus-stack and its subcharts run with their own values (trainforge
-# sets none of them), read from the vendored values at the pinned versions, each with its
-# template's tag rule: kube-prometheus-stack 88.5.3 templates/prometheus-operator/
+# The images kube-prometheus-stack and its subcharts run, read from the vendored values at the
+# pinned versions (a subchart's with the stack's values for it: the stack turns
+# prometheus-node-exporter's `image.distroless` on), each with its template's tag rule: kube-prometheus-stack 88.5.3 templates/prometheus-operator/
 # deployment.yaml (operator and config reloader: `tag | default .Chart.AppVersion`),
 # prometheus/prometheus.yaml, alertmanager/alertmanager.yaml and the admission webhook's
 # job-patch Jobs (the tag as it is; the patch Jobs run because certManager is off by
 # default); kube-state-metrics 8.4.0 and prometheus-node-exporter 4.56.1 _helpers.tpl
-# (`default (printf "v%s" .Chart.AppVersion)`); grafana 12.11.1's k8s-sidecar (on: the stack's
-# values turn grafana.sidecar.dashboards and .datasources on). Read 2026-11-27.
+# (`default (printf "v%s" .Chart.AppVersion)`; node-exporter's `prometheus-node-exporter.image`
+# helper appends `-distroless` when image.distroless is true: charts/prometheus-node-exporter/
+# templates/_helpers.tpl of github.com/prometheus-community/helm-charts, the stored version at
+# commit 000dabb, read 2026-11-27; 4.56.1's values.yaml has the key); grafana 12.11.1's
+# k8s-sidecar (on: the stack's values turn grafana.sidecar.dashboards and .datasources on).
+# Each is pulled through the stack's cache where it has a rule for the image's registry
+# (`chart_images.route` sets the block's registry/repository; the chart's tag stays): Quay,
+# registry.k8s.io; ghcr.io's admission-webhook image only with a GitHub credential. Read
+# 2026-11-27.
 KPS_IMAGES = (
     ChartImage("prometheusOperator.image", "{appVersion}"),
     ChartImage("prometheusOperator.prometheusConfigReloader.image", "{appVersion}"),
@@ -105,18 +112,29 @@ KPS_IMAGES = (
 )
 SUBCHART_IMAGES = {
     "kube-state-metrics": (ChartImage("image", "v{appVersion}"),),
-    "prometheus-node-exporter": (ChartImage("image", "v{appVersion}"),),
+    "prometheus-node-exporter": (
+        ChartImage("image", "v{appVersion}", ("distroless", "-distroless")),
+    ),
 }
 GRAFANA_IMAGES = (ChartImage("sidecar.image"),)
+KPS = ("kube-prometheus-stack", versions.KUBE_PROMETHEUS_STACK_CHART_VERSION)
 
 
-def _record_stack_images(component: str, grafana: bool) -> None:
-    stack = ("kube-prometheus-stack", versions.KUBE_PROMETHEUS_STACK_CHART_VERSION)
-    chart_images.record(component, *stack, KPS_IMAGES)
+def _route_stack_images(component: str, grafana: bool) -> dict[str, Any]:
+    """The stack's values that pull its images through the cache (merged into the release's
+    values), each image recorded with what those values make the chart pull."""
+    out = chart_images.route(component, *KPS, KPS_IMAGES)
     for sub, images in SUBCHART_IMAGES.items():
-        chart_images.record(component, sub, chart_images.dependency_version(*stack, sub), images)
+        version = chart_images.dependency_version(*KPS, sub)
+        at = chart_images.Subchart(*KPS, sub)
+        out = chart_images.merged(out, chart_images.route(component, sub, version, images, at))
     if grafana:
-        chart_images.record(component, "grafana", versions.GRAFANA_CHART_VERSION, GRAFANA_IMAGES)
+        at = chart_images.Subchart(*KPS, "grafana")
+        version = versions.GRAFANA_CHART_VERSION
+        out = chart_images.merged(
+            out, chart_images.route(component, "grafana", version, GRAFANA_IMAGES, at)
+        )
+    return out
 
 
 # The exporter's image: deployment/templates/daemonset.yaml at tag 4.5.3-4.8.2 (`image.tag`,
@@ -147,7 +165,7 @@ def prometheus_values(
     # ECR Public instead, through the cache (no credential needed). Set even where that
     # container is off, so that switching it on never pulls from Docker Hub.
     busybox = chart_image(component, versions.BUSYBOX_IMAGE)
-    _record_stack_images(component, cfg.grafana)
+    routed = _route_stack_images(component, cfg.grafana)
     grafana: dict[str, Any] = {"enabled": cfg.grafana}
     if cfg.grafana:
         # Grafana's image is on Docker Hub only (docker.io/grafana/grafana): through the
@@ -177,6 +195,21 @@ def prometheus_values(
                 "provider": {"foldersFromFilesStructure": True},
             }
         }
+    values = _stack_values(
+        cfg, storage_class, node_exporter_namespace, receiver_secrets, grafana, busybox, system
+    )
+    return chart_images.merge_into(values, routed)
+
+
+def _stack_values(
+    cfg: MonitoringConfig,
+    storage_class: str,
+    node_exporter_namespace: str,
+    receiver_secrets: dict[str, Any] | None,
+    grafana: dict[str, Any],
+    busybox: dict[str, str],
+    system: dict[str, str],
+) -> dict[str, Any]:
     return {
         "grafana": grafana,
         **EKS_UNSCRAPABLE,
@@ -531,7 +564,7 @@ class Monitoring(pulumi.ComponentResource):
                 data={"metrics": dcgm_counters(cfg.dcgm_profiling_metrics)},
                 opts=child,
             )
-            chart_images.record(
+            routed = chart_images.route(
                 f"{name}-dcgm", "dcgm-exporter", versions.DCGM_EXPORTER_CHART_VERSION, DCGM_IMAGES
             )
             self.dcgm = k8s.helm.v3.Release(
@@ -543,7 +576,7 @@ class Monitoring(pulumi.ComponentResource):
                     repo=versions.DCGM_EXPORTER_CHART_REPO
                 ),
                 namespace=agents_ns,
-                values=dcgm_values(cfg.dcgm_profiling_metrics),
+                values=chart_images.merge_into(dcgm_values(cfg.dcgm_profiling_metrics), routed),
                 # its ServiceMonitor needs the Prometheus operator CRDs
                 opts=pulumi.ResourceOptions.merge(
                     child,

@@ -34,7 +34,7 @@ from __future__ import annotations
 from typing import Any
 
 from trainforge.core import versions
-from trainforge.core.image_routes import cached, installed, split
+from trainforge.core.image_routes import as_named, cached, digest_pinned, installed, split
 from trainforge.platform import chart_images
 from trainforge.platform.placement import SYSTEM_NODE_SELECTOR
 
@@ -61,10 +61,17 @@ def chart_image(path: str) -> dict[str, str]:
 
 def image_values(component: str, path: str) -> dict[str, str]:
     """Helm values `{registry, repository, tag}` for the chart's image at `path`, through the
-    stack's cache; the tag (with its digest) stays the chart's. Recorded for the plan."""
+    stack's cache; the tag stays the chart's. Recorded for the plan. A tag that carries its
+    digest (the exporter's at 2.5.17) stays on its registry: the cache does not fetch an
+    uncached image named by digest (image_routes.digest_pinned)."""
     image = chart_image(path)
     repo = f"{image['registry']}/{image['repository']}"
-    installed(component, f"{repo}:{image['tag']}")
+    ref = f"{repo}:{image['tag']}"
+    if digest_pinned(ref):
+        as_named(component, ref)
+        return {"registry": image["registry"], "repository": image["repository"],
+                "tag": image["tag"]}  # fmt: skip
+    installed(component, ref)
     host, repository = split(cached(repo))
     return {"registry": host, "repository": repository, "tag": image["tag"]}
 

@@ -81,14 +81,16 @@ class KubeflowTrainer(pulumi.ComponentResource):
             opts=child,
         )
         self.source = f"{CHART}@{versions.TRAINER_VERSION}"
-        chart_images.record(name, RELEASE, versions.TRAINER_VERSION, CONTROLLER_IMAGES)
+        # the manager's image through the stack's cache where it has a ghcr.io rule (a GitHub
+        # credential), else as the chart names it; recorded for the plan
+        routed = chart_images.route(name, RELEASE, versions.TRAINER_VERSION, CONTROLLER_IMAGES)
         self.chart = k8s.helm.v4.Chart(
             name,
             chart=CHART,
             version=versions.TRAINER_VERSION,
             name=RELEASE,
             namespace=NAMESPACE,
-            values=chart_values(),
+            values=chart_images.merge_into(chart_values(), routed),
             opts=pulumi.ResourceOptions.merge(
                 child, pulumi.ResourceOptions(depends_on=[self.namespace])
             ),

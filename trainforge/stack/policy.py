@@ -19,6 +19,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BeforeValidator, Field, PrivateAttr, WithJsonSchema
 
+from trainforge.core.image_routes import names_image
 from trainforge.stack.base import (
     StackError,
     StackModel,
@@ -33,6 +34,13 @@ from trainforge.stack.file import decode_value
 NS = "trainforge-policy"
 CAPS_KEY = f"{NS}:costCaps"
 WAIVERS_KEY = f"{NS}:waivers"
+
+# Rules whose findings are about one image, of which one resource may carry many (a chart
+# release records ~10): a waiver of one of them names the image (`image:`) and covers that
+# image only, so that an image which moves to Docker Hub at a chart bump is reported even
+# where another image of the same component is waived. The plan's findings of these rules
+# carry their image (tests/plan/test_image_waivers.py).
+IMAGE_RULES = frozenset({"TRAINFORGE_DOCKER_HUB"})
 
 
 USD = "a number of USD per hour > 0"
@@ -65,6 +73,7 @@ def _text(what: str) -> Any:
 
 
 ResourceName = _text("a resource's name, URN or namespace/Kind/name")
+ImageName = _text("an image: repository[:tag], as the plan's Images section names it")
 RuleId = _text("a rule id")
 Reason = _text("a reason: say why the rule does not apply here")
 UsdPerHour = Annotated[
@@ -161,6 +170,12 @@ class Waiver(StackModel):
     )
     rule: RuleId = Field(description="The rule id (a policy rule, a plan check or a CKV_ id).")
     reason: Reason = Field(description="Why the rule does not apply here (printed by every plan).")
+    image: ImageName | None = Field(
+        None,
+        description="The waived image, `repository[:tag]` (e.g. `docker.io/grafana/grafana`): "
+        f"required for the image rules ({', '.join(sorted(IMAGE_RULES))}), whose waiver then "
+        "covers that image only, not the resource's other images; no tag: every tag.",
+    )
     _where: str = PrivateAttr(WAIVERS_KEY)
 
     @property
@@ -172,8 +187,19 @@ class Waiver(StackModel):
         self._where = where
         return self
 
-    def covers(self, rule: str, names: set[str]) -> bool:
-        return self.rule == rule and self.resource in names
+    def covers(self, rule: str, names: set[str], image: str | None = None) -> bool:
+        """The finding of `rule` on a resource known by `names`, about `image` (the image
+        rules' findings name one), is this waiver's."""
+        if self.rule != rule or self.resource not in names:
+            return False
+        if self.image is None:
+            return True
+        return image is not None and names_image(self.image, image)
+
+    def describe(self) -> str:
+        """`RULE on resource` (`, image X`): what the waiver is for, as notes print it."""
+        on = f"{self.rule} on {self.resource}"
+        return f"{on}, image {self.image}" if self.image else on
 
 
 class PolicyKeys(StackModel):
@@ -185,8 +211,8 @@ class PolicyKeys(StackModel):
     )
     waivers: list[Waiver] = Field(
         default_factory=list,
-        description="`[{resource, rule, reason}]`: waive one rule for one resource; the reason "
-        "is printed by every plan.",
+        description="`[{resource, rule, reason, image}]`: waive one rule for one resource (and "
+        "for an image rule, one image of it); the reason is printed by every plan.",
     )
 
 
@@ -232,8 +258,33 @@ def parse_waivers(
                 problem(f"{where}.rule", waiver.rule, _rule_choices(waiver.rule, known_rules))
             )
             continue
+        image_problem = _image_problem(waiver)
+        if image_problem:
+            own.append(
+                f"{where}.image: missing; expected {image_problem}"
+                if waiver.image is None
+                else problem(f"{where}.image", waiver.image, image_problem)
+            )
+            continue
         out.append(waiver.at(where))
     return _finish(own, errors, WaiverError, out)
+
+
+def _image_problem(waiver: Waiver) -> str:
+    """What `image` must be for this waiver's rule ("" when it is right). A waiver of an image
+    rule without `image` would cover every image of the resource, today's and any a chart bump
+    adds: refused, not read as "all of them"."""
+    rules = ", ".join(sorted(IMAGE_RULES))
+    if waiver.rule in IMAGE_RULES and waiver.image is None:
+        return (
+            f"the waived image (repository[:tag], e.g. docker.io/grafana/grafana): a "
+            f"{waiver.rule} waiver covers one image of the resource, so it must name it"
+        )
+    if waiver.rule not in IMAGE_RULES and waiver.image is not None:
+        return f"no image: only waivers of {rules} name one"
+    if waiver.image is not None and any(c.isspace() for c in waiver.image):
+        return "an image reference without spaces: repository[:tag]"
+    return ""
 
 
 def _rule_choices(rule: str, known: Collection[str]) -> str:

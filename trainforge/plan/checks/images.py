@@ -94,6 +94,7 @@ def _build_lines(ctx: PlanContext) -> tuple[list[str], list[Finding]]:
                     fix="set trainforge:images.dockerHubCredentialArn (the build then pulls "
                     "through the cache's docker-hub rule)",
                     urn=r.urn,
+                    image=base,
                 )
             )
     return lines, findings
@@ -174,6 +175,7 @@ def _installed_lines(declared: Any) -> tuple[list[str], list[Finding]]:
                     "overlay) and its nodes pull it from Docker Hub without credentials "
                     "(10 pulls per hour per NAT address)",
                     fix=DOCKER_HUB_FIX,
+                    image=rec.image,
                 )
             )
     return lines, findings

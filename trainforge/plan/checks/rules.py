@@ -13,6 +13,7 @@ a rule never fails on an unknown value, exactly as `pulumi preview --policy-pack
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator
@@ -71,6 +72,7 @@ class Violation:
     urn: str = ""
     waived: str | None = None  # the written reason when a waiver covers it
     waived_by: Any = field(default=None, compare=False, repr=False)  # the Waiver itself
+    image: str | None = None  # the image an image rule's finding is about
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -80,6 +82,7 @@ class Violation:
             "message": self.message,
             "fix": self.fix,
             "waived": self.waived,
+            "image": self.image,
         }
 
 
@@ -542,14 +545,27 @@ def pod_image_pinned(type_: str, inputs: dict, spec: dict) -> list[str]:
     return out
 
 
+DOCKER_HUB_TAIL = " is pulled from Docker Hub without credentials"
+_DOCKER_HUB_IMAGE = re.compile(r"image ('[^']*'|\"[^\"]*\")" + re.escape(DOCKER_HUB_TAIL) + "$")
+
+
+def finding_image(rule: str, message: str) -> str | None:
+    """The image a rule's message is about, for the image rules whose waivers name one
+    (trainforge.stack.policy.IMAGE_RULES): the pod rule's message names one container's image
+    in the format above. None for other rules."""
+    if rule != "TRAINFORGE_DOCKER_HUB":
+        return None
+    m = _DOCKER_HUB_IMAGE.search(message)
+    return ast.literal_eval(m.group(1)) if m else None
+
+
 def pod_image_not_docker_hub(type_: str, inputs: dict, spec: dict) -> list[str]:
     """Docker Hub allows 10 anonymous pulls per hour per NAT address: every image comes through
     the stack's ECR pull-through cache or another registry (trainforge.core.image_routes)."""
     from trainforge.core.image_routes import is_docker_hub  # noqa: PLC0415
 
     return [
-        f"container {c.get('name')!r} image {c.get('image')!r} is pulled from Docker Hub "
-        "without credentials"
+        f"container {c.get('name')!r} image {c.get('image')!r}{DOCKER_HUB_TAIL}"
         for c in _containers(spec)
         if isinstance(c.get("image"), str)
         and not is_unknown(c.get("image"))
