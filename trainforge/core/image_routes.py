@@ -125,9 +125,11 @@ class CacheRoutes:
     prefixes: frozenset[str]
 
     def rewrite(self, image: str) -> str:
-        """The reference through the cache, or the image unchanged when no rule covers it."""
+        """The reference through the cache, or the image unchanged when no rule covers it or
+        it names a digest (`digest_pinned`: the cache's first pull of it would fail, so a
+        user's `image@sha256:...` is pulled as written, and judged where it comes from)."""
         prefix = upstream_of(image)
-        if prefix is None or prefix not in self.prefixes:
+        if prefix is None or prefix not in self.prefixes or digest_pinned(image):
             return image
         _, path = split(image)
         return f"{self.registry}/{prefix}/{path}"
