@@ -23,6 +23,7 @@ import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from trainforge.core import catalog
 from trainforge.core.contract import PoolFacts, efa_count
 from trainforge.core.errors import JobConfigError
 from trainforge.core.quantity import parse_quantity
@@ -119,6 +120,17 @@ def _gpu(pool: PoolFacts) -> tuple[str | None, gpus.GpuFacts | None]:
     return n, f
 
 
+def _native_bf16(gpu_name: str | None, gpu: gpus.GpuFacts | None) -> bool:
+    """Whether the GPU has bf16 units, as torch decides (compute capability 8.0 or newer):
+    the catalog's ``nativeBf16`` where it has peak figures, else its ``computeCapability``;
+    a GPU the catalog does not know is assumed to have them. A mixed pool is planned on its
+    slowest GPU (``_gpu``), so a T4 in it plans fp32: the larger, safer memory figure."""
+    if gpu is not None:
+        return gpu.native_bf16
+    cc = catalog.gpu_field("computeCapability").get(gpu_name or "")
+    return cc is None or int(cc) >= 80
+
+
 def _network(job: JobSpec, pool: PoolFacts, procs: int, pods: int) -> Network:
     gpus_ = _gpus_per_pod(job, pool)
     efa = bool(job.efa) if job.efa is not None else bool(pool.efa_interfaces and gpus_)
@@ -176,11 +188,12 @@ def _estimate(job: JobSpec, pool: PoolFacts, *, calibration: dict | None = None)
     pods = job.max_workers
     world = procs * pods
     device = "cuda" if gpus_ else "cpu"
-    r = regime(shape, job.strategy, world, device)
+    gpu_name, gpu = _gpu(pool) if device == "cuda" else (None, None)
+    native = _native_bf16(gpu_name, gpu)
+    r = regime(shape, job.strategy, world, device, native)
     # Memory at the job's smallest size: an elastic FSDP job shrunk to minWorkers shards its
     # states over fewer GPUs, so each holds more.
-    r_mem = regime(shape, job.strategy, procs * job.min_workers, device)
-    gpu_name, gpu = _gpu(pool) if device == "cuda" else (None, None)
+    r_mem = regime(shape, job.strategy, procs * job.min_workers, device, native)
     pod_memory = int(parse_quantity(job.memory)) if job.memory else None
     if device == "cuda":
         capacity = pool.gpu_memory_mib * facts.MIB if pool.gpu_memory_mib else None
