@@ -172,6 +172,9 @@ def verdict_lines(
         for s in result.sections
         for line in s.lines
         if line.strip().startswith("warning:")
+        # a team quota the pools cannot hold: the queue section's own line (said once there,
+        # not again among the program's warnings)
+        or (s.title == QUEUE_TITLE and line.startswith("quota: "))
     ]
     if warns:
         lines.append(f"Warnings ({len(warns)}):")
