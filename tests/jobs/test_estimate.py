@@ -530,7 +530,7 @@ def test_auto_precision_plans_what_the_pod_picks_on_a_gpu_without_bf16_units():
     )
     small = {"layers": 4, "dModel": 256, "heads": 4, "workers": 1, "precision": "auto"}
     auto_t4 = estimate(job(**small), t4)
-    assert "TF32 peak" in auto_t4.method and not any("bf16" in n for n in auto_t4.notes)
+    assert "T4's FP32 peak" in auto_t4.method and not any("bf16" in n for n in auto_t4.notes)
     assert "bf16 peak" in estimate(job(**small), A10G).method
     stated = estimate(job(**{**small, "precision": "bf16"}), t4)
     assert "bf16 peak" in stated.method

@@ -241,6 +241,15 @@ def _estimate(job: JobSpec, pool: PoolFacts, *, calibration: dict | None = None)
                 f"expected MFU {timing.mfu_used:.0%} ({mfu.mid:.0%} scaled for dModel "
                 f"{shape.d_model} < {mfu.reference_d_model}; an assumption)"
             )
+        models = list(pool.gpu_models) or ([pool.gpu_name] if pool.gpu_name else [])
+        native = {m: _native_bf16(m, gpus.match_gpu(m)) for m in models}
+        if shape.precision == "auto" and len(set(native.values())) > 1:
+            bf16 = ", ".join(m for m, n in native.items() if n)
+            fp32 = ", ".join(m for m, n in native.items() if not n)
+            notes.append(
+                f"precision auto runs bf16 on {bf16} nodes and fp32 on {fp32} (no bf16 units); "
+                f"planned as on the {gpu_name}"
+            )
         if gpu.name == "T4" and r.compute_bytes == 2:
             notes.append("T4 has no bf16 units: bf16 runs emulated; prefer precision: fp32")
         if shape.steps:
@@ -285,7 +294,10 @@ def _method(job: JobSpec, shape: ModelShape, r: Regime, gpu: str, t: StepTime) -
     """How the step time was computed, in the job's own terms: its strategy (the regime's:
     a single rank has no collectives), the model FLOPs per step, the GPU's peak and the MFU
     used. The MFU's own source may cite an FSDP2 measurement; this names what the job runs."""
-    dtype = "bf16" if r.compute_bytes == 2 else "TF32"
+    facts_ = gpus.GPUS.get(gpu)
+    # fp32 matmuls run on TF32 Tensor Cores where the GPU has them (Ampere on); a T4 has none
+    tf32 = facts_ is None or facts_.tf32_flops > facts_.fp32_flops
+    dtype = "bf16" if r.compute_bytes == 2 else ("TF32" if tf32 else "FP32")
     compute = (
         f"{t.model_flops_per_step:.3g} model FLOP/step at {t.mfu_used:.0%} MFU of the "
         f"{gpu}'s {dtype} peak ({t.peak_flops_per_gpu / 1e12:g} TFLOP/s)"
