@@ -96,6 +96,35 @@ def test_quoted_error_is_what_the_plan_prints(tmp_path, doc, start, stack, mista
         pos = found + len(piece)
 
 
+# Errors the docs quote inline, in backticks, inside a sentence: (doc, how the quote starts,
+# the index `[N]` stands for, stack, the mistake)
+INLINE: list[tuple[str, str, str, str, Callable[[dict[str, Any]], None]]] = [
+    ("docs/troubleshooting.md", "trainforge:jobs[N].cpu: got '4'", "0", "dev", _cpu_4_on_gpu_pool),
+]
+
+
+def inline_quote(doc: str, start: str) -> str:
+    text = " ".join((ROOT / doc).read_text().split())  # a quote may wrap over lines
+    quotes = [q for q in text.split("`")[1::2] if q.startswith(start)]
+    assert len(quotes) == 1, f"{doc}: expected one `{start}...` quote, found {quotes}"
+    return quotes[0]
+
+
+@pytest.mark.parametrize(
+    ("doc", "start", "index", "stack", "mistake"), INLINE, ids=[c[1] for c in INLINE]
+)
+def test_inline_quoted_error_is_what_the_plan_prints(tmp_path, doc, start, index, stack, mistake):
+    quote = inline_quote(doc, start).replace("[N]", f"[{index}]")
+    error = planned_error(tmp_path, stack, mistake)
+    pos = 0
+    for piece in (p.strip() for p in quote.split("...")):
+        if not piece:
+            continue
+        found = error.find(piece, pos)
+        assert found >= 0, f"{doc} quotes {piece!r}; the plan prints:\n{error}"
+        pos = found + len(piece)
+
+
 def _three_mistakes(cfg: dict[str, Any]) -> None:
     pool = cfg["trainforge:nodePools"][0]
     pool["consolidateAftr"] = pool.pop("consolidateAfter")

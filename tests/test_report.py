@@ -219,3 +219,33 @@ def test_a_summary_from_before_steady_rates_adds_no_rate_lines(run_dir):
     assert cli.main(["report", str(run_dir)]) == 0
     text = (run_dir / "report.txt").read_text()
     assert "steady state" not in text and "whole loop" not in text
+
+
+def test_the_median_throughput_is_over_the_summarys_steady_windows(run_dir):
+    """One report, one story: the median line is taken over the windows the summary's steady
+    state sums (the last attempt's, start-up left out) and says so; it used to take every
+    window, start-up and the failed attempt's included, and sit beside the steady figure."""
+    import statistics
+
+    _with_steady_rates(run_dir)
+    s = json.loads((run_dir / "summary.json").read_text())
+    last = [json.loads(ln) for ln in (run_dir / "metrics.jsonl").read_text().splitlines()][-8:]
+    assert last[0]["startup_window"] == 1.0 and last[0]["step"] == 50  # the resumed attempt
+    steady = [r["samples_per_second"] for r in last[1:]]
+    assert len(steady) == s["steady"]["windows"] == 7
+    text = report.summary_text(report.load_run(run_dir))
+    line = next(ln for ln in text.splitlines() if ln.startswith("throughput:"))
+    assert line == (
+        f"throughput: median {report._rate(statistics.median(steady))} samples/s over the "
+        "steady state's 7 log windows (steps 51-120)"
+    ), line
+    step = next(ln for ln in text.splitlines() if ln.startswith("step time:"))
+    step_s = [r["step_seconds"] for r in last[1:]]
+    assert step.startswith(f"step time: median {statistics.median(step_s) * 1000:,.1f} ms"), step
+
+
+def test_without_a_summary_the_median_leaves_the_start_up_windows_out(run_dir):
+    _with_steady_rates(run_dir)
+    (run_dir / "summary.json").unlink()
+    text = report.summary_text(report.load_run(run_dir))
+    assert "over 13 log windows (start-up windows left out)" in text, text

@@ -80,10 +80,19 @@ def child_env(workers: int) -> dict[str, str]:
     return env
 
 
+# The warnings each job of the last program run logged about itself (its memory estimate
+# near the GPU's, ...), by job name: run-local shows the chosen job's (show_job_warnings).
+_JOB_WARNINGS: dict[str, list[str]] = {}
+
+
 def program_jobs(stack: str, project_dir: Any = ".", program: str | None = None) -> list[Any]:
     """The jobs a Python program declares (resolved on the platform's contract), by running
     it as `trainforge plan` does (offline, mocks). [] for a project without a Pulumi program
-    when no `program` is named."""
+    when no `program` is named.
+
+    The program's warnings are not echoed: most are the platform's (alert receivers, team
+    quotas), which mean nothing to a run on this machine; each job's own (logged by
+    TrainingJob as "TrainingJob NAME: ...") are kept for `show_job_warnings`."""
     root = Path(project_dir).resolve()
     if program is None and not (
         (root / "__main__.py").is_file() and (root / "Pulumi.yaml").is_file()
@@ -99,7 +108,7 @@ def program_jobs(stack: str, project_dir: Any = ".", program: str | None = None)
         if not (root / project_relative(program, "--program", "a Python file")).is_file():
             raise JobConfigError("--program", program, f"no such file in the project {root}")
     try:
-        inv = run_project(root, stack, program=program)
+        inv = run_project(root, stack, program=program, echo_warnings=False)
     except ProjectError as e:
         raise JobConfigError("--stack", stack, str(e)) from None
     except Exception as e:  # noqa: BLE001 - a config error the program raised, as plan reads it
@@ -109,7 +118,17 @@ def program_jobs(stack: str, project_dir: Any = ".", program: str | None = None)
         if err is None:
             raise
         raise JobConfigError("--stack", stack, str(err)) from None
+    _JOB_WARNINGS.clear()
+    for dj in inv.declared.jobs:
+        own = f"TrainingJob {dj.resource_name}:"
+        _JOB_WARNINGS[dj.spec.name] = [w for w in inv.warnings if w.startswith(own)]
     return [dj.spec for dj in inv.declared.jobs]
+
+
+def show_job_warnings(job_name: str) -> None:
+    """Print (once) the warnings the program logged about JOB, as Pulumi would show them."""
+    for warning in _JOB_WARNINGS.pop(job_name, []):
+        print(warning, file=sys.stderr, flush=True)
 
 
 def is_resolved(job: Any) -> bool:
@@ -132,9 +151,11 @@ def resolved_job(job: Any, stack: str, program: str | None = None) -> Any:
     The program runs under the plan's mocks (offline, a few seconds). Without a program
     (a stack file alone), the job stays as declared and a note says what is assumed."""
     if is_resolved(job):
+        show_job_warnings(job.name)
         return job
     for spec in program_jobs(stack, ".", program):
         if spec.name == job.name:
+            show_job_warnings(job.name)
             return spec
     print(
         f"run-local: {job.name}: no Pulumi program here (__main__.py, or --program FILE) to "
@@ -212,6 +233,7 @@ def run_user_code(stack: str, job_name: str, rest: list[str], job: Any = None) -
         volumes[claim] = path
     try:
         job = job or find_job(stack, job_name, declared=program_jobs)
+        show_job_warnings(job.name)
         run = user_code_run(
             job,
             ".",

@@ -303,10 +303,33 @@ def _headline(run: Run) -> str:
     return head + " (no summary.json: the run has not finished, or its code writes none)"
 
 
-def _metric_lines(run: Run) -> list[str]:
+def _rate_windows(run: Run) -> tuple[list[dict[str, float]], str]:
+    """The log windows the report's medians are taken over, and how to name them.
+
+    Why: a start-up window (compilation, allocation) is slower than the rest, and the
+    summary's headline leaves it out; a median over every window then disagrees with the
+    steady state printed below it. With the summary's steady state: its windows (the last
+    attempt's, steps from_step-to_step, start-up left out), the same ones it sums. Without a
+    summary: every window not marked start-up. A runtime that marks none: all of them."""
     recs = run.records
+    steady = (run.summary or {}).get("steady")
+    if isinstance(steady, dict) and steady.get("windows") and run.attempts:
+        lo, hi = steady.get("from_step"), steady.get("to_step")
+        last = [r for r in run.attempts[-1].records if not r.get("startup_window")]
+        if _finite(lo) and _finite(hi):
+            last = [r for r in last if lo <= r["step"] <= hi]
+        return last, f"the steady state's {len(last)} log windows (steps {lo}-{hi})"
+    if any("startup_window" in r for r in recs):
+        kept = [r for r in recs if not r.get("startup_window")]
+        if kept:
+            return kept, f"{len(kept)} log windows (start-up windows left out)"
+        return recs, f"{len(recs)} log windows (all start-up)"
+    return recs, ""
+
+
+def _metric_lines(run: Run) -> list[str]:
     lines = []
-    losses = [r for r in recs if _finite(r.get("loss"))]
+    losses = [r for r in run.records if _finite(r.get("loss"))]
     if losses:
         first, last = losses[0], losses[-1]
         lines.append(
@@ -314,13 +337,14 @@ def _metric_lines(run: Run) -> list[str]:
             f"step {last['step']:g}"
             + (f" (lowest {min(r['loss'] for r in losses):.4f})" if len(losses) > 2 else "")
         )
+    recs, over = _rate_windows(run)
     sps = [r["samples_per_second"] for r in recs if _finite(r.get("samples_per_second"))]
     tps = [r["tokens_per_second"] for r in recs if _finite(r.get("tokens_per_second"))]
     step_s = [r["step_seconds"] for r in recs if _finite(r.get("step_seconds"))]
     rates = [f"{_rate(statistics.median(v))} {unit}/s" for v, unit in ((sps, "samples"), (tps, "tokens")) if v]  # fmt: skip
     if rates:  # only the units the run logs: a CNN that logs no tokens shows no tokens/s
-        windows = max(len(sps), len(tps))
-        lines.append(f"throughput: median {', '.join(rates)} over {windows} log windows")
+        over = over or f"{max(len(sps), len(tps))} log windows"
+        lines.append(f"throughput: median {', '.join(rates)} over {over}")
     if step_s:
         lines.append(
             f"step time: median {statistics.median(step_s) * 1000:,.1f} ms "

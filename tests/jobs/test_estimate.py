@@ -517,3 +517,31 @@ def test_the_planner_needs_neither_torch_nor_pulumi(tmp_path):
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_auto_precision_plans_what_the_pod_picks_on_a_gpu_without_bf16_units():
+    """parallel.resolve_precision's auto is bf16 only with bf16 units (tests/training/
+    test_precision.py): the plan plans fp32 on a T4 and bf16 on an A10G, and the T4's
+    emulation note is left for a job that states bf16."""
+    t4 = dataclasses.replace(
+        A10G,
+        instance_types=("g4dn.12xlarge",),
+        gpu_name="T4",
+        gpu_models=("T4",),
+        gpu_archs=(75,),
+        gpu_memory_mib=15360,
+    )
+    small = {"layers": 4, "dModel": 256, "heads": 4, "workers": 1, "precision": "auto"}
+    auto_t4 = estimate(job(**small), t4)
+    assert "T4's FP32 peak" in auto_t4.method and not any("bf16" in n for n in auto_t4.notes)
+    assert "bf16 peak" in estimate(job(**small), A10G).method
+    stated = estimate(job(**{**small, "precision": "bf16"}), t4)
+    assert "bf16 peak" in stated.method
+    assert any("T4 has no bf16 units" in n for n in stated.notes)
+    # a GPU with no peak figures but a catalog capability: V100 (7.0) plans fp32's memory
+    v100 = dataclasses.replace(t4, gpu_name="V100", gpu_models=("V100",), gpu_archs=(70,))
+    mem = {
+        p: estimate(job(**{**small, "precision": p}), v100).memory_total
+        for p in ("auto", "fp32", "bf16")
+    }
+    assert mem["auto"] == mem["fp32"] != mem["bf16"]

@@ -105,3 +105,40 @@ def test_bad_stack_config_is_one_error_not_a_traceback(tmp_path):
     assert "Traceback" not in out, out[-3000:]
     assert "trainforge run-local: error:" in out
     assert "trainforge:jobs[1].pool: got 'p5-nowhere'; expected one of the node pools" in out
+
+
+def test_run_local_shows_the_jobs_own_warnings_not_the_platforms(monkeypatch, capsys):
+    """The dev stack's program warns that alerts reach nobody (monitoring has no receivers):
+    true of the platform, meaningless for a run on this machine. run-local keeps quiet about
+    it and prints the chosen job's own warnings, once."""
+    from trainforge import local
+
+    monkeypatch.chdir(ROOT)
+    assert local.main(["--stack", "dev", "mnist-ddp", "--dry-run"]) == 0
+    err = capsys.readouterr().err
+    assert "reach nobody" not in err and "trainforge:monitoring" not in err, err
+
+    # a job's own warning (TrainingJob logs them as "TrainingJob RESOURCE: ...") is shown; the
+    # platform's and another job's are not
+    from trainforge.plan import runner
+
+    real = runner.run_project
+
+    def with_warnings(*a, **kw):
+        inv = real(*a, **kw)
+        inv.warnings[:0] = [
+            "trainforge:monitoring.receivers: none configured, so alerts reach nobody",
+            "TrainingJob job-research-mnist-ddp: est. 15.0 GiB of 16.0 GiB per GPU",
+            "TrainingJob job-research-gpt-small-fsdp: est. 1.0 GiB of 16.0 GiB per GPU",
+        ]
+        return inv
+
+    monkeypatch.setattr(runner, "run_project", with_warnings)
+    specs = program_jobs("dev", ROOT)
+    job = next(s for s in specs if s.name == "mnist-ddp")
+    local.resolved_job(job, "dev")
+    local.resolved_job(job, "dev")  # once
+    err = capsys.readouterr().err
+    assert err.splitlines() == [
+        "TrainingJob job-research-mnist-ddp: est. 15.0 GiB of 16.0 GiB per GPU"
+    ], err

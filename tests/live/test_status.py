@@ -249,9 +249,29 @@ def test_errors_are_one_line(capsys, api, tmp_path):
         capsys, cli.status_main, "mnist-ddp", "-n", "llm", "--kubeconfig", api.config
     )
     assert code == 1 and "403 Forbidden" in err and len(err.splitlines()) == 1
-    missing = tmp_path / "absent.yaml"
-    code, _, err = run(capsys, cli.status_main, "x", "-n", "llm", "--kubeconfig", str(missing))
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("apiVersion: v1\nkind: Config\n")
+    code, _, err = run(capsys, cli.status_main, "x", "-n", "llm", "--kubeconfig", str(bad))
     assert code == 1 and "cannot load kubeconfig" in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("main", [cli.status_main, cli.why_main, cli.logs_main, cli.wait_main])
+def test_a_missing_kubeconfig_is_named_with_its_flag_exit_2(capsys, tmp_path, main, monkeypatch):
+    """The client said "Invalid kube-config file. No configuration found." (exit 1, as if the
+    cluster refused): the user's typo is named with its flag and path, exit 2, for every live
+    command; a $KUBECONFIG of no existing file likewise."""
+    name = main.__name__.removesuffix("_main")
+    missing = tmp_path / "absent.yaml"
+    code, _, err = run(capsys, main, "x", "-n", "llm", "--kubeconfig", str(missing))
+    assert (code, err) == (2, f"trainforge {name}: --kubeconfig {missing}: no such file\n")
+    code, _, err = run(capsys, main, "x", "-n", "llm", "--kubeconfig", str(tmp_path))
+    assert (code, err) == (2, f"trainforge {name}: --kubeconfig {tmp_path}: not a file\n")
+    monkeypatch.setenv("KUBECONFIG", str(missing))
+    code, _, err = run(capsys, main, "x", "-n", "llm")
+    assert (code, err) == (
+        2,
+        f"trainforge {name}: $KUBECONFIG {missing}: no such file (pass --kubeconfig FILE)\n",
+    )
 
 
 def test_a_forbidden_cluster_queue_is_a_note_not_a_failure(capsys, api):
@@ -342,3 +362,11 @@ def test_a_borrowing_job_says_who_may_take_its_gpus_back_and_when():
     assert text.startswith("queue llm borrows 8 GPUs in flavor efa-training from cohort "
                            "trainforge: any other team of the cohort may take it back at any "
                            "time")  # fmt: skip
+
+
+def test_every_wait_flag_has_help(capsys):
+    with pytest.raises(SystemExit):
+        cli.wait_main(["--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "--for {admitted,running,finished} admitted: Kueue admitted its workload" in out, out
+    assert "finished: it succeeded (default)" in out

@@ -242,3 +242,15 @@ def test_a_quota_bigger_than_the_cluster_is_a_plan_line_naming_the_key_and_the_f
     (cq,) = [o.doc for o in result.objects if o.kind == "ClusterQueue"]
     gpu = cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"][2]
     assert gpu == {"name": "nvidia.com/gpu", "nominalQuota": "32"}
+    # said once in the report (the queue section), once in the verdict's warnings; the
+    # program warnings section keeps only what no section says (the alert receivers)
+    from trainforge.plan import core, verdict
+
+    report = [ln for s in result.sections for ln in s.lines]
+    assert sum("quota.gpus: 64 asked" in ln for ln in report) == 1, report
+    (own,) = [s for s in result.sections if s.title == core.PROGRAM_WARNINGS]
+    assert not any("quota.gpus" in ln for ln in own.lines)
+    assert any("monitoring.receivers" in ln for ln in own.lines)
+    warns = verdict.verdict_lines(result, stack="dev")
+    assert sum("quota.gpus: 64 asked" in ln for ln in warns) == 1, warns
+    assert "  Queue admission: quota: trainforge:teams[0].quota.gpus: 64 asked" in "\n".join(warns)

@@ -165,8 +165,9 @@ def test_a_cpu_job_asks_for_no_gpu_and_an_unset_quota_shows_a_dash():
     assert result.sections[0].data["jobs"][0]["request"]["gpus"] == 0
     assert any(line.startswith("  c5.4xlarge: allocatable ") for line in lines)
     assert any(line.startswith("  m5.4xlarge: allocatable ") for line in lines)
-    assert "  pods per node: c5.4xlarge 6, m5.4xlarge 7; all at once: 1 node(s); " in next(
-        line for line in lines if line.startswith("  pods per node")
+    assert (
+        "  pods per node: c5.4xlarge 6, m5.4xlarge 7; all at once: c5.4xlarge x1 or m5.4xlarge x1; "
+        in next(line for line in lines if line.startswith("  pods per node"))
     )
 
 
@@ -210,3 +211,27 @@ def test_quota_figures_never_print_in_exponent_form():
     line = _of("memory", Fraction(3379 * 2**30, 10), "29020Gi")
     assert line == "memory 337.9Gi of 29,020Gi", line
     assert _of("memory", Fraction(16 * 2**30), "311.1Gi").endswith("of 311.1Gi")
+
+
+def test_prod_scheduling_names_the_instance_type_of_each_figure_as_the_cost_table_does(
+    repo_root,
+):
+    """prod's gpu-workloads pool has g5.12xlarge (1 pod of 4 GPUs a node) and g5.48xlarge (2):
+    the rehearsal said "all at once: 1 node(s)" (a g5.48xlarge) beside "cpu at least 96" (two
+    g5.12xlarge) while the cost table said g5.12xlarge x2. Each figure now names its type."""
+    prod = core.plan_project(repo_root, "prod", standins=False)
+    (section,) = [s for s in prod.sections if s.title == "Scheduling rehearsal"]
+    i = section.lines.index(
+        next(ln for ln in section.lines if ln.startswith("vision/gpt-350m-fsdp on"))
+    )
+    line = section.lines[i + 1]
+    assert "all at once: g5.12xlarge x2 or g5.48xlarge x1; " in line, line
+    assert "on g5.12xlarge (the least per pod): cpu at least 96 of unlimited" in line, line
+    assert "node(s)" not in line
+    cost = next(
+        ln for s in prod.sections for ln in s.lines if "gpt-350m-fsdp: pool gpu-workloads" in ln
+    )
+    job = {j["job"]: j for j in section.data["jobs"]}["vision/gpt-350m-fsdp"]
+    assert job["nodesByType"] == [["g5.12xlarge", 2], ["g5.48xlarge", 1]]
+    for instance_type, n in job["nodesByType"]:  # the same counts, per type, in both places
+        assert f"{instance_type} x{n} $" in cost, cost

@@ -46,6 +46,11 @@ def test_dev_plan_reports_cpu_and_gpu_jobs(repo_root):
     # the dev GPU pool mixes g4dn.xlarge (T4) and g5.xlarge (A10G): planned on the slower,
     # smaller one
     assert "research/gpt-small-fsdp on gpu-workloads: 2 x T4" in text
+    # its precision is auto: what the pod picks depends on the node (parallel.resolve_precision)
+    assert (
+        "precision auto runs bf16 on A10G nodes and fp32 on T4 (no bf16 units); planned as on "
+        "the T4" in text
+    )
     assert "of 16.0 GiB" in text
 
 

@@ -30,7 +30,8 @@ def test_program_warnings_are_in_the_verdict_and_the_report(capsys):
     assert f"warning: {RECEIVERS}" in buf.getvalue()
 
 
-def test_run_local_still_sees_them_on_stderr(capsys):
-    """Without a verdict to show them (run-local resolving a job), they are echoed."""
+def test_plan_project_echoes_them_on_stderr_by_default(capsys):
+    """With echo_warnings (the default, for a caller that shows no verdict) they are echoed;
+    run-local does not ask for it (a laptop run: only its job's own, tests/jobs)."""
     core.plan_project(ROOT, "dev", standins=False)
     assert RECEIVERS in capsys.readouterr().err

@@ -192,6 +192,13 @@ class JobCapacity:
     nodes_needed: int | None = None
     pool_usage: list[tuple[str, str, str]] = field(default_factory=list)  # (res, need, limit)
     problems: list[Problem] = field(default_factory=list)
+    # Karpenter pools: the nodes all pods need on each type that holds one ([(type, n)]), and
+    # for each "at least" figure of pool_usage, the type it was computed on. Why: a pool of
+    # several types has a different figure per type; the plan names the type of each, so it
+    # reads as the cost table does ("g5.12xlarge x2"), not as one node count beside another
+    # type's CPU total.
+    nodes_by_type: list[tuple[str, int]] = field(default_factory=list)
+    usage_basis: dict[str, str] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -251,6 +258,7 @@ def _karpenter_limits(out: JobCapacity, fitting: list[NodeFit]) -> None:
     pool, pods = out.pool, out.pods
     best = min(fitting, key=lambda f: math.ceil(pods / f.per_node))
     out.nodes_needed = math.ceil(pods / best.per_node)
+    out.nodes_by_type = [(f.room.node.instance_type, math.ceil(pods / f.per_node)) for f in fitting]
     lim = pool.limits
     checks = [
         ("cpu", lim.cpu, lambda n: Fraction(n.vcpus), _cores),
@@ -264,8 +272,10 @@ def _karpenter_limits(out: JobCapacity, fitting: list[NodeFit]) -> None:
             how = ""
         else:
             # Karpenter may mix types: no mix needs less than the thriftiest type per pod.
-            need = min(Fraction(per(f.room.node)) / f.per_node for f in fitting) * pods
+            least = min(fitting, key=lambda f: Fraction(per(f.room.node)) / f.per_node)
+            need = Fraction(per(least.room.node)) / least.per_node * pods
             how = "at least "
+            out.usage_basis[name] = least.room.node.instance_type
         if limit is None:
             if need:
                 out.pool_usage.append((name, how + fmt(need), "unlimited"))

@@ -8,11 +8,13 @@ the namespace given with `-n` or the context's. Read-only. Exit codes: 0 ok, 1 t
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 
 from trainforge.jobs.pod import COMPLETION_INDEX_LABEL
 from trainforge.live import explain, spend, wait
@@ -31,7 +33,34 @@ def _parser(cmd: str, about: str) -> argparse.ArgumentParser:
     return p
 
 
+def _missing_kubeconfig(flag: str | None) -> str | None:
+    """Why no kubeconfig can be read, naming where it was looked for; None when one exists.
+
+    Why before the client: for a missing file it says "Invalid kube-config file. No
+    configuration found.", naming neither the file nor the flag, and it is the user's typo,
+    not the cluster's refusal (exit 2, not 1)."""
+    if flag is not None:
+        path = Path(flag).expanduser()
+        if not path.exists():
+            return f"--kubeconfig {flag}: no such file"
+        if not path.is_file():
+            return f"--kubeconfig {flag}: not a file"
+        return None
+    env = os.environ.get("KUBECONFIG")
+    if env:  # the client merges the files of the list that exist
+        paths = [p for p in env.split(os.pathsep) if p]
+        if paths and not any(Path(p).expanduser().is_file() for p in paths):
+            return f"$KUBECONFIG {env}: no such file (pass --kubeconfig FILE)"
+        return None
+    if not Path("~/.kube/config").expanduser().is_file():
+        return "no kubeconfig: ~/.kube/config: no such file (pass --kubeconfig FILE or set $KUBECONFIG)"
+    return None
+
+
 def _connect(args: argparse.Namespace, cmd: str) -> tuple[Api, str]:
+    missing = _missing_kubeconfig(args.kubeconfig)
+    if missing:
+        raise _Usage(f"trainforge {cmd}: {missing}")
     api = Api(args.kubeconfig, args.context)
     ns = args.namespace or api.namespace
     if not ns:
@@ -161,7 +190,14 @@ def wait_main(
     clock: Callable[[], float] = time.monotonic,
 ) -> int:
     p = _parser("wait", "wait until a job is admitted, running or finished")
-    p.add_argument("--for", dest="until", choices=WAIT_FOR, default="finished")
+    p.add_argument(
+        "--for",
+        dest="until",
+        choices=WAIT_FOR,
+        default="finished",
+        help="admitted: Kueue admitted its workload (no queue: not suspended); running: its "
+        "pods run; finished: it succeeded (default). A failed job ends any wait with exit 1",
+    )
     p.add_argument("--timeout", type=float, default=0, help="seconds; 0 = no limit (default)")
     p.add_argument("--interval", type=float, default=10, help="seconds between polls (10)")
     args = p.parse_args(argv)

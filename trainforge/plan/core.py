@@ -298,9 +298,13 @@ def plan_project(
         result = evaluate(inv, waivers_from(inv), root=root, standin=standin)
         if standins and mocks is None and standin is not None:
             result.standin_judged = add_standin_findings(result, standin())
-    if inv.warnings:
-        lines = [f"warning: {w}" for w in dict.fromkeys(inv.warnings)]
-        result.sections.append(T.Section(PROGRAM_WARNINGS, lines, list(inv.warnings)))
+    # Only what no section says already: a team quota the pools cannot hold is the queue
+    # section's "quota: ..." line (checks/queues.py), which the verdict counts as a warning.
+    shown = set(getattr(inv.declared, "quota_warnings", None) or [])
+    own = [w for w in dict.fromkeys(inv.warnings) if w not in shown]
+    if own:
+        lines = [f"warning: {w}" for w in own]
+        result.sections.append(T.Section(PROGRAM_WARNINGS, lines, own))
     return result
 
 

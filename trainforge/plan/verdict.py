@@ -87,9 +87,11 @@ def cost_lines(result: Any, base_sections: dict[str, Any] | None) -> list[str]:
         return out
     for j in new["waiting"]:
         what = "never admitted" if j.get("admission") == "never" else "waits"
+        # the report's words (cost_check.running_lines): a deadline's run cost is a ceiling
+        at_most = "<= " if j.get("runCostBasis") == "activeDeadlineSeconds" else ""
         out.append(
-            f"      {what}: {j.get('team')}/{j.get('name')} {_usd(j.get('onDemandPerHour'))}/h "
-            f"when it starts, run cost {_usd(j.get('runCost'))} (not counted as running)"
+            f"      {what}: {j.get('team')}/{j.get('name')}, {_usd(j.get('onDemandPerHour'))}/h "
+            f"when it starts, run cost {at_most}{_usd(j.get('runCost'))} (not counted as running)"
         )
     return out
 
@@ -170,6 +172,9 @@ def verdict_lines(
         for s in result.sections
         for line in s.lines
         if line.strip().startswith("warning:")
+        # a team quota the pools cannot hold: the queue section's own line (said once there,
+        # not again among the program's warnings)
+        or (s.title == QUEUE_TITLE and line.startswith("quota: "))
     ]
     if warns:
         lines.append(f"Warnings ({len(warns)}):")

@@ -160,7 +160,26 @@ def _load(path: pathlib.Path) -> Any:
         try:
             return yaml.safe_load(text)
         except yaml.YAMLError as e:
-            raise StackFileError(f"{path.name}: not valid YAML: {e}") from e
+            raise StackFileError(_yaml_error(path.name, e)) from e
+
+
+def _yaml_error(name: str, e: Any) -> str:
+    """One line: `Pulumi.dev.yaml:4:1: not valid YAML: <problem> (<context> at line L, column C)`.
+
+    Why: PyYAML's message spans several lines quoting the source with a caret, and calls the
+    file "<unicode string>"; the user needs the file, the line and the column. Its marks are
+    0-based; editors count from 1."""
+    mark = getattr(e, "problem_mark", None)
+    problem = getattr(e, "problem", None)
+    if mark is None or not problem:
+        return f"{name}: not valid YAML: {' '.join(str(e).split())}"
+    line = f"{name}:{mark.line + 1}:{mark.column + 1}: not valid YAML: {problem}"
+    context, at = getattr(e, "context", None), getattr(e, "context_mark", None)
+    if context and at is not None and (at.line, at.column) != (mark.line, mark.column):
+        line += f" ({context} at line {at.line + 1}, column {at.column + 1})"
+    elif context:
+        line += f" ({context})"
+    return line
 
 
 def _contains_secure(value: Any) -> bool:

@@ -255,7 +255,7 @@ class TrainConfig:
     )
     precision: str = _par(
         "auto",
-        "auto: bf16 compute on GPUs that support it, fp32 on CPU",
+        "auto: bf16 compute on GPUs with bf16 units (Ampere and newer), fp32 elsewhere (T4, CPU)",
         choices=("auto", "bf16", "fp32"),
     )
     model: str = _model(

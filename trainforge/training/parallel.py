@@ -21,11 +21,20 @@ from trainforge.training.models.init import materialize, on_meta
 
 
 def resolve_precision(cfg: TrainConfig, device: torch.device) -> torch.dtype:
+    """`precision: auto` is bf16 only where the GPU has bf16 units (compute capability 8.0+).
+
+    Why ``including_emulation=False``: plain ``is_bf16_supported()`` also answers True where
+    a bf16 tensor can merely be created (a T4, a V100: emulated through fp32, slower than
+    fp32 itself). The planner makes the same call from the GPU catalog's ``nativeBf16``
+    (jobs/estimate/memory.py ``regime``), so the plan and the pod agree. The keyword exists
+    in every torch the runtime supports (versions.py, 2.9 up): read in the 2.13.0 wheel's
+    ``torch/cuda/__init__.py``, and cited as the CUDA API in pytorch/pytorch PR #152317
+    (April 2025, before 2.9's release) -- both read 2026-11-27."""
     if cfg.precision == "fp32":
         return torch.float32
     if cfg.precision == "bf16":
         return torch.bfloat16
-    if device.type == "cuda" and torch.cuda.is_bf16_supported():
+    if device.type == "cuda" and torch.cuda.is_bf16_supported(including_emulation=False):
         return torch.bfloat16
     return torch.float32
 

@@ -23,6 +23,7 @@ import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from trainforge.core import catalog
 from trainforge.core.contract import PoolFacts, efa_count
 from trainforge.core.errors import JobConfigError
 from trainforge.core.quantity import parse_quantity
@@ -119,6 +120,17 @@ def _gpu(pool: PoolFacts) -> tuple[str | None, gpus.GpuFacts | None]:
     return n, f
 
 
+def _native_bf16(gpu_name: str | None, gpu: gpus.GpuFacts | None) -> bool:
+    """Whether the GPU has bf16 units, as torch decides (compute capability 8.0 or newer):
+    the catalog's ``nativeBf16`` where it has peak figures, else its ``computeCapability``;
+    a GPU the catalog does not know is assumed to have them. A mixed pool is planned on its
+    slowest GPU (``_gpu``), so a T4 in it plans fp32: the larger, safer memory figure."""
+    if gpu is not None:
+        return gpu.native_bf16
+    cc = catalog.gpu_field("computeCapability").get(gpu_name or "")
+    return cc is None or int(cc) >= 80
+
+
 def _network(job: JobSpec, pool: PoolFacts, procs: int, pods: int) -> Network:
     gpus_ = _gpus_per_pod(job, pool)
     efa = bool(job.efa) if job.efa is not None else bool(pool.efa_interfaces and gpus_)
@@ -176,11 +188,12 @@ def _estimate(job: JobSpec, pool: PoolFacts, *, calibration: dict | None = None)
     pods = job.max_workers
     world = procs * pods
     device = "cuda" if gpus_ else "cpu"
-    r = regime(shape, job.strategy, world, device)
+    gpu_name, gpu = _gpu(pool) if device == "cuda" else (None, None)
+    native = _native_bf16(gpu_name, gpu)
+    r = regime(shape, job.strategy, world, device, native)
     # Memory at the job's smallest size: an elastic FSDP job shrunk to minWorkers shards its
     # states over fewer GPUs, so each holds more.
-    r_mem = regime(shape, job.strategy, procs * job.min_workers, device)
-    gpu_name, gpu = _gpu(pool) if device == "cuda" else (None, None)
+    r_mem = regime(shape, job.strategy, procs * job.min_workers, device, native)
     pod_memory = int(parse_quantity(job.memory)) if job.memory else None
     if device == "cuda":
         capacity = pool.gpu_memory_mib * facts.MIB if pool.gpu_memory_mib else None
@@ -228,6 +241,15 @@ def _estimate(job: JobSpec, pool: PoolFacts, *, calibration: dict | None = None)
                 f"expected MFU {timing.mfu_used:.0%} ({mfu.mid:.0%} scaled for dModel "
                 f"{shape.d_model} < {mfu.reference_d_model}; an assumption)"
             )
+        models = list(pool.gpu_models) or ([pool.gpu_name] if pool.gpu_name else [])
+        native = {m: _native_bf16(m, gpus.match_gpu(m)) for m in models}
+        if shape.precision == "auto" and len(set(native.values())) > 1:
+            bf16 = ", ".join(m for m, n in native.items() if n)
+            fp32 = ", ".join(m for m, n in native.items() if not n)
+            notes.append(
+                f"precision auto runs bf16 on {bf16} nodes and fp32 on {fp32} (no bf16 units); "
+                f"planned as on the {gpu_name}"
+            )
         if gpu.name == "T4" and r.compute_bytes == 2:
             notes.append("T4 has no bf16 units: bf16 runs emulated; prefer precision: fp32")
         if shape.steps:
@@ -272,7 +294,10 @@ def _method(job: JobSpec, shape: ModelShape, r: Regime, gpu: str, t: StepTime) -
     """How the step time was computed, in the job's own terms: its strategy (the regime's:
     a single rank has no collectives), the model FLOPs per step, the GPU's peak and the MFU
     used. The MFU's own source may cite an FSDP2 measurement; this names what the job runs."""
-    dtype = "bf16" if r.compute_bytes == 2 else "TF32"
+    facts_ = gpus.GPUS.get(gpu)
+    # fp32 matmuls run on TF32 Tensor Cores where the GPU has them (Ampere on); a T4 has none
+    tf32 = facts_ is None or facts_.tf32_flops > facts_.fp32_flops
+    dtype = "bf16" if r.compute_bytes == 2 else ("TF32" if tf32 else "FP32")
     compute = (
         f"{t.model_flops_per_step:.3g} model FLOP/step at {t.mfu_used:.0%} MFU of the "
         f"{gpu}'s {dtype} peak ({t.peak_flops_per_gpu / 1e12:g} TFLOP/s)"

@@ -65,12 +65,17 @@ class Regime:
     autocast: bool  # DDP with bf16: fp32 weights, bf16 matmuls
 
 
-def regime(shape: ModelShape, strategy: str, world: int, device: str) -> Regime:
-    """The runtime's choices (parallel.resolve_precision / autocast) for this job."""
+def regime(
+    shape: ModelShape, strategy: str, world: int, device: str, native_bf16: bool = True
+) -> Regime:
+    """The runtime's choices (parallel.resolve_precision / autocast) for this job.
+
+    ``native_bf16``: the GPU has bf16 units (the catalog's ``nativeBf16``; False on a T4).
+    The runtime's ``auto`` asks torch the same question (``is_bf16_supported(
+    including_emulation=False)``): bf16 there, fp32 on a GPU without bf16 units and on CPU."""
     precision = shape.precision
     if precision == "auto":
-        # bf16 on any GPU torch accepts it on (T4 included, emulated); fp32 on CPU.
-        precision = "bf16" if device == "cuda" else "fp32"
+        precision = "bf16" if device == "cuda" and native_bf16 else "fp32"
     e_c = 2 if precision == "bf16" else 4
     autocast = e_c == 2 and strategy == "ddp"
     return Regime(device, strategy, world, e_c, 4 if autocast else e_c, autocast)

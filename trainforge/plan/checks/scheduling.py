@@ -107,6 +107,20 @@ def _gi(value: Fraction) -> str:
     return f"{gi:.4g}Gi" if gi < 1000 else f"{gi:,.0f}Gi"
 
 
+def _usage(r: capacity.JobCapacity) -> str:
+    """The pool-limit figures, each with the instance type it was computed on (said once when
+    one type gives them all): a reader can match them with the node counts and the cost."""
+    bases = set(r.usage_basis.values())
+    if len(bases) == 1 and all(k in r.usage_basis for k, _, _ in r.pool_usage):
+        parts = ", ".join(f"{k} {need} of {limit}" for k, need, limit in r.pool_usage)
+        return f"on {bases.pop()} (the least per pod): {parts}"
+    return ", ".join(
+        f"{k} {need} of {limit}"
+        + (f" (on {r.usage_basis[k]}, the least per pod)" if k in r.usage_basis else "")
+        for k, need, limit in r.pool_usage
+    )
+
+
 def check(ctx: PlanContext) -> CheckResult:
     declared = ctx.declared
     if declared is None or (not declared.contracts and not declared.jobs):
@@ -141,11 +155,13 @@ def check(ctx: PlanContext) -> CheckResult:
         size = f"cpu {spec.cpu}, memory {spec.memory}" + (f", {gpus} GPU" if gpus else "")
         lines.append(f"{ident} on {pool.name}: {pods} pod(s) x ({size})")
         per_node = ", ".join(f"{f.room.node.instance_type} {f.per_node}" for f in r.fits)
-        usage = ", ".join(f"{k} {need} of {limit}" for k, need, limit in r.pool_usage)
+        usage = _usage(r)
+        if r.nodes_by_type:  # Karpenter: each type's count, as the cost table names them
+            at_once = " or ".join(f"{t} x{n}" for t, n in r.nodes_by_type)
+        else:
+            at_once = f"{r.nodes_needed} node(s)"
         if r.fits:
-            lines.append(
-                f"  pods per node: {per_node}; all at once: {r.nodes_needed} node(s); {usage}"
-            )
+            lines.append(f"  pods per node: {per_node}; all at once: {at_once}; {usage}")
         q = ", ".join(_of(k, need, limit) for k, need, limit in quota)
         lines.append(f"  team {target.team.name} quota: {q}")
         for k, need, _ in quota:
@@ -194,6 +210,7 @@ def check(ctx: PlanContext) -> CheckResult:
                 "podsPerNode": {f.room.node.instance_type: f.per_node for f in r.fits},
                 "nodesNeeded": r.nodes_needed,
                 "poolUsage": [list(u) for u in r.pool_usage],
+                "nodesByType": [list(t) for t in r.nodes_by_type],
                 "problems": problems,
             }
         )
