@@ -63,7 +63,9 @@ def test_references_through_the_cache():
     # a digest: the cache's first pull of it fails (aws/containers-roadmap#2837), so never routed
     pinned = "busybox:1.37.0@sha256:" + "ab" * 32
     assert hub.rewrite(pinned) == pinned
-    assert routes.rewrite("registry.k8s.io/pause@sha256:" + "cd" * 32).startswith("registry.k8s.io/")
+    assert routes.rewrite("registry.k8s.io/pause@sha256:" + "cd" * 32).startswith(
+        "registry.k8s.io/"
+    )
     assert hub.rewrite("pytorch/pytorch:2.13.0") == f"{HOST}/docker-hub/pytorch/pytorch:2.13.0"
     assert image_routes.is_docker_hub("docker.io/library/alpine:3.10")
     assert not image_routes.is_docker_hub("localhost:5000/x:1")
