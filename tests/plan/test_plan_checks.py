@@ -59,7 +59,8 @@ def test_a_check_sees_the_declared_contract_and_jobs(seen_check, repo_root, caps
     assert resolved["gpt-small-fsdp"].gpus_per_worker == 1  # resolved against the pool
     failing = {v.rule for v in result.failing}
     assert failing == {"TRAINFORGE_TEST_CHECK"} and not result.clean
-    assert result.to_json()["sections"][-1]["data"] == {"jobs": DEV_JOBS}
+    (section,) = [s for s in result.to_json()["sections"] if s["title"] == "Test check"]
+    assert section["data"] == {"jobs": DEV_JOBS}
 
     class Args:
         summary = True
