@@ -213,7 +213,7 @@ def pop_program(argv: list[str]) -> tuple[str | None, list[str]]:
 def run_user_code(stack: str, job_name: str, rest: list[str], job: Any = None) -> int:
     """`run-local --stack STACK JOB` for a job with an entrypoint (its own code)."""
     from trainforge.core.errors import JobConfigError
-    from trainforge.jobs.local import find_job, launch, user_code_run
+    from trainforge.jobs.local import find_job, user_code_run
 
     parser = user_code_parser()
     ns, extra = parser.parse_known_args(rest)
@@ -250,14 +250,23 @@ def run_user_code(stack: str, job_name: str, rest: list[str], job: Any = None) -
     if ns.dry_run:
         print(f"(cd {run.cwd} && {' '.join(run.command)})")
         return 0
-    from trainforge.jobs.restarts import launch_line, local_budget
+    from trainforge.jobs.restarts import local_budget
 
     b = local_budget(job, max_restarts=ns.max_restarts, pod_restarts=ns.pod_restarts)
+    return _launch_user_code(job.name, f"{run.workers} process(es)", job, run, b)
+
+
+def _launch_user_code(what: str, processes: str, job: Any, run: Any, budget: Any) -> int:
+    """Say what runs where, with the plan's launch line for `budget`, then launch it: the
+    one ending of both user-code paths (a stack's job, and an ad-hoc target)."""
+    from trainforge.jobs.local import launch
+    from trainforge.jobs.restarts import launch_line
+
     shipped = f"the shipped copy in {run.code_dir}" if run.code_dir else "this environment"
-    print(f"run-local: {job.name}: {run.workers} process(es) running {shipped}", flush=True)
-    print(f"run-local: {job.name}: {launch_line(job, b)}", flush=True)
+    print(f"run-local: {what}: {processes} running {shipped}", flush=True)
+    print(f"run-local: {what}: {launch_line(job, budget)}", flush=True)
     _where_things_go(run.env)
-    return launch(run.command, run.env, run.cwd, recreations=b.local_recreations, on=b.on)
+    return launch(run.command, run.env, run.cwd, recreations=budget.local_recreations, on=budget.on)
 
 
 def _where_things_go(env: dict[str, str]) -> None:
@@ -320,7 +329,7 @@ def run_adhoc(target: str, module: bool, own: list[str], args: list[str]) -> int
     """`run-local SCRIPT | -m MODULE | pkg.mod:func` without a stack file: the same launcher,
     contract variables, run ledger and report as a job's own code (jobs.local.adhoc_job)."""
     from trainforge.core.errors import JobConfigError
-    from trainforge.jobs.local import adhoc_job, launch, user_code_run
+    from trainforge.jobs.local import adhoc_job, user_code_run
 
     p = argparse.ArgumentParser(prog="trainforge run-local SCRIPT", add_help=False)
     p.add_argument("--workers", type=int, default=1)
@@ -351,19 +360,12 @@ def run_adhoc(target: str, module: bool, own: list[str], args: list[str]) -> int
     if ns.dry_run:
         print(f"(cd {run.cwd} && {' '.join(run.command)})")
         return 0
-    from trainforge.jobs.restarts import adhoc_budget, launch_line
+    from trainforge.jobs.restarts import adhoc_budget
 
     # the launch line of the plan and `run-local --stack`, with this run's own budget
     b = adhoc_budget(ns.max_restarts, ns.pod_restarts)
     what = f"-m {target}" if module else target
-    shipped = f"the shipped copy in {run.code_dir}" if run.code_dir else "this environment"
-    print(
-        f"run-local: {what}: {run.workers} process(es) (world {run.workers}) running {shipped}",
-        flush=True,
-    )
-    print(f"run-local: {what}: {launch_line(job, b)}", flush=True)
-    _where_things_go(run.env)
-    return launch(run.command, run.env, run.cwd, recreations=b.local_recreations, on=b.on)
+    return _launch_user_code(what, f"{run.workers} process(es) (world {run.workers})", job, run, b)
 
 
 def training_config(training_args: list[str], workers: int) -> Any:

@@ -227,8 +227,8 @@ def route(
     own: dict[str, Any] = {}
     for image, ref in zip(images, named, strict=True):
         target = image_routes.cached(ref)
-        if target == ref or image_routes.digest_pinned(ref):
-            continue  # no rule for its registry, or pinned by digest (digest_pinned: direct)
+        if target == ref:
+            continue  # no rule for its registry, or pinned by digest (the cache leaves it)
         host, repo, _, _ = image_routes.parts(target)
         has_registry = "registry" in _block(effective_values(chart, version, sub=sub), image.path)
         block = (

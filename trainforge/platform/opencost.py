@@ -34,7 +34,7 @@ from __future__ import annotations
 from typing import Any
 
 from trainforge.core import versions
-from trainforge.core.image_routes import as_named, cached, digest_pinned, installed, split
+from trainforge.core.image_routes import installed, parts
 from trainforge.platform import chart_images
 from trainforge.platform.placement import SYSTEM_NODE_SELECTOR
 
@@ -65,14 +65,8 @@ def image_values(component: str, path: str) -> dict[str, str]:
     digest (the exporter's at 2.5.17) stays on its registry: the cache does not fetch an
     uncached image named by digest (image_routes.digest_pinned)."""
     image = chart_image(path)
-    repo = f"{image['registry']}/{image['repository']}"
-    ref = f"{repo}:{image['tag']}"
-    if digest_pinned(ref):
-        as_named(component, ref)
-        return {"registry": image["registry"], "repository": image["repository"],
-                "tag": image["tag"]}  # fmt: skip
-    installed(component, ref)
-    host, repository = split(cached(repo))
+    ref = f"{image['registry']}/{image['repository']}:{image['tag']}"
+    host, repository, _, _ = parts(installed(component, ref))  # a digest: left as named
     return {"registry": host, "repository": repository, "tag": image["tag"]}
 
 
