@@ -19,6 +19,21 @@ def repo_root() -> pathlib.Path:
     return ROOT
 
 
+_SHIPPED_PLANS: dict = {}
+
+
+def shipped_plan(stack: str):
+    """`plan_project(ROOT, stack, standins=False)` of a shipped stack file as committed,
+    planned once per test run: about twenty test modules read the same dev and prod plans,
+    and each plan costs ~10-20 s on the 2-core machine. The result is shared: read it, never
+    change it (a test that needs another config plans its own copy)."""
+    if stack not in _SHIPPED_PLANS:
+        from trainforge.plan.core import plan_project
+
+        _SHIPPED_PLANS[stack] = plan_project(ROOT, stack, standins=False, echo_warnings=False)
+    return _SHIPPED_PLANS[stack]
+
+
 def run_stack(stack: str, overrides: dict | None = None):
     """Run the project's __main__.py under trainforge.plan.mocks with Pulumi.<stack>.yaml."""
     from trainforge.plan.mocks import read_stack_file, run_mocked

@@ -18,6 +18,8 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.conftest import shipped_plan
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -153,7 +155,6 @@ def test_configuration_md_example_is_what_the_plan_prints(tmp_path):
 def test_performance_md_estimate_is_the_prod_plans_section():
     """docs/performance.md quotes the prod plan's "Memory per GPU and expected duration"
     section and says where a user finds it (the full report, not the verdict screen)."""
-    from trainforge.plan import core
 
     doc = (ROOT / "docs/performance.md").read_text()
     intro, block = doc.split("```\nMemory per GPU and expected duration", 1)
@@ -162,7 +163,7 @@ def test_performance_md_estimate_is_the_prod_plans_section():
     )
     lines = ["Memory per GPU and expected duration" + block.split("```", 1)[0]]
     lines = [ln for ln in lines[0].splitlines() if ln.strip()]
-    result = core.plan_project(ROOT, "prod", standins=False)
+    result = shipped_plan("prod")
     section = next(s for s in result.sections if s.title.startswith(lines[0].rstrip(":")))
     printed = [section.title.rstrip(":") + ":", *section.lines]
     for want in lines:

@@ -8,6 +8,7 @@ import pathlib
 import pulumi
 import pytest
 
+from tests.conftest import shipped_plan
 from trainforge.core import image_routes, versions
 from trainforge.core.contract import declared, reset_declared
 from trainforge.core.errors import JobConfigError
@@ -38,7 +39,7 @@ def _fresh_record_after():
 
 @pytest.fixture(scope="module")
 def plans():
-    out = {s: plan_project(ROOT, s, standins=False) for s in ("dev", "prod")}
+    out = {s: shipped_plan(s) for s in ("dev", "prod")}
     # prod with a Docker Hub credential of its own (us-east-1), as a user would set it
     hub = {
         "trainforge:images": {"dockerHubCredentialArn": SECRET.replace("us-west-2", "us-east-1")}
@@ -412,7 +413,7 @@ def test_dev_without_any_docker_hub_credential_plans_clean_and_names_the_operato
         assert "dockerHubCredentialArn" not in (cfg.get("trainforge:images") or {})
     for name in ("Pulumi.dev.yaml", "Pulumi.prod.yaml"):
         assert "secretsmanager" not in (ROOT / name).read_text()
-    result = plan_project(ROOT, "dev", standins=False)
+    result = shipped_plan("dev")
     assert result.clean, [(v.rule, v.message) for v in result.failing]
     section = next(s for s in result.sections if s.title.startswith("Images"))
     assert any(

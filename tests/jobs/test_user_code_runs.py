@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.conftest import shipped_plan
 from tests.jobs import podsim
 from tests.jobs import user_functions as uf
 from tests.jobs.helpers import CPU_POOL, target
@@ -84,9 +85,7 @@ def test_the_seed_style_script_runs_under_run_local_with_two_workers(tmp_path):
 
 @pytest.fixture(scope="module")
 def dev_plan():
-    from trainforge.plan import core
-
-    return core.plan_project(ROOT, "dev", standins=False)
+    return shipped_plan("dev")
 
 
 def test_its_pytorchjob_runs_the_same_file_from_the_shipped_configmap(tmp_path, dev_plan):

@@ -87,10 +87,9 @@ def test_a_kind_nobody_installs_is_listed_not_refused():
 
 @functools.cache
 def _dev_plan():
-    from tests.conftest import ROOT
-    from trainforge.plan.core import plan_project
+    from tests.conftest import shipped_plan
 
-    return plan_project(ROOT, "dev", standins=False)
+    return shipped_plan("dev")
 
 
 def test_the_dev_stacks_podmonitors_wait_for_the_monitoring_release():

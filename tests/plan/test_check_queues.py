@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, shipped_plan
 from trainforge.jobs import tenancy
 from trainforge.plan.checks import queues as Q
 from trainforge.plan.core import plan_project
@@ -217,7 +217,7 @@ def test_a_teams_gpus_are_split_over_its_gpu_pools_and_the_rest_is_borrowed():
 @pytest.mark.parametrize("stack", ["dev", "prod"])
 def test_every_shipped_job_is_admitted_at_once(stack):
     """No shipped job waits for quota: the sizing defaults and the quota shape fit them."""
-    lines, by_job = admission(plan_project(ROOT, stack, standins=False))
+    lines, by_job = admission(shipped_plan(stack))
     assert lines[0] == f"all {len(by_job)} job(s) are admitted at once"
     assert all(d["state"] == "runs" and not d["borrowing"] for d in by_job.values())
     assert all(d["sizing"] for d in by_job.values())  # the rule that sized each job

@@ -15,10 +15,10 @@ from types import SimpleNamespace
 
 import pytest
 
+from tests.conftest import shipped_plan
 from trainforge.plan.check_types import PlanContext
 from trainforge.plan.checks import data_safety as DS
 from trainforge.plan.cli import main as plan_main
-from trainforge.plan.core import plan_project
 from trainforge.plan.waivers import Waiver
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -26,7 +26,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def prod():
-    return plan_project(ROOT, "prod", standins=False)
+    return shipped_plan("prod")
 
 
 def records(result) -> list[dict]:

@@ -14,6 +14,7 @@ import shutil
 
 import pytest
 
+from tests.conftest import shipped_plan
 from trainforge.core import versions
 from trainforge.core.image_routes import names_image
 from trainforge.plan.checks import rules as R
@@ -130,7 +131,7 @@ def test_a_stale_waiver_is_reported(moved_plan):
 
 def test_prods_waiver_covers_grafana_and_is_not_stale():
     """The shipped prod stack: CLEAN, Grafana's finding waived by the image waiver, no note."""
-    result = plan_project(ROOT, "prod", standins=False)
+    result = shipped_plan("prod")
     assert result.clean and not result.unused_waivers
     (waived,) = result.waived
     assert (waived.rule, waived.image) == (HUB, "docker.io/grafana/grafana:13.2.0")

@@ -14,6 +14,7 @@ import pathlib
 
 import pytest
 
+from tests.conftest import shipped_plan
 from trainforge.core import versions
 from trainforge.plan.core import plan_project
 
@@ -47,7 +48,7 @@ def plans():
         old_cluster = [r for r in old.inventory.resources if r.type == "eks:index:Cluster"]
     finally:
         mp.undo()
-    new = plan_project(ROOT, "prod", standins=False)
+    new = shipped_plan("prod")
     return old, new, old_cluster
 
 

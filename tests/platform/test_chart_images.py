@@ -322,3 +322,11 @@ def test_route_sets_the_charts_own_keys_and_leaves_digest_pins_direct():
         assert pulls["n"] == "nvcr.io/nvidia/k8s-device-plugin:v0.20.0"
     finally:
         reset_declared()
+
+
+@pytest.mark.parametrize("folder", sorted(p.name for p in chart_images.CHARTS.iterdir()))
+def test_the_fast_loader_reads_each_vendored_file_as_the_reference_loader_does(folder):
+    """chart_images reads the vendored charts with libyaml's loader (speed); it must give the
+    same documents as PyYAML's pure-Python SafeLoader for every file we ship."""
+    for path in sorted((chart_images.CHARTS / folder).glob("*.yaml")):
+        assert chart_images._load(path) == yaml.safe_load(path.read_text()), path

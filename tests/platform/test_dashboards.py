@@ -13,6 +13,7 @@ from collections.abc import Iterator
 import pytest
 import yaml
 
+from tests.conftest import shipped_plan
 from trainforge.core import versions
 from trainforge.plan import core
 from trainforge.platform import dashboards as D
@@ -221,7 +222,7 @@ def test_dashboards_ship_as_sidecar_configmaps_when_grafana_is_on():
     assert dcgm and dcgm[0].inputs["values"]["serviceMonitor"]["honorLabels"] is True
     assert helm  # the stack itself is installed
     # Grafana stays off by default, and then no dashboard is shipped
-    off = core.plan_project(ROOT, "dev", standins=False)
+    off = shipped_plan("dev")
     assert not _dashboard_configmaps(off)
 
 

@@ -11,13 +11,12 @@ import jsonschema
 import pytest
 import yaml
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, shipped_plan
 from trainforge.core.contract import PoolFacts, PoolLimits, Taint
 from trainforge.core.quantity import parse_quantity
 from trainforge.jobs import capacity, node_facts, pod
 from trainforge.plan import crds
 from trainforge.plan.checks import kueue_validate
-from trainforge.plan.core import plan_project
 from trainforge.plan.mocks import read_stack_file, run_mocked
 from trainforge.platform import kueue, queues
 from trainforge.platform.services_config import (
@@ -46,7 +45,7 @@ def validator(kind: str) -> jsonschema.Draft7Validator:
 
 @pytest.fixture(scope="module")
 def plans():
-    return {stack: plan_project(ROOT, stack, standins=False) for stack in ("dev", "prod")}
+    return {stack: shipped_plan(stack) for stack in ("dev", "prod")}
 
 
 def kueue_objects(result) -> list[dict]:
@@ -258,7 +257,7 @@ def test_namespace_quota_is_all_the_queue_can_admit_so_no_double_accounting():
     # the plan's ResourceQuota says the same as the queue
     rq = {
         o.doc["metadata"]["namespace"]: o.doc["spec"]["hard"]
-        for o in plan_project(ROOT, "prod", standins=False).objects
+        for o in shipped_plan("prod").objects
         if o.kind == "ResourceQuota"
     }
     # vision: 16 guaranteed in gpu-workloads, and every other GPU of the cluster borrowable

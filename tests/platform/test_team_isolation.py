@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, shipped_plan
 from trainforge.plan.checks import pod_sandbox as sandbox
 from trainforge.plan.core import plan_project
 from trainforge.plan.mocks import S3_PREFIX_LIST_CIDRS
@@ -32,7 +32,7 @@ POD_IDENTITY_AGENT = "169.254.170.23/32"
 
 @pytest.fixture(scope="module")
 def plans():
-    return {stack: plan_project(ROOT, stack, standins=False) for stack in ("dev", "prod")}
+    return {stack: shipped_plan(stack) for stack in ("dev", "prod")}
 
 
 def team_namespaces(result) -> set[str]:
