@@ -15,6 +15,7 @@ from trainforge.jobs.importer import ImportProblem, import_workload
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "fixtures" / "import"
+BLOG = ROOT / "examples" / "kubeflow" / "pytorchjob.yaml"  # the blog-style job
 ONE_GPU = dataclasses.replace(
     GPU_POOL, name="gpu-small", instance_types=("g5.xlarge",), gpus_per_node=1
 )
@@ -36,7 +37,7 @@ def write(tmp_path: Path, text: str, name: str = "job.yaml") -> Path:
 
 
 def test_the_blog_pytorchjob_with_its_configmap_script():
-    r = imp(CORPUS / "blog" / "pytorchjob.yaml")
+    r = imp(BLOG)
     assert r.source == "PyTorchJob blog-ddp"
     assert r.entry == {
         "name": "blog-ddp",
@@ -47,7 +48,7 @@ def test_the_blog_pytorchjob_with_its_configmap_script():
         "entrypoint": {"script": "imported/blog-ddp/train.py", "args": ["--steps", "200"]},
         "env": {"NCCL_DEBUG": "INFO", "NCCL_SOCKET_IFNAME": "eth0"},
     }
-    docs = list(yaml.safe_load_all((CORPUS / "blog" / "pytorchjob.yaml").read_text()))
+    docs = list(yaml.safe_load_all(BLOG.read_text()))
     assert r.files == {"imported/blog-ddp/train.py": docs[0]["data"]["train.py"]}
     text = "\n".join(r.changes)
     # the Docker Hub image gives way to the platform's, and the line says why and how to keep it
@@ -60,7 +61,7 @@ def test_the_blog_pytorchjob_with_its_configmap_script():
     assert "metadata.namespace kubeflow: dropped" in text
     assert "imagePullPolicy: dropped" in text
     # with a Docker Hub credential the stack pulls it through its cache: kept
-    kept = imp(CORPUS / "blog" / "pytorchjob.yaml", docker_hub_routed=True)
+    kept = imp(BLOG, docker_hub_routed=True)
     assert kept.entry["image"] == "pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime"
 
 

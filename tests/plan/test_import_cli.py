@@ -17,6 +17,7 @@ from trainforge.plan.core import plan_project
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "fixtures" / "import"
+BLOG = ROOT / "examples" / "kubeflow" / "pytorchjob.yaml"  # the blog-style job
 
 
 def _project(tmp_path: Path) -> Path:
@@ -37,7 +38,7 @@ def test_imported_jobs_plan_clean_and_run_locally(tmp_path, capsys, monkeypatch)
     monkeypatch.chdir(root)
     entries = []
     for path in (
-        CORPUS / "blog" / "pytorchjob.yaml",
+        BLOG,
         CORPUS / "seed" / "distributed-pytorch-job.yaml",
     ):
         assert import_cli.main([str(path), "--stack", "dev", "--out", "imported"]) == 0
@@ -88,7 +89,7 @@ def test_bad_input_and_flags_are_one_line_without_a_traceback(tmp_path, capsys):
     assert import_cli.main([str(missing), "--project-dir", str(root)]) == 2
     err = capsys.readouterr().err
     assert err == f"trainforge import: {missing}: file: no such file\n"
-    blog = str(CORPUS / "blog" / "pytorchjob.yaml")
+    blog = str(BLOG)
     assert import_cli.main([blog, "--project-dir", str(root), "--team", "vision"]) == 2
     assert capsys.readouterr().err == (
         "trainforge import: --team: got 'vision'; the stack's teams: research\n"
