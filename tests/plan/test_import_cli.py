@@ -101,3 +101,19 @@ def test_bad_input_and_flags_are_one_line_without_a_traceback(tmp_path, capsys):
         f"trainforge import: {blog}: --pool: pool 'training-workloads' has no GPUs; the pod "
         "asks 1\n"
     )
+
+
+def test_the_entry_docs_jobs_md_quotes_is_what_the_command_prints(tmp_path, capsys, monkeypatch):
+    doc = (ROOT / "docs" / "jobs.md").read_text()
+    section = doc.split("## Bring what you have", 1)[1].split("\n## ", 1)[0]
+    quoted = section.split("```yaml\n", 1)[1].split("```", 1)[0]
+    command = section.split("```bash\n", 1)[1].split("```", 1)[0].strip()
+    assert command == (
+        "python -m trainforge import examples/kubeflow/pytorchjob.yaml --stack dev --out jobs"
+    )
+    root = _project(tmp_path)
+    monkeypatch.chdir(root)
+    assert import_cli.main(command.split()[4:]) == 0
+    out = capsys.readouterr().out
+    assert "\n" + quoted in out
+    assert "#   jobs/blog-ddp/train.py (" in out

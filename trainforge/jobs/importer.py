@@ -64,7 +64,7 @@ _DROPPED_WHY = {
     "schedulerName": "Kueue admits the job; the default scheduler places its pods",
     "terminationGracePeriodSeconds": "derived from checkpoint.gracePeriod (+30 s)",
     "dnsPolicy": "the platform's default",
-    "imagePullPolicy": "Kubernetes' default (IfNotPresent for a tagged image)",
+    "imagePullPolicy": "Kubernetes' default applies (IfNotPresent for a tagged image)",
 }
 
 
@@ -202,9 +202,8 @@ def _pytorchjob(doc: dict[str, Any], file: str, changes: list[str]) -> _Workload
         policy = _get(spec, "restartPolicy")
         if policy is not None:
             changes.append(
-                f"spec.pytorchReplicaSpecs.{r}.restartPolicy {policy}: dropped; the job's "
-                "restartPolicy decides (default: by exit code where the pods count attempts; "
-                "docs/jobs.md)"
+                f"spec.pytorchReplicaSpecs.{r}.restartPolicy {policy}: dropped; the entry's "
+                "restartPolicy key decides, by default as docs/jobs.md says for your own code"
             )
     extra: dict[str, Any] = {}
     elastic = _get(doc, "spec", "elasticPolicy")
@@ -702,9 +701,9 @@ def import_workload(
         )
         changes.append(f"{at}.volumeMounts {m.get('name')} ({m.get('mountPath')}): dropped; {hint}")
     for k in sorted(set(c) - _CONTAINER_KNOWN - {"resourcesPerNode", "numNodes", "numProcPerNode"}):
-        changes.append(f"{at}.{k}: dropped ({_DROPPED_WHY.get(k, 'not supported')})")
+        changes.append(f"{at}.{k}: dropped; {_DROPPED_WHY.get(k, 'not supported')}")
     for k in sorted(set(w.pod) - {"containers", "volumes"}):
-        changes.append(f"{w.pod_at}.{k}: dropped ({_DROPPED_WHY.get(k, 'not supported')})")
+        changes.append(f"{w.pod_at}.{k}: dropped; {_DROPPED_WHY.get(k, 'not supported')}")
     entry.update(w.extra)
     return Imported(
         f"{w.kind} {w.name}",
