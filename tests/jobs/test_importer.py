@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -214,6 +215,34 @@ def test_bad_input_is_one_line_naming_the_file_and_the_field(tmp_path, text, whe
     line = str(e.value)
     assert line.startswith(f"{path}: {where}: "), line
     assert says in line and "\n" not in line
+
+
+MASTER = "spec.pytorchReplicaSpecs.Master.template.spec"
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "where", "expected"),
+    [
+        (("c", 0, "command"), "python /w/t.py", f"{MASTER}.containers[0].command", "a list of strings"),
+        (("c", 0, "env"), {"NCCL_DEBUG": "INFO"}, f"{MASTER}.containers[0].env", "a list"),
+        (("c", 0, "resources", "limits"), "1", f"{MASTER}.containers[0].resources.limits", "a mapping"),
+        (("c", 0, "volumeMounts", 0, "name"), ["code"], f"{MASTER}.containers[0].volumeMounts[0].name",
+         "a string"),
+        (("p", "volumes"), "code", f"{MASTER}.volumes", "a list"),
+    ],
+)  # fmt: skip
+def test_a_malformed_field_is_one_line_not_a_python_error(tmp_path, path, value, where, expected):
+    docs = list(yaml.safe_load_all(BLOG.read_text()))
+    pod = docs[1]["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
+    target: Any = {"c": pod["containers"], "p": pod}  # a container's field, or the pod's
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump_all(docs))
+    with pytest.raises(ImportProblem) as e:
+        imp(bad)
+    assert str(e.value).startswith(f"{bad}: {where}: got {value!r}; expected {expected}")
 
 
 def test_a_python_program_is_not_read(tmp_path):

@@ -290,7 +290,9 @@ def _trainjob(doc: dict[str, Any], file: str, changes: list[str]) -> _Workload:
 
 
 def _indexed_job(doc: dict[str, Any], file: str, changes: list[str]) -> _Workload:
-    spec = _get(doc, "spec") or {}
+    spec = _get(doc, "spec")
+    if not isinstance(spec, dict):
+        raise ImportProblem(file, "spec", f"got {spec!r}; expected the Job's spec")
     mode = spec.get("completionMode")
     if mode != "Indexed":
         raise ImportProblem(
@@ -353,6 +355,46 @@ def _workload(docs: list[dict[str, Any]], file: str, changes: list[str]) -> _Wor
     if ns:
         changes.append(f"metadata.namespace {ns}: dropped; the job runs in its team's namespace")
     return reader(doc, file, changes)
+
+
+def _check_shapes(w: _Workload, docs: list[dict[str, Any]], file: str) -> None:
+    """The fields the translation reads have the types Kubernetes gives them, so a malformed
+    file is one line naming the field, never a Python error."""
+
+    def need(value: Any, kind: type, where: str, what: str) -> None:
+        if value is not None and not isinstance(value, kind):
+            raise ImportProblem(file, where, f"got {value!r}; expected {what}")
+
+    def mappings(value: Any, where: str, names: tuple[str, ...]) -> None:
+        need(value, list, where, "a list")
+        for i, item in enumerate(value or []):
+            need(item, dict, f"{where}[{i}]", "a mapping")
+            if item is None:
+                raise ImportProblem(file, f"{where}[{i}]", "empty; expected a mapping")
+            for n in names:
+                if not isinstance(item.get(n), str):
+                    raise ImportProblem(
+                        file, f"{where}[{i}].{n}", f"got {item.get(n)!r}; expected a string"
+                    )
+
+    c, at = w.container, w.at
+    need(c.get("command"), list, f"{at}.command", "a list of strings")
+    need(c.get("args"), list, f"{at}.args", "a list of strings")
+    mappings(c.get("env"), f"{at}.env", ("name",))
+    resources = c.get("resources")
+    need(resources, dict, f"{at}.resources", "a mapping with limits and requests")
+    for kind in ("limits", "requests"):
+        need(_get(resources, kind), dict, f"{at}.resources.{kind}", "a mapping")
+    mappings(c.get("volumeMounts"), f"{at}.volumeMounts", ("name", "mountPath"))
+    mappings(w.pod.get("volumes"), f"{w.pod_at}.volumes", ("name",))
+    for i, v in enumerate(w.pod.get("volumes") or []):
+        need(v.get("configMap"), dict, f"{w.pod_at}.volumes[{i}].configMap", "a mapping")
+        mappings(_get(v, "configMap", "items"), f"{w.pod_at}.volumes[{i}].configMap.items",
+                 ("key", "path"))  # fmt: skip
+    need(w.pod.get("nodeSelector"), dict, f"{w.pod_at}.nodeSelector", "a mapping")
+    for d in docs:
+        if d.get("kind") == "ConfigMap":
+            need(d.get("data"), dict, f"ConfigMap {_get(d, 'metadata', 'name')}.data", "a mapping")
 
 
 # --- translating -------------------------------------------------------------------------------
@@ -564,6 +606,7 @@ def import_workload(
     docs = read_documents(path)
     changes: list[str] = []
     w = _workload(docs, file, changes)
+    _check_shapes(w, docs, file)
     c, at = w.container, w.at
     entry: dict[str, Any] = {"name": w.name, "team": team}
 
