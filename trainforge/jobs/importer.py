@@ -279,11 +279,6 @@ def _trainjob(doc: dict[str, Any], file: str, changes: list[str]) -> _Workload:
     nproc = trainer.get("numProcPerNode")
     if isinstance(nproc, int) or (isinstance(nproc, str) and nproc.isdigit()):
         extra["procsPerWorker"] = int(nproc)
-    for k in sorted(
-        set(trainer)
-        - {"image", "command", "args", "env", "numNodes", "resourcesPerNode", "numProcPerNode"}
-    ):
-        changes.append(f"spec.trainer.{k}: dropped (not supported)")
     return _Workload(
         "TrainJob", _name(doc, file), workers, container, "spec.trainer", {}, "spec", extra
     )
@@ -634,12 +629,16 @@ def import_workload(
                 "cpu": "cpu",
                 "memory": "memory",
             }.get(res)
-            share = "GPUs'" if gpus else "default"
+            size = (
+                "its GPUs' share of the node"
+                if gpus
+                else "the CPU pods' default (2 CPUs and 8Gi, capped at what the node leaves)"
+            )
             if what:
                 changes.append(
                     f"{at}.resources.{kind}.{res} {value}: dropped; a pod on {pool.name} gets "
-                    f"its {share} share of the node (the plan's queue "
-                    f"section prints it); set `{what}` on the entry to ask for a size"
+                    f"{size} (the plan's queue section prints it); set `{what}` on the entry "
+                    "to ask for a size"
                 )
             else:
                 changes.append(f"{at}.resources.{kind}.{res} {value}: dropped (not supported)")
