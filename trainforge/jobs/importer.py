@@ -98,6 +98,7 @@ class _Workload:
     pod: dict[str, Any]
     pod_at: str
     extra: dict[str, Any] = field(default_factory=dict)  # entry keys read from the kind
+    pods: str = ""  # how the kind counts its pods ("1 Master + 3 Worker")
 
 
 # --- reading -----------------------------------------------------------------------------------
@@ -235,7 +236,10 @@ def _pytorchjob(doc: dict[str, Any], file: str, changes: list[str]) -> _Workload
     run_policy = _get(doc, "spec", "runPolicy")
     if isinstance(run_policy, dict):
         extra.update(_run_policy(run_policy, "spec.runPolicy", changes))
-    return _Workload("PyTorchJob", _name(doc, file), workers, container, at, pod, pod_at, extra)
+    pods = " + ".join(f"{n} {r}" for r, n in counts.items())
+    return _Workload(
+        "PyTorchJob", _name(doc, file), workers, container, at, pod, pod_at, extra, pods
+    )
 
 
 def _run_policy(policy: Mapping[str, Any], at: str, changes: list[str]) -> dict[str, Any]:
@@ -618,7 +622,7 @@ def import_workload(
         entry["gpusPerWorker"] = gpus
     changes.append(
         f"workers {w.workers}: the pods of the {w.kind}"
-        + (" (Master + Workers)" if w.kind == "PyTorchJob" else "")
+        + (f" ({w.pods})" if w.pods else "")
         + (f", {gpus} GPU(s) each -> gpusPerWorker {gpus}" if gpus else "")
     )
     for kind in ("requests", "limits"):
