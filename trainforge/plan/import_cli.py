@@ -34,7 +34,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("file", metavar="FILE", help="the YAML file")
     p.add_argument(
-        "--stack", help="the stack whose pools and teams to use (default: dev, or the only stack)"
+        "--stack", help="the stack whose pools and teams to use (default: the only stack, else dev)"
     )
     p.add_argument("--team", help="the team (default: the stack's only team)")
     p.add_argument("--pool", help="the pool (default: chosen from the pod's GPUs and nodeSelector)")
