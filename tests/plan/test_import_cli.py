@@ -117,3 +117,19 @@ def test_the_entry_docs_jobs_md_quotes_is_what_the_command_prints(tmp_path, caps
     out = capsys.readouterr().out
     assert "\n" + quoted in out
     assert "#   jobs/blog-ddp/train.py (" in out
+
+
+def test_an_entry_the_stack_refuses_is_printed_with_the_stacks_own_lines(tmp_path, capsys):
+    root = _project(tmp_path)
+    docs = list(yaml.safe_load_all(BLOG.read_text()))
+    docs[1]["metadata"]["name"] = "a-name-far-too-long-for-the-pods-and-services-it-becomes"
+    path = tmp_path / "long.yaml"
+    path.write_text(yaml.safe_dump_all(docs))
+    assert import_cli.main([str(path), "--project-dir", str(root)]) == 1
+    captured = capsys.readouterr()
+    assert "- name: a-name-far-too-long" in captured.out
+    err = captured.err.splitlines()
+    assert err[0] == "trainforge import: the stack refuses this entry as it stands:"
+    assert err[1].startswith(
+        "  trainforge:jobs[a-name-far-too-long-for-the-pods-and-services-it-becomes].name: "
+    )
