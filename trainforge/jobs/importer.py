@@ -23,17 +23,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from trainforge.core import image_routes, versions
 from trainforge.core.contract import PoolFacts
+from trainforge.jobs.import_read import (
+    ImportProblem,
+    Workload,
+    check_shapes,
+    get,
+    read_documents,
+    workload,
+)
 from trainforge.stack.jobs import IMAGE_RE, RESERVED_ENV
 
 GPU = "nvidia.com/gpu"
-SUPPORTED = (
-    "a kubeflow.org/v1 PyTorchJob, a trainer.kubeflow.org TrainJob or a batch/v1 Job with "
-    "completionMode: Indexed (and ConfigMaps holding its code)"
-)
 # torchrun flags that take a value as the next argument (torch.distributed.run's parser)
 _TORCHRUN_VALUE_FLAGS = {
     "--nnodes", "--nproc-per-node", "--nproc_per_node", "--node-rank", "--node_rank",
@@ -68,13 +70,6 @@ _DROPPED_WHY = {
 }
 
 
-class ImportProblem(ValueError):
-    """Input the importer cannot translate: one line naming the file and the field."""
-
-    def __init__(self, file: str, where: str, message: str) -> None:
-        super().__init__(f"{file}: {where}: {message}")
-
-
 @dataclass
 class Imported:
     """The stack job entry, the files it ships (project-relative path -> text) and what
@@ -84,316 +79,6 @@ class Imported:
     entry: dict[str, Any]
     files: dict[str, str] = field(default_factory=dict)
     changes: list[str] = field(default_factory=list)
-
-
-@dataclass
-class _Workload:
-    """The parts every supported kind has, with the field paths they were read from."""
-
-    kind: str
-    name: str
-    workers: int
-    container: dict[str, Any]
-    at: str  # field path of the container
-    pod: dict[str, Any]
-    pod_at: str
-    extra: dict[str, Any] = field(default_factory=dict)  # entry keys read from the kind
-    pods: str = ""  # how the kind counts its pods ("1 Master + 3 Worker")
-
-
-# --- reading -----------------------------------------------------------------------------------
-
-
-def read_documents(path: Path) -> list[dict[str, Any]]:
-    """The YAML documents of `path` (mappings only). Raises ImportProblem."""
-    file = str(path)
-    if path.suffix == ".py":
-        raise ImportProblem(
-            file, "file", f"a Python program; trainforge import reads YAML only: {SUPPORTED}"
-        )
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ImportProblem(file, "file", "no such file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ImportProblem(file, "file", f"cannot be read as UTF-8 text ({e})") from None
-    try:
-        docs = [d for d in yaml.safe_load_all(text) if d is not None]
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark is not None else "file"
-        what = getattr(e, "problem", None) or "not valid YAML"
-        raise ImportProblem(file, where, f"not valid YAML ({what})") from None
-    bad = [i for i, d in enumerate(docs) if not isinstance(d, dict)]
-    if bad:
-        raise ImportProblem(file, f"document {bad[0] + 1}", "expected a Kubernetes object")
-    return docs
-
-
-def _get(d: Any, *keys: str) -> Any:
-    for k in keys:
-        d = d.get(k) if isinstance(d, dict) else None
-    return d
-
-
-def _int(value: Any, file: str, where: str, default: int | None = None) -> int:
-    if value is None and default is not None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ImportProblem(file, where, f"got {value!r}; expected a whole number")
-    return value
-
-
-def _container(pod: Any, file: str, at: str, changes: list[str]) -> tuple[dict[str, Any], str]:
-    containers = _get(pod, "containers")
-    if not isinstance(containers, list) or not containers:
-        raise ImportProblem(file, f"{at}.containers", "missing; expected one training container")
-    named = [
-        i for i, c in enumerate(containers) if isinstance(c, dict) and c.get("name") == "pytorch"
-    ]
-    i = named[0] if named else 0
-    if not isinstance(containers[i], dict):
-        raise ImportProblem(file, f"{at}.containers[{i}]", "expected a container mapping")
-    for j, c in enumerate(containers):
-        if j != i:
-            changes.append(
-                f"{at}.containers[{j}] ({_get(c, 'name')}): dropped; a trainforge pod runs one "
-                "training container"
-            )
-    return containers[i], f"{at}.containers[{i}]"
-
-
-def _pytorchjob(doc: dict[str, Any], file: str, changes: list[str]) -> _Workload:
-    specs = _get(doc, "spec", "pytorchReplicaSpecs")
-    if not isinstance(specs, dict) or not specs:
-        raise ImportProblem(
-            file, "spec.pytorchReplicaSpecs", "missing; expected Master and/or Worker"
-        )
-    other = sorted(set(specs) - {"Master", "Worker"})
-    if other:
-        raise ImportProblem(
-            file, f"spec.pytorchReplicaSpecs.{other[0]}", "expected only Master and Worker"
-        )
-    counts = {
-        role: _int(
-            _get(specs, role, "replicas"), file, f"spec.pytorchReplicaSpecs.{role}.replicas", 1
-        )
-        for role in specs
-    }
-    if counts.get("Master", 1) != 1:
-        raise ImportProblem(
-            file, "spec.pytorchReplicaSpecs.Master.replicas", f"got {counts['Master']}; expected 1"
-        )
-    role = "Master" if "Master" in specs else "Worker"
-    pod_at = f"spec.pytorchReplicaSpecs.{role}.template.spec"
-    pod = _get(specs, role, "template", "spec")
-    if not isinstance(pod, dict):
-        raise ImportProblem(file, pod_at, "missing; expected the pod template's spec")
-    container, at = _container(pod, file, pod_at, changes)
-    if set(specs) == {"Master", "Worker"}:
-        mine = {k: container.get(k) for k in ("image", "command", "args")}
-        worker, _ = _container(_get(specs, "Worker", "template", "spec") or {}, file, "Worker", [])
-        theirs = {k: worker.get(k) for k in ("image", "command", "args")}
-        if mine != theirs:
-            changes.append(
-                "spec.pytorchReplicaSpecs.Worker: its image/command differ from Master's; every "
-                "trainforge pod runs the same code, Master's (rank 0 decides by RANK)"
-            )
-    for r, spec in specs.items():
-        policy = _get(spec, "restartPolicy")
-        if policy is not None:
-            changes.append(
-                f"spec.pytorchReplicaSpecs.{r}.restartPolicy {policy}: dropped; the entry's "
-                "restartPolicy key decides, by default as docs/jobs.md says for your own code"
-            )
-    extra: dict[str, Any] = {}
-    elastic = _get(doc, "spec", "elasticPolicy")
-    workers = sum(counts.values())
-    if isinstance(elastic, dict):
-        block = {
-            "minWorkers": _get(elastic, "minReplicas"),
-            "maxWorkers": _get(elastic, "maxReplicas"),
-            "maxRestarts": _get(elastic, "maxRestarts"),
-        }
-        extra["elastic"] = {k: v for k, v in block.items() if v is not None}
-        extra["preset"] = "elastic"
-        changes.append(
-            "spec.elasticPolicy -> elastic: {minWorkers, maxWorkers, maxRestarts}"
-            + (
-                "; its metrics (HPA) dropped: trainforge does not autoscale jobs"
-                if elastic.get("metrics")
-                else ""
-            )
-        )
-    nproc = _get(doc, "spec", "nprocPerNode")
-    if nproc is not None:
-        if isinstance(nproc, int | str) and str(nproc).isdigit():
-            extra["procsPerWorker"] = int(nproc)
-        else:
-            changes.append(
-                f"spec.nprocPerNode {nproc!r}: dropped; procsPerWorker defaults to the GPUs"
-            )
-    run_policy = _get(doc, "spec", "runPolicy")
-    if isinstance(run_policy, dict):
-        extra.update(_run_policy(run_policy, "spec.runPolicy", changes))
-    pods = " + ".join(f"{n} {r}" for r, n in counts.items())
-    return _Workload(
-        "PyTorchJob", _name(doc, file), workers, container, at, pod, pod_at, extra, pods
-    )
-
-
-def _run_policy(policy: Mapping[str, Any], at: str, changes: list[str]) -> dict[str, Any]:
-    keys = ("cleanPodPolicy", "ttlSecondsAfterFinished", "backoffLimit", "activeDeadlineSeconds")
-    kept = {k: policy[k] for k in keys if policy.get(k) is not None}
-    for k in sorted(set(policy) - set(keys)):
-        why = (
-            "Kueue admits and queues jobs"
-            if k in ("schedulingPolicy", "suspend")
-            else "not supported"
-        )
-        changes.append(f"{at}.{k}: dropped ({why})")
-    return {"runPolicy": kept} if kept else {}
-
-
-def _trainjob(doc: dict[str, Any], file: str, changes: list[str]) -> _Workload:
-    trainer = _get(doc, "spec", "trainer")
-    if not isinstance(trainer, dict):
-        raise ImportProblem(file, "spec.trainer", "missing; expected image, command, numNodes")
-    runtime = _get(doc, "spec", "runtimeRef", "name")
-    if runtime is not None:
-        changes.append(
-            f"spec.runtimeRef {runtime}: the platform's own runtime for the job's backend "
-            "(add `backend: trainjob` where the stack installs Kubeflow Trainer)"
-        )
-    for k in (
-        "initializer",
-        "podTemplateOverrides",
-        "podSpecOverrides",
-        "datasetConfig",
-        "modelConfig",
-    ):
-        if _get(doc, "spec", k) is not None:
-            changes.append(f"spec.{k}: dropped (not supported; put it in your code or image)")
-    workers = _int(trainer.get("numNodes"), file, "spec.trainer.numNodes", 1)
-    container = dict(trainer)
-    resources = trainer.get("resourcesPerNode")
-    if resources is not None:
-        container["resources"] = resources
-    extra: dict[str, Any] = {}
-    nproc = trainer.get("numProcPerNode")
-    if isinstance(nproc, int) or (isinstance(nproc, str) and nproc.isdigit()):
-        extra["procsPerWorker"] = int(nproc)
-    return _Workload(
-        "TrainJob", _name(doc, file), workers, container, "spec.trainer", {}, "spec", extra
-    )
-
-
-def _indexed_job(doc: dict[str, Any], file: str, changes: list[str]) -> _Workload:
-    spec = _get(doc, "spec")
-    if not isinstance(spec, dict):
-        raise ImportProblem(file, "spec", f"got {spec!r}; expected the Job's spec")
-    mode = spec.get("completionMode")
-    if mode != "Indexed":
-        raise ImportProblem(
-            file,
-            "spec.completionMode",
-            f"got {mode!r}; a distributed job needs Indexed (each pod's JOB_COMPLETION_INDEX is its rank)",
-        )
-    completions = _int(spec.get("completions"), file, "spec.completions", 1)
-    parallelism = _int(spec.get("parallelism"), file, "spec.parallelism", completions)
-    if parallelism != completions:
-        raise ImportProblem(
-            file,
-            "spec.parallelism",
-            f"got {parallelism}, completions {completions}; every rank must run at once (equal values)",
-        )
-    pod = _get(spec, "template", "spec")
-    if not isinstance(pod, dict):
-        raise ImportProblem(file, "spec.template.spec", "missing; expected the pod template's spec")
-    container, at = _container(pod, file, "spec.template.spec", changes)
-    policy = {
-        k: spec[k]
-        for k in ("backoffLimit", "activeDeadlineSeconds", "ttlSecondsAfterFinished")
-        if k in spec
-    }
-    extra = {"runPolicy": policy} if policy else {}
-    extra["backend"] = "indexed-job"
-    changes.append(
-        "kind Job (Indexed) -> backend: indexed-job (no operator; trainforge adds the headless Service and rendezvous)"
-    )
-    return _Workload(
-        "Job", _name(doc, file), completions, container, at, pod, "spec.template.spec", extra
-    )
-
-
-def _name(doc: dict[str, Any], file: str) -> str:
-    name = _get(doc, "metadata", "name")
-    if not isinstance(name, str) or not name:
-        raise ImportProblem(file, "metadata.name", "missing; the job's name comes from it")
-    return name
-
-
-def _workload(docs: list[dict[str, Any]], file: str, changes: list[str]) -> _Workload:
-    found = []
-    for doc in docs:
-        api, kind = str(doc.get("apiVersion", "")), doc.get("kind")
-        if kind == "PyTorchJob" and api.startswith("kubeflow.org/"):
-            found.append((doc, _pytorchjob))
-        elif kind == "TrainJob" and api.startswith("trainer.kubeflow.org/"):
-            found.append((doc, _trainjob))
-        elif kind == "Job" and api == "batch/v1":
-            found.append((doc, _indexed_job))
-    if not found:
-        kinds = ", ".join(sorted({str(d.get("kind")) for d in docs})) or "nothing"
-        raise ImportProblem(file, "kind", f"found {kinds}; expected {SUPPORTED}")
-    if len(found) > 1:
-        names = ", ".join(f"{d.get('kind')} {_get(d, 'metadata', 'name')}" for d, _ in found)
-        raise ImportProblem(file, "kind", f"{len(found)} jobs ({names}); import one job per file")
-    doc, reader = found[0]
-    ns = _get(doc, "metadata", "namespace")
-    if ns:
-        changes.append(f"metadata.namespace {ns}: dropped; the job runs in its team's namespace")
-    return reader(doc, file, changes)
-
-
-def _check_shapes(w: _Workload, docs: list[dict[str, Any]], file: str) -> None:
-    """The fields the translation reads have the types Kubernetes gives them, so a malformed
-    file is one line naming the field, never a Python error."""
-
-    def need(value: Any, kind: type, where: str, what: str) -> None:
-        if value is not None and not isinstance(value, kind):
-            raise ImportProblem(file, where, f"got {value!r}; expected {what}")
-
-    def mappings(value: Any, where: str, names: tuple[str, ...]) -> None:
-        need(value, list, where, "a list")
-        for i, item in enumerate(value or []):
-            need(item, dict, f"{where}[{i}]", "a mapping")
-            if item is None:
-                raise ImportProblem(file, f"{where}[{i}]", "empty; expected a mapping")
-            for n in names:
-                if not isinstance(item.get(n), str):
-                    raise ImportProblem(
-                        file, f"{where}[{i}].{n}", f"got {item.get(n)!r}; expected a string"
-                    )
-
-    c, at = w.container, w.at
-    need(c.get("command"), list, f"{at}.command", "a list of strings")
-    need(c.get("args"), list, f"{at}.args", "a list of strings")
-    mappings(c.get("env"), f"{at}.env", ("name",))
-    resources = c.get("resources")
-    need(resources, dict, f"{at}.resources", "a mapping with limits and requests")
-    for kind in ("limits", "requests"):
-        need(_get(resources, kind), dict, f"{at}.resources.{kind}", "a mapping")
-    mappings(c.get("volumeMounts"), f"{at}.volumeMounts", ("name", "mountPath"))
-    mappings(w.pod.get("volumes"), f"{w.pod_at}.volumes", ("name",))
-    for i, v in enumerate(w.pod.get("volumes") or []):
-        need(v.get("configMap"), dict, f"{w.pod_at}.volumes[{i}].configMap", "a mapping")
-        mappings(_get(v, "configMap", "items"), f"{w.pod_at}.volumes[{i}].configMap.items",
-                 ("key", "path"))  # fmt: skip
-    need(w.pod.get("nodeSelector"), dict, f"{w.pod_at}.nodeSelector", "a mapping")
-    for d in docs:
-        if d.get("kind") == "ConfigMap":
-            need(d.get("data"), dict, f"ConfigMap {_get(d, 'metadata', 'name')}.data", "a mapping")
 
 
 # --- translating -------------------------------------------------------------------------------
@@ -469,29 +154,29 @@ def _program(argv: list[str]) -> _Program:
 
 
 def _code_source(
-    w: _Workload, program: _Program, docs: list[dict[str, Any]], yaml_dir: Path, file: str
+    w: Workload, program: _Program, docs: list[dict[str, Any]], yaml_dir: Path, file: str
 ) -> tuple[str, dict[str, str], str] | None:
     """(what the script is called in the shipped directory, {file name: text}, the ConfigMap) when the
     script comes from a ConfigMap (one in the file, or made from files next to it, as
     `kubectl create configmap --from-file` does); None when it is not mounted from one."""
     volumes = {v.get("name"): v for v in (w.pod.get("volumes") or []) if isinstance(v, dict)}
     for m in w.container.get("volumeMounts") or []:
-        mount = str(_get(m, "mountPath") or "").rstrip("/")
+        mount = str(get(m, "mountPath") or "").rstrip("/")
         if not mount or not program.path.startswith(mount + "/"):
             continue
-        vol = volumes.get(_get(m, "name")) or {}
-        cm = _get(vol, "configMap", "name")
+        vol = volumes.get(get(m, "name")) or {}
+        cm = get(vol, "configMap", "name")
         if not cm:
             continue
         rel = program.path[len(mount) + 1 :]
-        items = {_get(x, "path"): _get(x, "key") for x in _get(vol, "configMap", "items") or []}
+        items = {get(x, "path"): get(x, "key") for x in get(vol, "configMap", "items") or []}
         key = items.get(rel, rel)
         doc = next(
-            (d for d in docs if d.get("kind") == "ConfigMap" and _get(d, "metadata", "name") == cm),
+            (d for d in docs if d.get("kind") == "ConfigMap" and get(d, "metadata", "name") == cm),
             None,
         )
         if doc is not None:
-            data = {str(k): str(v) for k, v in (_get(doc, "data") or {}).items()}
+            data = {str(k): str(v) for k, v in (get(doc, "data") or {}).items()}
             if key not in data:
                 raise ImportProblem(
                     file,
@@ -512,7 +197,7 @@ def _code_source(
             )
         raise ImportProblem(
             file,
-            f"{w.pod_at}.volumes ({_get(m, 'name')})",
+            f"{w.pod_at}.volumes ({get(m, 'name')})",
             f"the script {program.path} comes from ConfigMap {cm!r}, which is neither a "
             f"document of this file nor made from {beside.name} next to it; add the ConfigMap "
             f"(kubectl create configmap {cm} --from-file={key} --dry-run=client -o yaml) or "
@@ -522,7 +207,7 @@ def _code_source(
 
 
 def _gpus(resources: Any, file: str, at: str) -> int:
-    limits, requests = _get(resources, "limits") or {}, _get(resources, "requests") or {}
+    limits, requests = get(resources, "limits") or {}, get(resources, "requests") or {}
     value = limits.get(GPU, requests.get(GPU, 0))
     try:
         gpus = int(str(value))
@@ -604,8 +289,8 @@ def import_workload(
     file = str(path)
     docs = read_documents(path)
     changes: list[str] = []
-    w = _workload(docs, file, changes)
-    _check_shapes(w, docs, file)
+    w = workload(docs, file, changes)
+    check_shapes(w, docs, file)
     c, at = w.container, w.at
     entry: dict[str, Any] = {"name": w.name, "team": team}
 
@@ -626,7 +311,7 @@ def import_workload(
         + (f", {gpus} GPU(s) each -> gpusPerWorker {gpus}" if gpus else "")
     )
     for kind in ("requests", "limits"):
-        for res, value in sorted((_get(c.get("resources"), kind) or {}).items()):
+        for res, value in sorted((get(c.get("resources"), kind) or {}).items()):
             if res == GPU:
                 continue
             what = {
@@ -710,7 +395,7 @@ def import_workload(
     # env: NCCL_* and the user's own kept; what the platform owns dropped
     env: dict[str, str] = {}
     for i, e in enumerate(c.get("env") or []):
-        name = _get(e, "name")
+        name = get(e, "name")
         if not isinstance(name, str):
             raise ImportProblem(file, f"{at}.env[{i}].name", "missing")
         if "valueFrom" in e:
@@ -735,11 +420,11 @@ def import_workload(
     code_mounts = set()
     vols = {v.get("name"): v for v in (w.pod.get("volumes") or []) if isinstance(v, dict)}
     for m in c.get("volumeMounts") or []:
-        vol = vols.get(_get(m, "name")) or {}
+        vol = vols.get(get(m, "name")) or {}
         if "configMap" in vol and files:
             code_mounts.add(m.get("name"))
             continue
-        claim = _get(vol, "persistentVolumeClaim", "claimName")
+        claim = get(vol, "persistentVolumeClaim", "claimName")
         hint = (
             f"declare `volumes: [{{claim: {claim}, mountPath: {m.get('mountPath')}}}]` if the claim is the team's (docs/jobs.md, Storage)"
             if claim
