@@ -40,6 +40,7 @@ def test_imported_jobs_plan_clean_and_run_locally(tmp_path, capsys, monkeypatch)
     for path in (
         BLOG,
         CORPUS / "seed" / "distributed-pytorch-job.yaml",
+        CORPUS / "seed" / "simple-pytorch-job.yaml",  # python -c code, written out
     ):
         assert import_cli.main([str(path), "--stack", "dev", "--out", "imported"]) == 0
         out = capsys.readouterr().out
@@ -58,20 +59,18 @@ def test_imported_jobs_plan_clean_and_run_locally(tmp_path, capsys, monkeypatch)
     names = {dj.spec.name: dj.spec for dj in result.inventory.declared.jobs}
     assert names["blog-ddp"].workers == 2 and names["pytorch-distributed-ddp"].workers == 4
 
+    logs = _run_local(root, "blog-ddp", "--steps", "3")
+    assert "done: 3 steps on 2 ranks" in logs
+    # the seed's inline script (10 tiny epochs; CUDA only where there is one) as it was
+    logs = _run_local(root, "pytorch-simple")
+    assert "Epoch 9, Loss:" in logs and "Training completed successfully!" in logs
+
+
+def _run_local(root: Path, *args: str) -> str:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRAINFORGE_")}
     env.update(PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
     proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "trainforge",
-            "run-local",
-            "--stack",
-            "dev",
-            "blog-ddp",
-            "--steps",
-            "3",
-        ],  # fmt: skip
+        [sys.executable, "-m", "trainforge", "run-local", "--stack", "dev", *args],
         cwd=root,
         env=env,
         capture_output=True,
@@ -80,7 +79,7 @@ def test_imported_jobs_plan_clean_and_run_locally(tmp_path, capsys, monkeypatch)
     )
     logs = proc.stdout + proc.stderr
     assert proc.returncode == 0, logs[-3000:]
-    assert "done: 3 steps on 2 ranks" in logs
+    return logs
 
 
 def test_bad_input_and_flags_are_one_line_without_a_traceback(tmp_path, capsys):
