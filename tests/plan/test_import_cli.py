@@ -1,6 +1,7 @@
-"""`trainforge import` end to end (issue #43): the seeds' PyTorchJob and a blog-style one with a
-ConfigMap script become entries of a copy of the dev stack that plans CLEAN, and the blog job
-runs under `run-local` (3 steps, 2 CPU ranks). Heavy: one plan of dev and one run-local."""
+"""`trainforge import` end to end (issue #43): the seeds' PyTorchJobs and a blog-style one with a
+ConfigMap script become entries of a copy of the dev stack that plans CLEAN; the blog job (3
+steps, 2 CPU ranks) and the seed's inline script run under `run-local`. Heavy: one plan of
+dev and two run-locals."""
 
 from __future__ import annotations
 
