@@ -26,7 +26,7 @@ RUNTIME = "the platform's runtime image (runtime: torch 2.13.0, mlflow, boto3)"
 
 def imp(path: Path, **kw):
     args = dict(pools=POOLS, team="research", out_dir="imported", docker_hub_routed=False,
-                runtime_image=RUNTIME)  # fmt: skip
+                runtime_image=RUNTIME, backends=("pytorchjob",))  # fmt: skip
     args.update(kw)
     return import_workload(path, **args)
 
@@ -131,7 +131,10 @@ def test_a_trainjob(tmp_path):
     assert r.entry["image"] == "ghcr.io/acme/trainer:1.0"  # the script is in it
     assert r.entry["env"] == {"NCCL_DEBUG": "WARN"}
     assert any("env MASTER_PORT: dropped" in c for c in r.changes)
-    assert any("spec.runtimeRef torch-distributed" in c for c in r.changes)
+    assert any("spec.runtimeRef torch-distributed: dropped" in c for c in r.changes)
+    assert "backend" not in r.entry  # this stack installs no Kubeflow Trainer: said so
+    assert any("kind TrainJob -> the stack's backend (pytorchjob)" in c for c in r.changes)
+    assert imp(path, backends=("pytorchjob", "trainjob")).entry["backend"] == "trainjob"
 
 
 def test_an_indexed_job(tmp_path):

@@ -205,8 +205,8 @@ def _trainjob(doc: dict[str, Any], file: str, changes: list[str]) -> Workload:
     runtime = get(doc, "spec", "runtimeRef", "name")
     if runtime is not None:
         changes.append(
-            f"spec.runtimeRef {runtime}: the platform's own runtime for the job's backend "
-            "(add `backend: trainjob` where the stack installs Kubeflow Trainer)"
+            f"spec.runtimeRef {runtime}: dropped; on the trainjob backend the job runs on the "
+            "platform's own ClusterTrainingRuntime"
         )
     for k in (
         "initializer",

@@ -280,12 +280,15 @@ def import_workload(
     docker_hub_routed: bool,
     runtime_image: str | None,
     pool_name: str | None = None,
+    backends: tuple[str, ...] = (),
 ) -> Imported:
     """Translate the job in the YAML file `path` into a `trainforge:jobs` entry.
 
     `out_dir`: the project-relative folder the job's code goes to (`<out_dir>/<job>/`);
     `docker_hub_routed`: the stack pulls Docker Hub through its cache with a credential;
-    `runtime_image`: what a job without `image` runs (a sentence for the change lines)."""
+    `runtime_image`: what a job without `image` runs (a sentence for the change lines);
+    `backends`: the job backends the stack installs (a TrainJob stays one where it has
+    Kubeflow Trainer)."""
     file = str(path)
     docs = read_documents(path)
     changes: list[str] = []
@@ -435,6 +438,18 @@ def import_workload(
         changes.append(f"{at}.{k}: dropped; {_DROPPED_WHY.get(k, 'not supported')}")
     for k in sorted(set(w.pod) - {"containers", "volumes"}):
         changes.append(f"{w.pod_at}.{k}: dropped; {_DROPPED_WHY.get(k, 'not supported')}")
+    if w.kind == "TrainJob":
+        if "trainjob" in backends:
+            entry["backend"] = "trainjob"
+            changes.append(
+                "kind TrainJob -> backend: trainjob (the stack installs Kubeflow Trainer)"
+            )
+        else:
+            installed = ", ".join(backends) or "its default"
+            changes.append(
+                f"kind TrainJob -> the stack's backend ({installed}): it installs no Kubeflow "
+                "Trainer; add trainjob to trainforge:jobBackends and `backend: trainjob` to keep one"
+            )
     entry.update(w.extra)
     return Imported(
         f"{w.kind} {w.name}",

@@ -187,6 +187,7 @@ def main(argv: list[str] | None = None) -> int:
             docker_hub_routed=routes is not None and "docker-hub" in routes.prefixes,
             runtime_image=_runtime_image(contract),
             pool_name=args.pool,
+            backends=tuple(contract.backends),
         )
         if args.out is not None:
             _write(root, result.files)
