@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import yaml
 
 from trainforge.core import versions
@@ -60,3 +61,39 @@ def test_the_plan_flags_only_the_job_whose_code_imports_mlflow():
     section = next(s for s in result.sections if s.title.startswith("Images"))
     text = "\n".join(section.lines)
     assert "MLflow: not used (no shipped file imports mlflow or trainforge)" in text
+
+
+def test_declared_no_mlflow_refuses_only_own_code_that_uses_it(monkeypatch):
+    """`imageFacts: {mlflow: false}` with the platform's MLflow on: the bundled runtime and a
+    script importing mlflow are refused at preview; a plain script is not (it was, before)."""
+    import pulumi
+
+    from trainforge.core.errors import JobConfigError
+    from trainforge.jobs.declare import check_jobs
+    from trainforge.plan.mocks import make_mocks
+    from trainforge.platform.config import parse_config
+    from trainforge.platform.published import contract_from_config
+
+    monkeypatch.chdir(ROOT)  # scripts are relative to the project directory
+    pulumi.runtime.set_mocks(make_mocks(preview=True))
+    raw = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())["config"]
+    config = {
+        k.removeprefix("trainforge:"): v for k, v in raw.items() if k.startswith("trainforge:")
+    }
+    platform = contract_from_config(parse_config(config))
+    assert platform.mlflow_tracking_uri is not None
+    job = {
+        "name": "own",
+        "team": "research",
+        "pool": "training-workloads",
+        "image": "ghcr.io/acme/trainer:1.0",
+        "imageFacts": {"mlflow": False},
+    }
+    check_jobs(platform, [{**job, "entrypoint": {"script": "examples/plain/train.py"}}])
+    tracked = {**job, "entrypoint": {"script": "tests/fixtures/import/tracked/train.py"}}
+    for refused in (tracked, job):  # own code importing mlflow; the bundled runtime
+        with pytest.raises(JobConfigError) as err:
+            check_jobs(platform, [refused])
+        (line,) = err.value.errors
+        assert line.startswith("trainforge:jobs[0].image: got 'ghcr.io/acme/trainer:1.0'")
+        assert "needs mlflow (mlflow-skinny)" in line

@@ -39,6 +39,7 @@ from trainforge.core.contract import JobTarget
 from trainforge.core.errors import JobConfigError
 from trainforge.jobs import codeship, images
 from trainforge.jobs.codeship import CODE_MOUNT, USER_CODE_MOUNT, CodeBundle
+from trainforge.jobs.image_facts import missing_pieces
 from trainforge.jobs.spec import EntrypointSpec, JobSpec
 from trainforge.stack.jobs import FLAG_OF
 from trainforge.training import contract as c
@@ -438,6 +439,24 @@ def first_importer(files: Iterable[tuple[str, str]], *packages: str) -> str | No
 def imports_trainforge(bundle: CodeBundle) -> str | None:
     """The first shipped file that imports trainforge (so needs the runtime library), if any."""
     return first_importer(bundle.files, "trainforge")
+
+
+def refuse_missing_mlflow(
+    job: JobSpec, target: JobTarget, bundle: CodeBundle | None, where: str
+) -> None:
+    """Own shipped code on an image declared without mlflow (`imageFacts: {mlflow: false}`),
+    on a platform that runs MLflow: refused when a shipped file uses MLflow (`logs_to_mlflow`),
+    as `wiring.resolve_job` refuses the bundled runtime there; a script that never imports it
+    runs fine."""
+    facts = job.image_facts
+    if facts is None or target.mlflow_tracking_uri is None or bundle is None:
+        return
+    if not logs_to_mlflow(job, bundle.files):
+        return
+    for miss in missing_pieces(
+        facts, mlflow=True, s3_mirror=False, efa=False, where=where, image=job.image
+    ):
+        raise JobConfigError(miss.key, miss.value, miss.message(job.image or "(stock PyTorch)"))
 
 
 def logs_to_mlflow(job: JobSpec, files: Iterable[tuple[str, str]] | None) -> bool:
