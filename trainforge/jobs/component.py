@@ -352,6 +352,7 @@ class TrainingJob(pulumi.ComponentResource):
         if user_code is None:
             # Paths are relative to the project directory, where Pulumi runs the program.
             user_code = entrypoint.user_code(job, ".", where)
+        entrypoint.refuse_missing_mlflow(job, target, user_code, where)
         emitted = emit(job, target, code, user_code)
         if waits:
             opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=waits))

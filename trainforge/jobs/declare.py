@@ -56,9 +56,11 @@ def check_jobs(contract: PlatformContract, raw_jobs: Any) -> None:
         if not known or spec is None:
             continue
         try:
-            job = resolve_job(spec, contract.target(spec.team, spec.pool, where), where)
+            target = contract.target(spec.team, spec.pool, where)
+            job = resolve_job(spec, target, where)
             # the job's own code: the files exist, fit a ConfigMap, the script parses
-            entrypoint.user_code(job, ".", where)
+            bundle = entrypoint.user_code(job, ".", where)
+            entrypoint.refuse_missing_mlflow(job, target, bundle, where)
         except JobConfigError as e:
             errors.extend(getattr(e, "errors", None) or [str(e)])
     if errors:

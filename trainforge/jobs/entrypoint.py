@@ -29,6 +29,7 @@ from __future__ import annotations
 import ast
 import posixpath
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,7 @@ from trainforge.core.contract import JobTarget
 from trainforge.core.errors import JobConfigError
 from trainforge.jobs import codeship, images
 from trainforge.jobs.codeship import CODE_MOUNT, USER_CODE_MOUNT, CodeBundle
+from trainforge.jobs.image_facts import missing_pieces
 from trainforge.jobs.spec import EntrypointSpec, JobSpec
 from trainforge.stack.jobs import FLAG_OF
 from trainforge.training import contract as c
@@ -413,9 +415,10 @@ def user_code(job: JobSpec, project_dir: Path | str, where: str) -> CodeBundle |
     return bundle
 
 
-def imports_trainforge(bundle: CodeBundle) -> str | None:
-    """The first shipped file that imports trainforge (so needs the runtime library), if any."""
-    for path, text in bundle.files:
+def first_importer(files: Iterable[tuple[str, str]], *packages: str) -> str | None:
+    """The first of `files` (path, text) whose Python imports one of `packages` (or a module
+    under it), if any. Read from the source (ast), never run."""
+    for path, text in files:
         if not path.endswith(".py"):
             continue
         try:
@@ -428,9 +431,45 @@ def imports_trainforge(bundle: CodeBundle) -> str | None:
                 names = [a.name for a in node.names]
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 names = [node.module]
-            if any(n == "trainforge" or n.startswith("trainforge.") for n in names):
+            if any(n.split(".")[0] in packages for n in names):
                 return path
     return None
+
+
+def imports_trainforge(bundle: CodeBundle) -> str | None:
+    """The first shipped file that imports trainforge (so needs the runtime library), if any."""
+    return first_importer(bundle.files, "trainforge")
+
+
+def refuse_missing_mlflow(
+    job: JobSpec, target: JobTarget, bundle: CodeBundle | None, where: str
+) -> None:
+    """Own shipped code on an image declared without mlflow (`imageFacts: {mlflow: false}`),
+    on a platform that runs MLflow: refused when a shipped file uses MLflow (`logs_to_mlflow`),
+    as `wiring.resolve_job` refuses the bundled runtime there; a script that never imports it
+    runs fine."""
+    facts = job.image_facts
+    if facts is None or target.mlflow_tracking_uri is None or bundle is None:
+        return
+    if not logs_to_mlflow(job, bundle.files):
+        return
+    for miss in missing_pieces(
+        facts, mlflow=True, s3_mirror=False, efa=False, where=where, image=job.image
+    ):
+        raise JobConfigError(miss.key, miss.value, miss.message(job.image or "(stock PyTorch)"))
+
+
+def logs_to_mlflow(job: JobSpec, files: Iterable[tuple[str, str]] | None) -> bool:
+    """Whether the job's code talks to the platform's MLflow, so its image needs mlflow.
+
+    The bundled runtime does (trainforge.training.metrics). Your own shipped code does only if
+    a file imports mlflow, or trainforge (whose MetricsReporter logs to MLflow): a plain DDP
+    script never calls MLflow, and the platform's MLFLOW_TRACKING_URI in its environment
+    changes nothing. Code in the image or a `command` cannot be read here: assumed to."""
+    entry = job.entrypoint
+    if entry is None or not entry.ships_code or files is None:
+        return True
+    return first_importer(files, "mlflow", "trainforge") is not None
 
 
 def _check_library_torch(job: JobSpec, bundle: CodeBundle, where: str) -> None:

@@ -21,7 +21,7 @@ from typing import Any
 
 from trainforge.core import image_routes, versions
 from trainforge.jobs import dockerfile
-from trainforge.jobs.entrypoint import mirrors_to_s3
+from trainforge.jobs.entrypoint import logs_to_mlflow, mirrors_to_s3
 from trainforge.jobs.image_facts import UNKNOWN, ImageFacts, missing_pieces
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.checks import build_context
@@ -43,7 +43,16 @@ RULES = {
 BUILD_TYPE = "docker-build:index:Image"
 
 
-def _features(job: Any, target: Any, facts: ImageFacts) -> list[str]:
+def _shipped_files(emitted: Any) -> list[tuple[str, str]] | None:
+    """(ConfigMap key, text) of a job's own shipped code (keys keep the files' suffixes,
+    trainforge.jobs.codeship.key_for); None when it ships none."""
+    cm = getattr(emitted, "user_configmap", None)
+    if not cm:
+        return None
+    return [(k, v) for k, v in (cm.get("data") or {}).items() if isinstance(v, str)]
+
+
+def _features(job: Any, target: Any, facts: ImageFacts, mlflow_used: bool = True) -> list[str]:
     """What the runtime will say about MLflow, the S3 mirror and NCCL's network."""
 
     def has(piece: Any) -> str:
@@ -52,6 +61,8 @@ def _features(job: Any, target: Any, facts: ImageFacts) -> list[str]:
     out = []
     if target.mlflow_tracking_uri is None:
         out.append("MLflow: off (the platform runs no MLflow)")
+    elif not mlflow_used:
+        out.append("MLflow: not used (no shipped file imports mlflow or trainforge)")
     elif facts.mlflow is False:
         out.append("MLflow: off (mlflow not installed) <- the platform runs MLflow")
     else:
@@ -226,7 +237,8 @@ def check(ctx: PlanContext) -> CheckResult:
 
             facts = facts_for(job.image or versions.PYTORCH_IMAGE, None)
         name = f"{target.namespace}/{job.name}"
-        feats = _features(job, target, facts)
+        mlflow_used = logs_to_mlflow(job, _shipped_files(dj.emitted))
+        feats = _features(job, target, facts, mlflow_used)
         lines += [
             f"  {name}: {job.image or '(pool default)'}",
             f"    facts: {facts.describe()}",
@@ -236,7 +248,7 @@ def check(ctx: PlanContext) -> CheckResult:
         data.append({"job": name, "image": job.image, "facts": facts.as_dict(), "features": feats})
         for miss in missing_pieces(
             facts,
-            mlflow=target.mlflow_tracking_uri is not None,
+            mlflow=target.mlflow_tracking_uri is not None and mlflow_used,
             s3_mirror=mirrors_to_s3(job, target),
             efa=bool(job.efa),
             where=name,

@@ -738,7 +738,8 @@ RULES: tuple[Rule, ...] = (
         "TRAINFORGE_DOCKER_HUB",
         "No image is pulled from Docker Hub without credentials",
         "use the image's ECR Public / registry.k8s.io / Quay copy (pulled through the stack's "
-        "cache), or set trainforge:images.dockerHubCredentialArn so Docker Hub images are",
+        "cache), or set trainforge:images.dockerHubCredentialArn so Docker Hub images are "
+        "pulled through the cache's docker-hub rule with that credential (docs/images.md)",
         _pod_rule(pod_image_not_docker_hub),
     ),
     Rule(

@@ -1,0 +1,99 @@
+"""MLflow on the platform needs mlflow in a job's image only when the job's code uses it
+(issue #43: a plain DDP script on the stock PyTorch image got "MLflow ... needs mlflow, which
+image ... lacks", though it never imports mlflow)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from trainforge.core import versions
+from trainforge.jobs.entrypoint import first_importer, logs_to_mlflow
+from trainforge.jobs.spec import parse_job
+from trainforge.plan.core import plan_project
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _job(**entry):
+    raw = {"name": "j", "team": "research", "pool": "training-workloads"}
+    if entry:
+        raw["entrypoint"] = entry
+    return parse_job(raw, "j")
+
+
+def test_who_uses_mlflow_is_read_from_the_shipped_code():
+    plain = [("train.py", "import torch\nimport os\n")]
+    tracked = [("train.py", "import torch\n"), ("log.py", "from mlflow import log_metric\n")]
+    reporter = [("train.py", "from trainforge.training.metrics import MetricsReporter\n")]
+    script = _job(script="examples/plain/train.py")
+    assert not logs_to_mlflow(script, plain)
+    assert logs_to_mlflow(script, tracked)
+    assert logs_to_mlflow(script, reporter)  # MetricsReporter logs to MLflow
+    assert logs_to_mlflow(_job(), None)  # the bundled runtime logs to MLflow
+    assert first_importer([("a.txt", "import mlflow")], "mlflow") is None  # not Python
+    assert first_importer([("x.py", "import mlflowish")], "mlflow") is None
+
+
+def test_the_plan_flags_only_the_job_whose_code_imports_mlflow():
+    doc = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())
+    jobs = doc["config"]["trainforge:jobs"]
+    stock = versions.PYTORCH_IMAGE
+    for name, script in (
+        ("plain-stock", "examples/plain/train.py"),
+        ("tracked-stock", "tests/fixtures/import/tracked/train.py"),
+    ):
+        jobs.append(
+            {
+                "name": name,
+                "team": "research",
+                "pool": "training-workloads",
+                "image": stock,
+                "entrypoint": {"script": script},
+            }
+        )
+    result = plan_project(ROOT, "dev", standins=False, config_overrides={"trainforge:jobs": jobs})
+    pieces = [v for v in result.failing if v.rule == "TRAINFORGE_IMAGE_PIECE"]
+    assert [v.message.split(":")[0] for v in pieces] == ["research/tracked-stock"]
+    assert "needs mlflow" in pieces[0].message
+    section = next(s for s in result.sections if s.title.startswith("Images"))
+    text = "\n".join(section.lines)
+    assert "MLflow: not used (no shipped file imports mlflow or trainforge)" in text
+
+
+def test_declared_no_mlflow_refuses_only_own_code_that_uses_it(monkeypatch):
+    """`imageFacts: {mlflow: false}` with the platform's MLflow on: the bundled runtime and a
+    script importing mlflow are refused at preview; a plain script is not (it was, before)."""
+    import pulumi
+
+    from trainforge.core.errors import JobConfigError
+    from trainforge.jobs.declare import check_jobs
+    from trainforge.plan.mocks import make_mocks
+    from trainforge.platform.config import parse_config
+    from trainforge.platform.published import contract_from_config
+
+    monkeypatch.chdir(ROOT)  # scripts are relative to the project directory
+    pulumi.runtime.set_mocks(make_mocks(preview=True))
+    raw = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())["config"]
+    config = {
+        k.removeprefix("trainforge:"): v for k, v in raw.items() if k.startswith("trainforge:")
+    }
+    platform = contract_from_config(parse_config(config))
+    assert platform.mlflow_tracking_uri is not None
+    job = {
+        "name": "own",
+        "team": "research",
+        "pool": "training-workloads",
+        "image": "ghcr.io/acme/trainer:1.0",
+        "imageFacts": {"mlflow": False},
+    }
+    check_jobs(platform, [{**job, "entrypoint": {"script": "examples/plain/train.py"}}])
+    tracked = {**job, "entrypoint": {"script": "tests/fixtures/import/tracked/train.py"}}
+    for refused in (tracked, job):  # own code importing mlflow; the bundled runtime
+        with pytest.raises(JobConfigError) as err:
+            check_jobs(platform, [refused])
+        (line,) = err.value.errors
+        assert line.startswith("trainforge:jobs[0].image: got 'ghcr.io/acme/trainer:1.0'")
+        assert "needs mlflow (mlflow-skinny)" in line

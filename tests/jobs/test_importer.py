@@ -1,0 +1,256 @@
+"""`trainforge.jobs.importer`: the seeds' YAML and a blog-style PyTorchJob -> a stack job entry,
+with every change named; bad input is one line naming the file and the field (issue #43)."""
+
+from __future__ import annotations
+
+import dataclasses
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.jobs.helpers import CPU_POOL, EFA_POOL, GPU_POOL
+from trainforge.jobs.importer import ImportProblem, import_workload
+
+ROOT = Path(__file__).resolve().parents[2]
+CORPUS = ROOT / "tests" / "fixtures" / "import"
+BLOG = ROOT / "examples" / "kubeflow" / "pytorchjob.yaml"  # the blog-style job
+ONE_GPU = dataclasses.replace(
+    GPU_POOL, name="gpu-small", instance_types=("g5.xlarge",), gpus_per_node=1
+)
+POOLS = {p.name: p for p in (CPU_POOL, ONE_GPU, GPU_POOL, EFA_POOL)}
+RUNTIME = "the platform's runtime image (runtime: torch 2.13.0, mlflow, boto3)"
+
+
+def imp(path: Path, **kw):
+    args = dict(pools=POOLS, team="research", out_dir="imported", docker_hub_routed=False,
+                runtime_image=RUNTIME, backends=("pytorchjob",))  # fmt: skip
+    args.update(kw)
+    return import_workload(path, **args)
+
+
+def write(tmp_path: Path, text: str, name: str = "job.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def test_the_blog_pytorchjob_with_its_configmap_script():
+    r = imp(BLOG)
+    assert r.source == "PyTorchJob blog-ddp"
+    assert r.entry == {
+        "name": "blog-ddp",
+        "team": "research",
+        "pool": "gpu-small",  # 1 GPU per pod: the smallest GPU pool that holds it
+        "workers": 2,  # Master + 1 Worker
+        "gpusPerWorker": 1,
+        "entrypoint": {"script": "imported/blog-ddp/train.py", "args": ["--steps", "200"]},
+        "env": {"NCCL_DEBUG": "INFO", "NCCL_SOCKET_IFNAME": "eth0"},
+    }
+    docs = list(yaml.safe_load_all(BLOG.read_text()))
+    assert r.files == {"imported/blog-ddp/train.py": docs[0]["data"]["train.py"]}
+    text = "\n".join(r.changes)
+    # the Docker Hub image gives way to the platform's, and the line says why and how to keep it
+    assert "image pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime: dropped" in text
+    assert "TRAINFORGE_DOCKER_HUB" in text and RUNTIME in text
+    assert "dockerHubCredentialArn" in text
+    assert "resources.limits.cpu 4: dropped" in text and "resources.limits.memory 8Gi" in text
+    assert "(ConfigMap training-script) -> entrypoint.script imported/blog-ddp/train.py" in text
+    assert "env NCCL_DEBUG, NCCL_SOCKET_IFNAME: kept" in text
+    assert "metadata.namespace kubeflow: dropped" in text
+    assert "imagePullPolicy: dropped" in text
+    # with a Docker Hub credential the stack pulls it through its cache: kept
+    kept = imp(BLOG, docker_hub_routed=True)
+    assert kept.entry["image"] == "pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime"
+
+
+def test_the_seed_pytorchjob_whose_configmap_is_made_from_the_script_beside_it():
+    r = imp(CORPUS / "seed" / "distributed-pytorch-job.yaml", out_dir="jobs")
+    assert r.entry["workers"] == 4 and r.entry["gpusPerWorker"] == 1
+    assert r.entry["entrypoint"] == {"script": "jobs/pytorch-distributed-ddp/train_ddp.py"}
+    assert r.entry["env"] == {"NCCL_DEBUG": "INFO"}
+    assert "image" not in r.entry
+    (path, text) = next(iter(r.files.items()))
+    assert path == "jobs/pytorch-distributed-ddp/train_ddp.py"
+    assert text == (CORPUS / "seed" / "train_ddp.py").read_text()
+    assert any("made from train_ddp.py beside the YAML" in c for c in r.changes)
+
+
+def test_the_seed_inline_python_is_written_out_as_a_script():
+    r = imp(CORPUS / "seed" / "simple-pytorch-job.yaml")
+    assert r.entry["workers"] == 1 and r.entry["pool"] == "gpu-small"
+    assert r.entry["entrypoint"] == {"script": "imported/pytorch-simple/main.py"}
+    code = r.files["imported/pytorch-simple/main.py"]
+    assert code.startswith("import torch\n") and 'print("Training completed successfully!")' in code
+    compile(code, "main.py", "exec")
+
+
+def test_the_seed_elastic_job_maps_its_policy_and_keeps_the_image_its_command_needs():
+    r = imp(CORPUS / "seed" / "elastic-pytorch-job.yaml")
+    assert r.entry["preset"] == "elastic"
+    assert r.entry["elastic"] == {"minWorkers": 2, "maxWorkers": 4, "maxRestarts": 10}
+    # /workspace/train_elastic.py is mounted from nothing: it must be in the image
+    assert r.entry["image"] == "pytorch/pytorch:2.0.1-cuda11.8-cudnn8-runtime"
+    assert r.entry["entrypoint"]["command"][0] == "torchrun"
+    text = "\n".join(r.changes)
+    assert "metrics (HPA) dropped" in text and "TRAINFORGE_DOCKER_HUB" in text
+
+
+def test_a_job_without_a_command_is_refused_naming_the_field():
+    path = CORPUS / "seed" / "pytorch-mnist.yaml"
+    with pytest.raises(ImportProblem) as e:
+        imp(path)
+    assert str(e.value).startswith(
+        f"{path}: spec.pytorchReplicaSpecs.Master.template.spec.containers[0].command: not set"
+    )
+    assert "\n" not in str(e.value)
+
+
+def test_a_trainjob(tmp_path):
+    path = write(
+        tmp_path,
+        """
+        apiVersion: trainer.kubeflow.org/v1alpha1
+        kind: TrainJob
+        metadata: {name: tj}
+        spec:
+          runtimeRef: {name: torch-distributed}
+          trainer:
+            image: ghcr.io/acme/trainer:1.0
+            command: [torchrun, --nproc-per-node, "4", /code/train.py, --epochs, "1"]
+            numNodes: 2
+            resourcesPerNode: {limits: {nvidia.com/gpu: 4}}
+            env: [{name: NCCL_DEBUG, value: WARN}, {name: MASTER_PORT, value: "1234"}]
+    """,
+    )
+    r = imp(path)
+    assert r.entry["pool"] == "gpu-workloads" and r.entry["workers"] == 2
+    assert r.entry["gpusPerWorker"] == 4
+    assert r.entry["image"] == "ghcr.io/acme/trainer:1.0"  # the script is in it
+    assert r.entry["env"] == {"NCCL_DEBUG": "WARN"}
+    assert any("env MASTER_PORT: dropped" in c for c in r.changes)
+    assert any("spec.runtimeRef torch-distributed: dropped" in c for c in r.changes)
+    assert "backend" not in r.entry  # this stack installs no Kubeflow Trainer: said so
+    assert any("kind TrainJob -> the stack's backend (pytorchjob)" in c for c in r.changes)
+    assert imp(path, backends=("pytorchjob", "trainjob")).entry["backend"] == "trainjob"
+
+
+def test_an_indexed_job(tmp_path):
+    path = write(
+        tmp_path,
+        """
+        apiVersion: batch/v1
+        kind: Job
+        metadata: {name: ij}
+        spec:
+          completionMode: Indexed
+          completions: 3
+          parallelism: 3
+          backoffLimit: 2
+          template:
+            spec:
+              restartPolicy: Never
+              nodeSelector: {node.kubernetes.io/instance-type: p5.48xlarge}
+              containers:
+                - name: train
+                  image: ghcr.io/acme/trainer:1.0
+                  command: [python3, -u, /code/train.py]
+                  env:
+                    - {name: RANK, valueFrom: {fieldRef: {fieldPath: "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}}
+                    - {name: MASTER_ADDR, value: ij-0.ij}
+                  resources: {limits: {nvidia.com/gpu: 1}}
+                  volumeMounts: [{name: code, mountPath: /code}]
+              volumes: [{name: code, configMap: {name: code}}]
+        ---
+        apiVersion: v1
+        kind: ConfigMap
+        metadata: {name: code}
+        data: {train.py: "print('hi')\\n", util.py: "X = 1\\n"}
+    """,
+    )
+    r = imp(path)
+    assert r.entry["backend"] == "indexed-job" and r.entry["workers"] == 3
+    assert r.entry["pool"] == "efa-p5"  # the nodeSelector's instance type
+    assert r.entry["runPolicy"] == {"backoffLimit": 2}
+    assert r.entry["entrypoint"] == {"script": "imported/ij/train.py"}
+    assert sorted(r.files) == ["imported/ij/train.py", "imported/ij/util.py"]
+    assert "env" not in r.entry
+    text = "\n".join(r.changes)
+    assert "env RANK: dropped (valueFrom" in text and "env MASTER_ADDR: dropped" in text
+
+
+@pytest.mark.parametrize(
+    ("text", "where", "says"),
+    [
+        ("a: [1,\n", "line 2", "not valid YAML"),
+        ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n", "kind", "found ConfigMap"),
+        (
+            "apiVersion: batch/v1\nkind: Job\nmetadata: {name: j}\nspec: {completions: 2}\n",
+            "spec.completionMode",
+            "got None; a distributed job needs Indexed",
+        ),
+        (
+            "apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata: {name: p}\nspec:\n"
+            "  pytorchReplicaSpecs:\n    Worker:\n      replicas: 2\n      template:\n"
+            "        spec:\n          containers:\n            - name: pytorch\n"
+            "              image: ghcr.io/a/b:1\n              command: [python, /w/t.py]\n"
+            "              resources: {limits: {nvidia.com/gpu: 16}}\n",
+            "spec.pytorchReplicaSpecs.Worker.template.spec.containers[0].resources.limits[nvidia.com/gpu]",
+            "16 GPU(s) per pod, and no pool of the stack has that many per node",
+        ),
+        (
+            "apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata: {name: p}\nspec:\n"
+            "  pytorchReplicaSpecs:\n    Master:\n      template:\n        spec:\n"
+            "          containers:\n            - name: pytorch\n              image: ghcr.io/a/b:1\n"
+            "              command: [python, /w/t.py]\n              volumeMounts: [{name: c, mountPath: /w}]\n"
+            "          volumes: [{name: c, configMap: {name: scripts}}]\n",
+            "spec.pytorchReplicaSpecs.Master.template.spec.volumes (c)",
+            "ConfigMap 'scripts', which is neither a document of this file nor made from t.py",
+        ),
+    ],
+)
+def test_bad_input_is_one_line_naming_the_file_and_the_field(tmp_path, text, where, says):
+    path = write(tmp_path, text)
+    with pytest.raises(ImportProblem) as e:
+        imp(path)
+    line = str(e.value)
+    assert line.startswith(f"{path}: {where}: "), line
+    assert says in line and "\n" not in line
+
+
+MASTER = "spec.pytorchReplicaSpecs.Master.template.spec"
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "where", "expected"),
+    [
+        (("c", 0, "command"), "python /w/t.py", f"{MASTER}.containers[0].command", "a list of strings"),
+        (("c", 0, "env"), {"NCCL_DEBUG": "INFO"}, f"{MASTER}.containers[0].env", "a list"),
+        (("c", 0, "resources", "limits"), "1", f"{MASTER}.containers[0].resources.limits", "a mapping"),
+        (("c", 0, "volumeMounts", 0, "name"), ["code"], f"{MASTER}.containers[0].volumeMounts[0].name",
+         "a string"),
+        (("p", "volumes"), "code", f"{MASTER}.volumes", "a list"),
+    ],
+)  # fmt: skip
+def test_a_malformed_field_is_one_line_not_a_python_error(tmp_path, path, value, where, expected):
+    docs = list(yaml.safe_load_all(BLOG.read_text()))
+    pod = docs[1]["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
+    target: Any = {"c": pod["containers"], "p": pod}  # a container's field, or the pod's
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump_all(docs))
+    with pytest.raises(ImportProblem) as e:
+        imp(bad)
+    assert str(e.value).startswith(f"{bad}: {where}: got {value!r}; expected {expected}")
+
+
+def test_a_python_program_is_not_read(tmp_path):
+    path = write(tmp_path, "from kubeflow.trainer import TrainerClient\n", "prog.py")
+    with pytest.raises(
+        ImportProblem, match=r"prog.py: file: a Python program; trainforge import reads YAML only"
+    ):
+        imp(path)

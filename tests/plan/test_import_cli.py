@@ -1,0 +1,135 @@
+"""`trainforge import` end to end (issue #43): the seeds' PyTorchJobs and a blog-style one with a
+ConfigMap script become entries of a copy of the dev stack that plans CLEAN; the blog job (3
+steps, 2 CPU ranks) and the seed's inline script run under `run-local`. Heavy: one plan of
+dev and two run-locals."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from trainforge.plan import import_cli
+from trainforge.plan.core import plan_project
+
+ROOT = Path(__file__).resolve().parents[2]
+CORPUS = ROOT / "tests" / "fixtures" / "import"
+BLOG = ROOT / "examples" / "kubeflow" / "pytorchjob.yaml"  # the blog-style job
+
+
+def _project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    root.mkdir()
+    for name in ("Pulumi.yaml", "__main__.py", "Pulumi.dev.yaml"):
+        shutil.copy(ROOT / name, root / name)
+    shutil.copytree(ROOT / "examples", root / "examples")
+    return root
+
+
+def _entries(out: str) -> list[dict]:
+    return yaml.safe_load("\n".join(ln for ln in out.splitlines() if not ln.startswith("#")))
+
+
+def test_imported_jobs_plan_clean_and_run_locally(tmp_path, capsys, monkeypatch):
+    root = _project(tmp_path)
+    monkeypatch.chdir(root)
+    entries = []
+    for path in (
+        BLOG,
+        CORPUS / "seed" / "distributed-pytorch-job.yaml",
+        CORPUS / "seed" / "simple-pytorch-job.yaml",  # python -c code, written out
+    ):
+        assert import_cli.main([str(path), "--stack", "dev", "--out", "imported"]) == 0
+        out = capsys.readouterr().out
+        assert "# Files to ship (written):" in out
+        entries += _entries(out)
+    assert (root / "imported/blog-ddp/train.py").is_file()
+    assert (root / "imported/pytorch-distributed-ddp/train_ddp.py").read_text() == (
+        CORPUS / "seed" / "train_ddp.py"
+    ).read_text()
+
+    stack = yaml.safe_load((root / "Pulumi.dev.yaml").read_text())
+    stack["config"]["trainforge:jobs"] += entries
+    (root / "Pulumi.dev.yaml").write_text(yaml.safe_dump(stack, sort_keys=False))
+    result = plan_project(root, "dev", standins=False)
+    assert result.clean, [(v.rule, v.message) for v in result.failing]
+    names = {dj.spec.name: dj.spec for dj in result.inventory.declared.jobs}
+    assert names["blog-ddp"].workers == 2 and names["pytorch-distributed-ddp"].workers == 4
+
+    logs = _run_local(root, "blog-ddp", "--steps", "3")
+    assert "done: 3 steps on 2 ranks" in logs
+    # the seed's inline script (10 tiny epochs; CUDA only where there is one) as it was
+    logs = _run_local(root, "pytorch-simple")
+    assert "Epoch 9, Loss:" in logs and "Training completed successfully!" in logs
+
+
+def _run_local(root: Path, *args: str) -> str:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRAINFORGE_")}
+    env.update(PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
+    proc = subprocess.run(
+        [sys.executable, "-m", "trainforge", "run-local", "--stack", "dev", *args],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    logs = proc.stdout + proc.stderr
+    assert proc.returncode == 0, logs[-3000:]
+    return logs
+
+
+def test_bad_input_and_flags_are_one_line_without_a_traceback(tmp_path, capsys):
+    root = _project(tmp_path)
+    missing = tmp_path / "nope.yaml"
+    assert import_cli.main([str(missing), "--project-dir", str(root)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"trainforge import: {missing}: file: no such file\n"
+    blog = str(BLOG)
+    assert import_cli.main([blog, "--project-dir", str(root), "--team", "vision"]) == 2
+    assert capsys.readouterr().err == (
+        "trainforge import: --team: got 'vision'; the stack's teams: research\n"
+    )
+    assert import_cli.main([blog, "--project-dir", str(root), "--stack", "qa"]) == 2
+    assert "--stack: got 'qa'; stacks in" in capsys.readouterr().err
+    assert import_cli.main([blog, "--project-dir", str(root), "--pool", "training-workloads"]) == 2
+    assert capsys.readouterr().err == (
+        f"trainforge import: {blog}: --pool: pool 'training-workloads' has no GPUs; the pod "
+        "asks 1\n"
+    )
+
+
+def test_the_entry_docs_jobs_md_quotes_is_what_the_command_prints(tmp_path, capsys, monkeypatch):
+    doc = (ROOT / "docs" / "jobs.md").read_text()
+    section = doc.split("## Bring what you have", 1)[1].split("\n## ", 1)[0]
+    quoted = section.split("```yaml\n", 1)[1].split("```", 1)[0]
+    command = section.split("```bash\n", 1)[1].split("```", 1)[0].strip()
+    assert command == (
+        "python -m trainforge import examples/kubeflow/pytorchjob.yaml --stack dev --out jobs"
+    )
+    root = _project(tmp_path)
+    monkeypatch.chdir(root)
+    assert import_cli.main(command.split()[4:]) == 0
+    out = capsys.readouterr().out
+    assert "\n" + quoted in out
+    assert "#   jobs/blog-ddp/train.py (" in out
+
+
+def test_an_entry_the_stack_refuses_is_printed_with_the_stacks_own_lines(tmp_path, capsys):
+    root = _project(tmp_path)
+    docs = list(yaml.safe_load_all(BLOG.read_text()))
+    docs[1]["metadata"]["name"] = "a-name-far-too-long-for-the-pods-and-services-it-becomes"
+    path = tmp_path / "long.yaml"
+    path.write_text(yaml.safe_dump_all(docs))
+    assert import_cli.main([str(path), "--project-dir", str(root)]) == 1
+    captured = capsys.readouterr()
+    assert "- name: a-name-far-too-long" in captured.out
+    err = captured.err.splitlines()
+    assert err[0] == "trainforge import: the stack refuses this entry as it stands:"
+    assert err[1].startswith(
+        "  trainforge:jobs[a-name-far-too-long-for-the-pods-and-services-it-becomes].name: "
+    )

@@ -1,0 +1,339 @@
+"""Reading the YAML `trainforge import` translates (trainforge.jobs.importer): the documents, the
+one job among them, and its parts in one shape whatever the kind.
+
+Why its own module: each kind (kubeflow.org/v1 PyTorchJob, Kubeflow Trainer TrainJob, indexed
+batch/v1 Job) keeps its pods, replicas and policies in other fields; reading them here, with
+every malformed field refused as one line naming the file and the field, leaves the importer
+one shape to translate. Pulumi-free.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+SUPPORTED = (
+    "a kubeflow.org/v1 PyTorchJob, a trainer.kubeflow.org TrainJob or a batch/v1 Job with "
+    "completionMode: Indexed (and ConfigMaps holding its code)"
+)
+
+
+class ImportProblem(ValueError):
+    """Input the importer cannot translate: one line naming the file and the field."""
+
+    def __init__(self, file: str, where: str, message: str) -> None:
+        super().__init__(f"{file}: {where}: {message}")
+
+
+@dataclass
+class Workload:
+    """The parts every supported kind has, with the field paths they were read from."""
+
+    kind: str
+    name: str
+    workers: int
+    container: dict[str, Any]
+    at: str  # field path of the container
+    pod: dict[str, Any]
+    pod_at: str
+    extra: dict[str, Any] = field(default_factory=dict)  # entry keys read from the kind
+    pods: str = ""  # how the kind counts its pods ("1 Master + 3 Worker")
+
+
+# --- reading -----------------------------------------------------------------------------------
+
+
+def read_documents(path: Path) -> list[dict[str, Any]]:
+    """The YAML documents of `path` (mappings only). Raises ImportProblem."""
+    file = str(path)
+    if path.suffix == ".py":
+        raise ImportProblem(
+            file, "file", f"a Python program; trainforge import reads YAML only: {SUPPORTED}"
+        )
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ImportProblem(file, "file", "no such file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ImportProblem(file, "file", f"cannot be read as UTF-8 text ({e})") from None
+    try:
+        docs = [d for d in yaml.safe_load_all(text) if d is not None]
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark is not None else "file"
+        what = getattr(e, "problem", None) or "not valid YAML"
+        raise ImportProblem(file, where, f"not valid YAML ({what})") from None
+    bad = [i for i, d in enumerate(docs) if not isinstance(d, dict)]
+    if bad:
+        raise ImportProblem(file, f"document {bad[0] + 1}", "expected a Kubernetes object")
+    return docs
+
+
+def get(d: Any, *keys: str) -> Any:
+    for k in keys:
+        d = d.get(k) if isinstance(d, dict) else None
+    return d
+
+
+def _int(value: Any, file: str, where: str, default: int | None = None) -> int:
+    if value is None and default is not None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ImportProblem(file, where, f"got {value!r}; expected a whole number")
+    return value
+
+
+def _container(pod: Any, file: str, at: str, changes: list[str]) -> tuple[dict[str, Any], str]:
+    containers = get(pod, "containers")
+    if not isinstance(containers, list) or not containers:
+        raise ImportProblem(file, f"{at}.containers", "missing; expected one training container")
+    named = [
+        i for i, c in enumerate(containers) if isinstance(c, dict) and c.get("name") == "pytorch"
+    ]
+    i = named[0] if named else 0
+    if not isinstance(containers[i], dict):
+        raise ImportProblem(file, f"{at}.containers[{i}]", "expected a container mapping")
+    for j, c in enumerate(containers):
+        if j != i:
+            changes.append(
+                f"{at}.containers[{j}] ({get(c, 'name')}): dropped; a trainforge pod runs one "
+                "training container"
+            )
+    return containers[i], f"{at}.containers[{i}]"
+
+
+def _pytorchjob(doc: dict[str, Any], file: str, changes: list[str]) -> Workload:
+    specs = get(doc, "spec", "pytorchReplicaSpecs")
+    if not isinstance(specs, dict) or not specs:
+        raise ImportProblem(
+            file, "spec.pytorchReplicaSpecs", "missing; expected Master and/or Worker"
+        )
+    other = sorted(set(specs) - {"Master", "Worker"})
+    if other:
+        raise ImportProblem(
+            file, f"spec.pytorchReplicaSpecs.{other[0]}", "expected only Master and Worker"
+        )
+    counts = {
+        role: _int(
+            get(specs, role, "replicas"), file, f"spec.pytorchReplicaSpecs.{role}.replicas", 1
+        )
+        for role in specs
+    }
+    if counts.get("Master", 1) != 1:
+        raise ImportProblem(
+            file, "spec.pytorchReplicaSpecs.Master.replicas", f"got {counts['Master']}; expected 1"
+        )
+    role = "Master" if "Master" in specs else "Worker"
+    pod_at = f"spec.pytorchReplicaSpecs.{role}.template.spec"
+    pod = get(specs, role, "template", "spec")
+    if not isinstance(pod, dict):
+        raise ImportProblem(file, pod_at, "missing; expected the pod template's spec")
+    container, at = _container(pod, file, pod_at, changes)
+    if set(specs) == {"Master", "Worker"}:
+        mine = {k: container.get(k) for k in ("image", "command", "args")}
+        worker, _ = _container(get(specs, "Worker", "template", "spec") or {}, file, "Worker", [])
+        theirs = {k: worker.get(k) for k in ("image", "command", "args")}
+        if mine != theirs:
+            changes.append(
+                "spec.pytorchReplicaSpecs.Worker: its image/command differ from Master's; every "
+                "trainforge pod runs the same code, Master's (rank 0 decides by RANK)"
+            )
+    for r, spec in specs.items():
+        policy = get(spec, "restartPolicy")
+        if policy is not None:
+            changes.append(
+                f"spec.pytorchReplicaSpecs.{r}.restartPolicy {policy}: dropped; the entry's "
+                "restartPolicy key decides, by default as docs/jobs.md says for your own code"
+            )
+    extra: dict[str, Any] = {}
+    elastic = get(doc, "spec", "elasticPolicy")
+    workers = sum(counts.values())
+    if isinstance(elastic, dict):
+        block = {
+            "minWorkers": get(elastic, "minReplicas"),
+            "maxWorkers": get(elastic, "maxReplicas"),
+            "maxRestarts": get(elastic, "maxRestarts"),
+        }
+        extra["elastic"] = {k: v for k, v in block.items() if v is not None}
+        extra["preset"] = "elastic"
+        changes.append(
+            "spec.elasticPolicy -> elastic: {minWorkers, maxWorkers, maxRestarts}"
+            + (
+                "; its metrics (HPA) dropped: trainforge does not autoscale jobs"
+                if elastic.get("metrics")
+                else ""
+            )
+        )
+    nproc = get(doc, "spec", "nprocPerNode")
+    if nproc is not None:
+        if isinstance(nproc, int | str) and str(nproc).isdigit():
+            extra["procsPerWorker"] = int(nproc)
+        else:
+            changes.append(
+                f"spec.nprocPerNode {nproc!r}: dropped; procsPerWorker defaults to the GPUs"
+            )
+    run_policy = get(doc, "spec", "runPolicy")
+    if isinstance(run_policy, dict):
+        extra.update(_run_policy(run_policy, "spec.runPolicy", changes))
+    pods = " + ".join(f"{n} {r}" for r, n in counts.items())
+    return Workload(
+        "PyTorchJob", _name(doc, file), workers, container, at, pod, pod_at, extra, pods
+    )
+
+
+def _run_policy(policy: Mapping[str, Any], at: str, changes: list[str]) -> dict[str, Any]:
+    keys = ("cleanPodPolicy", "ttlSecondsAfterFinished", "backoffLimit", "activeDeadlineSeconds")
+    kept = {k: policy[k] for k in keys if policy.get(k) is not None}
+    for k in sorted(set(policy) - set(keys)):
+        why = (
+            "Kueue admits and queues jobs"
+            if k in ("schedulingPolicy", "suspend")
+            else "not supported"
+        )
+        changes.append(f"{at}.{k}: dropped ({why})")
+    return {"runPolicy": kept} if kept else {}
+
+
+def _trainjob(doc: dict[str, Any], file: str, changes: list[str]) -> Workload:
+    trainer = get(doc, "spec", "trainer")
+    if not isinstance(trainer, dict):
+        raise ImportProblem(file, "spec.trainer", "missing; expected image, command, numNodes")
+    runtime = get(doc, "spec", "runtimeRef", "name")
+    if runtime is not None:
+        changes.append(
+            f"spec.runtimeRef {runtime}: dropped; on the trainjob backend the job runs on the "
+            "platform's own ClusterTrainingRuntime"
+        )
+    for k in (
+        "initializer",
+        "podTemplateOverrides",
+        "podSpecOverrides",
+        "datasetConfig",
+        "modelConfig",
+    ):
+        if get(doc, "spec", k) is not None:
+            changes.append(f"spec.{k}: dropped (not supported; put it in your code or image)")
+    workers = _int(trainer.get("numNodes"), file, "spec.trainer.numNodes", 1)
+    container = dict(trainer)
+    resources = trainer.get("resourcesPerNode")
+    if resources is not None:
+        container["resources"] = resources
+    extra: dict[str, Any] = {}
+    nproc = trainer.get("numProcPerNode")
+    if isinstance(nproc, int) or (isinstance(nproc, str) and nproc.isdigit()):
+        extra["procsPerWorker"] = int(nproc)
+    return Workload(
+        "TrainJob", _name(doc, file), workers, container, "spec.trainer", {}, "spec", extra
+    )
+
+
+def _indexed_job(doc: dict[str, Any], file: str, changes: list[str]) -> Workload:
+    spec = get(doc, "spec")
+    if not isinstance(spec, dict):
+        raise ImportProblem(file, "spec", f"got {spec!r}; expected the Job's spec")
+    mode = spec.get("completionMode")
+    if mode != "Indexed":
+        raise ImportProblem(
+            file,
+            "spec.completionMode",
+            f"got {mode!r}; a distributed job needs Indexed (each pod's JOB_COMPLETION_INDEX is its rank)",
+        )
+    completions = _int(spec.get("completions"), file, "spec.completions", 1)
+    parallelism = _int(spec.get("parallelism"), file, "spec.parallelism", completions)
+    if parallelism != completions:
+        raise ImportProblem(
+            file,
+            "spec.parallelism",
+            f"got {parallelism}, completions {completions}; every rank must run at once (equal values)",
+        )
+    pod = get(spec, "template", "spec")
+    if not isinstance(pod, dict):
+        raise ImportProblem(file, "spec.template.spec", "missing; expected the pod template's spec")
+    container, at = _container(pod, file, "spec.template.spec", changes)
+    policy = {
+        k: spec[k]
+        for k in ("backoffLimit", "activeDeadlineSeconds", "ttlSecondsAfterFinished")
+        if k in spec
+    }
+    extra = {"runPolicy": policy} if policy else {}
+    extra["backend"] = "indexed-job"
+    changes.append(
+        "kind Job (Indexed) -> backend: indexed-job (no operator; trainforge adds the headless Service and rendezvous)"
+    )
+    return Workload(
+        "Job", _name(doc, file), completions, container, at, pod, "spec.template.spec", extra
+    )
+
+
+def _name(doc: dict[str, Any], file: str) -> str:
+    name = get(doc, "metadata", "name")
+    if not isinstance(name, str) or not name:
+        raise ImportProblem(file, "metadata.name", "missing; the job's name comes from it")
+    return name
+
+
+def workload(docs: list[dict[str, Any]], file: str, changes: list[str]) -> Workload:
+    found = []
+    for doc in docs:
+        api, kind = str(doc.get("apiVersion", "")), doc.get("kind")
+        if kind == "PyTorchJob" and api.startswith("kubeflow.org/"):
+            found.append((doc, _pytorchjob))
+        elif kind == "TrainJob" and api.startswith("trainer.kubeflow.org/"):
+            found.append((doc, _trainjob))
+        elif kind == "Job" and api == "batch/v1":
+            found.append((doc, _indexed_job))
+    if not found:
+        kinds = ", ".join(sorted({str(d.get("kind")) for d in docs})) or "nothing"
+        raise ImportProblem(file, "kind", f"found {kinds}; expected {SUPPORTED}")
+    if len(found) > 1:
+        names = ", ".join(f"{d.get('kind')} {get(d, 'metadata', 'name')}" for d, _ in found)
+        raise ImportProblem(file, "kind", f"{len(found)} jobs ({names}); import one job per file")
+    doc, reader = found[0]
+    ns = get(doc, "metadata", "namespace")
+    if ns:
+        changes.append(f"metadata.namespace {ns}: dropped; the job runs in its team's namespace")
+    return reader(doc, file, changes)
+
+
+def check_shapes(w: Workload, docs: list[dict[str, Any]], file: str) -> None:
+    """The fields the translation reads have the types Kubernetes gives them, so a malformed
+    file is one line naming the field, never a Python error."""
+
+    def need(value: Any, kind: type, where: str, what: str) -> None:
+        if value is not None and not isinstance(value, kind):
+            raise ImportProblem(file, where, f"got {value!r}; expected {what}")
+
+    def mappings(value: Any, where: str, names: tuple[str, ...]) -> None:
+        need(value, list, where, "a list")
+        for i, item in enumerate(value or []):
+            need(item, dict, f"{where}[{i}]", "a mapping")
+            if item is None:
+                raise ImportProblem(file, f"{where}[{i}]", "empty; expected a mapping")
+            for n in names:
+                if not isinstance(item.get(n), str):
+                    raise ImportProblem(
+                        file, f"{where}[{i}].{n}", f"got {item.get(n)!r}; expected a string"
+                    )
+
+    c, at = w.container, w.at
+    need(c.get("command"), list, f"{at}.command", "a list of strings")
+    need(c.get("args"), list, f"{at}.args", "a list of strings")
+    mappings(c.get("env"), f"{at}.env", ("name",))
+    resources = c.get("resources")
+    need(resources, dict, f"{at}.resources", "a mapping with limits and requests")
+    for kind in ("limits", "requests"):
+        need(get(resources, kind), dict, f"{at}.resources.{kind}", "a mapping")
+    mappings(c.get("volumeMounts"), f"{at}.volumeMounts", ("name", "mountPath"))
+    mappings(w.pod.get("volumes"), f"{w.pod_at}.volumes", ("name",))
+    for i, v in enumerate(w.pod.get("volumes") or []):
+        need(v.get("configMap"), dict, f"{w.pod_at}.volumes[{i}].configMap", "a mapping")
+        mappings(get(v, "configMap", "items"), f"{w.pod_at}.volumes[{i}].configMap.items",
+                 ("key", "path"))  # fmt: skip
+    need(w.pod.get("nodeSelector"), dict, f"{w.pod_at}.nodeSelector", "a mapping")
+    for d in docs:
+        if d.get("kind") == "ConfigMap":
+            need(d.get("data"), dict, f"ConfigMap {get(d, 'metadata', 'name')}.data", "a mapping")

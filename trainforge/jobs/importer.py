@@ -1,0 +1,518 @@
+"""`trainforge import FILE`: the YAML a newcomer already has -> a stack job entry, and why.
+
+Why: a new user arrives with a PyTorchJob from a blog (Master + Workers, a script mounted from
+a ConfigMap, `pytorch/pytorch` from Docker Hub, GPU limits, NCCL variables), a Kubeflow
+Trainer v2 TrainJob or an indexed `batch/v1` Job. Nothing mapped it onto `trainforge:jobs`, so
+they translated it by hand and met each platform rule one plan at a time. `import_workload`
+does the translation once and says, for every field it changed or dropped, what became of it
+and why (the image rules the plan applies, the pool a pod's GPUs fit, the variables the
+platform owns).
+
+YAML only: a Kubeflow SDK *program* (Python) is not read here. The pools, teams and image
+routes come from the caller (`trainforge.plan.import_cli` reads them from a stack), so this
+module needs no Pulumi.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from trainforge.core import image_routes, versions
+from trainforge.core.contract import PoolFacts
+from trainforge.jobs.import_read import (
+    ImportProblem,
+    Workload,
+    check_shapes,
+    get,
+    read_documents,
+    workload,
+)
+from trainforge.stack.jobs import IMAGE_RE, RESERVED_ENV
+
+GPU = "nvidia.com/gpu"
+# torchrun flags that take a value as the next argument (torch.distributed.run's parser)
+_TORCHRUN_VALUE_FLAGS = {
+    "--nnodes", "--nproc-per-node", "--nproc_per_node", "--node-rank", "--node_rank",
+    "--master-addr", "--master_addr", "--master-port", "--master_port", "--rdzv-backend",
+    "--rdzv_backend", "--rdzv-endpoint", "--rdzv_endpoint", "--rdzv-id", "--rdzv_id",
+    "--rdzv-conf", "--rdzv_conf", "--max-restarts", "--max_restarts", "--monitor-interval",
+    "--monitor_interval", "--start-method", "--start_method", "--role", "--log-dir",
+    "--log_dir", "-r", "--redirects", "-t", "--tee", "--local-addr", "--local_addr",
+    "--logs-specs", "--logs_specs",
+}  # fmt: skip
+_PYTHON = re.compile(r"^(?:/[\w./-]*/)?python(?:3(?:\.\d+)?)?$")
+# pod and container fields that are translated (or knowingly dropped with their own reason)
+_CONTAINER_KNOWN = {
+    "name", "image", "command", "args", "env", "resources", "volumeMounts",
+}  # fmt: skip
+_DROPPED_WHY = {
+    "ports": "the platform opens the rendezvous port (pytorchjob-port) and the metrics port",
+    "workingDir": "your code runs from its own mount, as on every trainforge pod",
+    "securityContext": "the platform runs every pod non-root as the team's UID/GID",
+    "serviceAccountName": "pods run as the team's ServiceAccount",
+    "serviceAccount": "pods run as the team's ServiceAccount",
+    "tolerations": "the platform tolerates the pool's own taints",
+    "affinity": "placement is the pool's (and Kueue's topology, `topology`)",
+    "nodeSelector": "read to choose the pool; the pool's own selector is set",
+    "imagePullSecrets": "images come through the stack's pull-through cache or a public registry",
+    "restartPolicy": "set by the backend; restarts follow the job's restartPolicy (docs/jobs.md)",
+    "priorityClassName": "priority is the job's `priority` (a Kueue WorkloadPriorityClass)",
+    "schedulerName": "Kueue admits the job; the default scheduler places its pods",
+    "terminationGracePeriodSeconds": "derived from checkpoint.gracePeriod (+30 s)",
+    "dnsPolicy": "the platform's default",
+    "imagePullPolicy": "Kubernetes' default applies (IfNotPresent for a tagged image)",
+}
+
+
+@dataclass
+class Imported:
+    """The stack job entry, the files it ships (project-relative path -> text) and what
+    changed on the way (one line each)."""
+
+    source: str  # "PyTorchJob pytorch-distributed-ddp"
+    entry: dict[str, Any]
+    files: dict[str, str] = field(default_factory=dict)
+    changes: list[str] = field(default_factory=list)
+
+
+# --- translating -------------------------------------------------------------------------------
+
+
+def _argv(c: Mapping[str, Any], file: str, at: str) -> list[str]:
+    command, args = c.get("command"), c.get("args")
+    if not command:
+        raise ImportProblem(
+            file,
+            f"{at}.command",
+            "not set, so the image's own ENTRYPOINT/CMD would run, which cannot be read from "
+            "YAML; set command (e.g. [python, /workspace/train.py])",
+        )
+    argv = [*(command or []), *(args or [])]
+    if not all(isinstance(a, str | int | float) and not isinstance(a, bool) for a in argv):
+        raise ImportProblem(file, f"{at}.command", "expected a list of strings")
+    return [str(a) for a in argv]
+
+
+@dataclass
+class _Program:
+    kind: str  # "script" | "inline" | "module" | "command"
+    path: str = ""  # the script's path in the container; the module
+    args: list[str] = field(default_factory=list)
+    code: str = ""  # python -c
+    nproc: int | None = None
+
+
+def _program(argv: list[str]) -> _Program:
+    """What a container's argv runs: python SCRIPT, python -c CODE, python -m MOD, torchrun."""
+    i = 0
+    torchrun = False
+    nproc: int | None = None
+    if argv and posixpath.basename(argv[0]) == "torchrun":
+        torchrun, i = True, 1
+    elif argv and _PYTHON.match(argv[0]):
+        i = 1
+        while i < len(argv) and argv[i] in ("-u", "-B", "-O", "-OO", "-E", "-s"):
+            i += 1
+        if (
+            i < len(argv)
+            and argv[i] == "-m"
+            and i + 1 < len(argv)
+            and argv[i + 1]
+            in (
+                "torch.distributed.run",
+                "torch.distributed.launch",
+            )
+        ):
+            torchrun, i = True, i + 2
+        elif i + 1 < len(argv) and argv[i] == "-c":
+            return _Program("inline", code=argv[i + 1], args=argv[i + 2 :])
+        elif i + 1 < len(argv) and argv[i] == "-m":
+            return _Program("module", path=argv[i + 1], args=argv[i + 2 :])
+    else:
+        return _Program("command", args=argv)
+    if torchrun:
+        while i < len(argv) and argv[i].startswith("-"):
+            flag, eq, value = argv[i].partition("=")
+            if flag in _TORCHRUN_VALUE_FLAGS and not eq and i + 1 < len(argv):
+                value, i = argv[i + 1], i + 1
+            if flag in ("--nproc-per-node", "--nproc_per_node") and value.isdigit():
+                nproc = int(value)
+            if flag == "-m":
+                break
+            i += 1
+        if i < len(argv) and argv[i] == "-m" and i + 1 < len(argv):
+            return _Program("module", path=argv[i + 1], args=argv[i + 2 :], nproc=nproc)
+    if i < len(argv):
+        return _Program("script", path=argv[i], args=argv[i + 1 :], nproc=nproc)
+    return _Program("command", args=argv)
+
+
+def _code_source(
+    w: Workload, program: _Program, docs: list[dict[str, Any]], yaml_dir: Path, file: str
+) -> tuple[str, dict[str, str], str] | None:
+    """(what the script is called in the shipped directory, {file name: text}, the ConfigMap) when the
+    script comes from a ConfigMap (one in the file, or made from files next to it, as
+    `kubectl create configmap --from-file` does); None when it is not mounted from one."""
+    volumes = {v.get("name"): v for v in (w.pod.get("volumes") or []) if isinstance(v, dict)}
+    for m in w.container.get("volumeMounts") or []:
+        mount = str(get(m, "mountPath") or "").rstrip("/")
+        if not mount or not program.path.startswith(mount + "/"):
+            continue
+        vol = volumes.get(get(m, "name")) or {}
+        cm = get(vol, "configMap", "name")
+        if not cm:
+            continue
+        rel = program.path[len(mount) + 1 :]
+        items = {get(x, "path"): get(x, "key") for x in get(vol, "configMap", "items") or []}
+        key = items.get(rel, rel)
+        doc = next(
+            (d for d in docs if d.get("kind") == "ConfigMap" and get(d, "metadata", "name") == cm),
+            None,
+        )
+        if doc is not None:
+            data = {str(k): str(v) for k, v in (get(doc, "data") or {}).items()}
+            if key not in data:
+                raise ImportProblem(
+                    file,
+                    f"ConfigMap {cm}.data",
+                    f"has no key {key!r} (the script {program.path} that {w.at}.command runs); "
+                    f"keys: {', '.join(sorted(data)) or 'none'}",
+                )
+            # the files as the kubelet projects them: the items' paths, else every key
+            paths = items if items else {k: k for k in data}
+            return rel, {p: data[k] for p, k in paths.items() if k in data}, cm
+        beside = yaml_dir / posixpath.basename(key)
+        if beside.is_file():
+            made = f"{cm}, made from {beside.name} beside the YAML"
+            return (
+                posixpath.basename(rel),
+                {posixpath.basename(rel): beside.read_text("utf-8")},
+                made,
+            )
+        raise ImportProblem(
+            file,
+            f"{w.pod_at}.volumes ({get(m, 'name')})",
+            f"the script {program.path} comes from ConfigMap {cm!r}, which is neither a "
+            f"document of this file nor made from {beside.name} next to it; add the ConfigMap "
+            f"(kubectl create configmap {cm} --from-file={key} --dry-run=client -o yaml) or "
+            "put the file beside the YAML",
+        )
+    return None
+
+
+def _gpus(resources: Any, file: str, at: str) -> int:
+    limits, requests = get(resources, "limits") or {}, get(resources, "requests") or {}
+    value = limits.get(GPU, requests.get(GPU, 0))
+    try:
+        gpus = int(str(value))
+    except ValueError:
+        raise ImportProblem(
+            file, f"{at}.resources.limits[{GPU}]", f"got {value!r}; expected a whole number"
+        ) from None
+    if gpus < 0:
+        raise ImportProblem(
+            file, f"{at}.resources.limits[{GPU}]", f"got {gpus}; expected 0 or more"
+        )
+    return gpus
+
+
+def choose_pool(
+    pools: Mapping[str, PoolFacts],
+    gpus: int,
+    selector: Mapping[str, Any],
+    wanted: str | None,
+    file: str,
+    at: str,
+) -> tuple[PoolFacts, str]:
+    """The pool a pod with `gpus` GPUs (and this nodeSelector) runs on, and why."""
+    if wanted is not None:
+        if wanted not in pools:
+            raise ImportProblem(
+                file, "--pool", f"got {wanted!r}; the stack's pools: {', '.join(pools)}"
+            )
+        pool = pools[wanted]
+        if gpus > pool.gpus_per_node or (gpus == 0 and pool.gpus_per_node):
+            have = f"{pool.gpus_per_node} GPU(s) per node" if pool.gpus_per_node else "no GPUs"
+            raise ImportProblem(file, "--pool", f"pool {wanted!r} has {have}; the pod asks {gpus}")
+        return pool, "chosen with --pool"
+    fits = [p for p in pools.values() if (gpus <= p.gpus_per_node if gpus else not p.gpus_per_node)]
+    if not fits:
+        sizes = ", ".join(f"{p.name} ({p.gpus_per_node} GPU/node)" for p in pools.values())
+        raise ImportProblem(
+            file,
+            f"{at}.resources.limits[{GPU}]",
+            f"{gpus} GPU(s) per pod, and no pool of the stack has that many per node: {sizes}",
+        )
+    types = {
+        str(v)
+        for k, v in selector.items()
+        if k in ("node.kubernetes.io/instance-type", "beta.kubernetes.io/instance-type")
+    }
+    names = {
+        str(v)
+        for k, v in selector.items()
+        if k in ("karpenter.sh/nodepool", "trainforge.io/pool", "eks.amazonaws.com/nodegroup")
+    }
+    by_selector = [p for p in fits if p.name in names or types & set(p.instance_types)]
+    if by_selector:
+        return by_selector[0], "its nodeSelector names it"
+    best = min(fits, key=lambda p: p.gpus_per_node)
+    if gpus:
+        return (
+            best,
+            f"the smallest GPU pool whose nodes hold {gpus} GPU(s) ({best.gpus_per_node} per node)",
+        )
+    return best, "a CPU pool (the pod asks no GPUs)"
+
+
+def import_workload(
+    path: Path,
+    *,
+    pools: Mapping[str, PoolFacts],
+    team: str,
+    out_dir: str,
+    docker_hub_routed: bool,
+    runtime_image: str | None,
+    pool_name: str | None = None,
+    backends: tuple[str, ...] = (),
+) -> Imported:
+    """Translate the job in the YAML file `path` into a `trainforge:jobs` entry.
+
+    `out_dir`: the project-relative folder the job's code goes to (`<out_dir>/<job>/`);
+    `docker_hub_routed`: the stack pulls Docker Hub through its cache with a credential;
+    `runtime_image`: what a job without `image` runs (a sentence for the change lines);
+    `backends`: the job backends the stack installs (a TrainJob stays one where it has
+    Kubeflow Trainer)."""
+    file = str(path)
+    docs = read_documents(path)
+    changes: list[str] = []
+    w = workload(docs, file, changes)
+    check_shapes(w, docs, file)
+    c, at = w.container, w.at
+    entry: dict[str, Any] = {"name": w.name, "team": team}
+
+    # where: resources and nodeSelector -> a pool and gpusPerWorker
+    gpus = _gpus(c.get("resources"), file, at)
+    selector = w.pod.get("nodeSelector") or {}
+    pool, why = choose_pool(pools, gpus, selector, pool_name, file, at)
+    entry["pool"] = pool.name
+    changes.append(f"pool {pool.name}: {why}")
+    if "preset" in w.extra:
+        entry["preset"] = w.extra.pop("preset")
+    entry["workers"] = w.workers
+    if gpus:
+        entry["gpusPerWorker"] = gpus
+    changes.append(
+        f"workers {w.workers}: the pods of the {w.kind}"
+        + (f" ({w.pods})" if w.pods else "")
+        + (f", {gpus} GPU(s) each -> gpusPerWorker {gpus}" if gpus else "")
+    )
+    for kind in ("requests", "limits"):
+        for res, value in sorted((get(c.get("resources"), kind) or {}).items()):
+            if res == GPU:
+                continue
+            what = {
+                "cpu": "cpu",
+                "memory": "memory",
+            }.get(res)
+            size = (
+                "its GPUs' share of the node"
+                if gpus
+                else "the CPU pods' default (2 CPUs and 8Gi, capped at what the node leaves)"
+            )
+            if what:
+                changes.append(
+                    f"{at}.resources.{kind}.{res} {value}: dropped; a pod on {pool.name} gets "
+                    f"{size} (the plan's queue section prints it); set `{what}` on the entry "
+                    "to ask for a size"
+                )
+            else:
+                changes.append(f"{at}.resources.{kind}.{res} {value}: dropped (not supported)")
+
+    # what: the program and its files
+    argv = _argv(c, file, at)
+    program = _program(argv)
+    files: dict[str, str] = {}
+    code_dir = posixpath.join(out_dir, w.name)
+    keep_image = False
+    if program.kind == "inline":
+        files["main.py"] = program.code if program.code.endswith("\n") else program.code + "\n"
+        entry["entrypoint"] = {"script": posixpath.join(code_dir, "main.py")}
+        changes.append(
+            f"{at}.command python -c '...' -> entrypoint.script {code_dir}/main.py (the inline code, written out)"
+        )
+    elif program.kind == "script":
+        found = _code_source(w, program, docs, path.parent, file)
+        if found is not None:
+            script, files = found[0], found[1]
+            entry["entrypoint"] = {"script": posixpath.join(code_dir, script)}
+            cm = f"ConfigMap {found[2]}"
+            changes.append(
+                f"{at}.command {program.path} ({cm}) -> entrypoint.script "
+                f"{code_dir}/{script}, shipped with {len(files) - 1} other file(s) of its ConfigMap"
+                if len(files) > 1
+                else f"{at}.command {program.path} ({cm}) -> entrypoint.script {code_dir}/{script}"
+            )
+        else:
+            keep_image = True
+            entry["entrypoint"] = {"command": argv}
+            changes.append(
+                f"{at}.command: {program.path} is not mounted from a ConfigMap, so it must be in "
+                "the image: entrypoint.command, run as written on your image"
+            )
+            program.args = []
+    elif program.kind == "module":
+        keep_image = True
+        entry["entrypoint"] = {"module": program.path}
+        changes.append(
+            f"{at}.command -m {program.path} -> entrypoint.module, imported from your image"
+        )
+    else:
+        keep_image = True
+        entry["entrypoint"] = {"command": argv}
+        changes.append(
+            f"{at}.command {shlex.join(argv)[:60]}: entrypoint.command, run as written on your image"
+        )
+    if program.args and program.kind != "command":
+        entry["entrypoint"]["args"] = program.args
+    if program.nproc is not None:
+        w.extra.setdefault("procsPerWorker", program.nproc)
+    if "procsPerWorker" in w.extra and gpus and w.extra["procsPerWorker"] != gpus:
+        changes.append(
+            f"procsPerWorker {w.extra.pop('procsPerWorker')}: dropped; on GPU pods it is one "
+            f"process per GPU ({gpus})"
+        )
+
+    # the image
+    image = c.get("image")
+    entry_image = _image(image, keep_image, docker_hub_routed, runtime_image, at, file, changes)
+    if entry_image:
+        entry["image"] = entry_image
+
+    # env: NCCL_* and the user's own kept; what the platform owns dropped
+    env: dict[str, str] = {}
+    for i, e in enumerate(c.get("env") or []):
+        name = get(e, "name")
+        if not isinstance(name, str):
+            raise ImportProblem(file, f"{at}.env[{i}].name", "missing")
+        if "valueFrom" in e:
+            changes.append(
+                f"{at}.env {name}: dropped (valueFrom: Secrets and field refs are not supported; put the value in your code or image)"
+            )
+        elif name in RESERVED_ENV or name == "HOME" or name.startswith("PET_"):
+            changes.append(
+                f"{at}.env {name}: dropped; the platform or operator sets it on every pod"
+            )
+        else:
+            env[name] = str(e.get("value", ""))
+    if env:
+        entry["env"] = env
+        nccl = sorted(n for n in env if n.startswith("NCCL_"))
+        if nccl:
+            changes.append(
+                f"env {', '.join(nccl)}: kept (your value replaces the platform's default)"
+            )
+
+    # the pod's other fields
+    code_mounts = set()
+    vols = {v.get("name"): v for v in (w.pod.get("volumes") or []) if isinstance(v, dict)}
+    for m in c.get("volumeMounts") or []:
+        vol = vols.get(get(m, "name")) or {}
+        if "configMap" in vol and files:
+            code_mounts.add(m.get("name"))
+            continue
+        claim = get(vol, "persistentVolumeClaim", "claimName")
+        hint = (
+            f"declare `volumes: [{{claim: {claim}, mountPath: {m.get('mountPath')}}}]` if the claim is the team's (docs/jobs.md, Storage)"
+            if claim
+            else "/tmp is a writable emptyDir; /dev/shm is sized by shmSize"
+        )
+        changes.append(f"{at}.volumeMounts {m.get('name')} ({m.get('mountPath')}): dropped; {hint}")
+    for k in sorted(set(c) - _CONTAINER_KNOWN - {"resourcesPerNode", "numNodes", "numProcPerNode"}):
+        changes.append(f"{at}.{k}: dropped; {_DROPPED_WHY.get(k, 'not supported')}")
+    for k in sorted(set(w.pod) - {"containers", "volumes"}):
+        changes.append(f"{w.pod_at}.{k}: dropped; {_DROPPED_WHY.get(k, 'not supported')}")
+    if w.kind == "TrainJob":
+        if "trainjob" in backends:
+            entry["backend"] = "trainjob"
+            changes.append(
+                "kind TrainJob -> backend: trainjob (the stack installs Kubeflow Trainer)"
+            )
+        else:
+            installed = ", ".join(backends) or "its default"
+            changes.append(
+                f"kind TrainJob -> the stack's backend ({installed}): it installs no Kubeflow "
+                "Trainer; add trainjob to trainforge:jobBackends and `backend: trainjob` to keep one"
+            )
+    entry.update(w.extra)
+    return Imported(
+        f"{w.kind} {w.name}",
+        entry,
+        {posixpath.join(code_dir, p): t for p, t in files.items()},
+        changes,
+    )
+
+
+def _image(
+    image: Any,
+    keep: bool,
+    routed: bool,
+    runtime_image: str | None,
+    at: str,
+    file: str,
+    changes: list[str],
+) -> str | None:
+    """The entry's image (None: the platform's), judged as the plan judges it."""
+    if image is None:
+        if keep:
+            raise ImportProblem(file, f"{at}.image", "missing; the command runs on your image")
+        return None
+    if not isinstance(image, str) or not IMAGE_RE.match(image):
+        raise ImportProblem(file, f"{at}.image", f"got {image!r}; expected an image reference")
+    host, repo, tag, digest = image_routes.parts(image)
+    pinned = bool(digest) or (bool(tag) and tag != "latest")
+    hub = image_routes.is_docker_hub(image)
+    reachable = not hub or (routed and not image_routes.digest_pinned(image))
+    if keep:
+        if not pinned:
+            changes.append(
+                f"image {image}: kept (your command needs it); pin a tag or digest, the plan refuses :latest"
+            )
+        elif not reachable:
+            changes.append(
+                f"image {image}: kept (your command needs it), and the plan flags it "
+                "(TRAINFORGE_DOCKER_HUB): nodes would pull it from Docker Hub anonymously; copy it "
+                "to ECR or set trainforge:images.dockerHubCredentialArn"
+            )
+        else:
+            changes.append(
+                f"image {image}: kept; the plan checks it against the pool (CUDA build, driver)"
+            )
+        return image
+    runs = runtime_image or f"the stock image {versions.PYTORCH_IMAGE}"
+    if not reachable:
+        changes.append(
+            f"image {image}: dropped; it comes from Docker Hub and this stack pulls Docker Hub "
+            "without a credential (10 anonymous pulls per hour per NAT address: "
+            f"TRAINFORGE_DOCKER_HUB). The job runs {runs}, which has torch and the pieces the "
+            "platform's features need; to keep yours, set trainforge:images.dockerHubCredentialArn "
+            "and add image back"
+        )
+        return None
+    if not pinned:
+        changes.append(
+            f"image {image}: dropped; unpinned (:latest), which the plan refuses. The job runs {runs}"
+        )
+        return None
+    changes.append(
+        f"image {image}: kept"
+        + (" (pulled through the stack's cache)" if hub else "")
+        + "; the plan checks it against the pool (CUDA build, driver)"
+    )
+    return image

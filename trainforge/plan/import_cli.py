@@ -1,0 +1,211 @@
+"""`trainforge import FILE [--stack STACK]`: print the stack job entry for a PyTorchJob, TrainJob
+or indexed Job YAML, write the code it ships (`--out DIR`), and say what changed and why.
+
+The translation is `trainforge.jobs.importer`; this module reads the stack's pools, teams and
+image routes the way the offline plan does (the platform's contract, its instance-type facts
+answered by the plan's mocks, so no AWS call), and checks the entry with the stack's own job
+checks before printing it, so what it prints is an entry the stack accepts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import posixpath
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from trainforge.jobs.importer import Imported, ImportProblem, import_workload
+from trainforge.stack import file as stack_file
+
+PROG = "trainforge import"
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog=PROG,
+        description="Turn a kubeflow.org/v1 PyTorchJob, a Kubeflow Trainer TrainJob or an "
+        "indexed batch/v1 Job (YAML; ConfigMaps with its code may be in the same file) into "
+        "a trainforge:jobs entry of a stack, the files it ships, and every field changed or "
+        "dropped with the reason. YAML only: a Kubeflow SDK program is not read here.",
+    )
+    p.add_argument("file", metavar="FILE", help="the YAML file")
+    p.add_argument(
+        "--stack", help="the stack whose pools and teams to use (default: the only stack, else dev)"
+    )
+    p.add_argument("--team", help="the team (default: the stack's only team)")
+    p.add_argument("--pool", help="the pool (default: chosen from the pod's GPUs and nodeSelector)")
+    p.add_argument(
+        "--out",
+        metavar="DIR",
+        help="write the job's code to DIR/<job>/ (inside the project); without it nothing is written",
+    )
+    p.add_argument("--project-dir", default=".", help="folder with the Pulumi.<stack>.yaml files")
+    return p
+
+
+class _Refused(Exception):
+    """A flag or the stack cannot be used: one line."""
+
+
+def _stack_name(root: Path, wanted: str | None) -> str:
+    stacks = stack_file.stacks_in(root)
+    if wanted is not None:
+        if wanted not in stacks:
+            known = ", ".join(stacks) or "none"
+            raise _Refused(f"--stack: got {wanted!r}; stacks in {root}: {known}")
+        return wanted
+    if len(stacks) == 1:
+        return stacks[0]
+    if "dev" in stacks:
+        return "dev"
+    raise _Refused(f"--stack: required; stacks in {root}: {', '.join(stacks) or 'none'}")
+
+
+def _contract(root: Path, stack: str) -> Any:
+    """The platform contract of the stack, as the plan's program builds it (under mocks)."""
+    from trainforge.plan.mocks import run_mocked  # noqa: PLC0415
+
+    found: dict[str, Any] = {}
+
+    def program() -> None:
+        from trainforge.platform.published import contract_from_config  # noqa: PLC0415
+        from trainforge.platform.stack_check import check_stack, engine_config  # noqa: PLC0415
+
+        checked = check_stack(engine_config(), lookups=False)
+        if checked.platform is None:
+            found["errors"] = checked.errors
+            return
+        found["contract"] = contract_from_config(checked.platform)
+
+    config = stack_file.read_stack(root, stack).config
+    run_mocked(program, config, stack=stack)
+    if "contract" not in found:
+        first = (found.get("errors") or ["unreadable"])[0]
+        raise _Refused(f"stack {stack}: fix its platform configuration first: {first}")
+    return found["contract"]
+
+
+def _runtime_image(contract: Any) -> str | None:
+    images = contract.images
+    image = images.standard or images.efa if images is not None else None
+    if image is None:
+        return None
+    return (
+        f"the platform's runtime image ({image.target}: torch {image.facts.torch}, mlflow, boto3)"
+    )
+
+
+def _out_dir(root: Path, out: str | None) -> str:
+    if out is None:
+        return "imported"
+    full = (Path.cwd() / out).resolve()
+    try:
+        rel = full.relative_to(root.resolve())
+    except ValueError:
+        raise _Refused(f"--out: got {out!r}; expected a folder inside the project {root}") from None
+    return posixpath.normpath(rel.as_posix())
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        path = root / rel
+        if path.exists() and path.read_text(encoding="utf-8") != text:
+            raise _Refused(
+                f"--out: {rel} exists with other content; remove it or choose another --out"
+            )
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+
+
+def _check(contract: Any, root: Path, result: Imported, written: bool) -> list[str]:
+    """The stack's own checks of the entry (its files too, once written)."""
+    from trainforge.core.errors import JobConfigError  # noqa: PLC0415
+    from trainforge.jobs.declare import check_jobs  # noqa: PLC0415
+    from trainforge.jobs.spec import parse_jobs  # noqa: PLC0415
+    from trainforge.jobs.wiring import resolve_job  # noqa: PLC0415
+    from trainforge.stack.base import StackError  # noqa: PLC0415
+
+    where = f"trainforge:jobs[{result.entry['name']}]"
+    try:
+        if written:
+            with contextlib.chdir(root):
+                check_jobs(contract, [result.entry])
+        else:
+            (spec,) = parse_jobs([result.entry], "trainforge:jobs")
+            resolve_job(spec, contract.target(spec.team, spec.pool, where), where)
+    except (JobConfigError, StackError) as e:
+        lines = getattr(e, "errors", None) or [str(e)]
+        return [str(x).replace("trainforge:jobs[0]", where) for x in lines]
+    return []
+
+
+def render(result: Imported, stack: str, file: str, out: str | None) -> str:
+    """What the command prints: the entry (YAML to paste), the files, the changes."""
+    lines = [
+        f"# trainforge import {file}: {result.source} -> stack {stack}",
+        f"# Add under trainforge:jobs in Pulumi.{stack}.yaml:",
+        yaml.safe_dump([result.entry], sort_keys=False, width=100).rstrip(),
+    ]
+    if result.files:
+        head = "written" if out is not None else "not written; run again with --out DIR"
+        lines.append(f"# Files to ship ({head}):")
+        lines += [f"#   {p} ({len(t.encode())} bytes)" for p, t in result.files.items()]
+    lines.append("# Changed or dropped:")
+    lines += [f"#   - {c}" for c in result.changes]
+    name = result.entry["name"]
+    lines.append(
+        f"# Next: trainforge plan --stack {stack}; trainforge run-local --stack {stack} {name}"
+    )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    root = Path(args.project_dir)
+    try:
+        stack = _stack_name(root, args.stack)
+        contract = _contract(root, stack)
+        teams = sorted(contract.teams)
+        if args.team is not None and args.team not in teams:
+            raise _Refused(
+                f"--team: got {args.team!r}; the stack's teams: {', '.join(teams) or 'none'}"
+            )
+        if args.team is None and len(teams) != 1:
+            raise _Refused(f"--team: required; the stack's teams: {', '.join(teams) or 'none'}")
+        team = args.team or teams[0]
+        routes = contract.images.routes if contract.images is not None else None
+        result = import_workload(
+            Path(args.file),
+            pools=contract.pools,
+            team=team,
+            out_dir=_out_dir(root, args.out),
+            docker_hub_routed=routes is not None and "docker-hub" in routes.prefixes,
+            runtime_image=_runtime_image(contract),
+            pool_name=args.pool,
+            backends=tuple(contract.backends),
+        )
+        if args.out is not None:
+            _write(root, result.files)
+    except ImportProblem as e:
+        print(f"{PROG}: {e}", file=sys.stderr)
+        return 2
+    except (_Refused, stack_file.StackFileError) as e:
+        print(f"{PROG}: {e}", file=sys.stderr)
+        return 2
+    print(render(result, stack, args.file, args.out))
+    problems = _check(contract, root, result, args.out is not None)
+    if problems:
+        print(f"{PROG}: the stack refuses this entry as it stands:", file=sys.stderr)
+        for line in problems:
+            print(f"  {line}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
