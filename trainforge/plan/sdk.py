@@ -53,6 +53,7 @@ class Submission:
     requests: list[tuple[str, str]] = field(default_factory=list)
     returncode: int = 0
     output: str = ""  # the program's stdout and stderr (tail)
+    stdout: str = ""  # the program's own printout (a TrainJob's name, for one)
 
     @property
     def last_error(self) -> str:
@@ -211,6 +212,7 @@ def run_program(
             return sub
         sub.returncode = proc.returncode
         sub.output = (proc.stdout + proc.stderr)[-4000:]
+        sub.stdout = proc.stdout
     return sub
 
 
