@@ -217,3 +217,29 @@ def test_bad_flags_are_one_line_errors(tmp_path, capsys):
         capsys.readouterr().err
         == "trainforge plan: --namespace research: only with --sdk PROGRAM\n"
     )
+
+
+def test_a_failing_program_is_a_finding_with_its_last_line():
+    """A program that raises for its own reasons (not a missing runtime) is one finding with
+    its exception's line; a missing runtime is only the runtime finding."""
+
+    class Inv:
+        config: dict = {}
+        submitted = sdk.Submission(
+            "train.py", "research", returncode=1,
+            output="Traceback (most recent call last):\n  ...\nValueError: num_nodes must be > 0\n",
+        )  # fmt: skip
+
+    class Ctx:
+        inventory = Inv()
+        objects: list = []
+        declared = None
+
+    (f,) = SB.check(Ctx).findings
+    assert (f.rule, f.resource) == (SB.RULE_PROGRAM, "train.py")
+    assert f.message.endswith(
+        "exited 1 against the plan's API stand-in: ValueError: num_nodes must be > 0"
+    )
+    Inv.submitted.missing = ["torch-distributed"]
+    (f,) = SB.check(Ctx).findings
+    assert f.rule == SB.RULE_RUNTIME and "trainforge:jobBackends" in f.fix
