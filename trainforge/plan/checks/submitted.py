@@ -15,8 +15,10 @@ It also refuses what the program asked and the platform cannot do: a runtime the
 not declare (the SDK then stops with `Failed to get Runtime`: the fix is the key
 `trainforge:jobBackends`), and `packages_to_install`: the SDK's pods run `pip install` from a
 package index at start, and a team's egress reaches none (DNS, the VPC's AWS endpoints, S3 and
-the Pod Identity agent only: platform/teams.py); the runtime's Python (the DLC's, a
-virtualenv in /opt/venv) also refuses pip's `--user`, and its root is read-only.
+the Pod Identity agent only: platform/teams.py, read here from the plan's NetworkPolicies).
+The SDK's own install script is rehearsed in the pod sandbox with a real pip and no network,
+where it exits 1. (A deploy review also found the DLC's Python a virtualenv, where pip refuses
+`--user`; the refusal does not rest on that, which is not rehearsed here.)
 """
 
 from __future__ import annotations
