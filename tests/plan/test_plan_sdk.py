@@ -116,6 +116,19 @@ def test_packages_to_install_is_refused_with_its_fix(tmp_path, capsys):
         assert "the SDK's install script exits 1: ERROR: Failed to install Python packages" in out
 
 
+def test_its_image_is_judged_by_the_plans_image_rules(tmp_path, capsys):
+    """The SDK's `image=` lands in the TrainJob; the plan's pod rules judge the pod the Trainer
+    builds from it, as they judge the stack's own pods."""
+    rc, out = plan_sdk(tmp_path, capsys, PROGRAMS / "docker_hub_image.py", with_trainjob)
+    assert rc == 1
+    (line,) = {
+        x for x in out.splitlines() if x.startswith("  [TRAINFORGE_DOCKER_HUB] research/TrainJob/")
+    }
+    why = out.splitlines()[out.splitlines().index(line) + 1]
+    assert "image 'pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime' is pulled from Docker Hub" in why
+    assert ", image pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime" in out  # the SDK section
+
+
 # --- the pieces, without a plan ------------------------------------------------------------------
 
 
