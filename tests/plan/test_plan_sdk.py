@@ -77,7 +77,10 @@ def test_two_gpus_per_node_on_a_one_gpu_pool_is_refused(tmp_path, capsys):
     assert "research/TrainJob/" in line
     why = next(x for x in out.splitlines() if "Kueue admits it on pool gpu-workloads" in x)
     assert "pool 'gpu-workloads'" in why and "needs 2 GPUs, g5.xlarge has 1" in why
-    assert "queue: admitted through LocalQueue default of research on flavor gpu-workloads" in out
+    assert (
+        "queue: admitted through LocalQueue default of research (ClusterQueue research) on flavor gpu-workloads"
+        in out
+    )
     # the TrainJob the SDK sent is judged where every object is (schema and runtime), and
     # Pulumi's creation order does not apply to it
     assert "ORDER_" not in out
@@ -88,7 +91,10 @@ def test_the_seed_program_passes_on_a_stack_with_trainjob(tmp_path, capsys):
     assert out.splitlines()[0] == "trainforge plan --stack dev: CLEAN", out[-4000:]
     assert rc == 0
     assert "sent 1 TrainJob(s)" in out
-    assert f"queue: admitted through LocalQueue default of research on flavor {GPU_POOL}" in out
+    assert (
+        f"queue: admitted through LocalQueue default of research (ClusterQueue research) on flavor {GPU_POOL}"
+        in out
+    )
     assert f"nodes: pods per node on pool {GPU_POOL}: g5.12xlarge 2" in out
     assert "cost: g5.12xlarge x2, $" in out
 

@@ -78,17 +78,17 @@ def sent_objects(ctx: PlanContext) -> list[Any]:
 
 
 def packages(pod: dict[str, Any]) -> list[str] | None:
-    """The packages the pod's script installs with pip (None: it installs none)."""
+    """The packages the SDK's install script in the pod installs with pip (None: it has no
+    such script; a `pip install` in the user's own function text is not the SDK's)."""
     for c in (pod.get("spec") or {}).get("containers") or []:
-        script = shell_script(c) or " ".join(str(x) for x in [*c.get("command", []),
-                                                               *c.get("args", [])])  # fmt: skip
-        if not _PIP.search(script):
-            continue
+        script = shell_script(c) or ""
         m = _PACKAGES.search(script)
+        if m is None or not _PIP.search(script[m.end() :]):
+            continue
         try:
-            return shlex.split(m.group("list")) if m else ["(a pip install in its script)"]
+            return shlex.split(m.group("list"))
         except ValueError:
-            return [m.group("list")] if m else []
+            return [m.group("list")]
     return None
 
 
@@ -261,14 +261,17 @@ def _judge(ctx: PlanContext, o: Any, region: str) -> tuple[list[str], list[Findi
             )  # fmt: skip
         )
         return lines, findings
+    labels = (doc.get("metadata") or {}).get("labels") or {}
+    local = labels.get(Q.QUEUE_LABEL, Q.DEFAULT_QUEUE)
     lines.append(
-        f"  queue: admitted through LocalQueue default of {o.namespace} on flavor {w.flavor}"
+        f"  queue: admitted through LocalQueue {local} of {o.namespace} (ClusterQueue "
+        f"{w.queue}) on flavor {w.flavor}"
     )
     pool = _pools(ctx).get(w.flavor or "")
     if pool is None:
         lines.append(f"  nodes: flavor {w.flavor} is no pool of the stack: node fit not rehearsed")
         return lines, findings
-    # the SDK's requests as the emitters write them: requests == limits, whole GPUs
+    # the pod's requests (a limit without a request is its request, as Kubernetes defaults it)
     r = capacity.rehearse(
         capacity.PodRequest(
             cpu_m=math.ceil(cpu * 1000), memory_mib=memory / capacity.MI, gpus=gpus, efa=0
