@@ -262,3 +262,35 @@ def test_a_failing_program_is_a_finding_with_its_last_line():
     Inv.submitted.missing = ["torch-distributed"]
     (f,) = SB.check(Ctx).findings
     assert f.rule == SB.RULE_RUNTIME and "trainforge:jobBackends" in f.fix
+
+
+def test_what_a_plan_cannot_answer_after_sending_is_no_finding():
+    """A program that waits for its job (wait_for_job_status, get_job_logs) after sending it
+    stops at the first thing only a running cluster has: not the user's fault; what it sent
+    is judged."""
+    from trainforge.jobs import trainjob
+
+    runtime = trainjob.sdk_runtime_manifest()
+    sub = sdk.run_program(PROGRAMS / "waits_for_its_job.py", [runtime], "research",
+                          sdk.sdk_python(ROOT))  # fmt: skip
+    (doc,) = sub.created
+    name = doc["metadata"]["name"]
+    assert sub.returncode == 1
+    assert sub.after_sent == [f"{sdk.TRAINER_API}/namespaces/research/trainjobs/{name}"]
+
+    class Inv:
+        config: dict = {}
+        submitted = sub
+
+    class Ctx:
+        inventory = Inv()
+        objects: list = []
+        declared = None
+
+    result = SB.check(Ctx)
+    assert result.findings == []
+    (section,) = result.sections
+    assert section.lines[1].startswith(
+        f"then the program asked for {sdk.TRAINER_API}/namespaces/research/trainjobs/{name}, "
+        "which a plan cannot answer (no job runs here), and stopped there (exit 1: "
+    )

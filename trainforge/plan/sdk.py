@@ -51,6 +51,9 @@ class Submission:
     created: list[dict[str, Any]] = field(default_factory=list)  # TrainJobs as stored
     missing: list[str] = field(default_factory=list)  # runtimes asked for and not found
     requests: list[tuple[str, str]] = field(default_factory=list)
+    # what the program asked for, after it sent a TrainJob, that a plan cannot answer (the
+    # job's status, pods, logs: nothing runs here); answered 404
+    after_sent: list[str] = field(default_factory=list)
     returncode: int = 0
     output: str = ""  # the program's stdout and stderr (tail)
     stdout: str = ""  # the program's own printout (a TrainJob's name, for one)
@@ -98,6 +101,8 @@ class ApiStandIn:
             def do_GET(self) -> None:  # noqa: N802 - http.server's name
                 sub.requests.append(("GET", self.path))
                 code, body = api.get(self.path.split("?")[0], sub)
+                if code == 404 and sub.created:
+                    sub.after_sent.append(self.path.split("?")[0])
                 self._send(code, body)
 
             def do_POST(self) -> None:  # noqa: N802 - http.server's name
@@ -114,6 +119,8 @@ class ApiStandIn:
                     body.setdefault("metadata", {})["namespace"] = parts[1]
                     sub.created.append(body)
                     return self._send(201, body)
+                if sub.created:
+                    sub.after_sent.append(path)
                 return self._send(404, _not_found())
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

@@ -378,7 +378,14 @@ def check(ctx: PlanContext) -> CheckResult:
         )  # fmt: skip
         lines.append(f"REFUSED: {message}")
         findings.append(_finding(ident, RULE_RUNTIME, message, fix))
-    if sub.returncode != 0 and not sub.missing:
+    if sub.returncode != 0 and sub.created and sub.after_sent:
+        # e.g. wait_for_job_status or get_job_logs: what it sent is judged below
+        lines.append(
+            f"then the program asked for {sub.after_sent[0]}, which a plan cannot answer (no "
+            f"job runs here), and stopped there (exit {sub.returncode}: "
+            f"{sub.last_error or 'no output'})"
+        )
+    elif sub.returncode != 0 and not sub.missing:
         message = (
             f"the program {sub.program} exited {sub.returncode} against the plan's API "
             f"stand-in: {sub.last_error or '(no output)'}"
