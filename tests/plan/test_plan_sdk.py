@@ -54,20 +54,23 @@ def with_four_gpu_pool(config: dict) -> None:
     }
 
 
-def plan_sdk(tmp_path: pathlib.Path, capsys, program: pathlib.Path, change=None) -> tuple[int, str]:
+def plan_sdk(
+    tmp_path: pathlib.Path, capsys, program: pathlib.Path, change=None
+) -> tuple[int, str, str]:
     root = project_copy(tmp_path, "dev", change)
     report = tmp_path / "report.txt"
     rc = cli.main(
         ["--stack", "dev", "--project-dir", str(root), "--no-standins", "--sdk", str(program),
          "--report", str(report)]
     )  # fmt: skip
-    return rc, capsys.readouterr().out + "\n" + report.read_text()
+    printed = capsys.readouterr().out
+    return rc, printed + "\n" + report.read_text(), printed
 
 
 def test_two_gpus_per_node_on_a_one_gpu_pool_is_refused(tmp_path, capsys):
     """Kueue admits the 2 x 2-GPU TrainJob on gpu-workloads (quota only); the plan refuses it,
     naming the pool and what a node there has."""
-    rc, out = plan_sdk(tmp_path, capsys, TWO_GPUS, with_trainjob)
+    rc, out, _ = plan_sdk(tmp_path, capsys, TWO_GPUS, with_trainjob)
     assert rc == 1
     first = out.splitlines()[0]
     assert first.startswith("trainforge plan --stack dev: ") and "CLEAN" not in first
@@ -87,9 +90,11 @@ def test_two_gpus_per_node_on_a_one_gpu_pool_is_refused(tmp_path, capsys):
 
 
 def test_the_seed_program_passes_on_a_stack_with_trainjob(tmp_path, capsys):
-    rc, out = plan_sdk(tmp_path, capsys, SEED, with_four_gpu_pool)
+    rc, out, printed = plan_sdk(tmp_path, capsys, SEED, with_four_gpu_pool)
     assert out.splitlines()[0] == "trainforge plan --stack dev: CLEAN", out[-4000:]
     assert rc == 0
+    # under the verdict: what the program sent and how it fares
+    assert "\nKubeflow SDK program (plan --sdk):\n  program " in printed
     assert "sent 1 TrainJob(s)" in out
     assert (
         f"queue: admitted through LocalQueue default of research (ClusterQueue research) on flavor {GPU_POOL}"
@@ -102,7 +107,7 @@ def test_the_seed_program_passes_on_a_stack_with_trainjob(tmp_path, capsys):
 def test_a_missing_runtime_names_job_backends(tmp_path, capsys):
     """dev as shipped (pytorchjob only): the SDK stops at `Failed to get Runtime`; the plan
     says which key installs it."""
-    rc, out = plan_sdk(tmp_path, capsys, TWO_GPUS)
+    rc, out, _ = plan_sdk(tmp_path, capsys, TWO_GPUS)
     assert rc == 1
     assert "[TRAINFORGE_SDK_RUNTIME_MISSING] ClusterTrainingRuntime/torch-distributed" in out
     assert "Failed to get Runtime: torch-distributed" in out
@@ -113,7 +118,7 @@ def test_a_missing_runtime_names_job_backends(tmp_path, capsys):
 def test_packages_to_install_is_refused_with_its_fix(tmp_path, capsys):
     """The SDK's own generated install script: refused at plan (team egress reaches no package
     index), with the rehearsal of that script in the pod sandbox as the evidence."""
-    rc, out = plan_sdk(tmp_path, capsys, PACKAGES, with_trainjob)
+    rc, out, _ = plan_sdk(tmp_path, capsys, PACKAGES, with_trainjob)
     assert rc == 1
     assert "  [TRAINFORGE_SDK_PACKAGES] research/TrainJob/" in out
     assert "pip-installs transformers[torch], datasets at start (packages_to_install)" in out
@@ -125,7 +130,7 @@ def test_packages_to_install_is_refused_with_its_fix(tmp_path, capsys):
 def test_its_image_is_judged_by_the_plans_image_rules(tmp_path, capsys):
     """The SDK's `image=` lands in the TrainJob; the plan's pod rules judge the pod the Trainer
     builds from it, as they judge the stack's own pods."""
-    rc, out = plan_sdk(tmp_path, capsys, PROGRAMS / "docker_hub_image.py", with_trainjob)
+    rc, out, _ = plan_sdk(tmp_path, capsys, PROGRAMS / "docker_hub_image.py", with_trainjob)
     assert rc == 1
     (line,) = {
         x for x in out.splitlines() if x.startswith("  [TRAINFORGE_DOCKER_HUB] research/TrainJob/")

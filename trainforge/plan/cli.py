@@ -368,6 +368,13 @@ def main(argv: list[str] | None = None) -> int:
 
     for line in verdict.verdict_lines(result, rev, str(report_path), args.stack):
         print(line)
+    if args.sdk is not None:  # what the program sent and how each fared, under the verdict
+        from trainforge.plan.checks.submitted import TITLE  # noqa: PLC0415
+
+        for section in (s for s in result.sections if s.title == TITLE):
+            print(f"{section.title}:")
+            for line in section.lines:
+                print(f"  {line}")
     for line in notes:
         print(line)
     if args.full:
