@@ -229,7 +229,7 @@ def test_namespace_flag_is_checked_against_the_teams():
         sdk.namespace_for(Inv, None, "dev")
 
 
-def test_bad_flags_are_one_line_errors(tmp_path, capsys):
+def test_bad_flags_are_one_line_errors(tmp_path, capsys, monkeypatch):
     assert cli.main(["--stack", "dev", "--sdk", str(tmp_path / "nope.py")]) == 2
     err = capsys.readouterr().err
     assert (
@@ -240,6 +240,14 @@ def test_bad_flags_are_one_line_errors(tmp_path, capsys):
     assert (
         capsys.readouterr().err
         == "trainforge plan: --namespace research: only with --sdk PROGRAM\n"
+    )
+    # outside a project: the plan's own one line, no traceback
+    program = tmp_path / "train.py"
+    program.write_text("print('hi')\n")
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["--stack", "dev", "--sdk", str(program)]) == 2
+    assert capsys.readouterr().err.startswith(
+        "trainforge plan: configuration error: no Pulumi.yaml"
     )
 
 

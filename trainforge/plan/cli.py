@@ -240,9 +240,12 @@ def _sdk_submit(args: argparse.Namespace, sdk: Any) -> Any:
     program = args.sdk.resolve()
     if not program.is_file() or program.suffix != ".py":
         raise sdk.SdkError(f"--sdk {args.sdk}: no such Python file; expected PROGRAM.py")
-    from trainforge.plan.runner import find_project  # noqa: PLC0415
+    from trainforge.plan.runner import ProjectError, find_project  # noqa: PLC0415
 
-    root = args.project_dir.resolve() if args.project_dir else find_project(pathlib.Path.cwd())
+    try:
+        root = args.project_dir.resolve() if args.project_dir else find_project(pathlib.Path.cwd())
+    except ProjectError:
+        root = pathlib.Path.cwd()  # the plan reports the missing project itself, next
     python = sdk.sdk_python(root)
 
     def submit(inv: Any) -> None:
