@@ -307,3 +307,24 @@ def test_what_a_plan_cannot_answer_after_sending_is_no_finding():
         f"then the program asked for {sdk.TRAINER_API}/namespaces/research/trainjobs/{name}, "
         "which a plan cannot answer (no job runs here), and stopped there (exit 1: "
     )
+
+
+def test_packages_are_not_refused_where_egress_is_open():
+    """The refusal rests on the namespace's egress: a policy that opens HTTPS to everywhere
+    lifts it (and says the install itself is not rehearsed)."""
+
+    class Sent:
+        ident, namespace, urn = "research/TrainJob/x", "research", ""
+
+    class Ctx:
+        objects = [_policy("allow-https", [{"to": [{"ipBlock": {"cidr": "0.0.0.0/0"}}]}])]
+
+    lines: list[str] = []
+    assert SB._packages(Ctx, Sent, {}, ["datasets"], lines) == []
+    assert lines == [
+        "  packages_to_install ['datasets']: egress open over HTTPS (allow-https): not refused; "
+        "whether the image's pip installs them is not rehearsed here"
+    ]
+    Ctx.objects = [_policy("allow-dns", [{"ports": [{"port": 53, "protocol": "UDP"}]}])]
+    (f,) = SB._packages(Ctx, Sent, {}, ["datasets"], [])
+    assert f.rule == SB.RULE_PACKAGES and "reaches no package index" in f.message
