@@ -15,16 +15,13 @@ the pool's tolerations need the platform's queue pieces (a `default` LocalQueue 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 import yaml
 
 from tests.conftest import ROOT
 from trainforge.jobs import tenancy, trainjob
+from trainforge.plan import sdk
 from trainforge.plan.checks import pod_sandbox as sandbox
 from trainforge.plan.checks import pod_scripts as P
 from trainforge.plan.checks import validate as V
@@ -68,97 +65,21 @@ def plan():
     return plan_project(ROOT, "dev", standins=False, config_overrides=overrides)
 
 
-class FakeApiServer:
-    """Answers the SDK's calls from the plan's objects; records every request."""
-
-    def __init__(self, objects: list[dict]) -> None:
-        self.runtimes = {
-            d["metadata"]["name"]: d for d in objects if d.get("kind") == "ClusterTrainingRuntime"
-        }
-        self.requests: list[tuple[str, str]] = []
-        self.created: list[tuple[str, dict]] = []
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *_a) -> None:  # quiet
-                pass
-
-            def _send(self, code: int, body: dict) -> None:
-                data = json.dumps(body).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def do_GET(self) -> None:
-                server.requests.append(("GET", self.path))
-                prefix = "/apis/trainer.kubeflow.org/v1alpha1/clustertrainingruntimes/"
-                name = self.path.split("?")[0].removeprefix(prefix)
-                if self.path.startswith(prefix) and name in server.runtimes:
-                    return self._send(200, server.runtimes[name])
-                return self._send(404, {"kind": "Status", "apiVersion": "v1", "status":
-                                        "Failure", "reason": "NotFound", "code": 404})  # fmt: skip
-
-            def do_POST(self) -> None:
-                server.requests.append(("POST", self.path))
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                server.created.append((self.path, body))
-                return self._send(201, body)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
-
-    def __enter__(self) -> FakeApiServer:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *_exc) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-
 @pytest.fixture(scope="module")
-def sent(plan, tmp_path_factory) -> dict:
-    """The TrainJob the seed's program sends, as the SDK sends it."""
-    tmp = tmp_path_factory.mktemp("sdk")
-    with FakeApiServer([o.doc for o in plan.objects]) as api:
-        kubeconfig = {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [{"name": "fake", "cluster": {"server": api.url}}],
-            "users": [{"name": "researcher", "user": {"token": "not-a-secret"}}],
-            "contexts": [
-                {
-                    "name": "team",
-                    "context": {"cluster": "fake", "user": "researcher", "namespace": NAMESPACE},
-                }
-            ],  # fmt: skip
-            "current-context": "team",
-        }
-        (tmp / "kubeconfig").write_text(yaml.safe_dump(kubeconfig))
-        env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp),
-               "KUBECONFIG": str(tmp / "kubeconfig")}  # fmt: skip
-        proc = subprocess.run(
-            [str(SDK_PYTHON), str(PROGRAM)],
-            cwd=tmp,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-        assert ("GET", f"/apis/trainer.kubeflow.org/v1alpha1/clustertrainingruntimes/"
-                       f"{trainjob.SDK_RUNTIME}") in api.requests, api.requests  # fmt: skip
-        ((path, body),) = api.created
-    assert path == f"/apis/trainer.kubeflow.org/v1alpha1/namespaces/{NAMESPACE}/trainjobs"
-    assert body["metadata"]["name"] == proc.stdout.strip().splitlines()[-1]
+def sent(plan) -> dict:
+    """The TrainJob the seed's program sends, as the SDK sends it: the program runs against
+    the API stand-in of `trainforge plan --sdk` (trainforge/plan/sdk.py), which answers from
+    the plan's objects and records every request."""
+    sub = sdk.run_program(PROGRAM, [o.doc for o in plan.objects], NAMESPACE, SDK_PYTHON)
+    assert sub.returncode == 0, sub.output
+    assert ("GET", f"/apis/trainer.kubeflow.org/v1alpha1/clustertrainingruntimes/"
+                   f"{trainjob.SDK_RUNTIME}") in sub.requests, sub.requests  # fmt: skip
+    posts = [path for method, path in sub.requests if method == "POST"]
+    assert posts == [f"/apis/trainer.kubeflow.org/v1alpha1/namespaces/{NAMESPACE}/trainjobs"]
+    (body,) = sub.created
+    assert body["metadata"]["name"] == sub.stdout.strip().splitlines()[-1]
     # what the API server stores: the namespace of the URL
-    body["metadata"]["namespace"] = NAMESPACE
+    assert body["metadata"]["namespace"] == NAMESPACE
     return body
 
 

@@ -297,10 +297,11 @@ def runtime_manifest(
 # `bash -c 'read -r -d "" SCRIPT << EOM ... EOM; printf "%s" "$SCRIPT" > "<file>.py";
 # torchrun "<file>.py"'`: it writes the function into the container's working directory, so
 # that directory must be writable under our read-only root file system and non-root user, and
-# pip's `--user` installs and caches need a writable HOME. The SDK's TrainJob sets no image,
-# restart policy or tolerations: the runtime's stock PyTorch image runs it, OnFailure restarts
-# it (plain torchrun exits 1 for any failure, which ExitCode would take as permanent), and
-# Kueue gives it its flavor's tolerations (the team's default LocalQueue).
+# pip's caches need a writable HOME (`packages_to_install` itself cannot work: a team's egress
+# reaches no package index, so `plan --sdk` refuses it, plan/checks/submitted.py). The SDK's
+# TrainJob sets no image, restart policy or tolerations: the runtime's stock PyTorch image runs
+# it, OnFailure restarts it (plain torchrun exits 1 for any failure, which ExitCode would take
+# as permanent), and Kueue gives it its flavor's tolerations (the team's default LocalQueue).
 SDK_RUNTIME = "torch-distributed"
 SDK_WORKSPACE = "/workspace"  # the SDK's WORKSPACE_PATH (its initializers write below it)
 

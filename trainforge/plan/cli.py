@@ -35,6 +35,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="a Python file of the project to run as the Pulumi program instead of "
         "__main__.py (relative to the project directory, inside it)",
     )
+    ap.add_argument(
+        "--sdk",
+        metavar="PROGRAM",
+        type=pathlib.Path,
+        help="also run this Kubeflow SDK program (TrainerClient) with the real SDK (.sdk-venv: "
+        "`make sdk-venv`) against an API stand-in answering from the plan, and judge every "
+        "TrainJob it sends like the stack's jobs (docs/jobs.md, The Kubeflow SDK)",
+    )
+    ap.add_argument(
+        "--namespace",
+        help="with --sdk: the team namespace the program's kubeconfig points at (default: "
+        "the stack's only team's)",
+    )
     ap.add_argument("--out", type=pathlib.Path, help="write one YAML per Kubernetes object here")
     ap.add_argument("--json", type=pathlib.Path, help="write the whole inventory as JSON here")
     ap.add_argument(
@@ -220,6 +233,31 @@ def write_report(
 # ---------------------------------------------------------------------------------------------
 
 
+def _sdk_submit(args: argparse.Namespace, sdk: Any) -> Any:
+    """The plan's hook for --sdk: run the program against the planned objects, add what it
+    sends (trainforge.plan.sdk). The program and the SDK's venv are checked first, before a
+    plan's seconds."""
+    program = args.sdk.resolve()
+    if not program.is_file() or program.suffix != ".py":
+        raise sdk.SdkError(f"--sdk {args.sdk}: no such Python file; expected PROGRAM.py")
+    from trainforge.plan.runner import ProjectError, find_project  # noqa: PLC0415
+
+    try:
+        root = args.project_dir.resolve() if args.project_dir else find_project(pathlib.Path.cwd())
+    except ProjectError:
+        root = pathlib.Path.cwd()  # the plan reports the missing project itself, next
+    python = sdk.sdk_python(root)
+
+    def submit(inv: Any) -> None:
+        from trainforge.plan.manifests import k8s_objects  # noqa: PLC0415
+
+        namespace = sdk.namespace_for(inv, args.namespace, args.stack)
+        docs = [o.doc for o in k8s_objects(inv)]
+        sdk.add_sent(inv, sdk.run_program(program, docs, namespace, python))
+
+    return submit
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.diff is not None and not args.diff.exists():  # before a plan's seconds and its files
@@ -229,10 +267,19 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return EXIT_CONFIG
-    from trainforge.plan import core, diff, manifests
+    from trainforge.plan import core, diff, manifests, sdk
     from trainforge.plan.checks import data_safety
     from trainforge.plan.runner import ProjectError, find_project
 
+    submit = None
+    try:
+        if args.namespace is not None and args.sdk is None:
+            raise sdk.SdkError(f"--namespace {args.namespace}: only with --sdk PROGRAM")
+        if args.sdk is not None:
+            submit = _sdk_submit(args, sdk)
+    except sdk.SdkError as e:
+        print(f"trainforge plan: {e}", file=sys.stderr)
+        return EXIT_CONFIG
     try:
         root = args.project_dir.resolve() if args.project_dir else find_project(pathlib.Path.cwd())
         if args.project_dir and not (root / "Pulumi.yaml").is_file():
@@ -243,7 +290,11 @@ def main(argv: list[str] | None = None) -> int:
             standins=not args.no_standins,
             program=args.program,
             echo_warnings=False,
+            submit=submit,
         )
+    except sdk.SdkError as e:
+        print(f"trainforge plan: {e}", file=sys.stderr)
+        return EXIT_CONFIG
     except Exception as e:  # noqa: BLE001 - classified below
         err = find_config_error(e)
         if err is None:
@@ -320,6 +371,13 @@ def main(argv: list[str] | None = None) -> int:
 
     for line in verdict.verdict_lines(result, rev, str(report_path), args.stack):
         print(line)
+    if args.sdk is not None:  # what the program sent and how each fared, under the verdict
+        from trainforge.plan.checks.submitted import TITLE  # noqa: PLC0415
+
+        for section in (s for s in result.sections if s.title == TITLE):
+            print(f"{section.title}:")
+            for line in section.lines:
+                print(f"  {line}")
     for line in notes:
         print(line)
     if args.full:

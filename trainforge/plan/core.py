@@ -278,11 +278,14 @@ def plan_project(
     standins: bool = True,
     program: str | None = None,
     echo_warnings: bool = True,
+    submit: Callable[[Inventory], None] | None = None,
 ) -> PlanResult:
     """Preview-mode plan; then, when the platform's mocks exist, the stand-in pass above.
     `program`: a Python file of the project to run instead of __main__.py. The program's
     warnings are a section of the result (so in the verdict and the report);
-    `echo_warnings` also prints them to stderr as they happen."""
+    `echo_warnings` also prints them to stderr as they happen. `submit` adds objects sent
+    from outside the stack to the inventory before it is judged (`plan --sdk`,
+    trainforge.plan.sdk), so every check judges them with the stack's own."""
     from trainforge.jobs.estimate import memoized
 
     with memoized():  # each job is estimated once, not once per asker
@@ -294,6 +297,8 @@ def plan_project(
             program=program,
             echo_warnings=echo_warnings,
         )
+        if submit is not None:
+            submit(inv)
         standin = standin_pass(root, stack, config_overrides, program)
         result = evaluate(inv, waivers_from(inv), root=root, standin=standin)
         if standins and mocks is None and standin is not None:

@@ -46,6 +46,7 @@ from trainforge.plan.checks import (
     resume,
     retry_bounds,
     scheduling,
+    submitted,
 )
 
 
@@ -77,6 +78,7 @@ CHECKS: list[Check] = [
     Check(addon_placement.check, addon_placement.RULES),
     Check(images.check, images.RULES),
     Check(resume.check, resume.RULES),
+    Check(submitted.check, submitted.RULES),
 ]
 
 # Diff checks, called with a review.DiffContext, in the order their sections print.

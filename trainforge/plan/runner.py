@@ -78,6 +78,9 @@ class Inventory:
     # What the program warned about (`pulumi.log.warn`): the plan puts them in its verdict
     # and report, where a reviewer reads, not only on a terminal's stderr.
     warnings: list[str] = field(default_factory=list)
+    # What a Kubeflow SDK program sent to the plan's API stand-in (`plan --sdk`,
+    # trainforge.plan.sdk.Submission); None otherwise. Not part of the JSON.
+    submitted: Any = None
 
     def by_urn(self) -> dict[str, Recorded]:
         return {r.urn: r for r in self.resources}

@@ -28,6 +28,7 @@ from typing import Any
 
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.runner import UNKNOWN
+from trainforge.plan.sdk import SENT_URN
 
 CRD_RULE = "ORDER_CRD_BEFORE_OBJECT"
 NAMESPACE_RULE = "ORDER_NAMESPACE_BEFORE_OBJECT"
@@ -182,7 +183,8 @@ def _short(urn: str) -> str:
 
 
 def check(ctx: PlanContext) -> CheckResult:
-    resources = list(ctx.inventory.resources)
+    # not the objects a program sends once the stack is up (`plan --sdk`): Pulumi creates none
+    resources = [r for r in ctx.inventory.resources if not r.urn.startswith(SENT_URN)]
     by_urn = {r.urn: r for r in resources}
     order = Order(resources)
     crd_makers = installers(resources)

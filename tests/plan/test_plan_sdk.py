@@ -1,0 +1,330 @@
+"""`trainforge plan --sdk PROGRAM.py`: a user's Kubeflow SDK program judged by the plan.
+
+Each program runs unchanged with the real SDK (kubeflow 0.5.0 in .sdk-venv, `make sdk-venv`)
+against the plan's API stand-in (trainforge/plan/sdk.py); what it sends is judged by the plan
+(checks/submitted.py and every object check) and printed as the plan prints.
+"""
+
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+from test_plan_stacks import project_copy
+
+from tests.conftest import ROOT
+from trainforge.plan import cli, sdk
+from trainforge.plan.checks import pod_sandbox
+from trainforge.plan.checks import submitted as SB
+
+PROGRAMS = ROOT / "tests" / "fixtures" / "kubeflow_sdk"
+SEED = PROGRAMS / "seed_002_program.py"
+TWO_GPUS = PROGRAMS / "two_gpus_per_node.py"
+PACKAGES = PROGRAMS / "packages_to_install.py"
+GPU_POOL = "g5-4gpu"
+
+pytestmark = pytest.mark.skipif(
+    not (ROOT / ".sdk-venv" / "bin" / "python").exists(),
+    reason="the Kubeflow SDK's venv .sdk-venv is absent: `make sdk-venv` creates it",
+)
+
+
+def with_trainjob(config: dict) -> None:
+    config["trainforge:jobBackends"] = ["trainjob"]
+
+
+def with_four_gpu_pool(config: dict) -> None:
+    """dev with the Trainer and a 4-GPU pool (g5.12xlarge) holding the team's 8 GPUs, as
+    tests/platform/test_kubeflow_sdk.py plans it: the seed's 4 x 2 GPUs fit there."""
+    with_trainjob(config)
+    config["trainforge:nodePools"].append(
+        {
+            "name": GPU_POOL,
+            "instanceTypes": ["g5.12xlarge"],
+            "capacityTypes": ["on-demand"],
+            "limits": {"cpu": "192", "memory": "768Gi", "gpus": 8},
+        }
+    )
+    config["trainforge:teams"][0]["quota"] = {
+        "gpus": "8",
+        "cpu": "64",
+        "memory": "256Gi",
+        "pods": "50",
+        "pools": {GPU_POOL: {"gpus": 8}},
+    }
+
+
+def plan_sdk(
+    tmp_path: pathlib.Path, capsys, program: pathlib.Path, change=None
+) -> tuple[int, str, str]:
+    root = project_copy(tmp_path, "dev", change)
+    report = tmp_path / "report.txt"
+    rc = cli.main(
+        ["--stack", "dev", "--project-dir", str(root), "--no-standins", "--sdk", str(program),
+         "--report", str(report)]
+    )  # fmt: skip
+    printed = capsys.readouterr().out
+    return rc, printed + "\n" + report.read_text(), printed
+
+
+def test_two_gpus_per_node_on_a_one_gpu_pool_is_refused(tmp_path, capsys):
+    """Kueue admits the 2 x 2-GPU TrainJob on gpu-workloads (quota only); the plan refuses it,
+    naming the pool and what a node there has."""
+    rc, out, _ = plan_sdk(tmp_path, capsys, TWO_GPUS, with_trainjob)
+    assert rc == 1
+    first = out.splitlines()[0]
+    assert first.startswith("trainforge plan --stack dev: ") and "CLEAN" not in first
+    (line,) = [x for x in out.splitlines() if x.startswith("  [TRAINFORGE_JOB_CANNOT_SCHEDULE]")][
+        :1
+    ]
+    assert "research/TrainJob/" in line
+    why = next(x for x in out.splitlines() if "Kueue admits it on pool gpu-workloads" in x)
+    assert "pool 'gpu-workloads'" in why and "needs 2 GPUs, g5.xlarge has 1" in why
+    assert (
+        "queue: admitted through LocalQueue default of research (ClusterQueue research) on flavor gpu-workloads"
+        in out
+    )
+    # the TrainJob the SDK sent is judged where every object is (schema and runtime), and
+    # Pulumi's creation order does not apply to it
+    assert "ORDER_" not in out
+
+
+def test_the_seed_program_passes_on_a_stack_with_trainjob(tmp_path, capsys):
+    rc, out, printed = plan_sdk(tmp_path, capsys, SEED, with_four_gpu_pool)
+    assert out.splitlines()[0] == "trainforge plan --stack dev: CLEAN", out[-4000:]
+    assert rc == 0
+    # under the verdict: what the program sent and how it fares
+    assert "\nKubeflow SDK program (plan --sdk):\n  program " in printed
+    assert "sent 1 TrainJob(s)" in out
+    assert (
+        f"queue: admitted through LocalQueue default of research (ClusterQueue research) on flavor {GPU_POOL}"
+        in out
+    )
+    assert f"nodes: pods per node on pool {GPU_POOL}: g5.12xlarge 2" in out
+    assert "cost: g5.12xlarge x2, $" in out
+
+
+def test_a_missing_runtime_names_job_backends(tmp_path, capsys):
+    """dev as shipped (pytorchjob only): the SDK stops at `Failed to get Runtime`; the plan
+    says which key installs it."""
+    rc, out, _ = plan_sdk(tmp_path, capsys, TWO_GPUS)
+    assert rc == 1
+    assert "[TRAINFORGE_SDK_RUNTIME_MISSING] ClusterTrainingRuntime/torch-distributed" in out
+    assert "Failed to get Runtime: torch-distributed" in out
+    assert "fix: set `trainforge:jobBackends: [trainjob]`" in out
+    assert "sent 0 TrainJob(s)" in out
+
+
+def test_packages_to_install_is_refused_with_its_fix(tmp_path, capsys):
+    """The SDK's own generated install script: refused at plan (team egress reaches no package
+    index), with the rehearsal of that script in the pod sandbox as the evidence."""
+    rc, out, _ = plan_sdk(tmp_path, capsys, PACKAGES, with_trainjob)
+    assert rc == 1
+    assert "  [TRAINFORGE_SDK_PACKAGES] research/TrainJob/" in out
+    assert "pip-installs transformers[torch], datasets at start (packages_to_install)" in out
+    assert "fix: drop packages_to_install: build an image FROM the runtime image" in out
+    if pod_sandbox.unavailable() is None:
+        assert "the SDK's install script exits 1: ERROR: Failed to install Python packages" in out
+
+
+def test_its_image_is_judged_by_the_plans_image_rules(tmp_path, capsys):
+    """The SDK's `image=` lands in the TrainJob; the plan's pod rules judge the pod the Trainer
+    builds from it, as they judge the stack's own pods."""
+    rc, out, _ = plan_sdk(tmp_path, capsys, PROGRAMS / "docker_hub_image.py", with_trainjob)
+    assert rc == 1
+    (line,) = {
+        x for x in out.splitlines() if x.startswith("  [TRAINFORGE_DOCKER_HUB] research/TrainJob/")
+    }
+    why = out.splitlines()[out.splitlines().index(line) + 1]
+    assert "image 'pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime' is pulled from Docker Hub" in why
+    assert ", image pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime" in out  # the SDK section
+
+
+# --- the pieces, without a plan ------------------------------------------------------------------
+
+
+def test_the_sdk_script_fails_without_an_index_and_the_rehearsal_can_pass():
+    """The SDK's install script, as the real SDK writes it, in the pod sandbox: with no index
+    reachable it exits 1; asking for a package the Python already has (pip), it passes, so
+    the failure is the missing index, not the sandbox."""
+    if pod_sandbox.unavailable():
+        pytest.skip(f"the pod sandbox cannot run here: {pod_sandbox.unavailable()}")
+    from trainforge.jobs import trainjob
+
+    runtime = trainjob.sdk_runtime_manifest()
+    python = sdk.sdk_python(ROOT)
+    sub = sdk.run_program(PACKAGES, [runtime], "research", python)
+    assert sub.returncode == 0, sub.output
+    (doc,) = sub.created
+    pod = trainjob.effective_pod(doc, runtime)
+    assert SB.packages(pod) == ["transformers[torch]", "datasets"]
+    failed = SB.rehearse_install(pod)
+    assert not isinstance(failed, str) and failed.rc == 1, failed
+    assert "Failed to install Python packages" in failed.stderr
+    # the same script asking for pip, which the stand-in Python already has
+    script = doc["spec"]["trainer"]["command"][2].replace(
+        "PACKAGES=('transformers[torch]' datasets)", "PACKAGES=(pip)"
+    )
+    assert script != doc["spec"]["trainer"]["command"][2]
+    doc["spec"]["trainer"]["command"][2] = script
+    passed = SB.rehearse_install(trainjob.effective_pod(doc, runtime))
+    assert not isinstance(passed, str) and passed.rc == 0, passed
+    assert "Successfully installed Python packages (user): pip" in passed.stdout
+
+
+class _Obj:
+    def __init__(self, doc: dict) -> None:
+        self.doc = doc
+        self.kind = doc["kind"]
+        self.namespace = doc["metadata"].get("namespace")
+        self.obj_name = doc["metadata"]["name"]
+
+
+def _policy(name: str, egress: list) -> _Obj:
+    return _Obj({"kind": "NetworkPolicy", "metadata": {"name": name, "namespace": "research"},
+                 "spec": {"podSelector": {}, "policyTypes": ["Egress"], "egress": egress}})  # fmt: skip
+
+
+def test_open_egress_reads_the_namespaces_policies():
+    from trainforge.platform.teams import network_policies
+
+    class Ctx:
+        objects = [
+            _policy(name, spec.get("egress") or [])
+            for name, spec in (
+                (p["name"], p["spec"])
+                for p in network_policies("research", None, None, "10.0.0.0/16", ["3.5.0.0/16"])
+            )
+            if "Egress" in spec.get("policyTypes", [])
+        ]
+
+    assert Ctx.objects  # the platform's own team policies
+    assert SB.open_egress(Ctx, "research") is None
+    Ctx.objects.append(_policy("allow-https", [{"to": [{"ipBlock": {"cidr": "0.0.0.0/0"}}],
+                                                "ports": [{"port": 443}]}]))  # fmt: skip
+    assert SB.open_egress(Ctx, "research") == "allow-https"
+    Ctx.objects = []
+    assert SB.open_egress(Ctx, "research") == "no egress policy"
+
+
+def test_namespace_flag_is_checked_against_the_teams():
+    class Team:
+        def __init__(self, name: str) -> None:
+            self.name, self.namespace = name, name
+
+    class Contract:
+        teams = {"research": Team("research"), "vision": Team("vision")}
+
+    class Declared:
+        contracts = [Contract()]
+
+    class Inv:
+        declared = Declared()
+
+    assert sdk.namespace_for(Inv, "vision", "dev") == "vision"
+    with pytest.raises(sdk.SdkError, match=r"^--namespace visoin: not a team namespace of stack "
+                       r"dev; team namespaces: research, vision$"):  # fmt: skip
+        sdk.namespace_for(Inv, "visoin", "dev")
+    with pytest.raises(sdk.SdkError, match="say which one .* with --namespace"):
+        sdk.namespace_for(Inv, None, "dev")
+
+
+def test_bad_flags_are_one_line_errors(tmp_path, capsys, monkeypatch):
+    assert cli.main(["--stack", "dev", "--sdk", str(tmp_path / "nope.py")]) == 2
+    err = capsys.readouterr().err
+    assert (
+        err
+        == f"trainforge plan: --sdk {tmp_path / 'nope.py'}: no such Python file; expected PROGRAM.py\n"
+    )
+    assert cli.main(["--stack", "dev", "--namespace", "research"]) == 2
+    assert (
+        capsys.readouterr().err
+        == "trainforge plan: --namespace research: only with --sdk PROGRAM\n"
+    )
+    # outside a project: the plan's own one line, no traceback
+    program = tmp_path / "train.py"
+    program.write_text("print('hi')\n")
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["--stack", "dev", "--sdk", str(program)]) == 2
+    assert capsys.readouterr().err.startswith(
+        "trainforge plan: configuration error: no Pulumi.yaml"
+    )
+
+
+def test_a_failing_program_is_a_finding_with_its_last_line():
+    """A program that raises for its own reasons (not a missing runtime) is one finding with
+    its exception's line; a missing runtime is only the runtime finding."""
+
+    class Inv:
+        config: dict = {}
+        submitted = sdk.Submission(
+            "train.py", "research", returncode=1,
+            output="Traceback (most recent call last):\n  ...\nValueError: num_nodes must be > 0\n",
+        )  # fmt: skip
+
+    class Ctx:
+        inventory = Inv()
+        objects: list = []
+        declared = None
+
+    (f,) = SB.check(Ctx).findings
+    assert (f.rule, f.resource) == (SB.RULE_PROGRAM, "train.py")
+    assert f.message.endswith(
+        "exited 1 against the plan's API stand-in: ValueError: num_nodes must be > 0"
+    )
+    Inv.submitted.missing = ["torch-distributed"]
+    (f,) = SB.check(Ctx).findings
+    assert f.rule == SB.RULE_RUNTIME and "trainforge:jobBackends" in f.fix
+
+
+def test_what_a_plan_cannot_answer_after_sending_is_no_finding():
+    """A program that waits for its job (wait_for_job_status, get_job_logs) after sending it
+    stops at the first thing only a running cluster has: not the user's fault; what it sent
+    is judged."""
+    from trainforge.jobs import trainjob
+
+    runtime = trainjob.sdk_runtime_manifest()
+    sub = sdk.run_program(PROGRAMS / "waits_for_its_job.py", [runtime], "research",
+                          sdk.sdk_python(ROOT))  # fmt: skip
+    (doc,) = sub.created
+    name = doc["metadata"]["name"]
+    assert sub.returncode == 1
+    assert sub.after_sent == [f"{sdk.TRAINER_API}/namespaces/research/trainjobs/{name}"]
+
+    class Inv:
+        config: dict = {}
+        submitted = sub
+
+    class Ctx:
+        inventory = Inv()
+        objects: list = []
+        declared = None
+
+    result = SB.check(Ctx)
+    assert result.findings == []
+    (section,) = result.sections
+    assert section.lines[1].startswith(
+        f"then the program asked for {sdk.TRAINER_API}/namespaces/research/trainjobs/{name}, "
+        "which a plan cannot answer (no job runs here), and stopped there (exit 1: "
+    )
+
+
+def test_packages_are_not_refused_where_egress_is_open():
+    """The refusal rests on the namespace's egress: a policy that opens HTTPS to everywhere
+    lifts it (and says the install itself is not rehearsed)."""
+
+    class Sent:
+        ident, namespace, urn = "research/TrainJob/x", "research", ""
+
+    class Ctx:
+        objects = [_policy("allow-https", [{"to": [{"ipBlock": {"cidr": "0.0.0.0/0"}}]}])]
+
+    lines: list[str] = []
+    assert SB._packages(Ctx, Sent, {}, ["datasets"], lines) == []
+    assert lines == [
+        "  packages_to_install ['datasets']: egress open over HTTPS (allow-https): not refused; "
+        "whether the image's pip installs them is not rehearsed here"
+    ]
+    Ctx.objects = [_policy("allow-dns", [{"ports": [{"port": 53, "protocol": "UDP"}]}])]
+    (f,) = SB._packages(Ctx, Sent, {}, ["datasets"], [])
+    assert f.rule == SB.RULE_PACKAGES and "reaches no package index" in f.message

@@ -1,0 +1,401 @@
+"""Plan check: each TrainJob a Kubeflow SDK program sent (`trainforge plan --sdk`), as a job.
+
+Why: the stack's jobs are judged from their declarations (checks/scheduling.py, queues.py,
+cost_check.py); a TrainJob a program sends to the API server has none. Kueue admits it on
+quota alone: it does not know node sizes, so a pod asking 2 GPUs is admitted on the flavor of
+a pool of 1-GPU nodes and stays Pending for ever. This check judges every sent TrainJob with
+the plan's own pieces: the queue (`queues.admit_submitted`: its LocalQueue, flavor and
+taints), the node fit on the pool of the flavor Kueue assigns (`jobs.capacity.rehearse`, the
+scheduling rehearsal's), the price of the nodes it needs (`plan.cost.choose_nodes`). The rest
+is judged where every object is (core.evaluate): CRD schema and runtime (checks/validate.py),
+the policy rules on its pod (image rules included), its bash script in the pod sandbox
+(checks/pod_scripts.py).
+
+It also refuses what the program asked and the platform cannot do: a runtime the stack does
+not declare (the SDK then stops with `Failed to get Runtime`: the fix is the key
+`trainforge:jobBackends`), and `packages_to_install`: the SDK's pods run `pip install` from a
+package index at start, and a team's egress reaches none (DNS, the VPC's AWS endpoints, S3 and
+the Pod Identity agent only: platform/teams.py, read here from the plan's NetworkPolicies).
+The SDK's own install script is rehearsed in the pod sandbox with a real pip and no network,
+where it exits 1. (A deploy review also found the DLC's Python a virtualenv, where pip refuses
+`--user`; the refusal does not rest on that, which is not rehearsed here.)
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import pathlib
+import re
+import shlex
+import tempfile
+from fractions import Fraction
+from typing import Any
+
+from trainforge.core.contract import GPU_RESOURCE
+from trainforge.core.quantity import parse_quantity
+from trainforge.jobs import capacity, trainjob
+from trainforge.jobs.spec import JobSpec
+from trainforge.plan import cost as C
+from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
+from trainforge.plan.checks import pod_sandbox as sandbox
+from trainforge.plan.checks import pod_scripts as P
+from trainforge.plan.checks import queues as Q
+from trainforge.plan.checks import scheduling as S
+from trainforge.plan.checks.pod_scripts import shell_script
+from trainforge.plan.sdk import SENT_URN
+
+TITLE = "Kubeflow SDK program (plan --sdk)"
+RULE_RUNTIME = "TRAINFORGE_SDK_RUNTIME_MISSING"
+RULE_PROGRAM = "TRAINFORGE_SDK_PROGRAM_FAILED"
+RULE_PACKAGES = "TRAINFORGE_SDK_PACKAGES"
+BACKENDS_KEY = "trainforge:jobBackends"
+RULES = {
+    RULE_RUNTIME: (
+        f"set `{BACKENDS_KEY}: [trainjob]` (or add trainjob to the list) in the stack file: the "
+        "platform then installs the Kubeflow Trainer and the SDK's runtime torch-distributed"
+    ),
+    RULE_PROGRAM: "fix the program: it must run to its end against the cluster's API",
+    RULE_PACKAGES: (
+        "drop packages_to_install: build an image FROM the runtime image with the packages "
+        "(docs/images.md) and pass CustomTrainer(image=...)"
+    ),
+}
+FIT_FIX = (
+    "ask per node what a node of the pool Kueue assigns holds (CustomTrainer "
+    "resources_per_node; more num_nodes with fewer GPUs each), or give the team quota on a "
+    "pool of bigger nodes (docs/jobs.md, The Kubeflow SDK)"
+)
+# The SDK's generated install script (kubeflow 0.5.0, trainer/backends/kubernetes/utils.py
+# get_script_for_python_packages): a bash array of the packages, then `python -m pip install`.
+_PACKAGES = re.compile(r"^PACKAGES=\((?P<list>.*)\)$", re.MULTILINE)
+_PIP = re.compile(r"\bpip3?\s+install\b|-m\s+pip\s+install\b")
+
+
+def sent_objects(ctx: PlanContext) -> list[Any]:
+    """The objects a program sent (trainforge.plan.sdk.SENT_URN), not the stack's."""
+    return [o for o in ctx.objects if o.urn.startswith(SENT_URN)]
+
+
+def packages(pod: dict[str, Any]) -> list[str] | None:
+    """The packages the SDK's install script in the pod installs with pip (None: it has no
+    such script; a `pip install` in the user's own function text is not the SDK's)."""
+    for c in (pod.get("spec") or {}).get("containers") or []:
+        script = shell_script(c) or ""
+        m = _PACKAGES.search(script)
+        if m is None or not _PIP.search(script[m.end() :]):
+            continue
+        try:
+            return shlex.split(m.group("list"))
+        except ValueError:
+            return [m.group("list")]
+    return None
+
+
+# The rehearsal's `python`: the host's own Python and pip (its /usr is in the sandbox), so the
+# SDK's install script meets a real pip, in a sandbox whose network namespace reaches nothing
+# (as a team namespace's egress reaches no package index). torchrun stays the plan's stand-in.
+HOST_PYTHON = "/usr/bin/python3"
+CA_DIR = "/etc/ssl"
+
+
+def rehearse_install(pod: dict[str, Any]) -> sandbox.RunResult | str:
+    """Run the pod's script (the SDK's pip install, then its program) in the pod sandbox as
+    the pod's user on its volumes, with a real pip and no network. Returns the result, or why
+    it was not run."""
+    why = sandbox.unavailable()
+    if why:
+        return why
+    if not os.path.exists(HOST_PYTHON):
+        return f"no {HOST_PYTHON} here to stand for the image's Python"
+    spec = pod.get("spec") or {}
+    (c, *_) = spec.get("containers") or [{}]
+    script = shell_script(c)
+    if script is None:
+        return "its container runs no shell script"
+    volumes = {v["name"]: v for v in spec.get("volumes") or []}
+    env = {e["name"]: str(e["value"]) for e in c.get("env") or [] if "value" in e}
+    with tempfile.TemporaryDirectory(prefix="trainforge-sdk-pip-") as tmp:
+        base = pathlib.Path(tmp)
+        mounts = []
+        for m in c.get("volumeMounts") or []:
+            host = base / "volumes" / m["name"]
+            host.mkdir(parents=True, exist_ok=True)
+            if "emptyDir" in volumes.get(m["name"], {}):
+                host.chmod(0o777)  # an emptyDir, as the kubelet makes it
+            mounts.append(sandbox.Mount(host, m["mountPath"], bool(m.get("readOnly"))))
+        stand_in = base / "stand-in"
+        stand_in.mkdir()
+        mount = P._stand_ins(stand_in)
+        for name in ("python", "python3"):  # the real interpreter, not the syntax check
+            (mount.host / name).write_text(f'#!/bin/sh\nexec {HOST_PYTHON} "$@"\n')
+        mounts.append(mount)
+        if os.path.isdir(CA_DIR):  # the image's CA bundle: pip fails on the network, not TLS
+            mounts.append(sandbox.Mount(pathlib.Path(CA_DIR), CA_DIR, True))
+        identity = sandbox.Identity.of(spec.get("securityContext"), c.get("securityContext"))
+        return sandbox.run(
+            script,
+            identity,
+            mounts,
+            env={
+                "HOME": env.get("HOME", "/"),
+                "PATH": f"{P.STAND_IN_DIR}:/usr/bin:/bin",
+                "PIP_RETRIES": "0",
+            },  # fmt: skip
+            shell="/bin/bash",
+            cwd=c.get("workingDir") or "/",
+            timeout=120,
+        )
+
+
+def open_egress(ctx: PlanContext, namespace: str) -> str | None:
+    """The plan's NetworkPolicy of `namespace` that lets its pods reach any address over HTTPS
+    (an egress rule with no `to`, or an ipBlock 0.0.0.0/0, on port 443 or every port), or
+    "no egress policy" when none restricts egress; None when egress reaches only the
+    addresses the policies name (a package index is not one of the platform's)."""
+    policies = [o for o in ctx.objects if o.kind == "NetworkPolicy" and o.namespace == namespace]
+    restricting = [
+        o for o in policies if "Egress" in ((o.doc.get("spec") or {}).get("policyTypes") or [])
+    ]
+    if not restricting:
+        return "no egress policy"
+    for o in restricting:
+        for rule in (o.doc.get("spec") or {}).get("egress") or []:
+            ports = rule.get("ports") or []
+            https = not ports or any(str(p.get("port")) in ("443", "https") for p in ports)
+            to = rule.get("to")
+            anywhere = not to or any(
+                ((t.get("ipBlock") or {}).get("cidr") in ("0.0.0.0/0", "::/0")) for t in to
+            )
+            if https and anywhere:
+                return o.obj_name
+    return None
+
+
+def _runtime(ctx: PlanContext, doc: dict[str, Any]) -> dict[str, Any] | None:
+    ref = (doc.get("spec") or {}).get("runtimeRef") or {}
+    kind, name = ref.get("kind") or trainjob.RUNTIME_KIND, ref.get("name")
+    ns = (doc.get("metadata") or {}).get("namespace")
+    for o in ctx.objects:
+        if (
+            o.kind == kind
+            and o.obj_name == name
+            and (kind != "TrainingRuntime" or o.namespace == ns)
+        ):
+            return o.doc
+    return None
+
+
+def _num_nodes(doc: dict[str, Any], runtime: dict[str, Any]) -> int:
+    trainer = (doc.get("spec") or {}).get("trainer") or {}
+    ml = ((runtime.get("spec") or {}).get("mlPolicy")) or {}
+    return int(trainer.get("numNodes") or ml.get("numNodes") or 1)
+
+
+def _requests(pod: dict[str, Any]) -> dict[str, Fraction]:
+    out: dict[str, Fraction] = {}
+    for c in (pod.get("spec") or {}).get("containers") or []:
+        res = c.get("resources") or {}
+        for r, v in {**(res.get("limits") or {}), **(res.get("requests") or {})}.items():
+            out[r] = out.get(r, Fraction(0)) + parse_quantity(str(v))
+    return out
+
+
+def _pools(ctx: PlanContext) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for contract in getattr(ctx.declared, "contracts", None) or []:
+        out.update(contract.pools)
+    return out
+
+
+def _backends(ctx: PlanContext) -> list[str]:
+    for contract in getattr(ctx.declared, "contracts", None) or []:
+        return list(contract.backends or (contract.backend,))
+    return []
+
+
+def _finding(ident: str, rule: str, message: str, fix: str, urn: str = "") -> Finding:
+    return Finding(
+        resource=ident,
+        rule=rule,
+        message=message,
+        fix=fix,
+        urn=urn,
+        names=frozenset({ident}),
+    )
+
+
+def _judge(ctx: PlanContext, o: Any, region: str) -> tuple[list[str], list[Finding]]:
+    """One sent TrainJob: its pods, queue, node fit, packages and cost."""
+    ident = o.ident
+    doc = o.doc
+    lines: list[str] = []
+    findings: list[Finding] = []
+    runtime = _runtime(ctx, doc)
+    if runtime is None:  # the SDK reads its runtime first, so it sent none without one
+        ref = (doc.get("spec") or {}).get("runtimeRef") or {}
+        lines.append(f"{ident}: runtime {ref.get('name')!r} not in the plan: not judged")
+        return lines, findings
+    pod = trainjob.effective_pod(doc, runtime)
+    pods = _num_nodes(doc, runtime)
+    req = _requests(pod)
+    gpus = int(req.get(GPU_RESOURCE, 0))
+    cpu, memory = req.get("cpu", Fraction(0)), req.get("memory", Fraction(0))
+    size = ", ".join(
+        [f"{gpus} GPU"] * bool(gpus)
+        + [f"cpu {float(cpu):g}"] * bool(cpu)
+        + [f"memory {capacity.format_bytes(memory)}"] * bool(memory)
+    )
+    image = next(iter((pod.get("spec") or {}).get("containers") or []), {}).get("image")
+    lines.append(f"{ident}: {pods} pod(s) x ({size or 'no requests'}), image {image}")
+    w = Q.admit_submitted(ctx, doc, pod, pods)
+    if w.state != "admitted":
+        lines.append(f"  queue: never admitted: {w.reason}")
+        findings.append(
+            _finding(
+                ident,
+                Q.RULE_NEVER,
+                f"{ident} (sent by the program): {w.reason}",
+                Q.RULES[Q.RULE_NEVER],
+                o.urn,
+            )  # fmt: skip
+        )
+        return lines, findings
+    labels = (doc.get("metadata") or {}).get("labels") or {}
+    local = labels.get(Q.QUEUE_LABEL, Q.DEFAULT_QUEUE)
+    lines.append(
+        f"  queue: admitted through LocalQueue {local} of {o.namespace} (ClusterQueue "
+        f"{w.queue}) on flavor {w.flavor}"
+    )
+    pool = _pools(ctx).get(w.flavor or "")
+    if pool is None:
+        lines.append(f"  nodes: flavor {w.flavor} is no pool of the stack: node fit not rehearsed")
+        return lines, findings
+    # the pod's requests (a limit without a request is its request, as Kubernetes defaults it)
+    r = capacity.rehearse(
+        capacity.PodRequest(
+            cpu_m=math.ceil(cpu * 1000), memory_mib=memory / capacity.MI, gpus=gpus, efa=0
+        ),
+        pods,
+        pool,
+    )
+    if not r.fits:
+        message = (
+            f"{ident} (sent by the program) on pool {pool.name!r}: the pool's node "
+            f"sizes are unknown (instance types {', '.join(pool.instance_types) or 'none'}), so "
+            f"whether {pods} pod(s) of {size} fit was not rehearsed"
+        )
+        lines.append(f"  NOT REHEARSED: {message}")
+        findings.append(_finding(ident, S.UNREHEARSED, message, S.RULES[S.UNREHEARSED], o.urn))
+    for p in r.problems:
+        message = (
+            f"{ident}: Kueue admits it on pool {pool.name}, but its pods stay Pending: {p.message}"
+        )
+        lines.append(f"  CANNOT RUN: {p.message}")
+        findings.append(_finding(ident, S.RULE, message, FIT_FIX, o.urn))
+    if r.fits and not r.problems:
+        per_node = ", ".join(f"{f.room.node.instance_type} {f.per_node}" for f in r.fits)
+        lines.append(f"  nodes: pods per node on pool {pool.name}: {per_node}")
+        spec = JobSpec.model_construct(
+            name=o.obj_name, team=w.team, pool=pool.name, workers=pods,
+            gpus_per_worker=gpus, cpu=str(float(cpu)), memory=str(int(memory)),
+        )  # fmt: skip
+        choice = C.choose_nodes(spec, pool, region)
+        if choice is not None and choice.hourly_on_demand is not None:
+            lines.append(
+                f"  cost: {choice.instance_type} x{choice.nodes}, "
+                f"${choice.hourly_on_demand:,.2f}/h on demand while it runs (the SDK declares "
+                "no duration: no run cost)"
+            )
+        elif choice is not None:
+            lines.append(f"  cost: unknown ({choice.reason})")
+    wanted = packages(pod)
+    if wanted is not None:
+        findings += _packages(ctx, o, pod, wanted, lines)
+    return lines, findings
+
+
+def _packages(
+    ctx: PlanContext, o: Any, pod: dict[str, Any], wanted: list[str], lines: list[str]
+) -> list[Finding]:
+    """packages_to_install: refused where the namespace's egress reaches no package index;
+    the SDK's own install script is rehearsed in the pod sandbox with no index reachable."""
+    opened = open_egress(ctx, o.namespace or "")
+    if opened is not None:
+        lines.append(
+            f"  packages_to_install {wanted}: egress open over HTTPS ({opened}): not refused; "
+            "whether the image's pip installs them is not rehearsed here"
+        )
+        return []
+    result = rehearse_install(pod)
+    if isinstance(result, str):
+        seen = f"the SDK's install script not rehearsed ({result})"
+    else:
+        out = [x for x in (result.stdout + result.stderr).splitlines() if x.strip()]
+        seen = (
+            f"rehearsed in the pod sandbox with no index reachable, the SDK's install script "
+            f"exits {result.rc}: {out[0] if out else '(no output)'}"
+        )
+    lines.append(f"  REFUSED: packages_to_install {wanted}: no package index reachable; {seen}")
+    message = (
+        f"{o.ident} (sent by the program) pip-installs {', '.join(wanted)} at start "
+        "(packages_to_install), but its namespace's egress reaches no package index (DNS, the "
+        "VPC's AWS endpoints, S3, the Pod Identity agent only): every pod exits 1 before "
+        f"training and is restarted until the backoffLimit; {seen}"
+    )
+    return [_finding(o.ident, RULE_PACKAGES, message, RULES[RULE_PACKAGES], o.urn)]
+
+
+def check(ctx: PlanContext) -> CheckResult:
+    sub = getattr(ctx.inventory, "submitted", None)
+    if sub is None:
+        return CheckResult()
+    from trainforge.plan.checks.cost_check import REGION_KEY  # noqa: PLC0415
+    from trainforge.plan.mocks import DEFAULT_REGION  # noqa: PLC0415 - what the plan used
+
+    region = str(ctx.inventory.config.get(REGION_KEY) or DEFAULT_REGION)
+    sent = sent_objects(ctx)
+    lines = [
+        f"program {sub.program} (kubeconfig namespace {sub.namespace}): exit {sub.returncode}, "
+        f"sent {len(sent)} TrainJob(s)"
+    ]
+    findings: list[Finding] = []
+    backends = _backends(ctx)
+    for name in dict.fromkeys(sub.missing):
+        ident = f"ClusterTrainingRuntime/{name}"
+        why = (
+            f"{BACKENDS_KEY} is {backends}: the Kubeflow Trainer and its runtimes are not installed"
+            if "trainjob" not in backends
+            else "the platform's Trainer has no runtime of that name"
+        )
+        message = (
+            f"the program asks for ClusterTrainingRuntime {name!r}, which this stack does not "
+            f"declare ({why}); the SDK stops with `RuntimeError: Failed to get Runtime: {name}`"
+        )
+        fix = RULES[RULE_RUNTIME] if "trainjob" not in backends else (
+            f"name a runtime the stack declares (CustomTrainer's default is "
+            f"{trainjob.SDK_RUNTIME}: leave `runtime=` unset)"
+        )  # fmt: skip
+        lines.append(f"REFUSED: {message}")
+        findings.append(_finding(ident, RULE_RUNTIME, message, fix))
+    if sub.returncode != 0 and sub.created and sub.after_sent:
+        # e.g. wait_for_job_status or get_job_logs: what it sent is judged below
+        lines.append(
+            f"then the program asked for {sub.after_sent[0]}, which a plan cannot answer (no "
+            f"job runs here), and stopped there (exit {sub.returncode}: "
+            f"{sub.last_error or 'no output'})"
+        )
+    elif sub.returncode != 0 and not sub.missing:
+        message = (
+            f"the program {sub.program} exited {sub.returncode} against the plan's API "
+            f"stand-in: {sub.last_error or '(no output)'}"
+        )
+        lines.append(f"FAILED: {message}")
+        findings.append(_finding(sub.program, RULE_PROGRAM, message, RULES[RULE_PROGRAM]))
+    for o in sent:
+        more, found = _judge(ctx, o, region)
+        lines += more
+        findings += found
+    data = {"program": sub.program, "namespace": sub.namespace, "sent": [o.ident for o in sent],
+            "missingRuntimes": list(dict.fromkeys(sub.missing))}  # fmt: skip
+    return CheckResult(findings=findings, sections=[Section(TITLE, lines, data)])

@@ -1,0 +1,273 @@
+"""`trainforge plan --sdk PROGRAM.py`: what a Kubeflow SDK program would create on a stack.
+
+Why: a `TrainerClient().train(...)` program talks to the cluster's API server directly, so
+nothing of the stack's config sees its TrainJob before the cluster does. Kueue admits such a
+job on quota alone (it does not know node sizes), so a 2-GPU-per-node request is admitted on a
+pool of 1-GPU nodes and its pods stay Pending; without the Trainer the SDK stops with
+`RuntimeError: Failed to get Runtime: torch-distributed`.
+
+How: the user's program runs unchanged with the real SDK (its own venv, `.sdk-venv`: `make
+sdk-venv`) against an API stand-in on 127.0.0.1 that answers from the stack's offline plan:
+the (Cluster)TrainingRuntimes the plan declares, 404 for those it does not; every TrainJob the
+program POSTs is recorded as sent. Those TrainJobs then join the plan's objects, so every
+check of the plan judges them as it judges the stack's own objects (CRD schema and runtime,
+policy rules, the pod-script rehearsal), and `checks/submitted.py` judges each as a job:
+queue admission, node fit on the pool Kueue assigns, packages to install, cost.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import subprocess
+import tempfile
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import yaml
+
+TRAINER_API = "/apis/trainer.kubeflow.org/v1alpha1"
+TRAINJOB_TYPE = "kubernetes:trainer.kubeflow.org/v1alpha1:TrainJob"
+# The URN prefix of an object a program sent (not one the stack declares): the checks that
+# judge sent objects as jobs find them by it.
+SENT_URN = "urn:trainforge:sdk::"
+SDK_VENV = ".sdk-venv"
+TIMEOUT_S = 300
+
+
+class SdkError(Exception):
+    """`--sdk` cannot run here (no program, no SDK venv): a setup problem, not a finding."""
+
+
+@dataclass
+class Submission:
+    """What one run of the program asked the API for and sent."""
+
+    program: str
+    namespace: str
+    created: list[dict[str, Any]] = field(default_factory=list)  # TrainJobs as stored
+    missing: list[str] = field(default_factory=list)  # runtimes asked for and not found
+    requests: list[tuple[str, str]] = field(default_factory=list)
+    # what the program asked for, after it sent a TrainJob, that a plan cannot answer (the
+    # job's status, pods, logs: nothing runs here); answered 404
+    after_sent: list[str] = field(default_factory=list)
+    returncode: int = 0
+    output: str = ""  # the program's stdout and stderr (tail)
+    stdout: str = ""  # the program's own printout (a TrainJob's name, for one)
+
+    @property
+    def last_error(self) -> str:
+        """The program's last non-empty output line (its exception, when it raised one)."""
+        lines = [x.strip() for x in self.output.splitlines() if x.strip()]
+        return lines[-1] if lines else ""
+
+
+def _not_found() -> dict[str, Any]:
+    return {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound",
+            "code": 404}  # fmt: skip
+
+
+class ApiStandIn:
+    """An API server on 127.0.0.1 answering the SDK's calls from the plan's objects: GET
+    and list of (Cluster)TrainingRuntimes, POST of TrainJobs (recorded, answered 201)."""
+
+    def __init__(self, objects: list[dict[str, Any]], submission: Submission) -> None:
+        self.cluster = {
+            d["metadata"]["name"]: d for d in objects if d.get("kind") == "ClusterTrainingRuntime"
+        }
+        self.namespaced = {
+            (d["metadata"].get("namespace"), d["metadata"]["name"]): d
+            for d in objects
+            if d.get("kind") == "TrainingRuntime"
+        }
+        sub = submission
+        api = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *_a: Any) -> None:  # quiet
+                pass
+
+            def _send(self, code: int, body: dict[str, Any]) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self) -> None:  # noqa: N802 - http.server's name
+                sub.requests.append(("GET", self.path))
+                code, body = api.get(self.path.split("?")[0], sub)
+                if code == 404 and sub.created:
+                    sub.after_sent.append(self.path.split("?")[0])
+                self._send(code, body)
+
+            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+                sub.requests.append(("POST", self.path))
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"]) or 0))
+                path = self.path.split("?")[0]
+                parts = path.removeprefix(TRAINER_API + "/").split("/")
+                if (
+                    path.startswith(TRAINER_API)
+                    and parts[0] == "namespaces"
+                    and parts[2:] == ["trainjobs"]
+                ):
+                    # what the API server stores: the namespace of the URL
+                    body.setdefault("metadata", {})["namespace"] = parts[1]
+                    sub.created.append(body)
+                    return self._send(201, body)
+                if sub.created:
+                    sub.after_sent.append(path)
+                return self._send(404, _not_found())
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def get(self, path: str, sub: Submission) -> tuple[int, dict[str, Any]]:
+        rel = path.removeprefix(TRAINER_API + "/").split("/")
+        if not path.startswith(TRAINER_API):
+            return 404, _not_found()
+        if rel == ["clustertrainingruntimes"]:
+            return 200, {"kind": "ClusterTrainingRuntimeList", "items": list(self.cluster.values())}
+        if len(rel) == 2 and rel[0] == "clustertrainingruntimes":
+            if rel[1] in self.cluster:
+                return 200, self.cluster[rel[1]]
+            sub.missing.append(rel[1])
+            return 404, _not_found()
+        if len(rel) == 3 and rel[0] == "namespaces" and rel[2] == "trainingruntimes":
+            items = [d for (ns, _), d in self.namespaced.items() if ns == rel[1]]
+            return 200, {"kind": "TrainingRuntimeList", "items": items}
+        if len(rel) == 4 and rel[0] == "namespaces" and rel[2] == "trainingruntimes":
+            found = self.namespaced.get((rel[1], rel[3]))
+            return (200, found) if found else (404, _not_found())  # the SDK then asks cluster
+        return 404, _not_found()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    def __enter__(self) -> ApiStandIn:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *_exc: Any) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def sdk_python(root: pathlib.Path) -> pathlib.Path:
+    """The SDK venv's interpreter: the project's `.sdk-venv`, else that of the trainforge
+    checkout this module is in (where `make sdk-venv` made it); SdkError saying how to
+    create it otherwise."""
+    checkout = pathlib.Path(__file__).resolve().parents[2]
+    for base in dict.fromkeys((root, checkout)):
+        python = base / SDK_VENV / "bin" / "python"
+        if python.exists():
+            return python
+    raise SdkError(
+        f"--sdk: the Kubeflow SDK's venv {root / SDK_VENV} is absent; create it with "
+        "`make sdk-venv` (tools/kubeflow-sdk/requirements.lock)"
+    )
+
+
+def run_program(
+    program: pathlib.Path,
+    objects: list[dict[str, Any]],
+    namespace: str,
+    python: pathlib.Path,
+    timeout: int = TIMEOUT_S,
+) -> Submission:
+    """Run `program` with the SDK's `python` and a kubeconfig whose context is `namespace`
+    on the API stand-in over `objects`; return what it asked for and sent."""
+    sub = Submission(str(program), namespace)
+    with (
+        tempfile.TemporaryDirectory(prefix="trainforge-sdk-") as tmp,
+        ApiStandIn(objects, sub) as api,
+    ):
+        home = pathlib.Path(tmp)
+        kubeconfig = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "plan", "cluster": {"server": api.url}}],
+            "users": [{"name": "user", "user": {"token": "plan-stand-in"}}],
+            "contexts": [
+                {
+                    "name": "team",
+                    "context": {"cluster": "plan", "user": "user", "namespace": namespace},
+                }
+            ],  # fmt: skip
+            "current-context": "team",
+        }
+        (home / "kubeconfig").write_text(yaml.safe_dump(kubeconfig))
+        env = {"PATH": os.environ.get("PATH", ""), "HOME": str(home),
+               "KUBECONFIG": str(home / "kubeconfig")}  # fmt: skip
+        try:
+            proc = subprocess.run(
+                [str(python), str(program)],
+                cwd=program.parent,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+            )
+        except subprocess.TimeoutExpired:
+            sub.returncode = 124
+            sub.output = f"the program did not finish within {timeout} s"
+            return sub
+        sub.returncode = proc.returncode
+        sub.output = (proc.stdout + proc.stderr)[-4000:]
+        sub.stdout = proc.stdout
+    return sub
+
+
+def add_sent(inv: Any, sub: Submission) -> None:
+    """Add the TrainJobs the program sent to the plan's inventory, as Kubernetes objects the
+    plan's checks judge (their URNs start with SENT_URN)."""
+    from trainforge.plan.runner import Recorded  # noqa: PLC0415 - the plan's own record
+
+    for i, doc in enumerate(sub.created):
+        name = str((doc.get("metadata") or {}).get("name") or f"trainjob-{i}")
+        inputs = {k: v for k, v in doc.items() if k not in ("status",)}
+        inv.resources.append(
+            Recorded(
+                urn=f"{SENT_URN}{TRAINJOB_TYPE}::{name}",
+                type=TRAINJOB_TYPE,
+                name=name,
+                parent=None,
+                custom=True,
+                inputs=inputs,
+            )
+        )
+    inv.submitted = sub
+
+
+def team_namespaces(inv: Any) -> dict[str, str]:
+    """namespace -> team, of the teams the stack's platform declares."""
+    out: dict[str, str] = {}
+    for contract in getattr(inv.declared, "contracts", None) or []:
+        for team in contract.teams.values():
+            out.setdefault(team.namespace, team.name)
+    return out
+
+
+def namespace_for(inv: Any, asked: str | None, stack: str) -> str:
+    """The namespace the program's kubeconfig points at: `asked` (--namespace), which must be
+    a team's, or the only team's; SdkError naming the flag and the valid values otherwise."""
+    teams = team_namespaces(inv)
+    valid = ", ".join(sorted(teams)) or "(none declared)"
+    if asked is not None:
+        if asked not in teams:
+            raise SdkError(
+                f"--namespace {asked}: not a team namespace of stack {stack}; team "
+                f"namespaces: {valid}"
+            )
+        return asked
+    if len(teams) != 1:
+        raise SdkError(
+            f"--sdk: stack {stack} has {len(teams)} team namespaces ({valid}); say which one "
+            "the program's kubeconfig uses with --namespace"
+        )
+    return next(iter(teams))
