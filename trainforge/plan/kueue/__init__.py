@@ -7,8 +7,11 @@ the queue over time on top of it). Tested against Kueue's own cases
 
 from trainforge.plan.kueue.assign import (
     FIT,
+    NO_CANDIDATES,
     NO_FIT,
+    POSSIBLE,
     PREEMPT,
+    RECLAIM,
     Assigner,
     Assignment,
     Choice,
@@ -33,7 +36,7 @@ from trainforge.plan.kueue.quota import Quotas
 from trainforge.plan.kueue.taints import schedules, tolerates, untolerated
 
 __all__ = [
-    "FIT", "GPU", "MAY_STOP", "NO_FIT", "PREEMPT", "RESOURCES", "TRY_NEXT", "Assigner",
+    "FIT", "NO_CANDIDATES", "POSSIBLE", "RECLAIM", "GPU", "MAY_STOP", "NO_FIT", "PREEMPT", "RESOURCES", "TRY_NEXT", "Assigner",
     "Assignment", "Choice", "ClusterQueue", "Flavor", "Fungibility", "Kueue", "PodSet", "Quotas",
     "cluster_queue", "flavor_fits_podset", "no_candidates", "quantity", "read", "schedules",
     "tolerates", "untolerated",
