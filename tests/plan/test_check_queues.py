@@ -9,6 +9,7 @@ from tests.conftest import ROOT
 from trainforge.jobs import tenancy
 from trainforge.plan.checks import queues as Q
 from trainforge.plan.core import plan_project
+from trainforge.plan.verdict import verdict_lines
 
 # Two teams sharing the dev GPU pool (1 GPU per node, at most 4 GPUs): 2 GPUs each.
 TEAMS = [
@@ -75,6 +76,14 @@ def test_two_teams_one_borrowing_one_waiting():
     )
     # waiting for others is a report, not a violation
     assert not [v for v in result.failing if v.rule.startswith("TRAINFORGE_QUEUE")]
+    # the verdict's first screen names the job that runs only by borrowing, and who may
+    # reclaim it
+    screen = verdict_lines(result, stack="dev")
+    assert "Jobs that run only by borrowing (1):" in screen
+    assert (
+        "  nlp/nlp-big: borrows 1 GPU in pool gpu-workloads from cohort trainforge; team "
+        "vision may reclaim it (preempts it)" in screen
+    )
 
 
 def test_a_team_takes_its_nominal_quota_back_by_preempting_the_borrower():

@@ -1117,17 +1117,23 @@ def _waiting_text(w: Workload) -> str:
     return text
 
 
-def _reclaimers(w: Workload, sim: Simulation) -> str:
-    """Who may take back what a borrowing job borrows, and when."""
+def reclaimers(w: Workload, sim: Simulation) -> list[str]:
+    """The teams whose nominal quota a borrowing job uses and that may take it back
+    (`reclaimWithinCohort` other than Never)."""
     q = sim.queues[w.queue or ""]
     f = w.flavor or ""
-    owners = [
+    return [
         m.name
         for m in sim.cohort(q)
         if m is not q
         and any(m.nominal.get(f, {}).get(r, 0) for r in w.borrowing)
         and m.preemption.get("reclaimWithinCohort", "Never") != "Never"
     ]
+
+
+def _reclaimers(w: Workload, sim: Simulation) -> str:
+    """Who may take back what a borrowing job borrows, and when."""
+    owners = reclaimers(w, sim)
     if not owners:
         return "nobody reclaims it (what it borrows is the cohort's own share)"
     return (
@@ -1171,6 +1177,8 @@ def _section(workloads: list[Workload], sim: Simulation, warnings: list[str]) ->
                 "priority": w.priority_class,
                 "state": o.state,
                 "borrowing": {r: str(v) for r, v in o.borrowing.items()},
+                "cohort": sim.queues[w.queue].cohort if w.queue in sim.queues else None,
+                "reclaimers": reclaimers(_borrowing_view(w), sim) if o.borrowing else [],
                 "preemptedBy": w.preempted_by,
                 "reason": o.reason,
                 "sizing": w.sizing,
