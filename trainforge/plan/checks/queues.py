@@ -39,8 +39,14 @@ WorkloadPriorityClasses) and the jobs the program declared:
   limit; a node group's pods packed onto its nodes). A gang the pool could not launch is a
   finding: the guarantees then add up to more than the pool holds.
 
-What it does not model: topology-aware placement, fair sharing, admission checks, partial
+What it does not model: topology-aware placement within a topology flavor (only that such
+a flavor takes only jobs that ask topology), fair sharing, admission checks, partial
 admission, jobs already running on the cluster, and the steps redone after a preemption.
+
+Work that names no pool (a kubectl Job, a CronJob's Job, a Kubeflow SDK TrainJob) is
+rehearsed too (`placement`): where Kueue's flavor assignment puts a CPU-only and a 1-GPU
+pod of every team on idle queues; a CPU-only one on a GPU pool, or a GPU one that borrows
+while its team has nominal GPUs in a pool it could use, is a finding.
 
 The result other checks read is `outcomes(ctx)`: job -> `JobOutcome` (state "runs" /
 "waits" / "never", expected start and end in seconds from submission, flavor, what it
@@ -906,9 +912,9 @@ def admit_object(
 ) -> Admission:
     """Admit one job, as any client wrote it (a Kubeflow SDK TrainJob, a hand-written Job),
     against the platform's rendered Kueue objects, into an idle cluster: its queue (its
-    label, else its namespace's LocalQueue `default`), its flavor (node labels that agree
-    with its pod's nodeSelector, taints tolerated by its pod or the flavor), and whether its
-    gang `need` (all pods together) fits. The workload's state is "admitted", "pending"
+    label, else its namespace's LocalQueue `default`), its flavor (Kueue's flavor
+    assignment by the one model, trainforge.plan.kueue), and whether its gang `need` (all
+    pods together, `pods` pods alike) fits. The workload's state is "admitted", "pending"
     or "never", with its reason."""
     queues, flavors, local, priorities, shared = _queues(DocsContext(docs))  # type: ignore[arg-type]
     w = Workload(str(labels.get("trainforge.io/job", "job")), namespace, namespace, 0)

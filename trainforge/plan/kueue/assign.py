@@ -26,8 +26,11 @@ stops there: it goes on after NoFit or no candidates, after a preempting mode wh
 TryNextFlavor`; when no flavor stops it, the best seen wins (`preference`, by default
 BorrowingOverPreemption: the better preemption mode, then the shallower borrowing).
 
-v0.19 and v0.20 (main at ff69552, 2026-08-22) share all of the above; main differs in
-features this model does not use (concurrent admission variants, workload slices).
+The tag v0.19.2 (the newest 0.19 tag in the mirror) already has all of the above (the
+flavor's own label keys, the no-candidates mode). v0.20 development (main at ff69552,
+2026-08-22) shares it: `git diff release-0.19 main` of flavorassigner.go,
+tas_flavorassigner.go and resource_node.go changes only bookkeeping (quota usage split into
+Assigned/Unassigned, the resource-group type moved to pkg/util/resourcegroups).
 Not modelled: partial admission, reclaimable pods, the last-tried-flavor memory across
 scheduling cycles, pod-set groups (leader/worker sets), fair sharing, nested cohorts.
 """
