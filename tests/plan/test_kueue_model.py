@@ -110,3 +110,48 @@ def test_one_toleration_matcher_with_kubernetes_rules(toleration, tolerated):
 
 def test_a_missing_value_tolerates_only_a_taint_without_value():
     assert K.tolerates({"key": "k", "operator": "Equal"}, {"key": "k", "effect": "NoSchedule"})
+
+
+def _tas_pool_queue() -> K.Kueue:
+    rf = [
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
+         "metadata": {"name": name}, "spec": spec}
+        for name, spec in (
+            ("cpu", {"nodeLabels": {"trainforge.io/pool": "cpu"}}),
+            ("p4d", {"nodeLabels": {"trainforge.io/pool": "p4d"}, "topologyName": "aws-network"}),
+        )
+    ]  # fmt: skip
+    flavor = [
+        {"name": f, "resources": [{"name": K.GPU, "nominalQuota": "8"}]} for f in ("cpu", "p4d")
+    ]
+    cq = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "t"},
+          "spec": {"resourceGroups": [{"coveredResources": [K.GPU], "flavors": flavor}]}}  # fmt: skip
+    return K.read([*rf, cq])
+
+
+@pytest.mark.parametrize("mode", ["none", "preferred", "layer-2"])
+def test_every_topology_mode_of_a_job_on_a_topology_pool_reaches_its_flavor(mode):
+    """A job pinned to an EFA node group (a topology flavor) whose pod set asks no topology is
+    never admitted (the flavor "supports only TopologyAwareScheduling"): `topology: none`
+    must still ask it, unconstrained."""
+    from types import SimpleNamespace
+
+    from trainforge.jobs import tenancy
+    from trainforge.plan.checks import queues as Q
+
+    job = SimpleNamespace(name="llm", topology=mode)
+    target = SimpleNamespace(
+        pool=SimpleNamespace(topology_aware=True), team=SimpleNamespace(queue="q")
+    )
+    notes = tenancy.topology_annotations(job, target)
+    tmpl = {"metadata": {"annotations": notes},
+            "spec": {"containers": [], "nodeSelector": {"trainforge.io/pool": "p4d"}}}  # fmt: skip
+    m = _tas_pool_queue()
+    ps = Q.podset_of(tmpl, {K.GPU: Fraction(8)}, 1)
+    got = K.Assigner(K.Quotas(m.queues, m.shared), m.flavors).assign(m.queues["t"], [ps])
+    assert (got.mode, got.flavor) == (K.FIT, "p4d"), got.reasons
+    bare = Q.podset_of({"spec": tmpl["spec"]}, {K.GPU: Fraction(8)}, 1)
+    got = K.Assigner(K.Quotas(m.queues, m.shared), m.flavors).assign(m.queues["t"], [bare])
+    assert (
+        got.mode == K.NO_FIT and 'Flavor "p4d" supports only TopologyAwareScheduling' in got.reasons
+    )

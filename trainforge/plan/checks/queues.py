@@ -839,10 +839,17 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
         if owned:
             finding(w, RULE_OWNED, "sets " + "; ".join(owned), obj)
         if w.flavor is None:
+            whys = [
+                why
+                for f in q.flavors
+                if (why := K.flavor_fits_podset(ps, flavors.get(f), all_tas))
+                and "doesn't match node affinity" not in why
+            ]
             w.state = w.at_once = "never"
             w.reason = (
                 f"no flavor of ClusterQueue {cq_name} matches its nodeSelector "
-                f"{dict(ps.node_selector)} and tolerations"
+                f"{dict(ps.node_selector)}, tolerations and topology request"
+                + (f" ({'; '.join(whys)})" if whys else "")
             )
             finding(w, RULE_NEVER, w.reason, obj)
             continue
