@@ -249,7 +249,11 @@ def test_a_quota_bigger_than_the_cluster_is_a_plan_line_naming_the_key_and_the_f
         "teams leave it idle"
     )
     (cq,) = [o.doc for o in result.objects if o.kind == "ClusterQueue"]
-    gpu = cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"][2]
+    # the flavor by name: CPU pools come first in a ClusterQueue (platform.queues.flavor_order)
+    (flavor,) = [
+        f for f in cq["spec"]["resourceGroups"][0]["flavors"] if f["name"] == "gpu-workloads"
+    ]
+    gpu = flavor["resources"][2]
     assert gpu == {"name": "nvidia.com/gpu", "nominalQuota": "32"}
     # said once in the report (the queue section), once in the verdict's warnings; the
     # program warnings section keeps only what no section says (the alert receivers)
