@@ -139,8 +139,13 @@ def test_topology_aware_pools_ask_kueue_to_keep_the_pods_close(backend):
     ann = controller_pod(req)["metadata"]["annotations"]
     assert ann["kueue.x-k8s.io/podset-required-topology"] == "topology.k8s.aws/network-node-layer-2"
     assert "kueue.x-k8s.io/podset-preferred-topology" not in ann
+    # `none`: unconstrained, still a topology request (without one Kueue never gives the job
+    # its pool's topology flavor; tests/plan/test_kueue_placement.py)
     _, none = build(backend, pool=TAS_POOL, workers=2, topology="none")
-    assert not any(k.startswith("kueue.") for k in controller_pod(none)["metadata"]["annotations"])
+    ann = controller_pod(none)["metadata"]["annotations"]
+    assert {k: v for k, v in ann.items() if k.startswith("kueue.")} == {
+        "kueue.x-k8s.io/podset-unconstrained-topology": "true"
+    }
 
 
 def test_every_replica_of_a_pytorchjob_carries_the_same_topology_request():

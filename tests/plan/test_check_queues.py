@@ -9,6 +9,7 @@ from tests.conftest import ROOT, shipped_plan
 from trainforge.jobs import tenancy
 from trainforge.plan.checks import queues as Q
 from trainforge.plan.core import plan_project
+from trainforge.plan.verdict import verdict_lines
 
 # Two teams sharing the dev GPU pool (1 GPU per node, at most 4 GPUs): 2 GPUs each.
 TEAMS = [
@@ -75,6 +76,14 @@ def test_two_teams_one_borrowing_one_waiting():
     )
     # waiting for others is a report, not a violation
     assert not [v for v in result.failing if v.rule.startswith("TRAINFORGE_QUEUE")]
+    # the verdict's first screen names the job that runs only by borrowing, and who may
+    # reclaim it
+    screen = verdict_lines(result, stack="dev")
+    assert "Jobs that run only by borrowing (1):" in screen
+    assert (
+        "  nlp/nlp-big: borrows 1 GPU in pool gpu-workloads from cohort trainforge; team "
+        "vision may reclaim it (preempts it)" in screen
+    )
 
 
 def test_a_team_takes_its_nominal_quota_back_by_preempting_the_borrower():
@@ -240,7 +249,11 @@ def test_a_quota_bigger_than_the_cluster_is_a_plan_line_naming_the_key_and_the_f
         "teams leave it idle"
     )
     (cq,) = [o.doc for o in result.objects if o.kind == "ClusterQueue"]
-    gpu = cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"][2]
+    # the flavor by name: CPU pools come first in a ClusterQueue (platform.queues.flavor_order)
+    (flavor,) = [
+        f for f in cq["spec"]["resourceGroups"][0]["flavors"] if f["name"] == "gpu-workloads"
+    ]
+    gpu = flavor["resources"][2]
     assert gpu == {"name": "nvidia.com/gpu", "nominalQuota": "32"}
     # said once in the report (the queue section), once in the verdict's warnings; the
     # program warnings section keeps only what no section says (the alert receivers)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from trainforge.plan import kueue as K
 from trainforge.plan.checks import queues as Q
 
 F = "gpu-pool"
@@ -114,8 +115,9 @@ def test_tolerations_follow_the_kubernetes_rules():
         [{"key": "other", "value": "true"}],
         [{"key": "nvidia.com/gpu", "operator": "Equal"}],  # Equal without value: value ""
     ]
-    assert [Q._tolerates(t, taint) for t in yes] == [True] * len(yes)
-    assert [Q._tolerates(t, taint) for t in no] == [False] * len(no)
+    # the one matcher (trainforge.plan.kueue.taints), which the simulation uses
+    assert [K.untolerated([taint], t) is None for t in yes] == [True] * len(yes)
+    assert [K.untolerated([taint], t) is None for t in no] == [False] * len(no)
 
 
 def test_quantities_are_printed_in_their_unit():
@@ -378,18 +380,22 @@ def fresh(s: str) -> str:
 
 def test_tolerations_compare_effects_keys_and_values_by_equality():
     taint = {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}
-    assert Q._tolerates(
-        [{"operator": "Exists", "effect": "NoExecute"}, {"operator": "Exists"}], taint
+    assert (
+        K.untolerated(
+            [taint], [{"operator": "Exists", "effect": "NoExecute"}, {"operator": "Exists"}]
+        )
+        is None
     )  # a toleration of another effect does not end the search
     for t in (
         {"operator": "Exists", "effect": "PreferNoSchedule"},
         {"key": "amd.com/gpu", "operator": "Exists"},
         {"key": "amd.com/gpu", "value": "true"},
     ):
-        assert not Q._tolerates([t], taint), t
+        assert K.untolerated([taint], [t]) is not None, t
     f = {k: fresh(v) for k, v in taint.items()}
-    assert Q._tolerates([{"key": f["key"], "operator": fresh("Exists")}], taint)
-    assert Q._tolerates([{"key": f["key"], "value": f["value"], "effect": f["effect"]}], taint)
+    assert K.untolerated([taint], [{"key": f["key"], "operator": fresh("Exists")}]) is None
+    tol = {"key": f["key"], "value": f["value"], "effect": f["effect"]}
+    assert K.untolerated([taint], [tol]) is None
     assert Q._fmt(fresh("memory"), Q._q("2Gi")) == "2Gi"
 
 

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 from trainforge.plan.check_types import Section
 from trainforge.plan.checks.queues import hours
-from trainforge.plan.verdict import QUEUE_TITLE, not_admitted
+from trainforge.plan.verdict import QUEUE_TITLE, borrowing, not_admitted
 
 WHY = (
     "waits for the team's total: 2 nvidia.com/gpu more, but namespace research's "
@@ -37,3 +37,21 @@ def test_a_waiting_job_has_its_reason_once_and_its_expected_start():
         "vision/d: never admitted (no flavor can hold it)",
     ]
     assert hours(3600) == "1 h"
+
+
+def test_a_job_that_runs_only_by_borrowing_is_named_with_who_may_reclaim_it():
+    rows = [
+        {"team": "research", "job": "a", "state": "runs", "borrowing": {}},
+        {"team": "nlp", "job": "big", "state": "runs", "flavor": "gpu-workloads",
+         "cohort": "trainforge", "reclaimers": ["vision"],
+         "borrowing": {"cpu": "4", "nvidia.com/gpu": "2"}},
+        {"team": "nlp", "job": "spare", "state": "runs", "flavor": "gpu-workloads",
+         "cohort": "trainforge", "reclaimers": [], "borrowing": {"cpu": "1"}},
+        {"team": "nlp", "job": "w", "state": "waits", "borrowing": {"cpu": "1"}},
+    ]  # fmt: skip
+    assert borrowing(_result(*rows)) == [
+        "nlp/big: borrows 2 GPUs in pool gpu-workloads from cohort trainforge; team vision "
+        "may reclaim it (preempts it)",
+        "nlp/spare: borrows 1 cores in pool gpu-workloads from cohort trainforge; nobody "
+        "reclaims it (the cohort's own share)",
+    ]

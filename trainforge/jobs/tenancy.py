@@ -26,11 +26,16 @@ DEFAULT_PRIORITY = "normal"
 # template annotations Kueue reads (kueue.x-k8s.io/podset-*; v0.19 apis/kueue/v1beta2).
 PREFERRED_TOPOLOGY = "kueue.x-k8s.io/podset-preferred-topology"
 REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
+UNCONSTRAINED_TOPOLOGY = "kueue.x-k8s.io/podset-unconstrained-topology"
 PODSET_GROUP = "kueue.x-k8s.io/podset-group-name"
 NETWORK_LAYER = "topology.k8s.aws/network-node-layer-{}"
 # The job key `topology` (TOPOLOGY_MODES): `preferred` (default) packs the pods under as few
 # network nodes as possible, lowest layer first; `layer-N` requires all of them under one
-# network node of layer N (layer-3 is the closest); `none` lets Kueue place them anywhere.
+# network node of layer N (layer-3 is the closest); `none` lets Kueue place them anywhere
+# (the unconstrained annotation: a pod set that asks no topology at all is never given a
+# topology flavor, "supports only TopologyAwareScheduling", so it would never be admitted on
+# such a pool; checkPodSetAndFlavorMatchForTAS and IsExplicitlyRequestingTAS at release-0.19
+# c90ed70, trainforge.plan.kueue).
 DEFAULT_TOPOLOGY = "preferred"
 
 
@@ -54,7 +59,7 @@ def topology_annotations(job: Any, target: JobTarget) -> dict[str, str]:
         return {}
     mode = getattr(job, "topology", None) or DEFAULT_TOPOLOGY
     if mode == "none":
-        return {}
+        return {UNCONSTRAINED_TOPOLOGY: "true"}
     if mode == "preferred":
         return {PREFERRED_TOPOLOGY: NETWORK_LAYER.format(3), PODSET_GROUP: job.name}
     return {REQUIRED_TOPOLOGY: NETWORK_LAYER.format(mode[-1]), PODSET_GROUP: job.name}

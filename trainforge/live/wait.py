@@ -326,8 +326,8 @@ def _run(out: Expected, queue: sim.Queue, wl: dict, me: dict, now: datetime) -> 
     if over:
         r = over[0]
         out.unknown = (
-            f"it asks {sim._amount(r, need[r])} in flavor {out.flavor}, more than ClusterQueue "
-            f"{queue.name}'s nominal {sim._amount(r, queue.nominal[out.flavor][r])}: it runs "
+            f"it asks {sim.amount(r, need[r])} in flavor {out.flavor}, more than ClusterQueue "
+            f"{queue.name}'s nominal {sim.amount(r, queue.nominal[out.flavor][r])}: it runs "
             "only on quota its cohort lends, which your access does not show"
         )
         return out
@@ -402,5 +402,5 @@ def lines(e: Expected) -> list[tuple[str, str]]:
 
 def _gang(need: dict[str, Fraction]) -> str:
     if sim.GPU in need:
-        return sim._amount(sim.GPU, need[sim.GPU])
-    return ", ".join(sim._amount(r, v) for r, v in sorted(need.items())) or "nothing"
+        return sim.amount(sim.GPU, need[sim.GPU])
+    return ", ".join(sim.amount(r, v) for r, v in sorted(need.items())) or "nothing"

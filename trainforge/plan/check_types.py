@@ -27,6 +27,10 @@ class PlanContext:
     # from values the cloud assigns exist (see trainforge.plan.checks.iam_stack); None when the
     # platform's mocks are not available.
     standin: Callable[[], Any] | None = None
+    # What a fact library computed once for this plan, by its own key (the Kueue
+    # admission simulation: trainforge.plan.checks.queues.simulate), so two checks that
+    # read it do not compute it twice.
+    memo: dict[str, Any] = field(default_factory=dict)
 
     def resources_of(self, type_: str) -> list[Any]:
         """Every recorded resource of one Pulumi type token."""

@@ -1,6 +1,6 @@
 """The queue rehearsal: two teams sharing GPU pools submit in both orders, through the
-plan's own queue simulation (trainforge.plan.checks.queues) run on the Kueue objects the
-platform renders (trainforge.platform.queues.queue_objects).
+plan's own queue simulation (trainforge.plan.checks.queues, on the one Kueue admission model
+trainforge.plan.kueue) run on the Kueue objects the platform renders (trainforge.platform.queues.queue_objects).
 
 Why: a nominal quota is only a guarantee if the pool can hold it and the queue gives it back
 in time. The rehearsal shows, for each order, when each team's job starts, that each team
@@ -16,6 +16,7 @@ from fractions import Fraction
 from typing import Any
 
 from trainforge.core.contract import PoolFacts, PoolLimits, Taint
+from trainforge.plan import kueue as K
 from trainforge.plan.checks import queues as Q
 from trainforge.platform import queues as platform_queues
 from trainforge.platform.services_config import KueueConfig, PoolQuota, TeamConfig, TeamQuotaConfig
@@ -35,7 +36,8 @@ def simulate(
     docs: list[dict[str, Any]], pools: list[PoolFacts], jobs: list[Submit]
 ) -> tuple[dict[str, Q.Workload], Q.Simulation]:
     """Run the jobs through the queues the docs describe (all jobs `normal` priority)."""
-    queues, flavors, _, _, shared = Q._queues(Q.DocsContext(docs))  # type: ignore[arg-type]
+    m = K.read(docs)
+    queues, flavors, shared = m.queues, m.flavors, m.shared
     rooms = {
         p.name: Q.PoolRoom(platform_queues.pool_capacity(p, Q.GPU), p.gpus_per_node, p.max_nodes)
         for p in pools

@@ -121,6 +121,33 @@ def not_admitted(result: Any) -> list[str]:
     return out
 
 
+def borrowing(result: Any) -> list[str]:
+    """Each job that runs at once only by borrowing from its cohort: what it borrows, where,
+    and who may reclaim it (the queue section's rows; trainforge.plan.checks.queues)."""
+    from fractions import Fraction
+
+    from trainforge.plan.checks.queues import amount
+
+    out = []
+    for r in _section(result, QUEUE_TITLE) or []:
+        if not isinstance(r, dict) or r.get("state") != "runs" or not r.get("borrowing"):
+            continue
+        lent = r["borrowing"]
+        shown = {k: v for k, v in lent.items() if k == "nvidia.com/gpu"} or lent
+        what = ", ".join(amount(k, Fraction(v)) for k, v in sorted(shown.items()))
+        who = r.get("reclaimers") or []
+        back = (
+            f"team {' or '.join(who)} may reclaim it (preempts it)"
+            if who
+            else "nobody reclaims it (the cohort's own share)"
+        )
+        out.append(
+            f"{r.get('team')}/{r.get('job')}: borrows {what} in pool {r.get('flavor')} from "
+            f"cohort {r.get('cohort')}; {back}"
+        )
+    return out
+
+
 def breaking(review: Any) -> list[str]:
     if review is None:
         return []
@@ -185,6 +212,12 @@ def verdict_lines(
         + ("none" if not admit else f"{len(admit)}")
     )
     lines += [f"  {a}" for a in admit[:4]]
+    lent = borrowing(result)
+    if lent:
+        lines.append(f"Jobs that run only by borrowing ({len(lent)}):")
+        lines += [f"  {_clip(b, 200)}" for b in lent[:3]]
+        if len(lent) > 3:
+            lines.append(f"  … and {len(lent) - 3} more (full report)")
     if waived:
         lines.append(f"Waived ({len(waived)}): " + "; ".join(
             f"[{w.rule}] {w.resource}{f' ({w.image})' if w.image else ''}: {w.waived}"
@@ -238,4 +271,8 @@ def verdict_markdown(result: Any, review: Any = None, stack: str = "") -> list[s
         + ("none" if not admit else str(len(admit))),
     ]
     lines += [f"- {a}" for a in admit]
+    lent = borrowing(result)
+    if lent:
+        lines.append(f"**Jobs that run only by borrowing**: {len(lent)}")
+        lines += [f"- {b}" for b in lent]
     return [*lines, ""]

@@ -16,6 +16,7 @@ from typing import Any
 
 from trainforge.core import versions
 from trainforge.core.contract import DaemonSetLoad, Taint
+from trainforge.core.taints import untolerated
 from trainforge.platform.config import POOL_LABEL, NodeGroupConfig, NodePoolConfig, PlatformConfig
 
 EVERYTHING = ({"operator": "Exists"},)  # tolerates every taint
@@ -240,20 +241,9 @@ def node_labels(
 
 
 def tolerates(tolerations: tuple[dict[str, Any], ...], taint: Taint) -> bool:
-    """Kubernetes' toleration matching for one taint."""
-    for t in tolerations:
-        if t.get("effect") and t["effect"] != taint.effect:
-            continue
-        op = t.get("operator", "Equal")
-        if not t.get("key"):
-            if op == "Exists":
-                return True
-            continue
-        if t["key"] != taint.key:
-            continue
-        if op == "Exists" or (t.get("value") or "") == (taint.value or ""):
-            return True
-    return False
+    """Kubernetes' toleration matching for one taint (trainforge.core.taints)."""
+    as_dict = {"key": taint.key, "value": taint.value, "effect": taint.effect}
+    return untolerated([as_dict], tolerations) is None
 
 
 def _expression(e: dict[str, Any], labels: dict[str, str]) -> bool:

@@ -17,7 +17,9 @@ validate them against the upstream v0.19 CRDs. One builder per kind:
 - `cohort(...)`: per cohort, the part of every pool no team is guaranteed (`quota_plan`).
 - `topology()` and `uses_topology(pool)`: topology-aware scheduling for EFA node groups.
 - `cluster_queue(team, ...)`: the team's ClusterQueue, its nominal quota per flavor
-  (`nominal_quotas`), its cohort, borrowing limit and preemption policies.
+  (`nominal_quotas`), its cohort, borrowing limit and preemption policies, and the order in
+  which Kueue tries its flavors for a job that names no pool (`flavor_order`,
+  `FLAVOR_FUNGIBILITY`).
 - `local_queue(team)`: the LocalQueue `training` in the team's namespace, which jobs name,
   and `default`, where Kueue puts a job that names no queue.
 - `priority_classes()`: WorkloadPriorityClasses `high`, `normal`, `low`.
@@ -473,6 +475,37 @@ def cluster_queue_name(team: str) -> str:
     return team
 
 
+# Which flavor a job that names no pool lands on (a `kubectl` Job, a CronJob's Job, a Kubeflow
+# SDK TrainJob): Kueue tries a ClusterQueue's flavors in order and, with `MayStopSearch`, stops
+# at the first that fits, by borrowing (whenCanBorrow) or by preempting (whenCanPreempt); a
+# flavor whose quota the job can never fit (no GPUs in a CPU pool), or where preemption finds
+# no candidates, is passed over whatever the policy; a topology flavor is skipped for a job
+# that asks no topology (pkg/scheduler/flavorassigner at release-0.19 c90ed70, modelled in
+# trainforge.plan.kueue). So with the order of `flavor_order`, CPU-only work lands on a CPU
+# pool, borrowing or preempting there before it would take a GPU node, and GPU work lands on
+# a pool where the team has nominal GPUs before one where it only borrows. TryNextFlavor for
+# borrowing would do worse here: a CPU job that must borrow in the CPU pool would move on to
+# a GPU pool, where the team's CPU quota (which follows its GPUs) fits it without borrowing.
+# What is left: when the CPU pool is full of work nothing may preempt, a CPU-only job that
+# names no pool still lands on a GPU pool where its team has nominal CPU quota.
+# v1beta2 field names and values (CRD kueue.x-k8s.io_clusterqueues.yaml at v0.19.5: enum
+# MayStopSearch/TryNextFlavor, defaults MayStopSearch and TryNextFlavor).
+FLAVOR_FUNGIBILITY = {"whenCanBorrow": "MayStopSearch", "whenCanPreempt": "MayStopSearch"}
+
+
+def flavor_order(
+    pools: Iterable[PoolFacts], nominal: Mapping[str, Mapping[str, Fraction]]
+) -> list[PoolFacts]:
+    """The team's flavors in the order Kueue should try them for a job that names no pool:
+    the CPU pools, then the GPU pools where the team has nominal GPUs, then the other GPU
+    pools (each in the config's order)."""
+    pools = list(pools)
+    cpu = [p for p in pools if not p.gpus_per_node]
+    own = [p for p in pools if p.gpus_per_node and nominal[p.name][GPU] > 0]
+    rest = [p for p in pools if p.gpus_per_node and not nominal[p.name][GPU] > 0]
+    return cpu + own + rest
+
+
 def cluster_queue(
     team: TeamConfig,
     pools: Iterable[PoolFacts],
@@ -484,7 +517,7 @@ def cluster_queue(
     nominal = nominal_quotas(team, pools, teams)
     limits = borrowing_limits(team)
     flavors = []
-    for p in pools:
+    for p in flavor_order(pools, nominal):
         resources = []
         for r in COVERED:
             entry: dict[str, Any] = {
@@ -504,6 +537,7 @@ def cluster_queue(
         # names this ClusterQueue admits nothing.
         "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
         "queueingStrategy": config.queueing_strategy,
+        "flavorFungibility": dict(FLAVOR_FUNGIBILITY),
         "preemption": {
             "withinClusterQueue": config.within_cluster_queue,
             "reclaimWithinCohort": config.reclaim_within_cohort,

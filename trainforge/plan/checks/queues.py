@@ -16,12 +16,13 @@ WorkloadPriorityClasses) and the jobs the program declared:
   or without the label the namespace's LocalQueue `default` (manageJobsWithoutQueueName,
   LocalQueue defaulting), and that queue's ClusterQueue (whose namespaceSelector must admit
   the namespace). Its priority: the WorkloadPriorityClass its label names.
-- Its flavor: the first flavor of the ClusterQueue whose nodeLabels agree with the job's
-  nodeSelector and whose NoSchedule/NoExecute nodeTaints its pods, or the flavor's own
-  tolerations, tolerate (pkg/scheduler/flavorassigner at v0.19.2).
-- Quota: it fits when, for every resource, its queue's usage in that flavor stays within the
-  nominal quota plus the borrowing limit (no limit: anything), and the cohort's usage stays
-  within its members' nominal quotas plus the Cohort's own there (what is idle is lent).
+- Its flavor: Kueue's flavor assignment, at every attempt, by the one admission model
+  (trainforge.plan.kueue: flavor order, nodeLabels against its nodeSelector and required
+  node affinity, nodeTaints against its tolerations and the flavor's, the topology skip,
+  quota now, `flavorFungibility`); a job that names no pool may so land on any flavor.
+- Quota: Kueue's arithmetic (trainforge.plan.kueue.quota): within the nominal quota, or
+  borrowing what the cohort has idle (its members' unused nominal quota, less what a
+  `lendingLimit` keeps back, and the Cohort's own), up to the `borrowingLimit`.
 - Order: Kueue cycles; in each, every queue offers its next pending job (highest priority,
   then oldest), and jobs that fit without borrowing go first, then by priority and age.
   `StrictFIFO` queues wait behind their head; `BestEffortFIFO` queues let later jobs pass
@@ -38,8 +39,14 @@ WorkloadPriorityClasses) and the jobs the program declared:
   limit; a node group's pods packed onto its nodes). A gang the pool could not launch is a
   finding: the guarantees then add up to more than the pool holds.
 
-What it does not model: topology-aware placement, fair sharing, admission checks, partial
+What it does not model: topology-aware placement within a topology flavor (only that such
+a flavor takes only jobs that ask topology), fair sharing, admission checks, partial
 admission, jobs already running on the cluster, and the steps redone after a preemption.
+
+Work that names no pool (a kubectl Job, a CronJob's Job, a Kubeflow SDK TrainJob) is
+rehearsed too (`placement`): where Kueue's flavor assignment puts a CPU-only and a 1-GPU
+pod of every team on idle queues; a CPU-only one on a GPU pool, or a GPU one that borrows
+while its team has nominal GPUs in a pool it could use, is a finding.
 
 The result other checks read is `outcomes(ctx)`: job -> `JobOutcome` (state "runs" /
 "waits" / "never", expected start and end in seconds from submission, flavor, what it
@@ -61,6 +68,7 @@ from typing import Any
 
 from trainforge.core.quantity import parse_quantity
 from trainforge.jobs.wiring import sizing_rule
+from trainforge.plan import kueue as K
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -86,30 +94,9 @@ RULES = {
 }
 
 
-@dataclass
-class Flavor:
-    name: str
-    labels: dict[str, str]
-    taints: list[dict[str, Any]]
-    topology: str | None
-    # Kueue counts them against the taints, and adds them to the pods of a job it admits
-    tolerations: list[dict[str, Any]] = field(default_factory=list)
-
-
-@dataclass
-class Queue:
-    name: str
-    cohort: str | None
-    namespaces: dict[str, str]  # namespaceSelector.matchLabels
-    strategy: str
-    preemption: dict[str, Any]
-    nominal: dict[str, dict[str, Fraction]]  # flavor -> resource -> quota
-    borrow_limit: dict[str, dict[str, Fraction | None]]
-    flavors: list[str]
-    usage: dict[str, dict[str, Fraction]] = field(default_factory=dict)
-
-    def use(self, flavor: str, resource: str) -> Fraction:
-        return self.usage.get(flavor, {}).get(resource, Fraction(0))
+# the model's types (trainforge.plan.kueue): a ResourceFlavor and a ClusterQueue
+Flavor = K.Flavor
+Queue = K.ClusterQueue
 
 
 @dataclass
@@ -142,6 +129,8 @@ class Workload:
     borrowed_at_once: dict[str, Fraction] = field(default_factory=dict)
     queue_name: str = ""  # the LocalQueue it went through
     reason_at_once: str = ""
+    # what Kueue reads of its pods; None: a workload whose flavor is given (`flavor`)
+    podsets: list[K.PodSet] | None = None
 
 
 def _q(v: Any) -> Fraction:
@@ -162,16 +151,54 @@ def _pod_specs(node: Any) -> list[dict[str, Any]]:
     return out
 
 
-def _tolerates(tolerations: list[dict[str, Any]], taint: dict[str, Any]) -> bool:
-    for t in tolerations:
-        if t.get("effect") and t["effect"] != taint.get("effect"):
-            continue
-        if t.get("operator", "Equal") == "Exists":
-            if not t.get("key") or t.get("key") == taint.get("key"):
-                return True
-        elif t.get("key") == taint.get("key") and t.get("value") == taint.get("value"):
-            return True
-    return False
+_TOPOLOGY = (
+    "kueue.x-k8s.io/podset-required-topology",
+    "kueue.x-k8s.io/podset-preferred-topology",
+    "kueue.x-k8s.io/podset-unconstrained-topology",
+)
+
+
+def _pod_template(node: Any) -> dict[str, Any] | None:
+    """The first pod template (a mapping whose `spec` has `containers`) inside an object."""
+    if isinstance(node, dict):
+        if isinstance((node.get("spec") or {}).get("containers"), list):
+            return node
+        for v in node.values():
+            if (found := _pod_template(v)) is not None:
+                return found
+    elif isinstance(node, list):
+        for v in node:
+            if (found := _pod_template(v)) is not None:
+                return found
+    return None
+
+
+def podset(doc: dict[str, Any], per_pod: dict[str, Fraction], count: int) -> K.PodSet:
+    """What Kueue reads of a job object's pods: `count` pods of `per_pod` requests, its pod
+    template's nodeSelector, required node affinity and tolerations, and whether it asks
+    for topology-aware scheduling (a podset topology annotation)."""
+    return podset_of(_pod_template(doc.get("spec")) or {}, per_pod, count)
+
+
+def podset_of(tmpl: dict[str, Any], per_pod: dict[str, Fraction], count: int) -> K.PodSet:
+    """`podset` of one pod template ({metadata, spec})."""
+    pod = tmpl.get("spec") or {}
+    notes = (tmpl.get("metadata") or {}).get("annotations") or {}
+    required = (
+        ((pod.get("affinity") or {}).get("nodeAffinity") or {}).get(
+            "requiredDuringSchedulingIgnoredDuringExecution"
+        )
+        or {}
+    ).get("nodeSelectorTerms") or []
+    return K.PodSet(
+        name="main",
+        count=count,
+        requests=dict(per_pod),
+        node_selector=dict(pod.get("nodeSelector") or {}),
+        affinity=tuple(tuple(t.get("matchExpressions") or ()) for t in required),
+        tolerations=tuple(pod.get("tolerations") or ()),
+        topology=any(k in notes for k in _TOPOLOGY),
+    )
 
 
 def _fmt(resource: str, v: Fraction) -> str:
@@ -227,39 +254,38 @@ class Simulation:
                 )
         return None
 
-    # -- quota ----------------------------------------------------------------------------
+    # -- quota (Kueue's arithmetic: trainforge.plan.kueue.quota) --------------------------
+    @property
+    def quotas(self) -> K.Quotas:
+        return K.Quotas(self.queues, self.shared)
+
     def cohort(self, q: Queue) -> list[Queue]:
-        if not q.cohort:
-            return [q]
-        return [x for x in self.queues.values() if x.cohort == q.cohort]
+        return self.quotas.members(q)
 
     def cohort_quota(self, q: Queue, f: str, r: str) -> Fraction:
-        """What the cohort holds in the flavor: its members' nominal quotas and its own."""
-        own = self.shared.get(q.cohort or "", {}).get(f, {}).get(r, Fraction(0))
-        return sum((m.nominal[f][r] for m in self.cohort(q)), Fraction(0)) + own
+        """What the cohort holds in the flavor: its own quota and what its members lend."""
+        return self.quotas.cohort_quota(q, f, r)
 
     def fits(self, w: Workload, extra_free: dict[str, dict[str, Fraction]] | None = None) -> bool:
+        """Whether the job's need is available to its queue in its flavor now, with what
+        `extra_free` (queue -> resource -> amount) would free there."""
         q = self.queues[w.queue or ""]
         f = w.flavor or ""
-        members = self.cohort(q)
-        for r, need in w.need.items():
-            freed = (extra_free or {}).get(q.name, {}).get(r, Fraction(0))
-            used = q.use(f, r) - freed + need
-            limit = q.borrow_limit[f][r]
-            if limit is not None and used > q.nominal[f][r] + limit:
-                return False
-            if not q.cohort and used > q.nominal[f][r]:
-                return False
-            total_used = (
-                sum(
-                    (m.use(f, r) - (extra_free or {}).get(m.name, {}).get(r, Fraction(0)))
-                    for m in members
-                )
-                + need
-            )
-            if total_used > self.cohort_quota(q, f, r):
-                return False
-        return True
+        freed = extra_free or {}
+        saved = {
+            name: dict(self.queues[name].usage.get(f, {})) for name in freed if name in self.queues
+        }
+        try:
+            for name, per in freed.items():
+                if name in self.queues:
+                    use = self.queues[name].usage.setdefault(f, {})
+                    for r, v in per.items():
+                        use[r] = use.get(r, Fraction(0)) - v
+            quotas = self.quotas
+            return all(need <= quotas.available(q, f, r) for r, need in w.need.items())
+        finally:
+            for name, before in saved.items():
+                self.queues[name].usage[f] = before
 
     def borrows(self, w: Workload) -> dict[str, Fraction]:
         q = self.queues[w.queue or ""]
@@ -276,16 +302,14 @@ class Simulation:
         q = self.queues[w.queue or ""]
         f = w.flavor or ""
         for r, need in w.need.items():
-            lendable = self.cohort_quota(q, f, r) - q.nominal[f][r]
-            limit = q.borrow_limit[f][r]
-            most = q.nominal[f][r] + (lendable if limit is None else min(limit, lendable))
+            most = self.quotas.potential(q, f, r)
+            nominal = K.Quotas.nominal(q, f, r)
             if need > most:
                 return (
                     f"needs {_fmt(r, need)} {r} in pool {f}, but team queue {q.name} can hold "
-                    f"at most {_fmt(r, most)} there (nominal {_fmt(r, q.nominal[f][r])}"
+                    f"at most {_fmt(r, most)} there (nominal {_fmt(r, nominal)}"
                     + (
-                        f" + up to {_fmt(r, most - q.nominal[f][r])} borrowed from cohort "
-                        f"{q.cohort}"
+                        f" + up to {_fmt(r, most - nominal)} borrowed from cohort {q.cohort}"
                         if q.cohort
                         else ", no cohort to borrow from"
                     )
@@ -399,19 +423,29 @@ class Simulation:
 
     # -- preemption (classic) ---------------------------------------------------------------
     def try_preempt(self, w: Workload, admitted: list[Workload]) -> bool:
+        """Evict the fewest victims that make room for `w` in its flavor, and admit it."""
+        chosen = self.victims(w, admitted)
+        if not chosen:
+            return False
+        for v, why in chosen:
+            self.evict(v, w, why)
+        self.admit(w)
+        return True
+
+    def victims(self, w: Workload, admitted: list[Workload]) -> list[tuple[Workload, str]]:
+        """The jobs classic preemption would evict to admit `w` in its flavor (empty: none
+        would make room)."""
         q = self.queues[w.queue or ""]
         f = w.flavor or ""
         pol = q.preemption
         within = pol.get("withinClusterQueue", "Never")
         reclaim = pol.get("reclaimWithinCohort", "Never")
         borrow = pol.get("borrowWithinCohort") or {}
-        needs_borrow = any(
-            q.use(f, r) + n > q.nominal[f][r] for r, n in w.need.items() if r in q.nominal[f]
-        )
+        needs_borrow = any(q.use(f, r) + n > K.Quotas.nominal(q, f, r) for r, n in w.need.items())
         borrowing_queues = {
             m.name
             for m in self.cohort(q)
-            if m is not q and any(m.use(f, r) > m.nominal[f][r] for r in RESOURCES)
+            if m is not q and any(m.use(f, r) > K.Quotas.nominal(m, f, r) for r in RESOURCES)
         }
         cands: list[tuple[Workload, str]] = []
         for v in admitted:
@@ -437,7 +471,7 @@ class Simulation:
                 ):
                     cands.append((v, "a borrowing job of higher priority"))
         if not cands:
-            return False
+            return []
         cands.sort(
             key=lambda c: (
                 c[0].queue not in borrowing_queues,
@@ -459,17 +493,44 @@ class Simulation:
             if self.fits(w, freed):
                 break
         else:
-            return False
+            return []
         for c in list(reversed(chosen)):  # minimise the set of victims
             free(c[0], -1)
             if self.fits(w, freed):
                 chosen.remove(c)
             else:
                 free(c[0], 1)
-        for v, why in chosen:
-            self.evict(v, w, why)
-        self.admit(w)
-        return True
+        return chosen
+
+    # -- flavor assignment (trainforge.plan.kueue) -----------------------------------------
+    def assign(self, w: Workload, admitted: list[Workload]) -> K.Assignment:
+        """Kueue's flavor assignment for `w` now; its preemption oracle asks this
+        simulation's classic preemption whether victims exist in a flavor."""
+        q = self.queues[w.queue or ""]
+        seen: dict[str, tuple[str, int]] = {}
+
+        def oracle(queue: Queue, f: str, r: str, val: Fraction) -> tuple[str, int]:
+            if f not in seen:
+                probe = Workload(w.job, w.team, w.namespace, w.order, w.queue, f, w.priority)
+                probe.need = dict(w.need)
+                chosen = self.victims(probe, admitted)
+                if not chosen:
+                    seen[f] = (K.NO_CANDIDATES, 0)
+                else:
+                    mine = {}
+                    for v, _ in chosen:
+                        if v.queue == q.name:
+                            for x, n in v.need.items():
+                                mine[x] = mine.get(x, Fraction(0)) + n
+                    after = any(
+                        q.use(f, x) - mine.get(x, Fraction(0)) + n > K.Quotas.nominal(q, f, x)
+                        for x, n in w.need.items()
+                    )
+                    own = all(v.queue == q.name for v, _ in chosen)
+                    seen[f] = (K.POSSIBLE if own else K.RECLAIM, int(after))
+            return seen[f]
+
+        return K.Assigner(self.quotas, self.flavors, oracle).assign(q, w.podsets or [])
 
     # -- the loop -----------------------------------------------------------------------------
     def run(self, workloads: list[Workload]) -> None:
@@ -488,6 +549,11 @@ class Simulation:
                 if backstop:
                     w.reason = backstop
                     inadmissible.add(id(w))
+                elif not self._place(w, admitted):
+                    w.reason = self.why_waiting(w)
+                    if w.preempted_by:
+                        w.reason = f"preempted by {w.preempted_by} ({w.preempted_why}), {w.reason}"
+                    inadmissible.add(id(w))
                 elif self.fits(w):
                     self.admit(w)
                 elif self.try_preempt(w, admitted):
@@ -500,6 +566,18 @@ class Simulation:
             if freed:
                 # evicted jobs queue again, and what waited may fit now
                 inadmissible.clear()
+
+    def _place(self, w: Workload, admitted: list[Workload]) -> bool:
+        """Give a workload read from its pods (`podsets`) the flavor Kueue assigns now;
+        False when none fits even by preempting (it keeps the flavor it was last given,
+        which its wait is explained against)."""
+        if w.podsets is None:
+            return True
+        got = self.assign(w, admitted)
+        if got.mode == K.NO_FIT or got.flavor is None:
+            return False
+        w.flavor = got.flavor
+        return True
 
     def _heads(self, live: list[Workload], inadmissible: set[int]) -> list[Workload]:
         """Each queue's next job: highest priority, then oldest. A job that did not fit waits
@@ -541,13 +619,13 @@ class Simulation:
                 continue
             short.append(r)
             text = (
-                f"{_amount(r, need)} in pool {f}: team {q.name} is guaranteed "
-                f"{_amount(r, q.nominal[f][r])} there and uses {_amount(r, used)}"
+                f"{amount(r, need)} in pool {f}: team {q.name} is guaranteed "
+                f"{amount(r, q.nominal[f][r])} there and uses {amount(r, used)}"
             )
             if q.cohort:
-                text += f"; cohort {q.cohort} has {_amount(r, idle)} idle"
+                text += f"; cohort {q.cohort} has {amount(r, idle)} idle"
                 if limit is not None:
-                    text += f", borrowing limit {_amount(r, limit)}"
+                    text += f", borrowing limit {amount(r, limit)}"
             parts.append((r, text))
         if GPU in short:
             parts = [p for p in parts if p[0] == GPU]
@@ -560,61 +638,9 @@ class Simulation:
 
 
 def _queues(ctx: PlanContext) -> tuple[dict[str, Queue], dict[str, Flavor], dict, dict, dict]:
-    queues: dict[str, Queue] = {}
-    shared: dict[str, dict[str, dict[str, Fraction]]] = {}
-    flavors: dict[str, Flavor] = {}
-    local: dict[tuple[str, str], str] = {}
-    priorities: dict[str, int] = {}
-    for o in ctx.objects:
-        d = o.doc
-        if not str(d.get("apiVersion", "")).startswith("kueue.x-k8s.io/"):
-            continue
-        spec = d.get("spec") or {}
-        if o.kind == "ResourceFlavor":
-            flavors[o.obj_name] = Flavor(
-                o.obj_name,
-                dict(spec.get("nodeLabels") or {}),
-                list(spec.get("nodeTaints") or []),
-                spec.get("topologyName"),
-                list(spec.get("tolerations") or []),
-            )
-        elif o.kind == "Cohort":
-            mine = shared.setdefault(o.obj_name, {})
-            for group in spec.get("resourceGroups") or []:
-                for fl in group.get("flavors") or []:
-                    mine[fl["name"]] = {
-                        res["name"]: _q(res.get("nominalQuota", 0))
-                        for res in fl.get("resources") or []
-                    }
-        elif o.kind == "LocalQueue":
-            local[(o.namespace or "", o.obj_name)] = str(spec.get("clusterQueue"))
-        elif o.kind == "WorkloadPriorityClass":
-            priorities[o.obj_name] = int(d.get("value", 0))
-        elif o.kind == "ClusterQueue":
-            nominal: dict[str, dict[str, Fraction]] = {}
-            limits: dict[str, dict[str, Fraction | None]] = {}
-            order = []
-            for group in spec.get("resourceGroups") or []:
-                for fl in group.get("flavors") or []:
-                    order.append(fl["name"])
-                    nominal[fl["name"]] = {r: Fraction(0) for r in RESOURCES}
-                    limits[fl["name"]] = {r: Fraction(0) for r in RESOURCES}
-                    for res in fl.get("resources") or []:
-                        nominal[fl["name"]][res["name"]] = _q(res.get("nominalQuota", 0))
-                        lim = res.get("borrowingLimit")
-                        limits[fl["name"]][res["name"]] = _q(lim) if lim is not None else None
-            sel = ((spec.get("namespaceSelector") or {}).get("matchLabels")) or {}
-            queues[o.obj_name] = Queue(
-                name=o.obj_name,
-                cohort=spec.get("cohortName"),
-                namespaces=dict(sel),
-                strategy=spec.get("queueingStrategy", "BestEffortFIFO"),
-                preemption=dict(spec.get("preemption") or {}),
-                nominal=nominal,
-                borrow_limit=limits,
-                flavors=order,
-            )
-    return queues, flavors, local, priorities, shared
+    """The plan's Kueue objects, read by the one model (trainforge.plan.kueue.read)."""
+    m = K.read(o.doc for o in ctx.objects)
+    return m.queues, m.flavors, m.local, m.priorities, m.shared
 
 
 _HARD = {"requests.nvidia.com/gpu": GPU, "requests.cpu": "cpu", "requests.memory": "memory"}
@@ -670,8 +696,6 @@ def _owned_fields(obj: Any, flavor: Flavor | None) -> list[str]:
 
 
 DEFAULT_QUEUE = "default"  # Kueue's LocalQueue defaulting (trainforge.platform.queues)
-# Kueue checks only these taint effects against a flavor (flavorassigner at v0.19.2)
-_CHECKED_EFFECTS = ("NoSchedule", "NoExecute")
 
 
 def _rooms(ctx: PlanContext) -> dict[str, PoolRoom]:
@@ -713,7 +737,20 @@ class JobOutcome:
 
 
 def simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulation | None]:
-    """Every declared job as a Kueue workload, run through the queue over time."""
+    """Every declared job as a Kueue workload, run through the queue over time: computed
+    once per plan (the queue section, the cost report and the verdict read the same run)."""
+    memo = getattr(ctx, "memo", None)
+    if memo is None:
+        return _simulate(ctx)
+    if _MEMO not in memo:
+        memo[_MEMO] = _simulate(ctx)
+    return memo[_MEMO]
+
+
+_MEMO = "kueue.simulate"
+
+
+def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulation | None]:
     declared = getattr(ctx.declared, "jobs", None) or []
     queues, flavors, local, priorities, shared = _queues(ctx)
     if not declared or not queues:
@@ -759,8 +796,6 @@ def simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulatio
             finding(w, RULE_LABEL, w.reason, obj)
             continue
         w.queue_name = queue_name
-        pods = _pod_specs(obj.doc.get("spec"))
-        pod = pods[0]
         cq_name = local.get((target.namespace, queue_name))
         if cq_name is None or cq_name not in queues:
             w.state = w.at_once = "never"
@@ -785,32 +820,6 @@ def simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulatio
             finding(w, RULE_NEVER, w.reason, obj)
             continue
         w.priority = priorities.get(pclass, 0)
-        selector = pod.get("nodeSelector") or {}
-        tolerations = pod.get("tolerations") or []
-        for fname in q.flavors:
-            fl = flavors.get(fname)
-            if fl is None:
-                continue
-            agrees = all(selector.get(k, v) == v for k, v in fl.labels.items())
-            tolerated = all(
-                _tolerates(tolerations + fl.tolerations, t)
-                for t in fl.taints
-                if t.get("effect") in _CHECKED_EFFECTS
-            )
-            if agrees and tolerated:
-                w.flavor = fname
-                break
-        owned = _owned_fields(obj, flavors.get(w.flavor or ""))
-        if owned:
-            finding(w, RULE_OWNED, "sets " + "; ".join(owned), obj)
-        if w.flavor is None:
-            w.state = w.at_once = "never"
-            w.reason = (
-                f"no flavor of ClusterQueue {cq_name} matches its nodeSelector {selector} "
-                "and tolerations"
-            )
-            finding(w, RULE_NEVER, w.reason, obj)
-            continue
         workers = spec.workers
         w.pods = workers
         per_pod = {
@@ -819,12 +828,39 @@ def simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulatio
             GPU: Fraction(spec.gpus_per_worker or 0),
         }
         w.need = {r: v * workers for r, v in per_pod.items() if v}
-        sim = Simulation(queues, flavors, shared=shared)
-        why = sim.can_ever_fit(w)
-        if why:
+        ps = podset(obj.doc, per_pod, workers)
+        all_tas = all((fl := flavors.get(f)) and fl.topology for f in q.flavors)
+        # the flavor its wait is explained against: the first its pods may land on
+        w.flavor = next(
+            (f for f in q.flavors if K.flavor_fits_podset(ps, flavors.get(f), all_tas) is None),
+            None,
+        )
+        owned = _owned_fields(obj, flavors.get(w.flavor or ""))
+        if owned:
+            finding(w, RULE_OWNED, "sets " + "; ".join(owned), obj)
+        if w.flavor is None:
+            whys = [
+                why
+                for f in q.flavors
+                if (why := K.flavor_fits_podset(ps, flavors.get(f), all_tas))
+                and "doesn't match node affinity" not in why
+            ]
             w.state = w.at_once = "never"
-            w.reason = f"can never be admitted: {why}"
+            w.reason = (
+                f"no flavor of ClusterQueue {cq_name} matches its nodeSelector "
+                f"{dict(ps.node_selector)}, tolerations and topology request"
+                + (f" ({'; '.join(whys)})" if whys else "")
+            )
             finding(w, RULE_NEVER, w.reason, obj)
+            continue
+        idle = K.Assigner(K.Quotas(queues, shared), flavors).assign(q, [ps])
+        if idle.mode == K.NO_FIT:
+            why = Simulation(queues, flavors, shared=shared).can_ever_fit(w)
+            w.state = w.at_once = "never"
+            w.reason = f"can never be admitted: {why or '; '.join(idle.reasons)}"
+            finding(w, RULE_NEVER, w.reason, obj)
+            continue
+        w.flavor, w.podsets = idle.flavor, [ps]
 
     sim = Simulation(queues, flavors, _backstops(ctx), shared, _rooms(ctx))
     sim.run_timed(workloads)
@@ -883,9 +919,9 @@ def admit_object(
 ) -> Admission:
     """Admit one job, as any client wrote it (a Kubeflow SDK TrainJob, a hand-written Job),
     against the platform's rendered Kueue objects, into an idle cluster: its queue (its
-    label, else its namespace's LocalQueue `default`), its flavor (node labels that agree
-    with its pod's nodeSelector, taints tolerated by its pod or the flavor), and whether its
-    gang `need` (all pods together) fits. The workload's state is "admitted", "pending"
+    label, else its namespace's LocalQueue `default`), its flavor (Kueue's flavor
+    assignment by the one model, trainforge.plan.kueue), and whether its gang `need` (all
+    pods together, `pods` pods alike) fits. The workload's state is "admitted", "pending"
     or "never", with its reason."""
     queues, flavors, local, priorities, shared = _queues(DocsContext(docs))  # type: ignore[arg-type]
     w = Workload(str(labels.get("trainforge.io/job", "job")), namespace, namespace, 0)
@@ -901,42 +937,21 @@ def admit_object(
     w.queue, w.team = cq, cq
     q = queues[cq]
     w.priority = priorities.get(labels.get(PRIORITY_LABEL, ""), 0)
-    selector = pod.get("nodeSelector") or {}
     tolerations = list(pod.get("tolerations") or [])
-    passed_over: list[str] = []
-    for fname in q.flavors:
-        fl = flavors.get(fname)
-        if fl is None:
-            continue
-        # Kueue's flavorassigner: the flavor's nodeTaints against the pod's tolerations plus
-        # the flavor's own (NoSchedule/NoExecute), then its nodeLabels against the selector
-        untolerated = [
-            t
-            for t in fl.taints
-            if t.get("effect") in _CHECKED_EFFECTS
-            and not _tolerates(tolerations + fl.tolerations, t)
-        ]
-        if untolerated:
-            passed_over.append(f"untolerated taint {untolerated[0].get('key')} in flavor {fname}")
-            continue
-        if not all(selector.get(k, v) == v for k, v in fl.labels.items()):
-            passed_over.append(f"flavor {fname} disagrees with its nodeSelector {selector}")
-            continue
-        w.flavor = fname
-        # a flavor whose quota (nominal + borrowable) can never hold the gang: Kueue's flavor
-        # fungibility tries the next one (NoFit)
-        why = Simulation(queues, flavors, shared=shared).can_ever_fit(w)
-        if why:
-            passed_over.append(f"flavor {fname}: {why}")
-            w.flavor = None
-            continue
-        out.node_selector = dict(fl.labels)
-        out.tolerations = [t for t in fl.tolerations if t not in tolerations]
-        break
-    if w.flavor is None:
+    # Kueue's flavor assignment on idle queues (trainforge.plan.kueue): flavor order, taints
+    # against the pod's and the flavor's tolerations, nodeLabels against its selector and
+    # affinity, the topology skip, quota, flavorFungibility
+    ps = podset_of({"spec": pod}, {r: v / pods for r, v in need.items()}, pods)
+    got = K.Assigner(K.Quotas(queues, shared), flavors).assign(q, [ps])
+    if got.mode == K.NO_FIT or got.flavor is None:
         w.state = "never"
-        w.reason = f"no flavor of ClusterQueue {cq} fits: " + "; ".join(passed_over or ["none"])
+        w.reason = f"no flavor of ClusterQueue {cq} fits: " + "; ".join(got.reasons or ["none"])
         return out
+    w.flavor = got.flavor
+    w.borrowing = {}
+    fl = flavors[w.flavor]
+    out.node_selector = dict(fl.labels)
+    out.tolerations = [t for t in fl.tolerations if t not in tolerations]
     sim = Simulation(queues, flavors, shared=shared)
     sim.run([w])
     return out
@@ -966,11 +981,109 @@ def _outcome(w: Workload) -> JobOutcome:
 def check(ctx: PlanContext) -> CheckResult:
     workloads, findings, sim = simulate(ctx)
     warnings = list(getattr(ctx.declared, "quota_warnings", None) or [])
+    placed = placement(ctx)
+    extra = [placed.section] if placed.section is not None else []
     if sim is None:
         if warnings:
-            return CheckResult(sections=[Section(TITLE, [f"quota: {x}" for x in warnings], [])])
-        return CheckResult()
-    return CheckResult(findings=findings, sections=[_section(workloads, sim, warnings)])
+            return CheckResult(
+                findings=placed.findings,
+                sections=[Section(TITLE, [f"quota: {x}" for x in warnings], []), *extra],
+            )
+        return CheckResult(findings=placed.findings, sections=extra)
+    return CheckResult(
+        findings=findings + placed.findings,
+        sections=[_section(workloads, sim, warnings), *extra],
+    )
+
+
+# --- work that names no pool: where Kueue puts it ------------------------------------------------
+
+PLACEMENT_TITLE = "Queue placement of work that names no pool (kubectl, CronJobs, Kubeflow SDK)"
+RULE_PLACEMENT = "TRAINFORGE_QUEUE_PLACEMENT"
+RULES[RULE_PLACEMENT] = (
+    "order the team's ClusterQueue flavors CPU pools first, then the pools where the team has "
+    "nominal GPUs, with flavorFungibility MayStopSearch (trainforge.platform.queues."
+    "flavor_order); or give such jobs a nodeSelector"
+)
+# The probes: what a client that names no pool sends (no nodeSelector, no tolerations), one pod
+CPU_PROBE = {"cpu": Fraction(2), "memory": Fraction(8 * 2**30)}
+GPU_PROBE = {GPU: Fraction(1), "cpu": Fraction(1), "memory": Fraction(4 * 2**30)}
+
+
+@dataclass
+class Placement:
+    section: Section | None
+    findings: list[Finding]
+
+
+def placement(ctx: PlanContext) -> Placement:
+    """For every team namespace with a LocalQueue `default`, where Kueue's flavor assignment
+    puts a CPU-only pod and a 1-GPU pod that name no pool, on idle queues: a CPU-only one on
+    a GPU pool while the queue has a CPU pool, or a GPU one that borrows while the team has
+    nominal GPUs in a pool it could land on, is a finding."""
+    m = K.read(o.doc for o in ctx.objects)
+    lines: list[str] = []
+    data: list[dict[str, Any]] = []
+    findings: list[Finding] = []
+    for (ns, lq), cq_name in sorted(m.local.items()):
+        q = m.queues.get(cq_name)
+        if lq != DEFAULT_QUEUE or q is None:
+            continue
+        gpu_flavors = {f for f in q.flavors if _gpu_flavor(m, f)}
+        texts = []
+        for kind, need in (("CPU-only", CPU_PROBE), ("1-GPU", GPU_PROBE)):
+            ps = K.PodSet("main", 1, need)
+            got = K.Assigner(K.Quotas(m.queues, m.shared), m.flavors).assign(q, [ps])
+            flavor = got.flavor
+            how = (
+                "no flavor fits"
+                if flavor is None
+                else f"{flavor}, " + ("borrowing" if got.borrowing else "within nominal quota")
+            )
+            texts.append(f"{kind} -> {how}")
+            data.append({"namespace": ns, "clusterQueue": q.name, "probe": kind,
+                         "flavor": flavor, "borrows": bool(got.borrowing)})  # fmt: skip
+            why = ""
+            if kind == "CPU-only" and flavor in gpu_flavors:
+                cpu = [f for f in q.flavors if f not in gpu_flavors]
+                if cpu:
+                    why = (
+                        f"a CPU-only job that names no pool lands on GPU pool {flavor}, not on "
+                        f"CPU pool {cpu[0]} (Kueue tries flavors in order: "
+                        f"{', '.join(q.flavors)})"
+                    )
+            elif kind == "1-GPU" and flavor is not None and got.borrowing:
+                own = [
+                    f
+                    for f in q.flavors
+                    if f != flavor
+                    and K.Quotas.nominal(q, f, GPU) >= 1
+                    and K.flavor_fits_podset(ps, m.flavors.get(f), False) is None
+                ]
+                if own:
+                    why = (
+                        f"a 1-GPU job that names no pool borrows in {flavor} although team "
+                        f"queue {q.name} has nominal GPUs in {own[0]} (Kueue tries flavors "
+                        f"in order: {', '.join(q.flavors)}; whenCanBorrow "
+                        f"{q.fungibility.when_can_borrow})"
+                    )
+            if why:
+                ident = f"ClusterQueue/{q.name}"
+                findings.append(
+                    Finding(ident, RULE_PLACEMENT, f"namespace {ns}: {why}",
+                            RULES[RULE_PLACEMENT], names=frozenset({ident, q.name}))
+                )  # fmt: skip
+        lines.append(f"namespace {ns} (ClusterQueue {q.name}): " + "; ".join(texts))
+    if not lines:
+        return Placement(None, findings)
+    return Placement(Section(PLACEMENT_TITLE, lines, data), findings)
+
+
+def _gpu_flavor(m: K.Kueue, f: str) -> bool:
+    """A flavor of a GPU pool: some queue or cohort has GPU quota in it."""
+    return any(K.Quotas.nominal(q, f, GPU) > 0 for q in m.queues.values()) or any(
+        per.get(f, {}).get(GPU, 0) > 0 for per in m.shared.values()
+    )
 
 
 TITLE = QUEUE_TITLE
@@ -985,7 +1098,7 @@ def hours(seconds: float) -> str:
     return f"{seconds / 86400:.2g} days"
 
 
-def _amount(resource: str, v: Fraction) -> str:
+def amount(resource: str, v: Fraction) -> str:
     """An amount in the job's own terms: 8 GPUs, 94.8 cores, 64Gi."""
     if resource == GPU:
         return f"{_fmt(GPU, v)} GPU{'s' if v != 1 else ''}"
@@ -1017,17 +1130,23 @@ def _waiting_text(w: Workload) -> str:
     return text
 
 
-def _reclaimers(w: Workload, sim: Simulation) -> str:
-    """Who may take back what a borrowing job borrows, and when."""
+def reclaimers(w: Workload, sim: Simulation) -> list[str]:
+    """The teams whose nominal quota a borrowing job uses and that may take it back
+    (`reclaimWithinCohort` other than Never)."""
     q = sim.queues[w.queue or ""]
     f = w.flavor or ""
-    owners = [
+    return [
         m.name
         for m in sim.cohort(q)
         if m is not q
         and any(m.nominal.get(f, {}).get(r, 0) for r in w.borrowing)
         and m.preemption.get("reclaimWithinCohort", "Never") != "Never"
     ]
+
+
+def _reclaimers(w: Workload, sim: Simulation) -> str:
+    """Who may take back what a borrowing job borrows, and when."""
+    owners = reclaimers(w, sim)
     if not owners:
         return "nobody reclaims it (what it borrows is the cohort's own share)"
     return (
@@ -1045,7 +1164,7 @@ def _section(workloads: list[Workload], sim: Simulation, warnings: list[str]) ->
             text = f"runs on {w.flavor}"
             if o.borrowing:
                 q = sim.queues[w.queue or ""]
-                lent = ", ".join(_amount(r, v) for r, v in sorted(o.borrowing.items()))
+                lent = ", ".join(amount(r, v) for r, v in sorted(o.borrowing.items()))
                 text += f", borrowing {lent} from cohort {q.cohort}; " + _reclaimers(
                     _borrowing_view(w), sim
                 )
@@ -1071,6 +1190,8 @@ def _section(workloads: list[Workload], sim: Simulation, warnings: list[str]) ->
                 "priority": w.priority_class,
                 "state": o.state,
                 "borrowing": {r: str(v) for r, v in o.borrowing.items()},
+                "cohort": sim.queues[w.queue].cohort if w.queue in sim.queues else None,
+                "reclaimers": reclaimers(_borrowing_view(w), sim) if o.borrowing else [],
                 "preemptedBy": w.preempted_by,
                 "reason": o.reason,
                 "sizing": w.sizing,
@@ -1131,16 +1252,12 @@ def admit_submitted(
         return w
     pool_taints = _pool_taints(ctx, admission.node_selector)
     tolerated = [*(spec.get("tolerations") or []), *admission.tolerations]
-    blocked = [
-        t
-        for t in pool_taints
-        if t.get("effect") in _CHECKED_EFFECTS and not _tolerates(tolerated, t)
-    ]
-    if blocked:
+    blocked = K.untolerated(pool_taints, tolerated, K.schedules)
+    if blocked is not None:
         w.state = "never"
         w.reason = (
             f"admitted on flavor {w.flavor}, but its pods do not tolerate the pool's taint "
-            f"{blocked[0].get('key')}"
+            f"{blocked.get('key')}"
         )
         return w
     w.state, w.reason = "admitted", ""
@@ -1164,8 +1281,7 @@ def _pool_taints(ctx: PlanContext, node_labels: dict[str, str]) -> list[dict[str
 
 
 def cluster_queue(doc: dict[str, Any]) -> Queue:
-    """One ClusterQueue object, read as the simulation reads the plan's: `trainforge status`
-    runs the team's live queue through this same simulation, so its expected start and the
-    plan's agree for the same queue."""
-    queues, *_ = _queues(DocsContext([doc]))  # type: ignore[arg-type]
-    return queues[doc["metadata"]["name"]]
+    """One ClusterQueue object, read by the one model: `trainforge status` runs the team's
+    live queue through this same simulation, so its expected start and the plan's agree
+    for the same queue."""
+    return K.cluster_queue(doc)

@@ -20,6 +20,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainforge.core.taints import untolerated
+
 UNKNOWN = "<unknown>"
 
 
@@ -854,24 +856,8 @@ def capacity_taints(res: StackResource) -> list[dict[str, Any]]:
 
 
 def tolerates(tolerations: list[Any], taint: dict[str, Any]) -> bool:
-    """Kubernetes toleration matching (an empty key with Exists tolerates everything)."""
-    for tol in tolerations:
-        if not isinstance(tol, dict):
-            continue
-        op = tol.get("operator", "Equal")
-        key = tol.get("key")
-        effect = tol.get("effect")
-        if effect and effect != taint.get("effect"):
-            continue
-        if not key:
-            if op == "Exists":
-                return True
-            continue
-        if key != taint.get("key"):
-            continue
-        if op == "Exists" or tol.get("value") == taint.get("value"):
-            return True
-    return False
+    """Kubernetes toleration matching (trainforge.core.taints, the project's one matcher)."""
+    return untolerated([taint], [t for t in tolerations if isinstance(t, dict)]) is None
 
 
 # The agent chart's defaults (github.com/aws/eks-node-monitoring-agent v1.7.0 values.yaml):

@@ -1,0 +1,157 @@
+"""The Kueue admission model (trainforge.plan.kueue) answers Kueue's own flavor-assigner cases
+as Kueue does: each case of tests/plan/fixtures/kueue_flavorassigner.yaml is transcribed from
+Kueue's Go tests (the file says which, at which commit) and run through the model. Plus the
+toleration matcher against Kubernetes' ToleratesTaint rules. In memory, milliseconds each."""
+
+from __future__ import annotations
+
+import pathlib
+from fractions import Fraction
+
+import pytest
+import yaml
+
+from trainforge.plan import kueue as K
+
+FIXTURES = pathlib.Path(__file__).parent / "fixtures" / "kueue_flavorassigner.yaml"
+DATA = yaml.safe_load(FIXTURES.read_text())
+MAIN, SECOND = "test-clusterqueue", "test-secondary-clusterqueue"
+
+
+def _docs(case: dict) -> list[dict]:
+    docs = [
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
+         "metadata": {"name": name}, "spec": spec}
+        for name, spec in DATA["flavors"].items()
+    ]  # fmt: skip
+    for name, key in ((MAIN, "clusterQueue"), (SECOND, "secondaryClusterQueue")):
+        if key in case:
+            docs.append(
+                {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+                 "metadata": {"name": name}, "spec": case[key]}
+            )  # fmt: skip
+    return docs
+
+
+def _use(usage: dict | None) -> dict[str, dict[str, Fraction]]:
+    return {f: {r: K.quantity(v) for r, v in per.items()} for f, per in (usage or {}).items()}
+
+
+def _podset(p: dict) -> K.PodSet:
+    return K.PodSet(
+        name=p["name"],
+        count=p["count"],
+        requests={r: K.quantity(v) for r, v in p["requests"].items()},
+        node_selector=p.get("nodeSelector") or {},
+        affinity=tuple(tuple(t) for t in p.get("affinity") or ()),
+        tolerations=tuple(p.get("tolerations") or ()),
+        topology=bool(p.get("topology")),
+    )
+
+
+def _oracle(answers: dict):
+    def oracle(q, f, r, val):  # Kueue's testOracle: Preempt, 0 unless the case says
+        possibility, after = answers.get(f"{f}/{r}", ["Preempt", 0])
+        return possibility, after
+
+    return oracle
+
+
+@pytest.mark.parametrize(
+    "case", DATA["cases"], ids=[f"{c['test']}/{c['case']}" for c in DATA["cases"]]
+)
+def test_the_model_assigns_flavors_as_kueue_does(case):
+    model = K.read(_docs(case))
+    model.queues[MAIN].usage = _use(case.get("usage"))
+    if SECOND in model.queues:
+        model.queues[SECOND].usage = _use(case.get("secondaryUsage"))
+    assigner = K.Assigner(
+        K.Quotas(model.queues, model.shared), model.flavors, _oracle(case.get("oracle") or {})
+    )
+    got = assigner.assign(model.queues[MAIN], [_podset(p) for p in case["podSets"]])
+    want = case["want"]
+    assert got.mode == want["mode"], got.reasons
+    flavors = {
+        ps: {r: f"{c.flavor}/{c.mode}" for r, c in per.items()} for ps, per in got.podsets.items()
+    }
+    assert flavors == want["podSets"], got.reasons
+    assert got.borrowing == want.get("borrowing", 0)
+
+
+def test_the_fixtures_cover_the_families_the_brief_names():
+    names = " ".join(c["case"] for c in DATA["cases"])
+    for family in ("taint", "node selector", "affinity", "borrow", "preempt", "TAS",
+                   "not listed", "lend", "TryNextFlavor", "MayStopSearch"):  # fmt: skip
+        assert family in names, family
+    assert len(DATA["cases"]) >= 15
+
+
+# Kubernetes' ToleratesTaint (k8s.io/api core/v1 toleration.go): effect, key, operator, value
+TAINT = {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}
+
+
+@pytest.mark.parametrize(
+    ("toleration", "tolerated"),
+    [
+        ({"key": "nvidia.com/gpu", "operator": "Equal", "value": "true"}, True),
+        ({"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}, True),  # Equal
+        ({"key": "nvidia.com/gpu", "operator": "Exists"}, True),
+        ({"operator": "Exists"}, True),  # no key: every taint
+        ({"operator": "Exists", "effect": "NoExecute"}, False),  # another effect
+        ({"key": "nvidia.com/gpu"}, False),  # Equal, missing value "" != "true"
+        ({"key": "nvidia.com/gpu", "operator": "Equal", "value": "false"}, False),
+        ({"key": "other", "operator": "Exists"}, False),
+        ({"key": "nvidia.com/gpu", "operator": "Lt", "value": "1"}, False),
+    ],
+)
+def test_one_toleration_matcher_with_kubernetes_rules(toleration, tolerated):
+    assert K.tolerates(toleration, TAINT) is tolerated
+
+
+def test_a_missing_value_tolerates_only_a_taint_without_value():
+    assert K.tolerates({"key": "k", "operator": "Equal"}, {"key": "k", "effect": "NoSchedule"})
+
+
+def _tas_pool_queue() -> K.Kueue:
+    rf = [
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
+         "metadata": {"name": name}, "spec": spec}
+        for name, spec in (
+            ("cpu", {"nodeLabels": {"trainforge.io/pool": "cpu"}}),
+            ("p4d", {"nodeLabels": {"trainforge.io/pool": "p4d"}, "topologyName": "aws-network"}),
+        )
+    ]  # fmt: skip
+    flavor = [
+        {"name": f, "resources": [{"name": K.GPU, "nominalQuota": "8"}]} for f in ("cpu", "p4d")
+    ]
+    cq = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "t"},
+          "spec": {"resourceGroups": [{"coveredResources": [K.GPU], "flavors": flavor}]}}  # fmt: skip
+    return K.read([*rf, cq])
+
+
+@pytest.mark.parametrize("mode", ["none", "preferred", "layer-2"])
+def test_every_topology_mode_of_a_job_on_a_topology_pool_reaches_its_flavor(mode):
+    """A job pinned to an EFA node group (a topology flavor) whose pod set asks no topology is
+    never admitted (the flavor "supports only TopologyAwareScheduling"): `topology: none`
+    must still ask it, unconstrained."""
+    from types import SimpleNamespace
+
+    from trainforge.jobs import tenancy
+    from trainforge.plan.checks import queues as Q
+
+    job = SimpleNamespace(name="llm", topology=mode)
+    target = SimpleNamespace(
+        pool=SimpleNamespace(topology_aware=True), team=SimpleNamespace(queue="q")
+    )
+    notes = tenancy.topology_annotations(job, target)
+    tmpl = {"metadata": {"annotations": notes},
+            "spec": {"containers": [], "nodeSelector": {"trainforge.io/pool": "p4d"}}}  # fmt: skip
+    m = _tas_pool_queue()
+    ps = Q.podset_of(tmpl, {K.GPU: Fraction(8)}, 1)
+    got = K.Assigner(K.Quotas(m.queues, m.shared), m.flavors).assign(m.queues["t"], [ps])
+    assert (got.mode, got.flavor) == (K.FIT, "p4d"), got.reasons
+    bare = Q.podset_of({"spec": tmpl["spec"]}, {K.GPU: Fraction(8)}, 1)
+    got = K.Assigner(K.Quotas(m.queues, m.shared), m.flavors).assign(m.queues["t"], [bare])
+    assert (
+        got.mode == K.NO_FIT and 'Flavor "p4d" supports only TopologyAwareScheduling' in got.reasons
+    )

@@ -1,0 +1,303 @@
+"""Kueue's flavor assignment: which ResourceFlavor of its ClusterQueue each resource of a
+workload gets, and how (Fit, Preempt, NoFit; borrowing or not).
+
+Modelled on pkg/scheduler/flavorassigner/flavorassigner.go (`findFlavorForPodSets`,
+`checkFlavorForPodSets`, `fitsResourceQuota`, `shouldTryNextFlavor`, `isPreferred`,
+`flavorSelector`) and tas_flavorassigner.go (`checkPodSetAndFlavorMatchForTAS`) at
+release-0.19 c90ed70 (read 2026-11-29). For each pod set and each resource group, in the
+group's flavor order, a flavor is skipped when:
+
+- it does not exist, or it is a topology (TAS) flavor and the pod set asks no topology (or the
+  pod set asks one and the flavor is not a TAS flavor); in a ClusterQueue whose flavors are
+  all TAS flavors, topology is implied;
+- one of its NoSchedule/NoExecute `nodeTaints` is tolerated neither by the pod's tolerations
+  nor by the flavor's own `tolerations` (trainforge.plan.kueue.taints);
+- its `nodeLabels` do not satisfy the pod's nodeSelector and required node affinity, both
+  restricted to the flavor's own label keys.
+
+Then each requested resource is checked against quota (trainforge.plan.kueue.quota): more
+than the queue could ever hold is NoFit; what is available now is Fit (borrowing when beyond
+the nominal quota); otherwise, when preemption could help (the request fits the nominal
+quota, or the queue may reclaim, or `borrowWithinCohort` allows preempting while borrowing),
+the preemption oracle says whether there are candidates (Preempt or Reclaim) or not. The
+flavor's mode is the worst of its resources. `flavorFungibility` decides whether the search
+stops there: it goes on after NoFit or no candidates, after a preempting mode when
+`whenCanPreempt: TryNextFlavor`, and after a borrowing one when `whenCanBorrow:
+TryNextFlavor`; when no flavor stops it, the best seen wins (`preference`, by default
+BorrowingOverPreemption: the better preemption mode, then the shallower borrowing).
+
+The tag v0.19.2 (the newest 0.19 tag in the mirror) already has all of the above (the
+flavor's own label keys, the no-candidates mode). v0.20 development (main at ff69552,
+2026-08-22) shares it: `git diff release-0.19 main` of flavorassigner.go,
+tas_flavorassigner.go and resource_node.go changes only bookkeeping (quota usage split into
+Assigned/Unassigned, the resource-group type moved to pkg/util/resourcegroups).
+Not modelled: partial admission, reclaimable pods, the last-tried-flavor memory across
+scheduling cycles, pod-set groups (leader/worker sets), fair sharing, nested cohorts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from trainforge.plan.kueue import taints as T
+from trainforge.plan.kueue.objects import TRY_NEXT, ClusterQueue, Flavor
+from trainforge.plan.kueue.quota import Quotas
+
+FIT, PREEMPT, NO_FIT = "Fit", "Preempt", "NoFit"
+# preemption possibilities the oracle answers (pkg/scheduler/preemption/common)
+NO_CANDIDATES, POSSIBLE, RECLAIM = "NoCandidates", "Preempt", "Reclaim"
+# granular preemption modes, worst first (flavorassigner.go preemptionMode)
+_NO_FIT, _NO_CANDIDATES, _PREEMPT, _RECLAIM, _FIT = range(5)
+_FROM_ORACLE = {NO_CANDIDATES: _NO_CANDIDATES, POSSIBLE: _PREEMPT, RECLAIM: _RECLAIM}
+_MODE = {_NO_FIT: NO_FIT, _NO_CANDIDATES: PREEMPT, _PREEMPT: PREEMPT, _RECLAIM: PREEMPT, _FIT: FIT}
+_BIG = 1 << 30
+
+# (queue, flavor, resource, quantity) -> (possibility, borrowing level after preempting)
+Oracle = Callable[[ClusterQueue, str, str, Fraction], tuple[str, int]]
+
+
+def no_candidates(q: ClusterQueue, f: str, r: str, val: Fraction) -> tuple[str, int]:
+    """The oracle of an idle cluster: nothing admitted, so nothing to preempt."""
+    return NO_CANDIDATES, 0
+
+
+@dataclass(frozen=True)
+class PodSet:
+    """What Kueue reads of one pod set: `count` pods, each requesting `requests`."""
+
+    name: str
+    count: int
+    requests: Mapping[str, Fraction]  # per pod
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    # required node affinity: nodeSelectorTerms (ORed), each a list of matchExpressions
+    affinity: tuple[tuple[Mapping[str, Any], ...], ...] = ()
+    tolerations: tuple[Mapping[str, Any], ...] = ()
+    topology: bool = False  # asks for topology-aware scheduling
+
+    def total(self) -> dict[str, Fraction]:
+        return {r: v * self.count for r, v in self.requests.items() if v}
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One resource's flavor: its mode (Fit/Preempt) and borrowing level (0: none)."""
+
+    flavor: str
+    mode: str
+    borrow: int = 0
+
+
+@dataclass
+class Assignment:
+    """The flavor of every requested resource of every pod set, or why there is none."""
+
+    podsets: dict[str, dict[str, Choice]]  # pod set -> resource -> choice (empty: NoFit)
+    reasons: list[str]
+
+    @property
+    def mode(self) -> str:
+        """The worst mode of all pod sets (Assignment.RepresentativeMode)."""
+        if not self.podsets or any(not c for c in self.podsets.values()):
+            return NO_FIT
+        modes = {c.mode for per in self.podsets.values() for c in per.values()}
+        return PREEMPT if PREEMPT in modes else FIT
+
+    @property
+    def borrowing(self) -> int:
+        return max((c.borrow for per in self.podsets.values() for c in per.values()), default=0)
+
+    @property
+    def flavors(self) -> set[str]:
+        return {c.flavor for per in self.podsets.values() for c in per.values()}
+
+    @property
+    def flavor(self) -> str | None:
+        """The flavor, when every resource got the same one."""
+        names = self.flavors
+        return next(iter(names)) if len(names) == 1 and self.mode != NO_FIT else None
+
+
+def _preferred(a: tuple[int, int], b: tuple[int, int], preference: str | None) -> bool:
+    """isPreferred: whether granular mode a (preemption mode, borrowing level) beats b."""
+    if a[0] == _NO_FIT:
+        return False
+    if b[0] == _NO_FIT:
+        return True
+    if (a[0] == _NO_CANDIDATES) != (b[0] == _NO_CANDIDATES):
+        return a[0] != _NO_CANDIDATES
+    if preference == "PreemptionOverBorrowing":
+        if a[1] != b[1]:
+            return a[1] < b[1]
+        return a[0] > b[0]
+    if a[0] != b[0]:
+        return a[0] > b[0]
+    return a[1] < b[1]
+
+
+def _try_next(mode: tuple[int, int], q: ClusterQueue) -> bool:
+    """shouldTryNextFlavor."""
+    if mode[0] in (_NO_FIT, _NO_CANDIDATES):
+        return True
+    if mode[0] in (_PREEMPT, _RECLAIM) and q.fungibility.when_can_preempt == TRY_NEXT:
+        return True
+    return mode[1] != 0 and q.fungibility.when_can_borrow == TRY_NEXT
+
+
+def _expression(e: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    """One NodeSelectorRequirement against a node's labels."""
+    key, op, values = e.get("key"), e.get("operator"), list(e.get("values") or [])
+    has = key in labels
+    if op == "In":
+        return has and labels[key] in values
+    if op == "NotIn":
+        return not has or labels[key] not in values
+    if op == "Exists":
+        return has
+    if op == "DoesNotExist":
+        return not has
+    if op in ("Gt", "Lt") and has and len(values) == 1:
+        try:
+            mine, theirs = int(labels[key]), int(values[0])
+        except ValueError:
+            return False
+        return mine > theirs if op == "Gt" else mine < theirs
+    return False
+
+
+def selector_matches(ps: PodSet, flavor: Flavor) -> bool:
+    """flavorSelector + RequiredNodeAffinity.Match against the flavor's nodeLabels, with
+    the pod's selector and affinity restricted to the flavor's own label keys."""
+    keys = set(flavor.labels)
+    labels = flavor.labels
+    for k, v in ps.node_selector.items():
+        if k in keys and labels.get(k) != v:
+            return False
+    terms = []
+    for term in ps.affinity:
+        kept = [e for e in term if e.get("key") in keys]
+        if not kept:
+            return True  # an emptied term matches any flavor (terms are ORed)
+        terms.append(kept)
+    return not terms or any(all(_expression(e, labels) for e in t) for t in terms)
+
+
+def flavor_fits_podset(ps: PodSet, flavor: Flavor | None, all_tas: bool) -> str | None:
+    """None, or why the flavor is skipped for the pod set (checkFlavorForPodSets)."""
+    if flavor is None:
+        return "flavor not found"
+    wants_tas = ps.topology or all_tas
+    if wants_tas and not all_tas and flavor.topology is None:
+        return f'Flavor "{flavor.name}" does not support TopologyAwareScheduling'
+    if not wants_tas and flavor.topology is not None:
+        return f'Flavor "{flavor.name}" supports only TopologyAwareScheduling'
+    taint = T.untolerated(flavor.taints, [*ps.tolerations, *flavor.tolerations], T.schedules)
+    if taint is not None:
+        return f"untolerated taint {taint.get('key')} in flavor {flavor.name}"
+    if not selector_matches(ps, flavor):
+        return f"flavor {flavor.name} doesn't match node affinity"
+    return None
+
+
+class Assigner:
+    """Flavor assignment for workloads of one set of ClusterQueues and flavors."""
+
+    def __init__(
+        self,
+        quotas: Quotas,
+        flavors: Mapping[str, Flavor],
+        oracle: Oracle = no_candidates,
+    ) -> None:
+        self.quotas = quotas
+        self.flavors = flavors
+        self.oracle = oracle
+
+    def _fits_quota(
+        self, q: ClusterQueue, f: str, r: str, assumed: Fraction, request: Fraction
+    ) -> tuple[int, int, str]:
+        """fitsResourceQuota: (preemption mode, borrowing level, reason)."""
+        qs = self.quotas
+        val = assumed + request
+        if val > qs.potential(q, f, r):
+            return _NO_FIT, 0, f"insufficient quota for {r} in flavor {f}"
+        borrow, may_reclaim = qs.height(q, f, r, val)
+        if val <= qs.available(q, f, r):
+            return _FIT, borrow, ""
+        reason = f"insufficient unused quota for {r} in flavor {f}"
+        bwc = (q.preemption.get("borrowWithinCohort") or {}).get("policy", "Never")
+        if qs.nominal(q, f, r) >= val or may_reclaim or bwc != "Never":
+            possibility, after = self.oracle(q, f, r, val)
+            return _FROM_ORACLE[possibility], after, reason
+        return _NO_FIT, borrow, reason
+
+    def _group(
+        self,
+        q: ClusterQueue,
+        ps: PodSet,
+        flavors: list[str],
+        requests: dict[str, Fraction],
+        assumed: dict[tuple[str, str], Fraction],
+        reasons: list[str],
+    ) -> dict[str, Choice] | None:
+        """findFlavorForPodSets for one resource group."""
+        all_tas = all(
+            (fl := self.flavors.get(n)) is not None and fl.topology is not None
+            for g in q.resource_groups()
+            for n in g[1]
+        )
+        best: dict[str, Choice] | None = None
+        best_mode = (_NO_FIT, _BIG)
+        for f in flavors:
+            why = flavor_fits_podset(ps, self.flavors.get(f), all_tas)
+            if why:
+                reasons.append(why)
+                continue
+            rep = (_FIT, 0)
+            choices: dict[str, Choice] = {}
+            for r, val in requests.items():
+                mode, borrow, why = self._fits_quota(q, f, r, assumed.get((f, r), Fraction(0)), val)
+                if why:
+                    reasons.append(why)
+                if _preferred(rep, (mode, borrow), q.fungibility.preference):
+                    rep = (mode, borrow)
+                if rep[0] == _NO_FIT:
+                    break
+                choices[r] = Choice(f, _MODE[mode], borrow)
+            if not _try_next(rep, q):
+                return choices
+            if _preferred(rep, best_mode, q.fungibility.preference):
+                best, best_mode = choices, rep
+        return best
+
+    def assign(self, q: ClusterQueue, podsets: list[PodSet]) -> Assignment:
+        """Every pod set's flavors in ClusterQueue `q` at its current usage."""
+        out = Assignment({}, [])
+        assumed: dict[tuple[str, str], Fraction] = {}
+        for ps in podsets:
+            requests = ps.total()
+            if q.group_of("pods") is not None:
+                # a queue that covers `pods` counts the pod set's pods as a resource
+                requests.setdefault("pods", Fraction(ps.count))
+            chosen: dict[str, Choice] = {}
+            ok = True
+            for r in requests:
+                if r in chosen:
+                    continue
+                group = q.group_of(r)
+                if group is None:
+                    out.reasons.append(f"resource {r} unavailable in ClusterQueue")
+                    ok = False
+                    break
+                covered = {x: v for x, v in requests.items() if x in group[0]}
+                got = self._group(q, ps, group[1], covered, assumed, out.reasons)
+                if got is None or len(got) < len(covered):
+                    ok = False
+                    break
+                chosen.update(got)
+            out.podsets[ps.name] = chosen if ok else {}
+            if ok:
+                for r, c in chosen.items():
+                    assumed[(c.flavor, r)] = assumed.get((c.flavor, r), Fraction(0)) + requests[r]
+        return out
