@@ -91,10 +91,11 @@ def _classify(exc: BaseException) -> exits.Reason:
         return exits.OOM if isinstance(exc, MemoryError) else exits.USER_ERROR
 
 
-def _no_progress(ledger) -> str | None:
+def no_progress(ledger) -> str | None:
     """Why this attempt must not run (rank 0, the ledger on storage that outlives the pod):
     NO_PROGRESS_LIMIT attempts in a row failed right before it. The training operator
-    re-creates an ExitCode pod that exits >= 128 without counting it; this is the count."""
+    re-creates an ExitCode pod that exits >= 128 without counting it; this is the count (the
+    plan rehearses it: trainforge.plan.checks.retry_bounds.ledger_bound)."""
     from trainforge.training.ledger import NO_PROGRESS_LIMIT  # noqa: PLC0415
 
     if ledger is None or ledger.rank != 0 or not ledger.persistent:
@@ -141,7 +142,7 @@ def run(argv: list[str]) -> int:
         sys.path[0] = str(Path(script).resolve().parent)  # as `python SCRIPT` sets it
         target = lambda: runpy.run_path(script, run_name="__main__")  # noqa: E731
     ledger = _ledger()
-    stop = _no_progress(ledger)
+    stop = no_progress(ledger)
     if stop is not None:
         print(exits.exit_line(exits.NO_PROGRESS, rank=0, step=None, detail=stop),
               file=sys.stderr, flush=True)  # fmt: skip
