@@ -284,3 +284,32 @@ def test_the_wrapper_stops_a_job_that_keeps_dying(tmp_path):
     assert f"trainforge exit: no_progress code=4 (rank 0): {NO_PROGRESS_LIMIT} attempts" in (
         proc.stderr
     )
+
+
+def test_the_wrapper_stops_a_job_that_keeps_dying_after_resuming_from_one_step(tmp_path):
+    """Your CheckpointManager's restore notes the step it resumed from (resume_note); an
+    attempt that follows NO_PROGRESS_LIMIT failed ones from that same step stops there, as
+    the runtime's does after its restore. Attempts that resumed from later steps made
+    progress: they never count."""
+    from trainforge.training.ledger import NO_PROGRESS_LIMIT
+
+    ckpt = tmp_path / "ckpt"
+    resumed_then_killed = """\
+        import os, signal
+        from trainforge.training.resume_note import note_resumed
+        note_resumed(int(os.environ["STEP"]))  # what CheckpointManager.restore does
+        os.kill(os.getpid(), signal.SIGKILL)  # then the OOM killer, every time
+    """
+    for step in range(1, 4):  # progress: a later step each time
+        proc = wrapper(
+            tmp_path, resumed_then_killed, TRAINFORGE_CHECKPOINT_DIR=str(ckpt), STEP=str(step)
+        )
+        assert proc.returncode == -9
+    for _ in range(NO_PROGRESS_LIMIT - 1):  # step 3 again and again (the 3rd above counts)
+        proc = wrapper(tmp_path, resumed_then_killed, TRAINFORGE_CHECKPOINT_DIR=str(ckpt), STEP="3")
+        assert proc.returncode == -9, proc.stderr[-1500:]
+    proc = wrapper(tmp_path, resumed_then_killed, TRAINFORGE_CHECKPOINT_DIR=str(ckpt), STEP="3")
+    assert proc.returncode == exits.NO_PROGRESS.code, proc.stderr[-1500:]
+    assert "trainforge exit: no_progress code=4" in proc.stderr
+    assert f"{NO_PROGRESS_LIMIT} attempts in a row failed after resuming from step 3" in proc.stderr
+    assert "Traceback" not in proc.stderr

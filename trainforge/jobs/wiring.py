@@ -308,7 +308,8 @@ def default_restart_policy(job: JobSpec, target: JobTarget, backend: str) -> str
     operator v1.9 re-creates an ExitCode pod that exits >= 128 without counting it against
     backoffLimit (release-1.9 pkg/core/job.go PastBackoffLimit counts restarts of Running
     pods only), so a pod OOM-killed on every attempt would be retried forever unless the
-    runtime's ledger stops it (entrypoint.ledger_counts_attempts). Where it cannot and no
+    ledger of the runtime, or of the wrapper your own code runs under, stops it
+    (entrypoint.ledger_counts_attempts). Where it cannot and no
     activeDeadlineSeconds is set, a PyTorchJob defaults to OnFailure: restarts in place,
     counted against backoffLimit. An explicit ExitCode there is refused by the plan's retry
     bound rehearsal (trainforge.plan.checks.retry_bounds)."""

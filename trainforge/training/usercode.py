@@ -91,9 +91,11 @@ def _classify(exc: BaseException) -> exits.Reason:
         return exits.OOM if isinstance(exc, MemoryError) else exits.USER_ERROR
 
 
-def no_progress(ledger) -> str | None:
+def no_progress(ledger, step: int | None = None) -> str | None:
     """Why this attempt must not run (rank 0, the ledger on storage that outlives the pod):
-    NO_PROGRESS_LIMIT attempts in a row failed right before it. The training operator
+    NO_PROGRESS_LIMIT attempts in a row failed right before it (before resuming, or, with
+    `step`, after resuming from that step: a CheckpointManager's restore notes it, see
+    `_stop_without_progress`). The training operator
     re-creates an ExitCode pod that exits >= 128 without counting it; this is the count (the
     plan rehearses it: trainforge.plan.checks.retry_bounds.ledger_bound)."""
     from trainforge.training.ledger import NO_PROGRESS_LIMIT  # noqa: PLC0415
@@ -101,15 +103,24 @@ def no_progress(ledger) -> str | None:
     if ledger is None or ledger.rank != 0 or not ledger.persistent:
         return None
     try:
-        failed = ledger.attempts_without_progress(None)
+        failed = ledger.attempts_without_progress(step)
     except Exception:  # noqa: BLE001 - bookkeeping never stops a job on its own
         return None
     if failed < NO_PROGRESS_LIMIT:
         return None
+    after = f" after resuming from step {step}" if step is not None else ""
     return (
-        f"{failed} attempts in a row failed (limit {NO_PROGRESS_LIMIT}); the last one: "
+        f"{failed} attempts in a row failed{after} (limit {NO_PROGRESS_LIMIT}); the last one: "
         f"{ledger.previous_exit()}"
     )
+
+
+def _stop_without_progress(ledger, step: int) -> None:
+    """After your code's CheckpointManager resumed from `step` (resume_note): stop an attempt
+    that follows NO_PROGRESS_LIMIT failed ones from that same step."""
+    why = no_progress(ledger, step)
+    if why is not None:
+        raise exits.RunFailure(exits.NO_PROGRESS, why)
 
 
 def _record(ledger, reason: exits.Reason, detail: str) -> None:
@@ -148,6 +159,9 @@ def run(argv: list[str]) -> int:
               file=sys.stderr, flush=True)  # fmt: skip
         _record(ledger, exits.NO_PROGRESS, stop)
         return exits.NO_PROGRESS.code
+    from trainforge.training.resume_note import check_on_resume  # noqa: PLC0415
+
+    check_on_resume(_stop_without_progress)
     try:
         target()
         code = 0
@@ -157,9 +171,10 @@ def run(argv: list[str]) -> int:
         traceback.print_exc()
         code = 130
     except BaseException as e:  # noqa: BLE001 - every failure leaves with its reason's code
-        traceback.print_exc()
+        if not isinstance(e, exits.RunFailure):  # diagnosed already: its line says it all
+            traceback.print_exc()
         reason = _classify(e)
-        detail = exits.first_line(e)
+        detail = e.detail if isinstance(e, exits.RunFailure) else exits.first_line(e)
         rank = os.environ.get("RANK")
         print(
             exits.exit_line(
