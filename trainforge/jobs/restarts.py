@@ -58,8 +58,8 @@ def budget(job: JobSpec) -> RestartBudget:
             )
         elif user_code_runner(job):
             stop = (
-                f"your code's wrapper stops the attempt after {NO_PROGRESS_LIMIT} failed in a "
-                "row, its ledger on the team's FSx"
+                f"your code's wrapper stops after {NO_PROGRESS_LIMIT} failed attempts in a "
+                "row (its ledger on the team's FSx)"
             )
         else:
             stop = "set runPolicy.activeDeadlineSeconds to bound them"
