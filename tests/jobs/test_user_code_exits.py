@@ -313,3 +313,18 @@ def test_the_wrapper_stops_a_job_that_keeps_dying_after_resuming_from_one_step(t
     assert "trainforge exit: no_progress code=4" in proc.stderr
     assert f"{NO_PROGRESS_LIMIT} attempts in a row failed after resuming from step 3" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_a_job_a_bug_stopped_starts_afresh(tmp_path):
+    """An attempt that ended with a permanent reason ended the job: running it again (a fixed
+    script resubmitted, run-local run again while debugging) is a new start, never stopped
+    as one more attempt without progress."""
+    from trainforge.training.ledger import NO_PROGRESS_LIMIT
+
+    ckpt = {"TRAINFORGE_CHECKPOINT_DIR": str(tmp_path / "ckpt")}
+    for _ in range(NO_PROGRESS_LIMIT + 1):
+        assert wrapper(tmp_path, BUG, **ckpt).returncode == 1
+    proc = wrapper(tmp_path, "raise KeyboardInterrupt\n", **ckpt)  # Ctrl-C: stopped, not failed
+    assert proc.returncode == 130
+    proc = wrapper(tmp_path, "print('fixed')\n", **ckpt)
+    assert proc.returncode == 0 and "fixed" in proc.stdout, proc.stderr[-1500:]

@@ -169,7 +169,8 @@ def run(argv: list[str]) -> int:
         code = _exit_code(e.code)
     except KeyboardInterrupt:
         traceback.print_exc()
-        code = 130
+        _record(ledger, exits.PREEMPTED, "interrupted (SIGINT): stopped, not failed")
+        return 130
     except BaseException as e:  # noqa: BLE001 - every failure leaves with its reason's code
         if not isinstance(e, exits.RunFailure):  # diagnosed already: its line says it all
             traceback.print_exc()
