@@ -413,6 +413,10 @@ def launch(
 
 def _stop_line(code: int, on: str, retry: bool, recreations: int) -> str:
     """Why run-local re-creates no pod after exit `code`, in the cluster's terms."""
+    if retry and not recreations:
+        return (
+            f"run-local: exit {code}; the restart budget allows no re-creation (--pod-restarts 0)"
+        )
     if retry:
         return f"run-local: exit {code}; the restart budget ({recreations} re-creation(s)) is spent"
     if on == "none":
