@@ -95,9 +95,9 @@ def no_progress(ledger, step: int | None = None) -> str | None:
     """Why this attempt must not run (rank 0, the ledger on storage that outlives the pod):
     NO_PROGRESS_LIMIT attempts in a row failed right before it (before resuming, or, with
     `step`, after resuming from that step: a CheckpointManager's restore notes it, see
-    `_stop_without_progress`). The training operator
-    re-creates an ExitCode pod that exits >= 128 without counting it; this is the count (the
-    plan rehearses it: trainforge.plan.checks.retry_bounds.ledger_bound)."""
+    `_stop_without_progress`). The training operator re-creates an ExitCode pod that exits
+    >= 128 without counting it; this is the count (the plan rehearses it:
+    trainforge.plan.checks.retry_bounds.ledger_bound)."""
     from trainforge.training.ledger import NO_PROGRESS_LIMIT  # noqa: PLC0415
 
     if ledger is None or ledger.rank != 0 or not ledger.persistent:
