@@ -328,3 +328,13 @@ def test_a_job_a_bug_stopped_starts_afresh(tmp_path):
     assert proc.returncode == 130
     proc = wrapper(tmp_path, "print('fixed')\n", **ckpt)
     assert proc.returncode == 0 and "fixed" in proc.stdout, proc.stderr[-1500:]
+
+
+def test_retry_on_without_the_wrapper_in_the_pod_is_refused_at_preview():
+    """codeSource: image runs your code on its image alone: nothing would read retryOn."""
+    from trainforge.core.errors import JobConfigError
+
+    with pytest.raises(JobConfigError) as e:
+        user_job("pytorchjob", codeSource="image")
+    msg = str(e.value)
+    assert "entrypoint.retryOn" in msg and "codeSource: configmap" in msg and "205" in msg
