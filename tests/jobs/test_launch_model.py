@@ -99,12 +99,14 @@ def test_run_local_runs_the_rendered_ranks_and_prints_the_plans_line(project, pl
     worlds = {p.name: p.read_text() for p in out.glob("rank_*")}
     assert worlds == {f"rank_{r}": "8" for r in range(8)}  # 8 ranks, world 8
     # the rendered job's restart policy (the plan's data), not run-local's own default
-    assert data["recreated_on"] == "any" and "pod restarted on any failure, at most 6" in plan_line
+    # ExitCode: a bug in the user's code (exit 1) stops the job, a lost peer re-creates it
+    assert data["recreated_on"] == "retryable" and "pod re-created on exit >= 128" in plan_line
 
 
 def test_run_local_applies_the_rendered_restart_policy(project, monkeypatch):
-    """The resolved job restarts as the rendered one (OnFailure here: no ledger bound for
-    user code on a PyTorchJob); run-local's local pod follows that budget."""
+    """The resolved job restarts as the rendered one (ExitCode here: the user code's wrapper
+    counts attempts in its ledger on the team's FSx); run-local's local pod follows that
+    budget."""
     from trainforge import local
 
     monkeypatch.chdir(project)
@@ -119,9 +121,10 @@ def test_run_local_applies_the_rendered_restart_policy(project, monkeypatch):
     from trainforge.jobs.local import find_job
 
     job = local.resolved_job(find_job("dev", "ranks", "."), "dev")
-    assert job.restart_policy == "OnFailure"
+    assert job.restart_policy == "ExitCode"
     b = budget(job)
-    assert (seen["on"], seen["recreations"]) == ("any", b.local_recreations) == ("any", 6)
+    assert (seen["on"], seen["recreations"]) == ("retryable", b.local_recreations)
+    assert b.local_recreations == 6
     i = seen["cmd"].index("--nproc-per-node")
     assert seen["cmd"][i + 1] == "8"
     assert launch_line(job).startswith("2 pods x 4 processes, restarts: ")
@@ -190,7 +193,7 @@ def test_the_ad_hoc_and_stack_paths_print_their_restart_line_through_launch_line
     assert f"run-local: ranks: {stacked}\n" in out
     assert stacked.startswith("2 pods x 4 processes, restarts: torchrun restarts in the pod 2; ")
     assert stacked.endswith("run-local: the same, up to 1 (--pod-restarts)")
-    assert (_max_restarts(seen["cmd"]), seen["recreations"], seen["on"]) == (2, 1, "any")
+    assert (_max_restarts(seen["cmd"]), seen["recreations"], seen["on"]) == (2, 1, "retryable")
 
 
 def test_the_bundled_runtime_s_stack_line_says_the_flags_it_runs_with(monkeypatch, capsys):

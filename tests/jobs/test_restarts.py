@@ -57,3 +57,25 @@ def test_run_local_recreates_its_pod_like_the_cluster(
     cmd = exits_in_order(tmp_path, codes)
     assert launch(cmd, {"PATH": "/usr/bin:/bin"}, recreations=recreations, on=on) == expected
     assert int((tmp_path / "runs").read_text()) == runs
+
+
+def test_run_local_says_why_it_re_creates_a_pod_or_not(tmp_path, capfd):
+    """What the screen says is what happens: a bug's exit is permanent under ExitCode (no pod
+    re-created), OnFailure re-creates it for any failure and says so (not "retryable")."""
+    env = {"PATH": "/usr/bin:/bin"}
+    for d in "abcde":
+        (tmp_path / d).mkdir()
+    assert launch(exits_in_order(tmp_path / "a", [1, 0]), env, recreations=6) == 1
+    err = capfd.readouterr().err
+    assert "run-local: exit 1 (user_error) is permanent (1-127): no pod is re-created" in err
+    assert "re-creating" not in err
+    assert launch(exits_in_order(tmp_path / "b", [1, 0]), env, recreations=6, on="any") == 0
+    err = capfd.readouterr().err
+    assert "exited 1 (OnFailure restarts any failure); re-creating it (1/6)" in err
+    assert "(retryable)" not in err
+    assert launch(exits_in_order(tmp_path / "c", [202, 0]), env, recreations=6) == 0
+    assert "exited 202 (retryable); re-creating it (1/6)" in capfd.readouterr().err
+    assert launch(exits_in_order(tmp_path / "d", [202]), env, recreations=0) == 202
+    assert "allows no re-creation (--pod-restarts 0)" in capfd.readouterr().err
+    assert launch(exits_in_order(tmp_path / "e", [1]), env, recreations=0, on="none") == 1
+    assert "restartPolicy Never: the job stops" in capfd.readouterr().err

@@ -40,6 +40,28 @@ def test_user_code_on_a_pytorchjob_defaults_to_a_counted_policy():
     assert result.findings == [] and row["attempts"] == 7  # backoffLimit 6, then failed
 
 
+# A module from the job's image, run through trainforge.training.usercode (the library ships).
+WRAPPED_CODE = {"entrypoint": {"module": "team.train"}, "image": "repo/img:1"}
+
+
+def test_wrapped_user_code_on_a_pytorchjob_is_exitcode_bounded_by_its_wrapper():
+    """A bug (exit 1) fails the job at once; the uncounted re-creations of a pod that keeps
+    dying end when the wrapper's ledger (on the team's FSx) stops the attempt."""
+    job, result, row = plan(**WRAPPED_CODE)
+    assert job.restart_policy == "ExitCode"
+    assert result.findings == []
+    assert row["attempts"] == NO_PROGRESS_LIMIT + 1 == ledger_bound(user_code=True)
+    assert "your code's wrapper (usercode) stops attempt" in row["why"]
+
+
+def test_a_wrapper_that_never_stops_would_not_bound(monkeypatch):
+    """The rehearsal runs the wrapper's own check: break it and the bound disappears."""
+    monkeypatch.setattr("trainforge.training.usercode.no_progress", lambda ledger: None)
+    assert ledger_bound(cap=20, user_code=True) is None
+    _, result, _ = plan(**WRAPPED_CODE)
+    assert [f.rule for f in result.findings] == [RULE]
+
+
 def test_the_bundled_runtime_is_stopped_by_its_ledger():
     job, result, row = plan()
     assert job.restart_policy == "ExitCode"

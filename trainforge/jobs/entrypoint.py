@@ -90,12 +90,15 @@ def s3_uri(target: JobTarget, job: JobSpec) -> Any:
 
 
 def ledger_counts_attempts(job: JobSpec, target: JobTarget) -> bool:
-    """Whether the job's own pods count its attempts: the bundled runtime keeps its run ledger
-    in the checkpoint directory, and stops a job that keeps failing without progress
-    (trainforge/training/ledger.py NO_PROGRESS_LIMIT) only when that directory is on the
-    team's shared FSx (a pod-local one starts empty on every attempt). User code's ledger
-    (trainforge/training/usercode.py) records attempts and exits but stops nothing."""
-    if job.entrypoint is not None or not target.claim_name:
+    """Whether the job's own pods count its attempts: the bundled runtime, and your script,
+    module or function run through trainforge.training.usercode (where the library ships),
+    keep a run ledger in the checkpoint directory and stop a job that keeps failing
+    (trainforge/training/ledger.py NO_PROGRESS_LIMIT, exit 4) only when that directory is on
+    the team's shared FSx (a pod-local one starts empty on every attempt). A `command` runs
+    as written: nothing of ours counts."""
+    if job.entrypoint is not None and not user_code_runner(job):
+        return False
+    if not target.claim_name:
         return False
     return checkpoint_dir(job, target).startswith(f"{target.fsx_mount_path}/")
 
@@ -224,7 +227,11 @@ def ships_runtime(job: JobSpec) -> bool:
 
 def user_code_runner(job: JobSpec) -> list[str]:
     """`-m trainforge.training.usercode` where the library is in the pod, else nothing: the
-    same wrapper under run-local and in the pods (docs/jobs.md, "Restarts and exit codes")."""
+    same wrapper under run-local and in the pods (docs/jobs.md, "Restarts and exit codes").
+    A `command` job runs as written, without it."""
+    entry = job.entrypoint
+    if entry is not None and entry.kind == "command":
+        return []
     return list(USER_CODE_RUNNER) if ships_runtime(job) else []
 
 
@@ -269,6 +276,8 @@ def contract_variables(job: JobSpec, target: JobTarget) -> list[tuple[str, Any]]
         (c.METRICS_PORT, str(job.metrics_port)),
         (c.HANG_TIMEOUT, f"{timeouts(job).hang_timeout:g}"),
     ]
+    if job.entrypoint is not None and job.entrypoint.retry_on:
+        out.append((c.RETRY_ON, ",".join(job.entrypoint.retry_on)))
     if mirrors_to_s3(job, target):
         out.append((c.CHECKPOINT_S3, s3_uri(target, job)))
     if target.mlflow_tracking_uri is not None:

@@ -395,17 +395,13 @@ def launch(
             code = 128 - rc if rc < 0 else rc
             retry = code >= 128 if on == "retryable" else (code != 0 and on == "any")
             if code == 0 or stopped or not retry or done >= recreations:
-                if code != 0 and retry and not stopped and recreations:
-                    print(
-                        f"run-local: exit {code}; the restart budget ({recreations} "
-                        "re-creation(s)) is spent",
-                        file=sys.stderr,
-                        flush=True,
-                    )
+                if code != 0 and not stopped:
+                    print(_stop_line(code, on, retry, recreations), file=sys.stderr, flush=True)
                 return code
             done += 1
+            why = "retryable" if on == "retryable" else "OnFailure restarts any failure"
             print(
-                f"run-local: the job's pod exited {code} (retryable); re-creating it "
+                f"run-local: the job's pod exited {code} ({why}); re-creating it "
                 f"({done}/{recreations}), as the cluster would",
                 file=sys.stderr,
                 flush=True,
@@ -413,6 +409,26 @@ def launch(
     finally:
         for s, h in old.items():
             signal.signal(s, h)
+
+
+def _stop_line(code: int, on: str, retry: bool, recreations: int) -> str:
+    """Why run-local re-creates no pod after exit `code`, in the cluster's terms."""
+    if retry and not recreations:
+        return (
+            f"run-local: exit {code}; the restart budget allows no re-creation (--pod-restarts 0)"
+        )
+    if retry:
+        return f"run-local: exit {code}; the restart budget ({recreations} re-creation(s)) is spent"
+    if on == "none":
+        return f"run-local: exit {code}; restartPolicy Never: the job stops, as the cluster would"
+    from trainforge.training.exits import for_code  # noqa: PLC0415
+
+    reason = for_code(code)
+    name = f" ({reason.name})" if reason is not None else ""
+    return (
+        f"run-local: exit {code}{name} is permanent (1-127): no pod is re-created, the job "
+        "stops, as the cluster would stop it"
+    )
 
 
 def run_local(

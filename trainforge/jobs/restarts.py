@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from trainforge.jobs.entrypoint import user_code_runner
 from trainforge.jobs.spec import JobSpec
 from trainforge.training.ledger import NO_PROGRESS_LIMIT
 
@@ -51,11 +52,17 @@ def budget(job: JobSpec) -> RestartBudget:
             in_pod, limit, "any", f"OnFailure: containers restart in place, backoffLimit {limit}"
         )
     if backend == "pytorchjob":
-        stop = (
-            f"the runtime stops after {NO_PROGRESS_LIMIT} failed attempts from one checkpoint"
-            if job.entrypoint is None
-            else "set runPolicy.activeDeadlineSeconds to bound them"
-        )
+        if job.entrypoint is None:
+            stop = (
+                f"the runtime stops after {NO_PROGRESS_LIMIT} failed attempts from one checkpoint"
+            )
+        elif user_code_runner(job):
+            stop = (
+                f"your code's wrapper stops after {NO_PROGRESS_LIMIT} failed attempts in a "
+                "row (its ledger on the team's FSx)"
+            )
+        else:
+            stop = "set runPolicy.activeDeadlineSeconds to bound them"
         return RestartBudget(
             in_pod,
             None,

@@ -165,6 +165,15 @@ def resolve_job(job: JobSpec, target: JobTarget, where: str = "job") -> JobSpec:
     # pool (the runtime inside: no code ConfigMap), or the stock PyTorch image.
     declared_image = job.image  # as the user wrote it (choose_image may route it)
     job, facts = choose_image(job, target, efa)
+    entry = job.entrypoint
+    if entry is not None and entry.retry_on and job.code_source == "image" and not facts.trainforge:
+        raise JobConfigError(
+            f"{where}.entrypoint.retryOn",
+            list(entry.retry_on),
+            "nothing in the pod reads it: with codeSource: image your code runs on its image "
+            "alone, without trainforge's wrapper; ship the library (codeSource: configmap, the "
+            "default), or exit 205 from your own except block (retryable on every backend)",
+        )
 
     if job.topology is not None and not pool.topology_aware:
         raise JobConfigError(
@@ -313,7 +322,8 @@ def default_restart_policy(job: JobSpec, target: JobTarget, backend: str) -> str
     operator v1.9 re-creates an ExitCode pod that exits >= 128 without counting it against
     backoffLimit (release-1.9 pkg/core/job.go PastBackoffLimit counts restarts of Running
     pods only), so a pod OOM-killed on every attempt would be retried forever unless the
-    runtime's ledger stops it (entrypoint.ledger_counts_attempts). Where it cannot and no
+    ledger of the runtime, or of the wrapper your own code runs under, stops it
+    (entrypoint.ledger_counts_attempts). Where it cannot and no
     activeDeadlineSeconds is set, a PyTorchJob defaults to OnFailure: restarts in place,
     counted against backoffLimit. An explicit ExitCode there is refused by the plan's retry
     bound rehearsal (trainforge.plan.checks.retry_bounds)."""

@@ -520,6 +520,11 @@ class EntrypointSpec(Section):
         description="the directory shipped in an immutable ConfigMap (default: the script's)",
     )
     exclude: tuple[Text, ...] = Field((), description="glob patterns not to ship")
+    retry_on: tuple[Text, ...] = Field(
+        (),
+        description="your exceptions a restart may fix, e.g. [ConnectionError, "
+        "mypkg.TransientError]: they exit 205 (retryable) instead of 1 (the job stops)",
+    )
     function: SkipJsonSchema[Shipped | None] = Field(
         None, description="Python API only (TrainingJob.function, function_job): the function"
     )
@@ -529,6 +534,17 @@ class EntrypointSpec(Section):
     def _dotted(cls, value: str | None) -> str | None:
         if value is not None and not MODULE_RE.match(value):
             raise ValueError("a dotted module name such as pkg.train")
+        return value
+
+    @field_validator("retry_on")
+    @classmethod
+    def _exception_names(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        bad = [n for n in value if not MODULE_RE.match(n)]
+        if bad:
+            raise ValueError(
+                f"{bad[0]!r} is not an exception name: a class name such as ConnectionError, "
+                "or module.Class such as mypkg.errors.TransientError"
+            )
         return value
 
     @property
@@ -590,6 +606,14 @@ class EntrypointSpec(Section):
         elif given[0] == "command" and ep.args:
             out.add(
                 ("args",), list(ep.args), "no args: put a command's arguments in command itself"
+            )
+        elif given[0] == "command" and ep.retry_on:
+            out.add(
+                ("retryOn",),
+                list(ep.retry_on),
+                "no retryOn: a command runs as written, so its exit code alone decides (exit "
+                "205, or any code >= 128, to be retried); retryOn is for script, module and "
+                "function",
             )
         elif given[0] == "function" and (ep.code_dir is not None or ep.exclude or ep.args):
             out.add(

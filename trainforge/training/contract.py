@@ -39,6 +39,9 @@ METRICS_PORT = "TRAINFORGE_METRICS_PORT"
 # The job's `hangTimeout` in seconds (0 = off): the floor of the hang watchdog
 # (`Watchdog.from_env`); the collective timeout of `init_distributed` derives from it.
 HANG_TIMEOUT = "TRAINFORGE_HANG_TIMEOUT"
+# Your own code's exceptions that a restart may fix (the job's `entrypoint.retryOn`), comma
+# separated: `trainforge.training.usercode` exits 205 (retryable) for them instead of 1.
+RETRY_ON = "TRAINFORGE_RETRY_ON"
 MLFLOW_TRACKING_URI = "MLFLOW_TRACKING_URI"
 
 # Every variable the platform sets for a job's code; a job's `env` may not override them.
@@ -54,6 +57,7 @@ CONTRACT_VARIABLES = (
     GRACE_PERIOD,
     METRICS_PORT,
     HANG_TIMEOUT,
+    RETRY_ON,
 )
 
 
@@ -107,6 +111,7 @@ class JobEnv:
     metrics_port: int = 0
     mlflow_tracking_uri: str | None = None
     hang_timeout: float = DEFAULT_HANG_TIMEOUT_S  # 0 = the watchdog is off
+    retry_on: tuple[str, ...] = ()  # exception names a restart may fix (entrypoint.retryOn)
 
     @property
     def output_path(self) -> Path:
@@ -129,4 +134,10 @@ def job_env() -> JobEnv:
         metrics_port=_int(METRICS_PORT, 0),
         mlflow_tracking_uri=os.environ.get(MLFLOW_TRACKING_URI) or None,
         hang_timeout=_seconds(HANG_TIMEOUT, DEFAULT_HANG_TIMEOUT_S, zero_is_off=True),
+        retry_on=retry_on(),
     )
+
+
+def retry_on() -> tuple[str, ...]:
+    """The exception names of RETRY_ON (`entrypoint.retryOn`), in their order."""
+    return tuple(n.strip() for n in os.environ.get(RETRY_ON, "").split(",") if n.strip())

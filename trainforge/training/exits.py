@@ -23,9 +23,12 @@ peer_lost           202  yes        another rank vanished (its process or its no
 gpu_error           203  yes        a GPU hardware fault (ECC, fallen off the bus, Xid)
 checkpoint_failed   204  yes        a checkpoint could not be saved, even after retries (the
                                     platform's storage, or DCP: never the training code's)
+user_retryable      205  yes        your code marked this failure retryable: it raised an
+                                    exception its job lists in `entrypoint.retryOn`
+                                    (usercode.py), or it exited 205 itself
 =================  ====  =========  ==================================================
 
-Codes 200-204 sit above the range of signal deaths (128 + signal, at most 128 + 64), so a
+Codes 200-205 sit above the range of signal deaths (128 + signal, at most 128 + 64), so a
 reason is never mistaken for a signal. A process killed outright (SIGKILL by the kernel's OOM
 killer or a node that vanished) leaves no code of ours; the restart's ledger infers
 ``node_lost`` when some rank of the failed attempt left no exit record (ledger.py).
@@ -112,6 +115,12 @@ CHECKPOINT_FAILED = Reason(
     "none if the restart succeeds (it resumes from the last complete checkpoint); if it "
     "repeats, check the checkpoint volume (free space, mount) named in the line above",
 )
+USER_RETRYABLE = Reason(
+    "user_retryable",
+    205,
+    "your code marked this failure retryable (entrypoint.retryOn, or exit 205)",
+    "none if the restart succeeds; if it repeats, read the traceback above",
+)
 SUCCESS = Reason("success", 0, "finished", "none")
 # Inferred by the ledger (a rank left no exit record); never an exit code of ours.
 NODE_LOST = Reason(
@@ -136,6 +145,7 @@ REASONS: dict[str, Reason] = {
         PEER_LOST,
         GPU_ERROR,
         CHECKPOINT_FAILED,
+        USER_RETRYABLE,
         NODE_LOST,
     )
 }
@@ -151,6 +161,7 @@ ROOT_CAUSE_ORDER = (
     "ranks_disagree",
     "gpu_error",
     "checkpoint_failed",
+    "user_retryable",
     "hang",
     "node_lost",
     "collective_error",
@@ -217,6 +228,22 @@ def classify(exc: BaseException) -> Reason:
     if _COLLECTIVE_TEXT.search(text):
         return COLLECTIVE_ERROR
     return USER_ERROR
+
+
+def marked_retryable(exc: BaseException, names: tuple[str, ...]) -> bool:
+    """Whether `exc` is an instance of a class its job names in `entrypoint.retryOn`.
+
+    By name, as `except` would match, without importing anything: a dotted name is a class's
+    module and qualified name (`mypkg.errors.TransientError`, `builtins.ConnectionError`), a
+    bare one a class of that name in any module (`ConnectionError`, `TransientError`); a
+    subclass matches its base's name (`ConnectionResetError` is a `ConnectionError`)."""
+    wanted = {n.strip() for n in names if n.strip()}
+    if not wanted:
+        return False
+    return any(
+        cls.__name__ in wanted or f"{cls.__module__}.{cls.__qualname__}" in wanted
+        for cls in type(exc).__mro__
+    )
 
 
 def _is_oom(e: BaseException) -> bool:

@@ -199,13 +199,20 @@ class RunLedger:
     def attempts_without_progress(self, resumed_step: int | None) -> int:
         """Failed attempts in a row, right before this one, that resumed from this step or
         died before resuming at all (an OOM kill while loading: no progress either). With
-        None (before this attempt has resumed), only those that never resumed count."""
+        None (before this attempt has resumed), only those that never resumed count.
+
+        An attempt that ended with a permanent reason (a bug, bad flags, no_progress: codes
+        1-127) ended the job under ExitCode: the one after it is a new start (the job
+        resubmitted, run-local run again), not a re-creation, so the count begins again."""
         n = 0
         for a in reversed(self.attempts[:-1]):
             if a.resumed_step not in (None, resumed_step) or a.finished:
                 break
-            if a.exit is not None and a.exit.get("reason") == exits.PREEMPTED.name:
+            reason = exits.REASONS.get(str((a.exit or {}).get("reason")))
+            if reason is exits.PREEMPTED:
                 break  # preemption is not a failure of the job
+            if reason is not None and not reason.retryable:
+                break  # it stopped the job
             n += 1
         return n
 

@@ -12,6 +12,7 @@ import contextlib
 from typing import Any
 
 _ACTIVE: Any = None  # this process's rank-0 RunLedger, once it began an attempt
+_CHECK: Any = None  # called with (ledger, step) once noted: may stop the attempt (usercode)
 
 
 def register(ledger: Any) -> None:
@@ -20,12 +21,21 @@ def register(ledger: Any) -> None:
     _ACTIVE = ledger
 
 
+def check_on_resume(check: Any) -> None:
+    """`check(ledger, step)`, called after each note; it may raise to stop the attempt. The
+    wrapper your code runs under (usercode.py) stops one that keeps failing after resuming
+    from the same step, as the runtime does after its restore (loop._check_progress)."""
+    global _CHECK
+    _CHECK = check
+
+
 def note_resumed(step: int) -> None:
     """Record in this process's ledger (rank 0's, when one began an attempt) the step this
     attempt resumed from, so your own code's attempts (run through
     trainforge.training.usercode) know it as the runtime's do (Goodput.begin), and `trainforge
     report` draws the restart at that step, not at the first step logged after it. Never
-    raises: bookkeeping must not stop training."""
+    raises, except where a `check_on_resume` check stops an attempt that makes no progress:
+    bookkeeping must not stop training."""
     ledger = _ACTIVE
     if ledger is None or getattr(ledger, "rank", None) != 0 or not ledger.attempts:
         return
@@ -35,3 +45,5 @@ def note_resumed(step: int) -> None:
         if cur.last_step is None or cur.last_step < step:
             cur.last_step = int(step)
         ledger.save()
+    if _CHECK is not None:
+        _CHECK(ledger, int(step))

@@ -8,6 +8,15 @@ This wrapper runs the script or module exactly as `python SCRIPT` / `python -m M
 (runpy: `__main__`, sys.argv, sys.path[0]) and, when it raises, prints the traceback, names
 the reason with the runtime's classifier (exits.py: a lost peer 202 and a collective error 200
 are retryable, a bug 1 is not) and exits with that reason's code. `sys.exit(n)` keeps n.
+An exception the job lists in `entrypoint.retryOn` (TRAINFORGE_RETRY_ON, contract.py) is
+yours to call retryable: it exits 205 (user_retryable), as `sys.exit(205)` does.
+
+The restart policies act on that code on every backend (trainforge/jobs/restarts.py): a
+PyTorchJob's `restartPolicy: ExitCode` fails the job on 1-127 and re-creates the pod on
+128-255; the Jobs of a TrainJob and of the indexed-job backend fail on 1-127 through a pod
+failure policy. ExitCode re-creations are not counted by the training operator, so where the
+ledger is on shared storage this wrapper bounds them as the runtime does: an attempt that
+follows NO_PROGRESS_LIMIT failed attempts in a row exits 4 (no_progress, permanent).
 
 It also keeps the run ledger every job has (ledger.py, under TRAINFORGE_CHECKPOINT_DIR):
 rank 0 registers the attempt when it starts, and every rank records why it ended, so
@@ -25,7 +34,7 @@ import traceback
 from pathlib import Path
 
 from trainforge.training import exits
-from trainforge.training.contract import CHECKPOINT_DIR
+from trainforge.training.contract import CHECKPOINT_DIR, retry_on
 
 USAGE = "usage: python -m trainforge.training.usercode (SCRIPT | -m MODULE) [args ...]"
 
@@ -67,6 +76,10 @@ def _current_attempt(ledger) -> int | None:
 
 
 def _classify(exc: BaseException) -> exits.Reason:
+    if isinstance(exc, exits.RunFailure):  # diagnosed already (the library's own failures)
+        return exc.reason
+    if exits.marked_retryable(exc, retry_on()):  # the job's entrypoint.retryOn
+        return exits.USER_RETRYABLE
     try:
         return exits.classify(exc)
     except ImportError:  # an image whose torch the library cannot import: judge by the text
@@ -76,6 +89,38 @@ def _classify(exc: BaseException) -> exits.Reason:
         if exits._COLLECTIVE_TEXT.search(text):
             return exits.COLLECTIVE_ERROR
         return exits.OOM if isinstance(exc, MemoryError) else exits.USER_ERROR
+
+
+def no_progress(ledger, step: int | None = None) -> str | None:
+    """Why this attempt must not run (rank 0, the ledger on storage that outlives the pod):
+    NO_PROGRESS_LIMIT attempts in a row failed right before it (before resuming, or, with
+    `step`, after resuming from that step: a CheckpointManager's restore notes it, see
+    `_stop_without_progress`). The training operator re-creates an ExitCode pod that exits
+    >= 128 without counting it; this is the count (the plan rehearses it:
+    trainforge.plan.checks.retry_bounds.ledger_bound)."""
+    from trainforge.training.ledger import NO_PROGRESS_LIMIT  # noqa: PLC0415
+
+    if ledger is None or ledger.rank != 0 or not ledger.persistent:
+        return None
+    try:
+        failed = ledger.attempts_without_progress(step)
+    except Exception:  # noqa: BLE001 - bookkeeping never stops a job on its own
+        return None
+    if failed < NO_PROGRESS_LIMIT:
+        return None
+    after = f" after resuming from step {step}" if step is not None else ""
+    return (
+        f"{failed} attempts in a row failed{after} (limit {NO_PROGRESS_LIMIT}); the last one: "
+        f"{ledger.previous_exit()}"
+    )
+
+
+def _stop_without_progress(ledger, step: int) -> None:
+    """After your code's CheckpointManager resumed from `step` (resume_note): stop an attempt
+    that follows NO_PROGRESS_LIMIT failed ones from that same step."""
+    why = no_progress(ledger, step)
+    if why is not None:
+        raise exits.RunFailure(exits.NO_PROGRESS, why)
 
 
 def _record(ledger, reason: exits.Reason, detail: str) -> None:
@@ -108,6 +153,15 @@ def run(argv: list[str]) -> int:
         sys.path[0] = str(Path(script).resolve().parent)  # as `python SCRIPT` sets it
         target = lambda: runpy.run_path(script, run_name="__main__")  # noqa: E731
     ledger = _ledger()
+    stop = no_progress(ledger)
+    if stop is not None:
+        print(exits.exit_line(exits.NO_PROGRESS, rank=0, step=None, detail=stop),
+              file=sys.stderr, flush=True)  # fmt: skip
+        _record(ledger, exits.NO_PROGRESS, stop)
+        return exits.NO_PROGRESS.code
+    from trainforge.training.resume_note import check_on_resume  # noqa: PLC0415
+
+    check_on_resume(_stop_without_progress)
     try:
         target()
         code = 0
@@ -115,11 +169,13 @@ def run(argv: list[str]) -> int:
         code = _exit_code(e.code)
     except KeyboardInterrupt:
         traceback.print_exc()
-        code = 130
+        _record(ledger, exits.PREEMPTED, "interrupted (SIGINT): stopped, not failed")
+        return 130
     except BaseException as e:  # noqa: BLE001 - every failure leaves with its reason's code
-        traceback.print_exc()
+        if not isinstance(e, exits.RunFailure):  # diagnosed already: its line says it all
+            traceback.print_exc()
         reason = _classify(e)
-        detail = exits.first_line(e)
+        detail = e.detail if isinstance(e, exits.RunFailure) else exits.first_line(e)
         rank = os.environ.get("RANK")
         print(
             exits.exit_line(

@@ -85,24 +85,31 @@ def job_bound(spec: dict[str, Any], code: int = KILLED) -> Bound:
     return Bound(limit + 1, f"backoffLimit {limit}: {limit + 1} {unit}")
 
 
-def ledger_bound(cap: int = CAP) -> int | None:
-    """Attempts until the bundled runtime stops an attempt that keeps dying right after it
+def ledger_bound(cap: int = CAP, user_code: bool = False) -> int | None:
+    """Attempts until the bundled runtime (or, `user_code`, the wrapper your own code runs
+    under: trainforge.training.usercode) stops an attempt that keeps dying right after it
     started (the worst case: before it resumed), rehearsed with the real RunLedger."""
     from trainforge.training.ledger import NO_PROGRESS_LIMIT, RunLedger  # noqa: PLC0415
+    from trainforge.training.usercode import no_progress  # noqa: PLC0415
 
     with tempfile.TemporaryDirectory(prefix="trainforge-ledger-") as scratch:
         for attempt in range(1, cap + 1):
             ledger = RunLedger(scratch, rank=0, world_size=1, log=lambda _m: None)
             ledger.begin_attempt()
-            # the runtime's first check (loop._check_progress before the restore)
-            if ledger.attempts_without_progress(None) >= NO_PROGRESS_LIMIT:
+            # the wrapper's check before your code starts; the runtime's first check
+            # (loop._check_progress before the restore)
+            if user_code:
+                stops = no_progress(ledger) is not None
+            else:
+                stops = ledger.attempts_without_progress(None) >= NO_PROGRESS_LIMIT
+            if stops:
                 return attempt  # exits 4 (no_progress): permanent under ExitCode
             # ... and this attempt is SIGKILLed: no exit record, not finished
     return None
 
 
 def pytorchjob_bound(
-    wl: dict[str, Any], job: Any, target: Any, ledger: Callable[[], int | None] = ledger_bound
+    wl: dict[str, Any], job: Any, target: Any, ledger: Callable[..., int | None] = ledger_bound
 ) -> Bound:
     """`ledger`: the ledger's bound (a plan rehearses it once: it does not depend on the job)."""
     from trainforge.jobs.entrypoint import ledger_counts_attempts  # noqa: PLC0415
@@ -115,12 +122,14 @@ def pytorchjob_bound(
         return Bound(1, "restartPolicy Never: the first failed pod fails the job")
     if "ExitCode" in policies:
         if ledger_counts_attempts(job, target):
-            n = ledger()
+            user_code = job.entrypoint is not None
+            n = ledger(user_code=True) if user_code else ledger()
             if n is not None:
+                whose = "your code's wrapper (usercode)" if user_code else "the runtime's ledger"
                 return Bound(
                     n,
-                    f"ExitCode re-creates pods uncounted; the runtime's ledger "
-                    f"stops attempt {n} (no_progress, exit 4)",
+                    f"ExitCode re-creates pods uncounted; {whose} stops attempt {n} "
+                    "(no_progress, exit 4)",
                 )
         why = "ExitCode re-creates a pod that exits >= 128 without counting it"
         if deadline is not None:

@@ -1,0 +1,340 @@
+"""A bug in your own code stops the job; a lost peer, or an exception you mark retryable, does
+not: your code's exit code carries the class (trainforge/training/usercode.py, the runtime's
+classifier in exits.py) and every backend's restart policy acts on it, `run-local` too.
+
+The run-local tests run the stack's real program (`__main__.py`, under the plan's mocks), as
+`trainforge run-local --stack dev JOB` does: the restart policy they apply is the rendered
+job's, not a default of run-local's own.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from tests.jobs.helpers import CODE, CPU_POOL, K8S_VERSION, target
+from tests.jobs.schemas import crd_errors
+from trainforge.core.contract import BACKENDS
+from trainforge.jobs import trainjob
+from trainforge.jobs.backends import emit
+from trainforge.jobs.spec import parse_job
+from trainforge.jobs.wiring import resolve_job
+from trainforge.plan.checks import validate as V
+from trainforge.plan.checks.retry_bounds import job_bound
+from trainforge.training import exits
+
+ROOT = Path(__file__).resolve().parents[2]
+
+BUG = 'raise ValueError("a bug in my code")\n'
+
+# Two ranks; on the first attempt rank 1 is killed outright (SIGKILL, as a lost node's
+# process would be) while rank 0 waits for it in a gloo all-reduce.
+PEER = """\
+import os, pathlib, signal, time
+import torch, torch.distributed as dist
+out = pathlib.Path(os.environ["TRAINFORGE_OUTPUT_DIR"])
+first = not (out / "attempted").exists()
+dist.init_process_group("gloo")
+if int(os.environ["RANK"]) == 0:
+    (out / "attempted").write_text("1")
+dist.barrier()
+if first and int(os.environ["RANK"]) == 1:
+    os.kill(os.getpid(), signal.SIGKILL)
+dist.all_reduce(torch.ones(1))
+if int(os.environ["RANK"]) == 0:
+    (out / "done").write_text("1")
+"""
+
+# An exception of the user's own package, raised on the first attempt only.
+FLAKY = """\
+import os, pathlib
+from flakylib import TransientError
+marker = pathlib.Path(os.environ["TRAINFORGE_OUTPUT_DIR"]) / "attempted"
+if not marker.exists():
+    marker.write_text("1")
+    raise TransientError("the feature store timed out")
+"""
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("own_code_exits")
+    for name in ("Pulumi.yaml", "__main__.py"):
+        shutil.copy(ROOT / name, root / name)
+    stack = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())
+    job = {"team": "research", "pool": "training-workloads"}
+    stack["config"]["trainforge:jobs"] = [
+        {"name": "bug-job", **job, "entrypoint": {"script": "code/bug.py"}},
+        {"name": "peer-job", **job, "procsPerWorker": 2, "entrypoint": {"script": "code/peer.py"}},
+        {
+            "name": "flaky-job",
+            **job,
+            "entrypoint": {"script": "code/flaky.py", "retryOn": ["flakylib.TransientError"]},
+        },
+    ]
+    (root / "Pulumi.dev.yaml").write_text(yaml.safe_dump(stack, sort_keys=False))
+    code = root / "code"
+    code.mkdir()
+    (code / "bug.py").write_text(BUG)
+    (code / "peer.py").write_text(PEER)
+    (code / "flaky.py").write_text(FLAKY)
+    (code / "flakylib.py").write_text("class TransientError(Exception):\n    pass\n")
+    return root
+
+
+def run_local(project: Path, job: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRAINFORGE_")}
+    env.update(PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
+    return subprocess.run(
+        [sys.executable, "-m", "trainforge", "run-local", "--stack", "dev", job],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )
+
+
+def test_a_bug_stops_the_job_and_a_lost_peer_is_retried_under_run_local(project):
+    bug = run_local(project, "bug-job")
+    assert bug.returncode == 1, bug.stdout[-2000:] + bug.stderr[-3000:]
+    assert "trainforge exit: user_error code=1 (rank 0): ValueError: a bug in my code" in bug.stderr
+    # what the screen says is what happens: permanent, and no pod is re-created
+    assert "re-creating" not in bug.stderr
+    assert "run-local: exit 1 (user_error) is permanent (1-127): no pod is re-created" in bug.stderr
+    assert "OnFailure" not in bug.stdout
+    assert "pod re-created on exit >= 128" in bug.stdout  # the plan's line: ExitCode
+
+    peer = run_local(project, "peer-job")
+    out = project / "runs" / "peer-job"
+    assert peer.returncode == 0, peer.stdout[-2000:] + peer.stderr[-4000:]
+    assert "re-creating it (1/6), as the cluster would" in peer.stderr
+    assert "(retryable)" in peer.stderr and (out / "done").is_file()
+
+
+def test_an_exception_the_job_lists_in_retry_on_is_retried(project):
+    flaky = run_local(project, "flaky-job")
+    assert flaky.returncode == 0, flaky.stdout[-2000:] + flaky.stderr[-3000:]
+    assert "trainforge exit: user_retryable code=205 (rank 0): TransientError:" in flaky.stderr
+    assert "the job's pod exited 205 (retryable); re-creating it (1/6)" in flaky.stderr
+
+
+# --- the emitted objects: every backend carries the rule -----------------------------------
+
+
+def user_job(backend: str, **kw):
+    raw = {
+        "name": "own",
+        "team": "research",
+        "pool": CPU_POOL.name,
+        "backend": backend,
+        "workers": 2,
+        "image": "registry.example/team/train:1.0",
+        "entrypoint": {"module": "team.train", "retryOn": ["ConnectionError", "mypkg.Flaky"]},
+        **kw,
+    }
+    t = target(CPU_POOL, backends=BACKENDS)
+    job = resolve_job(parse_job(raw, "trainforge:jobs[0]"), t, "trainforge:jobs[0]")
+    return job, emit(job, t, CODE)
+
+
+def runtime(wl: dict) -> dict:
+    """The platform's ClusterTrainingRuntime a TrainJob names (one per restart policy)."""
+    name = wl["spec"]["runtimeRef"]["name"]
+    found = [r for r in trainjob.runtime_manifests() if r["metadata"]["name"] == name]
+    assert len(found) == 1, name
+    assert crd_errors(found[0]) == []
+    return found[0]
+
+
+def fails_the_job(out, code: int) -> bool:
+    """Whether a pod of the emitted job that exits `code` fails the job at once, under its
+    controller's semantics (training operator v1.9 ExitCode: `IsRetryableExitCode(code) =
+    code >= 128`, pkg/util/train/train_util.go at v1.9.4; batch/v1 Job: the pod failure
+    policy, rehearsed by the plan's retry bounds)."""
+    wl = out.workload
+    if out.backend == "pytorchjob":
+        policies = {r["restartPolicy"] for r in wl["spec"]["pytorchReplicaSpecs"].values()}
+        assert policies == {"ExitCode"}
+        return code < 128
+    if out.backend == "trainjob":
+        spec = runtime(wl)["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]
+    else:
+        spec = wl["spec"]
+    return job_bound(spec, code).attempts == 1
+
+
+def pod_env(out) -> dict[str, str]:
+    wl = out.workload
+    if out.backend == "pytorchjob":
+        pod = wl["spec"]["pytorchReplicaSpecs"]["Master"]["template"]
+    elif out.backend == "trainjob":
+        pod = trainjob.platform_pod(wl)
+    else:
+        pod = wl["spec"]["template"]
+    return {e["name"]: e.get("value") for e in pod["spec"]["containers"][0]["env"]}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_every_backend_fails_on_a_bug_and_retries_a_lost_peer(backend):
+    job, out = user_job(backend)
+    assert job.restart_policy == "ExitCode"
+    assert fails_the_job(out, exits.USER_ERROR.code)  # a ValueError: the job stops
+    for retryable in (exits.PEER_LOST, exits.COLLECTIVE_ERROR, exits.GPU_ERROR, exits.PREEMPTED,
+                      exits.USER_RETRYABLE):  # fmt: skip
+        assert not fails_the_job(out, retryable.code), retryable.name
+    assert not fails_the_job(out, 137)  # SIGKILL: a lost node, the OOM killer
+    # the job's retryOn reaches the wrapper, which runs the module
+    assert pod_env(out)["TRAINFORGE_RETRY_ON"] == "ConnectionError,mypkg.Flaky"
+    wl = out.workload
+    if backend == "pytorchjob":
+        assert crd_errors(wl) == []
+    elif backend == "trainjob":
+        assert crd_errors(wl) == []
+        assert (
+            V.trainjob_findings(wl, K8S_VERSION, V.runtime_index(trainjob.runtime_manifests()))
+            == []
+        )
+    else:
+        kubernetes_validate.validate(wl, K8S_VERSION, strict=True)
+        assert V.job_spec_findings(wl["spec"]) == []
+
+
+def test_retry_on_is_refused_for_a_command_with_what_to_do():
+    from trainforge.stack.jobs import JobsError
+
+    with pytest.raises(JobsError) as e:
+        parse_job(
+            {
+                "name": "c",
+                "team": "research",
+                "pool": CPU_POOL.name,
+                "image": "repo/img:1",
+                "entrypoint": {"command": ["python", "t.py"], "retryOn": ["ConnectionError"]},
+            },
+            "trainforge:jobs[0]",
+        )
+    assert "retryOn" in str(e.value) and "205" in str(e.value)
+    with pytest.raises(JobsError) as e:
+        parse_job(
+            {
+                "name": "c",
+                "team": "research",
+                "pool": CPU_POOL.name,
+                "entrypoint": {"module": "t", "retryOn": ["not a name"]},
+            },
+            "trainforge:jobs[0]",
+        )
+    assert "retryOn" in str(e.value) and "'not a name'" in str(e.value)
+
+
+# --- the wrapper itself ----------------------------------------------------------------------
+
+
+def wrapper(tmp_path: Path, script: str, **env: str) -> subprocess.CompletedProcess[str]:
+    path = tmp_path / "script.py"
+    path.write_text(textwrap.dedent(script))
+    full = {k: v for k, v in os.environ.items() if not k.startswith("TRAINFORGE_")}
+    full.update(PYTHONPATH=str(ROOT), **env)
+    return subprocess.run(
+        [sys.executable, "-m", "trainforge.training.usercode", str(path)],
+        env=full,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_the_wrapper_names_user_marked_exceptions_by_name(tmp_path):
+    script = """\
+        class Flaky(ConnectionError):
+            pass
+        raise Flaky("try again")
+    """
+    assert wrapper(tmp_path, script).returncode == 1  # a plain exception of yours: a bug
+    for names in ("ConnectionError", "Flaky", "__main__.Flaky", "KeyError, OSError"):
+        proc = wrapper(tmp_path, script, TRAINFORGE_RETRY_ON=names)
+        assert proc.returncode == 205, (names, proc.stderr[-1500:])
+        assert "trainforge exit: user_retryable code=205" in proc.stderr
+    assert wrapper(tmp_path, script, TRAINFORGE_RETRY_ON="ValueError").returncode == 1
+    assert wrapper(tmp_path, "import sys; sys.exit(205)\n").returncode == 205
+
+
+def test_the_wrapper_stops_a_job_that_keeps_dying(tmp_path):
+    """The training operator re-creates an ExitCode pod that exits >= 128 without counting it;
+    the wrapper's ledger on shared storage is the count: attempt NO_PROGRESS_LIMIT + 1 exits 4
+    (no_progress, permanent) instead of running the code again."""
+    from trainforge.training.ledger import NO_PROGRESS_LIMIT
+
+    ckpt = tmp_path / "ckpt"
+    killed = "import os, signal; os.kill(os.getpid(), signal.SIGKILL)\n"  # the OOM killer
+    for _ in range(NO_PROGRESS_LIMIT):
+        proc = wrapper(tmp_path, killed, TRAINFORGE_CHECKPOINT_DIR=str(ckpt))
+        assert proc.returncode == -9
+    proc = wrapper(tmp_path, killed, TRAINFORGE_CHECKPOINT_DIR=str(ckpt))
+    assert proc.returncode == exits.NO_PROGRESS.code == 4
+    assert f"trainforge exit: no_progress code=4 (rank 0): {NO_PROGRESS_LIMIT} attempts" in (
+        proc.stderr
+    )
+
+
+def test_the_wrapper_stops_a_job_that_keeps_dying_after_resuming_from_one_step(tmp_path):
+    """Your CheckpointManager's restore notes the step it resumed from (resume_note); an
+    attempt that follows NO_PROGRESS_LIMIT failed ones from that same step stops there, as
+    the runtime's does after its restore. Attempts that resumed from later steps made
+    progress: they never count."""
+    from trainforge.training.ledger import NO_PROGRESS_LIMIT
+
+    ckpt = tmp_path / "ckpt"
+    resumed_then_killed = """\
+        import os, signal
+        from trainforge.training.resume_note import note_resumed
+        note_resumed(int(os.environ["STEP"]))  # what CheckpointManager.restore does
+        os.kill(os.getpid(), signal.SIGKILL)  # then the OOM killer, every time
+    """
+    for step in range(1, 4):  # progress: a later step each time
+        proc = wrapper(
+            tmp_path, resumed_then_killed, TRAINFORGE_CHECKPOINT_DIR=str(ckpt), STEP=str(step)
+        )
+        assert proc.returncode == -9
+    for _ in range(NO_PROGRESS_LIMIT - 1):  # step 3 again and again (the 3rd above counts)
+        proc = wrapper(tmp_path, resumed_then_killed, TRAINFORGE_CHECKPOINT_DIR=str(ckpt), STEP="3")
+        assert proc.returncode == -9, proc.stderr[-1500:]
+    proc = wrapper(tmp_path, resumed_then_killed, TRAINFORGE_CHECKPOINT_DIR=str(ckpt), STEP="3")
+    assert proc.returncode == exits.NO_PROGRESS.code, proc.stderr[-1500:]
+    assert "trainforge exit: no_progress code=4" in proc.stderr
+    assert f"{NO_PROGRESS_LIMIT} attempts in a row failed after resuming from step 3" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_a_job_a_bug_stopped_starts_afresh(tmp_path):
+    """An attempt that ended with a permanent reason ended the job: running it again (a fixed
+    script resubmitted, run-local run again while debugging) is a new start, never stopped
+    as one more attempt without progress."""
+    from trainforge.training.ledger import NO_PROGRESS_LIMIT
+
+    ckpt = {"TRAINFORGE_CHECKPOINT_DIR": str(tmp_path / "ckpt")}
+    for _ in range(NO_PROGRESS_LIMIT + 1):
+        assert wrapper(tmp_path, BUG, **ckpt).returncode == 1
+    proc = wrapper(tmp_path, "raise KeyboardInterrupt\n", **ckpt)  # Ctrl-C: stopped, not failed
+    assert proc.returncode == 130
+    proc = wrapper(tmp_path, "print('fixed')\n", **ckpt)
+    assert proc.returncode == 0 and "fixed" in proc.stdout, proc.stderr[-1500:]
+
+
+def test_retry_on_without_the_wrapper_in_the_pod_is_refused_at_preview():
+    """codeSource: image runs your code on its image alone: nothing would read retryOn."""
+    from trainforge.core.errors import JobConfigError
+
+    with pytest.raises(JobConfigError) as e:
+        user_job("pytorchjob", codeSource="image")
+    msg = str(e.value)
+    assert "entrypoint.retryOn" in msg and "codeSource: configmap" in msg and "205" in msg
