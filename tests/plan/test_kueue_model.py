@@ -155,3 +155,39 @@ def test_every_topology_mode_of_a_job_on_a_topology_pool_reaches_its_flavor(mode
     assert (
         got.mode == K.NO_FIT and 'Flavor "p4d" supports only TopologyAwareScheduling' in got.reasons
     )
+
+
+def test_kueue_counts_limitrange_defaults_and_limits_for_missing_requests():
+    """pkg/workload/resources.go AdjustResources at release-0.19: LimitRange defaults fill a
+    container's missing limits/requests, then limits stand for missing requests; init
+    containers count by their largest, overhead is added. A pod naming no requests in a team
+    namespace is therefore not an empty pod set."""
+    from fractions import Fraction
+
+    from trainforge.plan.kueue.workload import pod_requests
+
+    lr = {
+        "kind": "LimitRange",
+        "spec": {
+            "limits": [
+                {
+                    "type": "Container",
+                    "default": {"cpu": "2", "memory": "4Gi"},
+                    "defaultRequest": {"cpu": "500m", "memory": "1Gi"},
+                }
+            ]
+        },
+    }
+    bare = {"containers": [{"name": "t"}]}
+    assert pod_requests(bare) == {}
+    assert pod_requests(bare, [lr]) == {"cpu": Fraction(1, 2), "memory": Fraction(2**30)}
+    limits_only = {"containers": [{"name": "t", "resources": {"limits": {"cpu": "3"}}}]}
+    # Kueue fills defaultRequest before it turns limits into missing requests
+    assert pod_requests(limits_only, [lr])["cpu"] == Fraction(1, 2)
+    assert pod_requests(limits_only)["cpu"] == 3  # no LimitRange: the limit
+    two = {
+        "containers": [{"name": "a", "resources": {"requests": {"cpu": "1"}}}] * 2,
+        "initContainers": [{"name": "i", "resources": {"requests": {"cpu": "5"}}}],
+        "overhead": {"cpu": "250m"},
+    }
+    assert pod_requests(two)["cpu"] == Fraction(21, 4)

@@ -70,6 +70,7 @@ from trainforge.core.quantity import parse_quantity
 from trainforge.jobs.wiring import sizing_rule
 from trainforge.plan import kueue as K
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
+from trainforge.plan.kueue.workload import pod_requests
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
@@ -1232,11 +1233,10 @@ def admit_submitted(
     ns = meta.get("namespace") or ""
     labels = dict(meta.get("labels") or {})
     spec = pod.get("spec") or {}
-    per_pod: dict[str, Fraction] = {}
-    for c in spec.get("containers") or []:
-        for r, v in ((c.get("resources") or {}).get("requests") or {}).items():
-            if r in RESOURCES:
-                per_pod[r] = per_pod.get(r, Fraction(0)) + _q(v)
+    # what Kueue counts: the namespace's LimitRange defaults and limits stand for missing
+    # requests (trainforge.plan.kueue.workload), so an SDK job naming none is not "empty"
+    limit_ranges = [o.doc for o in ctx.objects if o.kind == "LimitRange" and o.namespace == ns]
+    per_pod = {r: v for r, v in pod_requests(spec, limit_ranges).items() if r in RESOURCES}
     need = {r: v * pods for r, v in per_pod.items() if v}
     labels.setdefault(JOB_LABEL, str(meta.get("name")))
     admission = admit_object([o.doc for o in ctx.objects], ns, labels, spec, need, pods)
