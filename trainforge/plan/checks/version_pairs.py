@@ -111,7 +111,12 @@ def check(ctx: PlanContext) -> CheckResult:
         )
         if v
     )
-    verdict = "not built and tested together" if problems else "built and tested together upstream"
+    if problems:
+        verdict = "not built and tested together"
+    elif kueue and trainer:
+        verdict = "built and tested together upstream"
+    else:
+        verdict = "nothing to pair (Kueue and the Trainer are not both in this stack)"
     lines = [f"{shown}: {verdict}", *(f"  {p}" for p in problems)]
     data = {"kueue": kueue, "trainer": trainer, "jobset": jobset, "sdk": sdk[0],
             "trainerApi": sdk[1], "problems": problems}  # fmt: skip
