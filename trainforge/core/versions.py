@@ -34,6 +34,13 @@ from trainforge.core import catalog
 # source: docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html (14 months of
 # standard support) and endoflife.date/amazon-eks (1.35 released 2026-01-28, standard support
 # until 2027-03-27; 1.33 left standard support 2026-07-29), checked 2026-11-23
+# re-checked 2026-11-29: EKS offers 1.36 (endoflife-date/endoflife.date#10240, merged, adds
+# EKS 1.36; aws-samples/aws-eks-samples#20, 2026-06-28, calls 1.36 "the latest supported";
+# public cluster configs pin cluster_version 1.36); its EKS release and end-of-support dates
+# were NOT read here. Not moved: the add-on builds for 1.36 (EKS_ADDON_VERSIONS), Karpenter
+# 1.14.1's support of 1.36 and the charts' kubeVersion are not confirmed for it here (the
+# Karpenter and chart mirrors end 2026-08), and every add-on must be, so the cluster stays on
+# 1.35 (in standard support until 2027-03-27).
 KUBERNETES_VERSION = "1.35"
 # End of EKS standard support per minor (extended support costs extra per cluster hour).
 # source: endoflife.date/amazon-eks, checked 2026-11-23
@@ -93,6 +100,8 @@ GPU_AMI_TYPE = "AL2023_x86_64_NVIDIA"
 # >= 1.11: EC2NodeClass.spec.networkInterfaces (efa-only interfaces) and placementGroupSelector.
 # source: endoflife.date/karpenter (1.11+ supports Kubernetes 1.29-1.35) and karpenter.sh/v1.14
 # (v1.14.0 2026-07-11); v1.15.0 (2026-10-10) exists and is not adopted here, checked 2026-11-23
+# re-checked 2026-11-29: v1.15.0 is NOT adopted: its chart values are not readable here (the
+# aws/karpenter-provider-aws mirror ends 2026-08-23 at tag v1.14.1, charts/karpenter 1.14.1).
 KARPENTER_VERSION = "1.14.1"
 KARPENTER_CHART_REPO = (
     "oci://public.ecr.aws/karpenter"  # source: karpenter.sh upgrade guide, checked 2026-11-23
@@ -173,6 +182,9 @@ EFA_DEVICE_PLUGIN_CHART_VERSION = "v0.5.30"
 # source: github.com/prometheus-community/helm-charts tag kube-prometheus-stack-88.5.3
 # (operator v0.93.1; values.yaml read at that tag), checked 2026-11-23
 KUBE_PROMETHEUS_STACK_CHART_REPO = "https://prometheus-community.github.io/helm-charts"
+# re-checked 2026-11-29: newer charts (93.x) exist and are NOT adopted: their values are not
+# readable here (the prometheus-community/helm-charts mirror ends 2026-08-22 at tag
+# kube-prometheus-stack-88.5.3, also the chart's version on main then).
 KUBE_PROMETHEUS_STACK_CHART_VERSION = "88.5.3"
 # Grafana, a dependency of that chart: its values.yaml is vendored
 # (trainforge/platform/data/charts/grafana-12.11.1) and the images it runs are read from it.
@@ -182,6 +194,8 @@ GRAFANA_CHART_VERSION = "12.11.1"
 # The DCGM exporter chart version is its own: chart 4.8.2 ships exporter 4.5.3-4.8.2.
 # source: github.com/NVIDIA/dcgm-exporter deployment/Chart.yaml at tag 4.5.3-4.8.2, checked 2026-11-23
 DCGM_EXPORTER_CHART_REPO = "https://nvidia.github.io/dcgm-exporter/helm-charts"
+# re-checked 2026-11-29: chart 4.8.3 exists and is NOT adopted: its values are not readable
+# here (the NVIDIA/dcgm-exporter mirror ends 2026-05-18 at tag 4.5.3-4.8.2, chart 4.8.2).
 DCGM_EXPORTER_CHART_VERSION = "4.8.2"
 # The server's version is the client's (`mlflow==3.17.0`, pyproject's `mlflow` extra).
 # The `-full` variant: the plain image lacks Flask-WTF, which the basic-auth app the server
@@ -228,6 +242,8 @@ KUEUE_API_VERSION = "kueue.x-k8s.io/v1beta2"
 # charts exist (2.5.22 with OpenCost 1.120.3, 2026-05-31, walnuts1018/infra#3912; 2.5.30 by
 # 2026-09-09, adfinis/helm-charts#1993) but their values.yaml was NOT readable here, so the
 # pin stays at the newest tag whose values were read, checked 2026-11-27
+# re-checked 2026-11-29: chart 2.5.34 exists and is NOT adopted: the
+# opencost/opencost-helm-chart mirror still ends 2026-04-30 at tag opencost-2.5.17.
 OPENCOST_CHART_REPO = "https://opencost.github.io/opencost-helm-chart"
 OPENCOST_CHART_VERSION = "2.5.17"
 # --- END platform services pins ---
