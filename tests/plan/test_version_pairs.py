@@ -95,3 +95,16 @@ def test_the_sdk_lock_is_the_pinned_sdk():
     pins = dict(re.findall(r"^([A-Za-z0-9_.-]+)==(\S+)$", lock, re.M))
     assert pins["kubeflow"] == versions.KUBEFLOW_SDK_VERSION
     assert pins["kubeflow_trainer_api"] == versions.KUBEFLOW_TRAINER_API_VERSION
+
+
+def test_our_runtimes_fit_trainer_2_4s_replicated_job_name_cap():
+    """Trainer 2.4 caps ReplicatedJob names at 20 characters (docs/upgrading.md, as issue #41
+    quotes its release notes): the platform's runtimes already fit, so that move needs none."""
+    from trainforge.jobs import trainjob
+
+    names = {
+        rj["name"]
+        for doc in trainjob.runtime_manifests()
+        for rj in doc["spec"]["template"]["spec"]["replicatedJobs"]
+    }
+    assert names and all(len(n) <= 20 for n in names), names

@@ -282,8 +282,9 @@ TRAINER_JOBSET: dict[str, tuple[str, ...]] = {
 }
 # The Kubeflow SDK (PyPI `kubeflow`, tools/kubeflow-sdk/requirements.lock) -> the
 # kubeflow_trainer_api releases its wheel accepts, as [lowest, below) (None: no upper bound).
-# kubeflow_trainer_api is generated from the Trainer's API at the same version
-# (kubeflow/trainer api/python_api), so it names the Trainer the SDK speaks to.
+# kubeflow_trainer_api is generated from the Trainer's API and released with it, at the same
+# version (kubeflow/trainer api/python_api/kubeflow_trainer_api/__init__.py `__version__ =
+# "2.2.1"` at tag v2.2.1, read 2026-11-29), so it names the Trainer the SDK speaks to.
 SDK_TRAINER_API: dict[str, tuple[str, str | None]] = {
     # source: PyPI kubeflow 0.4.1 wheel METADATA (pip download --no-deps): Requires-Dist
     # kubeflow-trainer-api>=2.2.0, kubernetes<36.0.0,>=27.2.0, checked 2026-11-29
