@@ -435,7 +435,11 @@ def test_trainer_runtimes_wait_for_the_chart_and_jobs_for_the_runtimes():
         return TrainingJob("llm", {**ARGS, "backend": "trainjob"}, contract=c, code=CODE)
 
     m = harness.run(program)
-    (chart,) = by_type(m, "kubernetes:helm.sh/v4:Chart")
+    jobset, chart = by_type(m, "kubernetes:helm.sh/v4:Chart")
+    # JobSet's chart before the Trainer's: the Trainer's controller watches JobSets
+    assert jobset.name == "trainer-jobset" and any(
+        d.endswith("kubernetes:helm.sh/v4:Chart::trainer-jobset") for d in chart.dependencies
+    )
     runtimes = by_type(m, "kubernetes:trainer.kubeflow.org/v1alpha1:ClusterTrainingRuntime")
     assert sorted(r.inputs["metadata"]["name"] for r in runtimes) == sorted(
         [
@@ -451,7 +455,7 @@ def test_trainer_runtimes_wait_for_the_chart_and_jobs_for_the_runtimes():
         any(d.endswith("kubernetes:helm.sh/v4:Chart::trainer") for d in r.dependencies)
         for r in runtimes
     )
-    assert chart.inputs["version"] == "2.3.0" and chart.inputs["namespace"] == "kubeflow-system"
+    assert chart.inputs["version"] == "2.2.1" and chart.inputs["namespace"] == "kubeflow-system"
     (comp,) = by_type(m, "trainforge:index:TrainingJob")
     # waiting for the Trainer component means waiting for its runtimes
     assert all(any(d.endswith(r.name) for d in comp.dependencies) for r in runtimes)

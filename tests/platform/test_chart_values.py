@@ -34,9 +34,6 @@ SUBCHARTS = {
         ("prometheus-node-exporter", "prometheus-node-exporter-4.56.1"),
         ("grafana", "grafana-12.11.1"),
     ],
-    # source: kubeflow/trainer charts/kubeflow-trainer/Chart.yaml at v2.3.0 (jobset 0.12.0,
-    # condition jobset.install; versions.JOBSET_VERSION), read 2026-11-23
-    ("kubeflow-trainer", "2.3.0"): [("jobset", "jobset-0.12.0")],
 }
 
 
@@ -146,6 +143,7 @@ CHARTS = [
         lambda: device_plugins.efa_values(device_plugins.EFA_NODE_TERMS, ["efa-training"]),
     ),
     ("kubeflow-trainer", versions.TRAINER_VERSION, trainer.chart_values),
+    ("jobset", versions.JOBSET_VERSION, trainer.jobset_values),
     (
         "opencost",
         versions.OPENCOST_CHART_VERSION,

@@ -265,7 +265,7 @@ def test_platform_pods_run_on_the_system_node_group(plans):
     assert mlflow["spec"]["template"]["spec"]["nodeSelector"] == system
     trainer_values = trainer.chart_values()
     assert trainer_values["manager"]["nodeSelector"] == system
-    assert trainer_values["jobset"]["controller"]["nodeSelector"] == system
+    assert trainer.jobset_values()["controller"]["nodeSelector"] == system  # JobSet's own chart
     assert kueue.chart_values(KueueConfig())["controllerManager"]["nodeSelector"] == system
 
 

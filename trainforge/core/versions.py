@@ -34,6 +34,13 @@ from trainforge.core import catalog
 # source: docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html (14 months of
 # standard support) and endoflife.date/amazon-eks (1.35 released 2026-01-28, standard support
 # until 2027-03-27; 1.33 left standard support 2026-07-29), checked 2026-11-23
+# re-checked 2026-11-29: EKS offers 1.36 (endoflife-date/endoflife.date#10240, merged, adds
+# EKS 1.36; aws-samples/aws-eks-samples#20, 2026-06-28, calls 1.36 "the latest supported";
+# public cluster configs pin cluster_version 1.36); its EKS release and end-of-support dates
+# were NOT read here. Not moved: the add-on builds for 1.36 (EKS_ADDON_VERSIONS), Karpenter
+# 1.14.1's support of 1.36 and the charts' kubeVersion are not confirmed for it here (the
+# Karpenter and chart mirrors end 2026-08), and every add-on must be, so the cluster stays on
+# 1.35 (in standard support until 2027-03-27).
 KUBERNETES_VERSION = "1.35"
 # End of EKS standard support per minor (extended support costs extra per cluster hour).
 # source: endoflife.date/amazon-eks, checked 2026-11-23
@@ -93,6 +100,8 @@ GPU_AMI_TYPE = "AL2023_x86_64_NVIDIA"
 # >= 1.11: EC2NodeClass.spec.networkInterfaces (efa-only interfaces) and placementGroupSelector.
 # source: endoflife.date/karpenter (1.11+ supports Kubernetes 1.29-1.35) and karpenter.sh/v1.14
 # (v1.14.0 2026-07-11); v1.15.0 (2026-10-10) exists and is not adopted here, checked 2026-11-23
+# re-checked 2026-11-29: v1.15.0 is NOT adopted: its chart values are not readable here (the
+# aws/karpenter-provider-aws mirror ends 2026-08-23 at tag v1.14.1, charts/karpenter 1.14.1).
 KARPENTER_VERSION = "1.14.1"
 KARPENTER_CHART_REPO = (
     "oci://public.ecr.aws/karpenter"  # source: karpenter.sh upgrade guide, checked 2026-11-23
@@ -126,20 +135,35 @@ TRAINING_OPERATOR_KUSTOMIZE_URL = (
     "https://github.com/kubeflow/trainer//manifests/overlays/standalone"
     f"?ref={TRAINING_OPERATOR_VERSION}"
 )
-# Kubeflow Trainer v2 (TrainJob; backend trainjob). The chart renders the Trainer CRDs as
-# templates (crds.enabled) and bundles JobSet's chart 0.12.0 (oci://registry.k8s.io/jobset/
-# charts, condition jobset.install), whose CRD is in its crds/ folder. The OCI artifact itself
-# was not pulled here (no network to ghcr.io from this workplace).
-# source: github.com/kubeflow/trainer tag v2.3.0 (2026-08-06, the newest release):
-# charts/kubeflow-trainer/Chart.yaml version 2.3.0, pushed to oci://ghcr.io/kubeflow/charts by
-# .github/workflows/publish-helm-charts.yaml; its Makefile tests against Kubernetes 1.35.0
-# (K8S_VERSION, = KUBERNETES_VERSION here), checked 2026-11-23
-TRAINER_VERSION = "2.3.0"
+# Kubeflow Trainer v2 (TrainJob; backend trainjob). Pinned to the Trainer that the pinned
+# Kueue line is built and tested with (KUEUE_TRAINER below): Kueue 0.19 vendors Trainer
+# v2.2.1's API, and Trainer v2.2 and v2.3 do not share one (kubernetes-sigs/kueue#14504). The
+# 2.2.1 chart keeps the Trainer CRDs in its crds/ folder (Pulumi's Helm Chart v4 renders them)
+# and bundles JobSet's chart 0.11.0; the platform installs JobSet 0.12.0 itself instead
+# (JOBSET_VERSION), as Kueue's release-0.19 end-to-end tests do. The OCI artifact itself was
+# not pulled here (no network to ghcr.io from this workplace).
+# source: github.com/kubeflow/trainer tag v2.2.1 (c505fc7c, 2026-06-17):
+# charts/kubeflow-trainer/Chart.yaml version 2.2.1 (vendored:
+# trainforge/platform/data/charts/kubeflow-trainer-2.2.1), pushed to oci://ghcr.io/kubeflow/
+# charts by .github/workflows/publish-helm-charts.yaml. Newer: v2.3.0 (2026-08-06, built and
+# tested with Kueue 0.20, whose release artifacts are not readable here: see KUEUE_CHART_VERSION);
+# a v2.4.0 is cited by later records, but the mirror of kubeflow/trainer (2026-08-22) has no
+# such tag, so it is not readable here either, checked 2026-11-29
+TRAINER_VERSION = "2.2.1"
 TRAINER_CHART_REPO = "oci://ghcr.io/kubeflow/charts"
 TRAINER_CHART = "kubeflow-trainer"
-# source: kubeflow/trainer v2.3.0 charts/kubeflow-trainer/Chart.yaml dependencies (bundled by
-# the Trainer chart; listed for reviewers), checked 2026-11-23
+# JobSet, installed from its own chart (the Trainer chart's bundled one is off): the version
+# Kueue 0.19 is built with (go.mod sigs.k8s.io/jobset v0.12.0) and installs beside Trainer
+# v2.2.1 in its end-to-end tests (hack/testing/e2e-common.sh install_kubeflow_trainer drops the
+# Trainer's third-party/jobset when JOBSET_VERSION is set; hack/make/deps.mk reads both from
+# go.mod). The chart location is the Trainer chart's dependency repository
+# (kubeflow/trainer v2.2.1 charts/kubeflow-trainer/Chart.yaml: oci://registry.k8s.io/jobset/
+# charts, name jobset).
+# source: kubernetes-sigs/kueue release-0.19 go.mod and hack/ at c90ed700c1 (2026-08-22) and
+# github.com/kubernetes-sigs/jobset charts/jobset/Chart.yaml at tag v0.12.0 (vendored:
+# trainforge/platform/data/charts/jobset-0.12.0), checked 2026-11-29
 JOBSET_VERSION = "0.12.0"
+JOBSET_CHART = "oci://registry.k8s.io/jobset/charts/jobset"
 # FSx for Lustre CSI driver as an EKS add-on.
 # source: existing pin; upstream driver v1.9.0 exists (public.ecr.aws/fsx-csi-driver); the
 # add-on build published for 1.35 is NOT confirmed from a public record (run `aws eks
@@ -158,6 +182,9 @@ EFA_DEVICE_PLUGIN_CHART_VERSION = "v0.5.30"
 # source: github.com/prometheus-community/helm-charts tag kube-prometheus-stack-88.5.3
 # (operator v0.93.1; values.yaml read at that tag), checked 2026-11-23
 KUBE_PROMETHEUS_STACK_CHART_REPO = "https://prometheus-community.github.io/helm-charts"
+# re-checked 2026-11-29: newer charts (93.x) exist and are NOT adopted: their values are not
+# readable here (the prometheus-community/helm-charts mirror ends 2026-08-22 at tag
+# kube-prometheus-stack-88.5.3, also the chart's version on main then).
 KUBE_PROMETHEUS_STACK_CHART_VERSION = "88.5.3"
 # Grafana, a dependency of that chart: its values.yaml is vendored
 # (trainforge/platform/data/charts/grafana-12.11.1) and the images it runs are read from it.
@@ -167,6 +194,8 @@ GRAFANA_CHART_VERSION = "12.11.1"
 # The DCGM exporter chart version is its own: chart 4.8.2 ships exporter 4.5.3-4.8.2.
 # source: github.com/NVIDIA/dcgm-exporter deployment/Chart.yaml at tag 4.5.3-4.8.2, checked 2026-11-23
 DCGM_EXPORTER_CHART_REPO = "https://nvidia.github.io/dcgm-exporter/helm-charts"
+# re-checked 2026-11-29: chart 4.8.3 exists and is NOT adopted: its values are not readable
+# here (the NVIDIA/dcgm-exporter mirror ends 2026-05-18 at tag 4.5.3-4.8.2, chart 4.8.2).
 DCGM_EXPORTER_CHART_VERSION = "4.8.2"
 # The server's version is the client's (`mlflow==3.17.0`, pyproject's `mlflow` extra).
 # The `-full` variant: the plain image lacks Flask-WTF, which the basic-auth app the server
@@ -188,6 +217,12 @@ MLFLOW_IMAGE = "ghcr.io/mlflow/mlflow:v3.17.0-full"
 # 2026-09-10 (kubernetes/k8s.io#9917); chart location from the v0.19 install docs
 # (`helm install kueue oci://registry.k8s.io/kueue/charts/kueue --version=0.19.0`); no
 # v0.19.6 found. checked 2026-11-23
+# re-checked 2026-11-29: newer releases exist and are NOT adopted, because their artifacts
+# (go.mod, CRDs, chart) are not readable here: the kubernetes-sigs/kueue mirror ends
+# 2026-08-22 (tags up to v0.19.2, branch release-0.19 at c90ed700c1, main at ff69552e79 =
+# v0.20.0-devel); v0.20.0 (2026-09-30, stops serving kueue.x-k8s.io/v1beta1) and later 0.20
+# and 0.19 patches (0.20.7, 0.19.14) are known from release notes quoted elsewhere only. The
+# release-0.19 line is built and tested with Trainer v2.2.1 and JobSet v0.12.0 (KUEUE_TRAINER).
 # An OCI chart is named whole in the Release's `chart` (pulumi-kubernetes resolves a
 # `repository_opts.repo` as a classic repository's index.yaml, which a registry does not serve).
 KUEUE_CHART = "oci://registry.k8s.io/kueue/charts/kueue"
@@ -207,9 +242,149 @@ KUEUE_API_VERSION = "kueue.x-k8s.io/v1beta2"
 # charts exist (2.5.22 with OpenCost 1.120.3, 2026-05-31, walnuts1018/infra#3912; 2.5.30 by
 # 2026-09-09, adfinis/helm-charts#1993) but their values.yaml was NOT readable here, so the
 # pin stays at the newest tag whose values were read, checked 2026-11-27
+# re-checked 2026-11-29: chart 2.5.34 exists and is NOT adopted: the
+# opencost/opencost-helm-chart mirror still ends 2026-04-30 at tag opencost-2.5.17.
 OPENCOST_CHART_REPO = "https://opencost.github.io/opencost-helm-chart"
 OPENCOST_CHART_VERSION = "2.5.17"
 # --- END platform services pins ---
+
+# --- version pairs upstream builds and tests together (the plan refuses any other) ---
+# Kueue's integrations compile against the Trainer and JobSet Go APIs in its go.mod, and its
+# end-to-end tests install exactly those versions (hack/make/deps.mk: `go list -m` of
+# github.com/kubeflow/trainer/v2 and sigs.k8s.io/jobset; hack/testing/e2e-common.sh installs
+# Trainer's manifests at that tag and JobSet's release at that tag). A Trainer of another minor
+# is an API Kueue was not built for: "Trainer v2.2 and v2.3 don't have API compatibility"
+# (kubernetes-sigs/kueue#14504, which moved Kueue to v2.3.0 on main only). Keyed by Kueue minor.
+KUEUE_TRAINER: dict[str, str] = {
+    # source: kubernetes-sigs/kueue go.mod at tag v0.19.2 and on branch release-0.19 at
+    # c90ed700c1 (2026-08-22): github.com/kubeflow/trainer/v2 v2.2.1, checked 2026-11-29
+    "0.19": "2.2.1",
+    # source: kubernetes-sigs/kueue go.mod on main at ff69552e79 (2026-08-22, v0.20.0-devel)
+    # after #14504 (2026-08-16): v2.3.0; the released 0.20.x go.mod NOT read, checked 2026-11-29
+    "0.20": "2.3.0",
+}
+KUEUE_JOBSET: dict[str, str] = {
+    # source: kubernetes-sigs/kueue release-0.19 go.mod (as above): sigs.k8s.io/jobset
+    # v0.12.0, checked 2026-11-29
+    "0.19": "0.12.0",
+    # source: kubernetes-sigs/kueue main go.mod (as above): v0.12.0, checked 2026-11-29
+    "0.20": "0.12.0",
+}
+# Trainer -> the JobSet versions it is built or tested with: its chart's bundled JobSet (and
+# go.mod), and the JobSet Kueue's end-to-end tests run it with (KUEUE_JOBSET).
+TRAINER_JOBSET: dict[str, tuple[str, ...]] = {
+    # source: kubeflow/trainer v2.2.1 charts/kubeflow-trainer/Chart.yaml (jobset 0.11.0; go.mod
+    # sigs.k8s.io/jobset v0.11.1) and kubernetes-sigs/kueue release-0.19 e2e (0.12.0), checked 2026-11-29
+    "2.2.1": ("0.11.0", "0.12.0"),
+    # source: kubeflow/trainer v2.3.0 charts/kubeflow-trainer/Chart.yaml (jobset 0.12.0; go.mod
+    # v0.12.0), checked 2026-11-29
+    "2.3.0": ("0.12.0",),
+}
+# The Kubeflow SDK (PyPI `kubeflow`, tools/kubeflow-sdk/requirements.lock) -> the
+# kubeflow_trainer_api releases its wheel accepts, as [lowest, below) (None: no upper bound).
+# kubeflow_trainer_api is generated from the Trainer's API and released with it, at the same
+# version (kubeflow/trainer api/python_api/kubeflow_trainer_api/__init__.py `__version__ =
+# "2.2.1"` at tag v2.2.1, read 2026-11-29), so it names the Trainer the SDK speaks to.
+SDK_TRAINER_API: dict[str, tuple[str, str | None]] = {
+    # source: PyPI kubeflow 0.4.1 wheel METADATA (pip download --no-deps): Requires-Dist
+    # kubeflow-trainer-api>=2.2.0, kubernetes<36.0.0,>=27.2.0, checked 2026-11-29
+    "0.4.1": ("2.2.0", None),
+    # source: PyPI kubeflow 0.5.0 wheel METADATA: kubeflow-trainer-api<2.4,>=2.3.0, checked 2026-11-29
+    "0.5.0": ("2.3.0", "2.4"),
+}
+# The SDK the platform documents and tests (tools/kubeflow-sdk/requirements.lock): 0.4.1 with
+# the trainer API of TRAINER_VERSION; kubeflow 0.5.0 (the newest on PyPI) requires
+# kubeflow_trainer_api 2.3.x, i.e. Trainer 2.3, which the pinned Kueue line is not built with.
+# source: PyPI (pip index versions kubeflow: 0.5.0, 0.4.1, ...; kubeflow-trainer-api: 2.3.0,
+# 2.2.1, ...) and the METADATA above, checked 2026-11-29
+KUBEFLOW_SDK_VERSION = "0.4.1"
+KUBEFLOW_TRAINER_API_VERSION = "2.2.1"
+
+
+def _minor(version: str) -> str:
+    return ".".join(version.lstrip("v").split(".")[:2])
+
+
+def _key(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in version.lstrip("v").split("-")[0].split("."))
+
+
+def version_pair_problems(
+    kueue: str | None,
+    trainer: str | None,
+    jobset: str | None,
+    sdk: str | None = None,
+    trainer_api: str | None = None,
+) -> list[str]:
+    """Each pair of the given versions that upstream does not build and test together, as a
+    sentence naming both versions and the supported ones (None: that piece is not deployed).
+
+    Kueue <-> Trainer and Kueue <-> JobSet by Kueue minor (KUEUE_TRAINER, KUEUE_JOBSET: the
+    Trainer minor must match, the JobSet must be the one Kueue is built with); Trainer <->
+    JobSet (TRAINER_JOBSET); the SDK <-> its trainer API (SDK_TRAINER_API) <-> the Trainer
+    (the same minor). A version the table does not know is a problem too: nobody read what it
+    is built with."""
+    out: list[str] = []
+    if kueue and trainer:
+        want = KUEUE_TRAINER.get(_minor(kueue))
+        if want is None:
+            out.append(
+                f"Kueue {kueue}: no record of the Trainer it is built with (known Kueue lines: "
+                + ", ".join(f"{k}.x with Trainer {v}" for k, v in KUEUE_TRAINER.items())
+                + ")"
+            )
+        elif _minor(trainer) != _minor(want):
+            lines = [k for k, v in KUEUE_TRAINER.items() if _minor(v) == _minor(trainer)]
+            other = f"; Trainer {trainer} goes with Kueue {', '.join(lines)}.x" if lines else ""
+            out.append(
+                f"Kueue {kueue} with Trainer {trainer}: Kueue {_minor(kueue)}.x is built and "
+                f"tested with Trainer {want} (its go.mod){other}"
+            )
+    if kueue and jobset:
+        want = KUEUE_JOBSET.get(_minor(kueue))
+        if want is not None and jobset != want:
+            out.append(
+                f"Kueue {kueue} with JobSet {jobset}: Kueue {_minor(kueue)}.x is built and "
+                f"tested with JobSet {want} (its go.mod)"
+            )
+    if trainer and jobset:
+        ok = TRAINER_JOBSET.get(trainer)
+        if ok is None:
+            out.append(
+                f"Trainer {trainer}: no record of the JobSet it is built with (known: "
+                + ", ".join(
+                    f"Trainer {t} with JobSet {' or '.join(j)}" for t, j in TRAINER_JOBSET.items()
+                )
+                + ")"
+            )
+        elif jobset not in ok:
+            out.append(
+                f"Trainer {trainer} with JobSet {jobset}: Trainer {trainer} is built and tested "
+                f"with JobSet {' or '.join(ok)}"
+            )
+    if sdk and trainer_api:
+        rng = SDK_TRAINER_API.get(sdk)
+        if rng is None:
+            out.append(
+                f"Kubeflow SDK {sdk}: no record of the trainer API it accepts (known: "
+                + ", ".join(SDK_TRAINER_API)
+                + ")"
+            )
+        else:
+            low, below = rng
+            if _key(trainer_api) < _key(low) or (below and _key(trainer_api) >= _key(below)):
+                bound = f">={low}" + (f",<{below}" if below else "")
+                out.append(
+                    f"Kubeflow SDK {sdk} with kubeflow_trainer_api {trainer_api}: the SDK "
+                    f"requires kubeflow_trainer_api{bound}"
+                )
+    if trainer_api and trainer and _minor(trainer_api) != _minor(trainer):
+        out.append(
+            f"kubeflow_trainer_api {trainer_api} with Trainer {trainer}: the SDK's trainer API "
+            f"is generated from Trainer {trainer_api}; use kubeflow_trainer_api {_minor(trainer)}.x"
+        )
+    return out
+
 
 # --- training jobs ---
 # The default training image is chosen per pool from TORCH_CUDA_BUILDS below

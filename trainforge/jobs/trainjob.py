@@ -22,13 +22,13 @@ fields v2.3 lets a job set). This module builds both from the shared pod builder
 the patch into the runtime's pod template, then the trainer fields, then the torch plugin's
 PET_* variables and port); tests and the offline plan check it against the pod builder.
 
-Trainer v2.3's torch plugin sets PET_NNODES, PET_NPROC_PER_NODE, PET_NODE_RANK (the pod's
-completion index), PET_MASTER_ADDR (`<job>-node-0-0.<job>`, the JobSet's stable DNS name of
-rank 0) and PET_MASTER_PORT (29500). The emitter sets MASTER_ADDR, MASTER_PORT, RANK and
-WORLD_SIZE to the same values, so that the container command and the env contract are those
-of every other backend. What v2.3 lacks compared with the PyTorchJob (refused at preview by
-`check`): elastic training, and per-job backoffLimit, TTL, cleanPodPolicy and container ports
-(they live in the runtime, platform-wide).
+Trainer v2.2.1's torch plugin (the same in v2.3.0) sets PET_NNODES, PET_NPROC_PER_NODE,
+PET_NODE_RANK (the pod's completion index), PET_MASTER_ADDR (`<job>-node-0-0.<job>`, the
+JobSet's stable DNS name of rank 0) and PET_MASTER_PORT (29500). The emitter sets MASTER_ADDR,
+MASTER_PORT, RANK and WORLD_SIZE to the same values, so that the container command and the env
+contract are those of every other backend. What v2.2/v2.3 lack compared with the PyTorchJob
+(refused at preview by `check`): elastic training, and per-job backoffLimit, TTL, cleanPodPolicy
+and container ports (they live in the runtime, platform-wide).
 """
 
 from __future__ import annotations
@@ -48,12 +48,12 @@ GROUP = "trainer.kubeflow.org"
 API_VERSION = f"{GROUP}/v1alpha1"
 KIND = "TrainJob"
 RUNTIME_KIND = "ClusterTrainingRuntime"
-CONTAINER = "node"  # constants.Node in Trainer v2.3: the container the torch plugin wires
+CONTAINER = "node"  # constants.Node (Trainer v2.2.1, v2.3): the container the torch plugin wires
 REPLICATED_JOB = "node"  # ... in the replicated job of this name
 ANCESTOR_LABEL = f"{GROUP}/trainjob-ancestor-step"
 ANCESTOR_TRAINER = "trainer"
 FRAMEWORK_LABEL = f"{GROUP}/framework"
-MASTER_PORT = 29500  # constants.ContainerTrainerPort in Trainer v2.3; the plugin adds the port
+MASTER_PORT = 29500  # constants.ContainerTrainerPort (v2.2.1, v2.3); the plugin adds the port
 # runtimePatches are keyed by manager, a domain-prefixed path (the Trainer webhook checks it).
 PATCH_MANAGER = "trainforge.io/jobs"
 # PET_* are the torch plugin's; the Trainer webhook refuses them in trainer.env.
@@ -132,7 +132,7 @@ def check(job: JobSpec, target: JobTarget, where: str) -> None:
         raise JobConfigError(
             f"{where}.preset",
             "elastic",
-            "Kubeflow Trainer v2.3 has no elastic PyTorch (its torch plugin runs a fixed "
+            "Kubeflow Trainer v2.2 has no elastic PyTorch (its torch plugin runs a fixed "
             "numNodes); use backend: pytorchjob for elastic jobs",
         )
     if job.metrics_port not in (0, RUNTIME_METRICS_PORT):
@@ -157,7 +157,7 @@ def check(job: JobSpec, target: JobTarget, where: str) -> None:
             raise JobConfigError(
                 f"{where}.runPolicy.{key}",
                 value,
-                f"Kubeflow Trainer v2.3 takes it from the ClusterTrainingRuntime, not the "
+                f"Kubeflow Trainer v2.2 takes it from the ClusterTrainingRuntime, not the "
                 f"TrainJob; the platform's runtimes use {runtime_value!r}. Leave it unset, or "
                 "use backend: pytorchjob / indexed-job",
             )
@@ -293,7 +293,8 @@ def runtime_manifest(
 # The Kubeflow SDK's default runtime: `TrainerClient().train(trainer=CustomTrainer(func=...))`
 # without `runtime=` asks for the ClusterTrainingRuntime "torch-distributed" (kubeflow 0.5.0 on
 # PyPI, kubeflow/trainer/constants/constants.py DEFAULT_TRAINING_RUNTIME; read from the wheel
-# 2026-11-27). Its CustomTrainer command (TORCH_COMMAND there) is
+# 2026-11-27; the same in 0.4.1, the pinned SDK, read 2026-11-29). Its CustomTrainer command
+# (TORCH_COMMAND there, the same in both) is
 # `bash -c 'read -r -d "" SCRIPT << EOM ... EOM; printf "%s" "$SCRIPT" > "<file>.py";
 # torchrun "<file>.py"'`: it writes the function into the container's working directory, so
 # that directory must be writable under our read-only root file system and non-root user, and
@@ -507,7 +508,7 @@ def kueue_admitted(trainjob: dict[str, Any]) -> dict[str, Any]:
 
 
 def effective_pod(trainjob: dict[str, Any], runtime: dict[str, Any]) -> dict[str, Any]:
-    """The pod template the Trainer v2.3 controller gives the `node` Job of `trainjob`.
+    """The pod template the Trainer v2.2.1 controller (v2.3 alike) gives `trainjob`'s `node` Job.
 
     Rehearses `TrainingRuntime.newRuntimeInfo` (runtime patches merged into the runtime's
     JobSet template), the JobSet plugin's Trainer builder (image, command, args, env) and

@@ -47,6 +47,7 @@ from trainforge.plan.checks import (
     retry_bounds,
     scheduling,
     submitted,
+    version_pairs,
 )
 
 
@@ -62,6 +63,7 @@ CHECKS: list[Check] = [
     Check(iam_rehearsal.check, iam_rehearsal.RULES),
     Check(controller_identity.check, controller_identity.RULES),
     Check(helm_charts.check, helm_charts.RULES),
+    Check(version_pairs.check, version_pairs.RULES),
     Check(ordering.check, ordering.RULES),
     Check(existence.check, existence.RULES),
     Check(reachability.check, reachability.RULES),

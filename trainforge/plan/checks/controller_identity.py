@@ -129,8 +129,9 @@ CHARTS: dict[str, Needs | None] = {
     "kube-prometheus-stack": None,
     "dcgm-exporter": None,
     "mlflow": None,
-    # Kubeflow Trainer v2 and its bundled JobSet (backend trainjob): Kubernetes API only.
+    # Kubeflow Trainer v2 and JobSet (backend trainjob): Kubernetes API only.
     "kubeflow-trainer": None,
+    "jobset": None,
     # Kueue: queues, quotas and admission through the Kubernetes API only (its Helm values
     # create no AWS identity; no cloud provider integration is configured).
     "kueue": None,

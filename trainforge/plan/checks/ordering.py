@@ -76,15 +76,17 @@ BUILTIN_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-n
 # CRDs it installs. Sources (read at the pinned versions in trainforge.core.versions):
 # karpenter and karpenter-crd 1.x ship crds/ (karpenter.sh, karpenter.k8s.aws);
 # kube-prometheus-stack bundles the crds subchart (monitoring.coreos.com); kueue 0.19 renders
-# its CRDs from templates/crd; kubeflow-trainer 2.3 renders trainer.kubeflow.org and bundles
-# JobSet's chart (jobset.x-k8s.io); the training operator's chart and its kustomize overlay
+# its CRDs from templates/crd; kubeflow-trainer 2.2.1 ships trainer.kubeflow.org in crds/ (its
+# bundled JobSet is off) and jobset 0.12.0 ships jobset.x-k8s.io in crds/ (the platform installs
+# it as its own chart); the training operator's chart and its kustomize overlay
 # (manifests/overlays/standalone) carry kubeflow.org.
 INSTALLS: dict[str, tuple[str, ...]] = {
     "karpenter": ("karpenter.sh", "karpenter.k8s.aws"),
     "karpenter-crd": ("karpenter.sh", "karpenter.k8s.aws"),
     "kube-prometheus-stack": ("monitoring.coreos.com",),
     "kueue": ("kueue.x-k8s.io",),
-    "kubeflow-trainer": ("trainer.kubeflow.org", "jobset.x-k8s.io"),
+    "kubeflow-trainer": ("trainer.kubeflow.org",),
+    "jobset": ("jobset.x-k8s.io",),
     "training-operator": ("kubeflow.org",),
 }
 # kustomize directory (a substring of its URL or path) -> API groups whose CRDs it installs:

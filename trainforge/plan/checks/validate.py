@@ -5,7 +5,7 @@ Custom resources whose upstream CRD is package data (`trainforge.plan.crds`: Kue
 PyTorchJob, TrainJob, training runtimes, PodMonitor) are checked against its schema; what a schema cannot
 say (CEL rules, admission webhooks), and the kinds without a vendored CRD, are written out:
 the Kubeflow training operator v1 webhook for PyTorchJobs (whose pod templates are also
-checked as core PodTemplates), the Kubeflow Trainer v2.3 webhooks for TrainJobs and
+checked as core PodTemplates), the Kubeflow Trainer v2.2.1 (= v2.3) webhooks for TrainJobs and
 (Cluster)TrainingRuntimes (a TrainJob's pod is rehearsed from its runtime and patches, as the
 Trainer controller builds it, and checked as a core PodTemplate), what the API server's Job
 validation enforces beyond the schema (pod failure policies, indexed Jobs), and what Karpenter
@@ -285,7 +285,9 @@ def job_spec_findings(spec: dict, where: str = "spec", sized_later: bool = False
 
 
 # ---------------------------------------------------------------------------------------------
-# Kubeflow Trainer v2.3 (trainer.kubeflow.org/v1alpha1): pkg/webhooks and the plugins'
+# Kubeflow Trainer v2.3 (trainer.kubeflow.org/v1alpha1; pkg/webhooks is the same at v2.2.1, the
+# pinned Trainer, and the torch plugin's Validate differs only by 2.3's envInjection, which
+# trainforge does not use; read 2026-11-29): pkg/webhooks and the plugins'
 # Validate (torch: reserved PET_* env; jobset: runtime patches), plus the CRD's CEL rules.
 
 TRAINER_GROUP = "trainer.kubeflow.org"
