@@ -1,0 +1,55 @@
+"""A newcomer's stack mistakes, told in one run, by name, with a fix (issue #43, item 5).
+
+Each test here failed before: errors named `jobs[7]` and not the job, a duplicate name hid
+behind the other errors of its job, a misspelt namespace (`trainfroge:teams`) was never named
+and cascaded into a line per job, `args` suggested `layers`, and `hangTimeout: 1` was taken.
+"""
+
+from __future__ import annotations
+
+import copy
+import pathlib
+
+import pulumi
+import pytest
+
+from trainforge.plan.mocks import make_mocks
+from trainforge.platform.stack_check import check_stack
+from trainforge.stack.file import read_stack
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(autouse=True)
+def mocks():
+    pulumi.runtime.set_mocks(make_mocks(preview=True))
+
+
+def dev() -> dict:
+    return copy.deepcopy(read_stack(ROOT, "dev").config)
+
+
+def errors(config: dict, lookups: bool = True) -> list[str]:
+    return check_stack(config, lookups=lookups).errors
+
+
+@pytest.mark.parametrize("lookups", [True, False])
+def test_a_one_second_hang_timeout_is_refused_in_one_line_with_a_fix(lookups):
+    config = dev()
+    config["trainforge:jobs"][0]["hangTimeout"] = 1
+    (line,) = errors(config, lookups)
+    assert ".hangTimeout: got 1; expected 0 (watchdog off) or 60 to 86400 seconds" in line
+    assert line.endswith("set hangTimeout: 300 (the default is 300) or leave it unset")
+    assert "\n" not in line
+    for fine in (0, 60, 300):
+        config["trainforge:jobs"][0]["hangTimeout"] = fine
+        assert errors(config, lookups) == []
+
+
+def test_a_hang_timeout_below_the_job_s_own_step_time_is_refused():
+    config = dev()
+    job = config["trainforge:jobs"][0]
+    job.update(hangTimeout=120, expectedStepSeconds=200)
+    (line,) = errors(config)
+    assert "got 120; expected 0 (watchdog off) or 200 to 86400 seconds" in line
+    assert "a step takes expectedStepSeconds (200 s)" in line
