@@ -53,3 +53,18 @@ def test_a_hang_timeout_below_the_job_s_own_step_time_is_refused():
     (line,) = errors(config)
     assert "got 120; expected 0 (watchdog off) or 200 to 86400 seconds" in line
     assert "a step takes expectedStepSeconds (200 s)" in line
+
+
+@pytest.mark.parametrize("lookups", [True, False])
+def test_a_duplicate_name_comes_in_the_same_run_as_its_job_s_other_problems(lookups):
+    """The README promises every problem in one run; a job with a bad key and a name already
+    used got its duplicate reported only once the key was fixed."""
+    config = dev()
+    config["trainforge:jobs"][1].update(name="mnist-ddp", workers=-1)
+    found = errors(config, lookups)
+    assert any(".workers: got -1; expected a value >= 1" in e for e in found), found
+    assert any(
+        ".name: got 'mnist-ddp'; expected a name not used yet in team 'research'" in e
+        for e in found
+    ), found
+    assert len(found) == 2, found
