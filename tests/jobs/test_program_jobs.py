@@ -88,7 +88,9 @@ def test_bad_stack_config_is_one_error_not_a_traceback(tmp_path):
     )
     assert bad != text
     (tmp_path / "Pulumi.dev.yaml").write_text(bad)
-    with pytest.raises(JobConfigError, match=r"trainforge:jobs\[1\]\.pool: got 'p5-nowhere'"):
+    with pytest.raises(
+        JobConfigError, match=r"trainforge:jobs\[1\] \(gpt-small-fsdp\)\.pool: got 'p5-nowhere'"
+    ):
         program_jobs("dev", tmp_path)
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRAINFORGE_")}
     env.update(PYTHONPATH=str(ROOT))
@@ -104,7 +106,10 @@ def test_bad_stack_config_is_one_error_not_a_traceback(tmp_path):
     assert proc.returncode == 2, out[-3000:]
     assert "Traceback" not in out, out[-3000:]
     assert "trainforge run-local: error:" in out
-    assert "trainforge:jobs[1].pool: got 'p5-nowhere'; expected one of the node pools" in out
+    assert (
+        "trainforge:jobs[1] (gpt-small-fsdp).pool: got 'p5-nowhere'; expected one of the node pools"
+        in out
+    )
 
 
 def test_run_local_shows_the_jobs_own_warnings_not_the_platforms(monkeypatch, capsys):

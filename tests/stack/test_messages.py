@@ -68,3 +68,25 @@ def test_a_duplicate_name_comes_in_the_same_run_as_its_job_s_other_problems(look
         for e in found
     ), found
     assert len(found) == 2, found
+
+
+@pytest.mark.parametrize("lookups", [True, False])
+def test_every_line_names_the_job_by_its_name_after_its_index(lookups):
+    """`trainforge:jobs[2].workers` sent the user counting list items: the line says
+    `trainforge:jobs[2] (mnist-user).workers`, and a job named by another's line too."""
+    config = dev()
+    jobs = config["trainforge:jobs"]
+    jobs[2]["workers"] = -1
+    jobs[3]["name"] = "mnist-ddp"  # already used by jobs[0]
+    found = errors(config, lookups)
+    assert "trainforge:jobs[2] (mnist-user).workers: got -1; expected a value >= 1" in found
+    (dup,) = [e for e in found if e.startswith("trainforge:jobs[3] (mnist-ddp).name: got")]
+    assert "(already used by trainforge:jobs[0] (mnist-ddp))" in dup
+    assert len(found) == 2, found
+
+
+def test_a_job_without_a_name_keeps_its_index_alone():
+    config = dev()
+    del config["trainforge:jobs"][1]["name"]
+    (line,) = errors(config, lookups=False)
+    assert line.startswith("trainforge:jobs[1].name: missing"), line

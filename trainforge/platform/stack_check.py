@@ -13,6 +13,7 @@ keys are valid; otherwise each job's own keys are still checked, without that co
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -96,7 +97,29 @@ def check_stack(
     out.errors += unknown_keys(policy, POLICY_NS)
     out.waivers = parse_waivers(policy.get("waivers"), known_rules, out.errors)
     out.caps = parse_caps(policy.get("costCaps"), _team_names(out.platform, raw), out.errors)
+    out.errors = name_jobs(out.errors, out.raw_jobs)
     return out
+
+
+_JOB_AT = re.compile(re.escape(JOBS_KEY) + r"\[(\d+)\](?! \()")
+
+
+def name_jobs(lines: list[str], raw_jobs: list[Any]) -> list[str]:
+    """Each `trainforge:jobs[7]` of `lines` followed by the job's name: `trainforge:jobs[7]
+    (blog-ddp).workers: got ...`.
+
+    Why: a stack with ten jobs is read by name; an index alone sends the user counting list
+    items. Done here, once, on every area's lines (the jobs' parser, the contract checks, the
+    policy's), so every path names the job the same way; the key path after it stays the one
+    the user writes. A job without a string name keeps its index alone."""
+
+    def named(m: re.Match[str]) -> str:
+        i = int(m.group(1))
+        job = raw_jobs[i] if i < len(raw_jobs) else None
+        name = job.get("name") if isinstance(job, dict) else None
+        return f"{m.group(0)} ({name})" if isinstance(name, str) and name else m.group(0)
+
+    return [_JOB_AT.sub(named, line) for line in lines]
 
 
 def _collect(errors: list[str], check: Any, *args: Any, **kwargs: Any) -> Any:
