@@ -90,3 +90,33 @@ def test_a_job_without_a_name_keeps_its_index_alone():
     del config["trainforge:jobs"][1]["name"]
     (line,) = errors(config, lookups=False)
     assert line.startswith("trainforge:jobs[1].name: missing"), line
+
+
+def test_a_misspelt_namespace_is_named_once_and_does_not_cascade():
+    """`trainfroge:teams` was never read and never named: each job said `team: got
+    'research'; expected one of the teams: (none declared)` instead."""
+    config = dev()
+    config["trainfroge:teams"] = config.pop("trainforge:teams")
+    found = errors(config)
+    assert found == [
+        "trainfroge:teams: unknown namespace 'trainfroge' (did you mean 'trainforge:teams'?); "
+        "trainforge reads only trainforge: keys; rename it (its value was checked as that key)"
+    ]
+    # its value is checked as the key it was meant to be: a problem in it still shows
+    config["trainfroge:teams"][0]["quota"]["gpu"] = "4"
+    found = errors(config)
+    assert len(found) == 2 and "trainforge:teams[0].quota.gpu: unknown key" in found[1], found
+    # the policy namespace too; other namespaces (aws:, kubernetes:) are not ours to judge
+    config = dev()
+    config["trainforge-polcy:waivers"] = []
+    config["kubernetes:context"] = "x"
+    (line,) = errors(config, lookups=False)
+    assert line.startswith("trainforge-polcy:waivers: unknown namespace 'trainforge-polcy' "
+                           "(did you mean 'trainforge-policy:waivers'?)")  # fmt: skip
+
+
+def test_a_misspelt_key_next_to_the_right_one_is_named_and_not_read():
+    config = dev()
+    config["trainfroge:teams"] = []
+    (line,) = errors(config)
+    assert line.endswith("trainforge:teams is set too and this one is never read: delete it")
