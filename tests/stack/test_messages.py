@@ -120,3 +120,23 @@ def test_a_misspelt_key_next_to_the_right_one_is_named_and_not_read():
     config["trainfroge:teams"] = []
     (line,) = errors(config)
     assert line.endswith("trainforge:teams is set too and this one is never read: delete it")
+
+
+@pytest.mark.parametrize(
+    ("key", "meant"),
+    [
+        ("args", "(did you mean 'entrypoint.args'?)"),  # it suggested 'layers'
+        ("command", "(did you mean 'entrypoint.command'?)"),
+        ("script", "(did you mean 'entrypoint.script'?)"),
+        ("replicas", "(did you mean 'workers'? it counts pods)"),
+        ("nodes", "(did you mean 'workers'? it counts pods"),  # it suggested 'model'
+        ("nproc_per_node", "(did you mean 'procsPerWorker'?"),
+        ("namespace", "(did you mean 'team'? a team is a namespace)"),
+        ("resources", "(did you mean 'cpu'? with memory and gpusPerWorker, per pod)"),
+    ],
+)
+def test_a_key_of_another_tool_is_told_the_key_that_means_it(key, meant):
+    config = dev()
+    config["trainforge:jobs"][2][key] = ["x"]
+    (line,) = errors(config, lookups=False)
+    assert line.startswith(f"trainforge:jobs[2] (mnist-user).{key}: unknown key {meant}"), line

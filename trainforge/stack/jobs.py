@@ -17,7 +17,7 @@ import re
 import typing
 from collections.abc import Callable
 from pathlib import PurePosixPath
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     AfterValidator,
@@ -745,6 +745,37 @@ def name_limit(max_workers: int) -> int:
 class JobModel(ModelFlags):  # type: ignore[misc,valid-type]
     """A training job (`trainforge:jobs[]`). `gpus_per_worker`, `cpu`, `memory`, `shm_size`
     and `efa` may be None until `wiring.resolve_job` fills them from the job's pool."""
+
+    # Keys a PyTorchJob, a TrainJob, torchrun or a blog post spells otherwise, with what says
+    # it here (an unknown key's line suggests it: base._meaning).
+    KEY_MEANINGS: ClassVar[dict[str, tuple[str, str]]] = {
+        "args": ("entrypoint.args", ""),
+        "command": ("entrypoint.command", ""),
+        "script": ("entrypoint.script", ""),
+        "module": ("entrypoint.module", ""),
+        "codeDir": ("entrypoint.codeDir", ""),
+        "replicas": ("workers", "it counts pods"),
+        "numWorkers": ("workers", "it counts pods"),
+        "nodes": ("workers", "it counts pods, and a GPU pod takes a whole node's GPUs by default"),
+        "numNodes": (
+            "workers",
+            "it counts pods, and a GPU pod takes a whole node's GPUs by default",
+        ),
+        "gpus": ("gpusPerWorker", ""),
+        "numGpus": ("gpusPerWorker", ""),
+        "nprocPerNode": ("procsPerWorker", "a GPU job runs one process per GPU"),
+        "resources": ("cpu", "with memory and gpusPerWorker, per pod"),
+        "namespace": ("team", "a team is a namespace"),
+        "queue": ("team", "each team has its own queue"),
+        "nodePool": ("pool", ""),
+        "instanceType": ("pool", "a node pool of the stack, which lists its instance types"),
+        "environment": ("env", ""),
+        "backoffLimit": ("runPolicy.backoffLimit", ""),
+        "maxRestarts": ("runPolicy.backoffLimit", ""),
+        "activeDeadlineSeconds": ("runPolicy.activeDeadlineSeconds", ""),
+        "framework": ("backend", "pytorchjob, trainjob or indexed-job"),
+        "kind": ("backend", "pytorchjob, trainjob or indexed-job"),
+    }
 
     name: Annotated[NonEmpty, AfterValidator(_name)] = Field(
         description="the job's name: a DNS-1035 label of at most 52 characters (fewer above "
