@@ -19,7 +19,8 @@ import time
 
 OUT = pathlib.Path("build/demo")
 
-# (title, job in Pulumi.dev.yaml, overrides so the demo takes about a minute on 2 CPU cores)
+# (title, job in Pulumi.dev.yaml, overrides so that each run takes about a minute on 2 CPU
+# cores: the whole demo, plan included, 156 s on the shared 2-core dev VM, 2026-11-29)
 RUNS = [
     ("DDP  mnist-ddp (MLP, 2 workers)", "mnist-ddp", ["--steps", "300", "--log-every", "50"]),
     (
