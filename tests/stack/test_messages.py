@@ -140,3 +140,13 @@ def test_a_key_of_another_tool_is_told_the_key_that_means_it(key, meant):
     config["trainforge:jobs"][2][key] = ["x"]
     (line,) = errors(config, lookups=False)
     assert line.startswith(f"trainforge:jobs[2] (mnist-user).{key}: unknown key {meant}"), line
+
+
+def test_a_reference_to_a_team_when_none_is_declared_says_to_declare_it():
+    config = dev()
+    del config["trainforge:teams"]
+    found = errors(config)
+    assert found and all(
+        line.endswith("expected one of the teams: (none declared: declare 'research' first)")
+        for line in found
+    ), found

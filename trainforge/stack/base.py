@@ -231,7 +231,8 @@ def _meaning(model: type[BaseModel] | None, key: str) -> str:
 def one_of(value: Any, choices: Iterable[str], what: str = "") -> str:
     """`one of <what>: a, b, c (did you mean 'b'?)`: the expected text for a name reference."""
     names = sorted(choices)
-    listed = ", ".join(names) if names else "(none declared)"
+    # with none declared the fix is to declare one, not to pick from an empty list
+    listed = ", ".join(names) if names else f"(none declared: declare {value!r} first)"
     head = f"one of the {what}: " if what else "one of: "
     return f"{head}{listed}{suggest(value, names)}"
 
