@@ -60,3 +60,22 @@ def test_demo_jobs_exist_in_the_dev_stack_and_their_overrides_are_valid():
         )
         assert proc.returncode == 0, proc.stdout + proc.stderr
         assert "trainforge.training" in proc.stdout
+
+
+def test_demo_prints_the_whole_command_it_runs(monkeypatch, capsys):
+    """It printed `trainforge run-local --stack dev mnist-ddp` and ran it with a hidden
+    `--steps 300 ...`: each printed command is the argv it runs, word for word."""
+    import shlex
+
+    from trainforge import local
+    from trainforge.plan import cli as plan_cli
+
+    ran: list[tuple[str, list[str]]] = []
+    monkeypatch.setattr(local, "main", lambda argv: ran.append(("run-local", argv)) or 0)
+    monkeypatch.setattr(plan_cli, "main", lambda argv: ran.append(("plan", argv)) or 0)
+    monkeypatch.setattr(demo, "_plots", lambda outs: {})
+    assert demo.main([]) == 0
+    printed = [ln[2:] for ln in capsys.readouterr().out.splitlines() if ln.startswith("$ ")]
+    assert printed == [f"python -m trainforge {sub} {shlex.join(argv)}" for sub, argv in ran]
+    assert len(ran) == len(demo.RUNS) + 1
+    assert "--steps 300" in printed[0]

@@ -46,12 +46,22 @@ def _3_workers_over_pool_limit(cfg: dict[str, Any]) -> None:
 
 # (doc, how the quoted line starts, stack, the mistake)
 CASES: list[tuple[str, str, str, Callable[[dict[str, Any]], None]]] = [
-    ("README.md", "trainforge:jobs[1].pool: got 'p5-nowhere'", "dev", _p5_nowhere),
-    ("docs/rehearsals.md", "trainforge:jobs[0].cpu: got '4'", "dev", _cpu_4_on_gpu_pool),
-    ("docs/rehearsals.md", "trainforge:jobs[0].workers: got 8", "prod", _8_workers_on_p4d),
+    ("README.md", "trainforge:jobs[1] (gpt-small-fsdp).pool: got 'p5-nowhere'", "dev", _p5_nowhere),
     (
         "docs/rehearsals.md",
-        "trainforge:jobs[0].workers: got 3",
+        "trainforge:jobs[0] (mnist-ddp).cpu: got '4'",
+        "dev",
+        _cpu_4_on_gpu_pool,
+    ),
+    (
+        "docs/rehearsals.md",
+        "trainforge:jobs[0] (gpt-350m-fsdp).workers: got 8",
+        "prod",
+        _8_workers_on_p4d,
+    ),
+    (
+        "docs/rehearsals.md",
+        "trainforge:jobs[0] (gpt-350m-fsdp).workers: got 3",
         "prod",
         _3_workers_over_pool_limit,
     ),
@@ -101,7 +111,13 @@ def test_quoted_error_is_what_the_plan_prints(tmp_path, doc, start, stack, mista
 # Errors the docs quote inline, in backticks, inside a sentence: (doc, how the quote starts,
 # the index `[N]` stands for, stack, the mistake)
 INLINE: list[tuple[str, str, str, str, Callable[[dict[str, Any]], None]]] = [
-    ("docs/troubleshooting.md", "trainforge:jobs[N].cpu: got '4'", "0", "dev", _cpu_4_on_gpu_pool),
+    (
+        "docs/troubleshooting.md",
+        "trainforge:jobs[N] (mnist-ddp).cpu: got '4'",
+        "0",
+        "dev",
+        _cpu_4_on_gpu_pool,
+    ),
 ]
 
 

@@ -3,8 +3,9 @@
 `tests/test_docs_commands.py` checks that the commands name real stacks, jobs and flags; this
 file executes them, in document order, in a scratch copy of the project (the docs' `/tmp/...`
 paths point into the scratch folder). A training run's length is only a matter of time, so a
-bundled-runtime run gets `--steps 3` appended (argparse: the last value wins); everything else
-runs exactly as written. Commands that cannot run offline or need an earlier step's output
+bundled-runtime run gets `--steps 3` appended (argparse: the last value wins), unless its
+comment states how long it takes (`# ~40 s`): then it runs as written and must finish within
+SLACK x that; everything else runs exactly as written. Commands that cannot run offline or need an earlier step's output
 are listed in NOT_RUN with the reason; any new command runs by default, so a doc cannot drift
 from the code again. A command whose documented outcome is a failure (EXPECTED_FAILURE) must
 fail with its documented exit code.
@@ -18,6 +19,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -44,9 +46,25 @@ EXPECTED_FAILURE = {
 }
 
 
+# A training command that states how long it takes: `# ~40 s`, `# 1-3 min` in its comment
+# (the upper figure counts). It runs as written, not shortened, and must finish within
+# SLACK x what it states: the docs' times are measured on a 2-core VM; the slack absorbs a
+# loaded CI machine, not a command ten times slower than its doc says.
+STATED = re.compile(r"(?:~|\b(\d+)-)?(\d+) (s|min)\b")
+SLACK = 3.0
+STATED_SECONDS: dict[str, float] = {}  # command -> the seconds its doc states
+
+
+def stated_seconds(comment: str) -> float | None:
+    """The largest time a doc line's comment states, in seconds (None: none)."""
+    found = [float(n) * (60 if unit == "min" else 1) for _, n, unit in STATED.findall(comment)]
+    return max(found, default=None)
+
+
 def doc_commands() -> list[tuple[str, str]]:
     """(doc, command) for every `python -m trainforge...` line in a fenced block, with its
-    continuation lines joined and leading VAR=value assignments kept."""
+    continuation lines joined and leading VAR=value assignments kept; a time its comment
+    states goes to STATED_SECONDS."""
     out = []
     for doc in DOCS:
         in_block, pending = False, ""
@@ -57,6 +75,7 @@ def doc_commands() -> list[tuple[str, str]]:
             if not in_block:
                 continue
             text = line.split(" #", 1)[0].strip() if not line.lstrip().startswith("#") else ""
+            comment = line.split(" #", 1)[1] if " #" in line and text else ""
             if pending:
                 text = f"{pending} {text}"
             if text.endswith("\\"):
@@ -66,6 +85,9 @@ def doc_commands() -> list[tuple[str, str]]:
             bare = re.sub(r"^(?:[A-Z_]+=\S+\s+)+", "", text)
             if bare.startswith("python -m trainforge"):
                 out.append((doc.name, text))
+                seconds = stated_seconds(comment)
+                if seconds is not None:
+                    STATED_SECONDS[text] = seconds
     return out
 
 
@@ -96,6 +118,22 @@ def _distinct_runnable() -> list[tuple[str, str]]:
 
 
 RUNNABLE = _distinct_runnable()
+
+
+def test_the_readme_s_training_runs_say_how_long():
+    """The README's first run-local example trained 50 GPT steps, ~10 minutes on a laptop
+    CPU, without a word: each of its training commands states its time (and so runs as
+    written above, within it)."""
+    silent = [
+        cmd
+        for doc, cmd in COMMANDS
+        if doc == "README.md"
+        and re.sub(r"^(?:[A-Z_]+=\S+\s+)+", "", cmd).startswith(SHORTEN)
+        and "--help" not in cmd
+        and runnable(cmd) is None
+        and cmd not in STATED_SECONDS
+    ]
+    assert not silent, f"README.md: say how long these take (`# ~N s`/`# N min`): {silent}"
 
 
 def test_most_doc_commands_run():
@@ -142,6 +180,7 @@ def argv_and_env(cmd: str, scratch: Path) -> tuple[list[str], dict[str, str]]:
     bare = " ".join(tokens)
     if (
         bare.startswith(SHORTEN)
+        and cmd not in STATED_SECONDS  # its doc says how long: it runs as written
         and "--help" not in tokens
         and not faulted
         and not runs_user_code(tokens)
@@ -168,10 +207,16 @@ def test_doc_command_runs(doc: str, cmd: str, scratch: Path) -> None:
                 check=False,
             )
             assert made.returncode == 0, made.stdout[-2000:] + made.stderr[-2000:]
+    started = time.monotonic()
     proc = subprocess.run(
         argv, cwd=scratch, env=env, capture_output=True, text=True, timeout=600, check=False
     )
+    took = time.monotonic() - started
     output = proc.stdout + proc.stderr
+    stated = STATED_SECONDS.get(cmd)
+    assert stated is None or took <= SLACK * stated, (
+        f"{doc}: `{cmd}` says it takes up to {stated:.0f} s; it took {took:.0f} s"
+    )
     code, says = next(
         (want for prefix, want in EXPECTED_FAILURE.items() if cmd.startswith(prefix)), (0, "")
     )

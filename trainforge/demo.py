@@ -12,13 +12,15 @@ from __future__ import annotations
 import argparse
 import json
 import pathlib
+import shlex
 import shutil
 import sys
 import time
 
 OUT = pathlib.Path("build/demo")
 
-# (title, job in Pulumi.dev.yaml, overrides so the demo takes about a minute on 2 CPU cores)
+# (title, job in Pulumi.dev.yaml, overrides so that each run takes about a minute on 2 CPU
+# cores: the whole demo, plan included, 156 s on the shared 2-core dev VM, 2026-11-29)
 RUNS = [
     ("DDP  mnist-ddp (MLP, 2 workers)", "mnist-ddp", ["--steps", "300", "--log-every", "50"]),
     (
@@ -31,14 +33,28 @@ RUNS = [
 ]
 
 
+def job_argv(job: str, overrides: list[str]) -> list[str]:
+    """`run-local`'s arguments for one demo run: the one list the demo prints and runs."""
+    out = OUT / job
+    argv = ["--stack", "dev", job, *overrides, "--run-name", f"demo-{job}"]
+    return argv + ["--output-dir", str(out), "--checkpoint-dir", str(out / "checkpoints")]
+
+
+PLAN_ARGV = ["--stack", "dev", "--out", str(OUT / "plan-dev"), "--json", str(OUT / "plan-dev.json")]
+
+
+def _command(sub: str, argv: list[str]) -> str:
+    """What a user types to run the same: printed before it runs (what it prints is what it
+    runs: the demo's overrides were hidden behind `trainforge run-local --stack dev JOB`)."""
+    return f"python -m trainforge {sub} {shlex.join(argv)}"
+
+
 def _run_job(job: str, overrides: list[str]) -> tuple[int, pathlib.Path]:
     from trainforge import local
 
     out = OUT / job
     shutil.rmtree(out, ignore_errors=True)  # a demo starts fresh, never resumes an old run
-    argv = ["--stack", "dev", job, *overrides, "--run-name", f"demo-{job}"]
-    argv += ["--output-dir", str(out), "--checkpoint-dir", str(out / "checkpoints")]
-    return local.main(argv), out
+    return local.main(job_argv(job, overrides)), out
 
 
 def _summary(out: pathlib.Path) -> str:
@@ -79,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
 
     results = []
     for title, job, overrides in RUNS:
-        print(f"\n=== {title}: trainforge run-local --stack dev {job} ===", flush=True)
+        print(f"\n=== {title} ===\n$ {_command('run-local', job_argv(job, overrides))}", flush=True)
         t0 = time.perf_counter()
         rc, out = _run_job(job, overrides)
         results.append((title, rc, out, time.perf_counter() - t0))
@@ -91,10 +107,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args.skip_plan:
         from trainforge.plan import cli as plan_cli
 
-        print("\n=== offline plan: trainforge plan --stack dev ===", flush=True)
-        plan_rc = plan_cli.main(
-            ["--stack", "dev", "--out", str(OUT / "plan-dev"), "--json", str(OUT / "plan-dev.json")]
-        )
+        print(f"\n=== offline plan ===\n$ {_command('plan', PLAN_ARGV)}", flush=True)
+        plan_rc = plan_cli.main(list(PLAN_ARGV))
 
     plots = _plots([out for _, _, out, _ in results])
 

@@ -11,6 +11,7 @@ import os
 import pulumi
 
 from trainforge.jobs.component import TrainingJob
+from trainforge.jobs.declare import declare_jobs
 from trainforge.platform.config import load_config
 from trainforge.platform.training_platform import TrainingPlatform
 
@@ -33,6 +34,9 @@ def hello(steps: int = 3) -> None:
 
 
 platform = TrainingPlatform("platform", load_config())
+# the stack's own `trainforge:jobs` too: a program that replaces __main__.py declares them
+# itself, or `pulumi up` would not create them (the plan warns when a program leaves them out)
+stack_jobs = declare_jobs(platform.contract, pulumi.Config("trainforge").get_object("jobs"))
 job = TrainingJob.function(
     "fn-hello",
     hello,
@@ -40,4 +44,4 @@ job = TrainingJob.function(
     function_args={"steps": 2},
     contract=platform.contract,
 )
-pulumi.export("jobs", [job.job_name])
+pulumi.export("jobs", [j.job_name for j in stack_jobs] + [job.job_name])

@@ -39,16 +39,24 @@ def _run(jobs: list[dict]) -> tuple[TrainforgeMocks, BaseException | None]:
     [
         (
             {"pool": "p5-nowhere"},
-            "trainforge:jobs[1].pool",
+            "trainforge:jobs[1] (second).pool",
             "expected one of the node pools: gpu-workloads",
         ),
-        ({"team": "nobody"}, "trainforge:jobs[1].team", "expected one of the teams: research"),
+        (
+            {"team": "nobody"},
+            "trainforge:jobs[1] (second).team",
+            "expected one of the teams: research",
+        ),
         (
             {"pool": "gpu-workload"},
-            "trainforge:jobs[1].pool",
+            "trainforge:jobs[1] (second).pool",
             "gpu-workloads, training-workloads (did you mean 'gpu-workloads'?)",
         ),
-        ({"pool": "gpu-workloads", "gpusPerWorker": 8}, "trainforge:jobs[1].gpusPerWorker", "GPU"),
+        (
+            {"pool": "gpu-workloads", "gpusPerWorker": 8},
+            "trainforge:jobs[1] (second).gpusPerWorker",
+            "GPU",
+        ),
     ],
 )
 def test_bad_job_fails_before_any_resource(bad, field, hint):
@@ -86,11 +94,11 @@ def test_every_bad_job_is_reported_in_one_run_before_any_resource():
         run_mocked(ROOT / "__main__.py", config, stack="dev", preview=True, mocks=mocks)
     lines = err.value.__cause__.errors
     assert [line.split(": ")[0] for line in lines] == [
-        "trainforge:jobs[1].workrs",
-        "trainforge:jobs[0].pool",
-        "trainforge:jobs[1].team",
-        "trainforge:jobs[2].gpusPerWorker",
-        "trainforge:jobs[4].team",
+        "trainforge:jobs[1] (b).workrs",
+        "trainforge:jobs[0] (a).pool",
+        "trainforge:jobs[1] (b).team",
+        "trainforge:jobs[2] (c).gpusPerWorker",
+        "trainforge:jobs[4] (d).team",
     ]
     assert "(did you mean 'workers'?)" in lines[0]
     assert "(did you mean 'gpu-workloads'?)" in lines[1]

@@ -1,7 +1,7 @@
 """Jobs declared in Python: `plan --program` lists them, `run-local --stack` runs them.
 
 examples/python_jobs/program.py declares `fn-hello` with `TrainingJob.function` (no stack
-config entry). As a project's `__main__.py` (the stack's program) run-local finds it by running
+config entry), and the stack's config jobs. As a project's `__main__.py` (the stack's program) run-local finds it by running
 the program under the plan's mocks; `plan --program FILE` renders it; the path rule of
 `--program` is the one of `script`/`codeDir` (relative to the project, inside it).
 """
@@ -30,8 +30,7 @@ def project(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("pyjobs")
     for name in ("Pulumi.yaml", "Pulumi.dev.yaml"):
         shutil.copy(ROOT / name, root / name)
-    (root / "examples" / "python_jobs").mkdir(parents=True)
-    shutil.copy(ROOT / PROGRAM, root / PROGRAM)
+    shutil.copytree(ROOT / "examples", root / "examples")  # the config jobs' own scripts
     shutil.copy(ROOT / PROGRAM, root / "__main__.py")
     return root
 
@@ -42,7 +41,8 @@ def test_plan_lists_a_job_declared_only_in_python():
     result = core.plan_project(ROOT, "dev", standins=False, program=PROGRAM)
     kinds = {(o.doc["kind"], o.doc["metadata"]["name"]) for o in result.objects}
     assert ("PyTorchJob", "fn-hello") in kinds
-    assert ("PyTorchJob", "mnist-ddp") not in kinds  # the config jobs are __main__.py's
+    # the program declares the stack's config jobs too (it replaces __main__.py, which did)
+    assert ("PyTorchJob", "mnist-ddp") in kinds
     budget = next(s for s in result.sections if s.title.startswith("Restart budget"))
     assert any(
         line.startswith("research/fn-hello: 2 pods x 1 process, restarts: torchrun restarts")
@@ -88,7 +88,9 @@ def test_bad_stack_config_is_one_error_not_a_traceback(tmp_path):
     )
     assert bad != text
     (tmp_path / "Pulumi.dev.yaml").write_text(bad)
-    with pytest.raises(JobConfigError, match=r"trainforge:jobs\[1\]\.pool: got 'p5-nowhere'"):
+    with pytest.raises(
+        JobConfigError, match=r"trainforge:jobs\[1\] \(gpt-small-fsdp\)\.pool: got 'p5-nowhere'"
+    ):
         program_jobs("dev", tmp_path)
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRAINFORGE_")}
     env.update(PYTHONPATH=str(ROOT))
@@ -104,7 +106,10 @@ def test_bad_stack_config_is_one_error_not_a_traceback(tmp_path):
     assert proc.returncode == 2, out[-3000:]
     assert "Traceback" not in out, out[-3000:]
     assert "trainforge run-local: error:" in out
-    assert "trainforge:jobs[1].pool: got 'p5-nowhere'; expected one of the node pools" in out
+    assert (
+        "trainforge:jobs[1] (gpt-small-fsdp).pool: got 'p5-nowhere'; expected one of the node pools"
+        in out
+    )
 
 
 def test_run_local_shows_the_jobs_own_warnings_not_the_platforms(monkeypatch, capsys):

@@ -98,6 +98,14 @@ def test_cpu_only_pods_on_a_gpu_pool():
         JobConfigError, match=r"gpusPerWorker: got 0; pool 'gpu-workloads' is a GPU pool"
     ):
         resolve_job(job(gpusPerWorker=0), target(GPU_POOL), W)
+    # the fix names the key and reads right on a 1-GPU pool (it said "Use 1 to 1")
+    one = dataclasses.replace(GPU_POOL, gpus_per_node=1)
+    with pytest.raises(JobConfigError) as err:
+        resolve_job(job(gpusPerWorker=0), target(one), W)
+    assert str(err.value).endswith("Use gpusPerWorker: 1, or a CPU pool")
+    with pytest.raises(JobConfigError) as err:
+        resolve_job(job(gpusPerWorker=0), target(GPU_POOL), W)
+    assert str(err.value).endswith("Use gpusPerWorker: 1 to 4, or a CPU pool")
 
 
 def test_procs_must_match_gpus():
@@ -256,6 +264,26 @@ def test_job_that_can_never_fit_the_team_quota(quota, kw, field, message):
         resolve_job(job(**kw), target(GPU_POOL, quota=quota), W)
     assert str(err.value).startswith(f"{W}.{field}:")
     assert message in str(err.value) and "could never start" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("quota", "kw", "fix"),
+    [
+        (TeamQuota(gpus="16"), {"workers": 5}, "use workers: 4, or give team 'research' a "
+         "quota.gpus of at least 20 (trainforge:teams)"),
+        (TeamQuota(gpus="16"), {"workers": 5, "gpusPerWorker": 4}, "use gpusPerWorker: 3, "
+         "or give team 'research' a quota.gpus of at least 20 (trainforge:teams)"),
+        (TeamQuota(pods="2"), {"workers": 3}, "use workers: 2, or give team 'research' a "
+         "quota.pods of at least 3 (trainforge:teams)"),
+        (TeamQuota(cpu="8"), {"cpu": "6", "workers": 2}, "use cpu of at most 4 per pod, or "
+         "give team 'research' a quota.cpu of at least 12 (trainforge:teams)"),
+    ],
+)  # fmt: skip
+def test_a_job_over_its_team_quota_is_told_the_fix(quota, kw, fix):
+    """The line ended with "the job could never start" and no way out."""
+    with pytest.raises(JobConfigError) as err:
+        resolve_job(job(**kw), target(GPU_POOL, quota=quota), W)
+    assert str(err.value).endswith(f"the job could never start: {fix}")
 
 
 def test_the_quota_error_quotes_the_guarantee_and_what_may_be_borrowed():

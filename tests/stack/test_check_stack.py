@@ -29,7 +29,7 @@ FIVE = [
     ("platform", "trainforge:network.natGateway", "natGateways", PlatformKeys),
     ("pool", "trainforge:nodePools[0].consolidateAftr", "consolidateAfter", PlatformKeys),
     ("team", "trainforge:teams[0].quota.gpu", "gpus", ServiceKeys),
-    ("job", "trainforge:jobs[0].wrkers", "workers", JobKeys),
+    ("job", "trainforge:jobs[0] (gpt-350m-fsdp).wrkers", "workers", JobKeys),
     ("waiver", "trainforge-policy:waivers[0].rule", "TF_COST_JOB_CAP", None),
 ]
 
@@ -125,7 +125,7 @@ def test_checks_that_need_the_pools_facts_come_in_the_same_run():
     config["trainforge:jobs"][0]["workers"] = 0
     errors = check_stack(config, known_rules=known_rule_ids(), lookups=True).errors
     assert any(e.startswith("trainforge:nodePools[2].acceptanceTest:") for e in errors), errors
-    assert any(e.startswith("trainforge:jobs[0].workers:") for e in errors), errors
+    assert any(e.startswith("trainforge:jobs[0] (gpt-350m-fsdp).workers:") for e in errors), errors
 
 
 def test_a_misspelt_pool_shows_with_the_platform_s_own_errors():
@@ -137,10 +137,12 @@ def test_a_misspelt_pool_shows_with_the_platform_s_own_errors():
     config["trainforge:jobs"][1]["team"] = "reserch"
     errors = check_stack(config, known_rules=known_rule_ids(), lookups=True).errors
     assert line_for(errors, "trainforge:cluster").startswith("trainforge:cluster: missing")
-    assert line_for(errors, "trainforge:jobs[0].pool").endswith(
+    assert line_for(errors, "trainforge:jobs[0] (mnist-ddp).pool").endswith(
         "(did you mean 'training-workloads'?)"
     )
-    assert line_for(errors, "trainforge:jobs[1].team").endswith("(did you mean 'research'?)")
+    assert line_for(errors, "trainforge:jobs[1] (gpt-small-fsdp).team").endswith(
+        "(did you mean 'research'?)"
+    )
     assert len(errors) == 3, errors
 
 

@@ -1,7 +1,9 @@
-"""A stack file that is not valid YAML is one line: the file, the line and the column.
+"""A stack file that is not valid YAML is one line: the file, the line and the column, what is
+wrong there in plain words and what YAML expected.
 
 PyYAML's own message spans five lines, quotes the source with a caret and calls the file
-"<unicode string>"; `trainforge plan` printed it as it was."""
+"<unicode string>"; `trainforge plan` printed it as it was. Then it was one line, but still the
+parser's words (`expected <block end>, but found '<block mapping start>'`)."""
 
 from __future__ import annotations
 
@@ -19,13 +21,35 @@ from trainforge.stack.file import StackFileError, read_stack
     [
         (
             "config:\n  trainforge:cluster:\n    name: [oops\n",
-            "Pulumi.bad.yaml:4:1: not valid YAML: expected ',' or ']', but got '<stream end>' "
-            "(while parsing a flow sequence at line 3, column 11)",
+            "Pulumi.bad.yaml:4:1: not valid YAML: the list `[` opened at line 3, column 11 is not "
+            "closed; expected `]` after its last item (items separated by `, `)",
         ),
         (
             "config:\n\ttrainforge:x: 1\n",
-            "Pulumi.bad.yaml:2:1: not valid YAML: found character '\\t' that cannot start any "
-            "token (while scanning for the next token)",
+            "Pulumi.bad.yaml:2:1: not valid YAML: a tab character; expected spaces (YAML indents "
+            "with spaces only): replace it",
+        ),
+        (
+            "config:\n  trainforge:jobs:\n    - name: a\n      team: b\n     pool: c\n",
+            "Pulumi.bad.yaml:5:6: not valid YAML: this line's indentation does not match the "
+            "block that starts at line 3, column 5; expected it lined up with the keys (or the "
+            "`-` items) it belongs with",
+        ),
+        (
+            "config:\n  trainforge:cluster:x\n  trainforge:jobs: []\n",
+            "Pulumi.bad.yaml:3:18: not valid YAML: a `key:` where only a value can be; expected "
+            "a space after each `key:` on the line above or here (`key: value`), or quotes "
+            "around a value that holds ': '",
+        ),
+        (
+            'config:\n  trainforge:x: "abc\n  trainforge:y: 1\n',
+            "Pulumi.bad.yaml:4:1: not valid YAML: the quote opened at line 2, column 17 is never "
+            "closed; expected a closing quote",
+        ),
+        (
+            "config:\n  trainforge:x: @team\n",
+            "Pulumi.bad.yaml:2:17: not valid YAML: a value cannot start with '@'; expected a "
+            "plain value or a quoted one: put the value in quotes",
         ),
     ],
 )
@@ -48,7 +72,7 @@ def test_plan_prints_it_as_one_line(tmp_path):
     )
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.splitlines() == [
-        "trainforge plan: configuration error: Pulumi.bad.yaml:3:2: not valid YAML: expected "
-        "<block end>, but found '<block mapping start>' (while parsing a block mapping at line "
-        "1, column 1)"
+        "trainforge plan: configuration error: Pulumi.bad.yaml:3:2: not valid YAML: this "
+        "line's indentation does not match the block that starts at line 1, column 1; expected "
+        "it lined up with the keys (or the `-` items) it belongs with"
     ], proc.stderr

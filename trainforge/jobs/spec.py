@@ -16,6 +16,7 @@ the bad value and what is valid. Unknown keys are errors with a "did you mean": 
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any, get_args
 
 from trainforge.core.errors import JobConfigError
@@ -113,10 +114,26 @@ def validate_jobs(raw: Any, where: str, errors: list[str]) -> list[JobSpec | Non
         errors.append(problem(where, raw, "a list of jobs"))
         return []
     jobs = [_job(item, f"{where}[{i}]", errors) for i, item in enumerate(raw)]
-    valid = [(i, j) for i, j in enumerate(jobs) if j is not None]
+    # names as written also for a job with other problems: its duplicate name is reported in
+    # the same run, not once the rest is fixed
+    named = [
+        (i, j if j is not None else _as_written(item))
+        for i, (j, item) in enumerate(zip(jobs, raw, strict=True))
+    ]
+    valid = [(i, j) for i, j in named if j is not None]
     for i, name, expected in duplicate_names(valid, where):
         errors.append(problem(f"{where}[{i}].name", name, expected))
     return jobs
+
+
+def _as_written(item: Any) -> Any:
+    """A bad job's team and name as written (None when either is not a string)."""
+    if not isinstance(item, dict):
+        return None
+    team, name = item.get("team"), item.get("name")
+    if isinstance(team, str) and isinstance(name, str):
+        return SimpleNamespace(team=team, name=name)
+    return None
 
 
 def parse_jobs(raw: Any, where: str = "trainforge:jobs") -> list[JobSpec]:

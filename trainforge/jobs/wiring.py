@@ -130,7 +130,7 @@ def resolve_job(job: JobSpec, target: JobTarget, where: str = "job") -> JobSpec:
             f"{where}.gpusPerWorker",
             gpus,
             f"pool {pool.name!r} ({types}) has at most {n} GPU{'s' if n != 1 else ''} per node "
-            f"on its smallest instance type; use {f'1 to {n}' if n != 1 else '1'}, or a pool "
+            f"on its smallest instance type; use {_one_to(n)}, or a pool "
             "whose instance types all have enough GPUs",
         )
     if gpus == 0 and pool.gpus_per_node:
@@ -138,7 +138,7 @@ def resolve_job(job: JobSpec, target: JobTarget, where: str = "job") -> JobSpec:
             f"{where}.gpusPerWorker",
             gpus,
             f"pool {pool.name!r} is a GPU pool; a CPU-only pod would hold a GPU node without "
-            f"using it. Use 1 to {pool.gpus_per_node}, or a CPU pool",
+            f"using it. Use gpusPerWorker: {_one_to(pool.gpus_per_node)}, or a CPU pool",
         )
     procs = job.procs_per_worker
     if gpus and procs is not None and procs != gpus:
@@ -404,8 +404,29 @@ def check_quota(job: JobSpec, target: JobTarget, where: str, given: JobSpec | No
                 f"{where}.{key}",
                 value,
                 f"{how} need {name} {_fmt(need)} but {held} in namespace "
-                f"{target.namespace!r}; the job could never start",
+                f"{target.namespace!r}; the job could never start: "
+                f"{_quota_fix(job.team, key, name, need, parse_quantity(limit), pods)}",
             )
+
+
+def _quota_fix(team: str, key: str, name: str, need: Fraction, cap: Fraction, pods: int) -> str:
+    """The fix of a job over its team's quota: the largest value of the key that fits, or
+    the quota that would hold the job as it is."""
+    if key == "workers":
+        fit = int(cap // (need / pods))
+        smaller = f"workers: {fit}" if fit >= 1 else ""
+    elif key == "gpusPerWorker":
+        fit = int(cap // pods)
+        smaller = f"gpusPerWorker: {fit}" if fit >= 1 else ""
+    else:  # cpu or memory per pod
+        smaller = f"{key} of at most {_fmt(cap / pods)} per pod"
+    bigger = f"give team {team!r} a quota.{name} of at least {_fmt(need)} (trainforge:teams)"
+    return f"use {smaller}, or {bigger}" if smaller else bigger
+
+
+def _one_to(n: int) -> str:
+    """`1` or `1 to 4`: the GPUs per pod a pool with `n` per node allows."""
+    return "1" if n == 1 else f"1 to {n}"
 
 
 def _fmt(value: Fraction) -> str:

@@ -307,10 +307,40 @@ def plan_project(
     # section's "quota: ..." line (checks/queues.py), which the verdict counts as a warning.
     shown = set(getattr(inv.declared, "quota_warnings", None) or [])
     own = [w for w in dict.fromkeys(inv.warnings) if w not in shown]
+    own += undeclared_stack_jobs(inv, program)
     if own:
         lines = [f"warning: {w}" for w in own]
         result.sections.append(T.Section(PROGRAM_WARNINGS, lines, own))
     return result
+
+
+def undeclared_stack_jobs(inv: Any, program: str | None) -> list[str]:
+    """A warning when the stack's `trainforge:jobs` lists jobs the program did not declare.
+
+    Why: a program named by `--program` replaces __main__.py, which is what declares the
+    stack's jobs; one that declares only its own (`TrainingJob.function`) dropped the stack's
+    jobs from the plan without a word, and `pulumi up` with it would not create them."""
+    from trainforge.stack.file import decode_value  # noqa: PLC0415
+
+    listed = decode_value((getattr(inv, "config", None) or {}).get("trainforge:jobs"))
+    if not isinstance(listed, list):
+        return []
+    jobs = getattr(inv.declared, "jobs", None) or []
+    have = {(d.spec.team, d.spec.name) for d in jobs}
+    missing = [
+        f"{j.get('team')}/{j.get('name')}"
+        for j in listed
+        if isinstance(j, dict) and (j.get("team"), j.get("name")) not in have
+    ]
+    if not missing:
+        return []
+    who = program or "__main__.py"
+    return [
+        f"trainforge:jobs: {len(missing)} job(s) of the stack are not declared by {who}: "
+        f"{', '.join(missing)}; the plan and `pulumi up` leave them out. Declare them in the "
+        "program: declare_jobs(platform.contract, pulumi.Config('trainforge').get_object"
+        "('jobs')) from trainforge.jobs.declare, as examples/python_jobs/program.py does"
+    ]
 
 
 def plan_program(

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 MAX_LINES = 40
+WIDTH = 100  # the verdict's lines wrap here (whole words), for a terminal or a CI log
 MAX_FINDINGS = 5  # shown with why/fix; the rest are counted and listed in the report
 COST_TITLE = "Cost"
 QUEUE_TITLE = "Queue admission (Kueue, all declared jobs submitted at once)"
@@ -41,7 +42,8 @@ def cost_totals(cost: Any) -> dict[str, Any] | None:
     running = [j for j in jobs if j.get("admission", "runs") == "runs"]
     rates = [j.get("onDemandPerHour") for j in running]
     known = [r for r in rates if isinstance(r, int | float)]
-    runs = [j.get("runCost") for j in jobs if j.get("admission", "runs") != "never"]
+    counted = [j for j in jobs if j.get("admission", "runs") != "never"]
+    runs = [j.get("runCost") for j in counted]
     return {
         "fixedPerHour": cost.get("fixedPerHourKnown"),
         "fixedPerMonth": cost.get("fixedPerMonthKnown"),
@@ -52,8 +54,31 @@ def cost_totals(cost: Any) -> dict[str, Any] | None:
         "running": len(running),
         "runCosts": sum(r for r in runs if isinstance(r, int | float)),
         "runCostsUnknown": sum(1 for r in runs if not isinstance(r, int | float)),
+        "runsCounted": len(counted),
+        "unpricedRuns": [j for j in counted if not isinstance(j.get("runCost"), int | float)],
+        "unpricedRates": [
+            j for j in running if not isinstance(j.get("onDemandPerHour"), int | float)
+        ],
         "waiting": [j for j in jobs if j.get("admission", "runs") != "runs"],
     }
+
+
+def _unpriced(jobs: list[dict[str, Any]]) -> str:
+    """Which jobs have no figure and why, in words: `1 job without a price: team/a` (the
+    report's warnings say which price the table lacks), `1 job without a run length: team/b`
+    (no steps x step time, estimate or deadline to multiply the hourly cost by)."""
+    groups: dict[str, list[str]] = {}
+    for j in jobs:
+        why = (
+            "without a price"
+            if not isinstance(j.get("onDemandPerHour"), int | float)
+            else "without a run length"
+        )
+        groups.setdefault(why, []).append(f"{j.get('team')}/{j.get('name')}")
+    return " and ".join(
+        f"{len(names)} job{'s' if len(names) > 1 else ''} {why}: {', '.join(names)}"
+        for why, names in groups.items()
+    )
 
 
 def cost_lines(result: Any, base_sections: dict[str, Any] | None) -> list[str]:
@@ -69,18 +94,30 @@ def cost_lines(result: Any, base_sections: dict[str, Any] | None) -> list[str]:
     if not new["jobs"]:
         return [fixed]
     priced = new["running"] - new["jobsUnknown"]
-    rate = _usd(new["jobsPerHour"]) if priced or not new["running"] else "unknown"
-    if new["jobsUnknown"] and priced:
-        rate += f" + {new['jobsUnknown']} unpriced"
-    runs = _usd(new["runCosts"]) + (
-        f" + {new['runCostsUnknown']} unknown" if new["runCostsUnknown"] else ""
+    rate = (
+        f"{_usd(new['jobsPerHour'])}/h while running"
+        f"{_delta(old['jobsPerHour'], new['jobsPerHour']) if old else ''}"
+        if priced or not new["running"]
+        else "cost per hour unknown"
     )
-    jobs = (
-        f"      + jobs: {new['running']} of {new['jobs']} run at once, {rate}/h while running"
-        f"{_delta(old['jobsPerHour'], new['jobsPerHour']) if old else ''}; "
-        f"run costs {runs} in all"
-        f"{_delta(old['runCosts'], new['runCosts']) if old else ''}"
-    )
+    if new["unpricedRates"]:
+        rate += (
+            f" ({_unpriced(new['unpricedRates'])})"
+            if not priced
+            else (f" + unknown for {_unpriced(new['unpricedRates'])}")
+        )
+    if not new["unpricedRuns"]:
+        runs = f"run costs {_usd(new['runCosts'])} in all" + (
+            _delta(old["runCosts"], new["runCosts"]) if old else ""
+        )
+    elif len(new["unpricedRuns"]) < new["runsCounted"]:
+        runs = (
+            f"run costs {_usd(new['runCosts'])} for the priced jobs + unknown for "
+            f"{_unpriced(new['unpricedRuns'])}"
+        )
+    else:
+        runs = f"run cost unknown ({_unpriced(new['unpricedRuns'])})"
+    jobs = f"      + jobs: {new['running']} of {new['jobs']} run at once, {rate}; {runs}"
     out = [fixed, jobs]
     if len(new["waiting"]) > 3:
         out.append(f"      {len(new['waiting'])} jobs wait or are never admitted (full report)")
@@ -167,14 +204,29 @@ def breaking(review: Any) -> list[str]:
     return out
 
 
-def _clip(text: str, width: int = 300) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"
+def _wrap(text: str, first: str, rest: str | None = None, width: int = WIDTH) -> list[str]:
+    """`text` after `first` as whole lines of at most `width` characters, continued under
+    `rest` (default: spaces as wide as `first`).
+
+    Why: a finding's fix cut at a fixed width ended mid-word (`docs/co…`), and the cut part
+    was the part to act on. Words are never split: a path or URL longer than a line stays
+    whole on its own line."""
+    import textwrap  # noqa: PLC0415 - only the verdict wraps
+
+    return textwrap.wrap(
+        " ".join(text.split()),
+        width=width,
+        initial_indent=first,
+        subsequent_indent=" " * len(first) if rest is None else rest,
+        break_long_words=False,
+        break_on_hyphens=False,
+    ) or [first.rstrip()]
 
 
 def verdict_lines(
     result: Any, review: Any = None, report: str | None = None, stack: str = ""
 ) -> list[str]:
-    """The first screen. Long items are clipped; the report holds every detail."""
+    """The first screen. Long items wrap (whole words); the report holds every detail."""
     failing, waived = result.failing, result.waived
     admit = not_admitted(result)
     brk = breaking(review)
@@ -186,14 +238,14 @@ def verdict_lines(
         for f in failing[:MAX_FINDINGS]:
             lines += [
                 f"  [{f.rule}] {f.resource}",
-                f"      why: {_clip(f.message)}",
-                f"      fix: {_clip(f.fix)}",
+                *_wrap(f.message, "      why: "),
+                *_wrap(f.fix, "      fix: "),
             ]
         if len(failing) > MAX_FINDINGS:
             lines.append(f"  … and {len(failing) - MAX_FINDINGS} more (full report)")
     if brk:
         lines.append("Breaking changes:")
-        lines += [f"  {_clip(b)}" for b in brk[:6]]
+        lines += [line for b in brk[:6] for line in _wrap(b, "  ", "    ")]
     warns = [
         f"{s.title.split(' (')[0]}: {line.strip().removeprefix('warning: ')}"
         for s in result.sections
@@ -205,7 +257,7 @@ def verdict_lines(
     ]
     if warns:
         lines.append(f"Warnings ({len(warns)}):")
-        lines += [f"  {_clip(w, 200)}" for w in warns[:3]]
+        lines += [line for w in warns[:3] for line in _wrap(w, "  ", "    ")]
     lines += cost_lines(result, review.ctx.base.sections if review is not None else None)
     lines.append(
         "Jobs not admitted (all declared jobs submitted at once): "
@@ -249,8 +301,8 @@ def verdict_markdown(result: Any, review: Any = None, stack: str = "") -> list[s
     lines = [f"## trainforge plan --stack {stack}: {status}", ""]
     for f in failing[:MAX_FINDINGS]:
         lines += [
-            f"- **[{f.rule}]** `{f.resource}`: {_clip(f.message)}",
-            f"  - fix: {_clip(f.fix)}",
+            f"- **[{f.rule}]** `{f.resource}`: {f.message}",
+            f"  - fix: {f.fix}",
         ]
     if len(failing) > MAX_FINDINGS:
         lines.append(f"- … and {len(failing) - MAX_FINDINGS} more")

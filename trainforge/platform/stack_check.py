@@ -13,6 +13,8 @@ keys are valid; otherwise each job's own keys are still checked, without that co
 
 from __future__ import annotations
 
+import difflib
+import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -74,6 +76,7 @@ def check_stack(
     from trainforge.platform.config import parse_config  # noqa: PLC0415
 
     out = CheckedStack()
+    config, out.errors = read_misspelt_namespaces(config)
     raw = namespace(config, "trainforge")
     region = decode_value(config.get("aws:region")) if "aws:region" in config else None
     out.platform = _collect(out.errors, parse_config, raw, lookups=lookups, region=region)
@@ -96,7 +99,65 @@ def check_stack(
     out.errors += unknown_keys(policy, POLICY_NS)
     out.waivers = parse_waivers(policy.get("waivers"), known_rules, out.errors)
     out.caps = parse_caps(policy.get("costCaps"), _team_names(out.platform, raw), out.errors)
+    out.errors = name_jobs(out.errors, out.raw_jobs)
     return out
+
+
+_JOB_AT = re.compile(re.escape(JOBS_KEY) + r"\[(\d+)\](?! \()")
+
+
+def name_jobs(lines: list[str], raw_jobs: list[Any]) -> list[str]:
+    """Each `trainforge:jobs[7]` of `lines` followed by the job's name: `trainforge:jobs[7]
+    (blog-ddp).workers: got ...`.
+
+    Why: a stack with ten jobs is read by name; an index alone sends the user counting list
+    items. Done here, once, on every area's lines (the jobs' parser, the contract checks, the
+    policy's), so every path names the job the same way; the key path after it stays the one
+    the user writes. A job without a string name keeps its index alone."""
+
+    def named(m: re.Match[str]) -> str:
+        i = int(m.group(1))
+        job = raw_jobs[i] if i < len(raw_jobs) else None
+        name = job.get("name") if isinstance(job, dict) else None
+        return f"{m.group(0)} ({name})" if isinstance(name, str) and name else m.group(0)
+
+    return [_JOB_AT.sub(named, line) for line in lines]
+
+
+def read_misspelt_namespaces(config: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """`config` with each key of a misspelt namespace (`trainfroge:teams`) read as the key it
+    was meant to be (`trainforge:teams`), and one line per such key naming it.
+
+    Why: Pulumi hands the program every namespace, and a key outside `trainforge:` is not
+    ours to refuse (`aws:region`); so a misspelt namespace was silently unread, and its
+    absence cascaded (every job's `team: ... (none declared)`) without naming the key. Read
+    as meant, the rest of the stack is checked as the user wrote it: one line for the typo,
+    and only the problems that are really there. A key both misspelt and written correctly
+    is not read twice: the correct one wins, the line still names the misspelt one."""
+    ours = [JOBS_KEY.partition(":")[0], POLICY_NS]
+    fixed = dict(config)
+    lines = []
+    for key in config:
+        ns, sep, rest = str(key).partition(":")
+        if not sep or ns in ours:
+            continue
+        meant = difflib.get_close_matches(ns, ours, n=1, cutoff=0.75)
+        if not meant:
+            continue
+        right = f"{meant[0]}:{rest}"
+        read = right not in config
+        if read:
+            fixed[right] = fixed.pop(key)
+        lines.append(
+            f"{key}: unknown namespace {ns!r} (did you mean {right!r}?); "
+            + (
+                f"trainforge reads only {meant[0]}: keys; rename it (its value was checked "
+                "as that key)"
+                if read
+                else f"{right} is set too and this one is never read: delete it"
+            )
+        )
+    return fixed, lines
 
 
 def _collect(errors: list[str], check: Any, *args: Any, **kwargs: Any) -> Any:

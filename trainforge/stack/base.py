@@ -209,10 +209,30 @@ def suggest(value: Any, choices: Iterable[str]) -> str:
     return f" (did you mean {match[0]!r}?)" if match and match[0] != value else ""
 
 
+def _squash(key: str) -> str:
+    return key.replace("_", "").replace("-", "").lower()
+
+
+def _meaning(model: type[BaseModel] | None, key: str) -> str:
+    """` (did you mean 'entrypoint.args'?)` for a key another tool spells that way, from the
+    model's `KEY_MEANINGS` (key as written elsewhere -> (the key here, a note)), else ``.
+
+    Why: a newcomer brings the words of a PyTorchJob or a torchrun command line (`args`,
+    `replicas`, `nproc_per_node`); spelling distance suggests `layers` for `args`. The
+    meaning is what they need; the spelling is compared without case, `_` or `-`."""
+    meanings: Mapping[str, tuple[str, str]] = getattr(model, "KEY_MEANINGS", {}) if model else {}
+    meant = {_squash(k): v for k, v in meanings.items()}.get(_squash(key))
+    if not meant:
+        return ""
+    right, note = meant
+    return f" (did you mean {right!r}?{f' {note}' if note else ''})"
+
+
 def one_of(value: Any, choices: Iterable[str], what: str = "") -> str:
     """`one of <what>: a, b, c (did you mean 'b'?)`: the expected text for a name reference."""
     names = sorted(choices)
-    listed = ", ".join(names) if names else "(none declared)"
+    # with none declared the fix is to declare one, not to pick from an empty list
+    listed = ", ".join(names) if names else f"(none declared: declare {value!r} first)"
     head = f"one of the {what}: " if what else "one of: "
     return f"{head}{listed}{suggest(value, names)}"
 
@@ -257,9 +277,8 @@ def format_errors(exc: ValidationError, root: Any, path: str) -> list[str]:
             model = _model_at(root, loc[:-1])
             known = aliases(model) if model is not None else set()
             key = str(loc[-1])
-            out.append(
-                f"{where}: unknown key{suggest(key, known)}; known keys: {', '.join(sorted(known))}"
-            )
+            hint = _meaning(model, key) or suggest(key, known)
+            out.append(f"{where}: unknown key{hint}; known keys: {', '.join(sorted(known))}")
         elif kind == "missing":
             out.append(f"{where}: missing; expected {_describe(root, loc)}")
         else:

@@ -164,22 +164,68 @@ def _load(path: pathlib.Path) -> Any:
 
 
 def _yaml_error(name: str, e: Any) -> str:
-    """One line: `Pulumi.dev.yaml:4:1: not valid YAML: <problem> (<context> at line L, column C)`.
+    """One line in plain words: `Pulumi.dev.yaml:3:1: not valid YAML: a tab ...; expected ...`.
 
-    Why: PyYAML's message spans several lines quoting the source with a caret, and calls the
-    file "<unicode string>"; the user needs the file, the line and the column. Its marks are
-    0-based; editors count from 1."""
+    Why: PyYAML's message spans several lines quoting the source with a caret, calls the file
+    "<unicode string>" and speaks the parser's words (`expected <block end>, but found
+    '<block mapping start>'`); the user needs the file, the line and the column, what is
+    wrong there in their words and what YAML expected instead. Its marks are 0-based;
+    editors count from 1. A problem without a plain reading keeps the parser's words."""
     mark = getattr(e, "problem_mark", None)
     problem = getattr(e, "problem", None)
     if mark is None or not problem:
         return f"{name}: not valid YAML: {' '.join(str(e).split())}"
-    line = f"{name}:{mark.line + 1}:{mark.column + 1}: not valid YAML: {problem}"
     context, at = getattr(e, "context", None), getattr(e, "context_mark", None)
+    opened = f"line {at.line + 1}, column {at.column + 1}" if at is not None else "above"
+    plain = _plain_yaml(str(problem), str(context or ""), opened)
+    line = f"{name}:{mark.line + 1}:{mark.column + 1}: not valid YAML: "
+    if plain:
+        return line + plain
+    line += str(problem)
     if context and at is not None and (at.line, at.column) != (mark.line, mark.column):
-        line += f" ({context} at line {at.line + 1}, column {at.column + 1})"
+        line += f" ({context} at {opened})"
     elif context:
         line += f" ({context})"
     return line
+
+
+def _plain_yaml(problem: str, context: str, opened: str) -> str | None:
+    """PyYAML's problem (and the construct it was reading, opened at `opened`) in plain
+    words with what was expected; None for one without a plain reading."""
+    if problem.startswith("found character '\\t'"):
+        return "a tab character; expected spaces (YAML indents with spaces only): replace it"
+    if problem.startswith("found character") and "cannot start any token" in problem:
+        char = problem.split("'")[1] if "'" in problem else "this character"
+        return (
+            f"a value cannot start with {char!r}; expected a plain value or a quoted one: "
+            f"put the value in quotes"
+        )
+    if problem.startswith("expected <block end>"):
+        return (
+            f"this line's indentation does not match the block that starts at {opened}; "
+            "expected it lined up with the keys (or the `-` items) it belongs with"
+        )
+    if problem == "mapping values are not allowed here":
+        return (
+            "a `key:` where only a value can be; expected a space after each `key:` on the "
+            "line above or here (`key: value`), or quotes around a value that holds ': '"
+        )
+    for opener, closer, what in (("[", "]", "list"), ("{", "}", "mapping")):
+        if problem.startswith(f"expected ',' or '{closer}'"):
+            return (
+                f"the {what} `{opener}` opened at {opened} is not closed; expected `{closer}` "
+                f"after its last item (items separated by `, `)"
+            )
+    if problem.startswith("found unexpected end of stream") and "quoted scalar" in context:
+        return f"the quote opened at {opened} is never closed; expected a closing quote"
+    if problem.startswith("found undefined alias"):
+        return (
+            "a value starting with `*` names a YAML anchor that is not defined; expected "
+            "quotes around a value that starts with `*`"
+        )
+    if problem.startswith("could not find expected ':'"):
+        return f"a key without its `:` (the key starts at {opened}); expected `key: value`"
+    return None
 
 
 def _contains_secure(value: Any) -> bool:

@@ -11,12 +11,13 @@ in the model that holds them, and each problem names its own key (`ProblemList`)
 
 from __future__ import annotations
 
+import math
 import posixpath
 import re
 import typing
 from collections.abc import Callable
 from pathlib import PurePosixPath
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     AfterValidator,
@@ -44,6 +45,7 @@ from trainforge.stack.base import (
 from trainforge.stack.services import ClaimName
 from trainforge.training import config as runtime
 from trainforge.training.contract import CONTRACT_VARIABLES
+from trainforge.training.timeouts import MIN_HANG_TIMEOUT_S, STARTUP_MULTIPLE
 
 Strategy = Literal["ddp", "fsdp"]
 Preset = Literal["ddp", "fsdp", "elastic"]
@@ -768,6 +770,37 @@ class JobModel(ModelFlags):  # type: ignore[misc,valid-type]
     """A training job (`trainforge:jobs[]`). `gpus_per_worker`, `cpu`, `memory`, `shm_size`
     and `efa` may be None until `wiring.resolve_job` fills them from the job's pool."""
 
+    # Keys a PyTorchJob, a TrainJob, torchrun or a blog post spells otherwise, with what says
+    # it here (an unknown key's line suggests it: base._meaning).
+    KEY_MEANINGS: ClassVar[dict[str, tuple[str, str]]] = {
+        "args": ("entrypoint.args", ""),
+        "command": ("entrypoint.command", ""),
+        "script": ("entrypoint.script", ""),
+        "module": ("entrypoint.module", ""),
+        "codeDir": ("entrypoint.codeDir", ""),
+        "replicas": ("workers", "it counts pods"),
+        "numWorkers": ("workers", "it counts pods"),
+        "nodes": ("workers", "it counts pods, and a GPU pod takes a whole node's GPUs by default"),
+        "numNodes": (
+            "workers",
+            "it counts pods, and a GPU pod takes a whole node's GPUs by default",
+        ),
+        "gpus": ("gpusPerWorker", ""),
+        "numGpus": ("gpusPerWorker", ""),
+        "nprocPerNode": ("procsPerWorker", "a GPU job runs one process per GPU"),
+        "resources": ("cpu", "with memory and gpusPerWorker, per pod"),
+        "namespace": ("team", "a team is a namespace"),
+        "queue": ("team", "each team has its own queue"),
+        "nodePool": ("pool", ""),
+        "instanceType": ("pool", "a node pool of the stack, which lists its instance types"),
+        "environment": ("env", ""),
+        "backoffLimit": ("runPolicy.backoffLimit", ""),
+        "maxRestarts": ("runPolicy.backoffLimit", ""),
+        "activeDeadlineSeconds": ("runPolicy.activeDeadlineSeconds", ""),
+        "framework": ("backend", "pytorchjob, trainjob or indexed-job"),
+        "kind": ("backend", "pytorchjob, trainjob or indexed-job"),
+    }
+
     name: Annotated[NonEmpty, AfterValidator(_name)] = Field(
         description="the job's name: a DNS-1035 label of at most 52 characters (fewer above "
         "1000 pods), unique per team"
@@ -935,6 +968,9 @@ class JobModel(ModelFlags):  # type: ignore[misc,valid-type]
                 f"at most {limit} characters ({len(job.name)} given): pod and service names "
                 f"'<name>{POD_SUFFIX}<index>' must fit in {MAX_LABEL}",
             )
+        hang_problem = job._hang_timeout_problem()
+        if hang_problem:
+            out.add(("hangTimeout",), job.hang_timeout, hang_problem)
         if job.code_source == "image" and job.image is None:
             out.add(("image",), None, "an image: codeSource: image runs trainforge from your image")
         if job.image_facts is not None and job.image is None:
@@ -980,6 +1016,31 @@ class JobModel(ModelFlags):  # type: ignore[misc,valid-type]
                     )
         out.raise_if_any("job")
         return job.model_copy(update=update) if update else job
+
+    def _hang_timeout_problem(self) -> str | None:
+        """What is valid when `hangTimeout` is on but too short to let the job run (else None).
+
+        Why: the watchdog's bound for the first steps after a (re)start is STARTUP_MULTIPLE x
+        hangTimeout, with no step-time term (training/watchdog.py); below MIN_HANG_TIMEOUT_S
+        it fires during NCCL setup or compilation, and below the job's own step time it fires
+        on the first step: each restart hangs again, and the job burns its restarts."""
+        hang = self.hang_timeout
+        if not hang:  # unset (the runtime's 300) or 0 (off)
+            return None
+        step = self.expected_step_seconds or 0
+        low = max(MIN_HANG_TIMEOUT_S, math.ceil(step))
+        if hang >= low:
+            return None
+        why = (
+            f"a step takes expectedStepSeconds ({step:g} s)"
+            if step > MIN_HANG_TIMEOUT_S
+            else "NCCL setup, compilation and cold data reads take minutes"
+        )
+        return (
+            f"0 (watchdog off) or {low} to 86400 seconds: the first steps after a (re)start get "
+            f"{STARTUP_MULTIPLE:g} x hangTimeout and {why}; set hangTimeout: {max(low, 300)} "
+            "(the default is 300) or leave it unset"
+        )
 
     def _own_code_problems(self, out: ProblemList, given: set[str], preset: str) -> None:
         """Runtime flags mean nothing to the user's code: refuse them rather than ignore them."""

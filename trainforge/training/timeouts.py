@@ -31,6 +31,12 @@ DEFAULT_HANG_TIMEOUT_S = 300.0
 HANG_MULTIPLE = 10.0  # x the mean of the recent step times
 STARTUP_MULTIPLE = 3.0  # x hang_timeout: first steps after a (re)start, restore, checkpoints
 COLLECTIVE_MARGIN_S = 60.0
+# The least hangTimeout a job may declare (0 = off aside). The watchdog gives the first steps
+# after a (re)start, restores and checkpoint saves STARTUP_MULTIPLE x hang_timeout, with no
+# step-time term: NCCL communicator setup, torch.compile and cold data reads take minutes on a
+# GPU node, so a floor of a few seconds fires on every restart and the job restarts forever.
+# 60 s gives them 3 minutes (and a collective timeout of 4 minutes).
+MIN_HANG_TIMEOUT_S = 60
 # torch's own NCCL default collective timeout; used when the watchdog is off (--hang-timeout 0)
 TORCH_DEFAULT_COLLECTIVE_S = 600.0
 # Pod re-creation after a failure: rescheduling, a new node from Karpenter (~1-3 min for a GPU

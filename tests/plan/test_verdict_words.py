@@ -1,0 +1,77 @@
+"""The verdict says whole things: lines wrap (never cut mid-word) and an unknown cost says so.
+
+Before, a finding's fix was cut at 300 characters and a warning at 200 (`... see docs/co…`: the
+part to act on was the part cut), and a stack whose only job had no price read
+`run costs $0.00 + 1 unknown in all`.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from trainforge.plan import verdict
+
+FIX = (
+    "give the job a pool whose nodes hold its pods: "
+    + "a longer explanation of what to change and why it matters for this job, " * 4
+    + "as docs/configuration.md says (section Node pools)"
+)
+WARNING = "warning: " + "the team's quota is larger than its pools can hold, " * 4 + "docs/cost.md"
+
+
+def result(jobs: list[dict], failing: list | None = None, warnings: list[str] = ()):
+    sections = [
+        SimpleNamespace(title=verdict.COST_TITLE, data={"fixedPerHourKnown": 1.0,
+                        "fixedPerMonthKnown": 730.0, "jobs": jobs}, lines=[]),
+        SimpleNamespace(title="Program warnings", data=None, lines=list(warnings)),
+    ]  # fmt: skip
+    return SimpleNamespace(
+        failing=failing or [],
+        waived=[],
+        sections=sections,
+        unused_waivers=[],
+        validation={"pass": 1, "fail": 0, "unchecked": 0},
+        inventory=SimpleNamespace(resources=[]),
+        objects=[],
+    )
+
+
+def job(name: str, per_hour: float | None, run: float | None) -> dict:
+    return {"name": name, "team": "research", "onDemandPerHour": per_hour, "runCost": run,
+            "admission": "runs"}  # fmt: skip
+
+
+def test_a_long_fix_and_warning_wrap_into_whole_lines():
+    finding = SimpleNamespace(rule="TF_X", resource="research/blog-ddp", message=FIX, fix=FIX)
+    lines = verdict.verdict_lines(result([], [finding], [WARNING]), stack="dev")
+    text = "\n".join(lines)
+    assert "…" not in text
+    assert all(len(line) <= verdict.WIDTH for line in lines), lines
+    # every word of the fix is there, in order, and its last words too
+    at = next(i for i, line in enumerate(lines) if line.startswith("      fix: "))
+    fix_lines = [lines[at]] + [
+        line for line in lines[at + 1 :] if line.startswith(" " * len("      fix: "))
+    ]
+    assert " ".join(" ".join(fix_lines).split()).removeprefix("fix: ") == " ".join(FIX.split())
+    assert any(line.strip().endswith("docs/cost.md") for line in lines)
+    md = "\n".join(verdict.verdict_markdown(result([], [finding]), stack="dev"))
+    assert FIX in md and "…" not in md
+
+
+def test_a_run_cost_without_any_price_says_unknown_and_names_the_job():
+    lines = verdict.cost_lines(result([job("blog-ddp", None, None)]), None)
+    assert lines[1] == (
+        "      + jobs: 1 of 1 run at once, cost per hour unknown (1 job without a price: "
+        "research/blog-ddp); run cost unknown (1 job without a price: research/blog-ddp)"
+    )
+    assert "$0.00" not in lines[1]
+
+
+def test_a_partly_priced_stack_says_which_job_has_no_figure_and_why():
+    jobs = [job("a", 2.0, 4.0), job("b", None, None), job("c", 3.0, None)]
+    (line,) = verdict.cost_lines(result(jobs), None)[1:]
+    assert line == (
+        "      + jobs: 3 of 3 run at once, $5.00/h while running + unknown for 1 job without "
+        "a price: research/b; run costs $4.00 for the priced jobs + unknown for 1 job "
+        "without a price: research/b and 1 job without a run length: research/c"
+    )
