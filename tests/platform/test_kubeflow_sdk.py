@@ -213,7 +213,11 @@ def test_the_admission_rehearsal_decides_both_ways(plan, sent):
     alone = Q.admit_submitted(_ctx(plan, _without_default(plan)), sent, pod, 4)
     assert alone.state == "never" and "no LocalQueue 'default'" in alone.reason
     w = Q.admit_submitted(_ctx(plan), sent, pod, 4)
-    assert (w.state, w.flavor, w.need) == ("admitted", GPU_POOL, {"nvidia.com/gpu": 8}), w.reason
+    # Kueue counts the team LimitRange's defaults for the requests the SDK leaves out (500m
+    # CPU and 1Gi per pod: trainforge.plan.kueue.workload) beside the 2 GPUs per pod
+    gib = 2**30
+    need = {"nvidia.com/gpu": 8, "cpu": 2, "memory": 4 * gib}
+    assert (w.state, w.flavor, w.need) == ("admitted", GPU_POOL, need), w.reason
     # a flavor that names its nodes' taints (nodeTaints) without tolerating them itself
     # (`tolerations`) refuses the SDK's pods, which tolerate nothing: Kueue's flavorassigner
     required = [_untolerating(o) if o.kind == "ResourceFlavor" else o for o in plan.objects]
