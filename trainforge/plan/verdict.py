@@ -267,7 +267,7 @@ def verdict_lines(
     lent = borrowing(result)
     if lent:
         lines.append(f"Jobs that run only by borrowing ({len(lent)}):")
-        lines += [f"  {_clip(b, 200)}" for b in lent[:3]]
+        lines += [line for b in lent[:3] for line in _wrap(b, "  ", "    ")]
         if len(lent) > 3:
             lines.append(f"  … and {len(lent) - 3} more (full report)")
     if waived:
