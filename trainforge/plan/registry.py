@@ -28,6 +28,7 @@ from typing import Any
 from trainforge.plan.check_types import CheckResult, PlanContext
 from trainforge.plan.checks import (
     addon_placement,
+    budget_subscriptions,
     controller_identity,
     cost_check,
     data_safety,
@@ -69,6 +70,7 @@ CHECKS: list[Check] = [
     Check(estimates.check, estimates.RULES),
     Check(restart_budget.check, restart_budget.RULES),
     Check(cost_check.check, cost_check.RULES),
+    Check(budget_subscriptions.check, budget_subscriptions.RULES),
     Check(job_backends.check, job_backends.RULES),
     Check(retry_bounds.check, retry_bounds.RULES),
     Check(queues.check, queues.RULES),
