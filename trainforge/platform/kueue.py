@@ -29,8 +29,12 @@ are QPS 5, burst 10, rate-limiting a busy queue's API calls):
 - integrations: one per job backend trainforge emits (PyTorchJob, TrainJob, indexed
   batch/v1 Job); Kueue sets up an integration once its CRD appears, so the order in which
   the operators are installed does not matter;
-- `managedJobsNamespaceSelector`: team namespaces only, so Kueue's webhooks never stand in
-  the way of platform Jobs (Helm hooks, the Prometheus operator's admission patch);
+- `managedJobsNamespaceSelector`: the namespaces labelled `trainforge.io/queued=true` (team
+  namespaces and the acceptance tests'), so Kueue's webhooks never stand in the way of
+  platform Jobs (Helm hooks, the Prometheus operator's admission patch). The chart makes this
+  selector its job webhooks' `namespaceSelector` (charts/kueue/templates/webhook/manifests.yaml,
+  release-0.19 at c90ed700c1): a Job elsewhere is never suspended at creation, queue label or
+  not, so the acceptance tests' namespace must be selected for their Jobs to queue;
 - `manageJobsWithoutQueueName: true`: in team namespaces every job goes through the queue,
   with or without a queue label (a PyTorchJob or Job written by hand, a Kubeflow SDK
   TrainJob). Kueue's webhook gives a job without the label its namespace's LocalQueue
@@ -68,7 +72,7 @@ from trainforge.core.contract import PoolFacts
 from trainforge.platform import queues
 from trainforge.platform.placement import SYSTEM_NODE_SELECTOR, psa_labels
 from trainforge.platform.services_config import KueueConfig, TeamConfig
-from trainforge.platform.teams import TEAM_LABEL
+from trainforge.platform.teams import QUEUED_LABEL, TEAM_LABEL
 
 NAMESPACE = "kueue-system"
 # Kueue's integration name for each trainforge job backend (trainforge.core.contract.BACKENDS).
@@ -112,9 +116,7 @@ def manager_config(cfg: KueueConfig) -> dict[str, Any]:
     out.pop("waitForPodsReady", None)
     out |= {
         "manageJobsWithoutQueueName": True,
-        "managedJobsNamespaceSelector": {
-            "matchExpressions": [{"key": TEAM_LABEL, "operator": "Exists"}]
-        },
+        "managedJobsNamespaceSelector": {"matchLabels": {QUEUED_LABEL: "true"}},
         "integrations": {"frameworks": list(FRAMEWORKS.values())},
         "resources": {"excludeResourcePrefixes": list(EXCLUDED_RESOURCES)},
     }
