@@ -73,8 +73,14 @@ def kept_deployers(cluster: str, region: str | None, allow_list: tuple[str, ...]
     """The /32s earlier deployers added to the live cluster's allow-list (entries that are a
     /32 and not in the configured list); none before the cluster exists. A failed read is a
     one-line pulumi.RunError naming the key (the language host prints it, no traceback)."""
-    import boto3  # noqa: PLC0415 - only a real preview/up reads the live cluster
-    import botocore.exceptions  # noqa: PLC0415
+    try:  # only a real preview/up reads the live cluster (requirements.lock installs boto3)
+        import boto3  # noqa: PLC0415
+        import botocore.exceptions  # noqa: PLC0415
+    except ImportError:
+        raise pulumi.RunError(
+            f"{KEY}: got 'deployer'; reading the cluster's allow-list needs boto3 in the "
+            "program's virtualenv (`make venv` installs it from requirements.lock)"
+        ) from None
 
     try:
         live = boto3.client("eks", region_name=region).describe_cluster(name=cluster)
