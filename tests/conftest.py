@@ -56,3 +56,33 @@ def _fresh_process_caches():
         facts.instance_type_facts.cache_clear()
         facts._offered.cache_clear()
     yield
+
+
+# What a user adds to Pulumi.prod.yaml before `pulumi up` (its `YOURS:` keys; README.md, "What
+# prod needs from you"): the shipped file carries no documentation values, so tests of the
+# features these keys turn on (admin and team access entries, a reserved node group, an
+# allow-list) add values of a made-up, non-documentation account and network.
+OWN_ACCOUNT = "210987654321"
+OWN_RESERVATION = "cr-07f3a9c1b2d4e5f60"
+OWN_CIDRS = ["52.94.76.0/22", "100.24.16.0/24"]
+
+
+def prod_own_values() -> dict[str, str]:
+    """Engine-config overrides: Pulumi.prod.yaml with its `YOURS:` keys filled in."""
+    import json
+
+    from trainforge.plan.mocks import read_stack_file
+
+    config = read_stack_file(ROOT / "Pulumi.prod.yaml")
+    groups = json.loads(config["trainforge:nodeGroups"])
+    groups[0]["capacityReservationId"] = OWN_RESERVATION
+    teams = json.loads(config["trainforge:teams"])
+    for team in teams:
+        role = f"arn:aws:iam::{OWN_ACCOUNT}:role/{team['name'].capitalize()}Engineer"
+        team["access"] = {**team.get("access", {}), "principals": [role]}
+    return {
+        "trainforge:endpoint": json.dumps({"publicAccessCidrs": OWN_CIDRS}),
+        "trainforge:admins": json.dumps([f"arn:aws:iam::{OWN_ACCOUNT}:role/PlatformAdmin"]),
+        "trainforge:nodeGroups": json.dumps(groups),
+        "trainforge:teams": json.dumps(teams),
+    }

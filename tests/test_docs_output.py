@@ -146,7 +146,7 @@ def test_inline_quoted_error_is_what_the_plan_prints(tmp_path, doc, start, index
 def _three_mistakes(cfg: dict[str, Any]) -> None:
     pool = cfg["trainforge:nodePools"][0]
     pool["consolidateAftr"] = pool.pop("consolidateAfter")
-    cfg["trainforge:endpoint"]["publicAccessCidrs"][0] = "0.0.0.0/0"
+    cfg["trainforge:endpoint"]["publicAccessCidrs"] = ["0.0.0.0/0"]
     cfg["trainforge-policy:waivers"][0]["rule"] = "TF_COST_JOB_CAPP"
 
 

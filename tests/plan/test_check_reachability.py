@@ -10,9 +10,11 @@ import pulumi
 import pulumi_aws as aws
 import pytest
 
+from trainforge.plan import core
 from trainforge.plan.check_types import PlanContext
 from trainforge.plan.checks import reachability
 from trainforge.plan.checks.reachability import UNREACHABLE
+from trainforge.plan.checks.rules import EKS_COMPONENT
 from trainforge.plan.core import plan_program
 from trainforge.plan.registry import CHECKS
 from trainforge.platform import endpoint
@@ -81,7 +83,8 @@ def test_the_shipped_dev_stack_is_reachable_by_the_readme_s_path(repo_root):
     assert result.findings == []
     (row,) = result.sections[0].data
     assert row["public"] is True and row["vpcCreatedByStack"] is True
-    assert row["deployFrom"] == "deployer" and row["publicAccessCidrs"] == ["<unknown>"]
+    assert row["deployFrom"] == "deployer"
+    assert row["publicAccessCidrs"] == [endpoint.DEPLOYERS]
 
 
 def test_mutation_dev_without_its_endpoint_setting_is_caught(repo_root):
@@ -125,3 +128,67 @@ def test_no_network_is_refused_naming_the_key(monkeypatch):
     monkeypatch.setattr(endpoint.urllib.request, "urlopen", fail)
     with pytest.raises(pulumi.RunError, match=r"deployFrom: got .deployer.; could not learn"):
         endpoint.lookup()
+
+
+def _live_cluster(cidrs):
+    """A live EKS cluster (moto) whose allow-list holds `cidrs`."""
+    import boto3
+
+    boto3.client("eks", region_name="us-east-1").create_cluster(
+        name="tf",
+        roleArn="arn:aws:iam::210987654321:role/eks",
+        resourcesVpcConfig={"subnetIds": ["subnet-1"], "endpointPublicAccess": True,
+                            "publicAccessCidrs": cidrs},
+    )  # fmt: skip
+
+
+def test_a_second_deployer_keeps_the_first_ones_address(monkeypatch):
+    """Issue 41: each `up` used to replace the allow-list with its own /32, locking out the
+    operator (or CI runner) that ran before; now earlier deployers' /32s are kept."""
+    from moto import mock_aws
+
+    monkeypatch.setattr(endpoint, "_offline", lambda: False)
+    monkeypatch.setattr(endpoint, "lookup", lambda *a, **k: "52.9.9.9/32")
+    monkeypatch.setattr(endpoint.pulumi.runtime, "is_dry_run", lambda: False)
+    with mock_aws():
+        _live_cluster(["52.94.76.0/22", "52.1.1.1/32"])
+        got = endpoint.public_access_cidrs(("52.94.76.0/22",), "deployer", "tf", "us-east-1")
+        assert got == ["52.94.76.0/22", "52.1.1.1/32", "52.9.9.9/32"]
+        # a configured range is not a deployer's: dropping it from the config drops it
+        assert endpoint.public_access_cidrs((), "deployer", "tf", "us-east-1") == [
+            "52.1.1.1/32",
+            "52.9.9.9/32",
+        ]
+        # before the cluster exists: the list and this machine
+        assert endpoint.public_access_cidrs((), "deployer", "new", "us-east-1") == ["52.9.9.9/32"]
+
+
+def test_a_preview_changes_nothing_on_a_live_cluster(monkeypatch):
+    """A CI preview from a runner not in the list shows no ~publicAccessCidrs."""
+    from moto import mock_aws
+
+    monkeypatch.setattr(endpoint, "_offline", lambda: False)
+    monkeypatch.setattr(endpoint, "lookup", lambda *a, **k: "52.9.9.9/32")
+    monkeypatch.setattr(endpoint.pulumi.runtime, "is_dry_run", lambda: True)
+    logged = []
+    monkeypatch.setattr(endpoint.pulumi.log, "info", lambda msg, *a, **k: logged.append(msg))
+    with mock_aws():
+        _live_cluster(["52.1.1.1/32"])
+        assert endpoint.public_access_cidrs((), "deployer", "tf", "us-east-1") == ["52.1.1.1/32"]
+    assert "`pulumi up` from this machine adds 52.9.9.9/32" in logged[0]
+
+
+def test_plan_diff_shows_the_allow_list_change(repo_root):
+    """The offline plan names the deployers' entry (it was `<unknown>`), so `plan --diff`
+    shows what turning `deployer` on or off changes, and two plans of the same stack agree."""
+    from trainforge.plan.diff import diff_maps, render_markdown
+
+    def eks(overrides):
+        result = core.plan_project(repo_root, "dev", standins=False, config_overrides=overrides)
+        return {r.urn: r.inputs for r in result.inventory.resources if r.type == EKS_COMPONENT}
+
+    deployer = eks({})
+    listed = eks({"trainforge:endpoint": {"publicAccessCidrs": ["52.94.76.0/22"]}})
+    md = render_markdown(diff_maps(deployer, listed), diff_maps({}, {}))
+    assert "publicAccessCidrs" in md and endpoint.DEPLOYERS in md and "52.94.76.0/22" in md
+    assert not diff_maps(deployer, eks({})).changed

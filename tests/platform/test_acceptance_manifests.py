@@ -192,3 +192,68 @@ def test_the_allreduce_command_line_forms_one_group_across_two_pods(tmp_path) ->
     assert [c for c, _ in results] == [0, 0], outs[0][-3000:] + outs[1][-3000:]
     assert re.search(r"trainforge allreduce: 2 ranks, .* 2 node\(s\)", outs[0]), outs[0][-2000:]
     assert "PASS allreduce" in outs[0]
+
+
+def _selected(selector: dict, labels: dict) -> bool:
+    """A LabelSelector's verdict on a namespace's labels (matchLabels and Exists/In)."""
+    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
+        return False
+    for e in selector.get("matchExpressions") or ():
+        if e["operator"] == "Exists" and e["key"] not in labels:
+            return False
+        if e["operator"] == "In" and labels.get(e["key"]) not in e["values"]:
+            return False
+    return True
+
+
+def test_acceptance_runs_go_through_a_queue_the_teams_share(prod) -> None:
+    """Acceptance runs hold whole p5/p4d nodes of pools the teams' queues share: Kueue must
+    see them (issue 41), so a queue admits them only on idle quota."""
+    import yaml
+
+    from trainforge.plan import crds
+    from trainforge.platform import kueue, queues
+
+    (ns,) = [r.inputs for r in prod.of_type("kubernetes:core/v1:Namespace")
+             if r.inputs["metadata"]["name"] == A.NAMESPACE]  # fmt: skip
+    # the chart makes managedJobsNamespaceSelector its job webhooks' namespaceSelector: a Job
+    # in an unselected namespace is never suspended at creation
+    [release] = [r for r in prod.of_type("kubernetes:helm.sh/v3:Release")
+                 if r.inputs.get("name") == "kueue"]  # fmt: skip
+    config = yaml.safe_load(
+        release.inputs["values"]["managerConfig"]["controllerManagerConfigYaml"]
+    )
+    assert _selected(config["managedJobsNamespaceSelector"], ns["metadata"]["labels"])
+    teams = [r.inputs for r in prod.of_type("kubernetes:core/v1:Namespace")
+             if "trainforge.io/team" in (r.inputs["metadata"].get("labels") or {})]  # fmt: skip
+    assert teams and all(
+        _selected(config["managedJobsNamespaceSelector"], t["metadata"]["labels"]) for t in teams
+    )
+    for name, cj in _objects(prod, "kubernetes:batch/v1:CronJob").items():
+        labels = cj["spec"]["jobTemplate"]["metadata"]["labels"]
+        assert labels["kueue.x-k8s.io/queue-name"] == A.LOCAL_QUEUE, name
+    queues_ = {
+        (r.inputs["kind"], r.inputs["metadata"]["name"]): r.inputs
+        for r in prod.resources
+        if r.inputs.get("kind") in ("ClusterQueue", "LocalQueue")
+    }
+    local = queues_[("LocalQueue", A.LOCAL_QUEUE)]
+    assert local["metadata"]["namespace"] == A.NAMESPACE
+    cq = queues_[("ClusterQueue", local["spec"]["clusterQueue"])]
+    team_cq = queues_[("ClusterQueue", "llm")]
+    assert cq["spec"]["cohortName"] == team_cq["spec"]["cohortName"]
+    flavors = {f["name"] for f in cq["spec"]["resourceGroups"][0]["flavors"]}
+    assert flavors == {
+        queues.flavor_name(p) for p in ("p4d-reserved", "efa-training", "gpu-workloads")
+    }
+    # no quota of its own: it runs on what the teams leave idle, and never preempts
+    assert all(r["nominalQuota"] == 0 for f in cq["spec"]["resourceGroups"][0]["flavors"]
+               for r in f["resources"])  # fmt: skip
+    assert cq["spec"]["preemption"]["reclaimWithinCohort"] == "Never"
+    for obj in (cq, local):
+        schema = crds.schema(obj["apiVersion"], obj["kind"])
+        assert schema is not None
+        import jsonschema
+
+        jsonschema.validate({k: v for k, v in obj.items() if k != "metadata"}, schema)
+    assert kueue.QUEUED_LABEL == "trainforge.io/queued"

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import OWN_RESERVATION, ROOT, prod_own_values
 from trainforge.plan.mocks import TrainforgeMocks, read_stack_file, run_mocked
 from trainforge.platform.config import ConfigError
 
@@ -20,12 +20,13 @@ LT = "aws:ec2/launchTemplate:LaunchTemplate"
 NG = "aws:eks/nodeGroup:NodeGroup"
 PG = "aws:ec2/placementGroup:PlacementGroup"
 NODECLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
-CR = "cr-0a1b2c3d4e5f60789"  # Pulumi.prod.yaml's reservation
+CR = OWN_RESERVATION  # the reservation a user gives Pulumi.prod.yaml
 REGION = "us-east-1"
 
 
 def run_prod(overrides: dict | None = None, **stubs):
     config = read_stack_file(ROOT / "Pulumi.prod.yaml")
+    config.update(prod_own_values())
     config["trainforge:jobs"] = "[]"  # placement only: the jobs add nothing here
     config.update(overrides or {})
     mocks = TrainforgeMocks(region=REGION, **stubs)
@@ -79,7 +80,7 @@ def test_a_capacity_block_gets_capacity_block_type_and_market():
 
 
 def test_capacity_block_config_for_an_on_demand_reservation_is_refused():
-    groups = read_stack_file(ROOT / "Pulumi.prod.yaml")["trainforge:nodeGroups"]
+    groups = prod_own_values()["trainforge:nodeGroups"]
     groups = groups.replace('"efa": true', '"efa": true, "capacityType": "CAPACITY_BLOCK"')
     with pytest.raises(ConfigError) as err:
         run_prod({"trainforge:nodeGroups": groups})  # the default stub: an ODCR
@@ -144,6 +145,7 @@ def test_a_throttled_or_denied_lookup_stops_with_a_clear_error(failure):
     """Read as "not a Capacity Block", a real block would get no capacity-block market type
     and never launch: only EC2's not-found means "not a block"."""
     config = read_stack_file(ROOT / "Pulumi.prod.yaml")
+    config.update(prod_own_values())
     config["trainforge:jobs"] = "[]"
     with pytest.raises(Exception) as err:  # noqa: PT011 - the engine wraps the RunError
         run_mocked(

@@ -4,6 +4,9 @@ the chart's configuration, and a namespace quota that never refuses what the que
 
 from __future__ import annotations
 
+import pathlib
+import re
+import subprocess
 from dataclasses import replace
 from fractions import Fraction
 
@@ -113,6 +116,9 @@ def test_one_flavor_per_pool_with_its_labels_and_taints(plans):
 
 def test_a_queue_per_team_only_its_namespace_may_use(plans):
     docs = kueue_objects(plans["prod"])
+    # the acceptance tests' queue is its own (tests/platform/test_acceptance_manifests.py)
+    docs = [d for d in docs if "trainforge-acceptance" not in (d["metadata"]["name"],
+            d["metadata"].get("namespace"))]  # fmt: skip
     cqs = {d["metadata"]["name"]: d["spec"] for d in docs if d["kind"] == "ClusterQueue"}
     lqs = {}
     for d in docs:
@@ -275,8 +281,9 @@ def test_the_chart_runs_every_backends_integration_on_the_system_nodes():
         "batch/job",
     }
     assert set(kueue.FRAMEWORKS) == {"pytorchjob", "trainjob", "indexed-job"}
+    # team namespaces (and the acceptance tests') carry the label (test_acceptance_manifests)
     assert config["managedJobsNamespaceSelector"] == {
-        "matchExpressions": [{"key": "trainforge.io/team", "operator": "Exists"}]
+        "matchLabels": {"trainforge.io/queued": "true"}
     }
     # every job of a team namespace goes through the queue, labelled or not
     assert config["manageJobsWithoutQueueName"] is True
@@ -308,3 +315,68 @@ def test_queue_objects_wait_for_the_release_and_jobs_wait_for_the_queues():
     for r in jobs:
         # a labelled job created before Kueue's webhook (or its LocalQueue) would run unqueued
         assert local_queue.urn in r.options["dependencies"], r.name
+
+
+def test_the_config_is_the_charts_default_with_only_our_keys_set():
+    """Replacing controllerManagerConfigYaml whole used to drop the chart's clientConnection
+    (QPS 300, burst 500; client-go's default is QPS 5, burst 10) and controller concurrency."""
+    config = yaml.safe_load(
+        kueue.chart_values(KueueConfig())["managerConfig"]["controllerManagerConfigYaml"]
+    )
+    assert config["clientConnection"] == {"qps": 300, "burst": 500}
+    default = kueue.chart_default_config()
+    ours = {
+        "manageJobsWithoutQueueName",
+        "managedJobsNamespaceSelector",
+        "integrations",
+        "resources",
+        "waitForPodsReady",
+    }
+    for key, value in default.items():
+        if key not in ours:
+            assert config[key] == value, key
+    assert set(config) - set(default) <= ours
+    assert config["controller"]["groupKindConcurrency"]["Workload.kueue.x-k8s.io"] == 10
+
+
+MIRROR = pathlib.Path("/work/.mirror/kubernetes-sigs+kueue/repo")
+
+
+@pytest.mark.skipif(not MIRROR.is_dir(), reason="no local mirror of kubernetes-sigs/kueue")
+def test_the_vendored_default_is_the_charts_own():
+    """Rehearsal against the source: the vendored default equals the chart's
+    managerConfig.controllerManagerConfigYaml at the commit its header names."""
+    vendored = kueue.default_config_path().read_text()
+    commit = re.search(r"at\s+#?\s*([0-9a-f]{40})", vendored.replace("\n# ", " ")).group(1)
+    values = subprocess.run(
+        ["git", "-C", str(MIRROR), "show", f"{commit}:charts/kueue/values.yaml"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    upstream = yaml.safe_load(
+        yaml.safe_load(values)["managerConfig"]["controllerManagerConfigYaml"]
+    )
+    assert kueue.chart_default_config() == upstream
+
+
+def test_kueue_runs_two_replicas_a_drain_never_takes_both():
+    """Kueue's webhooks fail closed on team namespaces: with one replica a drain or crash
+    blocks every job creation there (Pulumi's own included)."""
+    manager = kueue.chart_values(KueueConfig())["controllerManager"]
+    assert manager["replicas"] == 2
+    assert manager["podDisruptionBudget"] == {"enabled": True, "minAvailable": 1}
+    [spread] = manager["topologySpreadConstraints"]
+    assert spread["topologyKey"] == "kubernetes.io/hostname"
+    assert spread["labelSelector"]["matchLabels"]["control-plane"] == "controller-manager"
+    # the chart's own keys (its values.yaml key list): a misspelt key would be ignored by Helm
+    keys = {
+        line.split("\t")[0]
+        for line in (ROOT / "tests/platform/chart_values/kueue-0.19.5.keys")
+        .read_text()
+        .splitlines()
+        if line and not line.startswith("#")
+    }
+    for key in ("replicas", "podDisruptionBudget.enabled", "podDisruptionBudget.minAvailable",
+                "topologySpreadConstraints"):  # fmt: skip
+        assert f"controllerManager.{key}" in keys

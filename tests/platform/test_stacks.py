@@ -3,7 +3,7 @@ settings asserted on the declared resources (each stack runs once per module).""
 
 import pytest
 
-from tests.conftest import run_stack
+from tests.conftest import OWN_ACCOUNT, OWN_CIDRS, OWN_RESERVATION, prod_own_values, run_stack
 from trainforge.core import versions
 
 LT = "aws:ec2/launchTemplate:LaunchTemplate"
@@ -19,7 +19,8 @@ def dev():
 
 @pytest.fixture(scope="module")
 def prod():
-    return run_stack("prod")
+    # the shipped prod with its `YOURS:` keys filled in (admins, reservation, allow-list)
+    return run_stack("prod", prod_own_values())
 
 
 @pytest.fixture(scope="module", params=["dev", "prod"])
@@ -66,7 +67,7 @@ def test_endpoint_deployer_only_in_dev_allow_list_in_prod(dev, prod):
     assert "0.0.0.0/0" not in (d.get("publicAccessCidrs") or [])
     p = eks_inputs(prod)
     assert p["endpointPublicAccess"] is True
-    assert p["publicAccessCidrs"] == ["203.0.113.0/24", "198.51.100.0/24"]
+    assert p["publicAccessCidrs"] == OWN_CIDRS
     assert "0.0.0.0/0" not in p["publicAccessCidrs"]
 
 
@@ -114,7 +115,7 @@ def test_prod_efa_node_group(prod):
     assert sorted(n["networkCardIndex"] for n in nics) == [0, 1, 2, 3]
     assert "vpcSecurityGroupIds" not in lt.inputs
     assert lt.inputs["capacityReservationSpecification"]["capacityReservationTarget"] == {
-        "capacityReservationId": "cr-0a1b2c3d4e5f60789"
+        "capacityReservationId": OWN_RESERVATION
     }
     # a reserved group launches in the reservation's placement group, never one we create (the
     # mocks' default reservation has none; tests/platform/test_capacity_placement.py stubs one)
@@ -244,7 +245,7 @@ def test_admin_access_entries(prod, dev):
         for e in prod.of_type("aws:eks/accessEntry:AccessEntry")
         if e.inputs["type"] == "STANDARD" and not e.inputs.get("kubernetesGroups")
     ]
-    assert entry.inputs["principalArn"] == "arn:aws:iam::111122223333:role/PlatformAdmin"
+    assert entry.inputs["principalArn"] == f"arn:aws:iam::{OWN_ACCOUNT}:role/PlatformAdmin"
     assert not [
         e for e in dev.of_type("aws:eks/accessEntry:AccessEntry") if e.inputs["type"] == "STANDARD"
     ]

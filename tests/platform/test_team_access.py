@@ -15,7 +15,7 @@ import copy
 
 import pytest
 
-from tests.conftest import run_stack
+from tests.conftest import OWN_ACCOUNT, prod_own_values, run_stack
 from trainforge.platform import team_access
 from trainforge.platform.services_config import parse_services_config
 
@@ -24,7 +24,7 @@ RBAC = "kubernetes:rbac.authorization.k8s.io/v1:"
 
 @pytest.fixture(scope="module")
 def prod():
-    return run_stack("prod")
+    return run_stack("prod", prod_own_values())
 
 
 def rbac(run) -> list[dict]:
@@ -79,10 +79,10 @@ def test_each_principal_gets_an_access_entry_in_its_team_group(prod):
         for r in prod.of_type("aws:eks/accessEntry:AccessEntry")
         if r.inputs.get("kubernetesGroups")
     }
-    assert entries["arn:aws:iam::111122223333:role/LlmEngineer"]["kubernetesGroups"] == [
+    assert entries[f"arn:aws:iam::{OWN_ACCOUNT}:role/LlmEngineer"]["kubernetesGroups"] == [
         "trainforge:team:llm"
     ]
-    assert entries["arn:aws:iam::111122223333:role/VisionEngineer"]["kubernetesGroups"] == [
+    assert entries[f"arn:aws:iam::{OWN_ACCOUNT}:role/VisionEngineer"]["kubernetesGroups"] == [
         "trainforge:team:vision"
     ]
     assert all(e["type"] == "STANDARD" for e in entries.values())
@@ -174,16 +174,16 @@ def test_access_config_errors_name_the_key():
 
 
 def test_a_principal_cannot_be_both_admin_and_team_member():
-    import pathlib
+    import json
 
-    import yaml
-
+    from tests.conftest import ROOT
+    from trainforge.plan.mocks import read_stack_file
     from trainforge.platform.config import ConfigError, parse_config
 
-    root = pathlib.Path(__file__).resolve().parents[2]
-    data = yaml.safe_load((root / "Pulumi.prod.yaml").read_text())["config"]
-    raw = {k.split(":", 1)[1]: v for k, v in data.items() if k.startswith("trainforge:")}
-    raw["admins"] = [*raw["admins"], "arn:aws:iam::111122223333:role/LlmEngineer"]
+    data = {**read_stack_file(ROOT / "Pulumi.prod.yaml"), **prod_own_values()}
+    raw = {k.split(":", 1)[1]: json.loads(v) if v[:1] in "[{" else v for k, v in data.items()}
+    raw = {k: v for k, v in raw.items() if ":" not in k}
+    raw["admins"] = [*raw["admins"], f"arn:aws:iam::{OWN_ACCOUNT}:role/LlmEngineer"]
     with pytest.raises(
         ConfigError,
         match=r"trainforge:teams\[0\]\.access\.principals: got '[^']*LlmEngineer'; expected a "

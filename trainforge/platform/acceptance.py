@@ -28,6 +28,16 @@ A suspended Job would run once (a completed Job cannot be resumed again) and res
 be drift from Pulumi's state; a CronJob's template can be instantiated any number of times.
 For a Karpenter pool the run itself brings up the nodes (and Karpenter removes them when the
 run's pods are gone); for a managed node group it tests nodes already in the group.
+
+Through the queue (with Kueue on): a run holds whole GPU nodes of a pool the teams' queues
+share, so it goes through Kueue like a team's job; otherwise the queues would not see its
+p5/p4d nodes and could admit jobs the pool's limits cannot hold. The namespace is labelled
+`trainforge.io/queued=true` (Kueue's managedJobsNamespaceSelector: its job webhooks only see
+selected namespaces), each run's Job carries `kueue.x-k8s.io/queue-name: acceptance`, and
+the LocalQueue `acceptance` points at ClusterQueue `trainforge-acceptance`: no quota of its own
+(nominal 0 on each tested pool's flavor), in the teams' cohort, so a run is admitted only on
+quota the teams leave idle (borrowed, never taken by preemption) and a team reclaims it as it
+would any borrowed quota. With several cohorts, the queue joins the first by name.
 """
 
 from __future__ import annotations
@@ -44,6 +54,7 @@ from trainforge.core.image_routes import cached, torch_image
 from trainforge.jobs.codeship import CODE_MOUNT, CodeBundle, configmap_manifest
 from trainforge.jobs.pod import container_security_context, pool_tolerations
 from trainforge.platform.config import ConfigError, PlatformConfig
+from trainforge.platform.teams import QUEUED_LABEL
 from trainforge.stack.base import problem
 from trainforge.stack.platform import AcceptanceTestConfig
 from trainforge.training.acceptance import facts
@@ -57,6 +68,9 @@ NEVER = "0 0 1 1 *"  # a valid schedule that is never used: the CronJobs are sus
 KEEP_FINISHED_S = 7 * 24 * 3600
 NODE_LAUNCH_S = 1800  # a Karpenter pool's nodes come up within the run's deadline
 LABEL = "trainforge.io/acceptance"
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+LOCAL_QUEUE = "acceptance"
+CLUSTER_QUEUE = "trainforge-acceptance"
 
 
 def run_command(name: str) -> str:
@@ -128,7 +142,10 @@ def _pod_spec(pool: PoolFacts, containers: list[dict], volumes: list[dict], **ex
     }
 
 
-def _cronjob(name: str, pool: str, test: str, job_spec: dict, what: str) -> dict:
+def _cronjob(
+    name: str, pool: str, test: str, job_spec: dict, what: str, queued: bool = False
+) -> dict:
+    run_labels = {**_labels(pool, test), **({QUEUE_LABEL: LOCAL_QUEUE} if queued else {})}
     return {
         "apiVersion": "batch/v1",
         "kind": "CronJob",
@@ -144,7 +161,7 @@ def _cronjob(name: str, pool: str, test: str, job_spec: dict, what: str) -> dict
             "concurrencyPolicy": "Forbid",
             "successfulJobsHistoryLimit": 3,
             "failedJobsHistoryLimit": 3,
-            "jobTemplate": {"metadata": {"labels": _labels(pool, test)}, "spec": job_spec},
+            "jobTemplate": {"metadata": {"labels": run_labels}, "spec": job_spec},
         },
     }
 
@@ -168,7 +185,9 @@ def _field(name: str, path: str) -> dict[str, Any]:
     return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}}
 
 
-def dcgm_manifest(pool: PoolFacts, acc: AcceptanceTestConfig, bundle: CodeBundle) -> dict:
+def dcgm_manifest(
+    pool: PoolFacts, acc: AcceptanceTestConfig, bundle: CodeBundle, queued: bool = False
+) -> dict:
     name = f"{pool.name}-dcgm-diag"
     level = str(acc.dcgm_level)
     # dcgmi as a client of the node's host engine (the node monitoring agent's dcgm-server on
@@ -243,11 +262,11 @@ def dcgm_manifest(pool: PoolFacts, acc: AcceptanceTestConfig, bundle: CodeBundle
         },
     }
     what = f"DCGM diagnostics level {level} on {acc.nodes} node(s) of pool {pool.name}"
-    return _cronjob(name, pool.name, "dcgm-diag", job, what)
+    return _cronjob(name, pool.name, "dcgm-diag", job, what, queued)
 
 
 def allreduce_manifests(
-    pool: PoolFacts, acc: AcceptanceTestConfig, bundle: CodeBundle
+    pool: PoolFacts, acc: AcceptanceTestConfig, bundle: CodeBundle, queued: bool = False
 ) -> tuple[dict, dict]:
     """(headless Service, CronJob) of the all-reduce test across `acc.nodes` nodes."""
     name = f"{pool.name}-allreduce"
@@ -350,17 +369,60 @@ def allreduce_manifests(
         + (f", floor {floor.gbps:g} GB/s" if floor.gbps is not None else "")
         + (", EFA required" if efa else "")
     )
-    return service, _cronjob(name, pool.name, "allreduce", job, what)
+    return service, _cronjob(name, pool.name, "allreduce", job, what, queued)
 
 
 def _amounts(amounts: dict[str, str]) -> dict[str, dict[str, str]]:
     return {"requests": dict(amounts), "limits": dict(amounts)}
 
 
+def queue_manifests(tested: list[PoolFacts], cohort: str) -> list[dict[str, Any]]:
+    """The acceptance tests' ClusterQueue (no quota of its own: it borrows the cohort's idle
+    quota on the tested pools' flavors, and never preempts) and its LocalQueue."""
+    from trainforge.platform import queues  # noqa: PLC0415
+
+    flavors = [
+        {
+            "name": queues.flavor_name(p.name),
+            "resources": [{"name": r, "nominalQuota": 0} for r in queues.COVERED],
+        }
+        for p in tested
+    ]
+    labels = {"app.kubernetes.io/name": "trainforge", "app.kubernetes.io/managed-by": "pulumi"}
+    return [
+        {
+            "apiVersion": queues.API_VERSION,
+            "kind": "ClusterQueue",
+            "metadata": {"name": CLUSTER_QUEUE, "labels": labels},
+            "spec": {
+                "cohortName": cohort,
+                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": NAMESPACE}},
+                "queueingStrategy": "BestEffortFIFO",
+                "preemption": {
+                    "withinClusterQueue": "Never",
+                    "reclaimWithinCohort": "Never",
+                    "borrowWithinCohort": {"policy": "Never"},
+                },
+                "resourceGroups": [{"coveredResources": list(queues.COVERED), "flavors": flavors}],
+            },
+        },
+        {
+            "apiVersion": queues.API_VERSION,
+            "kind": "LocalQueue",
+            "metadata": {"name": LOCAL_QUEUE, "namespace": NAMESPACE, "labels": labels},
+            "spec": {"clusterQueue": CLUSTER_QUEUE},
+        },
+    ]
+
+
 def manifests(
-    config: PlatformConfig, pools: dict[str, PoolFacts], bundle: CodeBundle
+    config: PlatformConfig,
+    pools: dict[str, PoolFacts],
+    bundle: CodeBundle,
+    cohort: str | None = None,
 ) -> list[dict[str, Any]]:
-    """Every object of the acceptance tests (empty when no pool asks for one)."""
+    """Every object of the acceptance tests (empty when no pool asks for one); `cohort`: Kueue
+    runs, and the runs go through a queue in that cohort."""
     chosen = [(g.name, g.acceptance) for g in config.node_groups if g.acceptance.enabled]
     chosen += [(p.name, p.acceptance) for p in config.node_pools if p.acceptance.enabled]
     if not chosen:
@@ -374,6 +436,7 @@ def manifests(
                 "labels": {
                     "pod-security.kubernetes.io/enforce": "restricted",
                     "pod-security.kubernetes.io/warn": "restricted",
+                    **({QUEUED_LABEL: "true"} if cohort is not None else {}),
                 },
             },
         },
@@ -387,11 +450,13 @@ def manifests(
             bundle, "acceptance", NAMESPACE, {"app.kubernetes.io/name": "trainforge"}
         ),
     ]
+    if cohort is not None:
+        out += queue_manifests([pools[name] for name, _ in chosen], cohort)
     for name, acc in chosen:
         pool = pools[name]
-        out.append(dcgm_manifest(pool, acc, bundle))
+        out.append(dcgm_manifest(pool, acc, bundle, cohort is not None))
         if runs_all_reduce(acc, pool):
-            out += list(allreduce_manifests(pool, acc, bundle))
+            out += list(allreduce_manifests(pool, acc, bundle, cohort is not None))
     return out
 
 
@@ -401,6 +466,7 @@ class AcceptanceTestsArgs:
     pools: dict[str, PoolFacts]
     k8s_provider: k8s.Provider
     depends_on: list[pulumi.Resource]
+    cohort: str | None = None  # Kueue runs: the runs queue in this cohort
 
 
 _KINDS = {
@@ -421,7 +487,7 @@ class AcceptanceTests(pulumi.ComponentResource):
         super().__init__("trainforge:index:AcceptanceTests", name, None, opts)
         from trainforge.jobs.codeship import collect  # noqa: PLC0415
 
-        objects = manifests(args.config, args.pools, collect())
+        objects = manifests(args.config, args.pools, collect(), args.cohort)
         self.objects: dict[str, pulumi.Resource] = {}
         namespace: pulumi.Resource | None = None
         # what the CronJobs' pods name (their ServiceAccount, the code ConfigMap): they wait
@@ -438,10 +504,26 @@ class AcceptanceTests(pulumi.ComponentResource):
             )
             res_name = f"{name}-{kind.lower()}-{meta['name']}"
             body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}
-            res = _KINDS[kind](res_name, metadata=meta, **_snake_top(body), opts=opts_)
+            if kind in ("ClusterQueue", "LocalQueue"):
+                res = k8s.apiextensions.CustomResource(
+                    res_name,
+                    api_version=obj["apiVersion"],
+                    kind=kind,
+                    metadata=meta,
+                    spec=body["spec"],
+                    opts=opts_,
+                )
+            else:
+                res = _KINDS[kind](res_name, metadata=meta, **_snake_top(body), opts=opts_)
             if kind == "Namespace":
                 namespace = res
-            elif kind in ("ServiceAccount", "ConfigMap", "Secret", "PersistentVolumeClaim"):
+            elif kind in (
+                "ServiceAccount",
+                "ConfigMap",
+                "Secret",
+                "PersistentVolumeClaim",
+                "LocalQueue",
+            ):
                 referenced.append(res)
             self.objects[f"{kind}/{meta['name']}"] = res
         self.register_outputs({"objects": sorted(self.objects)})

@@ -17,14 +17,25 @@ What AWS can attribute (docs/cost.md, "Budgets"):
   account (Billing preferences); docs/cost.md says what AWS documents and what it does not.
 
 Notifications go to one SNS topic that AWS Budgets may publish to (AWS Budgets notifies
-e-mail addresses and SNS topics only, not Alertmanager); each `webhook` receiver of
-`trainforge:monitoring.receivers` is subscribed to it over HTTPS. Slack and PagerDuty
-receivers are not reachable from AWS Budgets directly: the plan says so.
+e-mail addresses and SNS topics only, not Alertmanager). A `webhook` receiver of
+`trainforge:monitoring.receivers` is subscribed to it over HTTPS only when SNS can make that
+subscription: the endpoint "is a URL beginning with https://" for protocol https (SNS
+Subscribe API, https://docs.aws.amazon.com/sns/latest/api/API_Subscribe.html, read
+2026-11-29) and SNS, which lives outside the cluster and the VPC, must reach it to deliver the
+confirmation message, so a cluster-local (`*.svc`, `*.cluster.local`, one-label) or private
+address can never confirm. Such a receiver (prod's `http://alert-router.ops.svc...`) gets the
+team budgets through the platform's own Alertmanager instead (the in-cluster
+`TrainforgeTeamSpendOverBudget` alert, OpenCost's real spend), which does reach cluster-local
+receivers; a budget that route does not carry (the cluster's, or a stack without OpenCost) is
+a plan finding naming the receiver's key (plan check `budget_subscriptions`). Slack and
+PagerDuty receivers are not reachable from AWS Budgets directly: the plan says so.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import json
+import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -38,6 +49,49 @@ CLUSTER_TAG = "trainforge.io/cluster"
 NAMESPACE_TAG = "aws:eks:namespace"  # split cost allocation data for EKS (AWS-generated)
 # Notify when the month's actual cost passes 80% and when the forecast passes 100%.
 THRESHOLDS = (("ACTUAL", 80.0), ("FORECASTED", 100.0))
+
+
+# host suffixes only a cluster's (or a VPC's) own resolver answers: SNS cannot reach them
+LOCAL_SUFFIXES = (".svc", ".cluster.local", ".local", ".internal", ".localdomain")
+
+
+def subscription_problem(url: str) -> str | None:
+    """Why SNS cannot make (or confirm) an https subscription to `url`, or None when it can.
+
+    SNS refuses an endpoint whose scheme is not the protocol's ("Endpoint must match the
+    specified protocol"), and it confirms a subscription by POSTing to the URL from AWS's
+    network: a name only the cluster's DNS answers, or a private or loopback address, never
+    answers it."""
+    try:
+        parts = urllib.parse.urlsplit(url.strip())
+        host = (parts.hostname or "").rstrip(".").lower()
+    except ValueError:
+        return "not a URL"
+    if parts.scheme != "https":
+        return f"SNS subscribes https:// URLs only here (scheme {parts.scheme or 'none'!r})"
+    if not host:
+        return "no host"
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        address = None
+    if address is not None:
+        if not address.is_global:
+            return f"{host} is not a public address: SNS cannot reach it"
+        return None
+    if host == "localhost" or "." not in host or host.endswith(LOCAL_SUFFIXES):
+        return f"{host} resolves inside the cluster or network only: SNS cannot reach it"
+    return None
+
+
+@dataclass(frozen=True)
+class Webhook:
+    """A webhook receiver the budgets' topic subscribes: its name, its index among the webhook
+    receivers (the subscription's old resource name) and its URL (a secret)."""
+
+    receiver: str
+    index: int
+    url: str
 
 
 @dataclass(frozen=True)
@@ -74,7 +128,7 @@ class Budgets(pulumi.ComponentResource):
         self,
         name: str,
         budgets: Sequence[BudgetTarget],
-        webhook_urls: Sequence[str],
+        webhooks: Sequence[Webhook],
         tags: dict[str, str],
         opts: pulumi.ResourceOptions | None = None,
     ):
@@ -107,13 +161,17 @@ class Budgets(pulumi.ComponentResource):
             ),
             opts=child,
         )
-        for i, url in enumerate(webhook_urls):
+        for hook in webhooks:
+            # named by the receiver (the plan judges a secret endpoint by its receiver's key);
+            # the alias keeps a subscription created under its old index name
             aws.sns.TopicSubscription(
-                f"{name}-webhook-{i}",
+                f"{name}-webhook-{hook.receiver}",
                 topic=self.topic.arn,
                 protocol="https",
-                endpoint=pulumi.Output.secret(url),
-                opts=child,
+                endpoint=pulumi.Output.secret(hook.url),
+                opts=pulumi.ResourceOptions(
+                    parent=self, aliases=[pulumi.Alias(name=f"{name}-webhook-{hook.index}")]
+                ),
             )
         self.budgets = [
             aws.budgets.Budget(
@@ -153,7 +211,14 @@ def stack_budgets(config: Any, caps: CostCaps) -> Budgets | None:
     if not wanted:
         return None
     receivers = getattr(getattr(services, "monitoring", None), "receivers", ()) or ()
-    webhooks = [r.secret for r in receivers if r.type == "webhook" and r.secret]
+    # a receiver SNS cannot subscribe gets the team budgets through Alertmanager (the
+    # in-cluster spend alert); the plan reports a budget no route carries to it
+    hooks = [r for r in receivers if r.type == "webhook" and r.secret]
+    webhooks = [
+        Webhook(r.name, i, r.secret)
+        for i, r in enumerate(hooks)
+        if subscription_problem(r.secret) is None
+    ]
     unreachable = [r.name for r in receivers if r.type != "webhook"]
     if unreachable:
         pulumi.log.warn(

@@ -92,7 +92,10 @@ class Cluster(pulumi.ComponentResource):
                 endpoint_public_access=cfg.endpoint.public,
                 # the allow-list, plus the deployer's /32 with deployFrom: deployer (endpoint.py)
                 public_access_cidrs=endpoint.public_access_cidrs(
-                    cfg.endpoint.public_access_cidrs, cfg.endpoint.deploy_from
+                    cfg.endpoint.public_access_cidrs,
+                    cfg.endpoint.deploy_from,
+                    cname,
+                    pulumi.Config("aws").get("region"),
                 ),
                 authentication_mode=eks.AuthenticationMode.API,
                 create_oidc_provider=True,

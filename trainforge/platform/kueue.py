@@ -14,12 +14,27 @@ WorkloadPriorityClasses, ClusterQueues and LocalQueues depend on the release (Pu
 for its webhook to be ready), and so must anything that creates a Job in a team namespace:
 Kueue's webhooks intercept Job creation there (`failurePolicy: Fail`).
 
-Configuration choices (the chart's `managerConfig`):
+High availability: Kueue's webhooks (`failurePolicy: Fail`) stand in front of every Job,
+PyTorchJob and TrainJob created in a team namespace, Pulumi's own included: with one replica,
+a node drain or a crash blocks them all until a new pod is ready. So the controller runs 2
+replicas (the chart's `controllerManager.replicas`; leader election is on in its config, so
+one reconciles while both serve the webhooks), spread over nodes, with the chart's
+PodDisruptionBudget (`minAvailable: 1`) so a drain never takes both.
+
+Configuration choices (the chart's `managerConfig`): the Configuration is the chart's default
+(vendored in data/kueue/manager-config-<minor>.yaml with its source) with only our keys
+overridden, so the chart's `clientConnection` (QPS 300, burst 500) and controller concurrency
+stay (replacing `controllerManagerConfigYaml` whole used to drop them: client-go's defaults
+are QPS 5, burst 10, rate-limiting a busy queue's API calls):
 - integrations: one per job backend trainforge emits (PyTorchJob, TrainJob, indexed
   batch/v1 Job); Kueue sets up an integration once its CRD appears, so the order in which
   the operators are installed does not matter;
-- `managedJobsNamespaceSelector`: team namespaces only, so Kueue's webhooks never stand in
-  the way of platform Jobs (Helm hooks, the Prometheus operator's admission patch);
+- `managedJobsNamespaceSelector`: the namespaces labelled `trainforge.io/queued=true` (team
+  namespaces and the acceptance tests'), so Kueue's webhooks never stand in the way of
+  platform Jobs (Helm hooks, the Prometheus operator's admission patch). The chart makes this
+  selector its job webhooks' `namespaceSelector` (charts/kueue/templates/webhook/manifests.yaml,
+  release-0.19 at c90ed700c1): a Job elsewhere is never suspended at creation, queue label or
+  not, so the acceptance tests' namespace must be selected for their Jobs to queue;
 - `manageJobsWithoutQueueName: true`: in team namespaces every job goes through the queue,
   with or without a queue label (a PyTorchJob or Job written by hand, a Kubeflow SDK
   TrainJob). Kueue's webhook gives a job without the label its namespace's LocalQueue
@@ -42,7 +57,10 @@ Configuration choices (the chart's `managerConfig`):
 
 from __future__ import annotations
 
+import copy
+import functools
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pulumi
@@ -54,7 +72,7 @@ from trainforge.core.contract import PoolFacts
 from trainforge.platform import queues
 from trainforge.platform.placement import SYSTEM_NODE_SELECTOR, psa_labels
 from trainforge.platform.services_config import KueueConfig, TeamConfig
-from trainforge.platform.teams import TEAM_LABEL
+from trainforge.platform.teams import QUEUED_LABEL, TEAM_LABEL
 
 NAMESPACE = "kueue-system"
 # Kueue's integration name for each trainforge job backend (trainforge.core.contract.BACKENDS).
@@ -66,21 +84,39 @@ FRAMEWORKS = {
     "indexed-job": "batch/job",
 }
 EXCLUDED_RESOURCES = ("vpc.amazonaws.com/efa",)
+DATA = Path(__file__).resolve().parent / "data" / "kueue"
+REPLICAS = 2
+PDB_MIN_AVAILABLE = 1
+
+
+def default_config_path(chart_version: str = versions.KUEUE_CHART_VERSION) -> Path:
+    """The vendored chart default for the pinned chart's minor line (0.19.5 -> 0.19)."""
+    minor = ".".join(chart_version.split(".")[:2])
+    return DATA / f"manager-config-{minor}.yaml"
+
+
+@functools.cache
+def chart_default_config(chart_version: str = versions.KUEUE_CHART_VERSION) -> dict[str, Any]:
+    """The chart's default `controllerManagerConfigYaml`, parsed; a chart version without a
+    vendored default is a platform error naming the file to vendor (never a silent guess)."""
+    path = default_config_path(chart_version)
+    if not path.is_file():
+        raise RuntimeError(
+            f"Kueue chart {chart_version}: no vendored default Configuration {path.name} in "
+            f"{DATA} (vendor charts/kueue/values.yaml's managerConfig.controllerManagerConfigYaml "
+            "of that release)"
+        )
+    return yaml.safe_load(path.read_text())
 
 
 def manager_config(cfg: KueueConfig) -> dict[str, Any]:
-    """Kueue's Configuration (config.kueue.x-k8s.io/v1beta2), the chart's defaults plus ours."""
-    out: dict[str, Any] = {
-        "apiVersion": "config.kueue.x-k8s.io/v1beta2",
-        "kind": "Configuration",
-        "health": {"healthProbeBindAddress": ":8081"},
-        "metrics": {"bindAddress": ":8443"},
-        "webhook": {"port": 9443},
-        "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
+    """Kueue's Configuration (config.kueue.x-k8s.io/v1beta2): the chart's default with only
+    the keys below set by us (lists and sections we set replace the chart's whole)."""
+    out: dict[str, Any] = copy.deepcopy(chart_default_config())
+    out.pop("waitForPodsReady", None)
+    out |= {
         "manageJobsWithoutQueueName": True,
-        "managedJobsNamespaceSelector": {
-            "matchExpressions": [{"key": TEAM_LABEL, "operator": "Exists"}]
-        },
+        "managedJobsNamespaceSelector": {"matchLabels": {QUEUED_LABEL: "true"}},
         "integrations": {"frameworks": list(FRAMEWORKS.values())},
         "resources": {"excludeResourcePrefixes": list(EXCLUDED_RESOURCES)},
     }
@@ -105,8 +141,30 @@ def manager_config(cfg: KueueConfig) -> dict[str, Any]:
 DISABLE_PODS_READY_GATE = "DisableWaitForPodsReady"
 
 
+# the chart's pod selector labels (charts/kueue/templates/_helpers.tpl kueue.selectorLabels,
+# release-0.19 at c90ed700c1): the release is named `kueue`
+POD_LABELS = {
+    "app.kubernetes.io/name": "kueue",
+    "app.kubernetes.io/instance": "kueue",
+    "control-plane": "controller-manager",
+}
+
+
 def chart_values(cfg: KueueConfig) -> dict[str, Any]:
-    manager: dict[str, Any] = {"nodeSelector": dict(SYSTEM_NODE_SELECTOR)}
+    manager: dict[str, Any] = {
+        "nodeSelector": dict(SYSTEM_NODE_SELECTOR),
+        "replicas": REPLICAS,
+        "podDisruptionBudget": {"enabled": True, "minAvailable": PDB_MIN_AVAILABLE},
+        # one replica per node where there are nodes enough (dev's system group may be 2)
+        "topologySpreadConstraints": [
+            {
+                "maxSkew": 1,
+                "topologyKey": "kubernetes.io/hostname",
+                "whenUnsatisfiable": "ScheduleAnyway",
+                "labelSelector": {"matchLabels": dict(POD_LABELS)},
+            }
+        ],
+    }
     if not cfg.pods_ready_timeout:
         manager["featureGates"] = [{"name": DISABLE_PODS_READY_GATE, "enabled": True}]
     return {

@@ -39,6 +39,9 @@ TRAINING_SERVICE_ACCOUNT = "training"
 QUOTA_NAME = "team-quota"
 LIMIT_RANGE_NAME = "container-defaults"
 TEAM_LABEL = "trainforge.io/team"
+# Namespaces whose Jobs Kueue manages (its managedJobsNamespaceSelector, which the chart also
+# makes its job webhooks' namespaceSelector): the team namespaces and the acceptance tests'.
+QUEUED_LABEL = "trainforge.io/queued"
 NS_NAME_LABEL = "kubernetes.io/metadata.name"
 # EKS Pod Identity agent (link-local, on every node): serves the role's credentials.
 POD_IDENTITY_AGENT_CIDR = "169.254.170.23/32"
@@ -247,6 +250,7 @@ class TeamNamespaces(pulumi.ComponentResource):
                     labels={
                         **args.labels,
                         TEAM_LABEL: t,
+                        QUEUED_LABEL: "true",
                         "pod-security.kubernetes.io/enforce": team.pod_security,
                         "pod-security.kubernetes.io/enforce-version": "latest",
                         "pod-security.kubernetes.io/audit": "restricted",

@@ -293,6 +293,7 @@ class TrainingPlatform(pulumi.ComponentResource):
                     pools=self.node_pools,
                     k8s_provider=self.k8s_provider,
                     depends_on=[services] if services is not None else [],
+                    cohort=self._acceptance_cohort(config),
                 ),
                 child,
             )
@@ -369,6 +370,15 @@ class TrainingPlatform(pulumi.ComponentResource):
         if images is not None and cache.builds:
             images = replace(images, ready=tuple(cache.builds))
         return images, cache
+
+    @staticmethod
+    def _acceptance_cohort(config: PlatformConfig) -> str | None:
+        """The cohort the acceptance runs queue in: the teams' (the first by name when they
+        use several); None without Kueue or teams (the runs are not queued then)."""
+        services = config.services
+        if services is None or not services.kueue.enabled or not services.teams:
+            return None
+        return sorted({t.cohort for t in services.teams})[0]
 
     def _efa_zone_index(self, config: PlatformConfig) -> int:
         """The private subnet of the first EFA pool or (unreserved) EFA group: the first zone

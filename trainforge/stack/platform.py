@@ -230,8 +230,9 @@ class EndpointConfig(Section):
         "allowList",
         description="How `pulumi up` reaches the API (every Kubernetes object and chart goes "
         "through it): `allowList`: from an address in `publicAccessCidrs`; `deployer`: the "
-        "public endpoint also admits the public IPv4 address (/32) of the machine running "
-        "`pulumi up`, learned from https://checkip.amazonaws.com at each preview and up; "
+        "public endpoint also admits the public IPv4 address (/32) of each machine that ran "
+        "`pulumi up` (learned from https://checkip.amazonaws.com; earlier deployers' addresses "
+        "are kept from the live cluster, a preview adds none); "
         "`vpc`: `pulumi up` runs inside the cluster's VPC (or a network routed to it). A stack "
         "that creates its VPC with a private-only endpoint and no `vpc` runner cannot reach "
         "its API: a plan finding (TRAINFORGE_ENDPOINT_UNREACHABLE).",

@@ -26,6 +26,7 @@ from typing import Any
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.checks.rules import EKS_CLUSTER, EKS_COMPONENT
 from trainforge.plan.runner import UNKNOWN
+from trainforge.platform.endpoint import DEPLOYERS
 
 UNREACHABLE = "TRAINFORGE_ENDPOINT_UNREACHABLE"
 RULES = {
@@ -87,7 +88,7 @@ def check(ctx: PlanContext) -> CheckResult:
             continue
         public, cidrs, vpc_prop = _endpoint(res)
         created = any(_made_here(by_urn, u) for u in res.dependencies.get(vpc_prop, []))
-        known = [c for c in cidrs if c != UNKNOWN]
+        known = [c for c in cidrs if c not in (UNKNOWN, DEPLOYERS)]
         row = {
             "cluster": res.name,
             "public": public,
@@ -98,8 +99,11 @@ def check(ctx: PlanContext) -> CheckResult:
         data.append(row)
         if public:
             parts = list(known)
-            if UNKNOWN in cidrs:
-                parts.append("the deployer's /32 (learned at `pulumi up`)")
+            if UNKNOWN in cidrs or DEPLOYERS in cidrs:
+                parts.append(
+                    "the /32 of each machine that ran `pulumi up` (kept: a second operator or "
+                    "CI does not lock out the first)"
+                )
             who = ", ".join(parts) or "anywhere (no allow-list: the providers' 0.0.0.0/0)"
             lines.append(
                 f"{res.name}: public endpoint reachable from {who}; private inside the VPC"

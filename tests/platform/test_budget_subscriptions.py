@@ -1,0 +1,75 @@
+"""Subscriptions AWS can make: the budgets' SNS topic subscribes only endpoints SNS accepts
+and can confirm, and a receiver it cannot subscribe gets the budgets another way or is a plan
+finding naming its key (issue 41's blocker: prod subscribed
+`http://alert-router.ops.svc.cluster.local:8080/alertmanager` with protocol https).
+
+moto 5.2.5 (the venv's) does not validate this: its `sns.subscribe` stores any endpoint for
+protocol http/https (moto/sns/models.py, `subscribe`), so the rule is tested as a unit and
+through the offline plan of the shipped stacks."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import ROOT
+from trainforge.plan import core
+from trainforge.plan.checks import budget_subscriptions as B
+from trainforge.platform.budgets import subscription_problem
+
+PROD_RECEIVER = "http://alert-router.ops.svc.cluster.local:8080/alertmanager"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        PROD_RECEIVER,
+        "https://alert-router.ops.svc.cluster.local:8080/alertmanager",
+        "https://alert-router.ops.svc/x",
+        "https://alert-router/x",
+        "https://10.0.3.4/hook",
+        "https://localhost:9093/",
+        "https://ip-10-0-0-1.ec2.internal/hook",
+        "ftp://example.com/x",
+    ],
+)
+def test_what_sns_cannot_subscribe(url):
+    assert subscription_problem(url)
+
+
+@pytest.mark.parametrize(
+    "url", ["https://hooks.example.com/alertmanager", "https://93.184.216.34/hook"]
+)
+def test_what_sns_can_subscribe(url):
+    assert subscription_problem(url) is None
+
+
+def test_a_subscription_whose_endpoint_is_not_its_protocol_is_refused():
+    assert "https://" in B.endpoint_problem("https", PROD_RECEIVER)
+    assert B.endpoint_problem("https", "https://hooks.example.com/a") is None
+    assert B.endpoint_problem("email", "oncall@example.com") is None
+    assert B.endpoint_problem("email", "oncall") is not None
+
+
+def _plan(**overrides):
+    return core.plan_project(ROOT, "prod", standins=False, config_overrides=overrides)
+
+
+@pytest.fixture(scope="module")
+def prod():
+    return _plan()
+
+
+def test_prod_creates_only_subscriptions_sns_accepts(prod):
+    subs = [r for r in prod.inventory.resources if r.type == B.TOPIC_SUBSCRIPTION]
+    assert all(B.endpoint_problem(s.inputs["protocol"], s.inputs["endpoint"]) is None for s in subs)
+    assert not [v for v in prod.failing if v.rule in B.RULES]
+    [section] = [s for s in prod.sections if s.title.startswith("Budget notifications")]
+    assert any("through Alertmanager" in line for line in section.lines), section.lines
+
+
+def test_a_budget_no_route_carries_names_the_receivers_key():
+    caps = {"clusterPerMonth": 500000, "teams": {"vision": {"teamPerMonth": 20000}}}
+    result = _plan(**{"trainforge-policy:costCaps": caps})
+    [v] = [v for v in result.failing if v.rule == B.BUDGET_UNROUTED]
+    assert "trainforge:monitoring.receivers[0].url" in v.message
+    assert PROD_RECEIVER in v.message and "the cluster's" in v.message

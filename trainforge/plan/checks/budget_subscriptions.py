@@ -1,0 +1,197 @@
+"""Plan check: subscriptions AWS can make. Every SNS subscription `pulumi up` would create is
+one SNS accepts and can confirm, and every webhook receiver gets the stack's budgets by some
+route.
+
+Why: prod's webhook receiver is `http://alert-router.ops.svc.cluster.local:8080/...`; the
+budgets' SNS topic subscribed it with protocol `https`. SNS refuses an endpoint whose scheme is
+not the protocol's ("for the https protocol, the endpoint is a URL beginning with https://",
+SNS Subscribe API, https://docs.aws.amazon.com/sns/latest/api/API_Subscribe.html, read
+2026-11-29), and a name only the cluster's DNS answers can never confirm the subscription:
+`pulumi up` failed on `budgets-webhook-0` while the plan said CLEAN.
+
+What is judged:
+- each `aws:sns/topicSubscription:TopicSubscription` of the plan: an http(s) endpoint must
+  match its protocol and be public (platform.budgets.subscription_problem); an email endpoint
+  must be an address. A finding names the resource.
+- each `webhook` receiver of `trainforge:monitoring.receivers` SNS cannot subscribe, when the
+  stack has monthly budgets (`trainforge-policy:costCaps`): the platform routes a team's budget
+  to it through Alertmanager (the `TrainforgeTeamSpendOverBudget` alert, in the plan's
+  PrometheusRule when OpenCost runs); a budget no route carries to it (the cluster's, a team
+  whose budget series is not in the rules, a receiver without `warning` or filtered to other
+  teams) is a finding naming `trainforge:monitoring.receivers[<i>].url`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
+from trainforge.platform.budgets import subscription_problem
+from trainforge.platform.dashboards import BUDGET
+from trainforge.stack.file import decode_value
+from trainforge.stack.policy import CAPS_KEY
+
+SUBSCRIPTION = "TRAINFORGE_SNS_SUBSCRIPTION"
+BUDGET_UNROUTED = "TRAINFORGE_BUDGET_UNROUTED"
+RULES = {
+    SUBSCRIPTION: "subscribe a public https:// URL (protocol https) or an e-mail address "
+    "(protocol email): SNS refuses an endpoint whose scheme is not the protocol's and cannot "
+    "confirm a cluster-local or private address",
+    BUDGET_UNROUTED: "give the receiver a public https:// URL SNS can subscribe (it must "
+    "confirm the subscription), or keep it cluster-local and let Alertmanager carry the team "
+    "budgets (OpenCost on, the receiver taking `warning`), dropping clusterPerMonth (no "
+    "in-cluster alert carries it); docs/cost.md, Budgets",
+}
+TOPIC_SUBSCRIPTION = "aws:sns/topicSubscription:TopicSubscription"
+MONITORING_KEY = "trainforge:monitoring"
+SPEND_ALERT = "TrainforgeTeamSpendOverBudget"
+EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
+
+
+def endpoint_problem(protocol: str, endpoint: Any) -> str | None:
+    """Why SNS cannot make this (protocol, endpoint) subscription, or None (also when the
+    endpoint is unknown at plan, or a protocol this check does not judge)."""
+    if not isinstance(endpoint, str) or endpoint in ("", "[secret]"):
+        return None
+    if protocol in ("http", "https"):
+        if not endpoint.startswith(f"{protocol}://"):
+            return f"protocol {protocol} needs a URL beginning with {protocol}://"
+        if protocol == "https":
+            return subscription_problem(endpoint)
+        return subscription_problem("https" + endpoint[len("http") :])
+    if protocol in ("email", "email-json") and not EMAIL.fullmatch(endpoint):
+        return f"protocol {protocol} needs an e-mail address"
+    return None
+
+
+def _spend_routes(resources: list[Any]) -> set[str] | None:
+    """The teams whose budget the in-cluster spend alert carries (their budget series in a
+    rule of the plan), or None when the plan has no such alert (OpenCost off)."""
+    teams: set[str] = set()
+    alert = False
+    for res in resources:
+        spec = res.inputs.get("spec") if isinstance(res.inputs, dict) else None
+        if not isinstance(spec, dict) or "groups" not in spec:
+            continue
+        for group in spec.get("groups") or ():
+            for rule in (group or {}).get("rules") or ():
+                if rule.get("alert") == SPEND_ALERT:
+                    alert = True
+                if rule.get("record") == BUDGET:
+                    team = (rule.get("labels") or {}).get("trainforge_io_team")
+                    if team:
+                        teams.add(team)
+    return teams if alert else None
+
+
+def _receivers(config: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
+    raw = decode_value(config.get(MONITORING_KEY))
+    found = raw.get("receivers") if isinstance(raw, dict) else None
+    if not isinstance(found, list):
+        return []
+    return [(i, r) for i, r in enumerate(found) if isinstance(r, dict)]
+
+
+def _budgets(config: dict[str, Any]) -> tuple[bool, list[str]]:
+    """(the cluster has a monthly budget, the teams with one), read leniently: a malformed
+    cap is the cost check's to report, with its key."""
+    raw = decode_value(config.get(CAPS_KEY))
+    if not isinstance(raw, dict):
+        return False, []
+    cluster = raw.get("clusterPerMonth") is not None
+    default = raw.get("teamPerMonth")
+    teams = raw.get("teams") if isinstance(raw.get("teams"), dict) else {}
+    named = sorted(
+        t for t, c in teams.items() if (c or {}).get("teamPerMonth", default) is not None
+    )
+    return cluster, named
+
+
+def check(ctx: PlanContext) -> CheckResult:
+    config = dict(ctx.inventory.config or {})
+    resources = list(ctx.inventory.resources)
+    findings: list[Finding] = []
+    lines: list[str] = []
+    data: dict[str, Any] = {"subscriptions": [], "receivers": []}
+    receivers = {
+        str(r.get("name") or f"{r.get('type', 'webhook')}-{i}"): r for i, r in _receivers(config)
+    }
+    for res in resources:
+        if res.type != TOPIC_SUBSCRIPTION:
+            continue
+        protocol = str(res.inputs.get("protocol", ""))
+        endpoint = res.inputs.get("endpoint")
+        if endpoint == "[secret]":  # the budgets' topic names a subscription by its receiver
+            rec = receivers.get(res.name.rpartition("-webhook-")[2]) or {}
+            endpoint = decode_value(rec.get("url"))
+        why = endpoint_problem(protocol, endpoint)
+        data["subscriptions"].append({"name": res.name, "protocol": protocol, "problem": why})
+        if why is None:
+            lines.append(f"{res.name}: {protocol} subscription SNS accepts")
+            continue
+        findings.append(
+            Finding(
+                resource=res.urn,
+                rule=SUBSCRIPTION,
+                message=f"{res.name}: SNS cannot make this {protocol} subscription ({why}): "
+                "`pulumi up` fails on it, or it never confirms",
+                fix=RULES[SUBSCRIPTION],
+                urn=res.urn,
+                names=frozenset({res.name}),
+            )
+        )
+        lines.append(f"{res.name}: {protocol} subscription SNS refuses: {why}")
+    cluster_budget, team_budgets = _budgets(config)
+    if cluster_budget or team_budgets:
+        routed = _spend_routes(resources)
+        for i, rec in _receivers(config):
+            if rec.get("type", "webhook") != "webhook":
+                continue
+            url = decode_value(rec.get("url"))
+            key = f"{MONITORING_KEY}.receivers[{i}].url"
+            name = rec.get("name") or f"{rec.get('type', 'webhook')}-{i}"
+            if not isinstance(url, str) or url == "[secret]":
+                lines.append(f"receiver {name}: url is a secret; judged at `pulumi up` only")
+                continue
+            why = subscription_problem(url)
+            entry = {"receiver": name, "key": key, "problem": why, "unrouted": []}
+            data["receivers"].append(entry)
+            if why is None:
+                lines.append(f"receiver {name}: budgets through the SNS topic (https)")
+                continue
+            severities = rec.get("severities") or ["critical", "warning"]
+            only = rec.get("teams") or []
+            unrouted = ["the cluster's"] if cluster_budget else []
+            for team in team_budgets:
+                if (
+                    routed is None
+                    or team not in routed
+                    or "warning" not in severities
+                    or (only and team not in only)
+                ):
+                    unrouted.append(f"team {team}'s")
+            entry["unrouted"] = unrouted
+            if not unrouted:
+                lines.append(
+                    f"receiver {name}: not subscribable by SNS ({why}); gets the team budgets "
+                    f"through Alertmanager ({SPEND_ALERT}: OpenCost's real spend; no forecast)"
+                )
+                continue
+            findings.append(
+                Finding(
+                    resource=key,
+                    rule=BUDGET_UNROUTED,
+                    message=f"{key}: got {url!r}; SNS cannot subscribe it ({why}), and no "
+                    f"in-cluster alert carries {' and '.join(unrouted)} monthly budget to it: "
+                    "valid is a public https:// URL",
+                    fix=RULES[BUDGET_UNROUTED],
+                    names=frozenset({key, name}),
+                )
+            )
+            lines.append(f"receiver {name}: gets no notice of {', '.join(unrouted)} budget")
+    if not lines:
+        return CheckResult()
+    return CheckResult(
+        findings, [Section("Budget notifications (subscriptions AWS can make)", lines, data)]
+    )
