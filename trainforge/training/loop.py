@@ -27,7 +27,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from trainforge.training import agreement, exits, versions
+from trainforge.training import agreement, exits, fp8, versions
 from trainforge.training import checkpoint as ckpt_mod
 from trainforge.training.config import TrainConfig, as_dict, check_world, lr_factor
 from trainforge.training.data import Batches, ShardedOrder, build_dataset
@@ -163,6 +163,8 @@ def _train(cfg: TrainConfig, env: DistEnv, timeouts: Timeouts | None = None) -> 
     t_setup = time.perf_counter()
     host = SetupMemory.start()  # this rank's host memory from here to the first step
     timeouts = timeouts or Timeouts.from_hang_timeout(cfg.hang_timeout)
+    if cfg.precision == "fp8" and (why := _fp8_problem(env.device)) is not None:
+        raise exits.RunFailure(exits.CONFIG_ERROR, why)  # one line, before any model exists
     dataset = build_dataset(cfg)
     cfg = check_world(cfg, env.world_size, len(dataset))
 
@@ -209,7 +211,7 @@ def _train(cfg: TrainConfig, env: DistEnv, timeouts: Timeouts | None = None) -> 
 
     reporter.log(
         f"trainforge: {cfg.strategy} {cfg.model} on {env.world_size} x {env.device.type} "
-        f"({env.backend}, {str(dtype).removeprefix('torch.')}), global batch {global_batch} = "
+        f"({env.backend}, {_precision_words(cfg, dtype, raw)}), global batch {global_batch} = "
         f"{cfg.batch_size} x {env.world_size} ranks x {cfg.grad_accum} accum, "
         f"{len(dataset)} samples, {cfg.steps} steps, output {out_dir}"
     )
@@ -268,6 +270,29 @@ def _train(cfg: TrainConfig, env: DistEnv, timeouts: Timeouts | None = None) -> 
         if watchdog is not None:
             watchdog.close()
         reporter.close()
+
+
+# Test hook: lets `--precision fp8` run on the CPU through torchao's emulated float8 matmuls,
+# so that CI proves the loop's FP8 wiring end to end (tests/training/test_fp8.py,
+# bench/gpu_check.py --dry-run). Never set in a pod: the refusal below is what users get.
+FP8_ON_CPU_ENV = "TRAINFORGE_TEST_FP8_ON_CPU"
+
+
+def _fp8_problem(device: torch.device) -> str | None:
+    if device.type == "cpu" and os.environ.get(FP8_ON_CPU_ENV) == "1":
+        return fp8.problem("cuda", fp8.MIN_CAPABILITY)  # still refused without torchao
+    return fp8.device_problem(device)
+
+
+def _precision_words(cfg: TrainConfig, dtype: torch.dtype, raw: nn.Module) -> str:
+    """The dtype for the first log line; FP8 runs name what runs in float8."""
+    words = str(dtype).removeprefix("torch.")
+    if cfg.precision != "fp8":
+        return words
+    n = len(getattr(raw, "float8_layers", ()))
+    return (
+        f"fp8: float8 matmuls in {n} Linear layers (torchao), {words} elsewhere; MFU vs bf16 peak"
+    )
 
 
 def _begin_attempt(ledger: RunLedger, env: DistEnv, reporter: Reporter) -> None:
@@ -389,6 +414,7 @@ def _loop(
     fault = InStepFault(env.rank)  # test hook (faults.py); inert unless TRAINFORGE_TEST_FAULT
     fault_log = reporter.log if env.is_main else print
     ckpt_may_block = checkpointing.may_block  # fixed for the run: its config does not change
+    fp8_scales = cfg.precision == "fp8" and cfg.strategy == "fsdp"
     dist.barrier()  # ranks start the clock together (throughput numbers exclude setup skew)
     reporter.start_loop(state.step)
     while state.step < cfg.steps:
@@ -403,6 +429,8 @@ def _loop(
             loss = micro_step(model, batch, micro == cfg.grad_accum - 1, cfg, env.device, dtype)
             loss_acc.add_(loss)  # summed over micro-steps; averaged when logged
         optimizer.step()
+        if fp8_scales:
+            fp8.after_optimizer_step(model)  # FSDP2's float8 all-gather: next scales, at once
         scheduler.step()
         optimizer.zero_grad(set_to_none=True)
         state.step += 1
@@ -505,7 +533,12 @@ def _finish(
         "device_name": torch.cuda.get_device_name(env.device)
         if env.device.type == "cuda"
         else "cpu",
-        "precision": str(resolve_precision(cfg, env.device)).removeprefix("torch."),
+        "precision": "fp8"
+        if cfg.precision == "fp8"
+        else str(resolve_precision(cfg, env.device)).removeprefix("torch."),
+        # MFU (rates above) is against the bf16 peak in every precision: FP8 runs say so here
+        "mfu_basis": "bf16 peak" if reporter.peak else None,
+        "float8_layers": list(getattr(raw, "float8_layers", ())),
         "parameters": sum(p.numel() for p in raw.parameters()),
         "flops_per_sample": raw.flops_per_sample(),
         "peak_flops_per_gpu": reporter.peak,
