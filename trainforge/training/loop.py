@@ -145,10 +145,15 @@ def train(cfg: TrainConfig) -> int:
     with contextlib.suppress(OSError):
         recorder_dir.mkdir(parents=True, exist_ok=True)
     apply_env(timeouts, flight_recorder_prefix=str(recorder_dir / "nccl_trace_rank_"))
+    t_pg = time.perf_counter()
     env = init_distributed(timeout_s=timeouts.collective)
+    phases = {"process_group_s": time.perf_counter() - t_pg}
+    if (started := _process_start_wall()) is not None:
+        # interpreter start, imports and flag parsing, up to the process group's creation
+        phases["process_start_s"] = max(0.0, t_pg - time.perf_counter() + time.time() - started)
     exits.context.rank = env.rank
     try:
-        return _train(cfg, env, timeouts)
+        return _train(cfg, env, timeouts, phases)
     except exits.RunFailure as e:
         exits.record(e.reason, e.detail)  # before the teardown below: see exits.record
         raise
@@ -159,14 +164,30 @@ def train(cfg: TrainConfig) -> int:
         cleanup()
 
 
-def _train(cfg: TrainConfig, env: DistEnv, timeouts: Timeouts | None = None) -> int:
+def _train(
+    cfg: TrainConfig,
+    env: DistEnv,
+    timeouts: Timeouts | None = None,
+    phases: dict[str, float] | None = None,
+) -> int:
     t_setup = time.perf_counter()
+    # set-up split for the summary (bench/gpu_check.py's set-up row): where the seconds before
+    # the first step go; compile's warm-up is the start-up windows' (metrics.Reporter.rates)
+    phases = dict(phases or {})
+    mark = [t_setup]
+
+    def lap(name: str) -> None:
+        now = time.perf_counter()
+        phases[name] = phases.get(name, 0.0) + now - mark[0]
+        mark[0] = now
+
     host = SetupMemory.start()  # this rank's host memory from here to the first step
     timeouts = timeouts or Timeouts.from_hang_timeout(cfg.hang_timeout)
     if cfg.precision == "fp8" and (why := _fp8_problem(env.device)) is not None:
         raise exits.RunFailure(exits.CONFIG_ERROR, why)  # one line, before any model exists
     dataset = build_dataset(cfg)
     cfg = check_world(cfg, env.world_size, len(dataset))
+    lap("dataset_s")
 
     # on the meta device: parallelize shards (or replicates) it, then each rank allocates and
     # draws only its own part, from --seed (models/init.py): the same weights for any world
@@ -174,6 +195,7 @@ def _train(cfg: TrainConfig, env: DistEnv, timeouts: Timeouts | None = None) -> 
     raw = model
     dtype = resolve_precision(cfg, env.device)
     model = parallelize(model, cfg, env, dtype)
+    lap("model_s")  # build on meta, (fp8 conversion,) shard or replicate, draw the weights
     optimizer = build_optimizer(model, cfg, env.device)
     scheduler = build_scheduler(optimizer, cfg)
     state = TrainState(model=model, optimizer=optimizer, scheduler=scheduler)
@@ -249,6 +271,7 @@ def _train(cfg: TrainConfig, env: DistEnv, timeouts: Timeouts | None = None) -> 
         _check_progress(ledger, env, state.step, reporter)
         goodput.begin(state.step)
         host.stop(raw)
+        lap("restore_and_other_s")  # optimizer, reporter, ledger, watchdog, checkpoint restore
         code = _loop(cfg, env, state, batches, reporter, checkpointing, dtype, watchdog, goodput)
         if code != 0:
             return code
@@ -262,7 +285,7 @@ def _train(cfg: TrainConfig, env: DistEnv, timeouts: Timeouts | None = None) -> 
                 goodput.checkpoint_blocked(time.perf_counter() - t0)
             reporter.gauges.update(checkpointing.metrics())
             verdict = _finish(cfg, env, state, reporter, global_batch, raw, t_setup, name,
-                              checkpointing, goodput, host)  # fmt: skip
+                              checkpointing, goodput, host, phases)  # fmt: skip
         if not verdict.agree:
             raise exits.RunFailure(exits.RANKS_DISAGREE, verdict.detail)
         return 0
@@ -491,6 +514,7 @@ def _finish(
     checkpointing: ckpt_mod.Checkpointing,
     goodput: Goodput | None = None,
     host: SetupMemory | None = None,
+    phases: dict[str, float] | None = None,
 ) -> agreement.Agreement:
     # each rank vouches for its own memory: its replica (DDP) or its local shard (FSDP)
     verdict = agreement.check(unwrap(state.model), env.rank, env.world_size, corrupt_hook(env.rank))
@@ -521,6 +545,10 @@ def _finish(
         "losses": [[int(h["step"]), h["loss"]] for h in hist],
         "elapsed_seconds": elapsed,
         "setup_seconds": reporter.loop_start - t_setup,
+        # the seconds before the first step, by phase: process_start_s (interpreter, imports)
+        # and process_group_s come before `setup_seconds`; dataset_s, model_s,
+        # restore_and_other_s and loop_start_s (the ranks' first barrier) add up to it
+        "setup_phases": _setup_phases(phases, reporter.loop_start - t_setup),
         "setup_host_memory": setup_host,
         **rates,
         "ranks_agree": agree,
@@ -561,6 +589,26 @@ def _finish(
         reporter.gauges.update(goodput.gauges())
     reporter.summary(summary)
     return verdict
+
+
+def _process_start_wall() -> float | None:
+    """This process's start as wall-clock time, from Linux's /proc (None elsewhere):
+    /proc/self/stat field 22 is the start in clock ticks after boot, /proc/uptime the seconds
+    since boot (proc(5))."""
+    try:
+        stat = Path("/proc/self/stat").read_text()
+        ticks = int(stat.rsplit(")", 1)[1].split()[19])  # field 22; fields 1-2 end at ")"
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+        return time.time() - (uptime - ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _setup_phases(phases: dict[str, float] | None, setup_seconds: float) -> dict[str, float]:
+    inside = ("dataset_s", "model_s", "restore_and_other_s")
+    out = dict(phases or {})
+    out["loop_start_s"] = max(0.0, setup_seconds - sum(out.get(k, 0.0) for k in inside))
+    return out
 
 
 def _peak_memory(env: DistEnv) -> dict[str, int | None]:
