@@ -830,11 +830,12 @@ def _unwrapped(model_sd: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for k, v in model_sd.items():
         local = getattr(v, "_local_tensor", None)
-        if local is not None and storage_tensor(local) is not local:
-            from torch.distributed.tensor import DTensor  # noqa: PLC0415
+        if local is not None:  # a DTensor (FSDP2): its local shard may be the wrapper
+            if storage_tensor(local) is not local:
+                from torch.distributed.tensor import DTensor  # noqa: PLC0415
 
-            v = DTensor.from_local(storage_tensor(local), v.device_mesh, v.placements,
-                                   run_check=False, shape=v.shape, stride=v.stride())  # fmt: skip
+                v = DTensor.from_local(storage_tensor(local), v.device_mesh, v.placements,
+                                       run_check=False, shape=v.shape, stride=v.stride())  # fmt: skip
         elif isinstance(v, torch.Tensor):
             v = storage_tensor(v)
         out[k] = v
