@@ -114,3 +114,27 @@ def test_fp8_fsdp_trains_resumes_from_an_async_checkpoint_and_says_fp8(tmp_path,
     assert [s for s, _ in summary["losses"]] == [5, 6]
     assert torch.isfinite(torch.tensor(losses)).all()
     assert losses == pytest.approx([loss for _, loss in resumed["sync"]["losses"]], rel=1e-6)
+
+
+def test_checkpoints_keep_dtensors_and_unwrap_only_torchaos_weight_inside(one_rank_group):
+    """`checkpoint._unwrapped`: a bf16 FSDP2 weight (a DTensor of a plain shard) is saved as
+    it is -- unwrapping the DTensor itself saved a 2-rank run's shard as the whole tensor --
+    and an FP8 one (a DTensor of torchao's wrapper) becomes a DTensor of the plain shard."""
+    from torch.distributed.fsdp import fully_shard
+
+    from trainforge.training.checkpoint import _unwrapped
+
+    plain = nn.Sequential(nn.Linear(16, 16), nn.Linear(16, 16))
+    fully_shard(plain)
+    sd = plain.state_dict()
+    assert all(_unwrapped(sd)[k] is v for k, v in sd.items())
+    f8 = nn.Sequential(nn.Linear(16, 16), nn.Linear(16, 16))
+    fp8.convert(f8, "fsdp")
+    fully_shard(f8)
+    sd = f8.state_dict()
+    wrapped = [k for k, v in sd.items() if type(v._local_tensor) is not torch.Tensor]
+    assert wrapped == ["0.weight", "1.weight"]
+    out = _unwrapped(sd)
+    for k in wrapped:
+        assert type(out[k]._local_tensor) is torch.Tensor and out[k].shape == sd[k].shape
+        assert torch.equal(out[k].full_tensor(), sd[k]._local_tensor._tensor)
