@@ -383,7 +383,7 @@ def _s(v: float | None) -> str:
 
 
 BEFORE_SETUP = {"process_start_s": "process start + imports", "process_group_s": "process group"}
-IN_SETUP = {"dataset_s": "dataset", "model_s": "model", "restore_and_other_s": "rest",
+IN_SETUP = {"fp8_check_s": "fp8 check + torchao import", "dataset_s": "dataset", "model_s": "model", "restore_and_other_s": "rest",
             "loop_start_s": "first barrier"}  # fmt: skip
 
 

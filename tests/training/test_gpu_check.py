@@ -45,6 +45,9 @@ def test_the_dry_run_passes_every_check_on_cpu(tmp_path) -> None:
     assert abs(sum(phases[k] for k in inside) - g["setup_seconds"]) < 0.05
     f = report["checks"]["gpt_1p3b_fp8"]  # FP8 (emulated on the CPU) beside bf16
     assert f["precision"] == "fp8" and f["tokens_per_second_vs_bf16"] > 0
+    assert "fp8_check_s" in f["setup_phases"] and "fp8_check_s" not in phases
+    inside_fp8 = ("fp8_check_s", *inside)
+    assert abs(sum(f["setup_phases"][k] for k in inside_fp8) - f["setup_seconds"]) < 0.05
     ck = report["checks"]["checkpoint_stall"]
     assert ck["sync"]["saves"] >= 3 and ck["async"]["saves"] >= 3
     assert ck["async_vs_sync"] > 0 and ck["sync"]["every"] == 2

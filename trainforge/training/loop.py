@@ -185,6 +185,8 @@ def _train(
     timeouts = timeouts or Timeouts.from_hang_timeout(cfg.hang_timeout)
     if cfg.precision == "fp8" and (why := _fp8_problem(env.device)) is not None:
         raise exits.RunFailure(exits.CONFIG_ERROR, why)  # one line, before any model exists
+    if cfg.precision == "fp8":
+        lap("fp8_check_s")  # the device check and torchao's import (seconds: its own phase)
     dataset = build_dataset(cfg)
     cfg = check_world(cfg, env.world_size, len(dataset))
     lap("dataset_s")
@@ -605,7 +607,7 @@ def _process_start_wall() -> float | None:
 
 
 def _setup_phases(phases: dict[str, float] | None, setup_seconds: float) -> dict[str, float]:
-    inside = ("dataset_s", "model_s", "restore_and_other_s")
+    inside = ("fp8_check_s", "dataset_s", "model_s", "restore_and_other_s")
     out = dict(phases or {})
     out["loop_start_s"] = max(0.0, setup_seconds - sum(out.get(k, 0.0) for k in inside))
     return out
