@@ -5,7 +5,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: venv test demo lint fmt plan bench gpu-check clean alert-tools kube-tools
+.PHONY: venv test demo lint fmt plan bench gpu-check fp8-wheel clean alert-tools kube-tools
 
 venv: $(STAMP)
 
@@ -71,6 +71,13 @@ bench: venv
 # it): `$(PY) bench/gpu_check.py --dry-run`.
 gpu-check: venv
 	$(PY) bench/gpu_check.py --out build/gpu-check
+
+# torchao's wheel (pure-Python API + abi3 extensions, no dependencies) into bench/wheels/, for a
+# GPU machine without a network: copy the tree, then `pip install --no-index --no-deps
+# bench/wheels/torchao-*.whl` (gpu_check.py does it when torchao is missing).
+TORCHAO := $(shell sed -n 's/^torchao==\([^ ]*\).*/\1/p' requirements.lock)
+fp8-wheel:
+	$(PY) -m pip download torchao==$(TORCHAO) --no-deps --only-binary=:all: -d bench/wheels
 
 clean:
 	rm -rf $(VENV) $(SDK_VENV) build .pytest_cache

@@ -1,6 +1,6 @@
-"""The GPU check anyone can run: `make gpu-check` (one H100 or H200, under 8 minutes).
+"""The GPU check anyone can run: `make gpu-check` (one H100 or H200, under 10 minutes).
 
-    .venv/bin/python bench/gpu_check.py [--out build/gpu-check] [--budget-s 450]
+    .venv/bin/python bench/gpu_check.py [--out build/gpu-check] [--budget-s 540]
     .venv/bin/python bench/gpu_check.py --dry-run      # CPU, tiny sizes: what CI runs
 
 Writes ``gpu_check.json`` and ``gpu_check.md`` (a markdown table for docs/performance.md)
@@ -11,21 +11,29 @@ recorded as such and the others still run. Checks, in order:
 1. ``smoke``: GPT-150M trains 30 steps in bf16; its loss is finite and falls.
 2. ``gpt_1p3b``: the 1.3B GPT (24 layers x 2048, seq 2048, vocab 32768, batch 8, FSDP2 + bf16
    + compile): the summary's steady MFU and tokens/s, the whole loop's beside them, set-up
-   and start-up (compile) time, and the memory model (trainforge/jobs/estimate) against the
-   peak PyTorch allocated.
+   and start-up (compile) time, the set-up split by phase (process start and imports, process
+   group, dataset, model build/shard/init, the rest), and the memory model
+   (trainforge/jobs/estimate) against the peak PyTorch allocated.
+2b. ``gpt_1p3b_fp8``: the same run with ``--precision fp8`` (torchao float8 Linear layers,
+   FSDP2 float8 all-gather): steady tokens/s beside the bf16 run's (the ratio) and its MFU
+   against the bf16 peak (bf16-equivalent). torchao missing: installed from the wheel in
+   bench/wheels/ (``make fp8-wheel`` on a machine with a network), never from the network.
 3. ``loops``: bench/throughput.py on GPT-124M (12 x 768, seq 1024; no compile in any loop:
    like for like, and compile gained nothing at this size) and on the MLP: the runtime vs
    the bare loop vs the seed's loop (fp32 as written, and bf16), steady state.
-4. ``checkpoint_stall``: a 150M GPT with AdamW saving every 5 steps, sync and then
-   --async-checkpoint: how long training was blocked per save (the first save on its own,
-   then the median of the later ones: the steady state).
+4. ``checkpoint_stall``: a 150M GPT with AdamW saving every 200 steps (a real interval: the
+   previous async write has long finished), sync and then --async-checkpoint: how long
+   training was blocked per save (the first save on its own, then the median of the later
+   ones), and the async stall as a share of the sync one.
 5. ``kill_resume``: a small GPT (4 x 512) killed with SIGKILL after step 12 (the runtime's test hook), run
    again: it resumes from the step-10 checkpoint and finishes; its final loss against an
    uninterrupted run's (bit-identical where the kernels are deterministic: reported, not
    required, on a GPU).
 
 ``--dry-run`` runs every check on the CPU at tiny sizes (no compile): it proves the script,
-its parsing and its table, not a GPU figure; the JSON says ``"dry_run": true``.
+its parsing and its table, not a GPU figure; the JSON says ``"dry_run": true``. Its fp8 run
+goes through torchao's emulated float8 matmuls (the runtime's test hook
+TRAINFORGE_TEST_FP8_ON_CPU, set for that run only): the FP8 wiring, not its speed.
 """
 
 from __future__ import annotations
@@ -65,8 +73,14 @@ SIZES: dict[str, dict[str, Any]] = {
     "gpt_1p3b": {"gpu": [*GPT_1P3B, "--strategy", "fsdp", "--precision", "bf16", "--compile",
                          "--steps", "40", "--log-every", "5", "--dataset-size", "4096"],
                  "dry": [*TINY_GPT, "--strategy", "fsdp", "--steps", "8", "--log-every", "2"]},
-    "checkpoint": {"gpu": [*GPT_150M, "--steps", "30", "--log-every", "5",
-                           "--checkpoint-every", "5", "--dataset-size", "4096"],
+    "gpt_1p3b_fp8": {"gpu": [*GPT_1P3B, "--strategy", "fsdp", "--precision", "fp8",
+                             "--compile", "--steps", "40", "--log-every", "5",
+                             "--dataset-size", "4096"],
+                     "dry": [*TINY_GPT, "--strategy", "fsdp", "--precision", "fp8", "--steps",
+                             "8", "--log-every", "2"]},
+    # saves at steps 200 and 400 (and the final one at 410): a real interval
+    "checkpoint": {"gpu": [*GPT_150M, "--steps", "410", "--log-every", "50",
+                           "--checkpoint-every", "200", "--dataset-size", "4096"],
                    "dry": [*TINY_GPT, "--steps", "8", "--log-every", "2",
                            "--checkpoint-every", "2"]},
     "kill_resume": {"gpu": ["--model", "gpt", "--layers", "4", "--d-model", "512", "--heads",
@@ -95,6 +109,7 @@ class Check:
 
     def __init__(self, out: Path, dry: bool, deadline: float) -> None:
         self.out, self.dry, self.deadline = out, dry, deadline
+        self.results: dict[str, dict[str, Any]] = {}  # the checks run so far (fp8 vs bf16)
 
     def fresh(self, name: str) -> Path:
         """A run folder emptied first: a second `gpu-check` into the same --out must not
@@ -170,9 +185,10 @@ def memory_model_bytes(summary: dict[str, Any]) -> int | None:
     return int(detail.peak) if detail is not None else None
 
 
-def check_gpt_1p3b(c: Check) -> dict[str, Any]:
-    d = c.fresh("gpt_1p3b")
-    code, out = c.run([*c.sizes("gpt_1p3b"), "--output-dir", str(d)], limit=300)
+def check_gpt_1p3b(c: Check, name: str = "gpt_1p3b", env: dict[str, str] | None = None
+                   ) -> dict[str, Any]:  # fmt: skip
+    d = c.fresh(name)
+    code, out = c.run([*c.sizes(name), "--output-dir", str(d)], limit=300, env=env)
     if code != 0:
         return _failed(code, out)
     s = _summary(d)
@@ -187,13 +203,49 @@ def check_gpt_1p3b(c: Check) -> dict[str, Any]:
         "whole_run_mfu": whole["mfu"],
         "whole_run_tokens_per_second": whole["tokens_per_second"],
         "setup_seconds": s["setup_seconds"],
+        "setup_phases": s.get("setup_phases"),
         "startup_seconds": startup["seconds"],
+        "precision": s["precision"],
         "startup_steps": startup["windows"],
         "memory_model_bytes": model,
         "peak_allocated_bytes": measured,
         "peak_reserved_bytes": s.get("peak_memory_reserved_bytes"),
         "memory_model_vs_allocated": (model / measured - 1) if model and measured else None,
     }
+
+
+WHEELS = ROOT / "bench" / "wheels"  # `make fp8-wheel`
+
+
+def torchao_ready(c: Check) -> str | None:
+    """None when this Python imports torchao.float8; else installs the wheel from
+    bench/wheels/ (offline: --no-index --no-deps) and says why it could not, if it could not."""
+    probe = [sys.executable, "-c", "import torchao.float8"]
+    if subprocess.run(probe, capture_output=True, timeout=120).returncode == 0:
+        return None
+    wheels = sorted(WHEELS.glob("torchao-*.whl"))
+    if not wheels:
+        return f"torchao is not installed and {WHEELS} has no wheel: run `make fp8-wheel` first"
+    p = subprocess.run([sys.executable, "-m", "pip", "install", "--no-index", "--no-deps",
+                        str(wheels[-1])], capture_output=True, text=True, timeout=300)  # fmt: skip
+    if p.returncode != 0 or subprocess.run(probe, capture_output=True, timeout=120).returncode:
+        return f"installing {wheels[-1].name} failed: {_tail(p.stdout + p.stderr, 2)}"
+    return None
+
+
+def check_gpt_1p3b_fp8(c: Check) -> dict[str, Any]:
+    """The 1.3B in FP8 beside the bf16 run of the same check: tokens/s ratio, and the MFU
+    against the bf16 peak (what the runtime reports for FP8, bf16-equivalent)."""
+    if (why := torchao_ready(c)) is not None:
+        return {"ok": False, "error": why}
+    env = {"TRAINFORGE_TEST_FP8_ON_CPU": "1"} if c.dry else None  # the CPU rehearsal only
+    r = check_gpt_1p3b(c, "gpt_1p3b_fp8", env)
+    if "steady_tokens_per_second" not in r:
+        return r
+    r["ok"] = r["ok"] and r["precision"] == "fp8"
+    bf16 = c.results.get("gpt_1p3b", {}).get("steady_tokens_per_second")
+    r["tokens_per_second_vs_bf16"] = r["steady_tokens_per_second"] / bf16 if bf16 else None
+    return r
 
 
 def check_loops(c: Check) -> dict[str, Any]:
@@ -250,6 +302,10 @@ def check_checkpoint(c: Check) -> dict[str, Any]:
             if len(periodic) > 1
             else None,
             "blocked_s": [b for _, _, b in saves],
+            "periodic_blocked_s": periodic,
+            "every": int(
+                c.sizes("checkpoint")[c.sizes("checkpoint").index("--checkpoint-every") + 1]
+            ),
             "own_blocked_s_median": statistics.median(own[1:]) if len(own) > 1 else None,
             "waited_for_previous_s": [float(w or 0) for *_, w in found],
             "async_fell_back": "WARNING: the async save" in out,
@@ -259,7 +315,16 @@ def check_checkpoint(c: Check) -> dict[str, Any]:
         results["ok"] = results["ok"] and len(periodic) >= 2
         if mode == "async" and (results[mode]["async_fell_back"] or results[mode]["shm_too_small"]):
             results["ok"] = False  # "async" saves that were synchronous are not what we measure
+    sync, asy = results.get("sync", {}), results.get("async", {})
+    if sync.get("blocked_s") and asy.get("blocked_s"):
+        # the periodic saves' median stall, async over sync (the goal: <= 10%)
+        med = {m: statistics.median(_periodic(x)) for m, x in (("sync", sync), ("async", asy))}
+        results["async_vs_sync"] = med["async"] / med["sync"] if med["sync"] else None
     return results
+
+
+def _periodic(x: dict[str, Any]) -> list[float]:
+    return x["periodic_blocked_s"] or x["blocked_s"]
 
 
 def check_kill_resume(c: Check) -> dict[str, Any]:
@@ -296,6 +361,7 @@ def check_kill_resume(c: Check) -> dict[str, Any]:
 CHECKS = (
     ("smoke", check_smoke),
     ("gpt_1p3b", check_gpt_1p3b),
+    ("gpt_1p3b_fp8", check_gpt_1p3b_fp8),
     ("loops", check_loops),
     ("checkpoint_stall", check_checkpoint),
     ("kill_resume", check_kill_resume),
@@ -316,6 +382,23 @@ def _s(v: float | None) -> str:
     return "n/a" if v is None else f"{v:.2f} s"
 
 
+BEFORE_SETUP = {"process_start_s": "process start + imports", "process_group_s": "process group"}
+IN_SETUP = {"fp8_check_s": "fp8 check + torchao import", "dataset_s": "dataset", "model_s": "model", "restore_and_other_s": "rest",
+            "loop_start_s": "first barrier"}  # fmt: skip
+
+
+def _phases(p: dict[str, float] | None) -> str:
+    """' (dataset 0.01 s, model 2.10 s, ...; before it: process start + imports 3.10 s, ...)':
+    the summary's set-up split, the phases inside `setup_seconds` first."""
+    if not p:
+        return ""
+
+    def words(names: dict[str, str]) -> str:
+        return ", ".join(f"{w} {_s(p[k])}" for k, w in names.items() if k in p)
+
+    return f" ({words(IN_SETUP)}; before it: {words(BEFORE_SETUP)})"
+
+
 def markdown(report: dict[str, Any]) -> str:
     """The table for docs/performance.md: one row per check, its figures in words."""
     r = report["checks"]
@@ -333,14 +416,20 @@ def markdown(report: dict[str, Any]) -> str:
     sm = r.get("smoke", {})
     row("smoke", f"loss {sm.get('first_loss', 0):.3f} -> {sm.get('final_loss', 0):.3f} "
         f"({sm.get('precision')})")  # fmt: skip
-    g = r.get("gpt_1p3b", {})
-    row("gpt_1p3b", (
-        f"steady MFU {_pct(g.get('steady_mfu'))}, {g.get('steady_tokens_per_second') or 0:,.0f} "
-        f"tokens/s (steps {g.get('steady_steps')}); whole loop MFU {_pct(g.get('whole_run_mfu'))}; "
-        f"setup {_s(g.get('setup_seconds'))}, start-up steps {_s(g.get('startup_seconds'))}; "
-        f"memory model {_gib(g.get('memory_model_bytes'))} vs allocated "
-        f"{_gib(g.get('peak_allocated_bytes'))} (reserved {_gib(g.get('peak_reserved_bytes'))})"
-    ))  # fmt: skip
+    for name in ("gpt_1p3b", "gpt_1p3b_fp8"):
+        g = r.get(name, {})
+        fp8 = name.endswith("fp8")
+        vs = g.get("tokens_per_second_vs_bf16")
+        row(name, (
+            f"steady MFU {_pct(g.get('steady_mfu'))}{' (bf16-equivalent)' if fp8 else ''}, "
+            f"{g.get('steady_tokens_per_second') or 0:,.0f} tokens/s"
+            f"{f' = {vs:.2f}x bf16' if fp8 and vs else ''} (steps {g.get('steady_steps')}); "
+            f"whole loop MFU {_pct(g.get('whole_run_mfu'))}; "
+            f"setup {_s(g.get('setup_seconds'))}{_phases(g.get('setup_phases'))}, start-up "
+            f"steps {_s(g.get('startup_seconds'))}; "
+            f"memory model {_gib(g.get('memory_model_bytes'))} vs allocated "
+            f"{_gib(g.get('peak_allocated_bytes'))} (reserved {_gib(g.get('peak_reserved_bytes'))})"
+        ))  # fmt: skip
     lp = r.get("loops", {})
     parts = []
     for name in ("gpt_124m", "mlp"):
@@ -367,6 +456,10 @@ def markdown(report: dict[str, Any]) -> str:
                 parts[-1] += f" -- NOT async: {why}, saved synchronously"
         elif x:
             parts.append(f"{mode}: {x.get('error')}")
+    if ck.get("async_vs_sync") is not None:
+        every = ck.get("sync", {}).get("every")
+        parts.append(f"async stall {_pct(ck['async_vs_sync'])} of sync"
+                     f"{f' (saves every {every} steps)' if every else ''}")  # fmt: skip
     row("checkpoint_stall", "; ".join(parts))
     k = r.get("kill_resume", {})
     row("kill_resume", f"killed after step {k.get('killed_after_step')}, resumed at "
@@ -383,8 +476,8 @@ def main(argv: list[str] | None = None) -> int:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     p.add_argument("--dry-run", action="store_true", help="CPU, tiny sizes (what CI runs)")
     p.add_argument("--out", default="build/gpu-check", help="where the JSON, table and runs go")
-    p.add_argument("--budget-s", type=float, default=450.0,
-                   help="stop starting checks after this many seconds (default 450: 7.5 min)")  # fmt: skip
+    p.add_argument("--budget-s", type=float, default=540.0,
+                   help="stop starting checks after this many seconds (default 540: 9 min)")  # fmt: skip
     p.add_argument("--only", default="", help="comma-separated checks to run (default: all)")
     a = p.parse_args(argv)
     names = [n for n, _ in CHECKS]
@@ -417,7 +510,7 @@ def main(argv: list[str] | None = None) -> int:
         except Exception as e:  # noqa: BLE001 - one check's bug must not hide the others
             result = {"ok": False, "error": f"{type(e).__name__}: {e}"}
         result["seconds"] = time.monotonic() - t0
-        report["checks"][name] = result
+        report["checks"][name] = c.results[name] = result
         print(f"gpu-check: {name}: {'ok' if result.get('ok') else 'FAILED'} "
               f"({result['seconds']:.0f} s)", flush=True)  # fmt: skip
     report["wall_seconds"] = time.monotonic() - started

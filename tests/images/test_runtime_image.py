@@ -167,7 +167,7 @@ def test_both_targets_install_the_same_python_layer() -> None:
     assert std.pip_files() == efa.pip_files()
     # and what they install is pinned by the lock
     assert dockerfile.installed_pins(std) == dockerfile.installed_pins(efa)
-    assert set(dockerfile.installed_pins(std)) == {"mlflow-skinny", "boto3"}
+    assert set(dockerfile.installed_pins(std)) == {"mlflow-skinny", "boto3", "torchao"}  # fp8
 
 
 def test_bases_are_the_pinned_ones() -> None:

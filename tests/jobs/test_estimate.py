@@ -545,3 +545,31 @@ def test_auto_precision_plans_what_the_pod_picks_on_a_gpu_without_bf16_units():
         for p in ("auto", "fp32", "bf16")
     }
     assert mem["auto"] == mem["fp32"] != mem["bf16"]
+
+
+def test_fp8_plans_the_anchored_speed_up_on_a_gpu_with_an_fp8_peak_and_says_its_basis():
+    """H100 (the catalog's FP8 peak): compute 1.28x faster than the same job in bf16, the
+    memory planned as bf16 (not fp32), the MFU basis said. A GPU without an FP8 peak in the
+    catalog (A10G has no FP8 at all; the preview refuses it there) gets no speed-up."""
+    bf16 = estimate(job(pool="efa-training", dModel=4096, heads=32, layers=4), P5)
+    fp8 = estimate(job(pool="efa-training", dModel=4096, heads=32, layers=4, precision="fp8"), P5)
+    assert fp8.timing.compute_seconds == pytest.approx(bf16.timing.compute_seconds / 1.28)
+    assert fp8.step_seconds < bf16.step_seconds
+    assert fp8.memory == bf16.memory  # bf16 compute bytes, not fp32's
+    assert fp8.timing.peak_flops_per_gpu == gpus.GPUS["H100"].bf16_flops  # the MFU basis
+    note = next(n for n in fp8.notes if n.startswith("precision fp8"))
+    assert "1.28x" in note and "1,979 TFLOP/s" in note and "against the bf16 peak" in note
+    plain = estimate(job(precision="fp8"), A10G)
+    assert plain.timing.fp8_speedup is None
+    assert any("no FP8 peak" in n for n in plain.notes)
+
+
+def test_calibrate_refuses_an_fp8_run(tmp_path):
+    from trainforge.jobs.estimate.calibrate import CalibrationError, calibrate
+
+    run = tmp_path / "run"
+    run.mkdir()
+    summary = {"device": "cuda", "device_name": "NVIDIA H100 80GB HBM3", "precision": "fp8"}
+    (run / "summary.json").write_text(json.dumps(summary))
+    with pytest.raises(CalibrationError, match="an fp8 run; its MFU against the bf16 peak"):
+        calibrate(run)

@@ -162,7 +162,11 @@ def test_env_is_sorted_and_reserved_names_are_refused():
             "got 3; expected a number that divides dModel (100)",
         ),
         ({"lr": 0}, "trainforge:jobs[0].lr", "got 0; expected a value > 0"),
-        ({"precision": "fp8"}, "trainforge:jobs[0].precision", "one of 'auto', 'bf16', 'fp32'"),
+        (
+            {"precision": "fp16"},
+            "trainforge:jobs[0].precision",
+            "one of 'auto', 'bf16', 'fp32', 'fp8'",
+        ),
         ({"checkpoint": {"every": 0}}, "trainforge:jobs[0].checkpoint.every", ">= 1"),
         (
             {"checkpoint": {"gracePeriod": 7200}},

@@ -365,3 +365,33 @@ def test_a_cpu_quota_error_blames_workers_and_states_the_guarantee_truly():
         in text
     )
     assert "quota.cpu guarantees" not in text and "46400m" not in text
+
+
+def test_fp8_is_refused_at_preview_on_pools_whose_gpus_lack_fp8_tensor_cores():
+    """GPU_POOL is g5 (A10G, compute capability 8.6): no FP8 Tensor Cores. The same job on
+    an H100 pool (p5, 9.0) resolves; a CPU pool is refused with its own reason."""
+    with pytest.raises(JobConfigError) as err:
+        resolve_job(job(precision="fp8"), target(GPU_POOL), W)
+    assert str(err.value).startswith(f"{W}.precision: got 'fp8'; pool 'gpu-workloads' has A10G")
+    assert "lack FP8 Tensor Cores" in str(err.value) and "\n" not in str(err.value)
+    # p5: H100 (the catalog's GPU of the family, as no GPU name came from AWS here)
+    r = resolve_job(job(precision="fp8", pool="efa-p5", efa=False), target(EFA_POOL), W)
+    assert r.training.precision == "fp8"
+    mixed = dataclasses.replace(EFA_POOL, gpu_models=("H100", "A100"))
+    with pytest.raises(JobConfigError, match="has A100 GPUs, which lack FP8"):
+        resolve_job(job(precision="fp8", pool="efa-p5"), target(mixed), W)
+    with pytest.raises(JobConfigError, match="pool 'training-workloads' has no GPUs; fp8"):
+        resolve_job(
+            job(precision="fp8", pool="training-workloads", procsPerWorker=1), target(CPU_POOL), W
+        )
+
+
+def test_fp8_capability_comes_from_the_catalogs_compute_capability():
+    from trainforge.core import catalog
+
+    assert catalog.fp8_capable("NVIDIA H100 80GB HBM3") is True
+    assert catalog.fp8_capable("L40S") is True and catalog.fp8_capable("L4") is True
+    assert catalog.fp8_capable("A10G") is False and catalog.fp8_capable("T4") is False
+    assert catalog.fp8_capable("A100") is False
+    assert catalog.fp8_capable("B200") is True
+    assert catalog.fp8_capable("Some Future GPU") is None

@@ -144,7 +144,7 @@ def test_every_flag_is_generated_from_one_field() -> None:
     )  # fmt: skip
     assert [s.path for s in settings(CheckpointConfig)][:2] == ["directory", "every"]
     with pytest.raises(
-        ConfigError, match="--precision must be one of auto, bf16, fp32, got 'fp16'"
+        ConfigError, match="--precision must be one of auto, bf16, fp32, fp8, got 'fp16'"
     ):
         check_values(TrainConfig(precision="fp16"))  # a job spec's value: same declaration
 

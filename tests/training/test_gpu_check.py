@@ -18,7 +18,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import gpu_check  # noqa: E402
 
-NAMES = ["smoke", "gpt_1p3b", "loops", "checkpoint_stall", "kill_resume"]
+NAMES = ["smoke", "gpt_1p3b", "gpt_1p3b_fp8", "loops", "checkpoint_stall", "kill_resume"]
 
 
 def test_the_dry_run_passes_every_check_on_cpu(tmp_path) -> None:
@@ -39,8 +39,18 @@ def test_the_dry_run_passes_every_check_on_cpu(tmp_path) -> None:
     assert k["bit_identical"] is True  # on CPU the resumed run is exact
     g = report["checks"]["gpt_1p3b"]
     assert g["memory_model_bytes"] > 0 and g["setup_seconds"] > 0
+    phases = g["setup_phases"]  # the set-up split: the phases inside setup_seconds add up to it
+    assert {"process_start_s", "process_group_s", "model_s"} <= set(phases)
+    inside = ("dataset_s", "model_s", "restore_and_other_s", "loop_start_s")
+    assert abs(sum(phases[k] for k in inside) - g["setup_seconds"]) < 0.05
+    f = report["checks"]["gpt_1p3b_fp8"]  # FP8 (emulated on the CPU) beside bf16
+    assert f["precision"] == "fp8" and f["tokens_per_second_vs_bf16"] > 0
+    assert "fp8_check_s" in f["setup_phases"] and "fp8_check_s" not in phases
+    inside_fp8 = ("fp8_check_s", *inside)
+    assert abs(sum(f["setup_phases"][k] for k in inside_fp8) - f["setup_seconds"]) < 0.05
     ck = report["checks"]["checkpoint_stall"]
     assert ck["sync"]["saves"] >= 3 and ck["async"]["saves"] >= 3
+    assert ck["async_vs_sync"] > 0 and ck["sync"]["every"] == 2
     assert ck["async"]["async_fell_back"] is False and ck["async"]["shm_too_small"] is False
     table = (out / "gpu_check.md").read_text()
     assert "DRY RUN on CPU, tiny sizes" in table.splitlines()[0]
@@ -128,6 +138,30 @@ def test_the_table_names_each_figure_and_a_failure_s_cause() -> None:
     assert "| gpt_1p3b | ok | steady MFU 54.1%, 60,700 tokens/s (steps [11, 40]); whole loop " \
         "MFU 27.0%; setup 26.70 s, start-up steps 61.00 s; memory model 50.6 GiB vs " \
         "allocated 45.6 GiB (reserved 51.8 GiB) |" in table  # fmt: skip
+    assert "| gpt_1p3b_fp8 |" not in table  # not run: no row
+    report["checks"]["gpt_1p3b_fp8"] = {
+        "ok": True,
+        "steady_mfu": 0.66,
+        "steady_tokens_per_second": 74000.0,
+        "tokens_per_second_vs_bf16": 74000 / 60700,
+        "steady_steps": [11, 40],
+        "whole_run_mfu": 0.3,
+        "setup_seconds": 4.5,
+        "startup_seconds": 20.0,
+        "setup_phases": {
+            "process_start_s": 3.0,
+            "process_group_s": 0.5,
+            "dataset_s": 0.1,
+            "model_s": 4.0,
+            "restore_and_other_s": 0.3,
+            "loop_start_s": 0.1,
+        },
+    }
+    assert "| gpt_1p3b_fp8 | ok | steady MFU 66.0% (bf16-equivalent), 74,000 tokens/s = " \
+        "1.22x bf16 (steps [11, 40]); whole loop MFU 30.0%; setup 4.50 s (dataset 0.10 s, " \
+        "model 4.00 s, rest 0.30 s, first barrier 0.10 s; before it: process start + " \
+        "imports 3.00 s, process group 0.50 s), start-up steps 20.00 s;" \
+        in gpu_check.markdown(report)  # fmt: skip
     assert "| loops | FAILED | gpt_124m: exit 1: boom |" in table
     assert "| checkpoint_stall | skipped | budget of 450 s spent |" in table
     assert "bit-identical False" in table
@@ -137,5 +171,8 @@ def test_the_table_names_each_figure_and_a_failure_s_cause() -> None:
                   "shm_too_small": True}}  # fmt: skip
     assert "async: first 2.00 s, then median 1.90 s blocked (6 saves) -- NOT async: /dev/shm " \
         "too small, saved synchronously |" in gpu_check.markdown(report)  # fmt: skip
+    report["checks"]["checkpoint_stall"]["async_vs_sync"] = 0.05
+    report["checks"]["checkpoint_stall"]["sync"]["every"] = 200
+    assert "; async stall 5.0% of sync (saves every 200 steps) |" in gpu_check.markdown(report)
     del report["checks"]["loops"]  # --only: a check not run has no row
     assert "| loops |" not in gpu_check.markdown(report)

@@ -134,3 +134,124 @@ def test_the_checkpoint_hook_runs_every_step_watched_where_it_can_block(
     assert per_step == (
         [("checkpoint", 1), ("checkpoint", 2), ("checkpoint", 3)] if with_dir else []
     )
+
+
+class _HostSyncs(TorchDispatchMode):
+    """Every host read of a tensor's value during the step loop, by step and call site.
+
+    A read of a CUDA tensor's value (``.item()``, ``float()``, ``bool()``, ``.tolist()``,
+    ``.cpu()``, ``.numpy()``) waits for the GPU to finish everything queued before it: the host
+    can no longer run ahead, and a small model's step pays the GPU's latency in full.
+    ``torch.cuda.set_sync_debug_mode`` counts those on a GPU only; here every value read
+    dispatches ``aten._local_scalar_dense`` (the scalar reads) or goes through the patched
+    Tensor methods, whatever the device, so a CPU run counts the same calls the GPU run makes.
+    The step is `exits.context.step`, which the loop sets at the start of each step."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads: list[tuple[int | None, str, str]] = []  # (step, kind, site)
+        self.active = False  # inside the step loop (the patched methods are global)
+
+    def record(self, kind: str) -> None:
+        import traceback
+
+        if not self.active:
+            return
+        from trainforge.training import exits
+
+        frames = traceback.extract_stack()[:-2]
+        # the innermost trainforge frame: the runtime's line that asked (torch's own below it)
+        ours = [f for f in frames if "/trainforge/training/" in f.filename]
+        where = f"{ours[-1].filename.rsplit('/', 1)[-1]}:{ours[-1].name}" if ours else "?"
+        inner = "torch/optim" if any("/torch/optim/" in f.filename for f in frames) else ""
+        self.reads.append((exits.context.step, kind, f"{where}{'>' + inner if inner else ''}"))
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if func.overloadpacket is torch.ops.aten._local_scalar_dense:
+            self.record("item")
+        return func(*args, **(kwargs or {}))
+
+
+# Value reads that are not host-device syncs, each for a stated reason:
+HOST_ONLY = {
+    # the SIGTERM agreement: a CPU int32 flag all-reduced on its own gloo group, a step late
+    # (preemption.py): a host tensor on every device
+    "preemption.py:should_stop",
+    # foreach AdamW on the CPU reads its step counters (CPU tensors); on CUDA the runtime's
+    # AdamW is fused (build_optimizer) and keeps them on the device, read by the kernel
+    "loop.py:_loop>torch/optim",
+}
+
+
+def _count_syncs(monkeypatch, tmp_path, *extra: str) -> tuple[dict[int, list[str]], int]:
+    from trainforge.training import loop
+
+    mode = _HostSyncs()
+    for name in ("tolist", "cpu", "numpy"):
+        real = getattr(torch.Tensor, name)
+
+        def spy(self, *a, _real=real, _name=name, **k):
+            mode.record(_name)
+            return _real(self, *a, **k)
+
+        monkeypatch.setattr(torch.Tensor, name, spy)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a, **k: mode.record("synchronize"))
+    real_loop = loop._loop
+
+    def watched_loop(*a, **k):
+        mode.active = True
+        try:
+            with mode:
+                return real_loop(*a, **k)
+        finally:
+            mode.active = False
+
+    monkeypatch.setattr(loop, "_loop", watched_loop)
+    cfg = _tiny(tmp_path, *extra)
+    assert loop.train(cfg) == 0
+    per_step: dict[int, list[str]] = {}
+    for step, kind, site in mode.reads:
+        if site not in HOST_ONLY:
+            per_step.setdefault(step, []).append(f"{kind} in {site}")
+    return per_step, cfg.steps
+
+
+@pytest.mark.parametrize("model", ["mlp", "gpt"])
+def test_one_host_sync_per_log_window_and_none_in_other_steps(monkeypatch, tmp_path, model):
+    """Six steps logged every three: steps 3 and 6 read the loss (the one sync each), the
+    other four steps read nothing. A `.item()` (or `.cpu()`, `.tolist()`, a
+    `torch.cuda.synchronize`) added anywhere in the step shows up here with its site."""
+    gpt = ["--model", "gpt", "--layers", "1", "--d-model", "32", "--heads", "2", "--seq-len",
+           "8", "--vocab-size", "64"] if model == "gpt" else []  # fmt: skip
+    per_step, steps = _count_syncs(monkeypatch, tmp_path, "--steps", "6", "--log-every", "3",
+                                   *gpt)  # fmt: skip
+    assert steps == 6
+    assert per_step == {3: ["item in loop.py:_loop"], 6: ["item in loop.py:_loop"]}
+
+
+def test_checkpoints_sync_only_on_their_own_steps(monkeypatch, tmp_path):
+    """With a checkpoint directory (the preemption agreement runs every step), saves every
+    2 steps: the saves read values (DCP's plan, the ranks' agreement) on steps 2, 4, 6 only."""
+    per_step, _ = _count_syncs(monkeypatch, tmp_path, "--steps", "6", "--log-every", "6",
+                               "--checkpoint-dir", str(tmp_path / "ckpt"),
+                               "--checkpoint-every", "2")  # fmt: skip
+    for step in (1, 3, 5):
+        assert step not in per_step, per_step.get(step)
+    for step in (2, 4):
+        assert per_step[step] and all("checkpoint.py" in s for s in per_step[step]), step
+    assert "item in loop.py:_loop" in per_step[6]
+
+
+def test_the_cuda_optimizer_is_fused_so_its_step_counters_are_never_read_on_the_host():
+    """Why HOST_ONLY may skip the optimizer's reads: on CUDA the runtime asks for the fused
+    AdamW, whose step counters live on the device (torch 2.13 torch/optim/adam.py, which AdamW
+    subclasses: "Deliberately host `step` on CPU if both capturable and fused are off"; on the
+    parameter's device when fused) and read by the kernel; foreach on CPU reads them."""
+    from trainforge.training.config import TrainConfig
+    from trainforge.training.loop import build_optimizer
+
+    model = torch.nn.Linear(4, 4)
+    cuda = build_optimizer(model, TrainConfig(), torch.device("cuda"))
+    assert all(g["fused"] for g in cuda.param_groups)
+    cpu = build_optimizer(model, TrainConfig(), torch.device("cpu"))
+    assert all(g["foreach"] and not g["fused"] for g in cpu.param_groups)

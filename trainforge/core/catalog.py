@@ -81,3 +81,21 @@ def family_instance_types(field: str = "dcgmServerSizes") -> tuple[str, ...]:
 def gpu_families(gpu: str | None = None) -> tuple[str, ...]:
     """Families with a known GPU model (that model only, when given)."""
     return tuple(f for f, v in families().items() if v.get("gpu") and gpu in (None, v["gpu"]))
+
+
+# FP8 Tensor Cores arrived with compute capability 8.9 (Ada Lovelace) and 9.0 (Hopper): the
+# catalog's "fp8" source (torchao gates its float8 GEMMs on sm_89; training/fp8.py).
+FP8_MIN_COMPUTE_CAPABILITY = 89
+
+
+def fp8_capable(gpu_name: str | None) -> bool | None:
+    """Whether a GPU (as EC2 or torch names it: "H100", "NVIDIA L40S") has FP8 Tensor Cores;
+    None when the catalog has no compute capability for it. The longest catalog name inside
+    `gpu_name` wins, so "L40S" is not read as "L4"."""
+    if not gpu_name:
+        return None
+    caps = gpu_field("computeCapability")
+    hits = [k for k in caps if k.lower() in gpu_name.lower()]
+    if not hits:
+        return None
+    return int(caps[max(hits, key=len)]) >= FP8_MIN_COMPUTE_CAPABILITY

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from trainforge.core import versions
+from trainforge.core import catalog, versions
 from trainforge.core.contract import (
     JobTarget,
     PoolFacts,
@@ -148,6 +148,8 @@ def resolve_job(job: JobSpec, target: JobTarget, where: str = "job") -> JobSpec:
             f"a GPU job runs one process per GPU; leave it unset or set it to gpusPerWorker ({gpus})",
         )
 
+    _check_fp8(job, pool, gpus, where)
+
     efa = job.efa
     if efa and not pool.efa_interfaces:
         raise JobConfigError(
@@ -278,6 +280,36 @@ def resolve_job(job: JobSpec, target: JobTarget, where: str = "job") -> JobSpec:
     # exists, with the estimate and what would make it fit (trainforge.jobs.estimate).
     check_fit(resolved, pool, where)
     return resolved
+
+
+def _check_fp8(job: JobSpec, pool: PoolFacts, gpus: int, where: str) -> None:
+    """`precision: fp8` needs FP8 Tensor Cores (compute capability 8.9+) on every GPU model
+    the pool may launch: refused here, at preview, as the runtime would refuse it in the pod
+    (training/fp8.py). A GPU the catalog does not know is left to the runtime's check."""
+    if getattr(job.training, "precision", None) != "fp8":
+        return
+    if not gpus:
+        raise JobConfigError(
+            f"{where}.precision",
+            "fp8",
+            f"pool {pool.name!r} has no GPUs; fp8 needs GPUs with FP8 Tensor Cores (compute "
+            "capability 8.9+: L4, L40S, H100, H200, B200). Use bf16 or auto, or a GPU pool",
+        )
+    models = list(pool.gpu_models) or ([pool.gpu_name] if pool.gpu_name else [])
+    if not models:  # no GPU name from AWS (yet): the catalog's GPU of each instance family
+        fams = catalog.families()
+        models = [
+            g for t in pool.instance_types if (g := fams.get(catalog.family_of(t), {}).get("gpu"))
+        ]
+    lacking = sorted({m for m in models if catalog.fp8_capable(m) is False})
+    if lacking:
+        raise JobConfigError(
+            f"{where}.precision",
+            "fp8",
+            f"pool {pool.name!r} has {', '.join(lacking)} GPUs, which lack FP8 Tensor Cores "
+            "(compute capability 8.9+: L4, L40S, H100, H200, B200); use bf16 or auto, or a "
+            "pool of those GPUs",
+        )
 
 
 def _stock_name(pool: PoolFacts) -> str | None:

@@ -39,6 +39,7 @@ import torch.distributed as dist
 # it costs seconds, and a run's first step should not wait for it.
 from trainforge.training.config import CheckpointConfig
 from trainforge.training.distributed import group_timeout
+from trainforge.training.hostmem import storage_tensor
 
 # The layout names and the error type live in a torch-free module (the S3 mirror and the
 # plan's IAM rehearsal use them); re-exported here, where the rest of the runtime finds them.
@@ -445,7 +446,7 @@ class CheckpointManager:
         from torch.distributed.checkpoint.state_dict import get_state_dict  # noqa: PLC0415
 
         model_sd, optim_sd = get_state_dict(model, optimizer)
-        state = {"model": model_sd, "optim": optim_sd}
+        state = {"model": _unwrapped(model_sd), "optim": optim_sd}
         record = SaveRecord(step=step, path=path, blocked_s=0.0, reason=reason, waited_s=waited)
         self.last_started_step = step
         use_async = self.config.async_save and not force_sync and self.async_failure is None
@@ -820,6 +821,27 @@ class _AgreedStager:
 SHM_DIR = "/dev/shm"
 
 
+def _unwrapped(model_sd: dict[str, Any]) -> dict[str, Any]:
+    """The model state with each wrapper-subclass tensor replaced by the tensor it wraps (no
+    copy). Why: FP8 runs' FSDP2 weights are torchao's ``WeightWithDynamicFloat8CastTensor``
+    (fp8.py); the async stager's copy of one restored as NaN (seen on CPU, torch 2.13.0 and
+    torchao 0.18.0: tests/training/test_fp8.py), while the plain tensor inside saves and
+    restores exactly. A checkpoint then holds plain tensors whatever the precision."""
+    out: dict[str, Any] = {}
+    for k, v in model_sd.items():
+        local = getattr(v, "_local_tensor", None)
+        if local is not None:  # a DTensor (FSDP2): its local shard may be the wrapper
+            if storage_tensor(local) is not local:
+                from torch.distributed.tensor import DTensor  # noqa: PLC0415
+
+                v = DTensor.from_local(storage_tensor(local), v.device_mesh, v.placements,
+                                       run_check=False, shape=v.shape, stride=v.stride())  # fmt: skip
+        elif isinstance(v, torch.Tensor):
+            v = storage_tensor(v)
+        out[k] = v
+    return out
+
+
 def _state_bytes(obj: Any) -> int:
     """Bytes of this process's tensors in a (nested) state dict, each storage counted once:
     what the stager allocates (a DTensor stages its local shard)."""
@@ -827,7 +849,7 @@ def _state_bytes(obj: Any) -> int:
 
     def walk(x: Any) -> None:
         if isinstance(x, torch.Tensor):
-            local = getattr(x, "_local_tensor", x)
+            local = storage_tensor(getattr(x, "_local_tensor", x))
             storage = local.untyped_storage()
             seen[storage.data_ptr()] = storage.nbytes()
         elif isinstance(x, dict):

@@ -255,8 +255,10 @@ class TrainConfig:
     )
     precision: str = _par(
         "auto",
-        "auto: bf16 compute on GPUs with bf16 units (Ampere and newer), fp32 elsewhere (T4, CPU)",
-        choices=("auto", "bf16", "fp32"),
+        "auto: bf16 compute on GPUs with bf16 units (Ampere and newer), fp32 elsewhere (T4, CPU); "
+        "fp8: bf16 with the Linear layers' matmuls in float8 (torchao; GPUs with FP8 Tensor "
+        "Cores, compute capability 8.9+: L4, L40S, H100, H200, B200)",
+        choices=("auto", "bf16", "fp32", "fp8"),
     )
     model: str = _model(
         "mlp",

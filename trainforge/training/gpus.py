@@ -35,6 +35,9 @@ class GpuFacts:
     memory_bandwidth: float  # bytes/s
     native_bf16: bool = True
     source: str = "datasheet"
+    # dense FP8 Tensor Core peak where the catalog has it (docs/gpu-catalog.md); FP8 runs'
+    # MFU is still reported against bf16_flops (the matmuls outside Linear layers are bf16)
+    fp8_flops: float | None = None
 
 
 def _facts(name: str, peak: dict) -> GpuFacts:
@@ -47,6 +50,7 @@ def _facts(name: str, peak: dict) -> GpuFacts:
         float(peak["memoryBandwidth"]),
         native_bf16=bool(peak.get("nativeBf16", True)),
         source=peak.get("source", "datasheet"),
+        fp8_flops=float(peak["fp8Flops"]) if "fp8Flops" in peak else None,
     )
 
 

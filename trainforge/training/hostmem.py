@@ -95,8 +95,19 @@ def local_parameter_bytes(model: Any) -> int:
     DDP (DDP's module), each storage once."""
     seen: dict[int, int] = {}
     for p in model.parameters():
-        local = p.to_local() if hasattr(p, "to_local") else p
+        local = storage_tensor(p.to_local() if hasattr(p, "to_local") else p)
         if local.is_meta:
             continue
         seen[local.untyped_storage().data_ptr()] = local.untyped_storage().nbytes()
     return sum(seen.values())
+
+
+def storage_tensor(t: Any) -> Any:
+    """The tensor whose storage holds `t`'s bytes: `t` itself, or what a wrapper subclass
+    wraps. FP8 runs' weights under FSDP2 are torchao's ``WeightWithDynamicFloat8CastTensor``
+    (fp8.py), which has no storage of its own: asking it for one raises."""
+    from torch.utils._python_dispatch import is_traceable_wrapper_subclass  # noqa: PLC0415
+
+    while is_traceable_wrapper_subclass(t):
+        t = getattr(t, t.__tensor_flatten__()[0][0])
+    return t

@@ -27,7 +27,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from trainforge.training import agreement, exits, versions
+from trainforge.training import agreement, exits, fp8, versions
 from trainforge.training import checkpoint as ckpt_mod
 from trainforge.training.config import TrainConfig, as_dict, check_world, lr_factor
 from trainforge.training.data import Batches, ShardedOrder, build_dataset
@@ -145,10 +145,15 @@ def train(cfg: TrainConfig) -> int:
     with contextlib.suppress(OSError):
         recorder_dir.mkdir(parents=True, exist_ok=True)
     apply_env(timeouts, flight_recorder_prefix=str(recorder_dir / "nccl_trace_rank_"))
+    t_pg = time.perf_counter()
     env = init_distributed(timeout_s=timeouts.collective)
+    phases = {"process_group_s": time.perf_counter() - t_pg}
+    if (started := _process_start_wall()) is not None:
+        # interpreter start, imports and flag parsing, up to the process group's creation
+        phases["process_start_s"] = max(0.0, t_pg - time.perf_counter() + time.time() - started)
     exits.context.rank = env.rank
     try:
-        return _train(cfg, env, timeouts)
+        return _train(cfg, env, timeouts, phases)
     except exits.RunFailure as e:
         exits.record(e.reason, e.detail)  # before the teardown below: see exits.record
         raise
@@ -159,12 +164,32 @@ def train(cfg: TrainConfig) -> int:
         cleanup()
 
 
-def _train(cfg: TrainConfig, env: DistEnv, timeouts: Timeouts | None = None) -> int:
+def _train(
+    cfg: TrainConfig,
+    env: DistEnv,
+    timeouts: Timeouts | None = None,
+    phases: dict[str, float] | None = None,
+) -> int:
     t_setup = time.perf_counter()
+    # set-up split for the summary (bench/gpu_check.py's set-up row): where the seconds before
+    # the first step go; compile's warm-up is the start-up windows' (metrics.Reporter.rates)
+    phases = dict(phases or {})
+    mark = [t_setup]
+
+    def lap(name: str) -> None:
+        now = time.perf_counter()
+        phases[name] = phases.get(name, 0.0) + now - mark[0]
+        mark[0] = now
+
     host = SetupMemory.start()  # this rank's host memory from here to the first step
     timeouts = timeouts or Timeouts.from_hang_timeout(cfg.hang_timeout)
+    if cfg.precision == "fp8" and (why := _fp8_problem(env.device)) is not None:
+        raise exits.RunFailure(exits.CONFIG_ERROR, why)  # one line, before any model exists
+    if cfg.precision == "fp8":
+        lap("fp8_check_s")  # the device check and torchao's import (seconds: its own phase)
     dataset = build_dataset(cfg)
     cfg = check_world(cfg, env.world_size, len(dataset))
+    lap("dataset_s")
 
     # on the meta device: parallelize shards (or replicates) it, then each rank allocates and
     # draws only its own part, from --seed (models/init.py): the same weights for any world
@@ -172,6 +197,7 @@ def _train(cfg: TrainConfig, env: DistEnv, timeouts: Timeouts | None = None) -> 
     raw = model
     dtype = resolve_precision(cfg, env.device)
     model = parallelize(model, cfg, env, dtype)
+    lap("model_s")  # build on meta, (fp8 conversion,) shard or replicate, draw the weights
     optimizer = build_optimizer(model, cfg, env.device)
     scheduler = build_scheduler(optimizer, cfg)
     state = TrainState(model=model, optimizer=optimizer, scheduler=scheduler)
@@ -209,7 +235,7 @@ def _train(cfg: TrainConfig, env: DistEnv, timeouts: Timeouts | None = None) -> 
 
     reporter.log(
         f"trainforge: {cfg.strategy} {cfg.model} on {env.world_size} x {env.device.type} "
-        f"({env.backend}, {str(dtype).removeprefix('torch.')}), global batch {global_batch} = "
+        f"({env.backend}, {_precision_words(cfg, dtype, raw)}), global batch {global_batch} = "
         f"{cfg.batch_size} x {env.world_size} ranks x {cfg.grad_accum} accum, "
         f"{len(dataset)} samples, {cfg.steps} steps, output {out_dir}"
     )
@@ -247,6 +273,7 @@ def _train(cfg: TrainConfig, env: DistEnv, timeouts: Timeouts | None = None) -> 
         _check_progress(ledger, env, state.step, reporter)
         goodput.begin(state.step)
         host.stop(raw)
+        lap("restore_and_other_s")  # optimizer, reporter, ledger, watchdog, checkpoint restore
         code = _loop(cfg, env, state, batches, reporter, checkpointing, dtype, watchdog, goodput)
         if code != 0:
             return code
@@ -260,7 +287,7 @@ def _train(cfg: TrainConfig, env: DistEnv, timeouts: Timeouts | None = None) -> 
                 goodput.checkpoint_blocked(time.perf_counter() - t0)
             reporter.gauges.update(checkpointing.metrics())
             verdict = _finish(cfg, env, state, reporter, global_batch, raw, t_setup, name,
-                              checkpointing, goodput, host)  # fmt: skip
+                              checkpointing, goodput, host, phases)  # fmt: skip
         if not verdict.agree:
             raise exits.RunFailure(exits.RANKS_DISAGREE, verdict.detail)
         return 0
@@ -268,6 +295,29 @@ def _train(cfg: TrainConfig, env: DistEnv, timeouts: Timeouts | None = None) -> 
         if watchdog is not None:
             watchdog.close()
         reporter.close()
+
+
+# Test hook: lets `--precision fp8` run on the CPU through torchao's emulated float8 matmuls,
+# so that CI proves the loop's FP8 wiring end to end (tests/training/test_fp8.py,
+# bench/gpu_check.py --dry-run). Never set in a pod: the refusal below is what users get.
+FP8_ON_CPU_ENV = "TRAINFORGE_TEST_FP8_ON_CPU"
+
+
+def _fp8_problem(device: torch.device) -> str | None:
+    if device.type == "cpu" and os.environ.get(FP8_ON_CPU_ENV) == "1":
+        return fp8.problem("cuda", fp8.MIN_CAPABILITY)  # still refused without torchao
+    return fp8.device_problem(device)
+
+
+def _precision_words(cfg: TrainConfig, dtype: torch.dtype, raw: nn.Module) -> str:
+    """The dtype for the first log line; FP8 runs name what runs in float8."""
+    words = str(dtype).removeprefix("torch.")
+    if cfg.precision != "fp8":
+        return words
+    n = len(getattr(raw, "float8_layers", ()))
+    return (
+        f"fp8: float8 matmuls in {n} Linear layers (torchao), {words} elsewhere; MFU vs bf16 peak"
+    )
 
 
 def _begin_attempt(ledger: RunLedger, env: DistEnv, reporter: Reporter) -> None:
@@ -389,6 +439,7 @@ def _loop(
     fault = InStepFault(env.rank)  # test hook (faults.py); inert unless TRAINFORGE_TEST_FAULT
     fault_log = reporter.log if env.is_main else print
     ckpt_may_block = checkpointing.may_block  # fixed for the run: its config does not change
+    fp8_scales = cfg.precision == "fp8" and cfg.strategy == "fsdp"
     dist.barrier()  # ranks start the clock together (throughput numbers exclude setup skew)
     reporter.start_loop(state.step)
     while state.step < cfg.steps:
@@ -403,6 +454,8 @@ def _loop(
             loss = micro_step(model, batch, micro == cfg.grad_accum - 1, cfg, env.device, dtype)
             loss_acc.add_(loss)  # summed over micro-steps; averaged when logged
         optimizer.step()
+        if fp8_scales:
+            fp8.after_optimizer_step(model)  # FSDP2's float8 all-gather: next scales, at once
         scheduler.step()
         optimizer.zero_grad(set_to_none=True)
         state.step += 1
@@ -463,6 +516,7 @@ def _finish(
     checkpointing: ckpt_mod.Checkpointing,
     goodput: Goodput | None = None,
     host: SetupMemory | None = None,
+    phases: dict[str, float] | None = None,
 ) -> agreement.Agreement:
     # each rank vouches for its own memory: its replica (DDP) or its local shard (FSDP)
     verdict = agreement.check(unwrap(state.model), env.rank, env.world_size, corrupt_hook(env.rank))
@@ -493,6 +547,10 @@ def _finish(
         "losses": [[int(h["step"]), h["loss"]] for h in hist],
         "elapsed_seconds": elapsed,
         "setup_seconds": reporter.loop_start - t_setup,
+        # the seconds before the first step, by phase: process_start_s (interpreter, imports)
+        # and process_group_s come before `setup_seconds`; dataset_s, model_s,
+        # restore_and_other_s and loop_start_s (the ranks' first barrier) add up to it
+        "setup_phases": _setup_phases(phases, reporter.loop_start - t_setup),
         "setup_host_memory": setup_host,
         **rates,
         "ranks_agree": agree,
@@ -505,7 +563,12 @@ def _finish(
         "device_name": torch.cuda.get_device_name(env.device)
         if env.device.type == "cuda"
         else "cpu",
-        "precision": str(resolve_precision(cfg, env.device)).removeprefix("torch."),
+        "precision": "fp8"
+        if cfg.precision == "fp8"
+        else str(resolve_precision(cfg, env.device)).removeprefix("torch."),
+        # MFU (rates above) is against the bf16 peak in every precision: FP8 runs say so here
+        "mfu_basis": "bf16 peak" if reporter.peak else None,
+        "float8_layers": list(getattr(raw, "float8_layers", ())),
         "parameters": sum(p.numel() for p in raw.parameters()),
         "flops_per_sample": raw.flops_per_sample(),
         "peak_flops_per_gpu": reporter.peak,
@@ -528,6 +591,26 @@ def _finish(
         reporter.gauges.update(goodput.gauges())
     reporter.summary(summary)
     return verdict
+
+
+def _process_start_wall() -> float | None:
+    """This process's start as wall-clock time, from Linux's /proc (None elsewhere):
+    /proc/self/stat field 22 is the start in clock ticks after boot, /proc/uptime the seconds
+    since boot (proc(5))."""
+    try:
+        stat = Path("/proc/self/stat").read_text()
+        ticks = int(stat.rsplit(")", 1)[1].split()[19])  # field 22; fields 1-2 end at ")"
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+        return time.time() - (uptime - ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _setup_phases(phases: dict[str, float] | None, setup_seconds: float) -> dict[str, float]:
+    inside = ("fp8_check_s", "dataset_s", "model_s", "restore_and_other_s")
+    out = dict(phases or {})
+    out["loop_start_s"] = max(0.0, setup_seconds - sum(out.get(k, 0.0) for k in inside))
+    return out
 
 
 def _peak_memory(env: DistEnv) -> dict[str, int | None]:

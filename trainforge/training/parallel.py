@@ -32,7 +32,7 @@ def resolve_precision(cfg: TrainConfig, device: torch.device) -> torch.dtype:
     (April 2025, before 2.9's release) -- both read 2026-11-27."""
     if cfg.precision == "fp32":
         return torch.float32
-    if cfg.precision == "bf16":
+    if cfg.precision in ("bf16", "fp8"):  # fp8: float8 matmuls in Linear layers, bf16 around
         return torch.bfloat16
     if device.type == "cuda" and torch.cuda.is_bf16_supported(including_emulation=False):
         return torch.bfloat16
@@ -48,6 +48,12 @@ def parallelize(model: nn.Module, cfg: TrainConfig, env: DistEnv, dtype: torch.d
     weights already set (own code, benches), which are kept."""
     meta = on_meta(model)
     model.activation_checkpointing = cfg.activation_checkpointing
+    if cfg.precision == "fp8":
+        # before compile and before sharding, as torchtitan converts (fp8.py); the names go
+        # to the run's first line and its summary
+        from trainforge.training import fp8  # noqa: PLC0415 - imports torchao
+
+        model.float8_layers = fp8.convert(model, cfg.strategy)
     if cfg.compile:
         for block in model.blocks:  # per block, as torchtitan does: small graphs, fast compile
             block.compile()

@@ -71,7 +71,7 @@ class Activity:
     step: int | None
     started: float
     bound: float
-    why: str  # how the bound was derived, for the log line
+    why: str  # how the bound was derived, for the log line ("" for a step: derived on firing)
     section: str | None = None
 
 
@@ -136,6 +136,7 @@ class Watchdog:
         self.clock = clock
         self.exit_fn = exit_fn
         self._durations: deque[float] = deque(maxlen=window)
+        self._total = 0.0  # sum(self._durations), kept as they come and go (no sum per step)
         self._section_max: dict[str, float] = {}
         self._lock = threading.Lock()
         self._activity: Activity | None = None
@@ -200,16 +201,22 @@ class Watchdog:
                 f"startup bound for the first {self.warmup_steps} steps after a start "
                 f"({STARTUP_MULTIPLE:g} x {self.floor_s:g}s floor)"
             )
-        mean = sum(self._durations) / n
+        mean = self._total / n
         b = max(self.multiple * mean, self.floor_s)
         return b, f"max({self.multiple:g} x {mean:.3f}s mean of the last {n} steps, " \
                   f"{self.floor_s:g}s floor)"  # fmt: skip
 
     def step_started(self, step: int | None = None) -> None:
-        b, why = self.bound()
+        """Called every step: the bound only (its explanation is written if the watchdog
+        fires, from the same durations: they change only when a step finishes)."""
+        n = len(self._durations)
+        if n == 0 or n < self.warmup_steps:
+            b = self.startup_s
+        else:
+            b = max(self.multiple * self._total / n, self.floor_s)
         label = f"step {step}" if step is not None else "a step"
         with self._lock:
-            self._activity = Activity(label, step, self.clock(), b, why)
+            self._activity = Activity(label, step, self.clock(), b, "")
 
     def step_finished(self) -> float:
         """Ends the current step; returns its duration in seconds (0 if none was running)."""
@@ -218,7 +225,10 @@ class Watchdog:
         if act is None or act.section is not None:
             return 0.0
         d = self.clock() - act.started
+        if len(self._durations) == self._durations.maxlen:
+            self._total -= self._durations[0]  # the one append() evicts
         self._durations.append(d)
+        self._total += d
         return d
 
     @contextlib.contextmanager
@@ -274,6 +284,8 @@ class Watchdog:
                 return
 
     def _fire(self, act: Activity, elapsed: float) -> None:
+        if not act.why:  # a step's: the durations are those its bound was drawn from
+            act = dataclasses.replace(act, why=self.bound()[1])
         hard = threading.Timer(self.fire_grace_s, self._exit_now)
         hard.daemon = True
         hard.start()

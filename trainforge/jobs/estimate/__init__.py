@@ -250,6 +250,8 @@ def _estimate(job: JobSpec, pool: PoolFacts, *, calibration: dict | None = None)
                 f"precision auto runs bf16 on {bf16} nodes and fp32 on {fp32} (no bf16 units); "
                 f"planned as on the {gpu_name}"
             )
+        if shape.precision == "fp8":
+            notes.append(_fp8_note(gpu, timing))
         if gpu.name == "T4" and r.compute_bytes == 2:
             notes.append("T4 has no bf16 units: bf16 runs emulated; prefer precision: fp32")
         if shape.steps:
@@ -288,6 +290,21 @@ STRATEGY_NAMES = {
     "ddp": ("DDP", "an all-reduce of the fp32 gradients per step"),
     "fsdp": ("FSDP2", "parameter all-gathers and a gradient reduce-scatter per step"),
 }
+
+
+def _fp8_note(gpu: gpus.GpuFacts, t: StepTime) -> str:
+    """What an fp8 job's step time rests on (and what its MFU is measured against)."""
+    if t.fp8_speedup is None:
+        return (
+            f"precision fp8: no FP8 peak for the {gpu.name} in the GPU catalog, so planned as "
+            "bf16 (no speed-up assumed); MFU is against the bf16 peak"
+        )
+    return (
+        f"precision fp8: compute planned {t.fp8_speedup:.2f}x faster than bf16 "
+        f"({facts.FP8_SPEEDUP_SOURCE}); the {gpu.name}'s FP8 peak "
+        f"{gpu.fp8_flops / 1e12:,.0f} TFLOP/s (datasheet) bounds it; MFU is against the bf16 "
+        f"peak ({gpu.bf16_flops / 1e12:,.0f} TFLOP/s), the runtime's basis too"
+    )
 
 
 def _method(job: JobSpec, shape: ModelShape, r: Regime, gpu: str, t: StepTime) -> str:

@@ -119,6 +119,12 @@ def calibrate(run_dir: Path, calibration_file: Path | None = None) -> dict[str, 
             "add its peak FLOP/s there first"
         )
     precision = _need(s, "precision", path)
+    if precision == "fp8":
+        # its bf16-equivalent MFU would make every bf16 job on this GPU look faster
+        raise CalibrationError(
+            f"{path}: an fp8 run; its MFU against the bf16 peak is not a bf16 MFU, and the "
+            "planner's MFU is per GPU, not per precision. Calibrate with a bf16 run"
+        )
     peak = gpu.bf16_flops if precision == "bfloat16" else gpu.tf32_flops
     world = int(_need(s, "world_size", path))
     steady = _steady(s, path)

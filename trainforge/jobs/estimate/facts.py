@@ -71,6 +71,20 @@ WIDTH_FLOOR = 0.35
 # parameter per token of hardware work for the same model FLOPs.
 RECOMPUTE_FACTOR = 8 / 6
 
+# `precision: fp8` (torchao float8 Linear layers, training/fp8.py): tokens/s over the same job
+# in bf16, as (low, mid, high). Anchor: torchtitan's Llama 3.1 8B on 8 and 128 H100s, FSDP +
+# torch.compile -> + Float8: 6,667 -> 8,532 and 6,514 -> 8,380 TPS/GPU (1.28x, 1.29x;
+# pytorch/torchtitan benchmarks/llama3_h100_202412_torchtitan.md, read 2026-11-29). Low 1.0:
+# at small widths the casts cost what the FP8 matmuls save (an assumption, no measurement).
+# The ceiling is the GPU's FP8/BF16 peak ratio (the catalog's fp8Flops), never reached: only
+# the Linear layers' matmuls run in FP8. Torchtitan reports no MFU for such runs ("not
+# well-defined"); trainforge reports MFU against the bf16 peak, and says so.
+FP8_SPEEDUP = (1.0, 1.28, 1.29)
+FP8_SPEEDUP_SOURCE = (
+    "torchtitan Llama 3.1 8B, 8 H100, FSDP + compile: 6,667 -> 8,532 TPS/GPU with Float8 "
+    "(benchmarks/llama3_h100_202412_torchtitan.md)"
+)
+
 # Bandwidth NCCL gets out of a link, as a fraction of the link's rate. ASSUMPTIONS, stated
 # so they can be checked: EFA with the aws-ofi-nccl plugin is designed for NCCL's traffic;
 # NCCL over TCP sockets on ENA (`efa: false`) typically achieves well below line rate.

@@ -76,7 +76,9 @@ def regime(
     precision = shape.precision
     if precision == "auto":
         precision = "bf16" if device == "cuda" and native_bf16 else "fp32"
-    e_c = 2 if precision == "bf16" else 4
+    # fp8: bf16 compute around float8 Linear matmuls (training/fp8.py); planned as bf16 (the
+    # float8 copies torchao keeps for backward are not modelled)
+    e_c = 2 if precision in ("bf16", "fp8") else 4
     autocast = e_c == 2 and strategy == "ddp"
     return Regime(device, strategy, world, e_c, 4 if autocast else e_c, autocast)
 

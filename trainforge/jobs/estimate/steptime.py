@@ -54,6 +54,7 @@ class StepTime:
     peak_flops_per_gpu: float
     mfu: facts.MfuFacts
     mfu_used: float  # after the width factor
+    fp8_speedup: float | None = None  # precision fp8: the bf16 compute divided by this
 
 
 def _collective_seconds(
@@ -91,8 +92,14 @@ def step_time(
     m_mid, m_lo, m_hi = mfu.mid * wf, mfu.low * wf, mfu.high * wf
     per_gpu = hw_flops / world
 
-    def compute(m: float) -> float:
-        return per_gpu / (peak * m)
+    # fp8: the bf16 step's compute sped up by the anchored factor (facts.FP8_SPEEDUP), only
+    # on a GPU whose FP8 peak the catalog knows, and never past the FP8/BF16 peak ratio
+    fp8 = shape.precision == "fp8" and r.compute_bytes == 2 and gpu.fp8_flops is not None
+    ceiling = gpu.fp8_flops / gpu.bf16_flops if fp8 else 1.0
+    s_lo, s_mid, s_hi = (min(s, ceiling) for s in facts.FP8_SPEEDUP) if fp8 else (1.0,) * 3
+
+    def compute(m: float, speedup: float = 1.0) -> float:
+        return per_gpu / (peak * m) / speedup
 
     # collectives: bytes per rank buffer
     if world > 1:
@@ -135,7 +142,7 @@ def step_time(
             return c + max(0.0, comm - c) + first
         return c + max(0.0, comm - c * 2 / 3)
 
-    c_mid, c_best, c_worst = compute(m_mid), compute(m_hi), compute(m_lo)
+    c_mid, c_best, c_worst = compute(m_mid, s_mid), compute(m_hi, s_hi), compute(m_lo, s_lo)
     return StepTime(
         seconds=overlapped(c_mid, comm_mid) + opt,
         low=overlapped(c_best, comm_best) + opt,
@@ -147,4 +154,5 @@ def step_time(
         peak_flops_per_gpu=peak,
         mfu=mfu,
         mfu_used=m_mid,
+        fp8_speedup=s_mid if fp8 else None,
     )
