@@ -30,6 +30,9 @@ def test_kubernetes_workloads_by_their_shapes() -> None:
     job = {"kind": "Job", "spec": {"backoffLimit": 0, "template": POD}}
     assert backends.SHAPES["Job"].restart_limit(job) == 0
     assert _where({"kind": "Job", "spec": {}}) == []
+    # a CRD's schema may hold a mapping whose spec has containers: it runs no pod
+    crd = {"kind": "CustomResourceDefinition", "spec": {"versions": [{"schema": {"x": POD}}]}}
+    assert _where(crd) == [] and _where({**crd, "kind": "Unknown"}) != []
 
 
 def test_an_undeclared_kind_is_walked_generically_under_its_spec() -> None:

@@ -83,6 +83,9 @@ KUBERNETES: dict[str, Shape] = {
         replicas=(("spec", "parallelism"),),
         restarts=("spec", "backoffLimit"),
     ),
+    # a CRD's schema describes pod templates (`containers` of type array) but runs none: not
+    # walked (the operators' CRDs are megabytes)
+    "CustomResourceDefinition": Shape(),
     "CronJob": Shape(
         templates=(("spec", "jobTemplate", "spec", "template"),),
         replicas=(("spec", "jobTemplate", "spec", "parallelism"),),
