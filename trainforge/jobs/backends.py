@@ -75,7 +75,8 @@ SHAPES: dict[str, pods.Shape] = {
         restarts=("spec", "runPolicy", "backoffLimit"),
     ),
     # The TrainJob writes only a patch of its runtime's pod (`runtimePatches`); the pod that
-    # runs is the one Trainer builds from both (`build`).
+    # runs is the one Trainer builds from both (`build`), `numNodes` of it (a patch, read with
+    # build=False, counts 1: it is no pod of its own).
     trainjob.KIND: pods.Shape(
         templates=(
             ("spec", "runtimePatches", pods.EACH, "trainingRuntimeSpec", "template", "spec")
