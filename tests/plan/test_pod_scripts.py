@@ -147,7 +147,7 @@ def test_shell_scripts_are_found_in_any_pod_template():
     assert P.shell_script({"command": ["/bin/bash"], "args": ["-ec", "x"]}) == "x"
     assert P.shell_script({"command": ["python", "-c", "x"]}) is None
     assert P.shell_script({"command": ["mlflow", "server"]}) is None
-    found = P.pod_specs(_training_pod().doc["spec"], "spec")
+    found = P.pod_specs(_training_pod().doc)
     assert [where for where, _ in found] == ["spec.pytorchReplicaSpecs.Master.template.spec"]
 
 

@@ -55,11 +55,11 @@ def _obj(kind: str, name: str, doc: dict) -> K8sObject:
 
 
 def _pod_object(kind: str, name: str, pod: dict, ns: str = "t") -> K8sObject:
-    doc = {
-        "kind": kind,
-        "metadata": {"name": name, "namespace": ns},
-        "spec": {"template": {"spec": pod}},
-    }
+    """A Job, or a PyTorchJob with one Master replica, running `pod`."""
+    spec = {"template": {"spec": pod}}
+    if kind == "PyTorchJob":
+        spec = {"pytorchReplicaSpecs": {"Master": {"replicas": 1, **spec}}}
+    doc = {"kind": kind, "metadata": {"name": name, "namespace": ns}, "spec": spec}
     return _obj(kind, f"{kind.lower()}-{name}", doc)
 
 
@@ -211,7 +211,7 @@ def test_a_pods_other_volume_types_are_not_claims_it_writes():
     """A training pod with a claim and an azureDisk (a type that sorts before "claim"): only
     the claim is a write to rehearse; the disk is neither read as a claim nor an error."""
     writer = _writer("w", "c", {"name": "vol", "mountPath": "/fsx"})
-    pod = writer.doc["spec"]["template"]["spec"]
+    pod = writer.doc["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
     pod["volumes"].append({"name": "disk", "azureDisk": {"diskName": "d", "diskURI": "u"}})
     pod["containers"][0]["volumeMounts"].append({"name": "disk", "mountPath": "/disk"})
     _, consumers, claims = P._collect(_ctx(writer))

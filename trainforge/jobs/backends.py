@@ -10,12 +10,20 @@ emitter takes the same resolved JobSpec and builds its pods with the one pod bui
 (`trainforge.jobs.pod`), so switching a job's backend changes which object runs its pods,
 not the pods. Each backend module has BACKEND, API_VERSION, KIND, `check`, `launch`,
 `workload_manifest`, `podmonitor_manifest` and, where it has one, `service_manifest`.
+
+Each backend also owns the shape of its objects (`SHAPES`): where their pod templates live
+and how to read replicas and restarts. The plan's checks and the overlay image reader find
+pods through `pod_templates`, which asks this table, so a new backend declares its shape here
+(or through `register_shape`) and every check sees its pods.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from types import ModuleType
+from typing import Any
 
+from trainforge.core import pods
 from trainforge.core.contract import BACKENDS, JobTarget
 from trainforge.core.errors import JobConfigError
 from trainforge.jobs import indexed_job, pod, pytorchjob, trainjob
@@ -39,6 +47,64 @@ NO_CONTROLLER = (indexed_job.BACKEND,)
 WORKLOAD_TYPES: dict[str, str] = {
     name: f"kubernetes:{m.API_VERSION}:{m.KIND}" for name, m in EMITTERS.items()
 }
+
+
+def _trainjob_pods(doc: dict[str, Any]) -> list[tuple[str, dict[str, Any]]] | None:
+    """The pod Kubeflow Trainer builds from a TrainJob and its runtime, when the runtime is one
+    of trainforge's own (known without a cluster)."""
+    pod = trainjob.platform_pod(doc)
+    return [("", pod)] if pod is not None else None
+
+
+# A replicated job of a JobSet (and of a Trainer runtime's JobSet template): its pods are its
+# `replicas` Jobs times each Job's `parallelism`.
+_REPLICATED = (("replicas",), ("template", "spec", "parallelism"))
+_RUNTIME = pods.Shape(
+    templates=(
+        ("spec", "template", "spec", "replicatedJobs", pods.EACH, "template", "spec", "template"),
+    ),
+    replicas=_REPLICATED,
+)
+
+# kind -> where its pod templates live, how many pods each runs, its restart bound
+SHAPES: dict[str, pods.Shape] = {
+    **pods.KUBERNETES,  # the indexed Job (indexed_job.KIND) and CronJob among them
+    pytorchjob.KIND: pods.Shape(
+        templates=(("spec", "pytorchReplicaSpecs", pods.EACH, "template"),),
+        replicas=(("replicas",),),
+        restarts=("spec", "runPolicy", "backoffLimit"),
+    ),
+    # The TrainJob writes only a patch of its runtime's pod (`runtimePatches`); the pod that
+    # runs is the one Trainer builds from both (`build`), `numNodes` of it (a patch, read with
+    # build=False, counts 1: it is no pod of its own).
+    trainjob.KIND: pods.Shape(
+        templates=(
+            ("spec", "runtimePatches", pods.EACH, "trainingRuntimeSpec", "template", "spec")
+            + ("replicatedJobs", pods.EACH, "template", "spec", "template"),
+        ),
+        replicas=(("spec", "trainer", "numNodes"),),
+        build=_trainjob_pods,
+    ),
+    trainjob.RUNTIME_KIND: _RUNTIME,
+    "TrainingRuntime": _RUNTIME,
+    "JobSet": pods.Shape(
+        templates=(("spec", "replicatedJobs", pods.EACH, "template", "spec", "template"),),
+        replicas=_REPLICATED,
+        restarts=("spec", "failurePolicy", "maxRestarts"),
+    ),
+}
+assert SHAPES[indexed_job.KIND] is pods.KUBERNETES["Job"]
+
+
+def register_shape(kind: str, shape: pods.Shape) -> None:
+    """Declare where a new backend's kind keeps its pod templates (see `SHAPES`)."""
+    SHAPES[kind] = shape
+
+
+def pod_templates(doc: Mapping[str, Any], *, build: bool = True) -> list[pods.PodTemplate]:
+    """Every pod template of an object, by its kind's shape (`SHAPES`), else found generically;
+    `build=False` leaves out the pods a controller builds from elsewhere (a TrainJob's)."""
+    return pods.pod_templates(doc, SHAPES, build=build)
 
 
 def resolve_backend(job: JobSpec, target: JobTarget, where: str) -> str:

@@ -235,22 +235,26 @@ def dump_yaml(doc: Any) -> str:
     return yaml.dump(doc, Dumper=_DUMPER, sort_keys=False, default_flow_style=False, width=100)
 
 
+# The workload kinds of the job backends that are custom resources (a scanner skips them)
+_CUSTOM_WORKLOADS = ("PyTorchJob", "TrainJob")
+
+
 def pod_template_jobs(obj: K8sObject) -> list[tuple[str, dict[str, Any]]]:
     """Each PyTorchJob replica's pod template, or the pod Kubeflow Trainer builds for a
     TrainJob on one of trainforge's runtimes, wrapped as a batch/v1 Job.
 
     checkov (and other scanners) skip custom resources; the wrapped Job carries the exact pod
-    template so that the pod-level checks run on what the controller will create.
+    template so that the pod-level checks run on what the controller will create. The
+    templates are the one walker's (`trainforge.jobs.backends.pod_templates`).
     """
-    if obj.kind == "TrainJob":
-        specs = _trainjob_pod(obj.doc)
-    elif obj.kind == "PyTorchJob":
-        specs = (obj.doc.get("spec") or {}).get("pytorchReplicaSpecs") or {}
-    else:
+    from trainforge.jobs.backends import pod_templates  # noqa: PLC0415 - plain data, no Pulumi
+
+    if obj.kind not in _CUSTOM_WORKLOADS:
         return []
     out = []
-    for rtype, rspec in specs.items():
-        tmpl = copy.deepcopy((rspec or {}).get("template") or {})
+    for t in pod_templates(obj.doc):
+        rtype = t.name or "Node"  # a TrainJob's one pod: the Trainer's replicated job `node`
+        tmpl = copy.deepcopy(t.template)
         pod = tmpl.setdefault("spec", {})
         if pod.get("restartPolicy") not in ("OnFailure", "Never"):
             pod["restartPolicy"] = "Never"  # a Job requires one of these; irrelevant to scans
@@ -267,14 +271,6 @@ def pod_template_jobs(obj: K8sObject) -> list[tuple[str, dict[str, Any]]]:
         }
         out.append((f"{obj.namespace or DEFAULT_NAMESPACE}/job-{name}.yaml", job))
     return out
-
-
-def _trainjob_pod(doc: dict[str, Any]) -> dict[str, Any]:
-    """{"Node": {"template": pod}} for a TrainJob on one of trainforge's runtimes, else {}."""
-    from trainforge.jobs.trainjob import platform_pod  # noqa: PLC0415
-
-    pod = platform_pod(doc)
-    return {"Node": {"template": pod}} if pod is not None else {}
 
 
 def write_manifests(objects: list[K8sObject], out: pathlib.Path, checkov: bool = True) -> int:

@@ -32,6 +32,8 @@ from typing import Any
 
 import yaml
 
+from trainforge.jobs.backends import pod_templates
+
 DATA = Path(__file__).resolve().parent / "data"
 # kustomization fields that cannot change a container image (read or not)
 _NEUTRAL = {
@@ -63,17 +65,6 @@ def _may_hold_workloads(text: str) -> bool:
     if not kinds or text.lstrip().startswith(("{", "[")):
         return True
     return any(k in _WORKLOADS for k in kinds)
-
-
-def _pod_specs(doc: dict[str, Any]) -> list[dict[str, Any]]:
-    kind = doc.get("kind")
-    spec = doc.get("spec") or {}
-    if kind == "Pod":
-        return [spec]
-    if kind == "CronJob":
-        spec = ((spec.get("jobTemplate") or {}).get("spec")) or {}
-    template = spec.get("template") if isinstance(spec, dict) else None
-    return [template.get("spec") or {}] if isinstance(template, dict) else []
 
 
 def _split(image: str) -> tuple[str, str]:
@@ -142,7 +133,7 @@ def _collect(directory: Path) -> list[tuple[dict[str, Any], list[dict[str, Any]]
             continue
         for doc in yaml.load_all(text, Loader=_LOADER):
             if isinstance(doc, dict):
-                specs = _pod_specs(doc)
+                specs = [t.spec for t in pod_templates(doc, build=False)]
                 if specs:
                     out.append((doc, specs))
     rules = k.get("images") or []

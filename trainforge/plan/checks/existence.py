@@ -183,7 +183,7 @@ def pod_refs(pod: dict[str, Any], namespace: str, what: str) -> Iterator[Ref]:
 
 def _pods(obj: Any) -> Iterator[tuple[dict[str, Any], str]]:
     """(pod spec, where) of every pod an object runs, in its namespace."""
-    from trainforge.plan.checks.pod_scripts import pod_specs  # noqa: PLC0415
+    from trainforge.jobs.backends import pod_templates  # noqa: PLC0415
     from trainforge.plan.manifests import pod_template_jobs  # noqa: PLC0415
 
     if obj.kind == "TrainJob":
@@ -192,8 +192,8 @@ def _pods(obj: Any) -> Iterator[tuple[dict[str, Any], str]]:
         return
     if not obj.namespace:  # a cluster-scoped template (a runtime): its TrainJobs' pods count
         return
-    for path, pod in pod_specs(obj.doc):
-        yield pod, f"{obj.kind} {obj.namespace}/{obj.obj_name} ({path})"
+    for t in pod_templates(obj.doc, build=False):
+        yield t.spec, f"{obj.kind} {obj.namespace}/{obj.obj_name} ({t.spec_path})"
 
 
 def value_refs(values: Any, namespace: str, what: str, path: str = "") -> Iterator[Ref]:

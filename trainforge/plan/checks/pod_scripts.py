@@ -51,6 +51,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from trainforge.jobs import trainjob
+from trainforge.jobs.backends import pod_templates
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.checks import pod_sandbox as sandbox
 
@@ -95,19 +96,10 @@ def shell_script(container: dict[str, Any]) -> str | None:
     return None
 
 
-def pod_specs(doc: Any, path: str = "") -> list[tuple[str, dict[str, Any]]]:
-    """Every pod spec inside an object (a dict with a `containers` list), with where."""
-    out: list[tuple[str, dict[str, Any]]] = []
-    if isinstance(doc, dict):
-        if isinstance(doc.get("containers"), list) and path.endswith(("spec", "template.spec")):
-            out.append((path, doc))
-            return out
-        for k, v in doc.items():
-            out += pod_specs(v, f"{path}.{k}" if path else k)
-    elif isinstance(doc, list):
-        for i, v in enumerate(doc):
-            out += pod_specs(v, f"{path}[{i}]")
-    return out
+def pod_specs(doc: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(where, pod spec) of every pod template the object itself writes (the one walker; a
+    TrainJob's pod, built from its runtime, is `_trainjob_pod`'s)."""
+    return [(t.spec_path, t.spec) for t in pod_templates(doc, build=False)]
 
 
 DIRECTORY_ANNOTATION = "trainforge.io/fsx-directory"
@@ -320,7 +312,7 @@ def _collect(ctx: PlanContext) -> tuple[list[Script], dict[str, list[Consumer]],
     runtimes = _runtimes(ctx.objects)
     for o in ctx.objects:
         ns = o.namespace or ""
-        pods = pod_specs(o.doc.get("spec") or {}, "spec")
+        pods = pod_specs(o.doc)
         is_trainjob = o.kind == trainjob.KIND
         if is_trainjob:  # its pod is the Trainer's, built from the job and its runtime
             built, why = _trainjob_pod(o, runtimes)

@@ -67,6 +67,7 @@ from fractions import Fraction
 from typing import Any
 
 from trainforge.core.quantity import parse_quantity
+from trainforge.jobs.backends import pod_templates
 from trainforge.jobs.wiring import sizing_rule
 from trainforge.plan import kueue as K
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
@@ -138,18 +139,9 @@ def _q(v: Any) -> Fraction:
     return parse_quantity(str(v))
 
 
-def _pod_specs(node: Any) -> list[dict[str, Any]]:
-    """Every pod spec (a mapping with `containers`) inside an object, in document order."""
-    out: list[dict[str, Any]] = []
-    if isinstance(node, dict):
-        if isinstance(node.get("containers"), list):
-            out.append(node)
-        for v in node.values():
-            out += _pod_specs(v)
-    elif isinstance(node, list):
-        for v in node:
-            out += _pod_specs(v)
-    return out
+def _pod_specs(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """The pod specs an object itself writes (the one walker; a TrainJob's runtime patch)."""
+    return [t.spec for t in pod_templates(doc, build=False)]
 
 
 _TOPOLOGY = (
@@ -159,26 +151,12 @@ _TOPOLOGY = (
 )
 
 
-def _pod_template(node: Any) -> dict[str, Any] | None:
-    """The first pod template (a mapping whose `spec` has `containers`) inside an object."""
-    if isinstance(node, dict):
-        if isinstance((node.get("spec") or {}).get("containers"), list):
-            return node
-        for v in node.values():
-            if (found := _pod_template(v)) is not None:
-                return found
-    elif isinstance(node, list):
-        for v in node:
-            if (found := _pod_template(v)) is not None:
-                return found
-    return None
-
-
 def podset(doc: dict[str, Any], per_pod: dict[str, Fraction], count: int) -> K.PodSet:
     """What Kueue reads of a job object's pods: `count` pods of `per_pod` requests, its pod
     template's nodeSelector, required node affinity and tolerations, and whether it asks
     for topology-aware scheduling (a podset topology annotation)."""
-    return podset_of(_pod_template(doc.get("spec")) or {}, per_pod, count)
+    templates = pod_templates(doc, build=False)
+    return podset_of(templates[0].template if templates else {}, per_pod, count)
 
 
 def podset_of(tmpl: dict[str, Any], per_pod: dict[str, Fraction], count: int) -> K.PodSet:
@@ -668,7 +646,7 @@ def _workload_object(ctx: PlanContext, name: str, namespace: str) -> Any:
         if (
             o.namespace == namespace
             and labels.get(JOB_LABEL) == name
-            and _pod_specs(o.doc.get("spec"))
+            and _pod_specs(o.doc)
             and o.kind not in ("ConfigMap", "PodMonitor", "Service")
         ):
             return o
@@ -683,7 +661,7 @@ def _owned_fields(obj: Any, flavor: Flavor | None) -> list[str]:
         out.append("spec.suspend (Kueue suspends and resumes the job)")
     if "suspend" in (spec.get("runPolicy") or {}):
         out.append("spec.runPolicy.suspend (Kueue suspends and resumes the job)")
-    for pod in _pod_specs(spec):
+    for pod in _pod_specs(obj.doc):
         if pod.get("schedulingGates"):
             out.append("a pod template's schedulingGates (Kueue adds and removes its own)")
         if flavor is not None:

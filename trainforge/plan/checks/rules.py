@@ -374,16 +374,6 @@ def iam_no_admin(type_: str, inputs: dict) -> list[str]:
 # ---------------------------------------------------------------------------------------------
 # Pods: every pod spec a workload or a PyTorchJob replica carries
 
-WORKLOAD_TEMPLATE_PATHS: dict[str, tuple[str, ...]] = {
-    "Pod": ("spec",),
-    "PodTemplate": ("template", "spec"),
-    "Deployment": ("spec", "template", "spec"),
-    "StatefulSet": ("spec", "template", "spec"),
-    "DaemonSet": ("spec", "template", "spec"),
-    "ReplicaSet": ("spec", "template", "spec"),
-    "Job": ("spec", "template", "spec"),
-    "CronJob": ("spec", "jobTemplate", "spec", "template", "spec"),
-}
 SYSTEM_NAMESPACES = ("kube-system",)
 PRIVILEGED_REASON_ANNOTATION = "trainforge.io/privileged-reason"
 ROOT_REASON_ANNOTATION = "trainforge.io/root-reason"
@@ -398,41 +388,17 @@ def k8s_kind(type_: str) -> str | None:
 
 
 def pod_specs(type_: str, inputs: dict) -> Iterator[tuple[str, dict]]:
-    """(label, pod spec) for every pod template of a workload object."""
+    """(label, pod spec) for every pod template of a workload object: where its kind keeps
+    them (the one walker, `trainforge.jobs.backends.pod_templates`), and for a TrainJob the
+    pod Kubeflow Trainer builds from a trainforge runtime (the plan knows it without a cluster)."""
+    from trainforge.jobs.backends import pod_templates  # noqa: PLC0415 - plain data, no Pulumi
+
     kind = k8s_kind(type_)
     if kind is None:
         return
-    if kind == "PyTorchJob":
-        for rtype, rspec in (_get(inputs, "spec", "pytorchReplicaSpecs") or {}).items():
-            spec = _get(rspec, "template", "spec")
-            if isinstance(spec, dict):
-                yield f"{rtype} pod", spec
-        return
-    if kind in ("ClusterTrainingRuntime", "TrainingRuntime"):
-        for rjob in _as_list(_get(inputs, "spec", "template", "spec", "replicatedJobs")):
-            spec = _get(rjob, "template", "spec", "template", "spec")
-            if isinstance(spec, dict):
-                yield f"{rjob.get('name')} pod", spec
-        return
-    if kind == "TrainJob":
-        # The pod Kubeflow Trainer builds from the runtime and the TrainJob, when the runtime is
-        # trainforge's own (the plan then knows it without the cluster).
-        spec = _trainjob_pod(inputs)
-        if spec is not None:
-            yield "pod", spec
-        return
-    path = WORKLOAD_TEMPLATE_PATHS.get(kind)
-    if path:
-        spec = _get(inputs, *path)
-        if isinstance(spec, dict):
-            yield "pod", spec
-
-
-def _trainjob_pod(inputs: dict) -> dict | None:
-    from trainforge.jobs.trainjob import platform_pod  # noqa: PLC0415 - plain data, no Pulumi
-
-    pod = platform_pod(inputs)
-    return pod["spec"] if pod is not None else None
+    for t in pod_templates({**inputs, "kind": kind}):
+        if isinstance(t.template.get("spec"), dict):
+            yield t.label, t.spec
 
 
 def _containers(spec: dict) -> Iterator[dict]:

@@ -1,0 +1,78 @@
+"""The one pod-template walker (trainforge/core/pods.py, with the backends' shapes).
+
+Why: four walkers used to find pod specs four ways, and disagreed on CronJobs, Pods, a
+TrainJob's runtime patch and kinds they did not know. These pin down what the one walker
+returns for each: where (the path a finding names), the replica's name and its pod count.
+"""
+
+from __future__ import annotations
+
+from trainforge.core import pods
+from trainforge.jobs import backends
+
+POD = {"spec": {"containers": [{"name": "c", "image": "i"}]}}
+
+
+def _where(doc: dict, **kw: bool) -> list[tuple[str, str, int]]:
+    return [(t.spec_path, t.label, t.replicas) for t in backends.pod_templates(doc, **kw)]
+
+
+def test_kubernetes_workloads_by_their_shapes() -> None:
+    assert _where({"kind": "Pod", **POD}) == [("spec", "pod", 1)]
+    assert _where({"kind": "Deployment", "spec": {"replicas": 3, "template": POD}}) == [
+        ("spec.template.spec", "pod", 3)
+    ]
+    cron = {
+        "kind": "CronJob",
+        "spec": {"jobTemplate": {"spec": {"parallelism": 2, "template": POD}}},
+    }
+    assert _where(cron) == [("spec.jobTemplate.spec.template.spec", "pod", 2)]
+    job = {"kind": "Job", "spec": {"backoffLimit": 0, "template": POD}}
+    assert backends.SHAPES["Job"].restart_limit(job) == 0
+    assert _where({"kind": "Job", "spec": {}}) == []
+    # a CRD's schema may hold a mapping whose spec has containers: it runs no pod
+    crd = {"kind": "CustomResourceDefinition", "spec": {"versions": [{"schema": {"x": POD}}]}}
+    assert _where(crd) == [] and _where({**crd, "kind": "Unknown"}) != []
+
+
+def test_an_undeclared_kind_is_walked_generically_under_its_spec() -> None:
+    doc = {
+        "kind": "Unknown",
+        "metadata": {"annotations": {"x": POD}},  # not under spec: not a pod
+        "spec": {"a": [{"template": POD}, {"b": {"template": POD}}], "c": {"containers": "no"}},
+    }
+    assert _where(doc) == [
+        ("spec.a[0].template.spec", "pod", 1),
+        ("spec.a[1].b.template.spec", "pod", 1),
+    ]
+    assert _where({"kind": "Unknown", "spec": POD["spec"]}) == [("spec", "pod", 1)]
+
+
+def test_a_trainjob_writes_a_runtime_patch_and_runs_the_pod_trainer_builds() -> None:
+    """build=False: what the object writes (its runtime patch); build=True: the pod Trainer
+    builds, and nothing for a runtime the plan does not know."""
+    patch = {"name": "node", "template": {"spec": {"template": POD}}}
+    doc = {
+        "kind": "TrainJob",
+        "metadata": {"name": "j"},
+        "spec": {
+            "runtimeRef": {"name": "not-the-platforms"},
+            "trainer": {"numNodes": 4},
+            "runtimePatches": [
+                {"trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [patch]}}}}
+            ],
+        },
+    }
+    path = "spec.runtimePatches[0].trainingRuntimeSpec.template.spec.replicatedJobs[0].template.spec.template.spec"
+    assert _where(doc, build=False) == [(path, "node pod", 1)]
+    assert _where(doc) == []
+
+
+def test_shapes_without_the_backends_table_are_kubernetes_own() -> None:
+    ptj = {
+        "kind": "PyTorchJob",
+        "spec": {"pytorchReplicaSpecs": {"Worker": {"replicas": 2, "template": POD}}},
+    }
+    # core alone does not know a PyTorchJob: found generically, one pod, no replica name
+    assert [(t.label, t.replicas) for t in pods.pod_templates(ptj)] == [("pod", 1)]
+    assert [(t.label, t.replicas) for t in backends.pod_templates(ptj)] == [("Worker pod", 2)]
