@@ -3,6 +3,7 @@ its p4d reserved group its capacity reservation's, and the pools without EFA spa
 
 from __future__ import annotations
 
+from tests.conftest import prod_own_values
 from trainforge.plan.check_types import PlanContext
 from trainforge.plan.checks import fsx_zones
 from trainforge.plan.registry import CHECKS
@@ -11,7 +12,8 @@ from trainforge.plan.runner import run_project
 
 def test_prod_says_which_pools_read_fsx_across_zones(repo_root):
     assert fsx_zones.check in [c.run for c in CHECKS]
-    inv = run_project(repo_root, "prod")
+    # prod with its `YOURS:` values: the p4d group names its capacity reservation
+    inv = run_project(repo_root, "prod", config_overrides=prod_own_values())
     (section,) = fsx_zones.check(PlanContext(inventory=inv, objects=[])).sections
     rows = {r["pool"]: r for r in section.data["pools"]}
     assert section.data["fsx_zone"] == "us-east-1a"

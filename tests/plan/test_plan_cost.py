@@ -8,6 +8,7 @@ import re
 import pytest
 from test_plan_stacks import ROOT, project_copy
 
+from tests.conftest import prod_own_values
 from tests.plan.test_plan_checks import DEV_JOBS
 from trainforge.core.contract import NodeType, PoolFacts
 from trainforge.jobs.spec import parse_job
@@ -99,7 +100,8 @@ def _report(stack: str, today=dt.date(2026, 11, 23), overrides=None):
 
 @pytest.fixture(scope="module")
 def prod():
-    return _report("prod")
+    # prod with its `YOURS:` values (the p4d group's capacity reservation among them)
+    return _report("prod", overrides=prod_own_values())
 
 
 def test_prod_cost_table_has_jobs_teams_and_the_platform(prod, capsys):

@@ -78,7 +78,9 @@ def test_two_gpus_per_node_on_a_one_gpu_pool_is_refused(tmp_path, capsys):
         :1
     ]
     assert "research/TrainJob/" in line
-    why = next(x for x in out.splitlines() if "Kueue admits it on pool gpu-workloads" in x)
+    # the finding's `why:` wraps at whole words on the verdict: read it across its lines
+    flat = " ".join(x.strip() for x in out.splitlines())
+    why = flat[flat.index("Kueue admits it on pool gpu-workloads") :]
     assert "pool 'gpu-workloads'" in why and "needs 2 GPUs, g5.xlarge has 1" in why
     assert (
         "queue: admitted through LocalQueue default of research (ClusterQueue research) on flavor gpu-workloads"
@@ -135,7 +137,9 @@ def test_its_image_is_judged_by_the_plans_image_rules(tmp_path, capsys):
     (line,) = {
         x for x in out.splitlines() if x.startswith("  [TRAINFORGE_DOCKER_HUB] research/TrainJob/")
     }
-    why = out.splitlines()[out.splitlines().index(line) + 1]
+    # the finding's `why:` wraps at whole words on the verdict: read it across its lines
+    rest = out.splitlines()[out.splitlines().index(line) + 1 :]
+    why = " ".join(x.strip() for x in rest[:4])
     assert "image 'pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime' is pulled from Docker Hub" in why
     assert ", image pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime" in out  # the SDK section
 
