@@ -66,7 +66,6 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from trainforge.core.quantity import parse_quantity
 from trainforge.jobs.backends import pod_templates
 from trainforge.jobs.wiring import sizing_rule
 from trainforge.plan import kueue as K
@@ -76,8 +75,9 @@ from trainforge.plan.kueue.workload import pod_requests
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 JOB_LABEL = "trainforge.io/job"
-GPU = "nvidia.com/gpu"
-RESOURCES = ("cpu", "memory", GPU)
+# the resources the queues count and how a quantity is read: the Kueue model's, not a copy
+GPU = K.GPU
+RESOURCES = K.RESOURCES
 
 QUEUE_TITLE = "Queue admission (Kueue, all declared jobs submitted at once)"
 RULE_LABEL = "TRAINFORGE_QUEUE_LABEL"
@@ -135,8 +135,7 @@ class Workload:
     podsets: list[K.PodSet] | None = None
 
 
-def _q(v: Any) -> Fraction:
-    return parse_quantity(str(v))
+_q = K.quantity
 
 
 def _pod_specs(doc: dict[str, Any]) -> list[dict[str, Any]]:
