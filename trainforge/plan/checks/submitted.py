@@ -33,7 +33,6 @@ from fractions import Fraction
 from typing import Any
 
 from trainforge.core.contract import GPU_RESOURCE
-from trainforge.core.quantity import parse_quantity
 from trainforge.jobs import capacity, trainjob
 from trainforge.jobs.spec import JobSpec
 from trainforge.plan import cost as C
@@ -43,6 +42,7 @@ from trainforge.plan.checks import pod_scripts as P
 from trainforge.plan.checks import queues as Q
 from trainforge.plan.checks import scheduling as S
 from trainforge.plan.checks.pod_scripts import shell_script
+from trainforge.plan.kueue.workload import pod_requests
 from trainforge.plan.sdk import SENT_URN
 
 TITLE = "Kubeflow SDK program (plan --sdk)"
@@ -192,13 +192,13 @@ def _num_nodes(doc: dict[str, Any], runtime: dict[str, Any]) -> int:
     return int(trainer.get("numNodes") or ml.get("numNodes") or 1)
 
 
-def _requests(pod: dict[str, Any]) -> dict[str, Fraction]:
-    out: dict[str, Fraction] = {}
-    for c in (pod.get("spec") or {}).get("containers") or []:
-        res = c.get("resources") or {}
-        for r, v in {**(res.get("limits") or {}), **(res.get("requests") or {})}.items():
-            out[r] = out.get(r, Fraction(0)) + parse_quantity(str(v))
-    return out
+def _requests(ctx: PlanContext, doc: dict[str, Any], pod: dict[str, Any]) -> dict[str, Fraction]:
+    """A pod's requests as Kueue counts them (trainforge.plan.kueue.workload: the namespace's
+    LimitRange defaults, limits for missing requests), so node fit judges what the queue
+    admits."""
+    ns = (doc.get("metadata") or {}).get("namespace")
+    ranges = [o.doc for o in ctx.objects if o.kind == "LimitRange" and o.namespace == ns]
+    return pod_requests((pod.get("spec") or {}), ranges)
 
 
 def _pools(ctx: PlanContext) -> dict[str, Any]:
@@ -238,7 +238,7 @@ def _judge(ctx: PlanContext, o: Any, region: str) -> tuple[list[str], list[Findi
         return lines, findings
     pod = trainjob.effective_pod(doc, runtime)
     pods = _num_nodes(doc, runtime)
-    req = _requests(pod)
+    req = _requests(ctx, doc, pod)
     gpus = int(req.get(GPU_RESOURCE, 0))
     cpu, memory = req.get("cpu", Fraction(0)), req.get("memory", Fraction(0))
     size = ", ".join(
