@@ -185,6 +185,7 @@ def test_an_indexed_job(tmp_path):
     ("text", "where", "says"),
     [
         ("a: [1,\n", "line 2", "not valid YAML"),
+        ("kind: Job\nmetadata: {name: a}\nkind: PyTorchJob\n", "line 3", "`kind` appears twice"),
         ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n", "kind", "found ConfigMap"),
         (
             "apiVersion: batch/v1\nkind: Job\nmetadata: {name: j}\nspec: {completions: 2}\n",

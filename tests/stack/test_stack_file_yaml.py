@@ -76,3 +76,36 @@ def test_plan_prints_it_as_one_line(tmp_path):
         "line's indentation does not match the block that starts at line 1, column 1; expected "
         "it lined up with the keys (or the `-` items) it belongs with"
     ], proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "config:\n  trainforge:cluster:\n    name: a\n  aws:region: us-east-1\n"
+            "  trainforge:cluster:\n    name: b\n",
+            "Pulumi.bad.yaml:5:3: key `trainforge:cluster` appears twice in one mapping (first "
+            "at line 2); YAML would keep only the last: expected each key once (merge the two "
+            "entries)",
+        ),
+        (
+            "config:\n  trainforge:jobs:\n    - name: a\n      workers: 2\n      workers: 4\n",
+            "Pulumi.bad.yaml:5:7: key `workers` appears twice in one mapping (first at line 4); "
+            "YAML would keep only the last: expected each key once (merge the two entries)",
+        ),
+    ],
+)
+def test_a_key_written_twice_is_refused_not_silently_dropped(tmp_path, text, expected):
+    """PyYAML keeps the last of two equal keys without a word (the first job setting was
+    lost); Kubernetes' strict YAML reader refuses the file, and so does ours."""
+    (tmp_path / "Pulumi.bad.yaml").write_text(text)
+    with pytest.raises(StackFileError) as err:
+        read_stack(tmp_path, "bad")
+    assert str(err.value) == expected
+
+
+def test_a_merge_key_still_overrides_on_purpose(tmp_path):
+    (tmp_path / "Pulumi.ok.yaml").write_text(
+        "config:\n  base: &b {workers: 2, gpus: 1}\n  trainforge:x:\n    <<: *b\n    workers: 4\n"
+    )
+    assert read_stack(tmp_path, "ok").config["trainforge:x"] == {"workers": 4, "gpus": 1}

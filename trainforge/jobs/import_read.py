@@ -16,6 +16,8 @@ from typing import Any
 
 import yaml
 
+from trainforge.stack.file import DuplicateKeyError, StackFileError, load_yaml
+
 SUPPORTED = (
     "a kubeflow.org/v1 PyTorchJob, a trainer.kubeflow.org TrainJob or a batch/v1 Job with "
     "completionMode: Indexed (and ConfigMaps holding its code)"
@@ -61,12 +63,26 @@ def read_documents(path: Path) -> list[dict[str, Any]]:
     except (OSError, UnicodeDecodeError) as e:
         raise ImportProblem(file, "file", f"cannot be read as UTF-8 text ({e})") from None
     try:
-        docs = [d for d in yaml.safe_load_all(text) if d is not None]
+        docs = [d for d in load_yaml(text, file, all_documents=True) if d is not None]
+    except DuplicateKeyError as e:
+        raise ImportProblem(file, f"line {e.line}", e.what) from None
+    except StackFileError:
+        docs = _parse_error(file, text)
+    return _mappings(file, docs)
+
+
+def _parse_error(file: str, text: str) -> list[Any]:
+    """The Python parser's reading of a syntax error, in the importer's words."""
+    try:
+        return list(yaml.safe_load_all(text))
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark is not None else "file"
         what = getattr(e, "problem", None) or "not valid YAML"
         raise ImportProblem(file, where, f"not valid YAML ({what})") from None
+
+
+def _mappings(file: str, docs: list[Any]) -> list[dict[str, Any]]:
     bad = [i for i, d in enumerate(docs) if not isinstance(d, dict)]
     if bad:
         raise ImportProblem(file, f"document {bad[0] + 1}", "expected a Kubernetes object")
