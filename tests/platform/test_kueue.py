@@ -380,3 +380,21 @@ def test_kueue_runs_two_replicas_a_drain_never_takes_both():
     for key in ("replicas", "podDisruptionBudget.enabled", "podDisruptionBudget.minAvailable",
                 "topologySpreadConstraints"):  # fmt: skip
         assert f"controllerManager.{key}" in keys
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_the_release_selecting_namespaces_by_label_waits_for_the_labelled_namespaces(plans, stack):
+    """Kueue selects team namespaces by `trainforge.io/queued=true`. A stack upgraded from
+    the earlier selector (`trainforge.io/team` exists) got the new selector and the new label
+    in one `up` with no order between them: had the release gone first, a Job created in
+    between would have run unqueued. The release now waits for the Namespaces."""
+    resources = plans[stack].inventory.resources
+    (release,) = [r for r in resources if r.type == "kubernetes:helm.sh/v3:Release"
+                  and r.name.endswith("-kueue")]  # fmt: skip
+    assert "trainforge.io/queued" in str(release.inputs["values"])
+    team_ns = [r for r in resources if r.type == "kubernetes:core/v1:Namespace"
+               and r.inputs["metadata"].get("labels", {}).get("trainforge.io/team")]  # fmt: skip
+    assert team_ns
+    for ns in team_ns:
+        if ns.inputs["metadata"]["labels"].get("trainforge.io/queued"):
+            assert ns.urn in release.options["dependencies"], ns.name

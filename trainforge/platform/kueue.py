@@ -194,6 +194,9 @@ class KueueArgs:
     k8s_provider: k8s.Provider
     # team name -> namespace output: LocalQueues wait for their namespace
     team_namespaces: dict[str, pulumi.Input[str]] = field(default_factory=dict)
+    # The Namespaces Kueue's namespace selector must find labelled (`trainforge.io/queued`)
+    # before its configuration selects by that label: see Kueue.__init__.
+    selected_namespaces: list[pulumi.Resource] = field(default_factory=list)
 
 
 class Kueue(pulumi.ComponentResource):
@@ -216,7 +219,13 @@ class Kueue(pulumi.ComponentResource):
             version=versions.KUEUE_CHART_VERSION,
             namespace=ns.metadata.name,
             values=chart_values(args.config),
-            opts=child,
+            # The release carries `managedJobsNamespaceSelector` (namespaces labelled
+            # trainforge.io/queued=true). On a live stack that moves to this selector, a release
+            # updated before the namespaces' new label would leave team namespaces unselected
+            # for a moment: a Job created then runs unqueued. Labels first, then the selector.
+            opts=pulumi.ResourceOptions.merge(
+                child, pulumi.ResourceOptions(depends_on=list(args.selected_namespaces))
+            ),
         )
         after = pulumi.ResourceOptions(
             parent=self, provider=args.k8s_provider, depends_on=[self.release]

@@ -169,6 +169,7 @@ class PlatformServices(pulumi.ComponentResource):
                     pools=list(args.pools),
                     k8s_provider=args.k8s_provider,
                     team_namespaces=dict(namespaces),
+                    selected_namespaces=list(self.team_namespaces.namespace_objects),
                 ),
                 opts=child,
             )

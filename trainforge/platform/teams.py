@@ -239,6 +239,8 @@ class TeamNamespaces(pulumi.ComponentResource):
         super().__init__("trainforge:index:TeamNamespaces", name, None, opts)
         child = pulumi.ResourceOptions(parent=self, provider=args.k8s_provider)
         self.namespaces = {}
+        # The Namespace objects themselves (Kueue's release waits for their labels: kueue.py)
+        self.namespace_objects: list[k8s.core.v1.Namespace] = []
         # team -> its jobs' ServiceAccount (the jobs name it, so they wait for it)
         self.service_accounts: dict[str, k8s.core.v1.ServiceAccount] = {}
         for team in args.teams:
@@ -261,6 +263,7 @@ class TeamNamespaces(pulumi.ComponentResource):
             )
             namespace = ns.metadata.name
             self.namespaces[t] = namespace
+            self.namespace_objects.append(ns)
             meta = lambda n, ns=namespace, t=t: k8s.meta.v1.ObjectMetaArgs(  # noqa: E731
                 name=n, namespace=ns, labels={TEAM_LABEL: t}
             )
