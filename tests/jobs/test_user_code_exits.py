@@ -338,3 +338,28 @@ def test_retry_on_without_the_wrapper_in_the_pod_is_refused_at_preview():
         user_job("pytorchjob", codeSource="image")
     msg = str(e.value)
     assert "entrypoint.retryOn" in msg and "codeSource: configmap" in msg and "205" in msg
+
+
+def test_spot_interruptions_of_a_plain_script_are_not_failures(tmp_path):
+    """A script that never handles SIGTERM, interrupted more than NO_PROGRESS_LIMIT times in a
+    row (spot reclaims): each attempt dies of the signal as before (status -15 here, 143 in a
+    container), but the wrapper records it as `preempted`, so the next attempt runs instead of
+    being stopped as no_progress (it was, before the wrapper recorded the signal)."""
+    from trainforge.training.ledger import NO_PROGRESS_LIMIT
+
+    ckpt = {"TRAINFORGE_CHECKPOINT_DIR": str(tmp_path / "ckpt")}
+    interrupted = "import os, signal, time\nos.kill(os.getpid(), signal.SIGTERM)\ntime.sleep(30)\n"
+    for _ in range(NO_PROGRESS_LIMIT + 1):
+        proc = wrapper(tmp_path, interrupted, **ckpt)
+        assert proc.returncode == -15, proc.stderr[-1500:]
+    proc = wrapper(tmp_path, "print('ran')\n", **ckpt)
+    assert proc.returncode == 0 and "ran" in proc.stdout, proc.stderr[-1500:]
+
+
+def test_a_script_s_own_sigterm_handler_is_left_alone(tmp_path):
+    script = """\
+        import os, signal, sys
+        signal.signal(signal.SIGTERM, lambda *a: sys.exit(7))
+        os.kill(os.getpid(), signal.SIGTERM)
+    """
+    assert wrapper(tmp_path, script).returncode == 7

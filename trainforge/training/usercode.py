@@ -29,7 +29,9 @@ from __future__ import annotations
 import contextlib
 import os
 import runpy
+import signal
 import sys
+import threading
 import traceback
 from pathlib import Path
 
@@ -130,6 +132,30 @@ def _record(ledger, reason: exits.Reason, detail: str) -> None:
         ledger.record_exit(reason, step=None, detail=detail, attempt=_current_attempt(ledger))
 
 
+def _record_termination(ledger) -> None:
+    """An unhandled SIGTERM (a spot interruption, a node drain, a preempting job) is recorded
+    as `preempted` before the process dies of it as it always did (status 143, the same
+    restart under every backend's retry rules).
+
+    Why: the kubelet's SIGTERM killed the code before it left a record, so the next attempt
+    counted it as one more failure in a row, and 5 spot interruptions stopped a healthy job
+    as `no_progress`. Code that handles SIGTERM itself (`PreemptionHandler`, its own
+    `signal.signal`) replaces this handler and keeps its own behaviour. Best effort: Python
+    runs the handler between bytecodes, so code blocked in one long native call until the
+    kubelet's SIGKILL still leaves no record (counted as before)."""
+    if ledger is None or threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return  # somebody handles it already
+
+    def on_term(signum: int, frame: object) -> None:
+        _record(ledger, exits.PREEMPTED, "SIGTERM (spot interruption or drain): not a failure")
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, on_term)
+
+
 def _exit_code(value: object) -> int:
     if value is None:
         return 0
@@ -162,6 +188,7 @@ def run(argv: list[str]) -> int:
     from trainforge.training.resume_note import check_on_resume  # noqa: PLC0415
 
     check_on_resume(_stop_without_progress)
+    _record_termination(ledger)
     try:
         target()
         code = 0
