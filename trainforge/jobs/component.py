@@ -30,7 +30,7 @@ from trainforge.core.contract import (
     Taint,
     TeamFacts,
     TeamQuota,
-    declared,
+    record,
 )
 from trainforge.core.errors import JobConfigError
 from trainforge.jobs import codeship, entrypoint
@@ -364,7 +364,8 @@ class TrainingJob(pulumi.ComponentResource):
         self.manifests = emitted
         monitor_waits = list(contract.monitor_ready) if contract is not None else []
         self._declare(name, job, emitted, provider, waits, monitor_waits)
-        declared().jobs.append(DeclaredJob(job, target, emitted, name))
+        if (rec := record()) is not None:  # a plan run: its checks read the typed job
+            rec.jobs.append(DeclaredJob(job, target, emitted, name))
         self.job_name = pulumi.Output.from_input(job.name)
         self.namespace = pulumi.Output.from_input(target.namespace)
         self.checkpoint_dir = pulumi.Output.from_input(checkpoint_dir(job, target))

@@ -14,7 +14,8 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from trainforge.core.contract import PlatformContract, PoolFacts, declared
+from trainforge.core import image_routes
+from trainforge.core.contract import PlatformContract, PoolFacts, record
 from trainforge.platform import capacity_placement
 from trainforge.platform.acceptance import AcceptanceTests, AcceptanceTestsArgs, check_acceptance
 from trainforge.platform.cluster import SYSTEM_LABEL, Cluster, ClusterArgs
@@ -276,27 +277,35 @@ class TrainingPlatform(pulumi.ComponentResource):
             )
         self.system_node_selector = {SYSTEM_LABEL: "true"}
         # Images (docs/images.md): the ECR pull-through cache and the runtime images, set up
-        # before anything that runs a pod, so every pod's image is pulled through the cache.
+        # before anything that runs a pod; what runs a pod is declared with its routes current
+        # (image_routes.routing), so every pod's image is pulled through the cache.
         self.images, self.image_cache = self._images(name, config, tags)
+        cache = self.images.routes if self.images is not None else None
+        if (rec := record()) is not None:  # a plan run: its checks rebuild pods with them
+            rec.image_routes = cache
 
         # Services (FSx, checkpoint bucket, operator, device plugins, monitoring, teams) are
         # owned by the services engineer; composed here when their config was parsed.
-        self.services = self._services(name, config, tags) if config.services is not None else None
+        self.services = None
+        if config.services is not None:
+            with image_routes.routing(cache):  # their images through the cache
+                self.services = self._services(name, config, tags)
         services = self.services
         # On-demand acceptance tests of GPU pools: suspended CronJobs
         self.acceptance: AcceptanceTests | None = None
         if any(g.acceptance.enabled for g in (*config.node_groups, *config.node_pools)):
-            self.acceptance = AcceptanceTests(
-                f"{name}-acceptance",
-                AcceptanceTestsArgs(
-                    config=config,
-                    pools=self.node_pools,
-                    k8s_provider=self.k8s_provider,
-                    depends_on=[services] if services is not None else [],
-                    cohort=self._acceptance_cohort(config),
-                ),
-                child,
-            )
+            with image_routes.routing(cache):
+                self.acceptance = AcceptanceTests(
+                    f"{name}-acceptance",
+                    AcceptanceTestsArgs(
+                        config=config,
+                        pools=self.node_pools,
+                        k8s_provider=self.k8s_provider,
+                        depends_on=[services] if services is not None else [],
+                        cohort=self._acceptance_cohort(config),
+                    ),
+                    child,
+                )
         # What jobs read: pools, teams, storage, bucket, MLflow, backends. Python only (not a
         # component output: the schema analyzer turns annotated attributes into outputs).
         self.contract: PlatformContract = contract_from_config(
@@ -318,7 +327,8 @@ class TrainingPlatform(pulumi.ComponentResource):
             # A job's PodMonitor needs the monitoring release's CRD first.
             monitor_ready=services.monitor_ready if services is not None else (),
         )
-        declared().contracts.append(self.contract)
+        if (rec := record()) is not None:  # a plan run: its checks read the typed contract
+            rec.contracts.append(self.contract)
 
         self.cluster_name = self.cluster.cluster_name
         self.kubeconfig = self.cluster.kubeconfig
@@ -340,7 +350,6 @@ class TrainingPlatform(pulumi.ComponentResource):
         )
 
     def _images(self, name: str, config: PlatformConfig, tags: dict[str, str]) -> Any:
-        from trainforge.core import image_routes  # noqa: PLC0415
         from trainforge.platform.image_cache import ImageCache, ImageCacheArgs  # noqa: PLC0415
         from trainforge.platform.published import images_from_config  # noqa: PLC0415
 
@@ -348,7 +357,6 @@ class TrainingPlatform(pulumi.ComponentResource):
         account = aws.get_caller_identity().account_id
         images = images_from_config(config, image_routes.registry_host(account, region))
         routes = images.routes if images is not None else None
-        image_routes.use(routes)
         roles = [self.cluster.node_role.name]
         if self.karpenter is not None:
             roles.append(self.karpenter.node_role_name)
