@@ -301,3 +301,32 @@ def test_the_queue_admits_its_pods_as_its_shape_counts_them(toy_backend: None) -
     (w,) = workloads
     assert (w.job, w.pods) == (first.spec.name, 3) and w.state != "never"
     assert w.need[Q.GPU] == 3 * first.spec.gpus_per_worker > 0  # the gang's 3 pods' GPUs
+
+
+def test_the_backends_suspend_and_managedby_are_where_their_crds_have_them() -> None:
+    """The paths a backend declares for `suspend` and `managedBy` are fields of its CRD (the
+    vendored schemas the plan validates against), and the shape reads them there."""
+    from pathlib import Path
+
+    import yaml
+
+    crds = Path(__file__).resolve().parents[2] / "trainforge" / "plan" / "data" / "crds"
+    for kind, file in (
+        ("PyTorchJob", "kubeflow.org_pytorchjobs.yaml"),
+        ("TrainJob", "trainer.kubeflow.org_trainjobs.yaml"),
+    ):
+        shape = backends.SHAPES[kind]
+        crd = yaml.safe_load((crds / file).read_text())
+        schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+        for path in (shape.suspend, shape.managed_by):
+            node = schema
+            for key in path:
+                node = node["properties"][key]  # KeyError: no such field in the CRD
+        doc: dict[str, Any] = {"kind": kind}
+        for path, value in ((shape.suspend, True), (shape.managed_by, "kueue.x-k8s.io/multikueue")):
+            at = doc
+            for key in path[:-1]:
+                at = at.setdefault(key, {})
+            at[path[-1]] = value
+        assert shape.is_suspended(doc) and shape.manager(doc) == "kueue.x-k8s.io/multikueue"
+        assert not backends.SHAPES[kind].is_suspended({"kind": kind, "spec": {}})
