@@ -16,7 +16,7 @@ import pulumi_kubernetes as k8s
 
 from trainforge.core import image_routes
 from trainforge.core.contract import PlatformContract, PoolFacts, record
-from trainforge.platform import capacity_placement, component_args
+from trainforge.platform import capacity_placement
 from trainforge.platform.acceptance import AcceptanceTests, AcceptanceTestsArgs, check_acceptance
 from trainforge.platform.cluster import SYSTEM_LABEL, Cluster, ClusterArgs
 from trainforge.platform.config import PlatformConfig, parse_config, resolve_all
@@ -39,6 +39,7 @@ from trainforge.stack.platform import (
     SystemNodeGroupConfig,
     TaintKeys,
 )
+from trainforge.stack import component_args
 from trainforge.stack.services import ServiceKeys
 
 __all__ = ["TrainingPlatform", "TrainingPlatformArgs", "config_from_args", "pool_facts"]

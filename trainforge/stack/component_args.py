@@ -1,4 +1,5 @@
-"""The TrainingPlatform component's argument types, generated from the stack model.
+"""The components' argument types (TrainingPlatform, TrainingJob), generated from the stack
+model.
 
 Why: other Pulumi languages see the component's arguments through the schema the component
 provider host infers from TypedDicts (their fields, types and the docstring below each
@@ -9,12 +10,16 @@ the model is an argument, with the model's description, the next time the packag
 The provider host reads field docstrings from the classes' source (`inspect.getsource`), so
 the classes are generated as Python source, registered with `linecache` under a name of
 their own, and executed: they are ordinary TypedDicts whose source can be read back.
-Argument names are snake_case, the stack keys their camelCase (`camel`); a model key that is
-a block of its own at the top may be flattened (the endpoint's keys are top-level arguments).
+Argument names are snake_case: the platform's are its stack keys' (`camel` turns them back),
+a job's are the model's attribute names or its one-word keys (`by_attribute`: the job model
+takes both). A
+model key that is a block of its own at the top may be flattened (the endpoint's keys are
+top-level arguments).
 """
 
 from __future__ import annotations
 
+import keyword
 import linecache
 import sys
 import types
@@ -49,8 +54,9 @@ def arg_name(attr: str, alias: str) -> str:
 class _Source:
     """The classes generated so far, as source, dependencies first."""
 
-    def __init__(self, names: Mapping[type[BaseModel], str]) -> None:
+    def __init__(self, names: Mapping[type[BaseModel], str], by_attribute: bool) -> None:
         self.names = dict(names)
+        self.by_attribute = by_attribute
         self.done: set[str] = set()
         self.lines: list[str] = ["from typing import TypedDict", ""]
 
@@ -66,7 +72,7 @@ class _Source:
             return name
         self.done.add(name)
         body = []
-        for arg, info in fields if fields is not None else _fields(model):
+        for arg, info in fields if fields is not None else _fields(model, self.by_attribute):
             body.append(f"    {arg}: {self.annotation(info.annotation, f'{name}.{arg}')}")
             if info.description:
                 body.append(f"    {_docstring(info.description)}")
@@ -92,6 +98,9 @@ class _Source:
                 return kinds.pop().__name__
         elif origin in (tuple, list, set, frozenset):
             items = [a for a in args if a is not Ellipsis]
+            pair = typing.get_args(items[0]) if len(items) == 1 else ()
+            if typing.get_origin(items[0]) is tuple and len(pair) == 2 and Ellipsis not in pair:
+                return f"dict[str, {self.annotation(pair[1], where)}]"  # (key, value) pairs
             if len(items) == 1:
                 return f"list[{self.annotation(items[0], where)}]"
         elif origin is dict:
@@ -100,11 +109,32 @@ class _Source:
             return self.typed(ann)
         elif ann in (str, int, float, bool):
             return ann.__name__
+        elif isinstance(ann, _Named):
+            return ann.name
         raise TypeError(f"{where}: no argument type for {ann!r}")
 
 
-def _fields(model: type[BaseModel]) -> list[tuple[str, FieldInfo]]:
-    return [(arg_name(n, f.alias or n), f) for n, f in model.model_fields.items()]
+class _Named:
+    """An annotation by the name of a type written by hand (`generate`'s `given`)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+def attribute_arg(attr: str, alias: str) -> str:
+    """A job argument's name: its stack key when that is one snake_case word (`dir`), else
+    the model's attribute (`keep_last`, `async_save`: `async` is a Python keyword)."""
+    one_word = alias.isidentifier() and not keyword.iskeyword(alias) and to_snake(alias) == alias
+    return alias if one_word else attr
+
+
+def _name(attr: str, f: FieldInfo, by_attribute: bool) -> str:
+    alias = f.alias or attr
+    return attribute_arg(attr, alias) if by_attribute else arg_name(attr, alias)
+
+
+def _fields(model: type[BaseModel], by_attribute: bool) -> list[tuple[str, FieldInfo]]:
+    return [(_name(n, f, by_attribute), f) for n, f in model.model_fields.items()]
 
 
 def _first_paragraph(doc: str) -> str:
@@ -124,24 +154,33 @@ def generate(
     names: Mapping[type[BaseModel], str],
     flatten: Iterable[str] = (),
     extra: Iterable[tuple[type[BaseModel], str]] = (),
+    exclude: Iterable[str] = (),
+    given: Mapping[str, tuple[str, type]] | None = None,
+    by_attribute: bool = False,
 ) -> dict[str, type]:
     """TypedDicts for `model` (as `name`) and every model it nests (named by `names`, else
     `<Model>Args`), in a module `module` of their own: class name -> class. `flatten`: keys
     of `model` whose block's keys are top-level arguments; `extra`: (model, attribute) of
-    further top-level arguments."""
-    src = _Source(names)
-    flat = set(flatten)
+    further top-level arguments; `exclude`: attributes that are no argument; `given`:
+    further top-level arguments of a type written by hand (argument -> (docstring, type))."""
+    src = _Source(names, by_attribute)
+    flat, left_out = set(flatten), set(exclude)
     fields: list[tuple[str, FieldInfo]] = []
     for n, f in model.model_fields.items():
+        if n in left_out:
+            continue
         if n in flat:
             nested = typing.get_args(f.annotation) or (f.annotation,)
             block = next(a for a in nested if isinstance(a, type) and issubclass(a, BaseModel))
-            fields += _fields(block)
+            fields += _fields(block, by_attribute)
         else:
-            fields.append((arg_name(n, f.alias or n), f))
+            fields.append((_name(n, f, by_attribute), f))
     for other, attr in extra:
         f = other.model_fields[attr]
         fields.append((arg_name(attr, f.alias or attr), f))
+    hand = dict(given or {})
+    for arg, (text, typ) in hand.items():  # annotated by the type's name, bound below
+        fields.append((arg, FieldInfo(annotation=_Named(typ.__name__), description=text)))
     src.typed(model, name, doc, fields)
     text = "\n".join(src.lines)
     filename = f"<generated {module}>"
@@ -149,5 +188,6 @@ def generate(
     mod = types.ModuleType(module, "Generated from the stack model (component_args.generate).")
     mod.__file__ = filename
     sys.modules[module] = mod
+    mod.__dict__.update({typ.__name__: typ for _, typ in hand.values()})
     exec(compile(text, filename, "exec", dont_inherit=True), mod.__dict__)  # noqa: S102 - our own generated source
     return {n: getattr(mod, n) for n in src.done}

@@ -1,10 +1,10 @@
-"""The TrainingPlatform component's arguments are generated from the stack model: every
-platform key is an argument, with the model's type and description, and what other languages
+"""The components' arguments are generated from the stack model: every platform
+and job key is an argument, with the model's type and description, and what other languages
 send parses as the stack file does.
 
 Why: hand-written TypedDicts of the stack model drifted from it (a key missing here cannot be
 set from TypeScript or Go) and needed a test of their own to catch it; now the model is the
-one source (trainforge/platform/component_args.py).
+one source (trainforge/stack/component_args.py).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import typing
 from pulumi.provider.experimental.analyzer import Analyzer
 from pulumi.provider.experimental.util import camel_case
 
-from trainforge.platform import component_args
 from trainforge.platform.training_platform import TrainingPlatform, config_from_args
+from trainforge.stack import component_args
 from trainforge.stack.base import StackModel
 from trainforge.stack.platform import EndpointConfig, NodePoolConfig, PlatformKeys
 from trainforge.stack.services import ServiceKeys
@@ -102,3 +102,51 @@ def test_a_model_key_becomes_an_argument_whose_docstring_the_provider_host_reads
     assert analyzer.get_docstring(pool, "volume_gib") == "Root volume (GiB)."
     assert analyzer.get_docstring(limits, "gpus") == "Most GPUs."
     assert component_args.camel("root_volume_gib") == "rootVolumeGiB"
+
+
+def test_every_job_key_is_an_argument_with_the_models_description() -> None:
+    """TrainingJob's arguments: the job model's keys (by attribute name, or the key when it
+    is one word), each described as the model describes it, plus the hand-written target."""
+    from trainforge.jobs.component import TrainingJob
+    from trainforge.stack.jobs import CheckpointSpec, JobModel
+
+    result = Analyzer("trainforge").analyze([TrainingJob])
+    inputs = result["component_definitions"]["TrainingJob"].inputs
+
+    def described(model: type[StackModel], left_out: tuple[str, ...] = ()) -> dict[str, str]:
+        return {
+            camel_case(component_args.attribute_arg(n, f.alias or n)): " ".join(
+                (f.description or "").split()
+            )
+            for n, f in model.model_fields.items()
+            if n not in left_out
+        }
+
+    expected = described(JobModel, ("image_facts",))
+    got = {k: p.description or "" for k, p in inputs.items() if k != "target"}
+    assert got == expected
+    checkpoint = result["type_definitions"]["JobCheckpointArgs"].properties
+    assert {k: p.description or "" for k, p in checkpoint.items()} == described(CheckpointSpec)
+    assert {"dir", "asyncSave", "keepLast"} <= set(checkpoint)
+
+
+def test_job_arguments_parse_like_the_stack_file() -> None:
+    from trainforge.jobs.component import spec_from_args
+
+    job = spec_from_args(
+        "j",
+        {
+            "team": "research",
+            "pool": "gpu",
+            "checkpoint": {"dir": "/fsx/ck/j", "keep_last": 2, "async_save": False},
+            "run_policy": {"backoff_limit": 1},
+            "priority": "high",
+        },
+        "args",
+    )
+    assert (job.checkpoint.directory, job.checkpoint.keep_last, job.checkpoint.async_save) == (
+        "/fsx/ck/j",
+        2,
+        False,
+    )
+    assert (job.run_policy.backoff_limit, job.priority) == (1, "high")
