@@ -10,7 +10,7 @@ import pytest
 
 from tests.conftest import shipped_plan
 from trainforge.core import image_routes, versions
-from trainforge.core.contract import declared, reset_declared
+from trainforge.core.contract import recording, start_record
 from trainforge.core.errors import JobConfigError
 from trainforge.jobs.declare import check_jobs
 from trainforge.jobs.spec import parse_job
@@ -34,7 +34,7 @@ def _fresh_record_after():
     """A plan run leaves its record (the cache routes, `image_routes.current()`) behind: start
     the next module from a fresh one, as every program run does."""
     yield
-    reset_declared()
+    start_record()
 
 
 @pytest.fixture(scope="module")
@@ -311,9 +311,7 @@ def test_chart_and_overlay_images_go_through_the_cache_with_the_credential(plans
 
 def test_grafana_values_pull_through_the_cache():
     """The chart values Grafana gets (the plan shows the Release's values redacted)."""
-    reset_declared()
-    try:
-        image_routes.use(image_routes.routes_for(HOST, docker_hub=True, github=False))
+    with image_routes.routing(image_routes.routes_for(HOST, docker_hub=True, github=False)):
         values = monitoring.prometheus_values(MonitoringConfig(grafana=True), "gp3", component="m")
         grafana = values["grafana"]
         # the images and tags grafana chart 12.11.1's values.yaml names (appVersion 13.2.0)
@@ -337,16 +335,14 @@ def test_grafana_values_pull_through_the_cache():
         assert values["crds"]["upgradeJob"]["image"]["busybox"] == busybox
         assert values["prometheus-node-exporter"]["permissionInitContainer"]["image"] == busybox
         assert grafana["testFramework"] == {"enabled": False}
-        # without the docker-hub rule Grafana stays on Docker Hub, recorded for the plan
-        reset_declared()
-        image_routes.use(image_routes.routes_for(HOST, docker_hub=False, github=False))
+    # without the docker-hub rule Grafana stays on Docker Hub, recorded for the plan
+    routes = image_routes.routes_for(HOST, docker_hub=False, github=False)
+    with recording() as record, image_routes.routing(routes):
         values = monitoring.prometheus_values(MonitoringConfig(grafana=True), "gp3", component="m")
         assert values["grafana"]["image"]["registry"] == "docker.io"
         assert ("m", "docker.io/grafana/grafana:13.2.0") in {
-            (i.component, i.pulled) for i in declared().installed_images
+            (i.component, i.pulled) for i in record.installed_images
         }
-    finally:
-        reset_declared()
 
 
 def test_overlay_transform_points_the_operator_at_the_cache():

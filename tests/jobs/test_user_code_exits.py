@@ -23,12 +23,12 @@ import yaml
 from tests.jobs.helpers import CODE, CPU_POOL, K8S_VERSION, target
 from tests.jobs.schemas import crd_errors
 from trainforge.core.contract import BACKENDS
+from trainforge.core.pods import job_spec_bound as job_bound
 from trainforge.jobs import trainjob
 from trainforge.jobs.backends import emit
 from trainforge.jobs.spec import parse_job
 from trainforge.jobs.wiring import resolve_job
 from trainforge.plan.checks import validate as V
-from trainforge.plan.checks.retry_bounds import job_bound
 from trainforge.training import exits
 
 ROOT = Path(__file__).resolve().parents[2]

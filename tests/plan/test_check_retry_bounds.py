@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from tests.jobs.helpers import CODE, CPU_POOL, target
 from trainforge.core.contract import BACKENDS, Declared, DeclaredJob, PlatformContract
+from trainforge.core.pods import job_spec_bound as job_bound
 from trainforge.jobs.backends import emit
 from trainforge.jobs.spec import parse_job
 from trainforge.jobs.wiring import resolve_job
 from trainforge.plan.check_types import PlanContext
-from trainforge.plan.checks.retry_bounds import RULE, check, job_bound, ledger_bound
+from trainforge.plan.checks.retry_bounds import RULE, check, ledger_bound
 from trainforge.training.ledger import NO_PROGRESS_LIMIT
 
 

@@ -292,13 +292,12 @@ def test_route_sets_the_charts_own_keys_and_leaves_digest_pins_direct():
     digest, comes through the cache by its block's registry/repository; Karpenter's
     controller, pinned by digest, stays on ECR Public (the cache would not fetch it); an
     nvcr.io image has no rule kind at all."""
-    from trainforge.core.contract import declared, reset_declared
+    from trainforge.core.contract import recording
     from trainforge.platform import device_plugins, karpenter, trainer
 
     host = "123456789012.dkr.ecr.us-east-1.amazonaws.com"
-    reset_declared()
-    try:
-        image_routes.use(image_routes.routes_for(host, docker_hub=False, github=True))
+    routes = image_routes.routes_for(host, docker_hub=False, github=True)
+    with recording() as record, image_routes.routing(routes):
         out = chart_images.route("t", "kubeflow-trainer", versions.TRAINER_VERSION,
                                  trainer.CONTROLLER_IMAGES)  # fmt: skip
         assert out == {
@@ -317,12 +316,10 @@ def test_route_sets_the_charts_own_keys_and_leaves_digest_pins_direct():
             "n", "nvidia-device-plugin", versions.NVIDIA_DEVICE_PLUGIN_CHART_VERSION,
             device_plugins.NVIDIA_IMAGES,
         ) == {}  # fmt: skip
-        pulls = {r.component: r.pulled for r in declared().installed_images}
+        pulls = {r.component: r.pulled for r in record.installed_images}
         assert pulls["t"] == f"{host}/github/kubeflow/trainer/trainer-controller-manager:v2.2.1"
         assert pulls["k"].startswith("public.ecr.aws/karpenter/controller:1.14.1@sha256:")
         assert pulls["n"] == "nvcr.io/nvidia/k8s-device-plugin:v0.20.0"
-    finally:
-        reset_declared()
 
 
 @pytest.mark.parametrize("folder", sorted(p.name for p in chart_images.CHARTS.iterdir()))

@@ -11,7 +11,7 @@ import pytest
 
 from tests.conftest import run_stack
 from trainforge.core import image_routes, versions
-from trainforge.core.contract import declared, reset_declared
+from trainforge.core.contract import recording
 from trainforge.platform import alerts, opencost
 from trainforge.platform.dashboards import SPEND_DASHBOARD
 from trainforge.platform.services_config import MonitoringConfig, parse_services_config
@@ -86,22 +86,19 @@ def test_with_the_github_rule_the_digest_pinned_image_stays_on_ghcr():
     """The chart pins the exporter by digest: a pull-through rule does not fetch an uncached
     image named by digest (image_routes.digest_pinned), so it stays on ghcr.io and the plan
     says so; an image without a digest would come through the cache."""
-    reset_declared()
-    try:
-        image_routes.use(image_routes.routes_for(HOST, docker_hub=False, github=True))
+    routes = image_routes.routes_for(HOST, docker_hub=False, github=True)
+    with recording() as record, image_routes.routing(routes):
         values = opencost.opencost_values("c", "monitoring", component="m")
         image = values["opencost"]["exporter"]["image"]
         tag = opencost.chart_image("opencost.exporter.image")["tag"]
         assert "@sha256:" in tag
         assert image == {"registry": "ghcr.io", "repository": "opencost/opencost", "tag": tag}
         # recorded for the plan's image check (no pod of the chart is rendered)
-        (rec,) = [i for i in declared().installed_images if i.component == "m"]
+        (rec,) = [i for i in record.installed_images if i.component == "m"]
         assert rec.image == rec.pulled == f"ghcr.io/opencost/opencost:{tag}"
         assert image_routes.cached("ghcr.io/opencost/opencost:1.120.1") == (
             f"{HOST}/github/opencost/opencost:1.120.1"
         )
-    finally:
-        reset_declared()
 
 
 def test_prod_renders_the_budget_alert_on_a_teams_spend(prod):

@@ -12,6 +12,7 @@ def test_analyzer_infers_training_platform_inputs_and_outputs():
         "cluster",
         "network",
         "publicAccessCidrs",
+        "deployFrom",
         "admins",
         "systemNodeGroup",
         "nodeGroups",

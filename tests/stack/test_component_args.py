@@ -1,164 +1,152 @@
-"""The TrainingPlatform component's arguments (TypedDicts other Pulumi languages see) match the
-stack model: every argument is a model key with a compatible type, and every platform key the
-component takes is an argument.
+"""The components' arguments are generated from the stack model: every platform
+and job key is an argument, with the model's type and description, and what other languages
+send parses as the stack file does.
 
-Why: `config_from_args` turns the arguments into stack keys (`_camel`) and parses them with the
-same model as the stack file, so an argument the model does not know is refused at run time,
-and a model key missing here cannot be set from TypeScript or Go.
+Why: hand-written TypedDicts of the stack model drifted from it (a key missing here cannot be
+set from TypeScript or Go) and needed a test of their own to catch it; now the model is the
+one source (trainforge/stack/component_args.py).
 """
 
 from __future__ import annotations
 
-import types
 import typing
-from typing import Any, Literal, is_typeddict
 
-import pytest
-from pydantic import BaseModel
+from pulumi.provider.experimental.analyzer import Analyzer
+from pulumi.provider.experimental.util import camel_case
 
-from trainforge.platform import training_platform as tp
+from trainforge.platform.training_platform import TrainingPlatform, config_from_args
+from trainforge.stack import component_args
 from trainforge.stack.base import StackModel
-from trainforge.stack.model import StackConfig
-from trainforge.stack.platform import PlatformKeys
+from trainforge.stack.platform import EndpointConfig, NodePoolConfig, PlatformKeys
 from trainforge.stack.services import ServiceKeys
 
-# Arguments that are not a key of the same name (written down with the reason)
-RENAMED = {
-    # the endpoint has one setting; the component flattens it (`_to_config` nests it again)
-    ("TrainingPlatformArgs", "public_access_cidrs"): "endpoint",
-}
 
-
-def _unwrap(annotation: Any) -> list[Any]:
-    """The alternatives of an annotation: Annotated and Optional removed, unions spread."""
-    origin = typing.get_origin(annotation)
-    if origin is typing.Annotated:
-        return _unwrap(typing.get_args(annotation)[0])
-    if origin in (typing.Union, types.UnionType):
-        return [a for arg in typing.get_args(annotation) if arg is not type(None)
-                for a in _unwrap(arg)]  # fmt: skip
-    return [annotation]
-
-
-def _kind(annotation: Any) -> str:
-    origin = typing.get_origin(annotation)
-    if origin is Literal:
-        values = typing.get_args(annotation)
-        return type(values[0]).__name__ if values else "?"
-    if origin in (list, tuple, set, frozenset) or annotation in (list, tuple):
-        return "list"
-    if origin in (dict,) or annotation is dict:
-        return "dict"
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return "model"
-    if is_typeddict(annotation):
-        return "model"
-    if isinstance(annotation, type):
-        for kind in (bool, int, float, str):  # bool before int: bool is an int
-            if issubclass(annotation, kind):
-                return kind.__name__
-    return "?"
-
-
-def _item(annotation: Any) -> Any:
-    args = [a for a in typing.get_args(annotation) if a is not Ellipsis]
-    return args[-1] if args else Any
-
-
-def compatible(arg: Any, key: Any, where: str) -> list[str]:
-    """Problems of an argument type `arg` against the model's annotation `key`."""
-    problems_by_option = []
-    for option in _unwrap(key):
-        a, k = _kind(arg), _kind(option)
-        if a == k or (a, k) in {("float", "int")}:
-            if a == "list":
-                found = compatible(_item(arg), _item(option), f"{where}[]")
-            elif a == "dict":
-                found = compatible(_item(arg), _item(option), f"{where}.*")
-            elif a == "model":
-                found = matches(arg, option, where)
-            else:
-                found = []
-        elif a == "dict" and k == "list":  # tags as a tuple of (key, value) pairs
-            pair = _item(option)
-            found = [] if typing.get_origin(pair) is tuple else [f"{where}: dict vs {option}"]
+def _described(model: type[StackModel], flatten: tuple[str, ...] = ()) -> dict[str, str]:
+    """schema property -> the model's description (of the flattened blocks' keys too)."""
+    out = {}
+    for name, f in model.model_fields.items():
+        if name in flatten:
+            out.update(_described(EndpointConfig))
         else:
-            found = [f"{where}: {a} ({arg}) vs {k} ({option})"]
-        if not found:
-            return []
-        problems_by_option.append(found)
-    return min(problems_by_option, key=len) if problems_by_option else [f"{where}: no type"]
-
-
-def matches(args: Any, model: type[BaseModel], where: str, reverse: bool = True) -> list[str]:
-    """Every argument of the TypedDict `args` is a key of `model` (as `_camel` writes it),
-    with a compatible type; with `reverse`, every key of the model is an argument."""
-    fields = {(f.alias or n): f for n, f in model.model_fields.items()}
-    hints = typing.get_type_hints(args, include_extras=True)
-    out = []
-    taken = set()
-    for name, annotation in hints.items():
-        key = RENAMED.get((args.__name__, name)) or tp._camel(name)
-        taken.add(key)
-        if key not in fields:
-            out.append(f"{where}.{name}: {model.__name__} has no key {key!r}")
-            continue
-        if (args.__name__, name) in RENAMED:
-            continue
-        out += compatible(annotation, fields[key].annotation, f"{where}.{name}")
-    if reverse:
-        out += [
-            f"{where}: {model.__name__}'s key {key!r} is not an argument of {args.__name__}"
-            for key in fields
-            if key not in taken
-        ]
+            arg = component_args.arg_name(name, f.alias or name)
+            out[camel_case(arg)] = " ".join((f.description or "").split())
     return out
 
 
-@pytest.mark.xfail(
-    not (PlatformKeys.model_fields and ServiceKeys.model_fields),
-    reason="the platform's and services' keys (jobBackend) are not in the stack model yet",
-    strict=True,
-)
-def test_the_component_arguments_are_the_platform_keys():
-    problems = matches(tp.TrainingPlatformArgs, StackConfig, "TrainingPlatformArgs", False)
-    # the reverse: every platform key (the services have their own stack keys only)
-    taken = {RENAMED.get(("TrainingPlatformArgs", n)) or tp._camel(n)
-             for n in typing.get_type_hints(tp.TrainingPlatformArgs)}  # fmt: skip
-    problems += [
-        f"PlatformKeys's key {f.alias or n!r} is not an argument of TrainingPlatformArgs"
-        for n, f in PlatformKeys.model_fields.items()
-        if (f.alias or n) not in taken
-    ]
-    assert problems == []
+def test_every_platform_key_is_an_argument_with_the_models_description() -> None:
+    result = Analyzer("trainforge").analyze([TrainingPlatform])
+    inputs = result["component_definitions"]["TrainingPlatform"].inputs
+    expected = {
+        **_described(PlatformKeys, flatten=("endpoint",)),
+        "jobBackend": " ".join(str(ServiceKeys.model_fields["job_backend"].description).split()),
+        "jobBackends": " ".join(str(ServiceKeys.model_fields["job_backends"].description).split()),
+    }
+    assert {k: p.description or "" for k, p in inputs.items()} == expected
+    # a nested block: its type is the model's, every key with its description
+    pools = result["type_definitions"]["NodePoolArgs"].properties
+    assert {k: p.description or "" for k, p in pools.items()} == _described(NodePoolConfig)
+
+
+def test_what_other_languages_send_parses_like_the_stack_file() -> None:
+    """Snake_case arguments (the special ones included) and the flattened endpoint keys."""
+    config = config_from_args(
+        {
+            "cluster": "tf",
+            "public_access_cidrs": ["203.0.113.0/24"],
+            "deploy_from": "deployer",
+            "node_pools": [
+                {
+                    "name": "a",
+                    "instance_types": ["p4d.24xlarge"],
+                    "root_volume_gib": 200,
+                    "acceptance_test": {"enabled": True, "min_bus_bandwidth_g_bps": 40.0},
+                }
+            ],
+        }
+    )
+    assert config.endpoint.public_access_cidrs == ("203.0.113.0/24",)
+    assert config.endpoint.deploy_from == "deployer"
+    pool = config.node_pools[0]
+    assert (pool.root_volume_gib, pool.acceptance.min_bus_bandwidth_gbps) == (200, 40.0)
 
 
 class _Limits(StackModel):
     gpus: int | None = None
+    """Most GPUs."""
 
 
 class _Pool(StackModel):
+    """A pool."""
+
     name: str
     instance_types: tuple[str, ...] = ()
     limits: _Limits = _Limits()
-    weight: int | None = None
+    volume_gib: int = 100
+    """Root volume (GiB)."""
 
 
-class _LimitsArgs(typing.TypedDict, total=False):
-    gpus: str
+def test_a_model_key_becomes_an_argument_whose_docstring_the_provider_host_reads() -> None:
+    made = component_args.generate(
+        _Pool, "PoolArgs", module="tests.generated_pool_args", doc="A pool.", names={}
+    )
+    pool, limits = made["PoolArgs"], made["_LimitsArgs"]
+    assert typing.get_type_hints(pool) == {
+        "name": str,
+        "instance_types": list[str],
+        "limits": limits,
+        "volume_gib": int,
+    }
+    assert typing.get_type_hints(limits) == {"gpus": int}
+    assert pool.__optional_keys__ == {"name", "instance_types", "limits", "volume_gib"}
+    analyzer = Analyzer("t")  # reads field docstrings from the class's source
+    assert analyzer.get_docstring(pool, "volume_gib") == "Root volume (GiB)."
+    assert analyzer.get_docstring(limits, "gpus") == "Most GPUs."
+    assert component_args.camel("root_volume_gib") == "rootVolumeGiB"
 
 
-class _PoolArgs(typing.TypedDict, total=False):
-    name: str
-    instance_types: list[str]
-    limits: _LimitsArgs
-    colour: str
+def test_every_job_key_is_an_argument_with_the_models_description() -> None:
+    """TrainingJob's arguments: the job model's keys (by attribute name, or the key when it
+    is one word), each described as the model describes it, plus the hand-written target."""
+    from trainforge.jobs.component import TrainingJob
+    from trainforge.stack.jobs import CheckpointSpec, JobModel
+
+    result = Analyzer("trainforge").analyze([TrainingJob])
+    inputs = result["component_definitions"]["TrainingJob"].inputs
+
+    def described(model: type[StackModel], left_out: tuple[str, ...] = ()) -> dict[str, str]:
+        return {
+            camel_case(component_args.attribute_arg(n, f.alias or n)): " ".join(
+                (f.description or "").split()
+            )
+            for n, f in model.model_fields.items()
+            if n not in left_out
+        }
+
+    expected = described(JobModel, ("image_facts",))
+    got = {k: p.description or "" for k, p in inputs.items() if k != "target"}
+    assert got == expected
+    checkpoint = result["type_definitions"]["JobCheckpointArgs"].properties
+    assert {k: p.description or "" for k, p in checkpoint.items()} == described(CheckpointSpec)
+    assert {"dir", "asyncSave", "keepLast"} <= set(checkpoint)
 
 
-def test_the_check_sees_a_wrong_type_a_missing_key_and_an_unknown_argument():
-    """The checker itself, on a small model and TypedDict."""
-    assert matches(_PoolArgs, _Pool, "PoolArgs") == [
-        "PoolArgs.limits.gpus: str (<class 'str'>) vs int (<class 'int'>)",
-        "PoolArgs.colour: _Pool has no key 'colour'",
-        "PoolArgs: _Pool's key 'weight' is not an argument of _PoolArgs",
-    ]
+def test_job_arguments_parse_like_the_stack_file() -> None:
+    from trainforge.jobs.component import spec_from_args
+
+    job = spec_from_args(
+        "j",
+        {
+            "team": "research",
+            "pool": "gpu",
+            "checkpoint": {"dir": "/fsx/ck/j", "keep_last": 2, "async_save": False},
+            "run_policy": {"backoff_limit": 1},
+            "priority": "high",
+        },
+        "args",
+    )
+    assert (job.checkpoint.directory, job.checkpoint.keep_last, job.checkpoint.async_save) == (
+        "/fsx/ck/j",
+        2,
+        False,
+    )
+    assert (job.run_policy.backoff_limit, job.priority) == (1, "high")

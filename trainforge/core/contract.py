@@ -15,7 +15,9 @@ This module imports no Pulumi: `run-local` and the plan's rehearsals use it too.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -338,15 +340,16 @@ class DeclaredJob:
 class Declared:
     """The platform contracts and jobs one program run declared, in order.
 
-    Components record themselves here as they are constructed; the offline plan resets it
-    before it runs a program and hands it to its checks, which then see typed objects
-    instead of re-deriving them from rendered YAML. Outside a plan nobody reads it.
+    The offline plan owns it: it starts one per program run (`start_record`) and hands it
+    to its checks, which then see typed objects instead of re-deriving them from rendered
+    YAML. Components add themselves to the run's record (`record()`) as they are
+    constructed; outside a plan there is none, so a deployment records and reads nothing.
     """
 
     contracts: list[PlatformContract] = field(default_factory=list)
     jobs: list[DeclaredJob] = field(default_factory=list)
-    # The stack's pull-through cache (trainforge.core.image_routes.use): kept here so that
-    # it lives exactly as long as one program run.
+    # The stack's pull-through cache the platform routed its images through
+    # (trainforge.core.image_routes.routing): what the plan's checks rebuild pods with.
     image_routes: Any = None
     # Images components install inside a Helm chart or kustomize overlay, which the plan's
     # rendered pods never show (trainforge.core.image_routes.installed).
@@ -356,15 +359,28 @@ class Declared:
     quota_warnings: list[str] = field(default_factory=list)
 
 
-_declared = Declared()
+# The record of the plan run in progress, in this context (None: no plan runs it).
+_RECORD: ContextVar[Declared | None] = ContextVar("trainforge_plan_record", default=None)
 
 
-def declared() -> Declared:
-    return _declared
+def record() -> Declared | None:
+    """The plan run's record to add to; None outside a plan (a deployment records nothing)."""
+    return _RECORD.get()
 
 
-def reset_declared() -> Declared:
-    """Start a fresh record (one per program run) and return it."""
-    global _declared
-    _declared = Declared()
-    return _declared
+def start_record() -> Declared:
+    """A fresh record for one program run of the offline plan (its runner calls this before
+    the program), current until the plan starts the next one: its checks read it after."""
+    rec = Declared()
+    _RECORD.set(rec)
+    return rec
+
+
+@contextmanager
+def recording(rec: Declared | None = None) -> Iterator[Declared]:
+    """A record current for the block only (a test of a component outside a plan run)."""
+    token = _RECORD.set(rec if rec is not None else Declared())
+    try:
+        yield _RECORD.get()  # type: ignore[misc]
+    finally:
+        _RECORD.reset(token)

@@ -16,6 +16,9 @@ Pulumi-free: the jobs package and the plan rules use it.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 # prefix -> (upstream registry URL as ECR wants it, the hosts references name it by, needs a
@@ -159,22 +162,34 @@ def registry_host(account: str, region: str) -> str:
     return f"{account}.dkr.ecr.{region}.{suffix}"
 
 
-# The stack's cache, set by TrainingPlatform before it declares anything that runs a pod, so
+# The stack's cache, current while TrainingPlatform declares what runs a pod (`routing`), so
 # that every platform component rewrites its images the same way (`cached`) without each one
-# being handed the cache. Kept in the program run's record (`contract.declared()`, reset per
-# run by the offline plan). None: no cache (images stay as pinned).
+# being handed the cache. Scoped to that block (a context variable, reset when it ends), so
+# nothing of one platform leaks into another. A plan run records it (contract.record(),
+# TrainingPlatform): its checks, which rebuild pods after the program ran, read it there.
+# None: no cache.
+_ROUTES: ContextVar[CacheRoutes | None] = ContextVar("trainforge_image_routes", default=None)
 
 
-def use(routes: CacheRoutes | None) -> None:
-    from trainforge.core.contract import declared  # noqa: PLC0415
-
-    declared().image_routes = routes
+@contextmanager
+def routing(routes: CacheRoutes | None) -> Iterator[CacheRoutes | None]:
+    """`routes` current for the block."""
+    token = _ROUTES.set(routes)
+    try:
+        yield routes
+    finally:
+        _ROUTES.reset(token)
 
 
 def current() -> CacheRoutes | None:
-    from trainforge.core.contract import declared  # noqa: PLC0415
+    """The routes of the `routing` block in progress; after it, in a plan run, the ones the
+    run's platform routed through (what its checks rebuild pods with)."""
+    from trainforge.core.contract import record  # noqa: PLC0415
 
-    return declared().image_routes
+    routes = _ROUTES.get()
+    if routes is None and (rec := record()) is not None:
+        return rec.image_routes
+    return routes
 
 
 def cached(image: str) -> str:
@@ -196,12 +211,8 @@ class InstalledImage:
 
 def installed(component: str, image: str) -> str:
     """Record `image` as installed by `component` and return its reference through the cache."""
-    from trainforge.core.contract import declared  # noqa: PLC0415
-
     ref = cached(image)
-    record = InstalledImage(component, image, ref)
-    if record not in declared().installed_images:
-        declared().installed_images.append(record)
+    _record(InstalledImage(component, image, ref))
     return ref
 
 
@@ -215,12 +226,17 @@ def as_named(component: str, image: str) -> str:
 def pulled_as(component: str, image: str, pulled: str) -> str:
     """Record `image` as installed by `component` and pulled as `pulled`: what the values the
     component passes make the chart run (trainforge.platform.chart_images.route)."""
-    from trainforge.core.contract import declared  # noqa: PLC0415
-
-    record = InstalledImage(component, image, pulled)
-    if record not in declared().installed_images:
-        declared().installed_images.append(record)
+    _record(InstalledImage(component, image, pulled))
     return pulled
+
+
+def _record(image: InstalledImage) -> None:
+    """Add to the plan run's record (none outside a plan)."""
+    from trainforge.core.contract import record  # noqa: PLC0415
+
+    rec = record()
+    if rec is not None and image not in rec.installed_images:
+        rec.installed_images.append(image)
 
 
 def chart_image(component: str, image: str) -> dict[str, str]:

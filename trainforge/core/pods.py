@@ -14,12 +14,40 @@ Plain data walking, stdlib only (trainforge.core).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 EACH = "*"  # in a Shape path: every key of a mapping, every item of a list
 
 Path = tuple[str, ...]
+
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"  # Kueue's: the LocalQueue a job is submitted to
+KILLED = 137  # SIGKILL: the OOM killer's exit code, what a retry bound is rehearsed with
+
+
+@dataclass(frozen=True)
+class Bound:
+    """How many times a job's pods start when every attempt dies with one exit code (None:
+    no bound) and why, in one line; `deadline_s`: a bound in time only."""
+
+    attempts: int | None
+    why: str
+    deadline_s: int | None = None
+
+
+@dataclass(frozen=True)
+class RetryInputs:
+    """What a kind's retry semantics may need besides the object: the exit code rehearsed,
+    the training runtimes a TrainJob names (by name), and the attempts after which the job's
+    own pods stop a job that keeps failing (the run ledger: (attempts, whose), None when
+    nothing of the job counts its attempts)."""
+
+    code: int = KILLED
+    runtimes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    ledger: Callable[[], tuple[int | None, str]] | None = None
+
+
+Retry = Callable[[Mapping[str, Any], RetryInputs], Bound | None]
 
 
 @dataclass(frozen=True)
@@ -29,21 +57,89 @@ class Shape:
     `templates`: paths (from the object) of its pod templates ({metadata, spec}); `EACH`
     steps into every key or item, and the last one names the replica (its key, or the
     item's `name`). `replicas`: paths, from that replica entry (the object itself when no
-    `EACH`), of counts whose product is the template's pod count (a missing one counts 1).
+    `EACH`), of counts whose product is the template's pod count (a missing one counts 1:
+    the controllers' default, e.g. training-operator v1.9 `setDefaultReplicas(spec, 1)`).
     `restarts`: the path of the object's restart bound. `build`: for a kind whose pods a
     controller builds from what the object writes and from elsewhere (a TrainJob, from its
     runtime), a function from the object to its [(replica name, pod template)], None when
     it cannot tell; a walk with `build=False` reads the `templates` the object writes.
+
+    What the plan reads of a job of this kind (`job`: a training workload, one per job):
+    `nodes`, the path of its pod count when the object states it in one field (else the sum
+    of its templates' replicas); `main`, the replica whose container is the job's (else the
+    first) and `container`, its container's name (else the first); `trainer`, the path of a container-like mapping the object writes instead of a
+    pod template (a TrainJob's `trainer`: image, command, args, env, `resources`);
+    `resources`, the key of that mapping's resources; `procs`, processes per pod;
+    `suspend` and `managed_by`, where it is suspended and which controller manages it;
+    `retry`, its controller's retry semantics (default: `restarts` + 1 attempts).
     """
 
     templates: tuple[Path, ...] = ()
     replicas: tuple[Path, ...] = ()
     restarts: Path = ()
     build: Callable[[dict[str, Any]], list[tuple[str, dict[str, Any]]] | None] | None = None
+    job: bool = False
+    nodes: Path = ()
+    main: str = ""
+    container: str = ""
+    trainer: Path = ()
+    resources: str = "resources"
+    procs: Path = ()
+    suspend: Path = ("spec", "suspend")
+    managed_by: Path = ("spec", "managedBy")
+    retry: Retry | None = None
 
     def restart_limit(self, doc: Mapping[str, Any]) -> Any:
         """The object's restart bound as written (None: unset or the kind has none)."""
         return get(doc, *self.restarts) if self.restarts else None
+
+    def pod_count(self, doc: Mapping[str, Any]) -> int:
+        """How many pods the object runs at once (its `nodes`, default 1; else the sum of
+        its templates' replicas, each defaulting to 1)."""
+        if self.nodes:
+            return _int(get(doc, *self.nodes), 1)
+        return sum(t.replicas for t in pod_templates(doc, {"": self}, kind="", build=False))
+
+    def main_container(self, doc: Mapping[str, Any]) -> dict[str, Any]:
+        """The job's container as the object writes it (its `trainer` mapping, or of its
+        `main` replica's template the one named `container`, else the first), with
+        `resources`."""
+        if self.trainer:
+            t = get(doc, *self.trainer)
+            t = dict(t) if isinstance(t, Mapping) else {}
+            return {**t, "resources": t.get(self.resources) or {}}
+        templates = pod_templates(doc, {"": self}, kind="", build=False)
+        main = next((t for t in templates if t.name == self.main), None)
+        main = main or (templates[0] if templates else None)
+        containers = (main.spec.get("containers") if main else None) or [{}]
+        return next((c for c in containers if c.get("name") == self.container), containers[0])
+
+    def procs_per_pod(self, doc: Mapping[str, Any]) -> int | None:
+        return _int(get(doc, *self.procs), None) if self.procs else None
+
+    def queue(self, doc: Mapping[str, Any]) -> str | None:
+        """The LocalQueue the object is submitted to (Kueue's label; None: none named)."""
+        return get(doc, "metadata", "labels", QUEUE_LABEL)
+
+    def is_suspended(self, doc: Mapping[str, Any]) -> bool:
+        return bool(self.suspend and get(doc, *self.suspend))
+
+    def manager(self, doc: Mapping[str, Any]) -> str | None:
+        """The controller the object names in its managedBy (None: the default one)."""
+        return get(doc, *self.managed_by) if self.managed_by else None
+
+    def retry_bound(
+        self, doc: Mapping[str, Any], inputs: RetryInputs | None = None
+    ) -> Bound | None:
+        """How often its pods start when each dies with `inputs.code` (None: cannot tell)."""
+        inputs = inputs or RetryInputs()
+        if self.retry is not None:
+            return self.retry(doc, inputs)
+        limit = _int(self.restart_limit(doc), None)
+        where = ".".join(self.restarts)
+        if limit is None:
+            return Bound(None, f"no {where or 'restart bound'}: restarts are never counted")
+        return Bound(limit + 1, f"{where} {limit}: {limit + 1} attempts")
 
 
 @dataclass(frozen=True)
@@ -70,6 +166,52 @@ class PodTemplate:
         return f"{self.name} pod" if self.name else "pod"
 
 
+def _matches(rule: Mapping[str, Any], code: int) -> bool:
+    on = rule.get("onExitCodes")
+    if not on:
+        return False  # onPodConditions: DisruptionTarget is an eviction, not an OOM kill
+    values = set(on.get("values") or [])
+    return (code in values) == (on.get("operator", "In") == "In")
+
+
+def job_spec_bound(spec: Mapping[str, Any], code: int = KILLED) -> Bound:
+    """A batch/v1 Job spec whose one pod (index) dies with `code` every time (the Kubernetes
+    Job controller: podFailurePolicy first, then backoffLimit / backoffLimitPerIndex; an
+    `OnFailure` pod's container restarts count the same way)."""
+    for rule in get(spec, "podFailurePolicy", "rules") or []:
+        if _matches(rule, code):
+            action = rule.get("action")
+            if action == "FailJob":
+                return Bound(1, f"pod failure policy: exit {code} fails the Job")
+            if action == "FailIndex":
+                return Bound(1, f"pod failure policy: exit {code} fails the index")
+            if action == "Ignore":
+                return Bound(None, f"pod failure policy ignores exit {code}: never counted")
+            break  # Count: the default below
+    unit = (
+        "container runs"
+        if get(spec, "template", "spec", "restartPolicy") == "OnFailure"
+        else "pods"
+    )
+    if spec.get("backoffLimitPerIndex") is not None:
+        limit = int(spec["backoffLimitPerIndex"])
+        return Bound(limit + 1, f"backoffLimitPerIndex {limit}: {limit + 1} {unit} of the index")
+    limit = int(spec.get("backoffLimit", 6))  # the API server's default
+    return Bound(limit + 1, f"backoffLimit {limit}: {limit + 1} {unit}")
+
+
+def with_deadline(bound: Bound, deadline: Any) -> Bound:
+    """An unbounded `bound` that `activeDeadlineSeconds` ends in time."""
+    if bound.attempts is None and deadline is not None:
+        return Bound(None, f"{bound.why}; activeDeadlineSeconds {deadline}", deadline)
+    return bound
+
+
+def _job_retry(doc: Mapping[str, Any], inputs: RetryInputs) -> Bound:
+    spec = doc.get("spec") or {}
+    return with_deadline(job_spec_bound(spec, inputs.code), spec.get("activeDeadlineSeconds"))
+
+
 # Kubernetes' own workloads (k8s.io/api, apps/v1, batch/v1, core/v1)
 KUBERNETES: dict[str, Shape] = {
     "Pod": Shape(templates=((),)),
@@ -82,6 +224,8 @@ KUBERNETES: dict[str, Shape] = {
         templates=(("spec", "template"),),
         replicas=(("spec", "parallelism"),),
         restarts=("spec", "backoffLimit"),
+        job=True,
+        retry=_job_retry,
     ),
     # a CRD's schema describes pod templates (`containers` of type array) but runs none: not
     # walked (the operators' CRDs are megabytes)
@@ -100,6 +244,10 @@ def get(node: Any, *keys: str) -> Any:
             return None
         node = node.get(k)
     return node
+
+
+def _int(v: Any, default: Any) -> Any:
+    return int(v) if isinstance(v, int | str) and str(v).isdigit() else default
 
 
 def _count(entry: Any, paths: tuple[Path, ...]) -> int:
@@ -149,13 +297,17 @@ def _generic(node: Any, where: str) -> Iterator[PodTemplate]:
 
 
 def pod_templates(
-    doc: Mapping[str, Any], shapes: Mapping[str, Shape] = KUBERNETES, *, build: bool = True
+    doc: Mapping[str, Any],
+    shapes: Mapping[str, Shape] = KUBERNETES,
+    *,
+    build: bool = True,
+    kind: str | None = None,
 ) -> list[PodTemplate]:
     """Every pod template of an object, by its kind's shape in `shapes`, else generically
     (under `spec`, or the object itself when its `spec` has containers). `build=False` skips
     the pods a controller builds from elsewhere (a TrainJob's), for a reader that only wants
-    what the object itself writes."""
-    shape = shapes.get(str(doc.get("kind")))
+    what the object itself writes. `kind`: read the object as this kind's shape instead."""
+    shape = shapes.get(str(doc.get("kind")) if kind is None else kind)
     if shape is None:
         if _is_template(doc):
             return [PodTemplate("", "", dict(doc))]

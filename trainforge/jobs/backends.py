@@ -11,10 +11,12 @@ emitter takes the same resolved JobSpec and builds its pods with the one pod bui
 not the pods. Each backend module has BACKEND, API_VERSION, KIND, `check`, `launch`,
 `workload_manifest`, `podmonitor_manifest` and, where it has one, `service_manifest`.
 
-Each backend also owns the shape of its objects (`SHAPES`): where their pod templates live
-and how to read replicas and restarts. The plan's checks and the overlay image reader find
-pods through `pod_templates`, which asks this table, so a new backend declares its shape here
-(or through `register_shape`) and every check sees its pods.
+Each backend also owns the shape of its objects (`SHAPES`): where their pod templates live,
+how to read replicas (with the controller's default), the job's container, how its controller
+retries failed pods, its queue, suspend and managedBy. The plan's checks and the overlay image
+reader find pods through `pod_templates` and read jobs through `shape`, which ask this table,
+so a new backend declares its shape here (or through `register_shape`) and every check sees
+its pods.
 """
 
 from __future__ import annotations
@@ -66,13 +68,21 @@ _RUNTIME = pods.Shape(
     replicas=_REPLICATED,
 )
 
-# kind -> where its pod templates live, how many pods each runs, its restart bound
+# kind -> where its pod templates live, how many pods each runs, how its controller retries
+# them, where its queue, suspend and managedBy are (see pods.Shape); `job`: a job's workload
 SHAPES: dict[str, pods.Shape] = {
     **pods.KUBERNETES,  # the indexed Job (indexed_job.KIND) and CronJob among them
     pytorchjob.KIND: pods.Shape(
         templates=(("spec", "pytorchReplicaSpecs", pods.EACH, "template"),),
-        replicas=(("replicas",),),
+        replicas=(("replicas",),),  # missing: 1 (setDefaultReplicas, release-1.9)
         restarts=("spec", "runPolicy", "backoffLimit"),
+        job=True,
+        main="Master",
+        container=pytorchjob.CONTAINER,
+        procs=("spec", "nprocPerNode"),
+        suspend=("spec", "runPolicy", "suspend"),
+        managed_by=("spec", "runPolicy", "managedBy"),
+        retry=pytorchjob.retry_bound,
     ),
     # The TrainJob writes only a patch of its runtime's pod (`runtimePatches`); the pod that
     # runs is the one Trainer builds from both (`build`), `numNodes` of it (a patch, read with
@@ -84,6 +94,12 @@ SHAPES: dict[str, pods.Shape] = {
         ),
         replicas=(("spec", "trainer", "numNodes"),),
         build=_trainjob_pods,
+        job=True,
+        nodes=("spec", "trainer", "numNodes"),
+        trainer=("spec", "trainer"),  # image, command, args, env, resourcesPerNode
+        resources="resourcesPerNode",
+        procs=("spec", "trainer", "numProcPerNode"),
+        retry=trainjob.retry_bound,
     ),
     trainjob.RUNTIME_KIND: _RUNTIME,
     "TrainingRuntime": _RUNTIME,
@@ -99,6 +115,17 @@ assert SHAPES[indexed_job.KIND] is pods.KUBERNETES["Job"]
 def register_shape(kind: str, shape: pods.Shape) -> None:
     """Declare where a new backend's kind keeps its pod templates (see `SHAPES`)."""
     SHAPES[kind] = shape
+
+
+def shape(doc: Mapping[str, Any]) -> pods.Shape | None:
+    """The declared shape of an object's kind (None: a kind nobody declared)."""
+    return SHAPES.get(str(doc.get("kind")))
+
+
+def job_shape(doc: Mapping[str, Any]) -> pods.Shape | None:
+    """The shape of a job's workload object (None: the object is no job's workload)."""
+    s = shape(doc)
+    return s if s is not None and s.job else None
 
 
 def pod_templates(doc: Mapping[str, Any], *, build: bool = True) -> list[pods.PodTemplate]:

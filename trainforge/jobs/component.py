@@ -15,7 +15,7 @@ Everything is validated before the component registers, so a bad declaration fai
 preview with a message naming the job and field and creates nothing.
 """
 
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -30,7 +30,7 @@ from trainforge.core.contract import (
     Taint,
     TeamFacts,
     TeamQuota,
-    declared,
+    record,
 )
 from trainforge.core.errors import JobConfigError
 from trainforge.jobs import codeship, entrypoint
@@ -39,71 +39,21 @@ from trainforge.jobs.estimate import fit_warnings
 from trainforge.jobs.pod import EmittedJob, checkpoint_dir
 from trainforge.jobs.spec import JobSpec, parse_job
 from trainforge.jobs.wiring import resolve_job
+from trainforge.stack import component_args
+from trainforge.stack.jobs import (
+    CheckpointSpec,
+    ElasticSpec,
+    EntrypointSpec,
+    JobModel,
+    ModelSize,
+    RunPolicySpec,
+    ShippedFunction,
+    VolumeSpec,
+)
 
 TYPE_TOKEN = "trainforge:index:TrainingJob"
 # How long Pulumi waits for a deleted job's pods to go; they get grace + 30 s to checkpoint.
 DELETE_TIMEOUT_MARGIN_S = 300
-
-
-class JobCheckpointArgs(TypedDict, total=False):
-    every: int
-    """Steps between checkpoints (default 500)."""
-    keep_last: int
-    """Complete checkpoints kept (default 3)."""
-    async_save: bool
-    """Write checkpoints in the background (default true)."""
-    grace_period: int
-    """Seconds to checkpoint after SIGTERM (default 90); pods get this plus 30."""
-    s3_mirror: bool
-    """Mirror checkpoints to the platform's bucket when it has one (default: on when the job
-    names its own image, which must carry boto3; off with the stock PyTorch image)."""
-    dir: str
-    """Checkpoint directory (default /fsx/checkpoints/<namespace>/<job>); on a job volume."""
-
-
-class JobElasticArgs(TypedDict, total=False):
-    min_workers: int
-    """Fewest pods the job keeps training with."""
-    max_workers: int
-    """Most pods the job uses."""
-    max_restarts: int
-    """torchrun restarts of the worker group before the job fails (default 3)."""
-
-
-class JobRunPolicyArgs(TypedDict, total=False):
-    clean_pod_policy: str
-    """None, Running (default) or All."""
-    ttl_seconds_after_finished: int
-    """Seconds a finished job is kept (default 86400)."""
-    backoff_limit: int
-    """Pod restarts before the job fails (default 6)."""
-    active_deadline_seconds: int
-    """Wall-clock limit for the job (default none)."""
-
-
-class JobEntrypointArgs(TypedDict, total=False):
-    """Your own code instead of the bundled runtime: exactly one of script, module, command."""
-
-    script: str
-    """A file of this repository (relative to the project directory), run with python."""
-    module: str
-    """`python -m <module>`, from code_dir or from the image."""
-    command: list[str]
-    """Any argv of your image (image required)."""
-    args: list[str]
-    """Arguments for the script or module."""
-    code_dir: str
-    """The directory shipped in a ConfigMap (default: the script's directory)."""
-    exclude: list[str]
-    """Glob patterns not to ship (besides hidden files, caches, venvs)."""
-
-
-class JobVolumeArgs(TypedDict, total=False):
-    claim: str
-    """A PersistentVolumeClaim of the team (listed in its team config)."""
-    mount_path: str
-    read_only: bool
-    sub_path: str
 
 
 class JobTaintArgs(TypedDict, total=False):
@@ -151,67 +101,33 @@ class JobTargetArgs(TypedDict, total=False):
     """Backends whose controllers the cluster runs (unset: any; the job's is not checked)."""
 
 
-class TrainingJobArgs(TypedDict, total=False):
-    """A training job; see docs/jobs.md for every field and its default."""
-
-    name: str
-    """Job name (DNS-1035); defaults to the resource name."""
-    team: str
-    pool: str
-    preset: str
-    """ddp, fsdp or elastic."""
-    strategy: str
-    """ddp or fsdp."""
-    workers: int
-    """Pods (each on its own node for full-node GPU jobs)."""
-    gpus_per_worker: int
-    procs_per_worker: int
-    cpu: str
-    memory: str
-    shm_size: str
-    efa: bool
-    image: str
-    code_source: str
-    """configmap (default: ship the bundled runtime) or image (it is in your image)."""
-    model: str
-    layers: int
-    d_model: int
-    heads: int
-    seq_len: int
-    vocab_size: int
-    dataset: str
-    data_path: str
-    dataset_size: int
-    steps: int
-    batch_size: int
-    grad_accum: int
-    lr: float
-    warmup_steps: int
-    weight_decay: float
-    seed: int
-    log_every: int
-    compile: bool
-    activation_checkpointing: bool
-    precision: str
-    checkpoint: JobCheckpointArgs
-    elastic: JobElasticArgs
-    run_policy: JobRunPolicyArgs
-    restart_policy: str
-    """ExitCode (default: the runtime's exit code says retry or stop), OnFailure or Never."""
-    hang_timeout: int
-    """Watchdog floor in seconds (0 = off); every collective/rendezvous timeout derives from it."""
-    metrics_port: int
-    nccl_debug: str
-    env: dict[str, str]
-    entrypoint: JobEntrypointArgs
-    """Run your own code (default: the bundled runtime)."""
-    volumes: list[JobVolumeArgs]
-    """Further claims of the team, mounted in every pod."""
-    backend: str
-    """pytorchjob, trainjob or indexed-job; default: the platform's (trainforge:jobBackend)."""
-    expected_step_seconds: float
-    """Seconds per optimizer step on this pool, if known (the plan's cost report uses it)."""
-    target: JobTargetArgs
+# TrainingJobArgs and its blocks: generated from the job model (the provider host's schema
+# reads them); a job's arguments are the model's attribute names, its target the hand-written
+# wiring above (a program of another language has no JobTarget to pass)
+_ARGS = component_args.generate(
+    JobModel,
+    "TrainingJobArgs",
+    module="trainforge.jobs.component_args",
+    doc="A training job; see docs/jobs.md for every field and its default.",
+    # the names other languages have used since the first schema
+    names={
+        CheckpointSpec: "JobCheckpointArgs",
+        ElasticSpec: "JobElasticArgs",
+        RunPolicySpec: "JobRunPolicyArgs",
+        EntrypointSpec: "JobEntrypointArgs",
+        VolumeSpec: "JobVolumeArgs",
+        ShippedFunction: "JobFunctionArgs",
+        ModelSize: "JobModelSizeArgs",
+    },
+    # imageFacts.mlflow is a flag or a string: a union the package schema has no type for
+    exclude=("image_facts",),
+    given={"target": ("Platform wiring (other languages: no JobTarget to pass).", JobTargetArgs)},
+    by_attribute=True,
+)
+if TYPE_CHECKING:  # a type built at import: plain data to a type checker
+    TrainingJobArgs = dict[str, Any]
+else:
+    TrainingJobArgs = _ARGS["TrainingJobArgs"]
 
 
 def spec_from_args(name: str, args: dict[str, Any], where: str) -> JobSpec:
@@ -364,7 +280,8 @@ class TrainingJob(pulumi.ComponentResource):
         self.manifests = emitted
         monitor_waits = list(contract.monitor_ready) if contract is not None else []
         self._declare(name, job, emitted, provider, waits, monitor_waits)
-        declared().jobs.append(DeclaredJob(job, target, emitted, name))
+        if (rec := record()) is not None:  # a plan run: its checks read the typed job
+            rec.jobs.append(DeclaredJob(job, target, emitted, name))
         self.job_name = pulumi.Output.from_input(job.name)
         self.namespace = pulumi.Output.from_input(target.namespace)
         self.checkpoint_dir = pulumi.Output.from_input(checkpoint_dir(job, target))

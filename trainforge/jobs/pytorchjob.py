@@ -12,8 +12,10 @@ an elasticPolicy, and the runPolicy. How the operator wires a pod: see `pod`'s d
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+from trainforge.core import pods
 from trainforge.core.contract import JobTarget
 from trainforge.jobs import pod
 from trainforge.jobs.spec import JobSpec
@@ -85,3 +87,43 @@ def podmonitor_manifest(job: JobSpec, target: JobTarget) -> dict[str, Any] | Non
     targets for that job)."""
     rank0 = {} if job.elastic is not None else {REPLICA_TYPE_LABEL: "master"}
     return pod.podmonitor_manifest(job, target, rank0, [REPLICA_TYPE_LABEL, REPLICA_INDEX_LABEL])
+
+
+# --- how the operator retries it (the plan's retry bound reads this through backends.SHAPES)
+
+DEFAULT_RESTART_POLICY = "OnFailure"  # PyTorchJobDefaultRestartPolicy (release-1.9)
+
+
+def retry_bound(doc: Mapping[str, Any], inputs: pods.RetryInputs) -> pods.Bound:
+    """Training operator v1.9 (`pkg/core/job.go` PastBackoffLimit): `Never` fails the job
+    with its first failed pod; `OnFailure` restarts the container in place and fails the job
+    once the restarts reach runPolicy.backoffLimit (0: the first restart); `ExitCode`
+    re-creates a pod that exits >= 128 without counting it, so only the job's own run ledger
+    (`inputs.ledger`) or activeDeadlineSeconds bounds it."""
+    spec = doc.get("spec") or {}
+    replicas = (spec.get("pytorchReplicaSpecs") or {}).values()
+    policies = {(r or {}).get("restartPolicy") or DEFAULT_RESTART_POLICY for r in replicas}
+    run = spec.get("runPolicy") or {}
+    deadline = run.get("activeDeadlineSeconds")
+    if policies == {"Never"}:
+        return pods.Bound(1, "restartPolicy Never: the first failed pod fails the job")
+    if "ExitCode" in policies:
+        n, whose = inputs.ledger() if inputs.ledger is not None else (None, "")
+        if n is not None:
+            return pods.Bound(
+                n,
+                f"ExitCode re-creates pods uncounted; {whose} stops attempt {n} (no_progress, exit 4)",
+            )
+        why = "ExitCode re-creates a pod that exits >= 128 without counting it"
+        if deadline is not None:
+            return pods.Bound(None, f"{why}; activeDeadlineSeconds {deadline} ends it", deadline)
+        return pods.Bound(None, why)
+    limit = run.get("backoffLimit")
+    if limit is None:
+        return pods.Bound(
+            None, "OnFailure without backoffLimit: restarts are never counted", deadline
+        )
+    runs = max(int(limit), 1) + 1  # fails once the restarts reach the limit (0: > 0)
+    return pods.Bound(
+        runs, f"OnFailure: backoffLimit {limit} counts restarts, {runs} container runs"
+    )

@@ -33,8 +33,10 @@ and container ports (they live in the runtime, platform-wide).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+from trainforge.core import pods
 from trainforge.core.contract import JobTarget
 from trainforge.core.errors import JobConfigError
 from trainforge.jobs import pod, tenancy
@@ -540,7 +542,7 @@ def effective_pod(trainjob: dict[str, Any], runtime: dict[str, Any]) -> dict[str
         for kind in ("requests", "limits"):
             if kind in trainer["resourcesPerNode"]:
                 res[kind] = {**(res.get(kind) or {}), **trainer["resourcesPerNode"][kind]}
-    nodes = trainer.get("numNodes", runtime["spec"].get("mlPolicy", {}).get("numNodes", 1))
+    nodes = num_nodes(trainjob, runtime)
     procs = trainer.get("numProcPerNode", "auto")
     name = trainjob["metadata"]["name"]
     _upsert_env(
@@ -574,3 +576,32 @@ def platform_pod(trainjob: dict[str, Any]) -> dict[str, Any] | None:
         return effective_pod(trainjob, runtime)
     except (KeyError, TypeError, AttributeError, StopIteration):
         return None
+
+
+def num_nodes(doc: Mapping[str, Any], runtime: Mapping[str, Any]) -> int:
+    """The TrainJob's pods: its `trainer.numNodes`, else its runtime's `mlPolicy.numNodes`,
+    else 1 (Trainer v2.3's torch plugin)."""
+    for n in (
+        pods.get(doc, "spec", "trainer", "numNodes"),
+        pods.get(runtime, "spec", "mlPolicy", "numNodes"),
+    ):
+        if n is not None:
+            return int(n)
+    return 1
+
+
+# --- how Trainer retries it (the plan's retry bound reads this through backends.SHAPES)
+
+
+def retry_bound(doc: Mapping[str, Any], inputs: pods.RetryInputs) -> pods.Bound | None:
+    """Trainer v2.3 runs the Job of its runtime's replicated job `node` through a JobSet with
+    `failurePolicy.maxRestarts: 0`: the Kubernetes Job controller's bound of that Job, ended
+    in time by the TrainJob's activeDeadlineSeconds. None: the runtime is not known."""
+    spec = doc.get("spec") or {}
+    runtime = inputs.runtimes.get(str(pods.get(spec, "runtimeRef", "name")))
+    rjobs = pods.get(runtime, "spec", "template", "spec", "replicatedJobs") or []
+    rjob = next((r for r in rjobs if r.get("name") == REPLICATED_JOB), None)
+    if rjob is None:
+        return None
+    bound = pods.job_spec_bound(pods.get(rjob, "template", "spec") or {}, inputs.code)
+    return pods.with_deadline(bound, spec.get("activeDeadlineSeconds"))

@@ -12,10 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainforge.jobs.backends import job_shape
 from trainforge.plan.checks.ckpt_compat import flag_map, runtime_args
 
 JOB_LABEL = "trainforge.io/job"
-KINDS = ("PyTorchJob", "TrainJob", "Job")
 
 
 @dataclass
@@ -77,11 +77,6 @@ class JobView:
         return self.env.get("TRAINFORGE_RESUME", "auto")
 
 
-def _container(template: dict[str, Any]) -> dict[str, Any]:
-    containers = ((template or {}).get("spec") or {}).get("containers") or [{}]
-    return next((c for c in containers if c.get("name") == "pytorch"), containers[0])
-
-
 def _env(container: dict[str, Any]) -> dict[str, str]:
     return {
         e["name"]: str(e["value"])
@@ -91,56 +86,31 @@ def _env(container: dict[str, Any]) -> dict[str, str]:
 
 
 def job_view(doc: dict[str, Any]) -> JobView | None:
-    """The view of a trainforge training workload; None for any other object."""
-    kind = doc.get("kind")
+    """The view of a trainforge training workload (a job kind of `backends.SHAPES`, read by
+    its shape: pods, container, processes per pod, queue); None for any other object."""
+    shape = job_shape(doc)
     meta = doc.get("metadata") or {}
     labels = meta.get("labels") or {}
-    if kind not in KINDS or JOB_LABEL not in labels:
+    if shape is None or JOB_LABEL not in labels:
         return None
-    spec = doc.get("spec") or {}
+    kind = str(doc.get("kind"))
     ns, name = meta.get("namespace") or "_cluster", meta.get("name") or ""
-    procs: int | None = None
-    if kind == "PyTorchJob":
-        replicas = spec.get("pytorchReplicaSpecs") or {}
-        pods = sum(int((r or {}).get("replicas") or 0) for r in replicas.values())
-        main = replicas.get("Master") or next(iter(replicas.values()), {}) or {}
-        c = _container(main.get("template") or {})
-        procs = _int(spec.get("nprocPerNode"))
-        command = [*(c.get("command") or []), *(c.get("args") or [])]
-        image, per_pod, env = c.get("image"), (c.get("resources") or {}).get("requests"), _env(c)
-    elif kind == "TrainJob":
-        t = spec.get("trainer") or {}
-        pods = int(t.get("numNodes") or 1)
-        procs = _int(t.get("numProcPerNode"))
-        command = [*(t.get("command") or []), *(t.get("args") or [])]
-        image, per_pod = t.get("image"), (t.get("resourcesPerNode") or {}).get("requests")
-        env = _env(t)
-    else:
-        pods = int(spec.get("parallelism") or spec.get("completions") or 1)
-        c = _container(spec.get("template") or {})
-        command = [*(c.get("command") or []), *(c.get("args") or [])]
-        image, per_pod, env = c.get("image"), (c.get("resources") or {}).get("requests"), _env(c)
+    c = shape.main_container(doc)
+    command = [*(c.get("command") or []), *(c.get("args") or [])]
     return JobView(
         ident=f"{ns}/{kind}/{name}",
-        kind=str(kind),
+        kind=kind,
         namespace=ns,
         name=name,
-        image=image,
+        image=c.get("image"),
         command=[str(x) for x in command],
-        pods=pods,
-        per_pod={k: str(v) for k, v in (per_pod or {}).items()},
-        procs_per_pod=procs,
-        queue=labels.get("kueue.x-k8s.io/queue-name"),
+        pods=shape.pod_count(doc),
+        per_pod={k: str(v) for k, v in ((c.get("resources") or {}).get("requests") or {}).items()},
+        procs_per_pod=shape.procs_per_pod(doc),
+        queue=shape.queue(doc),
         priority=labels.get("kueue.x-k8s.io/priority-class"),
-        env=env,
+        env=_env(c),
     )
-
-
-def _int(v: Any) -> int | None:
-    try:
-        return int(v)
-    except (TypeError, ValueError):
-        return None
 
 
 def job_views(objects: dict[str, dict[str, Any]]) -> dict[str, JobView]:

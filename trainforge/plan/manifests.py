@@ -235,10 +235,6 @@ def dump_yaml(doc: Any) -> str:
     return yaml.dump(doc, Dumper=_DUMPER, sort_keys=False, default_flow_style=False, width=100)
 
 
-# The workload kinds of the job backends that are custom resources (a scanner skips them)
-_CUSTOM_WORKLOADS = ("PyTorchJob", "TrainJob")
-
-
 def pod_template_jobs(obj: K8sObject) -> list[tuple[str, dict[str, Any]]]:
     """Each PyTorchJob replica's pod template, or the pod Kubeflow Trainer builds for a
     TrainJob on one of trainforge's runtimes, wrapped as a batch/v1 Job.
@@ -247,9 +243,11 @@ def pod_template_jobs(obj: K8sObject) -> list[tuple[str, dict[str, Any]]]:
     template so that the pod-level checks run on what the controller will create. The
     templates are the one walker's (`trainforge.jobs.backends.pod_templates`).
     """
-    from trainforge.jobs.backends import pod_templates  # noqa: PLC0415 - plain data, no Pulumi
+    from trainforge.core.pods import KUBERNETES  # noqa: PLC0415 - plain data, no Pulumi
+    from trainforge.jobs.backends import job_shape, pod_templates  # noqa: PLC0415
 
-    if obj.kind not in _CUSTOM_WORKLOADS:
+    # a job backend's workload that is a custom resource (a scanner skips those)
+    if obj.kind in KUBERNETES or job_shape(obj.doc) is None:
         return []
     out = []
     for t in pod_templates(obj.doc):

@@ -683,9 +683,9 @@ def run_mocked(
 
     # a fresh program-run record (image cache routes, declared jobs), as the plan's runner
     # starts one: nothing a previous run in this process declared leaks into this one
-    from trainforge.core.contract import reset_declared  # noqa: PLC0415
+    from trainforge.core.contract import start_record  # noqa: PLC0415
 
-    reset_declared()
+    start_record()
     _sync_await(run_pulumi_func(wrapped))
     root = pulumi.runtime.get_root_resource()
     outputs: dict[str, Any] = {}

@@ -437,7 +437,7 @@ def run_program(
     from pulumi.runtime.stack import run_pulumi_func
     from pulumi.runtime.sync_await import _sync_await
 
-    from trainforge.core.contract import reset_declared
+    from trainforge.core.contract import start_record
 
     chosen = mocks if mocks is not None else load_mocks()
     echo = preview and type(chosen) in (PreviewMocks, HybridMocks)
@@ -456,7 +456,7 @@ def run_program(
     set_mocks(mocks, project=project, stack=stack, preview=preview, monitor=monitor, logger=logger)
     root = rt.get_root_resource()
 
-    declared = reset_declared()
+    declared = start_record()
     _sync_await(run_pulumi_func(program))
     for name, value in (getattr(root, "outputs", None) or {}).items():
         outputs[name] = _sync_await(_resolve_output(value))

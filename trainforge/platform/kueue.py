@@ -230,11 +230,12 @@ class Kueue(pulumi.ComponentResource):
         after = pulumi.ResourceOptions(
             parent=self, provider=args.k8s_provider, depends_on=[self.release]
         )
-        from trainforge.core.contract import declared  # noqa: PLC0415
+        from trainforge.core.contract import record  # noqa: PLC0415
 
         for warning in queues.quota_plan(args.teams, args.pools).warnings:
             pulumi.log.warn(warning, self)
-            declared().quota_warnings.append(warning)
+            if (rec := record()) is not None:  # a plan run repeats it in its queue section
+                rec.quota_warnings.append(warning)
         self.objects: list[Any] = []
         for doc in queues.queue_objects(args.teams, args.pools, args.config):
             meta = dict(doc["metadata"])

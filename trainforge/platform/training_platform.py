@@ -8,13 +8,14 @@ any resource is registered.
 """
 
 from dataclasses import replace
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any
 
 import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from trainforge.core.contract import PlatformContract, PoolFacts, declared
+from trainforge.core import image_routes
+from trainforge.core.contract import PlatformContract, PoolFacts, record
 from trainforge.platform import capacity_placement
 from trainforge.platform.acceptance import AcceptanceTests, AcceptanceTestsArgs, check_acceptance
 from trainforge.platform.cluster import SYSTEM_LABEL, Cluster, ClusterArgs
@@ -24,142 +25,61 @@ from trainforge.platform.network import Network, NetworkArgs
 from trainforge.platform.node_groups import GpuNodeGroup, GpuNodeGroupArgs
 from trainforge.platform.node_health import NodeHealth, NodeHealthArgs
 from trainforge.platform.published import contract_from_config, pool_facts
+from trainforge.stack.platform import (
+    AcceptanceTestConfig,
+    EndpointConfig,
+    ImagesConfig,
+    KarpenterConfig,
+    NetworkConfig,
+    NodeGroupConfig,
+    NodeHealthConfig,
+    NodePoolConfig,
+    PlatformKeys,
+    PoolLimitsKeys,
+    SystemNodeGroupConfig,
+    TaintKeys,
+)
+from trainforge.stack import component_args
+from trainforge.stack.services import ServiceKeys
 
 __all__ = ["TrainingPlatform", "TrainingPlatformArgs", "config_from_args", "pool_facts"]
 
 
-# --- args as annotated types (the component provider host builds a schema from these) ---
-class TaintArgs(TypedDict, total=False):
-    key: str
-    value: str
-    effect: str
-    """NoSchedule (default), PreferNoSchedule or NoExecute."""
-
-
-class NetworkConfigArgs(TypedDict, total=False):
-    vpc_id: str
-    """Existing VPC; unset = create one."""
-    private_subnet_ids: list[str]
-    cidr: str
-    availability_zones: int
-    nat_gateways: str
-    vpc_endpoints: bool
-    """S3 gateway and interface endpoints in the VPC (default true)."""
-
-
-class SystemNodeGroupArgs(TypedDict, total=False):
-    instance_type: str
-    min_size: int
-    desired_size: int
-    max_size: int
-    root_volume_gib: int
-
-
-class AcceptanceTestArgs(TypedDict, total=False):
-    enabled: bool
-    dcgm_level: int
-    """dcgmi diag level 1-4 (default 2)."""
-    nodes: int
-    all_reduce: bool
-    """NCCL all-reduce across nodes (default: on for EFA pools)."""
-    min_bus_bandwidth_g_bps: float
-
-
-class NodeGroupArgs(TypedDict, total=False):
-    name: str
-    instance_types: list[str]
-    min_size: int
-    desired_size: int
-    max_size: int
-    efa: bool
-    capacity_type: str
-    root_volume_gib: int
-    capacity_reservation_id: str
-    labels: dict[str, str]
-    taints: list[TaintArgs]
-    subnet_id: str
-    acceptance_test: AcceptanceTestArgs
-
-
-class PoolLimitsArgs(TypedDict, total=False):
-    cpu: str
-    memory: str
-    gpus: int
-
-
-class NodePoolArgs(TypedDict, total=False):
-    name: str
-    instance_types: list[str]
-    capacity_types: list[str]
-    gpu: bool
-    efa: bool
-    taints: list[TaintArgs]
-    labels: dict[str, str]
-    limits: PoolLimitsArgs
-    consolidate_after: str
-    root_volume_gib: int
-    weight: int
-    acceptance_test: AcceptanceTestArgs
-
-
-class KarpenterSettingsArgs(TypedDict, total=False):
-    enabled: bool
-    namespace: str
-
-
-class NodeHealthSettingsArgs(TypedDict, total=False):
-    monitoring_agent: bool
-    """The EKS node monitoring agent add-on on every node (default true)."""
-    auto_repair: bool
-    """Node auto repair: managed node groups and Karpenter's NodeRepair gate (default true)."""
-
-
-class ImagesArgs(TypedDict, total=False):
-    pull_through_cache: bool
-    """ECR pull-through cache rules for public registries (default true)."""
-    docker_hub_credential_arn: str
-    github_credential_arn: str
-    runtime: bool
-    """Jobs without an image run the trainforge runtime image (default true)."""
-    runtime_image: str
-    runtime_efa_image: str
-
-
-class TrainingPlatformArgs(TypedDict, total=False):
-    """The same settings as the `trainforge:` stack config (docs/configuration.md)."""
-
-    cluster: str
-    network: NetworkConfigArgs
-    public_access_cidrs: list[str]
-    admins: list[str]
-    system_node_group: SystemNodeGroupArgs
-    node_groups: list[NodeGroupArgs]
-    node_pools: list[NodePoolArgs]
-    karpenter: KarpenterSettingsArgs
-    node_health: NodeHealthSettingsArgs
-    tags: dict[str, str]
-    images: ImagesArgs
-    job_backend: str
-    """What jobs emit by default: pytorchjob (default), trainjob or indexed-job."""
-    job_backends: list[str]
-    """Further backends whose controllers to install (for jobs declared in other programs)."""
-
-
-_SPECIAL = {"root_volume_gib": "rootVolumeGiB", "min_bus_bandwidth_g_bps": "minBusBandwidthGBps"}
-
-
-def _camel(key: str) -> str:
-    if key in _SPECIAL:
-        return _SPECIAL[key]
-    head, *rest = key.split("_")
-    return head + "".join(w[:1].upper() + w[1:] for w in rest)
+# --- args: TypedDicts generated from the stack model (the provider host's schema reads them)
+_ARGS = component_args.generate(
+    PlatformKeys,
+    "TrainingPlatformArgs",
+    module="trainforge.platform.training_platform_args",
+    doc="The same settings as the `trainforge:` stack config (docs/configuration.md).",
+    # the names other languages have used since the first schema
+    names={
+        NetworkConfig: "NetworkConfigArgs",
+        SystemNodeGroupConfig: "SystemNodeGroupArgs",
+        AcceptanceTestConfig: "AcceptanceTestArgs",
+        TaintKeys: "TaintArgs",
+        NodeGroupConfig: "NodeGroupArgs",
+        PoolLimitsKeys: "PoolLimitsArgs",
+        NodePoolConfig: "NodePoolArgs",
+        KarpenterConfig: "KarpenterSettingsArgs",  # KarpenterArgs is the component's own
+        NodeHealthConfig: "NodeHealthSettingsArgs",
+        ImagesConfig: "ImagesArgs",
+    },
+    flatten=("endpoint",),  # public_access_cidrs, deploy_from: top-level arguments
+    extra=((ServiceKeys, "job_backend"), (ServiceKeys, "job_backends")),
+)
+if TYPE_CHECKING:  # a type built at import: plain data to a type checker
+    TrainingPlatformArgs = dict[str, Any]
+else:
+    TrainingPlatformArgs = _ARGS["TrainingPlatformArgs"]
+_ENDPOINT = [f.alias or n for n, f in EndpointConfig.model_fields.items()]  # stack keys
 
 
 def _to_config(value: Any, top: bool = False) -> Any:
     if isinstance(value, dict):
-        out = {_camel(k): _to_config(v) for k, v in value.items()}
-        if top and "publicAccessCidrs" in out:
-            out["endpoint"] = {"publicAccessCidrs": out.pop("publicAccessCidrs")}
+        out = {component_args.camel(k): _to_config(v) for k, v in value.items()}
+        endpoint = {k: out.pop(k) for k in _ENDPOINT if top and k in out}
+        if endpoint:  # the endpoint's keys, flattened among the arguments
+            out["endpoint"] = endpoint
         return out
     if isinstance(value, list):
         return [_to_config(v) for v in value]
@@ -276,27 +196,35 @@ class TrainingPlatform(pulumi.ComponentResource):
             )
         self.system_node_selector = {SYSTEM_LABEL: "true"}
         # Images (docs/images.md): the ECR pull-through cache and the runtime images, set up
-        # before anything that runs a pod, so every pod's image is pulled through the cache.
+        # before anything that runs a pod; what runs a pod is declared with its routes current
+        # (image_routes.routing), so every pod's image is pulled through the cache.
         self.images, self.image_cache = self._images(name, config, tags)
+        cache = self.images.routes if self.images is not None else None
+        if (rec := record()) is not None:  # a plan run: its checks rebuild pods with them
+            rec.image_routes = cache
 
         # Services (FSx, checkpoint bucket, operator, device plugins, monitoring, teams) are
         # owned by the services engineer; composed here when their config was parsed.
-        self.services = self._services(name, config, tags) if config.services is not None else None
+        self.services = None
+        if config.services is not None:
+            with image_routes.routing(cache):  # their images through the cache
+                self.services = self._services(name, config, tags)
         services = self.services
         # On-demand acceptance tests of GPU pools: suspended CronJobs
         self.acceptance: AcceptanceTests | None = None
         if any(g.acceptance.enabled for g in (*config.node_groups, *config.node_pools)):
-            self.acceptance = AcceptanceTests(
-                f"{name}-acceptance",
-                AcceptanceTestsArgs(
-                    config=config,
-                    pools=self.node_pools,
-                    k8s_provider=self.k8s_provider,
-                    depends_on=[services] if services is not None else [],
-                    cohort=self._acceptance_cohort(config),
-                ),
-                child,
-            )
+            with image_routes.routing(cache):
+                self.acceptance = AcceptanceTests(
+                    f"{name}-acceptance",
+                    AcceptanceTestsArgs(
+                        config=config,
+                        pools=self.node_pools,
+                        k8s_provider=self.k8s_provider,
+                        depends_on=[services] if services is not None else [],
+                        cohort=self._acceptance_cohort(config),
+                    ),
+                    child,
+                )
         # What jobs read: pools, teams, storage, bucket, MLflow, backends. Python only (not a
         # component output: the schema analyzer turns annotated attributes into outputs).
         self.contract: PlatformContract = contract_from_config(
@@ -318,7 +246,8 @@ class TrainingPlatform(pulumi.ComponentResource):
             # A job's PodMonitor needs the monitoring release's CRD first.
             monitor_ready=services.monitor_ready if services is not None else (),
         )
-        declared().contracts.append(self.contract)
+        if (rec := record()) is not None:  # a plan run: its checks read the typed contract
+            rec.contracts.append(self.contract)
 
         self.cluster_name = self.cluster.cluster_name
         self.kubeconfig = self.cluster.kubeconfig
@@ -340,7 +269,6 @@ class TrainingPlatform(pulumi.ComponentResource):
         )
 
     def _images(self, name: str, config: PlatformConfig, tags: dict[str, str]) -> Any:
-        from trainforge.core import image_routes  # noqa: PLC0415
         from trainforge.platform.image_cache import ImageCache, ImageCacheArgs  # noqa: PLC0415
         from trainforge.platform.published import images_from_config  # noqa: PLC0415
 
@@ -348,7 +276,6 @@ class TrainingPlatform(pulumi.ComponentResource):
         account = aws.get_caller_identity().account_id
         images = images_from_config(config, image_routes.registry_host(account, region))
         routes = images.routes if images is not None else None
-        image_routes.use(routes)
         roles = [self.cluster.node_role.name]
         if self.karpenter is not None:
             roles.append(self.karpenter.node_role_name)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from trainforge.jobs.backends import job_shape
 from trainforge.plan import cost as C
 from trainforge.plan import price_facts as P
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
@@ -55,7 +56,7 @@ def _job_resource(ctx: PlanContext, job: Any, namespace: str) -> str:
         if (
             meta.get("name") == job.name
             and meta.get("namespace") == namespace
-            and o.doc.get("kind") in ("PyTorchJob", "TrainJob", "Job")
+            and job_shape(o.doc) is not None  # a job's workload, by its backend's shape
         ):
             return o.ident
     return f"{namespace}/{job.name}"

@@ -183,12 +183,12 @@ def pod_refs(pod: dict[str, Any], namespace: str, what: str) -> Iterator[Ref]:
 
 def _pods(obj: Any) -> Iterator[tuple[dict[str, Any], str]]:
     """(pod spec, where) of every pod an object runs, in its namespace."""
-    from trainforge.jobs.backends import pod_templates  # noqa: PLC0415
-    from trainforge.plan.manifests import pod_template_jobs  # noqa: PLC0415
+    from trainforge.jobs.backends import pod_templates, shape  # noqa: PLC0415
 
-    if obj.kind == "TrainJob":
-        for _, job in pod_template_jobs(obj):
-            yield job["spec"]["template"].get("spec") or {}, f"TrainJob {obj.ident} pod"
+    built = shape(obj.doc)
+    if built is not None and built.build is not None:  # the pod its controller builds
+        for t in pod_templates(obj.doc):  # (a TrainJob's: from its runtime)
+            yield t.spec, f"{obj.kind} {obj.ident} pod"
         return
     if not obj.namespace:  # a cluster-scoped template (a runtime): its TrainJobs' pods count
         return

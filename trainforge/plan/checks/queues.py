@@ -66,7 +66,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from trainforge.jobs.backends import pod_templates
+from trainforge.core.pods import Shape, get
+from trainforge.jobs.backends import job_shape, pod_templates
 from trainforge.jobs.wiring import sizing_rule
 from trainforge.plan import kueue as K
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
@@ -645,8 +646,7 @@ def _workload_object(ctx: PlanContext, name: str, namespace: str) -> Any:
         if (
             o.namespace == namespace
             and labels.get(JOB_LABEL) == name
-            and _pod_specs(o.doc)
-            and o.kind not in ("ConfigMap", "PodMonitor", "Service")
+            and job_shape(o.doc) is not None  # the job's workload, by its backend's shape
         ):
             return o
     return None
@@ -654,12 +654,10 @@ def _workload_object(ctx: PlanContext, name: str, namespace: str) -> Any:
 
 def _owned_fields(obj: Any, flavor: Flavor | None) -> list[str]:
     """Fields of the job's object that Kueue owns once it manages the job."""
-    spec = obj.doc.get("spec") or {}
     out = []
-    if "suspend" in spec:
-        out.append("spec.suspend (Kueue suspends and resumes the job)")
-    if "suspend" in (spec.get("runPolicy") or {}):
-        out.append("spec.runPolicy.suspend (Kueue suspends and resumes the job)")
+    suspend = (job_shape(obj.doc) or Shape()).suspend  # where its kind keeps `suspend`
+    if get(obj.doc, *suspend) is not None:
+        out.append(f"{'.'.join(suspend)} (Kueue suspends and resumes the job)")
     for pod in _pod_specs(obj.doc):
         if pod.get("schedulingGates"):
             out.append("a pod template's schedulingGates (Kueue adds and removes its own)")
@@ -759,7 +757,8 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
         workloads.append(w)
         obj = _workload_object(ctx, spec.name, target.namespace)
         labels = ((obj.doc.get("metadata") or {}).get("labels") or {}) if obj else {}
-        queue_name = labels.get(QUEUE_LABEL)
+        shape = job_shape(obj.doc) if obj else None
+        queue_name = shape.queue(obj.doc) if shape is not None else None
         if obj is not None and queue_name is None and (target.namespace, DEFAULT_QUEUE) in local:
             # Kueue manages jobs without the label in team namespaces and gives them the
             # namespace's LocalQueue `default` (manageJobsWithoutQueueName, LocalQueue
@@ -798,7 +797,8 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
             finding(w, RULE_NEVER, w.reason, obj)
             continue
         w.priority = priorities.get(pclass, 0)
-        workers = spec.workers
+        assert shape is not None  # obj is a job workload (job_shape)
+        workers = shape.pod_count(obj.doc)  # the object's pods, as its backend counts them
         w.pods = workers
         per_pod = {
             "cpu": _q(spec.cpu or 0),

@@ -186,12 +186,6 @@ def _runtime(ctx: PlanContext, doc: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-def _num_nodes(doc: dict[str, Any], runtime: dict[str, Any]) -> int:
-    trainer = (doc.get("spec") or {}).get("trainer") or {}
-    ml = ((runtime.get("spec") or {}).get("mlPolicy")) or {}
-    return int(trainer.get("numNodes") or ml.get("numNodes") or 1)
-
-
 def _requests(ctx: PlanContext, doc: dict[str, Any], pod: dict[str, Any]) -> dict[str, Fraction]:
     """A pod's requests as Kueue counts them (trainforge.plan.kueue.workload: the namespace's
     LimitRange defaults, limits for missing requests), so node fit judges what the queue
@@ -237,7 +231,7 @@ def _judge(ctx: PlanContext, o: Any, region: str) -> tuple[list[str], list[Findi
         lines.append(f"{ident}: runtime {ref.get('name')!r} not in the plan: not judged")
         return lines, findings
     pod = trainjob.effective_pod(doc, runtime)
-    pods = _num_nodes(doc, runtime)
+    pods = trainjob.num_nodes(doc, runtime)
     req = _requests(ctx, doc, pod)
     gpus = int(req.get(GPU_RESOURCE, 0))
     cpu, memory = req.get("cpu", Fraction(0)), req.get("memory", Fraction(0))

@@ -150,10 +150,11 @@ CLEAN_POD_POLICIES = ("None", "Running", "All")
 def crd_outline_errors(doc: dict) -> list[str]:
     """The CRD schema's errors for a job without its pod templates (each template is checked
     as a core PodTemplate, with the cluster version's schema, where this is called)."""
+    from trainforge.jobs.backends import pod_templates  # noqa: PLC0415 - its kind's shape
+
     outline = copy.deepcopy(doc)
-    for rspec in ((outline.get("spec") or {}).get("pytorchReplicaSpecs") or {}).values():
-        if isinstance(rspec, dict) and "template" in rspec:
-            rspec["template"] = {}
+    for t in pod_templates(outline, build=False):
+        t.template.clear()
     return crds.crd_errors(outline) or []
 
 
