@@ -43,8 +43,11 @@ class PlanContext:
 
 @dataclass
 class Finding:
-    """One thing a check found wrong. `resource` is what the reader looks for (a URN, a
-    Pulumi name, or namespace/Kind/name); waivers match it or any of `names`."""
+    """One thing a check found wrong: the plan's only finding type, from every producer (the
+    Kubernetes validation, the resource and stack rules, every other check, the diff checks).
+    `resource` is what the reader looks for (a URN, a Pulumi name, or namespace/Kind/name);
+    waivers match it or any of `names`. The engine (`core.evaluate`) sets `waived` (the
+    waiver's written reason) and `waived_by` when a waiver covers the finding."""
 
     resource: str
     rule: str
@@ -53,6 +56,19 @@ class Finding:
     urn: str = ""
     names: frozenset[str] = frozenset()
     image: str | None = None  # the image an image rule's finding is about (waivers name it)
+    waived: str | None = None
+    waived_by: Any = field(default=None, compare=False, repr=False)  # the Waiver itself
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "resource": self.resource,
+            "urn": self.urn,
+            "rule": self.rule,
+            "message": self.message,
+            "fix": self.fix,
+            "waived": self.waived,
+            "image": self.image,
+        }
 
 
 @dataclass

@@ -26,7 +26,7 @@ from trainforge.plan.waivers import CONFIG_KEY, Waiver, WaiverError, find_waiver
 class PlanResult:
     inventory: Inventory
     objects: list[K8sObject]
-    violations: list[R.Violation]
+    violations: list[T.Finding]  # every finding, waived or not
     waivers: list[Waiver]
     validation: Counter = field(default_factory=Counter)  # pass / fail / unchecked
     unchecked: list[str] = field(default_factory=list)
@@ -35,11 +35,11 @@ class PlanResult:
     sections: list[T.Section] = field(default_factory=list)  # the plan checks' reports
 
     @property
-    def failing(self) -> list[R.Violation]:
+    def failing(self) -> list[T.Finding]:
         return [v for v in self.violations if v.waived is None]
 
     @property
-    def waived(self) -> list[R.Violation]:
+    def waived(self) -> list[T.Finding]:
         return [v for v in self.violations if v.waived is not None]
 
     @property
@@ -81,10 +81,6 @@ class PlanResult:
         }
 
 
-def _short(type_: str, name: str) -> str:
-    return f"{type_}::{name}"
-
-
 def once(fn: Callable[[], Any]) -> Callable[[], Any]:
     """A thunk that runs `fn` on first call and returns the same result afterwards."""
     cache: list[Any] = []
@@ -97,88 +93,41 @@ def once(fn: Callable[[], Any]) -> Callable[[], Any]:
     return run
 
 
+def attach_waiver(f: T.Finding, waivers: list[Waiver], names: set[str]) -> T.Finding:
+    """The finding with the waiver that covers it (by rule, any of `names`, and the image an
+    image rule's finding is about), if one does."""
+    if f.image is None:
+        f.image = R.finding_image(f.rule, f.message)
+    w = find_waiver(waivers, f.rule, names, f.image)
+    f.waived, f.waived_by = (w.reason, w) if w else (None, None)
+    return f
+
+
 def evaluate(
     inv: Inventory,
     waivers: list[Waiver],
-    version: str | None = None,
     root: pathlib.Path | None = None,
     standin: Callable[[], Any] | None = None,
 ) -> PlanResult:
-    """Validate objects, run every rule and every plan check; attach waivers to what they cover."""
+    """Run every registered check (validation and the resource rules included); attach
+    waivers to what they cover. A waiver must name something of this plan: a resource (Pulumi
+    name or URN), a Kubernetes object (namespace/Kind/name) or a finding's subject."""
     objects = k8s_objects(inv)
-    by_urn = {o.urn: o for o in objects}
-    violations: list[R.Violation] = []
-    counts: Counter = Counter()
-    unchecked: list[str] = []
-
-    known: set[str] = set()
-
-    def add(
-        urn: str,
-        display: str,
-        names: set[str],
-        rule: str,
-        msg: str,
-        fix: str,
-        image: str | None = None,
-    ) -> None:
-        image = image if image is not None else R.finding_image(rule, msg)
-        w = find_waiver(waivers, rule, names, image)
-        violations.append(
-            R.Violation(
-                display,
-                rule,
-                msg,
-                fix,
-                urn=urn,
-                waived=w.reason if w else None,
-                waived_by=w,
-                image=image,
-            )
-        )
-
-    def names_of(rec_urn: str, rec_name: str) -> set[str]:
-        names = {rec_urn, rec_name}
-        if rec_urn in by_urn:
-            names.add(by_urn[rec_urn].ident)
-        known.update(names)
-        return names
-
-    runtimes = V.runtime_index([o.doc for o in objects])  # what TrainJobs are checked against
-    for rec in inv.resources:
-        obj = by_urn.get(rec.urn)
-        display = f"{obj.ident} ({rec.name})" if obj else _short(rec.type, rec.name)
-        names = names_of(rec.urn, rec.name)
-        inputs = obj.doc if obj else rec.inputs
-        if obj is not None:
-            status, findings = V.validate_object(obj.doc, version, runtimes)
-            counts[status] += 1
-            if status == "unchecked":
-                unchecked.append(obj.ident)
-            for f in findings:
-                add(rec.urn, display, names, f.rule, f.message, V.FIX[f.rule])
-        for rule, msg in R.check_resource(rec.type, inputs):
-            add(rec.urn, display, names, rule.id, msg, rule.fix)
-
-    stack = [
-        R.StackResource(r.urn, r.type, r.name, r.inputs, r.dependencies) for r in inv.resources
-    ]
-    names_by_urn = {r.urn: r for r in inv.resources}
-    for rule, urn, msg in R.check_stack(stack):
-        rec = names_by_urn[urn]
-        add(urn, _short(rec.type, rec.name), names_of(urn, rec.name), rule.id, msg, rule.fix)
-    sections: list[T.Section] = []
+    idents = {o.urn: o.ident for o in objects}
+    names_by_urn = {r.urn: {r.urn, r.name, *([idents[r.urn]] if r.urn in idents else [])}
+                    for r in inv.resources}  # fmt: skip
+    known: set[str] = set().union(*names_by_urn.values())
     ctx = T.PlanContext(
         inventory=inv, objects=objects, declared=inv.declared, root=root, standin=standin
     )
+    violations: list[T.Finding] = []
+    sections: list[T.Section] = []
     for result in C.run_checks(ctx):
         sections += result.sections
         for f in result.findings:
-            names = {f.resource, *f.names}
+            names = {f.resource, *f.names, *names_by_urn.get(f.urn, {f.urn} - {""})}
             known.update(names)
-            if f.urn:
-                names |= names_of(f.urn, names_by_urn[f.urn].name if f.urn in names_by_urn else "")
-            add(f.urn, f.resource, names, f.rule, f.message, f.fix, f.image)
+            violations.append(attach_waiver(f, waivers, names))
     for w in waivers:
         if w.resource not in known:
             raise WaiverError(
@@ -186,13 +135,22 @@ def evaluate(
                 "finding in this plan has that name (use a Pulumi name, a URN or "
                 "namespace/Kind/name as `trainforge plan` prints them)"
             )
+    checked = V.validation(ctx)
     return PlanResult(
-        inv, objects, violations, waivers, counts, unchecked, names=known, sections=sections
+        inv,
+        objects,
+        violations,
+        waivers,
+        checked.counts,
+        checked.unchecked,
+        names=known,
+        sections=sections,
     )
 
 
 def known_rule_ids() -> set[str]:
-    return set(R.rule_ids()) | set(V.FIX) | set(C.check_rule_ids())
+    """Every rule id a finding may carry (waivers may name these): the registered checks'."""
+    return set(C.check_rule_ids())
 
 
 def waivers_from(inv: Inventory) -> list[Waiver]:
@@ -220,23 +178,12 @@ def add_standin_findings(result: PlanResult, standin: Inventory) -> int:
         if before is None or rec.type.startswith("kubernetes:") or not has_unknown(before.inputs):
             continue
         judged += 1
-        for rule, msg in R.check_resource(rec.type, rec.inputs):
-            if (rec.urn, rule.id) in seen:
+        where = R.shown(rec.type, rec.name)
+        for f in R.resource_findings(rec.type, rec.inputs, rec.urn, where, frozenset()):
+            if (rec.urn, f.rule) in seen:
                 continue
-            image = R.finding_image(rule.id, msg)
-            w = find_waiver(result.waivers, rule.id, {rec.urn, rec.name}, image)
-            result.violations.append(
-                R.Violation(
-                    _short(rec.type, rec.name),
-                    rule.id,
-                    msg + STANDIN_NOTE,
-                    rule.fix,
-                    urn=rec.urn,
-                    waived=w.reason if w else None,
-                    waived_by=w,
-                    image=image,
-                )
-            )
+            f.message += STANDIN_NOTE
+            result.violations.append(attach_waiver(f, result.waivers, {rec.urn, rec.name}))
     return judged
 
 

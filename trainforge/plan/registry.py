@@ -47,8 +47,10 @@ from trainforge.plan.checks import (
     restart_budget,
     resume,
     retry_bounds,
+    rules,
     scheduling,
     submitted,
+    validate,
     version_pairs,
 )
 
@@ -62,6 +64,8 @@ class Check:
 
 
 CHECKS: list[Check] = [
+    Check(validate.check, validate.RULES),
+    Check(rules.check, rules.RULES),
     Check(iam_rehearsal.check, iam_rehearsal.RULES),
     Check(controller_identity.check, controller_identity.RULES),
     Check(helm_charts.check, helm_charts.RULES),
@@ -93,10 +97,14 @@ DIFF_CHECKS: list[Callable[[Any], CheckResult]] = [
 ]
 
 
-def check_rule_ids() -> dict[str, str]:
-    """rule id -> fix, for every check's rules (waivers may name these)."""
+def check_rule_ids(checks: list[Check] | None = None) -> dict[str, str]:
+    """rule id -> fix, for every check's rules (waivers may name these): the plan's one list
+    of rule ids. Each id belongs to one check, so a waiver names one producer."""
     out: dict[str, str] = {}
-    for check in CHECKS:
+    for check in CHECKS if checks is None else checks:
+        twice = sorted(set(out) & set(check.rules))
+        if twice:
+            raise ValueError(f"rule id(s) {', '.join(twice)} declared by two plan checks")
         out.update(check.rules)
     return out
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainforge.core.taints import untolerated
+from trainforge.plan.check_types import CheckResult, Finding, PlanContext
 
 UNKNOWN = "<unknown>"
 
@@ -63,29 +64,6 @@ class StackRule:
     fix: str
     # yields (urn of the offending resource, message)
     check: Callable[[list[StackResource]], Iterable[tuple[str, str]]]
-
-
-@dataclass
-class Violation:
-    resource: str  # display name (type::name, or namespace/kind/name for k8s objects)
-    rule: str
-    message: str
-    fix: str
-    urn: str = ""
-    waived: str | None = None  # the written reason when a waiver covers it
-    waived_by: Any = field(default=None, compare=False, repr=False)  # the Waiver itself
-    image: str | None = None  # the image an image rule's finding is about
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "resource": self.resource,
-            "urn": self.urn,
-            "rule": self.rule,
-            "message": self.message,
-            "fix": self.fix,
-            "waived": self.waived,
-            "image": self.image,
-        }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -567,7 +545,7 @@ def pod_privileged(type_: str, inputs: dict, spec: dict) -> list[str]:
 # ---------------------------------------------------------------------------------------------
 # Registry
 
-RULES: tuple[Rule, ...] = (
+RESOURCE_RULES: tuple[Rule, ...] = (
     Rule(
         "CKV_AWS_37",
         "EKS control-plane logging covers all log types",
@@ -971,7 +949,7 @@ STACK_RULES: tuple[StackRule, ...] = (
 def check_resource(type_: str, inputs: dict[str, Any]) -> list[tuple[Rule, str]]:
     """Every (rule, message) the resource violates."""
     out = []
-    for rule in RULES:
+    for rule in RESOURCE_RULES:
         if rule.applies(type_):
             out += [(rule, m) for m in rule.check(type_, inputs)]
     return out
@@ -985,5 +963,45 @@ def check_stack(resources: list[StackResource]) -> list[tuple[StackRule, str, st
     return out
 
 
-def rule_ids() -> list[str]:
-    return sorted({r.id for r in RULES} | {r.id for r in STACK_RULES})
+# rule id -> fix, for the registry (waivers may name these)
+RULES = {r.id: r.fix for r in (*RESOURCE_RULES, *STACK_RULES)}
+
+
+def shown(type_: str, name: str) -> str:
+    """How a finding names a resource that is no Kubernetes object: `type::name`."""
+    return f"{type_}::{name}"
+
+
+def resource_findings(
+    type_: str, inputs: dict[str, Any], urn: str, resource: str, names: frozenset[str]
+) -> list[Finding]:
+    """The resource rules' findings about one resource, named as the caller shows it."""
+    return [
+        Finding(resource, rule.id, msg, rule.fix, urn=urn, names=names)
+        for rule, msg in check_resource(type_, inputs)
+    ]
+
+
+def check(ctx: PlanContext) -> CheckResult:
+    """Every resource rule on every resource (a Kubernetes object judged as its manifest),
+    then every stack rule on the whole stack."""
+    objects = {o.urn: o for o in ctx.objects}
+    found: list[Finding] = []
+    for rec in ctx.inventory.resources:
+        obj = objects.get(rec.urn)
+        if obj is None:
+            where, names, inputs = shown(rec.type, rec.name), frozenset({rec.name}), rec.inputs
+        else:
+            where, names = f"{obj.ident} ({rec.name})", frozenset({rec.name, obj.ident})
+            inputs = obj.doc
+        found += resource_findings(rec.type, inputs, rec.urn, where, names)
+    stack = [
+        StackResource(r.urn, r.type, r.name, r.inputs, r.dependencies)
+        for r in ctx.inventory.resources
+    ]
+    by_urn = {r.urn: r for r in ctx.inventory.resources}
+    for rule, urn, msg in check_stack(stack):
+        rec = by_urn[urn]
+        where = shown(rec.type, rec.name)
+        found.append(Finding(where, rule.id, msg, rule.fix, urn=urn, names=frozenset({rec.name})))
+    return CheckResult(findings=found)

@@ -19,12 +19,14 @@ import copy
 import functools
 import json
 import re
+from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from trainforge.core import versions
 from trainforge.plan import crds
+from trainforge.plan.check_types import CheckResult, Finding, PlanContext
 from trainforge.plan.checks import kueue_validate
 
 DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
@@ -40,7 +42,7 @@ RUNTIME_RULE = "TRAININGRUNTIME_WEBHOOK"
 JOB_RULE = "K8S_JOB_VALIDATION"
 KUEUE_RULE = "KUEUE_CRD"
 
-FIX = {
+RULES = {
     SCHEMA_RULE: "fix the field named in the message (strict schema: unknown fields are errors)",
     PYTORCHJOB_RULE: "fix the PyTorchJob spec: the training operator's webhook would reject it",
     NODEPOOL_RULE: "fix the NodePool spec: Karpenter's CRD validation would reject it",
@@ -51,12 +53,6 @@ FIX = {
     JOB_RULE: "fix the Job spec: the API server's Job validation would reject it",
     KUEUE_RULE: "fix the Kueue object: Kueue v0.19's CRD (schema or CEL rules) would reject it",
 }
-
-
-@dataclass
-class Finding:
-    rule: str
-    message: str
 
 
 def k8s_version() -> str:
@@ -687,8 +683,47 @@ def validate_object(
         errs = core_errors(doc, version)
         if errs is None:
             return "unchecked", []
-        found = [Finding(SCHEMA_RULE, m) for m in errs]
+        found = [_finding(SCHEMA_RULE, m) for m in errs]
         if key == ("batch/v1", "Job") and not errs:
-            found += [Finding(JOB_RULE, m) for m in job_spec_findings(doc.get("spec") or {})]
+            found += [_finding(JOB_RULE, m) for m in job_spec_findings(doc.get("spec") or {})]
         return ("fail" if found else "pass"), found
-    return ("fail" if msgs else "pass"), [Finding(rule, m) for m in msgs]
+    return ("fail" if msgs else "pass"), [_finding(rule, m) for m in msgs]
+
+
+def _finding(rule: str, message: str) -> Finding:
+    """A finding about an object not yet named (`check` names it after the plan's object)."""
+    return Finding("", rule, message, RULES[rule])
+
+
+@dataclass
+class Validation:
+    """Every Kubernetes object of a plan judged once: the count per status (pass, fail,
+    unchecked: no schema), the objects without a schema, and the findings."""
+
+    counts: Counter = field(default_factory=Counter)
+    unchecked: list[str] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+
+
+def validation(ctx: PlanContext) -> Validation:
+    """The plan's validation, computed once per plan (the check reports its findings, the
+    engine its counts). TrainJobs are judged against the plan's own training runtimes."""
+    if "validation" in ctx.memo:
+        return ctx.memo["validation"]
+    out = Validation()
+    runtimes = runtime_index([o.doc for o in ctx.objects])
+    for obj in ctx.objects:
+        status, found = validate_object(obj.doc, None, runtimes)
+        out.counts[status] += 1
+        if status == "unchecked":
+            out.unchecked.append(obj.ident)
+        names = frozenset({obj.name, obj.ident})
+        shown = f"{obj.ident} ({obj.name})"
+        out.findings += [replace(f, resource=shown, urn=obj.urn, names=names) for f in found]
+    ctx.memo["validation"] = out
+    return out
+
+
+def check(ctx: PlanContext) -> CheckResult:
+    """Each Kubernetes object as the API server and its webhooks would judge it."""
+    return CheckResult(findings=list(validation(ctx).findings))
