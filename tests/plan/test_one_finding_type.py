@@ -45,3 +45,25 @@ def test_the_rules_check_runs_on_a_context_alone():
     (f,) = rules.check(ctx).findings
     assert (f.rule, f.resource) == ("CKV_AWS_7", "aws:kms/key:Key::key")
     assert f.names == frozenset({"key"}) and f.urn.endswith("::key")
+
+
+def test_a_check_is_registered_by_its_module_alone(tmp_path, monkeypatch):
+    """Adding a check touches its module (and its test): the registry finds it in checks/."""
+    import sys
+
+    from trainforge.plan import checks as package
+
+    (tmp_path / "zz_toy_check.py").write_text(
+        "from trainforge.plan.check_types import CheckResult, Finding\n"
+        "RULES = {'TOY_RULE': 'fix the toy'}\n"
+        "def check(ctx):\n"
+        "    return CheckResult([Finding('toy', 'TOY_RULE', 'a toy finding', RULES['TOY_RULE'])])\n"
+    )
+    monkeypatch.setattr(package, "__path__", [*package.__path__, str(tmp_path)])
+    monkeypatch.delitem(sys.modules, "trainforge.plan.checks.zz_toy_check", raising=False)
+    modules = registry._check_modules()
+    names = [m.__name__.rsplit(".", 1)[1] for m in modules]
+    assert names[: len(registry.ORDER)] == list(registry.ORDER)  # the print order kept
+    assert names[-1] == "zz_toy_check"  # not in ORDER: after the others
+    assert "kueue_validate" not in names  # a helper module is no check
+    monkeypatch.delitem(sys.modules, "trainforge.plan.checks.zz_toy_check")
