@@ -67,3 +67,27 @@ def test_a_check_is_registered_by_its_module_alone(tmp_path, monkeypatch):
     assert names[-1] == "zz_toy_check"  # not in ORDER: after the others
     assert "kueue_validate" not in names  # a helper module is no check
     monkeypatch.delitem(sys.modules, "trainforge.plan.checks.zz_toy_check")
+
+
+def test_the_plan_context_is_typed():
+    """A check's author sees what each field is: no `Any` where a real type exists."""
+    import collections.abc
+    import typing
+
+    from trainforge.core.contract import Declared
+    from trainforge.plan.check_types import Finding as F
+    from trainforge.plan.manifests import K8sObject
+    from trainforge.plan.runner import Inventory, Recorded
+    from trainforge.plan.waivers import Waiver
+
+    names = {"Declared": Declared, "K8sObject": K8sObject, "Inventory": Inventory}
+    names |= {"Recorded": Recorded, "Waiver": Waiver}
+    hints = typing.get_type_hints(PlanContext, localns=names)
+    assert hints["inventory"] is Inventory
+    assert hints["objects"] == list[K8sObject]
+    assert hints["declared"] == Declared | None
+    assert hints["standin"] == collections.abc.Callable[[], Inventory] | None
+    assert [k for k, v in hints.items() if v is typing.Any] == []
+    methods = typing.get_type_hints(PlanContext.resources_of, localns=names)
+    assert methods["return"] == list[Recorded]
+    assert typing.get_type_hints(F, localns=names)["waived_by"] == Waiver | None
