@@ -65,7 +65,7 @@ def test_a_check_is_registered_by_its_module_alone(tmp_path, monkeypatch):
     names = [m.__name__.rsplit(".", 1)[1] for m in modules]
     assert names[: len(registry.ORDER)] == list(registry.ORDER)  # the print order kept
     assert names[-1] == "zz_toy_check"  # not in ORDER: after the others
-    assert "kueue_validate" not in names  # a helper module is no check
+    assert "iam_eval" not in names  # a helper module is no check
     monkeypatch.delitem(sys.modules, "trainforge.plan.checks.zz_toy_check")
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainforge.plan.checks.ckpt_compat import flag_map, runtime_args
+from trainforge.plan.ckpt_compat import flag_map, runtime_args
 
 JOB_LABEL = "trainforge.io/job"
 KINDS = ("PyTorchJob", "TrainJob", "Job")

@@ -25,9 +25,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from trainforge.core import versions
-from trainforge.plan import crds
+from trainforge.plan import crds, kueue_validate
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext
-from trainforge.plan.checks import kueue_validate
 
 DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 DEFAULT_K8S_VERSION = "1.31"
