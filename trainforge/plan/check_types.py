@@ -33,6 +33,9 @@ class PlanContext:
     # from values the cloud assigns exist (see trainforge.plan.checks.iam_stack); None when the
     # platform's mocks are not available.
     standin: Callable[[], Inventory] | None = None
+    # The resource rules also judge the stand-in run's cloud resources whose preview inputs
+    # hold unknowns (trainforge.plan.checks.rules.rejudged): `trainforge plan`, not a test.
+    rejudge: bool = False
     # What a fact library computed once for this plan, by its own key (the Kueue
     # admission simulation: trainforge.plan.checks.queues.simulate; the validation:
     # trainforge.plan.checks.validate.validation), so two readers do not compute it twice.

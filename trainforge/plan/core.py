@@ -16,7 +16,7 @@ from trainforge.plan import check_types as T
 from trainforge.plan import registry as C
 from trainforge.plan.checks import rules as R
 from trainforge.plan.checks import validate as V
-from trainforge.plan.manifests import K8sObject, has_unknown, helm_like, k8s_objects
+from trainforge.plan.manifests import K8sObject, helm_like, k8s_objects
 from trainforge.plan.runner import Inventory, run_program, run_project
 from trainforge.plan.runner import standin_mocks as load_standin_mocks
 from trainforge.plan.waivers import CONFIG_KEY, Waiver, WaiverError, find_waiver, parse_waivers
@@ -107,19 +107,19 @@ def evaluate(
     inv: Inventory,
     waivers: list[Waiver],
     root: pathlib.Path | None = None,
-    standin: Callable[[], Any] | None = None,
+    standin: Callable[[], Inventory] | None = None,
+    rejudge: bool = False,
 ) -> PlanResult:
     """Run every registered check (validation and the resource rules included); attach
     waivers to what they cover. A waiver must name something of this plan: a resource (Pulumi
-    name or URN), a Kubernetes object (namespace/Kind/name) or a finding's subject."""
+    name or URN), a Kubernetes object (namespace/Kind/name) or a finding's subject.
+    `rejudge`: the rules also judge the stand-in run (checks/rules.py, `rejudged`)."""
     objects = k8s_objects(inv)
     idents = {o.urn: o.ident for o in objects}
     names_by_urn = {r.urn: {r.urn, r.name, *([idents[r.urn]] if r.urn in idents else [])}
                     for r in inv.resources}  # fmt: skip
     known: set[str] = set().union(*names_by_urn.values())
-    ctx = T.PlanContext(
-        inventory=inv, objects=objects, declared=inv.declared, root=root, standin=standin
-    )
+    ctx = T.PlanContext(inv, objects, inv.declared, root, standin, rejudge=rejudge)
     violations: list[T.Finding] = []
     sections: list[T.Section] = []
     for result in C.run_checks(ctx):
@@ -143,6 +143,7 @@ def evaluate(
         waivers,
         checked.counts,
         checked.unchecked,
+        standin_judged=R.rejudged(ctx),
         names=known,
         sections=sections,
     )
@@ -158,33 +159,6 @@ def waivers_from(inv: Inventory) -> list[Waiver]:
 
 
 JOBS_KEY = "trainforge:jobs"
-STANDIN_NOTE = " (judged with stand-in values for ids/ARNs the cloud assigns)"
-
-
-def add_standin_findings(result: PlanResult, standin: Inventory) -> int:
-    """Re-judge cloud resources whose preview inputs hold unknowns, with stand-in values.
-
-    In a preview, a policy document built from an ARN the cloud has not assigned yet is
-    unknown, so `pulumi preview --policy-pack` cannot judge it. Running the program once more
-    with mocks that invent plausible ids and ARNs computes those documents; the content rules
-    (IAM "*" on "*", TLS-only bucket policy, ...) then run on them. Only findings the preview
-    could not make are added. Returns how many resources were re-judged.
-    """
-    preview = {r.urn: r for r in result.inventory.resources}
-    seen = {(v.urn, v.rule) for v in result.violations}
-    judged = 0
-    for rec in standin.resources:
-        before = preview.get(rec.urn)
-        if before is None or rec.type.startswith("kubernetes:") or not has_unknown(before.inputs):
-            continue
-        judged += 1
-        where = R.shown(rec.type, rec.name)
-        for f in R.resource_findings(rec.type, rec.inputs, rec.urn, where, frozenset()):
-            if (rec.urn, f.rule) in seen:
-                continue
-            f.message += STANDIN_NOTE
-            result.violations.append(attach_waiver(f, result.waivers, {rec.urn, rec.name}))
-    return judged
 
 
 def standin_pass(
@@ -247,9 +221,8 @@ def plan_project(
         if submit is not None:
             submit(inv)
         standin = standin_pass(root, stack, config_overrides, program)
-        result = evaluate(inv, waivers_from(inv), root=root, standin=standin)
-        if standins and mocks is None and standin is not None:
-            result.standin_judged = add_standin_findings(result, standin())
+        rejudge = standins and mocks is None
+        result = evaluate(inv, waivers_from(inv), root, standin, rejudge)
     # Only what no section says already: a team quota the pools cannot hold is the queue
     # section's "quota: ..." line (checks/queues.py), which the verdict counts as a warning.
     shown = set(getattr(inv.declared, "quota_warnings", None) or [])
@@ -316,7 +289,4 @@ def plan_program(
             return other
 
         standin = once(rerun)
-    result = evaluate(inv, waivers_from(inv), standin=standin)
-    if standins and standin is not None:
-        result.standin_judged = add_standin_findings(result, standin())
-    return result
+    return evaluate(inv, waivers_from(inv), standin=standin, rejudge=standins)

@@ -22,6 +22,7 @@ from typing import Any
 
 from trainforge.core.taints import untolerated
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext
+from trainforge.plan.manifests import has_unknown
 
 UNKNOWN = "<unknown>"
 
@@ -1004,4 +1005,39 @@ def check(ctx: PlanContext) -> CheckResult:
         rec = by_urn[urn]
         where = shown(rec.type, rec.name)
         found.append(Finding(where, rule.id, msg, rule.fix, urn=urn, names=frozenset({rec.name})))
+    if ctx.rejudge and ctx.standin is not None:
+        found += _standin_findings(ctx, {(f.urn, f.rule) for f in found})
     return CheckResult(findings=found)
+
+
+STANDIN_NOTE = " (judged with stand-in values for ids/ARNs the cloud assigns)"
+REJUDGED = "rules.rejudged"  # PlanContext.memo key: how many resources the stand-in run judged
+
+
+def _standin_findings(ctx: PlanContext, seen: set[tuple[str, str]]) -> list[Finding]:
+    """Cloud resources whose preview inputs hold unknowns, judged again in the stand-in run.
+
+    In a preview, a policy document built from an ARN the cloud has not assigned yet is
+    unknown, so `pulumi preview --policy-pack` cannot judge it. Running the program once more
+    with mocks that invent plausible ids and ARNs computes those documents; the content rules
+    (IAM "*" on "*", TLS-only bucket policy, ...) then run on them. Only findings the preview
+    could not make are added; how many resources were judged again is `rejudged(ctx)`."""
+    preview = {r.urn: r for r in ctx.inventory.resources}
+    judged, found = 0, []
+    for rec in ctx.standin_inventory().resources:
+        before = preview.get(rec.urn)
+        if before is None or rec.type.startswith("kubernetes:") or not has_unknown(before.inputs):
+            continue
+        judged += 1
+        where = shown(rec.type, rec.name)
+        for f in resource_findings(rec.type, rec.inputs, rec.urn, where, frozenset()):
+            if (rec.urn, f.rule) not in seen:
+                f.message += STANDIN_NOTE
+                found.append(f)
+    ctx.memo[REJUDGED] = judged
+    return found
+
+
+def rejudged(ctx: PlanContext) -> int:
+    """How many cloud resources the rules judged again in the stand-in run (0: none)."""
+    return ctx.memo.get(REJUDGED, 0)
