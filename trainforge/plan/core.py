@@ -6,6 +6,7 @@ call it directly.
 
 from __future__ import annotations
 
+import functools
 import pathlib
 from collections import Counter
 from collections.abc import Callable
@@ -79,18 +80,6 @@ class PlanResult:
             "countsByType": dict(self.counts_by_type()),
             "sections": [s.to_json() for s in self.sections],
         }
-
-
-def once(fn: Callable[[], Any]) -> Callable[[], Any]:
-    """A thunk that runs `fn` on first call and returns the same result afterwards."""
-    cache: list[Any] = []
-
-    def run() -> Any:
-        if not cache:
-            cache.append(fn())
-        return cache[0]
-
-    return run
 
 
 def attach_waiver(f: T.Finding, waivers: list[Waiver], names: set[str]) -> T.Finding:
@@ -175,7 +164,7 @@ def standin_pass(
     standin_mocks = load_standin_mocks()
     if standin_mocks is None:
         return None
-    return once(
+    return functools.cache(
         lambda: run_project(
             root,
             stack,
@@ -275,18 +264,13 @@ def plan_program(
     from trainforge.stack.file import config_value
 
     cfg = {k: config_value(v) for k, v in (config or {}).items()}
-    inv = run_program(program, stack=stack, config=cfg, mocks=mocks)
-    inv.config = dict(config or {})
+
+    def run(mocks: Any, preview: bool = True) -> Inventory:
+        inv = run_program(program, stack=stack, config=cfg, mocks=mocks, preview=preview)
+        inv.config = dict(config or {})
+        return inv
+
     standin_mocks = load_standin_mocks()
-    standin = None
-    if standin_mocks is not None:
-
-        def rerun() -> Inventory:
-            other = run_program(
-                program, stack=stack, config=cfg, mocks=standin_mocks, preview=False
-            )
-            other.config = dict(config or {})
-            return other
-
-        standin = once(rerun)
+    standin = None if standin_mocks is None else functools.cache(lambda: run(standin_mocks, False))
+    inv = run(mocks)
     return evaluate(inv, waivers_from(inv), standin=standin, rejudge=standins)
