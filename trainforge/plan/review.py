@@ -19,9 +19,9 @@ from trainforge.plan import diff as D
 from trainforge.plan import job_diff as JD
 from trainforge.plan import registry
 from trainforge.plan.check_types import CheckResult, Finding
+from trainforge.plan.core import attach_waiver
 from trainforge.plan.job_view import job_views
 from trainforge.plan.sides import Side
-from trainforge.plan.waivers import find_waiver
 
 REPLACE_OPS = {"replace", "create-replacement", "delete-replaced", "discard-replaced"}
 
@@ -113,10 +113,7 @@ def review(base: Side, head: Side, result: Any) -> Review:
     sections: list[Any] = []
     for res in _run_diff_checks(ctx):
         sections += res.sections
-        for f in res.findings:
-            w = find_waiver(result.waivers, f.rule, {f.resource, *f.names})
-            f.waived, f.waived_by = (w.reason, w) if w else (None, None)
-            findings.append(f)
+        findings += [attach_waiver(f, result.waivers, {f.resource, *f.names}) for f in res.findings]
     result.violations.extend(findings)
     md = render(ctx, findings, sections)
     return Review(ctx, findings, sections, md)
