@@ -228,7 +228,9 @@ def test_pod_and_service_monitors():
         "metadata": {"name": "s", "namespace": "a"},
         "spec": {},
     }
-    assert set(messages(sm)[1]) >= {"spec.endpoints is required"}
+    assert set(messages(sm)[1]) >= {"spec: 'endpoints' is a required property"}
+    sm["spec"] = {"selector": {}, "endpoints": [{"port": "m", "intervall": "30s"}]}
+    assert messages(sm) == ("fail", ["spec.endpoints[0].intervall: unknown field"])
 
 
 def test_prometheus_rules():
