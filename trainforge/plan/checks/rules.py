@@ -1,5 +1,5 @@
-"""Policy rules, written once as pure functions and run by both the offline plan and the
-pulumi-policy pack in policy/.
+"""Policy rules, written once as pure functions and run by both the offline plan (as one
+registered check, `check`) and the pulumi-policy pack in policy/.
 
 A resource rule looks at one resource: (Pulumi type token, inputs as the engine sees them,
 camelCase) -> list of messages. A stack rule looks at every resource at once, for properties
