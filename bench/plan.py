@@ -94,9 +94,7 @@ def measure(root: pathlib.Path, stack: str, jobs: list[dict] | None) -> dict[str
     inv = run_project(root, stack, config_overrides=overrides)
     t1 = time.perf_counter()
     standin = core.standin_pass(root, stack, overrides)
-    result = core.evaluate(inv, core.waivers_from(inv), root=root, standin=standin)
-    if standin is not None:
-        core.add_standin_findings(result, standin())  # already run by the IAM rehearsal
+    result = core.evaluate(inv, core.waivers_from(inv), root, standin, rejudge=True)
     t3 = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         write_manifests(result.objects, pathlib.Path(tmp) / "out")

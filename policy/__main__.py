@@ -85,7 +85,7 @@ PolicyPack(
     name="trainforge",
     enforcement_level=EnforcementLevel.MANDATORY,
     policies=[
-        *(resource_policy(r) for r in R.RULES),
+        *(resource_policy(r) for r in R.RESOURCE_RULES),
         *(stack_policy(r) for r in R.STACK_RULES),
         ResourceValidationPolicy(
             name="kubernetes-validation",

@@ -15,7 +15,7 @@ import shutil
 import pytest
 
 from trainforge.jobs import dockerfile, runtime_images
-from trainforge.plan.checks import build_context
+from trainforge.plan import build_context
 from trainforge.plan.core import plan_project
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]

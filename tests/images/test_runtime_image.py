@@ -3,7 +3,7 @@
 The Dockerfile is parsed (trainforge.jobs.dockerfile) and the `runtime` stage's instructions
 after FROM are executed in order in a scratch virtualenv: each COPY copies the files it names
 from a build context made as the builder makes it (the repository files that the Dockerfile's
-ignore file lets through Docker's own matcher, trainforge.plan.checks.build_context), so a
+ignore file lets through Docker's own matcher, trainforge.plan.build_context), so a
 source the ignore file drops fails here as the build does (`"/<src>": not found`), each RUN runs its own command line (its `pip install -r ... -c requirements.lock`
 from the package index, its `.pth` line, its `--self-check`), with the image's absolute paths
 under a temporary root. The base image's torch is not downloaded (a multi-GB wheel): the scratch
@@ -28,7 +28,7 @@ import pytest
 
 from trainforge.core import versions
 from trainforge.jobs import dockerfile, runtime_images
-from trainforge.plan.checks import build_context
+from trainforge.plan import build_context
 
 ROOT = Path(__file__).resolve().parents[2]
 DF = ROOT / dockerfile.DOCKERFILE

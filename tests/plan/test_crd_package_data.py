@@ -10,8 +10,8 @@ import pytest
 
 from tests.conftest import ROOT
 from tests.jobs import schemas
-from trainforge.plan import crds
-from trainforge.plan.checks import kueue_validate, validate
+from trainforge.plan import crds, kueue_validate
+from trainforge.plan.checks import validate
 
 A = kueue_validate.API_VERSION
 GOOD = {

@@ -31,7 +31,7 @@ import pytest
 
 from tests.conftest import ROOT, shipped_plan
 from trainforge.plan.core import plan_program, plan_project
-from trainforge.plan.verdict import QUEUE_TITLE
+from trainforge.plan.verdict import warnings
 
 GOLDEN = pathlib.Path(__file__).resolve().parent / "golden" / "findings.json"
 REGEN = os.environ.get("TRAINFORGE_REGEN_GOLDEN") == "1"
@@ -209,13 +209,7 @@ def findings_of(result) -> list[list[str]]:
         ["waived" if v.waived is not None else "fail", v.rule, v.resource, v.message, v.fix]
         for v in result.violations
     ]
-    for s in result.sections:
-        for line in s.lines:
-            text = line.strip()
-            if text.startswith("warning:") or (
-                s.title == QUEUE_TITLE and line.startswith("quota: ")
-            ):
-                rows.append(["warning", "", s.title, text.removeprefix("warning: "), ""])
+    rows += [["warning", "", title, text, ""] for title, text in warnings(result)]
     return sorted(rows)
 
 

@@ -40,7 +40,7 @@ class Args:
 def test_pack_has_one_mandatory_policy_per_rule(pack):
     names = [p.name for p in pack.policies]
     assert pack.name == "trainforge" and len(names) == len(set(names))
-    assert len(names) == len(R.RULES) + len(R.STACK_RULES) + 1
+    assert len(names) == len(R.RESOURCE_RULES) + len(R.STACK_RULES) + 1
     assert "ckv-aws-341" in names and "ckv-aws-145-stack" in names
     assert "kubernetes-validation" in names
 

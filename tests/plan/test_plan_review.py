@@ -8,8 +8,8 @@ import pathlib
 
 import pytest
 
+from trainforge.plan import ckpt_compat as CC
 from trainforge.plan import cli
-from trainforge.plan.checks import ckpt_compat as CC
 from trainforge.plan.checks.resume import call_fingerprint
 from trainforge.plan.sides import SideError, load_side
 

@@ -252,7 +252,7 @@ def test_pytorchjob_replica_templates_are_checked():
 
 
 def test_rule_ids_are_unique_per_resource_rule():
-    assert len({r.id for r in R.RULES}) == len(R.RULES)
+    assert len({r.id for r in R.RESOURCE_RULES}) == len(R.RESOURCE_RULES)
 
 
 def _root_job(kind="Job", reason="creates a root-owned directory", add=("CHOWN",), escalate=False):

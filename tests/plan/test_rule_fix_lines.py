@@ -12,14 +12,14 @@ DANGLING = {"a", "an", "and", "are", "as", "by", "for", "from", "is", "of", "or"
             "to", "with", "be", "in", "on"}  # fmt: skip
 
 
-@pytest.mark.parametrize("rule", R.RULES, ids=lambda r: r.id)
+@pytest.mark.parametrize("rule", R.RESOURCE_RULES, ids=lambda r: r.id)
 def test_each_fix_line_ends_its_sentence(rule):
     last = rule.fix.rstrip(" .)").split()[-1].lower()
     assert last not in DANGLING, f"{rule.id}: fix ends mid-sentence: ...{rule.fix[-60:]!r}"
 
 
 def test_the_docker_hub_fix_says_what_the_credential_does():
-    (rule,) = [r for r in R.RULES if r.id == "TRAINFORGE_DOCKER_HUB"]
+    (rule,) = [r for r in R.RESOURCE_RULES if r.id == "TRAINFORGE_DOCKER_HUB"]
     assert rule.fix.endswith(
         "so Docker Hub images are pulled through the cache's docker-hub rule with that "
         "credential (docs/images.md)"

@@ -11,8 +11,8 @@ import sys
 
 import pytest
 
-from trainforge.plan.checks import ckpt_compat as CC
-from trainforge.plan.checks import state_shapes
+from trainforge.plan import ckpt_compat as CC
+from trainforge.plan import state_shapes
 from trainforge.training.config import TrainConfig
 
 CONFIGS = [
@@ -71,7 +71,7 @@ def test_unknown_model_falls_back_to_the_build(monkeypatch: pytest.MonkeyPatch) 
 
 def test_layout_for_the_bundled_runtime_imports_no_torch() -> None:
     code = (
-        "import sys; from trainforge.plan.checks import ckpt_compat as CC; "
+        "import sys; from trainforge.plan import ckpt_compat as CC; "
         "CC.layout_for_args(['--model', 'gpt', '--layers', '2']); "
         "CC.layout_for_args(['--model', 'mlp']); "
         "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith('torch.')))"

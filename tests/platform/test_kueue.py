@@ -18,8 +18,7 @@ from tests.conftest import ROOT, shipped_plan
 from trainforge.core.contract import PoolFacts, PoolLimits, Taint
 from trainforge.core.quantity import parse_quantity
 from trainforge.jobs import capacity, node_facts, pod
-from trainforge.plan import crds
-from trainforge.plan.checks import kueue_validate
+from trainforge.plan import crds, kueue_validate
 from trainforge.plan.mocks import read_stack_file, run_mocked
 from trainforge.platform import kueue, queues
 from trainforge.platform.services_config import (

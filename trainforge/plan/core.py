@@ -6,6 +6,7 @@ call it directly.
 
 from __future__ import annotations
 
+import functools
 import pathlib
 from collections import Counter
 from collections.abc import Callable
@@ -16,7 +17,7 @@ from trainforge.plan import check_types as T
 from trainforge.plan import registry as C
 from trainforge.plan.checks import rules as R
 from trainforge.plan.checks import validate as V
-from trainforge.plan.manifests import K8sObject, has_unknown, helm_like, k8s_objects
+from trainforge.plan.manifests import K8sObject, helm_like, k8s_objects
 from trainforge.plan.runner import Inventory, run_program, run_project
 from trainforge.plan.runner import standin_mocks as load_standin_mocks
 from trainforge.plan.waivers import CONFIG_KEY, Waiver, WaiverError, find_waiver, parse_waivers
@@ -26,7 +27,7 @@ from trainforge.plan.waivers import CONFIG_KEY, Waiver, WaiverError, find_waiver
 class PlanResult:
     inventory: Inventory
     objects: list[K8sObject]
-    violations: list[R.Violation]
+    violations: list[T.Finding]  # every finding, waived or not
     waivers: list[Waiver]
     validation: Counter = field(default_factory=Counter)  # pass / fail / unchecked
     unchecked: list[str] = field(default_factory=list)
@@ -35,11 +36,11 @@ class PlanResult:
     sections: list[T.Section] = field(default_factory=list)  # the plan checks' reports
 
     @property
-    def failing(self) -> list[R.Violation]:
+    def failing(self) -> list[T.Finding]:
         return [v for v in self.violations if v.waived is None]
 
     @property
-    def waived(self) -> list[R.Violation]:
+    def waived(self) -> list[T.Finding]:
         return [v for v in self.violations if v.waived is not None]
 
     @property
@@ -81,104 +82,41 @@ class PlanResult:
         }
 
 
-def _short(type_: str, name: str) -> str:
-    return f"{type_}::{name}"
-
-
-def once(fn: Callable[[], Any]) -> Callable[[], Any]:
-    """A thunk that runs `fn` on first call and returns the same result afterwards."""
-    cache: list[Any] = []
-
-    def run() -> Any:
-        if not cache:
-            cache.append(fn())
-        return cache[0]
-
-    return run
+def attach_waiver(f: T.Finding, waivers: list[Waiver], names: set[str]) -> T.Finding:
+    """The finding with the waiver that covers it (by rule, any of `names`, and the image an
+    image rule's finding is about), if one does."""
+    if f.image is None:
+        f.image = R.finding_image(f.rule, f.message)
+    w = find_waiver(waivers, f.rule, names, f.image)
+    f.waived, f.waived_by = (w.reason, w) if w else (None, None)
+    return f
 
 
 def evaluate(
     inv: Inventory,
     waivers: list[Waiver],
-    version: str | None = None,
     root: pathlib.Path | None = None,
-    standin: Callable[[], Any] | None = None,
+    standin: Callable[[], Inventory] | None = None,
+    rejudge: bool = False,
 ) -> PlanResult:
-    """Validate objects, run every rule and every plan check; attach waivers to what they cover."""
+    """Run every registered check (validation and the resource rules included); attach
+    waivers to what they cover. A waiver must name something of this plan: a resource (Pulumi
+    name or URN), a Kubernetes object (namespace/Kind/name) or a finding's subject.
+    `rejudge`: the rules also judge the stand-in run (checks/rules.py, `rejudged`)."""
     objects = k8s_objects(inv)
-    by_urn = {o.urn: o for o in objects}
-    violations: list[R.Violation] = []
-    counts: Counter = Counter()
-    unchecked: list[str] = []
-
-    known: set[str] = set()
-
-    def add(
-        urn: str,
-        display: str,
-        names: set[str],
-        rule: str,
-        msg: str,
-        fix: str,
-        image: str | None = None,
-    ) -> None:
-        image = image if image is not None else R.finding_image(rule, msg)
-        w = find_waiver(waivers, rule, names, image)
-        violations.append(
-            R.Violation(
-                display,
-                rule,
-                msg,
-                fix,
-                urn=urn,
-                waived=w.reason if w else None,
-                waived_by=w,
-                image=image,
-            )
-        )
-
-    def names_of(rec_urn: str, rec_name: str) -> set[str]:
-        names = {rec_urn, rec_name}
-        if rec_urn in by_urn:
-            names.add(by_urn[rec_urn].ident)
-        known.update(names)
-        return names
-
-    runtimes = V.runtime_index([o.doc for o in objects])  # what TrainJobs are checked against
-    for rec in inv.resources:
-        obj = by_urn.get(rec.urn)
-        display = f"{obj.ident} ({rec.name})" if obj else _short(rec.type, rec.name)
-        names = names_of(rec.urn, rec.name)
-        inputs = obj.doc if obj else rec.inputs
-        if obj is not None:
-            status, findings = V.validate_object(obj.doc, version, runtimes)
-            counts[status] += 1
-            if status == "unchecked":
-                unchecked.append(obj.ident)
-            for f in findings:
-                add(rec.urn, display, names, f.rule, f.message, V.FIX[f.rule])
-        for rule, msg in R.check_resource(rec.type, inputs):
-            add(rec.urn, display, names, rule.id, msg, rule.fix)
-
-    stack = [
-        R.StackResource(r.urn, r.type, r.name, r.inputs, r.dependencies) for r in inv.resources
-    ]
-    names_by_urn = {r.urn: r for r in inv.resources}
-    for rule, urn, msg in R.check_stack(stack):
-        rec = names_by_urn[urn]
-        add(urn, _short(rec.type, rec.name), names_of(urn, rec.name), rule.id, msg, rule.fix)
+    idents = {o.urn: o.ident for o in objects}
+    names_by_urn = {r.urn: {r.urn, r.name, *([idents[r.urn]] if r.urn in idents else [])}
+                    for r in inv.resources}  # fmt: skip
+    known: set[str] = set().union(*names_by_urn.values())
+    ctx = T.PlanContext(inv, objects, inv.declared, root, standin, rejudge=rejudge)
+    violations: list[T.Finding] = []
     sections: list[T.Section] = []
-    ctx = T.PlanContext(
-        inventory=inv, objects=objects, declared=inv.declared, root=root, standin=standin
-    )
     for result in C.run_checks(ctx):
         sections += result.sections
         for f in result.findings:
-            names = {f.resource, *f.names}
+            names = {f.resource, *f.names, *names_by_urn.get(f.urn, {f.urn} - {""})}
             known.update(names)
-            if f.urn:
-                names |= names_of(f.urn, names_by_urn[f.urn].name if f.urn in names_by_urn else "")
-            add(f.urn, f.resource, names, f.rule, f.message, f.fix, f.image)
+            violations.append(attach_waiver(f, waivers, names))
     for w in waivers:
         if w.resource not in known:
             raise WaiverError(
@@ -186,13 +124,23 @@ def evaluate(
                 "finding in this plan has that name (use a Pulumi name, a URN or "
                 "namespace/Kind/name as `trainforge plan` prints them)"
             )
+    checked = V.validation(ctx)
     return PlanResult(
-        inv, objects, violations, waivers, counts, unchecked, names=known, sections=sections
+        inv,
+        objects,
+        violations,
+        waivers,
+        checked.counts,
+        checked.unchecked,
+        standin_judged=R.rejudged(ctx),
+        names=known,
+        sections=sections,
     )
 
 
 def known_rule_ids() -> set[str]:
-    return set(R.rule_ids()) | set(V.FIX) | set(C.check_rule_ids())
+    """Every rule id a finding may carry (waivers may name these): the registered checks'."""
+    return set(C.check_rule_ids())
 
 
 def waivers_from(inv: Inventory) -> list[Waiver]:
@@ -200,44 +148,6 @@ def waivers_from(inv: Inventory) -> list[Waiver]:
 
 
 JOBS_KEY = "trainforge:jobs"
-STANDIN_NOTE = " (judged with stand-in values for ids/ARNs the cloud assigns)"
-
-
-def add_standin_findings(result: PlanResult, standin: Inventory) -> int:
-    """Re-judge cloud resources whose preview inputs hold unknowns, with stand-in values.
-
-    In a preview, a policy document built from an ARN the cloud has not assigned yet is
-    unknown, so `pulumi preview --policy-pack` cannot judge it. Running the program once more
-    with mocks that invent plausible ids and ARNs computes those documents; the content rules
-    (IAM "*" on "*", TLS-only bucket policy, ...) then run on them. Only findings the preview
-    could not make are added. Returns how many resources were re-judged.
-    """
-    preview = {r.urn: r for r in result.inventory.resources}
-    seen = {(v.urn, v.rule) for v in result.violations}
-    judged = 0
-    for rec in standin.resources:
-        before = preview.get(rec.urn)
-        if before is None or rec.type.startswith("kubernetes:") or not has_unknown(before.inputs):
-            continue
-        judged += 1
-        for rule, msg in R.check_resource(rec.type, rec.inputs):
-            if (rec.urn, rule.id) in seen:
-                continue
-            image = R.finding_image(rule.id, msg)
-            w = find_waiver(result.waivers, rule.id, {rec.urn, rec.name}, image)
-            result.violations.append(
-                R.Violation(
-                    _short(rec.type, rec.name),
-                    rule.id,
-                    msg + STANDIN_NOTE,
-                    rule.fix,
-                    urn=rec.urn,
-                    waived=w.reason if w else None,
-                    waived_by=w,
-                    image=image,
-                )
-            )
-    return judged
 
 
 def standin_pass(
@@ -254,7 +164,7 @@ def standin_pass(
     standin_mocks = load_standin_mocks()
     if standin_mocks is None:
         return None
-    return once(
+    return functools.cache(
         lambda: run_project(
             root,
             stack,
@@ -300,9 +210,8 @@ def plan_project(
         if submit is not None:
             submit(inv)
         standin = standin_pass(root, stack, config_overrides, program)
-        result = evaluate(inv, waivers_from(inv), root=root, standin=standin)
-        if standins and mocks is None and standin is not None:
-            result.standin_judged = add_standin_findings(result, standin())
+        rejudge = standins and mocks is None
+        result = evaluate(inv, waivers_from(inv), root, standin, rejudge)
     # Only what no section says already: a team quota the pools cannot hold is the queue
     # section's "quota: ..." line (checks/queues.py), which the verdict counts as a warning.
     shown = set(getattr(inv.declared, "quota_warnings", None) or [])
@@ -355,21 +264,13 @@ def plan_program(
     from trainforge.stack.file import config_value
 
     cfg = {k: config_value(v) for k, v in (config or {}).items()}
-    inv = run_program(program, stack=stack, config=cfg, mocks=mocks)
-    inv.config = dict(config or {})
+
+    def run(mocks: Any, preview: bool = True) -> Inventory:
+        inv = run_program(program, stack=stack, config=cfg, mocks=mocks, preview=preview)
+        inv.config = dict(config or {})
+        return inv
+
     standin_mocks = load_standin_mocks()
-    standin = None
-    if standin_mocks is not None:
-
-        def rerun() -> Inventory:
-            other = run_program(
-                program, stack=stack, config=cfg, mocks=standin_mocks, preview=False
-            )
-            other.config = dict(config or {})
-            return other
-
-        standin = once(rerun)
-    result = evaluate(inv, waivers_from(inv), standin=standin)
-    if standins and standin is not None:
-        result.standin_judged = add_standin_findings(result, standin())
-    return result
+    standin = None if standin_mocks is None else functools.cache(lambda: run(standin_mocks, False))
+    inv = run(mocks)
+    return evaluate(inv, waivers_from(inv), standin=standin, rejudge=standins)

@@ -7,7 +7,7 @@ upstream source in its header; docs/rehearsals.md lists them), and the plan chec
 against the `openAPIV3Schema` of its version as the API server would (structural schema,
 unknown fields pruned = refused here, as `kubectl apply --validate=strict` does).
 What a JSON schema cannot express (the CRDs' CEL `x-kubernetes-validations`, admission
-webhooks) stays written out next to the kind (plan/checks/kueue_validate.py, validate.py).
+webhooks) stays written out next to the kind (plan/kueue_validate.py, validate.py).
 
 kubernetes-validate (pinned) only bundles the schemas of built-in kinds; custom resources are
 validated with jsonschema (pinned), which kubernetes-validate itself uses.

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainforge.plan.checks import ckpt_compat as CC
+from trainforge.plan import ckpt_compat as CC
 from trainforge.plan.job_view import JobView
 
 EST_TITLE = "Memory per GPU and expected duration (trainforge.jobs.estimate)"

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainforge.jobs.backends import job_shape
-from trainforge.plan.checks.ckpt_compat import flag_map, runtime_args
+from trainforge.plan.ckpt_compat import flag_map, runtime_args
 
 JOB_LABEL = "trainforge.io/job"
 

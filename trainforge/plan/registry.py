@@ -1,55 +1,67 @@
-"""The plan's checks, in the order their sections print: the one list the engine runs.
+"""The plan's checks: every module of `trainforge/plan/checks/` that defines `check` and
+`RULES`, found there, in the order their sections print. The one list the engine runs.
 
-Why a registry: the rules in `checks/rules.py` judge one resource's (or the stack's) *shape*. A
-plan check judges *behaviour* (do these AWS calls pass these policies, does this script run
-under that securityContext, do these pods fit on those nodes) or reports on the stack (queue
-admission, cost, memory and duration). Each check lives in its own module under
-`trainforge/plan/checks/` with one job; the offline plan (`core.evaluate`) runs every check
-listed here, and so do the tests. Adding a check is one module plus one line here.
+Every finding of a plan comes from a check: the Kubernetes validation (`checks/validate.py`),
+the resource and stack rules shared with the policy pack (`checks/rules.py`), and the checks of
+behaviour (do these AWS calls pass these policies, does this script run under that
+securityContext, do these pods fit on those nodes) and reports on the stack (queue admission,
+cost, memory and duration). Each lives in its own module under `trainforge/plan/checks/` with
+one job; the offline plan (`core.evaluate`) runs every one, and so do the tests.
 
-A check is a callable `check(ctx: PlanContext) -> CheckResult` (types in `check_types`, which
-the check modules import; this registry imports the checks). Findings become plan violations
-(waivable like any rule, with a written reason); sections are printed by `trainforge plan`
-after the resource summary and written into the JSON inventory. Each entry also names the
-rule ids its check may report (`RULES = {rule_id: fix}` in the check's module), so that
-waivers can name them. A *diff check* (`DIFF_CHECKS`) runs only under `trainforge plan --diff`
-on a `review.DiffContext`; its rule ids are listed with its module's plan check.
+Adding a check is one module (and its test): `check(ctx: PlanContext) -> CheckResult` (types
+in `check_types`) and `RULES = {rule_id: fix}`, the ids its findings may carry, so that waivers
+can name them; a rule id belongs to one check. It is found by its module, not by a line here;
+`ORDER` below only says where its report section prints (a check it does not name runs after
+these, by module name). Findings are waivable with a written reason; sections are printed by
+`trainforge plan` after the resource summary and written into the JSON inventory. A module's
+*diff check* (`diff_check(ctx: review.DiffContext) -> CheckResult`) runs only under
+`trainforge plan --diff`; its rule ids are listed with the module's `RULES`.
 
-The imports are plain module-level imports: a plan runs every check anyway, so importing them
-lazily would save nothing (measured: `trainforge plan --stack dev --summary` takes the same).
+Every check module is imported with the registry: a plan runs every check anyway, so importing
+them lazily would save nothing (measured: `trainforge plan --stack dev --summary` takes the same).
 """
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
+from trainforge.plan import checks as _package
 from trainforge.plan.check_types import CheckResult, PlanContext
-from trainforge.plan.checks import (
-    addon_placement,
-    budget_subscriptions,
-    controller_identity,
-    cost_check,
-    data_safety,
-    documentation_values,
-    estimates,
-    existence,
-    fsx_zones,
-    helm_charts,
-    iam_rehearsal,
-    images,
-    job_backends,
-    ordering,
-    pod_scripts,
-    queues,
-    reachability,
-    restart_budget,
-    resume,
-    retry_bounds,
-    scheduling,
-    submitted,
-    version_pairs,
+
+# Where each check's report section prints (the modules of trainforge/plan/checks/).
+ORDER = tuple(
+    [
+        "validate",
+        "rules",
+        "iam_rehearsal",
+        "controller_identity",
+        "helm_charts",
+        "version_pairs",
+        "ordering",
+        "existence",
+        "reachability",
+        "documentation_values",
+        "pod_scripts",
+        "scheduling",
+        "estimates",
+        "restart_budget",
+        "cost_check",
+        "budget_subscriptions",
+        "job_backends",
+        "retry_bounds",
+        "queues",
+        "data_safety",
+        "fsx_zones",
+        "addon_placement",
+        "images",
+        "resume",
+        "submitted",
+    ]
 )
 
 
@@ -61,42 +73,31 @@ class Check:
     rules: Mapping[str, str]
 
 
-CHECKS: list[Check] = [
-    Check(iam_rehearsal.check, iam_rehearsal.RULES),
-    Check(controller_identity.check, controller_identity.RULES),
-    Check(helm_charts.check, helm_charts.RULES),
-    Check(version_pairs.check, version_pairs.RULES),
-    Check(ordering.check, ordering.RULES),
-    Check(existence.check, existence.RULES),
-    Check(reachability.check, reachability.RULES),
-    Check(documentation_values.check, documentation_values.RULES),
-    Check(pod_scripts.check, pod_scripts.RULES),
-    Check(scheduling.check, scheduling.RULES),
-    Check(estimates.check, estimates.RULES),
-    Check(restart_budget.check, restart_budget.RULES),
-    Check(cost_check.check, cost_check.RULES),
-    Check(budget_subscriptions.check, budget_subscriptions.RULES),
-    Check(job_backends.check, job_backends.RULES),
-    Check(retry_bounds.check, retry_bounds.RULES),
-    Check(queues.check, queues.RULES),
-    Check(data_safety.check, data_safety.RULES),
-    Check(fsx_zones.check, fsx_zones.RULES),
-    Check(addon_placement.check, addon_placement.RULES),
-    Check(images.check, images.RULES),
-    Check(resume.check, resume.RULES),
-    Check(submitted.check, submitted.RULES),
-]
+def _check_modules() -> list[ModuleType]:
+    """The modules of trainforge/plan/checks/ that are checks, in `ORDER`."""
+    names = sorted(m.name for m in pkgutil.iter_modules(_package.__path__))
+    names.sort(key=lambda n: ORDER.index(n) if n in ORDER else len(ORDER))
+    modules = [importlib.import_module(f"{_package.__name__}.{n}") for n in names]
+    return [m for m in modules if callable(getattr(m, "check", None)) and hasattr(m, "RULES")]
+
+
+_MODULES = _check_modules()
+CHECKS: list[Check] = [Check(m.check, m.RULES) for m in _MODULES]
 
 # Diff checks, called with a review.DiffContext, in the order their sections print.
 DIFF_CHECKS: list[Callable[[Any], CheckResult]] = [
-    resume.diff_check,
+    m.diff_check for m in _MODULES if callable(getattr(m, "diff_check", None))
 ]
 
 
-def check_rule_ids() -> dict[str, str]:
-    """rule id -> fix, for every check's rules (waivers may name these)."""
+def check_rule_ids(checks: list[Check] | None = None) -> dict[str, str]:
+    """rule id -> fix, for every check's rules (waivers may name these): the plan's one list
+    of rule ids. Each id belongs to one check, so a waiver names one producer."""
     out: dict[str, str] = {}
-    for check in CHECKS:
+    for check in CHECKS if checks is None else checks:
+        twice = sorted(set(out) & set(check.rules))
+        if twice:
+            raise ValueError(f"rule id(s) {', '.join(twice)} declared by two plan checks")
         out.update(check.rules)
     return out
 

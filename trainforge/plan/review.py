@@ -18,11 +18,10 @@ from typing import Any
 from trainforge.plan import diff as D
 from trainforge.plan import job_diff as JD
 from trainforge.plan import registry
-from trainforge.plan.check_types import CheckResult
-from trainforge.plan.checks import rules as R
+from trainforge.plan.check_types import CheckResult, Finding
+from trainforge.plan.core import attach_waiver
 from trainforge.plan.job_view import job_views
 from trainforge.plan.sides import Side
-from trainforge.plan.waivers import find_waiver
 
 REPLACE_OPS = {"replace", "create-replacement", "delete-replaced", "discard-replaced"}
 
@@ -44,7 +43,7 @@ class DiffContext:
 @dataclass
 class Review:
     ctx: DiffContext
-    findings: list[R.Violation]
+    findings: list[Finding]
     sections: list[Any]
     markdown: str
 
@@ -110,23 +109,11 @@ def review(base: Side, head: Side, result: Any) -> Review:
         ctx.jobs[ident] = JD.job_change(
             old, new, base.sections, head.sections, head.objects, replaced
         )
-    findings: list[R.Violation] = []
+    findings: list[Finding] = []
     sections: list[Any] = []
     for res in _run_diff_checks(ctx):
         sections += res.sections
-        for f in res.findings:
-            w = find_waiver(result.waivers, f.rule, {f.resource, *f.names})
-            findings.append(
-                R.Violation(
-                    f.resource,
-                    f.rule,
-                    f.message,
-                    f.fix,
-                    urn=f.urn,
-                    waived=w.reason if w else None,
-                    waived_by=w,
-                )  # fmt: skip
-            )
+        findings += [attach_waiver(f, result.waivers, {f.resource, *f.names}) for f in res.findings]
     result.violations.extend(findings)
     md = render(ctx, findings, sections)
     return Review(ctx, findings, sections, md)
@@ -168,7 +155,7 @@ def _pools_teams_md(ctx: DiffContext) -> list[str]:
     return ["### Pools and teams", "", *out, ""] if out else []
 
 
-def render(ctx: DiffContext, findings: list[R.Violation], sections: list[Any] = ()) -> str:
+def render(ctx: DiffContext, findings: list[Finding], sections: list[Any] = ()) -> str:
     lines = [f"## trainforge plan diff (base: {ctx.base.label})", ""]
     open_ = [f for f in findings if f.waived is None]
     if open_:

@@ -223,6 +223,19 @@ def _wrap(text: str, first: str, rest: str | None = None, width: int = WIDTH) ->
     ) or [first.rstrip()]
 
 
+def warnings(result: Any) -> list[tuple[str, str]]:
+    """(section title, text) of every warning the verdict counts: a section's `warning:`
+    lines, and a team quota the pools cannot hold (the queue section's own `quota:` line, said
+    once there, not again among the program's warnings)."""
+    return [
+        (s.title, line.strip().removeprefix("warning: "))
+        for s in result.sections
+        for line in s.lines
+        if line.strip().startswith("warning:")
+        or (s.title == QUEUE_TITLE and line.startswith("quota: "))
+    ]
+
+
 def verdict_lines(
     result: Any, review: Any = None, report: str | None = None, stack: str = ""
 ) -> list[str]:
@@ -246,15 +259,7 @@ def verdict_lines(
     if brk:
         lines.append("Breaking changes:")
         lines += [line for b in brk[:6] for line in _wrap(b, "  ", "    ")]
-    warns = [
-        f"{s.title.split(' (')[0]}: {line.strip().removeprefix('warning: ')}"
-        for s in result.sections
-        for line in s.lines
-        if line.strip().startswith("warning:")
-        # a team quota the pools cannot hold: the queue section's own line (said once there,
-        # not again among the program's warnings)
-        or (s.title == QUEUE_TITLE and line.startswith("quota: "))
-    ]
+    warns = [f"{title.split(' (')[0]}: {text}" for title, text in warnings(result)]
     if warns:
         lines.append(f"Warnings ({len(warns)}):")
         lines += [line for w in warns[:3] for line in _wrap(w, "  ", "    ")]

@@ -4,7 +4,7 @@
 flattens into keys like `model.blocks.0.fc.weight` and `optim.state.blocks.0.fc.weight.exp_avg`
 (fully qualified names: the same for DDP, FSDP2 and a single process). Whether a changed job
 can resume from an old checkpoint is whether these layouts agree, so `trainforge plan` compares
-them at preview (trainforge.plan.checks.ckpt_compat), and own code can return the same description
+them at preview (trainforge.plan.ckpt_compat), and own code can return the same description
 from its `checkpoint.fingerprint` function:
 
     def state_layout(args):                      # checkpoint.fingerprint: train:state_layout

@@ -23,8 +23,8 @@ from trainforge.core import image_routes, versions
 from trainforge.jobs import dockerfile
 from trainforge.jobs.entrypoint import logs_to_mlflow, mirrors_to_s3
 from trainforge.jobs.image_facts import UNKNOWN, ImageFacts, missing_pieces
+from trainforge.plan import build_context
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
-from trainforge.plan.checks import build_context
 
 RULES = {
     "TRAINFORGE_IMAGE_PIECE": (
@@ -121,7 +121,7 @@ def _location(value: Any, root: Path) -> Path | None:
 
 
 def _context_lines(r: Any, target: str, root: Path, findings: list[Finding]) -> list[str]:
-    """The build-context rehearsal of one build (trainforge.plan.checks.build_context)."""
+    """The build-context rehearsal of one build (trainforge.plan.build_context)."""
     context = _location(r.inputs.get("context"), root)
     if context is None:
         return []

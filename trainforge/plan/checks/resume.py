@@ -18,8 +18,8 @@ import pathlib
 import sys
 from typing import Any
 
+from trainforge.plan import ckpt_compat as CC
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
-from trainforge.plan.checks import ckpt_compat as CC
 from trainforge.plan.job_diff import resume_record
 from trainforge.plan.job_view import job_views
 

@@ -1,5 +1,5 @@
-"""Policy rules, written once as pure functions and run by both the offline plan and the
-pulumi-policy pack in policy/.
+"""Policy rules, written once as pure functions and run by both the offline plan (as one
+registered check, `check`) and the pulumi-policy pack in policy/.
 
 A resource rule looks at one resource: (Pulumi type token, inputs as the engine sees them,
 camelCase) -> list of messages. A stack rule looks at every resource at once, for properties
@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainforge.core.taints import untolerated
+from trainforge.plan.check_types import CheckResult, Finding, PlanContext
+from trainforge.plan.manifests import has_unknown
 
 UNKNOWN = "<unknown>"
 
@@ -63,29 +65,6 @@ class StackRule:
     fix: str
     # yields (urn of the offending resource, message)
     check: Callable[[list[StackResource]], Iterable[tuple[str, str]]]
-
-
-@dataclass
-class Violation:
-    resource: str  # display name (type::name, or namespace/kind/name for k8s objects)
-    rule: str
-    message: str
-    fix: str
-    urn: str = ""
-    waived: str | None = None  # the written reason when a waiver covers it
-    waived_by: Any = field(default=None, compare=False, repr=False)  # the Waiver itself
-    image: str | None = None  # the image an image rule's finding is about
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "resource": self.resource,
-            "urn": self.urn,
-            "rule": self.rule,
-            "message": self.message,
-            "fix": self.fix,
-            "waived": self.waived,
-            "image": self.image,
-        }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -567,7 +546,7 @@ def pod_privileged(type_: str, inputs: dict, spec: dict) -> list[str]:
 # ---------------------------------------------------------------------------------------------
 # Registry
 
-RULES: tuple[Rule, ...] = (
+RESOURCE_RULES: tuple[Rule, ...] = (
     Rule(
         "CKV_AWS_37",
         "EKS control-plane logging covers all log types",
@@ -971,7 +950,7 @@ STACK_RULES: tuple[StackRule, ...] = (
 def check_resource(type_: str, inputs: dict[str, Any]) -> list[tuple[Rule, str]]:
     """Every (rule, message) the resource violates."""
     out = []
-    for rule in RULES:
+    for rule in RESOURCE_RULES:
         if rule.applies(type_):
             out += [(rule, m) for m in rule.check(type_, inputs)]
     return out
@@ -985,5 +964,80 @@ def check_stack(resources: list[StackResource]) -> list[tuple[StackRule, str, st
     return out
 
 
-def rule_ids() -> list[str]:
-    return sorted({r.id for r in RULES} | {r.id for r in STACK_RULES})
+# rule id -> fix, for the registry (waivers may name these)
+RULES = {r.id: r.fix for r in (*RESOURCE_RULES, *STACK_RULES)}
+
+
+def shown(type_: str, name: str) -> str:
+    """How a finding names a resource that is no Kubernetes object: `type::name`."""
+    return f"{type_}::{name}"
+
+
+def resource_findings(
+    type_: str, inputs: dict[str, Any], urn: str, resource: str, names: frozenset[str]
+) -> list[Finding]:
+    """The resource rules' findings about one resource, named as the caller shows it."""
+    return [
+        Finding(resource, rule.id, msg, rule.fix, urn=urn, names=names)
+        for rule, msg in check_resource(type_, inputs)
+    ]
+
+
+def check(ctx: PlanContext) -> CheckResult:
+    """Every resource rule on every resource (a Kubernetes object judged as its manifest),
+    then every stack rule on the whole stack."""
+    objects = {o.urn: o for o in ctx.objects}
+    found: list[Finding] = []
+    for rec in ctx.inventory.resources:
+        obj = objects.get(rec.urn)
+        if obj is None:
+            where, names, inputs = shown(rec.type, rec.name), frozenset({rec.name}), rec.inputs
+        else:
+            where, names = f"{obj.ident} ({rec.name})", frozenset({rec.name, obj.ident})
+            inputs = obj.doc
+        found += resource_findings(rec.type, inputs, rec.urn, where, names)
+    stack = [
+        StackResource(r.urn, r.type, r.name, r.inputs, r.dependencies)
+        for r in ctx.inventory.resources
+    ]
+    by_urn = {r.urn: r for r in ctx.inventory.resources}
+    for rule, urn, msg in check_stack(stack):
+        rec = by_urn[urn]
+        where = shown(rec.type, rec.name)
+        found.append(Finding(where, rule.id, msg, rule.fix, urn=urn, names=frozenset({rec.name})))
+    if ctx.rejudge and ctx.standin is not None:
+        found += _standin_findings(ctx, {(f.urn, f.rule) for f in found})
+    return CheckResult(findings=found)
+
+
+STANDIN_NOTE = " (judged with stand-in values for ids/ARNs the cloud assigns)"
+REJUDGED = "rules.rejudged"  # PlanContext.memo key: how many resources the stand-in run judged
+
+
+def _standin_findings(ctx: PlanContext, seen: set[tuple[str, str]]) -> list[Finding]:
+    """Cloud resources whose preview inputs hold unknowns, judged again in the stand-in run.
+
+    In a preview, a policy document built from an ARN the cloud has not assigned yet is
+    unknown, so `pulumi preview --policy-pack` cannot judge it. Running the program once more
+    with mocks that invent plausible ids and ARNs computes those documents; the content rules
+    (IAM "*" on "*", TLS-only bucket policy, ...) then run on them. Only findings the preview
+    could not make are added; how many resources were judged again is `rejudged(ctx)`."""
+    preview = {r.urn: r for r in ctx.inventory.resources}
+    judged, found = 0, []
+    for rec in ctx.standin_inventory().resources:
+        before = preview.get(rec.urn)
+        if before is None or rec.type.startswith("kubernetes:") or not has_unknown(before.inputs):
+            continue
+        judged += 1
+        where = shown(rec.type, rec.name)
+        for f in resource_findings(rec.type, rec.inputs, rec.urn, where, frozenset()):
+            if (rec.urn, f.rule) not in seen:
+                f.message += STANDIN_NOTE
+                found.append(f)
+    ctx.memo[REJUDGED] = judged
+    return found
+
+
+def rejudged(ctx: PlanContext) -> int:
+    """How many cloud resources the rules judged again in the stand-in run (0: none)."""
+    return ctx.memo.get(REJUDGED, 0)

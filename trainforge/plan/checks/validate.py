@@ -2,7 +2,7 @@
 
 Core kinds go through kubernetes-validate (strict: unknown fields are errors, like kubectl).
 Custom resources whose upstream CRD is package data (`trainforge.plan.crds`: Kueue, Karpenter,
-PyTorchJob, TrainJob, training runtimes, PodMonitor) are checked against its schema; what a schema cannot
+PyTorchJob, TrainJob, training runtimes, Prometheus monitors and rules) are checked against its schema; what a schema cannot
 say (CEL rules, admission webhooks), and the kinds without a vendored CRD, are written out:
 the Kubeflow training operator v1 webhook for PyTorchJobs (whose pod templates are also
 checked as core PodTemplates), the Kubeflow Trainer v2.2.1 (= v2.3) webhooks for TrainJobs and
@@ -19,13 +19,14 @@ import copy
 import functools
 import json
 import re
+from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from trainforge.core import versions
-from trainforge.plan import crds
-from trainforge.plan.checks import kueue_validate
+from trainforge.plan import crds, kueue_validate
+from trainforge.plan.check_types import CheckResult, Finding, PlanContext
 
 DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 DEFAULT_K8S_VERSION = "1.31"
@@ -40,7 +41,7 @@ RUNTIME_RULE = "TRAININGRUNTIME_WEBHOOK"
 JOB_RULE = "K8S_JOB_VALIDATION"
 KUEUE_RULE = "KUEUE_CRD"
 
-FIX = {
+RULES = {
     SCHEMA_RULE: "fix the field named in the message (strict schema: unknown fields are errors)",
     PYTORCHJOB_RULE: "fix the PyTorchJob spec: the training operator's webhook would reject it",
     NODEPOOL_RULE: "fix the NodePool spec: Karpenter's CRD validation would reject it",
@@ -51,12 +52,6 @@ FIX = {
     JOB_RULE: "fix the Job spec: the API server's Job validation would reject it",
     KUEUE_RULE: "fix the Kueue object: Kueue v0.19's CRD (schema or CEL rules) would reject it",
 }
-
-
-@dataclass
-class Finding:
-    rule: str
-    message: str
 
 
 def k8s_version() -> str:
@@ -542,104 +537,34 @@ def ec2nodeclass_findings(doc: dict) -> list[str]:
 
 
 # ---------------------------------------------------------------------------------------------
-# Prometheus operator (monitoring.coreos.com/v1 PodMonitor, ServiceMonitor)
-
-ENDPOINT_FIELDS = {
-    "authorization",
-    "basicAuth",
-    "bearerTokenSecret",
-    "enableHttp2",
-    "filterRunning",
-    "followRedirects",
-    "honorLabels",
-    "honorTimestamps",
-    "interval",
-    "metricRelabelings",
-    "noProxy",
-    "oauth2",
-    "params",
-    "path",
-    "port",
-    "portNumber",
-    "proxyConnectHeader",
-    "proxyFromEnvironment",
-    "proxyUrl",
-    "relabelings",
-    "scheme",
-    "scrapeTimeout",
-    "targetPort",
-    "tlsConfig",
-    "trackTimestampsStaleness",
-    "bearerTokenFile",
-}
+# Prometheus operator (monitoring.coreos.com/v1 PodMonitor, ServiceMonitor, PrometheusRule: their
+# CRDs, package data)
 
 
 def monitor_findings(doc: dict) -> list[str]:
-    """A PodMonitor against its CRD's schema (package data); a ServiceMonitor, whose CRD is not
-    vendored, by the parts of its CRD a scrape depends on."""
-    schema_errors = crds.crd_errors(doc)
-    if schema_errors is not None:
-        return schema_errors
-    errs: list[str] = []
-    spec = doc.get("spec") or {}
-    if not isinstance(spec.get("selector"), dict):
-        errs.append("spec.selector is required (a label selector; {} selects every pod)")
-    key = "podMetricsEndpoints" if doc.get("kind") == "PodMonitor" else "endpoints"
-    endpoints = spec.get(key)
-    if doc.get("kind") == "ServiceMonitor" and not endpoints:
-        errs.append("spec.endpoints is required")
-    for i, ep in enumerate(endpoints or []):
-        errs += [f"spec.{key}[{i}].{k}: unknown field" for k in ep if k not in ENDPOINT_FIELDS]
-        if ep.get("interval") is not None and not re.match(
-            r"^(0|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$",
-            str(ep["interval"]),
-        ):
-            errs.append(f"spec.{key}[{i}].interval {ep['interval']!r} is not a duration like 30s")
-    return errs
-
-
-PROM_DURATION = re.compile(
-    r"^(0|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$"
-)
-RULE_FIELDS = {"alert", "record", "expr", "for", "keep_firing_for", "labels", "annotations"}
+    """A PodMonitor or ServiceMonitor against its CRD's schema (prometheus-operator v0.93.0)."""
+    return crds.crd_errors(doc) or []
 
 
 def prometheus_rule_findings(doc: dict) -> list[str]:
-    """What the PrometheusRule CRD (monitoring.coreos.com/v1) rejects: groups with unique
-    names, each rule an `alert` or a `record` (not both) with an `expr`, durations in
-    Prometheus' form, string labels and annotations. Whether each `expr` parses is promtool's
+    """A PrometheusRule against its CRD's schema (prometheus-operator v0.93.0), and what the
+    schema leaves to others: group names unique (the API server's `x-kubernetes-list-type:
+    map` on `name`) and each rule an `alert` or a `record`, not both (the operator's admission
+    webhook; its Go type says `OneOf=Record,Alert`). Whether each `expr` parses is promtool's
     job (tests/platform/test_alerts*.py run `promtool check rules` on the rendered rules)."""
-    errs: list[str] = []
-    groups = (doc.get("spec") or {}).get("groups")
-    if not isinstance(groups, list) or not groups:
-        return ["spec.groups is required (a list of rule groups)"]
-    seen: set[str] = set()
-    for g, group in enumerate(groups):
-        where = f"spec.groups[{g}]"
-        name = group.get("name") if isinstance(group, dict) else None
-        if not isinstance(name, str) or not name:
-            errs.append(f"{where}.name is required")
-        elif name in seen:
-            errs.append(f"{where}.name {name!r} is used by another group")
-        else:
-            seen.add(name)
+    errs = crds.crd_errors(doc) or []
+    names: list[Any] = []
+    for g, group in enumerate((doc.get("spec") or {}).get("groups") or []):
         if not isinstance(group, dict):
             continue
-        if group.get("interval") is not None and not PROM_DURATION.match(str(group["interval"])):
-            errs.append(f"{where}.interval {group['interval']!r} is not a duration like 30s")
+        if group.get("name") in names:
+            errs.append(f"spec.groups[{g}].name {group['name']!r} is used by another group")
+        names.append(group.get("name"))
         for r, rule in enumerate(group.get("rules") or []):
-            at = f"{where}.rules[{r}]"
-            errs += [f"{at}.{k}: unknown field" for k in rule if k not in RULE_FIELDS]
-            if ("alert" in rule) == ("record" in rule):
-                errs.append(f"{at}: exactly one of alert or record is required")
-            if not str(rule.get("expr", "")).strip():
-                errs.append(f"{at}.expr is required")
-            for k in ("for", "keep_firing_for"):
-                if rule.get(k) is not None and not PROM_DURATION.match(str(rule[k])):
-                    errs.append(f"{at}.{k} {rule[k]!r} is not a duration like 5m")
-            for k in ("labels", "annotations"):
-                bad = [n for n, v in (rule.get(k) or {}).items() if not isinstance(v, str)]
-                errs += [f"{at}.{k}.{n}: must be a string" for n in bad]
+            if isinstance(rule, dict) and ("alert" in rule) == ("record" in rule):
+                errs.append(
+                    f"spec.groups[{g}].rules[{r}]: exactly one of alert or record is required"
+                )
     return errs
 
 
@@ -688,8 +613,47 @@ def validate_object(
         errs = core_errors(doc, version)
         if errs is None:
             return "unchecked", []
-        found = [Finding(SCHEMA_RULE, m) for m in errs]
+        found = [_finding(SCHEMA_RULE, m) for m in errs]
         if key == ("batch/v1", "Job") and not errs:
-            found += [Finding(JOB_RULE, m) for m in job_spec_findings(doc.get("spec") or {})]
+            found += [_finding(JOB_RULE, m) for m in job_spec_findings(doc.get("spec") or {})]
         return ("fail" if found else "pass"), found
-    return ("fail" if msgs else "pass"), [Finding(rule, m) for m in msgs]
+    return ("fail" if msgs else "pass"), [_finding(rule, m) for m in msgs]
+
+
+def _finding(rule: str, message: str) -> Finding:
+    """A finding about an object not yet named (`check` names it after the plan's object)."""
+    return Finding("", rule, message, RULES[rule])
+
+
+@dataclass
+class Validation:
+    """Every Kubernetes object of a plan judged once: the count per status (pass, fail,
+    unchecked: no schema), the objects without a schema, and the findings."""
+
+    counts: Counter = field(default_factory=Counter)
+    unchecked: list[str] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+
+
+def validation(ctx: PlanContext) -> Validation:
+    """The plan's validation, computed once per plan (the check reports its findings, the
+    engine its counts). TrainJobs are judged against the plan's own training runtimes."""
+    if "validation" in ctx.memo:
+        return ctx.memo["validation"]
+    out = Validation()
+    runtimes = runtime_index([o.doc for o in ctx.objects])
+    for obj in ctx.objects:
+        status, found = validate_object(obj.doc, None, runtimes)
+        out.counts[status] += 1
+        if status == "unchecked":
+            out.unchecked.append(obj.ident)
+        names = frozenset({obj.name, obj.ident})
+        shown = f"{obj.ident} ({obj.name})"
+        out.findings += [replace(f, resource=shown, urn=obj.urn, names=names) for f in found]
+    ctx.memo["validation"] = out
+    return out
+
+
+def check(ctx: PlanContext) -> CheckResult:
+    """Each Kubernetes object as the API server and its webhooks would judge it."""
+    return CheckResult(findings=list(validation(ctx).findings))

@@ -132,7 +132,7 @@ def state_layout(cfg: Any) -> Layout:
     """The state the runtime checkpoints for this TrainConfig: derived without torch for the
     bundled models (state_shapes, held equal to `built_state_layout` by its tests), built
     with torch for any other."""
-    from trainforge.plan.checks import state_shapes
+    from trainforge.plan import state_shapes
 
     try:
         tensors, settings = state_shapes.layout(cfg)
