@@ -11,7 +11,10 @@ from __future__ import annotations
 import pathlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from trainforge.plan.fleet import WorkerPlan
 
 
 @dataclass
@@ -31,6 +34,9 @@ class PlanContext:
     # admission simulation: trainforge.plan.checks.queues.simulate), so two checks that
     # read it do not compute it twice.
     memo: dict[str, Any] = field(default_factory=dict)
+    # A fleet manager's workers as this plan planned them (trainforge.plan.fleet), by their
+    # MultiKueueCluster name; empty for any other stack.
+    fleet_workers: dict[str, WorkerPlan] = field(default_factory=dict)
 
     def resources_of(self, type_: str) -> list[Any]:
         """Every recorded resource of one Pulumi type token."""

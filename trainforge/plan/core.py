@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainforge.plan import check_types as T
+from trainforge.plan import fleet as F
 from trainforge.plan import registry as C
 from trainforge.plan.checks import rules as R
 from trainforge.plan.checks import validate as V
@@ -103,8 +104,10 @@ def evaluate(
     version: str | None = None,
     root: pathlib.Path | None = None,
     standin: Callable[[], Any] | None = None,
+    fleet_workers: dict[str, F.WorkerPlan] | None = None,
 ) -> PlanResult:
-    """Validate objects, run every rule and every plan check; attach waivers to what they cover."""
+    """Validate objects, run every rule and every plan check; attach waivers to what they cover.
+    `fleet_workers`: a fleet manager's planned workers (trainforge.plan.fleet)."""
     objects = k8s_objects(inv)
     by_urn = {o.urn: o for o in objects}
     violations: list[R.Violation] = []
@@ -169,7 +172,12 @@ def evaluate(
         add(urn, _short(rec.type, rec.name), names_of(urn, rec.name), rule.id, msg, rule.fix)
     sections: list[T.Section] = []
     ctx = T.PlanContext(
-        inventory=inv, objects=objects, declared=inv.declared, root=root, standin=standin
+        inventory=inv,
+        objects=objects,
+        declared=inv.declared,
+        root=root,
+        standin=standin,
+        fleet_workers=dict(fleet_workers or {}),
     )
     for result in C.run_checks(ctx):
         sections += result.sections
@@ -245,12 +253,14 @@ def standin_pass(
     stack: str,
     config_overrides: dict[str, Any] | None = None,
     program: str | None = None,
+    references: dict[str, dict] | None = None,
 ) -> Callable[[], Inventory] | None:
     """The stand-in run of the project (the program again, with mocks that invent ids and
     ARNs), run at most once and only when asked: for the plan checks that need rendered
     documents (the IAM rehearsal) and for re-judging the rules. Jobs from config declare only
     Kubernetes objects, which this pass skips: they are left out so that its cost does not
-    grow with the number of jobs. None without the platform's mocks."""
+    grow with the number of jobs. None without the platform's mocks. `references`: a fleet
+    manager's StackReference answers (trainforge.plan.fleet), as in the preview."""
     standin_mocks = load_standin_mocks()
     if standin_mocks is None:
         return None
@@ -262,6 +272,7 @@ def standin_pass(
             config_overrides={**(config_overrides or {}), JOBS_KEY: []},
             preview=False,
             program=program,
+            references=references,
         )
     )
 
@@ -289,6 +300,9 @@ def plan_project(
     from trainforge.jobs.estimate import memoized
 
     with memoized():  # each job is estimated once, not once per asker
+        # a fleet manager: its workers planned first, its StackReferences answered from them
+        workers = F.plan_workers(root, stack)
+        references = F.reference_answers(workers) or None
         inv = run_project(
             root,
             stack,
@@ -296,11 +310,12 @@ def plan_project(
             config_overrides=config_overrides,
             program=program,
             echo_warnings=echo_warnings,
+            references=references,
         )
         if submit is not None:
             submit(inv)
-        standin = standin_pass(root, stack, config_overrides, program)
-        result = evaluate(inv, waivers_from(inv), root=root, standin=standin)
+        standin = standin_pass(root, stack, config_overrides, program, references)
+        result = evaluate(inv, waivers_from(inv), root=root, standin=standin, fleet_workers=workers)
         if standins and mocks is None and standin is not None:
             result.standin_judged = add_standin_findings(result, standin())
     # Only what no section says already: a team quota the pools cannot hold is the queue
