@@ -35,6 +35,7 @@ from trainforge.plan.checks import (
     documentation_values,
     estimates,
     existence,
+    fleet,
     fsx_zones,
     helm_charts,
     iam_rehearsal,
@@ -85,6 +86,7 @@ CHECKS: list[Check] = [
     Check(images.check, images.RULES),
     Check(resume.check, resume.RULES),
     Check(submitted.check, submitted.RULES),
+    Check(fleet.check, fleet.RULES),
 ]
 
 # Diff checks, called with a review.DiffContext, in the order their sections print.
