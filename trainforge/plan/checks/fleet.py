@@ -193,14 +193,18 @@ def dispatch_words(name: str) -> str:
     return f"dispatcher {name}: an external dispatcher nominates the workers (not modelled)"
 
 
-def tried_first(may: list[str], how: str) -> str:
-    """Which of the workers that may run a job MultiKueue tries first, by its dispatcher."""
+def tried_first(may: list[str], how: str, every: list[str] | None = None) -> str:
+    """Which of the workers that may run a job MultiKueue tries first, by its dispatcher
+    (`every`: all workers of the MultiKueueConfig, which the incremental one walks)."""
     if len(may) == 1:
         return f"{may[0]} (the only worker that can run it)"
     if how == ALL_AT_ONCE:
         return f"all {len(may)} at once ({', '.join(may)}); the first to admit it runs it"
     if how == INCREMENTAL:
-        return ", ".join(sorted(may)[:3]) + " (name order, 3 at a time)"
+        order = sorted(every or may)
+        return (
+            ", ".join(order[:3]) + " (every worker in name order, 3 at a time, until one admits it)"
+        )
     return "as the external dispatcher nominates them"
 
 
@@ -339,7 +343,7 @@ def check(ctx: PlanContext) -> CheckResult:
             lines.append(f"  {n}: pool {f}, {c}")
         for r in refused:
             lines.append(f"  not {r}")
-        lines.append("  tried first: " + tried_first([n for n, *_ in may], how))
+        lines.append("  tried first: " + tried_first([n for n, *_ in may], how, list(workers)))
         priced = [(h, n) for n, _, h, _ in may if h is not None]
         if len(may) > 1 and priced:
             lines.append(f"  cheapest: {min(priced)[1]}")
