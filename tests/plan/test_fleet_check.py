@@ -220,3 +220,58 @@ def test_no_section_outside_a_fleet(dev):
 def test_incremental_dispatcher_is_read_from_the_managers_kueue_configuration(dev):
     assert "name order" in FC.tried_first(["b", "a"], FC.INCREMENTAL, ["d", "c", "b", "a"])
     assert FC.tried_first(["b", "a"], FC.INCREMENTAL, ["d", "c", "b", "a"]).startswith("a, b, c")
+
+
+def _with_iam(dev, grants: list[str]):
+    """The dev inventory with stand-in IAM: its own bucket and a team policy writing `grants`."""
+    import json
+
+    from trainforge.plan.runner import Inventory, Recorded
+
+    inv = dev[0]
+    policy = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow",
+              "Action": ["s3:GetObject", "s3:PutObject"],
+              "Resource": [f"arn:aws:s3:::{b}/research/*" for b in grants]}]}  # fmt: skip
+    extra = [
+        Recorded("urn:b", "aws:s3/bucket:Bucket", "ckpt", None, True, {}, id="worker-ckpt-id"),
+        Recorded("urn:p", "aws:iam/rolePolicy:RolePolicy", "ckpt-research", None, True,
+                 {"policy": json.dumps(policy)}),
+    ]  # fmt: skip
+    # the preview's own policies are unknown (built from ARNs): the stand-in run knows them
+    known = [r for r in inv.resources if not r.type.startswith(("aws:iam/", "aws:s3/"))]
+    return Inventory(inv.project, "fleet-use1", [*known, *extra], declared=inv.declared)
+
+
+def test_a_worker_that_cannot_write_the_managers_bucket_is_a_finding(dev):
+    ctx = fleet(dev, use1=("us-east-1", worker_docs(dev)))
+    w = ctx.fleet_workers["use1"]
+    # a preview's policies are not known: nothing is claimed
+    assert FC.RULE_CHECKPOINTS not in run(ctx)[1]
+    ctx.fleet_workers["use1"] = WorkerPlan(
+        w.name, w.stack, w.region, _with_iam(dev, ["worker-ckpt-id"]), w.objects
+    )
+    result, rules = run(ctx)
+    found = [f for f in result.findings if f.rule == FC.RULE_CHECKPOINTS]
+    assert found and found[0].message.startswith(
+        "job mnist-ddp: it mirrors its checkpoints to the manager's bucket, and the roles of "
+        "worker(s) use1 may write only their own stack's bucket"
+    )
+    # a worker whose roles may write another stack's bucket reaches the mirror; from another
+    # region, at a stated cost
+    ctx.fleet_workers["use1"] = WorkerPlan(
+        w.name, w.stack, w.region, _with_iam(dev, ["worker-ckpt-id", "manager-ckpt"]), w.objects
+    )
+    result, rules = run(ctx)
+    assert FC.RULE_CHECKPOINTS not in rules
+    assert any("use1 read and write it across regions" in ln for ln in result.sections[0].lines)
+
+
+def test_equal_prices_name_no_cheapest_worker(dev):
+    ctx = fleet(dev, use1=("us-east-1", worker_docs(dev)), usw2=("us-west-2", worker_docs(dev)))
+    lines = run(ctx)[0].sections[0].lines
+    cheapest = [ln for ln in lines if ln.startswith("  cheapest: ")]
+    assert cheapest and all(
+        ln == "  cheapest: none, the same on-demand price on every worker"
+        or ln.startswith("  cheapest: use")
+        for ln in cheapest
+    )

@@ -30,11 +30,14 @@ Findings (waivable like any rule):
   LocalQueue, naming the same runtime, on every worker;
 - TRAINFORGE_FLEET_MANAGED_BY: a job object of the manager without
   `managedBy: kueue.x-k8s.io/multikueue` (its controller on the manager would run it there);
-- TRAINFORGE_FLEET_CHECKPOINTS: a job whose checkpoints live only on its cluster's FSx while
-  more than one worker may run it: a job evicted on one worker is admitted again wherever
-  MultiKueue finds room, and starts over there (FSx is per cluster). A job that mirrors its
-  checkpoints to S3 resumes anywhere; the section states the cross-region traffic for a
-  worker outside the bucket's region (docs/fleet.md, "Data").
+- TRAINFORGE_FLEET_CHECKPOINTS: a job whose checkpoints a worker that may run it cannot
+  reach. Either they live only on its cluster's FSx while more than one worker may run it (a
+  job evicted on one worker is admitted again wherever MultiKueue finds room, and starts over
+  there: FSx is per cluster), or it mirrors them to the manager's bucket (the job object names
+  it, and MultiKueue copies the object as is) and the worker's planned IAM policies let its
+  roles write no bucket but its own stack's (trainforge grants each team role its own stack's
+  bucket: platform/checkpoint_bucket.py). A worker that may write the mirror from another
+  region is a stated cost: the section names the inter-region traffic (docs/fleet.md, "Data").
 
 A worker of another project (org/project/stack) cannot be planned offline: the section says
 so, and judges the jobs on the planned workers only.
@@ -69,8 +72,9 @@ RULES = {
     "docs/fleet.md, 'Same shape everywhere')",
     RULE_MANAGED_BY: "emit the manager's jobs with managedBy kueue.x-k8s.io/multikueue "
     "(the platform does so for every backend of a manager; docs/fleet.md)",
-    RULE_CHECKPOINTS: "mirror the job's checkpoints to S3 (checkpoint.s3Mirror: true), so it "
-    "resumes on whichever worker admits it again (docs/fleet.md, 'Data')",
+    RULE_CHECKPOINTS: "keep the job's checkpoints where every worker that may run it reaches "
+    "them: mirrored to S3 (checkpoint.s3Mirror: true) in a bucket each such worker's team role "
+    "may write (docs/fleet.md, 'Data')",
 }
 
 # where each backend's object says who runs it (Kueue 0.19's MultiKueue adapters)
@@ -254,6 +258,45 @@ def _checkpoints(spec: Any, target: Any) -> tuple[str, bool]:
     return checkpoint_dir(spec, target), mirrors_to_s3(spec, target)
 
 
+_WRITES = ("s3:*", "s3:Put*", "s3:PutObject")
+
+
+def s3_grants(inv: Any) -> tuple[set[str], set[str]] | None:
+    """(the buckets a stack creates, the buckets its IAM policies let a role write), from its
+    planned documents; None when the documents are not known (a preview without stand-ins)."""
+    import json  # noqa: PLC0415
+
+    own: set[str] = set()
+    granted: set[str] = set()
+    for r in getattr(inv, "resources", None) or []:
+        if r.type in ("aws:s3/bucket:Bucket", "aws:s3/bucketV2:BucketV2"):
+            name = r.inputs.get("bucket") if isinstance(r.inputs.get("bucket"), str) else r.id
+            if name:
+                own.add(name)
+        if r.type not in ("aws:iam/rolePolicy:RolePolicy", "aws:iam/policy:Policy"):
+            continue
+        text = r.inputs.get("policy")
+        try:
+            doc = json.loads(text) if isinstance(text, str) else None
+        except ValueError:
+            doc = None
+        if not isinstance(doc, dict):
+            return None  # not known at preview: the worker was not planned with stand-ins
+        statements = doc.get("Statement") or []
+        for st in statements if isinstance(statements, list) else [statements]:
+            actions = st.get("Action") or []
+            actions = [actions] if isinstance(actions, str) else actions
+            if st.get("Effect") != "Allow" or not any(a in _WRITES or a == "*" for a in actions):
+                continue
+            resources = st.get("Resource") or []
+            for res in [resources] if isinstance(resources, str) else resources:
+                if res == "*":
+                    granted.add("*")
+                elif str(res).startswith("arn:aws:s3:::"):
+                    granted.add(str(res)[len("arn:aws:s3:::") :].split("/", 1)[0])
+    return own, granted
+
+
 def _region(ctx: PlanContext) -> str | None:
     from trainforge.stack.file import decode_value  # noqa: PLC0415
 
@@ -344,9 +387,12 @@ def check(ctx: PlanContext) -> CheckResult:
         for r in refused:
             lines.append(f"  not {r}")
         lines.append("  tried first: " + tried_first([n for n, *_ in may], how, list(workers)))
-        priced = [(h, n) for n, _, h, _ in may if h is not None]
+        priced = sorted((h, n) for n, _, h, _ in may if h is not None)
         if len(may) > 1 and priced:
-            lines.append(f"  cheapest: {min(priced)[1]}")
+            if len(priced) == len(may) and priced[0][0] == priced[-1][0]:
+                lines.append("  cheapest: none, the same on-demand price on every worker")
+            else:
+                lines.append(f"  cheapest: {priced[0][1]} (${priced[0][0]:,.2f}/h)")
         where, mirrored = _checkpoints(spec, target)
         fsx = bool(target.claim_name) and where.startswith(target.fsx_mount_path)
         if fsx and not mirrored and len(may) > 1:
@@ -357,7 +403,22 @@ def check(ctx: PlanContext) -> CheckResult:
                 " admitted again on another worker after an eviction it starts over",
             )
         if mirrored:
-            far = [n for n, *_ in may if planned[n].region != home]
+            # the mirror is the manager's own bucket (each stack creates its own): a worker
+            # whose roles may write only buckets of its own stack cannot reach it
+            shut = []
+            for n, *_ in may:
+                grants = s3_grants(planned[n].inventory)
+                if grants is not None and not (grants[1] - grants[0]):
+                    shut.append(n)
+            if shut:
+                finding(
+                    RULE_CHECKPOINTS,
+                    f"job {spec.name}: it mirrors its checkpoints to the manager's bucket, and "
+                    f"the roles of worker(s) {', '.join(shut)} may write only their own stack's "
+                    "bucket (their planned IAM policies name no other): there it can neither "
+                    "save nor resume from S3",
+                )
+            far = [n for n, *_ in may if planned[n].region != home and n not in shut]
             if far:
                 lines.append(
                     f"  data: checkpoints mirrored to the manager's bucket in {home}; "
