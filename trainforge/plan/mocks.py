@@ -231,8 +231,13 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
         capacity_reservations: dict[str, dict[str, Any]] | None = None,
         offerings: dict[str, list[str]] | None = None,
         subnet_zones: dict[str, str] | None = None,
+        stack_outputs: dict[str, dict[str, Any]] | None = None,
     ) -> None:
         self.preview = preview
+        # stack name -> its outputs, what a `pulumi:pulumi:StackReference` to it reads (a fleet
+        # stack reads its workers' or its manager's); a stack not listed has exported nothing
+        # yet (the fleet's bootstrap: it is skipped with a warning)
+        self.stack_outputs = dict(stack_outputs or {})
         # cr-id -> {availabilityZone, placementGroupArn, reservationType ("default" or
         # "capacity-block"), instanceType}: what EC2 says about a reservation
         self.capacity_reservations = dict(capacity_reservations or {})
@@ -423,6 +428,14 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
     # -- resources -------------------------------------------------------------------------------
     def new_resource(self, args: pulumi.runtime.MockResourceArgs):
         inputs = dict(args.inputs)
+        if args.typ == "pulumi:pulumi:StackReference":
+            stack = args.resource_id or inputs.get("name") or args.name
+            exported = dict(self.stack_outputs.get(stack, {}))
+            outputs = {"name": stack, "outputs": exported, "secretOutputNames": sorted(exported)}
+            self.resources.append(
+                MockedResource(args.typ, args.name, inputs, stack, outputs, custom=True)
+            )
+            return stack, outputs
         if args.resource_id and args.typ == "aws:ec2/capacityReservation:CapacityReservation":
             # a read of an existing reservation (it happens at preview too)
             rid = args.resource_id

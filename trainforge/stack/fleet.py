@@ -36,6 +36,10 @@ from trainforge.stack.base import (
 )
 
 KEY = f"{NS}:fleet"
+# Kueue's MultiKueue controller name (kubernetes-sigs/kueue release-0.19 apis/kueue/v1beta2
+# multikueue_types.go MultiKueueControllerName): the AdmissionCheck's controllerName and the
+# managedBy of every job a manager declares.
+MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
 # A Pulumi stack of this project (`fleet-use1`) or fully qualified (`org/project/stack`):
 # Pulumi stack names are letters, digits, `-`, `_`, `.` (pulumi/sdk/go/common/tokens).
 STACK = r"[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)?"
@@ -144,6 +148,15 @@ def parse_fleet(raw: Mapping[str, Any], errors: list[str]) -> FleetConfig | None
     fleet = validate(FleetConfig, value, KEY, errors)
     jobs = raw.get("jobs")
     role = value.get("role") if isinstance(value, Mapping) else None
+    kueue = raw.get("kueue")
+    if isinstance(kueue, Mapping) and kueue.get("enabled") in (False, "false"):
+        errors.append(
+            problem(
+                f"{NS}:kueue.enabled",
+                kueue.get("enabled"),
+                "true in a fleet stack (trainforge:fleet is set): MultiKueue is Kueue's",
+            )
+        )
     if role == "worker" and isinstance(jobs, list) and jobs:
         errors.append(
             problem(
