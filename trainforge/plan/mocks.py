@@ -14,6 +14,7 @@ value only the cloud can know (ids, ARNs, endpoints) stays unknown, as in a firs
 
 from __future__ import annotations
 
+import base64
 import functools
 import gzip
 import json
@@ -566,6 +567,12 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
             out["metadata"] = meta
             if typ == "kubernetes:helm.sh/v3:Release":
                 out.setdefault("status", {"status": "deployed", "name": inputs.get("name", name)})
+            if inputs.get("type") == "kubernetes.io/service-account-token":
+                # Kubernetes' token controller fills a token Secret's `data.token` (base64);
+                # a stand-in one, so what is built from it (a fleet worker's kubeconfig for
+                # its manager, trainforge.plan.fleet) exists as it does once the stack is up
+                token = base64.b64encode(f"standin-token-{name}".encode()).decode()
+                out["data"] = {**dict(inputs.get("data") or {}), "token": token}
             return f"{meta.get('namespace', 'default')}/{meta['name']}", out
         return rid, out
 
