@@ -362,7 +362,7 @@ class Fleet(pulumi.ComponentResource):
             self.egress_cidrs = pulumi.Output.from_input([])
         else:
             self.egress_cidrs = pulumi.Output.all(*args.egress_ips).apply(
-                lambda ips: [f"{ip}/32" for ip in ips]
+                lambda ips: [f"{ip}/32" for ip in ips if ip]  # (an address not yet known: none)
             )
         secrets: dict[str, k8s.core.v1.Secret] = {}
         for i, worker in enumerate(args.fleet.workers):
