@@ -218,7 +218,7 @@ def test_the_manager_runs_no_fleet_worker_objects(manager):
     ],
 )
 def test_each_backend_keeps_managed_by_where_its_controller_reads_it(module, path):
-    assert module.MANAGED_BY == path
+    assert path == module.MANAGED_BY
     base = {"apiVersion": module.API_VERSION, "kind": module.KIND, "spec": {"x": 1}}
     doc = backends.managed(json.loads(json.dumps(base)), module.MANAGED_BY, MULTIKUEUE)
     node = doc
