@@ -24,6 +24,7 @@ MULTIKUEUE = "kueue.x-k8s.io/multikueue"
 TOKEN = "eyJ-worker-token"  # what the worker's token controller would write
 # a made-up manager NAT address (not a documentation range)
 MANAGER_EGRESS = ["52.94.76.17/32"]
+NAT_IP = "54.210.0.9"  # what the mocks' EIPs allocate (made up, not a documentation range)
 
 
 class TokenMocks(TrainforgeMocks):
@@ -32,6 +33,8 @@ class TokenMocks(TrainforgeMocks):
 
     def _outputs(self, typ: str, name: str, inputs: dict[str, Any]) -> tuple[str, dict]:
         rid, out = super()._outputs(typ, name, inputs)
+        if typ == "aws:ec2/eip:Eip":  # the address AWS allocates
+            out["publicIp"] = NAT_IP
         if typ == "kubernetes:core/v1:Secret" and inputs.get("type") == (
             "kubernetes.io/service-account-token"
         ):
@@ -193,7 +196,8 @@ def test_with_no_worker_up_the_queues_still_wait(mp):
 
 
 def test_the_manager_exports_its_egress_and_its_jobs_carry_managed_by(manager):
-    assert "fleetEgressCidrs" in manager.outputs
+    # one NAT gateway (natGateways: single): its address, as a /32
+    assert manager.outputs["fleetEgressCidrs"] == [f"{NAT_IP}/32"]
     assert "fleetKubeconfig" not in manager.outputs
     jobs = docs(manager, "PyTorchJob")
     assert {j["metadata"]["name"] for j in jobs} == {"mnist-ddp", "gpt-small-fsdp"}
@@ -322,3 +326,16 @@ def test_the_fleet_component_is_a_child_of_the_platform(worker, manager):
         assert by_urn[component.parent].type == "trainforge:index:TrainingPlatform"
         children = [r for r in result.resources if r.parent == component.urn]
         assert children
+
+
+def test_a_single_cluster_stack_declares_nothing_of_the_fleet(mp):
+    """dev (no trainforge:fleet): no Fleet, no StackReference, no admission check on its
+    queues, no managedBy on its jobs, no fleet outputs."""
+    dev = run("dev", {}, mp)
+    assert dev.mocks.of_type("trainforge:index:Fleet") == []
+    assert dev.mocks.of_type("pulumi:pulumi:StackReference") == []
+    assert docs(dev, "AdmissionCheck") == []
+    assert all("admissionChecksStrategy" not in cq["spec"] for cq in docs(dev, "ClusterQueue"))
+    jobs = docs(dev, "PyTorchJob")
+    assert jobs and all("managedBy" not in j["spec"]["runPolicy"] for j in jobs)
+    assert not {k for k in dev.outputs if k.startswith("fleet")}
