@@ -339,3 +339,19 @@ def test_a_single_cluster_stack_declares_nothing_of_the_fleet(mp):
     jobs = docs(dev, "PyTorchJob")
     assert jobs and all("managedBy" not in j["spec"]["runPolicy"] for j in jobs)
     assert not {k for k in dev.outputs if k.startswith("fleet")}
+
+
+def test_the_manager_kueue_integrates_every_backend_and_keeps_multikueue_on(manager):
+    """MultiKueue dispatches a job kind through its integration's adapter: the manager's Kueue
+    lists the integration of every backend, and no feature gate turns MultiKueue off."""
+    import yaml
+
+    from trainforge.platform.kueue import FRAMEWORKS
+
+    [release] = [r for r in manager.mocks.of_type("kubernetes:helm.sh/v3:Release")
+                 if r.inputs.get("name") == "kueue"]  # fmt: skip
+    values = unsecret(release.inputs["values"])
+    config = yaml.safe_load(values["managerConfig"]["controllerManagerConfigYaml"])
+    assert set(FRAMEWORKS.values()) <= set(config["integrations"]["frameworks"])
+    gates = values["controllerManager"].get("featureGates", [])
+    assert not [g for g in gates if g["name"] == "MultiKueue" and not g["enabled"]]
