@@ -105,3 +105,18 @@ def test_each_bad_fleet_is_one_line_at_its_key(fleet, jobs, line):
 
 def test_a_manager_may_declare_jobs():
     assert problems({"role": "manager", "workers": [W1]}, [{"name": "x"}]) == []
+
+
+def test_a_fleet_stack_needs_kueue():
+    raw = {
+        "cluster": "c",
+        "fleet": {"role": "worker", "manager": "fleet"},
+        "kueue": {"enabled": False},
+    }
+    with pytest.raises(ConfigError) as e:
+        parse_config(raw)
+    assert e.value.errors == [
+        "trainforge:kueue.enabled: got False; expected true in a fleet stack "
+        "(trainforge:fleet is set): MultiKueue is Kueue's"
+    ]
+    assert parse_config({"cluster": "c", "kueue": {"enabled": False}}).fleet is None

@@ -28,6 +28,23 @@ every team ClusterQueue lists (kueue.py), and its jobs carry `managedBy:
 kueue.x-k8s.io/multikueue` (jobs/backends.py) so the manager's controllers leave them to
 MultiKueue.
 
+Kueue's configuration needs nothing more on either side: the MultiKueue gate is on by
+default (beta since v0.9), and the dispatch of each of our job kinds is the MultiKueue adapter
+of its integration (pkg/controller/jobs/{job,kubeflow/jobs/pytorchjob,trainjob}/
+*_multikueue_adapter.go at release-0.19), active because kueue.py's `integrations.frameworks`
+always lists all three (batch/job, kubeflow.org/pytorchjob, trainer.kubeflow.org/trainjob).
+Kueue's webhook would default a queued job's managedBy on a manager itself
+(jobframework/defaults.go ApplyDefaultForManagedBy), but only for a job with a queue label;
+the emitters set it explicitly, and MultiKueue dispatches only a job whose managedBy is its own
+(admissionchecks/multikueue/workload.go, IsJobManagedByKueue). The controllers that must then
+leave the manager's copy alone: the Job controller (spec.managedBy, KEP-4368, GA in
+Kubernetes 1.35), training-operator v1.9.4 (skips a PyTorchJob whose runPolicy.managedBy is
+not its own: pkg/controller.v1/pytorch/pytorchjob_controller.go). Kubeflow Trainer v2.2.1
+accepts `spec.managedBy: kueue.x-k8s.io/multikueue` (a CEL enum, immutable:
+pkg/apis/trainer/v1alpha1/trainjob_types.go) and documents that it leaves such TrainJobs to
+Kueue, but no code under its pkg/ at v2.2.1 reads the field (git grep `.ManagedBy`): that the
+manager's Trainer builds nothing for a dispatched TrainJob is unverified here.
+
 Bootstrap: a worker stack not yet `up`'d exports no kubeconfig; the manager then skips it
 with a warning naming the order to run (`pulumi up` the worker, then the manager again). The
 ClusterQueues list the check even then: with no worker the check is inactive and jobs wait,
@@ -362,7 +379,7 @@ class Fleet(pulumi.ComponentResource):
             self.egress_cidrs = pulumi.Output.from_input([])
         else:
             self.egress_cidrs = pulumi.Output.all(*args.egress_ips).apply(
-                lambda ips: [f"{ip}/32" for ip in ips]
+                lambda ips: [f"{ip}/32" for ip in ips if ip]  # (an address not yet known: none)
             )
         secrets: dict[str, k8s.core.v1.Secret] = {}
         for i, worker in enumerate(args.fleet.workers):
