@@ -28,8 +28,15 @@ def _job(name: str, created: str, conditions: list[dict]) -> dict:
 
 
 def _workload(job: str, created: str, status: dict) -> dict:
-    owner = [{"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "name": job,
-              "uid": f"uid-{job}", "controller": True}]
+    owner = [
+        {
+            "apiVersion": "kubeflow.org/v1",
+            "kind": "PyTorchJob",
+            "name": job,
+            "uid": f"uid-{job}",
+            "controller": True,
+        }
+    ]
     return {
         "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
         "metadata": meta(f"pytorchjob-{job}-5e1f2", NS, created, ownerReferences=owner,
@@ -116,3 +123,12 @@ def test_why_sends_the_reader_to_the_worker(capsys, api):
     )
     assert "  trainforge-fleet Pending" in out
     assert "MultiKueue offered it to use1, usw2; none has admitted it yet" in out
+
+
+def test_docs_fleet_md_quotes_what_why_prints(capsys, api):
+    from tests.live.test_status import ROOT
+
+    out = _run(capsys, api, cli.why_main, "gpt-small")
+    doc = (ROOT / "docs" / "fleet.md").read_text()
+    quoted = "\n".join(out.splitlines()[:2])
+    assert quoted in doc, f"docs/fleet.md lacks:\n{quoted}"
