@@ -217,8 +217,31 @@ def test_no_section_outside_a_fleet(dev):
     assert FC.check(PlanContext(inventory=inv, objects=objs, declared=inv.declared)).sections == []
 
 
-def test_incremental_dispatcher_is_read_from_the_managers_kueue_configuration(dev):
-    assert "name order" in FC.tried_first(["b", "a"], FC.INCREMENTAL, ["d", "c", "b", "a"])
+def test_the_dispatcher_is_read_from_the_managers_kueue_configuration(dev):
+    import yaml
+
+    from trainforge.plan.runner import Inventory
+
+    ctx = fleet(dev, use1=("us-east-1", worker_docs(dev)), usw2=("us-west-2", worker_docs(dev)))
+    assert FC.dispatcher(ctx) == FC.ALL_AT_ONCE  # the platform's Configuration names none
+    inv = ctx.inventory
+    resources = []
+    for r in inv.resources:
+        if r.type == "kubernetes:helm.sh/v3:Release" and "kueue" in str(r.inputs.get("chart")):
+            r = replace(r, inputs=copy.deepcopy(r.inputs))
+            mc = r.inputs["values"]["managerConfig"]
+            cfg = yaml.safe_load(mc["controllerManagerConfigYaml"])
+            cfg["multiKueue"] = {"dispatcherName": FC.INCREMENTAL}
+            mc["controllerManagerConfigYaml"] = yaml.safe_dump(cfg)
+        resources.append(r)
+    ctx.inventory = Inventory(inv.project, inv.stack, resources, declared=inv.declared)
+    assert FC.dispatcher(ctx) == FC.INCREMENTAL
+    lines = run(ctx)[0].sections[0].lines
+    assert lines[0].startswith(f"dispatcher {FC.INCREMENTAL}: workers are tried in name order")
+    assert (
+        "  tried first: use1, usw2 (every worker in name order, 3 at a time, until one "
+        "admits it)" in lines
+    )
     assert FC.tried_first(["b", "a"], FC.INCREMENTAL, ["d", "c", "b", "a"]).startswith("a, b, c")
 
 
