@@ -208,7 +208,7 @@ def test_mirrored_checkpoints_state_the_cross_region_traffic(dev):
     lines = run(ctx)[0].sections[0].lines
     data = [line for line in lines if line.startswith("  data: ")]
     # dev's bucket is in us-west-2: use1 reads it across regions, usw2 does not
-    assert data and all("in us-west-2; use1 read and write it across regions" in d for d in data)
+    assert data and all("in us-west-2; use1 reads and writes it across regions" in d for d in data)
     assert "no price in the price facts" in data[0]
 
 
@@ -286,7 +286,7 @@ def test_a_worker_that_cannot_write_the_managers_bucket_is_a_finding(dev):
     )
     result, rules = run(ctx)
     assert FC.RULE_CHECKPOINTS not in rules
-    assert any("use1 read and write it across regions" in ln for ln in result.sections[0].lines)
+    assert any("use1 reads and writes it across regions" in ln for ln in result.sections[0].lines)
 
 
 def test_equal_prices_name_no_cheapest_worker(dev):
@@ -298,3 +298,34 @@ def test_equal_prices_name_no_cheapest_worker(dev):
         or ln.startswith("  cheapest: use")
         for ln in cheapest
     )
+
+
+def test_a_job_reading_what_only_the_manager_declares_is_a_finding(dev):
+    ctx = fleet(dev, use1=("us-east-1", worker_docs(dev)))
+    assert FC.RULE_INPUTS not in run(ctx)[1]  # the worker declares the same ConfigMaps
+
+    def no_config_maps(doc):
+        return doc["kind"] != "ConfigMap"
+
+    result, rules = run(fleet(dev, use1=("us-east-1", worker_docs(dev, no_config_maps))))
+    found = {
+        f.message.split(":")[0]: f.message for f in result.findings if f.rule == FC.RULE_INPUTS
+    }
+    # the jobs that ship their script in a ConfigMap; the bundled runtime's read none
+    assert set(found) == {"job mnist-user", "job resumable"}, found
+    assert "its pods read ConfigMap research/mnist-user-src-" in found["job mnist-user"]
+    assert (
+        "which worker use1 does not declare (MultiKueue copies the job object alone)"
+        in (found["job mnist-user"])
+    )
+
+
+def test_an_image_of_another_regions_registry_is_a_stated_pull(dev):
+    ctx = fleet(dev, use1=("us-east-1", worker_docs(dev)), usw2=("us-west-2", worker_docs(dev)))
+    lines = run(ctx)[0].sections[0].lines
+    images = [ln for ln in lines if ln.startswith("  image: ")]
+    # dev's runtime image is in its own ECR, us-west-2: only use1 pulls across regions
+    assert images and all(
+        " from ECR in us-west-2; use1 pulls it across regions" in ln for ln in images
+    ), images
+    assert FC.image_regions([{"containers": [{"image": "ghcr.io/x/y:1"}]}]) == {}

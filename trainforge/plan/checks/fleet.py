@@ -39,6 +39,15 @@ Findings (waivable like any rule):
   bucket: platform/checkpoint_bucket.py). A worker that may write the mirror from another
   region is a stated cost: the section names the inter-region traffic (docs/fleet.md, "Data").
 
+- TRAINFORGE_FLEET_JOB_INPUTS: a job whose pods read a ConfigMap, Secret,
+  PersistentVolumeClaim or ServiceAccount of its namespace that a worker which may run it does not declare:
+  MultiKueue copies the job object alone (its adapters create the job and its Workload on the
+  worker), so what the manager declares beside it (a shipped script's ConfigMap) is not there
+  and the pods do not start.
+
+The job's image is named as the manager rendered it; one in an ECR registry of another region
+than a worker's is a stated cross-region pull.
+
 A worker of another project (org/project/stack) cannot be planned offline: the section says
 so, and judges the jobs on the planned workers only.
 """
@@ -64,6 +73,7 @@ RULE_NO_WORKER = "TRAINFORGE_FLEET_NO_WORKER"
 RULE_SHAPE = "TRAINFORGE_FLEET_SHAPE"
 RULE_MANAGED_BY = "TRAINFORGE_FLEET_MANAGED_BY"
 RULE_CHECKPOINTS = "TRAINFORGE_FLEET_CHECKPOINTS"
+RULE_INPUTS = "TRAINFORGE_FLEET_JOB_INPUTS"
 RULES = {
     RULE_NO_WORKER: "give a worker a pool (and its team a quota there) that holds the job, or "
     "make the job fit a worker's pool (docs/fleet.md, 'Which worker runs a job')",
@@ -75,6 +85,8 @@ RULES = {
     RULE_CHECKPOINTS: "keep the job's checkpoints where every worker that may run it reaches "
     "them: mirrored to S3 (checkpoint.s3Mirror: true) in a bucket each such worker's team role "
     "may write (docs/fleet.md, 'Data')",
+    RULE_INPUTS: "let the job's pods read nothing that only the manager declares (its code in "
+    "its image: codeSource: image), or declare it in every worker too (docs/fleet.md, 'Data')",
 }
 
 # where each backend's object says who runs it (Kueue 0.19's MultiKueue adapters)
@@ -297,6 +309,60 @@ def s3_grants(inv: Any) -> tuple[set[str], set[str]] | None:
     return own, granted
 
 
+def pod_inputs(pod: dict[str, Any]) -> set[tuple[str, str]]:
+    """(kind, name) of every ConfigMap, Secret, PersistentVolumeClaim and ServiceAccount a pod
+    spec reads from its namespace: volumes (projected ones too), envFrom, env valueFrom,
+    imagePullSecrets, serviceAccountName."""
+    out: set[tuple[str, str]] = set()
+
+    def add(kind: str, name: Any) -> None:
+        if isinstance(name, str) and name:
+            out.add((kind, name))
+
+    for v in pod.get("volumes") or []:
+        add("ConfigMap", (v.get("configMap") or {}).get("name"))
+        add("Secret", (v.get("secret") or {}).get("secretName"))
+        add("PersistentVolumeClaim", (v.get("persistentVolumeClaim") or {}).get("claimName"))
+        for src in (v.get("projected") or {}).get("sources") or []:
+            add("ConfigMap", (src.get("configMap") or {}).get("name"))
+            add("Secret", (src.get("secret") or {}).get("name"))
+    for c in [*(pod.get("containers") or []), *(pod.get("initContainers") or [])]:
+        for e in c.get("envFrom") or []:
+            add("ConfigMap", (e.get("configMapRef") or {}).get("name"))
+            add("Secret", (e.get("secretRef") or {}).get("name"))
+        for e in c.get("env") or []:
+            ref = e.get("valueFrom") or {}
+            add("ConfigMap", (ref.get("configMapKeyRef") or {}).get("name"))
+            add("Secret", (ref.get("secretKeyRef") or {}).get("name"))
+    for s in pod.get("imagePullSecrets") or []:
+        add("Secret", s.get("name"))
+    add("ServiceAccount", pod.get("serviceAccountName"))
+    return out
+
+
+def _declared_in(docs: list[dict[str, Any]], namespace: str) -> set[tuple[str, str]]:
+    return {
+        (str(d.get("kind")), str((d.get("metadata") or {}).get("name")))
+        for d in docs
+        if (d.get("metadata") or {}).get("namespace") == namespace
+    }
+
+
+_ECR = ".dkr.ecr."
+
+
+def image_regions(pods: list[dict[str, Any]]) -> dict[str, str]:
+    """image -> the region of the ECR registry it is pulled from (ECR images only)."""
+    out = {}
+    for pod in pods:
+        for c in [*(pod.get("containers") or []), *(pod.get("initContainers") or [])]:
+            image = str(c.get("image") or "")
+            host = image.split("/", 1)[0]
+            if _ECR in host and host.endswith(".amazonaws.com"):
+                out[image] = host.split(_ECR, 1)[1].split(".", 1)[0]
+    return out
+
+
 def _region(ctx: PlanContext) -> str | None:
     from trainforge.stack.file import decode_value  # noqa: PLC0415
 
@@ -393,6 +459,25 @@ def check(ctx: PlanContext) -> CheckResult:
                 lines.append("  cheapest: none, the same on-demand price on every worker")
             else:
                 lines.append(f"  cheapest: {priced[0][1]} (${priced[0][0]:,.2f}/h)")
+        inputs = set().union(*(pod_inputs(p) for p in pods)) if pods else set()
+        for n, *_ in may:
+            missing = sorted(inputs - _declared_in(planned[n].docs, target.namespace))
+            if missing:
+                finding(
+                    RULE_INPUTS,
+                    f"job {spec.name}: its pods read "
+                    + ", ".join(f"{k} {target.namespace}/{m}" for k, m in missing)
+                    + f", which worker {n} does not declare (MultiKueue copies the job object "
+                    "alone): there its pods would not start",
+                )
+        for image, where in sorted(image_regions(pods).items()):
+            far = [n for n, *_ in may if planned[n].region not in (None, where)]
+            if far:
+                lines.append(
+                    f"  image: {image.split('/', 1)[1]} from ECR in {where}; {', '.join(far)} "
+                    f"{'pulls' if len(far) == 1 else 'pull'} it across regions (inter-region "
+                    "data transfer)"
+                )
         where, mirrored = _checkpoints(spec, target)
         fsx = bool(target.claim_name) and where.startswith(target.fsx_mount_path)
         if fsx and not mirrored and len(may) > 1:
@@ -422,7 +507,8 @@ def check(ctx: PlanContext) -> CheckResult:
             if far:
                 lines.append(
                     f"  data: checkpoints mirrored to the manager's bucket in {home}; "
-                    f"{', '.join(far)} read and write it across regions (inter-region data "
-                    "transfer: no price in the price facts, see docs/fleet.md)"
+                    f"{', '.join(far)} {'reads and writes' if len(far) == 1 else 'read and write'}"
+                    " it across regions (inter-region data transfer: no price in the price "
+                    "facts, see docs/fleet.md)"
                 )
     return CheckResult(findings, [Section(TITLE, lines, data)])
