@@ -329,3 +329,21 @@ def test_an_image_of_another_regions_registry_is_a_stated_pull(dev):
         " from ECR in us-west-2; use1 pulls it across regions" in ln for ln in images
     ), images
     assert FC.image_regions([{"containers": [{"image": "ghcr.io/x/y:1"}]}]) == {}
+
+
+def test_a_worker_whose_training_runtime_differs_is_refused(dev):
+    def runtime(nodes: int) -> Obj:
+        return Obj({"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "ClusterTrainingRuntime",
+                    "metadata": {"name": "torch-distributed"},
+                    "spec": {"mlPolicy": {"numNodes": nodes, "torch": {"numProcPerNode": "auto"}}}})  # fmt: skip
+
+    ctx = fleet(dev, use1=("us-east-1", [*worker_docs(dev), runtime(1)]),
+                usw2=("us-west-2", [*worker_docs(dev), runtime(2)]))  # fmt: skip
+    ctx.objects = [*ctx.objects, runtime(1)]
+    result, _ = run(ctx)
+    (f,) = [f for f in result.findings if f.rule == FC.RULE_SHAPE]
+    assert f.resource == "worker/usw2"
+    assert (
+        "lacks the manager's ClusterTrainingRuntime torch-distributed (mlPolicy {numNodes: 1"
+        in (f.message)
+    )
