@@ -105,12 +105,20 @@ def test_status_names_the_worker_that_runs_the_job(capsys, api):
     assert "worker:     use1 (MultiKueue runs it on that cluster" in out
     assert 'check:      trainforge-fleet Ready: The workload was admitted on "use1"' in out
     assert "pods:       none on this cluster (they run on worker use1)" in out
+    # the manager has no pod to price: its spend is the worker's
+    assert "spend:      on worker use1, where its pods run (ask that cluster)" in out
 
 
 def test_status_of_a_job_offered_to_workers_names_them(capsys, api):
     out = _run(capsys, api, cli.status_main, "mnist-ddp")
     assert "worker:     none yet; offered to use1, usw2 (the first to admit it runs it)" in out
     assert "check:      trainforge-fleet Pending" in out
+    # its quota is reserved on the manager: it waits for the check, not for quota
+    assert (
+        "reserved:   its quota in ClusterQueue research; it waits for admission check(s) "
+        "trainforge-fleet" in out
+    )
+    assert "asks:" not in out and "expected:" not in out
 
 
 def test_why_sends_the_reader_to_the_worker(capsys, api):

@@ -407,7 +407,11 @@ def status(g: Gathered, now: datetime) -> str:
         lines += queue_lines(g, admitted, now)
         lines += fleet_lines(g)
     lines += progress_lines(g)
-    if g.spend:
+    if fleet_worker(g) and not g.pods:
+        lines.append(
+            f"spend:      on worker {fleet_worker(g)}, where its pods run (ask that cluster)"
+        )
+    elif g.spend:
         lines.append(g.spend)
     if g.pods:
         lines.append("pods:")
@@ -445,6 +449,15 @@ def queue_lines(g: Gathered, admitted: bool, now: datetime) -> list[str]:
         lent = borrowing(g)
         if lent:
             out.append(f"borrowing:  {lent}")
+    elif is_true(wl, "QuotaReserved"):
+        # Admitted = quota reserved and every admission check Ready (Kueue's workload
+        # conditions): what it waits for is a check, not quota (on a fleet manager, MultiKueue)
+        checks = [c.get("name", "?") for c in wl.get("status", {}).get("admissionChecks") or []
+                  if c.get("state") != "Ready"]  # fmt: skip
+        out.append(
+            f"reserved:   its quota in ClusterQueue {cq}; it waits for admission check(s) "
+            f"{', '.join(checks) or '?'}"
+        )
     else:
         if g.position is not None:
             out.append(
