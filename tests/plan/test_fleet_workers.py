@@ -21,6 +21,11 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 fleet = pulumi.Config("trainforge").get_object("fleet") or {}
+if pulumi.Config("trainforge").get("broken"):
+    from trainforge.stack.base import StackError
+
+    error = StackError(["trainforge:broken: got 'yes'; expected nothing"])
+    raise pulumi.RunError(str(error)) from error
 if fleet.get("role") == "worker":
     pulumi.export("fleetRegion", pulumi.Config("aws").require("region"))
     pulumi.export("fleetKubeconfig", pulumi.Output.secret("kubeconfig-of-" + pulumi.get_stack()))
@@ -164,3 +169,15 @@ def test_a_single_cluster_stack_plans_no_workers(fleet_project, monkeypatch):
     monkeypatch.setattr(F, "run_project", lambda *a, **k: pytest.fail("planned a worker"))
     assert F.plan_workers(root, "single") == {}
     assert F.plan_workers(root, "fleet-use1") == {}  # a worker plans no other stack
+
+
+def test_a_workers_configuration_error_names_the_worker_stack(fleet_project):
+    root = fleet_project([{"name": "use1", "stack": "fleet-use1"}])
+    path = root / "Pulumi.fleet-use1.yaml"
+    data = yaml.safe_load(path.read_text())
+    data["config"]["trainforge:broken"] = "yes"
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(ProjectError) as e:
+        F.plan_workers(root, "fleet")
+    assert str(e.value).startswith("worker use1 (Pulumi.fleet-use1.yaml): invalid stack config")
+    assert "trainforge:broken: got 'yes'; expected nothing" in str(e.value)

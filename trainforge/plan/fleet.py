@@ -113,6 +113,22 @@ def _region(config: dict[str, Any]) -> str | None:
     return region if isinstance(region, str) else None
 
 
+def _stack_error(exc: BaseException) -> BaseException | None:
+    """The stack configuration error behind `exc` (the program wraps it in a RunError): the
+    stack model's (StackError) or the stack file's; any other error is not re-worded."""
+    from trainforge.stack.base import StackError  # noqa: PLC0415
+    from trainforge.stack.file import StackFileError  # noqa: PLC0415
+
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        if isinstance(cur, ProjectError | StackError | StackFileError):
+            return cur
+        seen.add(id(cur))
+        cur = cur.__cause__ or cur.__context__
+    return None
+
+
 def plan_worker(root: pathlib.Path, ref: WorkerRef, project: str) -> WorkerPlan:
     """Plan one worker stack with the same engine as any stack, as a stack that is up (the
     stand-in run, see the module docstring; its warnings are the worker's own plan's)."""
@@ -137,8 +153,12 @@ def plan_worker(root: pathlib.Path, ref: WorkerRef, project: str) -> WorkerPlan:
     try:
         mocks = standin_mocks()
         inv = run_project(root, stack, mocks=mocks, preview=mocks is None, echo_warnings=False)
-    except ProjectError as e:
-        raise ProjectError(f"worker {ref.name} (stack {ref.stack}): {e}") from None
+    except Exception as e:
+        # a worker's stack configuration error, said as the worker's: the user edits its file
+        err = _stack_error(e)
+        if err is None:
+            raise
+        raise ProjectError(f"worker {ref.name} (Pulumi.{stack}.yaml): {str(err).strip()}") from e
     return WorkerPlan(ref.name, ref.stack, _region(shown), inv, k8s_objects(inv))
 
 
