@@ -347,3 +347,26 @@ def test_a_worker_whose_training_runtime_differs_is_refused(dev):
         "lacks the manager's ClusterTrainingRuntime torch-distributed (mlPolicy {numNodes: 1"
         in (f.message)
     )
+
+
+def test_a_worker_with_another_training_operator_version_is_refused(dev):
+    from trainforge.plan.runner import Inventory
+
+    inv = dev[0]
+    assert any(o.startswith("overlay ") for o in FC.operators(inv))
+    resources = []
+    for r in inv.resources:
+        if r.type == "kubernetes:kustomize/v2:Directory" and "training-operator" in r.name:
+            directory = r.inputs["directory"].rsplit("?ref=", 1)[0] + "?ref=v1.8.1"
+            r = replace(r, inputs={**r.inputs, "directory": directory})
+        resources.append(r)
+    ctx = fleet(dev, use1=("us-east-1", worker_docs(dev)))
+    w = ctx.fleet_workers["use1"]
+    other = Inventory(inv.project, "fleet-use1", resources, declared=inv.declared)
+    ctx.fleet_workers["use1"] = WorkerPlan(w.name, w.stack, w.region, other, w.objects)
+    (f,) = [f for f in run(ctx)[0].findings if f.rule == FC.RULE_SHAPE]
+    assert "lacks the manager's training operator overlay " in f.message
+    assert "has training operator overlay https://github.com/kubeflow/trainer//manifests/" in (
+        f.message
+    )
+    assert "?ref=v1.8.1 that the manager has not" in f.message

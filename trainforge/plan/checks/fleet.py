@@ -140,13 +140,30 @@ def _backends(declared: Any) -> tuple[str, ...] | None:
     return tuple(sorted({b for c in contracts for b in c.backends})) if contracts else None
 
 
+def operators(inv: Any) -> set[str]:
+    """The job controllers' installs and their versions: the training operator's kustomize
+    overlay (its ref) and the Trainer's and JobSet's Helm charts (chart and version)."""
+    out = set()
+    for r in getattr(inv, "resources", None) or []:
+        inputs = r.inputs if isinstance(r.inputs, dict) else {}
+        if r.type == "kubernetes:kustomize/v2:Directory" and "training-operator" in r.name:
+            out.add(f"overlay {inputs.get('directory')}")
+        elif r.type == "kubernetes:helm.sh/v3:Release":
+            chart = str(inputs.get("chart") or "")
+            if any(k in chart.rsplit("/", 1)[-1] for k in ("trainer", "jobset")):
+                out.add(f"chart {chart} {inputs.get('version')}")
+    return out
+
+
 def shape_findings(ctx: PlanContext) -> list[Finding]:
     mine = shape([o.doc for o in ctx.objects], _backends(ctx.declared))
+    mine["training operator"] |= operators(ctx.inventory)
     out = []
     for name, w in ctx.fleet_workers.items():
         if not w.planned:
             continue
         theirs = shape(w.docs, _backends(w.declared))
+        theirs["training operator"] |= operators(w.inventory)
         for kind, have in mine.items():
             missing = sorted(have - theirs[kind])
             extra = sorted(theirs[kind] - have)
