@@ -370,3 +370,17 @@ def test_a_worker_with_another_training_operator_version_is_refused(dev):
         f.message
     )
     assert "?ref=v1.8.1 that the manager has not" in f.message
+
+
+def test_a_fleet_of_unplanned_workers_judges_no_job(dev):
+    ctx = fleet(dev)
+    ctx.fleet_workers = {"far": WorkerPlan("far", "acme/other/prod", note="worker far: stack "
+                                           "acme/other/prod belongs to another project")}  # fmt: skip
+    result, rules = run(ctx)
+    assert not rules & {FC.RULE_NO_WORKER, FC.RULE_SHAPE}
+    lines = result.sections[0].lines
+    assert "note: worker far: stack acme/other/prod belongs to another project" in lines
+    assert (
+        "job mnist-ddp (team research, 2 pod(s)): not judged: no worker of the fleet could be "
+        "planned here" in lines
+    )

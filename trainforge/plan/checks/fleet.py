@@ -463,6 +463,8 @@ def check(ctx: PlanContext) -> CheckResult:
                     + "; ".join(refused)
                     + ")",
                 )
+            else:
+                lines.append(f"{head} not judged: no worker of the fleet could be planned here")
             continue
         lines.append(head)
         for n, f, _, c in may:
