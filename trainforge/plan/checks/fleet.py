@@ -25,8 +25,8 @@ Findings (waivable like any rule):
 - TRAINFORGE_FLEET_NO_WORKER: no planned worker can admit the job (it would wait on the
   manager for ever);
 - TRAINFORGE_FLEET_SHAPE: a worker whose team namespaces, LocalQueues,
-  ClusterTrainingRuntimes or training operator (the job controllers it installs) differ from
-  the manager's: MultiKueue creates the job in the same namespace, through the same
+  ClusterTrainingRuntimes or training operator (the job controllers it installs, and their
+  versions) differ from the manager's: MultiKueue creates the job in the same namespace, through the same
   LocalQueue, naming the same runtime, on every worker;
 - TRAINFORGE_FLEET_MANAGED_BY: a job object of the manager without
   `managedBy: kueue.x-k8s.io/multikueue` (its controller on the manager would run it there);
@@ -37,11 +37,10 @@ Findings (waivable like any rule):
   it, and MultiKueue copies the object as is) and the worker's planned IAM policies let its
   roles write no bucket but its own stack's (trainforge grants each team role its own stack's
   bucket: platform/checkpoint_bucket.py). A worker that may write the mirror from another
-  region is a stated cost: the section names the inter-region traffic (docs/fleet.md, "Data").
-
+  region is a stated cost: the section names the inter-region traffic (docs/fleet.md, "Data");
 - TRAINFORGE_FLEET_JOB_INPUTS: a job whose pods read a ConfigMap, Secret,
-  PersistentVolumeClaim or ServiceAccount of its namespace that a worker which may run it does not declare:
-  MultiKueue copies the job object alone (its adapters create the job and its Workload on the
+  PersistentVolumeClaim or ServiceAccount of its namespace that a worker which may run it does
+  not declare: MultiKueue copies the job object alone (its adapters create the job and its Workload on the
   worker), so what the manager declares beside it (a shipped script's ConfigMap) is not there
   and the pods do not start.
 
