@@ -76,9 +76,9 @@ RULE_INPUTS = "TRAINFORGE_FLEET_JOB_INPUTS"
 RULES = {
     RULE_NO_WORKER: "give a worker a pool (and its team a quota there) that holds the job, or "
     "make the job fit a worker's pool (docs/fleet.md, 'Which worker runs a job')",
-    RULE_SHAPE: "give every worker the manager's teams, runtimes and job backends (the same "
-    "trainforge:teams, trainforge:trainer and backends in each Pulumi.<worker>.yaml; "
-    "docs/fleet.md, 'Same shape everywhere')",
+    RULE_SHAPE: "give every worker the manager's teams, runtimes and job controllers (the same "
+    "trainforge:teams, trainforge:jobBackend(s) and operator settings in each "
+    "Pulumi.<worker>.yaml; docs/fleet.md, 'Same shape everywhere')",
     RULE_MANAGED_BY: "emit the manager's jobs with managedBy kueue.x-k8s.io/multikueue "
     "(the platform does so for every backend of a manager; docs/fleet.md)",
     RULE_CHECKPOINTS: "keep the job's checkpoints where every worker that may run it reaches "
