@@ -40,3 +40,6 @@ else:
     pulumi.export("interruptionQueueName", platform.interruption_queue_name)
     pulumi.export("poolNames", platform.pool_names)
     pulumi.export("jobs", [job.job_name for job in jobs])
+    if platform.fleet is not None:  # what the fleet's other stacks read (platform/fleet.py)
+        for key, value in platform.fleet.outputs().items():
+            pulumi.export(key, value)

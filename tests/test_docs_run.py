@@ -43,6 +43,9 @@ SHORTEN = ("python -m trainforge.training", "python -m trainforge run-local")
 # is a failure (docs/reliability.md rehearses how a bug ends a job)
 EXPECTED_FAILURE = {
     "TRAINFORGE_TEST_FAULT=1:3:ERROR ": (1, "exiting with 1 (user_error, permanent, rank 1)"),
+    # docs/fleet.md, "Data": the example's workers cannot write the manager's checkpoint
+    # bucket yet (tests/test_docs_fleet.py keeps that sentence and the plan in step)
+    "python -m trainforge plan --stack fleet ": (1, "[TRAINFORGE_FLEET_CHECKPOINTS]"),
 }
 
 
@@ -145,8 +148,9 @@ def test_most_doc_commands_run():
 def scratch(tmp_path_factory) -> Path:
     """A copy of the project as a newcomer has it: program, stacks, examples."""
     root = tmp_path_factory.mktemp("project")
-    for name in ("Pulumi.yaml", "Pulumi.dev.yaml", "Pulumi.prod.yaml", "__main__.py"):
-        shutil.copy(ROOT / name, root / name)
+    # every stack the project ships (a fleet's manager plans its worker stacks too)
+    for path in [ROOT / "Pulumi.yaml", *sorted(ROOT.glob("Pulumi.*.yaml")), ROOT / "__main__.py"]:
+        shutil.copy(path, root / path.name)
     shutil.copytree(ROOT / "examples", root / "examples")
     return root
 

@@ -157,8 +157,9 @@ def test_the_plan_and_the_tests_read_the_same_crd_files():
 
 def test_a_kind_without_a_vendored_crd_is_said():
     assert crds.crd_errors({"apiVersion": "example.com/v1", "kind": "Widget"}) is None
-    assert kueue_validate.kueue_findings(_doc("AdmissionCheck", {})) == [
-        "no Kueue CRD serves kueue.x-k8s.io/v1beta2 AdmissionCheck"
+    # (AdmissionCheck was the example until the fleet vendored its CRD)
+    assert kueue_validate.kueue_findings(_doc("ProvisioningRequestConfig", {})) == [
+        "no Kueue CRD serves kueue.x-k8s.io/v1beta2 ProvisioningRequestConfig"
     ]
 
 

@@ -282,6 +282,9 @@ class PlatformContract:
     checkpoint_bucket: Any = None
     mlflow_tracking_uri: Any = None
     images: Any = None  # trainforge.jobs.runtime_images.RuntimeImages
+    # A fleet manager's jobs name the controller that runs them elsewhere (MultiKueue:
+    # `kueue.x-k8s.io/multikueue`) in their managedBy field; None: a single cluster.
+    managed_by: str | None = None
     # The Kubernetes provider jobs are declared with, the platform resources every job waits
     # for, and those a job of one backend waits for (its controller, CRDs, webhook and, for
     # trainjob, the ClusterTrainingRuntimes). Not data: excluded from equality.

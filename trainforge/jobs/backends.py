@@ -154,14 +154,31 @@ def check(job: JobSpec, target: JobTarget, where: str) -> None:
     EMITTERS[str(job.backend)].check(job, target, where)
 
 
+def managed(doc: dict[str, Any], path: tuple[str, ...], managed_by: str | None) -> dict[str, Any]:
+    """`doc` with `managed_by` written at `path` (its backend's `MANAGED_BY`); unchanged when
+    None (a single cluster's objects stay as they were)."""
+    if managed_by is None:
+        return doc
+    node = doc
+    for key in path[:-1]:
+        node = node.setdefault(key, {})
+    node[path[-1]] = managed_by
+    return doc
+
+
 def emit(
     job: JobSpec,
     target: JobTarget,
     code: CodeBundle | None,
     user_code: CodeBundle | None = None,
+    *,
+    managed_by: str | None = None,
 ) -> EmittedJob:
     """All objects of a resolved job (see `wiring.resolve_job`), by its backend; `user_code`
-    is the job's own shipped code (`entrypoint.user_code`)."""
+    is the job's own shipped code (`entrypoint.user_code`). `managed_by` (a fleet manager's:
+    `kueue.x-k8s.io/multikueue`) goes to the workload's managedBy field, where its backend
+    keeps it (`MANAGED_BY`): the manager's controllers leave the job to MultiKueue, which runs
+    a copy on a worker."""
     if job.backend not in EMITTERS:
         raise ValueError(f"job {job.name!r} has no resolved backend; call wiring.resolve_job")
     m = EMITTERS[job.backend]
@@ -173,7 +190,9 @@ def emit(
         user_code,
         backend=m.BACKEND,
         launch=m.launch(job),
-        workload=lambda template: m.workload_manifest(job, target, template),
+        workload=lambda template: managed(
+            m.workload_manifest(job, target, template), m.MANAGED_BY, managed_by
+        ),
         podmonitor=lambda: m.podmonitor_manifest(job, target),
         service=(lambda: service(job, target)) if service is not None else None,
     )

@@ -269,7 +269,13 @@ class TrainingJob(pulumi.ComponentResource):
             # Paths are relative to the project directory, where Pulumi runs the program.
             user_code = entrypoint.user_code(job, ".", where)
         entrypoint.refuse_missing_mlflow(job, target, user_code, where)
-        emitted = emit(job, target, code, user_code)
+        emitted = emit(
+            job,
+            target,
+            code,
+            user_code,
+            managed_by=contract.managed_by if contract is not None else None,
+        )
         if waits:
             opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=waits))
         super().__init__(TYPE_TOKEN, name, None, opts)

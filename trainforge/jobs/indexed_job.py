@@ -38,6 +38,9 @@ from trainforge.jobs.spec import JobSpec, RunPolicySpec
 BACKEND = "indexed-job"
 API_VERSION = "batch/v1"
 KIND = "Job"
+# Where a fleet manager's Job names MultiKueue: the Job controller skips a Job whose
+# spec.managedBy is not kubernetes.io/job-controller (KEP-4368, GA in Kubernetes 1.35).
+MANAGED_BY = ("spec", "managedBy")
 CONTAINER = "trainer"
 MASTER_PORT = 29500  # torchrun's default; declared on the container and the Service
 PORT_NAME = "rendezvous"

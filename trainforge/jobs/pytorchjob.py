@@ -23,6 +23,10 @@ from trainforge.jobs.spec import JobSpec
 BACKEND = "pytorchjob"
 API_VERSION = "kubeflow.org/v1"
 KIND = "PyTorchJob"
+# Where a fleet manager's PyTorchJob names MultiKueue as its manager: training-operator v1.9.4
+# skips a PyTorchJob whose runPolicy.managedBy is not its own (pkg/controller.v1/pytorch
+# pytorchjob_controller.go Reconcile, ManagedByExternalController), so only the worker's copy runs.
+MANAGED_BY = ("spec", "runPolicy", "managedBy")
 CONTAINER = "pytorch"  # the operator only wires a container with this name
 RDZV_PORT_NAME = "pytorchjob-port"  # the operator reads MASTER_PORT/rdzv port from it
 RDZV_PORT = 23456

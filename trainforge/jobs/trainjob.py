@@ -50,6 +50,10 @@ GROUP = "trainer.kubeflow.org"
 API_VERSION = f"{GROUP}/v1alpha1"
 KIND = "TrainJob"
 RUNTIME_KIND = "ClusterTrainingRuntime"
+# Where a fleet manager's TrainJob names MultiKueue (trainer v2.2.1 pkg/apis/trainer/v1alpha1
+# trainjob_types.go: `managedBy`, immutable, one of trainer.kubeflow.org/trainjob-controller or
+# kueue.x-k8s.io/multikueue).
+MANAGED_BY = ("spec", "managedBy")
 CONTAINER = "node"  # constants.Node (Trainer v2.2.1, v2.3): the container the torch plugin wires
 REPLICATED_JOB = "node"  # ... in the replicated job of this name
 ANCESTOR_LABEL = f"{GROUP}/trainjob-ancestor-step"

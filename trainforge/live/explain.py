@@ -297,6 +297,88 @@ def progress_lines(g: Gathered) -> list[str]:
     return [f"{k + ':':<12}{v}" for k, v in out]
 
 
+# --- a fleet's manager (MultiKueue) --------------------------------------------------------------
+
+# How Kueue 0.19 records where a manager's job runs (pkg/controller/admissionchecks/multikueue/
+# workload.go and apis/kueue/v1beta2/workload_types.go at release-0.19 c90ed700c1, read
+# 2026-11-29): while it dispatches, the manager's Workload lists the workers it offered the job
+# to in `status.nominatedClusterNames` (every worker at once with the default dispatcher); once
+# a worker admits its copy, `syncAdmittingRemoteState` sets the MultiKueue admission check
+# Ready with the message `The workload was admitted on "<worker>"`, sets `status.clusterName`
+# to that worker (immutable until an eviction resets it) and clears the nominated names.
+MULTIKUEUE = "kueue.x-k8s.io/multikueue"
+
+
+def managed_by(job: dict) -> str | None:
+    spec = job.get("spec", {})
+    return spec.get("managedBy") or (spec.get("runPolicy") or {}).get("managedBy")
+
+
+def fleet_worker(g: Gathered) -> str | None:
+    """The worker cluster a manager's job runs on (the Workload's status.clusterName)."""
+    return (g.workload or {}).get("status", {}).get("clusterName") or None
+
+
+def fleet_lines(g: Gathered) -> list[str]:
+    """Where a fleet manager's job runs, or to whom it was offered, and its admission checks."""
+    st = (g.workload or {}).get("status", {})
+    worker = fleet_worker(g)
+    nominated = st.get("nominatedClusterNames") or []
+    if not worker and not nominated and managed_by(g.job) != MULTIKUEUE:
+        return []
+    if worker:
+        out = [
+            f"worker:     {worker} (MultiKueue runs it on that cluster: its pods, logs and "
+            "metrics are there)"
+        ]
+    elif nominated:
+        out = [
+            f"worker:     none yet; offered to {', '.join(nominated)} (the first to admit it "
+            "runs it)"
+        ]
+    else:
+        out = ["worker:     none yet (MultiKueue offers it to the workers once the manager "
+               "reserves its quota)"]  # fmt: skip
+    for c in st.get("admissionChecks") or []:
+        text = f"check:      {c.get('name')} {c.get('state')}"
+        if c.get("message"):
+            text += f": {c['message']}"
+        out.append(text)
+    return out
+
+
+def fleet_why(g: Gathered, state: str) -> list[str]:
+    """`why` on a fleet manager: where the job runs, or what its dispatch waits for."""
+    worker = fleet_worker(g)
+    if worker and not g.pods:
+        return [
+            f"{state} on worker cluster {worker}: MultiKueue runs it there, and this cluster "
+            "holds only its copy, with the worker's status.",
+            f"Its pods, logs and metrics are on {worker}: run `trainforge why {g.name} -n "
+            f"{g.namespace}` with that cluster's kubeconfig.",
+            "See docs/fleet.md#which-worker-runs-a-job",
+        ]
+    wl = g.workload
+    if wl is None or is_true(wl, "Admitted") or not is_true(wl, "QuotaReserved"):
+        return []
+    st = wl.get("status", {})
+    waiting = [c for c in st.get("admissionChecks") or [] if c.get("state") != "Ready"]
+    if not waiting:
+        return []
+    out = ["Kueue reserved its quota on this cluster; it waits for its admission check(s):"]
+    out += [
+        f"  {c.get('name')} {c.get('state')}: {c.get('message', '')}".rstrip(": ") for c in waiting
+    ]
+    nominated = st.get("nominatedClusterNames") or []
+    if nominated:
+        out.append(
+            f"  MultiKueue offered it to {', '.join(nominated)}; none has admitted it yet (each "
+            "worker's own queue decides: `trainforge why` there says why)"
+        )
+    out.append("See docs/fleet.md#which-worker-runs-a-job")
+    return out
+
+
 # --- the reports --------------------------------------------------------------------------------
 
 
@@ -323,12 +405,19 @@ def status(g: Gathered, now: datetime) -> str:
         lines.append(f"state:      {text}")
     if wl is not None:
         lines += queue_lines(g, admitted, now)
+        lines += fleet_lines(g)
     lines += progress_lines(g)
-    if g.spend:
+    if fleet_worker(g) and not g.pods:
+        lines.append(
+            f"spend:      on worker {fleet_worker(g)}, where its pods run (ask that cluster)"
+        )
+    elif g.spend:
         lines.append(g.spend)
     if g.pods:
         lines.append("pods:")
         lines += [f"  {pod_line(p, g.container, now)}" for p in g.pods]
+    elif fleet_worker(g):
+        lines.append(f"pods:       none on this cluster (they run on worker {fleet_worker(g)})")
     elif wl is not None and not admitted:
         lines.append("pods:       none yet (the job stays suspended until Kueue admits it)")
     else:
@@ -360,6 +449,15 @@ def queue_lines(g: Gathered, admitted: bool, now: datetime) -> list[str]:
         lent = borrowing(g)
         if lent:
             out.append(f"borrowing:  {lent}")
+    elif is_true(wl, "QuotaReserved"):
+        # Admitted = quota reserved and every admission check Ready (Kueue's workload
+        # conditions): what it waits for is a check, not quota (on a fleet manager, MultiKueue)
+        checks = [c.get("name", "?") for c in wl.get("status", {}).get("admissionChecks") or []
+                  if c.get("state") != "Ready"]  # fmt: skip
+        out.append(
+            f"reserved:   its quota in ClusterQueue {cq}; it waits for admission check(s) "
+            f"{', '.join(checks) or '?'}"
+        )
     else:
         if g.position is not None:
             out.append(
@@ -392,7 +490,9 @@ def why(g: Gathered, now: datetime, last_lines: dict[str, str]) -> str:
     wl = g.workload
     if state == "Succeeded":
         return f"{g.name} finished successfully.\n"
-    reasons = []
+    reasons = fleet_why(g, state)
+    if reasons:
+        return "\n".join(reasons) + "\n"
     if wl is not None and not is_true(wl, "Admitted") and state != "Failed":
         blocked = blocked_by(g)
         if blocked:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # types only: a check module importing these loads nothing more
     from trainforge.core.contract import Declared
+    from trainforge.plan.fleet import WorkerPlan
     from trainforge.plan.manifests import K8sObject
     from trainforge.plan.runner import Inventory, Recorded
     from trainforge.plan.waivers import Waiver
@@ -40,6 +41,9 @@ class PlanContext:
     # admission simulation: trainforge.plan.checks.queues.simulate; the validation:
     # trainforge.plan.checks.validate.validation), so two readers do not compute it twice.
     memo: dict[str, Any] = field(default_factory=dict)
+    # A fleet manager's workers as this plan planned them (trainforge.plan.fleet), by their
+    # MultiKueueCluster name; empty for any other stack.
+    fleet_workers: dict[str, WorkerPlan] = field(default_factory=dict)
 
     def resources_of(self, type_: str) -> list[Recorded]:
         """Every recorded resource of one Pulumi type token."""

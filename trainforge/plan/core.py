@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainforge.plan import check_types as T
+from trainforge.plan import fleet as F
 from trainforge.plan import registry as C
 from trainforge.plan.checks import rules as R
 from trainforge.plan.checks import validate as V
@@ -98,17 +99,27 @@ def evaluate(
     root: pathlib.Path | None = None,
     standin: Callable[[], Inventory] | None = None,
     rejudge: bool = False,
+    fleet_workers: dict[str, F.WorkerPlan] | None = None,
 ) -> PlanResult:
     """Run every registered check (validation and the resource rules included); attach
     waivers to what they cover. A waiver must name something of this plan: a resource (Pulumi
     name or URN), a Kubernetes object (namespace/Kind/name) or a finding's subject.
-    `rejudge`: the rules also judge the stand-in run (checks/rules.py, `rejudged`)."""
+    `rejudge`: the rules also judge the stand-in run (checks/rules.py, `rejudged`).
+    `fleet_workers`: a fleet manager's planned workers (trainforge.plan.fleet)."""
     objects = k8s_objects(inv)
     idents = {o.urn: o.ident for o in objects}
     names_by_urn = {r.urn: {r.urn, r.name, *([idents[r.urn]] if r.urn in idents else [])}
                     for r in inv.resources}  # fmt: skip
     known: set[str] = set().union(*names_by_urn.values())
-    ctx = T.PlanContext(inv, objects, inv.declared, root, standin, rejudge=rejudge)
+    ctx = T.PlanContext(
+        inventory=inv,
+        objects=objects,
+        declared=inv.declared,
+        root=root,
+        standin=standin,
+        rejudge=rejudge,
+        fleet_workers=dict(fleet_workers or {}),
+    )
     violations: list[T.Finding] = []
     sections: list[T.Section] = []
     for result in C.run_checks(ctx):
@@ -155,12 +166,14 @@ def standin_pass(
     stack: str,
     config_overrides: dict[str, Any] | None = None,
     program: str | None = None,
+    references: dict[str, dict] | None = None,
 ) -> Callable[[], Inventory] | None:
     """The stand-in run of the project (the program again, with mocks that invent ids and
     ARNs), run at most once and only when asked: for the plan checks that need rendered
     documents (the IAM rehearsal) and for re-judging the rules. Jobs from config declare only
     Kubernetes objects, which this pass skips: they are left out so that its cost does not
-    grow with the number of jobs. None without the platform's mocks."""
+    grow with the number of jobs. None without the platform's mocks. `references`: a fleet
+    manager's StackReference answers (trainforge.plan.fleet), as in the preview."""
     standin_mocks = load_standin_mocks()
     if standin_mocks is None:
         return None
@@ -172,6 +185,7 @@ def standin_pass(
             config_overrides={**(config_overrides or {}), JOBS_KEY: []},
             preview=False,
             program=program,
+            references=references,
         )
     )
 
@@ -199,6 +213,9 @@ def plan_project(
     from trainforge.jobs.estimate import memoized
 
     with memoized():  # each job is estimated once, not once per asker
+        # a fleet manager: its workers planned first, its StackReferences answered from them
+        workers = F.plan_workers(root, stack)
+        references = F.reference_answers(workers) or None
         inv = run_project(
             root,
             stack,
@@ -206,12 +223,13 @@ def plan_project(
             config_overrides=config_overrides,
             program=program,
             echo_warnings=echo_warnings,
+            references=references,
         )
         if submit is not None:
             submit(inv)
-        standin = standin_pass(root, stack, config_overrides, program)
+        standin = standin_pass(root, stack, config_overrides, program, references)
         rejudge = standins and mocks is None
-        result = evaluate(inv, waivers_from(inv), root, standin, rejudge)
+        result = evaluate(inv, waivers_from(inv), root, standin, rejudge, fleet_workers=workers)
     # Only what no section says already: a team quota the pools cannot hold is the queue
     # section's "quota: ..." line (checks/queues.py), which the verdict counts as a warning.
     shown = set(getattr(inv.declared, "quota_warnings", None) or [])

@@ -35,6 +35,11 @@ def strict(node: Any) -> Any:
     if not isinstance(node, dict):
         return node
     node = {k: strict(v) for k, v in node.items()}
+    pattern = node.get("pattern")
+    if isinstance(pattern, str) and "(?i)" in pattern[1:]:
+        # Go's RE2 takes a flag group anywhere (AdmissionCheck's parameters.kind is
+        # `^(?i)[a-z]...`); Python's re only at the start, where it means the same here
+        node["pattern"] = "(?i)" + pattern.replace("(?i)", "")
     if node.pop("x-kubernetes-int-or-string", False):
         node.pop("type", None)
         node["anyOf"] = [{"type": "integer"}, {"type": "string"}]

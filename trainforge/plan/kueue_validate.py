@@ -22,6 +22,10 @@ KINDS = (
     "ResourceFlavor",
     "Topology",
     "WorkloadPriorityClass",
+    # a fleet manager's MultiKueue objects (platform/fleet.py)
+    "AdmissionCheck",
+    "MultiKueueCluster",
+    "MultiKueueConfig",
 )
 DNS1123 = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
@@ -115,6 +119,22 @@ def kueue_findings(doc: dict) -> list[str]:
         errs += _flavor(spec)
     elif kind == "Topology":
         errs += _topology(spec)
+    elif kind == "MultiKueueCluster":
+        # CEL: exactly one of the fields in [kubeConfig clusterProfileRef] must be set
+        source = spec.get("clusterSource") or {}
+        if (
+            isinstance(source, dict)
+            and sum(k in source for k in ("kubeConfig", "clusterProfileRef")) != 1
+        ):
+            errs.append(
+                "spec.clusterSource: exactly one of the fields in [kubeConfig clusterProfileRef] "
+                "must be set"
+            )
+    elif kind == "MultiKueueConfig":
+        # CEL: spec.clusters must be unique
+        clusters = spec.get("clusters") or []
+        if isinstance(clusters, list) and len(set(map(str, clusters))) != len(clusters):
+            errs.append("spec.clusters: must be unique")
     elif kind == "LocalQueue":
         if not spec.get("clusterQueue"):
             errs.append("spec.clusterQueue is required")

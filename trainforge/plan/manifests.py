@@ -60,6 +60,9 @@ CLUSTER_SCOPED = {
     "WorkloadPriorityClass",
     "Cohort",
     "ClusterTrainingRuntime",
+    "AdmissionCheck",
+    "MultiKueueCluster",
+    "MultiKueueConfig",
 }
 
 

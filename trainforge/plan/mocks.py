@@ -14,6 +14,7 @@ value only the cloud can know (ids, ARNs, endpoints) stays unknown, as in a firs
 
 from __future__ import annotations
 
+import base64
 import functools
 import gzip
 import json
@@ -231,8 +232,13 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
         capacity_reservations: dict[str, dict[str, Any]] | None = None,
         offerings: dict[str, list[str]] | None = None,
         subnet_zones: dict[str, str] | None = None,
+        stack_outputs: dict[str, dict[str, Any]] | None = None,
     ) -> None:
         self.preview = preview
+        # stack name -> its outputs, what a `pulumi:pulumi:StackReference` to it reads (a fleet
+        # stack reads its workers' or its manager's); a stack not listed has exported nothing
+        # yet (the fleet's bootstrap: it is skipped with a warning)
+        self.stack_outputs = dict(stack_outputs or {})
         # cr-id -> {availabilityZone, placementGroupArn, reservationType ("default" or
         # "capacity-block"), instanceType}: what EC2 says about a reservation
         self.capacity_reservations = dict(capacity_reservations or {})
@@ -423,6 +429,14 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
     # -- resources -------------------------------------------------------------------------------
     def new_resource(self, args: pulumi.runtime.MockResourceArgs):
         inputs = dict(args.inputs)
+        if args.typ == "pulumi:pulumi:StackReference":
+            stack = args.resource_id or inputs.get("name") or args.name
+            exported = dict(self.stack_outputs.get(stack, {}))
+            outputs = {"name": stack, "outputs": exported, "secretOutputNames": sorted(exported)}
+            self.resources.append(
+                MockedResource(args.typ, args.name, inputs, stack, outputs, custom=True)
+            )
+            return stack, outputs
         if args.resource_id and args.typ == "aws:ec2/capacityReservation:CapacityReservation":
             # a read of an existing reservation (it happens at preview too)
             rid = args.resource_id
@@ -553,6 +567,12 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
             out["metadata"] = meta
             if typ == "kubernetes:helm.sh/v3:Release":
                 out.setdefault("status", {"status": "deployed", "name": inputs.get("name", name)})
+            if inputs.get("type") == "kubernetes.io/service-account-token":
+                # Kubernetes' token controller fills a token Secret's `data.token` (base64);
+                # a stand-in one, so what is built from it (a fleet worker's kubeconfig for
+                # its manager, trainforge.plan.fleet) exists as it does once the stack is up
+                token = base64.b64encode(f"standin-token-{name}".encode()).decode()
+                out["data"] = {**dict(inputs.get("data") or {}), "token": token}
             return f"{meta.get('namespace', 'default')}/{meta['name']}", out
         return rid, out
 

@@ -61,6 +61,7 @@ ORDER = tuple(
         "images",
         "resume",
         "submitted",
+        "fleet",
     ]
 )
 

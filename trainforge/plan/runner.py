@@ -81,6 +81,10 @@ class Inventory:
     # What a Kubeflow SDK program sent to the plan's API stand-in (`plan --sdk`,
     # trainforge.plan.sdk.Submission); None otherwise. Not part of the JSON.
     submitted: Any = None
+    # The secret stack outputs' own values (UNKNOWN while unknown), which `outputs` masks:
+    # a fleet manager's plan answers its StackReferences to a worker with them
+    # (trainforge.plan.fleet). Never written out (to_json).
+    secret_outputs: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def by_urn(self) -> dict[str, Recorded]:
         return {r.urn: r for r in self.resources}
@@ -241,6 +245,17 @@ async def _resolve_output(value: Any) -> Any:
     return plain(await out.future())
 
 
+async def _reveal_output(value: Any) -> Any:
+    """A secret stack output's own value, or UNKNOWN (for `Inventory.secret_outputs`)."""
+    from pulumi import Output
+
+    out = Output.from_input(value)
+    return plain(await out.future()) if await out.is_known() else UNKNOWN
+
+
+STACK_REFERENCE = "pulumi:pulumi:StackReference"
+
+
 class PreviewMocks:
     """Default mocks: echo inputs as outputs and leave ids unknown, as a first preview would.
 
@@ -342,6 +357,24 @@ def load_mocks() -> Any:
     return HybridMocks(found) if found is not None else PreviewMocks()
 
 
+def answering(mocks: Any, references: dict[str, dict]) -> Any:
+    """`mocks` that answer a read of `pulumi:pulumi:StackReference` whose target is in
+    `references` with that state (name, outputs, secretOutputNames): a fleet manager's
+    workers as the plan planned them (trainforge.plan.fleet). Everything else is `mocks`'."""
+    from pulumi.runtime.mocks import Mocks
+
+    class _Answering(Mocks):
+        def call(self, args):
+            return mocks.call(args)
+
+        def new_resource(self, args):
+            if args.typ == STACK_REFERENCE and args.resource_id in references:
+                return args.resource_id, dict(references[args.resource_id])
+            return mocks.new_resource(args)
+
+    return _Answering()
+
+
 # ---------------------------------------------------------------------------------------------
 # Project and stack files
 
@@ -424,6 +457,7 @@ def run_program(
     mocks: Any = None,
     preview: bool = True,
     echo_warnings: bool = True,
+    references: dict[str, dict] | None = None,
 ) -> Inventory:
     """Run `program` (a callable that declares resources) under mocks in preview mode.
 
@@ -442,6 +476,8 @@ def run_program(
     chosen = mocks if mocks is not None else load_mocks()
     echo = preview and type(chosen) in (PreviewMocks, HybridMocks)
     mocks = _as_mocks(chosen)
+    if references:
+        mocks = answering(mocks, references)
     sink: list[Recorded] = []
     outputs: dict[str, Any] = {}
     monitor = _make_monitor(mocks, sink, echo)
@@ -458,8 +494,11 @@ def run_program(
 
     declared = start_record()
     _sync_await(run_pulumi_func(program))
+    secret_outputs: dict[str, Any] = {}
     for name, value in (getattr(root, "outputs", None) or {}).items():
         outputs[name] = _sync_await(_resolve_output(value))
+        if outputs[name] == SECRET:
+            secret_outputs[name] = _sync_await(_reveal_output(value))
     return Inventory(
         project=project,
         stack=stack,
@@ -467,6 +506,7 @@ def run_program(
         outputs=outputs,
         declared=declared,
         warnings=list(log.messages) if log is not None else [],
+        secret_outputs=secret_outputs,
     )
 
 
@@ -499,6 +539,7 @@ def run_project(
     preview: bool = True,
     program: str | None = None,
     echo_warnings: bool = True,
+    references: dict[str, dict] | None = None,
 ) -> Inventory:
     """Run the project's __main__.py (or `program`, a Python file of the project that
     declares the platform and jobs, e.g. with `TrainingJob.function`) with
@@ -530,6 +571,7 @@ def run_project(
         mocks=mocks,
         preview=preview,
         echo_warnings=echo_warnings,
+        references=references,
     )
     inv.config = shown
     return inv

@@ -48,6 +48,8 @@ class ClusterArgs:
     vpc_id: pulumi.Input[str]
     private_subnet_ids: list[pulumi.Input[str]]
     tags: dict[str, str]
+    # more CIDRs the public endpoint admits: a fleet worker's manager's egress (fleet.py)
+    fleet_cidrs: tuple[str, ...] = ()
 
 
 class Cluster(pulumi.ComponentResource):
@@ -89,10 +91,14 @@ class Cluster(pulumi.ComponentResource):
                 private_subnet_ids=args.private_subnet_ids,
                 node_associate_public_ip_address=False,
                 endpoint_private_access=True,
-                endpoint_public_access=cfg.endpoint.public,
+                endpoint_public_access=cfg.endpoint.public or bool(args.fleet_cidrs),
                 # the allow-list, plus the deployer's /32 with deployFrom: deployer (endpoint.py)
+                # and a fleet worker's manager's egress addresses
                 public_access_cidrs=endpoint.public_access_cidrs(
-                    cfg.endpoint.public_access_cidrs,
+                    cfg.endpoint.public_access_cidrs
+                    + tuple(
+                        c for c in args.fleet_cidrs if c not in cfg.endpoint.public_access_cidrs
+                    ),
                     cfg.endpoint.deploy_from,
                     cname,
                     pulumi.Config("aws").get("region"),

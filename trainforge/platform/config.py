@@ -27,6 +27,7 @@ from trainforge.stack.base import (
     validate_as,
 )
 from trainforge.stack.file import decode_value
+from trainforge.stack.fleet import FleetConfig, parse_fleet
 from trainforge.stack.model import unknown_keys
 from trainforge.stack.platform import (
     Admins,
@@ -61,6 +62,9 @@ class PlatformConfig(PlatformKeys):
     services: ServicesConfig | None = Field(
         None, exclude=True, description="The services' config (services_config.py), not a key."
     )
+    fleet: FleetConfig | None = Field(
+        None, exclude=True, description="`trainforge:fleet` (stack/fleet.py); None: one cluster."
+    )
 
 
 def parse_config(
@@ -93,6 +97,7 @@ def parse_config(
     else:  # the rules across sections and the lookups still judge the sections that are valid
         admins, system, groups, pools = _valid_parts(own, errors)
     services = parse_services_config(raw, errors)
+    fleet = parse_fleet(raw, errors)
     for i, team in enumerate(services.teams):
         for arn in sorted(set(team.access.principals) & set(admins)):
             errors.append(
@@ -107,7 +112,7 @@ def parse_config(
         _lookup_instance_types(errors, system, groups, pools)
     if errors or config is None:
         raise ConfigError(errors)
-    return config.model_copy(update={"services": services})
+    return config.model_copy(update={"services": services, "fleet": fleet})
 
 
 def _valid_parts(own: dict[str, Any], errors: list[str]) -> tuple[Any, Any, list, list]:

@@ -197,6 +197,8 @@ class KueueArgs:
     # The Namespaces Kueue's namespace selector must find labelled (`trainforge.io/queued`)
     # before its configuration selects by that label: see Kueue.__init__.
     selected_namespaces: list[pulumi.Resource] = field(default_factory=list)
+    # AdmissionChecks every team ClusterQueue lists (a fleet manager's MultiKueue check)
+    admission_checks: tuple[str, ...] = ()
 
 
 class Kueue(pulumi.ComponentResource):
@@ -245,6 +247,8 @@ class Kueue(pulumi.ComponentResource):
                 meta["namespace"] = args.team_namespaces[team]
             body = {k: v for k, v in doc.items() if k not in ("apiVersion", "kind", "metadata")}
             kind = doc["kind"]
+            if kind == "ClusterQueue" and args.admission_checks:
+                body["spec"] = with_admission_checks(body["spec"], args.admission_checks)
             res_name = (
                 f"{name}-{kind.lower()}-{(namespace + '-') if namespace else ''}{meta['name']}"
             )
@@ -263,6 +267,13 @@ class Kueue(pulumi.ComponentResource):
         self.register_outputs(
             {"namespace": NAMESPACE, "chartVersion": versions.KUEUE_CHART_VERSION}
         )
+
+
+def with_admission_checks(spec: dict[str, Any], checks: tuple[str, ...]) -> dict[str, Any]:
+    """A ClusterQueue spec that admits only once `checks` pass (v1beta2
+    `admissionChecksStrategy`): a fleet manager's queues wait for MultiKueue, which admits
+    a job where a worker admits its copy."""
+    return {**spec, "admissionChecksStrategy": {"admissionChecks": [{"name": c} for c in checks]}}
 
 
 class KubeObject(pulumi.CustomResource):

@@ -79,6 +79,8 @@ class Network(pulumi.ComponentResource):
             f"kubernetes.io/cluster/{args.cluster_name}": "shared",
         }
         self.private_route_table_ids: list[pulumi.Input[str]] = []
+        # the NAT gateways' public IPs (a fleet manager's egress); None: an existing VPC's
+        self.nat_public_ips: list[pulumi.Input[str]] | None = None if cfg.vpc_id else []
         self.endpoint_subnet_ids: list[pulumi.Input[str]] = []
         self.endpoint_cidrs: list[pulumi.Input[str]] = []
         if cfg.vpc_id:
@@ -216,6 +218,7 @@ class Network(pulumi.ComponentResource):
             )
             if i == 0 or cfg.nat_gateways == "onePerAz":
                 eip = aws.ec2.Eip(f"{name}-nat-{i}", domain="vpc", tags=args.tags, opts=child)
+                self.nat_public_ips.append(eip.public_ip)
                 nats.append(
                     aws.ec2.NatGateway(
                         f"{name}-nat-{i}",

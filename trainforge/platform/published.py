@@ -32,6 +32,7 @@ from trainforge.platform.config import (
     resolve_all,
 )
 from trainforge.platform.instance_types import PoolTypeFacts, instance_type_facts
+from trainforge.stack.fleet import MULTIKUEUE_CONTROLLER
 
 # Stands for the checkpoint bucket's name while only the config is known: a job is checked
 # knowing *that* the platform has a bucket, before the bucket (and its name) exists.
@@ -275,6 +276,7 @@ def contract_from_config(
         checkpoint_bucket=checkpoint_bucket,
         mlflow_tracking_uri=mlflow,
         images=images,
+        managed_by=MULTIKUEUE_CONTROLLER if _manager(config) else None,
         k8s_provider=k8s_provider,
         ready=tuple(ready),
         backend_ready=dict(backend_ready or {}),
@@ -309,3 +311,9 @@ def images_from_config(config: PlatformConfig, registry: str) -> Any:
         prebuilt_efa=cfg.runtime_efa_image,
         efa_pools=any(p.efa for p in (*config.node_groups, *config.node_pools)),
     )
+
+
+def _manager(config: PlatformConfig) -> bool:
+    """True for a fleet manager's config (its jobs are MultiKueue's to dispatch)."""
+    fleet = getattr(config, "fleet", None)
+    return fleet is not None and fleet.manager_role

@@ -76,6 +76,8 @@ class PlatformServicesArgs:
     endpoint_cidrs: list[pulumi.Input[str]] = field(default_factory=list)
     s3_vpc_endpoint_id: pulumi.Input[str] | None = None
     tags: dict[str, str] = field(default_factory=dict)
+    # AdmissionChecks the team ClusterQueues list (a fleet manager's: platform/fleet.py)
+    admission_checks: tuple[str, ...] = ()
 
 
 class PlatformServices(pulumi.ComponentResource):
@@ -170,6 +172,7 @@ class PlatformServices(pulumi.ComponentResource):
                     k8s_provider=args.k8s_provider,
                     team_namespaces=dict(namespaces),
                     selected_namespaces=list(self.team_namespaces.namespace_objects),
+                    admission_checks=tuple(args.admission_checks),
                 ),
                 opts=child,
             )

@@ -20,11 +20,19 @@ from trainforge.platform import capacity_placement
 from trainforge.platform.acceptance import AcceptanceTests, AcceptanceTestsArgs, check_acceptance
 from trainforge.platform.cluster import SYSTEM_LABEL, Cluster, ClusterArgs
 from trainforge.platform.config import PlatformConfig, parse_config, resolve_all
+from trainforge.platform.fleet import (
+    Fleet,
+    FleetArgs,
+    admission_checks,
+    manager_cidrs,
+    worker_backends,
+)
 from trainforge.platform.karpenter import Karpenter, KarpenterArgs
 from trainforge.platform.network import Network, NetworkArgs
 from trainforge.platform.node_groups import GpuNodeGroup, GpuNodeGroupArgs
 from trainforge.platform.node_health import NodeHealth, NodeHealthArgs
 from trainforge.platform.published import contract_from_config, pool_facts
+from trainforge.stack import component_args
 from trainforge.stack.platform import (
     AcceptanceTestConfig,
     EndpointConfig,
@@ -39,7 +47,6 @@ from trainforge.stack.platform import (
     SystemNodeGroupConfig,
     TaintKeys,
 )
-from trainforge.stack import component_args
 from trainforge.stack.services import ServiceKeys
 
 __all__ = ["TrainingPlatform", "TrainingPlatformArgs", "config_from_args", "pool_facts"]
@@ -129,9 +136,18 @@ class TrainingPlatform(pulumi.ComponentResource):
         self.network = Network(
             f"{name}-net", NetworkArgs(config.cluster, config.network, tags), child
         )
+        # a fleet worker's endpoint also admits its manager's egress addresses (read now)
+        fleet = config.fleet
+        fleet_cidrs = manager_cidrs(fleet, self) if fleet is not None and fleet.worker_role else ()
         self.cluster = Cluster(
             f"{name}-eks",
-            ClusterArgs(config, self.network.vpc_id, self.network.private_subnet_ids, tags),
+            ClusterArgs(
+                config,
+                self.network.vpc_id,
+                self.network.private_subnet_ids,
+                tags,
+                fleet_cidrs=fleet_cidrs,
+            ),
             child,
         )
         # Every Kubernetes object waits for nodes and networking (charts need schedulable
@@ -210,6 +226,24 @@ class TrainingPlatform(pulumi.ComponentResource):
             with image_routes.routing(cache):  # their images through the cache
                 self.services = self._services(name, config, tags)
         services = self.services
+        # A MultiKueue fleet (platform/fleet.py): a worker's identity for its manager, or a
+        # manager's MultiKueue objects; Kueue (its namespace, CRDs, webhooks) comes first.
+        self.fleet: Fleet | None = None
+        if fleet is not None:
+            self.fleet = Fleet(
+                f"{name}-fleet",
+                FleetArgs(
+                    fleet=fleet,
+                    cluster=config.cluster,
+                    k8s_provider=self.k8s_provider,
+                    cluster_kubeconfig=self.cluster.kubeconfig,
+                    region=aws.get_region().region,
+                    backends=worker_backends(config.services),
+                    egress_ips=self.network.nat_public_ips,
+                    depends_on=[services.kueue] if services and services.kueue else [],
+                ),
+                child,
+            )
         # On-demand acceptance tests of GPU pools: suspended CronJobs
         self.acceptance: AcceptanceTests | None = None
         if any(g.acceptance.enabled for g in (*config.node_groups, *config.node_pools)):
@@ -359,6 +393,7 @@ class TrainingPlatform(pulumi.ComponentResource):
                 s3_vpc_endpoint_id=self.network.s3_endpoint_id,
                 tags=tags,
                 karpenter_namespace=config.karpenter.namespace if self.karpenter else None,
+                admission_checks=admission_checks(config.fleet),
             ),
             pulumi.ResourceOptions(parent=self),
         )

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from trainforge.stack.base import NS, StackModel, aliases, suggest
+from trainforge.stack.fleet import FleetKeys
 from trainforge.stack.jobs import JobKeys
 from trainforge.stack.platform import PlatformKeys
 from trainforge.stack.policy import NS as POLICY_NS
@@ -19,7 +20,7 @@ from trainforge.stack.policy import PolicyKeys
 from trainforge.stack.services import ServiceKeys
 
 
-class StackConfig(PlatformKeys, ServiceKeys, JobKeys):
+class StackConfig(PlatformKeys, ServiceKeys, JobKeys, FleetKeys):
     """Every `trainforge:` key of Pulumi.<stack>.yaml (each declared in its area's module)."""
 
 

@@ -1,0 +1,386 @@
+"""The fleet section (trainforge.plan.checks.fleet) on small fleets built from the dev stack's
+planned objects: a manager and workers alike, then one worker broken at a time. The dev
+program runs once (session fixture); each case edits copies of its objects."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, replace
+from typing import Any
+
+import pytest
+
+from trainforge.plan.check_types import PlanContext
+from trainforge.plan.checks import fleet as FC
+from trainforge.plan.fleet import WorkerPlan
+from trainforge.plan.manifests import k8s_objects
+from trainforge.plan.runner import run_project
+
+
+@dataclass
+class Obj:
+    """A rendered object as the checks read it (trainforge.plan.manifests.K8sObject)."""
+
+    doc: dict[str, Any]
+    urn: str = ""
+
+    @property
+    def kind(self) -> str:
+        return self.doc["kind"]
+
+    @property
+    def namespace(self) -> str | None:
+        return self.doc["metadata"].get("namespace")
+
+    @property
+    def ident(self) -> str:
+        m = self.doc["metadata"]
+        return f"{m.get('namespace') or '_'}/{self.kind}/{m['name']}"
+
+
+@pytest.fixture(scope="module")
+def dev(repo_root):
+    inv = run_project(repo_root, "dev", echo_warnings=False)
+    return inv, [Obj(copy.deepcopy(o.doc), o.urn) for o in k8s_objects(inv)]
+
+
+def managed(objs: list[Obj]) -> list[Obj]:
+    """The dev objects with every job emitted for MultiKueue (as a manager's are)."""
+    out = []
+    for o in objs:
+        doc = copy.deepcopy(o.doc)
+        path = FC._MANAGED_BY.get(doc["kind"])
+        if path and "trainforge.io/job" in (doc["metadata"].get("labels") or {}):
+            node = doc
+            for k in path[:-1]:
+                node = node.setdefault(k, {})
+            node[path[-1]] = FC.MULTIKUEUE
+        out.append(Obj(doc, o.urn))
+    return out
+
+
+def fleet(dev, **workers) -> PlanContext:
+    """A manager (the dev stack, jobs managed by MultiKueue) and workers: name -> (region,
+    objects), each with the dev stack's pools."""
+    inv, objs = dev
+    plans = {
+        name: WorkerPlan(name, f"fleet-{name}", region, inv, objects)
+        for name, (region, objects) in workers.items()
+    }
+    return PlanContext(inventory=inv, objects=managed(objs), declared=inv.declared,
+                       fleet_workers=plans)  # fmt: skip
+
+
+def run(ctx):
+    result = FC.check(ctx)
+    return result, {f.rule for f in result.findings}
+
+
+def worker_docs(dev, edit=None) -> list[Obj]:
+    objs = [Obj(copy.deepcopy(o.doc)) for o in dev[1]]
+    if edit:
+        objs = [o for o in objs if edit(o.doc) is not False]
+    return objs
+
+
+def test_a_fleet_of_like_workers_lists_each_job_with_its_cost(dev):
+    ctx = fleet(dev, use1=("us-east-1", worker_docs(dev)), usw2=("us-west-2", worker_docs(dev)))
+    result, rules = run(ctx)
+    # checkpoints of dev's jobs are on FSx only: that is the one finding a like fleet has
+    assert rules <= {FC.RULE_CHECKPOINTS}, [f.message for f in result.findings]
+    (section,) = result.sections
+    text = "\n".join(section.lines)
+    assert FC.ALL_AT_ONCE in section.lines[0] and "Kueue 0.19's default" in section.lines[0]
+    for job in ("mnist-ddp", "gpt-small-fsdp"):
+        assert f"job {job} (team research" in text
+    # a cost per worker, in the worker's region
+    assert "in us-east-1" in text and "in us-west-2" in text and "/h on-demand" in text
+    assert "tried first: all 2 at once (use1, usw2); the first to admit it runs it" in text
+    job = next(j for j in section.data["jobs"] if j["job"] == "gpt-small-fsdp")
+    assert [w["worker"] for w in job["workers"]] == ["use1", "usw2"]
+    assert all(w["onDemandPerHour"] for w in job["workers"])
+
+
+def test_a_job_no_worker_can_hold_is_a_finding(dev):
+    def no_gpu_quota(doc):
+        # the worker's team queue has no GPU pool: its ClusterQueue lists no such flavor
+        if doc["kind"] == "ClusterQueue":
+            for g in doc["spec"].get("resourceGroups") or []:
+                g["flavors"] = [f for f in g["flavors"] if f["name"] != "gpu-workloads"]
+
+    ctx = fleet(dev, use1=("us-east-1", worker_docs(dev, no_gpu_quota)))
+    result, rules = run(ctx)
+    assert FC.RULE_NO_WORKER in rules
+    (f,) = [f for f in result.findings if f.rule == FC.RULE_NO_WORKER]
+    assert f.message.startswith("job gpt-small-fsdp: no worker of the fleet can admit it (use1:")
+    assert "job gpt-small-fsdp (team research, 2 pod(s)): no worker can run it" in (
+        result.sections[0].lines
+    )
+    # with one worker that can, the job is not refused
+    ctx = fleet(dev, use1=("us-east-1", worker_docs(dev, no_gpu_quota)),
+                usw2=("us-west-2", worker_docs(dev)))  # fmt: skip
+    result, rules = run(ctx)
+    assert FC.RULE_NO_WORKER not in rules
+    assert any(line.startswith("  not use1: ") for line in result.sections[0].lines)
+
+
+def test_a_worker_of_another_shape_is_refused_naming_worker_and_object(dev):
+    def no_local_queue(doc):
+        return not (doc["kind"] == "LocalQueue" and doc["metadata"]["name"] == "default")
+
+    ctx = fleet(dev, use1=("us-east-1", worker_docs(dev)),
+                usw2=("us-west-2", worker_docs(dev, no_local_queue)))  # fmt: skip
+    result, rules = run(ctx)
+    shapes = [f for f in result.findings if f.rule == FC.RULE_SHAPE]
+    assert len(shapes) == 1 and shapes[0].resource == "worker/usw2"
+    assert "worker usw2 (stack fleet-usw2)" in shapes[0].message
+    assert "lacks the manager's LocalQueue research/default" in shapes[0].message
+
+    def other_namespace(doc):
+        if doc["kind"] == "Namespace" and doc["metadata"]["name"] == "research":
+            doc["metadata"]["name"] = "research-eu"
+
+    result, _ = run(fleet(dev, use1=("us-east-1", worker_docs(dev, other_namespace))))
+    (f,) = [f for f in result.findings if f.rule == FC.RULE_SHAPE]
+    assert "lacks the manager's team namespace research" in f.message
+    assert "has team namespace research-eu that the manager has not" in f.message
+
+
+def test_a_worker_without_the_managers_job_backend_is_refused(dev):
+    inv = dev[0]
+    ctx = fleet(dev, use1=("us-east-1", worker_docs(dev)))
+    contracts = [replace(c, backends=("trainjob",)) for c in inv.declared.contracts]
+    other = replace(inv.declared, contracts=contracts)
+    w = ctx.fleet_workers["use1"]
+    ctx.fleet_workers["use1"] = WorkerPlan(
+        w.name, w.stack, w.region, replace(inv, declared=other), w.objects
+    )
+    result, rules = run(ctx)
+    (f,) = [f for f in result.findings if f.rule == FC.RULE_SHAPE]
+    assert "training operator" in f.message and "backend pytorchjob" in f.message
+
+
+def test_a_manager_job_without_managed_by_is_a_finding(dev):
+    inv, objs = dev
+    ctx = fleet(dev, use1=("us-east-1", worker_docs(dev)))
+    ctx.objects = [Obj(copy.deepcopy(o.doc), o.urn) for o in objs]  # as emitted for one cluster
+    result, rules = run(ctx)
+    found = [f for f in result.findings if f.rule == FC.RULE_MANAGED_BY]
+    assert {f.message.split(":")[0] for f in found} >= {"job mnist-ddp", "job gpt-small-fsdp"}
+    assert "spec.runPolicy.managedBy is None" in found[0].message
+
+
+def test_fsx_only_checkpoints_on_several_workers_is_a_finding(dev):
+    inv = dev[0]
+
+    def no_mirror(spec):
+        ck = spec.checkpoint
+        ck = (
+            ck.model_copy(update={"s3_mirror": False})
+            if hasattr(ck, "model_copy")
+            else (replace(ck, s3_mirror=False))
+        )
+        if hasattr(spec, "model_copy"):
+            return spec.model_copy(update={"checkpoint": ck})
+        return replace(spec, checkpoint=ck)
+
+    jobs = [
+        replace(dj, spec=no_mirror(dj.spec)) if dj.spec.name == "mnist-ddp" else dj
+        for dj in inv.declared.jobs
+    ]
+
+    def unmirrored(ctx):
+        ctx.declared = replace(inv.declared, jobs=jobs)
+        return ctx
+
+    one = unmirrored(fleet(dev, use1=("us-east-1", worker_docs(dev))))
+    assert FC.RULE_CHECKPOINTS not in run(one)[1]
+    two = fleet(dev, use1=("us-east-1", worker_docs(dev)), usw2=("us-west-2", worker_docs(dev)))
+    assert FC.RULE_CHECKPOINTS not in run(two)[1]  # dev's jobs mirror their checkpoints to S3
+    result, rules = run(unmirrored(two))
+    (f,) = [f for f in result.findings if f.rule == FC.RULE_CHECKPOINTS]
+    assert f.message.startswith("job mnist-ddp: its checkpoints (/fsx/checkpoints/research/")
+    assert "live on the FSx of whichever cluster runs it, and 2 workers may" in f.message
+
+
+def test_mirrored_checkpoints_state_the_cross_region_traffic(dev):
+    ctx = fleet(dev, use1=("us-east-1", worker_docs(dev)), usw2=("us-west-2", worker_docs(dev)))
+    lines = run(ctx)[0].sections[0].lines
+    data = [line for line in lines if line.startswith("  data: ")]
+    # dev's bucket is in us-west-2: use1 reads it across regions, usw2 does not
+    assert data and all("in us-west-2; use1 reads and writes it across regions" in d for d in data)
+    assert "no price in the price facts" in data[0]
+
+
+def test_no_section_outside_a_fleet(dev):
+    inv, objs = dev
+    assert FC.check(PlanContext(inventory=inv, objects=objs, declared=inv.declared)).sections == []
+
+
+def test_the_dispatcher_is_read_from_the_managers_kueue_configuration(dev):
+    import yaml
+
+    from trainforge.plan.runner import Inventory
+
+    ctx = fleet(dev, use1=("us-east-1", worker_docs(dev)), usw2=("us-west-2", worker_docs(dev)))
+    assert FC.dispatcher(ctx) == FC.ALL_AT_ONCE  # the platform's Configuration names none
+    inv = ctx.inventory
+    resources = []
+    for r in inv.resources:
+        if r.type == "kubernetes:helm.sh/v3:Release" and "kueue" in str(r.inputs.get("chart")):
+            r = replace(r, inputs=copy.deepcopy(r.inputs))
+            mc = r.inputs["values"]["managerConfig"]
+            cfg = yaml.safe_load(mc["controllerManagerConfigYaml"])
+            cfg["multiKueue"] = {"dispatcherName": FC.INCREMENTAL}
+            mc["controllerManagerConfigYaml"] = yaml.safe_dump(cfg)
+        resources.append(r)
+    ctx.inventory = Inventory(inv.project, inv.stack, resources, declared=inv.declared)
+    assert FC.dispatcher(ctx) == FC.INCREMENTAL
+    lines = run(ctx)[0].sections[0].lines
+    assert lines[0].startswith(f"dispatcher {FC.INCREMENTAL}: workers are tried in name order")
+    assert (
+        "  tried first: use1, usw2 (every worker in name order, 3 at a time, until one "
+        "admits it)" in lines
+    )
+    assert FC.tried_first(["b", "a"], FC.INCREMENTAL, ["d", "c", "b", "a"]).startswith("a, b, c")
+
+
+def _with_iam(dev, grants: list[str]):
+    """The dev inventory with stand-in IAM: its own bucket and a team policy writing `grants`."""
+    import json
+
+    from trainforge.plan.runner import Inventory, Recorded
+
+    inv = dev[0]
+    policy = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow",
+              "Action": ["s3:GetObject", "s3:PutObject"],
+              "Resource": [f"arn:aws:s3:::{b}/research/*" for b in grants]}]}  # fmt: skip
+    extra = [
+        Recorded("urn:b", "aws:s3/bucket:Bucket", "ckpt", None, True, {}, id="worker-ckpt-id"),
+        Recorded("urn:p", "aws:iam/rolePolicy:RolePolicy", "ckpt-research", None, True,
+                 {"policy": json.dumps(policy)}),
+    ]  # fmt: skip
+    # the preview's own policies are unknown (built from ARNs): the stand-in run knows them
+    known = [r for r in inv.resources if not r.type.startswith(("aws:iam/", "aws:s3/"))]
+    return Inventory(inv.project, "fleet-use1", [*known, *extra], declared=inv.declared)
+
+
+def test_a_worker_that_cannot_write_the_managers_bucket_is_a_finding(dev):
+    ctx = fleet(dev, use1=("us-east-1", worker_docs(dev)))
+    w = ctx.fleet_workers["use1"]
+    # a preview's policies are not known: nothing is claimed
+    assert FC.RULE_CHECKPOINTS not in run(ctx)[1]
+    ctx.fleet_workers["use1"] = WorkerPlan(
+        w.name, w.stack, w.region, _with_iam(dev, ["worker-ckpt-id"]), w.objects
+    )
+    result, rules = run(ctx)
+    found = [f for f in result.findings if f.rule == FC.RULE_CHECKPOINTS]
+    assert found and found[0].message.startswith(
+        "job mnist-ddp: it mirrors its checkpoints to the manager's bucket, and the roles of "
+        "worker(s) use1 may write only their own stack's bucket"
+    )
+    # a worker whose roles may write another stack's bucket reaches the mirror; from another
+    # region, at a stated cost
+    ctx.fleet_workers["use1"] = WorkerPlan(
+        w.name, w.stack, w.region, _with_iam(dev, ["worker-ckpt-id", "manager-ckpt"]), w.objects
+    )
+    result, rules = run(ctx)
+    assert FC.RULE_CHECKPOINTS not in rules
+    assert any("use1 reads and writes it across regions" in ln for ln in result.sections[0].lines)
+
+
+def test_equal_prices_name_no_cheapest_worker(dev):
+    ctx = fleet(dev, use1=("us-east-1", worker_docs(dev)), usw2=("us-west-2", worker_docs(dev)))
+    lines = run(ctx)[0].sections[0].lines
+    cheapest = [ln for ln in lines if ln.startswith("  cheapest: ")]
+    assert cheapest and all(
+        ln == "  cheapest: none, the same on-demand price on every worker"
+        or ln.startswith("  cheapest: use")
+        for ln in cheapest
+    )
+
+
+def test_a_job_reading_what_only_the_manager_declares_is_a_finding(dev):
+    ctx = fleet(dev, use1=("us-east-1", worker_docs(dev)))
+    assert FC.RULE_INPUTS not in run(ctx)[1]  # the worker declares the same ConfigMaps
+
+    def no_config_maps(doc):
+        return doc["kind"] != "ConfigMap"
+
+    result, rules = run(fleet(dev, use1=("us-east-1", worker_docs(dev, no_config_maps))))
+    found = {
+        f.message.split(":")[0]: f.message for f in result.findings if f.rule == FC.RULE_INPUTS
+    }
+    # the jobs that ship their script in a ConfigMap; the bundled runtime's read none
+    assert set(found) == {"job mnist-user", "job resumable"}, found
+    assert "its pods read ConfigMap research/mnist-user-src-" in found["job mnist-user"]
+    assert (
+        "which worker use1 does not declare (MultiKueue copies the job object alone)"
+        in (found["job mnist-user"])
+    )
+
+
+def test_an_image_of_another_regions_registry_is_a_stated_pull(dev):
+    ctx = fleet(dev, use1=("us-east-1", worker_docs(dev)), usw2=("us-west-2", worker_docs(dev)))
+    lines = run(ctx)[0].sections[0].lines
+    images = [ln for ln in lines if ln.startswith("  image: ")]
+    # dev's runtime image is in its own ECR, us-west-2: only use1 pulls across regions
+    assert images and all(
+        " from ECR in us-west-2; use1 pulls it across regions" in ln for ln in images
+    ), images
+    assert FC.image_regions([{"containers": [{"image": "ghcr.io/x/y:1"}]}]) == {}
+
+
+def test_a_worker_whose_training_runtime_differs_is_refused(dev):
+    def runtime(nodes: int) -> Obj:
+        return Obj({"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "ClusterTrainingRuntime",
+                    "metadata": {"name": "torch-distributed"},
+                    "spec": {"mlPolicy": {"numNodes": nodes, "torch": {"numProcPerNode": "auto"}}}})  # fmt: skip
+
+    ctx = fleet(dev, use1=("us-east-1", [*worker_docs(dev), runtime(1)]),
+                usw2=("us-west-2", [*worker_docs(dev), runtime(2)]))  # fmt: skip
+    ctx.objects = [*ctx.objects, runtime(1)]
+    result, _ = run(ctx)
+    (f,) = [f for f in result.findings if f.rule == FC.RULE_SHAPE]
+    assert f.resource == "worker/usw2"
+    assert (
+        "lacks the manager's ClusterTrainingRuntime torch-distributed (mlPolicy {numNodes: 1"
+        in (f.message)
+    )
+
+
+def test_a_worker_with_another_training_operator_version_is_refused(dev):
+    from trainforge.plan.runner import Inventory
+
+    inv = dev[0]
+    assert any(o.startswith("overlay ") for o in FC.operators(inv))
+    resources = []
+    for r in inv.resources:
+        if r.type == "kubernetes:kustomize/v2:Directory" and "training-operator" in r.name:
+            directory = r.inputs["directory"].rsplit("?ref=", 1)[0] + "?ref=v1.8.1"
+            r = replace(r, inputs={**r.inputs, "directory": directory})
+        resources.append(r)
+    ctx = fleet(dev, use1=("us-east-1", worker_docs(dev)))
+    w = ctx.fleet_workers["use1"]
+    other = Inventory(inv.project, "fleet-use1", resources, declared=inv.declared)
+    ctx.fleet_workers["use1"] = WorkerPlan(w.name, w.stack, w.region, other, w.objects)
+    (f,) = [f for f in run(ctx)[0].findings if f.rule == FC.RULE_SHAPE]
+    assert "lacks the manager's training operator overlay " in f.message
+    assert "has training operator overlay https://github.com/kubeflow/trainer//manifests/" in (
+        f.message
+    )
+    assert "?ref=v1.8.1 that the manager has not" in f.message
+
+
+def test_a_fleet_of_unplanned_workers_judges_no_job(dev):
+    ctx = fleet(dev)
+    ctx.fleet_workers = {"far": WorkerPlan("far", "acme/other/prod", note="worker far: stack "
+                                           "acme/other/prod belongs to another project")}  # fmt: skip
+    result, rules = run(ctx)
+    assert not rules & {FC.RULE_NO_WORKER, FC.RULE_SHAPE}
+    lines = result.sections[0].lines
+    assert "note: worker far: stack acme/other/prod belongs to another project" in lines
+    assert (
+        "job mnist-ddp (team research, 2 pod(s)): not judged: no worker of the fleet could be "
+        "planned here" in lines
+    )

@@ -1,0 +1,53 @@
+"""docs/fleet.md quotes what `trainforge plan --stack fleet` computes: its fleet section, the
+manager's fixed cost and the example's checkpoint findings; the README points at the plan of
+the fleet. The example fleet is planned once (tests.conftest.shipped_plan)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.conftest import shipped_plan
+from trainforge.plan.checks import fleet as FC
+
+ROOT = Path(__file__).resolve().parents[1]
+DOC = (ROOT / "docs/fleet.md").read_text()
+
+
+def _block(starts: str) -> tuple[str, list[str]]:
+    intro, rest = DOC.split("```\n" + starts, 1)
+    return intro, [ln for ln in (starts + rest.split("```", 1)[0]).splitlines() if ln.strip()]
+
+
+def test_the_quoted_fleet_section_is_the_plans():
+    intro, lines = _block(FC.TITLE)
+    assert "--full" in intro.rstrip().rsplit("\n\n", 1)[-1], "the doc must name the flag"
+    section = next(s for s in shipped_plan("fleet").sections if s.title == FC.TITLE)
+    printed = [section.title + ":", *(f"  {ln}" for ln in section.lines)]
+    assert len(lines) == len(printed), (lines, printed)
+    for want, got in zip(lines, printed, strict=True):
+        # `...` in the doc stands for text left out (the image's tag)
+        pieces, pos = want.split("..."), 0
+        assert got.startswith(pieces[0]) and got.endswith(pieces[-1]), (want, got)
+        for piece in pieces:
+            found = got.find(piece, pos)
+            assert found >= 0, f"docs/fleet.md quotes {want!r}; the plan prints {got!r}"
+            pos = found + len(piece)
+
+
+def test_the_managers_cost_is_the_plans():
+    """The platform total of the manager's cost section, up to its unknown items."""
+    lines = [ln for s in shipped_plan("fleet").sections for ln in s.lines]
+    total = next(ln.split("total: ", 1)[1] for ln in lines if ln.strip().startswith("total: "))
+    assert f"`{total.split(',')[0]}`" in DOC, total
+
+
+def test_the_example_checkpoint_sentence_says_what_the_plan_finds():
+    found = {v.resource for v in shipped_plan("fleet").failing if v.rule == FC.RULE_CHECKPOINTS}
+    said = "reports this finding for both jobs today" in DOC
+    assert said == (len(found) == 2), found
+
+
+def test_the_readme_points_at_the_plan_of_the_fleet():
+    readme = (ROOT / "README.md").read_text()
+    fleet = readme.split("## Fleet\n", 1)[1].split("\n## ", 1)[0]
+    assert "python -m trainforge plan --stack fleet" in fleet and "docs/fleet.md" in fleet

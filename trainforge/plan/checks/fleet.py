@@ -1,0 +1,532 @@
+"""Plan check: a fleet manager's section, where each of its jobs may run (MultiKueue).
+
+Only a manager's plan has one (`PlanContext.fleet_workers`, planned by trainforge.plan.fleet).
+For each job the manager declares:
+
+- the workers that could admit it: the job's own object (as MultiKueue copies it to a worker)
+  admitted into each worker's planned Kueue objects by the one Kueue model
+  (trainforge.plan.checks.queues.admit_object over trainforge.plan.kueue: its LocalQueue, the
+  worker's ClusterQueue, flavor assignment against the worker's ResourceFlavors and quotas,
+  on an idle worker), and its cost per hour there: the worker pool of the flavor it gets, the
+  instance type Karpenter would pick there (trainforge.plan.cost.choose_nodes) at the on-demand
+  price of the worker's region (trainforge.plan.price_facts; a missing price is said);
+- which worker is tried first. Kueue 0.19's MultiKueue has two dispatchers
+  (apis/config/v1beta2/configuration_types.go, release-0.19 c90ed700c1, read 2026-11-29):
+  `kueue.x-k8s.io/multikueue-dispatcher-all-at-once`, the default when the Configuration names
+  none (apis/config/v1beta2/defaults.go), nominates every worker of the MultiKueueConfig at
+  once (pkg/controller/admissionchecks/multikueue/workload.go: nominatedWorkers = every
+  remote), creates the Workload on each, and the worker whose copy is admitted first runs it
+  (bestMatchByCondition: the earliest Admitted condition); the others' copies are deleted.
+  `...-incremental` nominates the workers in name order, 3 at a time by default
+  (pkg/controller/workloaddispatcher/incrementaldispatcher.go: slices.Sort; defaults.go
+  stepSize 3). The section reads which one the manager's Kueue Configuration sets.
+
+Findings (waivable like any rule):
+- TRAINFORGE_FLEET_NO_WORKER: no planned worker can admit the job (it would wait on the
+  manager for ever);
+- TRAINFORGE_FLEET_SHAPE: a worker whose team namespaces, LocalQueues,
+  ClusterTrainingRuntimes or training operator (the job controllers it installs, and their
+  versions) differ from the manager's: MultiKueue creates the job in the same namespace, through the same
+  LocalQueue, naming the same runtime, on every worker;
+- TRAINFORGE_FLEET_MANAGED_BY: a job object of the manager without
+  `managedBy: kueue.x-k8s.io/multikueue` (its controller on the manager would run it there);
+- TRAINFORGE_FLEET_CHECKPOINTS: a job whose checkpoints a worker that may run it cannot
+  reach. Either they live only on its cluster's FSx while more than one worker may run it (a
+  job evicted on one worker is admitted again wherever MultiKueue finds room, and starts over
+  there: FSx is per cluster), or it mirrors them to the manager's bucket (the job object names
+  it, and MultiKueue copies the object as is) and the worker's planned IAM policies let its
+  roles write no bucket but its own stack's (trainforge grants each team role its own stack's
+  bucket: platform/checkpoint_bucket.py). A worker that may write the mirror from another
+  region is a stated cost: the section names the inter-region traffic (docs/fleet.md, "Data");
+- TRAINFORGE_FLEET_JOB_INPUTS: a job whose pods read a ConfigMap, Secret,
+  PersistentVolumeClaim or ServiceAccount of its namespace that a worker which may run it does
+  not declare: MultiKueue copies the job object alone (its adapters create the job and its Workload on the
+  worker), so what the manager declares beside it (a shipped script's ConfigMap) is not there
+  and the pods do not start.
+
+The job's image is named as the manager rendered it; one in an ECR registry of another region
+than a worker's is a stated cross-region pull.
+
+A worker of another project (org/project/stack) cannot be planned offline: the section says
+so, and judges the jobs on the planned workers only.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+import yaml
+
+from trainforge.plan import price_facts as P
+from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
+from trainforge.plan.checks import queues as Q
+from trainforge.plan.kueue import GPU
+
+TITLE = "Fleet (MultiKueue): the workers that may run each job"
+MULTIKUEUE = "kueue.x-k8s.io/multikueue"
+ALL_AT_ONCE = "kueue.x-k8s.io/multikueue-dispatcher-all-at-once"
+INCREMENTAL = "kueue.x-k8s.io/multikueue-dispatcher-incremental"
+
+RULE_NO_WORKER = "TRAINFORGE_FLEET_NO_WORKER"
+RULE_SHAPE = "TRAINFORGE_FLEET_SHAPE"
+RULE_MANAGED_BY = "TRAINFORGE_FLEET_MANAGED_BY"
+RULE_CHECKPOINTS = "TRAINFORGE_FLEET_CHECKPOINTS"
+RULE_INPUTS = "TRAINFORGE_FLEET_JOB_INPUTS"
+RULES = {
+    RULE_NO_WORKER: "give a worker a pool (and its team a quota there) that holds the job, or "
+    "make the job fit a worker's pool (docs/fleet.md, 'Which worker runs a job')",
+    RULE_SHAPE: "give every worker the manager's teams, runtimes and job controllers (the same "
+    "trainforge:teams, trainforge:jobBackend(s) and operator settings in each "
+    "Pulumi.<worker>.yaml; docs/fleet.md, 'Same shape everywhere')",
+    RULE_MANAGED_BY: "emit the manager's jobs with managedBy kueue.x-k8s.io/multikueue "
+    "(the platform does so for every backend of a manager; docs/fleet.md)",
+    RULE_CHECKPOINTS: "keep the job's checkpoints where every worker that may run it reaches "
+    "them: mirrored to S3 (checkpoint.s3Mirror: true) in a bucket each such worker's team role "
+    "may write (docs/fleet.md, 'Data')",
+    RULE_INPUTS: "let the job's pods read nothing that only the manager declares (its code in "
+    "its image: codeSource: image), or declare it in every worker too (docs/fleet.md, 'Data')",
+}
+
+# where each backend's object says who runs it (Kueue 0.19's MultiKueue adapters)
+_MANAGED_BY = {
+    "PyTorchJob": ("spec", "runPolicy", "managedBy"),
+    "TrainJob": ("spec", "managedBy"),
+    "Job": ("spec", "managedBy"),
+    "JobSet": ("spec", "managedBy"),
+}
+
+
+def _get(doc: dict[str, Any], path: tuple[str, ...]) -> Any:
+    for key in path:
+        if not isinstance(doc, dict):
+            return None
+        doc = doc.get(key)
+    return doc
+
+
+# --- same shape everywhere ---------------------------------------------------------------------
+
+
+def shape(docs: list[dict[str, Any]], backends: tuple[str, ...] | None) -> dict[str, set[str]]:
+    """What MultiKueue needs alike on the manager and every worker, by the object's kind."""
+    out: dict[str, set[str]] = {
+        "team namespace": set(),
+        "LocalQueue": set(),
+        "ClusterTrainingRuntime": set(),
+        "training operator": set(),
+    }
+    for d in docs:
+        meta = d.get("metadata") or {}
+        kind = d.get("kind")
+        if kind == "Namespace" and "trainforge.io/team" in (meta.get("labels") or {}):
+            out["team namespace"].add(str(meta.get("name")))
+        elif kind == "LocalQueue":
+            cq = (d.get("spec") or {}).get("clusterQueue")
+            out["LocalQueue"].add(f"{meta.get('namespace')}/{meta.get('name')} -> {cq}")
+        elif kind == "ClusterTrainingRuntime":
+            policy = (d.get("spec") or {}).get("mlPolicy") or {}
+            out["ClusterTrainingRuntime"].add(
+                f"{meta.get('name')} (mlPolicy {yaml.safe_dump(policy, default_flow_style=True).strip()})"
+            )
+    for b in backends or ():
+        out["training operator"].add(f"backend {b}")
+    return out
+
+
+def _backends(declared: Any) -> tuple[str, ...] | None:
+    contracts = getattr(declared, "contracts", None) or []
+    return tuple(sorted({b for c in contracts for b in c.backends})) if contracts else None
+
+
+def operators(inv: Any) -> set[str]:
+    """The job controllers' installs and their versions: the training operator's kustomize
+    overlay (its ref) and the Trainer's and JobSet's Helm charts (chart and version)."""
+    out = set()
+    for r in getattr(inv, "resources", None) or []:
+        inputs = r.inputs if isinstance(r.inputs, dict) else {}
+        if r.type == "kubernetes:kustomize/v2:Directory" and "training-operator" in r.name:
+            out.add(f"overlay {inputs.get('directory')}")
+        elif r.type == "kubernetes:helm.sh/v3:Release":
+            chart = str(inputs.get("chart") or "")
+            if any(k in chart.rsplit("/", 1)[-1] for k in ("trainer", "jobset")):
+                out.add(f"chart {chart} {inputs.get('version')}")
+    return out
+
+
+def shape_findings(ctx: PlanContext) -> list[Finding]:
+    mine = shape([o.doc for o in ctx.objects], _backends(ctx.declared))
+    mine["training operator"] |= operators(ctx.inventory)
+    out = []
+    for name, w in ctx.fleet_workers.items():
+        if not w.planned:
+            continue
+        theirs = shape(w.docs, _backends(w.declared))
+        theirs["training operator"] |= operators(w.inventory)
+        for kind, have in mine.items():
+            missing = sorted(have - theirs[kind])
+            extra = sorted(theirs[kind] - have)
+            if not missing and not extra:
+                continue
+            parts = []
+            if missing:
+                parts.append(f"lacks the manager's {kind} {', '.join(missing)}")
+            if extra:
+                parts.append(f"has {kind} {', '.join(extra)} that the manager has not")
+            ident = f"worker/{name}"
+            out.append(
+                Finding(
+                    resource=ident,
+                    rule=RULE_SHAPE,
+                    message=f"worker {name} (stack {w.stack}) differs from the manager: "
+                    + "; ".join(parts)
+                    + " (MultiKueue creates each job on a worker as it is on the manager)",
+                    fix=RULES[RULE_SHAPE],
+                    names=frozenset({ident, name, w.stack}),
+                )
+            )
+    return out
+
+
+# --- the dispatcher ----------------------------------------------------------------------------
+
+
+def dispatcher(ctx: PlanContext) -> str:
+    """The manager's Kueue Configuration's multiKueue.dispatcherName, else Kueue's default."""
+    for rec in ctx.inventory.resources:
+        values = rec.inputs.get("values") if isinstance(rec.inputs, dict) else None
+        if not isinstance(values, dict):
+            continue
+        text = _get(values, ("managerConfig", "controllerManagerConfigYaml"))
+        if not isinstance(text, str) or "kueue" not in str(rec.inputs.get("chart", "")):
+            continue
+        try:
+            cfg = yaml.safe_load(text) or {}
+        except yaml.YAMLError:
+            continue
+        name = _get(cfg, ("multiKueue", "dispatcherName")) if isinstance(cfg, dict) else None
+        if isinstance(name, str):
+            return name
+    return ALL_AT_ONCE
+
+
+def dispatch_words(name: str) -> str:
+    if name == ALL_AT_ONCE:
+        return (
+            f"dispatcher {name} (Kueue 0.19's default): every worker below gets the job's "
+            "Workload at once; the first worker to admit it runs it, the others' copies are "
+            "deleted (no worker is preferred: cost does not decide)"
+        )
+    if name == INCREMENTAL:
+        return (
+            f"dispatcher {name}: workers are tried in name order, 3 more at a time, until one "
+            "admits it"
+        )
+    return f"dispatcher {name}: an external dispatcher nominates the workers (not modelled)"
+
+
+def tried_first(may: list[str], how: str, every: list[str] | None = None) -> str:
+    """Which of the workers that may run a job MultiKueue tries first, by its dispatcher
+    (`every`: all workers of the MultiKueueConfig, which the incremental one walks)."""
+    if len(may) == 1:
+        return f"{may[0]} (the only worker that can run it)"
+    if how == ALL_AT_ONCE:
+        return f"all {len(may)} at once ({', '.join(may)}); the first to admit it runs it"
+    if how == INCREMENTAL:
+        order = sorted(every or may)
+        return (
+            ", ".join(order[:3]) + " (every worker in name order, 3 at a time, until one admits it)"
+        )
+    return "as the external dispatcher nominates them"
+
+
+# --- where each job may run --------------------------------------------------------------------
+
+
+def _pool(declared: Any, flavor: str | None) -> Any:
+    for c in getattr(declared, "contracts", None) or []:
+        if flavor in c.pools:
+            return c.pools[flavor]
+    return None
+
+
+def _cost(spec: Any, pool: Any, region: str | None) -> tuple[float | None, str]:
+    """($/hour on-demand, words) of the job on a worker's pool in the worker's region."""
+    from trainforge.plan.cost import choose_nodes  # noqa: PLC0415
+
+    if pool is None:
+        return None, "cost unknown: the worker declares no pool of that name"
+    if region is None:
+        return None, "cost unknown: the worker's stack sets no aws:region"
+    choice = choose_nodes(spec, pool, region)
+    if choice is None:
+        return None, "cost unknown: no instance type of the pool fits one pod"
+    if choice.hourly_on_demand is None:
+        return None, f"price missing: {P.why_unpriced(region, choice.instance_type)}"
+    return (
+        choice.hourly_on_demand,
+        f"{choice.instance_type} x{choice.nodes} ${choice.hourly_on_demand:,.2f}/h on-demand "
+        f"in {region}",
+    )
+
+
+def _need(spec: Any) -> tuple[dict[str, Fraction], int]:
+    per_pod = {
+        "cpu": Q._q(spec.cpu or 0),
+        "memory": Q._q(spec.memory or 0),
+        GPU: Fraction(spec.gpus_per_worker or 0),
+    }
+    return {r: v * spec.workers for r, v in per_pod.items() if v}, spec.workers
+
+
+def _checkpoints(spec: Any, target: Any) -> tuple[str, bool]:
+    """(where the job's checkpoints live, whether they are mirrored to S3)."""
+    from trainforge.jobs.entrypoint import checkpoint_dir, mirrors_to_s3  # noqa: PLC0415
+
+    return checkpoint_dir(spec, target), mirrors_to_s3(spec, target)
+
+
+_WRITES = ("s3:*", "s3:Put*", "s3:PutObject")
+
+
+def s3_grants(inv: Any) -> tuple[set[str], set[str]] | None:
+    """(the buckets a stack creates, the buckets its IAM policies let a role write), from its
+    planned documents; None when the documents are not known (a preview without stand-ins)."""
+    import json  # noqa: PLC0415
+
+    own: set[str] = set()
+    granted: set[str] = set()
+    for r in getattr(inv, "resources", None) or []:
+        if r.type in ("aws:s3/bucket:Bucket", "aws:s3/bucketV2:BucketV2"):
+            name = r.inputs.get("bucket") if isinstance(r.inputs.get("bucket"), str) else r.id
+            if name:
+                own.add(name)
+        if r.type not in ("aws:iam/rolePolicy:RolePolicy", "aws:iam/policy:Policy"):
+            continue
+        text = r.inputs.get("policy")
+        try:
+            doc = json.loads(text) if isinstance(text, str) else None
+        except ValueError:
+            doc = None
+        if not isinstance(doc, dict):
+            return None  # not known at preview: the worker was not planned with stand-ins
+        statements = doc.get("Statement") or []
+        for st in statements if isinstance(statements, list) else [statements]:
+            actions = st.get("Action") or []
+            actions = [actions] if isinstance(actions, str) else actions
+            if st.get("Effect") != "Allow" or not any(a in _WRITES or a == "*" for a in actions):
+                continue
+            resources = st.get("Resource") or []
+            for res in [resources] if isinstance(resources, str) else resources:
+                if res == "*":
+                    granted.add("*")
+                elif str(res).startswith("arn:aws:s3:::"):
+                    granted.add(str(res)[len("arn:aws:s3:::") :].split("/", 1)[0])
+    return own, granted
+
+
+def pod_inputs(pod: dict[str, Any]) -> set[tuple[str, str]]:
+    """(kind, name) of every ConfigMap, Secret, PersistentVolumeClaim and ServiceAccount a pod
+    spec reads from its namespace: volumes (projected ones too), envFrom, env valueFrom,
+    imagePullSecrets, serviceAccountName."""
+    out: set[tuple[str, str]] = set()
+
+    def add(kind: str, name: Any) -> None:
+        if isinstance(name, str) and name:
+            out.add((kind, name))
+
+    for v in pod.get("volumes") or []:
+        add("ConfigMap", (v.get("configMap") or {}).get("name"))
+        add("Secret", (v.get("secret") or {}).get("secretName"))
+        add("PersistentVolumeClaim", (v.get("persistentVolumeClaim") or {}).get("claimName"))
+        for src in (v.get("projected") or {}).get("sources") or []:
+            add("ConfigMap", (src.get("configMap") or {}).get("name"))
+            add("Secret", (src.get("secret") or {}).get("name"))
+    for c in [*(pod.get("containers") or []), *(pod.get("initContainers") or [])]:
+        for e in c.get("envFrom") or []:
+            add("ConfigMap", (e.get("configMapRef") or {}).get("name"))
+            add("Secret", (e.get("secretRef") or {}).get("name"))
+        for e in c.get("env") or []:
+            ref = e.get("valueFrom") or {}
+            add("ConfigMap", (ref.get("configMapKeyRef") or {}).get("name"))
+            add("Secret", (ref.get("secretKeyRef") or {}).get("name"))
+    for s in pod.get("imagePullSecrets") or []:
+        add("Secret", s.get("name"))
+    add("ServiceAccount", pod.get("serviceAccountName"))
+    return out
+
+
+def _declared_in(docs: list[dict[str, Any]], namespace: str) -> set[tuple[str, str]]:
+    return {
+        (str(d.get("kind")), str((d.get("metadata") or {}).get("name")))
+        for d in docs
+        if (d.get("metadata") or {}).get("namespace") == namespace
+    }
+
+
+_ECR = ".dkr.ecr."
+
+
+def image_regions(pods: list[dict[str, Any]]) -> dict[str, str]:
+    """image -> the region of the ECR registry it is pulled from (ECR images only)."""
+    out = {}
+    for pod in pods:
+        for c in [*(pod.get("containers") or []), *(pod.get("initContainers") or [])]:
+            image = str(c.get("image") or "")
+            host = image.split("/", 1)[0]
+            if _ECR in host and host.endswith(".amazonaws.com"):
+                out[image] = host.split(_ECR, 1)[1].split(".", 1)[0]
+    return out
+
+
+def _region(ctx: PlanContext) -> str | None:
+    from trainforge.stack.file import decode_value  # noqa: PLC0415
+
+    region = decode_value((getattr(ctx.inventory, "config", None) or {}).get("aws:region"))
+    return region if isinstance(region, str) else None
+
+
+def check(ctx: PlanContext) -> CheckResult:
+    workers = getattr(ctx, "fleet_workers", None) or {}
+    if not workers:
+        return CheckResult()
+    findings = shape_findings(ctx)
+    how = dispatcher(ctx)
+    lines = [dispatch_words(how)]
+    data: dict[str, Any] = {"dispatcher": how, "workers": {}, "jobs": []}
+    for name, w in workers.items():
+        if w.planned:
+            lines.append(f"worker {name}: stack {w.stack}, region {w.region or 'unknown'}")
+        else:
+            lines.append(f"note: {w.note}")
+        data["workers"][name] = {"stack": w.stack, "region": w.region, "planned": w.planned}
+    planned = {n: w for n, w in workers.items() if w.planned}
+    home = _region(ctx)
+    for dj in getattr(ctx.declared, "jobs", None) or []:
+        spec, target = dj.spec, dj.target
+        obj = Q._workload_object(ctx, spec.name, target.namespace)
+        ident = obj.ident if obj is not None else f"{target.namespace}/job/{spec.name}"
+        names = frozenset({spec.name, ident})
+
+        def finding(rule: str, message: str, ident: str = ident, names=names, obj=obj) -> None:
+            findings.append(
+                Finding(
+                    resource=ident,
+                    rule=rule,
+                    message=message,
+                    fix=RULES[rule],
+                    urn=getattr(obj, "urn", "") or "",
+                    names=names,
+                )
+            )
+
+        if obj is None:
+            continue
+        path = _MANAGED_BY.get(obj.kind)
+        if path is not None and _get(obj.doc, path) != MULTIKUEUE:
+            finding(
+                RULE_MANAGED_BY,
+                f"job {spec.name}: {obj.kind} {'.'.join(path)} is "
+                f"{_get(obj.doc, path)!r}, not {MULTIKUEUE!r}: the manager's own controller "
+                "would run it on the manager instead of MultiKueue on a worker",
+            )
+        labels = (obj.doc.get("metadata") or {}).get("labels") or {}
+        pods = Q._pod_specs(obj.doc)
+        need, count = _need(spec)
+        may: list[tuple[str, str, float | None, str]] = []
+        refused: list[str] = []
+        for name, w in planned.items():
+            got = Q.admit_object(w.docs, target.namespace, labels, pods[0], need, count)
+            if got.workload.state == "never":
+                refused.append(f"{name}: {got.workload.reason}")
+                continue
+            flavor = got.workload.flavor
+            hourly, words = _cost(spec, _pool(w.declared, flavor), w.region)
+            may.append((name, flavor or "?", hourly, words))
+        job_data: dict[str, Any] = {
+            "job": spec.name,
+            "team": spec.team,
+            "workers": [
+                {"worker": n, "pool": f, "onDemandPerHour": h, "cost": c} for n, f, h, c in may
+            ],
+            "refused": refused,
+        }
+        data["jobs"].append(job_data)
+        head = f"job {spec.name} (team {spec.team}, {count} pod(s)):"
+        if not may:
+            if planned:
+                lines.append(f"{head} no worker can run it")
+                finding(
+                    RULE_NO_WORKER,
+                    f"job {spec.name}: no worker of the fleet can admit it ("
+                    + "; ".join(refused)
+                    + ")",
+                )
+            else:
+                lines.append(f"{head} not judged: no worker of the fleet could be planned here")
+            continue
+        lines.append(head)
+        for n, f, _, c in may:
+            lines.append(f"  {n}: pool {f}, {c}")
+        for r in refused:
+            lines.append(f"  not {r}")
+        lines.append("  tried first: " + tried_first([n for n, *_ in may], how, list(workers)))
+        priced = sorted((h, n) for n, _, h, _ in may if h is not None)
+        if len(may) > 1 and priced:
+            if len(priced) == len(may) and priced[0][0] == priced[-1][0]:
+                lines.append("  cheapest: none, the same on-demand price on every worker")
+            else:
+                lines.append(f"  cheapest: {priced[0][1]} (${priced[0][0]:,.2f}/h)")
+        inputs = set().union(*(pod_inputs(p) for p in pods)) if pods else set()
+        for n, *_ in may:
+            missing = sorted(inputs - _declared_in(planned[n].docs, target.namespace))
+            if missing:
+                finding(
+                    RULE_INPUTS,
+                    f"job {spec.name}: its pods read "
+                    + ", ".join(f"{k} {target.namespace}/{m}" for k, m in missing)
+                    + f", which worker {n} does not declare (MultiKueue copies the job object "
+                    "alone): there its pods would not start",
+                )
+        for image, where in sorted(image_regions(pods).items()):
+            far = [n for n, *_ in may if planned[n].region not in (None, where)]
+            if far:
+                lines.append(
+                    f"  image: {image.split('/', 1)[1]} from ECR in {where}; {', '.join(far)} "
+                    f"{'pulls' if len(far) == 1 else 'pull'} it across regions (inter-region "
+                    "data transfer)"
+                )
+        where, mirrored = _checkpoints(spec, target)
+        fsx = bool(target.claim_name) and where.startswith(target.fsx_mount_path)
+        if fsx and not mirrored and len(may) > 1:
+            finding(
+                RULE_CHECKPOINTS,
+                f"job {spec.name}: its checkpoints ({where}) live on the FSx of whichever "
+                f"cluster runs it, and {len(may)} workers may ({', '.join(n for n, *_ in may)}):"
+                " admitted again on another worker after an eviction it starts over",
+            )
+        if mirrored:
+            # the mirror is the manager's own bucket (each stack creates its own): a worker
+            # whose roles may write only buckets of its own stack cannot reach it
+            shut = []
+            for n, *_ in may:
+                grants = s3_grants(planned[n].inventory)
+                if grants is not None and not (grants[1] - grants[0]):
+                    shut.append(n)
+            if shut:
+                finding(
+                    RULE_CHECKPOINTS,
+                    f"job {spec.name}: it mirrors its checkpoints to the manager's bucket, and "
+                    f"the roles of worker(s) {', '.join(shut)} may write only their own stack's "
+                    "bucket (their planned IAM policies name no other): there it can neither "
+                    "save nor resume from S3",
+                )
+            far = [n for n, *_ in may if planned[n].region != home and n not in shut]
+            if far:
+                lines.append(
+                    f"  data: checkpoints mirrored to the manager's bucket in {home}; "
+                    f"{', '.join(far)} {'reads and writes' if len(far) == 1 else 'read and write'}"
+                    " it across regions (inter-region data transfer: no price in the price "
+                    "facts, see docs/fleet.md)"
+                )
+    return CheckResult(findings, [Section(TITLE, lines, data)])

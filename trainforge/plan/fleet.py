@@ -1,0 +1,228 @@
+"""The offline plan of a fleet's manager: every worker stack planned once, the manager's
+StackReferences answered from what the workers' plans export.
+
+Why: a manager stack (`trainforge:fleet.role: manager`, docs/fleet.md) reads its workers'
+outputs (`fleetKubeconfig`, `fleetRegion`) through `pulumi.StackReference`, which needs the
+Pulumi service and workers that were `up`'d. Offline, the plan instead runs each worker's own
+program with its own `Pulumi.<stack>.yaml` with the same engine (trainforge.plan.runner), and
+answers the manager's reads of `pulumi:pulumi:StackReference` with those planned exports; a
+secret output stays secret in the manager (the reference's `secretOutputNames`: masked in
+everything the plan prints and writes).
+
+A worker is planned as a stack that is up: with the platform's stand-in mocks (plausible ids,
+ARNs and endpoints for what the cloud assigns, trainforge.plan.mocks), the same run the plan's
+IAM check uses. Why not a preview: a preview leaves the worker's endpoint and token unknown,
+and one unknown output makes the reference's whole `outputs` unknown (the SDK resolves it as
+one property), so the manager could not even read `fleetRegion`, while a real `pulumi
+preview` of a manager reads its up workers' outputs known. The worker's Kubernetes objects,
+which the fleet section compares, come from its config and are the same in either run. The worker
+plans (`WorkerPlan`: its objects, its typed contracts, its region) are handed to the plan's
+checks (`PlanContext.fleet_workers`), where the fleet section (trainforge.plan.checks.fleet)
+asks the Kueue model which worker may run each job.
+
+A worker named by `org/project/stack` belongs to another project: its program and stack file
+are not here, so it cannot be planned offline; it is kept as a `WorkerPlan` without an
+inventory and a note saying so. A stack without `trainforge:fleet`, or a worker's, plans
+exactly as before (nothing here runs).
+"""
+
+from __future__ import annotations
+
+import pathlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from trainforge.plan.manifests import K8sObject, k8s_objects
+from trainforge.plan.runner import (
+    SECRET,
+    UNKNOWN,
+    Inventory,
+    ProjectError,
+    project_name,
+    read_stack_config,
+    run_project,
+    standin_mocks,
+)
+from trainforge.stack.file import decode_value, stack_path
+
+FLEET_KEY = "trainforge:fleet"
+
+
+@dataclass(frozen=True)
+class WorkerRef:
+    """One entry of the manager's `trainforge:fleet.workers`."""
+
+    name: str  # the MultiKueueCluster's name
+    stack: str  # a stack of this project, or org/project/stack
+
+    def local(self, project: str) -> str | None:
+        """The stack's name when it is one of `project`'s (`stack`, `project/stack` or
+        `org/project/stack`), else None: another project's, which cannot be planned here."""
+        parts = self.stack.split("/")
+        if len(parts) == 1:
+            return self.stack
+        if len(parts) in (2, 3) and parts[-2] == project:
+            return parts[-1]
+        return None
+
+
+@dataclass
+class WorkerPlan:
+    """A worker stack as the manager's plan planned it. `inventory` is None for a worker
+    that could not be planned offline (`note` says why)."""
+
+    name: str
+    stack: str
+    region: str | None = None
+    inventory: Inventory | None = None
+    objects: list[K8sObject] = field(default_factory=list)
+    note: str = ""
+
+    @property
+    def planned(self) -> bool:
+        return self.inventory is not None
+
+    @property
+    def docs(self) -> list[dict[str, Any]]:
+        return [o.doc for o in self.objects]
+
+    @property
+    def declared(self) -> Any:
+        """The worker's typed objects (trainforge.core.contract.Declared), or None."""
+        return self.inventory.declared if self.inventory is not None else None
+
+
+def manager_workers(config: dict[str, Any]) -> list[WorkerRef] | None:
+    """The workers a stack's display config names when it is a fleet manager, else None.
+
+    The stack model (trainforge.stack) judges the key's values and says what is wrong; this
+    reads only what the plan needs, and skips entries that are not worker mappings."""
+    fleet = decode_value(config.get(FLEET_KEY))
+    if not isinstance(fleet, dict) or fleet.get("role") != "manager":
+        return None
+    out = []
+    for w in fleet.get("workers") or []:
+        if isinstance(w, dict) and isinstance(w.get("name"), str):
+            stack = w.get("stack")
+            out.append(WorkerRef(w["name"], stack if isinstance(stack, str) else w["name"]))
+    return out
+
+
+def _region(config: dict[str, Any]) -> str | None:
+    region = decode_value(config.get("aws:region"))
+    return region if isinstance(region, str) else None
+
+
+def _stack_error(exc: BaseException) -> BaseException | None:
+    """The stack configuration error behind `exc` (the program wraps it in a RunError): the
+    stack model's (StackError) or the stack file's; any other error is not re-worded."""
+    from trainforge.stack.base import StackError  # noqa: PLC0415
+    from trainforge.stack.file import StackFileError  # noqa: PLC0415
+
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        if isinstance(cur, ProjectError | StackError | StackFileError):
+            return cur
+        seen.add(id(cur))
+        cur = cur.__cause__ or cur.__context__
+    return None
+
+
+def plan_worker(root: pathlib.Path, ref: WorkerRef, project: str) -> WorkerPlan:
+    """Plan one worker stack with the same engine as any stack, as a stack that is up (the
+    stand-in run, see the module docstring; its warnings are the worker's own plan's)."""
+    stack = ref.local(project)
+    if stack is None:
+        return WorkerPlan(
+            ref.name,
+            ref.stack,
+            note=(
+                f"worker {ref.name}: stack {ref.stack} belongs to another project, so the "
+                "offline plan cannot plan it (its program and stack file are not here); "
+                "plan it in its own project, and `pulumi preview` this stack once it is up"
+            ),
+        )
+    if not stack_path(root, stack).is_file():
+        raise ProjectError(
+            f"{FLEET_KEY}.workers: worker {ref.name!r} names stack {ref.stack!r}; there is no "
+            f"Pulumi.{stack}.yaml in {root} (name a stack of this project, or "
+            "org/project/stack for one of another project)"
+        )
+    _, _, shown = read_stack_config(root, stack, project)
+    try:
+        mocks = standin_mocks()
+        inv = run_project(root, stack, mocks=mocks, preview=mocks is None, echo_warnings=False)
+    except Exception as e:
+        # a worker's stack configuration error, said as the worker's: the user edits its file
+        err = _stack_error(e)
+        if err is None:
+            raise
+        raise ProjectError(f"worker {ref.name} (Pulumi.{stack}.yaml): {str(err).strip()}") from e
+    return WorkerPlan(ref.name, ref.stack, _region(shown), inv, k8s_objects(inv))
+
+
+def plan_workers(
+    root: pathlib.Path, stack: str, config: dict[str, Any] | None = None
+) -> dict[str, WorkerPlan]:
+    """name -> WorkerPlan for every worker of `stack` when it is a fleet manager (each
+    stack planned once, even when two workers name it); {} for any other stack.
+    `config`: the manager's display config when the caller has read it already."""
+    project = project_name(root)
+    if config is None:
+        _, _, config = read_stack_config(root, stack, project)
+    refs = manager_workers(config)
+    if not refs:
+        return {}
+    planned: dict[str, WorkerPlan] = {}
+    out: dict[str, WorkerPlan] = {}
+    for ref in refs:
+        if ref.local(project) == stack:
+            raise ProjectError(
+                f"{FLEET_KEY}.workers: worker {ref.name!r} names the manager's own stack "
+                f"{stack!r}; a worker is another stack"
+            )
+        if ref.stack not in planned:
+            planned[ref.stack] = plan_worker(root, ref, project)
+        base = planned[ref.stack]
+        out[ref.name] = WorkerPlan(
+            ref.name, ref.stack, base.region, base.inventory, base.objects, base.note
+        )
+    return out
+
+
+def _wire(value: Any) -> Any:
+    """A planned output back as the engine hands it to a reader: UNKNOWN stays unknown."""
+    from pulumi.runtime.rpc import UNKNOWN as WIRE_UNKNOWN  # noqa: PLC0415
+
+    if value == UNKNOWN:
+        return WIRE_UNKNOWN
+    if isinstance(value, dict):
+        return {k: _wire(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_wire(v) for v in value]
+    return value
+
+
+def reference_state(plan: WorkerPlan) -> dict[str, Any]:
+    """What `pulumi.StackReference(<worker stack>)` reads in the manager: the worker's planned
+    outputs (secret ones by their own value) and which of them are secret. A worker that could
+    not be planned reads as a stack not up yet (no outputs): the manager then skips it with its
+    bootstrap warning, and the fleet section says why."""
+    inv = plan.inventory
+    if inv is None:
+        return {"name": plan.stack, "outputs": {}, "secretOutputNames": []}
+    outputs: dict[str, Any] = {}
+    for k, v in inv.outputs.items():
+        outputs[k] = inv.secret_outputs.get(k, UNKNOWN) if v == SECRET else v
+    return {
+        "name": plan.stack,
+        "outputs": _wire(outputs),
+        "secretOutputNames": sorted(k for k, v in inv.outputs.items() if v == SECRET),
+    }
+
+
+def reference_answers(workers: dict[str, WorkerPlan]) -> dict[str, dict]:
+    """StackReference target -> its state, for every worker, under the stack name the
+    manager's config gives (the name its program reads the reference by)."""
+    return {p.stack: reference_state(p) for p in workers.values()}
