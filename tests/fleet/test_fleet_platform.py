@@ -15,7 +15,7 @@ import pulumi
 import pytest
 
 from trainforge.jobs import backends, indexed_job, pytorchjob, trainjob
-from trainforge.plan.checks import kueue_validate
+from trainforge.plan import kueue_validate
 from trainforge.plan.mocks import TrainforgeMocks, read_stack_file, run_mocked
 from trainforge.platform import fleet
 

@@ -76,17 +76,19 @@ def test_the_plan_context_is_typed():
 
     from trainforge.core.contract import Declared
     from trainforge.plan.check_types import Finding as F
+    from trainforge.plan.fleet import WorkerPlan
     from trainforge.plan.manifests import K8sObject
     from trainforge.plan.runner import Inventory, Recorded
     from trainforge.plan.waivers import Waiver
 
     names = {"Declared": Declared, "K8sObject": K8sObject, "Inventory": Inventory}
-    names |= {"Recorded": Recorded, "Waiver": Waiver}
+    names |= {"Recorded": Recorded, "Waiver": Waiver, "WorkerPlan": WorkerPlan}
     hints = typing.get_type_hints(PlanContext, localns=names)
     assert hints["inventory"] is Inventory
     assert hints["objects"] == list[K8sObject]
     assert hints["declared"] == Declared | None
     assert hints["standin"] == collections.abc.Callable[[], Inventory] | None
+    assert hints["fleet_workers"] == dict[str, WorkerPlan]
     assert [k for k, v in hints.items() if v is typing.Any] == []
     methods = typing.get_type_hints(PlanContext.resources_of, localns=names)
     assert methods["return"] == list[Recorded]
