@@ -138,11 +138,6 @@ class Workload:
 _q = K.quantity
 
 
-def _pod_specs(doc: dict[str, Any]) -> list[dict[str, Any]]:
-    """The pod specs an object itself writes (the one walker; a TrainJob's runtime patch)."""
-    return [t.spec for t in pod_templates(doc, build=False)]
-
-
 _TOPOLOGY = (
     "kueue.x-k8s.io/podset-required-topology",
     "kueue.x-k8s.io/podset-preferred-topology",
@@ -236,13 +231,6 @@ class Simulation:
     @property
     def quotas(self) -> K.Quotas:
         return K.Quotas(self.queues, self.shared)
-
-    def cohort(self, q: Queue) -> list[Queue]:
-        return self.quotas.members(q)
-
-    def cohort_quota(self, q: Queue, f: str, r: str) -> Fraction:
-        """What the cohort holds in the flavor: its own quota and what its members lend."""
-        return self.quotas.cohort_quota(q, f, r)
 
     def fits(self, w: Workload, extra_free: dict[str, dict[str, Fraction]] | None = None) -> bool:
         """Whether the job's need is available to its queue in its flavor now, with what
@@ -422,7 +410,7 @@ class Simulation:
         needs_borrow = any(q.use(f, r) + n > K.Quotas.nominal(q, f, r) for r, n in w.need.items())
         borrowing_queues = {
             m.name
-            for m in self.cohort(q)
+            for m in self.quotas.members(q)
             if m is not q and any(m.use(f, r) > K.Quotas.nominal(m, f, r) for r in RESOURCES)
         }
         cands: list[tuple[Workload, str]] = []
@@ -584,10 +572,10 @@ class Simulation:
         short = []
         for r, need in w.need.items():
             used = q.use(f, r)
-            members = self.cohort(q)
+            quotas = self.quotas
             # what the whole cohort has unused (a borrower already took its part of it)
             idle = max(
-                self.cohort_quota(q, f, r) - sum(m.use(f, r) for m in members),
+                quotas.cohort_quota(q, f, r) - sum(m.use(f, r) for m in quotas.members(q)),
                 Fraction(0),
             )
             limit = q.borrow_limit[f][r]
@@ -615,12 +603,6 @@ class Simulation:
 # --- reading the rendered objects ----------------------------------------------------------
 
 
-def _queues(ctx: PlanContext) -> tuple[dict[str, Queue], dict[str, Flavor], dict, dict, dict]:
-    """The plan's Kueue objects, read by the one model (trainforge.plan.kueue.read)."""
-    m = K.read(o.doc for o in ctx.objects)
-    return m.queues, m.flavors, m.local, m.priorities, m.shared
-
-
 _HARD = {"requests.nvidia.com/gpu": GPU, "requests.cpu": "cpu", "requests.memory": "memory"}
 
 
@@ -645,7 +627,7 @@ def _workload_object(ctx: PlanContext, name: str, namespace: str) -> Any:
         if (
             o.namespace == namespace
             and labels.get(JOB_LABEL) == name
-            and _pod_specs(o.doc)
+            and pod_templates(o.doc, build=False)
             and o.kind not in ("ConfigMap", "PodMonitor", "Service")
         ):
             return o
@@ -660,7 +642,7 @@ def _owned_fields(obj: Any, flavor: Flavor | None) -> list[str]:
         out.append("spec.suspend (Kueue suspends and resumes the job)")
     if "suspend" in (spec.get("runPolicy") or {}):
         out.append("spec.runPolicy.suspend (Kueue suspends and resumes the job)")
-    for pod in _pod_specs(obj.doc):
+    for pod in (t.spec for t in pod_templates(obj.doc, build=False)):
         if pod.get("schedulingGates"):
             out.append("a pod template's schedulingGates (Kueue adds and removes its own)")
         if flavor is not None:
@@ -730,7 +712,14 @@ _MEMO = "kueue.simulate"
 
 def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulation | None]:
     declared = getattr(ctx.declared, "jobs", None) or []
-    queues, flavors, local, priorities, shared = _queues(ctx)
+    m = K.read(o.doc for o in ctx.objects)
+    queues, flavors, local, priorities, shared = (
+        m.queues,
+        m.flavors,
+        m.local,
+        m.priorities,
+        m.shared,
+    )
     if not declared or not queues:
         return [], [], None
     findings: list[Finding] = []
@@ -850,32 +839,6 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
 
 
 @dataclass
-class _Obj:
-    """The slice of a rendered object the simulation reads (trainforge.plan.manifests)."""
-
-    doc: dict[str, Any]
-
-    @property
-    def kind(self) -> str:
-        return self.doc["kind"]
-
-    @property
-    def obj_name(self) -> str:
-        return self.doc["metadata"]["name"]
-
-    @property
-    def namespace(self) -> str | None:
-        return self.doc["metadata"].get("namespace")
-
-
-class DocsContext:
-    """A PlanContext stand-in over plain Kueue documents (no plan run)."""
-
-    def __init__(self, docs: list[dict[str, Any]]) -> None:
-        self.objects = [_Obj(d) for d in docs]
-
-
-@dataclass
 class Admission:
     """What Kueue does with one job object on its own (`admit_object`)."""
 
@@ -901,7 +864,14 @@ def admit_object(
     assignment by the one model, trainforge.plan.kueue), and whether its gang `need` (all
     pods together, `pods` pods alike) fits. The workload's state is "admitted", "pending"
     or "never", with its reason."""
-    queues, flavors, local, priorities, shared = _queues(DocsContext(docs))  # type: ignore[arg-type]
+    m = K.read(docs)
+    queues, flavors, local, priorities, shared = (
+        m.queues,
+        m.flavors,
+        m.local,
+        m.priorities,
+        m.shared,
+    )
     w = Workload(str(labels.get("trainforge.io/job", "job")), namespace, namespace, 0)
     w.need, w.pods = dict(need), pods
     lq = labels.get(QUEUE_LABEL)
@@ -965,7 +935,7 @@ def check(ctx: PlanContext) -> CheckResult:
         if warnings:
             return CheckResult(
                 findings=placed.findings,
-                sections=[Section(TITLE, [f"quota: {x}" for x in warnings], []), *extra],
+                sections=[Section(QUEUE_TITLE, [f"quota: {x}" for x in warnings], []), *extra],
             )
         return CheckResult(findings=placed.findings, sections=extra)
     return CheckResult(
@@ -1064,9 +1034,6 @@ def _gpu_flavor(m: K.Kueue, f: str) -> bool:
     )
 
 
-TITLE = QUEUE_TITLE
-
-
 def hours(seconds: float) -> str:
     """A wait or a run time as people say it: 45 min, 8.6 h, 3.2 days."""
     if seconds < 3600:
@@ -1111,15 +1078,7 @@ def _waiting_text(w: Workload) -> str:
 def reclaimers(w: Workload, sim: Simulation) -> list[str]:
     """The teams whose nominal quota a borrowing job uses and that may take it back
     (`reclaimWithinCohort` other than Never)."""
-    q = sim.queues[w.queue or ""]
-    f = w.flavor or ""
-    return [
-        m.name
-        for m in sim.cohort(q)
-        if m is not q
-        and any(m.nominal.get(f, {}).get(r, 0) for r in w.borrowing)
-        and m.preemption.get("reclaimWithinCohort", "Never") != "Never"
-    ]
+    return sim.quotas.reclaimers(sim.queues[w.queue or ""], w.flavor or "", w.borrowing)
 
 
 def _reclaimers(w: Workload, sim: Simulation) -> str:
@@ -1178,20 +1137,13 @@ def _section(workloads: list[Workload], sim: Simulation, warnings: list[str]) ->
                 "durationSeconds": w.duration,
             }
         )
-    return Section(TITLE, lines, data)
+    return Section(QUEUE_TITLE, lines, data)
 
 
 def _borrowing_view(w: Workload) -> Workload:
     view = Workload(w.job, w.team, w.namespace, w.order, w.queue, w.flavor)
     view.borrowing = dict(w.borrowed_at_once)
     return view
-
-
-def admission(ctx: PlanContext) -> dict[tuple[str, str], tuple[str, str]]:
-    """(team, job) -> (state, reason) of the queue simulation, state "runs" | "waits" |
-    "never", for the cost report: what runs at once is what Kueue admits, not every declared
-    job. Empty without Kueue queues (nothing holds a job back)."""
-    return {(o.team, o.job): (o.state, o.reason or "") for o in outcomes(ctx).values()}
 
 
 # --- a workload submitted from outside the stack (the Kubeflow SDK, kubectl) ---------------------
