@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from dataclasses import replace
 
 import pytest
 from test_plan_stacks import ROOT, project_copy
 
 from tests.conftest import prod_own_values
+from tests.jobs.helpers import GPU_POOL
 from tests.plan.test_plan_checks import DEV_JOBS
-from trainforge.core.contract import NodeType, PoolFacts
+from trainforge.core.contract import DaemonSetLoad, NodeType, PoolFacts
+from trainforge.jobs import capacity
 from trainforge.jobs.spec import parse_job
 from trainforge.plan import cli, core, cost, price_facts
 from trainforge.plan.check_types import PlanContext
@@ -45,6 +48,21 @@ def test_karpenter_pool_uses_the_cheapest_type_that_fits_every_pod():
     # an 8-GPU pod only fits the big type
     big = cost.choose_nodes(_job(gpusPerWorker=8, workers=1), G5, "us-east-1")
     assert (big.instance_type, big.nodes) == ("g5.48xlarge", 1)
+
+
+def test_pods_per_node_is_the_scheduling_rehearsals_arithmetic():
+    """The cost packs pods as the scheduling check does (trainforge.jobs.capacity: what a node
+    leaves after the kubelet and the pool's DaemonSets), not by an estimate of its own: with a
+    6-core DaemonSet a g5.12xlarge holds one 21-core pod, without it two."""
+    g5 = NodeType("g5.12xlarge", 48, 196608, 4)
+    pool = replace(GPU_POOL, node_types=(g5,))
+    hog = replace(pool, daemonsets=(*pool.daemonsets, DaemonSetLoad("hog", 6000)))
+    job = _job(gpusPerWorker=1, cpu="21", memory="40Gi", workers=4)
+    (room,) = capacity.rooms(hog)
+    assert capacity.fit(room, capacity.PodRequest.of("21", "40Gi", 1)).per_node == 1
+    choice = cost.choose_nodes(job, hog, "us-east-1")
+    assert (choice.pods_per_node, choice.nodes) == (1, 4)
+    assert cost.choose_nodes(job, pool, "us-east-1").pods_per_node == 2
 
 
 def test_node_group_uses_its_first_listed_type():

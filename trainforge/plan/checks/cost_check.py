@@ -62,10 +62,11 @@ def _job_resource(ctx: PlanContext, job: Any, namespace: str) -> str:
 
 
 def _admission(ctx: PlanContext) -> dict[tuple[str, str], tuple[str, str]]:
-    """The queue simulation's verdict per (team, job): what runs at once is what Kueue admits."""
+    """The queue simulation's verdict per (team, job), "runs" | "waits" | "never": what runs
+    at once is what Kueue admits, not every declared job (none without Kueue queues)."""
     from trainforge.plan.checks import queues  # noqa: PLC0415 - a sibling check
 
-    return queues.admission(ctx)
+    return {(o.team, o.job): (o.state, o.reason) for o in queues.outcomes(ctx).values()}
 
 
 def build_report(ctx: PlanContext, today: dt.date | None = None) -> C.CostReport:
@@ -229,14 +230,13 @@ def running_lines(report: C.CostReport) -> list[str]:
 def _missing(
     resource: str, names: frozenset[str], prices: list[str], what: str, cap: str
 ) -> Finding:
-    return Finding(
+    return _finding(
         resource,
         "TF_COST_PRICE_MISSING",
+        names,
         f"{what} cannot be checked against {cap}: the price table has no "
         f"{'; '.join(sorted(set(prices)))} (trainforge/plan/data/price_facts.json of "
         f"{P.FACTS_DATE})",
-        RULES["TF_COST_PRICE_MISSING"],
-        names=names,
     )
 
 
@@ -266,15 +266,7 @@ def findings(report: C.CostReport, caps: CostCaps) -> list[Finding]:
             )
         else:
             continue
-        out.append(
-            Finding(
-                j.resource,
-                "TF_COST_JOB_CAP",
-                msg,
-                RULES["TF_COST_JOB_CAP"],
-                names=frozenset({j.name, j.resource}),
-            )
-        )
+        out.append(_finding(j.resource, "TF_COST_JOB_CAP", names, msg))
     by_name = {(j.team, j.name): j for j in report.jobs}
     for t in report.teams:
         _, cap = caps.for_team(t.name)
@@ -338,7 +330,11 @@ def findings(report: C.CostReport, caps: CostCaps) -> list[Finding]:
 
 
 def _team(t: C.TeamCost, rule: str, names: frozenset[str], msg: str) -> Finding:
-    return Finding(f"team/{t.name}", rule, msg, RULES[rule], names=names)
+    return _finding(f"team/{t.name}", rule, names, msg)
+
+
+def _finding(resource: str, rule: str, names: frozenset[str], msg: str) -> Finding:
+    return Finding(resource, rule, msg, RULES[rule], names=names)
 
 
 def cluster_month(report: C.CostReport) -> float | None:
@@ -374,11 +370,7 @@ def _cluster_budget(report: C.CostReport, caps: CostCaps) -> list[Finding]:
         )
     else:
         return []
-    return [
-        Finding(
-            "cluster", "TF_COST_CLUSTER_BUDGET", msg, RULES["TF_COST_CLUSTER_BUDGET"], names=names
-        )
-    ]
+    return [_finding("cluster", "TF_COST_CLUSTER_BUDGET", names, msg)]
 
 
 def check(ctx: PlanContext) -> CheckResult:
