@@ -211,7 +211,7 @@ def pod_identity_request(
 def _rehearse_trust(run: _Run) -> None:
     stack = run.stack
     for assoc in stack.associations:
-        role = stack.role(assoc.role_urn) or stack.role(assoc.role_arn)
+        role = stack.role_of(assoc)
         if role is None:
             continue  # a role this stack does not declare: nothing of it to read
         if role.trust is None:
@@ -225,51 +225,19 @@ def _rehearse_trust(run: _Run) -> None:
             continue
         t = run.tally(f"trust of {role.label} ({assoc.namespace}/{assoc.service_account})")
         for action in ("sts:AssumeRole", "sts:TagSession"):
-            own = pod_identity_request(
-                action,
-                role.arn,
-                stack.account,
-                assoc.cluster,
-                assoc.namespace,
-                assoc.service_account,
-                stack.region,
-            )
-            run.expect(
-                t,
-                role,
-                own,
-                evaluate(own, resource=[role.trust]),
-                True,
-                f"{assoc.via} {assoc.name}",
-            )
-            other = pod_identity_request(
-                action,
-                role.arn,
-                stack.account,
-                assoc.cluster,
-                "some-other-namespace",
-                "default",
-                stack.region,
-            )
-            run.expect(
-                t,
-                role,
-                other,
-                evaluate(other, resource=[role.trust]),
-                False,
-                "a Pod Identity association for another ServiceAccount",
-                "only its own ServiceAccount may assume the role",
-            )
+            args = (action, role.arn, stack.account, assoc.cluster)
+            own = pod_identity_request(*args, assoc.namespace, assoc.service_account, stack.region)
+            other = pod_identity_request(*args, "some-other-namespace", "default", stack.region)
             foreign = replace(own, context={**own.context, "aws:SourceAccount": "999999999999"})
-            run.expect(
-                t,
-                role,
-                foreign,
-                evaluate(foreign, resource=[role.trust]),
-                False,
-                "a Pod Identity association in another account",
-                "confused deputy: aws:SourceAccount",
-            )
+            # (request, allowed, call, why): its own ServiceAccount, another one, another account
+            for rq, allowed, call, why in (
+                (own, True, f"{assoc.via} {assoc.name}", ""),
+                (other, False, "a Pod Identity association for another ServiceAccount",
+                 "only its own ServiceAccount may assume the role"),
+                (foreign, False, "a Pod Identity association in another account",
+                 "confused deputy: aws:SourceAccount"),
+            ):  # fmt: skip
+                run.expect(t, role, rq, evaluate(rq, resource=[role.trust]), allowed, call, why)
 
 
 # --------------------------------------------------------------------------------------------
@@ -383,11 +351,7 @@ def _expect_bucket_denies(
 def _rehearse_teams(run: _Run, ctx: PlanContext) -> None:
     stack = run.stack
     for team in _teams(ctx):
-        roles = [
-            stack.role(a.role_urn) or stack.role(a.role_arn)
-            for a in stack.associations_for(team.namespace, team.service_account)
-        ]
-        role = next((r for r in roles if r is not None), None)
+        role = next(iter(stack.roles_for(team.namespace, team.service_account)), None)
         if role is None:
             continue  # no checkpoint role: the controller-identity check reports missing ones
         t = run.tally(f"{role.label} (team {team.name}, {team.namespace}/{team.service_account})")
@@ -459,14 +423,8 @@ def _k8s_docs(inv: Any) -> list[dict]:
     return [o.doc for o in k8s_objects(inv)]
 
 
-def _controller_role(
-    run: _Run, namespace: str, service_account: str
-) -> tuple[RoleFacts | None, str]:
-    for a in run.stack.associations_for(namespace, service_account):
-        role = run.stack.role(a.role_urn) or run.stack.role(a.role_arn)
-        if role is not None:
-            return role, a.via
-    return None, ""
+def _controller_role(run: _Run, namespace: str, service_account: str) -> RoleFacts | None:
+    return next(iter(run.stack.roles_for(namespace, service_account)), None)
 
 
 def _expect_calls(
@@ -503,7 +461,7 @@ def _rehearse_karpenter(run: _Run, inv: Any, objects: list[dict]) -> None:
         settings = values.get("settings") or {}
         cluster = str(settings.get("clusterName", ""))
         queue = str(settings.get("interruptionQueue", ""))
-        role, _ = _controller_role(run, namespace, sa)
+        role = _controller_role(run, namespace, sa)
         if role is None:
             continue  # reported by the controller-identity check
         classes = [o for o in objects if o.get("kind") == "EC2NodeClass"]
@@ -543,7 +501,7 @@ def _addon_installed(inv: Any, name: str) -> bool:
 def _rehearse_ebs_csi(run: _Run, inv: Any, objects: list[dict]) -> None:
     if not _addon_installed(inv, "aws-ebs-csi-driver"):
         return
-    role, _ = _controller_role(run, *EBS_CSI_SA)
+    role = _controller_role(run, *EBS_CSI_SA)
     if role is None:
         return
     stack = run.stack
@@ -579,7 +537,7 @@ def _rehearse_ebs_csi(run: _Run, inv: Any, objects: list[dict]) -> None:
 def _rehearse_fsx_csi(run: _Run, inv: Any, objects: list[dict]) -> None:
     if not _addon_installed(inv, "aws-fsx-csi-driver"):
         return
-    role, _ = _controller_role(run, *FSX_CSI_SA)
+    role = _controller_role(run, *FSX_CSI_SA)
     if role is None:
         return
     stack = run.stack
