@@ -12,6 +12,7 @@ from test_plan_stacks import ROOT, project_copy
 from tests.conftest import prod_own_values
 from tests.jobs.helpers import GPU_POOL
 from tests.plan.test_plan_checks import DEV_JOBS
+from trainforge.core import versions
 from trainforge.core.contract import DaemonSetLoad, NodeType, PoolFacts
 from trainforge.jobs import capacity
 from trainforge.jobs.spec import parse_job
@@ -98,6 +99,14 @@ def test_unknown_prices_stay_unknown():
         "j", "t", "gpu", "t", "t/PyTorchJob/j", choice, True, cost.Duration(3600.0, "x", "")
     )
     assert job.hourly is None and job.run_cost is None
+
+
+def test_the_eks_support_calendar_is_the_projects_one():
+    """The cost report's extended-support price reads the calendar the version pins and
+    docs/upgrading.md use (core/versions), not a second copy in the price facts."""
+    calendar = {v: d.isoformat() for v, d in price_facts.EKS_STANDARD_SUPPORT_END.items()}
+    assert calendar == versions.EKS_STANDARD_SUPPORT_ENDS
+    assert versions.KUBERNETES_VERSION in calendar
 
 
 def test_eks_extended_support_costs_more_after_the_calendar_date():
