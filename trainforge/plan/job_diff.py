@@ -14,12 +14,12 @@ from typing import Any
 
 from trainforge.plan import kueue as K
 from trainforge.plan.checks import ckpt_compat as CC
+from trainforge.plan.checks import cost_check, estimates, queues
 from trainforge.plan.checks.cost_check import usd as _usd
 from trainforge.plan.job_view import JobView
 
-EST_TITLE = "Memory per GPU and expected duration (trainforge.jobs.estimate)"
-COST_TITLE = "Cost"
-QUEUE_TITLE = "Queue admission (Kueue, all declared jobs submitted at once)"
+# the sections each side's figures come from: the checks' own titles, not copies
+EST_TITLE, COST_TITLE, QUEUE_TITLE = estimates.TITLE, cost_check.SECTION_TITLE, queues.QUEUE_TITLE
 RESUME_TITLE = "Checkpoint state (what a replacement resumes from)"
 
 

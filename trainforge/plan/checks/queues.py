@@ -254,14 +254,18 @@ class Simulation:
                 self.queues[name].usage[f] = before
 
     def borrows(self, w: Workload) -> dict[str, Fraction]:
-        q = self.queues[w.queue or ""]
-        f = w.flavor or ""
-        out = {}
+        """What admitting the job now would take beyond its queue's nominal quota."""
+        q, f = self.queues[w.queue or ""], w.flavor or ""
+        over = {r: q.use(f, r) + n - K.Quotas.nominal(q, f, r) for r, n in w.need.items()}
+        return {r: min(v, w.need[r]) for r, v in over.items() if v > 0}
+
+    def _charge(self, w: Workload, sign: int) -> None:
+        """Add (1) or give back (-1) the job's need to its queue's and namespace's usage."""
+        use = self.queues[w.queue or ""].usage.setdefault(w.flavor or "", {})
+        ns = self.ns_usage.setdefault(w.namespace, {})
         for r, need in w.need.items():
-            over = q.use(f, r) + need - q.nominal[f][r]
-            if over > 0:
-                out[r] = min(over, need)
-        return out
+            use[r] = use.get(r, Fraction(0)) + sign * need
+            ns[r] = ns.get(r, Fraction(0)) + sign * need
 
     def can_ever_fit(self, w: Workload) -> str | None:
         """None, or why the job exceeds what its queue could ever hold in its flavor."""
@@ -284,13 +288,8 @@ class Simulation:
         return None
 
     def admit(self, w: Workload) -> None:
-        q = self.queues[w.queue or ""]
         w.borrowing = self.borrows(w)
-        ns = self.ns_usage.setdefault(w.namespace, {})
-        for r, need in w.need.items():
-            q.usage.setdefault(w.flavor or "", {})
-            q.usage[w.flavor or ""][r] = q.use(w.flavor or "", r) + need
-            ns[r] = ns.get(r, Fraction(0)) + need
+        self._charge(w, 1)
         w.state, w.reason, w.admitted_at = "admitted", "", self.clock
         self.clock += 1
         if w.started is None:
@@ -332,11 +331,7 @@ class Simulation:
             self.unlaunchable.append(f"{w.job}: {why}")
 
     def evict(self, w: Workload, by: Workload, why: str) -> None:
-        q = self.queues[w.queue or ""]
-        ns = self.ns_usage.setdefault(w.namespace, {})
-        for r, need in w.need.items():
-            q.usage[w.flavor or ""][r] = q.use(w.flavor or "", r) - need
-            ns[r] = ns.get(r, Fraction(0)) - need
+        self._charge(w, -1)
         w.state, w.borrowing, w.preempted_by, w.preempted_why = "pending", {}, by.job, why
         w.reason = f"preempted by {by.job} ({why})"
         if w.remaining is not None and w.running_since is not None:
@@ -352,11 +347,7 @@ class Simulation:
 
     def finish(self, w: Workload) -> None:
         """The job ends: its quota and its pods go back."""
-        q = self.queues[w.queue or ""]
-        ns = self.ns_usage.setdefault(w.namespace, {})
-        for r, need in w.need.items():
-            q.usage[w.flavor or ""][r] = q.use(w.flavor or "", r) - need
-            ns[r] = ns.get(r, Fraction(0)) - need
+        self._charge(w, -1)
         w.state, w.remaining, w.borrowing = "finished", 0.0, {}
         self._unplace(w)
 
