@@ -788,21 +788,14 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
         w.need = {r: v * workers for r, v in per_pod.items() if v}
         ps = podset(obj.doc, per_pod, workers)
         all_tas = all((fl := flavors.get(f)) and fl.topology for f in q.flavors)
+        skips = {f: K.flavor_fits_podset(ps, flavors.get(f), all_tas) for f in q.flavors}
         # the flavor its wait is explained against: the first its pods may land on
-        w.flavor = next(
-            (f for f in q.flavors if K.flavor_fits_podset(ps, flavors.get(f), all_tas) is None),
-            None,
-        )
+        w.flavor = next((f for f, why in skips.items() if why is None), None)
         owned = _owned_fields(obj, flavors.get(w.flavor or ""))
         if owned:
             finding(w, RULE_OWNED, "sets " + "; ".join(owned), obj)
         if w.flavor is None:
-            whys = [
-                why
-                for f in q.flavors
-                if (why := K.flavor_fits_podset(ps, flavors.get(f), all_tas))
-                and "doesn't match node affinity" not in why
-            ]
+            whys = [y for y in skips.values() if y and "doesn't match node affinity" not in y]
             w.state = w.at_once = "never"
             w.reason = (
                 f"no flavor of ClusterQueue {cq_name} matches its nodeSelector "
