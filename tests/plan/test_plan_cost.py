@@ -382,3 +382,35 @@ def test_a_volume_inside_secret_chart_values_is_still_priced(prod):
     ebs = next(i for i in report.fixed if i.what == "EBS gp3 volumes")
     assert "50 GB (kube-prometheus-stack)" in ebs.note, ebs.note
     assert ebs.quantity == "1250 GB", ebs.quantity
+
+
+def test_the_cost_names_the_object_a_job_became_whatever_its_backend(monkeypatch):
+    """A job's cost row names the object the job became, found by its trainforge.io/job
+    label (queues.workload_object, the queue's own lookup), not by a list of known kinds: a
+    backend of a new kind is named too."""
+    from types import SimpleNamespace
+
+    from tests.jobs.helpers import target
+    from trainforge.core import pods
+    from trainforge.jobs import backends
+    from trainforge.plan.check_types import PlanContext
+    from trainforge.plan.manifests import K8sObject
+    from trainforge.plan.runner import Inventory
+
+    shape = pods.Shape(templates=(("spec", "pod"),), replicas=(("size",),))
+    monkeypatch.setitem(backends.SHAPES, "ToyGang", shape)
+    t = target(GPU_POOL)
+    doc = {
+        "apiVersion": "toy.example.com/v1", "kind": "ToyGang",
+        "metadata": {"name": "toy-run", "namespace": t.namespace,
+                     "labels": {"trainforge.io/job": "toy"}},
+        "spec": {"size": 2, "pod": {"spec": {"containers": [{"name": "train"}]}}},
+    }  # fmt: skip
+    obj = K8sObject(
+        urn="urn:toy", name="toy", type="kubernetes:toy.example.com/v1:ToyGang", doc=doc
+    )
+    job = _job(name="toy", team=t.team.name, pool=GPU_POOL.name)
+    declared = SimpleNamespace(contracts=[], jobs=[SimpleNamespace(spec=job, target=t)])
+    ctx = PlanContext(Inventory(project="p", stack="s", resources=[]), [obj], declared)
+    (row,) = cost_check.build_report(ctx, dt.date(2026, 11, 29)).jobs
+    assert row.resource == f"{t.namespace}/ToyGang/toy-run"

@@ -23,6 +23,7 @@ from typing import Any
 from trainforge.plan import cost as C
 from trainforge.plan import price_facts as P
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
+from trainforge.plan.checks import queues
 from trainforge.stack.policy import CAPS_KEY, CostCaps, CostCapsError, parse_caps
 
 __all__ = ["CAPS_KEY", "CostCapsError", "check", "parse_caps"]
@@ -48,24 +49,9 @@ RULES = {
 # --- building the report from what the program declared ---------------------------------------
 
 
-def _job_resource(ctx: PlanContext, job: Any, namespace: str) -> str:
-    """namespace/Kind/name of the object the job became (what a reviewer looks for)."""
-    for o in ctx.objects:
-        meta = o.doc.get("metadata") or {}
-        if (
-            meta.get("name") == job.name
-            and meta.get("namespace") == namespace
-            and o.doc.get("kind") in ("PyTorchJob", "TrainJob", "Job")
-        ):
-            return o.ident
-    return f"{namespace}/{job.name}"
-
-
 def _admission(ctx: PlanContext) -> dict[tuple[str, str], tuple[str, str]]:
     """The queue simulation's verdict per (team, job), "runs" | "waits" | "never": what runs
     at once is what Kueue admits, not every declared job (none without Kueue queues)."""
-    from trainforge.plan.checks import queues  # noqa: PLC0415 - a sibling check
-
     return {(o.team, o.job): (o.state, o.reason) for o in queues.outcomes(ctx).values()}
 
 
@@ -84,7 +70,9 @@ def build_report(ctx: PlanContext, today: dt.date | None = None) -> C.CostReport
         teams.update(contract.teams)
     admitted = _admission(ctx) if declared and declared.jobs else {}
     for d in declared.jobs if declared else []:
-        resource = _job_resource(ctx, d.spec, d.target.namespace)
+        # namespace/Kind/name of the object the job became (what a reviewer looks for)
+        obj = queues.workload_object(ctx, d.spec.name, d.target.namespace)
+        resource = obj.ident if obj is not None else f"{d.target.namespace}/{d.spec.name}"
         state = admitted.get((d.spec.team, d.spec.name), ("runs", ""))
         report.jobs.append(C.job_cost(d.spec, d.target, region, resource, state))
         teams.setdefault(d.target.team.name, d.target.team)

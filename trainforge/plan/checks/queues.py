@@ -67,6 +67,7 @@ from fractions import Fraction
 from typing import Any
 
 from trainforge.jobs.backends import pod_templates
+from trainforge.jobs.pod import JOB_LABEL
 from trainforge.jobs.wiring import sizing_rule
 from trainforge.plan import kueue as K
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
@@ -74,7 +75,6 @@ from trainforge.plan.kueue.workload import pod_requests
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
-JOB_LABEL = "trainforge.io/job"
 # the resources the queues count and how a quantity is read: the Kueue model's, not a copy
 GPU = K.GPU
 RESOURCES = K.RESOURCES
@@ -612,7 +612,9 @@ def _backstops(ctx: PlanContext) -> dict[str, dict[str, Fraction]]:
     return out
 
 
-def _workload_object(ctx: PlanContext, name: str, namespace: str) -> Any:
+def workload_object(ctx: PlanContext, name: str, namespace: str) -> Any:
+    """The object declared job `name` became: its trainforge.io/job label and a pod template
+    of its own, whatever its backend's kind (what the queue's and the cost's findings name)."""
     for o in ctx.objects:
         labels = (o.doc.get("metadata") or {}).get("labels") or {}
         if (
@@ -737,7 +739,7 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
         w.sizing = sizing_rule(spec, target.pool)
         w.duration = _duration(spec, target.pool)
         workloads.append(w)
-        obj = _workload_object(ctx, spec.name, target.namespace)
+        obj = workload_object(ctx, spec.name, target.namespace)
         labels = ((obj.doc.get("metadata") or {}).get("labels") or {}) if obj else {}
         queue_name = labels.get(QUEUE_LABEL)
         if obj is not None and queue_name is None and (target.namespace, DEFAULT_QUEUE) in local:
@@ -856,7 +858,7 @@ def admit_object(
         m.priorities,
         m.shared,
     )
-    w = Workload(str(labels.get("trainforge.io/job", "job")), namespace, namespace, 0)
+    w = Workload(str(labels.get(JOB_LABEL, "job")), namespace, namespace, 0)
     w.need, w.pods = dict(need), pods
     lq = labels.get(QUEUE_LABEL)
     if lq is None and (namespace, DEFAULT_QUEUE) in local:
