@@ -163,8 +163,7 @@ def check(ctx: PlanContext) -> CheckResult:
     _rehearse_teams(run, ctx)
     objects = _k8s_docs(inv)
     _rehearse_karpenter(run, inv, objects)
-    _rehearse_ebs_csi(run, inv, objects)
-    _rehearse_fsx_csi(run, inv, objects)
+    _rehearse_csi(run, inv, objects)
     _rehearse_node_roles(run, inv)
     lines = [t.line() for t in run.tallies] + stack.notes
     if not run.tallies:
@@ -498,13 +497,9 @@ def _addon_installed(inv: Any, name: str) -> bool:
     )
 
 
-def _rehearse_ebs_csi(run: _Run, inv: Any, objects: list[dict]) -> None:
-    if not _addon_installed(inv, "aws-ebs-csi-driver"):
-        return
-    role = _controller_role(run, *EBS_CSI_SA)
-    if role is None:
-        return
-    stack = run.stack
+def _ebs_csi(stack: StackIam, role: RoleFacts, objects: list[dict]) -> tuple[list, list, str]:
+    """The EBS CSI controller's calls (a customer-key StorageClass's KMS calls included) and
+    its reference: AmazonEBSCSIDriverPolicy and docs/install.md's KMS statement."""
     keys = sorted(
         {
             str(o.get("parameters", {}).get("kmsKeyId"))
@@ -514,33 +509,16 @@ def _rehearse_ebs_csi(run: _Run, inv: Any, objects: list[dict]) -> None:
             and o.get("parameters", {}).get("kmsKeyId")
         }
     )
-    t = run.tally(f"{role.label} (aws-ebs-csi-driver, {'/'.join(EBS_CSI_SA)})")
-    calls = ebs_csi_calls(role.arn, stack.account, stack.region, keys, stack.partition)
-    _expect_calls(run, t, role, calls, "EBS CSI controller")
     reference = [Policy("AmazonEBSCSIDriverPolicy", AMAZON_EBS_CSI_DRIVER_POLICY)]
     if keys:
-        reference.append(
-            Policy(
-                "EBS CSI KMS statement (docs/install.md)",
-                {
-                    "Statement": [
-                        {"Effect": "Allow", "Action": list(EBS_CSI_KMS_ACTIONS), "Resource": keys}
-                    ]
-                },
-            )
-        )
-    _beyond(
-        run, role, reference, "aws-ebs-csi-driver's reference policy (AmazonEBSCSIDriverPolicy)"
-    )
+        kms = {"Effect": "Allow", "Action": list(EBS_CSI_KMS_ACTIONS), "Resource": keys}
+        reference.append(Policy("EBS CSI KMS statement (docs/install.md)", {"Statement": [kms]}))
+    calls = ebs_csi_calls(role.arn, stack.account, stack.region, keys, stack.partition)
+    return calls, reference, "aws-ebs-csi-driver's reference policy (AmazonEBSCSIDriverPolicy)"
 
 
-def _rehearse_fsx_csi(run: _Run, inv: Any, objects: list[dict]) -> None:
-    if not _addon_installed(inv, "aws-fsx-csi-driver"):
-        return
-    role = _controller_role(run, *FSX_CSI_SA)
-    if role is None:
-        return
-    stack = run.stack
+def _fsx_csi(stack: StackIam, role: RoleFacts, objects: list[dict]) -> tuple[list, list, str]:
+    """The FSx CSI controller's calls on the file systems its PersistentVolumes name."""
     handles = sorted(
         {
             str(((o.get("spec") or {}).get("csi") or {}).get("volumeHandle"))
@@ -549,23 +527,29 @@ def _rehearse_fsx_csi(run: _Run, inv: Any, objects: list[dict]) -> None:
             and ((o.get("spec") or {}).get("csi") or {}).get("driver") == "fsx.csi.aws.com"
         }
     )
-    arns = [
-        f"arn:{stack.partition}:fsx:{stack.region}:{stack.account}:file-system/{h}" for h in handles
-    ]
-    t = run.tally(f"{role.label} (aws-fsx-csi-driver, {'/'.join(FSX_CSI_SA)})")
-    _expect_calls(
-        run,
-        t,
-        role,
-        fsx_csi_calls(role.arn, stack.account, stack.region, arns),
-        "FSx CSI controller",
-    )
-    _beyond(
-        run,
-        role,
-        [Policy("FSx CSI reference", FSX_CSI_REFERENCE)],
-        "aws-fsx-csi-driver's reference policy",
-    )
+    arn = f"arn:{stack.partition}:fsx:{stack.region}:{stack.account}:file-system/"
+    calls = fsx_csi_calls(role.arn, stack.account, stack.region, [arn + h for h in handles])
+    reference = [Policy("FSx CSI reference", FSX_CSI_REFERENCE)]
+    return calls, reference, "aws-fsx-csi-driver's reference policy"
+
+
+# add-on -> its controller's ServiceAccount, who calls, its expected calls and reference
+_CSI_DRIVERS = (
+    ("aws-ebs-csi-driver", EBS_CSI_SA, "EBS CSI controller", _ebs_csi),
+    ("aws-fsx-csi-driver", FSX_CSI_SA, "FSx CSI controller", _fsx_csi),
+)
+
+
+def _rehearse_csi(run: _Run, inv: Any, objects: list[dict]) -> None:
+    """Each installed CSI driver's controller: its calls allowed, nothing beyond upstream's."""
+    for addon, sa, who, facts in _CSI_DRIVERS:
+        role = _controller_role(run, *sa) if _addon_installed(inv, addon) else None
+        if role is None:
+            continue
+        calls, reference, what = facts(run.stack, role, objects)
+        t = run.tally(f"{role.label} ({addon}, {'/'.join(sa)})")
+        _expect_calls(run, t, role, calls, who)
+        _beyond(run, role, reference, what)
 
 
 def _rehearse_node_roles(run: _Run, inv: Any) -> None:
