@@ -6,7 +6,7 @@ WorkloadPriorityClasses) and the jobs the program declared:
 
 - Time: every declared job is submitted at once, in declaration order (that order is
   their creation order, Kueue's FIFO tie-break), into a cluster running nothing else. Each
-  runs for its expected duration (trainforge.plan.cost.expected_duration: measured step
+  runs for its expected duration (trainforge.jobs.duration.expected_duration: measured step
   time, the estimate, or the deadline); when one ends, its quota is free and what waits is
   tried again. So a waiting job has an expected start (None after a job of unknown
   duration). A preempted job resumes later with what it had left to run.
@@ -67,6 +67,7 @@ from fractions import Fraction
 from typing import Any
 
 from trainforge.jobs.backends import pod_templates
+from trainforge.jobs.duration import expected_duration
 from trainforge.jobs.pod import JOB_LABEL
 from trainforge.jobs.wiring import sizing_rule
 from trainforge.plan import kueue as K
@@ -663,12 +664,6 @@ def _rooms(ctx: PlanContext) -> dict[str, PoolRoom]:
     return out
 
 
-def _duration(spec: Any, pool: Any) -> float | None:
-    from trainforge.plan.cost import expected_duration  # noqa: PLC0415
-
-    return expected_duration(spec, pool).seconds
-
-
 @dataclass(frozen=True)
 class JobOutcome:
     """What the queue does with one declared job, all declared jobs submitted at once (the
@@ -737,7 +732,7 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
             continue
         w = Workload(spec.name, spec.team, target.namespace, i)
         w.sizing = sizing_rule(spec, target.pool)
-        w.duration = _duration(spec, target.pool)
+        w.duration = expected_duration(spec, target.pool).seconds
         workloads.append(w)
         obj = workload_object(ctx, spec.name, target.namespace)
         labels = ((obj.doc.get("metadata") or {}).get("labels") or {}) if obj else {}
