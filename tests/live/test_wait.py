@@ -190,6 +190,18 @@ def test_the_docs_show_what_it_prints():
         assert line in doc, line
 
 
+def test_a_workload_is_counted_as_the_kueue_model_counts_it():
+    """A container that gives only limits asks them (Kueue: a limit stands for its missing
+    request) and the largest init container counts: the live wait counts a pod as the plan's
+    queue does (trainforge.plan.kueue.workload), not by its containers' requests alone."""
+    pod = {
+        "initContainers": [{"resources": {"requests": {"cpu": "8"}}}],
+        "containers": [{"resources": {"limits": {"nvidia.com/gpu": "8", "cpu": "2"}}}],
+    }
+    wl = {"spec": {"podSets": [{"name": "main", "count": 4, "template": {"spec": pod}}]}}
+    assert wait._need(wl) == {"nvidia.com/gpu": 32, "cpu": 32}
+
+
 def test_an_admitted_job_has_no_expected_start(api):
     assert expected(api, recorded.RUN, recorded.RUN_NS) is None
 

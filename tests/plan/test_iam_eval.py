@@ -10,7 +10,6 @@ import pytest
 from trainforge.plan.checks.iam_eval import (
     Policy,
     Request,
-    actions_of,
     beyond_reference,
     condition_holds,
     evaluate,
@@ -521,15 +520,6 @@ def test_statement_within_accepts_narrower_condition_values():
     assert not statement_within(not_resource, allow("s3:GetObject", "*"))
     deny_first = pol({"Effect": "Deny", "Action": "*", "Resource": "*"}, {**wider, "Sid": "W"})
     assert beyond_reference(deny_first, [pol(ref)]) == ["W"]
-
-
-def test_actions_of_lists_only_allowed_actions():
-    p = Policy.parse(
-        "p",
-        json.dumps({"Statement": [allow(["S3:GetObject", "s3:List*"], "*"),
-                                  {"Effect": "Deny", "Action": "s3:PutObject", "Resource": "*"}]}),
-    )  # fmt: skip
-    assert actions_of([p]) == {"s3:getobject", "s3:list*"}
 
 
 def test_a_multivalued_key_without_a_set_operator_matches_any_value():

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from dataclasses import replace
 
 import pytest
 from test_plan_stacks import ROOT, project_copy
 
 from tests.conftest import prod_own_values
+from tests.jobs.helpers import GPU_POOL
 from tests.plan.test_plan_checks import DEV_JOBS
-from trainforge.core.contract import NodeType, PoolFacts
+from trainforge.core import versions
+from trainforge.core.contract import DaemonSetLoad, NodeType, PoolFacts
+from trainforge.jobs import capacity
 from trainforge.jobs.spec import parse_job
 from trainforge.plan import cli, core, cost, price_facts
 from trainforge.plan.check_types import PlanContext
@@ -47,6 +51,21 @@ def test_karpenter_pool_uses_the_cheapest_type_that_fits_every_pod():
     assert (big.instance_type, big.nodes) == ("g5.48xlarge", 1)
 
 
+def test_pods_per_node_is_the_scheduling_rehearsals_arithmetic():
+    """The cost packs pods as the scheduling check does (trainforge.jobs.capacity: what a node
+    leaves after the kubelet and the pool's DaemonSets), not by an estimate of its own: with a
+    6-core DaemonSet a g5.12xlarge holds one 21-core pod, without it two."""
+    g5 = NodeType("g5.12xlarge", 48, 196608, 4)
+    pool = replace(GPU_POOL, node_types=(g5,))
+    hog = replace(pool, daemonsets=(*pool.daemonsets, DaemonSetLoad("hog", 6000)))
+    job = _job(gpusPerWorker=1, cpu="21", memory="40Gi", workers=4)
+    (room,) = capacity.rooms(hog)
+    assert capacity.fit(room, capacity.PodRequest.of("21", "40Gi", 1)).per_node == 1
+    choice = cost.choose_nodes(job, hog, "us-east-1")
+    assert (choice.pods_per_node, choice.nodes) == (1, 4)
+    assert cost.choose_nodes(job, pool, "us-east-1").pods_per_node == 2
+
+
 def test_node_group_uses_its_first_listed_type():
     group = PoolFacts(**{**G5.__dict__, "kind": "node-group"})
     choice = cost.choose_nodes(_job(workers=3), group, "us-east-1")
@@ -80,6 +99,14 @@ def test_unknown_prices_stay_unknown():
         "j", "t", "gpu", "t", "t/PyTorchJob/j", choice, True, cost.Duration(3600.0, "x", "")
     )
     assert job.hourly is None and job.run_cost is None
+
+
+def test_the_eks_support_calendar_is_the_projects_one():
+    """The cost report's extended-support price reads the calendar the version pins and
+    docs/upgrading.md use (core/versions), not a second copy in the price facts."""
+    calendar = {v: d.isoformat() for v, d in price_facts.EKS_STANDARD_SUPPORT_END.items()}
+    assert calendar == versions.EKS_STANDARD_SUPPORT_ENDS
+    assert versions.KUBERNETES_VERSION in calendar
 
 
 def test_eks_extended_support_costs_more_after_the_calendar_date():
@@ -355,3 +382,35 @@ def test_a_volume_inside_secret_chart_values_is_still_priced(prod):
     ebs = next(i for i in report.fixed if i.what == "EBS gp3 volumes")
     assert "50 GB (kube-prometheus-stack)" in ebs.note, ebs.note
     assert ebs.quantity == "1250 GB", ebs.quantity
+
+
+def test_the_cost_names_the_object_a_job_became_whatever_its_backend(monkeypatch):
+    """A job's cost row names the object the job became, found by its trainforge.io/job
+    label (queues.workload_object, the queue's own lookup), not by a list of known kinds: a
+    backend of a new kind is named too."""
+    from types import SimpleNamespace
+
+    from tests.jobs.helpers import target
+    from trainforge.core import pods
+    from trainforge.jobs import backends
+    from trainforge.plan.check_types import PlanContext
+    from trainforge.plan.manifests import K8sObject
+    from trainforge.plan.runner import Inventory
+
+    shape = pods.Shape(templates=(("spec", "pod"),), replicas=(("size",),))
+    monkeypatch.setitem(backends.SHAPES, "ToyGang", shape)
+    t = target(GPU_POOL)
+    doc = {
+        "apiVersion": "toy.example.com/v1", "kind": "ToyGang",
+        "metadata": {"name": "toy-run", "namespace": t.namespace,
+                     "labels": {"trainforge.io/job": "toy"}},
+        "spec": {"size": 2, "pod": {"spec": {"containers": [{"name": "train"}]}}},
+    }  # fmt: skip
+    obj = K8sObject(
+        urn="urn:toy", name="toy", type="kubernetes:toy.example.com/v1:ToyGang", doc=doc
+    )
+    job = _job(name="toy", team=t.team.name, pool=GPU_POOL.name)
+    declared = SimpleNamespace(contracts=[], jobs=[SimpleNamespace(spec=job, target=t)])
+    ctx = PlanContext(Inventory(project="p", stack="s", resources=[]), [obj], declared)
+    (row,) = cost_check.build_report(ctx, dt.date(2026, 11, 29)).jobs
+    assert row.resource == f"{t.namespace}/ToyGang/toy-run"

@@ -8,6 +8,7 @@ import os
 import pytest
 
 from trainforge.core.contract import Declared, PlatformContract, TeamFacts
+from trainforge.jobs.backends import pod_templates
 from trainforge.plan import check_types as T
 from trainforge.plan import core
 from trainforge.plan import registry as C
@@ -147,8 +148,8 @@ def test_shell_scripts_are_found_in_any_pod_template():
     assert P.shell_script({"command": ["/bin/bash"], "args": ["-ec", "x"]}) == "x"
     assert P.shell_script({"command": ["python", "-c", "x"]}) is None
     assert P.shell_script({"command": ["mlflow", "server"]}) is None
-    found = P.pod_specs(_training_pod().doc)
-    assert [where for where, _ in found] == ["spec.pytorchReplicaSpecs.Master.template.spec"]
+    found = pod_templates(_training_pod().doc, build=False)
+    assert [t.spec_path for t in found] == ["spec.pytorchReplicaSpecs.Master.template.spec"]
 
 
 @needs_sandbox

@@ -42,9 +42,16 @@ from trainforge.core import catalog
 # Karpenter and chart mirrors end 2026-08), and every add-on must be, so the cluster stays on
 # 1.35 (in standard support until 2027-03-27).
 KUBERNETES_VERSION = "1.35"
-# End of EKS standard support per minor (extended support costs extra per cluster hour).
-# source: endoflife.date/amazon-eks, checked 2026-11-23
+# End of EKS standard support per minor (extended support costs extra per cluster hour; the
+# plan's cost report reads this calendar: trainforge.plan.price_facts.eks_support).
+# source: endoflife.date/amazon-eks and the EKS user guide's release calendar
+# (docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html), checked 2026-11-23
 EKS_STANDARD_SUPPORT_ENDS: dict[str, str] = {
+    "1.29": "2025-03-23",  # source: endoflife.date/amazon-eks, checked 2026-11-23
+    "1.30": "2025-07-23",  # source: endoflife.date/amazon-eks, checked 2026-11-23
+    "1.31": "2025-11-26",  # source: endoflife.date/amazon-eks, checked 2026-11-23
+    "1.32": "2026-03-23",  # source: endoflife.date/amazon-eks, checked 2026-11-23
+    "1.33": "2026-07-29",  # source: endoflife.date/amazon-eks, checked 2026-11-23
     "1.34": "2026-12-02",  # source: endoflife.date/amazon-eks, checked 2026-11-23
     "1.35": "2027-03-27",  # source: endoflife.date/amazon-eks, checked 2026-11-23
 }

@@ -47,7 +47,6 @@ from datetime import datetime, timedelta
 from fractions import Fraction
 from typing import Any
 
-from trainforge.core.quantity import parse_quantity
 from trainforge.jobs.duration import EXPECTED_BASIS, EXPECTED_SECONDS
 from trainforge.jobs.pod import JOB_LABEL
 from trainforge.live.gather import (
@@ -61,6 +60,7 @@ from trainforge.live.gather import (
 )
 from trainforge.live.kube import Api, KubeError
 from trainforge.plan.checks import queues as sim
+from trainforge.plan.kueue.workload import pod_requests
 
 RESOURCES = sim.RESOURCES
 _FLAVOR = re.compile(r"in flavor (?P<flavor>[\w.-]+)")
@@ -99,15 +99,16 @@ class Expected:
 
 
 def _need(wl: dict[str, Any]) -> dict[str, Fraction]:
-    """What a Workload asks in all (every pod of every pod set), in the quota's resources."""
+    """What a Workload asks in all (every pod of every pod set), in the quota's resources:
+    each pod as the Kueue model counts it (trainforge.plan.kueue.workload: a limit stands for
+    its missing request, the largest init container, the pod overhead)."""
     total: dict[str, Fraction] = {}
     for ps in wl.get("spec", {}).get("podSets", []) or []:
-        count = int(ps.get("count", 1))
-        for c in ps.get("template", {}).get("spec", {}).get("containers", []) or []:
-            for res, amount in (c.get("resources", {}).get("requests") or {}).items():
-                if res in RESOURCES:
-                    total[res] = total.get(res, Fraction(0)) + parse_quantity(amount) * count
-    return {r: v for r, v in total.items() if v}
+        pod = pod_requests(ps.get("template", {}).get("spec", {}) or {})
+        for res, amount in pod.items():
+            if res in RESOURCES:
+                total[res] = total.get(res, Fraction(0)) + amount * int(ps.get("count", 1))
+    return total
 
 
 def _admitted_flavor(wl: dict[str, Any]) -> str | None:

@@ -16,12 +16,13 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
-from trainforge.core.contract import JobTarget, NodeType, PoolFacts, TeamFacts
+from trainforge.core.contract import JobTarget, NodeType, PoolFacts, TeamFacts, efa_count
 from trainforge.core.quantity import parse_quantity
+from trainforge.jobs import capacity
 from trainforge.jobs.duration import (  # noqa: F401 - the plan's checks read them here
     DURATION_SOURCES,
     Duration,
@@ -32,12 +33,6 @@ from trainforge.jobs.spec import JobSpec
 from trainforge.plan import price_facts as P
 
 HOURS_PER_MONTH = P.HOURS_PER_MONTH
-
-# What a node keeps for itself: the same reservation `jobs.wiring.resolve_job` sizes default
-# pods with (~10% plus a core of CPU, ~15% of memory for kubelet, CNI, CSI, device plugins).
-_CPU_KEEP = (Fraction(9, 10), 1)
-_MEM_KEEP = Fraction(85, 100)
-
 
 # --- which nodes a job gets -------------------------------------------------------------------
 
@@ -64,19 +59,21 @@ def pod_size(job: JobSpec) -> PodSize:
     )
 
 
-def pods_per_node(node: NodeType, pod: PodSize) -> int:
-    """How many of the job's pods one node of this type holds (0: it does not fit)."""
-    if pod.gpus > node.gpus or pod.cpu > node.vcpus or pod.memory > node.memory_mib * 2**20:
-        return 0
-    fits = []
-    if pod.gpus:
-        fits.append(node.gpus // pod.gpus)
-    if pod.cpu:
-        fits.append(math.floor((node.vcpus * _CPU_KEEP[0] - _CPU_KEEP[1]) / pod.cpu))
-    if pod.memory:
-        fits.append(math.floor(node.memory_mib * 2**20 * _MEM_KEEP / pod.memory))
-    # A pod the jobs layer accepted against the node's capacity fits at least once.
-    return max(1, min(fits)) if fits else 1
+def pods_per_node(job: JobSpec, pool: PoolFacts, node: NodeType) -> int:
+    """How many of the job's pods one node of this type holds (0: it does not fit): the
+    scheduling rehearsal's arithmetic (trainforge.jobs.capacity: what the node leaves after
+    the kubelet's reservations and the pool's DaemonSets), not an estimate of its own."""
+    gpus = job.gpus_per_worker or 0
+    req = capacity.PodRequest.of(
+        job.cpu or "0", job.memory or "0", gpus, efa_count(pool, gpus) if job.efa else 0
+    )
+    rooms = [r for r in capacity.rooms(pool) if r.node.instance_type == node.name]
+    if not rooms and node.vcpus and node.memory_mib:
+        # a contract built by hand (no node shapes): the type's own size, the pool's DaemonSets
+        sized = replace(pool, nodes=(), instance_types=(node.name,), vcpus_per_node=node.vcpus,
+                        memory_mib_per_node=node.memory_mib, gpus_per_node=node.gpus)  # fmt: skip
+        rooms = capacity.rooms(sized)
+    return capacity.fit(rooms[0], req).per_node if rooms else 0
 
 
 @dataclass(frozen=True)
@@ -116,7 +113,7 @@ def choose_nodes(job: JobSpec, pool: PoolFacts, region: str) -> NodeChoice | Non
     one of its types; a managed node group launches its types in the order listed."""
     pod = pod_size(job)
     workers = job.workers
-    fitting = [(t, n) for t in _node_types(pool) if (n := pods_per_node(t, pod)) > 0]
+    fitting = [(t, n) for t in _node_types(pool) if (n := pods_per_node(job, pool, t)) > 0]
     if not fitting:
         return None
 
@@ -296,8 +293,6 @@ def _worst_rate(
 
 def _cpu_per_gpu(pools: list[PoolFacts]) -> float:
     """The most CPU a GPU brings in these pools (what a node leaves to pods, per GPU)."""
-    from trainforge.jobs import capacity  # noqa: PLC0415
-
     rates = [r.cpu_m / 1000 / r.node.gpus for p in pools for r in capacity.rooms(p) if r.node.gpus]
     return max(rates, default=0.0)
 

@@ -14,6 +14,8 @@ from typing import Any
 
 import yaml
 
+from trainforge.plan.checks.cost_check import STARTS
+from trainforge.plan.checks.cost_check import usd as _usd
 from trainforge.plan.manifests import CHECKOV_DIR
 
 INVENTORY_FILE = "inventory.json"
@@ -244,10 +246,6 @@ def load_cost(folder: pathlib.Path) -> dict[str, Any] | None:
     return None
 
 
-def _usd(v: float | None) -> str:
-    return "unknown" if v is None else f"${v:,.2f}"
-
-
 def _delta(old: float | None, new: float | None) -> str:
     if old is None or new is None:
         return "unknown"
@@ -277,9 +275,7 @@ def cost_markdown(old: dict[str, Any] | None, new: dict[str, Any] | None) -> lis
         what = "added" if not o else "removed" if not n else "changed"
         nodes = f"{n.get('nodes')} x {n.get('instanceType')}" if n else "-"
         basis = n.get("runCostBasis") or (o.get("runCostBasis") if o else None) or "-"
-        starts = {"runs": "at once", "waits": "waits", "never": "never"}.get(
-            n.get("admission", "runs") if n else "", "-"
-        )
+        starts = STARTS.get(n.get("admission", "runs") if n else "", "-")
         rows.append(
             f"| `{key[1]}` ({key[0]}) | {what} | "
             f"{_usd(o.get('runCost')) if o else '-'} → {_usd(n.get('runCost')) if n else '-'} | "

@@ -13,11 +13,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainforge.plan import ckpt_compat as CC
+from trainforge.plan import kueue as K
+from trainforge.plan.checks import cost_check, estimates, queues
+from trainforge.plan.checks.cost_check import usd as _usd
 from trainforge.plan.job_view import JobView
 
-EST_TITLE = "Memory per GPU and expected duration (trainforge.jobs.estimate)"
-COST_TITLE = "Cost"
-QUEUE_TITLE = "Queue admission (Kueue, all declared jobs submitted at once)"
+# the sections each side's figures come from: the checks' own titles, not copies
+EST_TITLE, COST_TITLE, QUEUE_TITLE = estimates.TITLE, cost_check.SECTION_TITLE, queues.QUEUE_TITLE
 RESUME_TITLE = "Checkpoint state (what a replacement resumes from)"
 
 
@@ -68,10 +70,6 @@ def _hours(s: Any) -> str:
     if not isinstance(s, int | float):
         return "?"
     return f"{s / 3600:.1f} h" if s >= 3600 else f"{s / 60:.0f} min"
-
-
-def _usd(v: Any) -> str:
-    return f"${v:,.2f}" if isinstance(v, int | float) else "unknown"
 
 
 def _pair(old: str | None, new: str | None) -> str | None:
@@ -129,39 +127,15 @@ def _qty(v: Any) -> str:
 
 
 def reclaimers(objects: dict[str, dict], queue_row: dict) -> list[str]:
-    """ClusterQueues of the borrowing queue's cohort that may reclaim what it lends: those with
-    `preemption.reclaimWithinCohort` other than Never and a nominal quota of a borrowed
-    resource on the flavor (Kueue evicts the borrower when they need it back)."""
-    borrowed = set((queue_row.get("borrowing") or {}).keys())
-    if not borrowed:
+    """Who may reclaim what the row's job borrows: its ClusterQueue's cohort members that
+    the one Kueue model says may take it back (trainforge.plan.kueue, Quotas.reclaimers)."""
+    borrowed = list(queue_row.get("borrowing") or {})
+    m = K.read(objects.values()) if borrowed else None
+    q = m.queues.get(queue_row.get("queue") or "") if m else None
+    if m is None or q is None:
         return []
-    cqs = {
-        (d.get("metadata") or {}).get("name"): d
-        for d in objects.values()
-        if d.get("kind") == "ClusterQueue"
-    }
-    mine = cqs.get(queue_row.get("queue")) or {}
-    cohort = (mine.get("spec") or {}).get("cohortName") or (mine.get("spec") or {}).get("cohort")
-    out = []
-    for name, d in sorted(cqs.items()):
-        spec = d.get("spec") or {}
-        if (
-            name == queue_row.get("queue")
-            or (spec.get("cohortName") or spec.get("cohort")) != cohort
-        ):
-            continue
-        if (spec.get("preemption") or {}).get("reclaimWithinCohort", "Never") == "Never":
-            continue
-        for group in spec.get("resourceGroups") or []:
-            for fl in group.get("flavors") or []:
-                if fl.get("name") != queue_row.get("flavor"):
-                    continue
-                if any(
-                    r.get("name") in borrowed and str(r.get("nominalQuota")) not in ("0", "")
-                    for r in fl.get("resources") or []
-                ):
-                    out.append(f"team {name}")
-    return sorted(set(out))
+    owners = K.Quotas(m.queues, m.shared).reclaimers(q, queue_row.get("flavor") or "", borrowed)
+    return sorted(f"team {name}" for name in set(owners))
 
 
 def job_change(

@@ -26,6 +26,8 @@ import json
 from dataclasses import dataclass
 from importlib import resources
 
+from trainforge.core import versions
+
 
 @dataclass(frozen=True)
 class Source:
@@ -78,9 +80,9 @@ _SERVICES: dict[str, dict[str, Price]] = {
 }
 
 # End of EKS standard support per Kubernetes minor version (extended support costs more
-# after it; source "eks-calendar").
+# after it): the project's one calendar, trainforge.core.versions (source "eks-calendar").
 EKS_STANDARD_SUPPORT_END: dict[str, dt.date] = {
-    v: dt.date.fromisoformat(d) for v, d in _DATA["eksStandardSupportEnd"].items()
+    v: dt.date.fromisoformat(d) for v, d in versions.EKS_STANDARD_SUPPORT_ENDS.items()
 }
 
 

@@ -180,11 +180,7 @@ def _irsa_roles(stack: StackIam, namespace: str, sa: str) -> list[RoleFacts]:
 def find_identity(
     stack: StackIam, inv: Any, namespace: str, sa: str, addon: str | None, needs: Needs
 ) -> Identity | None:
-    roles = [
-        r
-        for a in stack.associations_for(namespace, sa)
-        if (r := stack.role(a.role_urn) or stack.role(a.role_arn)) is not None
-    ]
+    roles = stack.roles_for(namespace, sa)
     if roles:
         return Identity("EKS Pod Identity", roles)
     if addon is not None:

@@ -20,10 +20,10 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from trainforge.jobs.backends import job_shape
 from trainforge.plan import cost as C
 from trainforge.plan import price_facts as P
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
+from trainforge.plan.checks import queues
 from trainforge.stack.policy import CAPS_KEY, CostCaps, CostCapsError, parse_caps
 
 __all__ = ["CAPS_KEY", "CostCapsError", "check", "parse_caps"]
@@ -49,24 +49,10 @@ RULES = {
 # --- building the report from what the program declared ---------------------------------------
 
 
-def _job_resource(ctx: PlanContext, job: Any, namespace: str) -> str:
-    """namespace/Kind/name of the object the job became (what a reviewer looks for)."""
-    for o in ctx.objects:
-        meta = o.doc.get("metadata") or {}
-        if (
-            meta.get("name") == job.name
-            and meta.get("namespace") == namespace
-            and job_shape(o.doc) is not None  # a job's workload, by its backend's shape
-        ):
-            return o.ident
-    return f"{namespace}/{job.name}"
-
-
 def _admission(ctx: PlanContext) -> dict[tuple[str, str], tuple[str, str]]:
-    """The queue simulation's verdict per (team, job): what runs at once is what Kueue admits."""
-    from trainforge.plan.checks import queues  # noqa: PLC0415 - a sibling check
-
-    return queues.admission(ctx)
+    """The queue simulation's verdict per (team, job), "runs" | "waits" | "never": what runs
+    at once is what Kueue admits, not every declared job (none without Kueue queues)."""
+    return {(o.team, o.job): (o.state, o.reason) for o in queues.outcomes(ctx).values()}
 
 
 def build_report(ctx: PlanContext, today: dt.date | None = None) -> C.CostReport:
@@ -84,7 +70,9 @@ def build_report(ctx: PlanContext, today: dt.date | None = None) -> C.CostReport
         teams.update(contract.teams)
     admitted = _admission(ctx) if declared and declared.jobs else {}
     for d in declared.jobs if declared else []:
-        resource = _job_resource(ctx, d.spec, d.target.namespace)
+        # namespace/Kind/name of the object the job became (what a reviewer looks for)
+        obj = queues.workload_object(ctx, d.spec.name, d.target.namespace)
+        resource = obj.ident if obj is not None else f"{d.target.namespace}/{d.spec.name}"
         state = admitted.get((d.spec.team, d.spec.name), ("runs", ""))
         report.jobs.append(C.job_cost(d.spec, d.target, region, resource, state))
         teams.setdefault(d.target.team.name, d.target.team)
@@ -230,14 +218,13 @@ def running_lines(report: C.CostReport) -> list[str]:
 def _missing(
     resource: str, names: frozenset[str], prices: list[str], what: str, cap: str
 ) -> Finding:
-    return Finding(
+    return _finding(
         resource,
         "TF_COST_PRICE_MISSING",
+        names,
         f"{what} cannot be checked against {cap}: the price table has no "
         f"{'; '.join(sorted(set(prices)))} (trainforge/plan/data/price_facts.json of "
         f"{P.FACTS_DATE})",
-        RULES["TF_COST_PRICE_MISSING"],
-        names=names,
     )
 
 
@@ -267,15 +254,7 @@ def findings(report: C.CostReport, caps: CostCaps) -> list[Finding]:
             )
         else:
             continue
-        out.append(
-            Finding(
-                j.resource,
-                "TF_COST_JOB_CAP",
-                msg,
-                RULES["TF_COST_JOB_CAP"],
-                names=frozenset({j.name, j.resource}),
-            )
-        )
+        out.append(_finding(j.resource, "TF_COST_JOB_CAP", names, msg))
     by_name = {(j.team, j.name): j for j in report.jobs}
     for t in report.teams:
         _, cap = caps.for_team(t.name)
@@ -339,7 +318,11 @@ def findings(report: C.CostReport, caps: CostCaps) -> list[Finding]:
 
 
 def _team(t: C.TeamCost, rule: str, names: frozenset[str], msg: str) -> Finding:
-    return Finding(f"team/{t.name}", rule, msg, RULES[rule], names=names)
+    return _finding(f"team/{t.name}", rule, names, msg)
+
+
+def _finding(resource: str, rule: str, names: frozenset[str], msg: str) -> Finding:
+    return Finding(resource, rule, msg, RULES[rule], names=names)
 
 
 def cluster_month(report: C.CostReport) -> float | None:
@@ -375,11 +358,7 @@ def _cluster_budget(report: C.CostReport, caps: CostCaps) -> list[Finding]:
         )
     else:
         return []
-    return [
-        Finding(
-            "cluster", "TF_COST_CLUSTER_BUDGET", msg, RULES["TF_COST_CLUSTER_BUDGET"], names=names
-        )
-    ]
+    return [_finding("cluster", "TF_COST_CLUSTER_BUDGET", names, msg)]
 
 
 def check(ctx: PlanContext) -> CheckResult:

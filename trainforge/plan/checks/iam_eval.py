@@ -521,24 +521,12 @@ def beyond_reference(ours: Policy, reference: Sequence[Policy]) -> list[str]:
     return out
 
 
-def actions_of(policies: Sequence[Policy]) -> set[str]:
-    """The literal Allow actions (patterns as written) of some policies, lower-cased."""
-    return {
-        str(a).lower()
-        for p in policies
-        for st in p.statements()
-        if st.get("Effect") == "Allow"
-        for a in as_list(st.get("Action"))
-    }
-
-
 __all__ = [
     "Decision",
     "Match",
     "Policy",
     "Request",
     "action_matches",
-    "actions_of",
     "beyond_reference",
     "condition_holds",
     "evaluate",

@@ -16,8 +16,10 @@ reference policy exists for (Karpenter must never terminate a node it did not la
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
+from typing import Any
 
 from trainforge.plan.checks.iam_eval import Policy, Request
 
@@ -148,6 +150,17 @@ class ExpectedCall:
     why: str
 
 
+def _caller(principal: str, account: str, region: str) -> Callable[..., Request]:
+    """A builder of the principal's requests in the region (aws:PrincipalArn and
+    aws:RequestedRegion set, more context keys as keyword arguments)."""
+
+    def req(action: str, resource: str, **ctx: Any) -> Request:
+        base = {"aws:PrincipalArn": principal, "aws:RequestedRegion": region}
+        return Request(principal, action, resource, {**base, **ctx}, account=account)
+
+    return req
+
+
 def karpenter_calls(f: KarpenterFacts, principal: str) -> list[ExpectedCall]:
     """The calls Karpenter v1.14 makes for a NodePool/EC2NodeClass, with the tags it sets
     (karpenter-provider-aws pkg/providers/{instance,launchtemplate,instanceprofile}: every
@@ -174,10 +187,7 @@ def karpenter_calls(f: KarpenterFacts, principal: str) -> list[ExpectedCall]:
         "karpenter.k8s.aws/ec2nodeclass": nodeclass,
     }
     profile = f"arn:{p}:iam::{a}:instance-profile/{c}_123"
-
-    def req(action: str, resource: str, **ctx) -> Request:
-        base = {"aws:PrincipalArn": principal, "aws:RequestedRegion": r}
-        return Request(principal, action, resource, {**base, **ctx}, account=a)
+    req = _caller(principal, a, r)
 
     def request_tags(tags: dict[str, str]) -> dict:
         out = {f"aws:RequestTag/{k}": v for k, v in tags.items()}
@@ -353,10 +363,7 @@ def ebs_csi_calls(
     ec2 = f"arn:{partition}:ec2:{region}:{account}"
     vol = f"{ec2}:volume/vol-0123"
     tags = {"CSIVolumeName": "pvc-1", "ebs.csi.aws.com/cluster": "true"}
-
-    def req(action: str, resource: str, **ctx) -> Request:
-        base = {"aws:PrincipalArn": principal, "aws:RequestedRegion": region}
-        return Request(principal, action, resource, {**base, **ctx}, account=account)
+    req = _caller(principal, account, region)
 
     rt = {f"aws:RequestTag/{k}": v for k, v in tags.items()}
     res = {f"ec2:ResourceTag/{k}": v for k, v in tags.items()}
@@ -403,11 +410,7 @@ def fsx_csi_calls(
     """Static provisioning (aws-fsx-csi-driver v1.5.0 pkg/driver/controller.go):
     ValidateVolumeCapabilities and ControllerExpandVolume call DescribeFileSystems, expansion
     UpdateFileSystem; CreateVolume/DeleteVolume (dynamic provisioning) are not used."""
-
-    def req(action: str, resource: str) -> Request:
-        ctx = {"aws:PrincipalArn": principal, "aws:RequestedRegion": region}
-        return Request(principal, action, resource, ctx, account=account)
-
+    req = _caller(principal, account, region)
     calls = [ExpectedCall(req("fsx:DescribeFileSystems", "*"), True, "validate a static volume")]
     for fs in file_systems:
         calls.append(ExpectedCall(req("fsx:UpdateFileSystem", fs), True, "expand the file system"))
@@ -423,7 +426,7 @@ def fsx_csi_calls(
 
 def vpc_cni_calls(principal: str, account: str, region: str) -> list[ExpectedCall]:
     """What the VPC CNI's ipamd does on a node (AmazonEKS_CNI_Policy's actions)."""
-    ctx = {"aws:PrincipalArn": principal, "aws:RequestedRegion": region}
+    req = _caller(principal, account, region)
     actions = [
         "ec2:AssignPrivateIpAddresses",
         "ec2:AttachNetworkInterface",
@@ -437,23 +440,14 @@ def vpc_cni_calls(principal: str, account: str, region: str) -> list[ExpectedCal
         "ec2:ModifyNetworkInterfaceAttribute",
         "ec2:UnassignPrivateIpAddresses",
     ]
-    calls = [
-        ExpectedCall(Request(principal, a, "*", ctx, account=account), True, "pod IPs")
-        for a in actions
-    ]
+    calls = [ExpectedCall(req(a, "*"), True, "pod IPs") for a in actions]
     eni = f"arn:aws:ec2:{region}:{account}:network-interface/eni-0123"
-    calls.append(
-        ExpectedCall(
-            Request(principal, "ec2:CreateTags", eni, ctx, account=account), True, "tag ENIs"
-        )
-    )
-    return calls
+    return [*calls, ExpectedCall(req("ec2:CreateTags", eni), True, "tag ENIs")]
 
 
 def pod_identity_agent_calls(principal: str, account: str, region: str) -> list[ExpectedCall]:
     """The EKS Pod Identity agent exchanges tokens with the node's role (EKS User Guide,
     "EKS Pod Identity agent": the node role needs eks-auth:AssumeRoleForPodIdentity, which
     AmazonEKSWorkerNodePolicy includes)."""
-    ctx = {"aws:PrincipalArn": principal, "aws:RequestedRegion": region}
-    rq = Request(principal, "eks-auth:AssumeRoleForPodIdentity", "*", ctx, account=account)
+    rq = _caller(principal, account, region)("eks-auth:AssumeRoleForPodIdentity", "*")
     return [ExpectedCall(rq, True, "credentials for pods with a Pod Identity association")]

@@ -163,8 +163,7 @@ def check(ctx: PlanContext) -> CheckResult:
     _rehearse_teams(run, ctx)
     objects = _k8s_docs(inv)
     _rehearse_karpenter(run, inv, objects)
-    _rehearse_ebs_csi(run, inv, objects)
-    _rehearse_fsx_csi(run, inv, objects)
+    _rehearse_csi(run, inv, objects)
     _rehearse_node_roles(run, inv)
     lines = [t.line() for t in run.tallies] + stack.notes
     if not run.tallies:
@@ -211,7 +210,7 @@ def pod_identity_request(
 def _rehearse_trust(run: _Run) -> None:
     stack = run.stack
     for assoc in stack.associations:
-        role = stack.role(assoc.role_urn) or stack.role(assoc.role_arn)
+        role = stack.role_of(assoc)
         if role is None:
             continue  # a role this stack does not declare: nothing of it to read
         if role.trust is None:
@@ -225,51 +224,19 @@ def _rehearse_trust(run: _Run) -> None:
             continue
         t = run.tally(f"trust of {role.label} ({assoc.namespace}/{assoc.service_account})")
         for action in ("sts:AssumeRole", "sts:TagSession"):
-            own = pod_identity_request(
-                action,
-                role.arn,
-                stack.account,
-                assoc.cluster,
-                assoc.namespace,
-                assoc.service_account,
-                stack.region,
-            )
-            run.expect(
-                t,
-                role,
-                own,
-                evaluate(own, resource=[role.trust]),
-                True,
-                f"{assoc.via} {assoc.name}",
-            )
-            other = pod_identity_request(
-                action,
-                role.arn,
-                stack.account,
-                assoc.cluster,
-                "some-other-namespace",
-                "default",
-                stack.region,
-            )
-            run.expect(
-                t,
-                role,
-                other,
-                evaluate(other, resource=[role.trust]),
-                False,
-                "a Pod Identity association for another ServiceAccount",
-                "only its own ServiceAccount may assume the role",
-            )
+            args = (action, role.arn, stack.account, assoc.cluster)
+            own = pod_identity_request(*args, assoc.namespace, assoc.service_account, stack.region)
+            other = pod_identity_request(*args, "some-other-namespace", "default", stack.region)
             foreign = replace(own, context={**own.context, "aws:SourceAccount": "999999999999"})
-            run.expect(
-                t,
-                role,
-                foreign,
-                evaluate(foreign, resource=[role.trust]),
-                False,
-                "a Pod Identity association in another account",
-                "confused deputy: aws:SourceAccount",
-            )
+            # (request, allowed, call, why): its own ServiceAccount, another one, another account
+            for rq, allowed, call, why in (
+                (own, True, f"{assoc.via} {assoc.name}", ""),
+                (other, False, "a Pod Identity association for another ServiceAccount",
+                 "only its own ServiceAccount may assume the role"),
+                (foreign, False, "a Pod Identity association in another account",
+                 "confused deputy: aws:SourceAccount"),
+            ):  # fmt: skip
+                run.expect(t, role, rq, evaluate(rq, resource=[role.trust]), allowed, call, why)
 
 
 # --------------------------------------------------------------------------------------------
@@ -383,11 +350,7 @@ def _expect_bucket_denies(
 def _rehearse_teams(run: _Run, ctx: PlanContext) -> None:
     stack = run.stack
     for team in _teams(ctx):
-        roles = [
-            stack.role(a.role_urn) or stack.role(a.role_arn)
-            for a in stack.associations_for(team.namespace, team.service_account)
-        ]
-        role = next((r for r in roles if r is not None), None)
+        role = next(iter(stack.roles_for(team.namespace, team.service_account)), None)
         if role is None:
             continue  # no checkpoint role: the controller-identity check reports missing ones
         t = run.tally(f"{role.label} (team {team.name}, {team.namespace}/{team.service_account})")
@@ -459,14 +422,8 @@ def _k8s_docs(inv: Any) -> list[dict]:
     return [o.doc for o in k8s_objects(inv)]
 
 
-def _controller_role(
-    run: _Run, namespace: str, service_account: str
-) -> tuple[RoleFacts | None, str]:
-    for a in run.stack.associations_for(namespace, service_account):
-        role = run.stack.role(a.role_urn) or run.stack.role(a.role_arn)
-        if role is not None:
-            return role, a.via
-    return None, ""
+def _controller_role(run: _Run, namespace: str, service_account: str) -> RoleFacts | None:
+    return next(iter(run.stack.roles_for(namespace, service_account)), None)
 
 
 def _expect_calls(
@@ -503,7 +460,7 @@ def _rehearse_karpenter(run: _Run, inv: Any, objects: list[dict]) -> None:
         settings = values.get("settings") or {}
         cluster = str(settings.get("clusterName", ""))
         queue = str(settings.get("interruptionQueue", ""))
-        role, _ = _controller_role(run, namespace, sa)
+        role = _controller_role(run, namespace, sa)
         if role is None:
             continue  # reported by the controller-identity check
         classes = [o for o in objects if o.get("kind") == "EC2NodeClass"]
@@ -540,13 +497,9 @@ def _addon_installed(inv: Any, name: str) -> bool:
     )
 
 
-def _rehearse_ebs_csi(run: _Run, inv: Any, objects: list[dict]) -> None:
-    if not _addon_installed(inv, "aws-ebs-csi-driver"):
-        return
-    role, _ = _controller_role(run, *EBS_CSI_SA)
-    if role is None:
-        return
-    stack = run.stack
+def _ebs_csi(stack: StackIam, role: RoleFacts, objects: list[dict]) -> tuple[list, list, str]:
+    """The EBS CSI controller's calls (a customer-key StorageClass's KMS calls included) and
+    its reference: AmazonEBSCSIDriverPolicy and docs/install.md's KMS statement."""
     keys = sorted(
         {
             str(o.get("parameters", {}).get("kmsKeyId"))
@@ -556,33 +509,16 @@ def _rehearse_ebs_csi(run: _Run, inv: Any, objects: list[dict]) -> None:
             and o.get("parameters", {}).get("kmsKeyId")
         }
     )
-    t = run.tally(f"{role.label} (aws-ebs-csi-driver, {'/'.join(EBS_CSI_SA)})")
-    calls = ebs_csi_calls(role.arn, stack.account, stack.region, keys, stack.partition)
-    _expect_calls(run, t, role, calls, "EBS CSI controller")
     reference = [Policy("AmazonEBSCSIDriverPolicy", AMAZON_EBS_CSI_DRIVER_POLICY)]
     if keys:
-        reference.append(
-            Policy(
-                "EBS CSI KMS statement (docs/install.md)",
-                {
-                    "Statement": [
-                        {"Effect": "Allow", "Action": list(EBS_CSI_KMS_ACTIONS), "Resource": keys}
-                    ]
-                },
-            )
-        )
-    _beyond(
-        run, role, reference, "aws-ebs-csi-driver's reference policy (AmazonEBSCSIDriverPolicy)"
-    )
+        kms = {"Effect": "Allow", "Action": list(EBS_CSI_KMS_ACTIONS), "Resource": keys}
+        reference.append(Policy("EBS CSI KMS statement (docs/install.md)", {"Statement": [kms]}))
+    calls = ebs_csi_calls(role.arn, stack.account, stack.region, keys, stack.partition)
+    return calls, reference, "aws-ebs-csi-driver's reference policy (AmazonEBSCSIDriverPolicy)"
 
 
-def _rehearse_fsx_csi(run: _Run, inv: Any, objects: list[dict]) -> None:
-    if not _addon_installed(inv, "aws-fsx-csi-driver"):
-        return
-    role, _ = _controller_role(run, *FSX_CSI_SA)
-    if role is None:
-        return
-    stack = run.stack
+def _fsx_csi(stack: StackIam, role: RoleFacts, objects: list[dict]) -> tuple[list, list, str]:
+    """The FSx CSI controller's calls on the file systems its PersistentVolumes name."""
     handles = sorted(
         {
             str(((o.get("spec") or {}).get("csi") or {}).get("volumeHandle"))
@@ -591,23 +527,29 @@ def _rehearse_fsx_csi(run: _Run, inv: Any, objects: list[dict]) -> None:
             and ((o.get("spec") or {}).get("csi") or {}).get("driver") == "fsx.csi.aws.com"
         }
     )
-    arns = [
-        f"arn:{stack.partition}:fsx:{stack.region}:{stack.account}:file-system/{h}" for h in handles
-    ]
-    t = run.tally(f"{role.label} (aws-fsx-csi-driver, {'/'.join(FSX_CSI_SA)})")
-    _expect_calls(
-        run,
-        t,
-        role,
-        fsx_csi_calls(role.arn, stack.account, stack.region, arns),
-        "FSx CSI controller",
-    )
-    _beyond(
-        run,
-        role,
-        [Policy("FSx CSI reference", FSX_CSI_REFERENCE)],
-        "aws-fsx-csi-driver's reference policy",
-    )
+    arn = f"arn:{stack.partition}:fsx:{stack.region}:{stack.account}:file-system/"
+    calls = fsx_csi_calls(role.arn, stack.account, stack.region, [arn + h for h in handles])
+    reference = [Policy("FSx CSI reference", FSX_CSI_REFERENCE)]
+    return calls, reference, "aws-fsx-csi-driver's reference policy"
+
+
+# add-on -> its controller's ServiceAccount, who calls, its expected calls and reference
+_CSI_DRIVERS = (
+    ("aws-ebs-csi-driver", EBS_CSI_SA, "EBS CSI controller", _ebs_csi),
+    ("aws-fsx-csi-driver", FSX_CSI_SA, "FSx CSI controller", _fsx_csi),
+)
+
+
+def _rehearse_csi(run: _Run, inv: Any, objects: list[dict]) -> None:
+    """Each installed CSI driver's controller: its calls allowed, nothing beyond upstream's."""
+    for addon, sa, who, facts in _CSI_DRIVERS:
+        role = _controller_role(run, *sa) if _addon_installed(inv, addon) else None
+        if role is None:
+            continue
+        calls, reference, what = facts(run.stack, role, objects)
+        t = run.tally(f"{role.label} ({addon}, {'/'.join(sa)})")
+        _expect_calls(run, t, role, calls, who)
+        _beyond(run, role, reference, what)
 
 
 def _rehearse_node_roles(run: _Run, inv: Any) -> None:

@@ -100,6 +100,15 @@ class StackIam:
             if a.namespace == namespace and a.service_account == service_account
         ]
 
+    def role_of(self, a: Association) -> RoleFacts | None:
+        """The declared role an association hands out (None: one this stack does not declare)."""
+        return self.role(a.role_urn) or self.role(a.role_arn)
+
+    def roles_for(self, namespace: str, service_account: str) -> list[RoleFacts]:
+        """The declared roles the ServiceAccount's associations give its pods."""
+        found = (self.role_of(a) for a in self.associations_for(namespace, service_account))
+        return [r for r in found if r is not None]
+
     def node_roles(self) -> list[RoleFacts]:
         """Roles EC2 instances assume (node roles): trusted by ec2.amazonaws.com."""
         out = []

@@ -85,21 +85,20 @@ READ_ONLY_VOLUMES = ("configMap", "secret", "projected", "downwardAPI")
 FSX_DRIVER = "fsx.csi.aws.com"
 
 
+def _argv(container: dict[str, Any]) -> list[str]:
+    """What the container runs: its command and args together."""
+    return [str(a) for a in (container.get("command") or []) + (container.get("args") or [])]
+
+
 def shell_script(container: dict[str, Any]) -> str | None:
     """SCRIPT when the container runs `sh -c SCRIPT` (command and args together)."""
-    argv = [str(a) for a in (container.get("command") or []) + (container.get("args") or [])]
+    argv = _argv(container)
     if not argv or posixpath.basename(argv[0]) not in SHELLS:
         return None
     for i, a in enumerate(argv[1:-1], start=1):
         if a.startswith("-") and not a.startswith("--") and "c" in a[1:]:
             return argv[i + 1]
     return None
-
-
-def pod_specs(doc: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """(where, pod spec) of every pod template the object itself writes (the one walker; a
-    TrainJob's pod, built from its runtime, is `_trainjob_pod`'s)."""
-    return [(t.spec_path, t.spec) for t in pod_templates(doc, build=False)]
 
 
 DIRECTORY_ANNOTATION = "trainforge.io/fsx-directory"
@@ -276,7 +275,7 @@ class _Objects:
 
 
 def _shell_name(container: dict[str, Any]) -> str:
-    argv = [str(a) for a in (container.get("command") or []) + (container.get("args") or [])]
+    argv = _argv(container)
     return posixpath.basename(argv[0]) if argv else "sh"
 
 
@@ -289,7 +288,7 @@ def _literal_env(container: dict[str, Any]) -> dict[str, str]:
 
 
 def _write_dirs(container: dict[str, Any], mount_path: str) -> tuple[str, ...]:
-    argv = [str(a) for a in (container.get("command") or []) + (container.get("args") or [])]
+    argv = _argv(container)
     dirs = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a in WRITE_FLAGS]
     dirs += [a.split("=", 1)[1] for a in argv if a.split("=", 1)[0] in WRITE_FLAGS and "=" in a]
     # The job contract's directories (what user code writes: trainforge.training.contract)
@@ -312,12 +311,13 @@ def _collect(ctx: PlanContext) -> tuple[list[Script], dict[str, list[Consumer]],
     runtimes = _runtimes(ctx.objects)
     for o in ctx.objects:
         ns = o.namespace or ""
-        pods = pod_specs(o.doc)
+        # the pod specs the object itself writes (the one walker, jobs.backends)
+        pods = [t.spec for t in pod_templates(o.doc, build=False)]
         is_trainjob = o.kind == trainjob.KIND
         if is_trainjob:  # its pod is the Trainer's, built from the job and its runtime
             built, why = _trainjob_pod(o, runtimes)
             if built is not None:
-                pods = [("spec", built.get("spec") or {})]
+                pods = [built.get("spec") or {}]
             else:
                 trainer = (o.doc.get("spec") or {}).get("trainer") or {}
                 script = shell_script(trainer)
@@ -326,7 +326,7 @@ def _collect(ctx: PlanContext) -> tuple[list[Script], dict[str, list[Consumer]],
                         Script(o.ident, o.urn, o.name, trainjob.CONTAINER, script,
                                sandbox.Identity.of(None, None), [], {}, skip=why)
                     )  # fmt: skip
-        for _, pod in pods:
+        for pod in pods:
             volumes = {v.get("name"): v for v in pod.get("volumes") or () if isinstance(v, dict)}
             fs_group = (pod.get("securityContext") or {}).get("fsGroup")
             for c in [*(pod.get("initContainers") or ()), *(pod.get("containers") or ())]:
@@ -578,6 +578,13 @@ def _short(script: str, limit: int = 120) -> str:
     return one if len(one) <= limit else one[: limit - 3] + "..."
 
 
+def _finding(s: Script, rule: str, message: str) -> Finding:
+    names = frozenset({s.ident, s.obj_name})
+    return Finding(
+        resource=s.ident, rule=rule, message=message, fix=RULES[rule], urn=s.urn, names=names
+    )
+
+
 def check(ctx: PlanContext) -> CheckResult:
     scripts, consumers, claims = _collect(ctx)
     if not scripts:
@@ -592,19 +599,10 @@ def check(ctx: PlanContext) -> CheckResult:
         data = {"runnable": False, "reason": why_not, "scripts": [s.ident for s in scripts]}
         # not run is not passed: each unrehearsed script is a finding (waivable by name)
         not_run = [
-            Finding(
-                resource=s.ident,
-                rule=NOT_RUN,
-                message=(
-                    f"{s.ident} container {s.container}: script not rehearsed ({why_not}): "
-                    f"`{_short(s.script)}`"
-                ),
-                fix=RULES[NOT_RUN],
-                urn=s.urn,
-                names=frozenset({s.ident, s.obj_name}),
-            )
+            _finding(s, NOT_RUN, f"{s.ident} container {s.container}: script not rehearsed "
+                     f"({why_not}): `{_short(s.script)}`")
             for s in scripts
-        ]
+        ]  # fmt: skip
         return CheckResult(findings=not_run, sections=[Section(title, lines, data)])
 
     findings: list[Finding] = []
@@ -613,16 +611,7 @@ def check(ctx: PlanContext) -> CheckResult:
     started = time.monotonic()
 
     def fail(s: Script, rule: str, message: str) -> None:
-        findings.append(
-            Finding(
-                resource=s.ident,
-                rule=rule,
-                message=message,
-                fix=RULES[rule],
-                urn=s.urn,
-                names=frozenset({s.ident, s.obj_name}),
-            )
-        )
+        findings.append(_finding(s, rule, message))
 
     made: set[str] = set()  # fileset claims some script makes the directory of
     for s in scripts:

@@ -6,7 +6,7 @@ WorkloadPriorityClasses) and the jobs the program declared:
 
 - Time: every declared job is submitted at once, in declaration order (that order is
   their creation order, Kueue's FIFO tie-break), into a cluster running nothing else. Each
-  runs for its expected duration (trainforge.plan.cost.expected_duration: measured step
+  runs for its expected duration (trainforge.jobs.duration.expected_duration: measured step
   time, the estimate, or the deadline); when one ends, its quota is free and what waits is
   tried again. So a waiting job has an expected start (None after a job of unknown
   duration). A preempted job resumes later with what it had left to run.
@@ -68,6 +68,8 @@ from typing import Any
 
 from trainforge.core.pods import Shape, get
 from trainforge.jobs.backends import job_shape, pod_templates
+from trainforge.jobs.duration import expected_duration
+from trainforge.jobs.pod import JOB_LABEL
 from trainforge.jobs.wiring import sizing_rule
 from trainforge.plan import kueue as K
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
@@ -75,7 +77,6 @@ from trainforge.plan.kueue.workload import pod_requests
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
-JOB_LABEL = "trainforge.io/job"
 # the resources the queues count and how a quantity is read: the Kueue model's, not a copy
 GPU = K.GPU
 RESOURCES = K.RESOURCES
@@ -137,11 +138,6 @@ class Workload:
 
 
 _q = K.quantity
-
-
-def _pod_specs(doc: dict[str, Any]) -> list[dict[str, Any]]:
-    """The pod specs an object itself writes (the one walker; a TrainJob's runtime patch)."""
-    return [t.spec for t in pod_templates(doc, build=False)]
 
 
 _TOPOLOGY = (
@@ -238,13 +234,6 @@ class Simulation:
     def quotas(self) -> K.Quotas:
         return K.Quotas(self.queues, self.shared)
 
-    def cohort(self, q: Queue) -> list[Queue]:
-        return self.quotas.members(q)
-
-    def cohort_quota(self, q: Queue, f: str, r: str) -> Fraction:
-        """What the cohort holds in the flavor: its own quota and what its members lend."""
-        return self.quotas.cohort_quota(q, f, r)
-
     def fits(self, w: Workload, extra_free: dict[str, dict[str, Fraction]] | None = None) -> bool:
         """Whether the job's need is available to its queue in its flavor now, with what
         `extra_free` (queue -> resource -> amount) would free there."""
@@ -267,14 +256,18 @@ class Simulation:
                 self.queues[name].usage[f] = before
 
     def borrows(self, w: Workload) -> dict[str, Fraction]:
-        q = self.queues[w.queue or ""]
-        f = w.flavor or ""
-        out = {}
+        """What admitting the job now would take beyond its queue's nominal quota."""
+        q, f = self.queues[w.queue or ""], w.flavor or ""
+        over = {r: q.use(f, r) + n - K.Quotas.nominal(q, f, r) for r, n in w.need.items()}
+        return {r: min(v, w.need[r]) for r, v in over.items() if v > 0}
+
+    def _charge(self, w: Workload, sign: int) -> None:
+        """Add (1) or give back (-1) the job's need to its queue's and namespace's usage."""
+        use = self.queues[w.queue or ""].usage.setdefault(w.flavor or "", {})
+        ns = self.ns_usage.setdefault(w.namespace, {})
         for r, need in w.need.items():
-            over = q.use(f, r) + need - q.nominal[f][r]
-            if over > 0:
-                out[r] = min(over, need)
-        return out
+            use[r] = use.get(r, Fraction(0)) + sign * need
+            ns[r] = ns.get(r, Fraction(0)) + sign * need
 
     def can_ever_fit(self, w: Workload) -> str | None:
         """None, or why the job exceeds what its queue could ever hold in its flavor."""
@@ -297,13 +290,8 @@ class Simulation:
         return None
 
     def admit(self, w: Workload) -> None:
-        q = self.queues[w.queue or ""]
         w.borrowing = self.borrows(w)
-        ns = self.ns_usage.setdefault(w.namespace, {})
-        for r, need in w.need.items():
-            q.usage.setdefault(w.flavor or "", {})
-            q.usage[w.flavor or ""][r] = q.use(w.flavor or "", r) + need
-            ns[r] = ns.get(r, Fraction(0)) + need
+        self._charge(w, 1)
         w.state, w.reason, w.admitted_at = "admitted", "", self.clock
         self.clock += 1
         if w.started is None:
@@ -345,11 +333,7 @@ class Simulation:
             self.unlaunchable.append(f"{w.job}: {why}")
 
     def evict(self, w: Workload, by: Workload, why: str) -> None:
-        q = self.queues[w.queue or ""]
-        ns = self.ns_usage.setdefault(w.namespace, {})
-        for r, need in w.need.items():
-            q.usage[w.flavor or ""][r] = q.use(w.flavor or "", r) - need
-            ns[r] = ns.get(r, Fraction(0)) - need
+        self._charge(w, -1)
         w.state, w.borrowing, w.preempted_by, w.preempted_why = "pending", {}, by.job, why
         w.reason = f"preempted by {by.job} ({why})"
         if w.remaining is not None and w.running_since is not None:
@@ -365,11 +349,7 @@ class Simulation:
 
     def finish(self, w: Workload) -> None:
         """The job ends: its quota and its pods go back."""
-        q = self.queues[w.queue or ""]
-        ns = self.ns_usage.setdefault(w.namespace, {})
-        for r, need in w.need.items():
-            q.usage[w.flavor or ""][r] = q.use(w.flavor or "", r) - need
-            ns[r] = ns.get(r, Fraction(0)) - need
+        self._charge(w, -1)
         w.state, w.remaining, w.borrowing = "finished", 0.0, {}
         self._unplace(w)
 
@@ -423,7 +403,7 @@ class Simulation:
         needs_borrow = any(q.use(f, r) + n > K.Quotas.nominal(q, f, r) for r, n in w.need.items())
         borrowing_queues = {
             m.name
-            for m in self.cohort(q)
+            for m in self.quotas.members(q)
             if m is not q and any(m.use(f, r) > K.Quotas.nominal(m, f, r) for r in RESOURCES)
         }
         cands: list[tuple[Workload, str]] = []
@@ -585,10 +565,10 @@ class Simulation:
         short = []
         for r, need in w.need.items():
             used = q.use(f, r)
-            members = self.cohort(q)
+            quotas = self.quotas
             # what the whole cohort has unused (a borrower already took its part of it)
             idle = max(
-                self.cohort_quota(q, f, r) - sum(m.use(f, r) for m in members),
+                quotas.cohort_quota(q, f, r) - sum(m.use(f, r) for m in quotas.members(q)),
                 Fraction(0),
             )
             limit = q.borrow_limit[f][r]
@@ -616,12 +596,6 @@ class Simulation:
 # --- reading the rendered objects ----------------------------------------------------------
 
 
-def _queues(ctx: PlanContext) -> tuple[dict[str, Queue], dict[str, Flavor], dict, dict, dict]:
-    """The plan's Kueue objects, read by the one model (trainforge.plan.kueue.read)."""
-    m = K.read(o.doc for o in ctx.objects)
-    return m.queues, m.flavors, m.local, m.priorities, m.shared
-
-
 _HARD = {"requests.nvidia.com/gpu": GPU, "requests.cpu": "cpu", "requests.memory": "memory"}
 
 
@@ -640,7 +614,9 @@ def _backstops(ctx: PlanContext) -> dict[str, dict[str, Fraction]]:
     return out
 
 
-def _workload_object(ctx: PlanContext, name: str, namespace: str) -> Any:
+def workload_object(ctx: PlanContext, name: str, namespace: str) -> Any:
+    """The object declared job `name` became: its trainforge.io/job label and a pod template
+    of its own, whatever its backend's kind (what the queue's and the cost's findings name)."""
     for o in ctx.objects:
         labels = (o.doc.get("metadata") or {}).get("labels") or {}
         if (
@@ -658,7 +634,7 @@ def _owned_fields(obj: Any, flavor: Flavor | None) -> list[str]:
     suspend = (job_shape(obj.doc) or Shape()).suspend  # where its kind keeps `suspend`
     if get(obj.doc, *suspend) is not None:
         out.append(f"{'.'.join(suspend)} (Kueue suspends and resumes the job)")
-    for pod in _pod_specs(obj.doc):
+    for pod in (t.spec for t in pod_templates(obj.doc, build=False)):
         if pod.get("schedulingGates"):
             out.append("a pod template's schedulingGates (Kueue adds and removes its own)")
         if flavor is not None:
@@ -684,12 +660,6 @@ def _rooms(ctx: PlanContext) -> dict[str, PoolRoom]:
             if pool.gpus_per_node:
                 out[name] = PoolRoom(pool_capacity(pool, GPU), pool.gpus_per_node, pool.max_nodes)
     return out
-
-
-def _duration(spec: Any, pool: Any) -> float | None:
-    from trainforge.plan.cost import expected_duration  # noqa: PLC0415
-
-    return expected_duration(spec, pool).seconds
 
 
 @dataclass(frozen=True)
@@ -728,7 +698,14 @@ _MEMO = "kueue.simulate"
 
 def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulation | None]:
     declared = getattr(ctx.declared, "jobs", None) or []
-    queues, flavors, local, priorities, shared = _queues(ctx)
+    m = K.read(o.doc for o in ctx.objects)
+    queues, flavors, local, priorities, shared = (
+        m.queues,
+        m.flavors,
+        m.local,
+        m.priorities,
+        m.shared,
+    )
     if not declared or not queues:
         return [], [], None
     findings: list[Finding] = []
@@ -753,9 +730,9 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
             continue
         w = Workload(spec.name, spec.team, target.namespace, i)
         w.sizing = sizing_rule(spec, target.pool)
-        w.duration = _duration(spec, target.pool)
+        w.duration = expected_duration(spec, target.pool).seconds
         workloads.append(w)
-        obj = _workload_object(ctx, spec.name, target.namespace)
+        obj = workload_object(ctx, spec.name, target.namespace)
         labels = ((obj.doc.get("metadata") or {}).get("labels") or {}) if obj else {}
         shape = job_shape(obj.doc) if obj else None
         queue_name = shape.queue(obj.doc) if shape is not None else None
@@ -808,21 +785,14 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
         w.need = {r: v * workers for r, v in per_pod.items() if v}
         ps = podset(obj.doc, per_pod, workers)
         all_tas = all((fl := flavors.get(f)) and fl.topology for f in q.flavors)
+        skips = {f: K.flavor_fits_podset(ps, flavors.get(f), all_tas) for f in q.flavors}
         # the flavor its wait is explained against: the first its pods may land on
-        w.flavor = next(
-            (f for f in q.flavors if K.flavor_fits_podset(ps, flavors.get(f), all_tas) is None),
-            None,
-        )
+        w.flavor = next((f for f, why in skips.items() if why is None), None)
         owned = _owned_fields(obj, flavors.get(w.flavor or ""))
         if owned:
             finding(w, RULE_OWNED, "sets " + "; ".join(owned), obj)
         if w.flavor is None:
-            whys = [
-                why
-                for f in q.flavors
-                if (why := K.flavor_fits_podset(ps, flavors.get(f), all_tas))
-                and "doesn't match node affinity" not in why
-            ]
+            whys = [y for y in skips.values() if y and "doesn't match node affinity" not in y]
             w.state = w.at_once = "never"
             w.reason = (
                 f"no flavor of ClusterQueue {cq_name} matches its nodeSelector "
@@ -847,32 +817,6 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
         w = next(x for x in workloads if x.job == job)
         finding(w, RULE_UNLAUNCHABLE, "admitted, but its pool cannot launch it: " + gone)
     return workloads, findings, sim
-
-
-@dataclass
-class _Obj:
-    """The slice of a rendered object the simulation reads (trainforge.plan.manifests)."""
-
-    doc: dict[str, Any]
-
-    @property
-    def kind(self) -> str:
-        return self.doc["kind"]
-
-    @property
-    def obj_name(self) -> str:
-        return self.doc["metadata"]["name"]
-
-    @property
-    def namespace(self) -> str | None:
-        return self.doc["metadata"].get("namespace")
-
-
-class DocsContext:
-    """A PlanContext stand-in over plain Kueue documents (no plan run)."""
-
-    def __init__(self, docs: list[dict[str, Any]]) -> None:
-        self.objects = [_Obj(d) for d in docs]
 
 
 @dataclass
@@ -901,8 +845,15 @@ def admit_object(
     assignment by the one model, trainforge.plan.kueue), and whether its gang `need` (all
     pods together, `pods` pods alike) fits. The workload's state is "admitted", "pending"
     or "never", with its reason."""
-    queues, flavors, local, priorities, shared = _queues(DocsContext(docs))  # type: ignore[arg-type]
-    w = Workload(str(labels.get("trainforge.io/job", "job")), namespace, namespace, 0)
+    m = K.read(docs)
+    queues, flavors, local, priorities, shared = (
+        m.queues,
+        m.flavors,
+        m.local,
+        m.priorities,
+        m.shared,
+    )
+    w = Workload(str(labels.get(JOB_LABEL, "job")), namespace, namespace, 0)
     w.need, w.pods = dict(need), pods
     lq = labels.get(QUEUE_LABEL)
     if lq is None and (namespace, DEFAULT_QUEUE) in local:
@@ -965,7 +916,7 @@ def check(ctx: PlanContext) -> CheckResult:
         if warnings:
             return CheckResult(
                 findings=placed.findings,
-                sections=[Section(TITLE, [f"quota: {x}" for x in warnings], []), *extra],
+                sections=[Section(QUEUE_TITLE, [f"quota: {x}" for x in warnings], []), *extra],
             )
         return CheckResult(findings=placed.findings, sections=extra)
     return CheckResult(
@@ -1064,9 +1015,6 @@ def _gpu_flavor(m: K.Kueue, f: str) -> bool:
     )
 
 
-TITLE = QUEUE_TITLE
-
-
 def hours(seconds: float) -> str:
     """A wait or a run time as people say it: 45 min, 8.6 h, 3.2 days."""
     if seconds < 3600:
@@ -1111,15 +1059,7 @@ def _waiting_text(w: Workload) -> str:
 def reclaimers(w: Workload, sim: Simulation) -> list[str]:
     """The teams whose nominal quota a borrowing job uses and that may take it back
     (`reclaimWithinCohort` other than Never)."""
-    q = sim.queues[w.queue or ""]
-    f = w.flavor or ""
-    return [
-        m.name
-        for m in sim.cohort(q)
-        if m is not q
-        and any(m.nominal.get(f, {}).get(r, 0) for r in w.borrowing)
-        and m.preemption.get("reclaimWithinCohort", "Never") != "Never"
-    ]
+    return sim.quotas.reclaimers(sim.queues[w.queue or ""], w.flavor or "", w.borrowing)
 
 
 def _reclaimers(w: Workload, sim: Simulation) -> str:
@@ -1178,20 +1118,13 @@ def _section(workloads: list[Workload], sim: Simulation, warnings: list[str]) ->
                 "durationSeconds": w.duration,
             }
         )
-    return Section(TITLE, lines, data)
+    return Section(QUEUE_TITLE, lines, data)
 
 
 def _borrowing_view(w: Workload) -> Workload:
     view = Workload(w.job, w.team, w.namespace, w.order, w.queue, w.flavor)
     view.borrowing = dict(w.borrowed_at_once)
     return view
-
-
-def admission(ctx: PlanContext) -> dict[tuple[str, str], tuple[str, str]]:
-    """(team, job) -> (state, reason) of the queue simulation, state "runs" | "waits" |
-    "never", for the cost report: what runs at once is what Kueue admits, not every declared
-    job. Empty without Kueue queues (nothing holds a job back)."""
-    return {(o.team, o.job): (o.state, o.reason or "") for o in outcomes(ctx).values()}
 
 
 # --- a workload submitted from outside the stack (the Kubeflow SDK, kubectl) ---------------------

@@ -13,6 +13,7 @@ cohorts, so the cohort is the root and borrowing is one level (height 1).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from fractions import Fraction
 
 from trainforge.plan.kueue.objects import ClusterQueue
@@ -80,6 +81,20 @@ class Quotas:
         if limit is not None:
             most = min(self.nominal(q, f, r) + limit, most)
         return most
+
+    def reclaimers(self, q: ClusterQueue, f: str, resources: Iterable[str]) -> list[str]:
+        """The other members of the queue's cohort that may take back what it borrows of
+        `resources` in flavor `f`: a nominal quota of one of them there, and
+        `preemption.reclaimWithinCohort` other than Never (Kueue evicts the borrower when a
+        job of theirs needs it back)."""
+        wanted = list(resources)
+        return [
+            m.name
+            for m in self.members(q)
+            if m is not q
+            and any(self.nominal(m, f, r) for r in wanted)
+            and m.preemption.get("reclaimWithinCohort", "Never") != "Never"
+        ]
 
     def borrowing_with(self, q: ClusterQueue, f: str, r: str, val: Fraction) -> bool:
         """Whether holding `val` more exceeds the queue's nominal quota (BorrowingWith)."""
