@@ -58,10 +58,11 @@ from typing import Any
 
 import yaml
 
+from trainforge.jobs.backends import pod_templates
 from trainforge.plan import price_facts as P
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.checks import queues as Q
-from trainforge.plan.kueue import GPU
+from trainforge.plan.kueue import GPU, quantity
 
 TITLE = "Fleet (MultiKueue): the workers that may run each job"
 MULTIKUEUE = "kueue.x-k8s.io/multikueue"
@@ -272,8 +273,8 @@ def _cost(spec: Any, pool: Any, region: str | None) -> tuple[float | None, str]:
 
 def _need(spec: Any) -> tuple[dict[str, Fraction], int]:
     per_pod = {
-        "cpu": Q._q(spec.cpu or 0),
-        "memory": Q._q(spec.memory or 0),
+        "cpu": quantity(spec.cpu or 0),
+        "memory": quantity(spec.memory or 0),
         GPU: Fraction(spec.gpus_per_worker or 0),
     }
     return {r: v * spec.workers for r, v in per_pod.items() if v}, spec.workers
@@ -404,7 +405,7 @@ def check(ctx: PlanContext) -> CheckResult:
     home = _region(ctx)
     for dj in getattr(ctx.declared, "jobs", None) or []:
         spec, target = dj.spec, dj.target
-        obj = Q._workload_object(ctx, spec.name, target.namespace)
+        obj = Q.workload_object(ctx, spec.name, target.namespace)
         ident = obj.ident if obj is not None else f"{target.namespace}/job/{spec.name}"
         names = frozenset({spec.name, ident})
 
@@ -431,7 +432,7 @@ def check(ctx: PlanContext) -> CheckResult:
                 "would run it on the manager instead of MultiKueue on a worker",
             )
         labels = (obj.doc.get("metadata") or {}).get("labels") or {}
-        pods = Q._pod_specs(obj.doc)
+        pods = [t.spec for t in pod_templates(obj.doc, build=False)]
         need, count = _need(spec)
         may: list[tuple[str, str, float | None, str]] = []
         refused: list[str] = []
