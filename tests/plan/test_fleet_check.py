@@ -277,7 +277,7 @@ def test_a_worker_that_cannot_write_the_managers_bucket_is_a_finding(dev):
     found = [f for f in result.findings if f.rule == FC.RULE_CHECKPOINTS]
     assert found and found[0].message.startswith(
         "job mnist-ddp: it mirrors its checkpoints to the manager's bucket, and the roles of "
-        "worker(s) use1 may write only their own stack's bucket"
+        "worker(s) use1 may not write it"
     )
     # a worker whose roles may write another stack's bucket reaches the mirror; from another
     # region, at a stated cost

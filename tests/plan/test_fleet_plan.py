@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from tests.conftest import shipped_plan
+from tests.conftest import ROOT, shipped_plan
 from trainforge.plan.checks import fleet as FC
 from trainforge.plan.runner import SECRET
 
@@ -36,3 +36,73 @@ def test_the_fleet_section_lists_each_job_on_each_worker_with_its_cost():
     # a price the facts lack is said, not guessed
     cpu = {w["worker"]: w for w in jobs["mnist-ddp"]["workers"]}
     assert cpu["usw2"]["onDemandPerHour"] is None and "price missing" in cpu["usw2"]["cost"]
+
+
+def _worker_grant(workers, worker: str) -> dict:
+    """The policy a worker's plan grants its research role on the manager's bucket."""
+    (policy,) = [
+        r.inputs["policy"]
+        for r in workers[worker].inventory.resources
+        if r.type == "aws:iam/rolePolicy:RolePolicy" and r.name.endswith("research-manager-ckpt")
+    ]
+    return json.loads(policy)
+
+
+def test_the_example_fleet_is_clean_its_workers_granted_the_managers_bucket_per_team():
+    """The manager exports its bucket (fleetCheckpoints); each worker, planned as it is once
+    the manager is up, grants its team role that team's prefix there; the IAM evaluator says
+    team research reaches research/ only, and the bucket's key only through S3 in its region."""
+    from trainforge.plan import fleet as F
+    from trainforge.plan.checks.iam_eval import Policy, Request, evaluate
+    from trainforge.plan.core import standin_pass
+
+    result = shipped_plan("fleet")
+    assert result.clean and not [f for f in result.violations if f.rule == FC.RULE_CHECKPOINTS]
+    manager = standin_pass(ROOT, "fleet", None, None, None)()
+    ckpt = manager.outputs["fleetCheckpoints"]
+    assert ckpt["region"] == "us-east-1" and ckpt["bucketArn"].endswith(ckpt["bucketName"])
+    workers = F.plan_workers(ROOT, "fleet", manager=manager)
+    for name in ("use1", "usw2"):
+        own = {r.id for r in workers[name].inventory.resources if r.type == "aws:s3/bucket:Bucket"}
+        assert ckpt["bucketName"] not in own  # the worker's own bucket is another
+        policy = Policy("worker research", _worker_grant(workers, name))
+        role = "arn:aws:iam::123456789012:role/research"
+
+        def may(action: str, resource: str, policy=policy, role=role, **context) -> bool:
+            return evaluate(Request(role, action, resource, context), [policy]).allowed
+
+        arn = ckpt["bucketArn"]
+        assert may("s3:PutObject", f"{arn}/research/mnist-ddp/step-200/model.pt")
+        assert may("s3:GetObject", f"{arn}/research/mnist-ddp/latest")
+        assert not may("s3:PutObject", f"{arn}/vision/x")  # another team's prefix
+        assert not may("s3:GetObject", f"{arn}/vision/x")
+        assert may("s3:ListBucket", arn, **{"s3:prefix": "research/mnist-ddp/"})
+        assert not may("s3:ListBucket", arn, **{"s3:prefix": "vision/"})
+        via = {"kms:ViaService": "s3.us-east-1.amazonaws.com"}
+        assert may("kms:Decrypt", ckpt["kmsKeyArn"], **via)
+        assert not may("kms:Decrypt", ckpt["kmsKeyArn"], **{"kms:ViaService": "ec2.x"})
+
+
+def test_a_worker_planned_before_its_manager_is_up_is_granted_nothing_and_warns(caplog):
+    """The bootstrap: a worker whose manager exports nothing yet grants nothing, warns the
+    order to run, and the fleet section then finds the job that cannot reach the bucket."""
+    from trainforge.plan import fleet as F
+    from trainforge.plan.check_types import PlanContext
+    from trainforge.plan.core import standin_pass
+
+    workers = F.plan_workers(ROOT, "fleet")  # no manager: the worker's first `up`
+    inv = workers["use1"].inventory
+    assert not [r for r in inv.resources if r.name.endswith("manager-ckpt")]
+    assert "stack 'fleet' exports no fleetCheckpoints yet" in caplog.text
+    result = shipped_plan("fleet")
+    ctx = PlanContext(
+        result.inventory,
+        result.objects,
+        result.inventory.declared,
+        ROOT,
+        standin=standin_pass(ROOT, "fleet", None, None, F.reference_answers(workers)),
+        fleet_workers=workers,
+    )
+    found = [f for f in FC.check(ctx).findings if f.rule == FC.RULE_CHECKPOINTS]
+    assert {f.message.split(":")[0] for f in found} == {"job mnist-ddp", "job gpt-small-fsdp"}
+    assert "worker(s) use1, usw2 may not write it" in found[0].message

@@ -60,8 +60,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
+import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
+from trainforge.platform.checkpoint_bucket import team_policy
 from trainforge.stack.fleet import KEY, MULTIKUEUE_CONTROLLER, FleetConfig
 
 NAMESPACE = "kueue-system"  # where Kueue reads MultiKueueCluster Secrets (its own namespace)
@@ -75,6 +77,8 @@ KUEUE_API = "kueue.x-k8s.io/v1beta2"  # the storage version of the vendored CRDs
 KUBECONFIG_OUTPUT = "fleetKubeconfig"
 REGION_OUTPUT = "fleetRegion"
 EGRESS_OUTPUT = "fleetEgressCidrs"
+# manager -> workers: its checkpoint bucket (bucketName, bucketArn, kmsKeyArn, region)
+CHECKPOINTS_OUTPUT = "fleetCheckpoints"
 
 # The verbs upstream's script grants on a job kind the manager dispatches, and on its status.
 JOB_VERBS = ("create", "delete", "get", "list", "watch")
@@ -260,9 +264,29 @@ def read_output(ref: pulumi.StackReference, name: str) -> Any:
     return value
 
 
-def manager_cidrs(fleet: FleetConfig, parent: pulumi.Resource | None) -> tuple[str, ...]:
-    """A worker's manager's egress CIDRs (its `fleetEgressCidrs`), read before the cluster is
-    declared (they join the endpoint's allow-list); none yet: a warning and nothing extra."""
+@dataclass(frozen=True)
+class ManagerReads:
+    """What a worker reads of its manager's outputs (one StackReference): its egress CIDRs
+    and its checkpoint bucket (None: not exported yet, or the manager has no bucket)."""
+
+    cidrs: tuple[str, ...] = ()
+    checkpoints: dict[str, str] | None = None
+
+
+def _checkpoints_value(value: Any) -> dict[str, str] | None:
+    """The manager's `fleetCheckpoints` when it names a bucket, its key and its region."""
+    if not isinstance(value, dict):
+        return None
+    keys = ("bucketName", "bucketArn", "kmsKeyArn", "region")
+    if not all(isinstance(value.get(k), str) and value.get(k) for k in keys):
+        return None
+    return {k: str(value[k]) for k in keys}
+
+
+def read_manager(fleet: FleetConfig, parent: pulumi.Resource | None) -> ManagerReads:
+    """A worker's reads of its manager, before the cluster is declared: the egress CIDRs join
+    the endpoint's allow-list, the checkpoint bucket is granted to the team roles (Fleet).
+    Either missing: a warning naming the order to run, and nothing extra."""
     ref = pulumi.StackReference(
         f"fleet-manager-{fleet.manager}".replace("/", "-"),
         stack_name=fleet.manager,
@@ -275,8 +299,16 @@ def manager_cidrs(fleet: FleetConfig, parent: pulumi.Resource | None) -> tuple[s
             "worker's API endpoint admits no manager address; `pulumi up` the manager stack, "
             "then this worker again"
         )
-        return ()
-    return tuple(str(c) for c in cidrs)
+    checkpoints = _checkpoints_value(read_output(ref, CHECKPOINTS_OUTPUT))
+    if checkpoints is None:
+        pulumi.log.warn(
+            f"{KEY}.manager: stack {fleet.manager!r} exports no {CHECKPOINTS_OUTPUT} yet "
+            "(not `up`, or no trainforge:checkpoints bucket): this worker's team roles are "
+            "granted nothing on the manager's checkpoint bucket, so a dispatched job that "
+            "mirrors checkpoints there cannot save or resume here; `pulumi up` the manager "
+            "stack, then this worker again"
+        )
+    return ManagerReads(tuple(str(c) for c in cidrs or ()), checkpoints)
 
 
 @dataclass
@@ -288,8 +320,15 @@ class FleetArgs:
     cluster_kubeconfig: pulumi.Input[str] | None = None
     region: str | None = None
     backends: tuple[str, ...] = ()
+    # worker: the manager's checkpoint bucket (read_manager) and this stack's team roles
+    # (team -> the role its training ServiceAccount runs as), granted their prefix there
+    manager_checkpoints: dict[str, str] | None = None
+    team_roles: dict[str, Any] = field(default_factory=dict)
     # manager: the NAT gateways' public IPs (None: a VPC this stack does not create)
     egress_ips: list[pulumi.Input[str]] | None = None
+    # manager: its checkpoint bucket for the workers (bucketName, bucketArn, kmsKeyArn,
+    # region); None: no bucket
+    checkpoints: dict[str, pulumi.Input[str]] | None = None
     # what the manager's objects wait for (the Kueue release: its CRDs and webhooks)
     depends_on: list[pulumi.Resource] = field(default_factory=list)
 
@@ -308,6 +347,7 @@ class Fleet(pulumi.ComponentResource):
     def __init__(self, name: str, args: FleetArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("trainforge:index:Fleet", name, None, opts)
         self.kubeconfig = self.region = self.egress_cidrs = None
+        self.checkpoints: pulumi.Output[dict[str, str]] | None = None
         self.skipped: list[str] = []
         self.workers: list[str] = []
         child = pulumi.ResourceOptions(
@@ -324,7 +364,10 @@ class Fleet(pulumi.ComponentResource):
     def outputs(self) -> dict[str, Any]:
         """The stack outputs the fleet's other stacks read (the fleet contract's names)."""
         if self.egress_cidrs is not None:
-            return {EGRESS_OUTPUT: self.egress_cidrs}
+            out: dict[str, Any] = {EGRESS_OUTPUT: self.egress_cidrs}
+            if self.checkpoints is not None:
+                out[CHECKPOINTS_OUTPUT] = self.checkpoints
+            return out
         return {KUBECONFIG_OUTPUT: self.kubeconfig, REGION_OUTPUT: self.region}
 
     def _worker(self, name: str, args: FleetArgs, child: pulumi.ResourceOptions) -> None:
@@ -368,6 +411,34 @@ class Fleet(pulumi.ComponentResource):
             pulumi.Output.all(args.cluster_kubeconfig, secret.data).apply(build)
         )
         self.region = pulumi.Output.from_input(args.region or "")
+        self._grant_manager_bucket(name, args)
+
+    def _grant_manager_bucket(self, name: str, args: FleetArgs) -> None:
+        """Each team role of this worker gets exactly what the manager's own role of that team
+        gets on the manager's bucket (checkpoint_bucket.team_policy: its `<team>/` prefix, the
+        bucket's key through S3 in the bucket's region): a job MultiKueue dispatches here
+        mirrors its checkpoints to the bucket its object names, the manager's. Team A's role
+        reaches team A's prefix only. Same account: the bucket policy restricts only the
+        manager's own team roles (to its VPC endpoint) and the key has the default key policy
+        (the account's IAM policies decide), so nothing on the manager admits these roles."""
+        ckpt = args.manager_checkpoints
+        if ckpt is None:
+            return
+        if not args.team_roles:
+            pulumi.log.warn(
+                f"{KEY}: this worker has no checkpoint bucket of its own (trainforge:"
+                "checkpoints), so no team role to grant the manager's bucket "
+                f"{ckpt['bucketName']!r}: a dispatched job cannot mirror its checkpoints here",
+                self,
+            )
+            return
+        for team, role in sorted(args.team_roles.items()):
+            aws.iam.RolePolicy(
+                f"{name}-{team}-manager-ckpt",
+                role=role.id,
+                policy=team_policy(ckpt["bucketArn"], ckpt["kmsKeyArn"], team, ckpt["region"]),
+                opts=pulumi.ResourceOptions(parent=self),
+            )
 
     def _manager(self, name: str, args: FleetArgs, child: pulumi.ResourceOptions) -> None:
         if args.egress_ips is None:
@@ -381,6 +452,8 @@ class Fleet(pulumi.ComponentResource):
             self.egress_cidrs = pulumi.Output.all(*args.egress_ips).apply(
                 lambda ips: [f"{ip}/32" for ip in ips if ip]  # (an address not yet known: none)
             )
+        if args.checkpoints is not None:
+            self.checkpoints = pulumi.Output.all(**args.checkpoints).apply(dict)
         secrets: dict[str, k8s.core.v1.Secret] = {}
         for i, worker in enumerate(args.fleet.workers):
             ref = pulumi.StackReference(
@@ -430,9 +503,10 @@ __all__ = [
     "CHECK",
     "Fleet",
     "FleetArgs",
+    "ManagerReads",
     "admission_checks",
-    "manager_cidrs",
     "manager_objects",
+    "read_manager",
     "worker_objects",
     "worker_rules",
 ]

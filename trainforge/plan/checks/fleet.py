@@ -34,9 +34,10 @@ Findings (waivable like any rule):
   reach. Either they live only on its cluster's FSx while more than one worker may run it (a
   job evicted on one worker is admitted again wherever MultiKueue finds room, and starts over
   there: FSx is per cluster), or it mirrors them to the manager's bucket (the job object names
-  it, and MultiKueue copies the object as is) and the worker's planned IAM policies let its
-  roles write no bucket but its own stack's (trainforge grants each team role its own stack's
-  bucket: platform/checkpoint_bucket.py). A worker that may write the mirror from another
+  it, and MultiKueue copies the object as is) and the worker's planned IAM policies do not
+  let its roles write that bucket (the manager's `fleetCheckpoints`, read from the manager's
+  stand-in run; unknown: any bucket but the worker's own). A worker's team roles are granted
+  it, at their team's prefix, once the manager is up (platform/fleet.py). A worker that may write the mirror from another
   region is a stated cost: the section names the inter-region traffic (docs/fleet.md, "Data");
 - TRAINFORGE_FLEET_JOB_INPUTS: a job whose pods read a ConfigMap, Secret,
   PersistentVolumeClaim or ServiceAccount of its namespace that a worker which may run it does
@@ -325,6 +326,16 @@ def s3_grants(inv: Any) -> tuple[set[str], set[str]] | None:
     return own, granted
 
 
+def manager_bucket(ctx: PlanContext) -> str | None:
+    """The manager's checkpoint bucket as its workers read it (`fleetCheckpoints`, exported
+    by platform/fleet.py), from the manager's stand-in run; None when it is not known."""
+    inv = ctx.standin_inventory()
+    outputs = getattr(inv, "outputs", None) or {}
+    value = outputs.get("fleetCheckpoints") if isinstance(outputs, dict) else None
+    name = value.get("bucketName") if isinstance(value, dict) else None
+    return name if isinstance(name, str) and name else None
+
+
 def pod_inputs(pod: dict[str, Any]) -> set[tuple[str, str]]:
     """(kind, name) of every ConfigMap, Secret, PersistentVolumeClaim and ServiceAccount a pod
     spec reads from its namespace: volumes (projected ones too), envFrom, env valueFrom,
@@ -508,18 +519,25 @@ def check(ctx: PlanContext) -> CheckResult:
         if mirrored:
             # the mirror is the manager's own bucket (each stack creates its own): a worker
             # whose roles may write only buckets of its own stack cannot reach it
+            bucket = manager_bucket(ctx)
             shut = []
             for n, *_ in may:
                 grants = s3_grants(planned[n].inventory)
-                if grants is not None and not (grants[1] - grants[0]):
+                if grants is None:
+                    continue
+                own, granted = grants
+                # the manager's bucket by its name when the manager's run says it, else any
+                # bucket but the worker's own
+                if bucket not in granted if bucket else not (granted - own):
                     shut.append(n)
             if shut:
                 finding(
                     RULE_CHECKPOINTS,
-                    f"job {spec.name}: it mirrors its checkpoints to the manager's bucket, and "
-                    f"the roles of worker(s) {', '.join(shut)} may write only their own stack's "
-                    "bucket (their planned IAM policies name no other): there it can neither "
-                    "save nor resume from S3",
+                    f"job {spec.name}: it mirrors its checkpoints to the manager's bucket"
+                    + (f" {bucket}" if bucket else "")
+                    + f", and the roles of worker(s) {', '.join(shut)} may not write it (their "
+                    "planned IAM policies do not name it): there it can neither save nor resume "
+                    "from S3",
                 )
             far = [n for n, *_ in may if planned[n].region != home and n not in shut]
             if far:
