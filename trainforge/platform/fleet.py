@@ -41,9 +41,11 @@ leave the manager's copy alone: the Job controller (spec.managedBy, KEP-4368, GA
 Kubernetes 1.35), training-operator v1.9.4 (skips a PyTorchJob whose runPolicy.managedBy is
 not its own: pkg/controller.v1/pytorch/pytorchjob_controller.go). Kubeflow Trainer v2.2.1
 accepts `spec.managedBy: kueue.x-k8s.io/multikueue` (a CEL enum, immutable:
-pkg/apis/trainer/v1alpha1/trainjob_types.go) and documents that it leaves such TrainJobs to
-Kueue, but no code under its pkg/ at v2.2.1 reads the field (git grep `.ManagedBy`): that the
-manager's Trainer builds nothing for a dispatched TrainJob is unverified here.
+pkg/apis/trainer/v1alpha1/trainjob_types.go) but its TrainJob controller does not read it
+(pkg/controller/trainjob_controller.go Reconcile at v2.2.1; the check came in v2.3.0,
+kubeflow/trainer#3681): the manager's Trainer would build a dispatched TrainJob's JobSet on the
+manager. So a manager with the trainjob backend is refused (trainforge.stack.fleet
+trainjob_refusal) while the pinned Trainer is older than v2.3.0.
 
 Bootstrap: a worker stack not yet `up`'d exports no kubeconfig; the manager then skips it
 with a warning naming the order to run (`pulumi up` the worker, then the manager again). The
