@@ -106,3 +106,57 @@ def test_a_worker_planned_before_its_manager_is_up_is_granted_nothing_and_warns(
     found = [f for f in FC.check(ctx).findings if f.rule == FC.RULE_CHECKPOINTS]
     assert {f.message.split(":")[0] for f in found} == {"job mnist-ddp", "job gpt-small-fsdp"}
     assert "worker(s) use1, usw2 may not write it" in found[0].message
+
+
+def test_a_job_whose_code_ships_in_a_configmap_reaches_every_worker():
+    """A job of the manager running its own script ships it in a ConfigMap (codeSource:
+    configmap, the default); MultiKueue copies the job object alone, so the manager exports
+    its jobs' ConfigMaps (fleetJobConfigMaps) and each worker declares them. Planned as the
+    fleet is after `up` manager, workers again: no finding. A worker planned before the
+    manager is up lacks them: the finding, whose fix says what to run or change."""
+    import yaml
+
+    from trainforge.plan import fleet as F
+    from trainforge.plan.check_types import PlanContext
+    from trainforge.plan.core import plan_project, standin_pass
+
+    config = yaml.safe_load((ROOT / "Pulumi.fleet.yaml").read_text())["config"]
+    job = {"name": "own-code", "team": "research", "pool": "cpu", "workers": 1,
+           "entrypoint": {"script": "examples/plain/train.py"}}  # fmt: skip
+    overrides = {"trainforge:jobs": [*config["trainforge:jobs"], job]}
+    result = plan_project(
+        ROOT, "fleet", config_overrides=overrides, standins=False, echo_warnings=False
+    )
+    assert not [f for f in result.failing if f.rule == FC.RULE_INPUTS]
+    [shipped] = result.inventory.outputs["fleetJobConfigMaps"]
+    name = shipped["metadata"]["name"]
+    assert name.startswith("own-code-src-") and shipped["metadata"]["namespace"] == "research"
+    manager_cm = next(
+        o.doc for o in result.objects if o.kind == "ConfigMap" and o.doc["metadata"]["name"] == name
+    )
+    workers = F.plan_workers(
+        ROOT,
+        "fleet",
+        manager=standin_pass(ROOT, "fleet", None, None, None)(),
+        also={"fleetJobConfigMaps": [shipped]},
+    )
+    for w in ("use1", "usw2"):
+        [cm] = [d for d in workers[w].docs if d["kind"] == "ConfigMap"
+                and d["metadata"]["name"] == name]  # fmt: skip
+        assert cm["metadata"]["namespace"] == "research" and cm["immutable"] is True
+        assert cm["data"] == manager_cm["data"]  # the worker's copy is the manager's code
+    # before the manager is up, a worker declares none of them: the finding and its fix
+    early = F.plan_workers(ROOT, "fleet")
+    ctx = PlanContext(
+        result.inventory, result.objects, result.inventory.declared, ROOT, fleet_workers=early
+    )
+    found = [f for f in FC.check(ctx).findings if f.rule == FC.RULE_INPUTS]
+    assert {f.message.rsplit("which worker ", 1)[1].split(" ")[0] for f in found} == {
+        "use1",
+        "usw2",
+    }
+    assert found[0].message.startswith(f"job own-code: its pods read ConfigMap research/{name}")
+    assert "`pulumi up` the manager, then each worker again" in found[0].fix
+    assert "codeSource: image" in found[0].fix
+    # the example's own jobs (presets, code in the image) ship no ConfigMap
+    assert "fleetJobConfigMaps" not in shipped_plan("fleet").inventory.outputs

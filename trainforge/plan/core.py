@@ -233,7 +233,9 @@ def plan_project(
             # the manager reads the manager's outputs (its checkpoint bucket, which the
             # worker's team roles are granted: platform/fleet.py), as `pulumi up` in the
             # order manager, workers again (docs/fleet.md) leaves them
-            workers = F.plan_workers(root, stack, manager=standin())
+            # (the stand-in run declares no jobs: their ConfigMaps come from this run)
+            also = {k: v for k, v in inv.outputs.items() if k == "fleetJobConfigMaps"}
+            workers = F.plan_workers(root, stack, manager=standin(), also=also)
         rejudge = standins and mocks is None
         result = evaluate(inv, waivers_from(inv), root, standin, rejudge, fleet_workers=workers)
     # Only what no section says already: a team quota the pools cannot hold is the queue

@@ -140,13 +140,18 @@ def _manager_of(shown: dict[str, Any], project: str) -> str | None:
 
 
 def plan_worker(
-    root: pathlib.Path, ref: WorkerRef, project: str, manager: Inventory | None = None
+    root: pathlib.Path,
+    ref: WorkerRef,
+    project: str,
+    manager: Inventory | None = None,
+    also: dict[str, Any] | None = None,
 ) -> WorkerPlan:
     """Plan one worker stack with the same engine as any stack, as a stack that is up (the
     stand-in run, see the module docstring; its warnings are the worker's own plan's).
     `manager`: the manager's planned stand-in run, whose outputs answer the worker's
     StackReference to it (its egress CIDRs, its checkpoint bucket); None: the manager is
-    not up yet, the worker's bootstrap."""
+    not up yet, the worker's bootstrap. `also`: outputs of the manager's own plan that its
+    stand-in run leaves out (that run declares no jobs: the jobs' ConfigMaps)."""
     stack = ref.local(project)
     if stack is None:
         return WorkerPlan(
@@ -166,7 +171,11 @@ def plan_worker(
         )
     _, _, shown = read_stack_config(root, stack, project)
     mine = _manager_of(shown, project)
-    references = {mine: stack_state(mine, manager)} if manager is not None and mine else None
+    references = None
+    if manager is not None and mine:
+        state = stack_state(mine, manager)
+        state["outputs"] = {**state["outputs"], **_wire(dict(also or {}))}
+        references = {mine: state}
     try:
         mocks = standin_mocks()
         if mocks is not None and hasattr(mocks, "stack_tag"):
@@ -193,11 +202,13 @@ def plan_workers(
     stack: str,
     config: dict[str, Any] | None = None,
     manager: Inventory | None = None,
+    also: dict[str, Any] | None = None,
 ) -> dict[str, WorkerPlan]:
     """name -> WorkerPlan for every worker of `stack` when it is a fleet manager (each
     stack planned once, even when two workers name it); {} for any other stack.
     `config`: the manager's display config when the caller has read it already.
-    `manager`: the manager's stand-in run, what each worker's reference to it reads."""
+    `manager`: the manager's stand-in run, what each worker's reference to it reads, with
+    `also` (plan_worker)."""
     project = project_name(root)
     if config is None:
         _, _, config = read_stack_config(root, stack, project)
@@ -213,7 +224,7 @@ def plan_workers(
                 f"{stack!r}; a worker is another stack"
             )
         if ref.stack not in planned:
-            planned[ref.stack] = plan_worker(root, ref, project, manager)
+            planned[ref.stack] = plan_worker(root, ref, project, manager, also)
         base = planned[ref.stack]
         out[ref.name] = WorkerPlan(
             ref.name, ref.stack, base.region, base.inventory, base.objects, base.note

@@ -18,7 +18,10 @@ endpoint, its CA and that token; no exec plugin, which MultiKueue refuses) and `
 EKS authenticates a ServiceAccount token itself (the API server's service-account
 authenticator); an access entry is only for IAM principals, so the token needs none, and
 Kubernetes RBAC (the ClusterRole) is what authorizes it. The worker's public endpoint
-allow-list also admits its manager's `fleetEgressCidrs` (endpoint.py, cluster.py).
+allow-list also admits its manager's `fleetEgressCidrs` (endpoint.py, cluster.py), its team
+roles are granted their prefix of the manager's checkpoint bucket (`fleetCheckpoints`), and it
+declares the manager's jobs' code ConfigMaps (`fleetJobConfigMaps`): MultiKueue copies the job
+object alone, which names both.
 
 A manager (role: manager) exports `fleetEgressCidrs` (its NAT gateways' addresses, /32) and
 declares, per worker whose stack exports a kubeconfig, a Secret `<name>-kubeconfig` (key
@@ -81,6 +84,9 @@ REGION_OUTPUT = "fleetRegion"
 EGRESS_OUTPUT = "fleetEgressCidrs"
 # manager -> workers: its checkpoint bucket (bucketName, bucketArn, kmsKeyArn, region)
 CHECKPOINTS_OUTPUT = "fleetCheckpoints"
+# manager -> workers: the ConfigMaps its jobs' pods read (their shipped code): MultiKueue copies
+# the job object alone, so each worker declares them from this output
+CONFIGMAPS_OUTPUT = "fleetJobConfigMaps"
 
 # The verbs upstream's script grants on a job kind the manager dispatches, and on its status.
 JOB_VERBS = ("create", "delete", "get", "list", "watch")
@@ -273,6 +279,7 @@ class ManagerReads:
 
     cidrs: tuple[str, ...] = ()
     checkpoints: dict[str, str] | None = None
+    config_maps: tuple[dict[str, Any], ...] = ()
 
 
 def _checkpoints_value(value: Any) -> dict[str, str] | None:
@@ -310,7 +317,49 @@ def read_manager(fleet: FleetConfig, parent: pulumi.Resource | None) -> ManagerR
             "mirrors checkpoints there cannot save or resume here; `pulumi up` the manager "
             "stack, then this worker again"
         )
-    return ManagerReads(tuple(str(c) for c in cidrs or ()), checkpoints)
+    maps = read_output(ref, CONFIGMAPS_OUTPUT)
+    return ManagerReads(
+        tuple(str(c) for c in cidrs or ()),
+        checkpoints,
+        tuple(_config_map(m) for m in maps or () if _config_map(m) is not None),
+    )
+
+
+def _config_map(value: Any) -> dict[str, Any] | None:
+    """One entry of the manager's `fleetJobConfigMaps` (name, namespace, labels, data,
+    binaryData), or None when it is not one."""
+    meta = value.get("metadata") if isinstance(value, dict) else None
+    if not isinstance(meta, dict) or not all(
+        isinstance(meta.get(k), str) and meta.get(k) for k in ("name", "namespace")
+    ):
+        return None
+    return {
+        "metadata": {k: meta[k] for k in ("name", "namespace", "labels") if meta.get(k)},
+        "data": dict(value.get("data") or {}),
+        "binaryData": dict(value.get("binaryData") or {}),
+    }
+
+
+def job_config_maps(jobs: Iterable[Any]) -> list[dict[str, Any]]:
+    """The ConfigMaps a manager's jobs ship (their code: `codeSource: configmap`), as the
+    workers declare them (`fleetJobConfigMaps`): immutable and named by their content's hash,
+    so a worker's copy is the manager's."""
+    out = []
+    for job in jobs:
+        emitted = getattr(job, "manifests", None)
+        for cm in (getattr(emitted, "configmap", None), getattr(emitted, "user_configmap", None)):
+            if cm is not None:
+                meta = cm["metadata"]
+                out.append(
+                    {
+                        "metadata": {
+                            k: meta[k] for k in ("name", "namespace", "labels") if meta.get(k)
+                        },
+                        "data": dict(cm.get("data") or {}),
+                        "binaryData": dict(cm.get("binaryData") or {}),
+                    }
+                )
+    return out
 
 
 @dataclass
@@ -325,6 +374,10 @@ class FleetArgs:
     # worker: the manager's checkpoint bucket (read_manager) and this stack's team roles
     # (team -> the role its training ServiceAccount runs as), granted their prefix there
     manager_checkpoints: dict[str, str] | None = None
+    # worker: the manager's jobs' ConfigMaps (read_manager), declared here too, once the team
+    # namespaces (`namespaces_ready`) exist
+    manager_config_maps: tuple[dict[str, Any], ...] = ()
+    namespaces_ready: list[pulumi.Resource] = field(default_factory=list)
     team_roles: dict[str, Any] = field(default_factory=dict)
     # manager: the NAT gateways' public IPs (None: a VPC this stack does not create)
     egress_ips: list[pulumi.Input[str]] | None = None
@@ -363,12 +416,16 @@ class Fleet(pulumi.ComponentResource):
             outputs = {"egressCidrs": self.egress_cidrs, "workers": self.workers}
         self.register_outputs(outputs)
 
-    def outputs(self) -> dict[str, Any]:
-        """The stack outputs the fleet's other stacks read (the fleet contract's names)."""
+    def outputs(self, jobs: Iterable[Any] = ()) -> dict[str, Any]:
+        """The stack outputs the fleet's other stacks read (the fleet contract's names);
+        `jobs`: a manager's declared jobs, whose ConfigMaps its workers declare too."""
         if self.egress_cidrs is not None:
             out: dict[str, Any] = {EGRESS_OUTPUT: self.egress_cidrs}
             if self.checkpoints is not None:
                 out[CHECKPOINTS_OUTPUT] = self.checkpoints
+            maps = job_config_maps(jobs)
+            if maps:
+                out[CONFIGMAPS_OUTPUT] = maps
             return out
         return {KUBECONFIG_OUTPUT: self.kubeconfig, REGION_OUTPUT: self.region}
 
@@ -414,6 +471,26 @@ class Fleet(pulumi.ComponentResource):
         )
         self.region = pulumi.Output.from_input(args.region or "")
         self._grant_manager_bucket(name, args)
+        self._manager_config_maps(name, args)
+
+    def _manager_config_maps(self, name: str, args: FleetArgs) -> None:
+        """The manager's jobs' ConfigMaps (their shipped code), as the manager declares them:
+        a job MultiKueue dispatches here mounts them by name, and MultiKueue copies only the
+        job object. Immutable, named by content hash: new code is a new ConfigMap, here after
+        the manager's `up` and this worker's next one (docs/fleet.md, 'Bootstrap order')."""
+        opts = pulumi.ResourceOptions(
+            parent=self, provider=args.k8s_provider, depends_on=list(args.namespaces_ready)
+        )
+        for cm in args.manager_config_maps:
+            meta = cm["metadata"]
+            k8s.core.v1.ConfigMap(
+                f"{name}-cm-{meta['namespace']}-{meta['name']}",
+                metadata=meta,
+                data=cm["data"] or None,
+                binary_data=cm["binaryData"] or None,
+                immutable=True,
+                opts=opts,
+            )
 
     def _grant_manager_bucket(self, name: str, args: FleetArgs) -> None:
         """Each team role of this worker gets exactly what the manager's own role of that team
@@ -505,6 +582,7 @@ __all__ = [
     "CHECK",
     "Fleet",
     "FleetArgs",
+    "job_config_maps",
     "ManagerReads",
     "admission_checks",
     "manager_objects",

@@ -245,6 +245,8 @@ class TrainingPlatform(pulumi.ComponentResource):
                     backends=worker_backends(config.services),
                     egress_ips=self.network.nat_public_ips,
                     manager_checkpoints=manager.checkpoints,
+                    manager_config_maps=manager.config_maps,
+                    namespaces_ready=[services.team_namespaces] if services is not None else [],
                     team_roles=dict(services.checkpoints.team_roles)
                     if services is not None and services.checkpoints is not None
                     else {},

@@ -42,8 +42,9 @@ Findings (waivable like any rule):
 - TRAINFORGE_FLEET_JOB_INPUTS: a job whose pods read a ConfigMap, Secret,
   PersistentVolumeClaim or ServiceAccount of its namespace that a worker which may run it does
   not declare: MultiKueue copies the job object alone (its adapters create the job and its Workload on the
-  worker), so what the manager declares beside it (a shipped script's ConfigMap) is not there
-  and the pods do not start.
+  worker), so what the manager declares beside it is not there and the pods do not start. A
+  job's code ConfigMaps reach the workers through the manager's `fleetJobConfigMaps` (each
+  worker declares them once the manager is up: platform/fleet.py).
 
 The job's image is named as the manager rendered it; one in an ECR registry of another region
 than a worker's is a stated cross-region pull.
@@ -85,8 +86,10 @@ RULES = {
     RULE_CHECKPOINTS: "keep the job's checkpoints where every worker that may run it reaches "
     "them: mirrored to S3 (checkpoint.s3Mirror: true) in a bucket each such worker's team role "
     "may write (docs/fleet.md, 'Data')",
-    RULE_INPUTS: "let the job's pods read nothing that only the manager declares (its code in "
-    "its image: codeSource: image), or declare it in every worker too (docs/fleet.md, 'Data')",
+    RULE_INPUTS: "a job's code ConfigMaps reach a worker through the manager's "
+    "fleetJobConfigMaps: `pulumi up` the manager, then each worker again (docs/fleet.md, "
+    "'Bootstrap order'); or ship the code in the image (codeSource: image). Declare any other "
+    "Secret, PersistentVolumeClaim or ServiceAccount the pods read in every worker stack",
 }
 
 # where each backend's object says who runs it (Kueue 0.19's MultiKueue adapters)
