@@ -5,6 +5,7 @@ and keeps the kubeconfigs secret in everything it writes."""
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 from tests.conftest import ROOT, shipped_plan
 from trainforge.plan.checks import fleet as FC
@@ -81,6 +82,18 @@ def test_the_example_fleet_is_clean_its_workers_granted_the_managers_bucket_per_
         via = {"kms:ViaService": "s3.us-east-1.amazonaws.com"}
         assert may("kms:Decrypt", ckpt["kmsKeyArn"], **via)
         assert not may("kms:Decrypt", ckpt["kmsKeyArn"], **{"kms:ViaService": "ec2.x"})
+        # what the fleet check asks of each worker: the job's team role reaches its prefix
+        inv = workers[name].inventory
+        assert FC.team_reaches(inv, ckpt["bucketName"], "research") is True
+        assert FC.team_reaches(inv, ckpt["bucketName"], "vision") is False  # no such role
+        # a research role granted only another team's prefix does not reach research/
+        other = json.dumps(_worker_grant(workers, name)).replace("/research/", "/vision/")
+        swapped = SimpleNamespace(resources=[
+            SimpleNamespace(**{**vars(r), "inputs": {**r.inputs, "policy": other}})
+            if r.name.endswith("research-manager-ckpt") else r
+            for r in inv.resources
+        ])  # fmt: skip
+        assert FC.team_reaches(swapped, ckpt["bucketName"], "research") is False
 
 
 def test_a_worker_planned_before_its_manager_is_up_is_granted_nothing_and_warns(caplog):
@@ -105,7 +118,10 @@ def test_a_worker_planned_before_its_manager_is_up_is_granted_nothing_and_warns(
     )
     found = [f for f in FC.check(ctx).findings if f.rule == FC.RULE_CHECKPOINTS]
     assert {f.message.split(":")[0] for f in found} == {"job mnist-ddp", "job gpt-small-fsdp"}
-    assert "worker(s) use1, usw2 may not write it" in found[0].message
+    assert (
+        "team research role of worker(s) use1, usw2 may not write its research/ prefix"
+        in found[0].message
+    )
 
 
 def test_a_job_whose_code_ships_in_a_configmap_reaches_every_worker():

@@ -329,6 +329,41 @@ def s3_grants(inv: Any) -> tuple[set[str], set[str]] | None:
     return own, granted
 
 
+def team_reaches(inv: Any, bucket: str, team: str) -> bool | None:
+    """Whether a stack's role of `team` (its `trainforge.io/team` tag) may write and read its
+    team's prefix of `bucket`, by the plan's IAM evaluator over that role's inline policies;
+    None when they are not known (a preview without stand-ins)."""
+    import json  # noqa: PLC0415
+
+    from trainforge.plan.checks.iam_eval import Policy, Request, evaluate  # noqa: PLC0415
+
+    resources = getattr(inv, "resources", None) or []
+    roles = {
+        r.id
+        for r in resources
+        if r.type == "aws:iam/role:Role"
+        and r.id
+        and ((r.inputs.get("tags") or {}).get("trainforge.io/team") == team)
+    }
+    policies = []
+    for r in resources:
+        if r.type != "aws:iam/rolePolicy:RolePolicy" or r.inputs.get("role") not in roles:
+            continue
+        text = r.inputs.get("policy")
+        try:
+            doc = json.loads(text) if isinstance(text, str) else None
+        except ValueError:
+            doc = None
+        if not isinstance(doc, dict):
+            return None
+        policies.append(Policy(r.name, doc))
+    key = f"arn:aws:s3:::{bucket}/{team}/checkpoint"
+    return all(
+        evaluate(Request(f"role/{team}", action, key), policies).allowed
+        for action in ("s3:PutObject", "s3:GetObject")
+    )
+
+
 def manager_bucket(ctx: PlanContext) -> str | None:
     """The manager's checkpoint bucket as its workers read it (`fleetCheckpoints`, exported
     by platform/fleet.py), from the manager's stand-in run; None when it is not known."""
@@ -529,18 +564,21 @@ def check(ctx: PlanContext) -> CheckResult:
                 if grants is None:
                     continue
                 own, granted = grants
-                # the manager's bucket by its name when the manager's run says it, else any
-                # bucket but the worker's own
-                if bucket not in granted if bucket else not (granted - own):
+                # the manager's bucket (its name from the manager's run) at the job's team
+                # prefix, for the worker's role of that team; unknown: any bucket but its own
+                if bucket:
+                    if team_reaches(planned[n].inventory, bucket, spec.team) is False:
+                        shut.append(n)
+                elif not (granted - own):
                     shut.append(n)
             if shut:
                 finding(
                     RULE_CHECKPOINTS,
                     f"job {spec.name}: it mirrors its checkpoints to the manager's bucket"
                     + (f" {bucket}" if bucket else "")
-                    + f", and the roles of worker(s) {', '.join(shut)} may not write it (their "
-                    "planned IAM policies do not name it): there it can neither save nor resume "
-                    "from S3",
+                    + f", and the team {spec.team} role of worker(s) {', '.join(shut)} may not "
+                    f"write its {spec.team}/ prefix (by their planned IAM policies): there it "
+                    "can neither save nor resume from S3",
                 )
             far = [n for n, *_ in may if planned[n].region != home and n not in shut]
             if far:
