@@ -41,5 +41,5 @@ else:
     pulumi.export("poolNames", platform.pool_names)
     pulumi.export("jobs", [job.job_name for job in jobs])
     if platform.fleet is not None:  # what the fleet's other stacks read (platform/fleet.py)
-        for key, value in platform.fleet.outputs().items():
+        for key, value in platform.fleet.outputs(jobs).items():
             pulumi.export(key, value)

@@ -42,9 +42,17 @@ def test_the_managers_cost_is_the_plans():
 
 
 def test_the_example_checkpoint_sentence_says_what_the_plan_finds():
-    found = {v.resource for v in shipped_plan("fleet").failing if v.rule == FC.RULE_CHECKPOINTS}
-    said = "reports this finding for both jobs today" in DOC
-    assert said == (len(found) == 2), found
+    """docs/fleet.md, "Data": the workers are granted the manager's bucket, the plan is CLEAN
+    and states the cross-region traffic of the worker in another region."""
+    result = shipped_plan("fleet")
+    found = {v.resource for v in result.failing if v.rule == FC.RULE_CHECKPOINTS}
+    doc = " ".join(DOC.split())
+    said = "both workers are granted it, so `plan --stack fleet` is CLEAN" in doc
+    assert said == (not found and result.clean), found
+    section = next(s for s in result.sections if s.title == FC.TITLE)
+    assert any("usw2 reads and writes it across regions" in ln for ln in section.lines)
+    assert "states that usw2 reads and writes it across regions" in doc
+    assert "so this is not priced" in doc  # no inter-region transfer row in the price facts
 
 
 def test_the_readme_points_at_the_plan_of_the_fleet():

@@ -43,9 +43,6 @@ SHORTEN = ("python -m trainforge.training", "python -m trainforge run-local")
 # is a failure (docs/reliability.md rehearses how a bug ends a job)
 EXPECTED_FAILURE = {
     "TRAINFORGE_TEST_FAULT=1:3:ERROR ": (1, "exiting with 1 (user_error, permanent, rank 1)"),
-    # docs/fleet.md, "Data": the example's workers cannot write the manager's checkpoint
-    # bucket yet (tests/test_docs_fleet.py keeps that sentence and the plan in step)
-    "python -m trainforge plan --stack fleet ": (1, "[TRAINFORGE_FLEET_CHECKPOINTS]"),
 }
 
 

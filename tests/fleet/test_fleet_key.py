@@ -120,3 +120,37 @@ def test_a_fleet_stack_needs_kueue():
         "(trainforge:fleet is set): MultiKueue is Kueue's"
     ]
     assert parse_config({"cluster": "c", "kueue": {"enabled": False}}).fleet is None
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [{"jobBackend": "trainjob"}, {"jobBackends": ["trainjob"]},
+     {"jobs": [{"name": "x", "team": "t", "backend": "trainjob"}]}],
+)  # fmt: skip
+def test_a_manager_with_the_trainjob_backend_is_refused_in_one_line(extra):
+    """Trainer 2.2.1 (the pinned one) reconciles a TrainJob whatever its managedBy: on a
+    manager it would build the dispatched job's JobSet there (trainforge.stack.fleet)."""
+    from trainforge.core import versions
+
+    raw = {"cluster": "c", "fleet": {"role": "manager", "workers": [W1]}, **extra}
+    with pytest.raises(ConfigError) as e:
+        parse_config(raw)
+    [line] = e.value.errors
+    assert line.startswith("trainforge:fleet.role: got 'manager'; expected a manager whose jobs")
+    assert f"Kubeflow Trainer {versions.TRAINER_VERSION} ignores a TrainJob's spec.managedBy" in (
+        line
+    )
+    # a worker, a single cluster, and a manager of other backends are not refused
+    if "jobs" not in extra:  # (a worker declares no jobs)
+        parse_config({"cluster": "c", "fleet": {"role": "worker", "manager": "fleet"}, **extra})
+    parse_config({"cluster": "c", **extra})
+    parse_config({"cluster": "c", "fleet": raw["fleet"], "jobBackends": ["pytorchjob"]})
+
+
+def test_a_trainer_that_honours_managed_by_would_not_be_refused():
+    from trainforge.stack.fleet import FleetConfig, trainjob_refusal
+
+    manager = FleetConfig(role="manager", workers=[W1])
+    assert trainjob_refusal(manager, ("trainjob",), "2.2.1") is not None
+    assert trainjob_refusal(manager, ("trainjob",), "v2.3.0") is None
+    assert trainjob_refusal(manager, ("pytorchjob",), "2.2.1") is None

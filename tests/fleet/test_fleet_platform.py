@@ -233,10 +233,12 @@ def test_each_backend_keeps_managed_by_where_its_controller_reads_it(module, pat
     assert backends.managed(json.loads(json.dumps(base)), module.MANAGED_BY, None) == base
 
 
-@pytest.mark.parametrize("backend", ["pytorchjob", "trainjob", "indexed-job"])
+@pytest.mark.parametrize("backend", ["pytorchjob", "indexed-job"])
 def test_a_manager_job_of_each_backend_is_valid_with_managed_by(backend, mp):
-    """The manager's job, switched to each backend, is emitted with managedBy where the CRD (or
-    the Job API) has it, and the plan's validation accepts it."""
+    """The manager's job, switched to each backend a manager may use, is emitted with
+    managedBy where the CRD (or the Job API) has it, and the plan's validation accepts it (the
+    trainjob backend is refused on a manager: tests/fleet/test_fleet_key.py; its emitter's
+    managedBy is the test above)."""
     from trainforge.plan.checks.validate import validate_object
 
     config = read_stack_file(ROOT / "Pulumi.fleet.yaml")

@@ -276,8 +276,8 @@ def test_a_worker_that_cannot_write_the_managers_bucket_is_a_finding(dev):
     result, rules = run(ctx)
     found = [f for f in result.findings if f.rule == FC.RULE_CHECKPOINTS]
     assert found and found[0].message.startswith(
-        "job mnist-ddp: it mirrors its checkpoints to the manager's bucket, and the roles of "
-        "worker(s) use1 may write only their own stack's bucket"
+        "job mnist-ddp: it mirrors its checkpoints to the manager's bucket, and the team "
+        "research role of worker(s) use1 may not write its research/ prefix"
     )
     # a worker whose roles may write another stack's bucket reaches the mirror; from another
     # region, at a stated cost

@@ -228,6 +228,14 @@ def plan_project(
         if submit is not None:
             submit(inv)
         standin = standin_pass(root, stack, config_overrides, program, references)
+        if workers and standin is not None:
+            # then each worker again as it is once the manager is up too: its reference to
+            # the manager reads the manager's outputs (its checkpoint bucket, which the
+            # worker's team roles are granted: platform/fleet.py), as `pulumi up` in the
+            # order manager, workers again (docs/fleet.md) leaves them
+            # (the stand-in run declares no jobs: their ConfigMaps come from this run)
+            also = {k: v for k, v in inv.outputs.items() if k == "fleetJobConfigMaps"}
+            workers = F.plan_workers(root, stack, manager=standin(), also=also)
         rejudge = standins and mocks is None
         result = evaluate(inv, waivers_from(inv), root, standin, rejudge, fleet_workers=workers)
     # Only what no section says already: a team quota the pools cannot hold is the queue

@@ -129,9 +129,29 @@ def _stack_error(exc: BaseException) -> BaseException | None:
     return None
 
 
-def plan_worker(root: pathlib.Path, ref: WorkerRef, project: str) -> WorkerPlan:
+def _manager_of(shown: dict[str, Any], project: str) -> str | None:
+    """The name a worker's config gives its manager (`trainforge:fleet.manager`) when it is a
+    stack of `project`, else None."""
+    fleet = decode_value(shown.get(FLEET_KEY))
+    name = fleet.get("manager") if isinstance(fleet, dict) else None
+    if not isinstance(name, str) or WorkerRef(name, name).local(project) is None:
+        return None
+    return name
+
+
+def plan_worker(
+    root: pathlib.Path,
+    ref: WorkerRef,
+    project: str,
+    manager: Inventory | None = None,
+    also: dict[str, Any] | None = None,
+) -> WorkerPlan:
     """Plan one worker stack with the same engine as any stack, as a stack that is up (the
-    stand-in run, see the module docstring; its warnings are the worker's own plan's)."""
+    stand-in run, see the module docstring; its warnings are the worker's own plan's).
+    `manager`: the manager's planned stand-in run, whose outputs answer the worker's
+    StackReference to it (its egress CIDRs, its checkpoint bucket); None: the manager is
+    not up yet, the worker's bootstrap. `also`: outputs of the manager's own plan that its
+    stand-in run leaves out (that run declares no jobs: the jobs' ConfigMaps)."""
     stack = ref.local(project)
     if stack is None:
         return WorkerPlan(
@@ -150,9 +170,24 @@ def plan_worker(root: pathlib.Path, ref: WorkerRef, project: str) -> WorkerPlan:
             "org/project/stack for one of another project)"
         )
     _, _, shown = read_stack_config(root, stack, project)
+    mine = _manager_of(shown, project)
+    references = None
+    if manager is not None and mine:
+        state = stack_state(mine, manager)
+        state["outputs"] = {**state["outputs"], **_wire(dict(also or {}))}
+        references = {mine: state}
     try:
         mocks = standin_mocks()
-        inv = run_project(root, stack, mocks=mocks, preview=mocks is None, echo_warnings=False)
+        if mocks is not None and hasattr(mocks, "stack_tag"):
+            mocks.stack_tag = stack  # its buckets and keys apart from the manager's
+        inv = run_project(
+            root,
+            stack,
+            mocks=mocks,
+            preview=mocks is None,
+            echo_warnings=False,
+            references=references,
+        )
     except Exception as e:
         # a worker's stack configuration error, said as the worker's: the user edits its file
         err = _stack_error(e)
@@ -163,11 +198,17 @@ def plan_worker(root: pathlib.Path, ref: WorkerRef, project: str) -> WorkerPlan:
 
 
 def plan_workers(
-    root: pathlib.Path, stack: str, config: dict[str, Any] | None = None
+    root: pathlib.Path,
+    stack: str,
+    config: dict[str, Any] | None = None,
+    manager: Inventory | None = None,
+    also: dict[str, Any] | None = None,
 ) -> dict[str, WorkerPlan]:
     """name -> WorkerPlan for every worker of `stack` when it is a fleet manager (each
     stack planned once, even when two workers name it); {} for any other stack.
-    `config`: the manager's display config when the caller has read it already."""
+    `config`: the manager's display config when the caller has read it already.
+    `manager`: the manager's stand-in run, what each worker's reference to it reads, with
+    `also` (plan_worker)."""
     project = project_name(root)
     if config is None:
         _, _, config = read_stack_config(root, stack, project)
@@ -183,7 +224,7 @@ def plan_workers(
                 f"{stack!r}; a worker is another stack"
             )
         if ref.stack not in planned:
-            planned[ref.stack] = plan_worker(root, ref, project)
+            planned[ref.stack] = plan_worker(root, ref, project, manager, also)
         base = planned[ref.stack]
         out[ref.name] = WorkerPlan(
             ref.name, ref.stack, base.region, base.inventory, base.objects, base.note
@@ -209,14 +250,19 @@ def reference_state(plan: WorkerPlan) -> dict[str, Any]:
     outputs (secret ones by their own value) and which of them are secret. A worker that could
     not be planned reads as a stack not up yet (no outputs): the manager then skips it with its
     bootstrap warning, and the fleet section says why."""
-    inv = plan.inventory
+    return stack_state(plan.stack, plan.inventory)
+
+
+def stack_state(name: str, inv: Inventory | None) -> dict[str, Any]:
+    """What a `pulumi.StackReference(name)` reads of a planned stack: its outputs (secret
+    ones by their own value) and which are secret; None: a stack not up (no outputs)."""
     if inv is None:
-        return {"name": plan.stack, "outputs": {}, "secretOutputNames": []}
+        return {"name": name, "outputs": {}, "secretOutputNames": []}
     outputs: dict[str, Any] = {}
     for k, v in inv.outputs.items():
         outputs[k] = inv.secret_outputs.get(k, UNKNOWN) if v == SECRET else v
     return {
-        "name": plan.stack,
+        "name": name,
         "outputs": _wire(outputs),
         "secretOutputNames": sorted(k for k, v in inv.outputs.items() if v == SECRET),
     }

@@ -206,6 +206,10 @@ class MockedCall:
     args: dict[str, Any]
 
 
+# what a fleet worker's plan names apart from its manager's (MockedPlatform.stack_tag)
+_PER_STACK = ("aws:s3/bucket:", "aws:s3/bucketV2:", "aws:kms/key:")
+
+
 def _h(name: str) -> int:
     """A stable number for a name (hash() is salted per process)."""
     return zlib.crc32(name.encode())
@@ -239,6 +243,10 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
         # stack reads its workers' or its manager's); a stack not listed has exported nothing
         # yet (the fleet's bootstrap: it is skipped with a warning)
         self.stack_outputs = dict(stack_outputs or {})
+        # a fleet worker planned beside its manager (trainforge.plan.fleet): its S3 buckets
+        # and KMS keys get stand-in ids of its own stack, as AWS names each stack's apart
+        # (a bucket_prefix gets a unique suffix), so the plan can tell them from the manager's
+        self.stack_tag = ""
         # cr-id -> {availabilityZone, placementGroupArn, reservationType ("default" or
         # "capacity-block"), instanceType}: what EC2 says about a reservation
         self.capacity_reservations = dict(capacity_reservations or {})
@@ -470,6 +478,8 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
         """Plausible outputs: inputs echoed plus the ids/ARNs/names the cloud would assign."""
         out = dict(inputs)
         region, acct = self.region, self.account_id
+        if self.stack_tag and typ.startswith(_PER_STACK):
+            name = f"{name}-{self.stack_tag}"
         rid = f"{name}-id"
         pkg, _, kind = typ.partition(":")
         kind = kind.split(":")[-1]

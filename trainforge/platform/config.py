@@ -16,6 +16,7 @@ from typing import Any
 import pulumi
 from pydantic import Field, ValidationError
 
+from trainforge.core import versions
 from trainforge.platform.services_config import ServicesConfig, parse_services_config
 from trainforge.stack.base import (
     NS,
@@ -27,7 +28,7 @@ from trainforge.stack.base import (
     validate_as,
 )
 from trainforge.stack.file import decode_value
-from trainforge.stack.fleet import FleetConfig, parse_fleet
+from trainforge.stack.fleet import FleetConfig, parse_fleet, trainjob_refusal
 from trainforge.stack.model import unknown_keys
 from trainforge.stack.platform import (
     Admins,
@@ -98,6 +99,9 @@ def parse_config(
         admins, system, groups, pools = _valid_parts(own, errors)
     services = parse_services_config(raw, errors)
     fleet = parse_fleet(raw, errors)
+    refusal = trainjob_refusal(fleet, services.job_backends, versions.TRAINER_VERSION)
+    if refusal is not None:
+        errors.append(refusal)
     for i, team in enumerate(services.teams):
         for arn in sorted(set(team.access.principals) & set(admins)):
             errors.append(

@@ -18,7 +18,10 @@ endpoint, its CA and that token; no exec plugin, which MultiKueue refuses) and `
 EKS authenticates a ServiceAccount token itself (the API server's service-account
 authenticator); an access entry is only for IAM principals, so the token needs none, and
 Kubernetes RBAC (the ClusterRole) is what authorizes it. The worker's public endpoint
-allow-list also admits its manager's `fleetEgressCidrs` (endpoint.py, cluster.py).
+allow-list also admits its manager's `fleetEgressCidrs` (endpoint.py, cluster.py), its team
+roles are granted their prefix of the manager's checkpoint bucket (`fleetCheckpoints`), and it
+declares the manager's jobs' code ConfigMaps (`fleetJobConfigMaps`): MultiKueue copies the job
+object alone, which names both.
 
 A manager (role: manager) exports `fleetEgressCidrs` (its NAT gateways' addresses, /32) and
 declares, per worker whose stack exports a kubeconfig, a Secret `<name>-kubeconfig` (key
@@ -41,9 +44,11 @@ leave the manager's copy alone: the Job controller (spec.managedBy, KEP-4368, GA
 Kubernetes 1.35), training-operator v1.9.4 (skips a PyTorchJob whose runPolicy.managedBy is
 not its own: pkg/controller.v1/pytorch/pytorchjob_controller.go). Kubeflow Trainer v2.2.1
 accepts `spec.managedBy: kueue.x-k8s.io/multikueue` (a CEL enum, immutable:
-pkg/apis/trainer/v1alpha1/trainjob_types.go) and documents that it leaves such TrainJobs to
-Kueue, but no code under its pkg/ at v2.2.1 reads the field (git grep `.ManagedBy`): that the
-manager's Trainer builds nothing for a dispatched TrainJob is unverified here.
+pkg/apis/trainer/v1alpha1/trainjob_types.go) but its TrainJob controller does not read it
+(pkg/controller/trainjob_controller.go Reconcile at v2.2.1; the check came in v2.3.0,
+kubeflow/trainer#3681): the manager's Trainer would build a dispatched TrainJob's JobSet on the
+manager. So a manager with the trainjob backend is refused (trainforge.stack.fleet
+trainjob_refusal) while the pinned Trainer is older than v2.3.0.
 
 Bootstrap: a worker stack not yet `up`'d exports no kubeconfig; the manager then skips it
 with a warning naming the order to run (`pulumi up` the worker, then the manager again). The
@@ -60,8 +65,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
+import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
+from trainforge.platform.checkpoint_bucket import team_policy
 from trainforge.stack.fleet import KEY, MULTIKUEUE_CONTROLLER, FleetConfig
 
 NAMESPACE = "kueue-system"  # where Kueue reads MultiKueueCluster Secrets (its own namespace)
@@ -75,6 +82,11 @@ KUEUE_API = "kueue.x-k8s.io/v1beta2"  # the storage version of the vendored CRDs
 KUBECONFIG_OUTPUT = "fleetKubeconfig"
 REGION_OUTPUT = "fleetRegion"
 EGRESS_OUTPUT = "fleetEgressCidrs"
+# manager -> workers: its checkpoint bucket (bucketName, bucketArn, kmsKeyArn, region)
+CHECKPOINTS_OUTPUT = "fleetCheckpoints"
+# manager -> workers: the ConfigMaps its jobs' pods read (their shipped code): MultiKueue copies
+# the job object alone, so each worker declares them from this output
+CONFIGMAPS_OUTPUT = "fleetJobConfigMaps"
 
 # The verbs upstream's script grants on a job kind the manager dispatches, and on its status.
 JOB_VERBS = ("create", "delete", "get", "list", "watch")
@@ -260,9 +272,30 @@ def read_output(ref: pulumi.StackReference, name: str) -> Any:
     return value
 
 
-def manager_cidrs(fleet: FleetConfig, parent: pulumi.Resource | None) -> tuple[str, ...]:
-    """A worker's manager's egress CIDRs (its `fleetEgressCidrs`), read before the cluster is
-    declared (they join the endpoint's allow-list); none yet: a warning and nothing extra."""
+@dataclass(frozen=True)
+class ManagerReads:
+    """What a worker reads of its manager's outputs (one StackReference): its egress CIDRs
+    and its checkpoint bucket (None: not exported yet, or the manager has no bucket)."""
+
+    cidrs: tuple[str, ...] = ()
+    checkpoints: dict[str, str] | None = None
+    config_maps: tuple[dict[str, Any], ...] = ()
+
+
+def _checkpoints_value(value: Any) -> dict[str, str] | None:
+    """The manager's `fleetCheckpoints` when it names a bucket, its key and its region."""
+    if not isinstance(value, dict):
+        return None
+    keys = ("bucketName", "bucketArn", "kmsKeyArn", "region")
+    if not all(isinstance(value.get(k), str) and value.get(k) for k in keys):
+        return None
+    return {k: str(value[k]) for k in keys}
+
+
+def read_manager(fleet: FleetConfig, parent: pulumi.Resource | None) -> ManagerReads:
+    """A worker's reads of its manager, before the cluster is declared: the egress CIDRs join
+    the endpoint's allow-list, the checkpoint bucket is granted to the team roles (Fleet).
+    Either missing: a warning naming the order to run, and nothing extra."""
     ref = pulumi.StackReference(
         f"fleet-manager-{fleet.manager}".replace("/", "-"),
         stack_name=fleet.manager,
@@ -275,8 +308,58 @@ def manager_cidrs(fleet: FleetConfig, parent: pulumi.Resource | None) -> tuple[s
             "worker's API endpoint admits no manager address; `pulumi up` the manager stack, "
             "then this worker again"
         )
-        return ()
-    return tuple(str(c) for c in cidrs)
+    checkpoints = _checkpoints_value(read_output(ref, CHECKPOINTS_OUTPUT))
+    if checkpoints is None:
+        pulumi.log.warn(
+            f"{KEY}.manager: stack {fleet.manager!r} exports no {CHECKPOINTS_OUTPUT} yet "
+            "(not `up`, or no trainforge:checkpoints bucket): this worker's team roles are "
+            "granted nothing on the manager's checkpoint bucket, so a dispatched job that "
+            "mirrors checkpoints there cannot save or resume here; `pulumi up` the manager "
+            "stack, then this worker again"
+        )
+    maps = read_output(ref, CONFIGMAPS_OUTPUT)
+    return ManagerReads(
+        tuple(str(c) for c in cidrs or ()),
+        checkpoints,
+        tuple(_config_map(m) for m in maps or () if _config_map(m) is not None),
+    )
+
+
+def _config_map(value: Any) -> dict[str, Any] | None:
+    """One entry of the manager's `fleetJobConfigMaps` (name, namespace, labels, data,
+    binaryData), or None when it is not one."""
+    meta = value.get("metadata") if isinstance(value, dict) else None
+    if not isinstance(meta, dict) or not all(
+        isinstance(meta.get(k), str) and meta.get(k) for k in ("name", "namespace")
+    ):
+        return None
+    return {
+        "metadata": {k: meta[k] for k in ("name", "namespace", "labels") if meta.get(k)},
+        "data": dict(value.get("data") or {}),
+        "binaryData": dict(value.get("binaryData") or {}),
+    }
+
+
+def job_config_maps(jobs: Iterable[Any]) -> list[dict[str, Any]]:
+    """The ConfigMaps a manager's jobs ship (their code: `codeSource: configmap`), as the
+    workers declare them (`fleetJobConfigMaps`): immutable and named by their content's hash,
+    so a worker's copy is the manager's."""
+    out = []
+    for job in jobs:
+        emitted = getattr(job, "manifests", None)
+        for cm in (getattr(emitted, "configmap", None), getattr(emitted, "user_configmap", None)):
+            if cm is not None:
+                meta = cm["metadata"]
+                out.append(
+                    {
+                        "metadata": {
+                            k: meta[k] for k in ("name", "namespace", "labels") if meta.get(k)
+                        },
+                        "data": dict(cm.get("data") or {}),
+                        "binaryData": dict(cm.get("binaryData") or {}),
+                    }
+                )
+    return out
 
 
 @dataclass
@@ -288,8 +371,19 @@ class FleetArgs:
     cluster_kubeconfig: pulumi.Input[str] | None = None
     region: str | None = None
     backends: tuple[str, ...] = ()
+    # worker: the manager's checkpoint bucket (read_manager) and this stack's team roles
+    # (team -> the role its training ServiceAccount runs as), granted their prefix there
+    manager_checkpoints: dict[str, str] | None = None
+    # worker: the manager's jobs' ConfigMaps (read_manager), declared here too, once the team
+    # namespaces (`namespaces_ready`) exist
+    manager_config_maps: tuple[dict[str, Any], ...] = ()
+    namespaces_ready: list[pulumi.Resource] = field(default_factory=list)
+    team_roles: dict[str, Any] = field(default_factory=dict)
     # manager: the NAT gateways' public IPs (None: a VPC this stack does not create)
     egress_ips: list[pulumi.Input[str]] | None = None
+    # manager: its checkpoint bucket for the workers (bucketName, bucketArn, kmsKeyArn,
+    # region); None: no bucket
+    checkpoints: dict[str, pulumi.Input[str]] | None = None
     # what the manager's objects wait for (the Kueue release: its CRDs and webhooks)
     depends_on: list[pulumi.Resource] = field(default_factory=list)
 
@@ -308,6 +402,7 @@ class Fleet(pulumi.ComponentResource):
     def __init__(self, name: str, args: FleetArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("trainforge:index:Fleet", name, None, opts)
         self.kubeconfig = self.region = self.egress_cidrs = None
+        self.checkpoints: pulumi.Output[dict[str, str]] | None = None
         self.skipped: list[str] = []
         self.workers: list[str] = []
         child = pulumi.ResourceOptions(
@@ -321,10 +416,17 @@ class Fleet(pulumi.ComponentResource):
             outputs = {"egressCidrs": self.egress_cidrs, "workers": self.workers}
         self.register_outputs(outputs)
 
-    def outputs(self) -> dict[str, Any]:
-        """The stack outputs the fleet's other stacks read (the fleet contract's names)."""
+    def outputs(self, jobs: Iterable[Any] = ()) -> dict[str, Any]:
+        """The stack outputs the fleet's other stacks read (the fleet contract's names);
+        `jobs`: a manager's declared jobs, whose ConfigMaps its workers declare too."""
         if self.egress_cidrs is not None:
-            return {EGRESS_OUTPUT: self.egress_cidrs}
+            out: dict[str, Any] = {EGRESS_OUTPUT: self.egress_cidrs}
+            if self.checkpoints is not None:
+                out[CHECKPOINTS_OUTPUT] = self.checkpoints
+            maps = job_config_maps(jobs)
+            if maps:
+                out[CONFIGMAPS_OUTPUT] = maps
+            return out
         return {KUBECONFIG_OUTPUT: self.kubeconfig, REGION_OUTPUT: self.region}
 
     def _worker(self, name: str, args: FleetArgs, child: pulumi.ResourceOptions) -> None:
@@ -368,6 +470,54 @@ class Fleet(pulumi.ComponentResource):
             pulumi.Output.all(args.cluster_kubeconfig, secret.data).apply(build)
         )
         self.region = pulumi.Output.from_input(args.region or "")
+        self._grant_manager_bucket(name, args)
+        self._manager_config_maps(name, args)
+
+    def _manager_config_maps(self, name: str, args: FleetArgs) -> None:
+        """The manager's jobs' ConfigMaps (their shipped code), as the manager declares them:
+        a job MultiKueue dispatches here mounts them by name, and MultiKueue copies only the
+        job object. Immutable, named by content hash: new code is a new ConfigMap, here after
+        the manager's `up` and this worker's next one (docs/fleet.md, 'Bootstrap order')."""
+        opts = pulumi.ResourceOptions(
+            parent=self, provider=args.k8s_provider, depends_on=list(args.namespaces_ready)
+        )
+        for cm in args.manager_config_maps:
+            meta = cm["metadata"]
+            k8s.core.v1.ConfigMap(
+                f"{name}-cm-{meta['namespace']}-{meta['name']}",
+                metadata=meta,
+                data=cm["data"] or None,
+                binary_data=cm["binaryData"] or None,
+                immutable=True,
+                opts=opts,
+            )
+
+    def _grant_manager_bucket(self, name: str, args: FleetArgs) -> None:
+        """Each team role of this worker gets exactly what the manager's own role of that team
+        gets on the manager's bucket (checkpoint_bucket.team_policy: its `<team>/` prefix, the
+        bucket's key through S3 in the bucket's region): a job MultiKueue dispatches here
+        mirrors its checkpoints to the bucket its object names, the manager's. Team A's role
+        reaches team A's prefix only. Same account: the bucket policy restricts only the
+        manager's own team roles (to its VPC endpoint) and the key has the default key policy
+        (the account's IAM policies decide), so nothing on the manager admits these roles."""
+        ckpt = args.manager_checkpoints
+        if ckpt is None:
+            return
+        if not args.team_roles:
+            pulumi.log.warn(
+                f"{KEY}: this worker has no checkpoint bucket of its own (trainforge:"
+                "checkpoints), so no team role to grant the manager's bucket "
+                f"{ckpt['bucketName']!r}: a dispatched job cannot mirror its checkpoints here",
+                self,
+            )
+            return
+        for team, role in sorted(args.team_roles.items()):
+            aws.iam.RolePolicy(
+                f"{name}-{team}-manager-ckpt",
+                role=role.id,
+                policy=team_policy(ckpt["bucketArn"], ckpt["kmsKeyArn"], team, ckpt["region"]),
+                opts=pulumi.ResourceOptions(parent=self),
+            )
 
     def _manager(self, name: str, args: FleetArgs, child: pulumi.ResourceOptions) -> None:
         if args.egress_ips is None:
@@ -381,6 +531,8 @@ class Fleet(pulumi.ComponentResource):
             self.egress_cidrs = pulumi.Output.all(*args.egress_ips).apply(
                 lambda ips: [f"{ip}/32" for ip in ips if ip]  # (an address not yet known: none)
             )
+        if args.checkpoints is not None:
+            self.checkpoints = pulumi.Output.all(**args.checkpoints).apply(dict)
         secrets: dict[str, k8s.core.v1.Secret] = {}
         for i, worker in enumerate(args.fleet.workers):
             ref = pulumi.StackReference(
@@ -430,9 +582,11 @@ __all__ = [
     "CHECK",
     "Fleet",
     "FleetArgs",
+    "job_config_maps",
+    "ManagerReads",
     "admission_checks",
-    "manager_cidrs",
     "manager_objects",
+    "read_manager",
     "worker_objects",
     "worker_rules",
 ]

@@ -23,8 +23,9 @@ from trainforge.platform.config import PlatformConfig, parse_config, resolve_all
 from trainforge.platform.fleet import (
     Fleet,
     FleetArgs,
+    ManagerReads,
     admission_checks,
-    manager_cidrs,
+    read_manager,
     worker_backends,
 )
 from trainforge.platform.karpenter import Karpenter, KarpenterArgs
@@ -138,7 +139,10 @@ class TrainingPlatform(pulumi.ComponentResource):
         )
         # a fleet worker's endpoint also admits its manager's egress addresses (read now)
         fleet = config.fleet
-        fleet_cidrs = manager_cidrs(fleet, self) if fleet is not None and fleet.worker_role else ()
+        manager = (
+            read_manager(fleet, self) if fleet is not None and fleet.worker_role else ManagerReads()
+        )
+        fleet_cidrs = manager.cidrs
         self.cluster = Cluster(
             f"{name}-eks",
             ClusterArgs(
@@ -240,6 +244,13 @@ class TrainingPlatform(pulumi.ComponentResource):
                     region=aws.get_region().region,
                     backends=worker_backends(config.services),
                     egress_ips=self.network.nat_public_ips,
+                    manager_checkpoints=manager.checkpoints,
+                    manager_config_maps=manager.config_maps,
+                    namespaces_ready=[services.team_namespaces] if services is not None else [],
+                    team_roles=dict(services.checkpoints.team_roles)
+                    if services is not None and services.checkpoints is not None
+                    else {},
+                    checkpoints=self._fleet_checkpoints(fleet, services),
                     depends_on=[services.kueue] if services and services.kueue else [],
                 ),
                 child,
@@ -301,6 +312,19 @@ class TrainingPlatform(pulumi.ComponentResource):
                 "poolNames": self.pool_names,
             }
         )
+
+    @staticmethod
+    def _fleet_checkpoints(fleet: Any, services: Any) -> dict[str, Any] | None:
+        """A manager's checkpoint bucket as its workers need it (`fleetCheckpoints`, granted
+        to their team roles: platform/fleet.py); None on a worker or without a bucket."""
+        if not fleet.manager_role or services is None or services.checkpoints is None:
+            return None
+        return {
+            "bucketName": services.checkpoints.bucket_name,
+            "bucketArn": services.checkpoints.bucket_arn,
+            "kmsKeyArn": services.kms_key_arn,
+            "region": aws.get_region().region,
+        }
 
     def _images(self, name: str, config: PlatformConfig, tags: dict[str, str]) -> Any:
         from trainforge.platform.image_cache import ImageCache, ImageCacheArgs  # noqa: PLC0415

@@ -167,3 +167,36 @@ def parse_fleet(raw: Mapping[str, Any], errors: list[str]) -> FleetConfig | None
             )
         )
     return fleet
+
+
+# The first Kubeflow Trainer whose TrainJob controller leaves a TrainJob with another managedBy
+# alone: v2.3.0 (kubeflow/trainer aeace13d3 "honor managedBy field in TrainJob reconciler"
+# (#3681), 2026-07-08: pkg/controller/trainjob_controller.go returns early when
+# trainjob.IsManagedByExternalController). At v2.2.1 Reconcile has no such check (read
+# 2026-11-29): the manager's Trainer would build the dispatched TrainJob's JobSet on the
+# manager itself. Kueue release-0.19 pins Trainer v2.2.1 (go.mod) and its MultiKueue e2e
+# (test/e2e/multikueue/extended/e2e_test.go, "Should run a TrainJob on worker if admitted")
+# checks only that the manager's TrainJob is unsuspended, not that no JobSet is built there.
+TRAINER_HONOURS_MANAGED_BY = (2, 3, 0)
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in text.lstrip("v").split("-", 1)[0].split(".") if p.isdigit())
+
+
+def trainjob_refusal(fleet: FleetConfig | None, backends: Any, trainer: str) -> str | None:
+    """The one-line refusal of a fleet manager with the `trainjob` backend while the pinned
+    Trainer (`trainer`) ignores `spec.managedBy` (see TRAINER_HONOURS_MANAGED_BY); else None."""
+    if fleet is None or not fleet.manager_role or "trainjob" not in set(backends or ()):
+        return None
+    if _version(trainer) >= TRAINER_HONOURS_MANAGED_BY:
+        return None
+    return problem(
+        f"{NS}:fleet.role",
+        "manager",
+        "a manager whose jobs use no trainjob backend (trainforge:jobBackend(s) and each job's "
+        f"backend: pytorchjob or indexed-job): Kubeflow Trainer {trainer} ignores a TrainJob's spec.managedBy (its TrainJob "
+        "controller has no managedBy check before v2.3.0, kubeflow/trainer#3681), so the "
+        "manager's Trainer would build a MultiKueue TrainJob's JobSet on the manager itself "
+        "(docs/fleet.md)",
+    )

@@ -34,15 +34,17 @@ Findings (waivable like any rule):
   reach. Either they live only on its cluster's FSx while more than one worker may run it (a
   job evicted on one worker is admitted again wherever MultiKueue finds room, and starts over
   there: FSx is per cluster), or it mirrors them to the manager's bucket (the job object names
-  it, and MultiKueue copies the object as is) and the worker's planned IAM policies let its
-  roles write no bucket but its own stack's (trainforge grants each team role its own stack's
-  bucket: platform/checkpoint_bucket.py). A worker that may write the mirror from another
+  it, and MultiKueue copies the object as is) and the worker's planned IAM policies do not
+  let its roles write that bucket (the manager's `fleetCheckpoints`, read from the manager's
+  stand-in run; unknown: any bucket but the worker's own). A worker's team roles are granted
+  it, at their team's prefix, once the manager is up (platform/fleet.py). A worker that may write the mirror from another
   region is a stated cost: the section names the inter-region traffic (docs/fleet.md, "Data");
 - TRAINFORGE_FLEET_JOB_INPUTS: a job whose pods read a ConfigMap, Secret,
   PersistentVolumeClaim or ServiceAccount of its namespace that a worker which may run it does
   not declare: MultiKueue copies the job object alone (its adapters create the job and its Workload on the
-  worker), so what the manager declares beside it (a shipped script's ConfigMap) is not there
-  and the pods do not start.
+  worker), so what the manager declares beside it is not there and the pods do not start. A
+  job's code ConfigMaps reach the workers through the manager's `fleetJobConfigMaps` (each
+  worker declares them once the manager is up: platform/fleet.py).
 
 The job's image is named as the manager rendered it; one in an ECR registry of another region
 than a worker's is a stated cross-region pull.
@@ -85,8 +87,10 @@ RULES = {
     RULE_CHECKPOINTS: "keep the job's checkpoints where every worker that may run it reaches "
     "them: mirrored to S3 (checkpoint.s3Mirror: true) in a bucket each such worker's team role "
     "may write (docs/fleet.md, 'Data')",
-    RULE_INPUTS: "let the job's pods read nothing that only the manager declares (its code in "
-    "its image: codeSource: image), or declare it in every worker too (docs/fleet.md, 'Data')",
+    RULE_INPUTS: "a job's code ConfigMaps reach a worker through the manager's "
+    "fleetJobConfigMaps: `pulumi up` the manager, then each worker again (docs/fleet.md, "
+    "'Bootstrap order'); or ship the code in the image (codeSource: image). Declare any other "
+    "Secret, PersistentVolumeClaim or ServiceAccount the pods read in every worker stack",
 }
 
 # where each backend's object says who runs it (Kueue 0.19's MultiKueue adapters)
@@ -326,6 +330,51 @@ def s3_grants(inv: Any) -> tuple[set[str], set[str]] | None:
     return own, granted
 
 
+def team_reaches(inv: Any, bucket: str, team: str) -> bool | None:
+    """Whether a stack's role of `team` (its `trainforge.io/team` tag) may write and read its
+    team's prefix of `bucket`, by the plan's IAM evaluator over that role's inline policies;
+    None when they are not known (a preview without stand-ins)."""
+    import json  # noqa: PLC0415
+
+    from trainforge.plan.checks.iam_eval import Policy, Request, evaluate  # noqa: PLC0415
+
+    resources = getattr(inv, "resources", None) or []
+    roles = {
+        r.id
+        for r in resources
+        if r.type == "aws:iam/role:Role"
+        and r.id
+        and ((r.inputs.get("tags") or {}).get("trainforge.io/team") == team)
+    }
+    policies = []
+    for r in resources:
+        if r.type != "aws:iam/rolePolicy:RolePolicy" or r.inputs.get("role") not in roles:
+            continue
+        text = r.inputs.get("policy")
+        try:
+            doc = json.loads(text) if isinstance(text, str) else None
+        except ValueError:
+            doc = None
+        if not isinstance(doc, dict):
+            return None
+        policies.append(Policy(r.name, doc))
+    key = f"arn:aws:s3:::{bucket}/{team}/checkpoint"
+    return all(
+        evaluate(Request(f"role/{team}", action, key), policies).allowed
+        for action in ("s3:PutObject", "s3:GetObject")
+    )
+
+
+def manager_bucket(ctx: PlanContext) -> str | None:
+    """The manager's checkpoint bucket as its workers read it (`fleetCheckpoints`, exported
+    by platform/fleet.py), from the manager's stand-in run; None when it is not known."""
+    inv = ctx.standin_inventory()
+    outputs = getattr(inv, "outputs", None) or {}
+    value = outputs.get("fleetCheckpoints") if isinstance(outputs, dict) else None
+    name = value.get("bucketName") if isinstance(value, dict) else None
+    return name if isinstance(name, str) and name else None
+
+
 def pod_inputs(pod: dict[str, Any]) -> set[tuple[str, str]]:
     """(kind, name) of every ConfigMap, Secret, PersistentVolumeClaim and ServiceAccount a pod
     spec reads from its namespace: volumes (projected ones too), envFrom, env valueFrom,
@@ -509,18 +558,28 @@ def check(ctx: PlanContext) -> CheckResult:
         if mirrored:
             # the mirror is the manager's own bucket (each stack creates its own): a worker
             # whose roles may write only buckets of its own stack cannot reach it
+            bucket = manager_bucket(ctx)
             shut = []
             for n, *_ in may:
                 grants = s3_grants(planned[n].inventory)
-                if grants is not None and not (grants[1] - grants[0]):
+                if grants is None:
+                    continue
+                own, granted = grants
+                # the manager's bucket (its name from the manager's run) at the job's team
+                # prefix, for the worker's role of that team; unknown: any bucket but its own
+                if bucket:
+                    if team_reaches(planned[n].inventory, bucket, spec.team) is False:
+                        shut.append(n)
+                elif not (granted - own):
                     shut.append(n)
             if shut:
                 finding(
                     RULE_CHECKPOINTS,
-                    f"job {spec.name}: it mirrors its checkpoints to the manager's bucket, and "
-                    f"the roles of worker(s) {', '.join(shut)} may write only their own stack's "
-                    "bucket (their planned IAM policies name no other): there it can neither "
-                    "save nor resume from S3",
+                    f"job {spec.name}: it mirrors its checkpoints to the manager's bucket"
+                    + (f" {bucket}" if bucket else "")
+                    + f", and the team {spec.team} role of worker(s) {', '.join(shut)} may not "
+                    f"write its {spec.team}/ prefix (by their planned IAM policies): there it "
+                    "can neither save nor resume from S3",
                 )
             far = [n for n, *_ in may if planned[n].region != home and n not in shut]
             if far:
