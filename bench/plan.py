@@ -199,10 +199,14 @@ def plan_outputs(
     cmd += [str(work / "out"), "--json", str(work / "plan.json"), "--report", str(work / "r.txt")]
     proc = subprocess.run(cmd, cwd=project, env=env, capture_output=True, text=True)
 
-    def masked(text: str) -> str:  # the folders differ between the two checkouts
-        for path, name in ((work, "WORK"), (project, "PROJECT"), (tree, "PROJECT")):
+    # the folders differ between the two checkouts; a farm's entries link to its tree, so the
+    # plan may also name the tree through the farm (PROJECT/../../tmpXXXX/ref)
+    via_farm = f"{project}/{os.path.relpath(tree, project)}"
+
+    def masked(text: str) -> str:
+        for path, name in ((via_farm, "PROJECT"), (work, "WORK"), (project, "PROJECT")):
             text = text.replace(str(path), name)
-        return text
+        return text.replace(str(tree), "PROJECT")
 
     files = {"exit code": str(proc.returncode), "stdout": masked(proc.stdout)}
     for f in sorted(work.rglob("*")):
