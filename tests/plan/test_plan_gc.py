@@ -50,3 +50,8 @@ def test_young_cycles_are_still_collected_under_the_plan_thresholds(default_gc):
     junk = [[] for _ in range(3 * PLAN_GC_THRESHOLDS[0])]  # allocations past the threshold
     del junk
     assert len(freed) == 20
+
+
+def test_the_test_session_runs_with_the_plan_thresholds():
+    """tests/conftest.py: the suite's in-process plans get the CLI's collector settings."""
+    assert gc.get_threshold() == PLAN_GC_THRESHOLDS
