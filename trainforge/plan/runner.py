@@ -9,13 +9,14 @@ exactly as they are in a real preview.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import logging
 import os
 import pathlib
 import runpy
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -432,6 +433,30 @@ def _program_logger(echo: bool) -> tuple[logging.Logger, _ProgramLog]:
     return logger, handler
 
 
+@contextlib.contextmanager
+def _no_stack_traces() -> Iterator[None]:
+    """Resources registered inside carry no stack trace (nor source position).
+
+    Why: the Pulumi SDK captures both for every resource it registers, for the engine's
+    diagnostics (`pulumi.runtime.resource._get_stack_trace`: `traceback.extract_stack()` and a
+    file URI per frame); the plan's monitor (`_make_monitor`) never reads them, and the
+    capture was ~10% of the CPU of `plan --stack prod` (docs/performance.md, "Plan"). Only
+    for the mocked run: restored after it, so a real `pulumi up` in the same process is as
+    the SDK makes it."""
+    from pulumi.runtime import resource as sdk_resource
+    from pulumi.runtime.proto import source_pb2
+
+    def empty() -> Any:
+        return source_pb2.StackTrace()
+
+    saved = sdk_resource._get_stack_trace
+    sdk_resource._get_stack_trace = empty
+    try:
+        yield
+    finally:
+        sdk_resource._get_stack_trace = saved
+
+
 def run_program(
     program: Callable[[], Any],
     *,
@@ -471,13 +496,15 @@ def run_program(
     # The stand-in run (not a preview) is the same program again, for the plan's IAM check:
     # its warnings were shown by the preview run already, so they are not printed twice.
     logger, log = _program_logger(echo_warnings) if preview else (_SILENT, None)
-    set_mocks(mocks, project=project, stack=stack, preview=preview, monitor=monitor, logger=logger)
-    root = rt.get_root_resource()
-
     declared = reset_declared()
-    _sync_await(run_pulumi_func(program))
-    for name, value in (getattr(root, "outputs", None) or {}).items():
-        outputs[name] = _sync_await(_resolve_output(value))
+    with _no_stack_traces():
+        set_mocks(
+            mocks, project=project, stack=stack, preview=preview, monitor=monitor, logger=logger
+        )
+        root = rt.get_root_resource()
+        _sync_await(run_pulumi_func(program))
+        for name, value in (getattr(root, "outputs", None) or {}).items():
+            outputs[name] = _sync_await(_resolve_output(value))
     return Inventory(
         project=project,
         stack=stack,
