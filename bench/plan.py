@@ -200,11 +200,16 @@ def plan_outputs(
     proc = subprocess.run(cmd, cwd=project, env=env, capture_output=True, text=True)
 
     # the folders differ between the two checkouts; a farm's entries link to its tree, so the
-    # plan may also name the tree through the farm (PROJECT/../../tmpXXXX/ref)
-    via_farm = f"{project}/{os.path.relpath(tree, project)}"
+    # plan may also name the tree through the farm (PROJECT/../../tmpXXXX/ref), or relative to
+    # it (the runtime image's build context: ../../tmpXXXX/ref)
+    rel = os.path.relpath(tree, project)
+    via_farm = f"{project}/{rel}"
 
     def masked(text: str) -> str:
-        for path, name in ((via_farm, "PROJECT"), (work, "WORK"), (project, "PROJECT")):
+        pairs = ((via_farm, "PROJECT"), (work, "WORK"), (project, "PROJECT"))
+        if rel != ".":
+            pairs += ((rel, "PROJECT"),)
+        for path, name in pairs:
             text = text.replace(str(path), name)
         return text.replace(str(tree), "PROJECT")
 
