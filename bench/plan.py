@@ -1,13 +1,15 @@
 """Offline plan time for a stack with N jobs (default: prod with 10, 100 and 1000 jobs).
 
     .venv/bin/python bench/plan.py [--stack prod] [--sizes 10,100,1000] [--project-dir .]
-    .venv/bin/python bench/plan.py --cli [--before DIR] [--rounds 3] [--sizes 100]
+    .venv/bin/python bench/plan.py --cli [--ref REF | --before DIR] [--rounds 3] [--sizes 100]
 
 `--cli` times what a user (and CI) runs: a fresh `python -m trainforge plan --stack STACK
 --out DIR` process, imports included, for the stack as configured and for each size; with
 `--before DIR` (another checkout, e.g. `git worktree add /tmp/base main`) the same commands
 run with that checkout's code, interleaved round by round so that the machine's load hits
-both alike, and the table gives after/before ratios of the medians.
+both alike, and the table gives after/before ratios of the medians. `--ref REF` (a commit,
+branch or tag of this repository, e.g. `--ref HEAD~1`) is the same with the tree of REF,
+exported by `git archive` into a temporary folder (no worktree, no checkout) and removed after.
 
 Jobs are synthesised into the stack config `trainforge:jobs` by copying the stack's first job
 (renamed job-0001, job-0002, ...), or, when the stack declares none, a small job on the first
@@ -195,10 +197,19 @@ def plan_outputs(
     cmd += [str(work / "out"), "--json", str(work / "plan.json"), "--report", str(work / "r.txt")]
     proc = subprocess.run(cmd, cwd=project, env=env, capture_output=True, text=True)
 
-    def masked(text: str) -> str:  # the folders differ between the two checkouts
-        for path, name in ((work, "WORK"), (project, "PROJECT"), (tree, "PROJECT")):
+    # the folders differ between the two checkouts; a farm's entries link to its tree, so the
+    # plan may also name the tree through the farm (PROJECT/../../tmpXXXX/ref), or relative to
+    # it (the runtime image's build context: ../../tmpXXXX/ref)
+    rel = os.path.relpath(tree, project)
+    via_farm = f"{project}/{rel}"
+
+    def masked(text: str) -> str:
+        pairs = ((via_farm, "PROJECT"), (work, "WORK"), (project, "PROJECT"))
+        if rel != ".":
+            pairs += ((rel, "PROJECT"),)
+        for path, name in pairs:
             text = text.replace(str(path), name)
-        return text
+        return text.replace(str(tree), "PROJECT")
 
     files = {"exit code": str(proc.returncode), "stdout": masked(proc.stdout)}
     for f in sorted(work.rglob("*")):
@@ -266,6 +277,26 @@ def compare_main(args: argparse.Namespace, sizes: list[int]) -> int:
     return 1 if differ else 0
 
 
+def export_ref(root: pathlib.Path, ref: str, dest: pathlib.Path) -> pathlib.Path:
+    """The committed tree of `ref` as a plain folder (`git archive`): the "before" of --ref."""
+    sha = subprocess.run(
+        ["git", "-C", str(root), "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"],
+        capture_output=True,
+        text=True,
+    )
+    if sha.returncode != 0:
+        raise SystemExit(f"--ref: {ref!r} is not a commit of {root} (try HEAD~1, main or a sha)")
+    dest.mkdir(parents=True)
+    archive = subprocess.run(
+        ["git", "-C", str(root), "archive", "--format=tar", sha.stdout.strip()],
+        capture_output=True,
+        check=True,
+    )
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True)
+    print(f"before: {ref} = {sha.stdout.strip()[:12]} (git archive into {dest})")
+    return dest
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--stack", default="prod", help="stack whose config is used (default prod)")
@@ -279,9 +310,24 @@ def main(argv: list[str] | None = None) -> int:
         "and compare every output (exit 1 when any differs)",
     )
     ap.add_argument("--before", type=pathlib.Path, help="with --cli: the checkout to compare")
+    ap.add_argument(
+        "--ref",
+        help="with --cli or --compare: compare with this commit of the repository "
+        "(exported by git archive into a temporary folder), e.g. HEAD~1",
+    )
     ap.add_argument("--rounds", type=int, default=3, help="with --cli: rounds (default 3)")
     args = ap.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s]
+    if args.ref is not None and args.before is not None:
+        ap.error("--ref and --before both name the checkout to compare with: give one")
+    if args.ref is not None and (args.cli or args.compare):
+        with tempfile.TemporaryDirectory(prefix="plan-bench-ref-") as tmp:
+            args.before = export_ref(
+                args.project_dir.resolve(), args.ref, pathlib.Path(tmp) / "ref"
+            )
+            return cli_main(args, sizes) if args.cli else compare_main(args, sizes)
+    if args.ref is not None:
+        ap.error("--ref needs --cli or --compare")
     if args.cli:
         return cli_main(args, sizes)
     if args.compare:

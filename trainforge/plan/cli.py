@@ -259,6 +259,9 @@ def _sdk_submit(args: argparse.Namespace, sdk: Any) -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from trainforge.plan.runner import tune_gc
+
+    tune_gc()  # before the imports below: most of a plan's objects live to its end
     args = build_parser().parse_args(argv)
     if args.diff is not None and not args.diff.exists():  # before a plan's seconds and its files
         print(

@@ -9,12 +9,14 @@ exactly as they are in a real preview.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import logging
 import os
 import pathlib
 import runpy
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +25,23 @@ from trainforge.stack.file import config_value
 
 UNKNOWN = "<unknown>"
 SECRET = stack_file.SECRET
+
+
+# The cyclic garbage collector's thresholds for a plan process (Python's defaults: 700, 10, 10).
+# Why: a plan imports ~3,000 modules (pulumi_aws, pulumi_kubernetes, moto, pydantic models) and
+# runs the program twice; every object stays alive to the end, so the default thresholds make
+# the collector walk the whole growing heap again and again: 1,771 collections took 2.7 of
+# 9.5 CPU s of `plan --stack prod` (gc.callbacks, 2026-11-29), 2.2 s of it full (generation 2)
+# collections that found little to free. With these, young cycles are still collected (every
+# 20,000 allocations) and a full collection is left to the end of the process: ~30% less CPU
+# for the same plan, ~50 MB more peak memory (docs/performance.md, "Plan").
+PLAN_GC_THRESHOLDS = (20_000, 50, 1_000)
+
+
+def tune_gc() -> None:
+    """Set the collector's thresholds for a plan process (see PLAN_GC_THRESHOLDS): called
+    first thing by `trainforge plan` (and by the tests' session), before the heavy imports."""
+    gc.set_threshold(*PLAN_GC_THRESHOLDS)
 
 
 class ProjectError(Exception):
@@ -447,6 +466,30 @@ def _program_logger(echo: bool) -> tuple[logging.Logger, _ProgramLog]:
     return logger, handler
 
 
+@contextlib.contextmanager
+def _no_stack_traces() -> Iterator[None]:
+    """Resources registered inside carry no stack trace (nor source position).
+
+    Why: the Pulumi SDK captures both for every resource it registers, for the engine's
+    diagnostics (`pulumi.runtime.resource._get_stack_trace`: `traceback.extract_stack()` and a
+    file URI per frame); the plan's monitor (`_make_monitor`) never reads them, and the
+    capture was ~10% of the CPU of `plan --stack prod` (docs/performance.md, "Plan"). Only
+    for the mocked run: restored after it, so a real `pulumi up` in the same process is as
+    the SDK makes it."""
+    from pulumi.runtime import resource as sdk_resource
+    from pulumi.runtime.proto import source_pb2
+
+    def empty() -> Any:
+        return source_pb2.StackTrace()
+
+    saved = sdk_resource._get_stack_trace
+    sdk_resource._get_stack_trace = empty
+    try:
+        yield
+    finally:
+        sdk_resource._get_stack_trace = saved
+
+
 def run_program(
     program: Callable[[], Any],
     *,
@@ -489,16 +532,18 @@ def run_program(
     # The stand-in run (not a preview) is the same program again, for the plan's IAM check:
     # its warnings were shown by the preview run already, so they are not printed twice.
     logger, log = _program_logger(echo_warnings) if preview else (_SILENT, None)
-    set_mocks(mocks, project=project, stack=stack, preview=preview, monitor=monitor, logger=logger)
-    root = rt.get_root_resource()
-
     declared = start_record()
-    _sync_await(run_pulumi_func(program))
     secret_outputs: dict[str, Any] = {}
-    for name, value in (getattr(root, "outputs", None) or {}).items():
-        outputs[name] = _sync_await(_resolve_output(value))
-        if outputs[name] == SECRET:
-            secret_outputs[name] = _sync_await(_reveal_output(value))
+    with _no_stack_traces():
+        set_mocks(
+            mocks, project=project, stack=stack, preview=preview, monitor=monitor, logger=logger
+        )
+        root = rt.get_root_resource()
+        _sync_await(run_pulumi_func(program))
+        for name, value in (getattr(root, "outputs", None) or {}).items():
+            outputs[name] = _sync_await(_resolve_output(value))
+            if outputs[name] == SECRET:
+                secret_outputs[name] = _sync_await(_reveal_output(value))
     return Inventory(
         project=project,
         stack=stack,
