@@ -386,8 +386,9 @@ def test_a_volume_inside_secret_chart_values_is_still_priced(prod):
 
 def test_the_cost_names_the_object_a_job_became_whatever_its_backend(monkeypatch):
     """A job's cost row names the object the job became, found by its trainforge.io/job
-    label (queues.workload_object, the queue's own lookup), not by a list of known kinds: a
-    backend of a new kind is named too."""
+    label (queues.workload_object, the queue's own lookup) on an object whose backend declares
+    its kind a job's workload (`Shape.job`), not by a list of known kinds: a backend of a new
+    kind is named too."""
     from types import SimpleNamespace
 
     from tests.jobs.helpers import target
@@ -397,7 +398,7 @@ def test_the_cost_names_the_object_a_job_became_whatever_its_backend(monkeypatch
     from trainforge.plan.manifests import K8sObject
     from trainforge.plan.runner import Inventory
 
-    shape = pods.Shape(templates=(("spec", "pod"),), replicas=(("size",),))
+    shape = pods.Shape(templates=(("spec", "pod"),), replicas=(("size",),), job=True)
     monkeypatch.setitem(backends.SHAPES, "ToyGang", shape)
     t = target(GPU_POOL)
     doc = {
