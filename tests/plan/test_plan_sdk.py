@@ -127,6 +127,12 @@ def test_packages_to_install_is_refused_with_its_fix(tmp_path, capsys):
     assert "fix: drop packages_to_install: build an image FROM the runtime image" in out
     if pod_sandbox.unavailable() is None:
         assert "the SDK's install script exits 1: ERROR: Failed to install Python packages" in out
+        # The pod-script rehearsal meets the image's stand-in pip: it never calls the install ok
+        # (it said "run 1 ok" while this very finding refused the install).
+        (runs,) = [ln for ln in out.splitlines() if ln.strip().startswith("fresh volume: run 1")
+                   and "pip" in ln]  # fmt: skip
+        assert "run 1 ok but pip not run" in runs and "run 1 ok," not in runs, runs
+        assert "pip not run: its package install was not rehearsed" in out
 
 
 def test_its_image_is_judged_by_the_plans_image_rules(tmp_path, capsys):

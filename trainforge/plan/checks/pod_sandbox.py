@@ -305,6 +305,8 @@ class RunResult:
     stderr: str
     # the sandboxed process's own /proc/self/status, read before the script ran
     status: str = ""
+    # the script met a stand-in pip that installed nothing (pod_scripts.STAND_IN_LOG)
+    pip_not_run: bool = False
 
     @property
     def ok(self) -> bool:

@@ -40,6 +40,7 @@ What is found and how it is modelled:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import pathlib
 import posixpath
@@ -175,6 +176,16 @@ class Script:
 # check what they are given is Python (a file's syntax, or `-c` code) and exit; pip installs
 # nothing. The same stand-in as the Kubeflow SDK test's torchrun.
 STAND_IN_DIR = "/opt/trainforge-image-stand-in"
+# Where a stand-in pip notes each install it did not run (a writable scratch mount): a run
+# that met it is "ok" only for everything but its package install, and the rehearsal says
+# so, whatever the script printed (the SDK's script logs pip to a file and says "Successfully
+# installed"). Whether an install reaches a package index is the Kubeflow SDK check's
+# (TRAINFORGE_SDK_PACKAGES), rehearsed there with a real pip.
+STAND_IN_LOG = "/opt/trainforge-stand-in-log"
+PIP_NOTE = (
+    "pip not run: its package install was not rehearsed (no package index here); whether the "
+    "pod's namespace reaches one is its egress's (`plan --sdk` judges packages_to_install)"
+)
 _PY_CHECK = r"""
 import ast, sys
 args = sys.argv[2:]
@@ -182,7 +193,14 @@ i = 0
 while i < len(args):
     a = args[i]
     if a in ("-m", "--module"):
-        print(sys.argv[1], "module", args[i + 1] if i + 1 < len(args) else "?"); sys.exit(0)
+        mod = args[i + 1] if i + 1 < len(args) else "?"
+        if mod == "pip" and "install" in args[i + 2:]:
+            try:
+                open("/opt/trainforge-stand-in-log/pip", "a").write(" ".join(args) + "\n")
+            except OSError:
+                pass
+            print("pip (stand-in): installs nothing here"); sys.exit(0)
+        print(sys.argv[1], "module", mod); sys.exit(0)
     if a == "-c" and sys.argv[1] != "torchrun":
         ast.parse(args[i + 1] if i + 1 < len(args) else ""); sys.exit(0)
     if not a.startswith("-"):
@@ -204,7 +222,11 @@ IMAGE_STAND_INS = {
     for name in ("torchrun", "python", "python3")
 }
 IMAGE_STAND_INS.update(
-    {p: f'#!/bin/sh\necho "{p} (stand-in): installs nothing here: $*"\n' for p in ("pip", "pip3")}
+    {
+        p: f'#!/bin/sh\n{{ echo "$*" >> {STAND_IN_LOG}/pip; }} 2>/dev/null\n'
+        f'echo "{p} (stand-in): installs nothing here: $*"\n'
+        for p in ("pip", "pip3")
+    }
 )
 
 
@@ -507,6 +529,17 @@ def _fs_group(run: _Run, claim: str, fs_group: int | None) -> None:
         os.chmod(root, (root.stat().st_mode & 0o7777) | 0o2070)
 
 
+def _verdict(r: sandbox.RunResult) -> str:
+    """A run's word: `ok`, `FAILED (exit N)`, or `ok but pip not run` when the script met the
+    image's stand-in pip: the install itself was not rehearsed, so the plan never calls it
+    plain ok (PIP_NOTE, printed once under the script, says why)."""
+    if not r.ok:
+        return f"FAILED (exit {r.rc})"
+    if r.pip_not_run:
+        return "ok but pip not run"
+    return "ok"
+
+
 def _run_script(s: Script, run: _Run, ns: str) -> sandbox.RunResult:
     mounts: list[sandbox.Mount] = []
     for vm in s.mounts:
@@ -522,11 +555,17 @@ def _run_script(s: Script, run: _Run, ns: str) -> sandbox.RunResult:
             host, ro = run.scratch(0o755, None), True
         mounts.append(sandbox.Mount(host, vm.path, ro))
     env = dict(s.env)
+    log = None
     if s.image:  # the image's programs: stand-ins first on PATH
         mounts.append(_stand_ins(run.scratch(0o755, None)))
+        log = run.scratch(0o777, None)
+        mounts.append(sandbox.Mount(log, STAND_IN_LOG, False))
         env["PATH"] = f"{STAND_IN_DIR}:{env.get('PATH') or sandbox.SYSTEM_PATH}"
     shell = "/bin/bash" if s.shell == "bash" else None
-    return sandbox.run(s.script, s.identity, mounts, env=env, shell=shell, cwd=s.cwd)
+    r = sandbox.run(s.script, s.identity, mounts, env=env, shell=shell, cwd=s.cwd)
+    if log is not None and (log / "pip").exists():
+        return dataclasses.replace(r, pip_not_run=True)
+    return r
 
 
 def _write(consumer: Consumer, claim: str, run: _Run, tag: str) -> sandbox.RunResult:
@@ -696,7 +735,7 @@ def check(ctx: PlanContext) -> CheckResult:
                         # if the script made it (each team's Job makes its own)
                         active = [(k, c) for k, c in related if k in mine or run.has(k)]
                         made.update(k for k, _ in active if k not in mine)
-                    outcome.append(f"{step} {'ok' if r.ok else f'FAILED (exit {r.rc})'}")
+                    outcome.append(f"{step} {_verdict(r)}")
                     if not r.ok:
                         fail(
                             s,
@@ -707,6 +746,8 @@ def check(ctx: PlanContext) -> CheckResult:
                         )
                         break
                 lines.append(f"  {label}: " + ", ".join(outcome))
+                if any(o.endswith("pip not run") for o in outcome):
+                    lines.append(f"    {PIP_NOTE}")
                 entry["scenarios"][label] = outcome
     for key in sorted(consumers):
         c0 = claims.get(key)
