@@ -94,16 +94,3 @@ def prod_own_values() -> dict[str, str]:
         "trainforge:nodeGroups": json.dumps(groups),
         "trainforge:teams": json.dumps(teams),
     }
-
-
-# Test files scheduled first. Under `make test` (`--dist loadfile`) one worker runs a file
-# whole, so the longest file collected last leaves the other worker idle while it runs:
-# tests/test_docs_run.py (every documented command, in order, ~5 of the suite's ~25 CPU
-# minutes) was collected 153rd of 187 files. Only the order of files changes; each file keeps
-# its own order. docs/performance.md, "Test suite", has the runs before and after.
-RUN_FIRST = ("tests/test_docs_run.py",)
-
-
-def pytest_collection_modifyitems(config, items):
-    first = {path: i for i, path in enumerate(RUN_FIRST)}
-    items.sort(key=lambda item: first.get(item.nodeid.split("::", 1)[0], len(first)))
