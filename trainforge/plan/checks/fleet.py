@@ -55,6 +55,7 @@ so, and judges the jobs on the planned workers only.
 
 from __future__ import annotations
 
+import json
 from fractions import Fraction
 from typing import Any
 
@@ -294,11 +295,19 @@ def _checkpoints(spec: Any, target: Any) -> tuple[str, bool]:
 _WRITES = ("s3:*", "s3:Put*", "s3:PutObject")
 
 
+def _policy_doc(r: Any) -> dict[str, Any] | None:
+    """A recorded IAM policy resource's document; None when not known (a preview's unknown)."""
+    text = r.inputs.get("policy")
+    try:
+        doc = json.loads(text) if isinstance(text, str) else None
+    except ValueError:
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
 def s3_grants(inv: Any) -> tuple[set[str], set[str]] | None:
     """(the buckets a stack creates, the buckets its IAM policies let a role write), from its
     planned documents; None when the documents are not known (a preview without stand-ins)."""
-    import json  # noqa: PLC0415
-
     own: set[str] = set()
     granted: set[str] = set()
     for r in getattr(inv, "resources", None) or []:
@@ -308,12 +317,8 @@ def s3_grants(inv: Any) -> tuple[set[str], set[str]] | None:
                 own.add(name)
         if r.type not in ("aws:iam/rolePolicy:RolePolicy", "aws:iam/policy:Policy"):
             continue
-        text = r.inputs.get("policy")
-        try:
-            doc = json.loads(text) if isinstance(text, str) else None
-        except ValueError:
-            doc = None
-        if not isinstance(doc, dict):
+        doc = _policy_doc(r)
+        if doc is None:
             return None  # not known at preview: the worker was not planned with stand-ins
         statements = doc.get("Statement") or []
         for st in statements if isinstance(statements, list) else [statements]:
@@ -334,8 +339,6 @@ def team_reaches(inv: Any, bucket: str, team: str) -> bool | None:
     """Whether a stack's role of `team` (its `trainforge.io/team` tag) may write and read its
     team's prefix of `bucket`, by the plan's IAM evaluator over that role's inline policies;
     None when they are not known (a preview without stand-ins)."""
-    import json  # noqa: PLC0415
-
     from trainforge.plan.checks.iam_eval import Policy, Request, evaluate  # noqa: PLC0415
 
     resources = getattr(inv, "resources", None) or []
@@ -350,12 +353,8 @@ def team_reaches(inv: Any, bucket: str, team: str) -> bool | None:
     for r in resources:
         if r.type != "aws:iam/rolePolicy:RolePolicy" or r.inputs.get("role") not in roles:
             continue
-        text = r.inputs.get("policy")
-        try:
-            doc = json.loads(text) if isinstance(text, str) else None
-        except ValueError:
-            doc = None
-        if not isinstance(doc, dict):
+        doc = _policy_doc(r)
+        if doc is None:
             return None
         policies.append(Policy(r.name, doc))
     key = f"arn:aws:s3:::{bucket}/{team}/checkpoint"
