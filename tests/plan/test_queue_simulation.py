@@ -633,3 +633,41 @@ def test_a_gang_its_pool_cannot_launch_is_caught():
     assert sim.unlaunchable == [
         "four: its pods need 3 nodes of 8 GPUs in pool gpu-pool, which has at most 2"
     ]
+
+
+def _selected_docs() -> list[dict]:
+    """A ClusterQueue only namespace team-a may use, and a LocalQueue `default` for it in
+    team-a and in team-b."""
+    cq = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ClusterQueue",
+        "metadata": {"name": "a"},
+        "spec": {
+            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "team-a"}},
+            "resourceGroups": [
+                {
+                    "coveredResources": ["cpu"],
+                    "flavors": [{"name": "f", "resources": [{"name": "cpu", "nominalQuota": 8}]}],
+                }
+            ],
+        },
+    }
+    flavor = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
+              "metadata": {"name": "f"}, "spec": {}}  # fmt: skip
+    local = [
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+         "metadata": {"name": "default", "namespace": ns}, "spec": {"clusterQueue": "a"}}
+        for ns in ("team-a", "team-b")
+    ]  # fmt: skip
+    return [cq, flavor, *local]
+
+
+def test_admit_object_keeps_to_the_cluster_queues_namespace_selector():
+    """Kueue admits a workload only from a namespace its ClusterQueue's namespaceSelector
+    selects, whatever LocalQueue points at the ClusterQueue."""
+    need = {"cpu": Q._q(1)}
+    ok = Q.admit_object(_selected_docs(), "team-a", {}, {"containers": []}, need)
+    assert (ok.workload.state, ok.workload.flavor) == ("admitted", "f"), ok.workload.reason
+    got = Q.admit_object(_selected_docs(), "team-b", {}, {"containers": []}, need)
+    assert got.workload.state == "never"
+    assert got.workload.reason == "ClusterQueue a does not admit namespace team-b"

@@ -757,10 +757,7 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
             finding(w, RULE_NEVER, w.reason, obj)
             continue
         q = queues[cq_name]
-        if any(
-            k != "kubernetes.io/metadata.name" or v != target.namespace
-            for k, v in q.namespaces.items()
-        ):
+        if not q.admits(target.namespace):
             w.state = w.at_once = "never"
             w.reason = f"ClusterQueue {cq_name} does not admit namespace {target.namespace}"
             finding(w, RULE_NEVER, w.reason, obj)
@@ -865,6 +862,9 @@ def admit_object(
         return out
     w.queue, w.team = cq, cq
     q = queues[cq]
+    if not q.admits(namespace):
+        w.state, w.reason = "never", f"ClusterQueue {cq} does not admit namespace {namespace}"
+        return out
     w.priority = priorities.get(labels.get(PRIORITY_LABEL, ""), 0)
     tolerations = list(pod.get("tolerations") or [])
     # Kueue's flavor assignment on idle queues (trainforge.plan.kueue): flavor order, taints

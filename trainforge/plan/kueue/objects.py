@@ -82,6 +82,14 @@ class ClusterQueue:
     groups: list[tuple[tuple[str, ...], list[str]]] = field(default_factory=list)
     fungibility: Fungibility = field(default_factory=Fungibility)
 
+    def admits(self, namespace: str) -> bool:
+        """Whether the namespaceSelector selects `namespace` (by the label every namespace
+        has, kubernetes.io/metadata.name; any other label is not known offline)."""
+        return all(
+            k == "kubernetes.io/metadata.name" and v == namespace
+            for k, v in self.namespaces.items()
+        )
+
     def use(self, flavor: str, resource: str) -> Fraction:
         return self.usage.get(flavor, {}).get(resource, Fraction(0))
 
