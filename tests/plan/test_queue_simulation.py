@@ -671,3 +671,14 @@ def test_admit_object_keeps_to_the_cluster_queues_namespace_selector():
     got = Q.admit_object(_selected_docs(), "team-b", {}, {"containers": []}, need)
     assert got.workload.state == "never"
     assert got.workload.reason == "ClusterQueue a does not admit namespace team-b"
+
+
+def test_admit_object_never_admits_a_job_naming_an_unknown_priority_class():
+    """Kueue creates no Workload for a job whose priority-class label names no
+    WorkloadPriorityClass: it stays suspended, as the simulation says of a declared job."""
+    labels = {"kueue.x-k8s.io/priority-class": "urgent"}
+    got = Q.admit_object(_selected_docs(), "team-a", labels, {"containers": []}, {"cpu": Q._q(1)})
+    assert (got.workload.state, got.workload.reason) == (
+        "never",
+        "no WorkloadPriorityClass 'urgent'",
+    )

@@ -865,7 +865,11 @@ def admit_object(
     if not q.admits(namespace):
         w.state, w.reason = "never", f"ClusterQueue {cq} does not admit namespace {namespace}"
         return out
-    w.priority = priorities.get(labels.get(PRIORITY_LABEL, ""), 0)
+    pclass = labels.get(PRIORITY_LABEL, "")
+    if pclass and pclass not in priorities:
+        w.state, w.reason = "never", f"no WorkloadPriorityClass {pclass!r}"
+        return out
+    w.priority = priorities.get(pclass, 0)
     tolerations = list(pod.get("tolerations") or [])
     # Kueue's flavor assignment on idle queues (trainforge.plan.kueue): flavor order, taints
     # against the pod's and the flavor's tolerations, nodeLabels against its selector and
