@@ -21,6 +21,7 @@ from trainforge.jobs.wiring import resolve_job
 from trainforge.live import cli, wait
 from trainforge.live.gather import gather
 from trainforge.live.kube import Api
+from trainforge.plan import kueue as K
 from trainforge.plan.checks import queues as Q
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -230,12 +231,12 @@ def test_the_live_estimate_is_the_plans_for_the_same_queue(tmp_path):
     cq = recorded.cluster_queue("llm", GPU_POOL.name, str(3 * gpus), "0")
     cq["status"]["admittedWorkloads"] = 2
     # the plan: every job submitted at once, each running its expected duration
-    queue = Q.cluster_queue(cq)
+    queue = K.cluster_queue(cq)
     queue.cohort = None
     plan = []
     for i, (job, _) in enumerate(emitted):
         w = Q.Workload(job.name, "llm", NS, i, queue="llm", flavor=GPU_POOL.name)
-        w.need = {Q.GPU: Q._q(job.gpus_per_worker * job.workers)}
+        w.need = {Q.GPU: K.quantity(job.gpus_per_worker * job.workers)}
         w.duration = expected_duration(job, GPU_POOL).seconds
         plan.append(w)
     Q.Simulation({"llm": queue}, {}).run_timed(plan)

@@ -137,7 +137,6 @@ def test_every_topology_mode_of_a_job_on_a_topology_pool_reaches_its_flavor(mode
     from types import SimpleNamespace
 
     from trainforge.jobs import tenancy
-    from trainforge.plan.checks import queues as Q
 
     job = SimpleNamespace(name="llm", topology=mode)
     target = SimpleNamespace(
@@ -147,10 +146,10 @@ def test_every_topology_mode_of_a_job_on_a_topology_pool_reaches_its_flavor(mode
     tmpl = {"metadata": {"annotations": notes},
             "spec": {"containers": [], "nodeSelector": {"trainforge.io/pool": "p4d"}}}  # fmt: skip
     m = _tas_pool_queue()
-    ps = Q.podset_of(tmpl, {K.GPU: Fraction(8)}, 1)
+    ps = K.podset(tmpl, {K.GPU: Fraction(8)}, 1)
     got = K.Assigner(K.Quotas(m.queues, m.shared), m.flavors).assign(m.queues["t"], [ps])
     assert (got.mode, got.flavor) == (K.FIT, "p4d"), got.reasons
-    bare = Q.podset_of({"spec": tmpl["spec"]}, {K.GPU: Fraction(8)}, 1)
+    bare = K.podset({"spec": tmpl["spec"]}, {K.GPU: Fraction(8)}, 1)
     got = K.Assigner(K.Quotas(m.queues, m.shared), m.flavors).assign(m.queues["t"], [bare])
     assert (
         got.mode == K.NO_FIT and 'Flavor "p4d" supports only TopologyAwareScheduling' in got.reasons

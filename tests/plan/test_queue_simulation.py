@@ -13,9 +13,9 @@ from trainforge.plan.checks import queues as Q
 F = "gpu-pool"
 
 
-def _queue(name: str, gpus: int, cohort: str | None = None, **kw) -> Q.Queue:
-    nominal = {F: {"cpu": Q._q("1000"), "memory": Q._q("1Ti"), Q.GPU: Q._q(gpus)}}
-    return Q.Queue(
+def _queue(name: str, gpus: int, cohort: str | None = None, **kw) -> K.ClusterQueue:
+    nominal = {F: {"cpu": K.quantity("1000"), "memory": K.quantity("1Ti"), Q.GPU: K.quantity(gpus)}}
+    return K.ClusterQueue(
         name=name,
         cohort=cohort,
         namespaces={},
@@ -30,11 +30,11 @@ def _queue(name: str, gpus: int, cohort: str | None = None, **kw) -> Q.Queue:
 def _work(job: str, queue: str, gpus: int, order: int, priority: int = 0) -> Q.Workload:
     return Q.Workload(
         job=job, team=queue, namespace=queue, order=order, queue=queue, flavor=F,
-        priority=priority, need={Q.GPU: Q._q(gpus)},
+        priority=priority, need={Q.GPU: K.quantity(gpus)},
     )  # fmt: skip
 
 
-def _run(queues: list[Q.Queue], work: list[Q.Workload]) -> dict[str, Q.Workload]:
+def _run(queues: list[K.ClusterQueue], work: list[Q.Workload]) -> dict[str, Q.Workload]:
     Q.Simulation({q.name: q for q in queues}, {}).run(work)
     return {w.job: w for w in work}
 
@@ -93,8 +93,8 @@ def test_without_borrow_within_cohort_the_borrowing_job_waits(policy):
 GPU = Q.GPU
 
 
-def _limit(q: Q.Queue, gpus: int | None) -> Q.Queue:
-    q.borrow_limit[F][GPU] = None if gpus is None else Q._q(gpus)
+def _limit(q: K.ClusterQueue, gpus: int | None) -> K.ClusterQueue:
+    q.borrow_limit[F][GPU] = None if gpus is None else K.quantity(gpus)
     return q
 
 
@@ -115,22 +115,22 @@ def test_tolerations_follow_the_kubernetes_rules():
         [{"key": "other", "value": "true"}],
         [{"key": "nvidia.com/gpu", "operator": "Equal"}],  # Equal without value: value ""
     ]
-    # the one matcher (trainforge.plan.kueue.taints), which the simulation uses
+    # the one matcher (trainforge.core.taints), which the simulation uses
     assert [K.untolerated([taint], t) is None for t in yes] == [True] * len(yes)
     assert [K.untolerated([taint], t) is None for t in no] == [False] * len(no)
 
 
 def test_quantities_are_printed_in_their_unit():
-    assert Q._fmt("memory", Q._q("1536Mi")) == "1.5Gi"
-    assert Q._fmt("memory", Q._q("64Gi")) == "64Gi"
-    assert Q._fmt("cpu", Q._q("500m")) == "0.5"
-    assert Q._fmt(GPU, Q._q(8)) == "8"
+    assert Q._fmt("memory", K.quantity("1536Mi")) == "1.5Gi"
+    assert Q._fmt("memory", K.quantity("64Gi")) == "64Gi"
+    assert Q._fmt("cpu", K.quantity("500m")) == "0.5"
+    assert Q._fmt(GPU, K.quantity(8)) == "8"
 
 
 def test_the_namespace_backstop_holds_a_job_its_queue_would_admit():
     q = _queue("team", 4)
     work = [_work("a", "team", 1, 0), _work("b", "team", 1, 1), _work("c", "team", 1, 2)]
-    sim = Q.Simulation({"team": q}, {}, {"team": {GPU: Q._q(2)}})
+    sim = Q.Simulation({"team": q}, {}, {"team": {GPU: K.quantity(2)}})
     sim.run(work)
     assert [w.state for w in work] == ["admitted", "admitted", "pending"]
     assert work[2].reason == (
@@ -143,7 +143,7 @@ def test_the_namespace_backstop_holds_a_job_its_queue_would_admit():
 def test_a_job_exactly_at_the_backstop_and_at_nominal_quota_is_admitted():
     q = _queue("team", 2)
     work = [_work("a", "team", 2, 0)]
-    Q.Simulation({"team": q}, {}, {"team": {GPU: Q._q(2), "cpu": Q._q(1)}}).run(work)
+    Q.Simulation({"team": q}, {}, {"team": {GPU: K.quantity(2), "cpu": K.quantity(1)}}).run(work)
     assert work[0].state == "admitted" and work[0].borrowing == {}
 
 
@@ -396,11 +396,11 @@ def test_tolerations_compare_effects_keys_and_values_by_equality():
     assert K.untolerated([taint], [{"key": f["key"], "operator": fresh("Exists")}]) is None
     tol = {"key": f["key"], "value": f["value"], "effect": f["effect"]}
     assert K.untolerated([taint], [tol]) is None
-    assert Q._fmt(fresh("memory"), Q._q("2Gi")) == "2Gi"
+    assert Q._fmt(fresh("memory"), K.quantity("2Gi")) == "2Gi"
 
 
 def test_the_backstop_holds_the_first_job_of_a_namespace_too():
-    sim = Q.Simulation({"t": _queue("t", 4)}, {}, {"t": {GPU: Q._q(2)}})
+    sim = Q.Simulation({"t": _queue("t", 4)}, {}, {"t": {GPU: K.quantity(2)}})
     work = [_work("wide", "t", 3, 0)]
     sim.run(work)
     assert work[0].state == "pending" and work[0].reason == (
@@ -428,7 +428,7 @@ def test_limits_below_what_they_allow_and_a_cohort_with_nothing_idle():
 def test_why_waiting_names_the_resource_over_quota_after_one_that_fits():
     q = _queue("t", 2)
     w = _work("w", "t", 3, 0)
-    w.need = {"cpu": Q._q(1000), GPU: Q._q(3)}  # cpu exactly at its nominal quota
+    w.need = {"cpu": K.quantity(1000), GPU: K.quantity(3)}  # cpu exactly at its nominal quota
     _run([q], [w])
     assert (
         w.reason
@@ -619,12 +619,12 @@ def test_a_gang_its_pool_cannot_launch_is_caught():
     """Guarantees that add up to more than the pool holds: both queues admit within their
     nominal quota, and the pool (8 GPUs) cannot launch the second gang."""
     a, b = _queue("a", 8, cohort="c"), _queue("b", 8, cohort="c")
-    sim = Q.Simulation({"a": a, "b": b}, {}, rooms={F: Q.PoolRoom(Q._q(8), 8, None)})
+    sim = Q.Simulation({"a": a, "b": b}, {}, rooms={F: Q.PoolRoom(K.quantity(8), 8, None)})
     sim.run_timed([_work("a8", "a", 8, 0), _work("b4", "b", 4, 1)])
     assert sim.unlaunchable == ["b4: 12 GPUs admitted in pool gpu-pool, which holds 8"]
     # a node group: pods packed onto at most max_nodes nodes
     a = _queue("a", 16)
-    sim = Q.Simulation({"a": a}, {}, rooms={F: Q.PoolRoom(Q._q(16), 8, 2)})
+    sim = Q.Simulation({"a": a}, {}, rooms={F: Q.PoolRoom(K.quantity(16), 8, 2)})
     three = _work("three", "a", 12, 0)
     three.pods = 2  # 2 pods of 6 GPUs: one node each, 2 GPUs left on each
     four = _work("four", "a", 4, 1)
@@ -665,7 +665,7 @@ def _selected_docs() -> list[dict]:
 def test_admit_object_keeps_to_the_cluster_queues_namespace_selector():
     """Kueue admits a workload only from a namespace its ClusterQueue's namespaceSelector
     selects, whatever LocalQueue points at the ClusterQueue."""
-    need = {"cpu": Q._q(1)}
+    need = {"cpu": K.quantity(1)}
     ok = Q.admit_object(_selected_docs(), "team-a", {}, {"containers": []}, need)
     assert (ok.workload.state, ok.workload.flavor) == ("admitted", "f"), ok.workload.reason
     got = Q.admit_object(_selected_docs(), "team-b", {}, {"containers": []}, need)
@@ -677,7 +677,9 @@ def test_admit_object_never_admits_a_job_naming_an_unknown_priority_class():
     """Kueue creates no Workload for a job whose priority-class label names no
     WorkloadPriorityClass: it stays suspended, as the simulation says of a declared job."""
     labels = {"kueue.x-k8s.io/priority-class": "urgent"}
-    got = Q.admit_object(_selected_docs(), "team-a", labels, {"containers": []}, {"cpu": Q._q(1)})
+    got = Q.admit_object(
+        _selected_docs(), "team-a", labels, {"containers": []}, {"cpu": K.quantity(1)}
+    )
     assert (got.workload.state, got.workload.reason) == (
         "never",
         "no WorkloadPriorityClass 'urgent'",

@@ -20,6 +20,7 @@ import pytest
 from trainforge.core import pods
 from trainforge.jobs import backends
 from trainforge.plan import check_types as T
+from trainforge.plan import kueue as K
 from trainforge.plan.checks import existence as E
 from trainforge.plan.checks import pod_scripts as P
 from trainforge.plan.checks import queues as Q
@@ -180,7 +181,7 @@ def test_the_queue_check_reads_its_pod_template(toy_backend: None) -> None:
     }
     doc = toy_gang(pod_spec, size=4, annotations=annotations)
     count = sum(t.replicas for t in backends.pod_templates(doc))
-    ps = Q.podset(doc, {}, count)
+    ps = K.podset(backends.pod_templates(doc, build=False)[0].template, {}, count)
     assert (ps.count, ps.topology) == (4, True)
     assert ps.node_selector == {"pool": "gpu"}
     assert ps.tolerations == ({"key": "nvidia.com/gpu", "operator": "Exists"},)

@@ -59,6 +59,7 @@ from trainforge.live.gather import (
     metrics_of,
 )
 from trainforge.live.kube import Api, KubeError
+from trainforge.plan import kueue as K
 from trainforge.plan.checks import queues as sim
 from trainforge.plan.kueue.workload import pod_requests
 
@@ -119,7 +120,7 @@ def _admitted_flavor(wl: dict[str, Any]) -> str | None:
     return next(iter(flavors)) if len(flavors) == 1 else None
 
 
-def _pending_flavor(wl: dict[str, Any], queue: sim.Queue) -> str | None:
+def _pending_flavor(wl: dict[str, Any], queue: K.ClusterQueue) -> str | None:
     """The flavor a pending Workload waits for: the one Kueue's message names, else the only
     flavor of the queue with quota for everything it asks; None when that is not one."""
     msg = (condition(wl, "QuotaReserved") or {}).get("message", "")
@@ -238,7 +239,7 @@ def expected_start(api: Api, g: Gathered, now: datetime) -> Expected | None:
 
 def _estimate(api: Api, g: Gathered, cq_doc: dict[str, Any], now: datetime) -> Expected:
     ns, wl = g.namespace, g.workload or {}
-    queue = sim.cluster_queue(cq_doc)
+    queue = K.cluster_queue(cq_doc)
     out = Expected(None, None, queue.name, cohort=queue.cohort)
     out.flavor = _pending_flavor(wl, queue)
     if out.flavor is None:
@@ -313,7 +314,7 @@ def _estimate(api: Api, g: Gathered, cq_doc: dict[str, Any], now: datetime) -> E
     return _run(out, queue, wl, me, now)
 
 
-def _run(out: Expected, queue: sim.Queue, wl: dict, me: dict, now: datetime) -> Expected:
+def _run(out: Expected, queue: K.ClusterQueue, wl: dict, me: dict, now: datetime) -> Expected:
     """The live queue through the plan's simulation: holders run out their time, then the
     waiting workloads are admitted in Kueue's order as the team's nominal quota frees up."""
     unknown = [h for h in out.holders if h.seconds is None]

@@ -1,68 +1,17 @@
-"""Plan check: how each team's Kueue queue would admit the declared jobs, and when.
+"""Plan check: how each team's Kueue queue admits the declared jobs, and when.
 
-A small, documented simulation of Kueue's admission (v0.19, classic preemption), run on the
-objects the plan rendered (ClusterQueues, the Cohort, ResourceFlavors, LocalQueues,
-WorkloadPriorityClasses) and the jobs the program declared:
-
-- Time: every declared job is submitted at once, in declaration order (that order is
-  their creation order, Kueue's FIFO tie-break), into a cluster running nothing else. Each
-  runs for its expected duration (trainforge.jobs.duration.expected_duration: measured step
-  time, the estimate, or the deadline); when one ends, its quota is free and what waits is
-  tried again. So a waiting job has an expected start (None after a job of unknown
-  duration). A preempted job resumes later with what it had left to run.
-- A job is one workload: all of its pods at once (gang admission), `workers` x its pod's
-  requests of cpu, memory and nvidia.com/gpu (EFA is excluded from quota).
-- Its queue: the LocalQueue its `kueue.x-k8s.io/queue-name` label names in its namespace,
-  or without the label the namespace's LocalQueue `default` (manageJobsWithoutQueueName,
-  LocalQueue defaulting), and that queue's ClusterQueue (whose namespaceSelector must admit
-  the namespace). Its priority: the WorkloadPriorityClass its label names.
-- Its flavor: Kueue's flavor assignment, at every attempt, by the one admission model
-  (trainforge.plan.kueue: flavor order, nodeLabels against its nodeSelector and required
-  node affinity, nodeTaints against its tolerations and the flavor's, the topology skip,
-  quota now, `flavorFungibility`); a job that names no pool may so land on any flavor.
-- Quota: Kueue's arithmetic (trainforge.plan.kueue.quota): within the nominal quota, or
-  borrowing what the cohort has idle (its members' unused nominal quota, less what a
-  `lendingLimit` keeps back, and the Cohort's own), up to the `borrowingLimit`.
-- Order: Kueue cycles; in each, every queue offers its next pending job (highest priority,
-  then oldest), and jobs that fit without borrowing go first, then by priority and age.
-  `StrictFIFO` queues wait behind their head; `BestEffortFIFO` queues let later jobs pass
-  one that does not fit.
-- The namespace's ResourceQuota (the backstop) must hold the job's pods next to the team's
-  running jobs; the simulation shows a job it holds back as waiting, with its numbers.
-- Preemption (classic): a job that does not fit may evict lower-priority jobs of its own
-  queue (`withinClusterQueue`), jobs of queues that borrow in its flavor when it only takes
-  back its own nominal quota (`reclaimWithinCohort`), and, when it must borrow itself,
-  lower-priority jobs up to `maxPriorityThreshold` of borrowing queues
-  (`borrowWithinCohort`); victims are picked from borrowing queues first, lowest priority
-  first, newest first, then the set is minimised. Evicted jobs queue again.
-- Launch: every admitted gang is placed on its pool (its GPUs in all, within the pool's
-  limit; a node group's pods packed onto its nodes). A gang the pool could not launch is a
-  finding: the guarantees then add up to more than the pool holds.
-
-What it does not model: topology-aware placement within a topology flavor (only that such
-a flavor takes only jobs that ask topology), fair sharing, admission checks, partial
-admission, jobs already running on the cluster, and the steps redone after a preemption.
-
-Work that names no pool (a kubectl Job, a CronJob's Job, a Kubeflow SDK TrainJob) is
-rehearsed too (`placement`): where Kueue's flavor assignment puts a CPU-only and a 1-GPU
-pod of every team on idle queues; a CPU-only one on a GPU pool, or a GPU one that borrows
-while its team has nominal GPUs in a pool it could use, is a finding.
-
-The result other checks read is `outcomes(ctx)`: job -> `JobOutcome` (state "runs" /
-"waits" / "never", expected start and end in seconds from submission, flavor, what it
-borrows, why it waits). `admit_object` admits one job object as any client wrote it.
-
-Findings (waivable): a job whose object lacks its queue label where no `default`
-LocalQueue takes it, a job that can never be admitted (bigger than its queue could ever
-hold, or no queue, flavor or priority class that accepts it), an admitted gang its pool
-cannot launch, and a job object that sets a field Kueue owns (its `suspend`, the pod
-templates' `schedulingGates`, or a nodeSelector value that conflicts with its flavor, which
-makes Kueue fail to start it).
+Why: a nominal quota is a guarantee only if the queue gives it back in time. Every declared
+job is submitted at once into an idle cluster and run over time through Kueue's admission
+(v0.19, classic preemption) on the objects the plan rendered; the placement of work that
+names no pool (`placement`) and one job object as any client wrote it (`admit_object`) are
+rehearsed on the same model (trainforge.plan.kueue, its one admission entry `K.admit`). What
+the simulation models and what it does not: docs/teams.md, "How the plan simulates the
+queue". Findings (waivable): RULES below.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
@@ -70,16 +19,12 @@ from trainforge.core.pods import Shape, get
 from trainforge.jobs.backends import job_shape, pod_templates
 from trainforge.jobs.duration import expected_duration
 from trainforge.jobs.pod import JOB_LABEL
+from trainforge.jobs.tenancy import PRIORITY_LABEL, QUEUE_LABEL
 from trainforge.jobs.wiring import sizing_rule
 from trainforge.plan import kueue as K
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
-from trainforge.plan.kueue.workload import pod_requests
-
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
-# the resources the queues count and how a quantity is read: the Kueue model's, not a copy
-GPU = K.GPU
-RESOURCES = K.RESOURCES
+from trainforge.plan.kueue import GPU, RESOURCES
+from trainforge.platform.queues import DEFAULT_LOCAL_QUEUE as DEFAULT_QUEUE
 
 QUEUE_TITLE = "Queue admission (Kueue, all declared jobs submitted at once)"
 RULE_LABEL = "TRAINFORGE_QUEUE_LABEL"
@@ -96,11 +41,6 @@ RULES = {
     RULE_OWNED: "leave suspend, schedulingGates and the flavor's node labels to Kueue "
     "(docs/teams.md, 'Who owns which field')",
 }
-
-
-# the model's types (trainforge.plan.kueue): a ResourceFlavor and a ClusterQueue
-Flavor = K.Flavor
-Queue = K.ClusterQueue
 
 
 @dataclass
@@ -137,45 +77,6 @@ class Workload:
     podsets: list[K.PodSet] | None = None
 
 
-_q = K.quantity
-
-
-_TOPOLOGY = (
-    "kueue.x-k8s.io/podset-required-topology",
-    "kueue.x-k8s.io/podset-preferred-topology",
-    "kueue.x-k8s.io/podset-unconstrained-topology",
-)
-
-
-def podset(doc: dict[str, Any], per_pod: dict[str, Fraction], count: int) -> K.PodSet:
-    """What Kueue reads of a job object's pods: `count` pods of `per_pod` requests, its pod
-    template's nodeSelector, required node affinity and tolerations, and whether it asks
-    for topology-aware scheduling (a podset topology annotation)."""
-    templates = pod_templates(doc, build=False)
-    return podset_of(templates[0].template if templates else {}, per_pod, count)
-
-
-def podset_of(tmpl: dict[str, Any], per_pod: dict[str, Fraction], count: int) -> K.PodSet:
-    """`podset` of one pod template ({metadata, spec})."""
-    pod = tmpl.get("spec") or {}
-    notes = (tmpl.get("metadata") or {}).get("annotations") or {}
-    required = (
-        ((pod.get("affinity") or {}).get("nodeAffinity") or {}).get(
-            "requiredDuringSchedulingIgnoredDuringExecution"
-        )
-        or {}
-    ).get("nodeSelectorTerms") or []
-    return K.PodSet(
-        name="main",
-        count=count,
-        requests=dict(per_pod),
-        node_selector=dict(pod.get("nodeSelector") or {}),
-        affinity=tuple(tuple(t.get("matchExpressions") or ()) for t in required),
-        tolerations=tuple(pod.get("tolerations") or ()),
-        topology=any(k in notes for k in _TOPOLOGY),
-    )
-
-
 def _fmt(resource: str, v: Fraction) -> str:
     if resource == "memory":
         return f"{float(v / 2**30):.4g}Gi"
@@ -195,8 +96,8 @@ class PoolRoom:
 class Simulation:
     def __init__(
         self,
-        queues: dict[str, Queue],
-        flavors: dict[str, Flavor],
+        queues: dict[str, K.ClusterQueue],
+        flavors: dict[str, K.Flavor],
         hard: dict[str, dict[str, Fraction]] | None = None,
         shared: dict[str, dict[str, dict[str, Fraction]]] | None = None,
         rooms: dict[str, PoolRoom] | None = None,
@@ -461,36 +362,6 @@ class Simulation:
                 free(c[0], 1)
         return chosen
 
-    # -- flavor assignment (trainforge.plan.kueue) -----------------------------------------
-    def assign(self, w: Workload, admitted: list[Workload]) -> K.Assignment:
-        """Kueue's flavor assignment for `w` now; its preemption oracle asks this
-        simulation's classic preemption whether victims exist in a flavor."""
-        q = self.queues[w.queue or ""]
-        seen: dict[str, tuple[str, int]] = {}
-
-        def oracle(queue: Queue, f: str, r: str, val: Fraction) -> tuple[str, int]:
-            if f not in seen:
-                probe = Workload(w.job, w.team, w.namespace, w.order, w.queue, f, w.priority)
-                probe.need = dict(w.need)
-                chosen = self.victims(probe, admitted)
-                if not chosen:
-                    seen[f] = (K.NO_CANDIDATES, 0)
-                else:
-                    mine = {}
-                    for v, _ in chosen:
-                        if v.queue == q.name:
-                            for x, n in v.need.items():
-                                mine[x] = mine.get(x, Fraction(0)) + n
-                    after = any(
-                        q.use(f, x) - mine.get(x, Fraction(0)) + n > K.Quotas.nominal(q, f, x)
-                        for x, n in w.need.items()
-                    )
-                    own = all(v.queue == q.name for v, _ in chosen)
-                    seen[f] = (K.POSSIBLE if own else K.RECLAIM, int(after))
-            return seen[f]
-
-        return K.Assigner(self.quotas, self.flavors, oracle).assign(q, w.podsets or [])
-
     # -- the loop -----------------------------------------------------------------------------
     def run(self, workloads: list[Workload]) -> None:
         """Kueue's scheduling cycles: each takes the next job of every queue at once."""
@@ -505,34 +376,50 @@ class Simulation:
             for w in heads:
                 admitted = [x for x in workloads if x.state == "admitted"]
                 backstop = self.over_backstop(w)
-                if backstop:
-                    w.reason = backstop
-                    inadmissible.add(id(w))
-                elif not self._place(w, admitted):
-                    w.reason = self.why_waiting(w)
-                    if w.preempted_by:
-                        w.reason = f"preempted by {w.preempted_by} ({w.preempted_why}), {w.reason}"
-                    inadmissible.add(id(w))
-                elif self.fits(w):
+                placed = not backstop and self._place(w, admitted)
+                if placed and self.fits(w):
                     self.admit(w)
-                elif self.try_preempt(w, admitted):
+                elif placed and self.try_preempt(w, admitted):
                     freed = True
                 else:
-                    w.reason = self.why_waiting(w)
-                    if w.preempted_by:
-                        w.reason = f"preempted by {w.preempted_by} ({w.preempted_why}), {w.reason}"
+                    w.reason = backstop or self.why_waiting(w)
                     inadmissible.add(id(w))
             if freed:
                 # evicted jobs queue again, and what waited may fit now
                 inadmissible.clear()
 
     def _place(self, w: Workload, admitted: list[Workload]) -> bool:
-        """Give a workload read from its pods (`podsets`) the flavor Kueue assigns now;
-        False when none fits even by preempting (it keeps the flavor it was last given,
-        which its wait is explained against)."""
+        """Give a workload read from its pods (`podsets`) the flavor Kueue's flavor
+        assignment gives it now, its preemption oracle asking this simulation's classic
+        preemption whether victims exist in a flavor; False when none fits even by
+        preempting (it keeps the flavor it was last given, which its wait is explained
+        against)."""
         if w.podsets is None:
             return True
-        got = self.assign(w, admitted)
+        q = self.queues[w.queue or ""]
+        seen: dict[str, tuple[str, int]] = {}
+
+        def oracle(queue: K.ClusterQueue, f: str, r: str, val: Fraction) -> tuple[str, int]:
+            if f not in seen:
+                chosen = self.victims(replace(w, flavor=f), admitted)
+                mine: dict[str, Fraction] = {}
+                for v, _ in chosen:
+                    if v.queue == q.name:
+                        for x, n in v.need.items():
+                            mine[x] = mine.get(x, Fraction(0)) + n
+                after = any(
+                    q.use(f, x) - mine.get(x, Fraction(0)) + n > K.Quotas.nominal(q, f, x)
+                    for x, n in w.need.items()
+                )
+                own = all(v.queue == q.name for v, _ in chosen)
+                seen[f] = (
+                    (K.POSSIBLE if own else K.RECLAIM, int(after))
+                    if chosen
+                    else (K.NO_CANDIDATES, 0)
+                )
+            return seen[f]
+
+        got = K.Assigner(self.quotas, self.flavors, oracle).assign(q, w.podsets)
         if got.mode == K.NO_FIT or got.flavor is None:
             return False
         w.flavor = got.flavor
@@ -558,7 +445,8 @@ class Simulation:
 
     def why_waiting(self, w: Workload) -> str:
         """What the job waits for, in its own terms: a GPU job's GPUs when they are short
-        (the CPU and memory that come with them are short with them), in GPUs and cores."""
+        (the CPU and memory that come with them are short with them), in GPUs and cores;
+        after the preemption that sent it back, if any."""
         q = self.queues[w.queue or ""]
         f = w.flavor or ""
         parts = []
@@ -588,9 +476,12 @@ class Simulation:
             parts.append((r, text))
         if GPU in short:
             parts = [p for p in parts if p[0] == GPU]
-        return "waits for " + (
+        text = "waits for " + (
             "; ".join(t for _, t in parts) or "its cohort's capacity, which is in use"
         )
+        if w.preempted_by:
+            return f"preempted by {w.preempted_by} ({w.preempted_why}), {text}"
+        return text
 
 
 # --- reading the rendered objects ----------------------------------------------------------
@@ -609,7 +500,7 @@ def _backstops(ctx: PlanContext) -> dict[str, dict[str, Fraction]]:
         mine = out.setdefault(o.namespace, {})
         for key, r in _HARD.items():
             if key in hard:
-                v = _q(hard[key])
+                v = K.quantity(hard[key])
                 mine[r] = min(v, mine[r]) if r in mine else v
     return out
 
@@ -628,7 +519,7 @@ def workload_object(ctx: PlanContext, name: str, namespace: str) -> Any:
     return None
 
 
-def _owned_fields(obj: Any, flavor: Flavor | None) -> list[str]:
+def _owned_fields(obj: Any, flavor: K.Flavor | None) -> list[str]:
     """Fields of the job's object that Kueue owns once it manages the job."""
     out = []
     suspend = (job_shape(obj.doc) or Shape()).suspend  # where its kind keeps `suspend`
@@ -645,9 +536,6 @@ def _owned_fields(obj: Any, flavor: Flavor | None) -> list[str]:
                         f"{k}={flavor.labels[k]} (Kueue could not start the job)"
                     )
     return sorted(set(out))
-
-
-DEFAULT_QUEUE = "default"  # Kueue's LocalQueue defaulting (trainforge.platform.queues)
 
 
 def _rooms(ctx: PlanContext) -> dict[str, PoolRoom]:
@@ -699,14 +587,7 @@ _MEMO = "kueue.simulate"
 def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulation | None]:
     declared = getattr(ctx.declared, "jobs", None) or []
     m = K.read(o.doc for o in ctx.objects)
-    queues, flavors, local, priorities, shared = (
-        m.queues,
-        m.flavors,
-        m.local,
-        m.priorities,
-        m.shared,
-    )
-    if not declared or not queues:
+    if not declared or not m.queues:
         return [], [], None
     findings: list[Finding] = []
     workloads: list[Workload] = []
@@ -724,6 +605,11 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
             )
         )
 
+    def never(w: Workload, rule: str, reason: str, obj: Any) -> None:
+        w.state = w.at_once = "never"
+        w.reason = reason
+        finding(w, rule, reason, obj)
+
     for i, dj in enumerate(declared):
         spec, target = dj.spec, dj.target
         if target.team.queue is None:
@@ -733,81 +619,56 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
         w.duration = expected_duration(spec, target.pool).seconds
         workloads.append(w)
         obj = workload_object(ctx, spec.name, target.namespace)
-        labels = ((obj.doc.get("metadata") or {}).get("labels") or {}) if obj else {}
-        shape = job_shape(obj.doc) if obj else None
-        queue_name = shape.queue(obj.doc) if shape is not None else None
-        if obj is not None and queue_name is None and (target.namespace, DEFAULT_QUEUE) in local:
-            # Kueue manages jobs without the label in team namespaces and gives them the
-            # namespace's LocalQueue `default` (manageJobsWithoutQueueName, LocalQueue
-            # defaulting)
-            queue_name = DEFAULT_QUEUE
-        if obj is None or queue_name is None:
-            w.state = w.at_once = "never"
-            w.reason = (
-                "its object has no kueue.x-k8s.io/queue-name label and its namespace no "
-                "LocalQueue `default`: Kueue never admits it"
-            )
-            finding(w, RULE_LABEL, w.reason, obj)
+        shape = job_shape(obj.doc) if obj is not None else None
+        if obj is None or shape is None:
+            never(w, RULE_LABEL, NO_QUEUE, obj)
             continue
-        w.queue_name = queue_name
-        cq_name = local.get((target.namespace, queue_name))
-        if cq_name is None or cq_name not in queues:
-            w.state = w.at_once = "never"
-            w.reason = f"no LocalQueue {queue_name!r} (with a ClusterQueue) in {target.namespace}"
-            finding(w, RULE_NEVER, w.reason, obj)
-            continue
-        q = queues[cq_name]
-        if not q.admits(target.namespace):
-            w.state = w.at_once = "never"
-            w.reason = f"ClusterQueue {cq_name} does not admit namespace {target.namespace}"
-            finding(w, RULE_NEVER, w.reason, obj)
-            continue
-        w.queue = cq_name
-        pclass = labels.get(PRIORITY_LABEL, "")
-        w.priority_class = pclass
-        if pclass and pclass not in priorities:
-            w.state = w.at_once = "never"
-            w.reason = f"no WorkloadPriorityClass {pclass!r}"
-            finding(w, RULE_NEVER, w.reason, obj)
-            continue
-        w.priority = priorities.get(pclass, 0)
-        assert shape is not None  # obj is a job workload (job_shape)
-        workers = shape.pod_count(obj.doc)  # the object's pods, as its backend counts them
-        w.pods = workers
+        w.pods = shape.pod_count(obj.doc)  # the object's pods, as its backend counts them
         per_pod = {
-            "cpu": _q(spec.cpu or 0),
-            "memory": _q(spec.memory or 0),
+            "cpu": K.quantity(spec.cpu or 0),
+            "memory": K.quantity(spec.memory or 0),
             GPU: Fraction(spec.gpus_per_worker or 0),
         }
-        w.need = {r: v * workers for r, v in per_pod.items() if v}
-        ps = podset(obj.doc, per_pod, workers)
-        all_tas = all((fl := flavors.get(f)) and fl.topology for f in q.flavors)
-        skips = {f: K.flavor_fits_podset(ps, flavors.get(f), all_tas) for f in q.flavors}
+        w.need = {r: v * w.pods for r, v in per_pod.items() if v}
+        templates = pod_templates(obj.doc, build=False)
+        ps = K.podset(templates[0].template if templates else {}, per_pod, w.pods)
+        pclass = obj.doc["metadata"]["labels"].get(PRIORITY_LABEL, "")
+        got = K.admit(m, target.namespace, shape.queue(obj.doc), pclass, ps)
+        if got.local_queue is None:
+            never(w, RULE_LABEL, NO_QUEUE, obj)
+            continue
+        w.queue_name, q = got.local_queue, got.queue
+        if q is not None and q.admits(target.namespace):
+            w.queue, w.priority_class, w.priority = q.name, pclass, got.priority
+        if got.reason or q is None or got.assignment is None:
+            never(w, RULE_NEVER, got.reason, obj)
+            continue
+        all_tas = all((fl := m.flavors.get(f)) and fl.topology for f in q.flavors)
+        skips = {f: K.flavor_fits_podset(ps, m.flavors.get(f), all_tas) for f in q.flavors}
         # the flavor its wait is explained against: the first its pods may land on
         w.flavor = next((f for f, why in skips.items() if why is None), None)
-        owned = _owned_fields(obj, flavors.get(w.flavor or ""))
+        owned = _owned_fields(obj, m.flavors.get(w.flavor or ""))
         if owned:
             finding(w, RULE_OWNED, "sets " + "; ".join(owned), obj)
         if w.flavor is None:
             whys = [y for y in skips.values() if y and "doesn't match node affinity" not in y]
-            w.state = w.at_once = "never"
-            w.reason = (
-                f"no flavor of ClusterQueue {cq_name} matches its nodeSelector "
+            never(
+                w,
+                RULE_NEVER,
+                f"no flavor of ClusterQueue {q.name} matches its nodeSelector "
                 f"{dict(ps.node_selector)}, tolerations and topology request"
-                + (f" ({'; '.join(whys)})" if whys else "")
+                + (f" ({'; '.join(whys)})" if whys else ""),
+                obj,
             )
-            finding(w, RULE_NEVER, w.reason, obj)
             continue
-        idle = K.Assigner(K.Quotas(queues, shared), flavors).assign(q, [ps])
+        idle = got.assignment
         if idle.mode == K.NO_FIT:
-            why = Simulation(queues, flavors, shared=shared).can_ever_fit(w)
-            w.state = w.at_once = "never"
-            w.reason = f"can never be admitted: {why or '; '.join(idle.reasons)}"
-            finding(w, RULE_NEVER, w.reason, obj)
+            why = Simulation(m.queues, m.flavors, shared=m.shared).can_ever_fit(w)
+            never(w, RULE_NEVER, f"can never be admitted: {why or '; '.join(idle.reasons)}", obj)
             continue
         w.flavor, w.podsets = idle.flavor, [ps]
 
-    sim = Simulation(queues, flavors, _backstops(ctx), shared, _rooms(ctx))
+    sim = Simulation(m.queues, m.flavors, _backstops(ctx), m.shared, _rooms(ctx))
     sim.run_timed(workloads)
     for gone in sim.unlaunchable:
         job = gone.split(":", 1)[0]
@@ -816,8 +677,14 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
     return workloads, findings, sim
 
 
+NO_QUEUE = (
+    "its object has no kueue.x-k8s.io/queue-name label and its namespace no "
+    "LocalQueue `default`: Kueue never admits it"
+)
+
+
 @dataclass
-class Admission:
+class ObjectAdmission:
     """What Kueue does with one job object on its own (`admit_object`)."""
 
     workload: Workload
@@ -835,58 +702,41 @@ def admit_object(
     pod: dict[str, Any],
     need: dict[str, Fraction],
     pods: int = 1,
-) -> Admission:
+) -> ObjectAdmission:
     """Admit one job, as any client wrote it (a Kubeflow SDK TrainJob, a hand-written Job),
-    against the platform's rendered Kueue objects, into an idle cluster: its queue (its
-    label, else its namespace's LocalQueue `default`), its flavor (Kueue's flavor
-    assignment by the one model, trainforge.plan.kueue), and whether its gang `need` (all
-    pods together, `pods` pods alike) fits. The workload's state is "admitted", "pending"
-    or "never", with its reason."""
+    against the platform's rendered Kueue objects, into an idle cluster (`K.admit`: its
+    queue, priority and flavor), and whether its gang `need` (all pods together, `pods`
+    pods alike) fits. The workload's state is "admitted", "pending" or "never", with its
+    reason."""
     m = K.read(docs)
-    queues, flavors, local, priorities, shared = (
-        m.queues,
-        m.flavors,
-        m.local,
-        m.priorities,
-        m.shared,
-    )
     w = Workload(str(labels.get(JOB_LABEL, "job")), namespace, namespace, 0)
     w.need, w.pods = dict(need), pods
-    lq = labels.get(QUEUE_LABEL)
-    if lq is None and (namespace, DEFAULT_QUEUE) in local:
-        lq = DEFAULT_QUEUE
-    out = Admission(w, lq)
-    cq = local.get((namespace, lq or ""))
-    if cq is None or cq not in queues:
-        w.state, w.reason = "never", f"no LocalQueue {lq!r} (with a ClusterQueue) in {namespace}"
+    ps = K.podset({"spec": pod}, {r: v / pods for r, v in need.items()}, pods)
+    got = K.admit(m, namespace, labels.get(QUEUE_LABEL), labels.get(PRIORITY_LABEL, ""), ps)
+    out = ObjectAdmission(w, got.local_queue)
+    if got.local_queue is None:
+        w.state, w.reason = (
+            "never",
+            f"no {QUEUE_LABEL} label and no LocalQueue {DEFAULT_QUEUE!r} in {namespace}: "
+            "Kueue leaves it alone",
+        )
         return out
-    w.queue, w.team = cq, cq
-    q = queues[cq]
-    if not q.admits(namespace):
-        w.state, w.reason = "never", f"ClusterQueue {cq} does not admit namespace {namespace}"
+    if got.reason or got.queue is None or got.assignment is None:
+        w.state, w.reason = "never", got.reason
         return out
-    pclass = labels.get(PRIORITY_LABEL, "")
-    if pclass and pclass not in priorities:
-        w.state, w.reason = "never", f"no WorkloadPriorityClass {pclass!r}"
-        return out
-    w.priority = priorities.get(pclass, 0)
-    tolerations = list(pod.get("tolerations") or [])
-    # Kueue's flavor assignment on idle queues (trainforge.plan.kueue): flavor order, taints
-    # against the pod's and the flavor's tolerations, nodeLabels against its selector and
-    # affinity, the topology skip, quota, flavorFungibility
-    ps = podset_of({"spec": pod}, {r: v / pods for r, v in need.items()}, pods)
-    got = K.Assigner(K.Quotas(queues, shared), flavors).assign(q, [ps])
-    if got.mode == K.NO_FIT or got.flavor is None:
+    w.queue = w.team = got.queue.name
+    w.priority = got.priority
+    if got.assignment.mode == K.NO_FIT or got.assignment.flavor is None:
         w.state = "never"
-        w.reason = f"no flavor of ClusterQueue {cq} fits: " + "; ".join(got.reasons or ["none"])
+        w.reason = f"no flavor of ClusterQueue {w.queue} fits: " + "; ".join(
+            got.assignment.reasons or ["none"]
+        )
         return out
-    w.flavor = got.flavor
-    w.borrowing = {}
-    fl = flavors[w.flavor]
+    w.flavor = got.assignment.flavor
+    fl = m.flavors[w.flavor]
     out.node_selector = dict(fl.labels)
-    out.tolerations = [t for t in fl.tolerations if t not in tolerations]
-    sim = Simulation(queues, flavors, shared=shared)
-    sim.run([w])
+    out.tolerations = [t for t in fl.tolerations if t not in (pod.get("tolerations") or [])]
+    Simulation(m.queues, m.flavors, shared=m.shared).run([w])
     return out
 
 
@@ -966,7 +816,7 @@ def placement(ctx: PlanContext) -> Placement:
         texts = []
         for kind, need in (("CPU-only", CPU_PROBE), ("1-GPU", GPU_PROBE)):
             ps = K.PodSet("main", 1, need)
-            got = K.Assigner(K.Quotas(m.queues, m.shared), m.flavors).assign(q, [ps])
+            got = K.admit(m, ns, lq, "", ps).assignment or K.Assignment({}, [])
             flavor = got.flavor
             how = (
                 "no flavor fits"
@@ -1061,9 +911,10 @@ def _waiting_text(w: Workload) -> str:
 
 
 def reclaimers(w: Workload, sim: Simulation) -> list[str]:
-    """The teams whose nominal quota a borrowing job uses and that may take it back
+    """The teams whose nominal quota a job borrowing at once uses and that may take it back
     (`reclaimWithinCohort` other than Never)."""
-    return sim.quotas.reclaimers(sim.queues[w.queue or ""], w.flavor or "", w.borrowing)
+    q = sim.queues[w.queue or ""]
+    return sim.quotas.reclaimers(q, w.flavor or "", w.borrowed_at_once)
 
 
 def _reclaimers(w: Workload, sim: Simulation) -> str:
@@ -1087,9 +938,7 @@ def _section(workloads: list[Workload], sim: Simulation, warnings: list[str]) ->
             if o.borrowing:
                 q = sim.queues[w.queue or ""]
                 lent = ", ".join(amount(r, v) for r, v in sorted(o.borrowing.items()))
-                text += f", borrowing {lent} from cohort {q.cohort}; " + _reclaimers(
-                    _borrowing_view(w), sim
-                )
+                text += f", borrowing {lent} from cohort {q.cohort}; " + _reclaimers(w, sim)
             else:
                 text += " within its nominal quota"
         else:
@@ -1113,7 +962,7 @@ def _section(workloads: list[Workload], sim: Simulation, warnings: list[str]) ->
                 "state": o.state,
                 "borrowing": {r: str(v) for r, v in o.borrowing.items()},
                 "cohort": sim.queues[w.queue].cohort if w.queue in sim.queues else None,
-                "reclaimers": reclaimers(_borrowing_view(w), sim) if o.borrowing else [],
+                "reclaimers": reclaimers(w, sim) if o.borrowing else [],
                 "preemptedBy": w.preempted_by,
                 "reason": o.reason,
                 "sizing": w.sizing,
@@ -1123,12 +972,6 @@ def _section(workloads: list[Workload], sim: Simulation, warnings: list[str]) ->
             }
         )
     return Section(QUEUE_TITLE, lines, data)
-
-
-def _borrowing_view(w: Workload) -> Workload:
-    view = Workload(w.job, w.team, w.namespace, w.order, w.queue, w.flavor)
-    view.borrowing = dict(w.borrowed_at_once)
-    return view
 
 
 # --- a workload submitted from outside the stack (the Kubeflow SDK, kubectl) ---------------------
@@ -1150,18 +993,11 @@ def admit_submitted(
     # what Kueue counts: the namespace's LimitRange defaults and limits stand for missing
     # requests (trainforge.plan.kueue.workload), so an SDK job naming none is not "empty"
     limit_ranges = [o.doc for o in ctx.objects if o.kind == "LimitRange" and o.namespace == ns]
-    per_pod = {r: v for r, v in pod_requests(spec, limit_ranges).items() if r in RESOURCES}
+    per_pod = {r: v for r, v in K.pod_requests(spec, limit_ranges).items() if r in RESOURCES}
     need = {r: v * pods for r, v in per_pod.items() if v}
     labels.setdefault(JOB_LABEL, str(meta.get("name")))
     admission = admit_object([o.doc for o in ctx.objects], ns, labels, spec, need, pods)
     w = admission.workload
-    if admission.local_queue is None:
-        w.state, w.reason = (
-            "never",
-            f"no {QUEUE_LABEL} label and no LocalQueue {DEFAULT_QUEUE!r} in {ns}: Kueue "
-            "leaves it alone",
-        )
-        return w
     if w.state == "never" or w.flavor is None:
         return w
     pool_taints = _pool_taints(ctx, admission.node_selector)
@@ -1189,13 +1025,3 @@ def _pool_taints(ctx: PlanContext, node_labels: dict[str, str]) -> list[dict[str
         if node_labels and all(labels.get(k) == v for k, v in node_labels.items()):
             return list((tmpl.get("spec") or {}).get("taints") or [])
     return []
-
-
-# --- the live queue (trainforge.live.wait) ---------------------------------------------------------
-
-
-def cluster_queue(doc: dict[str, Any]) -> Queue:
-    """One ClusterQueue object, read by the one model: `trainforge status` runs the team's
-    live queue through this same simulation, so its expected start and the plan's agree
-    for the same queue."""
-    return K.cluster_queue(doc)

@@ -1,10 +1,11 @@
 """The one model of Kueue admission in the plan: Kueue's objects (`objects`), its quota
-arithmetic (`quota`), its flavor assignment (`assign`) and the taint/toleration matcher
-(`taints`). The queue section, the cost report's admission, the SDK/kubectl placement
-rehearsal and `trainforge status/why/wait` all read it (trainforge.plan.checks.queues runs
-the queue over time on top of it). Tested against Kueue's own cases
-(tests/plan/test_kueue_model.py)."""
+arithmetic (`quota`), its flavor assignment (`assign`) and what it reads of a workload and
+where it takes it (`workload`: `admit`, the one admission entry). The queue section, the cost
+report's admission, the SDK/kubectl placement rehearsal and `trainforge status/why/wait` all
+read it (trainforge.plan.checks.queues runs the queue over time on top of it). Tested against
+Kueue's own cases (tests/plan/test_kueue_model.py)."""
 
+from trainforge.core.taints import schedules, tolerates, untolerated
 from trainforge.plan.kueue.assign import (
     FIT,
     NO_CANDIDATES,
@@ -33,11 +34,11 @@ from trainforge.plan.kueue.objects import (
     read,
 )
 from trainforge.plan.kueue.quota import Quotas
-from trainforge.plan.kueue.taints import schedules, tolerates, untolerated
+from trainforge.plan.kueue.workload import Admission, admit, pod_requests, podset
 
 __all__ = [
-    "FIT", "NO_CANDIDATES", "POSSIBLE", "RECLAIM", "GPU", "MAY_STOP", "NO_FIT", "PREEMPT", "RESOURCES", "TRY_NEXT", "Assigner",
+    "FIT", "NO_CANDIDATES", "POSSIBLE", "RECLAIM", "GPU", "MAY_STOP", "NO_FIT", "PREEMPT", "RESOURCES", "TRY_NEXT", "Admission", "Assigner",
     "Assignment", "Choice", "ClusterQueue", "Flavor", "Fungibility", "Kueue", "PodSet", "Quotas",
-    "cluster_queue", "flavor_fits_podset", "no_candidates", "quantity", "read", "schedules",
-    "tolerates", "untolerated",
+    "admit", "cluster_queue", "flavor_fits_podset", "no_candidates", "pod_requests", "podset",
+    "quantity", "read", "schedules", "tolerates", "untolerated",
 ]  # fmt: skip

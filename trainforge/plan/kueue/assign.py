@@ -11,7 +11,7 @@ group's flavor order, a flavor is skipped when:
   pod set asks one and the flavor is not a TAS flavor); in a ClusterQueue whose flavors are
   all TAS flavors, topology is implied;
 - one of its NoSchedule/NoExecute `nodeTaints` is tolerated neither by the pod's tolerations
-  nor by the flavor's own `tolerations` (trainforge.plan.kueue.taints);
+  nor by the flavor's own `tolerations` (trainforge.core.taints);
 - its `nodeLabels` do not satisfy the pod's nodeSelector and required node affinity, both
   restricted to the flavor's own label keys.
 
@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from trainforge.plan.kueue import taints as T
+from trainforge.core import taints as T
 from trainforge.plan.kueue.objects import TRY_NEXT, ClusterQueue, Flavor
 from trainforge.plan.kueue.quota import Quotas
 

@@ -1,6 +1,7 @@
-"""What Kueue counts for one pod of a workload: its requests after Kueue's own adjustments.
+"""What Kueue reads of a workload (its pods' requests after Kueue's own adjustments, its pod
+set) and where it takes it (`admit`, the model's one admission entry).
 
-Why: a Job, CronJob or SDK TrainJob that a user writes often names no requests at all. Kueue
+Why the adjustments: a Job, CronJob or SDK TrainJob that a user writes often names no requests at all. Kueue
 does not admit such a pod set as "nothing": when it builds the Workload it applies, in this
 order, the RuntimeClass overhead, the namespace's LimitRange defaults (a container's missing
 limits from `default`, missing requests from `defaultRequest`) and then a container's limits
@@ -14,10 +15,14 @@ team namespace's 500m CPU / 1Gi, not an empty request.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from trainforge.plan.kueue.objects import quantity
+from trainforge.plan.kueue.assign import Assigner, Assignment, PodSet
+from trainforge.plan.kueue.objects import ClusterQueue, Kueue, quantity
+from trainforge.plan.kueue.quota import Quotas
+from trainforge.platform.queues import DEFAULT_LOCAL_QUEUE
 
 
 def _limit_defaults(limit_ranges: Iterable[Mapping[str, Any]]) -> tuple[dict, dict]:
@@ -62,3 +67,70 @@ def pod_requests(
     for k, v in (pod_spec.get("overhead") or {}).items():
         total[k] = total.get(k, Fraction(0)) + quantity(v)
     return {k: v for k, v in total.items() if v}
+
+
+_TOPOLOGY = (
+    "kueue.x-k8s.io/podset-required-topology",
+    "kueue.x-k8s.io/podset-preferred-topology",
+    "kueue.x-k8s.io/podset-unconstrained-topology",
+)
+
+
+def podset(tmpl: Mapping[str, Any], per_pod: Mapping[str, Fraction], count: int) -> PodSet:
+    """What Kueue reads of `count` pods of one pod template ({metadata, spec}) each asking
+    `per_pod`: its nodeSelector, required node affinity and tolerations, and whether it asks
+    for topology-aware scheduling (a podset topology annotation)."""
+    pod = tmpl.get("spec") or {}
+    notes = (tmpl.get("metadata") or {}).get("annotations") or {}
+    affinity = ((pod.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
+    return PodSet(
+        name="main",
+        count=count,
+        requests=dict(per_pod),
+        node_selector=dict(pod.get("nodeSelector") or {}),
+        affinity=tuple(
+            tuple(t.get("matchExpressions") or ()) for t in affinity.get("nodeSelectorTerms") or []
+        ),
+        tolerations=tuple(pod.get("tolerations") or ()),
+        topology=any(k in notes for k in _TOPOLOGY),
+    )
+
+
+@dataclass
+class Admission:
+    """Where Kueue takes one workload on idle queues (`admit`): its LocalQueue (None: no
+    queue label and no LocalQueue `default`), ClusterQueue, priority and flavor assignment;
+    `reason` says why it never gets one before the flavor assignment is tried."""
+
+    local_queue: str | None
+    queue: ClusterQueue | None = None
+    priority: int = 0
+    assignment: Assignment | None = None
+    reason: str = ""
+
+
+def admit(
+    m: Kueue, namespace: str, queue_label: str | None, priority_class: str, ps: PodSet
+) -> Admission:
+    """The one admission entry: the LocalQueue the label names (without one, the namespace's
+    LocalQueue `default`: manageJobsWithoutQueueName and LocalQueue defaulting), its
+    ClusterQueue (whose namespaceSelector must select the namespace), the priority class,
+    and Kueue's flavor assignment of the pod set on the queues as they are now."""
+    lq = queue_label
+    if lq is None and (namespace, DEFAULT_LOCAL_QUEUE) in m.local:
+        lq = DEFAULT_LOCAL_QUEUE
+    if lq is None:
+        return Admission(None)
+    q = m.queues.get(m.local.get((namespace, lq), ""))
+    if q is None:
+        return Admission(lq, reason=f"no LocalQueue {lq!r} (with a ClusterQueue) in {namespace}")
+    if not q.admits(namespace):
+        return Admission(
+            lq, q, reason=f"ClusterQueue {q.name} does not admit namespace {namespace}"
+        )
+    if priority_class and priority_class not in m.priorities:
+        return Admission(lq, q, reason=f"no WorkloadPriorityClass {priority_class!r}")
+    got = Assigner(Quotas(m.queues, m.shared), m.flavors).assign(q, [ps])
+    return Admission(lq, q, m.priorities.get(priority_class, 0), got)
