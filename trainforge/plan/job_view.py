@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainforge.jobs.backends import job_shape
+from trainforge.jobs.pod import JOB_LABEL
+from trainforge.jobs.tenancy import PRIORITY_LABEL
 from trainforge.plan.ckpt_compat import flag_map, runtime_args
-
-JOB_LABEL = "trainforge.io/job"
 
 
 @dataclass
@@ -108,7 +108,7 @@ def job_view(doc: dict[str, Any]) -> JobView | None:
         per_pod={k: str(v) for k, v in ((c.get("resources") or {}).get("requests") or {}).items()},
         procs_per_pod=shape.procs_per_pod(doc),
         queue=shape.queue(doc),
-        priority=labels.get("kueue.x-k8s.io/priority-class"),
+        priority=labels.get(PRIORITY_LABEL),
         env=_env(c),
     )
 

@@ -1,12 +1,7 @@
-"""The queue rehearsal: two teams sharing GPU pools submit in both orders, through the
-plan's own queue simulation (trainforge.plan.checks.queues, on the one Kueue admission model
-trainforge.plan.kueue) run on the Kueue objects the platform renders (trainforge.platform.queues.queue_objects).
-
-Why: a nominal quota is only a guarantee if the pool can hold it and the queue gives it back
-in time. The rehearsal shows, for each order, when each team's job starts, that each team
-reaches its guarantee within one job's duration of asking, and that no admitted gang needs
-more than its pool can launch. docs/teams.md shows `worked_example()`'s text (a test checks
-that they agree).
+"""The queue rehearsal: two teams sharing GPU pools submit in both orders, through the plan's
+own queue simulation on the Kueue objects the platform renders. Why and what it shows:
+docs/rehearsals.md, "Queue rehearsal"; docs/teams.md shows `worked_example()`'s text (a test
+checks that they agree).
 """
 
 from __future__ import annotations

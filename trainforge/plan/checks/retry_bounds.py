@@ -1,22 +1,10 @@
 """Plan check: a job whose pods keep dying ends after a bounded number of attempts.
 
-Why: the retry budget a job spec states is not the one its controller enforces. The Kubeflow
-training operator v1.9 counts only container restarts of Running pods against
-`runPolicy.backoffLimit` (`pkg/core/job.go` PastBackoffLimit, release-1.9), and with
-`restartPolicy: ExitCode` it deletes and re-creates a pod that exits >= 128 (restart count
-0), so an OOM loop (137 every time) never ends and holds its GPUs and quota forever. This
-check rehearses, for each declared job, pods that die with 137 on every attempt, under the
-semantics of the controller that runs it, and shows the bound per job; an unbounded job is a
-finding.
-
-The semantics are each controller's, declared by its backend beside its emitter and read
-through its shape (`trainforge.jobs.backends.SHAPES`, `Shape.retry_bound`): the training
-operator's for a PyTorchJob (jobs/pytorchjob.py), Trainer + JobSet's for a TrainJob
-(jobs/trainjob.py), the Kubernetes Job controller's for an indexed Job (core/pods.py). The
-bundled runtime's run ledger (ledger.py: an attempt after `NO_PROGRESS_LIMIT` attempts in a
-row that failed without progress exits 4, which ExitCode treats as permanent) is rehearsed
-here with the real `RunLedger` in a scratch folder and handed to them; it needs the ledger
-on shared storage (the checkpoint directory on the team's FSx).
+Why: the retry budget a job spec states is not the one its controller enforces (an ExitCode
+PyTorchJob OOM-looping never ends). Each backend's controller semantics are read through its
+shape (`Shape.retry_bound`, declared beside its emitter); the bundled runtime's run ledger is
+rehearsed here with the real `RunLedger`. What is rehearsed and why: docs/rehearsals.md,
+"Retry bounds".
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
 """Plan check: the scheduling rehearsal of every declared job (trainforge.jobs.capacity).
 
-Why in the plan too: `resolve_job` already refuses a job that can never run, one error at a
-time, at preview. Reviewers also need to see *how close* each job is: per pool, what a node
-of each type leaves to pods after the kubelet and the DaemonSets; per job, pods x requests
-against that, the nodes all pods need at once against the pool's size, and the team quota.
-A job that does not fit (declared by a program that bypassed `resolve_job`, or a contract
-that changed) becomes a finding naming the job, the resource and the numbers.
+Why in the plan too: `resolve_job` refuses a job that can never run at preview, one error at a
+time; reviewers also need to see how close each job is, and a program that bypassed
+`resolve_job` still gets a finding. The arithmetic: docs/rehearsals.md, "Scheduling
+rehearsal".
 """
 
 from __future__ import annotations

@@ -4,35 +4,11 @@ workload gets, and how (Fit, Preempt, NoFit; borrowing or not).
 Modelled on pkg/scheduler/flavorassigner/flavorassigner.go (`findFlavorForPodSets`,
 `checkFlavorForPodSets`, `fitsResourceQuota`, `shouldTryNextFlavor`, `isPreferred`,
 `flavorSelector`) and tas_flavorassigner.go (`checkPodSetAndFlavorMatchForTAS`) at
-release-0.19 c90ed70 (read 2026-11-29). For each pod set and each resource group, in the
-group's flavor order, a flavor is skipped when:
-
-- it does not exist, or it is a topology (TAS) flavor and the pod set asks no topology (or the
-  pod set asks one and the flavor is not a TAS flavor); in a ClusterQueue whose flavors are
-  all TAS flavors, topology is implied;
-- one of its NoSchedule/NoExecute `nodeTaints` is tolerated neither by the pod's tolerations
-  nor by the flavor's own `tolerations` (trainforge.core.taints);
-- its `nodeLabels` do not satisfy the pod's nodeSelector and required node affinity, both
-  restricted to the flavor's own label keys.
-
-Then each requested resource is checked against quota (trainforge.plan.kueue.quota): more
-than the queue could ever hold is NoFit; what is available now is Fit (borrowing when beyond
-the nominal quota); otherwise, when preemption could help (the request fits the nominal
-quota, or the queue may reclaim, or `borrowWithinCohort` allows preempting while borrowing),
-the preemption oracle says whether there are candidates (Preempt or Reclaim) or not. The
-flavor's mode is the worst of its resources. `flavorFungibility` decides whether the search
-stops there: it goes on after NoFit or no candidates, after a preempting mode when
-`whenCanPreempt: TryNextFlavor`, and after a borrowing one when `whenCanBorrow:
-TryNextFlavor`; when no flavor stops it, the best seen wins (`preference`, by default
-BorrowingOverPreemption: the better preemption mode, then the shallower borrowing).
-
-The tag v0.19.2 (the newest 0.19 tag in the mirror) already has all of the above (the
-flavor's own label keys, the no-candidates mode). v0.20 development (main at ff69552,
-2026-08-22) shares it: `git diff release-0.19 main` of flavorassigner.go,
-tas_flavorassigner.go and resource_node.go changes only bookkeeping (quota usage split into
-Assigned/Unassigned, the resource-group type moved to pkg/util/resourcegroups).
-Not modelled: partial admission, reclaimable pods, the last-tried-flavor memory across
-scheduling cycles, pod-set groups (leader/worker sets), fair sharing, nested cohorts.
+release-0.19 c90ed70 (read 2026-11-29; the tag v0.19.2 already has all of it, and v0.20
+development, main at ff69552 2026-08-22, changes only bookkeeping there). Each function names
+the upstream one it follows. Not modelled: partial admission, reclaimable pods, the
+last-tried-flavor memory across scheduling cycles, pod-set groups (leader/worker sets), fair
+sharing, nested cohorts.
 """
 
 from __future__ import annotations
