@@ -1,4 +1,5 @@
-"""The one taint/toleration matcher of the project (Kubernetes' own rules).
+"""The one taint/toleration matcher of the project (Kubernetes' own rules), and the one
+node selector requirement matcher (`node_expression`).
 
 Why one: Kueue's flavor assigner (trainforge.plan.kueue), the plan's scheduling rules and the
 platform's DaemonSet placement must agree on whether a pod tolerates a taint; three
@@ -55,3 +56,27 @@ def untolerated(
 def schedules(taint: Taint) -> bool:
     """Taints that keep pods off a node (what Kueue checks a flavor's nodeTaints for)."""
     return taint.get("effect") in ("NoSchedule", "NoExecute")
+
+
+def node_expression(e: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    """One NodeSelectorRequirement against a node's labels (k8s.io/component-helpers
+    nodeaffinity): In, NotIn, Exists, DoesNotExist, and Gt/Lt on one integer value; any
+    other operator matches nothing."""
+    key, op = e.get("key"), e.get("operator")
+    values = [str(v) for v in e.get("values") or ()]
+    have = labels.get(key) if key is not None else None
+    if op == "In":
+        return have is not None and have in values
+    if op == "NotIn":
+        return have is None or have not in values
+    if op == "Exists":
+        return have is not None
+    if op == "DoesNotExist":
+        return have is None
+    if op in ("Gt", "Lt") and have is not None and len(values) == 1:
+        try:
+            mine, theirs = int(have), int(values[0])
+        except ValueError:
+            return False
+        return mine > theirs if op == "Gt" else mine < theirs
+    return False

@@ -16,7 +16,7 @@ from typing import Any
 
 from trainforge.core import versions
 from trainforge.core.contract import DaemonSetLoad, Taint
-from trainforge.core.taints import untolerated
+from trainforge.core.taints import node_expression, untolerated
 from trainforge.platform.config import POOL_LABEL, NodeGroupConfig, NodePoolConfig, PlatformConfig
 
 EVERYTHING = ({"operator": "Exists"},)  # tolerates every taint
@@ -246,31 +246,13 @@ def tolerates(tolerations: tuple[dict[str, Any], ...], taint: Taint) -> bool:
     return untolerated([as_dict], tolerations) is None
 
 
-def _expression(e: dict[str, Any], labels: dict[str, str]) -> bool:
-    key, op, values = e["key"], e["operator"], [str(v) for v in e.get("values", ())]
-    have = labels.get(key)
-    if op == "In":
-        return have is not None and have in values
-    if op == "NotIn":
-        return have is None or have not in values
-    if op == "Exists":
-        return have is not None
-    if op == "DoesNotExist":
-        return have is None
-    if op in ("Gt", "Lt"):
-        try:
-            a, b = int(have or ""), int(values[0])
-        except ValueError:
-            return False
-        return a > b if op == "Gt" else a < b
-    raise ValueError(f"unknown node selector operator {op!r}")
-
-
 def selects(terms: tuple[dict[str, Any], ...] | None, labels: dict[str, str]) -> bool:
     """nodeSelectorTerms semantics: terms are ORed, expressions within a term ANDed."""
     if terms is None:
         return True
-    return any(all(_expression(e, labels) for e in t.get("matchExpressions", ())) for t in terms)
+    return any(
+        all(node_expression(e, labels) for e in t.get("matchExpressions", ())) for t in terms
+    )
 
 
 def lands_on(ds: DaemonSetFacts, labels: dict[str, str], taints: tuple[Taint, ...]) -> bool:

@@ -122,27 +122,6 @@ def _try_next(mode: tuple[int, int], q: ClusterQueue) -> bool:
     return mode[1] != 0 and q.fungibility.when_can_borrow == TRY_NEXT
 
 
-def _expression(e: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
-    """One NodeSelectorRequirement against a node's labels."""
-    key, op, values = e.get("key"), e.get("operator"), list(e.get("values") or [])
-    has = key in labels
-    if op == "In":
-        return has and labels[key] in values
-    if op == "NotIn":
-        return not has or labels[key] not in values
-    if op == "Exists":
-        return has
-    if op == "DoesNotExist":
-        return not has
-    if op in ("Gt", "Lt") and has and len(values) == 1:
-        try:
-            mine, theirs = int(labels[key]), int(values[0])
-        except ValueError:
-            return False
-        return mine > theirs if op == "Gt" else mine < theirs
-    return False
-
-
 def selector_matches(ps: PodSet, flavor: Flavor) -> bool:
     """flavorSelector + RequiredNodeAffinity.Match against the flavor's nodeLabels, with
     the pod's selector and affinity restricted to the flavor's own label keys."""
@@ -157,7 +136,7 @@ def selector_matches(ps: PodSet, flavor: Flavor) -> bool:
         if not kept:
             return True  # an emptied term matches any flavor (terms are ORed)
         terms.append(kept)
-    return not terms or any(all(_expression(e, labels) for e in t) for t in terms)
+    return not terms or any(all(T.node_expression(e, labels) for e in t) for t in terms)
 
 
 def flavor_fits_podset(ps: PodSet, flavor: Flavor | None, all_tas: bool) -> str | None:
