@@ -32,12 +32,7 @@ def simulate(
 ) -> tuple[dict[str, Q.Workload], Q.Simulation]:
     """Run the jobs through the queues the docs describe (all jobs `normal` priority)."""
     m = K.read(docs)
-    queues, flavors, shared = m.queues, m.flavors, m.shared
-    rooms = {
-        p.name: Q.PoolRoom(platform_queues.pool_capacity(p, Q.GPU), p.gpus_per_node, p.max_nodes)
-        for p in pools
-    }
-    sim = Q.Simulation(queues, flavors, shared=shared, rooms=rooms)
+    sim = Q.Simulation(m.queues, m.flavors, shared=m.shared, rooms=Q.pool_rooms(pools))
     work = []
     for i, j in enumerate(jobs):
         per_node = next(p.gpus_per_node for p in pools if p.name == j.pool)

@@ -11,10 +11,12 @@ queue". Findings (waivable): RULES below.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
+from trainforge.core.contract import PoolFacts
 from trainforge.core.pods import Shape, get
 from trainforge.jobs.backends import job_shape, pod_templates
 from trainforge.jobs.duration import expected_duration
@@ -538,16 +540,15 @@ def _owned_fields(obj: Any, flavor: K.Flavor | None) -> list[str]:
     return sorted(set(out))
 
 
-def _rooms(ctx: PlanContext) -> dict[str, PoolRoom]:
-    """flavor (pool) -> what the pool can launch, from the declared platform contract."""
+def pool_rooms(pools: Iterable[PoolFacts]) -> dict[str, PoolRoom]:
+    """pool (flavor) -> what it can launch, for the pools with GPUs."""
     from trainforge.platform.queues import pool_capacity  # noqa: PLC0415
 
-    out: dict[str, PoolRoom] = {}
-    for contract in getattr(ctx.declared, "contracts", None) or []:
-        for name, pool in contract.pools.items():
-            if pool.gpus_per_node:
-                out[name] = PoolRoom(pool_capacity(pool, GPU), pool.gpus_per_node, pool.max_nodes)
-    return out
+    return {
+        p.name: PoolRoom(pool_capacity(p, GPU), p.gpus_per_node, p.max_nodes)
+        for p in pools
+        if p.gpus_per_node
+    }
 
 
 @dataclass(frozen=True)
@@ -573,12 +574,9 @@ class JobOutcome:
 def simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulation | None]:
     """Every declared job as a Kueue workload, run through the queue over time: computed
     once per plan (the queue section, the cost report and the verdict read the same run)."""
-    memo = getattr(ctx, "memo", None)
-    if memo is None:
-        return _simulate(ctx)
-    if _MEMO not in memo:
-        memo[_MEMO] = _simulate(ctx)
-    return memo[_MEMO]
+    if _MEMO not in ctx.memo:
+        ctx.memo[_MEMO] = _simulate(ctx)
+    return ctx.memo[_MEMO]
 
 
 _MEMO = "kueue.simulate"
@@ -668,7 +666,9 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
             continue
         w.flavor, w.podsets = idle.flavor, [ps]
 
-    sim = Simulation(m.queues, m.flavors, _backstops(ctx), m.shared, _rooms(ctx))
+    contracts = getattr(ctx.declared, "contracts", None) or []
+    rooms = pool_rooms(p for c in contracts for p in c.pools.values())
+    sim = Simulation(m.queues, m.flavors, _backstops(ctx), m.shared, rooms)
     sim.run_timed(workloads)
     for gone in sim.unlaunchable:
         job = gone.split(":", 1)[0]
@@ -765,18 +765,12 @@ def check(ctx: PlanContext) -> CheckResult:
     workloads, findings, sim = simulate(ctx)
     warnings = list(getattr(ctx.declared, "quota_warnings", None) or [])
     placed = placement(ctx)
-    extra = [placed.section] if placed.section is not None else []
-    if sim is None:
-        if warnings:
-            return CheckResult(
-                findings=placed.findings,
-                sections=[Section(QUEUE_TITLE, [f"quota: {x}" for x in warnings], []), *extra],
-            )
-        return CheckResult(findings=placed.findings, sections=extra)
-    return CheckResult(
-        findings=findings + placed.findings,
-        sections=[_section(workloads, sim, warnings), *extra],
-    )
+    sections = list(placed.sections)
+    if sim is not None:
+        sections.insert(0, _section(workloads, sim, warnings))
+    elif warnings:
+        sections.insert(0, Section(QUEUE_TITLE, [f"quota: {x}" for x in warnings], []))
+    return CheckResult(findings=findings + placed.findings, sections=sections)
 
 
 # --- work that names no pool: where Kueue puts it ------------------------------------------------
@@ -793,13 +787,7 @@ CPU_PROBE = {"cpu": Fraction(2), "memory": Fraction(8 * 2**30)}
 GPU_PROBE = {GPU: Fraction(1), "cpu": Fraction(1), "memory": Fraction(4 * 2**30)}
 
 
-@dataclass
-class Placement:
-    section: Section | None
-    findings: list[Finding]
-
-
-def placement(ctx: PlanContext) -> Placement:
+def placement(ctx: PlanContext) -> CheckResult:
     """For every team namespace with a LocalQueue `default`, where Kueue's flavor assignment
     puts a CPU-only pod and a 1-GPU pod that name no pool, on idle queues: a CPU-only one on
     a GPU pool while the queue has a CPU pool, or a GPU one that borrows while the team has
@@ -857,9 +845,7 @@ def placement(ctx: PlanContext) -> Placement:
                             RULES[RULE_PLACEMENT], names=frozenset({ident, q.name}))
                 )  # fmt: skip
         lines.append(f"namespace {ns} (ClusterQueue {q.name}): " + "; ".join(texts))
-    if not lines:
-        return Placement(None, findings)
-    return Placement(Section(PLACEMENT_TITLE, lines, data), findings)
+    return CheckResult(findings, [Section(PLACEMENT_TITLE, lines, data)] if lines else [])
 
 
 def _gpu_flavor(m: K.Kueue, f: str) -> bool:

@@ -150,6 +150,7 @@ def check(ctx: PlanContext) -> CheckResult:
         r = capacity.rehearse(req, pods, pool)
         quota = capacity.quota_usage(req, pods, target.quota)
         ident = f"{target.namespace}/{spec.name}"
+        names = frozenset({spec.name, j.resource_name, ident})
         size = f"cpu {spec.cpu}, memory {spec.memory}" + (f", {gpus} GPU" if gpus else "")
         lines.append(f"{ident} on {pool.name}: {pods} pod(s) x ({size})")
         per_node = ", ".join(f"{f.room.node.instance_type} {f.per_node}" for f in r.fits)
@@ -174,13 +175,7 @@ def check(ctx: PlanContext) -> CheckResult:
             )
             lines.append(f"  NOT REHEARSED: {message}")
             findings.append(
-                Finding(
-                    resource=f"job {ident}",
-                    rule=UNREHEARSED,
-                    message=message,
-                    fix=RULES[UNREHEARSED],
-                    names=frozenset({spec.name, j.resource_name, ident}),
-                )
+                Finding(f"job {ident}", UNREHEARSED, message, RULES[UNREHEARSED], names=names)
             )
         problems = [p.message for p in r.problems]
         problems += [
@@ -190,15 +185,8 @@ def check(ctx: PlanContext) -> CheckResult:
         ]
         for message in problems:
             lines.append(f"  CANNOT RUN: {message}")
-            findings.append(
-                Finding(
-                    resource=f"job {ident}",
-                    rule=RULE,
-                    message=f"job {ident} on pool {pool.name!r}: {message}",
-                    fix=FIX,
-                    names=frozenset({spec.name, j.resource_name, ident}),
-                )
-            )
+            message = f"job {ident} on pool {pool.name!r}: {message}"
+            findings.append(Finding(f"job {ident}", RULE, message, FIX, names=names))
         data["jobs"].append(
             {
                 "job": ident,

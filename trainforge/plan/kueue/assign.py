@@ -86,13 +86,9 @@ class Assignment:
         return max((c.borrow for per in self.podsets.values() for c in per.values()), default=0)
 
     @property
-    def flavors(self) -> set[str]:
-        return {c.flavor for per in self.podsets.values() for c in per.values()}
-
-    @property
     def flavor(self) -> str | None:
         """The flavor, when every resource got the same one."""
-        names = self.flavors
+        names = {c.flavor for per in self.podsets.values() for c in per.values()}
         return next(iter(names)) if len(names) == 1 and self.mode != NO_FIT else None
 
 

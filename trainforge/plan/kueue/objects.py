@@ -131,14 +131,8 @@ def read(docs: Iterable[dict[str, Any]]) -> Kueue:
                 spec.get("topologyName"),
                 list(spec.get("tolerations") or []),
             )
-        elif kind == "Cohort":
-            mine = out.shared.setdefault(name, {})
-            for group in spec.get("resourceGroups") or []:
-                for fl in group.get("flavors") or []:
-                    mine[fl["name"]] = {
-                        res["name"]: quantity(res.get("nominalQuota", 0))
-                        for res in fl.get("resources") or []
-                    }
+        elif kind == "Cohort":  # its resourceGroups are a ClusterQueue's
+            out.shared[name] = cluster_queue(d).nominal
         elif kind == "LocalQueue":
             out.local[(str(meta.get("namespace") or ""), name)] = str(spec.get("clusterQueue"))
         elif kind == "WorkloadPriorityClass":
