@@ -1,5 +1,5 @@
-"""The queue simulation's branches one by one (Kueue v0.19 semantics, plan/checks/queues.py
-docstring), in memory: no plan is built, so each case takes milliseconds (the mutation run of
+"""The queue simulation's branches one by one (Kueue v0.19 semantics, docs/teams.md "How the
+plan simulates the queue"), in memory: no plan is built, so each case takes milliseconds (the mutation run of
 the simulation runs this file per mutant, docs/rehearsals.md "Mutation testing"). The cases
 that render a whole plan are in test_check_queues.py."""
 
