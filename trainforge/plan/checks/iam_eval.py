@@ -1,45 +1,13 @@
 """A small, offline AWS IAM policy evaluator for the plan's IAM rehearsal.
 
-Why our own: the rehearsal must say *denied* where AWS says denied, and the decisive part is
-conditions (a ListBucket allowed only under an `s3:prefix` is denied for a request that has no
-`s3:prefix`). We looked for a well-kept Python library on 2026-11-23: moto's IAM
-access-control (5.2.5) evaluates only `StringEquals` and treats every other condition
-operator as satisfied ("If the evaluation operation is not supported, ignore condition
-evaluation", moto/iam/policy_conditions.py), which would report exactly the defect this
-rehearsal exists for as allowed; policyuniverse (last release 2023-11) expands and parses
-but does not evaluate requests; principalmapper (1.1.5, 2022-01) is unmaintained. The only
-well-kept condition-complete simulator we found is a Node library (@cloud-copilot/iam-simulate),
-which `trainforge plan` cannot depend on. So this module implements the documented rules and
-has its own tests (tests/plan/test_iam_eval.py).
-
-What it implements (AWS IAM User Guide, "Policy evaluation logic" and "IAM JSON policy
-elements"):
-
-* Statements: Effect, Action/NotAction (case-insensitive, `*` and `?` wildcards),
-  Resource/NotResource (case-sensitive wildcards, policy variables such as
-  `${aws:username}`), Principal/NotPrincipal in resource policies, Condition.
-* Conditions: every operator of the String, Numeric, Date, Bool, Binary, IpAddress and Arn
-  families, their `...IfExists` forms, `Null`, and the `ForAnyValue:`/`ForAllValues:` set
-  qualifiers. Several operators in a block, several keys under one operator: all must hold
-  (AND); several values for one key: any may match (OR), none may match for a negated operator.
-  Condition keys are case-insensitive, values case-sensitive (except ...IgnoreCase).
-* Missing keys, as "Condition operators" documents them: "If the key that you specify in a
-  policy condition is not present in the request context, the values do not match and the
-  condition is false. If the policy condition requires that the key is not matched, such as
-  StringNotLike or ArnNotLike, and the right key is not present, the condition is true. This
-  logic applies to all condition operators except ...IfExists and Null check."
-  (docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_elements_condition_operators.html)
-  `ForAllValues:` over an absent or empty key is true, `ForAnyValue:` false
-  (reference_policies_condition-single-vs-multi-valued-context-keys.html).
-* Decision: an explicit Deny anywhere wins; otherwise, within one account, an Allow in an
-  identity policy OR in the resource policy grants the request; across accounts both must.
-  A KMS key policy is the exception: nothing reaches a key unless its key policy allows it,
-  either naming the principal or delegating to the account (`arn:aws:iam::<acct>:root`), in
-  which case the identity policy must allow too (KMS Developer Guide, "Key policies").
-
-What it does not model (the rehearsal docs say so): SCPs, RCPs, permission boundaries,
-session policies, VPC endpoint policies, ACLs, KMS grants, and service-specific quirks beyond
-the request contexts that trainforge.plan.checks.aws_calls builds.
+Why our own (looked for on 2026-11-23): the decisive part is conditions (a ListBucket allowed
+only under an `s3:prefix` is denied for a request without one), and moto 5.2.5's IAM access
+control evaluates only `StringEquals`, treating every other operator as satisfied
+(moto/iam/policy_conditions.py); policyuniverse parses but does not evaluate; principalmapper
+(2022) is unmaintained; the one condition-complete simulator is a Node library. The rules are
+the AWS IAM User Guide's ("Policy evaluation logic", "IAM JSON policy elements", "Condition
+operators", single- vs multi-valued context keys) and the KMS Developer Guide's "Key
+policies"; what is and is not modelled: docs/rehearsals.md, IAM rehearsal.
 """
 
 from __future__ import annotations
@@ -50,8 +18,9 @@ import functools
 import ipaddress
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import eq, ge, gt, le, lt
 from typing import Any
 
 ContextValue = str | bool | int | float | Sequence[str]
@@ -259,52 +228,57 @@ def _ip_in(pattern: str, value: str) -> bool:
         return False
 
 
-def _cmp(op: str, a: Any, b: Any) -> bool:
-    return {
-        "Equals": a == b,
-        "LessThan": a < b,
-        "LessThanEquals": a <= b,
-        "GreaterThan": a > b,
-        "GreaterThanEquals": a >= b,
-    }[op]
+def _compare(parse: Callable[[str], Any], op: Callable[[Any, Any], bool]) -> Callable:
+    """A Numeric/Date operator: the request's value `op` the policy's, both parsed."""
+
+    def m(p: str, v: str) -> bool:
+        a, b = parse(v), parse(p)
+        return a is not None and b is not None and op(a, b)
+
+    return m
 
 
-# base operator -> (negated, single-value matcher(policy_value, request_value))
-def _matcher(base: str):  # noqa: C901 - one table of the documented operators
-    if base in ("StringEquals", "StringNotEquals"):
-        return base == "StringNotEquals", lambda p, v: p == v, True
-    if base in ("StringEqualsIgnoreCase", "StringNotEqualsIgnoreCase"):
-        return base.startswith("StringNot"), lambda p, v: p.lower() == v.lower(), True
-    if base in ("StringLike", "StringNotLike"):
-        return base == "StringNotLike", lambda p, v: _glob(p, v), True
-    if base in ("ArnEquals", "ArnLike", "ArnNotEquals", "ArnNotLike"):
-        return "Not" in base, _arn_like, True
-    if base == "Bool":
-        return False, lambda p, v: p.lower() == v.lower(), False
-    if base == "BinaryEquals":
-        return False, lambda p, v: base64.b64decode(p) == base64.b64decode(v), False
-    if base in ("IpAddress", "NotIpAddress"):
-        return base == "NotIpAddress", _ip_in, False
-    for family, parse in (("Numeric", _num), ("Date", _date)):
-        if base.startswith(family):
-            rest = base[len(family) :]
-            negated = rest == "NotEquals"
-            op = "Equals" if negated else rest
-            if op not in (
-                "Equals",
-                "LessThan",
-                "LessThanEquals",
-                "GreaterThan",
-                "GreaterThanEquals",
-            ):
-                break
+_COMPARISONS = {
+    "Equals": eq,
+    "LessThan": lt,
+    "LessThanEquals": le,
+    "GreaterThan": gt,
+    "GreaterThanEquals": ge,
+}
 
-            def m(p: str, v: str, parse=parse, op=op) -> bool:
-                a, b = parse(v), parse(p)
-                return a is not None and b is not None and _cmp(op, a, b)
+# positive operator -> (single-value matcher(policy_value, request_value), substitutes variables)
+_MATCHERS: dict[str, tuple[Callable[[str, str], bool], bool]] = {
+    "StringEquals": (eq, True),
+    "StringEqualsIgnoreCase": (lambda p, v: p.lower() == v.lower(), True),
+    "StringLike": (_glob, True),
+    "ArnEquals": (_arn_like, True),
+    "ArnLike": (_arn_like, True),
+    "Bool": (lambda p, v: p.lower() == v.lower(), False),
+    "BinaryEquals": (lambda p, v: base64.b64decode(p) == base64.b64decode(v), False),
+    "IpAddress": (_ip_in, False),
+    **{f"Numeric{name}": (_compare(_num, op), False) for name, op in _COMPARISONS.items()},
+    **{f"Date{name}": (_compare(_date, op), False) for name, op in _COMPARISONS.items()},
+}
+# the negated operators: each the "Not" form of one above
+_NEGATED = {
+    "StringNotEquals",
+    "StringNotEqualsIgnoreCase",
+    "StringNotLike",
+    "ArnNotEquals",
+    "ArnNotLike",
+    "NotIpAddress",
+    "NumericNotEquals",
+    "DateNotEquals",
+}
 
-            return negated, m, False
-    raise ValueError(f"unknown condition operator {base!r}")
+
+def _matcher(base: str) -> tuple[bool, Callable[[str, str], bool], bool]:
+    """(negated, single-value matcher, substitutes policy variables) of a base operator."""
+    negated = base in _NEGATED
+    found = _MATCHERS.get(base.replace("Not", "", 1) if negated else base)
+    if found is None:
+        raise ValueError(f"unknown condition operator {base!r}")
+    return negated, *found
 
 
 def condition_holds(operator: str, key: str, policy_values: Any, request: Request) -> bool:
@@ -488,9 +462,8 @@ def statement_within(ours: Mapping[str, Any], ref: Mapping[str, Any]) -> bool:
         return False
     if "NotAction" in ours or "NotResource" in ours or "NotAction" in ref or "NotResource" in ref:
         return False
-    ref_actions = as_list(ref.get("Action"))
     for a in as_list(ours.get("Action")):
-        if not any(_glob(str(r), str(a), case=False) for r in ref_actions):
+        if not action_matches(ref.get("Action"), str(a)):
             return False
     ref_res = as_list(ref.get("Resource"))
     for r in as_list(ours.get("Resource")):
@@ -519,16 +492,3 @@ def beyond_reference(ours: Policy, reference: Sequence[Policy]) -> list[str]:
         if not any(statement_within(st, ref) for ref in ref_statements):
             out.append(str(st.get("Sid") or f"#{i}"))
     return out
-
-
-__all__ = [
-    "Decision",
-    "Match",
-    "Policy",
-    "Request",
-    "action_matches",
-    "beyond_reference",
-    "condition_holds",
-    "evaluate",
-    "statement_within",
-]
