@@ -36,7 +36,7 @@ FACTS = BucketFacts(BUCKET, KEY, bucket_key=True)
 
 @pytest.fixture(scope="module")
 def calls():
-    return rehearse_s3_mirror(BUCKET, "research/job", "us-west-2").calls
+    return rehearse_s3_mirror(BUCKET, "research/job", "us-west-2")
 
 
 def team_policies(policy_text: str) -> list[Policy]:

@@ -30,7 +30,6 @@ ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"
 ATTACHMENT = "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
 MANAGED = "aws:iam/policy:Policy"
 ASSOCIATION = "aws:eks/podIdentityAssociation:PodIdentityAssociation"
-BUCKET = "aws:s3/bucket:Bucket"
 BUCKET_POLICY = "aws:s3/bucketPolicy:BucketPolicy"
 BUCKET_SSE = (
     "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration"
@@ -39,7 +38,7 @@ KMS_KEY = "aws:kms/key:Key"
 KMS_KEY_POLICY = "aws:kms/keyPolicy:KeyPolicy"
 ADDON = "aws:eks/addon:Addon"
 VPC_ENDPOINT = "aws:ec2/vpcEndpoint:VpcEndpoint"
-NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 
 
 @dataclass
