@@ -11,8 +11,6 @@ from __future__ import annotations
 import functools
 import tempfile
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,9 +40,9 @@ class CallRecorder:
     """Records every call a botocore client makes, from its own event hooks.
 
     `provide-client-params` sees the API parameters, `before-call` the serialized request
-    (its URL says whether it goes over TLS). `fail_once` makes
-    the next call of an operation fail (non-retryable, as a broken connection mid-upload
-    would after retries), so the runtime's and s3transfer's error paths run too.
+    (its URL says whether it goes over TLS). `fail_once` makes the next call of an operation
+    fail (non-retryable, as a broken connection mid-upload would after retries), so the
+    runtime's and s3transfer's error paths run too.
     """
 
     def __init__(self, client: Any) -> None:
@@ -263,15 +261,6 @@ def _session(region: str) -> Any:
     )
 
 
-@contextmanager
-def _moto_s3(region: str) -> Iterator[Any]:
-    from moto import mock_aws
-
-    with mock_aws():
-        session = _session(region)
-        yield session.client("s3", endpoint_url=f"https://s3.{region}.amazonaws.com")
-
-
 def _write_checkpoint(root: Path, step: int, ranks: int, big: bool) -> Path:
     """A directory laid out as the runtime writes one (contents do not matter to S3)."""
     from trainforge.training.layout import EXTRAS_FMT, METADATA_FILE, step_dir_name
@@ -289,10 +278,13 @@ def _write_checkpoint(root: Path, step: int, ranks: int, big: bool) -> Path:
 
 def rehearse_s3_mirror(bucket: str, prefix: str, region: str) -> list[ApiCall]:
     """Run the runtime's S3 mirror through a job's life against moto; return its calls."""
+    from moto import mock_aws
+
     from trainforge.training.s3_mirror import S3Mirror
 
     uri = f"s3://{bucket}/{prefix.strip('/')}"
-    with _moto_s3(region) as client, tempfile.TemporaryDirectory() as tmp:
+    with mock_aws(), tempfile.TemporaryDirectory() as tmp:
+        client = _session(region).client("s3", endpoint_url=f"https://s3.{region}.amazonaws.com")
         kwargs = (
             {}
             if region == "us-east-1"
@@ -308,18 +300,15 @@ def rehearse_s3_mirror(bucket: str, prefix: str, region: str) -> list[ApiCall]:
         rec.scenario = "fresh job: access check, no latest marker yet"
         first = mirror()
         first.download_latest(root / "fresh")
-
-        rec.scenario = "save: every rank uploads its files (multipart), rank 0 publishes"
-        step1 = _write_checkpoint(root / "ckpt", 100, ranks=2, big=True)
-        for rank in range(2):
-            first.upload_own_files(step1, rank)
-        first.publish(step1, keep_last=1)
-
-        rec.scenario = "second save, prune past keep-last"
-        step2 = _write_checkpoint(root / "ckpt", 200, ranks=2, big=False)
-        for rank in range(2):
-            first.upload_own_files(step2, rank)
-        first.publish(step2, keep_last=1)
+        for scenario, step, big in (
+            ("save: every rank uploads its files (multipart), rank 0 publishes", 100, True),
+            ("second save, prune past keep-last", 200, False),
+        ):
+            rec.scenario = scenario
+            path = _write_checkpoint(root / "ckpt", step, ranks=2, big=big)
+            for rank in range(2):
+                first.upload_own_files(path, rank)
+            first.publish(path, keep_last=1)
 
         rec.scenario = "resume on a fresh node: read latest, download the checkpoint"
         mirror().download_latest(root / "resume")
