@@ -50,6 +50,16 @@ class Request:
         return False, []
 
 
+def policy_doc(value: Any) -> dict | None:
+    """An IAM policy document from a JSON string or dict; None when unknown or unparsable."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return None
+    return value if isinstance(value, dict) else None
+
+
 @dataclass(frozen=True)
 class Policy:
     """A policy document with a name for explanations (e.g. "role research / inline")."""
@@ -86,10 +96,7 @@ class Decision:
     near_misses: list[str] = field(default_factory=list)
 
     def explain(self) -> str:
-        parts = [self.reason]
-        if self.near_misses:
-            parts.append("; ".join(self.near_misses))
-        return ": ".join(parts) if len(parts) > 1 else parts[0]
+        return f"{self.reason}: {'; '.join(self.near_misses)}" if self.near_misses else self.reason
 
 
 # --------------------------------------------------------------------------------------------
@@ -159,11 +166,6 @@ def resource_matches(patterns: Any, resource: str, request: Request) -> bool:
     return False
 
 
-def _account_of_arn(arn: str) -> str:
-    parts = arn.split(":")
-    return parts[4] if len(parts) > 4 else ""
-
-
 def principal_match(principal: Any, request: Request) -> str | None:
     """How a resource policy's Principal names the caller: "direct", "account" (delegation
     to the account's IAM policies), or None."""
@@ -186,7 +188,7 @@ def principal_match(principal: Any, request: Request) -> str | None:
             if v == caller:
                 return "direct"
             if v in (request.account, f"arn:aws:iam::{request.account}:root") or (
-                v.endswith(":root") and _account_of_arn(v) == request.account
+                v.endswith(":root") and v.split(":")[4:5] == [request.account]
             ):
                 return "account"
     return None
@@ -302,17 +304,12 @@ def condition_holds(operator: str, key: str, policy_values: Any, request: Reques
     def matches_any(v: str) -> bool:
         return any(single(p, v) for p in pvals)
 
+    # (a negated operator holds for a value that matches none of the policy's values)
     if qualifier == "ForAllValues":
         # every request value must satisfy the operator; vacuously true when absent/empty
-        if negated:
-            return all(not matches_any(v) for v in values)
-        return all(matches_any(v) for v in values)
+        return all(matches_any(v) != negated for v in values)
     if qualifier == "ForAnyValue":
-        if not values:
-            return False
-        if negated:
-            return any(not matches_any(v) for v in values)
-        return any(matches_any(v) for v in values)
+        return any(matches_any(v) != negated for v in values)
     if qualifier:
         raise ValueError(f"unknown condition set operator {qualifier!r}")
 
@@ -321,9 +318,7 @@ def condition_holds(operator: str, key: str, policy_values: Any, request: Reques
         return if_exists or negated
     # a multivalued key without a set operator: each value is compared (as ForAnyValue for
     # positive operators; a negated operator holds only if no value matches)
-    if negated:
-        return not any(matches_any(v) for v in values)
-    return any(matches_any(v) for v in values)
+    return any(matches_any(v) for v in values) != negated
 
 
 def condition_failures(conditions: Mapping[str, Any] | None, request: Request) -> list[str]:
@@ -342,25 +337,23 @@ def condition_failures(conditions: Mapping[str, Any] | None, request: Request) -
 # Statements and decisions
 
 
+def _element(st: Mapping[str, Any], name: str, matches: Callable[[Any], bool]) -> bool | None:
+    """Whether the statement's `name` (or `Not<name>`) element matches; None without either."""
+    if name in st:
+        return matches(st[name])
+    if f"Not{name}" in st:
+        return not matches(st[f"Not{name}"])
+    return None
+
+
 def _statement_applies(
     st: Mapping[str, Any], request: Request, *, resource_policy: bool
 ) -> tuple[bool, str | None, list[str]]:
     """(action+resource(+principal) match, principal match kind, failing conditions)."""
-    if "Action" in st:
-        if not action_matches(st["Action"], request.action):
-            return False, None, []
-    elif "NotAction" in st:
-        if action_matches(st["NotAction"], request.action):
-            return False, None, []
-    else:
+    if not _element(st, "Action", lambda p: action_matches(p, request.action)):
         return False, None, []
-    if "Resource" in st:
-        if not resource_matches(st["Resource"], request.resource, request):
-            return False, None, []
-    elif "NotResource" in st:
-        if resource_matches(st["NotResource"], request.resource, request):
-            return False, None, []
-    elif not resource_policy:
+    resources = _element(st, "Resource", lambda p: resource_matches(p, request.resource, request))
+    if resources is False or (resources is None and not resource_policy):
         return False, None, []  # identity policies must name a resource
     kind: str | None = "identity"
     if resource_policy:
@@ -462,13 +455,11 @@ def statement_within(ours: Mapping[str, Any], ref: Mapping[str, Any]) -> bool:
         return False
     if "NotAction" in ours or "NotResource" in ours or "NotAction" in ref or "NotResource" in ref:
         return False
-    for a in as_list(ours.get("Action")):
-        if not action_matches(ref.get("Action"), str(a)):
-            return False
+    if not all(action_matches(ref.get("Action"), str(a)) for a in as_list(ours.get("Action"))):
+        return False
     ref_res = as_list(ref.get("Resource"))
-    for r in as_list(ours.get("Resource")):
-        if not any(_glob(str(p), str(r)) for p in ref_res):
-            return False
+    if not all(any(_glob(str(p), str(r)) for p in ref_res) for r in as_list(ours.get("Resource"))):
+        return False
     ours_cond = {
         (op.lower(), k.lower()): {str(v) for v in as_list(vals)}
         for op, keys in (ours.get("Condition") or {}).items()

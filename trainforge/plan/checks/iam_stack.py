@@ -13,9 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainforge.plan.checks.aws_calls import BucketFacts
-from trainforge.plan.checks.iam_eval import Policy, as_list
+from trainforge.plan.checks.iam_eval import Policy, as_list, policy_doc
 from trainforge.plan.checks.iam_reference import default_key_policy, managed_policy
-from trainforge.plan.checks.rules import policy_doc
 from trainforge.plan.runner import UNKNOWN, Inventory
 
 ROLE = "aws:iam/role:Role"
