@@ -27,12 +27,7 @@ def _data(name: str) -> str:
 _DOCS: dict[str, dict] = json.loads(_data("iam_reference.json"))
 
 # --------------------------------------------------------------------------------------------
-# AWS managed policies (documents as shown in the AWS Managed Policy Reference Guide,
-# docs.aws.amazon.com/aws-managed-policy/latest/reference/<Name>.html, checked 2026-11-23)
-
-AMAZON_EKS_WORKER_NODE_POLICY = _DOCS["AmazonEKSWorkerNodePolicy"]
-
-AMAZON_EKS_CNI_POLICY = _DOCS["AmazonEKS_CNI_Policy"]
+# AWS managed policies
 
 # aws-ebs-csi-driver docs/example-iam-policy.json (github.com/kubernetes-sigs/
 # aws-ebs-csi-driver; identical at tags v1.46.0 and v1.50.1, the pinned add-on's driver
@@ -46,11 +41,13 @@ EBS_CSI_KMS_ACTIONS = ("kms:Decrypt", "kms:GenerateDataKeyWithoutPlaintext", "km
 
 EBS_CSI_DRIVER_POLICY_ARN = "arn:aws:iam::aws:policy/service-role/AmazonEBSCSIDriverPolicy"
 
-# AWS managed policies by ARN (the partition is normalised to "aws" before lookup). Policies we
-# attach but never rehearse (ECR pull, SSM) are listed as None: known, not evaluated.
+# AWS managed policies by ARN (the partition is normalised to "aws" before lookup), the others as
+# shown in the AWS Managed Policy Reference Guide (docs.aws.amazon.com/aws-managed-policy/
+# latest/reference/<Name>.html, checked 2026-11-23). Policies we attach but never rehearse (ECR
+# pull, SSM) are listed as None: known, not evaluated.
 MANAGED_POLICIES: dict[str, dict | None] = {
-    "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy": AMAZON_EKS_WORKER_NODE_POLICY,
-    "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy": AMAZON_EKS_CNI_POLICY,
+    "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy": _DOCS["AmazonEKSWorkerNodePolicy"],
+    "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy": _DOCS["AmazonEKS_CNI_Policy"],
     EBS_CSI_DRIVER_POLICY_ARN: AMAZON_EBS_CSI_DRIVER_POLICY,
     "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryPullOnly": None,
     "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore": None,
@@ -109,8 +106,8 @@ class KarpenterFacts:
     account: str
     queue_arn: str
     node_role_arn: str
-    node_pools: tuple[str, ...] = ("default",)
-    node_classes: tuple[str, ...] = ("default",)
+    node_pool: str = "default"  # the NodePool and EC2NodeClass its calls are made for
+    node_class: str = "default"
     partition: str = "aws"
 
     def fill(self, text: str) -> str:
@@ -178,7 +175,7 @@ def karpenter_calls(f: KarpenterFacts, principal: str) -> list[ExpectedCall]:
     calls the reference policy exists to refuse."""
     p, r, a, c = f.partition, f.region, f.account, f.cluster
     ec2 = f"arn:{p}:ec2:{r}:{a}"
-    pool, nodeclass = f.node_pools[0], f.node_classes[0]
+    pool, nodeclass = f.node_pool, f.node_class
     cluster_tag = f"kubernetes.io/cluster/{c}"
     launch = request_tags(
         {

@@ -8,7 +8,7 @@ assume each Pod Identity role, and each controller's calls and upstream referenc
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
@@ -135,13 +135,7 @@ def check(ctx: PlanContext) -> CheckResult:
     lines = [t.line() for t in run.tallies] + stack.notes
     if not run.tallies:
         lines = ["no IAM role with a Pod Identity association or a known caller in this stack"]
-    data = {
-        "principals": [
-            {"principal": t.principal, "allowed": t.allowed, "denied": t.denied, "failed": t.failed}
-            for t in run.tallies
-        ],
-        "notes": stack.notes,
-    }
+    data = {"principals": [asdict(t) for t in run.tallies], "notes": stack.notes}
     return CheckResult(findings=run.findings, sections=[Section("IAM rehearsal", lines, data)])
 
 
@@ -404,8 +398,8 @@ def _rehearse_karpenter(run: _Run, inv: Any, objects: list[dict]) -> None:
             queue_arn=f"arn:{stack.partition}:sqs:{stack.region}:{stack.account}:"
             + str(settings.get("interruptionQueue", "")),
             node_role_arn=node_role.arn if node_role else arn,
-            node_pools=tuple(pools) or ("default",),
-            node_classes=tuple(o["metadata"]["name"] for o in classes) or ("default",),
+            node_pool=(pools or ["default"])[0],
+            node_class=classes[0]["metadata"]["name"] if classes else "default",
             partition=stack.partition,
         )
         t = run.tally(f"{role.label} (Karpenter {rec.inputs.get('version')}, {namespace}/{sa})")
