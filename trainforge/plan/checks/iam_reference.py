@@ -175,28 +175,30 @@ def karpenter_calls(f: KarpenterFacts, principal: str) -> list[ExpectedCall]:
     calls the reference policy exists to refuse."""
     p, r, a, c = f.partition, f.region, f.account, f.cluster
     ec2 = f"arn:{p}:ec2:{r}:{a}"
-    pool, nodeclass = f.node_pool, f.node_class
+    pool, claim = f.node_pool, f"{f.node_pool}-abcde"
     cluster_tag = f"kubernetes.io/cluster/{c}"
     launch = request_tags(
         {
             cluster_tag: "owned",
             "eks:eks-cluster-name": c,
             "karpenter.sh/nodepool": pool,
-            "karpenter.sh/nodeclaim": f"{pool}-abcde",
-            "karpenter.k8s.aws/ec2nodeclass": nodeclass,
-            "Name": f"{pool}-abcde",
-        },
+            "karpenter.sh/nodeclaim": claim,
+            "karpenter.k8s.aws/ec2nodeclass": f.node_class,
+            "Name": claim,
+        }
     )
     owned = tag_keys("aws:ResourceTag", {cluster_tag: "owned", "karpenter.sh/nodepool": pool})
     profile_tags = {
         cluster_tag: "owned",
         "eks:eks-cluster-name": c,
         "topology.kubernetes.io/region": r,
-        "karpenter.k8s.aws/ec2nodeclass": nodeclass,
+        "karpenter.k8s.aws/ec2nodeclass": f.node_class,
     }
     own_profile = tag_keys("aws:ResourceTag", profile_tags)
+    new_profile = request_tags(profile_tags)
     profile = f"arn:{p}:iam::{a}:instance-profile/{c}_123"
     cluster = f"arn:{p}:eks:{r}:{a}:cluster/{c}"
+    instance, lt = f"{ec2}:instance/i-0123", f"{ec2}:launch-template/lt-0123"
     calls = _Calls(Caller(principal, a, r, p))
     for action in ("ec2:CreateFleet", "ec2:RunInstances"):
         for res in (
@@ -207,36 +209,13 @@ def karpenter_calls(f: KarpenterFacts, principal: str) -> list[ExpectedCall]:
             f"{ec2}:capacity-reservation/cr-0123",
         ):
             calls.ok(action, res, "launch into our subnets/SGs/AMI/placement group")
-        lt = f"{ec2}:launch-template/lt-0123"
         calls.ok(action, lt, "launch from its own launch template", **owned)
         for kind in ("fleet", "instance", "volume", "network-interface", "spot-instances-request"):
-            calls.ok(
-                action, f"{ec2}:{kind}/x-0123", f"create the {kind} with Karpenter's tags", **launch
-            )
-    calls.ok(
-        "ec2:CreateLaunchTemplate",
-        f"{ec2}:launch-template/lt-0123",
-        "create a launch template per NodeClass",
-        **launch,
-    )
+            why = f"create the {kind} with Karpenter's tags"
+            calls.ok(action, f"{ec2}:{kind}/x-0123", why, **launch)
     on_create = {**launch, "ec2:CreateAction": "CreateFleet"}
-    for kind in ("fleet", "instance", "volume", "network-interface", "launch-template"):
-        calls.ok("ec2:CreateTags", f"{ec2}:{kind}/x-0123", "tag on create", **on_create)
-    calls.ok(
-        "ec2:CreateTags",
-        f"{ec2}:instance/i-0123",
-        "name and claim its own instance after launch",
-        **owned,
-        **request_tags({"Name": "node-a", "karpenter.sh/nodeclaim": f"{pool}-abcde"}),
-    )
-    calls.ok("ec2:TerminateInstances", f"{ec2}:instance/i-0123", "scale down", **owned)
-    calls.ok(
-        "ec2:DeleteLaunchTemplate",
-        f"{ec2}:launch-template/lt-0123",
-        "garbage-collect launch templates",
-        **owned,
-    )
-    for action in (
+    named = {**owned, **request_tags({"Name": "node-a", "karpenter.sh/nodeclaim": claim})}
+    describe = (
         "ec2:DescribeImages",
         "ec2:DescribeInstances",
         "ec2:DescribeInstanceTypes",
@@ -248,43 +227,55 @@ def karpenter_calls(f: KarpenterFacts, principal: str) -> list[ExpectedCall]:
         "ec2:DescribeCapacityReservations",
         "ec2:DescribePlacementGroups",
         "ec2:DescribeInstanceStatus",
-    ):
-        calls.ok(action, "*", "discover capacity in the cluster's region")
-    ami = f"arn:{p}:ssm:{r}::parameter/aws/service/eks/optimized-ami/x"
-    calls.ok("ssm:GetParameter", ami, "resolve the AMI alias")
-    calls.ok("pricing:GetProducts", "*", "on-demand prices")
-    for action in ("sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueUrl"):
-        calls.ok(action, f.queue_arn, "interruption events")
-    to_ec2 = {"iam:PassedToService": "ec2.amazonaws.com"}
-    calls.ok("iam:PassRole", f.node_role_arn, "launch nodes with the node role", **to_ec2)
-    calls.ok(
-        "iam:CreateInstanceProfile",
-        profile,
-        "instance profile per NodeClass",
-        **request_tags(profile_tags),
     )
-    calls.ok(
-        "iam:TagInstanceProfile",
-        profile,
-        "tag its instance profile",
-        **own_profile,
-        **request_tags(profile_tags),
-    )
-    for action in (
+    profile_actions = (
         "iam:AddRoleToInstanceProfile",
         "iam:RemoveRoleFromInstanceProfile",
         "iam:DeleteInstanceProfile",
-    ):
-        calls.ok(action, profile, "manage its instance profile", **own_profile)
-    calls.ok("iam:GetInstanceProfile", profile, "read its instance profile")
-    calls.ok("iam:ListInstanceProfiles", "*", "garbage-collect instance profiles")
-    calls.ok("eks:DescribeCluster", cluster, "API endpoint discovery")
-    calls.ok(
-        "arc-zonal-shift:GetManagedResource",
-        "*",
-        "zonal shift status",
-        **{"arc-zonal-shift:ResourceIdentifier": cluster},
     )
+    sqs = ("sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueUrl")
+    to_ec2 = {"iam:PassedToService": "ec2.amazonaws.com"}
+    for action, resource, why, ctx in (
+        ("ec2:CreateLaunchTemplate", lt, "create a launch template per NodeClass", launch),
+        *(
+            ("ec2:CreateTags", f"{ec2}:{kind}/x-0123", "tag on create", on_create)
+            for kind in ("fleet", "instance", "volume", "network-interface", "launch-template")
+        ),
+        ("ec2:CreateTags", instance, "name and claim its own instance after launch", named),
+        ("ec2:TerminateInstances", instance, "scale down", owned),
+        ("ec2:DeleteLaunchTemplate", lt, "garbage-collect launch templates", owned),
+        *((action, "*", "discover capacity in the cluster's region", {}) for action in describe),
+        (
+            "ssm:GetParameter",
+            f"arn:{p}:ssm:{r}::parameter/aws/service/eks/optimized-ami/x",
+            "resolve the AMI alias",
+            {},
+        ),
+        ("pricing:GetProducts", "*", "on-demand prices", {}),
+        *((action, f.queue_arn, "interruption events", {}) for action in sqs),
+        ("iam:PassRole", f.node_role_arn, "launch nodes with the node role", to_ec2),
+        ("iam:CreateInstanceProfile", profile, "instance profile per NodeClass", new_profile),
+        (
+            "iam:TagInstanceProfile",
+            profile,
+            "tag its instance profile",
+            {**own_profile, **new_profile},
+        ),
+        *(
+            (action, profile, "manage its instance profile", own_profile)
+            for action in profile_actions
+        ),
+        ("iam:GetInstanceProfile", profile, "read its instance profile", {}),
+        ("iam:ListInstanceProfiles", "*", "garbage-collect instance profiles", {}),
+        ("eks:DescribeCluster", cluster, "API endpoint discovery", {}),
+        (
+            "arc-zonal-shift:GetManagedResource",
+            "*",
+            "zonal shift status",
+            {"arc-zonal-shift:ResourceIdentifier": cluster},
+        ),
+    ):
+        calls.ok(action, resource, why, **ctx)
 
     # guard rails: what the reference policy's conditions exist to refuse
     calls.never(
@@ -295,7 +286,7 @@ def karpenter_calls(f: KarpenterFacts, principal: str) -> list[ExpectedCall]:
     )
     calls.never(
         "ec2:CreateTags",
-        f"{ec2}:instance/i-0123",
+        instance,
         "re-tagging an instance into another NodePool (aws:TagKeys limit)",
         **owned,
         **request_tags({"karpenter.sh/nodepool": "other"}),
@@ -317,12 +308,8 @@ def karpenter_calls(f: KarpenterFacts, principal: str) -> list[ExpectedCall]:
         "passing any role but the node role",
         **to_ec2,
     )
-    calls.never(
-        "ec2:DescribeInstances",
-        "*",
-        "reading another region",
-        **{"aws:RequestedRegion": "eu-north-1"},
-    )
+    other_region = {"aws:RequestedRegion": "eu-north-1"}
+    calls.never("ec2:DescribeInstances", "*", "reading another region", **other_region)
     return calls
 
 
