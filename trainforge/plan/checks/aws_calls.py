@@ -131,6 +131,10 @@ S3_OPERATIONS: dict[str, S3Op] = {
 }
 
 
+# ListBucket's condition keys, from the API parameters they come from
+_LIST_KEYS = {"Prefix": "s3:prefix", "Delimiter": "s3:delimiter", "MaxKeys": "s3:max-keys"}
+
+
 class UnmappedCall(LookupError):
     """The runtime made a call this module does not know how to authorize."""
 
@@ -193,15 +197,8 @@ def s3_requests(
     account = {"aws:PrincipalAccount": caller.account}
     base = {**account, "aws:SecureTransport": call.secure, **(network or {})}
     if op.on == "bucket":
-        ctx = dict(base)
-        if op.prefix_keys:
-            for param, key in (
-                ("Prefix", "s3:prefix"),
-                ("Delimiter", "s3:delimiter"),
-                ("MaxKeys", "s3:max-keys"),
-            ):
-                if param in call.params:
-                    ctx[key] = str(call.params[param])
+        listing = _LIST_KEYS.items() if op.prefix_keys else ()
+        ctx = {**base, **{key: str(call.params[p]) for p, key in listing if p in call.params}}
         return [Authz(call, caller.request(op.action, barn, **ctx), "bucket")]
     keys = (
         [o["Key"] for o in call.params.get("Delete", {}).get("Objects", [])]
@@ -223,17 +220,14 @@ def s3_requests(
             context_arn = f"arn:{caller.partition}:s3:::{bucket.name}"
             if not bucket.bucket_key:
                 context_arn = f"{context_arn}/{key}"
-            kms = caller.request(
-                op.kms,
-                bucket.kms_key_arn,
+            kms_context = {
                 **account,
-                **{
-                    "kms:ViaService": f"s3.{caller.region}.amazonaws.com",
-                    "kms:CallerAccount": caller.account,
-                    "kms:EncryptionContext:aws:s3:arn": context_arn,
-                    "kms:EncryptionContextKeys": ["aws:s3:arn"],
-                },
-            )
+                "kms:ViaService": f"s3.{caller.region}.amazonaws.com",
+                "kms:CallerAccount": caller.account,
+                "kms:EncryptionContext:aws:s3:arn": context_arn,
+                "kms:EncryptionContextKeys": ["aws:s3:arn"],
+            }
+            kms = caller.request(op.kms, bucket.kms_key_arn, **kms_context)
             out.append(Authz(call, kms, "kms-key"))
     return out
 

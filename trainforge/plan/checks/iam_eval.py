@@ -124,7 +124,6 @@ def _glob(pattern: str, value: str, *, case: bool = True) -> bool:
 
 
 _VAR = re.compile(r"\$\{([^}]+)\}")
-_SPECIAL_VARS = {"*": "*", "?": "?", "$": "$"}
 
 
 def substitute(value: str, request: Request) -> str | None:
@@ -139,8 +138,8 @@ def substitute(value: str, request: Request) -> str | None:
     def repl(m: re.Match[str]) -> str:
         nonlocal missing
         name = m.group(1)
-        if name in _SPECIAL_VARS:
-            return _SPECIAL_VARS[name]
+        if name in ("*", "?", "$"):  # ${*}, ${?}, ${$}: the character itself
+            return name
         name, _, default = name.partition(", '")
         present, vals = request.key(name.strip())
         if present and len(vals) == 1:
