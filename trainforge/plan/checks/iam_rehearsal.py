@@ -468,7 +468,8 @@ def _rehearse_csi(run: _Run, addons: set[str], objects: list[dict]) -> None:
 def _rehearse_node_roles(run: _Run, addons: set[str]) -> None:
     """Node roles: the VPC CNI (unless it has its own identity) and the Pod Identity agent."""
     stack = run.stack
-    cni = "vpc-cni" in addons and not stack.associations_for("kube-system", "aws-node")
+    cni_sa = ADDONS["vpc-cni"].where("kube-system")
+    cni = "vpc-cni" in addons and not stack.associations_for(*cni_sa)
     for role in stack.node_roles():
         t = run.tally(f"{role.label} (node role)")
         calls = node_role_calls(
