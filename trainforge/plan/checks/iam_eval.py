@@ -43,10 +43,8 @@ class Request:
         for k, v in self.context.items():
             if k.lower() == lowered:
                 if isinstance(v, bool):
-                    return True, ["true" if v else "false"]
-                if isinstance(v, str | int | float):
-                    return True, [str(v)]
-                return True, [str(x) for x in v]
+                    v = "true" if v else "false"
+                return True, [str(x) for x in (v if isinstance(v, list | tuple) else [v])]
         return False, []
 
 

@@ -110,18 +110,16 @@ class StackIam:
 
     def node_roles(self) -> list[RoleFacts]:
         """Roles EC2 instances assume (node roles): trusted by ec2.amazonaws.com."""
-        out = []
-        for r in self.roles.values():
-            if r.trust is None:
-                continue
-            services = {
-                str(s)
+        return [
+            r
+            for r in self.roles.values()
+            if r.trust is not None
+            and any(
+                str(s).startswith("ec2.amazonaws.com")
                 for st in r.trust.statements()
                 for s in as_list((st.get("Principal") or {}).get("Service"))
-            }
-            if any(s.startswith("ec2.amazonaws.com") for s in services):
-                out.append(r)
-        return out
+            )
+        ]
 
     def key_policy(self, key_arn: str) -> tuple[Policy, bool]:
         """(key policy, declared in this stack?) -- the default key policy otherwise."""
