@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from trainforge.plan.checks.iam_reference import (
-    AMAZON_EKS_CNI_POLICY,
     EBS_CSI_DRIVER_POLICY_ARN,
+    MANAGED_POLICIES,
     managed_policy,
 )
 
@@ -17,7 +17,7 @@ def test_a_managed_policy_is_known_in_every_partition_under_its_own_name(partiti
     known, policy = managed_policy(f"arn:{partition}:iam::aws:policy/AmazonEKS_CNI_Policy")
     assert known and policy is not None
     assert policy.name == "managed AmazonEKS_CNI_Policy"
-    assert policy.document == AMAZON_EKS_CNI_POLICY
+    assert policy.document == MANAGED_POLICIES["arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy"]
     # a path in the ARN: the name is its last part
     known, policy = managed_policy(EBS_CSI_DRIVER_POLICY_ARN.replace(":aws:", f":{partition}:", 1))
     assert known and policy is not None and policy.name == "managed AmazonEBSCSIDriverPolicy"

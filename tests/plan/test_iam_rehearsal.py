@@ -36,7 +36,7 @@ FACTS = BucketFacts(BUCKET, KEY, bucket_key=True)
 
 @pytest.fixture(scope="module")
 def calls():
-    return rehearse_s3_mirror(BUCKET, "research/job", "us-west-2").calls
+    return rehearse_s3_mirror(BUCKET, "research/job", "us-west-2")
 
 
 def team_policies(policy_text: str) -> list[Policy]:
@@ -239,8 +239,8 @@ def test_karpenter_policy_is_upstreams_reference_statement_for_statement():
         account=ACCT,
         queue_arn=f"arn:aws:sqs:us-west-2:{ACCT}:c1-karpenter",
         node_role_arn=f"arn:aws:iam::{ACCT}:role/c1-karpenter-node",
-        node_pools=("gpu",),
-        node_classes=("gpu",),
+        node_pool="gpu",
+        node_class="gpu",
     )
     ours = json.loads(
         K.controller_policy("c1", "us-west-2", ACCT, facts.queue_arn, facts.node_role_arn)

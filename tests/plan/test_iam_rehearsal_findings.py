@@ -467,10 +467,10 @@ def test_node_roles_make_the_agents_calls_unless_the_cni_has_its_own_identity(pr
 # --- the pieces ---------------------------------------------------------------------------
 
 
-def test_a_tally_line_shows_failures_and_notes_only_when_there_are_some():
+def test_a_tally_line_shows_failures_only_when_there_are_some():
     assert R.Tally("p").line() == "p: 0 calls allowed, 0 denied as required"
-    t = R.Tally("p", 3, 2, 1, ["n1", "n2"])
-    assert t.line() == "p: 3 calls allowed, 2 denied as required, 1 FAILED; n1; n2"
+    t = R.Tally("p", 3, 2, 1)
+    assert t.line() == "p: 3 calls allowed, 2 denied as required, 1 FAILED"
 
 
 def role_facts() -> RoleFacts:
@@ -511,12 +511,13 @@ def test_expect_counts_as_expected_and_reports_the_call_with_its_context():
     ]
     assert run.findings[0].names == frozenset({"r", f"{MOCK}/r"})
     assert run.findings[0].urn == "urn:r"
-    run.finding(None, R.UNREHEARSED, "m", label="lbl")
+    run.finding(role_facts(), R.UNREHEARSED, "m")
     last = run.findings[-1]
-    assert (last.resource, last.urn, last.names, last.fix) == (
-        "lbl",
-        "",
-        frozenset({"lbl"}),
+    assert (last.resource, last.urn, last.names, last.message, last.fix) == (
+        "role r",
+        "urn:r",
+        frozenset({"r", f"{MOCK}/r"}),
+        "m",
         R.RULES[R.UNREHEARSED],
     )
 

@@ -1,9 +1,6 @@
-"""Glue between pulumi-policy and the pure rules, kept outside policy/__main__.py so that it
-can be tested without starting a PolicyPack (which starts a gRPC server and blocks).
-
-The policy engine hands a validation its inputs behind a proxy that raises on unknown values;
-the rules expect plain data with "<unknown>" where the cloud has not decided yet, the same
-shape the offline plan records, so the two always judge alike.
+"""Glue between pulumi-policy and the pure rules, apart from policy/__main__.py so that it
+can be tested without starting a PolicyPack (which starts a gRPC server and blocks). The
+engine's unknowns become "<unknown>", as the offline plan records them, so both judge alike.
 """
 
 from __future__ import annotations
@@ -21,45 +18,26 @@ from trainforge.stack.file import read_stack_file
 
 WAIVERS_ENV = "TRAINFORGE_STACK_CONFIG"  # path to Pulumi.<stack>.yaml holding the waivers
 
-_SENTINELS = {
-    "1c4a061d-8072-4f0a-a4cb-0ff528b18fe7",
-    "3eeb2bf0-c639-47a8-9e75-3b44932eb421",
-    "04da6b54-80e4-46f7-96ec-b56ff0331ba9",
-    "6a19a0b0-7e62-4c92-b797-7f8e31da9cc2",
-    "030794c1-ac77-496b-92df-f27374a8bd58",
-    "e48ece36-62e2-4504-bad9-02848725956a",
-    "dd056dcd-154b-4c76-9bd3-c8f88648b5ff",
-}
-
 
 def plain_props(value: Any) -> Any:
     """Copy policy-engine props into plain dicts/lists, unknowns as "<unknown>"."""
-    try:
-        from pulumi_policy.proxy import UnknownValueError
-    except ImportError:  # pragma: no cover - pulumi-policy is pinned in the lock
+    from pulumi_policy import proxy
 
-        class UnknownValueError(Exception):  # type: ignore[no-redef]
-            pass
+    sentinels = {v for k, v in vars(proxy).items() if k.startswith("UNKNOWN_")}
+
+    def at(container: Any, key: Any) -> Any:
+        try:
+            return conv(container[key])
+        except proxy.UnknownValueError:
+            return R.UNKNOWN
 
     def conv(v: Any) -> Any:
         if isinstance(v, str):
-            return R.UNKNOWN if v in _SENTINELS else v
+            return R.UNKNOWN if v in sentinels else v
         if isinstance(v, Mapping):
-            out = {}
-            for k in list(v.keys()):
-                try:
-                    out[k] = conv(v[k])
-                except UnknownValueError:
-                    out[k] = R.UNKNOWN
-            return out
+            return {k: at(v, k) for k in list(v.keys())}
         if isinstance(v, Sequence) and not isinstance(v, bytes | bytearray):
-            out_list = []
-            for i in range(len(v)):
-                try:
-                    out_list.append(conv(v[i]))
-                except UnknownValueError:
-                    out_list.append(R.UNKNOWN)
-            return out_list
+            return [at(v, i) for i in range(len(v))]
         if isinstance(v, float) and v.is_integer():
             return int(v)
         return v

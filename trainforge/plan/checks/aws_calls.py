@@ -1,18 +1,9 @@
 """The AWS calls our runtime really makes, and the IAM requests AWS authorizes each one as.
 
-Why recorded, not listed: the calls are captured from the real botocore client through its
-event hooks while the runtime's own S3 mirror (`trainforge.training.s3_mirror.S3Mirror`) runs
-against moto: a fresh job (access check, no `latest` marker yet), two saves by two ranks
-(one file large enough for a multipart upload), the marker, a prune, a resume on a new node,
-and a multipart upload that fails half way (so s3transfer aborts it). A call added to the
-runtime is rehearsed without anyone updating a list here; an S3 operation this module does
-not know how to authorize is reported, never skipped.
-
-Each recorded call becomes one or more `iam_eval.Request`s with the request context AWS
-evaluates: the action(s), the resource ARN, `s3:prefix`/`s3:delimiter`/`s3:max-keys` where
-ListBucket applies, `aws:SecureTransport` from the URL actually sent, the principal keys, and
-for an SSE-KMS bucket the KMS request S3 makes on the caller's behalf (`kms:ViaService`,
-`kms:CallerAccount`, the `aws:s3:arn` encryption context).
+The calls are recorded from the real botocore client's event hooks while the runtime's S3
+mirror (`trainforge.training.s3_mirror.S3Mirror`) runs a job's life against moto, so a call
+added to the runtime is rehearsed without anyone updating a list; an S3 operation this module
+cannot authorize is reported, never skipped (docs/rehearsals.md, IAM rehearsal).
 """
 
 from __future__ import annotations
@@ -20,9 +11,7 @@ from __future__ import annotations
 import functools
 import tempfile
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +26,6 @@ class ApiCall:
     operation: str  # e.g. "ListObjectsV2"
     params: dict[str, Any]  # API parameters, bodies left out
     secure: bool  # sent over https
-    status: int | None = None  # HTTP status of the answer
     scenario: str = ""  # which rehearsal step made it
 
     def describe(self) -> str:
@@ -52,9 +40,9 @@ class CallRecorder:
     """Records every call a botocore client makes, from its own event hooks.
 
     `provide-client-params` sees the API parameters, `before-call` the serialized request
-    (its URL says whether it goes over TLS) and `after-call` the status. `fail_once` makes
-    the next call of an operation fail (non-retryable, as a broken connection mid-upload
-    would after retries), so the runtime's and s3transfer's error paths run too.
+    (its URL says whether it goes over TLS). `fail_once` makes the next call of an operation
+    fail (non-retryable, as a broken connection mid-upload would after retries), so the
+    runtime's and s3transfer's error paths run too.
     """
 
     def __init__(self, client: Any) -> None:
@@ -65,7 +53,6 @@ class CallRecorder:
         events = client.meta.events
         events.register("provide-client-params.*", self._params)
         events.register("before-call.*", self._before)
-        events.register("after-call.*", self._after)
 
     def fail_once(self, operation: str) -> None:
         self._fail[operation] = self._fail.get(operation, 0) + 1
@@ -81,7 +68,6 @@ class CallRecorder:
             secure=str(params.get("url", "")).startswith("https://"),
             scenario=self.scenario,
         )
-        context["trainforge_call"] = call
         with self._lock:
             self.calls.append(call)
             inject = self._fail.get(model.name, 0) > 0
@@ -91,17 +77,11 @@ class CallRecorder:
             return None
         from botocore.awsrequest import AWSResponse
 
-        call.status = 400
         body = {
             "Error": {"Code": "RequestTimeout", "Message": "rehearsal: injected failure"},
             "ResponseMetadata": {"HTTPStatusCode": 400},
         }
         return AWSResponse(params.get("url", ""), 400, {}, None), body
-
-    def _after(self, http_response: Any, model: Any, context: dict, **_: Any) -> None:
-        call = context.get("trainforge_call")
-        if call is not None and call.status is None:
-            call.status = getattr(http_response, "status_code", None)
 
 
 # --------------------------------------------------------------------------------------------
@@ -151,6 +131,10 @@ S3_OPERATIONS: dict[str, S3Op] = {
 }
 
 
+# ListBucket's condition keys, from the API parameters they come from
+_LIST_KEYS = {"Prefix": "s3:prefix", "Delimiter": "s3:delimiter", "MaxKeys": "s3:max-keys"}
+
+
 class UnmappedCall(LookupError):
     """The runtime made a call this module does not know how to authorize."""
 
@@ -164,6 +148,15 @@ class Caller:
     region: str
     partition: str = "aws"
 
+    def request(self, action: str, resource: str, **context: Any) -> Request:
+        """Its request, with aws:PrincipalArn and aws:RequestedRegion (`context` may override)."""
+        base = {"aws:PrincipalArn": self.principal, "aws:RequestedRegion": self.region}
+        return Request(self.principal, action, resource, {**base, **context}, account=self.account)
+
+    def arn(self, service: str, resource: str) -> str:
+        """An ARN in the caller's account and region."""
+        return f"arn:{self.partition}:{service}:{self.region}:{self.account}:{resource}"
+
 
 @dataclass(frozen=True)
 class BucketFacts:
@@ -172,9 +165,6 @@ class BucketFacts:
     name: str
     kms_key_arn: str | None = None
     bucket_key: bool = False
-
-    def arn(self, partition: str = "aws") -> str:
-        return f"arn:{partition}:s3:::{self.name}"
 
 
 @dataclass
@@ -188,14 +178,6 @@ class Authz:
     def describe(self) -> str:
         ctx = ", ".join(f"{k}={v}" for k, v in sorted(self.request.context.items()))
         return f"{self.request.action} on {self.request.resource} [{ctx}]"
-
-
-def _principal_context(caller: Caller) -> dict[str, Any]:
-    return {
-        "aws:PrincipalArn": caller.principal,
-        "aws:PrincipalAccount": caller.account,
-        "aws:RequestedRegion": caller.region,
-    }
 
 
 def s3_requests(
@@ -212,81 +194,48 @@ def s3_requests(
             "trainforge/plan/checks/aws_calls.py S3_OPERATIONS"
         )
     barn = f"arn:{caller.partition}:s3:::{call.params.get('Bucket', bucket.name)}"
-    base = {**_principal_context(caller), "aws:SecureTransport": call.secure, **(network or {})}
-    out: list[Authz] = []
+    account = {"aws:PrincipalAccount": caller.account}
+    base = {**account, "aws:SecureTransport": call.secure, **(network or {})}
     if op.on == "bucket":
-        ctx = dict(base)
-        if op.prefix_keys:
-            for param, key in (
-                ("Prefix", "s3:prefix"),
-                ("Delimiter", "s3:delimiter"),
-                ("MaxKeys", "s3:max-keys"),
-            ):
-                if param in call.params:
-                    ctx[key] = str(call.params[param])
-        out.append(Authz(call, _req(caller, op.action, barn, ctx), "bucket"))
-        return out
+        listing = _LIST_KEYS.items() if op.prefix_keys else ()
+        ctx = {**base, **{key: str(call.params[p]) for p, key in listing if p in call.params}}
+        return [Authz(call, caller.request(op.action, barn, **ctx), "bucket")]
     keys = (
         [o["Key"] for o in call.params.get("Delete", {}).get("Objects", [])]
         if op.on == "each-key"
         else [call.params.get("Key", "")]
     )
+    out: list[Authz] = []
     for key in keys:
         ctx = dict(base)
         if "ServerSideEncryption" in call.params:
             ctx["s3:x-amz-server-side-encryption"] = call.params["ServerSideEncryption"]
-        out.append(Authz(call, _req(caller, op.action, f"{barn}/{key}", ctx), "bucket"))
+        out.append(Authz(call, caller.request(op.action, f"{barn}/{key}", **ctx), "bucket"))
         if op.kms and bucket.kms_key_arn:
-            out.append(Authz(call, kms_via_s3(caller, op.kms, bucket, key), "kms-key"))
+            # The KMS request S3 makes with the caller's credentials (KMS Developer Guide,
+            # "kms:ViaService"). Its encryption context `aws:s3:arn` is the object ARN, or the
+            # bucket ARN when S3 Bucket Keys are on (S3 User Guide, "Reducing the cost of
+            # SSE-KMS with Amazon S3 Bucket Keys": "S3 Bucket Key objects use the bucket ARN as
+            # their encryption context").
+            context_arn = f"arn:{caller.partition}:s3:::{bucket.name}"
+            if not bucket.bucket_key:
+                context_arn = f"{context_arn}/{key}"
+            kms_context = {
+                **account,
+                "kms:ViaService": f"s3.{caller.region}.amazonaws.com",
+                "kms:CallerAccount": caller.account,
+                "kms:EncryptionContext:aws:s3:arn": context_arn,
+                "kms:EncryptionContextKeys": ["aws:s3:arn"],
+            }
+            kms = caller.request(op.kms, bucket.kms_key_arn, **kms_context)
+            out.append(Authz(call, kms, "kms-key"))
     return out
-
-
-def kms_via_s3(caller: Caller, action: str, bucket: BucketFacts, key: str) -> Request:
-    """The KMS request S3 makes with the caller's credentials for an SSE-KMS object.
-
-    kms:ViaService is `s3.<region>.amazonaws.com` (KMS Developer Guide, "kms:ViaService").
-    The encryption context is `aws:s3:arn` = the object ARN, or the bucket ARN when S3
-    Bucket Keys are on (S3 User Guide, "Reducing the cost of SSE-KMS with Amazon S3 Bucket
-    Keys": "S3 Bucket Key objects use the bucket ARN as their encryption context").
-    """
-    context_arn = bucket.arn(caller.partition)
-    if not bucket.bucket_key:
-        context_arn = f"{context_arn}/{key}"
-    assert bucket.kms_key_arn is not None
-    return _req(
-        caller,
-        action,
-        bucket.kms_key_arn,
-        {
-            **_principal_context(caller),
-            "kms:ViaService": f"s3.{caller.region}.amazonaws.com",
-            "kms:CallerAccount": caller.account,
-            "kms:EncryptionContext:aws:s3:arn": context_arn,
-            "kms:EncryptionContextKeys": ["aws:s3:arn"],
-        },
-    )
-
-
-def _req(caller: Caller, action: str, resource: str, ctx: dict[str, Any]) -> Request:
-    return Request(
-        principal=caller.principal,
-        action=action,
-        resource=resource,
-        context=ctx,
-        account=caller.account,
-    )
 
 
 # --------------------------------------------------------------------------------------------
 # Rehearsing the runtime's S3 mirror against moto
 
 MULTIPART_BYTES = 8 * 1024 * 1024 + 1024  # just over s3transfer's default 8 MiB threshold
-
-
-@dataclass
-class MirrorRun:
-    calls: list[ApiCall] = field(default_factory=list)
-    log: list[str] = field(default_factory=list)
 
 
 def _no_torch_verify(path: Path) -> str | None:
@@ -306,15 +255,6 @@ def _session(region: str) -> Any:
     )
 
 
-@contextmanager
-def _moto_s3(region: str) -> Iterator[Any]:
-    from moto import mock_aws
-
-    with mock_aws():
-        session = _session(region)
-        yield session.client("s3", endpoint_url=f"https://s3.{region}.amazonaws.com")
-
-
 def _write_checkpoint(root: Path, step: int, ranks: int, big: bool) -> Path:
     """A directory laid out as the runtime writes one (contents do not matter to S3)."""
     from trainforge.training.layout import EXTRAS_FMT, METADATA_FILE, step_dir_name
@@ -330,13 +270,15 @@ def _write_checkpoint(root: Path, step: int, ranks: int, big: bool) -> Path:
     return path
 
 
-def rehearse_s3_mirror(bucket: str, prefix: str, region: str) -> MirrorRun:
+def rehearse_s3_mirror(bucket: str, prefix: str, region: str) -> list[ApiCall]:
     """Run the runtime's S3 mirror through a job's life against moto; return its calls."""
+    from moto import mock_aws
+
     from trainforge.training.s3_mirror import S3Mirror
 
-    run = MirrorRun()
     uri = f"s3://{bucket}/{prefix.strip('/')}"
-    with _moto_s3(region) as client, tempfile.TemporaryDirectory() as tmp:
+    with mock_aws(), tempfile.TemporaryDirectory() as tmp:
+        client = _session(region).client("s3", endpoint_url=f"https://s3.{region}.amazonaws.com")
         kwargs = (
             {}
             if region == "us-east-1"
@@ -347,23 +289,20 @@ def rehearse_s3_mirror(bucket: str, prefix: str, region: str) -> MirrorRun:
         root = Path(tmp)
 
         def mirror() -> S3Mirror:
-            return S3Mirror(uri, client=client, log=run.log.append, verify=_no_torch_verify)
+            return S3Mirror(uri, client=client, log=lambda line: None, verify=_no_torch_verify)
 
         rec.scenario = "fresh job: access check, no latest marker yet"
         first = mirror()
         first.download_latest(root / "fresh")
-
-        rec.scenario = "save: every rank uploads its files (multipart), rank 0 publishes"
-        step1 = _write_checkpoint(root / "ckpt", 100, ranks=2, big=True)
-        for rank in range(2):
-            first.upload_own_files(step1, rank)
-        first.publish(step1, keep_last=1)
-
-        rec.scenario = "second save, prune past keep-last"
-        step2 = _write_checkpoint(root / "ckpt", 200, ranks=2, big=False)
-        for rank in range(2):
-            first.upload_own_files(step2, rank)
-        first.publish(step2, keep_last=1)
+        for scenario, step, big in (
+            ("save: every rank uploads its files (multipart), rank 0 publishes", 100, True),
+            ("second save, prune past keep-last", 200, False),
+        ):
+            rec.scenario = scenario
+            path = _write_checkpoint(root / "ckpt", step, ranks=2, big=big)
+            for rank in range(2):
+                first.upload_own_files(path, rank)
+            first.publish(path, keep_last=1)
 
         rec.scenario = "resume on a fresh node: read latest, download the checkpoint"
         mirror().download_latest(root / "resume")
@@ -372,5 +311,4 @@ def rehearse_s3_mirror(bucket: str, prefix: str, region: str) -> MirrorRun:
         step3 = _write_checkpoint(root / "ckpt", 300, ranks=1, big=True)
         rec.fail_once("UploadPart")
         first.upload_own_files(step3, 0)
-        run.calls = list(rec.calls)
-    return run
+    return rec.calls

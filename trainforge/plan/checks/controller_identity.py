@@ -1,18 +1,10 @@
 """Plan check: every add-on and controller that calls AWS has an identity with what it needs.
 
 Why: an add-on installs fine without IAM and then fails at run time (the EBS CSI driver with
-no role leaves every gp3 claim Pending, so Prometheus and MLflow never become ready). The
-check walks every EKS add-on and Helm release the stack installs and, from a table of what
-each one needs (its ServiceAccount and the actions its docs require), looks for its identity:
-an EKS Pod Identity association (its own resource or the add-on's `podIdentityAssociations`),
-an IRSA role (`serviceAccountRoleArn`, or a role trusting the cluster's OIDC provider for
-`system:serviceaccount:<ns>:<sa>`), or, where the add-on's docs allow it, the node role. A
-missing identity, or one whose policies do not grant a required action at all, is a finding
-naming the add-on. Whether each call passes its conditions is the IAM rehearsal's job
-(trainforge.plan.checks.iam_rehearsal); this check answers "is anybody there, with these actions".
-
-An add-on or chart that is not in the table is also a finding: whoever adds one must say
-whether it calls AWS (one line below), so a new controller can never ship without IAM.
+no role leaves every gp3 claim Pending). Each installed add-on and Helm release is looked up
+in ADDONS/CHARTS below; an unknown one is itself a finding, so a new controller can never ship
+without someone saying whether it calls AWS. What counts as an identity: docs/rehearsals.md,
+Controller identity; whether each call passes its conditions is the IAM rehearsal's job.
 """
 
 from __future__ import annotations
@@ -21,8 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
-from trainforge.plan.checks.iam_eval import Policy, action_matches
-from trainforge.plan.checks.iam_stack import ADDON, RoleFacts, StackIam, read_stack
+from trainforge.plan.checks.iam_eval import Policy, action_matches, as_list
+from trainforge.plan.checks.iam_stack import ADDON, HELM_RELEASE, RoleFacts, StackIam, read_stack
+from trainforge.plan.checks.rules import EKS_TYPES
 
 MISSING = "TRAINFORGE_CONTROLLER_IDENTITY"
 UNKNOWN_CONTROLLER = "TRAINFORGE_CONTROLLER_UNKNOWN"
@@ -45,8 +38,10 @@ class Needs:
     docs: str
     node_role_ok: bool = False  # its docs allow the node role instead of a pod identity
 
-    def where(self, release_namespace: str) -> tuple[str, str]:
+    def where(self, release_namespace: str, values: dict | None = None) -> tuple[str, str]:
+        """(namespace, ServiceAccount); a chart's `serviceAccount.name` value renames it."""
         ns, _, sa = self.service_account.partition("/")
+        sa = str(((values or {}).get("serviceAccount") or {}).get("name") or sa)
         return (release_namespace if ns == "*" else ns), sa
 
 
@@ -146,12 +141,6 @@ CHARTS: dict[str, Needs | None] = {
 }
 
 
-@dataclass
-class Identity:
-    how: str
-    roles: list[RoleFacts]
-
-
 def _grants(policies: list[Policy], action: str) -> bool:
     return any(
         st.get("Effect") == "Allow" and action_matches(st.get("Action"), action)
@@ -171,54 +160,38 @@ def _irsa_roles(stack: StackIam, namespace: str, sa: str) -> list[RoleFacts]:
                 continue
             for keys in (st.get("Condition") or {}).values():
                 for key, values in keys.items():
-                    vals = values if isinstance(values, list) else [values]
-                    if key.endswith(":sub") and subject in vals:
+                    if key.endswith(":sub") and subject in as_list(values):
                         out.append(role)
     return out
 
 
 def find_identity(
     stack: StackIam, inv: Any, namespace: str, sa: str, addon: str | None, needs: Needs
-) -> Identity | None:
+) -> tuple[str, list[RoleFacts]] | None:
+    """(how, roles) of the ServiceAccount's identity, in the order AWS's SDKs look for one."""
     roles = stack.roles_for(namespace, sa)
     if roles:
-        return Identity("EKS Pod Identity", roles)
-    if addon is not None:
-        for rec in inv.resources:
-            if rec.type == ADDON and rec.inputs.get("addonName") == addon:
-                arn = rec.inputs.get("serviceAccountRoleArn")
-                urns = rec.dependencies.get("serviceAccountRoleArn") or []
-                role = stack.role(urns[0] if urns else None) or stack.role(arn)
-                if role is not None:
-                    return Identity("IRSA (add-on serviceAccountRoleArn)", [role])
+        return "EKS Pod Identity", roles
+    for rec in inv.resources if addon is not None else []:
+        if rec.type == ADDON and rec.inputs.get("addonName") == addon:
+            urns = rec.dependencies.get("serviceAccountRoleArn") or [None]
+            role = stack.role(urns[0]) or stack.role(rec.inputs.get("serviceAccountRoleArn"))
+            if role is not None:
+                return "IRSA (add-on serviceAccountRoleArn)", [role]
     irsa = _irsa_roles(stack, namespace, sa)
     if irsa:
-        return Identity("IRSA", irsa)
+        return "IRSA", irsa
     if needs.node_role_ok and stack.node_roles():
-        return Identity("node role", stack.node_roles())
+        return "node role", stack.node_roles()
     return None
 
 
-def _installed(inv: Any) -> list[tuple[str, str, str, dict, str]]:
-    """(kind, name, namespace, values, urn) of every add-on and Helm release."""
-    out = []
-    for rec in inv.resources:
-        if rec.type == ADDON:
-            out.append(("add-on", str(rec.inputs.get("addonName")), "kube-system", {}, rec.urn))
-        elif rec.type == "kubernetes:helm.sh/v3:Release" or rec.type.startswith(
-            "kubernetes:helm.sh/v4:Chart"
-        ):
-            chart = str(rec.inputs.get("chart", "")).rstrip("/").rsplit("/", 1)[-1]
-            ns = str(rec.inputs.get("namespace") or "default")
-            out.append(("chart", chart, ns, rec.inputs.get("values") or {}, rec.urn))
-    return out
-
-
-CLUSTER_TYPES = ("eks:index:Cluster", "aws:eks/cluster:Cluster")
+def _finding(label: str, rule: str, message: str, urn: str, *names: str) -> Finding:
+    return Finding(label, rule, message, RULES[rule], urn=urn, names=frozenset(names))
 
 
 def check(ctx: PlanContext) -> CheckResult:
-    if not any(r.type in CLUSTER_TYPES for r in ctx.inventory.resources):
+    if not any(r.type in EKS_TYPES for r in ctx.inventory.resources):
         # Charts installed into a cluster this stack does not declare: their identities live
         # wherever that cluster is managed, so there is nothing here to check them against.
         note = "no EKS cluster in this stack: add-on and controller identities not checked"
@@ -228,61 +201,51 @@ def check(ctx: PlanContext) -> CheckResult:
     findings: list[Finding] = []
     lines: list[str] = []
     data: list[dict] = []
-    for kind, name, ns, values, urn in _installed(inv):
+    for rec in inv.resources:
+        if rec.type == ADDON:
+            kind, name, ns, values = "add-on", str(rec.inputs.get("addonName")), "kube-system", {}
+        elif rec.type == HELM_RELEASE or rec.type.startswith("kubernetes:helm.sh/v4:Chart"):
+            kind = "chart"
+            name = str(rec.inputs.get("chart", "")).rstrip("/").rsplit("/", 1)[-1]
+            ns = str(rec.inputs.get("namespace") or "default")
+            values = rec.inputs.get("values") or {}
+        else:
+            continue
         table = ADDONS if kind == "add-on" else CHARTS
         label = f"{kind} {name}"
         if name not in table:
-            findings.append(
-                Finding(
-                    label,
-                    UNKNOWN_CONTROLLER,
-                    f"{label} is installed but trainforge does not know whether it calls AWS, "
-                    "so nobody checked that it has an identity",
-                    RULES[UNKNOWN_CONTROLLER],
-                    urn=urn,
-                    names=frozenset({name}),
-                )
+            msg = (
+                f"{label} is installed but trainforge does not know whether it calls AWS, "
+                "so nobody checked that it has an identity"
             )
+            findings.append(_finding(label, UNKNOWN_CONTROLLER, msg, rec.urn, name))
             continue
         needs = table[name]
         if needs is None:
             lines.append(f"{label}: makes no AWS calls")
             data.append({"name": name, "kind": kind, "identity": None})
             continue
-        namespace, sa = needs.where(ns)
-        if kind == "chart":
-            sa = str((values.get("serviceAccount") or {}).get("name") or sa)
+        namespace, sa = needs.where(ns, values)
         ident = find_identity(stack, inv, namespace, sa, name if kind == "add-on" else None, needs)
         if ident is None:
-            findings.append(
-                Finding(
-                    label,
-                    MISSING,
-                    f"{label} calls AWS as {namespace}/{sa} but has no identity: no Pod Identity "
-                    f"association, no IRSA role{', no node role' if needs.node_role_ok else ''}"
-                    f" (needs {', '.join(needs.actions)}; {needs.docs})",
-                    RULES[MISSING],
-                    urn=urn,
-                    names=frozenset({name}),
-                )
+            msg = (
+                f"{label} calls AWS as {namespace}/{sa} but has no identity: no Pod Identity "
+                f"association, no IRSA role{', no node role' if needs.node_role_ok else ''}"
+                f" (needs {', '.join(needs.actions)}; {needs.docs})"
             )
+            findings.append(_finding(label, MISSING, msg, rec.urn, name))
             data.append({"name": name, "kind": kind, "identity": "missing"})
             continue
-        for role in ident.roles:
+        how, roles = ident
+        for role in roles:
             missing = [a for a in needs.actions if not _grants(role.policies, a)]
             if missing:
-                findings.append(
-                    Finding(
-                        label,
-                        MISSING,
-                        f"{label}: its identity ({ident.how}, {role.label}) does not grant "
-                        f"{', '.join(missing)} ({needs.docs})",
-                        RULES[MISSING],
-                        urn=urn,
-                        names=frozenset({name, role.name}),
-                    )
+                msg = (
+                    f"{label}: its identity ({how}, {role.label}) does not grant "
+                    f"{', '.join(missing)} ({needs.docs})"
                 )
-        roles = ", ".join(r.label for r in ident.roles)
-        lines.append(f"{label}: {namespace}/{sa} via {ident.how} ({roles})")
-        data.append({"name": name, "kind": kind, "identity": ident.how, "roles": roles})
+                findings.append(_finding(label, MISSING, msg, rec.urn, name, role.name))
+        labels = ", ".join(r.label for r in roles)
+        lines.append(f"{label}: {namespace}/{sa} via {how} ({labels})")
+        data.append({"name": name, "kind": kind, "identity": how, "roles": labels})
     return CheckResult(findings, [Section("Controller identity", lines, {"controllers": data})])

@@ -55,7 +55,6 @@ so, and judges the jobs on the planned workers only.
 
 from __future__ import annotations
 
-import json
 from fractions import Fraction
 from typing import Any
 
@@ -65,6 +64,7 @@ from trainforge.jobs.backends import pod_templates
 from trainforge.plan import price_facts as P
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.checks import queues as Q
+from trainforge.plan.checks.iam_eval import policy_doc
 from trainforge.plan.kueue import GPU, quantity
 
 TITLE = "Fleet (MultiKueue): the workers that may run each job"
@@ -295,16 +295,6 @@ def _checkpoints(spec: Any, target: Any) -> tuple[str, bool]:
 _WRITES = ("s3:*", "s3:Put*", "s3:PutObject")
 
 
-def _policy_doc(r: Any) -> dict[str, Any] | None:
-    """A recorded IAM policy resource's document; None when not known (a preview's unknown)."""
-    text = r.inputs.get("policy")
-    try:
-        doc = json.loads(text) if isinstance(text, str) else None
-    except ValueError:
-        return None
-    return doc if isinstance(doc, dict) else None
-
-
 def s3_grants(inv: Any) -> tuple[set[str], set[str]] | None:
     """(the buckets a stack creates, the buckets its IAM policies let a role write), from its
     planned documents; None when the documents are not known (a preview without stand-ins)."""
@@ -317,7 +307,7 @@ def s3_grants(inv: Any) -> tuple[set[str], set[str]] | None:
                 own.add(name)
         if r.type not in ("aws:iam/rolePolicy:RolePolicy", "aws:iam/policy:Policy"):
             continue
-        doc = _policy_doc(r)
+        doc = policy_doc(r.inputs.get("policy"))
         if doc is None:
             return None  # not known at preview: the worker was not planned with stand-ins
         statements = doc.get("Statement") or []
@@ -353,7 +343,7 @@ def team_reaches(inv: Any, bucket: str, team: str) -> bool | None:
     for r in resources:
         if r.type != "aws:iam/rolePolicy:RolePolicy" or r.inputs.get("role") not in roles:
             continue
-        doc = _policy_doc(r)
+        doc = policy_doc(r.inputs.get("policy"))
         if doc is None:
             return None
         policies.append(Policy(r.name, doc))

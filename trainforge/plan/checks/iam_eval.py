@@ -1,45 +1,13 @@
 """A small, offline AWS IAM policy evaluator for the plan's IAM rehearsal.
 
-Why our own: the rehearsal must say *denied* where AWS says denied, and the decisive part is
-conditions (a ListBucket allowed only under an `s3:prefix` is denied for a request that has no
-`s3:prefix`). We looked for a well-kept Python library on 2026-11-23: moto's IAM
-access-control (5.2.5) evaluates only `StringEquals` and treats every other condition
-operator as satisfied ("If the evaluation operation is not supported, ignore condition
-evaluation", moto/iam/policy_conditions.py), which would report exactly the defect this
-rehearsal exists for as allowed; policyuniverse (last release 2023-11) expands and parses
-but does not evaluate requests; principalmapper (1.1.5, 2022-01) is unmaintained. The only
-well-kept condition-complete simulator we found is a Node library (@cloud-copilot/iam-simulate),
-which `trainforge plan` cannot depend on. So this module implements the documented rules and
-has its own tests (tests/plan/test_iam_eval.py).
-
-What it implements (AWS IAM User Guide, "Policy evaluation logic" and "IAM JSON policy
-elements"):
-
-* Statements: Effect, Action/NotAction (case-insensitive, `*` and `?` wildcards),
-  Resource/NotResource (case-sensitive wildcards, policy variables such as
-  `${aws:username}`), Principal/NotPrincipal in resource policies, Condition.
-* Conditions: every operator of the String, Numeric, Date, Bool, Binary, IpAddress and Arn
-  families, their `...IfExists` forms, `Null`, and the `ForAnyValue:`/`ForAllValues:` set
-  qualifiers. Several operators in a block, several keys under one operator: all must hold
-  (AND); several values for one key: any may match (OR), none may match for a negated operator.
-  Condition keys are case-insensitive, values case-sensitive (except ...IgnoreCase).
-* Missing keys, as "Condition operators" documents them: "If the key that you specify in a
-  policy condition is not present in the request context, the values do not match and the
-  condition is false. If the policy condition requires that the key is not matched, such as
-  StringNotLike or ArnNotLike, and the right key is not present, the condition is true. This
-  logic applies to all condition operators except ...IfExists and Null check."
-  (docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_elements_condition_operators.html)
-  `ForAllValues:` over an absent or empty key is true, `ForAnyValue:` false
-  (reference_policies_condition-single-vs-multi-valued-context-keys.html).
-* Decision: an explicit Deny anywhere wins; otherwise, within one account, an Allow in an
-  identity policy OR in the resource policy grants the request; across accounts both must.
-  A KMS key policy is the exception: nothing reaches a key unless its key policy allows it,
-  either naming the principal or delegating to the account (`arn:aws:iam::<acct>:root`), in
-  which case the identity policy must allow too (KMS Developer Guide, "Key policies").
-
-What it does not model (the rehearsal docs say so): SCPs, RCPs, permission boundaries,
-session policies, VPC endpoint policies, ACLs, KMS grants, and service-specific quirks beyond
-the request contexts that trainforge.plan.checks.aws_calls builds.
+Why our own (looked for on 2026-11-23): the decisive part is conditions (a ListBucket allowed
+only under an `s3:prefix` is denied for a request without one), and moto 5.2.5's IAM access
+control evaluates only `StringEquals`, treating every other operator as satisfied
+(moto/iam/policy_conditions.py); policyuniverse parses but does not evaluate; principalmapper
+(2022) is unmaintained; the one condition-complete simulator is a Node library. The rules are
+the AWS IAM User Guide's ("Policy evaluation logic", "IAM JSON policy elements", "Condition
+operators", single- vs multi-valued context keys) and the KMS Developer Guide's "Key
+policies"; what is and is not modelled: docs/rehearsals.md, IAM rehearsal.
 """
 
 from __future__ import annotations
@@ -50,8 +18,9 @@ import functools
 import ipaddress
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import eq, ge, gt, le, lt
 from typing import Any
 
 ContextValue = str | bool | int | float | Sequence[str]
@@ -74,11 +43,19 @@ class Request:
         for k, v in self.context.items():
             if k.lower() == lowered:
                 if isinstance(v, bool):
-                    return True, ["true" if v else "false"]
-                if isinstance(v, str | int | float):
-                    return True, [str(v)]
-                return True, [str(x) for x in v]
+                    v = "true" if v else "false"
+                return True, [str(x) for x in (v if isinstance(v, list | tuple) else [v])]
         return False, []
+
+
+def policy_doc(value: Any) -> dict | None:
+    """An IAM policy document from a JSON string or dict; None when unknown or unparsable."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return None
+    return value if isinstance(value, dict) else None
 
 
 @dataclass(frozen=True)
@@ -117,10 +94,7 @@ class Decision:
     near_misses: list[str] = field(default_factory=list)
 
     def explain(self) -> str:
-        parts = [self.reason]
-        if self.near_misses:
-            parts.append("; ".join(self.near_misses))
-        return ": ".join(parts) if len(parts) > 1 else parts[0]
+        return f"{self.reason}: {'; '.join(self.near_misses)}" if self.near_misses else self.reason
 
 
 # --------------------------------------------------------------------------------------------
@@ -148,7 +122,6 @@ def _glob(pattern: str, value: str, *, case: bool = True) -> bool:
 
 
 _VAR = re.compile(r"\$\{([^}]+)\}")
-_SPECIAL_VARS = {"*": "*", "?": "?", "$": "$"}
 
 
 def substitute(value: str, request: Request) -> str | None:
@@ -163,8 +136,8 @@ def substitute(value: str, request: Request) -> str | None:
     def repl(m: re.Match[str]) -> str:
         nonlocal missing
         name = m.group(1)
-        if name in _SPECIAL_VARS:
-            return _SPECIAL_VARS[name]
+        if name in ("*", "?", "$"):  # ${*}, ${?}, ${$}: the character itself
+            return name
         name, _, default = name.partition(", '")
         present, vals = request.key(name.strip())
         if present and len(vals) == 1:
@@ -190,11 +163,6 @@ def resource_matches(patterns: Any, resource: str, request: Request) -> bool:
     return False
 
 
-def _account_of_arn(arn: str) -> str:
-    parts = arn.split(":")
-    return parts[4] if len(parts) > 4 else ""
-
-
 def principal_match(principal: Any, request: Request) -> str | None:
     """How a resource policy's Principal names the caller: "direct", "account" (delegation
     to the account's IAM policies), or None."""
@@ -217,7 +185,7 @@ def principal_match(principal: Any, request: Request) -> str | None:
             if v == caller:
                 return "direct"
             if v in (request.account, f"arn:aws:iam::{request.account}:root") or (
-                v.endswith(":root") and _account_of_arn(v) == request.account
+                v.endswith(":root") and v.split(":")[4:5] == [request.account]
             ):
                 return "account"
     return None
@@ -259,52 +227,57 @@ def _ip_in(pattern: str, value: str) -> bool:
         return False
 
 
-def _cmp(op: str, a: Any, b: Any) -> bool:
-    return {
-        "Equals": a == b,
-        "LessThan": a < b,
-        "LessThanEquals": a <= b,
-        "GreaterThan": a > b,
-        "GreaterThanEquals": a >= b,
-    }[op]
+def _compare(parse: Callable[[str], Any], op: Callable[[Any, Any], bool]) -> Callable:
+    """A Numeric/Date operator: the request's value `op` the policy's, both parsed."""
+
+    def m(p: str, v: str) -> bool:
+        a, b = parse(v), parse(p)
+        return a is not None and b is not None and op(a, b)
+
+    return m
 
 
-# base operator -> (negated, single-value matcher(policy_value, request_value))
-def _matcher(base: str):  # noqa: C901 - one table of the documented operators
-    if base in ("StringEquals", "StringNotEquals"):
-        return base == "StringNotEquals", lambda p, v: p == v, True
-    if base in ("StringEqualsIgnoreCase", "StringNotEqualsIgnoreCase"):
-        return base.startswith("StringNot"), lambda p, v: p.lower() == v.lower(), True
-    if base in ("StringLike", "StringNotLike"):
-        return base == "StringNotLike", lambda p, v: _glob(p, v), True
-    if base in ("ArnEquals", "ArnLike", "ArnNotEquals", "ArnNotLike"):
-        return "Not" in base, _arn_like, True
-    if base == "Bool":
-        return False, lambda p, v: p.lower() == v.lower(), False
-    if base == "BinaryEquals":
-        return False, lambda p, v: base64.b64decode(p) == base64.b64decode(v), False
-    if base in ("IpAddress", "NotIpAddress"):
-        return base == "NotIpAddress", _ip_in, False
-    for family, parse in (("Numeric", _num), ("Date", _date)):
-        if base.startswith(family):
-            rest = base[len(family) :]
-            negated = rest == "NotEquals"
-            op = "Equals" if negated else rest
-            if op not in (
-                "Equals",
-                "LessThan",
-                "LessThanEquals",
-                "GreaterThan",
-                "GreaterThanEquals",
-            ):
-                break
+_COMPARISONS = {
+    "Equals": eq,
+    "LessThan": lt,
+    "LessThanEquals": le,
+    "GreaterThan": gt,
+    "GreaterThanEquals": ge,
+}
 
-            def m(p: str, v: str, parse=parse, op=op) -> bool:
-                a, b = parse(v), parse(p)
-                return a is not None and b is not None and _cmp(op, a, b)
+# positive operator -> (single-value matcher(policy_value, request_value), substitutes variables)
+_MATCHERS: dict[str, tuple[Callable[[str, str], bool], bool]] = {
+    "StringEquals": (eq, True),
+    "StringEqualsIgnoreCase": (lambda p, v: p.lower() == v.lower(), True),
+    "StringLike": (_glob, True),
+    "ArnEquals": (_arn_like, True),
+    "ArnLike": (_arn_like, True),
+    "Bool": (lambda p, v: p.lower() == v.lower(), False),
+    "BinaryEquals": (lambda p, v: base64.b64decode(p) == base64.b64decode(v), False),
+    "IpAddress": (_ip_in, False),
+    **{f"Numeric{name}": (_compare(_num, op), False) for name, op in _COMPARISONS.items()},
+    **{f"Date{name}": (_compare(_date, op), False) for name, op in _COMPARISONS.items()},
+}
+# the negated operators: each the "Not" form of one above
+_NEGATED = {
+    "StringNotEquals",
+    "StringNotEqualsIgnoreCase",
+    "StringNotLike",
+    "ArnNotEquals",
+    "ArnNotLike",
+    "NotIpAddress",
+    "NumericNotEquals",
+    "DateNotEquals",
+}
 
-            return negated, m, False
-    raise ValueError(f"unknown condition operator {base!r}")
+
+def _matcher(base: str) -> tuple[bool, Callable[[str, str], bool], bool]:
+    """(negated, single-value matcher, substitutes policy variables) of a base operator."""
+    negated = base in _NEGATED
+    found = _MATCHERS.get(base.replace("Not", "", 1) if negated else base)
+    if found is None:
+        raise ValueError(f"unknown condition operator {base!r}")
+    return negated, *found
 
 
 def condition_holds(operator: str, key: str, policy_values: Any, request: Request) -> bool:
@@ -328,17 +301,12 @@ def condition_holds(operator: str, key: str, policy_values: Any, request: Reques
     def matches_any(v: str) -> bool:
         return any(single(p, v) for p in pvals)
 
+    # (a negated operator holds for a value that matches none of the policy's values)
     if qualifier == "ForAllValues":
         # every request value must satisfy the operator; vacuously true when absent/empty
-        if negated:
-            return all(not matches_any(v) for v in values)
-        return all(matches_any(v) for v in values)
+        return all(matches_any(v) != negated for v in values)
     if qualifier == "ForAnyValue":
-        if not values:
-            return False
-        if negated:
-            return any(not matches_any(v) for v in values)
-        return any(matches_any(v) for v in values)
+        return any(matches_any(v) != negated for v in values)
     if qualifier:
         raise ValueError(f"unknown condition set operator {qualifier!r}")
 
@@ -347,9 +315,7 @@ def condition_holds(operator: str, key: str, policy_values: Any, request: Reques
         return if_exists or negated
     # a multivalued key without a set operator: each value is compared (as ForAnyValue for
     # positive operators; a negated operator holds only if no value matches)
-    if negated:
-        return not any(matches_any(v) for v in values)
-    return any(matches_any(v) for v in values)
+    return any(matches_any(v) for v in values) != negated
 
 
 def condition_failures(conditions: Mapping[str, Any] | None, request: Request) -> list[str]:
@@ -368,25 +334,23 @@ def condition_failures(conditions: Mapping[str, Any] | None, request: Request) -
 # Statements and decisions
 
 
+def _element(st: Mapping[str, Any], name: str, matches: Callable[[Any], bool]) -> bool | None:
+    """Whether the statement's `name` (or `Not<name>`) element matches; None without either."""
+    if name in st:
+        return matches(st[name])
+    if f"Not{name}" in st:
+        return not matches(st[f"Not{name}"])
+    return None
+
+
 def _statement_applies(
     st: Mapping[str, Any], request: Request, *, resource_policy: bool
 ) -> tuple[bool, str | None, list[str]]:
     """(action+resource(+principal) match, principal match kind, failing conditions)."""
-    if "Action" in st:
-        if not action_matches(st["Action"], request.action):
-            return False, None, []
-    elif "NotAction" in st:
-        if action_matches(st["NotAction"], request.action):
-            return False, None, []
-    else:
+    if not _element(st, "Action", lambda p: action_matches(p, request.action)):
         return False, None, []
-    if "Resource" in st:
-        if not resource_matches(st["Resource"], request.resource, request):
-            return False, None, []
-    elif "NotResource" in st:
-        if resource_matches(st["NotResource"], request.resource, request):
-            return False, None, []
-    elif not resource_policy:
+    resources = _element(st, "Resource", lambda p: resource_matches(p, request.resource, request))
+    if resources is False or (resources is None and not resource_policy):
         return False, None, []  # identity policies must name a resource
     kind: str | None = "identity"
     if resource_policy:
@@ -488,14 +452,11 @@ def statement_within(ours: Mapping[str, Any], ref: Mapping[str, Any]) -> bool:
         return False
     if "NotAction" in ours or "NotResource" in ours or "NotAction" in ref or "NotResource" in ref:
         return False
-    ref_actions = as_list(ref.get("Action"))
-    for a in as_list(ours.get("Action")):
-        if not any(_glob(str(r), str(a), case=False) for r in ref_actions):
-            return False
+    if not all(action_matches(ref.get("Action"), str(a)) for a in as_list(ours.get("Action"))):
+        return False
     ref_res = as_list(ref.get("Resource"))
-    for r in as_list(ours.get("Resource")):
-        if not any(_glob(str(p), str(r)) for p in ref_res):
-            return False
+    if not all(any(_glob(str(p), str(r)) for p in ref_res) for r in as_list(ours.get("Resource"))):
+        return False
     ours_cond = {
         (op.lower(), k.lower()): {str(v) for v in as_list(vals)}
         for op, keys in (ours.get("Condition") or {}).items()
@@ -519,16 +480,3 @@ def beyond_reference(ours: Policy, reference: Sequence[Policy]) -> list[str]:
         if not any(statement_within(st, ref) for ref in ref_statements):
             out.append(str(st.get("Sid") or f"#{i}"))
     return out
-
-
-__all__ = [
-    "Decision",
-    "Match",
-    "Policy",
-    "Request",
-    "action_matches",
-    "beyond_reference",
-    "condition_holds",
-    "evaluate",
-    "statement_within",
-]

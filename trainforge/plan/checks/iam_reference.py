@@ -1,26 +1,22 @@
 """Reference policies (upstream and AWS managed) and the AWS calls each controller makes.
 
-Why vendored: the offline plan has no network and must not read /work/shared at run time, so
-the documents we compare against ship with the package (trainforge/plan/data/iam_reference.json
-and karpenter_controller_policy.json), each with where and when it was taken noted here. They are
-copied as published (only the CloudFormation `${...}` substitutions are filled in); update
-them with the pinned version in trainforge/core/versions.py.
-
-A controller's calls cannot be recorded the way the runtime's are (we do not run Karpenter or
-the CSI drivers), so each controller's list below is derived from its reference policy and its
-source (which API calls it makes and with which tags), and is written as requests with the
-context AWS would see. Each list also holds calls that must be DENIED: the guard rails the
-reference policy exists for (Karpenter must never terminate a node it did not launch).
+The documents ship with the package (trainforge/plan/data/iam_reference.json and
+karpenter_controller_policy.json; the offline plan has no network), copied as published with
+only CloudFormation's `${...}` filled in, each one's source and date noted where it is read;
+update them with the pinned version in trainforge/core/versions.py. A controller's calls cannot
+be recorded (we do not run Karpenter or the CSI drivers), so each list below is derived from
+its reference policy and source, with the calls the reference policy exists to refuse
+(Karpenter must never terminate a node it did not launch): docs/rehearsals.md, IAM rehearsal.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
+from trainforge.plan.checks.aws_calls import Caller
 from trainforge.plan.checks.iam_eval import Policy, Request
 
 
@@ -31,12 +27,7 @@ def _data(name: str) -> str:
 _DOCS: dict[str, dict] = json.loads(_data("iam_reference.json"))
 
 # --------------------------------------------------------------------------------------------
-# AWS managed policies (documents as shown in the AWS Managed Policy Reference Guide,
-# docs.aws.amazon.com/aws-managed-policy/latest/reference/<Name>.html, checked 2026-11-23)
-
-AMAZON_EKS_WORKER_NODE_POLICY = _DOCS["AmazonEKSWorkerNodePolicy"]
-
-AMAZON_EKS_CNI_POLICY = _DOCS["AmazonEKS_CNI_Policy"]
+# AWS managed policies
 
 # aws-ebs-csi-driver docs/example-iam-policy.json (github.com/kubernetes-sigs/
 # aws-ebs-csi-driver; identical at tags v1.46.0 and v1.50.1, the pinned add-on's driver
@@ -50,11 +41,13 @@ EBS_CSI_KMS_ACTIONS = ("kms:Decrypt", "kms:GenerateDataKeyWithoutPlaintext", "km
 
 EBS_CSI_DRIVER_POLICY_ARN = "arn:aws:iam::aws:policy/service-role/AmazonEBSCSIDriverPolicy"
 
-# AWS managed policies by ARN (the partition is normalised to "aws" before lookup). Policies we
-# attach but never rehearse (ECR pull, SSM) are listed as None: known, not evaluated.
+# AWS managed policies by ARN (the partition is normalised to "aws" before lookup), the others as
+# shown in the AWS Managed Policy Reference Guide (docs.aws.amazon.com/aws-managed-policy/
+# latest/reference/<Name>.html, checked 2026-11-23). Policies we attach but never rehearse (ECR
+# pull, SSM) are listed as None: known, not evaluated.
 MANAGED_POLICIES: dict[str, dict | None] = {
-    "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy": AMAZON_EKS_WORKER_NODE_POLICY,
-    "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy": AMAZON_EKS_CNI_POLICY,
+    "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy": _DOCS["AmazonEKSWorkerNodePolicy"],
+    "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy": _DOCS["AmazonEKS_CNI_Policy"],
     EBS_CSI_DRIVER_POLICY_ARN: AMAZON_EBS_CSI_DRIVER_POLICY,
     "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryPullOnly": None,
     "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore": None,
@@ -113,8 +106,8 @@ class KarpenterFacts:
     account: str
     queue_arn: str
     node_role_arn: str
-    node_pools: tuple[str, ...] = ("default",)
-    node_classes: tuple[str, ...] = ("default",)
+    node_pool: str = "default"  # the NodePool and EC2NodeClass its calls are made for
+    node_class: str = "default"
     partition: str = "aws"
 
     def fill(self, text: str) -> str:
@@ -150,15 +143,28 @@ class ExpectedCall:
     why: str
 
 
-def _caller(principal: str, account: str, region: str) -> Callable[..., Request]:
-    """A builder of the principal's requests in the region (aws:PrincipalArn and
-    aws:RequestedRegion set, more context keys as keyword arguments)."""
+class _Calls(list[ExpectedCall]):
+    """One caller's expected calls, in order: `ok` must be allowed, `never` denied."""
 
-    def req(action: str, resource: str, **ctx: Any) -> Request:
-        base = {"aws:PrincipalArn": principal, "aws:RequestedRegion": region}
-        return Request(principal, action, resource, {**base, **ctx}, account=account)
+    def __init__(self, caller: Caller) -> None:
+        super().__init__()
+        self.caller = caller
 
-    return req
+    def ok(self, action: str, resource: str, why: str, **context: Any) -> None:
+        self.append(ExpectedCall(self.caller.request(action, resource, **context), True, why))
+
+    def never(self, action: str, resource: str, why: str, **context: Any) -> None:
+        self.append(ExpectedCall(self.caller.request(action, resource, **context), False, why))
+
+
+def tag_keys(prefix: str, tags: dict[str, str]) -> dict[str, Any]:
+    """Tags as context keys: `<prefix>/<tag>` (aws:RequestTag, aws:ResourceTag, ...)."""
+    return {f"{prefix}/{k}": v for k, v in tags.items()}
+
+
+def request_tags(tags: dict[str, str]) -> dict[str, Any]:
+    """The context keys of a request that sets these tags (aws:RequestTag/*, aws:TagKeys)."""
+    return {**tag_keys("aws:RequestTag", tags), "aws:TagKeys": list(tags)}
 
 
 def karpenter_calls(f: KarpenterFacts, principal: str) -> list[ExpectedCall]:
@@ -169,37 +175,31 @@ def karpenter_calls(f: KarpenterFacts, principal: str) -> list[ExpectedCall]:
     calls the reference policy exists to refuse."""
     p, r, a, c = f.partition, f.region, f.account, f.cluster
     ec2 = f"arn:{p}:ec2:{r}:{a}"
-    pool, nodeclass = f.node_pools[0], f.node_classes[0]
-    launch_tags = {
-        f"kubernetes.io/cluster/{c}": "owned",
-        "eks:eks-cluster-name": c,
-        "karpenter.sh/nodepool": pool,
-        "karpenter.sh/nodeclaim": f"{pool}-abcde",
-        "karpenter.k8s.aws/ec2nodeclass": nodeclass,
-        "Name": f"{pool}-abcde",
-    }
-    owned = {f"kubernetes.io/cluster/{c}": "owned", "karpenter.sh/nodepool": pool}
-    mng_only = {f"kubernetes.io/cluster/{c}": "owned", "eks:nodegroup-name": f"{c}-system"}
+    pool, claim = f.node_pool, f"{f.node_pool}-abcde"
+    cluster_tag = f"kubernetes.io/cluster/{c}"
+    launch = request_tags(
+        {
+            cluster_tag: "owned",
+            "eks:eks-cluster-name": c,
+            "karpenter.sh/nodepool": pool,
+            "karpenter.sh/nodeclaim": claim,
+            "karpenter.k8s.aws/ec2nodeclass": f.node_class,
+            "Name": claim,
+        }
+    )
+    owned = tag_keys("aws:ResourceTag", {cluster_tag: "owned", "karpenter.sh/nodepool": pool})
     profile_tags = {
-        f"kubernetes.io/cluster/{c}": "owned",
+        cluster_tag: "owned",
         "eks:eks-cluster-name": c,
         "topology.kubernetes.io/region": r,
-        "karpenter.k8s.aws/ec2nodeclass": nodeclass,
+        "karpenter.k8s.aws/ec2nodeclass": f.node_class,
     }
+    own_profile = tag_keys("aws:ResourceTag", profile_tags)
+    new_profile = request_tags(profile_tags)
     profile = f"arn:{p}:iam::{a}:instance-profile/{c}_123"
-    req = _caller(principal, a, r)
-
-    def request_tags(tags: dict[str, str]) -> dict:
-        out = {f"aws:RequestTag/{k}": v for k, v in tags.items()}
-        out["aws:TagKeys"] = list(tags)
-        return out
-
-    def resource_tags(tags: dict[str, str]) -> dict:
-        return {f"aws:ResourceTag/{k}": v for k, v in tags.items()}
-
-    calls: list[ExpectedCall] = []
-    ok = lambda rq, why: calls.append(ExpectedCall(rq, True, why))  # noqa: E731
-    never = lambda rq, why: calls.append(ExpectedCall(rq, False, why))  # noqa: E731
+    cluster = f"arn:{p}:eks:{r}:{a}:cluster/{c}"
+    instance, lt = f"{ec2}:instance/i-0123", f"{ec2}:launch-template/lt-0123"
+    calls = _Calls(Caller(principal, a, r, p))
     for action in ("ec2:CreateFleet", "ec2:RunInstances"):
         for res in (
             f"arn:{p}:ec2:{r}::image/ami-0123",
@@ -208,52 +208,14 @@ def karpenter_calls(f: KarpenterFacts, principal: str) -> list[ExpectedCall]:
             f"{ec2}:placement-group/{c}-efa",
             f"{ec2}:capacity-reservation/cr-0123",
         ):
-            ok(req(action, res), "launch into our subnets/SGs/AMI/placement group")
-        ok(
-            req(action, f"{ec2}:launch-template/lt-0123", **resource_tags(owned)),
-            "launch from its own launch template",
-        )
+            calls.ok(action, res, "launch into our subnets/SGs/AMI/placement group")
+        calls.ok(action, lt, "launch from its own launch template", **owned)
         for kind in ("fleet", "instance", "volume", "network-interface", "spot-instances-request"):
-            ok(
-                req(action, f"{ec2}:{kind}/x-0123", **request_tags(launch_tags)),
-                f"create the {kind} with Karpenter's tags",
-            )
-    ok(
-        req(
-            "ec2:CreateLaunchTemplate",
-            f"{ec2}:launch-template/lt-0123",
-            **request_tags(launch_tags),
-        ),
-        "create a launch template per NodeClass",
-    )
-    for kind in ("fleet", "instance", "volume", "network-interface", "launch-template"):
-        ok(
-            req(
-                "ec2:CreateTags",
-                f"{ec2}:{kind}/x-0123",
-                **request_tags(launch_tags),
-                **{"ec2:CreateAction": "CreateFleet"},
-            ),
-            "tag on create",
-        )
-    ok(
-        req(
-            "ec2:CreateTags",
-            f"{ec2}:instance/i-0123",
-            **resource_tags(owned),
-            **request_tags({"Name": "node-a", "karpenter.sh/nodeclaim": f"{pool}-abcde"}),
-        ),
-        "name and claim its own instance after launch",
-    )
-    ok(
-        req("ec2:TerminateInstances", f"{ec2}:instance/i-0123", **resource_tags(owned)),
-        "scale down",
-    )
-    ok(
-        req("ec2:DeleteLaunchTemplate", f"{ec2}:launch-template/lt-0123", **resource_tags(owned)),
-        "garbage-collect launch templates",
-    )
-    for action in (
+            why = f"create the {kind} with Karpenter's tags"
+            calls.ok(action, f"{ec2}:{kind}/x-0123", why, **launch)
+    on_create = {**launch, "ec2:CreateAction": "CreateFleet"}
+    named = {**owned, **request_tags({"Name": "node-a", "karpenter.sh/nodeclaim": claim})}
+    describe = (
         "ec2:DescribeImages",
         "ec2:DescribeInstances",
         "ec2:DescribeInstanceTypes",
@@ -265,137 +227,122 @@ def karpenter_calls(f: KarpenterFacts, principal: str) -> list[ExpectedCall]:
         "ec2:DescribeCapacityReservations",
         "ec2:DescribePlacementGroups",
         "ec2:DescribeInstanceStatus",
-    ):
-        ok(req(action, "*"), "discover capacity in the cluster's region")
-    ok(
-        req("ssm:GetParameter", f"arn:{p}:ssm:{r}::parameter/aws/service/eks/optimized-ami/x"),
-        "resolve the AMI alias",
     )
-    ok(req("pricing:GetProducts", "*"), "on-demand prices")
-    for action in ("sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueUrl"):
-        ok(req(action, f.queue_arn), "interruption events")
-    ok(
-        req("iam:PassRole", f.node_role_arn, **{"iam:PassedToService": "ec2.amazonaws.com"}),
-        "launch nodes with the node role",
-    )
-    ok(
-        req("iam:CreateInstanceProfile", profile, **request_tags(profile_tags)),
-        "instance profile per NodeClass",
-    )
-    ok(
-        req(
-            "iam:TagInstanceProfile",
-            profile,
-            **resource_tags(profile_tags),
-            **request_tags(profile_tags),
-        ),
-        "tag its instance profile",
-    )
-    for action in (
+    profile_actions = (
         "iam:AddRoleToInstanceProfile",
         "iam:RemoveRoleFromInstanceProfile",
         "iam:DeleteInstanceProfile",
-    ):
-        ok(req(action, profile, **resource_tags(profile_tags)), "manage its instance profile")
-    ok(req("iam:GetInstanceProfile", profile), "read its instance profile")
-    ok(req("iam:ListInstanceProfiles", "*"), "garbage-collect instance profiles")
-    ok(req("eks:DescribeCluster", f"arn:{p}:eks:{r}:{a}:cluster/{c}"), "API endpoint discovery")
-    ok(
-        req(
+    )
+    sqs = ("sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueUrl")
+    to_ec2 = {"iam:PassedToService": "ec2.amazonaws.com"}
+    for action, resource, why, ctx in (
+        ("ec2:CreateLaunchTemplate", lt, "create a launch template per NodeClass", launch),
+        *(
+            ("ec2:CreateTags", f"{ec2}:{kind}/x-0123", "tag on create", on_create)
+            for kind in ("fleet", "instance", "volume", "network-interface", "launch-template")
+        ),
+        ("ec2:CreateTags", instance, "name and claim its own instance after launch", named),
+        ("ec2:TerminateInstances", instance, "scale down", owned),
+        ("ec2:DeleteLaunchTemplate", lt, "garbage-collect launch templates", owned),
+        *((action, "*", "discover capacity in the cluster's region", {}) for action in describe),
+        (
+            "ssm:GetParameter",
+            f"arn:{p}:ssm:{r}::parameter/aws/service/eks/optimized-ami/x",
+            "resolve the AMI alias",
+            {},
+        ),
+        ("pricing:GetProducts", "*", "on-demand prices", {}),
+        *((action, f.queue_arn, "interruption events", {}) for action in sqs),
+        ("iam:PassRole", f.node_role_arn, "launch nodes with the node role", to_ec2),
+        ("iam:CreateInstanceProfile", profile, "instance profile per NodeClass", new_profile),
+        (
+            "iam:TagInstanceProfile",
+            profile,
+            "tag its instance profile",
+            {**own_profile, **new_profile},
+        ),
+        *(
+            (action, profile, "manage its instance profile", own_profile)
+            for action in profile_actions
+        ),
+        ("iam:GetInstanceProfile", profile, "read its instance profile", {}),
+        ("iam:ListInstanceProfiles", "*", "garbage-collect instance profiles", {}),
+        ("eks:DescribeCluster", cluster, "API endpoint discovery", {}),
+        (
             "arc-zonal-shift:GetManagedResource",
             "*",
-            **{"arc-zonal-shift:ResourceIdentifier": f"arn:{p}:eks:{r}:{a}:cluster/{c}"},
+            "zonal shift status",
+            {"arc-zonal-shift:ResourceIdentifier": cluster},
         ),
-        "zonal shift status",
-    )
+    ):
+        calls.ok(action, resource, why, **ctx)
 
     # guard rails: what the reference policy's conditions exist to refuse
-    never(
-        req("ec2:TerminateInstances", f"{ec2}:instance/i-system", **resource_tags(mng_only)),
+    calls.never(
+        "ec2:TerminateInstances",
+        f"{ec2}:instance/i-system",
         "a managed-node-group (system or reserved) instance carries only the cluster tag",
+        **tag_keys("aws:ResourceTag", {cluster_tag: "owned", "eks:nodegroup-name": f"{c}-system"}),
     )
-    never(
-        req(
-            "ec2:CreateTags",
-            f"{ec2}:instance/i-0123",
-            **resource_tags(owned),
-            **request_tags({"karpenter.sh/nodepool": "other"}),
-        ),
+    calls.never(
+        "ec2:CreateTags",
+        instance,
         "re-tagging an instance into another NodePool (aws:TagKeys limit)",
+        **owned,
+        **request_tags({"karpenter.sh/nodepool": "other"}),
     )
-    never(
-        req("ec2:CreateFleet", f"{ec2}:instance/x-0123", **request_tags({"Name": "x"})),
+    calls.never(
+        "ec2:CreateFleet",
+        f"{ec2}:instance/x-0123",
         "launching an instance without the cluster and nodepool tags",
+        **request_tags({"Name": "x"}),
     )
-    never(
-        req("iam:AddRoleToInstanceProfile", f"arn:{p}:iam::{a}:instance-profile/admin"),
+    calls.never(
+        "iam:AddRoleToInstanceProfile",
+        f"arn:{p}:iam::{a}:instance-profile/admin",
         "an instance profile Karpenter did not create",
     )
-    never(
-        req(
-            "iam:PassRole",
-            f"arn:{p}:iam::{a}:role/cluster-admin",
-            **{"iam:PassedToService": "ec2.amazonaws.com"},
-        ),
+    calls.never(
+        "iam:PassRole",
+        f"arn:{p}:iam::{a}:role/cluster-admin",
         "passing any role but the node role",
+        **to_ec2,
     )
-    never(
-        req("ec2:DescribeInstances", "*", **{"aws:RequestedRegion": "eu-north-1"}),
-        "reading another region",
-    )
+    other_region = {"aws:RequestedRegion": "eu-north-1"}
+    calls.never("ec2:DescribeInstances", "*", "reading another region", **other_region)
     return calls
 
 
 # --------------------------------------------------------------------------------------------
-# CSI drivers
+# CSI drivers and node roles
 
 
-def ebs_csi_calls(
-    principal: str,
-    account: str,
-    region: str,
-    kms_keys: list[str],
-    partition: str = "aws",
-) -> list[ExpectedCall]:
+def ebs_csi_calls(caller: Caller, kms_keys: list[str]) -> list[ExpectedCall]:
     """What the EBS CSI controller does for a dynamically provisioned gp3 volume (its
     pkg/cloud: CreateVolume with CSIVolumeName and ebs.csi.aws.com/cluster tags, then attach,
     detach, delete) and, for a customer-key StorageClass, the KMS calls EC2 makes for it."""
-    ec2 = f"arn:{partition}:ec2:{region}:{account}"
-    vol = f"{ec2}:volume/vol-0123"
+    vol, instance = caller.arn("ec2", "volume/vol-0123"), caller.arn("ec2", "instance/i-0123")
     tags = {"CSIVolumeName": "pvc-1", "ebs.csi.aws.com/cluster": "true"}
-    req = _caller(principal, account, region)
-
-    rt = {f"aws:RequestTag/{k}": v for k, v in tags.items()}
-    res = {f"ec2:ResourceTag/{k}": v for k, v in tags.items()}
-    calls = [
-        ExpectedCall(
-            req("ec2:CreateVolume", vol, **rt, **{"aws:TagKeys": list(tags)}),
-            True,
-            "provision a PVC",
-        ),
-        ExpectedCall(
-            req("ec2:CreateTags", vol, **rt, **{"ec2:CreateAction": "CreateVolume"}),
-            True,
-            "tag on create",
-        ),
-        ExpectedCall(req("ec2:AttachVolume", vol), True, "attach to the node"),
-        ExpectedCall(req("ec2:AttachVolume", f"{ec2}:instance/i-0123"), True, "attach to the node"),
-        ExpectedCall(req("ec2:DetachVolume", vol), True, "detach"),
-        ExpectedCall(req("ec2:DetachVolume", f"{ec2}:instance/i-0123"), True, "detach"),
-        ExpectedCall(req("ec2:DeleteVolume", vol, **res), True, "delete a released PV"),
-        ExpectedCall(req("ec2:DescribeVolumes", "*"), True, "wait for the volume"),
-        ExpectedCall(req("ec2:DescribeInstances", "*"), True, "find the node"),
-        ExpectedCall(req("ec2:DescribeAvailabilityZones", "*"), True, "topology"),
-        ExpectedCall(
-            req("ec2:DeleteVolume", f"{ec2}:volume/vol-foreign"),
-            False,
-            "a volume the driver did not create (no CSI tags)",
-        ),
-    ]
+    calls = _Calls(caller)
+    calls.ok("ec2:CreateVolume", vol, "provision a PVC", **request_tags(tags))
+    on_create = {**tag_keys("aws:RequestTag", tags), "ec2:CreateAction": "CreateVolume"}
+    calls.ok("ec2:CreateTags", vol, "tag on create", **on_create)
+    for action, why in (("ec2:AttachVolume", "attach to the node"), ("ec2:DetachVolume", "detach")):
+        calls.ok(action, vol, why)
+        calls.ok(action, instance, why)
+    calls.ok("ec2:DeleteVolume", vol, "delete a released PV", **tag_keys("ec2:ResourceTag", tags))
+    calls.ok("ec2:DescribeVolumes", "*", "wait for the volume")
+    calls.ok("ec2:DescribeInstances", "*", "find the node")
+    calls.ok("ec2:DescribeAvailabilityZones", "*", "topology")
+    foreign = caller.arn("ec2", "volume/vol-foreign")
+    calls.never("ec2:DeleteVolume", foreign, "a volume the driver did not create (no CSI tags)")
+    via_ec2 = {
+        "kms:ViaService": f"ec2.{caller.region}.amazonaws.com",
+        "kms:CallerAccount": caller.account,
+    }
     for key in kms_keys:
         for action in EBS_CSI_KMS_ACTIONS:
-            ctx = {"kms:ViaService": f"ec2.{region}.amazonaws.com", "kms:CallerAccount": account}
-            calls.append(ExpectedCall(req(action, key, **ctx), True, "customer-key StorageClass"))
+            calls.ok(action, key, "customer-key StorageClass", **via_ec2)
     return calls
 
 
@@ -404,50 +351,43 @@ def ebs_csi_calls(
 FSX_CSI_REFERENCE = _DOCS["FsxCsiReference"]
 
 
-def fsx_csi_calls(
-    principal: str, account: str, region: str, file_systems: list[str]
-) -> list[ExpectedCall]:
+def fsx_csi_calls(caller: Caller, file_systems: list[str]) -> list[ExpectedCall]:
     """Static provisioning (aws-fsx-csi-driver v1.5.0 pkg/driver/controller.go):
     ValidateVolumeCapabilities and ControllerExpandVolume call DescribeFileSystems, expansion
     UpdateFileSystem; CreateVolume/DeleteVolume (dynamic provisioning) are not used."""
-    req = _caller(principal, account, region)
-    calls = [ExpectedCall(req("fsx:DescribeFileSystems", "*"), True, "validate a static volume")]
+    calls = _Calls(caller)
+    calls.ok("fsx:DescribeFileSystems", "*", "validate a static volume")
     for fs in file_systems:
-        calls.append(ExpectedCall(req("fsx:UpdateFileSystem", fs), True, "expand the file system"))
-    calls.append(
-        ExpectedCall(
-            req("fsx:DeleteFileSystem", f"arn:aws:fsx:{region}:{account}:file-system/fs-0123"),
-            False,
-            "static provisioning never deletes a file system",
-        )
-    )
+        calls.ok("fsx:UpdateFileSystem", fs, "expand the file system")
+    other = caller.arn("fsx", "file-system/fs-0123")
+    calls.never("fsx:DeleteFileSystem", other, "static provisioning never deletes a file system")
     return calls
 
 
-def vpc_cni_calls(principal: str, account: str, region: str) -> list[ExpectedCall]:
-    """What the VPC CNI's ipamd does on a node (AmazonEKS_CNI_Policy's actions)."""
-    req = _caller(principal, account, region)
-    actions = [
-        "ec2:AssignPrivateIpAddresses",
-        "ec2:AttachNetworkInterface",
-        "ec2:CreateNetworkInterface",
-        "ec2:DeleteNetworkInterface",
-        "ec2:DescribeInstances",
-        "ec2:DescribeNetworkInterfaces",
-        "ec2:DescribeInstanceTypes",
-        "ec2:DescribeSubnets",
-        "ec2:DetachNetworkInterface",
-        "ec2:ModifyNetworkInterfaceAttribute",
-        "ec2:UnassignPrivateIpAddresses",
-    ]
-    calls = [ExpectedCall(req(a, "*"), True, "pod IPs") for a in actions]
-    eni = f"arn:aws:ec2:{region}:{account}:network-interface/eni-0123"
-    return [*calls, ExpectedCall(req("ec2:CreateTags", eni), True, "tag ENIs")]
-
-
-def pod_identity_agent_calls(principal: str, account: str, region: str) -> list[ExpectedCall]:
-    """The EKS Pod Identity agent exchanges tokens with the node's role (EKS User Guide,
-    "EKS Pod Identity agent": the node role needs eks-auth:AssumeRoleForPodIdentity, which
-    AmazonEKSWorkerNodePolicy includes)."""
-    rq = _caller(principal, account, region)("eks-auth:AssumeRoleForPodIdentity", "*")
-    return [ExpectedCall(rq, True, "credentials for pods with a Pod Identity association")]
+def node_role_calls(
+    caller: Caller, *, vpc_cni: bool, pod_identity_agent: bool
+) -> list[ExpectedCall]:
+    """A node role's calls: the EKS Pod Identity agent's token exchange (EKS User Guide, "EKS
+    Pod Identity agent": eks-auth:AssumeRoleForPodIdentity, in AmazonEKSWorkerNodePolicy), then
+    what the VPC CNI's ipamd does on the node (AmazonEKS_CNI_Policy's actions)."""
+    calls = _Calls(caller)
+    if pod_identity_agent:
+        why = "credentials for pods with a Pod Identity association"
+        calls.ok("eks-auth:AssumeRoleForPodIdentity", "*", why)
+    if vpc_cni:
+        for action in (
+            "ec2:AssignPrivateIpAddresses",
+            "ec2:AttachNetworkInterface",
+            "ec2:CreateNetworkInterface",
+            "ec2:DeleteNetworkInterface",
+            "ec2:DescribeInstances",
+            "ec2:DescribeNetworkInterfaces",
+            "ec2:DescribeInstanceTypes",
+            "ec2:DescribeSubnets",
+            "ec2:DetachNetworkInterface",
+            "ec2:ModifyNetworkInterfaceAttribute",
+            "ec2:UnassignPrivateIpAddresses",
+        ):
+            calls.ok(action, "*", "pod IPs")
+        calls.ok("ec2:CreateTags", caller.arn("ec2", "network-interface/eni-0123"), "tag ENIs")
+    return calls

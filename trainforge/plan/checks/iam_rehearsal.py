@@ -1,26 +1,14 @@
-"""Plan check: the IAM rehearsal -- real AWS calls through the policies the platform renders.
+"""Plan check: the IAM rehearsal, real AWS calls through the policies the platform renders.
 
-What it proves, per principal:
-
-* Team training roles: every call the runtime's S3 mirror really makes (recorded from botocore
-  against moto, trainforge.plan.checks.aws_calls) is allowed on the team's own prefix, through the
-  team role's identity policies, the bucket policy and the KMS key policy; the same calls on
-  another team's prefix and on another bucket are denied; the role's trust lets only its own
-  Pod Identity association (cluster, namespace, ServiceAccount) assume it.
-* Controllers we give a role (Karpenter, the EBS and FSx CSI drivers, and the node roles for
-  the VPC CNI and the Pod Identity agent): each call the controller makes is allowed, each
-  call its reference policy exists to refuse is denied, and no statement of ours grants more
-  than the controller's reference policy for the pinned version (trainforge.plan.checks.iam_reference).
-
-A finding names the principal, the call (API operation, IAM action, resource ARN and request
-context) and why (the deciding statement, or the statements that almost applied and which
-condition failed). The section lists how many calls were checked per principal.
+Per principal: the team roles' S3 calls as the runtime really makes them (aws_calls), who may
+assume each Pod Identity role, and each controller's calls and upstream reference policy
+(iam_reference). What it proves and how to read a finding: docs/rehearsals.md, IAM rehearsal.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
@@ -33,6 +21,7 @@ from trainforge.plan.checks.aws_calls import (
     rehearse_s3_mirror,
     s3_requests,
 )
+from trainforge.plan.checks.controller_identity import ADDONS, CHARTS
 from trainforge.plan.checks.iam_eval import Decision, Policy, Request, beyond_reference, evaluate
 from trainforge.plan.checks.iam_reference import (
     AMAZON_EBS_CSI_DRIVER_POLICY,
@@ -45,10 +34,10 @@ from trainforge.plan.checks.iam_reference import (
     fsx_csi_calls,
     karpenter_calls,
     karpenter_reference,
-    pod_identity_agent_calls,
-    vpc_cni_calls,
+    node_role_calls,
+    request_tags,
 )
-from trainforge.plan.checks.iam_stack import RoleFacts, StackIam, read_stack
+from trainforge.plan.checks.iam_stack import ADDON, HELM_RELEASE, RoleFacts, StackIam, read_stack
 
 DENIED = "TRAINFORGE_IAM_DENIED"
 TOO_BROAD = "TRAINFORGE_IAM_TOO_BROAD"
@@ -67,8 +56,6 @@ RULES = {
 
 POD_IDENTITY_SERVICE = "svc:pods.eks.amazonaws.com"
 KARPENTER_CHART_SUFFIX = "/karpenter"
-EBS_CSI_SA = ("kube-system", "ebs-csi-controller-sa")
-FSX_CSI_SA = ("kube-system", "fsx-csi-controller-sa")
 REHEARSAL_JOB = "rehearsal-job"
 OTHER_TEAM = "another-team"
 OTHER_BUCKET = "another-teams-bucket"
@@ -82,13 +69,10 @@ class Tally:
     allowed: int = 0
     denied: int = 0
     failed: int = 0
-    notes: list[str] = field(default_factory=list)
 
     def line(self) -> str:
         s = f"{self.principal}: {self.allowed} calls allowed, {self.denied} denied as required"
-        if self.failed:
-            s += f", {self.failed} FAILED"
-        return s + ("; " + "; ".join(self.notes) if self.notes else "")
+        return s + (f", {self.failed} FAILED" if self.failed else "")
 
 
 class _Run:
@@ -122,37 +106,19 @@ class _Run:
             return
         t.failed += 1
         ctx = ", ".join(f"{k}={v}" for k, v in sorted(request.context.items()))
+        who = f"{role.label} ({role.arn})"
         what = f"{call}: {request.action} on {request.resource} [{ctx}]"
         if allowed:
-            msg = f"{role.label} ({role.arn}) is denied {what}{' (' + why + ')' if why else ''}"
-            msg += f" -- {decision.explain()}"
-            rule = DENIED
+            why = f" ({why})" if why else ""
+            self.finding(role, DENIED, f"{who} is denied {what}{why} -- {decision.explain()}")
         else:
             by = ", ".join(f"{m.policy} {m.sid}" for m in decision.allows) or "?"
-            msg = f"{role.label} ({role.arn}) is allowed {what}, which must be denied ({why}); allowed by {by}"
-            rule = TOO_BROAD
-        self.findings.append(
-            Finding(
-                resource=role.label,
-                rule=rule,
-                message=msg,
-                fix=RULES[rule],
-                urn=role.urn,
-                names=frozenset({role.name, role.arn}),
-            )
-        )
+            msg = f"{who} is allowed {what}, which must be denied ({why}); allowed by {by}"
+            self.finding(role, TOO_BROAD, msg)
 
-    def finding(self, role: RoleFacts | None, rule: str, message: str, label: str = "") -> None:
-        self.findings.append(
-            Finding(
-                resource=role.label if role else label,
-                rule=rule,
-                message=message,
-                fix=RULES[rule],
-                urn=role.urn if role else "",
-                names=frozenset({role.name, role.arn}) if role else frozenset({label}),
-            )
-        )
+    def finding(self, role: RoleFacts, rule: str, message: str) -> None:
+        names = frozenset({role.name, role.arn})
+        self.findings.append(Finding(role.label, rule, message, RULES[rule], role.urn, names))
 
 
 def check(ctx: PlanContext) -> CheckResult:
@@ -162,19 +128,14 @@ def check(ctx: PlanContext) -> CheckResult:
     _rehearse_trust(run)
     _rehearse_teams(run, ctx)
     objects = _k8s_docs(inv)
+    addons = {r.inputs.get("addonName") for r in inv.resources if r.type == ADDON}
     _rehearse_karpenter(run, inv, objects)
-    _rehearse_csi(run, inv, objects)
-    _rehearse_node_roles(run, inv)
+    _rehearse_csi(run, addons, objects)
+    _rehearse_node_roles(run, addons)
     lines = [t.line() for t in run.tallies] + stack.notes
     if not run.tallies:
         lines = ["no IAM role with a Pod Identity association or a known caller in this stack"]
-    data = {
-        "principals": [
-            {"principal": t.principal, "allowed": t.allowed, "denied": t.denied, "failed": t.failed}
-            for t in run.tallies
-        ],
-        "notes": stack.notes,
-    }
+    data = {"principals": [asdict(t) for t in run.tallies], "notes": stack.notes}
     return CheckResult(findings=run.findings, sections=[Section("IAM rehearsal", lines, data)])
 
 
@@ -182,29 +143,19 @@ def check(ctx: PlanContext) -> CheckResult:
 # Trust policies (Pod Identity)
 
 
-def pod_identity_request(
-    action: str,
-    role_arn: str,
-    account: str,
-    cluster: str,
-    namespace: str,
-    service_account: str,
-    region: str,
-) -> Request:
+def pod_identity_context(stack: StackIam, cluster: str, namespace: str, sa: str) -> dict:
     """What EKS Pod Identity sends STS for a pod (EKS User Guide, "Create IAM role with trust
     policy required by EKS Pod Identity" and "Enable or disable session tags")."""
+    arn = f"arn:{stack.partition}:eks:{stack.region}:{stack.account}:cluster/{cluster}"
     tags = {
-        "eks-cluster-arn": f"arn:aws:eks:{region}:{account}:cluster/{cluster}",
+        "eks-cluster-arn": arn,
         "eks-cluster-name": cluster,
         "kubernetes-namespace": namespace,
-        "kubernetes-service-account": service_account,
-        "kubernetes-pod-name": f"{service_account}-0",
+        "kubernetes-service-account": sa,
+        "kubernetes-pod-name": f"{sa}-0",
         "kubernetes-pod-uid": "00000000-0000-0000-0000-000000000000",
     }
-    ctx: dict[str, Any] = {f"aws:RequestTag/{k}": v for k, v in tags.items()}
-    ctx["aws:TagKeys"] = list(tags)
-    ctx["aws:SourceAccount"] = account
-    return Request(POD_IDENTITY_SERVICE, action, role_arn, ctx)
+    return {**request_tags(tags), "aws:SourceAccount": stack.account}
 
 
 def _rehearse_trust(run: _Run) -> None:
@@ -223,19 +174,19 @@ def _rehearse_trust(run: _Run) -> None:
             )
             continue
         t = run.tally(f"trust of {role.label} ({assoc.namespace}/{assoc.service_account})")
+        own = pod_identity_context(stack, assoc.cluster, assoc.namespace, assoc.service_account)
+        other = pod_identity_context(stack, assoc.cluster, "some-other-namespace", "default")
+        foreign = {**own, "aws:SourceAccount": "999999999999"}
         for action in ("sts:AssumeRole", "sts:TagSession"):
-            args = (action, role.arn, stack.account, assoc.cluster)
-            own = pod_identity_request(*args, assoc.namespace, assoc.service_account, stack.region)
-            other = pod_identity_request(*args, "some-other-namespace", "default", stack.region)
-            foreign = replace(own, context={**own.context, "aws:SourceAccount": "999999999999"})
-            # (request, allowed, call, why): its own ServiceAccount, another one, another account
-            for rq, allowed, call, why in (
+            # (context, allowed, call, why): its own ServiceAccount, another one, another account
+            for ctx, allowed, call, why in (
                 (own, True, f"{assoc.via} {assoc.name}", ""),
                 (other, False, "a Pod Identity association for another ServiceAccount",
                  "only its own ServiceAccount may assume the role"),
                 (foreign, False, "a Pod Identity association in another account",
                  "confused deputy: aws:SourceAccount"),
             ):  # fmt: skip
+                rq = Request(POD_IDENTITY_SERVICE, action, role.arn, ctx)
                 run.expect(t, role, rq, evaluate(rq, resource=[role.trust]), allowed, call, why)
 
 
@@ -250,7 +201,7 @@ def _mirror_calls(bucket: str, prefix: str, region: str) -> list[ApiCall]:
     """The runtime's calls (recorded once per process: they depend only on these three)."""
     key = (bucket, prefix, region)
     if key not in _MIRROR_CACHE:
-        _MIRROR_CACHE[key] = distinct_calls(rehearse_s3_mirror(bucket, prefix, region).calls)
+        _MIRROR_CACHE[key] = distinct_calls(rehearse_s3_mirror(bucket, prefix, region))
     return _MIRROR_CACHE[key]
 
 
@@ -269,13 +220,8 @@ def distinct_calls(calls: list[ApiCall]) -> list[ApiCall]:
     seen: set[tuple] = set()
     out = []
     for c in calls:
-        k = (
-            c.scenario,
-            c.service,
-            c.operation,
-            c.secure,
-            repr(sorted((k, v) for k, v in c.params.items() if k not in _PER_PART)),
-        )
+        params = sorted((k, v) for k, v in c.params.items() if k not in _PER_PART)
+        k = (c.scenario, c.service, c.operation, c.secure, repr(params))
         if k not in seen:
             seen.add(k)
             out.append(c)
@@ -299,24 +245,7 @@ def _rebind(call: ApiCall, bucket: str, old: str, new: str) -> ApiCall:
     return replace(call, params=params)
 
 
-def _teams(ctx: PlanContext) -> list[Any]:
-    declared = ctx.declared
-    teams: dict[str, Any] = {}
-    for contract in getattr(declared, "contracts", []) or []:
-        if contract.checkpoint_bucket is None:
-            continue
-        for t in contract.teams.values():
-            teams[t.name] = t
-    return list(teams.values())
-
-
-def _bucket_for(stack: StackIam, role: RoleFacts) -> BucketFacts | None:
-    text = json.dumps([p.document for p in role.policies])
-    named = [b for name, b in stack.buckets.items() if f":::{name}" in text]
-    return named[0] if named else None
-
-
-def _authorize(stack: StackIam, role: RoleFacts, a: Authz, bucket: BucketFacts) -> Decision:
+def _authorize(stack: StackIam, role: RoleFacts, a: Authz) -> Decision:
     if a.resource_policy == "kms-key":
         key_policy, _ = stack.key_policy(a.request.resource)
         return evaluate(a.request, role.policies, [key_policy], key_policy=True)
@@ -324,32 +253,45 @@ def _authorize(stack: StackIam, role: RoleFacts, a: Authz, bucket: BucketFacts) 
     return evaluate(a.request, role.policies, [bp] if bp else [])
 
 
-def _expect_bucket_denies(
+def _judge_calls(
     run: _Run,
-    tally: Tally,
+    t: Tally,
     role: RoleFacts,
     caller: Caller,
     bucket: BucketFacts,
     calls: list[ApiCall],
     network: dict[str, Any],
-    where: str,
-    why: str,
+    denied_because: str = "",
+    where: str = "",
 ) -> None:
-    """Each call's request that the bucket's policy judges must be denied (isolation)."""
+    """Every request of the calls allowed; or, given why they must be denied, every request
+    the bucket's policy judges denied (isolation)."""
     for call in calls:
         try:
             authz = s3_requests(call, caller, bucket, network)
-        except UnmappedCall:
+        except UnmappedCall as e:
+            if not denied_because:
+                run.finding(role, UNREHEARSED, str(e))
             continue
+        if denied_because:
+            label = call.describe() + where
+            authz = [a for a in authz if a.resource_policy == "bucket"]
+        else:
+            label = f"{call.describe()} during '{call.scenario}'"
         for a in authz:
-            if a.resource_policy == "bucket":
-                decision = _authorize(run.stack, role, a, bucket)
-                run.expect(tally, role, a.request, decision, False, call.describe() + where, why)
+            decision = _authorize(run.stack, role, a)
+            run.expect(t, role, a.request, decision, not denied_because, label, denied_because)
 
 
 def _rehearse_teams(run: _Run, ctx: PlanContext) -> None:
     stack = run.stack
-    for team in _teams(ctx):
+    teams = {
+        t.name: t
+        for contract in getattr(ctx.declared, "contracts", []) or []
+        if contract.checkpoint_bucket is not None
+        for t in contract.teams.values()
+    }
+    for team in teams.values():
         role = next(iter(stack.roles_for(team.namespace, team.service_account)), None)
         if role is None:
             continue  # no checkpoint role: the controller-identity check reports missing ones
@@ -357,7 +299,8 @@ def _rehearse_teams(run: _Run, ctx: PlanContext) -> None:
         unreadable = [u for u in role.unreadable if u != "trust policy"]  # reported above
         if unreadable:
             run.finding(role, UNREHEARSED, f"{role.label}: cannot read {', '.join(unreadable)}")
-        bucket = _bucket_for(stack, role)
+        text = json.dumps([p.document for p in role.policies])
+        bucket = next((b for name, b in stack.buckets.items() if f":::{name}" in text), None)
         if bucket is None:
             run.finding(
                 role,
@@ -367,48 +310,29 @@ def _rehearse_teams(run: _Run, ctx: PlanContext) -> None:
             continue
         prefix = (team.checkpoint_prefix or f"{team.name}/").strip("/")
         own = f"{prefix}/{REHEARSAL_JOB}"
-        caller = Caller(role.arn, stack.account, stack.region, stack.partition)
+        caller = _caller(stack, role)
         calls = _mirror_calls(bucket.name, own, stack.region)
         # Pods reach S3 through the VPC's S3 gateway endpoint where the stack declares one.
         vpce = stack.bucket_endpoints.get(bucket.name)
         network = {"aws:SourceVpce": vpce} if vpce else {}
-        for call in calls:
-            try:
-                authz = s3_requests(call, caller, bucket, network)
-            except UnmappedCall as e:
-                run.finding(role, UNREHEARSED, str(e))
-                continue
-            for a in authz:
-                run.expect(
-                    t,
-                    role,
-                    a.request,
-                    _authorize(stack, role, a, bucket),
-                    True,
-                    f"{call.describe()} during '{call.scenario}'",
-                )
+        _judge_calls(run, t, role, caller, bucket, calls, network)
         if vpce:
             # the same calls with the team's credentials from outside the VPC (lifted from a
             # pod): the bucket policy must refuse them
-            _expect_bucket_denies(
+            _judge_calls(
                 run, t, role, caller, bucket, calls, {},
-                " from outside the VPC",
                 "the team's credentials must be useless outside the VPC endpoint",
+                " from outside the VPC",
             )  # fmt: skip
         # isolation: the same calls on another team's prefix and on another bucket
-        other_prefix = f"{OTHER_TEAM}/{REHEARSAL_JOB}"
+        other_bucket = BucketFacts(OTHER_BUCKET, bucket.kms_key_arn, bucket.bucket_key)
         for label, target, new_prefix in (
-            ("another team's prefix", bucket, other_prefix),
-            (
-                "another bucket",
-                BucketFacts(OTHER_BUCKET, bucket.kms_key_arn, bucket.bucket_key),
-                own,
-            ),
+            ("another team's prefix", bucket, f"{OTHER_TEAM}/{REHEARSAL_JOB}"),
+            ("another bucket", other_bucket, own),
         ):
             moved = [_rebind(call, target.name, own, new_prefix) for call in calls]
-            _expect_bucket_denies(
-                run, t, role, caller, target, moved, network, "", f"{label} must be out of reach"
-            )
+            why = f"{label} must be out of reach"
+            _judge_calls(run, t, role, caller, target, moved, network, why)
 
 
 # --------------------------------------------------------------------------------------------
@@ -420,10 +344,6 @@ def _k8s_docs(inv: Any) -> list[dict]:
     from trainforge.plan.manifests import k8s_objects
 
     return [o.doc for o in k8s_objects(inv)]
-
-
-def _controller_role(run: _Run, namespace: str, service_account: str) -> RoleFacts | None:
-    return next(iter(run.stack.roles_for(namespace, service_account)), None)
 
 
 def _expect_calls(
@@ -446,21 +366,22 @@ def _beyond(run: _Run, role: RoleFacts, reference: list[Policy], what: str) -> N
             )
 
 
+def _caller(stack: StackIam, role: RoleFacts) -> Caller:
+    return Caller(role.arn, stack.account, stack.region, stack.partition)
+
+
 def _rehearse_karpenter(run: _Run, inv: Any, objects: list[dict]) -> None:
     stack = run.stack
     for rec in inv.resources:
-        if rec.type != "kubernetes:helm.sh/v3:Release":
-            continue
         chart = str(rec.inputs.get("chart", ""))
-        if not chart.endswith(KARPENTER_CHART_SUFFIX):
+        if rec.type != HELM_RELEASE or not chart.endswith(KARPENTER_CHART_SUFFIX):
             continue
         values = rec.inputs.get("values") or {}
-        namespace = str(rec.inputs.get("namespace", "default"))
-        sa = str((values.get("serviceAccount") or {}).get("name") or "karpenter")
+        namespace, sa = CHARTS["karpenter"].where(
+            str(rec.inputs.get("namespace", "default")), values
+        )
         settings = values.get("settings") or {}
-        cluster = str(settings.get("clusterName", ""))
-        queue = str(settings.get("interruptionQueue", ""))
-        role = _controller_role(run, namespace, sa)
+        role = next(iter(stack.roles_for(namespace, sa)), None)
         if role is None:
             continue  # reported by the controller-identity check
         classes = [o for o in objects if o.get("kind") == "EC2NodeClass"]
@@ -469,32 +390,23 @@ def _rehearse_karpenter(run: _Run, inv: Any, objects: list[dict]) -> None:
         node_role = next(
             (r for r in stack.roles.values() if r.arn.rsplit("/", 1)[-1] == node_role_name), None
         )
+        arn = f"arn:{stack.partition}:iam::{stack.account}:role/{node_role_name}"
         facts = KarpenterFacts(
-            cluster=cluster,
+            cluster=str(settings.get("clusterName", "")),
             region=stack.region,
             account=stack.account,
-            queue_arn=f"arn:{stack.partition}:sqs:{stack.region}:{stack.account}:{queue}",
-            node_role_arn=node_role.arn
-            if node_role
-            else f"arn:{stack.partition}:iam::{stack.account}:role/{node_role_name}",
-            node_pools=tuple(pools) or ("default",),
-            node_classes=tuple(o["metadata"]["name"] for o in classes) or ("default",),
+            queue_arn=f"arn:{stack.partition}:sqs:{stack.region}:{stack.account}:"
+            + str(settings.get("interruptionQueue", "")),
+            node_role_arn=node_role.arn if node_role else arn,
+            node_pool=(pools or ["default"])[0],
+            node_class=classes[0]["metadata"]["name"] if classes else "default",
             partition=stack.partition,
         )
         t = run.tally(f"{role.label} (Karpenter {rec.inputs.get('version')}, {namespace}/{sa})")
         _expect_calls(run, t, role, karpenter_calls(facts, role.arn), "Karpenter")
-        _beyond(
-            run,
-            role,
-            [karpenter_reference(facts)],
-            f"Karpenter v{KARPENTER_REFERENCE_VERSION}'s reference controller policy",
-        )
-
-
-def _addon_installed(inv: Any, name: str) -> bool:
-    return any(
-        r.type == "aws:eks/addon:Addon" and r.inputs.get("addonName") == name for r in inv.resources
-    )
+        reference = [karpenter_reference(facts)]
+        what = f"Karpenter v{KARPENTER_REFERENCE_VERSION}'s reference controller policy"
+        _beyond(run, role, reference, what)
 
 
 def _ebs_csi(stack: StackIam, role: RoleFacts, objects: list[dict]) -> tuple[list, list, str]:
@@ -513,7 +425,7 @@ def _ebs_csi(stack: StackIam, role: RoleFacts, objects: list[dict]) -> tuple[lis
     if keys:
         kms = {"Effect": "Allow", "Action": list(EBS_CSI_KMS_ACTIONS), "Resource": keys}
         reference.append(Policy("EBS CSI KMS statement (docs/install.md)", {"Statement": [kms]}))
-    calls = ebs_csi_calls(role.arn, stack.account, stack.region, keys, stack.partition)
+    calls = ebs_csi_calls(_caller(stack, role), keys)
     return calls, reference, "aws-ebs-csi-driver's reference policy (AmazonEBSCSIDriverPolicy)"
 
 
@@ -528,39 +440,41 @@ def _fsx_csi(stack: StackIam, role: RoleFacts, objects: list[dict]) -> tuple[lis
         }
     )
     arn = f"arn:{stack.partition}:fsx:{stack.region}:{stack.account}:file-system/"
-    calls = fsx_csi_calls(role.arn, stack.account, stack.region, [arn + h for h in handles])
+    calls = fsx_csi_calls(_caller(stack, role), [arn + h for h in handles])
     reference = [Policy("FSx CSI reference", FSX_CSI_REFERENCE)]
     return calls, reference, "aws-fsx-csi-driver's reference policy"
 
 
-# add-on -> its controller's ServiceAccount, who calls, its expected calls and reference
+# add-on -> who calls, its expected calls and reference (its ServiceAccount: ADDONS)
 _CSI_DRIVERS = (
-    ("aws-ebs-csi-driver", EBS_CSI_SA, "EBS CSI controller", _ebs_csi),
-    ("aws-fsx-csi-driver", FSX_CSI_SA, "FSx CSI controller", _fsx_csi),
+    ("aws-ebs-csi-driver", "EBS CSI controller", _ebs_csi),
+    ("aws-fsx-csi-driver", "FSx CSI controller", _fsx_csi),
 )
 
 
-def _rehearse_csi(run: _Run, inv: Any, objects: list[dict]) -> None:
+def _rehearse_csi(run: _Run, addons: set[str], objects: list[dict]) -> None:
     """Each installed CSI driver's controller: its calls allowed, nothing beyond upstream's."""
-    for addon, sa, who, facts in _CSI_DRIVERS:
-        role = _controller_role(run, *sa) if _addon_installed(inv, addon) else None
+    for addon, who, facts in _CSI_DRIVERS:
+        namespace, sa = ADDONS[addon].where("kube-system")
+        role = next(iter(run.stack.roles_for(namespace, sa)), None) if addon in addons else None
         if role is None:
             continue
         calls, reference, what = facts(run.stack, role, objects)
-        t = run.tally(f"{role.label} ({addon}, {'/'.join(sa)})")
+        t = run.tally(f"{role.label} ({addon}, {namespace}/{sa})")
         _expect_calls(run, t, role, calls, who)
         _beyond(run, role, reference, what)
 
 
-def _rehearse_node_roles(run: _Run, inv: Any) -> None:
+def _rehearse_node_roles(run: _Run, addons: set[str]) -> None:
     """Node roles: the VPC CNI (unless it has its own identity) and the Pod Identity agent."""
     stack = run.stack
-    cni_own = bool(stack.associations_for("kube-system", "aws-node"))
+    cni_sa = ADDONS["vpc-cni"].where("kube-system")
+    cni = "vpc-cni" in addons and not stack.associations_for(*cni_sa)
     for role in stack.node_roles():
         t = run.tally(f"{role.label} (node role)")
-        calls: list[ExpectedCall] = []
-        if _addon_installed(inv, "eks-pod-identity-agent"):
-            calls += pod_identity_agent_calls(role.arn, stack.account, stack.region)
-        if _addon_installed(inv, "vpc-cni") and not cni_own:
-            calls += vpc_cni_calls(role.arn, stack.account, stack.region)
+        calls = node_role_calls(
+            _caller(stack, role),
+            vpc_cni=cni,
+            pod_identity_agent="eks-pod-identity-agent" in addons,
+        )
         _expect_calls(run, t, role, calls, "node")

@@ -22,6 +22,7 @@ from typing import Any
 
 from trainforge.core.taints import untolerated
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext
+from trainforge.plan.checks.iam_eval import policy_doc
 from trainforge.plan.manifests import has_unknown
 
 UNKNOWN = "<unknown>"
@@ -83,21 +84,6 @@ def _as_list(v: Any) -> list:
     if v is None:
         return []
     return v if isinstance(v, list) else [v]
-
-
-def policy_doc(value: Any) -> dict | None:
-    """An IAM policy document from a JSON string or dict; None when unknown or unparsable."""
-    if value is None or is_unknown(value):
-        return None
-    if isinstance(value, dict):
-        return value
-    if isinstance(value, str):
-        try:
-            doc = json.loads(value)
-        except ValueError:
-            return None
-        return doc if isinstance(doc, dict) else None
-    return None
 
 
 # ---------------------------------------------------------------------------------------------
