@@ -204,14 +204,7 @@ def replacements(base: dict[str, Record], head_resources: list[Any]) -> list[Fin
                 f"{shown} (these properties cannot change in place)"
             )
         findings.append(
-            Finding(
-                resource=b.name,
-                rule=REPLACE,
-                message=msg,
-                fix=RULES[REPLACE],
-                urn=urn,
-                names=frozenset({b.name, urn}),
-            )
+            Finding(b.name, REPLACE, msg, RULES[REPLACE], urn=urn, names=frozenset({b.name, urn}))
         )
     return findings
 
@@ -266,11 +259,11 @@ def check(ctx: PlanContext) -> CheckResult:
         if not protected:
             findings.append(
                 Finding(
-                    resource=rec.name,
-                    rule=UNPROTECTED,
-                    message=f"{DATA_HOLDING[rec.type].what} {rec.name} is not protected: "
+                    rec.name,
+                    UNPROTECTED,
+                    f"{DATA_HOLDING[rec.type].what} {rec.name} is not protected: "
                     "`pulumi destroy` or a replacing update deletes it without a stop",
-                    fix=RULES[UNPROTECTED],
+                    RULES[UNPROTECTED],
                     urn=rec.urn,
                     names=frozenset({rec.name, rec.urn}),
                 )

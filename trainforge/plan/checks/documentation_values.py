@@ -98,11 +98,11 @@ def check(ctx: PlanContext) -> CheckResult:
                 continue
             findings.append(
                 Finding(
-                    resource=key,
-                    rule=DOCUMENTATION_VALUE,
-                    message=f"{key}: got {text!r}, a documentation value ({why}): valid is a "
+                    key,
+                    DOCUMENTATION_VALUE,
+                    f"{key}: got {text!r}, a documentation value ({why}): valid is a "
                     "value of your own network or account",
-                    fix=RULES[DOCUMENTATION_VALUE],
+                    RULES[DOCUMENTATION_VALUE],
                     names=frozenset({key, top}),
                 )
             )

@@ -2,33 +2,10 @@
 pod or a chart value names is created by the stack before the thing that needs it, or the
 plan says who must create it, where and with which keys.
 
-Why: prod's Grafana named Secret `monitoring/grafana-admin` (`admin.existingSecret`) that
-nothing created. The grafana chart (12.11.1, templates/_pod.tpl) reads it through a
-non-optional secretKeyRef, so the pod stays in CreateContainerConfigError, the release's wait
-times out, and `pulumi up` fails; every other check was CLEAN. A reference is only a string,
-so no schema, policy or ordering check sees it: the names must be joined.
-
-What is a reference (the kubelet's and the API server's rules):
-- a pod template (Deployment, StatefulSet, DaemonSet, Job, CronJob, PyTorchJob replicas, the
-  pod Kubeflow Trainer builds for a TrainJob on trainforge's runtimes): `serviceAccountName`
-  (a pod without one runs as `default`, which Kubernetes creates in every namespace); volumes
-  `secret.secretName`, `configMap.name`, `persistentVolumeClaim.claimName`, `projected`
-  sources; each container's `env[].valueFrom.secretKeyRef`/`configMapKeyRef` and
-  `envFrom[]`. A reference marked `optional: true` never stops a pod and is not required.
-  The keys a pod reads (`key`, a volume's `items[].key`) must be in the object.
-- a chart value (`CHART_REFERENCES`): a Helm release's `existingSecret` / `existingClaim`
-  style values name an object in the release's namespace (or the subchart's
-  `namespaceOverride`); keys named by sibling `*Key` values (grafana's `userKey`,
-  `passwordKey`) must be in it.
-
-What counts as "before": the same closure the ordering check follows (`ordering.Order`: a
-resource's recorded dependencies and parents). What Kubernetes makes in every namespace
-(ServiceAccount `default`, ConfigMap `kube-root-ca.crt`) always exists.
-
-Verdicts: a producer in the plan that the consumer does not wait for is EXIST_ORDER (the pod
-may start first: a Job's pod fails, a release's wait times out); a producer without a key
-the consumer reads is EXIST_KEYS; a reference nothing in the stack creates is EXIST_MISSING,
-which names the kind, namespace, name and keys the user must create before `pulumi up`.
+A reference is only a string, so no schema, policy or ordering check sees it (prod's Grafana
+named a Secret nothing created, and its release timed out behind a CLEAN plan): the names are
+joined here. What counts as a reference, "before" (`ordering.Order`) and each verdict:
+docs/rehearsals.md, "Existence (what pods and charts name)".
 """
 
 from __future__ import annotations
@@ -38,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
-from trainforge.plan.checks.ordering import CHART_V4, RELEASE, Order
+from trainforge.plan.checks.ordering import CHART_V4, RELEASE, Order, short_urn
 from trainforge.plan.runner import SECRET, UNKNOWN
 
 MISSING = "EXIST_MISSING"
@@ -233,10 +210,6 @@ def references(ctx: PlanContext) -> list[tuple[str, Ref]]:
     return out
 
 
-def _short(urn: str) -> str:
-    return urn.rsplit("::", 1)[-1]
-
-
 def check(ctx: PlanContext) -> CheckResult:
     made = producers(ctx)
     order = Order(ctx.inventory.resources)
@@ -250,12 +223,12 @@ def check(ctx: PlanContext) -> CheckResult:
     def add(urn: str, rule: str, ref: Ref, message: str) -> None:
         findings.append(
             Finding(
-                resource=ref.ident,
-                rule=rule,
-                message=message,
-                fix=RULES[rule],
+                ref.ident,
+                rule,
+                message,
+                RULES[rule],
                 urn=urn,
-                names=frozenset({ref.ident, _short(urn)}),
+                names=frozenset({ref.ident, short_urn(urn)}),
             )
         )
 
@@ -298,7 +271,7 @@ def check(ctx: PlanContext) -> CheckResult:
                 ORDER,
                 ref,
                 f"{ref.where} needs {ref.kind} {ref.namespace}/{ref.name}, but "
-                f"{_short(urn)} does not wait for {_short(producer.urn)}, which creates it: "
+                f"{short_urn(urn)} does not wait for {short_urn(producer.urn)}, which creates it: "
                 "on a fresh stack it may start first",
             )
             continue

@@ -1,20 +1,7 @@
-"""Plan check: which zone each node group and pool runs in, against the FSx file system's zone.
-
-Why: an FSx for Lustre file system lives in one subnet, so one zone. trainforge puts it in the
-zone of the first EFA pool (trainforge.platform.training_platform: where the big training
-runs are); a reserved node group runs in its capacity reservation's zone, and a pool without
-EFA in any zone of the VPC. Pods in another zone than FSx still mount and read it, across
-zones: more latency per metadata and I/O round trip, and inter-AZ data transfer charged on
-every byte each way. prod's p4d reserved group follows its reservation while FSx follows the
-p5 pool: nothing said so. This section says, per group and pool, the zones its nodes may be
-in and whether its pods read FSx across zones. Not a finding: it works, and the zone of a
-capacity reservation is not the stack's to choose; place FSx (or the reservation)
-consistently where the cost or latency matters (docs/services.md, FSx).
-
-Read from the plan's resources: the subnets each input came from (recorded dependencies) and
-each subnet's `availabilityZone`; a node group whose one subnet is picked among several at
-`pulumi up` (its reservation's zone) says so; a Karpenter EC2NodeClass selecting subnets by
-tag may use every subnet carrying that tag.
+"""Plan check (a section, no finding): which zones each node group and pool runs in, against the
+FSx file system's one zone; pods elsewhere read FSx across zones (latency, inter-AZ transfer).
+Zones come from the subnets the plan records as each input's dependencies; a Karpenter
+EC2NodeClass selecting subnets by tag may use every subnet carrying it. docs/services.md, FSx.
 """
 
 from __future__ import annotations

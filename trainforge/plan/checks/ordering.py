@@ -1,23 +1,9 @@
 """Plan check: each object is created after the resources that make its kind and namespace exist.
 
-Why: Pulumi creates resources in parallel unless one waits for another. On the first `up` a
-PodMonitor created before the monitoring release has installed its CRD fails with "no matches
-for kind PodMonitor", and an object created before its Namespace fails with "namespace not
-found"; on a stack that already exists both pass, so only a fresh stack (a new region, a DR
-rebuild, CI's first run) finds them. This check replays the order the engine will follow.
-
-What counts as "waits for" is what the Python SDK makes the engine wait for, as the plan's
-runner records it (`Recorded.options["dependencies"]`: every URN the SDK awaited before
-registering a resource -- its depends_on, with a component expanded to its children, and
-the resources its inputs came from -- and `parent`: a child is registered only once its
-parent's URN resolved, which for a parent with depends_on is after those exist). The check
-follows both, transitively.
-
-Who installs a CRD: a CustomResourceDefinition object in the plan (its spec.group), or a Helm
-release / kustomize directory whose chart is known to ship that API group's CRDs (`INSTALLS`,
-with where each chart keeps them). An object of a kind that nothing in the stack installs is
-listed (the cluster must already have it: e.g. `monitoring.mode: external`), not refused;
-so is a namespace nothing in the stack creates.
+On a fresh stack Pulumi creates in parallel what does not wait for another: a PodMonitor before
+the release that installs its CRD fails, so does an object before its Namespace; an existing
+stack hides both. This replays the order the engine follows, from the dependencies and parents
+the runner records (docs/rehearsals.md, "Creation order (CRDs and namespaces)").
 """
 
 from __future__ import annotations
@@ -180,7 +166,8 @@ def _namespace_of(res: Any) -> tuple[str | None, str]:
     return (res.inputs.get("metadata") or {}).get("namespace"), "metadata"
 
 
-def _short(urn: str) -> str:
+def short_urn(urn: str) -> str:
+    """A URN's last part, the resource's name as findings show it."""
     return urn.rsplit("::", 1)[-1]
 
 
@@ -199,14 +186,7 @@ def check(ctx: PlanContext) -> CheckResult:
 
     def refuse(res: Any, rule: str, message: str) -> None:
         findings.append(
-            Finding(
-                resource=res.urn,
-                rule=rule,
-                message=message,
-                fix=RULES[rule],
-                urn=res.urn,
-                names=frozenset({res.name}),
-            )
+            Finding(res.urn, rule, message, RULES[rule], urn=res.urn, names=frozenset({res.name}))
         )
 
     for obj in ctx.objects:
@@ -225,7 +205,7 @@ def check(ctx: PlanContext) -> CheckResult:
                     res,
                     CRD_RULE,
                     f"{obj.kind} {res.name} may be created before its CRD ({group}): it does "
-                    f"not wait for {', '.join(_short(m) for m in makers)}, which installs it",
+                    f"not wait for {', '.join(short_urn(m) for m in makers)}, which installs it",
                 )
     for res in resources:
         if res.type != RELEASE and not any(o.urn == res.urn for o in ctx.objects):
@@ -249,7 +229,7 @@ def check(ctx: PlanContext) -> CheckResult:
                 res,
                 NAMESPACE_RULE,
                 f"{res.name} may be created before namespace {ns!r}: it does not wait for "
-                f"{', '.join(_short(m) for m in makers)}",
+                f"{', '.join(short_urn(m) for m in makers)}",
             )
     lines.insert(
         0,
@@ -267,7 +247,7 @@ def check(ctx: PlanContext) -> CheckResult:
             "the cluster must already have them"
         )
     data = {
-        "installers": {g: [_short(u) for u in us] for g, us in sorted(crd_makers.items())},
+        "installers": {g: [short_urn(u) for u in us] for g, us in sorted(crd_makers.items())},
         "assumed": {g: sorted(k) for g, k in sorted(assumed.items())},
         "namespaces_assumed": sorted(foreign_ns),
     }

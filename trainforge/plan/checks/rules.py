@@ -20,8 +20,10 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainforge.core.pods import get
 from trainforge.core.taints import untolerated
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext
+from trainforge.plan.checks.iam_eval import as_list
 from trainforge.plan.manifests import has_unknown
 
 UNKNOWN = "<unknown>"
@@ -67,24 +69,6 @@ class StackRule:
     check: Callable[[list[StackResource]], Iterable[tuple[str, str]]]
 
 
-# ---------------------------------------------------------------------------------------------
-# Helpers
-
-
-def _get(d: Any, *path: str, default: Any = None) -> Any:
-    for key in path:
-        if not isinstance(d, dict) or key not in d:
-            return default
-        d = d[key]
-    return d
-
-
-def _as_list(v: Any) -> list:
-    if v is None:
-        return []
-    return v if isinstance(v, list) else [v]
-
-
 def policy_doc(value: Any) -> dict | None:
     """An IAM policy document from a JSON string or dict; None when unknown or unparsable."""
     if value is None or is_unknown(value):
@@ -109,7 +93,7 @@ EKS_TYPES = (EKS_COMPONENT, EKS_CLUSTER)
 ALL_LOG_TYPES = ("api", "audit", "authenticator", "controllerManager", "scheduler")
 
 
-def _eks_endpoint(type_: str, inputs: dict) -> tuple[Any, Any, Any]:
+def eks_endpoint(type_: str, inputs: dict) -> tuple[Any, Any, Any]:
     """(public access, private access, public CIDRs) with the provider defaults applied."""
     src = inputs if type_ == EKS_COMPONENT else (inputs.get("vpcConfig") or {})
     public = src.get("endpointPublicAccess")
@@ -123,26 +107,26 @@ def eks_log_types(type_: str, inputs: dict) -> list[str]:
     logs = inputs.get("enabledClusterLogTypes")
     if is_unknown(logs):
         return []
-    missing = [t for t in ALL_LOG_TYPES if t not in _as_list(logs)]
+    missing = [t for t in ALL_LOG_TYPES if t not in as_list(logs)]
     return [f"control-plane log types not enabled: {', '.join(missing)}"] if missing else []
 
 
 def eks_public_cidrs(type_: str, inputs: dict) -> list[str]:
-    public, _, cidrs = _eks_endpoint(type_, inputs)
+    public, _, cidrs = eks_endpoint(type_, inputs)
     if public is not True:
         return []
     if cidrs is None:
         return ["public endpoint enabled with no publicAccessCidrs: AWS defaults to 0.0.0.0/0"]
     if is_unknown(cidrs):
         return []
-    if any(c in ("0.0.0.0/0", "::/0") for c in _as_list(cidrs)):
+    if any(c in ("0.0.0.0/0", "::/0") for c in as_list(cidrs)):
         return [f"public endpoint open to the internet (publicAccessCidrs={cidrs})"]
     return []
 
 
 def eks_public_endpoint(type_: str, inputs: dict) -> list[str]:
-    public, private, cidrs = _eks_endpoint(type_, inputs)
-    if public is True and (cidrs is None or not _as_list(cidrs)):
+    public, private, cidrs = eks_endpoint(type_, inputs)
+    if public is True and (cidrs is None or not as_list(cidrs)):
         return [
             "API endpoint is public by default (endpointPublicAccess unset or true with no allow-list)"
         ]
@@ -159,8 +143,8 @@ def eks_secrets_encryption(type_: str, inputs: dict) -> list[str]:
     configs = inputs.get("encryptionConfig")
     if is_unknown(configs):
         return []
-    for cfg in _as_list(configs):
-        if "secrets" in _as_list(_get(cfg, "resources")) and _get(cfg, "provider", "keyArn"):
+    for cfg in as_list(configs):
+        if "secrets" in as_list(get(cfg, "resources")) and get(cfg, "provider", "keyArn"):
             return []
     return ["secrets are not envelope-encrypted: no encryptionConfig for `secrets` with a KMS key"]
 
@@ -174,7 +158,7 @@ EC2_NODE_CLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
 
 def _metadata_options(type_: str, inputs: dict) -> Any:
     if type_ == EC2_NODE_CLASS:
-        return _get(inputs, "spec", "metadataOptions")
+        return get(inputs, "spec", "metadataOptions")
     return inputs.get("metadataOptions")
 
 
@@ -182,21 +166,21 @@ def imdsv2_required(type_: str, inputs: dict) -> list[str]:
     opts = _metadata_options(type_, inputs)
     if is_unknown(opts):
         return []
-    # Karpenter's EC2NodeClass defaults httpTokens to required; a launch template does not.
-    default = "required" if type_ == EC2_NODE_CLASS else None
-    tokens = _get(opts, "httpTokens", default=default)
-    if _get(opts, "httpEndpoint") == "disabled" or tokens == "required" or is_unknown(tokens):
+    tokens = get(opts, "httpTokens")
+    if tokens is None and type_ == EC2_NODE_CLASS:
+        tokens = "required"  # Karpenter's default; a launch template has none
+    if get(opts, "httpEndpoint") == "disabled" or tokens == "required" or is_unknown(tokens):
         return []
     return [f"instance metadata allows IMDSv1 (httpTokens={tokens!r})"]
 
 
 def imds_hop_limit(type_: str, inputs: dict) -> list[str]:
     opts = _metadata_options(type_, inputs)
-    if is_unknown(opts) or _get(opts, "httpEndpoint") == "disabled":
+    if is_unknown(opts) or get(opts, "httpEndpoint") == "disabled":
         return []
-    # Karpenter's default is 1; a launch template's default is the AMI's (often 2).
-    default = 1 if type_ == EC2_NODE_CLASS else None
-    hops = _get(opts, "httpPutResponseHopLimit", default=default)
+    hops = get(opts, "httpPutResponseHopLimit")
+    if hops is None and type_ == EC2_NODE_CLASS:
+        hops = 1  # Karpenter's default; a launch template's is the AMI's (often 2)
     if is_unknown(hops) or hops == 1:
         return []
     return [f"IMDS hop limit is {hops!r}: pods can reach the node's credentials"]
@@ -222,8 +206,8 @@ S3_VERSIONINGS = (S3_VERSIONING, S3_VERSIONING_V2)
 
 def _sse_algorithms(rules: Any) -> list[Any]:
     return [
-        _get(r, "applyServerSideEncryptionByDefault", "sseAlgorithm")
-        for r in _as_list(rules)
+        get(r, "applyServerSideEncryptionByDefault", "sseAlgorithm")
+        for r in as_list(rules)
         if isinstance(r, dict)
     ]
 
@@ -235,7 +219,7 @@ def s3_kms(type_: str, inputs: dict) -> list[str]:
         inline = inputs.get("serverSideEncryptionConfiguration")
         if not inline:
             return []
-        algs = _sse_algorithms(_get(inline, "rule") or _get(inline, "rules"))
+        algs = _sse_algorithms(get(inline, "rule") or get(inline, "rules"))
     if any(is_unknown(a) for a in algs) or any(a in ("aws:kms", "aws:kms:dsse") for a in algs):
         return []
     return [f"default encryption is {algs or 'unset'}, not SSE-KMS"]
@@ -243,12 +227,12 @@ def s3_kms(type_: str, inputs: dict) -> list[str]:
 
 def s3_versioning(type_: str, inputs: dict) -> list[str]:
     if type_ in S3_VERSIONINGS:
-        status = _get(inputs, "versioningConfiguration", "status")
+        status = get(inputs, "versioningConfiguration", "status")
     else:
         inline = inputs.get("versioning")
         if not inline:
             return []
-        status = "Enabled" if _get(inline, "enabled") is True else _get(inline, "enabled")
+        status = "Enabled" if get(inline, "enabled") is True else get(inline, "enabled")
     if is_unknown(status) or status == "Enabled":
         return []
     return [f"versioning status is {status!r}, not 'Enabled'"]
@@ -263,12 +247,12 @@ def s3_public_access_block(type_: str, inputs: dict) -> list[str]:
 
 
 def _denies_insecure_transport(doc: dict) -> bool:
-    for st in _as_list(doc.get("Statement")):
+    for st in as_list(doc.get("Statement")):
         if not isinstance(st, dict) or st.get("Effect") != "Deny":
             continue
         cond = st.get("Condition") or {}
         for op in ("Bool", "BoolIfExists"):
-            val = _get(cond, op, "aws:SecureTransport")
+            val = get(cond, op, "aws:SecureTransport")
             if str(val).lower() == "false":
                 return True
     return False
@@ -327,11 +311,11 @@ def sqs_encryption(type_: str, inputs: dict) -> list[str]:
 
 
 def _admin_statements(doc: dict) -> Iterator[dict]:
-    for st in _as_list(doc.get("Statement")):
+    for st in as_list(doc.get("Statement")):
         if not isinstance(st, dict) or st.get("Effect") != "Allow":
             continue
-        actions = _as_list(st.get("Action"))
-        resources = _as_list(st.get("Resource"))
+        actions = as_list(st.get("Action"))
+        resources = as_list(st.get("Resource"))
         if "*" in actions and "*" in resources:
             yield st
 
@@ -341,7 +325,7 @@ def iam_no_admin(type_: str, inputs: dict) -> list[str]:
     if type_ in IAM_POLICY_TYPES:
         docs.append(inputs.get(IAM_POLICY_TYPES[type_]))
     elif type_ == IAM_ROLE:
-        docs += [_get(p, "policy") for p in _as_list(inputs.get("inlinePolicies"))]
+        docs += [get(p, "policy") for p in as_list(inputs.get("inlinePolicies"))]
     out = []
     for raw in docs:
         doc = policy_doc(raw)
@@ -382,7 +366,7 @@ def pod_specs(type_: str, inputs: dict) -> Iterator[tuple[str, dict]]:
 
 def _containers(spec: dict) -> Iterator[dict]:
     for key in ("initContainers", "containers"):
-        for c in _as_list(spec.get(key)):
+        for c in as_list(spec.get(key)):
             if isinstance(c, dict):
                 yield c
 
@@ -401,8 +385,8 @@ def _pod_rule(fn: Callable[[str, dict, dict], list[str]]):
 
 def _sc(spec: dict, c: dict, key: str) -> Any:
     """A container's effective security setting: its own, else the pod's."""
-    own = _get(c, "securityContext", key)
-    return own if own is not None else _get(spec, "securityContext", key)
+    own = get(c, "securityContext", key)
+    return own if own is not None else get(spec, "securityContext", key)
 
 
 def _documented_root_job(type_: str, inputs: dict, spec: dict) -> bool:
@@ -412,9 +396,9 @@ def _documented_root_job(type_: str, inputs: dict, spec: dict) -> bool:
     if k8s_kind(type_) != "Job" or not (isinstance(reason, str) and reason.strip()):
         return False
     return all(
-        _get(c, "securityContext", "allowPrivilegeEscalation") is False
-        and "ALL" in _as_list(_get(c, "securityContext", "capabilities", "drop"))
-        and set(_as_list(_get(c, "securityContext", "capabilities", "add"))) <= {"CHOWN"}
+        get(c, "securityContext", "allowPrivilegeEscalation") is False
+        and "ALL" in as_list(get(c, "securityContext", "capabilities", "drop"))
+        and set(as_list(get(c, "securityContext", "capabilities", "add"))) <= {"CHOWN"}
         for c in _containers(spec)
     )
 
@@ -435,7 +419,7 @@ def pod_no_privilege_escalation(type_: str, inputs: dict, spec: dict) -> list[st
     return [
         f"container {c.get('name')!r} allows privilege escalation"
         for c in _containers(spec)
-        if _get(c, "securityContext", "allowPrivilegeEscalation") is not False
+        if get(c, "securityContext", "allowPrivilegeEscalation") is not False
     ]
 
 
@@ -443,15 +427,15 @@ def pod_drop_all(type_: str, inputs: dict, spec: dict) -> list[str]:
     return [
         f"container {c.get('name')!r} does not drop ALL capabilities"
         for c in _containers(spec)
-        if "ALL" not in _as_list(_get(c, "securityContext", "capabilities", "drop"))
+        if "ALL" not in as_list(get(c, "securityContext", "capabilities", "drop"))
     ]
 
 
 def pod_seccomp(type_: str, inputs: dict, spec: dict) -> list[str]:
-    pod = _get(spec, "securityContext", "seccompProfile", "type")
+    pod = get(spec, "securityContext", "seccompProfile", "type")
     out = []
     for c in _containers(spec):
-        t = _get(c, "securityContext", "seccompProfile", "type") or pod
+        t = get(c, "securityContext", "seccompProfile", "type") or pod
         if t not in ("RuntimeDefault", "Localhost"):
             out.append(f"container {c.get('name')!r} seccomp profile is {t or 'unset'}")
     return out
@@ -460,8 +444,8 @@ def pod_seccomp(type_: str, inputs: dict, spec: dict) -> list[str]:
 def pod_gpu_requests_limits(type_: str, inputs: dict, spec: dict) -> list[str]:
     out = []
     for c in _containers(spec):
-        req = _get(c, "resources", "requests", GPU)
-        lim = _get(c, "resources", "limits", GPU)
+        req = get(c, "resources", "requests", GPU)
+        lim = get(c, "resources", "limits", GPU)
         if req is None and lim is None:
             continue
         if lim is None or (req is not None and str(req) != str(lim)):
@@ -528,7 +512,7 @@ def pod_service_account(type_: str, inputs: dict, spec: dict) -> list[str]:
 
 
 def pod_privileged(type_: str, inputs: dict, spec: dict) -> list[str]:
-    priv = [c for c in _containers(spec) if _get(c, "securityContext", "privileged") is True]
+    priv = [c for c in _containers(spec) if get(c, "securityContext", "privileged") is True]
     if not priv:
         return []
     meta = inputs.get("metadata") or {}
@@ -757,7 +741,7 @@ _EFFECTS = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute",
 
 
 def _gpu_types(types: Any) -> bool:
-    return any(isinstance(t, str) and _GPU_TYPE.match(t) for t in _as_list(types))
+    return any(isinstance(t, str) and _GPU_TYPE.match(t) for t in as_list(types))
 
 
 def gpu_capacity(res: StackResource) -> bool:
@@ -768,15 +752,15 @@ def gpu_capacity(res: StackResource) -> bool:
             res.inputs.get("instanceTypes")
         )
     if res.type == NODE_POOL:
-        spec = _get(res.inputs, "spec", "template", "spec") or {}
-        if any(_get(t, "key") == GPU for t in _as_list(spec.get("taints"))):
+        spec = get(res.inputs, "spec", "template", "spec") or {}
+        if any(get(t, "key") == GPU for t in as_list(spec.get("taints"))):
             return True
-        for req in _as_list(spec.get("requirements")):
-            key = _get(req, "key")
-            if key in _GPU_REQUIREMENT_KEYS and _get(req, "operator") != "DoesNotExist":
+        for req in as_list(spec.get("requirements")):
+            key = get(req, "key")
+            if key in _GPU_REQUIREMENT_KEYS and get(req, "operator") != "DoesNotExist":
                 return True
             instance_type = key == "node.kubernetes.io/instance-type"
-            if instance_type and _get(req, "operator") == "In" and _gpu_types(_get(req, "values")):
+            if instance_type and get(req, "operator") == "In" and _gpu_types(get(req, "values")):
                 return True
     return False
 
@@ -789,15 +773,15 @@ def capacity_taints(res: StackResource) -> list[dict[str, Any]]:
             return []
         return [
             {
-                "key": _get(t, "key"),
-                "value": _get(t, "value"),
-                "effect": _EFFECTS.get(str(_get(t, "effect")), _get(t, "effect")),
+                "key": get(t, "key"),
+                "value": get(t, "value"),
+                "effect": _EFFECTS.get(str(get(t, "effect")), get(t, "effect")),
             }  # fmt: skip
-            for t in _as_list(taints)
+            for t in as_list(taints)
             if isinstance(t, dict)
         ]
-    taints = _get(res.inputs, "spec", "template", "spec", "taints")
-    return [t for t in _as_list(taints) if isinstance(t, dict)] if not is_unknown(taints) else []
+    taints = get(res.inputs, "spec", "template", "spec", "taints")
+    return [t for t in as_list(taints) if isinstance(t, dict)] if not is_unknown(taints) else []
 
 
 def tolerates(tolerations: list[Any], taint: dict[str, Any]) -> bool:
@@ -820,14 +804,12 @@ def gpu_health_monitoring(res: list[StackResource]) -> Iterable[tuple[str, str]]
     ]
     if not addons:
         for r in gpu:
-            yield (
-                r.urn,
-                (
-                    "GPU capacity without the EKS node monitoring agent add-on: no NodeCondition "
-                    "reports a failing GPU, NIC or kernel, so node repair never acts and jobs keep "
-                    "landing on a sick node"
-                ),
+            message = (
+                "GPU capacity without the EKS node monitoring agent add-on: no NodeCondition "
+                "reports a failing GPU, NIC or kernel, so node repair never acts and jobs keep "
+                "landing on a sick node"
             )
+            yield r.urn, message
         return
     raw = addons[0].inputs.get("configurationValues")
     if is_unknown(raw):
@@ -838,8 +820,8 @@ def gpu_health_monitoring(res: list[StackResource]) -> Iterable[tuple[str, str]]
         values = {}
     for r in gpu:
         for part, label in _AGENT_PARTS.items():
-            tols = _get(values, part, "tolerations")
-            tols = _AGENT_DEFAULT_TOLERATIONS[part] if tols is None else _as_list(tols)
+            tols = get(values, part, "tolerations")
+            tols = _AGENT_DEFAULT_TOLERATIONS[part] if tols is None else as_list(tols)
             missing = [
                 t
                 for t in capacity_taints(r)
@@ -849,14 +831,12 @@ def gpu_health_monitoring(res: list[StackResource]) -> Iterable[tuple[str, str]]
                 shown = ", ".join(
                     f"{t.get('key')}={t.get('value') or ''}:{t.get('effect')}" for t in missing
                 )
-                yield (
-                    r.urn,
-                    (
-                        f"the node monitoring agent's {label} does not tolerate this capacity's "
-                        f"taint(s) {shown}: it never runs on these nodes, so their GPU health is "
-                        "not monitored"
-                    ),
+                message = (
+                    f"the node monitoring agent's {label} does not tolerate this capacity's "
+                    f"taint(s) {shown}: it never runs on these nodes, so their GPU health is "
+                    "not monitored"
                 )
+                yield r.urn, message
 
 
 def _karpenter_release(res: list[StackResource]) -> list[StackResource]:
@@ -874,35 +854,31 @@ def gpu_node_repair(res: list[StackResource]) -> Iterable[tuple[str, str]]:
         if not gpu_capacity(r):
             continue
         if r.type == NODE_GROUP:
-            enabled = _get(r.inputs, "nodeRepairConfig", "enabled")
+            enabled = get(r.inputs, "nodeRepairConfig", "enabled")
             if enabled is not True and not is_unknown(enabled):
-                yield (
-                    r.urn,
-                    (
-                        "GPU managed node group without node auto repair (nodeRepairConfig.enabled): "
-                        "a node whose GPU or network fails stays in the group until someone replaces "
-                        "it by hand"
-                    ),
+                message = (
+                    "GPU managed node group without node auto repair (nodeRepairConfig.enabled): "
+                    "a node whose GPU or network fails stays in the group until someone replaces "
+                    "it by hand"
                 )
+                yield r.urn, message
         else:
             pools.append(r)
     if not pools:
         return
     gates = [
-        _get(rel.inputs, "values", "settings", "featureGates", "nodeRepair")
+        get(rel.inputs, "values", "settings", "featureGates", "nodeRepair")
         for rel in _karpenter_release(res)
     ]
     if any(g is True or is_unknown(g) for g in gates):
         return
     for r in pools:
-        yield (
-            r.urn,
-            (
-                "GPU NodePool while Karpenter's NodeRepair feature gate is off "
-                "(values.settings.featureGates.nodeRepair): Karpenter never replaces its unhealthy "
-                "nodes"
-            ),
+        message = (
+            "GPU NodePool while Karpenter's NodeRepair feature gate is off "
+            "(values.settings.featureGates.nodeRepair): Karpenter never replaces its unhealthy "
+            "nodes"
         )
+        yield r.urn, message
 
 
 STACK_RULES: tuple[StackRule, ...] = (

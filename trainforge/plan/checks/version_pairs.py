@@ -1,19 +1,10 @@
 """Plan check: the Kueue, Kubeflow Trainer, JobSet and Kubeflow SDK versions a stack deploys are
-ones upstream builds and tests together.
+ones upstream builds and tests together (the table: trainforge.core.versions).
 
-Why: Kueue's TrainJob and JobSet integrations compile against the Trainer and JobSet Go APIs of
-its go.mod, and an admitted TrainJob is rewritten with those types. A Trainer of another minor
-installs and starts cleanly, and its jobs then lose what Kueue's types do not know ("Trainer
-v2.2 and v2.3 don't have API compatibility", kubernetes-sigs/kueue#14504): nothing fails at
-`pulumi up`, so the plan is the place to see it. The table is `trainforge.core.versions`
-(KUEUE_TRAINER, KUEUE_JOBSET, TRAINER_JOBSET, SDK_TRAINER_API), each entry with its source.
-
-The versions are read from the plan's own Helm releases and charts (the `version` each one
-installs), not from the pins, so a stack that installs another version is judged on it. JobSet
-is the `jobset` chart when the stack installs one, else the Trainer chart's bundled JobSet when
-its `jobset.install` is on (the dependency's version in the vendored Chart.yaml). The Kubeflow
-SDK is the one the platform documents (versions.KUBEFLOW_SDK_VERSION, the lock
-tools/kubeflow-sdk/requirements.lock), judged only where the Trainer is deployed.
+A Trainer of another minor than Kueue's go.mod installs cleanly and then loses what Kueue's
+types do not know (kubernetes-sigs/kueue#14504); nothing fails at `pulumi up`. The versions are
+read from the plan's own releases and charts, not from the pins (docs/rehearsals.md, "Version
+pairs upstream builds and tests together").
 """
 
 from __future__ import annotations
@@ -92,10 +83,10 @@ def check(ctx: PlanContext) -> CheckResult:
     for message in problems:
         findings.append(
             Finding(
-                resource=anchor.urn,
-                rule=RULE,
-                message=message,
-                fix=RULES[RULE],
+                anchor.urn,
+                RULE,
+                message,
+                RULES[RULE],
                 urn=anchor.urn,
                 names=frozenset(r.name for r in resources),
             )
