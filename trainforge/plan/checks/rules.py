@@ -69,6 +69,38 @@ class StackRule:
     check: Callable[[list[StackResource]], Iterable[tuple[str, str]]]
 
 
+# Every resource rule, in the order they run: each registers itself below with `resource_rule`
+# (a check of one resource) or `pod_rule` (a check of each pod spec a resource carries).
+RESOURCE_RULES: list[Rule] = []
+
+
+def resource_rule(id_: str, title: str, fix: str, types: tuple[str, ...]):
+    """Register the decorated `(type token, inputs) -> messages` as a rule on `types`."""
+
+    def register(fn: Callable[[str, dict[str, Any]], list[str]]):
+        RESOURCE_RULES.append(Rule(id_, title, fix, fn, types))
+        return fn
+
+    return register
+
+
+def pod_rule(id_: str, title: str, fix: str):
+    """Register the decorated `(type token, inputs, pod spec) -> messages` as a rule on every
+    pod spec a resource carries, each message prefixed with its pod's label."""
+
+    def register(fn: Callable[[str, dict, dict], list[str]]):
+        def check(type_: str, inputs: dict) -> list[str]:
+            out = []
+            for label, spec in pod_specs(type_, inputs):
+                out += [f"{label}: {m}" for m in fn(type_, inputs, spec)]
+            return out
+
+        RESOURCE_RULES.append(Rule(id_, title, fix, check))
+        return fn
+
+    return register
+
+
 def policy_doc(value: Any) -> dict | None:
     """An IAM policy document from a JSON string or dict; None when unknown or unparsable."""
     if value is None or is_unknown(value):
@@ -103,6 +135,12 @@ def eks_endpoint(type_: str, inputs: dict) -> tuple[Any, Any, Any]:
     return (True if public is None else public, bool(private), cidrs)
 
 
+@resource_rule(
+    "CKV_AWS_37",
+    "EKS control-plane logging covers all log types",
+    f"set enabledClusterLogTypes to {list(ALL_LOG_TYPES)}",
+    EKS_TYPES,
+)
 def eks_log_types(type_: str, inputs: dict) -> list[str]:
     logs = inputs.get("enabledClusterLogTypes")
     if is_unknown(logs):
@@ -111,6 +149,12 @@ def eks_log_types(type_: str, inputs: dict) -> list[str]:
     return [f"control-plane log types not enabled: {', '.join(missing)}"] if missing else []
 
 
+@resource_rule(
+    "CKV_AWS_38",
+    "EKS public endpoint is not open to 0.0.0.0/0",
+    "disable endpointPublicAccess or list the allowed CIDRs in publicAccessCidrs",
+    EKS_TYPES,
+)
 def eks_public_cidrs(type_: str, inputs: dict) -> list[str]:
     public, _, cidrs = eks_endpoint(type_, inputs)
     if public is not True:
@@ -124,6 +168,12 @@ def eks_public_cidrs(type_: str, inputs: dict) -> list[str]:
     return []
 
 
+@resource_rule(
+    "CKV_AWS_39",
+    "EKS API endpoint is not public by default",
+    "set endpointPrivateAccess: true and endpointPublicAccess: false (or an explicit allow-list)",
+    EKS_TYPES,
+)
 def eks_public_endpoint(type_: str, inputs: dict) -> list[str]:
     public, private, cidrs = eks_endpoint(type_, inputs)
     if public is True and (cidrs is None or not as_list(cidrs)):
@@ -135,6 +185,12 @@ def eks_public_endpoint(type_: str, inputs: dict) -> list[str]:
     return []
 
 
+@resource_rule(
+    "CKV_AWS_58",
+    "EKS secrets are encrypted with a KMS key",
+    "pass a customer KMS key (encryptionConfigKeyArn / encryptionConfig.provider.keyArn)",
+    EKS_TYPES,
+)
 def eks_secrets_encryption(type_: str, inputs: dict) -> list[str]:
     if type_ == EKS_COMPONENT:
         if inputs.get("encryptionConfigKeyArn") is None:
@@ -162,6 +218,12 @@ def _metadata_options(type_: str, inputs: dict) -> Any:
     return inputs.get("metadataOptions")
 
 
+@resource_rule(
+    "CKV_AWS_79",
+    "Instance metadata requires IMDSv2 tokens",
+    "set metadataOptions.httpTokens: required",
+    (LAUNCH_TEMPLATE, EC2_NODE_CLASS),
+)
 def imdsv2_required(type_: str, inputs: dict) -> list[str]:
     opts = _metadata_options(type_, inputs)
     if is_unknown(opts):
@@ -174,6 +236,12 @@ def imdsv2_required(type_: str, inputs: dict) -> list[str]:
     return [f"instance metadata allows IMDSv1 (httpTokens={tokens!r})"]
 
 
+@resource_rule(
+    "CKV_AWS_341",
+    "Instance metadata hop limit is 1",
+    "set metadataOptions.httpPutResponseHopLimit: 1",
+    (LAUNCH_TEMPLATE, EC2_NODE_CLASS),
+)
 def imds_hop_limit(type_: str, inputs: dict) -> list[str]:
     opts = _metadata_options(type_, inputs)
     if is_unknown(opts) or get(opts, "httpEndpoint") == "disabled":
@@ -212,6 +280,12 @@ def _sse_algorithms(rules: Any) -> list[Any]:
     ]
 
 
+@resource_rule(
+    "CKV_AWS_145",
+    "S3 default encryption is SSE-KMS",
+    "use sseAlgorithm aws:kms with a customer key (and bucketKeyEnabled: true)",
+    (*S3_SSES, *S3_BUCKETS),
+)
 def s3_kms(type_: str, inputs: dict) -> list[str]:
     if type_ in S3_SSES:
         algs = _sse_algorithms(inputs.get("rules"))
@@ -225,6 +299,12 @@ def s3_kms(type_: str, inputs: dict) -> list[str]:
     return [f"default encryption is {algs or 'unset'}, not SSE-KMS"]
 
 
+@resource_rule(
+    "CKV_AWS_21",
+    "S3 versioning is enabled",
+    "set versioningConfiguration.status: Enabled",
+    (*S3_VERSIONINGS, *S3_BUCKETS),
+)
 def s3_versioning(type_: str, inputs: dict) -> list[str]:
     if type_ in S3_VERSIONINGS:
         status = get(inputs, "versioningConfiguration", "status")
@@ -241,6 +321,12 @@ def s3_versioning(type_: str, inputs: dict) -> list[str]:
 PAB_FLAGS = ("blockPublicAcls", "blockPublicPolicy", "ignorePublicAcls", "restrictPublicBuckets")
 
 
+@resource_rule(
+    "CKV2_AWS_6",
+    "S3 public access block blocks everything",
+    f"set {', '.join(PAB_FLAGS)} to true",
+    (S3_PAB,),
+)
 def s3_public_access_block(type_: str, inputs: dict) -> list[str]:
     off = [f for f in PAB_FLAGS if inputs.get(f) is not True and not is_unknown(inputs.get(f))]
     return [f"public access block leaves {', '.join(off)} off"] if off else []
@@ -258,6 +344,12 @@ def _denies_insecure_transport(doc: dict) -> bool:
     return False
 
 
+@resource_rule(
+    "TRAINFORGE_S3_TLS",
+    "S3 bucket policy denies non-TLS requests",
+    'add a Deny statement for "s3:*" with Condition Bool aws:SecureTransport "false"',
+    (S3_POLICY,),
+)
 def s3_tls_only(type_: str, inputs: dict) -> list[str]:
     policy = inputs.get("policy")
     doc = policy_doc(policy)
@@ -283,6 +375,12 @@ IAM_POLICY_TYPES = {
 IAM_ROLE = "aws:iam/role:Role"
 
 
+@resource_rule(
+    "CKV_AWS_190",
+    "FSx for Lustre is encrypted with a customer-managed KMS key",
+    "set kmsKeyId to a customer KMS key",
+    (FSX_LUSTRE,),
+)
 def fsx_customer_key(type_: str, inputs: dict) -> list[str]:
     deployment = inputs.get("deploymentType")
     # SCRATCH file systems cannot take a customer key (AWS encrypts them with its own key);
@@ -294,6 +392,9 @@ def fsx_customer_key(type_: str, inputs: dict) -> list[str]:
     return []
 
 
+@resource_rule(
+    "CKV_AWS_7", "KMS key rotation is enabled", "set enableKeyRotation: true", (KMS_KEY,)
+)
 def kms_rotation(type_: str, inputs: dict) -> list[str]:
     if inputs.get("customerMasterKeySpec", "SYMMETRIC_DEFAULT") not in (
         "SYMMETRIC_DEFAULT",
@@ -304,6 +405,12 @@ def kms_rotation(type_: str, inputs: dict) -> list[str]:
     return [] if rot is True or is_unknown(rot) else ["automatic key rotation is off"]
 
 
+@resource_rule(
+    "CKV_AWS_27",
+    "SQS queue is encrypted",
+    "set kmsMasterKeyId (or sqsManagedSseEnabled: true)",
+    (SQS_QUEUE,),
+)
 def sqs_encryption(type_: str, inputs: dict) -> list[str]:
     if inputs.get("kmsMasterKeyId") is not None or inputs.get("sqsManagedSseEnabled") is True:
         return []
@@ -320,6 +427,12 @@ def _admin_statements(doc: dict) -> Iterator[dict]:
             yield st
 
 
+@resource_rule(
+    "CKV_AWS_62",
+    'IAM policy does not allow "*" actions on "*" resources',
+    "list the actions and resource ARNs the principal needs",
+    (*IAM_POLICY_TYPES, IAM_ROLE),
+)
 def iam_no_admin(type_: str, inputs: dict) -> list[str]:
     docs: list[Any] = []
     if type_ in IAM_POLICY_TYPES:
@@ -371,18 +484,6 @@ def _containers(spec: dict) -> Iterator[dict]:
                 yield c
 
 
-def _pod_rule(fn: Callable[[str, dict, dict], list[str]]):
-    """Lift a check over one pod spec to a resource rule over every pod spec it carries."""
-
-    def check(type_: str, inputs: dict) -> list[str]:
-        out = []
-        for label, spec in pod_specs(type_, inputs):
-            out += [f"{label}: {m}" for m in fn(type_, inputs, spec)]
-        return out
-
-    return check
-
-
 def _sc(spec: dict, c: dict, key: str) -> Any:
     """A container's effective security setting: its own, else the pod's."""
     own = get(c, "securityContext", key)
@@ -403,6 +504,11 @@ def _documented_root_job(type_: str, inputs: dict, spec: dict) -> bool:
     )
 
 
+@pod_rule(
+    "CKV_K8S_23",
+    "Containers run as non-root",
+    "set securityContext.runAsNonRoot: true (and a non-zero runAsUser)",
+)
 def pod_non_root(type_: str, inputs: dict, spec: dict) -> list[str]:
     if _documented_root_job(type_, inputs, spec):
         return []
@@ -415,6 +521,11 @@ def pod_non_root(type_: str, inputs: dict, spec: dict) -> list[str]:
     return out
 
 
+@pod_rule(
+    "CKV_K8S_20",
+    "Containers do not allow privilege escalation",
+    "set securityContext.allowPrivilegeEscalation: false on every container",
+)
 def pod_no_privilege_escalation(type_: str, inputs: dict, spec: dict) -> list[str]:
     return [
         f"container {c.get('name')!r} allows privilege escalation"
@@ -423,6 +534,11 @@ def pod_no_privilege_escalation(type_: str, inputs: dict, spec: dict) -> list[st
     ]
 
 
+@pod_rule(
+    "CKV_K8S_37",
+    "Containers drop ALL capabilities",
+    'set securityContext.capabilities.drop: ["ALL"] (add back only what is needed)',
+)
 def pod_drop_all(type_: str, inputs: dict, spec: dict) -> list[str]:
     return [
         f"container {c.get('name')!r} does not drop ALL capabilities"
@@ -431,6 +547,11 @@ def pod_drop_all(type_: str, inputs: dict, spec: dict) -> list[str]:
     ]
 
 
+@pod_rule(
+    "CKV_K8S_31",
+    "Pods use the RuntimeDefault seccomp profile",
+    "set securityContext.seccompProfile.type: RuntimeDefault",
+)
 def pod_seccomp(type_: str, inputs: dict, spec: dict) -> list[str]:
     pod = get(spec, "securityContext", "seccompProfile", "type")
     out = []
@@ -441,6 +562,11 @@ def pod_seccomp(type_: str, inputs: dict, spec: dict) -> list[str]:
     return out
 
 
+@pod_rule(
+    "TRAINFORGE_GPU_REQUESTS",
+    "GPU requests equal limits",
+    f"set resources.limits[{GPU!r}] (and requests, if given) to the same count",
+)
 def pod_gpu_requests_limits(type_: str, inputs: dict, spec: dict) -> list[str]:
     out = []
     for c in _containers(spec):
@@ -467,6 +593,11 @@ def image_problem(image: Any) -> str | None:
     return None
 
 
+@pod_rule(
+    "CKV_K8S_14",
+    "Images are pinned to a tag or digest, never :latest",
+    "use an explicit version tag or an @sha256 digest",
+)
 def pod_image_pinned(type_: str, inputs: dict, spec: dict) -> list[str]:
     out = []
     for c in _containers(spec):
@@ -490,6 +621,13 @@ def finding_image(rule: str, message: str) -> str | None:
     return ast.literal_eval(m.group(1)) if m else None
 
 
+@pod_rule(
+    "TRAINFORGE_DOCKER_HUB",
+    "No image is pulled from Docker Hub without credentials",
+    "use the image's ECR Public / registry.k8s.io / Quay copy (pulled through the stack's "
+    "cache), or set trainforge:images.dockerHubCredentialArn so Docker Hub images are "
+    "pulled through the cache's docker-hub rule with that credential (docs/images.md)",
+)
 def pod_image_not_docker_hub(type_: str, inputs: dict, spec: dict) -> list[str]:
     """Docker Hub allows 10 anonymous pulls per hour per NAT address: every image comes through
     the stack's ECR pull-through cache or another registry (trainforge.core.image_routes)."""
@@ -504,6 +642,11 @@ def pod_image_not_docker_hub(type_: str, inputs: dict, spec: dict) -> list[str]:
     ]
 
 
+@pod_rule(
+    "TRAINFORGE_DEFAULT_SA",
+    "Pods do not use the default ServiceAccount",
+    "set serviceAccountName to a dedicated ServiceAccount (or automountServiceAccountToken: false)",
+)
 def pod_service_account(type_: str, inputs: dict, spec: dict) -> list[str]:
     sa = spec.get("serviceAccountName") or spec.get("serviceAccount") or "default"
     if sa == "default" and spec.get("automountServiceAccountToken") is not False:
@@ -511,6 +654,11 @@ def pod_service_account(type_: str, inputs: dict, spec: dict) -> list[str]:
     return []
 
 
+@pod_rule(
+    "CKV_K8S_16",
+    "Only documented system daemonsets run privileged",
+    f"drop privileged, or run it as a kube-system DaemonSet annotated {PRIVILEGED_REASON_ANNOTATION}",
+)
 def pod_privileged(type_: str, inputs: dict, spec: dict) -> list[str]:
     priv = [c for c in _containers(spec) if get(c, "securityContext", "privileged") is True]
     if not priv:
@@ -525,167 +673,6 @@ def pod_privileged(type_: str, inputs: dict, spec: dict) -> list[str]:
     ):
         return []  # a documented system daemon (device plugin, CSI node driver)
     return [f"container {c.get('name')!r} is privileged" for c in priv]
-
-
-# ---------------------------------------------------------------------------------------------
-# Registry
-
-RESOURCE_RULES: tuple[Rule, ...] = (
-    Rule(
-        "CKV_AWS_37",
-        "EKS control-plane logging covers all log types",
-        f"set enabledClusterLogTypes to {list(ALL_LOG_TYPES)}",
-        eks_log_types,
-        EKS_TYPES,
-    ),
-    Rule(
-        "CKV_AWS_38",
-        "EKS public endpoint is not open to 0.0.0.0/0",
-        "disable endpointPublicAccess or list the allowed CIDRs in publicAccessCidrs",
-        eks_public_cidrs,
-        EKS_TYPES,
-    ),
-    Rule(
-        "CKV_AWS_39",
-        "EKS API endpoint is not public by default",
-        "set endpointPrivateAccess: true and endpointPublicAccess: false (or an explicit allow-list)",
-        eks_public_endpoint,
-        EKS_TYPES,
-    ),
-    Rule(
-        "CKV_AWS_58",
-        "EKS secrets are encrypted with a KMS key",
-        "pass a customer KMS key (encryptionConfigKeyArn / encryptionConfig.provider.keyArn)",
-        eks_secrets_encryption,
-        EKS_TYPES,
-    ),
-    Rule(
-        "CKV_AWS_79",
-        "Instance metadata requires IMDSv2 tokens",
-        "set metadataOptions.httpTokens: required",
-        imdsv2_required,
-        (LAUNCH_TEMPLATE, EC2_NODE_CLASS),
-    ),
-    Rule(
-        "CKV_AWS_341",
-        "Instance metadata hop limit is 1",
-        "set metadataOptions.httpPutResponseHopLimit: 1",
-        imds_hop_limit,
-        (LAUNCH_TEMPLATE, EC2_NODE_CLASS),
-    ),
-    Rule(
-        "CKV_AWS_145",
-        "S3 default encryption is SSE-KMS",
-        "use sseAlgorithm aws:kms with a customer key (and bucketKeyEnabled: true)",
-        s3_kms,
-        (*S3_SSES, *S3_BUCKETS),
-    ),
-    Rule(
-        "CKV_AWS_21",
-        "S3 versioning is enabled",
-        "set versioningConfiguration.status: Enabled",
-        s3_versioning,
-        (*S3_VERSIONINGS, *S3_BUCKETS),
-    ),
-    Rule(
-        "CKV2_AWS_6",
-        "S3 public access block blocks everything",
-        f"set {', '.join(PAB_FLAGS)} to true",
-        s3_public_access_block,
-        (S3_PAB,),
-    ),
-    Rule(
-        "TRAINFORGE_S3_TLS",
-        "S3 bucket policy denies non-TLS requests",
-        'add a Deny statement for "s3:*" with Condition Bool aws:SecureTransport "false"',
-        s3_tls_only,
-        (S3_POLICY,),
-    ),
-    Rule(
-        "CKV_AWS_190",
-        "FSx for Lustre is encrypted with a customer-managed KMS key",
-        "set kmsKeyId to a customer KMS key",
-        fsx_customer_key,
-        (FSX_LUSTRE,),
-    ),
-    Rule(
-        "CKV_AWS_7",
-        "KMS key rotation is enabled",
-        "set enableKeyRotation: true",
-        kms_rotation,
-        (KMS_KEY,),
-    ),
-    Rule(
-        "CKV_AWS_27",
-        "SQS queue is encrypted",
-        "set kmsMasterKeyId (or sqsManagedSseEnabled: true)",
-        sqs_encryption,
-        (SQS_QUEUE,),
-    ),
-    Rule(
-        "CKV_AWS_62",
-        'IAM policy does not allow "*" actions on "*" resources',
-        "list the actions and resource ARNs the principal needs",
-        iam_no_admin,
-        (*IAM_POLICY_TYPES, IAM_ROLE),
-    ),
-    Rule(
-        "CKV_K8S_23",
-        "Containers run as non-root",
-        "set securityContext.runAsNonRoot: true (and a non-zero runAsUser)",
-        _pod_rule(pod_non_root),
-    ),
-    Rule(
-        "CKV_K8S_20",
-        "Containers do not allow privilege escalation",
-        "set securityContext.allowPrivilegeEscalation: false on every container",
-        _pod_rule(pod_no_privilege_escalation),
-    ),
-    Rule(
-        "CKV_K8S_37",
-        "Containers drop ALL capabilities",
-        'set securityContext.capabilities.drop: ["ALL"] (add back only what is needed)',
-        _pod_rule(pod_drop_all),
-    ),
-    Rule(
-        "CKV_K8S_31",
-        "Pods use the RuntimeDefault seccomp profile",
-        "set securityContext.seccompProfile.type: RuntimeDefault",
-        _pod_rule(pod_seccomp),
-    ),
-    Rule(
-        "TRAINFORGE_GPU_REQUESTS",
-        "GPU requests equal limits",
-        f"set resources.limits[{GPU!r}] (and requests, if given) to the same count",
-        _pod_rule(pod_gpu_requests_limits),
-    ),
-    Rule(
-        "CKV_K8S_14",
-        "Images are pinned to a tag or digest, never :latest",
-        "use an explicit version tag or an @sha256 digest",
-        _pod_rule(pod_image_pinned),
-    ),
-    Rule(
-        "TRAINFORGE_DOCKER_HUB",
-        "No image is pulled from Docker Hub without credentials",
-        "use the image's ECR Public / registry.k8s.io / Quay copy (pulled through the stack's "
-        "cache), or set trainforge:images.dockerHubCredentialArn so Docker Hub images are "
-        "pulled through the cache's docker-hub rule with that credential (docs/images.md)",
-        _pod_rule(pod_image_not_docker_hub),
-    ),
-    Rule(
-        "TRAINFORGE_DEFAULT_SA",
-        "Pods do not use the default ServiceAccount",
-        "set serviceAccountName to a dedicated ServiceAccount (or automountServiceAccountToken: false)",
-        _pod_rule(pod_service_account),
-    ),
-    Rule(
-        "CKV_K8S_16",
-        "Only documented system daemonsets run privileged",
-        f"drop privileged, or run it as a kube-system DaemonSet annotated {PRIVILEGED_REASON_ANNOTATION}",
-        _pod_rule(pod_privileged),
-    ),
-)
 
 
 # ---------------------------------------------------------------------------------------------
