@@ -117,16 +117,12 @@ def pod_refs(pod: dict[str, Any], namespace: str, what: str) -> Iterator[Ref]:
         vname = vol.get("name")
         sources = [vol] + [s for s in (vol.get("projected") or {}).get("sources") or []]
         for src in sources:
-            secret, cm = src.get("secret"), src.get("configMap")
-            if isinstance(secret, dict) and not _opt(secret):
-                name = secret.get("secretName") or secret.get("name")
-                keys = {i["key"] for i in secret.get("items") or [] if "key" in i}
-                yield Ref("Secret", namespace, str(name), f"{what}: volume {vname}", keys)
-            if isinstance(cm, dict) and not _opt(cm):
-                keys = {i["key"] for i in cm.get("items") or [] if "key" in i}
-                yield Ref(
-                    "ConfigMap", namespace, str(cm.get("name")), f"{what}: volume {vname}", keys
-                )
+            for prop, kind in (("secret", "Secret"), ("configMap", "ConfigMap")):
+                ref = src.get(prop)
+                if isinstance(ref, dict) and not _opt(ref):
+                    name = ref.get("secretName") or ref.get("name")  # a projected one: name
+                    keys = {i["key"] for i in ref.get("items") or [] if "key" in i}
+                    yield Ref(kind, namespace, str(name), f"{what}: volume {vname}", keys)
         claim = vol.get("persistentVolumeClaim")
         if isinstance(claim, dict):
             yield Ref(

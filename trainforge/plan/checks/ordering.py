@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
+from trainforge.plan.checks.validate import builtin_groups
 from trainforge.plan.runner import UNKNOWN
 from trainforge.plan.sdk import SENT_URN
 
@@ -30,32 +31,6 @@ KUSTOMIZE = "kubernetes:kustomize/v2:Directory"
 NAMESPACE = "kubernetes:core/v1:Namespace"
 CRD = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
 
-# API groups served by the API server itself (no CRD needed).
-BUILTIN_GROUPS = frozenset(
-    {
-        "",
-        "admissionregistration.k8s.io",
-        "apiextensions.k8s.io",
-        "apiregistration.k8s.io",
-        "apps",
-        "authentication.k8s.io",
-        "authorization.k8s.io",
-        "autoscaling",
-        "batch",
-        "certificates.k8s.io",
-        "coordination.k8s.io",
-        "discovery.k8s.io",
-        "events.k8s.io",
-        "flowcontrol.apiserver.k8s.io",
-        "networking.k8s.io",
-        "node.k8s.io",
-        "policy",
-        "rbac.authorization.k8s.io",
-        "resource.k8s.io",
-        "scheduling.k8s.io",
-        "storage.k8s.io",
-    }
-)
 BUILTIN_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
 
 # chart (last path segment of its reference) or kustomize directory marker -> API groups whose
@@ -196,7 +171,7 @@ def check(ctx: PlanContext) -> CheckResult:
         checked += 1
         api = str(obj.doc.get("apiVersion") or "")
         group = _group(api)
-        if group not in BUILTIN_GROUPS:
+        if group not in builtin_groups():
             makers = crd_makers.get(group, [])
             if not makers:
                 assumed.setdefault(group, set()).add(obj.kind)

@@ -90,6 +90,21 @@ def _schema_dir(version: str) -> str | None:
     return f"v{candidates[-1]}-local-strict" if candidates else None
 
 
+@functools.cache
+def builtin_groups(version: str | None = None) -> frozenset[str]:
+    """The API groups the API server serves itself (an object of any other group needs a
+    CRD): every group of the cluster version's bundled schemas."""
+    schema_dir = _schema_dir(version or versions.KUBERNETES_VERSION)
+    defs = _schema_json(
+        f"kubernetes-json-schema/{schema_dir or _schema_dir(DEFAULT_K8S_VERSION)}/_definitions.json"
+    )
+    return frozenset(
+        g["group"]
+        for d in defs["$defs"].values()
+        for g in d.get("x-kubernetes-group-version-kind", [])
+    )
+
+
 def core_errors(doc: dict, version: str) -> list[str] | None:
     """Strict schema errors for a core kind (as kubernetes-validate reports them); None when
     the kind has no bundled schema."""
