@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import yaml
-
 from trainforge.core import versions
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.platform import chart_images
@@ -38,13 +36,10 @@ def _version(res: Any) -> str | None:
 def bundled_jobset(trainer_version: str) -> str | None:
     """The JobSet chart version the Trainer chart at `trainer_version` depends on, from its
     vendored Chart.yaml (None when that chart is not vendored)."""
-    path = chart_images.CHARTS / f"kubeflow-trainer-{trainer_version}" / "Chart.yaml"
-    if not path.is_file():
+    try:
+        return chart_images.dependency_version("kubeflow-trainer", trainer_version, "jobset")
+    except (FileNotFoundError, KeyError):
         return None
-    for dep in yaml.safe_load(path.read_text()).get("dependencies") or []:
-        if dep.get("name") == "jobset":
-            return str(dep.get("version"))
-    return None
 
 
 def deployed(ctx: PlanContext) -> dict[str, tuple[str, Any]]:
