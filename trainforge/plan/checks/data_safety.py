@@ -21,6 +21,9 @@ from typing import Any
 
 from trainforge.core.pods import get
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
+from trainforge.plan.checks.rules import FSX_LUSTRE as FSX
+from trainforge.plan.checks.rules import KMS_KEY
+from trainforge.plan.checks.rules import S3_BUCKET as BUCKET
 from trainforge.plan.diff import INVENTORY_FILE
 from trainforge.plan.runner import Recorded
 
@@ -40,9 +43,6 @@ class DataKind:
     replace_on: tuple[str, ...]  # dotted input paths (wire names) that force a replacement
 
 
-FSX = "aws:fsx/lustreFileSystem:LustreFileSystem"
-BUCKET = "aws:s3/bucket:Bucket"
-KMS_KEY = "aws:kms/key:Key"
 PVC = "kubernetes:core/v1:PersistentVolumeClaim"
 
 DATA_HOLDING: dict[str, DataKind] = {

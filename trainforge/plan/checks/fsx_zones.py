@@ -9,12 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 from trainforge.plan.check_types import CheckResult, PlanContext, Section
+from trainforge.plan.checks.reachability import SUBNET
+from trainforge.plan.checks.rules import EC2_NODE_CLASS, FSX_LUSTRE, NODE_GROUP
 
 RULES: dict[str, str] = {}
-FSX = "aws:fsx/lustreFileSystem:LustreFileSystem"
-SUBNET = "aws:ec2/subnet:Subnet"
-NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
-NODE_CLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
 POOL_LABEL = "trainforge.io/pool"
 
 
@@ -41,7 +39,7 @@ def _tagged(subnets: list[Any], tags: dict[str, Any]) -> list[str]:
 def placements(ctx: PlanContext) -> list[dict[str, Any]]:
     """Per node group / Karpenter pool: its name, kind, zones, and whether one is picked at up."""
     by_urn = ctx.inventory.by_urn()
-    subnets = [r for r in ctx.inventory.resources if r.type == SUBNET]
+    subnets = ctx.resources_of(SUBNET)
     out: list[dict[str, Any]] = []
     for res in ctx.inventory.resources:
         if res.type == NODE_GROUP:
@@ -52,7 +50,7 @@ def placements(ctx: PlanContext) -> list[dict[str, Any]]:
             given = res.inputs.get("subnetIds")
             picked = isinstance(given, list) and 0 < len(given) < len(zones)
             out.append({"pool": pool, "kind": "node group", "zones": zones, "picked": picked})
-        elif res.type == NODE_CLASS:
+        elif res.type == EC2_NODE_CLASS:
             spec = res.inputs.get("spec") or {}
             pool = (spec.get("tags") or {}).get(POOL_LABEL) or res.name
             zones = _zones(by_urn, res.dependencies.get("spec", []))
@@ -65,7 +63,7 @@ def placements(ctx: PlanContext) -> list[dict[str, Any]]:
 
 def check(ctx: PlanContext) -> CheckResult:
     by_urn = ctx.inventory.by_urn()
-    systems = [r for r in ctx.inventory.resources if r.type == FSX]
+    systems = ctx.resources_of(FSX_LUSTRE)
     if not systems:
         return CheckResult([], [])
     fsx_zones = _zones(by_urn, systems[0].dependencies.get("subnetIds", []))

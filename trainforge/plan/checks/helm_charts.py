@@ -15,9 +15,9 @@ from typing import Any
 from urllib.parse import urlparse
 
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
+from trainforge.plan.checks.ordering import RELEASE
 from trainforge.plan.runner import UNKNOWN
 
-RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
 RULE = "HELM_CHART_UNRESOLVABLE"
 PIN_RULE = "HELM_CHART_UNPINNED"
 RULES = {
@@ -119,7 +119,7 @@ def check(ctx: PlanContext) -> CheckResult:
     findings: list[Finding] = []
     lines: list[str] = []
     data: list[dict[str, Any]] = []
-    for rel in ctx.resources_of(RELEASE_TYPE):
+    for rel in ctx.resources_of(RELEASE):
         inputs = rel.inputs
         chart, version = _text(inputs.get("chart")), _text(inputs.get("version"))
         opts = inputs.get("repositoryOpts")

@@ -63,14 +63,18 @@ def _group(api_version: str) -> str:
     return api_version.split("/", 1)[0] if "/" in api_version else ""
 
 
+def chart_name(res: Any) -> str:
+    """A Helm release's or chart's chart, by the last segment of its reference ("" unknown)."""
+    chart = res.inputs.get("chart")
+    return chart.rstrip("/").rsplit("/", 1)[-1] if isinstance(chart, str) else ""
+
+
 def _installed_groups(res: Any) -> tuple[str, ...]:
     if res.type == CRD:
         group = (res.inputs.get("spec") or {}).get("group")
         return (group,) if isinstance(group, str) else ()
     if res.type in (RELEASE, CHART_V4):
-        chart = res.inputs.get("chart")
-        if isinstance(chart, str):
-            return INSTALLS.get(chart.rstrip("/").rsplit("/", 1)[-1], ())
+        return INSTALLS.get(chart_name(res), ())
     if res.type == KUSTOMIZE:
         directory = str(res.inputs.get("directory") or "")
         for marker, groups in KUSTOMIZE_INSTALLS.items():

@@ -13,6 +13,7 @@ from typing import Any
 
 from trainforge.core import versions
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
+from trainforge.plan.checks.ordering import CHART_V4, RELEASE, chart_name
 from trainforge.platform import chart_images
 
 RULE = "VERSION_PAIR_UNSUPPORTED"
@@ -20,12 +21,6 @@ RULES = {
     RULE: "pin versions that upstream builds and tests together (trainforge.core.versions: "
     "KUEUE_TRAINER, KUEUE_JOBSET, TRAINER_JOBSET, SDK_TRAINER_API; docs/upgrading.md)",
 }
-CHART_TYPES = ("kubernetes:helm.sh/v3:Release", "kubernetes:helm.sh/v4:Chart")
-
-
-def _chart_name(res: Any) -> str:
-    chart = res.inputs.get("chart")
-    return chart.rstrip("/").rsplit("/", 1)[-1] if isinstance(chart, str) else ""
 
 
 def _version(res: Any) -> str | None:
@@ -45,8 +40,8 @@ def bundled_jobset(trainer_version: str) -> str | None:
 def deployed(ctx: PlanContext) -> dict[str, tuple[str, Any]]:
     """component (kueue | kubeflow-trainer | jobset) -> (version, resource) as the plan installs."""
     out: dict[str, tuple[str, Any]] = {}
-    for res in (r for t in CHART_TYPES for r in ctx.resources_of(t)):
-        name, version = _chart_name(res), _version(res)
+    for res in (r for t in (RELEASE, CHART_V4) for r in ctx.resources_of(t)):
+        name, version = chart_name(res), _version(res)
         if name in ("kueue", "kubeflow-trainer", "jobset") and version:
             out.setdefault(name, (version, res))
     if "kubeflow-trainer" in out and "jobset" not in out:
