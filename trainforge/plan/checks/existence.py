@@ -206,29 +206,41 @@ def references(ctx: PlanContext) -> list[tuple[str, Ref]]:
     return out
 
 
+def _problem(urn: str, ref: Ref, producer: Producer | None, order: Order) -> tuple[str, str]:
+    """(rule, message) when the consumer `urn` cannot rely on `ref`; ("", "") when it can."""
+    if producer is None:
+        keys = ", ".join(sorted(ref.keys))
+        with_keys = f" with keys {keys}" if keys else ""
+        return MISSING, (
+            f"{ref.kind} {ref.name!r} in namespace {ref.namespace!r}, which {ref.where} "
+            f"needs, is created by nothing in this stack: the user must create it there"
+            f"{with_keys} before `pulumi up`"
+        )
+    if producer.urn != urn and producer.urn not in order.after(urn):
+        return ORDER, (
+            f"{ref.where} needs {ref.kind} {ref.namespace}/{ref.name}, but "
+            f"{short_urn(urn)} does not wait for {short_urn(producer.urn)}, which creates it: "
+            "on a fresh stack it may start first"
+        )
+    absent = sorted(ref.keys - producer.keys) if producer.keys is not None else []
+    if absent:
+        return KEYS, (
+            f"{ref.where} reads key(s) {', '.join(absent)} of {ref.kind} "
+            f"{ref.namespace}/{ref.name}, which has only "
+            f"{', '.join(sorted(producer.keys or ())) or 'no keys'}"
+        )
+    return "", ""
+
+
 def check(ctx: PlanContext) -> CheckResult:
     made = producers(ctx)
     order = Order(ctx.inventory.resources)
     findings: list[Finding] = []
     unknown: list[str] = []
     seen: set[tuple[str, str, str]] = set()
-    refs = references(ctx)
     ok = 0
     missing_rows: list[dict[str, Any]] = []
-
-    def add(urn: str, rule: str, ref: Ref, message: str) -> None:
-        findings.append(
-            Finding(
-                ref.ident,
-                rule,
-                message,
-                RULES[rule],
-                urn=urn,
-                names=frozenset({ref.ident, short_urn(urn)}),
-            )
-        )
-
-    for urn, ref in refs:
+    for urn, ref in references(ctx):
         if UNKNOWN in (ref.namespace, ref.name):
             unknown.append(f"{ref.where}: {ref.kind} name or namespace unknown at preview")
             continue
@@ -236,21 +248,16 @@ def check(ctx: PlanContext) -> CheckResult:
         if dedup in seen:
             continue
         seen.add(dedup)
-        if (ref.kind, ref.name) in BUILTIN:
+        rule, message = "", ""
+        if (ref.kind, ref.name) not in BUILTIN:
+            producer = made.get((ref.kind, ref.namespace, ref.name))
+            rule, message = _problem(urn, ref, producer, order)
+        if not rule:
             ok += 1
             continue
-        producer = made.get((ref.kind, ref.namespace, ref.name))
-        keys = ", ".join(sorted(ref.keys))
-        if producer is None:
-            with_keys = f" with keys {keys}" if keys else ""
-            add(
-                urn,
-                MISSING,
-                ref,
-                f"{ref.kind} {ref.name!r} in namespace {ref.namespace!r}, which {ref.where} "
-                f"needs, is created by nothing in this stack: the user must create it there"
-                f"{with_keys} before `pulumi up`",
-            )
+        names = frozenset({ref.ident, short_urn(urn)})
+        findings.append(Finding(ref.ident, rule, message, RULES[rule], urn=urn, names=names))
+        if rule == MISSING:
             missing_rows.append(
                 {
                     "kind": ref.kind,
@@ -260,29 +267,6 @@ def check(ctx: PlanContext) -> CheckResult:
                     "needed_by": ref.where,
                 }
             )
-            continue
-        if producer.urn != urn and producer.urn not in order.after(urn):
-            add(
-                urn,
-                ORDER,
-                ref,
-                f"{ref.where} needs {ref.kind} {ref.namespace}/{ref.name}, but "
-                f"{short_urn(urn)} does not wait for {short_urn(producer.urn)}, which creates it: "
-                "on a fresh stack it may start first",
-            )
-            continue
-        absent = sorted(ref.keys - producer.keys) if producer.keys is not None else []
-        if absent:
-            add(
-                urn,
-                KEYS,
-                ref,
-                f"{ref.where} reads key(s) {', '.join(absent)} of {ref.kind} "
-                f"{ref.namespace}/{ref.name}, which has only "
-                f"{', '.join(sorted(producer.keys or ())) or 'no keys'}",
-            )
-            continue
-        ok += 1
     lines = [
         f"{len(seen)} references (Secrets, ConfigMaps, ServiceAccounts, claims) of pods and "
         f"chart values: {ok} created by the stack before their consumer or by Kubernetes"
