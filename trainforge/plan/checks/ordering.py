@@ -12,6 +12,7 @@ from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
+from trainforge.core.pods import get
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.checks.validate import builtin_groups
 from trainforge.plan.runner import UNKNOWN
@@ -138,13 +139,6 @@ def _namespace_makers(resources: list[Any]) -> dict[str, list[str]]:
     return out
 
 
-def _namespace_of(res: Any) -> tuple[str | None, str]:
-    """The namespace an object (or a release) is created in, and the input it comes from."""
-    if res.type == RELEASE:
-        return res.inputs.get("namespace"), "namespace"
-    return (res.inputs.get("metadata") or {}).get("namespace"), "metadata"
-
-
 def short_urn(urn: str) -> str:
     """A URN's last part, the resource's name as findings show it."""
     return urn.rsplit("::", 1)[-1]
@@ -189,7 +183,10 @@ def check(ctx: PlanContext) -> CheckResult:
     for res in resources:
         if res.type != RELEASE and not any(o.urn == res.urn for o in ctx.objects):
             continue
-        ns, prop = _namespace_of(res)
+        if res.type == RELEASE:  # the namespace it is created in, from which input
+            ns, prop = res.inputs.get("namespace"), "namespace"
+        else:
+            ns, prop = get(res.inputs, "metadata", "namespace"), "metadata"
         if not isinstance(ns, str) or ns in BUILTIN_NAMESPACES:
             continue
         if res.type == RELEASE and res.inputs.get("createNamespace") is True:
