@@ -185,29 +185,24 @@ def markdown(findings: list[Finding], waived: dict[int, str]) -> list[str]:
     return [*lines, ""]
 
 
-def _backups(row: dict[str, Any]) -> str:
+def _backups(fsx_inputs: dict[str, Any]) -> str:
     """What FSx keeps when it is deleted: said in the plan, so scratch data loss is not a
     surprise."""
-    fs = row.pop("inputs", None)
-    if fs is None:
-        return ""
-    if fs.get("skipFinalBackup", True):
+    if fsx_inputs.get("skipFinalBackup", True):
         return "; NO backups (a scratch file system: its data goes with it)"
-    days = fs.get("automaticBackupRetentionDays") or 0
+    days = fsx_inputs.get("automaticBackupRetentionDays") or 0
     return f"; final backup on delete, daily backups kept {days} days"
 
 
 def check(ctx: PlanContext) -> CheckResult:
     """Every data-holding resource is protected; the section lists them and what would
     replace each (the `--diff` comparison uses the same table)."""
-    findings = []
-    rows = []
+    findings, lines, rows = [], [], []
     for rec in _records(ctx.inventory.resources).values():
         protected = bool(rec.options.get("protect"))
         retained = bool(rec.options.get("retainOnDelete"))
         rows.append(
             {
-                "inputs": rec.inputs if rec.type == FSX else None,
                 "urn": rec.urn,
                 "name": rec.name,
                 "type": rec.type,
@@ -216,6 +211,10 @@ def check(ctx: PlanContext) -> CheckResult:
                 "replaceOn": list(DATA_HOLDING[rec.type].replace_on),
             }
         )
+        state = "NOT protected"
+        if protected:
+            state = f"protected{', retained on delete' if retained else ''}"
+        lines.append(f"{rec.name}: {state}{_backups(rec.inputs) if rec.type == FSX else ''}")
         if not protected:
             findings.append(
                 Finding(
@@ -228,15 +227,6 @@ def check(ctx: PlanContext) -> CheckResult:
                     names=frozenset({rec.name, rec.urn}),
                 )
             )
-    lines = [
-        (
-            f"{r['name']}: protected{', retained on delete' if r['retainOnDelete'] else ''}"
-            if r["protect"]
-            else f"{r['name']}: NOT protected"
-        )
-        + _backups(r)
-        for r in rows
-    ]
     if rows:
         lines.append(
             "`trainforge plan --diff BASE` flags any change that replaces or deletes one "
