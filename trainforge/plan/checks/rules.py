@@ -826,15 +826,6 @@ def gpu_health_monitoring(res: list[StackResource]) -> Iterable[tuple[str, str]]
                 yield r.urn, message
 
 
-def _karpenter_release(res: list[StackResource]) -> list[StackResource]:
-    out = []
-    for r in res:
-        chart = r.inputs.get("chart") if r.type == HELM_RELEASE else None
-        if isinstance(chart, str) and (chart == "karpenter" or chart.endswith("/karpenter")):
-            out.append(r)
-    return out
-
-
 def gpu_node_repair(res: list[StackResource]) -> Iterable[tuple[str, str]]:
     pools = []
     for r in res:
@@ -855,7 +846,9 @@ def gpu_node_repair(res: list[StackResource]) -> Iterable[tuple[str, str]]:
         return
     gates = [
         get(rel.inputs, "values", "settings", "featureGates", "nodeRepair")
-        for rel in _karpenter_release(res)
+        for rel in res
+        if rel.type == HELM_RELEASE
+        and str(rel.inputs.get("chart")).rsplit("/", 1)[-1] == "karpenter"
     ]
     if any(g is True or is_unknown(g) for g in gates):
         return
