@@ -139,6 +139,25 @@ def core_errors(doc: dict, version: str) -> list[str] | None:
 _CORE_ERRORS: dict[tuple[str, str], list[str]] = {}
 
 
+def _name_errors(doc: dict) -> list[str]:
+    """An operator's object name is a DNS-1035 label (its pods and services are named after it)."""
+    name = (doc.get("metadata") or {}).get("name") or ""
+    if not DNS1035.match(name) or len(name) > 63:
+        return [f"metadata.name {name!r} is not a DNS-1035 label (a-z, 0-9, '-', <= 63)"]
+    return []
+
+
+def _shadow_pod_errors(template: Any, version: str, where: str) -> list[str]:
+    """A pod template's errors as a core PodTemplate's at the cluster's version."""
+    shadow = {
+        "apiVersion": "v1",
+        "kind": "PodTemplate",
+        "metadata": {"name": "shadow"},
+        "template": template,  # read only: validation does not change it
+    }
+    return [f"{where}: {m}" for m in core_errors(shadow, version) or []]
+
+
 # ---------------------------------------------------------------------------------------------
 # PyTorchJob (kubeflow.org/v1): the training operator v1 validating webhook
 
@@ -215,25 +234,6 @@ def pytorchjob_findings(doc: dict, version: str) -> list[str]:
 
 # ---------------------------------------------------------------------------------------------
 # batch/v1 Job: what the API server validates beyond the OpenAPI schema (pkg/apis/batch/validation)
-
-
-def _name_errors(doc: dict) -> list[str]:
-    """An operator's object name is a DNS-1035 label (its pods and services are named after it)."""
-    name = (doc.get("metadata") or {}).get("name") or ""
-    if not DNS1035.match(name) or len(name) > 63:
-        return [f"metadata.name {name!r} is not a DNS-1035 label (a-z, 0-9, '-', <= 63)"]
-    return []
-
-
-def _shadow_pod_errors(template: Any, version: str, where: str) -> list[str]:
-    """A pod template's errors as a core PodTemplate's at the cluster's version."""
-    shadow = {
-        "apiVersion": "v1",
-        "kind": "PodTemplate",
-        "metadata": {"name": "shadow"},
-        "template": template,  # read only: validation does not change it
-    }
-    return [f"{where}: {m}" for m in core_errors(shadow, version) or []]
 
 
 def job_spec_findings(spec: dict, where: str = "spec", sized_later: bool = False) -> list[str]:
