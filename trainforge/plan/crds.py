@@ -1,19 +1,10 @@
-"""The upstream CRDs the plan and the tests validate custom resources against.
+"""The upstream CRDs the plan and the tests validate custom resources against: package data,
+`trainforge/plan/data/crds/<group>_<plural>.yaml` (docs/rehearsals.md, "The upstream CRDs").
 
-Why package data: the plan used to write out by hand what each CRD's schema rejects (fields,
-enums, required keys, quantity patterns), while the real CRDs were vendored under tests only;
-now both read the same files, `trainforge/plan/data/crds/<plural>.<group>.yaml` (each with its
-upstream source in its header; docs/rehearsals.md lists them), and the plan checks an object
-against the `openAPIV3Schema` of its version as the API server would (structural schema,
-unknown fields pruned = refused here, as `kubectl apply --validate=strict` does).
-What a JSON schema cannot express (the CRDs' CEL `x-kubernetes-validations`, admission
-webhooks) stays written out next to the kind (plan/kueue_validate.py, validate.py).
-
-kubernetes-validate (pinned) only bundles the schemas of built-in kinds; custom resources are
-validated with jsonschema (pinned), which kubernetes-validate itself uses.
-
-Speed: a CRD file is read, and its validator built, the first time an object of its group and
-kind is validated in a process (functools.cache), never at import.
+An object is checked against its version's `openAPIV3Schema` as the API server would, unknown
+fields refused (`kubectl apply --validate=strict`), with jsonschema (kubernetes-validate bundles
+built-in kinds only). A file is read, and its validator built, the first time an object of its
+group and kind is validated in a process (functools.cache), never at import.
 """
 
 from __future__ import annotations

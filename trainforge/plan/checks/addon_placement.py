@@ -33,12 +33,12 @@ def check(ctx: PlanContext) -> CheckResult:
             if names:
                 findings.append(
                     Finding(
-                        resource=f"pool {pool.name}",
-                        rule=RULE,
-                        message=f"{', '.join(names)} may be scheduled on pool {pool.name}'s "
+                        f"pool {pool.name}",
+                        RULE,
+                        f"{', '.join(names)} may be scheduled on pool {pool.name}'s "
                         "nodes: they keep a node up that consolidation would remove, and die "
                         "with a spot interruption",
-                        fix=FIX,
+                        FIX,
                         names=frozenset({pool.name}),
                     )
                 )

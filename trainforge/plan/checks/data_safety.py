@@ -1,25 +1,15 @@
 """Data safety: resources that hold data are protected, and a change that would replace or
-delete one is a finding that needs a waiver.
+delete one is a finding that needs a waiver (docs/services.md, "Data that survives").
 
-Why: a Pulumi update replaces a resource (create the new one, delete the old) when a property
-the provider cannot update in place changes. For an FSx file system, the checkpoint bucket, a
-KMS key that encrypts them or the MLflow volume, that is the teams' data gone (or, for a key,
-unreadable). Every one of them is declared `protect=True` (a destroy or a replacement stops
-until someone unprotects it on purpose, docs/services.md "Destroying a stack on purpose"); the
-plan checks that, and `trainforge plan --diff BASE` compares the base plan's recorded
-resources with this one's: a data-holding resource whose replace-triggering property changed,
-or that is gone (deleted, renamed or moved to another parent: a URN change is a replacement
-too), is a `TF_DATA_REPLACE` finding, waivable like any rule with a written reason.
-
-Which properties force a replacement (the provider schema's `ForceNew`, as pulumi-aws bridges
-terraform-provider-aws; read 2026-11-25 in internal/service/{fsx,s3,kms}/*.go of
-hashicorp/terraform-provider-aws; for Kubernetes, the API server's immutable fields, which
-pulumi-kubernetes turns into a replacement): see `DATA_HOLDING`. A stored provider source may
-be older than the bridged one: a property that became updatable since would show as a false
-alarm (a finding to waive), never as a silent loss.
-
-A value only the cloud knows (a subnet id at first preview) is compared through the plan's
-recorded dependencies: the URNs the property's value came from (another subnet, another key).
+A Pulumi update replaces a resource when a property the provider cannot update in place
+changes, and for FSx, the checkpoint bucket, their KMS key or MLflow's volume that is the
+teams' data gone. `trainforge plan --diff BASE` compares the base plan's recorded resources
+with this one's: a replace-triggering property changed (`DATA_HOLDING`), or the resource gone
+(a URN change is a replacement too), is `TF_DATA_REPLACE`. A value only the cloud knows is
+compared through the recorded dependencies it came from (another subnet, another key). The
+properties are the provider schema's `ForceNew` (terraform-provider-aws internal/service/
+{fsx,s3,kms}, read 2026-11-25; for Kubernetes the API server's immutable fields): one that
+became updatable since shows as a false alarm to waive, never as a silent loss.
 """
 
 from __future__ import annotations
@@ -29,7 +19,13 @@ import pathlib
 from dataclasses import dataclass
 from typing import Any
 
+from trainforge.core.pods import get
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
+from trainforge.plan.checks.rules import FSX_LUSTRE as FSX
+from trainforge.plan.checks.rules import KMS_KEY
+from trainforge.plan.checks.rules import S3_BUCKET as BUCKET
+from trainforge.plan.diff import INVENTORY_FILE
+from trainforge.plan.runner import Recorded
 
 UNPROTECTED = "TF_DATA_UNPROTECTED"
 REPLACE = "TF_DATA_REPLACE"
@@ -39,7 +35,6 @@ RULES = {
     REPLACE: "keep the property as it was (or move the data first), or waive the rule for "
     "this resource with the reason the loss is accepted",
 }
-INVENTORY_FILE = "inventory.json"
 
 
 @dataclass(frozen=True)
@@ -48,9 +43,6 @@ class DataKind:
     replace_on: tuple[str, ...]  # dotted input paths (wire names) that force a replacement
 
 
-FSX = "aws:fsx/lustreFileSystem:LustreFileSystem"
-BUCKET = "aws:s3/bucket:Bucket"
-KMS_KEY = "aws:kms/key:Key"
 PVC = "kubernetes:core/v1:PersistentVolumeClaim"
 
 DATA_HOLDING: dict[str, DataKind] = {
@@ -101,15 +93,6 @@ DATA_HOLDING: dict[str, DataKind] = {
 }
 
 
-def _get(inputs: dict[str, Any], path: str) -> Any:
-    value: Any = inputs
-    for part in path.split("."):
-        if not isinstance(value, dict):
-            return None
-        value = value.get(part)
-    return value
-
-
 def holds_data(type_: str, inputs: dict[str, Any]) -> bool:
     """A data-holding resource. Claims: only those whose volume is provisioned for them (a
     storage class); a claim pre-bound to a static volume (`storageClassName: ""`, the FSx
@@ -117,40 +100,17 @@ def holds_data(type_: str, inputs: dict[str, Any]) -> bool:
     if type_ not in DATA_HOLDING:
         return False
     if type_ == PVC:
-        return bool(_get(inputs, "spec.storageClassName"))
+        return bool(get(inputs, "spec", "storageClassName"))
     return True
 
 
-@dataclass(frozen=True)
-class Record:
-    """A recorded resource, from an Inventory or a plan folder's inventory.json."""
-
-    urn: str
-    type: str
-    name: str
-    inputs: dict[str, Any]
-    options: dict[str, Any]
-    dependencies: dict[str, list[str]]
+def _records(resources: list[Any]) -> dict[str, Recorded]:
+    """The data-holding ones of recorded resources (an Inventory's, or inventory.json's)."""
+    recs = [Recorded(**r) if isinstance(r, dict) else r for r in resources]
+    return {r.urn: r for r in recs if holds_data(r.type, r.inputs)}
 
 
-def _records(resources: list[Any]) -> dict[str, Record]:
-    out = {}
-    for r in resources:
-        get = r.get if isinstance(r, dict) else lambda k, r=r: getattr(r, k, None)
-        rec = Record(
-            get("urn"),
-            get("type"),
-            get("name"),
-            get("inputs") or {},
-            get("options") or {},
-            get("dependencies") or {},
-        )
-        if holds_data(rec.type, rec.inputs):
-            out[rec.urn] = rec
-    return out
-
-
-def load_base(folder: pathlib.Path) -> dict[str, Record] | None:
+def load_base(folder: pathlib.Path) -> dict[str, Recorded] | None:
     """The data-holding resources of a plan folder (None: it has no inventory.json)."""
     path = folder / INVENTORY_FILE
     if not path.is_file():
@@ -158,11 +118,11 @@ def load_base(folder: pathlib.Path) -> dict[str, Record] | None:
     return _records(json.loads(path.read_text()).get("resources") or [])
 
 
-def _changed(base: Record, head: Record) -> list[tuple[str, Any, Any]]:
+def _changed(base: Recorded, head: Recorded) -> list[tuple[str, Any, Any]]:
     """(property, old, new) for every replace-triggering property that differs."""
     out = []
     for prop in DATA_HOLDING[base.type].replace_on:
-        old, new = _get(base.inputs, prop), _get(head.inputs, prop)
+        old, new = get(base.inputs, *prop.split(".")), get(head.inputs, *prop.split("."))
         top = prop.split(".")[0]
         old_from = sorted(base.dependencies.get(top, [])) if "." not in prop else []
         new_from = sorted(head.dependencies.get(top, [])) if "." not in prop else []
@@ -178,7 +138,7 @@ def _changed(base: Record, head: Record) -> list[tuple[str, Any, Any]]:
     return out
 
 
-def replacements(base: dict[str, Record], head_resources: list[Any]) -> list[Finding]:
+def replacements(base: dict[str, Recorded], head_resources: list[Any]) -> list[Finding]:
     """TF_DATA_REPLACE findings: data-holding resources of `base` that `head` replaces or
     deletes. A resource retained on delete (`retainOnDelete`) and gone from head is left in
     the account, so its removal is no loss."""
@@ -204,14 +164,7 @@ def replacements(base: dict[str, Record], head_resources: list[Any]) -> list[Fin
                 f"{shown} (these properties cannot change in place)"
             )
         findings.append(
-            Finding(
-                resource=b.name,
-                rule=REPLACE,
-                message=msg,
-                fix=RULES[REPLACE],
-                urn=urn,
-                names=frozenset({b.name, urn}),
-            )
+            Finding(b.name, REPLACE, msg, RULES[REPLACE], urn=urn, names=frozenset({b.name, urn}))
         )
     return findings
 
@@ -232,29 +185,24 @@ def markdown(findings: list[Finding], waived: dict[int, str]) -> list[str]:
     return [*lines, ""]
 
 
-def _backups(row: dict[str, Any]) -> str:
+def _backups(fsx_inputs: dict[str, Any]) -> str:
     """What FSx keeps when it is deleted: said in the plan, so scratch data loss is not a
     surprise."""
-    fs = row.pop("inputs", None)
-    if fs is None:
-        return ""
-    if fs.get("skipFinalBackup", True):
+    if fsx_inputs.get("skipFinalBackup", True):
         return "; NO backups (a scratch file system: its data goes with it)"
-    days = fs.get("automaticBackupRetentionDays") or 0
+    days = fsx_inputs.get("automaticBackupRetentionDays") or 0
     return f"; final backup on delete, daily backups kept {days} days"
 
 
 def check(ctx: PlanContext) -> CheckResult:
     """Every data-holding resource is protected; the section lists them and what would
     replace each (the `--diff` comparison uses the same table)."""
-    findings = []
-    rows = []
+    findings, lines, rows = [], [], []
     for rec in _records(ctx.inventory.resources).values():
         protected = bool(rec.options.get("protect"))
         retained = bool(rec.options.get("retainOnDelete"))
         rows.append(
             {
-                "inputs": rec.inputs if rec.type == FSX else None,
                 "urn": rec.urn,
                 "name": rec.name,
                 "type": rec.type,
@@ -263,27 +211,22 @@ def check(ctx: PlanContext) -> CheckResult:
                 "replaceOn": list(DATA_HOLDING[rec.type].replace_on),
             }
         )
+        state = "NOT protected"
+        if protected:
+            state = f"protected{', retained on delete' if retained else ''}"
+        lines.append(f"{rec.name}: {state}{_backups(rec.inputs) if rec.type == FSX else ''}")
         if not protected:
             findings.append(
                 Finding(
-                    resource=rec.name,
-                    rule=UNPROTECTED,
-                    message=f"{DATA_HOLDING[rec.type].what} {rec.name} is not protected: "
+                    rec.name,
+                    UNPROTECTED,
+                    f"{DATA_HOLDING[rec.type].what} {rec.name} is not protected: "
                     "`pulumi destroy` or a replacing update deletes it without a stop",
-                    fix=RULES[UNPROTECTED],
+                    RULES[UNPROTECTED],
                     urn=rec.urn,
                     names=frozenset({rec.name, rec.urn}),
                 )
             )
-    lines = [
-        (
-            f"{r['name']}: protected{', retained on delete' if r['retainOnDelete'] else ''}"
-            if r["protect"]
-            else f"{r['name']}: NOT protected"
-        )
-        + _backups(r)
-        for r in rows
-    ]
     if rows:
         lines.append(
             "`trainforge plan --diff BASE` flags any change that replaces or deletes one "

@@ -1,26 +1,7 @@
-"""Plan check: documentation values. A stack's configuration carries no value that only
-documentation uses: it would deploy, and be wrong (an allow-list nobody is in, a reservation
-or a principal of nobody's account).
-
-Why: prod shipped TEST-NET allow-list ranges, a made-up capacity reservation id and principals
-of AWS's documentation account, and the plan called it CLEAN: `pulumi up` would have opened
-the API to addresses that route nowhere, failed to find the reservation (or been refused the
-principals' access entries), after the plan said nothing was wrong.
-
-What is refused (a finding naming the key, e.g. `trainforge:endpoint.publicAccessCidrs[0]`,
-and the value), each class from its source:
-- addresses and ranges reserved for documentation: 192.0.2.0/24, 198.51.100.0/24 and
-  203.0.113.0/24 (RFC 5737, "TEST-NET-1/2/3", section 3: "addresses within these blocks do not
-  legitimately appear on the public Internet"), and 2001:db8::/32 (RFC 3849, the IPv6
-  documentation prefix); any CIDR or address inside one (a wider range that holds one is
-  real);
-- AWS account ids AWS's own documentation uses for examples: 111122223333, 444455556666 and
-  123456789012 (the IAM User Guide's policy examples, e.g. "arn:aws:iam::111122223333:root",
-  https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_elements_principal.html,
-  read 2026-11-29), inside an ARN or alone;
-- resource ids spelled as placeholders: AWS's `EXAMPLE` suffix (`AKIAIOSFODNN7EXAMPLE`), and
-  an id whose hex part counts up (`i-1234567890abcdef0`, `cr-0a1b2c3d4e5f60789`: the hex
-  sequence 0a1b2c3d..., 1234567890abcdef, 0123456789abcdef, abcdef0123456789).
+"""Plan check: a stack's configuration carries no value that only documentation uses: it would
+deploy, and be wrong (prod shipped TEST-NET allow-list ranges, a made-up capacity reservation
+id and AWS's documentation account, and the plan called it CLEAN). Each class refused, with its
+source, is below; README.md, "What prod needs from you", says what to put instead.
 """
 
 from __future__ import annotations
@@ -39,12 +20,16 @@ RULES = {
     "ranges, your reservation id, your account's principals) or drop the key; README.md, "
     "'Before your first `pulumi up`', lists what a stack needs from you",
 }
+# RFC 5737 section 3 (TEST-NET-1/2/3: "do not legitimately appear on the public Internet") and
+# RFC 3849 (the IPv6 documentation prefix); a range inside one is refused, a wider one is real
 DOC_NETWORKS = tuple(
     ipaddress.ip_network(n)
     for n in ("192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24", "2001:db8::/32")
 )
+# the IAM User Guide's policy examples (reference_policies_elements_principal.html, 2026-11-29)
 DOC_ACCOUNTS = ("111122223333", "444455556666", "123456789012")
 _ACCOUNT = re.compile(r"(?<!\d)(" + "|".join(DOC_ACCOUNTS) + r")(?!\d)")
+# placeholder ids: AWS's EXAMPLE suffix, and ids whose hex part counts up (i-1234567890abcdef0)
 _COUNTING = ("0a1b2c3d", "1234567890abcdef", "0123456789abcdef", "abcdef0123456789")
 _RESOURCE_ID = re.compile(r"\b[a-z]{1,8}-([0-9a-f]{8,17})\b")
 
@@ -98,11 +83,11 @@ def check(ctx: PlanContext) -> CheckResult:
                 continue
             findings.append(
                 Finding(
-                    resource=key,
-                    rule=DOCUMENTATION_VALUE,
-                    message=f"{key}: got {text!r}, a documentation value ({why}): valid is a "
+                    key,
+                    DOCUMENTATION_VALUE,
+                    f"{key}: got {text!r}, a documentation value ({why}): valid is a "
                     "value of your own network or account",
-                    fix=RULES[DOCUMENTATION_VALUE],
+                    RULES[DOCUMENTATION_VALUE],
                     names=frozenset({key, top}),
                 )
             )

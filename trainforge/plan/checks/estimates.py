@@ -1,10 +1,6 @@
-"""Plan check: memory per GPU, throughput and expected duration of every declared job.
-
-A report, not a rehearsal: jobs that cannot fit never get here (`wiring.resolve_job`
-refuses them at preview); this prints what each declared job needs per GPU by component,
-its tokens/s and step time, how long its steps take with the uncertainty as a range, what
-the step time rests on, and the high-water and host-memory warnings the TrainingJob
-component also logs with `pulumi.log.warn`.
+"""Plan check (a report): memory per GPU, throughput and expected duration of every declared job,
+as `trainforge.jobs.estimate` computes them, with the warnings the TrainingJob component also
+logs. Jobs that cannot fit never get here (`wiring.resolve_job` refuses them at preview).
 """
 
 from __future__ import annotations

@@ -2,33 +2,10 @@
 pod or a chart value names is created by the stack before the thing that needs it, or the
 plan says who must create it, where and with which keys.
 
-Why: prod's Grafana named Secret `monitoring/grafana-admin` (`admin.existingSecret`) that
-nothing created. The grafana chart (12.11.1, templates/_pod.tpl) reads it through a
-non-optional secretKeyRef, so the pod stays in CreateContainerConfigError, the release's wait
-times out, and `pulumi up` fails; every other check was CLEAN. A reference is only a string,
-so no schema, policy or ordering check sees it: the names must be joined.
-
-What is a reference (the kubelet's and the API server's rules):
-- a pod template (Deployment, StatefulSet, DaemonSet, Job, CronJob, PyTorchJob replicas, the
-  pod Kubeflow Trainer builds for a TrainJob on trainforge's runtimes): `serviceAccountName`
-  (a pod without one runs as `default`, which Kubernetes creates in every namespace); volumes
-  `secret.secretName`, `configMap.name`, `persistentVolumeClaim.claimName`, `projected`
-  sources; each container's `env[].valueFrom.secretKeyRef`/`configMapKeyRef` and
-  `envFrom[]`. A reference marked `optional: true` never stops a pod and is not required.
-  The keys a pod reads (`key`, a volume's `items[].key`) must be in the object.
-- a chart value (`CHART_REFERENCES`): a Helm release's `existingSecret` / `existingClaim`
-  style values name an object in the release's namespace (or the subchart's
-  `namespaceOverride`); keys named by sibling `*Key` values (grafana's `userKey`,
-  `passwordKey`) must be in it.
-
-What counts as "before": the same closure the ordering check follows (`ordering.Order`: a
-resource's recorded dependencies and parents). What Kubernetes makes in every namespace
-(ServiceAccount `default`, ConfigMap `kube-root-ca.crt`) always exists.
-
-Verdicts: a producer in the plan that the consumer does not wait for is EXIST_ORDER (the pod
-may start first: a Job's pod fails, a release's wait times out); a producer without a key
-the consumer reads is EXIST_KEYS; a reference nothing in the stack creates is EXIST_MISSING,
-which names the kind, namespace, name and keys the user must create before `pulumi up`.
+A reference is only a string, so no schema, policy or ordering check sees it (prod's Grafana
+named a Secret nothing created, and its release timed out behind a CLEAN plan): the names are
+joined here. What counts as a reference, "before" (`ordering.Order`) and each verdict:
+docs/rehearsals.md, "Existence (what pods and charts name)".
 """
 
 from __future__ import annotations
@@ -38,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
-from trainforge.plan.checks.ordering import CHART_V4, RELEASE, Order
+from trainforge.plan.checks.ordering import CHART_V4, RELEASE, Order, short_urn
 from trainforge.plan.runner import SECRET, UNKNOWN
 
 MISSING = "EXIST_MISSING"
@@ -140,16 +117,12 @@ def pod_refs(pod: dict[str, Any], namespace: str, what: str) -> Iterator[Ref]:
         vname = vol.get("name")
         sources = [vol] + [s for s in (vol.get("projected") or {}).get("sources") or []]
         for src in sources:
-            secret, cm = src.get("secret"), src.get("configMap")
-            if isinstance(secret, dict) and not _opt(secret):
-                name = secret.get("secretName") or secret.get("name")
-                keys = {i["key"] for i in secret.get("items") or [] if "key" in i}
-                yield Ref("Secret", namespace, str(name), f"{what}: volume {vname}", keys)
-            if isinstance(cm, dict) and not _opt(cm):
-                keys = {i["key"] for i in cm.get("items") or [] if "key" in i}
-                yield Ref(
-                    "ConfigMap", namespace, str(cm.get("name")), f"{what}: volume {vname}", keys
-                )
+            for prop, kind in (("secret", "Secret"), ("configMap", "ConfigMap")):
+                ref = src.get(prop)
+                if isinstance(ref, dict) and not _opt(ref):
+                    name = ref.get("secretName") or ref.get("name")  # a projected one: name
+                    keys = {i["key"] for i in ref.get("items") or [] if "key" in i}
+                    yield Ref(kind, namespace, str(name), f"{what}: volume {vname}", keys)
         claim = vol.get("persistentVolumeClaim")
         if isinstance(claim, dict):
             yield Ref(
@@ -233,8 +206,30 @@ def references(ctx: PlanContext) -> list[tuple[str, Ref]]:
     return out
 
 
-def _short(urn: str) -> str:
-    return urn.rsplit("::", 1)[-1]
+def _problem(urn: str, ref: Ref, producer: Producer | None, order: Order) -> tuple[str, str]:
+    """(rule, message) when the consumer `urn` cannot rely on `ref`; ("", "") when it can."""
+    if producer is None:
+        keys = ", ".join(sorted(ref.keys))
+        with_keys = f" with keys {keys}" if keys else ""
+        return MISSING, (
+            f"{ref.kind} {ref.name!r} in namespace {ref.namespace!r}, which {ref.where} "
+            f"needs, is created by nothing in this stack: the user must create it there"
+            f"{with_keys} before `pulumi up`"
+        )
+    if producer.urn != urn and producer.urn not in order.after(urn):
+        return ORDER, (
+            f"{ref.where} needs {ref.kind} {ref.namespace}/{ref.name}, but "
+            f"{short_urn(urn)} does not wait for {short_urn(producer.urn)}, which creates it: "
+            "on a fresh stack it may start first"
+        )
+    absent = sorted(ref.keys - producer.keys) if producer.keys is not None else []
+    if absent:
+        return KEYS, (
+            f"{ref.where} reads key(s) {', '.join(absent)} of {ref.kind} "
+            f"{ref.namespace}/{ref.name}, which has only "
+            f"{', '.join(sorted(producer.keys or ())) or 'no keys'}"
+        )
+    return "", ""
 
 
 def check(ctx: PlanContext) -> CheckResult:
@@ -243,23 +238,9 @@ def check(ctx: PlanContext) -> CheckResult:
     findings: list[Finding] = []
     unknown: list[str] = []
     seen: set[tuple[str, str, str]] = set()
-    refs = references(ctx)
     ok = 0
     missing_rows: list[dict[str, Any]] = []
-
-    def add(urn: str, rule: str, ref: Ref, message: str) -> None:
-        findings.append(
-            Finding(
-                resource=ref.ident,
-                rule=rule,
-                message=message,
-                fix=RULES[rule],
-                urn=urn,
-                names=frozenset({ref.ident, _short(urn)}),
-            )
-        )
-
-    for urn, ref in refs:
+    for urn, ref in references(ctx):
         if UNKNOWN in (ref.namespace, ref.name):
             unknown.append(f"{ref.where}: {ref.kind} name or namespace unknown at preview")
             continue
@@ -267,21 +248,16 @@ def check(ctx: PlanContext) -> CheckResult:
         if dedup in seen:
             continue
         seen.add(dedup)
-        if (ref.kind, ref.name) in BUILTIN:
+        rule, message = "", ""
+        if (ref.kind, ref.name) not in BUILTIN:
+            producer = made.get((ref.kind, ref.namespace, ref.name))
+            rule, message = _problem(urn, ref, producer, order)
+        if not rule:
             ok += 1
             continue
-        producer = made.get((ref.kind, ref.namespace, ref.name))
-        keys = ", ".join(sorted(ref.keys))
-        if producer is None:
-            with_keys = f" with keys {keys}" if keys else ""
-            add(
-                urn,
-                MISSING,
-                ref,
-                f"{ref.kind} {ref.name!r} in namespace {ref.namespace!r}, which {ref.where} "
-                f"needs, is created by nothing in this stack: the user must create it there"
-                f"{with_keys} before `pulumi up`",
-            )
+        names = frozenset({ref.ident, short_urn(urn)})
+        findings.append(Finding(ref.ident, rule, message, RULES[rule], urn=urn, names=names))
+        if rule == MISSING:
             missing_rows.append(
                 {
                     "kind": ref.kind,
@@ -291,29 +267,6 @@ def check(ctx: PlanContext) -> CheckResult:
                     "needed_by": ref.where,
                 }
             )
-            continue
-        if producer.urn != urn and producer.urn not in order.after(urn):
-            add(
-                urn,
-                ORDER,
-                ref,
-                f"{ref.where} needs {ref.kind} {ref.namespace}/{ref.name}, but "
-                f"{_short(urn)} does not wait for {_short(producer.urn)}, which creates it: "
-                "on a fresh stack it may start first",
-            )
-            continue
-        absent = sorted(ref.keys - producer.keys) if producer.keys is not None else []
-        if absent:
-            add(
-                urn,
-                KEYS,
-                ref,
-                f"{ref.where} reads key(s) {', '.join(absent)} of {ref.kind} "
-                f"{ref.namespace}/{ref.name}, which has only "
-                f"{', '.join(sorted(producer.keys or ())) or 'no keys'}",
-            )
-            continue
-        ok += 1
     lines = [
         f"{len(seen)} references (Secrets, ConfigMaps, ServiceAccounts, claims) of pods and "
         f"chart values: {ok} created by the stack before their consumer or by Kubernetes"

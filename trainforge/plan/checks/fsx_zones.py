@@ -1,20 +1,7 @@
-"""Plan check: which zone each node group and pool runs in, against the FSx file system's zone.
-
-Why: an FSx for Lustre file system lives in one subnet, so one zone. trainforge puts it in the
-zone of the first EFA pool (trainforge.platform.training_platform: where the big training
-runs are); a reserved node group runs in its capacity reservation's zone, and a pool without
-EFA in any zone of the VPC. Pods in another zone than FSx still mount and read it, across
-zones: more latency per metadata and I/O round trip, and inter-AZ data transfer charged on
-every byte each way. prod's p4d reserved group follows its reservation while FSx follows the
-p5 pool: nothing said so. This section says, per group and pool, the zones its nodes may be
-in and whether its pods read FSx across zones. Not a finding: it works, and the zone of a
-capacity reservation is not the stack's to choose; place FSx (or the reservation)
-consistently where the cost or latency matters (docs/services.md, FSx).
-
-Read from the plan's resources: the subnets each input came from (recorded dependencies) and
-each subnet's `availabilityZone`; a node group whose one subnet is picked among several at
-`pulumi up` (its reservation's zone) says so; a Karpenter EC2NodeClass selecting subnets by
-tag may use every subnet carrying that tag.
+"""Plan check (a section, no finding): which zones each node group and pool runs in, against the
+FSx file system's one zone; pods elsewhere read FSx across zones (latency, inter-AZ transfer).
+Zones come from the subnets the plan records as each input's dependencies; a Karpenter
+EC2NodeClass selecting subnets by tag may use every subnet carrying it. docs/services.md, FSx.
 """
 
 from __future__ import annotations
@@ -22,12 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 from trainforge.plan.check_types import CheckResult, PlanContext, Section
+from trainforge.plan.checks.reachability import SUBNET
+from trainforge.plan.checks.rules import EC2_NODE_CLASS, FSX_LUSTRE, NODE_GROUP
 
 RULES: dict[str, str] = {}
-FSX = "aws:fsx/lustreFileSystem:LustreFileSystem"
-SUBNET = "aws:ec2/subnet:Subnet"
-NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
-NODE_CLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
 POOL_LABEL = "trainforge.io/pool"
 
 
@@ -54,7 +39,7 @@ def _tagged(subnets: list[Any], tags: dict[str, Any]) -> list[str]:
 def placements(ctx: PlanContext) -> list[dict[str, Any]]:
     """Per node group / Karpenter pool: its name, kind, zones, and whether one is picked at up."""
     by_urn = ctx.inventory.by_urn()
-    subnets = [r for r in ctx.inventory.resources if r.type == SUBNET]
+    subnets = ctx.resources_of(SUBNET)
     out: list[dict[str, Any]] = []
     for res in ctx.inventory.resources:
         if res.type == NODE_GROUP:
@@ -65,7 +50,7 @@ def placements(ctx: PlanContext) -> list[dict[str, Any]]:
             given = res.inputs.get("subnetIds")
             picked = isinstance(given, list) and 0 < len(given) < len(zones)
             out.append({"pool": pool, "kind": "node group", "zones": zones, "picked": picked})
-        elif res.type == NODE_CLASS:
+        elif res.type == EC2_NODE_CLASS:
             spec = res.inputs.get("spec") or {}
             pool = (spec.get("tags") or {}).get(POOL_LABEL) or res.name
             zones = _zones(by_urn, res.dependencies.get("spec", []))
@@ -78,7 +63,7 @@ def placements(ctx: PlanContext) -> list[dict[str, Any]]:
 
 def check(ctx: PlanContext) -> CheckResult:
     by_urn = ctx.inventory.by_urn()
-    systems = [r for r in ctx.inventory.resources if r.type == FSX]
+    systems = ctx.resources_of(FSX_LUSTRE)
     if not systems:
         return CheckResult([], [])
     fsx_zones = _zones(by_urn, systems[0].dependencies.get("subnetIds", []))

@@ -1,29 +1,10 @@
 """Plan check: every Helm release resolves to a chart the way pulumi-kubernetes resolves it.
 
-Why: a Release whose chart cannot be found fails on the first `pulumi up`, after the cluster
-and everything before it were created, and every object that waits for the release (Kueue's
-queues, every job) fails with it. Schemas and policy rules see only strings; this check
-replays the provider's resolution on the recorded inputs, so a form that cannot resolve is a
-finding at preview.
-
-The semantics are pulumi-kubernetes' `provider/pkg/provider/helm_release.go`, read at the
-repository's master of 2026-07-01 (94977969, after v4.32.0; the stored mirror has no v4.34
-tag, the SDK pin is 4.34.2: a later change to this resolution would not show here), checked
-2026-11-25:
-- `chartPathOptionsFromRelease` / `resolveChartName`: with `repositoryOpts`, an OCI `chart`
-  (`oci://...`) ignores the repo; a `repo` that parses as a URL becomes the classic
-  repository URL (whatever its scheme); any other `repo` is a local alias, `repo/chart`.
-- `locateChart`: without a repository URL, an existing local path is used (a directory needs
-  a Chart.yaml); an absolute or `.`-relative path that does not exist fails; an OCI `chart` is
-  pulled from the registry (`registry.IsOCI`); with a repository URL, Helm's
-  `repo.FindChartInAuthAndTLSAndPassRepoURL` downloads `<repo>/index.yaml` with the getter of
-  the URL's scheme. An `oci://` repo there asks a registry for an index it does not serve
-  ("not a valid chart repository"): Kueue's release had exactly this form.
-- A name with no repository URL that is neither local nor OCI is looked up in the Helm
-  repositories file of the machine running Pulumi (`helm repo add`): nothing in the stack
-  makes that true in CI or on a colleague's laptop, so it is refused too.
-Versions: an OCI or repository chart without `version` floats to whatever is newest at
-apply time (and `devel` widens it to pre-releases); charts are pinned here (versions.py).
+A Release whose chart cannot be found fails on the first `pulumi up`, after everything before it
+was created (Kueue's `oci://` repo did). `resolve` replays pulumi-kubernetes'
+`provider/pkg/provider/helm_release.go` (`resolveChartName`, `locateChart`), read at master of
+2026-07-01 (94977969, after v4.32.0; the SDK pin is 4.34.2), checked 2026-11-25; what each form
+means: docs/rehearsals.md, "Helm charts as the provider resolves them".
 """
 
 from __future__ import annotations
@@ -34,9 +15,9 @@ from typing import Any
 from urllib.parse import urlparse
 
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
+from trainforge.plan.checks.ordering import RELEASE
 from trainforge.plan.runner import UNKNOWN
 
-RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
 RULE = "HELM_CHART_UNRESOLVABLE"
 PIN_RULE = "HELM_CHART_UNPINNED"
 RULES = {
@@ -138,7 +119,7 @@ def check(ctx: PlanContext) -> CheckResult:
     findings: list[Finding] = []
     lines: list[str] = []
     data: list[dict[str, Any]] = []
-    for rel in ctx.resources_of(RELEASE_TYPE):
+    for rel in ctx.resources_of(RELEASE):
         inputs = rel.inputs
         chart, version = _text(inputs.get("chart")), _text(inputs.get("version"))
         opts = inputs.get("repositoryOpts")
@@ -156,10 +137,10 @@ def check(ctx: PlanContext) -> CheckResult:
         for rule, message in problems:
             findings.append(
                 Finding(
-                    resource=rel.urn,
-                    rule=rule,
-                    message=f"Helm release {rel.name}: {message}",
-                    fix=RULES[rule],
+                    rel.urn,
+                    rule,
+                    f"Helm release {rel.name}: {message}",
+                    RULES[rule],
                     urn=rel.urn,
                     names=frozenset({rel.name}),
                 )

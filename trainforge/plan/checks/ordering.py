@@ -1,23 +1,9 @@
 """Plan check: each object is created after the resources that make its kind and namespace exist.
 
-Why: Pulumi creates resources in parallel unless one waits for another. On the first `up` a
-PodMonitor created before the monitoring release has installed its CRD fails with "no matches
-for kind PodMonitor", and an object created before its Namespace fails with "namespace not
-found"; on a stack that already exists both pass, so only a fresh stack (a new region, a DR
-rebuild, CI's first run) finds them. This check replays the order the engine will follow.
-
-What counts as "waits for" is what the Python SDK makes the engine wait for, as the plan's
-runner records it (`Recorded.options["dependencies"]`: every URN the SDK awaited before
-registering a resource -- its depends_on, with a component expanded to its children, and
-the resources its inputs came from -- and `parent`: a child is registered only once its
-parent's URN resolved, which for a parent with depends_on is after those exist). The check
-follows both, transitively.
-
-Who installs a CRD: a CustomResourceDefinition object in the plan (its spec.group), or a Helm
-release / kustomize directory whose chart is known to ship that API group's CRDs (`INSTALLS`,
-with where each chart keeps them). An object of a kind that nothing in the stack installs is
-listed (the cluster must already have it: e.g. `monitoring.mode: external`), not refused;
-so is a namespace nothing in the stack creates.
+On a fresh stack Pulumi creates in parallel what does not wait for another: a PodMonitor before
+the release that installs its CRD fails, so does an object before its Namespace; an existing
+stack hides both. This replays the order the engine follows, from the dependencies and parents
+the runner records (docs/rehearsals.md, "Creation order (CRDs and namespaces)").
 """
 
 from __future__ import annotations
@@ -26,7 +12,9 @@ from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
+from trainforge.core.pods import get
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
+from trainforge.plan.checks.validate import builtin_groups
 from trainforge.plan.runner import UNKNOWN
 from trainforge.plan.sdk import SENT_URN
 
@@ -44,32 +32,6 @@ KUSTOMIZE = "kubernetes:kustomize/v2:Directory"
 NAMESPACE = "kubernetes:core/v1:Namespace"
 CRD = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
 
-# API groups served by the API server itself (no CRD needed).
-BUILTIN_GROUPS = frozenset(
-    {
-        "",
-        "admissionregistration.k8s.io",
-        "apiextensions.k8s.io",
-        "apiregistration.k8s.io",
-        "apps",
-        "authentication.k8s.io",
-        "authorization.k8s.io",
-        "autoscaling",
-        "batch",
-        "certificates.k8s.io",
-        "coordination.k8s.io",
-        "discovery.k8s.io",
-        "events.k8s.io",
-        "flowcontrol.apiserver.k8s.io",
-        "networking.k8s.io",
-        "node.k8s.io",
-        "policy",
-        "rbac.authorization.k8s.io",
-        "resource.k8s.io",
-        "scheduling.k8s.io",
-        "storage.k8s.io",
-    }
-)
 BUILTIN_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
 
 # chart (last path segment of its reference) or kustomize directory marker -> API groups whose
@@ -102,14 +64,18 @@ def _group(api_version: str) -> str:
     return api_version.split("/", 1)[0] if "/" in api_version else ""
 
 
+def chart_name(res: Any) -> str:
+    """A Helm release's or chart's chart, by the last segment of its reference ("" unknown)."""
+    chart = res.inputs.get("chart")
+    return chart.rstrip("/").rsplit("/", 1)[-1] if isinstance(chart, str) else ""
+
+
 def _installed_groups(res: Any) -> tuple[str, ...]:
     if res.type == CRD:
         group = (res.inputs.get("spec") or {}).get("group")
         return (group,) if isinstance(group, str) else ()
     if res.type in (RELEASE, CHART_V4):
-        chart = res.inputs.get("chart")
-        if isinstance(chart, str):
-            return INSTALLS.get(chart.rstrip("/").rsplit("/", 1)[-1], ())
+        return INSTALLS.get(chart_name(res), ())
     if res.type == KUSTOMIZE:
         directory = str(res.inputs.get("directory") or "")
         for marker, groups in KUSTOMIZE_INSTALLS.items():
@@ -173,14 +139,8 @@ def _namespace_makers(resources: list[Any]) -> dict[str, list[str]]:
     return out
 
 
-def _namespace_of(res: Any) -> tuple[str | None, str]:
-    """The namespace an object (or a release) is created in, and the input it comes from."""
-    if res.type == RELEASE:
-        return res.inputs.get("namespace"), "namespace"
-    return (res.inputs.get("metadata") or {}).get("namespace"), "metadata"
-
-
-def _short(urn: str) -> str:
+def short_urn(urn: str) -> str:
+    """A URN's last part, the resource's name as findings show it."""
     return urn.rsplit("::", 1)[-1]
 
 
@@ -199,14 +159,7 @@ def check(ctx: PlanContext) -> CheckResult:
 
     def refuse(res: Any, rule: str, message: str) -> None:
         findings.append(
-            Finding(
-                resource=res.urn,
-                rule=rule,
-                message=message,
-                fix=RULES[rule],
-                urn=res.urn,
-                names=frozenset({res.name}),
-            )
+            Finding(res.urn, rule, message, RULES[rule], urn=res.urn, names=frozenset({res.name}))
         )
 
     for obj in ctx.objects:
@@ -216,7 +169,7 @@ def check(ctx: PlanContext) -> CheckResult:
         checked += 1
         api = str(obj.doc.get("apiVersion") or "")
         group = _group(api)
-        if group not in BUILTIN_GROUPS:
+        if group not in builtin_groups():
             makers = crd_makers.get(group, [])
             if not makers:
                 assumed.setdefault(group, set()).add(obj.kind)
@@ -225,12 +178,15 @@ def check(ctx: PlanContext) -> CheckResult:
                     res,
                     CRD_RULE,
                     f"{obj.kind} {res.name} may be created before its CRD ({group}): it does "
-                    f"not wait for {', '.join(_short(m) for m in makers)}, which installs it",
+                    f"not wait for {', '.join(short_urn(m) for m in makers)}, which installs it",
                 )
     for res in resources:
         if res.type != RELEASE and not any(o.urn == res.urn for o in ctx.objects):
             continue
-        ns, prop = _namespace_of(res)
+        if res.type == RELEASE:  # the namespace it is created in, from which input
+            ns, prop = res.inputs.get("namespace"), "namespace"
+        else:
+            ns, prop = get(res.inputs, "metadata", "namespace"), "metadata"
         if not isinstance(ns, str) or ns in BUILTIN_NAMESPACES:
             continue
         if res.type == RELEASE and res.inputs.get("createNamespace") is True:
@@ -249,7 +205,7 @@ def check(ctx: PlanContext) -> CheckResult:
                 res,
                 NAMESPACE_RULE,
                 f"{res.name} may be created before namespace {ns!r}: it does not wait for "
-                f"{', '.join(_short(m) for m in makers)}",
+                f"{', '.join(short_urn(m) for m in makers)}",
             )
     lines.insert(
         0,
@@ -267,7 +223,7 @@ def check(ctx: PlanContext) -> CheckResult:
             "the cluster must already have them"
         )
     data = {
-        "installers": {g: [_short(u) for u in us] for g, us in sorted(crd_makers.items())},
+        "installers": {g: [short_urn(u) for u in us] for g, us in sorted(crd_makers.items())},
         "assumed": {g: sorted(k) for g, k in sorted(assumed.items())},
         "namespaces_assumed": sorted(foreign_ns),
     }

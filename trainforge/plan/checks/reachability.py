@@ -1,22 +1,8 @@
 """Plan check: the reachability rehearsal. The machine that runs `pulumi up` can reach the EKS
-API endpoint of a cluster the stack creates, or the stack says how it does.
-
-Why: every Kubernetes object and Helm release is applied through the API by the machine
-running `pulumi up`. Dev's endpoint was private-only while the same stack created its VPC:
-nothing outside that new VPC can reach it (no VPN, peering or runner can be there before the
-VPC exists), pulumi-eks v4.3.0 skips its own reachability check, and every object and release
-timed out from a laptop or CI runner, the README's path; the plan was CLEAN.
-
-What is judged, per EKS cluster in the plan (pulumi-eks `eks:index:Cluster` or
-`aws:eks/cluster:Cluster`), from its recorded inputs and the stack's declaration
-(`trainforge:endpoint.deployFrom`, trainforge.stack.platform.EndpointConfig):
-- public access on with an allow-list: reachable from the listed CIDRs (and the deployer's
-  /32 with `deployFrom: deployer`); said in the section, nothing to find.
-- private-only, the VPC created by this stack (the cluster's vpcId comes from a VPC resource
-  of the plan), and no declared runner in the VPC (`deployFrom: vpc`): a finding,
-  TRAINFORGE_ENDPOINT_UNREACHABLE.
-- private-only in an existing VPC: a line saying `pulumi up` must run inside that VPC (or a
-  network routed to it); a runner there can exist before the stack, so it is not refused.
+API endpoint of a cluster the stack creates, or the stack says how it does (its
+`trainforge:endpoint.deployFrom`). A private-only endpoint in a VPC the same stack creates
+times out every object and release from a laptop or CI runner; what is judged:
+docs/rehearsals.md, "Reachability (how `pulumi up` reaches the API)".
 """
 
 from __future__ import annotations
@@ -24,7 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
-from trainforge.plan.checks.rules import EKS_CLUSTER, EKS_COMPONENT
+from trainforge.plan.checks.iam_eval import as_list
+from trainforge.plan.checks.rules import EKS_CLUSTER, EKS_COMPONENT, eks_endpoint
 from trainforge.plan.runner import UNKNOWN
 from trainforge.platform.endpoint import DEPLOYERS
 
@@ -38,19 +25,6 @@ RULES = {
 VPC = "aws:ec2/vpc:Vpc"
 SUBNET = "aws:ec2/subnet:Subnet"
 KEY = "trainforge:endpoint"
-
-
-def _endpoint(res: Any) -> tuple[bool, list[Any], str]:
-    """(public access, public CIDRs, where the VPC input is) with the providers' defaults."""
-    if res.type == EKS_COMPONENT:
-        src, vpc_prop = res.inputs, "vpcId"
-    else:
-        src, vpc_prop = res.inputs.get("vpcConfig") or {}, "vpcConfig"
-    public = src.get("endpointPublicAccess")
-    cidrs = src.get("publicAccessCidrs")
-    cidrs = cidrs if isinstance(cidrs, list) else ([] if cidrs is None else [cidrs])
-    # both providers default to a public endpoint (open to 0.0.0.0/0 without a list)
-    return (public is None or public is True, cidrs, vpc_prop)
 
 
 def _made_here(by_urn: dict[str, Any], urn: str) -> bool:
@@ -86,7 +60,9 @@ def check(ctx: PlanContext) -> CheckResult:
     for res in ctx.inventory.resources:
         if res.type not in (EKS_COMPONENT, EKS_CLUSTER):
             continue
-        public, cidrs, vpc_prop = _endpoint(res)
+        public, _, cidrs = eks_endpoint(res.type, res.inputs)
+        public, cidrs = public is True, as_list(cidrs)
+        vpc_prop = "vpcId" if res.type == EKS_COMPONENT else "vpcConfig"
         created = any(_made_here(by_urn, u) for u in res.dependencies.get(vpc_prop, []))
         known = [c for c in cidrs if c not in (UNKNOWN, DEPLOYERS)]
         row = {
@@ -123,13 +99,13 @@ def check(ctx: PlanContext) -> CheckResult:
             continue
         findings.append(
             Finding(
-                resource=res.urn,
-                rule=UNREACHABLE,
-                message=f"{res.name}: the API endpoint is private-only and the VPC is created by "
+                res.urn,
+                UNREACHABLE,
+                f"{res.name}: the API endpoint is private-only and the VPC is created by "
                 "this same stack, so no laptop or CI runner can reach it: every Kubernetes "
                 f"object and Helm release of `pulumi up` times out ({KEY}.publicAccessCidrs is "
                 f"empty, deployFrom is {deploy_from!r})",
-                fix=RULES[UNREACHABLE],
+                RULES[UNREACHABLE],
                 urn=res.urn,
                 names=frozenset({res.name}),
             )

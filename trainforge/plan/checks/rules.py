@@ -20,9 +20,10 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainforge.core.pods import get
 from trainforge.core.taints import untolerated
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext
-from trainforge.plan.checks.iam_eval import policy_doc
+from trainforge.plan.checks.iam_eval import as_list, policy_doc
 from trainforge.plan.manifests import has_unknown
 
 UNKNOWN = "<unknown>"
@@ -68,22 +69,36 @@ class StackRule:
     check: Callable[[list[StackResource]], Iterable[tuple[str, str]]]
 
 
-# ---------------------------------------------------------------------------------------------
-# Helpers
+# Every resource rule, in the order they run: each registers itself below with `resource_rule`
+# (a check of one resource) or `pod_rule` (a check of each pod spec a resource carries).
+RESOURCE_RULES: list[Rule] = []
 
 
-def _get(d: Any, *path: str, default: Any = None) -> Any:
-    for key in path:
-        if not isinstance(d, dict) or key not in d:
-            return default
-        d = d[key]
-    return d
+def resource_rule(id_: str, title: str, fix: str, types: tuple[str, ...]):
+    """Register the decorated `(type token, inputs) -> messages` as a rule on `types`."""
+
+    def register(fn: Callable[[str, dict[str, Any]], list[str]]):
+        RESOURCE_RULES.append(Rule(id_, title, fix, fn, types))
+        return fn
+
+    return register
 
 
-def _as_list(v: Any) -> list:
-    if v is None:
-        return []
-    return v if isinstance(v, list) else [v]
+def pod_rule(id_: str, title: str, fix: str):
+    """Register the decorated `(type token, inputs, pod spec) -> messages` as a rule on every
+    pod spec a resource carries, each message prefixed with its pod's label."""
+
+    def register(fn: Callable[[str, dict, dict], list[str]]):
+        def check(type_: str, inputs: dict) -> list[str]:
+            out = []
+            for label, spec in pod_specs(type_, inputs):
+                out += [f"{label}: {m}" for m in fn(type_, inputs, spec)]
+            return out
+
+        RESOURCE_RULES.append(Rule(id_, title, fix, check))
+        return fn
+
+    return register
 
 
 # ---------------------------------------------------------------------------------------------
@@ -95,7 +110,7 @@ EKS_TYPES = (EKS_COMPONENT, EKS_CLUSTER)
 ALL_LOG_TYPES = ("api", "audit", "authenticator", "controllerManager", "scheduler")
 
 
-def _eks_endpoint(type_: str, inputs: dict) -> tuple[Any, Any, Any]:
+def eks_endpoint(type_: str, inputs: dict) -> tuple[Any, Any, Any]:
     """(public access, private access, public CIDRs) with the provider defaults applied."""
     src = inputs if type_ == EKS_COMPONENT else (inputs.get("vpcConfig") or {})
     public = src.get("endpointPublicAccess")
@@ -105,30 +120,48 @@ def _eks_endpoint(type_: str, inputs: dict) -> tuple[Any, Any, Any]:
     return (True if public is None else public, bool(private), cidrs)
 
 
+@resource_rule(
+    "CKV_AWS_37",
+    "EKS control-plane logging covers all log types",
+    f"set enabledClusterLogTypes to {list(ALL_LOG_TYPES)}",
+    EKS_TYPES,
+)
 def eks_log_types(type_: str, inputs: dict) -> list[str]:
     logs = inputs.get("enabledClusterLogTypes")
     if is_unknown(logs):
         return []
-    missing = [t for t in ALL_LOG_TYPES if t not in _as_list(logs)]
+    missing = [t for t in ALL_LOG_TYPES if t not in as_list(logs)]
     return [f"control-plane log types not enabled: {', '.join(missing)}"] if missing else []
 
 
+@resource_rule(
+    "CKV_AWS_38",
+    "EKS public endpoint is not open to 0.0.0.0/0",
+    "disable endpointPublicAccess or list the allowed CIDRs in publicAccessCidrs",
+    EKS_TYPES,
+)
 def eks_public_cidrs(type_: str, inputs: dict) -> list[str]:
-    public, _, cidrs = _eks_endpoint(type_, inputs)
+    public, _, cidrs = eks_endpoint(type_, inputs)
     if public is not True:
         return []
     if cidrs is None:
         return ["public endpoint enabled with no publicAccessCidrs: AWS defaults to 0.0.0.0/0"]
     if is_unknown(cidrs):
         return []
-    if any(c in ("0.0.0.0/0", "::/0") for c in _as_list(cidrs)):
+    if any(c in ("0.0.0.0/0", "::/0") for c in as_list(cidrs)):
         return [f"public endpoint open to the internet (publicAccessCidrs={cidrs})"]
     return []
 
 
+@resource_rule(
+    "CKV_AWS_39",
+    "EKS API endpoint is not public by default",
+    "set endpointPrivateAccess: true and endpointPublicAccess: false (or an explicit allow-list)",
+    EKS_TYPES,
+)
 def eks_public_endpoint(type_: str, inputs: dict) -> list[str]:
-    public, private, cidrs = _eks_endpoint(type_, inputs)
-    if public is True and (cidrs is None or not _as_list(cidrs)):
+    public, private, cidrs = eks_endpoint(type_, inputs)
+    if public is True and (cidrs is None or not as_list(cidrs)):
         return [
             "API endpoint is public by default (endpointPublicAccess unset or true with no allow-list)"
         ]
@@ -137,6 +170,12 @@ def eks_public_endpoint(type_: str, inputs: dict) -> list[str]:
     return []
 
 
+@resource_rule(
+    "CKV_AWS_58",
+    "EKS secrets are encrypted with a KMS key",
+    "pass a customer KMS key (encryptionConfigKeyArn / encryptionConfig.provider.keyArn)",
+    EKS_TYPES,
+)
 def eks_secrets_encryption(type_: str, inputs: dict) -> list[str]:
     if type_ == EKS_COMPONENT:
         if inputs.get("encryptionConfigKeyArn") is None:
@@ -145,8 +184,8 @@ def eks_secrets_encryption(type_: str, inputs: dict) -> list[str]:
     configs = inputs.get("encryptionConfig")
     if is_unknown(configs):
         return []
-    for cfg in _as_list(configs):
-        if "secrets" in _as_list(_get(cfg, "resources")) and _get(cfg, "provider", "keyArn"):
+    for cfg in as_list(configs):
+        if "secrets" in as_list(get(cfg, "resources")) and get(cfg, "provider", "keyArn"):
             return []
     return ["secrets are not envelope-encrypted: no encryptionConfig for `secrets` with a KMS key"]
 
@@ -160,29 +199,41 @@ EC2_NODE_CLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
 
 def _metadata_options(type_: str, inputs: dict) -> Any:
     if type_ == EC2_NODE_CLASS:
-        return _get(inputs, "spec", "metadataOptions")
+        return get(inputs, "spec", "metadataOptions")
     return inputs.get("metadataOptions")
 
 
+@resource_rule(
+    "CKV_AWS_79",
+    "Instance metadata requires IMDSv2 tokens",
+    "set metadataOptions.httpTokens: required",
+    (LAUNCH_TEMPLATE, EC2_NODE_CLASS),
+)
 def imdsv2_required(type_: str, inputs: dict) -> list[str]:
     opts = _metadata_options(type_, inputs)
     if is_unknown(opts):
         return []
-    # Karpenter's EC2NodeClass defaults httpTokens to required; a launch template does not.
-    default = "required" if type_ == EC2_NODE_CLASS else None
-    tokens = _get(opts, "httpTokens", default=default)
-    if _get(opts, "httpEndpoint") == "disabled" or tokens == "required" or is_unknown(tokens):
+    tokens = get(opts, "httpTokens")
+    if tokens is None and type_ == EC2_NODE_CLASS:
+        tokens = "required"  # Karpenter's default; a launch template has none
+    if get(opts, "httpEndpoint") == "disabled" or tokens == "required" or is_unknown(tokens):
         return []
     return [f"instance metadata allows IMDSv1 (httpTokens={tokens!r})"]
 
 
+@resource_rule(
+    "CKV_AWS_341",
+    "Instance metadata hop limit is 1",
+    "set metadataOptions.httpPutResponseHopLimit: 1",
+    (LAUNCH_TEMPLATE, EC2_NODE_CLASS),
+)
 def imds_hop_limit(type_: str, inputs: dict) -> list[str]:
     opts = _metadata_options(type_, inputs)
-    if is_unknown(opts) or _get(opts, "httpEndpoint") == "disabled":
+    if is_unknown(opts) or get(opts, "httpEndpoint") == "disabled":
         return []
-    # Karpenter's default is 1; a launch template's default is the AMI's (often 2).
-    default = 1 if type_ == EC2_NODE_CLASS else None
-    hops = _get(opts, "httpPutResponseHopLimit", default=default)
+    hops = get(opts, "httpPutResponseHopLimit")
+    if hops is None and type_ == EC2_NODE_CLASS:
+        hops = 1  # Karpenter's default; a launch template's is the AMI's (often 2)
     if is_unknown(hops) or hops == 1:
         return []
     return [f"IMDS hop limit is {hops!r}: pods can reach the node's credentials"]
@@ -208,12 +259,18 @@ S3_VERSIONINGS = (S3_VERSIONING, S3_VERSIONING_V2)
 
 def _sse_algorithms(rules: Any) -> list[Any]:
     return [
-        _get(r, "applyServerSideEncryptionByDefault", "sseAlgorithm")
-        for r in _as_list(rules)
+        get(r, "applyServerSideEncryptionByDefault", "sseAlgorithm")
+        for r in as_list(rules)
         if isinstance(r, dict)
     ]
 
 
+@resource_rule(
+    "CKV_AWS_145",
+    "S3 default encryption is SSE-KMS",
+    "use sseAlgorithm aws:kms with a customer key (and bucketKeyEnabled: true)",
+    (*S3_SSES, *S3_BUCKETS),
+)
 def s3_kms(type_: str, inputs: dict) -> list[str]:
     if type_ in S3_SSES:
         algs = _sse_algorithms(inputs.get("rules"))
@@ -221,20 +278,26 @@ def s3_kms(type_: str, inputs: dict) -> list[str]:
         inline = inputs.get("serverSideEncryptionConfiguration")
         if not inline:
             return []
-        algs = _sse_algorithms(_get(inline, "rule") or _get(inline, "rules"))
+        algs = _sse_algorithms(get(inline, "rule") or get(inline, "rules"))
     if any(is_unknown(a) for a in algs) or any(a in ("aws:kms", "aws:kms:dsse") for a in algs):
         return []
     return [f"default encryption is {algs or 'unset'}, not SSE-KMS"]
 
 
+@resource_rule(
+    "CKV_AWS_21",
+    "S3 versioning is enabled",
+    "set versioningConfiguration.status: Enabled",
+    (*S3_VERSIONINGS, *S3_BUCKETS),
+)
 def s3_versioning(type_: str, inputs: dict) -> list[str]:
     if type_ in S3_VERSIONINGS:
-        status = _get(inputs, "versioningConfiguration", "status")
+        status = get(inputs, "versioningConfiguration", "status")
     else:
         inline = inputs.get("versioning")
         if not inline:
             return []
-        status = "Enabled" if _get(inline, "enabled") is True else _get(inline, "enabled")
+        status = "Enabled" if get(inline, "enabled") is True else get(inline, "enabled")
     if is_unknown(status) or status == "Enabled":
         return []
     return [f"versioning status is {status!r}, not 'Enabled'"]
@@ -243,23 +306,35 @@ def s3_versioning(type_: str, inputs: dict) -> list[str]:
 PAB_FLAGS = ("blockPublicAcls", "blockPublicPolicy", "ignorePublicAcls", "restrictPublicBuckets")
 
 
+@resource_rule(
+    "CKV2_AWS_6",
+    "S3 public access block blocks everything",
+    f"set {', '.join(PAB_FLAGS)} to true",
+    (S3_PAB,),
+)
 def s3_public_access_block(type_: str, inputs: dict) -> list[str]:
     off = [f for f in PAB_FLAGS if inputs.get(f) is not True and not is_unknown(inputs.get(f))]
     return [f"public access block leaves {', '.join(off)} off"] if off else []
 
 
 def _denies_insecure_transport(doc: dict) -> bool:
-    for st in _as_list(doc.get("Statement")):
+    for st in as_list(doc.get("Statement")):
         if not isinstance(st, dict) or st.get("Effect") != "Deny":
             continue
         cond = st.get("Condition") or {}
         for op in ("Bool", "BoolIfExists"):
-            val = _get(cond, op, "aws:SecureTransport")
+            val = get(cond, op, "aws:SecureTransport")
             if str(val).lower() == "false":
                 return True
     return False
 
 
+@resource_rule(
+    "TRAINFORGE_S3_TLS",
+    "S3 bucket policy denies non-TLS requests",
+    'add a Deny statement for "s3:*" with Condition Bool aws:SecureTransport "false"',
+    (S3_POLICY,),
+)
 def s3_tls_only(type_: str, inputs: dict) -> list[str]:
     policy = inputs.get("policy")
     doc = policy_doc(policy)
@@ -285,6 +360,12 @@ IAM_POLICY_TYPES = {
 IAM_ROLE = "aws:iam/role:Role"
 
 
+@resource_rule(
+    "CKV_AWS_190",
+    "FSx for Lustre is encrypted with a customer-managed KMS key",
+    "set kmsKeyId to a customer KMS key",
+    (FSX_LUSTRE,),
+)
 def fsx_customer_key(type_: str, inputs: dict) -> list[str]:
     deployment = inputs.get("deploymentType")
     # SCRATCH file systems cannot take a customer key (AWS encrypts them with its own key);
@@ -296,6 +377,9 @@ def fsx_customer_key(type_: str, inputs: dict) -> list[str]:
     return []
 
 
+@resource_rule(
+    "CKV_AWS_7", "KMS key rotation is enabled", "set enableKeyRotation: true", (KMS_KEY,)
+)
 def kms_rotation(type_: str, inputs: dict) -> list[str]:
     if inputs.get("customerMasterKeySpec", "SYMMETRIC_DEFAULT") not in (
         "SYMMETRIC_DEFAULT",
@@ -306,6 +390,12 @@ def kms_rotation(type_: str, inputs: dict) -> list[str]:
     return [] if rot is True or is_unknown(rot) else ["automatic key rotation is off"]
 
 
+@resource_rule(
+    "CKV_AWS_27",
+    "SQS queue is encrypted",
+    "set kmsMasterKeyId (or sqsManagedSseEnabled: true)",
+    (SQS_QUEUE,),
+)
 def sqs_encryption(type_: str, inputs: dict) -> list[str]:
     if inputs.get("kmsMasterKeyId") is not None or inputs.get("sqsManagedSseEnabled") is True:
         return []
@@ -313,21 +403,27 @@ def sqs_encryption(type_: str, inputs: dict) -> list[str]:
 
 
 def _admin_statements(doc: dict) -> Iterator[dict]:
-    for st in _as_list(doc.get("Statement")):
+    for st in as_list(doc.get("Statement")):
         if not isinstance(st, dict) or st.get("Effect") != "Allow":
             continue
-        actions = _as_list(st.get("Action"))
-        resources = _as_list(st.get("Resource"))
+        actions = as_list(st.get("Action"))
+        resources = as_list(st.get("Resource"))
         if "*" in actions and "*" in resources:
             yield st
 
 
+@resource_rule(
+    "CKV_AWS_62",
+    'IAM policy does not allow "*" actions on "*" resources',
+    "list the actions and resource ARNs the principal needs",
+    (*IAM_POLICY_TYPES, IAM_ROLE),
+)
 def iam_no_admin(type_: str, inputs: dict) -> list[str]:
     docs: list[Any] = []
     if type_ in IAM_POLICY_TYPES:
         docs.append(inputs.get(IAM_POLICY_TYPES[type_]))
     elif type_ == IAM_ROLE:
-        docs += [_get(p, "policy") for p in _as_list(inputs.get("inlinePolicies"))]
+        docs += [get(p, "policy") for p in as_list(inputs.get("inlinePolicies"))]
     out = []
     for raw in docs:
         doc = policy_doc(raw)
@@ -368,27 +464,15 @@ def pod_specs(type_: str, inputs: dict) -> Iterator[tuple[str, dict]]:
 
 def _containers(spec: dict) -> Iterator[dict]:
     for key in ("initContainers", "containers"):
-        for c in _as_list(spec.get(key)):
+        for c in as_list(spec.get(key)):
             if isinstance(c, dict):
                 yield c
 
 
-def _pod_rule(fn: Callable[[str, dict, dict], list[str]]):
-    """Lift a check over one pod spec to a resource rule over every pod spec it carries."""
-
-    def check(type_: str, inputs: dict) -> list[str]:
-        out = []
-        for label, spec in pod_specs(type_, inputs):
-            out += [f"{label}: {m}" for m in fn(type_, inputs, spec)]
-        return out
-
-    return check
-
-
 def _sc(spec: dict, c: dict, key: str) -> Any:
     """A container's effective security setting: its own, else the pod's."""
-    own = _get(c, "securityContext", key)
-    return own if own is not None else _get(spec, "securityContext", key)
+    own = get(c, "securityContext", key)
+    return own if own is not None else get(spec, "securityContext", key)
 
 
 def _documented_root_job(type_: str, inputs: dict, spec: dict) -> bool:
@@ -398,13 +482,18 @@ def _documented_root_job(type_: str, inputs: dict, spec: dict) -> bool:
     if k8s_kind(type_) != "Job" or not (isinstance(reason, str) and reason.strip()):
         return False
     return all(
-        _get(c, "securityContext", "allowPrivilegeEscalation") is False
-        and "ALL" in _as_list(_get(c, "securityContext", "capabilities", "drop"))
-        and set(_as_list(_get(c, "securityContext", "capabilities", "add"))) <= {"CHOWN"}
+        get(c, "securityContext", "allowPrivilegeEscalation") is False
+        and "ALL" in as_list(get(c, "securityContext", "capabilities", "drop"))
+        and set(as_list(get(c, "securityContext", "capabilities", "add"))) <= {"CHOWN"}
         for c in _containers(spec)
     )
 
 
+@pod_rule(
+    "CKV_K8S_23",
+    "Containers run as non-root",
+    "set securityContext.runAsNonRoot: true (and a non-zero runAsUser)",
+)
 def pod_non_root(type_: str, inputs: dict, spec: dict) -> list[str]:
     if _documented_root_job(type_, inputs, spec):
         return []
@@ -417,37 +506,57 @@ def pod_non_root(type_: str, inputs: dict, spec: dict) -> list[str]:
     return out
 
 
+@pod_rule(
+    "CKV_K8S_20",
+    "Containers do not allow privilege escalation",
+    "set securityContext.allowPrivilegeEscalation: false on every container",
+)
 def pod_no_privilege_escalation(type_: str, inputs: dict, spec: dict) -> list[str]:
     return [
         f"container {c.get('name')!r} allows privilege escalation"
         for c in _containers(spec)
-        if _get(c, "securityContext", "allowPrivilegeEscalation") is not False
+        if get(c, "securityContext", "allowPrivilegeEscalation") is not False
     ]
 
 
+@pod_rule(
+    "CKV_K8S_37",
+    "Containers drop ALL capabilities",
+    'set securityContext.capabilities.drop: ["ALL"] (add back only what is needed)',
+)
 def pod_drop_all(type_: str, inputs: dict, spec: dict) -> list[str]:
     return [
         f"container {c.get('name')!r} does not drop ALL capabilities"
         for c in _containers(spec)
-        if "ALL" not in _as_list(_get(c, "securityContext", "capabilities", "drop"))
+        if "ALL" not in as_list(get(c, "securityContext", "capabilities", "drop"))
     ]
 
 
+@pod_rule(
+    "CKV_K8S_31",
+    "Pods use the RuntimeDefault seccomp profile",
+    "set securityContext.seccompProfile.type: RuntimeDefault",
+)
 def pod_seccomp(type_: str, inputs: dict, spec: dict) -> list[str]:
-    pod = _get(spec, "securityContext", "seccompProfile", "type")
+    pod = get(spec, "securityContext", "seccompProfile", "type")
     out = []
     for c in _containers(spec):
-        t = _get(c, "securityContext", "seccompProfile", "type") or pod
+        t = get(c, "securityContext", "seccompProfile", "type") or pod
         if t not in ("RuntimeDefault", "Localhost"):
             out.append(f"container {c.get('name')!r} seccomp profile is {t or 'unset'}")
     return out
 
 
+@pod_rule(
+    "TRAINFORGE_GPU_REQUESTS",
+    "GPU requests equal limits",
+    f"set resources.limits[{GPU!r}] (and requests, if given) to the same count",
+)
 def pod_gpu_requests_limits(type_: str, inputs: dict, spec: dict) -> list[str]:
     out = []
     for c in _containers(spec):
-        req = _get(c, "resources", "requests", GPU)
-        lim = _get(c, "resources", "limits", GPU)
+        req = get(c, "resources", "requests", GPU)
+        lim = get(c, "resources", "limits", GPU)
         if req is None and lim is None:
             continue
         if lim is None or (req is not None and str(req) != str(lim)):
@@ -469,6 +578,11 @@ def image_problem(image: Any) -> str | None:
     return None
 
 
+@pod_rule(
+    "CKV_K8S_14",
+    "Images are pinned to a tag or digest, never :latest",
+    "use an explicit version tag or an @sha256 digest",
+)
 def pod_image_pinned(type_: str, inputs: dict, spec: dict) -> list[str]:
     out = []
     for c in _containers(spec):
@@ -492,6 +606,13 @@ def finding_image(rule: str, message: str) -> str | None:
     return ast.literal_eval(m.group(1)) if m else None
 
 
+@pod_rule(
+    "TRAINFORGE_DOCKER_HUB",
+    "No image is pulled from Docker Hub without credentials",
+    "use the image's ECR Public / registry.k8s.io / Quay copy (pulled through the stack's "
+    "cache), or set trainforge:images.dockerHubCredentialArn so Docker Hub images are "
+    "pulled through the cache's docker-hub rule with that credential (docs/images.md)",
+)
 def pod_image_not_docker_hub(type_: str, inputs: dict, spec: dict) -> list[str]:
     """Docker Hub allows 10 anonymous pulls per hour per NAT address: every image comes through
     the stack's ECR pull-through cache or another registry (trainforge.core.image_routes)."""
@@ -506,6 +627,11 @@ def pod_image_not_docker_hub(type_: str, inputs: dict, spec: dict) -> list[str]:
     ]
 
 
+@pod_rule(
+    "TRAINFORGE_DEFAULT_SA",
+    "Pods do not use the default ServiceAccount",
+    "set serviceAccountName to a dedicated ServiceAccount (or automountServiceAccountToken: false)",
+)
 def pod_service_account(type_: str, inputs: dict, spec: dict) -> list[str]:
     sa = spec.get("serviceAccountName") or spec.get("serviceAccount") or "default"
     if sa == "default" and spec.get("automountServiceAccountToken") is not False:
@@ -513,8 +639,13 @@ def pod_service_account(type_: str, inputs: dict, spec: dict) -> list[str]:
     return []
 
 
+@pod_rule(
+    "CKV_K8S_16",
+    "Only documented system daemonsets run privileged",
+    f"drop privileged, or run it as a kube-system DaemonSet annotated {PRIVILEGED_REASON_ANNOTATION}",
+)
 def pod_privileged(type_: str, inputs: dict, spec: dict) -> list[str]:
-    priv = [c for c in _containers(spec) if _get(c, "securityContext", "privileged") is True]
+    priv = [c for c in _containers(spec) if get(c, "securityContext", "privileged") is True]
     if not priv:
         return []
     meta = inputs.get("metadata") or {}
@@ -527,167 +658,6 @@ def pod_privileged(type_: str, inputs: dict, spec: dict) -> list[str]:
     ):
         return []  # a documented system daemon (device plugin, CSI node driver)
     return [f"container {c.get('name')!r} is privileged" for c in priv]
-
-
-# ---------------------------------------------------------------------------------------------
-# Registry
-
-RESOURCE_RULES: tuple[Rule, ...] = (
-    Rule(
-        "CKV_AWS_37",
-        "EKS control-plane logging covers all log types",
-        f"set enabledClusterLogTypes to {list(ALL_LOG_TYPES)}",
-        eks_log_types,
-        EKS_TYPES,
-    ),
-    Rule(
-        "CKV_AWS_38",
-        "EKS public endpoint is not open to 0.0.0.0/0",
-        "disable endpointPublicAccess or list the allowed CIDRs in publicAccessCidrs",
-        eks_public_cidrs,
-        EKS_TYPES,
-    ),
-    Rule(
-        "CKV_AWS_39",
-        "EKS API endpoint is not public by default",
-        "set endpointPrivateAccess: true and endpointPublicAccess: false (or an explicit allow-list)",
-        eks_public_endpoint,
-        EKS_TYPES,
-    ),
-    Rule(
-        "CKV_AWS_58",
-        "EKS secrets are encrypted with a KMS key",
-        "pass a customer KMS key (encryptionConfigKeyArn / encryptionConfig.provider.keyArn)",
-        eks_secrets_encryption,
-        EKS_TYPES,
-    ),
-    Rule(
-        "CKV_AWS_79",
-        "Instance metadata requires IMDSv2 tokens",
-        "set metadataOptions.httpTokens: required",
-        imdsv2_required,
-        (LAUNCH_TEMPLATE, EC2_NODE_CLASS),
-    ),
-    Rule(
-        "CKV_AWS_341",
-        "Instance metadata hop limit is 1",
-        "set metadataOptions.httpPutResponseHopLimit: 1",
-        imds_hop_limit,
-        (LAUNCH_TEMPLATE, EC2_NODE_CLASS),
-    ),
-    Rule(
-        "CKV_AWS_145",
-        "S3 default encryption is SSE-KMS",
-        "use sseAlgorithm aws:kms with a customer key (and bucketKeyEnabled: true)",
-        s3_kms,
-        (*S3_SSES, *S3_BUCKETS),
-    ),
-    Rule(
-        "CKV_AWS_21",
-        "S3 versioning is enabled",
-        "set versioningConfiguration.status: Enabled",
-        s3_versioning,
-        (*S3_VERSIONINGS, *S3_BUCKETS),
-    ),
-    Rule(
-        "CKV2_AWS_6",
-        "S3 public access block blocks everything",
-        f"set {', '.join(PAB_FLAGS)} to true",
-        s3_public_access_block,
-        (S3_PAB,),
-    ),
-    Rule(
-        "TRAINFORGE_S3_TLS",
-        "S3 bucket policy denies non-TLS requests",
-        'add a Deny statement for "s3:*" with Condition Bool aws:SecureTransport "false"',
-        s3_tls_only,
-        (S3_POLICY,),
-    ),
-    Rule(
-        "CKV_AWS_190",
-        "FSx for Lustre is encrypted with a customer-managed KMS key",
-        "set kmsKeyId to a customer KMS key",
-        fsx_customer_key,
-        (FSX_LUSTRE,),
-    ),
-    Rule(
-        "CKV_AWS_7",
-        "KMS key rotation is enabled",
-        "set enableKeyRotation: true",
-        kms_rotation,
-        (KMS_KEY,),
-    ),
-    Rule(
-        "CKV_AWS_27",
-        "SQS queue is encrypted",
-        "set kmsMasterKeyId (or sqsManagedSseEnabled: true)",
-        sqs_encryption,
-        (SQS_QUEUE,),
-    ),
-    Rule(
-        "CKV_AWS_62",
-        'IAM policy does not allow "*" actions on "*" resources',
-        "list the actions and resource ARNs the principal needs",
-        iam_no_admin,
-        (*IAM_POLICY_TYPES, IAM_ROLE),
-    ),
-    Rule(
-        "CKV_K8S_23",
-        "Containers run as non-root",
-        "set securityContext.runAsNonRoot: true (and a non-zero runAsUser)",
-        _pod_rule(pod_non_root),
-    ),
-    Rule(
-        "CKV_K8S_20",
-        "Containers do not allow privilege escalation",
-        "set securityContext.allowPrivilegeEscalation: false on every container",
-        _pod_rule(pod_no_privilege_escalation),
-    ),
-    Rule(
-        "CKV_K8S_37",
-        "Containers drop ALL capabilities",
-        'set securityContext.capabilities.drop: ["ALL"] (add back only what is needed)',
-        _pod_rule(pod_drop_all),
-    ),
-    Rule(
-        "CKV_K8S_31",
-        "Pods use the RuntimeDefault seccomp profile",
-        "set securityContext.seccompProfile.type: RuntimeDefault",
-        _pod_rule(pod_seccomp),
-    ),
-    Rule(
-        "TRAINFORGE_GPU_REQUESTS",
-        "GPU requests equal limits",
-        f"set resources.limits[{GPU!r}] (and requests, if given) to the same count",
-        _pod_rule(pod_gpu_requests_limits),
-    ),
-    Rule(
-        "CKV_K8S_14",
-        "Images are pinned to a tag or digest, never :latest",
-        "use an explicit version tag or an @sha256 digest",
-        _pod_rule(pod_image_pinned),
-    ),
-    Rule(
-        "TRAINFORGE_DOCKER_HUB",
-        "No image is pulled from Docker Hub without credentials",
-        "use the image's ECR Public / registry.k8s.io / Quay copy (pulled through the stack's "
-        "cache), or set trainforge:images.dockerHubCredentialArn so Docker Hub images are "
-        "pulled through the cache's docker-hub rule with that credential (docs/images.md)",
-        _pod_rule(pod_image_not_docker_hub),
-    ),
-    Rule(
-        "TRAINFORGE_DEFAULT_SA",
-        "Pods do not use the default ServiceAccount",
-        "set serviceAccountName to a dedicated ServiceAccount (or automountServiceAccountToken: false)",
-        _pod_rule(pod_service_account),
-    ),
-    Rule(
-        "CKV_K8S_16",
-        "Only documented system daemonsets run privileged",
-        f"drop privileged, or run it as a kube-system DaemonSet annotated {PRIVILEGED_REASON_ANNOTATION}",
-        _pod_rule(pod_privileged),
-    ),
-)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -743,7 +713,7 @@ _EFFECTS = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute",
 
 
 def _gpu_types(types: Any) -> bool:
-    return any(isinstance(t, str) and _GPU_TYPE.match(t) for t in _as_list(types))
+    return any(isinstance(t, str) and _GPU_TYPE.match(t) for t in as_list(types))
 
 
 def gpu_capacity(res: StackResource) -> bool:
@@ -754,15 +724,15 @@ def gpu_capacity(res: StackResource) -> bool:
             res.inputs.get("instanceTypes")
         )
     if res.type == NODE_POOL:
-        spec = _get(res.inputs, "spec", "template", "spec") or {}
-        if any(_get(t, "key") == GPU for t in _as_list(spec.get("taints"))):
+        spec = get(res.inputs, "spec", "template", "spec") or {}
+        if any(get(t, "key") == GPU for t in as_list(spec.get("taints"))):
             return True
-        for req in _as_list(spec.get("requirements")):
-            key = _get(req, "key")
-            if key in _GPU_REQUIREMENT_KEYS and _get(req, "operator") != "DoesNotExist":
+        for req in as_list(spec.get("requirements")):
+            key = get(req, "key")
+            if key in _GPU_REQUIREMENT_KEYS and get(req, "operator") != "DoesNotExist":
                 return True
             instance_type = key == "node.kubernetes.io/instance-type"
-            if instance_type and _get(req, "operator") == "In" and _gpu_types(_get(req, "values")):
+            if instance_type and get(req, "operator") == "In" and _gpu_types(get(req, "values")):
                 return True
     return False
 
@@ -775,15 +745,15 @@ def capacity_taints(res: StackResource) -> list[dict[str, Any]]:
             return []
         return [
             {
-                "key": _get(t, "key"),
-                "value": _get(t, "value"),
-                "effect": _EFFECTS.get(str(_get(t, "effect")), _get(t, "effect")),
+                "key": get(t, "key"),
+                "value": get(t, "value"),
+                "effect": _EFFECTS.get(str(get(t, "effect")), get(t, "effect")),
             }  # fmt: skip
-            for t in _as_list(taints)
+            for t in as_list(taints)
             if isinstance(t, dict)
         ]
-    taints = _get(res.inputs, "spec", "template", "spec", "taints")
-    return [t for t in _as_list(taints) if isinstance(t, dict)] if not is_unknown(taints) else []
+    taints = get(res.inputs, "spec", "template", "spec", "taints")
+    return [t for t in as_list(taints) if isinstance(t, dict)] if not is_unknown(taints) else []
 
 
 def tolerates(tolerations: list[Any], taint: dict[str, Any]) -> bool:
@@ -806,14 +776,12 @@ def gpu_health_monitoring(res: list[StackResource]) -> Iterable[tuple[str, str]]
     ]
     if not addons:
         for r in gpu:
-            yield (
-                r.urn,
-                (
-                    "GPU capacity without the EKS node monitoring agent add-on: no NodeCondition "
-                    "reports a failing GPU, NIC or kernel, so node repair never acts and jobs keep "
-                    "landing on a sick node"
-                ),
+            message = (
+                "GPU capacity without the EKS node monitoring agent add-on: no NodeCondition "
+                "reports a failing GPU, NIC or kernel, so node repair never acts and jobs keep "
+                "landing on a sick node"
             )
+            yield r.urn, message
         return
     raw = addons[0].inputs.get("configurationValues")
     if is_unknown(raw):
@@ -824,8 +792,8 @@ def gpu_health_monitoring(res: list[StackResource]) -> Iterable[tuple[str, str]]
         values = {}
     for r in gpu:
         for part, label in _AGENT_PARTS.items():
-            tols = _get(values, part, "tolerations")
-            tols = _AGENT_DEFAULT_TOLERATIONS[part] if tols is None else _as_list(tols)
+            tols = get(values, part, "tolerations")
+            tols = _AGENT_DEFAULT_TOLERATIONS[part] if tols is None else as_list(tols)
             missing = [
                 t
                 for t in capacity_taints(r)
@@ -835,23 +803,12 @@ def gpu_health_monitoring(res: list[StackResource]) -> Iterable[tuple[str, str]]
                 shown = ", ".join(
                     f"{t.get('key')}={t.get('value') or ''}:{t.get('effect')}" for t in missing
                 )
-                yield (
-                    r.urn,
-                    (
-                        f"the node monitoring agent's {label} does not tolerate this capacity's "
-                        f"taint(s) {shown}: it never runs on these nodes, so their GPU health is "
-                        "not monitored"
-                    ),
+                message = (
+                    f"the node monitoring agent's {label} does not tolerate this capacity's "
+                    f"taint(s) {shown}: it never runs on these nodes, so their GPU health is "
+                    "not monitored"
                 )
-
-
-def _karpenter_release(res: list[StackResource]) -> list[StackResource]:
-    out = []
-    for r in res:
-        chart = r.inputs.get("chart") if r.type == HELM_RELEASE else None
-        if isinstance(chart, str) and (chart == "karpenter" or chart.endswith("/karpenter")):
-            out.append(r)
-    return out
+                yield r.urn, message
 
 
 def gpu_node_repair(res: list[StackResource]) -> Iterable[tuple[str, str]]:
@@ -860,35 +817,33 @@ def gpu_node_repair(res: list[StackResource]) -> Iterable[tuple[str, str]]:
         if not gpu_capacity(r):
             continue
         if r.type == NODE_GROUP:
-            enabled = _get(r.inputs, "nodeRepairConfig", "enabled")
+            enabled = get(r.inputs, "nodeRepairConfig", "enabled")
             if enabled is not True and not is_unknown(enabled):
-                yield (
-                    r.urn,
-                    (
-                        "GPU managed node group without node auto repair (nodeRepairConfig.enabled): "
-                        "a node whose GPU or network fails stays in the group until someone replaces "
-                        "it by hand"
-                    ),
+                message = (
+                    "GPU managed node group without node auto repair (nodeRepairConfig.enabled): "
+                    "a node whose GPU or network fails stays in the group until someone replaces "
+                    "it by hand"
                 )
+                yield r.urn, message
         else:
             pools.append(r)
     if not pools:
         return
     gates = [
-        _get(rel.inputs, "values", "settings", "featureGates", "nodeRepair")
-        for rel in _karpenter_release(res)
+        get(rel.inputs, "values", "settings", "featureGates", "nodeRepair")
+        for rel in res
+        if rel.type == HELM_RELEASE
+        and str(rel.inputs.get("chart")).rsplit("/", 1)[-1] == "karpenter"
     ]
     if any(g is True or is_unknown(g) for g in gates):
         return
     for r in pools:
-        yield (
-            r.urn,
-            (
-                "GPU NodePool while Karpenter's NodeRepair feature gate is off "
-                "(values.settings.featureGates.nodeRepair): Karpenter never replaces its unhealthy "
-                "nodes"
-            ),
+        message = (
+            "GPU NodePool while Karpenter's NodeRepair feature gate is off "
+            "(values.settings.featureGates.nodeRepair): Karpenter never replaces its unhealthy "
+            "nodes"
         )
+        yield r.urn, message
 
 
 STACK_RULES: tuple[StackRule, ...] = (

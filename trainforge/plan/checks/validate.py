@@ -1,16 +1,12 @@
-"""Validate Kubernetes objects the way the API server and its admission webhooks would.
+"""Validate Kubernetes objects the way the API server and its admission webhooks would, so a
+wrong object fails the plan instead of a 40-minute apply.
 
-Core kinds go through kubernetes-validate (strict: unknown fields are errors, like kubectl).
-Custom resources whose upstream CRD is package data (`trainforge.plan.crds`: Kueue, Karpenter,
-PyTorchJob, TrainJob, training runtimes, Prometheus monitors and rules) are checked against its schema; what a schema cannot
-say (CEL rules, admission webhooks), and the kinds without a vendored CRD, are written out:
-the Kubeflow training operator v1 webhook for PyTorchJobs (whose pod templates are also
-checked as core PodTemplates), the Kubeflow Trainer v2.2.1 (= v2.3) webhooks for TrainJobs and
-(Cluster)TrainingRuntimes (a TrainJob's pod is rehearsed from its runtime and patches, as the
-Trainer controller builds it, and checked as a core PodTemplate), what the API server's Job
-validation enforces beyond the schema (pod failure policies, indexed Jobs), and what Karpenter
-v1's CRD validation enforces for NodePools and EC2NodeClasses. A wrong object fails the plan
-instead of a 40-minute apply.
+Core kinds go through kubernetes-validate's bundled schemas (strict: unknown fields are errors,
+like kubectl); custom resources through their vendored CRD's schema (`trainforge.plan.crds`,
+docs/rehearsals.md "The upstream CRDs"). What a schema cannot say is written out per kind
+below, each with the upstream it was read from: the CRDs' CEL rules (no CEL evaluator is
+installed, and the messages users see here are pinned), the operators' webhooks and what the
+API server's Job validation enforces beyond the schema.
 """
 
 from __future__ import annotations
@@ -20,11 +16,12 @@ import functools
 import json
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from trainforge.core import versions
+from trainforge.core.pods import get
 from trainforge.plan import crds, kueue_validate
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext
 
@@ -54,15 +51,9 @@ RULES = {
 }
 
 
-def k8s_version() -> str:
-    """The cluster's Kubernetes version, from the pinned versions (read at call time)."""
-    return versions.KUBERNETES_VERSION
-
-
 @functools.cache
 def _schema_json(path: str) -> Any:
     import importlib.resources
-    import json
 
     ref = importlib.resources.files("kubernetes_validate").joinpath(path)
     return json.loads(ref.read_text())
@@ -99,6 +90,21 @@ def _schema_dir(version: str) -> str | None:
     return f"v{candidates[-1]}-local-strict" if candidates else None
 
 
+@functools.cache
+def builtin_groups(version: str | None = None) -> frozenset[str]:
+    """The API groups the API server serves itself (an object of any other group needs a
+    CRD): every group of the cluster version's bundled schemas."""
+    schema_dir = _schema_dir(version or versions.KUBERNETES_VERSION)
+    defs = _schema_json(
+        f"kubernetes-json-schema/{schema_dir or _schema_dir(DEFAULT_K8S_VERSION)}/_definitions.json"
+    )
+    return frozenset(
+        g["group"]
+        for d in defs["$defs"].values()
+        for g in d.get("x-kubernetes-group-version-kind", [])
+    )
+
+
 def core_errors(doc: dict, version: str) -> list[str] | None:
     """Strict schema errors for a core kind (as kubernetes-validate reports them); None when
     the kind has no bundled schema."""
@@ -133,6 +139,25 @@ def core_errors(doc: dict, version: str) -> list[str] | None:
 _CORE_ERRORS: dict[tuple[str, str], list[str]] = {}
 
 
+def _name_errors(doc: dict) -> list[str]:
+    """An operator's object name is a DNS-1035 label (its pods and services are named after it)."""
+    name = (doc.get("metadata") or {}).get("name") or ""
+    if not DNS1035.match(name) or len(name) > 63:
+        return [f"metadata.name {name!r} is not a DNS-1035 label (a-z, 0-9, '-', <= 63)"]
+    return []
+
+
+def _shadow_pod_errors(template: Any, version: str, where: str) -> list[str]:
+    """A pod template's errors as a core PodTemplate's at the cluster's version."""
+    shadow = {
+        "apiVersion": "v1",
+        "kind": "PodTemplate",
+        "metadata": {"name": "shadow"},
+        "template": template,  # read only: validation does not change it
+    }
+    return [f"{where}: {m}" for m in core_errors(shadow, version) or []]
+
+
 # ---------------------------------------------------------------------------------------------
 # PyTorchJob (kubeflow.org/v1): the training operator v1 validating webhook
 
@@ -143,7 +168,7 @@ CLEAN_POD_POLICIES = ("None", "Running", "All")
 
 
 def crd_outline_errors(doc: dict) -> list[str]:
-    """The CRD schema's errors for a job without its pod templates (each template is checked
+    """The CRD schema's errors for an object without its pod templates (each is checked
     as a core PodTemplate, with the cluster version's schema, where this is called)."""
     from trainforge.jobs.backends import pod_templates  # noqa: PLC0415 - its kind's shape
 
@@ -154,10 +179,7 @@ def crd_outline_errors(doc: dict) -> list[str]:
 
 
 def pytorchjob_findings(doc: dict, version: str) -> list[str]:
-    errs: list[str] = []
-    name = (doc.get("metadata") or {}).get("name") or ""
-    if not DNS1035.match(name) or len(name) > 63:
-        errs.append(f"metadata.name {name!r} is not a DNS-1035 label (a-z, 0-9, '-', <= 63)")
+    errs = _name_errors(doc)
     errs += crd_outline_errors(doc)
     spec = doc.get("spec") or {}
     specs = spec.get("pytorchReplicaSpecs") or {}
@@ -168,7 +190,7 @@ def pytorchjob_findings(doc: dict, version: str) -> list[str]:
         if rtype not in ("Master", "Worker"):
             errs.append(f"{where}: replica type must be Master or Worker")
         rspec = rspec or {}
-        containers = ((rspec.get("template") or {}).get("spec") or {}).get("containers") or []
+        containers = get(rspec, "template", "spec", "containers") or []
         if not any(c.get("name") == "pytorch" for c in containers):
             errs.append(f"{where}: no container named 'pytorch' (the operator looks for it)")
         for c in containers:
@@ -180,15 +202,8 @@ def pytorchjob_findings(doc: dict, version: str) -> list[str]:
         replicas = rspec.get("replicas", 1)
         if isinstance(replicas, int) and replicas < 0:  # the CRD refuses a non-integer
             errs.append(f"{where}.replicas {replicas!r} must be a non-negative integer")
-        tmpl = rspec.get("template")
-        if tmpl is not None:
-            shadow = {
-                "apiVersion": "v1",
-                "kind": "PodTemplate",
-                "metadata": {"name": "shadow"},
-                "template": tmpl,  # read only: validation does not change it
-            }
-            errs += [f"{where}.template: {m}" for m in core_errors(shadow, version) or []]
+        if rspec.get("template") is not None:
+            errs += _shadow_pod_errors(rspec["template"], version, f"{where}.template")
     if "Master" in specs and (specs["Master"] or {}).get("replicas", 1) != 1:
         errs.append("spec.pytorchReplicaSpecs.Master.replicas must be exactly 1")
     elastic = spec.get("elasticPolicy")
@@ -219,16 +234,6 @@ def pytorchjob_findings(doc: dict, version: str) -> list[str]:
 
 # ---------------------------------------------------------------------------------------------
 # batch/v1 Job: what the API server validates beyond the OpenAPI schema (pkg/apis/batch/validation)
-
-
-def _shadow_pod_errors(template: Any, version: str, where: str) -> list[str]:
-    shadow = {
-        "apiVersion": "v1",
-        "kind": "PodTemplate",
-        "metadata": {"name": "shadow"},
-        "template": template,  # read only: validation does not change it
-    }
-    return [f"{where}: {m}" for m in core_errors(shadow, version) or []]
 
 
 def job_spec_findings(spec: dict, where: str = "spec", sized_later: bool = False) -> list[str]:
@@ -339,25 +344,18 @@ def builtin_runtimes() -> dict[str, dict]:
 
 
 def _rjobs(runtime: dict) -> list[dict]:
-    return (
-        (((runtime.get("spec") or {}).get("template") or {}).get("spec") or {}).get(
-            "replicatedJobs"
-        )
-    ) or []
+    return get(runtime, "spec", "template", "spec", "replicatedJobs") or []
 
 
 def _containers_of(rjob: dict) -> set[str]:
-    pod = (((rjob.get("template") or {}).get("spec") or {}).get("template") or {}).get("spec") or {}
+    pod = get(rjob, "template", "spec", "template", "spec") or {}
     return {c.get("name") for k in ("containers", "initContainers") for c in pod.get(k) or []}
 
 
 def trainjob_findings(
     doc: dict, version: str, runtimes: Mapping[str, dict] | None = None
 ) -> list[str]:
-    errs: list[str] = []
-    name = (doc.get("metadata") or {}).get("name") or ""
-    if not DNS1035.match(name) or len(name) > 63:
-        errs.append(f"metadata.name {name!r} is not a DNS-1035 label (a-z, 0-9, '-', <= 63)")
+    errs = _name_errors(doc)
     errs += crds.crd_errors(doc) or []
     spec = doc.get("spec") or {}
     ref = spec.get("runtimeRef") or {}
@@ -397,14 +395,12 @@ def trainjob_findings(
             patch["manager"]
         ):
             errs.append(f"{at}.manager {patch.get('manager')!r} is not a domain-prefixed path")
-        tmpl = ((patch.get("trainingRuntimeSpec") or {}).get("template") or {}).get("spec") or {}
+        tmpl = get(patch, "trainingRuntimeSpec", "template", "spec") or {}
         for rj in tmpl.get("replicatedJobs") or []:
             rat = f"{at}.replicatedJobs[{rj.get('name')}]"
             if known is not None and rj.get("name") not in known:
                 errs.append(f"{rat}: no such replicated job in runtime {ref.get('name')!r}")
-            pod = (((rj.get("template") or {}).get("spec") or {}).get("template") or {}).get(
-                "spec"
-            ) or {}
+            pod = get(rj, "template", "spec", "template", "spec") or {}
             errs += [
                 f"{rat}: pod field {k!r} cannot be patched"
                 for k in pod
@@ -432,12 +428,7 @@ def trainjob_findings(
 def runtime_findings(doc: dict, version: str) -> list[str]:
     """A ClusterTrainingRuntime or TrainingRuntime, as the Trainer webhook and CRD check it
     (its CRD's schema outside the pod templates, which are checked as core PodTemplates)."""
-    outline = copy.deepcopy(doc)
-    for rjob in _rjobs(outline):
-        job_spec = (rjob.get("template") or {}).get("spec")
-        if isinstance(job_spec, dict) and "template" in job_spec:
-            job_spec["template"] = {}
-    errs: list[str] = crds.crd_errors(outline) or []
+    errs = crd_outline_errors(doc)
     spec = doc.get("spec") or {}
     policies = [p for p in ML_POLICIES if (spec.get("mlPolicy") or {}).get(p) is not None]
     if len(policies) > 1:
@@ -452,7 +443,7 @@ def runtime_findings(doc: dict, version: str) -> list[str]:
         at = f"spec.template.spec.replicatedJobs[{i}]"
         if not isinstance(rjob.get("name"), str) or not DNS1035.match(rjob["name"]):
             errs.append(f"{at}.name {rjob.get('name')!r} is not a DNS-1035 label")
-        labels = ((rjob.get("template") or {}).get("metadata") or {}).get("labels") or {}
+        labels = get(rjob, "template", "metadata", "labels") or {}
         ancestor = labels.get(ANCESTOR_LABEL)
         if ancestor in ANCESTOR_CONTAINERS:
             if rjob.get("replicas", 1) != 1:
@@ -541,11 +532,6 @@ def ec2nodeclass_findings(doc: dict) -> list[str]:
 # CRDs, package data)
 
 
-def monitor_findings(doc: dict) -> list[str]:
-    """A PodMonitor or ServiceMonitor against its CRD's schema (prometheus-operator v0.93.0)."""
-    return crds.crd_errors(doc) or []
-
-
 def prometheus_rule_findings(doc: dict) -> list[str]:
     """A PrometheusRule against its CRD's schema (prometheus-operator v0.93.0), and what the
     schema leaves to others: group names unique (the API server's `x-kubernetes-list-type:
@@ -571,18 +557,25 @@ def prometheus_rule_findings(doc: dict) -> list[str]:
 # ---------------------------------------------------------------------------------------------
 
 
-CUSTOM_CHECKS = {
-    ("monitoring.coreos.com/v1", "PrometheusRule"): MONITOR_RULE,
-    ("kubeflow.org/v1", "PyTorchJob"): PYTORCHJOB_RULE,
-    ("karpenter.sh/v1", "NodePool"): NODEPOOL_RULE,
-    ("karpenter.k8s.aws/v1", "EC2NodeClass"): NODECLASS_RULE,
-    ("monitoring.coreos.com/v1", "PodMonitor"): MONITOR_RULE,
-    ("monitoring.coreos.com/v1", "ServiceMonitor"): MONITOR_RULE,
-    ("trainer.kubeflow.org/v1alpha1", "TrainJob"): TRAINJOB_RULE,
-    ("trainer.kubeflow.org/v1alpha1", "ClusterTrainingRuntime"): RUNTIME_RULE,
-    ("trainer.kubeflow.org/v1alpha1", "TrainingRuntime"): RUNTIME_RULE,
-    **{("kueue.x-k8s.io/v1beta2", kind): KUEUE_RULE for kind in kueue_validate.KINDS},
+# (apiVersion, kind) -> (rule, judge): a judge takes the document, and the cluster's version
+# where it checks pod templates (`JUDGED_WITH_VERSION`), and the plan's runtimes (TrainJobs)
+CUSTOM_CHECKS: dict[tuple[str, str], tuple[str, Callable[..., list[str] | None]]] = {
+    ("monitoring.coreos.com/v1", "PrometheusRule"): (MONITOR_RULE, prometheus_rule_findings),
+    ("kubeflow.org/v1", "PyTorchJob"): (PYTORCHJOB_RULE, pytorchjob_findings),
+    ("karpenter.sh/v1", "NodePool"): (NODEPOOL_RULE, nodepool_findings),
+    ("karpenter.k8s.aws/v1", "EC2NodeClass"): (NODECLASS_RULE, ec2nodeclass_findings),
+    # prometheus-operator v0.93.0: their CRDs' schemas say all
+    ("monitoring.coreos.com/v1", "PodMonitor"): (MONITOR_RULE, crds.crd_errors),
+    ("monitoring.coreos.com/v1", "ServiceMonitor"): (MONITOR_RULE, crds.crd_errors),
+    ("trainer.kubeflow.org/v1alpha1", "TrainJob"): (TRAINJOB_RULE, trainjob_findings),
+    ("trainer.kubeflow.org/v1alpha1", "ClusterTrainingRuntime"): (RUNTIME_RULE, runtime_findings),
+    ("trainer.kubeflow.org/v1alpha1", "TrainingRuntime"): (RUNTIME_RULE, runtime_findings),
+    **{
+        ("kueue.x-k8s.io/v1beta2", kind): (KUEUE_RULE, kueue_validate.kueue_findings)
+        for kind in kueue_validate.KINDS
+    },
 }
+JUDGED_WITH_VERSION = (PYTORCHJOB_RULE, RUNTIME_RULE)
 
 
 def validate_object(
@@ -590,25 +583,15 @@ def validate_object(
 ) -> tuple[str, list[Finding]]:
     """('pass' | 'fail' | 'unchecked', findings) for one Kubernetes object. `runtimes` are
     the ClusterTrainingRuntimes of the same plan (`runtime_index`), for TrainJobs."""
-    version = version or k8s_version()
+    version = version or versions.KUBERNETES_VERSION
     key = (doc.get("apiVersion"), doc.get("kind"))
-    rule = CUSTOM_CHECKS.get(key)  # type: ignore[arg-type]
-    if rule == PYTORCHJOB_RULE:
-        msgs = pytorchjob_findings(doc, version)
-    elif rule == TRAINJOB_RULE:
+    rule, judge = CUSTOM_CHECKS.get(key, ("", None))  # type: ignore[arg-type]
+    if rule == TRAINJOB_RULE:
         msgs = trainjob_findings(doc, version, runtimes)
-    elif rule == RUNTIME_RULE:
-        msgs = runtime_findings(doc, version)
-    elif rule == NODEPOOL_RULE:
-        msgs = nodepool_findings(doc)
-    elif rule == NODECLASS_RULE:
-        msgs = ec2nodeclass_findings(doc)
-    elif rule == MONITOR_RULE and key[1] == "PrometheusRule":
-        msgs = prometheus_rule_findings(doc)
-    elif rule == MONITOR_RULE:
-        msgs = monitor_findings(doc)
-    elif rule == KUEUE_RULE:
-        msgs = kueue_validate.kueue_findings(doc)
+    elif rule in JUDGED_WITH_VERSION:
+        msgs = judge(doc, version)
+    elif judge is not None:
+        msgs = judge(doc) or []
     else:
         errs = core_errors(doc, version)
         if errs is None:

@@ -1,29 +1,19 @@
 """Plan check: the Kueue, Kubeflow Trainer, JobSet and Kubeflow SDK versions a stack deploys are
-ones upstream builds and tests together.
+ones upstream builds and tests together (the table: trainforge.core.versions).
 
-Why: Kueue's TrainJob and JobSet integrations compile against the Trainer and JobSet Go APIs of
-its go.mod, and an admitted TrainJob is rewritten with those types. A Trainer of another minor
-installs and starts cleanly, and its jobs then lose what Kueue's types do not know ("Trainer
-v2.2 and v2.3 don't have API compatibility", kubernetes-sigs/kueue#14504): nothing fails at
-`pulumi up`, so the plan is the place to see it. The table is `trainforge.core.versions`
-(KUEUE_TRAINER, KUEUE_JOBSET, TRAINER_JOBSET, SDK_TRAINER_API), each entry with its source.
-
-The versions are read from the plan's own Helm releases and charts (the `version` each one
-installs), not from the pins, so a stack that installs another version is judged on it. JobSet
-is the `jobset` chart when the stack installs one, else the Trainer chart's bundled JobSet when
-its `jobset.install` is on (the dependency's version in the vendored Chart.yaml). The Kubeflow
-SDK is the one the platform documents (versions.KUBEFLOW_SDK_VERSION, the lock
-tools/kubeflow-sdk/requirements.lock), judged only where the Trainer is deployed.
+A Trainer of another minor than Kueue's go.mod installs cleanly and then loses what Kueue's
+types do not know (kubernetes-sigs/kueue#14504); nothing fails at `pulumi up`. The versions are
+read from the plan's own releases and charts, not from the pins (docs/rehearsals.md, "Version
+pairs upstream builds and tests together").
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import yaml
-
 from trainforge.core import versions
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
+from trainforge.plan.checks.ordering import CHART_V4, RELEASE, chart_name
 from trainforge.platform import chart_images
 
 RULE = "VERSION_PAIR_UNSUPPORTED"
@@ -31,12 +21,6 @@ RULES = {
     RULE: "pin versions that upstream builds and tests together (trainforge.core.versions: "
     "KUEUE_TRAINER, KUEUE_JOBSET, TRAINER_JOBSET, SDK_TRAINER_API; docs/upgrading.md)",
 }
-CHART_TYPES = ("kubernetes:helm.sh/v3:Release", "kubernetes:helm.sh/v4:Chart")
-
-
-def _chart_name(res: Any) -> str:
-    chart = res.inputs.get("chart")
-    return chart.rstrip("/").rsplit("/", 1)[-1] if isinstance(chart, str) else ""
 
 
 def _version(res: Any) -> str | None:
@@ -47,20 +31,17 @@ def _version(res: Any) -> str | None:
 def bundled_jobset(trainer_version: str) -> str | None:
     """The JobSet chart version the Trainer chart at `trainer_version` depends on, from its
     vendored Chart.yaml (None when that chart is not vendored)."""
-    path = chart_images.CHARTS / f"kubeflow-trainer-{trainer_version}" / "Chart.yaml"
-    if not path.is_file():
+    try:
+        return chart_images.dependency_version("kubeflow-trainer", trainer_version, "jobset")
+    except (FileNotFoundError, KeyError):
         return None
-    for dep in yaml.safe_load(path.read_text()).get("dependencies") or []:
-        if dep.get("name") == "jobset":
-            return str(dep.get("version"))
-    return None
 
 
 def deployed(ctx: PlanContext) -> dict[str, tuple[str, Any]]:
     """component (kueue | kubeflow-trainer | jobset) -> (version, resource) as the plan installs."""
     out: dict[str, tuple[str, Any]] = {}
-    for res in (r for t in CHART_TYPES for r in ctx.resources_of(t)):
-        name, version = _chart_name(res), _version(res)
+    for res in (r for t in (RELEASE, CHART_V4) for r in ctx.resources_of(t)):
+        name, version = chart_name(res), _version(res)
         if name in ("kueue", "kubeflow-trainer", "jobset") and version:
             out.setdefault(name, (version, res))
     if "kubeflow-trainer" in out and "jobset" not in out:
@@ -92,10 +73,10 @@ def check(ctx: PlanContext) -> CheckResult:
     for message in problems:
         findings.append(
             Finding(
-                resource=anchor.urn,
-                rule=RULE,
-                message=message,
-                fix=RULES[RULE],
+                anchor.urn,
+                RULE,
+                message,
+                RULES[RULE],
                 urn=anchor.urn,
                 names=frozenset(r.name for r in resources),
             )
