@@ -137,3 +137,20 @@ def test_plan_diff_fails_on_a_replacement_unless_waived(prod, tmp_path, capsys):
     )
     lines, failing = DS.diff_report(base, records(prod), [waiver])
     assert failing == 0 and any("waived: moving dev data" in x for x in lines)
+
+
+def test_a_base_inventory_of_an_older_format_is_read(tmp_path):
+    """`plan --diff BASE` reads a plan folder an older trainforge may have written: fewer keys
+    (no parent, custom or id) and keys this version does not know are read, not a traceback."""
+    bucket = {
+        "urn": "urn:pulumi:dev::trainforge::aws:s3/bucket:Bucket::ckpt",
+        "type": "aws:s3/bucket:Bucket",
+        "name": "ckpt",
+        "inputs": {"bucket": "ckpt"},
+        "options": {"protect": True},
+        "written_by": "an older trainforge",
+    }
+    (tmp_path / DS.INVENTORY_FILE).write_text(json.dumps({"resources": [bucket]}))
+    base = DS.load_base(tmp_path)
+    assert base is not None and list(base) == [bucket["urn"]]
+    assert base[bucket["urn"]].options == {"protect": True}

@@ -14,6 +14,7 @@ became updatable since shows as a false alarm to waive, never as a silent loss.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import pathlib
 from dataclasses import dataclass
@@ -104,9 +105,17 @@ def holds_data(type_: str, inputs: dict[str, Any]) -> bool:
     return True
 
 
+def _recorded(r: dict[str, Any]) -> Recorded:
+    """A resource of a base plan's inventory.json, read loosely: the base may be written by an
+    older trainforge, with fewer or other keys than this one's Recorded."""
+    known = {f.name for f in dataclasses.fields(Recorded)} & r.keys()
+    base = {"urn": "", "type": "", "name": "", "parent": None, "custom": True, "inputs": {}}
+    return Recorded(**{**base, **{k: r[k] for k in known if r[k] is not None}})
+
+
 def _records(resources: list[Any]) -> dict[str, Recorded]:
     """The data-holding ones of recorded resources (an Inventory's, or inventory.json's)."""
-    recs = [Recorded(**r) if isinstance(r, dict) else r for r in resources]
+    recs = [_recorded(r) if isinstance(r, dict) else r for r in resources]
     return {r.urn: r for r in recs if holds_data(r.type, r.inputs)}
 
 
