@@ -1,18 +1,9 @@
 """`trainforge plan --sdk PROGRAM.py`: what a Kubeflow SDK program would create on a stack.
 
-Why: a `TrainerClient().train(...)` program talks to the cluster's API server directly, so
-nothing of the stack's config sees its TrainJob before the cluster does. Kueue admits such a
-job on quota alone (it does not know node sizes), so a 2-GPU-per-node request is admitted on a
-pool of 1-GPU nodes and its pods stay Pending; without the Trainer the SDK stops with
-`RuntimeError: Failed to get Runtime: torch-distributed`.
-
-How: the user's program runs unchanged with the real SDK (its own venv, `.sdk-venv`: `make
-sdk-venv`) against an API stand-in on 127.0.0.1 that answers from the stack's offline plan:
-the (Cluster)TrainingRuntimes the plan declares, 404 for those it does not; every TrainJob the
-program POSTs is recorded as sent. Those TrainJobs then join the plan's objects, so every
-check of the plan judges them as it judges the stack's own objects (CRD schema and runtime,
-policy rules, the pod-script rehearsal), and `checks/submitted.py` judges each as a job:
-queue admission, node fit on the pool Kueue assigns, packages to install, cost.
+The program runs unchanged with the real SDK (`.sdk-venv`) against an API stand-in on
+127.0.0.1 answering from the stack's offline plan (its training runtimes; 404 for others);
+every TrainJob it POSTs joins the plan's objects, judged by every check and, as a job, by
+`checks/submitted.py`. Why: docs/jobs.md, "The Kubeflow SDK".
 """
 
 from __future__ import annotations

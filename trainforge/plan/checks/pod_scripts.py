@@ -1,40 +1,8 @@
-"""Plan check: the pod script rehearsal. Every shell script the platform runs in a pod runs
-here, under that container's securityContext, against scratch directories standing for its
-volumes, more than once; then the pods that use those volumes must be able to write there.
-
-Why: the first wave's `fsx-team-dir` Job was schema-valid and admitted by every policy, yet
-`chmod` after `chown` needs CAP_FOWNER, which the Job does not have: every team namespace
-would have failed `pulumi up`. Only running the script shows that (trainforge.plan.checks.pod_sandbox
-does the running).
-
-What is found and how it is modelled:
-- scripts: every container and init container, in every object with a pod template
-  (Jobs, Deployments, DaemonSets, PyTorchJobs, ...), whose command is `sh|bash|ash -c SCRIPT`,
-  run with that shell (`bash -c` with bash) in the container's workingDir. A Trainer v2
-  TrainJob has no pod template of its own: its pod is the one the Trainer builds from its
-  runtime (`trainjob.effective_pod`: the runtime's template, the job's patches, its trainer
-  command, or the runtime's when it sets none), so that pod's script is rehearsed, as the
-  Kubeflow SDK's `bash -c` script is (tests/platform/test_kubeflow_sdk.py). A training
-  image's programs are not on this machine: IMAGE_STAND_INS stand for them (torchrun and
-  python parse the Python file they are given, pip installs nothing).
-- volumes: a claim is a fresh volume root, root:root 0755 (a new FSx for Lustre or EBS file
-  system), shared by every pod that mounts the same claim. A PV that mounts one directory
-  of a file system (annotation `trainforge.io/fsx-directory`, a Lustre fileset: the team
-  volumes of trainforge.platform.fsx) is that directory of the same file system as every
-  other PV with the same volumeHandle; the directory must exist when a pod mounts it (a
-  fileset mount of a missing directory fails; the kubelet makes nothing there); a `subPath`
-  missing when a pod starts is made by the kubelet, root-owned with the volume root's mode
-  and a setgid parent's group (as kubelet's makeMounts and SafeMakeDir do); emptyDir is
-  0777; configMap/secret/projected are empty and read-only; fsGroup (the script's pod's and
-  each consumer pod's) is applied to emptyDir and non-FSx claims only (the FSx CSI driver
-  does not apply it to shared ReadWriteMany volumes). Other volume types are not rehearsed.
-- scenarios: (A) fresh volumes: run, run again (Job retry), every consumer writes, run again
-  (the Job re-created after the consumers wrote), consumers write again; (B) the consumers'
-  subPaths already made by the kubelet (root-owned) before the script runs.
-- consumers: every other pod mounting the same claim, as its own securityContext says, writing
-  the directories its command names (--checkpoint-dir, --output-dir) or its job contract's
-  TRAINFORGE_CHECKPOINT_DIR/TRAINFORGE_OUTPUT_DIR (user code), else its mount path;
-  for a team with no job yet, a probe pod with the team's UID/GID (TeamFacts).
+"""Plan check: the pod script rehearsal. Every shell script a rendered pod runs (a TrainJob's:
+in the pod the Trainer builds from its runtime) runs here under its container's
+securityContext on scratch volumes, more than once; then the pods that use those volumes must
+be able to write there. What is modelled and why: docs/rehearsals.md, "Pod script rehearsal";
+the running: trainforge.plan.checks.pod_sandbox.
 """
 
 from __future__ import annotations
@@ -55,6 +23,7 @@ from trainforge.jobs import trainjob
 from trainforge.jobs.backends import pod_templates
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.checks import pod_sandbox as sandbox
+from trainforge.plan.checks.job_backends import trainjob_runtime
 
 SCRIPT_FAILS = "TRAINFORGE_POD_SCRIPT_FAILS"
 CANNOT_WRITE = "TRAINFORGE_POD_CANNOT_WRITE"
@@ -156,14 +125,14 @@ class VolumeMount:
 
 @dataclass
 class Script:
-    ident: str  # namespace/Kind/name
-    urn: str
-    obj_name: str
     container: str
     script: str
     identity: sandbox.Identity
     mounts: list[VolumeMount]
     env: dict[str, str]
+    ident: str = ""  # namespace/Kind/name
+    urn: str = ""
+    obj_name: str = ""
     fs_group: int | None = None
     skip: str | None = None
     shell: str = "sh"  # the container's shell: `bash -c` runs with bash
@@ -182,6 +151,7 @@ STAND_IN_DIR = "/opt/trainforge-image-stand-in"
 # installed"). Whether an install reaches a package index is the Kubeflow SDK check's
 # (TRAINFORGE_SDK_PACKAGES), rehearsed there with a real pip.
 STAND_IN_LOG = "/opt/trainforge-stand-in-log"
+CA_DIR = "/etc/ssl"  # the host's CA bundle, for a real pip (`run_script`'s python)
 PIP_NOTE = (
     "pip not run: its package install was not rehearsed (no package index here); whether the "
     "pod's namespace reaches one is its egress's (`plan --sdk` judges packages_to_install)"
@@ -230,42 +200,29 @@ IMAGE_STAND_INS.update(
 )
 
 
-def _stand_ins(base: pathlib.Path) -> sandbox.Mount:
+def _stand_ins(base: pathlib.Path, python: str | None = None) -> sandbox.Mount:
+    """IMAGE_STAND_INS in a directory of `base`; `python`: a real interpreter for python and
+    python3 instead of the syntax check (`plan --sdk` rehearses a real pip install)."""
     d = base / "image-stand-in"
     d.mkdir()
     for name, text in IMAGE_STAND_INS.items():
+        if python is not None and name in ("python", "python3"):
+            text = f'#!/bin/sh\nexec {python} "$@"\n'
         (d / name).write_text(text)
         (d / name).chmod(0o755)
     d.chmod(0o755)
     return sandbox.Mount(d, STAND_IN_DIR, True)
 
 
-def _runtimes(objects: list[Any]) -> dict[tuple[str, str | None, str], dict[str, Any]]:
-    """The plan's training runtimes: (kind, namespace or None, name) -> manifest."""
-    return {
-        (o.kind, o.namespace if o.kind == "TrainingRuntime" else None, o.obj_name): o.doc
-        for o in objects
-        if o.kind in ("ClusterTrainingRuntime", "TrainingRuntime")
-    }
-
-
-def _trainjob_pod(
-    o: Any, runtimes: dict[tuple[str, str | None, str], dict[str, Any]]
-) -> tuple[dict[str, Any] | None, str]:
-    """(the pod the Trainer builds for TrainJob `o`, or None, and why none): from its runtime
-    in the plan, else the platform's runtime of that name (trainjob.runtime_manifests)."""
+def _trainjob_pod(ctx: PlanContext, o: Any) -> tuple[dict[str, Any] | None, str]:
+    """(the pod the Trainer builds for TrainJob `o`, as Kueue leaves the job once it manages
+    it, or None, and why none)."""
     ref = (o.doc.get("spec") or {}).get("runtimeRef") or {}
-    kind = ref.get("kind") or trainjob.RUNTIME_KIND
-    name = str(ref.get("name"))
-    runtime = runtimes.get((kind, o.namespace if kind == "TrainingRuntime" else None, name))
-    if runtime is None and kind == trainjob.RUNTIME_KIND:
-        runtime = next(
-            (r for r in trainjob.runtime_manifests() if r["metadata"]["name"] == name), None
-        )
+    kind, name = ref.get("kind") or trainjob.RUNTIME_KIND, str(ref.get("name"))
+    runtime = trainjob_runtime(ctx, o.doc)
     if runtime is None:
         return None, f"its runtime {kind} {name!r} is neither in the plan nor the platform's"
     try:
-        # as Kueue leaves it once it manages the job (a queue label): the fields it keeps
         return trainjob.effective_pod(trainjob.kueue_admitted(o.doc), runtime), ""
     except (KeyError, TypeError, AttributeError, StopIteration) as e:
         return None, f"its pod cannot be built from runtime {name!r} ({type(e).__name__}: {e})"
@@ -324,20 +281,60 @@ def _write_dirs(container: dict[str, Any], mount_path: str) -> tuple[str, ...]:
     return inside or (mount_path,)
 
 
+def _mounts(pod: dict[str, Any], c: dict[str, Any]) -> list[VolumeMount]:
+    volumes = {v.get("name"): v for v in pod.get("volumes") or () if isinstance(v, dict)}
+    return [
+        VolumeMount(
+            m["name"],
+            m["mountPath"],
+            volumes.get(m["name"], {}),
+            bool(m.get("readOnly")),
+            m.get("subPath", ""),
+        )
+        for m in c.get("volumeMounts") or ()
+    ]
+
+
+def script_of(
+    pod: dict[str, Any], c: dict[str, Any], *, image: bool = False, **where: str
+) -> Script | None:
+    """Container `c`'s script in pod spec `pod` as it runs (None: it runs no shell script),
+    with why it is not rehearsed (`skip`) where it cannot be; `where`: its object's ident,
+    urn and obj_name; `image`: a training image's (IMAGE_STAND_INS on PATH)."""
+    script = shell_script(c)
+    if script is None:
+        return None
+    identity = sandbox.Identity.of(pod.get("securityContext"), c.get("securityContext"))
+    mounts = _mounts(pod, c)
+    s = Script(str(c.get("name")), script, identity, mounts, _literal_env(c), **where)
+    s.fs_group = (pod.get("securityContext") or {}).get("fsGroup")
+    s.shell, s.cwd, s.image = _shell_name(c), c.get("workingDir"), image
+    if identity.unsafe:
+        caps = ", ".join(sorted(identity.unsafe))
+        s.skip = (
+            f"runs as root with {caps}, which could leave the sandbox and change "
+            "this machine; rehearse it in a throwaway VM, or drop the capability"
+        )
+    for vm in mounts:
+        kind = _volume_kind(vm.volume)
+        if kind not in ("claim", "emptyDir", "readOnly"):
+            s.skip = s.skip or f"volume {vm.name!r} is a {kind}, which is not rehearsed"
+    return s
+
+
 def _collect(ctx: PlanContext) -> tuple[list[Script], dict[str, list[Consumer]], dict[str, Claim]]:
     lookup = _Objects(ctx.objects)
     scripts: list[Script] = []
     consumers: dict[str, list[Consumer]] = {}
     claims: dict[str, Claim] = {}
     seen: set[tuple[Any, ...]] = set()
-    runtimes = _runtimes(ctx.objects)
     for o in ctx.objects:
         ns = o.namespace or ""
         # the pod specs the object itself writes (the one walker, jobs.backends)
         pods = [t.spec for t in pod_templates(o.doc, build=False)]
         is_trainjob = o.kind == trainjob.KIND
         if is_trainjob:  # its pod is the Trainer's, built from the job and its runtime
-            built, why = _trainjob_pod(o, runtimes)
+            built, why = _trainjob_pod(ctx, o)
             if built is not None:
                 pods = [built.get("spec") or {}]
             else:
@@ -345,60 +342,22 @@ def _collect(ctx: PlanContext) -> tuple[list[Script], dict[str, list[Consumer]],
                 script = shell_script(trainer)
                 if script is not None:
                     scripts.append(
-                        Script(o.ident, o.urn, o.name, trainjob.CONTAINER, script,
-                               sandbox.Identity.of(None, None), [], {}, skip=why)
+                        Script(trainjob.CONTAINER, script, sandbox.Identity.of(None, None), [], {},
+                               o.ident, o.urn, o.name, skip=why)
                     )  # fmt: skip
         for pod in pods:
-            volumes = {v.get("name"): v for v in pod.get("volumes") or () if isinstance(v, dict)}
             fs_group = (pod.get("securityContext") or {}).get("fsGroup")
             for c in [*(pod.get("initContainers") or ()), *(pod.get("containers") or ())]:
-                identity = sandbox.Identity.of(pod.get("securityContext"), c.get("securityContext"))
-                script = shell_script(c)
-                mounts = [
-                    VolumeMount(
-                        m["name"],
-                        m["mountPath"],
-                        volumes.get(m["name"], {}),
-                        bool(m.get("readOnly")),
-                        m.get("subPath", ""),
-                    )
-                    for m in c.get("volumeMounts") or ()
-                ]
-                if script is not None:
-                    unsafe = identity.unsafe
-                    s = Script(
-                        ident=o.ident,
-                        urn=o.urn,
-                        obj_name=o.name,
-                        container=str(c.get("name")),
-                        script=script,
-                        identity=identity,
-                        mounts=mounts,
-                        env=_literal_env(c),
-                        fs_group=fs_group,
-                        shell=_shell_name(c),
-                        cwd=c.get("workingDir"),
-                        image=is_trainjob,
-                    )
-                    if unsafe:
-                        caps = ", ".join(sorted(unsafe))
-                        s.skip = (
-                            f"runs as root with {caps}, which could leave the sandbox and change "
-                            "this machine; rehearse it in a throwaway VM, or drop the capability"
-                        )
-                    for vm in mounts:
-                        kind = _volume_kind(vm.volume)
-                        if kind not in ("claim", "emptyDir", "readOnly"):
-                            s.skip = (
-                                s.skip or f"volume {vm.name!r} is a {kind}, which is not rehearsed"
-                            )
-                        if kind == "claim":
-                            claim_name = vm.volume["persistentVolumeClaim"]["claimName"]
-                            cl = lookup.claim(ns, claim_name)
+                s = script_of(pod, c, image=is_trainjob, ident=o.ident, urn=o.urn, obj_name=o.name)
+                if s is not None:
+                    for vm in s.mounts:
+                        if _volume_kind(vm.volume) == "claim":
+                            cl = lookup.claim(ns, vm.volume["persistentVolumeClaim"]["claimName"])
                             claims[cl.key] = cl
                     scripts.append(s)
                     continue
-                for vm in mounts:
+                identity = sandbox.Identity.of(pod.get("securityContext"), c.get("securityContext"))
+                for vm in _mounts(pod, c):
                     if _volume_kind(vm.volume) != "claim" or vm.read_only:
                         continue
                     cl = lookup.claim(ns, vm.volume["persistentVolumeClaim"]["claimName"])
@@ -540,7 +499,12 @@ def _verdict(r: sandbox.RunResult) -> str:
     return "ok"
 
 
-def _run_script(s: Script, run: _Run, ns: str) -> sandbox.RunResult:
+def run_script(
+    s: Script, run: _Run, ns: str, *, python: str | None = None, timeout: int = 30
+) -> sandbox.RunResult:
+    """Run script `s` in the sandbox, its volumes `run`'s scratch directories (its claims in
+    namespace `ns`). `python`: a real interpreter for a training image's python (`_stand_ins`),
+    with the CA bundle and no retries: its pip fails on the missing index, soon, not on TLS."""
     mounts: list[sandbox.Mount] = []
     for vm in s.mounts:
         kind = _volume_kind(vm.volume)
@@ -557,12 +521,16 @@ def _run_script(s: Script, run: _Run, ns: str) -> sandbox.RunResult:
     env = dict(s.env)
     log = None
     if s.image:  # the image's programs: stand-ins first on PATH
-        mounts.append(_stand_ins(run.scratch(0o755, None)))
+        mounts.append(_stand_ins(run.scratch(0o755, None), python))
         log = run.scratch(0o777, None)
         mounts.append(sandbox.Mount(log, STAND_IN_LOG, False))
         env["PATH"] = f"{STAND_IN_DIR}:{env.get('PATH') or sandbox.SYSTEM_PATH}"
+    if python is not None:
+        env["PIP_RETRIES"] = "0"
+        if os.path.isdir(CA_DIR):
+            mounts.append(sandbox.Mount(pathlib.Path(CA_DIR), CA_DIR, True))
     shell = "/bin/bash" if s.shell == "bash" else None
-    r = sandbox.run(s.script, s.identity, mounts, env=env, shell=shell, cwd=s.cwd)
+    r = sandbox.run(s.script, s.identity, mounts, env=env, shell=shell, cwd=s.cwd, timeout=timeout)
     if log is not None and (log / "pip").exists():
         return dataclasses.replace(r, pip_not_run=True)
     return r
@@ -729,7 +697,7 @@ def check(ctx: PlanContext) -> CheckResult:
                         if bad:
                             break
                         continue
-                    r = _run_script(s, run, ns)
+                    r = run_script(s, run, ns)
                     if step == "run 1" and r.ok:
                         # another directory of the file system is this script's business only
                         # if the script made it (each team's Job makes its own)
