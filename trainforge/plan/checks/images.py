@@ -77,12 +77,12 @@ def _features(job: Any, target: Any, facts: ImageFacts, mlflow_used: bool = True
     return out
 
 
-def _build_lines(ctx: PlanContext) -> tuple[list[str], list[Finding]]:
+def _build_lines(ctx: PlanContext, findings: list[Finding]) -> list[str]:
+    """The runtime image builds, each with its base and build context (findings: appended)."""
     lines: list[str] = []
-    findings: list[Finding] = []
     builds = ctx.resources_of(BUILD_TYPE)
     if not builds:
-        return lines, findings
+        return lines
     df = dockerfile.parse(dockerfile.ROOT / dockerfile.DOCKERFILE)
     for r in builds:
         target = r.inputs.get("target") or ""
@@ -102,7 +102,7 @@ def _build_lines(ctx: PlanContext) -> tuple[list[str], list[Finding]]:
                     image=base,
                 )
             )
-    return lines, findings
+    return lines
 
 
 def _location(value: Any, root: Path) -> Path | None:
@@ -152,9 +152,9 @@ DOCKER_HUB_FIX = (
 )
 
 
-def _installed_lines(declared: Any) -> tuple[list[str], list[Finding]]:
+def _installed_lines(declared: Any, findings: list[Finding]) -> list[str]:
+    """The images components install inside charts and overlays (findings: appended)."""
     lines: list[str] = []
-    findings: list[Finding] = []
     for rec in getattr(declared, "installed_images", []):
         lines.append(f"  {rec.component} installs {rec.image} -> pulls {rec.pulled}")
         if image_routes.is_docker_hub(rec.pulled):
@@ -169,7 +169,7 @@ def _installed_lines(declared: Any) -> tuple[list[str], list[Finding]]:
                     image=rec.image,
                 )
             )
-    return lines, findings
+    return lines
 
 
 RULE_TYPE = "aws:ecr/pullThroughCacheRule:PullThroughCacheRule"
@@ -239,10 +239,8 @@ def check(ctx: PlanContext) -> CheckResult:
                 )
             )
     result.findings += _credential_findings(ctx)
-    build_lines, build_findings = _build_lines(ctx)
-    result.findings += build_findings
-    installed_lines, installed_findings = _installed_lines(declared)
-    result.findings += installed_findings
+    build_lines = _build_lines(ctx, result.findings)
+    installed_lines = _installed_lines(declared, result.findings)
     routes = getattr(declared, "image_routes", None)
     cache = (
         f"  pull-through cache {routes.registry}: rules {', '.join(sorted(routes.prefixes))}"

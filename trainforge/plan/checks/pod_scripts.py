@@ -53,6 +53,18 @@ WRITE_FLAGS = ("--checkpoint-dir", "--output-dir")
 WRITE_ENV = ("TRAINFORGE_CHECKPOINT_DIR", "TRAINFORGE_OUTPUT_DIR")
 READ_ONLY_VOLUMES = ("configMap", "secret", "projected", "downwardAPI")
 FSX_DRIVER = "fsx.csi.aws.com"
+# The scenarios, each on fresh scratch volumes, and their steps (docs/rehearsals.md)
+KUBELET_FIRST = "subPaths made by the kubelet first"
+SCENARIOS = {
+    "fresh volume": (
+        "run 1",
+        "run 2 (Job retry)",
+        "writes",
+        "run 3 (Job re-created)",
+        "writes again",
+    ),
+    KUBELET_FIRST: ("run 1", "writes"),
+}
 
 
 def _argv(container: dict[str, Any]) -> list[str]:
@@ -140,16 +152,11 @@ class Script:
     image: bool = False  # a training image's script: IMAGE_STAND_INS on PATH
 
 
-# Stand-ins for a training image's programs, first on PATH of a TrainJob's script (the image
-# is not here, and its programs must not run here: they would train). torchrun and python
-# check what they are given is Python (a file's syntax, or `-c` code) and exit; pip installs
-# nothing. The same stand-in as the Kubeflow SDK test's torchrun.
+# Stand-ins for a training image's programs, first on PATH of a TrainJob's script
+# (docs/rehearsals.md, "Trainer v2 TrainJobs"): the image is not here and must not train here.
 STAND_IN_DIR = "/opt/trainforge-image-stand-in"
-# Where a stand-in pip notes each install it did not run (a writable scratch mount): a run
-# that met it is "ok" only for everything but its package install, and the rehearsal says
-# so, whatever the script printed (the SDK's script logs pip to a file and says "Successfully
-# installed"). Whether an install reaches a package index is the Kubeflow SDK check's
-# (TRAINFORGE_SDK_PACKAGES), rehearsed there with a real pip.
+# Where a stand-in pip notes each install it did not run: such a run is "ok but pip not run"
+# whatever the script printed (PIP_NOTE); `plan --sdk` rehearses the install with a real pip.
 STAND_IN_LOG = "/opt/trainforge-stand-in-log"
 CA_DIR = "/etc/ssl"  # the host's CA bundle, for a real pip (`run_script`'s python)
 PIP_NOTE = (
@@ -657,8 +664,8 @@ def check(ctx: PlanContext) -> CheckResult:
             lines.append(
                 f"  then {c.name} writes {', '.join(c.dirs)}{on} as {c.identity.describe()}"
             )
-        scenarios = [("fresh volume", False), ("subPaths made by the kubelet first", True)]
-        for label, kubelet_first in scenarios:
+        for label, steps in SCENARIOS.items():
+            kubelet_first = label == KUBELET_FIRST
             if kubelet_first and not any(c.sub_path for _, c in related):
                 continue
             with tempfile.TemporaryDirectory(prefix="tf-pod-rehearsal-") as tmp:
@@ -668,35 +675,23 @@ def check(ctx: PlanContext) -> CheckResult:
                         # a fileset that is not there yet cannot be mounted: nothing to make
                         with contextlib.suppress(MissingDirectory):
                             run.subpath(k, c.sub_path)
-                steps = [
-                    "run 1",
-                    "run 2 (Job retry)",
-                    "writes",
-                    "run 3 (Job re-created)",
-                    "writes again",
-                ]
-                if kubelet_first:
-                    steps = ["run 1", "writes"]
                 outcome = []
                 active = list(related)
                 for step in steps:
                     if step.startswith("writes"):
-                        bad = None
-                        for _k, c, r in _writes(active, run, step.replace(" ", "-")):
-                            if not r.ok:
-                                bad = (c, r)
-                                fail(
-                                    s,
-                                    CANNOT_WRITE,
-                                    f"after {s.ident} ran ({label}), {c.name} "
-                                    f"({c.identity.describe()}) cannot write "
-                                    f"{', '.join(c.dirs)}: {r.tail()}",
-                                )
-                                break
+                        results = _writes(active, run, step.replace(" ", "-"))
+                        bad = next(((c, r) for _, c, r in results if not r.ok), None)
                         outcome.append(f"{step} {'FAILED' if bad else 'ok'}")
-                        if bad:
-                            break
-                        continue
+                        if bad is None:
+                            continue
+                        c, r = bad
+                        fail(
+                            s,
+                            CANNOT_WRITE,
+                            f"after {s.ident} ran ({label}), {c.name} ({c.identity.describe()}) "
+                            f"cannot write {', '.join(c.dirs)}: {r.tail()}",
+                        )
+                        break
                     r = run_script(s, run, ns)
                     if step == "run 1" and r.ok:
                         # another directory of the file system is this script's business only

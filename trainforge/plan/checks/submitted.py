@@ -29,7 +29,6 @@ from trainforge.plan.checks import queues as Q
 from trainforge.plan.checks import scheduling as S
 from trainforge.plan.checks.job_backends import trainjob_runtime
 from trainforge.plan.checks.pod_scripts import shell_script
-from trainforge.plan.kueue.workload import pod_requests
 from trainforge.plan.sdk import SENT_URN
 
 TITLE = "Kubeflow SDK program (plan --sdk)"
@@ -128,15 +127,6 @@ def open_egress(ctx: PlanContext, namespace: str) -> str | None:
     return None
 
 
-def _requests(ctx: PlanContext, doc: dict[str, Any], pod: dict[str, Any]) -> dict[str, Fraction]:
-    """A pod's requests as Kueue counts them (trainforge.plan.kueue.workload: the namespace's
-    LimitRange defaults, limits for missing requests), so node fit judges what the queue
-    admits."""
-    ns = (doc.get("metadata") or {}).get("namespace")
-    ranges = [o.doc for o in ctx.objects if o.kind == "LimitRange" and o.namespace == ns]
-    return pod_requests((pod.get("spec") or {}), ranges)
-
-
 def _pools(ctx: PlanContext) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for contract in getattr(ctx.declared, "contracts", None) or []:
@@ -174,7 +164,10 @@ def _judge(ctx: PlanContext, o: Any, region: str) -> tuple[list[str], list[Findi
         return lines, findings
     pod = trainjob.effective_pod(trainjob.kueue_admitted(doc), runtime)
     pods = trainjob.num_nodes(doc, runtime)
-    req = _requests(ctx, doc, pod)
+    # a pod's requests as Kueue counts them (LimitRange defaults, limits for missing
+    # requests), so node fit judges what the queue admits
+    w = Q.admit_submitted(ctx, doc, pod, pods)
+    req = {r: v / pods for r, v in w.need.items()}
     gpus = int(req.get(GPU_RESOURCE, 0))
     cpu, memory = req.get("cpu", Fraction(0)), req.get("memory", Fraction(0))
     size = ", ".join(
@@ -184,7 +177,6 @@ def _judge(ctx: PlanContext, o: Any, region: str) -> tuple[list[str], list[Findi
     )
     image = next(iter((pod.get("spec") or {}).get("containers") or []), {}).get("image")
     lines.append(f"{ident}: {pods} pod(s) x ({size or 'no requests'}), image {image}")
-    w = Q.admit_submitted(ctx, doc, pod, pods)
     if w.state != "admitted":
         lines.append(f"  queue: never admitted: {w.reason}")
         findings.append(
