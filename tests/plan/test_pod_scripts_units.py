@@ -145,17 +145,15 @@ def test_a_claim_is_found_through_the_pvcs_volume_name_without_a_claim_ref():
         # equal to the PV's name but another object, as two parsed YAML documents give it
         "spec": {"volumeName": "".join(["team", "-pv"])},
     }
-    lookup = P._Objects(
-        [
-            _obj("PersistentVolumeClaim", "pvc", pvc),
-            # another kind with the claim's namespace and name is not the claim
-            _obj("Secret", "s", {"kind": "Secret", "metadata": pvc["metadata"], "data": {}}),
-            _pv("team-pv", None, FSX, "/teams/t/"),
-            _pv("other-pv", None, EBS),  # neither named by the claim nor bound to it
-        ]
-    )
-    assert lookup.claim("t", "fsx-t") == P.Claim("t", "fsx-t", FSX, f"{FSX}/fs-1", "teams/t")
-    assert lookup.claim("u", "fsx-t") == P.Claim("u", "fsx-t", "")  # another namespace's claim
+    objects = [
+        _obj("PersistentVolumeClaim", "pvc", pvc),
+        # another kind with the claim's namespace and name is not the claim
+        _obj("Secret", "s", {"kind": "Secret", "metadata": pvc["metadata"], "data": {}}),
+        _pv("team-pv", None, FSX, "/teams/t/"),
+        _pv("other-pv", None, EBS),  # neither named by the claim nor bound to it
+    ]
+    assert P._claim(objects, "t", "fsx-t") == P.Claim("t", "fsx-t", FSX, f"{FSX}/fs-1", "teams/t")
+    assert P._claim(objects, "u", "fsx-t") == P.Claim("u", "fsx-t", "")  # another namespace's
 
 
 def test_a_claim_says_what_it_mounts():

@@ -134,6 +134,12 @@ class VolumeMount:
     read_only: bool = False
     sub_path: str = ""
 
+    @property
+    def claim(self) -> str | None:
+        """The name of the claim it mounts (None: another volume type)."""
+        pvc = self.volume.get("persistentVolumeClaim")
+        return None if pvc is None else pvc["claimName"]
+
 
 @dataclass
 class Script:
@@ -235,29 +241,23 @@ def _trainjob_pod(ctx: PlanContext, o: Any) -> tuple[dict[str, Any] | None, str]
         return None, f"its pod cannot be built from runtime {name!r} ({type(e).__name__}: {e})"
 
 
-class _Objects:
-    """Lookups over the rendered objects: claims to PVs, pods mounting a claim."""
-
-    def __init__(self, objects: list[Any]) -> None:
-        self.pvcs = {
-            (o.namespace, o.obj_name): o.doc for o in objects if o.kind == "PersistentVolumeClaim"
-        }
-        self.pvs = {o.obj_name: o.doc for o in objects if o.kind == "PersistentVolume"}
-
-    def claim(self, namespace: str, name: str) -> Claim:
-        pvc = self.pvcs.get((namespace, name), {})
-        pv_name = (pvc.get("spec") or {}).get("volumeName")
-        driver, volume, directory = "", "", ""
-        for pv_key, pv in self.pvs.items():
-            ref = (pv.get("spec") or {}).get("claimRef") or {}
-            if pv_key == pv_name or (ref.get("namespace"), ref.get("name")) == (namespace, name):
-                csi = (pv.get("spec") or {}).get("csi") or {}
-                driver = csi.get("driver", "")
-                annotations = (pv.get("metadata") or {}).get("annotations") or {}
-                if DIRECTORY_ANNOTATION in annotations:
-                    volume = f"{driver}/{csi.get('volumeHandle', '')}"
-                    directory = str(annotations[DIRECTORY_ANNOTATION]).strip("/")
-        return Claim(namespace, name, driver, volume, directory)
+def _claim(objects: list[Any], namespace: str, name: str) -> Claim:
+    """The claim and what its PV (the claim's volumeName, or the PV's claimRef) mounts."""
+    pvcs = (o for o in objects if o.kind == "PersistentVolumeClaim")
+    pvc = next((o.doc for o in pvcs if (o.namespace, o.obj_name) == (namespace, name)), {})
+    pv_name = (pvc.get("spec") or {}).get("volumeName")
+    driver, volume, directory = "", "", ""
+    for pv in (o.doc for o in objects if o.kind == "PersistentVolume"):
+        ref = (pv.get("spec") or {}).get("claimRef") or {}
+        pv_key = (pv.get("metadata") or {}).get("name")
+        if pv_key == pv_name or (ref.get("namespace"), ref.get("name")) == (namespace, name):
+            csi = (pv.get("spec") or {}).get("csi") or {}
+            driver = csi.get("driver", "")
+            annotations = (pv.get("metadata") or {}).get("annotations") or {}
+            if DIRECTORY_ANNOTATION in annotations:
+                volume = f"{driver}/{csi.get('volumeHandle', '')}"
+                directory = str(annotations[DIRECTORY_ANNOTATION]).strip("/")
+    return Claim(namespace, name, driver, volume, directory)
 
 
 def _shell_name(container: dict[str, Any]) -> str:
@@ -278,11 +278,7 @@ def _write_dirs(container: dict[str, Any], mount_path: str) -> tuple[str, ...]:
     dirs = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a in WRITE_FLAGS]
     dirs += [a.split("=", 1)[1] for a in argv if a.split("=", 1)[0] in WRITE_FLAGS and "=" in a]
     # The job contract's directories (what user code writes: trainforge.training.contract)
-    dirs += [
-        str(e.get("value"))
-        for e in container.get("env") or ()
-        if isinstance(e, dict) and e.get("name") in WRITE_ENV and isinstance(e.get("value"), str)
-    ]
+    dirs += [v for k, v in _literal_env(container).items() if k in WRITE_ENV]
     dirs = list(dict.fromkeys(dirs))
     inside = tuple(d for d in dirs if d == mount_path or d.startswith(mount_path.rstrip("/") + "/"))
     return inside or (mount_path,)
@@ -330,7 +326,6 @@ def script_of(
 
 
 def _collect(ctx: PlanContext) -> tuple[list[Script], dict[str, list[Consumer]], dict[str, Claim]]:
-    lookup = _Objects(ctx.objects)
     scripts: list[Script] = []
     consumers: dict[str, list[Consumer]] = {}
     claims: dict[str, Claim] = {}
@@ -358,16 +353,16 @@ def _collect(ctx: PlanContext) -> tuple[list[Script], dict[str, list[Consumer]],
                 s = script_of(pod, c, image=is_trainjob, ident=o.ident, urn=o.urn, obj_name=o.name)
                 if s is not None:
                     for vm in s.mounts:
-                        if _volume_kind(vm.volume) == "claim":
-                            cl = lookup.claim(ns, vm.volume["persistentVolumeClaim"]["claimName"])
+                        if vm.claim is not None:
+                            cl = _claim(ctx.objects, ns, vm.claim)
                             claims[cl.key] = cl
                     scripts.append(s)
                     continue
                 identity = sandbox.Identity.of(pod.get("securityContext"), c.get("securityContext"))
                 for vm in _mounts(pod, c):
-                    if _volume_kind(vm.volume) != "claim" or vm.read_only:
+                    if vm.claim is None or vm.read_only:
                         continue
-                    cl = lookup.claim(ns, vm.volume["persistentVolumeClaim"]["claimName"])
+                    cl = _claim(ctx.objects, ns, vm.claim)
                     dirs = _write_dirs(c, vm.path)
                     key = (cl.key, identity, vm.path, vm.sub_path, dirs, fs_group)
                     if key in seen:
@@ -386,7 +381,7 @@ def _collect(ctx: PlanContext) -> tuple[list[Script], dict[str, list[Consumer]],
             key = f"{team.namespace}/{team.claim_name}"
             if key in consumers:
                 continue
-            claims[key] = lookup.claim(team.namespace, team.claim_name)
+            claims[key] = _claim(ctx.objects, team.namespace, team.claim_name)
             probe = sandbox.Identity(
                 uid=team.run_as_user,
                 gid=team.run_as_group,
@@ -517,7 +512,7 @@ def run_script(
         kind = _volume_kind(vm.volume)
         ro = vm.read_only
         if kind == "claim":
-            key = f"{ns}/{vm.volume['persistentVolumeClaim']['claimName']}"
+            key = f"{ns}/{vm.claim}"
             _fs_group(run, key, s.fs_group)
             host = run.subpath(key, vm.sub_path)
         elif kind == "emptyDir":
@@ -640,13 +635,7 @@ def check(ctx: PlanContext) -> CheckResult:
             # a script the rehearsal cannot run is not a script that passed: say so
             fail(s, UNREHEARSED, f"{s.ident} container {s.container}: not rehearsed: {s.skip}")
             continue
-        mine = sorted(
-            {
-                f"{ns}/{vm.volume['persistentVolumeClaim']['claimName']}"
-                for vm in s.mounts
-                if "persistentVolumeClaim" in vm.volume
-            }
-        )
+        mine = sorted({f"{ns}/{vm.claim}" for vm in s.mounts if vm.claim is not None})
         # every pod on the same file systems: the same claim, or another directory of it
         file_systems = {claims[k].fs for k in mine}
         related = [
