@@ -83,6 +83,18 @@ def trainjob_runtime(ctx: PlanContext, doc: dict[str, Any]) -> dict[str, Any] | 
     return next(found, None)
 
 
+def trainjob_pod(ctx: PlanContext, doc: dict[str, Any]) -> dict[str, Any] | None:
+    """The pod the Trainer builds for a TrainJob from its runtime (`trainjob_runtime`; None
+    without one), as Kueue leaves the job once it manages it (`trainjob.kueue_admitted`);
+    raises what `trainjob.effective_pod` raises for a malformed job."""
+    from trainforge.jobs import trainjob  # noqa: PLC0415
+
+    runtime = trainjob_runtime(ctx, doc)
+    if runtime is None:
+        return None
+    return trainjob.effective_pod(trainjob.kueue_admitted(doc), runtime)
+
+
 def check(ctx: PlanContext) -> CheckResult:
     from trainforge.jobs import trainjob  # noqa: PLC0415
 
@@ -100,13 +112,11 @@ def check(ctx: PlanContext) -> CheckResult:
         if emitted.backend == trainjob.BACKEND:
             name = wl["spec"]["runtimeRef"]["name"]
             note = f"runtime {name}"
-            runtime = trainjob_runtime(ctx, wl)
-            if runtime is None:
+            built = trainjob_pod(ctx, wl)
+            if built is None:
                 note += " (not in this plan: checked by the cluster's webhook only)"
             else:
-                # as the Trainer sees it once Kueue has admitted (rewritten) the TrainJob
-                admitted = trainjob.kueue_admitted(wl)
-                diff = _differences(emitted.pod, trainjob.effective_pod(admitted, runtime))
+                diff = _differences(emitted.pod, built)
                 if diff:
                     findings.append(
                         Finding(

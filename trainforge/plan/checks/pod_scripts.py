@@ -23,7 +23,7 @@ from trainforge.jobs import trainjob
 from trainforge.jobs.backends import pod_templates
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.checks import pod_sandbox as sandbox
-from trainforge.plan.checks.job_backends import trainjob_runtime
+from trainforge.plan.checks.job_backends import trainjob_pod
 
 SCRIPT_FAILS = "TRAINFORGE_POD_SCRIPT_FAILS"
 CANNOT_WRITE = "TRAINFORGE_POD_CANNOT_WRITE"
@@ -232,13 +232,13 @@ def _trainjob_pod(ctx: PlanContext, o: Any) -> tuple[dict[str, Any] | None, str]
     it, or None, and why none)."""
     ref = (o.doc.get("spec") or {}).get("runtimeRef") or {}
     kind, name = ref.get("kind") or trainjob.RUNTIME_KIND, str(ref.get("name"))
-    runtime = trainjob_runtime(ctx, o.doc)
-    if runtime is None:
-        return None, f"its runtime {kind} {name!r} is neither in the plan nor the platform's"
     try:
-        return trainjob.effective_pod(trainjob.kueue_admitted(o.doc), runtime), ""
+        pod = trainjob_pod(ctx, o.doc)
     except (KeyError, TypeError, AttributeError, StopIteration) as e:
         return None, f"its pod cannot be built from runtime {name!r} ({type(e).__name__}: {e})"
+    if pod is None:
+        return None, f"its runtime {kind} {name!r} is neither in the plan nor the platform's"
+    return pod, ""
 
 
 def _claim(objects: list[Any], namespace: str, name: str) -> Claim:

@@ -27,7 +27,7 @@ from trainforge.plan.checks import pod_sandbox as sandbox
 from trainforge.plan.checks import pod_scripts as P
 from trainforge.plan.checks import queues as Q
 from trainforge.plan.checks import scheduling as S
-from trainforge.plan.checks.job_backends import trainjob_runtime
+from trainforge.plan.checks.job_backends import trainjob_pod, trainjob_runtime
 from trainforge.plan.checks.pod_scripts import shell_script
 from trainforge.plan.sdk import SENT_URN
 
@@ -157,13 +157,12 @@ def _judge(ctx: PlanContext, o: Any, region: str) -> tuple[list[str], list[Findi
     doc = o.doc
     lines: list[str] = []
     findings: list[Finding] = []
-    runtime = trainjob_runtime(ctx, doc)
-    if runtime is None:  # the SDK reads its runtime first, so it sent none without one
+    pod = trainjob_pod(ctx, doc)
+    if pod is None:  # the SDK reads its runtime first, so it sent none without one
         ref = (doc.get("spec") or {}).get("runtimeRef") or {}
         lines.append(f"{ident}: runtime {ref.get('name')!r} not in the plan: not judged")
         return lines, findings
-    pod = trainjob.effective_pod(trainjob.kueue_admitted(doc), runtime)
-    pods = trainjob.num_nodes(doc, runtime)
+    pods = trainjob.num_nodes(doc, trainjob_runtime(ctx, doc) or {})
     # a pod's requests as Kueue counts them (LimitRange defaults, limits for missing
     # requests), so node fit judges what the queue admits
     w = Q.admit_submitted(ctx, doc, pod, pods)
