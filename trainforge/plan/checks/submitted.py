@@ -28,7 +28,6 @@ from trainforge.plan.checks import pod_scripts as P
 from trainforge.plan.checks import queues as Q
 from trainforge.plan.checks import scheduling as S
 from trainforge.plan.checks.job_backends import trainjob_pod, trainjob_runtime
-from trainforge.plan.checks.pod_scripts import shell_script
 from trainforge.plan.sdk import SENT_URN
 
 TITLE = "Kubeflow SDK program (plan --sdk)"
@@ -67,7 +66,7 @@ def packages(pod: dict[str, Any]) -> list[str] | None:
     """The packages the SDK's install script in the pod installs with pip (None: it has no
     such script; a `pip install` in the user's own function text is not the SDK's)."""
     for c in (pod.get("spec") or {}).get("containers") or []:
-        script = shell_script(c) or ""
+        script = P.shell_script(c) or ""
         m = _PACKAGES.search(script)
         if m is None or not _PIP.search(script[m.end() :]):
             continue
