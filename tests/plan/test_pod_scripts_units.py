@@ -145,17 +145,15 @@ def test_a_claim_is_found_through_the_pvcs_volume_name_without_a_claim_ref():
         # equal to the PV's name but another object, as two parsed YAML documents give it
         "spec": {"volumeName": "".join(["team", "-pv"])},
     }
-    lookup = P._Objects(
-        [
-            _obj("PersistentVolumeClaim", "pvc", pvc),
-            # another kind with the claim's namespace and name is not the claim
-            _obj("Secret", "s", {"kind": "Secret", "metadata": pvc["metadata"], "data": {}}),
-            _pv("team-pv", None, FSX, "/teams/t/"),
-            _pv("other-pv", None, EBS),  # neither named by the claim nor bound to it
-        ]
-    )
-    assert lookup.claim("t", "fsx-t") == P.Claim("t", "fsx-t", FSX, f"{FSX}/fs-1", "teams/t")
-    assert lookup.claim("u", "fsx-t") == P.Claim("u", "fsx-t", "")  # another namespace's claim
+    objects = [
+        _obj("PersistentVolumeClaim", "pvc", pvc),
+        # another kind with the claim's namespace and name is not the claim
+        _obj("Secret", "s", {"kind": "Secret", "metadata": pvc["metadata"], "data": {}}),
+        _pv("team-pv", None, FSX, "/teams/t/"),
+        _pv("other-pv", None, EBS),  # neither named by the claim nor bound to it
+    ]
+    assert P._claim(objects, "t", "fsx-t") == P.Claim("t", "fsx-t", FSX, f"{FSX}/fs-1", "teams/t")
+    assert P._claim(objects, "u", "fsx-t") == P.Claim("u", "fsx-t", "")  # another namespace's
 
 
 def test_a_claim_says_what_it_mounts():
@@ -334,7 +332,7 @@ def _fs_group_script(tmp: pathlib.Path, driver: str) -> tuple[P.Script, P._Run]:
 def test_fs_group_is_applied_to_a_claims_root_except_on_fsx(tmp_path, driver, owner, mode, ok):
     s, run = _fs_group_script(tmp_path, driver)
     assert s.fs_group == 3000 and s.identity.groups == (3000,)
-    r = P._run_script(s, run, "t")
+    r = P.run_script(s, run, "t")
     root = run.root("t/c")
     assert ((root.stat().st_uid, root.stat().st_gid), root.stat().st_mode & 0o7777) == (owner, mode)
     # uid 1000 writes the root through the fsGroup's group-write bit, or not at all
@@ -469,7 +467,7 @@ def test_a_pod_in_its_fs_group_writes_the_sub_path_the_kubelet_made_on_that_volu
     job = _job("touch /data/x", mount, [claim_volume("c")], sc, securityContext={"fsGroup": 3000})
     (s,), _, claims = P._collect(_ctx(_pv("pv", "c", EBS), job))
     run = P._Run(tmp_path, claims)
-    r = P._run_script(s, run, "t")
+    r = P.run_script(s, run, "t")
     assert r.ok, r.tail()
     work = run.root("t/c") / "work" / "1"
     assert _owner_mode(work) == (0, 3000, "0o2775")

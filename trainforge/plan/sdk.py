@@ -1,28 +1,21 @@
 """`trainforge plan --sdk PROGRAM.py`: what a Kubeflow SDK program would create on a stack.
 
-Why: a `TrainerClient().train(...)` program talks to the cluster's API server directly, so
-nothing of the stack's config sees its TrainJob before the cluster does. Kueue admits such a
-job on quota alone (it does not know node sizes), so a 2-GPU-per-node request is admitted on a
-pool of 1-GPU nodes and its pods stay Pending; without the Trainer the SDK stops with
-`RuntimeError: Failed to get Runtime: torch-distributed`.
-
-How: the user's program runs unchanged with the real SDK (its own venv, `.sdk-venv`: `make
-sdk-venv`) against an API stand-in on 127.0.0.1 that answers from the stack's offline plan:
-the (Cluster)TrainingRuntimes the plan declares, 404 for those it does not; every TrainJob the
-program POSTs is recorded as sent. Those TrainJobs then join the plan's objects, so every
-check of the plan judges them as it judges the stack's own objects (CRD schema and runtime,
-policy rules, the pod-script rehearsal), and `checks/submitted.py` judges each as a job:
-queue admission, node fit on the pool Kueue assigns, packages to install, cost.
+The program runs unchanged with the real SDK (`.sdk-venv`) against an API stand-in on
+127.0.0.1 answering from the stack's offline plan (its training runtimes; 404 for others);
+every TrainJob it POSTs joins the plan's objects, judged by every check and, as a job, by
+`checks/submitted.py`. Why: docs/jobs.md, "The Kubeflow SDK".
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pathlib
 import subprocess
 import tempfile
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -70,92 +63,84 @@ def _not_found() -> dict[str, Any]:
             "code": 404}  # fmt: skip
 
 
-class ApiStandIn:
-    """An API server on 127.0.0.1 answering the SDK's calls from the plan's objects: GET
-    and list of (Cluster)TrainingRuntimes, POST of TrainJobs (recorded, answered 201)."""
-
-    def __init__(self, objects: list[dict[str, Any]], submission: Submission) -> None:
-        self.cluster = {
-            d["metadata"]["name"]: d for d in objects if d.get("kind") == "ClusterTrainingRuntime"
-        }
-        self.namespaced = {
-            (d["metadata"].get("namespace"), d["metadata"]["name"]): d
-            for d in objects
-            if d.get("kind") == "TrainingRuntime"
-        }
-        sub = submission
-        api = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *_a: Any) -> None:  # quiet
-                pass
-
-            def _send(self, code: int, body: dict[str, Any]) -> None:
-                data = json.dumps(body).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def do_GET(self) -> None:  # noqa: N802 - http.server's name
-                sub.requests.append(("GET", self.path))
-                code, body = api.get(self.path.split("?")[0], sub)
-                if code == 404 and sub.created:
-                    sub.after_sent.append(self.path.split("?")[0])
-                self._send(code, body)
-
-            def do_POST(self) -> None:  # noqa: N802 - http.server's name
-                sub.requests.append(("POST", self.path))
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"]) or 0))
-                path = self.path.split("?")[0]
-                parts = path.removeprefix(TRAINER_API + "/").split("/")
-                if (
-                    path.startswith(TRAINER_API)
-                    and parts[0] == "namespaces"
-                    and parts[2:] == ["trainjobs"]
-                ):
-                    # what the API server stores: the namespace of the URL
-                    body.setdefault("metadata", {})["namespace"] = parts[1]
-                    sub.created.append(body)
-                    return self._send(201, body)
-                if sub.created:
-                    sub.after_sent.append(path)
-                return self._send(404, _not_found())
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    def get(self, path: str, sub: Submission) -> tuple[int, dict[str, Any]]:
-        rel = path.removeprefix(TRAINER_API + "/").split("/")
-        if not path.startswith(TRAINER_API):
-            return 404, _not_found()
-        if rel == ["clustertrainingruntimes"]:
-            return 200, {"kind": "ClusterTrainingRuntimeList", "items": list(self.cluster.values())}
-        if len(rel) == 2 and rel[0] == "clustertrainingruntimes":
-            if rel[1] in self.cluster:
-                return 200, self.cluster[rel[1]]
-            sub.missing.append(rel[1])
-            return 404, _not_found()
-        if len(rel) == 3 and rel[0] == "namespaces" and rel[2] == "trainingruntimes":
-            items = [d for (ns, _), d in self.namespaced.items() if ns == rel[1]]
-            return 200, {"kind": "TrainingRuntimeList", "items": items}
-        if len(rel) == 4 and rel[0] == "namespaces" and rel[2] == "trainingruntimes":
-            found = self.namespaced.get((rel[1], rel[3]))
-            return (200, found) if found else (404, _not_found())  # the SDK then asks cluster
+def _get(objects: list[dict[str, Any]], path: str, sub: Submission) -> tuple[int, dict[str, Any]]:
+    """The API's answer to GET `path` from the plan's (Cluster)TrainingRuntimes."""
+    cluster = {
+        d["metadata"]["name"]: d for d in objects if d.get("kind") == "ClusterTrainingRuntime"
+    }
+    namespaced = {
+        (d["metadata"].get("namespace"), d["metadata"]["name"]): d
+        for d in objects
+        if d.get("kind") == "TrainingRuntime"
+    }
+    rel = path.removeprefix(TRAINER_API + "/").split("/")
+    if not path.startswith(TRAINER_API):
         return 404, _not_found()
+    if rel == ["clustertrainingruntimes"]:
+        return 200, {"kind": "ClusterTrainingRuntimeList", "items": list(cluster.values())}
+    if len(rel) == 2 and rel[0] == "clustertrainingruntimes":
+        if rel[1] in cluster:
+            return 200, cluster[rel[1]]
+        sub.missing.append(rel[1])
+        return 404, _not_found()
+    if len(rel) == 3 and rel[0] == "namespaces" and rel[2] == "trainingruntimes":
+        items = [d for (ns, _), d in namespaced.items() if ns == rel[1]]
+        return 200, {"kind": "TrainingRuntimeList", "items": items}
+    if len(rel) == 4 and rel[0] == "namespaces" and rel[2] == "trainingruntimes":
+        found = namespaced.get((rel[1], rel[3]))
+        return (200, found) if found else (404, _not_found())  # the SDK then asks cluster
+    return 404, _not_found()
 
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
 
-    def __enter__(self) -> ApiStandIn:
-        self.thread.start()
-        return self
+@contextlib.contextmanager
+def api_stand_in(objects: list[dict[str, Any]], sub: Submission) -> Iterator[str]:
+    """An API server on 127.0.0.1 (its URL) answering the SDK's calls from the plan's objects:
+    GET and list of (Cluster)TrainingRuntimes, POST of TrainJobs (recorded in `sub`, 201)."""
 
-    def __exit__(self, *_exc: Any) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *_a: Any) -> None:  # quiet
+            pass
+
+        def _send(self, code: int, body: dict[str, Any]) -> None:
+            data = json.dumps(body).encode()
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            sub.requests.append(("GET", self.path))
+            code, body = _get(objects, self.path.split("?")[0], sub)
+            if code == 404 and sub.created:
+                sub.after_sent.append(self.path.split("?")[0])
+            self._send(code, body)
+
+        def do_POST(self) -> None:  # noqa: N802 - http.server's name
+            sub.requests.append(("POST", self.path))
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"]) or 0))
+            path = self.path.split("?")[0]
+            parts = path.removeprefix(TRAINER_API + "/").split("/")
+            if (
+                path.startswith(TRAINER_API)
+                and parts[0] == "namespaces"
+                and parts[2:] == ["trainjobs"]
+            ):
+                # what the API server stores: the namespace of the URL
+                body.setdefault("metadata", {})["namespace"] = parts[1]
+                sub.created.append(body)
+                return self._send(201, body)
+            if sub.created:
+                sub.after_sent.append(path)
+            return self._send(404, _not_found())
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
 
 
 def sdk_python(root: pathlib.Path) -> pathlib.Path:
@@ -185,13 +170,13 @@ def run_program(
     sub = Submission(str(program), namespace)
     with (
         tempfile.TemporaryDirectory(prefix="trainforge-sdk-") as tmp,
-        ApiStandIn(objects, sub) as api,
+        api_stand_in(objects, sub) as url,
     ):
         home = pathlib.Path(tmp)
         kubeconfig = {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": "plan", "cluster": {"server": api.url}}],
+            "clusters": [{"name": "plan", "cluster": {"server": url}}],
             "users": [{"name": "user", "user": {"token": "plan-stand-in"}}],
             "contexts": [
                 {

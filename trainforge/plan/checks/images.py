@@ -1,17 +1,8 @@
-"""Plan check: every job's image, what it carries, and whether its features can work there.
-
-Why: "MLflow: on, S3 mirror: on, EFA: 32 interfaces" in a plan means nothing if the job's
-image has no mlflow, no boto3 or no aws-ofi-nccl: the job starts and the feature does nothing.
-This check prints, per job, the image, its facts with their source
-(trainforge.jobs.image_facts) and the state each feature will be in at run time, in the words
-the runtime's first log lines use (trainforge.training.selfcheck). A feature that is on and
-cannot work is a finding (TRAINFORGE_IMAGE_PIECE, waivable with a reason); jobs with declared
-image facts are refused earlier, at resolve time. It also lists the runtime image builds with
-the base each pulls (through the cache), and flags a build whose base comes from Docker Hub
-without credentials (TRAINFORGE_DOCKER_HUB, like the pod rule of the same id), and so does
-an image a component installs inside a Helm chart or kustomize overlay (the training
-operator's, Grafana's), which no rendered pod of the plan shows: the components record them
-(trainforge.core.image_routes.installed).
+"""Plan check: every job's image, what it carries (trainforge.jobs.image_facts), and the state
+each feature will be in at run time, in the runtime's own words (trainforge.training.selfcheck);
+a feature that is on and cannot work is a finding. Also the runtime image builds (their base,
+their build context) and the images components install inside charts and overlays, where
+Docker Hub without credentials is a finding. docs/images.md, "What the plan and the pods say".
 """
 
 from __future__ import annotations
@@ -22,7 +13,7 @@ from typing import Any
 from trainforge.core import image_routes, versions
 from trainforge.jobs import dockerfile
 from trainforge.jobs.entrypoint import logs_to_mlflow, mirrors_to_s3
-from trainforge.jobs.image_facts import UNKNOWN, ImageFacts, missing_pieces
+from trainforge.jobs.image_facts import ImageFacts, facts_for, missing_pieces
 from trainforge.plan import build_context
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 
@@ -41,6 +32,11 @@ RULES = {
     ),
 }
 BUILD_TYPE = "docker-build:index:Image"
+
+
+def _finding(r: Any, rule: str, message: str, fix: str = "", **more: Any) -> Finding:
+    """A finding on recorded resource `r` (fix: the rule's, unless given)."""
+    return Finding(r.name, rule, message, fix or RULES[rule], urn=r.urn, **more)
 
 
 def _shipped_files(emitted: Any) -> list[tuple[str, str]] | None:
@@ -81,12 +77,12 @@ def _features(job: Any, target: Any, facts: ImageFacts, mlflow_used: bool = True
     return out
 
 
-def _build_lines(ctx: PlanContext) -> tuple[list[str], list[Finding]]:
+def _build_lines(ctx: PlanContext, findings: list[Finding]) -> list[str]:
+    """The runtime image builds, each with its base and build context (findings: appended)."""
     lines: list[str] = []
-    findings: list[Finding] = []
     builds = ctx.resources_of(BUILD_TYPE)
     if not builds:
-        return lines, findings
+        return lines
     df = dockerfile.parse(dockerfile.ROOT / dockerfile.DOCKERFILE)
     for r in builds:
         target = r.inputs.get("target") or ""
@@ -97,18 +93,16 @@ def _build_lines(ctx: PlanContext) -> tuple[list[str], list[Finding]]:
         lines += _context_lines(r, target, ctx.root or Path.cwd(), findings)
         if image_routes.is_docker_hub(base):
             findings.append(
-                Finding(
-                    resource=r.name,
-                    rule="TRAINFORGE_DOCKER_HUB",
-                    message=f"build {target} pulls its base {base} from Docker Hub without "
-                    "credentials",
-                    fix="set trainforge:images.dockerHubCredentialArn (the build then pulls "
+                _finding(
+                    r,
+                    "TRAINFORGE_DOCKER_HUB",
+                    f"build {target} pulls its base {base} from Docker Hub without credentials",
+                    "set trainforge:images.dockerHubCredentialArn (the build then pulls "
                     "through the cache's docker-hub rule)",
-                    urn=r.urn,
                     image=base,
                 )
             )
-    return lines, findings
+    return lines
 
 
 def _location(value: Any, root: Path) -> Path | None:
@@ -127,30 +121,16 @@ def _context_lines(r: Any, target: str, root: Path, findings: list[Finding]) -> 
         return []
     df = _location(r.inputs.get("dockerfile"), root) or context / "Dockerfile"
     if not context.is_dir() or not df.is_file():
-        findings.append(
-            Finding(
-                resource=r.name,
-                rule="TRAINFORGE_BUILD_CONTEXT",
-                message=f"build {target}: context {context} or Dockerfile {df} does not exist "
-                "in this checkout",
-                fix=RULES["TRAINFORGE_BUILD_CONTEXT"],
-                urn=r.urn,
-            )
-        )
+        message = f"build {target}: context {context} or Dockerfile {df} does not exist"
+        findings.append(_finding(r, "TRAINFORGE_BUILD_CONTEXT", f"{message} in this checkout"))
         return []
     ignore, problems = build_context.judge(context, df, target)
     shown = _shown(ignore, root) if ignore is not None else "(no ignore file)"
     srcs = build_context.sources(dockerfile.parse(df), target)
-    for p in problems:
-        findings.append(
-            Finding(
-                resource=r.name,
-                rule="TRAINFORGE_BUILD_CONTEXT",
-                message=f"build {target}: {p.message(shown)}",
-                fix=RULES["TRAINFORGE_BUILD_CONTEXT"],
-                urn=r.urn,
-            )
-        )
+    findings += [
+        _finding(r, "TRAINFORGE_BUILD_CONTEXT", f"build {target}: {p.message(shown)}")
+        for p in problems
+    ]
     verdict = "all in the context" if not problems else f"{len(problems)} NOT in the context"
     return [
         f"    context {_shown(context, root)} after {shown}: {len(srcs)} COPY/ADD source(s), "
@@ -172,9 +152,9 @@ DOCKER_HUB_FIX = (
 )
 
 
-def _installed_lines(declared: Any) -> tuple[list[str], list[Finding]]:
+def _installed_lines(declared: Any, findings: list[Finding]) -> list[str]:
+    """The images components install inside charts and overlays (findings: appended)."""
     lines: list[str] = []
-    findings: list[Finding] = []
     for rec in getattr(declared, "installed_images", []):
         lines.append(f"  {rec.component} installs {rec.image} -> pulls {rec.pulled}")
         if image_routes.is_docker_hub(rec.pulled):
@@ -189,7 +169,7 @@ def _installed_lines(declared: Any) -> tuple[list[str], list[Finding]]:
                     image=rec.image,
                 )
             )
-    return lines, findings
+    return lines
 
 
 RULE_TYPE = "aws:ecr/pullThroughCacheRule:PullThroughCacheRule"
@@ -208,14 +188,12 @@ def _credential_findings(ctx: PlanContext) -> list[Finding]:
             continue
         key = image_routes.CREDENTIAL_KEYS.get(str(prefix), "trainforge:images")
         for why in image_routes.credential_problems(arn, region, None):
+            message = f"{key}: {arn}: {why}; ECR refuses the {prefix} rule"
             out.append(
-                Finding(
-                    resource=r.name,
-                    rule="TRAINFORGE_IMAGE_CREDENTIAL",
-                    message=f"{key}: {arn}: {why}; ECR refuses the {prefix} rule "
-                    "(CreatePullThroughCacheRule)",
-                    fix=RULES["TRAINFORGE_IMAGE_CREDENTIAL"],
-                    urn=r.urn,
+                _finding(
+                    r,
+                    "TRAINFORGE_IMAGE_CREDENTIAL",
+                    f"{message} (CreatePullThroughCacheRule)",
                     names=frozenset({key}),
                 )
             )
@@ -231,10 +209,8 @@ def check(ctx: PlanContext) -> CheckResult:
     data: list[dict[str, Any]] = []
     for dj in declared.jobs:
         job, target = dj.spec, dj.target
-        facts = job.image_facts if job.image_facts is not None else UNKNOWN
-        if job.image_facts is None:
-            from trainforge.jobs.image_facts import facts_for  # noqa: PLC0415
-
+        facts = job.image_facts
+        if facts is None:
             facts = facts_for(job.image or versions.PYTORCH_IMAGE, None)
         name = f"{target.namespace}/{job.name}"
         mlflow_used = logs_to_mlflow(job, _shipped_files(dj.emitted))
@@ -263,10 +239,8 @@ def check(ctx: PlanContext) -> CheckResult:
                 )
             )
     result.findings += _credential_findings(ctx)
-    build_lines, build_findings = _build_lines(ctx)
-    result.findings += build_findings
-    installed_lines, installed_findings = _installed_lines(declared)
-    result.findings += installed_findings
+    build_lines = _build_lines(ctx, result.findings)
+    installed_lines = _installed_lines(declared, result.findings)
     routes = getattr(declared, "image_routes", None)
     cache = (
         f"  pull-through cache {routes.registry}: rules {', '.join(sorted(routes.prefixes))}"

@@ -1,12 +1,7 @@
-"""Plan check: which backend runs each job, and whether a TrainJob's pods are the job's pods.
-
-A TrainJob does not carry its pod: Kubeflow Trainer builds it from the ClusterTrainingRuntime
-and the TrainJob's trainer fields and runtime patch. This check rehearses that build
-(`trainjob.effective_pod`, with the runtime from the plan, or trainforge's own) and compares
-it with the pod the job asked for (the shared pod builder's, `DeclaredJob.emitted.pod`): a
-runtime edited by hand, or a field v2.3 silently drops, would otherwise only show as pods
-without their FSx claim, tolerations or GPUs after `pulumi up`. The section lists each job's
-backend and workload so a reviewer sees a backend switch at a glance.
+"""Plan check: which backend runs each job, and whether a TrainJob's pods are the job's pods:
+the pod Kubeflow Trainer builds from the job's runtime (`trainjob.effective_pod`) against the
+pod the job asked for (`DeclaredJob.emitted.pod`), so a hand-edited runtime, or a field the
+Trainer drops, shows in the plan and not as pods without their claim or GPUs after `pulumi up`.
 """
 
 from __future__ import annotations
@@ -62,12 +57,42 @@ def _differences(wanted: dict[str, Any], built: dict[str, Any]) -> list[str]:
 
 def runtime_docs(ctx: PlanContext) -> dict[str, dict]:
     """The ClusterTrainingRuntimes a TrainJob can name, by name: the platform's own, as the
-    plan rendered them where it did (the retry-bound rehearsal reads the same index)."""
+    plan rendered them where it did (the retry-bound rehearsal reads the same index); made
+    once per plan (`ctx.memo`)."""
     from trainforge.jobs import trainjob  # noqa: PLC0415
 
-    runtimes = {d["metadata"]["name"]: d for d in trainjob.runtime_manifests()}
-    runtimes.update({o.obj_name: o.doc for o in ctx.objects if o.kind == trainjob.RUNTIME_KIND})
-    return runtimes
+    if "runtime_docs" not in ctx.memo:
+        runtimes = {d["metadata"]["name"]: d for d in trainjob.runtime_manifests()}
+        runtimes.update({o.obj_name: o.doc for o in ctx.objects if o.kind == trainjob.RUNTIME_KIND})
+        ctx.memo["runtime_docs"] = runtimes
+    return ctx.memo["runtime_docs"]
+
+
+def trainjob_runtime(ctx: PlanContext, doc: dict[str, Any]) -> dict[str, Any] | None:
+    """The runtime a TrainJob names (`runtime_docs` for a ClusterTrainingRuntime; a
+    TrainingRuntime of its namespace in the plan), None when there is none: the one lookup of
+    the checks that build its pod (`trainjob.effective_pod`: the pod scripts, the SDK's jobs)."""
+    from trainforge.jobs import trainjob  # noqa: PLC0415
+
+    ref = (doc.get("spec") or {}).get("runtimeRef") or {}
+    kind, name = ref.get("kind") or trainjob.RUNTIME_KIND, ref.get("name")
+    if kind == trainjob.RUNTIME_KIND:
+        return runtime_docs(ctx).get(str(name))
+    ns = (doc.get("metadata") or {}).get("namespace")
+    found = (o.doc for o in ctx.objects if (o.kind, o.namespace, o.obj_name) == (kind, ns, name))
+    return next(found, None)
+
+
+def trainjob_pod(ctx: PlanContext, doc: dict[str, Any]) -> dict[str, Any] | None:
+    """The pod the Trainer builds for a TrainJob from its runtime (`trainjob_runtime`; None
+    without one), as Kueue leaves the job once it manages it (`trainjob.kueue_admitted`);
+    raises what `trainjob.effective_pod` raises for a malformed job."""
+    from trainforge.jobs import trainjob  # noqa: PLC0415
+
+    runtime = trainjob_runtime(ctx, doc)
+    if runtime is None:
+        return None
+    return trainjob.effective_pod(trainjob.kueue_admitted(doc), runtime)
 
 
 def check(ctx: PlanContext) -> CheckResult:
@@ -76,7 +101,6 @@ def check(ctx: PlanContext) -> CheckResult:
     declared = ctx.declared
     if declared is None or not declared.jobs:
         return CheckResult()
-    runtimes = runtime_docs(ctx)
     findings: list[Finding] = []
     lines: list[str] = []
     data: list[dict[str, Any]] = []
@@ -88,13 +112,11 @@ def check(ctx: PlanContext) -> CheckResult:
         if emitted.backend == trainjob.BACKEND:
             name = wl["spec"]["runtimeRef"]["name"]
             note = f"runtime {name}"
-            runtime = runtimes.get(name)
-            if runtime is None:
+            built = trainjob_pod(ctx, wl)
+            if built is None:
                 note += " (not in this plan: checked by the cluster's webhook only)"
             else:
-                # as the Trainer sees it once Kueue has admitted (rewritten) the TrainJob
-                admitted = trainjob.kueue_admitted(wl)
-                diff = _differences(emitted.pod, trainjob.effective_pod(admitted, runtime))
+                diff = _differences(emitted.pod, built)
                 if diff:
                     findings.append(
                         Finding(

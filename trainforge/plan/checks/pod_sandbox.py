@@ -1,28 +1,8 @@
-"""Run a container's shell script here the way the kubelet and containerd would run it.
-
-Why: a script that is valid shell can still fail in its pod: `chmod` on a directory the
-process no longer owns needs CAP_FOWNER, a non-root user has no capabilities at all, a
-read-only root file system refuses writes outside the volumes. Running the real script under
-the real identity against scratch directories that stand for its volumes shows that before
-`pulumi up` does.
-
-How: private mount, PID, IPC, UTS and network namespaces (`unshare`) hold a new root (tmpfs) with the host's
-/usr, /bin, /lib* bound read-only, the scratch directories bound at the container's mount
-paths, and, with readOnlyRootFilesystem, the root remounted read-only. `chroot` enters it and
-`setpriv` becomes the container's user: uid/gid, supplementary groups (supplementalGroups and
-fsGroup), the capability bounding set containerd keeps after drop/add, no inheritable or
-ambient capabilities (Kubernetes sets none), and no_new_privs for allowPrivilegeEscalation:
-false. As on a node, exec then leaves a root process exactly the bounding set as effective
-capabilities and a non-root process none.
-
-The shell: with `busybox` on PATH the script runs in `busybox sh` with busybox's applets first
-on PATH (our helper image is busybox); otherwise in the host's /bin/sh (dash on Debian) with
-coreutils. Both are POSIX shells; docs/rehearsals.md lists what differs.
-
-Needs Linux, root (to switch users and capabilities), util-linux (unshare, setpriv) and
-namespaces; `unavailable()` says why not, and callers report the rehearsal as not run. A root
-identity with a capability that could leave the sandbox (UNSAFE_CAPS: SYS_CHROOT, MKNOD,
-SYS_ADMIN ...) is not run on this machine either (`Identity.unsafe`).
+"""Run a container's shell script here the way the kubelet and containerd would run it: in
+private namespaces, on a new read-only root, `chroot` and `setpriv` to the container's user,
+groups and capabilities, on scratch directories standing for its volumes; every run proves
+whom it ran as. Why and how, and what it cannot do: docs/rehearsals.md, "Pod script
+rehearsal". Needs Linux, root and util-linux (`unavailable()` says why not).
 """
 
 from __future__ import annotations

@@ -1,40 +1,8 @@
-"""Plan check: the pod script rehearsal. Every shell script the platform runs in a pod runs
-here, under that container's securityContext, against scratch directories standing for its
-volumes, more than once; then the pods that use those volumes must be able to write there.
-
-Why: the first wave's `fsx-team-dir` Job was schema-valid and admitted by every policy, yet
-`chmod` after `chown` needs CAP_FOWNER, which the Job does not have: every team namespace
-would have failed `pulumi up`. Only running the script shows that (trainforge.plan.checks.pod_sandbox
-does the running).
-
-What is found and how it is modelled:
-- scripts: every container and init container, in every object with a pod template
-  (Jobs, Deployments, DaemonSets, PyTorchJobs, ...), whose command is `sh|bash|ash -c SCRIPT`,
-  run with that shell (`bash -c` with bash) in the container's workingDir. A Trainer v2
-  TrainJob has no pod template of its own: its pod is the one the Trainer builds from its
-  runtime (`trainjob.effective_pod`: the runtime's template, the job's patches, its trainer
-  command, or the runtime's when it sets none), so that pod's script is rehearsed, as the
-  Kubeflow SDK's `bash -c` script is (tests/platform/test_kubeflow_sdk.py). A training
-  image's programs are not on this machine: IMAGE_STAND_INS stand for them (torchrun and
-  python parse the Python file they are given, pip installs nothing).
-- volumes: a claim is a fresh volume root, root:root 0755 (a new FSx for Lustre or EBS file
-  system), shared by every pod that mounts the same claim. A PV that mounts one directory
-  of a file system (annotation `trainforge.io/fsx-directory`, a Lustre fileset: the team
-  volumes of trainforge.platform.fsx) is that directory of the same file system as every
-  other PV with the same volumeHandle; the directory must exist when a pod mounts it (a
-  fileset mount of a missing directory fails; the kubelet makes nothing there); a `subPath`
-  missing when a pod starts is made by the kubelet, root-owned with the volume root's mode
-  and a setgid parent's group (as kubelet's makeMounts and SafeMakeDir do); emptyDir is
-  0777; configMap/secret/projected are empty and read-only; fsGroup (the script's pod's and
-  each consumer pod's) is applied to emptyDir and non-FSx claims only (the FSx CSI driver
-  does not apply it to shared ReadWriteMany volumes). Other volume types are not rehearsed.
-- scenarios: (A) fresh volumes: run, run again (Job retry), every consumer writes, run again
-  (the Job re-created after the consumers wrote), consumers write again; (B) the consumers'
-  subPaths already made by the kubelet (root-owned) before the script runs.
-- consumers: every other pod mounting the same claim, as its own securityContext says, writing
-  the directories its command names (--checkpoint-dir, --output-dir) or its job contract's
-  TRAINFORGE_CHECKPOINT_DIR/TRAINFORGE_OUTPUT_DIR (user code), else its mount path;
-  for a team with no job yet, a probe pod with the team's UID/GID (TeamFacts).
+"""Plan check: the pod script rehearsal. Every shell script a rendered pod runs (a TrainJob's:
+in the pod the Trainer builds from its runtime) runs here under its container's
+securityContext on scratch volumes, more than once; then the pods that use those volumes must
+be able to write there. What is modelled and why: docs/rehearsals.md, "Pod script rehearsal";
+the running: trainforge.plan.checks.pod_sandbox.
 """
 
 from __future__ import annotations
@@ -55,6 +23,7 @@ from trainforge.jobs import trainjob
 from trainforge.jobs.backends import pod_templates
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.checks import pod_sandbox as sandbox
+from trainforge.plan.checks.job_backends import trainjob_pod
 
 SCRIPT_FAILS = "TRAINFORGE_POD_SCRIPT_FAILS"
 CANNOT_WRITE = "TRAINFORGE_POD_CANNOT_WRITE"
@@ -84,6 +53,18 @@ WRITE_FLAGS = ("--checkpoint-dir", "--output-dir")
 WRITE_ENV = ("TRAINFORGE_CHECKPOINT_DIR", "TRAINFORGE_OUTPUT_DIR")
 READ_ONLY_VOLUMES = ("configMap", "secret", "projected", "downwardAPI")
 FSX_DRIVER = "fsx.csi.aws.com"
+# The scenarios, each on fresh scratch volumes, and their steps (docs/rehearsals.md)
+KUBELET_FIRST = "subPaths made by the kubelet first"
+SCENARIOS = {
+    "fresh volume": (
+        "run 1",
+        "run 2 (Job retry)",
+        "writes",
+        "run 3 (Job re-created)",
+        "writes again",
+    ),
+    KUBELET_FIRST: ("run 1", "writes"),
+}
 
 
 def _argv(container: dict[str, Any]) -> list[str]:
@@ -153,17 +134,23 @@ class VolumeMount:
     read_only: bool = False
     sub_path: str = ""
 
+    @property
+    def claim(self) -> str | None:
+        """The name of the claim it mounts (None: another volume type)."""
+        pvc = self.volume.get("persistentVolumeClaim")
+        return None if pvc is None else pvc["claimName"]
+
 
 @dataclass
 class Script:
-    ident: str  # namespace/Kind/name
-    urn: str
-    obj_name: str
     container: str
     script: str
     identity: sandbox.Identity
     mounts: list[VolumeMount]
     env: dict[str, str]
+    ident: str = ""  # namespace/Kind/name
+    urn: str = ""
+    obj_name: str = ""
     fs_group: int | None = None
     skip: str | None = None
     shell: str = "sh"  # the container's shell: `bash -c` runs with bash
@@ -171,17 +158,13 @@ class Script:
     image: bool = False  # a training image's script: IMAGE_STAND_INS on PATH
 
 
-# Stand-ins for a training image's programs, first on PATH of a TrainJob's script (the image
-# is not here, and its programs must not run here: they would train). torchrun and python
-# check what they are given is Python (a file's syntax, or `-c` code) and exit; pip installs
-# nothing. The same stand-in as the Kubeflow SDK test's torchrun.
+# Stand-ins for a training image's programs, first on PATH of a TrainJob's script
+# (docs/rehearsals.md, "Trainer v2 TrainJobs"): the image is not here and must not train here.
 STAND_IN_DIR = "/opt/trainforge-image-stand-in"
-# Where a stand-in pip notes each install it did not run (a writable scratch mount): a run
-# that met it is "ok" only for everything but its package install, and the rehearsal says
-# so, whatever the script printed (the SDK's script logs pip to a file and says "Successfully
-# installed"). Whether an install reaches a package index is the Kubeflow SDK check's
-# (TRAINFORGE_SDK_PACKAGES), rehearsed there with a real pip.
+# Where a stand-in pip notes each install it did not run: such a run is "ok but pip not run"
+# whatever the script printed (PIP_NOTE); `plan --sdk` rehearses the install with a real pip.
 STAND_IN_LOG = "/opt/trainforge-stand-in-log"
+CA_DIR = "/etc/ssl"  # the host's CA bundle, for a real pip (`run_script`'s python)
 PIP_NOTE = (
     "pip not run: its package install was not rehearsed (no package index here); whether the "
     "pod's namespace reaches one is its egress's (`plan --sdk` judges packages_to_install)"
@@ -230,70 +213,51 @@ IMAGE_STAND_INS.update(
 )
 
 
-def _stand_ins(base: pathlib.Path) -> sandbox.Mount:
+def _stand_ins(base: pathlib.Path, python: str | None = None) -> sandbox.Mount:
+    """IMAGE_STAND_INS in a directory of `base`; `python`: a real interpreter for python and
+    python3 instead of the syntax check (`plan --sdk` rehearses a real pip install)."""
     d = base / "image-stand-in"
     d.mkdir()
     for name, text in IMAGE_STAND_INS.items():
+        if python is not None and name in ("python", "python3"):
+            text = f'#!/bin/sh\nexec {python} "$@"\n'
         (d / name).write_text(text)
         (d / name).chmod(0o755)
     d.chmod(0o755)
     return sandbox.Mount(d, STAND_IN_DIR, True)
 
 
-def _runtimes(objects: list[Any]) -> dict[tuple[str, str | None, str], dict[str, Any]]:
-    """The plan's training runtimes: (kind, namespace or None, name) -> manifest."""
-    return {
-        (o.kind, o.namespace if o.kind == "TrainingRuntime" else None, o.obj_name): o.doc
-        for o in objects
-        if o.kind in ("ClusterTrainingRuntime", "TrainingRuntime")
-    }
-
-
-def _trainjob_pod(
-    o: Any, runtimes: dict[tuple[str, str | None, str], dict[str, Any]]
-) -> tuple[dict[str, Any] | None, str]:
-    """(the pod the Trainer builds for TrainJob `o`, or None, and why none): from its runtime
-    in the plan, else the platform's runtime of that name (trainjob.runtime_manifests)."""
+def _trainjob_pod(ctx: PlanContext, o: Any) -> tuple[dict[str, Any] | None, str]:
+    """(the pod the Trainer builds for TrainJob `o`, as Kueue leaves the job once it manages
+    it, or None, and why none)."""
     ref = (o.doc.get("spec") or {}).get("runtimeRef") or {}
-    kind = ref.get("kind") or trainjob.RUNTIME_KIND
-    name = str(ref.get("name"))
-    runtime = runtimes.get((kind, o.namespace if kind == "TrainingRuntime" else None, name))
-    if runtime is None and kind == trainjob.RUNTIME_KIND:
-        runtime = next(
-            (r for r in trainjob.runtime_manifests() if r["metadata"]["name"] == name), None
-        )
-    if runtime is None:
-        return None, f"its runtime {kind} {name!r} is neither in the plan nor the platform's"
+    kind, name = ref.get("kind") or trainjob.RUNTIME_KIND, str(ref.get("name"))
     try:
-        # as Kueue leaves it once it manages the job (a queue label): the fields it keeps
-        return trainjob.effective_pod(trainjob.kueue_admitted(o.doc), runtime), ""
+        pod = trainjob_pod(ctx, o.doc)
     except (KeyError, TypeError, AttributeError, StopIteration) as e:
         return None, f"its pod cannot be built from runtime {name!r} ({type(e).__name__}: {e})"
+    if pod is None:
+        return None, f"its runtime {kind} {name!r} is neither in the plan nor the platform's"
+    return pod, ""
 
 
-class _Objects:
-    """Lookups over the rendered objects: claims to PVs, pods mounting a claim."""
-
-    def __init__(self, objects: list[Any]) -> None:
-        self.pvcs = {
-            (o.namespace, o.obj_name): o.doc for o in objects if o.kind == "PersistentVolumeClaim"
-        }
-        self.pvs = {o.obj_name: o.doc for o in objects if o.kind == "PersistentVolume"}
-
-    def claim(self, namespace: str, name: str) -> Claim:
-        pvc = self.pvcs.get((namespace, name), {})
-        pv_name = (pvc.get("spec") or {}).get("volumeName")
-        driver, volume, directory = "", "", ""
-        for pv_key, pv in self.pvs.items():
-            ref = (pv.get("spec") or {}).get("claimRef") or {}
-            if pv_key == pv_name or (ref.get("namespace"), ref.get("name")) == (namespace, name):
-                csi = (pv.get("spec") or {}).get("csi") or {}
-                driver = csi.get("driver", "")
-                annotations = (pv.get("metadata") or {}).get("annotations") or {}
-                if DIRECTORY_ANNOTATION in annotations:
-                    volume = f"{driver}/{csi.get('volumeHandle', '')}"
-                    directory = str(annotations[DIRECTORY_ANNOTATION]).strip("/")
-        return Claim(namespace, name, driver, volume, directory)
+def _claim(objects: list[Any], namespace: str, name: str) -> Claim:
+    """The claim and what its PV (the claim's volumeName, or the PV's claimRef) mounts."""
+    pvcs = (o for o in objects if o.kind == "PersistentVolumeClaim")
+    pvc = next((o.doc for o in pvcs if (o.namespace, o.obj_name) == (namespace, name)), {})
+    pv_name = (pvc.get("spec") or {}).get("volumeName")
+    driver, volume, directory = "", "", ""
+    for pv in (o.doc for o in objects if o.kind == "PersistentVolume"):
+        ref = (pv.get("spec") or {}).get("claimRef") or {}
+        pv_key = (pv.get("metadata") or {}).get("name")
+        if pv_key == pv_name or (ref.get("namespace"), ref.get("name")) == (namespace, name):
+            csi = (pv.get("spec") or {}).get("csi") or {}
+            driver = csi.get("driver", "")
+            annotations = (pv.get("metadata") or {}).get("annotations") or {}
+            if DIRECTORY_ANNOTATION in annotations:
+                volume = f"{driver}/{csi.get('volumeHandle', '')}"
+                directory = str(annotations[DIRECTORY_ANNOTATION]).strip("/")
+    return Claim(namespace, name, driver, volume, directory)
 
 
 def _shell_name(container: dict[str, Any]) -> str:
@@ -314,30 +278,65 @@ def _write_dirs(container: dict[str, Any], mount_path: str) -> tuple[str, ...]:
     dirs = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a in WRITE_FLAGS]
     dirs += [a.split("=", 1)[1] for a in argv if a.split("=", 1)[0] in WRITE_FLAGS and "=" in a]
     # The job contract's directories (what user code writes: trainforge.training.contract)
-    dirs += [
-        str(e.get("value"))
-        for e in container.get("env") or ()
-        if isinstance(e, dict) and e.get("name") in WRITE_ENV and isinstance(e.get("value"), str)
-    ]
+    dirs += [v for k, v in _literal_env(container).items() if k in WRITE_ENV]
     dirs = list(dict.fromkeys(dirs))
     inside = tuple(d for d in dirs if d == mount_path or d.startswith(mount_path.rstrip("/") + "/"))
     return inside or (mount_path,)
 
 
+def _mounts(pod: dict[str, Any], c: dict[str, Any]) -> list[VolumeMount]:
+    volumes = {v.get("name"): v for v in pod.get("volumes") or () if isinstance(v, dict)}
+    return [
+        VolumeMount(
+            m["name"],
+            m["mountPath"],
+            volumes.get(m["name"], {}),
+            bool(m.get("readOnly")),
+            m.get("subPath", ""),
+        )
+        for m in c.get("volumeMounts") or ()
+    ]
+
+
+def script_of(
+    pod: dict[str, Any], c: dict[str, Any], *, image: bool = False, **where: str
+) -> Script | None:
+    """Container `c`'s script in pod spec `pod` as it runs (None: it runs no shell script),
+    with why it is not rehearsed (`skip`) where it cannot be; `where`: its object's ident,
+    urn and obj_name; `image`: a training image's (IMAGE_STAND_INS on PATH)."""
+    script = shell_script(c)
+    if script is None:
+        return None
+    identity = sandbox.Identity.of(pod.get("securityContext"), c.get("securityContext"))
+    mounts = _mounts(pod, c)
+    s = Script(str(c.get("name")), script, identity, mounts, _literal_env(c), **where)
+    s.fs_group = (pod.get("securityContext") or {}).get("fsGroup")
+    s.shell, s.cwd, s.image = _shell_name(c), c.get("workingDir"), image
+    if identity.unsafe:
+        caps = ", ".join(sorted(identity.unsafe))
+        s.skip = (
+            f"runs as root with {caps}, which could leave the sandbox and change "
+            "this machine; rehearse it in a throwaway VM, or drop the capability"
+        )
+    for vm in mounts:
+        kind = _volume_kind(vm.volume)
+        if kind not in ("claim", "emptyDir", "readOnly"):
+            s.skip = s.skip or f"volume {vm.name!r} is a {kind}, which is not rehearsed"
+    return s
+
+
 def _collect(ctx: PlanContext) -> tuple[list[Script], dict[str, list[Consumer]], dict[str, Claim]]:
-    lookup = _Objects(ctx.objects)
     scripts: list[Script] = []
     consumers: dict[str, list[Consumer]] = {}
     claims: dict[str, Claim] = {}
     seen: set[tuple[Any, ...]] = set()
-    runtimes = _runtimes(ctx.objects)
     for o in ctx.objects:
         ns = o.namespace or ""
         # the pod specs the object itself writes (the one walker, jobs.backends)
         pods = [t.spec for t in pod_templates(o.doc, build=False)]
         is_trainjob = o.kind == trainjob.KIND
         if is_trainjob:  # its pod is the Trainer's, built from the job and its runtime
-            built, why = _trainjob_pod(o, runtimes)
+            built, why = _trainjob_pod(ctx, o)
             if built is not None:
                 pods = [built.get("spec") or {}]
             else:
@@ -345,63 +344,25 @@ def _collect(ctx: PlanContext) -> tuple[list[Script], dict[str, list[Consumer]],
                 script = shell_script(trainer)
                 if script is not None:
                     scripts.append(
-                        Script(o.ident, o.urn, o.name, trainjob.CONTAINER, script,
-                               sandbox.Identity.of(None, None), [], {}, skip=why)
+                        Script(trainjob.CONTAINER, script, sandbox.Identity.of(None, None), [], {},
+                               o.ident, o.urn, o.name, skip=why)
                     )  # fmt: skip
         for pod in pods:
-            volumes = {v.get("name"): v for v in pod.get("volumes") or () if isinstance(v, dict)}
             fs_group = (pod.get("securityContext") or {}).get("fsGroup")
             for c in [*(pod.get("initContainers") or ()), *(pod.get("containers") or ())]:
-                identity = sandbox.Identity.of(pod.get("securityContext"), c.get("securityContext"))
-                script = shell_script(c)
-                mounts = [
-                    VolumeMount(
-                        m["name"],
-                        m["mountPath"],
-                        volumes.get(m["name"], {}),
-                        bool(m.get("readOnly")),
-                        m.get("subPath", ""),
-                    )
-                    for m in c.get("volumeMounts") or ()
-                ]
-                if script is not None:
-                    unsafe = identity.unsafe
-                    s = Script(
-                        ident=o.ident,
-                        urn=o.urn,
-                        obj_name=o.name,
-                        container=str(c.get("name")),
-                        script=script,
-                        identity=identity,
-                        mounts=mounts,
-                        env=_literal_env(c),
-                        fs_group=fs_group,
-                        shell=_shell_name(c),
-                        cwd=c.get("workingDir"),
-                        image=is_trainjob,
-                    )
-                    if unsafe:
-                        caps = ", ".join(sorted(unsafe))
-                        s.skip = (
-                            f"runs as root with {caps}, which could leave the sandbox and change "
-                            "this machine; rehearse it in a throwaway VM, or drop the capability"
-                        )
-                    for vm in mounts:
-                        kind = _volume_kind(vm.volume)
-                        if kind not in ("claim", "emptyDir", "readOnly"):
-                            s.skip = (
-                                s.skip or f"volume {vm.name!r} is a {kind}, which is not rehearsed"
-                            )
-                        if kind == "claim":
-                            claim_name = vm.volume["persistentVolumeClaim"]["claimName"]
-                            cl = lookup.claim(ns, claim_name)
+                s = script_of(pod, c, image=is_trainjob, ident=o.ident, urn=o.urn, obj_name=o.name)
+                if s is not None:
+                    for vm in s.mounts:
+                        if vm.claim is not None:
+                            cl = _claim(ctx.objects, ns, vm.claim)
                             claims[cl.key] = cl
                     scripts.append(s)
                     continue
-                for vm in mounts:
-                    if _volume_kind(vm.volume) != "claim" or vm.read_only:
+                identity = sandbox.Identity.of(pod.get("securityContext"), c.get("securityContext"))
+                for vm in _mounts(pod, c):
+                    if vm.claim is None or vm.read_only:
                         continue
-                    cl = lookup.claim(ns, vm.volume["persistentVolumeClaim"]["claimName"])
+                    cl = _claim(ctx.objects, ns, vm.claim)
                     dirs = _write_dirs(c, vm.path)
                     key = (cl.key, identity, vm.path, vm.sub_path, dirs, fs_group)
                     if key in seen:
@@ -420,7 +381,7 @@ def _collect(ctx: PlanContext) -> tuple[list[Script], dict[str, list[Consumer]],
             key = f"{team.namespace}/{team.claim_name}"
             if key in consumers:
                 continue
-            claims[key] = lookup.claim(team.namespace, team.claim_name)
+            claims[key] = _claim(ctx.objects, team.namespace, team.claim_name)
             probe = sandbox.Identity(
                 uid=team.run_as_user,
                 gid=team.run_as_group,
@@ -540,13 +501,18 @@ def _verdict(r: sandbox.RunResult) -> str:
     return "ok"
 
 
-def _run_script(s: Script, run: _Run, ns: str) -> sandbox.RunResult:
+def run_script(
+    s: Script, run: _Run, ns: str, *, python: str | None = None, timeout: int = 30
+) -> sandbox.RunResult:
+    """Run script `s` in the sandbox, its volumes `run`'s scratch directories (its claims in
+    namespace `ns`). `python`: a real interpreter for a training image's python (`_stand_ins`),
+    with the CA bundle and no retries: its pip fails on the missing index, soon, not on TLS."""
     mounts: list[sandbox.Mount] = []
     for vm in s.mounts:
         kind = _volume_kind(vm.volume)
         ro = vm.read_only
         if kind == "claim":
-            key = f"{ns}/{vm.volume['persistentVolumeClaim']['claimName']}"
+            key = f"{ns}/{vm.claim}"
             _fs_group(run, key, s.fs_group)
             host = run.subpath(key, vm.sub_path)
         elif kind == "emptyDir":
@@ -557,12 +523,16 @@ def _run_script(s: Script, run: _Run, ns: str) -> sandbox.RunResult:
     env = dict(s.env)
     log = None
     if s.image:  # the image's programs: stand-ins first on PATH
-        mounts.append(_stand_ins(run.scratch(0o755, None)))
+        mounts.append(_stand_ins(run.scratch(0o755, None), python))
         log = run.scratch(0o777, None)
         mounts.append(sandbox.Mount(log, STAND_IN_LOG, False))
         env["PATH"] = f"{STAND_IN_DIR}:{env.get('PATH') or sandbox.SYSTEM_PATH}"
+    if python is not None:
+        env["PIP_RETRIES"] = "0"
+        if os.path.isdir(CA_DIR):
+            mounts.append(sandbox.Mount(pathlib.Path(CA_DIR), CA_DIR, True))
     shell = "/bin/bash" if s.shell == "bash" else None
-    r = sandbox.run(s.script, s.identity, mounts, env=env, shell=shell, cwd=s.cwd)
+    r = sandbox.run(s.script, s.identity, mounts, env=env, shell=shell, cwd=s.cwd, timeout=timeout)
     if log is not None and (log / "pip").exists():
         return dataclasses.replace(r, pip_not_run=True)
     return r
@@ -665,13 +635,7 @@ def check(ctx: PlanContext) -> CheckResult:
             # a script the rehearsal cannot run is not a script that passed: say so
             fail(s, UNREHEARSED, f"{s.ident} container {s.container}: not rehearsed: {s.skip}")
             continue
-        mine = sorted(
-            {
-                f"{ns}/{vm.volume['persistentVolumeClaim']['claimName']}"
-                for vm in s.mounts
-                if "persistentVolumeClaim" in vm.volume
-            }
-        )
+        mine = sorted({f"{ns}/{vm.claim}" for vm in s.mounts if vm.claim is not None})
         # every pod on the same file systems: the same claim, or another directory of it
         file_systems = {claims[k].fs for k in mine}
         related = [
@@ -689,8 +653,8 @@ def check(ctx: PlanContext) -> CheckResult:
             lines.append(
                 f"  then {c.name} writes {', '.join(c.dirs)}{on} as {c.identity.describe()}"
             )
-        scenarios = [("fresh volume", False), ("subPaths made by the kubelet first", True)]
-        for label, kubelet_first in scenarios:
+        for label, steps in SCENARIOS.items():
+            kubelet_first = label == KUBELET_FIRST
             if kubelet_first and not any(c.sub_path for _, c in related):
                 continue
             with tempfile.TemporaryDirectory(prefix="tf-pod-rehearsal-") as tmp:
@@ -700,36 +664,24 @@ def check(ctx: PlanContext) -> CheckResult:
                         # a fileset that is not there yet cannot be mounted: nothing to make
                         with contextlib.suppress(MissingDirectory):
                             run.subpath(k, c.sub_path)
-                steps = [
-                    "run 1",
-                    "run 2 (Job retry)",
-                    "writes",
-                    "run 3 (Job re-created)",
-                    "writes again",
-                ]
-                if kubelet_first:
-                    steps = ["run 1", "writes"]
                 outcome = []
                 active = list(related)
                 for step in steps:
                     if step.startswith("writes"):
-                        bad = None
-                        for _k, c, r in _writes(active, run, step.replace(" ", "-")):
-                            if not r.ok:
-                                bad = (c, r)
-                                fail(
-                                    s,
-                                    CANNOT_WRITE,
-                                    f"after {s.ident} ran ({label}), {c.name} "
-                                    f"({c.identity.describe()}) cannot write "
-                                    f"{', '.join(c.dirs)}: {r.tail()}",
-                                )
-                                break
+                        results = _writes(active, run, step.replace(" ", "-"))
+                        bad = next(((c, r) for _, c, r in results if not r.ok), None)
                         outcome.append(f"{step} {'FAILED' if bad else 'ok'}")
-                        if bad:
-                            break
-                        continue
-                    r = _run_script(s, run, ns)
+                        if bad is None:
+                            continue
+                        c, r = bad
+                        fail(
+                            s,
+                            CANNOT_WRITE,
+                            f"after {s.ident} ran ({label}), {c.name} ({c.identity.describe()}) "
+                            f"cannot write {', '.join(c.dirs)}: {r.tail()}",
+                        )
+                        break
+                    r = run_script(s, run, ns)
                     if step == "run 1" and r.ok:
                         # another directory of the file system is this script's business only
                         # if the script made it (each team's Job makes its own)

@@ -1,24 +1,10 @@
-"""Plan check: each TrainJob a Kubeflow SDK program sent (`trainforge plan --sdk`), as a job.
-
-Why: the stack's jobs are judged from their declarations (checks/scheduling.py, queues.py,
-cost_check.py); a TrainJob a program sends to the API server has none. Kueue admits it on
-quota alone: it does not know node sizes, so a pod asking 2 GPUs is admitted on the flavor of
-a pool of 1-GPU nodes and stays Pending for ever. This check judges every sent TrainJob with
-the plan's own pieces: the queue (`queues.admit_submitted`: its LocalQueue, flavor and
-taints), the node fit on the pool of the flavor Kueue assigns (`jobs.capacity.rehearse`, the
-scheduling rehearsal's), the price of the nodes it needs (`plan.cost.choose_nodes`). The rest
-is judged where every object is (core.evaluate): CRD schema and runtime (checks/validate.py),
-the policy rules on its pod (image rules included), its bash script in the pod sandbox
-(checks/pod_scripts.py).
-
-It also refuses what the program asked and the platform cannot do: a runtime the stack does
-not declare (the SDK then stops with `Failed to get Runtime`: the fix is the key
-`trainforge:jobBackends`), and `packages_to_install`: the SDK's pods run `pip install` from a
-package index at start, and a team's egress reaches none (DNS, the VPC's AWS endpoints, S3 and
-the Pod Identity agent only: platform/teams.py, read here from the plan's NetworkPolicies).
-The SDK's own install script is rehearsed in the pod sandbox with a real pip and no network,
-where it exits 1. (A deploy review also found the DLC's Python a virtualenv, where pip refuses
-`--user`; the refusal does not rest on that, which is not rehearsed here.)
+"""Plan check: each TrainJob a Kubeflow SDK program sent (`trainforge plan --sdk`), as a job:
+the queue (`queues.admit_submitted`), the node fit on the pool of the flavor Kueue assigns
+(`jobs.capacity.rehearse`), the price of its nodes (`plan.cost.choose_nodes`), and what the
+platform cannot do: a runtime the stack does not declare, `packages_to_install` where egress
+reaches no package index (the SDK's install script rehearsed in the pod sandbox with a real
+pip). Every other check judges the sent objects as the stack's own. docs/jobs.md, "The
+Kubeflow SDK".
 """
 
 from __future__ import annotations
@@ -41,8 +27,7 @@ from trainforge.plan.checks import pod_sandbox as sandbox
 from trainforge.plan.checks import pod_scripts as P
 from trainforge.plan.checks import queues as Q
 from trainforge.plan.checks import scheduling as S
-from trainforge.plan.checks.pod_scripts import shell_script
-from trainforge.plan.kueue.workload import pod_requests
+from trainforge.plan.checks.job_backends import trainjob_pod, trainjob_runtime
 from trainforge.plan.sdk import SENT_URN
 
 TITLE = "Kubeflow SDK program (plan --sdk)"
@@ -81,7 +66,7 @@ def packages(pod: dict[str, Any]) -> list[str] | None:
     """The packages the SDK's install script in the pod installs with pip (None: it has no
     such script; a `pip install` in the user's own function text is not the SDK's)."""
     for c in (pod.get("spec") or {}).get("containers") or []:
-        script = shell_script(c) or ""
+        script = P.shell_script(c) or ""
         m = _PACKAGES.search(script)
         if m is None or not _PIP.search(script[m.end() :]):
             continue
@@ -96,7 +81,6 @@ def packages(pod: dict[str, Any]) -> list[str] | None:
 # SDK's install script meets a real pip, in a sandbox whose network namespace reaches nothing
 # (as a team namespace's egress reaches no package index). torchrun stays the plan's stand-in.
 HOST_PYTHON = "/usr/bin/python3"
-CA_DIR = "/etc/ssl"
 
 
 def rehearse_install(pod: dict[str, Any]) -> sandbox.RunResult | str:
@@ -110,42 +94,12 @@ def rehearse_install(pod: dict[str, Any]) -> sandbox.RunResult | str:
         return f"no {HOST_PYTHON} here to stand for the image's Python"
     spec = pod.get("spec") or {}
     (c, *_) = spec.get("containers") or [{}]
-    script = shell_script(c)
+    script = P.script_of(spec, c, image=True)
     if script is None:
         return "its container runs no shell script"
-    volumes = {v["name"]: v for v in spec.get("volumes") or []}
-    env = {e["name"]: str(e["value"]) for e in c.get("env") or [] if "value" in e}
     with tempfile.TemporaryDirectory(prefix="trainforge-sdk-pip-") as tmp:
-        base = pathlib.Path(tmp)
-        mounts = []
-        for m in c.get("volumeMounts") or []:
-            host = base / "volumes" / m["name"]
-            host.mkdir(parents=True, exist_ok=True)
-            if "emptyDir" in volumes.get(m["name"], {}):
-                host.chmod(0o777)  # an emptyDir, as the kubelet makes it
-            mounts.append(sandbox.Mount(host, m["mountPath"], bool(m.get("readOnly"))))
-        stand_in = base / "stand-in"
-        stand_in.mkdir()
-        mount = P._stand_ins(stand_in)
-        for name in ("python", "python3"):  # the real interpreter, not the syntax check
-            (mount.host / name).write_text(f'#!/bin/sh\nexec {HOST_PYTHON} "$@"\n')
-        mounts.append(mount)
-        if os.path.isdir(CA_DIR):  # the image's CA bundle: pip fails on the network, not TLS
-            mounts.append(sandbox.Mount(pathlib.Path(CA_DIR), CA_DIR, True))
-        identity = sandbox.Identity.of(spec.get("securityContext"), c.get("securityContext"))
-        return sandbox.run(
-            script,
-            identity,
-            mounts,
-            env={
-                "HOME": env.get("HOME", "/"),
-                "PATH": f"{P.STAND_IN_DIR}:/usr/bin:/bin",
-                "PIP_RETRIES": "0",
-            },  # fmt: skip
-            shell="/bin/bash",
-            cwd=c.get("workingDir") or "/",
-            timeout=120,
-        )
+        run = P._Run(pathlib.Path(tmp), {})
+        return P.run_script(script, run, "", python=HOST_PYTHON, timeout=120)
 
 
 def open_egress(ctx: PlanContext, namespace: str) -> str | None:
@@ -170,29 +124,6 @@ def open_egress(ctx: PlanContext, namespace: str) -> str | None:
             if https and anywhere:
                 return o.obj_name
     return None
-
-
-def _runtime(ctx: PlanContext, doc: dict[str, Any]) -> dict[str, Any] | None:
-    ref = (doc.get("spec") or {}).get("runtimeRef") or {}
-    kind, name = ref.get("kind") or trainjob.RUNTIME_KIND, ref.get("name")
-    ns = (doc.get("metadata") or {}).get("namespace")
-    for o in ctx.objects:
-        if (
-            o.kind == kind
-            and o.obj_name == name
-            and (kind != "TrainingRuntime" or o.namespace == ns)
-        ):
-            return o.doc
-    return None
-
-
-def _requests(ctx: PlanContext, doc: dict[str, Any], pod: dict[str, Any]) -> dict[str, Fraction]:
-    """A pod's requests as Kueue counts them (trainforge.plan.kueue.workload: the namespace's
-    LimitRange defaults, limits for missing requests), so node fit judges what the queue
-    admits."""
-    ns = (doc.get("metadata") or {}).get("namespace")
-    ranges = [o.doc for o in ctx.objects if o.kind == "LimitRange" and o.namespace == ns]
-    return pod_requests((pod.get("spec") or {}), ranges)
 
 
 def _pools(ctx: PlanContext) -> dict[str, Any]:
@@ -225,14 +156,16 @@ def _judge(ctx: PlanContext, o: Any, region: str) -> tuple[list[str], list[Findi
     doc = o.doc
     lines: list[str] = []
     findings: list[Finding] = []
-    runtime = _runtime(ctx, doc)
-    if runtime is None:  # the SDK reads its runtime first, so it sent none without one
+    pod = trainjob_pod(ctx, doc)
+    if pod is None:  # the SDK reads its runtime first, so it sent none without one
         ref = (doc.get("spec") or {}).get("runtimeRef") or {}
         lines.append(f"{ident}: runtime {ref.get('name')!r} not in the plan: not judged")
         return lines, findings
-    pod = trainjob.effective_pod(doc, runtime)
-    pods = trainjob.num_nodes(doc, runtime)
-    req = _requests(ctx, doc, pod)
+    pods = trainjob.num_nodes(doc, trainjob_runtime(ctx, doc) or {})
+    # a pod's requests as Kueue counts them (LimitRange defaults, limits for missing
+    # requests), so node fit judges what the queue admits
+    w = Q.admit_submitted(ctx, doc, pod, pods)
+    req = {r: v / pods for r, v in w.need.items()}
     gpus = int(req.get(GPU_RESOURCE, 0))
     cpu, memory = req.get("cpu", Fraction(0)), req.get("memory", Fraction(0))
     size = ", ".join(
@@ -242,7 +175,6 @@ def _judge(ctx: PlanContext, o: Any, region: str) -> tuple[list[str], list[Findi
     )
     image = next(iter((pod.get("spec") or {}).get("containers") or []), {}).get("image")
     lines.append(f"{ident}: {pods} pod(s) x ({size or 'no requests'}), image {image}")
-    w = Q.admit_submitted(ctx, doc, pod, pods)
     if w.state != "admitted":
         lines.append(f"  queue: never admitted: {w.reason}")
         findings.append(
