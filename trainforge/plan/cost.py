@@ -1,14 +1,7 @@
-"""What a job costs, what a team's quota allows, and what the platform costs while it exists.
-
-Why at plan time: people decide with money, and the cheapest moment to learn that a job runs on
-$55/hour nodes for a week is before `pulumi up`. Every figure comes from the dated table in
-`price_facts`; a price the table lacks stays `None` ("unknown") all the way to the output,
-and any total that needs it is unknown too (a partial sum is labelled as such, never passed
-off as the total).
-
-Pure functions over typed inputs (the declared jobs and platform contract, the recorded
-resources): `cost_check` turns the result into the plan's section and policy findings, and the
-`--diff` markdown compares two plans' results.
+"""What a job costs, what a team's quota allows, and what the platform costs while it exists
+(docs/cost.md), from the dated price facts: a price the table lacks stays `None` ("unknown")
+to the output, and so does any total that needs it. `cost_check` turns the report into the
+plan's section and findings.
 """
 
 from __future__ import annotations
@@ -17,18 +10,12 @@ import datetime as dt
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from fractions import Fraction
 from typing import Any
 
 from trainforge.core.contract import JobTarget, NodeType, PoolFacts, TeamFacts, efa_count
 from trainforge.core.quantity import parse_quantity
 from trainforge.jobs import capacity
-from trainforge.jobs.duration import (  # noqa: F401 - the plan's checks read them here
-    DURATION_SOURCES,
-    Duration,
-    expected_duration,
-    job_steps,
-)
+from trainforge.jobs.duration import Duration, expected_duration
 from trainforge.jobs.spec import JobSpec
 from trainforge.plan import price_facts as P
 
@@ -37,26 +24,12 @@ HOURS_PER_MONTH = P.HOURS_PER_MONTH
 # --- which nodes a job gets -------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class PodSize:
-    gpus: int
-    cpu: Fraction  # cores
-    memory: Fraction  # bytes
-
-    def describe(self) -> str:
-        gib = self.memory / 2**30
-        mem = f"{int(gib)}Gi" if gib.denominator == 1 else f"{float(gib):.1f}Gi"
-        parts = [f"{self.gpus} GPU"] if self.gpus else []
-        return ", ".join([*parts, f"{float(self.cpu):g} CPU", mem])
-
-
-def pod_size(job: JobSpec) -> PodSize:
-    """The requests of one pod of a *resolved* job."""
-    return PodSize(
-        gpus=job.gpus_per_worker or 0,
-        cpu=parse_quantity(job.cpu or "0"),
-        memory=parse_quantity(job.memory or "0"),
-    )
+def pod_size(job: JobSpec) -> str:
+    """The requests of one pod of a *resolved* job, in words ("1 GPU, 4 CPU, 16Gi")."""
+    gib = parse_quantity(job.memory or "0") / 2**30
+    mem = f"{int(gib)}Gi" if gib.denominator == 1 else f"{float(gib):.1f}Gi"
+    gpus = [f"{job.gpus_per_worker} GPU"] if job.gpus_per_worker else []
+    return ", ".join([*gpus, f"{float(parse_quantity(job.cpu or '0')):g} CPU", mem])
 
 
 def pods_per_node(job: JobSpec, pool: PoolFacts, node: NodeType) -> int:
@@ -111,7 +84,6 @@ def choose_nodes(job: JobSpec, pool: PoolFacts, region: str) -> NodeChoice | Non
     """Where the job's pods land. Karpenter launches the cheapest instance types that fit the
     pending pods, so a Karpenter pool's estimate is the cheapest way to place every pod on
     one of its types; a managed node group launches its types in the order listed."""
-    pod = pod_size(job)
     workers = job.workers
     fitting = [(t, n) for t in _node_types(pool) if (n := pods_per_node(job, pool, t)) > 0]
     if not fitting:
@@ -128,14 +100,14 @@ def choose_nodes(job: JobSpec, pool: PoolFacts, region: str) -> NodeChoice | Non
         )
 
     options = [option(t, n) for t, n in fitting]
-    what = f"{workers} pod(s) of {pod.describe()}"
+    what = f"{workers} pod(s) of {pod_size(job)}"
     if pool.kind == "node-group":
         first = options[0]
         reason = (
             f"managed node group: launches its types in the order listed; {what} (its "
             "desiredSize nodes are also in the platform's fixed cost: they run with or without jobs)"
         )
-        return NodeChoice(**{**first.__dict__, "reason": reason})
+        return replace(first, reason=reason)
     priced = [o for o in options if o.hourly_on_demand is not None]
     unpriced = [o.instance_type for o in options if o.hourly_on_demand is None]
     if not priced:
@@ -146,7 +118,7 @@ def choose_nodes(job: JobSpec, pool: PoolFacts, region: str) -> NodeChoice | Non
         )
         if any(P.ec2_not_listed(region, t) for t in unpriced):
             reason += "; " + "; ".join(P.why_unpriced(region, t) for t in unpriced)
-        return NodeChoice(**{**first.__dict__, "reason": reason})
+        return replace(first, reason=reason)
     best = min(priced, key=lambda o: (o.hourly_on_demand, o.nodes))
     compared = "; ".join(
         f"{o.instance_type} x{o.nodes} ${o.hourly_on_demand:,.2f}/h"
@@ -155,7 +127,7 @@ def choose_nodes(job: JobSpec, pool: PoolFacts, region: str) -> NodeChoice | Non
     reason = f"cheapest type that fits {what} (Karpenter picks by price): {compared}"
     if unpriced:
         reason += f"; unknown price: {', '.join(unpriced)} (could be cheaper)"
-    return NodeChoice(**{**best.__dict__, "reason": reason})
+    return replace(best, reason=reason)
 
 
 # --- per job, per team ----------------------------------------------------------------------
@@ -268,6 +240,10 @@ class QuotaCeiling:
     detail: str
     unlimited: bool = False
 
+    @property
+    def monthly(self) -> float | None:
+        return None if self.hourly is None else self.hourly * HOURS_PER_MONTH
+
 
 def _worst_rate(
     pools: Iterable[PoolFacts], region: str, per_unit: Callable[[NodeType], int]
@@ -345,9 +321,7 @@ class TeamCost:
             "monthUnknown": list(self.month_unknown),
             "jobsOnDemandPerHour": self.jobs_hourly,
             "quotaCeilingPerHour": self.ceiling.hourly,
-            "quotaCeilingPerMonth": None
-            if self.ceiling.hourly is None
-            else self.ceiling.hourly * HOURS_PER_MONTH,
+            "quotaCeilingPerMonth": self.ceiling.monthly,
             "quotaCeiling": self.ceiling.detail,
             "quotaUnlimited": self.ceiling.unlimited,
         }
@@ -397,12 +371,16 @@ class FixedItem:
     note: str = ""
     missing: str = ""  # the price the table lacks ("ebs.gp3 in us-west-2"), when unknown
 
+    @property
+    def monthly(self) -> float | None:
+        return None if self.hourly is None else self.hourly * HOURS_PER_MONTH
+
     def to_json(self) -> dict[str, Any]:
         return {
             "what": self.what,
             "quantity": self.quantity,
             "perHour": self.hourly,
-            "perMonth": None if self.hourly is None else self.hourly * HOURS_PER_MONTH,
+            "perMonth": self.monthly,
             "source": self.source,
             "note": self.note,
         }
@@ -538,21 +516,19 @@ def fixed_costs(resources: list[Any], region: str, today: dt.date) -> list[Fixed
         if _inputs(sc).get("provisioner") == "ebs.csi.aws.com"
         and (_inputs(sc).get("parameters") or {}).get("type") == "gp3"
     }
+    claims: list[tuple[dict[str, Any], str]] = []  # (a claim's spec, whose): PVCs, Helm values
     for pvc in of("kubernetes:core/v1:PersistentVolumeClaim"):
-        spec = _inputs(pvc).get("spec") or {}
-        if spec.get("storageClassName") in gp3_classes:
-            gb = _gib(((spec.get("resources") or {}).get("requests") or {}).get("storage"))
-            if gb:
-                ebs_gb += gb
-                meta = _inputs(pvc).get("metadata") or {}
-                ebs_what.append(f"{gb:g} GB (pvc {meta.get('namespace')}/{meta.get('name')})")
+        meta = _inputs(pvc).get("metadata") or {}
+        whose = f"pvc {meta.get('namespace')}/{meta.get('name')}"
+        claims.append((_inputs(pvc).get("spec") or {}, whose))
     for rel in of("kubernetes:helm.sh/v3:Release"):
-        for tmpl in _claim_templates(_inputs(rel).get("values")):
-            if tmpl.get("storageClassName") in gp3_classes:
-                gb = _gib(((tmpl.get("resources") or {}).get("requests") or {}).get("storage"))
-                if gb:
-                    ebs_gb += gb
-                    ebs_what.append(f"{gb:g} GB ({_inputs(rel).get('name') or rel.name})")
+        whose = _inputs(rel).get("name") or rel.name
+        claims += [(t, whose) for t in _claim_templates(_inputs(rel).get("values"))]
+    for spec, whose in claims:
+        gb = _gib(((spec.get("resources") or {}).get("requests") or {}).get("storage"))
+        if spec.get("storageClassName") in gp3_classes and gb:
+            ebs_gb += gb
+            ebs_what.append(f"{gb:g} GB ({whose})")
     if ebs_gb:
         items.append(
             _priced(
