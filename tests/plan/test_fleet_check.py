@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from trainforge.jobs import backends
+from trainforge.jobs.backends import job_shape
 from trainforge.plan.check_types import PlanContext
 from trainforge.plan.checks import fleet as FC
 from trainforge.plan.fleet import WorkerPlan
@@ -49,12 +51,9 @@ def managed(objs: list[Obj]) -> list[Obj]:
     out = []
     for o in objs:
         doc = copy.deepcopy(o.doc)
-        path = FC._MANAGED_BY.get(doc["kind"])
-        if path and "trainforge.io/job" in (doc["metadata"].get("labels") or {}):
-            node = doc
-            for k in path[:-1]:
-                node = node.setdefault(k, {})
-            node[path[-1]] = FC.MULTIKUEUE
+        shape = job_shape(doc)  # where the job's backend keeps managedBy
+        if shape and "trainforge.io/job" in (doc["metadata"].get("labels") or {}):
+            doc = backends.managed(doc, shape.managed_by, FC.MULTIKUEUE)
         out.append(Obj(doc, o.urn))
     return out
 

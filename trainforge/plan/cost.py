@@ -64,6 +64,10 @@ class NodeChoice:
     def hourly_on_demand(self) -> float | None:
         return None if self.on_demand is None else self.nodes * self.on_demand.usd
 
+    def describe(self) -> str:
+        """ "g5.xlarge x2 $2.01/h": the nodes and their on-demand price (a priced choice)."""
+        return f"{self.instance_type} x{self.nodes} ${self.hourly_on_demand:,.2f}/h"
+
     @property
     def hourly_spot(self) -> float | None:
         return None if self.spot is None else self.nodes * self.spot.usd
@@ -121,8 +125,7 @@ def choose_nodes(job: JobSpec, pool: PoolFacts, region: str) -> NodeChoice | Non
         return replace(first, reason=reason)
     best = min(priced, key=lambda o: (o.hourly_on_demand, o.nodes))
     compared = "; ".join(
-        f"{o.instance_type} x{o.nodes} ${o.hourly_on_demand:,.2f}/h"
-        for o in sorted(priced, key=lambda o: o.hourly_on_demand or 0)
+        o.describe() for o in sorted(priced, key=lambda o: o.hourly_on_demand or 0)
     )
     reason = f"cheapest type that fits {what} (Karpenter picks by price): {compared}"
     if unpriced:

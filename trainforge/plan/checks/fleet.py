@@ -1,70 +1,27 @@
-"""Plan check: a fleet manager's section, where each of its jobs may run (MultiKueue).
-
-Only a manager's plan has one (`PlanContext.fleet_workers`, planned by trainforge.plan.fleet).
-For each job the manager declares:
-
-- the workers that could admit it: the job's own object (as MultiKueue copies it to a worker)
-  admitted into each worker's planned Kueue objects by the one Kueue model
-  (trainforge.plan.checks.queues.admit_object over trainforge.plan.kueue: its LocalQueue, the
-  worker's ClusterQueue, flavor assignment against the worker's ResourceFlavors and quotas,
-  on an idle worker), and its cost per hour there: the worker pool of the flavor it gets, the
-  instance type Karpenter would pick there (trainforge.plan.cost.choose_nodes) at the on-demand
-  price of the worker's region (trainforge.plan.price_facts; a missing price is said);
-- which worker is tried first. Kueue 0.19's MultiKueue has two dispatchers
-  (apis/config/v1beta2/configuration_types.go, release-0.19 c90ed700c1, read 2026-11-29):
-  `kueue.x-k8s.io/multikueue-dispatcher-all-at-once`, the default when the Configuration names
-  none (apis/config/v1beta2/defaults.go), nominates every worker of the MultiKueueConfig at
-  once (pkg/controller/admissionchecks/multikueue/workload.go: nominatedWorkers = every
-  remote), creates the Workload on each, and the worker whose copy is admitted first runs it
-  (bestMatchByCondition: the earliest Admitted condition); the others' copies are deleted.
-  `...-incremental` nominates the workers in name order, 3 at a time by default
-  (pkg/controller/workloaddispatcher/incrementaldispatcher.go: slices.Sort; defaults.go
-  stepSize 3). The section reads which one the manager's Kueue Configuration sets.
-
-Findings (waivable like any rule):
-- TRAINFORGE_FLEET_NO_WORKER: no planned worker can admit the job (it would wait on the
-  manager for ever);
-- TRAINFORGE_FLEET_SHAPE: a worker whose team namespaces, LocalQueues,
-  ClusterTrainingRuntimes or training operator (the job controllers it installs, and their
-  versions) differ from the manager's: MultiKueue creates the job in the same namespace, through the same
-  LocalQueue, naming the same runtime, on every worker;
-- TRAINFORGE_FLEET_MANAGED_BY: a job object of the manager without
-  `managedBy: kueue.x-k8s.io/multikueue` (its controller on the manager would run it there);
-- TRAINFORGE_FLEET_CHECKPOINTS: a job whose checkpoints a worker that may run it cannot
-  reach. Either they live only on its cluster's FSx while more than one worker may run it (a
-  job evicted on one worker is admitted again wherever MultiKueue finds room, and starts over
-  there: FSx is per cluster), or it mirrors them to the manager's bucket (the job object names
-  it, and MultiKueue copies the object as is) and the worker's planned IAM policies do not
-  let its roles write that bucket (the manager's `fleetCheckpoints`, read from the manager's
-  stand-in run; unknown: any bucket but the worker's own). A worker's team roles are granted
-  it, at their team's prefix, once the manager is up (platform/fleet.py). A worker that may write the mirror from another
-  region is a stated cost: the section names the inter-region traffic (docs/fleet.md, "Data");
-- TRAINFORGE_FLEET_JOB_INPUTS: a job whose pods read a ConfigMap, Secret,
-  PersistentVolumeClaim or ServiceAccount of its namespace that a worker which may run it does
-  not declare: MultiKueue copies the job object alone (its adapters create the job and its Workload on the
-  worker), so what the manager declares beside it is not there and the pods do not start. A
-  job's code ConfigMaps reach the workers through the manager's `fleetJobConfigMaps` (each
-  worker declares them once the manager is up: platform/fleet.py).
-
-The job's image is named as the manager rendered it; one in an ECR registry of another region
-than a worker's is a stated cross-region pull.
-
-A worker of another project (org/project/stack) cannot be planned offline: the section says
-so, and judges the jobs on the planned workers only.
+"""Plan check: a fleet manager's section, where each of its jobs may run (MultiKueue), with
+its findings. Only a manager's plan has one (`PlanContext.fleet_workers`, planned by
+trainforge.plan.fleet). Each job's object is admitted into each planned worker's Kueue objects
+by the one Kueue model (`queues.admit_object`) and priced there as the cost section prices it
+(`cost.choose_nodes`, the worker's region). What the section says and why each finding is one
+(the dispatchers, with their Kueue 0.19 sources; same shape; data; job inputs): docs/fleet.md.
 """
 
 from __future__ import annotations
 
-import json
 from fractions import Fraction
 from typing import Any
 
 import yaml
 
-from trainforge.jobs.backends import pod_templates
+from trainforge.core.pods import get
+from trainforge.jobs.backends import job_shape, pod_templates
+from trainforge.jobs.entrypoint import checkpoint_dir, mirrors_to_s3
 from trainforge.plan import price_facts as P
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.checks import queues as Q
+from trainforge.plan.checks.rules import policy_doc
+from trainforge.plan.cost import choose_nodes
+from trainforge.plan.fleet import region
 from trainforge.plan.kueue import GPU, quantity
 
 TITLE = "Fleet (MultiKueue): the workers that may run each job"
@@ -93,22 +50,6 @@ RULES = {
     "'Bootstrap order'); or ship the code in the image (codeSource: image). Declare any other "
     "Secret, PersistentVolumeClaim or ServiceAccount the pods read in every worker stack",
 }
-
-# where each backend's object says who runs it (Kueue 0.19's MultiKueue adapters)
-_MANAGED_BY = {
-    "PyTorchJob": ("spec", "runPolicy", "managedBy"),
-    "TrainJob": ("spec", "managedBy"),
-    "Job": ("spec", "managedBy"),
-    "JobSet": ("spec", "managedBy"),
-}
-
-
-def _get(doc: dict[str, Any], path: tuple[str, ...]) -> Any:
-    for key in path:
-        if not isinstance(doc, dict):
-            return None
-        doc = doc.get(key)
-    return doc
 
 
 # --- same shape everywhere ---------------------------------------------------------------------
@@ -203,14 +144,14 @@ def dispatcher(ctx: PlanContext) -> str:
         values = rec.inputs.get("values") if isinstance(rec.inputs, dict) else None
         if not isinstance(values, dict):
             continue
-        text = _get(values, ("managerConfig", "controllerManagerConfigYaml"))
+        text = get(values, "managerConfig", "controllerManagerConfigYaml")
         if not isinstance(text, str) or "kueue" not in str(rec.inputs.get("chart", "")):
             continue
         try:
             cfg = yaml.safe_load(text) or {}
         except yaml.YAMLError:
             continue
-        name = _get(cfg, ("multiKueue", "dispatcherName")) if isinstance(cfg, dict) else None
+        name = get(cfg, "multiKueue", "dispatcherName")
         if isinstance(name, str):
             return name
     return ALL_AT_ONCE
@@ -258,8 +199,6 @@ def _pool(declared: Any, flavor: str | None) -> Any:
 
 def _cost(spec: Any, pool: Any, region: str | None) -> tuple[float | None, str]:
     """($/hour on-demand, words) of the job on a worker's pool in the worker's region."""
-    from trainforge.plan.cost import choose_nodes  # noqa: PLC0415
-
     if pool is None:
         return None, "cost unknown: the worker declares no pool of that name"
     if region is None:
@@ -269,11 +208,7 @@ def _cost(spec: Any, pool: Any, region: str | None) -> tuple[float | None, str]:
         return None, "cost unknown: no instance type of the pool fits one pod"
     if choice.hourly_on_demand is None:
         return None, f"price missing: {P.why_unpriced(region, choice.instance_type)}"
-    return (
-        choice.hourly_on_demand,
-        f"{choice.instance_type} x{choice.nodes} ${choice.hourly_on_demand:,.2f}/h on-demand "
-        f"in {region}",
-    )
+    return choice.hourly_on_demand, f"{choice.describe()} on-demand in {region}"
 
 
 def _need(spec: Any) -> tuple[dict[str, Fraction], int]:
@@ -285,24 +220,7 @@ def _need(spec: Any) -> tuple[dict[str, Fraction], int]:
     return {r: v * spec.workers for r, v in per_pod.items() if v}, spec.workers
 
 
-def _checkpoints(spec: Any, target: Any) -> tuple[str, bool]:
-    """(where the job's checkpoints live, whether they are mirrored to S3)."""
-    from trainforge.jobs.entrypoint import checkpoint_dir, mirrors_to_s3  # noqa: PLC0415
-
-    return checkpoint_dir(spec, target), mirrors_to_s3(spec, target)
-
-
 _WRITES = ("s3:*", "s3:Put*", "s3:PutObject")
-
-
-def _policy_doc(r: Any) -> dict[str, Any] | None:
-    """A recorded IAM policy resource's document; None when not known (a preview's unknown)."""
-    text = r.inputs.get("policy")
-    try:
-        doc = json.loads(text) if isinstance(text, str) else None
-    except ValueError:
-        return None
-    return doc if isinstance(doc, dict) else None
 
 
 def s3_grants(inv: Any) -> tuple[set[str], set[str]] | None:
@@ -317,7 +235,7 @@ def s3_grants(inv: Any) -> tuple[set[str], set[str]] | None:
                 own.add(name)
         if r.type not in ("aws:iam/rolePolicy:RolePolicy", "aws:iam/policy:Policy"):
             continue
-        doc = _policy_doc(r)
+        doc = policy_doc(r.inputs.get("policy"))
         if doc is None:
             return None  # not known at preview: the worker was not planned with stand-ins
         statements = doc.get("Statement") or []
@@ -353,7 +271,7 @@ def team_reaches(inv: Any, bucket: str, team: str) -> bool | None:
     for r in resources:
         if r.type != "aws:iam/rolePolicy:RolePolicy" or r.inputs.get("role") not in roles:
             continue
-        doc = _policy_doc(r)
+        doc = policy_doc(r.inputs.get("policy"))
         if doc is None:
             return None
         policies.append(Policy(r.name, doc))
@@ -428,13 +346,6 @@ def image_regions(pods: list[dict[str, Any]]) -> dict[str, str]:
     return out
 
 
-def _region(ctx: PlanContext) -> str | None:
-    from trainforge.stack.file import decode_value  # noqa: PLC0415
-
-    region = decode_value((getattr(ctx.inventory, "config", None) or {}).get("aws:region"))
-    return region if isinstance(region, str) else None
-
-
 def check(ctx: PlanContext) -> CheckResult:
     workers = getattr(ctx, "fleet_workers", None) or {}
     if not workers:
@@ -450,7 +361,7 @@ def check(ctx: PlanContext) -> CheckResult:
             lines.append(f"note: {w.note}")
         data["workers"][name] = {"stack": w.stack, "region": w.region, "planned": w.planned}
     planned = {n: w for n, w in workers.items() if w.planned}
-    home = _region(ctx)
+    home = region(getattr(ctx.inventory, "config", None) or {})
     for dj in getattr(ctx.declared, "jobs", None) or []:
         spec, target = dj.spec, dj.target
         obj = Q.workload_object(ctx, spec.name, target.namespace)
@@ -471,12 +382,12 @@ def check(ctx: PlanContext) -> CheckResult:
 
         if obj is None:
             continue
-        path = _MANAGED_BY.get(obj.kind)
-        if path is not None and _get(obj.doc, path) != MULTIKUEUE:
+        shape_ = job_shape(obj.doc)  # a job's workload (workload_object): its backend's shape
+        if shape_ is not None and shape_.manager(obj.doc) != MULTIKUEUE:
             finding(
                 RULE_MANAGED_BY,
-                f"job {spec.name}: {obj.kind} {'.'.join(path)} is "
-                f"{_get(obj.doc, path)!r}, not {MULTIKUEUE!r}: the manager's own controller "
+                f"job {spec.name}: {obj.kind} {'.'.join(shape_.managed_by)} is "
+                f"{shape_.manager(obj.doc)!r}, not {MULTIKUEUE!r}: the manager's own controller "
                 "would run it on the manager instead of MultiKueue on a worker",
             )
         labels = (obj.doc.get("metadata") or {}).get("labels") or {}
@@ -545,7 +456,7 @@ def check(ctx: PlanContext) -> CheckResult:
                     f"{'pulls' if len(far) == 1 else 'pull'} it across regions (inter-region "
                     "data transfer)"
                 )
-        where, mirrored = _checkpoints(spec, target)
+        where, mirrored = checkpoint_dir(spec, target), mirrors_to_s3(spec, target)
         fsx = bool(target.claim_name) and where.startswith(target.fsx_mount_path)
         if fsx and not mirrored and len(may) > 1:
             finding(
