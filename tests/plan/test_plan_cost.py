@@ -96,7 +96,7 @@ def test_unknown_prices_stay_unknown():
     choice = cost.choose_nodes(_job(), G5, "sa-east-1")
     assert choice.hourly_on_demand is None and "no price for" in choice.reason
     job = cost.JobCost(
-        "j", "t", "gpu", "t", "t/PyTorchJob/j", choice, True, duration.Duration(3600.0, "x", "")
+        "j", "t", "gpu", "t/PyTorchJob/j", choice, True, duration.Duration(3600.0, "x", "")
     )
     assert job.hourly is None and job.run_cost is None
 

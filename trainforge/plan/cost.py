@@ -141,7 +141,6 @@ class JobCost:
     name: str
     team: str
     pool: str
-    namespace: str
     resource: str  # namespace/Kind/name of the job's object, for findings and waivers
     choice: NodeChoice | None
     spot_possible: bool
@@ -223,7 +222,6 @@ def job_cost(
         name=job.name,
         team=job.team,
         pool=pool.name,
-        namespace=target.namespace,
         resource=resource,
         choice=choose_nodes(job, pool, region),
         spot_possible="spot" in (pool.capacity_types or (pool.capacity_type,)),
@@ -251,23 +249,17 @@ class QuotaCeiling:
 def _worst_rate(
     pools: Iterable[PoolFacts], region: str, per_unit: Callable[[NodeType], int]
 ) -> tuple[float | None, str, list[str]]:
-    best: tuple[float, str] | None = None
+    """(the highest $/unit-hour of the pools' types, that type, the types without a price)."""
+    rates: list[tuple[float | None, str]] = []
     unknown: list[str] = []
-    for pool in pools:
-        for t in _node_types(pool):
-            units = per_unit(t)
-            if not units:
-                continue
-            price = P.ec2_on_demand(region, t.name)
-            if price is None:
-                unknown.append(t.name)
-                continue
-            rate = price.usd / units
-            if best is None or rate > best[0]:
-                best = (rate, t.name)
-    if best is None:
-        return None, "", unknown
-    return best[0], best[1], unknown
+    for t in (t for pool in pools for t in _node_types(pool) if per_unit(t)):
+        price = P.ec2_on_demand(region, t.name)
+        if price is None:
+            unknown.append(t.name)
+        else:
+            rates.append((price.usd / per_unit(t), t.name))
+    rate, worst = max(rates, key=lambda r: r[0] or 0.0, default=(None, ""))
+    return rate, worst, unknown
 
 
 def _cpu_per_gpu(pools: list[PoolFacts]) -> float:
@@ -434,18 +426,11 @@ def fixed_costs(resources: list[Any], region: str, today: dt.date) -> list[Fixed
     ]
     for c in clusters:
         version = _inputs(c).get("version")
+        what = f"EKS control plane {version}"
         tier = P.eks_support(version if isinstance(version, str) else None, today)
         if tier is None:
-            items.append(
-                FixedItem(
-                    f"EKS control plane {version}",
-                    "1 cluster",
-                    None,
-                    None,
-                    "no support row",
-                    f"EKS support calendar row for {version}",
-                )
-            )
+            missing = f"EKS support calendar row for {version}"
+            items.append(FixedItem(what, "1 cluster", None, note="no support row", missing=missing))
             continue
         end = P.EKS_STANDARD_SUPPORT_END[version]
         note = (
@@ -453,18 +438,14 @@ def fixed_costs(resources: list[Any], region: str, today: dt.date) -> list[Fixed
             if tier == "standard"
             else f"extended support since {end}: upgrade to pay $0.10/h"
         )
-        items.append(
-            _priced(region, f"eks.{tier}", 1, f"EKS control plane {version}", "1 cluster", note)
-        )
+        items.append(_priced(region, f"eks.{tier}", 1, what, "1 cluster", note))
 
-    nats = of("aws:ec2/natGateway:NatGateway")
-    if nats:
-        items.append(_priced(region, "nat", len(nats), "NAT gateways", f"{len(nats)}"))
-    eips = of("aws:ec2/eip:Eip")
-    if eips:
-        items.append(
-            _priced(region, "ipv4", len(eips), "Public IPv4 addresses (NAT)", f"{len(eips)}")
-        )
+    for type_, key, what in (
+        ("aws:ec2/natGateway:NatGateway", "nat", "NAT gateways"),
+        ("aws:ec2/eip:Eip", "ipv4", "Public IPv4 addresses (NAT)"),
+    ):
+        if count := len(of(type_)):
+            items.append(_priced(region, key, count, what, f"{count}"))
 
     ebs_gb = 0.0
     ebs_what: list[str] = []
@@ -548,13 +529,9 @@ def fixed_costs(resources: list[Any], region: str, today: dt.date) -> list[Fixed
         what = f"FSx for Lustre {kind}" + (f" {tput} MB/s/TiB" if tput is not None else "")
         items.append(_priced(region, key, gb, what, f"{gb:g} GiB"))
 
-    keys = of("aws:kms/key:Key")
-    if keys:
-        items.append(
-            FixedItem(
-                "KMS keys", f"{len(keys)}", None, None, "not in the price table", f"kms in {region}"
-            )
-        )
+    if keys := len(of("aws:kms/key:Key")):
+        note, missing = "not in the price table", f"kms in {region}"
+        items.append(FixedItem("KMS keys", f"{keys}", None, note=note, missing=missing))
     return items
 
 
