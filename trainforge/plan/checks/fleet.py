@@ -19,6 +19,7 @@ from trainforge.jobs.backends import job_shape, pod_templates
 from trainforge.jobs.entrypoint import checkpoint_dir, mirrors_to_s3
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.checks import queues as Q
+from trainforge.plan.checks.existence import BUILTIN, pod_refs
 from trainforge.plan.checks.rules import policy_doc
 from trainforge.plan.cost import choose_nodes
 from trainforge.plan.fleet import region
@@ -293,34 +294,12 @@ def manager_bucket(ctx: PlanContext) -> str | None:
 
 
 def pod_inputs(pod: dict[str, Any]) -> set[tuple[str, str]]:
-    """(kind, name) of every ConfigMap, Secret, PersistentVolumeClaim and ServiceAccount a pod
-    spec reads from its namespace: volumes (projected ones too), envFrom, env valueFrom,
-    imagePullSecrets, serviceAccountName."""
-    out: set[tuple[str, str]] = set()
-
-    def add(kind: str, name: Any) -> None:
-        if isinstance(name, str) and name:
-            out.add((kind, name))
-
-    for v in pod.get("volumes") or []:
-        add("ConfigMap", (v.get("configMap") or {}).get("name"))
-        add("Secret", (v.get("secret") or {}).get("secretName"))
-        add("PersistentVolumeClaim", (v.get("persistentVolumeClaim") or {}).get("claimName"))
-        for src in (v.get("projected") or {}).get("sources") or []:
-            add("ConfigMap", (src.get("configMap") or {}).get("name"))
-            add("Secret", (src.get("secret") or {}).get("name"))
-    for c in [*(pod.get("containers") or []), *(pod.get("initContainers") or [])]:
-        for e in c.get("envFrom") or []:
-            add("ConfigMap", (e.get("configMapRef") or {}).get("name"))
-            add("Secret", (e.get("secretRef") or {}).get("name"))
-        for e in c.get("env") or []:
-            ref = e.get("valueFrom") or {}
-            add("ConfigMap", (ref.get("configMapKeyRef") or {}).get("name"))
-            add("Secret", (ref.get("secretKeyRef") or {}).get("name"))
-    for s in pod.get("imagePullSecrets") or []:
-        add("Secret", s.get("name"))
-    add("ServiceAccount", pod.get("serviceAccountName"))
-    return out
+    """(kind, name) of what a pod spec reads from its namespace to start: its required
+    references as the existence check reads them (`existence.pod_refs`), less what Kubernetes
+    makes in every namespace, and its imagePullSecrets."""
+    refs = {(r.kind, r.name) for r in pod_refs(pod, "", "")} - BUILTIN
+    pulls = {("Secret", s["name"]) for s in pod.get("imagePullSecrets") or [] if s.get("name")}
+    return refs | pulls
 
 
 def _declared_in(docs: list[dict[str, Any]], namespace: str) -> set[tuple[str, str]]:
