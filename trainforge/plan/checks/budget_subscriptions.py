@@ -15,7 +15,7 @@ from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Secti
 from trainforge.platform.budgets import subscription_problem
 from trainforge.platform.dashboards import BUDGET
 from trainforge.stack.file import decode_value
-from trainforge.stack.policy import CAPS_KEY
+from trainforge.stack.policy import CAPS_KEY, parse_caps
 
 SUBSCRIPTION = "TRAINFORGE_SNS_SUBSCRIPTION"
 BUDGET_UNROUTED = "TRAINFORGE_BUDGET_UNROUTED"
@@ -83,21 +83,6 @@ def _receivers(config: dict[str, Any]) -> list[tuple[int, str, dict[str, Any]]]:
     ]
 
 
-def _budgets(config: dict[str, Any]) -> tuple[bool, list[str]]:
-    """(the cluster has a monthly budget, the teams with one), read leniently: a malformed
-    cap is the cost check's to report, with its key."""
-    raw = decode_value(config.get(CAPS_KEY))
-    if not isinstance(raw, dict):
-        return False, []
-    cluster = raw.get("clusterPerMonth") is not None
-    default = raw.get("teamPerMonth")
-    teams = raw.get("teams") if isinstance(raw.get("teams"), dict) else {}
-    named = sorted(
-        t for t, c in teams.items() if (c or {}).get("teamPerMonth", default) is not None
-    )
-    return cluster, named
-
-
 def check(ctx: PlanContext) -> CheckResult:
     config = dict(ctx.inventory.config or {})
     resources = list(ctx.inventory.resources)
@@ -131,7 +116,10 @@ def check(ctx: PlanContext) -> CheckResult:
             )
         )
         lines.append(f"{res.name}: {protocol} subscription SNS refuses: {why}")
-    cluster_budget, team_budgets = _budgets(config)
+    # the monthly budgets by the policy model; a malformed cap is the cost check's to report
+    caps = parse_caps(config.get(CAPS_KEY), errors=[])
+    cluster_budget = caps.cluster_per_month is not None
+    team_budgets = sorted(t for t, c in caps.teams.items() if c.team_per_month is not None)
     if cluster_budget or team_budgets:
         routed = _spend_routes(resources)
         for i, name, rec in receivers:

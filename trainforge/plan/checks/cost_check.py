@@ -73,10 +73,8 @@ def build_report(ctx: PlanContext, today: dt.date | None = None) -> C.CostReport
 # --- the section ----------------------------------------------------------------------------------
 
 
-def usd(value: float | None, unit: str = "") -> str:
-    if value is None:
-        return "unknown"
-    return f"${value:,.2f}{unit}"
+def usd(value: float | None) -> str:
+    return "unknown" if value is None else f"${value:,.2f}"
 
 
 def hours(seconds: float | None) -> str:
