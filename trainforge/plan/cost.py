@@ -21,6 +21,12 @@ from trainforge.jobs.spec import JobSpec
 
 HOURS_PER_MONTH = P.HOURS_PER_MONTH
 
+
+def usd(value: float | None) -> str:
+    """Dollars as every cost line prints them ("$1,234.50"), "unknown" for no price."""
+    return "unknown" if value is None else f"${value:,.2f}"
+
+
 # --- which nodes a job gets -------------------------------------------------------------------
 
 
@@ -66,7 +72,7 @@ class NodeChoice:
 
     def describe(self) -> str:
         """ "g5.xlarge x2 $2.01/h": the nodes and their on-demand price (a priced choice)."""
-        return f"{self.instance_type} x{self.nodes} ${self.hourly_on_demand:,.2f}/h"
+        return f"{self.instance_type} x{self.nodes} {usd(self.hourly_on_demand)}/h"
 
     @property
     def hourly_spot(self) -> float | None:
@@ -583,7 +589,7 @@ class CostReport:
         least $X/h ..., N items unknown (...)" -- never a bare $0.00 that hides the gaps."""
         known = self.fixed_hourly_known
         unknown = self.fixed_unknown
-        money = f"${known:,.2f}/h = ${known * HOURS_PER_MONTH:,.2f}/month"
+        money = f"{usd(known)}/h = {usd(known * HOURS_PER_MONTH)}/month"
         if not unknown:
             return money
         return f"at least {money}, {len(unknown)} item(s) unknown ({', '.join(unknown)})"

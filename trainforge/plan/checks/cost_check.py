@@ -12,6 +12,7 @@ from trainforge.core import price_facts as P
 from trainforge.plan import cost as C
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.checks import queues
+from trainforge.plan.cost import usd
 from trainforge.stack.policy import CAPS_KEY, CostCaps, CostCapsError, parse_caps
 
 __all__ = ["CAPS_KEY", "CostCapsError", "check", "parse_caps"]
@@ -71,10 +72,6 @@ def build_report(ctx: PlanContext, today: dt.date | None = None) -> C.CostReport
 
 
 # --- the section ----------------------------------------------------------------------------------
-
-
-def usd(value: float | None) -> str:
-    return "unknown" if value is None else f"${value:,.2f}"
 
 
 def hours(seconds: float | None) -> str:

@@ -21,7 +21,7 @@ from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Secti
 from trainforge.plan.checks import queues as Q
 from trainforge.plan.checks.existence import BUILTIN, pod_refs
 from trainforge.plan.checks.rules import policy_doc
-from trainforge.plan.cost import choose_nodes
+from trainforge.plan.cost import choose_nodes, usd
 from trainforge.plan.fleet import region
 from trainforge.plan.kueue import GPU, quantity
 
@@ -415,7 +415,7 @@ def check(ctx: PlanContext) -> CheckResult:
             if len(priced) == len(may) and priced[0][0] == priced[-1][0]:
                 lines.append("  cheapest: none, the same on-demand price on every worker")
             else:
-                lines.append(f"  cheapest: {priced[0][1]} (${priced[0][0]:,.2f}/h)")
+                lines.append(f"  cheapest: {priced[0][1]} ({usd(priced[0][0])}/h)")
         inputs = set().union(*(pod_inputs(p) for p in pods)) if pods else set()
         for n, *_ in may:
             missing = sorted(inputs - _declared_in(planned[n].docs, target.namespace))
