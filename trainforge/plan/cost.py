@@ -99,17 +99,17 @@ def choose_nodes(job: JobSpec, pool: PoolFacts, region: str) -> NodeChoice | Non
     if not fitting:
         return None
 
-    def option(t: NodeType, per_node: int) -> NodeChoice:
-        return NodeChoice(
+    options = [
+        NodeChoice(
             t.name,
-            math.ceil(workers / per_node),
-            per_node,
+            math.ceil(workers / n),
+            n,
             P.ec2_on_demand(region, t.name),
             P.ec2_spot(region, t.name),
             "",
         )
-
-    options = [option(t, n) for t, n in fitting]
+        for t, n in fitting
+    ]
     what = f"{workers} pod(s) of {pod_size(job)}"
     if pool.kind == "node-group":
         first = options[0]
