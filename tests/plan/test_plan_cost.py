@@ -19,6 +19,7 @@ from trainforge.jobs.spec import parse_job
 from trainforge.plan import cli, core, cost
 from trainforge.plan.check_types import PlanContext
 from trainforge.plan.checks import cost_check
+from trainforge.stack.policy import CostCapsError
 
 G5 = PoolFacts(
     name="gpu",
@@ -310,7 +311,7 @@ def test_a_team_cap_on_unknown_prices_is_a_finding_that_says_it_cannot_be_checke
     ],
 )
 def test_bad_caps_name_the_key(caps, expected):
-    with pytest.raises(cost_check.CostCapsError) as e:
+    with pytest.raises(CostCapsError) as e:
         cost_check.parse_caps(caps, {"llm", "vision"})
     assert expected in str(e.value)
 

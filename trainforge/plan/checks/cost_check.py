@@ -13,9 +13,7 @@ from trainforge.plan import cost as C
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.checks import queues
 from trainforge.plan.cost import usd
-from trainforge.stack.policy import CAPS_KEY, CostCaps, CostCapsError, parse_caps
-
-__all__ = ["CAPS_KEY", "CostCapsError", "check", "parse_caps"]
+from trainforge.stack.policy import CAPS_KEY, CostCaps, parse_caps
 
 REGION_KEY = "aws:region"
 SECTION_TITLE = "Cost"
