@@ -191,19 +191,6 @@ def running_lines(report: C.CostReport) -> list[str]:
     return out
 
 
-def _missing(
-    resource: str, names: frozenset[str], prices: list[str], what: str, cap: str
-) -> Finding:
-    return _finding(
-        resource,
-        "TF_COST_PRICE_MISSING",
-        names,
-        f"{what} cannot be checked against {cap}: the price table has no "
-        f"{'; '.join(sorted(set(prices)))} (trainforge/core/data/price_facts.json of "
-        f"{P.FACTS_DATE})",
-    )
-
-
 def _judge(
     resource: str,
     rule: str,
@@ -217,9 +204,14 @@ def _judge(
     """One cap or budget judged: the price table lacks a price (TF_COST_PRICE_MISSING, the
     fix is the table), the figure is unknown (`unknown`), it is over (`over`; None: within)."""
     if prices:
-        return [_missing(resource, names, prices, what, limit)]
+        rule = "TF_COST_PRICE_MISSING"
+        unknown = (
+            f"{what} cannot be checked against {limit}: the price table has no "
+            f"{'; '.join(sorted(set(prices)))} (trainforge/core/data/price_facts.json of "
+            f"{P.FACTS_DATE})"
+        )
     msg = unknown or over
-    return [_finding(resource, rule, names, msg)] if msg else []
+    return [Finding(resource, rule, msg, RULES[rule], names=names)] if msg else []
 
 
 def findings(report: C.CostReport, caps: CostCaps) -> list[Finding]:
@@ -316,10 +308,6 @@ def findings(report: C.CostReport, caps: CostCaps) -> list[Finding]:
             else None,
         )
     return out
-
-
-def _finding(resource: str, rule: str, names: frozenset[str], msg: str) -> Finding:
-    return Finding(resource, rule, msg, RULES[rule], names=names)
 
 
 def cluster_month(report: C.CostReport) -> float | None:
