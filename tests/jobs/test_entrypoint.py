@@ -545,7 +545,7 @@ def test_user_code_pods_are_the_same_on_every_backend(project, entry, extra, run
 
 
 def test_expected_step_seconds_of_user_code_uses_model_size_steps():
-    from trainforge.plan.cost import job_steps
+    from trainforge.jobs.duration import job_steps
 
     job = parse_job(
         {

@@ -17,6 +17,7 @@ from tests.conftest import ROOT, run_stack
 from trainforge.plan import core, verdict
 from trainforge.plan.check_types import PlanContext
 from trainforge.plan.checks import cost_check
+from trainforge.stack.policy import CostCapsError
 
 G5_12XL = 5.672  # us-west-2 on-demand $/h (price facts)
 POOL = {
@@ -172,7 +173,7 @@ def test_no_budget_no_aws_budget():
 
 
 def test_a_bad_monthly_budget_names_the_key():
-    with pytest.raises(cost_check.CostCapsError) as e:
+    with pytest.raises(CostCapsError) as e:
         cost_check.parse_caps({"teams": {"vision": {"teamPerMonth": -5}}}, {"vision"})
     assert "costCaps.teams.vision.teamPerMonth: got -5; expected a number of USD per month" in str(
         e.value

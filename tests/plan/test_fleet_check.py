@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from trainforge.jobs import backends
+from trainforge.jobs.backends import job_shape
 from trainforge.plan.check_types import PlanContext
 from trainforge.plan.checks import fleet as FC
 from trainforge.plan.fleet import WorkerPlan
@@ -49,12 +51,9 @@ def managed(objs: list[Obj]) -> list[Obj]:
     out = []
     for o in objs:
         doc = copy.deepcopy(o.doc)
-        path = FC._MANAGED_BY.get(doc["kind"])
-        if path and "trainforge.io/job" in (doc["metadata"].get("labels") or {}):
-            node = doc
-            for k in path[:-1]:
-                node = node.setdefault(k, {})
-            node[path[-1]] = FC.MULTIKUEUE
+        shape = job_shape(doc)  # where the job's backend keeps managedBy
+        if shape and "trainforge.io/job" in (doc["metadata"].get("labels") or {}):
+            doc = backends.managed(doc, shape.managed_by, FC.MULTIKUEUE)
         out.append(Obj(doc, o.urn))
     return out
 
@@ -384,3 +383,26 @@ def test_a_fleet_of_unplanned_workers_judges_no_job(dev):
         "job mnist-ddp (team research, 2 pod(s)): not judged: no worker of the fleet could be "
         "planned here" in lines
     )
+
+
+def test_pod_inputs_are_the_existence_checks_references_and_pull_secrets():
+    """What a job's pods need on a worker: the existence check's required references (an
+    optional one, and what Kubernetes makes in every namespace, are not needed) and the
+    imagePullSecrets."""
+    pod = {
+        "volumes": [
+            {"name": "ca", "projected": {"sources": [{"configMap": {"name": "kube-root-ca.crt"}}]}},
+            {"name": "opt", "configMap": {"name": "maybe", "optional": True}},
+            {"name": "code", "configMap": {"name": "code"}},
+        ],
+        "containers": [{"name": "main", "envFrom": [{"secretRef": {"name": "env"}}]}],
+        "imagePullSecrets": [{"name": "pull"}],
+        "serviceAccountName": "runner",
+    }
+    assert FC.pod_inputs(pod) == {
+        ("ConfigMap", "code"),
+        ("Secret", "env"),
+        ("Secret", "pull"),
+        ("ServiceAccount", "runner"),
+    }
+    assert FC.pod_inputs({"containers": [{"name": "main"}]}) == set()  # runs as `default`

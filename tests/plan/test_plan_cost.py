@@ -12,13 +12,14 @@ from test_plan_stacks import ROOT, project_copy
 from tests.conftest import prod_own_values
 from tests.jobs.helpers import GPU_POOL
 from tests.plan.test_plan_checks import DEV_JOBS
-from trainforge.core import versions
+from trainforge.core import price_facts, versions
 from trainforge.core.contract import DaemonSetLoad, NodeType, PoolFacts
-from trainforge.jobs import capacity
+from trainforge.jobs import capacity, duration
 from trainforge.jobs.spec import parse_job
-from trainforge.plan import cli, core, cost, price_facts
+from trainforge.plan import cli, core, cost
 from trainforge.plan.check_types import PlanContext
 from trainforge.plan.checks import cost_check
+from trainforge.stack.policy import CostCapsError
 
 G5 = PoolFacts(
     name="gpu",
@@ -75,11 +76,11 @@ def test_node_group_uses_its_first_listed_type():
 
 def test_duration_precedence_user_step_time_then_deadline_then_unknown():
     both = _job(expectedStepSeconds=0.5, steps=1000, runPolicy={"activeDeadlineSeconds": 9000})
-    d = cost.expected_duration(both, G5)
+    d = duration.expected_duration(both, G5)
     assert (d.seconds, d.source, d.ceiling) == (500.0, "expectedStepSeconds", False)
-    d = cost.expected_duration(_job(runPolicy={"activeDeadlineSeconds": 9000}), G5)
+    d = duration.expected_duration(_job(runPolicy={"activeDeadlineSeconds": 9000}), G5)
     assert (d.seconds, d.source, d.ceiling) == (9000.0, "activeDeadlineSeconds", True)
-    d = cost.expected_duration(_job(), G5)
+    d = duration.expected_duration(_job(), G5)
     assert d.seconds is None and d.source == "unknown" and "expectedStepSeconds" in d.detail
 
 
@@ -96,7 +97,7 @@ def test_unknown_prices_stay_unknown():
     choice = cost.choose_nodes(_job(), G5, "sa-east-1")
     assert choice.hourly_on_demand is None and "no price for" in choice.reason
     job = cost.JobCost(
-        "j", "t", "gpu", "t", "t/PyTorchJob/j", choice, True, cost.Duration(3600.0, "x", "")
+        "j", "t", "gpu", "t/PyTorchJob/j", choice, True, duration.Duration(3600.0, "x", "")
     )
     assert job.hourly is None and job.run_cost is None
 
@@ -310,7 +311,7 @@ def test_a_team_cap_on_unknown_prices_is_a_finding_that_says_it_cannot_be_checke
     ],
 )
 def test_bad_caps_name_the_key(caps, expected):
-    with pytest.raises(cost_check.CostCapsError) as e:
+    with pytest.raises(CostCapsError) as e:
         cost_check.parse_caps(caps, {"llm", "vision"})
     assert expected in str(e.value)
 

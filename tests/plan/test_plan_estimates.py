@@ -58,14 +58,14 @@ def test_the_cost_report_takes_its_duration_from_the_estimate():
     """Issue 16's duration sources: what the user measured, then this model, then the
     deadline (a ceiling)."""
     from tests.jobs.test_estimate import A10G, CPU, job
+    from trainforge.jobs import duration
     from trainforge.jobs.spec import parse_job
-    from trainforge.plan import cost
 
-    d = cost.expected_duration(job(), A10G)
+    d = duration.expected_duration(job(), A10G)
     assert d.source == "estimate" and d.low <= d.seconds <= d.high
     assert "20000 steps x 1.68s estimated on 8 x A10G" in d.detail
-    assert cost.expected_duration(job(expectedStepSeconds=2.0), A10G).seconds == 40000
+    assert duration.expected_duration(job(expectedStepSeconds=2.0), A10G).seconds == 40000
     cpu = parse_job(
         {"name": "m", "team": "t", "pool": "cpu", "runPolicy": {"activeDeadlineSeconds": 600}}
     )
-    assert cost.expected_duration(cpu, CPU).source == "activeDeadlineSeconds"  # no CPU model
+    assert duration.expected_duration(cpu, CPU).source == "activeDeadlineSeconds"  # no CPU model

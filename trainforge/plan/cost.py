@@ -1,14 +1,7 @@
-"""What a job costs, what a team's quota allows, and what the platform costs while it exists.
-
-Why at plan time: people decide with money, and the cheapest moment to learn that a job runs on
-$55/hour nodes for a week is before `pulumi up`. Every figure comes from the dated table in
-`price_facts`; a price the table lacks stays `None` ("unknown") all the way to the output,
-and any total that needs it is unknown too (a partial sum is labelled as such, never passed
-off as the total).
-
-Pure functions over typed inputs (the declared jobs and platform contract, the recorded
-resources): `cost_check` turns the result into the plan's section and policy findings, and the
-`--diff` markdown compares two plans' results.
+"""What a job costs, what a team's quota allows, and what the platform costs while it exists
+(docs/cost.md), from the dated price facts: a price the table lacks stays `None` ("unknown")
+to the output, and so does any total that needs it. `cost_check` turns the report into the
+plan's section and findings.
 """
 
 from __future__ import annotations
@@ -17,46 +10,32 @@ import datetime as dt
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from fractions import Fraction
 from typing import Any
 
+from trainforge.core import price_facts as P
 from trainforge.core.contract import JobTarget, NodeType, PoolFacts, TeamFacts, efa_count
 from trainforge.core.quantity import parse_quantity
 from trainforge.jobs import capacity
-from trainforge.jobs.duration import (  # noqa: F401 - the plan's checks read them here
-    DURATION_SOURCES,
-    Duration,
-    expected_duration,
-    job_steps,
-)
+from trainforge.jobs.duration import Duration, expected_duration
 from trainforge.jobs.spec import JobSpec
-from trainforge.plan import price_facts as P
 
 HOURS_PER_MONTH = P.HOURS_PER_MONTH
+
+
+def usd(value: float | None) -> str:
+    """Dollars as every cost line prints them ("$1,234.50"), "unknown" for no price."""
+    return "unknown" if value is None else f"${value:,.2f}"
+
 
 # --- which nodes a job gets -------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class PodSize:
-    gpus: int
-    cpu: Fraction  # cores
-    memory: Fraction  # bytes
-
-    def describe(self) -> str:
-        gib = self.memory / 2**30
-        mem = f"{int(gib)}Gi" if gib.denominator == 1 else f"{float(gib):.1f}Gi"
-        parts = [f"{self.gpus} GPU"] if self.gpus else []
-        return ", ".join([*parts, f"{float(self.cpu):g} CPU", mem])
-
-
-def pod_size(job: JobSpec) -> PodSize:
-    """The requests of one pod of a *resolved* job."""
-    return PodSize(
-        gpus=job.gpus_per_worker or 0,
-        cpu=parse_quantity(job.cpu or "0"),
-        memory=parse_quantity(job.memory or "0"),
-    )
+def pod_size(job: JobSpec) -> str:
+    """The requests of one pod of a *resolved* job, in words ("1 GPU, 4 CPU, 16Gi")."""
+    gib = parse_quantity(job.memory or "0") / 2**30
+    mem = f"{int(gib)}Gi" if gib.denominator == 1 else f"{float(gib):.1f}Gi"
+    gpus = [f"{job.gpus_per_worker} GPU"] if job.gpus_per_worker else []
+    return ", ".join([*gpus, f"{float(parse_quantity(job.cpu or '0')):g} CPU", mem])
 
 
 def pods_per_node(job: JobSpec, pool: PoolFacts, node: NodeType) -> int:
@@ -91,6 +70,10 @@ class NodeChoice:
     def hourly_on_demand(self) -> float | None:
         return None if self.on_demand is None else self.nodes * self.on_demand.usd
 
+    def describe(self) -> str:
+        """ "g5.xlarge x2 $2.01/h": the nodes and their on-demand price (a priced choice)."""
+        return f"{self.instance_type} x{self.nodes} {usd(self.hourly_on_demand)}/h"
+
     @property
     def hourly_spot(self) -> float | None:
         return None if self.spot is None else self.nodes * self.spot.usd
@@ -111,31 +94,30 @@ def choose_nodes(job: JobSpec, pool: PoolFacts, region: str) -> NodeChoice | Non
     """Where the job's pods land. Karpenter launches the cheapest instance types that fit the
     pending pods, so a Karpenter pool's estimate is the cheapest way to place every pod on
     one of its types; a managed node group launches its types in the order listed."""
-    pod = pod_size(job)
     workers = job.workers
     fitting = [(t, n) for t in _node_types(pool) if (n := pods_per_node(job, pool, t)) > 0]
     if not fitting:
         return None
 
-    def option(t: NodeType, per_node: int) -> NodeChoice:
-        return NodeChoice(
+    options = [
+        NodeChoice(
             t.name,
-            math.ceil(workers / per_node),
-            per_node,
+            math.ceil(workers / n),
+            n,
             P.ec2_on_demand(region, t.name),
             P.ec2_spot(region, t.name),
             "",
         )
-
-    options = [option(t, n) for t, n in fitting]
-    what = f"{workers} pod(s) of {pod.describe()}"
+        for t, n in fitting
+    ]
+    what = f"{workers} pod(s) of {pod_size(job)}"
     if pool.kind == "node-group":
         first = options[0]
         reason = (
             f"managed node group: launches its types in the order listed; {what} (its "
             "desiredSize nodes are also in the platform's fixed cost: they run with or without jobs)"
         )
-        return NodeChoice(**{**first.__dict__, "reason": reason})
+        return replace(first, reason=reason)
     priced = [o for o in options if o.hourly_on_demand is not None]
     unpriced = [o.instance_type for o in options if o.hourly_on_demand is None]
     if not priced:
@@ -146,16 +128,15 @@ def choose_nodes(job: JobSpec, pool: PoolFacts, region: str) -> NodeChoice | Non
         )
         if any(P.ec2_not_listed(region, t) for t in unpriced):
             reason += "; " + "; ".join(P.why_unpriced(region, t) for t in unpriced)
-        return NodeChoice(**{**first.__dict__, "reason": reason})
+        return replace(first, reason=reason)
     best = min(priced, key=lambda o: (o.hourly_on_demand, o.nodes))
     compared = "; ".join(
-        f"{o.instance_type} x{o.nodes} ${o.hourly_on_demand:,.2f}/h"
-        for o in sorted(priced, key=lambda o: o.hourly_on_demand or 0)
+        o.describe() for o in sorted(priced, key=lambda o: o.hourly_on_demand or 0)
     )
     reason = f"cheapest type that fits {what} (Karpenter picks by price): {compared}"
     if unpriced:
         reason += f"; unknown price: {', '.join(unpriced)} (could be cheaper)"
-    return NodeChoice(**{**best.__dict__, "reason": reason})
+    return replace(best, reason=reason)
 
 
 # --- per job, per team ----------------------------------------------------------------------
@@ -166,7 +147,6 @@ class JobCost:
     name: str
     team: str
     pool: str
-    namespace: str
     resource: str  # namespace/Kind/name of the job's object, for findings and waivers
     choice: NodeChoice | None
     spot_possible: bool
@@ -248,7 +228,6 @@ def job_cost(
         name=job.name,
         team=job.team,
         pool=pool.name,
-        namespace=target.namespace,
         resource=resource,
         choice=choose_nodes(job, pool, region),
         spot_possible="spot" in (pool.capacity_types or (pool.capacity_type,)),
@@ -268,27 +247,25 @@ class QuotaCeiling:
     detail: str
     unlimited: bool = False
 
+    @property
+    def monthly(self) -> float | None:
+        return None if self.hourly is None else self.hourly * HOURS_PER_MONTH
+
 
 def _worst_rate(
     pools: Iterable[PoolFacts], region: str, per_unit: Callable[[NodeType], int]
 ) -> tuple[float | None, str, list[str]]:
-    best: tuple[float, str] | None = None
+    """(the highest $/unit-hour of the pools' types, that type, the types without a price)."""
+    rates: list[tuple[float | None, str]] = []
     unknown: list[str] = []
-    for pool in pools:
-        for t in _node_types(pool):
-            units = per_unit(t)
-            if not units:
-                continue
-            price = P.ec2_on_demand(region, t.name)
-            if price is None:
-                unknown.append(t.name)
-                continue
-            rate = price.usd / units
-            if best is None or rate > best[0]:
-                best = (rate, t.name)
-    if best is None:
-        return None, "", unknown
-    return best[0], best[1], unknown
+    for t in (t for pool in pools for t in _node_types(pool) if per_unit(t)):
+        price = P.ec2_on_demand(region, t.name)
+        if price is None:
+            unknown.append(t.name)
+        else:
+            rates.append((price.usd / per_unit(t), t.name))
+    rate, worst = max(rates, key=lambda r: r[0] or 0.0, default=(None, ""))
+    return rate, worst, unknown
 
 
 def _cpu_per_gpu(pools: list[PoolFacts]) -> float:
@@ -345,9 +322,7 @@ class TeamCost:
             "monthUnknown": list(self.month_unknown),
             "jobsOnDemandPerHour": self.jobs_hourly,
             "quotaCeilingPerHour": self.ceiling.hourly,
-            "quotaCeilingPerMonth": None
-            if self.ceiling.hourly is None
-            else self.ceiling.hourly * HOURS_PER_MONTH,
+            "quotaCeilingPerMonth": self.ceiling.monthly,
             "quotaCeiling": self.ceiling.detail,
             "quotaUnlimited": self.ceiling.unlimited,
         }
@@ -397,12 +372,16 @@ class FixedItem:
     note: str = ""
     missing: str = ""  # the price the table lacks ("ebs.gp3 in us-west-2"), when unknown
 
+    @property
+    def monthly(self) -> float | None:
+        return None if self.hourly is None else self.hourly * HOURS_PER_MONTH
+
     def to_json(self) -> dict[str, Any]:
         return {
             "what": self.what,
             "quantity": self.quantity,
             "perHour": self.hourly,
-            "perMonth": None if self.hourly is None else self.hourly * HOURS_PER_MONTH,
+            "perMonth": self.monthly,
             "source": self.source,
             "note": self.note,
         }
@@ -453,18 +432,11 @@ def fixed_costs(resources: list[Any], region: str, today: dt.date) -> list[Fixed
     ]
     for c in clusters:
         version = _inputs(c).get("version")
+        what = f"EKS control plane {version}"
         tier = P.eks_support(version if isinstance(version, str) else None, today)
         if tier is None:
-            items.append(
-                FixedItem(
-                    f"EKS control plane {version}",
-                    "1 cluster",
-                    None,
-                    None,
-                    "no support row",
-                    f"EKS support calendar row for {version}",
-                )
-            )
+            missing = f"EKS support calendar row for {version}"
+            items.append(FixedItem(what, "1 cluster", None, note="no support row", missing=missing))
             continue
         end = P.EKS_STANDARD_SUPPORT_END[version]
         note = (
@@ -472,18 +444,14 @@ def fixed_costs(resources: list[Any], region: str, today: dt.date) -> list[Fixed
             if tier == "standard"
             else f"extended support since {end}: upgrade to pay $0.10/h"
         )
-        items.append(
-            _priced(region, f"eks.{tier}", 1, f"EKS control plane {version}", "1 cluster", note)
-        )
+        items.append(_priced(region, f"eks.{tier}", 1, what, "1 cluster", note))
 
-    nats = of("aws:ec2/natGateway:NatGateway")
-    if nats:
-        items.append(_priced(region, "nat", len(nats), "NAT gateways", f"{len(nats)}"))
-    eips = of("aws:ec2/eip:Eip")
-    if eips:
-        items.append(
-            _priced(region, "ipv4", len(eips), "Public IPv4 addresses (NAT)", f"{len(eips)}")
-        )
+    for type_, key, what in (
+        ("aws:ec2/natGateway:NatGateway", "nat", "NAT gateways"),
+        ("aws:ec2/eip:Eip", "ipv4", "Public IPv4 addresses (NAT)"),
+    ):
+        if count := len(of(type_)):
+            items.append(_priced(region, key, count, what, f"{count}"))
 
     ebs_gb = 0.0
     ebs_what: list[str] = []
@@ -538,21 +506,19 @@ def fixed_costs(resources: list[Any], region: str, today: dt.date) -> list[Fixed
         if _inputs(sc).get("provisioner") == "ebs.csi.aws.com"
         and (_inputs(sc).get("parameters") or {}).get("type") == "gp3"
     }
+    claims: list[tuple[dict[str, Any], str]] = []  # (a claim's spec, whose): PVCs, Helm values
     for pvc in of("kubernetes:core/v1:PersistentVolumeClaim"):
-        spec = _inputs(pvc).get("spec") or {}
-        if spec.get("storageClassName") in gp3_classes:
-            gb = _gib(((spec.get("resources") or {}).get("requests") or {}).get("storage"))
-            if gb:
-                ebs_gb += gb
-                meta = _inputs(pvc).get("metadata") or {}
-                ebs_what.append(f"{gb:g} GB (pvc {meta.get('namespace')}/{meta.get('name')})")
+        meta = _inputs(pvc).get("metadata") or {}
+        whose = f"pvc {meta.get('namespace')}/{meta.get('name')}"
+        claims.append((_inputs(pvc).get("spec") or {}, whose))
     for rel in of("kubernetes:helm.sh/v3:Release"):
-        for tmpl in _claim_templates(_inputs(rel).get("values")):
-            if tmpl.get("storageClassName") in gp3_classes:
-                gb = _gib(((tmpl.get("resources") or {}).get("requests") or {}).get("storage"))
-                if gb:
-                    ebs_gb += gb
-                    ebs_what.append(f"{gb:g} GB ({_inputs(rel).get('name') or rel.name})")
+        whose = _inputs(rel).get("name") or rel.name
+        claims += [(t, whose) for t in _claim_templates(_inputs(rel).get("values"))]
+    for spec, whose in claims:
+        gb = _gib(((spec.get("resources") or {}).get("requests") or {}).get("storage"))
+        if spec.get("storageClassName") in gp3_classes and gb:
+            ebs_gb += gb
+            ebs_what.append(f"{gb:g} GB ({whose})")
     if ebs_gb:
         items.append(
             _priced(
@@ -569,13 +535,9 @@ def fixed_costs(resources: list[Any], region: str, today: dt.date) -> list[Fixed
         what = f"FSx for Lustre {kind}" + (f" {tput} MB/s/TiB" if tput is not None else "")
         items.append(_priced(region, key, gb, what, f"{gb:g} GiB"))
 
-    keys = of("aws:kms/key:Key")
-    if keys:
-        items.append(
-            FixedItem(
-                "KMS keys", f"{len(keys)}", None, None, "not in the price table", f"kms in {region}"
-            )
-        )
+    if keys := len(of("aws:kms/key:Key")):
+        note, missing = "not in the price table", f"kms in {region}"
+        items.append(FixedItem("KMS keys", f"{keys}", None, note=note, missing=missing))
     return items
 
 
@@ -627,7 +589,7 @@ class CostReport:
         least $X/h ..., N items unknown (...)" -- never a bare $0.00 that hides the gaps."""
         known = self.fixed_hourly_known
         unknown = self.fixed_unknown
-        money = f"${known:,.2f}/h = ${known * HOURS_PER_MONTH:,.2f}/month"
+        money = f"{usd(known)}/h = {usd(known * HOURS_PER_MONTH)}/month"
         if not unknown:
             return money
         return f"at least {money}, {len(unknown)} item(s) unknown ({', '.join(unknown)})"

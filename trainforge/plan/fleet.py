@@ -1,35 +1,18 @@
-"""The offline plan of a fleet's manager: every worker stack planned once, the manager's
-StackReferences answered from what the workers' plans export.
+"""The offline plan of a fleet's manager (docs/fleet.md): every worker stack planned once
+with the same engine (trainforge.plan.runner), and the manager's `pulumi.StackReference`
+reads answered from what the workers' plans export (a secret output stays secret).
 
-Why: a manager stack (`trainforge:fleet.role: manager`, docs/fleet.md) reads its workers'
-outputs (`fleetKubeconfig`, `fleetRegion`) through `pulumi.StackReference`, which needs the
-Pulumi service and workers that were `up`'d. Offline, the plan instead runs each worker's own
-program with its own `Pulumi.<stack>.yaml` with the same engine (trainforge.plan.runner), and
-answers the manager's reads of `pulumi:pulumi:StackReference` with those planned exports; a
-secret output stays secret in the manager (the reference's `secretOutputNames`: masked in
-everything the plan prints and writes).
-
-A worker is planned as a stack that is up: with the platform's stand-in mocks (plausible ids,
-ARNs and endpoints for what the cloud assigns, trainforge.plan.mocks), the same run the plan's
-IAM check uses. Why not a preview: a preview leaves the worker's endpoint and token unknown,
-and one unknown output makes the reference's whole `outputs` unknown (the SDK resolves it as
-one property), so the manager could not even read `fleetRegion`, while a real `pulumi
-preview` of a manager reads its up workers' outputs known. The worker's Kubernetes objects,
-which the fleet section compares, come from its config and are the same in either run. The worker
-plans (`WorkerPlan`: its objects, its typed contracts, its region) are handed to the plan's
-checks (`PlanContext.fleet_workers`), where the fleet section (trainforge.plan.checks.fleet)
-asks the Kueue model which worker may run each job.
-
-A worker named by `org/project/stack` belongs to another project: its program and stack file
-are not here, so it cannot be planned offline; it is kept as a `WorkerPlan` without an
-inventory and a note saying so. A stack without `trainforge:fleet`, or a worker's, plans
-exactly as before (nothing here runs).
+A worker is planned as a stack that is up, with the stand-in mocks: a preview leaves its
+endpoint and token unknown, and one unknown output makes the reference's whole `outputs`
+unknown (the SDK resolves it as one property), while a real preview of a manager reads its up
+workers' outputs known. A worker of another project (`org/project/stack`) cannot be planned
+here: it is kept as a `WorkerPlan` without an inventory, with a note saying so.
 """
 
 from __future__ import annotations
 
 import pathlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from trainforge.plan.manifests import K8sObject, k8s_objects
@@ -108,9 +91,10 @@ def manager_workers(config: dict[str, Any]) -> list[WorkerRef] | None:
     return out
 
 
-def _region(config: dict[str, Any]) -> str | None:
-    region = decode_value(config.get("aws:region"))
-    return region if isinstance(region, str) else None
+def region(config: dict[str, Any]) -> str | None:
+    """The stack's `aws:region` in its display config (None: not set)."""
+    value = decode_value(config.get("aws:region"))
+    return value if isinstance(value, str) else None
 
 
 def _stack_error(exc: BaseException) -> BaseException | None:
@@ -194,7 +178,7 @@ def plan_worker(
         if err is None:
             raise
         raise ProjectError(f"worker {ref.name} (Pulumi.{stack}.yaml): {str(err).strip()}") from e
-    return WorkerPlan(ref.name, ref.stack, _region(shown), inv, k8s_objects(inv))
+    return WorkerPlan(ref.name, ref.stack, region(shown), inv, k8s_objects(inv))
 
 
 def plan_workers(
@@ -225,10 +209,7 @@ def plan_workers(
             )
         if ref.stack not in planned:
             planned[ref.stack] = plan_worker(root, ref, project, manager, also)
-        base = planned[ref.stack]
-        out[ref.name] = WorkerPlan(
-            ref.name, ref.stack, base.region, base.inventory, base.objects, base.note
-        )
+        out[ref.name] = replace(planned[ref.stack], name=ref.name)
     return out
 
 
@@ -243,14 +224,6 @@ def _wire(value: Any) -> Any:
     if isinstance(value, list):
         return [_wire(v) for v in value]
     return value
-
-
-def reference_state(plan: WorkerPlan) -> dict[str, Any]:
-    """What `pulumi.StackReference(<worker stack>)` reads in the manager: the worker's planned
-    outputs (secret ones by their own value) and which of them are secret. A worker that could
-    not be planned reads as a stack not up yet (no outputs): the manager then skips it with its
-    bootstrap warning, and the fleet section says why."""
-    return stack_state(plan.stack, plan.inventory)
 
 
 def stack_state(name: str, inv: Inventory | None) -> dict[str, Any]:
@@ -270,5 +243,7 @@ def stack_state(name: str, inv: Inventory | None) -> dict[str, Any]:
 
 def reference_answers(workers: dict[str, WorkerPlan]) -> dict[str, dict]:
     """StackReference target -> its state, for every worker, under the stack name the
-    manager's config gives (the name its program reads the reference by)."""
-    return {p.stack: reference_state(p) for p in workers.values()}
+    manager's config gives (the name its program reads the reference by). A worker that could
+    not be planned reads as a stack not up yet: the manager skips it with its bootstrap
+    warning, and the fleet section says why."""
+    return {p.stack: stack_state(p.stack, p.inventory) for p in workers.values()}

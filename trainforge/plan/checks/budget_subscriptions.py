@@ -1,24 +1,9 @@
-"""Plan check: subscriptions AWS can make. Every SNS subscription `pulumi up` would create is
-one SNS accepts and can confirm, and every webhook receiver gets the stack's budgets by some
-route.
-
-Why: prod's webhook receiver is `http://alert-router.ops.svc.cluster.local:8080/...`; the
-budgets' SNS topic subscribed it with protocol `https`. SNS refuses an endpoint whose scheme is
-not the protocol's ("for the https protocol, the endpoint is a URL beginning with https://",
-SNS Subscribe API, https://docs.aws.amazon.com/sns/latest/api/API_Subscribe.html, read
-2026-11-29), and a name only the cluster's DNS answers can never confirm the subscription:
-`pulumi up` failed on `budgets-webhook-0` while the plan said CLEAN.
-
-What is judged:
-- each `aws:sns/topicSubscription:TopicSubscription` of the plan: an http(s) endpoint must
-  match its protocol and be public (platform.budgets.subscription_problem); an email endpoint
-  must be an address. A finding names the resource.
-- each `webhook` receiver of `trainforge:monitoring.receivers` SNS cannot subscribe, when the
-  stack has monthly budgets (`trainforge-policy:costCaps`): the platform routes a team's budget
-  to it through Alertmanager (the `TrainforgeTeamSpendOverBudget` alert, in the plan's
-  PrometheusRule when OpenCost runs); a budget no route carries to it (the cluster's, a team
-  whose budget series is not in the rules, a receiver without `warning` or filtered to other
-  teams) is a finding naming `trainforge:monitoring.receivers[<i>].url`.
+"""Plan check: every SNS subscription `pulumi up` would create is one SNS accepts and can
+confirm (TRAINFORGE_SNS_SUBSCRIPTION), and every webhook receiver SNS cannot subscribe still
+gets the stack's monthly budgets through Alertmanager (TRAINFORGE_BUDGET_UNROUTED, naming
+`trainforge:monitoring.receivers[<i>].url`). Why (prod's cluster-local receiver, subscribed
+over https, failed `pulumi up` while the plan said CLEAN) and the SNS rules: docs/cost.md,
+"Budgets (AWS Budgets)".
 """
 
 from __future__ import annotations
@@ -30,7 +15,7 @@ from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Secti
 from trainforge.platform.budgets import subscription_problem
 from trainforge.platform.dashboards import BUDGET
 from trainforge.stack.file import decode_value
-from trainforge.stack.policy import CAPS_KEY
+from trainforge.stack.policy import CAPS_KEY, parse_caps
 
 SUBSCRIPTION = "TRAINFORGE_SNS_SUBSCRIPTION"
 BUDGET_UNROUTED = "TRAINFORGE_BUDGET_UNROUTED"
@@ -85,27 +70,17 @@ def _spend_routes(resources: list[Any]) -> set[str] | None:
     return teams if alert else None
 
 
-def _receivers(config: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
+def _receivers(config: dict[str, Any]) -> list[tuple[int, str, dict[str, Any]]]:
+    """(index, name, receiver) of `trainforge:monitoring.receivers` (unnamed: `<type>-<i>`)."""
     raw = decode_value(config.get(MONITORING_KEY))
     found = raw.get("receivers") if isinstance(raw, dict) else None
     if not isinstance(found, list):
         return []
-    return [(i, r) for i, r in enumerate(found) if isinstance(r, dict)]
-
-
-def _budgets(config: dict[str, Any]) -> tuple[bool, list[str]]:
-    """(the cluster has a monthly budget, the teams with one), read leniently: a malformed
-    cap is the cost check's to report, with its key."""
-    raw = decode_value(config.get(CAPS_KEY))
-    if not isinstance(raw, dict):
-        return False, []
-    cluster = raw.get("clusterPerMonth") is not None
-    default = raw.get("teamPerMonth")
-    teams = raw.get("teams") if isinstance(raw.get("teams"), dict) else {}
-    named = sorted(
-        t for t, c in teams.items() if (c or {}).get("teamPerMonth", default) is not None
-    )
-    return cluster, named
+    return [
+        (i, str(r.get("name") or f"{r.get('type', 'webhook')}-{i}"), r)
+        for i, r in enumerate(found)
+        if isinstance(r, dict)
+    ]
 
 
 def check(ctx: PlanContext) -> CheckResult:
@@ -114,16 +89,15 @@ def check(ctx: PlanContext) -> CheckResult:
     findings: list[Finding] = []
     lines: list[str] = []
     data: dict[str, Any] = {"subscriptions": [], "receivers": []}
-    receivers = {
-        str(r.get("name") or f"{r.get('type', 'webhook')}-{i}"): r for i, r in _receivers(config)
-    }
+    receivers = _receivers(config)
+    by_name = {name: r for _, name, r in receivers}
     for res in resources:
         if res.type != TOPIC_SUBSCRIPTION:
             continue
         protocol = str(res.inputs.get("protocol", ""))
         endpoint = res.inputs.get("endpoint")
         if endpoint == "[secret]":  # the budgets' topic names a subscription by its receiver
-            rec = receivers.get(res.name.rpartition("-webhook-")[2]) or {}
+            rec = by_name.get(res.name.rpartition("-webhook-")[2]) or {}
             endpoint = decode_value(rec.get("url"))
         why = endpoint_problem(protocol, endpoint)
         data["subscriptions"].append({"name": res.name, "protocol": protocol, "problem": why})
@@ -142,15 +116,17 @@ def check(ctx: PlanContext) -> CheckResult:
             )
         )
         lines.append(f"{res.name}: {protocol} subscription SNS refuses: {why}")
-    cluster_budget, team_budgets = _budgets(config)
+    # the monthly budgets by the policy model; a malformed cap is the cost check's to report
+    caps = parse_caps(config.get(CAPS_KEY), errors=[])
+    cluster_budget = caps.cluster_per_month is not None
+    team_budgets = sorted(t for t, c in caps.teams.items() if c.team_per_month is not None)
     if cluster_budget or team_budgets:
         routed = _spend_routes(resources)
-        for i, rec in _receivers(config):
+        for i, name, rec in receivers:
             if rec.get("type", "webhook") != "webhook":
                 continue
             url = decode_value(rec.get("url"))
             key = f"{MONITORING_KEY}.receivers[{i}].url"
-            name = rec.get("name") or f"{rec.get('type', 'webhook')}-{i}"
             if not isinstance(url, str) or url == "[secret]":
                 lines.append(f"receiver {name}: url is a secret; judged at `pulumi up` only")
                 continue

@@ -1,18 +1,6 @@
-"""Plan check: the cost table (per job, per team, the platform) and the $/hour caps.
-
-The caps are policy, so they live next to the waivers in the `trainforge-policy:` namespace
-(the model: trainforge/stack/policy.py, which parse_caps validates through):
-
-    config:
-      trainforge-policy:costCaps:
-        jobPerHour: 100            # USD/hour, one job with all its pods, on-demand prices
-        teamPerHour: 300           # USD/hour, all of a team's declared jobs at once
-        teams:                     # per-team overrides of either cap
-          llm: {jobPerHour: 600, teamPerHour: 2000}
-
-A job or team over its cap is a violation (rule TF_COST_JOB_CAP / TF_COST_TEAM_CAP); so is a
-capped one whose cost is unknown (a cap nobody can check is no cap). Waive either with a
-reason under `trainforge-policy:waivers` (resource: the job's name or the team's name).
+"""Plan check: the cost table (per job, per team, the platform) and the $/hour caps and
+monthly budgets of `trainforge-policy:costCaps` (the model: trainforge/stack/policy.py). What
+each rule judges, and how to waive it: docs/cost.md, "Caps".
 """
 
 from __future__ import annotations
@@ -20,13 +8,12 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from trainforge.core import price_facts as P
 from trainforge.plan import cost as C
-from trainforge.plan import price_facts as P
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.checks import queues
-from trainforge.stack.policy import CAPS_KEY, CostCaps, CostCapsError, parse_caps
-
-__all__ = ["CAPS_KEY", "CostCapsError", "check", "parse_caps"]
+from trainforge.plan.cost import usd
+from trainforge.stack.policy import CAPS_KEY, CostCaps, parse_caps
 
 REGION_KEY = "aws:region"
 SECTION_TITLE = "Cost"
@@ -41,7 +28,7 @@ RULES = {
     "TF_COST_CLUSTER_BUDGET": "shrink the always-on platform or the jobs, raise "
     f"{CAPS_KEY}.clusterPerMonth, or waive it for the cluster with a reason",
     "TF_COST_PRICE_MISSING": "the price table is the cause, not the jobs: add the missing price "
-    "with its source to trainforge/plan/data/price_facts.json (tools/regen_price_facts.py), "
+    "with its source to trainforge/core/data/price_facts.json (tools/regen_price_facts.py), "
     "or waive it with a reason",
 }
 
@@ -85,12 +72,6 @@ def build_report(ctx: PlanContext, today: dt.date | None = None) -> C.CostReport
 # --- the section ----------------------------------------------------------------------------------
 
 
-def usd(value: float | None, unit: str = "") -> str:
-    if value is None:
-        return "unknown"
-    return f"${value:,.2f}{unit}"
-
-
 def hours(seconds: float | None) -> str:
     if seconds is None:
         return "unknown"
@@ -107,7 +88,7 @@ def render(report: C.CostReport) -> list[str]:
     lines: list[str] = []
     lines.append(
         f"USD, list prices in {report.region} from the price facts table of {P.FACTS_DATE} "
-        "(trainforge/plan/price_facts.py); 'unknown' = no dated price, never guessed"
+        "(trainforge/core/price_facts.py); 'unknown' = no dated price, never guessed"
     )
     lines.append("")
     if report.jobs:
@@ -157,14 +138,10 @@ def render(report: C.CostReport) -> list[str]:
              "quota ceiling $/h", "quota ceiling $/month"]
         ]  # fmt: skip
         for t in report.teams:
-            ceiling = "unlimited" if t.ceiling.unlimited else usd(t.ceiling.hourly)
-            monthly = (
-                "unlimited"
-                if t.ceiling.unlimited
-                else usd(None if t.ceiling.hourly is None else t.ceiling.hourly * 730)
-            )
+            c = t.ceiling
+            ceiling = ["unlimited"] * 2 if c.unlimited else [usd(c.hourly), usd(c.monthly)]
             waiting = ", ".join(t.waiting) or "-"
-            rows.append([t.name, usd(t.jobs_hourly), waiting, usd(t.month), ceiling, monthly])
+            rows.append([t.name, usd(t.jobs_hourly), waiting, usd(t.month), *ceiling])
         lines += ["Teams:", *("  " + r for r in _table(rows))]
         for t in report.teams:
             lines.append(f"  {t.name}: quota ceiling = {t.ceiling.detail}")
@@ -175,8 +152,7 @@ def render(report: C.CostReport) -> list[str]:
         lines.append("")
     rows = [["item", "quantity", "$/h", "$/month", "note"]]
     for i in report.fixed:
-        monthly = None if i.hourly is None else i.hourly * C.HOURS_PER_MONTH
-        rows.append([i.what, i.quantity, usd(i.hourly), usd(monthly), i.note])
+        rows.append([i.what, i.quantity, usd(i.hourly), usd(i.monthly), i.note])
     total = report.fixed_total()
     lines += [
         "Platform (fixed, while the stack exists; Karpenter pools scale to zero):",
@@ -215,17 +191,27 @@ def running_lines(report: C.CostReport) -> list[str]:
     return out
 
 
-def _missing(
-    resource: str, names: frozenset[str], prices: list[str], what: str, cap: str
-) -> Finding:
-    return _finding(
-        resource,
-        "TF_COST_PRICE_MISSING",
-        names,
-        f"{what} cannot be checked against {cap}: the price table has no "
-        f"{'; '.join(sorted(set(prices)))} (trainforge/plan/data/price_facts.json of "
-        f"{P.FACTS_DATE})",
-    )
+def _judge(
+    resource: str,
+    rule: str,
+    names: frozenset[str],
+    what: str,
+    limit: str,
+    prices: list[str],
+    unknown: str,
+    over: str | None,
+) -> list[Finding]:
+    """One cap or budget judged: the price table lacks a price (TF_COST_PRICE_MISSING, the
+    fix is the table), the figure is unknown (`unknown`), it is over (`over`; None: within)."""
+    if prices:
+        rule = "TF_COST_PRICE_MISSING"
+        unknown = (
+            f"{what} cannot be checked against {limit}: the price table has no "
+            f"{'; '.join(sorted(set(prices)))} (trainforge/core/data/price_facts.json of "
+            f"{P.FACTS_DATE})"
+        )
+    msg = unknown or over
+    return [Finding(resource, rule, msg, RULES[rule], names=names)] if msg else []
 
 
 def findings(report: C.CostReport, caps: CostCaps) -> list[Finding]:
@@ -234,95 +220,94 @@ def findings(report: C.CostReport, caps: CostCaps) -> list[Finding]:
         cap, _ = caps.for_team(j.team)
         if cap is None:
             continue
-        names = frozenset({j.name, j.resource})
+        c = j.choice
         price = j.missing_price(report.region)
-        if price is not None:
-            out.append(_missing(j.resource, names, [price], f"job {j.name}", f"{usd(cap)}/h"))
-            continue
-        if j.hourly is None:
-            msg = (
-                f"job {j.name} ({j.pool}) has a cap of {usd(cap)}/h but no instance type of "
-                "its pool fits one pod, so the cap cannot be checked"
-            )
-        elif j.hourly > cap:
-            c = j.choice
-            assert c is not None
-            msg = (
-                f"job {j.name} costs {usd(j.hourly)}/h on-demand ({c.nodes} x {c.instance_type} "
-                f"at {usd(c.on_demand.usd if c.on_demand else None)}/h), over the "
-                f"{usd(cap)}/h cap for team {j.team}"
-            )
-        else:
-            continue
-        out.append(_finding(j.resource, "TF_COST_JOB_CAP", names, msg))
+        out += _judge(
+            j.resource,
+            "TF_COST_JOB_CAP",
+            frozenset({j.name, j.resource}),
+            f"job {j.name}",
+            f"{usd(cap)}/h",
+            [price] if price else [],
+            f"job {j.name} ({j.pool}) has a cap of {usd(cap)}/h but no instance type of "
+            "its pool fits one pod, so the cap cannot be checked"
+            if j.hourly is None
+            else "",
+            f"job {j.name} costs {usd(j.hourly)}/h on-demand ({c.nodes} x {c.instance_type} "
+            f"at {usd(c.on_demand.usd if c.on_demand else None)}/h), over the "
+            f"{usd(cap)}/h cap for team {j.team}"
+            if c and j.hourly is not None and j.hourly > cap
+            else None,
+        )
     by_name = {(j.team, j.name): j for j in report.jobs}
     for t in report.teams:
         _, cap = caps.for_team(t.name)
-        names = frozenset({t.name, t.namespace, f"team/{t.name}"})
+        team = f"team/{t.name}"
+        names = frozenset({t.name, t.namespace, team})
         mine = [j for j in report.jobs if j.team == t.name]
         if cap is not None and t.jobs:
             running = [by_name[(t.name, n)] for n in t.jobs]
-            prices = [p for j in running if (p := j.missing_price(report.region))]
             waits = f"; waiting, not counted: {', '.join(t.waiting)}" if t.waiting else ""
-            if prices:
-                out.append(
-                    _missing(f"team/{t.name}", names, prices, f"team {t.name}", f"{usd(cap)}/h")
-                )
-            elif t.jobs_hourly is None:
-                out.append(_team(t, "TF_COST_TEAM_CAP", names, f"team {t.name} has a cap of "
-                                 f"{usd(cap)}/h but no type of a pool fits a pod of its jobs"))  # fmt: skip
-            elif t.jobs_hourly > cap:
-                out.append(
-                    _team(
-                        t,
-                        "TF_COST_TEAM_CAP",
-                        names,
-                        f"team {t.name}'s jobs that run at once ({', '.join(t.jobs)}) cost "
-                        f"{usd(t.jobs_hourly)}/h on-demand together, over its {usd(cap)}/h "
-                        f"cap{waits}",
-                    )
-                )
+            out += _judge(
+                team,
+                "TF_COST_TEAM_CAP",
+                names,
+                f"team {t.name}",
+                f"{usd(cap)}/h",
+                [p for j in running if (p := j.missing_price(report.region))],
+                f"team {t.name} has a cap of {usd(cap)}/h but no type of a pool fits a pod of "
+                "its jobs"
+                if t.jobs_hourly is None
+                else "",
+                f"team {t.name}'s jobs that run at once ({', '.join(t.jobs)}) cost "
+                f"{usd(t.jobs_hourly)}/h on-demand together, over its {usd(cap)}/h cap{waits}"
+                if t.jobs_hourly is not None and t.jobs_hourly > cap
+                else None,
+            )
         budget = caps.month_for_team(t.name)
         if budget is None or not mine:
             continue
-        prices = [p for j in mine if (p := j.missing_price(report.region))]
-        if prices:
-            out.append(
-                _missing(f"team/{t.name}", names, prices, f"team {t.name}", f"{usd(budget)}/month")
-            )
-        elif t.month is None:
-            out.append(
-                _team(
-                    t,
-                    "TF_COST_TEAM_BUDGET",
-                    names,
-                    f"team {t.name} has a budget of "
-                    f"{usd(budget)}/month but the run cost of {', '.join(t.month_unknown)} is "
-                    "unknown (no expected duration: set expectedStepSeconds)",
-                )  # fmt: skip
-            )
-        elif t.month > budget:
-            out.append(
-                _team(
-                    t,
-                    "TF_COST_TEAM_BUDGET",
-                    names,
-                    f"team {t.name}'s declared jobs cost "
-                    f"{usd(t.month)} in a month (each run once: "
-                    + ", ".join(f"{j.name} {usd(j.month_cost)}" for j in mine)
-                    + f"), over its {usd(budget)}/month budget",
-                )  # fmt: skip
-            )
-    out += _cluster_budget(report, caps)
+        out += _judge(
+            team,
+            "TF_COST_TEAM_BUDGET",
+            names,
+            f"team {t.name}",
+            f"{usd(budget)}/month",
+            [p for j in mine if (p := j.missing_price(report.region))],
+            f"team {t.name} has a budget of {usd(budget)}/month but the run cost of "
+            f"{', '.join(t.month_unknown)} is unknown (no expected duration: set "
+            "expectedStepSeconds)"
+            if t.month is None
+            else "",
+            f"team {t.name}'s declared jobs cost {usd(t.month)} in a month (each run once: "
+            + ", ".join(f"{j.name} {usd(j.month_cost)}" for j in mine)
+            + f"), over its {usd(budget)}/month budget"
+            if t.month is not None and t.month > budget
+            else None,
+        )
+    budget = caps.cluster_per_month
+    if budget is not None:
+        month = cluster_month(report)
+        out += _judge(
+            "cluster",
+            "TF_COST_CLUSTER_BUDGET",
+            frozenset({"cluster"}),
+            "the cluster",
+            f"{usd(budget)}/month",
+            report.fixed_missing()
+            + [p for j in report.jobs if (p := j.missing_price(report.region))],
+            f"the cluster has a budget of {usd(budget)}/month but the run cost of "
+            f"{', '.join(n for t in report.teams for n in t.month_unknown)} is unknown (no "
+            "expected duration: set expectedStepSeconds)"
+            if month is None
+            else "",
+            f"the cluster costs {usd(month)} in a month (platform "
+            f"{usd(report.fixed_hourly_known * C.HOURS_PER_MONTH)}/month + every declared job "
+            f"run once), over its {usd(budget)}/month budget"
+            if month is not None and month > budget
+            else None,
+        )
     return out
-
-
-def _team(t: C.TeamCost, rule: str, names: frozenset[str], msg: str) -> Finding:
-    return _finding(f"team/{t.name}", rule, names, msg)
-
-
-def _finding(resource: str, rule: str, names: frozenset[str], msg: str) -> Finding:
-    return Finding(resource, rule, msg, RULES[rule], names=names)
 
 
 def cluster_month(report: C.CostReport) -> float | None:
@@ -331,34 +316,6 @@ def cluster_month(report: C.CostReport) -> float | None:
     if report.fixed_unknown or any(t.month is None for t in report.teams):
         return None
     return report.fixed_hourly_known * C.HOURS_PER_MONTH + sum(t.month or 0 for t in report.teams)
-
-
-def _cluster_budget(report: C.CostReport, caps: CostCaps) -> list[Finding]:
-    budget = caps.cluster_per_month
-    if budget is None:
-        return []
-    names = frozenset({"cluster"})
-    prices = report.fixed_missing() + [
-        p for j in report.jobs if (p := j.missing_price(report.region))
-    ]
-    if prices:
-        return [_missing("cluster", names, prices, "the cluster", f"{usd(budget)}/month")]
-    month = cluster_month(report)
-    if month is None:
-        unknown = [n for t in report.teams for n in t.month_unknown]
-        msg = (
-            f"the cluster has a budget of {usd(budget)}/month but the run cost of "
-            f"{', '.join(unknown)} is unknown (no expected duration: set expectedStepSeconds)"
-        )
-    elif month > budget:
-        msg = (
-            f"the cluster costs {usd(month)} in a month (platform "
-            f"{usd(report.fixed_hourly_known * C.HOURS_PER_MONTH)}/month + every declared job "
-            f"run once), over its {usd(budget)}/month budget"
-        )
-    else:
-        return []
-    return [_finding("cluster", "TF_COST_CLUSTER_BUDGET", names, msg)]
 
 
 def check(ctx: PlanContext) -> CheckResult:

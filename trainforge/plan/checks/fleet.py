@@ -1,56 +1,9 @@
-"""Plan check: a fleet manager's section, where each of its jobs may run (MultiKueue).
-
-Only a manager's plan has one (`PlanContext.fleet_workers`, planned by trainforge.plan.fleet).
-For each job the manager declares:
-
-- the workers that could admit it: the job's own object (as MultiKueue copies it to a worker)
-  admitted into each worker's planned Kueue objects by the one Kueue model
-  (trainforge.plan.checks.queues.admit_object over trainforge.plan.kueue: its LocalQueue, the
-  worker's ClusterQueue, flavor assignment against the worker's ResourceFlavors and quotas,
-  on an idle worker), and its cost per hour there: the worker pool of the flavor it gets, the
-  instance type Karpenter would pick there (trainforge.plan.cost.choose_nodes) at the on-demand
-  price of the worker's region (trainforge.plan.price_facts; a missing price is said);
-- which worker is tried first. Kueue 0.19's MultiKueue has two dispatchers
-  (apis/config/v1beta2/configuration_types.go, release-0.19 c90ed700c1, read 2026-11-29):
-  `kueue.x-k8s.io/multikueue-dispatcher-all-at-once`, the default when the Configuration names
-  none (apis/config/v1beta2/defaults.go), nominates every worker of the MultiKueueConfig at
-  once (pkg/controller/admissionchecks/multikueue/workload.go: nominatedWorkers = every
-  remote), creates the Workload on each, and the worker whose copy is admitted first runs it
-  (bestMatchByCondition: the earliest Admitted condition); the others' copies are deleted.
-  `...-incremental` nominates the workers in name order, 3 at a time by default
-  (pkg/controller/workloaddispatcher/incrementaldispatcher.go: slices.Sort; defaults.go
-  stepSize 3). The section reads which one the manager's Kueue Configuration sets.
-
-Findings (waivable like any rule):
-- TRAINFORGE_FLEET_NO_WORKER: no planned worker can admit the job (it would wait on the
-  manager for ever);
-- TRAINFORGE_FLEET_SHAPE: a worker whose team namespaces, LocalQueues,
-  ClusterTrainingRuntimes or training operator (the job controllers it installs, and their
-  versions) differ from the manager's: MultiKueue creates the job in the same namespace, through the same
-  LocalQueue, naming the same runtime, on every worker;
-- TRAINFORGE_FLEET_MANAGED_BY: a job object of the manager without
-  `managedBy: kueue.x-k8s.io/multikueue` (its controller on the manager would run it there);
-- TRAINFORGE_FLEET_CHECKPOINTS: a job whose checkpoints a worker that may run it cannot
-  reach. Either they live only on its cluster's FSx while more than one worker may run it (a
-  job evicted on one worker is admitted again wherever MultiKueue finds room, and starts over
-  there: FSx is per cluster), or it mirrors them to the manager's bucket (the job object names
-  it, and MultiKueue copies the object as is) and the worker's planned IAM policies do not
-  let its roles write that bucket (the manager's `fleetCheckpoints`, read from the manager's
-  stand-in run; unknown: any bucket but the worker's own). A worker's team roles are granted
-  it, at their team's prefix, once the manager is up (platform/fleet.py). A worker that may write the mirror from another
-  region is a stated cost: the section names the inter-region traffic (docs/fleet.md, "Data");
-- TRAINFORGE_FLEET_JOB_INPUTS: a job whose pods read a ConfigMap, Secret,
-  PersistentVolumeClaim or ServiceAccount of its namespace that a worker which may run it does
-  not declare: MultiKueue copies the job object alone (its adapters create the job and its Workload on the
-  worker), so what the manager declares beside it is not there and the pods do not start. A
-  job's code ConfigMaps reach the workers through the manager's `fleetJobConfigMaps` (each
-  worker declares them once the manager is up: platform/fleet.py).
-
-The job's image is named as the manager rendered it; one in an ECR registry of another region
-than a worker's is a stated cross-region pull.
-
-A worker of another project (org/project/stack) cannot be planned offline: the section says
-so, and judges the jobs on the planned workers only.
+"""Plan check: a fleet manager's section, where each of its jobs may run (MultiKueue), with
+its findings. Only a manager's plan has one (`PlanContext.fleet_workers`, planned by
+trainforge.plan.fleet). Each job's object is admitted into each planned worker's Kueue objects
+by the one Kueue model (`queues.admit_object`) and priced there as the cost section prices it
+(`cost.choose_nodes`, the worker's region). What the section says and why each finding is one
+(the dispatchers, with their Kueue 0.19 sources; same shape; data; job inputs): docs/fleet.md.
 """
 
 from __future__ import annotations
@@ -60,11 +13,16 @@ from typing import Any
 
 import yaml
 
-from trainforge.jobs.backends import pod_templates
-from trainforge.plan import price_facts as P
+from trainforge.core import price_facts as P
+from trainforge.core.pods import get
+from trainforge.jobs.backends import job_shape, pod_templates
+from trainforge.jobs.entrypoint import checkpoint_dir, mirrors_to_s3
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.checks import queues as Q
+from trainforge.plan.checks.existence import BUILTIN, pod_refs
 from trainforge.plan.checks.iam_eval import policy_doc
+from trainforge.plan.cost import choose_nodes, usd
+from trainforge.plan.fleet import region
 from trainforge.plan.kueue import GPU, quantity
 
 TITLE = "Fleet (MultiKueue): the workers that may run each job"
@@ -93,22 +51,6 @@ RULES = {
     "'Bootstrap order'); or ship the code in the image (codeSource: image). Declare any other "
     "Secret, PersistentVolumeClaim or ServiceAccount the pods read in every worker stack",
 }
-
-# where each backend's object says who runs it (Kueue 0.19's MultiKueue adapters)
-_MANAGED_BY = {
-    "PyTorchJob": ("spec", "runPolicy", "managedBy"),
-    "TrainJob": ("spec", "managedBy"),
-    "Job": ("spec", "managedBy"),
-    "JobSet": ("spec", "managedBy"),
-}
-
-
-def _get(doc: dict[str, Any], path: tuple[str, ...]) -> Any:
-    for key in path:
-        if not isinstance(doc, dict):
-            return None
-        doc = doc.get(key)
-    return doc
 
 
 # --- same shape everywhere ---------------------------------------------------------------------
@@ -203,14 +145,14 @@ def dispatcher(ctx: PlanContext) -> str:
         values = rec.inputs.get("values") if isinstance(rec.inputs, dict) else None
         if not isinstance(values, dict):
             continue
-        text = _get(values, ("managerConfig", "controllerManagerConfigYaml"))
+        text = get(values, "managerConfig", "controllerManagerConfigYaml")
         if not isinstance(text, str) or "kueue" not in str(rec.inputs.get("chart", "")):
             continue
         try:
             cfg = yaml.safe_load(text) or {}
         except yaml.YAMLError:
             continue
-        name = _get(cfg, ("multiKueue", "dispatcherName")) if isinstance(cfg, dict) else None
+        name = get(cfg, "multiKueue", "dispatcherName")
         if isinstance(name, str):
             return name
     return ALL_AT_ONCE
@@ -258,8 +200,6 @@ def _pool(declared: Any, flavor: str | None) -> Any:
 
 def _cost(spec: Any, pool: Any, region: str | None) -> tuple[float | None, str]:
     """($/hour on-demand, words) of the job on a worker's pool in the worker's region."""
-    from trainforge.plan.cost import choose_nodes  # noqa: PLC0415
-
     if pool is None:
         return None, "cost unknown: the worker declares no pool of that name"
     if region is None:
@@ -269,11 +209,7 @@ def _cost(spec: Any, pool: Any, region: str | None) -> tuple[float | None, str]:
         return None, "cost unknown: no instance type of the pool fits one pod"
     if choice.hourly_on_demand is None:
         return None, f"price missing: {P.why_unpriced(region, choice.instance_type)}"
-    return (
-        choice.hourly_on_demand,
-        f"{choice.instance_type} x{choice.nodes} ${choice.hourly_on_demand:,.2f}/h on-demand "
-        f"in {region}",
-    )
+    return choice.hourly_on_demand, f"{choice.describe()} on-demand in {region}"
 
 
 def _need(spec: Any) -> tuple[dict[str, Fraction], int]:
@@ -283,13 +219,6 @@ def _need(spec: Any) -> tuple[dict[str, Fraction], int]:
         GPU: Fraction(spec.gpus_per_worker or 0),
     }
     return {r: v * spec.workers for r, v in per_pod.items() if v}, spec.workers
-
-
-def _checkpoints(spec: Any, target: Any) -> tuple[str, bool]:
-    """(where the job's checkpoints live, whether they are mirrored to S3)."""
-    from trainforge.jobs.entrypoint import checkpoint_dir, mirrors_to_s3  # noqa: PLC0415
-
-    return checkpoint_dir(spec, target), mirrors_to_s3(spec, target)
 
 
 _WRITES = ("s3:*", "s3:Put*", "s3:PutObject")
@@ -365,34 +294,12 @@ def manager_bucket(ctx: PlanContext) -> str | None:
 
 
 def pod_inputs(pod: dict[str, Any]) -> set[tuple[str, str]]:
-    """(kind, name) of every ConfigMap, Secret, PersistentVolumeClaim and ServiceAccount a pod
-    spec reads from its namespace: volumes (projected ones too), envFrom, env valueFrom,
-    imagePullSecrets, serviceAccountName."""
-    out: set[tuple[str, str]] = set()
-
-    def add(kind: str, name: Any) -> None:
-        if isinstance(name, str) and name:
-            out.add((kind, name))
-
-    for v in pod.get("volumes") or []:
-        add("ConfigMap", (v.get("configMap") or {}).get("name"))
-        add("Secret", (v.get("secret") or {}).get("secretName"))
-        add("PersistentVolumeClaim", (v.get("persistentVolumeClaim") or {}).get("claimName"))
-        for src in (v.get("projected") or {}).get("sources") or []:
-            add("ConfigMap", (src.get("configMap") or {}).get("name"))
-            add("Secret", (src.get("secret") or {}).get("name"))
-    for c in [*(pod.get("containers") or []), *(pod.get("initContainers") or [])]:
-        for e in c.get("envFrom") or []:
-            add("ConfigMap", (e.get("configMapRef") or {}).get("name"))
-            add("Secret", (e.get("secretRef") or {}).get("name"))
-        for e in c.get("env") or []:
-            ref = e.get("valueFrom") or {}
-            add("ConfigMap", (ref.get("configMapKeyRef") or {}).get("name"))
-            add("Secret", (ref.get("secretKeyRef") or {}).get("name"))
-    for s in pod.get("imagePullSecrets") or []:
-        add("Secret", s.get("name"))
-    add("ServiceAccount", pod.get("serviceAccountName"))
-    return out
+    """(kind, name) of what a pod spec reads from its namespace to start: its required
+    references as the existence check reads them (`existence.pod_refs`), less what Kubernetes
+    makes in every namespace, and its imagePullSecrets."""
+    refs = {(r.kind, r.name) for r in pod_refs(pod, "", "")} - BUILTIN
+    pulls = {("Secret", s["name"]) for s in pod.get("imagePullSecrets") or [] if s.get("name")}
+    return refs | pulls
 
 
 def _declared_in(docs: list[dict[str, Any]], namespace: str) -> set[tuple[str, str]]:
@@ -418,13 +325,6 @@ def image_regions(pods: list[dict[str, Any]]) -> dict[str, str]:
     return out
 
 
-def _region(ctx: PlanContext) -> str | None:
-    from trainforge.stack.file import decode_value  # noqa: PLC0415
-
-    region = decode_value((getattr(ctx.inventory, "config", None) or {}).get("aws:region"))
-    return region if isinstance(region, str) else None
-
-
 def check(ctx: PlanContext) -> CheckResult:
     workers = getattr(ctx, "fleet_workers", None) or {}
     if not workers:
@@ -440,7 +340,7 @@ def check(ctx: PlanContext) -> CheckResult:
             lines.append(f"note: {w.note}")
         data["workers"][name] = {"stack": w.stack, "region": w.region, "planned": w.planned}
     planned = {n: w for n, w in workers.items() if w.planned}
-    home = _region(ctx)
+    home = region(getattr(ctx.inventory, "config", None) or {})
     for dj in getattr(ctx.declared, "jobs", None) or []:
         spec, target = dj.spec, dj.target
         obj = Q.workload_object(ctx, spec.name, target.namespace)
@@ -461,12 +361,12 @@ def check(ctx: PlanContext) -> CheckResult:
 
         if obj is None:
             continue
-        path = _MANAGED_BY.get(obj.kind)
-        if path is not None and _get(obj.doc, path) != MULTIKUEUE:
+        shape_ = job_shape(obj.doc)  # a job's workload (workload_object): its backend's shape
+        if shape_ is not None and shape_.manager(obj.doc) != MULTIKUEUE:
             finding(
                 RULE_MANAGED_BY,
-                f"job {spec.name}: {obj.kind} {'.'.join(path)} is "
-                f"{_get(obj.doc, path)!r}, not {MULTIKUEUE!r}: the manager's own controller "
+                f"job {spec.name}: {obj.kind} {'.'.join(shape_.managed_by)} is "
+                f"{shape_.manager(obj.doc)!r}, not {MULTIKUEUE!r}: the manager's own controller "
                 "would run it on the manager instead of MultiKueue on a worker",
             )
         labels = (obj.doc.get("metadata") or {}).get("labels") or {}
@@ -515,7 +415,7 @@ def check(ctx: PlanContext) -> CheckResult:
             if len(priced) == len(may) and priced[0][0] == priced[-1][0]:
                 lines.append("  cheapest: none, the same on-demand price on every worker")
             else:
-                lines.append(f"  cheapest: {priced[0][1]} (${priced[0][0]:,.2f}/h)")
+                lines.append(f"  cheapest: {priced[0][1]} ({usd(priced[0][0])}/h)")
         inputs = set().union(*(pod_inputs(p) for p in pods)) if pods else set()
         for n, *_ in may:
             missing = sorted(inputs - _declared_in(planned[n].docs, target.namespace))
@@ -535,7 +435,7 @@ def check(ctx: PlanContext) -> CheckResult:
                     f"{'pulls' if len(far) == 1 else 'pull'} it across regions (inter-region "
                     "data transfer)"
                 )
-        where, mirrored = _checkpoints(spec, target)
+        where, mirrored = checkpoint_dir(spec, target), mirrors_to_s3(spec, target)
         fsx = bool(target.claim_name) and where.startswith(target.fsx_mount_path)
         if fsx and not mirrored and len(may) > 1:
             finding(
