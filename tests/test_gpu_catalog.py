@@ -104,7 +104,7 @@ def test_the_price_regeneration_prices_every_catalog_family(tmp_path, monkeypatc
     cat = tmp_path / "catalog.json"
     cat.write_text(json.dumps(_with_new_family()))
     data = tmp_path / "price_facts.json"
-    data.write_text((ROOT / "trainforge/core/data/price_facts.json").read_text())
+    data.write_text((ROOT / "trainforge/plan/data/price_facts.json").read_text())
     go = tmp_path / "p.go"
     go.write_text('\t"us-east-1": {\n\t\t"zz9.48xlarge": 99.5, "zz8.large": 1.0,\n\t},\n')
     monkeypatch.setattr(tool, "DATA", data)

@@ -1,4 +1,4 @@
-"""Regenerate the EC2 on-demand tables of trainforge/core/data/price_facts.json.
+"""Regenerate the EC2 on-demand tables of trainforge/plan/data/price_facts.json.
 
 Why a script: the price facts are data, not Python literals, and every figure must come from
 a pinned public table, so anyone can redo (and diff) them. Two sources, both generated from
@@ -48,7 +48,7 @@ import json
 import pathlib
 import re
 
-DATA = pathlib.Path(__file__).resolve().parents[1] / "trainforge/core/data/price_facts.json"
+DATA = pathlib.Path(__file__).resolve().parents[1] / "trainforge/plan/data/price_facts.json"
 CATALOG = pathlib.Path(__file__).resolve().parents[1] / "trainforge/core/data/gpu_catalog.json"
 KARPENTER = "karpenter-1.14.1"
 SKYPILOT = "skypilot-catalog-v8"

@@ -12,11 +12,11 @@ from test_plan_stacks import ROOT, project_copy
 from tests.conftest import prod_own_values
 from tests.jobs.helpers import GPU_POOL
 from tests.plan.test_plan_checks import DEV_JOBS
-from trainforge.core import price_facts, versions
+from trainforge.core import versions
 from trainforge.core.contract import DaemonSetLoad, NodeType, PoolFacts
 from trainforge.jobs import capacity, duration
 from trainforge.jobs.spec import parse_job
-from trainforge.plan import cli, core, cost
+from trainforge.plan import cli, core, cost, price_facts
 from trainforge.plan.check_types import PlanContext
 from trainforge.plan.checks import cost_check
 from trainforge.stack.policy import CostCapsError

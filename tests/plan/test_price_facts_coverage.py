@@ -15,7 +15,7 @@ import pytest
 
 from tests.conftest import ROOT
 
-DATA = ROOT / "trainforge/core/data/price_facts.json"
+DATA = ROOT / "trainforge/plan/data/price_facts.json"
 SERVICE_TABLE = ROOT / "tools/data/service_prices.json"
 
 # The gaps of 2026-11-27 (the data file's missingWhy / servicesMissingWhy say what was

@@ -38,7 +38,7 @@ def _tool():
 def test_regenerates_from_the_pinned_tables(tmp_path, monkeypatch):
     tool = _tool()
     data = tmp_path / "price_facts.json"
-    data.write_text((ROOT / "trainforge/core/data/price_facts.json").read_text())
+    data.write_text((ROOT / "trainforge/plan/data/price_facts.json").read_text())
     (tmp_path / "p.go").write_text(GO)
     (tmp_path / "vms.csv").write_text(CSV)
     monkeypatch.setattr(tool, "DATA", data)
@@ -79,7 +79,7 @@ const allGPUInstances = [
 def test_vantage_prices_every_offered_catalog_type_and_lists_the_rest(tmp_path, monkeypatch):
     tool = _tool()
     data = tmp_path / "price_facts.json"
-    src = json.loads((ROOT / "trainforge/core/data/price_facts.json").read_text())
+    src = json.loads((ROOT / "trainforge/plan/data/price_facts.json").read_text())
     for entry in src["ec2OnDemand"].values():  # start from tables without vantage figures
         entry["prices"] = {
             t: p for t, p in entry["prices"].items() if t not in entry.get("otherSources", {})
@@ -121,7 +121,7 @@ def test_a_later_vantage_file_fills_only_what_the_earlier_left_missing(tmp_path,
     tool = _tool()
     data = tmp_path / "price_facts.json"
     data.write_text(json.dumps(_without_vantage(json.loads(
-        (ROOT / "trainforge/core/data/price_facts.json").read_text()))))  # fmt: skip
+        (ROOT / "trainforge/plan/data/price_facts.json").read_text()))))  # fmt: skip
     (tmp_path / "v.js").write_text(VANTAGE)
     (tmp_path / "g7.js").write_text(G7)
     monkeypatch.setattr(tool, "DATA", data)
@@ -163,7 +163,7 @@ EBS = """[
 def test_ebs_pricing_sets_gp3_in_every_region_it_lists(tmp_path, monkeypatch):
     tool = _tool()
     data = tmp_path / "price_facts.json"
-    src = json.loads((ROOT / "trainforge/core/data/price_facts.json").read_text())
+    src = json.loads((ROOT / "trainforge/plan/data/price_facts.json").read_text())
     for services in src["services"].values():
         services.pop("ebs.gp3", None)
     data.write_text(json.dumps(src))
@@ -182,9 +182,9 @@ def test_ebs_pricing_sets_gp3_in_every_region_it_lists(tmp_path, monkeypatch):
 
 
 def test_ebs_gp3_is_priced_in_every_region_of_the_price_facts():
-    from trainforge.core import price_facts
+    from trainforge.plan import price_facts
 
-    for region in json.loads((ROOT / "trainforge/core/data/price_facts.json").read_text())[
+    for region in json.loads((ROOT / "trainforge/plan/data/price_facts.json").read_text())[
         "ec2OnDemand"
     ]:
         p = price_facts.service(region, "ebs.gp3")
@@ -192,10 +192,10 @@ def test_ebs_gp3_is_priced_in_every_region_of_the_price_facts():
 
 
 def test_every_offered_catalog_type_is_priced_or_listed_missing_in_every_region():
-    from trainforge.core import price_facts
+    from trainforge.plan import price_facts
 
     tool = _tool()
-    for region in json.loads((ROOT / "trainforge/core/data/price_facts.json").read_text())[
+    for region in json.loads((ROOT / "trainforge/plan/data/price_facts.json").read_text())[
         "ec2OnDemand"
     ]:
         for t in tool.offered_catalog_types(region):

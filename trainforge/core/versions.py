@@ -43,7 +43,7 @@ from trainforge.core import catalog
 # 1.35 (in standard support until 2027-03-27).
 KUBERNETES_VERSION = "1.35"
 # End of EKS standard support per minor (extended support costs extra per cluster hour; the
-# plan's cost report reads this calendar: trainforge.core.price_facts.eks_support).
+# plan's cost report reads this calendar: trainforge.plan.price_facts.eks_support).
 # source: endoflife.date/amazon-eks and the EKS user guide's release calendar
 # (docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html), checked 2026-11-23
 EKS_STANDARD_SUPPORT_ENDS: dict[str, str] = {

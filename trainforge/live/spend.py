@@ -6,7 +6,7 @@ job's containers' CPU, memory and GPU allocation, priced at its node's OpenCost 
 summed minute by minute since the job was created). Where it cannot be read (OpenCost off,
 an external Prometheus, or a user whose access does not reach the monitoring namespace) the
 estimate is run time x price: each pod's time since it started, times its node's on-demand
-list price (trainforge/core/price_facts.py, the plan's table too) x the pod's share of the node
+list price (trainforge/plan/price_facts.py, the plan's table) x the pod's share of the node
 (its GPUs of the node's, else the larger of its CPU and memory shares). The line always says
 which of the two it is, and why OpenCost's was not used.
 
@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from trainforge.core import price_facts
 from trainforge.core.quantity import parse_quantity
 from trainforge.live.kube import Api, KubeError
 from trainforge.platform.dashboards import POD_NAME_PATTERN, allocation_cost_expr
@@ -123,6 +122,8 @@ def _ended(pod: dict, now: datetime) -> datetime:
 
 def estimate(api: Api, g: Any, now: datetime) -> tuple[float | None, str]:
     """(USD, how) from each pod's run time x its node's on-demand price x its share."""
+    from trainforge.plan import price_facts  # noqa: PLC0415 - the plan's price table
+
     if not g.pods:
         return None, "estimate impossible: no pod of the job is left to measure"
     total, hours, types, spot, missing = 0.0, 0.0, set(), False, []

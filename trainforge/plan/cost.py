@@ -12,12 +12,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from trainforge.core import price_facts as P
 from trainforge.core.contract import JobTarget, NodeType, PoolFacts, TeamFacts, efa_count
 from trainforge.core.quantity import parse_quantity
 from trainforge.jobs import capacity
 from trainforge.jobs.duration import Duration, expected_duration
 from trainforge.jobs.spec import JobSpec
+from trainforge.plan import price_facts as P
 
 HOURS_PER_MONTH = P.HOURS_PER_MONTH
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from trainforge.core import price_facts as P
 from trainforge.plan import cost as C
+from trainforge.plan import price_facts as P
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.checks import queues
 from trainforge.plan.cost import usd
@@ -28,7 +28,7 @@ RULES = {
     "TF_COST_CLUSTER_BUDGET": "shrink the always-on platform or the jobs, raise "
     f"{CAPS_KEY}.clusterPerMonth, or waive it for the cluster with a reason",
     "TF_COST_PRICE_MISSING": "the price table is the cause, not the jobs: add the missing price "
-    "with its source to trainforge/core/data/price_facts.json (tools/regen_price_facts.py), "
+    "with its source to trainforge/plan/data/price_facts.json (tools/regen_price_facts.py), "
     "or waive it with a reason",
 }
 
@@ -88,7 +88,7 @@ def render(report: C.CostReport) -> list[str]:
     lines: list[str] = []
     lines.append(
         f"USD, list prices in {report.region} from the price facts table of {P.FACTS_DATE} "
-        "(trainforge/core/price_facts.py); 'unknown' = no dated price, never guessed"
+        "(trainforge/plan/price_facts.py); 'unknown' = no dated price, never guessed"
     )
     lines.append("")
     if report.jobs:
@@ -207,7 +207,7 @@ def _judge(
         rule = "TF_COST_PRICE_MISSING"
         unknown = (
             f"{what} cannot be checked against {limit}: the price table has no "
-            f"{'; '.join(sorted(set(prices)))} (trainforge/core/data/price_facts.json of "
+            f"{'; '.join(sorted(set(prices)))} (trainforge/plan/data/price_facts.json of "
             f"{P.FACTS_DATE})"
         )
     msg = unknown or over

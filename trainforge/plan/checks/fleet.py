@@ -13,10 +13,10 @@ from typing import Any
 
 import yaml
 
-from trainforge.core import price_facts as P
 from trainforge.core.pods import get
 from trainforge.jobs.backends import job_shape, pod_templates
 from trainforge.jobs.entrypoint import checkpoint_dir, mirrors_to_s3
+from trainforge.plan import price_facts as P
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.checks import queues as Q
 from trainforge.plan.checks.existence import BUILTIN, pod_refs
