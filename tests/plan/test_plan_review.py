@@ -83,7 +83,7 @@ def state(args, world=8, **kw) -> CC.JobState:
 
 
 def flag_dir(args) -> str | None:
-    return CC.flag_map(args or []).get("--checkpoint-dir")
+    return CC.argv_fields(args or []).get("--checkpoint-dir")
 
 
 def test_seq_len_change_cannot_resume_and_names_the_position_table():

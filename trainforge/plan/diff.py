@@ -16,7 +16,8 @@ import yaml
 
 from trainforge.plan.checks.cost_check import STARTS
 from trainforge.plan.checks.cost_check import usd as _usd
-from trainforge.plan.manifests import CHECKOV_DIR
+from trainforge.plan.ckpt_compat import argv_fields
+from trainforge.plan.manifests import CHECKOV_DIR, CLUSTER_DIR
 
 INVENTORY_FILE = "inventory.json"
 MAX_FIELDS = 12  # per object in the markdown
@@ -75,42 +76,6 @@ def _strings(items: list) -> bool:
     return all(isinstance(i, str) for i in items)
 
 
-def argv_fields(argv: list[str]) -> dict[str, str | None]:
-    """An argv by name: `--flag value`, `--flag=value`, `-m module` and bare switches (value
-    None) under the flag's name; a flag seen again (the launcher's and the program's) as
-    `--flag#2`; other tokens by position (`[N]`). So a diff says `command --lr` rather than
-    `command[29]`, and one inserted flag does not shift every later position."""
-    out: dict[str, str | None] = {}
-    i = pos = 0
-    while i < len(argv):
-        tok = argv[i]
-        if tok.startswith("-") and len(tok) > 1 and not _number(tok):
-            name, eq, value = tok.partition("=")
-            val: str | None = value if eq else None
-            nxt = argv[i + 1] if i + 1 < len(argv) else None
-            if not eq and nxt is not None and (not nxt.startswith("-") or _number(nxt)):
-                val = nxt
-                i += 1
-            key, n = name, 1
-            while key in out:
-                n += 1
-                key = f"{name}#{n}"
-            out[key] = val
-        else:
-            out[f"[{pos}]"] = tok
-            pos += 1
-        i += 1
-    return out
-
-
-def _number(tok: str) -> bool:
-    try:
-        float(tok)
-    except ValueError:
-        return False
-    return True
-
-
 def argv_diff(old: list[str], new: list[str], path: str) -> list[tuple[str, Any, Any]]:
     """(`path --flag`, old value, new value) per flag that differs; a switch's value is
     "(set)", an absent flag's None."""
@@ -133,6 +98,16 @@ def _named(items: list) -> bool:
     )
 
 
+def ident(doc: Any) -> str | None:
+    """namespace/Kind/name (as manifests.K8sObject.ident) of a Kubernetes object, else None."""
+    if not isinstance(doc, dict):
+        return None
+    meta = doc.get("metadata") or {}
+    if not doc.get("kind") or not meta.get("name"):
+        return None
+    return f"{meta.get('namespace') or CLUSTER_DIR}/{doc['kind']}/{meta['name']}"
+
+
 def load_objects(folder: pathlib.Path) -> dict[str, dict]:
     """namespace/Kind/name -> object, for every manifest in a plan folder."""
     out = {}
@@ -140,23 +115,10 @@ def load_objects(folder: pathlib.Path) -> dict[str, dict]:
         if CHECKOV_DIR in f.relative_to(folder).parts:
             continue
         for doc in yaml.safe_load_all(f.read_text()):
-            if isinstance(doc, dict) and doc.get("kind"):
-                meta = doc.get("metadata") or {}
-                out[f"{meta.get('namespace') or '_cluster'}/{doc['kind']}/{meta.get('name')}"] = doc
+            key = ident(doc)
+            if key is not None:
+                out[key] = doc
     return out
-
-
-def load_resources(folder: pathlib.Path) -> dict[str, dict]:
-    """URN -> inputs of every non-Kubernetes resource, from the folder's inventory.json."""
-    path = folder / INVENTORY_FILE
-    if not path.is_file():
-        return {}
-    data = json.loads(path.read_text())
-    return {
-        r["urn"]: r.get("inputs") or {}
-        for r in data.get("resources", [])
-        if not str(r.get("type", "")).startswith("kubernetes:")
-    }
 
 
 def _short_urn(urn: str) -> str:
@@ -207,43 +169,21 @@ def _section(title: str, d: PlanDiff) -> list[str]:
 
 
 def render_markdown(
-    objects: PlanDiff,
-    resources: PlanDiff,
-    replaced: set[str] | None = None,
-    cost: list[str] | None = None,
+    objects: PlanDiff, resources: PlanDiff, replaced: set[str] | None = None
 ) -> str:
-    """A PR-comment-sized summary. `replaced` names objects Pulumi replaces instead of updating;
-    `cost` is `cost_markdown`'s lines."""
-    lines = ["## trainforge plan diff", ""]
-    lines += _section("Kubernetes objects", objects)
-    if replaced:
-        hit = [c.key for c in objects.changed if c.key in replaced]
-        if hit:
-            lines += [
-                "Replaced (deleted before the new one is created): "
-                + ", ".join(f"`{k}`" for k in hit),
-                "",
-            ]
+    """A PR-comment-sized summary. `replaced` names objects Pulumi replaces instead of updating."""
+    lines = _section("Kubernetes objects", objects)
+    hit = [c.key for c in objects.changed if c.key in (replaced or ())]
+    if hit:
+        lines += [
+            "Replaced (deleted before the new one is created): " + ", ".join(f"`{k}`" for k in hit),
+            "",
+        ]
     lines += _section("Cloud resources", resources)
-    lines += cost or []
     return "\n".join(lines)
 
 
 # --- cost ------------------------------------------------------------------------------------
-
-COST_SECTION = "Cost"
-
-
-def load_cost(folder: pathlib.Path) -> dict[str, Any] | None:
-    """The cost section's data of a plan folder (None: that plan had no cost report)."""
-    path = folder / INVENTORY_FILE
-    if not path.is_file():
-        return None
-    sections = (json.loads(path.read_text()).get("plan") or {}).get("sections") or []
-    for s in sections:
-        if s.get("title") == COST_SECTION and isinstance(s.get("data"), dict):
-            return s["data"]
-    return None
 
 
 def _delta(old: float | None, new: float | None) -> str:

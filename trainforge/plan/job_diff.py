@@ -1,10 +1,6 @@
-"""What a change means for each job, pool and team, in their own terms.
-
-A field diff says `command[22]: "1024" -> "2048"`; a reviewer needs `--seq-len 1024 -> 2048`,
-and what that does: memory per GPU, step time and duration, cost, queue admission, and whether
-the replaced job resumes from its checkpoints. Every figure comes from the plan's own checks
-(estimates, cost, queue admission), read from each side's plan sections; a side without them
-(a deployed stack export) shows only the new value.
+"""What a change means for each job, pool and team, in their own terms (docs/pr-review.md,
+"Jobs"): flags by name, pods, memory, step time, cost and queue admission, every figure read
+from each side's plan sections (the checks' own); a side without them shows the new value only.
 """
 
 from __future__ import annotations
@@ -13,14 +9,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainforge.plan import ckpt_compat as CC
-from trainforge.plan import kueue as K
 from trainforge.plan.checks import cost_check, estimates, queues
 from trainforge.plan.checks.cost_check import usd as _usd
 from trainforge.plan.job_view import JobView
-
-# the sections each side's figures come from: the checks' own titles, not copies
-EST_TITLE, COST_TITLE, QUEUE_TITLE = estimates.TITLE, cost_check.SECTION_TITLE, queues.QUEUE_TITLE
-RESUME_TITLE = "Checkpoint state (what a replacement resumes from)"
 
 
 @dataclass
@@ -33,33 +24,17 @@ class JobChange:
     new: JobView | None = None
 
 
-def _by_job(sections: dict[str, Any] | None, title: str) -> dict[str, dict]:
+def _row(sections: dict[str, Any] | None, title: str, view: JobView | None) -> dict:
+    """The job's row in a side's section `title` (by team and name, else by name); {} if none."""
+    if view is None:
+        return {}
     data = (sections or {}).get(title)
     rows = data.get("jobs", []) if isinstance(data, dict) else data or []
-    out: dict[str, dict] = {}
-    for row in rows:
-        if isinstance(row, dict):
-            name = row.get("job") or row.get("name")
-            out[f"{row.get('team') or ''}/{name}"] = row
-            out.setdefault(f"/{name}", row)
-    return out
-
-
-def _row(sections: dict[str, Any] | None, title: str, view: JobView) -> dict:
-    rows = _by_job(sections, title)
-    return rows.get(f"{view.namespace}/{view.name}") or rows.get(f"/{view.name}") or {}
-
-
-def resume_record(sections: dict[str, Any] | None, ident: str) -> dict:
-    """checks/resume.py's record of one job, with its layout (stored once per digest)."""
-    data = (sections or {}).get(RESUME_TITLE)
-    if not isinstance(data, dict):
-        return {}
-    for row in data.get("jobs") or []:
-        if isinstance(row, dict) and row.get("ident") == ident:
-            layout = (data.get("layouts") or {}).get(row.get("digest"))
-            return {**row, "layout": layout} if layout else row
-    return {}
+    named = [
+        r for r in rows if isinstance(r, dict) and (r.get("job") or r.get("name")) == view.name
+    ]
+    exact = [r for r in named if (r.get("team") or "") == view.namespace]
+    return (exact or named or [{}])[0]
 
 
 def _gib(b: Any) -> str:
@@ -94,15 +69,15 @@ def flag_changes(old: JobView, new: JobView) -> list[str]:
         if a.get(k) == b.get(k):
             continue
         if k not in b:
-            out.append(f"`{k} {a[k]}`".replace(" `", "`") + " removed")
+            out.append(f"`{k} {a[k] or ''}`".replace(" `", "`") + " removed")
         elif k not in a:
-            out.append(f"`{k} {b[k]}`".replace(" `", "`") + " added")
+            out.append(f"`{k} {b[k] or ''}`".replace(" `", "`") + " added")
         else:
             out.append(f"`{k} {a[k]} → {b[k]}`")
     return out
 
 
-def _queue_text(row: dict, reclaimers: list[str]) -> str | None:
+def _queue_text(row: dict) -> str | None:
     if not row:
         return None
     state = row.get("state")
@@ -112,7 +87,9 @@ def _queue_text(row: dict, reclaimers: list[str]) -> str | None:
     if not borrowing:
         return f"admitted on {row.get('flavor')} within its nominal quota"
     lent = ", ".join(f"{_qty(v)} {r}" for r, v in sorted(borrowing.items()))
-    who = f"; reclaimable by {', '.join(reclaimers)}" if reclaimers else ""
+    # the queue check's own answer (kueue Quotas.reclaimers), recorded in its row
+    owners = sorted({f"team {name}" for name in row.get("reclaimers") or []})
+    who = f"; reclaimable by {', '.join(owners)}" if owners else ""
     return f"admitted on {row.get('flavor')}, borrowing {lent}{who}"
 
 
@@ -126,36 +103,19 @@ def _qty(v: Any) -> str:
     return text
 
 
-def reclaimers(objects: dict[str, dict], queue_row: dict) -> list[str]:
-    """Who may reclaim what the row's job borrows: its ClusterQueue's cohort members that
-    the one Kueue model says may take it back (trainforge.plan.kueue, Quotas.reclaimers)."""
-    borrowed = list(queue_row.get("borrowing") or {})
-    m = K.read(objects.values()) if borrowed else None
-    q = m.queues.get(queue_row.get("queue") or "") if m else None
-    if m is None or q is None:
-        return []
-    owners = K.Quotas(m.queues, m.shared).reclaimers(q, queue_row.get("flavor") or "", borrowed)
-    return sorted(f"team {name}" for name in set(owners))
-
-
 def job_change(
     old: JobView | None,
     new: JobView | None,
     base: dict[str, Any] | None,
     head: dict[str, Any] | None,
-    head_objects: dict[str, dict],
     replaced: bool,
 ) -> JobChange:
     """The job's diff in its own terms; `base`/`head` are each side's sections by title."""
     view = new or old
     assert view is not None
-    what = (
-        "added"
-        if old is None
-        else "removed"
-        if new is None
-        else ("replaced" if replaced else "updated")
-    )
+    what = "replaced" if replaced else "updated"
+    if old is None or new is None:
+        what = "added" if old is None else "removed"
     ch = JobChange(view.ident, what, old=old, new=new)
     if new is None:
         return ch
@@ -178,8 +138,8 @@ def job_change(
     )
     if gpus and new.gpus_per_pod:
         ch.lines.append(f"GPUs: {gpus}")
-    e_old, e_new = _row(base, EST_TITLE, old) if old else {}, _row(head, EST_TITLE, new)
-    mem = _pair(memory_text(e_old) if e_old else None, memory_text(e_new))
+    e_old, e_new = _row(base, estimates.TITLE, old), _row(head, estimates.TITLE, new)
+    mem = _pair(memory_text(e_old), memory_text(e_new))
     if mem:
         ch.lines.append(f"memory per GPU (estimate): {mem}")
     step = _pair(
@@ -194,7 +154,8 @@ def job_change(
         ch.lines.append(
             "step time: " + (step or "unchanged") + "; duration: " + (dur or "unchanged")
         )
-    c_old, c_new = _row(base, COST_TITLE, old) if old else {}, _row(head, COST_TITLE, new)
+    title = cost_check.SECTION_TITLE
+    c_old, c_new = _row(base, title, old), _row(head, title, new)
     per_h = _pair(
         _usd(c_old.get("onDemandPerHour")) if c_old else None, _usd(c_new.get("onDemandPerHour"))
     )
@@ -205,9 +166,9 @@ def job_change(
             f"cost: per run {run or _usd(c_new.get('runCost'))} (duration: {basis}); "
             f"{per_h or _usd(c_new.get('onDemandPerHour'))}/h on-demand"
         )
-    q_old, q_new = _row(base, QUEUE_TITLE, old) if old else {}, _row(head, QUEUE_TITLE, new)
-    q_text = _queue_text(q_new, reclaimers(head_objects, q_new))
-    q = _pair(_queue_text(q_old, reclaimers(head_objects, q_old)) if q_old else None, q_text)
+    q_old, q_new = _row(base, queues.QUEUE_TITLE, old), _row(head, queues.QUEUE_TITLE, new)
+    q_text = _queue_text(q_new)
+    q = _pair(_queue_text(q_old), q_text)
     if q or q_text:
         ch.lines.append(f"queue: {q or f'{q_text} (unchanged)'}")
     return ch

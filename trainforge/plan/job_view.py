@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainforge.jobs.backends import job_shape
-from trainforge.plan.ckpt_compat import flag_map, runtime_args
+from trainforge.plan.ckpt_compat import argv_fields, runtime_args
 
 JOB_LABEL = "trainforge.io/job"
 
@@ -38,9 +38,9 @@ class JobView:
         return runtime_args(self.command)
 
     @property
-    def flags(self) -> dict[str, str]:
+    def flags(self) -> dict[str, str | None]:
         """Every flag of the command by name (launcher flags first, then the program's)."""
-        return flag_map(self.command[1:] if self.command else [])
+        return argv_fields(self.command[1:] if self.command else [])
 
     @property
     def gpus_per_pod(self) -> int:
@@ -66,14 +66,14 @@ class JobView:
     def checkpoint_dir(self) -> str | None:
         args = self.runtime_args
         if args is not None:
-            return flag_map(args).get("--checkpoint-dir")
+            return argv_fields(args).get("--checkpoint-dir")
         return self.env.get("TRAINFORGE_CHECKPOINT_DIR")
 
     @property
     def resume(self) -> str:
         args = self.runtime_args
         if args is not None:
-            return flag_map(args).get("--resume", "auto")
+            return argv_fields(args).get("--resume", "auto")
         return self.env.get("TRAINFORGE_RESUME", "auto")
 
 
