@@ -10,14 +10,14 @@ import functools
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainforge.training.state_layout import mismatches
+
 RUNTIME_MODULE = "trainforge.training"
-RESUMES, RESETS, CANNOT, NOT_CHECKED, FRESH = (
-    "resumes",
-    "resumes with a reset",
-    "cannot resume",
-    "resume not checked",
-    "starts fresh",
-)
+RESUMES = "resumes"
+RESETS = "resumes with a reset"
+CANNOT = "cannot resume"
+NOT_CHECKED = "resume not checked"
+FRESH = "starts fresh"
 MAX_NAMED = 3  # differing tensors named in a verdict
 
 
@@ -128,19 +128,11 @@ def state_layout(cfg: Any) -> Layout:
 
 
 def built_state_layout(cfg: Any) -> Layout:
-    """The state the runtime checkpoints for this TrainConfig, built on the meta device with
-    the runtime's own model, optimizer and scheduler builders."""
-    import torch
+    """The state the runtime checkpoints for this TrainConfig, built with torch by the
+    runtime's own builders (training/state_layout.py)."""
+    from trainforge.training.state_layout import built
 
-    from trainforge.training.loop import build_optimizer, build_scheduler
-    from trainforge.training.models import build_model
-    from trainforge.training.state_layout import layout
-
-    with torch.device("meta"):
-        model = build_model(cfg)
-    optimizer = build_optimizer(model, cfg, torch.device("cpu"))
-    build_scheduler(optimizer, cfg)  # sets initial_lr in the param groups, as the runtime does
-    return Layout(*layout(model, optimizer))
+    return Layout(*built(cfg))
 
 
 # The TrainConfig fields the saved state depends on (model shape; the optimizer settings its
@@ -221,20 +213,6 @@ class Compat:
                 c.split(" is NOT applied")[0] + " NOT applied" for c in self.caveats
             )
         return what
-
-
-def _tensor_diff(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    """What `dcp.load` of `old` into `new` trips on: keys missing either way, shapes, dtypes."""
-    out: list[str] = []
-    for key, (shape, dtype) in new.items():
-        if key not in old:
-            out.append(f"{key} {list(shape)} is not in the checkpoint")
-        elif old[key][0] != shape:
-            out.append(f"{key} {list(old[key][0])} -> {list(shape)}")
-        elif old[key][1] != dtype:
-            out.append(f"{key} {old[key][1]} -> {dtype}")
-    gone = [(k, s) for k, (s, _) in old.items() if k not in new]
-    return out + [f"{k} {list(s)} is in the checkpoint but not in the model" for k, s in gone]
 
 
 def _named(diffs: list[str]) -> str:
@@ -335,7 +313,7 @@ def classify(old: JobState, new: JobState) -> Compat:
         new_layout = new.layout or state_layout(layout_key(new_cfg))
     except LayoutError as e:
         return Compat(NOT_CHECKED, f"no state layout: {e}")
-    diffs = _tensor_diff(old_layout.tensors, new_layout.tensors)
+    diffs = mismatches(old_layout.tensors, new_layout.tensors)
     if diffs:
         return Compat(
             CANNOT,

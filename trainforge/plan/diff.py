@@ -193,6 +193,11 @@ def _delta(old: float | None, new: float | None) -> str:
     return "±$0.00" if abs(d) < 0.005 else f"{'+' if d > 0 else '-'}${abs(d):,.2f}"
 
 
+def _money(row: dict[str, Any], key: str) -> str:
+    """A figure of one side's cost row; '-' where that side has no row."""
+    return _usd(row.get(key)) if row else "-"
+
+
 def cost_markdown(old: dict[str, Any] | None, new: dict[str, Any] | None) -> list[str]:
     """What the PR changes in money: per job ($/hour with all pods running, cost of the
     expected run), per team (declared jobs, quota ceiling) and the platform's fixed cost."""
@@ -217,12 +222,10 @@ def cost_markdown(old: dict[str, Any] | None, new: dict[str, Any] | None) -> lis
         basis = n.get("runCostBasis") or (o.get("runCostBasis") if o else None) or "-"
         starts = STARTS.get(n.get("admission", "runs") if n else "", "-")
         rows.append(
-            f"| `{key[1]}` ({key[0]}) | {what} | "
-            f"{_usd(o.get('runCost')) if o else '-'} → {_usd(n.get('runCost')) if n else '-'} | "
+            f"| `{key[1]}` ({key[0]}) | {what} | {_money(o, 'runCost')} → {_money(n, 'runCost')} | "
             f"{_delta(o.get('runCost') if o else 0.0, n.get('runCost') if n else 0.0)} | "
             f"{basis} | {starts} | {nodes} | "
-            f"{_usd(o.get('onDemandPerHour')) if o else '-'} → "
-            f"{_usd(n.get('onDemandPerHour')) if n else '-'} |"
+            f"{_money(o, 'onDemandPerHour')} → {_money(n, 'onDemandPerHour')} |"
         )
     if rows:
         lines += [
@@ -235,21 +238,16 @@ def cost_markdown(old: dict[str, Any] | None, new: dict[str, Any] | None) -> lis
         ]
     team_rows: list[str] = []
     old_teams = {t["name"]: t for t in old.get("teams", [])}
+    keys = ("jobsOnDemandPerHour", "monthEstimate", "quotaCeilingPerMonth")
     for t in new.get("teams", []):
         o = old_teams.get(t["name"], {})
-        pairs = [
-            (o.get("jobsOnDemandPerHour"), t.get("jobsOnDemandPerHour")),
-            (o.get("monthEstimate"), t.get("monthEstimate")),
-            (o.get("quotaCeilingPerMonth"), t.get("quotaCeilingPerMonth")),
-        ]
-        if o and all(a == b for a, b in pairs):
+        if o and all(o.get(k) == t.get(k) for k in keys):
             continue
-        team_rows.append(
-            f"| {t['name']} | {_usd(pairs[0][0]) if o else '-'} → {_usd(pairs[0][1])} | "
-            f"{_usd(pairs[1][0]) if o else '-'} → {_usd(pairs[1][1])} | "
-            f"{_usd(pairs[2][0]) if o else '-'} → "
-            f"{'unlimited' if t.get('quotaUnlimited') else _usd(pairs[2][1])} |"
-        )
+        now = [_usd(t.get(k)) for k in keys]
+        if t.get("quotaUnlimited"):
+            now[2] = "unlimited"
+        cells = [f"{_money(o, k)} → {n}" for k, n in zip(keys, now, strict=True)]
+        team_rows.append(f"| {t['name']} | {' | '.join(cells)} |")
     for name in sorted(set(old_teams) - {t["name"] for t in new.get("teams", [])}):
         team_rows.append(f"| {name} | removed | removed | removed |")
     if team_rows:

@@ -183,10 +183,12 @@ def _res(per_pod: dict[str, str]) -> str:
 # --------------------------------------------------------------------------- pools and teams
 
 
+def _spec(doc: dict, key: str) -> Any:
+    return (doc.get("spec") or {}).get(key) or {}
+
+
 def _reqs(doc: dict, key: str) -> list[str]:
-    reqs = (
-        (((doc.get("spec") or {}).get("template") or {}).get("spec") or {}).get("requirements")
-    ) or []
+    reqs = (_spec(doc, "template").get("spec") or {}).get("requirements") or []
     return sorted(v for r in reqs if r.get("key") == key for v in r.get("values") or [])
 
 
@@ -203,14 +205,7 @@ def pool_lines(old: dict | None, new: dict | None) -> list[str]:
         if a != b:
             parts = [f"+{x}" for x in sorted(b - a)] + [f"-{x}" for x in sorted(a - b)]
             out.append(f"{label}: {' '.join(parts)} (now {', '.join(sorted(b)) or 'any'})")
-    la, lb = (
-        (old.get("spec") or {}).get("limits") or {},
-        (new.get("spec") or {}).get("limits") or {},
-    )
-    for k in sorted(set(la) | set(lb)):
-        if la.get(k) != lb.get(k):
-            out.append(f"limit {k}: {la.get(k, 'none')} → {lb.get(k, 'none')}")
-    return out
+    return out + _changed("limit", _spec(old, "limits"), _spec(new, "limits"))
 
 
 def quota_lines(old: dict | None, new: dict | None) -> list[str]:
@@ -218,25 +213,23 @@ def quota_lines(old: dict | None, new: dict | None) -> list[str]:
     if new is None or old is None:
         return []
     if new.get("kind") == "ResourceQuota":
-        a = (old.get("spec") or {}).get("hard") or {}
-        b = (new.get("spec") or {}).get("hard") or {}
-        return [
-            f"quota {k}: {a.get(k, 'none')} → {b.get(k, 'none')}"
-            for k in sorted(set(a) | set(b))
-            if a.get(k) != b.get(k)
-        ]
-    out = []
+        return _changed("quota", _spec(old, "hard"), _spec(new, "hard"))
 
     def nominal(doc: dict) -> dict[str, str]:
         got = {}
-        for g in (doc.get("spec") or {}).get("resourceGroups") or []:
+        for g in _spec(doc, "resourceGroups"):
             for fl in g.get("flavors") or []:
                 for r in fl.get("resources") or []:
                     got[f"{fl.get('name')}/{r.get('name')}"] = str(r.get("nominalQuota"))
         return got
 
-    a, b = nominal(old), nominal(new)
-    for k in sorted(set(a) | set(b)):
-        if a.get(k) != b.get(k):
-            out.append(f"nominal quota {k}: {a.get(k, 'none')} → {b.get(k, 'none')}")
-    return out
+    return _changed("nominal quota", nominal(old), nominal(new))
+
+
+def _changed(label: str, a: dict, b: dict) -> list[str]:
+    """`label key: old → new` for every key whose value differs ('none' where absent)."""
+    return [
+        f"{label} {k}: {a.get(k, 'none')} → {b.get(k, 'none')}"
+        for k in sorted(set(a) | set(b))
+        if a.get(k) != b.get(k)
+    ]

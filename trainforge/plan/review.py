@@ -36,9 +36,7 @@ class DiffContext:
 @dataclass
 class Review:
     ctx: DiffContext
-    findings: list[Finding]
-    sections: list[Any]
-    markdown: str
+    markdown: str  # the PR comment's diff part
 
 
 def _replaced(base: Side, objects: D.PlanDiff, result: Any) -> set[str]:
@@ -88,7 +86,7 @@ def review(base: Side, head: Side, result: Any) -> Review:
         sections += res.sections
         findings += [attach_waiver(f, result.waivers, {f.resource, *f.names}) for f in res.findings]
     result.violations.extend(findings)
-    return Review(ctx, findings, sections, render(ctx, findings, sections))
+    return Review(ctx, render(ctx, findings, sections))
 
 
 # ------------------------------------------------------------------------------ markdown
