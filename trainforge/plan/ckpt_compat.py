@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from trainforge.training.state_layout import mismatches
 
@@ -94,23 +94,12 @@ def parse_runtime(args: list[str]) -> Any:
         raise LayoutError(str(e)) from None
 
 
-@dataclass(frozen=True)
-class Layout:
-    """DCP key -> (shape, dtype) of every tensor saved, and the optimizer settings restored."""
+class Layout(NamedTuple):
+    """What a checkpoint holds: DCP key -> (shape, dtype) of every tensor saved, and the
+    optimizer settings a restore brings back (JSON as is: `_asdict()`, `Layout(**data)`)."""
 
     tensors: dict[str, tuple[tuple[int, ...], str]]
-    settings: dict[str, Any] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "tensors": {k: [list(s), d] for k, (s, d) in self.tensors.items()},
-            "settings": self.settings,
-        }
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Layout:
-        tensors = {k: (tuple(v[0]), str(v[1])) for k, v in (data.get("tensors") or {}).items()}
-        return cls(tensors, dict(data.get("settings") or {}))
+    settings: dict[str, Any]
 
 
 @functools.lru_cache(maxsize=64)
@@ -270,15 +259,10 @@ def _resets(old_cfg: Any, new_cfg: Any, old: JobState, new: JobState) -> list[st
 
 
 def _caveats(old_layout: Layout, new_layout: Layout, old_cfg: Any, new_cfg: Any) -> list[str]:
-    changed = sorted(
-        {
-            k.rsplit(".", 1)[-1]
-            for k in new_layout.settings
-            if k in old_layout.settings and old_layout.settings[k] != new_layout.settings[k]
-        }
-    )
+    old_s, new_s = old_layout.settings, new_layout.settings
+    changed = {k.rsplit(".", 1)[-1] for k in new_s if k in old_s and old_s[k] != new_s[k]}
     out = []
-    if {"lr", "initial_lr"} & set(changed):
+    if {"lr", "initial_lr"} & changed:
         out.append(
             f"--lr {old_cfg.lr:g} -> {new_cfg.lr:g} is NOT applied to the resumed run: the "
             f"restored optimizer and LR scheduler keep peak lr {old_cfg.lr:g} (a fresh run uses it)"

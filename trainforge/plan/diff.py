@@ -37,10 +37,6 @@ class PlanDiff:
     removed: list[str]
     changed: list[Change]
 
-    @property
-    def empty(self) -> bool:
-        return not (self.added or self.removed or self.changed)
-
 
 _MISSING = object()
 
@@ -54,7 +50,7 @@ def field_diff(old: Any, new: Any, path: str = "") -> list[tuple[str, Any, Any]]
             out += field_diff(old.get(k, _MISSING), new.get(k, _MISSING), sub)
         return out
     if isinstance(old, list) and isinstance(new, list):
-        if path.rsplit(".", 1)[-1] in ARGV_KEYS and _strings(old) and _strings(new):
+        if path.rsplit(".", 1)[-1] in ARGV_KEYS and all(isinstance(i, str) for i in old + new):
             return argv_diff(old, new, path)
         if _named(old) and _named(new):
             return field_diff({i["name"]: i for i in old}, {i["name"]: i for i in new}, path)
@@ -70,10 +66,6 @@ def field_diff(old: Any, new: Any, path: str = "") -> list[tuple[str, Any, Any]]
 
 
 ARGV_KEYS = ("command", "args")  # a container's argv: diffed by flag name, not position
-
-
-def _strings(items: list) -> bool:
-    return all(isinstance(i, str) for i in items)
 
 
 def argv_diff(old: list[str], new: list[str], path: str) -> list[tuple[str, Any, Any]]:
@@ -148,7 +140,7 @@ def _section(title: str, d: PlanDiff) -> list[str]:
     lines = [
         f"### {title}: {len(d.added)} added, {len(d.changed)} changed, {len(d.removed)} removed"
     ]
-    if d.empty:
+    if not (d.added or d.removed or d.changed):
         return [*lines, "", "No changes.", ""]
     lines.append("")
     for sign, keys in (("+", d.added), ("-", d.removed)):

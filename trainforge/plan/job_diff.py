@@ -11,6 +11,7 @@ from typing import Any
 from trainforge.plan import ckpt_compat as CC
 from trainforge.plan.checks import cost_check, estimates, queues
 from trainforge.plan.checks.cost_check import usd as _usd
+from trainforge.plan.diff import argv_diff
 from trainforge.plan.job_view import JobView
 
 
@@ -63,17 +64,16 @@ def memory_text(row: dict) -> str | None:
 
 
 def flag_changes(old: JobView, new: JobView) -> list[str]:
-    a, b = old.flags, new.flags
+    """The field diff's reading of the command (diff.argv_diff) in a job's words."""
     out = []
-    for k in [*a, *[k for k in b if k not in a]]:
-        if a.get(k) == b.get(k):
+    for path, a, b in argv_diff(old.command[1:], new.command[1:], ""):
+        flag = path.strip()
+        if a is not None and b is not None:
+            out.append(f"`{flag} {a} → {b}`")
             continue
-        if k not in b:
-            out.append(f"`{k} {a[k] or ''}`".replace(" `", "`") + " removed")
-        elif k not in a:
-            out.append(f"`{k} {b[k] or ''}`".replace(" `", "`") + " added")
-        else:
-            out.append(f"`{k} {a[k]} → {b[k]}`")
+        value = b if a is None else a
+        shown = flag if value == "(set)" else f"{flag} {value}"
+        out.append(f"`{shown}` {'added' if a is None else 'removed'}")
     return out
 
 
@@ -127,51 +127,44 @@ def job_change(
             ch.lines.append(f"image: `{old.image}` → `{new.image}`")
         if old.kind != new.kind:
             ch.lines.append(f"backend: {old.kind} → {new.kind}")
-    pods = _pair(
-        f"{old.pods} pods x {_res(old.per_pod)}" if old else None,
-        f"{new.pods} pods x {_res(new.per_pod)}",
-    )
-    if pods:
-        ch.lines.append(f"pods: {pods}")
-    gpus = _pair(
-        str(old.pods * old.gpus_per_pod) if old else None, str(new.pods * new.gpus_per_pod)
-    )
-    if gpus and new.gpus_per_pod:
-        ch.lines.append(f"GPUs: {gpus}")
-    e_old, e_new = _row(base, estimates.TITLE, old), _row(head, estimates.TITLE, new)
-    mem = _pair(memory_text(e_old), memory_text(e_new))
-    if mem:
-        ch.lines.append(f"memory per GPU (estimate): {mem}")
-    step = _pair(
-        f"{e_old['step_seconds']:.2f} s" if e_old.get("step_seconds") else None,
-        f"{e_new['step_seconds']:.2f} s" if e_new.get("step_seconds") else None,
-    )
-    dur = _pair(
-        _hours(e_old.get("duration_seconds")) if e_old else None,
-        _hours(e_new.get("duration_seconds")) if e_new else None,
-    )
-    if step or dur:
+    a, b = _figures(old, base), _figures(new, head)
+    pair = {key: _pair(a.get(key), value) for key, value in b.items()}
+    if pair["pods"]:
+        ch.lines.append(f"pods: {pair['pods']}")
+    if pair["GPUs"] and new.gpus_per_pod:
+        ch.lines.append(f"GPUs: {pair['GPUs']}")
+    if pair["memory"]:
+        ch.lines.append(f"memory per GPU (estimate): {pair['memory']}")
+    if pair["step"] or pair["duration"]:
+        step, duration = pair["step"] or "unchanged", pair["duration"] or "unchanged"
+        ch.lines.append(f"step time: {step}; duration: {duration}")
+    if b["run"] is not None and (pair["hour"] or pair["run"]):
         ch.lines.append(
-            "step time: " + (step or "unchanged") + "; duration: " + (dur or "unchanged")
+            f"cost: per run {pair['run'] or b['run']} (duration: {b['basis']}); "
+            f"{pair['hour'] or b['hour']}/h on-demand"
         )
-    title = cost_check.SECTION_TITLE
-    c_old, c_new = _row(base, title, old), _row(head, title, new)
-    per_h = _pair(
-        _usd(c_old.get("onDemandPerHour")) if c_old else None, _usd(c_new.get("onDemandPerHour"))
-    )
-    run = _pair(_usd(c_old.get("runCost")) if c_old else None, _usd(c_new.get("runCost")))
-    if c_new and (per_h or run):
-        basis = c_new.get("runCostBasis") or "unknown"
-        ch.lines.append(
-            f"cost: per run {run or _usd(c_new.get('runCost'))} (duration: {basis}); "
-            f"{per_h or _usd(c_new.get('onDemandPerHour'))}/h on-demand"
-        )
-    q_old, q_new = _row(base, queues.QUEUE_TITLE, old), _row(head, queues.QUEUE_TITLE, new)
-    q_text = _queue_text(q_new)
-    q = _pair(_queue_text(q_old), q_text)
-    if q or q_text:
-        ch.lines.append(f"queue: {q or f'{q_text} (unchanged)'}")
+    if pair["queue"] or b["queue"]:
+        ch.lines.append(f"queue: {pair['queue'] or b['queue'] + ' (unchanged)'}")
     return ch
+
+
+def _figures(view: JobView | None, sections: dict[str, Any] | None) -> dict[str, str | None]:
+    """One side's figures of a job as text, from that side's check sections; {} without it."""
+    if view is None:
+        return {}
+    est = _row(sections, estimates.TITLE, view)
+    cost = _row(sections, cost_check.SECTION_TITLE, view)
+    return {
+        "pods": f"{view.pods} pods x {_res(view.per_pod)}",
+        "GPUs": str(view.pods * view.gpus_per_pod),
+        "memory": memory_text(est),
+        "step": f"{est['step_seconds']:.2f} s" if est.get("step_seconds") else None,
+        "duration": _hours(est.get("duration_seconds")) if est else None,
+        "run": _usd(cost.get("runCost")) if cost else None,
+        "hour": _usd(cost.get("onDemandPerHour")) if cost else None,
+        "basis": cost.get("runCostBasis") or "unknown",
+        "queue": _queue_text(_row(sections, queues.QUEUE_TITLE, view)),
+    }
 
 
 def _res(per_pod: dict[str, str]) -> str:

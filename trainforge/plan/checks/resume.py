@@ -78,7 +78,7 @@ def job_state(view: Any, data: dict[str, Any] | None = None) -> CC.JobState:
     """A diff side's JobState; `data` (this check's record) supplies a precomputed layout and
     an own-code fingerprint."""
     data = data or {}
-    layout = CC.Layout.from_json(data["layout"]) if data.get("layout") else None
+    layout = CC.Layout(**data["layout"]) if data.get("layout") else None
     return CC.JobState(
         ident=view.ident,
         args=view.runtime_args,
@@ -113,8 +113,8 @@ def check(ctx: PlanContext) -> CheckResult:
                 rec["error"] = str(e)
             else:
                 if id(layout) not in digests:
-                    digests[id(layout)] = digest(layout.to_json()["tensors"])
-                    layouts[digests[id(layout)]] = layout.to_json()
+                    digests[id(layout)] = digest(layout.tensors)
+                    layouts[digests[id(layout)]] = layout._asdict()
                 n_model = sum(1 for k in layout.tensors if k.startswith("model."))
                 lines.append(
                     f"{ident}: {len(layout.tensors)} tensors ({n_model} model, "
