@@ -10,9 +10,9 @@ import functools
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from trainforge.jobs.entrypoint import RUNTIME_MODULE  # what the emitter runs: -m MODULE
 from trainforge.training.state_layout import mismatches
 
-RUNTIME_MODULE = "trainforge.training"
 RESUMES = "resumes"
 RESETS = "resumes with a reset"
 CANNOT = "cannot resume"

@@ -66,14 +66,14 @@ def memory_text(row: dict) -> str | None:
 def flag_changes(old: JobView, new: JobView) -> list[str]:
     """The field diff's reading of the command (diff.argv_diff) in a job's words."""
     out = []
-    for path, a, b in argv_diff(old.command[1:], new.command[1:], ""):
+    for path, was, now in argv_diff(old.command[1:], new.command[1:], ""):
         flag = path.strip()
-        if a is not None and b is not None:
-            out.append(f"`{flag} {a} → {b}`")
+        if was is not None and now is not None:
+            out.append(f"`{flag} {was} → {now}`")
             continue
-        value = b if a is None else a
+        value = now if was is None else was
         shown = flag if value == "(set)" else f"{flag} {value}"
-        out.append(f"`{shown}` {'added' if a is None else 'removed'}")
+        out.append(f"`{shown}` {'added' if was is None else 'removed'}")
     return out
 
 
@@ -127,8 +127,8 @@ def job_change(
             ch.lines.append(f"image: `{old.image}` → `{new.image}`")
         if old.kind != new.kind:
             ch.lines.append(f"backend: {old.kind} → {new.kind}")
-    a, b = _figures(old, base), _figures(new, head)
-    pair = {key: _pair(a.get(key), value) for key, value in b.items()}
+    was, now = _figures(old, base), _figures(new, head)
+    pair = {key: _pair(was.get(key), value) for key, value in now.items()}
     if pair["pods"]:
         ch.lines.append(f"pods: {pair['pods']}")
     if pair["GPUs"] and new.gpus_per_pod:
@@ -138,13 +138,13 @@ def job_change(
     if pair["step"] or pair["duration"]:
         step, duration = pair["step"] or "unchanged", pair["duration"] or "unchanged"
         ch.lines.append(f"step time: {step}; duration: {duration}")
-    if b["run"] is not None and (pair["hour"] or pair["run"]):
+    if now["run"] is not None and (pair["hour"] or pair["run"]):
         ch.lines.append(
-            f"cost: per run {pair['run'] or b['run']} (duration: {b['basis']}); "
-            f"{pair['hour'] or b['hour']}/h on-demand"
+            f"cost: per run {pair['run'] or now['run']} (duration: {now['basis']}); "
+            f"{pair['hour'] or now['hour']}/h on-demand"
         )
-    if pair["queue"] or b["queue"]:
-        ch.lines.append(f"queue: {pair['queue'] or b['queue'] + ' (unchanged)'}")
+    if pair["queue"] or now["queue"]:
+        ch.lines.append(f"queue: {pair['queue'] or now['queue'] + ' (unchanged)'}")
     return ch
 
 
@@ -219,10 +219,10 @@ def quota_lines(old: dict | None, new: dict | None) -> list[str]:
     return _changed("nominal quota", nominal(old), nominal(new))
 
 
-def _changed(label: str, a: dict, b: dict) -> list[str]:
+def _changed(label: str, old: dict, new: dict) -> list[str]:
     """`label key: old → new` for every key whose value differs ('none' where absent)."""
     return [
-        f"{label} {k}: {a.get(k, 'none')} → {b.get(k, 'none')}"
-        for k in sorted(set(a) | set(b))
-        if a.get(k) != b.get(k)
+        f"{label} {k}: {old.get(k, 'none')} → {new.get(k, 'none')}"
+        for k in sorted(set(old) | set(new))
+        if old.get(k) != new.get(k)
     ]

@@ -125,7 +125,7 @@ def _pools_teams_md(ctx: DiffContext) -> list[str]:
     return ["### Pools and teams", "", *out, ""] if out else []
 
 
-def render(ctx: DiffContext, findings: list[Finding], sections: list[Any] = ()) -> str:
+def render(ctx: DiffContext, findings: list[Finding], sections: list[Any]) -> str:
     lines = [f"## trainforge plan diff (base: {ctx.base.label})", ""]
     open_ = [f for f in findings if f.waived is None]
     if open_:

@@ -58,7 +58,7 @@ def call_fingerprint(root: pathlib.Path | None, spec: Any) -> tuple[Any, str | N
     source = spec.checkpoint.fingerprint
     ep = spec.entrypoint
     base = root or pathlib.Path.cwd()
-    code_dir = ep.code_dir or (str(pathlib.PurePosixPath(ep.script).parent) if ep.script else ".")
+    code_dir = ep.code_dir or "."  # a script's own directory unless set (the job spec's rule)
     folder = str((base / code_dir).resolve())
     mod_name, _, fn_name = source.partition(":")
     sys.path.insert(0, folder)
