@@ -83,7 +83,7 @@ def state(args, world=8, **kw) -> CC.JobState:
 
 
 def flag_dir(args) -> str | None:
-    return CC.flag_map(args or []).get("--checkpoint-dir")
+    return CC.argv_fields(args or []).get("--checkpoint-dir")
 
 
 def test_seq_len_change_cannot_resume_and_names_the_position_table():
@@ -528,3 +528,25 @@ def test_job_views_of_every_backend_read_flags_world_size_and_checkpoint_dir():
         )
         assert v.flags["--seq-len"] == "1024" and v.queue == "training"
     assert job_view({"kind": "Job", "metadata": {"name": "other"}, "spec": {}}) is None
+
+
+def test_a_flag_given_twice_reads_as_the_runtime_reads_it_the_last_wins():
+    """argparse keeps the last of a repeated flag; the job view's checkpoint directory and
+    resume mode must name the ones the runtime will use."""
+    from trainforge.plan.job_view import job_view
+
+    args = [*PROD, "--checkpoint-dir", "/fsx/checkpoints/vision/other", "--resume", "never"]
+    container = {
+        "name": "main",
+        "image": "img:1",
+        "command": ["python", "-m", "trainforge.training", *args],
+    }
+    doc = {
+        "kind": "Job",
+        "metadata": {"namespace": "vision", "name": "j", "labels": {"trainforge.io/job": "j"}},
+        "spec": {"template": {"spec": {"containers": [container]}}},
+    }
+    v = job_view(doc)
+    assert v is not None and v.checkpoint_dir == "/fsx/checkpoints/vision/other"
+    assert v.resume == "never"
+    assert CC.last_value(CC.argv_fields(["--a", "1"]), "--b", "d") == "d"

@@ -1,49 +1,23 @@
-"""Will a replaced job resume from its checkpoints? Decided at preview, from the state layout.
-
-A job whose spec changes is replaced (delete, then create); the new pods resume from the
-newest checkpoint in the same `--checkpoint-dir`. Whether that works is a property of the
-*state layout*: the DCP keys (sharding-independent fully qualified names), shapes and dtypes
-of the model and optimizer state the runtime saves and loads. For the bundled models this
-module can build that state for real, on the meta device (no weights, no memory): the
-runtime's own `build_model`, `build_optimizer` and `build_scheduler`, one optimizer step on
-empty gradients so AdamW's lazy state exists, then `get_state_dict` flattened the way DCP
-flattens it (`built_state_layout`). A plan derives the same layout without torch
-(`state_shapes`, which tests hold equal to the build), saving the plan torch's imports. Two
-layouts that differ in any tensor mean `dcp.load` fails (`Size mismatch`, `Missing
-key`) and the job exits with a permanent config error at once: *cannot resume*.
-
-Equal layouts resume, but what the runtime restores is not the whole configuration
-(checkpoint.py, loop.py, data.py):
-
-* the optimizer's param groups (lr, weight decay, betas, eps) and the LR scheduler's
-  `base_lrs` come from the checkpoint: a changed `--lr`/`--weight-decay` is NOT applied to a
-  resumed run (a caveat, shown);
-* the LR schedule's shape (warmup, cosine to `--steps`) is recomputed from the new flags at
-  the restored step: a changed `--steps`/`--warmup-steps` re-spans it (a reset);
-* the data order is a pure function of (seed, dataset, global batch) and the step: a changed
-  global batch, seed or dataset means step s reads other samples (a reset);
-* RNG streams are per rank: ranks beyond the old world size start from their seed.
-
-Own code: the job may name a fingerprint function (`checkpoint.fingerprint: module:function`,
-imported from the job's code directory, called with the job's arguments) that returns its
-state layout as a JSON-able mapping; without one the verdict is "resume not checked".
+"""Will a replaced job resume from its checkpoints? Decided at preview, from the state layout
+(the DCP keys, shapes and dtypes the runtime saves and loads) and the flags a restore does not
+bring back. The verdicts and the runtime behaviour behind each: docs/pr-review.md ("Will a
+replaced job resume?"); the torch-free layout: state_shapes.py.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
-RUNTIME_MODULE = "trainforge.training"
-RESUMES, RESETS, CANNOT, NOT_CHECKED, FRESH = (
-    "resumes",
-    "resumes with a reset",
-    "cannot resume",
-    "resume not checked",
-    "starts fresh",
-)
+from trainforge.jobs.entrypoint import RUNTIME_MODULE  # what the emitter runs: -m MODULE
+from trainforge.training.state_layout import mismatches
+
+RESUMES = "resumes"
+RESETS = "resumes with a reset"
+CANNOT = "cannot resume"
+NOT_CHECKED = "resume not checked"
+FRESH = "starts fresh"
 MAX_NAMED = 3  # differing tensors named in a verdict
 
 
@@ -60,28 +34,52 @@ def runtime_args(command: list[str]) -> list[str] | None:
     return None
 
 
-def flag_map(argv: list[str]) -> dict[str, str]:
-    """`--flag value`, `--flag=value` and bare `--switch` as {flag: value} ("" for switches);
-    anything else by position (`arg[N]`), so that a diff speaks in flag names."""
-    out: dict[str, str] = {}
-    i = 0
-    pos = 0
+def argv_fields(argv: list[str]) -> dict[str, str | None]:
+    """An argv by name, the plan's one reader of a command line: `--flag value`,
+    `--flag=value`, `-m module` and bare switches (value None) under the flag's name; a flag
+    seen again (the launcher's and the program's) as `--flag#2`; other tokens by position
+    (`[N]`). So a diff says `command --lr` rather than `command[29]`, and one inserted flag
+    does not shift every later position."""
+    out: dict[str, str | None] = {}
+    i = pos = 0
     while i < len(argv):
-        tok = str(argv[i])
-        if tok.startswith("--"):
+        tok = argv[i]
+        if tok.startswith("-") and len(tok) > 1 and not _number(tok):
             name, eq, value = tok.partition("=")
-            if eq:
-                out[name] = value
-            elif i + 1 < len(argv) and not str(argv[i + 1]).startswith("--"):
-                out[name] = str(argv[i + 1])
+            val: str | None = value if eq else None
+            nxt = argv[i + 1] if i + 1 < len(argv) else None
+            if not eq and nxt is not None and (not nxt.startswith("-") or _number(nxt)):
+                val = nxt
                 i += 1
-            else:
-                out[name] = ""
+            key, n = name, 1
+            while key in out:
+                n += 1
+                key = f"{name}#{n}"
+            out[key] = val
         else:
-            out[f"arg[{pos}]"] = tok
+            out[f"[{pos}]"] = tok
             pos += 1
         i += 1
     return out
+
+
+def last_value(fields: dict[str, str | None], flag: str, default: str | None = None) -> str | None:
+    """A flag's value as the runtime's argparse reads it: the last of its occurrences in
+    `argv_fields` (`flag`, `flag#2`, ...) wins."""
+    value, n, key = default, 1, flag
+    while key in fields:
+        value = fields[key]
+        n += 1
+        key = f"{flag}#{n}"
+    return value
+
+
+def _number(tok: str) -> bool:
+    try:
+        float(tok)
+    except ValueError:
+        return False
+    return True
 
 
 @functools.cache
@@ -97,9 +95,8 @@ def parse_runtime(args: list[str]) -> Any:
     """The runtime's TrainConfig for these flags (its own parser; no files are checked)."""
     from trainforge.training.config import ConfigError, check_values, config_from_namespace
 
-    parser = _runtime_parser()
     try:
-        ns, _unknown = parser.parse_known_args(args)
+        ns, _unknown = _runtime_parser().parse_known_args(args)
     except SystemExit:
         raise LayoutError(f"the runtime rejects its flags {' '.join(args)}") from None
     try:
@@ -108,23 +105,12 @@ def parse_runtime(args: list[str]) -> Any:
         raise LayoutError(str(e)) from None
 
 
-@dataclass(frozen=True)
-class Layout:
-    """DCP key -> (shape, dtype) of every tensor saved, and the optimizer settings restored."""
+class Layout(NamedTuple):
+    """What a checkpoint holds: DCP key -> (shape, dtype) of every tensor saved, and the
+    optimizer settings a restore brings back (JSON as is: `_asdict()`, `Layout(**data)`)."""
 
     tensors: dict[str, tuple[tuple[int, ...], str]]
-    settings: dict[str, Any] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "tensors": {k: [list(s), d] for k, (s, d) in self.tensors.items()},
-            "settings": self.settings,
-        }
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Layout:
-        tensors = {k: (tuple(v[0]), str(v[1])) for k, v in (data.get("tensors") or {}).items()}
-        return cls(tensors, dict(data.get("settings") or {}))
+    settings: dict[str, Any]
 
 
 @functools.lru_cache(maxsize=64)
@@ -142,20 +128,11 @@ def state_layout(cfg: Any) -> Layout:
 
 
 def built_state_layout(cfg: Any) -> Layout:
-    """The state the runtime checkpoints for this TrainConfig, built on the meta device with
-    the runtime's own model, optimizer and scheduler builders."""
-    import torch
+    """The state the runtime checkpoints for this TrainConfig, built with torch by the
+    runtime's own builders (training/state_layout.py)."""
+    from trainforge.training.state_layout import built
 
-    from trainforge.training.loop import build_optimizer, build_scheduler
-    from trainforge.training.models import build_model
-    from trainforge.training.state_layout import layout
-
-    with torch.device("meta"):
-        model = build_model(cfg)
-    optimizer = build_optimizer(model, cfg, torch.device("cpu"))
-    build_scheduler(optimizer, cfg)  # sets initial_lr in the param groups, as the runtime does
-    tensors, settings = layout(model, optimizer)
-    return Layout(tensors, settings)
+    return Layout(*built(cfg))
 
 
 # The TrainConfig fields the saved state depends on (model shape; the optimizer settings its
@@ -237,24 +214,6 @@ class Compat:
             )
         return what
 
-    def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-
-def _tensor_diff(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    out: list[str] = []
-    for key in new:
-        if key not in old:
-            out.append(f"{key} {list(new[key][0])} is not in the checkpoint")
-        elif tuple(old[key][0]) != tuple(new[key][0]):
-            out.append(f"{key} {list(old[key][0])} -> {list(new[key][0])}")
-        elif old[key][1] != new[key][1]:
-            out.append(f"{key} {old[key][1]} -> {new[key][1]}")
-    for key in old:
-        if key not in new:
-            out.append(f"{key} {list(old[key][0])} is in the checkpoint but not in the model")
-    return out
-
 
 def _named(diffs: list[str]) -> str:
     """The first differing model tensors by name; optimizer state follows its parameter, so
@@ -269,36 +228,34 @@ def _named(diffs: list[str]) -> str:
     return head + tail
 
 
-def _global_batch(cfg: Any, world: int | None) -> int | None:
-    if cfg.global_batch_size:
-        return cfg.global_batch_size
-    return cfg.batch_size * world * cfg.grad_accum if world else None
+def _changed(old_cfg: Any, new_cfg: Any, *fields: str) -> list[str]:
+    """`--flag old -> new` for each of these TrainConfig fields that differs, named by the
+    runtime's own settings (training/config.py)."""
+    from trainforge.training.config import TrainConfig, settings
+
+    flags = {s.path: s.flag for s in settings(TrainConfig)}
+    return [
+        f"{flags[f]} {getattr(old_cfg, f)} -> {getattr(new_cfg, f)}"
+        for f in fields
+        if getattr(old_cfg, f) != getattr(new_cfg, f)
+    ]
 
 
 def _resets(old_cfg: Any, new_cfg: Any, old: JobState, new: JobState) -> list[str]:
     out = []
-    if (old_cfg.steps, old_cfg.warmup_steps) != (new_cfg.steps, new_cfg.warmup_steps):
-        what = (
-            f"--steps {old_cfg.steps} -> {new_cfg.steps}"
-            if old_cfg.steps != new_cfg.steps
-            else f"--warmup-steps {old_cfg.warmup_steps} -> {new_cfg.warmup_steps}"
-        )
-        text = f"lr schedule: {what}; warmup and cosine decay are recomputed at the resumed step"
+    lrs = _changed(old_cfg, new_cfg, "steps", "warmup_steps")
+    if lrs:
+        text = f"lr schedule: {lrs[0]}; warmup and cosine decay are recomputed at the resumed step"
         if new_cfg.steps < old_cfg.steps:
             text += f", and a run already past step {new_cfg.steps} stops at once"
         out.append(text)
-    gb_old, gb_new = _global_batch(old_cfg, old.world_size), _global_batch(new_cfg, new.world_size)
-    data_why = []
-    if gb_old != gb_new:
-        data_why.append(f"global batch {gb_old or '?'} -> {gb_new or '?'}")
-    for attr, flag in (
-        ("seed", "--seed"),
-        ("dataset", "--dataset"),
-        ("data_path", "--data-path"),
-        ("dataset_size", "--dataset-size"),
-    ):
-        if getattr(old_cfg, attr) != getattr(new_cfg, attr):
-            data_why.append(f"{flag} {getattr(old_cfg, attr)} -> {getattr(new_cfg, attr)}")
+
+    def global_batch(cfg: Any, world: int | None) -> int | None:
+        return cfg.global_batch_size or (cfg.global_batch(world) if world else None)
+
+    gb_old, gb_new = global_batch(old_cfg, old.world_size), global_batch(new_cfg, new.world_size)
+    data_why = [f"global batch {gb_old or '?'} -> {gb_new or '?'}"] if gb_old != gb_new else []
+    data_why += _changed(old_cfg, new_cfg, "seed", "dataset", "data_path", "dataset_size")
     if data_why:
         out.append(
             "data order: " + ", ".join(data_why) + "; step s now reads other samples "
@@ -313,15 +270,10 @@ def _resets(old_cfg: Any, new_cfg: Any, old: JobState, new: JobState) -> list[st
 
 
 def _caveats(old_layout: Layout, new_layout: Layout, old_cfg: Any, new_cfg: Any) -> list[str]:
-    changed = sorted(
-        {
-            k.rsplit(".", 1)[-1]
-            for k in new_layout.settings
-            if k in old_layout.settings and old_layout.settings[k] != new_layout.settings[k]
-        }
-    )
+    old_s, new_s = old_layout.settings, new_layout.settings
+    changed = {k.rsplit(".", 1)[-1] for k in new_s if k in old_s and old_s[k] != new_s[k]}
     out = []
-    if {"lr", "initial_lr"} & set(changed):
+    if {"lr", "initial_lr"} & changed:
         out.append(
             f"--lr {old_cfg.lr:g} -> {new_cfg.lr:g} is NOT applied to the resumed run: the "
             f"restored optimizer and LR scheduler keep peak lr {old_cfg.lr:g} (a fresh run uses it)"
@@ -356,7 +308,7 @@ def classify(old: JobState, new: JobState) -> Compat:
         new_layout = new.layout or state_layout(layout_key(new_cfg))
     except LayoutError as e:
         return Compat(NOT_CHECKED, f"no state layout: {e}")
-    diffs = _tensor_diff(old_layout.to_json()["tensors"], new_layout.to_json()["tensors"])
+    diffs = mismatches(old_layout.tensors, new_layout.tensors)
     if diffs:
         return Compat(
             CANNOT,

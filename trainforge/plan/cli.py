@@ -338,12 +338,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"trainforge plan: {e}", file=sys.stderr)
                 return EXIT_CONFIG
             rev = review.review(base, sides.load_side(out_dir), result)
-            new_cost = next((s.data for s in result.sections if s.title == diff.COST_SECTION), None)
-            cost = diff.cost_markdown(
-                diff.load_cost(args.diff) if args.diff.is_dir() else None, new_cost
-            )
-            head = verdict.verdict_markdown(result, rev, args.stack)
-            md = "\n".join([*head, rev.markdown, *cost])
+            md = "\n".join([*verdict.verdict_markdown(result, rev, args.stack), rev.markdown])
             if args.diff.is_dir():
                 safety, data_lost = data_safety.diff_report(
                     args.diff, result.inventory.resources, result.waivers

@@ -16,7 +16,8 @@ import yaml
 
 from trainforge.plan.checks.cost_check import STARTS
 from trainforge.plan.checks.cost_check import usd as _usd
-from trainforge.plan.manifests import CHECKOV_DIR
+from trainforge.plan.ckpt_compat import argv_fields
+from trainforge.plan.manifests import CHECKOV_DIR, CLUSTER_DIR
 
 INVENTORY_FILE = "inventory.json"
 MAX_FIELDS = 12  # per object in the markdown
@@ -36,10 +37,6 @@ class PlanDiff:
     removed: list[str]
     changed: list[Change]
 
-    @property
-    def empty(self) -> bool:
-        return not (self.added or self.removed or self.changed)
-
 
 _MISSING = object()
 
@@ -53,7 +50,7 @@ def field_diff(old: Any, new: Any, path: str = "") -> list[tuple[str, Any, Any]]
             out += field_diff(old.get(k, _MISSING), new.get(k, _MISSING), sub)
         return out
     if isinstance(old, list) and isinstance(new, list):
-        if path.rsplit(".", 1)[-1] in ARGV_KEYS and _strings(old) and _strings(new):
+        if path.rsplit(".", 1)[-1] in ARGV_KEYS and all(isinstance(i, str) for i in old + new):
             return argv_diff(old, new, path)
         if _named(old) and _named(new):
             return field_diff({i["name"]: i for i in old}, {i["name"]: i for i in new}, path)
@@ -69,46 +66,6 @@ def field_diff(old: Any, new: Any, path: str = "") -> list[tuple[str, Any, Any]]
 
 
 ARGV_KEYS = ("command", "args")  # a container's argv: diffed by flag name, not position
-
-
-def _strings(items: list) -> bool:
-    return all(isinstance(i, str) for i in items)
-
-
-def argv_fields(argv: list[str]) -> dict[str, str | None]:
-    """An argv by name: `--flag value`, `--flag=value`, `-m module` and bare switches (value
-    None) under the flag's name; a flag seen again (the launcher's and the program's) as
-    `--flag#2`; other tokens by position (`[N]`). So a diff says `command --lr` rather than
-    `command[29]`, and one inserted flag does not shift every later position."""
-    out: dict[str, str | None] = {}
-    i = pos = 0
-    while i < len(argv):
-        tok = argv[i]
-        if tok.startswith("-") and len(tok) > 1 and not _number(tok):
-            name, eq, value = tok.partition("=")
-            val: str | None = value if eq else None
-            nxt = argv[i + 1] if i + 1 < len(argv) else None
-            if not eq and nxt is not None and (not nxt.startswith("-") or _number(nxt)):
-                val = nxt
-                i += 1
-            key, n = name, 1
-            while key in out:
-                n += 1
-                key = f"{name}#{n}"
-            out[key] = val
-        else:
-            out[f"[{pos}]"] = tok
-            pos += 1
-        i += 1
-    return out
-
-
-def _number(tok: str) -> bool:
-    try:
-        float(tok)
-    except ValueError:
-        return False
-    return True
 
 
 def argv_diff(old: list[str], new: list[str], path: str) -> list[tuple[str, Any, Any]]:
@@ -133,6 +90,16 @@ def _named(items: list) -> bool:
     )
 
 
+def ident(doc: Any) -> str | None:
+    """namespace/Kind/name (as manifests.K8sObject.ident) of a Kubernetes object, else None."""
+    if not isinstance(doc, dict):
+        return None
+    meta = doc.get("metadata") or {}
+    if not doc.get("kind") or not meta.get("name"):
+        return None
+    return f"{meta.get('namespace') or CLUSTER_DIR}/{doc['kind']}/{meta['name']}"
+
+
 def load_objects(folder: pathlib.Path) -> dict[str, dict]:
     """namespace/Kind/name -> object, for every manifest in a plan folder."""
     out = {}
@@ -140,23 +107,10 @@ def load_objects(folder: pathlib.Path) -> dict[str, dict]:
         if CHECKOV_DIR in f.relative_to(folder).parts:
             continue
         for doc in yaml.safe_load_all(f.read_text()):
-            if isinstance(doc, dict) and doc.get("kind"):
-                meta = doc.get("metadata") or {}
-                out[f"{meta.get('namespace') or '_cluster'}/{doc['kind']}/{meta.get('name')}"] = doc
+            key = ident(doc)
+            if key is not None:
+                out[key] = doc
     return out
-
-
-def load_resources(folder: pathlib.Path) -> dict[str, dict]:
-    """URN -> inputs of every non-Kubernetes resource, from the folder's inventory.json."""
-    path = folder / INVENTORY_FILE
-    if not path.is_file():
-        return {}
-    data = json.loads(path.read_text())
-    return {
-        r["urn"]: r.get("inputs") or {}
-        for r in data.get("resources", [])
-        if not str(r.get("type", "")).startswith("kubernetes:")
-    }
 
 
 def _short_urn(urn: str) -> str:
@@ -186,7 +140,7 @@ def _section(title: str, d: PlanDiff) -> list[str]:
     lines = [
         f"### {title}: {len(d.added)} added, {len(d.changed)} changed, {len(d.removed)} removed"
     ]
-    if d.empty:
+    if not (d.added or d.removed or d.changed):
         return [*lines, "", "No changes.", ""]
     lines.append("")
     for sign, keys in (("+", d.added), ("-", d.removed)):
@@ -207,43 +161,21 @@ def _section(title: str, d: PlanDiff) -> list[str]:
 
 
 def render_markdown(
-    objects: PlanDiff,
-    resources: PlanDiff,
-    replaced: set[str] | None = None,
-    cost: list[str] | None = None,
+    objects: PlanDiff, resources: PlanDiff, replaced: set[str] | None = None
 ) -> str:
-    """A PR-comment-sized summary. `replaced` names objects Pulumi replaces instead of updating;
-    `cost` is `cost_markdown`'s lines."""
-    lines = ["## trainforge plan diff", ""]
-    lines += _section("Kubernetes objects", objects)
-    if replaced:
-        hit = [c.key for c in objects.changed if c.key in replaced]
-        if hit:
-            lines += [
-                "Replaced (deleted before the new one is created): "
-                + ", ".join(f"`{k}`" for k in hit),
-                "",
-            ]
+    """A PR-comment-sized summary. `replaced` names objects Pulumi replaces instead of updating."""
+    lines = _section("Kubernetes objects", objects)
+    hit = [c.key for c in objects.changed if c.key in (replaced or ())]
+    if hit:
+        lines += [
+            "Replaced (deleted before the new one is created): " + ", ".join(f"`{k}`" for k in hit),
+            "",
+        ]
     lines += _section("Cloud resources", resources)
-    lines += cost or []
     return "\n".join(lines)
 
 
 # --- cost ------------------------------------------------------------------------------------
-
-COST_SECTION = "Cost"
-
-
-def load_cost(folder: pathlib.Path) -> dict[str, Any] | None:
-    """The cost section's data of a plan folder (None: that plan had no cost report)."""
-    path = folder / INVENTORY_FILE
-    if not path.is_file():
-        return None
-    sections = (json.loads(path.read_text()).get("plan") or {}).get("sections") or []
-    for s in sections:
-        if s.get("title") == COST_SECTION and isinstance(s.get("data"), dict):
-            return s["data"]
-    return None
 
 
 def _delta(old: float | None, new: float | None) -> str:
@@ -251,6 +183,11 @@ def _delta(old: float | None, new: float | None) -> str:
         return "unknown"
     d = new - old
     return "±$0.00" if abs(d) < 0.005 else f"{'+' if d > 0 else '-'}${abs(d):,.2f}"
+
+
+def _money(row: dict[str, Any], key: str) -> str:
+    """A figure of one side's cost row; '-' where that side has no row."""
+    return _usd(row.get(key)) if row else "-"
 
 
 def cost_markdown(old: dict[str, Any] | None, new: dict[str, Any] | None) -> list[str]:
@@ -277,12 +214,10 @@ def cost_markdown(old: dict[str, Any] | None, new: dict[str, Any] | None) -> lis
         basis = n.get("runCostBasis") or (o.get("runCostBasis") if o else None) or "-"
         starts = STARTS.get(n.get("admission", "runs") if n else "", "-")
         rows.append(
-            f"| `{key[1]}` ({key[0]}) | {what} | "
-            f"{_usd(o.get('runCost')) if o else '-'} → {_usd(n.get('runCost')) if n else '-'} | "
+            f"| `{key[1]}` ({key[0]}) | {what} | {_money(o, 'runCost')} → {_money(n, 'runCost')} | "
             f"{_delta(o.get('runCost') if o else 0.0, n.get('runCost') if n else 0.0)} | "
             f"{basis} | {starts} | {nodes} | "
-            f"{_usd(o.get('onDemandPerHour')) if o else '-'} → "
-            f"{_usd(n.get('onDemandPerHour')) if n else '-'} |"
+            f"{_money(o, 'onDemandPerHour')} → {_money(n, 'onDemandPerHour')} |"
         )
     if rows:
         lines += [
@@ -295,21 +230,16 @@ def cost_markdown(old: dict[str, Any] | None, new: dict[str, Any] | None) -> lis
         ]
     team_rows: list[str] = []
     old_teams = {t["name"]: t for t in old.get("teams", [])}
+    keys = ("jobsOnDemandPerHour", "monthEstimate", "quotaCeilingPerMonth")
     for t in new.get("teams", []):
         o = old_teams.get(t["name"], {})
-        pairs = [
-            (o.get("jobsOnDemandPerHour"), t.get("jobsOnDemandPerHour")),
-            (o.get("monthEstimate"), t.get("monthEstimate")),
-            (o.get("quotaCeilingPerMonth"), t.get("quotaCeilingPerMonth")),
-        ]
-        if o and all(a == b for a, b in pairs):
+        if o and all(o.get(k) == t.get(k) for k in keys):
             continue
-        team_rows.append(
-            f"| {t['name']} | {_usd(pairs[0][0]) if o else '-'} → {_usd(pairs[0][1])} | "
-            f"{_usd(pairs[1][0]) if o else '-'} → {_usd(pairs[1][1])} | "
-            f"{_usd(pairs[2][0]) if o else '-'} → "
-            f"{'unlimited' if t.get('quotaUnlimited') else _usd(pairs[2][1])} |"
-        )
+        now = [_usd(t.get(k)) for k in keys]
+        if t.get("quotaUnlimited"):
+            now[2] = "unlimited"
+        cells = [f"{_money(o, k)} → {n}" for k, n in zip(keys, now, strict=True)]
+        team_rows.append(f"| {t['name']} | {' | '.join(cells)} |")
     for name in sorted(set(old_teams) - {t["name"] for t in new.get("teams", [])}):
         team_rows.append(f"| {name} | removed | removed | removed |")
     if team_rows:

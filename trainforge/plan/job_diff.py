@@ -1,10 +1,6 @@
-"""What a change means for each job, pool and team, in their own terms.
-
-A field diff says `command[22]: "1024" -> "2048"`; a reviewer needs `--seq-len 1024 -> 2048`,
-and what that does: memory per GPU, step time and duration, cost, queue admission, and whether
-the replaced job resumes from its checkpoints. Every figure comes from the plan's own checks
-(estimates, cost, queue admission), read from each side's plan sections; a side without them
-(a deployed stack export) shows only the new value.
+"""What a change means for each job, pool and team, in their own terms (docs/pr-review.md,
+"Jobs"): flags by name, pods, memory, step time, cost and queue admission, every figure read
+from each side's plan sections (the checks' own); a side without them shows the new value only.
 """
 
 from __future__ import annotations
@@ -13,14 +9,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainforge.plan import ckpt_compat as CC
-from trainforge.plan import kueue as K
 from trainforge.plan.checks import cost_check, estimates, queues
 from trainforge.plan.checks.cost_check import usd as _usd
+from trainforge.plan.diff import argv_diff
 from trainforge.plan.job_view import JobView
-
-# the sections each side's figures come from: the checks' own titles, not copies
-EST_TITLE, COST_TITLE, QUEUE_TITLE = estimates.TITLE, cost_check.SECTION_TITLE, queues.QUEUE_TITLE
-RESUME_TITLE = "Checkpoint state (what a replacement resumes from)"
 
 
 @dataclass
@@ -33,33 +25,17 @@ class JobChange:
     new: JobView | None = None
 
 
-def _by_job(sections: dict[str, Any] | None, title: str) -> dict[str, dict]:
+def _row(sections: dict[str, Any] | None, title: str, view: JobView | None) -> dict:
+    """The job's row in a side's section `title` (by team and name, else by name); {} if none."""
+    if view is None:
+        return {}
     data = (sections or {}).get(title)
     rows = data.get("jobs", []) if isinstance(data, dict) else data or []
-    out: dict[str, dict] = {}
-    for row in rows:
-        if isinstance(row, dict):
-            name = row.get("job") or row.get("name")
-            out[f"{row.get('team') or ''}/{name}"] = row
-            out.setdefault(f"/{name}", row)
-    return out
-
-
-def _row(sections: dict[str, Any] | None, title: str, view: JobView) -> dict:
-    rows = _by_job(sections, title)
-    return rows.get(f"{view.namespace}/{view.name}") or rows.get(f"/{view.name}") or {}
-
-
-def resume_record(sections: dict[str, Any] | None, ident: str) -> dict:
-    """checks/resume.py's record of one job, with its layout (stored once per digest)."""
-    data = (sections or {}).get(RESUME_TITLE)
-    if not isinstance(data, dict):
-        return {}
-    for row in data.get("jobs") or []:
-        if isinstance(row, dict) and row.get("ident") == ident:
-            layout = (data.get("layouts") or {}).get(row.get("digest"))
-            return {**row, "layout": layout} if layout else row
-    return {}
+    named = [
+        r for r in rows if isinstance(r, dict) and (r.get("job") or r.get("name")) == view.name
+    ]
+    exact = [r for r in named if (r.get("team") or "") == view.namespace]
+    return (exact or named or [{}])[0]
 
 
 def _gib(b: Any) -> str:
@@ -88,21 +64,20 @@ def memory_text(row: dict) -> str | None:
 
 
 def flag_changes(old: JobView, new: JobView) -> list[str]:
-    a, b = old.flags, new.flags
+    """The field diff's reading of the command (diff.argv_diff) in a job's words."""
     out = []
-    for k in [*a, *[k for k in b if k not in a]]:
-        if a.get(k) == b.get(k):
+    for path, was, now in argv_diff(old.command[1:], new.command[1:], ""):
+        flag = path.strip()
+        if was is not None and now is not None:
+            out.append(f"`{flag} {was} → {now}`")
             continue
-        if k not in b:
-            out.append(f"`{k} {a[k]}`".replace(" `", "`") + " removed")
-        elif k not in a:
-            out.append(f"`{k} {b[k]}`".replace(" `", "`") + " added")
-        else:
-            out.append(f"`{k} {a[k]} → {b[k]}`")
+        value = now if was is None else was
+        shown = flag if value == "(set)" else f"{flag} {value}"
+        out.append(f"`{shown}` {'added' if was is None else 'removed'}")
     return out
 
 
-def _queue_text(row: dict, reclaimers: list[str]) -> str | None:
+def _queue_text(row: dict) -> str | None:
     if not row:
         return None
     state = row.get("state")
@@ -112,7 +87,9 @@ def _queue_text(row: dict, reclaimers: list[str]) -> str | None:
     if not borrowing:
         return f"admitted on {row.get('flavor')} within its nominal quota"
     lent = ", ".join(f"{_qty(v)} {r}" for r, v in sorted(borrowing.items()))
-    who = f"; reclaimable by {', '.join(reclaimers)}" if reclaimers else ""
+    # the queue check's own answer (kueue Quotas.reclaimers), recorded in its row
+    owners = sorted({f"team {name}" for name in row.get("reclaimers") or []})
+    who = f"; reclaimable by {', '.join(owners)}" if owners else ""
     return f"admitted on {row.get('flavor')}, borrowing {lent}{who}"
 
 
@@ -126,36 +103,19 @@ def _qty(v: Any) -> str:
     return text
 
 
-def reclaimers(objects: dict[str, dict], queue_row: dict) -> list[str]:
-    """Who may reclaim what the row's job borrows: its ClusterQueue's cohort members that
-    the one Kueue model says may take it back (trainforge.plan.kueue, Quotas.reclaimers)."""
-    borrowed = list(queue_row.get("borrowing") or {})
-    m = K.read(objects.values()) if borrowed else None
-    q = m.queues.get(queue_row.get("queue") or "") if m else None
-    if m is None or q is None:
-        return []
-    owners = K.Quotas(m.queues, m.shared).reclaimers(q, queue_row.get("flavor") or "", borrowed)
-    return sorted(f"team {name}" for name in set(owners))
-
-
 def job_change(
     old: JobView | None,
     new: JobView | None,
     base: dict[str, Any] | None,
     head: dict[str, Any] | None,
-    head_objects: dict[str, dict],
     replaced: bool,
 ) -> JobChange:
     """The job's diff in its own terms; `base`/`head` are each side's sections by title."""
     view = new or old
     assert view is not None
-    what = (
-        "added"
-        if old is None
-        else "removed"
-        if new is None
-        else ("replaced" if replaced else "updated")
-    )
+    what = "replaced" if replaced else "updated"
+    if old is None or new is None:
+        what = "added" if old is None else "removed"
     ch = JobChange(view.ident, what, old=old, new=new)
     if new is None:
         return ch
@@ -167,50 +127,44 @@ def job_change(
             ch.lines.append(f"image: `{old.image}` → `{new.image}`")
         if old.kind != new.kind:
             ch.lines.append(f"backend: {old.kind} → {new.kind}")
-    pods = _pair(
-        f"{old.pods} pods x {_res(old.per_pod)}" if old else None,
-        f"{new.pods} pods x {_res(new.per_pod)}",
-    )
-    if pods:
-        ch.lines.append(f"pods: {pods}")
-    gpus = _pair(
-        str(old.pods * old.gpus_per_pod) if old else None, str(new.pods * new.gpus_per_pod)
-    )
-    if gpus and new.gpus_per_pod:
-        ch.lines.append(f"GPUs: {gpus}")
-    e_old, e_new = _row(base, EST_TITLE, old) if old else {}, _row(head, EST_TITLE, new)
-    mem = _pair(memory_text(e_old) if e_old else None, memory_text(e_new))
-    if mem:
-        ch.lines.append(f"memory per GPU (estimate): {mem}")
-    step = _pair(
-        f"{e_old['step_seconds']:.2f} s" if e_old.get("step_seconds") else None,
-        f"{e_new['step_seconds']:.2f} s" if e_new.get("step_seconds") else None,
-    )
-    dur = _pair(
-        _hours(e_old.get("duration_seconds")) if e_old else None,
-        _hours(e_new.get("duration_seconds")) if e_new else None,
-    )
-    if step or dur:
+    was, now = _figures(old, base), _figures(new, head)
+    pair = {key: _pair(was.get(key), value) for key, value in now.items()}
+    if pair["pods"]:
+        ch.lines.append(f"pods: {pair['pods']}")
+    if pair["GPUs"] and new.gpus_per_pod:
+        ch.lines.append(f"GPUs: {pair['GPUs']}")
+    if pair["memory"]:
+        ch.lines.append(f"memory per GPU (estimate): {pair['memory']}")
+    if pair["step"] or pair["duration"]:
+        step, duration = pair["step"] or "unchanged", pair["duration"] or "unchanged"
+        ch.lines.append(f"step time: {step}; duration: {duration}")
+    if now["run"] is not None and (pair["hour"] or pair["run"]):
         ch.lines.append(
-            "step time: " + (step or "unchanged") + "; duration: " + (dur or "unchanged")
+            f"cost: per run {pair['run'] or now['run']} (duration: {now['basis']}); "
+            f"{pair['hour'] or now['hour']}/h on-demand"
         )
-    c_old, c_new = _row(base, COST_TITLE, old) if old else {}, _row(head, COST_TITLE, new)
-    per_h = _pair(
-        _usd(c_old.get("onDemandPerHour")) if c_old else None, _usd(c_new.get("onDemandPerHour"))
-    )
-    run = _pair(_usd(c_old.get("runCost")) if c_old else None, _usd(c_new.get("runCost")))
-    if c_new and (per_h or run):
-        basis = c_new.get("runCostBasis") or "unknown"
-        ch.lines.append(
-            f"cost: per run {run or _usd(c_new.get('runCost'))} (duration: {basis}); "
-            f"{per_h or _usd(c_new.get('onDemandPerHour'))}/h on-demand"
-        )
-    q_old, q_new = _row(base, QUEUE_TITLE, old) if old else {}, _row(head, QUEUE_TITLE, new)
-    q_text = _queue_text(q_new, reclaimers(head_objects, q_new))
-    q = _pair(_queue_text(q_old, reclaimers(head_objects, q_old)) if q_old else None, q_text)
-    if q or q_text:
-        ch.lines.append(f"queue: {q or f'{q_text} (unchanged)'}")
+    if pair["queue"] or now["queue"]:
+        ch.lines.append(f"queue: {pair['queue'] or now['queue'] + ' (unchanged)'}")
     return ch
+
+
+def _figures(view: JobView | None, sections: dict[str, Any] | None) -> dict[str, str | None]:
+    """One side's figures of a job as text, from that side's check sections; {} without it."""
+    if view is None:
+        return {}
+    est = _row(sections, estimates.TITLE, view)
+    cost = _row(sections, cost_check.SECTION_TITLE, view)
+    return {
+        "pods": f"{view.pods} pods x {_res(view.per_pod)}",
+        "GPUs": str(view.pods * view.gpus_per_pod),
+        "memory": memory_text(est),
+        "step": f"{est['step_seconds']:.2f} s" if est.get("step_seconds") else None,
+        "duration": _hours(est.get("duration_seconds")) if est else None,
+        "run": _usd(cost.get("runCost")) if cost else None,
+        "hour": _usd(cost.get("onDemandPerHour")) if cost else None,
+        "basis": cost.get("runCostBasis") or "unknown",
+        "queue": _queue_text(_row(sections, queues.QUEUE_TITLE, view)),
+    }
 
 
 def _res(per_pod: dict[str, str]) -> str:
@@ -222,10 +176,12 @@ def _res(per_pod: dict[str, str]) -> str:
 # --------------------------------------------------------------------------- pools and teams
 
 
+def _spec(doc: dict, key: str) -> Any:
+    return (doc.get("spec") or {}).get(key) or {}
+
+
 def _reqs(doc: dict, key: str) -> list[str]:
-    reqs = (
-        (((doc.get("spec") or {}).get("template") or {}).get("spec") or {}).get("requirements")
-    ) or []
+    reqs = (_spec(doc, "template").get("spec") or {}).get("requirements") or []
     return sorted(v for r in reqs if r.get("key") == key for v in r.get("values") or [])
 
 
@@ -242,14 +198,7 @@ def pool_lines(old: dict | None, new: dict | None) -> list[str]:
         if a != b:
             parts = [f"+{x}" for x in sorted(b - a)] + [f"-{x}" for x in sorted(a - b)]
             out.append(f"{label}: {' '.join(parts)} (now {', '.join(sorted(b)) or 'any'})")
-    la, lb = (
-        (old.get("spec") or {}).get("limits") or {},
-        (new.get("spec") or {}).get("limits") or {},
-    )
-    for k in sorted(set(la) | set(lb)):
-        if la.get(k) != lb.get(k):
-            out.append(f"limit {k}: {la.get(k, 'none')} → {lb.get(k, 'none')}")
-    return out
+    return out + _changed("limit", _spec(old, "limits"), _spec(new, "limits"))
 
 
 def quota_lines(old: dict | None, new: dict | None) -> list[str]:
@@ -257,25 +206,23 @@ def quota_lines(old: dict | None, new: dict | None) -> list[str]:
     if new is None or old is None:
         return []
     if new.get("kind") == "ResourceQuota":
-        a = (old.get("spec") or {}).get("hard") or {}
-        b = (new.get("spec") or {}).get("hard") or {}
-        return [
-            f"quota {k}: {a.get(k, 'none')} → {b.get(k, 'none')}"
-            for k in sorted(set(a) | set(b))
-            if a.get(k) != b.get(k)
-        ]
-    out = []
+        return _changed("quota", _spec(old, "hard"), _spec(new, "hard"))
 
     def nominal(doc: dict) -> dict[str, str]:
         got = {}
-        for g in (doc.get("spec") or {}).get("resourceGroups") or []:
+        for g in _spec(doc, "resourceGroups"):
             for fl in g.get("flavors") or []:
                 for r in fl.get("resources") or []:
                     got[f"{fl.get('name')}/{r.get('name')}"] = str(r.get("nominalQuota"))
         return got
 
-    a, b = nominal(old), nominal(new)
-    for k in sorted(set(a) | set(b)):
-        if a.get(k) != b.get(k):
-            out.append(f"nominal quota {k}: {a.get(k, 'none')} → {b.get(k, 'none')}")
-    return out
+    return _changed("nominal quota", nominal(old), nominal(new))
+
+
+def _changed(label: str, old: dict, new: dict) -> list[str]:
+    """`label key: old → new` for every key whose value differs ('none' where absent)."""
+    return [
+        f"{label} {k}: {old.get(k, 'none')} → {new.get(k, 'none')}"
+        for k in sorted(set(old) | set(new))
+        if old.get(k) != new.get(k)
+    ]

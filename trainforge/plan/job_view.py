@@ -15,7 +15,7 @@ from typing import Any
 from trainforge.jobs.backends import job_shape
 from trainforge.jobs.pod import JOB_LABEL
 from trainforge.jobs.tenancy import PRIORITY_LABEL
-from trainforge.plan.ckpt_compat import flag_map, runtime_args
+from trainforge.plan.ckpt_compat import argv_fields, last_value, runtime_args
 
 
 @dataclass
@@ -38,9 +38,9 @@ class JobView:
         return runtime_args(self.command)
 
     @property
-    def flags(self) -> dict[str, str]:
+    def flags(self) -> dict[str, str | None]:
         """Every flag of the command by name (launcher flags first, then the program's)."""
-        return flag_map(self.command[1:] if self.command else [])
+        return argv_fields(self.command[1:] if self.command else [])
 
     @property
     def gpus_per_pod(self) -> int:
@@ -66,14 +66,14 @@ class JobView:
     def checkpoint_dir(self) -> str | None:
         args = self.runtime_args
         if args is not None:
-            return flag_map(args).get("--checkpoint-dir")
+            return last_value(argv_fields(args), "--checkpoint-dir")
         return self.env.get("TRAINFORGE_CHECKPOINT_DIR")
 
     @property
     def resume(self) -> str:
         args = self.runtime_args
         if args is not None:
-            return flag_map(args).get("--resume", "auto")
+            return last_value(argv_fields(args), "--resume", "auto")
         return self.env.get("TRAINFORGE_RESUME", "auto")
 
 

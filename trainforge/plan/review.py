@@ -1,13 +1,9 @@
-"""The pull-request review of a plan against a base: what the cloud will do, what it means.
-
-`trainforge plan --diff BASE` compares this plan (the head) with a base side (sides.py: another
-plan folder, or the deployed state from `pulumi stack export` / `pulumi preview --json`).
-Beyond the field diff (diff.py) it says, per object, whether Pulumi replaces or updates it
-(the preview's own op when given, else the resource's `replaceOnChanges`), and per job what
-the change means (job_diff.py). *Diff checks* turn a change into findings that need a
-decision; they are listed in `registry.DIFF_CHECKS` (called with a `DiffContext`, returning a
-`check_types.CheckResult`), and their findings are waivable like any rule (the module that
-defines a rule id also lists it in a `RULES` dict of a plan check, so waivers know it).
+"""The pull-request review of a plan against a base (`trainforge plan --diff BASE`,
+docs/pr-review.md): the field diff (diff.py) of two sides (sides.py), what Pulumi replaces
+(the preview's own op when given, else the resource's `replaceOnChanges`), each job's change
+in its own terms (job_diff.py), and the findings of the *diff checks*
+(`registry.DIFF_CHECKS`: a check module's `diff_check(DiffContext) -> CheckResult`, its rule
+ids in the module's `RULES`, so they are waivable like any rule).
 """
 
 from __future__ import annotations
@@ -18,7 +14,8 @@ from typing import Any
 from trainforge.plan import diff as D
 from trainforge.plan import job_diff as JD
 from trainforge.plan import registry
-from trainforge.plan.check_types import CheckResult, Finding
+from trainforge.plan.check_types import Finding
+from trainforge.plan.checks.cost_check import SECTION_TITLE as COST_TITLE
 from trainforge.plan.core import attach_waiver
 from trainforge.plan.job_view import job_views
 from trainforge.plan.sides import Side
@@ -33,48 +30,32 @@ class DiffContext:
     objects: D.PlanDiff
     resources: D.PlanDiff
     replaced: set[str]  # object idents Pulumi replaces (delete, then create)
-    head_result: Any  # core.PlanResult of the head
     jobs: dict[str, JD.JobChange] = field(default_factory=dict)
-    # cloud resources (type::name) the base's `pulumi preview --json` replaces; empty without
-    # a preview (offline, only the provider knows which input changes force a replacement)
-    replaced_resources: set[str] = field(default_factory=set)
 
 
 @dataclass
 class Review:
     ctx: DiffContext
-    findings: list[Finding]
-    sections: list[Any]
-    markdown: str
+    markdown: str  # the PR comment's diff part
 
 
-def _head_options(result: Any) -> dict[str, dict]:
-    by_urn = {r.urn: r.options for r in result.inventory.resources}
-    return {o.ident: by_urn.get(o.urn) or {} for o in result.objects}
-
-
-def _replaced(base: Side, objects: D.PlanDiff, result: Any, urns: dict[str, str]) -> set[str]:
+def _replaced(base: Side, objects: D.PlanDiff, result: Any) -> set[str]:
     """Changed objects Pulumi replaces: the preview's op when the base is a preview, else any
     changed field under the resource's replaceOnChanges paths."""
-    out = set()
-    options = _head_options(result)
-    for c in objects.changed:
-        if base.ops:
-            if base.ops.get(urns.get(c.key, "")) in REPLACE_OPS:
-                out.add(c.key)
-            continue
-        paths = options.get(c.key, {}).get("replaceOnChanges") or []
+    if base.ops:
+        urns = {o.ident: o.urn for o in result.objects}
+        return {c.key for c in objects.changed if base.ops.get(urns.get(c.key, "")) in REPLACE_OPS}
+    by_urn = {r.urn: r.options for r in result.inventory.resources}
+    options = {o.ident: by_urn.get(o.urn) or {} for o in result.objects}
+    return {
+        c.key
+        for c in objects.changed
         if any(
             f == p or f.startswith(p + ".") or f.startswith(p + "[")
-            for p in paths
+            for p in options.get(c.key, {}).get("replaceOnChanges") or []
             for f, *_ in c.fields
-        ):
-            out.add(c.key)
-    return out
-
-
-def _run_diff_checks(ctx: DiffContext) -> list[CheckResult]:
-    return [diff_check(ctx) for diff_check in registry.DIFF_CHECKS]
+        )
+    }
 
 
 def review(base: Side, head: Side, result: Any) -> Review:
@@ -84,16 +65,8 @@ def review(base: Side, head: Side, result: Any) -> Review:
         {D._short_urn(k): v for k, v in base.resources.items()},
         {D._short_urn(k): v for k, v in head.resources.items()},
     )
-    urns = {o.ident: o.urn for o in result.objects}
-    ctx = DiffContext(
-        base, head, objects, resources, _replaced(base, objects, result, urns), result
-    )
+    ctx = DiffContext(base, head, objects, resources, _replaced(base, objects, result))
     # jobs by namespace/name: a backend change (PyTorchJob -> TrainJob) is one job replaced
-    ctx.replaced_resources = {
-        D._short_urn(urn)
-        for urn, op in base.ops.items()
-        if op in REPLACE_OPS and not urn.split("::")[-2].split("$")[-1].startswith("kubernetes:")
-    }
     old_jobs = {f"{v.namespace}/{v.name}": v for v in job_views(base.objects).values()}
     new_jobs = {f"{v.namespace}/{v.name}": v for v in job_views(head.objects).values()}
     changed = {c.key for c in objects.changed}
@@ -106,17 +79,14 @@ def review(base: Side, head: Side, result: Any) -> Review:
         replaced = (
             old is not None and new is not None and not same_object
         ) or ident in ctx.replaced
-        ctx.jobs[ident] = JD.job_change(
-            old, new, base.sections, head.sections, head.objects, replaced
-        )
+        ctx.jobs[ident] = JD.job_change(old, new, base.sections, head.sections, replaced)
     findings: list[Finding] = []
     sections: list[Any] = []
-    for res in _run_diff_checks(ctx):
+    for res in (diff_check(ctx) for diff_check in registry.DIFF_CHECKS):
         sections += res.sections
         findings += [attach_waiver(f, result.waivers, {f.resource, *f.names}) for f in res.findings]
     result.violations.extend(findings)
-    md = render(ctx, findings, sections)
-    return Review(ctx, findings, sections, md)
+    return Review(ctx, render(ctx, findings, sections))
 
 
 # ------------------------------------------------------------------------------ markdown
@@ -155,7 +125,7 @@ def _pools_teams_md(ctx: DiffContext) -> list[str]:
     return ["### Pools and teams", "", *out, ""] if out else []
 
 
-def render(ctx: DiffContext, findings: list[Finding], sections: list[Any] = ()) -> str:
+def render(ctx: DiffContext, findings: list[Finding], sections: list[Any]) -> str:
     lines = [f"## trainforge plan diff (base: {ctx.base.label})", ""]
     open_ = [f for f in findings if f.waived is None]
     if open_:
@@ -167,6 +137,6 @@ def render(ctx: DiffContext, findings: list[Finding], sections: list[Any] = ()) 
     lines += _pools_teams_md(ctx)
     for sec in sections:  # the diff checks' own reports
         lines += [f"### {sec.title}", "", *[f"- {line}" for line in sec.lines], ""]
-    body = D.render_markdown(ctx.objects, ctx.resources, ctx.replaced).splitlines()
-    lines += body[2:]  # without its title
-    return "\n".join(lines)
+    lines += D.render_markdown(ctx.objects, ctx.resources, ctx.replaced).splitlines()
+    cost = [(side.sections or {}).get(COST_TITLE) for side in (ctx.base, ctx.head)]
+    return "\n".join([*lines, *D.cost_markdown(*cost)])

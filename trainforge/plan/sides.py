@@ -1,14 +1,8 @@
-"""One side of a diff: what a plan folder, a `pulumi stack export` or a `pulumi preview --json`
-says is (or will be) deployed.
-
-A plan folder (`--out`) is another branch's rendering: its Kubernetes objects, its cloud
-resources' inputs and its plan checks' sections (estimates, cost, queues, checkpoint state).
-A stack export (`pulumi stack export`, deployment version 3) is what the cloud really runs:
-every resource's recorded inputs; Kubernetes objects are rebuilt from the inputs of
-`kubernetes:*` resources. A preview (`pulumi preview --json`) adds what Pulumi will do to each
-resource (`op`: same, update, replace, create, delete), so "replaced" is the engine's word,
-not ours; its `oldState` is the deployed side. Secrets in a state file are encrypted; they
-compare as `[secret]`, as in the offline plan.
+"""One side of a diff: a plan folder (`--out`, another branch's rendering with its check
+sections), a `pulumi stack export` (what the cloud runs: Kubernetes objects rebuilt from the
+inputs of `kubernetes:*` resources) or a `pulumi preview --json` (adds Pulumi's own op per
+resource). Secrets in a state file compare as `[secret]`, as in the offline plan.
+docs/pr-review.md ("Diff against the deployed state").
 """
 
 from __future__ import annotations
@@ -19,11 +13,11 @@ import pathlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainforge.plan.diff import INVENTORY_FILE, load_objects, load_resources
+from trainforge.plan.diff import INVENTORY_FILE, ident, load_objects
+from trainforge.plan.runner import SECRET
 
 SECRET_SIG = "4dabf18193072939515e22adb298388d"  # Pulumi's special-value signature key
 SECRET_VALUE = "1b47061264138c4ac30d75fd1eb44270"  # ... whose value marks a secret
-SECRET_TEXT = "[secret]"
 EXPORT_VERSIONS = (3,)
 
 
@@ -38,43 +32,33 @@ class Side:
     resources: dict[str, dict]  # full URN -> inputs (cloud resources, not kubernetes:*)
     sections: dict[str, Any] | None = None  # plan check title -> data (plan folders only)
     ops: dict[str, str] = field(default_factory=dict)  # URN -> preview op (preview only)
-    urns: dict[str, str] = field(default_factory=dict)  # object ident -> URN
     deployed: bool = False
 
 
 def _unsecret(value: Any) -> Any:
     if isinstance(value, dict):
         if value.get(SECRET_SIG) == SECRET_VALUE:
-            return SECRET_TEXT
+            return SECRET
         return {k: _unsecret(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_unsecret(v) for v in value]
     return value
 
 
-def _ident(inputs: dict[str, Any]) -> str | None:
-    kind = inputs.get("kind")
-    meta = inputs.get("metadata") or {}
-    if not kind or not meta.get("name"):
-        return None
-    return f"{meta.get('namespace') or '_cluster'}/{kind}/{meta['name']}"
-
-
 def _from_states(states: list[dict[str, Any]], label: str) -> Side:
-    objects, resources, urns = {}, {}, {}
+    objects, resources = {}, {}
     for r in states:
         t = str(r.get("type", ""))
         if r.get("delete") or t.startswith("pulumi:"):
             continue
         inputs = _unsecret(r.get("inputs") or {})
         if t.startswith("kubernetes:"):
-            ident = _ident(inputs)
-            if ident is not None:
-                objects[ident] = inputs
-                urns[ident] = r.get("urn", "")
+            key = ident(inputs)
+            if key is not None:
+                objects[key] = inputs
             continue
         resources[r.get("urn", "")] = inputs
-    return Side(label, objects, resources, urns=urns, deployed=True)
+    return Side(label, objects, resources, deployed=True)
 
 
 def _read_json(path: pathlib.Path) -> Any:
@@ -96,7 +80,12 @@ def load_side(path: pathlib.Path) -> Side:
         sections = {
             s.get("title"): s.get("data") for s in (inv.get("plan") or {}).get("sections") or []
         }
-        return Side(f"plan folder {path}", load_objects(path), load_resources(path), sections)
+        resources = {  # the cloud resources; the Kubernetes objects are its manifests
+            r["urn"]: r.get("inputs") or {}
+            for r in inv.get("resources", [])
+            if not str(r.get("type", "")).startswith("kubernetes:")
+        }
+        return Side(f"plan folder {path}", load_objects(path), resources, sections)
     if not path.is_file():
         raise SideError(f"--diff {path}: no such folder or file")
     data = _read_json(path)

@@ -1,17 +1,10 @@
 """The checkpoint state layout of the bundled models, derived without torch.
 
-Why: the plan records every job's state layout (ckpt_compat) so that `--diff` can say whether
-a replaced job resumes. Building it with torch on the meta device costs a plan ~2.5 s of
-imports (torch, and torch._dynamo, which every `torch.optim` optimizer imports when it is
-constructed) for a few hundred shapes that follow from the flags. So the plan derives them:
-the models' parameter shapes from `trainforge.training.flops` (the runtime's MFU and the
-estimates use the same functions), their names and order as `named_parameters()` yields them,
-the runtime's AdamW param groups (loop.build_optimizer) and AdamW's state per parameter, the
-keys flattened the way DCP flattens `get_state_dict`. `ckpt_compat.built_state_layout` builds
-the same layout with torch; tests/plan/test_state_shapes.py holds the two equal (every key,
-its order, shape, dtype and every restored setting) so that a change to a model, the
-optimizer or torch fails there, not silently in a plan. A model this module does not know
-falls back to the torch build.
+Why: building it with torch on the meta device cost a plan ~2.5 s of imports (docs/performance.md)
+for a few hundred shapes that follow from the flags: the parameter shapes of
+`trainforge.training.flops`, in `named_parameters()` order, the runtime's AdamW param groups and
+state, keyed as DCP flattens `get_state_dict`. tests/plan/test_state_shapes.py holds it equal to
+the torch build (`ckpt_compat.built_state_layout`), which a model unknown here falls back to.
 """
 
 from __future__ import annotations

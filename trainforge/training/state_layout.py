@@ -14,24 +14,28 @@ from its `checkpoint.fingerprint` function:
 
 Build the model on the meta device: nothing is allocated, so a 350M-parameter model costs
 well under a second. The optimizer's lazy state (AdamW's moments) is created by one step on
-empty gradients.
+empty gradients. torch is imported by the functions that build, so that a plan can read
+`mismatches` (the restore's rule) without it.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
+if TYPE_CHECKING:
+    import torch
 
 # optimizer param-group settings that a restore brings back from the checkpoint
 SETTING_KEYS = ("lr", "initial_lr", "weight_decay", "betas", "eps")
+Tensors = dict[str, tuple[tuple[int, ...], str]]  # DCP key -> (shape, dtype)
 
 
 def layout(
     model: torch.nn.Module, optimizer: torch.optim.Optimizer
-) -> tuple[dict[str, tuple[tuple[int, ...], str]], dict[str, Any]]:
+) -> tuple[Tensors, dict[str, Any]]:
     """(tensors, settings): DCP key -> (shape, dtype) of every tensor the checkpoint saves,
     and the param-group settings it restores. Steps the optimizer once on empty gradients."""
+    import torch
     from torch.distributed.checkpoint._nested_dict import flatten_state_dict
     from torch.distributed.checkpoint.state_dict import get_state_dict
 
@@ -55,3 +59,33 @@ def describe(model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> dict[s
     """JSON-able {key: [shape, dtype]}: what a `checkpoint.fingerprint` function returns."""
     tensors, _ = layout(model, optimizer)
     return {k: [list(shape), dtype] for k, (shape, dtype) in tensors.items()}
+
+
+def built(cfg: Any) -> tuple[Tensors, dict[str, Any]]:
+    """`layout` of the runtime's own model, optimizer and scheduler for a TrainConfig, built on
+    the meta device."""
+    import torch
+
+    from trainforge.training.loop import build_optimizer, build_scheduler
+    from trainforge.training.models import build_model
+
+    with torch.device("meta"):
+        model = build_model(cfg)
+    optimizer = build_optimizer(model, cfg, torch.device("cpu"))
+    build_scheduler(optimizer, cfg)  # sets initial_lr in the param groups, as the runtime does
+    return layout(model, optimizer)
+
+
+def mismatches(saved: Tensors, state: Tensors) -> list[str]:
+    """What `CheckpointManager.restore` (`dcp.load` into `state`) trips on in a checkpoint of
+    layout `saved`: a key missing either way, another shape or dtype. None: it restores."""
+    out: list[str] = []
+    for key, (shape, dtype) in state.items():
+        if key not in saved:
+            out.append(f"{key} {list(shape)} is not in the checkpoint")
+        elif tuple(saved[key][0]) != tuple(shape):
+            out.append(f"{key} {list(saved[key][0])} -> {list(shape)}")
+        elif saved[key][1] != dtype:
+            out.append(f"{key} {saved[key][1]} -> {dtype}")
+    gone = [(k, s) for k, (s, _) in saved.items() if k not in state]
+    return out + [f"{k} {list(s)} is in the checkpoint but not in the model" for k, s in gone]

@@ -1,12 +1,9 @@
 """Plan check: the checkpoint state of every training job, recorded so a diff can judge resume.
 
 A plan cannot know on its own whether a job will resume: that needs the state the *running*
-job wrote. So this check records, per job, what decides it (ckpt_compat): the bundled
-runtime's flags and state layout (DCP keys, shapes, dtypes built on the meta device), the
-world size, checkpoint directory and resume mode; for own code, the value of its declared
-state fingerprint. `trainforge plan --diff` compares these with the base's (from the base
-plan's folder, or rebuilt from the deployed objects) and reports *cannot resume* as the
-finding TF_CKPT_CANNOT_RESUME, which needs a decision.
+job wrote. So each plan records what decides it (ckpt_compat: the bundled runtime's state
+layout, or own code's state fingerprint), and `plan --diff` compares base and head
+(docs/pr-review.md, "Will a replaced job resume?").
 """
 
 from __future__ import annotations
@@ -20,16 +17,12 @@ from typing import Any
 
 from trainforge.plan import ckpt_compat as CC
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
-from trainforge.plan.job_diff import resume_record
 from trainforge.plan.job_view import job_views
 
 TITLE = "Checkpoint state (what a replacement resumes from)"
 RULE = "TF_CKPT_CANNOT_RESUME"
-# A change the resumed run does not apply: the runtime restores the optimizer's param groups
-# (lr, weight decay) and the LR scheduler's base_lrs from the checkpoint (training/checkpoint.py
-# restore(): optimizer state via DCP, scheduler.load_state_dict), so the new --lr or
-# --weight-decay reaches only a fresh run. A changed --warmup-steps or --steps IS applied (the
-# schedule's lambda is rebuilt from the new flags at the restored step): a reset, not this.
+# A change the resumed run does not apply (--lr, --weight-decay: training/checkpoint.py restores
+# the optimizer's param groups and the scheduler's base_lrs): docs/pr-review.md
 NOT_APPLIED = "TF_CKPT_CHANGE_NOT_APPLIED"
 RULES = {
     RULE: "decide: rename the job (a fresh run in a new checkpoint directory), set "
@@ -42,9 +35,22 @@ RULES = {
 }
 
 
-def digest(layout: CC.Layout) -> str:
-    text = json.dumps(layout.to_json()["tensors"], sort_keys=True)
-    return hashlib.sha256(text.encode()).hexdigest()[:12]
+def digest(value: Any) -> str:
+    """12 hex digits naming a JSON-able value (a layout's tensors, a fingerprint)."""
+    return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def resume_record(sections: dict[str, Any] | None, ident: str) -> dict:
+    """This check's record of one job in a side's sections, with its layout (stored once per
+    digest)."""
+    data = (sections or {}).get(TITLE)
+    if not isinstance(data, dict):
+        return {}
+    for row in data.get("jobs") or []:
+        if isinstance(row, dict) and row.get("ident") == ident:
+            layout = (data.get("layouts") or {}).get(row.get("digest"))
+            return {**row, "layout": layout} if layout else row
+    return {}
 
 
 def call_fingerprint(root: pathlib.Path | None, spec: Any) -> tuple[Any, str | None]:
@@ -52,7 +58,7 @@ def call_fingerprint(root: pathlib.Path | None, spec: Any) -> tuple[Any, str | N
     source = spec.checkpoint.fingerprint
     ep = spec.entrypoint
     base = root or pathlib.Path.cwd()
-    code_dir = ep.code_dir or (str(pathlib.PurePosixPath(ep.script).parent) if ep.script else ".")
+    code_dir = ep.code_dir or "."  # a script's own directory unless set (the job spec's rule)
     folder = str((base / code_dir).resolve())
     mod_name, _, fn_name = source.partition(":")
     sys.path.insert(0, folder)
@@ -72,7 +78,7 @@ def job_state(view: Any, data: dict[str, Any] | None = None) -> CC.JobState:
     """A diff side's JobState; `data` (this check's record) supplies a precomputed layout and
     an own-code fingerprint."""
     data = data or {}
-    layout = CC.Layout.from_json(data["layout"]) if data.get("layout") else None
+    layout = CC.Layout(**data["layout"]) if data.get("layout") else None
     return CC.JobState(
         ident=view.ident,
         args=view.runtime_args,
@@ -107,8 +113,8 @@ def check(ctx: PlanContext) -> CheckResult:
                 rec["error"] = str(e)
             else:
                 if id(layout) not in digests:
-                    digests[id(layout)] = digest(layout)
-                    layouts[digests[id(layout)]] = layout.to_json()
+                    digests[id(layout)] = digest(layout.tensors)
+                    layouts[digests[id(layout)]] = layout._asdict()
                 n_model = sum(1 for k in layout.tensors if k.startswith("model."))
                 lines.append(
                     f"{ident}: {len(layout.tensors)} tensors ({n_model} model, "
@@ -127,11 +133,7 @@ def check(ctx: PlanContext) -> CheckResult:
                     rec["error"] = err
                 else:
                     rec["fingerprint"] = value
-                    text = json.dumps(value, sort_keys=True)
-                    lines.append(
-                        f"{ident}: own code; state fingerprint {source} = "
-                        f"{hashlib.sha256(text.encode()).hexdigest()[:12]}"
-                    )
+                    lines.append(f"{ident}: own code; state fingerprint {source} = {digest(value)}")
             else:
                 lines.append(
                     f"{ident}: own code without a state fingerprint: a replacement's resume is "
@@ -152,27 +154,21 @@ def diff_check(ctx: Any) -> CheckResult:
         new = job_state(ch.new, resume_record(ctx.head.sections, ident))
         ch.compat = CC.classify(old, new)
         if ch.compat.blocking:
-            findings.append(
-                Finding(
-                    ident,
-                    RULE,
-                    f"replaced, and the new job {ch.compat.verdict} from "
-                    f"{new.checkpoint_dir}: {ch.compat.detail}",
-                    RULES[RULE],
-                    names=frozenset({ident, ch.new.name}),
-                )
+            rule = RULE
+            message = (
+                f"replaced, and the new job {ch.compat.verdict} from "
+                f"{new.checkpoint_dir}: {ch.compat.detail}"
             )
         elif ch.compat.caveats:
+            rule = NOT_APPLIED
             flags = ", ".join(c.split(" is NOT applied")[0] for c in ch.compat.caveats)
-            findings.append(
-                Finding(
-                    ident,
-                    NOT_APPLIED,
-                    f"replaced, and the new job resumes from {new.checkpoint_dir} without the "
-                    f"change: {flags} is NOT applied (the restored optimizer and LR scheduler "
-                    "keep the checkpoint's values)",
-                    RULES[NOT_APPLIED],
-                    names=frozenset({ident, ch.new.name}),
-                )
+            message = (
+                f"replaced, and the new job resumes from {new.checkpoint_dir} without the "
+                f"change: {flags} is NOT applied (the restored optimizer and LR scheduler "
+                "keep the checkpoint's values)"
             )
+        else:
+            continue
+        names = frozenset({ident, ch.new.name})
+        findings.append(Finding(ident, rule, message, RULES[rule], names=names))
     return CheckResult(findings=findings)
