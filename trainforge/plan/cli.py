@@ -108,87 +108,75 @@ def find_config_error(exc: BaseException) -> BaseException | None:
 # Printing
 
 
-def print_tree(result: Any, out=None) -> None:
-    out = out or sys.stdout
-    res = result.inventory.resources
+def _tree(inventory: Any) -> list[str]:
     children: dict[str | None, list] = {}
-    urns = {r.urn for r in res}
-    for r in res:
-        parent = r.parent if r.parent in urns else None
-        children.setdefault(parent, []).append(r)
+    urns = {r.urn for r in inventory.resources}
+    for r in inventory.resources:
+        children.setdefault(r.parent if r.parent in urns else None, []).append(r)
 
-    def walk(parent: str | None, depth: int) -> None:
+    def walk(parent: str | None, depth: int) -> list[str]:
+        out = []
         for r in children.get(parent, []):
             extra = " [delete-before-replace]" if r.options.get("deleteBeforeReplace") else ""
-            print(f"{'  ' * depth}+ {r.type}  {r.name}{extra}", file=out)
-            walk(r.urn, depth + 1)
+            out += [f"{'  ' * depth}+ {r.type}  {r.name}{extra}", *walk(r.urn, depth + 1)]
+        return out
 
-    inv = result.inventory
-    print(f"Resources (stack {inv.stack}, project {inv.project}):", file=out)
-    print(f"+ pulumi:pulumi:Stack  {inv.project}-{inv.stack}", file=out)
-    walk(None, 1)
+    name = f"{inventory.project}-{inventory.stack}"
+    head = f"Resources (stack {inventory.stack}, project {inventory.project}):"
+    return [head, f"+ pulumi:pulumi:Stack  {name}", *walk(None, 1), ""]
 
 
 def print_report(result: Any, args: argparse.Namespace, out=None) -> None:
-    out = out or sys.stdout
-    inv = result.inventory
-    if not args.summary:
-        print_tree(result, out)
-        print(file=out)
-    print(f"{len(inv.resources)} resources to create, by type:", file=out)
-    for t, n in result.counts_by_type():
-        print(f"  {n:5d}  {t}", file=out)
-    helm = result.helm()
-    if helm:
-        print("\nHelm releases, charts and manifest bundles (installed by the provider):", file=out)
+    """The full report: the resource tree (unless --summary), counts, every check's section,
+    validation, waivers and findings."""
+    from trainforge.plan.waivers import stale_note  # noqa: PLC0415 - light, plan-only
+
+    inv, checked = result.inventory, result.validation
+    lines = [] if args.summary else _tree(inv)
+    lines.append(f"{len(inv.resources)} resources to create, by type:")
+    lines += [f"  {n:5d}  {t}" for t, n in result.counts_by_type()]
+    if helm := result.helm():
+        lines.append("\nHelm releases, charts and manifest bundles (installed by the provider):")
         for h in helm:
             what = h["chart"] or h["directory"] or h["files"] or ""
             ver = f" {h['version']}" if h["version"] else ""
             repo = f" from {h['repo']}" if h["repo"] else ""
-            print(f"  {h['name']}: {h['type']} {what}{ver}{repo}", file=out)
+            lines.append(f"  {h['name']}: {h['type']} {what}{ver}{repo}")
     if inv.outputs:
-        print("\nStack outputs:", file=out)
-        for k, v in inv.outputs.items():
-            print(f"  {k}: {v}", file=out)
+        lines += ["\nStack outputs:", *(f"  {k}: {v}" for k, v in inv.outputs.items())]
     for section in result.sections:
-        print(f"\n{section.title}:", file=out)
-        for line in section.lines:
-            print(f"  {line}", file=out)
-    v = result.validation
-    print(
+        lines += [f"\n{section.title}:", *(f"  {line}" for line in section.lines)]
+    lines.append(
         f"\nKubernetes objects: {len(result.objects)} "
-        f"(validated: {v['pass']} pass, {v['fail']} fail, {v['unchecked']} without a schema)",
-        file=out,
+        f"(validated: {checked['pass']} pass, {checked['fail']} fail, "
+        f"{checked['unchecked']} without a schema)"
     )
-    autonamed = [o.ident for o in result.objects if o.autonamed]
-    if autonamed:
-        print(
+    if autonamed := [o.ident for o in result.objects if o.autonamed]:
+        lines.append(
             f"  {len(autonamed)} autonamed by the provider at apply time (random suffix): "
-            f"names shown here end in a stable stand-in",
-            file=out,
+            f"names shown here end in a stable stand-in"
         )
     if result.standin_judged:
-        print(
+        lines.append(
             f"  {result.standin_judged} cloud resources with unknown inputs (e.g. policy documents "
-            "built from ARNs) also judged with stand-in ids/ARNs",
-            file=out,
+            "built from ARNs) also judged with stand-in ids/ARNs"
         )
     if result.waived:
-        print(f"\nWaived ({len(result.waived)}):", file=out)
-        for w in result.waived:
-            print(f"  [{w.rule}] {w.resource}: {w.message}\n      reason: {w.waived}", file=out)
-    from trainforge.plan.waivers import stale_note  # noqa: PLC0415 - light, plan-only
-
-    for w in result.unused_waivers:
-        print(f"\nNote: {stale_note(w)}", file=out)
+        lines.append(f"\nWaived ({len(result.waived)}):")
+        lines += [
+            f"  [{w.rule}] {w.resource}: {w.message}\n      reason: {w.waived}"
+            for w in result.waived
+        ]
+    lines += [f"\nNote: {stale_note(w)}" for w in result.unused_waivers]
     if result.failing:
-        print(f"\nViolations ({len(result.failing)}):", file=out)
-        for f in result.failing:
-            print(
-                f"  [{f.rule}] {f.resource}\n      why: {f.message}\n      fix: {f.fix}", file=out
-            )
+        lines.append(f"\nViolations ({len(result.failing)}):")
+        lines += [
+            f"  [{f.rule}] {f.resource}\n      why: {f.message}\n      fix: {f.fix}"
+            for f in result.failing
+        ]
     else:
-        print("\nPolicy and validation: clean", file=out)
+        lines.append("\nPolicy and validation: clean")
+    print("\n".join(lines), file=out or sys.stdout)
 
 
 def write_report(
