@@ -32,7 +32,6 @@ class PlanResult:
     validation: Counter = field(default_factory=Counter)  # pass / fail / unchecked
     unchecked: list[str] = field(default_factory=list)
     standin_judged: int = 0  # cloud resources re-judged with stand-in ids/ARNs
-    names: set[str] = field(default_factory=set)  # every name a waiver may use in this plan
     sections: list[T.Section] = field(default_factory=list)  # the plan checks' reports
 
     @property
@@ -143,7 +142,6 @@ def evaluate(
         checked.counts,
         checked.unchecked,
         standin_judged=R.rejudged(ctx),
-        names=known,
         sections=sections,
     )
 

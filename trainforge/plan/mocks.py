@@ -183,6 +183,17 @@ class MockedCall:
 _PER_STACK = ("aws:s3/bucket:", "aws:s3/bucketV2:", "aws:kms/key:")
 
 
+# type -> (id prefix, modulus, hex digits, ARN service, ARN resource): the cloud's own ids
+_HASHED_IDS = {
+    "aws:kms/key:": ("mrk", 10**12, 12, "kms", "key"),
+    "aws:ec2/vpc:": ("vpc", 10**8, 8, "ec2", "vpc"),
+    "aws:ec2/subnet:": ("subnet", 10**8, 8, "ec2", "subnet"),
+    "aws:ec2/securityGroup:": ("sg", 10**8, 8, "ec2", "security-group"),
+    "aws:ec2/launchTemplate:": ("lt", 10**12, 12, "ec2", "launch-template"),
+    "aws:fsx/lustreFileSystem:": ("fs", 16**17, 17, "fsx", "file-system"),
+}
+
+
 def _h(name: str) -> int:
     """A stable number for a name (hash() is salted per process)."""
     return zlib.crc32(name.encode())
@@ -466,7 +477,16 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
         if pkg == "aws":
             physical = inputs.get("name") or f"{name}-mock"
             out.setdefault("id", rid)
-            if typ.startswith("aws:iam/role:"):
+            hashed = next((v for t, v in _HASHED_IDS.items() if typ.startswith(t)), None)
+            if hashed is not None:
+                prefix, modulus, width, service, what = hashed
+                rid = f"{prefix}-{_h(name) % modulus:0{width}x}"
+                out["arn"] = _arn(service, region, acct, f"{what}/{rid}")
+                if service == "kms":
+                    out["keyId"] = rid
+                if what == "launch-template":
+                    out["latestVersion"] = 1
+            elif typ.startswith("aws:iam/role:"):
                 out.setdefault("name", physical)
                 out.setdefault("arn", f"arn:aws:iam::{acct}:role/{physical}")
                 out.setdefault("uniqueId", f"AROA{_h(name) % 10**12:012d}")
@@ -475,10 +495,6 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
             elif typ.startswith("aws:iam/instanceProfile:"):
                 out.setdefault("name", physical)
                 out.setdefault("arn", f"arn:aws:iam::{acct}:instance-profile/{physical}")
-            elif typ.startswith("aws:kms/key:"):
-                rid = f"mrk-{_h(name) % 10**12:012x}"
-                out["arn"] = _arn("kms", region, acct, f"key/{rid}")
-                out["keyId"] = rid
             elif typ.startswith("aws:sqs/queue:"):
                 out.setdefault("name", physical)
                 rid = f"https://sqs.{region}.amazonaws.com/{acct}/{out['name']}"
@@ -487,26 +503,10 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
             elif typ.startswith("aws:cloudwatch/eventRule:"):
                 out.setdefault("name", physical)
                 out["arn"] = _arn("events", region, acct, f"rule/{out['name']}")
-            elif typ.startswith("aws:ec2/vpc:"):
-                rid = f"vpc-{_h(name) % 10**8:08x}"
-                out["arn"] = _arn("ec2", region, acct, f"vpc/{rid}")
-            elif typ.startswith("aws:ec2/subnet:"):
-                rid = f"subnet-{_h(name) % 10**8:08x}"
-                out["arn"] = _arn("ec2", region, acct, f"subnet/{rid}")
-            elif typ.startswith("aws:ec2/securityGroup:"):
-                rid = f"sg-{_h(name) % 10**8:08x}"
-                out["arn"] = _arn("ec2", region, acct, f"security-group/{rid}")
-            elif typ.startswith("aws:ec2/launchTemplate:"):
-                rid = f"lt-{_h(name) % 10**12:012x}"
-                out["latestVersion"] = 1
-                out["arn"] = _arn("ec2", region, acct, f"launch-template/{rid}")
             elif typ.startswith("aws:ec2/placementGroup:"):
                 out.setdefault("name", physical)
                 rid = out["name"]
                 out["arn"] = _arn("ec2", region, acct, f"placement-group/{rid}")
-            elif typ.startswith("aws:fsx/lustreFileSystem:"):
-                rid = f"fs-{_h(name) % 16**17:017x}"
-                out["arn"] = _arn("fsx", region, acct, f"file-system/{rid}")
             elif typ.startswith("aws:eks/nodeGroup:"):
                 out.setdefault("nodeGroupName", physical)
                 out["arn"] = _arn("eks", region, acct, f"nodegroup/{out['nodeGroupName']}")
