@@ -18,7 +18,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "what a run left: attempts, restarts and causes, checkpoints, metrics (text, PNG)",
     ),
     "import": (
-        "trainforge.plan.import_cli",
+        "trainforge.import_cli",
         "a PyTorchJob/TrainJob/indexed Job YAML -> a stack job entry, its files, what changed",
     ),
     "demo": ("trainforge.demo", "what `make demo` runs: short DDP and FSDP jobs and a plan"),

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-from trainforge.plan import import_cli
+from trainforge import import_cli
 from trainforge.plan.core import plan_project
 
 ROOT = Path(__file__).resolve().parents[2]

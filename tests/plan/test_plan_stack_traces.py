@@ -1,5 +1,5 @@
 """A mocked run registers its resources without the SDK's per-resource stack trace capture,
-and gives the SDK's own capture back afterwards (trainforge.plan.runner._no_stack_traces)."""
+and gives the SDK's own capture back afterwards (trainforge.plan.mocks._no_stack_traces)."""
 
 import pulumi
 import pulumi_kubernetes as k8s

@@ -4,7 +4,8 @@ import pulumi
 import pulumi_aws as aws
 import pytest
 
-from trainforge.plan.mocks import make_mocks, run_mocked, stack_config
+from trainforge.plan.mocks import make_mocks, run_mocked
+from trainforge.stack.file import engine_config
 
 
 def program():
@@ -44,8 +45,9 @@ def test_unknown_instance_type_fails_the_invoke():
 
 
 def test_stack_config_namespaces_and_json():
-    assert stack_config(
-        {"cluster": "c", "aws:region": "r", "nodePools": [{"name": "a"}], "x": True}
+    """The config run_mocked hands a program (the one stack reader's engine form)."""
+    assert engine_config(
+        {"cluster": "c", "aws:region": "r", "nodePools": [{"name": "a"}], "x": True}, "trainforge"
     ) == {
         "trainforge:cluster": "c",
         "aws:region": "r",

@@ -9,7 +9,7 @@ and why (the image rules the plan applies, the pool a pod's GPUs fit, the variab
 platform owns).
 
 YAML only: a Kubeflow SDK *program* (Python) is not read here. The pools, teams and image
-routes come from the caller (`trainforge.plan.import_cli` reads them from a stack), so this
+routes come from the caller (`trainforge.import_cli` reads them from a stack), so this
 module needs no Pulumi.
 """
 

@@ -1,27 +1,9 @@
 """The build-context rehearsal: is every file a Dockerfile copies in the context Docker is sent?
 
-Why: `docker build` sends only the part of the context directory its ignore file lets through.
-A COPY whose source the ignore file drops fails the build (`"/trainforge/core": not found`)
-at `pulumi up`, after a CLEAN preview, and every job that waits on the image waits forever;
-a source that is only partly sent builds an image with files missing, which fails later, in
-a pod. Restating the ignore file's intent in a test cannot catch either: this module computes
-the context the way the builder does and checks each COPY/ADD source against it.
-
-* The ignore file is the one pulumi-docker-build v0.0.22 reads (provider/internal/context.go,
-  `getIgnorePatterns`, read 2026-11-27): `<Dockerfile>.dockerignore` when it exists, else
-  `.dockerignore` at the context's root, else none; lines are read as moby's
-  `patternmatcher/ignorefile.ReadAll` does (comments, blanks, `!`, `filepath.Clean`, a
-  leading `/` dropped).
-* The context is what Docker's own matcher lets through: docker-py's
-  `docker.utils.build.exclude_paths` (docker==7.2.0, pinned), a port of moby's
-  patternmatcher (`*`, `**`, `?`, `!` exceptions, the last matching pattern wins, directories
-  walked when an exception may re-include something below them).
-* The sources are every COPY/ADD of the stages a target builds (its own, the stages it is
-  FROM, and those a `COPY --from=<stage>` names; `--from` sources come from a stage, not the
-  context, and URL sources from the network). A source must exist in the checkout, and each
-  file under it that the build should carry must be in the context. What a build should carry
-  excludes Python caches (`__pycache__`, `*.pyc`), the same rule the image's content tag uses
-  (`trainforge.jobs.dockerfile.content_digest`): the ignore file may drop those.
+A COPY whose source the ignore file drops fails the build at `pulumi up`, after a CLEAN
+preview; so the context is computed the way the builder does (the ignore file
+pulumi-docker-build reads, Docker's own matcher) and each COPY/ADD source checked against it
+(docs/rehearsals.md, "Build context", says which versions and rules).
 """
 
 from __future__ import annotations

@@ -31,8 +31,8 @@ class PlanContext:
     declared: Declared | None = None  # None for foreign programs
     root: pathlib.Path | None = None  # the project folder, when planning a project
     # Runs (once, on first use) the same program with stand-in ids/ARNs, so documents built
-    # from values the cloud assigns exist (see trainforge.plan.checks.iam_stack); None when the
-    # platform's mocks are not available.
+    # from values the cloud assigns exist (see trainforge.plan.checks.iam_stack); None when
+    # the caller planned without one.
     standin: Callable[[], Inventory] | None = None
     # The resource rules also judge the stand-in run's cloud resources whose preview inputs
     # hold unknowns (trainforge.plan.checks.rules.rejudged): `trainforge plan`, not a test.

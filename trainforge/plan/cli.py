@@ -86,40 +86,18 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
-def config_error_types() -> tuple[type[BaseException], ...]:
-    """Errors that mean "the stack configuration is wrong": the project's own and ours."""
+def find_config_error(exc: BaseException) -> BaseException | None:
+    """The config error behind `exc` (it may be wrapped by the Pulumi runtime): the project's
+    own (a missing or malformed project, stack file or key; a job's) and the platform's."""
+    from trainforge.core.errors import JobConfigError
     from trainforge.plan.runner import ProjectError
-    from trainforge.stack.base import StackError
+    from trainforge.stack.base import StackError  # platform.config.ConfigError is one
     from trainforge.stack.file import StackFileError
 
-    types: list[type[BaseException]] = [ProjectError, StackError, StackFileError]
-    for mod_name in (
-        "trainforge.platform.config",
-        "trainforge.platform.errors",
-        "trainforge.core.errors",
-        "trainforge.plan.checks.cost_check",
-    ):
-        try:
-            mod = __import__(mod_name, fromlist=["_"])
-        except ImportError:
-            continue
-        for obj in vars(mod).values():
-            if (
-                isinstance(obj, type)
-                and issubclass(obj, Exception)
-                and obj.__module__ == mod.__name__
-            ):
-                types.append(obj)
-    return tuple(types)
-
-
-def find_config_error(exc: BaseException) -> BaseException | None:
-    """The config error behind `exc` (it may be wrapped by the Pulumi runtime)."""
-    types = config_error_types()
     seen = set()
     cur: BaseException | None = exc
     while cur is not None and id(cur) not in seen:
-        if isinstance(cur, types):
+        if isinstance(cur, ProjectError | StackError | StackFileError | JobConfigError):
             return cur
         seen.add(id(cur))
         cur = cur.__cause__ or cur.__context__
@@ -130,87 +108,75 @@ def find_config_error(exc: BaseException) -> BaseException | None:
 # Printing
 
 
-def print_tree(result: Any, out=None) -> None:
-    out = out or sys.stdout
-    res = result.inventory.resources
+def _tree(inventory: Any) -> list[str]:
     children: dict[str | None, list] = {}
-    urns = {r.urn for r in res}
-    for r in res:
-        parent = r.parent if r.parent in urns else None
-        children.setdefault(parent, []).append(r)
+    urns = {r.urn for r in inventory.resources}
+    for r in inventory.resources:
+        children.setdefault(r.parent if r.parent in urns else None, []).append(r)
 
-    def walk(parent: str | None, depth: int) -> None:
+    def walk(parent: str | None, depth: int) -> list[str]:
+        out = []
         for r in children.get(parent, []):
             extra = " [delete-before-replace]" if r.options.get("deleteBeforeReplace") else ""
-            print(f"{'  ' * depth}+ {r.type}  {r.name}{extra}", file=out)
-            walk(r.urn, depth + 1)
+            out += [f"{'  ' * depth}+ {r.type}  {r.name}{extra}", *walk(r.urn, depth + 1)]
+        return out
 
-    inv = result.inventory
-    print(f"Resources (stack {inv.stack}, project {inv.project}):", file=out)
-    print(f"+ pulumi:pulumi:Stack  {inv.project}-{inv.stack}", file=out)
-    walk(None, 1)
+    name = f"{inventory.project}-{inventory.stack}"
+    head = f"Resources (stack {inventory.stack}, project {inventory.project}):"
+    return [head, f"+ pulumi:pulumi:Stack  {name}", *walk(None, 1), ""]
 
 
 def print_report(result: Any, args: argparse.Namespace, out=None) -> None:
-    out = out or sys.stdout
-    inv = result.inventory
-    if not args.summary:
-        print_tree(result, out)
-        print(file=out)
-    print(f"{len(inv.resources)} resources to create, by type:", file=out)
-    for t, n in result.counts_by_type():
-        print(f"  {n:5d}  {t}", file=out)
-    helm = result.helm()
-    if helm:
-        print("\nHelm releases, charts and manifest bundles (installed by the provider):", file=out)
+    """The full report: the resource tree (unless --summary), counts, every check's section,
+    validation, waivers and findings."""
+    from trainforge.plan.waivers import stale_note  # noqa: PLC0415 - light, plan-only
+
+    inv, checked = result.inventory, result.validation
+    lines = [] if args.summary else _tree(inv)
+    lines.append(f"{len(inv.resources)} resources to create, by type:")
+    lines += [f"  {n:5d}  {t}" for t, n in result.counts_by_type()]
+    if helm := result.helm():
+        lines.append("\nHelm releases, charts and manifest bundles (installed by the provider):")
         for h in helm:
             what = h["chart"] or h["directory"] or h["files"] or ""
             ver = f" {h['version']}" if h["version"] else ""
             repo = f" from {h['repo']}" if h["repo"] else ""
-            print(f"  {h['name']}: {h['type']} {what}{ver}{repo}", file=out)
+            lines.append(f"  {h['name']}: {h['type']} {what}{ver}{repo}")
     if inv.outputs:
-        print("\nStack outputs:", file=out)
-        for k, v in inv.outputs.items():
-            print(f"  {k}: {v}", file=out)
+        lines += ["\nStack outputs:", *(f"  {k}: {v}" for k, v in inv.outputs.items())]
     for section in result.sections:
-        print(f"\n{section.title}:", file=out)
-        for line in section.lines:
-            print(f"  {line}", file=out)
-    v = result.validation
-    print(
+        lines += [f"\n{section.title}:", *(f"  {line}" for line in section.lines)]
+    lines.append(
         f"\nKubernetes objects: {len(result.objects)} "
-        f"(validated: {v['pass']} pass, {v['fail']} fail, {v['unchecked']} without a schema)",
-        file=out,
+        f"(validated: {checked['pass']} pass, {checked['fail']} fail, "
+        f"{checked['unchecked']} without a schema)"
     )
-    autonamed = [o.ident for o in result.objects if o.autonamed]
-    if autonamed:
-        print(
+    if autonamed := [o.ident for o in result.objects if o.autonamed]:
+        lines.append(
             f"  {len(autonamed)} autonamed by the provider at apply time (random suffix): "
-            f"names shown here end in a stable stand-in",
-            file=out,
+            f"names shown here end in a stable stand-in"
         )
     if result.standin_judged:
-        print(
+        lines.append(
             f"  {result.standin_judged} cloud resources with unknown inputs (e.g. policy documents "
-            "built from ARNs) also judged with stand-in ids/ARNs",
-            file=out,
+            "built from ARNs) also judged with stand-in ids/ARNs"
         )
     if result.waived:
-        print(f"\nWaived ({len(result.waived)}):", file=out)
-        for w in result.waived:
-            print(f"  [{w.rule}] {w.resource}: {w.message}\n      reason: {w.waived}", file=out)
-    from trainforge.plan.waivers import stale_note  # noqa: PLC0415 - light, plan-only
-
-    for w in result.unused_waivers:
-        print(f"\nNote: {stale_note(w)}", file=out)
+        lines.append(f"\nWaived ({len(result.waived)}):")
+        lines += [
+            f"  [{w.rule}] {w.resource}: {w.message}\n      reason: {w.waived}"
+            for w in result.waived
+        ]
+    lines += [f"\nNote: {stale_note(w)}" for w in result.unused_waivers]
     if result.failing:
-        print(f"\nViolations ({len(result.failing)}):", file=out)
-        for f in result.failing:
-            print(
-                f"  [{f.rule}] {f.resource}\n      why: {f.message}\n      fix: {f.fix}", file=out
-            )
+        lines.append(f"\nViolations ({len(result.failing)}):")
+        lines += [
+            f"  [{f.rule}] {f.resource}\n      why: {f.message}\n      fix: {f.fix}"
+            for f in result.failing
+        ]
     else:
-        print("\nPolicy and validation: clean", file=out)
+        lines.append("\nPolicy and validation: clean")
+    print("\n".join(lines), file=out or sys.stdout)
 
 
 def write_report(
@@ -233,6 +199,12 @@ def write_report(
 # ---------------------------------------------------------------------------------------------
 
 
+def _root(args: argparse.Namespace) -> pathlib.Path:
+    from trainforge.plan.runner import find_project  # noqa: PLC0415
+
+    return args.project_dir.resolve() if args.project_dir else find_project(pathlib.Path.cwd())
+
+
 def _sdk_submit(args: argparse.Namespace, sdk: Any) -> Any:
     """The plan's hook for --sdk: run the program against the planned objects, add what it
     sends (trainforge.plan.sdk). The program and the SDK's venv are checked first, before a
@@ -240,10 +212,10 @@ def _sdk_submit(args: argparse.Namespace, sdk: Any) -> Any:
     program = args.sdk.resolve()
     if not program.is_file() or program.suffix != ".py":
         raise sdk.SdkError(f"--sdk {args.sdk}: no such Python file; expected PROGRAM.py")
-    from trainforge.plan.runner import ProjectError, find_project  # noqa: PLC0415
+    from trainforge.plan.runner import ProjectError  # noqa: PLC0415
 
     try:
-        root = args.project_dir.resolve() if args.project_dir else find_project(pathlib.Path.cwd())
+        root = _root(args)
     except ProjectError:
         root = pathlib.Path.cwd()  # the plan reports the missing project itself, next
     python = sdk.sdk_python(root)
@@ -258,33 +230,56 @@ def _sdk_submit(args: argparse.Namespace, sdk: Any) -> Any:
     return submit
 
 
+def _diff_markdown(
+    args: argparse.Namespace, result: Any, new: pathlib.Path
+) -> tuple[Any, str, int]:
+    """--diff: (the review against the base, the PR comment markdown, the number of unwaived
+    data safety findings). Raises sides.SideError for a base that cannot be read."""
+    from trainforge.plan import review, sides, verdict  # noqa: PLC0415
+    from trainforge.plan.checks import data_safety  # noqa: PLC0415
+
+    rev = review.review(sides.load_side(args.diff), sides.load_side(new), result)
+    md = "\n".join([*verdict.verdict_markdown(result, rev, args.stack), rev.markdown])
+    data_lost = 0
+    if args.diff.is_dir():
+        safety, data_lost = data_safety.diff_report(
+            args.diff, result.inventory.resources, result.waivers
+        )
+    else:
+        safety = [
+            "### Data safety",
+            "",
+            f"The base ({args.diff}) is a deployed state, not a plan folder: replacements"
+            " of data-holding resources were NOT checked by TF_DATA_REPLACE; read the"
+            " replaced resources above and `pulumi preview`.",
+            "",
+        ]
+    return rev, md + "\n" + "\n".join(safety), data_lost
+
+
+def _refuse(message: str) -> int:
+    print(f"trainforge plan: {message}", file=sys.stderr)
+    return EXIT_CONFIG
+
+
 def main(argv: list[str] | None = None) -> int:
     from trainforge.plan.runner import tune_gc
 
     tune_gc()  # before the imports below: most of a plan's objects live to its end
     args = build_parser().parse_args(argv)
     if args.diff is not None and not args.diff.exists():  # before a plan's seconds and its files
-        print(
-            f"trainforge plan: --diff {args.diff}: no such folder or file; expected a plan "
-            "folder (--out), `pulumi stack export` or `pulumi preview --json` output",
-            file=sys.stderr,
+        return _refuse(
+            f"--diff {args.diff}: no such folder or file; expected a plan folder (--out), "
+            "`pulumi stack export` or `pulumi preview --json` output"
         )
-        return EXIT_CONFIG
-    from trainforge.plan import core, diff, manifests, sdk
-    from trainforge.plan.checks import data_safety
-    from trainforge.plan.runner import ProjectError, find_project
+    from trainforge.plan import core, diff, manifests, sdk, sides, verdict
+    from trainforge.plan.runner import ProjectError
 
-    submit = None
     try:
         if args.namespace is not None and args.sdk is None:
             raise sdk.SdkError(f"--namespace {args.namespace}: only with --sdk PROGRAM")
-        if args.sdk is not None:
-            submit = _sdk_submit(args, sdk)
-    except sdk.SdkError as e:
-        print(f"trainforge plan: {e}", file=sys.stderr)
-        return EXIT_CONFIG
-    try:
-        root = args.project_dir.resolve() if args.project_dir else find_project(pathlib.Path.cwd())
+        submit = _sdk_submit(args, sdk) if args.sdk is not None else None
+        root = _root(args)
         if args.project_dir and not (root / "Pulumi.yaml").is_file():
             raise ProjectError(f"--project-dir {root}: no Pulumi.yaml there")
         result = core.plan_project(  # its warnings are in the verdict, not echoed above it
@@ -296,77 +291,51 @@ def main(argv: list[str] | None = None) -> int:
             submit=submit,
         )
     except sdk.SdkError as e:
-        print(f"trainforge plan: {e}", file=sys.stderr)
-        return EXIT_CONFIG
+        return _refuse(str(e))
     except Exception as e:  # noqa: BLE001 - classified below
         err = find_config_error(e)
         if err is None:
             raise
-        print(f"trainforge plan: configuration error: {err}", file=sys.stderr)
-        return EXIT_CONFIG
+        return _refuse(f"configuration error: {err}")
 
     out_dir = args.out
     tmp = None
-    data_lost = 0  # unwaived data safety findings of --diff
     if out_dir is None and args.diff is not None:
         tmp = tempfile.TemporaryDirectory(prefix="trainforge-plan-")
         out_dir = pathlib.Path(tmp.name) / "plan"
     notes: list[str] = []
-    md = None
-    rev = None
+    md, rev, data_lost = None, None, 0  # data_lost: unwaived data safety findings of --diff
     try:
-        extra = {"plan": result.to_json()}
         if out_dir is not None:
             try:
                 n = manifests.write_manifests(
                     result.objects, out_dir, checkov=not args.no_checkov_wrappers
                 )
             except ProjectError as e:
-                print(f"trainforge plan: configuration error: {e}", file=sys.stderr)
-                return EXIT_CONFIG
-            manifests.write_inventory(result.inventory, out_dir / diff.INVENTORY_FILE, extra)
+                return _refuse(f"configuration error: {e}")
+            plan = {"plan": result.to_json()}
+            manifests.write_inventory(result.inventory, out_dir / diff.INVENTORY_FILE, plan)
             if args.out is not None:
                 notes.append(
                     f"Wrote {n} manifests to {out_dir}/ (one file per object, by namespace)"
                 )
         if args.diff is not None:
-            from trainforge.plan import review, sides, verdict
-
             try:
-                base = sides.load_side(args.diff)
+                rev, md, data_lost = _diff_markdown(args, result, out_dir)
             except sides.SideError as e:
-                print(f"trainforge plan: {e}", file=sys.stderr)
-                return EXIT_CONFIG
-            rev = review.review(base, sides.load_side(out_dir), result)
-            md = "\n".join([*verdict.verdict_markdown(result, rev, args.stack), rev.markdown])
-            if args.diff.is_dir():
-                safety, data_lost = data_safety.diff_report(
-                    args.diff, result.inventory.resources, result.waivers
-                )
-            else:
-                safety = [
-                    "### Data safety",
-                    "",
-                    f"The base ({args.diff}) is a deployed state, not a plan folder: replacements"
-                    " of data-holding resources were NOT checked by TF_DATA_REPLACE; read the"
-                    " replaced resources above and `pulumi preview`.",
-                    "",
-                ]
-            md += "\n" + "\n".join(safety)
+                return _refuse(str(e))
             if args.diff_md:
                 args.diff_md.parent.mkdir(parents=True, exist_ok=True)
                 args.diff_md.write_text(md + "\n")
                 notes.append(f"Wrote the PR comment markdown to {args.diff_md}")
-        if args.json is not None:
-            extra = {"plan": result.to_json()}
-            manifests.write_inventory(result.inventory, args.json, extra)
+        if args.json is not None:  # with the --diff checks' findings (review.review adds them)
+            plan = {"plan": result.to_json()}
+            manifests.write_inventory(result.inventory, args.json, plan)
             notes.append(f"Wrote the inventory to {args.json}")
     finally:
         if tmp is not None:
             tmp.cleanup()
     report_path = write_report(result, args, root, md)
-    from trainforge.plan import verdict
-
     for line in verdict.verdict_lines(result, rev, str(report_path), args.stack):
         print(line)
     if args.sdk is not None:  # what the program sent and how each fared, under the verdict

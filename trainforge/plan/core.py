@@ -19,8 +19,7 @@ from trainforge.plan import registry as C
 from trainforge.plan.checks import rules as R
 from trainforge.plan.checks import validate as V
 from trainforge.plan.manifests import K8sObject, helm_like, k8s_objects
-from trainforge.plan.runner import Inventory, run_program, run_project
-from trainforge.plan.runner import standin_mocks as load_standin_mocks
+from trainforge.plan.runner import Inventory, run_program, run_project, standin_mocks
 from trainforge.plan.waivers import CONFIG_KEY, Waiver, WaiverError, find_waiver, parse_waivers
 
 
@@ -33,7 +32,6 @@ class PlanResult:
     validation: Counter = field(default_factory=Counter)  # pass / fail / unchecked
     unchecked: list[str] = field(default_factory=list)
     standin_judged: int = 0  # cloud resources re-judged with stand-in ids/ARNs
-    names: set[str] = field(default_factory=set)  # every name a waiver may use in this plan
     sections: list[T.Section] = field(default_factory=list)  # the plan checks' reports
 
     @property
@@ -144,7 +142,6 @@ def evaluate(
         checked.counts,
         checked.unchecked,
         standin_judged=R.rejudged(ctx),
-        names=known,
         sections=sections,
     )
 
@@ -167,21 +164,18 @@ def standin_pass(
     config_overrides: dict[str, Any] | None = None,
     program: str | None = None,
     references: dict[str, dict] | None = None,
-) -> Callable[[], Inventory] | None:
+) -> Callable[[], Inventory]:
     """The stand-in run of the project (the program again, with mocks that invent ids and
     ARNs), run at most once and only when asked: for the plan checks that need rendered
     documents (the IAM rehearsal) and for re-judging the rules. Jobs from config declare only
     Kubernetes objects, which this pass skips: they are left out so that its cost does not
-    grow with the number of jobs. None without the platform's mocks. `references`: a fleet
-    manager's StackReference answers (trainforge.plan.fleet), as in the preview."""
-    standin_mocks = load_standin_mocks()
-    if standin_mocks is None:
-        return None
+    grow with the number of jobs. `references`: a fleet manager's StackReference answers
+    (trainforge.plan.fleet), as in the preview."""
     return functools.cache(
         lambda: run_project(
             root,
             stack,
-            mocks=standin_mocks,
+            mocks=standin_mocks(),
             config_overrides={**(config_overrides or {}), JOBS_KEY: []},
             preview=False,
             program=program,
@@ -197,14 +191,13 @@ def plan_project(
     root: pathlib.Path,
     stack: str,
     *,
-    mocks: Any = None,
     config_overrides: dict[str, Any] | None = None,
     standins: bool = True,
     program: str | None = None,
     echo_warnings: bool = True,
     submit: Callable[[Inventory], None] | None = None,
 ) -> PlanResult:
-    """Preview-mode plan; then, when the platform's mocks exist, the stand-in pass above.
+    """Preview-mode plan; then, when a check asks, the stand-in pass above.
     `program`: a Python file of the project to run instead of __main__.py. The program's
     warnings are a section of the result (so in the verdict and the report);
     `echo_warnings` also prints them to stderr as they happen. `submit` adds objects sent
@@ -219,7 +212,6 @@ def plan_project(
         inv = run_project(
             root,
             stack,
-            mocks=mocks,
             config_overrides=config_overrides,
             program=program,
             echo_warnings=echo_warnings,
@@ -228,7 +220,7 @@ def plan_project(
         if submit is not None:
             submit(inv)
         standin = standin_pass(root, stack, config_overrides, program, references)
-        if workers and standin is not None:
+        if workers:
             # then each worker again as it is once the manager is up too: its reference to
             # the manager reads the manager's outputs (its checkpoint bucket, which the
             # worker's team roles are granted: platform/fleet.py), as `pulumi up` in the
@@ -236,8 +228,7 @@ def plan_project(
             # (the stand-in run declares no jobs: their ConfigMaps come from this run)
             also = {k: v for k, v in inv.outputs.items() if k == "fleetJobConfigMaps"}
             workers = F.plan_workers(root, stack, manager=standin(), also=also)
-        rejudge = standins and mocks is None
-        result = evaluate(inv, waivers_from(inv), root, standin, rejudge, fleet_workers=workers)
+        result = evaluate(inv, waivers_from(inv), root, standin, standins, fleet_workers=workers)
     # Only what no section says already: a team quota the pools cannot hold is the queue
     # section's "quota: ..." line (checks/queues.py), which the verdict counts as a warning.
     shown = set(getattr(inv.declared, "quota_warnings", None) or [])
@@ -283,7 +274,6 @@ def plan_program(
     *,
     stack: str = "test",
     config: dict[str, Any] | None = None,
-    mocks: Any = None,
     standins: bool = False,
 ) -> PlanResult:
     """Plan a program function (tests, and programs that are not a project folder)."""
@@ -291,12 +281,11 @@ def plan_program(
 
     cfg = {k: config_value(v) for k, v in (config or {}).items()}
 
-    def run(mocks: Any, preview: bool = True) -> Inventory:
+    def run(mocks: Any = None, preview: bool = True) -> Inventory:
         inv = run_program(program, stack=stack, config=cfg, mocks=mocks, preview=preview)
         inv.config = dict(config or {})
         return inv
 
-    standin_mocks = load_standin_mocks()
-    standin = None if standin_mocks is None else functools.cache(lambda: run(standin_mocks, False))
-    inv = run(mocks)
+    standin = functools.cache(lambda: run(standin_mocks(), False))
+    inv = run()
     return evaluate(inv, waivers_from(inv), standin=standin, rejudge=standins)

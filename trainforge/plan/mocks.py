@@ -1,20 +1,14 @@
-"""Pulumi mocks that know the AWS catalog: used by the platform tests and by the offline plan.
+"""Pulumi mocks that know the AWS catalog, for the platform tests and the offline plan.
 
-Why: `pulumi.runtime.set_mocks` lets a program run in-process with no engine, no credentials
-and no network. Plain mocks echo inputs and answer every provider function with `{}`, which
-is useless for a program that asks AWS what a p5.48xlarge has. These mocks answer the
-functions the platform calls (instance types from moto's bundled EC2 catalog, availability
-zones, caller identity, region, partition) and give resources plausible cloud outputs
-(ids, ARNs, names), recording every registration so tests can assert on it.
-
-In preview mode (`preview=True`) resources get no id and only their inputs back, so every
-value only the cloud can know (ids, ARNs, endpoints) stays unknown, as in a first
-`pulumi preview`.
+They answer the provider functions the platform calls from moto's bundled EC2 catalog and give
+resources plausible ids and ARNs; with `preview=True` resources get no id and only their
+inputs back, as in a first `pulumi preview` (docs/architecture.md, "Mocks").
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import functools
 import gzip
 import json
@@ -23,7 +17,7 @@ import pathlib
 import runpy
 import sys
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,35 +54,31 @@ class UnknownInstanceType(LookupError):
     """The instance type is not in the EC2 catalog."""
 
 
-@functools.cache
-def _catalog() -> dict[str, dict[str, Any]]:
+def _moto_json(*parts: str) -> Any:
+    """One of moto's bundled EC2 tables (`ec2/resources/...`), None when moto has none."""
     import moto  # noqa: PLC0415 - heavy, only needed when a lookup happens
 
-    path = pathlib.Path(moto.__file__).parent / "ec2" / "resources" / "instance_types.json.gz"
+    path = pathlib.Path(moto.__file__).parent.joinpath("ec2", "resources", *parts)
+    if not path.is_file():
+        return None
     with gzip.open(path) as f:
         return json.load(f)
+
+
+@functools.cache
+def _catalog() -> dict[str, dict[str, Any]]:
+    return _moto_json("instance_types.json.gz")
 
 
 @functools.cache
 def _offerings(region: str) -> dict[str, tuple[str, ...]]:
     """instance type -> the zones of `region` that offer it, from moto's bundled copy of EC2
     DescribeInstanceTypeOfferings (location type availability-zone)."""
-    import moto  # noqa: PLC0415
-
-    path = (
-        pathlib.Path(moto.__file__).parent
-        / "ec2"
-        / "resources"
-        / "instance_type_offerings"
-        / "availability-zone"
-        / f"{region}.json.gz"
-    )
-    if not path.is_file():
-        return {}
     out: dict[str, list[str]] = {}
-    with gzip.open(path) as f:
-        for row in json.load(f):
-            out.setdefault(row["InstanceType"], []).append(row["Location"])
+    for row in (
+        _moto_json("instance_type_offerings", "availability-zone", f"{region}.json.gz") or []
+    ):
+        out.setdefault(row["InstanceType"], []).append(row["Location"])
     return {k: tuple(sorted(v)) for k, v in out.items()}
 
 
@@ -96,20 +86,8 @@ def _offerings(region: str) -> dict[str, tuple[str, ...]]:
 def _region_offerings(region: str) -> frozenset[str] | None:
     """The instance types EC2 offers in `region` (DescribeInstanceTypeOfferings, location type
     region) from moto's bundled copy; None when moto has no table for the region."""
-    import moto  # noqa: PLC0415
-
-    path = (
-        pathlib.Path(moto.__file__).parent
-        / "ec2"
-        / "resources"
-        / "instance_type_offerings"
-        / "region"
-        / f"{region}.json.gz"
-    )
-    if not path.is_file():
-        return None
-    with gzip.open(path) as f:
-        return frozenset(row["InstanceType"] for row in json.load(f))
+    rows = _moto_json("instance_type_offerings", "region", f"{region}.json.gz")
+    return None if rows is None else frozenset(row["InstanceType"] for row in rows)
 
 
 # What the mocks answer for a capacity reservation id they were not given: an On-Demand
@@ -117,11 +95,6 @@ def _region_offerings(region: str) -> frozenset[str] | None:
 # stub others (`capacity_reservations=`): a reservation in a given AZ, a Capacity Block.
 def default_reservation(zone: str) -> dict[str, Any]:
     return {"availabilityZone": zone, "placementGroupArn": "", "reservationType": "default"}
-
-
-def catalog_instance_types() -> list[str]:
-    """Every instance type name moto's catalog knows."""
-    return sorted(_catalog())
 
 
 def instance_type_result(name: str) -> dict[str, Any]:
@@ -210,6 +183,17 @@ class MockedCall:
 _PER_STACK = ("aws:s3/bucket:", "aws:s3/bucketV2:", "aws:kms/key:")
 
 
+# type -> (id prefix, modulus, hex digits, ARN service, ARN resource): the cloud's own ids
+_HASHED_IDS = {
+    "aws:kms/key:": ("mrk", 10**12, 12, "kms", "key"),
+    "aws:ec2/vpc:": ("vpc", 10**8, 8, "ec2", "vpc"),
+    "aws:ec2/subnet:": ("subnet", 10**8, 8, "ec2", "subnet"),
+    "aws:ec2/securityGroup:": ("sg", 10**8, 8, "ec2", "security-group"),
+    "aws:ec2/launchTemplate:": ("lt", 10**12, 12, "ec2", "launch-template"),
+    "aws:fsx/lustreFileSystem:": ("fs", 16**17, 17, "fsx", "file-system"),
+}
+
+
 def _h(name: str) -> int:
     """A stable number for a name (hash() is salted per process)."""
     return zlib.crc32(name.encode())
@@ -243,6 +227,9 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
         # stack reads its workers' or its manager's); a stack not listed has exported nothing
         # yet (the fleet's bootstrap: it is skipped with a warning)
         self.stack_outputs = dict(stack_outputs or {})
+        # stack name -> a reference's whole state (name, outputs, secretOutputNames): a fleet
+        # manager's workers as the plan planned them (trainforge.plan.fleet, runner.run_program)
+        self.references: dict[str, dict[str, Any]] = {}
         # a fleet worker planned beside its manager (trainforge.plan.fleet): its S3 buckets
         # and KMS keys get stand-in ids of its own stack, as AWS names each stack's apart
         # (a bucket_prefix gets a unique suffix), so the plan can tell them from the manager's
@@ -440,7 +427,11 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
         if args.typ == "pulumi:pulumi:StackReference":
             stack = args.resource_id or inputs.get("name") or args.name
             exported = dict(self.stack_outputs.get(stack, {}))
-            outputs = {"name": stack, "outputs": exported, "secretOutputNames": sorted(exported)}
+            outputs = dict(self.references.get(stack) or {}) or {
+                "name": stack,
+                "outputs": exported,
+                "secretOutputNames": sorted(exported),
+            }
             self.resources.append(
                 MockedResource(args.typ, args.name, inputs, stack, outputs, custom=True)
             )
@@ -486,7 +477,16 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
         if pkg == "aws":
             physical = inputs.get("name") or f"{name}-mock"
             out.setdefault("id", rid)
-            if typ.startswith("aws:iam/role:"):
+            hashed = next((v for t, v in _HASHED_IDS.items() if typ.startswith(t)), None)
+            if hashed is not None:
+                prefix, modulus, width, service, what = hashed
+                rid = f"{prefix}-{_h(name) % modulus:0{width}x}"
+                out["arn"] = _arn(service, region, acct, f"{what}/{rid}")
+                if service == "kms":
+                    out["keyId"] = rid
+                if what == "launch-template":
+                    out["latestVersion"] = 1
+            elif typ.startswith("aws:iam/role:"):
                 out.setdefault("name", physical)
                 out.setdefault("arn", f"arn:aws:iam::{acct}:role/{physical}")
                 out.setdefault("uniqueId", f"AROA{_h(name) % 10**12:012d}")
@@ -495,10 +495,6 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
             elif typ.startswith("aws:iam/instanceProfile:"):
                 out.setdefault("name", physical)
                 out.setdefault("arn", f"arn:aws:iam::{acct}:instance-profile/{physical}")
-            elif typ.startswith("aws:kms/key:"):
-                rid = f"mrk-{_h(name) % 10**12:012x}"
-                out["arn"] = _arn("kms", region, acct, f"key/{rid}")
-                out["keyId"] = rid
             elif typ.startswith("aws:sqs/queue:"):
                 out.setdefault("name", physical)
                 rid = f"https://sqs.{region}.amazonaws.com/{acct}/{out['name']}"
@@ -507,26 +503,10 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
             elif typ.startswith("aws:cloudwatch/eventRule:"):
                 out.setdefault("name", physical)
                 out["arn"] = _arn("events", region, acct, f"rule/{out['name']}")
-            elif typ.startswith("aws:ec2/vpc:"):
-                rid = f"vpc-{_h(name) % 10**8:08x}"
-                out["arn"] = _arn("ec2", region, acct, f"vpc/{rid}")
-            elif typ.startswith("aws:ec2/subnet:"):
-                rid = f"subnet-{_h(name) % 10**8:08x}"
-                out["arn"] = _arn("ec2", region, acct, f"subnet/{rid}")
-            elif typ.startswith("aws:ec2/securityGroup:"):
-                rid = f"sg-{_h(name) % 10**8:08x}"
-                out["arn"] = _arn("ec2", region, acct, f"security-group/{rid}")
-            elif typ.startswith("aws:ec2/launchTemplate:"):
-                rid = f"lt-{_h(name) % 10**12:012x}"
-                out["latestVersion"] = 1
-                out["arn"] = _arn("ec2", region, acct, f"launch-template/{rid}")
             elif typ.startswith("aws:ec2/placementGroup:"):
                 out.setdefault("name", physical)
                 rid = out["name"]
                 out["arn"] = _arn("ec2", region, acct, f"placement-group/{rid}")
-            elif typ.startswith("aws:fsx/lustreFileSystem:"):
-                rid = f"fs-{_h(name) % 16**17:017x}"
-                out["arn"] = _arn("fsx", region, acct, f"file-system/{rid}")
             elif typ.startswith("aws:eks/nodeGroup:"):
                 out.setdefault("nodeGroupName", physical)
                 out["arn"] = _arn("eks", region, acct, f"nodegroup/{out['nodeGroupName']}")
@@ -587,22 +567,24 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
         return rid, out
 
 
-def _options(request: Any) -> dict[str, Any]:
+def resource_options(request: Any) -> dict[str, Any]:
+    """The resource options of a RegisterResource request that the engine acts on; with
+    `dependencies`, every URN the SDK waited for (depends_on, expanded to a component's
+    children, and the resources its inputs came from), which the ordering rehearsal
+    (trainforge.plan.checks.ordering) follows."""
     opts: dict[str, Any] = {}
-    if request.deleteBeforeReplace:
-        opts["deleteBeforeReplace"] = True
-    for key in ("ignoreChanges", "replaceOnChanges", "dependencies"):
-        values = list(getattr(request, key, []) or [])
-        if values:
-            opts[key] = values
-    if request.protect:
-        opts["protect"] = True
-    if getattr(request, "retainOnDelete", False):
-        opts["retainOnDelete"] = True
-    if request.provider:
-        opts["provider"] = request.provider
-    if request.remote:
-        opts["remote"] = True
+    for key in (
+        "deleteBeforeReplace",
+        "replaceOnChanges",
+        "protect",
+        "retainOnDelete",
+        "ignoreChanges",
+        "remote",
+        "dependencies",
+    ):
+        value = getattr(request, key, None)
+        if value:
+            opts[key] = value if isinstance(value, bool) else list(value)
     return opts
 
 
@@ -630,14 +612,80 @@ class MockRun:
         return self.mocks.find(typ, name)
 
 
-def stack_config(raw: dict[str, Any], project: str = "trainforge") -> dict[str, str]:
-    """Config as the engine hands it to a program: namespaced keys, JSON for structures."""
-    return stack_file.engine_config(raw, project)
-
-
 def read_stack_file(path: str | os.PathLike, project: str = "trainforge") -> dict[str, str]:
     """`Pulumi.<stack>.yaml` -> engine config (no secure values expected in tests)."""
     return stack_file.read_stack_file(pathlib.Path(path), project).engine()
+
+
+@contextlib.contextmanager
+def _no_stack_traces() -> Iterator[None]:
+    """Resources registered inside carry no stack trace (nor source position): the SDK
+    captures one per resource for the engine's diagnostics, which mocks never read (~10% of
+    the CPU of `plan --stack prod`: docs/performance.md). Restored after the run."""
+    from pulumi.runtime import resource as sdk_resource  # noqa: PLC0415
+    from pulumi.runtime.proto import source_pb2  # noqa: PLC0415
+
+    saved = sdk_resource._get_stack_trace
+    sdk_resource._get_stack_trace = source_pb2.StackTrace
+    try:
+        yield
+    finally:
+        sdk_resource._get_stack_trace = saved
+
+
+def run_in_process(
+    program: Callable[[], Any],
+    mocks: pulumi.runtime.Mocks,
+    monitor: Any,
+    *,
+    project: str,
+    stack: str,
+    preview: bool,
+    config: dict[str, str],
+    secret_keys: list[str] | None = None,
+    logger: Any = None,
+) -> tuple[Any, dict[str, Any]]:
+    """Run `program` in this process under `mocks` and `monitor` and wait for it: a fresh
+    root stack (several runs in one process), `config` as the engine hands it, and a fresh
+    program-run record (trainforge.core.contract.start_record: image cache routes, declared
+    jobs), so nothing a previous run declared leaks into this one. Returns the record and
+    the root stack's outputs (Outputs)."""
+    from pulumi.runtime import settings  # noqa: PLC0415
+    from pulumi.runtime.config import set_all_config  # noqa: PLC0415
+    from pulumi.runtime.stack import run_pulumi_func  # noqa: PLC0415
+    from pulumi.runtime.sync_await import _sync_await  # noqa: PLC0415
+
+    from trainforge.core.contract import start_record  # noqa: PLC0415
+
+    settings.ROOT.set(None)
+    settings.SETTINGS.rpc_manager.clear()
+    settings.SETTINGS.outputs.clear()
+    set_all_config(dict(config), list(secret_keys or []))
+    declared = start_record()
+    with _no_stack_traces():
+        pulumi.runtime.set_mocks(
+            mocks, project=project, stack=stack, preview=preview, monitor=monitor, logger=logger
+        )
+        _sync_await(run_pulumi_func(program))
+    return declared, dict(getattr(pulumi.runtime.get_root_resource(), "outputs", None) or {})
+
+
+def program_file(main: pathlib.Path, root: pathlib.Path) -> Callable[[], None]:
+    """A Pulumi program file as a program function: run as `__main__` with `root` (its
+    project) as the working directory and first on sys.path, as the Pulumi CLI runs it."""
+
+    def program() -> None:
+        sys.path.insert(0, str(root))
+        cwd = os.getcwd()
+        os.chdir(root)
+        try:
+            runpy.run_path(str(main), run_name="__main__")
+        finally:
+            os.chdir(cwd)
+            if sys.path and sys.path[0] == str(root):
+                sys.path.pop(0)
+
+    return program
 
 
 def run_mocked(
@@ -656,72 +704,55 @@ def run_mocked(
     recorded resources and resolved stack outputs (unknown ones as None). Exceptions raised by
     the program (e.g. a config error) propagate.
     """
-    from pulumi.runtime import settings  # noqa: PLC0415
-    from pulumi.runtime.config import set_all_config  # noqa: PLC0415
-    from pulumi.runtime.mocks import MockMonitor, set_mocks  # noqa: PLC0415
-    from pulumi.runtime.stack import run_pulumi_func  # noqa: PLC0415
+    from pulumi.runtime.mocks import MockMonitor  # noqa: PLC0415
     from pulumi.runtime.sync_await import _sync_await  # noqa: PLC0415
 
-    engine_config = stack_config(config or {}, project)
+    engine_config = stack_file.engine_config(config or {}, project)
     region = engine_config.get("aws:region", DEFAULT_REGION)
     mocks = mocks or TrainforgeMocks(preview=preview, region=region)
+
+    def record(request: Any, resp: Any, options: dict[str, Any] | None = None) -> None:
+        for r in reversed(mocks.resources):
+            if r.type == request.type and r.name == request.name and r.urn is None:
+                r.urn, r.parent = resp.urn, request.parent or None
+                r.options = r.options if options is None else options
+                return
 
     class _Monitor(MockMonitor):
         def RegisterResource(self, request):  # noqa: N802 - gRPC method name
             resp = super().RegisterResource(request)
             if request.type != "pulumi:pulumi:Stack":
-                for r in reversed(mocks.resources):
-                    if r.type == request.type and r.name == request.name and r.urn is None:
-                        r.urn = resp.urn
-                        r.parent = request.parent or None
-                        r.options = _options(request)
-                        break
+                opts = resource_options(request)
+                record(
+                    request,
+                    resp,
+                    {**opts, "provider": request.provider} if request.provider else opts,
+                )
             return resp
 
         def ReadResource(self, request):  # noqa: N802 - gRPC method name
             resp = super().ReadResource(request)
-            for r in reversed(mocks.resources):
-                if r.type == request.type and r.name == request.name and r.urn is None:
-                    r.urn = resp.urn
-                    r.parent = request.parent or None
-                    break
+            record(request, resp)
             return resp
 
-    settings.ROOT.set(None)
-    settings.SETTINGS.rpc_manager.clear()
-    settings.SETTINGS.outputs.clear()
-    set_all_config(engine_config, [])
-    set_mocks(mocks, project=project, stack=stack, preview=preview, monitor=_Monitor(mocks))
-
-    if callable(program):
-        fn = program
-    else:
-        main = pathlib.Path(program).resolve()
-
-        def fn():
-            sys.path.insert(0, str(main.parent))
-            try:
-                runpy.run_path(str(main), run_name="__main__")
-            finally:
-                if sys.path and sys.path[0] == str(main.parent):
-                    sys.path.pop(0)
-
+    main = None if callable(program) else pathlib.Path(program).resolve()
+    fn = program if main is None else program_file(main, main.parent)
     holder: dict[str, Any] = {}
 
     def wrapped():
         holder["result"] = fn()
 
-    # a fresh program-run record (image cache routes, declared jobs), as the plan's runner
-    # starts one: nothing a previous run in this process declared leaks into this one
-    from trainforge.core.contract import start_record  # noqa: PLC0415
-
-    start_record()
-    _sync_await(run_pulumi_func(wrapped))
-    root = pulumi.runtime.get_root_resource()
-    outputs: dict[str, Any] = {}
-    for key, value in (getattr(root, "outputs", None) or {}).items():
-        outputs[key] = _sync_await(_resolve(value))
-    return MockRun(mocks=mocks, outputs=outputs, result=holder.get("result"))
+    _, outputs = run_in_process(
+        wrapped,
+        mocks,
+        _Monitor(mocks),
+        project=project,
+        stack=stack,
+        preview=preview,
+        config=engine_config,
+    )
+    resolved = {key: _sync_await(_resolve(value)) for key, value in outputs.items()}
+    return MockRun(mocks=mocks, outputs=resolved, result=holder.get("result"))
 
 
 async def _resolve(value: Any) -> Any:

@@ -1,24 +1,8 @@
 """The plan's checks: every module of `trainforge/plan/checks/` that defines `check` and
-`RULES`, found there, in the order their sections print. The one list the engine runs.
-
-Every finding of a plan comes from a check: the Kubernetes validation (`checks/validate.py`),
-the resource and stack rules shared with the policy pack (`checks/rules.py`), and the checks of
-behaviour (do these AWS calls pass these policies, does this script run under that
-securityContext, do these pods fit on those nodes) and reports on the stack (queue admission,
-cost, memory and duration). Each lives in its own module under `trainforge/plan/checks/` with
-one job; the offline plan (`core.evaluate`) runs every one, and so do the tests.
-
-Adding a check is one module (and its test): `check(ctx: PlanContext) -> CheckResult` (types
-in `check_types`) and `RULES = {rule_id: fix}`, the ids its findings may carry, so that waivers
-can name them; a rule id belongs to one check. It is found by its module, not by a line here;
-`ORDER` below only says where its report section prints (a check it does not name runs after
-these, by module name). Findings are waivable with a written reason; sections are printed by
-`trainforge plan` after the resource summary and written into the JSON inventory. A module's
-*diff check* (`diff_check(ctx: review.DiffContext) -> CheckResult`) runs only under
-`trainforge plan --diff`; its rule ids are listed with the module's `RULES`.
-
-Every check module is imported with the registry: a plan runs every check anyway, so importing
-them lazily would save nothing (measured: `trainforge plan --stack dev --summary` takes the same).
+`RULES` (`{rule_id: fix}`, the ids its findings may carry, each id of one check), found there;
+`ORDER` only says where a check's report section prints (one it does not name runs after these,
+by module name). A module's `diff_check(ctx: review.DiffContext)` runs only under `plan --diff`.
+Adding a check is one module and its test (docs/architecture.md, "The offline plan").
 """
 
 from __future__ import annotations
@@ -34,35 +18,33 @@ from trainforge.plan import checks as _package
 from trainforge.plan.check_types import CheckResult, PlanContext
 
 # Where each check's report section prints (the modules of trainforge/plan/checks/).
-ORDER = tuple(
-    [
-        "validate",
-        "rules",
-        "iam_rehearsal",
-        "controller_identity",
-        "helm_charts",
-        "version_pairs",
-        "ordering",
-        "existence",
-        "reachability",
-        "documentation_values",
-        "pod_scripts",
-        "scheduling",
-        "estimates",
-        "restart_budget",
-        "cost_check",
-        "budget_subscriptions",
-        "job_backends",
-        "retry_bounds",
-        "queues",
-        "data_safety",
-        "fsx_zones",
-        "addon_placement",
-        "images",
-        "resume",
-        "submitted",
-        "fleet",
-    ]
+ORDER = (
+    "validate",
+    "rules",
+    "iam_rehearsal",
+    "controller_identity",
+    "helm_charts",
+    "version_pairs",
+    "ordering",
+    "existence",
+    "reachability",
+    "documentation_values",
+    "pod_scripts",
+    "scheduling",
+    "estimates",
+    "restart_budget",
+    "cost_check",
+    "budget_subscriptions",
+    "job_backends",
+    "retry_bounds",
+    "queues",
+    "data_safety",
+    "fsx_zones",
+    "addon_placement",
+    "images",
+    "resume",
+    "submitted",
+    "fleet",
 )
 
 

@@ -9,14 +9,11 @@ exactly as they are in a real preview.
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import logging
-import os
 import pathlib
-import runpy
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,14 +24,9 @@ UNKNOWN = "<unknown>"
 SECRET = stack_file.SECRET
 
 
-# The cyclic garbage collector's thresholds for a plan process (Python's defaults: 700, 10, 10).
-# Why: a plan imports ~3,000 modules (pulumi_aws, pulumi_kubernetes, moto, pydantic models) and
-# runs the program twice; every object stays alive to the end, so the default thresholds make
-# the collector walk the whole growing heap again and again: 1,771 collections took 2.7 of
-# 9.5 CPU s of `plan --stack prod` (gc.callbacks, 2026-11-29), 2.2 s of it full (generation 2)
-# collections that found little to free. With these, young cycles are still collected (every
-# 20,000 allocations) and a full collection is left to the end of the process: ~30% less CPU
-# for the same plan, ~50 MB more peak memory (docs/performance.md, "Plan").
+# The cyclic collector's thresholds for a plan process (Python's: 700, 10, 10): most of a
+# plan's objects live to its end, so full collections freed little and took ~30% of the CPU
+# (docs/performance.md, "The collector and the stack traces").
 PLAN_GC_THRESHOLDS = (20_000, 50, 1_000)
 
 
@@ -177,6 +169,8 @@ def _make_monitor(mocks: Any, sink: list[Recorded], echo: bool = False):
     from pulumi.runtime import rpc
     from pulumi.runtime.mocks import MockMonitor
 
+    from trainforge.plan.mocks import resource_options
+
     class RecordingMonitor(MockMonitor):
         """A MockMonitor that keeps the raw inputs (unknowns included) of every resource."""
 
@@ -192,7 +186,7 @@ def _make_monitor(mocks: Any, sink: list[Recorded], echo: bool = False):
             urn = self.make_urn(request.parent, request.type, request.name)
             inputs = rpc.deserialize_properties(request.object, keep_unknowns=True)
             if echo:
-                # Preview semantics (PreviewMocks): no id, outputs = inputs. Hand the request's
+                # Preview semantics: no id, outputs = inputs. Hand the request's
                 # own serialized inputs back instead of re-serializing them (a fifth of the
                 # program's time with large ConfigMaps).
                 id_, state, obj_proto = None, inputs, request.object
@@ -211,24 +205,6 @@ def _make_monitor(mocks: Any, sink: list[Recorded], echo: bool = False):
                 obj_proto = _sync_await(rpc.serialize_properties(state, {}))
             self.resources[urn] = MockMonitor.ResourceRegistration(urn, id_, state)
             resp = resource_pb2.RegisterResourceResponse(urn=urn, id=id_, object=obj_proto)
-            opts: dict[str, Any] = {}
-            if request.deleteBeforeReplace:
-                opts["deleteBeforeReplace"] = True
-            if list(request.replaceOnChanges):
-                opts["replaceOnChanges"] = list(request.replaceOnChanges)
-            if request.protect:
-                opts["protect"] = True
-            if getattr(request, "retainOnDelete", False):
-                opts["retainOnDelete"] = True
-            if list(request.ignoreChanges):
-                opts["ignoreChanges"] = list(request.ignoreChanges)
-            if request.remote:
-                opts["remote"] = True
-            # Every URN the SDK waited for before registering it (depends_on, expanded to a
-            # component's children, and the resources its inputs came from): the ordering
-            # rehearsal (trainforge.plan.checks.ordering) follows these and the parents.
-            if list(request.dependencies):
-                opts["dependencies"] = list(request.dependencies)
             sink.append(
                 Recorded(
                     urn=resp.urn,
@@ -237,7 +213,7 @@ def _make_monitor(mocks: Any, sink: list[Recorded], echo: bool = False):
                     parent=request.parent or None,
                     custom=bool(request.custom),
                     inputs=plain(inputs),
-                    options=opts,
+                    options=resource_options(request),
                     dependencies={
                         k: list(v.urns)
                         for k, v in request.propertyDependencies.items()
@@ -252,146 +228,24 @@ def _make_monitor(mocks: Any, sink: list[Recorded], echo: bool = False):
     return RecordingMonitor(mocks)
 
 
-async def _resolve_output(value: Any) -> Any:
-    """A stack output as the preview shows it: its value, [secret] or <unknown>."""
+async def _output(value: Any, reveal: bool = False) -> Any:
+    """A stack output as the preview shows it: its value, [secret] or <unknown>; `reveal`: a
+    secret one's own value (for `Inventory.secret_outputs`)."""
     from pulumi import Output
 
     out = Output.from_input(value)
-    if await out.is_secret():
+    if not reveal and await out.is_secret():
         return SECRET
     if not await out.is_known():
         return UNKNOWN
     return plain(await out.future())
 
 
-async def _reveal_output(value: Any) -> Any:
-    """A secret stack output's own value, or UNKNOWN (for `Inventory.secret_outputs`)."""
-    from pulumi import Output
+def standin_mocks() -> Any:
+    """The platform's mocks in apply mode: plausible ids and ARNs (the stand-in run)."""
+    from trainforge.plan.mocks import make_mocks
 
-    out = Output.from_input(value)
-    return plain(await out.future()) if await out.is_known() else UNKNOWN
-
-
-STACK_REFERENCE = "pulumi:pulumi:StackReference"
-
-
-class PreviewMocks:
-    """Default mocks: echo inputs as outputs and leave ids unknown, as a first preview would.
-
-    Provider functions (data sources) answer from `call_answers` or with an empty result.
-    The platform's own mocks (trainforge.plan.mocks) answer instance-type lookups from moto's
-    catalog; `load_mocks` prefers those when they exist.
-    """
-
-    def __init__(self, call_answers: dict[str, Callable[[dict], dict]] | None = None):
-        self.call_answers = call_answers or {}
-
-    def call(self, args):
-        fn = self.call_answers.get(args.token)
-        return (fn(args.args) if fn else {}), None
-
-    def new_resource(self, args):
-        return None, dict(args.inputs)
-
-
-def _as_mocks(obj: Any):
-    """Wrap any object with call/new_resource into a pulumi Mocks instance."""
-    from pulumi.runtime.mocks import Mocks
-
-    if isinstance(obj, Mocks):
-        return obj
-
-    class _Adapter(Mocks):
-        def call(self, args):
-            return obj.call(args)
-
-        def new_resource(self, args):
-            return obj.new_resource(args)
-
-    return _Adapter()
-
-
-class HybridMocks(PreviewMocks):
-    """Provider functions answered by the platform's mocks, resources as in a first preview.
-
-    The platform's mocks know the cloud's catalogs (instance types from moto, availability
-    zones); their resource outputs are test fixtures, so resources keep preview semantics here:
-    inputs echoed, ids and every computed output unknown.
-    """
-
-    def __init__(self, platform_mocks: Any):
-        super().__init__()
-        self.platform_mocks = platform_mocks
-
-    def call(self, args):
-        return self.platform_mocks.call(args)
-
-    def new_resource(self, args):
-        # A read of an existing resource (`Resource.get`) happens at preview too: the engine
-        # hands back the cloud's state, which the platform's mocks stand in for.
-        if getattr(args, "resource_id", None):
-            return self.platform_mocks.new_resource(args)
-        return super().new_resource(args)
-
-
-def _platform_mocks() -> Any | None:
-    try:
-        from trainforge.plan import mocks as platform_mocks  # owned by the platform core
-    except ImportError:
-        return None
-    from pulumi.runtime.mocks import Mocks
-
-    factory = getattr(platform_mocks, "make_mocks", None)
-    candidates: list[Any] = [factory] if callable(factory) else []
-    candidates += [
-        obj
-        for obj in vars(platform_mocks).values()
-        if isinstance(obj, type)
-        and issubclass(obj, Mocks)
-        and obj is not Mocks
-        and obj.__module__ == platform_mocks.__name__
-    ]
-    for make in candidates:
-        for kwargs in ({}, {"preview": True}):
-            try:
-                return make(**kwargs)
-            except TypeError:
-                continue
-    return None
-
-
-def standin_mocks() -> Any | None:
-    """The platform's mocks in apply mode (plausible ids/ARNs), or None when absent."""
-    try:
-        from trainforge.plan import mocks as platform_mocks
-    except ImportError:
-        return None
-    factory = getattr(platform_mocks, "make_mocks", None)
-    return factory(preview=False) if callable(factory) else None
-
-
-def load_mocks() -> Any:
-    """HybridMocks over the platform's mocks when they exist, else PreviewMocks."""
-    found = _platform_mocks()
-    return HybridMocks(found) if found is not None else PreviewMocks()
-
-
-def answering(mocks: Any, references: dict[str, dict]) -> Any:
-    """`mocks` that answer a read of `pulumi:pulumi:StackReference` whose target is in
-    `references` with that state (name, outputs, secretOutputNames): a fleet manager's
-    workers as the plan planned them (trainforge.plan.fleet). Everything else is `mocks`'."""
-    from pulumi.runtime.mocks import Mocks
-
-    class _Answering(Mocks):
-        def call(self, args):
-            return mocks.call(args)
-
-        def new_resource(self, args):
-            if args.typ == STACK_REFERENCE and args.resource_id in references:
-                return args.resource_id, dict(references[args.resource_id])
-            return mocks.new_resource(args)
-
-    return _Answering()
+    return make_mocks(preview=False)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -449,45 +303,9 @@ class _ProgramLog(logging.Handler):
         self.messages: list[str] = []
 
     def emit(self, record: logging.LogRecord) -> None:
-        message = record.getMessage()
-        self.messages.append(message)
+        self.messages.append(record.getMessage())
         if self.echo:
-            print(message, file=sys.stderr, flush=True)
-
-
-def _program_logger(echo: bool) -> tuple[logging.Logger, _ProgramLog]:
-    logger = logging.getLogger("trainforge.plan.program")
-    logger.propagate = False
-    logger.setLevel(logging.WARNING)
-    for old in list(logger.handlers):
-        logger.removeHandler(old)
-    handler = _ProgramLog(echo)
-    logger.addHandler(handler)
-    return logger, handler
-
-
-@contextlib.contextmanager
-def _no_stack_traces() -> Iterator[None]:
-    """Resources registered inside carry no stack trace (nor source position).
-
-    Why: the Pulumi SDK captures both for every resource it registers, for the engine's
-    diagnostics (`pulumi.runtime.resource._get_stack_trace`: `traceback.extract_stack()` and a
-    file URI per frame); the plan's monitor (`_make_monitor`) never reads them, and the
-    capture was ~10% of the CPU of `plan --stack prod` (docs/performance.md, "Plan"). Only
-    for the mocked run: restored after it, so a real `pulumi up` in the same process is as
-    the SDK makes it."""
-    from pulumi.runtime import resource as sdk_resource
-    from pulumi.runtime.proto import source_pb2
-
-    def empty() -> Any:
-        return source_pb2.StackTrace()
-
-    saved = sdk_resource._get_stack_trace
-    sdk_resource._get_stack_trace = empty
-    try:
-        yield
-    finally:
-        sdk_resource._get_stack_trace = saved
+            print(record.getMessage(), file=sys.stderr, flush=True)
 
 
 def run_program(
@@ -502,55 +320,54 @@ def run_program(
     echo_warnings: bool = True,
     references: dict[str, dict] | None = None,
 ) -> Inventory:
-    """Run `program` (a callable that declares resources) under mocks in preview mode.
+    """Run `program` (a callable that declares resources) under mocks in preview mode: the
+    platform's mocks answer provider functions, resources echo their inputs with no id.
 
     `preview=False` (with mocks that invent ids and ARNs) runs every apply, so values built
     from cloud-assigned ones (policy documents) exist with stand-ins; see plan.core.
+    `references`: StackReference target -> its state (name, outputs, secretOutputNames), a
+    fleet manager's workers as the plan planned them (trainforge.plan.fleet).
     """
-    import pulumi.runtime as rt
-    from pulumi.runtime import settings
-    from pulumi.runtime.config import set_all_config
-    from pulumi.runtime.mocks import set_mocks
-    from pulumi.runtime.stack import run_pulumi_func
     from pulumi.runtime.sync_await import _sync_await
 
-    from trainforge.core.contract import start_record
+    from trainforge.plan.mocks import make_mocks, run_in_process
 
-    chosen = mocks if mocks is not None else load_mocks()
-    echo = preview and type(chosen) in (PreviewMocks, HybridMocks)
-    mocks = _as_mocks(chosen)
-    if references:
-        mocks = answering(mocks, references)
+    echo = preview and mocks is None
+    mocks = make_mocks(preview=True) if mocks is None else mocks
+    mocks.references = dict(references or {})
     sink: list[Recorded] = []
-    outputs: dict[str, Any] = {}
-    monitor = _make_monitor(mocks, sink, echo)
-
-    settings.ROOT.set(None)  # a fresh root stack per run (several plans in one process)
-    settings.SETTINGS.rpc_manager.clear()
-    settings.SETTINGS.outputs.clear()
-    set_all_config(dict(config or {}), list(secret_keys or []))
     # The stand-in run (not a preview) is the same program again, for the plan's IAM check:
-    # its warnings were shown by the preview run already, so they are not printed twice.
-    logger, log = _program_logger(echo_warnings) if preview else (_SILENT, None)
-    declared = start_record()
-    secret_outputs: dict[str, Any] = {}
-    with _no_stack_traces():
-        set_mocks(
-            mocks, project=project, stack=stack, preview=preview, monitor=monitor, logger=logger
-        )
-        root = rt.get_root_resource()
-        _sync_await(run_pulumi_func(program))
-        for name, value in (getattr(root, "outputs", None) or {}).items():
-            outputs[name] = _sync_await(_resolve_output(value))
-            if outputs[name] == SECRET:
-                secret_outputs[name] = _sync_await(_reveal_output(value))
+    # its warnings were shown by the preview run already, so they are neither kept nor shown.
+    log = _ProgramLog(echo_warnings)
+    logger = logging.getLogger("trainforge.plan.program") if preview else _SILENT
+    if preview:
+        logger.propagate = False
+        logger.setLevel(logging.WARNING)
+        logger.handlers = [log]
+    declared, raw = run_in_process(
+        program,
+        mocks,
+        _make_monitor(mocks, sink, echo),
+        project=project,
+        stack=stack,
+        preview=preview,
+        config=config or {},
+        secret_keys=secret_keys or [],
+        logger=logger,
+    )
+    outputs = {name: _sync_await(_output(value)) for name, value in raw.items()}
+    secret_outputs = {
+        name: _sync_await(_output(value, reveal=True))
+        for name, value in raw.items()
+        if outputs[name] == SECRET
+    }
     return Inventory(
         project=project,
         stack=stack,
         resources=sink,
         outputs=outputs,
         declared=declared,
-        warnings=list(log.messages) if log is not None else [],
+        warnings=log.messages if preview else [],
         secret_outputs=secret_outputs,
     )
 
@@ -595,20 +412,10 @@ def run_project(
         config[key] = config_value(value)
         shown[key] = value
     main = program_path(root, program)
-
-    def program():
-        sys.path.insert(0, str(root))
-        cwd = os.getcwd()
-        os.chdir(root)
-        try:
-            runpy.run_path(str(main), run_name="__main__")
-        finally:
-            os.chdir(cwd)
-            if sys.path and sys.path[0] == str(root):
-                sys.path.pop(0)
+    from trainforge.plan.mocks import program_file
 
     inv = run_program(
-        program,
+        program_file(main, root),
         project=project,
         stack=stack,
         config=config,

@@ -1,10 +1,7 @@
 """The plan's first screen: the verdict, in at most 40 lines; everything else is in the report.
 
-A reviewer reads the top of the output (or of the PR comment) and stops. So it holds what
-needs an answer: the findings with their fix, breaking changes (replaced jobs and whether they
-resume, removed objects), what the stack costs per hour and per month and how the change moves
-it, and jobs that will not be admitted; then where the full report is. The same facts render
-as markdown for the PR comment (docs/pr-review.md).
+What it holds and why, and its markdown twin at the head of the PR comment: docs/pr-review.md
+("Verdict first").
 """
 
 from __future__ import annotations
@@ -29,7 +26,8 @@ def _delta(old: Any, new: Any) -> str:
     return " (no change)" if abs(d) < 0.005 else f" ({'+' if d > 0 else '-'}${abs(d):,.2f})"
 
 
-def _section(result: Any, title: str) -> Any:
+def section_data(result: Any, title: str) -> Any:
+    """The JSON data of the result's section with this title (None without one)."""
     return next((s.data for s in result.sections if s.title == title), None)
 
 
@@ -53,7 +51,6 @@ def cost_totals(cost: Any) -> dict[str, Any] | None:
         "jobs": len(jobs),
         "running": len(running),
         "runCosts": sum(r for r in runs if isinstance(r, int | float)),
-        "runCostsUnknown": sum(1 for r in runs if not isinstance(r, int | float)),
         "runsCounted": len(counted),
         "unpricedRuns": [j for j in counted if not isinstance(j.get("runCost"), int | float)],
         "unpricedRates": [
@@ -82,7 +79,7 @@ def _unpriced(jobs: list[dict[str, Any]]) -> str:
 
 
 def cost_lines(result: Any, base_sections: dict[str, Any] | None) -> list[str]:
-    new = cost_totals(_section(result, COST_TITLE))
+    new = cost_totals(section_data(result, COST_TITLE))
     if new is None:
         return ["Cost: no cost report for this stack"]
     old = cost_totals((base_sections or {}).get(COST_TITLE)) if base_sections else None
@@ -138,7 +135,7 @@ def not_admitted(result: Any) -> list[str]:
     waiting job its expected start (the same figure as the report's "Queue admission")."""
     from trainforge.plan.checks.queues import hours
 
-    rows = _section(result, QUEUE_TITLE) or []
+    rows = section_data(result, QUEUE_TITLE) or []
     out = []
     for r in rows:
         if not isinstance(r, dict) or r.get("state") == "runs":
@@ -166,7 +163,7 @@ def borrowing(result: Any) -> list[str]:
     from trainforge.plan.checks.queues import amount
 
     out = []
-    for r in _section(result, QUEUE_TITLE) or []:
+    for r in section_data(result, QUEUE_TITLE) or []:
         if not isinstance(r, dict) or r.get("state") != "runs" or not r.get("borrowing"):
             continue
         lent = r["borrowing"]
@@ -206,11 +203,8 @@ def breaking(review: Any) -> list[str]:
 
 def _wrap(text: str, first: str, rest: str | None = None, width: int = WIDTH) -> list[str]:
     """`text` after `first` as whole lines of at most `width` characters, continued under
-    `rest` (default: spaces as wide as `first`).
-
-    Why: a finding's fix cut at a fixed width ended mid-word (`docs/co…`), and the cut part
-    was the part to act on. Words are never split: a path or URL longer than a line stays
-    whole on its own line."""
+    `rest` (default: spaces as wide as `first`). Words are never split (a fix cut mid-word
+    lost the part to act on): a path or URL longer than a line stays whole on its own line."""
     import textwrap  # noqa: PLC0415 - only the verdict wraps
 
     return textwrap.wrap(

@@ -1,20 +1,7 @@
 """Per-resource rule waivers, each with a written reason that every plan prints.
 
-Waivers live in stack config, not in the program, because Pulumi resource options cannot carry
-them through mocks or through the policy engine, and because a reviewer should see a waiver
-change in the same file as the rest of the stack's settings. They have their own namespace,
-`trainforge-policy:` (the model: trainforge/stack/policy.py):
-
-    config:
-      trainforge-policy:waivers:
-        - resource: training-operator      # Pulumi name, URN, or namespace/Kind/name
-          rule: CKV_K8S_16
-          reason: the EFA device plugin needs /dev/infiniband; upstream chart, pinned
-
-A waiver of an image rule (TRAINFORGE_DOCKER_HUB) names the image too (`image:
-docker.io/grafana/grafana`) and covers that image only. A waiver without a reason, naming an
-unknown rule, or of an image rule without its image, is a configuration error; one that covers
-no finding of the plan is reported as stale (PlanResult.unused_waivers).
+They live in stack config (`trainforge-policy:waivers`, modelled by trainforge/stack/policy.py;
+docs/configuration.md), where a reviewer sees a waiver change beside the stack's settings.
 """
 
 from __future__ import annotations

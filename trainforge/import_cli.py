@@ -191,10 +191,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         if args.out is not None:
             _write(root, result.files)
-    except ImportProblem as e:
-        print(f"{PROG}: {e}", file=sys.stderr)
-        return 2
-    except (_Refused, stack_file.StackFileError) as e:
+    except (ImportProblem, _Refused, stack_file.StackFileError) as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return 2
     print(render(result, stack, args.file, args.out))
