@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainforge.core.pods import get
-from trainforge.core.taints import untolerated
+from trainforge.core.taints import schedules, untolerated
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext
 from trainforge.plan.checks.iam_eval import as_list, policy_doc
 from trainforge.plan.manifests import has_unknown
@@ -756,11 +756,6 @@ def capacity_taints(res: StackResource) -> list[dict[str, Any]]:
     return [t for t in as_list(taints) if isinstance(t, dict)] if not is_unknown(taints) else []
 
 
-def tolerates(tolerations: list[Any], taint: dict[str, Any]) -> bool:
-    """Kubernetes toleration matching (trainforge.core.taints, the project's one matcher)."""
-    return untolerated([taint], [t for t in tolerations if isinstance(t, dict)]) is None
-
-
 # The agent chart's defaults (github.com/aws/eks-node-monitoring-agent v1.7.0 values.yaml):
 # the node agent tolerates everything, the dcgm-server DaemonSet nothing.
 _AGENT_DEFAULT_TOLERATIONS = {"nodeAgent": [{"operator": "Exists"}], "dcgmAgent": []}
@@ -776,12 +771,14 @@ def gpu_health_monitoring(res: list[StackResource]) -> Iterable[tuple[str, str]]
     ]
     if not addons:
         for r in gpu:
-            message = (
-                "GPU capacity without the EKS node monitoring agent add-on: no NodeCondition "
-                "reports a failing GPU, NIC or kernel, so node repair never acts and jobs keep "
-                "landing on a sick node"
+            yield (
+                r.urn,
+                (
+                    "GPU capacity without the EKS node monitoring agent add-on: no NodeCondition "
+                    "reports a failing GPU, NIC or kernel, so node repair never acts and jobs keep "
+                    "landing on a sick node"
+                ),
             )
-            yield r.urn, message
         return
     raw = addons[0].inputs.get("configurationValues")
     if is_unknown(raw):
@@ -794,21 +791,20 @@ def gpu_health_monitoring(res: list[StackResource]) -> Iterable[tuple[str, str]]
         for part, label in _AGENT_PARTS.items():
             tols = get(values, part, "tolerations")
             tols = _AGENT_DEFAULT_TOLERATIONS[part] if tols is None else as_list(tols)
-            missing = [
-                t
-                for t in capacity_taints(r)
-                if t.get("effect") in ("NoSchedule", "NoExecute") and not tolerates(tols, t)
-            ]
+            tols = [t for t in tols if isinstance(t, dict)]
+            missing = [t for t in capacity_taints(r) if untolerated([t], tols, schedules)]
             if missing:
                 shown = ", ".join(
                     f"{t.get('key')}={t.get('value') or ''}:{t.get('effect')}" for t in missing
                 )
-                message = (
-                    f"the node monitoring agent's {label} does not tolerate this capacity's "
-                    f"taint(s) {shown}: it never runs on these nodes, so their GPU health is "
-                    "not monitored"
+                yield (
+                    r.urn,
+                    (
+                        f"the node monitoring agent's {label} does not tolerate this capacity's "
+                        f"taint(s) {shown}: it never runs on these nodes, so their GPU health is "
+                        "not monitored"
+                    ),
                 )
-                yield r.urn, message
 
 
 def gpu_node_repair(res: list[StackResource]) -> Iterable[tuple[str, str]]:
@@ -819,12 +815,14 @@ def gpu_node_repair(res: list[StackResource]) -> Iterable[tuple[str, str]]:
         if r.type == NODE_GROUP:
             enabled = get(r.inputs, "nodeRepairConfig", "enabled")
             if enabled is not True and not is_unknown(enabled):
-                message = (
-                    "GPU managed node group without node auto repair (nodeRepairConfig.enabled): "
-                    "a node whose GPU or network fails stays in the group until someone replaces "
-                    "it by hand"
+                yield (
+                    r.urn,
+                    (
+                        "GPU managed node group without node auto repair (nodeRepairConfig.enabled): "
+                        "a node whose GPU or network fails stays in the group until someone replaces "
+                        "it by hand"
+                    ),
                 )
-                yield r.urn, message
         else:
             pools.append(r)
     if not pools:
@@ -838,12 +836,14 @@ def gpu_node_repair(res: list[StackResource]) -> Iterable[tuple[str, str]]:
     if any(g is True or is_unknown(g) for g in gates):
         return
     for r in pools:
-        message = (
-            "GPU NodePool while Karpenter's NodeRepair feature gate is off "
-            "(values.settings.featureGates.nodeRepair): Karpenter never replaces its unhealthy "
-            "nodes"
+        yield (
+            r.urn,
+            (
+                "GPU NodePool while Karpenter's NodeRepair feature gate is off "
+                "(values.settings.featureGates.nodeRepair): Karpenter never replaces its unhealthy "
+                "nodes"
+            ),
         )
-        yield r.urn, message
 
 
 STACK_RULES: tuple[StackRule, ...] = (
