@@ -771,14 +771,12 @@ def gpu_health_monitoring(res: list[StackResource]) -> Iterable[tuple[str, str]]
     ]
     if not addons:
         for r in gpu:
-            yield (
-                r.urn,
-                (
-                    "GPU capacity without the EKS node monitoring agent add-on: no NodeCondition "
-                    "reports a failing GPU, NIC or kernel, so node repair never acts and jobs keep "
-                    "landing on a sick node"
-                ),
+            message = (
+                "GPU capacity without the EKS node monitoring agent add-on: no NodeCondition "
+                "reports a failing GPU, NIC or kernel, so node repair never acts and jobs keep "
+                "landing on a sick node"
             )
+            yield r.urn, message
         return
     raw = addons[0].inputs.get("configurationValues")
     if is_unknown(raw):
@@ -797,14 +795,12 @@ def gpu_health_monitoring(res: list[StackResource]) -> Iterable[tuple[str, str]]
                 shown = ", ".join(
                     f"{t.get('key')}={t.get('value') or ''}:{t.get('effect')}" for t in missing
                 )
-                yield (
-                    r.urn,
-                    (
-                        f"the node monitoring agent's {label} does not tolerate this capacity's "
-                        f"taint(s) {shown}: it never runs on these nodes, so their GPU health is "
-                        "not monitored"
-                    ),
+                message = (
+                    f"the node monitoring agent's {label} does not tolerate this capacity's "
+                    f"taint(s) {shown}: it never runs on these nodes, so their GPU health is "
+                    "not monitored"
                 )
+                yield r.urn, message
 
 
 def gpu_node_repair(res: list[StackResource]) -> Iterable[tuple[str, str]]:
@@ -815,14 +811,12 @@ def gpu_node_repair(res: list[StackResource]) -> Iterable[tuple[str, str]]:
         if r.type == NODE_GROUP:
             enabled = get(r.inputs, "nodeRepairConfig", "enabled")
             if enabled is not True and not is_unknown(enabled):
-                yield (
-                    r.urn,
-                    (
-                        "GPU managed node group without node auto repair (nodeRepairConfig.enabled): "
-                        "a node whose GPU or network fails stays in the group until someone replaces "
-                        "it by hand"
-                    ),
+                message = (
+                    "GPU managed node group without node auto repair (nodeRepairConfig.enabled): "
+                    "a node whose GPU or network fails stays in the group until someone replaces "
+                    "it by hand"
                 )
+                yield r.urn, message
         else:
             pools.append(r)
     if not pools:
@@ -836,14 +830,12 @@ def gpu_node_repair(res: list[StackResource]) -> Iterable[tuple[str, str]]:
     if any(g is True or is_unknown(g) for g in gates):
         return
     for r in pools:
-        yield (
-            r.urn,
-            (
-                "GPU NodePool while Karpenter's NodeRepair feature gate is off "
-                "(values.settings.featureGates.nodeRepair): Karpenter never replaces its unhealthy "
-                "nodes"
-            ),
+        message = (
+            "GPU NodePool while Karpenter's NodeRepair feature gate is off "
+            "(values.settings.featureGates.nodeRepair): Karpenter never replaces its unhealthy "
+            "nodes"
         )
+        yield r.urn, message
 
 
 STACK_RULES: tuple[StackRule, ...] = (
