@@ -105,8 +105,13 @@ def producers(ctx: PlanContext) -> dict[tuple[str, str, str], Producer]:
     return out
 
 
-def _opt(ref: Any) -> bool:
-    return isinstance(ref, dict) and ref.get("optional") is True
+def _named(holder: dict[str, Any], suffix: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
+    """(kind, reference) of the required Secret and ConfigMap references a volume source, env
+    value source or envFrom entry holds (`secret<suffix>`, `configMap<suffix>`)."""
+    for prop, kind in (("secret", "Secret"), ("configMap", "ConfigMap")):
+        ref = holder.get(prop + suffix)
+        if isinstance(ref, dict) and ref.get("optional") is not True:
+            yield kind, ref
 
 
 def pod_refs(pod: dict[str, Any], namespace: str, what: str) -> Iterator[Ref]:
@@ -115,14 +120,11 @@ def pod_refs(pod: dict[str, Any], namespace: str, what: str) -> Iterator[Ref]:
     yield Ref("ServiceAccount", namespace, str(sa), f"{what}: serviceAccountName")
     for vol in pod.get("volumes") or []:
         vname = vol.get("name")
-        sources = [vol] + [s for s in (vol.get("projected") or {}).get("sources") or []]
-        for src in sources:
-            for prop, kind in (("secret", "Secret"), ("configMap", "ConfigMap")):
-                ref = src.get(prop)
-                if isinstance(ref, dict) and not _opt(ref):
-                    name = ref.get("secretName") or ref.get("name")  # a projected one: name
-                    keys = {i["key"] for i in ref.get("items") or [] if "key" in i}
-                    yield Ref(kind, namespace, str(name), f"{what}: volume {vname}", keys)
+        for src in [vol, *((vol.get("projected") or {}).get("sources") or [])]:
+            for kind, ref in _named(src):
+                name = ref.get("secretName") or ref.get("name")  # a projected one: name
+                keys = {i["key"] for i in ref.get("items") or [] if "key" in i}
+                yield Ref(kind, namespace, str(name), f"{what}: volume {vname}", keys)
         claim = vol.get("persistentVolumeClaim")
         if isinstance(claim, dict):
             yield Ref(
@@ -132,26 +134,16 @@ def pod_refs(pod: dict[str, Any], namespace: str, what: str) -> Iterator[Ref]:
                 f"{what}: volume {vname}",
             )
     for c in (pod.get("initContainers") or []) + (pod.get("containers") or []):
-        cname = c.get("name")
+        at = f"{what}: container {c.get('name')}"
         for env in c.get("env") or []:
-            src = env.get("valueFrom") or {}
-            for prop, kind in (("secretKeyRef", "Secret"), ("configMapKeyRef", "ConfigMap")):
-                ref = src.get(prop)
-                if isinstance(ref, dict) and not _opt(ref):
-                    yield Ref(
-                        kind,
-                        namespace,
-                        str(ref.get("name")),
-                        f"{what}: container {cname} env {env.get('name')}",
-                        {str(ref["key"])} if ref.get("key") else set(),
-                    )
+            for kind, ref in _named(env.get("valueFrom") or {}, "KeyRef"):
+                keys = {str(ref["key"])} if ref.get("key") else set()
+                yield Ref(
+                    kind, namespace, str(ref.get("name")), f"{at} env {env.get('name')}", keys
+                )
         for env in c.get("envFrom") or []:
-            for prop, kind in (("secretRef", "Secret"), ("configMapRef", "ConfigMap")):
-                ref = env.get(prop)
-                if isinstance(ref, dict) and not _opt(ref):
-                    yield Ref(
-                        kind, namespace, str(ref.get("name")), f"{what}: container {cname} envFrom"
-                    )
+            for kind, ref in _named(env, "Ref"):
+                yield Ref(kind, namespace, str(ref.get("name")), f"{at} envFrom")
 
 
 def _pods(obj: Any) -> Iterator[tuple[dict[str, Any], str]]:
