@@ -1,14 +1,10 @@
 """Policy rules, written once as pure functions and run by both the offline plan (as one
-registered check, `check`) and the pulumi-policy pack in policy/.
+registered check, `check`) and the pulumi-policy pack in policy/ (docs/pr-review.md, "Policy
+rules": each id, with checkov's where one exists, and what it applies to).
 
-A resource rule looks at one resource: (Pulumi type token, inputs as the engine sees them,
-camelCase) -> list of messages. A stack rule looks at every resource at once, for properties
-that AWS spreads over several resources (an S3 bucket's encryption, versioning, public access
-block and policy are four resources). Ids mirror checkov's where one exists, so that a finding
-can be looked up in checkov's docs; ours are prefixed TRAINFORGE_.
-
-Values the cloud only knows at apply time are "<unknown>" here (or the policy SDK's unknown);
-a rule never fails on an unknown value, exactly as `pulumi preview --policy-pack` behaves.
+A stack rule sees every resource at once, for what AWS spreads over several resources (an S3
+bucket's encryption, versioning, public access block and policy are four). A rule never fails
+on a value only the cloud knows ("<unknown>"), as `pulumi preview --policy-pack` behaves.
 """
 
 from __future__ import annotations
