@@ -4,7 +4,7 @@ plan says who must create it, where and with which keys.
 
 A reference is only a string, so no schema, policy or ordering check sees it (prod's Grafana
 named a Secret nothing created, and its release timed out behind a CLEAN plan): the names are
-joined here. What counts as a reference, "before" (`ordering.Order`) and each verdict:
+joined here. What counts as a reference, "before" (`ordering.creation_order`) and each verdict:
 docs/rehearsals.md, "Existence (what pods and charts name)".
 """
 
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
-from trainforge.plan.checks.ordering import CHART_V4, RELEASE, Order, short_urn
+from trainforge.plan.checks.ordering import CHART_V4, RELEASE, After, creation_order, short_urn
 from trainforge.plan.runner import SECRET, UNKNOWN
 
 MISSING = "EXIST_MISSING"
@@ -198,7 +198,7 @@ def references(ctx: PlanContext) -> list[tuple[str, Ref]]:
     return out
 
 
-def _problem(urn: str, ref: Ref, producer: Producer | None, order: Order) -> tuple[str, str]:
+def _problem(urn: str, ref: Ref, producer: Producer | None, after: After) -> tuple[str, str]:
     """(rule, message) when the consumer `urn` cannot rely on `ref`; ("", "") when it can."""
     if producer is None:
         keys = ", ".join(sorted(ref.keys))
@@ -208,7 +208,7 @@ def _problem(urn: str, ref: Ref, producer: Producer | None, order: Order) -> tup
             f"needs, is created by nothing in this stack: the user must create it there"
             f"{with_keys} before `pulumi up`"
         )
-    if producer.urn != urn and producer.urn not in order.after(urn):
+    if producer.urn != urn and producer.urn not in after(urn):
         return ORDER, (
             f"{ref.where} needs {ref.kind} {ref.namespace}/{ref.name}, but "
             f"{short_urn(urn)} does not wait for {short_urn(producer.urn)}, which creates it: "
@@ -226,7 +226,7 @@ def _problem(urn: str, ref: Ref, producer: Producer | None, order: Order) -> tup
 
 def check(ctx: PlanContext) -> CheckResult:
     made = producers(ctx)
-    order = Order(ctx.inventory.resources)
+    after = creation_order(ctx.inventory.resources)
     findings: list[Finding] = []
     unknown: list[str] = []
     seen: set[tuple[str, str, str]] = set()
@@ -243,7 +243,7 @@ def check(ctx: PlanContext) -> CheckResult:
         rule, message = "", ""
         if (ref.kind, ref.name) not in BUILTIN:
             producer = made.get((ref.kind, ref.namespace, ref.name))
-            rule, message = _problem(urn, ref, producer, order)
+            rule, message = _problem(urn, ref, producer, after)
         if not rule:
             ok += 1
             continue
