@@ -1,11 +1,8 @@
-"""The upstream CRDs the plan and the tests validate custom resources against: package data,
+"""The upstream CRDs the plan and the tests validate custom resources against, strictly as
+`kubectl apply --validate=strict` (kubernetes-validate bundles built-in kinds only): package data
 `trainforge/plan/data/crds/<group>_<plural>.yaml`, and the PyTorchJob's from the training
-operator the platform vendors (docs/rehearsals.md, "The upstream CRDs").
-
-An object is checked against its version's `openAPIV3Schema` as the API server would, unknown
-fields refused (`kubectl apply --validate=strict`), with jsonschema (kubernetes-validate bundles
-built-in kinds only). A file is read, and its validator built, the first time an object of its
-group and kind is validated in a process (functools.cache), never at import.
+operator the platform vendors (docs/rehearsals.md, "The upstream CRDs"). A file is read the
+first time an object of its kind is validated, never at import.
 """
 
 from __future__ import annotations
