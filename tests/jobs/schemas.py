@@ -1,8 +1,7 @@
 """Upstream CRD schemas (kubeflow.org PyTorchJob v1, monitoring.coreos.com PodMonitor v1,
 trainer.kubeflow.org TrainJob and ClusterTrainingRuntime v1alpha1 from Kubeflow Trainer v2.2.1,
 Kueue v0.19), turned into strict JSON schemas like the API server. The files are the plan's
-package data (trainforge/plan/data/crds, `trainforge.plan.crds`): the tests and the plan read
-the same CRDs."""
+package data (`trainforge.plan.crds.crd_files`): the tests and the plan read the same CRDs."""
 
 from __future__ import annotations
 

@@ -199,10 +199,7 @@ def test_every_backend_fails_on_a_bug_and_retries_a_lost_peer(backend):
         assert crd_errors(wl) == []
     elif backend == "trainjob":
         assert crd_errors(wl) == []
-        assert (
-            V.trainjob_findings(wl, K8S_VERSION, V.runtime_index(trainjob.runtime_manifests()))
-            == []
-        )
+        assert V.trainjob_findings(wl, K8S_VERSION) == []
     else:
         kubernetes_validate.validate(wl, K8S_VERSION, strict=True)
         assert V.job_spec_findings(wl["spec"]) == []

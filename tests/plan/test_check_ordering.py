@@ -93,14 +93,14 @@ def _dev_plan():
 
 
 def test_the_dev_stacks_podmonitors_wait_for_the_monitoring_release():
-    from trainforge.plan.checks.ordering import Order
+    from trainforge.plan.checks.ordering import creation_order
 
     result = _dev_plan()
     resources = result.inventory.resources
     (release,) = [r for r in resources if r.name == "platform-services-monitoring-prometheus"]
     monitors = [r for r in resources if r.type.endswith(":PodMonitor")]
     assert monitors
-    order = Order(resources)
+    after = creation_order(resources)
     for monitor in monitors:
-        assert release.urn in order.after(monitor.urn), monitor.name
+        assert release.urn in after(monitor.urn), monitor.name
     assert not [v for v in result.failing if v.rule in (CRD_RULE, NAMESPACE_RULE)]

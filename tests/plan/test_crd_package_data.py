@@ -10,6 +10,7 @@ import pytest
 
 from tests.conftest import ROOT
 from tests.jobs import schemas
+from trainforge.jobs import trainjob
 from trainforge.plan import crds, kueue_validate
 from trainforge.plan.checks import validate
 
@@ -199,7 +200,11 @@ def test_every_trainjob_refusal_is_still_reported(doc, finding):
 
 
 def test_a_training_runtime_is_checked_against_its_crd_outside_its_pod_templates():
-    runtime = copy.deepcopy(validate.builtin_runtimes()["trainforge-torch"])
+    (runtime,) = [
+        copy.deepcopy(r)
+        for r in trainjob.runtime_manifests()
+        if r["metadata"]["name"] == "trainforge-torch"
+    ]
     assert [f for f in validate.runtime_findings(runtime, "1.35") if "unknown field" in f] == []
     runtime["spec"]["template"]["spec"]["replicatedJobs"][0]["bogus"] = 1
     assert "spec.template.spec.replicatedJobs[0].bogus: unknown field" in (

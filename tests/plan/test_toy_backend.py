@@ -307,18 +307,14 @@ def test_the_queue_admits_its_pods_as_its_shape_counts_them(toy_backend: None) -
 def test_the_backends_suspend_and_managedby_are_where_their_crds_have_them() -> None:
     """The paths a backend declares for `suspend` and `managedBy` are fields of its CRD (the
     vendored schemas the plan validates against), and the shape reads them there."""
-    from pathlib import Path
+    from trainforge.plan import crds
 
-    import yaml
-
-    crds = Path(__file__).resolve().parents[2] / "trainforge" / "plan" / "data" / "crds"
-    for kind, file in (
-        ("PyTorchJob", "kubeflow.org_pytorchjobs.yaml"),
-        ("TrainJob", "trainer.kubeflow.org_trainjobs.yaml"),
+    for kind, api_version in (
+        ("PyTorchJob", "kubeflow.org/v1"),
+        ("TrainJob", "trainer.kubeflow.org/v1alpha1"),
     ):
         shape = backends.SHAPES[kind]
-        crd = yaml.safe_load((crds / file).read_text())
-        schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+        schema = crds.schema(api_version, kind)
         for path in (shape.suspend, shape.managed_by):
             node = schema
             for key in path:

@@ -108,7 +108,7 @@ def test_the_sdk_sends_a_trainjob_on_the_platforms_runtime(sent):
 
 
 def test_the_sent_trainjob_passes_the_plans_validation(plan, sent):
-    runtimes = V.runtime_index([o.doc for o in plan.objects])
+    runtimes = {o.obj_name: o.doc for o in plan.objects if o.kind == trainjob.RUNTIME_KIND}
     assert trainjob.SDK_RUNTIME in runtimes
     status, findings = V.validate_object(sent, None, runtimes)
     assert (status, [f.message for f in findings]) == ("pass", [])

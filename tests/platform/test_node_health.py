@@ -15,8 +15,8 @@ import yaml
 
 from tests.conftest import run_stack
 from trainforge.core import versions
+from trainforge.core.taints import untolerated
 from trainforge.plan import cli
-from trainforge.plan.checks import rules as R
 from trainforge.platform.config import ConfigError, parse_config
 from trainforge.platform.node_health import ADDON_NAME, addon_configuration
 from trainforge.platform.published import pool_facts
@@ -61,9 +61,9 @@ def test_both_agent_daemonsets_tolerate_every_gpu_pools_taints(stack) -> None:
         for part in ("nodeAgent", "dcgmAgent"):
             for t in facts.taints:
                 taint = {"key": t.key, "value": t.value, "effect": t.effect}
-                assert R.tolerates(values[part]["tolerations"], taint), (pool, part, t)
+                assert not untolerated([taint], values[part]["tolerations"]), (pool, part, t)
     # and the chart's default would not have
-    assert not R.tolerates([], {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"})
+    assert untolerated([{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}], [])
 
 
 def test_gpu_node_groups_repair_and_karpenter_gate_is_on(stack) -> None:
@@ -81,11 +81,11 @@ def test_gpu_node_groups_repair_and_karpenter_gate_is_on(stack) -> None:
 
 def test_tolerations_follow_kubernetes_matching() -> None:
     gpu = {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}
-    assert R.tolerates([{"key": "nvidia.com/gpu", "operator": "Exists"}], gpu)
-    assert R.tolerates([{"key": "nvidia.com/gpu", "operator": "Equal", "value": "true"}], gpu)
-    assert not R.tolerates([{"key": "nvidia.com/gpu", "operator": "Equal", "value": "x"}], gpu)
-    assert not R.tolerates([{"operator": "Exists", "effect": "NoExecute"}], gpu)
-    assert not R.tolerates([{"key": "other", "operator": "Exists"}], gpu)
+    assert not untolerated([gpu], [{"key": "nvidia.com/gpu", "operator": "Exists"}])
+    assert not untolerated([gpu], [{"key": "nvidia.com/gpu", "operator": "Equal", "value": "true"}])
+    assert untolerated([gpu], [{"key": "nvidia.com/gpu", "operator": "Equal", "value": "x"}])
+    assert untolerated([gpu], [{"operator": "Exists", "effect": "NoExecute"}])
+    assert untolerated([gpu], [{"key": "other", "operator": "Exists"}])
 
 
 def _trainforge_config(stack: str) -> dict:

@@ -1,10 +1,8 @@
-"""The upstream CRDs the plan and the tests validate custom resources against: package data,
-`trainforge/plan/data/crds/<group>_<plural>.yaml` (docs/rehearsals.md, "The upstream CRDs").
-
-An object is checked against its version's `openAPIV3Schema` as the API server would, unknown
-fields refused (`kubectl apply --validate=strict`), with jsonschema (kubernetes-validate bundles
-built-in kinds only). A file is read, and its validator built, the first time an object of its
-group and kind is validated in a process (functools.cache), never at import.
+"""The upstream CRDs the plan and the tests validate custom resources against, strictly as
+`kubectl apply --validate=strict` (kubernetes-validate bundles built-in kinds only): package data
+`trainforge/plan/data/crds/<group>_<plural>.yaml`, and the PyTorchJob's from the training
+operator the platform vendors (docs/rehearsals.md, "The upstream CRDs"). A file is read the
+first time an object of its kind is validated, never at import.
 """
 
 from __future__ import annotations
@@ -15,7 +13,14 @@ from typing import Any
 
 import yaml
 
+from trainforge.core import versions
+
 CRD_DIR = "data/crds"
+# trainforge.platform's package data: the training operator's own CRD (one copy, not two)
+PYTORCHJOB_CRD = (
+    f"data/training-operator-{versions.TRAINING_OPERATOR_VERSION}/manifests/base/crds/"
+    "kubeflow.org_pytorchjobs.yaml"
+)
 
 
 def strict(node: Any) -> Any:
@@ -54,11 +59,11 @@ def strict(node: Any) -> Any:
 
 def crd_files() -> list[Any]:
     """Every vendored CRD file (importlib.resources Traversables), sorted by name."""
+    plan = resources.files("trainforge.plan").joinpath(CRD_DIR).iterdir()
+    pytorchjob = resources.files("trainforge.platform").joinpath(PYTORCHJOB_CRD)
     return sorted(
-        (f for f in resources.files("trainforge.plan").joinpath(CRD_DIR).iterdir()
-         if f.name.endswith(".yaml")),
-        key=lambda f: f.name,
-    )  # fmt: skip
+        (f for f in [*plan, pytorchjob] if f.name.endswith(".yaml")), key=lambda f: f.name
+    )
 
 
 @functools.cache

@@ -1,15 +1,6 @@
 """Data safety: resources that hold data are protected, and a change that would replace or
-delete one is a finding that needs a waiver (docs/services.md, "Data that survives").
-
-A Pulumi update replaces a resource when a property the provider cannot update in place
-changes, and for FSx, the checkpoint bucket, their KMS key or MLflow's volume that is the
-teams' data gone. `trainforge plan --diff BASE` compares the base plan's recorded resources
-with this one's: a replace-triggering property changed (`DATA_HOLDING`), or the resource gone
-(a URN change is a replacement too), is `TF_DATA_REPLACE`. A value only the cloud knows is
-compared through the recorded dependencies it came from (another subnet, another key). The
-properties are the provider schema's `ForceNew` (terraform-provider-aws internal/service/
-{fsx,s3,kms}, read 2026-11-25; for Kubernetes the API server's immutable fields): one that
-became updatable since shows as a false alarm to waive, never as a silent loss.
+delete one (`trainforge plan --diff BASE`) is a finding that needs a waiver (docs/services.md,
+"Data that survives": FSx, the checkpoint bucket, their KMS keys, MLflow's volume).
 """
 
 from __future__ import annotations
@@ -46,6 +37,9 @@ class DataKind:
 
 PVC = "kubernetes:core/v1:PersistentVolumeClaim"
 
+# What replaces each: the provider schema's ForceNew (terraform-provider-aws internal/service/
+# {fsx,s3,kms}, read 2026-11-25; for Kubernetes the API server's immutable fields). One that
+# became updatable since shows as a false alarm to waive, never as a silent loss.
 DATA_HOLDING: dict[str, DataKind] = {
     # aws_fsx_lustre_file_system: ForceNew fields; storage_capacity forces new when it shrinks
     # (CustomizeDiff), see _changed
@@ -128,7 +122,8 @@ def load_base(folder: pathlib.Path) -> dict[str, Recorded] | None:
 
 
 def _changed(base: Recorded, head: Recorded) -> list[tuple[str, Any, Any]]:
-    """(property, old, new) for every replace-triggering property that differs."""
+    """(property, old, new) for every replace-triggering property that differs; a value only
+    the cloud knows is compared through the recorded dependencies it came from."""
     out = []
     for prop in DATA_HOLDING[base.type].replace_on:
         old, new = get(base.inputs, *prop.split(".")), get(head.inputs, *prop.split("."))

@@ -4,7 +4,7 @@ plan says who must create it, where and with which keys.
 
 A reference is only a string, so no schema, policy or ordering check sees it (prod's Grafana
 named a Secret nothing created, and its release timed out behind a CLEAN plan): the names are
-joined here. What counts as a reference, "before" (`ordering.Order`) and each verdict:
+joined here. What counts as a reference, "before" (`ordering.creation_order`) and each verdict:
 docs/rehearsals.md, "Existence (what pods and charts name)".
 """
 
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
-from trainforge.plan.checks.ordering import CHART_V4, RELEASE, Order, short_urn
+from trainforge.plan.checks.ordering import CHART_V4, RELEASE, After, creation_order, short_urn
 from trainforge.plan.runner import SECRET, UNKNOWN
 
 MISSING = "EXIST_MISSING"
@@ -105,8 +105,13 @@ def producers(ctx: PlanContext) -> dict[tuple[str, str, str], Producer]:
     return out
 
 
-def _opt(ref: Any) -> bool:
-    return isinstance(ref, dict) and ref.get("optional") is True
+def _named(holder: dict[str, Any], suffix: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
+    """(kind, reference) of the required Secret and ConfigMap references a volume source, env
+    value source or envFrom entry holds (`secret<suffix>`, `configMap<suffix>`)."""
+    for prop, kind in (("secret", "Secret"), ("configMap", "ConfigMap")):
+        ref = holder.get(prop + suffix)
+        if isinstance(ref, dict) and ref.get("optional") is not True:
+            yield kind, ref
 
 
 def pod_refs(pod: dict[str, Any], namespace: str, what: str) -> Iterator[Ref]:
@@ -115,14 +120,11 @@ def pod_refs(pod: dict[str, Any], namespace: str, what: str) -> Iterator[Ref]:
     yield Ref("ServiceAccount", namespace, str(sa), f"{what}: serviceAccountName")
     for vol in pod.get("volumes") or []:
         vname = vol.get("name")
-        sources = [vol] + [s for s in (vol.get("projected") or {}).get("sources") or []]
-        for src in sources:
-            for prop, kind in (("secret", "Secret"), ("configMap", "ConfigMap")):
-                ref = src.get(prop)
-                if isinstance(ref, dict) and not _opt(ref):
-                    name = ref.get("secretName") or ref.get("name")  # a projected one: name
-                    keys = {i["key"] for i in ref.get("items") or [] if "key" in i}
-                    yield Ref(kind, namespace, str(name), f"{what}: volume {vname}", keys)
+        for src in [vol, *((vol.get("projected") or {}).get("sources") or [])]:
+            for kind, ref in _named(src):
+                name = ref.get("secretName") or ref.get("name")  # a projected one: name
+                keys = {i["key"] for i in ref.get("items") or [] if "key" in i}
+                yield Ref(kind, namespace, str(name), f"{what}: volume {vname}", keys)
         claim = vol.get("persistentVolumeClaim")
         if isinstance(claim, dict):
             yield Ref(
@@ -132,26 +134,16 @@ def pod_refs(pod: dict[str, Any], namespace: str, what: str) -> Iterator[Ref]:
                 f"{what}: volume {vname}",
             )
     for c in (pod.get("initContainers") or []) + (pod.get("containers") or []):
-        cname = c.get("name")
+        at = f"{what}: container {c.get('name')}"
         for env in c.get("env") or []:
-            src = env.get("valueFrom") or {}
-            for prop, kind in (("secretKeyRef", "Secret"), ("configMapKeyRef", "ConfigMap")):
-                ref = src.get(prop)
-                if isinstance(ref, dict) and not _opt(ref):
-                    yield Ref(
-                        kind,
-                        namespace,
-                        str(ref.get("name")),
-                        f"{what}: container {cname} env {env.get('name')}",
-                        {str(ref["key"])} if ref.get("key") else set(),
-                    )
+            for kind, ref in _named(env.get("valueFrom") or {}, "KeyRef"):
+                keys = {str(ref["key"])} if ref.get("key") else set()
+                yield Ref(
+                    kind, namespace, str(ref.get("name")), f"{at} env {env.get('name')}", keys
+                )
         for env in c.get("envFrom") or []:
-            for prop, kind in (("secretRef", "Secret"), ("configMapRef", "ConfigMap")):
-                ref = env.get(prop)
-                if isinstance(ref, dict) and not _opt(ref):
-                    yield Ref(
-                        kind, namespace, str(ref.get("name")), f"{what}: container {cname} envFrom"
-                    )
+            for kind, ref in _named(env, "Ref"):
+                yield Ref(kind, namespace, str(ref.get("name")), f"{at} envFrom")
 
 
 def _pods(obj: Any) -> Iterator[tuple[dict[str, Any], str]]:
@@ -206,7 +198,7 @@ def references(ctx: PlanContext) -> list[tuple[str, Ref]]:
     return out
 
 
-def _problem(urn: str, ref: Ref, producer: Producer | None, order: Order) -> tuple[str, str]:
+def _problem(urn: str, ref: Ref, producer: Producer | None, after: After) -> tuple[str, str]:
     """(rule, message) when the consumer `urn` cannot rely on `ref`; ("", "") when it can."""
     if producer is None:
         keys = ", ".join(sorted(ref.keys))
@@ -216,7 +208,7 @@ def _problem(urn: str, ref: Ref, producer: Producer | None, order: Order) -> tup
             f"needs, is created by nothing in this stack: the user must create it there"
             f"{with_keys} before `pulumi up`"
         )
-    if producer.urn != urn and producer.urn not in order.after(urn):
+    if producer.urn != urn and producer.urn not in after(urn):
         return ORDER, (
             f"{ref.where} needs {ref.kind} {ref.namespace}/{ref.name}, but "
             f"{short_urn(urn)} does not wait for {short_urn(producer.urn)}, which creates it: "
@@ -234,7 +226,7 @@ def _problem(urn: str, ref: Ref, producer: Producer | None, order: Order) -> tup
 
 def check(ctx: PlanContext) -> CheckResult:
     made = producers(ctx)
-    order = Order(ctx.inventory.resources)
+    after = creation_order(ctx.inventory.resources)
     findings: list[Finding] = []
     unknown: list[str] = []
     seen: set[tuple[str, str, str]] = set()
@@ -251,7 +243,7 @@ def check(ctx: PlanContext) -> CheckResult:
         rule, message = "", ""
         if (ref.kind, ref.name) not in BUILTIN:
             producer = made.get((ref.kind, ref.namespace, ref.name))
-            rule, message = _problem(urn, ref, producer, order)
+            rule, message = _problem(urn, ref, producer, after)
         if not rule:
             ok += 1
             continue

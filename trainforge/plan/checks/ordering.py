@@ -8,8 +8,8 @@ the runner records (docs/rehearsals.md, "Creation order (CRDs and namespaces)").
 
 from __future__ import annotations
 
-from collections import deque
-from collections.abc import Iterable
+import functools
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from trainforge.core.pods import get
@@ -93,35 +93,29 @@ def installers(resources: Iterable[Any]) -> dict[str, list[str]]:
     return out
 
 
-class Order:
-    """What each resource is created after: its recorded dependencies and parents, closed."""
+After = Callable[[str], frozenset[str]]  # a URN -> the URNs its resource is created after
 
-    def __init__(self, resources: Iterable[Any]) -> None:
-        self._by_urn = {r.urn: r for r in resources}
-        self._cache: dict[str, frozenset[str]] = {}
 
-    def after(self, urn: str) -> frozenset[str]:
-        if urn in self._cache:
-            return self._cache[urn]
+def creation_order(resources: Iterable[Any]) -> After:
+    """What each resource is created after: its recorded dependencies and parents, closed
+    (each answer computed once)."""
+    edges = {
+        r.urn: [*(r.options.get("dependencies") or []), *([r.parent] if r.parent else [])]
+        for r in resources
+    }
+
+    @functools.cache
+    def after(urn: str) -> frozenset[str]:
         seen: set[str] = set()
-        todo = deque(self._edges(urn))
+        todo = list(edges.get(urn, []))
         while todo:
-            u = todo.popleft()
-            if u in seen:
-                continue
-            seen.add(u)
-            todo.extend(self._edges(u))
-        self._cache[urn] = frozenset(seen)
-        return self._cache[urn]
+            u = todo.pop()
+            if u not in seen:
+                seen.add(u)
+                todo += edges.get(u, [])
+        return frozenset(seen)
 
-    def _edges(self, urn: str) -> list[str]:
-        res = self._by_urn.get(urn)
-        if res is None:
-            return []
-        out = list(res.options.get("dependencies") or [])
-        if res.parent:
-            out.append(res.parent)
-        return out
+    return after
 
 
 def _namespace_makers(resources: list[Any]) -> dict[str, list[str]]:
@@ -148,7 +142,7 @@ def check(ctx: PlanContext) -> CheckResult:
     # not the objects a program sends once the stack is up (`plan --sdk`): Pulumi creates none
     resources = [r for r in ctx.inventory.resources if not r.urn.startswith(SENT_URN)]
     by_urn = {r.urn: r for r in resources}
-    order = Order(resources)
+    after_of = creation_order(resources)
     crd_makers = installers(resources)
     ns_makers = _namespace_makers(resources)
     findings: list[Finding] = []
@@ -173,7 +167,7 @@ def check(ctx: PlanContext) -> CheckResult:
             makers = crd_makers.get(group, [])
             if not makers:
                 assumed.setdefault(group, set()).add(obj.kind)
-            elif not set(makers) & order.after(res.urn):
+            elif not set(makers) & after_of(res.urn):
                 refuse(
                     res,
                     CRD_RULE,
@@ -191,7 +185,7 @@ def check(ctx: PlanContext) -> CheckResult:
             continue
         if res.type == RELEASE and res.inputs.get("createNamespace") is True:
             continue
-        after = order.after(res.urn)
+        after = after_of(res.urn)
         if ns == UNKNOWN:
             deps = res.dependencies.get(prop, [])
             if not any(by_urn.get(d) is not None and by_urn[d].type == NAMESPACE for d in deps):

@@ -1,14 +1,10 @@
 """Policy rules, written once as pure functions and run by both the offline plan (as one
-registered check, `check`) and the pulumi-policy pack in policy/.
+registered check, `check`) and the pulumi-policy pack in policy/ (docs/pr-review.md, "Policy
+rules": each id, with checkov's where one exists, and what it applies to).
 
-A resource rule looks at one resource: (Pulumi type token, inputs as the engine sees them,
-camelCase) -> list of messages. A stack rule looks at every resource at once, for properties
-that AWS spreads over several resources (an S3 bucket's encryption, versioning, public access
-block and policy are four resources). Ids mirror checkov's where one exists, so that a finding
-can be looked up in checkov's docs; ours are prefixed TRAINFORGE_.
-
-Values the cloud only knows at apply time are "<unknown>" here (or the policy SDK's unknown);
-a rule never fails on an unknown value, exactly as `pulumi preview --policy-pack` behaves.
+A stack rule sees every resource at once, for what AWS spreads over several resources (an S3
+bucket's encryption, versioning, public access block and policy are four). A rule never fails
+on a value only the cloud knows ("<unknown>"), as `pulumi preview --policy-pack` behaves.
 """
 
 from __future__ import annotations
@@ -21,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainforge.core.pods import get
-from trainforge.core.taints import untolerated
+from trainforge.core.taints import schedules, untolerated
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext
 from trainforge.plan.checks.iam_eval import as_list, policy_doc
 from trainforge.plan.manifests import has_unknown
@@ -756,11 +752,6 @@ def capacity_taints(res: StackResource) -> list[dict[str, Any]]:
     return [t for t in as_list(taints) if isinstance(t, dict)] if not is_unknown(taints) else []
 
 
-def tolerates(tolerations: list[Any], taint: dict[str, Any]) -> bool:
-    """Kubernetes toleration matching (trainforge.core.taints, the project's one matcher)."""
-    return untolerated([taint], [t for t in tolerations if isinstance(t, dict)]) is None
-
-
 # The agent chart's defaults (github.com/aws/eks-node-monitoring-agent v1.7.0 values.yaml):
 # the node agent tolerates everything, the dcgm-server DaemonSet nothing.
 _AGENT_DEFAULT_TOLERATIONS = {"nodeAgent": [{"operator": "Exists"}], "dcgmAgent": []}
@@ -794,11 +785,8 @@ def gpu_health_monitoring(res: list[StackResource]) -> Iterable[tuple[str, str]]
         for part, label in _AGENT_PARTS.items():
             tols = get(values, part, "tolerations")
             tols = _AGENT_DEFAULT_TOLERATIONS[part] if tols is None else as_list(tols)
-            missing = [
-                t
-                for t in capacity_taints(r)
-                if t.get("effect") in ("NoSchedule", "NoExecute") and not tolerates(tols, t)
-            ]
+            tols = [t for t in tols if isinstance(t, dict)]
+            missing = [t for t in capacity_taints(r) if untolerated([t], tols, schedules)]
             if missing:
                 shown = ", ".join(
                     f"{t.get('key')}={t.get('value') or ''}:{t.get('effect')}" for t in missing

@@ -22,8 +22,10 @@ from typing import Any
 
 from trainforge.core import versions
 from trainforge.core.pods import get
+from trainforge.jobs import trainjob
 from trainforge.plan import crds, kueue_validate
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext
+from trainforge.plan.checks.job_backends import runtime_docs
 
 DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 DEFAULT_K8S_VERSION = "1.31"
@@ -80,14 +82,16 @@ def _validator(schema_dir: str, kind: str, api_version: str):
 
 
 @functools.cache
-def _schema_dir(version: str) -> str | None:
+def _schema_dir(version: str) -> str:
+    """The bundled strict schemas of the newest version at or below `version` (of
+    DEFAULT_K8S_VERSION when `version` is older than every bundled one)."""
     from kubernetes_validate import utils
 
     def key(v: str) -> tuple[int, ...]:
         return tuple(int(x) for x in re.findall(r"\d+", v)[:2])
 
     candidates = [v for v in utils.all_versions() if key(v) <= key(version)]
-    return f"v{candidates[-1]}-local-strict" if candidates else None
+    return f"v{candidates[-1]}-local-strict" if candidates else _schema_dir(DEFAULT_K8S_VERSION)
 
 
 @functools.cache
@@ -95,9 +99,7 @@ def builtin_groups(version: str | None = None) -> frozenset[str]:
     """The API groups the API server serves itself (an object of any other group needs a
     CRD): every group of the cluster version's bundled schemas."""
     schema_dir = _schema_dir(version or versions.KUBERNETES_VERSION)
-    defs = _schema_json(
-        f"kubernetes-json-schema/{schema_dir or _schema_dir(DEFAULT_K8S_VERSION)}/_definitions.json"
-    )
+    defs = _schema_json(f"kubernetes-json-schema/{schema_dir}/_definitions.json")
     return frozenset(
         g["group"]
         for d in defs["$defs"].values()
@@ -110,9 +112,9 @@ def core_errors(doc: dict, version: str) -> list[str] | None:
     the kind has no bundled schema."""
     import jsonschema
 
-    schema_dir = _schema_dir(version) or _schema_dir(DEFAULT_K8S_VERSION)
-    if not schema_dir or not isinstance(doc.get("apiVersion"), str) or not doc.get("kind"):
+    if not isinstance(doc.get("apiVersion"), str) or not doc.get("kind"):
         return None
+    schema_dir = _schema_dir(version)
     validator = _validator(schema_dir, str(doc["kind"]), doc["apiVersion"])
     if validator is None:
         return None
@@ -291,37 +293,18 @@ def job_spec_findings(spec: dict, where: str = "spec", sized_later: bool = False
 # trainforge does not use; read 2026-11-29): pkg/webhooks and the plugins'
 # Validate (torch: reserved PET_* env; jobset: runtime patches), plus the CRD's CEL rules.
 
-TRAINER_GROUP = "trainer.kubeflow.org"
 # A TrainJob's fields, types, bounds (activeDeadlineSeconds >= 1, at most 16 runtimePatches) and
 # quantities are checked against its CRD's schema (trainer.kubeflow.org_trainjobs.yaml, package
 # data); what follows is what the schema leaves to CEL, the webhook and the plugins.
-TORCH_RESERVED_ENV = {
-    "PET_NNODES",
-    "PET_NPROC_PER_NODE",
-    "PET_NODE_RANK",
-    "PET_MASTER_ADDR",
-    "PET_MASTER_PORT",
-}
 MANAGED_BY = ("trainer.kubeflow.org/trainjob-controller", "kueue.x-k8s.io/multikueue")
-POD_PATCH_FIELDS = {
-    "affinity",
-    "containers",
-    "imagePullSecrets",
-    "initContainers",
-    "nodeSelector",
-    "schedulingGates",
-    "securityContext",
-    "serviceAccountName",
-    "terminationGracePeriodSeconds",
-    "tolerations",
-    "volumes",
-}
-CONTAINER_PATCH_FIELDS = {"env", "name", "securityContext", "volumeMounts"}
+# What a runtime patch may set: the Trainer's PodSpecPatch and ContainerPatch (the fields Kueue
+# keeps, `trainjob.KUEUE_*_PATCH_FIELDS`), and v2.3's terminationGracePeriodSeconds.
+POD_PATCH_FIELDS = trainjob.KUEUE_POD_PATCH_FIELDS | {"terminationGracePeriodSeconds"}
+CONTAINER_PATCH_FIELDS = trainjob.KUEUE_CONTAINER_PATCH_FIELDS
 # Containers whose env a runtime patch may not set (they get it from the TrainJob).
-NO_PATCHED_ENV = {"node", "dataset-initializer", "model-initializer"}
-ANCESTOR_LABEL = f"{TRAINER_GROUP}/trainjob-ancestor-step"
+NO_PATCHED_ENV = {trainjob.CONTAINER, "dataset-initializer", "model-initializer"}
 ANCESTOR_CONTAINERS = {
-    "trainer": "node",
+    trainjob.ANCESTOR_TRAINER: trainjob.CONTAINER,
     "dataset-initializer": "dataset-initializer",
     "model-initializer": "model-initializer",
 }
@@ -330,17 +313,6 @@ ML_POLICIES = ("torch", "mpi", "jax", "xgboost", "flux")
 DOMAIN_PREFIXED_PATH = re.compile(
     r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/[A-Za-z0-9/\-._~%!$&'()*+,;=:]+$"
 )
-
-
-def builtin_runtimes() -> dict[str, dict]:
-    """trainforge's ClusterTrainingRuntimes by name: every platform with the trainjob backend
-    installs them, so a TrainJob naming one is checked against it even when the plan does not
-    declare the platform (a jobs-only program, the policy pack)."""
-    try:
-        from trainforge.jobs.trainjob import runtime_manifests  # noqa: PLC0415
-    except ImportError:
-        return {}
-    return {d["metadata"]["name"]: d for d in runtime_manifests()}
 
 
 def _rjobs(runtime: dict) -> list[dict]:
@@ -355,16 +327,19 @@ def _containers_of(rjob: dict) -> set[str]:
 def trainjob_findings(
     doc: dict, version: str, runtimes: Mapping[str, dict] | None = None
 ) -> list[str]:
+    """`runtimes`: the ClusterTrainingRuntimes a TrainJob may name, by name (a plan's:
+    `job_backends.runtime_docs`); by default the platform's own, which every platform with the
+    trainjob backend installs (a jobs-only program, the policy pack)."""
     errs = _name_errors(doc)
     errs += crds.crd_errors(doc) or []
     spec = doc.get("spec") or {}
     ref = spec.get("runtimeRef") or {}
     if not ref.get("name"):
         errs.append("spec.runtimeRef.name is required")
-    kind = ref.get("kind", "ClusterTrainingRuntime")
-    if kind not in ("ClusterTrainingRuntime", "TrainingRuntime"):
+    kind = ref.get("kind", trainjob.RUNTIME_KIND)
+    if kind not in (trainjob.RUNTIME_KIND, "TrainingRuntime"):
         errs.append(f"spec.runtimeRef.kind {kind!r}: ClusterTrainingRuntime or TrainingRuntime")
-    if ref.get("apiGroup", TRAINER_GROUP) != TRAINER_GROUP:
+    if ref.get("apiGroup", trainjob.GROUP) != trainjob.GROUP:
         errs.append(f"spec.runtimeRef.apiGroup {ref.get('apiGroup')!r}: unsupported runtime")
     managed = spec.get("managedBy")
     if managed is not None and managed not in MANAGED_BY:
@@ -375,7 +350,7 @@ def trainjob_findings(
         if isinstance(value, int) and value < 1:
             errs.append(f"spec.trainer.{key} {value!r} must be an integer >= 1")
     env_names = [e.get("name") for e in trainer.get("env") or []]
-    reserved = sorted(TORCH_RESERVED_ENV & set(env_names))
+    reserved = sorted(set(trainjob.TORCH_RESERVED_ENV) & set(env_names))
     if reserved:
         errs.append(f"spec.trainer.env must not have the torch plugin's reserved envs {reserved}")
     dupes = sorted({n for n in env_names if env_names.count(n) > 1})
@@ -385,9 +360,9 @@ def trainjob_findings(
     managers = [p.get("manager") for p in patches]
     if len(set(managers)) != len(managers):
         errs.append("spec.runtimePatches: managers must be unique")
-    runtime = None
-    if ref.get("name") and kind == "ClusterTrainingRuntime":
-        runtime = (runtimes or {}).get(ref["name"]) or builtin_runtimes().get(ref["name"])
+    if runtimes is None:
+        runtimes = {r["metadata"]["name"]: r for r in trainjob.runtime_manifests()}
+    runtime = runtimes.get(ref.get("name")) if kind == trainjob.RUNTIME_KIND else None
     known = {r.get("name"): _containers_of(r) for r in _rjobs(runtime)} if runtime else None
     for i, patch in enumerate(patches):
         at = f"spec.runtimePatches[{i}]"
@@ -419,9 +394,8 @@ def trainjob_findings(
                     if key == "containers" and c.get("env") and cname in NO_PATCHED_ENV:
                         errs.append(f"{rat}: container {cname!r} takes env from spec.trainer.env")
     if runtime is not None and not errs:
-        from trainforge.jobs.trainjob import effective_pod  # noqa: PLC0415
-
-        errs += _shadow_pod_errors(effective_pod(doc, runtime), version, "pod the Trainer builds")
+        pod = trainjob.effective_pod(doc, runtime)
+        errs += _shadow_pod_errors(pod, version, "pod the Trainer builds")
     return errs
 
 
@@ -444,7 +418,7 @@ def runtime_findings(doc: dict, version: str) -> list[str]:
         if not isinstance(rjob.get("name"), str) or not DNS1035.match(rjob["name"]):
             errs.append(f"{at}.name {rjob.get('name')!r} is not a DNS-1035 label")
         labels = get(rjob, "template", "metadata", "labels") or {}
-        ancestor = labels.get(ANCESTOR_LABEL)
+        ancestor = labels.get(trainjob.ANCESTOR_LABEL)
         if ancestor in ANCESTOR_CONTAINERS:
             if rjob.get("replicas", 1) != 1:
                 errs.append(f"{at}.replicas always must be 1 (ancestor {ancestor})")
@@ -455,20 +429,10 @@ def runtime_findings(doc: dict, version: str) -> list[str]:
                 )
         job_spec = (rjob.get("template") or {}).get("spec") or {}
         errs += job_spec_findings(
-            job_spec, f"{at}.template.spec", sized_later=ancestor == "trainer"
+            job_spec, f"{at}.template.spec", sized_later=ancestor == trainjob.ANCESTOR_TRAINER
         )
         errs += _shadow_pod_errors(job_spec.get("template"), version, f"{at} pod template")
     return errs
-
-
-def runtime_index(docs: list[dict]) -> dict[str, dict]:
-    """ClusterTrainingRuntimes among `docs`, by name (what TrainJobs refer to)."""
-    return {
-        (d.get("metadata") or {}).get("name"): d
-        for d in docs
-        if d.get("apiVersion") == f"{TRAINER_GROUP}/v1alpha1"
-        and d.get("kind") == "ClusterTrainingRuntime"
-    }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -581,8 +545,8 @@ JUDGED_WITH_VERSION = (PYTORCHJOB_RULE, RUNTIME_RULE)
 def validate_object(
     doc: dict, version: str | None = None, runtimes: Mapping[str, dict] | None = None
 ) -> tuple[str, list[Finding]]:
-    """('pass' | 'fail' | 'unchecked', findings) for one Kubernetes object. `runtimes` are
-    the ClusterTrainingRuntimes of the same plan (`runtime_index`), for TrainJobs."""
+    """('pass' | 'fail' | 'unchecked', findings) for one Kubernetes object. `runtimes`: the
+    ClusterTrainingRuntimes a TrainJob may name (`trainjob_findings`)."""
     version = version or versions.KUBERNETES_VERSION
     key = (doc.get("apiVersion"), doc.get("kind"))
     rule, judge = CUSTOM_CHECKS.get(key, ("", None))  # type: ignore[arg-type]
@@ -624,7 +588,7 @@ def validation(ctx: PlanContext) -> Validation:
     if "validation" in ctx.memo:
         return ctx.memo["validation"]
     out = Validation()
-    runtimes = runtime_index([o.doc for o in ctx.objects])
+    runtimes = runtime_docs(ctx)
     for obj in ctx.objects:
         status, found = validate_object(obj.doc, None, runtimes)
         out.counts[status] += 1
