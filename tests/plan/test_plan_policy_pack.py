@@ -105,3 +105,59 @@ def test_stack_policy_finds_a_bucket_without_versioning(pack):
             bucket.urn,
         )
     ]
+
+
+# Run in a fresh interpreter: the pack's own virtualenv (Pulumi makes it from
+# policy/requirements.txt) has only those packages and what they depend on; any other
+# third-party import is refused, as it would be there.
+_OWN_VENV = r"""
+import importlib.metadata as md, re, runpy, sys
+
+def norm(n):
+    return re.sub(r"[-_.]+", "-", n).lower()
+
+def name_of(req):
+    return norm(re.split(r"[=<>!~\[ ;(]", req.strip(), maxsplit=1)[0])
+
+lines = open("requirements.txt").read().splitlines()
+todo = [name_of(l) for l in lines if l.strip() and not l.lstrip().startswith("#")]
+closure = set()
+while todo:
+    n = todo.pop()
+    if n in closure:
+        continue
+    closure.add(n)
+    try:
+        todo += [name_of(r) for r in md.distribution(n).requires or [] if "extra ==" not in r]
+    except md.PackageNotFoundError:
+        pass
+tops = md.packages_distributions()
+allowed = {t for t, ds in tops.items() if any(norm(d) in closure for d in ds)}
+
+class NotInPack:
+    def find_spec(self, name, path=None, target=None):
+        top = name.split(".")[0]
+        if top in tops and top not in allowed and top != "trainforge":
+            raise ModuleNotFoundError(f"No module named {top!r} in the pack's virtualenv")
+
+sys.meta_path.insert(0, NotInPack())
+import pulumi_policy
+pulumi_policy.PolicyPack = lambda *a, **k: print("pack built")
+runpy.run_path("__main__.py", run_name="__main__")
+"""
+
+
+def test_the_pack_starts_with_only_its_own_requirements():
+    """`pulumi preview --policy-pack policy` installs policy/requirements.txt into the pack's
+    own virtualenv: every module the pack imports from trainforge must be served by it."""
+    import subprocess
+    import sys
+
+    run = subprocess.run(
+        [sys.executable, "-c", _OWN_VENV],
+        cwd=PACK.parent,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0 and "pack built" in run.stdout, run.stderr[-2000:]
