@@ -7,6 +7,7 @@ assume each Pod Identity role, and each controller's calls and upstream referenc
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import asdict, dataclass, replace
 from typing import Any
@@ -37,7 +38,8 @@ from trainforge.plan.checks.iam_reference import (
     node_role_calls,
     request_tags,
 )
-from trainforge.plan.checks.iam_stack import ADDON, HELM_RELEASE, RoleFacts, StackIam, read_stack
+from trainforge.plan.checks.iam_stack import ADDON, HELM_RELEASE, RoleFacts, StackIam, stack_iam
+from trainforge.plan.manifests import k8s_objects
 
 DENIED = "TRAINFORGE_IAM_DENIED"
 TOO_BROAD = "TRAINFORGE_IAM_TOO_BROAD"
@@ -122,12 +124,11 @@ class _Run:
 
 
 def check(ctx: PlanContext) -> CheckResult:
-    inv = ctx.standin_inventory() or ctx.inventory
-    stack = read_stack(inv)
+    inv, stack = stack_iam(ctx)
     run = _Run(stack)
     _rehearse_trust(run)
     _rehearse_teams(run, ctx)
-    objects = _k8s_docs(inv)
+    objects = [o.doc for o in k8s_objects(inv)]  # as plain dicts (kind, metadata, spec, ...)
     addons = {r.inputs.get("addonName") for r in inv.resources if r.type == ADDON}
     _rehearse_karpenter(run, inv, objects)
     _rehearse_csi(run, addons, objects)
@@ -194,15 +195,10 @@ def _rehearse_trust(run: _Run) -> None:
 # Team roles: the runtime's S3 calls
 
 
-_MIRROR_CACHE: dict[tuple[str, str, str], list[ApiCall]] = {}
-
-
+@functools.cache
 def _mirror_calls(bucket: str, prefix: str, region: str) -> list[ApiCall]:
     """The runtime's calls (recorded once per process: they depend only on these three)."""
-    key = (bucket, prefix, region)
-    if key not in _MIRROR_CACHE:
-        _MIRROR_CACHE[key] = distinct_calls(rehearse_s3_mirror(bucket, prefix, region))
-    return _MIRROR_CACHE[key]
+    return distinct_calls(rehearse_s3_mirror(bucket, prefix, region))
 
 
 # parameters that differ between the parts of one upload and never reach IAM's request
@@ -337,13 +333,6 @@ def _rehearse_teams(run: _Run, ctx: PlanContext) -> None:
 
 # --------------------------------------------------------------------------------------------
 # Controllers
-
-
-def _k8s_docs(inv: Any) -> list[dict]:
-    """Kubernetes objects of the inventory as plain dicts (kind, metadata, spec, ...)."""
-    from trainforge.plan.manifests import k8s_objects
-
-    return [o.doc for o in k8s_objects(inv)]
 
 
 def _expect_calls(

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainforge.plan.check_types import PlanContext
 from trainforge.plan.checks.aws_calls import BucketFacts
 from trainforge.plan.checks.iam_eval import Policy, as_list, policy_doc
 from trainforge.plan.checks.iam_reference import default_key_policy, managed_policy
@@ -131,6 +132,15 @@ class StackIam:
 def _dep(rec: Any, prop: str) -> str | None:
     urns = rec.dependencies.get(prop) or []
     return urns[0] if urns else None
+
+
+def stack_iam(ctx: PlanContext) -> tuple[Inventory, StackIam]:
+    """The inventory the IAM checks read (the stand-in run's where there is one) and its IAM,
+    read once per plan: the IAM rehearsal and the controller-identity check both need it."""
+    inv = ctx.standin_inventory() or ctx.inventory
+    if "iam_stack" not in ctx.memo:
+        ctx.memo["iam_stack"] = read_stack(inv)
+    return inv, ctx.memo["iam_stack"]
 
 
 def read_stack(inv: Inventory) -> StackIam:
