@@ -12,12 +12,13 @@ its reference policy and source, with the calls the reference policy exists to r
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
 from trainforge.plan.checks.aws_calls import Caller
-from trainforge.plan.checks.iam_eval import Policy, Request
+from trainforge.plan.checks.iam_eval import Policy, Request, as_list
 
 
 def _data(name: str) -> str:
@@ -56,10 +57,7 @@ MANAGED_POLICIES: dict[str, dict | None] = {
 
 def managed_policy(arn: str) -> tuple[bool, Policy | None]:
     """(known, policy) for an AWS managed policy ARN in any partition."""
-    parts = arn.split(":")
-    if len(parts) > 1:
-        parts[1] = "aws"
-    key = ":".join(parts)
+    key = re.sub(r"^arn:[^:]*:", "arn:aws:", arn)
     if key not in MANAGED_POLICIES:
         return False, None
     doc = MANAGED_POLICIES[key]
@@ -215,25 +213,12 @@ def karpenter_calls(f: KarpenterFacts, principal: str) -> list[ExpectedCall]:
             calls.ok(action, f"{ec2}:{kind}/x-0123", why, **launch)
     on_create = {**launch, "ec2:CreateAction": "CreateFleet"}
     named = {**owned, **request_tags({"Name": "node-a", "karpenter.sh/nodeclaim": claim})}
-    describe = (
-        "ec2:DescribeImages",
-        "ec2:DescribeInstances",
-        "ec2:DescribeInstanceTypes",
-        "ec2:DescribeInstanceTypeOfferings",
-        "ec2:DescribeSubnets",
-        "ec2:DescribeSecurityGroups",
-        "ec2:DescribeLaunchTemplates",
-        "ec2:DescribeSpotPriceHistory",
-        "ec2:DescribeCapacityReservations",
-        "ec2:DescribePlacementGroups",
-        "ec2:DescribeInstanceStatus",
-    )
-    profile_actions = (
-        "iam:AddRoleToInstanceProfile",
-        "iam:RemoveRoleFromInstanceProfile",
-        "iam:DeleteInstanceProfile",
-    )
-    sqs = ("sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueUrl")
+    # the reads, instance-profile and queue calls are the actions of the reference statements
+    # that exist for them
+    reference = {st["Sid"]: as_list(st["Action"]) for st in karpenter_reference_statements(f)}
+    describe = reference["AllowRegionalReadActions"]
+    profile_actions = reference["AllowScopedInstanceProfileActions"]
+    sqs = reference["AllowInterruptionQueueActions"]
     to_ec2 = {"iam:PassedToService": "ec2.amazonaws.com"}
     for action, resource, why, ctx in (
         ("ec2:CreateLaunchTemplate", lt, "create a launch template per NodeClass", launch),
