@@ -171,7 +171,6 @@ class BucketFacts:
 class Authz:
     """One IAM request a call needs, and which resource policy AWS consults with it."""
 
-    call: ApiCall
     request: Request
     resource_policy: str  # "bucket" | "kms-key"
 
@@ -199,7 +198,7 @@ def s3_requests(
     if op.on == "bucket":
         listing = _LIST_KEYS.items() if op.prefix_keys else ()
         ctx = {**base, **{key: str(call.params[p]) for p, key in listing if p in call.params}}
-        return [Authz(call, caller.request(op.action, barn, **ctx), "bucket")]
+        return [Authz(caller.request(op.action, barn, **ctx), "bucket")]
     keys = (
         [o["Key"] for o in call.params.get("Delete", {}).get("Objects", [])]
         if op.on == "each-key"
@@ -210,7 +209,7 @@ def s3_requests(
         ctx = dict(base)
         if "ServerSideEncryption" in call.params:
             ctx["s3:x-amz-server-side-encryption"] = call.params["ServerSideEncryption"]
-        out.append(Authz(call, caller.request(op.action, f"{barn}/{key}", **ctx), "bucket"))
+        out.append(Authz(caller.request(op.action, f"{barn}/{key}", **ctx), "bucket"))
         if op.kms and bucket.kms_key_arn:
             # The KMS request S3 makes with the caller's credentials (KMS Developer Guide,
             # "kms:ViaService"). Its encryption context `aws:s3:arn` is the object ARN, or the
@@ -228,7 +227,7 @@ def s3_requests(
                 "kms:EncryptionContextKeys": ["aws:s3:arn"],
             }
             kms = caller.request(op.kms, bucket.kms_key_arn, **kms_context)
-            out.append(Authz(call, kms, "kms-key"))
+            out.append(Authz(kms, "kms-key"))
     return out
 
 

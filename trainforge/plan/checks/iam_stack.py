@@ -287,9 +287,8 @@ def read_stack(inv: Inventory) -> StackIam:
 
 
 def _attach(facts: RoleFacts, arn: str, policy_urn: str | None, by_type: dict) -> None:
-    managed = [p for p in by_type.get(MANAGED, []) if policy_urn and p.urn == policy_urn]
-    if managed:
-        p = managed[0]
+    p = next((p for p in by_type.get(MANAGED, []) if policy_urn and p.urn == policy_urn), None)
+    if p is not None:
         facts.add(p.inputs.get("policy"), f"policy {p.name}", f"managed policy {p.name}")
         return
     known, policy = managed_policy(arn)
