@@ -1,9 +1,6 @@
-"""The AWS calls our runtime really makes, and the IAM requests AWS authorizes each one as.
-
-The calls are recorded from the real botocore client's event hooks while the runtime's S3
-mirror (`trainforge.training.s3_mirror.S3Mirror`) runs a job's life against moto, so a call
-added to the runtime is rehearsed without anyone updating a list; an S3 operation this module
-cannot authorize is reported, never skipped (docs/rehearsals.md, IAM rehearsal).
+"""The AWS calls our runtime really makes (recorded from botocore's event hooks while the S3
+mirror runs a job's life against moto), and the IAM requests AWS authorizes each one as:
+docs/rehearsals.md, IAM rehearsal.
 """
 
 from __future__ import annotations

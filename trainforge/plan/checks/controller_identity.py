@@ -1,10 +1,8 @@
 """Plan check: every add-on and controller that calls AWS has an identity with what it needs.
 
 Why: an add-on installs fine without IAM and then fails at run time (the EBS CSI driver with
-no role leaves every gp3 claim Pending). Each installed add-on and Helm release is looked up
-in ADDONS/CHARTS below; an unknown one is itself a finding, so a new controller can never ship
-without someone saying whether it calls AWS. What counts as an identity: docs/rehearsals.md,
-Controller identity; whether each call passes its conditions is the IAM rehearsal's job.
+no role leaves every gp3 claim Pending). What counts as an identity, and why an add-on missing
+from ADDONS/CHARTS is itself a finding: docs/rehearsals.md, Controller identity.
 """
 
 from __future__ import annotations

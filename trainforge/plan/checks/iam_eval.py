@@ -109,10 +109,8 @@ def _glob_regex(pattern: str) -> re.Pattern[str]:
     return re.compile(regex, flags=re.DOTALL)
 
 
-def _glob(pattern: str, value: str, *, case: bool = True) -> bool:
+def _glob(pattern: str, value: str) -> bool:
     """IAM wildcards: `*` any run, `?` one character; nothing else is special."""
-    if not case:
-        pattern, value = pattern.lower(), value.lower()
     return _glob_regex(pattern).fullmatch(value) is not None
 
 
@@ -147,7 +145,8 @@ def substitute(value: str, request: Request) -> str | None:
 
 
 def action_matches(patterns: Any, action: str) -> bool:
-    return any(_glob(str(p), action, case=False) for p in as_list(patterns))
+    """Actions match case-insensitively."""
+    return any(_glob(str(p).lower(), action.lower()) for p in as_list(patterns))
 
 
 def resource_matches(patterns: Any, resource: str, request: Request) -> bool:

@@ -1,12 +1,8 @@
 """Reference policies (upstream and AWS managed) and the AWS calls each controller makes.
 
-The documents ship with the package (trainforge/plan/data/iam_reference.json and
-karpenter_controller_policy.json; the offline plan has no network), copied as published with
-only CloudFormation's `${...}` filled in, each one's source and date noted where it is read;
-update them with the pinned version in trainforge/core/versions.py. A controller's calls cannot
-be recorded (we do not run Karpenter or the CSI drivers), so each list below is derived from
-its reference policy and source, with the calls the reference policy exists to refuse
-(Karpenter must never terminate a node it did not launch): docs/rehearsals.md, IAM rehearsal.
+The documents are package data (plan/data/iam_reference.json, karpenter_controller_policy.json:
+the offline plan has no network), each one's source and date noted where it is read. Why the
+calls are derived, not recorded: docs/rehearsals.md, IAM rehearsal.
 """
 
 from __future__ import annotations

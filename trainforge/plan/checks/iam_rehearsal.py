@@ -253,7 +253,6 @@ def _judge_calls(
     run: _Run,
     t: Tally,
     role: RoleFacts,
-    caller: Caller,
     bucket: BucketFacts,
     calls: list[ApiCall],
     network: dict[str, Any],
@@ -262,6 +261,7 @@ def _judge_calls(
 ) -> None:
     """Every request of the calls allowed; or, given why they must be denied, every request
     the bucket's policy judges denied (isolation)."""
+    caller = _caller(run.stack, role)
     for call in calls:
         try:
             authz = s3_requests(call, caller, bucket, network)
@@ -306,17 +306,16 @@ def _rehearse_teams(run: _Run, ctx: PlanContext) -> None:
             continue
         prefix = (team.checkpoint_prefix or f"{team.name}/").strip("/")
         own = f"{prefix}/{REHEARSAL_JOB}"
-        caller = _caller(stack, role)
         calls = _mirror_calls(bucket.name, own, stack.region)
         # Pods reach S3 through the VPC's S3 gateway endpoint where the stack declares one.
         vpce = stack.bucket_endpoints.get(bucket.name)
         network = {"aws:SourceVpce": vpce} if vpce else {}
-        _judge_calls(run, t, role, caller, bucket, calls, network)
+        _judge_calls(run, t, role, bucket, calls, network)
         if vpce:
             # the same calls with the team's credentials from outside the VPC (lifted from a
             # pod): the bucket policy must refuse them
             _judge_calls(
-                run, t, role, caller, bucket, calls, {},
+                run, t, role, bucket, calls, {},
                 "the team's credentials must be useless outside the VPC endpoint",
                 " from outside the VPC",
             )  # fmt: skip
@@ -328,7 +327,7 @@ def _rehearse_teams(run: _Run, ctx: PlanContext) -> None:
         ):
             moved = [_rebind(call, target.name, own, new_prefix) for call in calls]
             why = f"{label} must be out of reach"
-            _judge_calls(run, t, role, caller, target, moved, network, why)
+            _judge_calls(run, t, role, target, moved, network, why)
 
 
 # --------------------------------------------------------------------------------------------

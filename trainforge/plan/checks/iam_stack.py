@@ -1,10 +1,6 @@
-"""The IAM a stack renders, read from the program's recorded resources: the policies the
-platform actually declares, not a copy of the functions that build them.
-
-In a preview every document built from an ARN the cloud assigns is unknown, so the plan reads
-these resources from its stand-in run (`trainforge.plan.runner.standin_mocks`), linked by the
-URNs the engine records for each input (`Recorded.dependencies`); docs/rehearsals.md, "Where
-the policies come from". What still cannot be read is listed in `unreadable` and reported.
+"""The IAM a stack renders, read from the program's recorded resources (the stand-in run's,
+linked by `Recorded.dependencies`): the policies the platform actually declares, not a copy of
+the functions that build them. docs/rehearsals.md, "Where the policies come from".
 """
 
 from __future__ import annotations
