@@ -37,22 +37,19 @@ class CallRecorder:
     """Records every call a botocore client makes, from its own event hooks.
 
     `provide-client-params` sees the API parameters, `before-call` the serialized request
-    (its URL says whether it goes over TLS). `fail_once` makes the next call of an operation
-    fail (non-retryable, as a broken connection mid-upload would after retries), so the
+    (its URL says whether it goes over TLS). `fail_next` names an operation whose next call
+    fails (non-retryable, as a broken connection mid-upload would after retries), so the
     runtime's and s3transfer's error paths run too.
     """
 
     def __init__(self, client: Any) -> None:
         self.calls: list[ApiCall] = []
         self.scenario = ""
-        self._fail: dict[str, int] = {}
+        self.fail_next: str | None = None
         self._lock = threading.Lock()
         events = client.meta.events
         events.register("provide-client-params.*", self._params)
         events.register("before-call.*", self._before)
-
-    def fail_once(self, operation: str) -> None:
-        self._fail[operation] = self._fail.get(operation, 0) + 1
 
     def _params(self, params: dict, model: Any, context: dict, **_: Any) -> None:
         context["trainforge_params"] = {k: v for k, v in params.items() if k != "Body"}
@@ -67,9 +64,9 @@ class CallRecorder:
         )
         with self._lock:
             self.calls.append(call)
-            inject = self._fail.get(model.name, 0) > 0
+            inject = self.fail_next == model.name
             if inject:
-                self._fail[model.name] -= 1
+                self.fail_next = None
         if not inject:
             return None
         from botocore.awsrequest import AWSResponse
@@ -305,6 +302,6 @@ def rehearse_s3_mirror(bucket: str, prefix: str, region: str) -> list[ApiCall]:
 
         rec.scenario = "multipart upload fails half way: s3transfer aborts it"
         step3 = _write_checkpoint(root / "ckpt", 300, ranks=1, big=True)
-        rec.fail_once("UploadPart")
+        rec.fail_next = "UploadPart"
         first.upload_own_files(step3, 0)
     return rec.calls
