@@ -166,15 +166,10 @@ def principal_match(principal: Any, request: Request) -> str | None:
         return None
     caller = request.principal
     for kind, values in principal.items():
-        for v in as_list(values):
-            v = str(v)
-            if kind == "Service" and caller == f"svc:{v}":
+        for v in map(str, as_list(values)):
+            if (kind == "Service" and caller == f"svc:{v}") or (kind == "AWS" and v == "*"):
                 return "direct"
-            if kind != "AWS":
-                continue
-            if v == "*":
-                return "direct"
-            if caller.startswith("svc:"):
+            if kind != "AWS" or caller.startswith("svc:"):
                 continue
             if v == caller:
                 return "direct"

@@ -83,11 +83,8 @@ class StackIam:
     bucket_endpoints: dict[str, str] = field(default_factory=dict)
 
     def role(self, urn_or_arn: str | None) -> RoleFacts | None:
-        if not urn_or_arn:
-            return None
-        if urn_or_arn in self.roles:
-            return self.roles[urn_or_arn]
-        return next((r for r in self.roles.values() if r.arn == urn_or_arn), None)
+        by_arn = (r for r in self.roles.values() if r.arn == urn_or_arn)
+        return self.roles.get(urn_or_arn or "") or next(by_arn, None)
 
     def associations_for(self, namespace: str, service_account: str) -> list[Association]:
         return [
