@@ -13,6 +13,7 @@ from trainforge.plan.checks.iam_eval import (
     beyond_reference,
     condition_holds,
     evaluate,
+    policy_doc,
     statement_within,
 )
 
@@ -437,7 +438,7 @@ def test_principals_naming_the_account_and_json_parsed_policies():
     def bucket(principal) -> Policy:
         st = {"Effect": "Allow", "Principal": principal, "Action": "s3:GetObject",
               "Resource": f"{BUCKET}/*"}  # fmt: skip
-        return Policy.parse("bp", json.dumps({"Statement": [st]}))
+        return Policy("bp", policy_doc(json.dumps({"Statement": [st]})))
 
     def kind(principal) -> str:
         identity = pol(allow("s3:GetObject", f"{BUCKET}/*"))
@@ -464,7 +465,7 @@ def test_principals_naming_the_account_and_json_parsed_policies():
         ({"Federated": "pods.eks.amazonaws.com"}, False),  # only Service names a service
     ):
         doc = json.dumps({"Statement": [{**trust, "Principal": principal}]})
-        assert evaluate(svc, resource=[Policy.parse("t", doc)]).allowed is allowed, principal
+        assert evaluate(svc, resource=[Policy("t", policy_doc(doc))]).allowed is allowed, principal
 
 
 def test_not_principal_denies_everyone_else():
@@ -497,7 +498,7 @@ def test_a_resource_account_is_the_same_account_only_when_equal():
 
 def test_a_json_null_condition_and_effect():
     doc = {"Statement": [allow("s3:GetObject", "*", {"Null": {"aws:TokenIssueTime": "true"}})]}
-    p = Policy.parse("p", json.dumps(doc))
+    p = Policy("p", policy_doc(json.dumps(doc)))
     assert evaluate(req(), [p]).allowed
     assert not evaluate(req(**{"aws:TokenIssueTime": "2026-11-25"}), [p]).allowed
 
@@ -566,14 +567,17 @@ def test_policy_variable_defaults():
 
 def test_policies_as_mappings_or_json_text_are_the_same():
     doc = {"Statement": [allow("s3:GetObject", "*")]}
-    assert Policy.parse("a", doc).statements() == Policy.parse("b", json.dumps(doc)).statements()
+    assert (
+        Policy("a", policy_doc(doc)).statements()
+        == Policy("b", policy_doc(json.dumps(doc))).statements()
+    )
 
 
 def test_principal_kinds_and_order_in_a_json_policy():
     def allowed(principal, caller=ROLE) -> bool:
         st = {"Effect": "Allow", "Principal": principal, "Action": "s3:GetObject",
               "Resource": f"{BUCKET}/*"}  # fmt: skip
-        bp = Policy.parse("bp", json.dumps({"Statement": [st]}))
+        bp = Policy("bp", policy_doc(json.dumps({"Statement": [st]})))
         return evaluate(Request(caller, "s3:GetObject", f"{BUCKET}/a", {}, ACCT), [], [bp]).allowed
 
     assert allowed({"Service": "ec2.amazonaws.com", "AWS": ROLE})  # a kind before AWS
@@ -593,7 +597,7 @@ def test_json_effects_conditions_and_explanations():
              "Condition": {"StringEquals": {"aws:username": "ann"}}},
         ]
     }  # fmt: skip
-    p = Policy.parse("p", json.dumps(doc))
+    p = Policy("p", policy_doc(json.dumps(doc)))
     d = evaluate(req("s3:PutObject"), [p])
     assert d.reason == "explicit deny by p statement D1" and [m.sid for m in d.denies] == [
         "D1", "D2"
@@ -630,8 +634,8 @@ def test_cross_account_reasons_name_the_missing_side():
 
 def test_statement_within_on_json_statements():
     ref = {"Effect": "Allow", "Action": "s3:GetObject", "Resource": "*"}
-    (ours, deny_ref) = Policy.parse(
-        "p", json.dumps({"Statement": [ref, {**ref, "Effect": "Deny"}]})
+    (ours, deny_ref) = Policy(
+        "p", policy_doc(json.dumps({"Statement": [ref, {**ref, "Effect": "Deny"}]}))
     ).statements()
     assert statement_within(ours, ref) and statement_within(ref, ours)
     assert not statement_within(ours, deny_ref)

@@ -3,6 +3,7 @@ policies the platform renders. Each defect it is for is reproduced and must be r
 
 from __future__ import annotations
 
+import functools
 import json
 
 import pytest
@@ -168,7 +169,8 @@ def test_the_old_runtime_head_bucket_is_caught(repo_root, monkeypatch):
         self.client.list_objects_v2(Bucket=self.bucket, Prefix=self.key(""), MaxKeys=1)
 
     monkeypatch.setattr(S3Mirror, "check_access", old_check_access)
-    monkeypatch.setattr(R, "_MIRROR_CACHE", {})
+    # a cache of its own: the calls recorded here must not be reused by another test
+    monkeypatch.setattr(R, "_mirror_calls", functools.cache(R._mirror_calls.__wrapped__))
     result = core.plan_project(repo_root, "dev", standins=False)
     denied = failing(result, R.DENIED)
     assert denied, [v.message for v in result.failing]

@@ -27,6 +27,7 @@ from trainforge.plan.checks.iam_stack import (
     RoleFacts,
     StackIam,
 )
+from trainforge.plan.manifests import k8s_objects
 from trainforge.plan.runner import UNKNOWN, Inventory, Recorded
 
 ACCT = "123456789012"
@@ -395,7 +396,7 @@ def test_karpenter_without_its_settings_or_node_classes_is_denied_what_it_needs(
         result.findings[-1].message
     )
     # its calls are made for the stack's own node pools and node classes
-    docs = R._k8s_docs(inv)
+    docs = [o.doc for o in k8s_objects(inv)]
     pools = {o["metadata"]["name"] for o in docs if o.get("kind") == "NodePool"}
     classes = {o["metadata"]["name"] for o in docs if o.get("kind") == "EC2NodeClass"}
     text = " ".join(f.message for f in result.findings)

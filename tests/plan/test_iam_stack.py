@@ -572,3 +572,18 @@ def test_bucket_endpoints_come_from_the_declared_s3_gateway_endpoints():
     no_gateway = read_stack(inventory(*resources[:3], *resources[5:]))
     assert no_gateway.bucket_endpoints == {}
     assert set(no_gateway.buckets) == {"b-first", "b-second"}
+
+
+def test_stack_iam_reads_the_stand_in_inventory_once_per_plan(monkeypatch):
+    """The rehearsal and the controller-identity check share one read (ctx.memo)."""
+    from trainforge.plan.check_types import PlanContext
+
+    preview, standin = inventory(role("r")), inventory(role("r"), role("s"))
+    reads: list[Inventory] = []
+    monkeypatch.setattr(S, "read_stack", lambda inv: reads.append(inv) or read_stack(inv))
+    ctx = PlanContext(inventory=preview, objects=[], standin=lambda: standin)
+    (inv, first), (_, second) = S.stack_iam(ctx), S.stack_iam(ctx)
+    assert inv is standin and first is second and reads == [standin]
+    assert len(first.roles) == 2
+    plain = PlanContext(inventory=preview, objects=[])  # no stand-in run: the preview's
+    assert S.stack_iam(plain)[0] is preview and len(S.stack_iam(plain)[1].roles) == 1

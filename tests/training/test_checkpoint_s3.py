@@ -242,7 +242,7 @@ def test_a_failed_multipart_upload_is_logged_and_aborted_not_raised(aws, tmp_pat
     step.mkdir()
     with open(step / "__0_0.distcp", "wb") as f:
         f.truncate(9 * 1024 * 1024)  # over s3transfer's 8 MiB multipart threshold
-    rec.fail_once("UploadPart")
+    rec.fail_next = "UploadPart"
     assert m.upload_own_files(step, 0) is False
     assert any("rank 0: upload of step_000005 failed" in line for line in logs)
     assert "AbortMultipartUpload" in [c.operation for c in rec.calls]

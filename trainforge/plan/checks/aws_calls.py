@@ -1,9 +1,6 @@
-"""The AWS calls our runtime really makes, and the IAM requests AWS authorizes each one as.
-
-The calls are recorded from the real botocore client's event hooks while the runtime's S3
-mirror (`trainforge.training.s3_mirror.S3Mirror`) runs a job's life against moto, so a call
-added to the runtime is rehearsed without anyone updating a list; an S3 operation this module
-cannot authorize is reported, never skipped (docs/rehearsals.md, IAM rehearsal).
+"""The AWS calls our runtime really makes (recorded from botocore's event hooks while the S3
+mirror runs a job's life against moto), and the IAM requests AWS authorizes each one as:
+docs/rehearsals.md, IAM rehearsal.
 """
 
 from __future__ import annotations
@@ -40,22 +37,19 @@ class CallRecorder:
     """Records every call a botocore client makes, from its own event hooks.
 
     `provide-client-params` sees the API parameters, `before-call` the serialized request
-    (its URL says whether it goes over TLS). `fail_once` makes the next call of an operation
-    fail (non-retryable, as a broken connection mid-upload would after retries), so the
+    (its URL says whether it goes over TLS). `fail_next` names an operation whose next call
+    fails (non-retryable, as a broken connection mid-upload would after retries), so the
     runtime's and s3transfer's error paths run too.
     """
 
     def __init__(self, client: Any) -> None:
         self.calls: list[ApiCall] = []
         self.scenario = ""
-        self._fail: dict[str, int] = {}
+        self.fail_next: str | None = None
         self._lock = threading.Lock()
         events = client.meta.events
         events.register("provide-client-params.*", self._params)
         events.register("before-call.*", self._before)
-
-    def fail_once(self, operation: str) -> None:
-        self._fail[operation] = self._fail.get(operation, 0) + 1
 
     def _params(self, params: dict, model: Any, context: dict, **_: Any) -> None:
         context["trainforge_params"] = {k: v for k, v in params.items() if k != "Body"}
@@ -70,9 +64,9 @@ class CallRecorder:
         )
         with self._lock:
             self.calls.append(call)
-            inject = self._fail.get(model.name, 0) > 0
+            inject = self.fail_next == model.name
             if inject:
-                self._fail[model.name] -= 1
+                self.fail_next = None
         if not inject:
             return None
         from botocore.awsrequest import AWSResponse
@@ -171,7 +165,6 @@ class BucketFacts:
 class Authz:
     """One IAM request a call needs, and which resource policy AWS consults with it."""
 
-    call: ApiCall
     request: Request
     resource_policy: str  # "bucket" | "kms-key"
 
@@ -199,7 +192,7 @@ def s3_requests(
     if op.on == "bucket":
         listing = _LIST_KEYS.items() if op.prefix_keys else ()
         ctx = {**base, **{key: str(call.params[p]) for p, key in listing if p in call.params}}
-        return [Authz(call, caller.request(op.action, barn, **ctx), "bucket")]
+        return [Authz(caller.request(op.action, barn, **ctx), "bucket")]
     keys = (
         [o["Key"] for o in call.params.get("Delete", {}).get("Objects", [])]
         if op.on == "each-key"
@@ -210,7 +203,7 @@ def s3_requests(
         ctx = dict(base)
         if "ServerSideEncryption" in call.params:
             ctx["s3:x-amz-server-side-encryption"] = call.params["ServerSideEncryption"]
-        out.append(Authz(call, caller.request(op.action, f"{barn}/{key}", **ctx), "bucket"))
+        out.append(Authz(caller.request(op.action, f"{barn}/{key}", **ctx), "bucket"))
         if op.kms and bucket.kms_key_arn:
             # The KMS request S3 makes with the caller's credentials (KMS Developer Guide,
             # "kms:ViaService"). Its encryption context `aws:s3:arn` is the object ARN, or the
@@ -228,7 +221,7 @@ def s3_requests(
                 "kms:EncryptionContextKeys": ["aws:s3:arn"],
             }
             kms = caller.request(op.kms, bucket.kms_key_arn, **kms_context)
-            out.append(Authz(call, kms, "kms-key"))
+            out.append(Authz(kms, "kms-key"))
     return out
 
 
@@ -309,6 +302,6 @@ def rehearse_s3_mirror(bucket: str, prefix: str, region: str) -> list[ApiCall]:
 
         rec.scenario = "multipart upload fails half way: s3transfer aborts it"
         step3 = _write_checkpoint(root / "ckpt", 300, ranks=1, big=True)
-        rec.fail_once("UploadPart")
+        rec.fail_next = "UploadPart"
         first.upload_own_files(step3, 0)
     return rec.calls

@@ -1,10 +1,8 @@
 """Plan check: every add-on and controller that calls AWS has an identity with what it needs.
 
 Why: an add-on installs fine without IAM and then fails at run time (the EBS CSI driver with
-no role leaves every gp3 claim Pending). Each installed add-on and Helm release is looked up
-in ADDONS/CHARTS below; an unknown one is itself a finding, so a new controller can never ship
-without someone saying whether it calls AWS. What counts as an identity: docs/rehearsals.md,
-Controller identity; whether each call passes its conditions is the IAM rehearsal's job.
+no role leaves every gp3 claim Pending). What counts as an identity, and why an add-on missing
+from ADDONS/CHARTS is itself a finding: docs/rehearsals.md, Controller identity.
 """
 
 from __future__ import annotations
@@ -14,7 +12,7 @@ from typing import Any
 
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.checks.iam_eval import Policy, action_matches, as_list
-from trainforge.plan.checks.iam_stack import ADDON, HELM_RELEASE, RoleFacts, StackIam, read_stack
+from trainforge.plan.checks.iam_stack import ADDON, HELM_RELEASE, RoleFacts, StackIam, stack_iam
 from trainforge.plan.checks.rules import EKS_TYPES
 
 MISSING = "TRAINFORGE_CONTROLLER_IDENTITY"
@@ -150,19 +148,17 @@ def _grants(policies: list[Policy], action: str) -> bool:
 
 
 def _irsa_roles(stack: StackIam, namespace: str, sa: str) -> list[RoleFacts]:
+    """Roles whose trust lets the ServiceAccount's OIDC token assume them (a `...:sub` key)."""
     subject = f"system:serviceaccount:{namespace}:{sa}"
-    out = []
-    for role in stack.roles.values():
-        if role.trust is None:
-            continue
-        for st in role.trust.statements():
-            if "Federated" not in (st.get("Principal") or {}):
-                continue
-            for keys in (st.get("Condition") or {}).values():
-                for key, values in keys.items():
-                    if key.endswith(":sub") and subject in as_list(values):
-                        out.append(role)
-    return out
+    return [
+        role
+        for role in stack.roles.values()
+        for st in (role.trust.statements() if role.trust else [])
+        if "Federated" in (st.get("Principal") or {})
+        for keys in (st.get("Condition") or {}).values()
+        for key, values in keys.items()
+        if key.endswith(":sub") and subject in as_list(values)
+    ]
 
 
 def find_identity(
@@ -196,8 +192,7 @@ def check(ctx: PlanContext) -> CheckResult:
         # wherever that cluster is managed, so there is nothing here to check them against.
         note = "no EKS cluster in this stack: add-on and controller identities not checked"
         return CheckResult([], [Section("Controller identity", [note], {"controllers": []})])
-    inv = ctx.standin_inventory() or ctx.inventory
-    stack = read_stack(inv)
+    inv, stack = stack_iam(ctx)
     findings: list[Finding] = []
     lines: list[str] = []
     data: list[dict] = []

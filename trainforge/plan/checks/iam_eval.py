@@ -65,11 +65,6 @@ class Policy:
     name: str
     document: Mapping[str, Any]
 
-    @staticmethod
-    def parse(name: str, text: str | Mapping[str, Any]) -> Policy:
-        doc = json.loads(text) if isinstance(text, str) else text
-        return Policy(name, doc)
-
     def statements(self) -> list[Mapping[str, Any]]:
         st = self.document.get("Statement", [])
         return [st] if isinstance(st, Mapping) else list(st)
@@ -114,10 +109,8 @@ def _glob_regex(pattern: str) -> re.Pattern[str]:
     return re.compile(regex, flags=re.DOTALL)
 
 
-def _glob(pattern: str, value: str, *, case: bool = True) -> bool:
+def _glob(pattern: str, value: str) -> bool:
     """IAM wildcards: `*` any run, `?` one character; nothing else is special."""
-    if not case:
-        pattern, value = pattern.lower(), value.lower()
     return _glob_regex(pattern).fullmatch(value) is not None
 
 
@@ -152,7 +145,8 @@ def substitute(value: str, request: Request) -> str | None:
 
 
 def action_matches(patterns: Any, action: str) -> bool:
-    return any(_glob(str(p), action, case=False) for p in as_list(patterns))
+    """Actions match case-insensitively."""
+    return any(_glob(str(p).lower(), action.lower()) for p in as_list(patterns))
 
 
 def resource_matches(patterns: Any, resource: str, request: Request) -> bool:
@@ -172,15 +166,10 @@ def principal_match(principal: Any, request: Request) -> str | None:
         return None
     caller = request.principal
     for kind, values in principal.items():
-        for v in as_list(values):
-            v = str(v)
-            if kind == "Service" and caller == f"svc:{v}":
+        for v in map(str, as_list(values)):
+            if (kind == "Service" and caller == f"svc:{v}") or (kind == "AWS" and v == "*"):
                 return "direct"
-            if kind != "AWS":
-                continue
-            if v == "*":
-                return "direct"
-            if caller.startswith("svc:"):
+            if kind != "AWS" or caller.startswith("svc:"):
                 continue
             if v == caller:
                 return "direct"
@@ -345,13 +334,14 @@ def _element(st: Mapping[str, Any], name: str, matches: Callable[[Any], bool]) -
 
 def _statement_applies(
     st: Mapping[str, Any], request: Request, *, resource_policy: bool
-) -> tuple[bool, str | None, list[str]]:
-    """(action+resource(+principal) match, principal match kind, failing conditions)."""
+) -> tuple[str | None, list[str]]:
+    """(how the statement names the principal, its failing conditions); None when its action,
+    resource or principal does not match."""
     if not _element(st, "Action", lambda p: action_matches(p, request.action)):
-        return False, None, []
+        return None, []
     resources = _element(st, "Resource", lambda p: resource_matches(p, request.resource, request))
     if resources is False or (resources is None and not resource_policy):
-        return False, None, []  # identity policies must name a resource
+        return None, []  # identity policies must name a resource
     kind: str | None = "identity"
     if resource_policy:
         if "Principal" in st:
@@ -360,9 +350,7 @@ def _statement_applies(
             kind = None if principal_match(st["NotPrincipal"], request) else "direct"
         else:
             kind = None
-        if kind is None:
-            return False, None, []
-    return True, kind, condition_failures(st.get("Condition"), request)
+    return kind, condition_failures(st.get("Condition"), request) if kind else []
 
 
 def _scan(
@@ -375,19 +363,17 @@ def _scan(
     for pol in policies:
         for i, st in enumerate(pol.statements()):
             sid = str(st.get("Sid") or f"#{i}")
-            ok, kind, failed = _statement_applies(st, request, resource_policy=resource_policy)
-            if not ok:
+            kind, failed = _statement_applies(st, request, resource_policy=resource_policy)
+            if kind is None:
                 continue
             effect = str(st.get("Effect", ""))
             if failed:
                 if effect == "Allow":
                     misses.append(f"{pol.name} {sid} does not apply: {', '.join(failed)}")
-                continue
-            m = Match(pol.name, sid, effect)
-            if effect == "Deny":
-                denies.append(m)
+            elif effect == "Deny":
+                denies.append(Match(pol.name, sid, effect))
             elif effect == "Allow":
-                allows.append((m, kind or ""))
+                allows.append((Match(pol.name, sid, effect), kind))
     return denies, allows, misses
 
 
@@ -406,35 +392,30 @@ def evaluate(
     i_deny, i_allow, i_miss = _scan(identity, request, resource_policy=False)
     r_deny, r_allow, r_miss = _scan(resource, request, resource_policy=True)
     denies = i_deny + r_deny
-    misses = i_miss + r_miss
     if denies:
         d = denies[0]
         return Decision(False, f"explicit deny by {d.policy} statement {d.sid}", denies=denies)
     id_ok = bool(i_allow)
-    direct = [m for m, k in r_allow if k == "direct"]
-    delegated = [m for m, k in r_allow if k == "account"]
-    allows = [m for m, _ in i_allow] + [m for m, _ in r_allow]
+    delegated = any(k == "account" for _, k in r_allow)
+    resource_ok = any(k == "direct" for _, k in r_allow) or (delegated and id_ok)
     same_account = not request.resource_account or request.resource_account == request.account
     if key_policy:
-        if direct or (delegated and id_ok):
-            return Decision(True, "allowed", allows=allows)
-        if delegated:
-            why = "key policy delegates to the account's IAM policies, and none allows it"
-        else:
-            why = "the key policy neither allows the principal nor delegates to its account"
-        return Decision(False, f"implicit deny: {why}", near_misses=misses)
-    resource_ok = bool(direct) or (bool(delegated) and id_ok)
-    if same_account and (id_ok or resource_ok):
-        return Decision(True, "allowed", allows=allows)
-    if not same_account and id_ok and resource_ok:
-        return Decision(True, "allowed", allows=allows)
-    if not same_account and id_ok:
+        allowed = resource_ok
+    else:  # across accounts both sides must allow
+        allowed = (id_ok or resource_ok) if same_account else (id_ok and resource_ok)
+    if allowed:
+        return Decision(True, "allowed", allows=[m for m, _ in i_allow + r_allow])
+    if key_policy and delegated:
+        why = "key policy delegates to the account's IAM policies, and none allows it"
+    elif key_policy:
+        why = "the key policy neither allows the principal nor delegates to its account"
+    elif not same_account and id_ok:
         why = "cross-account: the resource policy does not allow it"
     elif not same_account and resource_ok:
         why = "cross-account: no identity policy allows it"
     else:
         why = f"no statement allows {request.action} on {request.resource}"
-    return Decision(False, f"implicit deny: {why}", near_misses=misses)
+    return Decision(False, f"implicit deny: {why}", near_misses=i_miss + r_miss)
 
 
 # --------------------------------------------------------------------------------------------

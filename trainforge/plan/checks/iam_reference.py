@@ -1,23 +1,20 @@
 """Reference policies (upstream and AWS managed) and the AWS calls each controller makes.
 
-The documents ship with the package (trainforge/plan/data/iam_reference.json and
-karpenter_controller_policy.json; the offline plan has no network), copied as published with
-only CloudFormation's `${...}` filled in, each one's source and date noted where it is read;
-update them with the pinned version in trainforge/core/versions.py. A controller's calls cannot
-be recorded (we do not run Karpenter or the CSI drivers), so each list below is derived from
-its reference policy and source, with the calls the reference policy exists to refuse
-(Karpenter must never terminate a node it did not launch): docs/rehearsals.md, IAM rehearsal.
+The documents are package data (plan/data/iam_reference.json, karpenter_controller_policy.json:
+the offline plan has no network), each one's source and date noted where it is read. Why the
+calls are derived, not recorded: docs/rehearsals.md, IAM rehearsal.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
 from trainforge.plan.checks.aws_calls import Caller
-from trainforge.plan.checks.iam_eval import Policy, Request
+from trainforge.plan.checks.iam_eval import Policy, Request, as_list
 
 
 def _data(name: str) -> str:
@@ -56,10 +53,7 @@ MANAGED_POLICIES: dict[str, dict | None] = {
 
 def managed_policy(arn: str) -> tuple[bool, Policy | None]:
     """(known, policy) for an AWS managed policy ARN in any partition."""
-    parts = arn.split(":")
-    if len(parts) > 1:
-        parts[1] = "aws"
-    key = ":".join(parts)
+    key = re.sub(r"^arn:[^:]*:", "arn:aws:", arn)
     if key not in MANAGED_POLICIES:
         return False, None
     doc = MANAGED_POLICIES[key]
@@ -215,25 +209,12 @@ def karpenter_calls(f: KarpenterFacts, principal: str) -> list[ExpectedCall]:
             calls.ok(action, f"{ec2}:{kind}/x-0123", why, **launch)
     on_create = {**launch, "ec2:CreateAction": "CreateFleet"}
     named = {**owned, **request_tags({"Name": "node-a", "karpenter.sh/nodeclaim": claim})}
-    describe = (
-        "ec2:DescribeImages",
-        "ec2:DescribeInstances",
-        "ec2:DescribeInstanceTypes",
-        "ec2:DescribeInstanceTypeOfferings",
-        "ec2:DescribeSubnets",
-        "ec2:DescribeSecurityGroups",
-        "ec2:DescribeLaunchTemplates",
-        "ec2:DescribeSpotPriceHistory",
-        "ec2:DescribeCapacityReservations",
-        "ec2:DescribePlacementGroups",
-        "ec2:DescribeInstanceStatus",
-    )
-    profile_actions = (
-        "iam:AddRoleToInstanceProfile",
-        "iam:RemoveRoleFromInstanceProfile",
-        "iam:DeleteInstanceProfile",
-    )
-    sqs = ("sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueUrl")
+    # the reads, instance-profile and queue calls are the actions of the reference statements
+    # that exist for them
+    reference = {st["Sid"]: as_list(st["Action"]) for st in karpenter_reference_statements(f)}
+    describe = reference["AllowRegionalReadActions"]
+    profile_actions = reference["AllowScopedInstanceProfileActions"]
+    sqs = reference["AllowInterruptionQueueActions"]
     to_ec2 = {"iam:PassedToService": "ec2.amazonaws.com"}
     for action, resource, why, ctx in (
         ("ec2:CreateLaunchTemplate", lt, "create a launch template per NodeClass", launch),

@@ -7,6 +7,7 @@ assume each Pod Identity role, and each controller's calls and upstream referenc
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import asdict, dataclass, replace
 from typing import Any
@@ -37,7 +38,8 @@ from trainforge.plan.checks.iam_reference import (
     node_role_calls,
     request_tags,
 )
-from trainforge.plan.checks.iam_stack import ADDON, HELM_RELEASE, RoleFacts, StackIam, read_stack
+from trainforge.plan.checks.iam_stack import ADDON, HELM_RELEASE, RoleFacts, StackIam, stack_iam
+from trainforge.plan.manifests import k8s_objects
 
 DENIED = "TRAINFORGE_IAM_DENIED"
 TOO_BROAD = "TRAINFORGE_IAM_TOO_BROAD"
@@ -122,12 +124,11 @@ class _Run:
 
 
 def check(ctx: PlanContext) -> CheckResult:
-    inv = ctx.standin_inventory() or ctx.inventory
-    stack = read_stack(inv)
+    inv, stack = stack_iam(ctx)
     run = _Run(stack)
     _rehearse_trust(run)
     _rehearse_teams(run, ctx)
-    objects = _k8s_docs(inv)
+    objects = [o.doc for o in k8s_objects(inv)]  # as plain dicts (kind, metadata, spec, ...)
     addons = {r.inputs.get("addonName") for r in inv.resources if r.type == ADDON}
     _rehearse_karpenter(run, inv, objects)
     _rehearse_csi(run, addons, objects)
@@ -194,15 +195,10 @@ def _rehearse_trust(run: _Run) -> None:
 # Team roles: the runtime's S3 calls
 
 
-_MIRROR_CACHE: dict[tuple[str, str, str], list[ApiCall]] = {}
-
-
+@functools.cache
 def _mirror_calls(bucket: str, prefix: str, region: str) -> list[ApiCall]:
     """The runtime's calls (recorded once per process: they depend only on these three)."""
-    key = (bucket, prefix, region)
-    if key not in _MIRROR_CACHE:
-        _MIRROR_CACHE[key] = distinct_calls(rehearse_s3_mirror(bucket, prefix, region))
-    return _MIRROR_CACHE[key]
+    return distinct_calls(rehearse_s3_mirror(bucket, prefix, region))
 
 
 # parameters that differ between the parts of one upload and never reach IAM's request
@@ -257,7 +253,6 @@ def _judge_calls(
     run: _Run,
     t: Tally,
     role: RoleFacts,
-    caller: Caller,
     bucket: BucketFacts,
     calls: list[ApiCall],
     network: dict[str, Any],
@@ -266,6 +261,7 @@ def _judge_calls(
 ) -> None:
     """Every request of the calls allowed; or, given why they must be denied, every request
     the bucket's policy judges denied (isolation)."""
+    caller = _caller(run.stack, role)
     for call in calls:
         try:
             authz = s3_requests(call, caller, bucket, network)
@@ -310,17 +306,16 @@ def _rehearse_teams(run: _Run, ctx: PlanContext) -> None:
             continue
         prefix = (team.checkpoint_prefix or f"{team.name}/").strip("/")
         own = f"{prefix}/{REHEARSAL_JOB}"
-        caller = _caller(stack, role)
         calls = _mirror_calls(bucket.name, own, stack.region)
         # Pods reach S3 through the VPC's S3 gateway endpoint where the stack declares one.
         vpce = stack.bucket_endpoints.get(bucket.name)
         network = {"aws:SourceVpce": vpce} if vpce else {}
-        _judge_calls(run, t, role, caller, bucket, calls, network)
+        _judge_calls(run, t, role, bucket, calls, network)
         if vpce:
             # the same calls with the team's credentials from outside the VPC (lifted from a
             # pod): the bucket policy must refuse them
             _judge_calls(
-                run, t, role, caller, bucket, calls, {},
+                run, t, role, bucket, calls, {},
                 "the team's credentials must be useless outside the VPC endpoint",
                 " from outside the VPC",
             )  # fmt: skip
@@ -332,18 +327,11 @@ def _rehearse_teams(run: _Run, ctx: PlanContext) -> None:
         ):
             moved = [_rebind(call, target.name, own, new_prefix) for call in calls]
             why = f"{label} must be out of reach"
-            _judge_calls(run, t, role, caller, target, moved, network, why)
+            _judge_calls(run, t, role, target, moved, network, why)
 
 
 # --------------------------------------------------------------------------------------------
 # Controllers
-
-
-def _k8s_docs(inv: Any) -> list[dict]:
-    """Kubernetes objects of the inventory as plain dicts (kind, metadata, spec, ...)."""
-    from trainforge.plan.manifests import k8s_objects
-
-    return [o.doc for o in k8s_objects(inv)]
 
 
 def _expect_calls(

@@ -1,10 +1,6 @@
-"""The IAM a stack renders, read from the program's recorded resources: the policies the
-platform actually declares, not a copy of the functions that build them.
-
-In a preview every document built from an ARN the cloud assigns is unknown, so the plan reads
-these resources from its stand-in run (`trainforge.plan.runner.standin_mocks`), linked by the
-URNs the engine records for each input (`Recorded.dependencies`); docs/rehearsals.md, "Where
-the policies come from". What still cannot be read is listed in `unreadable` and reported.
+"""The IAM a stack renders, read from the program's recorded resources (the stand-in run's,
+linked by `Recorded.dependencies`): the policies the platform actually declares, not a copy of
+the functions that build them. docs/rehearsals.md, "Where the policies come from".
 """
 
 from __future__ import annotations
@@ -12,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainforge.plan.check_types import PlanContext
 from trainforge.plan.checks.aws_calls import BucketFacts
 from trainforge.plan.checks.iam_eval import Policy, as_list, policy_doc
 from trainforge.plan.checks.iam_reference import default_key_policy, managed_policy
@@ -86,11 +83,8 @@ class StackIam:
     bucket_endpoints: dict[str, str] = field(default_factory=dict)
 
     def role(self, urn_or_arn: str | None) -> RoleFacts | None:
-        if not urn_or_arn:
-            return None
-        if urn_or_arn in self.roles:
-            return self.roles[urn_or_arn]
-        return next((r for r in self.roles.values() if r.arn == urn_or_arn), None)
+        by_arn = (r for r in self.roles.values() if r.arn == urn_or_arn)
+        return self.roles.get(urn_or_arn or "") or next(by_arn, None)
 
     def associations_for(self, namespace: str, service_account: str) -> list[Association]:
         return [
@@ -131,6 +125,15 @@ class StackIam:
 def _dep(rec: Any, prop: str) -> str | None:
     urns = rec.dependencies.get(prop) or []
     return urns[0] if urns else None
+
+
+def stack_iam(ctx: PlanContext) -> tuple[Inventory, StackIam]:
+    """The inventory the IAM checks read (the stand-in run's where there is one) and its IAM,
+    read once per plan: the IAM rehearsal and the controller-identity check both need it."""
+    inv = ctx.standin_inventory() or ctx.inventory
+    if "iam_stack" not in ctx.memo:
+        ctx.memo["iam_stack"] = read_stack(inv)
+    return inv, ctx.memo["iam_stack"]
 
 
 def read_stack(inv: Inventory) -> StackIam:
@@ -277,9 +280,8 @@ def read_stack(inv: Inventory) -> StackIam:
 
 
 def _attach(facts: RoleFacts, arn: str, policy_urn: str | None, by_type: dict) -> None:
-    managed = [p for p in by_type.get(MANAGED, []) if policy_urn and p.urn == policy_urn]
-    if managed:
-        p = managed[0]
+    p = next((p for p in by_type.get(MANAGED, []) if policy_urn and p.urn == policy_urn), None)
+    if p is not None:
         facts.add(p.inputs.get("policy"), f"policy {p.name}", f"managed policy {p.name}")
         return
     known, policy = managed_policy(arn)
