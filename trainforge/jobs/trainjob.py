@@ -33,7 +33,7 @@ and container ports (they live in the runtime, platform-wide).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from trainforge.core import pods
@@ -568,18 +568,43 @@ def effective_pod(trainjob: dict[str, Any], runtime: dict[str, Any]) -> dict[str
     return template
 
 
-def platform_pod(trainjob: dict[str, Any]) -> dict[str, Any] | None:
-    """`effective_pod` for a TrainJob on one of the platform's runtimes (which the offline
-    plan and the policy pack know without a cluster); None for another runtime or a TrainJob
-    too malformed to build (validation reports it)."""
-    name = ((trainjob.get("spec") or {}).get("runtimeRef") or {}).get("name")
-    runtime = next((r for r in runtime_manifests() if r["metadata"]["name"] == name), None)
-    if runtime is None or not isinstance((trainjob.get("metadata") or {}).get("name"), str):
+def runtimes_in(docs: Iterable[Mapping[str, Any]] = ()) -> dict[str, Mapping[str, Any]]:
+    """The runtimes a TrainJob may name, for `runtime_of`: the platform's own
+    (`runtime_manifests`, which the policy pack knows without a cluster), as `docs` (a plan's
+    objects) render them where they do, and the TrainingRuntimes among `docs`."""
+    out: dict[str, Mapping[str, Any]] = {d["metadata"]["name"]: d for d in runtime_manifests()}
+    for d in docs:
+        name, ns = pods.get(d, "metadata", "name"), pods.get(d, "metadata", "namespace")
+        if d.get("kind") == RUNTIME_KIND:
+            out[str(name)] = d
+        elif d.get("kind") == "TrainingRuntime":
+            out[f"{ns}/{name}"] = d
+    return out
+
+
+def runtime_of(
+    doc: Mapping[str, Any], runtimes: Mapping[str, Mapping[str, Any]] | None = None
+) -> Mapping[str, Any] | None:
+    """The runtime TrainJob `doc` names among `runtimes` (`runtimes_in`; default: the
+    platform's own): a ClusterTrainingRuntime by name, a TrainingRuntime of its namespace."""
+    ref = pods.get(doc, "spec", "runtimeRef") or {}
+    name = str(ref.get("name"))
+    if (ref.get("kind") or RUNTIME_KIND) != RUNTIME_KIND:
+        name = f"{pods.get(doc, 'metadata', 'namespace')}/{name}"
+    return (runtimes_in() if runtimes is None else runtimes).get(name)
+
+
+def built_pod(
+    doc: dict[str, Any], runtimes: Mapping[str, Mapping[str, Any]] | None = None
+) -> dict[str, Any] | None:
+    """The pod the Trainer builds for TrainJob `doc` (`effective_pod`) from the runtime it
+    names (`runtime_of`; None without one), as Kueue leaves the job once it manages it
+    (`kueue_admitted`): the one builder every reader of a TrainJob's pod sees, through
+    `backends.pod_templates`. Raises what `effective_pod` raises for a malformed job."""
+    runtime = runtime_of(doc, runtimes)
+    if runtime is None:
         return None
-    try:
-        return effective_pod(trainjob, runtime)
-    except (KeyError, TypeError, AttributeError, StopIteration):
-        return None
+    return effective_pod(kueue_admitted(doc), dict(runtime))
 
 
 def num_nodes(doc: Mapping[str, Any], runtime: Mapping[str, Any]) -> int:
@@ -602,7 +627,7 @@ def retry_bound(doc: Mapping[str, Any], inputs: pods.RetryInputs) -> pods.Bound 
     `failurePolicy.maxRestarts: 0`: the Kubernetes Job controller's bound of that Job, ended
     in time by the TrainJob's activeDeadlineSeconds. None: the runtime is not known."""
     spec = doc.get("spec") or {}
-    runtime = inputs.runtimes.get(str(pods.get(spec, "runtimeRef", "name")))
+    runtime = runtime_of(doc, inputs.runtimes)
     rjobs = pods.get(runtime, "spec", "template", "spec", "replicatedJobs") or []
     rjob = next((r for r in rjobs if r.get("name") == REPLICATED_JOB), None)
     if rjob is None:

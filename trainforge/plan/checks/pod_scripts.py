@@ -23,7 +23,7 @@ from trainforge.jobs import trainjob
 from trainforge.jobs.backends import pod_templates
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.checks import pod_sandbox as sandbox
-from trainforge.plan.checks.job_backends import trainjob_pod
+from trainforge.plan.checks.job_backends import runtime_docs
 
 SCRIPT_FAILS = "TRAINFORGE_POD_SCRIPT_FAILS"
 CANNOT_WRITE = "TRAINFORGE_POD_CANNOT_WRITE"
@@ -233,7 +233,7 @@ def _trainjob_pod(ctx: PlanContext, o: Any) -> tuple[dict[str, Any] | None, str]
     ref = (o.doc.get("spec") or {}).get("runtimeRef") or {}
     kind, name = ref.get("kind") or trainjob.RUNTIME_KIND, str(ref.get("name"))
     try:
-        pod = trainjob_pod(ctx, o.doc)
+        pod = trainjob.built_pod(o.doc, runtime_docs(ctx))
     except (KeyError, TypeError, AttributeError, StopIteration) as e:
         return None, f"its pod cannot be built from runtime {name!r} ({type(e).__name__}: {e})"
     if pod is None:
