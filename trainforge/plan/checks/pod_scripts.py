@@ -619,9 +619,6 @@ def check(ctx: PlanContext) -> CheckResult:
     data: dict[str, Any] = {"runnable": True, "shell": sandbox.shell_kind(), "scripts": []}
     started = time.monotonic()
 
-    def fail(s: Script, rule: str, message: str) -> None:
-        findings.append(_finding(s, rule, message))
-
     made: set[str] = set()  # fileset claims some script makes the directory of
     for s in scripts:
         ns = s.ident.split("/", 1)[0]
@@ -633,7 +630,8 @@ def check(ctx: PlanContext) -> CheckResult:
             lines.append(f"  not rehearsed: {s.skip}")
             entry["skipped"] = s.skip
             # a script the rehearsal cannot run is not a script that passed: say so
-            fail(s, UNREHEARSED, f"{s.ident} container {s.container}: not rehearsed: {s.skip}")
+            message = f"{s.ident} container {s.container}: not rehearsed: {s.skip}"
+            findings.append(_finding(s, UNREHEARSED, message))
             continue
         mine = sorted({f"{ns}/{vm.claim}" for vm in s.mounts if vm.claim is not None})
         # every pod on the same file systems: the same claim, or another directory of it
@@ -674,12 +672,11 @@ def check(ctx: PlanContext) -> CheckResult:
                         if bad is None:
                             continue
                         c, r = bad
-                        fail(
-                            s,
-                            CANNOT_WRITE,
+                        message = (
                             f"after {s.ident} ran ({label}), {c.name} ({c.identity.describe()}) "
-                            f"cannot write {', '.join(c.dirs)}: {r.tail()}",
+                            f"cannot write {', '.join(c.dirs)}: {r.tail()}"
                         )
+                        findings.append(_finding(s, CANNOT_WRITE, message))
                         break
                     r = run_script(s, run, ns)
                     if step == "run 1" and r.ok:
@@ -689,13 +686,12 @@ def check(ctx: PlanContext) -> CheckResult:
                         made.update(k for k, _ in active if k not in mine)
                     outcome.append(f"{step} {_verdict(r)}")
                     if not r.ok:
-                        fail(
-                            s,
-                            SCRIPT_FAILS,
+                        message = (
                             f"container {s.container} of {s.ident} fails on {step} ({label}) "
                             f"as {s.identity.describe()}: {r.tail()}; script: "
-                            f"`{_short(s.script, 200)}`",
+                            f"`{_short(s.script, 200)}`"
                         )
+                        findings.append(_finding(s, SCRIPT_FAILS, message))
                         break
                 lines.append(f"  {label}: " + ", ".join(outcome))
                 if any(o.endswith("pip not run") for o in outcome):
