@@ -436,19 +436,14 @@ class _Run:
     def root(self, claim: str) -> pathlib.Path:
         """What the claim mounts: its file system's root, or the one directory it exposes
         (MissingDirectory when that directory does not exist: the mount would fail)."""
-        c = self.claims[claim]
-        d = self.fs_roots[c.fs] / c.directory if c.directory else self.fs_roots[c.fs]
-        if not d.is_dir():
-            raise MissingDirectory(f"/{c.directory} does not exist on the file system")
-        return d
+        if not self.has(claim):
+            directory = self.claims[claim].directory
+            raise MissingDirectory(f"/{directory} does not exist on the file system")
+        return self.fs_roots[self.claims[claim].fs] / self.claims[claim].directory
 
     def has(self, claim: str) -> bool:
         """Whether what the claim mounts exists (a fileset's directory was made)."""
-        try:
-            self.root(claim)
-        except MissingDirectory:
-            return False
-        return True
+        return (self.fs_roots[self.claims[claim].fs] / self.claims[claim].directory).is_dir()
 
     def subpath(self, claim: str, sub: str) -> pathlib.Path:
         """The claim's directory for `sub`, made as the kubelet would if missing: its
