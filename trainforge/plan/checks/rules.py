@@ -43,7 +43,7 @@ class Rule:
     id: str
     title: str
     fix: str
-    # (type token, inputs, a plan's training runtimes for a TrainJob's pod: `pod_specs`)
+    # (type token, inputs[, a plan's training runtimes for a TrainJob's pod: `pod_specs`])
     check: Callable[[str, dict[str, Any], Any], list[str]]
     types: tuple[str, ...] = ()  # exact type tokens; empty = decided by `check` itself
 
@@ -80,7 +80,7 @@ def resource_rule(id_: str, title: str, fix: str, types: tuple[str, ...]):
     """Register the decorated `(type token, inputs) -> messages` as a rule on `types`."""
 
     def register(fn: Callable[[str, dict[str, Any]], list[str]]):
-        RESOURCE_RULES.append(Rule(id_, title, fix, lambda t, i, _runtimes: fn(t, i), types))
+        RESOURCE_RULES.append(Rule(id_, title, fix, lambda t, i, _runtimes=None: fn(t, i), types))
         return fn
 
     return register
@@ -91,7 +91,7 @@ def pod_rule(id_: str, title: str, fix: str):
     pod spec a resource carries, each message prefixed with its pod's label."""
 
     def register(fn: Callable[[str, dict, dict], list[str]]):
-        def check(type_: str, inputs: dict, runtimes: Any) -> list[str]:
+        def check(type_: str, inputs: dict, runtimes: Any = None) -> list[str]:
             out = []
             for label, spec in pod_specs(type_, inputs, runtimes):
                 out += [f"{label}: {m}" for m in fn(type_, inputs, spec)]
