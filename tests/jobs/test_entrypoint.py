@@ -487,7 +487,7 @@ def _controller_pod(out) -> dict:
     if out.backend == "pytorchjob":
         return wl["spec"]["pytorchReplicaSpecs"]["Master"]["template"]
     if out.backend == "trainjob":
-        return trainjob.platform_pod(wl)
+        return trainjob.built_pod(wl)
     return wl["spec"]["template"]
 
 

@@ -177,7 +177,7 @@ def pod_env(out) -> dict[str, str]:
     if out.backend == "pytorchjob":
         pod = wl["spec"]["pytorchReplicaSpecs"]["Master"]["template"]
     elif out.backend == "trainjob":
-        pod = trainjob.platform_pod(wl)
+        pod = trainjob.built_pod(wl)
     else:
         pod = wl["spec"]["template"]
     return {e["name"]: e.get("value") for e in pod["spec"]["containers"][0]["env"]}

@@ -10,7 +10,7 @@ from tests.jobs.helpers import CODE, DLC_IMAGE, GPU_POOL, target
 from trainforge.core.contract import BACKENDS, Declared, DeclaredJob, PlatformContract
 from trainforge.jobs.backends import emit
 from trainforge.jobs.spec import parse_job
-from trainforge.jobs.trainjob import runtime_manifest, runtime_manifests
+from trainforge.jobs.trainjob import runtime_manifest, runtime_manifests, runtimes_in
 from trainforge.jobs.wiring import resolve_job
 from trainforge.plan.check_types import PlanContext
 from trainforge.plan.checks.job_backends import RULE, check
@@ -152,3 +152,35 @@ def test_a_runtime_without_the_grace_period_is_found_after_admission():
     out.jobs.append(DeclaredJob(job, t, emitted, "job-j"))
     (finding,) = check(PlanContext(None, [obj(runtime)], out)).findings
     assert "terminationGracePeriodSeconds" in finding.message
+
+
+def test_every_reader_of_a_trainjobs_pod_builds_it_from_the_plans_runtime():
+    """One builder (`trainjob.built_pod` behind `backends.pod_templates`): a runtime the plan
+    renders differently from the platform's stock one is what the policy rules, the reference
+    check and the scanners' wrapped Job see of the TrainJob's pod, as the backend check and
+    the pod-script rehearsal do (they read the same runtime, `runtime_docs`)."""
+    from trainforge.plan.checks import existence, rules
+    from trainforge.plan.manifests import K8sObject, pod_template_jobs
+    from trainforge.plan.runner import Inventory, Recorded
+
+    wl = declared("trainjob").jobs[0].emitted.workload
+    runtime = copy.deepcopy(runtime_manifest("ExitCode"))  # the job's runtime, edited
+    rjob = runtime["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]
+    container = rjob["template"]["spec"]["containers"][0]
+    container["envFrom"] = [{"secretRef": {"name": "edited-in"}}]
+    container["securityContext"] = {**container["securityContext"], "privileged": True}
+    objects = [
+        K8sObject(f"urn:{d['kind']}", d["kind"], f"kubernetes:{d['apiVersion']}:{d['kind']}", d)
+        for d in (runtime, wl)
+    ]
+    records = [Recorded(o.urn, o.type, o.name, None, True, o.doc) for o in objects]
+    ctx = PlanContext(Inventory(project="p", stack="s", resources=records), objects)
+    job = objects[1].ident
+    privileged = [f for f in rules.check(ctx).findings if f.rule == "CKV_K8S_16"]
+    assert job in {f.resource.split(" ")[0] for f in privileged}
+    secrets = [r for _, r in existence.references(ctx) if r.kind == "Secret"]
+    assert f"TrainJob {job} pod: container node envFrom" in {r.where for r in secrets}
+    ((_, wrapped),) = pod_template_jobs(objects[1], runtimes_in([runtime]))
+    assert wrapped["spec"]["template"]["spec"]["containers"][0]["securityContext"]["privileged"]
+    (finding,) = check(PlanContext(None, objects, declared("trainjob"))).findings
+    assert "container securityContext" in finding.message

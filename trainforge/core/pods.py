@@ -61,8 +61,9 @@ class Shape:
     the controllers' default, e.g. training-operator v1.9 `setDefaultReplicas(spec, 1)`).
     `restarts`: the path of the object's restart bound. `build`: for a kind whose pods a
     controller builds from what the object writes and from elsewhere (a TrainJob, from its
-    runtime), a function from the object to its [(replica name, pod template)], None when
-    it cannot tell; a walk with `build=False` reads the `templates` the object writes.
+    runtime), a function from the object and the runtimes known (`pod_templates`) to its
+    [(replica name, pod template)], None when it cannot tell; a walk with `build=False`
+    reads the `templates` the object writes.
 
     What the plan reads of a job of this kind (`job`: a training workload, one per job):
     `nodes`, the path of its pod count when the object states it in one field (else the sum
@@ -77,7 +78,7 @@ class Shape:
     templates: tuple[Path, ...] = ()
     replicas: tuple[Path, ...] = ()
     restarts: Path = ()
-    build: Callable[[dict[str, Any]], list[tuple[str, dict[str, Any]]] | None] | None = None
+    build: Callable[[dict[str, Any], Any], list[tuple[str, dict[str, Any]]] | None] | None = None
     job: bool = False
     nodes: Path = ()
     main: str = ""
@@ -302,11 +303,14 @@ def pod_templates(
     *,
     build: bool = True,
     kind: str | None = None,
+    runtimes: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> list[PodTemplate]:
     """Every pod template of an object, by its kind's shape in `shapes`, else generically
     (under `spec`, or the object itself when its `spec` has containers). `build=False` skips
     the pods a controller builds from elsewhere (a TrainJob's), for a reader that only wants
-    what the object itself writes. `kind`: read the object as this kind's shape instead."""
+    what the object itself writes. `kind`: read the object as this kind's shape instead.
+    `runtimes`: what a `build` reads besides the object (a plan's training runtimes, by
+    name; None: the platform's own)."""
     shape = shapes.get(str(doc.get("kind")) if kind is None else kind)
     if shape is None:
         if _is_template(doc):
@@ -314,7 +318,7 @@ def pod_templates(
         return list(_generic(doc.get("spec"), "spec"))
     out: list[PodTemplate] = []
     if shape.build is not None and build:
-        for name, tmpl in shape.build(dict(doc)) or []:
+        for name, tmpl in shape.build(dict(doc), runtimes) or []:
             out.append(PodTemplate("", name, tmpl, _count(doc, shape.replicas)))
         return out
     for path in shape.templates:

@@ -51,10 +51,18 @@ WORKLOAD_TYPES: dict[str, str] = {
 }
 
 
-def _trainjob_pods(doc: dict[str, Any]) -> list[tuple[str, dict[str, Any]]] | None:
-    """The pod Kubeflow Trainer builds from a TrainJob and its runtime, when the runtime is one
-    of trainforge's own (known without a cluster)."""
-    pod = trainjob.platform_pod(doc)
+def _trainjob_pods(
+    doc: dict[str, Any], runtimes: Mapping[str, Mapping[str, Any]] | None
+) -> list[tuple[str, dict[str, Any]]] | None:
+    """The pod Kubeflow Trainer builds from a TrainJob and the runtime it names
+    (`trainjob.built_pod`); None when the runtime is not known or the job too malformed to
+    build (validation reports it)."""
+    if not isinstance(pods.get(doc, "metadata", "name"), str):
+        return None
+    try:
+        pod = trainjob.built_pod(doc, runtimes)
+    except (KeyError, TypeError, AttributeError, StopIteration):
+        return None
     return [("", pod)] if pod is not None else None
 
 
@@ -128,10 +136,16 @@ def job_shape(doc: Mapping[str, Any]) -> pods.Shape | None:
     return s if s is not None and s.job else None
 
 
-def pod_templates(doc: Mapping[str, Any], *, build: bool = True) -> list[pods.PodTemplate]:
+def pod_templates(
+    doc: Mapping[str, Any],
+    *,
+    build: bool = True,
+    runtimes: Mapping[str, Mapping[str, Any]] | None = None,
+) -> list[pods.PodTemplate]:
     """Every pod template of an object, by its kind's shape (`SHAPES`), else found generically;
-    `build=False` leaves out the pods a controller builds from elsewhere (a TrainJob's)."""
-    return pods.pod_templates(doc, SHAPES, build=build)
+    `build=False` leaves out the pods a controller builds from elsewhere (a TrainJob's), which
+    are built from `runtimes` (`trainjob.runtimes_in`: a plan's; None: the platform's own)."""
+    return pods.pod_templates(doc, SHAPES, build=build, runtimes=runtimes)
 
 
 def resolve_backend(job: JobSpec, target: JobTarget, where: str) -> str:

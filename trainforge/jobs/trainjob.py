@@ -1,39 +1,16 @@
-"""Emitter: a resolved JobSpec + JobTarget -> Kubeflow Trainer v2 (v2.3) objects.
-
-Trainer v2 splits a job in two: a `ClusterTrainingRuntime` (cluster-scoped, installed once by
-the platform: the JobSet template every job starts from) and a `TrainJob` per job (image,
-command, env, nodes, processes and resources per node, and `runtimePatches` for the pod
-fields v2.3 lets a job set). This module builds both from the shared pod builder
-(`trainforge.jobs.pod`), so a TrainJob's pods are the pods its PyTorchJob would have:
-
-- the runtime carries what is the same on every pod of every job: the `node` container
-  (Trainer's torch plugin wires only the container named `node` in the replicated job `node`),
-  pull policy, security contexts, no service links, no API token, the metrics port, the
-  /dev/shm and /tmp volumes, the restart behaviour (one runtime per restart policy) and
-  terminationGracePeriodSeconds (one runtime per grace class, pod.GRACE_CLASSES: Kueue 0.19
-  rewrites an admitted TrainJob with Trainer v2.2.1's types, which drop it from a patch);
-- the TrainJob's `trainer` carries image, command, env, `numNodes` (= workers),
-  `numProcPerNode` (= processes per pod) and `resourcesPerNode` (requests = limits);
-- its runtime patch carries the per-job pod fields v2.3 accepts there: labels and
-  annotations, ServiceAccount, security contexts, node selector, tolerations,
-  volumes (sized /dev/shm, the team's FSx claim, the code ConfigMap) and volume mounts.
-
-`effective_pod` rehearses what the Trainer controller does with the two (strategic merge of
-the patch into the runtime's pod template, then the trainer fields, then the torch plugin's
-PET_* variables and port); tests and the offline plan check it against the pod builder.
-
-Trainer v2.2.1's torch plugin (the same in v2.3.0) sets PET_NNODES, PET_NPROC_PER_NODE,
-PET_NODE_RANK (the pod's completion index), PET_MASTER_ADDR (`<job>-node-0-0.<job>`, the
-JobSet's stable DNS name of rank 0) and PET_MASTER_PORT (29500). The emitter sets MASTER_ADDR,
-MASTER_PORT, RANK and WORLD_SIZE to the same values, so that the container command and the env
-contract are those of every other backend. What v2.2/v2.3 lack compared with the PyTorchJob
-(refused at preview by `check`): elastic training, and per-job backoffLimit, TTL, cleanPodPolicy
-and container ports (they live in the runtime, platform-wide).
+"""Emitter: a resolved JobSpec + JobTarget -> Kubeflow Trainer v2 (v2.3) objects: the
+platform's ClusterTrainingRuntimes (what is the same on every pod, one per restart policy,
+code variant and grace class) and a TrainJob per job (its trainer fields and a runtime patch),
+both from the shared pod builder (`trainforge.jobs.pod`), so a TrainJob's pods are the pods
+its PyTorchJob would have. `effective_pod` rehearses what the Trainer controller builds from
+the two; `built_pod` is the one builder of that pod every reader sees. What each carries,
+why, and what v2.2/v2.3 cannot do per job: docs/jobs.md, "`trainjob`: the runtime and the
+TrainJob" and "When to use which".
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from trainforge.core import pods
@@ -491,19 +468,24 @@ KUEUE_POD_PATCH_FIELDS = frozenset(
 KUEUE_CONTAINER_PATCH_FIELDS = frozenset({"name", "env", "volumeMounts", "securityContext"})
 
 
+def _pod_patches(trainjob: Mapping[str, Any]) -> Iterator[tuple[Any, Any]]:
+    """(replicated job name, pod template patch) of each of the TrainJob's runtime patches."""
+    for patch in pods.get(trainjob, "spec", "runtimePatches") or []:
+        for rj in (
+            pods.get(patch, "trainingRuntimeSpec", "template", "spec", "replicatedJobs") or []
+        ):
+            yield rj.get("name"), pods.get(rj, "template", "spec", "template")
+
+
 def kueue_admitted(trainjob: dict[str, Any]) -> dict[str, Any]:
     """The TrainJob as Kueue 0.19 leaves it once it manages it (a queue label): decoded into
     and re-encoded from Trainer v2.2.1's Go types, so pod-patch fields v2.2.1 lacks are gone."""
     if tenancy.QUEUE_LABEL not in ((trainjob.get("metadata") or {}).get("labels") or {}):
         return trainjob
     out = _copy(trainjob)
-    for patch in out["spec"].get("runtimePatches") or []:
-        tmpl = ((patch.get("trainingRuntimeSpec") or {}).get("template") or {}).get("spec") or {}
-        for rj in tmpl.get("replicatedJobs") or []:
-            pod_tmpl = ((rj.get("template") or {}).get("spec") or {}).get("template") or {}
-            spec = pod_tmpl.get("spec")
-            if not isinstance(spec, dict):
-                continue
+    for _, pod_tmpl in _pod_patches(out):
+        spec = pods.get(pod_tmpl, "spec")
+        if isinstance(spec, dict):
             for key in set(spec) - KUEUE_POD_PATCH_FIELDS:
                 del spec[key]
             for kind in ("containers", "initContainers"):
@@ -525,15 +507,9 @@ def effective_pod(trainjob: dict[str, Any], runtime: dict[str, Any]) -> dict[str
     rjob = next(r for r in rjobs if r["name"] == REPLICATED_JOB)
     template = _copy(rjob["template"]["spec"]["template"])
     spec = trainjob["spec"]
-    for patch in spec.get("runtimePatches") or []:
-        for rj in (
-            ((patch.get("trainingRuntimeSpec") or {}).get("template") or {}).get("spec") or {}
-        ).get("replicatedJobs") or []:
-            if rj["name"] != REPLICATED_JOB:
-                continue
-            pod_patch = ((rj.get("template") or {}).get("spec") or {}).get("template")
-            if pod_patch:
-                template = strategic_merge(template, pod_patch)
+    for name, pod_patch in _pod_patches(trainjob):
+        if name == REPLICATED_JOB and pod_patch:
+            template = strategic_merge(template, pod_patch)
     trainer = spec.get("trainer") or {}
     container = next(c for c in template["spec"]["containers"] if c["name"] == CONTAINER)
     for field in ("image", "command", "args"):
@@ -568,18 +544,43 @@ def effective_pod(trainjob: dict[str, Any], runtime: dict[str, Any]) -> dict[str
     return template
 
 
-def platform_pod(trainjob: dict[str, Any]) -> dict[str, Any] | None:
-    """`effective_pod` for a TrainJob on one of the platform's runtimes (which the offline
-    plan and the policy pack know without a cluster); None for another runtime or a TrainJob
-    too malformed to build (validation reports it)."""
-    name = ((trainjob.get("spec") or {}).get("runtimeRef") or {}).get("name")
-    runtime = next((r for r in runtime_manifests() if r["metadata"]["name"] == name), None)
-    if runtime is None or not isinstance((trainjob.get("metadata") or {}).get("name"), str):
+def runtimes_in(docs: Iterable[Mapping[str, Any]] = ()) -> dict[str, Mapping[str, Any]]:
+    """The runtimes a TrainJob may name, for `runtime_of`: the platform's own
+    (`runtime_manifests`, which the policy pack knows without a cluster), as `docs` (a plan's
+    objects) render them where they do, and the TrainingRuntimes among `docs`."""
+    out: dict[str, Mapping[str, Any]] = {d["metadata"]["name"]: d for d in runtime_manifests()}
+    for d in docs:
+        name, ns = pods.get(d, "metadata", "name"), pods.get(d, "metadata", "namespace")
+        if d.get("kind") == RUNTIME_KIND:
+            out[str(name)] = d
+        elif d.get("kind") == "TrainingRuntime":
+            out[f"{ns}/{name}"] = d
+    return out
+
+
+def runtime_of(
+    doc: Mapping[str, Any], runtimes: Mapping[str, Mapping[str, Any]] | None = None
+) -> Mapping[str, Any] | None:
+    """The runtime TrainJob `doc` names among `runtimes` (`runtimes_in`; default: the
+    platform's own): a ClusterTrainingRuntime by name, a TrainingRuntime of its namespace."""
+    ref = pods.get(doc, "spec", "runtimeRef") or {}
+    name = str(ref.get("name"))
+    if (ref.get("kind") or RUNTIME_KIND) != RUNTIME_KIND:
+        name = f"{pods.get(doc, 'metadata', 'namespace')}/{name}"
+    return (runtimes_in() if runtimes is None else runtimes).get(name)
+
+
+def built_pod(
+    doc: dict[str, Any], runtimes: Mapping[str, Mapping[str, Any]] | None = None
+) -> dict[str, Any] | None:
+    """The pod the Trainer builds for TrainJob `doc` (`effective_pod`) from the runtime it
+    names (`runtime_of`; None without one), as Kueue leaves the job once it manages it
+    (`kueue_admitted`): the one builder every reader of a TrainJob's pod sees, through
+    `backends.pod_templates`. Raises what `effective_pod` raises for a malformed job."""
+    runtime = runtime_of(doc, runtimes)
+    if runtime is None:
         return None
-    try:
-        return effective_pod(trainjob, runtime)
-    except (KeyError, TypeError, AttributeError, StopIteration):
-        return None
+    return effective_pod(kueue_admitted(doc), dict(runtime))
 
 
 def num_nodes(doc: Mapping[str, Any], runtime: Mapping[str, Any]) -> int:
@@ -602,7 +603,7 @@ def retry_bound(doc: Mapping[str, Any], inputs: pods.RetryInputs) -> pods.Bound 
     `failurePolicy.maxRestarts: 0`: the Kubernetes Job controller's bound of that Job, ended
     in time by the TrainJob's activeDeadlineSeconds. None: the runtime is not known."""
     spec = doc.get("spec") or {}
-    runtime = inputs.runtimes.get(str(pods.get(spec, "runtimeRef", "name")))
+    runtime = runtime_of(doc, inputs.runtimes)
     rjobs = pods.get(runtime, "spec", "template", "spec", "replicatedJobs") or []
     rjob = next((r for r in rjobs if r.get("name") == REPLICATED_JOB), None)
     if rjob is None:

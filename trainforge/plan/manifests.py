@@ -238,9 +238,12 @@ def dump_yaml(doc: Any) -> str:
     return yaml.dump(doc, Dumper=_DUMPER, sort_keys=False, default_flow_style=False, width=100)
 
 
-def pod_template_jobs(obj: K8sObject) -> list[tuple[str, dict[str, Any]]]:
+def pod_template_jobs(
+    obj: K8sObject, runtimes: dict[str, Any] | None = None
+) -> list[tuple[str, dict[str, Any]]]:
     """Each PyTorchJob replica's pod template, or the pod Kubeflow Trainer builds for a
-    TrainJob on one of trainforge's runtimes, wrapped as a batch/v1 Job.
+    TrainJob from its runtime in `runtimes` (`trainjob.runtimes_in`: the plan's), wrapped as
+    a batch/v1 Job.
 
     checkov (and other scanners) skip custom resources; the wrapped Job carries the exact pod
     template so that the pod-level checks run on what the controller will create. The
@@ -253,7 +256,7 @@ def pod_template_jobs(obj: K8sObject) -> list[tuple[str, dict[str, Any]]]:
     if obj.kind in KUBERNETES or job_shape(obj.doc) is None:
         return []
     out = []
-    for t in pod_templates(obj.doc):
+    for t in pod_templates(obj.doc, runtimes=runtimes):
         rtype = t.name or "Node"  # a TrainJob's one pod: the Trainer's replicated job `node`
         tmpl = copy.deepcopy(t.template)
         pod = tmpl.setdefault("spec", {})
@@ -276,7 +279,10 @@ def pod_template_jobs(obj: K8sObject) -> list[tuple[str, dict[str, Any]]]:
 
 def write_manifests(objects: list[K8sObject], out: pathlib.Path, checkov: bool = True) -> int:
     """One YAML file per object under out/<namespace or _cluster>/; returns files written."""
+    from trainforge.jobs.trainjob import runtimes_in  # noqa: PLC0415 - plain data, no Pulumi
+
     prepare_dir(out)
+    runtimes = runtimes_in(o.doc for o in objects)
     n = 0
     for obj in objects:
         path = out / obj.relpath
@@ -285,7 +291,7 @@ def write_manifests(objects: list[K8sObject], out: pathlib.Path, checkov: bool =
         path.write_text(note + dump_yaml(obj.doc))
         n += 1
         if checkov:
-            for rel, job in pod_template_jobs(obj):
+            for rel, job in pod_template_jobs(obj, runtimes):
                 p = out / CHECKOV_DIR / rel
                 p.parent.mkdir(parents=True, exist_ok=True)
                 p.write_text(dump_yaml(job))

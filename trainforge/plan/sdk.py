@@ -63,33 +63,34 @@ def _not_found() -> dict[str, Any]:
             "code": 404}  # fmt: skip
 
 
+def _route(path: str) -> list[str]:
+    """The parts of an API path under TRAINER_API (none for another API)."""
+    path = path.split("?")[0]
+    return path.removeprefix(TRAINER_API + "/").split("/") if path.startswith(TRAINER_API) else []
+
+
 def _get(objects: list[dict[str, Any]], path: str, sub: Submission) -> tuple[int, dict[str, Any]]:
     """The API's answer to GET `path` from the plan's (Cluster)TrainingRuntimes."""
-    cluster = {
-        d["metadata"]["name"]: d for d in objects if d.get("kind") == "ClusterTrainingRuntime"
-    }
-    namespaced = {
-        (d["metadata"].get("namespace"), d["metadata"]["name"]): d
-        for d in objects
-        if d.get("kind") == "TrainingRuntime"
-    }
-    rel = path.removeprefix(TRAINER_API + "/").split("/")
-    if not path.startswith(TRAINER_API):
-        return 404, _not_found()
-    if rel == ["clustertrainingruntimes"]:
-        return 200, {"kind": "ClusterTrainingRuntimeList", "items": list(cluster.values())}
-    if len(rel) == 2 and rel[0] == "clustertrainingruntimes":
-        if rel[1] in cluster:
-            return 200, cluster[rel[1]]
-        sub.missing.append(rel[1])
-        return 404, _not_found()
-    if len(rel) == 3 and rel[0] == "namespaces" and rel[2] == "trainingruntimes":
-        items = [d for (ns, _), d in namespaced.items() if ns == rel[1]]
-        return 200, {"kind": "TrainingRuntimeList", "items": items}
-    if len(rel) == 4 and rel[0] == "namespaces" and rel[2] == "trainingruntimes":
-        found = namespaced.get((rel[1], rel[3]))
-        return (200, found) if found else (404, _not_found())  # the SDK then asks cluster
-    return 404, _not_found()
+    cluster = [d for d in objects if d.get("kind") == "ClusterTrainingRuntime"]
+    found: list[dict[str, Any]] = []
+    match _route(path):
+        case ["clustertrainingruntimes"]:
+            return 200, {"kind": "ClusterTrainingRuntimeList", "items": cluster}
+        case ["clustertrainingruntimes", name]:
+            found = [d for d in cluster if d["metadata"]["name"] == name]
+            if not found:
+                sub.missing.append(name)
+        case ["namespaces", ns, "trainingruntimes", *name]:
+            items = [
+                d
+                for d in objects
+                if d.get("kind") == "TrainingRuntime" and d["metadata"].get("namespace") == ns
+            ]
+            if not name:
+                return 200, {"kind": "TrainingRuntimeList", "items": items}
+            # none found: the SDK then asks for the cluster's
+            found = [d for d in items if [d["metadata"]["name"]] == name]
+    return (200, found[0]) if found else (404, _not_found())
 
 
 @contextlib.contextmanager
@@ -111,7 +112,7 @@ def api_stand_in(objects: list[dict[str, Any]], sub: Submission) -> Iterator[str
 
         def do_GET(self) -> None:  # noqa: N802 - http.server's name
             sub.requests.append(("GET", self.path))
-            code, body = _get(objects, self.path.split("?")[0], sub)
+            code, body = _get(objects, self.path, sub)
             if code == 404 and sub.created:
                 sub.after_sent.append(self.path.split("?")[0])
             self._send(code, body)
@@ -119,19 +120,14 @@ def api_stand_in(objects: list[dict[str, Any]], sub: Submission) -> Iterator[str
         def do_POST(self) -> None:  # noqa: N802 - http.server's name
             sub.requests.append(("POST", self.path))
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"]) or 0))
-            path = self.path.split("?")[0]
-            parts = path.removeprefix(TRAINER_API + "/").split("/")
-            if (
-                path.startswith(TRAINER_API)
-                and parts[0] == "namespaces"
-                and parts[2:] == ["trainjobs"]
-            ):
-                # what the API server stores: the namespace of the URL
-                body.setdefault("metadata", {})["namespace"] = parts[1]
-                sub.created.append(body)
-                return self._send(201, body)
+            match _route(self.path):
+                case ["namespaces", ns, "trainjobs"]:
+                    # what the API server stores: the namespace of the URL
+                    body.setdefault("metadata", {})["namespace"] = ns
+                    sub.created.append(body)
+                    return self._send(201, body)
             if sub.created:
-                sub.after_sent.append(path)
+                sub.after_sent.append(self.path.split("?")[0])
             return self._send(404, _not_found())
 
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
+from trainforge.plan.checks.job_backends import runtime_docs
 from trainforge.plan.checks.ordering import CHART_V4, RELEASE, After, creation_order, short_urn
 from trainforge.plan.runner import SECRET, UNKNOWN
 
@@ -146,13 +147,14 @@ def pod_refs(pod: dict[str, Any], namespace: str, what: str) -> Iterator[Ref]:
                 yield Ref(kind, namespace, str(ref.get("name")), f"{at} envFrom")
 
 
-def _pods(obj: Any) -> Iterator[tuple[dict[str, Any], str]]:
-    """(pod spec, where) of every pod an object runs, in its namespace."""
+def _pods(obj: Any, runtimes: dict[str, Any]) -> Iterator[tuple[dict[str, Any], str]]:
+    """(pod spec, where) of every pod an object runs, in its namespace (a TrainJob's: built
+    from `runtimes`, the plan's)."""
     from trainforge.jobs.backends import pod_templates, shape  # noqa: PLC0415
 
     built = shape(obj.doc)
     if built is not None and built.build is not None:  # the pod its controller builds
-        for t in pod_templates(obj.doc):  # (a TrainJob's: from its runtime)
+        for t in pod_templates(obj.doc, runtimes=runtimes):  # (a TrainJob's: its runtime's)
             yield t.spec, f"{obj.kind} {obj.ident} pod"
         return
     if not obj.namespace:  # a cluster-scoped template (a runtime): its TrainJobs' pods count
@@ -182,7 +184,7 @@ def references(ctx: PlanContext) -> list[tuple[str, Ref]]:
     """(consumer URN, reference) for every pod of every object and every release's values."""
     out: list[tuple[str, Ref]] = []
     for obj in ctx.objects:
-        for pod, what in _pods(obj):
+        for pod, what in _pods(obj, runtime_docs(ctx)):
             ns = obj.namespace or ""
             out += [(obj.urn, r) for r in pod_refs(pod, ns, what)]
     for res in ctx.inventory.resources:

@@ -188,15 +188,10 @@ def _credential_findings(ctx: PlanContext) -> list[Finding]:
             continue
         key = image_routes.CREDENTIAL_KEYS.get(str(prefix), "trainforge:images")
         for why in image_routes.credential_problems(arn, region, None):
-            message = f"{key}: {arn}: {why}; ECR refuses the {prefix} rule"
-            out.append(
-                _finding(
-                    r,
-                    "TRAINFORGE_IMAGE_CREDENTIAL",
-                    f"{message} (CreatePullThroughCacheRule)",
-                    names=frozenset({key}),
-                )
+            message = (
+                f"{key}: {arn}: {why}; ECR refuses the {prefix} rule (CreatePullThroughCacheRule)"
             )
+            out.append(_finding(r, "TRAINFORGE_IMAGE_CREDENTIAL", message, names=frozenset({key})))
     return out
 
 
@@ -209,9 +204,7 @@ def check(ctx: PlanContext) -> CheckResult:
     data: list[dict[str, Any]] = []
     for dj in declared.jobs:
         job, target = dj.spec, dj.target
-        facts = job.image_facts
-        if facts is None:
-            facts = facts_for(job.image or versions.PYTORCH_IMAGE, None)
+        facts = job.image_facts or facts_for(job.image or versions.PYTORCH_IMAGE, None)
         name = f"{target.namespace}/{job.name}"
         mlflow_used = logs_to_mlflow(job, _shipped_files(dj.emitted))
         feats = _features(job, target, facts, mlflow_used)

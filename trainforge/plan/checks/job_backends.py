@@ -55,44 +55,16 @@ def _differences(wanted: dict[str, Any], built: dict[str, Any]) -> list[str]:
     return out
 
 
-def runtime_docs(ctx: PlanContext) -> dict[str, dict]:
-    """The ClusterTrainingRuntimes a TrainJob can name, by name: the platform's own, as the
-    plan rendered them where it did (the retry-bound rehearsal reads the same index); made
-    once per plan (`ctx.memo`)."""
+def runtime_docs(ctx: PlanContext) -> dict[str, Any]:
+    """The runtimes a TrainJob of this plan can name (`trainjob.runtimes_in`: the platform's
+    own as the plan rendered them, and the plan's TrainingRuntimes), made once per plan
+    (`ctx.memo`): what every builder of a TrainJob's pod (`backends.pod_templates`,
+    `trainjob.built_pod`) and the retry-bound rehearsal read."""
     from trainforge.jobs import trainjob  # noqa: PLC0415
 
     if "runtime_docs" not in ctx.memo:
-        runtimes = {d["metadata"]["name"]: d for d in trainjob.runtime_manifests()}
-        runtimes.update({o.obj_name: o.doc for o in ctx.objects if o.kind == trainjob.RUNTIME_KIND})
-        ctx.memo["runtime_docs"] = runtimes
+        ctx.memo["runtime_docs"] = trainjob.runtimes_in(o.doc for o in ctx.objects)
     return ctx.memo["runtime_docs"]
-
-
-def trainjob_runtime(ctx: PlanContext, doc: dict[str, Any]) -> dict[str, Any] | None:
-    """The runtime a TrainJob names (`runtime_docs` for a ClusterTrainingRuntime; a
-    TrainingRuntime of its namespace in the plan), None when there is none: the one lookup of
-    the checks that build its pod (`trainjob.effective_pod`: the pod scripts, the SDK's jobs)."""
-    from trainforge.jobs import trainjob  # noqa: PLC0415
-
-    ref = (doc.get("spec") or {}).get("runtimeRef") or {}
-    kind, name = ref.get("kind") or trainjob.RUNTIME_KIND, ref.get("name")
-    if kind == trainjob.RUNTIME_KIND:
-        return runtime_docs(ctx).get(str(name))
-    ns = (doc.get("metadata") or {}).get("namespace")
-    found = (o.doc for o in ctx.objects if (o.kind, o.namespace, o.obj_name) == (kind, ns, name))
-    return next(found, None)
-
-
-def trainjob_pod(ctx: PlanContext, doc: dict[str, Any]) -> dict[str, Any] | None:
-    """The pod the Trainer builds for a TrainJob from its runtime (`trainjob_runtime`; None
-    without one), as Kueue leaves the job once it manages it (`trainjob.kueue_admitted`);
-    raises what `trainjob.effective_pod` raises for a malformed job."""
-    from trainforge.jobs import trainjob  # noqa: PLC0415
-
-    runtime = trainjob_runtime(ctx, doc)
-    if runtime is None:
-        return None
-    return trainjob.effective_pod(trainjob.kueue_admitted(doc), runtime)
 
 
 def check(ctx: PlanContext) -> CheckResult:
@@ -112,7 +84,7 @@ def check(ctx: PlanContext) -> CheckResult:
         if emitted.backend == trainjob.BACKEND:
             name = wl["spec"]["runtimeRef"]["name"]
             note = f"runtime {name}"
-            built = trainjob_pod(ctx, wl)
+            built = trainjob.built_pod(wl, runtime_docs(ctx))
             if built is None:
                 note += " (not in this plan: checked by the cluster's webhook only)"
             else:

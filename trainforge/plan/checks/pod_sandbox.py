@@ -64,55 +64,51 @@ UNSAFE_CAPS = frozenset(
     }
 )
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-# Capability numbers (linux/include/uapi/linux/capability.h), to read /proc/self/status.
-CAP_NUMBERS = {
-    name: i
-    for i, name in enumerate(
-        [
-            "CHOWN",
-            "DAC_OVERRIDE",
-            "DAC_READ_SEARCH",
-            "FOWNER",
-            "FSETID",
-            "KILL",
-            "SETGID",
-            "SETUID",
-            "SETPCAP",
-            "LINUX_IMMUTABLE",
-            "NET_BIND_SERVICE",
-            "NET_BROADCAST",
-            "NET_ADMIN",
-            "NET_RAW",
-            "IPC_LOCK",
-            "IPC_OWNER",
-            "SYS_MODULE",
-            "SYS_RAWIO",
-            "SYS_CHROOT",
-            "SYS_PTRACE",
-            "SYS_PACCT",
-            "SYS_ADMIN",
-            "SYS_BOOT",
-            "SYS_NICE",
-            "SYS_RESOURCE",
-            "SYS_TIME",
-            "SYS_TTY_CONFIG",
-            "MKNOD",
-            "LEASE",
-            "AUDIT_WRITE",
-            "AUDIT_CONTROL",
-            "SETFCAP",
-            "MAC_OVERRIDE",
-            "MAC_ADMIN",
-            "SYSLOG",
-            "WAKE_ALARM",
-            "BLOCK_SUSPEND",
-            "AUDIT_READ",
-            "PERFMON",
-            "BPF",
-            "CHECKPOINT_RESTORE",
-        ]
-    )
-}
+# Capability names by number (linux/include/uapi/linux/capability.h), to read
+# /proc/self/status.
+CAP_NAMES = (
+    "CHOWN",
+    "DAC_OVERRIDE",
+    "DAC_READ_SEARCH",
+    "FOWNER",
+    "FSETID",
+    "KILL",
+    "SETGID",
+    "SETUID",
+    "SETPCAP",
+    "LINUX_IMMUTABLE",
+    "NET_BIND_SERVICE",
+    "NET_BROADCAST",
+    "NET_ADMIN",
+    "NET_RAW",
+    "IPC_LOCK",
+    "IPC_OWNER",
+    "SYS_MODULE",
+    "SYS_RAWIO",
+    "SYS_CHROOT",
+    "SYS_PTRACE",
+    "SYS_PACCT",
+    "SYS_ADMIN",
+    "SYS_BOOT",
+    "SYS_NICE",
+    "SYS_RESOURCE",
+    "SYS_TIME",
+    "SYS_TTY_CONFIG",
+    "MKNOD",
+    "LEASE",
+    "AUDIT_WRITE",
+    "AUDIT_CONTROL",
+    "SETFCAP",
+    "MAC_OVERRIDE",
+    "MAC_ADMIN",
+    "SYSLOG",
+    "WAKE_ALARM",
+    "BLOCK_SUSPEND",
+    "AUDIT_READ",
+    "PERFMON",
+    "BPF",
+    "CHECKPOINT_RESTORE",
+)
 # exit status of `run` when the sandboxed process is not who it should be
 WRONG_IDENTITY = 125
 
@@ -151,15 +147,9 @@ class Identity:
         return f"uid {self.uid} gid {self.gid} groups {groups} capabilities {caps}{nnp}{ro}"
 
     @classmethod
-    def of(
-        cls,
-        pod_sc: dict[str, Any] | None,
-        container_sc: dict[str, Any] | None,
-        image_uid: int = 0,
-        image_gid: int = 0,
-    ) -> Identity:
+    def of(cls, pod_sc: dict[str, Any] | None, container_sc: dict[str, Any] | None) -> Identity:
         """The identity from a pod's and a container's securityContext (the container's
-        fields win), falling back to the image's user (busybox: root)."""
+        fields win), falling back to the image's user (busybox's: root)."""
         pod, ctr = pod_sc or {}, container_sc or {}
 
         def pick(key: str, default: Any) -> Any:
@@ -169,8 +159,8 @@ class Identity:
                 return pod[key]
             return default
 
-        uid = int(pick("runAsUser", image_uid))
-        gid = int(pick("runAsGroup", image_gid))
+        uid = int(pick("runAsUser", 0))
+        gid = int(pick("runAsGroup", 0))
         groups = [int(g) for g in pod.get("supplementalGroups") or ()]
         if pod.get("fsGroup") is not None:
             groups.append(int(pod["fsGroup"]))
@@ -213,8 +203,8 @@ class Identity:
 
 
 def _cap_names(mask: int) -> frozenset[str]:
-    by_bit = {i: name for name, i in CAP_NUMBERS.items()}
-    return frozenset(by_bit.get(b, f"cap{b}") for b in range(64) if mask >> b & 1)
+    names = [*CAP_NAMES, *(f"cap{b}" for b in range(len(CAP_NAMES), 64))]
+    return frozenset(name for b, name in enumerate(names) if mask >> b & 1)
 
 
 def read_status(text: str) -> dict[str, Any]:
@@ -248,10 +238,9 @@ def identity_mismatches(identity: Identity, status: str) -> list[str]:
     empty when it is exactly who the container's process would be."""
     seen = read_status(status)
     out = []
-    if set(seen["uid"]) != {identity.uid}:
-        out.append(f"uid {'/'.join(map(str, seen['uid']))} (want {identity.uid})")
-    if set(seen["gid"]) != {identity.gid}:
-        out.append(f"gid {'/'.join(map(str, seen['gid']))} (want {identity.gid})")
+    for key, want_id in (("uid", identity.uid), ("gid", identity.gid)):
+        if set(seen[key]) != {want_id}:
+            out.append(f"{key} {'/'.join(map(str, seen[key]))} (want {want_id})")
     if seen["groups"] != tuple(sorted(set(identity.groups))):
         got = ",".join(map(str, seen["groups"])) or "none"
         want = ",".join(map(str, sorted(set(identity.groups)))) or "none"

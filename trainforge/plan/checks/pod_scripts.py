@@ -23,7 +23,7 @@ from trainforge.jobs import trainjob
 from trainforge.jobs.backends import pod_templates
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.checks import pod_sandbox as sandbox
-from trainforge.plan.checks.job_backends import trainjob_pod
+from trainforge.plan.checks.job_backends import runtime_docs
 
 SCRIPT_FAILS = "TRAINFORGE_POD_SCRIPT_FAILS"
 CANNOT_WRITE = "TRAINFORGE_POD_CANNOT_WRITE"
@@ -233,7 +233,7 @@ def _trainjob_pod(ctx: PlanContext, o: Any) -> tuple[dict[str, Any] | None, str]
     ref = (o.doc.get("spec") or {}).get("runtimeRef") or {}
     kind, name = ref.get("kind") or trainjob.RUNTIME_KIND, str(ref.get("name"))
     try:
-        pod = trainjob_pod(ctx, o.doc)
+        pod = trainjob.built_pod(o.doc, runtime_docs(ctx))
     except (KeyError, TypeError, AttributeError, StopIteration) as e:
         return None, f"its pod cannot be built from runtime {name!r} ({type(e).__name__}: {e})"
     if pod is None:
@@ -436,19 +436,14 @@ class _Run:
     def root(self, claim: str) -> pathlib.Path:
         """What the claim mounts: its file system's root, or the one directory it exposes
         (MissingDirectory when that directory does not exist: the mount would fail)."""
-        c = self.claims[claim]
-        d = self.fs_roots[c.fs] / c.directory if c.directory else self.fs_roots[c.fs]
-        if not d.is_dir():
-            raise MissingDirectory(f"/{c.directory} does not exist on the file system")
-        return d
+        if not self.has(claim):
+            directory = self.claims[claim].directory
+            raise MissingDirectory(f"/{directory} does not exist on the file system")
+        return self.fs_roots[self.claims[claim].fs] / self.claims[claim].directory
 
     def has(self, claim: str) -> bool:
         """Whether what the claim mounts exists (a fileset's directory was made)."""
-        try:
-            self.root(claim)
-        except MissingDirectory:
-            return False
-        return True
+        return (self.fs_roots[self.claims[claim].fs] / self.claims[claim].directory).is_dir()
 
     def subpath(self, claim: str, sub: str) -> pathlib.Path:
         """The claim's directory for `sub`, made as the kubelet would if missing: its
@@ -619,9 +614,6 @@ def check(ctx: PlanContext) -> CheckResult:
     data: dict[str, Any] = {"runnable": True, "shell": sandbox.shell_kind(), "scripts": []}
     started = time.monotonic()
 
-    def fail(s: Script, rule: str, message: str) -> None:
-        findings.append(_finding(s, rule, message))
-
     made: set[str] = set()  # fileset claims some script makes the directory of
     for s in scripts:
         ns = s.ident.split("/", 1)[0]
@@ -633,7 +625,8 @@ def check(ctx: PlanContext) -> CheckResult:
             lines.append(f"  not rehearsed: {s.skip}")
             entry["skipped"] = s.skip
             # a script the rehearsal cannot run is not a script that passed: say so
-            fail(s, UNREHEARSED, f"{s.ident} container {s.container}: not rehearsed: {s.skip}")
+            message = f"{s.ident} container {s.container}: not rehearsed: {s.skip}"
+            findings.append(_finding(s, UNREHEARSED, message))
             continue
         mine = sorted({f"{ns}/{vm.claim}" for vm in s.mounts if vm.claim is not None})
         # every pod on the same file systems: the same claim, or another directory of it
@@ -674,12 +667,11 @@ def check(ctx: PlanContext) -> CheckResult:
                         if bad is None:
                             continue
                         c, r = bad
-                        fail(
-                            s,
-                            CANNOT_WRITE,
+                        message = (
                             f"after {s.ident} ran ({label}), {c.name} ({c.identity.describe()}) "
-                            f"cannot write {', '.join(c.dirs)}: {r.tail()}",
+                            f"cannot write {', '.join(c.dirs)}: {r.tail()}"
                         )
+                        findings.append(_finding(s, CANNOT_WRITE, message))
                         break
                     r = run_script(s, run, ns)
                     if step == "run 1" and r.ok:
@@ -689,13 +681,12 @@ def check(ctx: PlanContext) -> CheckResult:
                         made.update(k for k, _ in active if k not in mine)
                     outcome.append(f"{step} {_verdict(r)}")
                     if not r.ok:
-                        fail(
-                            s,
-                            SCRIPT_FAILS,
+                        message = (
                             f"container {s.container} of {s.ident} fails on {step} ({label}) "
                             f"as {s.identity.describe()}: {r.tail()}; script: "
-                            f"`{_short(s.script, 200)}`",
+                            f"`{_short(s.script, 200)}`"
                         )
+                        findings.append(_finding(s, SCRIPT_FAILS, message))
                         break
                 lines.append(f"  {label}: " + ", ".join(outcome))
                 if any(o.endswith("pip not run") for o in outcome):

@@ -20,6 +20,7 @@ from trainforge.core.pods import get
 from trainforge.core.taints import schedules, untolerated
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext
 from trainforge.plan.checks.iam_eval import as_list, policy_doc
+from trainforge.plan.checks.job_backends import runtime_docs
 from trainforge.plan.manifests import has_unknown
 
 UNKNOWN = "<unknown>"
@@ -38,7 +39,8 @@ class Rule:
     id: str
     title: str
     fix: str
-    check: Callable[[str, dict[str, Any]], list[str]]
+    # (type token, inputs[, a plan's training runtimes for a TrainJob's pod: `pod_specs`])
+    check: Callable[[str, dict[str, Any], Any], list[str]]
     types: tuple[str, ...] = ()  # exact type tokens; empty = decided by `check` itself
 
     def applies(self, type_: str) -> bool:
@@ -74,7 +76,7 @@ def resource_rule(id_: str, title: str, fix: str, types: tuple[str, ...]):
     """Register the decorated `(type token, inputs) -> messages` as a rule on `types`."""
 
     def register(fn: Callable[[str, dict[str, Any]], list[str]]):
-        RESOURCE_RULES.append(Rule(id_, title, fix, fn, types))
+        RESOURCE_RULES.append(Rule(id_, title, fix, lambda t, i, _runtimes=None: fn(t, i), types))
         return fn
 
     return register
@@ -85,9 +87,9 @@ def pod_rule(id_: str, title: str, fix: str):
     pod spec a resource carries, each message prefixed with its pod's label."""
 
     def register(fn: Callable[[str, dict, dict], list[str]]):
-        def check(type_: str, inputs: dict) -> list[str]:
+        def check(type_: str, inputs: dict, runtimes: Any = None) -> list[str]:
             out = []
-            for label, spec in pod_specs(type_, inputs):
+            for label, spec in pod_specs(type_, inputs, runtimes):
                 out += [f"{label}: {m}" for m in fn(type_, inputs, spec)]
             return out
 
@@ -444,16 +446,17 @@ def k8s_kind(type_: str) -> str | None:
     return type_.rsplit(":", 1)[-1]
 
 
-def pod_specs(type_: str, inputs: dict) -> Iterator[tuple[str, dict]]:
+def pod_specs(type_: str, inputs: dict, runtimes: Any = None) -> Iterator[tuple[str, dict]]:
     """(label, pod spec) for every pod template of a workload object: where its kind keeps
     them (the one walker, `trainforge.jobs.backends.pod_templates`), and for a TrainJob the
-    pod Kubeflow Trainer builds from a trainforge runtime (the plan knows it without a cluster)."""
+    pod Kubeflow Trainer builds from its runtime in `runtimes` (a plan's; None: the platform's
+    own, which the policy pack knows without a cluster)."""
     from trainforge.jobs.backends import pod_templates  # noqa: PLC0415 - plain data, no Pulumi
 
     kind = k8s_kind(type_)
     if kind is None:
         return
-    for t in pod_templates({**inputs, "kind": kind}):
+    for t in pod_templates({**inputs, "kind": kind}, runtimes=runtimes):
         if isinstance(t.template.get("spec"), dict):
             yield t.label, t.spec
 
@@ -876,12 +879,14 @@ STACK_RULES: tuple[StackRule, ...] = (
 )
 
 
-def check_resource(type_: str, inputs: dict[str, Any]) -> list[tuple[Rule, str]]:
-    """Every (rule, message) the resource violates."""
+def check_resource(
+    type_: str, inputs: dict[str, Any], runtimes: Any = None
+) -> list[tuple[Rule, str]]:
+    """Every (rule, message) the resource violates (`runtimes`: see `pod_specs`)."""
     out = []
     for rule in RESOURCE_RULES:
         if rule.applies(type_):
-            out += [(rule, m) for m in rule.check(type_, inputs)]
+            out += [(rule, m) for m in rule.check(type_, inputs, runtimes)]
     return out
 
 
@@ -903,12 +908,17 @@ def shown(type_: str, name: str) -> str:
 
 
 def resource_findings(
-    type_: str, inputs: dict[str, Any], urn: str, resource: str, names: frozenset[str]
+    type_: str,
+    inputs: dict[str, Any],
+    urn: str,
+    resource: str,
+    names: frozenset[str],
+    runtimes: Any = None,
 ) -> list[Finding]:
     """The resource rules' findings about one resource, named as the caller shows it."""
     return [
         Finding(resource, rule.id, msg, rule.fix, urn=urn, names=names)
-        for rule, msg in check_resource(type_, inputs)
+        for rule, msg in check_resource(type_, inputs, runtimes)
     ]
 
 
@@ -924,7 +934,7 @@ def check(ctx: PlanContext) -> CheckResult:
         else:
             where, names = f"{obj.ident} ({rec.name})", frozenset({rec.name, obj.ident})
             inputs = obj.doc
-        found += resource_findings(rec.type, inputs, rec.urn, where, names)
+        found += resource_findings(rec.type, inputs, rec.urn, where, names, runtime_docs(ctx))
     stack = [
         StackResource(r.urn, r.type, r.name, r.inputs, r.dependencies)
         for r in ctx.inventory.resources

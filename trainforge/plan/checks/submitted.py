@@ -27,7 +27,7 @@ from trainforge.plan.checks import pod_sandbox as sandbox
 from trainforge.plan.checks import pod_scripts as P
 from trainforge.plan.checks import queues as Q
 from trainforge.plan.checks import scheduling as S
-from trainforge.plan.checks.job_backends import trainjob_pod, trainjob_runtime
+from trainforge.plan.checks.job_backends import runtime_docs
 from trainforge.plan.sdk import SENT_URN
 
 TITLE = "Kubeflow SDK program (plan --sdk)"
@@ -156,12 +156,12 @@ def _judge(ctx: PlanContext, o: Any, region: str) -> tuple[list[str], list[Findi
     doc = o.doc
     lines: list[str] = []
     findings: list[Finding] = []
-    pod = trainjob_pod(ctx, doc)
+    pod = trainjob.built_pod(doc, runtime_docs(ctx))
     if pod is None:  # the SDK reads its runtime first, so it sent none without one
         ref = (doc.get("spec") or {}).get("runtimeRef") or {}
         lines.append(f"{ident}: runtime {ref.get('name')!r} not in the plan: not judged")
         return lines, findings
-    pods = trainjob.num_nodes(doc, trainjob_runtime(ctx, doc) or {})
+    pods = trainjob.num_nodes(doc, trainjob.runtime_of(doc, runtime_docs(ctx)) or {})
     # a pod's requests as Kueue counts them (LimitRange defaults, limits for missing
     # requests), so node fit judges what the queue admits
     w = Q.admit_submitted(ctx, doc, pod, pods)
