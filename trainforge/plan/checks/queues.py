@@ -137,26 +137,10 @@ class Simulation:
     def quotas(self) -> K.Quotas:
         return K.Quotas(self.queues, self.shared)
 
-    def fits(self, w: Workload, extra_free: dict[str, dict[str, Fraction]] | None = None) -> bool:
-        """Whether the job's need is available to its queue in its flavor now, with what
-        `extra_free` (queue -> resource -> amount) would free there."""
-        q = self.queues[w.queue or ""]
-        f = w.flavor or ""
-        freed = extra_free or {}
-        saved = {
-            name: dict(self.queues[name].usage.get(f, {})) for name in freed if name in self.queues
-        }
-        try:
-            for name, per in freed.items():
-                if name in self.queues:
-                    use = self.queues[name].usage.setdefault(f, {})
-                    for r, v in per.items():
-                        use[r] = use.get(r, Fraction(0)) - v
-            quotas = self.quotas
-            return all(need <= quotas.available(q, f, r) for r, need in w.need.items())
-        finally:
-            for name, before in saved.items():
-                self.queues[name].usage[f] = before
+    def fits(self, w: Workload) -> bool:
+        """Whether the job's need is available to its queue in its flavor now."""
+        q, f, quotas = self.queues[w.queue or ""], w.flavor or "", self.quotas
+        return all(need <= quotas.available(q, f, r) for r, need in w.need.items())
 
     def borrows(self, w: Workload) -> dict[str, Fraction]:
         """What admitting the job now would take beyond its queue's nominal quota."""
@@ -341,28 +325,26 @@ class Simulation:
                 -c[0].admitted_at,
             )
         )
+        # each candidate's quota is given back while its set is tried, then charged again
         chosen: list[tuple[Workload, str]] = []
-        freed: dict[str, dict[str, Fraction]] = {}
-
-        def free(v: Workload, sign: int) -> None:
-            per = freed.setdefault(v.queue or "", {})
-            for r, n in v.need.items():
-                per[r] = per.get(r, Fraction(0)) + sign * n
-
-        for c in cands:
-            chosen.append(c)
-            free(c[0], 1)
-            if self.fits(w, freed):
-                break
-        else:
-            return []
-        for c in list(reversed(chosen)):  # minimise the set of victims
-            free(c[0], -1)
-            if self.fits(w, freed):
-                chosen.remove(c)
+        try:
+            for c in cands:
+                chosen.append(c)
+                self._charge(c[0], -1)
+                if self.fits(w):
+                    break
             else:
-                free(c[0], 1)
-        return chosen
+                return []
+            for c in list(reversed(chosen)):  # minimise the set of victims
+                self._charge(c[0], 1)
+                if self.fits(w):
+                    chosen.remove(c)
+                else:
+                    self._charge(c[0], -1)
+            return list(chosen)
+        finally:
+            for v, _ in chosen:
+                self._charge(v, 1)
 
     # -- the loop -----------------------------------------------------------------------------
     def run(self, workloads: list[Workload]) -> None:
@@ -551,26 +533,6 @@ def pool_rooms(pools: Iterable[PoolFacts]) -> dict[str, PoolRoom]:
     }
 
 
-@dataclass(frozen=True)
-class JobOutcome:
-    """What the queue does with one declared job, all declared jobs submitted at once (the
-    stable result other checks read: `outcomes`).
-
-    state: "runs" (admitted at once), "waits" (admitted later, or not within the horizon),
-    "never"; start_seconds: expected start after submission (0 for "runs"; None: never, or
-    after a job of unknown duration); ends_seconds likewise; borrowing: what it borrows from
-    its cohort when admitted at once, per resource."""
-
-    job: str
-    team: str
-    state: str
-    start_seconds: float | None
-    ends_seconds: float | None
-    flavor: str | None
-    borrowing: dict[str, Fraction]
-    reason: str
-
-
 def simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulation | None]:
     """Every declared job as a Kueue workload, run through the queue over time: computed
     once per plan (the queue section, the cost report and the verdict read the same run)."""
@@ -725,6 +687,7 @@ def admit_object(
         w.state, w.reason = "never", got.reason
         return out
     w.queue = w.team = got.queue.name
+    w.queue_name = got.local_queue
     w.priority = got.priority
     if got.assignment.mode == K.NO_FIT or got.assignment.flavor is None:
         w.state = "never"
@@ -740,25 +703,16 @@ def admit_object(
     return out
 
 
-def outcomes(ctx: PlanContext) -> dict[str, JobOutcome]:
-    """job name -> what the queue does with it (JobOutcome): the queue simulation's result
-    for other checks (the cost lines use the expected start)."""
-    workloads, _, _ = simulate(ctx)
-    return {w.job: _outcome(w) for w in workloads}
+def outcomes(ctx: PlanContext) -> dict[tuple[str, str], tuple[str, str]]:
+    """(team, job) -> what the queue does with the job, all declared jobs submitted at once:
+    "runs" (admitted at once), "waits" (admitted later, or not within the horizon) or
+    "never", and why it does not run at once (the cost report reads it)."""
+    return {(w.team, w.job): _outcome(w) for w in simulate(ctx)[0]}
 
 
-def _outcome(w: Workload) -> JobOutcome:
+def _outcome(w: Workload) -> tuple[str, str]:
     state = {"admitted": "runs", "pending": "waits"}.get(w.at_once, "never")
-    return JobOutcome(
-        job=w.job,
-        team=w.team,
-        state=state,
-        start_seconds=None if state == "never" else w.started,
-        ends_seconds=None if state == "never" or w.started is None else w.ends,
-        flavor=w.flavor,
-        borrowing=dict(w.borrowed_at_once),
-        reason=(w.reason_at_once or w.reason) if state != "runs" else "",
-    )
+    return state, (w.reason_at_once or w.reason) if state != "runs" else ""
 
 
 def check(ctx: PlanContext) -> CheckResult:
@@ -896,16 +850,8 @@ def _waiting_text(w: Workload) -> str:
     return text
 
 
-def reclaimers(w: Workload, sim: Simulation) -> list[str]:
-    """The teams whose nominal quota a job borrowing at once uses and that may take it back
-    (`reclaimWithinCohort` other than Never)."""
-    q = sim.queues[w.queue or ""]
-    return sim.quotas.reclaimers(q, w.flavor or "", w.borrowed_at_once)
-
-
-def _reclaimers(w: Workload, sim: Simulation) -> str:
-    """Who may take back what a borrowing job borrows, and when."""
-    owners = reclaimers(w, sim)
+def _reclaimers(owners: list[str]) -> str:
+    """Who may take back what a borrowing job borrows (`Quotas.reclaimers`), and when."""
     if not owners:
         return "nobody reclaims it (what it borrows is the cohort's own share)"
     return (
@@ -918,20 +864,26 @@ def _section(workloads: list[Workload], sim: Simulation, warnings: list[str]) ->
     lines: list[str] = [f"quota: {x}" for x in warnings] + [summary(workloads)]
     data = []
     for w in workloads:
-        o = _outcome(w)
-        if o.state == "runs":
+        state, reason = _outcome(w)
+        borrowing = w.borrowed_at_once
+        q = sim.queues.get(w.queue or "")
+        owners = (
+            sim.quotas.reclaimers(q, w.flavor or "", borrowing)
+            if q is not None and borrowing
+            else []
+        )
+        if state == "runs":
             text = f"runs on {w.flavor}"
-            if o.borrowing:
-                q = sim.queues[w.queue or ""]
-                lent = ", ".join(amount(r, v) for r, v in sorted(o.borrowing.items()))
-                text += f", borrowing {lent} from cohort {q.cohort}; " + _reclaimers(w, sim)
+            if borrowing and q is not None:
+                lent = ", ".join(amount(r, v) for r, v in sorted(borrowing.items()))
+                text += f", borrowing {lent} from cohort {q.cohort}; " + _reclaimers(owners)
             else:
                 text += " within its nominal quota"
         else:
             text = _waiting_text(w)
         if w.queue_name == DEFAULT_QUEUE:
             text += " (no queue label: through LocalQueue default)"
-        if w.duration is not None and o.state != "never":
+        if w.duration is not None and state != "never":
             text += f"; runs ~{hours(w.duration)}"
         label = f"{w.team}/{w.job}"
         prio = f" [{w.priority_class}]" if w.priority_class else ""
@@ -945,15 +897,15 @@ def _section(workloads: list[Workload], sim: Simulation, warnings: list[str]) ->
                 "queue": w.queue,
                 "flavor": w.flavor,
                 "priority": w.priority_class,
-                "state": o.state,
-                "borrowing": {r: str(v) for r, v in o.borrowing.items()},
-                "cohort": sim.queues[w.queue].cohort if w.queue in sim.queues else None,
-                "reclaimers": reclaimers(w, sim) if o.borrowing else [],
+                "state": state,
+                "borrowing": {r: str(v) for r, v in borrowing.items()},
+                "cohort": q.cohort if q is not None else None,
+                "reclaimers": owners,
                 "preemptedBy": w.preempted_by,
-                "reason": o.reason,
+                "reason": reason,
                 "sizing": w.sizing,
-                "expectedStartSeconds": o.start_seconds,
-                "expectedEndSeconds": o.ends_seconds,
+                "expectedStartSeconds": None if state == "never" else w.started,
+                "expectedEndSeconds": None if state == "never" or w.started is None else w.ends,
                 "durationSeconds": w.duration,
             }
         )

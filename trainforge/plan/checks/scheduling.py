@@ -119,6 +119,15 @@ def _usage(r: capacity.JobCapacity) -> str:
     )
 
 
+def unrehearsed(who: str, pool: PoolFacts, pods: int, size: str) -> str:
+    """Why a job on a pool of unknown node sizes was not rehearsed (a finding, not a pass)."""
+    return (
+        f"{who} on pool {pool.name!r}: the pool's node sizes are unknown (instance types "
+        f"{', '.join(pool.instance_types) or 'none'}), so whether {pods} pod(s) of {size} fit "
+        "was not rehearsed"
+    )
+
+
 def check(ctx: PlanContext) -> CheckResult:
     declared = ctx.declared
     if declared is None or (not declared.contracts and not declared.jobs):
@@ -168,11 +177,7 @@ def check(ctx: PlanContext) -> CheckResult:
         team_quota[target.team.name] = target.quota
         if not r.fits:
             # not rehearsed is not passed: a job on nodes of unknown size is a finding
-            message = (
-                f"job {ident} on pool {pool.name!r}: the pool's node sizes are unknown "
-                f"(instance types {', '.join(pool.instance_types) or 'none'}), so whether "
-                f"{pods} pod(s) of {size} fit was not rehearsed"
-            )
+            message = unrehearsed(f"job {ident}", pool, pods, size)
             lines.append(f"  NOT REHEARSED: {message}")
             findings.append(
                 Finding(f"job {ident}", UNREHEARSED, message, RULES[UNREHEARSED], names=names)
