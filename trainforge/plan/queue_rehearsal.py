@@ -80,17 +80,13 @@ def orders() -> dict[str, list[Submit]]:
     }
 
 
-def _gpus(plan: platform_queues.QuotaPlan, team: str, pool: str) -> int:
-    return int(plan.nominal[team][pool][Q.GPU])
-
-
 def worked_example(docs: list[dict[str, Any]] | None = None) -> str:
     """The text docs/teams.md shows: the guarantees and the two orders' timelines."""
     plan = platform_queues.quota_plan(TEAMS, POOLS)
     docs = docs if docs is not None else platform_queues.queue_objects(TEAMS, POOLS, KueueConfig())
     lines = ["guaranteed GPUs (nominalQuota) per pool:"]
     for p in POOLS:
-        parts = [f"{t.name} {_gpus(plan, t.name, p.name)}" for t in TEAMS]
+        parts = [f"{t.name} {int(plan.nominal[t.name][p.name][Q.GPU])}" for t in TEAMS]
         shared = int(plan.shared["trainforge"][p.name][Q.GPU])
         lines.append(f"  {p.name} (holds {p.limits.gpus}): {', '.join(parts)}, cohort {shared}")
     for title, jobs in orders().items():

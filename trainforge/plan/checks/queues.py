@@ -603,7 +603,7 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
         if got.reason or q is None or got.assignment is None:
             never(w, RULE_NEVER, got.reason, obj)
             continue
-        all_tas = all((fl := m.flavors.get(f)) and fl.topology for f in q.flavors)
+        all_tas = K.only_tas(q, m.flavors)
         skips = {f: K.flavor_fits_podset(ps, m.flavors.get(f), all_tas) for f in q.flavors}
         # the flavor its wait is explained against: the first its pods may land on
         w.flavor = next((f for f, why in skips.items() if why is None), None)

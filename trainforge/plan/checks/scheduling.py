@@ -90,13 +90,11 @@ def _of(resource: str, need: Fraction, limit: str | None) -> str:
     unit = " cores" if resource == "cpu" else ""
     if limit is None:
         return f"{resource} {_fmt(resource, need)}{unit} (no limit)"
-    cap = _fmt(resource, parse_quantity(limit))
-    mine = _fmt(resource, need)
-    if resource == "cpu":
-        cap = f"{float(parse_quantity(limit)):g}"
+    cap = parse_quantity(limit)
     if resource == "memory":  # both in Gi, as people read them
-        mine, cap = _gi(need), _gi(parse_quantity(limit))
-    return f"{resource} {mine} of {cap}{unit}"
+        return f"memory {_gi(need)} of {_gi(cap)}"
+    shown = f"{float(cap):g}" if resource == "cpu" else _fmt(resource, cap)
+    return f"{resource} {_fmt(resource, need)} of {shown}{unit}"
 
 
 def _gi(value: Fraction) -> str:
