@@ -32,7 +32,7 @@ def simulate(
 ) -> tuple[dict[str, Q.Workload], Q.Simulation]:
     """Run the jobs through the queues the docs describe (all jobs `normal` priority)."""
     m = K.read(docs)
-    sim = Q.Simulation(m.queues, m.flavors, shared=m.shared, rooms=Q.pool_rooms(pools))
+    sim = Q.Simulation(m.queues, m.flavors, shared=m.shared, pools=pools)
     work = []
     for i, j in enumerate(jobs):
         per_node = next(p.gpus_per_node for p in pools if p.name == j.pool)

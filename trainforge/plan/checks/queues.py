@@ -27,6 +27,7 @@ from trainforge.plan import kueue as K
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.kueue import GPU, RESOURCES
 from trainforge.platform.queues import DEFAULT_LOCAL_QUEUE as DEFAULT_QUEUE
+from trainforge.platform.queues import pool_capacity
 
 QUEUE_TITLE = "Queue admission (Kueue, all declared jobs submitted at once)"
 RULE_LABEL = "TRAINFORGE_QUEUE_LABEL"
@@ -85,16 +86,6 @@ def _fmt(resource: str, v: Fraction) -> str:
     return f"{float(v):g}"
 
 
-@dataclass
-class PoolRoom:
-    """What a pool can launch: its GPUs in all, the most on one node, and for a node group
-    its nodes (a gang's pods must pack onto them); None where unbounded."""
-
-    gpus: Fraction | None
-    gpus_per_node: int
-    max_nodes: int | None = None
-
-
 class Simulation:
     def __init__(
         self,
@@ -102,14 +93,15 @@ class Simulation:
         flavors: dict[str, K.Flavor],
         hard: dict[str, dict[str, Fraction]] | None = None,
         shared: dict[str, dict[str, dict[str, Fraction]]] | None = None,
-        rooms: dict[str, PoolRoom] | None = None,
+        pools: Iterable[PoolFacts] = (),
     ) -> None:
         self.queues = queues
         self.flavors = flavors
         self.hard = hard or {}  # namespace -> resource -> its ResourceQuota's hard limit
         # cohort -> flavor -> resource: the Cohort object's own nominal quota
         self.shared = shared or {}
-        self.rooms = rooms or {}  # flavor -> what its pool can launch
+        # flavor -> its pool, for the pools with GPUs (what an admitted gang must launch on)
+        self.rooms = {p.name: p for p in pools if p.gpus_per_node}
         self.ns_usage: dict[str, dict[str, Fraction]] = {}
         self.clock = 0
         self.now = 0.0
@@ -193,6 +185,7 @@ class Simulation:
         """Place the gang's pods on its pool (GPUs in all; a node group's nodes, first fit,
         largest pods first) and remember an admitted gang the pool could not launch."""
         room = self.rooms.get(w.flavor or "")
+        held = pool_capacity(room, GPU) if room is not None else None
         gpus = w.need.get(GPU, Fraction(0))
         pods = w.pods or 1
         placed = self.pods.setdefault(w.flavor or "", [])
@@ -201,8 +194,8 @@ class Simulation:
             return
         total = sum(g for _, g in placed)
         why = ""
-        if room.gpus is not None and total > room.gpus:
-            why = f"{total} GPUs admitted in pool {w.flavor}, which holds {_fmt(GPU, room.gpus)}"
+        if held is not None and total > held:
+            why = f"{total} GPUs admitted in pool {w.flavor}, which holds {_fmt(GPU, held)}"
         elif room.max_nodes is not None:
             nodes: list[int] = []
             for _, g in sorted(placed, key=lambda p: -p[1]):
@@ -522,17 +515,6 @@ def _owned_fields(obj: Any, flavor: K.Flavor | None) -> list[str]:
     return sorted(set(out))
 
 
-def pool_rooms(pools: Iterable[PoolFacts]) -> dict[str, PoolRoom]:
-    """pool (flavor) -> what it can launch, for the pools with GPUs."""
-    from trainforge.platform.queues import pool_capacity  # noqa: PLC0415
-
-    return {
-        p.name: PoolRoom(pool_capacity(p, GPU), p.gpus_per_node, p.max_nodes)
-        for p in pools
-        if p.gpus_per_node
-    }
-
-
 def simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulation | None]:
     """Every declared job as a Kueue workload, run through the queue over time: computed
     once per plan (the queue section, the cost report and the verdict read the same run)."""
@@ -629,8 +611,8 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
         w.flavor, w.podsets = idle.flavor, [ps]
 
     contracts = getattr(ctx.declared, "contracts", None) or []
-    rooms = pool_rooms(p for c in contracts for p in c.pools.values())
-    sim = Simulation(m.queues, m.flavors, _backstops(ctx), m.shared, rooms)
+    pools = (p for c in contracts for p in c.pools.values())
+    sim = Simulation(m.queues, m.flavors, _backstops(ctx), m.shared, pools)
     sim.run_timed(workloads)
     for gone in sim.unlaunchable:
         job = gone.split(":", 1)[0]
