@@ -412,12 +412,11 @@ class Simulation:
                 key=lambda w: (-w.priority, w.order),
             )
             for w in pending:
-                if id(w) in inadmissible:
-                    if q.strategy == "StrictFIFO":
-                        break  # the head blocks its queue
-                    continue
-                heads.append(w)
-                break
+                if id(w) not in inadmissible:
+                    heads.append(w)
+                    break
+                if q.strategy == "StrictFIFO":
+                    break  # the head blocks its queue
         return heads
 
     def why_waiting(self, w: Workload) -> str:
@@ -427,10 +426,9 @@ class Simulation:
         q = self.queues[w.queue or ""]
         f = w.flavor or ""
         parts = []
-        short = []
+        quotas = self.quotas
         for r, need in w.need.items():
             used = q.use(f, r)
-            quotas = self.quotas
             # what the whole cohort has unused (a borrower already took its part of it)
             idle = max(
                 quotas.cohort_quota(q, f, r) - sum(m.use(f, r) for m in quotas.members(q)),
@@ -441,7 +439,6 @@ class Simulation:
             solo_over = not q.cohort and used + need > q.nominal[f][r]
             if need <= idle and not over_limit and not solo_over:
                 continue
-            short.append(r)
             text = (
                 f"{amount(r, need)} in pool {f}: team {q.name} is guaranteed "
                 f"{amount(r, q.nominal[f][r])} there and uses {amount(r, used)}"
@@ -451,7 +448,7 @@ class Simulation:
                 if limit is not None:
                     text += f", borrowing limit {amount(r, limit)}"
             parts.append((r, text))
-        if GPU in short:
+        if any(r == GPU for r, _ in parts):
             parts = [p for p in parts if p[0] == GPU]
         text = "waits for " + (
             "; ".join(t for _, t in parts) or "its cohort's capacity, which is in use"
