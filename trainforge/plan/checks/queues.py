@@ -240,13 +240,11 @@ class Simulation:
         submitted), `started` and `ends` (None: not within the horizon, or after a job of
         unknown duration)."""
         arrivals = sorted({w.submitted for w in workloads})
-        seen: set[int] = set()
         while True:
             live = [w for w in workloads if w.submitted <= self.now]
             self.run(live)
             for w in live:
-                if id(w) not in seen:
-                    seen.add(id(w))
+                if not w.at_once:  # just submitted
                     w.at_once = w.state
                     w.borrowed_at_once = dict(w.borrowing)
                     w.reason_at_once = w.reason
@@ -379,16 +377,13 @@ class Simulation:
         def oracle(queue: K.ClusterQueue, f: str, r: str, val: Fraction) -> tuple[str, int]:
             if f not in seen:
                 chosen = self.victims(replace(w, flavor=f), admitted)
-                mine: dict[str, Fraction] = {}
-                for v, _ in chosen:
-                    if v.queue == q.name:
-                        for x, n in v.need.items():
-                            mine[x] = mine.get(x, Fraction(0)) + n
+                own = all(v.queue == q.name for v, _ in chosen)
+                # whether it still borrows once its own queue's victims are gone
                 after = any(
-                    q.use(f, x) - mine.get(x, Fraction(0)) + n > K.Quotas.nominal(q, f, x)
+                    q.use(f, x) + n - sum(v.need.get(x, 0) for v, _ in chosen if v.queue == q.name)
+                    > K.Quotas.nominal(q, f, x)
                     for x, n in w.need.items()
                 )
-                own = all(v.queue == q.name for v, _ in chosen)
                 seen[f] = (
                     (K.POSSIBLE if own else K.RECLAIM, int(after))
                     if chosen
