@@ -133,16 +133,11 @@ def check(ctx: PlanContext) -> CheckResult:
     findings: list[Finding] = []
     lines: list[str] = []
     data: dict[str, Any] = {"pools": {}, "jobs": [], "teams": {}}
-    seen_pools: set[str] = set()
     pools = [p for c in declared.contracts for p in c.pools.values()]
-    pools += [j.target.pool for j in declared.jobs]
-    for pool in pools:
-        if pool.name in seen_pools:
-            continue
-        seen_pools.add(pool.name)
-        pool_lines, pool_data = _pool_lines(pool)
-        lines += pool_lines
-        data["pools"][pool.name] = pool_data
+    for pool in pools + [j.target.pool for j in declared.jobs]:
+        if pool.name not in data["pools"]:  # each pool once, where it is first named
+            pool_lines, data["pools"][pool.name] = _pool_lines(pool)
+            lines += pool_lines
 
     team_totals: dict[str, dict[str, Fraction]] = defaultdict(lambda: defaultdict(Fraction))
     team_quota: dict[str, Any] = {}
