@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from trainforge.core.contract import PoolFacts, PoolLimits
 from trainforge.plan import kueue as K
 from trainforge.plan.checks import queues as Q
 
@@ -615,16 +616,21 @@ def test_over_time_a_waiting_job_starts_when_the_job_ahead_ends():
     assert second.started is None and "expected start unknown" in Q._waiting_text(second)
 
 
+def _pool(gpus: int, max_nodes: int | None = None) -> PoolFacts:
+    """Pool F of 8-GPU nodes holding `gpus` GPUs in all (a node group: at most `max_nodes`)."""
+    return PoolFacts(F, gpus_per_node=8, max_nodes=max_nodes, limits=PoolLimits(gpus=gpus))
+
+
 def test_a_gang_its_pool_cannot_launch_is_caught():
     """Guarantees that add up to more than the pool holds: both queues admit within their
     nominal quota, and the pool (8 GPUs) cannot launch the second gang."""
     a, b = _queue("a", 8, cohort="c"), _queue("b", 8, cohort="c")
-    sim = Q.Simulation({"a": a, "b": b}, {}, rooms={F: Q.PoolRoom(K.quantity(8), 8, None)})
+    sim = Q.Simulation({"a": a, "b": b}, {}, pools=[_pool(8)])
     sim.run_timed([_work("a8", "a", 8, 0), _work("b4", "b", 4, 1)])
     assert sim.unlaunchable == ["b4: 12 GPUs admitted in pool gpu-pool, which holds 8"]
     # a node group: pods packed onto at most max_nodes nodes
     a = _queue("a", 16)
-    sim = Q.Simulation({"a": a}, {}, rooms={F: Q.PoolRoom(K.quantity(16), 8, 2)})
+    sim = Q.Simulation({"a": a}, {}, pools=[_pool(16, max_nodes=2)])
     three = _work("three", "a", 12, 0)
     three.pods = 2  # 2 pods of 6 GPUs: one node each, 2 GPUs left on each
     four = _work("four", "a", 4, 1)

@@ -115,9 +115,5 @@ def job_view(doc: dict[str, Any]) -> JobView | None:
 
 def job_views(objects: dict[str, dict[str, Any]]) -> dict[str, JobView]:
     """ident -> view, for every training workload among `objects` (ident -> document)."""
-    out = {}
-    for doc in objects.values():
-        v = job_view(doc)
-        if v is not None:
-            out[v.ident] = v
-    return out
+    views = (job_view(doc) for doc in objects.values())
+    return {v.ident: v for v in views if v is not None}

@@ -32,7 +32,7 @@ def simulate(
 ) -> tuple[dict[str, Q.Workload], Q.Simulation]:
     """Run the jobs through the queues the docs describe (all jobs `normal` priority)."""
     m = K.read(docs)
-    sim = Q.Simulation(m.queues, m.flavors, shared=m.shared, rooms=Q.pool_rooms(pools))
+    sim = Q.Simulation(m.queues, m.flavors, shared=m.shared, pools=pools)
     work = []
     for i, j in enumerate(jobs):
         per_node = next(p.gpus_per_node for p in pools if p.name == j.pool)
@@ -80,17 +80,13 @@ def orders() -> dict[str, list[Submit]]:
     }
 
 
-def _gpus(plan: platform_queues.QuotaPlan, team: str, pool: str) -> int:
-    return int(plan.nominal[team][pool][Q.GPU])
-
-
 def worked_example(docs: list[dict[str, Any]] | None = None) -> str:
     """The text docs/teams.md shows: the guarantees and the two orders' timelines."""
     plan = platform_queues.quota_plan(TEAMS, POOLS)
     docs = docs if docs is not None else platform_queues.queue_objects(TEAMS, POOLS, KueueConfig())
     lines = ["guaranteed GPUs (nominalQuota) per pool:"]
     for p in POOLS:
-        parts = [f"{t.name} {_gpus(plan, t.name, p.name)}" for t in TEAMS]
+        parts = [f"{t.name} {int(plan.nominal[t.name][p.name][Q.GPU])}" for t in TEAMS]
         shared = int(plan.shared["trainforge"][p.name][Q.GPU])
         lines.append(f"  {p.name} (holds {p.limits.gpus}): {', '.join(parts)}, cohort {shared}")
     for title, jobs in orders().items():

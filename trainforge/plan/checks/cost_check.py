@@ -39,7 +39,7 @@ RULES = {
 def _admission(ctx: PlanContext) -> dict[tuple[str, str], tuple[str, str]]:
     """The queue simulation's verdict per (team, job), "runs" | "waits" | "never": what runs
     at once is what Kueue admits, not every declared job (none without Kueue queues)."""
-    return {(o.team, o.job): (o.state, o.reason) for o in queues.outcomes(ctx).values()}
+    return queues.outcomes(ctx)
 
 
 def build_report(ctx: PlanContext, today: dt.date | None = None) -> C.CostReport:

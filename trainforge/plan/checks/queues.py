@@ -27,6 +27,7 @@ from trainforge.plan import kueue as K
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.kueue import GPU, RESOURCES
 from trainforge.platform.queues import DEFAULT_LOCAL_QUEUE as DEFAULT_QUEUE
+from trainforge.platform.queues import pool_capacity
 
 QUEUE_TITLE = "Queue admission (Kueue, all declared jobs submitted at once)"
 RULE_LABEL = "TRAINFORGE_QUEUE_LABEL"
@@ -85,16 +86,6 @@ def _fmt(resource: str, v: Fraction) -> str:
     return f"{float(v):g}"
 
 
-@dataclass
-class PoolRoom:
-    """What a pool can launch: its GPUs in all, the most on one node, and for a node group
-    its nodes (a gang's pods must pack onto them); None where unbounded."""
-
-    gpus: Fraction | None
-    gpus_per_node: int
-    max_nodes: int | None = None
-
-
 class Simulation:
     def __init__(
         self,
@@ -102,14 +93,15 @@ class Simulation:
         flavors: dict[str, K.Flavor],
         hard: dict[str, dict[str, Fraction]] | None = None,
         shared: dict[str, dict[str, dict[str, Fraction]]] | None = None,
-        rooms: dict[str, PoolRoom] | None = None,
+        pools: Iterable[PoolFacts] = (),
     ) -> None:
         self.queues = queues
         self.flavors = flavors
         self.hard = hard or {}  # namespace -> resource -> its ResourceQuota's hard limit
         # cohort -> flavor -> resource: the Cohort object's own nominal quota
         self.shared = shared or {}
-        self.rooms = rooms or {}  # flavor -> what its pool can launch
+        # flavor -> its pool, for the pools with GPUs (what an admitted gang must launch on)
+        self.rooms = {p.name: p for p in pools if p.gpus_per_node}
         self.ns_usage: dict[str, dict[str, Fraction]] = {}
         self.clock = 0
         self.now = 0.0
@@ -137,26 +129,10 @@ class Simulation:
     def quotas(self) -> K.Quotas:
         return K.Quotas(self.queues, self.shared)
 
-    def fits(self, w: Workload, extra_free: dict[str, dict[str, Fraction]] | None = None) -> bool:
-        """Whether the job's need is available to its queue in its flavor now, with what
-        `extra_free` (queue -> resource -> amount) would free there."""
-        q = self.queues[w.queue or ""]
-        f = w.flavor or ""
-        freed = extra_free or {}
-        saved = {
-            name: dict(self.queues[name].usage.get(f, {})) for name in freed if name in self.queues
-        }
-        try:
-            for name, per in freed.items():
-                if name in self.queues:
-                    use = self.queues[name].usage.setdefault(f, {})
-                    for r, v in per.items():
-                        use[r] = use.get(r, Fraction(0)) - v
-            quotas = self.quotas
-            return all(need <= quotas.available(q, f, r) for r, need in w.need.items())
-        finally:
-            for name, before in saved.items():
-                self.queues[name].usage[f] = before
+    def fits(self, w: Workload) -> bool:
+        """Whether the job's need is available to its queue in its flavor now."""
+        q, f, quotas = self.queues[w.queue or ""], w.flavor or "", self.quotas
+        return all(need <= quotas.available(q, f, r) for r, need in w.need.items())
 
     def borrows(self, w: Workload) -> dict[str, Fraction]:
         """What admitting the job now would take beyond its queue's nominal quota."""
@@ -209,6 +185,7 @@ class Simulation:
         """Place the gang's pods on its pool (GPUs in all; a node group's nodes, first fit,
         largest pods first) and remember an admitted gang the pool could not launch."""
         room = self.rooms.get(w.flavor or "")
+        held = pool_capacity(room, GPU) if room is not None else None
         gpus = w.need.get(GPU, Fraction(0))
         pods = w.pods or 1
         placed = self.pods.setdefault(w.flavor or "", [])
@@ -217,8 +194,8 @@ class Simulation:
             return
         total = sum(g for _, g in placed)
         why = ""
-        if room.gpus is not None and total > room.gpus:
-            why = f"{total} GPUs admitted in pool {w.flavor}, which holds {_fmt(GPU, room.gpus)}"
+        if held is not None and total > held:
+            why = f"{total} GPUs admitted in pool {w.flavor}, which holds {_fmt(GPU, held)}"
         elif room.max_nodes is not None:
             nodes: list[int] = []
             for _, g in sorted(placed, key=lambda p: -p[1]):
@@ -263,13 +240,11 @@ class Simulation:
         submitted), `started` and `ends` (None: not within the horizon, or after a job of
         unknown duration)."""
         arrivals = sorted({w.submitted for w in workloads})
-        seen: set[int] = set()
         while True:
             live = [w for w in workloads if w.submitted <= self.now]
             self.run(live)
             for w in live:
-                if id(w) not in seen:
-                    seen.add(id(w))
+                if not w.at_once:  # just submitted
                     w.at_once = w.state
                     w.borrowed_at_once = dict(w.borrowing)
                     w.reason_at_once = w.reason
@@ -341,28 +316,26 @@ class Simulation:
                 -c[0].admitted_at,
             )
         )
+        # each candidate's quota is given back while its set is tried, then charged again
         chosen: list[tuple[Workload, str]] = []
-        freed: dict[str, dict[str, Fraction]] = {}
-
-        def free(v: Workload, sign: int) -> None:
-            per = freed.setdefault(v.queue or "", {})
-            for r, n in v.need.items():
-                per[r] = per.get(r, Fraction(0)) + sign * n
-
-        for c in cands:
-            chosen.append(c)
-            free(c[0], 1)
-            if self.fits(w, freed):
-                break
-        else:
-            return []
-        for c in list(reversed(chosen)):  # minimise the set of victims
-            free(c[0], -1)
-            if self.fits(w, freed):
-                chosen.remove(c)
+        try:
+            for c in cands:
+                chosen.append(c)
+                self._charge(c[0], -1)
+                if self.fits(w):
+                    break
             else:
-                free(c[0], 1)
-        return chosen
+                return []
+            for c in list(reversed(chosen)):  # minimise the set of victims
+                self._charge(c[0], 1)
+                if self.fits(w):
+                    chosen.remove(c)
+                else:
+                    self._charge(c[0], -1)
+            return list(chosen)
+        finally:
+            for v, _ in chosen:
+                self._charge(v, 1)
 
     # -- the loop -----------------------------------------------------------------------------
     def run(self, workloads: list[Workload]) -> None:
@@ -404,16 +377,13 @@ class Simulation:
         def oracle(queue: K.ClusterQueue, f: str, r: str, val: Fraction) -> tuple[str, int]:
             if f not in seen:
                 chosen = self.victims(replace(w, flavor=f), admitted)
-                mine: dict[str, Fraction] = {}
-                for v, _ in chosen:
-                    if v.queue == q.name:
-                        for x, n in v.need.items():
-                            mine[x] = mine.get(x, Fraction(0)) + n
+                own = all(v.queue == q.name for v, _ in chosen)
+                # whether it still borrows once its own queue's victims are gone
                 after = any(
-                    q.use(f, x) - mine.get(x, Fraction(0)) + n > K.Quotas.nominal(q, f, x)
+                    q.use(f, x) + n - sum(v.need.get(x, 0) for v, _ in chosen if v.queue == q.name)
+                    > K.Quotas.nominal(q, f, x)
                     for x, n in w.need.items()
                 )
-                own = all(v.queue == q.name for v, _ in chosen)
                 seen[f] = (
                     (K.POSSIBLE if own else K.RECLAIM, int(after))
                     if chosen
@@ -437,12 +407,11 @@ class Simulation:
                 key=lambda w: (-w.priority, w.order),
             )
             for w in pending:
-                if id(w) in inadmissible:
-                    if q.strategy == "StrictFIFO":
-                        break  # the head blocks its queue
-                    continue
-                heads.append(w)
-                break
+                if id(w) not in inadmissible:
+                    heads.append(w)
+                    break
+                if q.strategy == "StrictFIFO":
+                    break  # the head blocks its queue
         return heads
 
     def why_waiting(self, w: Workload) -> str:
@@ -452,10 +421,9 @@ class Simulation:
         q = self.queues[w.queue or ""]
         f = w.flavor or ""
         parts = []
-        short = []
+        quotas = self.quotas
         for r, need in w.need.items():
             used = q.use(f, r)
-            quotas = self.quotas
             # what the whole cohort has unused (a borrower already took its part of it)
             idle = max(
                 quotas.cohort_quota(q, f, r) - sum(m.use(f, r) for m in quotas.members(q)),
@@ -466,7 +434,6 @@ class Simulation:
             solo_over = not q.cohort and used + need > q.nominal[f][r]
             if need <= idle and not over_limit and not solo_over:
                 continue
-            short.append(r)
             text = (
                 f"{amount(r, need)} in pool {f}: team {q.name} is guaranteed "
                 f"{amount(r, q.nominal[f][r])} there and uses {amount(r, used)}"
@@ -476,7 +443,7 @@ class Simulation:
                 if limit is not None:
                     text += f", borrowing limit {amount(r, limit)}"
             parts.append((r, text))
-        if GPU in short:
+        if any(r == GPU for r, _ in parts):
             parts = [p for p in parts if p[0] == GPU]
         text = "waits for " + (
             "; ".join(t for _, t in parts) or "its cohort's capacity, which is in use"
@@ -538,37 +505,6 @@ def _owned_fields(obj: Any, flavor: K.Flavor | None) -> list[str]:
                         f"{k}={flavor.labels[k]} (Kueue could not start the job)"
                     )
     return sorted(set(out))
-
-
-def pool_rooms(pools: Iterable[PoolFacts]) -> dict[str, PoolRoom]:
-    """pool (flavor) -> what it can launch, for the pools with GPUs."""
-    from trainforge.platform.queues import pool_capacity  # noqa: PLC0415
-
-    return {
-        p.name: PoolRoom(pool_capacity(p, GPU), p.gpus_per_node, p.max_nodes)
-        for p in pools
-        if p.gpus_per_node
-    }
-
-
-@dataclass(frozen=True)
-class JobOutcome:
-    """What the queue does with one declared job, all declared jobs submitted at once (the
-    stable result other checks read: `outcomes`).
-
-    state: "runs" (admitted at once), "waits" (admitted later, or not within the horizon),
-    "never"; start_seconds: expected start after submission (0 for "runs"; None: never, or
-    after a job of unknown duration); ends_seconds likewise; borrowing: what it borrows from
-    its cohort when admitted at once, per resource."""
-
-    job: str
-    team: str
-    state: str
-    start_seconds: float | None
-    ends_seconds: float | None
-    flavor: str | None
-    borrowing: dict[str, Fraction]
-    reason: str
 
 
 def simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulation | None]:
@@ -641,7 +577,7 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
         if got.reason or q is None or got.assignment is None:
             never(w, RULE_NEVER, got.reason, obj)
             continue
-        all_tas = all((fl := m.flavors.get(f)) and fl.topology for f in q.flavors)
+        all_tas = K.only_tas(q, m.flavors)
         skips = {f: K.flavor_fits_podset(ps, m.flavors.get(f), all_tas) for f in q.flavors}
         # the flavor its wait is explained against: the first its pods may land on
         w.flavor = next((f for f, why in skips.items() if why is None), None)
@@ -667,8 +603,8 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
         w.flavor, w.podsets = idle.flavor, [ps]
 
     contracts = getattr(ctx.declared, "contracts", None) or []
-    rooms = pool_rooms(p for c in contracts for p in c.pools.values())
-    sim = Simulation(m.queues, m.flavors, _backstops(ctx), m.shared, rooms)
+    pools = (p for c in contracts for p in c.pools.values())
+    sim = Simulation(m.queues, m.flavors, _backstops(ctx), m.shared, pools)
     sim.run_timed(workloads)
     for gone in sim.unlaunchable:
         job = gone.split(":", 1)[0]
@@ -725,6 +661,7 @@ def admit_object(
         w.state, w.reason = "never", got.reason
         return out
     w.queue = w.team = got.queue.name
+    w.queue_name = got.local_queue
     w.priority = got.priority
     if got.assignment.mode == K.NO_FIT or got.assignment.flavor is None:
         w.state = "never"
@@ -740,25 +677,16 @@ def admit_object(
     return out
 
 
-def outcomes(ctx: PlanContext) -> dict[str, JobOutcome]:
-    """job name -> what the queue does with it (JobOutcome): the queue simulation's result
-    for other checks (the cost lines use the expected start)."""
-    workloads, _, _ = simulate(ctx)
-    return {w.job: _outcome(w) for w in workloads}
+def outcomes(ctx: PlanContext) -> dict[tuple[str, str], tuple[str, str]]:
+    """(team, job) -> what the queue does with the job, all declared jobs submitted at once:
+    "runs" (admitted at once), "waits" (admitted later, or not within the horizon) or
+    "never", and why it does not run at once (the cost report reads it)."""
+    return {(w.team, w.job): _outcome(w) for w in simulate(ctx)[0]}
 
 
-def _outcome(w: Workload) -> JobOutcome:
+def _outcome(w: Workload) -> tuple[str, str]:
     state = {"admitted": "runs", "pending": "waits"}.get(w.at_once, "never")
-    return JobOutcome(
-        job=w.job,
-        team=w.team,
-        state=state,
-        start_seconds=None if state == "never" else w.started,
-        ends_seconds=None if state == "never" or w.started is None else w.ends,
-        flavor=w.flavor,
-        borrowing=dict(w.borrowed_at_once),
-        reason=(w.reason_at_once or w.reason) if state != "runs" else "",
-    )
+    return state, (w.reason_at_once or w.reason) if state != "runs" else ""
 
 
 def check(ctx: PlanContext) -> CheckResult:
@@ -896,16 +824,8 @@ def _waiting_text(w: Workload) -> str:
     return text
 
 
-def reclaimers(w: Workload, sim: Simulation) -> list[str]:
-    """The teams whose nominal quota a job borrowing at once uses and that may take it back
-    (`reclaimWithinCohort` other than Never)."""
-    q = sim.queues[w.queue or ""]
-    return sim.quotas.reclaimers(q, w.flavor or "", w.borrowed_at_once)
-
-
-def _reclaimers(w: Workload, sim: Simulation) -> str:
-    """Who may take back what a borrowing job borrows, and when."""
-    owners = reclaimers(w, sim)
+def _reclaimers(owners: list[str]) -> str:
+    """Who may take back what a borrowing job borrows (`Quotas.reclaimers`), and when."""
     if not owners:
         return "nobody reclaims it (what it borrows is the cohort's own share)"
     return (
@@ -918,20 +838,26 @@ def _section(workloads: list[Workload], sim: Simulation, warnings: list[str]) ->
     lines: list[str] = [f"quota: {x}" for x in warnings] + [summary(workloads)]
     data = []
     for w in workloads:
-        o = _outcome(w)
-        if o.state == "runs":
+        state, reason = _outcome(w)
+        borrowing = w.borrowed_at_once
+        q = sim.queues.get(w.queue or "")
+        owners = (
+            sim.quotas.reclaimers(q, w.flavor or "", borrowing)
+            if q is not None and borrowing
+            else []
+        )
+        if state == "runs":
             text = f"runs on {w.flavor}"
-            if o.borrowing:
-                q = sim.queues[w.queue or ""]
-                lent = ", ".join(amount(r, v) for r, v in sorted(o.borrowing.items()))
-                text += f", borrowing {lent} from cohort {q.cohort}; " + _reclaimers(w, sim)
+            if borrowing and q is not None:
+                lent = ", ".join(amount(r, v) for r, v in sorted(borrowing.items()))
+                text += f", borrowing {lent} from cohort {q.cohort}; " + _reclaimers(owners)
             else:
                 text += " within its nominal quota"
         else:
             text = _waiting_text(w)
         if w.queue_name == DEFAULT_QUEUE:
             text += " (no queue label: through LocalQueue default)"
-        if w.duration is not None and o.state != "never":
+        if w.duration is not None and state != "never":
             text += f"; runs ~{hours(w.duration)}"
         label = f"{w.team}/{w.job}"
         prio = f" [{w.priority_class}]" if w.priority_class else ""
@@ -945,15 +871,15 @@ def _section(workloads: list[Workload], sim: Simulation, warnings: list[str]) ->
                 "queue": w.queue,
                 "flavor": w.flavor,
                 "priority": w.priority_class,
-                "state": o.state,
-                "borrowing": {r: str(v) for r, v in o.borrowing.items()},
-                "cohort": sim.queues[w.queue].cohort if w.queue in sim.queues else None,
-                "reclaimers": reclaimers(w, sim) if o.borrowing else [],
+                "state": state,
+                "borrowing": {r: str(v) for r, v in borrowing.items()},
+                "cohort": q.cohort if q is not None else None,
+                "reclaimers": owners,
                 "preemptedBy": w.preempted_by,
-                "reason": o.reason,
+                "reason": reason,
                 "sizing": w.sizing,
-                "expectedStartSeconds": o.start_seconds,
-                "expectedEndSeconds": o.ends_seconds,
+                "expectedStartSeconds": None if state == "never" else w.started,
+                "expectedEndSeconds": None if state == "never" or w.started is None else w.ends,
                 "durationSeconds": w.duration,
             }
         )

@@ -90,13 +90,11 @@ def _of(resource: str, need: Fraction, limit: str | None) -> str:
     unit = " cores" if resource == "cpu" else ""
     if limit is None:
         return f"{resource} {_fmt(resource, need)}{unit} (no limit)"
-    cap = _fmt(resource, parse_quantity(limit))
-    mine = _fmt(resource, need)
-    if resource == "cpu":
-        cap = f"{float(parse_quantity(limit)):g}"
+    cap = parse_quantity(limit)
     if resource == "memory":  # both in Gi, as people read them
-        mine, cap = _gi(need), _gi(parse_quantity(limit))
-    return f"{resource} {mine} of {cap}{unit}"
+        return f"memory {_gi(need)} of {_gi(cap)}"
+    shown = f"{float(cap):g}" if resource == "cpu" else _fmt(resource, cap)
+    return f"{resource} {_fmt(resource, need)} of {shown}{unit}"
 
 
 def _gi(value: Fraction) -> str:
@@ -119,6 +117,15 @@ def _usage(r: capacity.JobCapacity) -> str:
     )
 
 
+def unrehearsed(who: str, pool: PoolFacts, pods: int, size: str) -> str:
+    """Why a job on a pool of unknown node sizes was not rehearsed (a finding, not a pass)."""
+    return (
+        f"{who} on pool {pool.name!r}: the pool's node sizes are unknown (instance types "
+        f"{', '.join(pool.instance_types) or 'none'}), so whether {pods} pod(s) of {size} fit "
+        "was not rehearsed"
+    )
+
+
 def check(ctx: PlanContext) -> CheckResult:
     declared = ctx.declared
     if declared is None or (not declared.contracts and not declared.jobs):
@@ -126,16 +133,11 @@ def check(ctx: PlanContext) -> CheckResult:
     findings: list[Finding] = []
     lines: list[str] = []
     data: dict[str, Any] = {"pools": {}, "jobs": [], "teams": {}}
-    seen_pools: set[str] = set()
     pools = [p for c in declared.contracts for p in c.pools.values()]
-    pools += [j.target.pool for j in declared.jobs]
-    for pool in pools:
-        if pool.name in seen_pools:
-            continue
-        seen_pools.add(pool.name)
-        pool_lines, pool_data = _pool_lines(pool)
-        lines += pool_lines
-        data["pools"][pool.name] = pool_data
+    for pool in pools + [j.target.pool for j in declared.jobs]:
+        if pool.name not in data["pools"]:  # each pool once, where it is first named
+            pool_lines, data["pools"][pool.name] = _pool_lines(pool)
+            lines += pool_lines
 
     team_totals: dict[str, dict[str, Fraction]] = defaultdict(lambda: defaultdict(Fraction))
     team_quota: dict[str, Any] = {}
@@ -168,11 +170,7 @@ def check(ctx: PlanContext) -> CheckResult:
         team_quota[target.team.name] = target.quota
         if not r.fits:
             # not rehearsed is not passed: a job on nodes of unknown size is a finding
-            message = (
-                f"job {ident} on pool {pool.name!r}: the pool's node sizes are unknown "
-                f"(instance types {', '.join(pool.instance_types) or 'none'}), so whether "
-                f"{pods} pod(s) of {size} fit was not rehearsed"
-            )
+            message = unrehearsed(f"job {ident}", pool, pods, size)
             lines.append(f"  NOT REHEARSED: {message}")
             findings.append(
                 Finding(f"job {ident}", UNREHEARSED, message, RULES[UNREHEARSED], names=names)

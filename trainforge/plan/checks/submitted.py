@@ -187,10 +187,8 @@ def _judge(ctx: PlanContext, o: Any, region: str) -> tuple[list[str], list[Findi
             )  # fmt: skip
         )
         return lines, findings
-    labels = (doc.get("metadata") or {}).get("labels") or {}
-    local = labels.get(Q.QUEUE_LABEL, Q.DEFAULT_QUEUE)
     lines.append(
-        f"  queue: admitted through LocalQueue {local} of {o.namespace} (ClusterQueue "
+        f"  queue: admitted through LocalQueue {w.queue_name} of {o.namespace} (ClusterQueue "
         f"{w.queue}) on flavor {w.flavor}"
     )
     pool = _pools(ctx).get(w.flavor or "")
@@ -206,11 +204,7 @@ def _judge(ctx: PlanContext, o: Any, region: str) -> tuple[list[str], list[Findi
         pool,
     )
     if not r.fits:
-        message = (
-            f"{ident} (sent by the program) on pool {pool.name!r}: the pool's node "
-            f"sizes are unknown (instance types {', '.join(pool.instance_types) or 'none'}), so "
-            f"whether {pods} pod(s) of {size} fit was not rehearsed"
-        )
+        message = S.unrehearsed(f"{ident} (sent by the program)", pool, pods, size)
         lines.append(f"  NOT REHEARSED: {message}")
         findings.append(_finding(ident, S.UNREHEARSED, message, S.RULES[S.UNREHEARSED], o.urn))
     for p in r.problems:

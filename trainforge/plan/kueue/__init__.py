@@ -11,34 +11,28 @@ from trainforge.plan.kueue.assign import (
     NO_CANDIDATES,
     NO_FIT,
     POSSIBLE,
-    PREEMPT,
     RECLAIM,
     Assigner,
     Assignment,
-    Choice,
     PodSet,
     flavor_fits_podset,
-    no_candidates,
+    only_tas,
 )
 from trainforge.plan.kueue.objects import (
     GPU,
-    MAY_STOP,
     RESOURCES,
-    TRY_NEXT,
     ClusterQueue,
     Flavor,
-    Fungibility,
     Kueue,
     cluster_queue,
     quantity,
     read,
 )
 from trainforge.plan.kueue.quota import Quotas
-from trainforge.plan.kueue.workload import Admission, admit, pod_requests, podset
+from trainforge.plan.kueue.workload import admit, pod_requests, podset
 
 __all__ = [
-    "FIT", "NO_CANDIDATES", "POSSIBLE", "RECLAIM", "GPU", "MAY_STOP", "NO_FIT", "PREEMPT", "RESOURCES", "TRY_NEXT", "Admission", "Assigner",
-    "Assignment", "Choice", "ClusterQueue", "Flavor", "Fungibility", "Kueue", "PodSet", "Quotas",
-    "admit", "cluster_queue", "flavor_fits_podset", "no_candidates", "pod_requests", "podset",
-    "quantity", "read", "schedules", "tolerates", "untolerated",
+    "FIT", "GPU", "NO_CANDIDATES", "NO_FIT", "POSSIBLE", "RECLAIM", "RESOURCES", "Assigner", "Assignment",
+    "ClusterQueue", "Flavor", "Kueue", "PodSet", "Quotas", "admit", "cluster_queue", "flavor_fits_podset",
+    "only_tas", "pod_requests", "podset", "quantity", "read", "schedules", "tolerates", "untolerated",
 ]  # fmt: skip

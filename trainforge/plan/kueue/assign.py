@@ -135,6 +135,11 @@ def selector_matches(ps: PodSet, flavor: Flavor) -> bool:
     return not terms or any(all(T.node_expression(e, labels) for e in t) for t in terms)
 
 
+def only_tas(q: ClusterQueue, flavors: Mapping[str, Flavor]) -> bool:
+    """Whether every flavor of the queue is topology-aware (then every pod set asks for TAS)."""
+    return all((fl := flavors.get(f)) is not None and fl.topology is not None for f in q.flavors)
+
+
 def flavor_fits_podset(ps: PodSet, flavor: Flavor | None, all_tas: bool) -> str | None:
     """None, or why the flavor is skipped for the pod set (checkFlavorForPodSets)."""
     if flavor is None:
@@ -193,11 +198,7 @@ class Assigner:
         reasons: list[str],
     ) -> dict[str, Choice] | None:
         """findFlavorForPodSets for one resource group."""
-        all_tas = all(
-            (fl := self.flavors.get(n)) is not None and fl.topology is not None
-            for g in q.resource_groups()
-            for n in g[1]
-        )
+        all_tas = only_tas(q, self.flavors)
         best: dict[str, Choice] | None = None
         best_mode = (_NO_FIT, _BIG)
         for f in flavors:

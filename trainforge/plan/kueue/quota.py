@@ -96,13 +96,10 @@ class Quotas:
             and m.preemption.get("reclaimWithinCohort", "Never") != "Never"
         ]
 
-    def borrowing_with(self, q: ClusterQueue, f: str, r: str, val: Fraction) -> bool:
-        """Whether holding `val` more exceeds the queue's nominal quota (BorrowingWith)."""
-        return q.use(f, r) + val > self.nominal(q, f, r)
-
     def height(self, q: ClusterQueue, f: str, r: str, val: Fraction) -> tuple[int, bool]:
         """(borrowing level, may reclaim higher up): FindHeightOfLowestSubtreeThatFits for a
-        cohort that is the root (no parent to reclaim from)."""
-        if not q.cohort or not self.borrowing_with(q, f, r, val):
+        cohort that is the root (no parent to reclaim from); it borrows when holding `val`
+        more exceeds its nominal quota (BorrowingWith)."""
+        if not q.cohort or q.use(f, r) + val <= self.nominal(q, f, r):
             return 0, bool(q.cohort)
         return 1, False
