@@ -109,21 +109,17 @@ def find_config_error(exc: BaseException) -> BaseException | None:
 
 
 def _tree(inventory: Any) -> list[str]:
-    children: dict[str | None, list] = {}
-    urns = {r.urn for r in inventory.resources}
+    """The resources indented under their parents: the inventory is in tree order already
+    (runner.tree_order), each resource after its parent."""
+    depth: dict[str, int] = {}
+    lines = []
     for r in inventory.resources:
-        children.setdefault(r.parent if r.parent in urns else None, []).append(r)
-
-    def walk(parent: str | None, depth: int) -> list[str]:
-        out = []
-        for r in children.get(parent, []):
-            extra = " [delete-before-replace]" if r.options.get("deleteBeforeReplace") else ""
-            out += [f"{'  ' * depth}+ {r.type}  {r.name}{extra}", *walk(r.urn, depth + 1)]
-        return out
-
+        depth[r.urn] = depth.get(r.parent or "", 0) + 1
+        extra = " [delete-before-replace]" if r.options.get("deleteBeforeReplace") else ""
+        lines.append(f"{'  ' * depth[r.urn]}+ {r.type}  {r.name}{extra}")
     name = f"{inventory.project}-{inventory.stack}"
     head = f"Resources (stack {inventory.stack}, project {inventory.project}):"
-    return [head, f"+ pulumi:pulumi:Stack  {name}", *walk(None, 1), ""]
+    return [head, f"+ pulumi:pulumi:Stack  {name}", *lines, ""]
 
 
 def print_report(result: Any, args: argparse.Namespace, out=None) -> None:

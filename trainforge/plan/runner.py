@@ -76,7 +76,7 @@ class Recorded:
 
 @dataclass
 class Inventory:
-    """Everything a program declared, in registration order, plus its stack outputs."""
+    """Everything a program declared, in `tree_order`, plus its stack outputs."""
 
     project: str
     stack: str
@@ -213,9 +213,9 @@ def _make_monitor(mocks: Any, sink: list[Recorded], echo: bool = False):
                     parent=request.parent or None,
                     custom=bool(request.custom),
                     inputs=plain(inputs),
-                    options=resource_options(request),
+                    options=_sorted_dependencies(resource_options(request)),
                     dependencies={
-                        k: list(v.urns)
+                        k: sorted(v.urns)
                         for k, v in request.propertyDependencies.items()
                         if list(v.urns)
                     },
@@ -226,6 +226,40 @@ def _make_monitor(mocks: Any, sink: list[Recorded], echo: bool = False):
             return resp
 
     return RecordingMonitor(mocks)
+
+
+def _sorted_dependencies(options: dict[str, Any]) -> dict[str, Any]:
+    """`options` with its dependency URNs sorted: the SDK gathers them in a set, so their
+    order varies between runs and means nothing."""
+    if "dependencies" in options:
+        options["dependencies"] = sorted(options["dependencies"])
+    return options
+
+
+def tree_order(resources: list[Recorded]) -> list[Recorded]:
+    """The resources in the one order every listing of the plan shows them (the printed tree,
+    the report, --json, --out's inventory.json and object list): each resource after its
+    parent, siblings by type then name (their URN order).
+
+    Why: the mocked engine registers resources concurrently, so registration order varies
+    between two runs of the same program and two plans of one commit would differ. The tree
+    is how `pulumi preview` shows a stack and how the program's components nest; type then
+    name puts like resources together (the subnets, the roles) under their component."""
+    urns = {r.urn for r in resources}
+    children: dict[str | None, list[Recorded]] = {}
+    for r in sorted(resources, key=lambda r: (r.type, r.name, r.urn)):
+        children.setdefault(r.parent if r.parent in urns else None, []).append(r)
+    out: list[Recorded] = []
+
+    def walk(parent: str | None) -> None:
+        for r in children.pop(parent, []):  # popped: a parent's children are listed once
+            out.append(r)
+            walk(r.urn)
+
+    walk(None)
+    for rest in children.values():  # unreachable from a root (not in a real program): kept
+        out += rest
+    return out
 
 
 async def _output(value: Any, reveal: bool = False) -> Any:
@@ -364,7 +398,7 @@ def run_program(
     return Inventory(
         project=project,
         stack=stack,
-        resources=sink,
+        resources=tree_order(sink),
         outputs=outputs,
         declared=declared,
         warnings=log.messages if preview else [],
