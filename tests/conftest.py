@@ -94,3 +94,31 @@ def prod_own_values() -> dict[str, str]:
         "trainforge:nodeGroups": json.dumps(groups),
         "trainforge:teams": json.dumps(teams),
     }
+
+
+# The longest test files, scheduled first, longest first. Under `make test` (`-n 2 --dist
+# loadfile`) a worker runs a file whole, so a long file collected late ran alone at the end
+# of the suite while the other worker sat idle (tests/test_docs_run.py, every documented
+# command in order, ~5 CPU minutes, was the 153rd of 187 files); started first, the short
+# files fill in around them. Only the order of files changes; each file keeps its own order.
+# The list and its measurements: docs/performance.md, "Test suite".
+RUN_FIRST = (  # CPU seconds of the file alone (user+sys, pytest and its children)
+    "tests/test_docs_run.py",  # ~300
+    "tests/jobs/test_user_code_runs.py",  # 105
+    "tests/training/test_checkpoint_e2e.py",  # 92
+    "tests/training/test_reliability_e2e.py",  # 58
+    "tests/training/test_gpu_check.py",  # 56
+    "tests/jobs/test_pod_kill_rehearsal.py",  # 49
+    "tests/plan/test_import_cli.py",  # 41
+    "tests/images/test_runtime_image.py",  # 40
+    "tests/jobs/test_user_code_exits.py",  # 39
+    "tests/training/test_agreement.py",  # 37
+    "tests/test_report_resume.py",  # 27
+    "tests/jobs/test_indexed_rehearsal.py",  # 27
+    "tests/images/test_stable_identity.py",  # 24
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    first = {path: i for i, path in enumerate(RUN_FIRST)}
+    items.sort(key=lambda item: first.get(item.nodeid.split("::", 1)[0], len(first)))

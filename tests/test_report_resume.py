@@ -56,6 +56,8 @@ def killed_run(tmp_path_factory) -> Path:
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-4000:]
     assert "resumed from" in out and "at step 10 " in out  # what the run printed
+    # the kill came after step 10's checkpoint committed (the hook waits for a save in flight)
+    assert out.index("step_000010 (periodic)") < out.index("resumed from"), out[-4000:]
     return root / "runs" / "resumable"
 
 

@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import pytest
 
+from tests.conftest import shipped_plan
 from tests.jobs.helpers import EFA_POOL, GPU_POOL, target
 from trainforge.core.contract import Declared, DeclaredJob, TeamQuota
 from trainforge.jobs.spec import parse_job
@@ -35,8 +36,8 @@ def test_registered_and_waivable():
 
 
 @pytest.fixture(scope="module")
-def dev(repo_root):
-    return core.plan_project(repo_root, "dev", standins=False)
+def dev():
+    return shipped_plan("dev")
 
 
 def test_dev_plan_is_clean_and_shows_the_numbers(dev):
@@ -219,7 +220,7 @@ def test_prod_scheduling_names_the_instance_type_of_each_figure_as_the_cost_tabl
     """prod's gpu-workloads pool has g5.12xlarge (1 pod of 4 GPUs a node) and g5.48xlarge (2):
     the rehearsal said "all at once: 1 node(s)" (a g5.48xlarge) beside "cpu at least 96" (two
     g5.12xlarge) while the cost table said g5.12xlarge x2. Each figure now names its type."""
-    prod = core.plan_project(repo_root, "prod", standins=False)
+    prod = shipped_plan("prod")
     (section,) = [s for s in prod.sections if s.title == "Scheduling rehearsal"]
     i = section.lines.index(
         next(ln for ln in section.lines if ln.startswith("vision/gpt-350m-fsdp on"))

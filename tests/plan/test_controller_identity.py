@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from tests.conftest import shipped_plan
 from trainforge.core import versions
 from trainforge.plan import core
 from trainforge.plan.checks import controller_identity as CI
@@ -14,8 +15,8 @@ def section(result):
     return {c["name"]: c for c in s.data["controllers"]}
 
 
-def test_dev_every_aws_caller_has_an_identity(repo_root):
-    result = core.plan_project(repo_root, "dev", standins=False)
+def test_dev_every_aws_caller_has_an_identity():
+    result = shipped_plan("dev")
     assert not [v for v in result.failing if v.rule.startswith("TRAINFORGE_CONTROLLER")]
     got = section(result)
     assert got["aws-ebs-csi-driver"]["identity"] == "EKS Pod Identity"

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from tests.conftest import ROOT, prod_own_values
+from tests.conftest import ROOT, prod_own_values, shipped_plan
 from trainforge.plan import core
 from trainforge.plan.checks import documentation_values as D
 from trainforge.plan.mocks import read_stack_file
@@ -47,7 +47,7 @@ def test_shipped_prod_is_clean_and_carries_no_documentation_value():
     for key, value in config.items():
         for path, text in D._walk(json.loads(value) if value[:1] in "[{" else value, key):
             assert D.why_documentation(text) is None, (path, text)
-    result = core.plan_project(ROOT, "prod", standins=False)
+    result = shipped_plan("prod")
     assert result.clean, [v.message for v in result.failing]
 
 

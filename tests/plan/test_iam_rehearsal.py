@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from tests.conftest import shipped_plan
 from trainforge.plan import core
 from trainforge.plan.checks import iam_rehearsal as R
 from trainforge.plan.checks.aws_calls import (
@@ -150,8 +151,8 @@ def failing(result, rule=None):
     return [v for v in result.failing if rule is None or v.rule == rule]
 
 
-def test_dev_plan_is_clean_and_reports_calls_per_principal(repo_root):
-    result = core.plan_project(repo_root, "dev", standins=False)
+def test_dev_plan_is_clean_and_reports_calls_per_principal():
+    result = shipped_plan("dev")
     assert not [v for v in result.failing if v.rule.startswith("TRAINFORGE_IAM")]
     (section,) = [s for s in result.sections if s.title == "IAM rehearsal"]
     rows = {p["principal"]: p for p in section.data["principals"]}
@@ -288,10 +289,10 @@ PROD_COUNTS = {  # principal: (allowed, denied as required)
 }
 
 
-def test_prod_plan_counts_every_principals_calls_exactly(repo_root):
+def test_prod_plan_counts_every_principals_calls_exactly():
     """Exact counts: a rehearsal that quietly drops a case (the outside-the-VPC calls, the
     other team's prefix, a controller's call) changes them."""
-    result = core.plan_project(repo_root, "prod", standins=False)
+    result = shipped_plan("prod")
     assert not [v for v in result.failing if v.rule.startswith("TRAINFORGE_IAM")]
     (section,) = [s for s in result.sections if s.title == "IAM rehearsal"]
     got = {p["principal"]: (p["allowed"], p["denied"]) for p in section.data["principals"]}

@@ -11,17 +11,16 @@ from fractions import Fraction
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import shipped_plan
 from trainforge.plan import kueue as K
 from trainforge.plan.checks import queues as Q
-from trainforge.plan.core import plan_project
 
 GI = 2**30
 
 
 @pytest.fixture(scope="module")
 def prod():
-    return plan_project(ROOT, "prod", standins=False)
+    return shipped_plan("prod")
 
 
 def _docs(result) -> list[dict]:

@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 from test_plan_stacks import ROOT, project_copy
 
-from tests.conftest import prod_own_values
+from tests.conftest import prod_own_values, shipped_plan
 from tests.jobs.helpers import GPU_POOL
 from tests.plan.test_plan_checks import DEV_JOBS
 from trainforge.core import versions
@@ -120,7 +120,10 @@ def test_eks_extended_support_costs_more_after_the_calendar_date():
 
 
 def _report(stack: str, today=dt.date(2026, 11, 23), overrides=None):
-    result = core.plan_project(ROOT, stack, standins=False, config_overrides=overrides)
+    if overrides is None:  # the stack as committed: planned once per test process
+        result = shipped_plan(stack)
+    else:
+        result = core.plan_project(ROOT, stack, standins=False, config_overrides=overrides)
     inv = result.inventory
     ctx = PlanContext(inventory=inv, objects=result.objects, declared=inv.declared, root=ROOT)
     return result, cost_check.build_report(ctx, today=today)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from trainforge.plan import core
+from tests.conftest import shipped_plan
 from trainforge.plan.checks.estimates import TITLE
 from trainforge.plan.cli import print_report
 
@@ -12,8 +12,8 @@ def _section(result):
     return section
 
 
-def test_prod_plan_shows_memory_and_duration_of_every_job(repo_root, capsys):
-    result = core.plan_project(repo_root, "prod", standins=False)
+def test_prod_plan_shows_memory_and_duration_of_every_job(capsys):
+    result = shipped_plan("prod")
     section = _section(result)
     (data,) = section.data  # the prod stack declares one job
     assert data["job"] == "gpt-350m-fsdp" and data["gpu"] == "A10G"
@@ -37,8 +37,8 @@ def test_prod_plan_shows_memory_and_duration_of_every_job(repo_root, capsys):
     assert result.clean
 
 
-def test_dev_plan_reports_cpu_and_gpu_jobs(repo_root):
-    result = core.plan_project(repo_root, "dev", standins=False)
+def test_dev_plan_reports_cpu_and_gpu_jobs():
+    result = shipped_plan("dev")
     lines = _section(result).lines
     text = "\n".join(lines)
     assert "research/mnist-ddp on training-workloads: 2 x CPU process" in text

@@ -7,6 +7,7 @@ import os
 
 import pytest
 
+from tests.conftest import shipped_plan
 from trainforge.core.contract import Declared, PlatformContract, TeamFacts
 from trainforge.jobs.backends import pod_templates
 from trainforge.plan import check_types as T
@@ -262,13 +263,13 @@ def test_not_root_is_not_runnable(monkeypatch):
 
 
 @needs_sandbox
-def test_dev_and_prod_plans_rehearse_the_fsx_jobs(repo_root):
+def test_dev_and_prod_plans_rehearse_the_fsx_jobs():
     # prod also declares the DCGM acceptance tests, whose pods run a shell script too
     for stack, teams, acceptance in (
         ("dev", {"research"}, set()),
         ("prod", {"llm", "vision"}, {"p4d-reserved", "efa-training", "gpu-workloads"}),
     ):
-        result = core.plan_project(repo_root, stack, standins=False)
+        result = shipped_plan(stack)
         assert not [v for v in result.failing if v.rule in (P.SCRIPT_FAILS, P.CANNOT_WRITE)]
         (section,) = [s for s in result.sections if s.title == "Pod script rehearsal"]
         objects = [e["object"] for e in section.data["scripts"]]

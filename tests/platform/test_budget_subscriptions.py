@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, shipped_plan
 from trainforge.plan import core
 from trainforge.plan.checks import budget_subscriptions as B
 from trainforge.platform.budgets import subscription_problem
@@ -56,7 +56,7 @@ def _plan(**overrides):
 
 @pytest.fixture(scope="module")
 def prod():
-    return _plan()
+    return shipped_plan("prod")
 
 
 def test_prod_creates_only_subscriptions_sns_accepts(prod):

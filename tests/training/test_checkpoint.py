@@ -352,3 +352,32 @@ def test_loop_hooks_sigterm_saves_then_resume_continues(tmp_path: Path, monkeypa
     assert (tmp_path / "a" / "step_000006" / ".metadata").is_file()  # final checkpoint
     _, straight, _ = run(tmp_path / "b", None)
     assert all(a.equal(b) for a, b in zip(straight, resumed, strict=True))
+
+
+def test_the_kill_hook_lets_an_in_flight_save_commit_first(tmp_path: Path, monkeypatch) -> None:
+    """TRAINFORGE_TEST_FAULT=RANK:STEP:KILL waits for the async save in flight before the
+    signal: a kill -9 rehearsal resumes from the checkpoint its schedule made, however busy
+    the machine (a rank-1 write starved past step 17 restarted one CI run from step 0)."""
+    import concurrent.futures
+    import threading
+
+    from trainforge.training.checkpoint import CheckpointConfig, CheckpointManager
+
+    monkeypatch.setenv("TRAINFORGE_TEST_FAULT", "0:17:KILL")
+    manager = CheckpointManager(CheckpointConfig(directory=str(tmp_path), every=10))
+    release = threading.Event()
+    order: list[str] = []
+
+    def slow_write() -> None:
+        release.wait(5)
+        order.append("committed")
+
+    pool = concurrent.futures.ThreadPoolExecutor(1)
+    manager._pending = pool.submit(slow_write)
+    monkeypatch.setattr(os, "kill", lambda pid, sig: order.append(signal.Signals(sig).name))
+    threading.Timer(0.2, release.set).start()
+    manager.inject_fault(16)
+    assert order == []  # not its step
+    manager.inject_fault(17)
+    pool.shutdown()
+    assert order == ["committed", "SIGKILL"]

@@ -286,10 +286,13 @@ class CheckpointManager:
     def inject_fault(self, step: int) -> None:
         """The rehearsal hook ``TRAINFORGE_TEST_FAULT=RANK:STEP:KILL|TERM`` (first attempt only):
         rank RANK sends itself the signal after step STEP. Called at every step boundary (by
-        ``should_save``), so user code that uses this manager rehearses as the runtime does."""
+        ``should_save``), so user code that uses this manager rehearses as the runtime does.
+        An async save still in flight commits first, so where the restart resumes does not
+        depend on how busy the machine was (a kill mid-write: TRAINFORGE_TEST_CRASH_DURING_SAVE)."""
         if self._fault is not None and self._fault[:2] == (self.rank, step):
             sig = self._fault[2]
             self._fault = None
+            self.wait()
             self.log(
                 f"test hook {FAULT_ENV}: rank {self.rank} sends itself "
                 f"{signal.Signals(sig).name} after step {step}"

@@ -12,7 +12,8 @@ HANG        blocks forever before its forward pass: the other ranks wait for it 
 OOM         raises torch.OutOfMemoryError (exit 3, permanent)
 COLLECTIVE  raises torch.distributed.DistBackendError (exit 200, retryable)
 ERROR       raises ValueError, a bug in the training code (exit 1, permanent)
-KILL, TERM  sends itself SIGKILL / SIGTERM right *after* step STEP (checkpoint.py's hook)
+KILL, TERM  sends itself SIGKILL / SIGTERM right *after* step STEP, once an async save in
+            flight has committed (checkpoint.py's hook)
 CORRUPT     at the final agreement check (STEP is ignored), changes one value of its own copy
             of the parameters (its replica under DDP, its local shard under FSDP) after its
             peers gathered it: the check fails the run with ranks_disagree (exit 5)
