@@ -84,7 +84,7 @@ def planned_error(tmp_path: Path, stack: str, mistake: Callable[[dict[str, Any]]
     path.write_text(yaml.safe_dump(doc))
 
     from trainforge.plan import core
-    from trainforge.plan.cli import find_config_error
+    from trainforge.plan.runner import find_config_error
 
     try:
         core.plan_project(tmp_path, stack, standins=False)

@@ -112,7 +112,7 @@ def program_jobs(stack: str, project_dir: Any = ".", program: str | None = None)
     except ProjectError as e:
         raise JobConfigError("--stack", stack, str(e)) from None
     except Exception as e:  # noqa: BLE001 - a config error the program raised, as plan reads it
-        from trainforge.plan.cli import find_config_error
+        from trainforge.plan.runner import find_config_error
 
         err = find_config_error(e)
         if err is None:

@@ -3,6 +3,8 @@ checks like every other, and each rule id belongs to exactly one check."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import plan_programs
 import pytest
 
@@ -93,3 +95,11 @@ def test_the_plan_context_is_typed():
     methods = typing.get_type_hints(PlanContext.resources_of, localns=names)
     assert methods["return"] == list[Recorded]
     assert typing.get_type_hints(F, localns=names)["waived_by"] == Waiver | None
+
+
+def test_a_finding_on_a_recorded_resource_is_shown_by_urn_and_waived_by_name():
+    res = SimpleNamespace(urn="urn:pulumi:dev::p::aws:s3/bucket:Bucket::logs", name="logs")
+    f = Finding.on(res, "X_RULE", "why", "fix", "other")
+    assert (f.resource, f.urn) == (res.urn, res.urn)
+    assert f.names == frozenset({"logs", "other"})
+    assert (f.rule, f.message, f.fix) == ("X_RULE", "why", "fix")

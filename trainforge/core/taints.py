@@ -24,6 +24,14 @@ from typing import Any
 Taint = Mapping[str, Any]
 Toleration = Mapping[str, Any]
 
+# a taint's effect as Kubernetes names it -> as EKS's node group API does (the platform writes
+# these; the plan's rules read them back)
+EFFECTS = {
+    "NoSchedule": "NO_SCHEDULE",
+    "PreferNoSchedule": "PREFER_NO_SCHEDULE",
+    "NoExecute": "NO_EXECUTE",
+}
+
 
 def tolerates(toleration: Toleration, taint: Taint) -> bool:
     """Whether one toleration tolerates one taint (ToleratesTaint)."""

@@ -72,6 +72,12 @@ class Finding:
     waived: str | None = None
     waived_by: Waiver | None = field(default=None, compare=False, repr=False)
 
+    @classmethod
+    def on(cls, res: Recorded, rule: str, message: str, fix: str, *names: str) -> Finding:
+        """A finding about one recorded resource: shown by its URN, waived by its Pulumi
+        name (or any of `names`)."""
+        return cls(res.urn, rule, message, fix, urn=res.urn, names=frozenset({res.name, *names}))
+
     def to_json(self) -> dict[str, Any]:
         return {
             "resource": self.resource,

@@ -86,24 +86,6 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
-def find_config_error(exc: BaseException) -> BaseException | None:
-    """The config error behind `exc` (it may be wrapped by the Pulumi runtime): the project's
-    own (a missing or malformed project, stack file or key; a job's) and the platform's."""
-    from trainforge.core.errors import JobConfigError
-    from trainforge.plan.runner import ProjectError
-    from trainforge.stack.base import StackError  # platform.config.ConfigError is one
-    from trainforge.stack.file import StackFileError
-
-    seen = set()
-    cur: BaseException | None = exc
-    while cur is not None and id(cur) not in seen:
-        if isinstance(cur, ProjectError | StackError | StackFileError | JobConfigError):
-            return cur
-        seen.add(id(cur))
-        cur = cur.__cause__ or cur.__context__
-    return None
-
-
 # ---------------------------------------------------------------------------------------------
 # Printing
 
@@ -269,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
             "`pulumi stack export` or `pulumi preview --json` output"
         )
     from trainforge.plan import core, diff, manifests, sdk, sides, verdict
-    from trainforge.plan.runner import ProjectError
+    from trainforge.plan.runner import ProjectError, find_config_error
 
     try:
         if args.namespace is not None and args.sdk is None:

@@ -15,12 +15,14 @@ import pathlib
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from trainforge.core.errors import JobConfigError
 from trainforge.plan.manifests import K8sObject, k8s_objects
 from trainforge.plan.runner import (
     SECRET,
     UNKNOWN,
     Inventory,
     ProjectError,
+    find_config_error,
     project_name,
     read_stack_config,
     run_project,
@@ -97,22 +99,6 @@ def region(config: dict[str, Any]) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _stack_error(exc: BaseException) -> BaseException | None:
-    """The stack configuration error behind `exc` (the program wraps it in a RunError): the
-    stack model's (StackError) or the stack file's; any other error is not re-worded."""
-    from trainforge.stack.base import StackError  # noqa: PLC0415
-    from trainforge.stack.file import StackFileError  # noqa: PLC0415
-
-    seen: set[int] = set()
-    cur: BaseException | None = exc
-    while cur is not None and id(cur) not in seen:
-        if isinstance(cur, ProjectError | StackError | StackFileError):
-            return cur
-        seen.add(id(cur))
-        cur = cur.__cause__ or cur.__context__
-    return None
-
-
 def _manager_of(shown: dict[str, Any], project: str) -> str | None:
     """The name a worker's config gives its manager (`trainforge:fleet.manager`) when it is a
     stack of `project`, else None."""
@@ -162,20 +148,20 @@ def plan_worker(
         references = {mine: state}
     try:
         mocks = standin_mocks()
-        if mocks is not None and hasattr(mocks, "stack_tag"):
-            mocks.stack_tag = stack  # its buckets and keys apart from the manager's
+        mocks.stack_tag = stack  # its buckets and keys apart from the manager's
         inv = run_project(
             root,
             stack,
             mocks=mocks,
-            preview=mocks is None,
+            preview=False,
             echo_warnings=False,
             references=references,
         )
     except Exception as e:
         # a worker's stack configuration error, said as the worker's: the user edits its file
-        err = _stack_error(e)
-        if err is None:
+        # (a job's error is not re-worded)
+        err = find_config_error(e)
+        if err is None or isinstance(err, JobConfigError):
             raise
         raise ProjectError(f"worker {ref.name} (Pulumi.{stack}.yaml): {str(err).strip()}") from e
     return WorkerPlan(ref.name, ref.stack, region(shown), inv, k8s_objects(inv))

@@ -17,8 +17,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainforge.core.errors import JobConfigError
 from trainforge.stack import file as stack_file
-from trainforge.stack.file import config_value
+from trainforge.stack.file import StackFileError, config_value
 
 UNKNOWN = "<unknown>"
 SECRET = stack_file.SECRET
@@ -38,6 +39,21 @@ def tune_gc() -> None:
 
 class ProjectError(Exception):
     """The project or stack file is missing or malformed (a configuration error: exit 2)."""
+
+
+def find_config_error(exc: BaseException) -> BaseException | None:
+    """The config error behind `exc` (it may be wrapped by the Pulumi runtime): the project's
+    own (a missing or malformed project, stack file or key; a job's) and the platform's."""
+    from trainforge.stack.base import StackError  # platform.config.ConfigError is one
+
+    seen = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        if isinstance(cur, ProjectError | StackError | StackFileError | JobConfigError):
+            return cur
+        seen.add(id(cur))
+        cur = cur.__cause__ or cur.__context__
+    return None
 
 
 @dataclass

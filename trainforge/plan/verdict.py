@@ -8,15 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from trainforge.plan.checks.cost_check import SECTION_TITLE as COST_TITLE
+from trainforge.plan.checks.queues import QUEUE_TITLE
+from trainforge.plan.cost import usd as _usd
+
 MAX_LINES = 40
 WIDTH = 100  # the verdict's lines wrap here (whole words), for a terminal or a CI log
 MAX_FINDINGS = 5  # shown with why/fix; the rest are counted and listed in the report
-COST_TITLE = "Cost"
-QUEUE_TITLE = "Queue admission (Kueue, all declared jobs submitted at once)"
-
-
-def _usd(v: Any) -> str:
-    return f"${v:,.2f}" if isinstance(v, int | float) else "unknown"
 
 
 def _delta(old: Any, new: Any) -> str:

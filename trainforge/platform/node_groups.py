@@ -21,6 +21,7 @@ import pulumi
 import pulumi_aws as aws
 
 from trainforge.core import versions
+from trainforge.core.taints import EFFECTS
 from trainforge.platform import capacity_placement as cp
 from trainforge.platform.config import (
     FSX_AGENT_NOT_READY_TAINT,
@@ -32,12 +33,6 @@ from trainforge.platform.config import (
 from trainforge.platform.instance_types import PoolTypeFacts
 from trainforge.platform.launch_template import launch_template
 from trainforge.stack.base import problem
-
-EFFECTS = {
-    "NoSchedule": "NO_SCHEDULE",
-    "PreferNoSchedule": "PREFER_NO_SCHEDULE",
-    "NoExecute": "NO_EXECUTE",
-}
 
 
 def efa_interface_layout(count: int) -> list[tuple[int, int, str]]:

@@ -105,14 +105,12 @@ def check(ctx: PlanContext) -> CheckResult:
             lines.append(f"{res.name}: {protocol} subscription SNS accepts")
             continue
         findings.append(
-            Finding(
-                resource=res.urn,
-                rule=SUBSCRIPTION,
-                message=f"{res.name}: SNS cannot make this {protocol} subscription ({why}): "
+            Finding.on(
+                res,
+                SUBSCRIPTION,
+                f"{res.name}: SNS cannot make this {protocol} subscription ({why}): "
                 "`pulumi up` fails on it, or it never confirms",
-                fix=RULES[SUBSCRIPTION],
-                urn=res.urn,
-                names=frozenset({res.name}),
+                RULES[SUBSCRIPTION],
             )
         )
         lines.append(f"{res.name}: {protocol} subscription SNS refuses: {why}")

@@ -136,14 +136,7 @@ def check(ctx: PlanContext) -> CheckResult:
             problems.append((PIN_RULE, f"chart {chart!r} sets devel: pre-releases may install"))
         for rule, message in problems:
             findings.append(
-                Finding(
-                    rel.urn,
-                    rule,
-                    f"Helm release {rel.name}: {message}",
-                    RULES[rule],
-                    urn=rel.urn,
-                    names=frozenset({rel.name}),
-                )
+                Finding.on(rel, rule, f"Helm release {rel.name}: {message}", RULES[rule])
             )
         at = f"@{version}" if version else " (no version)"
         verdict = "cannot resolve" if res.error else "resolves"

@@ -152,9 +152,7 @@ def check(ctx: PlanContext) -> CheckResult:
     checked = 0
 
     def refuse(res: Any, rule: str, message: str) -> None:
-        findings.append(
-            Finding(res.urn, rule, message, RULES[rule], urn=res.urn, names=frozenset({res.name}))
-        )
+        findings.append(Finding.on(res, rule, message, RULES[rule]))
 
     for obj in ctx.objects:
         res = by_urn.get(obj.urn)

@@ -98,16 +98,14 @@ def check(ctx: PlanContext) -> CheckResult:
             )
             continue
         findings.append(
-            Finding(
-                res.urn,
+            Finding.on(
+                res,
                 UNREACHABLE,
                 f"{res.name}: the API endpoint is private-only and the VPC is created by "
                 "this same stack, so no laptop or CI runner can reach it: every Kubernetes "
                 f"object and Helm release of `pulumi up` times out ({KEY}.publicAccessCidrs is "
                 f"empty, deployFrom is {deploy_from!r})",
                 RULES[UNREACHABLE],
-                urn=res.urn,
-                names=frozenset({res.name}),
             )
         )
         lines.append(f"{res.name}: private-only endpoint in a VPC this stack creates: unreachable")

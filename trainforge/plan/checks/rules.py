@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainforge.core.pods import get
-from trainforge.core.taints import schedules, untolerated
+from trainforge.core.taints import EFFECTS, schedules, untolerated
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext
 from trainforge.plan.checks.iam_eval import as_list, policy_doc
 from trainforge.plan.checks.job_backends import runtime_docs
@@ -707,8 +707,7 @@ _GPU_REQUIREMENT_KEYS = (
     "karpenter.k8s.aws/instance-gpu-name",
     "karpenter.k8s.aws/instance-gpu-manufacturer",
 )
-_EFFECTS = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute",
-            "PREFER_NO_SCHEDULE": "PreferNoSchedule"}  # fmt: skip
+_EFFECTS = {eks: k8s for k8s, eks in EFFECTS.items()}  # EKS's enum -> the Kubernetes name
 
 
 def _gpu_types(types: Any) -> bool:

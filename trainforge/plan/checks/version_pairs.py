@@ -72,14 +72,7 @@ def check(ctx: PlanContext) -> CheckResult:
     anchor = resources[0]
     for message in problems:
         findings.append(
-            Finding(
-                anchor.urn,
-                RULE,
-                message,
-                RULES[RULE],
-                urn=anchor.urn,
-                names=frozenset(r.name for r in resources),
-            )
+            Finding.on(anchor, RULE, message, RULES[RULE], *(r.name for r in resources))
         )
     shown = ", ".join(
         f"{label} {v}"
