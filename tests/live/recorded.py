@@ -439,7 +439,20 @@ trainforge_progress{run="llama-pt"} 0.667
 trainforge_step_seconds{run="llama-pt"} 1.8
 trainforge_eta_seconds{run="llama-pt"} 7200.0
 """
+
+
+def resource_flavor(name: str, taints: list | None = None) -> dict:
+    """A ResourceFlavor as the platform renders it (trainforge.platform.queues): the pool's
+    label, and its taints."""
+    spec: dict = {"nodeLabels": {"trainforge.io/pool": name}}
+    if taints:
+        spec["nodeTaints"] = taints
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
+            "metadata": meta(name, None, "2026-11-20T09:00:00Z"), "spec": spec}
+
+
 PENDING_ROUTES.update({
+    f"{KUEUE}/resourceflavors/efa-training": resource_flavor("efa-training"),
     f"{KUEUE}/namespaces/{PENDING_NS}/workloads": {"kind": "WorkloadList", "items": QUEUE_WORKLOADS},
     f"{KUEUE}/namespaces/{PENDING_NS}/localqueues": {"kind": "LocalQueueList", "items": [
         {"metadata": meta("default", PENDING_NS, "2026-11-20T09:00:00Z"),

@@ -23,6 +23,7 @@ from trainforge.live.gather import gather
 from trainforge.live.kube import Api
 from trainforge.plan import kueue as K
 from trainforge.plan.checks import queues as Q
+from trainforge.platform.queues import resource_flavor
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 NS = recorded.PENDING_NS
@@ -73,6 +74,38 @@ def test_why_gives_the_same_expected_start(capsys, api):
     assert "  expected: start after 2 h (about 2026-11-25 14:00 UTC)" in out
 
 
+def test_the_flavor_it_waits_for_is_the_one_kueue_assigns(capsys, api):
+    """A spot flavor listed first, whose taint the job does not tolerate, with room now:
+    Kueue skips it and names it first in its message; the job waits for efa-training (the
+    flavor assignment of trainforge.plan.kueue), not for the first flavor the message names
+    (which read as "room now" in spot-gpu)."""
+    spot = copy.deepcopy(api.routes[CQ]["spec"]["resourceGroups"][0]["flavors"][0])
+    spot["name"] = "spot-gpu"
+    api.routes[CQ]["spec"]["resourceGroups"][0]["flavors"].insert(0, spot)
+    taint = {"key": "trainforge.io/spot", "value": "true", "effect": "NoSchedule"}
+    api.routes[f"{recorded.KUEUE}/resourceflavors/spot-gpu"] = recorded.resource_flavor(
+        "spot-gpu", [taint]
+    )
+    for path in (WORKLOADS, f"{WORKLOADS}?labelSelector=kueue.x-k8s.io/job-uid=5f0c1e2a-pending"):
+        wl = next(w for w in api.routes[path]["items"] if "gpt-13b" in w["metadata"]["name"])
+        wl["status"]["conditions"][0]["message"] = (
+            "couldn't assign flavors to pod set worker: untolerated taint "
+            "{trainforge.io/spot: true:NoSchedule} in flavor spot-gpu, insufficient unused "
+            "quota for nvidia.com/gpu in flavor efa-training, 16 more needed"
+        )
+    e = expected(api)
+    assert (e.flavor, e.seconds, e.unknown) == ("efa-training", 7200, "")
+    code, out, _ = run(
+        capsys, cli.why_main, recorded.PENDING, "-n", NS, "--kubeconfig", api.config,
+        now=lambda: recorded.NOW,
+    )  # fmt: skip
+    assert code == 0
+    assert (
+        "  expected: start after 2 h (about 2026-11-25 14:00 UTC), within ClusterQueue llm's "
+        "nominal quota in flavor efa-training\n"
+    ) in out
+
+
 def _hand_written(api: FakeApi) -> None:
     # a job not emitted by trainforge (kubectl, the Kubeflow SDK): no annotations
     job = api.routes[f"/apis/kubeflow.org/v1/namespaces/{NS}/pytorchjobs/llama-ft"]
@@ -117,6 +150,12 @@ def _no_positions(api: FakeApi) -> None:
     )
 
 
+def _untolerated_flavor(api: FakeApi) -> None:
+    taint = [{"key": "trainforge.io/reserved", "value": "true", "effect": "NoSchedule"}]
+    flavor = recorded.resource_flavor("efa-training", taint)
+    api.routes[f"{recorded.KUEUE}/resourceflavors/efa-training"] = flavor
+
+
 UNKNOWN_BASIS = "unknown: set expectedStepSeconds (or runPolicy.activeDeadlineSeconds as a ceiling)"
 UNKNOWN = {
     "unknown-duration": (
@@ -153,6 +192,11 @@ UNKNOWN = {
         _over_nominal,
         "it asks 32 GPUs in flavor efa-training, more than ClusterQueue llm's nominal 24 GPUs: "
         "it runs only on quota its cohort lends, which your access does not show",
+    ),
+    "no-flavor": (
+        _untolerated_flavor,
+        "Kueue assigns it no one flavor of ClusterQueue llm: untolerated taint "
+        "trainforge.io/reserved in flavor efa-training",
     ),
     "no-positions": (
         _no_positions,
@@ -245,7 +289,11 @@ def test_the_live_estimate_is_the_plans_for_the_same_queue(tmp_path):
     assert plan_start and plan_start > 2400
     # the live cluster 40 minutes after submission
     submitted = "2026-11-25T11:20:00Z"
-    routes = {f"{recorded.KUEUE}/clusterqueues/llm": cq}
+    routes = {
+        f"{recorded.KUEUE}/clusterqueues/llm": cq,
+        # the flavor as the platform renders it: the jobs' selector and tolerations match it
+        f"{recorded.KUEUE}/resourceflavors/{GPU_POOL.name}": resource_flavor(GPU_POOL),
+    }
     wls, pending = [], []
     for i, (job, out) in enumerate(emitted):
         doc = copy.deepcopy(out.workload)

@@ -3,7 +3,9 @@
 The plan answers the same question offline (trainforge.plan.checks.queues: every declared job
 submitted at once, each running for its expected duration). Here the queue is the live one:
 
-- the team's ClusterQueue (its nominal quota per flavor, queueing strategy, preemption);
+- the team's ClusterQueue (its nominal quota per flavor, queueing strategy, preemption) and
+  its ResourceFlavors: the flavor a pending workload waits for is the one Kueue's flavor
+  assignment gives it (trainforge.plan.kueue, the plan's model);
 - the workloads that hold its quota now: the team's admitted Workloads, each ending when
   rank 0's metrics say (`eta_seconds`, what `trainforge status` of that job prints as ETA),
   else its expected duration (the annotation the job emitter writes,
@@ -41,8 +43,7 @@ mirror holds; the platform pins chart 0.19.5, trainforge.core.versions; read 202
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from fractions import Fraction
 from typing import Any
@@ -61,10 +62,10 @@ from trainforge.live.gather import (
 from trainforge.live.kube import Api, KubeError
 from trainforge.plan import kueue as K
 from trainforge.plan.checks import queues as sim
-from trainforge.plan.kueue.workload import pod_requests
 
 RESOURCES = sim.RESOURCES
-_FLAVOR = re.compile(r"in flavor (?P<flavor>[\w.-]+)")
+# what the team's cohort lends is not visible to it: as much as the queue may borrow
+_UNSEEN = Fraction(10**18)
 
 
 @dataclass
@@ -99,16 +100,26 @@ class Expected:
 # --- reading the queue --------------------------------------------------------------------------
 
 
-def _need(wl: dict[str, Any]) -> dict[str, Fraction]:
-    """What a Workload asks in all (every pod of every pod set), in the quota's resources:
-    each pod as the Kueue model counts it (trainforge.plan.kueue.workload: a limit stands for
-    its missing request, the largest init container, the pod overhead)."""
-    total: dict[str, Fraction] = {}
+def _podsets(wl: dict[str, Any]) -> list[K.PodSet]:
+    """A Workload's pod sets as Kueue reads them, in the quota's resources: each pod as the
+    Kueue model counts it (trainforge.plan.kueue.workload: a limit stands for its missing
+    request, the largest init container, the pod overhead), its selector and tolerations."""
+    out = []
     for ps in wl.get("spec", {}).get("podSets", []) or []:
-        pod = pod_requests(ps.get("template", {}).get("spec", {}) or {})
-        for res, amount in pod.items():
-            if res in RESOURCES:
-                total[res] = total.get(res, Fraction(0)) + amount * int(ps.get("count", 1))
+        tmpl = ps.get("template") or {}
+        pod = K.pod_requests(tmpl.get("spec") or {})
+        per_pod = {r: v for r, v in pod.items() if r in RESOURCES}
+        got = K.podset(tmpl, per_pod, int(ps.get("count", 1)))
+        out.append(replace(got, name=str(ps.get("name", got.name))))
+    return out
+
+
+def _need(wl: dict[str, Any]) -> dict[str, Fraction]:
+    """What a Workload asks in all (every pod of every pod set), in the quota's resources."""
+    total: dict[str, Fraction] = {}
+    for ps in _podsets(wl):
+        for res, amount in ps.total().items():
+            total[res] = total.get(res, Fraction(0)) + amount
     return total
 
 
@@ -120,16 +131,22 @@ def _admitted_flavor(wl: dict[str, Any]) -> str | None:
     return next(iter(flavors)) if len(flavors) == 1 else None
 
 
-def _pending_flavor(wl: dict[str, Any], queue: K.ClusterQueue) -> str | None:
-    """The flavor a pending Workload waits for: the one Kueue's message names, else the only
-    flavor of the queue with quota for everything it asks; None when that is not one."""
-    msg = (condition(wl, "QuotaReserved") or {}).get("message", "")
-    m = _FLAVOR.search(msg)
-    if m and m.group("flavor") in queue.nominal:
-        return m.group("flavor")
-    need = _need(wl)
-    fits = [f for f in queue.flavors if all(queue.nominal[f].get(r, 0) > 0 for r in need)]
-    return fits[0] if len(fits) == 1 else None
+def _assignment(
+    wl: dict[str, Any], queue: K.ClusterQueue, flavors: dict[str, K.Flavor]
+) -> K.Assignment:
+    """Kueue's flavor assignment (the plan's model, trainforge.plan.kueue: the flavors' labels
+    and taints, flavorFungibility, topology) of a pending Workload's pod sets once the queue's
+    quota is free, its cohort lending up to the queue's borrowingLimit: its `flavor` is the
+    one the workload waits for (None: no one flavor)."""
+    lent = {f: {r: _UNSEEN for r in RESOURCES} for f in queue.flavors}
+    quotas = K.Quotas({queue.name: queue}, {queue.cohort: lent} if queue.cohort else {})
+    return K.Assigner(quotas, flavors).assign(queue, _podsets(wl))
+
+
+def _flavors(api: Api, queue: K.ClusterQueue) -> dict[str, K.Flavor]:
+    """The queue's ResourceFlavors (one that does not exist is missing: Kueue skips it)."""
+    docs = [_get(api, f"{KUEUE}/resourceflavors/{f}") for f in queue.flavors]
+    return K.read(d for d in docs if d).flavors
 
 
 def _job_name(wl: dict[str, Any]) -> str:
@@ -241,9 +258,12 @@ def _estimate(api: Api, g: Gathered, cq_doc: dict[str, Any], now: datetime) -> E
     ns, wl = g.namespace, g.workload or {}
     queue = K.cluster_queue(cq_doc)
     out = Expected(None, None, queue.name, cohort=queue.cohort)
-    out.flavor = _pending_flavor(wl, queue)
+    flavors = _flavors(api, queue)
+    got = _assignment(wl, queue, flavors)
+    out.flavor = got.flavor
     if out.flavor is None:
-        out.unknown = f"which flavor of ClusterQueue {queue.name} it waits for is not known"
+        why = "; ".join(dict.fromkeys(got.reasons)) or "its pod sets take different flavors"
+        out.unknown = f"Kueue assigns it no one flavor of ClusterQueue {queue.name}: {why}"
         return out
     mine = wl["metadata"]["name"]
     workloads = (_get(api, f"{KUEUE}/namespaces/{ns}/workloads") or {}).get("items", [])
@@ -295,7 +315,7 @@ def _estimate(api: Api, g: Gathered, cq_doc: dict[str, Any], now: datetime) -> E
         if w is None:
             out.unknown = f"workload {p['metadata']['name']} ahead of it is not readable"
             return out
-        flavor = _pending_flavor(w, queue)
+        flavor = _assignment(w, queue, flavors).flavor
         if flavor != out.flavor:
             # another flavor's quota: it does not compete, unless a StrictFIFO head blocks the
             # whole queue (or its flavor is not known)
@@ -381,7 +401,8 @@ def lines(e: Expected) -> list[tuple[str, str]]:
         head = "start at Kueue's next scheduling cycle"
     else:
         head = f"start after {sim.hours(e.seconds)} (about {when})"
-    out = [("expected", f"{head}, within ClusterQueue {e.cluster_queue}'s nominal quota")]
+    quota = f"ClusterQueue {e.cluster_queue}'s nominal quota in flavor {e.flavor}"
+    out = [("expected", f"{head}, within {quota}")]
     for h in e.holders:
         if h.running:
             text = f"{h.job} holds {_gang(h.need)}, ends in {sim.hours(h.seconds or 0)} ({h.basis})"

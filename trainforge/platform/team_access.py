@@ -81,7 +81,8 @@ def role_rules(create_jobs: bool) -> list[dict[str, Any]]:
 
 
 def rbac_objects(team: TeamConfig, namespace: str) -> list[dict[str, Any]]:
-    """The team's Role, RoleBinding, and its ClusterQueue reader (plain manifests)."""
+    """The team's Role, RoleBinding, and its ClusterQueue and ResourceFlavor reader (plain
+    manifests)."""
     from trainforge.platform.queues import cluster_queue_name  # noqa: PLC0415
 
     labels = {"trainforge.io/team": team.name, "app.kubernetes.io/part-of": "trainforge"}
@@ -111,7 +112,14 @@ def rbac_objects(team: TeamConfig, namespace: str) -> list[dict[str, Any]]:
                     "resources": ["clusterqueues"],
                     "resourceNames": [cluster_queue_name(team.name)],
                     "verbs": ["get"],
-                }
+                },
+                # the nodes its flavors stand for (labels, taints): `trainforge wait/why` ask
+                # Kueue's flavor assignment which one a pending job waits for (live/wait.py)
+                {
+                    "apiGroups": ["kueue.x-k8s.io"],
+                    "resources": ["resourceflavors"],
+                    "verbs": ["get"],
+                },
             ],
         },
         {
