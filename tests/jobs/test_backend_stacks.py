@@ -79,9 +79,10 @@ def test_each_backend_installs_its_controller_and_no_other(stack_plans):
     assert not {operator, trainer} & types_of(plans["indexed-job"])
     charts = [h for h in plans["trainjob"].helm() if h["type"] == "kubernetes:helm.sh/v4:Chart"]
     # JobSet from its own chart: the Trainer chart's bundled one (0.11.0) is off (versions.py)
-    assert [(h["chart"], h["version"]) for h in charts] == [
-        ("oci://registry.k8s.io/jobset/charts/jobset", "0.12.0"),
+    # (the plan lists resources in tree order, not registration order: compare as a set)
+    assert sorted((h["chart"], h["version"]) for h in charts) == [
         ("oci://ghcr.io/kubeflow/charts/kubeflow-trainer", "2.2.1"),
+        ("oci://registry.k8s.io/jobset/charts/jobset", "0.12.0"),
     ]
     runtimes = sorted(
         o.obj_name for o in plans["trainjob"].objects if o.kind == "ClusterTrainingRuntime"
