@@ -1,5 +1,6 @@
 """Shared fixtures (keep small): the repository root and a mocked run of a stack file."""
 
+import importlib.util
 import os
 import pathlib
 import sys
@@ -8,6 +9,16 @@ import tempfile
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def load_script(rel: str, name: str):
+    """A repository script that is not a package module (bench/, tools/, mutation/) as a
+    module, loaded from its file under ROOT."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / rel)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
 
 # The planner merges the user's calibration file (~/.config/trainforge) into its facts: tests
 # read an empty config home, never the developer's own measurements.

@@ -1,19 +1,14 @@
 """bench/plan.py --ref: the "before" of a side-by-side plan timing is a commit's own tree."""
 
-import importlib.util
-import pathlib
 import subprocess
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+from tests.conftest import ROOT, load_script
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("bench_plan", ROOT / "bench" / "plan.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("bench/plan.py", "bench_plan")
 
 
 def test_export_ref_is_the_commits_tree_byte_for_byte(tmp_path):

@@ -5,13 +5,12 @@ the shipped catalog names its source."""
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
 import os
 import subprocess
 import sys
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, load_script
 from trainforge.core import catalog
 
 SHIPPED = ROOT / "trainforge/core/data/gpu_catalog.json"
@@ -98,9 +97,7 @@ def test_a_family_added_to_the_catalog_reaches_every_consumer(tmp_path):
 
 
 def test_the_price_regeneration_prices_every_catalog_family(tmp_path, monkeypatch):
-    spec = importlib.util.spec_from_file_location("regen", ROOT / "tools/regen_price_facts.py")
-    tool = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tool)
+    tool = load_script("tools/regen_price_facts.py", "regen")
     cat = tmp_path / "catalog.json"
     cat.write_text(json.dumps(_with_new_family()))
     data = tmp_path / "price_facts.json"

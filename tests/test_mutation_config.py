@@ -5,18 +5,13 @@ be found only by the next person who runs it; this reads the file as mutation/ru
 
 from __future__ import annotations
 
-import importlib.util
-import pathlib
 import tomllib
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+from tests.conftest import ROOT, load_script
 
 
 def _run_module():
-    spec = importlib.util.spec_from_file_location("mutation_run", ROOT / "mutation" / "run.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("mutation/run.py", "mutation_run")
 
 
 def test_every_module_function_and_test_file_of_the_mutation_config_exists():

@@ -7,13 +7,12 @@ a regression that loses a price, or a price that appears without a source, is se
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, load_script
 
 DATA = ROOT / "trainforge/plan/data/price_facts.json"
 SERVICE_TABLE = ROOT / "tools/data/service_prices.json"
@@ -91,10 +90,7 @@ def test_every_figure_names_a_dated_source():
 
 
 def _tool():
-    spec = importlib.util.spec_from_file_location("regen", ROOT / "tools/regen_price_facts.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("tools/regen_price_facts.py", "regen")
 
 
 def test_the_service_prices_are_regenerated_from_their_table(tmp_path, monkeypatch):

@@ -3,11 +3,10 @@ upstream tables (Karpenter's generated Go table, the SkyPilot AWS catalog)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, load_script
 
 GO = """package pricing
 
@@ -29,10 +28,7 @@ g6.12xlarge,L4,4.0,48.0,192.0,"{'Gpus': []}",5.75429,2.2,eu-central-1,euc1-az2,x
 
 
 def _tool():
-    spec = importlib.util.spec_from_file_location("regen", ROOT / "tools/regen_price_facts.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("tools/regen_price_facts.py", "regen")
 
 
 def test_regenerates_from_the_pinned_tables(tmp_path, monkeypatch):
