@@ -313,8 +313,7 @@ def unavailable() -> str | None:
     for tool in ("unshare", "setpriv", "chroot", "mount"):
         if shutil.which(tool) is None:
             return f"{tool} not found (util-linux/coreutils)"
-    with tempfile.TemporaryDirectory(prefix="tf-sandbox-probe-") as tmp:
-        probe = run("true", Identity(0, 0, (), frozenset(), True, True), [], workdir=tmp)
+    probe = run("true", Identity(0, 0, (), frozenset(), True, True), [])
     if not probe.ok:
         return f"cannot create private namespaces here: {probe.tail()}"
     return None
@@ -372,18 +371,16 @@ def run(
     mounts: list[Mount],
     *,
     env: dict[str, str] | None = None,
-    workdir: str | None = None,
     timeout: int = 30,
     shell: str | None = None,
     cwd: str | None = None,
 ) -> RunResult:
     """Run `script` with `sh -c` as `identity`, seeing only `mounts` (and the host's
-    read-only system directories). `workdir` holds the new root (a temporary directory).
-    `shell` runs it with another shell of the host's system directories (`/bin/bash` for a
-    container's `bash -c`: bash syntax is not sh's); `cwd` is the container's workingDir
-    (default "/", as containerd's), where relative paths of the script land."""
+    read-only system directories). `shell` runs it with another shell of the host's system
+    directories (`/bin/bash` for a container's `bash -c`: bash syntax is not sh's); `cwd` is
+    the container's workingDir (default "/", as containerd's), where relative paths land."""
     busybox = shell_kind() == "busybox" and shell is None
-    with tempfile.TemporaryDirectory(prefix="tf-sandbox-", dir=workdir) as tmp:
+    with tempfile.TemporaryDirectory(prefix="tf-sandbox-") as tmp:
         root = os.path.join(tmp, "root")
         os.mkdir(root, 0o755)
         # umask: containerd's default, for the mount points made here and for the script
