@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from trainforge.jobs import trainjob
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 
 RULE = "TRAINJOB_POD_MISMATCH"
@@ -60,16 +61,12 @@ def runtime_docs(ctx: PlanContext) -> dict[str, Any]:
     own as the plan rendered them, and the plan's TrainingRuntimes), made once per plan
     (`ctx.memo`): what every builder of a TrainJob's pod (`backends.pod_templates`,
     `trainjob.built_pod`) and the retry-bound rehearsal read."""
-    from trainforge.jobs import trainjob  # noqa: PLC0415
-
     if "runtime_docs" not in ctx.memo:
         ctx.memo["runtime_docs"] = trainjob.runtimes_in(o.doc for o in ctx.objects)
     return ctx.memo["runtime_docs"]
 
 
 def check(ctx: PlanContext) -> CheckResult:
-    from trainforge.jobs import trainjob  # noqa: PLC0415
-
     declared = ctx.declared
     if declared is None or not declared.jobs:
         return CheckResult()
@@ -90,16 +87,12 @@ def check(ctx: PlanContext) -> CheckResult:
             else:
                 diff = _differences(emitted.pod, built)
                 if diff:
-                    findings.append(
-                        Finding(
-                            resource=ident,
-                            rule=RULE,
-                            message=f"the pod Trainer builds from runtime {name!r} differs from "
-                            f"the job's pod in: {', '.join(diff)}",
-                            fix=RULES[RULE],
-                            names=frozenset({job.resource_name}),
-                        )
+                    message = (
+                        f"the pod Trainer builds from runtime {name!r} differs from the job's "
+                        f"pod in: {', '.join(diff)}"
                     )
+                    names = frozenset({job.resource_name})
+                    findings.append(Finding(ident, RULE, message, RULES[RULE], names=names))
         elif emitted.service is not None:
             note = f"headless Service {emitted.service['metadata']['name']}"
         lines.append(
