@@ -1,9 +1,6 @@
-"""`trainforge plan --sdk PROGRAM.py`: what a Kubeflow SDK program would create on a stack.
-
-The program runs unchanged with the real SDK (`.sdk-venv`) against an API stand-in on
-127.0.0.1 answering from the stack's offline plan (its training runtimes; 404 for others);
-every TrainJob it POSTs joins the plan's objects, judged by every check and, as a job, by
-`checks/submitted.py`. Why: docs/jobs.md, "The Kubeflow SDK".
+"""`trainforge plan --sdk PROGRAM.py`: the program runs unchanged with the real SDK against an
+API stand-in answering from the stack's offline plan; every TrainJob it sends joins the plan's
+objects (judged as a job by `checks/submitted.py`). Why: docs/jobs.md, "The Kubeflow SDK".
 """
 
 from __future__ import annotations
@@ -22,8 +19,10 @@ from typing import Any
 
 import yaml
 
-TRAINER_API = "/apis/trainer.kubeflow.org/v1alpha1"
-TRAINJOB_TYPE = "kubernetes:trainer.kubeflow.org/v1alpha1:TrainJob"
+from trainforge.jobs import trainjob
+
+TRAINER_API = f"/apis/{trainjob.API_VERSION}"
+TRAINJOB_TYPE = f"kubernetes:{trainjob.API_VERSION}:{trainjob.KIND}"
 # The URN prefix of an object a program sent (not one the stack declares): the checks that
 # judge sent objects as jobs find them by it.
 SENT_URN = "urn:trainforge:sdk::"
@@ -58,9 +57,8 @@ class Submission:
         return lines[-1] if lines else ""
 
 
-def _not_found() -> dict[str, Any]:
-    return {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound",
-            "code": 404}  # fmt: skip
+NOT_FOUND = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound",
+             "code": 404}  # fmt: skip
 
 
 def _route(path: str) -> list[str]:
@@ -71,7 +69,7 @@ def _route(path: str) -> list[str]:
 
 def _get(objects: list[dict[str, Any]], path: str, sub: Submission) -> tuple[int, dict[str, Any]]:
     """The API's answer to GET `path` from the plan's (Cluster)TrainingRuntimes."""
-    cluster = [d for d in objects if d.get("kind") == "ClusterTrainingRuntime"]
+    cluster = [d for d in objects if d.get("kind") == trainjob.RUNTIME_KIND]
     found: list[dict[str, Any]] = []
     match _route(path):
         case ["clustertrainingruntimes"]:
@@ -90,7 +88,7 @@ def _get(objects: list[dict[str, Any]], path: str, sub: Submission) -> tuple[int
                 return 200, {"kind": "TrainingRuntimeList", "items": items}
             # none found: the SDK then asks for the cluster's
             found = [d for d in items if [d["metadata"]["name"]] == name]
-    return (200, found[0]) if found else (404, _not_found())
+    return (200, found[0]) if found else (404, NOT_FOUND)
 
 
 @contextlib.contextmanager
@@ -128,7 +126,7 @@ def api_stand_in(objects: list[dict[str, Any]], sub: Submission) -> Iterator[str
                     return self._send(201, body)
             if sub.created:
                 sub.after_sent.append(self.path.split("?")[0])
-            return self._send(404, _not_found())
+            return self._send(404, NOT_FOUND)
 
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
@@ -225,19 +223,11 @@ def add_sent(inv: Any, sub: Submission) -> None:
     inv.submitted = sub
 
 
-def team_namespaces(inv: Any) -> dict[str, str]:
-    """namespace -> team, of the teams the stack's platform declares."""
-    out: dict[str, str] = {}
-    for contract in getattr(inv.declared, "contracts", None) or []:
-        for team in contract.teams.values():
-            out.setdefault(team.namespace, team.name)
-    return out
-
-
 def namespace_for(inv: Any, asked: str | None, stack: str) -> str:
     """The namespace the program's kubeconfig points at: `asked` (--namespace), which must be
     a team's, or the only team's; SdkError naming the flag and the valid values otherwise."""
-    teams = team_namespaces(inv)
+    contracts = getattr(inv.declared, "contracts", None) or []
+    teams = {t.namespace for c in contracts for t in c.teams.values()}  # of the stack's platform
     valid = ", ".join(sorted(teams)) or "(none declared)"
     if asked is not None:
         if asked not in teams:
