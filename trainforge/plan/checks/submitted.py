@@ -1,10 +1,7 @@
-"""Plan check: each TrainJob a Kubeflow SDK program sent (`trainforge plan --sdk`), as a job:
-the queue (`queues.admit_submitted`), the node fit on the pool of the flavor Kueue assigns
-(`jobs.capacity.rehearse`), the price of its nodes (`plan.cost.choose_nodes`), and what the
-platform cannot do: a runtime the stack does not declare, `packages_to_install` where egress
-reaches no package index (the SDK's install script rehearsed in the pod sandbox with a real
-pip). Every other check judges the sent objects as the stack's own. docs/jobs.md, "The
-Kubeflow SDK".
+"""Plan check: each TrainJob a Kubeflow SDK program sent (`trainforge plan --sdk`), as a job
+(queue, node fit, cost), and what the platform cannot do for it (a runtime the stack does not
+declare, `packages_to_install`); every other check judges it as the stack's own objects. What
+and why: docs/jobs.md, "The Kubeflow SDK".
 """
 
 from __future__ import annotations
@@ -55,11 +52,6 @@ FIT_FIX = (
 # get_script_for_python_packages): a bash array of the packages, then `python -m pip install`.
 _PACKAGES = re.compile(r"^PACKAGES=\((?P<list>.*)\)$", re.MULTILINE)
 _PIP = re.compile(r"\bpip3?\s+install\b|-m\s+pip\s+install\b")
-
-
-def sent_objects(ctx: PlanContext) -> list[Any]:
-    """The objects a program sent (trainforge.plan.sdk.SENT_URN), not the stack's."""
-    return [o for o in ctx.objects if o.urn.startswith(SENT_URN)]
 
 
 def packages(pod: dict[str, Any]) -> list[str] | None:
@@ -126,28 +118,8 @@ def open_egress(ctx: PlanContext, namespace: str) -> str | None:
     return None
 
 
-def _pools(ctx: PlanContext) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for contract in getattr(ctx.declared, "contracts", None) or []:
-        out.update(contract.pools)
-    return out
-
-
-def _backends(ctx: PlanContext) -> list[str]:
-    for contract in getattr(ctx.declared, "contracts", None) or []:
-        return list(contract.backends or (contract.backend,))
-    return []
-
-
 def _finding(ident: str, rule: str, message: str, fix: str, urn: str = "") -> Finding:
-    return Finding(
-        resource=ident,
-        rule=rule,
-        message=message,
-        fix=fix,
-        urn=urn,
-        names=frozenset({ident}),
-    )
+    return Finding(ident, rule, message, fix, urn=urn, names=frozenset({ident}))
 
 
 def _judge(ctx: PlanContext, o: Any, region: str) -> tuple[list[str], list[Finding]]:
@@ -177,21 +149,15 @@ def _judge(ctx: PlanContext, o: Any, region: str) -> tuple[list[str], list[Findi
     lines.append(f"{ident}: {pods} pod(s) x ({size or 'no requests'}), image {image}")
     if w.state != "admitted":
         lines.append(f"  queue: never admitted: {w.reason}")
-        findings.append(
-            _finding(
-                ident,
-                Q.RULE_NEVER,
-                f"{ident} (sent by the program): {w.reason}",
-                Q.RULES[Q.RULE_NEVER],
-                o.urn,
-            )  # fmt: skip
-        )
+        message = f"{ident} (sent by the program): {w.reason}"
+        findings.append(_finding(ident, Q.RULE_NEVER, message, Q.RULES[Q.RULE_NEVER], o.urn))
         return lines, findings
     lines.append(
         f"  queue: admitted through LocalQueue {w.queue_name} of {o.namespace} (ClusterQueue "
         f"{w.queue}) on flavor {w.flavor}"
     )
-    pool = _pools(ctx).get(w.flavor or "")
+    contracts = ctx.declared.contracts if ctx.declared else []
+    pool = {k: v for c in contracts for k, v in c.pools.items()}.get(w.flavor or "")
     if pool is None:
         lines.append(f"  nodes: flavor {w.flavor} is no pool of the stack: node fit not rehearsed")
         return lines, findings
@@ -274,13 +240,14 @@ def check(ctx: PlanContext) -> CheckResult:
     from trainforge.plan.mocks import DEFAULT_REGION  # noqa: PLC0415 - what the plan used
 
     region = str(ctx.inventory.config.get(REGION_KEY) or DEFAULT_REGION)
-    sent = sent_objects(ctx)
+    sent = [o for o in ctx.objects if o.urn.startswith(SENT_URN)]  # not the stack's
     lines = [
         f"program {sub.program} (kubeconfig namespace {sub.namespace}): exit {sub.returncode}, "
         f"sent {len(sent)} TrainJob(s)"
     ]
     findings: list[Finding] = []
-    backends = _backends(ctx)
+    first = ctx.declared.contracts[:1] if ctx.declared else []
+    backends = [b for c in first for b in c.backends or (c.backend,)]  # the stack's platform
     for name in dict.fromkeys(sub.missing):
         ident = f"ClusterTrainingRuntime/{name}"
         why = (
