@@ -8,7 +8,6 @@ the running: trainforge.plan.checks.pod_sandbox.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import pathlib
 import posixpath
@@ -24,6 +23,9 @@ from trainforge.jobs.backends import pod_templates
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.checks import pod_sandbox as sandbox
 from trainforge.plan.checks.job_backends import runtime_docs
+from trainforge.platform.fsx import CSI_DRIVER as FSX_DRIVER
+from trainforge.platform.fsx import DIRECTORY_ANNOTATION
+from trainforge.training.contract import CHECKPOINT_DIR, OUTPUT_DIR
 
 SCRIPT_FAILS = "TRAINFORGE_POD_SCRIPT_FAILS"
 CANNOT_WRITE = "TRAINFORGE_POD_CANNOT_WRITE"
@@ -50,9 +52,8 @@ RULES = {
 }
 SHELLS = {"sh", "bash", "ash", "dash"}
 WRITE_FLAGS = ("--checkpoint-dir", "--output-dir")
-WRITE_ENV = ("TRAINFORGE_CHECKPOINT_DIR", "TRAINFORGE_OUTPUT_DIR")
+WRITE_ENV = (CHECKPOINT_DIR, OUTPUT_DIR)  # the job contract's (what user code writes)
 READ_ONLY_VOLUMES = ("configMap", "secret", "projected", "downwardAPI")
-FSX_DRIVER = "fsx.csi.aws.com"
 # The scenarios, each on fresh scratch volumes, and their steps (docs/rehearsals.md)
 KUBELET_FIRST = "subPaths made by the kubelet first"
 SCENARIOS = {
@@ -81,9 +82,6 @@ def shell_script(container: dict[str, Any]) -> str | None:
         if a.startswith("-") and not a.startswith("--") and "c" in a[1:]:
             return argv[i + 1]
     return None
-
-
-DIRECTORY_ANNOTATION = "trainforge.io/fsx-directory"
 
 
 @dataclass(frozen=True)
@@ -260,11 +258,6 @@ def _claim(objects: list[Any], namespace: str, name: str) -> Claim:
     return Claim(namespace, name, driver, volume, directory)
 
 
-def _shell_name(container: dict[str, Any]) -> str:
-    argv = _argv(container)
-    return posixpath.basename(argv[0]) if argv else "sh"
-
-
 def _literal_env(container: dict[str, Any]) -> dict[str, str]:
     return {
         e["name"]: str(e["value"])
@@ -277,7 +270,6 @@ def _write_dirs(container: dict[str, Any], mount_path: str) -> tuple[str, ...]:
     argv = _argv(container)
     dirs = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a in WRITE_FLAGS]
     dirs += [a.split("=", 1)[1] for a in argv if a.split("=", 1)[0] in WRITE_FLAGS and "=" in a]
-    # The job contract's directories (what user code writes: trainforge.training.contract)
     dirs += [v for k, v in _literal_env(container).items() if k in WRITE_ENV]
     dirs = list(dict.fromkeys(dirs))
     inside = tuple(d for d in dirs if d == mount_path or d.startswith(mount_path.rstrip("/") + "/"))
@@ -311,7 +303,7 @@ def script_of(
     mounts = _mounts(pod, c)
     s = Script(str(c.get("name")), script, identity, mounts, _literal_env(c), **where)
     s.fs_group = (pod.get("securityContext") or {}).get("fsGroup")
-    s.shell, s.cwd, s.image = _shell_name(c), c.get("workingDir"), image
+    s.shell, s.cwd, s.image = posixpath.basename(_argv(c)[0]), c.get("workingDir"), image
     if identity.unsafe:
         caps = ", ".join(sorted(identity.unsafe))
         s.skip = (
@@ -485,17 +477,6 @@ def _fs_group(run: _Run, claim: str, fs_group: int | None) -> None:
         os.chmod(root, (root.stat().st_mode & 0o7777) | 0o2070)
 
 
-def _verdict(r: sandbox.RunResult) -> str:
-    """A run's word: `ok`, `FAILED (exit N)`, or `ok but pip not run` when the script met the
-    image's stand-in pip: the install itself was not rehearsed, so the plan never calls it
-    plain ok (PIP_NOTE, printed once under the script, says why)."""
-    if not r.ok:
-        return f"FAILED (exit {r.rc})"
-    if r.pip_not_run:
-        return "ok but pip not run"
-    return "ok"
-
-
 def run_script(
     s: Script, run: _Run, ns: str, *, python: str | None = None, timeout: int = 30
 ) -> sandbox.RunResult:
@@ -529,7 +510,7 @@ def run_script(
     shell = "/bin/bash" if s.shell == "bash" else None
     r = sandbox.run(s.script, s.identity, mounts, env=env, shell=shell, cwd=s.cwd, timeout=timeout)
     if log is not None and (log / "pip").exists():
-        return dataclasses.replace(r, pip_not_run=True)
+        return replace(r, pip_not_run=True)
     return r
 
 
@@ -584,9 +565,7 @@ def _short(script: str, limit: int = 120) -> str:
 
 def _finding(s: Script, rule: str, message: str) -> Finding:
     names = frozenset({s.ident, s.obj_name})
-    return Finding(
-        resource=s.ident, rule=rule, message=message, fix=RULES[rule], urn=s.urn, names=names
-    )
+    return Finding(s.ident, rule, message, RULES[rule], urn=s.urn, names=names)
 
 
 def check(ctx: PlanContext) -> CheckResult:
@@ -679,7 +658,9 @@ def check(ctx: PlanContext) -> CheckResult:
                         # if the script made it (each team's Job makes its own)
                         active = [(k, c) for k, c in related if k in mine or run.has(k)]
                         made.update(k for k, _ in active if k not in mine)
-                    outcome.append(f"{step} {_verdict(r)}")
+                    # a run that met the stand-in pip is never plain ok (PIP_NOTE says why)
+                    ok = "ok but pip not run" if r.pip_not_run else "ok"
+                    outcome.append(f"{step} {ok if r.ok else f'FAILED (exit {r.rc})'}")
                     if not r.ok:
                         message = (
                             f"container {s.container} of {s.ident} fails on {step} ({label}) "
@@ -699,15 +680,13 @@ def check(ctx: PlanContext) -> CheckResult:
         if any(claims[k].fs == c0.fs and not claims[k].directory for k in claims):
             for c in consumers[key]:
                 lines.append(f"{c.name}: nothing makes /{c0.directory} for {c0.describe()}")
+                message = (
+                    f"{c.name} mounts {c0.describe()}, but no setup script makes "
+                    f"/{c0.directory}: the mount would fail and its pods never start"
+                )
+                names = frozenset({c.name, key})
                 findings.append(
-                    Finding(
-                        resource=c.name,
-                        rule=CANNOT_WRITE,
-                        message=f"{c.name} mounts {c0.describe()}, but no setup script makes "
-                        f"/{c0.directory}: the mount would fail and its pods never start",
-                        fix=RULES[CANNOT_WRITE],
-                        names=frozenset({c.name, key}),
-                    )
+                    Finding(c.name, CANNOT_WRITE, message, RULES[CANNOT_WRITE], names=names)
                 )
     data["seconds"] = round(time.monotonic() - started, 2)
     return CheckResult(findings=findings, sections=[Section(title, lines, data)])
