@@ -101,6 +101,8 @@ def api_stand_in(objects: list[dict[str, Any]], sub: Submission) -> Iterator[str
             pass
 
         def _send(self, code: int, body: dict[str, Any]) -> None:
+            if code == 404 and sub.created:
+                sub.after_sent.append(self.path.split("?")[0])
             data = json.dumps(body).encode()
             self.send_response(code)
             self.send_header("Content-Type", "application/json")
@@ -110,10 +112,7 @@ def api_stand_in(objects: list[dict[str, Any]], sub: Submission) -> Iterator[str
 
         def do_GET(self) -> None:  # noqa: N802 - http.server's name
             sub.requests.append(("GET", self.path))
-            code, body = _get(objects, self.path, sub)
-            if code == 404 and sub.created:
-                sub.after_sent.append(self.path.split("?")[0])
-            self._send(code, body)
+            self._send(*_get(objects, self.path, sub))
 
         def do_POST(self) -> None:  # noqa: N802 - http.server's name
             sub.requests.append(("POST", self.path))
@@ -124,8 +123,6 @@ def api_stand_in(objects: list[dict[str, Any]], sub: Submission) -> Iterator[str
                     body.setdefault("metadata", {})["namespace"] = ns
                     sub.created.append(body)
                     return self._send(201, body)
-            if sub.created:
-                sub.after_sent.append(self.path.split("?")[0])
             return self._send(404, NOT_FOUND)
 
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
