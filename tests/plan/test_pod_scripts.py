@@ -149,6 +149,7 @@ def test_shell_scripts_are_found_in_any_pod_template():
     assert P.shell_script({"command": ["/bin/bash"], "args": ["-ec", "x"]}) == "x"
     assert P.shell_script({"command": ["python", "-c", "x"]}) is None
     assert P.shell_script({"command": ["mlflow", "server"]}) is None
+    assert P.shell_script({"command": ["sh", "/scripts/setup.sh"]}) is None  # a file, no -c
     found = pod_templates(_training_pod().doc, build=False)
     assert [t.spec_path for t in found] == ["spec.pytorchReplicaSpecs.Master.template.spec"]
 
@@ -583,3 +584,16 @@ def test_the_platform_s_runtime_stands_in_when_the_plan_declares_none():
     assert _trainjob_findings(_check(_trainjob())) == []
     (f,) = _trainjob_findings(_check(_trainjob(runtime="somebody-elses")))
     assert f.rule == P.UNREHEARSED and "'somebody-elses'" in f.message
+
+
+@needs_sandbox
+def test_a_trainjob_whose_pod_cannot_be_built_from_its_runtime_is_a_finding():
+    """The runtime it names is there but malformed (a template without containers): the
+    Trainer builds no pod, the plan says why, and the script is unrehearsed, never passed."""
+
+    def no_containers(template):
+        del template["spec"]["containers"]
+
+    (f,) = _trainjob_findings(_check(_sdk_runtime(no_containers), _trainjob()))
+    assert f.rule == P.UNREHEARSED
+    assert "its pod cannot be built from runtime 'torch-distributed' (KeyError: " in f.message
