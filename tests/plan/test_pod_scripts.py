@@ -307,6 +307,30 @@ def test_the_sandbox_sees_no_host_process(tmp_path):
     assert (tmp_path / "ok").exists() and "Read-only file system" in r.stderr
 
 
+def _processes_of(uid: int) -> list[str]:
+    out = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                status = S.read_status(f.read())
+        except (OSError, ValueError):
+            continue  # gone meanwhile
+        if uid in status["uid"]:
+            out.append(pid)
+    return out
+
+
+@needs_sandbox
+def test_a_script_that_times_out_leaves_no_process_behind():
+    """The run's PID namespace is killed on timeout: its init (the script's shell), a
+    background child and one in a session of its own, all as the container's user."""
+    uid = 48213  # no other test runs as it
+    who = S.Identity(uid, uid, (), frozenset(), True, True)
+    r = S.run("sleep 60 & setsid sleep 60 & sleep 60", who, [], timeout=1)
+    assert r.rc == 124
+    assert _processes_of(uid) == []
+
+
 def _mlflow_training_job(script: str) -> K8sObject:
     """A job of team t, as the pod builder renders it, whose command is a shell script: the
     team's MLflow credentials Secret at $HOME/.mlflow, inside the /tmp emptyDir."""

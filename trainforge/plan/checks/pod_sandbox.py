@@ -8,11 +8,13 @@ rehearsal". Needs Linux, root and util-linux (`unavailable()` says why not).
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
 import os
 import pathlib
 import shlex
 import shutil
+import signal
 import subprocess
 import tempfile
 from dataclasses import dataclass
@@ -365,6 +367,25 @@ def _skeleton(root: str, mounts: list[Mount], busybox: bool) -> list[str]:
     return binds
 
 
+def _kill(p: subprocess.Popen[str]) -> None:
+    """End a sandbox run and everything it started, and reap it. Killing `unshare` alone
+    leaves its child, the PID namespace's init, running as the container's user (that
+    change of user clears a parent-death signal, so `unshare --kill-child` cannot help);
+    when that init dies the kernel kills every process in its namespace, whatever its
+    session. Where there is no init yet (or no /proc/PID/task/TID/children to find it),
+    `unshare`'s process group is killed: `unshare` and any child not yet in a session of
+    its own."""
+    children = pathlib.Path(f"/proc/{p.pid}/task/{p.pid}/children")
+    inits = children.read_text().split() if children.exists() else []
+    with contextlib.suppress(ProcessLookupError):
+        for pid in inits:
+            os.kill(int(pid), signal.SIGKILL)
+        if not inits:
+            os.killpg(p.pid, signal.SIGKILL)
+    # `unshare` reaps its init, which exits only once its namespace is empty, then dies
+    p.communicate()
+
+
 def run(
     script: str,
     identity: Identity,
@@ -406,27 +427,32 @@ def run(
         if cwd:  # chroot starts in "/": change to the working directory, then run the shell
             inner = [*become, "/bin/sh", "-c", 'cd "$0" && exec "$@"', cwd, shell, "-c", script]
         command = "\n".join([*setup, *proof]) + "\nexec " + " ".join(q(a) for a in inner)
+        # own mount, PID, IPC, UTS and network namespaces: the script sees only its volumes,
+        # no host process (a root `kill -1` hits nothing) and no network
+        p = subprocess.Popen(
+            [*UNSHARE, "/bin/sh", "-c", command],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
         try:
-            p = subprocess.run(
-                # own mount, PID, IPC, UTS and network namespaces: the script sees only its
-                # volumes, no host process (a root `kill -1` hits nothing) and no network
-                [*UNSHARE, "/bin/sh", "-c", command],
-                capture_output=True,
-                text=True,
-                timeout=timeout,
-                check=False,
-            )
+            stdout, stderr = p.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
+            _kill(p)
             return RunResult(124, "", f"timed out after {timeout}s")
+        except BaseException:
+            _kill(p)
+            raise
         status = pathlib.Path(status_file).read_text() if os.path.exists(status_file) else ""
         if not status:
-            return RunResult(p.returncode or WRONG_IDENTITY, p.stdout, p.stderr)
+            return RunResult(p.returncode or WRONG_IDENTITY, stdout, stderr)
         wrong = identity_mismatches(identity, status)
         if wrong:
             return RunResult(
                 WRONG_IDENTITY,
-                p.stdout,
+                stdout,
                 f"sandbox: the process is not {identity.describe()}: {'; '.join(wrong)}",
                 status,
             )
-        return RunResult(p.returncode, p.stdout, p.stderr, status)
+        return RunResult(p.returncode, stdout, stderr, status)
