@@ -26,8 +26,8 @@ from trainforge.jobs import trainjob
 from trainforge.plan import crds, kueue_validate
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext
 from trainforge.plan.checks.job_backends import runtime_docs
+from trainforge.stack.jobs import DNS1035
 
-DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 DEFAULT_K8S_VERSION = "1.31"
 
 SCHEMA_RULE = "K8S_SCHEMA"
@@ -119,26 +119,26 @@ def core_errors(doc: dict, version: str) -> list[str] | None:
     if validator is None:
         return None
     try:  # a PyTorchJob's Master and Worker pod templates are usually one document twice
-        key: tuple[str, str] | None = (schema_dir, json.dumps(doc))
+        key = (schema_dir, json.dumps(doc))
     except (TypeError, ValueError):
         key = None
-    if key is not None and key in _CORE_ERRORS:
-        return list(_CORE_ERRORS[key])
-    err = jsonschema.exceptions.best_match(validator.iter_errors(doc))
-    out = []
-    if err is not None:
-        path = ".".join(str(p) for p in err.path)
-        out = [f"{path}: {err.message}" if path else str(err.message)]
-    if key is not None:
+    if key not in _CORE_ERRORS:
+        err = jsonschema.exceptions.best_match(validator.iter_errors(doc))
+        out = []
+        if err is not None:
+            path = ".".join(str(p) for p in err.path)
+            out = [f"{path}: {err.message}" if path else str(err.message)]
+        if key is None:
+            return out
         if len(_CORE_ERRORS) >= 256:
             _CORE_ERRORS.clear()
         _CORE_ERRORS[key] = out
-    return list(out)
+    return list(_CORE_ERRORS[key])
 
 
 # (schema dir, the document as JSON, keys in its order) -> core_errors' answer: the same
 # document validates the same way (~3 ms for a pod template)
-_CORE_ERRORS: dict[tuple[str, str], list[str]] = {}
+_CORE_ERRORS: dict[tuple[str, str] | None, list[str]] = {}
 
 
 def _name_errors(doc: dict) -> list[str]:
@@ -209,16 +209,10 @@ def pytorchjob_findings(doc: dict, version: str) -> list[str]:
     if "Master" in specs and (specs["Master"] or {}).get("replicas", 1) != 1:
         errs.append("spec.pytorchReplicaSpecs.Master.replicas must be exactly 1")
     elastic = spec.get("elasticPolicy")
-    worker = specs.get("Worker")
     if elastic is None and "Master" not in specs:
         errs.append("spec.pytorchReplicaSpecs needs a Master (exactly one) unless elastic")
-    worker_replicas = (worker or {}).get("replicas", 1)
-    if (
-        "Worker" in specs
-        and isinstance(worker_replicas, int)
-        and worker_replicas < 1
-        and (elastic is None)
-    ):
+    workers = (specs.get("Worker") or {}).get("replicas", 1)
+    if elastic is None and "Worker" in specs and isinstance(workers, int) and workers < 1:
         errs.append("spec.pytorchReplicaSpecs.Worker.replicas must be at least 1")
     if elastic is not None:
         if "Worker" not in specs:
