@@ -360,9 +360,7 @@ def trainjob_findings(
     known = {r.get("name"): _containers_of(r) for r in _rjobs(runtime)} if runtime else None
     for i, patch in enumerate(patches):
         at = f"spec.runtimePatches[{i}]"
-        if not isinstance(patch.get("manager"), str) or not DOMAIN_PREFIXED_PATH.match(
-            patch["manager"]
-        ):
+        if not DOMAIN_PREFIXED_PATH.match(str(patch.get("manager"))):  # a non-string never matches
             errs.append(f"{at}.manager {patch.get('manager')!r} is not a domain-prefixed path")
         tmpl = get(patch, "trainingRuntimeSpec", "template", "spec") or {}
         for rj in tmpl.get("replicatedJobs") or []:
