@@ -210,10 +210,16 @@ LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 EC2_NODE_CLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
 
 
-def _metadata_options(type_: str, inputs: dict) -> Any:
+def _metadata_option(type_: str, inputs: dict, key: str, karpenter_default: Any) -> Any:
+    """A metadata option's effective value (an EC2NodeClass's unset one: Karpenter's default; a
+    launch template has none); UNKNOWN when not judged: options unknown or the endpoint off."""
+    opts = inputs.get("metadataOptions")
     if type_ == EC2_NODE_CLASS:
-        return get(inputs, "spec", "metadataOptions")
-    return inputs.get("metadataOptions")
+        opts = get(inputs, "spec", "metadataOptions")
+    if is_unknown(opts) or get(opts, "httpEndpoint") == "disabled":
+        return UNKNOWN
+    value = get(opts, key)
+    return karpenter_default if value is None and type_ == EC2_NODE_CLASS else value
 
 
 @resource_rule(
@@ -223,13 +229,8 @@ def _metadata_options(type_: str, inputs: dict) -> Any:
     (LAUNCH_TEMPLATE, EC2_NODE_CLASS),
 )
 def imdsv2_required(type_: str, inputs: dict) -> list[str]:
-    opts = _metadata_options(type_, inputs)
-    if is_unknown(opts):
-        return []
-    tokens = get(opts, "httpTokens")
-    if tokens is None and type_ == EC2_NODE_CLASS:
-        tokens = "required"  # Karpenter's default; a launch template has none
-    if get(opts, "httpEndpoint") == "disabled" or tokens == "required" or is_unknown(tokens):
+    tokens = _metadata_option(type_, inputs, "httpTokens", "required")
+    if tokens == "required" or is_unknown(tokens):
         return []
     return [f"instance metadata allows IMDSv1 (httpTokens={tokens!r})"]
 
@@ -241,12 +242,8 @@ def imdsv2_required(type_: str, inputs: dict) -> list[str]:
     (LAUNCH_TEMPLATE, EC2_NODE_CLASS),
 )
 def imds_hop_limit(type_: str, inputs: dict) -> list[str]:
-    opts = _metadata_options(type_, inputs)
-    if is_unknown(opts) or get(opts, "httpEndpoint") == "disabled":
-        return []
-    hops = get(opts, "httpPutResponseHopLimit")
-    if hops is None and type_ == EC2_NODE_CLASS:
-        hops = 1  # Karpenter's default; a launch template's is the AMI's (often 2)
+    # unset on a launch template: the AMI's (often 2)
+    hops = _metadata_option(type_, inputs, "httpPutResponseHopLimit", 1)
     if is_unknown(hops) or hops == 1:
         return []
     return [f"IMDS hop limit is {hops!r}: pods can reach the node's credentials"]
