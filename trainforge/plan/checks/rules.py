@@ -22,8 +22,7 @@ from trainforge.plan.check_types import CheckResult, Finding, PlanContext
 from trainforge.plan.checks.iam_eval import as_list, policy_doc
 from trainforge.plan.checks.job_backends import runtime_docs
 from trainforge.plan.manifests import has_unknown
-
-UNKNOWN = "<unknown>"
+from trainforge.plan.runner import UNKNOWN
 
 
 def is_unknown(value: Any) -> bool:
