@@ -4,9 +4,10 @@ wrong object fails the plan instead of a 40-minute apply.
 Core kinds go through kubernetes-validate's bundled schemas (strict: unknown fields are errors,
 like kubectl); custom resources through their vendored CRD's schema (`trainforge.plan.crds`,
 docs/rehearsals.md "The upstream CRDs"). What a schema cannot say is written out per kind
-below, each with the upstream it was read from: the CRDs' CEL rules (no CEL evaluator is
-installed, and the messages users see here are pinned), the operators' webhooks and what the
-API server's Job validation enforces beyond the schema.
+below, each with the upstream it was read from: the CRDs' CEL rules, the operators' webhooks
+and what the API server's Job validation enforces beyond the schema. The CEL rules are not
+evaluated from the CRDs: cel-python 0.5 lacks Kubernetes' CEL libraries (`find`, `split`) and
+the CRDs' messages differ from the ones pinned here.
 """
 
 from __future__ import annotations
