@@ -21,6 +21,8 @@ from trainforge.core.taints import EFFECTS, schedules, untolerated
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext
 from trainforge.plan.checks.iam_eval import as_list, policy_doc
 from trainforge.plan.checks.job_backends import runtime_docs
+from trainforge.plan.checks.ordering import RELEASE as HELM_RELEASE
+from trainforge.plan.checks.ordering import chart_name
 from trainforge.plan.manifests import has_unknown
 from trainforge.plan.runner import UNKNOWN
 
@@ -683,7 +685,6 @@ def _bucket_completeness(
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 EKS_ADDON = "aws:eks/addon:Addon"
-HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 NODE_POOL = "kubernetes:karpenter.sh/v1:NodePool"
 MONITORING_ADDON = "eks-node-monitoring-agent"
 # EC2 GPU families: p3/p4d/p4de/p5/p5e/p5en/p6-b200..., g4dn/g5/g5g/g6/g6e/gr6...
@@ -809,8 +810,7 @@ def gpu_node_repair(res: list[StackResource]) -> Iterable[tuple[str, str]]:
     gates = [
         get(rel.inputs, "values", "settings", "featureGates", "nodeRepair")
         for rel in res
-        if rel.type == HELM_RELEASE
-        and str(rel.inputs.get("chart")).rsplit("/", 1)[-1] == "karpenter"
+        if rel.type == HELM_RELEASE and chart_name(rel) == "karpenter"
     ]
     if any(g is True or is_unknown(g) for g in gates):
         return
