@@ -940,13 +940,9 @@ REJUDGED = "rules.rejudged"  # PlanContext.memo key: how many resources the stan
 
 
 def _standin_findings(ctx: PlanContext, seen: set[tuple[str, str]]) -> list[Finding]:
-    """Cloud resources whose preview inputs hold unknowns, judged again in the stand-in run.
-
-    In a preview, a policy document built from an ARN the cloud has not assigned yet is
-    unknown, so `pulumi preview --policy-pack` cannot judge it. Running the program once more
-    with mocks that invent plausible ids and ARNs computes those documents; the content rules
-    (IAM "*" on "*", TLS-only bucket policy, ...) then run on them. Only findings the preview
-    could not make are added; how many resources were judged again is `rejudged(ctx)`."""
+    """Cloud resources whose preview inputs hold unknowns, judged again in the stand-in run
+    (why: docs/pr-review.md, "Stand-in pass"). Only findings the preview could not make are
+    added; how many resources were judged again is `rejudged(ctx)`."""
     preview = {r.urn: r for r in ctx.inventory.resources}
     judged, found = 0, []
     for rec in ctx.standin_inventory().resources:
