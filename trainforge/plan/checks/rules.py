@@ -507,8 +507,9 @@ def _documented_root_job(type_: str, inputs: dict, spec: dict) -> bool:
 def pod_non_root(type_: str, inputs: dict, spec: dict, c: dict) -> str | None:
     if _documented_root_job(type_, inputs, spec):
         return None
+    non_root = _sc(spec, c, "runAsNonRoot")
     uid = _sc(spec, c, "runAsUser")
-    if uid == 0 or not (_sc(spec, c, "runAsNonRoot") is True or (isinstance(uid, int) and uid > 0)):
+    if uid == 0 or not (non_root is True or (isinstance(uid, int) and uid > 0)):
         return "may run as root (set runAsNonRoot: true)"
     return None
 
@@ -555,7 +556,9 @@ def pod_seccomp(type_: str, inputs: dict, spec: dict, c: dict) -> str | None:
 def pod_gpu_requests_limits(type_: str, inputs: dict, spec: dict, c: dict) -> str | None:
     req = get(c, "resources", "requests", GPU)
     lim = get(c, "resources", "limits", GPU)
-    if (req, lim) != (None, None) and (lim is None or (req is not None and str(req) != str(lim))):
+    if req is None and lim is None:
+        return None
+    if lim is None or (req is not None and str(req) != str(lim)):
         return f"{GPU} requests={req} limits={lim}"
     return None
 
