@@ -254,6 +254,53 @@ def test_ec2nodeclass_rules():
     assert any("spec.amiSelectorTerms: at least 1 item(s)" in m for m in messages(no_ami)[1])
 
 
+def _tspec(doc):
+    return doc["spec"]["template"]["spec"]
+
+
+@pytest.mark.parametrize(
+    ("base", "change", "expected"),
+    [
+        (
+            NODEPOOL,
+            lambda d: _tspec(d)["nodeClassRef"].update(group=""),
+            "nodeClassRef.group is required",
+        ),
+        (
+            NODEPOOL,
+            lambda d: _tspec(d)["requirements"].append({"key": "k", "operator": "In"}),
+            "operator In needs at least one value",
+        ),
+        (
+            NODECLASS,
+            lambda d: d["spec"].update(amiSelectorTerms=[{"alias": "al2023"}]),
+            "is not family@version",
+        ),
+        (
+            NODECLASS,
+            lambda d: d["spec"]["amiSelectorTerms"].append({"id": "ami-1"}),
+            "an alias term must be the only term",
+        ),
+        (
+            NODECLASS,
+            lambda d: d["spec"].update(instanceProfile="p"),
+            "role and instanceProfile are mutually exclusive",
+        ),
+        (
+            NODECLASS,
+            lambda d: d["spec"].update(subnetSelectorTerms=[]),
+            "spec.subnetSelectorTerms is required",
+        ),
+    ],
+)
+def test_karpenter_cel_rules_written_out(base, change, expected):
+    """The Karpenter CRDs' CEL rules validate.py writes out (no CEL evaluator runs them)."""
+    doc = copy.deepcopy(base)
+    change(doc)
+    status, msgs = messages(doc)
+    assert status == "fail" and any(expected in m for m in msgs), msgs
+
+
 def test_unknown_fields_in_karpenter_specs_are_errors():
     bad = copy.deepcopy(NODECLASS)
     bad["spec"]["metadataOptions"]["httpTokensRequired"] = True
