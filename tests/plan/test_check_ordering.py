@@ -4,10 +4,12 @@ parents) for the resource that installs its CRD and for its namespace."""
 from __future__ import annotations
 
 import functools
+from types import SimpleNamespace
 
 import pulumi
 import pulumi_kubernetes as k8s
 
+from trainforge.plan.checks import ordering
 from trainforge.plan.checks.ordering import CRD_RULE, NAMESPACE_RULE
 from trainforge.plan.core import plan_program
 
@@ -104,3 +106,17 @@ def test_the_dev_stacks_podmonitors_wait_for_the_monitoring_release():
     for monitor in monitors:
         assert release.urn in after(monitor.urn), monitor.name
     assert not [v for v in result.failing if v.rule in (CRD_RULE, NAMESPACE_RULE)]
+
+
+def test_a_crd_object_installs_its_group_and_a_release_may_create_its_namespace():
+    crd = SimpleNamespace(urn="u:crd", type=ordering.CRD, inputs={"spec": {"group": "example.com"}})
+    release = SimpleNamespace(
+        urn="u:kueue",
+        type=ordering.RELEASE,
+        inputs={"chart": "kueue", "namespace": "kueue-system", "createNamespace": True},
+    )
+    assert ordering.installers([crd, release]) == {
+        "example.com": ["u:crd"],
+        "kueue.x-k8s.io": ["u:kueue"],
+    }
+    assert ordering._namespace_makers([crd, release]) == {"kueue-system": ["u:kueue"]}

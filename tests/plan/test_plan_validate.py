@@ -78,6 +78,19 @@ def test_good_pytorchjob_passes():
             job(spec__elasticPolicy={"minReplicas": 4, "maxReplicas": 2}),
             "minReplicas 4 > maxReplicas 2",
         ),
+        (job(spec__pytorchReplicaSpecs={}), "spec.pytorchReplicaSpecs is empty"),
+        (
+            job(spec__pytorchReplicaSpecs__Chief={"template": {"spec": POD}}),
+            "Chief: replica type must be Master or Worker",
+        ),
+        (
+            job(spec__pytorchReplicaSpecs__Worker__replicas=-1),
+            "Worker.replicas -1 must be a non-negative integer",
+        ),
+        (
+            job(spec__elasticPolicy={"nProcPerNode": 8}, spec__nprocPerNode="8"),
+            "nProcPerNode and spec.nprocPerNode are both set",
+        ),
         (job(spec__replicas=3), "spec.replicas: unknown field"),
         # the PyTorchJob CRD's schema (package data), not a written-out field list
         (job(spec__pytorchReplicaSpecs__Worker__foo=1), "Worker.foo: unknown field"),
@@ -90,6 +103,54 @@ def test_good_pytorchjob_passes():
 def test_pytorchjob_webhook_rules(doc, expected):
     status, msgs = messages(doc)
     assert status == "fail" and any(expected in m for m in msgs), msgs
+
+
+INDEXED = {
+    "completionMode": "Indexed",
+    "completions": 2,
+    "backoffLimitPerIndex": 1,
+    "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "main"}]}},
+    "podFailurePolicy": {"rules": [{"action": "Ignore", "onExitCodes": {"values": [3]}}]},
+}
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        ({"template": {"spec": {"restartPolicy": "Always"}}}, "a Job needs Never or OnFailure"),
+        ({"completionMode": None}, "backoffLimitPerIndex needs completionMode Indexed"),
+        ({"backoffLimitPerIndex": None, "maxFailedIndexes": 1}, "needs backoffLimitPerIndex"),
+        ({"podReplacementPolicy": "TerminatingOrFailed"}, "must be Failed with a podFailurePolicy"),
+        ({"podFailurePolicy": {"rules": [{"action": "Retry"}]}}, "'Retry' is not FailJob"),
+        (
+            {
+                "backoffLimitPerIndex": None,
+                "podFailurePolicy": {"rules": [{"action": "FailIndex"}]},
+            },
+            "action FailIndex needs backoffLimitPerIndex",
+        ),
+        ({"podFailurePolicy": {"rules": [{"action": "Count"}]}}, "exactly one of onExitCodes"),
+        (
+            {"podFailurePolicy": {"rules": [{"action": "Count", "onExitCodes": {"values": []}}]}},
+            "onExitCodes.values: 1 to 255 values",
+        ),
+        (
+            {
+                "podFailurePolicy": {
+                    "rules": [
+                        {"action": "Count", "onExitCodes": {"values": [1], "containerName": "x"}}
+                    ]
+                }
+            },
+            "containerName 'x' is not a container",
+        ),
+    ],
+)
+def test_job_validation_rules(change, expected):
+    """The API server's Job rules beyond the schema (validate.job_spec_findings), one each."""
+    assert V.job_spec_findings(INDEXED) == []
+    spec = {k: v for k, v in {**INDEXED, **change}.items() if v is not None}
+    assert any(expected in m for m in V.job_spec_findings(spec)), V.job_spec_findings(spec)
 
 
 def test_pytorchjob_container_name_and_image_and_pod_template_schema():
@@ -191,6 +252,53 @@ def test_ec2nodeclass_rules():
     no_ami = copy.deepcopy(NODECLASS)
     no_ami["spec"]["amiSelectorTerms"] = []
     assert any("spec.amiSelectorTerms: at least 1 item(s)" in m for m in messages(no_ami)[1])
+
+
+def _tspec(doc):
+    return doc["spec"]["template"]["spec"]
+
+
+@pytest.mark.parametrize(
+    ("base", "change", "expected"),
+    [
+        (
+            NODEPOOL,
+            lambda d: _tspec(d)["nodeClassRef"].update(group=""),
+            "nodeClassRef.group is required",
+        ),
+        (
+            NODEPOOL,
+            lambda d: _tspec(d)["requirements"].append({"key": "k", "operator": "In"}),
+            "operator In needs at least one value",
+        ),
+        (
+            NODECLASS,
+            lambda d: d["spec"].update(amiSelectorTerms=[{"alias": "al2023"}]),
+            "is not family@version",
+        ),
+        (
+            NODECLASS,
+            lambda d: d["spec"]["amiSelectorTerms"].append({"id": "ami-1"}),
+            "an alias term must be the only term",
+        ),
+        (
+            NODECLASS,
+            lambda d: d["spec"].update(instanceProfile="p"),
+            "role and instanceProfile are mutually exclusive",
+        ),
+        (
+            NODECLASS,
+            lambda d: d["spec"].update(subnetSelectorTerms=[]),
+            "spec.subnetSelectorTerms is required",
+        ),
+    ],
+)
+def test_karpenter_cel_rules_written_out(base, change, expected):
+    """The Karpenter CRDs' CEL rules validate.py writes out (no CEL evaluator runs them)."""
+    doc = copy.deepcopy(base)
+    change(doc)
+    status, msgs = messages(doc)
+    assert status == "fail" and any(expected in m for m in msgs), msgs
 
 
 def test_unknown_fields_in_karpenter_specs_are_errors():

@@ -178,17 +178,6 @@ def _fmt(value: Any) -> str:
     return s if len(s) <= 100 else s[:99] + "…"
 
 
-def markdown(findings: list[Finding], waived: dict[int, str]) -> list[str]:
-    """The diff's data safety section; `waived` maps a finding's index to its waiver reason."""
-    lines = ["### Data safety", ""]
-    if not findings:
-        return [*lines, "No data-holding resource is replaced or deleted.", ""]
-    for i, f in enumerate(findings):
-        tag = f"waived: {waived[i]}" if i in waived else "NEEDS A WAIVER"
-        lines.append(f"- **{f.rule}** `{f.resource}` ({tag}): {f.message}")
-    return [*lines, ""]
-
-
 def _backups(fsx_inputs: dict[str, Any]) -> str:
     """What FSx keeps when it is deleted: said in the plan, so scratch data loss is not a
     surprise."""
@@ -245,18 +234,18 @@ def diff_report(base_dir: pathlib.Path, head_resources: list[Any], waivers: list
     inventory says so instead of passing silently."""
     from trainforge.plan.waivers import find_waiver  # noqa: PLC0415 - light, plan-only
 
+    lines = ["### Data safety", ""]
     base = load_base(base_dir)
     if base is None:
-        return [
-            "### Data safety",
-            "",
-            f"The base plan ({base_dir}) has no {INVENTORY_FILE}: replacements NOT checked.",
-            "",
-        ], 0
+        note = f"The base plan ({base_dir}) has no {INVENTORY_FILE}: replacements NOT checked."
+        return [*lines, note, ""], 0
     found = replacements(base, head_resources)
-    waived = {}
-    for i, f in enumerate(found):
+    if not found:
+        return [*lines, "No data-holding resource is replaced or deleted.", ""], 0
+    unwaived = 0
+    for f in found:
         w = find_waiver(waivers, f.rule, set(f.names))
-        if w is not None:
-            waived[i] = w.reason
-    return markdown(found, waived), len(found) - len(waived)
+        unwaived += w is None
+        tag = "NEEDS A WAIVER" if w is None else f"waived: {w.reason}"
+        lines.append(f"- **{f.rule}** `{f.resource}` ({tag}): {f.message}")
+    return [*lines, ""], unwaived

@@ -21,9 +21,10 @@ from trainforge.core.taints import EFFECTS, schedules, untolerated
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext
 from trainforge.plan.checks.iam_eval import as_list, policy_doc
 from trainforge.plan.checks.job_backends import runtime_docs
+from trainforge.plan.checks.ordering import RELEASE as HELM_RELEASE
+from trainforge.plan.checks.ordering import chart_name
 from trainforge.plan.manifests import has_unknown
-
-UNKNOWN = "<unknown>"
+from trainforge.plan.runner import UNKNOWN
 
 
 def is_unknown(value: Any) -> bool:
@@ -95,6 +96,21 @@ def pod_rule(id_: str, title: str, fix: str):
 
         RESOURCE_RULES.append(Rule(id_, title, fix, check))
         return fn
+
+    return register
+
+
+def container_rule(id_: str, title: str, fix: str):
+    """A pod rule judging each container (init containers first): the decorated
+    `(type token, inputs, pod spec, container) -> problem or None` becomes the pod rule's
+    `(type token, inputs, pod spec) -> messages`, each "container 'name' <problem>"."""
+
+    def register(fn: Callable[[str, dict, dict, dict], str | None]):
+        def per_spec(type_: str, inputs: dict, spec: dict) -> list[str]:
+            problems = ((c, fn(type_, inputs, spec, c)) for c in _containers(spec))
+            return [f"container {c.get('name')!r} {why}" for c, why in problems if why]
+
+        return pod_rule(id_, title, fix)(per_spec)
 
     return register
 
@@ -195,10 +211,16 @@ LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 EC2_NODE_CLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
 
 
-def _metadata_options(type_: str, inputs: dict) -> Any:
+def _metadata_option(type_: str, inputs: dict, key: str, karpenter_default: Any) -> Any:
+    """A metadata option's effective value (an EC2NodeClass's unset one: Karpenter's default; a
+    launch template has none); UNKNOWN when not judged: options unknown or the endpoint off."""
+    opts = inputs.get("metadataOptions")
     if type_ == EC2_NODE_CLASS:
-        return get(inputs, "spec", "metadataOptions")
-    return inputs.get("metadataOptions")
+        opts = get(inputs, "spec", "metadataOptions")
+    if is_unknown(opts) or get(opts, "httpEndpoint") == "disabled":
+        return UNKNOWN
+    value = get(opts, key)
+    return karpenter_default if value is None and type_ == EC2_NODE_CLASS else value
 
 
 @resource_rule(
@@ -208,13 +230,8 @@ def _metadata_options(type_: str, inputs: dict) -> Any:
     (LAUNCH_TEMPLATE, EC2_NODE_CLASS),
 )
 def imdsv2_required(type_: str, inputs: dict) -> list[str]:
-    opts = _metadata_options(type_, inputs)
-    if is_unknown(opts):
-        return []
-    tokens = get(opts, "httpTokens")
-    if tokens is None and type_ == EC2_NODE_CLASS:
-        tokens = "required"  # Karpenter's default; a launch template has none
-    if get(opts, "httpEndpoint") == "disabled" or tokens == "required" or is_unknown(tokens):
+    tokens = _metadata_option(type_, inputs, "httpTokens", "required")
+    if tokens == "required" or is_unknown(tokens):
         return []
     return [f"instance metadata allows IMDSv1 (httpTokens={tokens!r})"]
 
@@ -226,12 +243,8 @@ def imdsv2_required(type_: str, inputs: dict) -> list[str]:
     (LAUNCH_TEMPLATE, EC2_NODE_CLASS),
 )
 def imds_hop_limit(type_: str, inputs: dict) -> list[str]:
-    opts = _metadata_options(type_, inputs)
-    if is_unknown(opts) or get(opts, "httpEndpoint") == "disabled":
-        return []
-    hops = get(opts, "httpPutResponseHopLimit")
-    if hops is None and type_ == EC2_NODE_CLASS:
-        hops = 1  # Karpenter's default; a launch template's is the AMI's (often 2)
+    # unset on a launch template: the AMI's (often 2)
+    hops = _metadata_option(type_, inputs, "httpPutResponseHopLimit", 1)
     if is_unknown(hops) or hops == 1:
         return []
     return [f"IMDS hop limit is {hops!r}: pods can reach the node's credentials"]
@@ -349,12 +362,12 @@ def s3_tls_only(type_: str, inputs: dict) -> list[str]:
 FSX_LUSTRE = "aws:fsx/lustreFileSystem:LustreFileSystem"
 KMS_KEY = "aws:kms/key:Key"
 SQS_QUEUE = "aws:sqs/queue:Queue"
-IAM_POLICY_TYPES = {
-    "aws:iam/policy:Policy": "policy",
-    "aws:iam/rolePolicy:RolePolicy": "policy",
-    "aws:iam/userPolicy:UserPolicy": "policy",
-    "aws:iam/groupPolicy:GroupPolicy": "policy",
-}
+IAM_POLICY_TYPES = (
+    "aws:iam/policy:Policy",
+    "aws:iam/rolePolicy:RolePolicy",
+    "aws:iam/userPolicy:UserPolicy",
+    "aws:iam/groupPolicy:GroupPolicy",
+)
 IAM_ROLE = "aws:iam/role:Role"
 
 
@@ -400,14 +413,14 @@ def sqs_encryption(type_: str, inputs: dict) -> list[str]:
     return ["queue is not encrypted at rest (no kmsMasterKeyId, sqsManagedSseEnabled unset)"]
 
 
-def _admin_statements(doc: dict) -> Iterator[dict]:
-    for st in as_list(doc.get("Statement")):
-        if not isinstance(st, dict) or st.get("Effect") != "Allow":
-            continue
-        actions = as_list(st.get("Action"))
-        resources = as_list(st.get("Resource"))
-        if "*" in actions and "*" in resources:
-            yield st
+def _allows_admin(doc: dict) -> bool:
+    return any(
+        isinstance(st, dict)
+        and st.get("Effect") == "Allow"
+        and "*" in as_list(st.get("Action"))
+        and "*" in as_list(st.get("Resource"))
+        for st in as_list(doc.get("Statement"))
+    )
 
 
 @resource_rule(
@@ -417,17 +430,15 @@ def _admin_statements(doc: dict) -> Iterator[dict]:
     (*IAM_POLICY_TYPES, IAM_ROLE),
 )
 def iam_no_admin(type_: str, inputs: dict) -> list[str]:
-    docs: list[Any] = []
-    if type_ in IAM_POLICY_TYPES:
-        docs.append(inputs.get(IAM_POLICY_TYPES[type_]))
-    elif type_ == IAM_ROLE:
-        docs += [get(p, "policy") for p in as_list(inputs.get("inlinePolicies"))]
-    out = []
-    for raw in docs:
-        doc = policy_doc(raw)
-        if doc and any(True for _ in _admin_statements(doc)):
-            out.append('policy allows Action "*" on Resource "*"')
-    return out
+    if type_ == IAM_ROLE:
+        docs = [get(p, "policy") for p in as_list(inputs.get("inlinePolicies"))]
+    else:
+        docs = [inputs.get("policy")]
+    return [
+        'policy allows Action "*" on Resource "*"'
+        for doc in map(policy_doc, docs)
+        if doc and _allows_admin(doc)
+    ]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -488,79 +499,68 @@ def _documented_root_job(type_: str, inputs: dict, spec: dict) -> bool:
     )
 
 
-@pod_rule(
+@container_rule(
     "CKV_K8S_23",
     "Containers run as non-root",
     "set securityContext.runAsNonRoot: true (and a non-zero runAsUser)",
 )
-def pod_non_root(type_: str, inputs: dict, spec: dict) -> list[str]:
+def pod_non_root(type_: str, inputs: dict, spec: dict, c: dict) -> str | None:
     if _documented_root_job(type_, inputs, spec):
-        return []
-    out = []
-    for c in _containers(spec):
-        non_root = _sc(spec, c, "runAsNonRoot")
-        uid = _sc(spec, c, "runAsUser")
-        if uid == 0 or not (non_root is True or (isinstance(uid, int) and uid > 0)):
-            out.append(f"container {c.get('name')!r} may run as root (set runAsNonRoot: true)")
-    return out
+        return None
+    non_root = _sc(spec, c, "runAsNonRoot")
+    uid = _sc(spec, c, "runAsUser")
+    if uid == 0 or not (non_root is True or (isinstance(uid, int) and uid > 0)):
+        return "may run as root (set runAsNonRoot: true)"
+    return None
 
 
-@pod_rule(
+@container_rule(
     "CKV_K8S_20",
     "Containers do not allow privilege escalation",
     "set securityContext.allowPrivilegeEscalation: false on every container",
 )
-def pod_no_privilege_escalation(type_: str, inputs: dict, spec: dict) -> list[str]:
-    return [
-        f"container {c.get('name')!r} allows privilege escalation"
-        for c in _containers(spec)
-        if get(c, "securityContext", "allowPrivilegeEscalation") is not False
-    ]
+def pod_no_privilege_escalation(type_: str, inputs: dict, spec: dict, c: dict) -> str | None:
+    if get(c, "securityContext", "allowPrivilegeEscalation") is not False:
+        return "allows privilege escalation"
+    return None
 
 
-@pod_rule(
+@container_rule(
     "CKV_K8S_37",
     "Containers drop ALL capabilities",
     'set securityContext.capabilities.drop: ["ALL"] (add back only what is needed)',
 )
-def pod_drop_all(type_: str, inputs: dict, spec: dict) -> list[str]:
-    return [
-        f"container {c.get('name')!r} does not drop ALL capabilities"
-        for c in _containers(spec)
-        if "ALL" not in as_list(get(c, "securityContext", "capabilities", "drop"))
-    ]
+def pod_drop_all(type_: str, inputs: dict, spec: dict, c: dict) -> str | None:
+    if "ALL" not in as_list(get(c, "securityContext", "capabilities", "drop")):
+        return "does not drop ALL capabilities"
+    return None
 
 
-@pod_rule(
+@container_rule(
     "CKV_K8S_31",
     "Pods use the RuntimeDefault seccomp profile",
     "set securityContext.seccompProfile.type: RuntimeDefault",
 )
-def pod_seccomp(type_: str, inputs: dict, spec: dict) -> list[str]:
-    pod = get(spec, "securityContext", "seccompProfile", "type")
-    out = []
-    for c in _containers(spec):
-        t = get(c, "securityContext", "seccompProfile", "type") or pod
-        if t not in ("RuntimeDefault", "Localhost"):
-            out.append(f"container {c.get('name')!r} seccomp profile is {t or 'unset'}")
-    return out
+def pod_seccomp(type_: str, inputs: dict, spec: dict, c: dict) -> str | None:
+    t = get(c, "securityContext", "seccompProfile", "type") or get(
+        spec, "securityContext", "seccompProfile", "type"
+    )
+    return None if t in ("RuntimeDefault", "Localhost") else f"seccomp profile is {t or 'unset'}"
 
 
-@pod_rule(
+@container_rule(
     "TRAINFORGE_GPU_REQUESTS",
     "GPU requests equal limits",
     f"set resources.limits[{GPU!r}] (and requests, if given) to the same count",
 )
-def pod_gpu_requests_limits(type_: str, inputs: dict, spec: dict) -> list[str]:
-    out = []
-    for c in _containers(spec):
-        req = get(c, "resources", "requests", GPU)
-        lim = get(c, "resources", "limits", GPU)
-        if req is None and lim is None:
-            continue
-        if lim is None or (req is not None and str(req) != str(lim)):
-            out.append(f"container {c.get('name')!r} {GPU} requests={req} limits={lim}")
-    return out
+def pod_gpu_requests_limits(type_: str, inputs: dict, spec: dict, c: dict) -> str | None:
+    req = get(c, "resources", "requests", GPU)
+    lim = get(c, "resources", "limits", GPU)
+    if req is None and lim is None:
+        return None
+    if lim is None or (req is not None and str(req) != str(lim)):
+        return f"{GPU} requests={req} limits={lim}"
+    return None
 
 
 def image_problem(image: Any) -> str | None:
@@ -577,18 +577,14 @@ def image_problem(image: Any) -> str | None:
     return None
 
 
-@pod_rule(
+@container_rule(
     "CKV_K8S_14",
     "Images are pinned to a tag or digest, never :latest",
     "use an explicit version tag or an @sha256 digest",
 )
-def pod_image_pinned(type_: str, inputs: dict, spec: dict) -> list[str]:
-    out = []
-    for c in _containers(spec):
-        why = image_problem(c.get("image"))
-        if why:
-            out.append(f"container {c.get('name')!r} image {c.get('image')!r} is {why}")
-    return out
+def pod_image_pinned(type_: str, inputs: dict, spec: dict, c: dict) -> str | None:
+    why = image_problem(c.get("image"))
+    return f"image {c.get('image')!r} is {why}" if why else None
 
 
 DOCKER_HUB_TAIL = " is pulled from Docker Hub without credentials"
@@ -605,25 +601,22 @@ def finding_image(rule: str, message: str) -> str | None:
     return ast.literal_eval(m.group(1)) if m else None
 
 
-@pod_rule(
+@container_rule(
     "TRAINFORGE_DOCKER_HUB",
     "No image is pulled from Docker Hub without credentials",
     "use the image's ECR Public / registry.k8s.io / Quay copy (pulled through the stack's "
     "cache), or set trainforge:images.dockerHubCredentialArn so Docker Hub images are "
     "pulled through the cache's docker-hub rule with that credential (docs/images.md)",
 )
-def pod_image_not_docker_hub(type_: str, inputs: dict, spec: dict) -> list[str]:
+def pod_image_not_docker_hub(type_: str, inputs: dict, spec: dict, c: dict) -> str | None:
     """Docker Hub allows 10 anonymous pulls per hour per NAT address: every image comes through
     the stack's ECR pull-through cache or another registry (trainforge.core.image_routes)."""
     from trainforge.core.image_routes import is_docker_hub  # noqa: PLC0415
 
-    return [
-        f"container {c.get('name')!r} image {c.get('image')!r}{DOCKER_HUB_TAIL}"
-        for c in _containers(spec)
-        if isinstance(c.get("image"), str)
-        and not is_unknown(c.get("image"))
-        and is_docker_hub(c["image"])
-    ]
+    image = c.get("image")
+    if isinstance(image, str) and not is_unknown(image) and is_docker_hub(image):
+        return f"image {image!r}{DOCKER_HUB_TAIL}"
+    return None
 
 
 @pod_rule(
@@ -638,15 +631,14 @@ def pod_service_account(type_: str, inputs: dict, spec: dict) -> list[str]:
     return []
 
 
-@pod_rule(
+@container_rule(
     "CKV_K8S_16",
     "Only documented system daemonsets run privileged",
     f"drop privileged, or run it as a kube-system DaemonSet annotated {PRIVILEGED_REASON_ANNOTATION}",
 )
-def pod_privileged(type_: str, inputs: dict, spec: dict) -> list[str]:
-    priv = [c for c in _containers(spec) if get(c, "securityContext", "privileged") is True]
-    if not priv:
-        return []
+def pod_privileged(type_: str, inputs: dict, spec: dict, c: dict) -> str | None:
+    if get(c, "securityContext", "privileged") is not True:
+        return None
     meta = inputs.get("metadata") or {}
     reason = (meta.get("annotations") or {}).get(PRIVILEGED_REASON_ANNOTATION)
     if (
@@ -655,8 +647,8 @@ def pod_privileged(type_: str, inputs: dict, spec: dict) -> list[str]:
         and isinstance(reason, str)
         and reason.strip()
     ):
-        return []  # a documented system daemon (device plugin, CSI node driver)
-    return [f"container {c.get('name')!r} is privileged" for c in priv]
+        return None  # a documented system daemon (device plugin, CSI node driver)
+    return "is privileged"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -696,7 +688,6 @@ def _bucket_completeness(
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 EKS_ADDON = "aws:eks/addon:Addon"
-HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 NODE_POOL = "kubernetes:karpenter.sh/v1:NodePool"
 MONITORING_ADDON = "eks-node-monitoring-agent"
 # EC2 GPU families: p3/p4d/p4de/p5/p5e/p5en/p6-b200..., g4dn/g5/g5g/g6/g6e/gr6...
@@ -822,8 +813,7 @@ def gpu_node_repair(res: list[StackResource]) -> Iterable[tuple[str, str]]:
     gates = [
         get(rel.inputs, "values", "settings", "featureGates", "nodeRepair")
         for rel in res
-        if rel.type == HELM_RELEASE
-        and str(rel.inputs.get("chart")).rsplit("/", 1)[-1] == "karpenter"
+        if rel.type == HELM_RELEASE and chart_name(rel) == "karpenter"
     ]
     if any(g is True or is_unknown(g) for g in gates):
         return
@@ -953,13 +943,9 @@ REJUDGED = "rules.rejudged"  # PlanContext.memo key: how many resources the stan
 
 
 def _standin_findings(ctx: PlanContext, seen: set[tuple[str, str]]) -> list[Finding]:
-    """Cloud resources whose preview inputs hold unknowns, judged again in the stand-in run.
-
-    In a preview, a policy document built from an ARN the cloud has not assigned yet is
-    unknown, so `pulumi preview --policy-pack` cannot judge it. Running the program once more
-    with mocks that invent plausible ids and ARNs computes those documents; the content rules
-    (IAM "*" on "*", TLS-only bucket policy, ...) then run on them. Only findings the preview
-    could not make are added; how many resources were judged again is `rejudged(ctx)`."""
+    """Cloud resources whose preview inputs hold unknowns, judged again in the stand-in run
+    (why: docs/pr-review.md, "Stand-in pass"). Only findings the preview could not make are
+    added; how many resources were judged again is `rejudged(ctx)`."""
     preview = {r.urn: r for r in ctx.inventory.resources}
     judged, found = 0, []
     for rec in ctx.standin_inventory().resources:

@@ -4,9 +4,10 @@ wrong object fails the plan instead of a 40-minute apply.
 Core kinds go through kubernetes-validate's bundled schemas (strict: unknown fields are errors,
 like kubectl); custom resources through their vendored CRD's schema (`trainforge.plan.crds`,
 docs/rehearsals.md "The upstream CRDs"). What a schema cannot say is written out per kind
-below, each with the upstream it was read from: the CRDs' CEL rules (no CEL evaluator is
-installed, and the messages users see here are pinned), the operators' webhooks and what the
-API server's Job validation enforces beyond the schema.
+below, each with the upstream it was read from: the CRDs' CEL rules, the operators' webhooks
+and what the API server's Job validation enforces beyond the schema. The CEL rules are not
+evaluated from the CRDs: cel-python 0.5 lacks Kubernetes' CEL libraries (`find`, `split`) and
+the CRDs' messages differ from the ones pinned here.
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ from trainforge.jobs import trainjob
 from trainforge.plan import crds, kueue_validate
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext
 from trainforge.plan.checks.job_backends import runtime_docs
+from trainforge.stack.jobs import DNS1035
 
-DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 DEFAULT_K8S_VERSION = "1.31"
 
 SCHEMA_RULE = "K8S_SCHEMA"
@@ -119,26 +120,26 @@ def core_errors(doc: dict, version: str) -> list[str] | None:
     if validator is None:
         return None
     try:  # a PyTorchJob's Master and Worker pod templates are usually one document twice
-        key: tuple[str, str] | None = (schema_dir, json.dumps(doc))
+        key = (schema_dir, json.dumps(doc))
     except (TypeError, ValueError):
         key = None
-    if key is not None and key in _CORE_ERRORS:
-        return list(_CORE_ERRORS[key])
-    err = jsonschema.exceptions.best_match(validator.iter_errors(doc))
-    out = []
-    if err is not None:
-        path = ".".join(str(p) for p in err.path)
-        out = [f"{path}: {err.message}" if path else str(err.message)]
-    if key is not None:
+    if key not in _CORE_ERRORS:
+        err = jsonschema.exceptions.best_match(validator.iter_errors(doc))
+        out = []
+        if err is not None:
+            path = ".".join(str(p) for p in err.path)
+            out = [f"{path}: {err.message}" if path else str(err.message)]
+        if key is None:
+            return out
         if len(_CORE_ERRORS) >= 256:
             _CORE_ERRORS.clear()
         _CORE_ERRORS[key] = out
-    return list(out)
+    return list(_CORE_ERRORS[key])
 
 
 # (schema dir, the document as JSON, keys in its order) -> core_errors' answer: the same
 # document validates the same way (~3 ms for a pod template)
-_CORE_ERRORS: dict[tuple[str, str], list[str]] = {}
+_CORE_ERRORS: dict[tuple[str, str] | None, list[str]] = {}
 
 
 def _name_errors(doc: dict) -> list[str]:
@@ -209,16 +210,10 @@ def pytorchjob_findings(doc: dict, version: str) -> list[str]:
     if "Master" in specs and (specs["Master"] or {}).get("replicas", 1) != 1:
         errs.append("spec.pytorchReplicaSpecs.Master.replicas must be exactly 1")
     elastic = spec.get("elasticPolicy")
-    worker = specs.get("Worker")
     if elastic is None and "Master" not in specs:
         errs.append("spec.pytorchReplicaSpecs needs a Master (exactly one) unless elastic")
-    worker_replicas = (worker or {}).get("replicas", 1)
-    if (
-        "Worker" in specs
-        and isinstance(worker_replicas, int)
-        and worker_replicas < 1
-        and (elastic is None)
-    ):
+    workers = (specs.get("Worker") or {}).get("replicas", 1)
+    if elastic is None and "Worker" in specs and isinstance(workers, int) and workers < 1:
         errs.append("spec.pytorchReplicaSpecs.Worker.replicas must be at least 1")
     if elastic is not None:
         if "Worker" not in specs:
@@ -366,9 +361,7 @@ def trainjob_findings(
     known = {r.get("name"): _containers_of(r) for r in _rjobs(runtime)} if runtime else None
     for i, patch in enumerate(patches):
         at = f"spec.runtimePatches[{i}]"
-        if not isinstance(patch.get("manager"), str) or not DOMAIN_PREFIXED_PATH.match(
-            patch["manager"]
-        ):
+        if not DOMAIN_PREFIXED_PATH.match(str(patch.get("manager"))):  # a non-string never matches
             errs.append(f"{at}.manager {patch.get('manager')!r} is not a domain-prefixed path")
         tmpl = get(patch, "trainingRuntimeSpec", "template", "spec") or {}
         for rj in tmpl.get("replicatedJobs") or []:
