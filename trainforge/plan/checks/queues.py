@@ -98,8 +98,9 @@ class Simulation:
         self.queues = queues
         self.flavors = flavors
         self.hard = hard or {}  # namespace -> resource -> its ResourceQuota's hard limit
-        # cohort -> flavor -> resource: the Cohort object's own nominal quota
-        self.shared = shared or {}
+        # Kueue's arithmetic (trainforge.plan.kueue.quota) on the queues' live usage; `shared`:
+        # cohort -> flavor -> resource, the Cohort object's own nominal quota
+        self.quotas = K.Quotas(queues, shared)
         # flavor -> its pool, for the pools with GPUs (what an admitted gang must launch on)
         self.rooms = {p.name: p for p in pools if p.gpus_per_node}
         self.ns_usage: dict[str, dict[str, Fraction]] = {}
@@ -124,11 +125,7 @@ class Simulation:
                 )
         return None
 
-    # -- quota (Kueue's arithmetic: trainforge.plan.kueue.quota) --------------------------
-    @property
-    def quotas(self) -> K.Quotas:
-        return K.Quotas(self.queues, self.shared)
-
+    # -- quota ------------------------------------------------------------------------------
     def fits(self, w: Workload) -> bool:
         """Whether the job's need is available to its queue in its flavor now."""
         q, f, quotas = self.queues[w.queue or ""], w.flavor or "", self.quotas
@@ -421,25 +418,19 @@ class Simulation:
         q = self.queues[w.queue or ""]
         f = w.flavor or ""
         parts = []
-        quotas = self.quotas
         for r, need in w.need.items():
-            used = q.use(f, r)
-            # what the whole cohort has unused (a borrower already took its part of it)
-            idle = max(
-                quotas.cohort_quota(q, f, r) - sum(m.use(f, r) for m in quotas.members(q)),
-                Fraction(0),
-            )
-            limit = q.borrow_limit[f][r]
-            over_limit = limit is not None and used + need > q.nominal[f][r] + limit
-            solo_over = not q.cohort and used + need > q.nominal[f][r]
-            if need <= idle and not over_limit and not solo_over:
+            if need <= self.quotas.available(q, f, r):
                 continue
             text = (
                 f"{amount(r, need)} in pool {f}: team {q.name} is guaranteed "
-                f"{amount(r, q.nominal[f][r])} there and uses {amount(r, used)}"
+                f"{amount(r, q.nominal[f][r])} there and uses {amount(r, q.use(f, r))}"
             )
             if q.cohort:
-                text += f"; cohort {q.cohort} has {amount(r, idle)} idle"
+                # what the whole cohort has unused (a borrower already took its part of it)
+                members = self.quotas.members(q)
+                idle = self.quotas.cohort_quota(q, f, r) - sum(m.use(f, r) for m in members)
+                text += f"; cohort {q.cohort} has {amount(r, max(idle, Fraction(0)))} idle"
+                limit = q.borrow_limit[f][r]
                 if limit is not None:
                     text += f", borrowing limit {amount(r, limit)}"
             parts.append((r, text))
