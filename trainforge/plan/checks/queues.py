@@ -108,7 +108,7 @@ class Simulation:
         self.now = 0.0
         # admitted gangs their pool could not launch: "job: why" (must stay empty)
         self.unlaunchable: list[str] = []
-        self.pods: dict[str, list[tuple[str, int]]] = {}  # flavor -> (job, GPUs) per pod
+        self.running: list[Workload] = []  # admitted, in the order they were
 
     # -- the namespace backstop -----------------------------------------------------------
     def over_backstop(self, w: Workload) -> str | None:
@@ -176,26 +176,29 @@ class Simulation:
         if w.remaining is None:
             w.remaining = w.duration
         w.ends = None if w.remaining is None else self.now + w.remaining
+        self.running.append(w)
         self._launch(w)
 
     def _launch(self, w: Workload) -> None:
         """Place the gang's pods on its pool (GPUs in all; a node group's nodes, first fit,
         largest pods first) and remember an admitted gang the pool could not launch."""
         room = self.rooms.get(w.flavor or "")
-        held = pool_capacity(room, GPU) if room is not None else None
-        gpus = w.need.get(GPU, Fraction(0))
-        pods = w.pods or 1
-        placed = self.pods.setdefault(w.flavor or "", [])
-        placed += [(w.job, int(gpus / pods))] * pods if gpus else []
-        if room is None or not gpus:
+        if room is None or not w.need.get(GPU):
             return
-        total = sum(g for _, g in placed)
+        placed = [  # the GPUs of each pod of the pool's admitted gangs
+            int(x.need[GPU] / (x.pods or 1))
+            for x in self.running
+            if x.flavor == w.flavor and x.need.get(GPU)
+            for _ in range(x.pods or 1)
+        ]
+        total = sum(placed)
+        held = pool_capacity(room, GPU)
         why = ""
         if held is not None and total > held:
             why = f"{total} GPUs admitted in pool {w.flavor}, which holds {_fmt(GPU, held)}"
         elif room.max_nodes is not None:
             nodes: list[int] = []
-            for _, g in sorted(placed, key=lambda p: -p[1]):
+            for g in sorted(placed, reverse=True):
                 i = next((i for i, free in enumerate(nodes) if free >= g), None)
                 if i is None:
                     nodes.append(room.gpus_per_node - g)
@@ -218,17 +221,13 @@ class Simulation:
             # the last checkpoint are, which this does not count)
             w.remaining = max(w.remaining - (self.now - w.running_since), 0.0)
         w.ends = None
-        self._unplace(w)
-
-    def _unplace(self, w: Workload) -> None:
-        placed = self.pods.get(w.flavor or "", [])
-        self.pods[w.flavor or ""] = [p for p in placed if p[0] != w.job]
+        self.running.remove(w)
 
     def finish(self, w: Workload) -> None:
         """The job ends: its quota and its pods go back."""
         self._charge(w, -1)
         w.state, w.remaining, w.borrowing = "finished", 0.0, {}
-        self._unplace(w)
+        self.running.remove(w)
 
     def run_timed(self, workloads: list[Workload], horizon: float = 90 * 24 * 3600.0) -> None:
         """The queue over time: jobs arrive at `submitted`, run for their `duration`, and
