@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
+from trainforge.core import taints as T
 from trainforge.core.contract import PoolFacts
 from trainforge.core.pods import Shape, get
 from trainforge.jobs.backends import job_shape, pod_templates
@@ -904,7 +905,7 @@ def admit_submitted(
         return w
     pool_taints = _pool_taints(ctx, admission.node_selector)
     tolerated = [*(spec.get("tolerations") or []), *admission.tolerations]
-    blocked = K.untolerated(pool_taints, tolerated, K.schedules)
+    blocked = T.untolerated(pool_taints, tolerated, T.schedules)
     if blocked is not None:
         w.state = "never"
         w.reason = (
