@@ -304,8 +304,6 @@ class Simulation:
                     and v.priority <= borrow.get("maxPriorityThreshold", v.priority)
                 ):
                     cands.append((v, "a borrowing job of higher priority"))
-        if not cands:
-            return []
         cands.sort(
             key=lambda c: (
                 c[0].queue not in borrowing_queues,
