@@ -11,6 +11,7 @@ from fractions import Fraction
 import pytest
 import yaml
 
+from trainforge.core import taints as T
 from trainforge.plan import kueue as K
 
 FIXTURES = pathlib.Path(__file__).parent / "fixtures" / "kueue_flavorassigner.yaml"
@@ -105,11 +106,11 @@ TAINT = {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}
     ],
 )
 def test_one_toleration_matcher_with_kubernetes_rules(toleration, tolerated):
-    assert K.tolerates(toleration, TAINT) is tolerated
+    assert T.tolerates(toleration, TAINT) is tolerated
 
 
 def test_a_missing_value_tolerates_only_a_taint_without_value():
-    assert K.tolerates({"key": "k", "operator": "Equal"}, {"key": "k", "effect": "NoSchedule"})
+    assert T.tolerates({"key": "k", "operator": "Equal"}, {"key": "k", "effect": "NoSchedule"})
 
 
 def _tas_pool_queue() -> K.Kueue:

@@ -118,3 +118,33 @@ def test_the_queue_simulation_runs_once_per_plan(prod, monkeypatch):
     cost_check._admission(ctx)
     Q.outcomes(ctx)
     assert len(calls) == 1
+
+
+def test_a_gang_kueue_admits_but_its_pool_cannot_launch_is_a_finding(prod):
+    """The shipped prod job's pool shrunk to 1 GPU behind the same rendered quotas: Kueue
+    admits the gang on vision's nominal quota, Karpenter could never launch it
+    (TRAINFORGE_QUEUE_UNLAUNCHABLE, named on the job)."""
+    from dataclasses import replace
+
+    from trainforge.plan.check_types import PlanContext
+
+    declared = prod.inventory.declared
+    (job,) = declared.jobs
+    small = replace(job.target.pool, limits=replace(job.target.pool.limits, gpus=1))
+    contracts = [
+        replace(c, pools={n: small if n == small.name else p for n, p in c.pools.items()})
+        for c in declared.contracts
+    ]
+    ctx = PlanContext(
+        inventory=prod.inventory,
+        objects=list(prod.objects),
+        declared=replace(declared, contracts=contracts),
+    )
+    found = [f for f in Q.check(ctx).findings if f.rule == Q.RULE_UNLAUNCHABLE]
+    assert [(f.resource, f.message) for f in found] == [
+        (
+            "vision/job/gpt-350m-fsdp",
+            "job gpt-350m-fsdp (team vision): admitted, but its pool cannot launch it: "
+            "gpt-350m-fsdp: 8 GPUs admitted in pool gpu-workloads, which holds 1",
+        )
+    ]

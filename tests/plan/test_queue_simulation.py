@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from trainforge.core import taints as T
 from trainforge.core.contract import PoolFacts, PoolLimits
 from trainforge.plan import kueue as K
 from trainforge.plan.checks import queues as Q
@@ -117,8 +118,8 @@ def test_tolerations_follow_the_kubernetes_rules():
         [{"key": "nvidia.com/gpu", "operator": "Equal"}],  # Equal without value: value ""
     ]
     # the one matcher (trainforge.core.taints), which the simulation uses
-    assert [K.untolerated([taint], t) is None for t in yes] == [True] * len(yes)
-    assert [K.untolerated([taint], t) is None for t in no] == [False] * len(no)
+    assert [T.untolerated([taint], t) is None for t in yes] == [True] * len(yes)
+    assert [T.untolerated([taint], t) is None for t in no] == [False] * len(no)
 
 
 def test_quantities_are_printed_in_their_unit():
@@ -382,7 +383,7 @@ def fresh(s: str) -> str:
 def test_tolerations_compare_effects_keys_and_values_by_equality():
     taint = {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}
     assert (
-        K.untolerated(
+        T.untolerated(
             [taint], [{"operator": "Exists", "effect": "NoExecute"}, {"operator": "Exists"}]
         )
         is None
@@ -392,11 +393,11 @@ def test_tolerations_compare_effects_keys_and_values_by_equality():
         {"key": "amd.com/gpu", "operator": "Exists"},
         {"key": "amd.com/gpu", "value": "true"},
     ):
-        assert K.untolerated([taint], [t]) is not None, t
+        assert T.untolerated([taint], [t]) is not None, t
     f = {k: fresh(v) for k, v in taint.items()}
-    assert K.untolerated([taint], [{"key": f["key"], "operator": fresh("Exists")}]) is None
+    assert T.untolerated([taint], [{"key": f["key"], "operator": fresh("Exists")}]) is None
     tol = {"key": f["key"], "value": f["value"], "effect": f["effect"]}
-    assert K.untolerated([taint], [tol]) is None
+    assert T.untolerated([taint], [tol]) is None
     assert Q._fmt(fresh("memory"), K.quantity("2Gi")) == "2Gi"
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
+from trainforge.core import taints as T
 from trainforge.core.contract import PoolFacts
 from trainforge.core.pods import Shape, get
 from trainforge.jobs.backends import job_shape, pod_templates
@@ -98,8 +99,9 @@ class Simulation:
         self.queues = queues
         self.flavors = flavors
         self.hard = hard or {}  # namespace -> resource -> its ResourceQuota's hard limit
-        # cohort -> flavor -> resource: the Cohort object's own nominal quota
-        self.shared = shared or {}
+        # Kueue's arithmetic (trainforge.plan.kueue.quota) on the queues' live usage; `shared`:
+        # cohort -> flavor -> resource, the Cohort object's own nominal quota
+        self.quotas = K.Quotas(queues, shared)
         # flavor -> its pool, for the pools with GPUs (what an admitted gang must launch on)
         self.rooms = {p.name: p for p in pools if p.gpus_per_node}
         self.ns_usage: dict[str, dict[str, Fraction]] = {}
@@ -107,7 +109,7 @@ class Simulation:
         self.now = 0.0
         # admitted gangs their pool could not launch: "job: why" (must stay empty)
         self.unlaunchable: list[str] = []
-        self.pods: dict[str, list[tuple[str, int]]] = {}  # flavor -> (job, GPUs) per pod
+        self.running: list[Workload] = []  # admitted, in the order they were
 
     # -- the namespace backstop -----------------------------------------------------------
     def over_backstop(self, w: Workload) -> str | None:
@@ -124,11 +126,7 @@ class Simulation:
                 )
         return None
 
-    # -- quota (Kueue's arithmetic: trainforge.plan.kueue.quota) --------------------------
-    @property
-    def quotas(self) -> K.Quotas:
-        return K.Quotas(self.queues, self.shared)
-
+    # -- quota ------------------------------------------------------------------------------
     def fits(self, w: Workload) -> bool:
         """Whether the job's need is available to its queue in its flavor now."""
         q, f, quotas = self.queues[w.queue or ""], w.flavor or "", self.quotas
@@ -179,26 +177,29 @@ class Simulation:
         if w.remaining is None:
             w.remaining = w.duration
         w.ends = None if w.remaining is None else self.now + w.remaining
+        self.running.append(w)
         self._launch(w)
 
     def _launch(self, w: Workload) -> None:
         """Place the gang's pods on its pool (GPUs in all; a node group's nodes, first fit,
         largest pods first) and remember an admitted gang the pool could not launch."""
         room = self.rooms.get(w.flavor or "")
-        held = pool_capacity(room, GPU) if room is not None else None
-        gpus = w.need.get(GPU, Fraction(0))
-        pods = w.pods or 1
-        placed = self.pods.setdefault(w.flavor or "", [])
-        placed += [(w.job, int(gpus / pods))] * pods if gpus else []
-        if room is None or not gpus:
+        if room is None or not w.need.get(GPU):
             return
-        total = sum(g for _, g in placed)
+        placed = [  # the GPUs of each pod of the pool's admitted gangs
+            int(x.need[GPU] / (x.pods or 1))
+            for x in self.running
+            if x.flavor == w.flavor and x.need.get(GPU)
+            for _ in range(x.pods or 1)
+        ]
+        total = sum(placed)
+        held = pool_capacity(room, GPU)
         why = ""
         if held is not None and total > held:
             why = f"{total} GPUs admitted in pool {w.flavor}, which holds {_fmt(GPU, held)}"
         elif room.max_nodes is not None:
             nodes: list[int] = []
-            for _, g in sorted(placed, key=lambda p: -p[1]):
+            for g in sorted(placed, reverse=True):
                 i = next((i for i, free in enumerate(nodes) if free >= g), None)
                 if i is None:
                     nodes.append(room.gpus_per_node - g)
@@ -221,17 +222,13 @@ class Simulation:
             # the last checkpoint are, which this does not count)
             w.remaining = max(w.remaining - (self.now - w.running_since), 0.0)
         w.ends = None
-        self._unplace(w)
-
-    def _unplace(self, w: Workload) -> None:
-        placed = self.pods.get(w.flavor or "", [])
-        self.pods[w.flavor or ""] = [p for p in placed if p[0] != w.job]
+        self.running.remove(w)
 
     def finish(self, w: Workload) -> None:
         """The job ends: its quota and its pods go back."""
         self._charge(w, -1)
         w.state, w.remaining, w.borrowing = "finished", 0.0, {}
-        self._unplace(w)
+        self.running.remove(w)
 
     def run_timed(self, workloads: list[Workload], horizon: float = 90 * 24 * 3600.0) -> None:
         """The queue over time: jobs arrive at `submitted`, run for their `duration`, and
@@ -307,8 +304,6 @@ class Simulation:
                     and v.priority <= borrow.get("maxPriorityThreshold", v.priority)
                 ):
                     cands.append((v, "a borrowing job of higher priority"))
-        if not cands:
-            return []
         cands.sort(
             key=lambda c: (
                 c[0].queue not in borrowing_queues,
@@ -421,25 +416,19 @@ class Simulation:
         q = self.queues[w.queue or ""]
         f = w.flavor or ""
         parts = []
-        quotas = self.quotas
         for r, need in w.need.items():
-            used = q.use(f, r)
-            # what the whole cohort has unused (a borrower already took its part of it)
-            idle = max(
-                quotas.cohort_quota(q, f, r) - sum(m.use(f, r) for m in quotas.members(q)),
-                Fraction(0),
-            )
-            limit = q.borrow_limit[f][r]
-            over_limit = limit is not None and used + need > q.nominal[f][r] + limit
-            solo_over = not q.cohort and used + need > q.nominal[f][r]
-            if need <= idle and not over_limit and not solo_over:
+            if need <= self.quotas.available(q, f, r):
                 continue
             text = (
                 f"{amount(r, need)} in pool {f}: team {q.name} is guaranteed "
-                f"{amount(r, q.nominal[f][r])} there and uses {amount(r, used)}"
+                f"{amount(r, q.nominal[f][r])} there and uses {amount(r, q.use(f, r))}"
             )
             if q.cohort:
-                text += f"; cohort {q.cohort} has {amount(r, idle)} idle"
+                # what the whole cohort has unused (a borrower already took its part of it)
+                members = self.quotas.members(q)
+                idle = self.quotas.cohort_quota(q, f, r) - sum(m.use(f, r) for m in members)
+                text += f"; cohort {q.cohort} has {amount(r, max(idle, Fraction(0)))} idle"
+                limit = q.borrow_limit[f][r]
                 if limit is not None:
                     text += f", borrowing limit {amount(r, limit)}"
             parts.append((r, text))
@@ -914,7 +903,7 @@ def admit_submitted(
         return w
     pool_taints = _pool_taints(ctx, admission.node_selector)
     tolerated = [*(spec.get("tolerations") or []), *admission.tolerations]
-    blocked = K.untolerated(pool_taints, tolerated, K.schedules)
+    blocked = T.untolerated(pool_taints, tolerated, T.schedules)
     if blocked is not None:
         w.state = "never"
         w.reason = (

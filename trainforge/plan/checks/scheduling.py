@@ -8,7 +8,6 @@ rehearsal".
 
 from __future__ import annotations
 
-from collections import defaultdict
 from fractions import Fraction
 from typing import Any
 
@@ -139,8 +138,8 @@ def check(ctx: PlanContext) -> CheckResult:
             pool_lines, data["pools"][pool.name] = _pool_lines(pool)
             lines += pool_lines
 
-    team_totals: dict[str, dict[str, Fraction]] = defaultdict(lambda: defaultdict(Fraction))
-    team_quota: dict[str, Any] = {}
+    # team -> quota resource -> (what all its jobs request, the team's quota)
+    team_totals: dict[str, dict[str, tuple[Fraction, str | None]]] = {}
     for j in declared.jobs:
         spec, target = j.spec, j.target
         pool = target.pool
@@ -165,9 +164,9 @@ def check(ctx: PlanContext) -> CheckResult:
             lines.append(f"  pods per node: {per_node}; all at once: {at_once}; {usage}")
         q = ", ".join(_of(k, need, limit) for k, need, limit in quota)
         lines.append(f"  team {target.team.name} quota: {q}")
-        for k, need, _ in quota:
-            team_totals[target.team.name][k] += need
-        team_quota[target.team.name] = target.quota
+        totals = team_totals.setdefault(target.team.name, {})
+        for k, need, limit in quota:
+            totals[k] = (totals.get(k, (Fraction(0), None))[0] + need, limit)
         if not r.fits:
             # not rehearsed is not passed: a job on nodes of unknown size is a finding
             message = unrehearsed(f"job {ident}", pool, pods, size)
@@ -199,10 +198,8 @@ def check(ctx: PlanContext) -> CheckResult:
             }
         )
     for team, totals in team_totals.items():
-        q = team_quota[team]
-        limits = {"gpus": q.gpus, "cpu": q.cpu, "memory": q.memory, "pods": q.pods}
-        parts = ", ".join(_of(k, v, limits[k]) for k, v in totals.items())
+        parts = ", ".join(_of(k, v, limit) for k, (v, limit) in totals.items())
         # Several jobs over the quota together is queueing, not an error: each fits alone.
         lines.append(f"team {team}, all its jobs at once (informational): {parts}")
-        data["teams"][team] = {k: _fmt(k, v) for k, v in totals.items()}
+        data["teams"][team] = {k: _fmt(k, v) for k, (v, _) in totals.items()}
     return CheckResult(findings=findings, sections=[Section("Scheduling rehearsal", lines, data)])

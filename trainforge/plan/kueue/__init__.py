@@ -5,7 +5,6 @@ report's admission, the SDK/kubectl placement rehearsal and `trainforge status/w
 read it (trainforge.plan.checks.queues runs the queue over time on top of it). Tested against
 Kueue's own cases (tests/plan/test_kueue_model.py)."""
 
-from trainforge.core.taints import schedules, tolerates, untolerated
 from trainforge.plan.kueue.assign import (
     FIT,
     NO_CANDIDATES,
@@ -34,5 +33,5 @@ from trainforge.plan.kueue.workload import admit, pod_requests, podset
 __all__ = [
     "FIT", "GPU", "NO_CANDIDATES", "NO_FIT", "POSSIBLE", "RECLAIM", "RESOURCES", "Assigner", "Assignment",
     "ClusterQueue", "Flavor", "Kueue", "PodSet", "Quotas", "admit", "cluster_queue", "flavor_fits_podset",
-    "only_tas", "pod_requests", "podset", "quantity", "read", "schedules", "tolerates", "untolerated",
+    "only_tas", "pod_requests", "podset", "quantity", "read",
 ]  # fmt: skip

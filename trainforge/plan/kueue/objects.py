@@ -77,8 +77,7 @@ class ClusterQueue:
     flavors: list[str]
     usage: dict[str, dict[str, Fraction]] = field(default_factory=dict)
     lend_limit: dict[str, dict[str, Fraction | None]] = field(default_factory=dict)
-    # (coveredResources, flavors in order) per resource group; empty: one group of every
-    # resource in `nominal`, over `flavors`
+    # (coveredResources, flavors in order) per resource group
     groups: list[tuple[tuple[str, ...], list[str]]] = field(default_factory=list)
     fungibility: Fungibility = field(default_factory=Fungibility)
 
@@ -93,14 +92,8 @@ class ClusterQueue:
     def use(self, flavor: str, resource: str) -> Fraction:
         return self.usage.get(flavor, {}).get(resource, Fraction(0))
 
-    def resource_groups(self) -> list[tuple[tuple[str, ...], list[str]]]:
-        if self.groups:
-            return self.groups
-        covered = sorted({r for per in self.nominal.values() for r in per})
-        return [(tuple(covered), list(self.flavors))]
-
     def group_of(self, resource: str) -> tuple[tuple[str, ...], list[str]] | None:
-        return next((g for g in self.resource_groups() if resource in g[0]), None)
+        return next((g for g in self.groups if resource in g[0]), None)
 
 
 @dataclass
