@@ -56,8 +56,9 @@ RULES = {
 # --- same shape everywhere ---------------------------------------------------------------------
 
 
-def shape(docs: list[dict[str, Any]], backends: tuple[str, ...] | None) -> dict[str, set[str]]:
-    """What MultiKueue needs alike on the manager and every worker, by the object's kind."""
+def shape(docs: list[dict[str, Any]], declared: Any, inv: Any) -> dict[str, set[str]]:
+    """What MultiKueue needs alike on the manager and every worker, by the object's kind (of
+    a stack's planned objects, declared contracts and inventory)."""
     out: dict[str, set[str]] = {
         "team namespace": set(),
         "LocalQueue": set(),
@@ -77,14 +78,10 @@ def shape(docs: list[dict[str, Any]], backends: tuple[str, ...] | None) -> dict[
             out["ClusterTrainingRuntime"].add(
                 f"{meta.get('name')} (mlPolicy {yaml.safe_dump(policy, default_flow_style=True).strip()})"
             )
-    for b in backends or ():
-        out["training operator"].add(f"backend {b}")
-    return out
-
-
-def _backends(declared: Any) -> tuple[str, ...] | None:
     contracts = getattr(declared, "contracts", None) or []
-    return tuple(sorted({b for c in contracts for b in c.backends})) if contracts else None
+    out["training operator"] |= {f"backend {b}" for c in contracts for b in c.backends}
+    out["training operator"] |= operators(inv)
+    return out
 
 
 def operators(inv: Any) -> set[str]:
@@ -103,14 +100,12 @@ def operators(inv: Any) -> set[str]:
 
 
 def shape_findings(ctx: PlanContext) -> list[Finding]:
-    mine = shape([o.doc for o in ctx.objects], _backends(ctx.declared))
-    mine["training operator"] |= operators(ctx.inventory)
+    mine = shape([o.doc for o in ctx.objects], ctx.declared, ctx.inventory)
     out = []
     for name, w in ctx.fleet_workers.items():
         if not w.planned:
             continue
-        theirs = shape(w.docs, _backends(w.declared))
-        theirs["training operator"] |= operators(w.inventory)
+        theirs = shape(w.docs, w.declared, w.inventory)
         for kind, have in mine.items():
             missing = sorted(have - theirs[kind])
             extra = sorted(theirs[kind] - have)
