@@ -153,19 +153,18 @@ def dispatcher(ctx: PlanContext) -> str:
     return ALL_AT_ONCE
 
 
+# What each dispatcher does with a job's Workload, after "dispatcher <name>".
+DISPATCH_WORDS = {
+    ALL_AT_ONCE: " (Kueue 0.19's default): every worker below gets the job's Workload at once; "
+    "the first worker to admit it runs it, the others' copies are deleted (no worker is "
+    "preferred: cost does not decide)",
+    INCREMENTAL: ": workers are tried in name order, 3 more at a time, until one admits it",
+}
+
+
 def dispatch_words(name: str) -> str:
-    if name == ALL_AT_ONCE:
-        return (
-            f"dispatcher {name} (Kueue 0.19's default): every worker below gets the job's "
-            "Workload at once; the first worker to admit it runs it, the others' copies are "
-            "deleted (no worker is preferred: cost does not decide)"
-        )
-    if name == INCREMENTAL:
-        return (
-            f"dispatcher {name}: workers are tried in name order, 3 more at a time, until one "
-            "admits it"
-        )
-    return f"dispatcher {name}: an external dispatcher nominates the workers (not modelled)"
+    other = ": an external dispatcher nominates the workers (not modelled)"
+    return f"dispatcher {name}{DISPATCH_WORDS.get(name, other)}"
 
 
 def tried_first(may: list[str], how: str, every: list[str] | None = None) -> str:
