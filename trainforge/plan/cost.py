@@ -464,11 +464,10 @@ def fixed_costs(resources: list[Any], region: str, today: dt.date) -> list[Fixed
     for ng in of("aws:eks/nodeGroup:NodeGroup"):
         inp = _inputs(ng)
         size = _num((inp.get("scalingConfig") or {}).get("desiredSize")) or 0
-        types = [t for t in inp.get("instanceTypes") or [] if isinstance(t, str)]
-        name = inp.get("nodeGroupName") or ng.name
         if not size:
             continue
-        itype = types[0] if types else "?"
+        name = inp.get("nodeGroupName") or ng.name
+        itype = next((t for t in inp.get("instanceTypes") or [] if isinstance(t, str)), "?")
         cap = inp.get("capacityType", "ON_DEMAND")
         capacity = cap.lower().replace("_", "-")
         price = P.ec2_spot(region, itype) if cap == "SPOT" else P.ec2_on_demand(region, itype)
@@ -539,9 +538,7 @@ def fixed_costs(resources: list[Any], region: str, today: dt.date) -> list[Fixed
 
 
 def _gib(quantity: Any) -> float | None:
-    if quantity is None:
-        return None
-    try:
+    try:  # str(None) is no quantity either
         return float(parse_quantity(str(quantity)) / 2**30)
     except ValueError:
         return None

@@ -37,11 +37,9 @@ RULES = {
 
 
 def build_report(ctx: PlanContext, today: dt.date | None = None) -> C.CostReport:
-    region = str(ctx.inventory.config.get(REGION_KEY) or "")
-    if not region:
-        from trainforge.plan.mocks import DEFAULT_REGION  # noqa: PLC0415 - what the plan used
+    from trainforge.plan.mocks import DEFAULT_REGION  # noqa: PLC0415 - what the plan used
 
-        region = DEFAULT_REGION
+    region = str(ctx.inventory.config.get(REGION_KEY) or DEFAULT_REGION)
     report = C.CostReport(region=region, today=today or dt.date.today())
     declared = ctx.declared
     pools: dict[str, Any] = {}
