@@ -20,7 +20,7 @@ from trainforge.plan import price_facts as P
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.checks import queues as Q
 from trainforge.plan.checks.existence import BUILTIN, pod_refs
-from trainforge.plan.checks.iam_eval import policy_doc
+from trainforge.plan.checks.iam_eval import Policy, Request, evaluate, policy_doc
 from trainforge.plan.cost import choose_nodes, usd
 from trainforge.plan.fleet import region
 from trainforge.plan.kueue import GPU, quantity
@@ -252,8 +252,6 @@ def team_reaches(inv: Any, bucket: str, team: str) -> bool | None:
     """Whether a stack's role of `team` (its `trainforge.io/team` tag) may write and read its
     team's prefix of `bucket`, by the plan's IAM evaluator over that role's inline policies;
     None when they are not known (a preview without stand-ins)."""
-    from trainforge.plan.checks.iam_eval import Policy, Request, evaluate  # noqa: PLC0415
-
     resources = getattr(inv, "resources", None) or []
     roles = {
         r.id
