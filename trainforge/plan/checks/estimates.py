@@ -13,6 +13,7 @@ from typing import Any
 
 from trainforge.jobs.estimate import JobEstimate, NoEstimate, estimate, gib, warnings
 from trainforge.jobs.restarts import budget, launch_line
+from trainforge.jobs.spec import JobSpec
 from trainforge.plan.check_types import CheckResult, PlanContext, Section
 
 RULES: dict[str, str] = {}  # reports only: nothing to waive
@@ -86,7 +87,7 @@ def _data(e: JobEstimate) -> dict[str, Any]:
     return {**out, "notes": list(e.notes)}
 
 
-def _restart_data(job: Any) -> dict[str, Any]:
+def _restart_data(job: JobSpec) -> dict[str, Any]:
     b = budget(job)
     return {
         "job": job.name,
