@@ -115,7 +115,7 @@ def test_the_queue_simulation_runs_once_per_plan(prod, monkeypatch):
         inventory=prod.inventory, objects=list(prod.objects), declared=prod.inventory.declared
     )
     Q.check(ctx)
-    cost_check._admission(ctx)
+    cost_check.build_report(ctx)
     Q.outcomes(ctx)
     assert len(calls) == 1
 

@@ -102,6 +102,35 @@ def test_unknown_prices_stay_unknown():
     assert job.hourly is None and job.run_cost is None
 
 
+def test_a_node_groups_fixed_cost_says_which_price_it_lacks():
+    """A node group's desiredSize nodes are always on: priced by its first type, or unknown
+    with the price the table lacks (spot always); a launch template's capacity reservation
+    and gp3 root volumes are read from the template."""
+    from trainforge.plan.runner import Recorded
+
+    ng = "aws:eks/nodeGroup:NodeGroup"
+    template = {
+        "blockDeviceMappings": [{"ebs": {"volumeSize": 100}}],
+        "capacityReservationSpecification": {
+            "capacityReservationTarget": {"capacityReservationId": "cr-1"}
+        },
+    }
+    resources = [
+        Recorded("lt", "aws:ec2/launchTemplate:LaunchTemplate", "lt", None, True, template),
+        Recorded("a", ng, "a", None, True, {"scalingConfig": {"desiredSize": 2},
+                 "instanceTypes": ["m5.large"]}, dependencies={"launchTemplate": ["lt"]}),
+        Recorded("b", ng, "b", None, True, {"scalingConfig": {"desiredSize": 1},
+                 "instanceTypes": ["g5.xlarge"], "capacityType": "SPOT"}),
+        Recorded("c", ng, "c", None, True, {"scalingConfig": {"desiredSize": 0}}),
+    ]  # fmt: skip
+    a, b, ebs = cost.fixed_costs(resources, "us-east-2", dt.date(2026, 11, 29))
+    assert a.hourly == pytest.approx(2 * price_facts.ec2_on_demand("us-east-2", "m5.large").usd)
+    assert a.note.startswith("capacity reservation cr-1: billed for every reserved instance")
+    assert (b.hourly, b.missing) == (None, "spot g5.xlarge in us-east-2")
+    assert b.note == "no spot price for g5.xlarge in us-east-2"
+    assert (ebs.quantity, ebs.note) == ("200 GB", "2 x 100 GB (a)")
+
+
 def test_the_eks_support_calendar_is_the_projects_one():
     """The cost report's extended-support price reads the calendar the version pins and
     docs/upgrading.md use (core/versions), not a second copy in the price facts."""

@@ -73,3 +73,35 @@ def test_a_budget_no_route_carries_names_the_receivers_key():
     [v] = [v for v in result.failing if v.rule == B.BUDGET_UNROUTED]
     assert "trainforge:monitoring.receivers[0].url" in v.message
     assert PROD_RECEIVER in v.message and "the cluster's" in v.message
+
+
+def test_each_topic_subscription_a_program_declares_is_judged():
+    """A program's own SNS subscriptions (not only the budgets' topic): one SNS refuses is a
+    finding on its resource, one it accepts a line; a secret endpoint of the budgets' topic is
+    judged by its receiver's URL (the subscription is named after the receiver)."""
+    from types import SimpleNamespace
+
+    from trainforge.plan.runner import Recorded
+
+    def sub(name: str, protocol: str, endpoint: str) -> Recorded:
+        urn = f"urn:pulumi:prod::trainforge::{B.TOPIC_SUBSCRIPTION}::{name}"
+        inputs = {"protocol": protocol, "endpoint": endpoint}
+        return Recorded(urn, B.TOPIC_SUBSCRIPTION, name, None, True, inputs)
+
+    receivers = [{"name": "router", "type": "webhook", "url": PROD_RECEIVER}]
+    inventory = SimpleNamespace(
+        config={B.MONITORING_KEY: {"receivers": receivers}},
+        resources=[
+            sub("pager", "https", PROD_RECEIVER),
+            sub("oncall", "email", "oncall@example.com"),
+            sub("budgets-webhook-router", "https", "[secret]"),
+        ],
+    )
+    result = B.check(SimpleNamespace(inventory=inventory))
+    assert [(f.rule, f.resource.rsplit("::", 1)[1]) for f in result.findings] == [
+        (B.SUBSCRIPTION, "pager"),
+        (B.SUBSCRIPTION, "budgets-webhook-router"),
+    ]
+    [section] = result.sections
+    assert section.lines[1] == "oncall: email subscription SNS accepts"
+    assert [s["problem"] is None for s in section.data["subscriptions"]] == [False, True, False]

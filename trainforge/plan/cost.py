@@ -407,13 +407,19 @@ def _num(value: Any) -> float | None:
         return None
 
 
+def _item(
+    what: str, qty: str, price: P.Price | None, quantity: float, note: str, missing: str
+) -> FixedItem:
+    """`quantity` units of an always-on item at `price` (`missing`: the price it lacks)."""
+    if price is None:
+        return FixedItem(what, qty, None, None, note, missing)
+    return FixedItem(what, qty, price.hourly(quantity), price.source, note)
+
+
 def _priced(region: str, key: str, quantity: float, what: str, qty: str, note: str = ""):
     price = P.service(region, key)
-    if price is None:
-        return FixedItem(
-            what, qty, None, None, note or P.why_service_unpriced(region, key), f"{key} in {region}"
-        )
-    return FixedItem(what, qty, price.hourly(quantity), price.source, note)
+    note = note or ("" if price else P.why_service_unpriced(region, key))
+    return _item(what, qty, price, quantity, note, f"{key} in {region}")
 
 
 def fixed_costs(resources: list[Any], region: str, today: dt.date) -> list[FixedItem]:
@@ -458,21 +464,19 @@ def fixed_costs(resources: list[Any], region: str, today: dt.date) -> list[Fixed
     for ng in of("aws:eks/nodeGroup:NodeGroup"):
         inp = _inputs(ng)
         size = _num((inp.get("scalingConfig") or {}).get("desiredSize")) or 0
-        types = [t for t in inp.get("instanceTypes") or [] if isinstance(t, str)]
-        name = inp.get("nodeGroupName") or ng.name
         if not size:
             continue
-        itype = types[0] if types else "?"
+        name = inp.get("nodeGroupName") or ng.name
+        itype = next((t for t in inp.get("instanceTypes") or [] if isinstance(t, str)), "?")
         cap = inp.get("capacityType", "ON_DEMAND")
+        capacity = cap.lower().replace("_", "-")
         price = P.ec2_spot(region, itype) if cap == "SPOT" else P.ec2_on_demand(region, itype)
-        templates = [
-            by_urn[u] for u in (ng.dependencies or {}).get("launchTemplate", []) if u in by_urn
-        ]
         note = "" if price is not None else f"no {cap.lower()} price for {itype} in {region}"
         if price is None and P.ec2_not_listed(region, itype):
             note += f" ({P.why_unpriced(region, itype)})"
-        for lt in templates:
-            target = (_inputs(lt).get("capacityReservationSpecification") or {}).get(
+        for u in (ng.dependencies or {}).get("launchTemplate", []):
+            lt = _inputs(by_urn[u]) if u in by_urn else {}
+            target = (lt.get("capacityReservationSpecification") or {}).get(
                 "capacityReservationTarget"
             ) or {}
             if target.get("capacityReservationId"):
@@ -482,23 +486,15 @@ def fixed_costs(resources: list[Any], region: str, today: dt.date) -> list[Fixed
                     f"capacity reservation {target['capacityReservationId']}: billed for every "
                     "reserved instance whether running or not (reservation size not declared)"
                 )
-        items.append(
-            FixedItem(
-                f"node group {name} ({itype}, {cap.lower().replace('_', '-')})",
-                f"{size:g} nodes (desiredSize)",
-                None if price is None else price.usd * size,
-                None if price is None else price.source,
-                note,
-                "" if price is not None else f"{cap.lower().replace('_', '-')} {itype} in {region}",
-            )
-        )
-        for lt in templates:
-            for bdm in _inputs(lt).get("blockDeviceMappings") or []:
+            for bdm in lt.get("blockDeviceMappings") or []:
                 ebs = bdm.get("ebs") or {}
                 gb = _num(ebs.get("volumeSize"))
                 if gb and ebs.get("volumeType", "gp3") == "gp3":
                     ebs_gb += gb * size
                     ebs_what.append(f"{size:g} x {gb:g} GB ({name})")
+        what = f"node group {name} ({itype}, {capacity})"
+        missing = f"{capacity} {itype} in {region}"
+        items.append(_item(what, f"{size:g} nodes (desiredSize)", price, size, note, missing))
 
     gp3_classes = {
         (_inputs(sc).get("metadata") or {}).get("name")
@@ -542,9 +538,7 @@ def fixed_costs(resources: list[Any], region: str, today: dt.date) -> list[Fixed
 
 
 def _gib(quantity: Any) -> float | None:
-    if quantity is None:
-        return None
-    try:
+    try:  # str(None) is no quantity either
         return float(parse_quantity(str(quantity)) / 2**30)
     except ValueError:
         return None

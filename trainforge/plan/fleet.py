@@ -170,18 +170,14 @@ def plan_worker(
 def plan_workers(
     root: pathlib.Path,
     stack: str,
-    config: dict[str, Any] | None = None,
     manager: Inventory | None = None,
     also: dict[str, Any] | None = None,
 ) -> dict[str, WorkerPlan]:
     """name -> WorkerPlan for every worker of `stack` when it is a fleet manager (each
     stack planned once, even when two workers name it); {} for any other stack.
-    `config`: the manager's display config when the caller has read it already.
-    `manager`: the manager's stand-in run, what each worker's reference to it reads, with
-    `also` (plan_worker)."""
+    `manager`, `also`: what each worker's reference to the manager reads (plan_worker)."""
     project = project_name(root)
-    if config is None:
-        _, _, config = read_stack_config(root, stack, project)
+    _, _, config = read_stack_config(root, stack, project)
     refs = manager_workers(config)
     if not refs:
         return {}

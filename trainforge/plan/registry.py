@@ -32,7 +32,6 @@ ORDER = (
     "pod_scripts",
     "scheduling",
     "estimates",
-    "restart_budget",
     "cost_check",
     "budget_subscriptions",
     "job_backends",

@@ -36,18 +36,10 @@ RULES = {
 # --- building the report from what the program declared ---------------------------------------
 
 
-def _admission(ctx: PlanContext) -> dict[tuple[str, str], tuple[str, str]]:
-    """The queue simulation's verdict per (team, job), "runs" | "waits" | "never": what runs
-    at once is what Kueue admits, not every declared job (none without Kueue queues)."""
-    return queues.outcomes(ctx)
-
-
 def build_report(ctx: PlanContext, today: dt.date | None = None) -> C.CostReport:
-    region = str(ctx.inventory.config.get(REGION_KEY) or "")
-    if not region:
-        from trainforge.plan.mocks import DEFAULT_REGION  # noqa: PLC0415 - what the plan used
+    from trainforge.plan.mocks import DEFAULT_REGION  # noqa: PLC0415 - what the plan used
 
-        region = DEFAULT_REGION
+    region = str(ctx.inventory.config.get(REGION_KEY) or DEFAULT_REGION)
     report = C.CostReport(region=region, today=today or dt.date.today())
     declared = ctx.declared
     pools: dict[str, Any] = {}
@@ -55,7 +47,9 @@ def build_report(ctx: PlanContext, today: dt.date | None = None) -> C.CostReport
     for contract in declared.contracts if declared else []:
         pools.update(contract.pools)
         teams.update(contract.teams)
-    admitted = _admission(ctx) if declared and declared.jobs else {}
+    # the queue simulation's verdict per (team, job): what runs at once is what Kueue admits,
+    # not every declared job (all of them without Kueue queues)
+    admitted = queues.outcomes(ctx) if declared and declared.jobs else {}
     for d in declared.jobs if declared else []:
         # namespace/Kind/name of the object the job became (what a reviewer looks for)
         obj = queues.workload_object(ctx, d.spec.name, d.target.namespace)

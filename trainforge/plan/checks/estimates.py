@@ -1,17 +1,24 @@
-"""Plan check (a report): memory per GPU, throughput and expected duration of every declared job,
-as `trainforge.jobs.estimate` computes them, with the warnings the TrainingJob component also
-logs. Jobs that cannot fit never get here (`wiring.resolve_job` refuses them at preview).
+"""Plan check (two reports): memory per GPU, throughput and expected duration of every declared
+job, as `trainforge.jobs.estimate` computes them, with the warnings the TrainingJob component
+also logs (jobs that cannot fit never get here: `wiring.resolve_job` refuses them at preview);
+and every job's restart budget (`trainforge.jobs.restarts`), which depends on the backend, the
+restartPolicy and elasticity: a user should read it before a failure, not after. The same
+budget is what `trainforge run-local --stack STACK JOB` applies on a laptop.
 """
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import Any
 
 from trainforge.jobs.estimate import JobEstimate, NoEstimate, estimate, gib, warnings
+from trainforge.jobs.restarts import budget, launch_line
+from trainforge.jobs.spec import JobSpec
 from trainforge.plan.check_types import CheckResult, PlanContext, Section
 
 RULES: dict[str, str] = {}  # reports only: nothing to waive
 TITLE = "Memory per GPU and expected duration (trainforge.jobs.estimate)"
+RESTART_TITLE = "Restart budget per job (trainforge.jobs.restarts)"
 
 
 def _duration(seconds: float) -> str:
@@ -66,31 +73,31 @@ def lines_for(e: JobEstimate, ident: str) -> list[str]:
     return out
 
 
+_BYTES = ("memory", "memory_total", "memory_capacity", "host_memory_per_pod")
+_NOT_DATA = ("host_memory_limit", "detail", "timing")
+
+
 def _data(e: JobEstimate) -> dict[str, Any]:
+    """The estimate's fields (byte counts named `*_bytes`), less the worked detail."""
+    out = {
+        f.name + ("_bytes" if f.name in _BYTES else ""): getattr(e, f.name)
+        for f in fields(e)
+        if f.name not in _NOT_DATA
+    }
+    return {**out, "notes": list(e.notes)}
+
+
+def _restart_data(job: JobSpec) -> dict[str, Any]:
+    b = budget(job)
     return {
-        "job": e.job,
-        "pool": e.pool,
-        "gpu": e.gpu,
-        "world_size": e.world_size,
-        "memory_bytes": e.memory,
-        "memory_total_bytes": e.memory_total,
-        "memory_capacity_bytes": e.memory_capacity,
-        "memory_phase": e.memory_phase,
-        "host_memory_per_pod_bytes": e.host_memory_per_pod,
-        "tokens_per_step": e.tokens_per_step,
-        "flops_per_step": e.flops_per_step,
-        "step_seconds": e.step_seconds,
-        "step_seconds_range": e.step_seconds_range,
-        "tokens_per_second": e.tokens_per_second,
-        "has_tokens": e.has_tokens,
-        "samples_per_step": e.samples_per_step,
-        "samples_per_second": e.samples_per_second,
-        "method": e.method,
-        "steps": e.steps,
-        "duration_seconds": e.duration_seconds,
-        "duration_range": e.duration_range,
-        "basis": e.basis,
-        "notes": list(e.notes),
+        "job": job.name,
+        "pods": job.workers,
+        "processes_per_pod": job.procs,
+        "torchrun_max_restarts": b.in_pod,
+        "pod_recreations": b.recreations,
+        "recreated_on": b.on,
+        "bound": b.bound,
+        "run_local_recreations": b.local_recreations,
     }
 
 
@@ -112,4 +119,12 @@ def check(ctx: PlanContext) -> CheckResult:
         lines += lines_for(e, ident)
         lines += [f"  warning: {w}" for w in warnings(e, ident)]
         data.append(_data(e))
-    return CheckResult(sections=[Section(TITLE, lines, data)])
+    restarts = [
+        f"{dj.target.namespace}/{dj.spec.name}: {launch_line(dj.spec)}" for dj in declared.jobs
+    ]
+    return CheckResult(
+        sections=[
+            Section(TITLE, lines, data),
+            Section(RESTART_TITLE, restarts, [_restart_data(dj.spec) for dj in declared.jobs]),
+        ]
+    )

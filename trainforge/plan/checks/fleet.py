@@ -20,7 +20,7 @@ from trainforge.plan import price_facts as P
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.checks import queues as Q
 from trainforge.plan.checks.existence import BUILTIN, pod_refs
-from trainforge.plan.checks.iam_eval import policy_doc
+from trainforge.plan.checks.iam_eval import Policy, Request, evaluate, policy_doc
 from trainforge.plan.cost import choose_nodes, usd
 from trainforge.plan.fleet import region
 from trainforge.plan.kueue import GPU, quantity
@@ -56,8 +56,9 @@ RULES = {
 # --- same shape everywhere ---------------------------------------------------------------------
 
 
-def shape(docs: list[dict[str, Any]], backends: tuple[str, ...] | None) -> dict[str, set[str]]:
-    """What MultiKueue needs alike on the manager and every worker, by the object's kind."""
+def shape(docs: list[dict[str, Any]], declared: Any, inv: Any) -> dict[str, set[str]]:
+    """What MultiKueue needs alike on the manager and every worker, by the object's kind (of
+    a stack's planned objects, declared contracts and inventory)."""
     out: dict[str, set[str]] = {
         "team namespace": set(),
         "LocalQueue": set(),
@@ -77,14 +78,10 @@ def shape(docs: list[dict[str, Any]], backends: tuple[str, ...] | None) -> dict[
             out["ClusterTrainingRuntime"].add(
                 f"{meta.get('name')} (mlPolicy {yaml.safe_dump(policy, default_flow_style=True).strip()})"
             )
-    for b in backends or ():
-        out["training operator"].add(f"backend {b}")
-    return out
-
-
-def _backends(declared: Any) -> tuple[str, ...] | None:
     contracts = getattr(declared, "contracts", None) or []
-    return tuple(sorted({b for c in contracts for b in c.backends})) if contracts else None
+    out["training operator"] |= {f"backend {b}" for c in contracts for b in c.backends}
+    out["training operator"] |= operators(inv)
+    return out
 
 
 def operators(inv: Any) -> set[str]:
@@ -103,14 +100,12 @@ def operators(inv: Any) -> set[str]:
 
 
 def shape_findings(ctx: PlanContext) -> list[Finding]:
-    mine = shape([o.doc for o in ctx.objects], _backends(ctx.declared))
-    mine["training operator"] |= operators(ctx.inventory)
+    mine = shape([o.doc for o in ctx.objects], ctx.declared, ctx.inventory)
     out = []
     for name, w in ctx.fleet_workers.items():
         if not w.planned:
             continue
-        theirs = shape(w.docs, _backends(w.declared))
-        theirs["training operator"] |= operators(w.inventory)
+        theirs = shape(w.docs, w.declared, w.inventory)
         for kind, have in mine.items():
             missing = sorted(have - theirs[kind])
             extra = sorted(theirs[kind] - have)
@@ -158,19 +153,18 @@ def dispatcher(ctx: PlanContext) -> str:
     return ALL_AT_ONCE
 
 
+# What each dispatcher does with a job's Workload, after "dispatcher <name>".
+DISPATCH_WORDS = {
+    ALL_AT_ONCE: " (Kueue 0.19's default): every worker below gets the job's Workload at once; "
+    "the first worker to admit it runs it, the others' copies are deleted (no worker is "
+    "preferred: cost does not decide)",
+    INCREMENTAL: ": workers are tried in name order, 3 more at a time, until one admits it",
+}
+
+
 def dispatch_words(name: str) -> str:
-    if name == ALL_AT_ONCE:
-        return (
-            f"dispatcher {name} (Kueue 0.19's default): every worker below gets the job's "
-            "Workload at once; the first worker to admit it runs it, the others' copies are "
-            "deleted (no worker is preferred: cost does not decide)"
-        )
-    if name == INCREMENTAL:
-        return (
-            f"dispatcher {name}: workers are tried in name order, 3 more at a time, until one "
-            "admits it"
-        )
-    return f"dispatcher {name}: an external dispatcher nominates the workers (not modelled)"
+    other = ": an external dispatcher nominates the workers (not modelled)"
+    return f"dispatcher {name}{DISPATCH_WORDS.get(name, other)}"
 
 
 def tried_first(may: list[str], how: str, every: list[str] | None = None) -> str:
@@ -258,8 +252,6 @@ def team_reaches(inv: Any, bucket: str, team: str) -> bool | None:
     """Whether a stack's role of `team` (its `trainforge.io/team` tag) may write and read its
     team's prefix of `bucket`, by the plan's IAM evaluator over that role's inline policies;
     None when they are not known (a preview without stand-ins)."""
-    from trainforge.plan.checks.iam_eval import Policy, Request, evaluate  # noqa: PLC0415
-
     resources = getattr(inv, "resources", None) or []
     roles = {
         r.id
