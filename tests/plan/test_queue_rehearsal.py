@@ -1,4 +1,4 @@
-"""The queue rehearsal (trainforge.plan.queue_rehearsal): two teams sharing GPU pools submit
+"""The queue rehearsal (tests/plan/queue_rehearsal.py): two teams sharing GPU pools submit
 in both orders through the plan's queue simulation, on the Kueue objects the platform
 renders. Each team reaches its guarantee within one job's duration of asking, and no
 admitted gang needs more than its pool can launch; with one flavor given the old nominal
@@ -11,7 +11,7 @@ import re
 import pytest
 
 from tests.conftest import ROOT
-from trainforge.plan import queue_rehearsal as R
+from tests.plan import queue_rehearsal as R
 from trainforge.platform import queues
 from trainforge.platform.services_config import KueueConfig
 
