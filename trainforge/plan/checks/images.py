@@ -126,7 +126,7 @@ def _context_lines(r: Any, target: str, root: Path, findings: list[Finding]) -> 
         return []
     ignore, problems = build_context.judge(context, df, target)
     shown = _shown(ignore, root) if ignore is not None else "(no ignore file)"
-    srcs = build_context.sources(dockerfile.parse(df), target)
+    srcs = dockerfile.sources(dockerfile.parse(df), target)
     findings += [
         _finding(r, "TRAINFORGE_BUILD_CONTEXT", f"build {target}: {p.message(shown)}")
         for p in problems
