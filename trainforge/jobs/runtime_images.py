@@ -89,6 +89,7 @@ def target_facts(target: str, root: Path = dockerfile.ROOT) -> ImageFacts:
         base_facts(target),
         mlflow=pins.get("mlflow-skinny") or pins.get("mlflow") or False,
         boto3=pins.get("boto3") or False,
+        torchao=pins.get("torchao") or False,
         trainforge=has_runtime,
         source=f"{dockerfile.DOCKERFILE} target {target} + {dockerfile.LOCK} (base {df.base(target)})",
     )

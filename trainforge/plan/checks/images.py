@@ -74,7 +74,14 @@ def _features(job: Any, target: Any, facts: ImageFacts, mlflow_used: bool = True
         out.append(f"NCCL net: {net} over {target.pool.efa_interfaces} EFA interface(s)")
     elif job.gpus_per_worker:
         out.append("NCCL net: Socket (no EFA on this pool/job)")
+    if _fp8(job):
+        state = "on" if facts.torchao is not False else "refused at pod start (no torchao)"
+        out.append(f"fp8: {state} (torchao in image: {has(facts.torchao)})")
     return out
+
+
+def _fp8(job: Any) -> bool:
+    return getattr(job.training, "precision", None) == "fp8"
 
 
 def _build_lines(ctx: PlanContext, findings: list[Finding]) -> list[str]:
@@ -221,6 +228,7 @@ def check(ctx: PlanContext) -> CheckResult:
             s3_mirror=mirrors_to_s3(job, target),
             efa=bool(job.efa),
             where=name,
+            fp8=_fp8(job),
         ):
             result.findings.append(
                 Finding(
