@@ -15,7 +15,7 @@ import shutil
 import pytest
 
 from trainforge.jobs import dockerfile, runtime_images
-from trainforge.plan import build_context
+from trainforge.plan.checks import images as image_check
 from trainforge.plan.core import plan_project
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -68,7 +68,7 @@ def test_the_dockerfile_specific_ignore_file_wins(tmp_path):
 
 @pytest.mark.parametrize("target", [runtime_images.STANDARD, runtime_images.EFA])
 def test_every_runtime_copy_source_is_in_the_context(target):
-    ignore, problems = build_context.judge(ROOT, DF, target)
+    ignore, problems = image_check.judge(ROOT, DF, target)
     assert ignore == IGNORE
     assert problems == []
     paths = {s.path for s in dockerfile.sources(dockerfile.parse(DF), target)}
@@ -90,9 +90,9 @@ def test_a_dropped_ignore_exception_is_caught(tmp_path):
     """Break it: the trainforge/core exception removed from the ignore file."""
     root = _copy_of_the_build(tmp_path)
     ignore = root / "images/runtime/Dockerfile.dockerignore"
-    assert build_context.judge(root, root / dockerfile.DOCKERFILE, "runtime")[1] == []
+    assert image_check.judge(root, root / dockerfile.DOCKERFILE, "runtime")[1] == []
     ignore.write_text(ignore.read_text().replace("!trainforge/core/\n", ""))
-    _, problems = build_context.judge(root, root / dockerfile.DOCKERFILE, "runtime")
+    _, problems = image_check.judge(root, root / dockerfile.DOCKERFILE, "runtime")
     (p,) = problems
     assert p.source.path == "trainforge/core" and not p.absent
     assert p.message("x") == (
@@ -105,7 +105,7 @@ def test_a_partly_dropped_source_and_a_missing_one_are_caught(tmp_path):
     root = _copy_of_the_build(tmp_path)
     ignore = root / "images/runtime/Dockerfile.dockerignore"
     ignore.write_text(ignore.read_text() + "trainforge/core/data\n")
-    (p,) = build_context.judge(root, root / dockerfile.DOCKERFILE, "runtime")[1]
+    (p,) = image_check.judge(root, root / dockerfile.DOCKERFILE, "runtime")[1]
     data = sorted(
         f.relative_to(root).as_posix() for f in (root / "trainforge/core/data").rglob("*")
     )
@@ -115,9 +115,9 @@ def test_a_partly_dropped_source_and_a_missing_one_are_caught(tmp_path):
     (root / "trainforge/core/__pycache__").mkdir()
     (root / "trainforge/core/__pycache__/x.pyc").write_bytes(b"")
     ignore.write_text(ignore.read_text().replace("trainforge/core/data\n", ""))
-    assert build_context.judge(root, root / dockerfile.DOCKERFILE, "runtime")[1] == []
+    assert image_check.judge(root, root / dockerfile.DOCKERFILE, "runtime")[1] == []
     shutil.rmtree(root / "trainforge/training")
-    (p,) = build_context.judge(root, root / dockerfile.DOCKERFILE, "runtime")[1]
+    (p,) = image_check.judge(root, root / dockerfile.DOCKERFILE, "runtime")[1]
     assert p.absent and p.source.path == "trainforge/training"
 
 
@@ -153,9 +153,9 @@ def test_from_stage_and_url_sources_are_not_context_sources(tmp_path):
     assert sorted(paths) == ["conf/*.ini", "src/"]
     _tree(tmp_path, ["src/a.py", "conf/a.ini", "conf/b.txt"])
     (tmp_path / "Dockerfile.dockerignore").write_text("*.txt\nconf/b*\n")
-    assert build_context.judge(tmp_path, df, "final")[1] == []
+    assert image_check.judge(tmp_path, df, "final")[1] == []
     (tmp_path / "Dockerfile.dockerignore").write_text("conf/a*\n")
-    (p,) = build_context.judge(tmp_path, df, "final")[1]
+    (p,) = image_check.judge(tmp_path, df, "final")[1]
     assert p.source.path == "conf/*.ini" and p.missing == ("conf/a.ini",)
 
 

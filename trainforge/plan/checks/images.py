@@ -7,14 +7,15 @@ Docker Hub without credentials is a finding. docs/images.md, "What the plan and 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from trainforge.core import image_routes, versions
 from trainforge.jobs import dockerfile
+from trainforge.jobs.dockerfile import Source
 from trainforge.jobs.entrypoint import logs_to_mlflow, mirrors_to_s3
 from trainforge.jobs.image_facts import ImageFacts, facts_for, missing_pieces
-from trainforge.plan import build_context
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 
 RULES = {
@@ -122,7 +123,8 @@ def _location(value: Any, root: Path) -> Path | None:
 
 
 def _context_lines(r: Any, target: str, root: Path, findings: list[Finding]) -> list[str]:
-    """The build-context rehearsal of one build (trainforge.plan.build_context)."""
+    """The build-context rehearsal of one build: is every file its Dockerfile copies in the
+    context Docker is sent? (docs/rehearsals.md, "Build context")"""
     context = _location(r.inputs.get("context"), root)
     if context is None:
         return []
@@ -131,7 +133,7 @@ def _context_lines(r: Any, target: str, root: Path, findings: list[Finding]) -> 
         message = f"build {target}: context {context} or Dockerfile {df} does not exist"
         findings.append(_finding(r, "TRAINFORGE_BUILD_CONTEXT", f"{message} in this checkout"))
         return []
-    ignore, problems = build_context.judge(context, df, target)
+    ignore, problems = judge(context, df, target)
     shown = _shown(ignore, root) if ignore is not None else "(no ignore file)"
     srcs = dockerfile.sources(dockerfile.parse(df), target)
     findings += [
@@ -143,6 +145,48 @@ def _context_lines(r: Any, target: str, root: Path, findings: list[Finding]) -> 
         f"    context {_shown(context, root)} after {shown}: {len(srcs)} COPY/ADD source(s), "
         f"{verdict}"
     ]
+
+
+def _is_cache(rel: str) -> bool:
+    parts = rel.split("/")
+    return "__pycache__" in parts or rel.endswith(".pyc")
+
+
+@dataclass(frozen=True)
+class Problem:
+    source: Source
+    missing: tuple[str, ...]  # files the build should carry that the context lacks
+    absent: bool  # the checkout has nothing at the source path
+    total: int = 0  # files under the source the build should carry
+
+    def message(self, ignore: str) -> str:
+        where = f"{self.source.instruction} {self.source.path} (stage {self.source.stage})"
+        if self.absent:
+            return f"{where}: nothing at that path in the build context's directory"
+        if len(self.missing) == self.total:
+            return (
+                f'{where}: {ignore} keeps it out of the build context: the build fails with "'
+                f'/{self.source.path.strip("/")}": not found'
+            )
+        shown = ", ".join(self.missing[:3]) + (" ..." if len(self.missing) > 3 else "")
+        return (
+            f"{where}: {ignore} keeps {len(self.missing)} of its files out of the build "
+            f"context ({shown}): the image is built without them"
+        )
+
+
+def judge(context: Path, df: Path, target: str) -> tuple[Path | None, list[Problem]]:
+    """(the ignore file read, every source whose files are not all in the context)."""
+    problems = []
+    for src, named, sent in dockerfile.build_reads(context, df, target):
+        wanted = [f for f in named if not _is_cache(f)]
+        if not wanted:
+            problems.append(Problem(src, (), absent=True))
+            continue
+        missing = tuple(f for f in wanted if f not in sent)
+        if missing:
+            problems.append(Problem(src, missing, absent=False, total=len(wanted)))
+    return dockerfile.ignore_file(context, df), problems
 
 
 def _shown(path: Path, root: Path) -> str:
