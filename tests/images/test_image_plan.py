@@ -201,15 +201,29 @@ def test_docker_hub_credential_adds_its_rule_and_the_standard_build(tmp_path):
 
 
 def test_stock_images_without_a_credential_are_plan_findings():
-    """Break it: jobs on the stock PyTorch image (runtime off), no Docker Hub credential."""
+    """Break it: jobs on the stock PyTorch image (runtime off), no Docker Hub credential, no
+    pull-through cache (the jobs name no image: the pods run their pool's default build)."""
+    from trainforge.jobs.images import default_image_for
+
+    images = {"runtime": False, "pullThroughCache": False}
     result = plan_project(
-        ROOT, "dev", standins=False, config_overrides={"trainforge:images": {"runtime": False}}
+        ROOT, "dev", standins=False, config_overrides={"trainforge:images": images}
     )
     rules = {v.rule for v in result.failing}
     assert "TRAINFORGE_DOCKER_HUB" in rules  # pytorch/pytorch from Docker Hub, unauthenticated
     assert "TRAINFORGE_IMAGE_PIECE" in rules  # MLflow on, and the stock image has no mlflow
     piece = next(v for v in result.failing if v.rule == "TRAINFORGE_IMAGE_PIECE")
     assert "mlflow" in piece.message
+    # the facts and the finding are the image the pods run (the pool's default build, CUDA
+    # 13.0 on dev's GPUs), not the newest pin's
+    section = next(s for s in result.sections if s.title.startswith("Images"))
+    for dj in result.inventory.declared.jobs:
+        assert dj.spec.image is None
+        image = default_image_for(dj.target.pool)
+        cuda = image.split("-cuda")[1].split("-")[0]
+        block = "\n".join(section.lines).split(f"  {dj.target.namespace}/{dj.spec.name}: ")[1]
+        assert block.split("\n")[1].startswith(f"    facts: torch 2.13.0, CUDA {cuda},"), block
+    assert f"which image {versions.TORCH_CUDA_BUILDS[0].image} lacks" in piece.message
 
 
 def _prod_config() -> dict:

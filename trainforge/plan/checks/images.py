@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trainforge.core import image_routes, versions
-from trainforge.jobs import dockerfile
+from trainforge.core import image_routes
+from trainforge.jobs import dockerfile, images
 from trainforge.jobs.dockerfile import Source
 from trainforge.jobs.entrypoint import logs_to_mlflow, mirrors_to_s3
 from trainforge.jobs.image_facts import ImageFacts, facts_for, missing_pieces
@@ -255,7 +255,8 @@ def check(ctx: PlanContext) -> CheckResult:
     data: list[dict[str, Any]] = []
     for dj in declared.jobs:
         job, target = dj.spec, dj.target
-        facts = job.image_facts or facts_for(job.image or versions.PYTORCH_IMAGE, None)
+        image = images.image_for(job, target.pool)  # what the emitters put in the pods
+        facts = job.image_facts or facts_for(image, None)
         name = f"{target.namespace}/{job.name}"
         mlflow_used = logs_to_mlflow(job, _shipped_files(dj.emitted))
         feats = _features(job, target, facts, mlflow_used)
@@ -278,7 +279,7 @@ def check(ctx: PlanContext) -> CheckResult:
                 Finding(
                     resource=dj.resource_name or job.name,
                     rule="TRAINFORGE_IMAGE_PIECE",
-                    message=f"{name}: {miss.message(job.image or 'the stock PyTorch image')}",
+                    message=f"{name}: {miss.message(image)}",
                     fix=miss.fix,
                     names=frozenset({job.name, name, dj.resource_name}),
                 )
