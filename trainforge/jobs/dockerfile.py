@@ -287,17 +287,6 @@ def sources(df: Dockerfile, target: str) -> list[Source]:
     return out
 
 
-def _under(rel: str, src: str) -> bool:
-    src = posixpath.normpath(src.lstrip("/")) if src.strip("/") else "."
-    if src == ".":
-        return True
-    if WILDCARDS & set(src):
-        parts = rel.split("/")
-        depth = src.count("/") + 1
-        return len(parts) >= depth and fnmatch.fnmatchcase("/".join(parts[:depth]), src)
-    return rel == src or rel.startswith(src + "/")
-
-
 def files_under(context: Path, src: str) -> list[str]:
     """Every regular file of the checkout a source names (itself, or below it; a wildcard
     source matched a path component at a time, as the builder does)."""
@@ -311,13 +300,14 @@ def files_under(context: Path, src: str) -> list[str]:
         candidates = [p for p in root.rglob("*") if p.is_file()]
     else:
         candidates = []
+    depth = clean.count("/") + 1  # a wildcard source's components
     out = []
     for p in candidates:
-        rel = p.relative_to(context).as_posix()
-        if rel.split("/")[0] == ".git":
+        parts = p.relative_to(context).parts
+        if parts[0] == ".git":
             continue
-        if _under(rel, clean):
-            out.append(rel)
+        if first_wild is None or fnmatch.fnmatchcase("/".join(parts[:depth]), clean):
+            out.append("/".join(parts))
     return sorted(out)
 
 
