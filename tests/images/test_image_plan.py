@@ -172,6 +172,27 @@ def test_fp8_on_an_image_without_torchao_is_a_plan_finding(plans):
     assert "torchao 0.18.0" in runtime and "fp8: on (torchao in image: yes)" in runtime
 
 
+def test_fp8_needs_torchao_only_where_the_image_is_known_to_lack_it():
+    """Declared `torchao: false` lacks it; true or unknown (not declared) passes."""
+    from trainforge.jobs.image_facts import missing_pieces
+    from trainforge.training.fp8 import INSTALL
+
+    job = {"name": "j", "team": "t", "pool": "p", "image": "my/train:1.0"}
+    for declared, lacking in (
+        ({"torchao": False}, True),
+        ({"torchao": "0.18.0"}, False),
+        ({}, False),
+    ):
+        facts = parse_job({**job, "imageFacts": {"torch": "2.13", **declared}}, "j").image_facts
+        kw = {"mlflow": False, "s3_mirror": False, "efa": False, "where": "t/j"}
+        assert missing_pieces(facts, **kw) == []  # bf16: nothing needs torchao
+        found = missing_pieces(facts, **kw, fp8=True)
+        assert [(m.piece, m.key, m.value) for m in found] == (
+            [("torchao", "t/j.precision", "fp8")] if lacking else []
+        )
+        assert all(INSTALL in m.fix for m in found)
+
+
 def test_docker_hub_credential_adds_its_rule_and_the_standard_build(tmp_path):
     result = plan_project(
         ROOT,
