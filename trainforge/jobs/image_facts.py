@@ -19,7 +19,7 @@ shows every job's image and facts (trainforge.plan.checks.images). Pulumi-free.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 from trainforge.stack.jobs import ImageFactsKeys
@@ -47,9 +47,6 @@ class ImageFacts:
     torchao: Fact = None  # precision: fp8 (training/fp8.py)
     source: str = "not declared"
 
-    def known(self) -> bool:
-        return any(getattr(self, f) is not None for f in PIECES)
-
     def describe(self) -> str:
         """One line for the plan: torch 2.13.0, CUDA 12.6, Python 3.11, mlflow 3.17.0, ..."""
         parts = []
@@ -66,9 +63,6 @@ class ImageFacts:
             else:
                 parts.append(label if value is True else f"{label} {value}")
         return ", ".join(parts)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 UNKNOWN = ImageFacts()

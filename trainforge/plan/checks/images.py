@@ -7,7 +7,7 @@ Docker Hub without credentials is a finding. docs/images.md, "What the plan and 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -266,7 +266,7 @@ def check(ctx: PlanContext) -> CheckResult:
             f"    from: {facts.source}",
             f"    {'; '.join(feats)}",
         ]
-        data.append({"job": name, "image": job.image, "facts": facts.as_dict(), "features": feats})
+        data.append({"job": name, "image": job.image, "facts": asdict(facts), "features": feats})
         for miss in missing_pieces(
             facts,
             mlflow=target.mlflow_tracking_uri is not None and mlflow_used,
