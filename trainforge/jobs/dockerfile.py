@@ -329,12 +329,12 @@ def build_reads(
     return out
 
 
-def content_digest(root: Path = ROOT, target: str = "", dockerfile: Path = DOCKERFILE) -> str:
+def content_digest(root: Path, target: str) -> str:
     """A hash of everything a build of `target` reads: the Dockerfile, its ignore file and
     every file its COPY sources take from the context Docker is sent (`build_reads`), so the
     image tag changes exactly when what the build reads does."""
-    path = root / dockerfile
-    files = {dockerfile.as_posix()}
+    path = root / DOCKERFILE
+    files = {DOCKERFILE.as_posix()}
     ignore = ignore_file(root, path)
     if ignore is not None:
         files.add(ignore.relative_to(root).as_posix())
