@@ -15,7 +15,7 @@ import shutil
 import pytest
 
 from trainforge.jobs import dockerfile, runtime_images
-from trainforge.plan import build_context
+from trainforge.plan.checks import images as image_check
 from trainforge.plan.core import plan_project
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -35,25 +35,25 @@ def test_docker_matcher_semantics(tmp_path):
     `**` matches any number of directories)."""
     _tree(tmp_path, ["README.md", "README-secret.md", "other.md", "a/b/__pycache__/x.pyc"])
     _tree(tmp_path, ["a/b/c.py", "keep/one.py", "keep/sub/two.py", "drop/three.py"])
-    sent = build_context.context_files(
+    sent = dockerfile.context_files(
         tmp_path, ["*.md", "!README*.md", "README-secret.md"], "Dockerfile"
     )
     assert {"README.md"} == {p for p in sent if p.endswith(".md")}
-    sent = build_context.context_files(
+    sent = dockerfile.context_files(
         tmp_path, ["*.md", "README-secret.md", "!README*.md"], "Dockerfile"
     )
     assert {"README.md", "README-secret.md"} == {p for p in sent if p.endswith(".md")}
     # `*` then an exception for a directory: everything below it comes back, nothing else
-    sent = build_context.context_files(tmp_path, ["*", "!keep/", "**/__pycache__"], "Dockerfile")
+    sent = dockerfile.context_files(tmp_path, ["*", "!keep/", "**/__pycache__"], "Dockerfile")
     assert sent == {"keep/one.py", "keep/sub/two.py"}
-    sent = build_context.context_files(tmp_path, ["**/__pycache__"], "Dockerfile")
+    sent = dockerfile.context_files(tmp_path, ["**/__pycache__"], "Dockerfile")
     assert "a/b/c.py" in sent and "a/b/__pycache__/x.pyc" not in sent
 
 
 def test_ignore_lines_are_read_as_moby_reads_them(tmp_path):
     f = tmp_path / "x.dockerignore"
     f.write_text("# comment\n\n  /a/../b/  \n!/c/./d\n! e\n")
-    assert build_context.read_patterns(f) == ["b", "!c/d", "!e"]
+    assert dockerfile.read_patterns(f) == ["b", "!c/d", "!e"]
 
 
 def test_the_dockerfile_specific_ignore_file_wins(tmp_path):
@@ -61,17 +61,17 @@ def test_the_dockerfile_specific_ignore_file_wins(tmp_path):
     then the context root's `.dockerignore`."""
     df = tmp_path / "sub" / "Dockerfile"
     _tree(tmp_path, ["sub/Dockerfile", ".dockerignore"])
-    assert build_context.ignore_file(tmp_path, df) == tmp_path / ".dockerignore"
+    assert dockerfile.ignore_file(tmp_path, df) == tmp_path / ".dockerignore"
     _tree(tmp_path, ["sub/Dockerfile.dockerignore"])
-    assert build_context.ignore_file(tmp_path, df) == tmp_path / "sub/Dockerfile.dockerignore"
+    assert dockerfile.ignore_file(tmp_path, df) == tmp_path / "sub/Dockerfile.dockerignore"
 
 
 @pytest.mark.parametrize("target", [runtime_images.STANDARD, runtime_images.EFA])
 def test_every_runtime_copy_source_is_in_the_context(target):
-    ignore, problems = build_context.judge(ROOT, DF, target)
+    ignore, problems = image_check.judge(ROOT, DF, target)
     assert ignore == IGNORE
     assert problems == []
-    paths = {s.path for s in build_context.sources(dockerfile.parse(DF), target)}
+    paths = {s.path for s in dockerfile.sources(dockerfile.parse(DF), target)}
     assert {"trainforge/core", "trainforge/training", "requirements.lock"} <= paths
 
 
@@ -90,9 +90,9 @@ def test_a_dropped_ignore_exception_is_caught(tmp_path):
     """Break it: the trainforge/core exception removed from the ignore file."""
     root = _copy_of_the_build(tmp_path)
     ignore = root / "images/runtime/Dockerfile.dockerignore"
-    assert build_context.judge(root, root / dockerfile.DOCKERFILE, "runtime")[1] == []
+    assert image_check.judge(root, root / dockerfile.DOCKERFILE, "runtime")[1] == []
     ignore.write_text(ignore.read_text().replace("!trainforge/core/\n", ""))
-    _, problems = build_context.judge(root, root / dockerfile.DOCKERFILE, "runtime")
+    _, problems = image_check.judge(root, root / dockerfile.DOCKERFILE, "runtime")
     (p,) = problems
     assert p.source.path == "trainforge/core" and not p.absent
     assert p.message("x") == (
@@ -105,7 +105,7 @@ def test_a_partly_dropped_source_and_a_missing_one_are_caught(tmp_path):
     root = _copy_of_the_build(tmp_path)
     ignore = root / "images/runtime/Dockerfile.dockerignore"
     ignore.write_text(ignore.read_text() + "trainforge/core/data\n")
-    (p,) = build_context.judge(root, root / dockerfile.DOCKERFILE, "runtime")[1]
+    (p,) = image_check.judge(root, root / dockerfile.DOCKERFILE, "runtime")[1]
     data = sorted(
         f.relative_to(root).as_posix() for f in (root / "trainforge/core/data").rglob("*")
     )
@@ -115,10 +115,30 @@ def test_a_partly_dropped_source_and_a_missing_one_are_caught(tmp_path):
     (root / "trainforge/core/__pycache__").mkdir()
     (root / "trainforge/core/__pycache__/x.pyc").write_bytes(b"")
     ignore.write_text(ignore.read_text().replace("trainforge/core/data\n", ""))
-    assert build_context.judge(root, root / dockerfile.DOCKERFILE, "runtime")[1] == []
+    assert image_check.judge(root, root / dockerfile.DOCKERFILE, "runtime")[1] == []
     shutil.rmtree(root / "trainforge/training")
-    (p,) = build_context.judge(root, root / dockerfile.DOCKERFILE, "runtime")[1]
+    (p,) = image_check.judge(root, root / dockerfile.DOCKERFILE, "runtime")[1]
     assert p.absent and p.source.path == "trainforge/training"
+
+
+def test_the_content_tag_hashes_what_the_build_reads(tmp_path):
+    """The image tag's hash follows `build_reads`: a file a COPY takes into the context changes
+    it; a file the ignore file keeps out (a cache, a dropped folder) or no COPY names does not."""
+    root = _copy_of_the_build(tmp_path)
+    before = dockerfile.content_digest(root, "runtime")
+    assert dockerfile.content_digest(root, "runtime-efa") == before  # the same files copied
+    (root / "trainforge/core/__pycache__").mkdir()
+    (root / "trainforge/core/__pycache__/x.pyc").write_bytes(b"x")
+    (root / "README.md").write_text("no COPY names it")
+    assert dockerfile.content_digest(root, "runtime") == before
+    (root / "trainforge/training/__init__.py").write_text("# edited\n", "utf-8")
+    assert dockerfile.content_digest(root, "runtime") != before
+    ignore = root / "images/runtime/Dockerfile.dockerignore"
+    ignore.write_text(ignore.read_text() + "trainforge/core/data\n")
+    dropped = dockerfile.content_digest(root, "runtime")
+    data = next(f for f in (root / "trainforge/core/data").rglob("*") if f.is_file())
+    data.write_text("not sent to Docker")
+    assert dockerfile.content_digest(root, "runtime") == dropped
 
 
 def test_from_stage_and_url_sources_are_not_context_sources(tmp_path):
@@ -129,13 +149,13 @@ def test_from_stage_and_url_sources_are_not_context_sources(tmp_path):
         "FROM build AS final\nCOPY --from=build /src /src\n"
         "ADD https://example.com/x.tgz /x\nADD --chown=1:1 conf/*.ini /etc/\n"
     )
-    paths = [s.path for s in build_context.sources(dockerfile.parse(df), "final")]
+    paths = [s.path for s in dockerfile.sources(dockerfile.parse(df), "final")]
     assert sorted(paths) == ["conf/*.ini", "src/"]
     _tree(tmp_path, ["src/a.py", "conf/a.ini", "conf/b.txt"])
     (tmp_path / "Dockerfile.dockerignore").write_text("*.txt\nconf/b*\n")
-    assert build_context.judge(tmp_path, df, "final")[1] == []
+    assert image_check.judge(tmp_path, df, "final")[1] == []
     (tmp_path / "Dockerfile.dockerignore").write_text("conf/a*\n")
-    (p,) = build_context.judge(tmp_path, df, "final")[1]
+    (p,) = image_check.judge(tmp_path, df, "final")[1]
     assert p.source.path == "conf/*.ini" and p.missing == ("conf/a.ini",)
 
 

@@ -37,12 +37,24 @@ def _fresh_record_after():
     start_record()
 
 
+# precision: fp8 on H100s (p5): one job on the stock PyTorch image (no torchao: the runtime
+# refuses it at pod start, training/fp8.py), one on the runtime image (torchao 0.18.0)
+FP8_JOBS = [
+    {"name": f"fp8-{kind}", "team": "llm", "pool": "efa-training", "workers": 1, "efa": False}
+    | {"precision": "fp8", "model": "gpt", "steps": 10}
+    | more
+    for kind, more in (("stock", {"image": versions.PYTORCH_IMAGE}), ("runtime", {}))
+]
+
+
 @pytest.fixture(scope="module")
 def plans():
     out = {s: shipped_plan(s) for s in ("dev", "prod")}
-    # prod with a Docker Hub credential of its own (us-east-1), as a user would set it
+    # prod with a Docker Hub credential of its own (us-east-1), as a user would set it, and
+    # two fp8 jobs
     hub = {
-        "trainforge:images": {"dockerHubCredentialArn": SECRET.replace("us-west-2", "us-east-1")}
+        "trainforge:images": {"dockerHubCredentialArn": SECRET.replace("us-west-2", "us-east-1")},
+        "trainforge:jobs": _prod_config()["jobs"] + FP8_JOBS,
     }
     out["prod-hub"] = plan_project(ROOT, "prod", standins=False, config_overrides=hub)
     return out
@@ -92,7 +104,7 @@ def test_no_pod_image_comes_from_docker_hub_and_jobs_run_the_runtime_image(plans
         assert "/trainforge-runtime:runtime-efa-" in dj.spec.image, dj.spec.image
         assert dj.spec.code_source == "image" and dj.emitted.configmap is None
         facts = dj.spec.image_facts
-        assert facts.mlflow == "3.17.0" and facts.boto3 == "1.44.5"
+        assert facts.mlflow == "3.17.0" and facts.boto3 == "1.44.5" and facts.torchao == "0.18.0"
         assert facts.aws_ofi_nccl
         assert dj.spec.checkpoint.s3_mirror is True  # mirrored to S3 by default
     section = next(s for s in result.sections if s.title.startswith("Images"))
@@ -135,6 +147,52 @@ def test_cache_rules_and_node_permissions_are_least_privilege(plans):
     assert build.inputs["push"] is True and build.inputs["buildOnPreview"] is False
 
 
+def test_fp8_on_an_image_without_torchao_is_a_plan_finding(plans):
+    """The stock image has no torchao: the pod would refuse `--precision fp8` at start
+    (training/fp8.problem); the plan says so, naming the job, the image and the fix. On the
+    runtime image (torchao from requirements.lock) fp8 is on and nothing is found."""
+    from trainforge.training.fp8 import INSTALL
+
+    result = plans["prod-hub"]
+    (found,) = [
+        v for v in result.failing if v.rule == "TRAINFORGE_IMAGE_PIECE" and "torchao" in v.message
+    ]
+    # the image as the pod pulls it: through the stack's cache (the mocks' account)
+    image = f"123456789012.dkr.ecr.us-east-1.amazonaws.com/docker-hub/{versions.PYTORCH_IMAGE}"
+    assert found.message == (
+        f"llm/fp8-stock: precision fp8 (torchao's float8 training) needs torchao, which image "
+        f"{image} lacks; {found.fix}"
+    )
+    assert INSTALL in found.fix and "precision: bf16" in found.fix
+    section = next(s for s in result.sections if s.title.startswith("Images"))
+    lines = "\n".join(section.lines).split("  llm/")
+    stock = next(block for block in lines if block.startswith("fp8-stock:"))
+    assert "no torchao" in stock and "fp8: refused at pod start (no torchao)" in stock
+    runtime = next(block for block in lines if block.startswith("fp8-runtime:"))
+    assert "torchao 0.18.0" in runtime and "fp8: on (torchao in image: yes)" in runtime
+
+
+def test_fp8_needs_torchao_only_where_the_image_is_known_to_lack_it():
+    """Declared `torchao: false` lacks it; true or unknown (not declared) passes."""
+    from trainforge.jobs.image_facts import missing_pieces
+    from trainforge.training.fp8 import INSTALL
+
+    job = {"name": "j", "team": "t", "pool": "p", "image": "my/train:1.0"}
+    for declared, lacking in (
+        ({"torchao": False}, True),
+        ({"torchao": "0.18.0"}, False),
+        ({}, False),
+    ):
+        facts = parse_job({**job, "imageFacts": {"torch": "2.13", **declared}}, "j").image_facts
+        kw = {"mlflow": False, "s3_mirror": False, "efa": False, "where": "t/j"}
+        assert missing_pieces(facts, **kw) == []  # bf16: nothing needs torchao
+        found = missing_pieces(facts, **kw, fp8=True)
+        assert [(m.piece, m.key, m.value) for m in found] == (
+            [("torchao", "t/j.precision", "fp8")] if lacking else []
+        )
+        assert all(INSTALL in m.fix for m in found)
+
+
 def test_docker_hub_credential_adds_its_rule_and_the_standard_build(tmp_path):
     result = plan_project(
         ROOT,
@@ -164,15 +222,29 @@ def test_docker_hub_credential_adds_its_rule_and_the_standard_build(tmp_path):
 
 
 def test_stock_images_without_a_credential_are_plan_findings():
-    """Break it: jobs on the stock PyTorch image (runtime off), no Docker Hub credential."""
+    """Break it: jobs on the stock PyTorch image (runtime off), no Docker Hub credential, no
+    pull-through cache (the jobs name no image: the pods run their pool's default build)."""
+    from trainforge.jobs.images import default_image_for
+
+    images = {"runtime": False, "pullThroughCache": False}
     result = plan_project(
-        ROOT, "dev", standins=False, config_overrides={"trainforge:images": {"runtime": False}}
+        ROOT, "dev", standins=False, config_overrides={"trainforge:images": images}
     )
     rules = {v.rule for v in result.failing}
     assert "TRAINFORGE_DOCKER_HUB" in rules  # pytorch/pytorch from Docker Hub, unauthenticated
     assert "TRAINFORGE_IMAGE_PIECE" in rules  # MLflow on, and the stock image has no mlflow
     piece = next(v for v in result.failing if v.rule == "TRAINFORGE_IMAGE_PIECE")
     assert "mlflow" in piece.message
+    # the facts and the finding are the image the pods run (the pool's default build, CUDA
+    # 13.0 on dev's GPUs), not the newest pin's
+    section = next(s for s in result.sections if s.title.startswith("Images"))
+    for dj in result.inventory.declared.jobs:
+        assert dj.spec.image is None
+        image = default_image_for(dj.target.pool)
+        cuda = image.split("-cuda")[1].split("-")[0]
+        block = "\n".join(section.lines).split(f"  {dj.target.namespace}/{dj.spec.name}: ")[1]
+        assert block.split("\n")[1].startswith(f"    facts: torch 2.13.0, CUDA {cuda},"), block
+    assert f"which image {versions.TORCH_CUDA_BUILDS[0].image} lacks" in piece.message
 
 
 def _prod_config() -> dict:

@@ -3,7 +3,7 @@
 The Dockerfile is parsed (trainforge.jobs.dockerfile) and the `runtime` stage's instructions
 after FROM are executed in order in a scratch virtualenv: each COPY copies the files it names
 from a build context made as the builder makes it (the repository files that the Dockerfile's
-ignore file lets through Docker's own matcher, trainforge.plan.build_context), so a
+ignore file lets through Docker's own matcher, trainforge.jobs.dockerfile), so a
 source the ignore file drops fails here as the build does (`"/<src>": not found`), each RUN runs its own command line (its `pip install -r ... -c requirements.lock`
 from the package index, its `.pth` line, its `--self-check`), with the image's absolute paths
 under a temporary root. The base image's torch is not downloaded (a multi-GB wheel): the scratch
@@ -28,7 +28,6 @@ import pytest
 
 from trainforge.core import versions
 from trainforge.jobs import dockerfile, runtime_images
-from trainforge.plan import build_context
 
 ROOT = Path(__file__).resolve().parents[2]
 DF = ROOT / dockerfile.DOCKERFILE
@@ -79,9 +78,9 @@ def _link_torch(dest: Path) -> None:
 def make_context(dest: Path, root: Path = ROOT, df: Path = DF) -> Path:
     """The build context the builder sends: the files of `root` that the Dockerfile's ignore
     file lets through (Docker's matcher), copied to `dest`."""
-    ignore = build_context.ignore_file(root, df)
+    ignore = dockerfile.ignore_file(root, df)
     rel_df = df.relative_to(root).as_posix()
-    for rel in build_context.context_files(root, build_context.read_patterns(ignore), rel_df):
+    for rel in dockerfile.context_files(root, dockerfile.read_patterns(ignore), rel_df):
         (dest / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(root / rel, dest / rel)
     return dest

@@ -1,16 +1,20 @@
-"""Read the runtime image's Dockerfile: its stages, base images, what they copy and install.
+"""Read the runtime image's Dockerfile: its stages, base images, what they copy and install,
+and which files of its build context a build of a target reads.
 
 Why parse it instead of restating it: the image facts the plan shows (which mlflow, which
 boto3, which base) and the offline proof that the image's Python layer works
 (tests/images/test_runtime_image.py) must follow the Dockerfile as it is, so that an edit to
 the Dockerfile changes what the plan says and what the test builds. Only the instructions the
 runtime Dockerfile uses are understood (ARG, FROM, COPY, RUN, ENV, USER, LABEL); anything else
-is kept as is.
+is kept as is. What a build reads (`build_reads`) is one model for the image's content tag
+(`content_digest`) and the plan's build-context rehearsal (docs/rehearsals.md, "Build context").
 """
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
+import posixpath
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -192,27 +196,151 @@ def installed_pins(stage: Stage, root: Path = ROOT) -> dict[str, str]:
     return out
 
 
-def content_digest(root: Path = ROOT, dockerfile: Path = DOCKERFILE) -> str:
-    """A hash of everything the build reads: the Dockerfile, its ignore file and every file
-    its COPY instructions take from the repository (directories walked, caches skipped), so the
-    image tag changes exactly when the content does."""
-    df = parse(root / dockerfile)
+WILDCARDS = set("*?[")
+
+
+def ignore_file(context: Path, dockerfile: Path) -> Path | None:
+    """The ignore file the builder reads for this Dockerfile and context (None: none)."""
+    for candidate in (
+        dockerfile.with_name(dockerfile.name + ".dockerignore"),
+        context / ".dockerignore",
+    ):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def read_patterns(path: Path | None) -> list[str]:
+    """The patterns of an ignore file, as moby's ignorefile.ReadAll returns them."""
+    if path is None:
+        return []
+    out = []
+    for raw in path.read_text().splitlines():
+        if raw.startswith("#"):
+            continue
+        line = raw.strip()
+        if not line:
+            continue
+        invert = line.startswith("!")
+        if invert:
+            line = line[1:].strip()
+        if line:
+            line = posixpath.normpath(line)
+            if len(line) > 1 and line.startswith("/"):
+                line = line[1:]
+        out.append(f"!{line}" if invert else line)
+    return out
+
+
+def context_files(context: Path, patterns: list[str], dockerfile: str) -> set[str]:
+    """Relative paths of the regular files the builder sends (Docker's matcher)."""
+    from docker.utils.build import exclude_paths  # noqa: PLC0415 - only when a build is planned
+
+    sent = exclude_paths(str(context), list(patterns), dockerfile=dockerfile)
+    return {p.replace("\\", "/") for p in sent if (context / p).is_file()}
+
+
+@dataclass(frozen=True)
+class Source:
+    stage: str
+    instruction: str  # COPY or ADD
+    path: str  # as written, relative to the context
+
+
+def _stages_of(df: Dockerfile, target: str) -> list[Stage]:
+    """The target's stage and every stage it builds on (FROM <stage>, COPY --from=<stage>)."""
+    names = list(df.stages)
+    if not target:
+        target = names[-1]
+    seen: list[str] = []
+    todo = [target]
+    while todo:
+        name = todo.pop()
+        if name in seen or name not in df.stages:
+            continue
+        seen.append(name)
+        stage = df.stages[name]
+        todo.append(stage.base)
+        for ins in stage.instructions:
+            if ins.keyword in ("COPY", "ADD"):
+                for word in shlex.split(ins.args):
+                    if word.startswith("--from="):
+                        todo.append(word.split("=", 1)[1])
+    return [df.stages[n] for n in seen]
+
+
+def sources(df: Dockerfile, target: str) -> list[Source]:
+    """Every COPY/ADD source a target's build takes from the context."""
+    out = []
+    for stage in _stages_of(df, target):
+        for ins in stage.instructions:
+            if ins.keyword not in ("COPY", "ADD"):
+                continue
+            words = shlex.split(ins.args)
+            if any(w.startswith("--from=") for w in words):
+                continue
+            args = [w for w in words if not w.startswith("--")]
+            for src in args[:-1]:
+                if "://" in src or src.startswith("git@"):
+                    continue
+                out.append(Source(stage.name, ins.keyword, src))
+    return out
+
+
+def files_under(context: Path, src: str) -> list[str]:
+    """Every regular file of the checkout a source names (itself, or below it; a wildcard
+    source matched a path component at a time, as the builder does)."""
+    clean = posixpath.normpath(src.lstrip("/")) if src.strip("/") else "."
+    first_wild = next((i for i, c in enumerate(clean) if c in WILDCARDS), None)
+    base = clean if first_wild is None else posixpath.dirname(clean[:first_wild])
+    root = context / base if base not in ("", ".") else context
+    if root.is_file():
+        candidates = [root]
+    elif root.is_dir():
+        candidates = [p for p in root.rglob("*") if p.is_file()]
+    else:
+        candidates = []
+    depth = clean.count("/") + 1  # a wildcard source's components
+    out = []
+    for p in candidates:
+        parts = p.relative_to(context).parts
+        if parts[0] == ".git":
+            continue
+        if first_wild is None or fnmatch.fnmatchcase("/".join(parts[:depth]), clean):
+            out.append("/".join(parts))
+    return sorted(out)
+
+
+def build_reads(
+    context: Path, dockerfile: Path, target: str
+) -> list[tuple[Source, list[str], set[str]]]:
+    """What a build of `target` (empty: the last stage) reads from its context, per COPY/ADD
+    source: (the source, every file of the checkout it names, those of them in the context
+    Docker is sent: the build's ignore file applied by Docker's own matcher)."""
+    try:
+        rel_df = dockerfile.resolve().relative_to(context.resolve()).as_posix()
+    except ValueError:
+        rel_df = "Dockerfile"
+    sent = context_files(context, read_patterns(ignore_file(context, dockerfile)), rel_df)
+    out = []
+    for src in sources(parse(dockerfile), target):
+        named = files_under(context, src.path)
+        out.append((src, named, {f for f in named if f in sent}))
+    return out
+
+
+def content_digest(root: Path, target: str) -> str:
+    """A hash of everything a build of `target` reads: the Dockerfile, its ignore file and
+    every file its COPY sources take from the context Docker is sent (`build_reads`), so the
+    image tag changes exactly when what the build reads does."""
+    path = root / DOCKERFILE
+    files = {DOCKERFILE.as_posix()}
+    ignore = ignore_file(root, path)
+    if ignore is not None:
+        files.add(ignore.relative_to(root).as_posix())
+    for _, _, sent in build_reads(root, path, target):
+        files |= sent
     h = hashlib.sha256()
-    files = {dockerfile, dockerfile.with_name(dockerfile.name + ".dockerignore")}
-    for stage in df.stages.values():
-        for sources, _ in stage.copies:
-            for src in sources:
-                p = root / src
-                if p.is_dir():
-                    files.update(
-                        f.relative_to(root)
-                        for f in p.rglob("*")
-                        if f.is_file() and "__pycache__" not in f.parts and f.suffix != ".pyc"
-                    )
-                else:
-                    files.add(Path(src))
-    for rel in sorted(files, key=str):
-        p = root / rel
-        if p.exists():
-            h.update(str(rel).encode() + b"\0" + p.read_bytes() + b"\0")
+    for rel in sorted(files):
+        h.update(rel.encode() + b"\0" + (root / rel).read_bytes() + b"\0")
     return h.hexdigest()

@@ -1,8 +1,9 @@
 """What an image a job runs carries, where that knowledge comes from, and what a job lacks.
 
-Why: MLflow, the S3 checkpoint mirror and EFA each need a piece of the job's image (mlflow,
-boto3, libfabric + the aws-ofi-nccl plugin). A job whose image lacks the piece starts and the
-feature silently does nothing (or NCCL falls back to TCP sockets on a 3200 Gbps fabric). So
+Why: MLflow, the S3 checkpoint mirror, EFA and fp8 each need a piece of the job's image
+(mlflow, boto3, libfabric + the aws-ofi-nccl plugin, torchao). A job whose image lacks the
+piece starts and the feature silently does nothing (or NCCL falls back to TCP sockets on a
+3200 Gbps fabric; `precision: fp8` is refused at pod start, training/fp8.py). So
 every image a job can use has facts, each with its source:
 
 * the trainforge runtime images: the Dockerfile and requirements.lock (what its pip layer
@@ -18,7 +19,7 @@ shows every job's image and facts (trainforge.plan.checks.images). Pulumi-free.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 from trainforge.stack.jobs import ImageFactsKeys
@@ -43,10 +44,8 @@ class ImageFacts:
     aws_ofi_nccl: Fact = None
     # the trainforge runtime library is in the image (no ConfigMap needed)
     trainforge: Fact = None
+    torchao: Fact = None  # precision: fp8 (training/fp8.py)
     source: str = "not declared"
-
-    def known(self) -> bool:
-        return any(getattr(self, f) is not None for f in PIECES)
 
     def describe(self) -> str:
         """One line for the plan: torch 2.13.0, CUDA 12.6, Python 3.11, mlflow 3.17.0, ..."""
@@ -65,18 +64,15 @@ class ImageFacts:
                 parts.append(label if value is True else f"{label} {value}")
         return ", ".join(parts)
 
-    def as_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
-
 
 UNKNOWN = ImageFacts()
-STOCK_SOURCE = "the official pytorch/pytorch image (tag; no mlflow, boto3, EFA libraries)"
+STOCK_SOURCE = "the official pytorch/pytorch image (tag; no mlflow, boto3, torchao, EFA libraries)"
 
 
 def stock_facts(image: str) -> ImageFacts | None:
     """Facts of an official `pytorch/pytorch:<torch>-cuda<X.Y>-cudnn<N>-runtime` image: its tag
     says torch and CUDA, and the official image has none of mlflow, boto3, libfabric,
-    aws-ofi-nccl or trainforge. None for any other image."""
+    aws-ofi-nccl, trainforge or torchao. None for any other image."""
     from trainforge.jobs.images import image_facts as tag_facts
 
     ref = image.split("@", 1)[0]
@@ -93,6 +89,7 @@ def stock_facts(image: str) -> ImageFacts | None:
         libfabric=False,
         aws_ofi_nccl=False,
         trainforge=False,
+        torchao=False,
         source=STOCK_SOURCE,
     )
 
@@ -134,6 +131,7 @@ def missing_pieces(
     where: str,
     pool: str | None = None,
     image: str | None = None,
+    fp8: bool = False,
 ) -> list[Missing]:
     """What the job's features need and its image is known to lack (unknown facts pass).
     `image`: the image the job runs, as its config names it (the value a `.image` problem
@@ -177,4 +175,18 @@ def missing_pieces(
                         "TCP",
                     )
                 )
+    if fp8 and facts.torchao is False:
+        from trainforge.training.fp8 import INSTALL  # noqa: PLC0415 - torch, for fp8 jobs only
+
+        out.append(
+            Missing(
+                "precision fp8 (torchao's float8 training)",
+                "torchao",
+                f"{where}.precision",
+                "fp8",
+                "use the trainforge runtime image (leave image unset) or one built FROM it "
+                f"(docs/images.md), or install torchao in yours ({INSTALL}), and declare it in "
+                "imageFacts (torchao: true); or precision: bf16",
+            )
+        )
     return out

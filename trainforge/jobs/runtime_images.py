@@ -89,6 +89,7 @@ def target_facts(target: str, root: Path = dockerfile.ROOT) -> ImageFacts:
         base_facts(target),
         mlflow=pins.get("mlflow-skinny") or pins.get("mlflow") or False,
         boto3=pins.get("boto3") or False,
+        torchao=pins.get("torchao") or False,
         trainforge=has_runtime,
         source=f"{dockerfile.DOCKERFILE} target {target} + {dockerfile.LOCK} (base {df.base(target)})",
     )
@@ -113,7 +114,6 @@ def plan_images(
     PyTorch image) is not built: the EFA image serves every pool. A stack without EFA pools
     (`efa_pools` False) that can build or names the standard image builds no EFA image: no
     pod would run it (an EFA job on a pool without EFA is refused)."""
-    digest = dockerfile.content_digest(root)[:20]
     df = dockerfile.parse(root / dockerfile.DOCKERFILE)
 
     def built(target: str) -> RuntimeImage:
@@ -123,6 +123,7 @@ def plan_images(
                 "REGISTRY": routes.registry_for(DOCKER_HUB),
                 "EFA_REGISTRY": routes.registry_for("ecr-public"),
             }
+        digest = dockerfile.content_digest(root, target)[:20]
         return RuntimeImage(
             ref=f"{registry}/{repository(cluster)}:{target}-{digest}",
             facts=target_facts(target, root),

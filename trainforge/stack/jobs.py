@@ -696,6 +696,7 @@ class ImageFactsKeys(Section):
     trainforge: Piece | None = Field(
         None, description="the trainforge runtime library (no ConfigMap needed)"
     )
+    torchao: Piece | None = Field(None, description="torchao (precision: fp8)")
 
 
 def _env(raw: Any) -> Any:

@@ -7,14 +7,15 @@ Docker Hub without credentials is a finding. docs/images.md, "What the plan and 
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from trainforge.core import image_routes, versions
-from trainforge.jobs import dockerfile
+from trainforge.core import image_routes
+from trainforge.jobs import dockerfile, images
+from trainforge.jobs.dockerfile import Source
 from trainforge.jobs.entrypoint import logs_to_mlflow, mirrors_to_s3
 from trainforge.jobs.image_facts import ImageFacts, facts_for, missing_pieces
-from trainforge.plan import build_context
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 
 RULES = {
@@ -74,7 +75,14 @@ def _features(job: Any, target: Any, facts: ImageFacts, mlflow_used: bool = True
         out.append(f"NCCL net: {net} over {target.pool.efa_interfaces} EFA interface(s)")
     elif job.gpus_per_worker:
         out.append("NCCL net: Socket (no EFA on this pool/job)")
+    if _fp8(job):
+        state = "on" if facts.torchao is not False else "refused at pod start (no torchao)"
+        out.append(f"fp8: {state} (torchao in image: {has(facts.torchao)})")
     return out
+
+
+def _fp8(job: Any) -> bool:
+    return getattr(job.training, "precision", None) == "fp8"
 
 
 def _build_lines(ctx: PlanContext, findings: list[Finding]) -> list[str]:
@@ -115,7 +123,8 @@ def _location(value: Any, root: Path) -> Path | None:
 
 
 def _context_lines(r: Any, target: str, root: Path, findings: list[Finding]) -> list[str]:
-    """The build-context rehearsal of one build (trainforge.plan.build_context)."""
+    """The build-context rehearsal of one build: is every file its Dockerfile copies in the
+    context Docker is sent? (docs/rehearsals.md, "Build context")"""
     context = _location(r.inputs.get("context"), root)
     if context is None:
         return []
@@ -124,9 +133,9 @@ def _context_lines(r: Any, target: str, root: Path, findings: list[Finding]) -> 
         message = f"build {target}: context {context} or Dockerfile {df} does not exist"
         findings.append(_finding(r, "TRAINFORGE_BUILD_CONTEXT", f"{message} in this checkout"))
         return []
-    ignore, problems = build_context.judge(context, df, target)
+    ignore, problems = judge(context, df, target)
     shown = _shown(ignore, root) if ignore is not None else "(no ignore file)"
-    srcs = build_context.sources(dockerfile.parse(df), target)
+    srcs = dockerfile.sources(dockerfile.parse(df), target)
     findings += [
         _finding(r, "TRAINFORGE_BUILD_CONTEXT", f"build {target}: {p.message(shown)}")
         for p in problems
@@ -136,6 +145,48 @@ def _context_lines(r: Any, target: str, root: Path, findings: list[Finding]) -> 
         f"    context {_shown(context, root)} after {shown}: {len(srcs)} COPY/ADD source(s), "
         f"{verdict}"
     ]
+
+
+def _is_cache(rel: str) -> bool:
+    parts = rel.split("/")
+    return "__pycache__" in parts or rel.endswith(".pyc")
+
+
+@dataclass(frozen=True)
+class Problem:
+    source: Source
+    missing: tuple[str, ...]  # files the build should carry that the context lacks
+    absent: bool  # the checkout has nothing at the source path
+    total: int = 0  # files under the source the build should carry
+
+    def message(self, ignore: str) -> str:
+        where = f"{self.source.instruction} {self.source.path} (stage {self.source.stage})"
+        if self.absent:
+            return f"{where}: nothing at that path in the build context's directory"
+        if len(self.missing) == self.total:
+            return (
+                f'{where}: {ignore} keeps it out of the build context: the build fails with "'
+                f'/{self.source.path.strip("/")}": not found'
+            )
+        shown = ", ".join(self.missing[:3]) + (" ..." if len(self.missing) > 3 else "")
+        return (
+            f"{where}: {ignore} keeps {len(self.missing)} of its files out of the build "
+            f"context ({shown}): the image is built without them"
+        )
+
+
+def judge(context: Path, df: Path, target: str) -> tuple[Path | None, list[Problem]]:
+    """(the ignore file read, every source whose files are not all in the context)."""
+    problems = []
+    for src, named, sent in dockerfile.build_reads(context, df, target):
+        wanted = [f for f in named if not _is_cache(f)]
+        if not wanted:
+            problems.append(Problem(src, (), absent=True))
+            continue
+        missing = tuple(f for f in wanted if f not in sent)
+        if missing:
+            problems.append(Problem(src, missing, absent=False, total=len(wanted)))
+    return dockerfile.ignore_file(context, df), problems
 
 
 def _shown(path: Path, root: Path) -> str:
@@ -204,7 +255,8 @@ def check(ctx: PlanContext) -> CheckResult:
     data: list[dict[str, Any]] = []
     for dj in declared.jobs:
         job, target = dj.spec, dj.target
-        facts = job.image_facts or facts_for(job.image or versions.PYTORCH_IMAGE, None)
+        image = images.image_for(job, target.pool)  # what the emitters put in the pods
+        facts = job.image_facts or facts_for(image, None)
         name = f"{target.namespace}/{job.name}"
         mlflow_used = logs_to_mlflow(job, _shipped_files(dj.emitted))
         feats = _features(job, target, facts, mlflow_used)
@@ -214,19 +266,20 @@ def check(ctx: PlanContext) -> CheckResult:
             f"    from: {facts.source}",
             f"    {'; '.join(feats)}",
         ]
-        data.append({"job": name, "image": job.image, "facts": facts.as_dict(), "features": feats})
+        data.append({"job": name, "image": job.image, "facts": asdict(facts), "features": feats})
         for miss in missing_pieces(
             facts,
             mlflow=target.mlflow_tracking_uri is not None and mlflow_used,
             s3_mirror=mirrors_to_s3(job, target),
             efa=bool(job.efa),
             where=name,
+            fp8=_fp8(job),
         ):
             result.findings.append(
                 Finding(
                     resource=dj.resource_name or job.name,
                     rule="TRAINFORGE_IMAGE_PIECE",
-                    message=f"{name}: {miss.message(job.image or 'the stock PyTorch image')}",
+                    message=f"{name}: {miss.message(image)}",
                     fix=miss.fix,
                     names=frozenset({job.name, name, dj.resource_name}),
                 )
