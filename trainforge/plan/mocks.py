@@ -98,30 +98,20 @@ def default_reservation(zone: str) -> dict[str, Any]:
 
 
 def instance_type_result(name: str) -> dict[str, Any]:
-    """The `aws:ec2/getInstanceType:getInstanceType` result (wire names) for one type."""
+    """The `aws:ec2/getInstanceType:getInstanceType` result (wire names) for one type: the
+    fields trainforge.platform.instance_types reads."""
     raw = _catalog().get(name)
     if raw is None:
         raise UnknownInstanceType(name)
     net = raw.get("NetworkInfo", {})
-    gpus = [
-        {
-            "count": g.get("Count", 0),
-            "manufacturer": g.get("Manufacturer", ""),
-            "memorySize": g.get("MemoryInfo", {}).get("SizeInMiB", 0),
-            "name": g.get("Name", ""),
-        }
-        for g in raw.get("GpuInfo", {}).get("Gpus", [])
-    ]
-    vcpu = raw.get("VCpuInfo", {})
+    gpu = raw.get("GpuInfo", {})
     return {
-        "id": name,
-        "instanceType": name,
-        "defaultVcpus": vcpu.get("DefaultVCpus", 0),
-        "defaultCores": vcpu.get("DefaultCores", 0),
-        "defaultThreadsPerCore": vcpu.get("DefaultThreadsPerCore", 1),
+        "defaultVcpus": raw.get("VCpuInfo", {}).get("DefaultVCpus", 0),
         "memorySize": raw.get("MemoryInfo", {}).get("SizeInMiB", 0),
-        "gpuses": gpus,
-        "totalGpuMemory": raw.get("GpuInfo", {}).get("TotalGpuMemoryInMiB", 0),
+        "gpuses": [
+            {"count": g.get("Count", 0), "name": g.get("Name", "")} for g in gpu.get("Gpus", [])
+        ],
+        "totalGpuMemory": gpu.get("TotalGpuMemoryInMiB", 0),
         "instanceStorageSupported": bool(raw.get("InstanceStorageSupported", False)),
         "totalInstanceStorage": raw.get("InstanceStorageInfo", {}).get("TotalSizeInGB", 0),
         "efaSupported": bool(net.get("EfaSupported", False)),
@@ -132,26 +122,11 @@ def instance_type_result(name: str) -> dict[str, Any]:
             {
                 "index": c.get("NetworkCardIndex", 0),
                 "baselineBandwidth": c.get("BaselineBandwidthInGbps", 0.0),
-                "peakBandwidth": c.get("PeakBandwidthInGbps", 0.0),
-                "maximumInterfaces": c.get("MaximumNetworkInterfaces", 0),
-                "performance": c.get("NetworkPerformance", ""),
             }
             for c in net.get("NetworkCards", [])
         ],
-        "defaultNetworkCardIndex": net.get("DefaultNetworkCardIndex", 0),
-        "networkPerformance": net.get("NetworkPerformance", ""),
-        "enaSupport": net.get("EnaSupport", ""),
-        "ipv6Supported": bool(net.get("Ipv6Supported", False)),
         "maximumIpv4AddressesPerInterface": net.get("Ipv4AddressesPerInterface", 0),
         "supportedArchitectures": raw.get("ProcessorInfo", {}).get("SupportedArchitectures", []),
-        "supportedPlacementStrategies": raw.get("PlacementGroupInfo", {}).get(
-            "SupportedStrategies", []
-        ),
-        "supportedUsagesClasses": raw.get("SupportedUsageClasses", []),
-        "supportedRootDeviceTypes": raw.get("SupportedRootDeviceTypes", []),
-        "currentGeneration": bool(raw.get("CurrentGeneration", False)),
-        "bareMetal": bool(raw.get("BareMetal", False)),
-        "hypervisor": raw.get("Hypervisor", ""),
     }
 
 
@@ -417,8 +392,6 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
             zones = self.availability_zones
             zone = self.subnet_zones.get(sid) or zones[_h(sid) % len(zones)]
             return {"id": sid, "availabilityZone": zone, "vpcId": "vpc-0mocked"}, []
-        if tok == "aws:iam/getPolicyDocument:getPolicyDocument":
-            return {"id": "policy", "json": json.dumps({"Version": "2012-10-17"})}, []
         return {}, []
 
     # -- resources -------------------------------------------------------------------------------
@@ -492,9 +465,6 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
                 out.setdefault("uniqueId", f"AROA{_h(name) % 10**12:012d}")
             elif typ.startswith("aws:iam/policy:"):
                 out.setdefault("arn", f"arn:aws:iam::{acct}:policy/{physical}")
-            elif typ.startswith("aws:iam/instanceProfile:"):
-                out.setdefault("name", physical)
-                out.setdefault("arn", f"arn:aws:iam::{acct}:instance-profile/{physical}")
             elif typ.startswith("aws:sqs/queue:"):
                 out.setdefault("name", physical)
                 rid = f"https://sqs.{region}.amazonaws.com/{acct}/{out['name']}"
@@ -584,13 +554,11 @@ def resource_options(request: Any) -> dict[str, Any]:
     ):
         value = getattr(request, key, None)
         if value:
+            # the SDK gathers dependencies in a set: sorted, their order means nothing
             opts[key] = value if isinstance(value, bool) else list(value)
+            if key == "dependencies":
+                opts[key].sort()
     return opts
-
-
-def make_mocks(preview: bool = False, **kwargs: Any) -> TrainforgeMocks:
-    """Factory used by the offline plan (`trainforge.plan.runner` looks it up)."""
-    return TrainforgeMocks(preview=preview, **kwargs)
 
 
 @dataclass
