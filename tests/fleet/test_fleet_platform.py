@@ -53,7 +53,11 @@ def run(stack: str, stack_outputs: dict[str, dict[str, Any]], monkeypatch) -> An
     )
     config = read_stack_file(ROOT / f"Pulumi.{stack}.yaml")
     region = json.loads(config["aws:region"]) if config["aws:region"].startswith('"') else None
-    mocks = TokenMocks(region=region or config["aws:region"], stack_outputs=stack_outputs)
+    references = {
+        s: {"name": s, "outputs": out, "secretOutputNames": sorted(out)}
+        for s, out in stack_outputs.items()
+    }
+    mocks = TokenMocks(region=region or config["aws:region"], references=references)
     result = run_mocked(ROOT / "__main__.py", config, stack=stack, mocks=mocks)
     result.warnings = warnings
     return result

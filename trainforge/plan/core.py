@@ -21,6 +21,7 @@ from trainforge.plan.checks import validate as V
 from trainforge.plan.manifests import K8sObject, helm_like, k8s_objects
 from trainforge.plan.runner import Inventory, run_program, run_project, standin_mocks
 from trainforge.plan.waivers import CONFIG_KEY, Waiver, WaiverError, find_waiver, parse_waivers
+from trainforge.platform.stack_check import JOBS_KEY
 
 
 @dataclass
@@ -155,9 +156,6 @@ def waivers_from(inv: Inventory) -> list[Waiver]:
     return parse_waivers(inv.config.get(CONFIG_KEY), known_rule_ids())
 
 
-JOBS_KEY = "trainforge:jobs"
-
-
 def standin_pass(
     root: pathlib.Path,
     stack: str,
@@ -248,7 +246,7 @@ def undeclared_stack_jobs(inv: Any, program: str | None) -> list[str]:
     jobs from the plan without a word, and `pulumi up` with it would not create them."""
     from trainforge.stack.file import decode_value  # noqa: PLC0415
 
-    listed = decode_value((getattr(inv, "config", None) or {}).get("trainforge:jobs"))
+    listed = decode_value((getattr(inv, "config", None) or {}).get(JOBS_KEY))
     if not isinstance(listed, list):
         return []
     jobs = getattr(inv.declared, "jobs", None) or []

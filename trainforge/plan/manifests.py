@@ -20,6 +20,7 @@ from typing import Any
 
 import yaml
 
+from trainforge.plan.crds import crd
 from trainforge.plan.runner import SECRET, UNKNOWN, Inventory, ProjectError, Recorded
 
 MARKER = ".trainforge-plan"
@@ -29,6 +30,7 @@ DEFAULT_NAMESPACE = "default"
 
 # Components that expand into objects only inside the provider: inventory, not manifests.
 NOT_OBJECTS = re.compile(r"^kubernetes:(helm\.sh/v\d+|kustomize(/v\d+)?|yaml(/v\d+)?):")
+# Built-in kinds without a namespace (a custom resource's scope is its CRD's).
 CLUSTER_SCOPED = {
     "Namespace",
     "Node",
@@ -50,20 +52,15 @@ CLUSTER_SCOPED = {
     "APIService",
     "FlowSchema",
     "PriorityLevelConfiguration",
-    # custom resources we know to be cluster-scoped
-    "NodePool",
-    "NodeClaim",
-    "EC2NodeClass",
-    "ClusterQueue",
-    "ResourceFlavor",
-    "Topology",
-    "WorkloadPriorityClass",
-    "Cohort",
-    "ClusterTrainingRuntime",
-    "AdmissionCheck",
-    "MultiKueueCluster",
-    "MultiKueueConfig",
 }
+
+
+def cluster_scoped(api_version: str, kind: str) -> bool:
+    """A built-in kind of CLUSTER_SCOPED, or a custom resource its vendored CRD says is."""
+    if kind in CLUSTER_SCOPED:
+        return True
+    c = crd(api_version, kind)
+    return c is not None and c["spec"].get("scope") == "Cluster"
 
 
 # Fields whose schema demands an AWS id pattern (Karpenter's selector terms): an unknown id is
@@ -177,7 +174,7 @@ def to_object(rec: Recorded) -> K8sObject:
     autonamed = not meta.get("name")
     if autonamed:
         meta["name"] = _autoname(rec)
-    if doc["kind"] in CLUSTER_SCOPED:
+    if cluster_scoped(str(doc["apiVersion"]), str(doc["kind"])):
         meta.pop("namespace", None)
     elif not meta.get("namespace"):
         meta["namespace"] = DEFAULT_NAMESPACE

@@ -195,16 +195,14 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
         capacity_reservations: dict[str, dict[str, Any]] | None = None,
         offerings: dict[str, list[str]] | None = None,
         subnet_zones: dict[str, str] | None = None,
-        stack_outputs: dict[str, dict[str, Any]] | None = None,
+        references: dict[str, dict[str, Any]] | None = None,
     ) -> None:
         self.preview = preview
-        # stack name -> its outputs, what a `pulumi:pulumi:StackReference` to it reads (a fleet
-        # stack reads its workers' or its manager's); a stack not listed has exported nothing
+        # stack name -> what a `pulumi:pulumi:StackReference` to it reads (name, outputs,
+        # secretOutputNames): a fleet manager's workers as the plan planned them
+        # (trainforge.plan.fleet, runner.run_program); a stack not listed has exported nothing
         # yet (the fleet's bootstrap: it is skipped with a warning)
-        self.stack_outputs = dict(stack_outputs or {})
-        # stack name -> a reference's whole state (name, outputs, secretOutputNames): a fleet
-        # manager's workers as the plan planned them (trainforge.plan.fleet, runner.run_program)
-        self.references: dict[str, dict[str, Any]] = {}
+        self.references = dict(references or {})
         # a fleet worker planned beside its manager (trainforge.plan.fleet): its S3 buckets
         # and KMS keys get stand-in ids of its own stack, as AWS names each stack's apart
         # (a bucket_prefix gets a unique suffix), so the plan can tell them from the manager's
@@ -226,13 +224,7 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
     def region(self) -> str:
         """The region given, else the stack's `aws:region` (read when asked, so the offline
         plan's mocks answer getRegion as the stack's provider would), else the default."""
-        if self._region:
-            return self._region
-        try:
-            configured = pulumi.Config("aws").get("region")
-        except Exception:  # noqa: BLE001 - no engine settings outside a program run
-            configured = None
-        return configured or DEFAULT_REGION
+        return self._region or pulumi.Config("aws").get("region") or DEFAULT_REGION
 
     @property
     def availability_zones(self) -> list[str]:
@@ -399,12 +391,8 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
         inputs = dict(args.inputs)
         if args.typ == "pulumi:pulumi:StackReference":
             stack = args.resource_id or inputs.get("name") or args.name
-            exported = dict(self.stack_outputs.get(stack, {}))
-            outputs = dict(self.references.get(stack) or {}) or {
-                "name": stack,
-                "outputs": exported,
-                "secretOutputNames": sorted(exported),
-            }
+            empty = {"name": stack, "outputs": {}, "secretOutputNames": []}
+            outputs = dict(self.references.get(stack) or empty)
             self.resources.append(
                 MockedResource(args.typ, args.name, inputs, stack, outputs, custom=True)
             )
