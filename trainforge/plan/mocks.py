@@ -253,66 +253,23 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
             except UnknownInstanceType:
                 # what the AWS provider reports for a type the region does not offer
                 return {}, [("instanceType", f"no EC2 instance type {name!r} in {self.region}")]
+        # the fields the platform reads (trainforge/platform: network, cluster, karpenter, ...)
         if tok == "aws:index/getAvailabilityZones:getAvailabilityZones":
-            zones = self.availability_zones
-            return {
-                "id": self.region,
-                "names": list(zones),
-                "zoneIds": [f"usw2-az{i + 1}" for i in range(len(zones))],
-                "groupNames": [self.region] * len(zones),
-            }, []
+            return {"names": list(self.availability_zones)}, []
         if tok == "aws:index/getCallerIdentity:getCallerIdentity":
-            return {
-                "id": self.account_id,
-                "accountId": self.account_id,
-                "arn": f"arn:aws:iam::{self.account_id}:user/trainforge-plan",
-                "userId": "AIDAMOCKEDUSER",
-            }, []
+            return {"accountId": self.account_id}, []
         if tok == "aws:index/getRegion:getRegion":
-            return {
-                "id": self.region,
-                "name": self.region,
-                "region": self.region,
-                "endpoint": f"ec2.{self.region}.amazonaws.com",
-                "description": self.region,
-            }, []
+            return {"region": self.region}, []
         if tok == "aws:index/getPartition:getPartition":
-            return {
-                "id": "aws",
-                "partition": "aws",
-                "dnsSuffix": "amazonaws.com",
-                "reverseDnsPrefix": "com.amazonaws",
-            }, []
+            return {"partition": "aws"}, []
         if tok == "aws:ec2/getVpc:getVpc":
-            vpc_id = a.get("id") or "vpc-0mocked"
-            return {
-                "id": vpc_id,
-                "cidrBlock": "10.0.0.0/16",
-                "arn": _arn("ec2", self.region, self.account_id, f"vpc/{vpc_id}"),
-                "enableDnsHostnames": True,
-                "enableDnsSupport": True,
-                "state": "available",
-                "ownerId": self.account_id,
-            }, []
+            return {"cidrBlock": "10.0.0.0/16"}, []
         if tok == "aws:ec2/getManagedPrefixList:getManagedPrefixList":
-            name = a.get("name") or ""
             cidrs = S3_PREFIX_LIST_CIDRS.get(self.region, S3_PREFIX_LIST_CIDRS[DEFAULT_REGION])
-            return {
-                "id": f"pl-{_h(name) % 16**8:08x}",
-                "name": name,
-                "addressFamily": "IPv4",
-                "maxEntries": len(cidrs),
-                "entries": [{"cidr": c, "description": ""} for c in cidrs],
-                "ownerId": "AWS",
-            }, []
+            return {"entries": [{"cidr": c} for c in cidrs]}, []
         if tok == "aws:ec2/getRouteTable:getRouteTable":
             subnet = a.get("subnetId") or "subnet-0mocked"
-            return {
-                "id": f"rtb-{_h(subnet) % 16**8:08x}",
-                "routeTableId": f"rtb-{_h(subnet) % 16**8:08x}",
-                "subnetId": subnet,
-                "vpcId": a.get("vpcId") or "vpc-0mocked",
-            }, []
+            return {"routeTableId": f"rtb-{_h(subnet) % 16**8:08x}"}, []
         if tok == "aws:eks/getAddonVersion:getAddonVersion":
             # EKS's default build for the minor; offline, the newest build a public record shows
             from trainforge.platform.addons import pin  # noqa: PLC0415
@@ -322,13 +279,7 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
                 version = pin(name)
             except KeyError:
                 return {}, [("addonName", f"no EKS add-on {name!r}")]
-            return {
-                "id": name,
-                "addonName": name,
-                "kubernetesVersion": a.get("kubernetesVersion"),
-                "mostRecent": bool(a.get("mostRecent")),
-                "version": version,
-            }, []
+            return {"version": version}, []
         if tok == "aws:ec2/getInstanceTypeOfferings:getInstanceTypeOfferings":
             wanted = [
                 v
@@ -344,24 +295,14 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
                     if (bool(self.offerings[t]) if t in self.offerings else
                         offered is None or t in offered)
                 ]  # fmt: skip
-                return {
-                    "id": self.region,
-                    "instanceTypes": types,
-                    "locations": [self.region] * len(types),
-                    "locationTypes": ["region"] * len(types),
-                }, []
+                return {"instanceTypes": types}, []
             catalog = _offerings(self.region)
             types, zones = [], []
             for t in wanted:
                 for z in self.offerings.get(t, catalog.get(t, ())):
                     types.append(t)
                     zones.append(z)
-            return {
-                "id": self.region,
-                "instanceTypes": types,
-                "locations": zones,
-                "locationTypes": ["availability-zone"] * len(zones),
-            }, []
+            return {"instanceTypes": types, "locations": zones}, []
         if tok == "aws:ec2/getCapacityBlockReservation:getCapacityBlockReservation":
             rid = a.get("id") or ""
             # what the provider answers (pulumi-aws 7.51.1's data source reads any
@@ -376,14 +317,12 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
                         "(InvalidCapacityReservationId.NotFound)",
                     )
                 ]
-            block = found.get("reservationType") == "capacity-block"
-            cb_id = {"capacityBlockId": f"cb-{_h(rid) % 16**8:08x}"} if block else {}
-            return {"id": rid, **cb_id, **found}, []
+            return {"id": rid, **found}, []
         if tok == "aws:ec2/getSubnet:getSubnet":
             sid = a.get("id") or "subnet-0mocked"
             zones = self.availability_zones
             zone = self.subnet_zones.get(sid) or zones[_h(sid) % len(zones)]
-            return {"id": sid, "availabilityZone": zone, "vpcId": "vpc-0mocked"}, []
+            return {"availabilityZone": zone}, []
         return {}, []
 
     # -- resources -------------------------------------------------------------------------------
