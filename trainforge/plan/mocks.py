@@ -190,8 +190,6 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
         *,
         preview: bool = False,
         region: str | None = None,
-        account_id: str = DEFAULT_ACCOUNT,
-        availability_zones: list[str] | None = None,
         capacity_reservations: dict[str, dict[str, Any]] | None = None,
         offerings: dict[str, list[str]] | None = None,
         subnet_zones: dict[str, str] | None = None,
@@ -215,8 +213,6 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
         # existing subnet id -> its zone (default: a zone picked from the id)
         self.subnet_zones = dict(subnet_zones or {})
         self._region = region
-        self.account_id = account_id
-        self._zones = availability_zones
         self.resources: list[MockedResource] = []
         self.calls: list[MockedCall] = []
 
@@ -228,7 +224,7 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
 
     @property
     def availability_zones(self) -> list[str]:
-        return self._zones or [f"{self.region}{s}" for s in "abcd"]
+        return [f"{self.region}{s}" for s in "abcd"]
 
     # -- queries ----------------------------------------------------------------------------
     def of_type(self, typ: str) -> list[MockedResource]:
@@ -255,9 +251,9 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
                 return {}, [("instanceType", f"no EC2 instance type {name!r} in {self.region}")]
         # the fields the platform reads (trainforge/platform: network, cluster, karpenter, ...)
         if tok == "aws:index/getAvailabilityZones:getAvailabilityZones":
-            return {"names": list(self.availability_zones)}, []
+            return {"names": self.availability_zones}, []
         if tok == "aws:index/getCallerIdentity:getCallerIdentity":
-            return {"accountId": self.account_id}, []
+            return {"accountId": DEFAULT_ACCOUNT}, []
         if tok == "aws:index/getRegion:getRegion":
             return {"region": self.region}, []
         if tok == "aws:index/getPartition:getPartition":
@@ -368,7 +364,7 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
     def _outputs(self, typ: str, name: str, inputs: dict[str, Any]) -> tuple[str, dict]:
         """Plausible outputs: inputs echoed plus the ids/ARNs/names the cloud would assign."""
         out = dict(inputs)
-        region, acct = self.region, self.account_id
+        region, acct = self.region, DEFAULT_ACCOUNT
         if self.stack_tag and typ.startswith(_PER_STACK):
             name = f"{name}-{self.stack_tag}"
         rid = f"{name}-id"
