@@ -26,7 +26,7 @@ def test_run_records_resources_and_outputs():
     key = run.find("aws:kms/key:Key", "k")
     assert key.inputs == {"enableKeyRotation": True}
     assert key.urn.endswith("::k") and key.parent
-    assert [c.token for c in run.mocks.calls] == ["aws:ec2/getInstanceType:getInstanceType"]
+    assert [c.token for c in run.calls] == ["aws:ec2/getInstanceType:getInstanceType"]
 
 
 def test_preview_leaves_cloud_values_unknown():

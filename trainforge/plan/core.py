@@ -163,12 +163,9 @@ def standin_pass(
     program: str | None = None,
     references: dict[str, dict] | None = None,
 ) -> Callable[[], Inventory]:
-    """The stand-in run of the project (the program again, with mocks that invent ids and
-    ARNs), run at most once and only when asked: for the plan checks that need rendered
-    documents (the IAM rehearsal) and for re-judging the rules. Jobs from config declare only
-    Kubernetes objects, which this pass skips: they are left out so that its cost does not
-    grow with the number of jobs. `references`: a fleet manager's StackReference answers
-    (trainforge.plan.fleet), as in the preview."""
+    """The stand-in run of the project, run at most once and only when a check asks
+    (docs/pr-review.md, "Stand-in pass": invented ids and ARNs, the config's jobs left out).
+    `references`: a fleet manager's StackReference answers (trainforge.plan.fleet)."""
     return functools.cache(
         lambda: run_project(
             root,

@@ -141,7 +141,7 @@ class MockedResource:
     outputs: dict[str, Any]
     provider: str | None = None
     custom: bool | None = None
-    # filled in by MockRun from the monitor (parent URN, own URN) when available
+    # filled in by run_mocked from the monitor (parent URN, own URN) when available
     urn: str | None = None
     parent: str | None = None
     # resource options the engine saw (ignoreChanges, deleteBeforeReplace, dependsOn, ...)
@@ -215,6 +215,9 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
         self._region = region
         self.resources: list[MockedResource] = []
         self.calls: list[MockedCall] = []
+        # what run_mocked's program returned, and its stack outputs (unknown ones None)
+        self.result: Any = None
+        self.outputs: dict[str, Any] = {}
 
     @property
     def region(self) -> str:
@@ -413,7 +416,7 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
             return rid, out
         if typ == "eks:index:Cluster":
             cname = inputs.get("name") or f"{name}-eks"
-            issuer = f"https://oidc.eks.{region}.amazonaws.com/id/MOCKED{_h(name) % 10**8}"
+            issuer = f"oidc.eks.{region}.amazonaws.com/id/MOCKED{_h(name) % 10**8}"
             kubeconfig = {
                 "apiVersion": "v1",
                 "kind": "Config",
@@ -430,19 +433,10 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
                 "current-context": cname,
                 "users": [{"name": cname, "user": {"token": "mock"}}],
             }
-            out.update(
-                {
-                    "kubeconfig": kubeconfig,
-                    "kubeconfigJson": json.dumps(kubeconfig),
-                    "clusterSecurityGroupId": f"sg-cluster{_h(name) % 10**6:06x}",
-                    "nodeSecurityGroupId": f"sg-node{_h(name) % 10**6:06x}",
-                    "oidcProviderArn": (
-                        f"arn:aws:iam::{acct}:oidc-provider/{issuer.removeprefix('https://')}"
-                    ),
-                    "oidcProviderUrl": issuer,
-                    "oidcIssuer": issuer.removeprefix("https://"),
-                }
-            )
+            # the outputs trainforge/platform/cluster.py reads
+            out["kubeconfigJson"] = json.dumps(kubeconfig)
+            out["nodeSecurityGroupId"] = f"sg-node{_h(name) % 10**6:06x}"
+            out["oidcProviderArn"] = f"arn:aws:iam::{acct}:oidc-provider/{issuer}"
             return f"{cname}-id", out
         if pkg == "kubernetes":
             meta = dict(inputs.get("metadata") or {})
@@ -482,25 +476,6 @@ def resource_options(request: Any) -> dict[str, Any]:
             if key == "dependencies":
                 opts[key].sort()
     return opts
-
-
-@dataclass
-class MockRun:
-    """What a program declared under mocks: the resources, the stack outputs, the mocks."""
-
-    mocks: TrainforgeMocks
-    outputs: dict[str, Any] = field(default_factory=dict)
-    result: Any = None
-
-    @property
-    def resources(self) -> list[MockedResource]:
-        return self.mocks.resources
-
-    def of_type(self, typ: str) -> list[MockedResource]:
-        return self.mocks.of_type(typ)
-
-    def find(self, typ: str, name: str) -> MockedResource:
-        return self.mocks.find(typ, name)
 
 
 def read_stack_file(path: str | os.PathLike, project: str = "trainforge") -> dict[str, str]:
@@ -587,13 +562,13 @@ def run_mocked(
     stack: str = "test",
     preview: bool = False,
     mocks: TrainforgeMocks | None = None,
-) -> MockRun:
+) -> TrainforgeMocks:
     """Run a program function (or the path of a `__main__.py`) under mocks and wait for it.
 
     `config` may use bare keys (`cluster`) or namespaced ones (`trainforge:cluster`,
-    `aws:region`); structured values are passed as JSON as the engine does. Returns the
-    recorded resources and resolved stack outputs (unknown ones as None). Exceptions raised by
-    the program (e.g. a config error) propagate.
+    `aws:region`); structured values are passed as JSON as the engine does. Returns the mocks:
+    the recorded resources, the resolved stack outputs (unknown ones as None) and the program's
+    return value (`result`). Exceptions raised by the program (e.g. a config error) propagate.
     """
     from pulumi.runtime.mocks import MockMonitor  # noqa: PLC0415
     from pulumi.runtime.sync_await import _sync_await  # noqa: PLC0415
@@ -628,10 +603,9 @@ def run_mocked(
 
     main = None if callable(program) else pathlib.Path(program).resolve()
     fn = program if main is None else program_file(main, main.parent)
-    holder: dict[str, Any] = {}
 
     def wrapped():
-        holder["result"] = fn()
+        mocks.result = fn()
 
     _, outputs = run_in_process(
         wrapped,
@@ -642,8 +616,8 @@ def run_mocked(
         preview=preview,
         config=engine_config,
     )
-    resolved = {key: _sync_await(_resolve(value)) for key, value in outputs.items()}
-    return MockRun(mocks=mocks, outputs=resolved, result=holder.get("result"))
+    mocks.outputs = {key: _sync_await(_resolve(value)) for key, value in outputs.items()}
+    return mocks
 
 
 async def _resolve(value: Any) -> Any:

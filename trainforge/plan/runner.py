@@ -252,8 +252,6 @@ def tree_order(resources: list[Recorded]) -> list[Recorded]:
             walk(r.urn)
 
     walk(None)
-    for rest in children.values():  # unreachable from a root (not in a real program): kept
-        out += rest
     return out
 
 
