@@ -90,13 +90,6 @@ def _region_offerings(region: str) -> frozenset[str] | None:
     return None if rows is None else frozenset(row["InstanceType"] for row in rows)
 
 
-# What the mocks answer for a capacity reservation id they were not given: an On-Demand
-# Capacity Reservation in the region's first zone, in no placement group. Tests and callers
-# stub others (`capacity_reservations=`): a reservation in a given AZ, a Capacity Block.
-def default_reservation(zone: str) -> dict[str, Any]:
-    return {"availabilityZone": zone, "placementGroupArn": "", "reservationType": "default"}
-
-
 def instance_type_result(name: str) -> dict[str, Any]:
     """The `aws:ec2/getInstanceType:getInstanceType` result (wire names) for one type: the
     fields trainforge.platform.instance_types reads."""
@@ -327,40 +320,30 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
     # -- resources -------------------------------------------------------------------------------
     def new_resource(self, args: pulumi.runtime.MockResourceArgs):
         inputs = dict(args.inputs)
+        custom, provider = args.custom, args.provider or None
         if args.typ == "pulumi:pulumi:StackReference":
-            stack = args.resource_id or inputs.get("name") or args.name
-            empty = {"name": stack, "outputs": {}, "secretOutputNames": []}
-            outputs = dict(self.references.get(stack) or empty)
-            self.resources.append(
-                MockedResource(args.typ, args.name, inputs, stack, outputs, custom=True)
-            )
-            return stack, outputs
-        if args.resource_id and args.typ == "aws:ec2/capacityReservation:CapacityReservation":
-            # a read of an existing reservation (it happens at preview too)
+            rid = args.resource_id or inputs.get("name") or args.name
+            empty = {"name": rid, "outputs": {}, "secretOutputNames": []}
+            outputs = dict(self.references.get(rid) or empty)
+            custom, provider = True, None
+        elif args.resource_id and args.typ == "aws:ec2/capacityReservation:CapacityReservation":
+            # a read of an existing reservation (it happens at preview too); one not stubbed
+            # (`capacity_reservations=`): an On-Demand Capacity Reservation in the region's
+            # first zone, in no placement group
             rid = args.resource_id
-            state = self.capacity_reservations.get(rid) or default_reservation(
-                self.availability_zones[0]
-            )
+            state = self.capacity_reservations.get(rid) or {
+                "availabilityZone": self.availability_zones[0],
+                "placementGroupArn": "",
+                "reservationType": "default",
+            }
             outputs = {"id": rid, **state}
-            self.resources.append(
-                MockedResource(args.typ, args.name, inputs, rid, outputs, custom=True)
-            )
-            return rid, outputs
-        if self.preview:
-            rid: str | None = None
-            outputs = dict(inputs)
+            custom, provider = True, None
+        elif self.preview:
+            rid, outputs = None, dict(inputs)
         else:
             rid, outputs = self._outputs(args.typ, args.name, inputs)
         self.resources.append(
-            MockedResource(
-                type=args.typ,
-                name=args.name,
-                inputs=inputs,
-                id=rid,
-                outputs=outputs,
-                provider=args.provider or None,
-                custom=args.custom,
-            )
+            MockedResource(args.typ, args.name, inputs, rid, outputs, provider, custom)
         )
         return rid, outputs
 
