@@ -238,14 +238,9 @@ def dump_yaml(doc: Any) -> str:
 def pod_template_jobs(
     obj: K8sObject, runtimes: dict[str, Any] | None = None
 ) -> list[tuple[str, dict[str, Any]]]:
-    """Each PyTorchJob replica's pod template, or the pod Kubeflow Trainer builds for a
-    TrainJob from its runtime in `runtimes` (`trainjob.runtimes_in`: the plan's), wrapped as
-    a batch/v1 Job.
-
-    checkov (and other scanners) skip custom resources; the wrapped Job carries the exact pod
-    template so that the pod-level checks run on what the controller will create. The
-    templates are the one walker's (`trainforge.jobs.backends.pod_templates`).
-    """
+    """Each pod template of a job backend's workload (`trainforge.jobs.backends.pod_templates`,
+    a TrainJob's from its runtime in `runtimes`) wrapped as a batch/v1 Job, for scanners that
+    skip custom resources (docs/pr-review.md, "The offline plan", 2)."""
     from trainforge.core.pods import KUBERNETES  # noqa: PLC0415 - plain data, no Pulumi
     from trainforge.jobs.backends import job_shape, pod_templates  # noqa: PLC0415
 

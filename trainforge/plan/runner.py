@@ -232,14 +232,9 @@ def _make_monitor(mocks: Any, sink: list[Recorded], echo: bool = False):
 
 
 def tree_order(resources: list[Recorded]) -> list[Recorded]:
-    """The resources in the one order every listing of the plan shows them (the printed tree,
-    the report, --json, --out's inventory.json and object list): each resource after its
-    parent, siblings by type then name (their URN order).
-
-    Why: the mocked engine registers resources concurrently, so registration order varies
-    between two runs of the same program and two plans of one commit would differ. The tree
-    is how `pulumi preview` shows a stack and how the program's components nest; type then
-    name puts like resources together (the subnets, the roles) under their component."""
+    """Each resource after its parent, siblings by type then name (their URN order): the one
+    order of every listing of the plan, not the order the mocked engine happened to register
+    them in, which varies between runs (docs/pr-review.md, "The offline plan", 1)."""
     urns = {r.urn for r in resources}
     children: dict[str | None, list[Recorded]] = {}
     for r in sorted(resources, key=lambda r: (r.type, r.name, r.urn)):
