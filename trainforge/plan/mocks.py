@@ -54,6 +54,7 @@ class UnknownInstanceType(LookupError):
     """The instance type is not in the EC2 catalog."""
 
 
+@functools.cache
 def _moto_json(*parts: str) -> Any:
     """One of moto's bundled EC2 tables (`ec2/resources/...`), None when moto has none."""
     import moto  # noqa: PLC0415 - heavy, only needed when a lookup happens
@@ -63,11 +64,6 @@ def _moto_json(*parts: str) -> Any:
         return None
     with gzip.open(path) as f:
         return json.load(f)
-
-
-@functools.cache
-def _catalog() -> dict[str, dict[str, Any]]:
-    return _moto_json("instance_types.json.gz")
 
 
 @functools.cache
@@ -93,7 +89,7 @@ def _region_offerings(region: str) -> frozenset[str] | None:
 def instance_type_result(name: str) -> dict[str, Any]:
     """The `aws:ec2/getInstanceType:getInstanceType` result (wire names) for one type: the
     fields trainforge.platform.instance_types reads."""
-    raw = _catalog().get(name)
+    raw = _moto_json("instance_types.json.gz").get(name)
     if raw is None:
         raise UnknownInstanceType(name)
     net = raw.get("NetworkInfo", {})
