@@ -143,7 +143,7 @@ class MockedCall:
     args: dict[str, Any]
 
 
-# what a fleet worker's plan names apart from its manager's (MockedPlatform.stack_tag)
+# what a fleet worker's plan names apart from its manager's (TrainforgeMocks.stack_tag)
 _PER_STACK = ("aws:s3/bucket:", "aws:s3/bucketV2:", "aws:kms/key:")
 
 
