@@ -20,7 +20,7 @@ import pytest
 
 from trainforge import schema
 from trainforge.plan.core import known_rule_ids
-from trainforge.plan.mocks import make_mocks
+from trainforge.plan.mocks import TrainforgeMocks
 from trainforge.platform.stack_check import check_stack
 from trainforge.stack.base import StackError
 from trainforge.stack.file import read_stack
@@ -137,7 +137,7 @@ def mocks():
     from pulumi.runtime.config import set_all_config
 
     set_all_config({"aws:region": base()[1]}, [])
-    pulumi.runtime.set_mocks(make_mocks(preview=True))
+    pulumi.runtime.set_mocks(TrainforgeMocks(preview=True))
 
 
 def test_the_reference_covers_every_section():

@@ -53,7 +53,11 @@ def run(stack: str, stack_outputs: dict[str, dict[str, Any]], monkeypatch) -> An
     )
     config = read_stack_file(ROOT / f"Pulumi.{stack}.yaml")
     region = json.loads(config["aws:region"]) if config["aws:region"].startswith('"') else None
-    mocks = TokenMocks(region=region or config["aws:region"], stack_outputs=stack_outputs)
+    references = {
+        s: {"name": s, "outputs": out, "secretOutputNames": sorted(out)}
+        for s, out in stack_outputs.items()
+    }
+    mocks = TokenMocks(region=region or config["aws:region"], references=references)
     result = run_mocked(ROOT / "__main__.py", config, stack=stack, mocks=mocks)
     result.warnings = warnings
     return result
@@ -308,11 +312,11 @@ def test_the_worker_exports_a_token_kubeconfig_without_exec(worker):
 
 
 def test_the_worker_endpoint_admits_the_manager_egress(worker, mp):
-    [eks] = worker.mocks.of_type("eks:index:Cluster")
+    [eks] = worker.of_type("eks:index:Cluster")
     assert eks.inputs["endpointPublicAccess"] is True
     assert set(MANAGER_EGRESS) <= set(eks.inputs["publicAccessCidrs"])
     before = run("fleet-use1", {}, mp)  # the manager not `up`'d yet
-    [eks] = before.mocks.of_type("eks:index:Cluster")
+    [eks] = before.of_type("eks:index:Cluster")
     assert not set(MANAGER_EGRESS) & set(eks.inputs["publicAccessCidrs"])
     assert (
         "trainforge:fleet.manager: stack 'fleet' exports no fleetEgressCidrs yet: this worker's "
@@ -323,7 +327,7 @@ def test_the_worker_endpoint_admits_the_manager_egress(worker, mp):
 
 def test_the_fleet_component_is_a_child_of_the_platform(worker, manager):
     for result in (worker, manager):
-        [component] = result.mocks.of_type("trainforge:index:Fleet")
+        [component] = result.of_type("trainforge:index:Fleet")
         by_urn = {r.urn: r for r in result.resources if r.urn}
         assert by_urn[component.parent].type == "trainforge:index:TrainingPlatform"
         children = [r for r in result.resources if r.parent == component.urn]
@@ -334,8 +338,8 @@ def test_a_single_cluster_stack_declares_nothing_of_the_fleet(mp):
     """dev (no trainforge:fleet): no Fleet, no StackReference, no admission check on its
     queues, no managedBy on its jobs, no fleet outputs."""
     dev = run("dev", {}, mp)
-    assert dev.mocks.of_type("trainforge:index:Fleet") == []
-    assert dev.mocks.of_type("pulumi:pulumi:StackReference") == []
+    assert dev.of_type("trainforge:index:Fleet") == []
+    assert dev.of_type("pulumi:pulumi:StackReference") == []
     assert docs(dev, "AdmissionCheck") == []
     assert all("admissionChecksStrategy" not in cq["spec"] for cq in docs(dev, "ClusterQueue"))
     jobs = docs(dev, "PyTorchJob")
@@ -350,7 +354,7 @@ def test_the_manager_kueue_integrates_every_backend_and_keeps_multikueue_on(mana
 
     from trainforge.platform.kueue import FRAMEWORKS
 
-    [release] = [r for r in manager.mocks.of_type("kubernetes:helm.sh/v3:Release")
+    [release] = [r for r in manager.of_type("kubernetes:helm.sh/v3:Release")
                  if r.inputs.get("name") == "kueue"]  # fmt: skip
     values = unsecret(release.inputs["values"])
     config = yaml.safe_load(values["managerConfig"]["controllerManagerConfigYaml"])

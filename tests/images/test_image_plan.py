@@ -284,9 +284,9 @@ def _prod_config() -> dict:
     ],
 )
 def test_declared_facts_refuse_a_job_missing_a_piece(job, key, piece):
-    from trainforge.plan.mocks import make_mocks
+    from trainforge.plan.mocks import TrainforgeMocks
 
-    pulumi.runtime.set_mocks(make_mocks(preview=True))
+    pulumi.runtime.set_mocks(TrainforgeMocks(preview=True))
     spec = {"name": "own", "team": "vision", "pool": "gpu-workloads", "workers": 1, **job}
     platform = contract_from_config(parse_config(_prod_config()))
     with pytest.raises(JobConfigError) as err:

@@ -70,12 +70,12 @@ def test_declared_no_mlflow_refuses_only_own_code_that_uses_it(monkeypatch):
 
     from trainforge.core.errors import JobConfigError
     from trainforge.jobs.declare import check_jobs
-    from trainforge.plan.mocks import make_mocks
+    from trainforge.plan.mocks import TrainforgeMocks
     from trainforge.platform.config import parse_config
     from trainforge.platform.published import contract_from_config
 
     monkeypatch.chdir(ROOT)  # scripts are relative to the project directory
-    pulumi.runtime.set_mocks(make_mocks(preview=True))
+    pulumi.runtime.set_mocks(TrainforgeMocks(preview=True))
     raw = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())["config"]
     config = {
         k.removeprefix("trainforge:"): v for k, v in raw.items() if k.startswith("trainforge:")

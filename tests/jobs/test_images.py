@@ -129,11 +129,11 @@ def test_cpu_pool_needs_no_driver():
 def test_published_pool_facts_carry_gpus_ami_and_driver():
     import pulumi
 
-    from trainforge.plan.mocks import make_mocks
+    from trainforge.plan.mocks import TrainforgeMocks
     from trainforge.platform.config import parse_config
     from trainforge.platform.published import pool_facts
 
-    pulumi.runtime.set_mocks(make_mocks(preview=True))
+    pulumi.runtime.set_mocks(TrainforgeMocks(preview=True))
     cfg = parse_config(
         {
             "cluster": "tf",

@@ -4,7 +4,7 @@ import pulumi
 import pulumi_aws as aws
 import pytest
 
-from trainforge.plan.mocks import make_mocks, run_mocked
+from trainforge.plan.mocks import TrainforgeMocks, run_mocked
 from trainforge.stack.file import engine_config
 
 
@@ -26,14 +26,14 @@ def test_run_records_resources_and_outputs():
     key = run.find("aws:kms/key:Key", "k")
     assert key.inputs == {"enableKeyRotation": True}
     assert key.urn.endswith("::k") and key.parent
-    assert [c.token for c in run.mocks.calls] == ["aws:ec2/getInstanceType:getInstanceType"]
+    assert [c.token for c in run.calls] == ["aws:ec2/getInstanceType:getInstanceType"]
 
 
 def test_preview_leaves_cloud_values_unknown():
     run = run_mocked(program, {"cluster": "c1"}, preview=True)
     assert run.outputs["arn"] is None
     assert run.find("aws:kms/key:Key", "k").id is None
-    assert make_mocks(preview=True).preview
+    assert TrainforgeMocks(preview=True).preview
 
 
 def test_unknown_instance_type_fails_the_invoke():

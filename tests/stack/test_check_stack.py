@@ -14,7 +14,7 @@ import pulumi
 import pytest
 
 from trainforge.plan.core import known_rule_ids
-from trainforge.plan.mocks import TrainforgeMocks, make_mocks, run_mocked
+from trainforge.plan.mocks import TrainforgeMocks, run_mocked
 from trainforge.platform.stack_check import check_stack
 from trainforge.stack.file import read_stack
 from trainforge.stack.jobs import JobKeys
@@ -49,7 +49,7 @@ def five_typos() -> dict:
 
 @pytest.fixture(autouse=True)
 def mocks():
-    pulumi.runtime.set_mocks(make_mocks(preview=True))
+    pulumi.runtime.set_mocks(TrainforgeMocks(preview=True))
 
 
 def line_for(errors: list[str], path: str) -> str:

@@ -13,7 +13,7 @@ import pathlib
 import pulumi
 import pytest
 
-from trainforge.plan.mocks import make_mocks
+from trainforge.plan.mocks import TrainforgeMocks
 from trainforge.platform.stack_check import check_stack
 from trainforge.stack.file import read_stack
 
@@ -22,7 +22,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 @pytest.fixture(autouse=True)
 def mocks():
-    pulumi.runtime.set_mocks(make_mocks(preview=True))
+    pulumi.runtime.set_mocks(TrainforgeMocks(preview=True))
 
 
 def dev() -> dict:

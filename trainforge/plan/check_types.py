@@ -79,15 +79,8 @@ class Finding:
         return cls(res.urn, rule, message, fix, urn=res.urn, names=frozenset({res.name, *names}))
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "resource": self.resource,
-            "urn": self.urn,
-            "rule": self.rule,
-            "message": self.message,
-            "fix": self.fix,
-            "waived": self.waived,
-            "image": self.image,
-        }
+        keys = ("resource", "urn", "rule", "message", "fix", "waived", "image")
+        return {k: getattr(self, k) for k in keys}
 
 
 @dataclass

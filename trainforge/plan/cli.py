@@ -331,7 +331,3 @@ def main(argv: list[str] | None = None) -> int:
     elif md is not None:
         print("\n" + md)
     return EXIT_CLEAN if result.clean and not data_lost else EXIT_VIOLATIONS
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -21,6 +21,7 @@ from trainforge.plan.checks import validate as V
 from trainforge.plan.manifests import K8sObject, helm_like, k8s_objects
 from trainforge.plan.runner import Inventory, run_program, run_project, standin_mocks
 from trainforge.plan.waivers import CONFIG_KEY, Waiver, WaiverError, find_waiver, parse_waivers
+from trainforge.platform.stack_check import JOBS_KEY
 
 
 @dataclass
@@ -155,9 +156,6 @@ def waivers_from(inv: Inventory) -> list[Waiver]:
     return parse_waivers(inv.config.get(CONFIG_KEY), known_rule_ids())
 
 
-JOBS_KEY = "trainforge:jobs"
-
-
 def standin_pass(
     root: pathlib.Path,
     stack: str,
@@ -165,12 +163,9 @@ def standin_pass(
     program: str | None = None,
     references: dict[str, dict] | None = None,
 ) -> Callable[[], Inventory]:
-    """The stand-in run of the project (the program again, with mocks that invent ids and
-    ARNs), run at most once and only when asked: for the plan checks that need rendered
-    documents (the IAM rehearsal) and for re-judging the rules. Jobs from config declare only
-    Kubernetes objects, which this pass skips: they are left out so that its cost does not
-    grow with the number of jobs. `references`: a fleet manager's StackReference answers
-    (trainforge.plan.fleet), as in the preview."""
+    """The stand-in run of the project, run at most once and only when a check asks
+    (docs/pr-review.md, "Stand-in pass": invented ids and ARNs, the config's jobs left out).
+    `references`: a fleet manager's StackReference answers (trainforge.plan.fleet)."""
     return functools.cache(
         lambda: run_project(
             root,
@@ -248,7 +243,7 @@ def undeclared_stack_jobs(inv: Any, program: str | None) -> list[str]:
     jobs from the plan without a word, and `pulumi up` with it would not create them."""
     from trainforge.stack.file import decode_value  # noqa: PLC0415
 
-    listed = decode_value((getattr(inv, "config", None) or {}).get("trainforge:jobs"))
+    listed = decode_value((getattr(inv, "config", None) or {}).get(JOBS_KEY))
     if not isinstance(listed, list):
         return []
     jobs = getattr(inv.declared, "jobs", None) or []

@@ -20,6 +20,7 @@ from typing import Any
 
 import yaml
 
+from trainforge.plan.crds import crd
 from trainforge.plan.runner import SECRET, UNKNOWN, Inventory, ProjectError, Recorded
 
 MARKER = ".trainforge-plan"
@@ -29,6 +30,7 @@ DEFAULT_NAMESPACE = "default"
 
 # Components that expand into objects only inside the provider: inventory, not manifests.
 NOT_OBJECTS = re.compile(r"^kubernetes:(helm\.sh/v\d+|kustomize(/v\d+)?|yaml(/v\d+)?):")
+# Built-in kinds without a namespace (a custom resource's scope is its CRD's).
 CLUSTER_SCOPED = {
     "Namespace",
     "Node",
@@ -50,20 +52,15 @@ CLUSTER_SCOPED = {
     "APIService",
     "FlowSchema",
     "PriorityLevelConfiguration",
-    # custom resources we know to be cluster-scoped
-    "NodePool",
-    "NodeClaim",
-    "EC2NodeClass",
-    "ClusterQueue",
-    "ResourceFlavor",
-    "Topology",
-    "WorkloadPriorityClass",
-    "Cohort",
-    "ClusterTrainingRuntime",
-    "AdmissionCheck",
-    "MultiKueueCluster",
-    "MultiKueueConfig",
 }
+
+
+def cluster_scoped(api_version: str, kind: str) -> bool:
+    """A built-in kind of CLUSTER_SCOPED, or a custom resource its vendored CRD says is."""
+    if kind in CLUSTER_SCOPED:
+        return True
+    c = crd(api_version, kind)
+    return c is not None and c["spec"].get("scope") == "Cluster"
 
 
 # Fields whose schema demands an AWS id pattern (Karpenter's selector terms): an unknown id is
@@ -177,7 +174,7 @@ def to_object(rec: Recorded) -> K8sObject:
     autonamed = not meta.get("name")
     if autonamed:
         meta["name"] = _autoname(rec)
-    if doc["kind"] in CLUSTER_SCOPED:
+    if cluster_scoped(str(doc["apiVersion"]), str(doc["kind"])):
         meta.pop("namespace", None)
     elif not meta.get("namespace"):
         meta["namespace"] = DEFAULT_NAMESPACE
@@ -241,14 +238,9 @@ def dump_yaml(doc: Any) -> str:
 def pod_template_jobs(
     obj: K8sObject, runtimes: dict[str, Any] | None = None
 ) -> list[tuple[str, dict[str, Any]]]:
-    """Each PyTorchJob replica's pod template, or the pod Kubeflow Trainer builds for a
-    TrainJob from its runtime in `runtimes` (`trainjob.runtimes_in`: the plan's), wrapped as
-    a batch/v1 Job.
-
-    checkov (and other scanners) skip custom resources; the wrapped Job carries the exact pod
-    template so that the pod-level checks run on what the controller will create. The
-    templates are the one walker's (`trainforge.jobs.backends.pod_templates`).
-    """
+    """Each pod template of a job backend's workload (`trainforge.jobs.backends.pod_templates`,
+    a TrainJob's from its runtime in `runtimes`) wrapped as a batch/v1 Job, for scanners that
+    skip custom resources (docs/pr-review.md, "The offline plan", 2)."""
     from trainforge.core.pods import KUBERNETES  # noqa: PLC0415 - plain data, no Pulumi
     from trainforge.jobs.backends import job_shape, pod_templates  # noqa: PLC0415
 

@@ -54,6 +54,7 @@ class UnknownInstanceType(LookupError):
     """The instance type is not in the EC2 catalog."""
 
 
+@functools.cache
 def _moto_json(*parts: str) -> Any:
     """One of moto's bundled EC2 tables (`ec2/resources/...`), None when moto has none."""
     import moto  # noqa: PLC0415 - heavy, only needed when a lookup happens
@@ -63,11 +64,6 @@ def _moto_json(*parts: str) -> Any:
         return None
     with gzip.open(path) as f:
         return json.load(f)
-
-
-@functools.cache
-def _catalog() -> dict[str, dict[str, Any]]:
-    return _moto_json("instance_types.json.gz")
 
 
 @functools.cache
@@ -90,38 +86,21 @@ def _region_offerings(region: str) -> frozenset[str] | None:
     return None if rows is None else frozenset(row["InstanceType"] for row in rows)
 
 
-# What the mocks answer for a capacity reservation id they were not given: an On-Demand
-# Capacity Reservation in the region's first zone, in no placement group. Tests and callers
-# stub others (`capacity_reservations=`): a reservation in a given AZ, a Capacity Block.
-def default_reservation(zone: str) -> dict[str, Any]:
-    return {"availabilityZone": zone, "placementGroupArn": "", "reservationType": "default"}
-
-
 def instance_type_result(name: str) -> dict[str, Any]:
-    """The `aws:ec2/getInstanceType:getInstanceType` result (wire names) for one type."""
-    raw = _catalog().get(name)
+    """The `aws:ec2/getInstanceType:getInstanceType` result (wire names) for one type: the
+    fields trainforge.platform.instance_types reads."""
+    raw = _moto_json("instance_types.json.gz").get(name)
     if raw is None:
         raise UnknownInstanceType(name)
     net = raw.get("NetworkInfo", {})
-    gpus = [
-        {
-            "count": g.get("Count", 0),
-            "manufacturer": g.get("Manufacturer", ""),
-            "memorySize": g.get("MemoryInfo", {}).get("SizeInMiB", 0),
-            "name": g.get("Name", ""),
-        }
-        for g in raw.get("GpuInfo", {}).get("Gpus", [])
-    ]
-    vcpu = raw.get("VCpuInfo", {})
+    gpu = raw.get("GpuInfo", {})
     return {
-        "id": name,
-        "instanceType": name,
-        "defaultVcpus": vcpu.get("DefaultVCpus", 0),
-        "defaultCores": vcpu.get("DefaultCores", 0),
-        "defaultThreadsPerCore": vcpu.get("DefaultThreadsPerCore", 1),
+        "defaultVcpus": raw.get("VCpuInfo", {}).get("DefaultVCpus", 0),
         "memorySize": raw.get("MemoryInfo", {}).get("SizeInMiB", 0),
-        "gpuses": gpus,
-        "totalGpuMemory": raw.get("GpuInfo", {}).get("TotalGpuMemoryInMiB", 0),
+        "gpuses": [
+            {"count": g.get("Count", 0), "name": g.get("Name", "")} for g in gpu.get("Gpus", [])
+        ],
+        "totalGpuMemory": gpu.get("TotalGpuMemoryInMiB", 0),
         "instanceStorageSupported": bool(raw.get("InstanceStorageSupported", False)),
         "totalInstanceStorage": raw.get("InstanceStorageInfo", {}).get("TotalSizeInGB", 0),
         "efaSupported": bool(net.get("EfaSupported", False)),
@@ -132,26 +111,11 @@ def instance_type_result(name: str) -> dict[str, Any]:
             {
                 "index": c.get("NetworkCardIndex", 0),
                 "baselineBandwidth": c.get("BaselineBandwidthInGbps", 0.0),
-                "peakBandwidth": c.get("PeakBandwidthInGbps", 0.0),
-                "maximumInterfaces": c.get("MaximumNetworkInterfaces", 0),
-                "performance": c.get("NetworkPerformance", ""),
             }
             for c in net.get("NetworkCards", [])
         ],
-        "defaultNetworkCardIndex": net.get("DefaultNetworkCardIndex", 0),
-        "networkPerformance": net.get("NetworkPerformance", ""),
-        "enaSupport": net.get("EnaSupport", ""),
-        "ipv6Supported": bool(net.get("Ipv6Supported", False)),
         "maximumIpv4AddressesPerInterface": net.get("Ipv4AddressesPerInterface", 0),
         "supportedArchitectures": raw.get("ProcessorInfo", {}).get("SupportedArchitectures", []),
-        "supportedPlacementStrategies": raw.get("PlacementGroupInfo", {}).get(
-            "SupportedStrategies", []
-        ),
-        "supportedUsagesClasses": raw.get("SupportedUsageClasses", []),
-        "supportedRootDeviceTypes": raw.get("SupportedRootDeviceTypes", []),
-        "currentGeneration": bool(raw.get("CurrentGeneration", False)),
-        "bareMetal": bool(raw.get("BareMetal", False)),
-        "hypervisor": raw.get("Hypervisor", ""),
     }
 
 
@@ -166,7 +130,7 @@ class MockedResource:
     outputs: dict[str, Any]
     provider: str | None = None
     custom: bool | None = None
-    # filled in by MockRun from the monitor (parent URN, own URN) when available
+    # filled in by run_mocked from the monitor (parent URN, own URN) when available
     urn: str | None = None
     parent: str | None = None
     # resource options the engine saw (ignoreChanges, deleteBeforeReplace, dependsOn, ...)
@@ -179,7 +143,7 @@ class MockedCall:
     args: dict[str, Any]
 
 
-# what a fleet worker's plan names apart from its manager's (MockedPlatform.stack_tag)
+# what a fleet worker's plan names apart from its manager's (TrainforgeMocks.stack_tag)
 _PER_STACK = ("aws:s3/bucket:", "aws:s3/bucketV2:", "aws:kms/key:")
 
 
@@ -215,21 +179,17 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
         *,
         preview: bool = False,
         region: str | None = None,
-        account_id: str = DEFAULT_ACCOUNT,
-        availability_zones: list[str] | None = None,
         capacity_reservations: dict[str, dict[str, Any]] | None = None,
         offerings: dict[str, list[str]] | None = None,
         subnet_zones: dict[str, str] | None = None,
-        stack_outputs: dict[str, dict[str, Any]] | None = None,
+        references: dict[str, dict[str, Any]] | None = None,
     ) -> None:
         self.preview = preview
-        # stack name -> its outputs, what a `pulumi:pulumi:StackReference` to it reads (a fleet
-        # stack reads its workers' or its manager's); a stack not listed has exported nothing
+        # stack name -> what a `pulumi:pulumi:StackReference` to it reads (name, outputs,
+        # secretOutputNames): a fleet manager's workers as the plan planned them
+        # (trainforge.plan.fleet, runner.run_program); a stack not listed has exported nothing
         # yet (the fleet's bootstrap: it is skipped with a warning)
-        self.stack_outputs = dict(stack_outputs or {})
-        # stack name -> a reference's whole state (name, outputs, secretOutputNames): a fleet
-        # manager's workers as the plan planned them (trainforge.plan.fleet, runner.run_program)
-        self.references: dict[str, dict[str, Any]] = {}
+        self.references = dict(references or {})
         # a fleet worker planned beside its manager (trainforge.plan.fleet): its S3 buckets
         # and KMS keys get stand-in ids of its own stack, as AWS names each stack's apart
         # (a bucket_prefix gets a unique suffix), so the plan can tell them from the manager's
@@ -242,26 +202,21 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
         # existing subnet id -> its zone (default: a zone picked from the id)
         self.subnet_zones = dict(subnet_zones or {})
         self._region = region
-        self.account_id = account_id
-        self._zones = availability_zones
         self.resources: list[MockedResource] = []
         self.calls: list[MockedCall] = []
+        # what run_mocked's program returned, and its stack outputs (unknown ones None)
+        self.result: Any = None
+        self.outputs: dict[str, Any] = {}
 
     @property
     def region(self) -> str:
         """The region given, else the stack's `aws:region` (read when asked, so the offline
         plan's mocks answer getRegion as the stack's provider would), else the default."""
-        if self._region:
-            return self._region
-        try:
-            configured = pulumi.Config("aws").get("region")
-        except Exception:  # noqa: BLE001 - no engine settings outside a program run
-            configured = None
-        return configured or DEFAULT_REGION
+        return self._region or pulumi.Config("aws").get("region") or DEFAULT_REGION
 
     @property
     def availability_zones(self) -> list[str]:
-        return self._zones or [f"{self.region}{s}" for s in "abcd"]
+        return [f"{self.region}{s}" for s in "abcd"]
 
     # -- queries ----------------------------------------------------------------------------
     def of_type(self, typ: str) -> list[MockedResource]:
@@ -286,66 +241,23 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
             except UnknownInstanceType:
                 # what the AWS provider reports for a type the region does not offer
                 return {}, [("instanceType", f"no EC2 instance type {name!r} in {self.region}")]
+        # the fields the platform reads (trainforge/platform: network, cluster, karpenter, ...)
         if tok == "aws:index/getAvailabilityZones:getAvailabilityZones":
-            zones = self.availability_zones
-            return {
-                "id": self.region,
-                "names": list(zones),
-                "zoneIds": [f"usw2-az{i + 1}" for i in range(len(zones))],
-                "groupNames": [self.region] * len(zones),
-            }, []
+            return {"names": self.availability_zones}, []
         if tok == "aws:index/getCallerIdentity:getCallerIdentity":
-            return {
-                "id": self.account_id,
-                "accountId": self.account_id,
-                "arn": f"arn:aws:iam::{self.account_id}:user/trainforge-plan",
-                "userId": "AIDAMOCKEDUSER",
-            }, []
+            return {"accountId": DEFAULT_ACCOUNT}, []
         if tok == "aws:index/getRegion:getRegion":
-            return {
-                "id": self.region,
-                "name": self.region,
-                "region": self.region,
-                "endpoint": f"ec2.{self.region}.amazonaws.com",
-                "description": self.region,
-            }, []
+            return {"region": self.region}, []
         if tok == "aws:index/getPartition:getPartition":
-            return {
-                "id": "aws",
-                "partition": "aws",
-                "dnsSuffix": "amazonaws.com",
-                "reverseDnsPrefix": "com.amazonaws",
-            }, []
+            return {"partition": "aws"}, []
         if tok == "aws:ec2/getVpc:getVpc":
-            vpc_id = a.get("id") or "vpc-0mocked"
-            return {
-                "id": vpc_id,
-                "cidrBlock": "10.0.0.0/16",
-                "arn": _arn("ec2", self.region, self.account_id, f"vpc/{vpc_id}"),
-                "enableDnsHostnames": True,
-                "enableDnsSupport": True,
-                "state": "available",
-                "ownerId": self.account_id,
-            }, []
+            return {"cidrBlock": "10.0.0.0/16"}, []
         if tok == "aws:ec2/getManagedPrefixList:getManagedPrefixList":
-            name = a.get("name") or ""
             cidrs = S3_PREFIX_LIST_CIDRS.get(self.region, S3_PREFIX_LIST_CIDRS[DEFAULT_REGION])
-            return {
-                "id": f"pl-{_h(name) % 16**8:08x}",
-                "name": name,
-                "addressFamily": "IPv4",
-                "maxEntries": len(cidrs),
-                "entries": [{"cidr": c, "description": ""} for c in cidrs],
-                "ownerId": "AWS",
-            }, []
+            return {"entries": [{"cidr": c} for c in cidrs]}, []
         if tok == "aws:ec2/getRouteTable:getRouteTable":
             subnet = a.get("subnetId") or "subnet-0mocked"
-            return {
-                "id": f"rtb-{_h(subnet) % 16**8:08x}",
-                "routeTableId": f"rtb-{_h(subnet) % 16**8:08x}",
-                "subnetId": subnet,
-                "vpcId": a.get("vpcId") or "vpc-0mocked",
-            }, []
+            return {"routeTableId": f"rtb-{_h(subnet) % 16**8:08x}"}, []
         if tok == "aws:eks/getAddonVersion:getAddonVersion":
             # EKS's default build for the minor; offline, the newest build a public record shows
             from trainforge.platform.addons import pin  # noqa: PLC0415
@@ -355,13 +267,7 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
                 version = pin(name)
             except KeyError:
                 return {}, [("addonName", f"no EKS add-on {name!r}")]
-            return {
-                "id": name,
-                "addonName": name,
-                "kubernetesVersion": a.get("kubernetesVersion"),
-                "mostRecent": bool(a.get("mostRecent")),
-                "version": version,
-            }, []
+            return {"version": version}, []
         if tok == "aws:ec2/getInstanceTypeOfferings:getInstanceTypeOfferings":
             wanted = [
                 v
@@ -377,24 +283,14 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
                     if (bool(self.offerings[t]) if t in self.offerings else
                         offered is None or t in offered)
                 ]  # fmt: skip
-                return {
-                    "id": self.region,
-                    "instanceTypes": types,
-                    "locations": [self.region] * len(types),
-                    "locationTypes": ["region"] * len(types),
-                }, []
+                return {"instanceTypes": types}, []
             catalog = _offerings(self.region)
             types, zones = [], []
             for t in wanted:
                 for z in self.offerings.get(t, catalog.get(t, ())):
                     types.append(t)
                     zones.append(z)
-            return {
-                "id": self.region,
-                "instanceTypes": types,
-                "locations": zones,
-                "locationTypes": ["availability-zone"] * len(zones),
-            }, []
+            return {"instanceTypes": types, "locations": zones}, []
         if tok == "aws:ec2/getCapacityBlockReservation:getCapacityBlockReservation":
             rid = a.get("id") or ""
             # what the provider answers (pulumi-aws 7.51.1's data source reads any
@@ -409,66 +305,48 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
                         "(InvalidCapacityReservationId.NotFound)",
                     )
                 ]
-            block = found.get("reservationType") == "capacity-block"
-            cb_id = {"capacityBlockId": f"cb-{_h(rid) % 16**8:08x}"} if block else {}
-            return {"id": rid, **cb_id, **found}, []
+            return {"id": rid, **found}, []
         if tok == "aws:ec2/getSubnet:getSubnet":
             sid = a.get("id") or "subnet-0mocked"
             zones = self.availability_zones
             zone = self.subnet_zones.get(sid) or zones[_h(sid) % len(zones)]
-            return {"id": sid, "availabilityZone": zone, "vpcId": "vpc-0mocked"}, []
-        if tok == "aws:iam/getPolicyDocument:getPolicyDocument":
-            return {"id": "policy", "json": json.dumps({"Version": "2012-10-17"})}, []
+            return {"availabilityZone": zone}, []
         return {}, []
 
     # -- resources -------------------------------------------------------------------------------
     def new_resource(self, args: pulumi.runtime.MockResourceArgs):
         inputs = dict(args.inputs)
+        custom, provider = args.custom, args.provider or None
         if args.typ == "pulumi:pulumi:StackReference":
-            stack = args.resource_id or inputs.get("name") or args.name
-            exported = dict(self.stack_outputs.get(stack, {}))
-            outputs = dict(self.references.get(stack) or {}) or {
-                "name": stack,
-                "outputs": exported,
-                "secretOutputNames": sorted(exported),
-            }
-            self.resources.append(
-                MockedResource(args.typ, args.name, inputs, stack, outputs, custom=True)
-            )
-            return stack, outputs
-        if args.resource_id and args.typ == "aws:ec2/capacityReservation:CapacityReservation":
-            # a read of an existing reservation (it happens at preview too)
+            rid = args.resource_id or inputs.get("name") or args.name
+            empty = {"name": rid, "outputs": {}, "secretOutputNames": []}
+            outputs = dict(self.references.get(rid) or empty)
+            custom, provider = True, None
+        elif args.resource_id and args.typ == "aws:ec2/capacityReservation:CapacityReservation":
+            # a read of an existing reservation (it happens at preview too); one not stubbed
+            # (`capacity_reservations=`): an On-Demand Capacity Reservation in the region's
+            # first zone, in no placement group
             rid = args.resource_id
-            state = self.capacity_reservations.get(rid) or default_reservation(
-                self.availability_zones[0]
-            )
+            state = self.capacity_reservations.get(rid) or {
+                "availabilityZone": self.availability_zones[0],
+                "placementGroupArn": "",
+                "reservationType": "default",
+            }
             outputs = {"id": rid, **state}
-            self.resources.append(
-                MockedResource(args.typ, args.name, inputs, rid, outputs, custom=True)
-            )
-            return rid, outputs
-        if self.preview:
-            rid: str | None = None
-            outputs = dict(inputs)
+            custom, provider = True, None
+        elif self.preview:
+            rid, outputs = None, dict(inputs)
         else:
             rid, outputs = self._outputs(args.typ, args.name, inputs)
         self.resources.append(
-            MockedResource(
-                type=args.typ,
-                name=args.name,
-                inputs=inputs,
-                id=rid,
-                outputs=outputs,
-                provider=args.provider or None,
-                custom=args.custom,
-            )
+            MockedResource(args.typ, args.name, inputs, rid, outputs, provider, custom)
         )
         return rid, outputs
 
     def _outputs(self, typ: str, name: str, inputs: dict[str, Any]) -> tuple[str, dict]:
         """Plausible outputs: inputs echoed plus the ids/ARNs/names the cloud would assign."""
         out = dict(inputs)
-        region, acct = self.region, self.account_id
+        region, acct = self.region, DEFAULT_ACCOUNT
         if self.stack_tag and typ.startswith(_PER_STACK):
             name = f"{name}-{self.stack_tag}"
         rid = f"{name}-id"
@@ -492,9 +370,6 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
                 out.setdefault("uniqueId", f"AROA{_h(name) % 10**12:012d}")
             elif typ.startswith("aws:iam/policy:"):
                 out.setdefault("arn", f"arn:aws:iam::{acct}:policy/{physical}")
-            elif typ.startswith("aws:iam/instanceProfile:"):
-                out.setdefault("name", physical)
-                out.setdefault("arn", f"arn:aws:iam::{acct}:instance-profile/{physical}")
             elif typ.startswith("aws:sqs/queue:"):
                 out.setdefault("name", physical)
                 rid = f"https://sqs.{region}.amazonaws.com/{acct}/{out['name']}"
@@ -520,7 +395,7 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
             return rid, out
         if typ == "eks:index:Cluster":
             cname = inputs.get("name") or f"{name}-eks"
-            issuer = f"https://oidc.eks.{region}.amazonaws.com/id/MOCKED{_h(name) % 10**8}"
+            issuer = f"oidc.eks.{region}.amazonaws.com/id/MOCKED{_h(name) % 10**8}"
             kubeconfig = {
                 "apiVersion": "v1",
                 "kind": "Config",
@@ -537,19 +412,10 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
                 "current-context": cname,
                 "users": [{"name": cname, "user": {"token": "mock"}}],
             }
-            out.update(
-                {
-                    "kubeconfig": kubeconfig,
-                    "kubeconfigJson": json.dumps(kubeconfig),
-                    "clusterSecurityGroupId": f"sg-cluster{_h(name) % 10**6:06x}",
-                    "nodeSecurityGroupId": f"sg-node{_h(name) % 10**6:06x}",
-                    "oidcProviderArn": (
-                        f"arn:aws:iam::{acct}:oidc-provider/{issuer.removeprefix('https://')}"
-                    ),
-                    "oidcProviderUrl": issuer,
-                    "oidcIssuer": issuer.removeprefix("https://"),
-                }
-            )
+            # the outputs trainforge/platform/cluster.py reads
+            out["kubeconfigJson"] = json.dumps(kubeconfig)
+            out["nodeSecurityGroupId"] = f"sg-node{_h(name) % 10**6:06x}"
+            out["oidcProviderArn"] = f"arn:aws:iam::{acct}:oidc-provider/{issuer}"
             return f"{cname}-id", out
         if pkg == "kubernetes":
             meta = dict(inputs.get("metadata") or {})
@@ -584,32 +450,11 @@ def resource_options(request: Any) -> dict[str, Any]:
     ):
         value = getattr(request, key, None)
         if value:
+            # the SDK gathers dependencies in a set: sorted, their order means nothing
             opts[key] = value if isinstance(value, bool) else list(value)
+            if key == "dependencies":
+                opts[key].sort()
     return opts
-
-
-def make_mocks(preview: bool = False, **kwargs: Any) -> TrainforgeMocks:
-    """Factory used by the offline plan (`trainforge.plan.runner` looks it up)."""
-    return TrainforgeMocks(preview=preview, **kwargs)
-
-
-@dataclass
-class MockRun:
-    """What a program declared under mocks: the resources, the stack outputs, the mocks."""
-
-    mocks: TrainforgeMocks
-    outputs: dict[str, Any] = field(default_factory=dict)
-    result: Any = None
-
-    @property
-    def resources(self) -> list[MockedResource]:
-        return self.mocks.resources
-
-    def of_type(self, typ: str) -> list[MockedResource]:
-        return self.mocks.of_type(typ)
-
-    def find(self, typ: str, name: str) -> MockedResource:
-        return self.mocks.find(typ, name)
 
 
 def read_stack_file(path: str | os.PathLike, project: str = "trainforge") -> dict[str, str]:
@@ -696,13 +541,13 @@ def run_mocked(
     stack: str = "test",
     preview: bool = False,
     mocks: TrainforgeMocks | None = None,
-) -> MockRun:
+) -> TrainforgeMocks:
     """Run a program function (or the path of a `__main__.py`) under mocks and wait for it.
 
     `config` may use bare keys (`cluster`) or namespaced ones (`trainforge:cluster`,
-    `aws:region`); structured values are passed as JSON as the engine does. Returns the
-    recorded resources and resolved stack outputs (unknown ones as None). Exceptions raised by
-    the program (e.g. a config error) propagate.
+    `aws:region`); structured values are passed as JSON as the engine does. Returns the mocks:
+    the recorded resources, the resolved stack outputs (unknown ones as None) and the program's
+    return value (`result`). Exceptions raised by the program (e.g. a config error) propagate.
     """
     from pulumi.runtime.mocks import MockMonitor  # noqa: PLC0415
     from pulumi.runtime.sync_await import _sync_await  # noqa: PLC0415
@@ -737,10 +582,9 @@ def run_mocked(
 
     main = None if callable(program) else pathlib.Path(program).resolve()
     fn = program if main is None else program_file(main, main.parent)
-    holder: dict[str, Any] = {}
 
     def wrapped():
-        holder["result"] = fn()
+        mocks.result = fn()
 
     _, outputs = run_in_process(
         wrapped,
@@ -751,8 +595,8 @@ def run_mocked(
         preview=preview,
         config=engine_config,
     )
-    resolved = {key: _sync_await(_resolve(value)) for key, value in outputs.items()}
-    return MockRun(mocks=mocks, outputs=resolved, result=holder.get("result"))
+    mocks.outputs = {key: _sync_await(_resolve(value)) for key, value in outputs.items()}
+    return mocks
 
 
 async def _resolve(value: Any) -> Any:

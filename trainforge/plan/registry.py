@@ -1,9 +1,6 @@
-"""The plan's checks: every module of `trainforge/plan/checks/` that defines `check` and
-`RULES` (`{rule_id: fix}`, the ids its findings may carry, each id of one check), found there;
-`ORDER` only says where a check's report section prints (one it does not name runs after these,
-by module name). A module's `diff_check(ctx: review.DiffContext)` runs only under `plan --diff`.
-Adding a check is one module and its test (docs/architecture.md, "The offline plan").
-"""
+"""The plan's checks: every module of `trainforge/plan/checks/` with `check` and `RULES`
+(`{rule_id: fix}`, each id of one check); its `diff_check(ctx: review.DiffContext)`, if any,
+runs only under `plan --diff` (docs/architecture.md, "The offline plan")."""
 
 from __future__ import annotations
 
@@ -17,7 +14,7 @@ from typing import Any
 from trainforge.plan import checks as _package
 from trainforge.plan.check_types import CheckResult, PlanContext
 
-# Where each check's report section prints (the modules of trainforge/plan/checks/).
+# Where each check's report section prints (one not named here runs after these, by name).
 ORDER = (
     "validate",
     "rules",

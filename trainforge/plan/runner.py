@@ -78,16 +78,8 @@ class Recorded:
     revealed: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "urn": self.urn,
-            "type": self.type,
-            "name": self.name,
-            "parent": self.parent,
-            "custom": self.custom,
-            "options": self.options,
-            "inputs": self.inputs,
-            "dependencies": self.dependencies,
-        }
+        keys = ("urn", "type", "name", "parent", "custom", "options", "inputs", "dependencies")
+        return {k: getattr(self, k) for k in keys}
 
 
 @dataclass
@@ -117,13 +109,8 @@ class Inventory:
         return {r.urn: r for r in self.resources}
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "project": self.project,
-            "stack": self.stack,
-            "config": self.config,
-            "outputs": self.outputs,
-            "resources": [r.to_json() for r in self.resources],
-        }
+        out = {k: getattr(self, k) for k in ("project", "stack", "config", "outputs")}
+        return {**out, "resources": [r.to_json() for r in self.resources]}
 
 
 def plain(value: Any) -> Any:
@@ -229,7 +216,7 @@ def _make_monitor(mocks: Any, sink: list[Recorded], echo: bool = False):
                     parent=request.parent or None,
                     custom=bool(request.custom),
                     inputs=plain(inputs),
-                    options=_sorted_dependencies(resource_options(request)),
+                    options=resource_options(request),
                     dependencies={
                         k: sorted(v.urns)
                         for k, v in request.propertyDependencies.items()
@@ -244,23 +231,10 @@ def _make_monitor(mocks: Any, sink: list[Recorded], echo: bool = False):
     return RecordingMonitor(mocks)
 
 
-def _sorted_dependencies(options: dict[str, Any]) -> dict[str, Any]:
-    """`options` with its dependency URNs sorted: the SDK gathers them in a set, so their
-    order varies between runs and means nothing."""
-    if "dependencies" in options:
-        options["dependencies"] = sorted(options["dependencies"])
-    return options
-
-
 def tree_order(resources: list[Recorded]) -> list[Recorded]:
-    """The resources in the one order every listing of the plan shows them (the printed tree,
-    the report, --json, --out's inventory.json and object list): each resource after its
-    parent, siblings by type then name (their URN order).
-
-    Why: the mocked engine registers resources concurrently, so registration order varies
-    between two runs of the same program and two plans of one commit would differ. The tree
-    is how `pulumi preview` shows a stack and how the program's components nest; type then
-    name puts like resources together (the subnets, the roles) under their component."""
+    """Each resource after its parent, siblings by type then name (their URN order): the one
+    order of every listing of the plan, not the order the mocked engine happened to register
+    them in, which varies between runs (docs/pr-review.md, "The offline plan", 1)."""
     urns = {r.urn for r in resources}
     children: dict[str | None, list[Recorded]] = {}
     for r in sorted(resources, key=lambda r: (r.type, r.name, r.urn)):
@@ -273,8 +247,6 @@ def tree_order(resources: list[Recorded]) -> list[Recorded]:
             walk(r.urn)
 
     walk(None)
-    for rest in children.values():  # unreachable from a root (not in a real program): kept
-        out += rest
     return out
 
 
@@ -293,9 +265,9 @@ async def _output(value: Any, reveal: bool = False) -> Any:
 
 def standin_mocks() -> Any:
     """The platform's mocks in apply mode: plausible ids and ARNs (the stand-in run)."""
-    from trainforge.plan.mocks import make_mocks
+    from trainforge.plan.mocks import TrainforgeMocks
 
-    return make_mocks(preview=False)
+    return TrainforgeMocks(preview=False)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -380,10 +352,10 @@ def run_program(
     """
     from pulumi.runtime.sync_await import _sync_await
 
-    from trainforge.plan.mocks import make_mocks, run_in_process
+    from trainforge.plan.mocks import TrainforgeMocks, run_in_process
 
     echo = preview and mocks is None
-    mocks = make_mocks(preview=True) if mocks is None else mocks
+    mocks = TrainforgeMocks(preview=True) if mocks is None else mocks
     mocks.references = dict(references or {})
     sink: list[Recorded] = []
     # The stand-in run (not a preview) is the same program again, for the plan's IAM check:
