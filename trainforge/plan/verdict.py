@@ -11,17 +11,11 @@ from typing import Any
 from trainforge.plan.checks.cost_check import SECTION_TITLE as COST_TITLE
 from trainforge.plan.checks.queues import QUEUE_TITLE
 from trainforge.plan.cost import usd as _usd
+from trainforge.plan.diff import delta
 
 MAX_LINES = 40
 WIDTH = 100  # the verdict's lines wrap here (whole words), for a terminal or a CI log
 MAX_FINDINGS = 5  # shown with why/fix; the rest are counted and listed in the report
-
-
-def _delta(old: Any, new: Any) -> str:
-    if not isinstance(old, int | float) or not isinstance(new, int | float):
-        return ""
-    d = new - old
-    return " (no change)" if abs(d) < 0.005 else f" ({'+' if d > 0 else '-'}${abs(d):,.2f})"
 
 
 def section_data(result: Any, title: str) -> Any:
@@ -82,16 +76,19 @@ def cost_lines(result: Any, base_sections: dict[str, Any] | None) -> list[str]:
         return ["Cost: no cost report for this stack"]
     old = cost_totals((base_sections or {}).get(COST_TITLE)) if base_sections else None
     unknown = f" + unknown ({', '.join(new['fixedUnknown'])})" if new["fixedUnknown"] else ""
+
+    def change(key: str) -> str:  # against the base, in the diff's words (diff.delta)
+        return f" ({delta(old[key], new[key])})" if old else ""
+
     fixed = (
         f"Cost: platform {_usd(new['fixedPerHour'])}/h = {_usd(new['fixedPerMonth'])}/month"
-        f"{_delta(old['fixedPerMonth'], new['fixedPerMonth']) if old else ''}{unknown}"
+        f"{change('fixedPerMonth')}{unknown}"
     )
     if not new["jobs"]:
         return [fixed]
     priced = new["running"] - new["jobsUnknown"]
     rate = (
-        f"{_usd(new['jobsPerHour'])}/h while running"
-        f"{_delta(old['jobsPerHour'], new['jobsPerHour']) if old else ''}"
+        f"{_usd(new['jobsPerHour'])}/h while running{change('jobsPerHour')}"
         if priced or not new["running"]
         else "cost per hour unknown"
     )
@@ -102,9 +99,7 @@ def cost_lines(result: Any, base_sections: dict[str, Any] | None) -> list[str]:
             else (f" + unknown for {_unpriced(new['unpricedRates'])}")
         )
     if not new["unpricedRuns"]:
-        runs = f"run costs {_usd(new['runCosts'])} in all" + (
-            _delta(old["runCosts"], new["runCosts"]) if old else ""
-        )
+        runs = f"run costs {_usd(new['runCosts'])} in all{change('runCosts')}"
     elif len(new["unpricedRuns"]) < new["runsCounted"]:
         runs = (
             f"run costs {_usd(new['runCosts'])} for the priced jobs + unknown for "
