@@ -303,7 +303,7 @@ def test_issue_pr_against_the_base_branch_plan(tmp_path, head, capsys, project_c
     assert "cost: per run $106.76 → $949.91 (duration: estimate); $11.34 → $22.69/h on-demand" in md
     assert (
         "queue: admitted on gpu-workloads within its nominal quota → admitted on gpu-workloads, "
-        "borrowing 8 nvidia.com/gpu; reclaimable by team llm"
+        "borrowing 8 GPUs; reclaimable by team llm"
     ) in md
     assert "nominal quota gpu-workloads/nvidia.com/gpu: 16 → 8" in md
     assert "instance types: +g6e.12xlarge" in md and "capacity types: -spot (now on-demand)" in md

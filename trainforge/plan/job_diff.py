@@ -6,6 +6,7 @@ from each side's plan sections (the checks' own); a side without them shows the 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 from trainforge.plan import ckpt_compat as CC
@@ -86,21 +87,11 @@ def _queue_text(row: dict) -> str | None:
     borrowing = row.get("borrowing") or {}
     if not borrowing:
         return f"admitted on {row.get('flavor')} within its nominal quota"
-    lent = ", ".join(f"{_qty(v)} {r}" for r, v in sorted(borrowing.items()))
+    lent = ", ".join(queues.amount(r, Fraction(v)) for r, v in sorted(borrowing.items()))
     # the queue check's own answer (kueue Quotas.reclaimers), recorded in its row
     owners = sorted({f"team {name}" for name in row.get("reclaimers") or []})
     who = f"; reclaimable by {', '.join(owners)}" if owners else ""
     return f"admitted on {row.get('flavor')}, borrowing {lent}{who}"
-
-
-def _qty(v: Any) -> str:
-    text = str(v)
-    if "/" in text:
-        n, d = text.split("/", 1)
-        return f"{int(n) / int(d):.1f}"
-    if text.isdigit() and int(text) >= 2**30:
-        return f"{int(text) / 2**30:.1f}Gi"
-    return text
 
 
 def job_change(
