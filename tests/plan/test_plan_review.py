@@ -79,7 +79,7 @@ def with_flag(args: list[str], flag: str, value: str) -> list[str]:
 
 
 def state(args, world=8, **kw) -> CC.JobState:
-    return CC.JobState("ns/PyTorchJob/j", args, world, flag_dir(args), **kw)
+    return CC.JobState(args, world, flag_dir(args), **kw)
 
 
 def flag_dir(args) -> str | None:
@@ -365,7 +365,10 @@ def test_issue_pr_against_the_deployed_stack_export(tmp_path, head, capsys):
     assert "memory per GPU (estimate): 21.7 GiB (97% of 22.4 GiB A10G)" in md
     # secrets in the state compare as the plan's [secret], not as changes
     base = load_side(EXPORT)
-    assert base.deployed and "vision/PyTorchJob/gpt-350m-fsdp" in base.objects
+    assert (
+        base.label.startswith("deployed state")
+        and "vision/PyTorchJob/gpt-350m-fsdp" in base.objects
+    )
     assert "ciphertext" not in json.dumps(base.objects)
 
 

@@ -32,7 +32,6 @@ class Side:
     resources: dict[str, dict]  # full URN -> inputs (cloud resources, not kubernetes:*)
     sections: dict[str, Any] | None = None  # plan check title -> data (plan folders only)
     ops: dict[str, str] = field(default_factory=dict)  # URN -> preview op (preview only)
-    deployed: bool = False
 
 
 def _unsecret(value: Any) -> Any:
@@ -58,7 +57,7 @@ def _from_states(states: list[dict[str, Any]], label: str) -> Side:
                 objects[key] = inputs
             continue
         resources[r.get("urn", "")] = inputs
-    return Side(label, objects, resources, deployed=True)
+    return Side(label, objects, resources)
 
 
 def _read_json(path: pathlib.Path) -> Any:

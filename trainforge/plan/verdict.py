@@ -6,12 +6,15 @@ What it holds and why, and its markdown twin at the head of the PR comment: docs
 
 from __future__ import annotations
 
+import textwrap
+from fractions import Fraction
 from typing import Any
 
 from trainforge.plan.checks.cost_check import SECTION_TITLE as COST_TITLE
-from trainforge.plan.checks.queues import QUEUE_TITLE
+from trainforge.plan.checks.queues import QUEUE_TITLE, amount, hours
 from trainforge.plan.cost import usd as _usd
 from trainforge.plan.diff import delta
+from trainforge.plan.waivers import stale_note
 
 MAX_LINES = 40
 WIDTH = 100  # the verdict's lines wrap here (whole words), for a terminal or a CI log
@@ -126,8 +129,6 @@ def cost_lines(result: Any, base_sections: dict[str, Any] | None) -> list[str]:
 def not_admitted(result: Any) -> list[str]:
     """Each job that does not start at once, in the queue section's words: why, and for a
     waiting job its expected start (the same figure as the report's "Queue admission")."""
-    from trainforge.plan.checks.queues import hours
-
     rows = section_data(result, QUEUE_TITLE) or []
     out = []
     for r in rows:
@@ -151,10 +152,6 @@ def not_admitted(result: Any) -> list[str]:
 def borrowing(result: Any) -> list[str]:
     """Each job that runs at once only by borrowing from its cohort: what it borrows, where,
     and who may reclaim it (the queue section's rows; trainforge.plan.checks.queues)."""
-    from fractions import Fraction
-
-    from trainforge.plan.checks.queues import amount
-
     out = []
     for r in section_data(result, QUEUE_TITLE) or []:
         if not isinstance(r, dict) or r.get("state") != "runs" or not r.get("borrowing"):
@@ -179,16 +176,16 @@ def breaking(review: Any) -> list[str]:
     if review is None:
         return []
     out = []
-    for ident, ch in review.ctx.jobs.items():
+    for ident, ch in review.jobs.items():
         if ch.what == "replaced":
             verdict = ch.compat.short() if ch.compat else "resume not checked"
             out.append(f"{ident}: replaced (running pods stop); {verdict}")
         elif ch.what == "removed":
             out.append(f"{ident}: removed (running pods stop)")
-    others = [k for k in review.ctx.replaced if k not in review.ctx.jobs]
+    others = [k for k in review.replaced if k not in review.jobs]
     if others:
         out.append(f"{len(others)} other objects replaced: {', '.join(sorted(others)[:3])}")
-    n_removed = len(review.ctx.objects.removed) + len(review.ctx.resources.removed)
+    n_removed = len(review.objects.removed) + len(review.resources.removed)
     if n_removed:
         out.append(f"{n_removed} objects/resources removed (see the report)")
     return out
@@ -198,8 +195,6 @@ def _wrap(text: str, first: str, rest: str | None = None, width: int = WIDTH) ->
     """`text` after `first` as whole lines of at most `width` characters, continued under
     `rest` (default: spaces as wide as `first`). Words are never split (a fix cut mid-word
     lost the part to act on): a path or URL longer than a line stays whole on its own line."""
-    import textwrap  # noqa: PLC0415 - only the verdict wraps
-
     return textwrap.wrap(
         " ".join(text.split()),
         width=width,
@@ -231,7 +226,7 @@ def verdict_lines(
     admit = not_admitted(result)
     brk = breaking(review)
     status = "CLEAN" if not failing else f"{len(failing)} finding(s) need a fix or a decision"
-    base = f" vs {review.ctx.base.label}" if review is not None else ""
+    base = f" vs {review.base.label}" if review is not None else ""
     lines = [f"trainforge plan --stack {stack}{base}: {status}"]
     if failing:
         lines.append(f"Violations ({len(failing)}):")
@@ -250,7 +245,7 @@ def verdict_lines(
     if warns:
         lines.append(f"Warnings ({len(warns)}):")
         lines += [line for w in warns[:3] for line in _wrap(w, "  ", "    ")]
-    lines += cost_lines(result, review.ctx.base.sections if review is not None else None)
+    lines += cost_lines(result, review.base.sections if review is not None else None)
     lines.append(
         "Jobs not admitted (all declared jobs submitted at once): "
         + ("none" if not admit else f"{len(admit)}")
@@ -267,8 +262,6 @@ def verdict_lines(
             f"[{w.rule}] {w.resource}{f' ({w.image})' if w.image else ''}: {w.waived}"
             for w in waived[:3]
         ))  # fmt: skip
-    from trainforge.plan.waivers import stale_note  # noqa: PLC0415 - light, plan-only
-
     for w in result.unused_waivers[:2]:
         lines.append(f"Note: {stale_note(w)}")
     v = result.validation
@@ -303,10 +296,7 @@ def verdict_markdown(result: Any, review: Any = None, stack: str = "") -> list[s
         lines += ["", "**Breaking changes**", ""] + [f"- {b}" for b in brk]
     lines += [
         "",
-        *[
-            f"{c.strip()}  "
-            for c in cost_lines(result, review.ctx.base.sections if review else None)
-        ],
+        *[f"{c.strip()}  " for c in cost_lines(result, review.base.sections if review else None)],
     ]
     admit = not_admitted(result)
     lines += [
