@@ -302,8 +302,8 @@ def test_issue_pr_against_the_base_branch_plan(tmp_path, head, capsys, project_c
     assert "GPUs: 8 → 16" in md
     assert "cost: per run $106.76 → $949.91 (duration: estimate); $11.34 → $22.69/h on-demand" in md
     assert (
-        "queue: admitted on gpu-workloads within its nominal quota → admitted on gpu-workloads, "
-        "borrowing 8 GPUs; reclaimable by team llm"
+        "queue: admitted on gpu-workloads within its nominal quota → borrows 8 GPUs in pool "
+        "gpu-workloads from cohort trainforge; team llm may reclaim it (preempts it)"
     ) in md
     assert "nominal quota gpu-workloads/nvidia.com/gpu: 16 → 8" in md
     assert "instance types: +g6e.12xlarge" in md and "capacity types: -spot (now on-demand)" in md

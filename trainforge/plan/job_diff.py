@@ -6,7 +6,6 @@ from each side's plan sections (the checks' own); a side without them shows the 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from fractions import Fraction
 from typing import Any
 
 from trainforge.plan import ckpt_compat as CC
@@ -14,6 +13,7 @@ from trainforge.plan.checks import cost_check, estimates, queues
 from trainforge.plan.checks.cost_check import usd as _usd
 from trainforge.plan.diff import argv_diff
 from trainforge.plan.job_view import JobView
+from trainforge.plan.verdict import admission
 
 
 @dataclass
@@ -78,22 +78,6 @@ def flag_changes(old: JobView, new: JobView) -> list[str]:
     return out
 
 
-def _queue_text(row: dict) -> str | None:
-    if not row:
-        return None
-    state = row.get("state")
-    if state != "runs":
-        return f"**{'never admitted' if state == 'never' else 'waits'}**: {row.get('reason')}"
-    borrowing = row.get("borrowing") or {}
-    if not borrowing:
-        return f"admitted on {row.get('flavor')} within its nominal quota"
-    lent = ", ".join(queues.amount(r, Fraction(v)) for r, v in sorted(borrowing.items()))
-    # the queue check's own answer (kueue Quotas.reclaimers), recorded in its row
-    owners = sorted({f"team {name}" for name in row.get("reclaimers") or []})
-    who = f"; reclaimable by {', '.join(owners)}" if owners else ""
-    return f"admitted on {row.get('flavor')}, borrowing {lent}{who}"
-
-
 def job_change(
     old: JobView | None,
     new: JobView | None,
@@ -145,6 +129,7 @@ def _figures(view: JobView | None, sections: dict[str, Any] | None) -> dict[str,
         return {}
     est = _row(sections, estimates.TITLE, view)
     cost = _row(sections, cost_check.SECTION_TITLE, view)
+    queue = _row(sections, queues.QUEUE_TITLE, view)
     return {
         "pods": f"{view.pods} pods x {_res(view.per_pod)}",
         "GPUs": str(view.pods * view.gpus_per_pod),
@@ -154,7 +139,7 @@ def _figures(view: JobView | None, sections: dict[str, Any] | None) -> dict[str,
         "run": _usd(cost.get("runCost")) if cost else None,
         "hour": _usd(cost.get("onDemandPerHour")) if cost else None,
         "basis": cost.get("runCostBasis") or "unknown",
-        "queue": _queue_text(_row(sections, queues.QUEUE_TITLE, view)),
+        "queue": admission(queue) if queue else None,
     }
 
 

@@ -126,50 +126,47 @@ def cost_lines(result: Any, base_sections: dict[str, Any] | None) -> list[str]:
     return out
 
 
-def not_admitted(result: Any) -> list[str]:
-    """Each job that does not start at once, in the queue section's words: why, and for a
-    waiting job its expected start (the same figure as the report's "Queue admission")."""
-    rows = section_data(result, QUEUE_TITLE) or []
-    out = []
-    for r in rows:
-        if not isinstance(r, dict) or r.get("state") == "runs":
-            continue
-        reason = r.get("reason") or ""
-        if r.get("state") == "never":
-            out.append(f"{r.get('team')}/{r.get('job')}: never admitted ({reason})")
-            continue
+def admission(row: dict[str, Any]) -> str:
+    """A job's queue admission from its row in the queue section (trainforge.plan.checks.queues),
+    as the verdict and the PR's job lines say it: never admitted or waits (why, and a waiting
+    job's expected start, the report's figure), admitted within its nominal quota, or what it
+    borrows from its cohort and who may reclaim it."""
+    reason = row.get("reason") or ""
+    if row.get("state") == "never":
+        return f"never admitted ({reason})"
+    if row.get("state") != "runs":
         text = reason if reason.startswith("waits") else f"waits ({reason})" if reason else "waits"
-        start = r.get("expectedStartSeconds")
-        text += (
-            f"; expected to start after {hours(start)}"
-            if start is not None
-            else "; expected start unknown"
-        )
-        out.append(f"{r.get('team')}/{r.get('job')}: {text}")
-    return out
+        start = row.get("expectedStartSeconds")
+        if start is None:
+            return f"{text}; expected start unknown"
+        return f"{text}; expected to start after {hours(start)}"
+    lent = row.get("borrowing")
+    if not lent:
+        return f"admitted on {row.get('flavor')} within its nominal quota"
+    shown = {k: v for k, v in lent.items() if k == "nvidia.com/gpu"} or lent
+    what = ", ".join(amount(k, Fraction(v)) for k, v in sorted(shown.items()))
+    who = row.get("reclaimers") or []
+    back = (
+        f"team {' or '.join(who)} may reclaim it (preempts it)"
+        if who
+        else "nobody reclaims it (the cohort's own share)"
+    )
+    return f"borrows {what} in pool {row.get('flavor')} from cohort {row.get('cohort')}; {back}"
+
+
+def _queue_lines(result: Any, pick: Any) -> list[str]:
+    rows = [r for r in section_data(result, QUEUE_TITLE) or [] if isinstance(r, dict)]
+    return [f"{r.get('team')}/{r.get('job')}: {admission(r)}" for r in rows if pick(r)]
+
+
+def not_admitted(result: Any) -> list[str]:
+    """`team/job: admission` of each job that does not start at once."""
+    return _queue_lines(result, lambda r: r.get("state") != "runs")
 
 
 def borrowing(result: Any) -> list[str]:
-    """Each job that runs at once only by borrowing from its cohort: what it borrows, where,
-    and who may reclaim it (the queue section's rows; trainforge.plan.checks.queues)."""
-    out = []
-    for r in section_data(result, QUEUE_TITLE) or []:
-        if not isinstance(r, dict) or r.get("state") != "runs" or not r.get("borrowing"):
-            continue
-        lent = r["borrowing"]
-        shown = {k: v for k, v in lent.items() if k == "nvidia.com/gpu"} or lent
-        what = ", ".join(amount(k, Fraction(v)) for k, v in sorted(shown.items()))
-        who = r.get("reclaimers") or []
-        back = (
-            f"team {' or '.join(who)} may reclaim it (preempts it)"
-            if who
-            else "nobody reclaims it (the cohort's own share)"
-        )
-        out.append(
-            f"{r.get('team')}/{r.get('job')}: borrows {what} in pool {r.get('flavor')} from "
-            f"cohort {r.get('cohort')}; {back}"
-        )
-    return out
+    """`team/job: admission` of each job that runs at once only by borrowing from its cohort."""
+    return _queue_lines(result, lambda r: r.get("state") == "runs" and r.get("borrowing"))
 
 
 def breaking(review: Any) -> list[str]:
