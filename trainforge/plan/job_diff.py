@@ -26,10 +26,8 @@ class JobChange:
     new: JobView | None = None
 
 
-def _row(sections: dict[str, Any] | None, title: str, view: JobView | None) -> dict:
+def _row(sections: dict[str, Any] | None, title: str, view: JobView) -> dict:
     """The job's row in a side's section `title` (by team and name, else by name); {} if none."""
-    if view is None:
-        return {}
     data = (sections or {}).get(title)
     rows = data.get("jobs", []) if isinstance(data, dict) else data or []
     named = [
@@ -161,10 +159,8 @@ def _reqs(doc: dict, key: str) -> list[str]:
     return sorted(v for r in reqs if r.get("key") == key for v in r.get("values") or [])
 
 
-def pool_lines(old: dict | None, new: dict | None) -> list[str]:
+def pool_lines(old: dict, new: dict) -> list[str]:
     """A Karpenter NodePool's change: instance types and capacity types added/removed, limits."""
-    if new is None or old is None:
-        return []
     out = []
     for key, label in (
         ("node.kubernetes.io/instance-type", "instance types"),
@@ -177,10 +173,8 @@ def pool_lines(old: dict | None, new: dict | None) -> list[str]:
     return out + _changed("limit", _spec(old, "limits"), _spec(new, "limits"))
 
 
-def quota_lines(old: dict | None, new: dict | None) -> list[str]:
+def quota_lines(old: dict, new: dict) -> list[str]:
     """A team's ResourceQuota (`hard`) or ClusterQueue (nominal quota per flavor) change."""
-    if new is None or old is None:
-        return []
     if new.get("kind") == "ResourceQuota":
         return _changed("quota", _spec(old, "hard"), _spec(new, "hard"))
 
