@@ -27,32 +27,28 @@ def section_data(result: Any, title: str) -> Any:
 
 
 def cost_totals(cost: Any) -> dict[str, Any] | None:
-    """The verdict's money: the platform's monthly (always on) and what the jobs that run at
-    once cost per hour; waiting jobs are listed, not counted as running."""
+    """The cost section's data with the verdict's sums: what the jobs that run at once cost per
+    hour (waiting jobs are listed, not counted as running) and what the runs of the jobs that
+    are admitted at all cost."""
     if not isinstance(cost, dict):
         return None
     jobs = cost.get("jobs", [])
     running = [j for j in jobs if j.get("admission", "runs") == "runs"]
-    rates = [j.get("onDemandPerHour") for j in running]
-    known = [r for r in rates if isinstance(r, int | float)]
     counted = [j for j in jobs if j.get("admission", "runs") != "never"]
-    runs = [j.get("runCost") for j in counted]
     return {
-        "fixedPerHour": cost.get("fixedPerHourKnown"),
-        "fixedPerMonth": cost.get("fixedPerMonthKnown"),
-        "fixedUnknown": cost.get("fixedUnknown") or [],
-        "jobsPerHour": sum(known),
-        "jobsUnknown": len(rates) - len(known),
-        "jobs": len(jobs),
-        "running": len(running),
-        "runCosts": sum(r for r in runs if isinstance(r, int | float)),
-        "runsCounted": len(counted),
-        "unpricedRuns": [j for j in counted if not isinstance(j.get("runCost"), int | float)],
-        "unpricedRates": [
-            j for j in running if not isinstance(j.get("onDemandPerHour"), int | float)
-        ],
+        **cost,
+        "running": running,
+        "counted": counted,
         "waiting": [j for j in jobs if j.get("admission", "runs") != "runs"],
+        "jobsPerHour": sum(j["onDemandPerHour"] for j in running if _priced(j, "onDemandPerHour")),
+        "runCosts": sum(j["runCost"] for j in counted if _priced(j, "runCost")),
+        "unpricedRates": [j for j in running if not _priced(j, "onDemandPerHour")],
+        "unpricedRuns": [j for j in counted if not _priced(j, "runCost")],
     }
+
+
+def _priced(job: dict[str, Any], key: str) -> bool:
+    return isinstance(job.get(key), int | float)
 
 
 def _unpriced(jobs: list[dict[str, Any]]) -> str:
@@ -61,11 +57,7 @@ def _unpriced(jobs: list[dict[str, Any]]) -> str:
     (no steps x step time, estimate or deadline to multiply the hourly cost by)."""
     groups: dict[str, list[str]] = {}
     for j in jobs:
-        why = (
-            "without a price"
-            if not isinstance(j.get("onDemandPerHour"), int | float)
-            else "without a run length"
-        )
+        why = "without a run length" if _priced(j, "onDemandPerHour") else "without a price"
         groups.setdefault(why, []).append(f"{j.get('team')}/{j.get('name')}")
     return " and ".join(
         f"{len(names)} job{'s' if len(names) > 1 else ''} {why}: {', '.join(names)}"
@@ -78,21 +70,22 @@ def cost_lines(result: Any, base_sections: dict[str, Any] | None) -> list[str]:
     if new is None:
         return ["Cost: no cost report for this stack"]
     old = cost_totals((base_sections or {}).get(COST_TITLE)) if base_sections else None
-    unknown = f" + unknown ({', '.join(new['fixedUnknown'])})" if new["fixedUnknown"] else ""
+    fixed_unknown = new.get("fixedUnknown")
+    unknown = f" + unknown ({', '.join(fixed_unknown)})" if fixed_unknown else ""
 
     def change(key: str) -> str:  # against the base, in the diff's words (diff.delta)
-        return f" ({delta(old[key], new[key])})" if old else ""
+        return f" ({delta(old.get(key), new.get(key))})" if old else ""
 
     fixed = (
-        f"Cost: platform {_usd(new['fixedPerHour'])}/h = {_usd(new['fixedPerMonth'])}/month"
-        f"{change('fixedPerMonth')}{unknown}"
+        f"Cost: platform {_usd(new.get('fixedPerHourKnown'))}/h = "
+        f"{_usd(new.get('fixedPerMonthKnown'))}/month{change('fixedPerMonthKnown')}{unknown}"
     )
     if not new["jobs"]:
         return [fixed]
-    priced = new["running"] - new["jobsUnknown"]
+    running, priced = len(new["running"]), len(new["running"]) - len(new["unpricedRates"])
     rate = (
         f"{_usd(new['jobsPerHour'])}/h while running{change('jobsPerHour')}"
-        if priced or not new["running"]
+        if priced or not running
         else "cost per hour unknown"
     )
     if new["unpricedRates"]:
@@ -103,14 +96,14 @@ def cost_lines(result: Any, base_sections: dict[str, Any] | None) -> list[str]:
         )
     if not new["unpricedRuns"]:
         runs = f"run costs {_usd(new['runCosts'])} in all{change('runCosts')}"
-    elif len(new["unpricedRuns"]) < new["runsCounted"]:
+    elif len(new["unpricedRuns"]) < len(new["counted"]):
         runs = (
             f"run costs {_usd(new['runCosts'])} for the priced jobs + unknown for "
             f"{_unpriced(new['unpricedRuns'])}"
         )
     else:
         runs = f"run cost unknown ({_unpriced(new['unpricedRuns'])})"
-    jobs = f"      + jobs: {new['running']} of {new['jobs']} run at once, {rate}; {runs}"
+    jobs = f"      + jobs: {running} of {len(new['jobs'])} run at once, {rate}; {runs}"
     out = [fixed, jobs]
     if len(new["waiting"]) > 3:
         out.append(f"      {len(new['waiting'])} jobs wait or are never admitted (full report)")
