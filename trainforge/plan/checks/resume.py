@@ -89,7 +89,6 @@ def check(ctx: PlanContext) -> CheckResult:
     lines: list[str] = []
     data: list[dict[str, Any]] = []
     layouts: dict[str, Any] = {}  # digest -> layout: jobs of one shape share one entry
-    digests: dict[int, str] = {}  # id(layout) -> digest (state_layout caches by config)
     for ident, v in sorted(views.items()):
         rec: dict[str, Any] = {"ident": ident, "checkpointDir": v.checkpoint_dir}
         args = v.runtime_args
@@ -100,16 +99,14 @@ def check(ctx: PlanContext) -> CheckResult:
                 lines.append(f"{ident}: no state layout ({e})")
                 rec["error"] = str(e)
             else:
-                if id(layout) not in digests:
-                    digests[id(layout)] = digest(layout.tensors)
-                    layouts[digests[id(layout)]] = layout._asdict()
+                rec["digest"] = key = digest(layout.tensors)
+                layouts[key] = layout._asdict()
                 n_model = sum(1 for k in layout.tensors if k.startswith("model."))
                 lines.append(
                     f"{ident}: {len(layout.tensors)} tensors ({n_model} model, "
-                    f"{len(layout.tensors) - n_model} optimizer), layout {digests[id(layout)]}, "
+                    f"{len(layout.tensors) - n_model} optimizer), layout {key}, "
                     f"in {v.checkpoint_dir or 'no checkpoint directory'}"
                 )
-                rec["digest"] = digests[id(layout)]
         else:
             spec = declared.get((v.namespace, v.name))
             source = spec.checkpoint.fingerprint if spec is not None else None
