@@ -454,6 +454,17 @@ def test_pool_and_team_changes_read_as_types_limits_and_quotas():
     assert quota_lines(cq("21"), cq("5")) == ["nominal quota gpu-workloads/nvidia.com/gpu: 21 → 5"]
 
 
+def test_a_jobs_memory_reads_in_the_estimates_sections_units():
+    """The PR's job line says memory as the estimates section does (jobs.estimate.gib): a
+    small job's 512 MiB is not "0.5 GiB"."""
+    from trainforge.plan.job_diff import memory_text
+
+    row = {"memory_total_bytes": 512 * 2**20, "memory_capacity_bytes": 24 * 2**30, "gpu": "A10G"}
+    assert memory_text(row) == "512 MiB (2% of 24.0 GiB A10G)"
+    assert memory_text({"memory_total_bytes": 3 * 2**30}) == "3.0 GiB"
+    assert memory_text({}) is None
+
+
 def test_own_code_fingerprints_are_compared_through_the_plan(tmp_path, capsys, project_copy):
     """dev's `resumable` declares checkpoint.fingerprint train:state_layout; `mnist-user`
     declares none."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainforge.jobs.estimate import gib
 from trainforge.plan import ckpt_compat as CC
 from trainforge.plan.checks import cost_check, estimates, queues
 from trainforge.plan.checks.cost_check import usd as _usd
@@ -37,10 +38,6 @@ def _row(sections: dict[str, Any] | None, title: str, view: JobView) -> dict:
     return (exact or named or [{}])[0]
 
 
-def _gib(b: Any) -> str:
-    return f"{b / 2**30:.1f} GiB" if isinstance(b, int | float) else "?"
-
-
 def _hours(s: Any) -> str:
     if not isinstance(s, int | float):
         return "?"
@@ -55,11 +52,12 @@ def _pair(old: str | None, new: str | None) -> str | None:
 
 
 def memory_text(row: dict) -> str | None:
-    if not row or "memory_total_bytes" not in row:
-        return None
+    """The estimate's memory per GPU, in the estimates section's units (estimate.gib)."""
     total, cap = row.get("memory_total_bytes"), row.get("memory_capacity_bytes")
-    pct = f" ({total / cap:.0%} of {_gib(cap)} {row.get('gpu') or ''})".rstrip() if cap else ""
-    return f"{_gib(total)}{pct.replace(' )', ')')}"
+    if total is None:
+        return None
+    gpu = f" {row['gpu']}" if row.get("gpu") else ""
+    return f"{gib(total)} ({total / cap:.0%} of {gib(cap)}{gpu})" if cap else gib(total)
 
 
 def flag_changes(old: JobView, new: JobView) -> list[str]:
