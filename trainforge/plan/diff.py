@@ -1,8 +1,6 @@
-"""Compare two plans: objects added, changed and removed, with field-level differences.
-
-Both plans are read from folders a plan wrote (`--out`): the Kubernetes objects by their
-namespace/Kind/name, and the cloud resources by URN from the folder's inventory.json. The
-output is markdown, short enough for a pull-request comment: long lists are cut with a count.
+"""Compare two sides of a plan (sides.py): Kubernetes objects by namespace/Kind/name and cloud
+resources by URN, added, changed and removed with field-level differences, as markdown short
+enough for a pull-request comment (long lists are cut with a count); and the PR's cost table.
 """
 
 from __future__ import annotations
