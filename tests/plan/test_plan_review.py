@@ -305,7 +305,7 @@ def test_issue_pr_against_the_base_branch_plan(tmp_path, head, capsys, project_c
         "queue: admitted on gpu-workloads within its nominal quota → borrows 8 GPUs in pool "
         "gpu-workloads from cohort trainforge; team llm may reclaim it (preempts it)"
     ) in md
-    assert "nominal quota gpu-workloads/nvidia.com/gpu: 16 → 8" in md
+    assert "nominal quota gpu-workloads/nvidia.com/gpu: 16 GPUs → 8 GPUs" in md
     assert "instance types: +g6e.12xlarge" in md and "capacity types: -spot (now on-demand)" in md
 
     # the decision: a waiver with its reason (or a new name / checkpoint.dir / resume: never)
@@ -451,7 +451,9 @@ def test_pool_and_team_changes_read_as_types_limits_and_quotas():
             },
         }
 
-    assert quota_lines(cq("21"), cq("5")) == ["nominal quota gpu-workloads/nvidia.com/gpu: 21 → 5"]
+    assert quota_lines(cq("21"), cq("5")) == [
+        "nominal quota gpu-workloads/nvidia.com/gpu: 21 GPUs → 5 GPUs"
+    ]
 
 
 def test_a_jobs_memory_reads_in_the_estimates_sections_units():

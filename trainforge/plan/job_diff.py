@@ -14,6 +14,7 @@ from trainforge.plan.checks import cost_check, estimates, queues
 from trainforge.plan.checks.cost_check import usd as _usd
 from trainforge.plan.diff import argv_diff
 from trainforge.plan.job_view import JobView
+from trainforge.plan.kueue.objects import cluster_queue
 from trainforge.plan.verdict import admission
 
 
@@ -172,17 +173,14 @@ def pool_lines(old: dict, new: dict) -> list[str]:
 
 
 def quota_lines(old: dict, new: dict) -> list[str]:
-    """A team's ResourceQuota (`hard`) or ClusterQueue (nominal quota per flavor) change."""
+    """A team's ResourceQuota (`hard`) or ClusterQueue (nominal quota per flavor, as the Kueue
+    model reads it: kueue.objects.cluster_queue) change."""
     if new.get("kind") == "ResourceQuota":
         return _changed("quota", _spec(old, "hard"), _spec(new, "hard"))
 
     def nominal(doc: dict) -> dict[str, str]:
-        got = {}
-        for g in _spec(doc, "resourceGroups"):
-            for fl in g.get("flavors") or []:
-                for r in fl.get("resources") or []:
-                    got[f"{fl.get('name')}/{r.get('name')}"] = str(r.get("nominalQuota"))
-        return got
+        quotas = cluster_queue(doc).nominal.items()
+        return {f"{f}/{r}": queues.amount(r, v) for f, rs in quotas for r, v in rs.items()}
 
     return _changed("nominal quota", nominal(old), nominal(new))
 
