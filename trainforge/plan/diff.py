@@ -111,11 +111,6 @@ def load_objects(folder: pathlib.Path) -> dict[str, dict]:
     return out
 
 
-def _short_urn(urn: str) -> str:
-    parts = urn.split("::")
-    return f"{parts[-2].split('$')[-1]}::{parts[-1]}" if len(parts) >= 2 else urn
-
-
 def diff_maps(old: dict[str, Any], new: dict[str, Any]) -> PlanDiff:
     added = sorted(k for k in new if k not in old)
     removed = sorted(k for k in old if k not in new)

@@ -56,10 +56,7 @@ def _replaced(base: Side, objects: D.PlanDiff, result: Any) -> set[str]:
 def review(base: Side, head: Side, result: Any) -> DiffContext:
     """Diff, job changes, diff checks (findings added to `result.violations`, with waivers)."""
     objects = D.diff_maps(base.objects, head.objects)
-    resources = D.diff_maps(
-        {D._short_urn(k): v for k, v in base.resources.items()},
-        {D._short_urn(k): v for k, v in head.resources.items()},
-    )
+    resources = D.diff_maps(base.resources, head.resources)
     ctx = DiffContext(base, head, objects, resources, _replaced(base, objects, result))
     # jobs by namespace/name: a backend change (PyTorchJob -> TrainJob) is one job replaced
     old_jobs = {f"{v.namespace}/{v.name}": v for v in job_views(base.objects).values()}
