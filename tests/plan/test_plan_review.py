@@ -415,6 +415,33 @@ def test_a_base_that_is_neither_is_a_one_line_error(tmp_path, capsys):
         load_side(tmp_path / "x.json")
 
 
+def test_a_gzipped_export_reads_and_a_file_that_is_not_json_is_a_one_line_error(tmp_path):
+    """`pulumi stack export | gzip` reads as the export does; a secret compares as the plan's
+    [secret]; a cloud resource is named type::name; a file that is not JSON names the path."""
+    import gzip
+
+    from trainforge.plan.sides import SECRET_SIG, SECRET_VALUE
+
+    secret = {SECRET_SIG: SECRET_VALUE, "ciphertext": "x"}
+    urn = "urn:pulumi:prod::trainforge::aws:s3/bucket:Bucket::ckpt"
+    states = [
+        {"type": "pulumi:providers:aws", "urn": "urn:p"},
+        {"type": "aws:s3/bucket:Bucket", "urn": urn, "inputs": {"tags": secret}},
+    ]
+    export = tmp_path / "state.json.gz"
+    export.write_bytes(
+        gzip.compress(json.dumps({"version": 3, "deployment": {"resources": states}}).encode())
+    )
+    side = load_side(export)
+    assert side.resources == {"aws:s3/bucket:Bucket::ckpt": {"tags": "[secret]"}}
+    assert side.label == "deployed state state.json.gz (pulumi stack export)"
+    (tmp_path / "bad.json").write_text("{not json")
+    with pytest.raises(SideError, match=r"--diff .*bad.json: not JSON"):
+        load_side(tmp_path / "bad.json")
+    with pytest.raises(SideError, match="no such folder or file"):
+        load_side(tmp_path / "missing.json")
+
+
 def test_pool_and_team_changes_read_as_types_limits_and_quotas():
     from trainforge.plan.job_diff import pool_lines, quota_lines
 
