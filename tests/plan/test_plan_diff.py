@@ -91,3 +91,21 @@ def test_a_missing_diff_base_is_refused_before_the_plan_runs(tmp_path, monkeypat
     assert code == 2
     assert f"--diff {tmp_path / 'nope'}: no such folder or file; expected a plan folder" in err
     assert not out.exists()
+
+
+def test_a_money_change_reads_the_same_in_the_diff_and_the_verdict():
+    """One vocabulary for a change in money (diff.delta): the PR comment's cost table says
+    `no change` where the verdict does (it said `±$0.00`), and `unknown` without a figure."""
+    from trainforge.plan.diff import cost_markdown, delta
+
+    job = {"team": "t", "name": "a", "runCost": 5.0, "onDemandPerHour": 1.0, "nodes": 1}
+    old = {"jobs": [job], "teams": [], "fixedPerMonthKnown": 10.0}
+    new = {"jobs": [{**job, "nodes": 2}], "teams": [], "fixedPerMonthKnown": 10.0}
+    (row,) = [line for line in cost_markdown(old, new) if line.startswith("| `a` (t)")]
+    assert "| no change |" in row, row
+    assert [delta(1.0, 2.5), delta(2.0, 1.0), delta(1.0, 1.001), delta(None, 1.0)] == [
+        "+$1.50",
+        "-$1.00",
+        "no change",
+        "unknown",
+    ]

@@ -79,7 +79,7 @@ def with_flag(args: list[str], flag: str, value: str) -> list[str]:
 
 
 def state(args, world=8, **kw) -> CC.JobState:
-    return CC.JobState("ns/PyTorchJob/j", args, world, flag_dir(args), **kw)
+    return CC.JobState(args, world, flag_dir(args), **kw)
 
 
 def flag_dir(args) -> str | None:
@@ -302,10 +302,10 @@ def test_issue_pr_against_the_base_branch_plan(tmp_path, head, capsys, project_c
     assert "GPUs: 8 → 16" in md
     assert "cost: per run $106.76 → $949.91 (duration: estimate); $11.34 → $22.69/h on-demand" in md
     assert (
-        "queue: admitted on gpu-workloads within its nominal quota → admitted on gpu-workloads, "
-        "borrowing 8 nvidia.com/gpu; reclaimable by team llm"
+        "queue: admitted on gpu-workloads within its nominal quota → borrows 8 GPUs in pool "
+        "gpu-workloads from cohort trainforge; team llm may reclaim it (preempts it)"
     ) in md
-    assert "nominal quota gpu-workloads/nvidia.com/gpu: 16 → 8" in md
+    assert "nominal quota gpu-workloads/nvidia.com/gpu: 16 GPUs → 8 GPUs" in md
     assert "instance types: +g6e.12xlarge" in md and "capacity types: -spot (now on-demand)" in md
 
     # the decision: a waiver with its reason (or a new name / checkpoint.dir / resume: never)
@@ -365,7 +365,10 @@ def test_issue_pr_against_the_deployed_stack_export(tmp_path, head, capsys):
     assert "memory per GPU (estimate): 21.7 GiB (97% of 22.4 GiB A10G)" in md
     # secrets in the state compare as the plan's [secret], not as changes
     base = load_side(EXPORT)
-    assert base.deployed and "vision/PyTorchJob/gpt-350m-fsdp" in base.objects
+    assert (
+        base.label.startswith("deployed state")
+        and "vision/PyTorchJob/gpt-350m-fsdp" in base.objects
+    )
     assert "ciphertext" not in json.dumps(base.objects)
 
 
@@ -412,6 +415,33 @@ def test_a_base_that_is_neither_is_a_one_line_error(tmp_path, capsys):
         load_side(tmp_path / "x.json")
 
 
+def test_a_gzipped_export_reads_and_a_file_that_is_not_json_is_a_one_line_error(tmp_path):
+    """`pulumi stack export | gzip` reads as the export does; a secret compares as the plan's
+    [secret]; a cloud resource is named type::name; a file that is not JSON names the path."""
+    import gzip
+
+    from trainforge.plan.sides import SECRET_SIG, SECRET_VALUE
+
+    secret = {SECRET_SIG: SECRET_VALUE, "ciphertext": "x"}
+    urn = "urn:pulumi:prod::trainforge::aws:s3/bucket:Bucket::ckpt"
+    states = [
+        {"type": "pulumi:providers:aws", "urn": "urn:p"},
+        {"type": "aws:s3/bucket:Bucket", "urn": urn, "inputs": {"tags": secret}},
+    ]
+    export = tmp_path / "state.json.gz"
+    export.write_bytes(
+        gzip.compress(json.dumps({"version": 3, "deployment": {"resources": states}}).encode())
+    )
+    side = load_side(export)
+    assert side.resources == {"aws:s3/bucket:Bucket::ckpt": {"tags": "[secret]"}}
+    assert side.label == "deployed state state.json.gz (pulumi stack export)"
+    (tmp_path / "bad.json").write_text("{not json")
+    with pytest.raises(SideError, match=r"--diff .*bad.json: not JSON"):
+        load_side(tmp_path / "bad.json")
+    with pytest.raises(SideError, match="no such folder or file"):
+        load_side(tmp_path / "missing.json")
+
+
 def test_pool_and_team_changes_read_as_types_limits_and_quotas():
     from trainforge.plan.job_diff import pool_lines, quota_lines
 
@@ -448,7 +478,20 @@ def test_pool_and_team_changes_read_as_types_limits_and_quotas():
             },
         }
 
-    assert quota_lines(cq("21"), cq("5")) == ["nominal quota gpu-workloads/nvidia.com/gpu: 21 → 5"]
+    assert quota_lines(cq("21"), cq("5")) == [
+        "nominal quota gpu-workloads/nvidia.com/gpu: 21 GPUs → 5 GPUs"
+    ]
+
+
+def test_a_jobs_memory_reads_in_the_estimates_sections_units():
+    """The PR's job line says memory as the estimates section does (jobs.estimate.gib): a
+    small job's 512 MiB is not "0.5 GiB"."""
+    from trainforge.plan.job_diff import memory_text
+
+    row = {"memory_total_bytes": 512 * 2**20, "memory_capacity_bytes": 24 * 2**30, "gpu": "A10G"}
+    assert memory_text(row) == "512 MiB (2% of 24.0 GiB A10G)"
+    assert memory_text({"memory_total_bytes": 3 * 2**30}) == "3.0 GiB"
+    assert memory_text({}) is None
 
 
 def test_own_code_fingerprints_are_compared_through_the_plan(tmp_path, capsys, project_copy):

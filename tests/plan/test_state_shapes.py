@@ -13,6 +13,7 @@ import pytest
 
 from trainforge.plan import ckpt_compat as CC
 from trainforge.plan import state_shapes
+from trainforge.training import state_layout as runtime
 from trainforge.training.config import TrainConfig
 
 CONFIGS = [
@@ -32,7 +33,7 @@ CONFIGS = [
 
 @pytest.mark.parametrize("cfg", CONFIGS, ids=lambda c: f"{c.model}-{c.layers}x{c.d_model}")
 def test_derived_layout_equals_the_torch_build(cfg: TrainConfig) -> None:
-    built = CC.built_state_layout(cfg)
+    built = CC.Layout(*runtime.built(cfg))
     tensors, settings = state_shapes.layout(cfg)
     assert list(tensors.items()) == list(built.tensors.items())
     assert list(settings.items()) == list(built.settings.items())
@@ -50,7 +51,7 @@ def test_a_changed_model_is_caught() -> None:
     """The comparison can fail: a layout one block short differs from the build."""
     cfg = CONFIGS[2]
     short = dataclasses.replace(cfg, layers=cfg.layers - 1)
-    assert state_shapes.layout(short)[0] != CC.built_state_layout(cfg).tensors
+    assert state_shapes.layout(short)[0] != runtime.built(cfg)[0]
 
 
 def test_unknown_model_falls_back_to_the_build(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -60,11 +61,11 @@ def test_unknown_model_falls_back_to_the_build(monkeypatch: pytest.MonkeyPatch) 
         raise state_shapes.UnknownModel(cfg.model)
 
     monkeypatch.setattr(state_shapes, "layout", unknown)
-    monkeypatch.setattr(CC, "built_state_layout", lambda cfg: calls.append(cfg) or "built")
+    monkeypatch.setattr(runtime, "built", lambda cfg: calls.append(cfg) or ("built", {}))
     cfg = TrainConfig(model="gpt", layers=5)
     CC.state_layout.cache_clear()
     try:
-        assert CC.state_layout(cfg) == "built" and calls == [cfg]
+        assert CC.state_layout(cfg).tensors == "built" and calls == [cfg]
     finally:
         CC.state_layout.cache_clear()
 

@@ -116,23 +116,15 @@ class Layout(NamedTuple):
 @functools.lru_cache(maxsize=64)
 def state_layout(cfg: Any) -> Layout:
     """The state the runtime checkpoints for this TrainConfig: derived without torch for the
-    bundled models (state_shapes, held equal to `built_state_layout` by its tests), built
-    with torch for any other."""
+    bundled models (state_shapes, held equal to the torch build by its tests), built with
+    torch by the runtime's own builders (training/state_layout.py `built`) for any other."""
     from trainforge.plan import state_shapes
+    from trainforge.training import state_layout as runtime
 
     try:
-        tensors, settings = state_shapes.layout(cfg)
+        return Layout(*state_shapes.layout(cfg))
     except state_shapes.UnknownModel:
-        return built_state_layout(cfg)
-    return Layout(tensors, settings)
-
-
-def built_state_layout(cfg: Any) -> Layout:
-    """The state the runtime checkpoints for this TrainConfig, built with torch by the
-    runtime's own builders (training/state_layout.py)."""
-    from trainforge.training.state_layout import built
-
-    return Layout(*built(cfg))
+        return Layout(*runtime.built(cfg))
 
 
 # The TrainConfig fields the saved state depends on (model shape; the optimizer settings its
@@ -167,7 +159,6 @@ def layout_for_args(args: list[str]) -> Layout:
 class JobState:
     """What decides a resume, for one side of the diff."""
 
-    ident: str
     args: list[str] | None  # bundled runtime flags; None for own code
     world_size: int | None = None
     checkpoint_dir: str | None = None

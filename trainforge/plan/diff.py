@@ -1,8 +1,6 @@
-"""Compare two plans: objects added, changed and removed, with field-level differences.
-
-Both plans are read from folders a plan wrote (`--out`): the Kubernetes objects by their
-namespace/Kind/name, and the cloud resources by URN from the folder's inventory.json. The
-output is markdown, short enough for a pull-request comment: long lists are cut with a count.
+"""Compare two sides of a plan (sides.py): Kubernetes objects by namespace/Kind/name and cloud
+resources by URN, added, changed and removed with field-level differences, as markdown short
+enough for a pull-request comment (long lists are cut with a count); and the PR's cost table.
 """
 
 from __future__ import annotations
@@ -113,11 +111,6 @@ def load_objects(folder: pathlib.Path) -> dict[str, dict]:
     return out
 
 
-def _short_urn(urn: str) -> str:
-    parts = urn.split("::")
-    return f"{parts[-2].split('$')[-1]}::{parts[-1]}" if len(parts) >= 2 else urn
-
-
 def diff_maps(old: dict[str, Any], new: dict[str, Any]) -> PlanDiff:
     added = sorted(k for k in new if k not in old)
     removed = sorted(k for k in old if k not in new)
@@ -178,11 +171,13 @@ def render_markdown(
 # --- cost ------------------------------------------------------------------------------------
 
 
-def _delta(old: float | None, new: float | None) -> str:
-    if old is None or new is None:
+def delta(old: Any, new: Any) -> str:
+    """A change in money as the diff and the verdict print it: `+$1.50`, `-$0.20`, `no change`,
+    or `unknown` where a side has no figure."""
+    if not isinstance(old, int | float) or not isinstance(new, int | float):
         return "unknown"
     d = new - old
-    return "±$0.00" if abs(d) < 0.005 else f"{'+' if d > 0 else '-'}${abs(d):,.2f}"
+    return "no change" if abs(d) < 0.005 else f"{'+' if d > 0 else '-'}${abs(d):,.2f}"
 
 
 def _money(row: dict[str, Any], key: str) -> str:
@@ -215,7 +210,7 @@ def cost_markdown(old: dict[str, Any] | None, new: dict[str, Any] | None) -> lis
         starts = STARTS.get(n.get("admission", "runs") if n else "", "-")
         rows.append(
             f"| `{key[1]}` ({key[0]}) | {what} | {_money(o, 'runCost')} → {_money(n, 'runCost')} | "
-            f"{_delta(o.get('runCost') if o else 0.0, n.get('runCost') if n else 0.0)} | "
+            f"{delta(o.get('runCost') if o else 0.0, n.get('runCost') if n else 0.0)} | "
             f"{basis} | {starts} | {nodes} | "
             f"{_money(o, 'onDemandPerHour')} → {_money(n, 'onDemandPerHour')} |"
         )
@@ -255,7 +250,7 @@ def cost_markdown(old: dict[str, Any] | None, new: dict[str, Any] | None) -> lis
         unknown = f" (+ unknown: {', '.join(n_unknown)})" if n_unknown else ""
         lines += [
             f"Platform fixed cost (always on): {_usd(o_fixed)} → {_usd(n_fixed)}/month "
-            f"({_delta(o_fixed, n_fixed)}){unknown}",
+            f"({delta(o_fixed, n_fixed)}){unknown}",
             "",
         ]
     elif not old:

@@ -8,11 +8,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainforge.jobs.estimate import gib
 from trainforge.plan import ckpt_compat as CC
 from trainforge.plan.checks import cost_check, estimates, queues
 from trainforge.plan.checks.cost_check import usd as _usd
 from trainforge.plan.diff import argv_diff
 from trainforge.plan.job_view import JobView
+from trainforge.plan.kueue.objects import cluster_queue
+from trainforge.plan.verdict import admission
 
 
 @dataclass
@@ -25,10 +28,8 @@ class JobChange:
     new: JobView | None = None
 
 
-def _row(sections: dict[str, Any] | None, title: str, view: JobView | None) -> dict:
+def _row(sections: dict[str, Any] | None, title: str, view: JobView) -> dict:
     """The job's row in a side's section `title` (by team and name, else by name); {} if none."""
-    if view is None:
-        return {}
     data = (sections or {}).get(title)
     rows = data.get("jobs", []) if isinstance(data, dict) else data or []
     named = [
@@ -36,10 +37,6 @@ def _row(sections: dict[str, Any] | None, title: str, view: JobView | None) -> d
     ]
     exact = [r for r in named if (r.get("team") or "") == view.namespace]
     return (exact or named or [{}])[0]
-
-
-def _gib(b: Any) -> str:
-    return f"{b / 2**30:.1f} GiB" if isinstance(b, int | float) else "?"
 
 
 def _hours(s: Any) -> str:
@@ -56,11 +53,12 @@ def _pair(old: str | None, new: str | None) -> str | None:
 
 
 def memory_text(row: dict) -> str | None:
-    if not row or "memory_total_bytes" not in row:
-        return None
+    """The estimate's memory per GPU, in the estimates section's units (estimate.gib)."""
     total, cap = row.get("memory_total_bytes"), row.get("memory_capacity_bytes")
-    pct = f" ({total / cap:.0%} of {_gib(cap)} {row.get('gpu') or ''})".rstrip() if cap else ""
-    return f"{_gib(total)}{pct.replace(' )', ')')}"
+    if total is None:
+        return None
+    gpu = f" {row['gpu']}" if row.get("gpu") else ""
+    return f"{gib(total)} ({total / cap:.0%} of {gib(cap)}{gpu})" if cap else gib(total)
 
 
 def flag_changes(old: JobView, new: JobView) -> list[str]:
@@ -75,32 +73,6 @@ def flag_changes(old: JobView, new: JobView) -> list[str]:
         shown = flag if value == "(set)" else f"{flag} {value}"
         out.append(f"`{shown}` {'added' if was is None else 'removed'}")
     return out
-
-
-def _queue_text(row: dict) -> str | None:
-    if not row:
-        return None
-    state = row.get("state")
-    if state != "runs":
-        return f"**{'never admitted' if state == 'never' else 'waits'}**: {row.get('reason')}"
-    borrowing = row.get("borrowing") or {}
-    if not borrowing:
-        return f"admitted on {row.get('flavor')} within its nominal quota"
-    lent = ", ".join(f"{_qty(v)} {r}" for r, v in sorted(borrowing.items()))
-    # the queue check's own answer (kueue Quotas.reclaimers), recorded in its row
-    owners = sorted({f"team {name}" for name in row.get("reclaimers") or []})
-    who = f"; reclaimable by {', '.join(owners)}" if owners else ""
-    return f"admitted on {row.get('flavor')}, borrowing {lent}{who}"
-
-
-def _qty(v: Any) -> str:
-    text = str(v)
-    if "/" in text:
-        n, d = text.split("/", 1)
-        return f"{int(n) / int(d):.1f}"
-    if text.isdigit() and int(text) >= 2**30:
-        return f"{int(text) / 2**30:.1f}Gi"
-    return text
 
 
 def job_change(
@@ -154,6 +126,7 @@ def _figures(view: JobView | None, sections: dict[str, Any] | None) -> dict[str,
         return {}
     est = _row(sections, estimates.TITLE, view)
     cost = _row(sections, cost_check.SECTION_TITLE, view)
+    queue = _row(sections, queues.QUEUE_TITLE, view)
     return {
         "pods": f"{view.pods} pods x {_res(view.per_pod)}",
         "GPUs": str(view.pods * view.gpus_per_pod),
@@ -163,7 +136,7 @@ def _figures(view: JobView | None, sections: dict[str, Any] | None) -> dict[str,
         "run": _usd(cost.get("runCost")) if cost else None,
         "hour": _usd(cost.get("onDemandPerHour")) if cost else None,
         "basis": cost.get("runCostBasis") or "unknown",
-        "queue": _queue_text(_row(sections, queues.QUEUE_TITLE, view)),
+        "queue": admission(queue) if queue else None,
     }
 
 
@@ -185,10 +158,8 @@ def _reqs(doc: dict, key: str) -> list[str]:
     return sorted(v for r in reqs if r.get("key") == key for v in r.get("values") or [])
 
 
-def pool_lines(old: dict | None, new: dict | None) -> list[str]:
+def pool_lines(old: dict, new: dict) -> list[str]:
     """A Karpenter NodePool's change: instance types and capacity types added/removed, limits."""
-    if new is None or old is None:
-        return []
     out = []
     for key, label in (
         ("node.kubernetes.io/instance-type", "instance types"),
@@ -201,20 +172,15 @@ def pool_lines(old: dict | None, new: dict | None) -> list[str]:
     return out + _changed("limit", _spec(old, "limits"), _spec(new, "limits"))
 
 
-def quota_lines(old: dict | None, new: dict | None) -> list[str]:
-    """A team's ResourceQuota (`hard`) or ClusterQueue (nominal quota per flavor) change."""
-    if new is None or old is None:
-        return []
+def quota_lines(old: dict, new: dict) -> list[str]:
+    """A team's ResourceQuota (`hard`) or ClusterQueue (nominal quota per flavor, as the Kueue
+    model reads it: kueue.objects.cluster_queue) change."""
     if new.get("kind") == "ResourceQuota":
         return _changed("quota", _spec(old, "hard"), _spec(new, "hard"))
 
     def nominal(doc: dict) -> dict[str, str]:
-        got = {}
-        for g in _spec(doc, "resourceGroups"):
-            for fl in g.get("flavors") or []:
-                for r in fl.get("resources") or []:
-                    got[f"{fl.get('name')}/{r.get('name')}"] = str(r.get("nominalQuota"))
-        return got
+        quotas = cluster_queue(doc).nominal.items()
+        return {f"{f}/{r}": queues.amount(r, v) for f, rs in quotas for r, v in rs.items()}
 
     return _changed("nominal quota", nominal(old), nominal(new))
 

@@ -31,12 +31,7 @@ class DiffContext:
     resources: D.PlanDiff
     replaced: set[str]  # object idents Pulumi replaces (delete, then create)
     jobs: dict[str, JD.JobChange] = field(default_factory=dict)
-
-
-@dataclass
-class Review:
-    ctx: DiffContext
-    markdown: str  # the PR comment's diff part
+    markdown: str = ""  # the PR comment's diff part (review() writes it)
 
 
 def _replaced(base: Side, objects: D.PlanDiff, result: Any) -> set[str]:
@@ -58,13 +53,10 @@ def _replaced(base: Side, objects: D.PlanDiff, result: Any) -> set[str]:
     }
 
 
-def review(base: Side, head: Side, result: Any) -> Review:
+def review(base: Side, head: Side, result: Any) -> DiffContext:
     """Diff, job changes, diff checks (findings added to `result.violations`, with waivers)."""
     objects = D.diff_maps(base.objects, head.objects)
-    resources = D.diff_maps(
-        {D._short_urn(k): v for k, v in base.resources.items()},
-        {D._short_urn(k): v for k, v in head.resources.items()},
-    )
+    resources = D.diff_maps(base.resources, head.resources)
     ctx = DiffContext(base, head, objects, resources, _replaced(base, objects, result))
     # jobs by namespace/name: a backend change (PyTorchJob -> TrainJob) is one job replaced
     old_jobs = {f"{v.namespace}/{v.name}": v for v in job_views(base.objects).values()}
@@ -86,7 +78,8 @@ def review(base: Side, head: Side, result: Any) -> Review:
         sections += res.sections
         findings += [attach_waiver(f, result.waivers, {f.resource, *f.names}) for f in res.findings]
     result.violations.extend(findings)
-    return Review(ctx, render(ctx, findings, sections))
+    ctx.markdown = render(ctx, findings, sections)
+    return ctx
 
 
 # ------------------------------------------------------------------------------ markdown
@@ -112,7 +105,7 @@ def _pools_teams_md(ctx: DiffContext) -> list[str]:
     out = []
     for c in ctx.objects.changed:
         kind = c.key.split("/")[1]
-        old, new = ctx.base.objects.get(c.key), ctx.head.objects.get(c.key)
+        old, new = ctx.base.objects[c.key], ctx.head.objects[c.key]
         if kind == "NodePool":
             lines = JD.pool_lines(old, new)
         elif kind in ("ResourceQuota", "ClusterQueue"):

@@ -29,10 +29,15 @@ class SideError(ValueError):
 class Side:
     label: str  # what the reader is told this side is
     objects: dict[str, dict]  # namespace/Kind/name -> object
-    resources: dict[str, dict]  # full URN -> inputs (cloud resources, not kubernetes:*)
+    resources: dict[str, dict]  # type::name (short_urn) -> inputs (cloud, not kubernetes:*)
     sections: dict[str, Any] | None = None  # plan check title -> data (plan folders only)
     ops: dict[str, str] = field(default_factory=dict)  # URN -> preview op (preview only)
-    deployed: bool = False
+
+
+def short_urn(urn: str) -> str:
+    """A resource's type::name, as the diff names it (a URN's stack and project left out)."""
+    parts = urn.split("::")
+    return f"{parts[-2].split('$')[-1]}::{parts[-1]}" if len(parts) >= 2 else urn
 
 
 def _unsecret(value: Any) -> Any:
@@ -57,8 +62,8 @@ def _from_states(states: list[dict[str, Any]], label: str) -> Side:
             if key is not None:
                 objects[key] = inputs
             continue
-        resources[r.get("urn", "")] = inputs
-    return Side(label, objects, resources, deployed=True)
+        resources[short_urn(r.get("urn", ""))] = inputs
+    return Side(label, objects, resources)
 
 
 def _read_json(path: pathlib.Path) -> Any:
@@ -81,7 +86,7 @@ def load_side(path: pathlib.Path) -> Side:
             s.get("title"): s.get("data") for s in (inv.get("plan") or {}).get("sections") or []
         }
         resources = {  # the cloud resources; the Kubernetes objects are its manifests
-            r["urn"]: r.get("inputs") or {}
+            short_urn(r["urn"]): r.get("inputs") or {}
             for r in inv.get("resources", [])
             if not str(r.get("type", "")).startswith("kubernetes:")
         }

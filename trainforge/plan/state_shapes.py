@@ -4,7 +4,7 @@ Why: building it with torch on the meta device cost a plan ~2.5 s of imports (do
 for a few hundred shapes that follow from the flags: the parameter shapes of
 `trainforge.training.flops`, in `named_parameters()` order, the runtime's AdamW param groups and
 state, keyed as DCP flattens `get_state_dict`. tests/plan/test_state_shapes.py holds it equal to
-the torch build (`ckpt_compat.built_state_layout`), which a model unknown here falls back to.
+the torch build (`training.state_layout.built`), which a model unknown here falls back to.
 """
 
 from __future__ import annotations

@@ -6,22 +6,19 @@ What it holds and why, and its markdown twin at the head of the PR comment: docs
 
 from __future__ import annotations
 
+import textwrap
+from fractions import Fraction
 from typing import Any
 
 from trainforge.plan.checks.cost_check import SECTION_TITLE as COST_TITLE
-from trainforge.plan.checks.queues import QUEUE_TITLE
+from trainforge.plan.checks.queues import QUEUE_TITLE, amount, hours
 from trainforge.plan.cost import usd as _usd
+from trainforge.plan.diff import delta
+from trainforge.plan.waivers import stale_note
 
 MAX_LINES = 40
 WIDTH = 100  # the verdict's lines wrap here (whole words), for a terminal or a CI log
 MAX_FINDINGS = 5  # shown with why/fix; the rest are counted and listed in the report
-
-
-def _delta(old: Any, new: Any) -> str:
-    if not isinstance(old, int | float) or not isinstance(new, int | float):
-        return ""
-    d = new - old
-    return " (no change)" if abs(d) < 0.005 else f" ({'+' if d > 0 else '-'}${abs(d):,.2f})"
 
 
 def section_data(result: Any, title: str) -> Any:
@@ -30,32 +27,28 @@ def section_data(result: Any, title: str) -> Any:
 
 
 def cost_totals(cost: Any) -> dict[str, Any] | None:
-    """The verdict's money: the platform's monthly (always on) and what the jobs that run at
-    once cost per hour; waiting jobs are listed, not counted as running."""
+    """The cost section's data with the verdict's sums: what the jobs that run at once cost per
+    hour (waiting jobs are listed, not counted as running) and what the runs of the jobs that
+    are admitted at all cost."""
     if not isinstance(cost, dict):
         return None
     jobs = cost.get("jobs", [])
     running = [j for j in jobs if j.get("admission", "runs") == "runs"]
-    rates = [j.get("onDemandPerHour") for j in running]
-    known = [r for r in rates if isinstance(r, int | float)]
     counted = [j for j in jobs if j.get("admission", "runs") != "never"]
-    runs = [j.get("runCost") for j in counted]
     return {
-        "fixedPerHour": cost.get("fixedPerHourKnown"),
-        "fixedPerMonth": cost.get("fixedPerMonthKnown"),
-        "fixedUnknown": cost.get("fixedUnknown") or [],
-        "jobsPerHour": sum(known),
-        "jobsUnknown": len(rates) - len(known),
-        "jobs": len(jobs),
-        "running": len(running),
-        "runCosts": sum(r for r in runs if isinstance(r, int | float)),
-        "runsCounted": len(counted),
-        "unpricedRuns": [j for j in counted if not isinstance(j.get("runCost"), int | float)],
-        "unpricedRates": [
-            j for j in running if not isinstance(j.get("onDemandPerHour"), int | float)
-        ],
+        **cost,
+        "running": running,
+        "counted": counted,
         "waiting": [j for j in jobs if j.get("admission", "runs") != "runs"],
+        "jobsPerHour": sum(j["onDemandPerHour"] for j in running if _priced(j, "onDemandPerHour")),
+        "runCosts": sum(j["runCost"] for j in counted if _priced(j, "runCost")),
+        "unpricedRates": [j for j in running if not _priced(j, "onDemandPerHour")],
+        "unpricedRuns": [j for j in counted if not _priced(j, "runCost")],
     }
+
+
+def _priced(job: dict[str, Any], key: str) -> bool:
+    return isinstance(job.get(key), int | float)
 
 
 def _unpriced(jobs: list[dict[str, Any]]) -> str:
@@ -64,11 +57,7 @@ def _unpriced(jobs: list[dict[str, Any]]) -> str:
     (no steps x step time, estimate or deadline to multiply the hourly cost by)."""
     groups: dict[str, list[str]] = {}
     for j in jobs:
-        why = (
-            "without a price"
-            if not isinstance(j.get("onDemandPerHour"), int | float)
-            else "without a run length"
-        )
+        why = "without a run length" if _priced(j, "onDemandPerHour") else "without a price"
         groups.setdefault(why, []).append(f"{j.get('team')}/{j.get('name')}")
     return " and ".join(
         f"{len(names)} job{'s' if len(names) > 1 else ''} {why}: {', '.join(names)}"
@@ -81,18 +70,22 @@ def cost_lines(result: Any, base_sections: dict[str, Any] | None) -> list[str]:
     if new is None:
         return ["Cost: no cost report for this stack"]
     old = cost_totals((base_sections or {}).get(COST_TITLE)) if base_sections else None
-    unknown = f" + unknown ({', '.join(new['fixedUnknown'])})" if new["fixedUnknown"] else ""
+    fixed_unknown = new.get("fixedUnknown")
+    unknown = f" + unknown ({', '.join(fixed_unknown)})" if fixed_unknown else ""
+
+    def change(key: str) -> str:  # against the base, in the diff's words (diff.delta)
+        return f" ({delta(old.get(key), new.get(key))})" if old else ""
+
     fixed = (
-        f"Cost: platform {_usd(new['fixedPerHour'])}/h = {_usd(new['fixedPerMonth'])}/month"
-        f"{_delta(old['fixedPerMonth'], new['fixedPerMonth']) if old else ''}{unknown}"
+        f"Cost: platform {_usd(new.get('fixedPerHourKnown'))}/h = "
+        f"{_usd(new.get('fixedPerMonthKnown'))}/month{change('fixedPerMonthKnown')}{unknown}"
     )
     if not new["jobs"]:
         return [fixed]
-    priced = new["running"] - new["jobsUnknown"]
+    running, priced = len(new["running"]), len(new["running"]) - len(new["unpricedRates"])
     rate = (
-        f"{_usd(new['jobsPerHour'])}/h while running"
-        f"{_delta(old['jobsPerHour'], new['jobsPerHour']) if old else ''}"
-        if priced or not new["running"]
+        f"{_usd(new['jobsPerHour'])}/h while running{change('jobsPerHour')}"
+        if priced or not running
         else "cost per hour unknown"
     )
     if new["unpricedRates"]:
@@ -102,17 +95,15 @@ def cost_lines(result: Any, base_sections: dict[str, Any] | None) -> list[str]:
             else (f" + unknown for {_unpriced(new['unpricedRates'])}")
         )
     if not new["unpricedRuns"]:
-        runs = f"run costs {_usd(new['runCosts'])} in all" + (
-            _delta(old["runCosts"], new["runCosts"]) if old else ""
-        )
-    elif len(new["unpricedRuns"]) < new["runsCounted"]:
+        runs = f"run costs {_usd(new['runCosts'])} in all{change('runCosts')}"
+    elif len(new["unpricedRuns"]) < len(new["counted"]):
         runs = (
             f"run costs {_usd(new['runCosts'])} for the priced jobs + unknown for "
             f"{_unpriced(new['unpricedRuns'])}"
         )
     else:
         runs = f"run cost unknown ({_unpriced(new['unpricedRuns'])})"
-    jobs = f"      + jobs: {new['running']} of {new['jobs']} run at once, {rate}; {runs}"
+    jobs = f"      + jobs: {running} of {len(new['jobs'])} run at once, {rate}; {runs}"
     out = [fixed, jobs]
     if len(new["waiting"]) > 3:
         out.append(f"      {len(new['waiting'])} jobs wait or are never admitted (full report)")
@@ -128,72 +119,63 @@ def cost_lines(result: Any, base_sections: dict[str, Any] | None) -> list[str]:
     return out
 
 
-def not_admitted(result: Any) -> list[str]:
-    """Each job that does not start at once, in the queue section's words: why, and for a
-    waiting job its expected start (the same figure as the report's "Queue admission")."""
-    from trainforge.plan.checks.queues import hours
-
-    rows = section_data(result, QUEUE_TITLE) or []
-    out = []
-    for r in rows:
-        if not isinstance(r, dict) or r.get("state") == "runs":
-            continue
-        reason = r.get("reason") or ""
-        if r.get("state") == "never":
-            out.append(f"{r.get('team')}/{r.get('job')}: never admitted ({reason})")
-            continue
+def admission(row: dict[str, Any]) -> str:
+    """A job's queue admission from its row in the queue section (trainforge.plan.checks.queues),
+    as the verdict and the PR's job lines say it: never admitted or waits (why, and a waiting
+    job's expected start, the report's figure), admitted within its nominal quota, or what it
+    borrows from its cohort and who may reclaim it."""
+    reason = row.get("reason") or ""
+    if row.get("state") == "never":
+        return f"never admitted ({reason})"
+    if row.get("state") != "runs":
         text = reason if reason.startswith("waits") else f"waits ({reason})" if reason else "waits"
-        start = r.get("expectedStartSeconds")
-        text += (
-            f"; expected to start after {hours(start)}"
-            if start is not None
-            else "; expected start unknown"
-        )
-        out.append(f"{r.get('team')}/{r.get('job')}: {text}")
-    return out
+        start = row.get("expectedStartSeconds")
+        if start is None:
+            return f"{text}; expected start unknown"
+        return f"{text}; expected to start after {hours(start)}"
+    lent = row.get("borrowing")
+    if not lent:
+        return f"admitted on {row.get('flavor')} within its nominal quota"
+    shown = {k: v for k, v in lent.items() if k == "nvidia.com/gpu"} or lent
+    what = ", ".join(amount(k, Fraction(v)) for k, v in sorted(shown.items()))
+    who = row.get("reclaimers") or []
+    back = (
+        f"team {' or '.join(who)} may reclaim it (preempts it)"
+        if who
+        else "nobody reclaims it (the cohort's own share)"
+    )
+    return f"borrows {what} in pool {row.get('flavor')} from cohort {row.get('cohort')}; {back}"
+
+
+def _queue_lines(result: Any, pick: Any) -> list[str]:
+    rows = [r for r in section_data(result, QUEUE_TITLE) or [] if isinstance(r, dict)]
+    return [f"{r.get('team')}/{r.get('job')}: {admission(r)}" for r in rows if pick(r)]
+
+
+def not_admitted(result: Any) -> list[str]:
+    """`team/job: admission` of each job that does not start at once."""
+    return _queue_lines(result, lambda r: r.get("state") != "runs")
 
 
 def borrowing(result: Any) -> list[str]:
-    """Each job that runs at once only by borrowing from its cohort: what it borrows, where,
-    and who may reclaim it (the queue section's rows; trainforge.plan.checks.queues)."""
-    from fractions import Fraction
-
-    from trainforge.plan.checks.queues import amount
-
-    out = []
-    for r in section_data(result, QUEUE_TITLE) or []:
-        if not isinstance(r, dict) or r.get("state") != "runs" or not r.get("borrowing"):
-            continue
-        lent = r["borrowing"]
-        shown = {k: v for k, v in lent.items() if k == "nvidia.com/gpu"} or lent
-        what = ", ".join(amount(k, Fraction(v)) for k, v in sorted(shown.items()))
-        who = r.get("reclaimers") or []
-        back = (
-            f"team {' or '.join(who)} may reclaim it (preempts it)"
-            if who
-            else "nobody reclaims it (the cohort's own share)"
-        )
-        out.append(
-            f"{r.get('team')}/{r.get('job')}: borrows {what} in pool {r.get('flavor')} from "
-            f"cohort {r.get('cohort')}; {back}"
-        )
-    return out
+    """`team/job: admission` of each job that runs at once only by borrowing from its cohort."""
+    return _queue_lines(result, lambda r: r.get("state") == "runs" and r.get("borrowing"))
 
 
 def breaking(review: Any) -> list[str]:
     if review is None:
         return []
     out = []
-    for ident, ch in review.ctx.jobs.items():
+    for ident, ch in review.jobs.items():
         if ch.what == "replaced":
             verdict = ch.compat.short() if ch.compat else "resume not checked"
             out.append(f"{ident}: replaced (running pods stop); {verdict}")
         elif ch.what == "removed":
             out.append(f"{ident}: removed (running pods stop)")
-    others = [k for k in review.ctx.replaced if k not in review.ctx.jobs]
+    others = [k for k in review.replaced if k not in review.jobs]
     if others:
         out.append(f"{len(others)} other objects replaced: {', '.join(sorted(others)[:3])}")
-    n_removed = len(review.ctx.objects.removed) + len(review.ctx.resources.removed)
+    n_removed = len(review.objects.removed) + len(review.resources.removed)
     if n_removed:
         out.append(f"{n_removed} objects/resources removed (see the report)")
     return out
@@ -203,8 +185,6 @@ def _wrap(text: str, first: str, rest: str | None = None, width: int = WIDTH) ->
     """`text` after `first` as whole lines of at most `width` characters, continued under
     `rest` (default: spaces as wide as `first`). Words are never split (a fix cut mid-word
     lost the part to act on): a path or URL longer than a line stays whole on its own line."""
-    import textwrap  # noqa: PLC0415 - only the verdict wraps
-
     return textwrap.wrap(
         " ".join(text.split()),
         width=width,
@@ -236,7 +216,7 @@ def verdict_lines(
     admit = not_admitted(result)
     brk = breaking(review)
     status = "CLEAN" if not failing else f"{len(failing)} finding(s) need a fix or a decision"
-    base = f" vs {review.ctx.base.label}" if review is not None else ""
+    base = f" vs {review.base.label}" if review is not None else ""
     lines = [f"trainforge plan --stack {stack}{base}: {status}"]
     if failing:
         lines.append(f"Violations ({len(failing)}):")
@@ -255,7 +235,7 @@ def verdict_lines(
     if warns:
         lines.append(f"Warnings ({len(warns)}):")
         lines += [line for w in warns[:3] for line in _wrap(w, "  ", "    ")]
-    lines += cost_lines(result, review.ctx.base.sections if review is not None else None)
+    lines += cost_lines(result, review.base.sections if review is not None else None)
     lines.append(
         "Jobs not admitted (all declared jobs submitted at once): "
         + ("none" if not admit else f"{len(admit)}")
@@ -272,8 +252,6 @@ def verdict_lines(
             f"[{w.rule}] {w.resource}{f' ({w.image})' if w.image else ''}: {w.waived}"
             for w in waived[:3]
         ))  # fmt: skip
-    from trainforge.plan.waivers import stale_note  # noqa: PLC0415 - light, plan-only
-
     for w in result.unused_waivers[:2]:
         lines.append(f"Note: {stale_note(w)}")
     v = result.validation
@@ -308,10 +286,7 @@ def verdict_markdown(result: Any, review: Any = None, stack: str = "") -> list[s
         lines += ["", "**Breaking changes**", ""] + [f"- {b}" for b in brk]
     lines += [
         "",
-        *[
-            f"{c.strip()}  "
-            for c in cost_lines(result, review.ctx.base.sections if review else None)
-        ],
+        *[f"{c.strip()}  " for c in cost_lines(result, review.base.sections if review else None)],
     ]
     admit = not_admitted(result)
     lines += [

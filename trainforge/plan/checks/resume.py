@@ -40,19 +40,6 @@ def digest(value: Any) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:12]
 
 
-def resume_record(sections: dict[str, Any] | None, ident: str) -> dict:
-    """This check's record of one job in a side's sections, with its layout (stored once per
-    digest)."""
-    data = (sections or {}).get(TITLE)
-    if not isinstance(data, dict):
-        return {}
-    for row in data.get("jobs") or []:
-        if isinstance(row, dict) and row.get("ident") == ident:
-            layout = (data.get("layouts") or {}).get(row.get("digest"))
-            return {**row, "layout": layout} if layout else row
-    return {}
-
-
 def call_fingerprint(root: pathlib.Path | None, spec: Any) -> tuple[Any, str | None]:
     """(value, error) of a job's declared `checkpoint.fingerprint` for its own arguments."""
     source = spec.checkpoint.fingerprint
@@ -74,20 +61,21 @@ def call_fingerprint(root: pathlib.Path | None, spec: Any) -> tuple[Any, str | N
         sys.modules.pop(mod_name, None)
 
 
-def job_state(view: Any, data: dict[str, Any] | None = None) -> CC.JobState:
-    """A diff side's JobState; `data` (this check's record) supplies a precomputed layout and
-    an own-code fingerprint."""
-    data = data or {}
-    layout = CC.Layout(**data["layout"]) if data.get("layout") else None
+def job_state(view: Any, sections: dict[str, Any] | None) -> CC.JobState:
+    """A diff side's JobState: the job's flags, with this check's record of it in that side's
+    sections (a precomputed layout, stored once per digest, and an own-code fingerprint)."""
+    data = (sections or {}).get(TITLE)
+    data = data if isinstance(data, dict) else {}
+    rec = next((r for r in data.get("jobs") or [] if r.get("ident") == view.ident), {})
+    layout = (data.get("layouts") or {}).get(rec.get("digest"))
     return CC.JobState(
-        ident=view.ident,
         args=view.runtime_args,
         world_size=view.world_size,
         checkpoint_dir=view.checkpoint_dir,
         resume=view.resume,
-        fingerprint=data.get("fingerprint"),
-        fingerprint_source=data.get("fingerprintSource"),
-        layout=layout,
+        fingerprint=rec.get("fingerprint"),
+        fingerprint_source=rec.get("fingerprintSource"),
+        layout=CC.Layout(**layout) if layout else None,
     )
 
 
@@ -101,7 +89,6 @@ def check(ctx: PlanContext) -> CheckResult:
     lines: list[str] = []
     data: list[dict[str, Any]] = []
     layouts: dict[str, Any] = {}  # digest -> layout: jobs of one shape share one entry
-    digests: dict[int, str] = {}  # id(layout) -> digest (state_layout caches by config)
     for ident, v in sorted(views.items()):
         rec: dict[str, Any] = {"ident": ident, "checkpointDir": v.checkpoint_dir}
         args = v.runtime_args
@@ -112,16 +99,14 @@ def check(ctx: PlanContext) -> CheckResult:
                 lines.append(f"{ident}: no state layout ({e})")
                 rec["error"] = str(e)
             else:
-                if id(layout) not in digests:
-                    digests[id(layout)] = digest(layout.tensors)
-                    layouts[digests[id(layout)]] = layout._asdict()
+                rec["digest"] = key = digest(layout.tensors)
+                layouts[key] = layout._asdict()
                 n_model = sum(1 for k in layout.tensors if k.startswith("model."))
                 lines.append(
                     f"{ident}: {len(layout.tensors)} tensors ({n_model} model, "
-                    f"{len(layout.tensors) - n_model} optimizer), layout {digests[id(layout)]}, "
+                    f"{len(layout.tensors) - n_model} optimizer), layout {key}, "
                     f"in {v.checkpoint_dir or 'no checkpoint directory'}"
                 )
-                rec["digest"] = digests[id(layout)]
         else:
             spec = declared.get((v.namespace, v.name))
             source = spec.checkpoint.fingerprint if spec is not None else None
@@ -150,8 +135,7 @@ def diff_check(ctx: Any) -> CheckResult:
     for ident, ch in ctx.jobs.items():
         if ch.what != "replaced" or ch.old is None or ch.new is None:
             continue
-        old = job_state(ch.old, resume_record(ctx.base.sections, ch.old.ident))
-        new = job_state(ch.new, resume_record(ctx.head.sections, ident))
+        old, new = job_state(ch.old, ctx.base.sections), job_state(ch.new, ctx.head.sections)
         ch.compat = CC.classify(old, new)
         if ch.compat.blocking:
             rule = RULE
