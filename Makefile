@@ -51,7 +51,9 @@ kube-tools:
 
 # The suite on TEST_WORKERS processes (pytest-xdist; the 2-core dev VM and CI: 2), each test
 # module whole on one worker, in file order (--dist loadfile: tests/test_docs_run.py runs a
-# document's commands in order in one scratch copy). TEST_WORKERS=0: one process, as `pytest`.
+# document's commands in order in one scratch copy), the longest files first (tests/conftest.py:
+# RUN_FIRST; it turns off xdist's reorder by test count). TEST_WORKERS=0: one process, as
+# `pytest`.
 TEST_WORKERS ?= 2
 
 test: venv alert-tools sdk-venv kube-tools

@@ -108,26 +108,53 @@ def prod_own_values() -> dict[str, str]:
 
 
 # The longest test files, scheduled first, longest first. Under `make test` (`-n 2 --dist
-# loadfile`) a worker runs a file whole, so a long file collected late ran alone at the end
-# of the suite while the other worker sat idle (tests/test_docs_run.py, every documented
-# command in order, ~5 CPU minutes, was the 153rd of 187 files); started first, the short
-# files fill in around them. Only the order of files changes; each file keeps its own order.
-# The list and its measurements: docs/performance.md, "Test suite".
-RUN_FIRST = (  # CPU seconds of the file alone (user+sys, pytest and its children)
+# loadfile`) a worker runs a file whole, so a long file sent late runs alone at the end of the
+# suite while the other worker sits idle; started first, the short files fill in around them.
+# Only the order of files changes; each file keeps its own order. pytest-xdist sends the files
+# in collection order only with its `loadscope-reorder` off (pytest_configure below): on, its
+# default, it sends them by number of tests, most first, which undid this list (the 1-test
+# rehearsals, tests/jobs/test_indexed_rehearsal.py and tests/images/test_stable_identity.py,
+# were sent last, and tests/test_docs_run.py 32nd). The list and its measurements:
+# docs/performance.md, "Test suite".
+RUN_FIRST = (  # CPU s of the file alone (user+sys, pytest and its children); "w": wall s of
+    # its tests among the slowest 60 of a coverage run of the suite (a lower bound)
     "tests/test_docs_run.py",  # ~300
     "tests/jobs/test_user_code_runs.py",  # 105
     "tests/training/test_checkpoint_e2e.py",  # 92
+    "tests/platform/test_mlflow_auth.py",  # 60 w (mostly the server's start)
     "tests/training/test_reliability_e2e.py",  # 58
     "tests/training/test_gpu_check.py",  # 56
     "tests/jobs/test_pod_kill_rehearsal.py",  # 49
     "tests/plan/test_import_cli.py",  # 41
-    "tests/images/test_runtime_image.py",  # 40
+    "tests/images/test_runtime_image.py",  # 40 (13 with its layer cached)
     "tests/jobs/test_user_code_exits.py",  # 39
     "tests/training/test_agreement.py",  # 37
+    "tests/training/test_checkpoint.py",  # 28 w
     "tests/test_report_resume.py",  # 27
     "tests/jobs/test_indexed_rehearsal.py",  # 27
+    "tests/platform/test_alerts_e2e.py",  # 26 w (waits on Prometheus), 16
     "tests/images/test_stable_identity.py",  # 24
+    "tests/plan/test_review_intent.py",  # 22 w
+    "tests/plan/test_plan_review.py",  # 18 w
+    "tests/training/test_runtime.py",  # 13 w
+    "tests/training/test_setup_memory.py",  # 13 w
+    "tests/test_cli.py",  # 13 w
+    "tests/jobs/test_program_jobs.py",  # 13 w
+    "tests/training/test_checkpoint_failures.py",  # 12 w
+    "tests/jobs/test_estimate_measured.py",  # 12 w
+    "tests/jobs/test_backend_stacks.py",  # 12 w
+    "tests/jobs/test_launch_model.py",  # 11 w
+    "tests/jobs/test_run_local_adhoc.py",  # 11 w
+    "tests/training/test_runtime_flags.py",  # 11 w
+    "tests/plan/test_plan_cost.py",  # 10 w
+    "tests/training/test_acceptance.py",  # 10 w
 )
+
+
+def pytest_configure(config):
+    """Files go to the xdist workers in collection order (RUN_FIRST's), not by test count."""
+    if hasattr(config.option, "loadscopereorder"):  # pytest-xdist's option
+        config.option.loadscopereorder = False
 
 
 def pytest_collection_modifyitems(config, items):

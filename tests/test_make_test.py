@@ -53,3 +53,42 @@ def test_the_longest_files_run_first_and_every_file_keeps_its_order():
     items = [SimpleNamespace(nodeid=i) for i in ids]
     pytest_collection_modifyitems(None, items)
     assert [i.nodeid for i in items] == [ids[3], ids[1], ids[4], ids[0], ids[2], ids[5]]
+
+
+def test_xdist_sends_the_files_in_collection_order_not_by_test_count():
+    """conftest's pytest_configure turns pytest-xdist's `loadscope-reorder` off: the file
+    scheduler `make test` uses sends the files in the order collected (RUN_FIRST's first), not
+    the files with the most tests first (xdist's default, which sent 1-test files last)."""
+    from types import SimpleNamespace
+
+    from xdist.scheduler import LoadFileScheduling
+
+    from tests.conftest import pytest_configure
+
+    collection = ["tests/long.py::t", *(f"tests/many.py::t{i}" for i in range(3))]
+    collection += ["tests/mid.py::t1", "tests/mid.py::t2", "tests/last.py::t"]
+    sent: list[str] = []
+
+    class Node:
+        shutting_down = False
+        gateway = SimpleNamespace(id="gw")
+
+        def send_runtest_some(self, indexes: list[int]) -> None:
+            sent.extend(collection[i].split("::")[0] for i in indexes)
+
+        def shutdown(self) -> None:
+            self.shutting_down = True
+
+    option = SimpleNamespace(loadscopereorder=True, tx=["2*popen"])
+    config = SimpleNamespace(option=option, getvalue=lambda name: getattr(option, name))
+    pytest_configure(config)
+    assert option.loadscopereorder is False
+    scheduler = LoadFileScheduling(config)
+    nodes = [Node(), Node()]
+    for node in nodes:
+        scheduler.add_node(node)
+        scheduler.add_node_collection(node, collection)
+    scheduler.schedule()
+    # the first file to each worker, then a second to the one left with <= 2 pending tests
+    assert list(dict.fromkeys(sent)) == ["tests/long.py", "tests/many.py", "tests/mid.py"]
+    assert list(scheduler.workqueue) == ["tests/last.py"]

@@ -15,6 +15,7 @@ checkpoint to a moto S3 server.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata as md
 import os
 import re
@@ -86,16 +87,19 @@ def make_context(dest: Path, root: Path = ROOT, df: Path = DF) -> Path:
     return dest
 
 
-def _execute_stage(
-    stage: dockerfile.Stage, image_root: Path, env: dict[str, str], context: Path
+def _execute(
+    instructions: list[dockerfile.Instruction],
+    image_root: Path,
+    env: dict[str, str],
+    context: Path,
 ) -> None:
-    """Run the stage's instructions after FROM: COPY copies from the build context, RUN runs
+    """Run a stage's instructions after FROM: COPY copies from the build context, RUN runs
     (paths under `image_root`), ENV sets; USER and LABEL do not matter here."""
 
     def at(path: str) -> Path:
         return image_root / path.lstrip("/")
 
-    for ins in stage.instructions:
+    for ins in instructions:
         if ins.keyword == "COPY":
             (sources, dest) = dockerfile.Stage("x", "", [ins]).copies[0]
             for src in sources:
@@ -126,11 +130,73 @@ def _execute_stage(
             env.update(dockerfile.Stage("x", "", [ins]).env)
 
 
+# The stage's first layer -- its instructions up to and including the first RUN, the `pip
+# install` of the lock's pins (~20 CPU s and a download) -- is built once per content, as
+# Docker's layer cache does: keyed by those instructions, the bytes of the files they COPY, this
+# interpreter and the base image's distributions, and kept (hard links) under build/, which is
+# gitignored. A fresh clone (CI) builds it; the rest of the stage (the trainforge COPYs, the
+# `.pth` RUN and its self-check) runs every time, on a copy of the layer.
+LAYER_CACHE = ROOT / "build" / "test-cache" / "runtime-image"
+
+
+def _layer_key(layer: list[dockerfile.Instruction], context: Path, base: Path) -> str:
+    digest = hashlib.sha256(sys.version.encode())
+    for ins in layer:
+        digest.update(f"{ins.keyword} {ins.args}\n".encode())
+        if ins.keyword != "COPY":
+            continue
+        for src in dockerfile.Stage("x", "", [ins]).copies[0][0]:
+            top = context / src
+            files = sorted(top.rglob("*")) if top.is_dir() else [top]
+            for f in files:
+                rel = f.relative_to(context).as_posix()
+                body = f.read_bytes() if f.is_file() else b"(absent)"
+                digest.update(f"{rel} {len(body)}\n".encode() + body)
+    digest.update("\n".join(sorted(p.name for p in base.iterdir())).encode())  # *.dist-info
+    return digest.hexdigest()[:24]
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
+def _copy_tree(src: Path, dst: Path) -> None:
+    """`src` at `dst`, files hard-linked where the filesystem allows (nothing here writes a
+    file of the venv in place: Python replaces a .pyc by renaming, the .pth files are new)."""
+    shutil.copytree(src, dst, symlinks=True, copy_function=_link_or_copy)
+
+
+def _keep_layer(venv_dir: Path, cached: Path) -> None:
+    """Store the built layer as `cached`, the only one kept (a new key replaces the old)."""
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    partial = cached.with_name(f"{cached.name}.{os.getpid()}.partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    _copy_tree(venv_dir, partial)
+    for old in cached.parent.iterdir():
+        if old != partial:
+            shutil.rmtree(old, ignore_errors=True)
+    partial.rename(cached)
+
+
 @pytest.fixture(scope="module")
 def image_venv(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
     tmp = tmp_path_factory.mktemp("runtime-image")
+    stage = dockerfile.parse(DF).stage(runtime_images.STANDARD)
+    first_run = next(i for i, ins in enumerate(stage.instructions) if ins.keyword == "RUN")
+    layer, rest = stage.instructions[: first_run + 1], stage.instructions[first_run + 1 :]
+    context = make_context(tmp / "context")
+    base = tmp / "base-image-packages"
+    _link_torch(base)
+    cached = LAYER_CACHE / _layer_key(layer, context, base)
     venv_dir = tmp / "venv"
-    venv.EnvBuilder(with_pip=True).create(venv_dir)
+    hit = cached.is_dir()
+    if hit:
+        _copy_tree(cached, venv_dir)
+    else:
+        venv.EnvBuilder(with_pip=True).create(venv_dir)
     py = venv_dir / "bin" / "python"
     site = subprocess.run(
         [str(py), "-c", "import site; print(site.getsitepackages()[0])"],
@@ -138,9 +204,9 @@ def image_venv(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str
         text=True,
         check=True,
     ).stdout.strip()
-    base = tmp / "base-image-packages"
-    _link_torch(base)
-    Path(site, "base-image.pth").write_text(f"{base}\n")
+    base_pth = Path(site, "base-image.pth")
+    base_pth.unlink(missing_ok=True)  # a link into the cache: replaced, never written through
+    base_pth.write_text(f"{base}\n")
     env = {
         k: v
         for k, v in os.environ.items()
@@ -154,8 +220,12 @@ def image_venv(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str
         PATH=f"{venv_dir / 'bin'}:{env.get('PATH', '')}", OMP_NUM_THREADS="1", HOME=str(home)
     )
     env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
-    context = make_context(tmp / "context")
-    _execute_stage(dockerfile.parse(DF).stage(runtime_images.STANDARD), tmp / "image", env, context)
+    if hit:  # the layer's COPYs and ENVs still apply; its RUN's result is the venv
+        _execute([ins for ins in layer if ins.keyword != "RUN"], tmp / "image", env, context)
+    else:
+        _execute(layer, tmp / "image", env, context)
+        _keep_layer(venv_dir, cached)
+    _execute(rest, tmp / "image", env, context)
     return py, env
 
 
