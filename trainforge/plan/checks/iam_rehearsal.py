@@ -38,7 +38,9 @@ from trainforge.plan.checks.iam_reference import (
     node_role_calls,
     request_tags,
 )
-from trainforge.plan.checks.iam_stack import ADDON, HELM_RELEASE, RoleFacts, StackIam, stack_iam
+from trainforge.plan.checks.iam_stack import RoleFacts, StackIam, stack_iam
+from trainforge.plan.checks.ordering import RELEASE
+from trainforge.plan.checks.rules import EKS_ADDON
 from trainforge.plan.manifests import k8s_objects
 
 DENIED = "TRAINFORGE_IAM_DENIED"
@@ -129,7 +131,7 @@ def check(ctx: PlanContext) -> CheckResult:
     _rehearse_trust(run)
     _rehearse_teams(run, ctx)
     objects = [o.doc for o in k8s_objects(inv)]  # as plain dicts (kind, metadata, spec, ...)
-    addons = {r.inputs.get("addonName") for r in inv.resources if r.type == ADDON}
+    addons = {r.inputs.get("addonName") for r in inv.resources if r.type == EKS_ADDON}
     _rehearse_karpenter(run, inv, objects)
     _rehearse_csi(run, addons, objects)
     _rehearse_node_roles(run, addons)
@@ -334,16 +336,21 @@ def _rehearse_teams(run: _Run, ctx: PlanContext) -> None:
 # Controllers
 
 
-def _expect_calls(
-    run: _Run, t: Tally, role: RoleFacts, calls: list[ExpectedCall], who: str
+def _controller(
+    run: _Run,
+    role: RoleFacts,
+    label: str,
+    calls: list[ExpectedCall],
+    who: str,
+    reference: list[Policy] | None = None,
+    what: str = "",
 ) -> None:
+    """A controller's (or node's) calls judged, and each of its policies against `reference`."""
+    t = run.tally(label)
     for c in calls:
         d = evaluate(c.request, role.policies)
         run.expect(t, role, c.request, d, c.allowed, who, c.why)
-
-
-def _beyond(run: _Run, role: RoleFacts, reference: list[Policy], what: str) -> None:
-    for p in role.policies:
+    for p in role.policies if reference else []:
         extra = beyond_reference(p, reference)
         if extra:
             run.finding(
@@ -362,7 +369,7 @@ def _rehearse_karpenter(run: _Run, inv: Any, objects: list[dict]) -> None:
     stack = run.stack
     for rec in inv.resources:
         chart = str(rec.inputs.get("chart", ""))
-        if rec.type != HELM_RELEASE or not chart.endswith(KARPENTER_CHART_SUFFIX):
+        if rec.type != RELEASE or not chart.endswith(KARPENTER_CHART_SUFFIX):
             continue
         values = rec.inputs.get("values") or {}
         namespace, sa = CHARTS["karpenter"].where(
@@ -390,14 +397,15 @@ def _rehearse_karpenter(run: _Run, inv: Any, objects: list[dict]) -> None:
             node_class=classes[0]["metadata"]["name"] if classes else "default",
             partition=stack.partition,
         )
-        t = run.tally(f"{role.label} (Karpenter {rec.inputs.get('version')}, {namespace}/{sa})")
-        _expect_calls(run, t, role, karpenter_calls(facts, role.arn), "Karpenter")
+        label = f"{role.label} (Karpenter {rec.inputs.get('version')}, {namespace}/{sa})"
         reference = [karpenter_reference(facts)]
         what = f"Karpenter v{KARPENTER_REFERENCE_VERSION}'s reference controller policy"
-        _beyond(run, role, reference, what)
+        _controller(
+            run, role, label, karpenter_calls(facts, role.arn), "Karpenter", reference, what
+        )
 
 
-def _ebs_csi(stack: StackIam, role: RoleFacts, objects: list[dict]) -> tuple[list, list, str]:
+def _ebs_csi(caller: Caller, objects: list[dict]) -> tuple[list, list, str]:
     """The EBS CSI controller's calls (a customer-key StorageClass's KMS calls included) and
     its reference: AmazonEBSCSIDriverPolicy and docs/install.md's KMS statement."""
     keys = sorted(
@@ -413,11 +421,11 @@ def _ebs_csi(stack: StackIam, role: RoleFacts, objects: list[dict]) -> tuple[lis
     if keys:
         kms = {"Effect": "Allow", "Action": list(EBS_CSI_KMS_ACTIONS), "Resource": keys}
         reference.append(Policy("EBS CSI KMS statement (docs/install.md)", {"Statement": [kms]}))
-    calls = ebs_csi_calls(_caller(stack, role), keys)
+    calls = ebs_csi_calls(caller, keys)
     return calls, reference, "aws-ebs-csi-driver's reference policy (AmazonEBSCSIDriverPolicy)"
 
 
-def _fsx_csi(stack: StackIam, role: RoleFacts, objects: list[dict]) -> tuple[list, list, str]:
+def _fsx_csi(caller: Caller, objects: list[dict]) -> tuple[list, list, str]:
     """The FSx CSI controller's calls on the file systems its PersistentVolumes name."""
     handles = sorted(
         {
@@ -427,8 +435,7 @@ def _fsx_csi(stack: StackIam, role: RoleFacts, objects: list[dict]) -> tuple[lis
             and ((o.get("spec") or {}).get("csi") or {}).get("driver") == "fsx.csi.aws.com"
         }
     )
-    arn = f"arn:{stack.partition}:fsx:{stack.region}:{stack.account}:file-system/"
-    calls = fsx_csi_calls(_caller(stack, role), [arn + h for h in handles])
+    calls = fsx_csi_calls(caller, [caller.arn("fsx", f"file-system/{h}") for h in handles])
     reference = [Policy("FSx CSI reference", FSX_CSI_REFERENCE)]
     return calls, reference, "aws-fsx-csi-driver's reference policy"
 
@@ -447,10 +454,10 @@ def _rehearse_csi(run: _Run, addons: set[str], objects: list[dict]) -> None:
         role = next(iter(run.stack.roles_for(namespace, sa)), None) if addon in addons else None
         if role is None:
             continue
-        calls, reference, what = facts(run.stack, role, objects)
-        t = run.tally(f"{role.label} ({addon}, {namespace}/{sa})")
-        _expect_calls(run, t, role, calls, who)
-        _beyond(run, role, reference, what)
+        calls, reference, what = facts(_caller(run.stack, role), objects)
+        _controller(
+            run, role, f"{role.label} ({addon}, {namespace}/{sa})", calls, who, reference, what
+        )
 
 
 def _rehearse_node_roles(run: _Run, addons: set[str]) -> None:
@@ -459,10 +466,6 @@ def _rehearse_node_roles(run: _Run, addons: set[str]) -> None:
     cni_sa = ADDONS["vpc-cni"].where("kube-system")
     cni = "vpc-cni" in addons and not stack.associations_for(*cni_sa)
     for role in stack.node_roles():
-        t = run.tally(f"{role.label} (node role)")
-        calls = node_role_calls(
-            _caller(stack, role),
-            vpc_cni=cni,
-            pod_identity_agent="eks-pod-identity-agent" in addons,
-        )
-        _expect_calls(run, t, role, calls, "node")
+        agent = "eks-pod-identity-agent" in addons
+        calls = node_role_calls(_caller(stack, role), vpc_cni=cni, pod_identity_agent=agent)
+        _controller(run, role, f"{role.label} (node role)", calls, "node")
