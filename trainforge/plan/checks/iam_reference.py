@@ -259,38 +259,25 @@ def karpenter_calls(f: KarpenterFacts, principal: str) -> list[ExpectedCall]:
         calls.ok(action, resource, why, **ctx)
 
     # guard rails: what the reference policy's conditions exist to refuse
-    calls.never(
-        "ec2:TerminateInstances",
-        f"{ec2}:instance/i-system",
-        "a managed-node-group (system or reserved) instance carries only the cluster tag",
-        **tag_keys("aws:ResourceTag", {cluster_tag: "owned", "eks:nodegroup-name": f"{c}-system"}),
-    )
-    calls.never(
-        "ec2:CreateTags",
-        instance,
-        "re-tagging an instance into another NodePool (aws:TagKeys limit)",
-        **owned,
-        **request_tags({"karpenter.sh/nodepool": "other"}),
-    )
-    calls.never(
-        "ec2:CreateFleet",
-        f"{ec2}:instance/x-0123",
-        "launching an instance without the cluster and nodepool tags",
-        **request_tags({"Name": "x"}),
-    )
-    calls.never(
-        "iam:AddRoleToInstanceProfile",
-        f"arn:{p}:iam::{a}:instance-profile/admin",
-        "an instance profile Karpenter did not create",
-    )
-    calls.never(
-        "iam:PassRole",
-        f"arn:{p}:iam::{a}:role/cluster-admin",
-        "passing any role but the node role",
-        **to_ec2,
-    )
-    other_region = {"aws:RequestedRegion": "eu-north-1"}
-    calls.never("ec2:DescribeInstances", "*", "reading another region", **other_region)
+    system = {cluster_tag: "owned", "eks:nodegroup-name": f"{c}-system"}
+    for action, resource, why, ctx in (
+        ("ec2:TerminateInstances", f"{ec2}:instance/i-system",
+         "a managed-node-group (system or reserved) instance carries only the cluster tag",
+         tag_keys("aws:ResourceTag", system)),
+        ("ec2:CreateTags", instance,
+         "re-tagging an instance into another NodePool (aws:TagKeys limit)",
+         {**owned, **request_tags({"karpenter.sh/nodepool": "other"})}),
+        ("ec2:CreateFleet", f"{ec2}:instance/x-0123",
+         "launching an instance without the cluster and nodepool tags",
+         request_tags({"Name": "x"})),
+        ("iam:AddRoleToInstanceProfile", f"arn:{p}:iam::{a}:instance-profile/admin",
+         "an instance profile Karpenter did not create", {}),
+        ("iam:PassRole", f"arn:{p}:iam::{a}:role/cluster-admin",
+         "passing any role but the node role", to_ec2),
+        ("ec2:DescribeInstances", "*", "reading another region",
+         {"aws:RequestedRegion": "eu-north-1"}),
+    ):  # fmt: skip
+        calls.never(action, resource, why, **ctx)
     return calls
 
 
