@@ -120,6 +120,13 @@ class _Run:
             msg = f"{who} is allowed {what}, which must be denied ({why}); allowed by {by}"
             self.finding(role, TOO_BROAD, msg)
 
+    def judge(self, role: RoleFacts, label: str, who: str, calls: list[ExpectedCall]) -> None:
+        """A controller's (or node's) expected calls, under a tally of their own."""
+        t = self.tally(label)
+        for c in calls:
+            d = evaluate(c.request, role.policies)
+            self.expect(t, role, c.request, d, c.allowed, who, c.why)
+
     def finding(self, role: RoleFacts, rule: str, message: str) -> None:
         names = frozenset({role.name, role.arn})
         self.findings.append(Finding(role.label, rule, message, RULES[rule], role.urn, names))
@@ -336,21 +343,8 @@ def _rehearse_teams(run: _Run, ctx: PlanContext) -> None:
 # Controllers
 
 
-def _controller(
-    run: _Run,
-    role: RoleFacts,
-    label: str,
-    calls: list[ExpectedCall],
-    who: str,
-    reference: list[Policy] | None = None,
-    what: str = "",
-) -> None:
-    """A controller's (or node's) calls judged, and each of its policies against `reference`."""
-    t = run.tally(label)
-    for c in calls:
-        d = evaluate(c.request, role.policies)
-        run.expect(t, role, c.request, d, c.allowed, who, c.why)
-    for p in role.policies if reference else []:
+def _beyond(run: _Run, role: RoleFacts, reference: list[Policy], what: str) -> None:
+    for p in role.policies:
         extra = beyond_reference(p, reference)
         if extra:
             run.finding(
@@ -398,14 +392,12 @@ def _rehearse_karpenter(run: _Run, inv: Any, objects: list[dict]) -> None:
             partition=stack.partition,
         )
         label = f"{role.label} (Karpenter {rec.inputs.get('version')}, {namespace}/{sa})"
-        reference = [karpenter_reference(facts)]
+        run.judge(role, label, "Karpenter", karpenter_calls(facts, role.arn))
         what = f"Karpenter v{KARPENTER_REFERENCE_VERSION}'s reference controller policy"
-        _controller(
-            run, role, label, karpenter_calls(facts, role.arn), "Karpenter", reference, what
-        )
+        _beyond(run, role, [karpenter_reference(facts)], what)
 
 
-def _ebs_csi(caller: Caller, objects: list[dict]) -> tuple[list, list, str]:
+def _ebs_csi(run: _Run, role: RoleFacts, label: str, objects: list[dict]) -> None:
     """The EBS CSI controller's calls (a customer-key StorageClass's KMS calls included) and
     its reference: AmazonEBSCSIDriverPolicy and docs/install.md's KMS statement."""
     keys = sorted(
@@ -417,15 +409,16 @@ def _ebs_csi(caller: Caller, objects: list[dict]) -> tuple[list, list, str]:
             and o.get("parameters", {}).get("kmsKeyId")
         }
     )
+    run.judge(role, label, "EBS CSI controller", ebs_csi_calls(_caller(run.stack, role), keys))
     reference = [Policy("AmazonEBSCSIDriverPolicy", AMAZON_EBS_CSI_DRIVER_POLICY)]
     if keys:
         kms = {"Effect": "Allow", "Action": list(EBS_CSI_KMS_ACTIONS), "Resource": keys}
         reference.append(Policy("EBS CSI KMS statement (docs/install.md)", {"Statement": [kms]}))
-    calls = ebs_csi_calls(caller, keys)
-    return calls, reference, "aws-ebs-csi-driver's reference policy (AmazonEBSCSIDriverPolicy)"
+    what = "aws-ebs-csi-driver's reference policy (AmazonEBSCSIDriverPolicy)"
+    _beyond(run, role, reference, what)
 
 
-def _fsx_csi(caller: Caller, objects: list[dict]) -> tuple[list, list, str]:
+def _fsx_csi(run: _Run, role: RoleFacts, label: str, objects: list[dict]) -> None:
     """The FSx CSI controller's calls on the file systems its PersistentVolumes name."""
     handles = sorted(
         {
@@ -435,29 +428,21 @@ def _fsx_csi(caller: Caller, objects: list[dict]) -> tuple[list, list, str]:
             and ((o.get("spec") or {}).get("csi") or {}).get("driver") == "fsx.csi.aws.com"
         }
     )
-    calls = fsx_csi_calls(caller, [caller.arn("fsx", f"file-system/{h}") for h in handles])
+    caller = _caller(run.stack, role)
+    fs = [caller.arn("fsx", f"file-system/{h}") for h in handles]
+    run.judge(role, label, "FSx CSI controller", fsx_csi_calls(caller, fs))
     reference = [Policy("FSx CSI reference", FSX_CSI_REFERENCE)]
-    return calls, reference, "aws-fsx-csi-driver's reference policy"
-
-
-# add-on -> who calls, its expected calls and reference (its ServiceAccount: ADDONS)
-_CSI_DRIVERS = (
-    ("aws-ebs-csi-driver", "EBS CSI controller", _ebs_csi),
-    ("aws-fsx-csi-driver", "FSx CSI controller", _fsx_csi),
-)
+    _beyond(run, role, reference, "aws-fsx-csi-driver's reference policy")
 
 
 def _rehearse_csi(run: _Run, addons: set[str], objects: list[dict]) -> None:
-    """Each installed CSI driver's controller: its calls allowed, nothing beyond upstream's."""
-    for addon, who, facts in _CSI_DRIVERS:
+    """Each installed CSI driver's controller (its ServiceAccount: ADDONS): its calls allowed,
+    nothing beyond upstream's."""
+    for addon, rehearse in (("aws-ebs-csi-driver", _ebs_csi), ("aws-fsx-csi-driver", _fsx_csi)):
         namespace, sa = ADDONS[addon].where("kube-system")
         role = next(iter(run.stack.roles_for(namespace, sa)), None) if addon in addons else None
-        if role is None:
-            continue
-        calls, reference, what = facts(_caller(run.stack, role), objects)
-        _controller(
-            run, role, f"{role.label} ({addon}, {namespace}/{sa})", calls, who, reference, what
-        )
+        if role is not None:
+            rehearse(run, role, f"{role.label} ({addon}, {namespace}/{sa})", objects)
 
 
 def _rehearse_node_roles(run: _Run, addons: set[str]) -> None:
@@ -468,4 +453,4 @@ def _rehearse_node_roles(run: _Run, addons: set[str]) -> None:
     for role in stack.node_roles():
         agent = "eks-pod-identity-agent" in addons
         calls = node_role_calls(_caller(stack, role), vpc_cni=cni, pod_identity_agent=agent)
-        _controller(run, role, f"{role.label} (node role)", calls, "node")
+        run.judge(role, f"{role.label} (node role)", "node", calls)
