@@ -158,8 +158,8 @@ def test_prod_bucket_its_key_its_policy_its_gateway_endpoint_and_notes(prod):
     assert stack.bucket_endpoints == {PROD_BUCKET: "platform-net-s3-id"}
     # the key is declared without a key policy: KMS gives it the default one
     assert stack.key_policies == {}
-    key_policy, declared = stack.key_policy(PROD_KEY)
-    assert declared is False and key_policy.name == "default key policy"
+    key_policy = stack.key_policy(PROD_KEY)
+    assert key_policy.name == "default key policy"
     assert key_policy.statements()[0]["Principal"] == {
         "AWS": f"arn:aws:iam::{DEFAULT_ACCOUNT}:root"
     }
@@ -514,9 +514,9 @@ def test_bucket_encryption_and_key_policies_are_read_per_bucket():
         "b-pol": "bucket policy bp-pol"
     }
     assert {k: p.name for k, p in stack.key_policies.items()} == {KEY_A: "key policy of key-a"}
-    assert stack.key_policy(KEY_A) == (stack.key_policies[KEY_A], True)
-    default, declared = stack.key_policy(key_b_arn)
-    assert (default.name, declared) == ("default key policy", False)
+    assert stack.key_policy(KEY_A) == stack.key_policies[KEY_A]
+    assert key_b_arn not in stack.key_policies
+    assert stack.key_policy(key_b_arn).name == "default key policy"
     # a note per bucket whose key policy is not declared here: whose key is it?
     assert stack.notes == [
         f"bucket b-b: key {key_b_arn} has KMS's default key policy (delegates to IAM)",
@@ -532,8 +532,8 @@ def test_a_key_policy_resource_is_the_keys_policy():
     stray = rec(S.KMS_KEY_POLICY, "stray", {"keyId": "z", "policy": doc("Stray")})
     unknown = rec(S.KMS_KEY_POLICY, "kp2", {"keyId": "k", "policy": UNKNOWN}, {"keyId": [key.urn]})
     stack = read_stack(inventory(key, sse("s", "b", [kms_rule(KEY_A)], key), kp, stray, unknown))
-    policy, declared = stack.key_policy(KEY_A)
-    assert declared and policy.name == "key policy kp"
+    policy = stack.key_policy(KEY_A)
+    assert KEY_A in stack.key_policies and policy.name == "key policy kp"
     assert policy.statements()[0]["Sid"] == "Own"
     assert list(stack.key_policies) == [KEY_A] and stack.notes == []
 

@@ -252,7 +252,7 @@ def _rebind(call: ApiCall, bucket: str, old: str, new: str) -> ApiCall:
 
 def _authorize(stack: StackIam, role: RoleFacts, a: Authz) -> Decision:
     if a.resource_policy == "kms-key":
-        key_policy, _ = stack.key_policy(a.request.resource)
+        key_policy = stack.key_policy(a.request.resource)
         return evaluate(a.request, role.policies, [key_policy], key_policy=True)
     bp = stack.bucket_policies.get(a.request.resource.split(":::", 1)[-1].split("/", 1)[0])
     return evaluate(a.request, role.policies, [bp] if bp else [])

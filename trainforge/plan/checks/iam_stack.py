@@ -108,11 +108,9 @@ class StackIam:
             )
         ]
 
-    def key_policy(self, key_arn: str) -> tuple[Policy, bool]:
-        """(key policy, declared in this stack?) -- the default key policy otherwise."""
-        if key_arn in self.key_policies:
-            return self.key_policies[key_arn], True
-        return default_key_policy(self.account, self.partition), False
+    def key_policy(self, key_arn: str) -> Policy:
+        """The key's policy as this stack declares it, else the one KMS gives a key without."""
+        return self.key_policies.get(key_arn) or default_key_policy(self.account, self.partition)
 
 
 def _dep(rec: Any, prop: str) -> str | None:
@@ -163,14 +161,9 @@ def read_stack(inv: Inventory) -> StackIam:
         stack.roles[r.urn] = facts
 
     def role_of(rec: Any) -> RoleFacts | None:
-        urn = _dep(rec, "role")
-        if urn in stack.roles:
-            return stack.roles[urn]
         ref = rec.inputs.get("role")
-        return next(
-            (x for x in stack.roles.values() if ref in (x.name, x.arn, x.arn.rsplit("/", 1)[-1])),
-            None,
-        )
+        named = (x for x in stack.roles.values() if ref in (x.name, x.arn, x.arn.rsplit("/")[-1]))
+        return stack.role(_dep(rec, "role")) or next(named, None)
 
     for rp in by_type.get(ROLE_POLICY, []):
         facts = role_of(rp)
