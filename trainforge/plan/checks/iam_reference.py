@@ -117,15 +117,10 @@ class KarpenterFacts:
         return text
 
 
-def karpenter_reference_statements(f: KarpenterFacts) -> list[dict]:
-    return json.loads(f.fill(_KARPENTER_CFN))
-
-
 def karpenter_reference(f: KarpenterFacts) -> Policy:
-    return Policy(
-        f"Karpenter v{KARPENTER_REFERENCE_VERSION} reference policy",
-        {"Version": "2012-10-17", "Statement": karpenter_reference_statements(f)},
-    )
+    statements = json.loads(f.fill(_KARPENTER_CFN))
+    name = f"Karpenter v{KARPENTER_REFERENCE_VERSION} reference policy"
+    return Policy(name, {"Version": "2012-10-17", "Statement": statements})
 
 
 @dataclass(frozen=True)
@@ -211,7 +206,7 @@ def karpenter_calls(f: KarpenterFacts, principal: str) -> list[ExpectedCall]:
     named = {**owned, **request_tags({"Name": "node-a", "karpenter.sh/nodeclaim": claim})}
     # the reads, instance-profile and queue calls are the actions of the reference statements
     # that exist for them
-    reference = {st["Sid"]: as_list(st["Action"]) for st in karpenter_reference_statements(f)}
+    reference = {st["Sid"]: as_list(st["Action"]) for st in karpenter_reference(f).statements()}
     describe = reference["AllowRegionalReadActions"]
     profile_actions = reference["AllowScopedInstanceProfileActions"]
     sqs = reference["AllowInterruptionQueueActions"]
