@@ -358,6 +358,14 @@ def test_karpenter_is_rehearsed_for_the_release_namespace_and_service_account(pr
     assert counts(section) == expected()
 
 
+def test_karpenter_from_a_chart_repository_is_rehearsed_too(prod):
+    """A release of chart "karpenter" from a repository (no OCI path) is Karpenter, as the
+    controller-identity check reads it (ordering.chart_name), so it is rehearsed."""
+    repo = {"repo": "https://charts.karpenter.sh"}
+    inv = edit(prod, "Release", "platform-karpenter", chart="karpenter", repositoryOpts=repo)
+    assert counts(rehearse(inv)[1]) == expected()
+
+
 def renamed_class(rec: Recorded) -> Recorded:
     if not rec.type.endswith(":EC2NodeClass"):
         return rec

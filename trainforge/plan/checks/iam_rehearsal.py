@@ -39,7 +39,7 @@ from trainforge.plan.checks.iam_reference import (
     request_tags,
 )
 from trainforge.plan.checks.iam_stack import RoleFacts, StackIam, stack_iam
-from trainforge.plan.checks.ordering import RELEASE
+from trainforge.plan.checks.ordering import RELEASE, chart_name
 from trainforge.plan.checks.rules import EKS_ADDON
 from trainforge.plan.manifests import k8s_objects
 
@@ -59,7 +59,6 @@ RULES = {
 }
 
 POD_IDENTITY_SERVICE = "svc:pods.eks.amazonaws.com"
-KARPENTER_CHART_SUFFIX = "/karpenter"
 REHEARSAL_JOB = "rehearsal-job"
 OTHER_TEAM = "another-team"
 OTHER_BUCKET = "another-teams-bucket"
@@ -362,8 +361,7 @@ def _caller(stack: StackIam, role: RoleFacts) -> Caller:
 def _rehearse_karpenter(run: _Run, inv: Any, objects: list[dict]) -> None:
     stack = run.stack
     for rec in inv.resources:
-        chart = str(rec.inputs.get("chart", ""))
-        if rec.type != RELEASE or not chart.endswith(KARPENTER_CHART_SUFFIX):
+        if rec.type != RELEASE or chart_name(rec) != "karpenter":
             continue
         values = rec.inputs.get("values") or {}
         namespace, sa = CHARTS["karpenter"].where(
