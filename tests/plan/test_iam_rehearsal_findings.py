@@ -490,9 +490,7 @@ def test_expect_counts_as_expected_and_reports_the_call_with_its_context():
     run = R._Run(StackIam(ACCT, "us-east-1", "aws", {}, [], {}, {}, {}))
     t = run.tally("p")
     req = Request(f"{MOCK}/r", "s3:GetObject", "arn:aws:s3:::b/k", {"b": "2", "a": "1"})
-    allow = Decision(
-        True, "allowed", allows=[Match("pol", "S1", "Allow"), Match("pol2", "S2", "Allow")]
-    )
+    allow = Decision(True, "allowed", allows=[Match("pol", "S1"), Match("pol2", "S2")])
     deny = Decision(False, "implicitly denied", near_misses=["S3 does not apply: x"])
     run.expect(t, role_facts(), req, allow, True, "GetObject")
     run.expect(t, role_facts(), req, deny, False, "GetObject")

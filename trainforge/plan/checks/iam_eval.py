@@ -70,7 +70,6 @@ class Policy:
 class Match:
     policy: str
     sid: str
-    effect: str
 
 
 @dataclass
@@ -367,9 +366,9 @@ def _scan(
                 if effect == "Allow":
                     misses.append(f"{pol.name} {sid} does not apply: {', '.join(failed)}")
             elif effect == "Deny":
-                denies.append(Match(pol.name, sid, effect))
+                denies.append(Match(pol.name, sid))
             elif effect == "Allow":
-                allows.append((Match(pol.name, sid, effect), kind))
+                allows.append((Match(pol.name, sid), kind))
     return denies, allows, misses
 
 
