@@ -252,16 +252,12 @@ def read_stack(inv: Inventory) -> StackIam:
             name = f"key policy of {k.name}" if own else f"key policy {k.name}"
             stack.key_policies[key_urn_to_arn[urn]] = Policy(name, doc)
     declared_keys = {key_urn_to_arn.get(k.urn) for k in by_type.get(KMS_KEY, [])}
+    default = "KMS's default key policy (delegates to IAM)"
+    outside = "a key policy outside this stack; assumed to delegate to IAM"
     for b in stack.buckets.values():
         if b.kms_key_arn and b.kms_key_arn not in stack.key_policies:
-            stack.notes.append(
-                f"bucket {b.name}: key {b.kms_key_arn} has "
-                + (
-                    "KMS's default key policy (delegates to IAM)"
-                    if b.kms_key_arn in declared_keys
-                    else "a key policy outside this stack; assumed to delegate to IAM"
-                )
-            )
+            has = default if b.kms_key_arn in declared_keys else outside
+            stack.notes.append(f"bucket {b.name}: key {b.kms_key_arn} has {has}")
     return stack
 
 
