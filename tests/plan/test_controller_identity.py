@@ -3,10 +3,16 @@
 
 from __future__ import annotations
 
+import json
+
 from tests.conftest import shipped_plan
 from trainforge.core import versions
 from trainforge.plan import core
+from trainforge.plan.check_types import PlanContext
 from trainforge.plan.checks import controller_identity as CI
+from trainforge.plan.checks.ordering import RELEASE
+from trainforge.plan.checks.rules import EKS_ADDON, EKS_CLUSTER, IAM_ROLE
+from trainforge.plan.runner import Inventory, Recorded
 from trainforge.platform.cluster import Cluster
 
 
@@ -42,3 +48,45 @@ def test_an_add_on_nobody_declared_fails_the_plan(repo_root, monkeypatch):
     result = core.plan_project(repo_root, "dev", standins=False)
     (v,) = [v for v in result.failing if v.rule == CI.UNKNOWN_CONTROLLER]
     assert v.resource == "add-on aws-guardduty-agent"
+
+
+def _rec(type_: str, name: str, inputs: dict, deps: dict | None = None) -> Recorded:
+    urn = f"urn:pulumi:t::p::{type_}::{name}"
+    return Recorded(urn, type_, name, None, True, inputs, dependencies=deps or {})
+
+
+def _role(name: str, trust: dict, actions: list[str]) -> Recorded:
+    allow = {"Effect": "Allow", "Action": actions, "Resource": "*"}
+    inline = [{"name": "p", "policy": json.dumps({"Statement": [allow]})}]
+    inputs = {"name": name, "assumeRolePolicy": json.dumps(trust), "inlinePolicies": inline}
+    return _rec(IAM_ROLE, name, inputs)
+
+
+def test_irsa_identities_are_found_and_judged_by_what_they_grant():
+    """An add-on's serviceAccountRoleArn and a role trusting the ServiceAccount's OIDC subject
+    are identities (IRSA); one that lacks an action the add-on needs fails, naming it."""
+    oidc = "oidc.eks.us-east-1.amazonaws.com/id/X"
+    sub = {"StringEquals": {f"{oidc}:sub": "system:serviceaccount:kube-system:karpenter"}}
+    irsa_trust = {"Statement": [{"Effect": "Allow", "Principal": {"Federated": oidc},
+                                 "Action": "sts:AssumeRoleWithWebIdentity", "Condition": sub}]}  # fmt: skip
+    ec2_trust = {"Statement": [{"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}}]}
+    ebs = _role("ebs", ec2_trust, ["ec2:CreateVolume", "ec2:AttachVolume"])
+    karpenter = _role("karpenter", irsa_trust, ["*"])
+    addon = _rec(
+        EKS_ADDON,
+        "ebs-addon",
+        {"addonName": "aws-ebs-csi-driver", "serviceAccountRoleArn": "unknown"},
+        {"serviceAccountRoleArn": [ebs.urn]},
+    )
+    release = _rec(RELEASE, "kp", {"chart": "oci://x/karpenter", "namespace": "kube-system"})
+    cluster = _rec(EKS_CLUSTER, "c", {})
+    inv = Inventory("p", "t", [cluster, ebs, karpenter, addon, release])
+    result = CI.check(PlanContext(inventory=inv, objects=[]))
+    (v,) = result.findings
+    assert (v.rule, v.resource) == (CI.MISSING, "add-on aws-ebs-csi-driver")
+    assert "its identity (IRSA (add-on serviceAccountRoleArn), role ebs) does not grant " in (
+        v.message
+    )
+    assert "ec2:DetachVolume, ec2:DeleteVolume (" in v.message
+    got = section(result)
+    assert got["karpenter"]["identity"] == "IRSA" and got["karpenter"]["roles"] == "role karpenter"

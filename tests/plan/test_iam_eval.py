@@ -664,3 +664,14 @@ def test_last_edges_of_matching():
     assert not evaluate(req(), [], [bp]).allowed  # a two-part "ARN": no account, no crash
     d = evaluate(req(), [pol(allow("s3:GetObject", "*"))])
     assert d.explain() == d.reason == "allowed"
+
+
+def test_literal_variables_and_resource_statements_that_name_no_principal():
+    """`${*}` in a pattern stands for `*` (IAM policy variables, "special characters"), not
+    for a missing key; a resource-policy statement with a Principal that is neither "*" nor
+    a map, or with no Principal at all, names nobody, so it allows no one."""
+    star = pol(allow("s3:GetObject", f"{BUCKET}/a/${{*}}"))
+    assert evaluate(req(resource=f"{BUCKET}/a/*"), [star]).allowed
+    for extra in ({"Principal": ROLE}, {}):
+        bucket = pol(allow("s3:GetObject", f"{BUCKET}/*", **extra))
+        assert not evaluate(req(), resource=[bucket]).allowed

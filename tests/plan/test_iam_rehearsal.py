@@ -23,7 +23,7 @@ from trainforge.plan.checks.iam_eval import Policy, evaluate
 from trainforge.plan.checks.iam_reference import (
     KarpenterFacts,
     karpenter_calls,
-    karpenter_reference_statements,
+    karpenter_reference,
 )
 from trainforge.platform import checkpoint_bucket
 from trainforge.platform import karpenter as K
@@ -248,7 +248,7 @@ def test_karpenter_policy_is_upstreams_reference_statement_for_statement():
     ours = json.loads(
         K.controller_policy("c1", "us-west-2", ACCT, facts.queue_arn, facts.node_role_arn)
     )["Statement"]
-    ref = karpenter_reference_statements(facts)
+    ref = karpenter_reference(facts).statements()
 
     def norm(st):
         return json.dumps(st, sort_keys=True)

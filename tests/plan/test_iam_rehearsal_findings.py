@@ -358,6 +358,14 @@ def test_karpenter_is_rehearsed_for_the_release_namespace_and_service_account(pr
     assert counts(section) == expected()
 
 
+def test_karpenter_from_a_chart_repository_is_rehearsed_too(prod):
+    """A release of chart "karpenter" from a repository (no OCI path) is Karpenter, as the
+    controller-identity check reads it (ordering.chart_name), so it is rehearsed."""
+    repo = {"repo": "https://charts.karpenter.sh"}
+    inv = edit(prod, "Release", "platform-karpenter", chart="karpenter", repositoryOpts=repo)
+    assert counts(rehearse(inv)[1]) == expected()
+
+
 def renamed_class(rec: Recorded) -> Recorded:
     if not rec.type.endswith(":EC2NodeClass"):
         return rec
@@ -482,9 +490,7 @@ def test_expect_counts_as_expected_and_reports_the_call_with_its_context():
     run = R._Run(StackIam(ACCT, "us-east-1", "aws", {}, [], {}, {}, {}))
     t = run.tally("p")
     req = Request(f"{MOCK}/r", "s3:GetObject", "arn:aws:s3:::b/k", {"b": "2", "a": "1"})
-    allow = Decision(
-        True, "allowed", allows=[Match("pol", "S1", "Allow"), Match("pol2", "S2", "Allow")]
-    )
+    allow = Decision(True, "allowed", allows=[Match("pol", "S1"), Match("pol2", "S2")])
     deny = Decision(False, "implicitly denied", near_misses=["S3 does not apply: x"])
     run.expect(t, role_facts(), req, allow, True, "GetObject")
     run.expect(t, role_facts(), req, deny, False, "GetObject")

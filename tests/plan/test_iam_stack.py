@@ -14,6 +14,7 @@ import json
 import pytest
 
 from trainforge.plan.checks import iam_stack as S
+from trainforge.plan.checks import rules as R
 from trainforge.plan.checks.aws_calls import BucketFacts
 from trainforge.plan.checks.iam_stack import Association, read_stack
 from trainforge.plan.mocks import DEFAULT_ACCOUNT, DEFAULT_REGION
@@ -101,7 +102,7 @@ def test_prod_account_region_and_every_role_by_urn_and_by_arn(prod):
     assert (stack.account, stack.region, stack.partition) == (DEFAULT_ACCOUNT, "us-east-1", "aws")
     got = {r.name: (r.arn, sorted(p.name for p in r.policies)) for r in stack.roles.values()}
     assert got == PROD_ROLES
-    role_urns = [r.urn for r in inv.resources if r.type == S.ROLE]
+    role_urns = [r.urn for r in inv.resources if r.type == R.IAM_ROLE]
     assert list(stack.roles) == role_urns
     for urn, role in stack.roles.items():
         assert role.urn == urn and role.unreadable == [] and role.label == f"role {role.name}"
@@ -157,8 +158,8 @@ def test_prod_bucket_its_key_its_policy_its_gateway_endpoint_and_notes(prod):
     assert stack.bucket_endpoints == {PROD_BUCKET: "platform-net-s3-id"}
     # the key is declared without a key policy: KMS gives it the default one
     assert stack.key_policies == {}
-    key_policy, declared = stack.key_policy(PROD_KEY)
-    assert declared is False and key_policy.name == "default key policy"
+    key_policy = stack.key_policy(PROD_KEY)
+    assert key_policy.name == "default key policy"
     assert key_policy.statements()[0]["Principal"] == {
         "AWS": f"arn:aws:iam::{DEFAULT_ACCOUNT}:root"
     }
@@ -203,7 +204,7 @@ def doc(sid: str, service: str | None = None) -> str:
 
 def role(pulumi_name: str, **inputs) -> Recorded:
     trust = doc("Trust", "pods.eks.amazonaws.com")
-    return rec(S.ROLE, pulumi_name, {"assumeRolePolicy": trust, **inputs})
+    return rec(R.IAM_ROLE, pulumi_name, {"assumeRolePolicy": trust, **inputs})
 
 
 def assoc(name: str, role_arn: str, role_rec: Recorded | None = None, ns="ns", sa="sa"):
@@ -266,7 +267,7 @@ def test_account_from_the_first_association_with_a_whole_arn():
 
 def test_unreadable_trust_inline_and_managed_policies_are_listed():
     r = rec(
-        S.ROLE,
+        R.IAM_ROLE,
         "r",
         {
             "assumeRolePolicy": UNKNOWN,
@@ -300,12 +301,12 @@ def test_unreadable_trust_inline_and_managed_policies_are_listed():
 
 
 def test_node_roles_are_those_ec2_may_assume():
-    node = rec(S.ROLE, "node", {"assumeRolePolicy": doc("T", "ec2.amazonaws.com")})
-    cn = rec(S.ROLE, "cn", {"assumeRolePolicy": doc("T", "ec2.amazonaws.com.cn")})
+    node = rec(R.IAM_ROLE, "node", {"assumeRolePolicy": doc("T", "ec2.amazonaws.com")})
+    cn = rec(R.IAM_ROLE, "cn", {"assumeRolePolicy": doc("T", "ec2.amazonaws.com.cn")})
     pods = role("pods")
-    unknown = rec(S.ROLE, "unknown", {"assumeRolePolicy": UNKNOWN})
+    unknown = rec(R.IAM_ROLE, "unknown", {"assumeRolePolicy": UNKNOWN})
     no_principal = rec(
-        S.ROLE, "np", {"assumeRolePolicy": json.dumps({"Statement": {"Effect": "Allow"}})}
+        R.IAM_ROLE, "np", {"assumeRolePolicy": json.dumps({"Statement": {"Effect": "Allow"}})}
     )
     stack = read_stack(inventory(pods, unknown, no_principal, node, cn))
     assert [r.name for r in stack.node_roles()] == ["node", "cn"]
@@ -423,7 +424,7 @@ def test_an_add_ons_own_pod_identity_associations_are_associations():
     r = role("ebs")
     arn = f"arn:aws:iam::{ACCT}:role/ebs"
     addon = rec(
-        S.ADDON,
+        R.EKS_ADDON,
         "ebs-addon",
         {
             "addonName": "aws-ebs-csi-driver",
@@ -435,7 +436,7 @@ def test_an_add_ons_own_pod_identity_associations_are_associations():
         },
         {"podIdentityAssociations": [r.urn]},
     )
-    bare = rec(S.ADDON, "coredns", {"addonName": "coredns", "clusterName": "c1"})
+    bare = rec(R.EKS_ADDON, "coredns", {"addonName": "coredns", "clusterName": "c1"})
     stack = read_stack(inventory(r, bare, addon))
     assert stack.associations == [
         Association(
@@ -459,7 +460,7 @@ KEY_OUT = f"arn:aws:kms:us-west-2:{ACCT}:key/outside"
 
 def sse(name: str, bucket, rules: list, key: Recorded | None = None) -> Recorded:
     deps = {"rules": [key.urn]} if key else {}
-    return rec(S.BUCKET_SSE, name, {"bucket": bucket, "rules": rules}, deps)
+    return rec(R.S3_SSE, name, {"bucket": bucket, "rules": rules}, deps)
 
 
 def kms_rule(key_arn: str, algorithm="aws:kms", bucket_key=None) -> dict:
@@ -475,8 +476,8 @@ def kms_rule(key_arn: str, algorithm="aws:kms", bucket_key=None) -> dict:
 
 
 def test_bucket_encryption_and_key_policies_are_read_per_bucket():
-    key_a = rec(S.KMS_KEY, "key-a", {"policy": doc("KeyA")})
-    key_b = rec(S.KMS_KEY, "key-b", {})  # no policy: KMS's default
+    key_a = rec(R.KMS_KEY, "key-a", {"policy": doc("KeyA")})
+    key_b = rec(R.KMS_KEY, "key-b", {})  # no policy: KMS's default
     key_b_arn = f"arn:aws:kms:us-west-2:{ACCT}:key/b"
     stack = read_stack(
         inventory(
@@ -494,9 +495,9 @@ def test_bucket_encryption_and_key_policies_are_read_per_bucket():
             # dual-layer SSE with KMS: the key is used, S3 Bucket Keys are not
             sse("s-dsse", "b-dsse", [kms_rule(KEY_A, "aws:kms:dsse", bucket_key=True)]),
             # a bucket known only from its bucket policy
-            rec(S.BUCKET_POLICY, "bp-pol", {"bucket": "b-pol", "policy": doc("BP")}),
-            rec(S.BUCKET_POLICY, "bp-unknown", {"bucket": "b-x", "policy": UNKNOWN}),
-            rec(S.BUCKET_POLICY, "bp-unnamed", {"bucket": UNKNOWN + "x", "policy": None}),
+            rec(R.S3_POLICY, "bp-pol", {"bucket": "b-pol", "policy": doc("BP")}),
+            rec(R.S3_POLICY, "bp-unknown", {"bucket": "b-x", "policy": UNKNOWN}),
+            rec(R.S3_POLICY, "bp-unnamed", {"bucket": UNKNOWN + "x", "policy": None}),
         )
     )
     assert stack.buckets == {
@@ -513,9 +514,9 @@ def test_bucket_encryption_and_key_policies_are_read_per_bucket():
         "b-pol": "bucket policy bp-pol"
     }
     assert {k: p.name for k, p in stack.key_policies.items()} == {KEY_A: "key policy of key-a"}
-    assert stack.key_policy(KEY_A) == (stack.key_policies[KEY_A], True)
-    default, declared = stack.key_policy(key_b_arn)
-    assert (default.name, declared) == ("default key policy", False)
+    assert stack.key_policy(KEY_A) == stack.key_policies[KEY_A]
+    assert key_b_arn not in stack.key_policies
+    assert stack.key_policy(key_b_arn).name == "default key policy"
     # a note per bucket whose key policy is not declared here: whose key is it?
     assert stack.notes == [
         f"bucket b-b: key {key_b_arn} has KMS's default key policy (delegates to IAM)",
@@ -526,13 +527,13 @@ def test_bucket_encryption_and_key_policies_are_read_per_bucket():
 
 
 def test_a_key_policy_resource_is_the_keys_policy():
-    key = rec(S.KMS_KEY, "key", {"policy": doc("Inline")})
+    key = rec(R.KMS_KEY, "key", {"policy": doc("Inline")})
     kp = rec(S.KMS_KEY_POLICY, "kp", {"keyId": "k", "policy": doc("Own")}, {"keyId": [key.urn]})
     stray = rec(S.KMS_KEY_POLICY, "stray", {"keyId": "z", "policy": doc("Stray")})
     unknown = rec(S.KMS_KEY_POLICY, "kp2", {"keyId": "k", "policy": UNKNOWN}, {"keyId": [key.urn]})
     stack = read_stack(inventory(key, sse("s", "b", [kms_rule(KEY_A)], key), kp, stray, unknown))
-    policy, declared = stack.key_policy(KEY_A)
-    assert declared and policy.name == "key policy kp"
+    policy = stack.key_policy(KEY_A)
+    assert KEY_A in stack.key_policies and policy.name == "key policy kp"
     assert policy.statements()[0]["Sid"] == "Own"
     assert list(stack.key_policies) == [KEY_A] and stack.notes == []
 
@@ -558,7 +559,7 @@ def test_bucket_endpoints_come_from_the_declared_s3_gateway_endpoints():
         gw2,
         sse("s", "b-first", [kms_rule(KEY_OUT)]),
         rec(
-            S.BUCKET_POLICY,
+            R.S3_POLICY,
             "bp2",
             {"bucket": "b-second", "policy": doc("BP")},
             {"policy": [gw1.urn + "-not", gw2.urn], "bucket": [gw1.urn]},

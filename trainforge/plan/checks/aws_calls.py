@@ -97,7 +97,7 @@ class S3Op:
 #   s3:delimiter and s3:max-keys are condition keys of ListBucket (ListObjects/ListObjectsV2).
 # - S3 User Guide, "Multipart upload API and permissions": CreateMultipartUpload, UploadPart
 #   and CompleteMultipartUpload need s3:PutObject; AbortMultipartUpload needs
-#   s3:AbortMultipartUpload; ListParts needs s3:ListMultipartUploadParts.
+#   s3:AbortMultipartUpload.
 # - AWS re:Post Knowledge Center, "s3-large-file-encryption-kms-key": SSE-KMS multipart needs
 #   kms:GenerateDataKey for CreateMultipartUpload and kms:Decrypt for UploadPart (S3 reads the
 #   earlier parts' data key); CompleteMultipartUpload assembles encrypted parts (kms:Decrypt,
@@ -110,8 +110,6 @@ class S3Op:
 S3_OPERATIONS: dict[str, S3Op] = {
     "HeadBucket": S3Op("s3:ListBucket", "bucket"),
     "ListObjectsV2": S3Op("s3:ListBucket", "bucket", prefix_keys=True),
-    "ListObjects": S3Op("s3:ListBucket", "bucket", prefix_keys=True),
-    "GetBucketLocation": S3Op("s3:GetBucketLocation", "bucket"),
     "GetObject": S3Op("s3:GetObject", "object", kms="kms:Decrypt"),
     "HeadObject": S3Op("s3:GetObject", "object"),
     "PutObject": S3Op("s3:PutObject", "object", kms="kms:GenerateDataKey"),
@@ -119,8 +117,6 @@ S3_OPERATIONS: dict[str, S3Op] = {
     "UploadPart": S3Op("s3:PutObject", "object", kms="kms:Decrypt"),
     "CompleteMultipartUpload": S3Op("s3:PutObject", "object", kms="kms:Decrypt"),
     "AbortMultipartUpload": S3Op("s3:AbortMultipartUpload", "object"),
-    "ListParts": S3Op("s3:ListMultipartUploadParts", "object"),
-    "DeleteObject": S3Op("s3:DeleteObject", "object"),
     "DeleteObjects": S3Op("s3:DeleteObject", "each-key"),
 }
 
@@ -168,10 +164,6 @@ class Authz:
     request: Request
     resource_policy: str  # "bucket" | "kms-key"
 
-    def describe(self) -> str:
-        ctx = ", ".join(f"{k}={v}" for k, v in sorted(self.request.context.items()))
-        return f"{self.request.action} on {self.request.resource} [{ctx}]"
-
 
 def s3_requests(
     call: ApiCall, caller: Caller, bucket: BucketFacts, network: dict[str, Any] | None = None
@@ -200,10 +192,7 @@ def s3_requests(
     )
     out: list[Authz] = []
     for key in keys:
-        ctx = dict(base)
-        if "ServerSideEncryption" in call.params:
-            ctx["s3:x-amz-server-side-encryption"] = call.params["ServerSideEncryption"]
-        out.append(Authz(caller.request(op.action, f"{barn}/{key}", **ctx), "bucket"))
+        out.append(Authz(caller.request(op.action, f"{barn}/{key}", **base), "bucket"))
         if op.kms and bucket.kms_key_arn:
             # The KMS request S3 makes with the caller's credentials (KMS Developer Guide,
             # "kms:ViaService"). Its encryption context `aws:s3:arn` is the object ARN, or the

@@ -12,8 +12,9 @@ from typing import Any
 
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.checks.iam_eval import Policy, action_matches, as_list
-from trainforge.plan.checks.iam_stack import ADDON, HELM_RELEASE, RoleFacts, StackIam, stack_iam
-from trainforge.plan.checks.rules import EKS_TYPES
+from trainforge.plan.checks.iam_stack import RoleFacts, StackIam, stack_iam
+from trainforge.plan.checks.ordering import RELEASE, chart_name
+from trainforge.plan.checks.rules import EKS_ADDON, EKS_TYPES
 
 MISSING = "TRAINFORGE_CONTROLLER_IDENTITY"
 UNKNOWN_CONTROLLER = "TRAINFORGE_CONTROLLER_UNKNOWN"
@@ -50,13 +51,6 @@ _CNI = Needs(
     "an IRSA/Pod Identity role, or on the node role",
     node_role_ok=True,
 )
-_POD_IDENTITY_AGENT = Needs(
-    "kube-system/eks-pod-identity-agent",
-    ("eks-auth:AssumeRoleForPodIdentity",),
-    "EKS User Guide, 'Set up the Amazon EKS Pod Identity Agent': the node role needs "
-    "eks-auth:AssumeRoleForPodIdentity (in AmazonEKSWorkerNodePolicy)",
-    node_role_ok=True,
-)
 
 # EKS add-ons by name; None = makes no AWS calls of its own.
 ADDONS: dict[str, Needs | None] = {
@@ -69,7 +63,13 @@ ADDONS: dict[str, Needs | None] = {
     # in pkg/log_collector: feature/ec2/imds; pkg/controllers/nodediagnostic.go: HTTP PUT to
     # the given URL), checked 2026-11-23
     "eks-node-monitoring-agent": None,
-    "eks-pod-identity-agent": _POD_IDENTITY_AGENT,
+    "eks-pod-identity-agent": Needs(
+        "kube-system/eks-pod-identity-agent",
+        ("eks-auth:AssumeRoleForPodIdentity",),
+        "EKS User Guide, 'Set up the Amazon EKS Pod Identity Agent': the node role needs "
+        "eks-auth:AssumeRoleForPodIdentity (in AmazonEKSWorkerNodePolicy)",
+        node_role_ok=True,
+    ),
     "aws-ebs-csi-driver": Needs(
         "kube-system/ebs-csi-controller-sa",
         ("ec2:CreateVolume", "ec2:AttachVolume", "ec2:DetachVolume", "ec2:DeleteVolume"),
@@ -169,7 +169,7 @@ def find_identity(
     if roles:
         return "EKS Pod Identity", roles
     for rec in inv.resources if addon is not None else []:
-        if rec.type == ADDON and rec.inputs.get("addonName") == addon:
+        if rec.type == EKS_ADDON and rec.inputs.get("addonName") == addon:
             urns = rec.dependencies.get("serviceAccountRoleArn") or [None]
             role = stack.role(urns[0]) or stack.role(rec.inputs.get("serviceAccountRoleArn"))
             if role is not None:
@@ -197,11 +197,10 @@ def check(ctx: PlanContext) -> CheckResult:
     lines: list[str] = []
     data: list[dict] = []
     for rec in inv.resources:
-        if rec.type == ADDON:
+        if rec.type == EKS_ADDON:
             kind, name, ns, values = "add-on", str(rec.inputs.get("addonName")), "kube-system", {}
-        elif rec.type == HELM_RELEASE or rec.type.startswith("kubernetes:helm.sh/v4:Chart"):
-            kind = "chart"
-            name = str(rec.inputs.get("chart", "")).rstrip("/").rsplit("/", 1)[-1]
+        elif rec.type == RELEASE or rec.type.startswith("kubernetes:helm.sh/v4:Chart"):
+            kind, name = "chart", chart_name(rec)
             ns = str(rec.inputs.get("namespace") or "default")
             values = rec.inputs.get("values") or {}
         else:

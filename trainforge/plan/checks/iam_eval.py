@@ -1,13 +1,9 @@
 """A small, offline AWS IAM policy evaluator for the plan's IAM rehearsal.
 
-Why our own (looked for on 2026-11-23): the decisive part is conditions (a ListBucket allowed
-only under an `s3:prefix` is denied for a request without one), and moto 5.2.5's IAM access
-control evaluates only `StringEquals`, treating every other operator as satisfied
-(moto/iam/policy_conditions.py); policyuniverse parses but does not evaluate; principalmapper
-(2022) is unmaintained; the one condition-complete simulator is a Node library. The rules are
-the AWS IAM User Guide's ("Policy evaluation logic", "IAM JSON policy elements", "Condition
-operators", single- vs multi-valued context keys) and the KMS Developer Guide's "Key
-policies"; what is and is not modelled: docs/rehearsals.md, IAM rehearsal.
+Why our own, and what it models: docs/rehearsals.md, IAM rehearsal (looked for 2026-11-23:
+moto 5.2.5 evaluates only `StringEquals`, moto/iam/policy_conditions.py; policyuniverse parses
+but does not evaluate). The rules: the AWS IAM User Guide ("Policy evaluation logic", "IAM JSON
+policy elements", "Condition operators", single- vs multi-valued keys), KMS's "Key policies".
 """
 
 from __future__ import annotations
@@ -74,7 +70,6 @@ class Policy:
 class Match:
     policy: str
     sid: str
-    effect: str
 
 
 @dataclass
@@ -371,9 +366,9 @@ def _scan(
                 if effect == "Allow":
                     misses.append(f"{pol.name} {sid} does not apply: {', '.join(failed)}")
             elif effect == "Deny":
-                denies.append(Match(pol.name, sid, effect))
+                denies.append(Match(pol.name, sid))
             elif effect == "Allow":
-                allows.append((Match(pol.name, sid, effect), kind))
+                allows.append((Match(pol.name, sid), kind))
     return denies, allows, misses
 
 

@@ -117,15 +117,10 @@ class KarpenterFacts:
         return text
 
 
-def karpenter_reference_statements(f: KarpenterFacts) -> list[dict]:
-    return json.loads(f.fill(_KARPENTER_CFN))
-
-
 def karpenter_reference(f: KarpenterFacts) -> Policy:
-    return Policy(
-        f"Karpenter v{KARPENTER_REFERENCE_VERSION} reference policy",
-        {"Version": "2012-10-17", "Statement": karpenter_reference_statements(f)},
-    )
+    statements = json.loads(f.fill(_KARPENTER_CFN))
+    name = f"Karpenter v{KARPENTER_REFERENCE_VERSION} reference policy"
+    return Policy(name, {"Version": "2012-10-17", "Statement": statements})
 
 
 @dataclass(frozen=True)
@@ -211,7 +206,7 @@ def karpenter_calls(f: KarpenterFacts, principal: str) -> list[ExpectedCall]:
     named = {**owned, **request_tags({"Name": "node-a", "karpenter.sh/nodeclaim": claim})}
     # the reads, instance-profile and queue calls are the actions of the reference statements
     # that exist for them
-    reference = {st["Sid"]: as_list(st["Action"]) for st in karpenter_reference_statements(f)}
+    reference = {st["Sid"]: as_list(st["Action"]) for st in karpenter_reference(f).statements()}
     describe = reference["AllowRegionalReadActions"]
     profile_actions = reference["AllowScopedInstanceProfileActions"]
     sqs = reference["AllowInterruptionQueueActions"]
@@ -259,38 +254,25 @@ def karpenter_calls(f: KarpenterFacts, principal: str) -> list[ExpectedCall]:
         calls.ok(action, resource, why, **ctx)
 
     # guard rails: what the reference policy's conditions exist to refuse
-    calls.never(
-        "ec2:TerminateInstances",
-        f"{ec2}:instance/i-system",
-        "a managed-node-group (system or reserved) instance carries only the cluster tag",
-        **tag_keys("aws:ResourceTag", {cluster_tag: "owned", "eks:nodegroup-name": f"{c}-system"}),
-    )
-    calls.never(
-        "ec2:CreateTags",
-        instance,
-        "re-tagging an instance into another NodePool (aws:TagKeys limit)",
-        **owned,
-        **request_tags({"karpenter.sh/nodepool": "other"}),
-    )
-    calls.never(
-        "ec2:CreateFleet",
-        f"{ec2}:instance/x-0123",
-        "launching an instance without the cluster and nodepool tags",
-        **request_tags({"Name": "x"}),
-    )
-    calls.never(
-        "iam:AddRoleToInstanceProfile",
-        f"arn:{p}:iam::{a}:instance-profile/admin",
-        "an instance profile Karpenter did not create",
-    )
-    calls.never(
-        "iam:PassRole",
-        f"arn:{p}:iam::{a}:role/cluster-admin",
-        "passing any role but the node role",
-        **to_ec2,
-    )
-    other_region = {"aws:RequestedRegion": "eu-north-1"}
-    calls.never("ec2:DescribeInstances", "*", "reading another region", **other_region)
+    system = {cluster_tag: "owned", "eks:nodegroup-name": f"{c}-system"}
+    for action, resource, why, ctx in (
+        ("ec2:TerminateInstances", f"{ec2}:instance/i-system",
+         "a managed-node-group (system or reserved) instance carries only the cluster tag",
+         tag_keys("aws:ResourceTag", system)),
+        ("ec2:CreateTags", instance,
+         "re-tagging an instance into another NodePool (aws:TagKeys limit)",
+         {**owned, **request_tags({"karpenter.sh/nodepool": "other"})}),
+        ("ec2:CreateFleet", f"{ec2}:instance/x-0123",
+         "launching an instance without the cluster and nodepool tags",
+         request_tags({"Name": "x"})),
+        ("iam:AddRoleToInstanceProfile", f"arn:{p}:iam::{a}:instance-profile/admin",
+         "an instance profile Karpenter did not create", {}),
+        ("iam:PassRole", f"arn:{p}:iam::{a}:role/cluster-admin",
+         "passing any role but the node role", to_ec2),
+        ("ec2:DescribeInstances", "*", "reading another region",
+         {"aws:RequestedRegion": "eu-north-1"}),
+    ):  # fmt: skip
+        calls.never(action, resource, why, **ctx)
     return calls
 
 

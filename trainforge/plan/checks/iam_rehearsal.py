@@ -38,7 +38,9 @@ from trainforge.plan.checks.iam_reference import (
     node_role_calls,
     request_tags,
 )
-from trainforge.plan.checks.iam_stack import ADDON, HELM_RELEASE, RoleFacts, StackIam, stack_iam
+from trainforge.plan.checks.iam_stack import RoleFacts, StackIam, stack_iam
+from trainforge.plan.checks.ordering import RELEASE, chart_name
+from trainforge.plan.checks.rules import EKS_ADDON
 from trainforge.plan.manifests import k8s_objects
 
 DENIED = "TRAINFORGE_IAM_DENIED"
@@ -57,7 +59,6 @@ RULES = {
 }
 
 POD_IDENTITY_SERVICE = "svc:pods.eks.amazonaws.com"
-KARPENTER_CHART_SUFFIX = "/karpenter"
 REHEARSAL_JOB = "rehearsal-job"
 OTHER_TEAM = "another-team"
 OTHER_BUCKET = "another-teams-bucket"
@@ -118,6 +119,13 @@ class _Run:
             msg = f"{who} is allowed {what}, which must be denied ({why}); allowed by {by}"
             self.finding(role, TOO_BROAD, msg)
 
+    def judge(self, role: RoleFacts, label: str, who: str, calls: list[ExpectedCall]) -> None:
+        """A controller's (or node's) expected calls, under a tally of their own."""
+        t = self.tally(label)
+        for c in calls:
+            d = evaluate(c.request, role.policies)
+            self.expect(t, role, c.request, d, c.allowed, who, c.why)
+
     def finding(self, role: RoleFacts, rule: str, message: str) -> None:
         names = frozenset({role.name, role.arn})
         self.findings.append(Finding(role.label, rule, message, RULES[rule], role.urn, names))
@@ -129,7 +137,7 @@ def check(ctx: PlanContext) -> CheckResult:
     _rehearse_trust(run)
     _rehearse_teams(run, ctx)
     objects = [o.doc for o in k8s_objects(inv)]  # as plain dicts (kind, metadata, spec, ...)
-    addons = {r.inputs.get("addonName") for r in inv.resources if r.type == ADDON}
+    addons = {r.inputs.get("addonName") for r in inv.resources if r.type == EKS_ADDON}
     _rehearse_karpenter(run, inv, objects)
     _rehearse_csi(run, addons, objects)
     _rehearse_node_roles(run, addons)
@@ -243,7 +251,7 @@ def _rebind(call: ApiCall, bucket: str, old: str, new: str) -> ApiCall:
 
 def _authorize(stack: StackIam, role: RoleFacts, a: Authz) -> Decision:
     if a.resource_policy == "kms-key":
-        key_policy, _ = stack.key_policy(a.request.resource)
+        key_policy = stack.key_policy(a.request.resource)
         return evaluate(a.request, role.policies, [key_policy], key_policy=True)
     bp = stack.bucket_policies.get(a.request.resource.split(":::", 1)[-1].split("/", 1)[0])
     return evaluate(a.request, role.policies, [bp] if bp else [])
@@ -334,14 +342,6 @@ def _rehearse_teams(run: _Run, ctx: PlanContext) -> None:
 # Controllers
 
 
-def _expect_calls(
-    run: _Run, t: Tally, role: RoleFacts, calls: list[ExpectedCall], who: str
-) -> None:
-    for c in calls:
-        d = evaluate(c.request, role.policies)
-        run.expect(t, role, c.request, d, c.allowed, who, c.why)
-
-
 def _beyond(run: _Run, role: RoleFacts, reference: list[Policy], what: str) -> None:
     for p in role.policies:
         extra = beyond_reference(p, reference)
@@ -361,8 +361,7 @@ def _caller(stack: StackIam, role: RoleFacts) -> Caller:
 def _rehearse_karpenter(run: _Run, inv: Any, objects: list[dict]) -> None:
     stack = run.stack
     for rec in inv.resources:
-        chart = str(rec.inputs.get("chart", ""))
-        if rec.type != HELM_RELEASE or not chart.endswith(KARPENTER_CHART_SUFFIX):
+        if rec.type != RELEASE or chart_name(rec) != "karpenter":
             continue
         values = rec.inputs.get("values") or {}
         namespace, sa = CHARTS["karpenter"].where(
@@ -390,14 +389,13 @@ def _rehearse_karpenter(run: _Run, inv: Any, objects: list[dict]) -> None:
             node_class=classes[0]["metadata"]["name"] if classes else "default",
             partition=stack.partition,
         )
-        t = run.tally(f"{role.label} (Karpenter {rec.inputs.get('version')}, {namespace}/{sa})")
-        _expect_calls(run, t, role, karpenter_calls(facts, role.arn), "Karpenter")
-        reference = [karpenter_reference(facts)]
+        label = f"{role.label} (Karpenter {rec.inputs.get('version')}, {namespace}/{sa})"
+        run.judge(role, label, "Karpenter", karpenter_calls(facts, role.arn))
         what = f"Karpenter v{KARPENTER_REFERENCE_VERSION}'s reference controller policy"
-        _beyond(run, role, reference, what)
+        _beyond(run, role, [karpenter_reference(facts)], what)
 
 
-def _ebs_csi(stack: StackIam, role: RoleFacts, objects: list[dict]) -> tuple[list, list, str]:
+def _ebs_csi(run: _Run, role: RoleFacts, label: str, objects: list[dict]) -> None:
     """The EBS CSI controller's calls (a customer-key StorageClass's KMS calls included) and
     its reference: AmazonEBSCSIDriverPolicy and docs/install.md's KMS statement."""
     keys = sorted(
@@ -409,15 +407,16 @@ def _ebs_csi(stack: StackIam, role: RoleFacts, objects: list[dict]) -> tuple[lis
             and o.get("parameters", {}).get("kmsKeyId")
         }
     )
+    run.judge(role, label, "EBS CSI controller", ebs_csi_calls(_caller(run.stack, role), keys))
     reference = [Policy("AmazonEBSCSIDriverPolicy", AMAZON_EBS_CSI_DRIVER_POLICY)]
     if keys:
         kms = {"Effect": "Allow", "Action": list(EBS_CSI_KMS_ACTIONS), "Resource": keys}
         reference.append(Policy("EBS CSI KMS statement (docs/install.md)", {"Statement": [kms]}))
-    calls = ebs_csi_calls(_caller(stack, role), keys)
-    return calls, reference, "aws-ebs-csi-driver's reference policy (AmazonEBSCSIDriverPolicy)"
+    what = "aws-ebs-csi-driver's reference policy (AmazonEBSCSIDriverPolicy)"
+    _beyond(run, role, reference, what)
 
 
-def _fsx_csi(stack: StackIam, role: RoleFacts, objects: list[dict]) -> tuple[list, list, str]:
+def _fsx_csi(run: _Run, role: RoleFacts, label: str, objects: list[dict]) -> None:
     """The FSx CSI controller's calls on the file systems its PersistentVolumes name."""
     handles = sorted(
         {
@@ -427,30 +426,21 @@ def _fsx_csi(stack: StackIam, role: RoleFacts, objects: list[dict]) -> tuple[lis
             and ((o.get("spec") or {}).get("csi") or {}).get("driver") == "fsx.csi.aws.com"
         }
     )
-    arn = f"arn:{stack.partition}:fsx:{stack.region}:{stack.account}:file-system/"
-    calls = fsx_csi_calls(_caller(stack, role), [arn + h for h in handles])
+    caller = _caller(run.stack, role)
+    fs = [caller.arn("fsx", f"file-system/{h}") for h in handles]
+    run.judge(role, label, "FSx CSI controller", fsx_csi_calls(caller, fs))
     reference = [Policy("FSx CSI reference", FSX_CSI_REFERENCE)]
-    return calls, reference, "aws-fsx-csi-driver's reference policy"
-
-
-# add-on -> who calls, its expected calls and reference (its ServiceAccount: ADDONS)
-_CSI_DRIVERS = (
-    ("aws-ebs-csi-driver", "EBS CSI controller", _ebs_csi),
-    ("aws-fsx-csi-driver", "FSx CSI controller", _fsx_csi),
-)
+    _beyond(run, role, reference, "aws-fsx-csi-driver's reference policy")
 
 
 def _rehearse_csi(run: _Run, addons: set[str], objects: list[dict]) -> None:
-    """Each installed CSI driver's controller: its calls allowed, nothing beyond upstream's."""
-    for addon, who, facts in _CSI_DRIVERS:
+    """Each installed CSI driver's controller (its ServiceAccount: ADDONS): its calls allowed,
+    nothing beyond upstream's."""
+    for addon, rehearse in (("aws-ebs-csi-driver", _ebs_csi), ("aws-fsx-csi-driver", _fsx_csi)):
         namespace, sa = ADDONS[addon].where("kube-system")
         role = next(iter(run.stack.roles_for(namespace, sa)), None) if addon in addons else None
-        if role is None:
-            continue
-        calls, reference, what = facts(run.stack, role, objects)
-        t = run.tally(f"{role.label} ({addon}, {namespace}/{sa})")
-        _expect_calls(run, t, role, calls, who)
-        _beyond(run, role, reference, what)
+        if role is not None:
+            rehearse(run, role, f"{role.label} ({addon}, {namespace}/{sa})", objects)
 
 
 def _rehearse_node_roles(run: _Run, addons: set[str]) -> None:
@@ -459,10 +449,6 @@ def _rehearse_node_roles(run: _Run, addons: set[str]) -> None:
     cni_sa = ADDONS["vpc-cni"].where("kube-system")
     cni = "vpc-cni" in addons and not stack.associations_for(*cni_sa)
     for role in stack.node_roles():
-        t = run.tally(f"{role.label} (node role)")
-        calls = node_role_calls(
-            _caller(stack, role),
-            vpc_cni=cni,
-            pod_identity_agent="eks-pod-identity-agent" in addons,
-        )
-        _expect_calls(run, t, role, calls, "node")
+        agent = "eks-pod-identity-agent" in addons
+        calls = node_role_calls(_caller(stack, role), vpc_cni=cni, pod_identity_agent=agent)
+        run.judge(role, f"{role.label} (node role)", "node", calls)

@@ -12,22 +12,15 @@ from trainforge.plan.check_types import PlanContext
 from trainforge.plan.checks.aws_calls import BucketFacts
 from trainforge.plan.checks.iam_eval import Policy, as_list, policy_doc
 from trainforge.plan.checks.iam_reference import default_key_policy, managed_policy
+from trainforge.plan.checks.rules import EKS_ADDON, IAM_ROLE, KMS_KEY, S3_POLICY, S3_SSE
 from trainforge.plan.runner import UNKNOWN, Inventory
 
-ROLE = "aws:iam/role:Role"
 ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"
 ATTACHMENT = "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
 MANAGED = "aws:iam/policy:Policy"
 ASSOCIATION = "aws:eks/podIdentityAssociation:PodIdentityAssociation"
-BUCKET_POLICY = "aws:s3/bucketPolicy:BucketPolicy"
-BUCKET_SSE = (
-    "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration"
-)
-KMS_KEY = "aws:kms/key:Key"
 KMS_KEY_POLICY = "aws:kms/keyPolicy:KeyPolicy"
-ADDON = "aws:eks/addon:Addon"
 VPC_ENDPOINT = "aws:ec2/vpcEndpoint:VpcEndpoint"
-HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 
 
 @dataclass
@@ -115,11 +108,9 @@ class StackIam:
             )
         ]
 
-    def key_policy(self, key_arn: str) -> tuple[Policy, bool]:
-        """(key policy, declared in this stack?) -- the default key policy otherwise."""
-        if key_arn in self.key_policies:
-            return self.key_policies[key_arn], True
-        return default_key_policy(self.account, self.partition), False
+    def key_policy(self, key_arn: str) -> Policy:
+        """The key's policy as this stack declares it, else the one KMS gives a key without."""
+        return self.key_policies.get(key_arn) or default_key_policy(self.account, self.partition)
 
 
 def _dep(rec: Any, prop: str) -> str | None:
@@ -152,7 +143,7 @@ def read_stack(inv: Inventory) -> StackIam:
     region = str(inv.config.get("aws:region") or DEFAULT_REGION)
     stack = StackIam((accounts or [DEFAULT_ACCOUNT])[0], region, "aws", {}, [], {}, {}, {})
     role_arns = {urn: arn for urn, arn in arns if urn and arn.startswith("arn:")}
-    for r in by_type.get(ROLE, []):
+    for r in by_type.get(IAM_ROLE, []):
         name = r.inputs.get("name")
         # a role's ARN carries its path (IAM: arn:aws:iam::<account>:role/<path><name>)
         path = r.inputs.get("path")
@@ -170,14 +161,9 @@ def read_stack(inv: Inventory) -> StackIam:
         stack.roles[r.urn] = facts
 
     def role_of(rec: Any) -> RoleFacts | None:
-        urn = _dep(rec, "role")
-        if urn in stack.roles:
-            return stack.roles[urn]
         ref = rec.inputs.get("role")
-        return next(
-            (x for x in stack.roles.values() if ref in (x.name, x.arn, x.arn.rsplit("/", 1)[-1])),
-            None,
-        )
+        named = (x for x in stack.roles.values() if ref in (x.name, x.arn, x.arn.rsplit("/")[-1]))
+        return stack.role(_dep(rec, "role")) or next(named, None)
 
     for rp in by_type.get(ROLE_POLICY, []):
         facts = role_of(rp)
@@ -201,7 +187,7 @@ def read_stack(inv: Inventory) -> StackIam:
                 role_arn=str(a.inputs.get("roleArn", "")),
             )
         )
-    for addon in by_type.get(ADDON, []):
+    for addon in by_type.get(EKS_ADDON, []):
         for i, pia in enumerate(as_list(addon.inputs.get("podIdentityAssociations"))):
             if isinstance(pia, dict):
                 stack.associations.append(
@@ -218,7 +204,7 @@ def read_stack(inv: Inventory) -> StackIam:
                 )
 
     key_urn_to_arn: dict[str, str] = {}  # the bucket keys' URNs (a key may be from outside)
-    for sse in by_type.get(BUCKET_SSE, []):
+    for sse in by_type.get(S3_SSE, []):
         name = sse.inputs.get("bucket")
         if not isinstance(name, str) or name == UNKNOWN:
             continue
@@ -243,7 +229,7 @@ def read_stack(inv: Inventory) -> StackIam:
         and str(e.inputs.get("serviceName", "")).endswith(".s3")
     }
     linked: dict[str, str] = {}  # bucket -> the gateway its policy is built from
-    for bp in by_type.get(BUCKET_POLICY, []):
+    for bp in by_type.get(S3_POLICY, []):
         name = bp.inputs.get("bucket")
         doc = policy_doc(bp.inputs.get("policy"))
         if isinstance(name, str) and doc:
@@ -266,16 +252,12 @@ def read_stack(inv: Inventory) -> StackIam:
             name = f"key policy of {k.name}" if own else f"key policy {k.name}"
             stack.key_policies[key_urn_to_arn[urn]] = Policy(name, doc)
     declared_keys = {key_urn_to_arn.get(k.urn) for k in by_type.get(KMS_KEY, [])}
+    default = "KMS's default key policy (delegates to IAM)"
+    outside = "a key policy outside this stack; assumed to delegate to IAM"
     for b in stack.buckets.values():
         if b.kms_key_arn and b.kms_key_arn not in stack.key_policies:
-            stack.notes.append(
-                f"bucket {b.name}: key {b.kms_key_arn} has "
-                + (
-                    "KMS's default key policy (delegates to IAM)"
-                    if b.kms_key_arn in declared_keys
-                    else "a key policy outside this stack; assumed to delegate to IAM"
-                )
-            )
+            has = default if b.kms_key_arn in declared_keys else outside
+            stack.notes.append(f"bucket {b.name}: key {b.kms_key_arn} has {has}")
     return stack
 
 
