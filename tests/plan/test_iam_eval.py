@@ -672,6 +672,25 @@ def test_literal_variables_and_resource_statements_that_name_no_principal():
     a map, or with no Principal at all, names nobody, so it allows no one."""
     star = pol(allow("s3:GetObject", f"{BUCKET}/a/${{*}}"))
     assert evaluate(req(resource=f"{BUCKET}/a/*"), [star]).allowed
+    assert not evaluate(req(resource=f"{BUCKET}/a/x"), [star]).allowed  # the character, no wildcard
     for extra in ({"Principal": ROLE}, {}):
         bucket = pol(allow("s3:GetObject", f"{BUCKET}/*", **extra))
         assert not evaluate(req(), resource=[bucket]).allowed
+
+
+def test_a_wildcard_a_policy_variable_brings_is_the_character():
+    """A request value substituted into a pattern is matched as written (AWS: policy variables
+    are replaced by the value; `*` or `?` in it is no wildcard), in a Resource and in a
+    StringLike condition; in an exact comparison `${*}` is the character `*`."""
+    ctx = {"aws:PrincipalTag/team": "a*"}
+    own = pol(allow("s3:GetObject", f"{BUCKET}/${{aws:PrincipalTag/team}}/*"))
+    assert evaluate(req(resource=f"{BUCKET}/a*/k", **ctx), [own]).allowed
+    assert not evaluate(req(resource=f"{BUCKET}/ab/k", **ctx), [own]).allowed
+    like = {"StringLike": {"s3:prefix": "${aws:PrincipalTag/team}/*"}}
+    listing = pol(allow("s3:ListBucket", BUCKET, like))
+    asks = {**ctx, "s3:prefix": "ab/x"}
+    assert not evaluate(req("s3:ListBucket", BUCKET, **asks), [listing]).allowed
+    asks = {**ctx, "s3:prefix": "a*/x"}
+    assert evaluate(req("s3:ListBucket", BUCKET, **asks), [listing]).allowed
+    exact = pol(allow("s3:ListBucket", BUCKET, {"StringEquals": {"s3:prefix": "${*}"}}))
+    assert evaluate(req("s3:ListBucket", BUCKET, **{"s3:prefix": "*"}), [exact]).allowed

@@ -100,7 +100,9 @@ def as_list(v: Any) -> list[Any]:
 @functools.lru_cache(maxsize=4096)
 def _glob_regex(pattern: str) -> re.Pattern[str]:
     """A pattern's regex, built once: a plan matches a few hundred patterns ~10,000 times."""
-    regex = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern)
+    regex = "".join(
+        ".*" if c == "*" else "." if c == "?" else re.escape(_LITERAL.get(c, c)) for c in pattern
+    )
     return re.compile(regex, flags=re.DOTALL)
 
 
@@ -110,6 +112,16 @@ def _glob(pattern: str, value: str) -> bool:
 
 
 _VAR = re.compile(r"\$\{([^}]+)\}")
+# A `*` or `?` that a policy variable puts into a pattern is that character, not a wildcard
+# (`${*}`, or a request value such as a tag holding `*`): substitution writes it as a stand-in
+# character, which the wildcard matcher reads as the literal and `literal()` turns back.
+_STAND_IN = str.maketrans({"*": "\x00", "?": "\x01"})
+_LITERAL = {"\x00": "*", "\x01": "?"}
+
+
+def literal(value: str) -> str:
+    """A substituted value for an exact comparison: stand-ins back to `*` and `?`."""
+    return value.translate(str.maketrans(_LITERAL))
 
 
 def substitute(value: str, request: Request) -> str | None:
@@ -125,13 +137,13 @@ def substitute(value: str, request: Request) -> str | None:
         nonlocal missing
         name = m.group(1)
         if name in ("*", "?", "$"):  # ${*}, ${?}, ${$}: the character itself
-            return name
+            return name.translate(_STAND_IN)
         name, _, default = name.partition(", '")
         present, vals = request.key(name.strip())
         if present and len(vals) == 1:
-            return vals[0]
+            return vals[0].translate(_STAND_IN)
         if default:
-            return default.rstrip("'")
+            return default.rstrip("'").translate(_STAND_IN)
         missing = True
         return ""
 
@@ -281,6 +293,8 @@ def condition_holds(operator: str, key: str, policy_values: Any, request: Reques
     negated, single, variables = _matcher(base)
     if variables:
         pvals = [s for s in (substitute(p, request) if "${" in p else p for p in pvals) if s]
+        if single not in (_glob, _arn_like):  # an exact comparison: no wildcards to keep apart
+            pvals = [literal(p) for p in pvals]
 
     def matches_any(v: str) -> bool:
         return any(single(p, v) for p in pvals)
