@@ -230,11 +230,18 @@ def check(ctx: PlanContext) -> CheckResult:
 
 def diff_report(base_dir: pathlib.Path, head_resources: list[Any], waivers: list[Any]):
     """For `trainforge plan --diff BASE`: (markdown lines, number of unwaived findings).
-    `waivers` are the plan's (trainforge.plan.waivers.Waiver); a base plan without an
-    inventory says so instead of passing silently."""
+    `waivers` are the plan's (trainforge.plan.waivers.Waiver); a base that is not a plan
+    folder, or a plan without an inventory, says so instead of passing silently."""
     from trainforge.plan.waivers import find_waiver  # noqa: PLC0415 - light, plan-only
 
     lines = ["### Data safety", ""]
+    if not base_dir.is_dir():
+        note = (
+            f"The base ({base_dir}) is a deployed state, not a plan folder: replacements"
+            " of data-holding resources were NOT checked by TF_DATA_REPLACE; read the"
+            " replaced resources above and `pulumi preview`."
+        )
+        return [*lines, note, ""], 0
     base = load_base(base_dir)
     if base is None:
         note = f"The base plan ({base_dir}) has no {INVENTORY_FILE}: replacements NOT checked."
