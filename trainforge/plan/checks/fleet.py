@@ -8,7 +8,6 @@ by the one Kueue model (`queues.admit_object`) and priced there as the cost sect
 
 from __future__ import annotations
 
-from fractions import Fraction
 from typing import Any
 
 import yaml
@@ -23,7 +22,7 @@ from trainforge.plan.checks.existence import BUILTIN, pod_refs
 from trainforge.plan.checks.iam_eval import Policy, Request, evaluate, policy_doc
 from trainforge.plan.cost import choose_nodes, usd
 from trainforge.plan.fleet import region
-from trainforge.plan.kueue import GPU, quantity
+from trainforge.plan.kueue import pod_need
 
 TITLE = "Fleet (MultiKueue): the workers that may run each job"
 MULTIKUEUE = "kueue.x-k8s.io/multikueue"
@@ -206,15 +205,6 @@ def _cost(spec: Any, pool: Any, region: str | None) -> tuple[float | None, str]:
     return choice.hourly_on_demand, f"{choice.describe()} on-demand in {region}"
 
 
-def _need(spec: Any) -> tuple[dict[str, Fraction], int]:
-    per_pod = {
-        "cpu": quantity(spec.cpu or 0),
-        "memory": quantity(spec.memory or 0),
-        GPU: Fraction(spec.gpus_per_worker or 0),
-    }
-    return {r: v * spec.workers for r, v in per_pod.items() if v}, spec.workers
-
-
 _WRITES = ("s3:*", "s3:Put*", "s3:PutObject")
 
 
@@ -363,11 +353,11 @@ def check(ctx: PlanContext) -> CheckResult:
             )
         labels = (obj.doc.get("metadata") or {}).get("labels") or {}
         pods = [t.spec for t in pod_templates(obj.doc, build=False)]
-        need, count = _need(spec)
+        need = {r: v * spec.workers for r, v in pod_need(spec).items() if v}
         may: list[tuple[str, str, float | None, str]] = []
         refused: list[str] = []
         for name, w in planned.items():
-            got = Q.admit_object(w.docs, target.namespace, labels, pods[0], need, count)
+            got = Q.admit_object(w.docs, target.namespace, labels, pods[0], need, spec.workers)
             if got.workload.state == "never":
                 refused.append(f"{name}: {got.workload.reason}")
                 continue
@@ -383,7 +373,7 @@ def check(ctx: PlanContext) -> CheckResult:
             "refused": refused,
         }
         data["jobs"].append(job_data)
-        head = f"job {spec.name} (team {spec.team}, {count} pod(s)):"
+        head = f"job {spec.name} (team {spec.team}, {spec.workers} pod(s)):"
         if not may:
             if planned:
                 lines.append(f"{head} no worker can run it")
