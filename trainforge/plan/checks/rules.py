@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainforge.core.pods import get
+from trainforge.core.pods import get, security_field
 from trainforge.core.taints import EFFECTS, schedules, untolerated
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext
 from trainforge.plan.checks.iam_eval import as_list, policy_doc
@@ -479,12 +479,6 @@ def _containers(spec: dict) -> Iterator[dict]:
                 yield c
 
 
-def _sc(spec: dict, c: dict, key: str) -> Any:
-    """A container's effective security setting: its own, else the pod's."""
-    own = get(c, "securityContext", key)
-    return own if own is not None else get(spec, "securityContext", key)
-
-
 def _documented_root_job(type_: str, inputs: dict, spec: dict) -> bool:
     """A one-shot Job that must run as root, says why, and cannot escalate or keep capabilities
     beyond CHOWN (e.g. the platform's FSx team-directory helper)."""
@@ -507,8 +501,9 @@ def _documented_root_job(type_: str, inputs: dict, spec: dict) -> bool:
 def pod_non_root(type_: str, inputs: dict, spec: dict, c: dict) -> str | None:
     if _documented_root_job(type_, inputs, spec):
         return None
-    non_root = _sc(spec, c, "runAsNonRoot")
-    uid = _sc(spec, c, "runAsUser")
+    pod_sc, sc = get(spec, "securityContext"), get(c, "securityContext")
+    non_root = security_field(pod_sc, sc, "runAsNonRoot")
+    uid = security_field(pod_sc, sc, "runAsUser")
     if uid == 0 or not (non_root is True or (isinstance(uid, int) and uid > 0)):
         return "may run as root (set runAsNonRoot: true)"
     return None
