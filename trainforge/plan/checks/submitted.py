@@ -236,10 +236,9 @@ def check(ctx: PlanContext) -> CheckResult:
     sub = getattr(ctx.inventory, "submitted", None)
     if sub is None:
         return CheckResult()
-    from trainforge.plan.checks.cost_check import REGION_KEY  # noqa: PLC0415
-    from trainforge.plan.mocks import DEFAULT_REGION  # noqa: PLC0415 - what the plan used
+    from trainforge.plan.checks.cost_check import plan_region  # noqa: PLC0415
 
-    region = str(ctx.inventory.config.get(REGION_KEY) or DEFAULT_REGION)
+    region = plan_region(ctx)
     sent = [o for o in ctx.objects if o.urn.startswith(SENT_URN)]  # not the stack's
     lines = [
         f"program {sub.program} (kubeconfig namespace {sub.namespace}): exit {sub.returncode}, "
