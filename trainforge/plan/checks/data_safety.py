@@ -13,10 +13,10 @@ from typing import Any
 
 from trainforge.core.pods import get
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
-from trainforge.plan.checks.rules import FSX_LUSTRE as FSX
-from trainforge.plan.checks.rules import KMS_KEY
-from trainforge.plan.checks.rules import S3_BUCKET as BUCKET
 from trainforge.plan.diff import INVENTORY_FILE
+from trainforge.plan.resource_types import FSX_LUSTRE as FSX
+from trainforge.plan.resource_types import KMS_KEY, PVC
+from trainforge.plan.resource_types import S3_BUCKET as BUCKET
 from trainforge.plan.runner import Recorded
 
 UNPROTECTED = "TF_DATA_UNPROTECTED"
@@ -34,8 +34,6 @@ class DataKind:
     what: str
     replace_on: tuple[str, ...]  # dotted input paths (wire names) that force a replacement
 
-
-PVC = "kubernetes:core/v1:PersistentVolumeClaim"
 
 # What replaces each: the provider schema's ForceNew (terraform-provider-aws internal/service/
 # {fsx,s3,kms}, read 2026-11-25; for Kubernetes the API server's immutable fields). One that

@@ -16,6 +16,7 @@ from trainforge.core.pods import get
 from trainforge.jobs.backends import job_shape, pod_templates
 from trainforge.jobs.entrypoint import checkpoint_dir, mirrors_to_s3
 from trainforge.plan import price_facts as P
+from trainforge.plan import resource_types as T
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.checks import queues as Q
 from trainforge.plan.checks.existence import BUILTIN, pod_refs
@@ -89,9 +90,9 @@ def operators(inv: Any) -> set[str]:
     out = set()
     for r in getattr(inv, "resources", None) or []:
         inputs = r.inputs if isinstance(r.inputs, dict) else {}
-        if r.type == "kubernetes:kustomize/v2:Directory" and "training-operator" in r.name:
+        if r.type == T.KUSTOMIZE and "training-operator" in r.name:
             out.add(f"overlay {inputs.get('directory')}")
-        elif r.type == "kubernetes:helm.sh/v3:Release":
+        elif r.type == T.HELM_RELEASE:
             chart = str(inputs.get("chart") or "")
             if any(k in chart.rsplit("/", 1)[-1] for k in ("trainer", "jobset")):
                 out.add(f"chart {chart} {inputs.get('version')}")
@@ -214,11 +215,11 @@ def s3_grants(inv: Any) -> tuple[set[str], set[str]] | None:
     own: set[str] = set()
     granted: set[str] = set()
     for r in getattr(inv, "resources", None) or []:
-        if r.type in ("aws:s3/bucket:Bucket", "aws:s3/bucketV2:BucketV2"):
+        if r.type in T.S3_BUCKETS:
             name = r.inputs.get("bucket") if isinstance(r.inputs.get("bucket"), str) else r.id
             if name:
                 own.add(name)
-        if r.type not in ("aws:iam/rolePolicy:RolePolicy", "aws:iam/policy:Policy"):
+        if r.type not in (T.IAM_ROLE_POLICY, T.IAM_POLICY):
             continue
         doc = policy_doc(r.inputs.get("policy"))
         if doc is None:
@@ -246,13 +247,13 @@ def team_reaches(inv: Any, bucket: str, team: str) -> bool | None:
     roles = {
         r.id
         for r in resources
-        if r.type == "aws:iam/role:Role"
+        if r.type == T.IAM_ROLE
         and r.id
         and ((r.inputs.get("tags") or {}).get("trainforge.io/team") == team)
     }
     policies = []
     for r in resources:
-        if r.type != "aws:iam/rolePolicy:RolePolicy" or r.inputs.get("role") not in roles:
+        if r.type != T.IAM_ROLE_POLICY or r.inputs.get("role") not in roles:
             continue
         doc = policy_doc(r.inputs.get("policy"))
         if doc is None:

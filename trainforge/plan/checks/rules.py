@@ -21,9 +21,23 @@ from trainforge.core.taints import EFFECTS, schedules, untolerated
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext
 from trainforge.plan.checks.iam_eval import as_list, policy_doc
 from trainforge.plan.checks.job_backends import runtime_docs
-from trainforge.plan.checks.ordering import RELEASE as HELM_RELEASE
 from trainforge.plan.checks.ordering import chart_name
 from trainforge.plan.manifests import has_unknown
+from trainforge.plan.resource_types import (
+    EKS_ADDON,
+    EKS_CLUSTER,
+    EKS_COMPONENT,
+    FSX_LUSTRE,
+    HELM_RELEASE,
+    IAM_POLICY,
+    IAM_ROLE,
+    IAM_ROLE_POLICY,
+    KMS_KEY,
+    NODE_GROUP,
+    S3_BUCKETS,
+    S3_POLICY,
+    S3_SSE,
+)
 from trainforge.plan.runner import UNKNOWN
 
 
@@ -118,8 +132,6 @@ def container_rule(id_: str, title: str, fix: str):
 # ---------------------------------------------------------------------------------------------
 # EKS: both the pulumi-eks component (flat inputs) and aws.eks.Cluster (vpcConfig, ...)
 
-EKS_COMPONENT = "eks:index:Cluster"
-EKS_CLUSTER = "aws:eks/cluster:Cluster"
 EKS_TYPES = (EKS_COMPONENT, EKS_CLUSTER)
 ALL_LOG_TYPES = ("api", "audit", "authenticator", "controllerManager", "scheduler")
 
@@ -253,17 +265,12 @@ def imds_hop_limit(type_: str, inputs: dict) -> list[str]:
 # ---------------------------------------------------------------------------------------------
 # S3 (per resource; the bucket-level completeness checks are stack rules below)
 
-S3_BUCKET = "aws:s3/bucket:Bucket"
-S3_BUCKET_V2 = "aws:s3/bucketV2:BucketV2"
-S3_SSE = "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration"
 S3_SSE_V2 = (
     "aws:s3/bucketServerSideEncryptionConfigurationV2:BucketServerSideEncryptionConfigurationV2"
 )
 S3_VERSIONING = "aws:s3/bucketVersioning:BucketVersioning"
 S3_VERSIONING_V2 = "aws:s3/bucketVersioningV2:BucketVersioningV2"
 S3_PAB = "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock"
-S3_POLICY = "aws:s3/bucketPolicy:BucketPolicy"
-S3_BUCKETS = (S3_BUCKET, S3_BUCKET_V2)
 S3_SSES = (S3_SSE, S3_SSE_V2)
 S3_VERSIONINGS = (S3_VERSIONING, S3_VERSIONING_V2)
 
@@ -359,16 +366,13 @@ def s3_tls_only(type_: str, inputs: dict) -> list[str]:
 # ---------------------------------------------------------------------------------------------
 # FSx, KMS, SQS, IAM
 
-FSX_LUSTRE = "aws:fsx/lustreFileSystem:LustreFileSystem"
-KMS_KEY = "aws:kms/key:Key"
 SQS_QUEUE = "aws:sqs/queue:Queue"
 IAM_POLICY_TYPES = (
-    "aws:iam/policy:Policy",
-    "aws:iam/rolePolicy:RolePolicy",
+    IAM_POLICY,
+    IAM_ROLE_POLICY,
     "aws:iam/userPolicy:UserPolicy",
     "aws:iam/groupPolicy:GroupPolicy",
 )
-IAM_ROLE = "aws:iam/role:Role"
 
 
 @resource_rule(
@@ -681,8 +685,6 @@ def _bucket_completeness(
 # ---------------------------------------------------------------------------------------------
 # Stack rules: GPU capacity has health monitoring and automatic repair
 
-NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
-EKS_ADDON = "aws:eks/addon:Addon"
 NODE_POOL = "kubernetes:karpenter.sh/v1:NodePool"
 MONITORING_ADDON = "eks-node-monitoring-agent"
 # EC2 GPU families: p3/p4d/p4de/p5/p5e/p5en/p6-b200..., g4dn/g5/g5g/g6/g6e/gr6...
