@@ -458,11 +458,6 @@ def resource_options(request: Any) -> dict[str, Any]:
     return opts
 
 
-def read_stack_file(path: str | os.PathLike, project: str = "trainforge") -> dict[str, str]:
-    """`Pulumi.<stack>.yaml` -> engine config (no secure values expected in tests)."""
-    return stack_file.read_stack_file(pathlib.Path(path), project).engine()
-
-
 @contextlib.contextmanager
 def _no_stack_traces() -> Iterator[None]:
     """Resources registered inside carry no stack trace (nor source position): the SDK
