@@ -190,7 +190,7 @@ def _judge(ctx: PlanContext, o: Any, region: str) -> tuple[list[str], list[Findi
         if choice is not None and choice.hourly_on_demand is not None:
             lines.append(
                 f"  cost: {choice.instance_type} x{choice.nodes}, "
-                f"${choice.hourly_on_demand:,.2f}/h on demand while it runs (the SDK declares "
+                f"{C.usd(choice.hourly_on_demand)}/h on demand while it runs (the SDK declares "
                 "no duration: no run cost)"
             )
         elif choice is not None:
