@@ -55,9 +55,10 @@ def shipped_plan(stack: str):
 
 def run_stack(stack: str, overrides: dict | None = None):
     """Run the project's __main__.py under trainforge.plan.mocks with Pulumi.<stack>.yaml."""
-    from trainforge.plan.mocks import read_stack_file, run_mocked
+    from trainforge.plan.mocks import run_mocked
+    from trainforge.stack.file import read_stack_file
 
-    config = read_stack_file(ROOT / f"Pulumi.{stack}.yaml")
+    config = read_stack_file(ROOT / f"Pulumi.{stack}.yaml").engine()
     config.update(overrides or {})
     return run_mocked(ROOT / "__main__.py", config, stack=stack)
 
@@ -90,9 +91,9 @@ def prod_own_values() -> dict[str, str]:
     """Engine-config overrides: Pulumi.prod.yaml with its `YOURS:` keys filled in."""
     import json
 
-    from trainforge.plan.mocks import read_stack_file
+    from trainforge.stack.file import read_stack_file
 
-    config = read_stack_file(ROOT / "Pulumi.prod.yaml")
+    config = read_stack_file(ROOT / "Pulumi.prod.yaml").engine()
     groups = json.loads(config["trainforge:nodeGroups"])
     groups[0]["capacityReservationId"] = OWN_RESERVATION
     teams = json.loads(config["trainforge:teams"])

@@ -76,3 +76,11 @@ def test_shapes_without_the_backends_table_are_kubernetes_own() -> None:
     # core alone does not know a PyTorchJob: found generically, one pod, no replica name
     assert [(t.label, t.replicas) for t in pods.pod_templates(ptj)] == [("pod", 1)]
     assert [(t.label, t.replicas) for t in backends.pod_templates(ptj)] == [("Worker pod", 2)]
+
+
+def test_a_containers_security_field_wins_over_its_pods() -> None:
+    """The one rule the policy check (CKV_K8S_23) and the pod sandbox's identity both read."""
+    pod = {"runAsUser": 1000, "runAsNonRoot": True}
+    assert pods.security_field(pod, {"runAsUser": 0}, "runAsUser") == 0
+    assert pods.security_field(pod, {}, "runAsNonRoot") is True
+    assert pods.security_field(None, None, "runAsUser") is None

@@ -16,8 +16,9 @@ import pytest
 
 from trainforge.jobs import backends, indexed_job, pytorchjob, trainjob
 from trainforge.plan import kueue_validate
-from trainforge.plan.mocks import TrainforgeMocks, read_stack_file, run_mocked
+from trainforge.plan.mocks import TrainforgeMocks, run_mocked
 from trainforge.platform import fleet
+from trainforge.stack.file import read_stack_file
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 MULTIKUEUE = "kueue.x-k8s.io/multikueue"
@@ -51,7 +52,7 @@ def run(stack: str, stack_outputs: dict[str, dict[str, Any]], monkeypatch) -> An
     monkeypatch.setattr(
         pulumi.log, "warn", lambda msg, *a, **k: (warnings.append(msg), real_warn(msg, *a, **k))
     )
-    config = read_stack_file(ROOT / f"Pulumi.{stack}.yaml")
+    config = read_stack_file(ROOT / f"Pulumi.{stack}.yaml").engine()
     region = json.loads(config["aws:region"]) if config["aws:region"].startswith('"') else None
     references = {
         s: {"name": s, "outputs": out, "secretOutputNames": sorted(out)}
@@ -245,7 +246,7 @@ def test_a_manager_job_of_each_backend_is_valid_with_managed_by(backend, mp):
     managedBy is the test above)."""
     from trainforge.plan.checks.validate import validate_object
 
-    config = read_stack_file(ROOT / "Pulumi.fleet.yaml")
+    config = read_stack_file(ROOT / "Pulumi.fleet.yaml").engine()
     jobs = json.loads(config["trainforge:jobs"])
     config["trainforge:jobs"] = json.dumps([{**jobs[0], "backend": backend}])
     config["trainforge:jobBackends"] = json.dumps([backend])

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import re
 from typing import Any
 
 import kubernetes_validate
@@ -19,9 +18,9 @@ from trainforge.core.contract import (
 )
 from trainforge.jobs import codeship
 from trainforge.jobs.node_facts import node_shape
+from trainforge.stack.jobs import DNS1035
 
 K8S_VERSION = "1.31"
-DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 
 # What the platform publishes for every node (trainforge.platform.node_daemonsets): 210m CPU
 # and 224Mi of DaemonSet requests; GPU pools add the device plugin and the DCGM exporter.

@@ -12,9 +12,10 @@ from tests.jobs.helpers import validate_pod_templates, webhook_errors
 from tests.jobs.schemas import crd_errors
 from trainforge.core.errors import JobConfigError
 from trainforge.jobs.declare import declare_jobs
-from trainforge.plan.mocks import read_stack_file, run_mocked
+from trainforge.plan.mocks import run_mocked
 from trainforge.platform.config import load_config
 from trainforge.platform.training_platform import TrainingPlatform
+from trainforge.stack.file import read_stack_file
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 JOBS = [
@@ -49,7 +50,7 @@ def program(jobs):
 
 @pytest.fixture(scope="module")
 def dev():
-    return run_mocked(program(JOBS), read_stack_file(ROOT / "Pulumi.dev.yaml"))
+    return run_mocked(program(JOBS), read_stack_file(ROOT / "Pulumi.dev.yaml").engine())
 
 
 @pytest.fixture(scope="module")

@@ -9,8 +9,9 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import ROOT
-from trainforge.plan.mocks import TrainforgeMocks, read_stack_file, run_mocked
+from trainforge.plan.mocks import TrainforgeMocks, run_mocked
 from trainforge.stack.base import StackError
+from trainforge.stack.file import read_stack_file
 
 GOOD_JOB = {"name": "mnist", "team": "research", "pool": "training-workloads", "model": "mlp"}
 
@@ -22,7 +23,7 @@ def _run(jobs: list[dict]) -> tuple[TrainforgeMocks, BaseException | None]:
 
     import pulumi
 
-    config = read_stack_file(ROOT / "Pulumi.dev.yaml")
+    config = read_stack_file(ROOT / "Pulumi.dev.yaml").engine()
     config["trainforge:jobs"] = json.dumps(jobs)
     mocks = TrainforgeMocks(preview=True)
     try:
@@ -80,7 +81,7 @@ def test_every_bad_job_is_reported_in_one_run_before_any_resource():
 
     import pulumi
 
-    config = read_stack_file(ROOT / "Pulumi.dev.yaml")
+    config = read_stack_file(ROOT / "Pulumi.dev.yaml").engine()
     jobs = [
         {**GOOD_JOB, "name": "a", "pool": "gpu-workload"},
         {**GOOD_JOB, "name": "b", "team": "reserch", "workrs": 2},

@@ -12,6 +12,7 @@ import pulumi_kubernetes as k8s
 from trainforge.plan.checks import ordering
 from trainforge.plan.checks.ordering import CRD_RULE, NAMESPACE_RULE
 from trainforge.plan.core import plan_program
+from trainforge.plan.resource_types import HELM_RELEASE
 
 
 def rules_of(result):
@@ -112,7 +113,7 @@ def test_a_crd_object_installs_its_group_and_a_release_may_create_its_namespace(
     crd = SimpleNamespace(urn="u:crd", type=ordering.CRD, inputs={"spec": {"group": "example.com"}})
     release = SimpleNamespace(
         urn="u:kueue",
-        type=ordering.RELEASE,
+        type=HELM_RELEASE,
         inputs={"chart": "kueue", "namespace": "kueue-system", "createNamespace": True},
     )
     assert ordering.installers([crd, release]) == {

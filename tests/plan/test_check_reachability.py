@@ -14,9 +14,9 @@ from trainforge.plan import core
 from trainforge.plan.check_types import PlanContext
 from trainforge.plan.checks import reachability
 from trainforge.plan.checks.reachability import UNREACHABLE
-from trainforge.plan.checks.rules import EKS_COMPONENT
 from trainforge.plan.core import plan_program
 from trainforge.plan.registry import CHECKS
+from trainforge.plan.resource_types import EKS_COMPONENT
 from trainforge.platform import endpoint
 
 

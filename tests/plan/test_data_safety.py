@@ -139,6 +139,16 @@ def test_plan_diff_fails_on_a_replacement_unless_waived(prod, tmp_path, capsys):
     assert failing == 0 and any("waived: moving dev data" in x for x in lines)
 
 
+def test_a_deployed_state_base_says_replacements_were_not_checked(tmp_path):
+    """`plan --diff` of a `pulumi stack export` (a file, not a plan folder) cannot compare
+    inventories: its Data safety block says so and fails nothing."""
+    export = tmp_path / "stack.json"
+    export.write_text("{}")
+    lines, failing = DS.diff_report(export, [], [])
+    assert failing == 0 and lines[0] == "### Data safety"
+    assert "is a deployed state, not a plan folder" in lines[2] and "NOT checked" in lines[2]
+
+
 def test_a_base_inventory_of_an_older_format_is_read(tmp_path):
     """`plan --diff BASE` reads a plan folder an older trainforge may have written: fewer keys
     (no parent, custom or id) and keys this version does not know are read, not a traceback."""

@@ -12,7 +12,7 @@ import pytest
 from tests.conftest import ROOT, prod_own_values, shipped_plan
 from trainforge.plan import core
 from trainforge.plan.checks import documentation_values as D
-from trainforge.plan.mocks import read_stack_file
+from trainforge.stack.file import read_stack_file
 
 
 @pytest.mark.parametrize(
@@ -43,7 +43,7 @@ def test_real_values(value):
 
 
 def test_shipped_prod_is_clean_and_carries_no_documentation_value():
-    config = read_stack_file(ROOT / "Pulumi.prod.yaml")
+    config = read_stack_file(ROOT / "Pulumi.prod.yaml").engine()
     for key, value in config.items():
         for path, text in D._walk(json.loads(value) if value[:1] in "[{" else value, key):
             assert D.why_documentation(text) is None, (path, text)

@@ -10,6 +10,7 @@ import pulumi_policy
 import pytest
 from pulumi_policy.proxy import unknown_checking_proxy
 
+from trainforge.plan import resource_types as T
 from trainforge.plan.checks import rules as R
 
 PACK = pathlib.Path(__file__).resolve().parents[2] / "policy" / "__main__.py"
@@ -88,8 +89,8 @@ def test_stack_policy_finds_a_bucket_without_versioning(pack):
             self.urn = f"urn:pulumi:s::p::{type_}::{name}"
             self.property_dependencies = deps or {}
 
-    bucket = Res(R.S3_BUCKET, "ckpt", {})
-    sse = Res(R.S3_SSE, "sse", {"bucket": "x"}, {"bucket": [bucket]})
+    bucket = Res(T.S3_BUCKET, "ckpt", {})
+    sse = Res(T.S3_SSE, "sse", {"bucket": "x"}, {"bucket": [bucket]})
 
     class StackArgs:
         resources = [bucket, sse]

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from trainforge.plan import resource_types as T
 from trainforge.plan.checks import rules as R
 
 
@@ -27,7 +28,7 @@ GOOD_EKS_AWS = {
 
 
 @pytest.mark.parametrize(
-    ("type_", "good"), [(R.EKS_COMPONENT, GOOD_EKS_COMPONENT), (R.EKS_CLUSTER, GOOD_EKS_AWS)]
+    ("type_", "good"), [(T.EKS_COMPONENT, GOOD_EKS_COMPONENT), (T.EKS_CLUSTER, GOOD_EKS_AWS)]
 )
 def test_eks_good_inputs_pass_for_both_cluster_types(type_, good):
     assert ids(type_, good) == set()
@@ -35,7 +36,7 @@ def test_eks_good_inputs_pass_for_both_cluster_types(type_, good):
 
 def test_eks_component_defaults_are_flagged():
     # pulumi-eks with nothing set: no logs, public endpoint open to the world, no encryption
-    assert ids(R.EKS_COMPONENT, {}) == {"CKV_AWS_37", "CKV_AWS_38", "CKV_AWS_39", "CKV_AWS_58"}
+    assert ids(T.EKS_COMPONENT, {}) == {"CKV_AWS_37", "CKV_AWS_38", "CKV_AWS_39", "CKV_AWS_58"}
 
 
 def test_eks_aws_cluster_public_allow_list_is_accepted_but_world_is_not():
@@ -47,24 +48,24 @@ def test_eks_aws_cluster_public_allow_list_is_accepted_but_world_is_not():
             "publicAccessCidrs": ["203.0.113.0/24"],
         },
     )
-    assert ids(R.EKS_CLUSTER, allow) == set()
+    assert ids(T.EKS_CLUSTER, allow) == set()
     world = dict(GOOD_EKS_AWS, vpcConfig=dict(allow["vpcConfig"], publicAccessCidrs=["0.0.0.0/0"]))
-    assert ids(R.EKS_CLUSTER, world) == {"CKV_AWS_38"}
+    assert ids(T.EKS_CLUSTER, world) == {"CKV_AWS_38"}
     public_only = dict(
         GOOD_EKS_AWS,
         vpcConfig={"endpointPublicAccess": True, "publicAccessCidrs": ["203.0.113.0/24"]},
     )
-    assert ids(R.EKS_CLUSTER, public_only) == {"CKV_AWS_39"}
+    assert ids(T.EKS_CLUSTER, public_only) == {"CKV_AWS_39"}
 
 
 def test_eks_missing_log_types_are_named():
-    msgs = R.eks_log_types(R.EKS_CLUSTER, {"enabledClusterLogTypes": ["api"]})
+    msgs = R.eks_log_types(T.EKS_CLUSTER, {"enabledClusterLogTypes": ["api"]})
     assert "audit" in msgs[0] and "scheduler" in msgs[0]
 
 
 def test_eks_unknown_values_never_fail():
     inputs = dict(GOOD_EKS_COMPONENT, enabledClusterLogTypes=R.UNKNOWN)
-    assert ids(R.EKS_COMPONENT, inputs) == set()
+    assert ids(T.EKS_COMPONENT, inputs) == set()
 
 
 @pytest.mark.parametrize("type_", [R.LAUNCH_TEMPLATE, R.EC2_NODE_CLASS])
@@ -96,8 +97,8 @@ def test_launch_template_without_metadata_options_fails_but_nodeclass_defaults_a
 def test_s3_resources():
     kms = {"rules": [{"applyServerSideEncryptionByDefault": {"sseAlgorithm": "aws:kms"}}]}
     aes = {"rules": [{"applyServerSideEncryptionByDefault": {"sseAlgorithm": "AES256"}}]}
-    assert ids(R.S3_SSE, kms) == set()
-    assert ids(R.S3_SSE, aes) == {"CKV_AWS_145"}
+    assert ids(T.S3_SSE, kms) == set()
+    assert ids(T.S3_SSE, aes) == {"CKV_AWS_145"}
     assert ids(R.S3_VERSIONING, {"versioningConfiguration": {"status": "Enabled"}}) == set()
     assert ids(R.S3_VERSIONING, {"versioningConfiguration": {"status": "Suspended"}}) == {
         "CKV_AWS_21"
@@ -119,14 +120,14 @@ def test_s3_tls_policy():
         ]
     }
     allow = {"Statement": [{"Effect": "Allow", "Action": "s3:GetObject", "Principal": "*"}]}
-    assert ids(R.S3_POLICY, {"policy": json.dumps(deny)}) == set()
-    assert ids(R.S3_POLICY, {"policy": json.dumps(allow)}) == {"TRAINFORGE_S3_TLS"}
-    assert ids(R.S3_POLICY, {"policy": R.UNKNOWN}) == set()
+    assert ids(T.S3_POLICY, {"policy": json.dumps(deny)}) == set()
+    assert ids(T.S3_POLICY, {"policy": json.dumps(allow)}) == {"TRAINFORGE_S3_TLS"}
+    assert ids(T.S3_POLICY, {"policy": R.UNKNOWN}) == set()
 
 
 def test_s3_stack_rules_link_bucket_parts_by_dependency():
-    bucket = R.StackResource("urn:b", R.S3_BUCKET, "ckpt", {})
-    sse = R.StackResource("urn:s", R.S3_SSE, "sse", {"bucket": R.UNKNOWN}, {"bucket": ["urn:b"]})
+    bucket = R.StackResource("urn:b", T.S3_BUCKET, "ckpt", {})
+    sse = R.StackResource("urn:s", T.S3_SSE, "sse", {"bucket": R.UNKNOWN}, {"bucket": ["urn:b"]})
     found = {(rule.id, urn) for rule, urn, _ in R.check_stack([bucket, sse])}
     assert found == {
         ("CKV_AWS_21", "urn:b"),
@@ -134,23 +135,23 @@ def test_s3_stack_rules_link_bucket_parts_by_dependency():
         ("TRAINFORGE_S3_TLS", "urn:b"),
     }
     # a part attached to another bucket does not count for this one
-    other = R.StackResource("urn:s", R.S3_SSE, "sse", {"bucket": "x"}, {"bucket": ["urn:other"]})
+    other = R.StackResource("urn:s", T.S3_SSE, "sse", {"bucket": "x"}, {"bucket": ["urn:other"]})
     assert ("CKV_AWS_145", "urn:b") in {(r.id, u) for r, u, _ in R.check_stack([bucket, other])}
 
 
 def test_fsx_kms_sqs_iam():
-    assert ids(R.FSX_LUSTRE, {"deploymentType": "PERSISTENT_2", "kmsKeyId": "arn:k"}) == set()
-    assert ids(R.FSX_LUSTRE, {"deploymentType": "PERSISTENT_2"}) == {"CKV_AWS_190"}
-    assert ids(R.FSX_LUSTRE, {"deploymentType": "SCRATCH_2"}) == set()  # no key possible
-    assert ids(R.KMS_KEY, {"enableKeyRotation": True}) == set()
-    assert ids(R.KMS_KEY, {}) == {"CKV_AWS_7"}
+    assert ids(T.FSX_LUSTRE, {"deploymentType": "PERSISTENT_2", "kmsKeyId": "arn:k"}) == set()
+    assert ids(T.FSX_LUSTRE, {"deploymentType": "PERSISTENT_2"}) == {"CKV_AWS_190"}
+    assert ids(T.FSX_LUSTRE, {"deploymentType": "SCRATCH_2"}) == set()  # no key possible
+    assert ids(T.KMS_KEY, {"enableKeyRotation": True}) == set()
+    assert ids(T.KMS_KEY, {}) == {"CKV_AWS_7"}
     assert ids(R.SQS_QUEUE, {"kmsMasterKeyId": "alias/k"}) == set()
     assert ids(R.SQS_QUEUE, {}) == {"CKV_AWS_27"}
     admin = json.dumps({"Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]})
     scoped = json.dumps({"Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]})
     assert ids("aws:iam/policy:Policy", {"policy": admin}) == {"CKV_AWS_62"}
     assert ids("aws:iam/rolePolicy:RolePolicy", {"policy": scoped}) == set()
-    assert ids(R.IAM_ROLE, {"inlinePolicies": [{"name": "x", "policy": admin}]}) == {"CKV_AWS_62"}
+    assert ids(T.IAM_ROLE, {"inlinePolicies": [{"name": "x", "policy": admin}]}) == {"CKV_AWS_62"}
 
 
 SECURE_SC = {
@@ -306,13 +307,13 @@ def _res(type_, name, inputs):
 
 
 AGENT_OK = _res(
-    R.EKS_ADDON,
+    T.EKS_ADDON,
     "agent",
     {"addonName": "eks-node-monitoring-agent",
      "configurationValues": json.dumps({"dcgmAgent": {"tolerations": [{"operator": "Exists"}]}})},
 )  # fmt: skip
 GPU_GROUP = _res(
-    R.NODE_GROUP,
+    T.NODE_GROUP,
     "p5-group",
     {"amiType": "AL2023_x86_64_NVIDIA", "instanceTypes": ["p5.48xlarge"],
      "taints": [{"key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE"}],
@@ -334,7 +335,7 @@ CPU_POOL = _res(
     ]}}}},
 )  # fmt: skip
 KARPENTER_ON = _res(
-    R.HELM_RELEASE,
+    T.HELM_RELEASE,
     "karpenter",
     {"chart": "oci://public.ecr.aws/karpenter/karpenter",
      "values": {"settings": {"featureGates": {"nodeRepair": True}}}},
@@ -348,7 +349,7 @@ def _found(rule, resources):
 def test_gpu_capacity_is_recognised_by_ami_types_taints_and_requirements():
     assert R.gpu_capacity(GPU_GROUP) and R.gpu_capacity(GPU_POOL_UNTAINTED)
     assert not R.gpu_capacity(CPU_POOL)
-    cpu_group = _res(R.NODE_GROUP, "sys", {"amiType": "AL2023_x86_64_STANDARD",
+    cpu_group = _res(T.NODE_GROUP, "sys", {"amiType": "AL2023_x86_64_STANDARD",
                                             "instanceTypes": ["m6i.large"]})  # fmt: skip
     assert not R.gpu_capacity(cpu_group)
 
@@ -362,15 +363,15 @@ def test_healthy_gpu_capacity_passes_both_rules():
 def test_missing_agent_or_repair_names_each_gpu_resource_only():
     res = [GPU_GROUP, GPU_POOL_UNTAINTED, CPU_POOL]
     assert set(_found(R.gpu_health_monitoring, res)) == {"p5-group", "g6-pool"}
-    no_repair = _res(R.NODE_GROUP, "p5-group", {**GPU_GROUP.inputs, "nodeRepairConfig": None})
-    karpenter_off = _res(R.HELM_RELEASE, "karpenter", {"chart": "karpenter", "values": {}})
+    no_repair = _res(T.NODE_GROUP, "p5-group", {**GPU_GROUP.inputs, "nodeRepairConfig": None})
+    karpenter_off = _res(T.HELM_RELEASE, "karpenter", {"chart": "karpenter", "values": {}})
     found = _found(R.gpu_node_repair, [no_repair, GPU_POOL_UNTAINTED, CPU_POOL, karpenter_off])
     assert set(found) == {"p5-group", "g6-pool"}
     assert "nodeRepairConfig" in found["p5-group"] and "NodeRepair" in found["g6-pool"]
 
 
 def test_an_agent_whose_dcgm_server_cannot_land_on_the_pool_is_flagged():
-    default_agent = _res(R.EKS_ADDON, "agent", {"addonName": "eks-node-monitoring-agent"})
+    default_agent = _res(T.EKS_ADDON, "agent", {"addonName": "eks-node-monitoring-agent"})
     found = _found(R.gpu_health_monitoring, [default_agent, GPU_GROUP, GPU_POOL_UNTAINTED])
     assert (
         "dcgm-server" in found["p5-group"] and "nvidia.com/gpu=true:NoSchedule" in found["p5-group"]
@@ -379,13 +380,13 @@ def test_an_agent_whose_dcgm_server_cannot_land_on_the_pool_is_flagged():
 
 
 def test_unknown_values_never_fail_the_gpu_rules():
-    agent = _res(R.EKS_ADDON, "agent", {"addonName": "eks-node-monitoring-agent",
+    agent = _res(T.EKS_ADDON, "agent", {"addonName": "eks-node-monitoring-agent",
                                          "configurationValues": R.UNKNOWN})  # fmt: skip
-    karpenter = _res(R.HELM_RELEASE, "karpenter", {
+    karpenter = _res(T.HELM_RELEASE, "karpenter", {
         "chart": "karpenter", "values": {"settings": {"featureGates": {"nodeRepair": R.UNKNOWN}}}
     })  # fmt: skip
     group = _res(
-        R.NODE_GROUP, "g", {**GPU_GROUP.inputs, "nodeRepairConfig": {"enabled": R.UNKNOWN}}
+        T.NODE_GROUP, "g", {**GPU_GROUP.inputs, "nodeRepairConfig": {"enabled": R.UNKNOWN}}
     )
     res = [agent, karpenter, group, GPU_POOL_UNTAINTED]
     assert _found(R.gpu_health_monitoring, res) == {} and _found(R.gpu_node_repair, res) == {}

@@ -13,8 +13,9 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import OWN_RESERVATION, ROOT, prod_own_values
-from trainforge.plan.mocks import TrainforgeMocks, read_stack_file, run_mocked
+from trainforge.plan.mocks import TrainforgeMocks, run_mocked
 from trainforge.platform.config import ConfigError
+from trainforge.stack.file import read_stack_file
 
 LT = "aws:ec2/launchTemplate:LaunchTemplate"
 NG = "aws:eks/nodeGroup:NodeGroup"
@@ -25,7 +26,7 @@ REGION = "us-east-1"
 
 
 def run_prod(overrides: dict | None = None, **stubs):
-    config = read_stack_file(ROOT / "Pulumi.prod.yaml")
+    config = read_stack_file(ROOT / "Pulumi.prod.yaml").engine()
     config.update(prod_own_values())
     config["trainforge:jobs"] = "[]"  # placement only: the jobs add nothing here
     config.update(overrides or {})
@@ -144,7 +145,7 @@ class _Failing(TrainforgeMocks):
 def test_a_throttled_or_denied_lookup_stops_with_a_clear_error(failure):
     """Read as "not a Capacity Block", a real block would get no capacity-block market type
     and never launch: only EC2's not-found means "not a block"."""
-    config = read_stack_file(ROOT / "Pulumi.prod.yaml")
+    config = read_stack_file(ROOT / "Pulumi.prod.yaml").engine()
     config.update(prod_own_values())
     config["trainforge:jobs"] = "[]"
     with pytest.raises(Exception) as err:  # noqa: PT011 - the engine wraps the RunError

@@ -9,8 +9,9 @@ import pathlib
 import pulumi_kubernetes as k8s
 
 from tests.platform.test_services import PROD, declare
-from trainforge.plan.mocks import read_stack_file, run_mocked
+from trainforge.plan.mocks import run_mocked
 from trainforge.platform import fsx, services
+from trainforge.stack.file import read_stack_file
 
 JOB = "kubernetes:batch/v1:Job"
 
@@ -54,7 +55,8 @@ def test_jobs_wait_for_the_team_dir_job_to_complete(repo_root: pathlib.Path):
     doc = inspect.getsource(k8s.batch.v1.Job)  # its docstrings say how it is awaited
     assert "has a status of type 'Complete'" in doc and "'Failed'" in doc
     run = run_mocked(
-        (repo_root / "__main__.py").resolve(), read_stack_file(repo_root / "Pulumi.dev.yaml")
+        (repo_root / "__main__.py").resolve(),
+        read_stack_file(repo_root / "Pulumi.dev.yaml").engine(),
     )
     (setup,) = [r for r in run.resources if r.type == JOB and r.name == "fsx-team-dir-research"]
     meta = setup.inputs["metadata"]

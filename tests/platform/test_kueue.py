@@ -19,7 +19,7 @@ from trainforge.core.contract import PoolFacts, PoolLimits, Taint
 from trainforge.core.quantity import parse_quantity
 from trainforge.jobs import capacity, node_facts, pod
 from trainforge.plan import crds, kueue_validate
-from trainforge.plan.mocks import read_stack_file, run_mocked
+from trainforge.plan.mocks import run_mocked
 from trainforge.platform import kueue, queues
 from trainforge.platform.services_config import (
     KueueConfig,
@@ -27,6 +27,7 @@ from trainforge.platform.services_config import (
     TeamConfig,
     TeamQuotaConfig,
 )
+from trainforge.stack.file import read_stack_file
 
 KINDS = {
     "ClusterQueue",
@@ -299,7 +300,9 @@ def test_the_chart_runs_every_backends_integration_on_the_system_nodes():
 
 
 def test_queue_objects_wait_for_the_release_and_jobs_wait_for_the_queues():
-    run = run_mocked((ROOT / "__main__.py").resolve(), read_stack_file(ROOT / "Pulumi.dev.yaml"))
+    run = run_mocked(
+        (ROOT / "__main__.py").resolve(), read_stack_file(ROOT / "Pulumi.dev.yaml").engine()
+    )
     (release,) = [r for r in run.resources if r.type == "kubernetes:helm.sh/v3:Release"
                   and r.name.endswith("-kueue")]  # fmt: skip
     queue_objs = [r for r in run.resources if r.type.startswith("kubernetes:kueue.x-k8s.io/")]

@@ -7,15 +7,16 @@ import pathlib
 
 import pytest
 
-from trainforge.plan.mocks import read_stack_file, run_mocked
+from trainforge.plan.mocks import run_mocked
 from trainforge.platform.launch_template import launch_template
+from trainforge.stack.file import read_stack_file
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
 def prod():
-    return run_mocked(ROOT / "__main__.py", read_stack_file(ROOT / "Pulumi.prod.yaml"))
+    return run_mocked(ROOT / "__main__.py", read_stack_file(ROOT / "Pulumi.prod.yaml").engine())
 
 
 def test_p4d_template_has_every_efa_interface_and_no_public_ip_parameter(prod):

@@ -7,14 +7,15 @@ import json
 import pytest
 
 from trainforge.core.contract import Taint
-from trainforge.plan.mocks import read_stack_file, run_mocked
+from trainforge.plan.mocks import run_mocked
 from trainforge.platform.config import load_config
 from trainforge.platform.node_daemonsets import selects, tolerates
 from trainforge.platform.published import pool_facts
+from trainforge.stack.file import read_stack_file
 
 
 def _pools(repo_root, stack: str, edit=None):
-    cfg = read_stack_file(repo_root / f"Pulumi.{stack}.yaml")
+    cfg = read_stack_file(repo_root / f"Pulumi.{stack}.yaml").engine()
     if edit:
         pools = json.loads(cfg["trainforge:nodePools"])
         edit(pools)

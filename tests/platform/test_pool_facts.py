@@ -64,12 +64,12 @@ def test_the_contract_carries_the_pool_facts(platform):
 
 
 def test_dev_stack_wires_jobs_to_teams_and_pools(repo_root):
-    from trainforge.plan.mocks import read_stack_file
     from trainforge.platform.config import load_config
+    from trainforge.stack.file import read_stack_file
 
     run = run_mocked(
         lambda: TrainingPlatform("platform", load_config()),
-        read_stack_file(repo_root / "Pulumi.dev.yaml"),
+        read_stack_file(repo_root / "Pulumi.dev.yaml").engine(),
     )
     contract = run.result.contract
     target = contract.target("research", "gpu-workloads")
@@ -86,13 +86,13 @@ def test_dev_stack_wires_jobs_to_teams_and_pools(repo_root):
 
 def test_the_config_contract_matches_the_live_one(repo_root):
     """check_jobs judges jobs on the contract built from config alone: it must be the same."""
-    from trainforge.plan.mocks import read_stack_file
     from trainforge.platform.config import load_config
     from trainforge.platform.published import PENDING_BUCKET, contract_from_config
+    from trainforge.stack.file import read_stack_file
 
     run = run_mocked(
         lambda: (TrainingPlatform("platform", load_config()), contract_from_config(load_config())),
-        read_stack_file(repo_root / "Pulumi.prod.yaml"),
+        read_stack_file(repo_root / "Pulumi.prod.yaml").engine(),
     )
     live, offline = run.result[0].contract, run.result[1]
     assert offline.pools == live.pools and offline.teams == live.teams

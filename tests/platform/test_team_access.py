@@ -177,10 +177,10 @@ def test_a_principal_cannot_be_both_admin_and_team_member():
     import json
 
     from tests.conftest import ROOT
-    from trainforge.plan.mocks import read_stack_file
     from trainforge.platform.config import ConfigError, parse_config
+    from trainforge.stack.file import read_stack_file
 
-    data = {**read_stack_file(ROOT / "Pulumi.prod.yaml"), **prod_own_values()}
+    data = {**read_stack_file(ROOT / "Pulumi.prod.yaml").engine(), **prod_own_values()}
     raw = {k.split(":", 1)[1]: json.loads(v) if v[:1] in "[{" else v for k, v in data.items()}
     raw = {k: v for k, v in raw.items() if ":" not in k}
     raw["admins"] = [*raw["admins"], f"arn:aws:iam::{OWN_ACCOUNT}:role/LlmEngineer"]

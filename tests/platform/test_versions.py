@@ -128,14 +128,15 @@ def test_mlflow_server_major_matches_the_pinned_client():
 def test_unconfirmed_addon_builds_are_asked_of_eks_and_confirmed_ones_are_pinned(repo_root):
     """EKS rejects a build it does not offer for the cluster's minor: a build no record
     confirmed is EKS's own default for KUBERNETES_VERSION, looked up at preview."""
-    from trainforge.plan.mocks import TrainforgeMocks, read_stack_file, run_mocked
+    from trainforge.plan.mocks import TrainforgeMocks, run_mocked
     from trainforge.platform.config import load_config
     from trainforge.platform.training_platform import TrainingPlatform
+    from trainforge.stack.file import read_stack_file
 
     mocks = TrainforgeMocks(preview=True)
     run = run_mocked(
         lambda: TrainingPlatform("platform", load_config()),
-        read_stack_file(repo_root / "Pulumi.prod.yaml"),
+        read_stack_file(repo_root / "Pulumi.prod.yaml").engine(),
         mocks=mocks,
         preview=True,
     )

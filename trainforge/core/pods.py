@@ -247,6 +247,13 @@ def get(node: Any, *keys: str) -> Any:
     return node
 
 
+def security_field(pod_sc: Any, container_sc: Any, key: str) -> Any:
+    """A container's effective securityContext field (runAsUser, runAsNonRoot, ...): the
+    container's own, else its pod's."""
+    own = get(container_sc, key)
+    return own if own is not None else get(pod_sc, key)
+
+
 def _int(v: Any, default: Any) -> Any:
     return int(v) if isinstance(v, int | str) and str(v).isdigit() else default
 

@@ -43,7 +43,9 @@ class Spend:
     detail: str
 
     def line(self) -> str:
-        amount = "unknown" if self.usd is None else f"${self.usd:,.2f}"
+        from trainforge.plan.cost import usd  # noqa: PLC0415 - the plan's dollar format
+
+        amount = usd(self.usd)
         if self.basis == "estimate" and self.usd is not None:
             amount = f"~{amount}"
         return f"{'spend:':<12}{amount} so far ({self.detail})"

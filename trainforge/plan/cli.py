@@ -218,20 +218,9 @@ def _diff_markdown(
 
     rev = review.review(sides.load_side(args.diff), sides.load_side(new), result)
     md = "\n".join([*verdict.verdict_markdown(result, rev, args.stack), rev.markdown])
-    data_lost = 0
-    if args.diff.is_dir():
-        safety, data_lost = data_safety.diff_report(
-            args.diff, result.inventory.resources, result.waivers
-        )
-    else:
-        safety = [
-            "### Data safety",
-            "",
-            f"The base ({args.diff}) is a deployed state, not a plan folder: replacements"
-            " of data-holding resources were NOT checked by TF_DATA_REPLACE; read the"
-            " replaced resources above and `pulumi preview`.",
-            "",
-        ]
+    safety, data_lost = data_safety.diff_report(
+        args.diff, result.inventory.resources, result.waivers
+    )
     return rev, md + "\n" + "\n".join(safety), data_lost
 
 

@@ -18,6 +18,7 @@ from trainforge.jobs import capacity
 from trainforge.jobs.duration import Duration, expected_duration
 from trainforge.jobs.spec import JobSpec
 from trainforge.plan import price_facts as P
+from trainforge.plan import resource_types as T
 
 HOURS_PER_MONTH = P.HOURS_PER_MONTH
 
@@ -431,10 +432,10 @@ def fixed_costs(resources: list[Any], region: str, today: dt.date) -> list[Fixed
     def of(type_: str) -> list[Any]:
         return [r for r in resources if r.type == type_]
 
-    clusters = of("eks:index:Cluster") + [
+    clusters = of(T.EKS_COMPONENT) + [
         r
-        for r in of("aws:eks/cluster:Cluster")
-        if not (r.parent in by_urn and by_urn[r.parent].type == "eks:index:Cluster")
+        for r in of(T.EKS_CLUSTER)
+        if not (r.parent in by_urn and by_urn[r.parent].type == T.EKS_COMPONENT)
     ]
     for c in clusters:
         version = _inputs(c).get("version")
@@ -461,7 +462,7 @@ def fixed_costs(resources: list[Any], region: str, today: dt.date) -> list[Fixed
 
     ebs_gb = 0.0
     ebs_what: list[str] = []
-    for ng in of("aws:eks/nodeGroup:NodeGroup"):
+    for ng in of(T.NODE_GROUP):
         inp = _inputs(ng)
         size = _num((inp.get("scalingConfig") or {}).get("desiredSize")) or 0
         if not size:
@@ -503,11 +504,11 @@ def fixed_costs(resources: list[Any], region: str, today: dt.date) -> list[Fixed
         and (_inputs(sc).get("parameters") or {}).get("type") == "gp3"
     }
     claims: list[tuple[dict[str, Any], str]] = []  # (a claim's spec, whose): PVCs, Helm values
-    for pvc in of("kubernetes:core/v1:PersistentVolumeClaim"):
+    for pvc in of(T.PVC):
         meta = _inputs(pvc).get("metadata") or {}
         whose = f"pvc {meta.get('namespace')}/{meta.get('name')}"
         claims.append((_inputs(pvc).get("spec") or {}, whose))
-    for rel in of("kubernetes:helm.sh/v3:Release"):
+    for rel in of(T.HELM_RELEASE):
         whose = _inputs(rel).get("name") or rel.name
         claims += [(t, whose) for t in _claim_templates(_inputs(rel).get("values"))]
     for spec, whose in claims:
@@ -522,7 +523,7 @@ def fixed_costs(resources: list[Any], region: str, today: dt.date) -> list[Fixed
             )
         )
 
-    for fs in of("aws:fsx/lustreFileSystem:LustreFileSystem"):
+    for fs in of(T.FSX_LUSTRE):
         inp = _inputs(fs)
         kind = inp.get("deploymentType", "SCRATCH_1")
         gb = _num(inp.get("storageCapacity")) or 0
@@ -531,7 +532,7 @@ def fixed_costs(resources: list[Any], region: str, today: dt.date) -> list[Fixed
         what = f"FSx for Lustre {kind}" + (f" {tput} MB/s/TiB" if tput is not None else "")
         items.append(_priced(region, key, gb, what, f"{gb:g} GiB"))
 
-    if keys := len(of("aws:kms/key:Key")):
+    if keys := len(of(T.KMS_KEY)):
         note, missing = "not in the price table", f"kms in {region}"
         items.append(FixedItem("KMS keys", f"{keys}", None, note=note, missing=missing))
     return items

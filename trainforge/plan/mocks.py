@@ -23,6 +23,7 @@ from typing import Any
 
 import pulumi
 
+from trainforge.plan.resource_types import EKS_COMPONENT, HELM_RELEASE
 from trainforge.stack import file as stack_file
 
 DEFAULT_REGION = "us-west-2"
@@ -393,7 +394,7 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
             # a stand-in (never a real password): the Secrets built from it keep their keys
             out.setdefault("result", "standin-" + "x" * max(0, int(inputs.get("length") or 16) - 8))
             return rid, out
-        if typ == "eks:index:Cluster":
+        if typ == EKS_COMPONENT:
             cname = inputs.get("name") or f"{name}-eks"
             issuer = f"oidc.eks.{region}.amazonaws.com/id/MOCKED{_h(name) % 10**8}"
             kubeconfig = {
@@ -421,7 +422,7 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
             meta = dict(inputs.get("metadata") or {})
             meta.setdefault("name", name)
             out["metadata"] = meta
-            if typ == "kubernetes:helm.sh/v3:Release":
+            if typ == HELM_RELEASE:
                 out.setdefault("status", {"status": "deployed", "name": inputs.get("name", name)})
             if inputs.get("type") == "kubernetes.io/service-account-token":
                 # Kubernetes' token controller fills a token Secret's `data.token` (base64);
@@ -455,11 +456,6 @@ def resource_options(request: Any) -> dict[str, Any]:
             if key == "dependencies":
                 opts[key].sort()
     return opts
-
-
-def read_stack_file(path: str | os.PathLike, project: str = "trainforge") -> dict[str, str]:
-    """`Pulumi.<stack>.yaml` -> engine config (no secure values expected in tests)."""
-    return stack_file.read_stack_file(pathlib.Path(path), project).engine()
 
 
 @contextlib.contextmanager

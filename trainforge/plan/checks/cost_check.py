@@ -36,10 +36,16 @@ RULES = {
 # --- building the report from what the program declared ---------------------------------------
 
 
-def build_report(ctx: PlanContext, today: dt.date | None = None) -> C.CostReport:
+def plan_region(inventory: Any) -> str:
+    """The region a plan's program ran in (runner.Inventory): the stack's `aws:region`, else
+    the mocks' default."""
     from trainforge.plan.mocks import DEFAULT_REGION  # noqa: PLC0415 - what the plan used
 
-    region = str(ctx.inventory.config.get(REGION_KEY) or DEFAULT_REGION)
+    return str(inventory.config.get(REGION_KEY) or DEFAULT_REGION)
+
+
+def build_report(ctx: PlanContext, today: dt.date | None = None) -> C.CostReport:
+    region = plan_region(ctx.inventory)
     report = C.CostReport(region=region, today=today or dt.date.today())
     declared = ctx.declared
     pools: dict[str, Any] = {}

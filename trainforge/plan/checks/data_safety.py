@@ -13,10 +13,10 @@ from typing import Any
 
 from trainforge.core.pods import get
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
-from trainforge.plan.checks.rules import FSX_LUSTRE as FSX
-from trainforge.plan.checks.rules import KMS_KEY
-from trainforge.plan.checks.rules import S3_BUCKET as BUCKET
 from trainforge.plan.diff import INVENTORY_FILE
+from trainforge.plan.resource_types import FSX_LUSTRE as FSX
+from trainforge.plan.resource_types import KMS_KEY, PVC
+from trainforge.plan.resource_types import S3_BUCKET as BUCKET
 from trainforge.plan.runner import Recorded
 
 UNPROTECTED = "TF_DATA_UNPROTECTED"
@@ -34,8 +34,6 @@ class DataKind:
     what: str
     replace_on: tuple[str, ...]  # dotted input paths (wire names) that force a replacement
 
-
-PVC = "kubernetes:core/v1:PersistentVolumeClaim"
 
 # What replaces each: the provider schema's ForceNew (terraform-provider-aws internal/service/
 # {fsx,s3,kms}, read 2026-11-25; for Kubernetes the API server's immutable fields). One that
@@ -230,11 +228,18 @@ def check(ctx: PlanContext) -> CheckResult:
 
 def diff_report(base_dir: pathlib.Path, head_resources: list[Any], waivers: list[Any]):
     """For `trainforge plan --diff BASE`: (markdown lines, number of unwaived findings).
-    `waivers` are the plan's (trainforge.plan.waivers.Waiver); a base plan without an
-    inventory says so instead of passing silently."""
+    `waivers` are the plan's (trainforge.plan.waivers.Waiver); a base that is not a plan
+    folder, or a plan without an inventory, says so instead of passing silently."""
     from trainforge.plan.waivers import find_waiver  # noqa: PLC0415 - light, plan-only
 
     lines = ["### Data safety", ""]
+    if not base_dir.is_dir():
+        note = (
+            f"The base ({base_dir}) is a deployed state, not a plan folder: replacements"
+            " of data-holding resources were NOT checked by TF_DATA_REPLACE; read the"
+            " replaced resources above and `pulumi preview`."
+        )
+        return [*lines, note, ""], 0
     base = load_base(base_dir)
     if base is None:
         note = f"The base plan ({base_dir}) has no {INVENTORY_FILE}: replacements NOT checked."

@@ -16,7 +16,8 @@ from typing import Any
 
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.checks.job_backends import runtime_docs
-from trainforge.plan.checks.ordering import CHART_V4, RELEASE, After, creation_order, short_urn
+from trainforge.plan.checks.ordering import After, creation_order, short_urn
+from trainforge.plan.resource_types import CHART_V4, HELM_RELEASE
 from trainforge.plan.runner import SECRET, UNKNOWN
 
 MISSING = "EXIST_MISSING"
@@ -188,7 +189,7 @@ def references(ctx: PlanContext) -> list[tuple[str, Ref]]:
             ns = obj.namespace or ""
             out += [(obj.urn, r) for r in pod_refs(pod, ns, what)]
     for res in ctx.inventory.resources:
-        if res.type not in (RELEASE, CHART_V4):
+        if res.type not in (HELM_RELEASE, CHART_V4):
             continue
         ns = res.inputs.get("namespace")
         if not isinstance(ns, str) or ns == UNKNOWN:

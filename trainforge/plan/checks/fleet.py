@@ -8,7 +8,6 @@ by the one Kueue model (`queues.admit_object`) and priced there as the cost sect
 
 from __future__ import annotations
 
-from fractions import Fraction
 from typing import Any
 
 import yaml
@@ -17,13 +16,14 @@ from trainforge.core.pods import get
 from trainforge.jobs.backends import job_shape, pod_templates
 from trainforge.jobs.entrypoint import checkpoint_dir, mirrors_to_s3
 from trainforge.plan import price_facts as P
+from trainforge.plan import resource_types as T
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.checks import queues as Q
 from trainforge.plan.checks.existence import BUILTIN, pod_refs
 from trainforge.plan.checks.iam_eval import Policy, Request, evaluate, policy_doc
 from trainforge.plan.cost import choose_nodes, usd
 from trainforge.plan.fleet import region
-from trainforge.plan.kueue import GPU, quantity
+from trainforge.plan.kueue import pod_need
 
 TITLE = "Fleet (MultiKueue): the workers that may run each job"
 MULTIKUEUE = "kueue.x-k8s.io/multikueue"
@@ -90,9 +90,9 @@ def operators(inv: Any) -> set[str]:
     out = set()
     for r in getattr(inv, "resources", None) or []:
         inputs = r.inputs if isinstance(r.inputs, dict) else {}
-        if r.type == "kubernetes:kustomize/v2:Directory" and "training-operator" in r.name:
+        if r.type == T.KUSTOMIZE and "training-operator" in r.name:
             out.add(f"overlay {inputs.get('directory')}")
-        elif r.type == "kubernetes:helm.sh/v3:Release":
+        elif r.type == T.HELM_RELEASE:
             chart = str(inputs.get("chart") or "")
             if any(k in chart.rsplit("/", 1)[-1] for k in ("trainer", "jobset")):
                 out.add(f"chart {chart} {inputs.get('version')}")
@@ -206,15 +206,6 @@ def _cost(spec: Any, pool: Any, region: str | None) -> tuple[float | None, str]:
     return choice.hourly_on_demand, f"{choice.describe()} on-demand in {region}"
 
 
-def _need(spec: Any) -> tuple[dict[str, Fraction], int]:
-    per_pod = {
-        "cpu": quantity(spec.cpu or 0),
-        "memory": quantity(spec.memory or 0),
-        GPU: Fraction(spec.gpus_per_worker or 0),
-    }
-    return {r: v * spec.workers for r, v in per_pod.items() if v}, spec.workers
-
-
 _WRITES = ("s3:*", "s3:Put*", "s3:PutObject")
 
 
@@ -224,11 +215,11 @@ def s3_grants(inv: Any) -> tuple[set[str], set[str]] | None:
     own: set[str] = set()
     granted: set[str] = set()
     for r in getattr(inv, "resources", None) or []:
-        if r.type in ("aws:s3/bucket:Bucket", "aws:s3/bucketV2:BucketV2"):
+        if r.type in T.S3_BUCKETS:
             name = r.inputs.get("bucket") if isinstance(r.inputs.get("bucket"), str) else r.id
             if name:
                 own.add(name)
-        if r.type not in ("aws:iam/rolePolicy:RolePolicy", "aws:iam/policy:Policy"):
+        if r.type not in (T.IAM_ROLE_POLICY, T.IAM_POLICY):
             continue
         doc = policy_doc(r.inputs.get("policy"))
         if doc is None:
@@ -256,13 +247,13 @@ def team_reaches(inv: Any, bucket: str, team: str) -> bool | None:
     roles = {
         r.id
         for r in resources
-        if r.type == "aws:iam/role:Role"
+        if r.type == T.IAM_ROLE
         and r.id
         and ((r.inputs.get("tags") or {}).get("trainforge.io/team") == team)
     }
     policies = []
     for r in resources:
-        if r.type != "aws:iam/rolePolicy:RolePolicy" or r.inputs.get("role") not in roles:
+        if r.type != T.IAM_ROLE_POLICY or r.inputs.get("role") not in roles:
             continue
         doc = policy_doc(r.inputs.get("policy"))
         if doc is None:
@@ -363,11 +354,11 @@ def check(ctx: PlanContext) -> CheckResult:
             )
         labels = (obj.doc.get("metadata") or {}).get("labels") or {}
         pods = [t.spec for t in pod_templates(obj.doc, build=False)]
-        need, count = _need(spec)
+        need = {r: v * spec.workers for r, v in pod_need(spec).items() if v}
         may: list[tuple[str, str, float | None, str]] = []
         refused: list[str] = []
         for name, w in planned.items():
-            got = Q.admit_object(w.docs, target.namespace, labels, pods[0], need, count)
+            got = Q.admit_object(w.docs, target.namespace, labels, pods[0], need, spec.workers)
             if got.workload.state == "never":
                 refused.append(f"{name}: {got.workload.reason}")
                 continue
@@ -383,7 +374,7 @@ def check(ctx: PlanContext) -> CheckResult:
             "refused": refused,
         }
         data["jobs"].append(job_data)
-        head = f"job {spec.name} (team {spec.team}, {count} pod(s)):"
+        head = f"job {spec.name} (team {spec.team}, {spec.workers} pod(s)):"
         if not may:
             if planned:
                 lines.append(f"{head} no worker can run it")

@@ -10,7 +10,8 @@ from typing import Any
 
 from trainforge.plan.check_types import CheckResult, PlanContext, Section
 from trainforge.plan.checks.reachability import SUBNET
-from trainforge.plan.checks.rules import EC2_NODE_CLASS, FSX_LUSTRE, NODE_GROUP
+from trainforge.plan.checks.rules import EC2_NODE_CLASS
+from trainforge.plan.resource_types import FSX_LUSTRE, NODE_GROUP
 from trainforge.platform.config import POOL_LABEL
 
 RULES: dict[str, str] = {}

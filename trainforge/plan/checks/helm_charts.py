@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
-from trainforge.plan.checks.ordering import RELEASE
+from trainforge.plan.resource_types import HELM_RELEASE
 from trainforge.plan.runner import UNKNOWN
 
 RULE = "HELM_CHART_UNRESOLVABLE"
@@ -119,7 +119,7 @@ def check(ctx: PlanContext) -> CheckResult:
     findings: list[Finding] = []
     lines: list[str] = []
     data: list[dict[str, Any]] = []
-    for rel in ctx.resources_of(RELEASE):
+    for rel in ctx.resources_of(HELM_RELEASE):
         inputs = rel.inputs
         chart, version = _text(inputs.get("chart")), _text(inputs.get("version"))
         opts = inputs.get("repositoryOpts")

@@ -15,6 +15,7 @@ from typing import Any
 from trainforge.core.pods import get
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.checks.validate import builtin_groups
+from trainforge.plan.resource_types import CHART_V4, HELM_RELEASE, KUSTOMIZE
 from trainforge.plan.runner import UNKNOWN
 from trainforge.plan.sdk import SENT_URN
 
@@ -26,9 +27,6 @@ RULES = {
     NAMESPACE_RULE: "take the namespace from the Namespace resource's output "
     "(metadata.name) or depend on it, or on the release that creates it",
 }
-RELEASE = "kubernetes:helm.sh/v3:Release"
-CHART_V4 = "kubernetes:helm.sh/v4:Chart"  # the Trainer's chart (trainforge.platform.trainer)
-KUSTOMIZE = "kubernetes:kustomize/v2:Directory"
 NAMESPACE = "kubernetes:core/v1:Namespace"
 CRD = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
 
@@ -74,7 +72,7 @@ def _installed_groups(res: Any) -> tuple[str, ...]:
     if res.type == CRD:
         group = (res.inputs.get("spec") or {}).get("group")
         return (group,) if isinstance(group, str) else ()
-    if res.type in (RELEASE, CHART_V4):
+    if res.type in (HELM_RELEASE, CHART_V4):
         return INSTALLS.get(chart_name(res), ())
     if res.type == KUSTOMIZE:
         directory = str(res.inputs.get("directory") or "")
@@ -126,7 +124,7 @@ def _namespace_makers(resources: list[Any]) -> dict[str, list[str]]:
             name = (res.inputs.get("metadata") or {}).get("name")
             if isinstance(name, str) and name != UNKNOWN:
                 out.setdefault(name, []).append(res.urn)
-        elif res.type == RELEASE and res.inputs.get("createNamespace") is True:
+        elif res.type == HELM_RELEASE and res.inputs.get("createNamespace") is True:
             ns = res.inputs.get("namespace")
             if isinstance(ns, str):
                 out.setdefault(ns, []).append(res.urn)
@@ -173,15 +171,15 @@ def check(ctx: PlanContext) -> CheckResult:
                     f"not wait for {', '.join(short_urn(m) for m in makers)}, which installs it",
                 )
     for res in resources:
-        if res.type != RELEASE and not any(o.urn == res.urn for o in ctx.objects):
+        if res.type != HELM_RELEASE and not any(o.urn == res.urn for o in ctx.objects):
             continue
-        if res.type == RELEASE:  # the namespace it is created in, from which input
+        if res.type == HELM_RELEASE:  # the namespace it is created in, from which input
             ns, prop = res.inputs.get("namespace"), "namespace"
         else:
             ns, prop = get(res.inputs, "metadata", "namespace"), "metadata"
         if not isinstance(ns, str) or ns in BUILTIN_NAMESPACES:
             continue
-        if res.type == RELEASE and res.inputs.get("createNamespace") is True:
+        if res.type == HELM_RELEASE and res.inputs.get("createNamespace") is True:
             continue
         after = after_of(res.urn)
         if ns == UNKNOWN:

@@ -20,6 +20,8 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any
 
+from trainforge.core.pods import security_field
+
 # containerd's default capabilities for a container that drops nothing (the OCI/Docker set).
 DEFAULT_CAPS = frozenset(
     {
@@ -153,16 +155,8 @@ class Identity:
         """The identity from a pod's and a container's securityContext (the container's
         fields win), falling back to the image's user (busybox's: root)."""
         pod, ctr = pod_sc or {}, container_sc or {}
-
-        def pick(key: str, default: Any) -> Any:
-            if ctr.get(key) is not None:
-                return ctr[key]
-            if pod.get(key) is not None:
-                return pod[key]
-            return default
-
-        uid = int(pick("runAsUser", 0))
-        gid = int(pick("runAsGroup", 0))
+        uid = int(security_field(pod, ctr, "runAsUser") or 0)
+        gid = int(security_field(pod, ctr, "runAsGroup") or 0)
         groups = [int(g) for g in pod.get("supplementalGroups") or ()]
         if pod.get("fsGroup") is not None:
             groups.append(int(pod["fsGroup"]))

@@ -547,11 +547,7 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
             never(w, RULE_LABEL, NO_QUEUE, obj)
             continue
         w.pods = shape.pod_count(obj.doc)  # the object's pods, as its backend counts them
-        per_pod = {
-            "cpu": K.quantity(spec.cpu or 0),
-            "memory": K.quantity(spec.memory or 0),
-            GPU: Fraction(spec.gpus_per_worker or 0),
-        }
+        per_pod = K.pod_need(spec)
         w.need = {r: v * w.pods for r, v in per_pod.items() if v}
         templates = pod_templates(obj.doc, build=False)
         ps = K.podset(templates[0].template if templates else {}, per_pod, w.pods)

@@ -11,7 +11,8 @@ from typing import Any
 
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.checks.iam_eval import as_list
-from trainforge.plan.checks.rules import EKS_CLUSTER, EKS_COMPONENT, eks_endpoint
+from trainforge.plan.checks.rules import eks_endpoint
+from trainforge.plan.resource_types import EKS_CLUSTER, EKS_COMPONENT
 from trainforge.plan.runner import UNKNOWN
 from trainforge.platform.endpoint import DEPLOYERS
 

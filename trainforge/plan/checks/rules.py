@@ -16,12 +16,12 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainforge.core.pods import get
+from trainforge.core.pods import get, security_field
 from trainforge.core.taints import EFFECTS, schedules, untolerated
+from trainforge.plan import resource_types as T
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext
 from trainforge.plan.checks.iam_eval import as_list, policy_doc
 from trainforge.plan.checks.job_backends import runtime_docs
-from trainforge.plan.checks.ordering import RELEASE as HELM_RELEASE
 from trainforge.plan.checks.ordering import chart_name
 from trainforge.plan.manifests import has_unknown
 from trainforge.plan.runner import UNKNOWN
@@ -118,15 +118,13 @@ def container_rule(id_: str, title: str, fix: str):
 # ---------------------------------------------------------------------------------------------
 # EKS: both the pulumi-eks component (flat inputs) and aws.eks.Cluster (vpcConfig, ...)
 
-EKS_COMPONENT = "eks:index:Cluster"
-EKS_CLUSTER = "aws:eks/cluster:Cluster"
-EKS_TYPES = (EKS_COMPONENT, EKS_CLUSTER)
+EKS_TYPES = (T.EKS_COMPONENT, T.EKS_CLUSTER)
 ALL_LOG_TYPES = ("api", "audit", "authenticator", "controllerManager", "scheduler")
 
 
 def eks_endpoint(type_: str, inputs: dict) -> tuple[Any, Any, Any]:
     """(public access, private access, public CIDRs) with the provider defaults applied."""
-    src = inputs if type_ == EKS_COMPONENT else (inputs.get("vpcConfig") or {})
+    src = inputs if type_ == T.EKS_COMPONENT else (inputs.get("vpcConfig") or {})
     public = src.get("endpointPublicAccess")
     private = src.get("endpointPrivateAccess")
     cidrs = src.get("publicAccessCidrs")
@@ -191,7 +189,7 @@ def eks_public_endpoint(type_: str, inputs: dict) -> list[str]:
     EKS_TYPES,
 )
 def eks_secrets_encryption(type_: str, inputs: dict) -> list[str]:
-    if type_ == EKS_COMPONENT:
+    if type_ == T.EKS_COMPONENT:
         if inputs.get("encryptionConfigKeyArn") is None:
             return ["secrets are not envelope-encrypted: encryptionConfigKeyArn is unset"]
         return []
@@ -253,18 +251,13 @@ def imds_hop_limit(type_: str, inputs: dict) -> list[str]:
 # ---------------------------------------------------------------------------------------------
 # S3 (per resource; the bucket-level completeness checks are stack rules below)
 
-S3_BUCKET = "aws:s3/bucket:Bucket"
-S3_BUCKET_V2 = "aws:s3/bucketV2:BucketV2"
-S3_SSE = "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration"
 S3_SSE_V2 = (
     "aws:s3/bucketServerSideEncryptionConfigurationV2:BucketServerSideEncryptionConfigurationV2"
 )
 S3_VERSIONING = "aws:s3/bucketVersioning:BucketVersioning"
 S3_VERSIONING_V2 = "aws:s3/bucketVersioningV2:BucketVersioningV2"
 S3_PAB = "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock"
-S3_POLICY = "aws:s3/bucketPolicy:BucketPolicy"
-S3_BUCKETS = (S3_BUCKET, S3_BUCKET_V2)
-S3_SSES = (S3_SSE, S3_SSE_V2)
+S3_SSES = (T.S3_SSE, S3_SSE_V2)
 S3_VERSIONINGS = (S3_VERSIONING, S3_VERSIONING_V2)
 
 
@@ -280,7 +273,7 @@ def _sse_algorithms(rules: Any) -> list[Any]:
     "CKV_AWS_145",
     "S3 default encryption is SSE-KMS",
     "use sseAlgorithm aws:kms with a customer key (and bucketKeyEnabled: true)",
-    (*S3_SSES, *S3_BUCKETS),
+    (*S3_SSES, *T.S3_BUCKETS),
 )
 def s3_kms(type_: str, inputs: dict) -> list[str]:
     if type_ in S3_SSES:
@@ -299,7 +292,7 @@ def s3_kms(type_: str, inputs: dict) -> list[str]:
     "CKV_AWS_21",
     "S3 versioning is enabled",
     "set versioningConfiguration.status: Enabled",
-    (*S3_VERSIONINGS, *S3_BUCKETS),
+    (*S3_VERSIONINGS, *T.S3_BUCKETS),
 )
 def s3_versioning(type_: str, inputs: dict) -> list[str]:
     if type_ in S3_VERSIONINGS:
@@ -344,7 +337,7 @@ def _denies_insecure_transport(doc: dict) -> bool:
     "TRAINFORGE_S3_TLS",
     "S3 bucket policy denies non-TLS requests",
     'add a Deny statement for "s3:*" with Condition Bool aws:SecureTransport "false"',
-    (S3_POLICY,),
+    (T.S3_POLICY,),
 )
 def s3_tls_only(type_: str, inputs: dict) -> list[str]:
     policy = inputs.get("policy")
@@ -359,23 +352,20 @@ def s3_tls_only(type_: str, inputs: dict) -> list[str]:
 # ---------------------------------------------------------------------------------------------
 # FSx, KMS, SQS, IAM
 
-FSX_LUSTRE = "aws:fsx/lustreFileSystem:LustreFileSystem"
-KMS_KEY = "aws:kms/key:Key"
 SQS_QUEUE = "aws:sqs/queue:Queue"
 IAM_POLICY_TYPES = (
-    "aws:iam/policy:Policy",
-    "aws:iam/rolePolicy:RolePolicy",
+    T.IAM_POLICY,
+    T.IAM_ROLE_POLICY,
     "aws:iam/userPolicy:UserPolicy",
     "aws:iam/groupPolicy:GroupPolicy",
 )
-IAM_ROLE = "aws:iam/role:Role"
 
 
 @resource_rule(
     "CKV_AWS_190",
     "FSx for Lustre is encrypted with a customer-managed KMS key",
     "set kmsKeyId to a customer KMS key",
-    (FSX_LUSTRE,),
+    (T.FSX_LUSTRE,),
 )
 def fsx_customer_key(type_: str, inputs: dict) -> list[str]:
     deployment = inputs.get("deploymentType")
@@ -389,7 +379,7 @@ def fsx_customer_key(type_: str, inputs: dict) -> list[str]:
 
 
 @resource_rule(
-    "CKV_AWS_7", "KMS key rotation is enabled", "set enableKeyRotation: true", (KMS_KEY,)
+    "CKV_AWS_7", "KMS key rotation is enabled", "set enableKeyRotation: true", (T.KMS_KEY,)
 )
 def kms_rotation(type_: str, inputs: dict) -> list[str]:
     if inputs.get("customerMasterKeySpec", "SYMMETRIC_DEFAULT") not in (
@@ -427,10 +417,10 @@ def _allows_admin(doc: dict) -> bool:
     "CKV_AWS_62",
     'IAM policy does not allow "*" actions on "*" resources',
     "list the actions and resource ARNs the principal needs",
-    (*IAM_POLICY_TYPES, IAM_ROLE),
+    (*IAM_POLICY_TYPES, T.IAM_ROLE),
 )
 def iam_no_admin(type_: str, inputs: dict) -> list[str]:
-    if type_ == IAM_ROLE:
+    if type_ == T.IAM_ROLE:
         docs = [get(p, "policy") for p in as_list(inputs.get("inlinePolicies"))]
     else:
         docs = [inputs.get("policy")]
@@ -479,12 +469,6 @@ def _containers(spec: dict) -> Iterator[dict]:
                 yield c
 
 
-def _sc(spec: dict, c: dict, key: str) -> Any:
-    """A container's effective security setting: its own, else the pod's."""
-    own = get(c, "securityContext", key)
-    return own if own is not None else get(spec, "securityContext", key)
-
-
 def _documented_root_job(type_: str, inputs: dict, spec: dict) -> bool:
     """A one-shot Job that must run as root, says why, and cannot escalate or keep capabilities
     beyond CHOWN (e.g. the platform's FSx team-directory helper)."""
@@ -507,8 +491,9 @@ def _documented_root_job(type_: str, inputs: dict, spec: dict) -> bool:
 def pod_non_root(type_: str, inputs: dict, spec: dict, c: dict) -> str | None:
     if _documented_root_job(type_, inputs, spec):
         return None
-    non_root = _sc(spec, c, "runAsNonRoot")
-    uid = _sc(spec, c, "runAsUser")
+    pod_sc, sc = get(spec, "securityContext"), get(c, "securityContext")
+    non_root = security_field(pod_sc, sc, "runAsNonRoot")
+    uid = security_field(pod_sc, sc, "runAsUser")
     if uid == 0 or not (non_root is True or (isinstance(uid, int) and uid > 0)):
         return "may run as root (set runAsNonRoot: true)"
     return None
@@ -673,7 +658,7 @@ def _bucket_completeness(
 ) -> Callable[[list[StackResource]], Iterable[tuple[str, str]]]:
     def check(res: list[StackResource]) -> Iterable[tuple[str, str]]:
         for b in res:
-            if b.type not in S3_BUCKETS:
+            if b.type not in T.S3_BUCKETS:
                 continue
             if inline_key and b.inputs.get(inline_key):
                 continue
@@ -686,8 +671,6 @@ def _bucket_completeness(
 # ---------------------------------------------------------------------------------------------
 # Stack rules: GPU capacity has health monitoring and automatic repair
 
-NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
-EKS_ADDON = "aws:eks/addon:Addon"
 NODE_POOL = "kubernetes:karpenter.sh/v1:NodePool"
 MONITORING_ADDON = "eks-node-monitoring-agent"
 # EC2 GPU families: p3/p4d/p4de/p5/p5e/p5en/p6-b200..., g4dn/g5/g5g/g6/g6e/gr6...
@@ -707,7 +690,7 @@ def _gpu_types(types: Any) -> bool:
 
 def gpu_capacity(res: StackResource) -> bool:
     """A managed node group or Karpenter NodePool that launches GPU instances."""
-    if res.type == NODE_GROUP:
+    if res.type == T.NODE_GROUP:
         ami = res.inputs.get("amiType")
         return bool(isinstance(ami, str) and _GPU_AMI.search(ami)) or _gpu_types(
             res.inputs.get("instanceTypes")
@@ -728,7 +711,7 @@ def gpu_capacity(res: StackResource) -> bool:
 
 def capacity_taints(res: StackResource) -> list[dict[str, Any]]:
     """The taints a group's/pool's nodes carry (Kubernetes effect names)."""
-    if res.type == NODE_GROUP:
+    if res.type == T.NODE_GROUP:
         taints = res.inputs.get("taints")
         if is_unknown(taints):
             return []
@@ -756,7 +739,7 @@ def gpu_health_monitoring(res: list[StackResource]) -> Iterable[tuple[str, str]]
     if not gpu:
         return
     addons = [
-        r for r in res if r.type == EKS_ADDON and r.inputs.get("addonName") == MONITORING_ADDON
+        r for r in res if r.type == T.EKS_ADDON and r.inputs.get("addonName") == MONITORING_ADDON
     ]
     if not addons:
         for r in gpu:
@@ -797,7 +780,7 @@ def gpu_node_repair(res: list[StackResource]) -> Iterable[tuple[str, str]]:
     for r in res:
         if not gpu_capacity(r):
             continue
-        if r.type == NODE_GROUP:
+        if r.type == T.NODE_GROUP:
             enabled = get(r.inputs, "nodeRepairConfig", "enabled")
             if enabled is not True and not is_unknown(enabled):
                 message = (
@@ -813,7 +796,7 @@ def gpu_node_repair(res: list[StackResource]) -> Iterable[tuple[str, str]]:
     gates = [
         get(rel.inputs, "values", "settings", "featureGates", "nodeRepair")
         for rel in res
-        if rel.type == HELM_RELEASE and chart_name(rel) == "karpenter"
+        if rel.type == T.HELM_RELEASE and chart_name(rel) == "karpenter"
     ]
     if any(g is True or is_unknown(g) for g in gates):
         return
@@ -849,7 +832,7 @@ STACK_RULES: tuple[StackRule, ...] = (
         "TRAINFORGE_S3_TLS",
         "Every S3 bucket denies non-TLS requests",
         "declare a BucketPolicy denying aws:SecureTransport=false",
-        _bucket_completeness((S3_POLICY,), "policy", "TLS-only bucket policy"),
+        _bucket_completeness((T.S3_POLICY,), "policy", "TLS-only bucket policy"),
     ),
     StackRule(
         "TRAINFORGE_GPU_HEALTH_MONITORING",

@@ -190,7 +190,7 @@ def _judge(ctx: PlanContext, o: Any, region: str) -> tuple[list[str], list[Findi
         if choice is not None and choice.hourly_on_demand is not None:
             lines.append(
                 f"  cost: {choice.instance_type} x{choice.nodes}, "
-                f"${choice.hourly_on_demand:,.2f}/h on demand while it runs (the SDK declares "
+                f"{C.usd(choice.hourly_on_demand)}/h on demand while it runs (the SDK declares "
                 "no duration: no run cost)"
             )
         elif choice is not None:
@@ -236,10 +236,9 @@ def check(ctx: PlanContext) -> CheckResult:
     sub = getattr(ctx.inventory, "submitted", None)
     if sub is None:
         return CheckResult()
-    from trainforge.plan.checks.cost_check import REGION_KEY  # noqa: PLC0415
-    from trainforge.plan.mocks import DEFAULT_REGION  # noqa: PLC0415 - what the plan used
+    from trainforge.plan.checks.cost_check import plan_region  # noqa: PLC0415
 
-    region = str(ctx.inventory.config.get(REGION_KEY) or DEFAULT_REGION)
+    region = plan_region(ctx.inventory)
     sent = [o for o in ctx.objects if o.urn.startswith(SENT_URN)]  # not the stack's
     lines = [
         f"program {sub.program} (kubeconfig namespace {sub.namespace}): exit {sub.returncode}, "

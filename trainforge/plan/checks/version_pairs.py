@@ -13,7 +13,8 @@ from typing import Any
 
 from trainforge.core import versions
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
-from trainforge.plan.checks.ordering import CHART_V4, RELEASE, chart_name
+from trainforge.plan.checks.ordering import chart_name
+from trainforge.plan.resource_types import CHART_V4, HELM_RELEASE
 from trainforge.platform import chart_images
 
 RULE = "VERSION_PAIR_UNSUPPORTED"
@@ -40,7 +41,7 @@ def bundled_jobset(trainer_version: str) -> str | None:
 def deployed(ctx: PlanContext) -> dict[str, tuple[str, Any]]:
     """component (kueue | kubeflow-trainer | jobset) -> (version, resource) as the plan installs."""
     out: dict[str, tuple[str, Any]] = {}
-    for res in (r for t in (RELEASE, CHART_V4) for r in ctx.resources_of(t)):
+    for res in (r for t in (HELM_RELEASE, CHART_V4) for r in ctx.resources_of(t)):
         name, version = chart_name(res), _version(res)
         if name in ("kueue", "kubeflow-trainer", "jobset") and version:
             out.setdefault(name, (version, res))

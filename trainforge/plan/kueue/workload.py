@@ -20,7 +20,7 @@ from fractions import Fraction
 from typing import Any
 
 from trainforge.plan.kueue.assign import Assigner, Assignment, PodSet
-from trainforge.plan.kueue.objects import ClusterQueue, Kueue, quantity
+from trainforge.plan.kueue.objects import GPU, ClusterQueue, Kueue, quantity
 from trainforge.plan.kueue.quota import Quotas
 from trainforge.platform.queues import DEFAULT_LOCAL_QUEUE
 
@@ -74,6 +74,16 @@ _TOPOLOGY = (
     "kueue.x-k8s.io/podset-preferred-topology",
     "kueue.x-k8s.io/podset-unconstrained-topology",
 )
+
+
+def pod_need(spec: Any) -> dict[str, Fraction]:
+    """What one pod of a job spec (trainforge.jobs.spec.JobSpec) asks: its worker's CPU,
+    memory and GPUs."""
+    return {
+        "cpu": quantity(spec.cpu or 0),
+        "memory": quantity(spec.memory or 0),
+        GPU: Fraction(spec.gpus_per_worker or 0),
+    }
 
 
 def podset(tmpl: Mapping[str, Any], per_pod: Mapping[str, Fraction], count: int) -> PodSet:
