@@ -10,8 +10,7 @@ from trainforge.core import versions
 from trainforge.plan import core
 from trainforge.plan.check_types import PlanContext
 from trainforge.plan.checks import controller_identity as CI
-from trainforge.plan.checks.ordering import RELEASE
-from trainforge.plan.checks.rules import EKS_ADDON, EKS_CLUSTER, IAM_ROLE
+from trainforge.plan.resource_types import EKS_ADDON, EKS_CLUSTER, HELM_RELEASE, IAM_ROLE
 from trainforge.plan.runner import Inventory, Recorded
 from trainforge.platform.cluster import Cluster
 
@@ -78,7 +77,7 @@ def test_irsa_identities_are_found_and_judged_by_what_they_grant():
         {"addonName": "aws-ebs-csi-driver", "serviceAccountRoleArn": "unknown"},
         {"serviceAccountRoleArn": [ebs.urn]},
     )
-    release = _rec(RELEASE, "kp", {"chart": "oci://x/karpenter", "namespace": "kube-system"})
+    release = _rec(HELM_RELEASE, "kp", {"chart": "oci://x/karpenter", "namespace": "kube-system"})
     cluster = _rec(EKS_CLUSTER, "c", {})
     inv = Inventory("p", "t", [cluster, ebs, karpenter, addon, release])
     result = CI.check(PlanContext(inventory=inv, objects=[]))

@@ -23,11 +23,11 @@ from trainforge.plan.checks.iam_eval import Decision, Match, Request
 from trainforge.plan.checks.iam_stack import (
     ASSOCIATION,
     KMS_KEY_POLICY,
-    ROLE_POLICY,
     RoleFacts,
     StackIam,
 )
 from trainforge.plan.manifests import k8s_objects
+from trainforge.plan.resource_types import IAM_ROLE_POLICY
 from trainforge.plan.runner import UNKNOWN, Inventory, Recorded
 
 ACCT = "123456789012"
@@ -685,7 +685,7 @@ def test_the_ebs_drivers_key_grant_is_within_its_reference_when_a_storage_class_
     }
     rp = Recorded(
         urn=role.urn + "-kms",
-        type=ROLE_POLICY,
+        type=IAM_ROLE_POLICY,
         name="ebs-kms",
         parent=None,
         custom=True,

@@ -13,8 +13,8 @@ import json
 
 import pytest
 
+from trainforge.plan import resource_types as R
 from trainforge.plan.checks import iam_stack as S
-from trainforge.plan.checks import rules as R
 from trainforge.plan.checks.aws_calls import BucketFacts
 from trainforge.plan.checks.iam_stack import Association, read_stack
 from trainforge.plan.mocks import DEFAULT_ACCOUNT, DEFAULT_REGION
@@ -320,7 +320,7 @@ def test_role_policies_and_attachments_find_their_role_by_any_name():
     r2_arn = f"arn:aws:iam::{ACCT}:role/path/r2-arn"
 
     def rp(name: str, ref: str, policy: str | None = None):
-        return rec(S.ROLE_POLICY, name, {"role": ref, "policy": policy or doc(name)})
+        return rec(R.IAM_ROLE_POLICY, name, {"role": ref, "policy": policy or doc(name)})
 
     resources = [
         r1,
@@ -332,7 +332,7 @@ def test_role_policies_and_attachments_find_their_role_by_any_name():
         rp("p-by-arn", r2_arn),
         rp("p-by-arn-last-part", "r2-arn"),
         rp("p-unknown", "r2", UNKNOWN),
-        rec(S.ROLE_POLICY, "p-by-dep", {"role": "zzz", "policy": doc("dep")}, {"role": [r2.urn]}),
+        rec(R.IAM_ROLE_POLICY, "p-by-dep", {"role": "zzz", "policy": doc("dep")}, {"role": [r2.urn]}),
         rec(
             S.ATTACHMENT,
             "att",
@@ -371,7 +371,7 @@ def test_an_association_naming_no_role_arn_path_does_not_stop_the_reader():
     r = role("r")
     odd = f"arn:aws:iam::{ACCT}:root"
     stack = read_stack(
-        inventory(r, assoc("a", odd, r), rec(S.ROLE_POLICY, "p", {"role": odd, "policy": doc("P")}))
+        inventory(r, assoc("a", odd, r), rec(R.IAM_ROLE_POLICY, "p", {"role": odd, "policy": doc("P")}))
     )
     (facts,) = stack.roles.values()
     assert facts.arn == odd
@@ -381,9 +381,9 @@ def test_an_association_naming_no_role_arn_path_does_not_stop_the_reader():
 def test_attachments_to_managed_policies_follow_the_policy_they_depend_on():
     """The attachment's policy is the Policy resource its policyArn came from (by URN, not
     by its place in the stack); with no such resource, the ARN's managed policy."""
-    pol_b = rec(S.MANAGED, "pol-b", {"policy": doc("B")})
-    pol_a = rec(S.MANAGED, "pol-a", {"policy": doc("A")})
-    pol_c = rec(S.MANAGED, "pol-c", {"policy": UNKNOWN})
+    pol_b = rec(R.IAM_POLICY, "pol-b", {"policy": doc("B")})
+    pol_a = rec(R.IAM_POLICY, "pol-a", {"policy": doc("A")})
+    pol_c = rec(R.IAM_POLICY, "pol-c", {"policy": UNKNOWN})
     r = role("r")
     other = rec("aws:iam/user:User", "someone", {})
 

@@ -13,8 +13,9 @@ from typing import Any
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.checks.iam_eval import Policy, action_matches, as_list
 from trainforge.plan.checks.iam_stack import RoleFacts, StackIam, stack_iam
-from trainforge.plan.checks.ordering import RELEASE, chart_name
-from trainforge.plan.checks.rules import EKS_ADDON, EKS_TYPES
+from trainforge.plan.checks.ordering import chart_name
+from trainforge.plan.checks.rules import EKS_TYPES
+from trainforge.plan.resource_types import CHART_V4, EKS_ADDON, HELM_RELEASE
 
 MISSING = "TRAINFORGE_CONTROLLER_IDENTITY"
 UNKNOWN_CONTROLLER = "TRAINFORGE_CONTROLLER_UNKNOWN"
@@ -199,7 +200,7 @@ def check(ctx: PlanContext) -> CheckResult:
     for rec in inv.resources:
         if rec.type == EKS_ADDON:
             kind, name, ns, values = "add-on", str(rec.inputs.get("addonName")), "kube-system", {}
-        elif rec.type == RELEASE or rec.type.startswith("kubernetes:helm.sh/v4:Chart"):
+        elif rec.type in (HELM_RELEASE, CHART_V4):
             kind, name = "chart", chart_name(rec)
             ns = str(rec.inputs.get("namespace") or "default")
             values = rec.inputs.get("values") or {}

@@ -39,9 +39,9 @@ from trainforge.plan.checks.iam_reference import (
     request_tags,
 )
 from trainforge.plan.checks.iam_stack import RoleFacts, StackIam, stack_iam
-from trainforge.plan.checks.ordering import RELEASE, chart_name
-from trainforge.plan.checks.rules import EKS_ADDON
+from trainforge.plan.checks.ordering import chart_name
 from trainforge.plan.manifests import k8s_objects
+from trainforge.plan.resource_types import EKS_ADDON, HELM_RELEASE
 
 DENIED = "TRAINFORGE_IAM_DENIED"
 TOO_BROAD = "TRAINFORGE_IAM_TOO_BROAD"
@@ -361,7 +361,7 @@ def _caller(stack: StackIam, role: RoleFacts) -> Caller:
 def _rehearse_karpenter(run: _Run, inv: Any, objects: list[dict]) -> None:
     stack = run.stack
     for rec in inv.resources:
-        if rec.type != RELEASE or chart_name(rec) != "karpenter":
+        if rec.type != HELM_RELEASE or chart_name(rec) != "karpenter":
             continue
         values = rec.inputs.get("values") or {}
         namespace, sa = CHARTS["karpenter"].where(

@@ -12,12 +12,18 @@ from trainforge.plan.check_types import PlanContext
 from trainforge.plan.checks.aws_calls import BucketFacts
 from trainforge.plan.checks.iam_eval import Policy, as_list, policy_doc
 from trainforge.plan.checks.iam_reference import default_key_policy, managed_policy
-from trainforge.plan.checks.rules import EKS_ADDON, IAM_ROLE, KMS_KEY, S3_POLICY, S3_SSE
+from trainforge.plan.resource_types import (
+    EKS_ADDON,
+    IAM_POLICY,
+    IAM_ROLE,
+    IAM_ROLE_POLICY,
+    KMS_KEY,
+    S3_POLICY,
+    S3_SSE,
+)
 from trainforge.plan.runner import UNKNOWN, Inventory
 
-ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"
 ATTACHMENT = "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
-MANAGED = "aws:iam/policy:Policy"
 ASSOCIATION = "aws:eks/podIdentityAssociation:PodIdentityAssociation"
 KMS_KEY_POLICY = "aws:kms/keyPolicy:KeyPolicy"
 VPC_ENDPOINT = "aws:ec2/vpcEndpoint:VpcEndpoint"
@@ -165,7 +171,7 @@ def read_stack(inv: Inventory) -> StackIam:
         named = (x for x in stack.roles.values() if ref in (x.name, x.arn, x.arn.rsplit("/")[-1]))
         return stack.role(_dep(rec, "role")) or next(named, None)
 
-    for rp in by_type.get(ROLE_POLICY, []):
+    for rp in by_type.get(IAM_ROLE_POLICY, []):
         facts = role_of(rp)
         if facts is not None:
             name = f"role {facts.name} inline policy {rp.name}"
@@ -262,7 +268,7 @@ def read_stack(inv: Inventory) -> StackIam:
 
 
 def _attach(facts: RoleFacts, arn: str, policy_urn: str | None, by_type: dict) -> None:
-    p = next((p for p in by_type.get(MANAGED, []) if policy_urn and p.urn == policy_urn), None)
+    p = next((p for p in by_type.get(IAM_POLICY, []) if policy_urn and p.urn == policy_urn), None)
     if p is not None:
         facts.add(p.inputs.get("policy"), f"policy {p.name}", f"managed policy {p.name}")
         return
