@@ -154,6 +154,10 @@ def server(tmp_path_factory):
         "MLFLOW_AUTH_CONFIG_PATH": str(ini),
         "MLFLOW_FLASK_SERVER_SECRET_KEY": "flask-secret-from-pulumi-random",
         "HOME": str(base),
+        # MLflow's job runner (7 huey consumers, each importing mlflow: most of the start's
+        # CPU) runs GenAI jobs, none here; it changes no request's auth (its token is honoured
+        # on /gateway/ routes only, which no test calls)
+        "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false",
     }
     mlflow_bin = pathlib.Path(sys.executable).with_name("mlflow")
 
