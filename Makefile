@@ -53,13 +53,17 @@ kube-tools:
 # module whole on one worker, in file order (--dist loadfile: tests/test_docs_run.py runs a
 # document's commands in order in one scratch copy), the longest files first (tests/conftest.py:
 # RUN_FIRST; it turns off xdist's reorder by test count). TEST_WORKERS=0: one process, as
-# `pytest`.
+# `pytest`. Bytecode caching on for the run, whatever the machine sets (this VM and its CI image
+# export PYTHONDONTWRITEBYTECODE=1): the suite starts hundreds of Python processes (plans,
+# run-local launchers and ranks, doc commands), and without the cache each compiles trainforge
+# again (~2 s of a prod plan's 8; docs/performance.md). __pycache__ is ignored by git and by
+# the image's build context.
 TEST_WORKERS ?= 2
 
 test: venv alert-tools sdk-venv kube-tools
 	$(PY) -m ruff check .
 	$(VENV)/bin/hadolint images/runtime/Dockerfile
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
+	env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 lint: venv
 	$(PY) -m ruff check .
