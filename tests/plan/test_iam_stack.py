@@ -332,7 +332,9 @@ def test_role_policies_and_attachments_find_their_role_by_any_name():
         rp("p-by-arn", r2_arn),
         rp("p-by-arn-last-part", "r2-arn"),
         rp("p-unknown", "r2", UNKNOWN),
-        rec(R.IAM_ROLE_POLICY, "p-by-dep", {"role": "zzz", "policy": doc("dep")}, {"role": [r2.urn]}),
+        rec(
+            R.IAM_ROLE_POLICY, "p-by-dep", {"role": "zzz", "policy": doc("dep")}, {"role": [r2.urn]}
+        ),
         rec(
             S.ATTACHMENT,
             "att",
@@ -371,7 +373,9 @@ def test_an_association_naming_no_role_arn_path_does_not_stop_the_reader():
     r = role("r")
     odd = f"arn:aws:iam::{ACCT}:root"
     stack = read_stack(
-        inventory(r, assoc("a", odd, r), rec(R.IAM_ROLE_POLICY, "p", {"role": odd, "policy": doc("P")}))
+        inventory(
+            r, assoc("a", odd, r), rec(R.IAM_ROLE_POLICY, "p", {"role": odd, "policy": doc("P")})
+        )
     )
     (facts,) = stack.roles.values()
     assert facts.arn == odd

@@ -43,7 +43,7 @@ class Spend:
     detail: str
 
     def line(self) -> str:
-        from trainforge.plan.cost import usd  # noqa: PLC0415 - the plan's dollar format
+        from trainforge.plan.price_facts import usd  # noqa: PLC0415 - the plan's dollar format
 
         amount = usd(self.usd)
         if self.basis == "estimate" and self.usd is not None:

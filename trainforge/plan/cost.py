@@ -19,13 +19,9 @@ from trainforge.jobs.duration import Duration, expected_duration
 from trainforge.jobs.spec import JobSpec
 from trainforge.plan import price_facts as P
 from trainforge.plan import resource_types as T
+from trainforge.plan.price_facts import usd
 
 HOURS_PER_MONTH = P.HOURS_PER_MONTH
-
-
-def usd(value: float | None) -> str:
-    """Dollars as every cost line prints them ("$1,234.50"), "unknown" for no price."""
-    return "unknown" if value is None else f"${value:,.2f}"
 
 
 # --- which nodes a job gets -------------------------------------------------------------------

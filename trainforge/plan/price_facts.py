@@ -16,6 +16,12 @@ from importlib import resources
 from trainforge.core import versions
 
 
+def usd(value: float | None) -> str:
+    """Dollars as every cost line prints them ("$1,234.50"), "unknown" for no price: here,
+    beside the prices, so `trainforge status` formats spend without importing the cost model."""
+    return "unknown" if value is None else f"${value:,.2f}"
+
+
 @dataclass(frozen=True)
 class Source:
     """Where figures come from: `dated` is the date of the figures themselves (when the
