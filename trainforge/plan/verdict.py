@@ -12,8 +12,8 @@ from typing import Any
 
 from trainforge.plan.checks.cost_check import SECTION_TITLE as COST_TITLE
 from trainforge.plan.checks.queues import QUEUE_TITLE, amount, hours
-from trainforge.plan.cost import usd as _usd
 from trainforge.plan.diff import delta
+from trainforge.plan.price_facts import usd as _usd
 from trainforge.plan.waivers import stale_note
 
 MAX_LINES = 40
