@@ -56,7 +56,7 @@ kube-tools:
 # `pytest`. Bytecode caching on for the run, whatever the machine sets (this VM and its CI image
 # export PYTHONDONTWRITEBYTECODE=1): the suite starts hundreds of Python processes (plans,
 # run-local launchers and ranks, doc commands), and without the cache each compiles trainforge
-# again (~2 s of a prod plan's 8; docs/performance.md). __pycache__ is ignored by git and by
+# again (~0.9 s of each prod plan process; docs/performance.md). __pycache__ is ignored by git and by
 # the image's build context.
 TEST_WORKERS ?= 2
 
