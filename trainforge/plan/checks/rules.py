@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainforge.core import image_routes
 from trainforge.core.pods import get, security_field
 from trainforge.core.taints import EFFECTS, schedules, untolerated
 from trainforge.plan import resource_types as T
@@ -549,17 +550,14 @@ def pod_gpu_requests_limits(type_: str, inputs: dict, spec: dict, c: dict) -> st
 
 
 def image_problem(image: Any) -> str | None:
-    """Why an image reference is not pinned, or None when it is."""
+    """Why an image reference is not pinned, or None when it is (its tag and digest as
+    `image_routes.parts` reads them)."""
     if not isinstance(image, str) or is_unknown(image):
         return None if is_unknown(image) else "no image"
-    if "@sha256:" in image:
+    _, _, tag, digest = image_routes.parts(image)
+    if digest or tag not in ("", "latest"):
         return None
-    last = image.rsplit("/", 1)[-1]
-    if ":" not in last:
-        return "untagged (resolves to :latest)"
-    if last.rsplit(":", 1)[1] == "latest":
-        return "tagged :latest"
-    return None
+    return "tagged :latest" if tag else "untagged (resolves to :latest)"
 
 
 @container_rule(
@@ -596,10 +594,8 @@ def finding_image(rule: str, message: str) -> str | None:
 def pod_image_not_docker_hub(type_: str, inputs: dict, spec: dict, c: dict) -> str | None:
     """Docker Hub allows 10 anonymous pulls per hour per NAT address: every image comes through
     the stack's ECR pull-through cache or another registry (trainforge.core.image_routes)."""
-    from trainforge.core.image_routes import is_docker_hub  # noqa: PLC0415
-
     image = c.get("image")
-    if isinstance(image, str) and not is_unknown(image) and is_docker_hub(image):
+    if isinstance(image, str) and not is_unknown(image) and image_routes.is_docker_hub(image):
         return f"image {image!r}{DOCKER_HUB_TAIL}"
     return None
 
