@@ -58,10 +58,6 @@ KUSTOMIZE_INSTALLS: dict[str, tuple[str, ...]] = {
 }
 
 
-def _group(api_version: str) -> str:
-    return api_version.split("/", 1)[0] if "/" in api_version else ""
-
-
 def chart_name(res: Any) -> str:
     """A Helm release's or chart's chart, by the last segment of its reference ("" unknown)."""
     chart = res.inputs.get("chart")
@@ -157,8 +153,7 @@ def check(ctx: PlanContext) -> CheckResult:
         if res is None:
             continue
         checked += 1
-        api = str(obj.doc.get("apiVersion") or "")
-        group = _group(api)
+        group = str(obj.doc.get("apiVersion") or "").rpartition("/")[0]  # "" for core v1
         if group not in builtin_groups():
             makers = crd_makers.get(group, [])
             if not makers:
