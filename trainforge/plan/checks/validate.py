@@ -96,10 +96,10 @@ def _schema_dir(version: str) -> str:
 
 
 @functools.cache
-def builtin_groups(version: str | None = None) -> frozenset[str]:
+def builtin_groups() -> frozenset[str]:
     """The API groups the API server serves itself (an object of any other group needs a
     CRD): every group of the cluster version's bundled schemas."""
-    schema_dir = _schema_dir(version or versions.KUBERNETES_VERSION)
+    schema_dir = _schema_dir(versions.KUBERNETES_VERSION)
     defs = _schema_json(f"kubernetes-json-schema/{schema_dir}/_definitions.json")
     return frozenset(
         g["group"]
