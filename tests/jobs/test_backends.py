@@ -273,6 +273,22 @@ def test_the_trainjob_pod_needs_the_runtime_and_the_patch():
     )
 
 
+def test_a_trainjob_naming_a_training_runtime_is_validated_against_it():
+    """Validation finds a TrainJob's runtime as its pod's builder does (`trainjob.runtime_of`):
+    a TrainingRuntime of its namespace too, so a patch of a replicated job that runtime lacks
+    is refused (it was not judged at all)."""
+    job, out = build("trainjob", **CASES["ddp-gpu"])
+    runtime = copy.deepcopy(trainjob.runtime_manifest(job.restart_policy))
+    runtime["kind"] = "TrainingRuntime"
+    runtime["metadata"]["namespace"] = out.workload["metadata"]["namespace"]
+    runtime["spec"]["template"]["spec"]["replicatedJobs"][0]["name"] = "other"
+    doc = copy.deepcopy(out.workload)
+    doc["spec"]["runtimeRef"]["kind"] = "TrainingRuntime"
+    runtimes = trainjob.runtimes_in([runtime])
+    found = V.trainjob_findings(doc, K8S_VERSION, runtimes)
+    assert any("no such replicated job in runtime" in m for m in found), found
+
+
 def test_indexed_job_failure_handling():
     _, out = build("indexed-job", **CASES["cpu-ddp"], restartPolicy="OnFailure")
     spec = out.workload["spec"]

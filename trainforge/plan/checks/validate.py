@@ -322,9 +322,10 @@ def _containers_of(rjob: dict) -> set[str]:
 def trainjob_findings(
     doc: dict, version: str, runtimes: Mapping[str, dict] | None = None
 ) -> list[str]:
-    """`runtimes`: the ClusterTrainingRuntimes a TrainJob may name, by name (a plan's:
-    `job_backends.runtime_docs`); by default the platform's own, which every platform with the
-    trainjob backend installs (a jobs-only program, the policy pack)."""
+    """`runtimes`: the runtimes a TrainJob may name (`trainjob.runtimes_in`; a plan's:
+    `job_backends.runtime_docs`), found as its pod's builder finds them (`trainjob.runtime_of`);
+    by default the platform's own, which every platform with the trainjob backend installs (a
+    jobs-only program, the policy pack)."""
     errs = _name_errors(doc)
     errs += crds.crd_errors(doc) or []
     spec = doc.get("spec") or {}
@@ -355,9 +356,7 @@ def trainjob_findings(
     managers = [p.get("manager") for p in patches]
     if len(set(managers)) != len(managers):
         errs.append("spec.runtimePatches: managers must be unique")
-    if runtimes is None:
-        runtimes = {r["metadata"]["name"]: r for r in trainjob.runtime_manifests()}
-    runtime = runtimes.get(ref.get("name")) if kind == trainjob.RUNTIME_KIND else None
+    runtime = trainjob.runtime_of(doc, runtimes)
     known = {r.get("name"): _containers_of(r) for r in _rjobs(runtime)} if runtime else None
     for i, patch in enumerate(patches):
         at = f"spec.runtimePatches[{i}]"
@@ -539,7 +538,7 @@ def validate_object(
     doc: dict, version: str | None = None, runtimes: Mapping[str, dict] | None = None
 ) -> tuple[str, list[Finding]]:
     """('pass' | 'fail' | 'unchecked', findings) for one Kubernetes object. `runtimes`: the
-    ClusterTrainingRuntimes a TrainJob may name (`trainjob_findings`)."""
+    runtimes a TrainJob may name (`trainjob_findings`)."""
     version = version or versions.KUBERNETES_VERSION
     key = (doc.get("apiVersion"), doc.get("kind"))
     rule, judge = CUSTOM_CHECKS.get(key, ("", None))  # type: ignore[arg-type]
