@@ -706,22 +706,19 @@ def gpu_capacity(res: StackResource) -> bool:
 
 
 def capacity_taints(res: StackResource) -> list[dict[str, Any]]:
-    """The taints a group's/pool's nodes carry (Kubernetes effect names)."""
+    """The taints a group's/pool's nodes carry, with Kubernetes' effect names (a node group
+    writes EKS's, NO_SCHEDULE; a NodePool Kubernetes' own, which the renaming leaves alone)."""
     if res.type == T.NODE_GROUP:
         taints = res.inputs.get("taints")
-        if is_unknown(taints):
-            return []
-        return [
-            {
-                "key": get(t, "key"),
-                "value": get(t, "value"),
-                "effect": _EFFECTS.get(str(get(t, "effect")), get(t, "effect")),
-            }  # fmt: skip
-            for t in as_list(taints)
-            if isinstance(t, dict)
-        ]
-    taints = get(res.inputs, "spec", "template", "spec", "taints")
-    return [t for t in as_list(taints) if isinstance(t, dict)] if not is_unknown(taints) else []
+    else:
+        taints = get(res.inputs, "spec", "template", "spec", "taints")
+    if is_unknown(taints):
+        return []
+    return [
+        {**t, "effect": _EFFECTS.get(str(t.get("effect")), t.get("effect"))}
+        for t in as_list(taints)
+        if isinstance(t, dict)
+    ]
 
 
 # The agent chart's defaults (github.com/aws/eks-node-monitoring-agent v1.7.0 values.yaml):
