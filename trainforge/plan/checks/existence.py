@@ -153,15 +153,13 @@ def _pods(obj: Any, runtimes: dict[str, Any]) -> Iterator[tuple[dict[str, Any], 
     from `runtimes`, the plan's)."""
     from trainforge.jobs.backends import pod_templates, shape  # noqa: PLC0415
 
-    built = shape(obj.doc)
-    if built is not None and built.build is not None:  # the pod its controller builds
-        for t in pod_templates(obj.doc, runtimes=runtimes):  # (a TrainJob's: its runtime's)
-            yield t.spec, f"{obj.kind} {obj.ident} pod"
-        return
-    if not obj.namespace:  # a cluster-scoped template (a runtime): its TrainJobs' pods count
-        return
-    for t in pod_templates(obj.doc, build=False):
-        yield t.spec, f"{obj.kind} {obj.namespace}/{obj.obj_name} ({t.spec_path})"
+    declared = shape(obj.doc)
+    built = declared is not None and declared.build is not None  # pods its controller builds
+    if not built and not obj.namespace:
+        return  # a cluster-scoped template (a runtime): the pods of its TrainJobs count
+    for t in pod_templates(obj.doc, runtimes=runtimes):
+        at = f"{obj.ident} pod" if built else f"{obj.namespace}/{obj.obj_name} ({t.spec_path})"
+        yield t.spec, f"{obj.kind} {at}"
 
 
 def value_refs(values: Any, namespace: str, what: str, path: str = "") -> Iterator[Ref]:
