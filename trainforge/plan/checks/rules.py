@@ -900,15 +900,14 @@ def check(ctx: PlanContext) -> CheckResult:
             where, names = f"{obj.ident} ({rec.name})", frozenset({rec.name, obj.ident})
             inputs = obj.doc
         found += resource_findings(rec.type, inputs, rec.urn, where, names, runtime_docs(ctx))
-    stack = [
-        StackResource(r.urn, r.type, r.name, r.inputs, r.dependencies)
+    stack = {
+        r.urn: StackResource(r.urn, r.type, r.name, r.inputs, r.dependencies)
         for r in ctx.inventory.resources
-    ]
-    by_urn = {r.urn: r for r in ctx.inventory.resources}
-    for rule, urn, msg in check_stack(stack):
-        rec = by_urn[urn]
-        where = shown(rec.type, rec.name)
-        found.append(Finding(where, rule.id, msg, rule.fix, urn=urn, names=frozenset({rec.name})))
+    }
+    for rule, urn, msg in check_stack(list(stack.values())):
+        res = stack[urn]
+        where = shown(res.type, res.name)
+        found.append(Finding(where, rule.id, msg, rule.fix, urn=urn, names=frozenset({res.name})))
     if ctx.rejudge and ctx.standin is not None:
         found += _standin_findings(ctx, {(f.urn, f.rule) for f in found})
     return CheckResult(findings=found)
