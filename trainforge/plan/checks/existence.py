@@ -121,20 +121,15 @@ def pod_refs(pod: dict[str, Any], namespace: str, what: str) -> Iterator[Ref]:
     sa = pod.get("serviceAccountName") or pod.get("serviceAccount") or "default"
     yield Ref("ServiceAccount", namespace, str(sa), f"{what}: serviceAccountName")
     for vol in pod.get("volumes") or []:
-        vname = vol.get("name")
+        at = f"{what}: volume {vol.get('name')}"
         for src in [vol, *((vol.get("projected") or {}).get("sources") or [])]:
             for kind, ref in _named(src):
                 name = ref.get("secretName") or ref.get("name")  # a projected one: name
                 keys = {i["key"] for i in ref.get("items") or [] if "key" in i}
-                yield Ref(kind, namespace, str(name), f"{what}: volume {vname}", keys)
+                yield Ref(kind, namespace, str(name), at, keys)
         claim = vol.get("persistentVolumeClaim")
         if isinstance(claim, dict):
-            yield Ref(
-                "PersistentVolumeClaim",
-                namespace,
-                str(claim.get("claimName")),
-                f"{what}: volume {vname}",
-            )
+            yield Ref("PersistentVolumeClaim", namespace, str(claim.get("claimName")), at)
     for c in (pod.get("initContainers") or []) + (pod.get("containers") or []):
         at = f"{what}: container {c.get('name')}"
         for env in c.get("env") or []:
