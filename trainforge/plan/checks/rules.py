@@ -872,21 +872,6 @@ def shown(type_: str, name: str) -> str:
     return f"{type_}::{name}"
 
 
-def resource_findings(
-    type_: str,
-    inputs: dict[str, Any],
-    urn: str,
-    resource: str,
-    names: frozenset[str],
-    runtimes: Any = None,
-) -> list[Finding]:
-    """The resource rules' findings about one resource, named as the caller shows it."""
-    return [
-        Finding(resource, rule.id, msg, rule.fix, urn=urn, names=names)
-        for rule, msg in check_resource(type_, inputs, runtimes)
-    ]
-
-
 def check(ctx: PlanContext) -> CheckResult:
     """Every resource rule on every resource (a Kubernetes object judged as its manifest),
     then every stack rule on the whole stack."""
@@ -899,7 +884,8 @@ def check(ctx: PlanContext) -> CheckResult:
         else:
             where, names = f"{obj.ident} ({rec.name})", frozenset({rec.name, obj.ident})
             inputs = obj.doc
-        found += resource_findings(rec.type, inputs, rec.urn, where, names, runtime_docs(ctx))
+        for rule, msg in check_resource(rec.type, inputs, runtime_docs(ctx)):
+            found.append(Finding(where, rule.id, msg, rule.fix, urn=rec.urn, names=names))
     stack = {
         r.urn: StackResource(r.urn, r.type, r.name, r.inputs, r.dependencies)
         for r in ctx.inventory.resources
@@ -929,10 +915,10 @@ def _standin_findings(ctx: PlanContext, seen: set[tuple[str, str]]) -> list[Find
             continue
         judged += 1
         where = shown(rec.type, rec.name)
-        for f in resource_findings(rec.type, rec.inputs, rec.urn, where, frozenset()):
-            if (rec.urn, f.rule) not in seen:
-                f.message += STANDIN_NOTE
-                found.append(f)
+        for rule, msg in check_resource(rec.type, rec.inputs):
+            if (rec.urn, rule.id) not in seen:
+                msg += STANDIN_NOTE
+                found.append(Finding(where, rule.id, msg, rule.fix, urn=rec.urn, names=frozenset()))
     ctx.memo[REJUDGED] = judged
     return found
 
