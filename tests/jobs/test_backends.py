@@ -289,6 +289,18 @@ def test_a_trainjob_naming_a_training_runtime_is_validated_against_it():
     assert any("no such replicated job in runtime" in m for m in found), found
 
 
+def test_a_trainjob_whose_runtime_cannot_build_its_pod_is_a_finding_not_a_crash():
+    """A runtime without the replicated job `node` (the one the Trainer wires) builds no pod:
+    validation says so, as the pod builder leaves it to (backends._trainjob_pods)."""
+    job, out = build("trainjob", **CASES["ddp-gpu"])
+    runtime = copy.deepcopy(trainjob.runtime_manifest(job.restart_policy))
+    runtime["spec"]["template"]["spec"]["replicatedJobs"][0]["name"] = "other"
+    doc = copy.deepcopy(out.workload)
+    doc["spec"]["runtimePatches"] = []
+    found = V.trainjob_findings(doc, K8S_VERSION, trainjob.runtimes_in([runtime]))
+    assert len(found) == 1 and "cannot build its pod from runtime" in found[0], found
+
+
 def test_indexed_job_failure_handling():
     _, out = build("indexed-job", **CASES["cpu-ddp"], restartPolicy="OnFailure")
     spec = out.workload["spec"]

@@ -386,7 +386,11 @@ def trainjob_findings(
                     if key == "containers" and c.get("env") and cname in NO_PATCHED_ENV:
                         errs.append(f"{rat}: container {cname!r} takes env from spec.trainer.env")
     if runtime is not None and not errs:
-        pod = trainjob.effective_pod(doc, runtime)
+        try:  # a runtime the pod builder cannot use (backends._trainjob_pods leaves it here)
+            pod = trainjob.effective_pod(doc, dict(runtime))
+        except (KeyError, TypeError, AttributeError, StopIteration) as e:
+            why = f"{type(e).__name__}: {e}"
+            return [f"the Trainer cannot build its pod from runtime {ref.get('name')!r} ({why})"]
         errs += _shadow_pod_errors(pod, version, "pod the Trainer builds")
     return errs
 
