@@ -60,9 +60,7 @@ kube-tools:
 # the image's build context.
 TEST_WORKERS ?= 2
 
-test: venv alert-tools sdk-venv kube-tools
-	$(PY) -m ruff check .
-	$(VENV)/bin/hadolint images/runtime/Dockerfile
+test: lint alert-tools sdk-venv kube-tools
 	env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 lint: venv

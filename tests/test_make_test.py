@@ -33,6 +33,15 @@ def test_make_test_runs_the_suite_on_the_workers_a_module_per_worker():
     assert re.search(r"^TEST_WORKERS \?= 2$", (ROOT / "Makefile").read_text(), re.M)
 
 
+def test_make_test_lints_first_the_formatting_included():
+    """`make test` (what CI runs) runs `make lint`: an unformatted file fails it (one landed
+    while `make test` ran `ruff check` only)."""
+    makefile = (ROOT / "Makefile").read_text()
+    assert "lint" in re.search(r"^test:(.*)$", makefile, re.M).group(1).split()
+    lint = re.search(r"^lint:.*\n((?:\t.*\n)+)", makefile, re.M).group(1)
+    assert "-m ruff check ." in lint and "-m ruff format --check ." in lint
+
+
 def test_the_longest_files_run_first_and_every_file_keeps_its_order():
     """conftest.RUN_FIRST names files that exist (a renamed one would quietly run last again);
     the hook moves their tests to the front, in RUN_FIRST's order, and changes no other order."""

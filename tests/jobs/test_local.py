@@ -101,6 +101,21 @@ def test_does_not_import_pulumi(project):
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
+def test_run_local_without_a_stack_imports_no_job_model_platform_or_plan(tmp_path):
+    """`trainforge run-local [--dry-run]` (the bundled runtime, no stack) starts torchrun
+    without importing the job model (pydantic), Pulumi, the platform or the plan."""
+    code = (
+        "import sys; from trainforge.local import main; assert main(['--dry-run']) == 0;"
+        "heavy = [m for m in sys.modules if m.split('.')[0] in ('pydantic', 'pulumi')"
+        " or m.startswith(('trainforge.jobs.spec', 'trainforge.platform', 'trainforge.plan'))];"
+        "assert not heavy, heavy"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], check=True, cwd=tmp_path, capture_output=True, text=True
+    ).stdout
+    assert "-m trainforge.training.launch --standalone" in out
+
+
 def test_expand_stack_argv(project):
     from trainforge.jobs.local import expand_stack_argv
 

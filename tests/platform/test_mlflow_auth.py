@@ -145,7 +145,8 @@ class Client:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
+def server_process(tmp_path_factory):
+    """The server's process (its own session), URL and teams directory."""
     base = tmp_path_factory.mktemp("mlflow")
     ini = base / "basic_auth.ini"
     ini.write_text(mlflow_auth.auth_ini(ADMIN_PASSWORD, str(base / "basic_auth.db")))
@@ -154,10 +155,8 @@ def server(tmp_path_factory):
         "MLFLOW_AUTH_CONFIG_PATH": str(ini),
         "MLFLOW_FLASK_SERVER_SECRET_KEY": "flask-secret-from-pulumi-random",
         "HOME": str(base),
-        # MLflow's job runner (7 huey consumers, each importing mlflow: most of the start's
-        # CPU) runs GenAI jobs, none here; it changes no request's auth (its token is honoured
-        # on /gateway/ routes only, which no test calls)
-        "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false",
+        # the product's own settings (its job runner off: most of the start's CPU otherwise)
+        **mlflow_auth.SERVER_SETTINGS,
     }
     mlflow_bin = pathlib.Path(sys.executable).with_name("mlflow")
 
@@ -198,13 +197,49 @@ def server(tmp_path_factory):
         teams.mkdir()
         for team, pw in TEAMS.items():
             (teams / team).write_text(pw)
-        yield url, teams
+        yield proc, url, teams
     finally:
         proc.terminate()
         try:
             proc.wait(30)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+@pytest.fixture(scope="module")
+def server(server_process):
+    """The healthy server's URL and the teams directory its sync reads."""
+    return server_process[1:]
+
+
+def _session_commands(sid: int) -> list[str]:
+    """The command lines of every process in session `sid` (Linux /proc)."""
+    out = []
+    for stat in pathlib.Path("/proc").glob("[0-9]*/stat"):
+        try:
+            # pid (comm) state ppid pgrp session ...: comm may hold spaces, so split after it
+            session = int(stat.read_text().rsplit(")", 1)[1].split()[3])
+            cmdline = (stat.parent / "cmdline").read_bytes()
+        except (OSError, IndexError, ValueError):
+            continue  # exited meanwhile
+        if session == sid:
+            out.append(cmdline.replace(b"\0", b" ").decode(errors="replace"))
+    return out
+
+
+@pytest.mark.skipif(not pathlib.Path("/proc/self/stat").exists(), reason="reads Linux /proc")
+def test_the_server_runs_without_mlflows_job_runner(server_process):
+    """The settings the platform deploys (SERVER_SETTINGS) turn off MLflow's job runner and its
+    huey consumers in the pinned server: once healthy, the server's session holds no process
+    of mlflow.server.jobs (without the setting, `mlflow server` starts the runner right after
+    the web server, before it answers)."""
+    from mlflow.environment_variables import MLFLOW_SERVER_ENABLE_JOB_EXECUTION
+
+    proc = server_process[0]
+    assert mlflow_auth.SERVER_SETTINGS[MLFLOW_SERVER_ENABLE_JOB_EXECUTION.name] == "false"
+    commands = _session_commands(proc.pid)
+    assert any("mlflow" in c and "server" in c for c in commands), commands
+    assert not [c for c in commands if "mlflow.server.jobs" in c or "huey" in c], commands
 
 
 def sync(url, teams, rendered, tmp_path, *extra) -> int:

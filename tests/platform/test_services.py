@@ -538,6 +538,15 @@ def test_mlflow_server_is_non_root_pinned_and_limited(prod):
     assert svc["spec"]["ports"][0]["port"] == 5000
 
 
+def test_the_mlflow_server_runs_without_mlflows_job_runner(prod):
+    """MLflow's job runner (GenAI jobs, which no trainforge feature submits) is off in the
+    deployed server; tests/platform/test_mlflow_auth.py shows the setting's effect on a real
+    server of the pinned version."""
+    pod = one(prod, "kubernetes:apps/v1:Deployment").inputs["spec"]["template"]["spec"]
+    env = {e["name"]: e.get("value") for e in pod["containers"][0]["env"]}
+    assert env["MLFLOW_SERVER_ENABLE_JOB_EXECUTION"] == "false"
+
+
 def test_mlflow_accepts_traffic_from_team_namespaces_only(prod):
     pol = [
         r.inputs

@@ -1,6 +1,12 @@
 """The dev and prod stacks under mocks: security defaults, GPU/EFA layout and Karpenter
 settings asserted on the declared resources (each stack runs once per module)."""
 
+import contextlib
+import re
+import sys
+from collections.abc import Iterator
+
+import pulumi
 import pytest
 
 from tests.conftest import OWN_ACCOUNT, OWN_CIDRS, OWN_RESERVATION, prod_own_values, run_stack
@@ -12,20 +18,90 @@ NODEPOOL = "kubernetes:karpenter.sh/v1:NodePool"
 NODECLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
 
 
+# A provider function's result types, as Pulumi's code generator names them: the top level
+# (`GetRegionResult`, `AwaitableGetRegionResult`) and its nested objects
+# (`GetInstanceTypeGpusResult`).
+INVOKE_RESULT = re.compile(r"(Awaitable)?Get\w*Result")
+
+
+@contextlib.contextmanager
+def unanswered_reads() -> Iterator[set[tuple[str, str]]]:
+    """Records (result type, field) for every field of a provider function's result that code
+    reads and finds None: what trainforge.plan.mocks did not answer (the mocks answer only
+    the fields the platform reads; the generated result class fills the others with None, so
+    a platform change reading another field, e.g. `aws.get_region().endpoint`, would plan
+    with None). A field read goes through its property, which calls `pulumi.get(self,
+    name)` from a getter of the same name; the generated function's own copying of every
+    field into its result (`pulumi.get(__ret__, name)`, called from the function) is not a
+    read."""
+    real = pulumi.get
+    found: set[tuple[str, str]] = set()
+
+    def get(self, name):
+        value = real(self, name)
+        if (
+            value is None
+            and INVOKE_RESULT.fullmatch(type(self).__name__)
+            and sys._getframe(1).f_code.co_name == name
+        ):
+            found.add((type(self).__name__, name))
+        return value
+
+    pulumi.get = get
+    try:
+        yield found
+    finally:
+        pulumi.get = real
+
+
+# stack -> the invoke fields its program read unanswered (recorded while the fixtures run)
+UNANSWERED: dict[str, set[tuple[str, str]]] = {}
+
+
 @pytest.fixture(scope="module")
 def dev():
-    return run_stack("dev")
+    with unanswered_reads() as UNANSWERED["dev"]:
+        return run_stack("dev")
 
 
 @pytest.fixture(scope="module")
 def prod():
     # the shipped prod with its `YOURS:` keys filled in (admins, reservation, allow-list)
-    return run_stack("prod", prod_own_values())
+    with unanswered_reads() as UNANSWERED["prod"]:
+        return run_stack("prod", prod_own_values())
 
 
 @pytest.fixture(scope="module", params=["dev", "prod"])
 def stack(request, dev, prod):
     return {"dev": dev, "prod": prod}[request.param]
+
+
+def test_every_provider_function_field_the_platform_reads_is_answered(dev, prod):
+    """The programs read only fields of lookup results (aws.get_region(), ...) that the mocks
+    answer: a field they leave out reads None, and the plan would judge a wrong document.
+    Answer a new one in TrainforgeMocks.call, as the provider does."""
+    assert {"dev": set(), "prod": set()} == UNANSWERED
+
+
+def test_an_unanswered_field_is_seen():
+    """A program reading a field the mocks leave out (the region's EC2 endpoint, a GPU's
+    maker) is recorded; the fields they answer are not."""
+    import pulumi_aws as aws
+
+    from trainforge.plan.mocks import run_mocked
+
+    def program():
+        region = aws.get_region()
+        gpus = aws.ec2.get_instance_type(instance_type="p4d.24xlarge").gpuses
+        return region.region, region.endpoint, gpus[0].count, gpus[0].manufacturer
+
+    with unanswered_reads() as found:
+        run = run_mocked(program)
+    assert run.result[0] == "us-west-2" and run.result[2] == 8
+    assert found == {
+        ("AwaitableGetRegionResult", "endpoint"),
+        ("GetInstanceTypeGpusResult", "manufacturer"),
+    }
 
 
 def eks_inputs(run):
@@ -267,15 +343,17 @@ def test_outputs(stack):
 
 
 def test_existing_vpc_tags_subnets():
-    run = run_stack(
-        "dev",
-        {
-            "trainforge:network": {
-                "vpcId": "vpc-0abc",
-                "privateSubnetIds": ["subnet-0a1", "subnet-0b2"],
-            }
-        },
-    )
+    with unanswered_reads() as unanswered:  # the VPC's, subnets' and route tables' lookups
+        run = run_stack(
+            "dev",
+            {
+                "trainforge:network": {
+                    "vpcId": "vpc-0abc",
+                    "privateSubnetIds": ["subnet-0a1", "subnet-0b2"],
+                }
+            },
+        )
+    assert unanswered == set()
     assert not run.of_type("aws:ec2/vpc:Vpc")
     tags = run.of_type("aws:ec2/tag:Tag")
     assert {(t.inputs["resourceId"], t.inputs["key"]) for t in tags} >= {

@@ -36,11 +36,16 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trainforge.core.errors import JobConfigError
-from trainforge.jobs.spec import JobSpec, parse_job
 from trainforge.stack import file as stack_file
+
+# The job model (trainforge.jobs.spec: pydantic, ~0.4 CPU s to import) is imported where a
+# job is parsed, so `trainforge run-local` without a stack (its launcher, `--dry-run`) never
+# pays for it.
+if TYPE_CHECKING:
+    from trainforge.jobs.spec import JobSpec
 
 CONFIG_KEY = "trainforge:jobs"
 
@@ -74,6 +79,8 @@ def find_job(
     project's __main__.py, or `program`): `declared(stack, project_dir, program)`, which
     run-local passes as `trainforge.local.program_jobs` (it runs the program under the plan's
     mocks; jobs sits below plan, docs/architecture.md "Layers"). Without it, config only."""
+    from trainforge.jobs.spec import parse_job  # noqa: PLC0415 - see JobSpec's import
+
     try:
         raw = load_stack_jobs(stack, project_dir)
     except JobConfigError as e:
@@ -478,6 +485,8 @@ def adhoc_job(
 
     A script's project is this directory when the script is inside it, else the script's own
     directory (the code shipped is the script's directory either way)."""
+    from trainforge.jobs.spec import parse_job  # noqa: PLC0415 - see JobSpec's import
+
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise JobConfigError("--workers", workers, "expected an integer >= 1")
     project = Path(project_dir).resolve()

@@ -307,6 +307,10 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
                     )
                 ]
             return {"id": rid, **found}, []
+        if tok == "aws:ecr/getAuthorizationToken:getAuthorizationToken":
+            # ECR's docker login (trainforge/platform/image_cache.py): its user is always AWS;
+            # the password a stand-in (never a real token), as a RandomPassword's result
+            return {"userName": "AWS", "password": "standin-ecr-token"}, []
         if tok == "aws:ec2/getSubnet:getSubnet":
             sid = a.get("id") or "subnet-0mocked"
             zones = self.availability_zones

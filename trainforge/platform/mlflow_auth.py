@@ -58,6 +58,16 @@ PASSWORD_LENGTH = 40
 # secret in an environment variable, so checkov's "secrets as files" check is waived on the
 # MLflow Deployment (checkov reads inline skips from the object's annotations). The sync
 # sidecar of the same Deployment reads every secret from files.
+# The server's plain settings (neither secrets nor paths), one source for the Deployment and
+# the test server (tests/platform/test_mlflow_auth.py). `mlflow server` (3.17) also starts a
+# job runner by default: a process that launches one huey consumer per GenAI job function
+# (scorers, evaluation, issue detection, prompt optimization: 6) and one for periodic tasks,
+# each importing mlflow and polling. No trainforge feature submits MLflow jobs (jobs log
+# params and metrics only: trainforge.training.metrics.MLflowLogger), so it is off
+# (mlflow.server._run_server reads this variable; MLflow then answers a job submission with
+# "job execution feature is not enabled"). With basic-auth, its only other effect is an
+# internal token MLflow accepts on `/gateway/` routes, which nothing here calls.
+SERVER_SETTINGS = {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
 CHECKOV_SKIPS = {
     "checkov.io/skip1": (
         "CKV_K8S_35=MLflow reads MLFLOW_FLASK_SERVER_SECRET_KEY from the environment only; "
@@ -138,7 +148,7 @@ class MlflowAuth:
     """The Secrets, and what the server Deployment mounts and runs because of them."""
 
     volumes: list[Any]
-    server_env: list[Any]
+    server_env: list[Any]  # with the server's plain settings (SERVER_SETTINGS)
     server_mounts: list[Any]
     sync_container: Any
     # What the server Deployment reads (it waits for them: on a fresh stack a pod started
@@ -276,6 +286,7 @@ def declare(
         server_env=[
             k8s.core.v1.EnvVarArgs(name="MLFLOW_AUTH_CONFIG_PATH", value=AUTH_CONFIG_PATH),
             secret_env("MLFLOW_FLASK_SERVER_SECRET_KEY", "flask-secret-key"),
+            *(k8s.core.v1.EnvVarArgs(name=k, value=v) for k, v in SERVER_SETTINGS.items()),
         ],
         server_mounts=[
             k8s.core.v1.VolumeMountArgs(
