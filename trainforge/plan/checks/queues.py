@@ -26,6 +26,7 @@ from trainforge.jobs.tenancy import PRIORITY_LABEL, QUEUE_LABEL
 from trainforge.jobs.wiring import sizing_rule
 from trainforge.plan import kueue as K
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
+from trainforge.plan.checks.scheduling import gi
 from trainforge.plan.kueue import GPU, RESOURCES
 from trainforge.platform.queues import DEFAULT_LOCAL_QUEUE as DEFAULT_QUEUE
 from trainforge.platform.queues import pool_capacity
@@ -83,7 +84,7 @@ class Workload:
 
 def _fmt(resource: str, v: Fraction) -> str:
     if resource == "memory":
-        return f"{float(v / 2**30):.4g}Gi"
+        return gi(v)
     return f"{float(v):g}"
 
 
