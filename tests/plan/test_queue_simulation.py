@@ -129,6 +129,12 @@ def test_quantities_are_printed_in_their_unit():
     assert Q._fmt(GPU, K.quantity(8)) == "8"
 
 
+def test_a_large_memory_quota_is_printed_as_the_scheduling_section_prints_it():
+    """A team's ResourceQuota of 29,016Gi (prod's) was "2.902e+04Gi" in the queue's wait text."""
+    assert Q._fmt("memory", K.quantity("29016Gi")) == "29,016Gi"
+    assert Q._fmt("memory", K.quantity("337.9Gi")) == "337.9Gi"
+
+
 def test_the_namespace_backstop_holds_a_job_its_queue_would_admit():
     q = _queue("team", 4)
     work = [_work("a", "team", 1, 0), _work("b", "team", 1, 1), _work("c", "team", 1, 2)]

@@ -14,7 +14,6 @@ from typing import Any
 
 from trainforge.jobs.backends import job_shape
 from trainforge.jobs.pod import JOB_LABEL
-from trainforge.jobs.tenancy import PRIORITY_LABEL
 from trainforge.plan.ckpt_compat import argv_fields, last_value, runtime_args
 
 
@@ -30,7 +29,6 @@ class JobView:
     per_pod: dict[str, str] = field(default_factory=dict)  # resource requests of one pod
     procs_per_pod: int | None = None
     queue: str | None = None
-    priority: str | None = None
     env: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -108,7 +106,6 @@ def job_view(doc: dict[str, Any]) -> JobView | None:
         per_pod={k: str(v) for k, v in ((c.get("resources") or {}).get("requests") or {}).items()},
         procs_per_pod=shape.procs_per_pod(doc),
         queue=shape.queue(doc),
-        priority=labels.get(PRIORITY_LABEL),
         env=_env(c),
     )
 

@@ -26,6 +26,7 @@ from trainforge.jobs.tenancy import PRIORITY_LABEL, QUEUE_LABEL
 from trainforge.jobs.wiring import sizing_rule
 from trainforge.plan import kueue as K
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
+from trainforge.plan.checks.scheduling import gi
 from trainforge.plan.kueue import GPU, RESOURCES
 from trainforge.platform.queues import DEFAULT_LOCAL_QUEUE as DEFAULT_QUEUE
 from trainforge.platform.queues import pool_capacity
@@ -83,7 +84,7 @@ class Workload:
 
 def _fmt(resource: str, v: Fraction) -> str:
     if resource == "memory":
-        return f"{float(v / 2**30):.4g}Gi"
+        return gi(v)
     return f"{float(v):g}"
 
 
@@ -275,7 +276,7 @@ class Simulation:
         within = pol.get("withinClusterQueue", "Never")
         reclaim = pol.get("reclaimWithinCohort", "Never")
         borrow = pol.get("borrowWithinCohort") or {}
-        needs_borrow = any(q.use(f, r) + n > K.Quotas.nominal(q, f, r) for r, n in w.need.items())
+        needs_borrow = bool(self.borrows(w))
         borrowing_queues = {
             m.name
             for m in self.quotas.members(q)
@@ -425,8 +426,7 @@ class Simulation:
             )
             if q.cohort:
                 # what the whole cohort has unused (a borrower already took its part of it)
-                members = self.quotas.members(q)
-                idle = self.quotas.cohort_quota(q, f, r) - sum(m.use(f, r) for m in members)
+                idle = self.quotas.cohort_quota(q, f, r) - self.quotas.cohort_usage(q, f, r)
                 text += f"; cohort {q.cohort} has {amount(r, max(idle, Fraction(0)))} idle"
                 limit = q.borrow_limit[f][r]
                 if limit is not None:

@@ -91,13 +91,14 @@ def _of(resource: str, need: Fraction, limit: str | None) -> str:
         return f"{resource} {_fmt(resource, need)}{unit} (no limit)"
     cap = parse_quantity(limit)
     if resource == "memory":  # both in Gi, as people read them
-        return f"memory {_gi(need)} of {_gi(cap)}"
+        return f"memory {gi(need)} of {gi(cap)}"
     shown = f"{float(cap):g}" if resource == "cpu" else _fmt(resource, cap)
     return f"{resource} {_fmt(resource, need)} of {shown}{unit}"
 
 
-def _gi(value: Fraction) -> str:
-    """Bytes in Gi with 4 significant digits, never in exponent form ("2.902e+04Gi")."""
+def gi(value: Fraction) -> str:
+    """Bytes in Gi with 4 significant digits, never in exponent form ("2.902e+04Gi"): how the
+    plan writes memory quotas (here and in the queue section)."""
     gi = float(value / 2**30)
     return f"{gi:.4g}Gi" if gi < 1000 else f"{gi:,.0f}Gi"
 
