@@ -327,22 +327,20 @@ def _collect(ctx: PlanContext) -> tuple[list[Script], dict[str, list[Consumer]],
         # the pod specs the object itself writes (the one walker, jobs.backends)
         pods = [t.spec for t in pod_templates(o.doc, build=False)]
         is_trainjob = o.kind == trainjob.KIND
+        where = {"ident": o.ident, "urn": o.urn, "obj_name": o.name}
         if is_trainjob:  # its pod is the Trainer's, built from the job and its runtime
             built, why = _trainjob_pod(ctx, o)
             if built is not None:
                 pods = [built.get("spec") or {}]
-            else:
+            else:  # its trainer's script, as the job writes it: not rehearsed, and why
                 trainer = (o.doc.get("spec") or {}).get("trainer") or {}
-                script = shell_script(trainer)
-                if script is not None:
-                    scripts.append(
-                        Script(trainjob.CONTAINER, script, sandbox.Identity.of(None, None), [], {},
-                               o.ident, o.urn, o.name, skip=why)
-                    )  # fmt: skip
+                s = script_of({}, {**trainer, "name": trainjob.CONTAINER}, **where)
+                if s is not None:
+                    scripts.append(replace(s, skip=why))
         for pod in pods:
             fs_group = (pod.get("securityContext") or {}).get("fsGroup")
             for c in [*(pod.get("initContainers") or ()), *(pod.get("containers") or ())]:
-                s = script_of(pod, c, image=is_trainjob, ident=o.ident, urn=o.urn, obj_name=o.name)
+                s = script_of(pod, c, image=is_trainjob, **where)
                 if s is not None:
                     for vm in s.mounts:
                         if vm.claim is not None:
