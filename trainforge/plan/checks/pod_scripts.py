@@ -317,6 +317,12 @@ def script_of(
     return s
 
 
+def _claim_keys(s: Script) -> list[str]:
+    """The claims (namespace/name) script `s` mounts."""
+    ns = s.ident.split("/", 1)[0]
+    return sorted({f"{ns}/{vm.claim}" for vm in s.mounts if vm.claim is not None})
+
+
 def _collect(ctx: PlanContext) -> tuple[list[Script], dict[str, list[Consumer]], dict[str, Claim]]:
     scripts: list[Script] = []
     consumers: dict[str, list[Consumer]] = {}
@@ -487,8 +493,11 @@ def run_script(
         ro = vm.read_only
         if kind == "claim":
             key = f"{ns}/{vm.claim}"
-            _fs_group(run, key, s.fs_group)
-            host = run.subpath(key, vm.sub_path)
+            try:
+                _fs_group(run, key, s.fs_group)
+                host = run.subpath(key, vm.sub_path)
+            except MissingDirectory as e:  # no setup script made its fileset's directory
+                return sandbox.RunResult(rc=32, stdout="", stderr=f"mount fails: {e}")
         elif kind == "emptyDir":
             host = run.scratch(0o777, s.fs_group)
         else:
@@ -605,15 +614,28 @@ def check(ctx: PlanContext) -> CheckResult:
             message = f"{s.ident} container {s.container}: not rehearsed: {s.skip}"
             findings.append(_finding(s, UNREHEARSED, message))
             continue
-        mine = sorted({f"{ns}/{vm.claim}" for vm in s.mounts if vm.claim is not None})
+        mine = _claim_keys(s)
         # every pod on the same file systems: the same claim, or another directory of it
         file_systems = {claims[k].fs for k in mine}
         related = [
             (k, c) for k in sorted(consumers) if claims[k].fs in file_systems for c in consumers[k]
         ]
-        involved = sorted({*mine, *(k for k, _ in related)})
+        # a fileset's directory is there once a setup script made it (its pod cannot start
+        # before): the scripts that mount that file system's root run first
+        filesets = {claims[k].fs for k in mine if claims[k].directory}
+        setups = [
+            p
+            for p in scripts
+            if p is not s and not p.skip
+            if any(claims[k].fs in filesets and not claims[k].directory for k in _claim_keys(p))
+        ]
+        involved = sorted(
+            {*mine, *(k for k, _ in related), *(k for p in setups for k in _claim_keys(p))}
+        )
         for key in mine:
             lines.append(f"  volume: {claims[key].describe()}")
+        for p in setups:
+            lines.append(f"  after {p.ident} container {p.container} (the file system's setup)")
         for k, c in related:
             on = (
                 f" through {claims[k].describe()}, if this script makes /{claims[k].directory}"
@@ -629,6 +651,8 @@ def check(ctx: PlanContext) -> CheckResult:
                 continue
             with tempfile.TemporaryDirectory(prefix="tf-pod-rehearsal-") as tmp:
                 run = _Run(pathlib.Path(tmp), {k: claims[k] for k in involved})
+                for p in setups:
+                    run_script(p, run, p.ident.split("/", 1)[0])
                 if kubelet_first:
                     for k, c in related:
                         # a fileset that is not there yet cannot be mounted: nothing to make
