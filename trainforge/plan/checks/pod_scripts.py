@@ -441,13 +441,18 @@ class _Run:
         """Whether what the claim mounts exists (a fileset's directory was made)."""
         return (self.fs_roots[self.claims[claim].fs] / self.claims[claim].directory).is_dir()
 
-    def subpath(self, claim: str, sub: str) -> pathlib.Path:
+    def subpath(self, claim: str, sub: str, fs_group: int | None = None) -> pathlib.Path:
         """The claim's directory for `sub`, made as the kubelet would if missing: its
         SafeMakeDir (pkg/volume/util/subpath/subpath_linux.go, called by makeMounts with the
         volume root's mode) makes each missing directory of the path with mkdirat, as root,
         then fchmods it to the volume root's mode, setgid included, and chowns nothing: the
-        group is the parent's when the parent is setgid (an fsGroup volume), else root's."""
+        group is the parent's when the parent is setgid (an fsGroup volume), else root's.
+        `fs_group`: the mounting pod's, applied to the volume's root first as the kubelet's
+        ownership change does (volumes whose driver supports it: not FSx)."""
         root = self.root(claim)
+        if fs_group is not None and self.claims[claim].driver != FSX_DRIVER:
+            os.chown(root, -1, fs_group)
+            os.chmod(root, (root.stat().st_mode & 0o7777) | 0o2070)
         mode = root.stat().st_mode & 0o7777
         d = root
         # the API server refuses an absolute subPath or one with `..`: never leave the root
@@ -472,15 +477,6 @@ class _Run:
         return d
 
 
-def _fs_group(run: _Run, claim: str, fs_group: int | None) -> None:
-    """The kubelet's fsGroup ownership change when a pod mounts the claim (volumes whose
-    driver supports it: not FSx), on the volume's root."""
-    if fs_group is not None and run.claims[claim].driver != FSX_DRIVER:
-        root = run.root(claim)
-        os.chown(root, -1, fs_group)
-        os.chmod(root, (root.stat().st_mode & 0o7777) | 0o2070)
-
-
 def run_script(
     s: Script, run: _Run, ns: str, *, python: str | None = None, timeout: int = 30
 ) -> sandbox.RunResult:
@@ -494,8 +490,7 @@ def run_script(
         if kind == "claim":
             key = f"{ns}/{vm.claim}"
             try:
-                _fs_group(run, key, s.fs_group)
-                host = run.subpath(key, vm.sub_path)
+                host = run.subpath(key, vm.sub_path, s.fs_group)
             except MissingDirectory as e:  # no setup script made its fileset's directory
                 return sandbox.RunResult(rc=32, stdout="", stderr=f"mount fails: {e}")
         elif kind == "emptyDir":
@@ -523,8 +518,7 @@ def run_script(
 
 def _write(consumer: Consumer, claim: str, run: _Run, tag: str) -> sandbox.RunResult:
     try:
-        _fs_group(run, claim, consumer.fs_group)
-        host = run.subpath(claim, consumer.sub_path)
+        host = run.subpath(claim, consumer.sub_path, consumer.fs_group)
     except MissingDirectory as e:
         return sandbox.RunResult(rc=32, stdout="", stderr=f"mount fails: {e}")
     # one `mkdir -p` for all the directories (a batch of pods: one process, not one each)
