@@ -483,6 +483,23 @@ def test_a_script_on_a_fileset_no_setup_script_makes_cannot_mount_it():
     assert "mount fails: /a does not exist on the file system" in f.message
 
 
+@needs_sandbox
+def test_a_script_on_a_fileset_whose_setup_script_is_not_rehearsed_is_not_rehearsed_either():
+    """Its directory would be the unrehearsed setup's: not a mount failure, and never a pass."""
+    mounts = [{"name": "vol", "mountPath": "/fsx"}]
+    setup = _job("mkdir -p /fsx/a", mounts, [claim_volume("fsx-root")], {"privileged": True})
+    pvs = (_pv("root", "fsx-root", FSX, "/"), _pv("a", "fsx-a", FSX, "/a"))
+    result = P.check(_ctx(*pvs, setup, _fileset_user("true")))
+    user = [f for f in result.findings if f.resource == "t/Job/user"]
+    assert [(f.rule, f.message) for f in user] == [
+        (
+            P.UNREHEARSED,
+            "t/Job/user container train: not rehearsed: its file system's setup t/Job/setup "
+            "is not rehearsed",
+        )
+    ]
+
+
 def test_a_failing_script_is_named_with_its_first_197_characters(monkeypatch):
     """The finding quotes the script on one line, cut at 200 characters; the sandbox's
     answer (exit 1 with its stderr) is given here, so this runs anywhere."""

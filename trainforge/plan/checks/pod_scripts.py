@@ -597,31 +597,33 @@ def check(ctx: PlanContext) -> CheckResult:
     made: set[str] = set()  # fileset claims some script makes the directory of
     for s in scripts:
         ns = s.ident.split("/", 1)[0]
-        lines.append(f"{s.ident} container {s.container}: `{_short(s.script)}`")
-        lines.append(f"  as {s.identity.describe()}")
-        entry: dict[str, Any] = {"object": s.ident, "container": s.container, "scenarios": {}}
-        data["scripts"].append(entry)
-        if s.skip:
-            lines.append(f"  not rehearsed: {s.skip}")
-            entry["skipped"] = s.skip
-            # a script the rehearsal cannot run is not a script that passed: say so
-            message = f"{s.ident} container {s.container}: not rehearsed: {s.skip}"
-            findings.append(_finding(s, UNREHEARSED, message))
-            continue
         mine = _claim_keys(s)
-        # every pod on the same file systems: the same claim, or another directory of it
-        file_systems = {claims[k].fs for k in mine}
-        related = [
-            (k, c) for k in sorted(consumers) if claims[k].fs in file_systems for c in consumers[k]
-        ]
         # a fileset's directory is there once a setup script made it (its pod cannot start
         # before): the scripts that mount that file system's root run first
         filesets = {claims[k].fs for k in mine if claims[k].directory}
         setups = [
             p
             for p in scripts
-            if p is not s and not p.skip
+            if p is not s
             if any(claims[k].fs in filesets and not claims[k].directory for k in _claim_keys(p))
+        ]
+        unrun = [f"its file system's setup {p.ident} is not rehearsed" for p in setups if p.skip]
+        skip = s.skip or next(iter(unrun), None)
+        lines.append(f"{s.ident} container {s.container}: `{_short(s.script)}`")
+        lines.append(f"  as {s.identity.describe()}")
+        entry: dict[str, Any] = {"object": s.ident, "container": s.container, "scenarios": {}}
+        data["scripts"].append(entry)
+        if skip:
+            lines.append(f"  not rehearsed: {skip}")
+            entry["skipped"] = skip
+            # a script the rehearsal cannot run is not a script that passed: say so
+            message = f"{s.ident} container {s.container}: not rehearsed: {skip}"
+            findings.append(_finding(s, UNREHEARSED, message))
+            continue
+        # every pod on the same file systems: the same claim, or another directory of it
+        file_systems = {claims[k].fs for k in mine}
+        related = [
+            (k, c) for k in sorted(consumers) if claims[k].fs in file_systems for c in consumers[k]
         ]
         involved = sorted(
             {*mine, *(k for k, _ in related), *(k for p in setups for k in _claim_keys(p))}
