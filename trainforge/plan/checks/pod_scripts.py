@@ -491,7 +491,7 @@ def run_script(
             key = f"{ns}/{vm.claim}"
             try:
                 host = run.subpath(key, vm.sub_path, s.fs_group)
-            except MissingDirectory as e:  # no setup script made its fileset's directory
+            except MissingDirectory as e:  # nothing made its fileset's directory
                 return sandbox.RunResult(rc=32, stdout="", stderr=f"mount fails: {e}")
         elif kind == "emptyDir":
             host = run.scratch(0o777, s.fs_group)
@@ -517,16 +517,16 @@ def run_script(
 
 
 def _write(consumer: Consumer, claim: str, run: _Run, tag: str) -> sandbox.RunResult:
-    try:
-        host = run.subpath(claim, consumer.sub_path, consumer.fs_group)
-    except MissingDirectory as e:
-        return sandbox.RunResult(rc=32, stdout="", stderr=f"mount fails: {e}")
-    # one `mkdir -p` for all the directories (a batch of pods: one process, not one each)
+    # the pod's writes, one `mkdir -p` for all its directories (a batch of pods: one process)
     script = " && ".join(
         [f"mkdir -p {' '.join(shlex.quote(d) for d in consumer.dirs)}"] * bool(consumer.dirs)
         + [f"echo ok > {shlex.quote(d + '/.rehearsal-' + tag)}" for d in consumer.dirs]
     )
-    return sandbox.run(script, consumer.identity, [sandbox.Mount(host, consumer.mount_path)])
+    ns, name = claim.split("/", 1)
+    volume = {"persistentVolumeClaim": {"claimName": name}}
+    mount = VolumeMount("claim", consumer.mount_path, volume, False, consumer.sub_path)
+    pod = Script(consumer.name, script, consumer.identity, [mount], {}, fs_group=consumer.fs_group)
+    return run_script(pod, run, ns)
 
 
 WRITE_BATCH = 64
