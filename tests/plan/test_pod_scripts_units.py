@@ -438,6 +438,68 @@ def test_only_the_fileset_directories_the_script_made_are_written_after_it():
     }
 
 
+def _fileset_user(script: str) -> K8sObject:
+    """A team's pod (uid 1000) whose script runs on its fileset claim fsx-a."""
+    container = {
+        "name": "train",
+        "command": ["sh", "-c", script],
+        "securityContext": {
+            "runAsUser": 1000,
+            "runAsGroup": 1000,
+            "capabilities": {"drop": ["ALL"]},
+        },
+        "volumeMounts": [{"name": "vol", "mountPath": "/data"}],
+    }
+    return _pod_object(
+        "Job", "user", {"containers": [container], "volumes": [claim_volume("fsx-a")]}
+    )
+
+
+@needs_sandbox
+def test_a_script_on_a_fileset_runs_after_the_setup_script_that_makes_its_directory():
+    """A pod cannot mount a fileset before its directory exists: the scripts that mount the
+    file system's root (the setup Job) run first in each scenario, then the script. (The
+    plan stopped with a MissingDirectory traceback here.)"""
+    setup = _job(
+        "mkdir -p /fsx/a && chown 1000:1000 /fsx/a",
+        [{"name": "vol", "mountPath": "/fsx"}],
+        [claim_volume("fsx-root")],
+    )
+    pvs = (_pv("root", "fsx-root", FSX, "/"), _pv("a", "fsx-a", FSX, "/a"))
+    result = P.check(_ctx(*pvs, setup, _fileset_user("echo ok > /data/x && cat /data/x")))
+    assert result.findings == []
+    (section,) = result.sections
+    assert "  after t/Job/setup container setup (the file system's setup)" in section.lines
+    user = next(e for e in section.data["scripts"] if e["object"] == "t/Job/user")
+    assert user["scenarios"]["fresh volume"][0] == "run 1 ok"
+
+
+@needs_sandbox
+def test_a_script_on_a_fileset_no_setup_script_makes_cannot_mount_it():
+    pvs = (_pv("root", "fsx-root", FSX, "/"), _pv("a", "fsx-a", FSX, "/a"))
+    (f,) = P.check(_ctx(*pvs, _fileset_user("true"))).findings
+    assert (f.rule, f.resource) == (P.SCRIPT_FAILS, "t/Job/user")
+    assert "fails on run 1 (fresh volume)" in f.message
+    assert "mount fails: /a does not exist on the file system" in f.message
+
+
+@needs_sandbox
+def test_a_script_on_a_fileset_whose_setup_script_is_not_rehearsed_is_not_rehearsed_either():
+    """Its directory would be the unrehearsed setup's: not a mount failure, and never a pass."""
+    mounts = [{"name": "vol", "mountPath": "/fsx"}]
+    setup = _job("mkdir -p /fsx/a", mounts, [claim_volume("fsx-root")], {"privileged": True})
+    pvs = (_pv("root", "fsx-root", FSX, "/"), _pv("a", "fsx-a", FSX, "/a"))
+    result = P.check(_ctx(*pvs, setup, _fileset_user("true")))
+    user = [f for f in result.findings if f.resource == "t/Job/user"]
+    assert [(f.rule, f.message) for f in user] == [
+        (
+            P.UNREHEARSED,
+            "t/Job/user container train: not rehearsed: its file system's setup t/Job/setup "
+            "is not rehearsed",
+        )
+    ]
+
+
 def test_a_failing_script_is_named_with_its_first_197_characters(monkeypatch):
     """The finding quotes the script on one line, cut at 200 characters; the sandbox's
     answer (exit 1 with its stderr) is given here, so this runs anywhere."""

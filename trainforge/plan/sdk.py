@@ -150,11 +150,7 @@ def sdk_python(root: pathlib.Path) -> pathlib.Path:
 
 
 def run_program(
-    program: pathlib.Path,
-    objects: list[dict[str, Any]],
-    namespace: str,
-    python: pathlib.Path,
-    timeout: int = TIMEOUT_S,
+    program: pathlib.Path, objects: list[dict[str, Any]], namespace: str, python: pathlib.Path
 ) -> Submission:
     """Run `program` with the SDK's `python` and a kubeconfig whose context is `namespace`
     on the API stand-in over `objects`; return what it asked for and sent."""
@@ -187,11 +183,11 @@ def run_program(
                 env=env,
                 capture_output=True,
                 text=True,
-                timeout=timeout,
+                timeout=TIMEOUT_S,
             )
         except subprocess.TimeoutExpired:
             sub.returncode = 124
-            sub.output = f"the program did not finish within {timeout} s"
+            sub.output = f"the program did not finish within {TIMEOUT_S} s"
             return sub
         sub.returncode = proc.returncode
         sub.output = (proc.stdout + proc.stderr)[-4000:]

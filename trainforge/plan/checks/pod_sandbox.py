@@ -277,9 +277,9 @@ class RunResult:
     def ok(self) -> bool:
         return self.rc == 0
 
-    def tail(self, limit: int = 300) -> str:
+    def tail(self) -> str:
         text = (self.stderr or self.stdout).strip().replace("\n", " | ")
-        return text[-limit:] if text else "(no output)"
+        return text[-300:] if text else "(no output)"
 
 
 def shell_kind() -> str:

@@ -317,6 +317,12 @@ def script_of(
     return s
 
 
+def _claim_keys(s: Script) -> list[str]:
+    """The claims (namespace/name) script `s` mounts."""
+    ns = s.ident.split("/", 1)[0]
+    return sorted({f"{ns}/{vm.claim}" for vm in s.mounts if vm.claim is not None})
+
+
 def _collect(ctx: PlanContext) -> tuple[list[Script], dict[str, list[Consumer]], dict[str, Claim]]:
     scripts: list[Script] = []
     consumers: dict[str, list[Consumer]] = {}
@@ -327,22 +333,20 @@ def _collect(ctx: PlanContext) -> tuple[list[Script], dict[str, list[Consumer]],
         # the pod specs the object itself writes (the one walker, jobs.backends)
         pods = [t.spec for t in pod_templates(o.doc, build=False)]
         is_trainjob = o.kind == trainjob.KIND
+        where = {"ident": o.ident, "urn": o.urn, "obj_name": o.name}
         if is_trainjob:  # its pod is the Trainer's, built from the job and its runtime
             built, why = _trainjob_pod(ctx, o)
             if built is not None:
                 pods = [built.get("spec") or {}]
-            else:
+            else:  # its trainer's script, as the job writes it: not rehearsed, and why
                 trainer = (o.doc.get("spec") or {}).get("trainer") or {}
-                script = shell_script(trainer)
-                if script is not None:
-                    scripts.append(
-                        Script(trainjob.CONTAINER, script, sandbox.Identity.of(None, None), [], {},
-                               o.ident, o.urn, o.name, skip=why)
-                    )  # fmt: skip
+                s = script_of({}, {**trainer, "name": trainjob.CONTAINER}, **where)
+                if s is not None:
+                    scripts.append(replace(s, skip=why))
         for pod in pods:
             fs_group = (pod.get("securityContext") or {}).get("fsGroup")
             for c in [*(pod.get("initContainers") or ()), *(pod.get("containers") or ())]:
-                s = script_of(pod, c, image=is_trainjob, ident=o.ident, urn=o.urn, obj_name=o.name)
+                s = script_of(pod, c, image=is_trainjob, **where)
                 if s is not None:
                     for vm in s.mounts:
                         if vm.claim is not None:
@@ -437,13 +441,18 @@ class _Run:
         """Whether what the claim mounts exists (a fileset's directory was made)."""
         return (self.fs_roots[self.claims[claim].fs] / self.claims[claim].directory).is_dir()
 
-    def subpath(self, claim: str, sub: str) -> pathlib.Path:
+    def subpath(self, claim: str, sub: str, fs_group: int | None = None) -> pathlib.Path:
         """The claim's directory for `sub`, made as the kubelet would if missing: its
         SafeMakeDir (pkg/volume/util/subpath/subpath_linux.go, called by makeMounts with the
         volume root's mode) makes each missing directory of the path with mkdirat, as root,
         then fchmods it to the volume root's mode, setgid included, and chowns nothing: the
-        group is the parent's when the parent is setgid (an fsGroup volume), else root's."""
+        group is the parent's when the parent is setgid (an fsGroup volume), else root's.
+        `fs_group`: the mounting pod's, applied to the volume's root first as the kubelet's
+        ownership change does (volumes whose driver supports it: not FSx)."""
         root = self.root(claim)
+        if fs_group is not None and self.claims[claim].driver != FSX_DRIVER:
+            os.chown(root, -1, fs_group)
+            os.chmod(root, (root.stat().st_mode & 0o7777) | 0o2070)
         mode = root.stat().st_mode & 0o7777
         d = root
         # the API server refuses an absolute subPath or one with `..`: never leave the root
@@ -468,15 +477,6 @@ class _Run:
         return d
 
 
-def _fs_group(run: _Run, claim: str, fs_group: int | None) -> None:
-    """The kubelet's fsGroup ownership change when a pod mounts the claim (volumes whose
-    driver supports it: not FSx), on the volume's root."""
-    if fs_group is not None and run.claims[claim].driver != FSX_DRIVER:
-        root = run.root(claim)
-        os.chown(root, -1, fs_group)
-        os.chmod(root, (root.stat().st_mode & 0o7777) | 0o2070)
-
-
 def run_script(
     s: Script, run: _Run, ns: str, *, python: str | None = None, timeout: int = 30
 ) -> sandbox.RunResult:
@@ -489,8 +489,10 @@ def run_script(
         ro = vm.read_only
         if kind == "claim":
             key = f"{ns}/{vm.claim}"
-            _fs_group(run, key, s.fs_group)
-            host = run.subpath(key, vm.sub_path)
+            try:
+                host = run.subpath(key, vm.sub_path, s.fs_group)
+            except MissingDirectory as e:  # nothing made its fileset's directory
+                return sandbox.RunResult(rc=32, stdout="", stderr=f"mount fails: {e}")
         elif kind == "emptyDir":
             host = run.scratch(0o777, s.fs_group)
         else:
@@ -515,17 +517,16 @@ def run_script(
 
 
 def _write(consumer: Consumer, claim: str, run: _Run, tag: str) -> sandbox.RunResult:
-    try:
-        _fs_group(run, claim, consumer.fs_group)
-        host = run.subpath(claim, consumer.sub_path)
-    except MissingDirectory as e:
-        return sandbox.RunResult(rc=32, stdout="", stderr=f"mount fails: {e}")
-    # one `mkdir -p` for all the directories (a batch of pods: one process, not one each)
+    # the pod's writes, one `mkdir -p` for all its directories (a batch of pods: one process)
     script = " && ".join(
         [f"mkdir -p {' '.join(shlex.quote(d) for d in consumer.dirs)}"] * bool(consumer.dirs)
         + [f"echo ok > {shlex.quote(d + '/.rehearsal-' + tag)}" for d in consumer.dirs]
     )
-    return sandbox.run(script, consumer.identity, [sandbox.Mount(host, consumer.mount_path)])
+    ns, name = claim.split("/", 1)
+    volume = {"persistentVolumeClaim": {"claimName": name}}
+    mount = VolumeMount("claim", consumer.mount_path, volume, False, consumer.sub_path)
+    pod = Script(consumer.name, script, consumer.identity, [mount], {}, fs_group=consumer.fs_group)
+    return run_script(pod, run, ns)
 
 
 WRITE_BATCH = 64
@@ -596,26 +597,41 @@ def check(ctx: PlanContext) -> CheckResult:
     made: set[str] = set()  # fileset claims some script makes the directory of
     for s in scripts:
         ns = s.ident.split("/", 1)[0]
+        mine = _claim_keys(s)
+        # a fileset's directory is there once a setup script made it (its pod cannot start
+        # before): the scripts that mount that file system's root run first
+        filesets = {claims[k].fs for k in mine if claims[k].directory}
+        setups = [
+            p
+            for p in scripts
+            if p is not s
+            if any(claims[k].fs in filesets and not claims[k].directory for k in _claim_keys(p))
+        ]
+        unrun = [f"its file system's setup {p.ident} is not rehearsed" for p in setups if p.skip]
+        skip = s.skip or next(iter(unrun), None)
         lines.append(f"{s.ident} container {s.container}: `{_short(s.script)}`")
         lines.append(f"  as {s.identity.describe()}")
         entry: dict[str, Any] = {"object": s.ident, "container": s.container, "scenarios": {}}
         data["scripts"].append(entry)
-        if s.skip:
-            lines.append(f"  not rehearsed: {s.skip}")
-            entry["skipped"] = s.skip
+        if skip:
+            lines.append(f"  not rehearsed: {skip}")
+            entry["skipped"] = skip
             # a script the rehearsal cannot run is not a script that passed: say so
-            message = f"{s.ident} container {s.container}: not rehearsed: {s.skip}"
+            message = f"{s.ident} container {s.container}: not rehearsed: {skip}"
             findings.append(_finding(s, UNREHEARSED, message))
             continue
-        mine = sorted({f"{ns}/{vm.claim}" for vm in s.mounts if vm.claim is not None})
         # every pod on the same file systems: the same claim, or another directory of it
         file_systems = {claims[k].fs for k in mine}
         related = [
             (k, c) for k in sorted(consumers) if claims[k].fs in file_systems for c in consumers[k]
         ]
-        involved = sorted({*mine, *(k for k, _ in related)})
+        involved = sorted(
+            {*mine, *(k for k, _ in related), *(k for p in setups for k in _claim_keys(p))}
+        )
         for key in mine:
             lines.append(f"  volume: {claims[key].describe()}")
+        for p in setups:
+            lines.append(f"  after {p.ident} container {p.container} (the file system's setup)")
         for k, c in related:
             on = (
                 f" through {claims[k].describe()}, if this script makes /{claims[k].directory}"
@@ -631,6 +647,8 @@ def check(ctx: PlanContext) -> CheckResult:
                 continue
             with tempfile.TemporaryDirectory(prefix="tf-pod-rehearsal-") as tmp:
                 run = _Run(pathlib.Path(tmp), {k: claims[k] for k in involved})
+                for p in setups:
+                    run_script(p, run, p.ident.split("/", 1)[0])
                 if kubelet_first:
                     for k, c in related:
                         # a fileset that is not there yet cannot be mounted: nothing to make
