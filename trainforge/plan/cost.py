@@ -19,10 +19,7 @@ from trainforge.jobs.duration import Duration, expected_duration
 from trainforge.jobs.spec import JobSpec
 from trainforge.plan import price_facts as P
 from trainforge.plan import resource_types as T
-from trainforge.plan.price_facts import usd
-
-HOURS_PER_MONTH = P.HOURS_PER_MONTH
-
+from trainforge.plan.price_facts import HOURS_PER_MONTH, usd
 
 # --- which nodes a job gets -------------------------------------------------------------------
 

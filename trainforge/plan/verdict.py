@@ -11,6 +11,7 @@ from fractions import Fraction
 from typing import Any
 
 from trainforge.plan.checks.cost_check import SECTION_TITLE as COST_TITLE
+from trainforge.plan.checks.cost_check import waiting_line
 from trainforge.plan.checks.queues import QUEUE_TITLE, amount, hours
 from trainforge.plan.diff import delta
 from trainforge.plan.price_facts import usd as _usd
@@ -108,15 +109,7 @@ def cost_lines(result: Any, base_sections: dict[str, Any] | None) -> list[str]:
     if len(new["waiting"]) > 3:
         out.append(f"      {len(new['waiting'])} jobs wait or are never admitted (full report)")
         return out
-    for j in new["waiting"]:
-        what = "never admitted" if j.get("admission") == "never" else "waits"
-        # the report's words (cost_check.running_lines): a deadline's run cost is a ceiling
-        at_most = "<= " if j.get("runCostBasis") == "activeDeadlineSeconds" else ""
-        out.append(
-            f"      {what}: {j.get('team')}/{j.get('name')}, {_usd(j.get('onDemandPerHour'))}/h "
-            f"when it starts, run cost {at_most}{_usd(j.get('runCost'))} (not counted as running)"
-        )
-    return out
+    return out + [f"      {waiting_line(j)}" for j in new["waiting"]]
 
 
 def admission(row: dict[str, Any]) -> str:
