@@ -174,13 +174,13 @@ def breaking(review: Any) -> list[str]:
     return out
 
 
-def _wrap(text: str, first: str, rest: str | None = None, width: int = WIDTH) -> list[str]:
-    """`text` after `first` as whole lines of at most `width` characters, continued under
+def _wrap(text: str, first: str, rest: str | None = None) -> list[str]:
+    """`text` after `first` as whole lines of at most WIDTH characters, continued under
     `rest` (default: spaces as wide as `first`). Words are never split (a fix cut mid-word
     lost the part to act on): a path or URL longer than a line stays whole on its own line."""
     return textwrap.wrap(
         " ".join(text.split()),
-        width=width,
+        width=WIDTH,
         initial_indent=first,
         subsequent_indent=" " * len(first) if rest is None else rest,
         break_long_words=False,
