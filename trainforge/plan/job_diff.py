@@ -11,11 +11,11 @@ from typing import Any
 from trainforge.jobs.estimate import gib
 from trainforge.plan import ckpt_compat as CC
 from trainforge.plan.checks import cost_check, estimates, queues
-from trainforge.plan.checks.cost_check import usd as _usd
 from trainforge.plan.checks.estimates import duration_text, step_text
 from trainforge.plan.diff import argv_diff
 from trainforge.plan.job_view import JobView
 from trainforge.plan.kueue.objects import cluster_queue
+from trainforge.plan.price_facts import usd as _usd
 from trainforge.plan.verdict import admission
 
 

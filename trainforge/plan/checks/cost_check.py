@@ -12,10 +12,10 @@ from trainforge.plan import cost as C
 from trainforge.plan import price_facts as P
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.checks import queues
+from trainforge.plan.fleet import region
 from trainforge.plan.price_facts import usd
 from trainforge.stack.policy import CAPS_KEY, CostCaps, parse_caps
 
-REGION_KEY = "aws:region"
 SECTION_TITLE = "Cost"
 
 RULES = {
@@ -37,11 +37,11 @@ RULES = {
 
 
 def plan_region(inventory: Any) -> str:
-    """The region a plan's program ran in (runner.Inventory): the stack's `aws:region`, else
-    the mocks' default."""
+    """The region a plan's program ran in (runner.Inventory): the stack's `aws:region` (read
+    as the fleet reads a worker's), else the mocks' default."""
     from trainforge.plan.mocks import DEFAULT_REGION  # noqa: PLC0415 - what the plan used
 
-    return str(inventory.config.get(REGION_KEY) or DEFAULT_REGION)
+    return region(inventory.config) or DEFAULT_REGION
 
 
 def build_report(ctx: PlanContext, today: dt.date | None = None) -> C.CostReport:
