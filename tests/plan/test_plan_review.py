@@ -494,6 +494,22 @@ def test_a_jobs_memory_reads_in_the_estimates_sections_units():
     assert memory_text({}) is None
 
 
+def test_a_jobs_step_and_duration_read_in_the_estimates_sections_units():
+    """The PR's job line says step time and duration as the estimates section does: a small
+    model's 0.4 ms step is not "0.00 s" (which hid that it doubled)."""
+    from trainforge.plan.checks.estimates import TITLE
+    from trainforge.plan.job_diff import job_change
+    from trainforge.plan.job_view import JobView
+
+    view = JobView("t/PyTorchJob/a", "PyTorchJob", "t", "a", "img", ["torchrun"], 1)
+
+    def side(step: float, seconds: float) -> dict:
+        return {TITLE: [{"job": "a", "step_seconds": step, "duration_seconds": seconds}]}
+
+    ch = job_change(view, view, side(0.0004, 5400), side(0.0008, 4 * 86400), replaced=False)
+    assert "step time: 0.4 ms → 0.8 ms; duration: 90 min → 4.0 days" in ch.lines
+
+
 def test_own_code_fingerprints_are_compared_through_the_plan(tmp_path, capsys, project_copy):
     """dev's `resumable` declares checkpoint.fingerprint train:state_layout; `mnist-user`
     declares none."""

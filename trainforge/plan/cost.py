@@ -19,10 +19,7 @@ from trainforge.jobs.duration import Duration, expected_duration
 from trainforge.jobs.spec import JobSpec
 from trainforge.plan import price_facts as P
 from trainforge.plan import resource_types as T
-from trainforge.plan.price_facts import usd
-
-HOURS_PER_MONTH = P.HOURS_PER_MONTH
-
+from trainforge.plan.price_facts import HOURS_PER_MONTH, usd
 
 # --- which nodes a job gets -------------------------------------------------------------------
 
@@ -109,23 +106,21 @@ def choose_nodes(job: JobSpec, pool: PoolFacts, region: str) -> NodeChoice | Non
     ]
     what = f"{workers} pod(s) of {pod_size(job)}"
     if pool.kind == "node-group":
-        first = options[0]
         reason = (
             f"managed node group: launches its types in the order listed; {what} (its "
             "desiredSize nodes are also in the platform's fixed cost: they run with or without jobs)"
         )
-        return replace(first, reason=reason)
+        return replace(options[0], reason=reason)
     priced = [o for o in options if o.hourly_on_demand is not None]
     unpriced = [o.instance_type for o in options if o.hourly_on_demand is None]
     if not priced:
-        first = options[0]
         reason = (
             f"Karpenter picks the cheapest type that fits {what}; no price for "
             f"{', '.join(unpriced)} in {region}, so which one is unknown (first listed shown)"
         )
         if any(P.ec2_not_listed(region, t) for t in unpriced):
             reason += "; " + "; ".join(P.why_unpriced(region, t) for t in unpriced)
-        return replace(first, reason=reason)
+        return replace(options[0], reason=reason)
     best = min(priced, key=lambda o: (o.hourly_on_demand, o.nodes))
     compared = "; ".join(
         o.describe() for o in sorted(priced, key=lambda o: o.hourly_on_demand or 0)

@@ -13,9 +13,9 @@ from typing import Any
 import yaml
 
 from trainforge.plan.checks.cost_check import STARTS
-from trainforge.plan.checks.cost_check import usd as _usd
 from trainforge.plan.ckpt_compat import argv_fields
 from trainforge.plan.manifests import CHECKOV_DIR, CLUSTER_DIR
+from trainforge.plan.price_facts import usd as _usd
 
 INVENTORY_FILE = "inventory.json"
 MAX_FIELDS = 12  # per object in the markdown

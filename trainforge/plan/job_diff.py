@@ -11,10 +11,11 @@ from typing import Any
 from trainforge.jobs.estimate import gib
 from trainforge.plan import ckpt_compat as CC
 from trainforge.plan.checks import cost_check, estimates, queues
-from trainforge.plan.checks.cost_check import usd as _usd
+from trainforge.plan.checks.estimates import duration_text, step_text
 from trainforge.plan.diff import argv_diff
 from trainforge.plan.job_view import JobView
 from trainforge.plan.kueue.objects import cluster_queue
+from trainforge.plan.price_facts import usd as _usd
 from trainforge.plan.verdict import admission
 
 
@@ -37,12 +38,6 @@ def _row(sections: dict[str, Any] | None, title: str, view: JobView) -> dict:
     ]
     exact = [r for r in named if (r.get("team") or "") == view.namespace]
     return (exact or named or [{}])[0]
-
-
-def _hours(s: Any) -> str:
-    if not isinstance(s, int | float):
-        return "?"
-    return f"{s / 3600:.1f} h" if s >= 3600 else f"{s / 60:.0f} min"
 
 
 def _pair(old: str | None, new: str | None) -> str | None:
@@ -127,12 +122,13 @@ def _figures(view: JobView | None, sections: dict[str, Any] | None) -> dict[str,
     est = _row(sections, estimates.TITLE, view)
     cost = _row(sections, cost_check.SECTION_TITLE, view)
     queue = _row(sections, queues.QUEUE_TITLE, view)
+    d = est.get("duration_seconds")
     return {
         "pods": f"{view.pods} pods x {_res(view.per_pod)}",
         "GPUs": str(view.pods * view.gpus_per_pod),
         "memory": memory_text(est),
-        "step": f"{est['step_seconds']:.2f} s" if est.get("step_seconds") else None,
-        "duration": _hours(est.get("duration_seconds")) if est else None,
+        "step": step_text(est["step_seconds"]) if est.get("step_seconds") else None,
+        "duration": (duration_text(d) if isinstance(d, int | float) else "?") if est else None,
         "run": _usd(cost.get("runCost")) if cost else None,
         "hour": _usd(cost.get("onDemandPerHour")) if cost else None,
         "basis": cost.get("runCostBasis") or "unknown",

@@ -11,6 +11,7 @@ from fractions import Fraction
 from typing import Any
 
 from trainforge.plan.checks.cost_check import SECTION_TITLE as COST_TITLE
+from trainforge.plan.checks.cost_check import waiting_line
 from trainforge.plan.checks.queues import QUEUE_TITLE, amount, hours
 from trainforge.plan.diff import delta
 from trainforge.plan.price_facts import usd as _usd
@@ -108,15 +109,7 @@ def cost_lines(result: Any, base_sections: dict[str, Any] | None) -> list[str]:
     if len(new["waiting"]) > 3:
         out.append(f"      {len(new['waiting'])} jobs wait or are never admitted (full report)")
         return out
-    for j in new["waiting"]:
-        what = "never admitted" if j.get("admission") == "never" else "waits"
-        # the report's words (cost_check.running_lines): a deadline's run cost is a ceiling
-        at_most = "<= " if j.get("runCostBasis") == "activeDeadlineSeconds" else ""
-        out.append(
-            f"      {what}: {j.get('team')}/{j.get('name')}, {_usd(j.get('onDemandPerHour'))}/h "
-            f"when it starts, run cost {at_most}{_usd(j.get('runCost'))} (not counted as running)"
-        )
-    return out
+    return out + [f"      {waiting_line(j)}" for j in new["waiting"]]
 
 
 def admission(row: dict[str, Any]) -> str:
@@ -181,13 +174,13 @@ def breaking(review: Any) -> list[str]:
     return out
 
 
-def _wrap(text: str, first: str, rest: str | None = None, width: int = WIDTH) -> list[str]:
-    """`text` after `first` as whole lines of at most `width` characters, continued under
+def _wrap(text: str, first: str, rest: str | None = None) -> list[str]:
+    """`text` after `first` as whole lines of at most WIDTH characters, continued under
     `rest` (default: spaces as wide as `first`). Words are never split (a fix cut mid-word
     lost the part to act on): a path or URL longer than a line stays whole on its own line."""
     return textwrap.wrap(
         " ".join(text.split()),
-        width=width,
+        width=WIDTH,
         initial_indent=first,
         subsequent_indent=" " * len(first) if rest is None else rest,
         break_long_words=False,

@@ -12,10 +12,10 @@ from trainforge.plan import cost as C
 from trainforge.plan import price_facts as P
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.checks import queues
+from trainforge.plan.fleet import region
 from trainforge.plan.price_facts import usd
 from trainforge.stack.policy import CAPS_KEY, CostCaps, parse_caps
 
-REGION_KEY = "aws:region"
 SECTION_TITLE = "Cost"
 
 RULES = {
@@ -37,11 +37,11 @@ RULES = {
 
 
 def plan_region(inventory: Any) -> str:
-    """The region a plan's program ran in (runner.Inventory): the stack's `aws:region`, else
-    the mocks' default."""
+    """The region a plan's program ran in (runner.Inventory): the stack's `aws:region` (read
+    as the fleet reads a worker's), else the mocks' default."""
     from trainforge.plan.mocks import DEFAULT_REGION  # noqa: PLC0415 - what the plan used
 
-    return str(inventory.config.get(REGION_KEY) or DEFAULT_REGION)
+    return region(inventory.config) or DEFAULT_REGION
 
 
 def build_report(ctx: PlanContext, today: dt.date | None = None) -> C.CostReport:
@@ -178,17 +178,21 @@ STARTS = {"runs": "at once", "waits": "waits", "never": "never"}
 def running_lines(report: C.CostReport) -> list[str]:
     """What runs at once and what waits: the same figures the verdict prints."""
     running = [j for j in report.jobs if j.runs_at_once]
-    waiting = [j for j in report.jobs if not j.runs_at_once]
     unpriced = [j.name for j in running if j.hourly is None]
     rate = usd(report.running_hourly) + (f" + unknown ({', '.join(unpriced)})" if unpriced else "")
     out = [f"  running at once: {len(running)} of {len(report.jobs)} job(s), {rate}/h"]
-    for j in waiting:
-        what = "never admitted" if j.admission == "never" else "waits"
-        out.append(
-            f"  {what}: {j.team}/{j.name}, {usd(j.hourly)}/h when it starts, run cost "
-            f"{'<= ' if j.duration.ceiling else ''}{usd(j.run_cost)} (not counted as running)"
-        )
-    return out
+    return out + [f"  {waiting_line(j.to_json())}" for j in report.jobs if not j.runs_at_once]
+
+
+def waiting_line(job: dict[str, Any]) -> str:
+    """A job that does not run at once, from its row of the section's data: the report and
+    the verdict (a base's row too) say it alike; a deadline's run cost is a ceiling."""
+    what = "never admitted" if job.get("admission") == "never" else "waits"
+    at_most = "<= " if job.get("runCostBasis") == "activeDeadlineSeconds" else ""
+    return (
+        f"{what}: {job.get('team')}/{job.get('name')}, {usd(job.get('onDemandPerHour'))}/h when "
+        f"it starts, run cost {at_most}{usd(job.get('runCost'))} (not counted as running)"
+    )
 
 
 def _judge(
@@ -239,14 +243,12 @@ def findings(report: C.CostReport, caps: CostCaps) -> list[Finding]:
             if c and j.hourly is not None and j.hourly > cap
             else None,
         )
-    by_name = {(j.team, j.name): j for j in report.jobs}
     for t in report.teams:
         _, cap = caps.for_team(t.name)
         team = f"team/{t.name}"
         names = frozenset({t.name, t.namespace, team})
         mine = [j for j in report.jobs if j.team == t.name]
         if cap is not None and t.jobs:
-            running = [by_name[(t.name, n)] for n in t.jobs]
             waits = f"; waiting, not counted: {', '.join(t.waiting)}" if t.waiting else ""
             out += _judge(
                 team,
@@ -254,7 +256,7 @@ def findings(report: C.CostReport, caps: CostCaps) -> list[Finding]:
                 names,
                 f"team {t.name}",
                 f"{usd(cap)}/h",
-                [p for j in running if (p := j.missing_price(report.region))],
+                [p for j in mine if j.runs_at_once and (p := j.missing_price(report.region))],
                 f"team {t.name} has a cap of {usd(cap)}/h but no type of a pool fits a pod of "
                 "its jobs"
                 if t.jobs_hourly is None
@@ -302,7 +304,7 @@ def findings(report: C.CostReport, caps: CostCaps) -> list[Finding]:
             if month is None
             else "",
             f"the cluster costs {usd(month)} in a month (platform "
-            f"{usd(report.fixed_hourly_known * C.HOURS_PER_MONTH)}/month + every declared job "
+            f"{usd(report.fixed_hourly_known * P.HOURS_PER_MONTH)}/month + every declared job "
             f"run once), over its {usd(budget)}/month budget"
             if month is not None and month > budget
             else None,
@@ -315,7 +317,7 @@ def cluster_month(report: C.CostReport) -> float | None:
     team's declared jobs, each run once (None: a figure is unknown)."""
     if report.fixed_unknown or any(t.month is None for t in report.teams):
         return None
-    return report.fixed_hourly_known * C.HOURS_PER_MONTH + sum(t.month or 0 for t in report.teams)
+    return report.fixed_hourly_known * P.HOURS_PER_MONTH + sum(t.month or 0 for t in report.teams)
 
 
 def check(ctx: PlanContext) -> CheckResult:

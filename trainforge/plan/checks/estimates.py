@@ -21,7 +21,7 @@ TITLE = "Memory per GPU and expected duration (trainforge.jobs.estimate)"
 RESTART_TITLE = "Restart budget per job (trainforge.jobs.restarts)"
 
 
-def _duration(seconds: float) -> str:
+def duration_text(seconds: float) -> str:
     if seconds < 120:
         return f"{seconds:.0f} s"
     if seconds < 2 * 3600:
@@ -31,7 +31,7 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 86400:.1f} days"
 
 
-def _step(seconds: float) -> str:
+def step_text(seconds: float) -> str:
     """A step time to two significant digits at least: a small model's 0.4 ms is not 0 ms."""
     if seconds >= 1:
         return f"{seconds:.2f} s"
@@ -58,12 +58,12 @@ def lines_for(e: JobEstimate, ident: str) -> list[str]:
             rate = (
                 f"{e.samples_per_second or 0:,.0f} samples/s, {e.samples_per_step:,} samples/step"
             )
-        out.append(f"  step {_step(e.step_seconds)} ({_step(lo)}-{_step(hi)}), {rate}")
+        out.append(f"  step {step_text(e.step_seconds)} ({step_text(lo)}-{step_text(hi)}), {rate}")
         if e.duration_seconds is not None and e.duration_range is not None:
             dlo, dhi = e.duration_range
             out.append(
-                f"  duration: {e.steps:,} steps in {_duration(e.duration_seconds)} "
-                f"({_duration(dlo)}-{_duration(dhi)}, incl. start-up and checkpoints)"
+                f"  duration: {e.steps:,} steps in {duration_text(e.duration_seconds)} "
+                f"({duration_text(dlo)}-{duration_text(dhi)}, incl. start-up and checkpoints)"
             )
     if e.method:
         out.append(f"  basis: {e.method}; MFU {e.basis}")

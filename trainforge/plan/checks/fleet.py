@@ -21,9 +21,10 @@ from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Secti
 from trainforge.plan.checks import queues as Q
 from trainforge.plan.checks.existence import BUILTIN, pod_refs
 from trainforge.plan.checks.iam_eval import Policy, Request, evaluate, policy_doc
-from trainforge.plan.cost import choose_nodes, usd
+from trainforge.plan.cost import choose_nodes
 from trainforge.plan.fleet import region
 from trainforge.plan.kueue import pod_need
+from trainforge.plan.price_facts import usd
 
 TITLE = "Fleet (MultiKueue): the workers that may run each job"
 MULTIKUEUE = "kueue.x-k8s.io/multikueue"
@@ -167,7 +168,7 @@ def dispatch_words(name: str) -> str:
     return f"dispatcher {name}{DISPATCH_WORDS.get(name, other)}"
 
 
-def tried_first(may: list[str], how: str, every: list[str] | None = None) -> str:
+def tried_first(may: list[str], how: str, every: list[str]) -> str:
     """Which of the workers that may run a job MultiKueue tries first, by its dispatcher
     (`every`: all workers of the MultiKueueConfig, which the incremental one walks)."""
     if len(may) == 1:
@@ -175,7 +176,7 @@ def tried_first(may: list[str], how: str, every: list[str] | None = None) -> str
     if how == ALL_AT_ONCE:
         return f"all {len(may)} at once ({', '.join(may)}); the first to admit it runs it"
     if how == INCREMENTAL:
-        order = sorted(every or may)
+        order = sorted(every)
         return (
             ", ".join(order[:3]) + " (every worker in name order, 3 at a time, until one admits it)"
         )
