@@ -53,6 +53,36 @@ def shipped_plan(stack: str):
     return _SHIPPED_PLANS[stack]
 
 
+@pytest.fixture(scope="session")
+def shipped_plan_out(tmp_path_factory):
+    """`trainforge plan --stack STACK --no-standins --out DIR` of a shipped stack as committed,
+    as a function of STACK: the folder a `--diff` test compares its changed copy with
+    (tests/plan: test_plan_review.py, test_review_intent.py, test_plan_cost.py each planned the
+    same prod base, ~3 CPU s each). Made once per test run: under xdist both workers use the
+    run's shared temporary folder, the first one writes it under a lock. Read it, never write
+    into it."""
+    import fcntl
+
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # .../pytest-N/popen-gwK: the run's folder
+        base = base.parent
+
+    def made(stack: str) -> pathlib.Path:
+        out = base / f"shipped-plan-{stack}"
+        with open(base / f"shipped-plan-{stack}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not (out / "done").is_file():
+                from trainforge.plan import cli
+
+                argv = ["--stack", stack, "--no-standins", "--project-dir", str(ROOT)]
+                argv += ["--out", str(out / "plan"), "--report", str(out / "report.txt")]
+                assert cli.main(argv) == 0, f"plan {' '.join(argv)} failed"
+                (out / "done").touch()
+        return out / "plan"
+
+    return made
+
+
 def run_stack(stack: str, overrides: dict | None = None):
     """Run the project's __main__.py under trainforge.plan.mocks with Pulumi.<stack>.yaml."""
     from trainforge.plan.mocks import run_mocked
