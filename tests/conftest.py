@@ -53,6 +53,98 @@ def shipped_plan(stack: str):
     return _SHIPPED_PLANS[stack]
 
 
+def once_per_run(tmp_path_factory, name: str, make) -> pathlib.Path:
+    """The folder `make(folder)` fills, made once per test run: under xdist both workers use
+    the run's shared temporary folder (.../pytest-N, above each worker's popen-gwK), the first
+    one makes it under a lock, the other waits and reads it."""
+    import fcntl
+
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent
+    out = base / name
+    with open(base / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (out / "done").is_file():
+            out.mkdir(exist_ok=True)
+            make(out)
+            (out / "done").touch()
+    return out
+
+
+@pytest.fixture(scope="session")
+def shipped_plan_out(tmp_path_factory):
+    """`trainforge plan --stack STACK --no-standins --out DIR` of a shipped stack as committed,
+    as a function of STACK: the folder a `--diff` test compares its changed copy with
+    (tests/plan: test_plan_review.py, test_review_intent.py, test_plan_cost.py each planned the
+    same prod base, ~3 CPU s each), made once per test run. Read it, never write into it."""
+
+    def make(out: pathlib.Path, stack: str) -> None:
+        from trainforge.plan import cli
+
+        argv = ["--stack", stack, "--no-standins", "--project-dir", str(ROOT)]
+        argv += ["--out", str(out / "plan"), "--report", str(out / "report.txt")]
+        assert cli.main(argv) == 0, f"plan {' '.join(argv)} failed"
+
+    def made(stack: str) -> pathlib.Path:
+        name = f"shipped-plan-{stack}"
+        return once_per_run(tmp_path_factory, name, lambda out: make(out, stack)) / "plan"
+
+    return made
+
+
+def project_files(dest: pathlib.Path) -> pathlib.Path:
+    """A copy of the project as a newcomer has it: the program, every stack file the project
+    ships (a fleet's manager plans its worker stacks too) and the examples its jobs run."""
+    import shutil
+
+    dest.mkdir(parents=True, exist_ok=True)
+    for path in [ROOT / "Pulumi.yaml", *sorted(ROOT.glob("Pulumi.*.yaml")), ROOT / "__main__.py"]:
+        shutil.copy(path, dest / path.name)
+    shutil.copytree(ROOT / "examples", dest / "examples")
+    return dest
+
+
+def cli_env() -> dict[str, str]:
+    """The environment of a documented command (tests/test_docs_run.py): this checkout's
+    trainforge, one thread per process, no test fault hooks."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRAINFORGE_TEST_")}
+    env.update(PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+    return env
+
+
+@pytest.fixture(scope="session")
+def shipped_cli_run(tmp_path_factory):
+    """`python -m trainforge ARGS...` in its own process, in a fresh copy of the project
+    (project_files), as a function of ARGS: run once per test run for the tests that read the
+    same command's exit code and output (the README's `trainforge plan --stack dev`: its doc
+    test and tests/test_cli.py, each a ~8 CPU s plan process). Returns a CompletedProcess."""
+    import hashlib
+    import json
+    import subprocess
+
+    def make(out: pathlib.Path, args: list[str]) -> None:
+        project = project_files(out / "project")
+        proc = subprocess.run(
+            [sys.executable, "-m", "trainforge", *args],
+            cwd=project,
+            env=cli_env(),
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+        ran = {"returncode": proc.returncode, "stdout": proc.stdout, "stderr": proc.stderr}
+        (out / "ran.json").write_text(json.dumps(ran))
+
+    def ran(args: list[str]) -> subprocess.CompletedProcess:
+        name = "cli-" + hashlib.sha256("\0".join(args).encode()).hexdigest()[:16]
+        out = once_per_run(tmp_path_factory, name, lambda out: make(out, args))
+        return subprocess.CompletedProcess(args, **json.loads((out / "ran.json").read_text()))
+
+    return ran
+
+
 def run_stack(stack: str, overrides: dict | None = None):
     """Run the project's __main__.py under trainforge.plan.mocks with Pulumi.<stack>.yaml."""
     from trainforge.plan.mocks import run_mocked

@@ -33,16 +33,12 @@ def test_plan_of_a_missing_stack_exits_2():
     assert "Pulumi.nope.yaml" in proc.stdout + proc.stderr
 
 
-def test_a_plan_prints_each_program_warning_once(tmp_path):
+def test_a_plan_prints_each_program_warning_once(shipped_cli_run):
     """The plan runs the program twice (the preview, then the stand-in run for the IAM
-    check); the dev stack's one warning (no alert receivers) is shown once, not twice."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "trainforge", "plan", "--stack", "dev", "--out", str(tmp_path)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    check); the dev stack's one warning (no alert receivers) is shown once, not twice.
+    `trainforge plan --stack dev` in its own process, in a copy of the project: the README's
+    command, run once per test run (tests/test_docs_run.py checks it exits 0)."""
+    proc = shipped_cli_run(["plan", "--stack", "dev"])
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert (proc.stdout + proc.stderr).count("monitoring.receivers: none configured") == 1
 

@@ -13,7 +13,6 @@ fail with its documented exit code.
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
 import shutil
@@ -24,6 +23,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+
+from tests.conftest import cli_env, project_files
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -144,12 +145,7 @@ def test_most_doc_commands_run():
 @pytest.fixture(scope="module")
 def scratch(tmp_path_factory) -> Path:
     """A copy of the project as a newcomer has it: program, stacks, examples."""
-    root = tmp_path_factory.mktemp("project")
-    # every stack the project ships (a fleet's manager plans its worker stacks too)
-    for path in [ROOT / "Pulumi.yaml", *sorted(ROOT.glob("Pulumi.*.yaml")), ROOT / "__main__.py"]:
-        shutil.copy(path, root / path.name)
-    shutil.copytree(ROOT / "examples", root / "examples")
-    return root
+    return project_files(tmp_path_factory.mktemp("project"))
 
 
 def runs_user_code(tokens: list[str]) -> bool:
@@ -169,8 +165,7 @@ def runs_user_code(tokens: list[str]) -> bool:
 def argv_and_env(cmd: str, scratch: Path) -> tuple[list[str], dict[str, str]]:
     """The command's argv and environment in the scratch project; `--steps 3` appended to a
     bundled-runtime run (not to a fault rehearsal, whose fault step must be reached)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TRAINFORGE_TEST_")}
-    env.update(PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+    env = cli_env()
     tokens = shlex.split(cmd.replace("/tmp/", f"{scratch}/tmp/"))
     faulted = False
     while tokens and re.match(r"^[A-Z_]+=", tokens[0]):
@@ -190,6 +185,16 @@ def argv_and_env(cmd: str, scratch: Path) -> tuple[list[str], dict[str, str]]:
     return [sys.executable, *tokens[1:]], env
 
 
+# Commands another test reads too: run as typed, in their own fresh copy of the project, once
+# per test run (conftest.py, shipped_cli_run). Each is the first of its document, so the
+# scratch copy is still as copied when it comes; nothing later reads what it writes there.
+SHARED_RUNS = {
+    "python -m trainforge plan --stack dev",  # README.md; tests/test_cli.py reads its output
+}
+_NOT_RUNNABLE = SHARED_RUNS - {cmd for _, cmd in RUNNABLE}
+assert not _NOT_RUNNABLE, _NOT_RUNNABLE
+assert not SHARED_RUNS & set(STATED_SECONDS)  # a stated time is timed here, where it runs
+
 # (stack, its stack file) -> the base plan a `--diff` command's test made (`plan --stack S --out
 # DIR` in the scratch project): the next `--diff` of that stack file gets a copy instead of the
 # same ~20 CPU s plan again (docs/pr-review.md diffs prod twice; no command between changes it)
@@ -197,7 +202,7 @@ BASE_PLANS: dict[tuple[str, bytes], Path] = {}
 
 
 @pytest.mark.parametrize(("doc", "cmd"), RUNNABLE, ids=[f"{d}:{c[:70]}" for d, c in RUNNABLE])
-def test_doc_command_runs(doc: str, cmd: str, scratch: Path) -> None:
+def test_doc_command_runs(doc: str, cmd: str, scratch: Path, capsys, shipped_cli_run) -> None:
     (scratch / "tmp").mkdir(exist_ok=True)
     argv, env = argv_and_env(cmd, scratch)
     if "--diff" in argv:  # the base branch's plan, made by the doc's previous step
@@ -207,21 +212,23 @@ def test_doc_command_runs(doc: str, cmd: str, scratch: Path) -> None:
         if not base.is_dir() and inputs in BASE_PLANS:  # the same command, the same inputs
             shutil.copytree(BASE_PLANS[inputs], base)
         elif not base.is_dir():
-            made = subprocess.run(
-                [sys.executable, "-m", "trainforge", "plan", "--stack", stack, "--out", str(base)],
-                cwd=scratch,
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=600,
-                check=False,
+            # in this process: the base is the setup, not the documented command (that one
+            # runs in its own process below); a plan process is ~8 CPU s, most of it start-up
+            from trainforge.plan import cli as plan_cli
+
+            rc = plan_cli.main(
+                ["--stack", stack, "--project-dir", str(scratch), "--out", str(base)]
             )
-            assert made.returncode == 0, made.stdout[-2000:] + made.stderr[-2000:]
+            assert rc == 0, capsys.readouterr()
             BASE_PLANS[inputs] = base
     started = time.monotonic()
-    proc = subprocess.run(
-        argv, cwd=scratch, env=env, capture_output=True, text=True, timeout=600, check=False
-    )
+    if cmd in SHARED_RUNS:
+        assert argv[:3] == [sys.executable, "-m", "trainforge"], argv
+        proc = shipped_cli_run(argv[3:])
+    else:
+        proc = subprocess.run(
+            argv, cwd=scratch, env=env, capture_output=True, text=True, timeout=600, check=False
+        )
     took = time.monotonic() - started
     output = proc.stdout + proc.stderr
     stated = STATED_SECONDS.get(cmd)

@@ -15,6 +15,8 @@ checkpoint to a moto S3 server.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import importlib.metadata as md
 import os
@@ -133,10 +135,18 @@ def _execute(
 # The stage's first layer -- its instructions up to and including the first RUN, the `pip
 # install` of the lock's pins (~20 CPU s and a download) -- is built once per content, as
 # Docker's layer cache does: keyed by those instructions, the bytes of the files they COPY, this
-# interpreter and the base image's distributions, and kept (hard links) under build/, which is
-# gitignored. A fresh clone (CI) builds it; the rest of the stage (the trainforge COPYs, the
-# `.pth` RUN and its self-check) runs every time, on a copy of the layer.
-LAYER_CACHE = ROOT / "build" / "test-cache" / "runtime-image"
+# interpreter and the base image's distributions, and kept (hard links) in the user's cache
+# folder, per machine as Docker keeps its layers, not per checkout: a fresh clone (CI) of an
+# unchanged lock reuses it (cold, the file took 39.7 CPU s / 126 s wall, warm 12.7 / 34;
+# docs/performance.md). The rest of the stage (the trainforge COPYs, the `.pth` RUN and its
+# self-check) runs every time, on a copy of the layer. The newest LAYERS_KEPT keys are kept;
+# checkouts and workers that share the folder take its lock to look up, copy and store.
+LAYER_CACHE = (
+    Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    / "trainforge"
+    / "test-runtime-image"
+)
+LAYERS_KEPT = 2
 
 
 def _layer_key(layer: list[dockerfile.Instruction], context: Path, base: Path) -> str:
@@ -169,16 +179,28 @@ def _copy_tree(src: Path, dst: Path) -> None:
     shutil.copytree(src, dst, symlinks=True, copy_function=_link_or_copy)
 
 
+@contextlib.contextmanager
+def _cache_locked():
+    LAYER_CACHE.mkdir(parents=True, exist_ok=True)
+    with open(LAYER_CACHE / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 def _keep_layer(venv_dir: Path, cached: Path) -> None:
-    """Store the built layer as `cached`, the only one kept (a new key replaces the old)."""
-    cached.parent.mkdir(parents=True, exist_ok=True)
-    partial = cached.with_name(f"{cached.name}.{os.getpid()}.partial")
-    shutil.rmtree(partial, ignore_errors=True)
-    _copy_tree(venv_dir, partial)
-    for old in cached.parent.iterdir():
-        if old != partial:
-            shutil.rmtree(old, ignore_errors=True)
-    partial.rename(cached)
+    """Store the built layer as `cached` (under the cache's lock), and only the newest
+    LAYERS_KEPT layers (a lookup marks its layer newest)."""
+    if not cached.is_dir():  # another worker or checkout may have stored the same key
+        partial = cached.with_name(f"{cached.name}.partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        _copy_tree(venv_dir, partial)
+        partial.rename(cached)
+    os.utime(cached)
+    layers = sorted(
+        (p for p in LAYER_CACHE.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime
+    )
+    for old in layers[:-LAYERS_KEPT]:
+        shutil.rmtree(old, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
@@ -192,10 +214,12 @@ def image_venv(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str
     _link_torch(base)
     cached = LAYER_CACHE / _layer_key(layer, context, base)
     venv_dir = tmp / "venv"
-    hit = cached.is_dir()
-    if hit:
-        _copy_tree(cached, venv_dir)
-    else:
+    with _cache_locked():
+        hit = cached.is_dir()
+        if hit:
+            _copy_tree(cached, venv_dir)
+            os.utime(cached)
+    if not hit:
         venv.EnvBuilder(with_pip=True).create(venv_dir)
     py = venv_dir / "bin" / "python"
     site = subprocess.run(
@@ -224,7 +248,8 @@ def image_venv(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str
         _execute([ins for ins in layer if ins.keyword != "RUN"], tmp / "image", env, context)
     else:
         _execute(layer, tmp / "image", env, context)
-        _keep_layer(venv_dir, cached)
+        with _cache_locked():
+            _keep_layer(venv_dir, cached)
     _execute(rest, tmp / "image", env, context)
     return py, env
 

@@ -362,10 +362,9 @@ def test_bad_caps_are_a_configuration_error(tmp_path, capsys):
 # --- the diff ------------------------------------------------------------------------------------
 
 
-def test_diff_markdown_shows_the_cost_change_of_a_pr(tmp_path, capsys):
-    old = tmp_path / "old"
+def test_diff_markdown_shows_the_cost_change_of_a_pr(tmp_path, capsys, shipped_plan_out):
+    old = shipped_plan_out("prod")  # the base: prod as committed
     args = ["--stack", "prod", "--summary", "--no-standins"]
-    assert cli.main([*args, "--project-dir", str(ROOT), "--out", str(old)]) == 0
 
     def more_workers(config):
         config["trainforge:jobs"][0]["workers"] = 4

@@ -254,23 +254,11 @@ def head(tmp_path_factory, project_copy) -> pathlib.Path:
     return project_copy(tmp_path_factory.mktemp("head"), "head", issue_change)
 
 
-def test_issue_pr_against_the_base_branch_plan(tmp_path, head, capsys, project_copy):
-    base = tmp_path / "base-plan"
+def test_issue_pr_against_the_base_branch_plan(
+    tmp_path, head, capsys, project_copy, shipped_plan_out
+):
+    base = shipped_plan_out("prod")  # the base branch: prod as committed
     args = ["--stack", "prod", "--no-standins"]
-    assert (
-        cli.main(
-            [
-                *args,
-                "--project-dir",
-                str(ROOT),
-                "--out",
-                str(base),
-                "--report",
-                str(tmp_path / "b.txt"),
-            ]
-        )
-        == 0
-    )
     capsys.readouterr()
     md_file = tmp_path / "pr.md"
     rc = cli.main(

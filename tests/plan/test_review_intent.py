@@ -24,24 +24,9 @@ def lower_lr(config: dict) -> None:
 
 
 @pytest.fixture(scope="module")
-def base(tmp_path_factory) -> pathlib.Path:
-    tmp = tmp_path_factory.mktemp("base")
-    out = tmp / "plan"
-    rc = cli.main(
-        [
-            "--stack",
-            "prod",
-            "--no-standins",
-            "--project-dir",
-            str(ROOT),
-            "--out",
-            str(out),
-            "--report",
-            str(tmp / "b.txt"),
-        ]  # fmt: skip
-    )
-    assert rc == 0
-    return out
+def base(shipped_plan_out) -> pathlib.Path:
+    """The base branch's plan: prod as committed (conftest.py, made once per test run)."""
+    return shipped_plan_out("prod")
 
 
 def test_an_lr_only_change_is_a_decision_naming_lr(base, tmp_path, capsys, project_copy):
