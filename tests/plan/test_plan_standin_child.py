@@ -1,11 +1,209 @@
-"""The plan's program runs start no gRPC server (trainforge.plan.runner._in_process_callbacks).
+"""The stand-in pass in a child process (trainforge.plan.core.in_child).
 
-Why: the SDK starts one, with a poller thread, for the engine to call resource transforms
-back; the plan's mock monitor resolves them in-process, so nothing called it, and its thread
-made forking the plan process unsafe.
+Why: `trainforge plan` runs the program twice, the preview and the stand-in run; the second
+needs nothing of the first, so a forked child runs it on the second CPU while the plan runs
+the checks that do not read it (registry.READS_STANDIN run last). The plan must be the same
+either way, a failing stand-in run must be reported as the sequential plan reports it, and
+no child may outlive its plan (an error, Ctrl-C). Forking is safe because a plan process has
+no gRPC thread: its runs resolve resource transforms in-process, without the SDK's callback
+server (trainforge.plan.runner._in_process_callbacks; the last test).
 """
 
 from __future__ import annotations
+
+import os
+import pathlib
+import signal
+
+import pytest
+
+from trainforge.plan import cli, core, registry
+from trainforge.plan.checks.rules import STANDIN_NOTE
+from trainforge.plan.runner import Inventory
+
+# A policy built from an ARN the cloud assigns: judged only by the stand-in pass (the golden
+# findings' "standin-iam" case, as a project).
+STANDIN_IAM = """
+import json
+import pulumi_aws as aws
+
+bucket = aws.s3.Bucket("data")
+role = aws.iam.Role("r", assume_role_policy="{}")
+aws.iam.RolePolicy(
+    "too-wide",
+    role=role.id,
+    policy=bucket.arn.apply(
+        lambda arn: json.dumps(
+            {
+                "Statement": [
+                    {"Effect": "Allow", "Action": "s3:GetObject", "Resource": f"{arn}/*"},
+                    {"Effect": "Allow", "Action": "*", "Resource": "*"},
+                ]
+            }
+        )
+    ),
+)
+"""
+
+# A program whose stand-in run (not a preview) stops on a configuration error.
+FAILS_IN_STANDIN = """
+import pulumi
+import pulumi_aws as aws
+from trainforge.stack.base import StackError
+
+aws.s3.Bucket("data")
+if not pulumi.runtime.is_dry_run():
+    raise StackError(["trainforge:cluster: got 'tf'; refused by the stand-in run only"])
+"""
+
+
+def _children() -> list[int]:
+    """The pids of this process's children that are still there (zombies included)."""
+    me, out = os.getpid(), []
+    for stat in pathlib.Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == me:
+            out.append(int(stat.parent.name))
+    return out
+
+
+@pytest.fixture
+def forks(monkeypatch):
+    """Every fork the plan makes, with a child allowed even on a one-CPU runner."""
+    made: list[int] = []
+    real = os.fork
+
+    def fork() -> int:
+        made.append(1)
+        return real()
+
+    monkeypatch.setattr(os, "fork", fork)
+    monkeypatch.setattr(core, "may_fork", lambda: True)
+    return made
+
+
+def test_a_forked_stand_in_pass_gives_the_same_plan(make_project, forks):
+    root = make_project(body=STANDIN_IAM)
+    child = core.plan_project(root, "test", standins=True, fork=True)
+    assert forks == [1]
+    here = core.plan_project(root, "test", standins=True, fork=False)
+    assert forks == [1]
+    assert child.to_json() == here.to_json()
+    assert child.standin_judged == here.standin_judged == 1
+    assert any(STANDIN_NOTE in f.message for f in child.failing)
+    assert _children() == []
+
+
+def test_a_failing_stand_in_run_is_reported_as_without_a_child(
+    make_project, forks, capsys, monkeypatch
+):
+    root = make_project(body=FAILS_IN_STANDIN)
+    argv = ["--stack", "test", "--project-dir", str(root)]
+    monkeypatch.setattr(core, "may_fork", lambda: False)  # as TRAINFORGE_PLAN_FORK=0 does
+    rc_here = cli.main(argv)
+    here = capsys.readouterr()
+    monkeypatch.setattr(core, "may_fork", lambda: True)
+    assert forks == []
+    rc_child = cli.main(argv)
+    child = capsys.readouterr()
+    assert forks == [1]
+    assert rc_child == rc_here == cli.EXIT_CONFIG
+    assert child.err == here.err
+    assert "refused by the stand-in run only" in child.err
+    assert "Traceback" not in child.err + child.out
+    assert _children() == []
+
+
+def _inventory() -> Inventory:
+    return Inventory(project="p", stack="s", resources=[], outputs={"where": "made"})
+
+
+def test_a_child_that_dies_is_replaced_by_a_run_here(forks):
+    parent = os.getpid()
+
+    def run() -> Inventory:
+        if os.getpid() != parent:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return _inventory()
+
+    with core.in_child(run, fork=True) as standin:
+        assert standin().outputs == {"where": "made"}
+        assert standin() is standin()  # once
+    assert forks == [1]
+    assert _children() == []
+
+
+def test_an_error_raised_in_the_child_is_raised_here_as_it_is(forks):
+    def run() -> Inventory:
+        raise ValueError("trainforge:cluster: got 'x'; expected a name")
+
+    with core.in_child(run, fork=True) as standin, pytest.raises(ValueError, match="got 'x'"):
+        standin()
+    assert _children() == []
+
+
+@pytest.mark.parametrize("stop", [KeyboardInterrupt, RuntimeError])
+def test_a_plan_that_stops_before_reading_the_stand_in_run_leaves_no_child(forks, stop):
+    def run() -> Inventory:
+        signal.pause()  # a child that would never end by itself
+        return _inventory()
+
+    with pytest.raises(stop), core.in_child(run, fork=True):
+        raise stop()
+    assert forks == [1]
+    assert _children() == []
+
+
+def test_the_plan_runs_in_this_process_where_a_child_cannot_help(monkeypatch):
+    monkeypatch.delenv(core.FORK_ENV, raising=False)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    assert not core.may_fork()  # one usable CPU
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    assert core.may_fork() == hasattr(os, "fork")
+    monkeypatch.setenv(core.FORK_ENV, "0")
+    assert not core.may_fork()
+    with core.in_child(_inventory, fork=True) as standin:
+        assert standin().outputs == {"where": "made"}
+    with core.in_child(_inventory, fork=False) as standin:
+        assert standin().outputs == {"where": "made"}
+
+
+def test_checks_that_read_the_stand_in_run_run_last_and_print_in_order(monkeypatch):
+    ran: list[str] = []
+    late = []
+    monkeypatch.setattr(registry, "CHECKS", list(registry.CHECKS))
+    for i, check in enumerate(registry.CHECKS):
+        name = registry._MODULES[i].__name__.rpartition(".")[2]
+        if name in registry.READS_STANDIN:
+            late.append(name)
+
+        def run(ctx, name=name):
+            ran.append(name)
+            return name
+
+        registry.CHECKS[i] = registry.Check(run, check.rules)
+    results = registry.run_checks(None)
+    names = [m.__name__.rpartition(".")[2] for m in registry._MODULES]
+    assert results == names  # in registry order
+    assert ran == [n for n in names if n not in late] + late
+    assert sorted(late) == sorted(registry.READS_STANDIN)
+
+
+def test_every_check_that_reads_the_stand_in_run_is_listed():
+    """A check that reads `ctx.standin_inventory()` (or the IAM facts read from it) and is not
+    in READS_STANDIN would wait for the child before the other checks have run."""
+    folder = pathlib.Path(registry._package.__path__[0])
+    readers = {
+        p.stem
+        for p in folder.glob("*.py")
+        if "standin_inventory()" in p.read_text() or "stack_iam(ctx)" in p.read_text()
+    }
+    checks = {m.__name__.rpartition(".")[2] for m in registry._MODULES}
+    assert readers & checks <= set(registry.READS_STANDIN)
+    assert set(registry.READS_STANDIN) <= checks
 
 
 def test_transforms_reach_the_mocks_without_a_grpc_server(monkeypatch):

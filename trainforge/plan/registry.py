@@ -81,6 +81,14 @@ def check_rule_ids(checks: list[Check] | None = None) -> dict[str, str]:
     return out
 
 
+# The checks that read the stand-in run (`ctx.standin_inventory()`) run after the others, so
+# that a stand-in pass in a child process (core.in_child) has the rest to overlap with.
+READS_STANDIN = ("rules", "iam_rehearsal", "controller_identity", "existence", "fleet")
+
+
 def run_checks(ctx: PlanContext) -> list[CheckResult]:
-    """Every registered check's result, in registry order."""
-    return [check.run(ctx) for check in CHECKS]
+    """Every registered check's result, in registry order (run in `READS_STANDIN` last)."""
+    late = {i for i, m in enumerate(_MODULES) if m.__name__.rpartition(".")[2] in READS_STANDIN}
+    results = {i: CHECKS[i].run(ctx) for i in range(len(CHECKS)) if i not in late}
+    results.update({i: CHECKS[i].run(ctx) for i in sorted(late)})
+    return [results[i] for i in range(len(CHECKS))]
