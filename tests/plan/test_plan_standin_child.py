@@ -1,12 +1,13 @@
-"""The stand-in pass in a child process (trainforge.plan.core.in_child).
+"""The checks that read the stand-in run, in a child process (trainforge.plan.registry).
 
 Why: `trainforge plan` runs the program twice, the preview and the stand-in run; the second
-needs nothing of the first, so a forked child runs it on the second CPU while the plan runs
-the checks that do not read it (registry.READS_STANDIN run last). The plan must be the same
-either way, a failing stand-in run must be reported as the sequential plan reports it, and
-no child may outlive its plan (an error, Ctrl-C). Forking is safe because a plan process has
-no gRPC thread: its runs resolve resource transforms in-process, without the SDK's callback
-server (trainforge.plan.runner._in_process_callbacks; the last test).
+needs nothing the checks make, so a forked child runs it and the checks that read it
+(registry.READS_STANDIN: the rules' re-judging, the IAM rehearsal, ...) on the second CPU
+while the plan runs the other checks (registry.in_child). The plan must be the same either
+way, a failing stand-in run must be reported as the sequential plan reports it, and no child
+may outlive its plan (an error, Ctrl-C). Forking is safe because a plan process has no gRPC
+thread: its runs resolve resource transforms in-process, without the SDK's callback server
+(trainforge.plan.runner._in_process_callbacks; the last test).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import signal
 import pytest
 
 from trainforge.plan import cli, core, registry
+from trainforge.plan.check_types import PlanContext
 from trainforge.plan.checks.rules import STANDIN_NOTE
 from trainforge.plan.runner import Inventory
 
@@ -81,17 +83,28 @@ def forks(monkeypatch):
         return real()
 
     monkeypatch.setattr(os, "fork", fork)
-    monkeypatch.setattr(core, "may_fork", lambda: True)
+    monkeypatch.setattr(registry, "may_fork", lambda: True)
     return made
 
 
-def test_a_forked_stand_in_pass_gives_the_same_plan(make_project, forks):
+def test_a_forked_stand_in_pass_gives_the_same_plan(make_project, forks, monkeypatch):
     root = make_project(body=STANDIN_IAM)
+    runs: list[bool] = []  # the program runs of this process (preview or not)
+    real = core.run_project
+
+    def run_project(*args, **kwargs):
+        runs.append(kwargs.get("preview", True))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(core, "run_project", run_project)
     child = core.plan_project(root, "test", standins=True, fork=True)
     assert forks == [1]
+    assert runs == [True]  # the stand-in run was the child's
     here = core.plan_project(root, "test", standins=True, fork=False)
     assert forks == [1]
+    assert runs == [True, True, False]
     assert child.to_json() == here.to_json()
+    # the rules' count of re-judged resources came back with the child's results (ctx.memo)
     assert child.standin_judged == here.standin_judged == 1
     assert any(STANDIN_NOTE in f.message for f in child.failing)
     assert _children() == []
@@ -102,10 +115,10 @@ def test_a_failing_stand_in_run_is_reported_as_without_a_child(
 ):
     root = make_project(body=FAILS_IN_STANDIN)
     argv = ["--stack", "test", "--project-dir", str(root)]
-    monkeypatch.setattr(core, "may_fork", lambda: False)  # as TRAINFORGE_PLAN_FORK=0 does
+    monkeypatch.setattr(registry, "may_fork", lambda: False)  # as TRAINFORGE_PLAN_FORK=0 does
     rc_here = cli.main(argv)
     here = capsys.readouterr()
-    monkeypatch.setattr(core, "may_fork", lambda: True)
+    monkeypatch.setattr(registry, "may_fork", lambda: True)
     assert forks == []
     rc_child = cli.main(argv)
     child = capsys.readouterr()
@@ -121,15 +134,19 @@ def _inventory() -> Inventory:
     return Inventory(project="p", stack="s", resources=[], outputs={"where": "made"})
 
 
-def test_a_child_that_dies_is_replaced_by_a_run_here(forks):
+@pytest.mark.parametrize("fails", ["killed", "unpicklable"])
+def test_a_child_that_fails_is_replaced_by_a_run_here(forks, fails):
     parent = os.getpid()
 
     def run() -> Inventory:
+        inv = _inventory()
         if os.getpid() != parent:
-            os.kill(os.getpid(), signal.SIGKILL)
-        return _inventory()
+            if fails == "killed":
+                os.kill(os.getpid(), signal.SIGKILL)
+            inv.outputs["where"] = lambda: "a value pickle refuses"
+        return inv
 
-    with core.in_child(run, fork=True) as standin:
+    with registry.in_child(run, fork=True) as standin:
         assert standin().outputs == {"where": "made"}
         assert standin() is standin()  # once
     assert forks == [1]
@@ -140,7 +157,7 @@ def test_an_error_raised_in_the_child_is_raised_here_as_it_is(forks):
     def run() -> Inventory:
         raise ValueError("trainforge:cluster: got 'x'; expected a name")
 
-    with core.in_child(run, fork=True) as standin, pytest.raises(ValueError, match="got 'x'"):
+    with registry.in_child(run, fork=True) as standin, pytest.raises(ValueError, match="got 'x'"):
         standin()
     assert _children() == []
 
@@ -151,23 +168,23 @@ def test_a_plan_that_stops_before_reading_the_stand_in_run_leaves_no_child(forks
         signal.pause()  # a child that would never end by itself
         return _inventory()
 
-    with pytest.raises(stop), core.in_child(run, fork=True):
+    with pytest.raises(stop), registry.in_child(run, fork=True):
         raise stop()
     assert forks == [1]
     assert _children() == []
 
 
 def test_the_plan_runs_in_this_process_where_a_child_cannot_help(monkeypatch):
-    monkeypatch.delenv(core.FORK_ENV, raising=False)
+    monkeypatch.delenv(registry.FORK_ENV, raising=False)
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0}, raising=False)
-    assert not core.may_fork()  # one usable CPU
+    assert not registry.may_fork()  # one usable CPU
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
-    assert core.may_fork() == hasattr(os, "fork")
-    monkeypatch.setenv(core.FORK_ENV, "0")
-    assert not core.may_fork()
-    with core.in_child(_inventory, fork=True) as standin:
+    assert registry.may_fork() == hasattr(os, "fork")
+    monkeypatch.setenv(registry.FORK_ENV, "0")
+    assert not registry.may_fork()
+    with registry.in_child(_inventory, fork=True) as standin:
         assert standin().outputs == {"where": "made"}
-    with core.in_child(_inventory, fork=False) as standin:
+    with registry.in_child(_inventory, fork=False) as standin:
         assert standin().outputs == {"where": "made"}
 
 
@@ -185,7 +202,7 @@ def test_checks_that_read_the_stand_in_run_run_last_and_print_in_order(monkeypat
             return name
 
         registry.CHECKS[i] = registry.Check(run, check.rules)
-    results = registry.run_checks(None)
+    results = registry.run_checks(PlanContext(inventory=None, objects=[]))
     names = [m.__name__.rpartition(".")[2] for m in registry._MODULES]
     assert results == names  # in registry order
     assert ran == [n for n in names if n not in late] + late

@@ -6,15 +6,10 @@ call it directly.
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import os
 import pathlib
-import pickle
-import signal
-import sys
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -104,12 +99,15 @@ def evaluate(
     standin: Callable[[], Inventory] | None = None,
     rejudge: bool = False,
     fleet_workers: dict[str, F.WorkerPlan] | None = None,
+    fork: bool = False,
 ) -> PlanResult:
     """Run every registered check (validation and the resource rules included); attach
     waivers to what they cover. A waiver must name something of this plan: a resource (Pulumi
     name or URN), a Kubernetes object (namespace/Kind/name) or a finding's subject.
     `rejudge`: the rules also judge the stand-in run (checks/rules.py, `rejudged`).
-    `fleet_workers`: a fleet manager's planned workers (trainforge.plan.fleet)."""
+    `fleet_workers`: a fleet manager's planned workers (trainforge.plan.fleet). `fork`: the
+    checks that read the stand-in run run in a child process meanwhile (registry.run_checks).
+    """
     objects = k8s_objects(inv)
     idents = {o.urn: o.ident for o in objects}
     names_by_urn = {r.urn: {r.urn, r.name, *([idents[r.urn]] if r.urn in idents else [])}
@@ -126,7 +124,7 @@ def evaluate(
     )
     violations: list[T.Finding] = []
     sections: list[T.Section] = []
-    for result in C.run_checks(ctx):
+    for result in C.run_checks(ctx, fork):
         sections += result.sections
         for f in result.findings:
             names = {f.resource, *f.names, *names_by_urn.get(f.urn, {f.urn} - {""})}
@@ -168,18 +166,16 @@ def standin_pass(
     program: str | None = None,
     references: dict[str, dict] | None = None,
 ) -> Callable[[], Inventory]:
-    """The stand-in run of the project, not run yet (docs/pr-review.md, "Stand-in pass":
-    invented ids and ARNs, the config's jobs left out). `references`: a fleet manager's
-    StackReference answers (trainforge.plan.fleet). Its Inventory carries no `declared`:
-    no check reads the stand-in run's typed objects, and a child process cannot send them
-    (`in_child`)."""
+    """The stand-in run of the project, run at most once and only when a check asks
+    (docs/pr-review.md, "Stand-in pass": invented ids and ARNs, the config's jobs left out).
+    `references`: a fleet manager's StackReference answers (trainforge.plan.fleet). The
+    preview run's record (trainforge.core.contract) stays the current one after it."""
 
     def run() -> Inventory:
         from trainforge.core.contract import recording  # noqa: PLC0415
 
-        # the preview run's record stays the current one for the checks after this run
         with recording():
-            inv = run_project(
+            return run_project(
                 root,
                 stack,
                 mocks=standin_mocks(),
@@ -188,75 +184,8 @@ def standin_pass(
                 program=program,
                 references=references,
             )
-        inv.declared = None
-        return inv
 
-    return run
-
-
-# "0": the stand-in pass runs in the plan's own process, after the checks that do not read it
-# (what a single CPU does anyway); tests compare both ways.
-FORK_ENV = "TRAINFORGE_PLAN_FORK"
-
-
-def may_fork() -> bool:
-    """Whether a child process may run the stand-in pass: fork exists, this process may use
-    a second CPU, and FORK_ENV does not say "0"."""
-    cpus = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else ()
-    return hasattr(os, "fork") and len(cpus) > 1 and os.environ.get(FORK_ENV) != "0"
-
-
-@contextlib.contextmanager
-def in_child(run: Callable[[], Inventory], fork: bool) -> Iterator[Callable[[], Inventory]]:
-    """`run` once, on first use; with `fork` (and `may_fork()`), started at once in a forked
-    child on the second CPU while this process runs the checks that do not need it, and the
-    first use waits for the child's Inventory (sent pickled through a pipe). Where the child
-    fails (the program raised, a signal killed it) `run` runs here instead, so an error is
-    raised exactly as without a child. The child is killed and reaped when the block ends
-    (also on an error or Ctrl-C: it ignores SIGINT and leaves the decision to this
-    process)."""
-    if not (fork and may_fork()):
-        yield functools.cache(run)
-        return
-    sys.stdout.flush()
-    sys.stderr.flush()
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: run, send, exit without this process's exit handlers
-        os.close(read)
-        code = 1
-        try:
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
-            import asyncio  # noqa: PLC0415 - Pulumi's module; imported by the run already
-
-            # a loop of its own: the parent's is shared through the fork (its epoll set)
-            asyncio.set_event_loop(asyncio.new_event_loop())
-            data = pickle.dumps(run(), protocol=pickle.HIGHEST_PROTOCOL)
-            with os.fdopen(write, "wb") as pipe:
-                pipe.write(data)
-            code = 0
-        finally:
-            os._exit(code)
-    os.close(write)
-    pipe = os.fdopen(read, "rb")
-    reaped = False
-
-    def collect() -> Inventory:
-        nonlocal reaped
-        data = pipe.read()
-        _, status = os.waitpid(pid, 0)
-        reaped = True
-        if os.waitstatus_to_exitcode(status) == 0:
-            return pickle.loads(data)
-        return run()  # the child failed: here, so that the error is raised as it is
-
-    try:
-        yield functools.cache(collect)
-    finally:
-        pipe.close()
-        if not reaped:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
+    return functools.cache(run)
 
 
 PROGRAM_WARNINGS = "Program warnings (pulumi.log.warn at preview)"
@@ -278,8 +207,8 @@ def plan_project(
     warnings are a section of the result (so in the verdict and the report);
     `echo_warnings` also prints them to stderr as they happen. `submit` adds objects sent
     from outside the stack to the inventory before it is judged (`plan --sdk`,
-    trainforge.plan.sdk), so every check judges them with the stack's own. `fork`: the
-    stand-in pass runs in a child process meanwhile (`in_child`; `trainforge plan`)."""
+    trainforge.plan.sdk), so every check judges them with the stack's own. `fork`: see
+    `evaluate` (`trainforge plan`)."""
     from trainforge.jobs.estimate import memoized
 
     with memoized():  # each job is estimated once, not once per asker
@@ -296,20 +225,18 @@ def plan_project(
         )
         if submit is not None:
             submit(inv)
-        run = standin_pass(root, stack, config_overrides, program, references)
-        # (a fleet manager reads its stand-in run at once, below: no child to wait for)
-        with in_child(run, fork and not workers) as standin:
-            if workers:
-                # then each worker again as it is once the manager is up too: its reference
-                # to the manager reads the manager's outputs (its checkpoint bucket, which
-                # the worker's team roles are granted: platform/fleet.py), as `pulumi up` in
-                # the order manager, workers again (docs/fleet.md) leaves them
-                # (the stand-in run declares no jobs: their ConfigMaps come from this run)
-                also = {k: v for k, v in inv.outputs.items() if k == "fleetJobConfigMaps"}
-                workers = F.plan_workers(root, stack, manager=standin(), also=also)
-            result = evaluate(
-                inv, waivers_from(inv), root, standin, standins, fleet_workers=workers
-            )
+        standin = standin_pass(root, stack, config_overrides, program, references)
+        if workers:
+            # then each worker again as it is once the manager is up too: its reference to
+            # the manager reads the manager's outputs (its checkpoint bucket, which the
+            # worker's team roles are granted: platform/fleet.py), as `pulumi up` in the
+            # order manager, workers again (docs/fleet.md) leaves them
+            # (the stand-in run declares no jobs: their ConfigMaps come from this run)
+            also = {k: v for k, v in inv.outputs.items() if k == "fleetJobConfigMaps"}
+            workers = F.plan_workers(root, stack, manager=standin(), also=also)
+        result = evaluate(
+            inv, waivers_from(inv), root, standin, standins, fleet_workers=workers, fork=fork
+        )
     # Only what no section says already: a team quota the pools cannot hold is the queue
     # section's "quota: ..." line (checks/queues.py), which the verdict counts as a warning.
     shown = set(getattr(inv.declared, "quota_warnings", None) or [])

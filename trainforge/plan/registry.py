@@ -4,15 +4,23 @@ runs only under `plan --diff` (docs/architecture.md, "The offline plan")."""
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import importlib
+import os
+import pickle
 import pkgutil
-from collections.abc import Callable, Mapping
+import signal
+import sys
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any
+from typing import Any, TypeVar
 
 from trainforge.plan import checks as _package
 from trainforge.plan.check_types import CheckResult, PlanContext
+
+T = TypeVar("T")
 
 # Where each check's report section prints (one not named here runs after these, by name).
 ORDER = (
@@ -81,14 +89,90 @@ def check_rule_ids(checks: list[Check] | None = None) -> dict[str, str]:
     return out
 
 
-# The checks that read the stand-in run (`ctx.standin_inventory()`) run after the others, so
-# that a stand-in pass in a child process (core.in_child) has the rest to overlap with.
+# The checks that read the stand-in run (`ctx.standin_inventory()`): run after the others, in
+# a child process where one may help (`run_checks`), since the stand-in run is the program
+# again and needs nothing the other checks make.
 READS_STANDIN = ("rules", "iam_rehearsal", "controller_identity", "existence", "fleet")
 
 
-def run_checks(ctx: PlanContext) -> list[CheckResult]:
-    """Every registered check's result, in registry order (run in `READS_STANDIN` last)."""
-    late = {i for i, m in enumerate(_MODULES) if m.__name__.rpartition(".")[2] in READS_STANDIN}
-    results = {i: CHECKS[i].run(ctx) for i in range(len(CHECKS)) if i not in late}
-    results.update({i: CHECKS[i].run(ctx) for i in sorted(late)})
+def run_checks(ctx: PlanContext, fork: bool = False) -> list[CheckResult]:
+    """Every registered check's result, in registry order. The `READS_STANDIN` checks run
+    after the others; with `fork`, in a forked child on the second CPU (`in_child`) while
+    this process runs the others. Their new `ctx.memo` entries come back with their results."""
+    late = [i for i, m in enumerate(_MODULES) if m.__name__.rpartition(".")[2] in READS_STANDIN]
+
+    def run_late() -> tuple[dict[int, CheckResult], dict[str, Any]]:
+        before = set(ctx.memo)
+        done = {i: CHECKS[i].run(ctx) for i in late}
+        return done, {k: v for k, v in ctx.memo.items() if k not in before}
+
+    with in_child(run_late, fork) as late_results:
+        results = {i: check.run(ctx) for i, check in enumerate(CHECKS) if i not in late}
+        done, memo = late_results()
+    ctx.memo.update(memo)
+    results.update(done)
     return [results[i] for i in range(len(CHECKS))]
+
+
+# "0": the checks all run in the plan's own process (what a single CPU does anyway).
+FORK_ENV = "TRAINFORGE_PLAN_FORK"
+
+
+def may_fork() -> bool:
+    """Whether a child process may run checks: fork exists, this process may use a second
+    CPU, and FORK_ENV does not say "0"."""
+    cpus = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else ()
+    return hasattr(os, "fork") and len(cpus) > 1 and os.environ.get(FORK_ENV) != "0"
+
+
+@contextlib.contextmanager
+def in_child(run: Callable[[], T], fork: bool) -> Iterator[Callable[[], T]]:
+    """`run` once, on first use; with `fork` (and `may_fork()`), started at once in a forked
+    child while this process goes on, and the first use waits for its value (sent pickled
+    through a pipe). Where the child fails (an error, a value that does not pickle, a
+    signal) `run` runs here instead, so an error is raised exactly as without a child. The
+    child is killed and reaped when the block ends (also on an error or Ctrl-C: it ignores
+    SIGINT and leaves the decision to this process). A plan process may fork: it has no
+    gRPC thread (runner._in_process_callbacks); the child makes its own asyncio loop."""
+    if not (fork and may_fork()):
+        yield functools.cache(run)
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: run, send, exit without this process's exit handlers
+        os.close(read)
+        code = 1
+        try:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            import asyncio  # noqa: PLC0415 - Pulumi's; imported by the program run already
+
+            # a loop of its own: the parent's is shared through the fork (its epoll set)
+            asyncio.set_event_loop(asyncio.new_event_loop())
+            data = pickle.dumps(run(), protocol=pickle.HIGHEST_PROTOCOL)
+            with os.fdopen(write, "wb") as pipe:
+                pipe.write(data)
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write)
+    pipe = os.fdopen(read, "rb")
+    reaped = False
+
+    def collect() -> T:
+        nonlocal reaped
+        data = pipe.read()
+        _, status = os.waitpid(pid, 0)
+        reaped = True
+        if os.waitstatus_to_exitcode(status) == 0:
+            return pickle.loads(data)
+        return run()  # the child failed: here, so that an error is raised as it is
+
+    try:
+        yield functools.cache(collect)
+    finally:
+        pipe.close()
+        if not reaped:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
