@@ -174,6 +174,16 @@ def test_a_plan_that_stops_before_reading_the_stand_in_run_leaves_no_child(forks
     assert _children() == []
 
 
+def test_a_fork_that_fails_runs_here(monkeypatch):
+    def fork() -> int:
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(os, "fork", fork)
+    monkeypatch.setattr(registry, "may_fork", lambda: True)
+    with registry.in_child(_inventory, fork=True) as standin:
+        assert standin().outputs == {"where": "made"}
+
+
 def test_the_plan_runs_in_this_process_where_a_child_cannot_help(monkeypatch):
     monkeypatch.delenv(registry.FORK_ENV, raising=False)
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0}, raising=False)
