@@ -98,10 +98,10 @@ def test_a_forked_stand_in_pass_gives_the_same_plan(make_project, forks, monkeyp
 
     monkeypatch.setattr(core, "run_project", run_project)
     child = core.plan_project(root, "test", standins=True, fork=True)
-    assert forks == [1]
-    assert runs == [True]  # the stand-in run was the child's
+    assert len(forks) == len(registry.APART)
+    assert runs == [True]  # the stand-in run was a child's
     here = core.plan_project(root, "test", standins=True, fork=False)
-    assert forks == [1]
+    assert len(forks) == len(registry.APART)
     assert runs == [True, True, False]
     assert child.to_json() == here.to_json()
     # the rules' count of re-judged resources came back with the child's results (ctx.memo)
@@ -122,7 +122,7 @@ def test_a_failing_stand_in_run_is_reported_as_without_a_child(
     assert forks == []
     rc_child = cli.main(argv)
     child = capsys.readouterr()
-    assert forks == [1]
+    assert len(forks) == len(registry.APART)
     assert rc_child == rc_here == cli.EXIT_CONFIG
     assert child.err == here.err
     assert "refused by the stand-in run only" in child.err
@@ -198,25 +198,33 @@ def test_the_plan_runs_in_this_process_where_a_child_cannot_help(monkeypatch):
         assert standin().outputs == {"where": "made"}
 
 
-def test_checks_that_read_the_stand_in_run_run_last_and_print_in_order(monkeypatch):
-    ran: list[str] = []
-    late = []
+@pytest.mark.parametrize("fork", [False, True])
+def test_the_apart_groups_run_after_the_others_and_print_in_order(monkeypatch, forks, fork):
+    """The checks run here, then each APART group (in its own child with `fork`: what a child
+    ran comes back with its results); every result in registry order."""
+    names = [m.__name__.rpartition(".")[2] for m in registry._MODULES]
     monkeypatch.setattr(registry, "CHECKS", list(registry.CHECKS))
     for i, check in enumerate(registry.CHECKS):
-        name = registry._MODULES[i].__name__.rpartition(".")[2]
-        if name in registry.READS_STANDIN:
-            late.append(name)
 
-        def run(ctx, name=name):
-            ran.append(name)
+        def run(ctx, name=names[i]):
+            ctx.memo.setdefault("ran", []).append(name)
+            ctx.memo[name] = True
             return name
 
         registry.CHECKS[i] = registry.Check(run, check.rules)
-    results = registry.run_checks(PlanContext(inventory=None, objects=[]))
-    names = [m.__name__.rpartition(".")[2] for m in registry._MODULES]
+    ctx = PlanContext(inventory=None, objects=[])
+    results = registry.run_checks(ctx, fork)
     assert results == names  # in registry order
-    assert ran == [n for n in names if n not in late] + late
-    assert sorted(late) == sorted(registry.READS_STANDIN)
+    assert all(ctx.memo[n] for n in names)  # every check's memo entry, here or from a child
+    apart = [n for group in registry.APART for n in names if n in group]
+    assert sorted(apart) == sorted(n for group in registry.APART for n in group)
+    here = [n for n in names if n not in apart]
+    if fork:  # a memo entry this process made stays its own; the children ran the rest
+        assert len(forks) == len(registry.APART)
+        assert ctx.memo["ran"] == here
+    else:
+        assert ctx.memo["ran"] == here + apart
+    assert _children() == []
 
 
 def test_every_check_that_reads_the_stand_in_run_is_listed():

@@ -89,28 +89,38 @@ def check_rule_ids(checks: list[Check] | None = None) -> dict[str, str]:
     return out
 
 
-# The checks that read the stand-in run (`ctx.standin_inventory()`): run after the others, in
-# a child process where one may help (`run_checks`), since the stand-in run is the program
-# again and needs nothing the other checks make.
+# Checks that run after the others, each group in a forked child of its own where one may
+# help (`run_checks`): those that read the stand-in run (`ctx.standin_inventory()`: the
+# program again, which needs nothing the other checks make), and the checkpoint check, which
+# calls a job's own state fingerprint (dev's imports torch: ~2.5 CPU s).
 READS_STANDIN = ("rules", "iam_rehearsal", "controller_identity", "existence", "fleet")
+APART = (READS_STANDIN, ("resume",))
 
 
 def run_checks(ctx: PlanContext, fork: bool = False) -> list[CheckResult]:
-    """Every registered check's result, in registry order. The `READS_STANDIN` checks run
-    after the others; with `fork`, in a forked child on the second CPU (`in_child`) while
-    this process runs the others. Their new `ctx.memo` entries come back with their results."""
-    late = [i for i, m in enumerate(_MODULES) if m.__name__.rpartition(".")[2] in READS_STANDIN]
+    """Every registered check's result, in registry order. The `APART` groups run after the
+    others; with `fork`, each in a forked child (`in_child`) while this process runs the
+    others. A group's new `ctx.memo` entries come back with its results."""
+    names = [m.__name__.rpartition(".")[2] for m in _MODULES]
+    groups = [[i for i, name in enumerate(names) if name in group] for group in APART]
 
-    def run_late() -> tuple[dict[int, CheckResult], dict[str, Any]]:
-        before = set(ctx.memo)
-        done = {i: CHECKS[i].run(ctx) for i in late}
-        return done, {k: v for k, v in ctx.memo.items() if k not in before}
+    def run_group(group: list[int]) -> Callable[[], tuple[dict[int, CheckResult], dict]]:
+        def run() -> tuple[dict[int, CheckResult], dict[str, Any]]:
+            before = set(ctx.memo)
+            done = {i: CHECKS[i].run(ctx) for i in group}
+            return done, {k: v for k, v in ctx.memo.items() if k not in before}
 
-    with in_child(run_late, fork) as late_results:
-        results = {i: check.run(ctx) for i, check in enumerate(CHECKS) if i not in late}
-        done, memo = late_results()
-    ctx.memo.update(memo)
-    results.update(done)
+        return run
+
+    with contextlib.ExitStack() as children:
+        later = [children.enter_context(in_child(run_group(g), fork)) for g in groups]
+        apart = {i for group in groups for i in group}
+        results = {i: check.run(ctx) for i, check in enumerate(CHECKS) if i not in apart}
+        for group_results in later:
+            done, memo = group_results()
+            for key, value in memo.items():  # a memo this process made stays its own
+                ctx.memo.setdefault(key, value)
+            results.update(done)
     return [results[i] for i in range(len(CHECKS))]
 
 
