@@ -140,10 +140,11 @@ def in_child(run: Callable[[], T], fork: bool) -> Iterator[Callable[[], T]]:
     """`run` once, on first use; with `fork` (and `may_fork()`), started at once in a forked
     child while this process goes on, and the first use waits for its value (sent pickled
     through a pipe). Where the child fails (an error, a value that does not pickle, a
-    signal) or cannot be made, `run` runs here instead, so an error is raised exactly as without a child. The
-    child is killed and reaped when the block ends (also on an error or Ctrl-C: it ignores
-    SIGINT and leaves the decision to this process). A plan process may fork: it has no
-    gRPC thread (runner._in_process_callbacks); the child makes its own asyncio loop."""
+    signal) or cannot be made, `run` runs here instead, so an error is raised exactly as
+    without a child. The child is killed and reaped when the block ends (also on an error
+    or Ctrl-C: it ignores SIGINT and leaves the decision to this process). A plan process
+    may fork: it has no gRPC thread (runner._in_process_callbacks); the child makes its own
+    asyncio loop."""
     if not (fork and may_fork()):
         yield functools.cache(run)
         return
