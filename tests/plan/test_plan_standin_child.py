@@ -12,9 +12,11 @@ thread: its runs resolve resource transforms in-process, without the SDK's callb
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pathlib
 import signal
+import sys
 
 import pytest
 
@@ -271,3 +273,53 @@ def test_transforms_reach_the_mocks_without_a_grpc_server(monkeypatch):
 
     run_program(prog, mocks=Mocks(preview=False), preview=False)
     assert seen["data"] == [tag]
+
+
+KILLED_PLAN = """
+import os, pathlib, signal, sys, time
+from trainforge.plan import registry
+
+registry.may_fork = lambda: True
+with registry.in_child(lambda: time.sleep(60), fork=True):
+    me = str(os.getpid())
+    for stat in pathlib.Path("/proc").glob("[0-9]*/stat"):
+        if stat.read_text().rsplit(")", 1)[1].split()[1] == me:
+            print(stat.parent.name, flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def _running(pid: int) -> bool:
+    try:
+        state = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_a_plan_killed_outright_leaves_no_child_running():
+    """SIGKILL skips every cleanup of the plan process: its child dies with it
+    (registry._die_with) instead of running on."""
+    import subprocess
+    import time
+
+    env = {**os.environ, "PYTHONPATH": str(pathlib.Path(__file__).resolve().parents[2])}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", KILLED_PLAN],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    with proc.stdout:  # not read to its end: a surviving child would hold it open
+        child = int(proc.stdout.readline())
+    try:
+        assert proc.wait(timeout=120) == -signal.SIGKILL
+        deadline = time.monotonic() + 10
+        while _running(child) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _running(child)
+    finally:
+        with contextlib.suppress(OSError):
+            os.kill(child, signal.SIGKILL)

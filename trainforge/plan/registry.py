@@ -150,6 +150,7 @@ def in_child(run: Callable[[], T], fork: bool) -> Iterator[Callable[[], T]]:
         return
     sys.stdout.flush()
     sys.stderr.flush()
+    parent = os.getpid()
     read, write = os.pipe()
     try:
         pid = os.fork()
@@ -163,6 +164,7 @@ def in_child(run: Callable[[], T], fork: bool) -> Iterator[Callable[[], T]]:
         code = 1
         try:
             signal.signal(signal.SIGINT, signal.SIG_IGN)
+            _die_with(parent)
             import asyncio  # noqa: PLC0415 - Pulumi's; imported by the program run already
 
             # a loop of its own: the parent's is shared through the fork (its epoll set)
@@ -193,3 +195,15 @@ def in_child(run: Callable[[], T], fork: bool) -> Iterator[Callable[[], T]]:
         if not reaped:
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
+
+
+def _die_with(parent: int) -> None:
+    """In a child: SIGKILL when `parent` ends (Linux's PR_SET_PDEATHSIG), so that a plan
+    killed outright (SIGKILL, SIGTERM) leaves no child running; elsewhere the child ends when
+    it finds its pipe closed."""
+    import ctypes  # noqa: PLC0415 - in the child only
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
+    if os.getppid() != parent:  # it ended before the call
+        os._exit(1)
