@@ -118,9 +118,9 @@ def test_worker_plans_are_on_the_plan_context(fleet_project, monkeypatch):
 
     real = registry.run_checks
 
-    def spy(ctx):
+    def spy(ctx, *args):
         seen["workers"] = ctx.fleet_workers
-        return real(ctx)
+        return real(ctx, *args)
 
     monkeypatch.setattr(registry, "run_checks", spy)
     plan_project(root, "fleet", standins=False)

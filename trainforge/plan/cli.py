@@ -256,6 +256,7 @@ def main(argv: list[str] | None = None) -> int:
             program=args.program,
             echo_warnings=False,
             submit=submit,
+            fork=True,  # the checks that read the stand-in run on the second CPU, if one
         )
     except sdk.SdkError as e:
         return _refuse(str(e))

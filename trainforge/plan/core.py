@@ -99,12 +99,15 @@ def evaluate(
     standin: Callable[[], Inventory] | None = None,
     rejudge: bool = False,
     fleet_workers: dict[str, F.WorkerPlan] | None = None,
+    fork: bool = False,
 ) -> PlanResult:
     """Run every registered check (validation and the resource rules included); attach
     waivers to what they cover. A waiver must name something of this plan: a resource (Pulumi
     name or URN), a Kubernetes object (namespace/Kind/name) or a finding's subject.
     `rejudge`: the rules also judge the stand-in run (checks/rules.py, `rejudged`).
-    `fleet_workers`: a fleet manager's planned workers (trainforge.plan.fleet)."""
+    `fleet_workers`: a fleet manager's planned workers (trainforge.plan.fleet). `fork`: the
+    checks that read the stand-in run run in a child process meanwhile (registry.run_checks).
+    """
     objects = k8s_objects(inv)
     idents = {o.urn: o.ident for o in objects}
     names_by_urn = {r.urn: {r.urn, r.name, *([idents[r.urn]] if r.urn in idents else [])}
@@ -121,7 +124,7 @@ def evaluate(
     )
     violations: list[T.Finding] = []
     sections: list[T.Section] = []
-    for result in C.run_checks(ctx):
+    for result in C.run_checks(ctx, fork):
         sections += result.sections
         for f in result.findings:
             names = {f.resource, *f.names, *names_by_urn.get(f.urn, {f.urn} - {""})}
@@ -165,18 +168,24 @@ def standin_pass(
 ) -> Callable[[], Inventory]:
     """The stand-in run of the project, run at most once and only when a check asks
     (docs/pr-review.md, "Stand-in pass": invented ids and ARNs, the config's jobs left out).
-    `references`: a fleet manager's StackReference answers (trainforge.plan.fleet)."""
-    return functools.cache(
-        lambda: run_project(
-            root,
-            stack,
-            mocks=standin_mocks(),
-            config_overrides={**(config_overrides or {}), JOBS_KEY: []},
-            preview=False,
-            program=program,
-            references=references,
-        )
-    )
+    `references`: a fleet manager's StackReference answers (trainforge.plan.fleet). The
+    preview run's record (trainforge.core.contract) stays the current one after it."""
+
+    def run() -> Inventory:
+        from trainforge.core.contract import recording  # noqa: PLC0415
+
+        with recording():
+            return run_project(
+                root,
+                stack,
+                mocks=standin_mocks(),
+                config_overrides={**(config_overrides or {}), JOBS_KEY: []},
+                preview=False,
+                program=program,
+                references=references,
+            )
+
+    return functools.cache(run)
 
 
 PROGRAM_WARNINGS = "Program warnings (pulumi.log.warn at preview)"
@@ -191,13 +200,15 @@ def plan_project(
     program: str | None = None,
     echo_warnings: bool = True,
     submit: Callable[[Inventory], None] | None = None,
+    fork: bool = False,
 ) -> PlanResult:
     """Preview-mode plan; then, when a check asks, the stand-in pass above.
     `program`: a Python file of the project to run instead of __main__.py. The program's
     warnings are a section of the result (so in the verdict and the report);
     `echo_warnings` also prints them to stderr as they happen. `submit` adds objects sent
     from outside the stack to the inventory before it is judged (`plan --sdk`,
-    trainforge.plan.sdk), so every check judges them with the stack's own."""
+    trainforge.plan.sdk), so every check judges them with the stack's own. `fork`: see
+    `evaluate` (`trainforge plan`)."""
     from trainforge.jobs.estimate import memoized
 
     with memoized():  # each job is estimated once, not once per asker
@@ -223,7 +234,9 @@ def plan_project(
             # (the stand-in run declares no jobs: their ConfigMaps come from this run)
             also = {k: v for k, v in inv.outputs.items() if k == "fleetJobConfigMaps"}
             workers = F.plan_workers(root, stack, manager=standin(), also=also)
-        result = evaluate(inv, waivers_from(inv), root, standin, standins, fleet_workers=workers)
+        result = evaluate(
+            inv, waivers_from(inv), root, standin, standins, fleet_workers=workers, fork=fork
+        )
     # Only what no section says already: a team quota the pools cannot hold is the queue
     # section's "quota: ..." line (checks/queues.py), which the verdict counts as a warning.
     shown = set(getattr(inv.declared, "quota_warnings", None) or [])

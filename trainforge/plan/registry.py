@@ -4,15 +4,23 @@ runs only under `plan --diff` (docs/architecture.md, "The offline plan")."""
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import importlib
+import os
+import pickle
 import pkgutil
-from collections.abc import Callable, Mapping
+import signal
+import sys
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any
+from typing import Any, TypeVar
 
 from trainforge.plan import checks as _package
 from trainforge.plan.check_types import CheckResult, PlanContext
+
+T = TypeVar("T")
 
 # Where each check's report section prints (one not named here runs after these, by name).
 ORDER = (
@@ -81,6 +89,121 @@ def check_rule_ids(checks: list[Check] | None = None) -> dict[str, str]:
     return out
 
 
-def run_checks(ctx: PlanContext) -> list[CheckResult]:
-    """Every registered check's result, in registry order."""
-    return [check.run(ctx) for check in CHECKS]
+# Checks that run after the others, each group in a forked child of its own where one may
+# help (`run_checks`): those that read the stand-in run (`ctx.standin_inventory()`: the
+# program again, which needs nothing the other checks make), and the checkpoint check, which
+# calls a job's own state fingerprint (dev's imports torch: ~2.5 CPU s).
+READS_STANDIN = ("rules", "iam_rehearsal", "controller_identity", "existence", "fleet")
+APART = (READS_STANDIN, ("resume",))
+
+
+def run_checks(ctx: PlanContext, fork: bool = False) -> list[CheckResult]:
+    """Every registered check's result, in registry order. The `APART` groups run after the
+    others; with `fork`, each in a forked child (`in_child`) while this process runs the
+    others. A group's new `ctx.memo` entries come back with its results."""
+    names = [m.__name__.rpartition(".")[2] for m in _MODULES]
+    groups = [[i for i, name in enumerate(names) if name in group] for group in APART]
+
+    def run_group(group: list[int]) -> Callable[[], tuple[dict[int, CheckResult], dict]]:
+        def run() -> tuple[dict[int, CheckResult], dict[str, Any]]:
+            before = set(ctx.memo)
+            done = {i: CHECKS[i].run(ctx) for i in group}
+            return done, {k: v for k, v in ctx.memo.items() if k not in before}
+
+        return run
+
+    with contextlib.ExitStack() as children:
+        later = [children.enter_context(in_child(run_group(g), fork)) for g in groups]
+        apart = {i for group in groups for i in group}
+        results = {i: check.run(ctx) for i, check in enumerate(CHECKS) if i not in apart}
+        for group_results in later:
+            done, memo = group_results()
+            for key, value in memo.items():  # a memo this process made stays its own
+                ctx.memo.setdefault(key, value)
+            results.update(done)
+    return [results[i] for i in range(len(CHECKS))]
+
+
+# "0": the checks all run in the plan's own process (what a single CPU does anyway).
+FORK_ENV = "TRAINFORGE_PLAN_FORK"
+
+
+def may_fork() -> bool:
+    """Whether a child process may run checks: fork exists, this process may use a second
+    CPU, and FORK_ENV does not say "0"."""
+    cpus = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else ()
+    return hasattr(os, "fork") and len(cpus) > 1 and os.environ.get(FORK_ENV) != "0"
+
+
+@contextlib.contextmanager
+def in_child(run: Callable[[], T], fork: bool) -> Iterator[Callable[[], T]]:
+    """`run` once, on first use; with `fork` (and `may_fork()`), started at once in a forked
+    child while this process goes on, and the first use waits for its value (sent pickled
+    through a pipe). Where the child fails (an error, a value that does not pickle, a
+    signal) or cannot be made, `run` runs here instead, so an error is raised exactly as
+    without a child. The child is killed and reaped when the block ends (also on an error
+    or Ctrl-C: it ignores SIGINT and leaves the decision to this process). A plan process
+    may fork: it has no gRPC thread (runner._in_process_callbacks); the child makes its own
+    asyncio loop."""
+    if not (fork and may_fork()):
+        yield functools.cache(run)
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    parent = os.getpid()
+    read, write = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError:  # no process to spare (EAGAIN, ENOMEM): as without a child
+        os.close(read)
+        os.close(write)
+        yield functools.cache(run)
+        return
+    if pid == 0:  # the child: run, send, exit without this process's exit handlers
+        os.close(read)
+        code = 1
+        try:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            _die_with(parent)
+            import asyncio  # noqa: PLC0415 - Pulumi's; imported by the program run already
+
+            # a loop of its own: the parent's is shared through the fork (its epoll set)
+            asyncio.set_event_loop(asyncio.new_event_loop())
+            data = pickle.dumps(run(), protocol=pickle.HIGHEST_PROTOCOL)
+            with os.fdopen(write, "wb") as pipe:
+                pipe.write(data)
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write)
+    pipe = os.fdopen(read, "rb")
+    reaped = False
+
+    def collect() -> T:
+        nonlocal reaped
+        data = pipe.read()
+        _, status = os.waitpid(pid, 0)
+        reaped = True
+        if os.waitstatus_to_exitcode(status) == 0:
+            return pickle.loads(data)
+        return run()  # the child failed: here, so that an error is raised as it is
+
+    try:
+        yield functools.cache(collect)
+    finally:
+        pipe.close()
+        if not reaped:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+
+
+def _die_with(parent: int) -> None:
+    """In a child: SIGKILL when `parent` ends (Linux's PR_SET_PDEATHSIG), so that a plan
+    killed outright (SIGKILL, SIGTERM) leaves no child running; elsewhere the child ends when
+    it finds its pipe closed."""
+    import ctypes  # noqa: PLC0415 - in the child only
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
+    if os.getppid() != parent:  # it ended before the call
+        os._exit(1)

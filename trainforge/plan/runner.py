@@ -9,11 +9,12 @@ exactly as they are in a real preview.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import logging
 import pathlib
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -330,6 +331,40 @@ class _ProgramLog(logging.Handler):
             print(record.getMessage(), file=sys.stderr, flush=True)
 
 
+@contextlib.contextmanager
+def _in_process_callbacks() -> Iterator[None]:
+    """Pulumi's callback servicer (resource transforms) without its gRPC server, for the run
+    inside: the SDK starts a gRPC server (and its poller thread) for the engine to call
+    transforms back, but the plan's mock monitor looks them up in-process
+    (`pulumi.runtime.mocks._resolve_callbacks`), so nothing ever calls it. Without that
+    thread the plan process may fork (core.in_child). Restored after the run."""
+    import asyncio  # noqa: PLC0415
+
+    from pulumi.runtime import settings  # noqa: PLC0415
+    from pulumi.runtime._callbacks import _CallbackServicer  # noqa: PLC0415
+
+    class InProcess(_CallbackServicer):
+        def __init__(self, monitor: Any) -> None:
+            _CallbackServicer._servicers.append(self)
+            self._callbacks, self._transforms, self._state_migrations = {}, {}, {}
+            self._monitor = monitor
+            self._loop = asyncio.get_running_loop()
+            self._server = self  # `shutdown` stops it: stop() below
+            self._target = "in-process"
+
+        async def serve(self) -> None:
+            pass
+
+        async def stop(self, grace: Any = None) -> None:
+            pass
+
+    settings._CallbackServicer = InProcess
+    try:
+        yield
+    finally:
+        settings._CallbackServicer = _CallbackServicer
+
+
 def run_program(
     program: Callable[[], Any],
     *,
@@ -366,17 +401,18 @@ def run_program(
         logger.propagate = False
         logger.setLevel(logging.WARNING)
         logger.handlers = [log]
-    declared, raw = run_in_process(
-        program,
-        mocks,
-        _make_monitor(mocks, sink, echo),
-        project=project,
-        stack=stack,
-        preview=preview,
-        config=config or {},
-        secret_keys=secret_keys or [],
-        logger=logger,
-    )
+    with _in_process_callbacks():
+        declared, raw = run_in_process(
+            program,
+            mocks,
+            _make_monitor(mocks, sink, echo),
+            project=project,
+            stack=stack,
+            preview=preview,
+            config=config or {},
+            secret_keys=secret_keys or [],
+            logger=logger,
+        )
     outputs = {name: _sync_await(_output(value)) for name, value in raw.items()}
     secret_outputs = {
         name: _sync_await(_output(value, reveal=True))
