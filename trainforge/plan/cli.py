@@ -80,8 +80,10 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument(
         "--no-standins",
         action="store_true",
-        help="skip the second run that judges policy documents built from unknown ARNs with "
-        "stand-in ids/ARNs (faster; those documents then go unjudged, as in a real preview)",
+        help="do not judge again, with stand-in ids/ARNs, the cloud resources whose preview "
+        "inputs hold unknowns (policy documents built from unassigned ARNs then go unjudged by "
+        "the resource rules, as in a real preview; the stand-in pass still runs for the IAM, "
+        "existence and fleet checks)",
     )
     return ap
 
