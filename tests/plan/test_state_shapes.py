@@ -47,6 +47,27 @@ def test_lr_factor_is_the_runtimes() -> None:
             assert state_shapes.lr_factor(step, warmup, total) == lr_factor(step, warmup, total)
 
 
+def test_optimizer_settings_come_from_the_runtimes_config() -> None:
+    """The real optimizer's param groups and the plan's prediction both hold the config's
+    AdamW constants (one source: a changed value moves both, a literal in either fails)."""
+    import torch
+
+    from trainforge.training.config import ADAMW_BETAS, ADAMW_EPS
+    from trainforge.training.loop import build_optimizer
+    from trainforge.training.models import build_model
+
+    cfg = CONFIGS[2]
+    with torch.device("meta"):
+        model = build_model(cfg)
+    groups = build_optimizer(model, cfg, torch.device("cpu")).state_dict()["param_groups"]
+    _, settings = state_shapes.layout(cfg)
+    assert len(groups) == 2
+    for i, group in enumerate(groups):
+        assert tuple(group["betas"]) == ADAMW_BETAS and group["eps"] == ADAMW_EPS
+        assert settings[f"optim.param_groups.{i}.betas"] == list(ADAMW_BETAS)
+        assert settings[f"optim.param_groups.{i}.eps"] == ADAMW_EPS
+
+
 def test_a_changed_model_is_caught() -> None:
     """The comparison can fail: a layout one block short differs from the build."""
     cfg = CONFIGS[2]

@@ -11,12 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainforge.training.config import lr_factor  # LambdaLR applies it at creation
+# lr_factor: LambdaLR applies it at creation; ADAMW_*: what loop.build_optimizer passes
+from trainforge.training.config import ADAMW_BETAS, ADAMW_EPS, lr_factor
 from trainforge.training.flops import MLP_SIZES, gpt_param_shapes, mlp_param_shapes
 
-# loop.build_optimizer: AdamW(betas=(0.9, 0.95)); eps is AdamW's default
-BETAS = (0.9, 0.95)
-EPS = 1e-08
 DTYPE = "float32"  # parameters are built in the default dtype; AdamW's step is a float32 scalar
 GPT_BLOCK = (
     "ln1.weight",
@@ -81,7 +79,7 @@ def layout(cfg: Any) -> tuple[dict[str, tuple[tuple[int, ...], str]], dict[str, 
         key = f"optim.param_groups.{i}"
         settings[f"{key}.weight_decay"] = decay
         settings[f"{key}.lr"] = lr
-        settings[f"{key}.betas"] = list(BETAS)
-        settings[f"{key}.eps"] = EPS
+        settings[f"{key}.betas"] = list(ADAMW_BETAS)
+        settings[f"{key}.eps"] = ADAMW_EPS
         settings[f"{key}.initial_lr"] = cfg.lr
     return tensors, settings

@@ -483,6 +483,13 @@ def to_argv(values: Any) -> list[str]:
     return argv
 
 
+# The runtime's AdamW settings that are not flags: loop.build_optimizer builds the optimizer
+# with them, and the plan's torch-free checkpoint layout (plan/state_shapes) predicts the
+# param-group settings a restore brings back from them.
+ADAMW_BETAS = (0.9, 0.95)
+ADAMW_EPS = 1e-08  # torch's AdamW default, passed explicitly so that both read the value in use
+
+
 def lr_factor(step: int, warmup: int, total: int, floor: float = 0.1) -> float:
     """Linear warmup to 1, then cosine decay to ``floor`` at ``total`` (warmup capped at total)."""
     warmup = min(warmup, total)

@@ -29,7 +29,14 @@ from torch import nn
 
 from trainforge.training import agreement, exits, fp8, versions
 from trainforge.training import checkpoint as ckpt_mod
-from trainforge.training.config import TrainConfig, as_dict, check_world, lr_factor
+from trainforge.training.config import (
+    ADAMW_BETAS,
+    ADAMW_EPS,
+    TrainConfig,
+    as_dict,
+    check_world,
+    lr_factor,
+)
 from trainforge.training.data import Batches, ShardedOrder, build_dataset
 from trainforge.training.distributed import DistEnv, cleanup, init_distributed
 from trainforge.training.faults import InStepFault, corrupt_hook
@@ -82,7 +89,7 @@ def build_optimizer(
     # fused (one kernel) on CUDA; foreach (one C++ loop over all tensors) on CPU, which beats
     # the per-parameter Python loop torch picks by default there.
     extra: dict[str, Any] = {"fused": True} if device.type == "cuda" else {"foreach": True}
-    return torch.optim.AdamW(groups, lr=cfg.lr, betas=(0.9, 0.95), **extra)
+    return torch.optim.AdamW(groups, lr=cfg.lr, betas=ADAMW_BETAS, eps=ADAMW_EPS, **extra)
 
 
 def build_scheduler(
