@@ -50,6 +50,32 @@ def test_a_subscription_whose_endpoint_is_not_its_protocol_is_refused():
     assert B.endpoint_problem("email", "oncall") is not None
 
 
+def test_the_check_names_receivers_as_the_stack_model_does():
+    """The check reads the raw config; the receivers it finds carry the model's names (a
+    budget subscription is named by its receiver), unnamed ones `<type>-<index>`."""
+    import json
+
+    from trainforge.stack.services import MonitoringConfig
+
+    receivers = [
+        {"url": "https://hooks.example.com/a"},
+        {"type": "slack", "url": "https://hooks.slack.com/services/x"},
+        {"name": "ops", "type": "webhook", "url": PROD_RECEIVER},
+        {"type": "pagerduty", "routingKey": "key"},
+        {"type": "webhook", "url": "[secret]"},
+    ]
+    model = MonitoringConfig.model_validate({"receivers": receivers})
+    found = B._receivers({B.MONITORING_KEY: json.dumps({"receivers": receivers})})
+    assert [name for _, name, _ in found] == [r.name for r in model.receivers]
+    assert [name for _, name, _ in found] == [
+        "webhook-0",
+        "slack-1",
+        "ops",
+        "pagerduty-3",
+        "webhook-4",
+    ]
+
+
 def _plan(**overrides):
     return core.plan_project(ROOT, "prod", standins=False, config_overrides=overrides)
 

@@ -341,6 +341,17 @@ class AlertsConfig(StackModel):
 _SECRET_KEY = {"slack": "url", "pagerduty": "routingKey", "webhook": "url"}
 
 
+def receiver_name(receiver: Mapping[str, Any], index: int) -> str:
+    """The name the receiver at `index` of `monitoring.receivers` goes by: its `name`, unset
+    `<type>-<index>` (type unset: `webhook`). The model names unnamed receivers with it, and
+    the plan, which reads the raw config (its URLs `[secret]`, which the model rejects), finds
+    a receiver by the same name."""
+    if "name" in receiver:
+        return str(receiver["name"])
+    kind = receiver.get("type", "webhook")
+    return f"{kind if isinstance(kind, str) else 'receiver'}-{index}"
+
+
 class ReceiverConfig(StackModel):
     """One Alertmanager receiver; its secret (Slack webhook URL, PagerDuty routing key, webhook
     URL) is set with `pulumi config set --secret --path` and reaches the chart as a secret."""
@@ -472,8 +483,7 @@ class MonitoringConfig(StackModel):
         out = []
         for i, r in enumerate(receivers):
             if isinstance(r, dict) and "name" not in r:
-                kind = r.get("type", "webhook")
-                r = {**r, "name": f"{kind if isinstance(kind, str) else 'receiver'}-{i}"}
+                r = {**r, "name": receiver_name(r, i)}
             out.append(r)
         return out
 

@@ -16,6 +16,7 @@ from trainforge.platform.budgets import subscription_problem
 from trainforge.platform.dashboards import BUDGET
 from trainforge.stack.file import decode_value
 from trainforge.stack.policy import CAPS_KEY, parse_caps
+from trainforge.stack.services import receiver_name
 
 SUBSCRIPTION = "TRAINFORGE_SNS_SUBSCRIPTION"
 BUDGET_UNROUTED = "TRAINFORGE_BUDGET_UNROUTED"
@@ -71,16 +72,13 @@ def _spend_routes(resources: list[Any]) -> set[str] | None:
 
 
 def _receivers(config: dict[str, Any]) -> list[tuple[int, str, dict[str, Any]]]:
-    """(index, name, receiver) of `trainforge:monitoring.receivers` (unnamed: `<type>-<i>`)."""
+    """(index, name, receiver) of `trainforge:monitoring.receivers`, named as the stack's
+    model names them (`services.receiver_name`)."""
     raw = decode_value(config.get(MONITORING_KEY))
     found = raw.get("receivers") if isinstance(raw, dict) else None
     if not isinstance(found, list):
         return []
-    return [
-        (i, str(r.get("name") or f"{r.get('type', 'webhook')}-{i}"), r)
-        for i, r in enumerate(found)
-        if isinstance(r, dict)
-    ]
+    return [(i, receiver_name(r, i), r) for i, r in enumerate(found) if isinstance(r, dict)]
 
 
 def check(ctx: PlanContext) -> CheckResult:
