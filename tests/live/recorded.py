@@ -374,7 +374,7 @@ ROUTES = {**PENDING_ROUTES, **RESTART_ROUTES, **RUN_ROUTES}
 # llama-pt (32 GPUs, its rank 0's metrics: ETA 2h) and mnist-ddp (in flavor gpu-workloads);
 # llama-ft (24 GPUs, expected 1.5h) waits ahead of gpt-13b (32 GPUs). Within the nominal
 # quota: bert-sweep ends at +1h, llama-ft starts (56 GPUs), llama-pt ends at +2h and gpt-13b
-# starts (56 GPUs): expected start after 2 h.
+# starts (56 GPUs): expected start after 2.0 h.
 
 # fmt: off
 EXPECTED_SECONDS = "trainforge.io/expected-duration-seconds"

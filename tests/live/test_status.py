@@ -118,10 +118,10 @@ position:   2 in the team's queue, 2 in ClusterQueue llm
 asks:       1 x master pod, each 90 cores, 1000Gi memory, 8 GPUs
 asks:       3 x worker pod, each 90 cores, 1000Gi memory, 8 GPUs
 blocked:    nvidia.com/gpu in flavor efa-training: 16 GPUs more needed (queue uses 48 of its nominal 64 GPUs)
-expected:   start after 2 h (about 2026-11-25 14:00 UTC), within ClusterQueue llm's nominal quota in flavor efa-training
-ahead:      bert-sweep holds 16 GPUs, ends in 1 h (runs ~3 h: 6000 steps x 1.8s (expectedStepSeconds); admitted 2 h ago)
-ahead:      llama-pt holds 32 GPUs, ends in 2 h (ETA from its metrics)
-ahead:      llama-ft waits ahead (position 1), asks 24 GPUs, runs ~1.5 h (3000 steps x 1.8s (expectedStepSeconds))
+expected:   start after 2.0 h (about 2026-11-25 14:00 UTC), within ClusterQueue llm's nominal quota in flavor efa-training
+ahead:      bert-sweep holds 16 GPUs, ends in 60 min (runs ~3.0 h: 6000 steps x 1.8s (expectedStepSeconds); admitted 2.0 h ago)
+ahead:      llama-pt holds 32 GPUs, ends in 2.0 h (ETA from its metrics)
+ahead:      llama-ft waits ahead (position 1), asks 24 GPUs, runs ~90 min (3000 steps x 1.8s (expectedStepSeconds))
 basis:      the jobs above end when shown; earlier if cohort trainforge lends idle quota (other teams' use is not visible to you), later if a job ahead runs longer
 spend:      $0.00 so far (not admitted yet: no pod has run)
 pods:       none yet (the job stays suspended until Kueue admits it)

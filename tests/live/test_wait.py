@@ -71,7 +71,7 @@ def test_why_gives_the_same_expected_start(capsys, api):
         now=lambda: recorded.NOW,
     )  # fmt: skip
     assert code == 0
-    assert "  expected: start after 2 h (about 2026-11-25 14:00 UTC)" in out
+    assert "  expected: start after 2.0 h (about 2026-11-25 14:00 UTC)" in out
 
 
 def test_the_flavor_it_waits_for_is_the_one_kueue_assigns(capsys, api):
@@ -101,7 +101,7 @@ def test_the_flavor_it_waits_for_is_the_one_kueue_assigns(capsys, api):
     )  # fmt: skip
     assert code == 0
     assert (
-        "  expected: start after 2 h (about 2026-11-25 14:00 UTC), within ClusterQueue llm's "
+        "  expected: start after 2.0 h (about 2026-11-25 14:00 UTC), within ClusterQueue llm's "
         "nominal quota in flavor efa-training\n"
     ) in out
 
@@ -178,7 +178,7 @@ UNKNOWN = {
     ),
     "overdue": (
         _overdue,
-        "bert-sweep (running) has no expected end: ran 4 h, past its expected 3 h: "
+        "bert-sweep (running) has no expected end: ran 4.0 h, past its expected 3.0 h: "
         "6000 steps x 1.8s (expectedStepSeconds)",
     ),
     "room-now": (

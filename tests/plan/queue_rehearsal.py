@@ -11,6 +11,7 @@ from fractions import Fraction
 from typing import Any
 
 from trainforge.core.contract import PoolFacts, PoolLimits, Taint
+from trainforge.jobs.duration import duration_text
 from trainforge.plan import kueue as K
 from trainforge.plan.checks import queues as Q
 from trainforge.platform import queues as platform_queues
@@ -94,13 +95,17 @@ def worked_example(docs: list[dict[str, Any]] | None = None) -> str:
         lines.append(f"{title}:")
         for j in jobs:
             w = by[j.job]
-            start = "never" if w.started is None else Q.hours(w.started) if w.started else "0 min"
+            start = "never" if w.started is None else duration_text(w.started)
             how = f"borrowing {int(w.borrowed_at_once.get(Q.GPU, 0))}" if w.borrowed_at_once else ""
             if w.preempted_by:
-                back = "" if w.running_since is None else f", resumes at {Q.hours(w.running_since)}"
+                back = (
+                    ""
+                    if w.running_since is None
+                    else f", resumes at {duration_text(w.running_since)}"
+                )
                 how = (how + ", " if how else "") + f"preempted by {w.preempted_by}{back}"
             lines.append(
-                f"  t={Q.hours(j.at) if j.at else '0 min'}: {j.team} submits {j.job} "
+                f"  t={duration_text(j.at)}: {j.team} submits {j.job} "
                 f"({j.gpus} GPUs, {j.hours:g} h) -> starts at {start}"
                 + (f" ({how})" if how else "")
             )

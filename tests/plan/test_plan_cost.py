@@ -211,7 +211,7 @@ def test_prod_cost_table_has_jobs_teams_and_the_platform(prod, capsys):
         r"gpt-350m-fsdp +vision +at once +\$[\d,.]+ +[\d.]+ h +estimate +g5\.12xlarge +2 +\$11\.34",
         section,
     )
-    assert f"  {cost_check.hours(job.duration.seconds)}" in section
+    assert f"  {duration.duration_text(job.duration.seconds)}" in section
     assert f"  {cost_check.usd(job.run_cost)}" in section and "<= " not in section
     assert "quota ceiling $/month" in section and "vision  $11.34" in section
     assert "[karpenter-1.14.1]" in section and "2026-07-06" in section

@@ -69,3 +69,32 @@ def test_the_cost_report_takes_its_duration_from_the_estimate():
         {"name": "m", "team": "t", "pool": "cpu", "runPolicy": {"activeDeadlineSeconds": 600}}
     )
     assert duration.expected_duration(cpu, CPU).source == "activeDeadlineSeconds"  # no CPU model
+
+
+def test_every_reader_says_a_duration_one_way():
+    """One wording (jobs.duration.duration_text) for every duration a reader sees: the
+    estimates, the cost table, the queue and verdict lines, the PR comment and `trainforge
+    status`. A short job does not read "0.0 h" (the cost table's old wording), a 100-day one
+    not "1e+02 days" (the queue's)."""
+    from trainforge.jobs.duration import duration_text
+    from trainforge.live import wait
+    from trainforge.plan import job_diff, verdict
+    from trainforge.plan.checks import cost_check, estimates, queues
+
+    cases = {
+        0: "0 s",
+        45: "45 s",
+        119: "119 s",
+        120: "2 min",
+        5400: "90 min",
+        7200: "2.0 h",
+        30960: "8.6 h",
+        216000: "60.0 h",
+        259200: "3.0 days",
+        8640000: "100.0 days",
+        86400000: "1,000.0 days",
+    }
+    assert {s: duration_text(s) for s in cases} == cases
+    readers = (estimates, cost_check, queues, verdict, job_diff, wait)
+    assert all(m.duration_text is duration_text for m in readers)
+    assert not hasattr(queues, "hours") and not hasattr(cost_check, "hours")

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+from trainforge.jobs.duration import duration_text
 from trainforge.plan.check_types import Section
-from trainforge.plan.checks.queues import hours
 from trainforge.plan.verdict import QUEUE_TITLE, borrowing, not_admitted
 
 WHY = (
@@ -32,11 +32,11 @@ def test_a_waiting_job_has_its_reason_once_and_its_expected_start():
         {"team": "vision", "job": "d", "state": "never", "reason": "no flavor can hold it"},
     ]  # fmt: skip
     assert not_admitted(_result(*rows)) == [
-        f"research/b: {WHY}; expected to start after {hours(3600)}",
+        f"research/b: {WHY}; expected to start after {duration_text(3600)}",
         f"research/c: {WHY}; expected start unknown",
         "vision/d: never admitted (no flavor can hold it)",
     ]
-    assert hours(3600) == "1 h"
+    assert duration_text(3600) == "60 min"
 
 
 def test_a_job_that_runs_only_by_borrowing_is_named_with_who_may_reclaim_it():

@@ -37,6 +37,19 @@ class Duration:
         return self.source == "activeDeadlineSeconds"
 
 
+def duration_text(seconds: float) -> str:
+    """A duration in words, as every reader prints one (the plan's estimates, cost, queue and
+    verdict lines, the PR comment, `trainforge status`): seconds below 2 min, minutes below
+    2 h, hours below 3 days, then days: 45 s, 90 min, 8.6 h, 3.2 days."""
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 2 * 3600:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 3 * 86400:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:,.1f} days"
+
+
 def job_steps(job: JobSpec) -> int:
     """Optimizer steps the job runs: its `steps` (for its own code, `modelSize.steps`), or the
     runtime's default."""

@@ -48,7 +48,7 @@ from datetime import datetime, timedelta
 from fractions import Fraction
 from typing import Any
 
-from trainforge.jobs.duration import EXPECTED_BASIS, EXPECTED_SECONDS
+from trainforge.jobs.duration import EXPECTED_BASIS, EXPECTED_SECONDS, duration_text
 from trainforge.jobs.pod import JOB_LABEL
 from trainforge.live.gather import (
     KUEUE,
@@ -198,10 +198,12 @@ def _holder(api: Api, ns: str, wl: dict[str, Any], running: bool, now: datetime)
         if expected is None or ran is None:
             h.basis = basis
         elif ran > expected:
-            h.basis = f"ran {sim.hours(ran)}, past its expected {sim.hours(expected)}: {basis}"
+            h.basis = (
+                f"ran {duration_text(ran)}, past its expected {duration_text(expected)}: {basis}"
+            )
         else:
             h.seconds = expected - ran
-            h.basis = f"runs ~{sim.hours(expected)}: {basis}; admitted {sim.hours(ran)} ago"
+            h.basis = f"runs ~{duration_text(expected)}: {basis}; admitted {duration_text(ran)} ago"
         return h
     h.seconds, h.basis = expected, basis
     return h
@@ -400,16 +402,16 @@ def lines(e: Expected) -> list[tuple[str, str]]:
     if e.seconds <= 0:
         head = "start at Kueue's next scheduling cycle"
     else:
-        head = f"start after {sim.hours(e.seconds)} (about {when})"
+        head = f"start after {duration_text(e.seconds)} (about {when})"
     quota = f"ClusterQueue {e.cluster_queue}'s nominal quota in flavor {e.flavor}"
     out = [("expected", f"{head}, within {quota}")]
     for h in e.holders:
         if h.running:
-            text = f"{h.job} holds {_gang(h.need)}, ends in {sim.hours(h.seconds or 0)} ({h.basis})"
+            text = f"{h.job} holds {_gang(h.need)}, ends in {duration_text(h.seconds or 0)} ({h.basis})"
         else:
             text = (
                 f"{h.job} waits ahead (position {h.position + 1}), asks {_gang(h.need)}, "
-                f"runs ~{sim.hours(h.seconds or 0)} ({h.basis})"
+                f"runs ~{duration_text(h.seconds or 0)} ({h.basis})"
             )
         out.append(("ahead", text))
     cohort = f"cohort {e.cohort}" if e.cohort else "a cohort"

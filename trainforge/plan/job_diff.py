@@ -8,10 +8,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainforge.jobs.duration import duration_text
 from trainforge.jobs.estimate import gib
 from trainforge.plan import ckpt_compat as CC
 from trainforge.plan.checks import cost_check, estimates, queues
-from trainforge.plan.checks.estimates import duration_text, step_text
+from trainforge.plan.checks.estimates import step_text
 from trainforge.plan.diff import argv_diff
 from trainforge.plan.job_view import JobView
 from trainforge.plan.kueue.objects import cluster_queue

@@ -10,9 +10,10 @@ import textwrap
 from fractions import Fraction
 from typing import Any
 
+from trainforge.jobs.duration import duration_text
 from trainforge.plan.checks.cost_check import SECTION_TITLE as COST_TITLE
 from trainforge.plan.checks.cost_check import waiting_line
-from trainforge.plan.checks.queues import QUEUE_TITLE, amount, hours
+from trainforge.plan.checks.queues import QUEUE_TITLE, amount
 from trainforge.plan.diff import delta
 from trainforge.plan.price_facts import usd as _usd
 from trainforge.plan.waivers import stale_note
@@ -125,7 +126,7 @@ def admission(row: dict[str, Any]) -> str:
         start = row.get("expectedStartSeconds")
         if start is None:
             return f"{text}; expected start unknown"
-        return f"{text}; expected to start after {hours(start)}"
+        return f"{text}; expected to start after {duration_text(start)}"
     lent = row.get("borrowing")
     if not lent:
         return f"admitted on {row.get('flavor')} within its nominal quota"

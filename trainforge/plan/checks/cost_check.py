@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from trainforge.jobs.duration import duration_text
 from trainforge.plan import cost as C
 from trainforge.plan import price_facts as P
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
@@ -72,13 +73,6 @@ def build_report(ctx: PlanContext, today: dt.date | None = None) -> C.CostReport
 # --- the section ----------------------------------------------------------------------------------
 
 
-def hours(seconds: float | None) -> str:
-    if seconds is None:
-        return "unknown"
-    h = seconds / 3600
-    return f"{h:,.1f} h" if h < 48 else f"{h / 24:,.1f} days"
-
-
 def _table(rows: list[list[str]]) -> list[str]:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
@@ -99,13 +93,15 @@ def render(report: C.CostReport) -> list[str]:
         for j in report.jobs:
             c = j.choice
             spot = (c.hourly_spot if c else None) if j.spot_possible else None
+            run = j.duration.seconds
             rows.append(
                 [
                     j.name,
                     j.team,
                     STARTS[j.admission],
                     ("<= " if j.duration.ceiling else "") + usd(j.run_cost),
-                    ("<= " if j.duration.ceiling else "") + hours(j.duration.seconds),
+                    ("<= " if j.duration.ceiling else "")
+                    + ("unknown" if run is None else duration_text(run)),
                     j.duration.source,
                     c.instance_type if c else "none fits",
                     str(c.nodes) if c else "-",

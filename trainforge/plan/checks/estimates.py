@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any
 
+from trainforge.jobs.duration import duration_text
 from trainforge.jobs.estimate import JobEstimate, NoEstimate, estimate, gib, warnings
 from trainforge.jobs.restarts import budget, launch_line
 from trainforge.jobs.spec import JobSpec
@@ -19,16 +20,6 @@ from trainforge.plan.check_types import CheckResult, PlanContext, Section
 RULES: dict[str, str] = {}  # reports only: nothing to waive
 TITLE = "Memory per GPU and expected duration (trainforge.jobs.estimate)"
 RESTART_TITLE = "Restart budget per job (trainforge.jobs.restarts)"
-
-
-def duration_text(seconds: float) -> str:
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 2 * 3600:
-        return f"{seconds / 60:.0f} min"
-    if seconds < 3 * 86400:
-        return f"{seconds / 3600:.1f} h"
-    return f"{seconds / 86400:.1f} days"
 
 
 def step_text(seconds: float) -> str:

@@ -20,7 +20,7 @@ from trainforge.core import taints as T
 from trainforge.core.contract import PoolFacts
 from trainforge.core.pods import Shape, get
 from trainforge.jobs.backends import job_shape, pod_templates
-from trainforge.jobs.duration import expected_duration
+from trainforge.jobs.duration import duration_text, expected_duration
 from trainforge.jobs.pod import JOB_LABEL
 from trainforge.jobs.tenancy import PRIORITY_LABEL, QUEUE_LABEL
 from trainforge.jobs.wiring import sizing_rule
@@ -768,15 +768,6 @@ def _gpu_flavor(m: K.Kueue, f: str) -> bool:
     )
 
 
-def hours(seconds: float) -> str:
-    """A wait or a run time as people say it: 45 min, 8.6 h, 3.2 days."""
-    if seconds < 3600:
-        return f"{max(round(seconds / 60), 1)} min"
-    if seconds < 48 * 3600:
-        return f"{seconds / 3600:.2g} h" if seconds < 36000 else f"{seconds / 3600:.3g} h"
-    return f"{seconds / 86400:.2g} days"
-
-
 def amount(resource: str, v: Fraction) -> str:
     """An amount in the job's own terms: 8 GPUs, 94.8 cores, 64Gi."""
     if resource == GPU:
@@ -800,7 +791,7 @@ def _waiting_text(w: Workload) -> str:
     if w.at_once == "never":
         return text
     if w.started is not None:
-        text += f"; expected to start after {hours(w.started - w.submitted)}"
+        text += f"; expected to start after {duration_text(w.started - w.submitted)}"
     else:
         text += (
             "; expected start unknown (a job ahead has no expected duration, or it is more "
@@ -843,7 +834,7 @@ def _section(workloads: list[Workload], sim: Simulation, warnings: list[str]) ->
         if w.queue_name == DEFAULT_QUEUE:
             text += " (no queue label: through LocalQueue default)"
         if w.duration is not None and state != "never":
-            text += f"; runs ~{hours(w.duration)}"
+            text += f"; runs ~{duration_text(w.duration)}"
         label = f"{w.team}/{w.job}"
         prio = f" [{w.priority_class}]" if w.priority_class else ""
         lines.append(f"{label}{prio}: {text}")
