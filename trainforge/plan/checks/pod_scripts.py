@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any
 
+from trainforge.core.pods import literal_env
 from trainforge.jobs import trainjob
 from trainforge.jobs.backends import pod_templates
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
@@ -258,19 +259,11 @@ def _claim(objects: list[Any], namespace: str, name: str) -> Claim:
     return Claim(namespace, name, driver, volume, directory)
 
 
-def _literal_env(container: dict[str, Any]) -> dict[str, str]:
-    return {
-        e["name"]: str(e["value"])
-        for e in container.get("env") or ()
-        if isinstance(e, dict) and isinstance(e.get("value"), str)
-    }
-
-
 def _write_dirs(container: dict[str, Any], mount_path: str) -> tuple[str, ...]:
     argv = _argv(container)
     dirs = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a in WRITE_FLAGS]
     dirs += [a.split("=", 1)[1] for a in argv if a.split("=", 1)[0] in WRITE_FLAGS and "=" in a]
-    dirs += [v for k, v in _literal_env(container).items() if k in WRITE_ENV]
+    dirs += [v for k, v in literal_env(container).items() if k in WRITE_ENV]
     dirs = list(dict.fromkeys(dirs))
     inside = tuple(d for d in dirs if d == mount_path or d.startswith(mount_path.rstrip("/") + "/"))
     return inside or (mount_path,)
@@ -301,7 +294,7 @@ def script_of(
         return None
     identity = sandbox.Identity.of(pod.get("securityContext"), c.get("securityContext"))
     mounts = _mounts(pod, c)
-    s = Script(str(c.get("name")), script, identity, mounts, _literal_env(c), **where)
+    s = Script(str(c.get("name")), script, identity, mounts, literal_env(c), **where)
     s.fs_group = (pod.get("securityContext") or {}).get("fsGroup")
     s.shell, s.cwd, s.image = posixpath.basename(_argv(c)[0]), c.get("workingDir"), image
     if identity.unsafe:
