@@ -132,10 +132,16 @@ def test_write_dirs_reads_both_flag_forms_and_the_contract_env_inside_the_mount(
             {"name": "OTHER", "value": "/fsx/other"},
         ],
     }
-    # space form first, then --flag=value (split at the first "=" only), then the contract env
-    assert P._write_dirs(container, "/fsx") == ("/fsx/out", "/fsx/ck=1", "/fsx/runs")
-    assert P._write_dirs(container, "/fsx/") == ("/fsx/out", "/fsx/ck=1", "/fsx/runs")
+    # the command line as the plan's one reader (ckpt_compat.argv_fields) reads it: the write
+    # flags' values in argv order (--flag=value split at the first "=" only), then the
+    # contract env
+    assert P._write_dirs(container, "/fsx") == ("/fsx/ck=1", "/fsx/out", "/fsx/runs")
+    assert P._write_dirs(container, "/fsx/") == ("/fsx/ck=1", "/fsx/out", "/fsx/runs")
     assert P._write_dirs({"command": ["sh"]}, "/data") == ("/data",)
+    # both forms, every occurrence, in argv order (the product's: --output-dir first); a
+    # repeated directory once
+    both = ["--output-dir", "/fsx/b", "--checkpoint-dir=/fsx/a", "--output-dir", "/fsx/b"]
+    assert P._write_dirs({"args": both}, "/fsx") == ("/fsx/b", "/fsx/a")
 
 
 def test_a_claim_is_found_through_the_pvcs_volume_name_without_a_claim_ref():

@@ -24,6 +24,7 @@ from trainforge.jobs.backends import pod_templates
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.checks import pod_sandbox as sandbox
 from trainforge.plan.checks.job_backends import runtime_docs
+from trainforge.plan.ckpt_compat import all_values, argv_fields
 from trainforge.platform.fsx import CSI_DRIVER as FSX_DRIVER
 from trainforge.platform.fsx import DIRECTORY_ANNOTATION
 from trainforge.training.contract import CHECKPOINT_DIR, OUTPUT_DIR
@@ -260,9 +261,11 @@ def _claim(objects: list[Any], namespace: str, name: str) -> Claim:
 
 
 def _write_dirs(container: dict[str, Any], mount_path: str) -> tuple[str, ...]:
-    argv = _argv(container)
-    dirs = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a in WRITE_FLAGS]
-    dirs += [a.split("=", 1)[1] for a in argv if a.split("=", 1)[0] in WRITE_FLAGS and "=" in a]
+    """Where a pod writes on the volume mounted at `mount_path`: the values of its command's
+    WRITE_FLAGS, every occurrence in argv order (read by the plan's one command-line reader),
+    then its literal WRITE_ENV; the whole mount when none of them is inside it."""
+    fields = argv_fields(_argv(container))
+    dirs = [v for v in all_values(fields, *WRITE_FLAGS) if v is not None]
     dirs += [v for k, v in literal_env(container).items() if k in WRITE_ENV]
     dirs = list(dict.fromkeys(dirs))
     inside = tuple(d for d in dirs if d == mount_path or d.startswith(mount_path.rstrip("/") + "/"))
