@@ -19,8 +19,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from trainforge.core.pods import literal_env
+from trainforge.jobs import pod as job_pod
 from trainforge.jobs import trainjob
 from trainforge.jobs.backends import pod_templates
+from trainforge.jobs.entrypoint import default_checkpoint_dir
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.checks import pod_sandbox as sandbox
 from trainforge.plan.checks.job_backends import runtime_docs
@@ -364,7 +366,8 @@ def _collect(ctx: PlanContext) -> tuple[list[Script], dict[str, list[Consumer]],
                     consumers.setdefault(cl.key, []).append(
                         Consumer(o.ident, identity, vm.path, vm.sub_path, dirs, fs_group)
                     )
-    # Teams whose pods are not declared yet: a probe pod with the team's UID/GID.
+    # Teams whose pods are not declared yet: a probe pod as the team's training pods run
+    # (jobs.pod's security contexts for the team: its UID/GID, fsGroup, capabilities)
     declared = ctx.declared
     for contract in getattr(declared, "contracts", None) or ():
         for team in contract.teams.values():
@@ -374,14 +377,8 @@ def _collect(ctx: PlanContext) -> tuple[list[Script], dict[str, list[Consumer]],
             if key in consumers:
                 continue
             claims[key] = _claim(ctx.objects, team.namespace, team.claim_name)
-            probe = sandbox.Identity(
-                uid=team.run_as_user,
-                gid=team.run_as_group,
-                groups=(team.run_as_group,),
-                bounding=frozenset(),
-                no_new_privs=True,
-                read_only_root=True,
-            )
+            pod_sc = job_pod.pod_security_context(team)
+            probe = sandbox.Identity.of(pod_sc, job_pod.container_security_context(team))
             mount = team.fsx_mount_path
             consumers[key] = [
                 Consumer(
@@ -389,7 +386,8 @@ def _collect(ctx: PlanContext) -> tuple[list[Script], dict[str, list[Consumer]],
                     probe,
                     mount,
                     team.fsx_sub_path or "",
-                    (f"{mount.rstrip('/')}/checkpoints/{team.namespace}/rehearsal-probe",),
+                    (default_checkpoint_dir(team, "rehearsal-probe"),),
+                    pod_sc.get("fsGroup"),
                 )
             ]
     return scripts, consumers, claims
