@@ -158,6 +158,17 @@ class Script:
     shell: str = "sh"  # the container's shell: `bash -c` runs with bash
     cwd: str | None = None  # the container's workingDir
     image: bool = False  # a training image's script: IMAGE_STAND_INS on PATH
+    # the object's replica types whose pods run it (PyTorchJob Master and Worker: one run,
+    # one report); () for an object of one unnamed pod template
+    replicas: tuple[str, ...] = ()
+
+    @property
+    def replica_note(self) -> str:
+        """What the report adds after its container: ` (replicas Master, Worker)`, or
+        nothing for an object of one unnamed pod template."""
+        if not self.replicas:
+            return ""
+        return f" (replica{'s' * (len(self.replicas) > 1)} {', '.join(self.replicas)})"
 
 
 # Stand-ins for a training image's programs, first on PATH of a TrainJob's script
@@ -315,6 +326,13 @@ def script_of(
     return s
 
 
+def _run_key(s: Script, image: Any) -> tuple[Any, ...]:
+    """What makes two containers' script runs the same run: the container and its image, the
+    script, who runs it, its mounts and env, and how (shell, working directory, fsGroup)."""
+    what = (s.container, str(image), s.script, s.identity, repr(s.mounts))
+    return (*what, tuple(sorted(s.env.items())), s.shell, s.cwd, s.fs_group, s.image, s.skip)
+
+
 def _claim_keys(s: Script) -> list[str]:
     """The claims (namespace/name) script `s` mounts."""
     ns = s.ident.split("/", 1)[0]
@@ -328,24 +346,34 @@ def _collect(ctx: PlanContext) -> tuple[list[Script], dict[str, list[Consumer]],
     seen: set[tuple[Any, ...]] = set()
     for o in ctx.objects:
         ns = o.namespace or ""
-        # the pod specs the object itself writes (the one walker, jobs.backends)
-        pods = [t.spec for t in pod_templates(o.doc, build=False)]
+        # the pod specs the object itself writes (the one walker, jobs.backends), by replica
+        pods = [(t.name, t.spec) for t in pod_templates(o.doc, build=False)]
         is_trainjob = o.kind == trainjob.KIND
         where = {"ident": o.ident, "urn": o.urn, "obj_name": o.name}
+        # one run and one report per distinct script of the object, whatever replica types
+        # run it (a PyTorchJob's Master and Worker): what runs it and what it runs with
+        runs: dict[tuple[Any, ...], Script] = {}
         if is_trainjob:  # its pod is the Trainer's, built from the job and its runtime
             built, why = _trainjob_pod(ctx, o)
             if built is not None:
-                pods = [built.get("spec") or {}]
+                pods = [("", built.get("spec") or {})]
             else:  # its trainer's script, as the job writes it: not rehearsed, and why
                 trainer = (o.doc.get("spec") or {}).get("trainer") or {}
                 s = script_of({}, {**trainer, "name": trainjob.CONTAINER}, **where)
                 if s is not None:
                     scripts.append(replace(s, skip=why))
-        for pod in pods:
+        for replica, pod in pods:
             fs_group = (pod.get("securityContext") or {}).get("fsGroup")
             for c in [*(pod.get("initContainers") or ()), *(pod.get("containers") or ())]:
                 s = script_of(pod, c, image=is_trainjob, **where)
                 if s is not None:
+                    same = _run_key(s, c.get("image"))
+                    if same in runs:  # another replica type runs the same: named there
+                        first = runs[same]
+                        first.replicas += (replica,) * bool(replica)
+                        continue
+                    runs[same] = s
+                    s.replicas = (replica,) * bool(replica)
                     for vm in s.mounts:
                         if vm.claim is not None:
                             cl = _claim(ctx.objects, ns, vm.claim)
@@ -571,14 +599,15 @@ def check(ctx: PlanContext) -> CheckResult:
     why_not = sandbox.unavailable()
     if why_not is not None:
         lines = [f"NOT RUN: {why_not}"] + [
-            f"{s.ident} container {s.container}: `{_short(s.script)}` (not rehearsed)"
+            f"{s.ident} container {s.container}{s.replica_note}: `{_short(s.script)}` "
+            "(not rehearsed)"
             for s in scripts
         ]
         data = {"runnable": False, "reason": why_not, "scripts": [s.ident for s in scripts]}
         # not run is not passed: each unrehearsed script is a finding (waivable by name)
         not_run = [
-            _finding(s, NOT_RUN, f"{s.ident} container {s.container}: script not rehearsed "
-                     f"({why_not}): `{_short(s.script)}`")
+            _finding(s, NOT_RUN, f"{s.ident} container {s.container}{s.replica_note}: script "
+                     f"not rehearsed ({why_not}): `{_short(s.script)}`")
             for s in scripts
         ]  # fmt: skip
         return CheckResult(findings=not_run, sections=[Section(title, lines, data)])
@@ -603,15 +632,17 @@ def check(ctx: PlanContext) -> CheckResult:
         ]
         unrun = [f"its file system's setup {p.ident} is not rehearsed" for p in setups if p.skip]
         skip = s.skip or next(iter(unrun), None)
-        lines.append(f"{s.ident} container {s.container}: `{_short(s.script)}`")
+        lines.append(f"{s.ident} container {s.container}{s.replica_note}: `{_short(s.script)}`")
         lines.append(f"  as {s.identity.describe()}")
         entry: dict[str, Any] = {"object": s.ident, "container": s.container, "scenarios": {}}
+        if s.replicas:
+            entry["replicas"] = list(s.replicas)
         data["scripts"].append(entry)
         if skip:
             lines.append(f"  not rehearsed: {skip}")
             entry["skipped"] = skip
             # a script the rehearsal cannot run is not a script that passed: say so
-            message = f"{s.ident} container {s.container}: not rehearsed: {skip}"
+            message = f"{s.ident} container {s.container}{s.replica_note}: not rehearsed: {skip}"
             findings.append(_finding(s, UNREHEARSED, message))
             continue
         # every pod on the same file systems: the same claim, or another directory of it
@@ -675,7 +706,8 @@ def check(ctx: PlanContext) -> CheckResult:
                     outcome.append(f"{step} {ok if r.ok else f'FAILED (exit {r.rc})'}")
                     if not r.ok:
                         message = (
-                            f"container {s.container} of {s.ident} fails on {step} ({label}) "
+                            f"container {s.container} of {s.ident}{s.replica_note} fails on "
+                            f"{step} ({label}) "
                             f"as {s.identity.describe()}: {r.tail()}; script: "
                             f"`{_short(s.script, 200)}`"
                         )
