@@ -69,3 +69,21 @@ def test_recording_is_scoped_to_its_block() -> None:
 
     installed, after = in_a_fresh_process(run)
     assert [i.image for i in installed] == [IMAGE] and after is None
+
+
+def test_a_declared_pool_is_looked_up_in_one_place() -> None:
+    """`Declared.pool`: the pool a Kueue flavor names, for the fleet's cost and the SDK
+    section's node fit alike; the first contract declaring the name wins."""
+    first, second = contract.PoolFacts("gpu"), contract.PoolFacts("gpu", kind="node-group")
+    declared = contract.Declared(
+        contracts=[
+            contract.PlatformContract(pools={"gpu": first}, teams={}),
+            contract.PlatformContract(
+                pools={"gpu": second, "cpu": contract.PoolFacts("cpu")}, teams={}
+            ),
+        ]
+    )
+    assert declared.pool("gpu") is first
+    assert declared.pool("cpu") == contract.PoolFacts("cpu")
+    assert declared.pool("tpu") is None and declared.pool(None) is None
+    assert contract.Declared().pool("gpu") is None

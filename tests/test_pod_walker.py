@@ -84,3 +84,20 @@ def test_a_containers_security_field_wins_over_its_pods() -> None:
     assert pods.security_field(pod, {"runAsUser": 0}, "runAsUser") == 0
     assert pods.security_field(pod, {}, "runAsNonRoot") is True
     assert pods.security_field(None, None, "runAsUser") is None
+
+
+def test_literal_env_is_the_one_reader_of_a_containers_env() -> None:
+    """The pod script rehearsal and the job view of a diff read a container's env through
+    `pods.literal_env`: literal values only (a valueFrom is looked up by Kubernetes, not here),
+    a nameless or malformed entry skipped, a number as its string."""
+    container = {
+        "env": [
+            {"name": "A", "value": "1"},
+            {"name": "RANK", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+            {"value": "no name"},
+            "not an entry",
+            {"name": "N", "value": 8},
+        ]
+    }
+    assert pods.literal_env(container) == {"A": "1", "N": "8"}
+    assert pods.literal_env({}) == {} and pods.literal_env({"env": None}) == {}

@@ -621,3 +621,67 @@ def test_a_trainjob_whose_pod_cannot_be_built_from_its_runtime_is_a_finding():
     (f,) = _trainjob_findings(_check(_sdk_runtime(no_containers), _trainjob()))
     assert f.rule == P.UNREHEARSED
     assert "its pod cannot be built from runtime 'torch-distributed' (KeyError: " in f.message
+
+
+def _replicated_job(master: str, worker: str) -> K8sObject:
+    """A PyTorchJob whose Master and Worker pods run shell scripts (one per replica type)."""
+
+    def pod(script: str) -> dict:
+        container = {
+            "name": "pytorch",
+            "image": "busybox:1.37.0",
+            "command": ["sh", "-c", script],
+            "securityContext": {
+                "runAsUser": 1000,
+                "runAsGroup": 1000,
+                "allowPrivilegeEscalation": False,
+                "readOnlyRootFilesystem": True,
+                "capabilities": {"drop": ["ALL"]},
+            },
+        }
+        return {"template": {"spec": {"containers": [container]}}}
+
+    replicas = {"Master": pod(master), "Worker": {"replicas": 3, **pod(worker)}}
+    doc = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": "j", "namespace": "t"},
+        "spec": {"pytorchReplicaSpecs": replicas},
+    }
+    return _obj("PyTorchJob", "job-t-j", doc)
+
+
+@needs_sandbox
+def test_one_script_of_master_and_worker_is_rehearsed_and_reported_once():
+    """Master and Worker running the same script are one run and one finding, naming both
+    replica types (it was rehearsed and reported twice: two findings for one job)."""
+    result = _check(_replicated_job("echo start; exit 3", "echo start; exit 3"))
+    fails = [f for f in result.findings if f.rule == P.SCRIPT_FAILS]
+    assert len(fails) == 1, [f.message for f in fails]
+    assert "container pytorch of t/PyTorchJob/j (replicas Master, Worker) fails on run 1" in (
+        fails[0].message
+    )
+    (section,) = result.sections
+    assert [e.get("replicas") for e in section.data["scripts"]] == [["Master", "Worker"]]
+    assert section.lines[1] == "t/PyTorchJob/j container pytorch (replicas Master, Worker): " + (
+        "`echo start; exit 3`"
+    )
+
+
+@needs_sandbox
+def test_different_scripts_of_master_and_worker_are_each_rehearsed_and_named():
+    result = _check(_replicated_job("exit 0", "exit 4"))
+    (fail,) = [f for f in result.findings if f.rule == P.SCRIPT_FAILS]
+    assert "t/PyTorchJob/j (replica Worker) fails on run 1" in fail.message
+    (section,) = result.sections
+    assert [e.get("replicas") for e in section.data["scripts"]] == [["Master"], ["Worker"]]
+
+
+def test_not_run_lists_a_script_of_several_replica_types_once(monkeypatch):
+    monkeypatch.setattr(S, "unavailable", lambda: "needs root (test)")
+    result = _check(_replicated_job("exit 0", "exit 0"))
+    (f,) = result.findings
+    assert f.rule == P.NOT_RUN
+    assert f.message.startswith("t/PyTorchJob/j container pytorch (replicas Master, Worker): ")
+    (section,) = result.sections
+    assert section.data["scripts"] == ["t/PyTorchJob/j"]

@@ -132,10 +132,16 @@ def test_write_dirs_reads_both_flag_forms_and_the_contract_env_inside_the_mount(
             {"name": "OTHER", "value": "/fsx/other"},
         ],
     }
-    # space form first, then --flag=value (split at the first "=" only), then the contract env
-    assert P._write_dirs(container, "/fsx") == ("/fsx/out", "/fsx/ck=1", "/fsx/runs")
-    assert P._write_dirs(container, "/fsx/") == ("/fsx/out", "/fsx/ck=1", "/fsx/runs")
+    # the command line as the plan's one reader (ckpt_compat.argv_fields) reads it: the write
+    # flags' values in argv order (--flag=value split at the first "=" only), then the
+    # contract env
+    assert P._write_dirs(container, "/fsx") == ("/fsx/ck=1", "/fsx/out", "/fsx/runs")
+    assert P._write_dirs(container, "/fsx/") == ("/fsx/ck=1", "/fsx/out", "/fsx/runs")
     assert P._write_dirs({"command": ["sh"]}, "/data") == ("/data",)
+    # both forms, every occurrence, in argv order (the product's: --output-dir first); a
+    # repeated directory once
+    both = ["--output-dir", "/fsx/b", "--checkpoint-dir=/fsx/a", "--output-dir", "/fsx/b"]
+    assert P._write_dirs({"args": both}, "/fsx") == ("/fsx/b", "/fsx/a")
 
 
 def test_a_claim_is_found_through_the_pvcs_volume_name_without_a_claim_ref():
@@ -595,3 +601,36 @@ def test_the_image_stand_ins_check_the_python_they_are_given(tmp_path, argv, rc,
     )  # fmt: skip
     assert proc.returncode == rc, proc.stdout + proc.stderr
     assert said in proc.stdout + proc.stderr
+
+
+def test_a_team_without_jobs_is_probed_as_jobs_pod_runs_its_pods(monkeypatch):
+    """The probe pod of a team whose jobs are not declared is who jobs.pod makes the team's
+    training pods (its security contexts, fsGroup, default checkpoint directory), not a copy:
+    a change there is a change of the rehearsal."""
+    from trainforge.core.contract import Declared, PlatformContract, TeamFacts  # noqa: PLC0415
+    from trainforge.jobs import pod as job_pod  # noqa: PLC0415
+
+    team = TeamFacts(
+        name="t", namespace="t", claim_name="fsx-t", fsx_sub_path="t", run_as_user=4000,
+        run_as_group=4001,
+    )  # fmt: skip
+    declared = Declared(contracts=[PlatformContract(pools={}, teams={"t": team})])
+
+    def probe() -> P.Consumer:
+        ctx = _ctx()
+        ctx.declared = declared
+        _, consumers, _ = P._collect(ctx)
+        (c,) = consumers["t/fsx-t"]
+        return c
+
+    c = probe()
+    assert c.identity == S.Identity(4000, 4001, (4001,), frozenset(), True, True)
+    assert (c.fs_group, c.mount_path, c.sub_path) == (4001, "/fsx", "t")
+    assert c.dirs == ("/fsx/checkpoints/t/rehearsal-probe",)
+    product = job_pod.container_security_context
+    monkeypatch.setattr(
+        job_pod,
+        "container_security_context",
+        lambda t: {**product(t), "runAsUser": 0, "capabilities": {"add": ["CHOWN"]}},
+    )
+    assert probe().identity.uid == 0 and "CHOWN" in probe().identity.effective

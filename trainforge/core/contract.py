@@ -361,6 +361,11 @@ class Declared:
     # .quota_plan): the Kueue component logs them, the plan's queue section repeats them.
     quota_warnings: list[str] = field(default_factory=list)
 
+    def pool(self, name: str | None) -> PoolFacts | None:
+        """The declared pool of that name (a Kueue flavor's: each pool is one flavor), from
+        the first contract that declares it; None when no contract does."""
+        return next((c.pools[name] for c in self.contracts if name in c.pools), None)
+
 
 # The record of the plan run in progress, in this context (None: no plan runs it).
 _RECORD: ContextVar[Declared | None] = ContextVar("trainforge_plan_record", default=None)

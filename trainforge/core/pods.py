@@ -254,6 +254,17 @@ def security_field(pod_sc: Any, container_sc: Any, key: str) -> Any:
     return own if own is not None else get(pod_sc, key)
 
 
+def literal_env(container: Any) -> dict[str, str]:
+    """A container's env entries that carry their value literally (`value`, not `valueFrom`),
+    name -> value as a string: what the process gets without a Kubernetes lookup. The plan's
+    one reader of it (the pod script rehearsal's environment, the job view of a diff)."""
+    return {
+        e["name"]: str(e["value"])
+        for e in get(container, "env") or ()
+        if isinstance(e, Mapping) and "name" in e and isinstance(e.get("value"), str | int)
+    }
+
+
 def _int(v: Any, default: Any) -> Any:
     return int(v) if isinstance(v, int | str) and str(v).isdigit() else default
 

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from trainforge.core import versions
-from trainforge.core.contract import JobTarget
+from trainforge.core.contract import JobTarget, TeamFacts
 from trainforge.core.errors import JobConfigError
 from trainforge.jobs import codeship, images
 from trainforge.jobs.codeship import CODE_MOUNT, USER_CODE_MOUNT, CodeBundle
@@ -69,10 +69,16 @@ def checkpoint_dir(job: JobSpec, target: JobTarget) -> str:
     `storage.check_storage`)."""
     custom = job.checkpoint.directory
     if custom is None:
-        return f"{target.fsx_mount_path}/checkpoints/{target.namespace}/{job.name}"
+        return default_checkpoint_dir(target.team, job.name)
     if custom.startswith("/"):
         return custom
     return f"{target.fsx_mount_path}/{custom}"
+
+
+def default_checkpoint_dir(team: TeamFacts, job_name: str) -> str:
+    """Where job `job_name` of `team` checkpoints when its `checkpoint.dir` is unset (the plan's
+    rehearsal probes it for a team whose jobs are not declared yet)."""
+    return f"{team.fsx_mount_path}/checkpoints/{team.namespace}/{job_name}"
 
 
 def output_dir(job: JobSpec, target: JobTarget) -> str:

@@ -35,7 +35,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainforge.core.contract import EFA_RESOURCE, GPU_RESOURCE, JobTarget, PoolFacts, efa_count
+from trainforge.core.contract import (
+    EFA_RESOURCE,
+    GPU_RESOURCE,
+    JobTarget,
+    PoolFacts,
+    TeamFacts,
+    efa_count,
+)
 from trainforge.jobs import duration, images, storage, tenancy
 from trainforge.jobs.codeship import CodeBundle
 from trainforge.jobs.entrypoint import (  # noqa: F401 - re-exported: the contract's paths
@@ -224,16 +231,19 @@ def pool_tolerations(pool: PoolFacts, gpu: bool) -> list[dict[str, str]]:
     return out
 
 
-def _ids(target: JobTarget | None) -> tuple[int, int]:
+def _ids(team: TeamFacts | None) -> tuple[int, int]:
     """The team's UID/GID (TeamFacts); the platform default where no team is known."""
-    return tenancy.run_as(target) if target is not None else (RUN_AS_USER, RUN_AS_USER)
+    return tenancy.run_as(team) if team is not None else (RUN_AS_USER, RUN_AS_USER)
 
 
-def container_security_context(target: JobTarget | None = None) -> dict[str, Any]:
+def container_security_context(team: TeamFacts | None = None) -> dict[str, Any]:
+    """The training container's, as team `team`'s pods run it (the platform default UID/GID
+    where no team is known). The plan's pod script rehearsal reads it for a team whose pods
+    are not declared yet: the one source of who a training pod is."""
     # EFA needs no capability here: the EKS accelerated AMIs run containerd with an
     # unlimited memlock rlimit, which is what libfabric's memory registration needs, so
     # IPC_LOCK is not added and nothing runs privileged.
-    uid, gid = _ids(target)
+    uid, gid = _ids(team)
     return {
         "runAsNonRoot": True,
         "runAsUser": uid,
@@ -245,10 +255,10 @@ def container_security_context(target: JobTarget | None = None) -> dict[str, Any
     }
 
 
-def pod_security_context(target: JobTarget | None = None) -> dict[str, Any]:
+def pod_security_context(team: TeamFacts | None = None) -> dict[str, Any]:
     """The team's own UID/GID: its FSx directory is 0770 and belongs to them alone, so no
     other team's pods can read or write it (docs/teams.md)."""
-    uid, gid = _ids(target)
+    uid, gid = _ids(team)
     return {
         "runAsNonRoot": True,
         "runAsUser": uid,
@@ -337,7 +347,7 @@ def pod_template(
         "ports": ports(job, launch),
         "resources": resources(job, target),
         "volumeMounts": volume_mounts(job, target, parts),
-        "securityContext": container_security_context(target),
+        "securityContext": container_security_context(target.team),
     }
     if parts.working_dir is not None:
         container["workingDir"] = parts.working_dir
@@ -348,7 +358,7 @@ def pod_template(
         "automountServiceAccountToken": False,
         "terminationGracePeriodSeconds": termination_grace(job),
         "enableServiceLinks": False,
-        "securityContext": pod_security_context(target),
+        "securityContext": pod_security_context(target.team),
         "nodeSelector": dict(target.pool.node_selector),
         "containers": [container],
         "volumes": volumes(job, target, parts),

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainforge.core.contract import JobTarget
+from trainforge.core.contract import JobTarget, TeamFacts
 from trainforge.jobs.spec import PRIORITIES, TOPOLOGY_MODES
 
 __all__ = ["PRIORITIES", "TOPOLOGY_MODES"]
@@ -128,6 +128,6 @@ def mlflow_credentials_mount(target: JobTarget) -> list[dict[str, Any]]:
 PLATFORM_ENV = ("MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD", "MLFLOW_EXPERIMENT_NAME")
 
 
-def run_as(target: JobTarget) -> tuple[int, int]:
+def run_as(team: TeamFacts) -> tuple[int, int]:
     """The team's UID and GID: its pods run as them and its FSx directory belongs to them."""
-    return target.team.run_as_user, target.team.run_as_group
+    return team.run_as_user, team.run_as_group

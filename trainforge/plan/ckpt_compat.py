@@ -63,15 +63,24 @@ def argv_fields(argv: list[str]) -> dict[str, str | None]:
     return out
 
 
+def all_values(fields: dict[str, str | None], *flags: str) -> list[str | None]:
+    """Every occurrence's value of any of `flags` in `argv_fields` (`flag`, `flag#2`, ...),
+    in argv order (None: the occurrence has no value)."""
+    keys = set()
+    for flag in flags:
+        n, key = 1, flag
+        while key in fields:
+            keys.add(key)
+            n += 1
+            key = f"{flag}#{n}"
+    return [v for k, v in fields.items() if k in keys]
+
+
 def last_value(fields: dict[str, str | None], flag: str, default: str | None = None) -> str | None:
     """A flag's value as the runtime's argparse reads it: the last of its occurrences in
     `argv_fields` (`flag`, `flag#2`, ...) wins."""
-    value, n, key = default, 1, flag
-    while key in fields:
-        value = fields[key]
-        n += 1
-        key = f"{flag}#{n}"
-    return value
+    values = all_values(fields, flag)
+    return values[-1] if values else default
 
 
 def _number(tok: str) -> bool:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainforge.core.pods import literal_env
 from trainforge.jobs.backends import job_shape
 from trainforge.jobs.pod import JOB_LABEL
 from trainforge.plan.ckpt_compat import argv_fields, last_value, runtime_args
@@ -75,14 +76,6 @@ class JobView:
         return self.env.get("TRAINFORGE_RESUME", "auto")
 
 
-def _env(container: dict[str, Any]) -> dict[str, str]:
-    return {
-        e["name"]: str(e["value"])
-        for e in container.get("env") or []
-        if isinstance(e, dict) and "name" in e and isinstance(e.get("value"), str | int)
-    }
-
-
 def job_view(doc: dict[str, Any]) -> JobView | None:
     """The view of a trainforge training workload (a job kind of `backends.SHAPES`, read by
     its shape: pods, container, processes per pod, queue); None for any other object."""
@@ -106,7 +99,7 @@ def job_view(doc: dict[str, Any]) -> JobView | None:
         per_pod={k: str(v) for k, v in ((c.get("resources") or {}).get("requests") or {}).items()},
         procs_per_pod=shape.procs_per_pod(doc),
         queue=shape.queue(doc),
-        env=_env(c),
+        env=literal_env(c),
     )
 
 

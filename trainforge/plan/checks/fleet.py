@@ -186,13 +186,6 @@ def tried_first(may: list[str], how: str, every: list[str]) -> str:
 # --- where each job may run --------------------------------------------------------------------
 
 
-def _pool(declared: Any, flavor: str | None) -> Any:
-    for c in getattr(declared, "contracts", None) or []:
-        if flavor in c.pools:
-            return c.pools[flavor]
-    return None
-
-
 def _cost(spec: Any, pool: Any, region: str | None) -> tuple[float | None, str]:
     """($/hour on-demand, words) of the job on a worker's pool in the worker's region."""
     if pool is None:
@@ -364,7 +357,7 @@ def check(ctx: PlanContext) -> CheckResult:
                 refused.append(f"{name}: {got.workload.reason}")
                 continue
             flavor = got.workload.flavor
-            hourly, words = _cost(spec, _pool(w.declared, flavor), w.region)
+            hourly, words = _cost(spec, w.declared.pool(flavor) if w.declared else None, w.region)
             may.append((name, flavor or "?", hourly, words))
         job_data: dict[str, Any] = {
             "job": spec.name,

@@ -18,11 +18,15 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any
 
+from trainforge.core.pods import literal_env
+from trainforge.jobs import pod as job_pod
 from trainforge.jobs import trainjob
 from trainforge.jobs.backends import pod_templates
+from trainforge.jobs.entrypoint import default_checkpoint_dir
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.checks import pod_sandbox as sandbox
 from trainforge.plan.checks.job_backends import runtime_docs
+from trainforge.plan.ckpt_compat import all_values, argv_fields
 from trainforge.platform.fsx import CSI_DRIVER as FSX_DRIVER
 from trainforge.platform.fsx import DIRECTORY_ANNOTATION
 from trainforge.training.contract import CHECKPOINT_DIR, OUTPUT_DIR
@@ -154,6 +158,17 @@ class Script:
     shell: str = "sh"  # the container's shell: `bash -c` runs with bash
     cwd: str | None = None  # the container's workingDir
     image: bool = False  # a training image's script: IMAGE_STAND_INS on PATH
+    # the object's replica types whose pods run it (PyTorchJob Master and Worker: one run,
+    # one report); () for an object of one unnamed pod template
+    replicas: tuple[str, ...] = ()
+
+    @property
+    def replica_note(self) -> str:
+        """What the report adds after its container: ` (replicas Master, Worker)`, or
+        nothing for an object of one unnamed pod template."""
+        if not self.replicas:
+            return ""
+        return f" (replica{'s' * (len(self.replicas) > 1)} {', '.join(self.replicas)})"
 
 
 # Stand-ins for a training image's programs, first on PATH of a TrainJob's script
@@ -258,19 +273,13 @@ def _claim(objects: list[Any], namespace: str, name: str) -> Claim:
     return Claim(namespace, name, driver, volume, directory)
 
 
-def _literal_env(container: dict[str, Any]) -> dict[str, str]:
-    return {
-        e["name"]: str(e["value"])
-        for e in container.get("env") or ()
-        if isinstance(e, dict) and isinstance(e.get("value"), str)
-    }
-
-
 def _write_dirs(container: dict[str, Any], mount_path: str) -> tuple[str, ...]:
-    argv = _argv(container)
-    dirs = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a in WRITE_FLAGS]
-    dirs += [a.split("=", 1)[1] for a in argv if a.split("=", 1)[0] in WRITE_FLAGS and "=" in a]
-    dirs += [v for k, v in _literal_env(container).items() if k in WRITE_ENV]
+    """Where a pod writes on the volume mounted at `mount_path`: the values of its command's
+    WRITE_FLAGS, every occurrence in argv order (read by the plan's one command-line reader),
+    then its literal WRITE_ENV; the whole mount when none of them is inside it."""
+    fields = argv_fields(_argv(container))
+    dirs = [v for v in all_values(fields, *WRITE_FLAGS) if v is not None]
+    dirs += [v for k, v in literal_env(container).items() if k in WRITE_ENV]
     dirs = list(dict.fromkeys(dirs))
     inside = tuple(d for d in dirs if d == mount_path or d.startswith(mount_path.rstrip("/") + "/"))
     return inside or (mount_path,)
@@ -301,7 +310,7 @@ def script_of(
         return None
     identity = sandbox.Identity.of(pod.get("securityContext"), c.get("securityContext"))
     mounts = _mounts(pod, c)
-    s = Script(str(c.get("name")), script, identity, mounts, _literal_env(c), **where)
+    s = Script(str(c.get("name")), script, identity, mounts, literal_env(c), **where)
     s.fs_group = (pod.get("securityContext") or {}).get("fsGroup")
     s.shell, s.cwd, s.image = posixpath.basename(_argv(c)[0]), c.get("workingDir"), image
     if identity.unsafe:
@@ -317,6 +326,13 @@ def script_of(
     return s
 
 
+def _run_key(s: Script, image: Any) -> tuple[Any, ...]:
+    """What makes two containers' script runs the same run: the container and its image, the
+    script, who runs it, its mounts and env, and how (shell, working directory, fsGroup)."""
+    what = (s.container, str(image), s.script, s.identity, repr(s.mounts))
+    return (*what, tuple(sorted(s.env.items())), s.shell, s.cwd, s.fs_group, s.image, s.skip)
+
+
 def _claim_keys(s: Script) -> list[str]:
     """The claims (namespace/name) script `s` mounts."""
     ns = s.ident.split("/", 1)[0]
@@ -330,24 +346,34 @@ def _collect(ctx: PlanContext) -> tuple[list[Script], dict[str, list[Consumer]],
     seen: set[tuple[Any, ...]] = set()
     for o in ctx.objects:
         ns = o.namespace or ""
-        # the pod specs the object itself writes (the one walker, jobs.backends)
-        pods = [t.spec for t in pod_templates(o.doc, build=False)]
+        # the pod specs the object itself writes (the one walker, jobs.backends), by replica
+        pods = [(t.name, t.spec) for t in pod_templates(o.doc, build=False)]
         is_trainjob = o.kind == trainjob.KIND
         where = {"ident": o.ident, "urn": o.urn, "obj_name": o.name}
+        # one run and one report per distinct script of the object, whatever replica types
+        # run it (a PyTorchJob's Master and Worker): what runs it and what it runs with
+        runs: dict[tuple[Any, ...], Script] = {}
         if is_trainjob:  # its pod is the Trainer's, built from the job and its runtime
             built, why = _trainjob_pod(ctx, o)
             if built is not None:
-                pods = [built.get("spec") or {}]
+                pods = [("", built.get("spec") or {})]
             else:  # its trainer's script, as the job writes it: not rehearsed, and why
                 trainer = (o.doc.get("spec") or {}).get("trainer") or {}
                 s = script_of({}, {**trainer, "name": trainjob.CONTAINER}, **where)
                 if s is not None:
                     scripts.append(replace(s, skip=why))
-        for pod in pods:
+        for replica, pod in pods:
             fs_group = (pod.get("securityContext") or {}).get("fsGroup")
             for c in [*(pod.get("initContainers") or ()), *(pod.get("containers") or ())]:
                 s = script_of(pod, c, image=is_trainjob, **where)
                 if s is not None:
+                    same = _run_key(s, c.get("image"))
+                    if same in runs:  # another replica type runs the same: named there
+                        first = runs[same]
+                        first.replicas += (replica,) * bool(replica)
+                        continue
+                    runs[same] = s
+                    s.replicas = (replica,) * bool(replica)
                     for vm in s.mounts:
                         if vm.claim is not None:
                             cl = _claim(ctx.objects, ns, vm.claim)
@@ -368,7 +394,8 @@ def _collect(ctx: PlanContext) -> tuple[list[Script], dict[str, list[Consumer]],
                     consumers.setdefault(cl.key, []).append(
                         Consumer(o.ident, identity, vm.path, vm.sub_path, dirs, fs_group)
                     )
-    # Teams whose pods are not declared yet: a probe pod with the team's UID/GID.
+    # Teams whose pods are not declared yet: a probe pod as the team's training pods run
+    # (jobs.pod's security contexts for the team: its UID/GID, fsGroup, capabilities)
     declared = ctx.declared
     for contract in getattr(declared, "contracts", None) or ():
         for team in contract.teams.values():
@@ -378,14 +405,8 @@ def _collect(ctx: PlanContext) -> tuple[list[Script], dict[str, list[Consumer]],
             if key in consumers:
                 continue
             claims[key] = _claim(ctx.objects, team.namespace, team.claim_name)
-            probe = sandbox.Identity(
-                uid=team.run_as_user,
-                gid=team.run_as_group,
-                groups=(team.run_as_group,),
-                bounding=frozenset(),
-                no_new_privs=True,
-                read_only_root=True,
-            )
+            pod_sc = job_pod.pod_security_context(team)
+            probe = sandbox.Identity.of(pod_sc, job_pod.container_security_context(team))
             mount = team.fsx_mount_path
             consumers[key] = [
                 Consumer(
@@ -393,7 +414,8 @@ def _collect(ctx: PlanContext) -> tuple[list[Script], dict[str, list[Consumer]],
                     probe,
                     mount,
                     team.fsx_sub_path or "",
-                    (f"{mount.rstrip('/')}/checkpoints/{team.namespace}/rehearsal-probe",),
+                    (default_checkpoint_dir(team, "rehearsal-probe"),),
+                    pod_sc.get("fsGroup"),
                 )
             ]
     return scripts, consumers, claims
@@ -577,14 +599,15 @@ def check(ctx: PlanContext) -> CheckResult:
     why_not = sandbox.unavailable()
     if why_not is not None:
         lines = [f"NOT RUN: {why_not}"] + [
-            f"{s.ident} container {s.container}: `{_short(s.script)}` (not rehearsed)"
+            f"{s.ident} container {s.container}{s.replica_note}: `{_short(s.script)}` "
+            "(not rehearsed)"
             for s in scripts
         ]
         data = {"runnable": False, "reason": why_not, "scripts": [s.ident for s in scripts]}
         # not run is not passed: each unrehearsed script is a finding (waivable by name)
         not_run = [
-            _finding(s, NOT_RUN, f"{s.ident} container {s.container}: script not rehearsed "
-                     f"({why_not}): `{_short(s.script)}`")
+            _finding(s, NOT_RUN, f"{s.ident} container {s.container}{s.replica_note}: script "
+                     f"not rehearsed ({why_not}): `{_short(s.script)}`")
             for s in scripts
         ]  # fmt: skip
         return CheckResult(findings=not_run, sections=[Section(title, lines, data)])
@@ -609,15 +632,17 @@ def check(ctx: PlanContext) -> CheckResult:
         ]
         unrun = [f"its file system's setup {p.ident} is not rehearsed" for p in setups if p.skip]
         skip = s.skip or next(iter(unrun), None)
-        lines.append(f"{s.ident} container {s.container}: `{_short(s.script)}`")
+        lines.append(f"{s.ident} container {s.container}{s.replica_note}: `{_short(s.script)}`")
         lines.append(f"  as {s.identity.describe()}")
         entry: dict[str, Any] = {"object": s.ident, "container": s.container, "scenarios": {}}
+        if s.replicas:
+            entry["replicas"] = list(s.replicas)
         data["scripts"].append(entry)
         if skip:
             lines.append(f"  not rehearsed: {skip}")
             entry["skipped"] = skip
             # a script the rehearsal cannot run is not a script that passed: say so
-            message = f"{s.ident} container {s.container}: not rehearsed: {skip}"
+            message = f"{s.ident} container {s.container}{s.replica_note}: not rehearsed: {skip}"
             findings.append(_finding(s, UNREHEARSED, message))
             continue
         # every pod on the same file systems: the same claim, or another directory of it
@@ -681,7 +706,8 @@ def check(ctx: PlanContext) -> CheckResult:
                     outcome.append(f"{step} {ok if r.ok else f'FAILED (exit {r.rc})'}")
                     if not r.ok:
                         message = (
-                            f"container {s.container} of {s.ident} fails on {step} ({label}) "
+                            f"container {s.container} of {s.ident}{s.replica_note} fails on "
+                            f"{step} ({label}) "
                             f"as {s.identity.describe()}: {r.tail()}; script: "
                             f"`{_short(s.script, 200)}`"
                         )

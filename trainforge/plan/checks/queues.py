@@ -865,23 +865,38 @@ def _section(workloads: list[Workload], sim: Simulation, warnings: list[str]) ->
 # --- a workload submitted from outside the stack (the Kubeflow SDK, kubectl) ---------------------
 
 
+def submitted_requests(
+    ctx: PlanContext, doc: dict[str, Any], pod: dict[str, Any]
+) -> dict[str, Fraction]:
+    """One pod's requests of `doc` (a workload the stack does not declare, whose pods look
+    like `pod`) as Kueue counts them: the namespace's LimitRange defaults and limits stand for
+    missing requests (trainforge.plan.kueue.workload), so an SDK job naming none is not
+    "empty"."""
+    ns = (doc.get("metadata") or {}).get("namespace") or ""
+    limit_ranges = [o.doc for o in ctx.objects if o.kind == "LimitRange" and o.namespace == ns]
+    spec = pod.get("spec") or {}
+    return {r: v for r, v in K.pod_requests(spec, limit_ranges).items() if r in RESOURCES}
+
+
 def admit_submitted(
-    ctx: PlanContext, doc: dict[str, Any], pod: dict[str, Any], pods: int
+    ctx: PlanContext,
+    doc: dict[str, Any],
+    pod: dict[str, Any],
+    pods: int,
+    per_pod: dict[str, Fraction] | None = None,
 ) -> Workload:
     """Would Kueue admit `doc` (a TrainJob, Job, ... the stack does not declare), whose `pods`
     pods look like `pod` (its effective pod template), on this plan's queues, alone on idle
     queues (`admit_object`)? Then, with the labels and tolerations Kueue adds on admission,
     do its pods tolerate the taints of the pool the flavor selects (the Karpenter NodePool's
     template)? A workload Kueue admits onto nodes its pods cannot land on holds quota and
-    never starts."""
+    never starts. `per_pod`: the caller's `submitted_requests` of the pod, when it has them."""
     meta = doc.get("metadata") or {}
     ns = meta.get("namespace") or ""
     labels = dict(meta.get("labels") or {})
     spec = pod.get("spec") or {}
-    # what Kueue counts: the namespace's LimitRange defaults and limits stand for missing
-    # requests (trainforge.plan.kueue.workload), so an SDK job naming none is not "empty"
-    limit_ranges = [o.doc for o in ctx.objects if o.kind == "LimitRange" and o.namespace == ns]
-    per_pod = {r: v for r, v in K.pod_requests(spec, limit_ranges).items() if r in RESOURCES}
+    if per_pod is None:
+        per_pod = submitted_requests(ctx, doc, pod)
     need = {r: v * pods for r, v in per_pod.items() if v}
     labels.setdefault(JOB_LABEL, str(meta.get("name")))
     admission = admit_object([o.doc for o in ctx.objects], ns, labels, spec, need, pods)

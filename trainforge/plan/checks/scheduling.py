@@ -117,6 +117,12 @@ def _usage(r: capacity.JobCapacity) -> str:
     )
 
 
+def pods_per_node(r: capacity.JobCapacity) -> str:
+    """How many of a job's pods each instance type of its pool holds ("g5.xlarge 1, ..."): the
+    scheduling section's and the SDK section's (submitted) line."""
+    return ", ".join(f"{f.room.node.instance_type} {f.per_node}" for f in r.fits)
+
+
 def unrehearsed(who: str, pool: PoolFacts, pods: int, size: str) -> str:
     """Why a job on a pool of unknown node sizes was not rehearsed (a finding, not a pass)."""
     return (
@@ -155,7 +161,7 @@ def check(ctx: PlanContext) -> CheckResult:
         names = frozenset({spec.name, j.resource_name, ident})
         size = f"cpu {spec.cpu}, memory {spec.memory}" + (f", {gpus} GPU" if gpus else "")
         lines.append(f"{ident} on {pool.name}: {pods} pod(s) x ({size})")
-        per_node = ", ".join(f"{f.room.node.instance_type} {f.per_node}" for f in r.fits)
+        per_node = pods_per_node(r)
         usage = _usage(r)
         if r.nodes_by_type:  # Karpenter: each type's count, as the cost table names them
             at_once = " or ".join(f"{t} x{n}" for t, n in r.nodes_by_type)

@@ -136,8 +136,8 @@ def _judge(ctx: PlanContext, o: Any, region: str) -> tuple[list[str], list[Findi
     pods = trainjob.num_nodes(doc, trainjob.runtime_of(doc, runtime_docs(ctx)) or {})
     # a pod's requests as Kueue counts them (LimitRange defaults, limits for missing
     # requests), so node fit judges what the queue admits
-    w = Q.admit_submitted(ctx, doc, pod, pods)
-    req = {r: v / pods for r, v in w.need.items()}
+    req = Q.submitted_requests(ctx, doc, pod)
+    w = Q.admit_submitted(ctx, doc, pod, pods, req)
     gpus = int(req.get(GPU_RESOURCE, 0))
     cpu, memory = req.get("cpu", Fraction(0)), req.get("memory", Fraction(0))
     size = ", ".join(
@@ -156,8 +156,7 @@ def _judge(ctx: PlanContext, o: Any, region: str) -> tuple[list[str], list[Findi
         f"  queue: admitted through LocalQueue {w.queue_name} of {o.namespace} (ClusterQueue "
         f"{w.queue}) on flavor {w.flavor}"
     )
-    contracts = ctx.declared.contracts if ctx.declared else []
-    pool = {k: v for c in contracts for k, v in c.pools.items()}.get(w.flavor or "")
+    pool = ctx.declared.pool(w.flavor) if ctx.declared else None
     if pool is None:
         lines.append(f"  nodes: flavor {w.flavor} is no pool of the stack: node fit not rehearsed")
         return lines, findings
@@ -180,8 +179,7 @@ def _judge(ctx: PlanContext, o: Any, region: str) -> tuple[list[str], list[Findi
         lines.append(f"  CANNOT RUN: {p.message}")
         findings.append(_finding(ident, S.RULE, message, FIT_FIX, o.urn))
     if r.fits and not r.problems:
-        per_node = ", ".join(f"{f.room.node.instance_type} {f.per_node}" for f in r.fits)
-        lines.append(f"  nodes: pods per node on pool {pool.name}: {per_node}")
+        lines.append(f"  nodes: pods per node on pool {pool.name}: {S.pods_per_node(r)}")
         spec = JobSpec.model_construct(
             name=o.obj_name, team=w.team, pool=pool.name, workers=pods,
             gpus_per_worker=gpus, cpu=str(float(cpu)), memory=str(int(memory)),
