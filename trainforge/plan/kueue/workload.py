@@ -15,12 +15,12 @@ team namespace's 500m CPU / 1Gi, not an empty request.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
 from trainforge.plan.kueue.assign import Assigner, Assignment, PodSet
-from trainforge.plan.kueue.objects import GPU, ClusterQueue, Kueue, quantity
+from trainforge.plan.kueue.objects import GPU, RESOURCES, ClusterQueue, Kueue, quantity
 from trainforge.plan.kueue.quota import Quotas
 from trainforge.platform.queues import DEFAULT_LOCAL_QUEUE
 
@@ -67,6 +67,33 @@ def pod_requests(
     for k, v in (pod_spec.get("overhead") or {}).items():
         total[k] = total.get(k, Fraction(0)) + quantity(v)
     return {k: v for k, v in total.items() if v}
+
+
+def workload_podsets(wl: Mapping[str, Any]) -> list[PodSet]:
+    """A Workload object's pod sets as Kueue reads them, in the quota's resources: each pod as
+    `pod_requests` counts it (Kueue reads the Workload's pod templates, adjusts them in memory
+    with `AdjustResources` and totals each with the Kubernetes `PodRequests` times the pod
+    set's count: pkg/workload/workload.go `totalRequestsFromPodSets` at release-0.19
+    c90ed70), its selector, tolerations and topology request. The namespace's LimitRange
+    defaults are not known here: a container with neither requests nor limits asks nothing."""
+    out = []
+    for ps in (wl.get("spec") or {}).get("podSets") or []:
+        tmpl = ps.get("template") or {}
+        pod = pod_requests(tmpl.get("spec") or {})
+        per_pod = {r: v for r, v in pod.items() if r in RESOURCES}
+        got = podset(tmpl, per_pod, int(ps.get("count", 1)))
+        out.append(replace(got, name=str(ps.get("name", got.name))))
+    return out
+
+
+def workload_need(wl: Mapping[str, Any]) -> dict[str, Fraction]:
+    """What a Workload object asks in all (every pod of every pod set, `workload_podsets`),
+    in the quota's resources."""
+    total: dict[str, Fraction] = {}
+    for ps in workload_podsets(wl):
+        for res, amount in ps.total().items():
+            total[res] = total.get(res, Fraction(0)) + amount
+    return total
 
 
 _TOPOLOGY = (
