@@ -180,6 +180,34 @@ def test_without_a_default_queue_a_job_without_its_label_is_a_finding(monkeypatc
     result = plan([job("unqueued", "vision", 1)])
     (finding,) = [v for v in result.failing if v.rule == Q.RULE_LABEL]
     assert "no kueue.x-k8s.io/queue-name label" in finding.message
+    # one wording of the fact: the rehearsal of a job any client wrote (admit_object: the
+    # Kubeflow SDK, kubectl) says what the queue section says (it said "Kueue leaves it alone")
+    alone = Q.admit_object([], "vision", {}, {"containers": []}, {})
+    assert alone.workload.state == "never"
+    assert finding.message == f"job unqueued (team vision): {alone.workload.reason}"
+
+
+def test_a_declared_job_whose_object_is_not_found_is_not_called_unlabelled(monkeypatch):
+    """A backend whose object lacks the trainforge.io/job label: the plan finds no object of
+    the job at all, so "no queue-name label" (what it said) is not the fact: nothing of the
+    job reaches Kueue."""
+    from trainforge.jobs import indexed_job
+    from trainforge.jobs.pod import JOB_LABEL
+
+    real = indexed_job.workload_manifest
+
+    def without_job_label(*a, **kw):
+        doc = real(*a, **kw)
+        doc["metadata"]["labels"].pop(JOB_LABEL)
+        return doc
+
+    monkeypatch.setattr(indexed_job, "workload_manifest", without_job_label)
+    result = plan([job("lost", "vision", 1, backend="indexed-job")])
+    assert not [v for v in result.failing if v.rule == Q.RULE_LABEL]
+    (finding,) = [v for v in result.failing if v.rule == Q.RULE_NO_OBJECT]
+    assert finding.message == "job lost (team vision): " + Q.no_object("lost", "vision")
+    assert f"no object labelled {JOB_LABEL}=lost" in finding.message
+    assert "queue-name" not in finding.message
 
 
 @pytest.mark.parametrize("backend", ["pytorchjob", "indexed-job"])

@@ -36,6 +36,7 @@ RULE_LABEL = "TRAINFORGE_QUEUE_LABEL"
 RULE_NEVER = "TRAINFORGE_QUEUE_NEVER_ADMITTED"
 RULE_OWNED = "TRAINFORGE_QUEUE_KUEUE_OWNED_FIELD"
 RULE_UNLAUNCHABLE = "TRAINFORGE_QUEUE_UNLAUNCHABLE"
+RULE_NO_OBJECT = "TRAINFORGE_QUEUE_NO_JOB_OBJECT"
 RULES = {
     RULE_UNLAUNCHABLE: "keep every pool's nominal quotas within what the pool holds "
     "(trainforge.platform.queues.quota_plan; docs/teams.md, 'Quotas')",
@@ -43,6 +44,8 @@ RULES = {
     "(trainforge.jobs.tenancy.queue_labels), or give the namespace a LocalQueue `default`",
     RULE_NEVER: "make the job smaller, or give the team more nominal quota (quota.pools) "
     "or a larger borrowing limit in that pool",
+    RULE_NO_OBJECT: "let the job's backend emit its object labelled "
+    f"{JOB_LABEL}=<job>, of a kind whose pod templates it reads (trainforge.jobs.backends)",
     RULE_OWNED: "leave suspend, schedulingGates and the flavor's node labels to Kueue "
     "(docs/teams.md, 'Who owns which field')",
 }
@@ -544,7 +547,7 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
         obj = workload_object(ctx, spec.name, target.namespace)
         shape = job_shape(obj.doc) if obj is not None else None
         if obj is None or shape is None:
-            never(w, RULE_LABEL, NO_QUEUE, obj)
+            never(w, RULE_NO_OBJECT, no_object(spec.name, target.namespace), obj)
             continue
         w.pods = shape.pod_count(obj.doc)  # the object's pods, as its backend counts them
         per_pod = K.pod_need(spec)
@@ -554,7 +557,7 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
         pclass = obj.doc["metadata"]["labels"].get(PRIORITY_LABEL, "")
         got = K.admit(m, target.namespace, shape.queue(obj.doc), pclass, ps)
         if got.local_queue is None:
-            never(w, RULE_LABEL, NO_QUEUE, obj)
+            never(w, RULE_LABEL, got.reason, obj)
             continue
         w.queue_name, q = got.local_queue, got.queue
         if q is not None and q.admits(target.namespace):
@@ -598,10 +601,13 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
     return workloads, findings, sim
 
 
-NO_QUEUE = (
-    "its object has no kueue.x-k8s.io/queue-name label and its namespace no "
-    "LocalQueue `default`: Kueue never admits it"
-)
+def no_object(job: str, namespace: str) -> str:
+    """A declared job the plan finds no object of (`workload_object`): there is no queue
+    label to speak of, nothing reaches Kueue."""
+    return (
+        f"no object labelled {JOB_LABEL}={job} with a pod template of its backend's kind is "
+        f"rendered in namespace {namespace}: nothing reaches Kueue"
+    )
 
 
 @dataclass
@@ -635,13 +641,6 @@ def admit_object(
     ps = K.podset({"spec": pod}, {r: v / pods for r, v in need.items()}, pods)
     got = K.admit(m, namespace, labels.get(QUEUE_LABEL), labels.get(PRIORITY_LABEL, ""), ps)
     out = ObjectAdmission(w, got.local_queue)
-    if got.local_queue is None:
-        w.state, w.reason = (
-            "never",
-            f"no {QUEUE_LABEL} label and no LocalQueue {DEFAULT_QUEUE!r} in {namespace}: "
-            "Kueue leaves it alone",
-        )
-        return out
     if got.reason or got.queue is None or got.assignment is None:
         w.state, w.reason = "never", got.reason
         return out

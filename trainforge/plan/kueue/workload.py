@@ -22,7 +22,7 @@ from typing import Any
 from trainforge.plan.kueue.assign import Assigner, Assignment, PodSet
 from trainforge.plan.kueue.objects import GPU, RESOURCES, ClusterQueue, Kueue, quantity
 from trainforge.plan.kueue.quota import Quotas
-from trainforge.platform.queues import DEFAULT_LOCAL_QUEUE
+from trainforge.platform.queues import DEFAULT_LOCAL_QUEUE, QUEUE_LABEL
 
 
 def _limit_defaults(limit_ranges: Iterable[Mapping[str, Any]]) -> tuple[dict, dict]:
@@ -139,7 +139,8 @@ def podset(tmpl: Mapping[str, Any], per_pod: Mapping[str, Fraction], count: int)
 class Admission:
     """Where Kueue takes one workload on idle queues (`admit`): its LocalQueue (None: no
     queue label and no LocalQueue `default`), ClusterQueue, priority and flavor assignment;
-    `reason` says why it never gets one before the flavor assignment is tried."""
+    `reason` says why it never gets one before the flavor assignment is tried (the one
+    wording of each such fact, which the plan's findings and rehearsals print)."""
 
     local_queue: str | None
     queue: ClusterQueue | None = None
@@ -159,7 +160,11 @@ def admit(
     if lq is None and (namespace, DEFAULT_LOCAL_QUEUE) in m.local:
         lq = DEFAULT_LOCAL_QUEUE
     if lq is None:
-        return Admission(None)
+        return Admission(
+            None,
+            reason=f"its object has no {QUEUE_LABEL} label and namespace {namespace} has no "
+            f"LocalQueue {DEFAULT_LOCAL_QUEUE!r}: Kueue never admits it",
+        )
     q = m.queues.get(m.local.get((namespace, lq), ""))
     if q is None:
         return Admission(lq, reason=f"no LocalQueue {lq!r} (with a ClusterQueue) in {namespace}")
