@@ -150,12 +150,13 @@ class Admission:
 
 
 def admit(
-    m: Kueue, namespace: str, queue_label: str | None, priority_class: str, ps: PodSet
+    m: Kueue, namespace: str, queue_label: str | None, priority_class: str, ps: list[PodSet]
 ) -> Admission:
     """The one admission entry: the LocalQueue the label names (without one, the namespace's
     LocalQueue `default`: manageJobsWithoutQueueName and LocalQueue defaulting), its
     ClusterQueue (whose namespaceSelector must select the namespace), the priority class,
-    and Kueue's flavor assignment of the pod set on the queues as they are now."""
+    and Kueue's flavor assignment of its pod sets `ps` (one per pod template) on the queues as
+    they are now."""
     lq = queue_label
     if lq is None and (namespace, DEFAULT_LOCAL_QUEUE) in m.local:
         lq = DEFAULT_LOCAL_QUEUE
@@ -174,5 +175,5 @@ def admit(
         )
     if priority_class and priority_class not in m.priorities:
         return Admission(lq, q, reason=f"no WorkloadPriorityClass {priority_class!r}")
-    got = Assigner(Quotas(m.queues, m.shared), m.flavors).assign(q, [ps])
+    got = Assigner(Quotas(m.queues, m.shared), m.flavors).assign(q, list(ps))
     return Admission(lq, q, m.priorities.get(priority_class, 0), got)
