@@ -7,8 +7,10 @@ order, the RuntimeClass overhead, the namespace's LimitRange defaults (a contain
 limits from `default`, missing requests from `defaultRequest`) and then a container's limits
 as its missing requests (pkg/workload/resources.go `AdjustResources`, `handlePodLimitRange`,
 `handleLimitsToRequests` at release-0.19 c90ed70, read 2026-11-29). The pod's total is the
-sum over its containers, or its largest init container where that is larger, plus the
-overhead (the scheduler's and Kueue's pod requests). The flavor assignment then sees the
+sum over its containers and sidecars (init containers with restartPolicy Always), or its
+largest init container (with the sidecars started before it) where that is larger, plus
+the overhead (the scheduler's and Kueue's pod requests: the Kubernetes `PodRequests`, which
+Kueue's pkg/workload/workload.go `totalRequestsFromPodSets` calls). The flavor assignment then sees the
 team namespace's 500m CPU / 1Gi, not an empty request.
 """
 
@@ -61,9 +63,25 @@ def pod_requests(
     for c in pod_spec.get("containers") or []:
         for k, v in _container_requests(c, d_limits, d_requests).items():
             total[k] = total.get(k, Fraction(0)) + v
+    # component-helpers resource.AggregateContainerRequests (Kueue's PodRequests): a sidecar
+    # (an init container with restartPolicy Always) runs beside the containers and the init
+    # containers after it, so it adds to both; the largest init container counts
+    sidecars: dict[str, Fraction] = {}
+    init: dict[str, Fraction] = {}
     for c in pod_spec.get("initContainers") or []:
-        for k, v in _container_requests(c, d_limits, d_requests).items():
-            total[k] = max(total.get(k, Fraction(0)), v)
+        asks = _container_requests(c, d_limits, d_requests)
+        if c.get("restartPolicy") == "Always":
+            for k, v in asks.items():
+                total[k] = total.get(k, Fraction(0)) + v
+                sidecars[k] = sidecars.get(k, Fraction(0)) + v
+            asks = dict(sidecars)
+        else:
+            asks = {k: asks.get(k, Fraction(0)) + sidecars.get(k, Fraction(0))
+                    for k in {*asks, *sidecars}}  # fmt: skip
+        for k, v in asks.items():
+            init[k] = max(init.get(k, Fraction(0)), v)
+    for k, v in init.items():
+        total[k] = max(total.get(k, Fraction(0)), v)
     for k, v in (pod_spec.get("overhead") or {}).items():
         total[k] = total.get(k, Fraction(0)) + quantity(v)
     return {k: v for k, v in total.items() if v}
