@@ -354,6 +354,26 @@ def test_a_gpu_job_short_of_cpu_is_answered_in_its_gpus_and_plain_units():
     ]
 
 
+def test_a_gpu_job_giving_only_limits_is_still_answered_in_its_gpus():
+    """Kueue counts a limit for a missing request (pkg/workload/resources.go
+    `UseLimitsAsMissingRequestsInPod`, release-0.19 c90ed70): a job whose containers give
+    only limits asks its 32 GPUs all the same (`why` read none before: no GPU line)."""
+    from trainforge.live import explain
+
+    g = _gathered(
+        "couldn't assign flavors to pod set worker: insufficient unused quota for cpu in "
+        "flavor efa-training, 94.8 more needed"
+    )
+    for ps in g.workload["spec"]["podSets"]:
+        for c in ps["template"]["spec"]["containers"]:
+            c["resources"] = {"limits": {**c["resources"].pop("requests")}}
+    assert "comes with the job's 32 GPUs" in explain.blocked_by(g)[0]
+    assert explain.requests(g) == [
+        "1 x master pod, each 90 cores, 1000Gi memory, 8 GPUs",
+        "3 x worker pod, each 90 cores, 1000Gi memory, 8 GPUs",
+    ]
+
+
 def test_a_borrowing_job_says_who_may_take_its_gpus_back_and_when():
     from trainforge.live import explain
 

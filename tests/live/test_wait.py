@@ -244,7 +244,56 @@ def test_a_workload_is_counted_as_the_kueue_model_counts_it():
         "containers": [{"resources": {"limits": {"nvidia.com/gpu": "8", "cpu": "2"}}}],
     }
     wl = {"spec": {"podSets": [{"name": "main", "count": 4, "template": {"spec": pod}}]}}
-    assert wait._need(wl) == {"nvidia.com/gpu": 32, "cpu": 32}
+    assert K.workload_need(wl) == {"nvidia.com/gpu": 32, "cpu": 32}
+
+
+def _limits_only(api: FakeApi) -> None:
+    """Every served Workload's containers give their requests as limits only."""
+    for doc in api.routes.values():
+        if not isinstance(doc, dict):
+            continue
+        for wl in doc.get("items", [doc]) if doc.get("kind") == "WorkloadList" else [doc]:
+            for ps in (wl.get("spec") or {}).get("podSets") or []:
+                for c in ps["template"]["spec"].get("containers", []):
+                    res = c.get("resources") or {}
+                    c["resources"] = {
+                        "limits": {**res.get("requests", {}), **res.get("limits", {})}
+                    }
+
+
+def test_a_workload_giving_only_limits_is_counted_as_kueue_counts_it(capsys, api):
+    """Kueue counts a container's limit for its missing request: it adjusts every Workload it
+    reads (pkg/workload/resources.go `AdjustResources` -> `handleLimitsToRequests` ->
+    `UseLimitsAsMissingRequestsInPod`, called by pkg/cache/queue/manager.go before
+    `workload.NewInfo`) and totals the adjusted pod spec (pkg/workload/workload.go
+    `totalRequestsFromPodSets`: the Kubernetes `PodRequests` times the count), release-0.19
+    c90ed70. So `trainforge wait`'s expected start, `trainforge status`'s "asks" lines and
+    `why` are the same when the pending job and the jobs ahead give only limits (status's
+    lines read nothing before: it totalled the requests alone)."""
+
+    def said() -> str:
+        out = ""
+        for main in (cli.status_main, cli.why_main):
+            code, text, _ = run(
+                capsys, main, recorded.PENDING, "-n", NS, "--kubeconfig", api.config,
+                now=lambda: recorded.NOW,
+            )  # fmt: skip
+            assert code == 0
+            out += text
+        return out
+
+    before = expected(api)
+    shown = said()
+    assert "asks:       3 x worker pod, each 90 cores, 1000Gi memory, 8 GPUs" in shown
+    _limits_only(api)
+    wl = next(w for w in api.routes[WORKLOADS]["items"] if "gpt-13b" in w["metadata"]["name"])
+    assert (
+        "requests" not in wl["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]
+    )
+    after = expected(api)
+    assert (after.seconds, after.flavor, after.unknown) == (7200, "efa-training", "")
+    assert [(h.job, h.need) for h in after.holders] == [(h.job, h.need) for h in before.holders]
+    assert said() == shown
 
 
 def test_an_admitted_job_has_no_expected_start(api):

@@ -180,6 +180,34 @@ def test_without_a_default_queue_a_job_without_its_label_is_a_finding(monkeypatc
     result = plan([job("unqueued", "vision", 1)])
     (finding,) = [v for v in result.failing if v.rule == Q.RULE_LABEL]
     assert "no kueue.x-k8s.io/queue-name label" in finding.message
+    # one wording of the fact: the rehearsal of a job any client wrote (admit_object: the
+    # Kubeflow SDK, kubectl) says what the queue section says (it said "Kueue leaves it alone")
+    alone = Q.admit_object([], "vision", {}, {"containers": []}, {})
+    assert alone.workload.state == "never"
+    assert finding.message == f"job unqueued (team vision): {alone.workload.reason}"
+
+
+def test_a_declared_job_whose_object_is_not_found_is_not_called_unlabelled(monkeypatch):
+    """A backend whose object lacks the trainforge.io/job label: the plan finds no object of
+    the job at all, so "no queue-name label" (what it said) is not the fact: nothing of the
+    job reaches Kueue."""
+    from trainforge.jobs import indexed_job
+    from trainforge.jobs.pod import JOB_LABEL
+
+    real = indexed_job.workload_manifest
+
+    def without_job_label(*a, **kw):
+        doc = real(*a, **kw)
+        doc["metadata"]["labels"].pop(JOB_LABEL)
+        return doc
+
+    monkeypatch.setattr(indexed_job, "workload_manifest", without_job_label)
+    result = plan([job("lost", "vision", 1, backend="indexed-job")])
+    assert not [v for v in result.failing if v.rule == Q.RULE_LABEL]
+    (finding,) = [v for v in result.failing if v.rule == Q.RULE_NO_OBJECT]
+    assert finding.message == "job lost (team vision): " + Q.no_object("lost", "vision")
+    assert f"no object labelled {JOB_LABEL}=lost" in finding.message
+    assert "queue-name" not in finding.message
 
 
 @pytest.mark.parametrize("backend", ["pytorchjob", "indexed-job"])
@@ -268,3 +296,85 @@ def test_a_quota_bigger_than_the_cluster_is_a_plan_line_naming_the_key_and_the_f
     warns = verdict.verdict_lines(result, stack="dev")
     assert sum("quota.gpus: 64 asked" in ln for ln in warns) == 1, warns
     assert "  Queue admission: quota: trainforge:teams[0].quota.gpus: 64 asked" in "\n".join(warns)
+
+
+def _one_replica_on(monkeypatch, replica: str, pool: str) -> None:
+    """The PyTorchJob's `replica` pod template selects pool `pool` (the other keeps the job's)."""
+    from trainforge.jobs import pytorchjob
+
+    real = pytorchjob.workload_manifest
+
+    def patched(*a, **kw):
+        doc = real(*a, **kw)
+        r = doc["spec"]["pytorchReplicaSpecs"][replica]
+        t = r["template"]  # shared by both replicas, and holds Pulumi outputs: copy shallowly
+        selector = {**t["spec"]["nodeSelector"], "trainforge.io/pool": pool}
+        r["template"] = {**t, "spec": {**t["spec"], "nodeSelector": selector}}
+        return doc
+
+    monkeypatch.setattr(pytorchjob, "workload_manifest", patched)
+
+
+@pytest.mark.parametrize("replica", ["Master", "Worker"])
+def test_a_pod_template_no_flavor_takes_is_never_admitted_whichever_it_is(monkeypatch, replica):
+    """Kueue reads every pod template as a pod set and assigns each its flavor
+    (pkg/scheduler/flavorassigner at release-0.19): a Worker whose nodeSelector no flavor
+    matches keeps the job out as a Master's does (the plan said the job "runs" and only
+    noted the Worker's selector as a field Kueue owns)."""
+    _one_replica_on(monkeypatch, replica, "nowhere")
+    result = plan([job("two", "vision", 2)])
+    (finding,) = [v for v in result.failing if v.rule == Q.RULE_NEVER]
+    assert finding.message == (
+        f"job two (team vision): no flavor of ClusterQueue vision matches its pod template "
+        f"{replica}'s nodeSelector {{'trainforge.io/pool': 'nowhere'}}, tolerations and "
+        "topology request"
+    )
+    assert admission(result)[1]["two"]["state"] == "never"
+    assert not [v for v in result.failing if v.rule == Q.RULE_OWNED]
+
+
+@pytest.mark.parametrize("replica", ["Master", "Worker"])
+def test_a_pod_template_on_another_pool_is_counted_there_and_named(monkeypatch, replica):
+    """One replica selects pool training-workloads, where team vision has no GPU quota: Kueue
+    gives that pod set that flavor and never admits the job, whichever replica it is (the
+    plan said a Worker's job "runs" on gpu-workloads); the selector that contradicts the
+    flavor of the job's first pod template is named either way (it fired only for a
+    template after the first, and said Kueue "could not start the job")."""
+    _one_replica_on(monkeypatch, replica, "training-workloads")
+    result = plan([job("two", "vision", 2)])
+    assert admission(result)[1]["two"]["state"] == "never"
+    (never,) = [v for v in result.failing if v.rule == Q.RULE_NEVER]
+    assert "nvidia.com/gpu" in never.message and "training-workloads" in never.message
+    (owned,) = [v for v in result.failing if v.rule == Q.RULE_OWNED]
+    other, flavor = {
+        "Master": ("Worker", "training-workloads"),
+        "Worker": ("Worker", "gpu-workloads"),
+    }[replica]
+    assert f"in pod template {other}, which contradicts flavor {flavor}'s" in owned.message
+
+
+def test_the_owned_selector_check_reads_every_pod_template():
+    """Called with a flavor, the check names any template whose selector contradicts it,
+    the first included (`_simulate` passes the first template's flavor, so there it names
+    the others)."""
+    from types import SimpleNamespace
+
+    from trainforge.plan import kueue as K
+
+    def replica(pool: str) -> dict:
+        spec = {"containers": [{"name": "pytorch"}], "nodeSelector": {"trainforge.io/pool": pool}}
+        return {"replicas": 1, "template": {"spec": spec}}
+
+    doc = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": "two", "namespace": "vision"},
+        "spec": {"pytorchReplicaSpecs": {"Master": replica("a"), "Worker": replica("b")}},
+    }
+    flavor = K.Flavor("b", {"trainforge.io/pool": "b"}, [], None)
+    assert Q._owned_fields(SimpleNamespace(doc=doc), flavor) == [
+        "nodeSelector trainforge.io/pool=a in pod template Master, which contradicts flavor "
+        "b's trainforge.io/pool=b: Kueue gives that pod set another flavor or none, not the "
+        "job's"
+    ]
+    assert Q._owned_fields(SimpleNamespace(doc=doc), None) == []

@@ -191,3 +191,30 @@ def test_kueue_counts_limitrange_defaults_and_limits_for_missing_requests():
         "overhead": {"cpu": "250m"},
     }
     assert pod_requests(two)["cpu"] == Fraction(21, 4)
+
+
+def test_kueue_counts_a_sidecar_beside_the_containers_and_the_init_containers_after_it():
+    """Kueue totals a pod with the Kubernetes PodRequests (pkg/workload/workload.go
+    `totalRequestsFromPodSets` at release-0.19 c90ed70), where a sidecar (an init container
+    with restartPolicy Always) runs beside the containers and the init containers after it:
+    Kueue's own pkg/workload/resources_test.go ("pod doesn't satisfy LimitRange constraints")
+    counts a 300m container and a 300m sidecar as 600m, over a 500m Pod maximum."""
+    from fractions import Fraction
+
+    from trainforge.plan.kueue.workload import pod_requests
+
+    def c(cpu: str, **kw) -> dict:
+        return {"name": "c", "resources": {"requests": {"cpu": cpu}}, **kw}
+
+    assert pod_requests(
+        {"containers": [c("300m")], "initContainers": [c("300m", restartPolicy="Always")]}
+    )["cpu"] == Fraction(3, 5)
+    # init containers: [plain 1, sidecar 2, plain 3] -> max(1, 2, 3 + 2) = 5 over the
+    # containers' 1 + sidecar 2
+    pod = {
+        "containers": [c("1")],
+        "initContainers": [c("1"), c("2", restartPolicy="Always"), c("3")],
+    }
+    assert pod_requests(pod)["cpu"] == 5
+    pod["initContainers"] = [c("1"), c("2", restartPolicy="Always")]
+    assert pod_requests(pod)["cpu"] == 3  # the containers and the sidecar, running together

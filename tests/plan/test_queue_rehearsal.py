@@ -110,3 +110,69 @@ def test_an_sdk_trainjob_without_label_tolerations_or_selector_is_admitted_to_a_
             d["spec"].pop("tolerations")
     refused = Q.admit_object(docs, "vision", {}, pod, {Q.GPU: Fraction(8)}, pods=4)
     assert refused.workload.state == "never" and "no flavor" in refused.workload.reason
+
+
+def _submitted_ctx(docs, pool_taints):
+    """A plan of the rehearsal's Kueue objects and pool h100's NodePool (labels and taints
+    as trainforge.platform.karpenter.node_pool_spec writes them)."""
+    from trainforge.plan.check_types import PlanContext
+    from trainforge.plan.manifests import K8sObject
+    from trainforge.plan.runner import Inventory
+
+    nodepool = {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodePool",
+        "metadata": {"name": "h100"},
+        "spec": {
+            "template": {
+                "metadata": {"labels": {"trainforge.io/pool": "h100"}},
+                "spec": {"taints": pool_taints},
+            }
+        },
+    }
+    objects = [
+        K8sObject(urn=f"urn:{i}", name=f"o{i}", type="kubernetes:test", doc=d)
+        for i, d in enumerate([*docs, nodepool])
+    ]
+    return PlanContext(inventory=Inventory(project="p", stack="s", resources=[]), objects=objects)
+
+
+def test_a_submitted_job_kueue_admits_onto_a_pool_its_pods_cannot_land_on_never_starts():
+    """admit_submitted's second question: Kueue admits the job on a flavor, and adds the
+    flavor's node labels and tolerations; do its pods then tolerate the taints of the
+    NodePool those labels select? A flavor that names neither the pool's taint (nodeTaints,
+    which Kueue's flavor assignment checks) nor a toleration lets Kueue admit the job onto
+    nodes its pods never land on; the pods' own toleration, or the flavor's, lets them on."""
+    from trainforge.plan.checks import queues as Q
+
+    gpu_taint = {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}
+    doc = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "sdk", "namespace": "vision"},
+    }
+    pod = {"spec": {"containers": [{"name": "node", "resources": {"limits": {Q.GPU: "8"}}}]}}
+    # as planned: the flavor names the taint and tolerates it
+    w = Q.admit_submitted(_submitted_ctx(_docs(), [gpu_taint]), doc, pod, 4)
+    assert (w.state, w.flavor, w.reason) == ("admitted", "h100", "")
+    bare = _docs()
+    for d in bare:
+        if d["kind"] == "ResourceFlavor":
+            del d["spec"]["nodeTaints"], d["spec"]["tolerations"]
+    w = Q.admit_submitted(_submitted_ctx(bare, [gpu_taint]), doc, pod, 4)
+    assert (w.state, w.reason) == (
+        "never",
+        "admitted on flavor h100, but its pods do not tolerate the pool's taint nvidia.com/gpu",
+    )
+    tolerating = {"spec": {**pod["spec"], "tolerations": [{"key": Q.GPU, "operator": "Exists"}]}}
+    w = Q.admit_submitted(_submitted_ctx(bare, [gpu_taint]), doc, tolerating, 4)
+    assert (w.state, w.flavor) == ("admitted", "h100")
+    # a pool taint the flavor does not know of refuses the planned flavor's pods too
+    extra = {"key": "trainforge.io/reserved", "value": "x", "effect": "NoExecute"}
+    w = Q.admit_submitted(_submitted_ctx(_docs(), [gpu_taint, extra]), doc, pod, 4)
+    assert w.state == "never" and w.reason.endswith("taint trainforge.io/reserved"), w.reason
+    # one that does not keep pods off (PreferNoSchedule) does not
+    soft = {**extra, "effect": "PreferNoSchedule"}
+    assert Q.admit_submitted(_submitted_ctx(_docs(), [gpu_taint, soft]), doc, pod, 4).state == (
+        "admitted"
+    )

@@ -13,6 +13,7 @@ from fractions import Fraction
 from trainforge.core.quantity import parse_quantity
 from trainforge.live import wait
 from trainforge.live.gather import Gathered, condition
+from trainforge.plan import kueue as K
 from trainforge.training import exits
 from trainforge.training.timeouts import format_eta as duration
 
@@ -95,7 +96,7 @@ def blocked_by(g: Gathered) -> list[str]:
         return []
     msg = c.get("message", "")
     lines = []
-    asks = _asks(g)
+    asks = K.workload_need(g.workload or {})  # as Kueue counts it
     for m in _INSUFFICIENT.finditer(msg):
         res, flavor, more = m.group("res"), m.group("flavor"), m.group("more")
         used = _usage(g.cluster_queue, flavor, res)
@@ -114,20 +115,6 @@ def blocked_by(g: Gathered) -> list[str]:
 
 
 GPU = "nvidia.com/gpu"
-
-
-def _asks(g: Gathered) -> dict[str, Fraction]:
-    """What the whole job asks, per resource (all pods of all pod sets)."""
-    total: dict[str, Fraction] = {}
-    for ps in (g.workload or {}).get("spec", {}).get("podSets", []):
-        for c in ps.get("template", {}).get("spec", {}).get("containers", []):
-            for res, amount in (c.get("resources", {}).get("requests") or {}).items():
-                try:
-                    v = parse_quantity(amount) * int(ps.get("count", 1))
-                except (ValueError, TypeError):
-                    continue
-                total[res] = total.get(res, Fraction(0)) + v
-    return total
 
 
 def borrowing(g: Gathered) -> str | None:
@@ -194,12 +181,12 @@ def _number(resource: str, amount: str) -> str:
 
 
 def requests(g: Gathered) -> list[str]:
+    """One line per pod set: its pods, and what each asks as Kueue counts it
+    (trainforge.plan.kueue.pod_requests: a limit stands for a missing request, the largest
+    init container, the pod overhead)."""
     out = []
     for ps in (g.workload or {}).get("spec", {}).get("podSets", []):
-        total: dict[str, Fraction] = {}
-        for c in ps.get("template", {}).get("spec", {}).get("containers", []):
-            for res, amount in (c.get("resources", {}).get("requests") or {}).items():
-                total[res] = total.get(res, Fraction(0)) + parse_quantity(amount)
+        total = K.pod_requests(ps.get("template", {}).get("spec", {}))
         asks = ", ".join(
             readable(r, v) + (" memory" if r == "memory" else "") for r, v in sorted(total.items())
         )

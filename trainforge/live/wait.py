@@ -43,7 +43,7 @@ mirror holds; the platform pins chart 0.19.5, trainforge.core.versions; read 202
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from fractions import Fraction
 from typing import Any
@@ -100,29 +100,6 @@ class Expected:
 # --- reading the queue --------------------------------------------------------------------------
 
 
-def _podsets(wl: dict[str, Any]) -> list[K.PodSet]:
-    """A Workload's pod sets as Kueue reads them, in the quota's resources: each pod as the
-    Kueue model counts it (trainforge.plan.kueue.workload: a limit stands for its missing
-    request, the largest init container, the pod overhead), its selector and tolerations."""
-    out = []
-    for ps in wl.get("spec", {}).get("podSets", []) or []:
-        tmpl = ps.get("template") or {}
-        pod = K.pod_requests(tmpl.get("spec") or {})
-        per_pod = {r: v for r, v in pod.items() if r in RESOURCES}
-        got = K.podset(tmpl, per_pod, int(ps.get("count", 1)))
-        out.append(replace(got, name=str(ps.get("name", got.name))))
-    return out
-
-
-def _need(wl: dict[str, Any]) -> dict[str, Fraction]:
-    """What a Workload asks in all (every pod of every pod set), in the quota's resources."""
-    total: dict[str, Fraction] = {}
-    for ps in _podsets(wl):
-        for res, amount in ps.total().items():
-            total[res] = total.get(res, Fraction(0)) + amount
-    return total
-
-
 def _admitted_flavor(wl: dict[str, Any]) -> str | None:
     adm = wl.get("status", {}).get("admission") or {}
     flavors = {
@@ -140,7 +117,7 @@ def _assignment(
     one the workload waits for (None: no one flavor)."""
     lent = {f: {r: _UNSEEN for r in RESOURCES} for f in queue.flavors}
     quotas = K.Quotas({queue.name: queue}, {queue.cohort: lent} if queue.cohort else {})
-    return K.Assigner(quotas, flavors).assign(queue, _podsets(wl))
+    return K.Assigner(quotas, flavors).assign(queue, K.workload_podsets(wl))
 
 
 def _flavors(api: Api, queue: K.ClusterQueue) -> dict[str, K.Flavor]:
@@ -176,7 +153,13 @@ def _expected(job: dict[str, Any]) -> tuple[float | None, str]:
 def _holder(api: Api, ns: str, wl: dict[str, Any], running: bool, now: datetime) -> Holder:
     name = _job_name(wl)
     h = Holder(
-        wl["metadata"]["name"], name or wl["metadata"]["name"], running, _need(wl), None, None, ""
+        wl["metadata"]["name"],
+        name or wl["metadata"]["name"],
+        running,
+        K.workload_need(wl),
+        None,
+        None,
+        "",
     )
     try:
         g = find_job(api, ns, name) if name else None
@@ -345,7 +328,7 @@ def _run(out: Expected, queue: K.ClusterQueue, wl: dict, me: dict, now: datetime
         what = "running" if h.running else f"waiting ahead (position {h.position + 1})"
         out.unknown = f"{h.job} ({what}) has no expected end: {h.basis}"
         return out
-    need = _need(wl)
+    need = K.workload_need(wl)
     over = [r for r, v in need.items() if v > queue.nominal[out.flavor].get(r, 0)]
     if over:
         r = over[0]

@@ -36,6 +36,7 @@ RULE_LABEL = "TRAINFORGE_QUEUE_LABEL"
 RULE_NEVER = "TRAINFORGE_QUEUE_NEVER_ADMITTED"
 RULE_OWNED = "TRAINFORGE_QUEUE_KUEUE_OWNED_FIELD"
 RULE_UNLAUNCHABLE = "TRAINFORGE_QUEUE_UNLAUNCHABLE"
+RULE_NO_OBJECT = "TRAINFORGE_QUEUE_NO_JOB_OBJECT"
 RULES = {
     RULE_UNLAUNCHABLE: "keep every pool's nominal quotas within what the pool holds "
     "(trainforge.platform.queues.quota_plan; docs/teams.md, 'Quotas')",
@@ -43,6 +44,8 @@ RULES = {
     "(trainforge.jobs.tenancy.queue_labels), or give the namespace a LocalQueue `default`",
     RULE_NEVER: "make the job smaller, or give the team more nominal quota (quota.pools) "
     "or a larger borrowing limit in that pool",
+    RULE_NO_OBJECT: "let the job's backend emit its object labelled "
+    f"{JOB_LABEL}=<job>, of a kind whose pod templates it reads (trainforge.jobs.backends)",
     RULE_OWNED: "leave suspend, schedulingGates and the flavor's node labels to Kueue "
     "(docs/teams.md, 'Who owns which field')",
 }
@@ -478,20 +481,23 @@ def workload_object(ctx: PlanContext, name: str, namespace: str) -> Any:
 
 
 def _owned_fields(obj: Any, flavor: K.Flavor | None) -> list[str]:
-    """Fields of the job's object that Kueue owns once it manages the job."""
+    """Fields of the job's object that Kueue owns once it manages the job; `flavor` is the one
+    its first pod template's pods land on, which the plan runs the whole job on."""
     out = []
     suspend = (job_shape(obj.doc) or Shape()).suspend  # where its kind keeps `suspend`
     if get(obj.doc, *suspend) is not None:
         out.append(f"{'.'.join(suspend)} (Kueue suspends and resumes the job)")
-    for pod in (t.spec for t in pod_templates(obj.doc, build=False)):
+    for t in pod_templates(obj.doc, build=False):
+        pod = t.spec
         if pod.get("schedulingGates"):
             out.append("a pod template's schedulingGates (Kueue adds and removes its own)")
         if flavor is not None:
             for k, v in (pod.get("nodeSelector") or {}).items():
                 if k in flavor.labels and flavor.labels[k] != v:
                     out.append(
-                        f"nodeSelector {k}={v}, which conflicts with flavor {flavor.name}'s "
-                        f"{k}={flavor.labels[k]} (Kueue could not start the job)"
+                        f"nodeSelector {k}={v} in pod template {t.name or t.path}, which "
+                        f"contradicts flavor {flavor.name}'s {k}={flavor.labels[k]}: Kueue "
+                        "gives that pod set another flavor or none, not the job's"
                     )
     return sorted(set(out))
 
@@ -544,17 +550,25 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
         obj = workload_object(ctx, spec.name, target.namespace)
         shape = job_shape(obj.doc) if obj is not None else None
         if obj is None or shape is None:
-            never(w, RULE_LABEL, NO_QUEUE, obj)
+            never(w, RULE_NO_OBJECT, no_object(spec.name, target.namespace), obj)
             continue
         w.pods = shape.pod_count(obj.doc)  # the object's pods, as its backend counts them
         per_pod = K.pod_need(spec)
         w.need = {r: v * w.pods for r, v in per_pod.items() if v}
         templates = pod_templates(obj.doc, build=False)
         ps = K.podset(templates[0].template if templates else {}, per_pod, w.pods)
+        # Kueue reads every pod template as a pod set of its own (its replicas' pods) and
+        # assigns each its flavors (one pod set: a TrainJob's pods, built elsewhere)
+        sets = [
+            replace(K.podset(t.template, per_pod, t.replicas), name=t.name or ps.name)
+            for t in templates
+        ]
+        if sum(p.count for p in sets) != w.pods:
+            sets = [ps]
         pclass = obj.doc["metadata"]["labels"].get(PRIORITY_LABEL, "")
-        got = K.admit(m, target.namespace, shape.queue(obj.doc), pclass, ps)
+        got = K.admit(m, target.namespace, shape.queue(obj.doc), pclass, sets)
         if got.local_queue is None:
-            never(w, RULE_LABEL, NO_QUEUE, obj)
+            never(w, RULE_LABEL, got.reason, obj)
             continue
         w.queue_name, q = got.local_queue, got.queue
         if q is not None and q.admits(target.namespace):
@@ -563,19 +577,26 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
             never(w, RULE_NEVER, got.reason, obj)
             continue
         all_tas = K.only_tas(q, m.flavors)
-        skips = {f: K.flavor_fits_podset(ps, m.flavors.get(f), all_tas) for f in q.flavors}
+        # a pod set that no flavor takes is never admitted, whichever template it is
+        skips_of = [
+            {f: K.flavor_fits_podset(p, m.flavors.get(f), all_tas) for f in q.flavors} for p in sets
+        ]
         # the flavor its wait is explained against: the first its pods may land on
-        w.flavor = next((f for f, why in skips.items() if why is None), None)
-        owned = _owned_fields(obj, m.flavors.get(w.flavor or ""))
+        w.flavor = next((f for f, why in skips_of[0].items() if why is None), None)
+        stuck = next((i for i, sk in enumerate(skips_of) if all(sk.values())), None)
+        owned = _owned_fields(obj, m.flavors.get(w.flavor or "")) if stuck is None else []
         if owned:
             finding(w, RULE_OWNED, "sets " + "; ".join(owned), obj)
-        if w.flavor is None:
+        if stuck is not None:
+            w.flavor = None
+            p, skips = sets[stuck], skips_of[stuck]
             whys = [y for y in skips.values() if y and "doesn't match node affinity" not in y]
+            whose = "its" if len(sets) == 1 else f"its pod template {p.name}'s"
             never(
                 w,
                 RULE_NEVER,
-                f"no flavor of ClusterQueue {q.name} matches its nodeSelector "
-                f"{dict(ps.node_selector)}, tolerations and topology request"
+                f"no flavor of ClusterQueue {q.name} matches {whose} nodeSelector "
+                f"{dict(p.node_selector)}, tolerations and topology request"
                 + (f" ({'; '.join(whys)})" if whys else ""),
                 obj,
             )
@@ -585,7 +606,8 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
             why = Simulation(m.queues, m.flavors, shared=m.shared).can_ever_fit(w)
             never(w, RULE_NEVER, f"can never be admitted: {why or '; '.join(idle.reasons)}", obj)
             continue
-        w.flavor, w.podsets = idle.flavor, [ps]
+        # pod sets on different flavors: the simulation runs the job on the first one's
+        w.flavor, w.podsets = idle.flavor or w.flavor, [ps]
 
     contracts = getattr(ctx.declared, "contracts", None) or []
     pools = (p for c in contracts for p in c.pools.values())
@@ -598,10 +620,13 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
     return workloads, findings, sim
 
 
-NO_QUEUE = (
-    "its object has no kueue.x-k8s.io/queue-name label and its namespace no "
-    "LocalQueue `default`: Kueue never admits it"
-)
+def no_object(job: str, namespace: str) -> str:
+    """A declared job the plan finds no object of (`workload_object`): there is no queue
+    label to speak of, nothing reaches Kueue."""
+    return (
+        f"no object labelled {JOB_LABEL}={job} with a pod template of its backend's kind is "
+        f"rendered in namespace {namespace}: nothing reaches Kueue"
+    )
 
 
 @dataclass
@@ -633,15 +658,8 @@ def admit_object(
     w = Workload(str(labels.get(JOB_LABEL, "job")), namespace, namespace, 0)
     w.need, w.pods = dict(need), pods
     ps = K.podset({"spec": pod}, {r: v / pods for r, v in need.items()}, pods)
-    got = K.admit(m, namespace, labels.get(QUEUE_LABEL), labels.get(PRIORITY_LABEL, ""), ps)
+    got = K.admit(m, namespace, labels.get(QUEUE_LABEL), labels.get(PRIORITY_LABEL, ""), [ps])
     out = ObjectAdmission(w, got.local_queue)
-    if got.local_queue is None:
-        w.state, w.reason = (
-            "never",
-            f"no {QUEUE_LABEL} label and no LocalQueue {DEFAULT_QUEUE!r} in {namespace}: "
-            "Kueue leaves it alone",
-        )
-        return out
     if got.reason or got.queue is None or got.assignment is None:
         w.state, w.reason = "never", got.reason
         return out
@@ -717,7 +735,7 @@ def placement(ctx: PlanContext) -> CheckResult:
         texts = []
         for kind, need in (("CPU-only", CPU_PROBE), ("1-GPU", GPU_PROBE)):
             ps = K.PodSet("main", 1, need)
-            got = K.admit(m, ns, lq, "", ps).assignment or K.Assignment({}, [])
+            got = K.admit(m, ns, lq, "", [ps]).assignment or K.Assignment({}, [])
             flavor = got.flavor
             how = (
                 "no flavor fits"

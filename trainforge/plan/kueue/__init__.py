@@ -28,10 +28,18 @@ from trainforge.plan.kueue.objects import (
     read,
 )
 from trainforge.plan.kueue.quota import Quotas
-from trainforge.plan.kueue.workload import admit, pod_need, pod_requests, podset
+from trainforge.plan.kueue.workload import (
+    admit,
+    pod_need,
+    pod_requests,
+    podset,
+    workload_need,
+    workload_podsets,
+)
 
 __all__ = [
     "FIT", "GPU", "NO_CANDIDATES", "NO_FIT", "POSSIBLE", "RECLAIM", "RESOURCES", "Assigner", "Assignment",
     "ClusterQueue", "Flavor", "Kueue", "PodSet", "Quotas", "admit", "cluster_queue", "flavor_fits_podset",
-    "only_tas", "pod_need", "pod_requests", "podset", "quantity", "read",
+    "only_tas", "pod_need", "pod_requests", "podset", "quantity", "read", "workload_need",
+    "workload_podsets",
 ]  # fmt: skip

@@ -7,22 +7,24 @@ order, the RuntimeClass overhead, the namespace's LimitRange defaults (a contain
 limits from `default`, missing requests from `defaultRequest`) and then a container's limits
 as its missing requests (pkg/workload/resources.go `AdjustResources`, `handlePodLimitRange`,
 `handleLimitsToRequests` at release-0.19 c90ed70, read 2026-11-29). The pod's total is the
-sum over its containers, or its largest init container where that is larger, plus the
-overhead (the scheduler's and Kueue's pod requests). The flavor assignment then sees the
+sum over its containers and sidecars (init containers with restartPolicy Always), or its
+largest init container (with the sidecars started before it) where that is larger, plus
+the overhead (the scheduler's and Kueue's pod requests: the Kubernetes `PodRequests`, which
+Kueue's pkg/workload/workload.go `totalRequestsFromPodSets` calls). The flavor assignment then sees the
 team namespace's 500m CPU / 1Gi, not an empty request.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
 from trainforge.plan.kueue.assign import Assigner, Assignment, PodSet
-from trainforge.plan.kueue.objects import GPU, ClusterQueue, Kueue, quantity
+from trainforge.plan.kueue.objects import GPU, RESOURCES, ClusterQueue, Kueue, quantity
 from trainforge.plan.kueue.quota import Quotas
-from trainforge.platform.queues import DEFAULT_LOCAL_QUEUE
+from trainforge.platform.queues import DEFAULT_LOCAL_QUEUE, QUEUE_LABEL
 
 
 def _limit_defaults(limit_ranges: Iterable[Mapping[str, Any]]) -> tuple[dict, dict]:
@@ -61,12 +63,55 @@ def pod_requests(
     for c in pod_spec.get("containers") or []:
         for k, v in _container_requests(c, d_limits, d_requests).items():
             total[k] = total.get(k, Fraction(0)) + v
+    # component-helpers resource.AggregateContainerRequests (Kueue's PodRequests): a sidecar
+    # (an init container with restartPolicy Always) runs beside the containers and the init
+    # containers after it, so it adds to both; the largest init container counts
+    sidecars: dict[str, Fraction] = {}
+    init: dict[str, Fraction] = {}
     for c in pod_spec.get("initContainers") or []:
-        for k, v in _container_requests(c, d_limits, d_requests).items():
-            total[k] = max(total.get(k, Fraction(0)), v)
+        asks = _container_requests(c, d_limits, d_requests)
+        if c.get("restartPolicy") == "Always":
+            for k, v in asks.items():
+                total[k] = total.get(k, Fraction(0)) + v
+                sidecars[k] = sidecars.get(k, Fraction(0)) + v
+            asks = dict(sidecars)
+        else:
+            asks = {k: asks.get(k, Fraction(0)) + sidecars.get(k, Fraction(0))
+                    for k in {*asks, *sidecars}}  # fmt: skip
+        for k, v in asks.items():
+            init[k] = max(init.get(k, Fraction(0)), v)
+    for k, v in init.items():
+        total[k] = max(total.get(k, Fraction(0)), v)
     for k, v in (pod_spec.get("overhead") or {}).items():
         total[k] = total.get(k, Fraction(0)) + quantity(v)
     return {k: v for k, v in total.items() if v}
+
+
+def workload_podsets(wl: Mapping[str, Any]) -> list[PodSet]:
+    """A Workload object's pod sets as Kueue reads them, in the quota's resources: each pod as
+    `pod_requests` counts it (Kueue reads the Workload's pod templates, adjusts them in memory
+    with `AdjustResources` and totals each with the Kubernetes `PodRequests` times the pod
+    set's count: pkg/workload/workload.go `totalRequestsFromPodSets` at release-0.19
+    c90ed70), its selector, tolerations and topology request. The namespace's LimitRange
+    defaults are not known here: a container with neither requests nor limits asks nothing."""
+    out = []
+    for ps in (wl.get("spec") or {}).get("podSets") or []:
+        tmpl = ps.get("template") or {}
+        pod = pod_requests(tmpl.get("spec") or {})
+        per_pod = {r: v for r, v in pod.items() if r in RESOURCES}
+        got = podset(tmpl, per_pod, int(ps.get("count", 1)))
+        out.append(replace(got, name=str(ps.get("name", got.name))))
+    return out
+
+
+def workload_need(wl: Mapping[str, Any]) -> dict[str, Fraction]:
+    """What a Workload object asks in all (every pod of every pod set, `workload_podsets`),
+    in the quota's resources."""
+    total: dict[str, Fraction] = {}
+    for ps in workload_podsets(wl):
+        for res, amount in ps.total().items():
+            total[res] = total.get(res, Fraction(0)) + amount
+    return total
 
 
 _TOPOLOGY = (
@@ -112,7 +157,8 @@ def podset(tmpl: Mapping[str, Any], per_pod: Mapping[str, Fraction], count: int)
 class Admission:
     """Where Kueue takes one workload on idle queues (`admit`): its LocalQueue (None: no
     queue label and no LocalQueue `default`), ClusterQueue, priority and flavor assignment;
-    `reason` says why it never gets one before the flavor assignment is tried."""
+    `reason` says why it never gets one before the flavor assignment is tried (the one
+    wording of each such fact, which the plan's findings and rehearsals print)."""
 
     local_queue: str | None
     queue: ClusterQueue | None = None
@@ -122,17 +168,22 @@ class Admission:
 
 
 def admit(
-    m: Kueue, namespace: str, queue_label: str | None, priority_class: str, ps: PodSet
+    m: Kueue, namespace: str, queue_label: str | None, priority_class: str, ps: list[PodSet]
 ) -> Admission:
     """The one admission entry: the LocalQueue the label names (without one, the namespace's
     LocalQueue `default`: manageJobsWithoutQueueName and LocalQueue defaulting), its
     ClusterQueue (whose namespaceSelector must select the namespace), the priority class,
-    and Kueue's flavor assignment of the pod set on the queues as they are now."""
+    and Kueue's flavor assignment of its pod sets `ps` (one per pod template) on the queues as
+    they are now."""
     lq = queue_label
     if lq is None and (namespace, DEFAULT_LOCAL_QUEUE) in m.local:
         lq = DEFAULT_LOCAL_QUEUE
     if lq is None:
-        return Admission(None)
+        return Admission(
+            None,
+            reason=f"its object has no {QUEUE_LABEL} label and namespace {namespace} has no "
+            f"LocalQueue {DEFAULT_LOCAL_QUEUE!r}: Kueue never admits it",
+        )
     q = m.queues.get(m.local.get((namespace, lq), ""))
     if q is None:
         return Admission(lq, reason=f"no LocalQueue {lq!r} (with a ClusterQueue) in {namespace}")
@@ -142,5 +193,5 @@ def admit(
         )
     if priority_class and priority_class not in m.priorities:
         return Admission(lq, q, reason=f"no WorkloadPriorityClass {priority_class!r}")
-    got = Assigner(Quotas(m.queues, m.shared), m.flavors).assign(q, [ps])
+    got = Assigner(Quotas(m.queues, m.shared), m.flavors).assign(q, list(ps))
     return Admission(lq, q, m.priorities.get(priority_class, 0), got)
