@@ -14,11 +14,11 @@ from __future__ import annotations
 from typing import Any
 
 from trainforge.core.contract import JobTarget, TeamFacts
+from trainforge.core.pods import QUEUE_LABEL
 from trainforge.jobs.spec import PRIORITIES, TOPOLOGY_MODES
 
 __all__ = ["PRIORITIES", "TOPOLOGY_MODES"]
 
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 DEFAULT_PRIORITY = "normal"
 

@@ -51,6 +51,7 @@ import pulumi_kubernetes as k8s
 from trainforge.core import versions
 from trainforge.core.contract import EFA_RESOURCE, GPU_RESOURCE, PoolFacts
 from trainforge.core.image_routes import cached, torch_image
+from trainforge.core.pods import QUEUE_LABEL
 from trainforge.jobs.codeship import CODE_MOUNT, CodeBundle, configmap_manifest
 from trainforge.jobs.pod import container_security_context, pool_tolerations
 from trainforge.platform.config import ConfigError, PlatformConfig
@@ -68,7 +69,6 @@ NEVER = "0 0 1 1 *"  # a valid schedule that is never used: the CronJobs are sus
 KEEP_FINISHED_S = 7 * 24 * 3600
 NODE_LAUNCH_S = 1800  # a Karpenter pool's nodes come up within the run's deadline
 LABEL = "trainforge.io/acceptance"
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 LOCAL_QUEUE = "acceptance"
 CLUSTER_QUEUE = "trainforge-acceptance"
 

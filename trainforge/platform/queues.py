@@ -38,7 +38,6 @@ from trainforge.core.quantity import parse_quantity
 from trainforge.platform.services_config import PRIORITIES, KueueConfig, TeamConfig
 
 API_VERSION = versions.KUEUE_API_VERSION
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 LOCAL_QUEUE = "training"
 # Kueue's webhook labels a job that names no queue with the LocalQueue named `default` of its

@@ -21,10 +21,11 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
+from trainforge.core.pods import QUEUE_LABEL
 from trainforge.plan.kueue.assign import Assigner, Assignment, PodSet
 from trainforge.plan.kueue.objects import GPU, RESOURCES, ClusterQueue, Kueue, quantity
 from trainforge.plan.kueue.quota import Quotas
-from trainforge.platform.queues import DEFAULT_LOCAL_QUEUE, QUEUE_LABEL
+from trainforge.platform.queues import DEFAULT_LOCAL_QUEUE
 
 
 def _limit_defaults(limit_ranges: Iterable[Mapping[str, Any]]) -> tuple[dict, dict]:
