@@ -390,3 +390,56 @@ def test_every_wait_flag_has_help(capsys):
     out = " ".join(capsys.readouterr().out.split())
     assert "--for {admitted,running,finished} admitted: Kueue admitted its workload" in out, out
     assert "finished: it succeeded (default)" in out
+
+
+# --- the namespace's LimitRange defaults, as Kueue counts them ------------------------------------
+
+LIMIT_RANGES = f"/api/v1/namespaces/{recorded.PENDING_NS}/limitranges"
+
+
+def _no_requests(api) -> None:
+    """gpt-13b's Workload with containers that name neither requests nor limits."""
+    key = next(k for k in api.routes if k.startswith(f"{recorded.KUEUE}/namespaces/llm/workloads?"))
+    answer = json.loads(json.dumps(api.routes[key]))
+    for ps in answer["items"][0]["spec"]["podSets"]:
+        for c in ps["template"]["spec"]["containers"]:
+            c.pop("resources")
+    api.routes[key] = answer
+
+
+def test_a_container_without_requests_counts_the_namespaces_limit_range(capsys, api):
+    """The platform's LimitRange (platform/teams.py) gives it 500m CPU and 1Gi: Kueue counts
+    that, and so do status and why (they counted nothing before)."""
+    from trainforge.platform.services_config import TeamConfig
+    from trainforge.platform.teams import LIMIT_RANGE_NAME, limit_range_spec
+
+    _no_requests(api)
+    lr = {
+        "apiVersion": "v1",
+        "kind": "LimitRange",
+        "metadata": {"name": LIMIT_RANGE_NAME, "namespace": "llm"},
+        "spec": limit_range_spec(TeamConfig(name="llm")),
+    }
+    api.routes[LIMIT_RANGES] = {"kind": "LimitRangeList", "apiVersion": "v1", "items": [lr]}
+    out = status(capsys, api, "llm", "gpt-13b")
+    assert "asks:       1 x master pod, each 0.5 cores, 1Gi memory\n" in out
+    assert "asks:       3 x worker pod, each 0.5 cores, 1Gi memory\n" in out
+    assert "LimitRange" not in out
+
+
+def test_a_refused_limit_range_read_is_one_note(capsys, api):
+    _no_requests(api)
+    api.forbidden.add(LIMIT_RANGES)
+    note = (
+        "cannot read the LimitRanges of namespace llm (403: your access does not include it): "
+        "a container without requests counts 0 here, Kueue counts the LimitRange's defaults, "
+        "so the requests shown may be under-counted"
+    )
+    out = status(capsys, api, "llm", "gpt-13b")
+    assert f"note:       {note}\n" in out
+    code, out, err = run(
+        capsys, cli.why_main, "gpt-13b", "-n", "llm", "--kubeconfig", api.config,
+        now=lambda: recorded.NOW,
+    )  # fmt: skip
+    assert (code, err) == (0, "")
+    assert f"  note: {note}\n" in out

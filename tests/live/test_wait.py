@@ -296,6 +296,39 @@ def test_a_workload_giving_only_limits_is_counted_as_kueue_counts_it(capsys, api
     assert said() == shown
 
 
+def test_the_expected_start_counts_the_namespaces_limit_range(api):
+    """Containers that ask GPUs only: Kueue gives each the namespace's LimitRange defaults
+    (the platform's: 500m CPU, 1Gi; pkg/workload/resources.go `handlePodLimitRange`), and so
+    does the live wait, for the pending job and every job ahead (it counted GPUs alone)."""
+    from fractions import Fraction
+
+    from trainforge.platform.services_config import TeamConfig
+    from trainforge.platform.teams import LIMIT_RANGE_NAME, limit_range_spec
+
+    for doc in api.routes.values():
+        if isinstance(doc, dict) and "items" in doc:
+            for wl in doc.get("items", []):
+                for ps in (wl.get("spec") or {}).get("podSets") or []:
+                    for c in ps["template"]["spec"].get("containers", []):
+                        req = (c.get("resources") or {}).get("requests") or {}
+                        req.pop("cpu", None)
+                        req.pop("memory", None)
+    lr = {"metadata": {"name": LIMIT_RANGE_NAME, "namespace": NS},
+          "spec": limit_range_spec(TeamConfig(name="llm"))}  # fmt: skip
+    api.routes[f"/api/v1/namespaces/{NS}/limitranges"] = {"kind": "LimitRangeList", "items": [lr]}
+    client = Api(api.config)
+    g = gather(client, NS, recorded.PENDING)
+    assert g.limit_ranges == [lr] and g.limit_ranges_unread == ""
+    assert K.workload_need(g.workload, g.limit_ranges)["cpu"] == 2  # 4 pods x 500m
+    e = wait.expected_start(client, g, recorded.NOW)
+    assert e.seconds == 7200 and e.unknown == ""
+    assert e.holders
+    for h in e.holders:
+        pods = h.need["nvidia.com/gpu"] / 8
+        assert (h.need["cpu"], h.need["memory"]) == (pods / 2, pods * 2**30), h.job
+        assert isinstance(h.need["cpu"], Fraction)
+
+
 def test_an_admitted_job_has_no_expected_start(api):
     assert expected(api, recorded.RUN, recorded.RUN_NS) is None
 

@@ -100,6 +100,7 @@ def test_a_member_reads_their_team_and_not_another(prod):
         ("get", "", "pods/log"),
         ("get", "", "pods/proxy"),
         ("list", "", "events"),
+        ("list", "", "limitranges"),
         ("get", "visibility.kueue.x-k8s.io", "localqueues/pendingworkloads"),
     ]:
         assert allowed(objs, llm, verb, grp, res, "llm"), (verb, grp, res)
@@ -111,6 +112,8 @@ def test_a_member_reads_their_team_and_not_another(prod):
         ("list", "", "secrets"),
         ("create", "rbac.authorization.k8s.io", "rolebindings"),
         ("update", "", "resourcequotas"),
+        ("update", "", "limitranges"),
+        ("delete", "", "limitranges"),
         ("delete", "networking.k8s.io", "networkpolicies"),
         ("create", "", "pods/exec"),
         ("create", "", "serviceaccounts/token"),

@@ -96,7 +96,7 @@ def blocked_by(g: Gathered) -> list[str]:
         return []
     msg = c.get("message", "")
     lines = []
-    asks = K.workload_need(g.workload or {})  # as Kueue counts it
+    asks = K.workload_need(g.workload or {}, g.limit_ranges)  # as Kueue counts it
     for m in _INSUFFICIENT.finditer(msg):
         res, flavor, more = m.group("res"), m.group("flavor"), m.group("more")
         used = _usage(g.cluster_queue, flavor, res)
@@ -182,11 +182,11 @@ def _number(resource: str, amount: str) -> str:
 
 def requests(g: Gathered) -> list[str]:
     """One line per pod set: its pods, and what each asks as Kueue counts it
-    (trainforge.plan.kueue.pod_requests: a limit stands for a missing request, the largest
-    init container, the pod overhead)."""
+    (trainforge.plan.kueue.pod_requests: the namespace's LimitRange defaults, a limit stands
+    for a missing request, the largest init container, the pod overhead)."""
     out = []
     for ps in (g.workload or {}).get("spec", {}).get("podSets", []):
-        total = K.pod_requests(ps.get("template", {}).get("spec", {}))
+        total = K.pod_requests(ps.get("template", {}).get("spec", {}), g.limit_ranges)
         asks = ", ".join(
             readable(r, v) + (" memory" if r == "memory" else "") for r, v in sorted(total.items())
         )
@@ -494,6 +494,8 @@ def why(g: Gathered, now: datetime, last_lines: dict[str, str]) -> str:
             reasons.append("Kueue has not admitted it yet (waiting for its turn in the queue).")
         if g.expected is not None:
             reasons += [f"  {k}: {v}" for k, v in wait.lines(g.expected)]
+        if g.limit_ranges_unread:
+            reasons.append(f"  note: {g.limit_ranges_unread}")
         reasons.append("See docs/troubleshooting.md#waiting-in-the-queue-kueue")
     pending = [p for p in g.pods if p.get("status", {}).get("phase") == "Pending"]
     if pending and not reasons:

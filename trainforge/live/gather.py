@@ -2,9 +2,11 @@
 
 Reads (GET only): the job (PyTorchJob, TrainJob or batch/v1 Job, whichever exists), its Kueue
 Workload (found by Kueue's `kueue.x-k8s.io/job-uid` label), the LocalQueue and ClusterQueue it
-waits in and its position (Kueue's visibility API), its pods (label `trainforge.io/job`), the
-namespace's events about them, and rank 0's metrics through the API server's pod proxy. A read
-the user may not make (a ClusterQueue, the visibility API) becomes a note, not a failure.
+waits in and its position (Kueue's visibility API), the namespace's LimitRanges (Kueue counts
+their defaults for a container that names no requests: trainforge.plan.kueue.workload_need),
+its pods (label `trainforge.io/job`), the namespace's events about them, and rank 0's metrics
+through the API server's pod proxy. A read the user may not make (a ClusterQueue, the
+visibility API, the LimitRanges) becomes a note, not a failure.
 """
 
 from __future__ import annotations
@@ -49,6 +51,9 @@ class Gathered:
     pods: list[dict[str, Any]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
     metrics: dict[str, float] | None = None
+    # the namespace's LimitRange documents, which Kueue reads to count a Workload's requests
+    limit_ranges: list[dict[str, Any]] = field(default_factory=list)
+    limit_ranges_unread: str = ""  # the note when they could not be read (else "")
     notes: list[str] = field(default_factory=list)
     spend: str | None = None  # the status line of its spend so far (live/spend.py)
     expected: Any = None  # a pending job's expected start (live/wait.py Expected)
@@ -67,6 +72,8 @@ def gather(api: Api, namespace: str, name: str, metrics: bool = True) -> Gathere
     g = find_job(api, namespace, name)
     uid = g.job.get("metadata", {}).get("uid", "")
     _queue(api, g, uid)
+    if g.workload:
+        _limit_ranges(api, g)
     pods = api.get(f"/api/v1/namespaces/{namespace}/pods", labelSelector=f"{JOB_LABEL}={name}")
     g.pods = sorted((pods or {}).get("items", []), key=lambda p: p["metadata"]["name"])
     names = {name, *(p["metadata"]["name"] for p in g.pods)}
@@ -89,6 +96,24 @@ def _optional(api: Api, g: Gathered, what: str, path: str, **query: Any) -> dict
             g.notes.append(f"cannot read {what} ({e.status}: your access does not include it)")
             return None
         raise
+
+
+def _limit_ranges(api: Api, g: Gathered) -> None:
+    """The namespace's LimitRanges, as Kueue lists them to count the Workload's requests; a
+    read that is refused or fails is one note: the counts may then be short."""
+    path = f"/api/v1/namespaces/{g.namespace}/limitranges"
+    try:
+        found = api.get(path)
+    except KubeError as e:
+        why = f"{e.status}: your access does not include it" if e.status in (401, 403) else str(e)
+        g.limit_ranges_unread = (
+            f"cannot read the LimitRanges of namespace {g.namespace} ({why}): a container "
+            "without requests counts 0 here, Kueue counts the LimitRange's defaults, so the "
+            "requests shown may be under-counted"
+        )
+        g.notes.append(g.limit_ranges_unread)
+        return
+    g.limit_ranges = list((found or {}).get("items", []))
 
 
 def _queue(api: Api, g: Gathered, uid: str) -> None:

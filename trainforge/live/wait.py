@@ -109,15 +109,15 @@ def _admitted_flavor(wl: dict[str, Any]) -> str | None:
 
 
 def _assignment(
-    wl: dict[str, Any], queue: K.ClusterQueue, flavors: dict[str, K.Flavor]
+    wl: dict[str, Any], queue: K.ClusterQueue, flavors: dict[str, K.Flavor], lrs: list[dict]
 ) -> K.Assignment:
     """Kueue's flavor assignment (the plan's model, trainforge.plan.kueue: the flavors' labels
     and taints, flavorFungibility, topology) of a pending Workload's pod sets once the queue's
     quota is free, its cohort lending up to the queue's borrowingLimit: its `flavor` is the
-    one the workload waits for (None: no one flavor)."""
+    one the workload waits for (None: no one flavor). `lrs`: the namespace's LimitRanges."""
     lent = {f: {r: _UNSEEN for r in RESOURCES} for f in queue.flavors}
     quotas = K.Quotas({queue.name: queue}, {queue.cohort: lent} if queue.cohort else {})
-    return K.Assigner(quotas, flavors).assign(queue, K.workload_podsets(wl))
+    return K.Assigner(quotas, flavors).assign(queue, K.workload_podsets(wl, lrs))
 
 
 def _flavors(api: Api, queue: K.ClusterQueue) -> dict[str, K.Flavor]:
@@ -150,13 +150,15 @@ def _expected(job: dict[str, Any]) -> tuple[float | None, str]:
     return seconds, basis
 
 
-def _holder(api: Api, ns: str, wl: dict[str, Any], running: bool, now: datetime) -> Holder:
+def _holder(
+    api: Api, ns: str, wl: dict[str, Any], running: bool, now: datetime, lrs: list[dict]
+) -> Holder:
     name = _job_name(wl)
     h = Holder(
         wl["metadata"]["name"],
         name or wl["metadata"]["name"],
         running,
-        K.workload_need(wl),
+        K.workload_need(wl, lrs),
         None,
         None,
         "",
@@ -244,7 +246,7 @@ def _estimate(api: Api, g: Gathered, cq_doc: dict[str, Any], now: datetime) -> E
     queue = K.cluster_queue(cq_doc)
     out = Expected(None, None, queue.name, cohort=queue.cohort)
     flavors = _flavors(api, queue)
-    got = _assignment(wl, queue, flavors)
+    got = _assignment(wl, queue, flavors, g.limit_ranges)
     out.flavor = got.flavor
     if out.flavor is None:
         why = "; ".join(dict.fromkeys(got.reasons)) or "its pod sets take different flavors"
@@ -291,7 +293,7 @@ def _estimate(api: Api, g: Gathered, cq_doc: dict[str, Any], now: datetime) -> E
         flavor = _admitted_flavor(w)
         if flavor != out.flavor:
             continue  # it holds quota of another flavor, which this job does not wait for
-        h = _holder(api, ns, w, True, now)
+        h = _holder(api, ns, w, True, now, g.limit_ranges)
         h.flavor = flavor
         h.priority = int(w.get("spec", {}).get("priority") or 0)
         out.holders.append(h)
@@ -300,7 +302,7 @@ def _estimate(api: Api, g: Gathered, cq_doc: dict[str, Any], now: datetime) -> E
         if w is None:
             out.unknown = f"workload {p['metadata']['name']} ahead of it is not readable"
             return out
-        flavor = _assignment(w, queue, flavors).flavor
+        flavor = _assignment(w, queue, flavors, g.limit_ranges).flavor
         if flavor != out.flavor:
             # another flavor's quota: it does not compete, unless a StrictFIFO head blocks the
             # whole queue (or its flavor is not known)
@@ -311,15 +313,17 @@ def _estimate(api: Api, g: Gathered, cq_doc: dict[str, Any], now: datetime) -> E
                 )
                 return out
             continue
-        h = _holder(api, ns, w, False, now)
+        h = _holder(api, ns, w, False, now, g.limit_ranges)
         h.flavor = flavor
         h.position = int(p.get("positionInClusterQueue", 0))
         h.priority = int(p.get("priority", 0))
         out.holders.append(h)
-    return _run(out, queue, wl, me, now)
+    return _run(out, queue, wl, me, now, g.limit_ranges)
 
 
-def _run(out: Expected, queue: K.ClusterQueue, wl: dict, me: dict, now: datetime) -> Expected:
+def _run(
+    out: Expected, queue: K.ClusterQueue, wl: dict, me: dict, now: datetime, lrs: list[dict]
+) -> Expected:
     """The live queue through the plan's simulation: holders run out their time, then the
     waiting workloads are admitted in Kueue's order as the team's nominal quota frees up."""
     unknown = [h for h in out.holders if h.seconds is None]
@@ -328,7 +332,7 @@ def _run(out: Expected, queue: K.ClusterQueue, wl: dict, me: dict, now: datetime
         what = "running" if h.running else f"waiting ahead (position {h.position + 1})"
         out.unknown = f"{h.job} ({what}) has no expected end: {h.basis}"
         return out
-    need = K.workload_need(wl)
+    need = K.workload_need(wl, lrs)
     over = [r for r, v in need.items() if v > queue.nominal[out.flavor].get(r, 0)]
     if over:
         r = over[0]

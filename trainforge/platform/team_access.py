@@ -8,11 +8,13 @@ RoleBinding):
 
 * read: the jobs of every backend (PyTorchJob, TrainJob, JobSet, batch Job), Kueue's
   Workloads and LocalQueues and the queue positions (visibility API), pods, their logs,
-  events, Services, ConfigMaps; `pods/proxy` GET to read rank 0's metrics (the team's own
-  pods only);
+  events, Services, ConfigMaps, the namespace's LimitRanges (whose defaults Kueue counts for
+  a container without requests: `trainforge status|why|wait` count them too); `pods/proxy`
+  GET to read rank 0's metrics (the team's own pods only);
 * with `createJobs: true`, also create/update/delete those jobs and ConfigMaps (the runtime
   library and shipped code), nothing else;
-* never Secrets, ServiceAccounts, RBAC, quotas, NetworkPolicies or another namespace.
+* never Secrets, ServiceAccounts, RBAC, quotas, NetworkPolicies or another namespace (nor
+  any write to the LimitRanges).
 
 Cluster-wide, a ClusterRole lets the group read its own team's ClusterQueue only
 (`resourceNames`), for `trainforge status` to show quota usage.
@@ -43,7 +45,7 @@ READ_RESOURCES: list[tuple[str, list[str]]] = [
     ("jobset.x-k8s.io", ["jobsets", "jobsets/status"]),
     ("batch", ["jobs", "jobs/status"]),
     ("kueue.x-k8s.io", ["workloads", "workloads/status", "localqueues", "localqueues/status"]),
-    ("", ["pods", "pods/log", "events", "services", "configmaps"]),
+    ("", ["pods", "pods/log", "events", "services", "configmaps", "limitranges"]),
     ("events.k8s.io", ["events"]),
 ]
 # what `createJobs` adds: the job objects of every backend and their ConfigMaps

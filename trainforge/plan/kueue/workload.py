@@ -88,28 +88,34 @@ def pod_requests(
     return {k: v for k, v in total.items() if v}
 
 
-def workload_podsets(wl: Mapping[str, Any]) -> list[PodSet]:
+def workload_podsets(
+    wl: Mapping[str, Any], limit_ranges: Iterable[Mapping[str, Any]] = ()
+) -> list[PodSet]:
     """A Workload object's pod sets as Kueue reads them, in the quota's resources: each pod as
     `pod_requests` counts it (Kueue reads the Workload's pod templates, adjusts them in memory
     with `AdjustResources` and totals each with the Kubernetes `PodRequests` times the pod
     set's count: pkg/workload/workload.go `totalRequestsFromPodSets` at release-0.19
-    c90ed70), its selector, tolerations and topology request. The namespace's LimitRange
-    defaults are not known here: a container with neither requests nor limits asks nothing."""
+    c90ed70), its selector, tolerations and topology request. `limit_ranges` are the
+    LimitRange documents of the Workload's namespace (without them, a container with neither
+    requests nor limits asks nothing)."""
+    limit_ranges = list(limit_ranges)
     out = []
     for ps in (wl.get("spec") or {}).get("podSets") or []:
         tmpl = ps.get("template") or {}
-        pod = pod_requests(tmpl.get("spec") or {})
+        pod = pod_requests(tmpl.get("spec") or {}, limit_ranges)
         per_pod = {r: v for r, v in pod.items() if r in RESOURCES}
         got = podset(tmpl, per_pod, int(ps.get("count", 1)))
         out.append(replace(got, name=str(ps.get("name", got.name))))
     return out
 
 
-def workload_need(wl: Mapping[str, Any]) -> dict[str, Fraction]:
-    """What a Workload object asks in all (every pod of every pod set, `workload_podsets`),
-    in the quota's resources."""
+def workload_need(
+    wl: Mapping[str, Any], limit_ranges: Iterable[Mapping[str, Any]] = ()
+) -> dict[str, Fraction]:
+    """What a Workload object asks in all (every pod of every pod set, `workload_podsets`
+    with its namespace's `limit_ranges`), in the quota's resources."""
     total: dict[str, Fraction] = {}
-    for ps in workload_podsets(wl):
+    for ps in workload_podsets(wl, limit_ranges):
         for res, amount in ps.total().items():
             total[res] = total.get(res, Fraction(0)) + amount
     return total
