@@ -45,9 +45,9 @@ def test_a_declared_cnn_gets_a_step_time_from_its_flops_and_mfu():
 
 
 def test_sub_millisecond_steps_keep_their_digits():
-    from trainforge.plan.checks.estimates import _step
+    from trainforge.plan.checks.estimates import step_text
 
-    assert (_step(0.00041), _step(0.0032), _step(0.060), _step(1.5)) == (
+    assert (step_text(0.00041), step_text(0.0032), step_text(0.060), step_text(1.5)) == (
         "0.41 ms",
         "3.2 ms",
         "60 ms",
