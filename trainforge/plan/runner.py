@@ -337,7 +337,7 @@ def _in_process_callbacks() -> Iterator[None]:
     inside: the SDK starts a gRPC server (and its poller thread) for the engine to call
     transforms back, but the plan's mock monitor looks them up in-process
     (`pulumi.runtime.mocks._resolve_callbacks`), so nothing ever calls it. Without that
-    thread the plan process may fork (core.in_child). Restored after the run."""
+    thread the plan process may fork (registry.in_child). Restored after the run."""
     import asyncio  # noqa: PLC0415
 
     from pulumi.runtime import settings  # noqa: PLC0415
