@@ -223,6 +223,47 @@ def test_wait_returns_when_running_and_times_out_when_queued(capsys, api):
     assert code == 124 and "still Suspended after 3s" in err
 
 
+def _reads_per_poll(capsys, api, *argv) -> list[list[str]]:
+    """The GETs of each poll of `trainforge wait` (it times out after the third poll)."""
+    polls: list[list[str]] = []
+    ticks = iter(range(100))
+
+    def sleep(_: float) -> None:
+        polls.append(api.seen[sum(map(len, polls)) :])
+
+    code, _, err = run(
+        capsys, cli.wait_main, *argv, "--timeout", "3", "--interval", "1",
+        "--kubeconfig", api.config, sleep=sleep, clock=lambda: float(next(ticks)),
+    )  # fmt: skip
+    assert code == 124, err
+    polls.append(api.seen[sum(map(len, polls)) :])
+    return polls
+
+
+def test_each_wait_poll_reads_only_what_wait_decides_and_prints_from(capsys, api):
+    """`wait` read everything `status` shows on each poll (queues, position, LimitRanges,
+    pods, events: 8 GETs for a pending PyTorchJob): now the job, at its backend once found,
+    and with --for admitted its Workload; a TrainJob's pods, whose phase is its Running."""
+    pytorchjob = f"/apis/kubeflow.org/v1/namespaces/llm/pytorchjobs/{recorded.PENDING}"
+    workload = f"{recorded.KUEUE}/namespaces/llm/workloads?labelSelector=kueue.x-k8s.io/job-uid=5f0c1e2a-pending"
+    polls = _reads_per_poll(capsys, api, recorded.PENDING, "-n", "llm", "--for", "admitted")
+    assert polls == [[pytorchjob, workload]] * 3
+    # an indexed Job: the first poll finds its backend, later ones read only it
+    job = f"/apis/batch/v1/namespaces/llm/jobs/{recorded.RUN}"
+    api.seen.clear()
+    polls = _reads_per_poll(capsys, api, recorded.RUN, "-n", "llm", "--for", "finished")
+    assert polls[0][-1] == job and len(polls[0]) == 3  # PyTorchJob, TrainJob: 404
+    assert polls[1:] == [[job], [job]]
+    # a TrainJob that is not Running yet: its pods decide, so they are read
+    trainjob = f"/apis/trainer.kubeflow.org/v1alpha1/namespaces/vision/trainjobs/{recorded.RESTART}"
+    pods = f"/api/v1/namespaces/vision/pods?labelSelector=trainforge.io/job={recorded.RESTART}"
+    assert api.routes[trainjob]["status"]["conditions"] == []
+    api.routes[pods] = {"kind": "PodList", "items": []}
+    api.seen.clear()
+    polls = _reads_per_poll(capsys, api, recorded.RESTART, "-n", "vision", "--for", "running")
+    assert polls[1:] == [[trainjob, pods], [trainjob, pods]]
+
+
 def test_wait_fails_when_the_job_fails(capsys, api):
     failed = json.loads(json.dumps(recorded.RUN_ROUTES))
     path = f"/apis/batch/v1/namespaces/{recorded.RUN_NS}/jobs/{recorded.RUN}"

@@ -6,7 +6,8 @@ waits in and its position (Kueue's visibility API), the namespace's LimitRanges 
 their defaults for a container that names no requests: trainforge.plan.kueue.workload_need),
 its pods (label `trainforge.io/job`), the namespace's events about them, and rank 0's metrics
 through the API server's pod proxy. A read the user may not make (a ClusterQueue, the
-visibility API, the LimitRanges) becomes a note, not a failure.
+visibility API, the LimitRanges) becomes a note, not a failure. `trainforge wait` polls with
+`poll`, which reads only what it decides and prints from.
 """
 
 from __future__ import annotations
@@ -59,13 +60,30 @@ class Gathered:
     expected: Any = None  # a pending job's expected start (live/wait.py Expected)
 
 
-def find_job(api: Api, namespace: str, name: str) -> Gathered:
-    for backend, (kind, base, plural, container) in BACKENDS.items():
+def find_job(api: Api, namespace: str, name: str, backend: str | None = None) -> Gathered:
+    """The job `name` of whichever backend has it (`backend`: look only there, one GET)."""
+    for b, (kind, base, plural, container) in BACKENDS.items():
+        if backend is not None and b != backend:
+            continue
         obj = api.get(f"{base}/namespaces/{namespace}/{plural}/{name}")
         if obj is not None:
-            return Gathered(namespace, name, backend, kind, container, obj)
-    kinds = ", ".join(k for k, *_ in BACKENDS.values())
+            return Gathered(namespace, name, b, kind, container, obj)
+    kinds = ", ".join(k for b, (k, *_) in BACKENDS.items() if backend in (None, b))
     raise NotFound(f"no job {name!r} in namespace {namespace!r} (looked for a {kinds})")
+
+
+def poll(api: Api, namespace: str, name: str, backend: str | None, workload: bool) -> Gathered:
+    """What `trainforge wait` decides and prints from, and nothing else: the job (at its
+    backend once known), a TrainJob's pods (its Running state is its pods':
+    explain.job_state) and, with `workload`, its Kueue Workload (`--for admitted`). Not the
+    queues, the position, the LimitRanges (wait computes no requests), the events or the
+    other backends' pods, which `gather` reads for `status` and `why`."""
+    g = find_job(api, namespace, name, backend)
+    if g.backend == "trainjob":
+        g.pods = _pods(api, g)
+    if workload:
+        g.workload = _workload(api, g, g.job.get("metadata", {}).get("uid", ""))
+    return g
 
 
 def gather(api: Api, namespace: str, name: str, metrics: bool = True) -> Gathered:
@@ -74,8 +92,7 @@ def gather(api: Api, namespace: str, name: str, metrics: bool = True) -> Gathere
     _queue(api, g, uid)
     if g.workload:
         _limit_ranges(api, g)
-    pods = api.get(f"/api/v1/namespaces/{namespace}/pods", labelSelector=f"{JOB_LABEL}={name}")
-    g.pods = sorted((pods or {}).get("items", []), key=lambda p: p["metadata"]["name"])
+    g.pods = _pods(api, g)
     names = {name, *(p["metadata"]["name"] for p in g.pods)}
     if g.workload:
         names.add(g.workload["metadata"]["name"])
@@ -86,6 +103,11 @@ def gather(api: Api, namespace: str, name: str, metrics: bool = True) -> Gathere
     if metrics:
         _metrics(api, g)
     return g
+
+
+def _pods(api: Api, g: Gathered) -> list[dict[str, Any]]:
+    pods = api.get(f"/api/v1/namespaces/{g.namespace}/pods", labelSelector=f"{JOB_LABEL}={g.name}")
+    return sorted((pods or {}).get("items", []), key=lambda p: p["metadata"]["name"])
 
 
 def _optional(api: Api, g: Gathered, what: str, path: str, **query: Any) -> dict | None:
@@ -116,16 +138,20 @@ def _limit_ranges(api: Api, g: Gathered) -> None:
     g.limit_ranges = list((found or {}).get("items", []))
 
 
-def _queue(api: Api, g: Gathered, uid: str) -> None:
+def _workload(api: Api, g: Gathered, uid: str) -> dict[str, Any] | None:
+    """The job's Kueue Workload: the newest with its uid (a re-created job gets a new one)."""
     wls = _optional(
         api, g, "Kueue Workloads", f"{KUEUE}/namespaces/{g.namespace}/workloads",
         labelSelector=f"{JOB_UID_LABEL}={uid}",
     )  # fmt: skip
     items = (wls or {}).get("items", [])
-    if not items:
+    return max(items, key=lambda w: w["metadata"].get("creationTimestamp", "")) if items else None
+
+
+def _queue(api: Api, g: Gathered, uid: str) -> None:
+    g.workload = _workload(api, g, uid)
+    if g.workload is None:
         return
-    # the newest Workload (a re-created job gets a new one)
-    g.workload = max(items, key=lambda w: w["metadata"].get("creationTimestamp", ""))
     lq_name = g.workload.get("spec", {}).get("queueName")
     if lq_name:
         g.local_queue = _optional(
@@ -184,8 +210,7 @@ def rank0_pod(g: Gathered) -> dict | None:
 def metrics_of(api: Api, g: Gathered) -> dict[str, float] | None:
     """Rank 0's metrics of a job `find_job` found (its pods are read here); None when rank 0
     does not run or serves none."""
-    pods = api.get(f"/api/v1/namespaces/{g.namespace}/pods", labelSelector=f"{JOB_LABEL}={g.name}")
-    g.pods = sorted((pods or {}).get("items", []), key=lambda p: p["metadata"]["name"])
+    g.pods = _pods(api, g)
     _metrics(api, g)
     return g.metrics
 
