@@ -25,11 +25,12 @@ TOKEN = "recorded-token"
 
 class FakeApi:
     """Serves ROUTES (JSON objects or text) for GETs that carry the kubeconfig's token;
-    anything else is a 404 Status, `forbidden` paths a 403."""
+    anything else is a 404 Status, `forbidden` paths a 403, `failing` paths their status."""
 
     def __init__(self, routes: dict, forbidden: set[str] = frozenset()) -> None:
         self.routes = dict(routes)
         self.forbidden = set(forbidden)
+        self.failing: dict[str, tuple[int, str]] = {}  # path -> (status, reason)
         self.seen: list[str] = []
         outer = self
 
@@ -49,6 +50,9 @@ class FakeApi:
                     return self.reply(
                         401, {"kind": "Status", "code": 401, "reason": "Unauthorized"}
                     )
+                if key in outer.failing:
+                    code, reason = outer.failing[key]
+                    return self.reply(code, {"kind": "Status", "code": code, "reason": reason})
                 if key in outer.forbidden:
                     return self.reply(403, {"kind": "Status", "code": 403, "reason": "Forbidden"})
                 if key not in outer.routes:
@@ -484,3 +488,62 @@ def test_a_refused_limit_range_read_is_one_note(capsys, api):
     )  # fmt: skip
     assert (code, err) == (0, "")
     assert f"  note: {note}\n" in out
+
+
+# --- an optional read that fails: whose failure, and what is then missing -----------------------
+
+CLUSTER_QUEUE = f"{recorded.KUEUE}/clusterqueues/llm"
+POSITION = (
+    "/apis/visibility.kueue.x-k8s.io/v1beta2/namespaces/llm/localqueues/training/pendingworkloads"
+)
+REFUSED = {
+    401: "401: the API server did not accept your credentials",
+    403: "403: your access does not include it",
+}
+PLATFORM = "the cluster failed to answer, not your access; try again later"
+
+
+@pytest.mark.parametrize(
+    ("code", "reason", "cause"),
+    [
+        (401, "Unauthorized", REFUSED[401]),
+        (403, "Forbidden", REFUSED[403]),
+        (500, "Internal Server Error", f"500 Internal Server Error: {PLATFORM}"),
+        (503, "Service Unavailable", f"503 Service Unavailable: {PLATFORM}"),
+    ],
+)
+@pytest.mark.parametrize(
+    ("path", "what", "means"),
+    [
+        (LIMIT_RANGES, "the LimitRanges of namespace llm", "a container without requests counts 0"),
+        (
+            CLUSTER_QUEUE,
+            "ClusterQueue llm",
+            "its quota, usage and the expected start are not shown",
+        ),
+        (POSITION, "the queue position", "the job's place in the queue is not shown"),
+    ],
+)
+def test_a_failed_optional_read_is_one_note_naming_whose_failure_it_is(
+    capsys, api, code, reason, cause, path, what, means
+):
+    """One rule for every optional read (gather.unread): refused (401, 403) says so; any other
+    error is the cluster's, never worded as the user's access (a 500 of the ClusterQueue was a
+    failed `status`, a 503 of the visibility API no note at all); status still prints."""
+    api.failing[path] = (code, reason)
+    out = status(capsys, api, "llm", "gpt-13b")
+    notes = [line for line in out.splitlines() if line.startswith("note:")]
+    assert len(notes) == 1, out
+    assert notes[0].startswith(f"note:       cannot read {what} ({cause}): {means}"), notes
+    if code >= 500:
+        assert "your access does not include" not in notes[0]
+
+
+def test_a_read_that_is_not_found_is_absent_not_a_note(capsys, api):
+    """404: no LimitRange, no visibility API of that version (an older Kueue): no note."""
+    assert LIMIT_RANGES not in api.routes
+    api.routes = {k: v for k, v in api.routes.items() if k != POSITION}
+    out = status(capsys, api, "llm", "gpt-13b")
+    assert "note:" not in out and "position:" not in out
+    assert LIMIT_RANGES in api.seen and POSITION in api.seen
+    assert POSITION.replace("v1beta2", "v1beta1") in api.seen  # the next version was tried
