@@ -115,8 +115,8 @@ def status(capsys, api, ns, job) -> str:
 
 
 PENDING_STATUS = """\
-job:        llm/gpt-13b (PyTorchJob, created 42m00s ago)
-state:      Queued: not admitted by Kueue for 41m59s
+job:        llm/gpt-13b (PyTorchJob, created 42m ago)
+state:      Queued: not admitted by Kueue for 41m
 queue:      LocalQueue training -> ClusterQueue llm; Workload pytorchjob-gpt-13b-7c2d9
 position:   2 in the team's queue, 2 in ClusterQueue llm
 asks:       1 x master pod, each 90 cores, 1000Gi memory, 8 GPUs
@@ -132,28 +132,28 @@ pods:       none yet (the job stays suspended until Kueue admits it)
 """
 
 RESTART_STATUS = """\
-job:        vision/vit-l (TrainJob, created 4h00m ago)
-state:      Running, restarted 19m58s ago
+job:        vision/vit-l (TrainJob, created 4h ago)
+state:      Running, restarted 19m ago
 queue:      LocalQueue training -> ClusterQueue vision; Workload trainjob-vit-l-3e8f1
 admitted:   yes, to flavor gpu-workloads
-progress:   step 41200/100000 (41%), 0.61 s/step, ETA 9h57m
-checkpoint: step 41000, 2m02s of training ago (200 steps)
+progress:   step 41200/100000 (41%), 0.61 s/step, ETA 10.0 h
+checkpoint: step 41000, 2 min of training ago (200 steps)
 restarts:   2 (hang: 1, peer_lost: 1); goodput 83%
 spend:      ~$45.19 so far (estimate: 8.0 pod-hours on g5.12xlarge at $5.672/h in us-east-1 on-demand (price facts 2026-11-27) x each pod's share of its node; not OpenCost: your access cannot read OpenCost's Prometheus monitoring/kube-prometheus-stack-prometheus (403))
 pods:
-  vit-l-node-0-0-k8x2p         Running    node ip-10-40-3-17.ec2.internal  restarts 1  last exit 202 (peer_lost) 19m58s ago
-  vit-l-node-0-1-q4m7d         Running    node ip-10-40-3-52.ec2.internal  restarts 1  last exit 201 (hang) 20m00s ago
+  vit-l-node-0-0-k8x2p         Running    node ip-10-40-3-17.ec2.internal  restarts 1  last exit 202 (peer_lost) 19m ago
+  vit-l-node-0-1-q4m7d         Running    node ip-10-40-3-52.ec2.internal  restarts 1  last exit 201 (hang) 20m ago
 warnings:
-  19m40s ago  vit-l-node-0-1-q4m7d: BackOff: Back-off restarting failed container node in pod vit-l-node-0-1-q4m7d
+  19m ago  vit-l-node-0-1-q4m7d: BackOff: Back-off restarting failed container node in pod vit-l-node-0-1-q4m7d
 """
 
 RUNNING_STATUS = """\
-job:        llm/mnist-ddp (Job, created 30m00s ago)
+job:        llm/mnist-ddp (Job, created 30m ago)
 state:      Running
 queue:      LocalQueue training -> ClusterQueue llm; Workload job-mnist-ddp-0b1c4
 admitted:   yes, to flavor gpu-workloads
-progress:   step 1800/5000 (36%), 0.9 s/step, ETA 48m00s
-checkpoint: step 1500, 4m30s of training ago (300 steps)
+progress:   step 1800/5000 (36%), 0.9 s/step, ETA 48 min
+checkpoint: step 1500, 4 min of training ago (300 steps)
 restarts:   0; goodput 97%
 spend:      $6.84 so far (OpenCost: its pods' CPU, memory and GPU allocation priced at their nodes' prices, since it was created)
 pods:
