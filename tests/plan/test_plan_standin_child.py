@@ -26,27 +26,12 @@ from trainforge.plan.checks.rules import STANDIN_NOTE
 from trainforge.plan.runner import Inventory
 
 # A policy built from an ARN the cloud assigns: judged only by the stand-in pass (the golden
-# findings' "standin-iam" case, as a project).
-STANDIN_IAM = """
-import json
-import pulumi_aws as aws
-
-bucket = aws.s3.Bucket("data")
-role = aws.iam.Role("r", assume_role_policy="{}")
-aws.iam.RolePolicy(
-    "too-wide",
-    role=role.id,
-    policy=bucket.arn.apply(
-        lambda arn: json.dumps(
-            {
-                "Statement": [
-                    {"Effect": "Allow", "Action": "s3:GetObject", "Resource": f"{arn}/*"},
-                    {"Effect": "Allow", "Action": "*", "Resource": "*"},
-                ]
-            }
-        )
-    ),
-)
+# findings' "standin-iam" case, plan_programs.standin_iam, as a project).
+STANDIN_IAM = f"""
+import sys
+sys.path.insert(0, {str(pathlib.Path(__file__).resolve().parent)!r})
+import plan_programs
+plan_programs.standin_iam()
 """
 
 # A program whose stand-in run (not a preview) stops on a configuration error.
