@@ -9,7 +9,10 @@ STAMP  := $(VENV)/.installed
 # content digest (every job's image tag) for a tool no image runs.
 # pytest-xdist 3.8.0: newest on PyPI, checked 2026-11-29 (pip index versions pytest-xdist);
 # execnet 2.1.2: its dependency as pip resolved it that day.
-TEST_PINS := pytest-xdist==3.8.0 execnet==2.1.2
+# coverage 7.17.5: newest on PyPI, checked 2026-11-29 (pip index versions coverage); coverage
+# runs (`python -m coverage run -m pytest ...`) and the test that the plan does not fork under
+# one (tests/plan/test_plan_standin_child.py); no dependencies of its own.
+TEST_PINS := pytest-xdist==3.8.0 execnet==2.1.2 coverage==7.17.5
 
 .PHONY: venv test demo lint fmt plan bench gpu-check fp8-wheel clean alert-tools kube-tools
 

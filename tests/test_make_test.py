@@ -19,6 +19,13 @@ def test_the_makefile_installs_the_xdist_pyproject_pins():
     assert pinned and pinned <= set(_make_var("TEST_PINS").split())
 
 
+def test_the_makefile_installs_the_coverage_pyproject_pins():
+    """A coverage run's tool, and tests/plan/test_plan_standin_child.py's, is in `make venv`."""
+    dev = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    pinned = {p for p in dev["dev"] if p.startswith("coverage==")}
+    assert pinned and pinned <= set(_make_var("TEST_PINS").split())
+
+
 def test_the_runtime_images_constraints_do_not_carry_test_tools():
     """requirements.lock is the image's constraints file (its content digest names the image):
     a test tool pinned there would rebuild every job's image for nothing."""

@@ -25,11 +25,12 @@ TOKEN = "recorded-token"
 
 class FakeApi:
     """Serves ROUTES (JSON objects or text) for GETs that carry the kubeconfig's token;
-    anything else is a 404 Status, `forbidden` paths a 403."""
+    anything else is a 404 Status, `forbidden` paths a 403, `failing` paths their status."""
 
     def __init__(self, routes: dict, forbidden: set[str] = frozenset()) -> None:
         self.routes = dict(routes)
         self.forbidden = set(forbidden)
+        self.failing: dict[str, tuple[int, str]] = {}  # path -> (status, reason)
         self.seen: list[str] = []
         outer = self
 
@@ -49,6 +50,9 @@ class FakeApi:
                     return self.reply(
                         401, {"kind": "Status", "code": 401, "reason": "Unauthorized"}
                     )
+                if key in outer.failing:
+                    code, reason = outer.failing[key]
+                    return self.reply(code, {"kind": "Status", "code": code, "reason": reason})
                 if key in outer.forbidden:
                     return self.reply(403, {"kind": "Status", "code": 403, "reason": "Forbidden"})
                 if key not in outer.routes:
@@ -111,8 +115,8 @@ def status(capsys, api, ns, job) -> str:
 
 
 PENDING_STATUS = """\
-job:        llm/gpt-13b (PyTorchJob, created 42m00s ago)
-state:      Queued: not admitted by Kueue for 41m59s
+job:        llm/gpt-13b (PyTorchJob, created 42m ago)
+state:      Queued: not admitted by Kueue for 41m
 queue:      LocalQueue training -> ClusterQueue llm; Workload pytorchjob-gpt-13b-7c2d9
 position:   2 in the team's queue, 2 in ClusterQueue llm
 asks:       1 x master pod, each 90 cores, 1000Gi memory, 8 GPUs
@@ -128,28 +132,28 @@ pods:       none yet (the job stays suspended until Kueue admits it)
 """
 
 RESTART_STATUS = """\
-job:        vision/vit-l (TrainJob, created 4h00m ago)
-state:      Running, restarted 19m58s ago
+job:        vision/vit-l (TrainJob, created 4h ago)
+state:      Running, restarted 19m ago
 queue:      LocalQueue training -> ClusterQueue vision; Workload trainjob-vit-l-3e8f1
 admitted:   yes, to flavor gpu-workloads
-progress:   step 41200/100000 (41%), 0.61 s/step, ETA 9h57m
-checkpoint: step 41000, 2m02s of training ago (200 steps)
+progress:   step 41200/100000 (41%), 0.61 s/step, ETA 10.0 h
+checkpoint: step 41000, 2 min of training ago (200 steps)
 restarts:   2 (hang: 1, peer_lost: 1); goodput 83%
 spend:      ~$45.19 so far (estimate: 8.0 pod-hours on g5.12xlarge at $5.672/h in us-east-1 on-demand (price facts 2026-11-27) x each pod's share of its node; not OpenCost: your access cannot read OpenCost's Prometheus monitoring/kube-prometheus-stack-prometheus (403))
 pods:
-  vit-l-node-0-0-k8x2p         Running    node ip-10-40-3-17.ec2.internal  restarts 1  last exit 202 (peer_lost) 19m58s ago
-  vit-l-node-0-1-q4m7d         Running    node ip-10-40-3-52.ec2.internal  restarts 1  last exit 201 (hang) 20m00s ago
+  vit-l-node-0-0-k8x2p         Running    node ip-10-40-3-17.ec2.internal  restarts 1  last exit 202 (peer_lost) 19m ago
+  vit-l-node-0-1-q4m7d         Running    node ip-10-40-3-52.ec2.internal  restarts 1  last exit 201 (hang) 20m ago
 warnings:
-  19m40s ago  vit-l-node-0-1-q4m7d: BackOff: Back-off restarting failed container node in pod vit-l-node-0-1-q4m7d
+  19m ago  vit-l-node-0-1-q4m7d: BackOff: Back-off restarting failed container node in pod vit-l-node-0-1-q4m7d
 """
 
 RUNNING_STATUS = """\
-job:        llm/mnist-ddp (Job, created 30m00s ago)
+job:        llm/mnist-ddp (Job, created 30m ago)
 state:      Running
 queue:      LocalQueue training -> ClusterQueue llm; Workload job-mnist-ddp-0b1c4
 admitted:   yes, to flavor gpu-workloads
-progress:   step 1800/5000 (36%), 0.9 s/step, ETA 48m00s
-checkpoint: step 1500, 4m30s of training ago (300 steps)
+progress:   step 1800/5000 (36%), 0.9 s/step, ETA 48 min
+checkpoint: step 1500, 4 min of training ago (300 steps)
 restarts:   0; goodput 97%
 spend:      $6.84 so far (OpenCost: its pods' CPU, memory and GPU allocation priced at their nodes' prices, since it was created)
 pods:
@@ -221,6 +225,47 @@ def test_wait_returns_when_running_and_times_out_when_queued(capsys, api):
         sleep=lambda s: None, clock=lambda: float(next(ticks)),
     )  # fmt: skip
     assert code == 124 and "still Suspended after 3s" in err
+
+
+def _reads_per_poll(capsys, api, *argv) -> list[list[str]]:
+    """The GETs of each poll of `trainforge wait` (it times out after the third poll)."""
+    polls: list[list[str]] = []
+    ticks = iter(range(100))
+
+    def sleep(_: float) -> None:
+        polls.append(api.seen[sum(map(len, polls)) :])
+
+    code, _, err = run(
+        capsys, cli.wait_main, *argv, "--timeout", "3", "--interval", "1",
+        "--kubeconfig", api.config, sleep=sleep, clock=lambda: float(next(ticks)),
+    )  # fmt: skip
+    assert code == 124, err
+    polls.append(api.seen[sum(map(len, polls)) :])
+    return polls
+
+
+def test_each_wait_poll_reads_only_what_wait_decides_and_prints_from(capsys, api):
+    """`wait` read everything `status` shows on each poll (queues, position, LimitRanges,
+    pods, events: 8 GETs for a pending PyTorchJob): now the job, at its backend once found,
+    and with --for admitted its Workload; a TrainJob's pods, whose phase is its Running."""
+    pytorchjob = f"/apis/kubeflow.org/v1/namespaces/llm/pytorchjobs/{recorded.PENDING}"
+    workload = f"{recorded.KUEUE}/namespaces/llm/workloads?labelSelector=kueue.x-k8s.io/job-uid=5f0c1e2a-pending"
+    polls = _reads_per_poll(capsys, api, recorded.PENDING, "-n", "llm", "--for", "admitted")
+    assert polls == [[pytorchjob, workload]] * 3
+    # an indexed Job: the first poll finds its backend, later ones read only it
+    job = f"/apis/batch/v1/namespaces/llm/jobs/{recorded.RUN}"
+    api.seen.clear()
+    polls = _reads_per_poll(capsys, api, recorded.RUN, "-n", "llm", "--for", "finished")
+    assert polls[0][-1] == job and len(polls[0]) == 3  # PyTorchJob, TrainJob: 404
+    assert polls[1:] == [[job], [job]]
+    # a TrainJob that is not Running yet: its pods decide, so they are read
+    trainjob = f"/apis/trainer.kubeflow.org/v1alpha1/namespaces/vision/trainjobs/{recorded.RESTART}"
+    pods = f"/api/v1/namespaces/vision/pods?labelSelector=trainforge.io/job={recorded.RESTART}"
+    assert api.routes[trainjob]["status"]["conditions"] == []
+    api.routes[pods] = {"kind": "PodList", "items": []}
+    api.seen.clear()
+    polls = _reads_per_poll(capsys, api, recorded.RESTART, "-n", "vision", "--for", "running")
+    assert polls[1:] == [[trainjob, pods], [trainjob, pods]]
 
 
 def test_wait_fails_when_the_job_fails(capsys, api):
@@ -443,3 +488,62 @@ def test_a_refused_limit_range_read_is_one_note(capsys, api):
     )  # fmt: skip
     assert (code, err) == (0, "")
     assert f"  note: {note}\n" in out
+
+
+# --- an optional read that fails: whose failure, and what is then missing -----------------------
+
+CLUSTER_QUEUE = f"{recorded.KUEUE}/clusterqueues/llm"
+POSITION = (
+    "/apis/visibility.kueue.x-k8s.io/v1beta2/namespaces/llm/localqueues/training/pendingworkloads"
+)
+REFUSED = {
+    401: "401: the API server did not accept your credentials",
+    403: "403: your access does not include it",
+}
+PLATFORM = "the cluster failed to answer, not your access; try again later"
+
+
+@pytest.mark.parametrize(
+    ("code", "reason", "cause"),
+    [
+        (401, "Unauthorized", REFUSED[401]),
+        (403, "Forbidden", REFUSED[403]),
+        (500, "Internal Server Error", f"500 Internal Server Error: {PLATFORM}"),
+        (503, "Service Unavailable", f"503 Service Unavailable: {PLATFORM}"),
+    ],
+)
+@pytest.mark.parametrize(
+    ("path", "what", "means"),
+    [
+        (LIMIT_RANGES, "the LimitRanges of namespace llm", "a container without requests counts 0"),
+        (
+            CLUSTER_QUEUE,
+            "ClusterQueue llm",
+            "its quota, usage and the expected start are not shown",
+        ),
+        (POSITION, "the queue position", "the job's place in the queue is not shown"),
+    ],
+)
+def test_a_failed_optional_read_is_one_note_naming_whose_failure_it_is(
+    capsys, api, code, reason, cause, path, what, means
+):
+    """One rule for every optional read (gather.unread): refused (401, 403) says so; any other
+    error is the cluster's, never worded as the user's access (a 500 of the ClusterQueue was a
+    failed `status`, a 503 of the visibility API no note at all); status still prints."""
+    api.failing[path] = (code, reason)
+    out = status(capsys, api, "llm", "gpt-13b")
+    notes = [line for line in out.splitlines() if line.startswith("note:")]
+    assert len(notes) == 1, out
+    assert notes[0].startswith(f"note:       cannot read {what} ({cause}): {means}"), notes
+    if code >= 500:
+        assert "your access does not include" not in notes[0]
+
+
+def test_a_read_that_is_not_found_is_absent_not_a_note(capsys, api):
+    """404: no LimitRange, no visibility API of that version (an older Kueue): no note."""
+    assert LIMIT_RANGES not in api.routes
+    api.routes = {k: v for k, v in api.routes.items() if k != POSITION}
+    out = status(capsys, api, "llm", "gpt-13b")
+    assert "note:" not in out and "position:" not in out
+    assert LIMIT_RANGES in api.seen and POSITION in api.seen
+    assert POSITION.replace("v1beta2", "v1beta1") in api.seen  # the next version was tried

@@ -280,3 +280,24 @@ def program(flaws: frozenset[str] | set[str] = frozenset(), jobs: list[str] | No
         pulumi.export("cluster", cluster_name)
 
     return run
+
+
+def standin_iam() -> None:
+    """A policy built from an ARN the cloud assigns, so judged only by the plan's stand-in pass
+    (the golden findings' "standin-iam" case; tests/plan/test_plan_standin_child.py's project)."""
+    bucket = aws.s3.Bucket("data")
+    role = aws.iam.Role("r", assume_role_policy="{}")
+    aws.iam.RolePolicy(
+        "too-wide",
+        role=role.id,
+        policy=bucket.arn.apply(
+            lambda arn: json.dumps(
+                {
+                    "Statement": [
+                        {"Effect": "Allow", "Action": "s3:GetObject", "Resource": f"{arn}/*"},
+                        {"Effect": "Allow", "Action": "*", "Resource": "*"},
+                    ]
+                }
+            )
+        ),
+    )

@@ -121,3 +121,12 @@ def test_a_crd_object_installs_its_group_and_a_release_may_create_its_namespace(
         "kueue.x-k8s.io": ["u:kueue"],
     }
     assert ordering._namespace_makers([crd, release]) == {"kueue-system": ["u:kueue"]}
+
+
+def test_the_two_urn_shortenings_say_what_they_return():
+    """Both were `short_urn`: the findings' name (ordering) and the diff's type::name (sides)."""
+    from trainforge.plan.sides import urn_type_name
+
+    urn = "urn:pulumi:dev::trainforge::trainforge:Platform$aws:iam/role:Role::node-role"
+    assert ordering.urn_name(urn) == "node-role"
+    assert urn_type_name(urn) == "aws:iam/role:Role::node-role"

@@ -25,7 +25,6 @@ import pathlib
 
 import plan_programs
 import pulumi
-import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 import pytest
 
@@ -58,26 +57,7 @@ def _seeded():
 
 def _standin_iam():
     """A policy built from an ARN the cloud assigns: judged only by the stand-in pass."""
-
-    def prog():
-        bucket = aws.s3.Bucket("data")
-        role = aws.iam.Role("r", assume_role_policy="{}")
-        aws.iam.RolePolicy(
-            "too-wide",
-            role=role.id,
-            policy=bucket.arn.apply(
-                lambda arn: json.dumps(
-                    {
-                        "Statement": [
-                            {"Effect": "Allow", "Action": "s3:GetObject", "Resource": f"{arn}/*"},
-                            {"Effect": "Allow", "Action": "*", "Resource": "*"},
-                        ]
-                    }
-                )
-            ),
-        )
-
-    return plan_program(prog, standins=True)
+    return plan_program(plan_programs.standin_iam, standins=True)
 
 
 def _references():

@@ -26,27 +26,12 @@ from trainforge.plan.checks.rules import STANDIN_NOTE
 from trainforge.plan.runner import Inventory
 
 # A policy built from an ARN the cloud assigns: judged only by the stand-in pass (the golden
-# findings' "standin-iam" case, as a project).
-STANDIN_IAM = """
-import json
-import pulumi_aws as aws
-
-bucket = aws.s3.Bucket("data")
-role = aws.iam.Role("r", assume_role_policy="{}")
-aws.iam.RolePolicy(
-    "too-wide",
-    role=role.id,
-    policy=bucket.arn.apply(
-        lambda arn: json.dumps(
-            {
-                "Statement": [
-                    {"Effect": "Allow", "Action": "s3:GetObject", "Resource": f"{arn}/*"},
-                    {"Effect": "Allow", "Action": "*", "Resource": "*"},
-                ]
-            }
-        )
-    ),
-)
+# findings' "standin-iam" case, plan_programs.standin_iam, as a project).
+STANDIN_IAM = f"""
+import sys
+sys.path.insert(0, {str(pathlib.Path(__file__).resolve().parent)!r})
+import plan_programs
+plan_programs.standin_iam()
 """
 
 # A program whose stand-in run (not a preview) stops on a configuration error.
@@ -323,3 +308,41 @@ def test_a_plan_killed_outright_leaves_no_child_running():
     finally:
         with contextlib.suppress(OSError):
             os.kill(child, signal.SIGKILL)
+
+
+UNDER_COVERAGE = """
+import os
+from trainforge.plan import registry
+
+def measured():
+    return os.getpid()
+
+with registry.in_child(measured, fork=True) as ran:
+    print(registry.may_fork(), ran() == os.getpid())
+"""
+
+
+def test_a_coverage_run_runs_the_checks_in_the_plan_process(tmp_path):
+    """A forked child ends with os._exit, which skips coverage's save: under coverage.py the
+    plan does not fork (what the children ran was lost from coverage runs), and coverage sees
+    the lines the child would have run."""
+    import subprocess
+
+    import coverage
+
+    script = tmp_path / "plan_like.py"
+    script.write_text(UNDER_COVERAGE)
+    data = tmp_path / "coverage-data"
+    env = {**os.environ, "PYTHONPATH": str(pathlib.Path(__file__).resolve().parents[2])}
+    env.pop(registry.FORK_ENV, None)
+    run = [sys.executable, "-m", "coverage", "run", f"--data-file={data}", str(script)]
+    out = subprocess.run(run, env=env, capture_output=True, text=True, check=True).stdout
+    assert out == "False True\n"  # no child: measured() ran in the measured process
+    cov = coverage.Coverage(data_file=str(data))
+    cov.load()
+    lines = cov.get_data().lines(str(script.resolve())) or []
+    assert UNDER_COVERAGE.splitlines().index("    return os.getpid()") + 1 in lines
+    if len(os.sched_getaffinity(0)) > 1:  # without coverage, a child runs it
+        plain = [sys.executable, str(script)]
+        out = subprocess.run(plain, env=env, capture_output=True, text=True, check=True).stdout
+        assert out == "True False\n"

@@ -685,3 +685,46 @@ def test_not_run_lists_a_script_of_several_replica_types_once(monkeypatch):
     assert f.message.startswith("t/PyTorchJob/j container pytorch (replicas Master, Worker): ")
     (section,) = result.sections
     assert section.data["scripts"] == ["t/PyTorchJob/j"]
+
+
+@needs_sandbox
+def test_scripts_are_rehearsed_two_at_a_time_with_the_same_report(monkeypatch):
+    """With a second CPU (registry.may_fork) two scripts' rehearsals run at once (a barrier
+    that two rehearsals must reach together); the report, its order and the findings are
+    those of the rehearsals one after another, which is what runs where the plan forks no
+    child (one CPU, TRAINFORGE_PLAN_FORK=0, coverage)."""
+    import copy
+    import threading
+
+    swapped = copy.deepcopy(_setup_job(SWAPPED).doc)
+    swapped["metadata"]["name"] = "fsx-team-dir-swapped"
+    objects = (_setup_job(FIRST_WAVE), _obj("Job", "swapped", swapped), _training_pod())
+    real = P._rehearse
+    threads: list[str] = []
+    barrier = threading.Barrier(2, timeout=120)
+
+    def rehearse(*args, **kwargs):
+        threads.append(threading.current_thread().name)
+        if together:
+            barrier.wait()  # raises BrokenBarrierError unless another rehearsal runs meanwhile
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(P, "_rehearse", rehearse)
+    monkeypatch.setattr(C, "may_fork", lambda: False)
+    together = False
+    one = _check(*objects)
+    assert threads == [threading.current_thread().name] * 2
+    monkeypatch.setattr(C, "may_fork", lambda: True)
+    together, threads[:] = True, []
+    two = _check(*objects)
+    assert len(set(threads)) == 2 and threading.current_thread().name not in threads
+    assert two.findings == one.findings
+    assert {f.rule for f in one.findings} == {P.SCRIPT_FAILS}  # both scripts fail, in order
+    assert [f.message.split(" as ")[0] for f in one.findings] == [
+        "container mkdir of t/Job/fsx-team-dir fails on run 1 (fresh volume)",
+        "container mkdir of t/Job/fsx-team-dir fails on run 1 (subPaths made by the kubelet first)",
+        "container mkdir of t/Job/fsx-team-dir-swapped fails on run 2 (Job retry) (fresh volume)",
+    ]
+    ((a,), (b,)) = one.sections, two.sections
+    assert a.lines == b.lines
+    assert {**a.data, "seconds": 0} == {**b.data, "seconds": 0}

@@ -40,7 +40,8 @@ class Duration:
 def duration_text(seconds: float) -> str:
     """A duration in words, as every reader prints one (the plan's estimates, cost, queue and
     verdict lines, the PR comment, `trainforge status`): seconds below 2 min, minutes below
-    2 h, hours below 3 days, then days: 45 s, 90 min, 8.6 h, 3.2 days."""
+    2 h, hours below 3 days, then days: 45 s, 90 min, 8.6 h, 3.2 days. A table's compact
+    form is `age_text`."""
     if seconds < 120:
         return f"{seconds:.0f} s"
     if seconds < 2 * 3600:
@@ -48,6 +49,38 @@ def duration_text(seconds: float) -> str:
     if seconds < 3 * 86400:
         return f"{seconds / 3600:.1f} h"
     return f"{seconds / 86400:,.1f} days"
+
+
+def age_text(seconds: float) -> str:
+    """A duration in a table's compact form, kubectl's AGE column (`trainforge status`: ages,
+    ETAs): 2 or 3 significant figures, as k8s.io/apimachinery/pkg/util/duration.HumanDuration
+    (kubernetes/kubernetes f77451e, staging/src/k8s.io/apimachinery/pkg/util/duration/
+    duration.go, read 2026-11-29): seconds below 2 min (95s), minutes and seconds below 10 min
+    (4m30s), minutes below 3 h (42m, 179m), hours and minutes below 8 h (4h, 7h5m), hours below
+    2 days (9h), days and hours below 8 days (3d4h), days below 2 years (400d), then years and
+    days (2y10d) and years (9y); whole units, rounded down; `<invalid>` more than a second in
+    the future (clock skew), `0s` within it."""
+    s = int(seconds)
+    if s < -1:
+        return "<invalid>"
+    if s < 2 * 60:
+        return f"{max(s, 0)}s"
+    minutes, hours, days = s // 60, s // 3600, s // 86400
+    if minutes < 10:
+        return f"{minutes}m{s % 60}s" if s % 60 else f"{minutes}m"
+    if minutes < 3 * 60:
+        return f"{minutes}m"
+    if hours < 8:
+        return f"{hours}h{minutes % 60}m" if minutes % 60 else f"{hours}h"
+    if hours < 48:
+        return f"{hours}h"
+    if hours < 8 * 24:
+        return f"{days}d{hours % 24}h" if hours % 24 else f"{days}d"
+    if days < 2 * 365:
+        return f"{days}d"
+    if days < 8 * 365:
+        return f"{days // 365}y{days % 365}d"
+    return f"{days // 365}y"
 
 
 def job_steps(job: JobSpec) -> int:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from trainforge.jobs.pod import COMPLETION_INDEX_LABEL
 from trainforge.live import explain, spend, wait
-from trainforge.live.gather import Gathered, NotFound, find_job, gather, rank0_pod
+from trainforge.live.gather import Gathered, NotFound, gather, poll, rank0_pod
 from trainforge.live.kube import Api, KubeError
 
 EXIT_LINE = re.compile(r"trainforge exit: .*")
@@ -206,9 +206,10 @@ def wait_main(
         api, ns = _connect(args, "wait")
         end = clock() + args.timeout if args.timeout else None
         last = ""
+        backend = None  # found on the first poll; later polls read only its kind
         while True:
-            g = gather(api, ns, args.job, metrics=False) if args.until != "finished" else None
-            g = g or find_job(api, ns, args.job)
+            g = poll(api, ns, args.job, backend, workload=args.until == "admitted")
+            backend = g.backend
             state, cond = explain.job_state(g)
             if state != last:
                 print(f"{args.job}: {state}", flush=True)

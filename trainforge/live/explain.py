@@ -11,11 +11,11 @@ from datetime import datetime
 from fractions import Fraction
 
 from trainforge.core.quantity import parse_quantity
+from trainforge.jobs.duration import age_text, duration_text
 from trainforge.live import wait
 from trainforge.live.gather import Gathered, condition
 from trainforge.plan import kueue as K
 from trainforge.training import exits
-from trainforge.training.timeouts import format_eta as duration
 
 BYTES = ("memory", "ephemeral-storage")
 
@@ -24,7 +24,7 @@ def age(since: str | None, now: datetime) -> str:
     if not since:
         return "?"
     t = datetime.fromisoformat(since.replace("Z", "+00:00"))
-    return duration((now - t).total_seconds())
+    return age_text((now - t).total_seconds())
 
 
 def readable(resource: str, amount: str | int | float | Fraction) -> str:
@@ -256,16 +256,14 @@ def progress_lines(g: Gathered) -> list[str]:
         if m.get("step_seconds"):
             line += f", {m['step_seconds']:.3g} s/step"
         if m.get("eta_seconds") is not None and m.get("progress", 0) < 1:
-            line += f", ETA {duration(m['eta_seconds'])}"
+            line += f", ETA {duration_text(m['eta_seconds'])}"
         out.append(("progress", line))
     if "checkpoint_step" in m:
         ck = int(m["checkpoint_step"])
         behind = (step or 0) - ck
         line = f"step {ck}"
         if m.get("step_seconds") and step is not None:
-            line += (
-                f", {duration(behind * m['step_seconds'])} of training ago ({int(behind)} steps)"
-            )
+            line += f", {duration_text(behind * m['step_seconds'])} of training ago ({int(behind)} steps)"
         out.append(("checkpoint", line))
     elif step is not None:
         out.append(("checkpoint", "none yet"))
@@ -541,7 +539,7 @@ def why(g: Gathered, now: datetime, last_lines: dict[str, str]) -> str:
         reasons.append(
             f"{state}; nothing blocks it."
             + (
-                f" Step {int(m['step'])}, ETA {duration(m['eta_seconds'])}."
+                f" Step {int(m['step'])}, ETA {duration_text(m['eta_seconds'])}."
                 if "eta_seconds" in m
                 else ""
             )

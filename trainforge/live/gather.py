@@ -5,8 +5,10 @@ Workload (found by Kueue's `kueue.x-k8s.io/job-uid` label), the LocalQueue and C
 waits in and its position (Kueue's visibility API), the namespace's LimitRanges (Kueue counts
 their defaults for a container that names no requests: trainforge.plan.kueue.workload_need),
 its pods (label `trainforge.io/job`), the namespace's events about them, and rank 0's metrics
-through the API server's pod proxy. A read the user may not make (a ClusterQueue, the
-visibility API, the LimitRanges) becomes a note, not a failure.
+through the API server's pod proxy. A failed read of the queue's objects (the Workload, its
+queues, the visibility API, the LimitRanges) becomes a note, not a failure: `unread` says whose
+failure it is (your access, or the cluster's) and what is then missing. `trainforge wait` polls with
+`poll`, which reads only what it decides and prints from.
 """
 
 from __future__ import annotations
@@ -59,13 +61,30 @@ class Gathered:
     expected: Any = None  # a pending job's expected start (live/wait.py Expected)
 
 
-def find_job(api: Api, namespace: str, name: str) -> Gathered:
-    for backend, (kind, base, plural, container) in BACKENDS.items():
+def find_job(api: Api, namespace: str, name: str, backend: str | None = None) -> Gathered:
+    """The job `name` of whichever backend has it (`backend`: look only there, one GET)."""
+    for b, (kind, base, plural, container) in BACKENDS.items():
+        if backend is not None and b != backend:
+            continue
         obj = api.get(f"{base}/namespaces/{namespace}/{plural}/{name}")
         if obj is not None:
-            return Gathered(namespace, name, backend, kind, container, obj)
-    kinds = ", ".join(k for k, *_ in BACKENDS.values())
+            return Gathered(namespace, name, b, kind, container, obj)
+    kinds = ", ".join(k for b, (k, *_) in BACKENDS.items() if backend in (None, b))
     raise NotFound(f"no job {name!r} in namespace {namespace!r} (looked for a {kinds})")
+
+
+def poll(api: Api, namespace: str, name: str, backend: str | None, workload: bool) -> Gathered:
+    """What `trainforge wait` decides and prints from, and nothing else: the job (at its
+    backend once known), a TrainJob's pods (its Running state is its pods':
+    explain.job_state) and, with `workload`, its Kueue Workload (`--for admitted`). Not the
+    queues, the position, the LimitRanges (wait computes no requests), the events or the
+    other backends' pods, which `gather` reads for `status` and `why`."""
+    g = find_job(api, namespace, name, backend)
+    if g.backend == "trainjob":
+        g.pods = _pods(api, g)
+    if workload:
+        g.workload = _workload(api, g, g.job.get("metadata", {}).get("uid", ""))
+    return g
 
 
 def gather(api: Api, namespace: str, name: str, metrics: bool = True) -> Gathered:
@@ -74,8 +93,7 @@ def gather(api: Api, namespace: str, name: str, metrics: bool = True) -> Gathere
     _queue(api, g, uid)
     if g.workload:
         _limit_ranges(api, g)
-    pods = api.get(f"/api/v1/namespaces/{namespace}/pods", labelSelector=f"{JOB_LABEL}={name}")
-    g.pods = sorted((pods or {}).get("items", []), key=lambda p: p["metadata"]["name"])
+    g.pods = _pods(api, g)
     names = {name, *(p["metadata"]["name"] for p in g.pods)}
     if g.workload:
         names.add(g.workload["metadata"]["name"])
@@ -88,48 +106,75 @@ def gather(api: Api, namespace: str, name: str, metrics: bool = True) -> Gathere
     return g
 
 
-def _optional(api: Api, g: Gathered, what: str, path: str, **query: Any) -> dict | None:
+def _pods(api: Api, g: Gathered) -> list[dict[str, Any]]:
+    pods = api.get(f"/api/v1/namespaces/{g.namespace}/pods", labelSelector=f"{JOB_LABEL}={g.name}")
+    return sorted((pods or {}).get("items", []), key=lambda p: p["metadata"]["name"])
+
+
+def unread(what: str, e: KubeError, means: str) -> str:
+    """The note for an optional read that failed, by whose the failure is: refused (401: the
+    credentials; 403: the user's access) or the platform's (the API server answered another
+    error, or could not be reached), and what its absence means for what is shown. Not found
+    (404) is no failure: `Api.get` answers None and the object is absent."""
+    if e.status == 401:
+        cause = "401: the API server did not accept your credentials"
+    elif e.status == 403:
+        cause = "403: your access does not include it"
+    else:
+        cause = f"{e.status or ''} {e.reason}".strip()
+        cause = f"{cause}: the cluster failed to answer, not your access; try again later"
+    return f"cannot read {what} ({cause}): {means}"
+
+
+def optional(api: Api, what: str, means: str, path: str, **query: Any) -> tuple[dict | None, str]:
+    """An optional read: (the object, or None when not found or not read; the note when the
+    read failed, else ""). Every failure becomes the note (`unread`): what status and why
+    show stands without this object."""
     try:
-        return api.get(path, **query)
+        return api.get(path, **query), ""
     except KubeError as e:
-        if e.status in (401, 403):
-            g.notes.append(f"cannot read {what} ({e.status}: your access does not include it)")
-            return None
-        raise
+        return None, unread(what, e, means)
+
+
+def _optional(api: Api, g: Gathered, what: str, means: str, path: str, **query: Any) -> dict | None:
+    found, note = optional(api, what, means, path, **query)
+    if note:
+        g.notes.append(note)
+    return found
 
 
 def _limit_ranges(api: Api, g: Gathered) -> None:
-    """The namespace's LimitRanges, as Kueue lists them to count the Workload's requests; a
-    read that is refused or fails is one note: the counts may then be short."""
-    path = f"/api/v1/namespaces/{g.namespace}/limitranges"
-    try:
-        found = api.get(path)
-    except KubeError as e:
-        why = f"{e.status}: your access does not include it" if e.status in (401, 403) else str(e)
-        g.limit_ranges_unread = (
-            f"cannot read the LimitRanges of namespace {g.namespace} ({why}): a container "
-            "without requests counts 0 here, Kueue counts the LimitRange's defaults, so the "
-            "requests shown may be under-counted"
-        )
+    """The namespace's LimitRanges, as Kueue lists them to count the Workload's requests."""
+    found, g.limit_ranges_unread = optional(
+        api, f"the LimitRanges of namespace {g.namespace}",
+        "a container without requests counts 0 here, Kueue counts the LimitRange's defaults, "
+        "so the requests shown may be under-counted",
+        f"/api/v1/namespaces/{g.namespace}/limitranges",
+    )  # fmt: skip
+    if g.limit_ranges_unread:
         g.notes.append(g.limit_ranges_unread)
-        return
     g.limit_ranges = list((found or {}).get("items", []))
 
 
-def _queue(api: Api, g: Gathered, uid: str) -> None:
+def _workload(api: Api, g: Gathered, uid: str) -> dict[str, Any] | None:
+    """The job's Kueue Workload: the newest with its uid (a re-created job gets a new one)."""
     wls = _optional(
-        api, g, "Kueue Workloads", f"{KUEUE}/namespaces/{g.namespace}/workloads",
-        labelSelector=f"{JOB_UID_LABEL}={uid}",
+        api, g, "Kueue Workloads", "its queue, position and quota are not shown",
+        f"{KUEUE}/namespaces/{g.namespace}/workloads", labelSelector=f"{JOB_UID_LABEL}={uid}",
     )  # fmt: skip
     items = (wls or {}).get("items", [])
-    if not items:
+    return max(items, key=lambda w: w["metadata"].get("creationTimestamp", "")) if items else None
+
+
+def _queue(api: Api, g: Gathered, uid: str) -> None:
+    g.workload = _workload(api, g, uid)
+    if g.workload is None:
         return
-    # the newest Workload (a re-created job gets a new one)
-    g.workload = max(items, key=lambda w: w["metadata"].get("creationTimestamp", ""))
     lq_name = g.workload.get("spec", {}).get("queueName")
     if lq_name:
         g.local_queue = _optional(
             api, g, f"LocalQueue {lq_name}",
+            "its ClusterQueue is known only once Kueue admits the job",
             f"{KUEUE}/namespaces/{g.namespace}/localqueues/{lq_name}",
         )  # fmt: skip
     cq_name = (g.workload.get("status", {}).get("admission") or {}).get("clusterQueue") or (
@@ -137,20 +182,20 @@ def _queue(api: Api, g: Gathered, uid: str) -> None:
     )
     if cq_name:
         g.cluster_queue = _optional(
-            api, g, f"ClusterQueue {cq_name}", f"{KUEUE}/clusterqueues/{cq_name}"
-        )
+            api, g, f"ClusterQueue {cq_name}",
+            "its quota, usage and the expected start are not shown",
+            f"{KUEUE}/clusterqueues/{cq_name}",
+        )  # fmt: skip
     admitted = condition(g.workload, "Admitted")
     if lq_name and not (admitted and admitted.get("status") == "True"):
-        for base in VISIBILITY:
-            try:
-                pending = api.get(
-                    f"{base}/namespaces/{g.namespace}/localqueues/{lq_name}/pendingworkloads"
-                )
-            except KubeError as e:
-                if e.status in (401, 403):
-                    g.notes.append(f"cannot read the queue position ({e.status})")
-                    break
-                continue
+        for base in VISIBILITY:  # not found: an older Kueue serves the next version
+            pending, note = optional(
+                api, "the queue position", "the job's place in the queue is not shown",
+                f"{base}/namespaces/{g.namespace}/localqueues/{lq_name}/pendingworkloads",
+            )  # fmt: skip
+            if note:
+                g.notes.append(note)
+                break
             if pending is None:
                 continue
             wl = g.workload["metadata"]["name"]
@@ -184,8 +229,7 @@ def rank0_pod(g: Gathered) -> dict | None:
 def metrics_of(api: Api, g: Gathered) -> dict[str, float] | None:
     """Rank 0's metrics of a job `find_job` found (its pods are read here); None when rank 0
     does not run or serves none."""
-    pods = api.get(f"/api/v1/namespaces/{g.namespace}/pods", labelSelector=f"{JOB_LABEL}={g.name}")
-    g.pods = sorted((pods or {}).get("items", []), key=lambda p: p["metadata"]["name"])
+    g.pods = _pods(api, g)
     _metrics(api, g)
     return g.metrics
 

@@ -17,6 +17,7 @@ class KubeError(Exception):
     def __init__(self, path: str, status: int | None, reason: str) -> None:
         self.path = path
         self.status = status
+        self.reason = reason
         where = "" if path.startswith("(") else f"GET {path}: "
         super().__init__(f"{where}{status or ''} {reason}".strip())
 

@@ -130,9 +130,24 @@ FORK_ENV = "TRAINFORGE_PLAN_FORK"
 
 def may_fork() -> bool:
     """Whether a child process may run checks: fork exists, this process may use a second
-    CPU, and FORK_ENV does not say "0"."""
+    CPU, FORK_ENV does not say "0", and coverage.py does not measure this process."""
     cpus = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else ()
-    return hasattr(os, "fork") and len(cpus) > 1 and os.environ.get(FORK_ENV) != "0"
+    return (
+        hasattr(os, "fork")
+        and len(cpus) > 1
+        and os.environ.get(FORK_ENV) != "0"
+        and not _coverage_measures()
+    )
+
+
+def _coverage_measures() -> bool:
+    """Whether coverage.py measures this process (`coverage run`, pytest-cov, a
+    COVERAGE_PROCESS_START subprocess): a child ends with `os._exit`, which skips the save of
+    its coverage data, so what it ran would read as never run. Its own API
+    (`Coverage.current()`: the started instance), without importing it where it is absent."""
+    cov = sys.modules.get("coverage")
+    current = getattr(getattr(cov, "Coverage", None), "current", None)
+    return callable(current) and current() is not None
 
 
 @contextlib.contextmanager

@@ -29,13 +29,15 @@ class SideError(ValueError):
 class Side:
     label: str  # what the reader is told this side is
     objects: dict[str, dict]  # namespace/Kind/name -> object
-    resources: dict[str, dict]  # type::name (short_urn) -> inputs (cloud, not kubernetes:*)
+    resources: dict[str, dict]  # type::name (urn_type_name) -> inputs (cloud, not kubernetes:*)
     sections: dict[str, Any] | None = None  # plan check title -> data (plan folders only)
     ops: dict[str, str] = field(default_factory=dict)  # URN -> preview op (preview only)
 
 
-def short_urn(urn: str) -> str:
-    """A resource's type::name, as the diff names it (a URN's stack and project left out)."""
+def urn_type_name(urn: str) -> str:
+    """A resource's type::name, as the diff names it (a URN's stack, project and parent types
+    left out: `urn:pulumi:dev::trainforge::pkg:C$aws:iam/role:Role::node-role` ->
+    `aws:iam/role:Role::node-role`; the name alone is plan.checks.ordering.urn_name)."""
     parts = urn.split("::")
     return f"{parts[-2].split('$')[-1]}::{parts[-1]}" if len(parts) >= 2 else urn
 
@@ -62,7 +64,7 @@ def _from_states(states: list[dict[str, Any]], label: str) -> Side:
             if key is not None:
                 objects[key] = inputs
             continue
-        resources[short_urn(r.get("urn", ""))] = inputs
+        resources[urn_type_name(r.get("urn", ""))] = inputs
     return Side(label, objects, resources)
 
 
@@ -86,7 +88,7 @@ def load_side(path: pathlib.Path) -> Side:
             s.get("title"): s.get("data") for s in (inv.get("plan") or {}).get("sections") or []
         }
         resources = {  # the cloud resources; the Kubernetes objects are its manifests
-            short_urn(r["urn"]): r.get("inputs") or {}
+            urn_type_name(r["urn"]): r.get("inputs") or {}
             for r in inv.get("resources", [])
             if not str(r.get("type", "")).startswith("kubernetes:")
         }

@@ -16,7 +16,7 @@ from typing import Any
 
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.checks.job_backends import runtime_docs
-from trainforge.plan.checks.ordering import After, creation_order, short_urn
+from trainforge.plan.checks.ordering import After, creation_order, urn_name
 from trainforge.plan.resource_types import CHART_V4, HELM_RELEASE
 from trainforge.plan.runner import SECRET, UNKNOWN
 
@@ -207,7 +207,7 @@ def _problem(urn: str, ref: Ref, producer: Producer | None, after: After) -> tup
     if producer.urn != urn and producer.urn not in after(urn):
         return ORDER, (
             f"{ref.where} needs {ref.kind} {ref.namespace}/{ref.name}, but "
-            f"{short_urn(urn)} does not wait for {short_urn(producer.urn)}, which creates it: "
+            f"{urn_name(urn)} does not wait for {urn_name(producer.urn)}, which creates it: "
             "on a fresh stack it may start first"
         )
     absent = sorted(ref.keys - producer.keys) if producer.keys is not None else []
@@ -243,7 +243,7 @@ def check(ctx: PlanContext) -> CheckResult:
         if not rule:
             ok += 1
             continue
-        names = frozenset({ref.ident, short_urn(urn)})
+        names = frozenset({ref.ident, urn_name(urn)})
         findings.append(Finding(ref.ident, rule, message, RULES[rule], urn=urn, names=names))
         if rule == MISSING:
             missing_rows.append(

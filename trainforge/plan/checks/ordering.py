@@ -127,8 +127,10 @@ def _namespace_makers(resources: list[Any]) -> dict[str, list[str]]:
     return out
 
 
-def short_urn(urn: str) -> str:
-    """A URN's last part, the resource's name as findings show it."""
+def urn_name(urn: str) -> str:
+    """A URN's last part, the resource's name as findings show it
+    (`urn:pulumi:dev::trainforge::aws:iam/role:Role::node-role` -> `node-role`; the diff's
+    type::name is plan.sides.urn_type_name)."""
     return urn.rsplit("::", 1)[-1]
 
 
@@ -163,7 +165,7 @@ def check(ctx: PlanContext) -> CheckResult:
                     res,
                     CRD_RULE,
                     f"{obj.kind} {res.name} may be created before its CRD ({group}): it does "
-                    f"not wait for {', '.join(short_urn(m) for m in makers)}, which installs it",
+                    f"not wait for {', '.join(urn_name(m) for m in makers)}, which installs it",
                 )
     for res in resources:
         if res.type != HELM_RELEASE and not any(o.urn == res.urn for o in ctx.objects):
@@ -190,7 +192,7 @@ def check(ctx: PlanContext) -> CheckResult:
                 res,
                 NAMESPACE_RULE,
                 f"{res.name} may be created before namespace {ns!r}: it does not wait for "
-                f"{', '.join(short_urn(m) for m in makers)}",
+                f"{', '.join(urn_name(m) for m in makers)}",
             )
     lines.insert(
         0,
@@ -208,7 +210,7 @@ def check(ctx: PlanContext) -> CheckResult:
             "the cluster must already have them"
         )
     data = {
-        "installers": {g: [short_urn(u) for u in us] for g, us in sorted(crd_makers.items())},
+        "installers": {g: [urn_name(u) for u in us] for g, us in sorted(crd_makers.items())},
         "assumed": {g: sorted(k) for g, k in sorted(assumed.items())},
         "namespaces_assumed": sorted(foreign_ns),
     }

@@ -15,8 +15,10 @@ import shlex
 import stat
 import tempfile
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from trainforge.core.pods import literal_env
 from trainforge.jobs import pod as job_pod
@@ -30,6 +32,8 @@ from trainforge.plan.ckpt_compat import all_values, argv_fields
 from trainforge.platform.fsx import CSI_DRIVER as FSX_DRIVER
 from trainforge.platform.fsx import DIRECTORY_ANNOTATION
 from trainforge.training.contract import CHECKPOINT_DIR, OUTPUT_DIR
+
+_T = TypeVar("_T")
 
 SCRIPT_FAILS = "TRAINFORGE_POD_SCRIPT_FAILS"
 CANNOT_WRITE = "TRAINFORGE_POD_CANNOT_WRITE"
@@ -591,6 +595,136 @@ def _finding(s: Script, rule: str, message: str) -> Finding:
     return Finding(s.ident, rule, message, RULES[rule], urn=s.urn, names=names)
 
 
+def _each(work: Callable[[Script], _T], scripts: list[Script]) -> list[_T]:
+    """`work` of every script, in order: two at a time where the plan may use a second CPU
+    (registry.may_fork: where it forks a child to run checks), else one after another. Each
+    rehearsal is sandbox processes in scratch directories of its own: the threads only wait
+    for them."""
+    from trainforge.plan import registry  # noqa: PLC0415 - registry imports every check
+
+    if len(scripts) < 2 or not registry.may_fork():
+        return [work(s) for s in scripts]
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="pod-rehearsal") as pool:
+        return list(pool.map(work, scripts))
+
+
+@dataclass
+class _Rehearsed:
+    """One script's rehearsal: its report lines, its data entry, findings, and the claims of
+    other teams whose fileset directory it made."""
+
+    lines: list[str]
+    entry: dict[str, Any]
+    findings: list[Finding]
+    made: set[str]
+
+
+def _rehearse(
+    s: Script, scripts: list[Script], consumers: dict[str, list[Consumer]], claims: dict[str, Claim]
+) -> _Rehearsed:
+    """Script `s` in every scenario, each in its own scratch directories (so one script's
+    rehearsal shares nothing with another's)."""
+    out = _Rehearsed([], {}, [], set())
+    lines, findings, made = out.lines, out.findings, out.made
+    ns = s.ident.split("/", 1)[0]
+    mine = _claim_keys(s)
+    # a fileset's directory is there once a setup script made it (its pod cannot start
+    # before): the scripts that mount that file system's root run first
+    filesets = {claims[k].fs for k in mine if claims[k].directory}
+    setups = [
+        p
+        for p in scripts
+        if p is not s
+        if any(claims[k].fs in filesets and not claims[k].directory for k in _claim_keys(p))
+    ]
+    unrun = [f"its file system's setup {p.ident} is not rehearsed" for p in setups if p.skip]
+    skip = s.skip or next(iter(unrun), None)
+    lines.append(f"{s.ident} container {s.container}{s.replica_note}: `{_short(s.script)}`")
+    lines.append(f"  as {s.identity.describe()}")
+    entry: dict[str, Any] = {"object": s.ident, "container": s.container, "scenarios": {}}
+    if s.replicas:
+        entry["replicas"] = list(s.replicas)
+    out.entry = entry
+    if skip:
+        lines.append(f"  not rehearsed: {skip}")
+        entry["skipped"] = skip
+        # a script the rehearsal cannot run is not a script that passed: say so
+        message = f"{s.ident} container {s.container}{s.replica_note}: not rehearsed: {skip}"
+        findings.append(_finding(s, UNREHEARSED, message))
+        return out
+    # every pod on the same file systems: the same claim, or another directory of it
+    file_systems = {claims[k].fs for k in mine}
+    related = [
+        (k, c) for k in sorted(consumers) if claims[k].fs in file_systems for c in consumers[k]
+    ]
+    involved = sorted(
+        {*mine, *(k for k, _ in related), *(k for p in setups for k in _claim_keys(p))}
+    )
+    for key in mine:
+        lines.append(f"  volume: {claims[key].describe()}")
+    for p in setups:
+        lines.append(f"  after {p.ident} container {p.container} (the file system's setup)")
+    for k, c in related:
+        on = (
+            f" through {claims[k].describe()}, if this script makes /{claims[k].directory}"
+            if k not in mine
+            else ""
+        )
+        lines.append(f"  then {c.name} writes {', '.join(c.dirs)}{on} as {c.identity.describe()}")
+    for label, steps in SCENARIOS.items():
+        kubelet_first = label == KUBELET_FIRST
+        if kubelet_first and not any(c.sub_path for _, c in related):
+            continue
+        with tempfile.TemporaryDirectory(prefix="tf-pod-rehearsal-") as tmp:
+            run = _Run(pathlib.Path(tmp), {k: claims[k] for k in involved})
+            for p in setups:
+                run_script(p, run, p.ident.split("/", 1)[0])
+            if kubelet_first:
+                for k, c in related:
+                    # a fileset that is not there yet cannot be mounted: nothing to make
+                    with contextlib.suppress(MissingDirectory):
+                        run.subpath(k, c.sub_path)
+            outcome = []
+            active = list(related)
+            for step in steps:
+                if step.startswith("writes"):
+                    results = _writes(active, run, step.replace(" ", "-"))
+                    bad = next(((c, r) for _, c, r in results if not r.ok), None)
+                    outcome.append(f"{step} {'FAILED' if bad else 'ok'}")
+                    if bad is None:
+                        continue
+                    c, r = bad
+                    message = (
+                        f"after {s.ident} ran ({label}), {c.name} ({c.identity.describe()}) "
+                        f"cannot write {', '.join(c.dirs)}: {r.tail()}"
+                    )
+                    findings.append(_finding(s, CANNOT_WRITE, message))
+                    break
+                r = run_script(s, run, ns)
+                if step == "run 1" and r.ok:
+                    # another directory of the file system is this script's business only
+                    # if the script made it (each team's Job makes its own)
+                    active = [(k, c) for k, c in related if k in mine or run.has(k)]
+                    made.update(k for k, _ in active if k not in mine)
+                # a run that met the stand-in pip is never plain ok (PIP_NOTE says why)
+                ok = "ok but pip not run" if r.pip_not_run else "ok"
+                outcome.append(f"{step} {ok if r.ok else f'FAILED (exit {r.rc})'}")
+                if not r.ok:
+                    message = (
+                        f"container {s.container} of {s.ident}{s.replica_note} fails on "
+                        f"{step} ({label}) "
+                        f"as {s.identity.describe()}: {r.tail()}; script: "
+                        f"`{_short(s.script, 200)}`"
+                    )
+                    findings.append(_finding(s, SCRIPT_FAILS, message))
+                    break
+            lines.append(f"  {label}: " + ", ".join(outcome))
+            if any(o.endswith("pip not run") for o in outcome):
+                lines.append(f"    {PIP_NOTE}")
+            entry["scenarios"][label] = outcome
+    return out
+
+
 def check(ctx: PlanContext) -> CheckResult:
     scripts, consumers, claims = _collect(ctx)
     if not scripts:
@@ -618,105 +752,11 @@ def check(ctx: PlanContext) -> CheckResult:
     started = time.monotonic()
 
     made: set[str] = set()  # fileset claims some script makes the directory of
-    for s in scripts:
-        ns = s.ident.split("/", 1)[0]
-        mine = _claim_keys(s)
-        # a fileset's directory is there once a setup script made it (its pod cannot start
-        # before): the scripts that mount that file system's root run first
-        filesets = {claims[k].fs for k in mine if claims[k].directory}
-        setups = [
-            p
-            for p in scripts
-            if p is not s
-            if any(claims[k].fs in filesets and not claims[k].directory for k in _claim_keys(p))
-        ]
-        unrun = [f"its file system's setup {p.ident} is not rehearsed" for p in setups if p.skip]
-        skip = s.skip or next(iter(unrun), None)
-        lines.append(f"{s.ident} container {s.container}{s.replica_note}: `{_short(s.script)}`")
-        lines.append(f"  as {s.identity.describe()}")
-        entry: dict[str, Any] = {"object": s.ident, "container": s.container, "scenarios": {}}
-        if s.replicas:
-            entry["replicas"] = list(s.replicas)
-        data["scripts"].append(entry)
-        if skip:
-            lines.append(f"  not rehearsed: {skip}")
-            entry["skipped"] = skip
-            # a script the rehearsal cannot run is not a script that passed: say so
-            message = f"{s.ident} container {s.container}{s.replica_note}: not rehearsed: {skip}"
-            findings.append(_finding(s, UNREHEARSED, message))
-            continue
-        # every pod on the same file systems: the same claim, or another directory of it
-        file_systems = {claims[k].fs for k in mine}
-        related = [
-            (k, c) for k in sorted(consumers) if claims[k].fs in file_systems for c in consumers[k]
-        ]
-        involved = sorted(
-            {*mine, *(k for k, _ in related), *(k for p in setups for k in _claim_keys(p))}
-        )
-        for key in mine:
-            lines.append(f"  volume: {claims[key].describe()}")
-        for p in setups:
-            lines.append(f"  after {p.ident} container {p.container} (the file system's setup)")
-        for k, c in related:
-            on = (
-                f" through {claims[k].describe()}, if this script makes /{claims[k].directory}"
-                if k not in mine
-                else ""
-            )
-            lines.append(
-                f"  then {c.name} writes {', '.join(c.dirs)}{on} as {c.identity.describe()}"
-            )
-        for label, steps in SCENARIOS.items():
-            kubelet_first = label == KUBELET_FIRST
-            if kubelet_first and not any(c.sub_path for _, c in related):
-                continue
-            with tempfile.TemporaryDirectory(prefix="tf-pod-rehearsal-") as tmp:
-                run = _Run(pathlib.Path(tmp), {k: claims[k] for k in involved})
-                for p in setups:
-                    run_script(p, run, p.ident.split("/", 1)[0])
-                if kubelet_first:
-                    for k, c in related:
-                        # a fileset that is not there yet cannot be mounted: nothing to make
-                        with contextlib.suppress(MissingDirectory):
-                            run.subpath(k, c.sub_path)
-                outcome = []
-                active = list(related)
-                for step in steps:
-                    if step.startswith("writes"):
-                        results = _writes(active, run, step.replace(" ", "-"))
-                        bad = next(((c, r) for _, c, r in results if not r.ok), None)
-                        outcome.append(f"{step} {'FAILED' if bad else 'ok'}")
-                        if bad is None:
-                            continue
-                        c, r = bad
-                        message = (
-                            f"after {s.ident} ran ({label}), {c.name} ({c.identity.describe()}) "
-                            f"cannot write {', '.join(c.dirs)}: {r.tail()}"
-                        )
-                        findings.append(_finding(s, CANNOT_WRITE, message))
-                        break
-                    r = run_script(s, run, ns)
-                    if step == "run 1" and r.ok:
-                        # another directory of the file system is this script's business only
-                        # if the script made it (each team's Job makes its own)
-                        active = [(k, c) for k, c in related if k in mine or run.has(k)]
-                        made.update(k for k, _ in active if k not in mine)
-                    # a run that met the stand-in pip is never plain ok (PIP_NOTE says why)
-                    ok = "ok but pip not run" if r.pip_not_run else "ok"
-                    outcome.append(f"{step} {ok if r.ok else f'FAILED (exit {r.rc})'}")
-                    if not r.ok:
-                        message = (
-                            f"container {s.container} of {s.ident}{s.replica_note} fails on "
-                            f"{step} ({label}) "
-                            f"as {s.identity.describe()}: {r.tail()}; script: "
-                            f"`{_short(s.script, 200)}`"
-                        )
-                        findings.append(_finding(s, SCRIPT_FAILS, message))
-                        break
-                lines.append(f"  {label}: " + ", ".join(outcome))
-                if any(o.endswith("pip not run") for o in outcome):
-                    lines.append(f"    {PIP_NOTE}")
-                entry["scenarios"][label] = outcome
+    for r in _each(lambda s: _rehearse(s, scripts, consumers, claims), scripts):
+        lines += r.lines
+        data["scripts"].append(r.entry)
+        findings += r.findings
+        made |= r.made
     for key in sorted(consumers):
         c0 = claims.get(key)
         if c0 is None or not c0.directory or key in made:
