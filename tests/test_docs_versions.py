@@ -5,6 +5,7 @@ naming the old release)."""
 from __future__ import annotations
 
 import re
+import tomllib
 
 import pytest
 
@@ -50,3 +51,23 @@ def test_the_readme_names_the_newest_opencost_chart_versions_py_saw():
     seen = re.findall(r"re-checked \d{4}-\d\d-\d\d: chart (\d+\.\d+\.\d+) exists", source)
     assert seen, "versions.py no longer records the newest OpenCost chart it saw"
     assert f"readable here ({seen[-1]} exists)" in README
+
+
+def test_every_extra_the_docs_and_messages_name_exists():
+    """`pip install 'trainforge[status]'` and the like, in the docs and in the messages the
+    package prints: each extra is one pyproject.toml declares."""
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    extras = set(pyproject["project"]["optional-dependencies"])
+    files = [
+        ROOT / "README.md",
+        *(ROOT / "docs").glob("*.md"),
+        *(ROOT / "trainforge").rglob("*.py"),
+    ]
+    named = {
+        (f.relative_to(ROOT).as_posix(), name)
+        for f in files
+        for group in re.findall(r"trainforge\[([a-z0-9_,-]+)\]", f.read_text(encoding="utf-8"))
+        for name in group.split(",")
+    }
+    assert len(named) >= 8  # the docs' install lines were found
+    assert not {(f, n) for f, n in named if n not in extras}, extras
