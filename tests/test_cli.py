@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import ROOT
 from trainforge import cli, demo
 
@@ -72,3 +74,32 @@ def test_demo_prints_the_whole_command_it_runs(monkeypatch, capsys):
     assert printed == [f"python -m trainforge {sub} {shlex.join(argv)}" for sub, argv in ran]
     assert len(ran) == len(demo.RUNS) + 1
     assert "--steps 300" in printed[0]
+
+
+def test_demo_runs_the_jobs_then_the_plan_then_the_plots_and_skip_plan_still_plots(
+    monkeypatch, capsys
+):
+    """The order README.md's `make demo` line and `demo --help` state; `--skip-plan` leaves out
+    the plan only (its help said "only run the two jobs" while the runs were still plotted)."""
+    from trainforge import local
+    from trainforge.plan import cli as plan_cli
+
+    ran: list[str] = []
+    monkeypatch.setattr(local, "main", lambda argv: ran.append("run-local") or 0)
+    monkeypatch.setattr(plan_cli, "main", lambda argv: ran.append("plan") or 0)
+    monkeypatch.setattr(demo, "_plots", lambda outs: ran.append("plots") or {})
+    assert demo.main([]) == 0
+    assert ran == ["run-local"] * len(demo.RUNS) + ["plan", "plots"]
+    readme = (ROOT / "README.md").read_text()
+    assert "jobs locally, then the offline plan, then plots the runs" in readme
+    ran.clear()
+    assert demo.main(["--skip-plan"]) == 0
+    assert ran == ["run-local"] * len(demo.RUNS) + ["plots"]
+    help_text = demo_help(capsys)
+    assert "run and plot the two jobs, without the plan" in " ".join(help_text.split())
+
+
+def demo_help(capsys) -> str:
+    with pytest.raises(SystemExit):
+        demo.main(["--help"])
+    return capsys.readouterr().out
