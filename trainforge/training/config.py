@@ -401,7 +401,12 @@ def validate(cfg: TrainConfig) -> TrainConfig:
     """Checks that need no process group or device; world-size checks are in `check_world`."""
     check_values(cfg)
     if cfg.dataset == "tokens" and cfg.data_path and not os.path.isfile(cfg.data_path):
-        raise ConfigError(f"--data-path {cfg.data_path}: no such file")
+        what = (
+            "a folder; expected a uint16 token file"
+            if os.path.isdir(cfg.data_path)
+            else "no such file"
+        )
+        raise ConfigError(f"--data-path {cfg.data_path}: {what}")
     try:
         cfg.checkpoint.validate()
     except CheckpointError as e:
