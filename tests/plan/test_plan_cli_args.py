@@ -65,3 +65,21 @@ def test_writable_output_paths_reach_the_plan(tmp_path, monkeypatch):
     args = ["--stack", "dev", "--out", str(new / "plan"), "--json", str(new / "inv.json")]
     with pytest.raises(_Planned):
         cli.main([*args, "--report", str(new / "r.txt")])
+
+
+def test_no_checkov_wrappers_help_names_every_kind_that_is_wrapped():
+    """Its help said PyTorchJob only; every custom-resource workload with a backend shape is
+    wrapped (manifests.pod_template_jobs)."""
+    from trainforge.core.pods import KUBERNETES
+    from trainforge.jobs.backends import SHAPES
+
+    action = next(
+        a for a in cli.build_parser()._actions if "--no-checkov-wrappers" in a.option_strings
+    )
+    wrapped = [k for k in SHAPES if k not in KUBERNETES]
+    assert {"PyTorchJob", "TrainJob", "JobSet"} <= set(wrapped)
+    for kind in wrapped:
+        named = kind in action.help or (
+            kind.endswith("TrainingRuntime") and "runtimes" in action.help
+        )
+        assert named, f"--no-checkov-wrappers' help does not name {kind}"

@@ -74,7 +74,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument(
         "--no-checkov-wrappers",
         action="store_true",
-        help="do not write PyTorchJob pod templates wrapped as Jobs under OUT/_checkov",
+        help="do not write the pod templates of custom-resource workloads (PyTorchJob, "
+        "TrainJob and its runtimes, JobSet) wrapped as Jobs under OUT/_checkov",
     )
     ap.add_argument(
         "--summary",
