@@ -312,7 +312,11 @@ class TrainConfig:
         "linear warmup steps (capped at --steps), then cosine decay to 10% of --lr at --steps",
         ge=0,
     )
-    weight_decay: float = _opt(0.01, "AdamW weight decay on matrices (not on biases/norms)", ge=0)
+    weight_decay: float = _opt(
+        0.01,
+        "AdamW weight decay (gpt: matrices only, not biases/norms; mlp: every parameter, as the seed)",
+        ge=0,
+    )
     seed: int = _opt(0, "seeds the model init, the synthetic data and the data order", ge=0)
     log_every: int = _obs(10, "log (and sync the loss to the host) every N optimizer steps", gt=0)
     metrics_port: int = _obs(
