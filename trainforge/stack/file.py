@@ -114,6 +114,8 @@ def read_stack(root: pathlib.Path | str, stack: str, project: str | None = None)
     to the project; secure values masked). Raises StackFileError with what is wrong."""
     root = pathlib.Path(root)
     path = stack_path(root, stack)
+    if path.is_dir():
+        raise StackFileError(f"stack {stack!r}: {path.name} in {root} is a folder, not a file")
     if not path.is_file():
         raise StackFileError(
             f"stack {stack!r}: no {path.name} in {root} "
@@ -148,7 +150,14 @@ def read_stack_file(
 
 
 def _load(path: pathlib.Path) -> Any:
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:  # the Pulumi CLI reads stack files as UTF-8 too
+        line = e.object[: e.start].count(b"\n") + 1
+        raise StackFileError(
+            f"{path.name}:{line}: not UTF-8 text (byte {e.object[e.start]:#04x}); save the "
+            "file as UTF-8"
+        ) from None
     try:
         return load_yaml(text, path.name)
     except DuplicateKeyError as e:
