@@ -122,3 +122,15 @@ def test_a_stack_file_that_is_not_utf8_or_is_a_folder_is_one_line(tmp_path):
     with pytest.raises(StackFileError) as e:
         read_stack(tmp_path, "dir", "trainforge")
     assert str(e.value) == f"stack 'dir': Pulumi.dir.yaml in {tmp_path} is a folder, not a file"
+
+
+@pytest.mark.parametrize("name", ["", "../etc/passwd", "org/dev", "dev yaml"])
+def test_a_name_that_is_no_stack_name_says_what_is_valid(tmp_path, name):
+    """`--stack ../etc/passwd` said "no passwd.yaml"; `--stack ''` "no Pulumi..yaml"."""
+    (tmp_path / "Pulumi.dev.yaml").write_text("config: {}\n")
+    with pytest.raises(StackFileError) as e:
+        read_stack(tmp_path, name, "trainforge")
+    assert str(e.value) == (
+        f"stack {name!r}: not a stack name; expected letters, digits, hyphens, underscores or "
+        "periods, as Pulumi allows (stacks here: dev)"
+    )

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import pathlib
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -90,6 +91,12 @@ def stack_path(root: pathlib.Path | str, stack: str) -> pathlib.Path:
     return pathlib.Path(root) / f"Pulumi.{stack}.yaml"
 
 
+# "Stack names may only contain alphanumeric characters, hyphens, underscores, or periods."
+# (pulumi.com/docs/iac/concepts/stacks, "Create a stack", read 2026-11-29); the file of an
+# `org/stack` name is still Pulumi.<stack>.yaml, so a slash never names one here.
+STACK_NAME = re.compile(r"[A-Za-z0-9_.-]+")
+
+
 def stacks_in(root: pathlib.Path | str) -> list[str]:
     """The stack names with a file in `root`."""
     return sorted(
@@ -113,6 +120,11 @@ def read_stack(root: pathlib.Path | str, stack: str, project: str | None = None)
     """`root/Pulumi.<stack>.yaml`, read as the Pulumi CLI does (keys without a namespace belong
     to the project; secure values masked). Raises StackFileError with what is wrong."""
     root = pathlib.Path(root)
+    if not STACK_NAME.fullmatch(stack):
+        raise StackFileError(
+            f"stack {stack!r}: not a stack name; expected letters, digits, hyphens, underscores "
+            f"or periods, as Pulumi allows (stacks here: {', '.join(stacks_in(root)) or 'none'})"
+        )
     path = stack_path(root, stack)
     if path.is_dir():
         raise StackFileError(f"stack {stack!r}: {path.name} in {root} is a folder, not a file")
