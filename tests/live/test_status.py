@@ -482,3 +482,17 @@ def test_a_count_or_duration_that_cannot_work_is_refused_before_the_cluster(
         main(["x", "-n", "llm", "--kubeconfig", "/nonexistent", flag, value])
     assert e.value.code == 2
     assert capsys.readouterr().err.rstrip().endswith(f"error: {error}")
+
+
+def test_without_the_kubernetes_client_the_live_commands_name_the_extra(capsys, api, monkeypatch):
+    """troubleshooting.md: "Install with pip install 'trainforge[status]'"; without it the
+    command was a ModuleNotFoundError traceback."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "kubernetes", None)  # import kubernetes -> ImportError
+    code, _, err = run(capsys, cli.status_main, "x", "-n", "llm", "--kubeconfig", api.config)
+    assert (code, err) == (
+        1,
+        "trainforge status: the live commands need the Kubernetes client: pip install "
+        "'trainforge[status]'\n",
+    )

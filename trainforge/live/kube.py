@@ -25,7 +25,14 @@ class Api:
     """GET JSON or text from the cluster of a kubeconfig context."""
 
     def __init__(self, kubeconfig: str | None = None, context: str | None = None) -> None:
-        from kubernetes import client, config  # noqa: PLC0415 - only the live commands need it
+        try:
+            from kubernetes import client, config  # noqa: PLC0415 - only the live commands need it
+        except ImportError:  # an optional extra: say which, not a ModuleNotFoundError traceback
+            raise KubeError(
+                "(client)",
+                None,
+                "the live commands need the Kubernetes client: pip install 'trainforge[status]'",
+            ) from None
 
         cfg = client.Configuration()
         try:
