@@ -1,0 +1,47 @@
+"""Runtime facts the docs state, read from their source (each was pinned by nothing).
+
+Every exit reason the docs name with its code (`hang` 201, `exit 205 (user_retryable)`,
+`peer_lost code=202`) is the code trainforge/training/exits.py gives it; the grace classes
+of a pod's terminationGracePeriodSeconds are trainforge/jobs/pod.py's."""
+
+from __future__ import annotations
+
+import re
+
+from tests.conftest import ROOT
+from trainforge.training.exits import REASONS
+
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+PATTERNS = (
+    re.compile(r"`(?P<name>[a-z_]+)`,? (?:code |exit )?(?P<code>\d{1,3})\b"),
+    re.compile(r"\bexits? (?P<code>\d{1,3}) \(`?(?P<name>[a-z_]+)`?"),
+    re.compile(r"\b(?P<name>[a-z_]+) code=(?P<code>\d{1,3})\b"),
+)
+
+
+def test_the_docs_exit_codes_are_the_runtimes():
+    named = [
+        (doc.name, m["name"], int(m["code"]))
+        for doc in DOCS
+        for pattern in PATTERNS
+        for m in pattern.finditer(doc.read_text(encoding="utf-8"))
+        if m["name"] in REASONS
+    ]
+    assert len({name for _, name, _ in named}) >= 8  # the reliability table was read
+    wrong = [(doc, name, code) for doc, name, code in named if REASONS[name].code != code]
+    assert not wrong, {name: REASONS[name].code for _, name, _ in wrong}
+
+
+def test_the_docs_grace_classes_are_the_pods():
+    """jobs.md and checkpointing.md said `terminationGracePeriodSeconds = gracePeriod + 30`;
+    the pods get that rounded up to a class (a gracePeriod of 100 s gets 330 s, not 130)."""
+    from trainforge.jobs.pod import GRACE_CLASSES, TERMINATION_MARGIN, termination_grace
+    from trainforge.jobs.spec import parse_job
+
+    classes = ", ".join(map(str, GRACE_CLASSES[:-1])) + f" or {GRACE_CLASSES[-1]} s"
+    for name in ("jobs.md", "checkpointing.md"):
+        text = " ".join((ROOT / "docs" / name).read_text(encoding="utf-8").split())
+        assert classes in text, name
+        assert f"+ {TERMINATION_MARGIN}`" not in text, name  # a bare "+ 30" equation
+    job = {"name": "j", "team": "t", "pool": "p", "checkpoint": {"gracePeriod": 100}}
+    assert termination_grace(parse_job(job)) == GRACE_CLASSES[1] > 100 + TERMINATION_MARGIN
