@@ -45,3 +45,22 @@ def test_the_docs_grace_classes_are_the_pods():
         assert f"+ {TERMINATION_MARGIN}`" not in text, name  # a bare "+ 30" equation
     job = {"name": "j", "team": "t", "pool": "p", "checkpoint": {"gracePeriod": 100}}
     assert termination_grace(parse_job(job)) == GRACE_CLASSES[1] > 100 + TERMINATION_MARGIN
+
+
+def test_the_job_defaults_jobs_md_states_are_the_codes():
+    """jobs.md's hand-written defaults and limits (shmSize, the code ConfigMap, the PodMonitor
+    interval, elastic restarts) against the constants the emitters use."""
+    from trainforge.jobs import codeship, wiring
+    from trainforge.stack.jobs import ElasticSpec
+
+    text = " ".join((ROOT / "docs" / "jobs.md").read_text(encoding="utf-8").split())
+    shm = f"| a {'quarter' if wiring._SHM_FRACTION == 1 / 4 else '?'} of `memory`, at most "
+    assert shm + f"{wiring._SHM_MAX // 2**30}Gi |" in text
+    assert codeship.CONFIGMAP_LIMIT == 2**20 and "ConfigMap (1 MiB at most)" in text
+    headroom = (codeship.CONFIGMAP_LIMIT - codeship.CONFIGMAP_BUDGET) // 1024
+    assert f"the 1 MiB object limit with {headroom} KiB headroom" in text
+    restarts = ElasticSpec.model_fields["max_restarts"].default
+    assert f"`maxRestarts` ({restarts})" in text
+    source = (ROOT / "trainforge" / "jobs" / "pod.py").read_text(encoding="utf-8")
+    interval = re.search(r'"path": "/metrics", "interval": "(\d+)s"', source)
+    assert interval and f"port `metrics`, every {interval[1]} s" in text
