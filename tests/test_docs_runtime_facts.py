@@ -64,3 +64,41 @@ def test_the_job_defaults_jobs_md_states_are_the_codes():
     source = (ROOT / "trainforge" / "jobs" / "pod.py").read_text(encoding="utf-8")
     interval = re.search(r'"path": "/metrics", "interval": "(\d+)s"', source)
     assert interval and f"port `metrics`, every {interval[1]} s" in text
+
+
+def _flag_rows(doc: str) -> list[tuple[list[str], list[str]]]:
+    """(flags, defaults) of each `| --flag ... | default | ... |` row of a doc's flags table."""
+    rows = []
+    for line in (ROOT / "docs" / doc).read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.replace("\\|", "/").strip().strip("|").split("|")]
+        if len(cells) < 3 or not cells[0].startswith("`--"):
+            continue
+        flags = re.findall(r"--[a-z][a-z0-9-]*", cells[0].split("`")[1])
+        default = cells[1].split(" (")[0]  # "0 (off)"
+        values = [v.strip().strip("`") for v in default.split(",")] if default else []
+        rows.append((flags, values))
+    return rows
+
+
+def _same(doc_value: str, value: object) -> bool:
+    if doc_value == "off":
+        return value in (None, False, 0)
+    try:
+        return float(doc_value) == float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return doc_value == str(value)
+
+
+def test_the_flag_defaults_training_md_and_checkpointing_md_state_are_the_parsers():
+    from trainforge.training.config import build_parser
+
+    defaults = {flag: a.default for a in build_parser()._actions for flag in a.option_strings}
+    checked = 0
+    for doc in ("training.md", "checkpointing.md"):
+        for flags, values in _flag_rows(doc):
+            if not values or any("<" in v for v in values) or len(values) != len(flags):
+                continue  # no default stated, or a computed one (`./runs/<run-name>`)
+            for flag, value in zip(flags, values, strict=True):
+                assert _same(value, defaults[flag]), f"{doc}: {flag} default {value!r}"
+                checked += 1
+    assert checked >= 25
