@@ -56,8 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--pod-restarts",
         type=int,
         default=0,
-        help="re-create the local pod after a retryable exit (>= 128) up to N times, as the "
-        "cluster re-creates a job's pods (default 0; with --stack the job's budget)",
+        help="re-create the local pod up to N times, as the cluster re-creates a job's pods: "
+        "after a retryable exit (>= 128; a --stack job by its restartPolicy: OnFailure any "
+        "failure, Never none) (default 0; with --stack the job's budget)",
     )
     p.add_argument(
         "--dry-run", action="store_true", help="print the torchrun command instead of running it"

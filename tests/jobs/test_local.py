@@ -279,3 +279,22 @@ def test_run_local_is_the_same_on_every_backend(project, backend):
     assert f"backend: {backend}" in stack
     (project / "Pulumi.dev.yaml").write_text(stack)
     assert local_argv_for_job("dev", "gpt-fsdp", project) == plain
+
+
+@pytest.mark.parametrize(
+    ("policy", "on"), [("ExitCode", "retryable"), ("OnFailure", "any"), ("Never", "none")]
+)
+def test_pod_restarts_help_says_which_exits_re_create_the_local_pod(policy, on):
+    """Its help said "after a retryable exit (>= 128)" for every job; a --stack job's local
+    pod follows its restartPolicy (jobs/restarts.local_budget), as the help now says."""
+    from trainforge.jobs.restarts import local_budget
+    from trainforge.jobs.spec import parse_job
+    from trainforge.local import build_parser
+
+    job = parse_job({"name": "j", "team": "t", "pool": "p", "restartPolicy": policy,
+                     "entrypoint": {"script": "x.py"}})  # fmt: skip
+    assert local_budget(job, pod_restarts=2).on == on
+    action = next(a for a in build_parser()._actions if "--pod-restarts" in a.option_strings)
+    said = {"retryable": "retryable exit (>= 128", "any": "OnFailure any failure",
+            "none": "Never none"}  # fmt: skip
+    assert said[on] in action.help
