@@ -298,3 +298,25 @@ def test_pod_restarts_help_says_which_exits_re_create_the_local_pod(policy, on):
     said = {"retryable": "retryable exit (>= 128", "any": "OnFailure any failure",
             "none": "Never none"}  # fmt: skip
     assert said[on] in action.help
+
+
+def test_without_torch_run_local_says_so_in_one_line(monkeypatch, capsys):
+    """A bare interpreter without the venv ran the launcher into a ModuleNotFoundError
+    traceback, then printed "exit 1 (user_error) is permanent" as if the job's code failed."""
+    import importlib.util
+
+    from trainforge.jobs import local
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda n, *a: None if n == "torch" else real(n, *a)
+    )
+    started = []
+    monkeypatch.setattr(local.subprocess, "Popen", lambda *a, **k: started.append(a))
+    assert local.launch([sys.executable, "-c", "pass"], dict(os.environ)) == 2
+    assert started == []
+    err = capsys.readouterr().err
+    assert err == (
+        f"trainforge run-local: error: torch is not installed for {sys.executable}: run `make "
+        "venv` and use .venv/bin/python (or pip install 'trainforge[train]')\n"
+    )
