@@ -103,3 +103,43 @@ def demo_help(capsys) -> str:
     with pytest.raises(SystemExit):
         demo.main(["--help"])
     return capsys.readouterr().out
+
+
+def test_a_missing_dependency_is_one_line_naming_the_extra(monkeypatch, capsys):
+    """`python -m trainforge plan` by an interpreter without the venv was a ModuleNotFoundError
+    traceback; a user program's own missing import keeps its traceback."""
+    from trainforge.plan import cli as plan_cli
+
+    def needs(module: str):
+        def main(argv):
+            raise ModuleNotFoundError(f"No module named {module!r}", name=module)
+
+        return main
+
+    monkeypatch.setattr(plan_cli, "main", needs("pulumi_aws.iam"))
+    assert cli.main(["plan", "--stack", "dev"]) == 2
+    assert capsys.readouterr().err == (
+        f"trainforge plan: pulumi_aws is not installed for {sys.executable}: run `make venv` "
+        "and use .venv/bin/python (or pip install 'trainforge[platform]')\n"
+    )
+    monkeypatch.setattr(plan_cli, "main", needs("nope_module"))
+    with pytest.raises(ModuleNotFoundError):
+        cli.main(["plan", "--stack", "dev"])
+
+
+def test_each_module_the_dispatcher_names_is_installed_by_its_extra():
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extras = {"": project["dependencies"], **project["optional-dependencies"]}
+    dist = {"yaml": "pyyaml"}
+    for module, extra in cli.EXTRA_OF_MODULE.items():
+        name = dist.get(module, module.replace("_", "-"))
+        pins = [p.split("==")[0].split("[")[0].lower() for p in extras[extra]]
+        assert name in pins, f"{module}: not in extra {extra!r} ({pins})"
+
+
+def test_the_readme_says_what_a_bare_python_prints():
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert "a bare `python` without it stops in one line that names the package it lacks" in readme
+    assert "ModuleNotFoundError" not in readme
