@@ -102,3 +102,18 @@ def test_the_flag_defaults_training_md_and_checkpointing_md_state_are_the_parser
                 assert _same(value, defaults[flag]), f"{doc}: {flag} default {value!r}"
                 checked += 1
     assert checked >= 25
+
+
+def test_troubleshooting_md_states_kueues_pods_ready_timeout_and_requeue_backoff():
+    """ "`kueue.podsReadyTimeout` (30 min by default) ... `Requeued` after a backoff (60 s
+    doubling to an hour" against the Configuration the platform renders for the default."""
+    from trainforge.platform.kueue import manager_config
+    from trainforge.stack.services import KueueConfig
+
+    wait = manager_config(KueueConfig())["waitForPodsReady"]
+    text = " ".join((ROOT / "docs" / "troubleshooting.md").read_text(encoding="utf-8").split())
+    minutes = re.fullmatch(r"(\d+)m", wait["timeout"])
+    assert minutes and f"`kueue.podsReadyTimeout` ({minutes[1]} min by default)" in text
+    backoff = wait["requeuingStrategy"]
+    hour = {3600: "an hour"}[backoff["backoffMaxSeconds"]]
+    assert f"after a backoff ({backoff['backoffBaseSeconds']} s doubling to {hour}" in text
