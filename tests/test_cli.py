@@ -45,6 +45,23 @@ def test_a_plan_prints_each_program_warning_once(shipped_cli_run):
     assert (proc.stdout + proc.stderr).count("monitoring.receivers: none configured") == 1
 
 
+def test_the_plans_stdout_is_the_verdict_and_its_report_has_the_tree(shipped_cli_run):
+    """docs/pr-review.md said the plan "prints a tree of resources" and --summary's help
+    "print counts instead of the tree": stdout is the verdict (no tree, --summary or not);
+    the tree is in the full report, which --summary turns into counts."""
+    import pathlib
+    import re
+
+    proc = shipped_cli_run(["plan", "--stack", "dev"])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "+ pulumi:pulumi:Stack" not in proc.stdout
+    report = pathlib.Path(re.search(r"^Full report: (.+)$", proc.stdout, re.M)[1])
+    assert report.read_text().startswith("Resources (stack dev, project ")
+    assert "+ pulumi:pulumi:Stack  trainforge-dev" in report.read_text()
+    doc = " ".join((ROOT / "docs" / "pr-review.md").read_text().split())
+    assert "**Inventory**: the full report lists a tree of resources" in doc
+
+
 def test_demo_jobs_exist_in_the_dev_stack_and_their_overrides_are_valid(monkeypatch, capsys):
     """`make demo` runs dev-stack jobs with overrides; a renamed job or flag would break it.
     In this process, through the same dispatch as `python -m trainforge` (a fresh interpreter
