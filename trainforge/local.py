@@ -35,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="trainforge run-local",
         usage=USAGE,
         description="Launch `python -m trainforge.training` with torchrun on this machine "
-        "(CPU: gloo; GPUs: NCCL, one worker per GPU). Every other flag is a training flag: "
+        "(CPU: gloo; GPUs: NCCL, each worker on its own GPU). Every other flag is a training flag: "
         "see `python -m trainforge.training --help`.",
         add_help=False,
     )
@@ -43,7 +43,10 @@ def build_parser() -> argparse.ArgumentParser:
         "-h", "--help", action="store_true", help="show this help and the training flags"
     )
     p.add_argument(
-        "--workers", type=int, default=1, help="processes (ranks) to start on this machine"
+        "--workers",
+        type=int,
+        default=1,
+        help="processes (ranks) to start on this machine (default 1; on GPUs at most one per GPU)",
     )
     p.add_argument(
         "--max-restarts",

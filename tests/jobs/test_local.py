@@ -320,3 +320,20 @@ def test_without_torch_run_local_says_so_in_one_line(monkeypatch, capsys):
         f"trainforge run-local: error: torch is not installed for {sys.executable}: run `make "
         "venv` and use .venv/bin/python (or pip install 'trainforge[train]')\n"
     )
+
+
+def test_workers_help_states_its_default_and_the_gpu_cap():
+    """run-local's description said "one worker per GPU" while --workers defaults to 1
+    whatever the GPUs; what holds is each worker on its own GPU, at most one per GPU (the
+    runtime refuses a LOCAL_RANK without a GPU: training/distributed.py)."""
+    from pathlib import Path
+
+    from trainforge.local import build_parser
+
+    parser = build_parser()
+    action = next(a for a in parser._actions if "--workers" in a.option_strings)
+    assert f"(default {action.default}; on GPUs at most one per GPU)" in action.help
+    assert "each worker on its own GPU" in parser.description
+    import trainforge.training.distributed as dist
+
+    assert "run one process per GPU" in Path(dist.__file__).read_text()
