@@ -117,3 +117,16 @@ def test_troubleshooting_md_states_kueues_pods_ready_timeout_and_requeue_backoff
     backoff = wait["requeuingStrategy"]
     hour = {3600: "an hour"}[backoff["backoffMaxSeconds"]]
     assert f"after a backoff ({backoff['backoffBaseSeconds']} s doubling to {hour}" in text
+
+
+def test_the_docs_count_checkpoint_save_attempts_as_the_runtime_does():
+    """reliability.md said a sync save "is retried 3 times": it is tried 3 times (2 retries),
+    `RETRY_DELAY_S` x attempt apart; checkpointing.md says the same in its words."""
+    from trainforge.training.checkpoint import RETRY_DELAY_S, SYNC_SAVE_ATTEMPTS
+
+    gaps = [f"{RETRY_DELAY_S * n:g} s" for n in range(1, SYNC_SAVE_ATTEMPTS)]
+    apart = " and ".join([", ".join(gaps[:-1]), gaps[-1]] if len(gaps) > 1 else gaps)
+    reliability = " ".join((ROOT / "docs" / "reliability.md").read_text().split())
+    assert f"a sync save is tried {SYNC_SAVE_ATTEMPTS} times, {apart} apart" in reliability
+    checkpointing = " ".join((ROOT / "docs" / "checkpointing.md").read_text().split())
+    assert f"retried, {SYNC_SAVE_ATTEMPTS} attempts {apart} apart" in checkpointing
