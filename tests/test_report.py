@@ -59,6 +59,34 @@ def test_report_plots_a_recorded_run(run_dir, capsys):
     assert text in out and f"wrote {run_dir / 'report.txt'} and {png}" in out
 
 
+def test_the_png_is_written_where_it_says(run_dir, tmp_path, capsys):
+    """--png PATH without a suffix: matplotlib appended '.png' (wrote PATH.png, printed
+    'wrote ... and PATH'); a folder or a file in the way were OSError lines without the flag."""
+    png = tmp_path / "plot"
+    assert cli.main(["report", str(run_dir), "--png", str(png)]) == 0
+    assert f"and {png}\n" in capsys.readouterr().out
+    assert _png_size(png.read_bytes()) == (1400, 900)
+    assert not (tmp_path / "plot.png").exists()
+    (run_dir / "report.txt").unlink()
+    assert cli.main(["report", str(run_dir), "--png", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == (
+        f"trainforge report: --png {tmp_path}: a folder; expected a file to write the plot to\n"
+    )
+    assert cli.main(["report", str(run_dir), "--png", str(png / "x.png")]) == 2
+    assert capsys.readouterr().err == (
+        f"trainforge report: --png {png / 'x.png'}: {png} is a file, not a folder\n"
+    )
+    assert not (run_dir / "report.txt").exists()  # refused before writing anything
+
+
+def test_a_metrics_line_with_bytes_that_are_not_utf8_is_skipped(run_dir, capsys):
+    """A crash can leave a half-written record: a UnicodeDecodeError traceback before."""
+    metrics = run_dir / "metrics.jsonl"
+    metrics.write_bytes(metrics.read_bytes() + b'{"step": 1\xff\xfe\n')
+    assert cli.main(["report", str(run_dir)]) == 0
+    assert "loss: 2.3166 at step 10 -> 0.3933 at step 120" in capsys.readouterr().out
+
+
 def test_run_restarts_are_read_from_the_steps(run_dir):
     run = report.load_run(run_dir)
     assert [len(a.records) for a in run.attempts] == [7, 8]

@@ -42,6 +42,39 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+# third-party module -> the extra that installs it (pyproject.toml; tests/test_cli.py checks
+# each against it), for a command run by an interpreter without it: one line, not a traceback
+EXTRA_OF_MODULE: dict[str, str] = {
+    **dict.fromkeys(
+        ("pulumi", "pulumi_aws", "pulumi_docker_build", "pulumi_eks", "pulumi_kubernetes")
+        + ("pulumi_policy", "pulumi_random", "yaml", "kubernetes_validate", "jsonschema")
+        + ("moto", "docker"),
+        "platform",
+    ),
+    "torch": "train",
+    "numpy": "train",
+    "kubernetes": "status",
+    "matplotlib": "report",
+    "boto3": "s3",
+    "mlflow": "mlflow",
+    "pydantic": "",  # a dependency of the package itself
+}
+
+
+def missing_module(command: str, e: ModuleNotFoundError) -> str | None:
+    """The one line for a module of ours that is not installed; None for any other (a user
+    program's own import keeps its traceback)."""
+    top = (e.name or "").split(".")[0]
+    if top not in EXTRA_OF_MODULE:
+        return None
+    extra = EXTRA_OF_MODULE[top]
+    install = f"pip install 'trainforge[{extra}]'" if extra else "pip install trainforge"
+    return (
+        f"trainforge {command}: {top} is not installed for {sys.executable}: run `make venv` "
+        f"and use .venv/bin/python (or {install})"
+    )
+
+
 def usage() -> str:
     lines = ["usage: trainforge COMMAND [ARGS...]", "", "commands:"]
     lines += [f"  {name:<10} {help_}" for name, (_, help_) in COMMANDS.items()]
@@ -59,5 +92,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"trainforge: unknown command {name!r}\n\n{usage()}", file=sys.stderr)
         return 2
     target, _, func = COMMANDS[name][0].partition(":")
-    module = importlib.import_module(target)
-    return int(getattr(module, func or "main")(rest) or 0)
+    try:
+        module = importlib.import_module(target)
+        return int(getattr(module, func or "main")(rest) or 0)
+    except ModuleNotFoundError as e:
+        line = missing_module(name, e)
+        if line is None:
+            raise
+        print(line, file=sys.stderr)
+        return 2

@@ -90,7 +90,9 @@ def _plots(outs: list[pathlib.Path]) -> dict[pathlib.Path, pathlib.Path]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="trainforge demo", description=__doc__)
-    parser.add_argument("--skip-plan", action="store_true", help="only run the two jobs")
+    parser.add_argument(
+        "--skip-plan", action="store_true", help="run and plot the two jobs, without the plan"
+    )
     args = parser.parse_args(argv)
 
     results = []

@@ -113,7 +113,11 @@ def _out_dir(root: Path, out: str | None) -> str:
 def _write(root: Path, files: dict[str, str]) -> None:
     for rel, text in files.items():
         path = root / rel
-        if path.exists() and path.read_text(encoding="utf-8") != text:
+        blocked = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
+        if blocked is not None or path.is_dir():
+            what = f"{blocked.relative_to(root)} is a file" if blocked else f"{rel} is a folder"
+            raise _Refused(f"--out: cannot write {rel}: {what}; choose another --out")
+        if path.exists() and path.read_bytes() != text.encode("utf-8"):
             raise _Refused(
                 f"--out: {rel} exists with other content; remove it or choose another --out"
             )
@@ -168,6 +172,8 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     root = Path(args.project_dir)
     try:
+        if not root.is_dir():
+            raise _Refused(f"--project-dir: got {args.project_dir!r}; no such folder")
         stack = _stack_name(root, args.stack)
         contract = _contract(root, stack)
         teams = sorted(contract.teams)

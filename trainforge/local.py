@@ -35,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="trainforge run-local",
         usage=USAGE,
         description="Launch `python -m trainforge.training` with torchrun on this machine "
-        "(CPU: gloo; GPUs: NCCL, one worker per GPU). Every other flag is a training flag: "
+        "(CPU: gloo; GPUs: NCCL, each worker on its own GPU). Every other flag is a training flag: "
         "see `python -m trainforge.training --help`.",
         add_help=False,
     )
@@ -43,7 +43,10 @@ def build_parser() -> argparse.ArgumentParser:
         "-h", "--help", action="store_true", help="show this help and the training flags"
     )
     p.add_argument(
-        "--workers", type=int, default=1, help="processes (ranks) to start on this machine"
+        "--workers",
+        type=int,
+        default=1,
+        help="processes (ranks) to start on this machine (default 1; on GPUs at most one per GPU)",
     )
     p.add_argument(
         "--max-restarts",
@@ -56,8 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--pod-restarts",
         type=int,
         default=0,
-        help="re-create the local pod after a retryable exit (>= 128) up to N times, as the "
-        "cluster re-creates a job's pods (default 0; with --stack the job's budget)",
+        help="re-create the local pod up to N times, as the cluster re-creates a job's pods: "
+        "after a retryable exit (>= 128; a --stack job by its restartPolicy: OnFailure any "
+        "failure, Never none) (default 0; with --stack the job's budget)",
     )
     p.add_argument(
         "--dry-run", action="store_true", help="print the torchrun command instead of running it"

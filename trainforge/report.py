@@ -192,7 +192,8 @@ def _read_metrics(metrics: Path) -> tuple[list[Attempt], int]:
     skipped = 0
     last_step = -math.inf
     last_ckpt: float | None = None
-    for line in metrics.read_text(encoding="utf-8").splitlines():
+    # a byte a crash left half-written is a skipped line, like a line cut short
+    for line in metrics.read_text(encoding="utf-8", errors="replace").splitlines():
         try:
             rec = json.loads(line)
         except ValueError:
@@ -553,7 +554,7 @@ def plot(run: Run, path: Path) -> None:
     )
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
+    fig.savefig(path, format="png")  # at `path` as given: no suffix appended to it
     plt.close(fig)
 
 
@@ -628,6 +629,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--png", type=Path, help="write the plot here instead of RUN_DIR/report.png")
     args = ap.parse_args(argv)
+    if args.png is not None:  # before report.txt is written: no half-done run
+        above = next((p for p in args.png.parents if p.exists()), None)
+        why = "a folder; expected a file to write the plot to" if args.png.is_dir() else None
+        if why is None and above is not None and not above.is_dir():
+            why = f"{above} is a file, not a folder"
+        if why:
+            print(f"trainforge report: --png {args.png}: {why}", file=sys.stderr)
+            return 2
     try:
         code, txt, png = write_report(args.run_dir, args.png, checkpoint_dir=args.checkpoint_dir)
     except (ReportError, OSError) as e:

@@ -312,7 +312,11 @@ def main(argv: list[str] | None = None) -> int:
         description="The JSON Schema of Pulumi.<stack>.yaml and the key tables of "
         "docs/configuration.md, generated from the stack model.",
     )
-    ap.add_argument("--out", type=pathlib.Path, help="write the schema here (default: stdout)")
+    ap.add_argument(
+        "--out",
+        type=pathlib.Path,
+        help="write the schema here (default: stdout, or nowhere with --docs)",
+    )
     ap.add_argument(
         "--docs", type=pathlib.Path, help="rewrite the generated tables of this markdown file"
     )
@@ -329,8 +333,15 @@ def main(argv: list[str] | None = None) -> int:
                 f"trainforge schema: {path} is stale; regenerate it (see --help)", file=sys.stderr
             )
         return 1 if stale else 0
+    if args.out is not None and args.out.is_dir():
+        return _refuse(f"--out {args.out}: a folder; expected a file to write the schema to")
     if args.docs:
-        text, pending = render_docs(args.docs.read_text())
+        try:
+            original = args.docs.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            why = "not UTF-8 text" if isinstance(e, UnicodeDecodeError) else e.strerror
+            return _refuse(f"--docs {args.docs}: {why}; expected a markdown file to rewrite")
+        text, pending = render_docs(original)
         args.docs.write_text(text)
         for spec in pending:
             print(
@@ -344,6 +355,11 @@ def main(argv: list[str] | None = None) -> int:
     else:
         sys.stdout.write(schema_text())
     return 0
+
+
+def _refuse(message: str) -> int:
+    print(f"trainforge schema: {message}", file=sys.stderr)
+    return 2
 
 
 def stale_files(root: pathlib.Path) -> list[str]:

@@ -15,12 +15,16 @@ are NOT a GPU measurement, and nothing here writes the repository's calibration 
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from trainforge.cli import main as cli_main
+from trainforge.core.errors import JobConfigError
 from trainforge.jobs.estimate import estimate, facts
 from trainforge.jobs.estimate.calibrate import CalibrationError, calibrate
 from trainforge.training import gpus
@@ -170,3 +174,62 @@ def test_the_recorded_mfu_is_the_steady_state_s_not_the_whole_run_s(tmp_path):
     entry = calibrate(d)["entry"]
     assert entry["mfu"] == pytest.approx(4000.0 * recorded["flops_per_sample"] / 70e12, rel=1e-3)
     assert entry["mfu"] > 3 * 1000.0 * recorded["flops_per_sample"] / 70e12  # not the whole run
+
+
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [
+        (b"\xff{", "not UTF-8 text (not a summary.json)"),
+        (b"[]", "not a summary.json (a JSON object)"),
+    ],
+)
+def test_a_summary_that_is_not_one_is_one_line(tmp_path, capsys, content, why):
+    d = tmp_path / "run"
+    d.mkdir()
+    (d / "summary.json").write_bytes(content)
+    assert cli_main(["calibrate", str(d)]) == 2
+    assert capsys.readouterr().err == f"trainforge calibrate: {d / 'summary.json'}: {why}\n"
+
+
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [
+        (b"{not json", "not JSON (Expecting property name enclosed in double quotes: line 1 "),
+        (b"\xff\xfe", "not UTF-8 text"),
+        (b"[1]", "not a calibration file (no gpus mapping)"),
+        (b'{"version": 1, "gpus": {"A10G": {"mfu": "high"}}}', "gpus.A10G: no numeric mfu"),
+    ],
+)
+def test_a_broken_calibration_file_is_one_line_in_calibrate_and_the_estimate(
+    tmp_path, capsys, content, why
+):
+    """The user's calibration file is read by every estimate (so every plan and preview of a
+    stack with GPU jobs): a broken one was a JSONDecodeError traceback from all of them."""
+    target = tmp_path / "calibration.json"
+    target.write_bytes(content)
+    d = run_dir(tmp_path, device="cuda", device_name="NVIDIA A10G", precision="bfloat16")
+    assert cli_main(["calibrate", str(d), "--file", str(target)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"trainforge calibrate: calibration file {target}: {why}")
+    assert err.endswith("fix it or remove it\n") and len(err.splitlines()) == 1
+    assert target.read_bytes() == content  # not overwritten
+    with pytest.raises(facts.CalibrationFileError) as e:
+        facts.load_calibration(target)
+    assert isinstance(e.value, JobConfigError)  # the plan reports it as a configuration error
+
+
+def test_a_broken_user_calibration_file_stops_a_plan_in_one_line(tmp_path, monkeypatch):
+    """The dev stack plans a GPU job; its estimate reads $XDG_CONFIG_HOME's calibration."""
+    xdg = tmp_path / "xdg"
+    (xdg / "trainforge").mkdir(parents=True)
+    (xdg / "trainforge" / "calibration.json").write_text("{not json")
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.run(
+        [sys.executable, "-m", "trainforge", "plan", "--stack", "dev", "--report",
+         str(tmp_path / "r.txt")],
+        cwd=root, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "XDG_CONFIG_HOME": str(xdg)},
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
+    assert f"calibration file {xdg / 'trainforge' / 'calibration.json'}: not JSON" in proc.stderr

@@ -279,3 +279,61 @@ def test_run_local_is_the_same_on_every_backend(project, backend):
     assert f"backend: {backend}" in stack
     (project / "Pulumi.dev.yaml").write_text(stack)
     assert local_argv_for_job("dev", "gpt-fsdp", project) == plain
+
+
+@pytest.mark.parametrize(
+    ("policy", "on"), [("ExitCode", "retryable"), ("OnFailure", "any"), ("Never", "none")]
+)
+def test_pod_restarts_help_says_which_exits_re_create_the_local_pod(policy, on):
+    """Its help said "after a retryable exit (>= 128)" for every job; a --stack job's local
+    pod follows its restartPolicy (jobs/restarts.local_budget), as the help now says."""
+    from trainforge.jobs.restarts import local_budget
+    from trainforge.jobs.spec import parse_job
+    from trainforge.local import build_parser
+
+    job = parse_job({"name": "j", "team": "t", "pool": "p", "restartPolicy": policy,
+                     "entrypoint": {"script": "x.py"}})  # fmt: skip
+    assert local_budget(job, pod_restarts=2).on == on
+    action = next(a for a in build_parser()._actions if "--pod-restarts" in a.option_strings)
+    said = {"retryable": "retryable exit (>= 128", "any": "OnFailure any failure",
+            "none": "Never none"}  # fmt: skip
+    assert said[on] in action.help
+
+
+def test_without_torch_run_local_says_so_in_one_line(monkeypatch, capsys):
+    """A bare interpreter without the venv ran the launcher into a ModuleNotFoundError
+    traceback, then printed "exit 1 (user_error) is permanent" as if the job's code failed."""
+    import importlib.util
+
+    from trainforge.jobs import local
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda n, *a: None if n == "torch" else real(n, *a)
+    )
+    started = []
+    monkeypatch.setattr(local.subprocess, "Popen", lambda *a, **k: started.append(a))
+    assert local.launch([sys.executable, "-c", "pass"], dict(os.environ)) == 2
+    assert started == []
+    err = capsys.readouterr().err
+    assert err == (
+        f"trainforge run-local: error: torch is not installed for {sys.executable}: run `make "
+        "venv` and use .venv/bin/python (or pip install 'trainforge[train]')\n"
+    )
+
+
+def test_workers_help_states_its_default_and_the_gpu_cap():
+    """run-local's description said "one worker per GPU" while --workers defaults to 1
+    whatever the GPUs; what holds is each worker on its own GPU, at most one per GPU (the
+    runtime refuses a LOCAL_RANK without a GPU: training/distributed.py)."""
+    from pathlib import Path
+
+    from trainforge.local import build_parser
+
+    parser = build_parser()
+    action = next(a for a in parser._actions if "--workers" in a.option_strings)
+    assert f"(default {action.default}; on GPUs at most one per GPU)" in action.help
+    assert "each worker on its own GPU" in parser.description
+    import trainforge.training.distributed as dist
+
+    assert "run one process per GPU" in Path(dist.__file__).read_text()

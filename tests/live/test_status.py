@@ -547,3 +547,56 @@ def test_a_read_that_is_not_found_is_absent_not_a_note(capsys, api):
     assert "note:" not in out and "position:" not in out
     assert LIMIT_RANGES in api.seen and POSITION in api.seen
     assert POSITION.replace("v1beta2", "v1beta1") in api.seen  # the next version was tried
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        (b"a: [\n", "not YAML (line 2: expected the node content, but found '<stream end>')"),
+        (b"[]\n", "not a kubeconfig (expected a mapping with clusters, contexts, users)"),
+        (b"\xff\xfe not utf-8\n", "not UTF-8 text"),
+        (b"# README\nsome: prose\nnot yaml\n", "not YAML (line 4: could not find expected ':')"),
+    ],
+)
+def test_a_kubeconfig_that_is_not_one_is_one_line(capsys, tmp_path, text, why):
+    """Not YAML, not a mapping, not UTF-8: tracebacks from the client's loader before."""
+    bad = tmp_path / "config"
+    bad.write_bytes(text)
+    code, _, err = run(capsys, cli.status_main, "x", "-n", "llm", "--kubeconfig", str(bad))
+    assert code == 1 and len(err.splitlines()) == 1
+    assert err == f"trainforge status: cannot load kubeconfig {bad}: {why}\n"
+
+
+@pytest.mark.parametrize(
+    ("main", "flag", "value", "error"),
+    [
+        (cli.logs_main, "--tail", "-1", "--tail must be >= 0, got -1"),
+        (cli.logs_main, "--index", "-2", "--index must be >= 0, got -2"),
+        (cli.wait_main, "--interval", "0", "--interval must be > 0 seconds, got 0"),
+        (cli.wait_main, "--interval", "nan", "--interval must be > 0 seconds, got nan"),
+        (cli.wait_main, "--timeout", "-5", "--timeout must be >= 0 seconds (0 = no limit), got -5"),
+    ],
+)
+def test_a_count_or_duration_that_cannot_work_is_refused_before_the_cluster(
+    capsys, main, flag, value, error
+):
+    """--interval 0 polled the API server in a busy loop; --timeout -5 gave up after one
+    poll with 'still X after -5s'; --tail -1 went to the API server as tailLines=-1."""
+    with pytest.raises(SystemExit) as e:
+        main(["x", "-n", "llm", "--kubeconfig", "/nonexistent", flag, value])
+    assert e.value.code == 2
+    assert capsys.readouterr().err.rstrip().endswith(f"error: {error}")
+
+
+def test_without_the_kubernetes_client_the_live_commands_name_the_extra(capsys, api, monkeypatch):
+    """troubleshooting.md: "Install with pip install 'trainforge[status]'"; without it the
+    command was a ModuleNotFoundError traceback."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "kubernetes", None)  # import kubernetes -> ImportError
+    code, _, err = run(capsys, cli.status_main, "x", "-n", "llm", "--kubeconfig", api.config)
+    assert (code, err) == (
+        1,
+        "trainforge status: the live commands need the Kubernetes client: pip install "
+        "'trainforge[status]'\n",
+    )

@@ -103,6 +103,26 @@ def test_bad_input_and_flags_are_one_line_without_a_traceback(tmp_path, capsys):
     )
 
 
+def test_an_out_or_project_dir_that_is_not_a_folder_is_one_line(tmp_path, capsys):
+    """--out naming a file and --project-dir naming nothing: a NotADirectoryError traceback
+    and "--stack: required; stacks in X: none" before."""
+    root = _project(tmp_path)
+    (root / "notes.txt").write_text("mine\n")
+    blog = str(BLOG)
+    args = [blog, "--project-dir", str(root), "--out", str(root / "notes.txt")]
+    assert import_cli.main(args) == 2
+    assert capsys.readouterr().err == (
+        "trainforge import: --out: cannot write notes.txt/blog-ddp/train.py: notes.txt is a "
+        "file; choose another --out\n"
+    )
+    assert (root / "notes.txt").read_text() == "mine\n"
+    missing = tmp_path / "elsewhere"
+    assert import_cli.main([blog, "--project-dir", str(missing)]) == 2
+    assert capsys.readouterr().err == (
+        f"trainforge import: --project-dir: got {str(missing)!r}; no such folder\n"
+    )
+
+
 def test_the_entry_docs_jobs_md_quotes_is_what_the_command_prints(tmp_path, capsys, monkeypatch):
     doc = (ROOT / "docs" / "jobs.md").read_text()
     section = doc.split("## Bring what you have", 1)[1].split("\n## ", 1)[0]

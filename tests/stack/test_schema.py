@@ -163,3 +163,26 @@ def test_the_command_writes_what_is_committed(tmp_path):
         timeout=120,
     )
     assert check.returncode == 0, check.stderr
+
+
+@pytest.mark.parametrize(
+    ("flag", "make", "why"),
+    [
+        ("--docs", None, "No such file or directory; expected a markdown file to rewrite"),
+        ("--docs", "dir", "Is a directory; expected a markdown file to rewrite"),
+        ("--docs", b"\xff\xfe table", "not UTF-8 text; expected a markdown file to rewrite"),
+        ("--out", "dir", "a folder; expected a file to write the schema to"),
+    ],
+)
+def test_a_path_the_command_cannot_use_is_one_line_naming_the_flag(
+    tmp_path, capsys, flag, make, why
+):
+    path = tmp_path / "target"
+    if make == "dir":
+        path.mkdir()
+    elif make is not None:
+        path.write_bytes(make)
+    assert schema.main([flag, str(path)]) == 2
+    assert capsys.readouterr().err == f"trainforge schema: {flag} {path}: {why}\n"
+    if make is not None and make != "dir":
+        assert path.read_bytes() == make  # nothing rewritten

@@ -109,3 +109,28 @@ def test_a_merge_key_still_overrides_on_purpose(tmp_path):
         "config:\n  base: &b {workers: 2, gpus: 1}\n  trainforge:x:\n    <<: *b\n    workers: 4\n"
     )
     assert read_stack(tmp_path, "ok").config["trainforge:x"] == {"workers": 4, "gpus": 1}
+
+
+def test_a_stack_file_that_is_not_utf8_or_is_a_folder_is_one_line(tmp_path):
+    """A UnicodeDecodeError traceback from plan, run-local and import before; a folder named
+    like a stack file was "no Pulumi.x.yaml (stacks here: x)"."""
+    (tmp_path / "Pulumi.bad.yaml").write_bytes(b"config:\n  trainforge:cluster: caf\xe9\n")
+    with pytest.raises(StackFileError) as e:
+        read_stack(tmp_path, "bad", "trainforge")
+    assert str(e.value) == ("Pulumi.bad.yaml:2: not UTF-8 text (byte 0xe9); save the file as UTF-8")
+    (tmp_path / "Pulumi.dir.yaml").mkdir()
+    with pytest.raises(StackFileError) as e:
+        read_stack(tmp_path, "dir", "trainforge")
+    assert str(e.value) == f"stack 'dir': Pulumi.dir.yaml in {tmp_path} is a folder, not a file"
+
+
+@pytest.mark.parametrize("name", ["", "../etc/passwd", "org/dev", "dev yaml"])
+def test_a_name_that_is_no_stack_name_says_what_is_valid(tmp_path, name):
+    """`--stack ../etc/passwd` said "no passwd.yaml"; `--stack ''` "no Pulumi..yaml"."""
+    (tmp_path / "Pulumi.dev.yaml").write_text("config: {}\n")
+    with pytest.raises(StackFileError) as e:
+        read_stack(tmp_path, name, "trainforge")
+    assert str(e.value) == (
+        f"stack {name!r}: not a stack name; expected letters, digits, hyphens, underscores or "
+        "periods, as Pulumi allows (stacks here: dev)"
+    )

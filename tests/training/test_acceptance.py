@@ -139,6 +139,48 @@ def test_cli_exit_codes(capsys) -> None:
     assert "cannot read" in capsys.readouterr().err
 
 
+def test_cli_says_when_the_instance_type_and_node_count_have_no_floor(capsys) -> None:
+    """--instance-type asks for the facts table's floor; where it has none (another node
+    count, an unknown type) the PASS says so and why, rather than reading like a floor held."""
+    p5 = str(SAMPLES / "allreduce_2xp5_efa.log")
+    args = ["parse", "allreduce", p5, "--instance-type", "p5.48xlarge"]
+    assert cli_main([*args, "--nodes", "4"]) == 0
+    why = facts.allreduce_floor(["p5.48xlarge"], 4).why
+    assert f"(no floor: {why})" in capsys.readouterr().out
+    assert cli_main(["parse", "allreduce", p5, "--instance-type", "nope.xlarge"]) == 0
+    assert "(no floor: no published 2-node reference for nope.xlarge" in capsys.readouterr().out
+    assert cli_main(["parse", "allreduce", p5]) == 0  # no floor asked for: none mentioned
+    assert "floor" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "error"),
+    [
+        ("--nodes", "0", "--nodes must be >= 1, got 0"),
+        ("--nodes", "-2", "--nodes must be >= 1, got -2"),
+        ("--min-busbw", "-5", "--min-busbw must be a positive number of GB/s, got -5"),
+        ("--min-busbw", "0", "--min-busbw must be a positive number of GB/s, got 0"),
+        ("--min-busbw", "nan", "--min-busbw must be a positive number of GB/s, got nan"),
+        ("--min-busbw", "inf", "--min-busbw must be a positive number of GB/s, got inf"),
+    ],
+)
+def test_cli_refuses_a_floor_that_cannot_fail_a_run(capsys, flag, value, error) -> None:
+    """A negative, zero or NaN floor passed every run (`floor -5 GB/s`)."""
+    p5 = str(SAMPLES / "allreduce_2xp5_efa.log")
+    with pytest.raises(SystemExit) as e:
+        cli_main(["parse", "allreduce", p5, "--instance-type", "p5.48xlarge", flag, value])
+    assert e.value.code == 2
+    assert capsys.readouterr().err.rstrip().endswith(f"error: {error}")
+
+
+def test_cli_judges_a_log_with_a_stray_non_utf8_byte(tmp_path, capsys) -> None:
+    """kubectl logs are bytes; one that is not UTF-8 was a UnicodeDecodeError traceback."""
+    log = tmp_path / "log.txt"
+    log.write_bytes(b"\xff\xfe progress bar\n" + (SAMPLES / "allreduce_2xp5_efa.log").read_bytes())
+    assert cli_main(["parse", "allreduce", str(log), "--instance-type", "p5.48xlarge"]) == 0
+    assert "PASS allreduce" in capsys.readouterr().out
+
+
 # -------------------------------------------------------------------- our benchmark, run
 
 

@@ -41,6 +41,7 @@ def _error(argv: list[str], capsys) -> str:
         (["--model", "gpt", "--d-model", "100", "--heads", "3"], "--d-model 100 is not divisible by --heads 3"),
         (["--dataset", "tokens", "--model", "gpt"], "--dataset tokens needs --data-path PATH"),
         (["--dataset", "tokens", "--model", "gpt", "--data-path", "/nope/tokens.bin"], "--data-path /nope/tokens.bin: no such file"),
+        (["--dataset", "tokens", "--model", "gpt", "--data-path", "/"], "--data-path /: a folder; expected a uint16 token file"),
         (["--dataset", "tokens", "--data-path", __file__], "--dataset tokens needs --model gpt"),
         (["--data-path", __file__], "only read with --dataset tokens"),
         (["--model", "gpt", "--vocab-size", "70000"], "exceeds 65536"),

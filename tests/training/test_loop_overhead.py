@@ -255,3 +255,25 @@ def test_the_cuda_optimizer_is_fused_so_its_step_counters_are_never_read_on_the_
     assert all(g["fused"] for g in cuda.param_groups)
     cpu = build_optimizer(model, TrainConfig(), torch.device("cpu"))
     assert all(g["foreach"] and not g["fused"] for g in cpu.param_groups)
+
+
+def test_weight_decay_is_applied_as_its_help_says():
+    """--weight-decay's help said "on matrices (not on biases/norms)" for every model while the
+    default MLP decays every parameter (as the seed did); the help now says both, as here."""
+    from trainforge.training.config import TrainConfig, build_parser
+    from trainforge.training.loop import build_optimizer
+    from trainforge.training.models import build_model
+
+    def decayed(model_name: str) -> tuple[int, int]:
+        cfg = TrainConfig(model=model_name, layers=1, d_model=32, heads=2, seq_len=8)
+        opt = build_optimizer(build_model(cfg, "cpu"), cfg, torch.device("cpu"))
+        on = [p for g in opt.param_groups if g["weight_decay"] > 0 for p in g["params"]]
+        off = [p for g in opt.param_groups if g["weight_decay"] == 0 for p in g["params"]]
+        assert all(p.dim() >= 2 for p in on) or model_name == "mlp"
+        return len(on), len(off)
+
+    assert decayed("mlp")[1] == 0  # biases decayed too
+    assert decayed("gpt")[1] > 0  # biases and norms not decayed
+    actions = build_parser()._actions
+    help_text = next(a.help for a in actions if "--weight-decay" in a.option_strings)
+    assert "gpt: matrices only, not biases/norms; mlp: every parameter" in help_text

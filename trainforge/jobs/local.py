@@ -26,6 +26,7 @@ what to do instead.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import shutil
@@ -385,6 +386,13 @@ def launch(
     the cluster would (trainforge/jobs/restarts.py): after a retryable exit (>= 128; `on=
     "any"`: any failure) up to `recreations` times. A stop asked of run-local itself is
     never followed by a re-creation. The exit status is the job's."""
+    if importlib.util.find_spec("torch") is None:  # the launcher and the workers import it
+        print(
+            f"trainforge run-local: error: torch is not installed for {sys.executable}: run "
+            "`make venv` and use .venv/bin/python (or pip install 'trainforge[train]')",
+            file=sys.stderr,
+        )
+        return 2
     stopped: list[int] = []
     proc: subprocess.Popen[bytes] | None = None
 

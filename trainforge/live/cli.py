@@ -161,6 +161,9 @@ def logs_main(argv: list[str]) -> int:
     p.add_argument("--previous", action="store_true", help="the run before the last restart")
     p.add_argument("--tail", type=int, default=200, help="last N lines (default 200)")
     args = p.parse_args(argv)
+    for flag, value in (("--index", args.index), ("--tail", args.tail)):
+        if value < 0:
+            p.error(f"{flag} must be >= 0, got {value}")
 
     def body() -> int:
         api, ns = _connect(args, "logs")
@@ -201,6 +204,10 @@ def wait_main(
     p.add_argument("--timeout", type=float, default=0, help="seconds; 0 = no limit (default)")
     p.add_argument("--interval", type=float, default=10, help="seconds between polls (10)")
     args = p.parse_args(argv)
+    if not (args.timeout >= 0 and args.timeout < float("inf")):  # nan fails both
+        p.error(f"--timeout must be >= 0 seconds (0 = no limit), got {args.timeout:g}")
+    if not (args.interval > 0 and args.interval < float("inf")):
+        p.error(f"--interval must be > 0 seconds, got {args.interval:g}")
 
     def body() -> int:
         api, ns = _connect(args, "wait")

@@ -26,16 +26,35 @@ class Api:
     """GET JSON or text from the cluster of a kubeconfig context."""
 
     def __init__(self, kubeconfig: str | None = None, context: str | None = None) -> None:
-        from kubernetes import client, config  # noqa: PLC0415 - only the live commands need it
+        try:
+            from kubernetes import client, config  # noqa: PLC0415 - only the live commands need it
+        except ImportError:  # an optional extra: say which, not a ModuleNotFoundError traceback
+            raise KubeError(
+                "(client)",
+                None,
+                "the live commands need the Kubernetes client: pip install 'trainforge[status]'",
+            ) from None
 
         cfg = client.Configuration()
         try:
             config.load_kube_config(
                 config_file=kubeconfig, context=context, client_configuration=cfg
             )
-        except (config.ConfigException, OSError) as e:
+        except Exception as e:  # noqa: BLE001 - the client raises what its YAML walk meets
+            # ConfigException, OSError; a file that is not YAML, not UTF-8 or not a mapping
+            # surfaced as yaml.ParserError, UnicodeDecodeError, TypeError tracebacks
             where = kubeconfig or "$KUBECONFIG / ~/.kube/config"
-            raise KubeError("(kubeconfig)", None, f"cannot load kubeconfig {where}: {e}") from None
+            mark = getattr(e, "problem_mark", None)  # yaml's errors span lines: one of them
+            why = " ".join(f"{e}".split())
+            if mark is not None:
+                why = f"not YAML (line {mark.line + 1}: {e.problem})"
+            elif isinstance(e, UnicodeDecodeError):
+                why = "not UTF-8 text"
+            elif isinstance(e, TypeError | AttributeError):  # a list or a scalar at the top
+                why = "not a kubeconfig (expected a mapping with clusters, contexts, users)"
+            raise KubeError(
+                "(kubeconfig)", None, f"cannot load kubeconfig {where}: {why}"
+            ) from None
         self.client = client.ApiClient(cfg)
         self.errors = client.ApiException
         self.namespace = self._context_namespace(kubeconfig, context)

@@ -74,9 +74,14 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument(
         "--no-checkov-wrappers",
         action="store_true",
-        help="do not write PyTorchJob pod templates wrapped as Jobs under OUT/_checkov",
+        help="do not write the pod templates of custom-resource workloads (PyTorchJob, "
+        "TrainJob and its runtimes, JobSet) wrapped as Jobs under OUT/_checkov",
     )
-    ap.add_argument("--summary", action="store_true", help="print counts instead of the tree")
+    ap.add_argument(
+        "--summary",
+        action="store_true",
+        help="the full report (--report, --full) lists counts by type instead of the resource tree",
+    )
     ap.add_argument(
         "--no-standins",
         action="store_true",
@@ -226,6 +231,28 @@ def _diff_markdown(
     return rev, md + "\n" + "\n".join(safety), data_lost
 
 
+def _output_error(args: argparse.Namespace) -> str | None:
+    """Why an output flag cannot be written (a file where a folder goes, a folder where a file
+    goes, a file in the way of its parent), or --diff-md without --diff; None when all can.
+    Checked before a plan's seconds, so a typo costs no plan and shows no traceback."""
+    if args.diff_md is not None and args.diff is None:
+        return f"--diff-md {args.diff_md}: only with --diff BASE (the markdown is the diff's)"
+    wanted = [("--out", args.out, True)]
+    wanted += [(f, v, False) for f, v in (("--json", args.json), ("--report", args.report))]
+    wanted.append(("--diff-md", args.diff_md, False))
+    for flag, path, folder in wanted:
+        if path is None:
+            continue
+        if folder and path.exists() and not path.is_dir():
+            return f"--out {path}: not a folder; expected a folder for the manifests"
+        if not folder and path.is_dir():
+            return f"{flag} {path}: a folder; expected a file to write"
+        above = next((p for p in path.parents if p.exists()), None)
+        if above is not None and not above.is_dir():
+            return f"{flag} {path}: {above} is a file, not a folder"
+    return None
+
+
 def _refuse(message: str) -> int:
     print(f"trainforge plan: {message}", file=sys.stderr)
     return EXIT_CONFIG
@@ -236,6 +263,8 @@ def main(argv: list[str] | None = None) -> int:
 
     tune_gc()  # before the imports below: most of a plan's objects live to its end
     args = build_parser().parse_args(argv)
+    if bad := _output_error(args):  # before a plan's seconds
+        return _refuse(bad)
     if args.diff is not None and not args.diff.exists():  # before a plan's seconds and its files
         return _refuse(
             f"--diff {args.diff}: no such folder or file; expected a plan folder (--out), "

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import pathlib
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -90,6 +91,12 @@ def stack_path(root: pathlib.Path | str, stack: str) -> pathlib.Path:
     return pathlib.Path(root) / f"Pulumi.{stack}.yaml"
 
 
+# "Stack names may only contain alphanumeric characters, hyphens, underscores, or periods."
+# (pulumi.com/docs/iac/concepts/stacks, "Create a stack", read 2026-11-29); the file of an
+# `org/stack` name is still Pulumi.<stack>.yaml, so a slash never names one here.
+STACK_NAME = re.compile(r"[A-Za-z0-9_.-]+")
+
+
 def stacks_in(root: pathlib.Path | str) -> list[str]:
     """The stack names with a file in `root`."""
     return sorted(
@@ -113,7 +120,14 @@ def read_stack(root: pathlib.Path | str, stack: str, project: str | None = None)
     """`root/Pulumi.<stack>.yaml`, read as the Pulumi CLI does (keys without a namespace belong
     to the project; secure values masked). Raises StackFileError with what is wrong."""
     root = pathlib.Path(root)
+    if not STACK_NAME.fullmatch(stack):
+        raise StackFileError(
+            f"stack {stack!r}: not a stack name; expected letters, digits, hyphens, underscores "
+            f"or periods, as Pulumi allows (stacks here: {', '.join(stacks_in(root)) or 'none'})"
+        )
     path = stack_path(root, stack)
+    if path.is_dir():
+        raise StackFileError(f"stack {stack!r}: {path.name} in {root} is a folder, not a file")
     if not path.is_file():
         raise StackFileError(
             f"stack {stack!r}: no {path.name} in {root} "
@@ -148,7 +162,14 @@ def read_stack_file(
 
 
 def _load(path: pathlib.Path) -> Any:
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:  # the Pulumi CLI reads stack files as UTF-8 too
+        line = e.object[: e.start].count(b"\n") + 1
+        raise StackFileError(
+            f"{path.name}:{line}: not UTF-8 text (byte {e.object[e.start]:#04x}); save the "
+            "file as UTF-8"
+        ) from None
     try:
         return load_yaml(text, path.name)
     except DuplicateKeyError as e:

@@ -312,7 +312,11 @@ class TrainConfig:
         "linear warmup steps (capped at --steps), then cosine decay to 10% of --lr at --steps",
         ge=0,
     )
-    weight_decay: float = _opt(0.01, "AdamW weight decay on matrices (not on biases/norms)", ge=0)
+    weight_decay: float = _opt(
+        0.01,
+        "AdamW weight decay (gpt: matrices only, not biases/norms; mlp: every parameter, as the seed)",
+        ge=0,
+    )
     seed: int = _opt(0, "seeds the model init, the synthetic data and the data order", ge=0)
     log_every: int = _obs(10, "log (and sync the loss to the host) every N optimizer steps", gt=0)
     metrics_port: int = _obs(
@@ -401,7 +405,12 @@ def validate(cfg: TrainConfig) -> TrainConfig:
     """Checks that need no process group or device; world-size checks are in `check_world`."""
     check_values(cfg)
     if cfg.dataset == "tokens" and cfg.data_path and not os.path.isfile(cfg.data_path):
-        raise ConfigError(f"--data-path {cfg.data_path}: no such file")
+        what = (
+            "a folder; expected a uint16 token file"
+            if os.path.isdir(cfg.data_path)
+            else "no such file"
+        )
+        raise ConfigError(f"--data-path {cfg.data_path}: {what}")
     try:
         cfg.checkpoint.validate()
     except CheckpointError as e:

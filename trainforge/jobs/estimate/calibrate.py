@@ -35,7 +35,7 @@ class CalibrationError(ValueError):
 def _load(run_dir: Path) -> dict[str, Any]:
     path = run_dir / "summary.json"
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        summary = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise CalibrationError(
             f"{path}: no such file; RUN_DIR is a run's --output-dir (rank 0 writes "
@@ -43,6 +43,13 @@ def _load(run_dir: Path) -> dict[str, Any]:
         ) from None
     except json.JSONDecodeError as e:
         raise CalibrationError(f"{path}: not JSON ({e})") from None
+    except UnicodeDecodeError:
+        raise CalibrationError(f"{path}: not UTF-8 text (not a summary.json)") from None
+    except OSError as e:
+        raise CalibrationError(f"{path}: {e.strerror}") from None
+    if not isinstance(summary, dict):
+        raise CalibrationError(f"{path}: not a summary.json (a JSON object)")
+    return summary
 
 
 def _need(summary: dict[str, Any], key: str, path: str) -> Any:
@@ -283,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
     target = Path(args.file) if args.file else facts.user_calibration_file()
     try:
         result = calibrate(Path(args.run_dir), target)
-    except CalibrationError as e:
+    except (CalibrationError, facts.CalibrationFileError) as e:
         print(f"trainforge calibrate: {e}", file=sys.stderr)
         return 2
     for line in report(result):

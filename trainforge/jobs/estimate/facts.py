@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from trainforge.core import catalog
+from trainforge.core.errors import JobConfigError
 
 FACTS_DATE = "2026-11-23"
 # shipped with the package (pyproject.toml package-data); read, never written, by calibrate
@@ -130,12 +131,36 @@ def user_calibration_file() -> Path:
     return Path(base) / "trainforge" / "calibration.json"
 
 
+class CalibrationFileError(JobConfigError):
+    """A calibration file that cannot be read: one line naming it, not a traceback from every
+    plan, preview and estimate that reads it."""
+
+    def __init__(self, path: Path, why: str) -> None:
+        ValueError.__init__(
+            self,
+            f"calibration file {path}: {why}; expected the JSON `trainforge calibrate` writes "
+            '({"version": 1, "gpus": {GPU: {"mfu": ...}}}): fix it or remove it',
+        )
+        self.where, self.value, self.expected = str(path), why, "a calibration file"
+
+
 def _read(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return {}
-    return dict(data.get("gpus") or {})
+    except (OSError, UnicodeDecodeError) as e:
+        raise CalibrationFileError(path, getattr(e, "strerror", None) or "not UTF-8 text") from None
+    except json.JSONDecodeError as e:
+        raise CalibrationFileError(path, f"not JSON ({e})") from None
+    gpus = data.get("gpus") if isinstance(data, dict) else None
+    entries = gpus.values() if isinstance(gpus, dict) else []
+    if not isinstance(data, dict) or not isinstance(gpus, dict | None):
+        raise CalibrationFileError(path, "not a calibration file (no gpus mapping)")
+    for gpu, entry in zip(gpus or {}, entries, strict=True):
+        if not isinstance(entry, dict) or not isinstance(entry.get("mfu"), int | float):
+            raise CalibrationFileError(path, f"gpus.{gpu}: no numeric mfu")
+    return dict(gpus or {})
 
 
 def load_calibration(path: Path | None = None) -> dict[str, Any]:

@@ -8,6 +8,8 @@ facts table (facts.py) for ``--instance-type`` and ``--nodes``, or from ``--min-
 from __future__ import annotations
 
 import argparse
+import math
+import pathlib
 import sys
 
 from trainforge.training.acceptance import facts
@@ -37,16 +39,24 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    try:
-        text = sys.stdin.read() if args.file == "-" else open(args.file, encoding="utf-8").read()  # noqa: SIM115
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.nodes < 1:
+        parser.error(f"--nodes must be >= 1, got {args.nodes}")
+    if args.min_busbw is not None and not (math.isfinite(args.min_busbw) and args.min_busbw > 0):
+        parser.error(f"--min-busbw must be a positive number of GB/s, got {args.min_busbw:g}")
+    try:  # a log's stray non-UTF-8 byte is not a reason to refuse judging it
+        if args.file == "-":
+            text = sys.stdin.read()
+        else:
+            text = pathlib.Path(args.file).read_text(encoding="utf-8", errors="replace")
     except OSError as e:
         print(f"trainforge acceptance: cannot read {args.file}: {e.strerror}", file=sys.stderr)
         return 2
     if args.test == "dcgm":
         verdict = parse_dcgm(text, level=args.level, node=args.node)
     else:
-        floor, why = args.min_busbw, "--min-busbw"
+        floor, why = args.min_busbw, "--min-busbw" if args.min_busbw is not None else ""
         if floor is None and args.instance_type:
             f = facts.allreduce_floor(args.instance_type, args.nodes)
             floor, why = f.gbps, f.why

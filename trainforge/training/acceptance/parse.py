@@ -164,6 +164,8 @@ def parse_allreduce(
     if ev["networks"]:
         efa_text += f"; NCCL network {'/'.join(ev['networks'])}"
     floor_text = f" (floor {min_busbw_gbps:g} GB/s)" if min_busbw_gbps is not None else ""
+    if min_busbw_gbps is None and floor_why:  # asked for a floor, none known: say so
+        floor_text = f" (no floor: {floor_why})"
     summary = (
         f"peak bus bandwidth {best.busbw:.2f} GB/s at {_size(best.size)}{floor_text}, "
         f"{len(rows)} sizes up to {_size(largest.size)}, {wrong} wrong{efa_text}"

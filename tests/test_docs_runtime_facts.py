@@ -1,0 +1,132 @@
+"""Runtime facts the docs state, read from their source (each was pinned by nothing).
+
+Every exit reason the docs name with its code (`hang` 201, `exit 205 (user_retryable)`,
+`peer_lost code=202`) is the code trainforge/training/exits.py gives it; the grace classes
+of a pod's terminationGracePeriodSeconds are trainforge/jobs/pod.py's."""
+
+from __future__ import annotations
+
+import re
+
+from tests.conftest import ROOT
+from trainforge.training.exits import REASONS
+
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+PATTERNS = (
+    re.compile(r"`(?P<name>[a-z_]+)`,? (?:code |exit )?(?P<code>\d{1,3})\b"),
+    re.compile(r"\bexits? (?P<code>\d{1,3}) \(`?(?P<name>[a-z_]+)`?"),
+    re.compile(r"\b(?P<name>[a-z_]+) code=(?P<code>\d{1,3})\b"),
+)
+
+
+def test_the_docs_exit_codes_are_the_runtimes():
+    named = [
+        (doc.name, m["name"], int(m["code"]))
+        for doc in DOCS
+        for pattern in PATTERNS
+        for m in pattern.finditer(doc.read_text(encoding="utf-8"))
+        if m["name"] in REASONS
+    ]
+    assert len({name for _, name, _ in named}) >= 8  # the reliability table was read
+    wrong = [(doc, name, code) for doc, name, code in named if REASONS[name].code != code]
+    assert not wrong, {name: REASONS[name].code for _, name, _ in wrong}
+
+
+def test_the_docs_grace_classes_are_the_pods():
+    """jobs.md and checkpointing.md said `terminationGracePeriodSeconds = gracePeriod + 30`;
+    the pods get that rounded up to a class (a gracePeriod of 100 s gets 330 s, not 130)."""
+    from trainforge.jobs.pod import GRACE_CLASSES, TERMINATION_MARGIN, termination_grace
+    from trainforge.jobs.spec import parse_job
+
+    classes = ", ".join(map(str, GRACE_CLASSES[:-1])) + f" or {GRACE_CLASSES[-1]} s"
+    for name in ("jobs.md", "checkpointing.md"):
+        text = " ".join((ROOT / "docs" / name).read_text(encoding="utf-8").split())
+        assert classes in text, name
+        assert f"+ {TERMINATION_MARGIN}`" not in text, name  # a bare "+ 30" equation
+    job = {"name": "j", "team": "t", "pool": "p", "checkpoint": {"gracePeriod": 100}}
+    assert termination_grace(parse_job(job)) == GRACE_CLASSES[1] > 100 + TERMINATION_MARGIN
+
+
+def test_the_job_defaults_jobs_md_states_are_the_codes():
+    """jobs.md's hand-written defaults and limits (shmSize, the code ConfigMap, the PodMonitor
+    interval, elastic restarts) against the constants the emitters use."""
+    from trainforge.jobs import codeship, wiring
+    from trainforge.stack.jobs import ElasticSpec
+
+    text = " ".join((ROOT / "docs" / "jobs.md").read_text(encoding="utf-8").split())
+    shm = f"| a {'quarter' if wiring._SHM_FRACTION == 1 / 4 else '?'} of `memory`, at most "
+    assert shm + f"{wiring._SHM_MAX // 2**30}Gi |" in text
+    assert codeship.CONFIGMAP_LIMIT == 2**20 and "ConfigMap (1 MiB at most)" in text
+    headroom = (codeship.CONFIGMAP_LIMIT - codeship.CONFIGMAP_BUDGET) // 1024
+    assert f"the 1 MiB object limit with {headroom} KiB headroom" in text
+    restarts = ElasticSpec.model_fields["max_restarts"].default
+    assert f"`maxRestarts` ({restarts})" in text
+    source = (ROOT / "trainforge" / "jobs" / "pod.py").read_text(encoding="utf-8")
+    interval = re.search(r'"path": "/metrics", "interval": "(\d+)s"', source)
+    assert interval and f"port `metrics`, every {interval[1]} s" in text
+
+
+def _flag_rows(doc: str) -> list[tuple[list[str], list[str]]]:
+    """(flags, defaults) of each `| --flag ... | default | ... |` row of a doc's flags table."""
+    rows = []
+    for line in (ROOT / "docs" / doc).read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.replace("\\|", "/").strip().strip("|").split("|")]
+        if len(cells) < 3 or not cells[0].startswith("`--"):
+            continue
+        flags = re.findall(r"--[a-z][a-z0-9-]*", cells[0].split("`")[1])
+        default = cells[1].split(" (")[0]  # "0 (off)"
+        values = [v.strip().strip("`") for v in default.split(",")] if default else []
+        rows.append((flags, values))
+    return rows
+
+
+def _same(doc_value: str, value: object) -> bool:
+    if doc_value == "off":
+        return value in (None, False, 0)
+    try:
+        return float(doc_value) == float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return doc_value == str(value)
+
+
+def test_the_flag_defaults_training_md_and_checkpointing_md_state_are_the_parsers():
+    from trainforge.training.config import build_parser
+
+    defaults = {flag: a.default for a in build_parser()._actions for flag in a.option_strings}
+    checked = 0
+    for doc in ("training.md", "checkpointing.md"):
+        for flags, values in _flag_rows(doc):
+            if not values or any("<" in v for v in values) or len(values) != len(flags):
+                continue  # no default stated, or a computed one (`./runs/<run-name>`)
+            for flag, value in zip(flags, values, strict=True):
+                assert _same(value, defaults[flag]), f"{doc}: {flag} default {value!r}"
+                checked += 1
+    assert checked >= 25
+
+
+def test_troubleshooting_md_states_kueues_pods_ready_timeout_and_requeue_backoff():
+    """ "`kueue.podsReadyTimeout` (30 min by default) ... `Requeued` after a backoff (60 s
+    doubling to an hour" against the Configuration the platform renders for the default."""
+    from trainforge.platform.kueue import manager_config
+    from trainforge.stack.services import KueueConfig
+
+    wait = manager_config(KueueConfig())["waitForPodsReady"]
+    text = " ".join((ROOT / "docs" / "troubleshooting.md").read_text(encoding="utf-8").split())
+    minutes = re.fullmatch(r"(\d+)m", wait["timeout"])
+    assert minutes and f"`kueue.podsReadyTimeout` ({minutes[1]} min by default)" in text
+    backoff = wait["requeuingStrategy"]
+    hour = {3600: "an hour"}[backoff["backoffMaxSeconds"]]
+    assert f"after a backoff ({backoff['backoffBaseSeconds']} s doubling to {hour}" in text
+
+
+def test_the_docs_count_checkpoint_save_attempts_as_the_runtime_does():
+    """reliability.md said a sync save "is retried 3 times": it is tried 3 times (2 retries),
+    `RETRY_DELAY_S` x attempt apart; checkpointing.md says the same in its words."""
+    from trainforge.training.checkpoint import RETRY_DELAY_S, SYNC_SAVE_ATTEMPTS
+
+    gaps = [f"{RETRY_DELAY_S * n:g} s" for n in range(1, SYNC_SAVE_ATTEMPTS)]
+    apart = " and ".join([", ".join(gaps[:-1]), gaps[-1]] if len(gaps) > 1 else gaps)
+    reliability = " ".join((ROOT / "docs" / "reliability.md").read_text().split())
+    assert f"a sync save is tried {SYNC_SAVE_ATTEMPTS} times, {apart} apart" in reliability
+    checkpointing = " ".join((ROOT / "docs" / "checkpointing.md").read_text().split())
+    assert f"retried, {SYNC_SAVE_ATTEMPTS} attempts {apart} apart" in checkpointing

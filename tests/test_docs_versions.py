@@ -1,0 +1,83 @@
+"""The versions README.md and docs/services.md state as what the platform runs are the pins in
+trainforge/core/versions.py (nothing else pinned these lines: a bumped pin left the docs
+naming the old release)."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+
+import pytest
+
+from tests.conftest import ROOT
+from trainforge.core import versions as v
+
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+SERVICES = (ROOT / "docs" / "services.md").read_text(encoding="utf-8")
+NUMBER = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]
+_kueue_minor = v.KUEUE_CHART_VERSION.rsplit(".", 1)[0]
+
+
+@pytest.mark.parametrize(
+    ("doc", "claim"),
+    [
+        (README, f"Kubernetes\n{v.KUBERNETES_VERSION}, add-on builds"),
+        (README, f"EKS {v.KUBERNETES_VERSION} (private endpoint"),
+        (
+            README,
+            f"(Kueue {v.KUEUE_CHART_VERSION}, Trainer {v.TRAINER_VERSION}, JobSet "
+            f"{v.JOBSET_VERSION}, SDK {v.KUBEFLOW_SDK_VERSION}; any other set is a plan finding)",
+        ),
+        (README, f"a Kueue {_kueue_minor} queue per team"),
+        (
+            README,
+            f"{NUMBER[len(v.EKS_ADDONS_ASKED_AT_PREVIEW)]} add-on builds for "
+            f"{v.KUBERNETES_VERSION} had no public record",
+        ),
+        (README, f"the chart is pinned at {v.OPENCOST_CHART_VERSION}, the newest"),
+        (SERVICES, f"Kubeflow training operator {v.TRAINING_OPERATOR_VERSION} (PyTorchJob)"),
+        (SERVICES, f"Kubeflow Trainer v{v.TRAINER_VERSION} and JobSet {v.JOBSET_VERSION}"),
+        (SERVICES, f"Kueue {v.KUEUE_CHART_VERSION} (Helm chart, namespace `kueue-system`)"),
+    ],
+)
+def test_the_docs_state_the_pinned_version(doc, claim):
+    assert claim in doc
+
+
+def test_the_readme_names_the_newest_opencost_chart_versions_py_saw():
+    """versions.py's latest re-check of the OpenCost pin names the newest chart it saw; the
+    README's "(X exists)" is that chart."""
+    source = (ROOT / "trainforge" / "core" / "versions.py").read_text(encoding="utf-8")
+    seen = re.findall(r"re-checked \d{4}-\d\d-\d\d: chart (\d+\.\d+\.\d+) exists", source)
+    assert seen, "versions.py no longer records the newest OpenCost chart it saw"
+    assert f"readable here ({seen[-1]} exists)" in README
+
+
+def test_every_extra_the_docs_and_messages_name_exists():
+    """`pip install 'trainforge[status]'` and the like, in the docs and in the messages the
+    package prints: each extra is one pyproject.toml declares."""
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    extras = set(pyproject["project"]["optional-dependencies"])
+    files = [
+        ROOT / "README.md",
+        *(ROOT / "docs").glob("*.md"),
+        *(ROOT / "trainforge").rglob("*.py"),
+    ]
+    named = {
+        (f.relative_to(ROOT).as_posix(), name)
+        for f in files
+        for group in re.findall(r"trainforge\[([a-z0-9_,-]+)\]", f.read_text(encoding="utf-8"))
+        for name in group.split(",")
+    }
+    assert len(named) >= 8  # the docs' install lines were found
+    assert not {(f, n) for f, n in named if n not in extras}, extras
+
+
+def test_the_readme_says_which_doc_commands_are_not_run():
+    """README: test_docs_run.py "runs every one of these commands" was not so: NOT_RUN skips
+    some; the README says so while there are any, and each names where it runs instead."""
+    from tests.test_docs_run import NOT_RUN
+
+    if NOT_RUN:
+        assert "but for those that need a GPU or a finished run" in " ".join(README.split())
+        assert all("test" in why or "make" in why for why in NOT_RUN.values())
