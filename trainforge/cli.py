@@ -61,3 +61,11 @@ def main(argv: list[str] | None = None) -> int:
     target, _, func = COMMANDS[name][0].partition(":")
     module = importlib.import_module(target)
     return int(getattr(module, func or "main")(rest) or 0)
+
+
+def run() -> int:
+    """The `trainforge` process's entry (the console script, `python -m trainforge`): main's
+    exit code, the heap frozen for a quick exit (trainforge/core/process.py)."""
+    from trainforge.core.process import exit_code
+
+    return exit_code(main())
