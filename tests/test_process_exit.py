@@ -2,9 +2,10 @@
 
 Why: a process that ran a stack's program or imported torch spent 0.5-3 CPU s after its last
 line in CPython's final garbage collections (trainforge/core/process.py). Each entry point
-(`python -m trainforge`, the `trainforge` console script, a training rank, its launcher)
-freezes what is alive before it exits, so those collections skip it; a `main()` called in
-another program's process (these tests, a notebook) leaves that process's collector alone.
+(`python -m trainforge`, the `trainforge` console script, a training rank, a rank of your own
+code, their launcher) freezes what is alive before it exits, so those collections skip it; a
+`main()` called in another program's process (these tests, a notebook) leaves that process's
+collector alone.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ def _frozen_at_exit(*argv: str, code: str = PROBE) -> tuple[int, int]:
         ("trainforge", "--help"),
         ("trainforge", "no-such-command"),  # an error's exit code goes through it too
         ("trainforge.training", "--self-check"),
+        ("trainforge.training.usercode", "-m", "platform"),  # a user's code, run as a rank
         # torchrun with /bin/true as its one worker: the launcher's own exit
         (
             "trainforge.training.launch",
@@ -58,7 +60,7 @@ def _frozen_at_exit(*argv: str, code: str = PROBE) -> tuple[int, int]:
             "true",
         ),  # fmt: skip
     ],
-    ids=["trainforge", "trainforge-error", "training", "launch"],
+    ids=["trainforge", "trainforge-error", "training", "usercode", "launch"],
 )
 def test_each_entry_point_freezes_its_heap_and_keeps_its_exit_code(argv):
     code, frozen = _frozen_at_exit(*argv)
