@@ -2,7 +2,7 @@
 
 import sys
 
-from trainforge.cli import main
+from trainforge.cli import run
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run())

@@ -101,3 +101,11 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(line, file=sys.stderr)
         return 2
+
+
+def run() -> int:
+    """The `trainforge` process's entry (the console script, `python -m trainforge`): main's
+    exit code, the heap frozen for a quick exit (trainforge/core/process.py)."""
+    from trainforge.core.process import exit_code
+
+    return exit_code(main())

@@ -104,7 +104,9 @@ def program_jobs(stack: str, project_dir: Any = ".", program: str | None = None)
         return []
 
     from trainforge.core.errors import JobConfigError
-    from trainforge.plan.runner import ProjectError, run_project
+    from trainforge.plan.runner import ProjectError, run_project, tune_gc
+
+    tune_gc()  # the program's run is a plan's: its objects live to its end, as in `plan`
 
     if program is not None:
         from trainforge.jobs.spec import project_relative

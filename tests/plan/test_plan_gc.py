@@ -55,3 +55,21 @@ def test_young_cycles_are_still_collected_under_the_plan_thresholds(default_gc):
 def test_the_test_session_runs_with_the_plan_thresholds():
     """tests/conftest.py: the suite's in-process plans get the CLI's collector settings."""
     assert gc.get_threshold() == PLAN_GC_THRESHOLDS
+
+
+def test_run_local_runs_the_stacks_program_with_the_plan_thresholds(default_gc, monkeypatch):
+    """`run-local --stack` runs the stack's program under the plan's mocks to resolve a job
+    (trainforge.local.program_jobs): the same run as a plan's, with the same thresholds."""
+    from trainforge import local
+    from trainforge.plan import runner
+
+    seen = []
+
+    def run_project(*args, **kwargs):
+        seen.append(gc.get_threshold())
+        raise ProjectError("stopped by the test")
+
+    monkeypatch.setattr(runner, "run_project", run_project)
+    with pytest.raises(Exception, match="stopped by the test"):
+        local.program_jobs("dev", ".")
+    assert seen == [PLAN_GC_THRESHOLDS]

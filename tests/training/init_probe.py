@@ -46,10 +46,7 @@ def main(out: str, cases: str) -> int:
     env = init_distributed()
     try:
         results = [probe(s, int(b), list(f), env) for s, b, f in json.loads(cases)]
-        # both ranks done before either tears gloo down: a rank that destroys the group while
-        # its peer's transport still talks aborts the peer ("terminate called without an
-        # active exception", seen once in a full run on the loaded 2-core machine)
-        torch.distributed.barrier()
+        torch.distributed.barrier()  # both ranks done before either tears gloo down
     finally:
         cleanup()
     if env.rank == 0:
@@ -59,4 +56,13 @@ def main(out: str, cases: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(*sys.argv[1:]))
+    # As the runtime's ranks end (trainforge/core/process.py): the process group outlives
+    # destroy_process_group (the model's wrappers keep it; its gloo threads still run), and
+    # without this the interpreter's final collections destroyed it during finalization,
+    # when Python 3.11 ends any thread that takes the GIL with pthread_exit: through a C++
+    # noexcept frame that is "terminate called without an active exception" (an abort seen
+    # twice in full runs, after the barrier above). Frozen, it is never destroyed in
+    # finalization; the process's exit ends its threads.
+    from trainforge.core.process import exit_code
+
+    sys.exit(exit_code(main(*sys.argv[1:])))

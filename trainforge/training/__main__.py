@@ -56,4 +56,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from trainforge.core.process import exit_code
+
+    sys.exit(exit_code(main()))

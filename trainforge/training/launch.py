@@ -158,4 +158,6 @@ def _launch(argv: list[str], local: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from trainforge.core.process import exit_code
+
+    sys.exit(exit_code(main()))

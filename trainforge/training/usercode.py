@@ -227,4 +227,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from trainforge.core.process import exit_code
+
+    sys.exit(exit_code(main()))
