@@ -238,6 +238,8 @@ def _output_error(args: argparse.Namespace) -> str | None:
     Checked before a plan's seconds, so a typo costs no plan and shows no traceback."""
     if args.diff_md is not None and args.diff is None:
         return f"--diff-md {args.diff_md}: only with --diff BASE (the markdown is the diff's)"
+    if args.no_checkov_wrappers and args.out is None:  # nothing is written that it could change
+        return "--no-checkov-wrappers: only with --out DIR (the wrappers are written there)"
     wanted = [("--out", args.out, True)]
     wanted += [(f, v, False) for f, v in (("--json", args.json), ("--report", args.report))]
     wanted.append(("--diff-md", args.diff_md, False))
