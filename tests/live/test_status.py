@@ -618,3 +618,27 @@ def test_without_the_kubernetes_client_the_live_commands_name_the_extra(capsys, 
         "trainforge status: the live commands need the Kubernetes client: pip install "
         "'trainforge[status]'\n",
     )
+
+
+def test_troubleshooting_quotes_the_local_config_errors_as_printed(capsys, api, tmp_path):
+    """docs/troubleshooting.md quotes the one-line errors of a kubeconfig that does not load
+    and of an unknown --context, exit 2: each quote (FILE for the path, ... for the rest) is
+    what the command prints."""
+    text = " ".join((ROOT / "docs" / "troubleshooting.md").read_text().split())
+    quotes = text.split("`")[1::2]
+    bad = tmp_path / "config"
+    bad.write_bytes(b"a: [\n")
+    cases = [
+        ("cannot load kubeconfig FILE", str(bad), []),
+        ("--context typo: no such context in FILE", api.config, ["--context", "typo"]),
+    ]
+    for start, path, extra in cases:
+        (quote,) = [q for q in quotes if q.startswith(start)]
+        code, _, err = run(capsys, cli.status_main, "x", "-n", "llm", "--kubeconfig", path,
+                           *extra)  # fmt: skip
+        assert code == 2
+        pos = 0
+        for piece in (p.strip() for p in quote.replace("FILE", path).split("...")):
+            found = err.find(piece, pos)
+            assert found >= 0, f"troubleshooting.md quotes {piece!r}; status prints {err!r}"
+            pos = found + len(piece)
