@@ -432,6 +432,10 @@ def test_a_gzipped_export_reads_and_a_file_that_is_not_json_is_a_one_line_error(
         load_side(tmp_path / "bad.json")
     with pytest.raises(SideError, match="no such folder or file"):
         load_side(tmp_path / "missing.json")
+    # a gzip cut short (an interrupted `| gzip > STATE.json.gz`) was an EOFError traceback
+    (tmp_path / "cut.json.gz").write_bytes(export.read_bytes()[:30])
+    with pytest.raises(SideError, match=r"--diff .*cut.json.gz: a damaged gzip file"):
+        load_side(tmp_path / "cut.json.gz")
 
 
 @pytest.mark.parametrize("kind", ["missing", "empty", "manifests-only", "bad-inventory", "text"])

@@ -11,6 +11,7 @@ import gzip
 import json
 import os
 import pathlib
+import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -89,6 +90,10 @@ def _read_json(path: pathlib.Path, shown: pathlib.Path | None = None) -> Any:
         if raw[:2] == b"\x1f\x8b":
             raw = gzip.decompress(raw)
         return json.loads(raw)
+    except (EOFError, zlib.error) as e:  # a gzip cut short or corrupt
+        raise SideError(
+            f"--diff {shown}: a damaged gzip file ({e}); expected {VALID_BASES}"
+        ) from None
     except OSError as e:  # unreadable, or a gzip header on a file that is not gzip
         raise SideError(
             f"--diff {shown}: cannot read it ({e.strerror or e}); expected {VALID_BASES}"
