@@ -405,6 +405,14 @@ def test_a_base_that_is_neither_is_a_one_line_error(tmp_path, capsys):
     (tmp_path / "x.json").write_text("[]")
     with pytest.raises(SideError, match="neither a plan folder"):
         load_side(tmp_path / "x.json")
+    # the right kind of JSON with entries that are not resources: KeyError/AttributeError
+    # tracebacks before
+    (tmp_path / "inv").mkdir()
+    (tmp_path / "inv" / "inventory.json").write_text(json.dumps({"resources": [{"type": "x"}]}))
+    bad.write_text(json.dumps({"version": 3, "deployment": {"resources": [1]}}))
+    for odd in (tmp_path / "inv", bad):
+        with pytest.raises(SideError, match=f"--diff {odd}: its resources are not of the exp"):
+            load_side(odd)
 
 
 def test_a_gzipped_export_reads_and_a_file_that_is_not_json_is_a_one_line_error(tmp_path):

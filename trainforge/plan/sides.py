@@ -105,7 +105,19 @@ def _read_json(path: pathlib.Path, shown: pathlib.Path | None = None) -> Any:
 def load_side(path: pathlib.Path) -> Side:
     """A plan folder, a stack export or a preview, by what `path` holds; /dev/null is no
     base. Anything else (no such path, a folder without the plan's inventory.json, a file
-    that is not JSON or not Pulumi's) raises SideError naming the path and what is valid."""
+    that is not JSON or not Pulumi's, one whose resources are not resources) raises
+    SideError naming the path and what is valid."""
+    try:
+        return _load_side(path)
+    except (KeyError, TypeError, AttributeError) as e:  # JSON of the right kind, wrong shape
+        what = f"{type(e).__name__}: {e}"
+        raise SideError(
+            f"--diff {path}: its resources are not of the expected shape ({what}); "
+            f"expected {VALID_BASES}"
+        ) from None
+
+
+def _load_side(path: pathlib.Path) -> Side:
     if is_no_base(path):
         return Side(f"{path} (no base: everything is new)", {}, {})
     if path.is_dir():
