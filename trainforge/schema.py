@@ -323,9 +323,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--check",
         action="store_true",
-        help=f"exit 1 when {SCHEMA_PATH} or {DOCS_PATH} differ from what the model generates",
+        help=f"exit 1 when {SCHEMA_PATH} or {DOCS_PATH} differ from what the model generates "
+        "(writes nothing; not with --out or --docs)",
     )
     args = ap.parse_args(argv)
+    if args.check and (given := [f for f, v in (("--out", args.out), ("--docs", args.docs)) if v]):
+        # --check reads the committed files only and writes nothing: refused, not ignored
+        return _refuse(
+            f"{' and '.join(given)} with --check: --check compares the committed {SCHEMA_PATH} "
+            f"and {DOCS_PATH} and writes nothing; drop {' and '.join(given)} to check, or "
+            "--check to write"
+        )
     if args.check:
         stale = stale_files(ROOT)
         for path in stale:

@@ -148,6 +148,27 @@ def test_a_measured_model_becomes_a_declared_model_size(tmp_path, capsys):
     assert calibrate_main(["--declared", str(tmp_path / "nope")]) == 2
 
 
+@pytest.mark.parametrize(
+    "extra", [["--file", "cal.json"], ["--dry-run"], ["--file", "cal.json", "--dry-run"]]
+)
+def test_declared_with_file_or_dry_run_is_refused_not_ignored(tmp_path, capsys, extra):
+    """`calibrate --declared` prints a block and writes nothing; --file and --dry-run were
+    silently ignored with it. Refused in one line naming the flags, exit 2, nothing read."""
+    from trainforge.jobs.estimate.calibrate import main as calibrate_main
+
+    size = {"parameters": 136, "flopsPerSample": 816.0, "activationBytesPerSample": 96,
+            "tokensPerSample": 1}  # fmt: skip
+    (tmp_path / "model_size.json").write_text(json.dumps(size))
+    assert calibrate_main(["--declared", str(tmp_path)]) == 0  # alone: prints the block
+    assert "parameters: 136" in capsys.readouterr().out
+    given = [f for f in extra if f.startswith("--")]
+    assert calibrate_main(["--declared", str(tmp_path), *extra]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.splitlines()) == 1
+    assert err.startswith(f"trainforge calibrate: {' and '.join(given)} with --declared: ")
+    assert not (tmp_path / "cal.json").exists()
+
+
 def test_a_summary_without_steady_rates_is_refused(tmp_path, capsys):
     """A summary from before the steady-state rates (its samples/s includes compilation) or
     of a run with no steady window cannot calibrate: it would understate MFU."""

@@ -297,7 +297,7 @@ def test_errors_are_one_line(capsys, api, tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("apiVersion: v1\nkind: Config\n")
     code, _, err = run(capsys, cli.status_main, "x", "-n", "llm", "--kubeconfig", str(bad))
-    assert code == 1 and "cannot load kubeconfig" in err and len(err.splitlines()) == 1
+    assert code == 2 and "cannot load kubeconfig" in err and len(err.splitlines()) == 1
 
 
 @pytest.mark.parametrize("main", [cli.status_main, cli.why_main, cli.logs_main, cli.wait_main])
@@ -563,8 +563,26 @@ def test_a_kubeconfig_that_is_not_one_is_one_line(capsys, tmp_path, text, why):
     bad = tmp_path / "config"
     bad.write_bytes(text)
     code, _, err = run(capsys, cli.status_main, "x", "-n", "llm", "--kubeconfig", str(bad))
-    assert code == 1 and len(err.splitlines()) == 1
+    assert code == 2 and len(err.splitlines()) == 1  # the user's config: 1 is the cluster's
     assert err == f"trainforge status: cannot load kubeconfig {bad}: {why}\n"
+
+
+@pytest.mark.parametrize("main", [cli.status_main, cli.why_main, cli.logs_main, cli.wait_main])
+def test_an_unknown_context_names_the_flag_and_the_contexts_exit_2(capsys, api, main):
+    """--context of a name the kubeconfig lacks was the client's "Invalid kube-config file.
+    Expected object with name ... in ... contexts list", exit 1 as if the cluster refused a
+    read; it is the user's typo: named with its flag and the contexts there, exit 2, before
+    any read."""
+    name = main.__name__.removesuffix("_main")
+    known = [c["name"] for c in yaml.safe_load(pathlib.Path(api.config).read_text())["contexts"]]
+    code, _, err = run(capsys, main, "x", "-n", "llm", "--kubeconfig", api.config,
+                       "--context", "typo")  # fmt: skip
+    assert (code, err) == (
+        2,
+        f"trainforge {name}: --context typo: no such context in {api.config} "
+        f"(contexts: {', '.join(known)})\n",
+    )
+    assert api.seen == []  # refused before any read
 
 
 @pytest.mark.parametrize(
@@ -596,7 +614,31 @@ def test_without_the_kubernetes_client_the_live_commands_name_the_extra(capsys, 
     monkeypatch.setitem(sys.modules, "kubernetes", None)  # import kubernetes -> ImportError
     code, _, err = run(capsys, cli.status_main, "x", "-n", "llm", "--kubeconfig", api.config)
     assert (code, err) == (
-        1,
+        2,  # this side's setup, not a cluster's refusal (exit 1)
         "trainforge status: the live commands need the Kubernetes client: pip install "
         "'trainforge[status]'\n",
     )
+
+
+def test_troubleshooting_quotes_the_local_config_errors_as_printed(capsys, api, tmp_path):
+    """docs/troubleshooting.md quotes the one-line errors of a kubeconfig that does not load
+    and of an unknown --context, exit 2: each quote (FILE for the path, ... for the rest) is
+    what the command prints."""
+    text = " ".join((ROOT / "docs" / "troubleshooting.md").read_text().split())
+    quotes = text.split("`")[1::2]
+    bad = tmp_path / "config"
+    bad.write_bytes(b"a: [\n")
+    cases = [
+        ("cannot load kubeconfig FILE", str(bad), []),
+        ("--context typo: no such context in FILE", api.config, ["--context", "typo"]),
+    ]
+    for start, path, extra in cases:
+        (quote,) = [q for q in quotes if q.startswith(start)]
+        code, _, err = run(capsys, cli.status_main, "x", "-n", "llm", "--kubeconfig", path,
+                           *extra)  # fmt: skip
+        assert code == 2
+        pos = 0
+        for piece in (p.strip() for p in quote.replace("FILE", path).split("...")):
+            found = err.find(piece, pos)
+            assert found >= 0, f"troubleshooting.md quotes {piece!r}; status prints {err!r}"
+            pos = found + len(piece)

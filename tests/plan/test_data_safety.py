@@ -149,6 +149,14 @@ def test_a_deployed_state_base_says_replacements_were_not_checked(tmp_path):
     assert "is a deployed state, not a plan folder" in lines[2] and "NOT checked" in lines[2]
 
 
+def test_no_base_dev_null_says_nothing_is_replaced_not_a_deployed_state():
+    """`plan --diff /dev/null` (no base: a first deploy, a base branch with no plan) has
+    nothing to replace; it is not called a deployed state whose replacements went unchecked."""
+    lines, failing = DS.diff_report(pathlib.Path("/dev/null"), [], [])
+    assert failing == 0 and lines[0] == "### Data safety"
+    assert "No base (/dev/null)" in lines[2] and "deployed state" not in lines[2]
+
+
 def test_a_base_inventory_of_an_older_format_is_read(tmp_path):
     """`plan --diff BASE` reads a plan folder an older trainforge may have written: fewer keys
     (no parent, custom or id) and keys this version does not know are read, not a traceback."""

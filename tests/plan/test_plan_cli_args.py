@@ -50,6 +50,18 @@ def test_diff_md_is_refused_into_a_folder_and_without_diff(tmp_path, capsys, no_
     assert f"--diff-md {tmp_path}: a folder" in capsys.readouterr().err
 
 
+def test_no_checkov_wrappers_without_out_is_refused_not_ignored(tmp_path, capsys, no_plan):
+    """Without --out no manifests are kept (with --diff they go to a temporary folder that
+    is removed), so --no-checkov-wrappers was read by nothing: refused before the plan."""
+    for extra in ([], ["--diff", "/dev/null"]):
+        argv = ["--stack", "dev", "--no-checkov-wrappers", *extra]
+        assert cli.main(argv) == cli.EXIT_CONFIG
+        assert capsys.readouterr().err.strip() == (
+            "trainforge plan: --no-checkov-wrappers: only with --out DIR "
+            "(the wrappers are written there)"
+        )
+
+
 class _Planned(Exception):
     pass
 

@@ -390,10 +390,14 @@ def test_a_preview_json_decides_replace_versus_update(tmp_path, head, capsys):
 
 
 def test_a_base_that_is_neither_is_a_one_line_error(tmp_path, capsys):
-    # CI's empty folder for a base branch without a plan: everything is new, not an error
+    # an empty folder (a typo'd or unwritten --out) is not a plan: refused, not "all new";
+    # no base at all is said explicitly with /dev/null (CI's base branch without a plan)
     (tmp_path / "empty").mkdir()
-    empty = load_side(tmp_path / "empty")
-    assert empty.objects == {} and empty.sections is None and "everything is new" in empty.label
+    with pytest.raises(SideError, match=r"empty: a folder without inventory.json.*/dev/null"):
+        load_side(tmp_path / "empty")
+    nothing = load_side(pathlib.Path("/dev/null"))
+    assert nothing.objects == {} and nothing.resources == {} and nothing.sections is None
+    assert "everything is new" in nothing.label
     bad = tmp_path / "state.json"
     bad.write_text(json.dumps({"version": 2, "deployment": {"resources": []}}))
     with pytest.raises(SideError, match="stack export version 2; supported: 3"):
@@ -401,6 +405,14 @@ def test_a_base_that_is_neither_is_a_one_line_error(tmp_path, capsys):
     (tmp_path / "x.json").write_text("[]")
     with pytest.raises(SideError, match="neither a plan folder"):
         load_side(tmp_path / "x.json")
+    # the right kind of JSON with entries that are not resources: KeyError/AttributeError
+    # tracebacks before
+    (tmp_path / "inv").mkdir()
+    (tmp_path / "inv" / "inventory.json").write_text(json.dumps({"resources": [{"type": "x"}]}))
+    bad.write_text(json.dumps({"version": 3, "deployment": {"resources": [1]}}))
+    for odd in (tmp_path / "inv", bad):
+        with pytest.raises(SideError, match=f"--diff {odd}: its resources are not of the exp"):
+            load_side(odd)
 
 
 def test_a_gzipped_export_reads_and_a_file_that_is_not_json_is_a_one_line_error(tmp_path):
@@ -428,6 +440,34 @@ def test_a_gzipped_export_reads_and_a_file_that_is_not_json_is_a_one_line_error(
         load_side(tmp_path / "bad.json")
     with pytest.raises(SideError, match="no such folder or file"):
         load_side(tmp_path / "missing.json")
+    # a gzip cut short (an interrupted `| gzip > STATE.json.gz`) was an EOFError traceback
+    (tmp_path / "cut.json.gz").write_bytes(export.read_bytes()[:30])
+    with pytest.raises(SideError, match=r"--diff .*cut.json.gz: a damaged gzip file"):
+        load_side(tmp_path / "cut.json.gz")
+
+
+@pytest.mark.parametrize("kind", ["missing", "empty", "manifests-only", "bad-inventory", "text"])
+def test_a_diff_base_that_is_no_plan_is_refused_before_the_plan_runs(tmp_path, capsys, kind):
+    """A --diff BASE that holds no plan used to read as "everything is new" and a CLEAN
+    verdict (a typo'd path reviewed as clean). Now: one line naming --diff, the path and
+    what a valid base is, exit 2, before the plan runs (no project here to plan at all)."""
+    base = tmp_path / "base"
+    if kind != "missing" and kind != "text":
+        base.mkdir()
+    if kind == "manifests-only":  # e.g. --diff build/plan: manifests, no inventory.json
+        (base / "prod").mkdir()
+        (base / "prod" / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\n")
+    if kind == "bad-inventory":
+        (base / "inventory.json").write_text("{truncated")
+    if kind == "text":
+        base.write_text("not a plan\n")
+    nowhere = tmp_path / "no-project"
+    argv = ["--stack", "prod", "--project-dir", str(nowhere), "--diff", str(base)]
+    assert cli.main(argv) == cli.EXIT_CONFIG
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    assert err.startswith(f"trainforge plan: --diff {base}")
+    assert "a plan folder written by `trainforge plan --out`" in err and "/dev/null" in err
 
 
 def test_pool_and_team_changes_read_as_types_limits_and_quotas():

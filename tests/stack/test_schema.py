@@ -186,3 +186,17 @@ def test_a_path_the_command_cannot_use_is_one_line_naming_the_flag(
     assert capsys.readouterr().err == f"trainforge schema: {flag} {path}: {why}\n"
     if make is not None and make != "dir":
         assert path.read_bytes() == make  # nothing rewritten
+
+
+@pytest.mark.parametrize("flags", [["--out"], ["--docs"], ["--out", "--docs"]])
+def test_check_with_out_or_docs_is_refused_not_ignored(tmp_path, capsys, flags):
+    """`schema --check --out X` checked the committed files and exited 0 with X neither
+    written nor compared: the flag read by nothing. Refused, one line naming the flags."""
+    argv = ["--check"]
+    for i, flag in enumerate(flags):
+        argv += [flag, str(tmp_path / f"f{i}")]
+    assert schema.main(argv) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1
+    assert err.startswith(f"trainforge schema: {' and '.join(flags)} with --check: ")
+    assert not any(tmp_path.iterdir())  # nothing written

@@ -173,6 +173,33 @@ def test_cli_refuses_a_floor_that_cannot_fail_a_run(capsys, flag, value, error) 
     assert capsys.readouterr().err.rstrip().endswith(f"error: {error}")
 
 
+@pytest.mark.parametrize(
+    ("test", "sample", "extra", "error"),
+    [
+        ("dcgm", "dcgm_l2_pass.json", ["--instance-type", "p5.48xlarge"],
+         "--instance-type: only for parse allreduce, not parse dcgm"),
+        ("dcgm", "dcgm_l2_pass.json", ["--nodes", "4", "--min-busbw", "100"],
+         "--nodes, --min-busbw: only for parse allreduce, not parse dcgm"),
+        ("dcgm", "dcgm_l2_pass.json", ["--no-require-efa"],
+         "--no-require-efa: only for parse allreduce, not parse dcgm"),
+        ("allreduce", "allreduce_2xp5_efa.log", ["--level", "2", "--node", "n1"],
+         "--level, --node: only for parse dcgm, not parse allreduce"),
+    ],
+)  # fmt: skip
+def test_cli_refuses_the_other_tests_flags_instead_of_ignoring_them(
+    capsys, test, sample, extra, error
+) -> None:
+    """`parse dcgm --instance-type ...` or `parse allreduce --level 2` ran and passed with
+    the flag read by nothing (a floor or level the user believed was applied)."""
+    path = str(SAMPLES / sample)
+    assert cli_main(["parse", test, path]) == 0  # without the stray flag: judged, passes
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as e:
+        cli_main(["parse", test, path, *extra])
+    assert e.value.code == 2
+    assert capsys.readouterr().err.rstrip().endswith(f"error: {error}")
+
+
 def test_cli_judges_a_log_with_a_stray_non_utf8_byte(tmp_path, capsys) -> None:
     """kubectl logs are bytes; one that is not UTF-8 was a UnicodeDecodeError traceback."""
     log = tmp_path / "log.txt"

@@ -2,7 +2,9 @@
 
 Uses the user's kubeconfig (`--kubeconfig`, `$KUBECONFIG`, ~/.kube/config; `--context`) and
 the namespace given with `-n` or the context's. Read-only. Exit codes: 0 ok, 1 the job failed
-(wait) or the cluster refused a read, 2 bad usage or no such job, 124 wait timed out.
+(wait) or the cluster refused a read, 2 bad usage, no such job, or this side cannot ask (a
+kubeconfig that is missing or does not load, an unknown --context, no Kubernetes client),
+124 wait timed out.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from pathlib import Path
 from trainforge.jobs.pod import COMPLETION_INDEX_LABEL
 from trainforge.live import explain, spend, wait
 from trainforge.live.gather import Gathered, NotFound, gather, poll, rank0_pod
-from trainforge.live.kube import Api, KubeError
+from trainforge.live.kube import Api, KubeError, LocalError
 
 EXIT_LINE = re.compile(r"trainforge exit: .*")
 
@@ -78,7 +80,7 @@ def _run(cmd: str, body: Callable[[], int]) -> int:
     except _Usage as e:
         print(e, file=sys.stderr)
         return 2
-    except NotFound as e:
+    except (NotFound, LocalError) as e:  # no such job; the user's config, not the cluster
         print(f"trainforge {cmd}: {e}", file=sys.stderr)
         return 2
     except KubeError as e:

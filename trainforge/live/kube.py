@@ -22,6 +22,22 @@ class KubeError(Exception):
         super().__init__(f"{where}{status or ''} {reason}".strip())
 
 
+def _context_names(kubeconfig: str | None) -> list[str]:
+    """The context names of a kubeconfig, for an error message; [] when they cannot be read."""
+    from kubernetes import config  # noqa: PLC0415
+
+    try:
+        return [c["name"] for c in config.list_kube_config_contexts(config_file=kubeconfig)[0]]
+    except Exception:  # noqa: BLE001 - only a hint in a message
+        return []
+
+
+class LocalError(KubeError):
+    """This side cannot ask the cluster: the Kubernetes client is not installed, the kubeconfig
+    does not load, or `--context` names no context in it. The user's setup, not the
+    cluster's answer: the live commands exit 2 for it (1 is kept for a refused read)."""
+
+
 class Api:
     """GET JSON or text from the cluster of a kubeconfig context."""
 
@@ -29,7 +45,7 @@ class Api:
         try:
             from kubernetes import client, config  # noqa: PLC0415 - only the live commands need it
         except ImportError:  # an optional extra: say which, not a ModuleNotFoundError traceback
-            raise KubeError(
+            raise LocalError(
                 "(client)",
                 None,
                 "the live commands need the Kubernetes client: pip install 'trainforge[status]'",
@@ -46,13 +62,21 @@ class Api:
             where = kubeconfig or "$KUBECONFIG / ~/.kube/config"
             mark = getattr(e, "problem_mark", None)  # yaml's errors span lines: one of them
             why = " ".join(f"{e}".split())
+            if context is not None and f"Expected object with name {context} in" in why:
+                # the client's words for an unknown context: name the flag and the choices
+                known = ", ".join(_context_names(kubeconfig)) or "none readable"
+                raise LocalError(
+                    "(kubeconfig)",
+                    None,
+                    f"--context {context}: no such context in {where} (contexts: {known})",
+                ) from None
             if mark is not None:
                 why = f"not YAML (line {mark.line + 1}: {e.problem})"
             elif isinstance(e, UnicodeDecodeError):
                 why = "not UTF-8 text"
             elif isinstance(e, TypeError | AttributeError):  # a list or a scalar at the top
                 why = "not a kubeconfig (expected a mapping with clusters, contexts, users)"
-            raise KubeError(
+            raise LocalError(
                 "(kubeconfig)", None, f"cannot load kubeconfig {where}: {why}"
             ) from None
         self.client = client.ApiClient(cfg)

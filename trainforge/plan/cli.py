@@ -55,8 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
         type=pathlib.Path,
         metavar="BASE",
         help="compare with a base: a plan folder written earlier by --out (e.g. of the base "
-        "branch), or the deployed state as `pulumi stack export` (version 3) or "
-        "`pulumi preview --json` output",
+        "branch), the deployed state as `pulumi stack export` (version 3) or "
+        "`pulumi preview --json` output, or /dev/null for no base (everything is new); "
+        "anything else is refused before the plan runs",
     )
     ap.add_argument(
         "--report",
@@ -216,14 +217,14 @@ def _sdk_submit(args: argparse.Namespace, sdk: Any) -> Any:
 
 
 def _diff_markdown(
-    args: argparse.Namespace, result: Any, new: pathlib.Path
+    args: argparse.Namespace, result: Any, base: Any, new: pathlib.Path
 ) -> tuple[Any, str, int]:
-    """--diff: (the review against the base, the PR comment markdown, the number of unwaived
-    data safety findings). Raises sides.SideError for a base that cannot be read."""
+    """--diff: (the review against the base, read before the plan ran, the PR comment
+    markdown, the number of unwaived data safety findings)."""
     from trainforge.plan import review, sides, verdict  # noqa: PLC0415
     from trainforge.plan.checks import data_safety  # noqa: PLC0415
 
-    rev = review.review(sides.load_side(args.diff), sides.load_side(new), result)
+    rev = review.review(base, sides.load_side(new), result)
     md = "\n".join([*verdict.verdict_markdown(result, rev, args.stack), rev.markdown])
     safety, data_lost = data_safety.diff_report(
         args.diff, result.inventory.resources, result.waivers
@@ -237,6 +238,8 @@ def _output_error(args: argparse.Namespace) -> str | None:
     Checked before a plan's seconds, so a typo costs no plan and shows no traceback."""
     if args.diff_md is not None and args.diff is None:
         return f"--diff-md {args.diff_md}: only with --diff BASE (the markdown is the diff's)"
+    if args.no_checkov_wrappers and args.out is None:  # nothing is written that it could change
+        return "--no-checkov-wrappers: only with --out DIR (the wrappers are written there)"
     wanted = [("--out", args.out, True)]
     wanted += [(f, v, False) for f, v in (("--json", args.json), ("--report", args.report))]
     wanted.append(("--diff-md", args.diff_md, False))
@@ -265,13 +268,15 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if bad := _output_error(args):  # before a plan's seconds
         return _refuse(bad)
-    if args.diff is not None and not args.diff.exists():  # before a plan's seconds and its files
-        return _refuse(
-            f"--diff {args.diff}: no such folder or file; expected a plan folder (--out), "
-            "`pulumi stack export` or `pulumi preview --json` output"
-        )
     from trainforge.plan import core, diff, manifests, sdk, sides, verdict
     from trainforge.plan.runner import ProjectError, find_config_error
+
+    base = None  # --diff's base, read before a plan's seconds and its files
+    if args.diff is not None:
+        try:
+            base = sides.load_side(args.diff)
+        except sides.SideError as e:
+            return _refuse(str(e))
 
     try:
         if args.namespace is not None and args.sdk is None:
@@ -319,10 +324,7 @@ def main(argv: list[str] | None = None) -> int:
                     f"Wrote {n} manifests to {out_dir}/ (one file per object, by namespace)"
                 )
         if args.diff is not None:
-            try:
-                rev, md, data_lost = _diff_markdown(args, result, out_dir)
-            except sides.SideError as e:
-                return _refuse(str(e))
+            rev, md, data_lost = _diff_markdown(args, result, base, out_dir)
             if args.diff_md:
                 args.diff_md.parent.mkdir(parents=True, exist_ok=True)
                 args.diff_md.write_text(md + "\n")

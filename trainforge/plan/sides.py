@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import pathlib
+import zlib
 from dataclasses import dataclass, field
 from typing import Any
+
+import yaml
 
 from trainforge.plan.diff import INVENTORY_FILE, ident, load_objects
 from trainforge.plan.runner import SECRET
@@ -19,6 +23,12 @@ from trainforge.plan.runner import SECRET
 SECRET_SIG = "4dabf18193072939515e22adb298388d"  # Pulumi's special-value signature key
 SECRET_VALUE = "1b47061264138c4ac30d75fd1eb44270"  # ... whose value marks a secret
 EXPORT_VERSIONS = (3,)
+NO_BASE = pathlib.Path(os.devnull)  # `--diff /dev/null`: no base, everything is new (as git's)
+VALID_BASES = (
+    "a plan folder written by `trainforge plan --out` (it holds inventory.json), "
+    "`pulumi stack export` (version 3) or `pulumi preview --json` output, or /dev/null for "
+    "no base (everything is new)"
+)
 
 
 class SideError(ValueError):
@@ -68,33 +78,76 @@ def _from_states(states: list[dict[str, Any]], label: str) -> Side:
     return Side(label, objects, resources)
 
 
-def _read_json(path: pathlib.Path) -> Any:
-    raw = path.read_bytes()
-    if raw[:2] == b"\x1f\x8b":
-        raw = gzip.decompress(raw)
+def is_no_base(path: pathlib.Path) -> bool:
+    """`--diff /dev/null`: the base is nothing (a first deploy, a base branch with no plan)."""
+    return path.exists() and path.resolve() == NO_BASE.resolve()
+
+
+def _read_json(path: pathlib.Path, shown: pathlib.Path | None = None) -> Any:
+    shown = shown or path
     try:
+        raw = path.read_bytes()
+        if raw[:2] == b"\x1f\x8b":
+            raw = gzip.decompress(raw)
         return json.loads(raw)
+    except (EOFError, zlib.error) as e:  # a gzip cut short or corrupt
+        raise SideError(
+            f"--diff {shown}: a damaged gzip file ({e}); expected {VALID_BASES}"
+        ) from None
+    except OSError as e:  # unreadable, or a gzip header on a file that is not gzip
+        raise SideError(
+            f"--diff {shown}: cannot read it ({e.strerror or e}); expected {VALID_BASES}"
+        ) from None
     except ValueError as e:
-        raise SideError(f"--diff {path}: not JSON ({e})") from None
+        raise SideError(f"--diff {shown}: not JSON ({e}); expected {VALID_BASES}") from None
 
 
 def load_side(path: pathlib.Path) -> Side:
-    """A plan folder, a stack export or a preview, by what `path` holds."""
+    """A plan folder, a stack export or a preview, by what `path` holds; /dev/null is no
+    base. Anything else (no such path, a folder without the plan's inventory.json, a file
+    that is not JSON or not Pulumi's, one whose resources are not resources) raises
+    SideError naming the path and what is valid."""
+    try:
+        return _load_side(path)
+    except (KeyError, TypeError, AttributeError) as e:  # JSON of the right kind, wrong shape
+        what = f"{type(e).__name__}: {e}"
+        raise SideError(
+            f"--diff {path}: its resources are not of the expected shape ({what}); "
+            f"expected {VALID_BASES}"
+        ) from None
+
+
+def _load_side(path: pathlib.Path) -> Side:
+    if is_no_base(path):
+        return Side(f"{path} (no base: everything is new)", {}, {})
     if path.is_dir():
-        if not (path / INVENTORY_FILE).is_file():  # e.g. CI's empty folder for a base with no plan
-            return Side(f"folder {path} (no plan there: everything is new)", load_objects(path), {})
-        inv = json.loads((path / INVENTORY_FILE).read_text())
+        if not (path / INVENTORY_FILE).is_file():
+            raise SideError(
+                f"--diff {path}: a folder without {INVENTORY_FILE}, so not a plan folder; "
+                f"expected {VALID_BASES}"
+            )
+        inv = _read_json(path / INVENTORY_FILE, path / INVENTORY_FILE)
+        if not isinstance(inv, dict) or not isinstance(inv.get("resources"), list):
+            raise SideError(
+                f"--diff {path}: its {INVENTORY_FILE} is not a plan's inventory (no resources "
+                f"list); expected {VALID_BASES}"
+            )
         sections = {
             s.get("title"): s.get("data") for s in (inv.get("plan") or {}).get("sections") or []
         }
         resources = {  # the cloud resources; the Kubernetes objects are its manifests
             urn_type_name(r["urn"]): r.get("inputs") or {}
-            for r in inv.get("resources", [])
+            for r in inv["resources"]
             if not str(r.get("type", "")).startswith("kubernetes:")
         }
-        return Side(f"plan folder {path}", load_objects(path), resources, sections)
+        try:
+            objects = load_objects(path)
+        except (OSError, yaml.YAMLError) as e:
+            why = (str(e).splitlines() or [type(e).__name__])[0]
+            raise SideError(f"--diff {path}: a manifest there cannot be read ({why})") from None
+        return Side(f"plan folder {path}", objects, resources, sections)
     if not path.is_file():
-        raise SideError(f"--diff {path}: no such folder or file")
+        raise SideError(f"--diff {path}: no such folder or file; expected {VALID_BASES}")
     data = _read_json(path)
     if isinstance(data, dict) and isinstance(data.get("deployment"), dict):
         version = data.get("version")
@@ -112,5 +165,5 @@ def load_side(path: pathlib.Path) -> Side:
         return side
     raise SideError(
         f"--diff {path}: neither a plan folder, a `pulumi stack export` (version 3) nor a "
-        "`pulumi preview --json` file"
+        "`pulumi preview --json` file; expected " + VALID_BASES
     )

@@ -276,10 +276,24 @@ def main(argv: list[str] | None = None) -> int:
         "--declared",
         action="store_true",
         help="print the modelSize block (declared form) your code measured with "
-        "trainforge.training.measure.model_size into RUN_DIR/model_size.json",
+        "trainforge.training.measure.model_size into RUN_DIR/model_size.json; writes no "
+        "file (not with --file or --dry-run)",
     )
     args = p.parse_args(argv)
     if args.declared:
+        # --declared prints a block and writes no file: a --file or --dry-run given with it
+        # would be read by nothing, so it is refused rather than ignored
+        ignored = [
+            f for f, on in (("--file", args.file is not None), ("--dry-run", args.dry_run)) if on
+        ]
+        if ignored:
+            print(
+                f"trainforge calibrate: {' and '.join(ignored)} with --declared: --declared "
+                "prints the modelSize block and writes no calibration file; drop "
+                f"{' and '.join(ignored)}, or drop --declared to record the run's MFU",
+                file=sys.stderr,
+            )
+            return 2
         try:
             lines = declared_model_size(Path(args.run_dir))
         except CalibrationError as e:

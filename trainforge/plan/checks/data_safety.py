@@ -230,9 +230,12 @@ def diff_report(base_dir: pathlib.Path, head_resources: list[Any], waivers: list
     """For `trainforge plan --diff BASE`: (markdown lines, number of unwaived findings).
     `waivers` are the plan's (trainforge.plan.waivers.Waiver); a base that is not a plan
     folder, or a plan without an inventory, says so instead of passing silently."""
+    from trainforge.plan.sides import is_no_base  # noqa: PLC0415 - light, plan-only
     from trainforge.plan.waivers import find_waiver  # noqa: PLC0415 - light, plan-only
 
     lines = ["### Data safety", ""]
+    if is_no_base(base_dir):  # --diff /dev/null: nothing there to replace or delete
+        return [*lines, "No base (/dev/null): no data-holding resource is replaced.", ""], 0
     if not base_dir.is_dir():
         note = (
             f"The base ({base_dir}) is a deployed state, not a plan folder: replacements"

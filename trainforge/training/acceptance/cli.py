@@ -15,6 +15,8 @@ import sys
 from trainforge.training.acceptance import facts
 from trainforge.training.acceptance.parse import parse_allreduce, parse_dcgm
 
+DEFAULT_NODES = 2  # an all-reduce run's nodes when --nodes is not given
+
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
@@ -27,20 +29,45 @@ def build_parser() -> argparse.ArgumentParser:
     parse.add_argument("file", help="the output (kubectl logs ...), or - for stdin")
     parse.add_argument("--instance-type", action="append", default=[], metavar="TYPE",
                        help="all-reduce: the nodes' instance type (floor from the facts table)")  # fmt: skip
-    parse.add_argument("--nodes", type=int, default=2, help="all-reduce: nodes in the run")
+    parse.add_argument("--nodes", type=int, default=None,
+                       help=f"all-reduce: nodes in the run (default {DEFAULT_NODES})")  # fmt: skip
     parse.add_argument("--min-busbw", type=float, default=None, metavar="GBPS",
                        help="all-reduce: the pass floor in GB/s (overrides the facts table)")  # fmt: skip
     parse.add_argument("--no-require-efa", action="store_true",
                        help="all-reduce: do not require NCCL to have used EFA")  # fmt: skip
     parse.add_argument("--level", type=int, choices=[1, 2, 3, 4], default=None,
                        help="dcgm: the diagnostic level that ran")  # fmt: skip
-    parse.add_argument("--node", default="", help="dcgm: the node name, for the report")
+    parse.add_argument("--node", default=None, help="dcgm: the node name, for the report")
     return p
+
+
+# each test's own flags (their help starts "all-reduce:" or "dcgm:"): given to the other test,
+# one would be read by nothing, so it is refused rather than ignored
+ALLREDUCE_FLAGS = ("--instance-type", "--nodes", "--min-busbw", "--no-require-efa")
+DCGM_FLAGS = ("--level", "--node")
+
+
+def _stray_flags(args: argparse.Namespace) -> list[str]:
+    """The flags of the other test that were given."""
+    given = {
+        "--instance-type": bool(args.instance_type),
+        "--nodes": args.nodes is not None,
+        "--min-busbw": args.min_busbw is not None,
+        "--no-require-efa": args.no_require_efa,
+        "--level": args.level is not None,
+        "--node": args.node is not None,
+    }
+    return [f for f in (ALLREDUCE_FLAGS if args.test == "dcgm" else DCGM_FLAGS) if given[f]]
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if stray := _stray_flags(args):
+        other = "allreduce" if args.test == "dcgm" else "dcgm"
+        parser.error(f"{', '.join(stray)}: only for parse {other}, not parse {args.test}")
+    if args.nodes is None:
+        args.nodes = DEFAULT_NODES
     if args.nodes < 1:
         parser.error(f"--nodes must be >= 1, got {args.nodes}")
     if args.min_busbw is not None and not (math.isfinite(args.min_busbw) and args.min_busbw > 0):
@@ -54,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"trainforge acceptance: cannot read {args.file}: {e.strerror}", file=sys.stderr)
         return 2
     if args.test == "dcgm":
-        verdict = parse_dcgm(text, level=args.level, node=args.node)
+        verdict = parse_dcgm(text, level=args.level, node=args.node or "")
     else:
         floor, why = args.min_busbw, "--min-busbw" if args.min_busbw is not None else ""
         if floor is None and args.instance_type:
