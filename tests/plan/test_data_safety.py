@@ -16,9 +16,11 @@ from types import SimpleNamespace
 import pytest
 
 from tests.conftest import shipped_plan
+from trainforge.plan import sides
 from trainforge.plan.check_types import PlanContext
 from trainforge.plan.checks import data_safety as DS
 from trainforge.plan.cli import main as plan_main
+from trainforge.plan.diff import INVENTORY_FILE
 from trainforge.plan.waivers import Waiver
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -120,7 +122,7 @@ def test_plan_diff_fails_on_a_replacement_unless_waived(prod, tmp_path, capsys):
     base.mkdir()
     inv = json.loads(json.dumps({"resources": records(prod)}, default=str))
     one(inv["resources"], DS.FSX)["inputs"]["deploymentType"] = "SCRATCH_2"
-    (base / DS.INVENTORY_FILE).write_text(json.dumps(inv))
+    (base / INVENTORY_FILE).write_text(json.dumps(inv))
     md = tmp_path / "diff.md"
     args = ["--stack", "prod", "--project-dir", str(ROOT), "--no-standins", "--summary"]
     code = plan_main([*args, "--diff", str(base), "--diff-md", str(md)])
@@ -135,7 +137,7 @@ def test_plan_diff_fails_on_a_replacement_unless_waived(prod, tmp_path, capsys):
         rule=DS.REPLACE,
         reason="moving dev data to a persistent FS",
     )
-    lines, failing = DS.diff_report(base, records(prod), [waiver])
+    lines, failing = DS.diff_report(sides.load_side(base), records(prod), [waiver])
     assert failing == 0 and any("waived: moving dev data" in x for x in lines)
 
 
@@ -143,8 +145,8 @@ def test_a_deployed_state_base_says_replacements_were_not_checked(tmp_path):
     """`plan --diff` of a `pulumi stack export` (a file, not a plan folder) cannot compare
     inventories: its Data safety block says so and fails nothing."""
     export = tmp_path / "stack.json"
-    export.write_text("{}")
-    lines, failing = DS.diff_report(export, [], [])
+    export.write_text(json.dumps({"version": 3, "deployment": {"resources": []}}))
+    lines, failing = DS.diff_report(sides.load_side(export), [], [])
     assert failing == 0 and lines[0] == "### Data safety"
     assert "is a deployed state, not a plan folder" in lines[2] and "NOT checked" in lines[2]
 
@@ -152,7 +154,7 @@ def test_a_deployed_state_base_says_replacements_were_not_checked(tmp_path):
 def test_no_base_dev_null_says_nothing_is_replaced_not_a_deployed_state():
     """`plan --diff /dev/null` (no base: a first deploy, a base branch with no plan) has
     nothing to replace; it is not called a deployed state whose replacements went unchecked."""
-    lines, failing = DS.diff_report(pathlib.Path("/dev/null"), [], [])
+    lines, failing = DS.diff_report(sides.load_side(pathlib.Path("/dev/null")), [], [])
     assert failing == 0 and lines[0] == "### Data safety"
     assert "No base (/dev/null)" in lines[2] and "deployed state" not in lines[2]
 
@@ -168,7 +170,7 @@ def test_a_base_inventory_of_an_older_format_is_read(tmp_path):
         "options": {"protect": True},
         "written_by": "an older trainforge",
     }
-    (tmp_path / DS.INVENTORY_FILE).write_text(json.dumps({"resources": [bucket]}))
-    base = DS.load_base(tmp_path)
+    (tmp_path / INVENTORY_FILE).write_text(json.dumps({"resources": [bucket]}))
+    base = DS.base_records(sides.load_side(tmp_path))
     assert base is not None and list(base) == [bucket["urn"]]
     assert base[bucket["urn"]].options == {"protect": True}

@@ -226,9 +226,7 @@ def _diff_markdown(
 
     rev = review.review(base, sides.load_side(new), result)
     md = "\n".join([*verdict.verdict_markdown(result, rev, args.stack), rev.markdown])
-    safety, data_lost = data_safety.diff_report(
-        args.diff, result.inventory.resources, result.waivers
-    )
+    safety, data_lost = data_safety.diff_report(base, result.inventory.resources, result.waivers)
     return rev, md + "\n" + "\n".join(safety), data_lost
 
 

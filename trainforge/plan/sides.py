@@ -42,6 +42,11 @@ class Side:
     resources: dict[str, dict]  # type::name (urn_type_name) -> inputs (cloud, not kubernetes:*)
     sections: dict[str, Any] | None = None  # plan check title -> data (plan folders only)
     ops: dict[str, str] = field(default_factory=dict)  # URN -> preview op (preview only)
+    # plan folders only: inventory.json's resources as that plan wrote them (the data-safety
+    # comparison reads them: plan/checks/data_safety.base_records); None for any other side
+    records: list[Any] | None = None
+    no_base: bool = False  # `--diff /dev/null`
+    path: pathlib.Path | None = None  # where load_side read it
 
 
 def urn_type_name(urn: str) -> str:
@@ -108,18 +113,20 @@ def load_side(path: pathlib.Path) -> Side:
     that is not JSON or not Pulumi's, one whose resources are not resources) raises
     SideError naming the path and what is valid."""
     try:
-        return _load_side(path)
+        side = _load_side(path)
     except (KeyError, TypeError, AttributeError) as e:  # JSON of the right kind, wrong shape
         what = f"{type(e).__name__}: {e}"
         raise SideError(
             f"--diff {path}: its resources are not of the expected shape ({what}); "
             f"expected {VALID_BASES}"
         ) from None
+    side.path = path
+    return side
 
 
 def _load_side(path: pathlib.Path) -> Side:
     if is_no_base(path):
-        return Side(f"{path} (no base: everything is new)", {}, {})
+        return Side(f"{path} (no base: everything is new)", {}, {}, no_base=True)
     if path.is_dir():
         if not (path / INVENTORY_FILE).is_file():
             raise SideError(
@@ -145,7 +152,7 @@ def _load_side(path: pathlib.Path) -> Side:
         except (OSError, yaml.YAMLError) as e:
             why = (str(e).splitlines() or [type(e).__name__])[0]
             raise SideError(f"--diff {path}: a manifest there cannot be read ({why})") from None
-        return Side(f"plan folder {path}", objects, resources, sections)
+        return Side(f"plan folder {path}", objects, resources, sections, records=inv["resources"])
     if not path.is_file():
         raise SideError(f"--diff {path}: no such folder or file; expected {VALID_BASES}")
     data = _read_json(path)

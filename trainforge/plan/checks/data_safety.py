@@ -7,13 +7,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import pathlib
 from dataclasses import dataclass
 from typing import Any
 
 from trainforge.core.pods import get
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
-from trainforge.plan.diff import INVENTORY_FILE
 from trainforge.plan.resource_types import FSX_LUSTRE as FSX
 from trainforge.plan.resource_types import KMS_KEY, PVC
 from trainforge.plan.resource_types import S3_BUCKET as BUCKET
@@ -111,12 +109,10 @@ def _records(resources: list[Any]) -> dict[str, Recorded]:
     return {r.urn: r for r in recs if holds_data(r.type, r.inputs)}
 
 
-def load_base(folder: pathlib.Path) -> dict[str, Recorded] | None:
-    """The data-holding resources of a plan folder (None: it has no inventory.json)."""
-    path = folder / INVENTORY_FILE
-    if not path.is_file():
-        return None
-    return _records(json.loads(path.read_text()).get("resources") or [])
+def base_records(base: Any) -> dict[str, Recorded] | None:
+    """The data-holding resources of a `--diff` base (plan.sides.Side) that is a plan folder,
+    as its inventory.json recorded them; None for a deployed state or no base."""
+    return None if base.records is None else _records(base.records)
 
 
 def _changed(base: Recorded, head: Recorded) -> list[tuple[str, Any, Any]]:
@@ -226,28 +222,26 @@ def check(ctx: PlanContext) -> CheckResult:
     return CheckResult(findings, [Section("Data safety", lines, rows)])
 
 
-def diff_report(base_dir: pathlib.Path, head_resources: list[Any], waivers: list[Any]):
+def diff_report(base: Any, head_resources: list[Any], waivers: list[Any]):
     """For `trainforge plan --diff BASE`: (markdown lines, number of unwaived findings).
-    `waivers` are the plan's (trainforge.plan.waivers.Waiver); a base that is not a plan
-    folder, or a plan without an inventory, says so instead of passing silently."""
-    from trainforge.plan.sides import is_no_base  # noqa: PLC0415 - light, plan-only
+    `base` is the diff's base as plan.sides.load_side read it (once, before the plan);
+    `waivers` are the plan's (trainforge.plan.waivers.Waiver); a base that is a deployed
+    state, not a plan folder, says its replacements were not checked instead of passing
+    silently."""
     from trainforge.plan.waivers import find_waiver  # noqa: PLC0415 - light, plan-only
 
     lines = ["### Data safety", ""]
-    if is_no_base(base_dir):  # --diff /dev/null: nothing there to replace or delete
+    if base.no_base:  # --diff /dev/null: nothing there to replace or delete
         return [*lines, "No base (/dev/null): no data-holding resource is replaced.", ""], 0
-    if not base_dir.is_dir():
+    recorded = base_records(base)
+    if recorded is None:
         note = (
-            f"The base ({base_dir}) is a deployed state, not a plan folder: replacements"
+            f"The base ({base.path}) is a deployed state, not a plan folder: replacements"
             " of data-holding resources were NOT checked by TF_DATA_REPLACE; read the"
             " replaced resources above and `pulumi preview`."
         )
         return [*lines, note, ""], 0
-    base = load_base(base_dir)
-    if base is None:
-        note = f"The base plan ({base_dir}) has no {INVENTORY_FILE}: replacements NOT checked."
-        return [*lines, note, ""], 0
-    found = replacements(base, head_resources)
+    found = replacements(recorded, head_resources)
     if not found:
         return [*lines, "No data-holding resource is replaced or deleted.", ""], 0
     unwaived = 0
