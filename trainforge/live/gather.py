@@ -111,11 +111,17 @@ def _pods(api: Api, g: Gathered) -> list[dict[str, Any]]:
     return sorted((pods or {}).get("items", []), key=lambda p: p["metadata"]["name"])
 
 
-def unread(what: str, e: KubeError, means: str) -> str:
-    """The note for an optional read that failed, by whose the failure is: refused (401: the
-    credentials; 403: the user's access) or the platform's (the API server answered another
-    error, or could not be reached), and what its absence means for what is shown. Not found
-    (404) is no failure: `Api.get` answers None and the object is absent."""
+def refused(e: KubeError) -> bool:
+    """The read was refused: 401 (the credentials) or 403 (the user's access). Any other
+    error is the platform's (the API server answered another error, or could not be reached)."""
+    return e.status in (401, 403)
+
+
+def cannot_read(what: str, e: KubeError) -> str:
+    """`cannot read WHAT (CAUSE)`, by whose the failure is: refused (`refused`) or the
+    platform's. Not found (404) is no failure: `Api.get` answers None and the object is absent.
+    The one wording of every failed read that does not end the command (`unread`, the expected
+    start, the spend)."""
     if e.status == 401:
         cause = "401: the API server did not accept your credentials"
     elif e.status == 403:
@@ -123,7 +129,13 @@ def unread(what: str, e: KubeError, means: str) -> str:
     else:
         cause = f"{e.status or ''} {e.reason}".strip()
         cause = f"{cause}: the cluster failed to answer, not your access; try again later"
-    return f"cannot read {what} ({cause}): {means}"
+    return f"cannot read {what} ({cause})"
+
+
+def unread(what: str, e: KubeError, means: str) -> str:
+    """The note for an optional read that failed (`cannot_read`) and what its absence means
+    for what is shown."""
+    return f"{cannot_read(what, e)}: {means}"
 
 
 def optional(api: Api, what: str, means: str, path: str, **query: Any) -> tuple[dict | None, str]:
@@ -188,21 +200,29 @@ def _queue(api: Api, g: Gathered, uid: str) -> None:
         )  # fmt: skip
     admitted = condition(g.workload, "Admitted")
     if lq_name and not (admitted and admitted.get("status") == "True"):
-        for base in VISIBILITY:  # not found: an older Kueue serves the next version
-            pending, note = optional(
-                api, "the queue position", "the job's place in the queue is not shown",
-                f"{base}/namespaces/{g.namespace}/localqueues/{lq_name}/pendingworkloads",
-            )  # fmt: skip
-            if note:
-                g.notes.append(note)
-                break
-            if pending is None:
-                continue
+        pending = None
+        try:
+            pending = pending_workloads(api, g.namespace, lq_name)
+        except KubeError as e:
+            g.notes.append(
+                unread("the queue position", e, "the job's place in the queue is not shown")
+            )
+        if pending is not None:
             wl = g.workload["metadata"]["name"]
             g.position = next(
                 (i for i in pending.get("items", []) if i["metadata"]["name"] == wl), None
             )
-            break
+
+
+def pending_workloads(api: Api, namespace: str, local_queue: str) -> dict[str, Any] | None:
+    """Kueue's visibility API's pending workloads of a LocalQueue (each with its
+    positionInClusterQueue), at the newest version it serves (not found: an older Kueue
+    serves the next); None when no version is served. A failed read raises (KubeError)."""
+    for base in VISIBILITY:
+        found = api.get(f"{base}/namespaces/{namespace}/localqueues/{local_queue}/pendingworkloads")
+        if found is not None:
+            return found
+    return None
 
 
 def condition(obj: dict | None, kind: str) -> dict | None:
@@ -254,7 +274,8 @@ def _metrics(api: Api, g: Gathered) -> None:
     try:
         text = api.text(path)
     except KubeError as e:
-        g.notes.append(f"cannot read rank 0's metrics ({e.status or ''} {e})".strip())
+        means = "its progress, ETA, last checkpoint and restarts are not shown"
+        g.notes.append(unread(f"the metrics of rank 0's pod {pod['metadata']['name']}", e, means))
         return
     if text is not None:
         g.metrics = parse_metrics(text)
