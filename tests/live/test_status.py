@@ -563,6 +563,66 @@ def test_a_failed_metrics_read_is_the_same_rule(capsys, api, code, reason, cause
     assert "progress:" not in out
 
 
+PENDING_JOB = f"/apis/kubeflow.org/v1/namespaces/llm/pytorchjobs/{recorded.PENDING}"
+PENDING_WORKLOAD = f"{recorded.KUEUE}/namespaces/llm/workloads?labelSelector=kueue.x-k8s.io/job-uid=5f0c1e2a-pending"
+WAIT_MEANS = (
+    "wait sees the admission only when Kueue starts the job (no longer suspended), which a "
+    "job that MultiKueue runs on another cluster never does here"
+)
+
+
+@pytest.mark.parametrize(
+    ("code", "reason", "cause"),
+    [
+        (401, "Unauthorized", REFUSED[401]),
+        (403, "Forbidden", REFUSED[403]),
+        (503, "Service Unavailable", f"503 Service Unavailable: {PLATFORM}"),
+    ],
+)
+def test_wait_for_admitted_says_once_when_the_workload_cannot_be_read(
+    capsys, api, code, reason, cause
+):
+    """`--for admitted` printed nothing while its Workload read failed, until its timeout.
+    Now the note, once over every poll, naming whose failure it is and what wait still sees
+    (the job's suspension); it keeps waiting (the job's state shows the admission), so the
+    timeout is still 124."""
+    api.failing[PENDING_WORKLOAD] = (code, reason)
+    ticks = iter(range(100))
+    code_, out, err = run(
+        capsys, cli.wait_main, recorded.PENDING, "-n", "llm", "--for", "admitted",
+        "--timeout", "3", "--interval", "1", "--kubeconfig", api.config,
+        sleep=lambda s: None, clock=lambda: float(next(ticks)),
+    )  # fmt: skip
+    assert api.seen.count(PENDING_WORKLOAD) == 3  # three polls, one note
+    assert out == (
+        f"note: cannot read Kueue Workloads ({cause}): {WAIT_MEANS}\n"
+        f"{recorded.PENDING}: Suspended\n"
+    )
+    assert code_ == 124 and "still Suspended after 3s" in err
+
+
+def test_wait_for_admitted_sees_kueue_start_the_job_without_its_workload(capsys, api):
+    """A refused Workload read does not end the wait: Kueue unsuspends the job it admits
+    (gather.WAIT_UNREAD), and wait returns 0 then."""
+    api.forbidden.add(PENDING_WORKLOAD)
+    started = json.loads(json.dumps(api.routes[PENDING_JOB]))
+    started["spec"]["runPolicy"]["suspend"] = False
+    started["status"]["conditions"][1]["status"] = "False"
+
+    def sleep(_: float) -> None:  # Kueue admits it between the first and second poll
+        api.routes[PENDING_JOB] = started
+
+    code, out, _ = run(
+        capsys, cli.wait_main, recorded.PENDING, "-n", "llm", "--for", "admitted",
+        "--interval", "1", "--kubeconfig", api.config, sleep=sleep,
+    )  # fmt: skip
+    assert code == 0
+    assert out == (
+        f"note: cannot read Kueue Workloads ({REFUSED[403]}): {WAIT_MEANS}\n"
+        f"{recorded.PENDING}: Suspended\n{recorded.PENDING}: Created\n"
+    )
+
+
 def test_a_read_that_is_not_found_is_absent_not_a_note(capsys, api):
     """404: no LimitRange, no visibility API of that version (an older Kueue): no note."""
     assert LIMIT_RANGES not in api.routes

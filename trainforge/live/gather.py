@@ -83,8 +83,20 @@ def poll(api: Api, namespace: str, name: str, backend: str | None, workload: boo
     if g.backend == "trainjob":
         g.pods = _pods(api, g)
     if workload:
-        g.workload = _workload(api, g, g.job.get("metadata", {}).get("uid", ""))
+        g.workload = _workload(api, g, g.job.get("metadata", {}).get("uid", ""), WAIT_UNREAD)
     return g
+
+
+# What `wait --for admitted` still sees when the Workload cannot be read: Kueue starts
+# (unsuspends) a suspended job once its Workload is admitted (kubernetes-sigs/kueue v0.19.2
+# pkg/controller/jobframework/reconciler.go, ReconcileGenericJob step 7, "start the job if the
+# workload has been admitted"), except a job MultiKueue runs on a worker cluster
+# (startJob: "skipping local execution"). A refused read does not end the wait: the job's
+# own state still shows the admission.
+WAIT_UNREAD = (
+    "wait sees the admission only when Kueue starts the job (no longer suspended), which a "
+    "job that MultiKueue runs on another cluster never does here"
+)
 
 
 def gather(api: Api, namespace: str, name: str, metrics: bool = True) -> Gathered:
@@ -168,10 +180,13 @@ def _limit_ranges(api: Api, g: Gathered) -> None:
     g.limit_ranges = list((found or {}).get("items", []))
 
 
-def _workload(api: Api, g: Gathered, uid: str) -> dict[str, Any] | None:
-    """The job's Kueue Workload: the newest with its uid (a re-created job gets a new one)."""
+def _workload(
+    api: Api, g: Gathered, uid: str, means: str = "its queue, position and quota are not shown"
+) -> dict[str, Any] | None:
+    """The job's Kueue Workload: the newest with its uid (a re-created job gets a new one).
+    `means`: what is missing when it cannot be read."""
     wls = _optional(
-        api, g, "Kueue Workloads", "its queue, position and quota are not shown",
+        api, g, "Kueue Workloads", means,
         f"{KUEUE}/namespaces/{g.namespace}/workloads", labelSelector=f"{JOB_UID_LABEL}={uid}",
     )  # fmt: skip
     items = (wls or {}).get("items", [])
