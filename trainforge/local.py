@@ -256,21 +256,22 @@ def run_user_code(stack: str, job_name: str, rest: list[str], job: Any = None) -
     if ns.dry_run:
         print(f"(cd {run.cwd} && {' '.join(run.command)})")
         return 0
-    from trainforge.jobs.restarts import local_budget
+    from trainforge.jobs.restarts import launch_line, local_budget
 
     b = local_budget(job, max_restarts=ns.max_restarts, pod_restarts=ns.pod_restarts)
-    return _launch_user_code(job.name, f"{run.workers} process(es)", job, run, b)
+    line = launch_line(job, b)
+    return _launch_user_code(job.name, f"{run.workers} process(es)", line, run, b)
 
 
-def _launch_user_code(what: str, processes: str, job: Any, run: Any, budget: Any) -> int:
-    """Say what runs where, with the plan's launch line for `budget`, then launch it: the
-    one ending of both user-code paths (a stack's job, and an ad-hoc target)."""
+def _launch_user_code(what: str, processes: str, line: str, run: Any, budget: Any) -> int:
+    """Say what runs where, with its launch line (`budget`'s: the plan's for a stack's job,
+    restarts.adhoc_line for an ad-hoc target), then launch it: the one ending of both
+    user-code paths."""
     from trainforge.jobs.local import launch
-    from trainforge.jobs.restarts import launch_line
 
     shipped = f"the shipped copy in {run.code_dir}" if run.code_dir else "this environment"
     print(f"run-local: {what}: {processes} running {shipped}", flush=True)
-    print(f"run-local: {what}: {launch_line(job, budget)}", flush=True)
+    print(f"run-local: {what}: {line}", flush=True)
     _where_things_go(run.env)
     return launch(run.command, run.env, run.cwd, recreations=budget.local_recreations, on=budget.on)
 
@@ -366,12 +367,13 @@ def run_adhoc(target: str, module: bool, own: list[str], args: list[str]) -> int
     if ns.dry_run:
         print(f"(cd {run.cwd} && {' '.join(run.command)})")
         return 0
-    from trainforge.jobs.restarts import adhoc_budget
+    from trainforge.jobs.restarts import adhoc_budget, adhoc_line
 
-    # the launch line of the plan and `run-local --stack`, with this run's own budget
+    # one local torchrun of every rank, with this run's own budget (no stack: no pods)
     b = adhoc_budget(ns.max_restarts, ns.pod_restarts)
     what = f"-m {target}" if module else target
-    return _launch_user_code(what, f"{run.workers} process(es) (world {run.workers})", job, run, b)
+    line = adhoc_line(run.workers, b)
+    return _launch_user_code(what, f"{run.workers} process(es) (world {run.workers})", line, run, b)
 
 
 def training_config(training_args: list[str], workers: int) -> Any:

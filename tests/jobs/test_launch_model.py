@@ -130,18 +130,18 @@ def test_run_local_applies_the_rendered_restart_policy(project, monkeypatch):
     assert launch_line(job).startswith("2 pods x 4 processes, restarts: ")
 
 
-def _recording_launch_line(monkeypatch) -> list[str]:
-    """trainforge.jobs.restarts.launch_line, recording every line it returns."""
+def _recording_launch_line(monkeypatch, name: str = "launch_line") -> list[str]:
+    """trainforge.jobs.restarts.launch_line (or `name`), recording every line it returns."""
     from trainforge.jobs import restarts
 
     made: list[str] = []
-    real = restarts.launch_line
+    real = getattr(restarts, name)
 
     def recorded(*args, **kwargs):
         made.append(real(*args, **kwargs))
         return made[-1]
 
-    monkeypatch.setattr(restarts, "launch_line", recorded)
+    monkeypatch.setattr(restarts, name, recorded)
     return made
 
 
@@ -160,28 +160,35 @@ def _max_restarts(cmd: list[str]) -> int:
     return int(cmd[cmd.index("--max-restarts") + 1])
 
 
-def test_the_ad_hoc_and_stack_paths_print_their_restart_line_through_launch_line(
+def test_the_ad_hoc_and_stack_paths_print_the_restart_line_they_run_with(
     project, monkeypatch, capsys
 ):
-    """`run-local SCRIPT` (no stack) and `run-local --stack STACK JOB` print the launch line
-    of restarts.launch_line, the plan's, with the numbers run-local then runs with (its
+    """`run-local --stack STACK JOB` prints the plan's launch line (restarts.launch_line) of
+    the job it mirrors; `run-local SCRIPT` (no stack: no job the cluster would run, no pods)
+    the one local torchrun it runs (restarts.adhoc_line: it said "2 pods x 1 process,
+    torchrun restarts in the pod 1"). Both with the numbers run-local then runs with (its
     --max-restarts and --pod-restarts included), not a line written by hand."""
     from trainforge import local
 
     monkeypatch.chdir(project)
     made = _recording_launch_line(monkeypatch)
+    made_adhoc = _recording_launch_line(monkeypatch, "adhoc_line")
     seen = _fake_launch(monkeypatch)
 
     argv = ["code/ranks.py", "--workers", "2", "--max-restarts", "1", "--pod-restarts", "3"]
     assert local.main(argv) == 0
     out = capsys.readouterr().out
-    (adhoc,) = made
+    assert made == []
+    (adhoc,) = made_adhoc
     assert f"run-local: code/ranks.py: {adhoc}\n" in out
     assert adhoc == (
-        "2 pods x 1 process, restarts: torchrun restarts in the pod 1; pod re-created on exit "
-        ">= 128, at most 3 (run-local --pod-restarts; no stack, no controller); run-local: the "
-        "same, up to 3"
+        "1 local torchrun x 2 processes (no stack, so no pods), restarts: torchrun restarts its "
+        "processes at most 1 time (--max-restarts); the torchrun is re-run on exit >= 128, at "
+        "most 3 times (--pod-restarts)"
     )
+    # what the line says is what runs: one torchrun of 2 processes, its restarts, re-runs
+    assert seen["cmd"].count("trainforge.training.launch") == 1
+    assert seen["cmd"][seen["cmd"].index("--nproc-per-node") + 1] == "2"
     assert (_max_restarts(seen["cmd"]), seen["recreations"], seen["on"]) == (1, 3, "retryable")
 
     made.clear()
@@ -194,6 +201,16 @@ def test_the_ad_hoc_and_stack_paths_print_their_restart_line_through_launch_line
     assert stacked.startswith("2 pods x 4 processes, restarts: torchrun restarts in the pod 2; ")
     assert stacked.endswith("run-local: the same, up to 1 (--pod-restarts)")
     assert (_max_restarts(seen["cmd"]), seen["recreations"], seen["on"]) == (2, 1, "retryable")
+
+
+def test_the_ad_hoc_line_counts_what_it_runs():
+    from trainforge.jobs.restarts import adhoc_budget, adhoc_line
+
+    assert adhoc_line(1, adhoc_budget(0, 1)) == (
+        "1 local torchrun x 1 process (no stack, so no pods), restarts: torchrun restarts its "
+        "process at most 0 times (--max-restarts); the torchrun is re-run on exit >= 128, at "
+        "most 1 time (--pod-restarts)"
+    )
 
 
 def test_the_bundled_runtime_s_stack_line_says_the_flags_it_runs_with(monkeypatch, capsys):

@@ -49,7 +49,56 @@ def test_estimate_basis_when_prometheus_is_forbidden(tmp_path):
         assert s.basis == "estimate"
         assert s.usd == pytest.approx(2 * (3 + 59 / 60) * 5.672)
         assert s.line().startswith("spend:      ~$45.19 so far (estimate: ")
-        assert "not OpenCost: your access cannot read OpenCost's Prometheus" in s.detail
+        assert s.detail.endswith(
+            "; not OpenCost: cannot read OpenCost's Prometheus monitoring/"
+            "kube-prometheus-stack-prometheus (403: your access does not include it)"
+        )
+    finally:
+        server.httpd.shutdown()
+
+
+FAILED_READ = [
+    (401, "Unauthorized", "401: the API server did not accept your credentials"),
+    (403, "Forbidden", "403: your access does not include it"),
+    (500, "Internal Server Error", "500 Internal Server Error: the cluster failed to answer, "
+     "not your access; try again later"),
+    (503, "Service Unavailable", "503 Service Unavailable: the cluster failed to answer, "
+     "not your access; try again later"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("code", "reason", "cause"), FAILED_READ)
+def test_a_failed_prometheus_read_says_whose_failure_it_is(tmp_path, code, reason, cause):
+    """The one rule of a failed read (gather.cannot_read): refused (401, 403) says so; any
+    other error is the cluster's ("not reachable" before, for a 500 too), never the user's
+    access."""
+    (query,) = recorded.FORBIDDEN
+    server, api = live(tmp_path)
+    server.failing[query] = (code, reason)
+    try:
+        g = gather(api, "vision", "vit-l", metrics=False)
+        s = spend.job_spend(api, g, recorded.NOW)
+        assert s.basis == "estimate" and query in server.seen
+        assert s.detail.endswith(
+            "; not OpenCost: cannot read OpenCost's Prometheus monitoring/"
+            f"kube-prometheus-stack-prometheus ({cause})"
+        )
+    finally:
+        server.httpd.shutdown()
+
+
+@pytest.mark.parametrize(("code", "reason", "cause"), FAILED_READ)
+def test_a_failed_node_read_says_whose_failure_it_is(tmp_path, code, reason, cause):
+    server, api = live(tmp_path, forbidden=recorded.FORBIDDEN)
+    server.failing["/api/v1/nodes/ip-10-40-3-17.ec2.internal"] = (code, reason)
+    try:
+        g = gather(api, "vision", "vit-l", metrics=False)
+        s = spend.job_spend(api, g, recorded.NOW)
+        assert s.usd is None
+        assert s.detail.startswith(
+            f"estimate impossible: cannot read node ip-10-40-3-17.ec2.internal ({cause}); "
+            "not OpenCost: "
+        )
     finally:
         server.httpd.shutdown()
 
@@ -89,7 +138,10 @@ def test_unknown_when_neither_basis_can_be_read(tmp_path):
         g = gather(api, "vision", "vit-l", metrics=False)
         s = spend.job_spend(api, g, recorded.NOW)
         assert s.usd is None and s.line().startswith("spend:      unknown so far (")
-        assert "node ip-10-40-3-17.ec2.internal not readable (403)" in s.detail
+        assert (
+            "cannot read node ip-10-40-3-17.ec2.internal (403: your access does not include it)"
+            in s.detail
+        )
     finally:
         server.httpd.shutdown()
 

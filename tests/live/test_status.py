@@ -139,7 +139,7 @@ admitted:   yes, to flavor gpu-workloads
 progress:   step 41200/100000 (41%), 0.61 s/step, ETA 10.0 h
 checkpoint: step 41000, 2 min of training ago (200 steps)
 restarts:   2 (hang: 1, peer_lost: 1); goodput 83%
-spend:      ~$45.19 so far (estimate: 8.0 pod-hours on g5.12xlarge at $5.672/h in us-east-1 on-demand (price facts 2026-11-27) x each pod's share of its node; not OpenCost: your access cannot read OpenCost's Prometheus monitoring/kube-prometheus-stack-prometheus (403))
+spend:      ~$45.19 so far (estimate: 8.0 pod-hours on g5.12xlarge at $5.672/h in us-east-1 on-demand (price facts 2026-11-27) x each pod's share of its node; not OpenCost: cannot read OpenCost's Prometheus monitoring/kube-prometheus-stack-prometheus (403: your access does not include it))
 pods:
   vit-l-node-0-0-k8x2p         Running    node ip-10-40-3-17.ec2.internal  restarts 1  last exit 202 (peer_lost) 19m ago
   vit-l-node-0-1-q4m7d         Running    node ip-10-40-3-52.ec2.internal  restarts 1  last exit 201 (hang) 20m ago
@@ -537,6 +537,90 @@ def test_a_failed_optional_read_is_one_note_naming_whose_failure_it_is(
     assert notes[0].startswith(f"note:       cannot read {what} ({cause}): {means}"), notes
     if code >= 500:
         assert "your access does not include" not in notes[0]
+
+
+@pytest.mark.parametrize(
+    ("code", "reason", "cause"),
+    [
+        (401, "Unauthorized", REFUSED[401]),
+        (403, "Forbidden", REFUSED[403]),
+        (503, "Service Unavailable", f"503 Service Unavailable: {PLATFORM}"),
+    ],
+)
+def test_a_failed_metrics_read_is_the_same_rule(capsys, api, code, reason, cause):
+    """Rank 0's metrics: the one rule too (it printed `(403 GET PATH: 403 Forbidden)`, naming
+    neither whose failure nor what is missing)."""
+    pod = "mnist-ddp-0-7xk2q"
+    path = f"/api/v1/namespaces/{recorded.RUN_NS}/pods/{pod}:9400/proxy/metrics"
+    assert path in api.routes
+    api.failing[path] = (code, reason)
+    out = status(capsys, api, recorded.RUN_NS, recorded.RUN)
+    notes = [line for line in out.splitlines() if line.startswith("note:")]
+    assert notes == [
+        f"note:       cannot read the metrics of rank 0's pod {pod} ({cause}): its progress, "
+        "ETA, last checkpoint and restarts are not shown"
+    ], out
+    assert "progress:" not in out
+
+
+PENDING_JOB = f"/apis/kubeflow.org/v1/namespaces/llm/pytorchjobs/{recorded.PENDING}"
+PENDING_WORKLOAD = f"{recorded.KUEUE}/namespaces/llm/workloads?labelSelector=kueue.x-k8s.io/job-uid=5f0c1e2a-pending"
+WAIT_MEANS = (
+    "wait sees the admission only when Kueue starts the job (no longer suspended), which a "
+    "job that MultiKueue runs on another cluster never does here"
+)
+
+
+@pytest.mark.parametrize(
+    ("code", "reason", "cause"),
+    [
+        (401, "Unauthorized", REFUSED[401]),
+        (403, "Forbidden", REFUSED[403]),
+        (503, "Service Unavailable", f"503 Service Unavailable: {PLATFORM}"),
+    ],
+)
+def test_wait_for_admitted_says_once_when_the_workload_cannot_be_read(
+    capsys, api, code, reason, cause
+):
+    """`--for admitted` printed nothing while its Workload read failed, until its timeout.
+    Now the note, once over every poll, naming whose failure it is and what wait still sees
+    (the job's suspension); it keeps waiting (the job's state shows the admission), so the
+    timeout is still 124."""
+    api.failing[PENDING_WORKLOAD] = (code, reason)
+    ticks = iter(range(100))
+    code_, out, err = run(
+        capsys, cli.wait_main, recorded.PENDING, "-n", "llm", "--for", "admitted",
+        "--timeout", "3", "--interval", "1", "--kubeconfig", api.config,
+        sleep=lambda s: None, clock=lambda: float(next(ticks)),
+    )  # fmt: skip
+    assert api.seen.count(PENDING_WORKLOAD) == 3  # three polls, one note
+    assert out == (
+        f"note: cannot read Kueue Workloads ({cause}): {WAIT_MEANS}\n"
+        f"{recorded.PENDING}: Suspended\n"
+    )
+    assert code_ == 124 and "still Suspended after 3s" in err
+
+
+def test_wait_for_admitted_sees_kueue_start_the_job_without_its_workload(capsys, api):
+    """A refused Workload read does not end the wait: Kueue unsuspends the job it admits
+    (gather.WAIT_UNREAD), and wait returns 0 then."""
+    api.forbidden.add(PENDING_WORKLOAD)
+    started = json.loads(json.dumps(api.routes[PENDING_JOB]))
+    started["spec"]["runPolicy"]["suspend"] = False
+    started["status"]["conditions"][1]["status"] = "False"
+
+    def sleep(_: float) -> None:  # Kueue admits it between the first and second poll
+        api.routes[PENDING_JOB] = started
+
+    code, out, _ = run(
+        capsys, cli.wait_main, recorded.PENDING, "-n", "llm", "--for", "admitted",
+        "--interval", "1", "--kubeconfig", api.config, sleep=sleep,
+    )  # fmt: skip
+    assert code == 0
+    assert out == (
+        f"note: cannot read Kueue Workloads ({REFUSED[403]}): {WAIT_MEANS}\n"
+        f"{recorded.PENDING}: Suspended\n{recorded.PENDING}: Created\n"
+    )
 
 
 def test_a_read_that_is_not_found_is_absent_not_a_note(capsys, api):

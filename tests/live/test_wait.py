@@ -200,7 +200,8 @@ UNKNOWN = {
     ),
     "no-positions": (
         _no_positions,
-        "cannot read the queue positions of LocalQueue default (403)",
+        "cannot read the queue positions of LocalQueue default (403: your access does not "
+        "include it)",
     ),
 }
 
@@ -222,10 +223,64 @@ def test_a_read_that_fails_leaves_the_rest_of_status_standing(capsys, api):
     )  # fmt: skip
     assert code == 0
     assert (
-        "expected:   start cannot be estimated: a read failed: GET /apis/kubeflow.org/v1/"
-        "namespaces/llm/pytorchjobs/llama-pt: 403 Forbidden\n"
+        "expected:   start cannot be estimated: cannot read /apis/kubeflow.org/v1/"
+        "namespaces/llm/pytorchjobs/llama-pt (403: your access does not include it)\n"
     ) in out
     assert "pods:       none yet" in out
+
+
+# --- a read the estimate needs that fails: the one rule (gather.cannot_read) ---------------------
+
+REFUSED = {
+    401: "401: the API server did not accept your credentials",
+    403: "403: your access does not include it",
+}
+PLATFORM = "the cluster failed to answer, not your access; try again later"
+LQ_DEFAULT = VIS.replace("/training/", "/default/")
+
+
+@pytest.mark.parametrize(
+    ("code", "reason", "cause"),
+    [
+        (401, "Unauthorized", REFUSED[401]),
+        (403, "Forbidden", REFUSED[403]),
+        (500, "Internal Server Error", f"500 Internal Server Error: {PLATFORM}"),
+        (503, "Service Unavailable", f"503 Service Unavailable: {PLATFORM}"),
+    ],
+)
+@pytest.mark.parametrize(
+    ("path", "what"),
+    [
+        (f"{recorded.KUEUE}/resourceflavors/efa-training", "ResourceFlavor efa-training"),
+        (WORKLOADS, f"the Kueue Workloads of namespace {NS}"),
+        (f"{recorded.KUEUE}/namespaces/{NS}/localqueues", f"the LocalQueues of namespace {NS}"),
+        (LQ_DEFAULT, "the queue positions of LocalQueue default"),
+        (
+            f"/apis/kubeflow.org/v1/namespaces/{NS}/pytorchjobs/llama-pt",
+            f"/apis/kubeflow.org/v1/namespaces/{NS}/pytorchjobs/llama-pt",
+        ),
+    ],
+)
+def test_a_failed_read_says_whose_failure_it_is(api, code, reason, cause, path, what):
+    """Refused (401, 403) says so; any other error is the cluster's, never worded as the
+    user's access (a 500 was "a read failed: GET PATH: 500 ...", naming nobody; a 503 of the
+    visibility API "does not answer")."""
+    assert path in api.routes  # each read is one the estimate makes
+    api.failing[path] = (code, reason)
+    e = expected(api)
+    assert (e.seconds, e.unknown) == (None, f"cannot read {what} ({cause})")
+    assert wait.lines(e) == [("expected", f"start cannot be estimated: {e.unknown}")]
+
+
+def test_a_visibility_api_not_served_at_any_version_is_said_so(api):
+    """Not found (404) at v1beta2 is absent, and the next version is read; at both: said so."""
+    api.routes.pop(LQ_DEFAULT)
+    e = expected(api)
+    assert e.unknown == (
+        "Kueue's visibility API is not served (not found: visibility.kueue.x-k8s.io/v1beta2, "
+        "visibility.kueue.x-k8s.io/v1beta1)"
+    )
+    assert LQ_DEFAULT.replace("v1beta2", "v1beta1") in api.seen
 
 
 def test_the_docs_show_what_it_prints():

@@ -131,3 +131,29 @@ def launch_line(job: JobSpec, b: RestartBudget | None = None) -> str:
     pods = "pod" if job.workers == 1 else "pods"
     procs = "process" if job.procs == 1 else "processes"
     return f"{job.workers} {pods} x {job.procs} {procs}, restarts: {describe(job, b)}"
+
+
+_RERUN = {
+    "none": "never re-run",
+    "any": "re-run on any failure",
+    "retryable": "re-run on exit >= 128",
+}
+
+
+def adhoc_line(workers: int, b: RestartBudget) -> str:
+    """What `run-local SCRIPT | -m MODULE | pkg.mod:func` runs, in one line: one local torchrun
+    of `workers` processes with the budget `b` (`adhoc_budget`).
+
+    Not `launch_line`: with no stack there is no job the cluster would run, so no pods. The
+    launch line of its stand-in job ("2 pods x 1 process, torchrun restarts in the pod ...")
+    said two pods with a torchrun each, where one torchrun runs every rank and restarts and
+    is re-run as one (jobs.local.launcher, jobs.local.launch)."""
+    procs = "process" if workers == 1 else "processes"
+    times = "time" if b.in_pod == 1 else "times"
+    again = "time" if b.local_recreations == 1 else "times"
+    rerun = _RERUN[b.on] + (f", at most {b.local_recreations} {again}" if b.on != "none" else "")
+    return (
+        f"1 local torchrun x {workers} {procs} (no stack, so no pods), restarts: torchrun "
+        f"restarts its {procs} at most {b.in_pod} {times} (--max-restarts); the torchrun is "
+        f"{rerun} (--pod-restarts)"
+    )

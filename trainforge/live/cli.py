@@ -216,9 +216,14 @@ def wait_main(
         end = clock() + args.timeout if args.timeout else None
         last = ""
         backend = None  # found on the first poll; later polls read only its kind
+        noted: set[str] = set()  # a failed read's note, once, not on every poll
         while True:
             g = poll(api, ns, args.job, backend, workload=args.until == "admitted")
             backend = g.backend
+            for note in g.notes:
+                if note not in noted:
+                    print(f"note: {note}", flush=True)
+                    noted.add(note)
             state, cond = explain.job_state(g)
             if state != last:
                 print(f"{args.job}: {state}", flush=True)

@@ -83,8 +83,20 @@ def poll(api: Api, namespace: str, name: str, backend: str | None, workload: boo
     if g.backend == "trainjob":
         g.pods = _pods(api, g)
     if workload:
-        g.workload = _workload(api, g, g.job.get("metadata", {}).get("uid", ""))
+        g.workload = _workload(api, g, g.job.get("metadata", {}).get("uid", ""), WAIT_UNREAD)
     return g
+
+
+# What `wait --for admitted` still sees when the Workload cannot be read: Kueue starts
+# (unsuspends) a suspended job once its Workload is admitted (kubernetes-sigs/kueue v0.19.2
+# pkg/controller/jobframework/reconciler.go, ReconcileGenericJob step 7, "start the job if the
+# workload has been admitted"), except a job MultiKueue runs on a worker cluster
+# (startJob: "skipping local execution"). A refused read does not end the wait: the job's
+# own state still shows the admission.
+WAIT_UNREAD = (
+    "wait sees the admission only when Kueue starts the job (no longer suspended), which a "
+    "job that MultiKueue runs on another cluster never does here"
+)
 
 
 def gather(api: Api, namespace: str, name: str, metrics: bool = True) -> Gathered:
@@ -111,11 +123,17 @@ def _pods(api: Api, g: Gathered) -> list[dict[str, Any]]:
     return sorted((pods or {}).get("items", []), key=lambda p: p["metadata"]["name"])
 
 
-def unread(what: str, e: KubeError, means: str) -> str:
-    """The note for an optional read that failed, by whose the failure is: refused (401: the
-    credentials; 403: the user's access) or the platform's (the API server answered another
-    error, or could not be reached), and what its absence means for what is shown. Not found
-    (404) is no failure: `Api.get` answers None and the object is absent."""
+def refused(e: KubeError) -> bool:
+    """The read was refused: 401 (the credentials) or 403 (the user's access). Any other
+    error is the platform's (the API server answered another error, or could not be reached)."""
+    return e.status in (401, 403)
+
+
+def cannot_read(what: str, e: KubeError) -> str:
+    """`cannot read WHAT (CAUSE)`, by whose the failure is: refused (`refused`) or the
+    platform's. Not found (404) is no failure: `Api.get` answers None and the object is absent.
+    The one wording of every failed read that does not end the command (`unread`, the expected
+    start, the spend)."""
     if e.status == 401:
         cause = "401: the API server did not accept your credentials"
     elif e.status == 403:
@@ -123,7 +141,13 @@ def unread(what: str, e: KubeError, means: str) -> str:
     else:
         cause = f"{e.status or ''} {e.reason}".strip()
         cause = f"{cause}: the cluster failed to answer, not your access; try again later"
-    return f"cannot read {what} ({cause}): {means}"
+    return f"cannot read {what} ({cause})"
+
+
+def unread(what: str, e: KubeError, means: str) -> str:
+    """The note for an optional read that failed (`cannot_read`) and what its absence means
+    for what is shown."""
+    return f"{cannot_read(what, e)}: {means}"
 
 
 def optional(api: Api, what: str, means: str, path: str, **query: Any) -> tuple[dict | None, str]:
@@ -156,10 +180,13 @@ def _limit_ranges(api: Api, g: Gathered) -> None:
     g.limit_ranges = list((found or {}).get("items", []))
 
 
-def _workload(api: Api, g: Gathered, uid: str) -> dict[str, Any] | None:
-    """The job's Kueue Workload: the newest with its uid (a re-created job gets a new one)."""
+def _workload(
+    api: Api, g: Gathered, uid: str, means: str = "its queue, position and quota are not shown"
+) -> dict[str, Any] | None:
+    """The job's Kueue Workload: the newest with its uid (a re-created job gets a new one).
+    `means`: what is missing when it cannot be read."""
     wls = _optional(
-        api, g, "Kueue Workloads", "its queue, position and quota are not shown",
+        api, g, "Kueue Workloads", means,
         f"{KUEUE}/namespaces/{g.namespace}/workloads", labelSelector=f"{JOB_UID_LABEL}={uid}",
     )  # fmt: skip
     items = (wls or {}).get("items", [])
@@ -188,21 +215,29 @@ def _queue(api: Api, g: Gathered, uid: str) -> None:
         )  # fmt: skip
     admitted = condition(g.workload, "Admitted")
     if lq_name and not (admitted and admitted.get("status") == "True"):
-        for base in VISIBILITY:  # not found: an older Kueue serves the next version
-            pending, note = optional(
-                api, "the queue position", "the job's place in the queue is not shown",
-                f"{base}/namespaces/{g.namespace}/localqueues/{lq_name}/pendingworkloads",
-            )  # fmt: skip
-            if note:
-                g.notes.append(note)
-                break
-            if pending is None:
-                continue
+        pending = None
+        try:
+            pending = pending_workloads(api, g.namespace, lq_name)
+        except KubeError as e:
+            g.notes.append(
+                unread("the queue position", e, "the job's place in the queue is not shown")
+            )
+        if pending is not None:
             wl = g.workload["metadata"]["name"]
             g.position = next(
                 (i for i in pending.get("items", []) if i["metadata"]["name"] == wl), None
             )
-            break
+
+
+def pending_workloads(api: Api, namespace: str, local_queue: str) -> dict[str, Any] | None:
+    """Kueue's visibility API's pending workloads of a LocalQueue (each with its
+    positionInClusterQueue), at the newest version it serves (not found: an older Kueue
+    serves the next); None when no version is served. A failed read raises (KubeError)."""
+    for base in VISIBILITY:
+        found = api.get(f"{base}/namespaces/{namespace}/localqueues/{local_queue}/pendingworkloads")
+        if found is not None:
+            return found
+    return None
 
 
 def condition(obj: dict | None, kind: str) -> dict | None:
@@ -254,7 +289,8 @@ def _metrics(api: Api, g: Gathered) -> None:
     try:
         text = api.text(path)
     except KubeError as e:
-        g.notes.append(f"cannot read rank 0's metrics ({e.status or ''} {e})".strip())
+        means = "its progress, ETA, last checkpoint and restarts are not shown"
+        g.notes.append(unread(f"the metrics of rank 0's pod {pod['metadata']['name']}", e, means))
         return
     if text is not None:
         g.metrics = parse_metrics(text)

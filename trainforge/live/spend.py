@@ -22,6 +22,7 @@ from datetime import datetime
 from typing import Any
 
 from trainforge.core.quantity import parse_quantity
+from trainforge.live.gather import cannot_read
 from trainforge.live.kube import Api, KubeError
 from trainforge.platform.dashboards import POD_NAME_PATTERN, allocation_cost_expr
 
@@ -77,9 +78,7 @@ def from_opencost(api: Api, g: Any, now: datetime) -> tuple[float | None, str]:
     try:
         text = api.text(query_path(), query=opencost_query(g.namespace, g.name, seconds))
     except KubeError as e:
-        if e.status in (401, 403):
-            return None, f"your access cannot read OpenCost's Prometheus {where} ({e.status})"
-        return None, f"OpenCost's Prometheus {where} not reachable ({e})"
+        return None, cannot_read(f"OpenCost's Prometheus {where}", e)
     if text is None:
         return None, f"no Prometheus service {where} (OpenCost off or an external Prometheus)"
     try:
@@ -137,7 +136,7 @@ def estimate(api: Api, g: Any, now: datetime) -> tuple[float | None, str]:
         try:
             node = api.get(f"/api/v1/nodes/{node_name}")
         except KubeError as e:
-            missing.append(f"node {node_name} not readable ({e.status or e})")
+            missing.append(cannot_read(f"node {node_name}", e))
             continue
         if node is None:
             missing.append(f"node {node_name} is gone")

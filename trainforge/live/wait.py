@@ -55,9 +55,11 @@ from trainforge.live.gather import (
     VISIBILITY,
     Gathered,
     NotFound,
+    cannot_read,
     condition,
     find_job,
     metrics_of,
+    pending_workloads,
 )
 from trainforge.live.kube import Api, KubeError
 from trainforge.plan import kueue as K
@@ -122,7 +124,7 @@ def _assignment(
 
 def _flavors(api: Api, queue: K.ClusterQueue) -> dict[str, K.Flavor]:
     """The queue's ResourceFlavors (one that does not exist is missing: Kueue skips it)."""
-    docs = [_get(api, f"{KUEUE}/resourceflavors/{f}") for f in queue.flavors]
+    docs = [_get(api, f"ResourceFlavor {f}", f"{KUEUE}/resourceflavors/{f}") for f in queue.flavors]
     return K.read(d for d in docs if d).flavors
 
 
@@ -194,13 +196,13 @@ def _holder(
     return h
 
 
-def _get(api: Api, path: str) -> dict[str, Any] | None:
+def _get(api: Api, what: str, path: str) -> dict[str, Any] | None:
+    """A read the estimate needs: a failure ends it with the one wording of a failed read
+    (gather.cannot_read: refused, or the cluster's failure); not found is None."""
     try:
         return api.get(path)
     except KubeError as e:
-        if e.status in (401, 403):
-            raise _Hidden(f"cannot read {path} ({e.status})") from None
-        raise
+        raise _Hidden(cannot_read(what, e)) from None
 
 
 class _Hidden(Exception):
@@ -208,18 +210,14 @@ class _Hidden(Exception):
 
 
 def _pending_in(api: Api, ns: str, lq: str) -> list[dict[str, Any]]:
-    for base in VISIBILITY:
-        try:
-            found = api.get(f"{base}/namespaces/{ns}/localqueues/{lq}/pendingworkloads")
-        except KubeError as e:
-            if e.status in (401, 403):
-                raise _Hidden(
-                    f"cannot read the queue positions of LocalQueue {lq} ({e.status})"
-                ) from None
-            continue
-        if found is not None:
-            return list(found.get("items", []))
-    raise _Hidden("Kueue's visibility API does not answer (visibility.kueue.x-k8s.io)")
+    try:
+        found = pending_workloads(api, ns, lq)
+    except KubeError as e:
+        raise _Hidden(cannot_read(f"the queue positions of LocalQueue {lq}", e)) from None
+    if found is None:
+        served = ", ".join(base.removeprefix("/apis/") for base in VISIBILITY)
+        raise _Hidden(f"Kueue's visibility API is not served (not found: {served})")
+    return list(found.get("items", []))
 
 
 def expected_start(api: Api, g: Gathered, now: datetime) -> Expected | None:
@@ -237,8 +235,9 @@ def expected_start(api: Api, g: Gathered, now: datetime) -> Expected | None:
     except _Hidden as e:
         return Expected(None, None, cq_name, unknown=str(e))
     except KubeError as e:
-        # the rest of `status` stands; only this figure is missing
-        return Expected(None, None, cq_name, unknown=f"a read failed: {e}")
+        # a read of a job ahead (its object, its pods): the rest of `status` stands; only
+        # this figure is missing
+        return Expected(None, None, cq_name, unknown=cannot_read(e.path, e))
 
 
 def _estimate(api: Api, g: Gathered, cq_doc: dict[str, Any], now: datetime) -> Expected:
@@ -253,7 +252,10 @@ def _estimate(api: Api, g: Gathered, cq_doc: dict[str, Any], now: datetime) -> E
         out.unknown = f"Kueue assigns it no one flavor of ClusterQueue {queue.name}: {why}"
         return out
     mine = wl["metadata"]["name"]
-    workloads = (_get(api, f"{KUEUE}/namespaces/{ns}/workloads") or {}).get("items", [])
+    workloads = _get(
+        api, f"the Kueue Workloads of namespace {ns}", f"{KUEUE}/namespaces/{ns}/workloads"
+    )
+    workloads = (workloads or {}).get("items", [])
     by_name = {w["metadata"]["name"]: w for w in workloads}
     # quota holders: the namespace's workloads with quota reserved in this ClusterQueue
     holding = [
@@ -272,7 +274,8 @@ def _estimate(api: Api, g: Gathered, cq_doc: dict[str, Any], now: datetime) -> E
         )
         return out
     # who waits ahead: every LocalQueue of the namespace that feeds this ClusterQueue
-    lqs = (_get(api, f"{KUEUE}/namespaces/{ns}/localqueues") or {}).get("items", [])
+    lqs = _get(api, f"the LocalQueues of namespace {ns}", f"{KUEUE}/namespaces/{ns}/localqueues")
+    lqs = (lqs or {}).get("items", [])
     pending: list[dict[str, Any]] = []
     for lq in lqs:
         if lq.get("spec", {}).get("clusterQueue") == queue.name:
