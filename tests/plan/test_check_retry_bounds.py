@@ -41,6 +41,19 @@ def test_user_code_on_a_pytorchjob_defaults_to_a_counted_policy():
     assert result.findings == [] and row["attempts"] == 7  # backoffLimit 6, then failed
 
 
+def test_onfailure_counts_the_restarts_of_all_the_jobs_pods_together():
+    """Training operator release-1.9 PastBackoffLimit sums the container restarts of every
+    Running pod of the job: 2 pods that both die on every attempt reach backoffLimit 6 after
+    3 restarts each (4 container runs each), not 6 (the fleet stack's jobs printed 7)."""
+    cases = [(2, 6, 4), (3, 6, 3), (4, 6, 3), (2, 0, 2), (1, 6, 7), (6, 6, 2)]
+    for workers, limit, runs in cases:
+        job, result, row = plan(workers=workers, runPolicy={"backoffLimit": limit}, **USER_CODE)
+        assert job.restart_policy == "OnFailure" and result.findings == []
+        assert row["attempts"] == runs, (workers, limit, row)
+        if workers > 1:
+            assert f"all {workers} pods together, {runs} container runs each" in row["why"]
+
+
 # A module from the job's image, run through trainforge.training.usercode (the library ships).
 WRAPPED_CODE = {"entrypoint": {"module": "team.train"}, "image": "repo/img:1"}
 

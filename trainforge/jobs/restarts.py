@@ -48,9 +48,11 @@ def budget(job: JobSpec) -> RestartBudget:
     if policy == "Never":
         return RestartBudget(in_pod, 0, "none", "restartPolicy Never: a failed pod fails the job")
     if policy == "OnFailure":
-        return RestartBudget(
-            in_pod, limit, "any", f"OnFailure: containers restart in place, backoffLimit {limit}"
-        )
+        bound = f"OnFailure: containers restart in place, backoffLimit {limit}"
+        if backend == "pytorchjob" and job.workers > 1:
+            # the operator sums the restarts of all the job's pods (PastBackoffLimit)
+            bound += f" counts the restarts of all {job.workers} pods together"
+        return RestartBudget(in_pod, limit, "any", bound)
     if backend == "pytorchjob":
         if job.entrypoint is None:
             stop = (
