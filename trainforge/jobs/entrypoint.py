@@ -487,6 +487,19 @@ def logs_to_mlflow(job: JobSpec, files: Iterable[tuple[str, str]] | None) -> boo
     return first_importer(files, "mlflow", "trainforge") is not None
 
 
+def runs_s3_mirror(job: JobSpec, files: Iterable[tuple[str, str]] | None) -> bool:
+    """Whether the job's code can mirror its checkpoints to S3 (TRAINFORGE_CHECKPOINT_S3).
+
+    The mirror is trainforge.training's CheckpointManager (trainforge/training/checkpoint.py):
+    the bundled runtime runs it; your own shipped code only if a file imports trainforge (the
+    wrapper your code runs under, trainforge.training.usercode, mirrors nothing). Code in the
+    image or a `command` cannot be read here: assumed to."""
+    entry = job.entrypoint
+    if entry is None or not entry.ships_code or files is None:
+        return True
+    return first_importer(files, "trainforge") is not None
+
+
 def _check_library_torch(job: JobSpec, bundle: CodeBundle, where: str) -> None:
     """User code that imports trainforge.training runs it on the image's torch: refuse an
     image whose tag says its torch is older than the library needs (codeSource: configmap
