@@ -54,6 +54,24 @@ def test_onfailure_counts_the_restarts_of_all_the_jobs_pods_together():
             assert f"all {workers} pods together, {runs} container runs each" in row["why"]
 
 
+def test_a_jobs_backofflimit_counts_the_failures_of_all_its_pods_together():
+    """The Kubernetes Job controller counts failed pods (or the restarts of active OnFailure
+    pods) over the whole Job against backoffLimit; backoffLimitPerIndex counts each index
+    alone. So a TrainJob of 2 nodes whose pods all die reaches backoffLimit 6 (7 failed pods)
+    on its 4th attempt, not its 7th; an indexed-job's per-index bound is unchanged."""
+    assert job_bound({"backoffLimit": 6}, pods=2).attempts == 4
+    assert job_bound({"backoffLimit": 6}, pods=7).attempts == 1
+    on_failure = {"backoffLimit": 6, "template": {"spec": {"restartPolicy": "OnFailure"}}}
+    assert job_bound(on_failure, pods=2).attempts == 4  # 3 restarts each, 4 runs each
+    assert job_bound(on_failure, pods=1).attempts == 7
+    assert job_bound({"backoffLimitPerIndex": 6}, pods=3).attempts == 7
+    for workers, attempts in ((1, 7), (2, 4), (3, 3)):
+        _, result, row = plan(backend="trainjob", workers=workers)
+        assert result.findings == [] and row["attempts"] == attempts, (workers, row)
+        _, _, row = plan(backend="indexed-job", workers=workers)
+        assert row["attempts"] == 7  # backoffLimitPerIndex 6: per index
+
+
 # A module from the job's image, run through trainforge.training.usercode (the library ships).
 WRAPPED_CODE = {"entrypoint": {"module": "team.train"}, "image": "repo/img:1"}
 
