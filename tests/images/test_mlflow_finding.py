@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from trainforge.core import versions
-from trainforge.jobs.entrypoint import first_importer, logs_to_mlflow
+from trainforge.jobs.entrypoint import first_importer, logs_to_mlflow, runs_s3_mirror
 from trainforge.jobs.spec import parse_job
 from trainforge.plan.core import plan_project
 
@@ -37,6 +37,19 @@ def test_who_uses_mlflow_is_read_from_the_shipped_code():
     assert first_importer([("x.py", "import mlflowish")], "mlflow") is None
 
 
+def test_who_mirrors_checkpoints_to_s3_is_read_from_the_shipped_code():
+    """The S3 mirror is trainforge.training's CheckpointManager: a plain script that never
+    imports trainforge mirrors nothing, whatever TRAINFORGE_CHECKPOINT_S3 its pods get (the
+    dev plan said "S3 mirror: on" for mnist-user, examples/mnist/train.py)."""
+    plain = [("train.py", "import torch\nimport os\n")]
+    own_loop = [("train.py", "from trainforge.training import CheckpointManager\n")]
+    script = _job(script="examples/plain/train.py")
+    assert not runs_s3_mirror(script, plain)
+    assert not runs_s3_mirror(script, [("x.py", "import boto3\n")])  # not the mirror
+    assert runs_s3_mirror(script, own_loop)
+    assert runs_s3_mirror(_job(), None)  # the bundled runtime mirrors
+
+
 def test_the_plan_flags_only_the_job_whose_code_imports_mlflow():
     doc = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())
     jobs = doc["config"]["trainforge:jobs"]
@@ -61,6 +74,18 @@ def test_the_plan_flags_only_the_job_whose_code_imports_mlflow():
     section = next(s for s in result.sections if s.title.startswith("Images"))
     text = "\n".join(section.lines)
     assert "MLflow: not used (no shipped file imports mlflow or trainforge)" in text
+    # the mirror is claimed only where code that runs it ships: not for mnist-user's plain
+    # DDP script, still for resumable's own loop on trainforge.training
+    by_job = {
+        line.split(":")[0].strip(): section.lines[i + 3]
+        for i, line in enumerate(section.lines)
+        if line.startswith("  research/")
+    }
+    assert (
+        "S3 mirror: not used (no shipped file imports trainforge)" in by_job["research/mnist-user"]
+    )
+    assert "S3 mirror: on" in by_job["research/resumable"]
+    assert "S3 mirror: on" in by_job["research/mnist-ddp"]
 
 
 def test_declared_no_mlflow_refuses_only_own_code_that_uses_it(monkeypatch):

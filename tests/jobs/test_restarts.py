@@ -31,6 +31,25 @@ def test_budget_per_backend_and_policy():
     assert describe(elastic).startswith("torchrun restarts in the pod 4; pod re-created on exit")
 
 
+def test_onfailure_budget_says_the_operator_counts_all_pods_together():
+    """PastBackoffLimit (training operator release-1.9) sums the restarts of all the job's
+    pods, so a 2-pod job's budget says so beside the plan's retry bound (4 runs each)."""
+    two = budget(job(restartPolicy="OnFailure", workers=2))
+    assert two.bound.endswith("counts the restarts of all 2 pods together (3 each)")
+    # 3 restarts each, 4 runs: the plan's retry bound; run-local's one local pod the same
+    assert two.recreations == two.local_recreations == 3
+    line = describe(job(restartPolicy="OnFailure", workers=2))
+    assert "pod restarted on any failure, at most 3 (" in line
+    assert line.endswith("run-local: the same, up to 3")
+    assert budget(job(restartPolicy="OnFailure", workers=3)).recreations == 2
+    assert (
+        budget(job(restartPolicy="OnFailure", workers=2, runPolicy={"backoffLimit": 0})).recreations
+        == 1
+    )
+    one = budget(job(restartPolicy="OnFailure", workers=1))
+    assert "together" not in one.bound
+
+
 def exits_in_order(tmp_path: Path, codes: list[int]) -> list[str]:
     """A command that exits with codes[n] on its n-th run."""
     counter = tmp_path / "runs"

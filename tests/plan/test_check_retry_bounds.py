@@ -41,6 +41,37 @@ def test_user_code_on_a_pytorchjob_defaults_to_a_counted_policy():
     assert result.findings == [] and row["attempts"] == 7  # backoffLimit 6, then failed
 
 
+def test_onfailure_counts_the_restarts_of_all_the_jobs_pods_together():
+    """Training operator release-1.9 PastBackoffLimit sums the container restarts of every
+    Running pod of the job: 2 pods that both die on every attempt reach backoffLimit 6 after
+    3 restarts each (4 container runs each), not 6 (the fleet stack's jobs printed 7)."""
+    cases = [(2, 6, 4), (3, 6, 3), (4, 6, 3), (2, 0, 2), (1, 6, 7), (6, 6, 2)]
+    for workers, limit, runs in cases:
+        job, result, row = plan(workers=workers, runPolicy={"backoffLimit": limit}, **USER_CODE)
+        assert job.restart_policy == "OnFailure" and result.findings == []
+        assert row["attempts"] == runs, (workers, limit, row)
+        if workers > 1:
+            assert f"all {workers} pods together, {runs} container runs each" in row["why"]
+
+
+def test_a_jobs_backofflimit_counts_the_failures_of_all_its_pods_together():
+    """The Kubernetes Job controller counts failed pods (or the restarts of active OnFailure
+    pods) over the whole Job against backoffLimit; backoffLimitPerIndex counts each index
+    alone. So a TrainJob of 2 nodes whose pods all die reaches backoffLimit 6 (7 failed pods)
+    on its 4th attempt, not its 7th; an indexed-job's per-index bound is unchanged."""
+    assert job_bound({"backoffLimit": 6}, pods=2).attempts == 4
+    assert job_bound({"backoffLimit": 6}, pods=7).attempts == 1
+    on_failure = {"backoffLimit": 6, "template": {"spec": {"restartPolicy": "OnFailure"}}}
+    assert job_bound(on_failure, pods=2).attempts == 4  # 3 restarts each, 4 runs each
+    assert job_bound(on_failure, pods=1).attempts == 7
+    assert job_bound({"backoffLimitPerIndex": 6}, pods=3).attempts == 7
+    for workers, attempts in ((1, 7), (2, 4), (3, 3)):
+        _, result, row = plan(backend="trainjob", workers=workers)
+        assert result.findings == [] and row["attempts"] == attempts, (workers, row)
+        _, _, row = plan(backend="indexed-job", workers=workers)
+        assert row["attempts"] == 7  # backoffLimitPerIndex 6: per index
+
+
 # A module from the job's image, run through trainforge.training.usercode (the library ships).
 WRAPPED_CODE = {"entrypoint": {"module": "team.train"}, "image": "repo/img:1"}
 

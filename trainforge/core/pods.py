@@ -13,6 +13,7 @@ Plain data walking, stdlib only (trainforge.core).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -175,10 +176,13 @@ def _matches(rule: Mapping[str, Any], code: int) -> bool:
     return (code in values) == (on.get("operator", "In") == "In")
 
 
-def job_spec_bound(spec: Mapping[str, Any], code: int = KILLED) -> Bound:
-    """A batch/v1 Job spec whose one pod (index) dies with `code` every time (the Kubernetes
-    Job controller: podFailurePolicy first, then backoffLimit / backoffLimitPerIndex; an
-    `OnFailure` pod's container restarts count the same way)."""
+def job_spec_bound(spec: Mapping[str, Any], code: int = KILLED, pods: int = 1) -> Bound:
+    """A batch/v1 Job spec whose `pods` pods (indexes) all die with `code` every time (the
+    Kubernetes Job controller: podFailurePolicy first, then backoffLimit /
+    backoffLimitPerIndex; an `OnFailure` pod's container restarts count the same way).
+    backoffLimit counts the failures of all the Job's pods together (failed pods, or the
+    restarts of its active OnFailure pods), so `pods` pods reach it in fewer attempts each;
+    backoffLimitPerIndex counts each index alone."""
     for rule in get(spec, "podFailurePolicy", "rules") or []:
         if _matches(rule, code):
             action = rule.get("action")
@@ -198,7 +202,21 @@ def job_spec_bound(spec: Mapping[str, Any], code: int = KILLED) -> Bound:
         limit = int(spec["backoffLimitPerIndex"])
         return Bound(limit + 1, f"backoffLimitPerIndex {limit}: {limit + 1} {unit} of the index")
     limit = int(spec.get("backoffLimit", 6))  # the API server's default
-    return Bound(limit + 1, f"backoffLimit {limit}: {limit + 1} {unit}")
+    if pods <= 1:
+        return Bound(limit + 1, f"backoffLimit {limit}: {limit + 1} {unit}")
+    if unit == "container runs":  # fails once the restarts reach the limit (0: > 0)
+        runs = max(math.ceil(limit / pods), 1) + 1
+        return Bound(
+            runs,
+            f"backoffLimit {limit} counts the restarts of all {pods} pods together: "
+            f"{runs} container runs each",
+        )
+    attempts = math.ceil((limit + 1) / pods)  # fails at limit + 1 failed pods
+    return Bound(
+        attempts,
+        f"backoffLimit {limit}: {limit + 1} failed pods in all, {pods} per attempt: "
+        f"{attempts} attempts",
+    )
 
 
 def with_deadline(bound: Bound, deadline: Any) -> Bound:
@@ -210,7 +228,9 @@ def with_deadline(bound: Bound, deadline: Any) -> Bound:
 
 def _job_retry(doc: Mapping[str, Any], inputs: RetryInputs) -> Bound:
     spec = doc.get("spec") or {}
-    return with_deadline(job_spec_bound(spec, inputs.code), spec.get("activeDeadlineSeconds"))
+    pods = int(spec.get("parallelism", 1))
+    bound = job_spec_bound(spec, inputs.code, pods)
+    return with_deadline(bound, spec.get("activeDeadlineSeconds"))
 
 
 # Kubernetes' own workloads (k8s.io/api, apps/v1, batch/v1, core/v1)

@@ -487,6 +487,35 @@ def logs_to_mlflow(job: JobSpec, files: Iterable[tuple[str, str]] | None) -> boo
     return first_importer(files, "mlflow", "trainforge") is not None
 
 
+def runs_s3_mirror(job: JobSpec, files: Iterable[tuple[str, str]] | None) -> bool:
+    """Whether the job's code can mirror its checkpoints to S3 (TRAINFORGE_CHECKPOINT_S3).
+
+    The mirror is trainforge.training's CheckpointManager (trainforge/training/checkpoint.py):
+    the bundled runtime runs it; your own shipped code only if a file imports trainforge (the
+    wrapper your code runs under, trainforge.training.usercode, mirrors nothing). Code in the
+    image or a `command` cannot be read here: assumed to."""
+    entry = job.entrypoint
+    if entry is None or not entry.ships_code or files is None:
+        return True
+    return first_importer(files, "trainforge") is not None
+
+
+def shipped_files(emitted: Any) -> list[tuple[str, str]] | None:
+    """(ConfigMap key, text) of a job's own shipped code, as its emitted objects carry it (keys
+    keep the files' suffixes, trainforge.jobs.codeship.key_for); None when it ships none."""
+    cm = getattr(emitted, "user_configmap", None)
+    if not cm:
+        return None
+    return [(k, v) for k, v in (cm.get("data") or {}).items() if isinstance(v, str)]
+
+
+def checkpoints_mirrored(job: JobSpec, target: JobTarget, emitted: Any) -> bool:
+    """The one answer, for every check, to whether a job's checkpoints reach S3: the stack
+    mirrors them (`mirrors_to_s3`: checkpoint.s3Mirror and a bucket) and the job's code runs
+    the mirror (`runs_s3_mirror`)."""
+    return mirrors_to_s3(job, target) and runs_s3_mirror(job, shipped_files(emitted))
+
+
 def _check_library_torch(job: JobSpec, bundle: CodeBundle, where: str) -> None:
     """User code that imports trainforge.training runs it on the image's torch: refuse an
     image whose tag says its torch is older than the library needs (codeSource: configmap

@@ -12,6 +12,7 @@ an elasticPolicy, and the runPolicy. How the operator wires a pod: see `pod`'s d
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -103,10 +104,12 @@ def retry_bound(doc: Mapping[str, Any], inputs: pods.RetryInputs) -> pods.Bound:
     with its first failed pod; `OnFailure` restarts the container in place and fails the job
     once the restarts reach runPolicy.backoffLimit (0: the first restart); `ExitCode`
     re-creates a pod that exits >= 128 without counting it, so only the job's own run ledger
-    (`inputs.ledger`) or activeDeadlineSeconds bounds it."""
+    (`inputs.ledger`) or activeDeadlineSeconds bounds it. The restarts counted are summed over
+    all the job's Running OnFailure/Always pods: N pods that all die reach the limit after
+    ceil(backoffLimit / N) restarts each."""
     spec = doc.get("spec") or {}
-    replicas = (spec.get("pytorchReplicaSpecs") or {}).values()
-    policies = {(r or {}).get("restartPolicy") or DEFAULT_RESTART_POLICY for r in replicas}
+    replicas = [r or {} for r in (spec.get("pytorchReplicaSpecs") or {}).values()]
+    policies = {r.get("restartPolicy") or DEFAULT_RESTART_POLICY for r in replicas}
     run = spec.get("runPolicy") or {}
     deadline = run.get("activeDeadlineSeconds")
     if policies == {"Never"}:
@@ -127,7 +130,21 @@ def retry_bound(doc: Mapping[str, Any], inputs: pods.RetryInputs) -> pods.Bound:
         return pods.Bound(
             None, "OnFailure without backoffLimit: restarts are never counted", deadline
         )
-    runs = max(int(limit), 1) + 1  # fails once the restarts reach the limit (0: > 0)
+    # PastBackoffLimit sums the restarts of every counted pod of the job, so pods that all
+    # die on every attempt reach the limit together: each restarts ceil(limit / pods) times.
+    counted = sum(
+        int(r.get("replicas", 1))
+        for r in replicas
+        if (r.get("restartPolicy") or DEFAULT_RESTART_POLICY) in ("OnFailure", "Always")
+    )
+    counted = max(counted, 1)
+    runs = max(math.ceil(int(limit) / counted), 1) + 1  # fails at the limit (0: > 0)
+    if counted == 1:
+        return pods.Bound(
+            runs, f"OnFailure: backoffLimit {limit} counts restarts, {runs} container runs"
+        )
     return pods.Bound(
-        runs, f"OnFailure: backoffLimit {limit} counts restarts, {runs} container runs"
+        runs,
+        f"OnFailure: backoffLimit {limit} counts the restarts of all {counted} pods together, "
+        f"{runs} container runs each",
     )

@@ -15,6 +15,7 @@ the plan prints `describe` for every job.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 from trainforge.jobs.entrypoint import user_code_runner
@@ -48,9 +49,16 @@ def budget(job: JobSpec) -> RestartBudget:
     if policy == "Never":
         return RestartBudget(in_pod, 0, "none", "restartPolicy Never: a failed pod fails the job")
     if policy == "OnFailure":
-        return RestartBudget(
-            in_pod, limit, "any", f"OnFailure: containers restart in place, backoffLimit {limit}"
-        )
+        bound = f"OnFailure: containers restart in place, backoffLimit {limit}"
+        if backend in ("pytorchjob", "trainjob") and job.workers > 1:
+            # the training operator (PastBackoffLimit) and the Job controller of a TrainJob
+            # sum the restarts of all the job's pods, and a rank that fails fails its peers:
+            # each pod restarts ceil(limit / pods) times, as the plan's retry bound says
+            # (Shape.retry_bound) and run-local re-creates its one local pod
+            each = max(math.ceil(limit / job.workers), 1)
+            bound += f" counts the restarts of all {job.workers} pods together ({each} each)"
+            return RestartBudget(in_pod, each, "any", bound)
+        return RestartBudget(in_pod, limit, "any", bound)
     if backend == "pytorchjob":
         if job.entrypoint is None:
             stop = (

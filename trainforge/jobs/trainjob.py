@@ -608,5 +608,6 @@ def retry_bound(doc: Mapping[str, Any], inputs: pods.RetryInputs) -> pods.Bound 
     rjob = next((r for r in rjobs if r.get("name") == REPLICATED_JOB), None)
     if rjob is None:
         return None
-    bound = pods.job_spec_bound(pods.get(rjob, "template", "spec") or {}, inputs.code)
+    job_spec = pods.get(rjob, "template", "spec") or {}
+    bound = pods.job_spec_bound(job_spec, inputs.code, num_nodes(doc, runtime))
     return pods.with_deadline(bound, spec.get("activeDeadlineSeconds"))

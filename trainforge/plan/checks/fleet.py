@@ -14,7 +14,7 @@ import yaml
 
 from trainforge.core.pods import get
 from trainforge.jobs.backends import job_shape, pod_templates
-from trainforge.jobs.entrypoint import checkpoint_dir, mirrors_to_s3
+from trainforge.jobs.entrypoint import checkpoint_dir, checkpoints_mirrored
 from trainforge.plan import price_facts as P
 from trainforge.plan import resource_types as T
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
@@ -412,7 +412,10 @@ def check(ctx: PlanContext) -> CheckResult:
                     f"{'pulls' if len(far) == 1 else 'pull'} it across regions (inter-region "
                     "data transfer)"
                 )
-        where, mirrored = checkpoint_dir(spec, target), mirrors_to_s3(spec, target)
+        where, mirrored = (
+            checkpoint_dir(spec, target),
+            checkpoints_mirrored(spec, target, dj.emitted),
+        )
         fsx = bool(target.claim_name) and where.startswith(target.fsx_mount_path)
         if fsx and not mirrored and len(may) > 1:
             finding(

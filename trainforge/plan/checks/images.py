@@ -14,7 +14,12 @@ from typing import Any
 from trainforge.core import image_routes
 from trainforge.jobs import dockerfile, images
 from trainforge.jobs.dockerfile import Source
-from trainforge.jobs.entrypoint import logs_to_mlflow, mirrors_to_s3
+from trainforge.jobs.entrypoint import (
+    checkpoints_mirrored,
+    logs_to_mlflow,
+    mirrors_to_s3,
+    shipped_files,
+)
 from trainforge.jobs.image_facts import ImageFacts, facts_for, missing_pieces
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 
@@ -40,16 +45,9 @@ def _finding(r: Any, rule: str, message: str, fix: str = "", **more: Any) -> Fin
     return Finding(r.name, rule, message, fix or RULES[rule], urn=r.urn, **more)
 
 
-def _shipped_files(emitted: Any) -> list[tuple[str, str]] | None:
-    """(ConfigMap key, text) of a job's own shipped code (keys keep the files' suffixes,
-    trainforge.jobs.codeship.key_for); None when it ships none."""
-    cm = getattr(emitted, "user_configmap", None)
-    if not cm:
-        return None
-    return [(k, v) for k, v in (cm.get("data") or {}).items() if isinstance(v, str)]
-
-
-def _features(job: Any, target: Any, facts: ImageFacts, mlflow_used: bool = True) -> list[str]:
+def _features(
+    job: Any, target: Any, facts: ImageFacts, mlflow_used: bool = True, mirrored: bool = True
+) -> list[str]:
     """What the runtime will say about MLflow, the S3 mirror and NCCL's network."""
 
     def has(piece: Any) -> str:
@@ -64,7 +62,9 @@ def _features(job: Any, target: Any, facts: ImageFacts, mlflow_used: bool = True
         out.append("MLflow: off (mlflow not installed) <- the platform runs MLflow")
     else:
         out.append(f"MLflow: on (mlflow in image: {has(facts.mlflow)})")
-    if mirrors_to_s3(job, target):
+    if mirrors_to_s3(job, target) and not mirrored:
+        out.append("S3 mirror: not used (no shipped file imports trainforge)")
+    elif mirrored:
         state = "on" if facts.boto3 is not False else "off (boto3 not installed)"
         out.append(f"S3 mirror: {state} (boto3 in image: {has(facts.boto3)})")
     else:
@@ -258,8 +258,9 @@ def check(ctx: PlanContext) -> CheckResult:
         image = images.image_for(job, target.pool)  # what the emitters put in the pods
         facts = job.image_facts or facts_for(image, None)
         name = f"{target.namespace}/{job.name}"
-        mlflow_used = logs_to_mlflow(job, _shipped_files(dj.emitted))
-        feats = _features(job, target, facts, mlflow_used)
+        mlflow_used = logs_to_mlflow(job, shipped_files(dj.emitted))
+        mirrored = checkpoints_mirrored(job, target, dj.emitted)
+        feats = _features(job, target, facts, mlflow_used, mirrored)
         lines += [
             f"  {name}: {job.image or '(pool default)'}",
             f"    facts: {facts.describe()}",
@@ -270,7 +271,7 @@ def check(ctx: PlanContext) -> CheckResult:
         for miss in missing_pieces(
             facts,
             mlflow=target.mlflow_tracking_uri is not None and mlflow_used,
-            s3_mirror=mirrors_to_s3(job, target),
+            s3_mirror=mirrored,
             efa=bool(job.efa),
             where=name,
             fp8=_fp8(job),
