@@ -13,6 +13,7 @@ import datetime
 import gc
 import os
 import sys
+import weakref
 from typing import Any
 
 import torch
@@ -195,13 +196,16 @@ def cleanup() -> None:
     caller drops its wrapped model and optimizer first (DDP holds the group as an attribute,
     FSDP2 through its DeviceMesh; `loop.train` calls this after `_train` has returned);
     `init_distributed` kept `torch.distributed.nn.functional`'s defaults off the group; here
-    DTensor's caches let go of FSDP2's mesh, and a collection frees FSDP2's reference cycles
-    (~0.14 CPU s per rank). tests/training/test_teardown.py counts the threads after `train`.
+    DTensor's caches let go of FSDP2's mesh, and a collection, only where the group is still
+    alive then, frees FSDP2's reference cycles (~0.14 CPU s per rank).
+    tests/training/test_teardown.py counts the threads after `train`.
     """
     global _GROUP_TIMEOUT
     _GROUP_TIMEOUT = None
     if dist.is_initialized():
+        group = weakref.ref(dist.group.WORLD)
         dist.destroy_process_group()
         if "torch.distributed.tensor" in sys.modules:
             _clear_dtensor_caches()
-        gc.collect()
+        if group() is not None:  # only reference cycles can hold it now (FSDP2's)
+            gc.collect()
