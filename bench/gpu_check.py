@@ -39,6 +39,7 @@ TRAINFORGE_TEST_FP8_ON_CPU, set for that run only): the FP8 wiring, not its spee
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import math
 import os
@@ -217,18 +218,33 @@ def check_gpt_1p3b(c: Check, name: str = "gpt_1p3b", env: dict[str, str] | None 
 WHEELS = ROOT / "bench" / "wheels"  # `make fp8-wheel`
 
 
+def _torchao_installed() -> bool:
+    """Whether this Python has torchao with its float8 package, found on its path without
+    importing either (`find_spec` of "torchao.float8" would import torchao)."""
+    importlib.invalidate_caches()  # a wheel installed since this process started is seen
+    spec = importlib.util.find_spec("torchao")
+    return spec is not None and any(
+        (Path(where) / "float8" / "__init__.py").is_file()
+        for where in spec.submodule_search_locations or ()
+    )
+
+
 def torchao_ready(c: Check) -> str | None:
-    """None when this Python imports torchao.float8; else installs the wheel from
-    bench/wheels/ (offline: --no-index --no-deps) and says why it could not, if it could not."""
-    probe = [sys.executable, "-c", "import torchao.float8"]
-    if subprocess.run(probe, capture_output=True, timeout=120).returncode == 0:
+    """None when torchao is installed in this Python; else installs the wheel from
+    bench/wheels/ (offline: --no-index --no-deps) and says why it could not, if it could not.
+
+    Found, not imported: importing torchao here loads its native kernel libraries into this
+    driver (`torch.ops.load_library`), which every check's result depends on, and a process
+    only to import it cost ~4 CPU s. Whether it imports is proved where it runs: the fp8 run's
+    own ranks check it first (training/fp8.py, `problem`) and refuse in one line if not."""
+    if _torchao_installed():
         return None
     wheels = sorted(WHEELS.glob("torchao-*.whl"))
     if not wheels:
         return f"torchao is not installed and {WHEELS} has no wheel: run `make fp8-wheel` first"
     p = subprocess.run([sys.executable, "-m", "pip", "install", "--no-index", "--no-deps",
                         str(wheels[-1])], capture_output=True, text=True, timeout=300)  # fmt: skip
-    if p.returncode != 0 or subprocess.run(probe, capture_output=True, timeout=120).returncode:
+    if p.returncode != 0 or not _torchao_installed():
         return f"installing {wheels[-1].name} failed: {_tail(p.stdout + p.stderr, 2)}"
     return None
 

@@ -195,6 +195,53 @@ def test_why_explains_quota_and_restarts(capsys, api):
     assert "trainforge exit: peer_lost code=202" in out
 
 
+_LOG0 = f"/api/v1/namespaces/{recorded.RESTART_NS}/pods/vit-l-node-0-0-k8x2p/log?previous=true"
+_LOG1 = f"/api/v1/namespaces/{recorded.RESTART_NS}/pods/vit-l-node-0-1-q4m7d/log?previous=true"
+_PEER_LOST = "    trainforge exit: peer_lost code=202 (rank 0, step 40211)"
+
+
+@pytest.mark.parametrize(
+    ("failing", "shown", "note"),
+    [
+        (  # refused: the user's access
+            {_LOG1: (403, "Forbidden")},
+            [_PEER_LOST],
+            "cannot read the log of pod vit-l-node-0-1-q4m7d (403: your access does not include "
+            "it): its last exit line is not shown",
+        ),
+        (  # the platform's, alike for both pods: named together
+            {_LOG0: (503, "Service Unavailable"), _LOG1: (503, "Service Unavailable")},
+            [],
+            "cannot read the logs of pods vit-l-node-0-0-k8x2p, vit-l-node-0-1-q4m7d (503 Service "
+            "Unavailable: the cluster failed to answer, not your access; try again later): their "
+            "last exit lines are not shown",
+        ),
+        (  # failing differently: each cause, still one note
+            {_LOG0: (500, "Internal Server Error"), _LOG1: (401, "Unauthorized")},
+            [],
+            "cannot read the log of pod vit-l-node-0-0-k8x2p (500 Internal Server Error: the "
+            "cluster failed to answer, not your access; try again later); cannot read the log of "
+            "pod vit-l-node-0-1-q4m7d (401: the API server did not accept your credentials): "
+            "their last exit lines are not shown",
+        ),
+    ],
+)
+def test_why_says_which_last_exit_lines_it_could_not_read(capsys, api, failing, shown, note):
+    """A log read that fails is one note saying whose exit lines are missing (it was skipped
+    silently before); the logs that were read still show their lines."""
+    api.failing.update(failing)
+    code, out, _ = run(capsys, cli.why_main, "vit-l", "-n", "vision", "--kubeconfig", api.config,
+                       now=lambda: recorded.NOW)  # fmt: skip
+    assert code == 0
+    lines = out.splitlines()
+    assert [x for x in lines if x.startswith("  note:")] == [f"  note: {note}"]
+    exit_lines = [x for x in lines if "trainforge exit:" in x]
+    assert len(exit_lines) == len(shown)
+    assert all(x.startswith(want) for x, want in zip(exit_lines, shown, strict=True))
+    assert lines[-2].startswith("Most likely cause: hang")  # from the pods' exit codes, as before
+    assert {_LOG0, _LOG1} <= set(api.seen)
+
+
 def test_the_namespace_comes_from_the_context(capsys, api, tmp_path):
     config = api.kubeconfig(tmp_path, namespace="llm")
     code, out, _ = run(capsys, cli.status_main, "mnist-ddp", "--kubeconfig", config,

@@ -56,13 +56,8 @@ def main(out: str, cases: str) -> int:
 
 
 if __name__ == "__main__":
-    # As the runtime's ranks end (trainforge/core/process.py): the process group outlives
-    # destroy_process_group (the model's wrappers keep it; its gloo threads still run), and
-    # without this the interpreter's final collections destroyed it during finalization,
-    # when Python 3.11 ends any thread that takes the GIL with pthread_exit: through a C++
-    # noexcept frame that is "terminate called without an active exception" (an abort seen
-    # twice in full runs, after the barrier above). Frozen, it is never destroyed in
-    # finalization; the process's exit ends its threads.
+    # As the runtime's ranks end (trainforge/core/process.py: a quick exit; `cleanup` above
+    # has already freed the group and ended gloo's threads, tests/training/test_teardown.py).
     from trainforge.core.process import exit_code
 
     sys.exit(exit_code(main(*sys.argv[1:])))

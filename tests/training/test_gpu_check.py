@@ -176,3 +176,66 @@ def test_the_table_names_each_figure_and_a_failure_s_cause() -> None:
     assert "; async stall 5.0% of sync (saves every 200 steps) |" in gpu_check.markdown(report)
     del report["checks"]["loops"]  # --only: a check not run has no row
     assert "| loops |" not in gpu_check.markdown(report)
+
+
+def _no_process(*args, **kwargs):
+    raise AssertionError(f"started a process: {args[0]}")
+
+
+def test_an_installed_torchao_is_found_without_a_process_or_an_import(monkeypatch) -> None:
+    """torchao (with float8) is in this venv: found on the path, no process, nothing imported
+    (a subprocess only to import it cost ~4 CPU s; its import is proved by the fp8 run)."""
+    monkeypatch.setattr(gpu_check.subprocess, "run", _no_process)
+    imported = set(sys.modules)
+    assert gpu_check.torchao_ready(None) is None
+    assert not {m for m in set(sys.modules) - imported if m.startswith("torchao")}
+
+
+def _torchao_at(monkeypatch, where: Path | None) -> None:
+    """Make this Python's torchao the package folder `where` (None: no torchao)."""
+    from importlib.machinery import ModuleSpec
+
+    def find_spec(name: str, *a):
+        assert name == "torchao"
+        if where is None:
+            return None
+        spec = ModuleSpec("torchao", None, is_package=True)
+        spec.submodule_search_locations = [str(where)]
+        return spec
+
+    monkeypatch.setattr(gpu_check.importlib.util, "find_spec", find_spec)
+
+
+def test_a_missing_torchao_or_its_float8_installs_the_wheel_or_says_why(monkeypatch, tmp_path):
+    pkg = tmp_path / "torchao"
+    pkg.mkdir()  # a torchao without float8: not ready
+    _torchao_at(monkeypatch, pkg)
+    monkeypatch.setattr(gpu_check, "WHEELS", tmp_path / "wheels")
+    monkeypatch.setattr(gpu_check.subprocess, "run", _no_process)
+    assert gpu_check.torchao_ready(None) == (
+        f"torchao is not installed and {tmp_path / 'wheels'} has no wheel: run `make fp8-wheel` first"
+    )
+    (tmp_path / "wheels").mkdir()
+    wheel = tmp_path / "wheels" / "torchao-0.18.0-py3-none-any.whl"
+    wheel.write_bytes(b"")
+    installs: list[list[str]] = []
+
+    def pip(cmd, **kwargs):  # installs float8, as the wheel does, and succeeds
+        installs.append(cmd)
+        (pkg / "float8").mkdir()
+        (pkg / "float8" / "__init__.py").write_text("")
+        return subprocess.CompletedProcess(cmd, 0, "Successfully installed torchao", "")
+
+    monkeypatch.setattr(gpu_check.subprocess, "run", pip)
+    assert gpu_check.torchao_ready(None) is None  # found after the install
+    assert installs == [[sys.executable, "-m", "pip", "install", "--no-index", "--no-deps",
+                         str(wheel)]]  # fmt: skip
+    _torchao_at(monkeypatch, None)  # no torchao, and a pip that fails
+
+    def failing(cmd, **kwargs):
+        return subprocess.CompletedProcess(cmd, 1, "", "ERROR: not a valid wheel\n")
+
+    monkeypatch.setattr(gpu_check.subprocess, "run", failing)
+    assert gpu_check.torchao_ready(None) == (
+        f"installing {wheel.name} failed: ERROR: not a valid wheel"
+    )

@@ -17,13 +17,15 @@ object in such a cycle does not run at exit (Python never promised it would: the
 `object.__del__`); nothing of ours relies on one: the runtime's writers flush every line
 (training/metrics.py) and close their files, checkpoints are committed before the run ends.
 
-It also keeps a rank's process group out of the interpreter's finalization. The group
-outlives `destroy_process_group` once a model was wrapped (FSDP or DDP: gloo's threads still
-run after it and after `gc.collect()`), and those collections destroyed it while the
-interpreter was finalizing, when Python 3.11 ends any thread that takes the GIL with
-`pthread_exit`; through a C++ noexcept frame that aborts the rank ("terminate called without
-an active exception", after a successful run). Frozen, the group is never destroyed there;
-the process's exit ends its threads.
+The runtime's ranks free their process group before this: `training.distributed.cleanup`
+releases what kept it past `destroy_process_group` (torch.distributed.nn.functional's default
+arguments, DTensor's caches of FSDP2's mesh, FSDP2's reference cycles), so gloo's threads end
+inside `train` (tests/training/test_teardown.py). Before, the interpreter's final collections
+destroyed the group while it was finalizing, when Python 3.11 ends any thread that takes the
+GIL with `pthread_exit`; through a C++ noexcept frame that aborted the rank ("terminate called
+without an active exception", after a successful run). The freeze is here for the CPU it
+saves; it still keeps such a group out of finalization where nothing released it (a user's
+own script that leaves its group alive: the process's exit ends its threads).
 
 Only for a process's own entry point (`if __name__ == "__main__":`, the console script): a
 `main()` called in-process (the tests, a notebook) must not freeze its caller's heap.

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from trainforge.jobs.pod import COMPLETION_INDEX_LABEL
 from trainforge.live import explain, spend, wait
-from trainforge.live.gather import Gathered, NotFound, gather, poll, rank0_pod
+from trainforge.live.gather import Gathered, NotFound, cannot_read, gather, poll, rank0_pod
 from trainforge.live.kube import Api, KubeError, LocalError
 
 EXIT_LINE = re.compile(r"trainforge exit: .*")
@@ -107,27 +107,42 @@ def status_main(argv: list[str], now: Callable[[], datetime] = _now) -> int:
     return _run("status", body)
 
 
-def last_exit_lines(api: Api, g: Gathered, tail: int = 50) -> dict[str, str]:
-    """The `trainforge exit: ...` line of each restarted or failed pod's previous run."""
-    out = {}
+def last_exit_lines(api: Api, g: Gathered, tail: int = 50) -> tuple[dict[str, str], str]:
+    """The `trainforge exit: ...` line of each restarted or failed pod's previous run, and the
+    note for the logs that could not be read (the live commands' one failed-read rule,
+    `gather.cannot_read`: one note, the pods whose reads failed alike named together; "" when
+    every log was read)."""
+    out: dict[str, str] = {}
+    # the reads that failed alike (status, reason) -> (one of their errors, their pods)
+    failed_reads: dict[tuple, tuple[KubeError, list[str]]] = {}
     for p in g.pods:
         statuses = p.get("status", {}).get("containerStatuses", []) or []
         restarted = any((c.get("lastState") or {}).get("terminated") for c in statuses)
         failed = p.get("status", {}).get("phase") == "Failed"
         if not (restarted or failed):
             continue
-        path = f"/api/v1/namespaces/{g.namespace}/pods/{p['metadata']['name']}/log"
+        name = p["metadata"]["name"]
+        path = f"/api/v1/namespaces/{g.namespace}/pods/{name}/log"
         query = {"container": g.container, "tailLines": tail}
         if restarted and not failed:
             query["previous"] = "true"
         try:
             text = api.text(path, **query) or ""
-        except KubeError:
+        except KubeError as e:
+            failed_reads.setdefault((e.status, e.reason), (e, []))[1].append(name)
             continue
         found = EXIT_LINE.findall(text)
         if found:
-            out[p["metadata"]["name"]] = found[-1]
-    return out
+            out[name] = found[-1]
+    if not failed_reads:
+        return out, ""
+    unread = [
+        cannot_read(f"the {'logs of pods' if len(pods) > 1 else 'log of pod'} {', '.join(pods)}", e)
+        for e, pods in failed_reads.values()
+    ]
+    n = sum(len(pods) for _, pods in failed_reads.values())
+    means = "its last exit line is not shown" if n == 1 else "their last exit lines are not shown"
+    return out, f"{'; '.join(unread)}: {means}"
 
 
 def why_main(argv: list[str], now: Callable[[], datetime] = _now) -> int:
@@ -138,7 +153,7 @@ def why_main(argv: list[str], now: Callable[[], datetime] = _now) -> int:
         g = gather(api, ns, args.job)
         at = now()
         g.expected = wait.expected_start(api, g, at)
-        sys.stdout.write(explain.why(g, at, last_exit_lines(api, g)))
+        sys.stdout.write(explain.why(g, at, *last_exit_lines(api, g)))
         return 0
 
     return _run("why", body)

@@ -468,9 +468,10 @@ def queue_lines(g: Gathered, admitted: bool, now: datetime) -> list[str]:
     return out
 
 
-def why(g: Gathered, now: datetime, last_lines: dict[str, str]) -> str:
+def why(g: Gathered, now: datetime, last_lines: dict[str, str], lines_unread: str = "") -> str:
     """One diagnosis: the first thing that explains why the job is not (or no longer) making
-    progress, and where to read more (docs/troubleshooting.md)."""
+    progress, and where to read more (docs/troubleshooting.md). `last_lines`: each restarted
+    pod's last exit line; `lines_unread`: the note for the logs that could not be read."""
     state, cond = job_state(g)
     wl = g.workload
     if state == "Succeeded":
@@ -525,6 +526,8 @@ def why(g: Gathered, now: datetime, last_lines: dict[str, str]) -> str:
             line = last_lines.get(p["metadata"]["name"])
             if line:
                 reasons.append(f"    {line}")
+        if lines_unread:
+            reasons.append(f"  note: {lines_unread}")
         known = [r for r in codes if r is not None]
         if known:
             root = exits.root_cause(known)

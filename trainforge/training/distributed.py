@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import gc
 import os
+import sys
+import weakref
 from typing import Any
 
 import torch
@@ -117,6 +120,7 @@ def init_distributed(timeout_s: float | None = None) -> DistEnv:
     timeout = datetime.timedelta(seconds=timeout_s)
     _GROUP_TIMEOUT = timeout
     if not dist.is_initialized():
+        _bind_defaults_before_the_group()
         if "MASTER_ADDR" in os.environ:
             # checkpoint hook: torchrun restarts need a per-attempt store prefix
             kwargs = restart_safe_init_kwargs()
@@ -145,8 +149,63 @@ def init_distributed(timeout_s: float | None = None) -> DistEnv:
     )
 
 
+def _bind_defaults_before_the_group() -> None:
+    """Import `torch.distributed.nn.functional` while no process group exists.
+
+    Its ten collectives take `group=group.WORLD` as a default argument, evaluated once at
+    import: imported after `init_process_group` (torch._dynamo imports it, at the first
+    optimizer or DDP wrap), their defaults hold the default group for good, and
+    `destroy_process_group` can never free it (gloo's threads keep running to the process's
+    end). Imported first, the defaults are None.
+    """
+    import torch.distributed.nn.functional  # noqa: F401 - imported for the side effect above
+
+
+def _clear_dtensor_caches() -> None:
+    """Empty DTensor's process-wide caches, each of which keeps FSDP2's DeviceMesh alive.
+
+    As torch 2.13.0's wheel has them (read 2026-11-29): the op-sharding caches (Python and
+    C++; their output specs hold the mesh; torch's own DTensor tests clear them the same way,
+    testing/_internal/distributed/_tensor/common_dtensor.py), the redistribute planners (held
+    by a weak key, but each planner holds its mesh), the transform plans (their argument
+    specs) and the mesh-topology cache (keyed by the mesh). A torch without one of them skips
+    it; the group then lives to the process's exit, as before (core/process.py).
+    """
+    from torch.distributed.tensor import _collective_utils, _redistribute, debug
+
+    clears = (
+        getattr(debug, "_clear_sharding_prop_cache", None),
+        getattr(_redistribute, "clear_redistribute_planner_cache", None),
+        getattr(getattr(_redistribute, "_gen_transform_infos", None), "cache_clear", None),
+        getattr(
+            getattr(getattr(_collective_utils, "MeshTopoInfo", None), "build_from_mesh", None),
+            "cache_clear",
+            None,
+        ),
+    )
+    for clear in clears:
+        if clear is not None:
+            clear()
+
+
 def cleanup() -> None:
+    """Destroy the process group and free it: its backend's threads end here.
+
+    `destroy_process_group` drops torch's own registry of groups; whatever else still refers
+    to the group keeps it, and gloo's worker, TCP-loop and store-server threads, alive. The
+    caller drops its wrapped model and optimizer first (DDP holds the group as an attribute,
+    FSDP2 through its DeviceMesh; `loop.train` calls this after `_train` has returned);
+    `init_distributed` kept `torch.distributed.nn.functional`'s defaults off the group; here
+    DTensor's caches let go of FSDP2's mesh, and a collection, only where the group is still
+    alive then, frees FSDP2's reference cycles (~0.14 CPU s per rank).
+    tests/training/test_teardown.py counts the threads after `train`.
+    """
     global _GROUP_TIMEOUT
     _GROUP_TIMEOUT = None
     if dist.is_initialized():
+        group = weakref.ref(dist.group.WORLD)
         dist.destroy_process_group()
+        if "torch.distributed.tensor" in sys.modules:
+            _clear_dtensor_caches()
+        if group() is not None:  # only reference cycles can hold it now (FSDP2's)
+            gc.collect()
