@@ -31,7 +31,7 @@ def result(jobs: list[dict], failing: list | None = None, warnings: list[str] = 
         sections=sections,
         unused_waivers=[],
         validation={"pass": 1, "fail": 0, "unchecked": 0},
-        inventory=SimpleNamespace(resources=[]),
+        inventory=SimpleNamespace(resources=[], to_create=1),  # the stack resource only
         objects=[],
     )
 

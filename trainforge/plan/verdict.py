@@ -252,7 +252,7 @@ def verdict_lines(
         lines.append(f"Note: {stale_note(w)}")
     v = result.validation
     lines.append(
-        f"{len(result.inventory.resources)} resources to create, {len(result.objects)} "
+        f"{result.inventory.to_create} resources to create, {len(result.objects)} "
         f"Kubernetes objects (validated: {v['pass']} pass, {v['fail']} fail, "
         f"{v['unchecked']} without a schema)"
     )
