@@ -98,3 +98,36 @@ def test_run_local_says_why_it_re_creates_a_pod_or_not(tmp_path, capfd):
     assert "allows no re-creation (--pod-restarts 0)" in capfd.readouterr().err
     assert launch(exits_in_order(tmp_path / "e", [1]), env, recreations=0, on="none") == 1
     assert "restartPolicy Never: the job stops" in capfd.readouterr().err
+
+
+@pytest.mark.parametrize("policy", ["OnFailure", "ExitCode"])
+def test_indexed_job_budget_names_and_counts_what_the_emitted_job_sets(policy):
+    """The indexed Job sets backoffLimitPerIndex and restartPolicy Never on its pods (which
+    backoffLimitPerIndex requires), and the Job controller counts each index's failures alone:
+    the budget line said "OnFailure: containers restart in place, backoffLimit 3" for it. Now
+    it names the field the Job sets, and its count is the plan's retry bound for that Job
+    (pods.job_spec_bound: backoffLimitPerIndex N, N + 1 pods of each index)."""
+    from tests.jobs.helpers import CPU_POOL, target
+    from trainforge.core.pods import job_spec_bound
+    from trainforge.jobs import codeship
+    from trainforge.jobs.backends import emit
+    from trainforge.jobs.wiring import resolve_job
+
+    raw = {**BASE, "pool": CPU_POOL.name, "backend": "indexed-job", "restartPolicy": policy,
+           "workers": 2, "runPolicy": {"backoffLimit": 3}}  # fmt: skip
+    t = target(CPU_POOL, mlflow_tracking_uri=None)
+    j = resolve_job(parse_job(raw, "t"), t, "t")
+    spec = emit(j, t, codeship.collect()).workload["spec"]
+    assert spec["backoffLimitPerIndex"] == 3 and "backoffLimit" not in spec
+    assert spec["template"]["spec"]["restartPolicy"] == "Never"
+    b = budget(j)
+    assert "backoffLimitPerIndex 3, counted for each index alone" in b.bound
+    assert "backoffLimit " not in b.bound and "in place" not in b.bound
+    # per index: two pods failing together do not halve anyone's retries
+    assert b.recreations == b.local_recreations == 3
+    assert job_spec_bound(spec, pods=2).attempts == b.recreations + 1
+    line = describe(j)
+    if policy == "OnFailure":
+        assert b.on == "any" and "pod re-created on any failure, at most 3 (" in line
+    else:
+        assert b.on == "retryable" and "pod re-created on exit >= 128, at most 3 (" in line

@@ -395,3 +395,25 @@ def test_fp8_capability_comes_from_the_catalogs_compute_capability():
     assert catalog.fp8_capable("A100") is False
     assert catalog.fp8_capable("B200") is True
     assert catalog.fp8_capable("Some Future GPU") is None
+
+
+def test_s3_mirror_on_an_image_without_boto3_says_what_the_mirror_is():
+    """`checkpoint.s3Mirror: true` on an image declared without boto3 is refused for own code
+    too, whose files are not read yet: the message said only "needs boto3", though own code
+    that never imports trainforge never runs the mirror (trainforge's CheckpointManager)
+    whatever the image carries. It now says what mirrors and when."""
+    raw = {"pool": CPU_POOL.name, "image": "ghcr.io/acme/t:1", "imageFacts": {"boto3": False},
+           "checkpoint": {"s3Mirror": True},
+           "entrypoint": {"script": "examples/mnist/train.py"}}  # fmt: skip
+    with pytest.raises(JobConfigError) as err:
+        resolve_job(job(**raw), target(CPU_POOL), W)
+    msg = str(err.value)
+    assert msg.startswith(f"{W}.checkpoint.s3Mirror: got True; the S3 checkpoint mirror ("), msg
+    assert "trainforge's checkpoint code copies each checkpoint to S3 with boto3" in msg
+    assert "your own code only if it imports trainforge" in msg
+    assert "needs boto3, which image ghcr.io/acme/t:1 lacks" in msg
+    assert msg.endswith("set checkpoint.s3Mirror: false (what happens anyway for own code that "
+                        "never imports trainforge: it never mirrors)"), msg  # fmt: skip
+    # the way out it names works
+    raw["checkpoint"] = {"s3Mirror": False}
+    assert resolve_job(job(**raw), target(CPU_POOL), W).checkpoint.s3_mirror is False

@@ -74,7 +74,8 @@ def test_the_waiting_job_is_listed_with_its_cost_and_not_counted_as_running(plan
 
     lines = verdict.cost_lines(result, None)
     assert lines[1] == (
-        f"      + jobs: 1 of 2 run at once, ${6 * G5_12XL:,.2f}/h while running; "
+        f"      + jobs: 1 of 2 run at once, ${6 * G5_12XL:,.2f}/h while running, "
+        "each job on its own nodes; "
         f"run costs ${10 * G5_12XL:,.2f} in all"
     )
     assert lines[2] == (
@@ -85,7 +86,11 @@ def test_the_waiting_job_is_listed_with_its_cost_and_not_counted_as_running(plan
     doc = (ROOT / "docs/cost.md").read_text()
     assert lines[1] in doc and lines[2] in doc  # docs/cost.md's example is this plan's output
     text = "\n".join(cost_check.render(report))
-    assert f"running at once: 1 of 2 job(s), ${6 * G5_12XL:,.2f}/h" in text
+    assert (
+        f"running at once: 1 of 2 job(s), ${6 * G5_12XL:,.2f}/h with each job on its own nodes "
+        "(Karpenter may pack pods of several jobs onto shared nodes, for less)"
+    ) in text
+    assert "running at once $/h (own nodes)" in text  # the Teams table's column says it too
     # the report's line says the same as the verdict's, word for word
     assert lines[2].strip() in [ln.strip() for ln in text.splitlines()], text
 
@@ -201,7 +206,8 @@ def test_a_cheaper_pool_shows_the_run_cost_change_not_a_monthly_one():
     lines = verdict.cost_lines(Result(new), {"Cost": old})
     assert lines[0] == "Cost: platform $1.00/h = $730.00/month (no change)"
     assert lines[1] == (
-        "      + jobs: 1 of 1 run at once, $8.06/h while running (-$3.29); "
+        "      + jobs: 1 of 1 run at once, $8.06/h while running (-$3.29), each job on its own "
+        "nodes; "
         "run costs $75.83 in all (-$30.93)"
     )
     assert "/month" not in "\n".join(lines[1:])

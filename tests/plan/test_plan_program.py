@@ -125,8 +125,16 @@ def test_cli_writes_manifests_and_inventory(make_project, tmp_path, capsys):
     text = capsys.readouterr().out
     assert rc == 0, text
     # stdout is the verdict; the tree is in the full report it points to
-    assert "17 resources to create" in text and "Full report: " in text
+    # Pulumi's preview counts the stack's own pulumi:pulumi:Stack in "N to create" (17 + 1),
+    # as the report's tree lists it: the two numbers a reviewer compares agree
+    assert "18 resources to create" in text and "Full report: " in text
     report = pathlib.Path(text.split("Full report: ")[1].splitlines()[0])
+    full = report.read_text()
+    tree = full.split("\n\n")[0].splitlines()[1:]  # after "Resources (stack ...):"
+    assert tree[0].startswith("+ pulumi:pulumi:Stack  ") and len(tree) == 18, tree
+    by_type = full.split("18 resources to create, by type:\n")[1].split("\n\n")[0]
+    counts = [int(ln.split()[0]) for ln in by_type.splitlines() if ln.strip()]
+    assert sum(counts) == 18 and "      1  pulumi:pulumi:Stack" in by_type, by_type
     assert "+ aws:s3/bucket:Bucket  ckpt" in report.read_text()
     files = sorted(str(p.relative_to(out)) for p in out.rglob("*.yaml"))
     assert files == [

@@ -31,7 +31,7 @@ def result(jobs: list[dict], failing: list | None = None, warnings: list[str] = 
         sections=sections,
         unused_waivers=[],
         validation={"pass": 1, "fail": 0, "unchecked": 0},
-        inventory=SimpleNamespace(resources=[]),
+        inventory=SimpleNamespace(resources=[], to_create=1),  # the stack resource only
         objects=[],
     )
 
@@ -72,6 +72,6 @@ def test_a_partly_priced_stack_says_which_job_has_no_figure_and_why():
     (line,) = verdict.cost_lines(result(jobs), None)[1:]
     assert line == (
         "      + jobs: 3 of 3 run at once, $5.00/h while running + unknown for 1 job without "
-        "a price: research/b; run costs $4.00 for the priced jobs + unknown for 1 job "
+        "a price: research/b, each job on its own nodes; run costs $4.00 for the priced jobs + unknown for 1 job "
         "without a price: research/b and 1 job without a run length: research/c"
     )

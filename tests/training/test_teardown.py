@@ -13,6 +13,7 @@ import pytest
 from tests.training.runtime_helpers import BASE, ROOT, run_ranks_raw
 
 PROBE = str(ROOT / "tests" / "training" / "teardown_probe.py")
+ALLREDUCE_PROBE = str(ROOT / "tests" / "training" / "allreduce_probe.py")
 
 
 @pytest.mark.parametrize("strategy", ["ddp", "fsdp"])
@@ -29,3 +30,20 @@ def test_no_group_thread_outlives_train(strategy: str, tmp_path) -> None:
         # the count can fail: while the group is up its threads are there by these names
         assert "pt_gloo_runloop" in got["during"] and "gloo_tcp_loop" in got["during"], got
         assert got["after"] == [], (rank, got)
+
+
+def test_the_allreduce_acceptance_test_frees_its_group(tmp_path) -> None:
+    """`acceptance.allreduce` tears down with the runtime's `distributed.cleanup` (it called
+    `destroy_process_group` itself): once its `main` returns, no gloo or store thread runs."""
+    prefix = tmp_path / "threads"
+    flags = ["--min-bytes", "1024", "--max-bytes", "4096", "--warmup", "1", "--iters", "2"]
+    results = run_ranks_raw(
+        2, [str(prefix), *flags, "--timeout", "60"], timeout=120, entry=(ALLREDUCE_PROBE,)
+    )
+    for rank, (code, log) in enumerate(results):
+        assert code == 0, f"rank {rank}:\n{log[-3000:]}"
+        got = json.loads((tmp_path / f"threads.{rank}.json").read_text())
+        assert got["code"] == 0, (rank, got)
+        assert "pt_gloo_runloop" in got["during"] and "gloo_tcp_loop" in got["during"], got
+        assert got["after"] == [], (rank, got)
+    assert "PASS allreduce" in results[0][1], results[0][1][-3000:]

@@ -152,13 +152,19 @@ def missing_pieces(
             )
         )
     if s3_mirror and facts.boto3 is False:
+        # Refused, not left to fail: the mirror is trainforge.training's CheckpointManager,
+        # which copies each checkpoint with boto3; own code that never imports trainforge
+        # never runs it, so there `s3Mirror: true` asks for a mirror nothing would make.
         out.append(
             Missing(
-                "the S3 checkpoint mirror",
+                "the S3 checkpoint mirror (trainforge's checkpoint code copies each checkpoint "
+                "to S3 with boto3: the bundled runtime runs it, your own code only if it "
+                "imports trainforge)",
                 "boto3",
                 f"{where}.checkpoint.s3Mirror",
                 True,
-                f"{own}, or set checkpoint.s3Mirror: false",
+                f"{own}, or set checkpoint.s3Mirror: false (what happens anyway for own code "
+                "that never imports trainforge: it never mirrors)",
             )
         )
     if efa:

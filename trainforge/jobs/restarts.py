@@ -31,6 +31,7 @@ class RestartBudget:
     bound: str  # what bounds them, in words
     fallback: int = 0  # run-local's bound where the controller has no count limit
     local: int | None = None  # run-local's bound when its --pod-restarts sets one
+    in_place: bool = True  # "any": the container restarts in the pod (False: a new pod)
 
     @property
     def local_recreations(self) -> int:
@@ -48,6 +49,17 @@ def budget(job: JobSpec) -> RestartBudget:
     backend = job.backend or "pytorchjob"
     if policy == "Never":
         return RestartBudget(in_pod, 0, "none", "restartPolicy Never: a failed pod fails the job")
+    if backend == "indexed-job":
+        # The emitted Job sets backoffLimitPerIndex (the model's backoffLimit) and its pods
+        # restartPolicy Never, which backoffLimitPerIndex requires (jobs/indexed_job.py): a
+        # failed pod is replaced by a new pod with its index, and the Job controller counts
+        # each index's failures alone (the pod's batch.kubernetes.io/job-index-failure-count),
+        # so every pod may be re-created `limit` times, however many pods fail together.
+        per_index = f"backoffLimitPerIndex {limit}, counted for each index alone"
+        if policy == "OnFailure":
+            bound = f"OnFailure on an indexed Job: its pods run restartPolicy Never; {per_index}"
+            return RestartBudget(in_pod, limit, "any", bound, in_place=False)
+        return RestartBudget(in_pod, limit, "retryable", per_index)
     if policy == "OnFailure":
         bound = f"OnFailure: containers restart in place, backoffLimit {limit}"
         if backend in ("pytorchjob", "trainjob") and job.workers > 1:
@@ -78,8 +90,6 @@ def budget(job: JobSpec) -> RestartBudget:
             f"the operator does not count ExitCode re-creations against backoffLimit; {stop}",
             fallback=limit,
         )
-    if backend == "indexed-job":
-        return RestartBudget(in_pod, limit, "retryable", f"backoffLimitPerIndex {limit}")
     return RestartBudget(in_pod, limit, "retryable", f"the child Job's backoffLimit {limit}")
 
 
@@ -112,7 +122,7 @@ def describe(job: JobSpec, b: RestartBudget | None = None) -> str:
     b = b or budget(job)
     what = {
         "none": "never re-created",
-        "any": "restarted on any failure",
+        "any": "restarted on any failure" if b.in_place else "re-created on any failure",
         "retryable": "re-created on exit >= 128",
     }[b.on]
     count = "no count limit" if b.recreations is None else f"at most {b.recreations}"

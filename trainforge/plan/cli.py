@@ -119,7 +119,7 @@ def print_report(result: Any, args: argparse.Namespace, out=None) -> None:
 
     inv, checked = result.inventory, result.validation
     lines = [] if args.summary else _tree(inv)
-    lines.append(f"{len(inv.resources)} resources to create, by type:")
+    lines.append(f"{inv.to_create} resources to create, by type:")
     lines += [f"  {n:5d}  {t}" for t, n in result.counts_by_type()]
     if helm := result.helm():
         lines.append("\nHelm releases, charts and manifest bundles (installed by the provider):")

@@ -19,7 +19,13 @@ from trainforge.plan import registry as C
 from trainforge.plan.checks import rules as R
 from trainforge.plan.checks import validate as V
 from trainforge.plan.manifests import K8sObject, helm_like, k8s_objects
-from trainforge.plan.runner import Inventory, run_program, run_project, standin_mocks
+from trainforge.plan.runner import (
+    STACK_TYPE,
+    Inventory,
+    run_program,
+    run_project,
+    standin_mocks,
+)
 from trainforge.plan.waivers import CONFIG_KEY, Waiver, WaiverError, find_waiver, parse_waivers
 from trainforge.platform.stack_check import JOBS_KEY
 
@@ -56,7 +62,10 @@ class PlanResult:
         return [w for w in self.waivers if not any(w is u for u in used)]
 
     def counts_by_type(self) -> list[tuple[str, int]]:
+        """Resources to create by type, the stack's own among them: they sum to
+        `inventory.to_create`, Pulumi's "N to create"."""
         c = Counter(r.type for r in self.inventory.resources)
+        c[STACK_TYPE] += 1
         return sorted(c.items(), key=lambda kv: (-kv[1], kv[0]))
 
     def helm(self) -> list[dict[str, Any]]:

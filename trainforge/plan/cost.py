@@ -299,7 +299,7 @@ class TeamCost:
     name: str
     namespace: str
     jobs: tuple[str, ...]  # the jobs that run at once (admitted by the queue simulation)
-    jobs_hourly: float | None  # those jobs' $/hour together (None: a price is unknown)
+    jobs_hourly: float | None  # those jobs' $/hour, each on its own nodes (None: unknown)
     ceiling: QuotaCeiling
     waiting: tuple[str, ...] = ()  # declared jobs that wait for quota (or are never admitted)
     month: float | None = 0.0  # every declared job run once, within a month (None: unknown)
@@ -582,7 +582,8 @@ class CostReport:
 
     @property
     def running_hourly(self) -> float:
-        """$/hour of the priced jobs that run at once (waiting jobs are not running)."""
+        """$/hour of the priced jobs that run at once (waiting jobs are not running), each job
+        on its own cheapest nodes: no packing of several jobs' pods onto shared nodes."""
         return sum(j.hourly for j in self.jobs if j.runs_at_once and j.hourly is not None)
 
     def fixed_missing(self) -> list[str]:

@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from trainforge.plan.checks.cost_check import STARTS
+from trainforge.plan.checks.cost_check import RUNNING_HEADER, STARTS
 from trainforge.plan.ckpt_compat import argv_fields
 from trainforge.plan.manifests import CHECKOV_DIR, CLUSTER_DIR
 from trainforge.plan.price_facts import usd as _usd
@@ -239,7 +239,7 @@ def cost_markdown(old: dict[str, Any] | None, new: dict[str, Any] | None) -> lis
         team_rows.append(f"| {name} | removed | removed | removed |")
     if team_rows:
         lines += [
-            "| team | running at once $/h | declared jobs, each run once | quota ceiling $/month |",
+            f"| team | {RUNNING_HEADER} | declared jobs, each run once | quota ceiling $/month |",
             "|---|---|---|---|",
             *team_rows,
             "",

@@ -23,6 +23,7 @@ from trainforge.stack import file as stack_file
 from trainforge.stack.file import StackFileError, config_value
 
 UNKNOWN = "<unknown>"
+STACK_TYPE = "pulumi:pulumi:Stack"  # the stack's own resource: the engine's, never recorded
 SECRET = stack_file.SECRET
 
 
@@ -109,6 +110,17 @@ class Inventory:
     def by_urn(self) -> dict[str, Recorded]:
         return {r.urn: r for r in self.resources}
 
+    @property
+    def to_create(self) -> int:
+        """What `pulumi preview` of this (new) stack counts in its "N to create": every
+        resource the program registers, which `resources` holds, plus the stack's own
+        `pulumi:pulumi:Stack`, which the engine creates and `resources` leaves out (the report's
+        tree prints it on top). Pulumi counts each logical step but default providers
+        (pulumi/pulumi pkg/engine/update.go, previewActions.OnResourceStepPost and
+        isInternalStep); a read (`.get`) of a new stack is not counted (ShouldRecordReadStep),
+        nor recorded here. E.g. a stack with one bucket: "+ 2 to create"."""
+        return len(self.resources) + 1
+
     def to_json(self) -> dict[str, Any]:
         out = {k: getattr(self, k) for k in ("project", "stack", "config", "outputs")}
         return {**out, "resources": [r.to_json() for r in self.resources]}
@@ -180,7 +192,7 @@ def _make_monitor(mocks: Any, sink: list[Recorded], echo: bool = False):
 
         def RegisterResource(self, request):  # noqa: N802 - gRPC method name
             """MockMonitor.RegisterResource, deserializing the inputs once for both uses."""
-            if request.type == "pulumi:pulumi:Stack":
+            if request.type == STACK_TYPE:
                 return super().RegisterResource(request)
             from pulumi.runtime.mocks import MockResourceArgs, _resolve_callbacks
             from pulumi.runtime.proto import resource_pb2

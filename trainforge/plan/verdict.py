@@ -11,8 +11,8 @@ from fractions import Fraction
 from typing import Any
 
 from trainforge.jobs.duration import duration_text
+from trainforge.plan.checks.cost_check import OWN_NODES, waiting_line
 from trainforge.plan.checks.cost_check import SECTION_TITLE as COST_TITLE
-from trainforge.plan.checks.cost_check import waiting_line
 from trainforge.plan.checks.queues import QUEUE_TITLE, amount
 from trainforge.plan.diff import delta
 from trainforge.plan.price_facts import usd as _usd
@@ -96,6 +96,8 @@ def cost_lines(result: Any, base_sections: dict[str, Any] | None) -> list[str]:
             if not priced
             else (f" + unknown for {_unpriced(new['unpricedRates'])}")
         )
+    if priced:
+        rate += f", {OWN_NODES}"
     if not new["unpricedRuns"]:
         runs = f"run costs {_usd(new['runCosts'])} in all{change('runCosts')}"
     elif len(new["unpricedRuns"]) < len(new["counted"]):
@@ -250,7 +252,7 @@ def verdict_lines(
         lines.append(f"Note: {stale_note(w)}")
     v = result.validation
     lines.append(
-        f"{len(result.inventory.resources)} resources to create, {len(result.objects)} "
+        f"{result.inventory.to_create} resources to create, {len(result.objects)} "
         f"Kubernetes objects (validated: {v['pass']} pass, {v['fail']} fail, "
         f"{v['unchecked']} without a schema)"
     )

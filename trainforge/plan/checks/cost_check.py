@@ -130,7 +130,7 @@ def render(report: C.CostReport) -> list[str]:
         lines.append("")
     if report.teams:
         rows = [
-            ["team", "running at once $/h", "waiting", "month (each job run once)",
+            ["team", RUNNING_HEADER, "waiting", "month (each job run once)",
              "quota ceiling $/h", "quota ceiling $/month"]
         ]  # fmt: skip
         for t in report.teams:
@@ -169,6 +169,12 @@ def render(report: C.CostReport) -> list[str]:
 
 
 STARTS = {"runs": "at once", "waits": "waits", "never": "never"}
+# What "running at once $/h" sums (cost.CostReport.running_hourly, TeamCost.jobs_hourly): each
+# job's own cheapest nodes. Karpenter provisions for the pending pods of all jobs together and
+# may put pods of several jobs on one node, so the real bill can be lower; the plan models no
+# packing across jobs, and says so wherever it prints the sum.
+OWN_NODES = "each job on its own nodes"
+RUNNING_HEADER = "running at once $/h (own nodes)"
 
 
 def running_lines(report: C.CostReport) -> list[str]:
@@ -176,7 +182,10 @@ def running_lines(report: C.CostReport) -> list[str]:
     running = [j for j in report.jobs if j.runs_at_once]
     unpriced = [j.name for j in running if j.hourly is None]
     rate = usd(report.running_hourly) + (f" + unknown ({', '.join(unpriced)})" if unpriced else "")
-    out = [f"  running at once: {len(running)} of {len(report.jobs)} job(s), {rate}/h"]
+    out = [
+        f"  running at once: {len(running)} of {len(report.jobs)} job(s), {rate}/h with "
+        f"{OWN_NODES} (Karpenter may pack pods of several jobs onto shared nodes, for less)"
+    ]
     return out + [f"  {waiting_line(j.to_json())}" for j in report.jobs if not j.runs_at_once]
 
 
@@ -258,7 +267,7 @@ def findings(report: C.CostReport, caps: CostCaps) -> list[Finding]:
                 if t.jobs_hourly is None
                 else "",
                 f"team {t.name}'s jobs that run at once ({', '.join(t.jobs)}) cost "
-                f"{usd(t.jobs_hourly)}/h on-demand together, over its {usd(cap)}/h cap{waits}"
+                f"{usd(t.jobs_hourly)}/h on-demand together ({OWN_NODES}), over its {usd(cap)}/h cap{waits}"
                 if t.jobs_hourly is not None and t.jobs_hourly > cap
                 else None,
             )

@@ -92,6 +92,8 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     import torch.distributed as dist
 
+    from trainforge.training.distributed import cleanup
+
     cuda = torch.cuda.is_available()
     if cuda:
         torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
@@ -157,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(verdict.render(), flush=True)
         code = 0 if verdict.passed else 1
-    dist.destroy_process_group()
+    cleanup()  # the runtime's one teardown: destroys the group and frees it (its threads end)
     return code
 
 
