@@ -272,28 +272,7 @@ def test_helm_releases_are_inventory_not_manifests(tmp_path):
 
 
 def test_policy_documents_built_from_unknown_arns_are_judged_with_standins():
-    import json as _json
-
-    import pulumi_aws as aws
-
-    def prog():
-        bucket = aws.s3.Bucket("data")
-        role = aws.iam.Role("r", assume_role_policy="{}")
-        aws.iam.RolePolicy(
-            "too-wide",
-            role=role.id,
-            policy=bucket.arn.apply(
-                lambda arn: _json.dumps(
-                    {
-                        "Statement": [
-                            {"Effect": "Allow", "Action": "s3:GetObject", "Resource": f"{arn}/*"},
-                            {"Effect": "Allow", "Action": "*", "Resource": "*"},
-                        ]
-                    }
-                )
-            ),
-        )
-
+    prog = plan_programs.standin_iam  # the one source of this program (the golden case too)
     preview_only = plan_program(prog)
     assert "CKV_AWS_62" not in {v.rule for v in preview_only.violations}  # unknown in a preview
     result = plan_program(prog, standins=True)
