@@ -41,6 +41,7 @@ MIN, HOUR, DAY, YEAR = 60, 3600, 86400, 365 * 86400
         (2 * YEAR - 1, "729d"),
         # years and days below 8 years, then years
         (2 * YEAR + 10 * DAY, "2y10d"),
+        (3 * YEAR, "3y"),  # a whole year: no "0d" (HumanDuration's dy == 0)
         (8 * YEAR, "8y"),
     ],
 )

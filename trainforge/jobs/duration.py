@@ -52,8 +52,9 @@ def duration_text(seconds: float) -> str:
 
 
 def age_text(seconds: float) -> str:
-    """A duration in a table's compact form, kubectl's AGE column (`trainforge status`: ages,
-    ETAs): 2 or 3 significant figures, as k8s.io/apimachinery/pkg/util/duration.HumanDuration
+    """A duration in a table's compact form, kubectl's AGE column (`trainforge status`'s
+    ages; its ETAs are in words, `duration_text`): 2 or 3 significant figures, as
+    k8s.io/apimachinery/pkg/util/duration.HumanDuration
     (kubernetes/kubernetes f77451e, staging/src/k8s.io/apimachinery/pkg/util/duration/
     duration.go, read 2026-11-29): seconds below 2 min (95s), minutes and seconds below 10 min
     (4m30s), minutes below 3 h (42m, 179m), hours and minutes below 8 h (4h, 7h5m), hours below
@@ -79,7 +80,7 @@ def age_text(seconds: float) -> str:
     if days < 2 * 365:
         return f"{days}d"
     if days < 8 * 365:
-        return f"{days // 365}y{days % 365}d"
+        return f"{days // 365}y{days % 365}d" if days % 365 else f"{days // 365}y"
     return f"{days // 365}y"
 
 
