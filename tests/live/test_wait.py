@@ -13,7 +13,7 @@ import pytest
 
 from tests.jobs.helpers import CODE, GPU_POOL, target
 from tests.live import recorded
-from tests.live.test_status import FakeApi, run
+from tests.live.test_status import PLATFORM, REFUSED, FakeApi, run
 from trainforge.jobs.backends import emit
 from trainforge.jobs.duration import EXPECTED_BASIS, expected_duration
 from trainforge.jobs.spec import parse_job
@@ -231,11 +231,6 @@ def test_a_read_that_fails_leaves_the_rest_of_status_standing(capsys, api):
 
 # --- a read the estimate needs that fails: the one rule (gather.cannot_read) ---------------------
 
-REFUSED = {
-    401: "401: the API server did not accept your credentials",
-    403: "403: your access does not include it",
-}
-PLATFORM = "the cluster failed to answer, not your access; try again later"
 LQ_DEFAULT = VIS.replace("/training/", "/default/")
 
 
