@@ -47,3 +47,17 @@ def test_the_allreduce_acceptance_test_frees_its_group(tmp_path) -> None:
         assert "pt_gloo_runloop" in got["during"] and "gloo_tcp_loop" in got["during"], got
         assert got["after"] == [], (rank, got)
     assert "PASS allreduce" in results[0][1], results[0][1][-3000:]
+
+
+def test_a_torch_without_a_dtensor_cache_module_skips_it(monkeypatch):
+    """The caches are torch's private modules: one a torch version lacks (its import fails) is
+    skipped, not an ImportError at the end of a run that has finished."""
+    import sys
+
+    import torch.distributed.tensor  # noqa: F401 - the package whose private modules are read
+
+    from trainforge.training import distributed
+
+    monkeypatch.setitem(sys.modules, "torch.distributed.tensor._collective_utils", None)
+    monkeypatch.setitem(sys.modules, "torch.distributed.tensor._redistribute", None)
+    distributed._clear_dtensor_caches()  # raised ModuleNotFoundError before

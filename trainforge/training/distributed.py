@@ -171,8 +171,19 @@ def _clear_dtensor_caches() -> None:
     specs) and the mesh-topology cache (keyed by the mesh). A torch without one of them skips
     it; the group then lives to the process's exit, as before (core/process.py).
     """
-    from torch.distributed.tensor import _collective_utils, _redistribute, debug
+    import importlib
 
+    def module(name: str) -> object:
+        # private modules: a torch that lacks one (or renamed it) skips its caches rather than
+        # failing a run that has just finished
+        try:
+            return importlib.import_module(f"torch.distributed.tensor.{name}")
+        except ImportError:
+            return None
+
+    debug, _redistribute, _collective_utils = map(
+        module, ("debug", "_redistribute", "_collective_utils")
+    )
     clears = (
         getattr(debug, "_clear_sharding_prop_cache", None),
         getattr(_redistribute, "clear_redistribute_planner_cache", None),
