@@ -74,6 +74,86 @@ def test_node_group_uses_its_first_listed_type():
     assert "order listed" in choice.reason
 
 
+# A pool of two GPU models (g6.xlarge: L4, the cheaper in us-east-1; g5.xlarge: A10G): each
+# type with its own GPU and bandwidth, as platform/published.py builds them.
+MIXED = PoolFacts(
+    name="gpu",
+    instance_types=("g5.xlarge", "g6.xlarge"),
+    gpus_per_node=1,
+    gpu_models=("A10G", "L4"),
+    gpu_memory_mib=22 * 1024,
+    vcpus_per_node=4,
+    memory_mib_per_node=16384,
+    network_gbps=2.5,
+    primary_network_gbps=2.5,
+    capacity_types=("spot", "on-demand"),
+    node_types=(
+        NodeType("g5.xlarge", 4, 16384, 1, "A10G", 22888, 2.5, 2.5),
+        NodeType("g6.xlarge", 4, 16384, 1, "L4", 22 * 1024, 2.5, 2.5),
+    ),
+)
+
+
+def _od(instance_type: str) -> float:
+    return price_facts.ec2_on_demand("us-east-1", instance_type).usd
+
+
+def _gpt(**kw):
+    raw = {"name": "g", "team": "t", "pool": "gpu", "preset": "fsdp", "workers": 1,
+           "gpusPerWorker": 1, "cpu": "3", "memory": "12Gi", "model": "gpt", "layers": 12,
+           "dModel": 768, "heads": 12, "seqLen": 1024, "vocabSize": 8192, "steps": 5000,
+           "batchSize": 8}  # fmt: skip
+    return parse_job({**raw, **kw}, "job")
+
+
+def test_a_mixed_pool_runs_and_prices_the_type_karpenter_launches():
+    """The run cost pairs one node: the duration is estimated on the type the $/h is for
+    (Karpenter's cheapest, g6.xlarge: L4), not on the pool's slowest GPU (A10G; one rank, so
+    the GPU's speed decides, not the bandwidth), and the
+    dearer type the pool may launch instead is the worst case, in one line."""
+    job = _gpt()
+    jc = cost.job_cost(job, MIXED, "us-east-1", "t/PyTorchJob/g")
+    assert jc.choice.instance_type == "g6.xlarge"
+    assert jc.duration.hardware == "1 x L4" and "on 1 x L4" in jc.duration.detail
+    pool_wide = duration.expected_duration(job, MIXED)  # the memory fit's figure: slowest GPU
+    assert "A10G" in pool_wide.detail and jc.duration.seconds < pool_wide.seconds
+    assert jc.run_cost == pytest.approx(_od("g6.xlarge") * jc.duration.seconds / 3600)
+    # every figure of the plan reads the same per-type estimate
+    assert cost.expected_run(job, MIXED, "us-east-1") == jc.duration
+    assert jc.to_json()["durationSeconds"] == jc.duration.seconds
+    worst = jc.worst
+    assert (worst.instance_type, worst.duration.hardware) == ("g5.xlarge", "1 x A10G")
+    assert worst.run_cost == pytest.approx(_od("g5.xlarge") * worst.duration.seconds / 3600)
+    assert jc.to_json()["worstCase"]["instanceType"] == "g5.xlarge"
+    line = jc.launch_line()
+    assert line.startswith("likely g6.xlarge x1: ") and "on 1 x L4" in line
+    assert "worst case g5.xlarge x1: " in line and "on 1 x A10G" in line
+    # one type, or a node group (its first listed type): no worst case
+    assert cost.job_cost(job, MIXED.only("g6.xlarge"), "us-east-1", "r").worst is None
+    group = replace(MIXED, kind="node-group")
+    assert cost.job_cost(job, group, "us-east-1", "r").worst is None
+
+
+def test_docs_state_devs_likely_and_worst_case_as_the_plan_prints_them():
+    """docs/cost.md's "One node, one run" example is dev's line, and every figure of dev's plan
+    reads the likely type's run: the Cost table, the queue's `runs ~` and the estimates."""
+    plan = shipped_plan("dev")
+    cost_ = next(s for s in plan.sections if s.title == cost_check.SECTION_TITLE)
+    printed = [ln.strip() for ln in cost_.lines]
+    doc = (ROOT / "docs/cost.md").read_text()
+    (line,) = [ln.strip() for ln in doc.splitlines() if ln.strip().startswith("likely ")]
+    assert line in printed
+    job = next(j for j in cost_.data["jobs"] if j["name"] == "gpt-small-fsdp")
+    assert job["instanceType"] == "g4dn.xlarge" and "on 2 x T4" in job["durationDetail"]
+    queue = next(s for s in plan.sections if s.title.startswith("Queue admission"))
+    (runs,) = [ln for ln in queue.lines if "research/gpt-small-fsdp [" in ln]
+    assert f"runs ~{duration.duration_text(job['durationSeconds'])}" in runs
+    est = next(s for s in plan.sections if s.title.startswith("Memory per GPU"))
+    (e,) = [d for d in est.data if d["job"] == "gpt-small-fsdp"]
+    assert e["runOn"]["instanceType"] == "g4dn.xlarge"
+    assert e["runOn"]["duration_seconds"] == job["durationSeconds"]
+
+
 def test_duration_precedence_user_step_time_then_deadline_then_unknown():
     both = _job(expectedStepSeconds=0.5, steps=1000, runPolicy={"activeDeadlineSeconds": 9000})
     d = duration.expected_duration(both, G5)

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from trainforge.core import catalog
@@ -102,6 +102,13 @@ class NodeType:
     vcpus: int
     memory_mib: int
     gpus: int = 0
+    # What the step-time estimate reads of this type alone (PoolFacts.only): its GPU model,
+    # the memory of one GPU, its sustained bandwidth (all cards, the primary card). Unknown
+    # (None, 0): the pool's shared figures stand in.
+    gpu_name: str | None = None
+    gpu_memory_mib: int = 0
+    network_gbps: float = 0.0
+    primary_network_gbps: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -153,6 +160,34 @@ class PoolFacts:
     # Every instance type with its own size, in the pool's order (empty when unknown). The
     # cost report picks the type a job's pods land on from these.
     node_types: tuple[NodeType, ...] = ()
+
+    def only(self, instance_type: str) -> PoolFacts:
+        """This pool as a node of one of its types sees it: what a job runs on when the pool
+        launches that type (its GPU model, GPU memory, bandwidth and size; the step-time
+        estimate of that type reads it). The pool itself when it does not know the type."""
+        t = next((t for t in self.node_types if t.name == instance_type), None)
+        if t is None:
+            return self
+        gpu = t.gpu_name if t.gpus else None
+        models = (gpu,) if gpu else self.gpu_models
+        archs = self.gpu_archs
+        if gpu and gpu in self.gpu_models and len(self.gpu_archs) == len(self.gpu_models):
+            archs = (self.gpu_archs[self.gpu_models.index(gpu)],)
+        return replace(
+            self,
+            instance_types=(t.name,),
+            node_types=(t,),
+            nodes=tuple(n for n in self.nodes if n.instance_type == t.name),
+            gpus_per_node=t.gpus if self.gpus_per_node else 0,
+            gpu_name=gpu or self.gpu_name,
+            gpu_models=models,
+            gpu_archs=archs,
+            gpu_memory_mib=t.gpu_memory_mib or self.gpu_memory_mib,
+            network_gbps=t.network_gbps or self.network_gbps,
+            primary_network_gbps=t.primary_network_gbps or self.primary_network_gbps,
+            vcpus_per_node=t.vcpus or self.vcpus_per_node,
+            memory_mib_per_node=t.memory_mib or self.memory_mib_per_node,
+        )
 
     @property
     def rdma(self) -> bool:

@@ -31,6 +31,7 @@ class Duration:
     detail: str
     low: float | None = None
     high: float | None = None
+    hardware: str = ""  # what an estimate ran on ("2 x A10G"); "" for the other sources
 
     @property
     def ceiling(self) -> bool:
@@ -134,6 +135,7 @@ def _from_estimate(job: JobSpec, pool: PoolFacts) -> Duration | None:
         f"(+ start-up, checkpoints; {e.basis.split(':')[0]})",
         low=e.duration_range[0],
         high=e.duration_range[1],
+        hardware=f"{e.world_size} x {e.gpu}",
     )
 
 
@@ -146,7 +148,13 @@ DURATION_SOURCES: list[Callable[[JobSpec, PoolFacts], Duration | None]] = [
 ]
 
 
-def expected_duration(job: JobSpec, pool: PoolFacts) -> Duration:
+def expected_duration(job: JobSpec, pool: PoolFacts, instance_type: str | None = None) -> Duration:
+    """The job's expected run on `pool`; with `instance_type`, on the nodes of that type
+    (`PoolFacts.only`: its GPU and bandwidth), the type a mixed pool launches for the job
+    (trainforge.plan.cost picks it, as Karpenter does). Without, on the pool's shared
+    figures: the slowest GPU of a mixed pool."""
+    if instance_type is not None:
+        pool = pool.only(instance_type)
     for source in DURATION_SOURCES:
         found = source(job, pool)
         if found is not None:

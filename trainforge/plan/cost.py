@@ -12,10 +12,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from trainforge.core.contract import JobTarget, NodeType, PoolFacts, TeamFacts, efa_count
+from trainforge.core.contract import NodeType, PoolFacts, TeamFacts, efa_count
 from trainforge.core.quantity import parse_quantity
 from trainforge.jobs import capacity
-from trainforge.jobs.duration import Duration, expected_duration
+from trainforge.jobs.duration import Duration, duration_text, expected_duration
 from trainforge.jobs.spec import JobSpec
 from trainforge.plan import price_facts as P
 from trainforge.plan import resource_types as T
@@ -59,10 +59,30 @@ class NodeChoice:
     on_demand: P.Price | None  # per node
     spot: P.Price | None  # per node
     reason: str
+    # the job's expected run on nodes of this type (jobs.duration, `PoolFacts.only`): the
+    # step-time estimate of this type's GPU, not the pool's slowest
+    duration: Duration | None = None
 
     @property
     def hourly_on_demand(self) -> float | None:
         return None if self.on_demand is None else self.nodes * self.on_demand.usd
+
+    @property
+    def run_cost(self) -> float | None:
+        """$/hour on-demand x the expected run on this type (None: either is unknown)."""
+        hourly, d = self.hourly_on_demand, self.duration
+        if hourly is None or d is None or d.seconds is None:
+            return None
+        return hourly * d.seconds / 3600
+
+    def run_words(self) -> str:
+        """ "g5.xlarge x2: 46 min on 2 x A10G, $1.55 ($2.01/h)": this type's run, for the
+        line that compares it with another."""
+        d = self.duration
+        run = "unknown run" if d is None or d.seconds is None else duration_text(d.seconds)
+        on = f" on {d.hardware}" if d is not None and d.hardware else ""
+        hourly = usd(self.hourly_on_demand)
+        return f"{self.instance_type} x{self.nodes}: {run}{on}, {usd(self.run_cost)} ({hourly}/h)"
 
     def describe(self) -> str:
         """ "g5.xlarge x2 $2.01/h": the nodes and their on-demand price (a priced choice)."""
@@ -84,16 +104,12 @@ def _node_types(pool: PoolFacts) -> list[NodeType]:
     ]
 
 
-def choose_nodes(job: JobSpec, pool: PoolFacts, region: str) -> NodeChoice | None:
-    """Where the job's pods land. Karpenter launches the cheapest instance types that fit the
-    pending pods, so a Karpenter pool's estimate is the cheapest way to place every pod on
-    one of its types; a managed node group launches its types in the order listed."""
+def node_options(job: JobSpec, pool: PoolFacts, region: str) -> list[NodeChoice]:
+    """Every type of the pool that holds a pod of the job, in the pool's order: its nodes,
+    prices and the job's expected run on it (computed once per type, read by every figure)."""
     workers = job.workers
     fitting = [(t, n) for t in _node_types(pool) if (n := pods_per_node(job, pool, t)) > 0]
-    if not fitting:
-        return None
-
-    options = [
+    return [
         NodeChoice(
             t.name,
             math.ceil(workers / n),
@@ -101,9 +117,42 @@ def choose_nodes(job: JobSpec, pool: PoolFacts, region: str) -> NodeChoice | Non
             P.ec2_on_demand(region, t.name),
             P.ec2_spot(region, t.name),
             "",
+            expected_duration(job, pool, t.name),
         )
         for t, n in fitting
     ]
+
+
+def choose_nodes(job: JobSpec, pool: PoolFacts, region: str) -> NodeChoice | None:
+    """Where the job's pods land. Karpenter launches the cheapest instance types that fit the
+    pending pods, so a Karpenter pool's estimate is the cheapest way to place every pod on
+    one of its types; a managed node group launches its types in the order listed."""
+    return _choose(job, pool, region, node_options(job, pool, region))
+
+
+def worst_case(pool: PoolFacts, choice: NodeChoice | None, options: list[NodeChoice]):
+    """The dearest run among the types a Karpenter pool may launch for the job instead of
+    the likely one (None: none dearer, or not a Karpenter pool). Karpenter sends every type
+    that fits to EC2 Fleet: a spot launch is EC2's price-capacity-optimized pick among them
+    (any type whose spot price is not above the cheapest on-demand one), an on-demand one
+    the lowest price, and a type found without capacity is skipped on the next try
+    (karpenter-provider-aws v1.14.1 pkg/providers/instance/types.go, instance.go). Each at
+    its on-demand price, the ceiling of its spot price."""
+    if pool.kind != "karpenter" or choice is None or choice.run_cost is None:
+        return None
+    dearer = [o for o in options if o.run_cost is not None and o.run_cost > choice.run_cost]
+    unknown = [o for o in options if o.run_cost is None and o is not choice]
+    if unknown:
+        return unknown[0]
+    return max(dearer, key=lambda o: o.run_cost or 0.0, default=None)
+
+
+def _choose(
+    job: JobSpec, pool: PoolFacts, region: str, options: list[NodeChoice]
+) -> NodeChoice | None:
+    if not options:
+        return None
+    workers = job.workers
     what = f"{workers} pod(s) of {pod_size(job)}"
     if pool.kind == "node-group":
         reason = (
@@ -131,6 +180,24 @@ def choose_nodes(job: JobSpec, pool: PoolFacts, region: str) -> NodeChoice | Non
     return replace(best, reason=reason)
 
 
+def plan_region(inventory: Any) -> str:
+    """The region a plan's program ran in (runner.Inventory): the stack's `aws:region` (read
+    as the fleet reads a worker's), else the mocks' default."""
+    from trainforge.plan.fleet import region  # noqa: PLC0415 - pulls in the runner
+    from trainforge.plan.mocks import DEFAULT_REGION  # noqa: PLC0415 - what the plan used
+
+    return region(inventory.config) or DEFAULT_REGION
+
+
+def expected_run(job: JobSpec, pool: PoolFacts, region: str) -> Duration:
+    """The job's expected run as every figure of the plan reads it (the cost table, the queue
+    simulation): on the type the pool launches for it (`choose_nodes`), else the pool's."""
+    choice = choose_nodes(job, pool, region)
+    if choice is not None and choice.duration is not None:
+        return choice.duration
+    return expected_duration(job, pool)
+
+
 # --- per job, per team ----------------------------------------------------------------------
 
 
@@ -148,6 +215,8 @@ class JobCost:
     # (admitted later, when quota frees up) or "never".
     admission: str = "runs"
     admission_reason: str = ""
+    # the dearest run the pool may launch instead of `choice` (cost.worst_case), or None
+    worst: NodeChoice | None = None
 
     @property
     def runs_at_once(self) -> bool:
@@ -205,27 +274,56 @@ class JobCost:
             "monthCost": self.month_cost,
             "admission": self.admission,
             "admissionReason": self.admission_reason,
+            "worstCase": None if self.worst is None else self.worst_json(),
         }
+
+    def worst_json(self) -> dict[str, Any]:
+        w = self.worst
+        assert w is not None
+        d = w.duration
+        return {
+            "instanceType": w.instance_type,
+            "nodes": w.nodes,
+            "onDemandPerHour": w.hourly_on_demand,
+            "durationSeconds": d.seconds if d else None,
+            "durationDetail": d.detail if d else None,
+            "runCost": w.run_cost,
+        }
+
+    def launch_line(self) -> str | None:
+        """The likely type and the worst case in one line, when the pool may launch a type
+        whose run costs more than the likely one's (None: it may not)."""
+        if self.worst is None or self.choice is None:
+            return None
+        return (
+            f"likely {self.choice.run_words()} (the cheapest); worst case "
+            f"{self.worst.run_words()} (a spot launch is EC2's pick by price and capacity, and "
+            "a type without capacity is skipped)"
+        )
 
 
 def job_cost(
     job: JobSpec,
-    target: JobTarget,
+    pool: PoolFacts,
     region: str,
     resource: str,
     admission: tuple[str, str] = ("runs", ""),
 ) -> JobCost:
-    pool = target.pool
+    """The job on `pool` in `region`: the type Karpenter would launch, its expected run on
+    that type (the per-type estimate `node_options` computed), and the worst case."""
+    options = node_options(job, pool, region)
+    choice = _choose(job, pool, region, options)
     return JobCost(
         name=job.name,
         team=job.team,
         pool=pool.name,
         resource=resource,
-        choice=choose_nodes(job, pool, region),
+        choice=choice,
         spot_possible="spot" in (pool.capacity_types or (pool.capacity_type,)),
-        duration=expected_duration(job, pool),
+        duration=expected_run(job, pool, region),
         admission=admission[0],
         admission_reason=admission[1],
+        worst=worst_case(pool, choice, options),
     )
 
 

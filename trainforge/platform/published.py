@@ -59,7 +59,19 @@ def _type_facts(f: PoolTypeFacts, ami: str) -> dict[str, Any]:
         "vcpus_per_node": f.vcpus_per_node,
         "memory_mib_per_node": f.memory_mib_per_node,
         "architecture": f.architecture,
-        "node_types": tuple(NodeType(t.name, t.vcpus, t.memory_mib, t.gpus) for t in f.per_type),
+        "node_types": tuple(
+            NodeType(
+                t.name,
+                t.vcpus,
+                t.memory_mib,
+                t.gpus,
+                gpu_name=t.gpu_name,
+                gpu_memory_mib=t.gpu_memory_mib // t.gpus if t.gpus else 0,
+                network_gbps=t.network_gbps,
+                primary_network_gbps=t.primary_network_gbps,
+            )
+            for t in f.per_type
+        ),
         "ami": ami,
     }
     if not f.gpus_per_node:

@@ -13,7 +13,6 @@ from trainforge.plan import cost as C
 from trainforge.plan import price_facts as P
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.checks import queues
-from trainforge.plan.fleet import region
 from trainforge.plan.price_facts import usd
 from trainforge.stack.policy import CAPS_KEY, CostCaps, parse_caps
 
@@ -37,16 +36,8 @@ RULES = {
 # --- building the report from what the program declared ---------------------------------------
 
 
-def plan_region(inventory: Any) -> str:
-    """The region a plan's program ran in (runner.Inventory): the stack's `aws:region` (read
-    as the fleet reads a worker's), else the mocks' default."""
-    from trainforge.plan.mocks import DEFAULT_REGION  # noqa: PLC0415 - what the plan used
-
-    return region(inventory.config) or DEFAULT_REGION
-
-
 def build_report(ctx: PlanContext, today: dt.date | None = None) -> C.CostReport:
-    region = plan_region(ctx.inventory)
+    region = C.plan_region(ctx.inventory)
     report = C.CostReport(region=region, today=today or dt.date.today())
     declared = ctx.declared
     pools: dict[str, Any] = {}
@@ -62,7 +53,7 @@ def build_report(ctx: PlanContext, today: dt.date | None = None) -> C.CostReport
         obj = queues.workload_object(ctx, d.spec.name, d.target.namespace)
         resource = obj.ident if obj is not None else f"{d.target.namespace}/{d.spec.name}"
         state = admitted.get((d.spec.team, d.spec.name), ("runs", ""))
-        report.jobs.append(C.job_cost(d.spec, d.target, region, resource, state))
+        report.jobs.append(C.job_cost(d.spec, d.target.pool, region, resource, state))
         teams.setdefault(d.target.team.name, d.target.team)
         pools.setdefault(d.target.pool.name, d.target.pool)
     report.teams = C.team_costs(teams, list(pools.values()), report.jobs, region)
@@ -118,6 +109,8 @@ def render(report: C.CostReport) -> list[str]:
             reason = j.choice.reason if j.choice else f"no instance type of {j.pool} fits a pod"
             lines.append(f"  {j.name}: pool {j.pool}; {reason}")
             lines.append(f"  {' ' * len(j.name)}  duration: {j.duration.detail}")
+            if launch := j.launch_line():
+                lines.append(f"  {' ' * len(j.name)}  {launch}")
             if not j.runs_at_once:
                 lines.append(f"  {' ' * len(j.name)}  {STARTS[j.admission]}: {j.admission_reason}")
         lines += running_lines(report)

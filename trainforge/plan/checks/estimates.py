@@ -15,6 +15,7 @@ from trainforge.jobs.duration import duration_text
 from trainforge.jobs.estimate import JobEstimate, NoEstimate, estimate, gib, warnings
 from trainforge.jobs.restarts import budget, launch_line
 from trainforge.jobs.spec import JobSpec
+from trainforge.plan import cost as C
 from trainforge.plan.check_types import CheckResult, PlanContext, Section
 
 RULES: dict[str, str] = {}  # reports only: nothing to waive
@@ -32,7 +33,12 @@ def step_text(seconds: float) -> str:
     return f"{ms:.2g} ms" if ms >= 0.01 else f"{ms * 1000:.2g} µs"
 
 
-def lines_for(e: JobEstimate, ident: str) -> list[str]:
+def lines_for(
+    e: JobEstimate, ident: str, run: JobEstimate | None = None, launched: str = ""
+) -> list[str]:
+    """The estimate's lines. `run`: the step time and duration on `launched`, the type a
+    mixed pool launches for the job (the cost model's pick); the memory stays `e`'s, judged
+    on every type of the pool."""
     cap = e.memory_capacity
     frac = f" ({e.memory_fraction:.0%})" if e.memory_fraction is not None else ""
     per = "GPU" if e.gpu else "process"
@@ -41,6 +47,14 @@ def lines_for(e: JobEstimate, ident: str) -> list[str]:
     of = f" of {gib(cap)}{frac}" if cap else ""
     out.append(f"  memory per {per}: est. {gib(e.memory_total)}{of} at the {e.memory_phase}")
     out.append(f"    {e.memory_line()}")
+    notes = e.notes
+    if run is not None:
+        out.append(
+            f"  memory judged on every type of the pool (its slowest GPU, least GPU memory); "
+            f"step and duration on {launched} ({run.world_size} x {run.gpu}), the type the "
+            "pool launches for it (Cost)"
+        )
+        e = run
     if e.step_seconds is not None and e.step_seconds_range is not None:
         lo, hi = e.step_seconds_range
         if e.has_tokens:  # only the units the model has: a CNN has samples, not tokens
@@ -60,7 +74,7 @@ def lines_for(e: JobEstimate, ident: str) -> list[str]:
         out.append(f"  basis: {e.method}; MFU {e.basis}")
     else:
         out.append(f"  basis: {e.basis}")
-    out += [f"  note: {n}" for n in e.notes]
+    out += [f"  note: {n}" for n in notes]
     return out
 
 
@@ -98,6 +112,7 @@ def check(ctx: PlanContext) -> CheckResult:
         return CheckResult()
     lines: list[str] = []
     data: list[dict[str, Any]] = []
+    region = C.plan_region(ctx.inventory)
     for dj in declared.jobs:
         job = dj.spec
         ident = f"{dj.target.namespace}/{job.name}"
@@ -107,9 +122,16 @@ def check(ctx: PlanContext) -> CheckResult:
             lines.append(f"{ident} on {job.pool}: no estimate ({err})")
             data.append({"job": job.name, "pool": job.pool, "no_estimate": str(err)})
             continue
-        lines += lines_for(e, ident)
+        pool = dj.target.pool
+        mixed = e.gpu is not None and len(pool.node_types) > 1
+        choice = C.choose_nodes(job, pool, region) if mixed else None
+        run = estimate(job, pool.only(choice.instance_type)) if choice else None
+        launched = choice.instance_type if choice else ""
+        lines += lines_for(e, ident, run, launched)
         lines += [f"  warning: {w}" for w in warnings(e, ident)]
-        data.append(_data(e))
+        data.append(
+            {**_data(e), "runOn": {"instanceType": launched, **_data(run)} if run else None}
+        )
     restarts = [
         f"{dj.target.namespace}/{dj.spec.name}: {launch_line(dj.spec)}" for dj in declared.jobs
     ]

@@ -20,10 +20,11 @@ from trainforge.core import taints as T
 from trainforge.core.contract import PoolFacts
 from trainforge.core.pods import Shape, get
 from trainforge.jobs.backends import job_shape, pod_templates
-from trainforge.jobs.duration import duration_text, expected_duration
+from trainforge.jobs.duration import duration_text
 from trainforge.jobs.pod import JOB_LABEL
 from trainforge.jobs.tenancy import PRIORITY_LABEL, QUEUE_LABEL
 from trainforge.jobs.wiring import sizing_rule
+from trainforge.plan import cost as C
 from trainforge.plan import kueue as K
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.checks.scheduling import gi
@@ -520,6 +521,7 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
         return [], [], None
     findings: list[Finding] = []
     workloads: list[Workload] = []
+    region = C.plan_region(ctx.inventory)
 
     def finding(w: Workload, rule: str, message: str, obj: Any = None) -> None:
         ident = obj.ident if obj is not None else f"{w.namespace}/job/{w.job}"
@@ -545,7 +547,7 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
             continue
         w = Workload(spec.name, spec.team, target.namespace, i)
         w.sizing = sizing_rule(spec, target.pool)
-        w.duration = expected_duration(spec, target.pool).seconds
+        w.duration = C.expected_run(spec, target.pool, region).seconds
         workloads.append(w)
         obj = workload_object(ctx, spec.name, target.namespace)
         shape = job_shape(obj.doc) if obj is not None else None

@@ -234,9 +234,7 @@ def check(ctx: PlanContext) -> CheckResult:
     sub = getattr(ctx.inventory, "submitted", None)
     if sub is None:
         return CheckResult()
-    from trainforge.plan.checks.cost_check import plan_region  # noqa: PLC0415
-
-    region = plan_region(ctx.inventory)
+    region = C.plan_region(ctx.inventory)
     sent = [o for o in ctx.objects if o.urn.startswith(SENT_URN)]  # not the stack's
     lines = [
         f"program {sub.program} (kubeconfig namespace {sub.namespace}): exit {sub.returncode}, "
