@@ -59,3 +59,15 @@ def test_the_readme_points_at_the_plan_of_the_fleet():
     readme = (ROOT / "README.md").read_text()
     fleet = readme.split("## Fleet\n", 1)[1].split("\n## ", 1)[0]
     assert "python -m trainforge plan --stack fleet" in fleet and "docs/fleet.md" in fleet
+
+
+def test_the_quoted_job_cost_lines_are_the_plans():
+    """docs/fleet.md, "What it costs": the manager's Cost lines of gpt-small-fsdp, one row per
+    worker and the line that says which figure the caps count, are what the plan prints."""
+    from trainforge.plan.checks import cost_check  # noqa: PLC0415
+
+    section = next(s for s in shipped_plan("fleet").sections if s.title == cost_check.SECTION_TITLE)
+    printed = [ln.strip() for ln in section.lines]
+    block = DOC.split("From `plan --stack fleet --full`:\n\n```\n", 1)[1].split("```", 1)[0]
+    quoted = [ln.strip() for ln in block.splitlines() if ln.strip()]
+    assert len(quoted) == 3 and all(q in printed for q in quoted), (quoted, printed)

@@ -8,6 +8,7 @@ import json
 from types import SimpleNamespace
 
 from tests.conftest import ROOT, shipped_plan
+from trainforge.plan.checks import cost_check
 from trainforge.plan.checks import fleet as FC
 from trainforge.plan.runner import SECRET
 
@@ -176,3 +177,40 @@ def test_a_job_whose_code_ships_in_a_configmap_reaches_every_worker():
     assert "codeSource: image" in found[0].fix
     # the example's own jobs (presets, code in the image) ship no ConfigMap
     assert "fleetJobConfigMaps" not in shipped_plan("fleet").inventory.outputs
+
+
+def test_the_managers_cost_prices_each_job_on_the_workers_not_on_its_own_pools():
+    """The manager's pools start no node (docs/fleet.md): its Cost section prices each job on
+    every worker that admits it, with the fleet section's figures (one model), and counts the
+    dearest. The manager's gpu pool lists g5.xlarge and g6.xlarge in us-east-1; the job runs on
+    g6.xlarge there (use1) or on g5.xlarge in us-west-2 (usw2), each timed on its own GPU."""
+    plan = shipped_plan("fleet")
+    fleet = next(s for s in plan.sections if s.title == FC.TITLE)
+    cost = next(s for s in plan.sections if s.title == cost_check.SECTION_TITLE)
+    jobs = {j["name"]: j for j in cost.data["jobs"]}
+    gpt = jobs["gpt-small-fsdp"]
+    runs = {w["worker"]: w for w in gpt["workers"]}
+    assert (runs["use1"]["instanceType"], runs["use1"]["region"]) == ("g6.xlarge", "us-east-1")
+    assert (runs["usw2"]["instanceType"], runs["usw2"]["region"]) == ("g5.xlarge", "us-west-2")
+    assert "on 2 x L4" in runs["use1"]["durationDetail"]
+    assert "on 2 x A10G" in runs["usw2"]["durationDetail"]
+    fleet_gpt = {w["worker"]: w for w in next(j for j in fleet.data["jobs"]
+                                               if j["job"] == "gpt-small-fsdp")["workers"]}  # fmt: skip
+    for w in ("use1", "usw2"):
+        assert runs[w]["onDemandPerHour"] == fleet_gpt[w]["onDemandPerHour"]
+    assert (
+        gpt["onDemandPerHour"] == runs["usw2"]["onDemandPerHour"] > runs["use1"]["onDemandPerHour"]
+    )
+    assert gpt["runCost"] == max(r["runCost"] for r in runs.values())
+    assert gpt["dearestWorker"] == "usw2"
+    text = "\n".join(cost.lines)
+    assert (
+        "gpt-small-fsdp: MultiKueue runs it on the first worker that admits it (use1, usw2)" in text
+    )
+    # a worker whose price the facts lack leaves the job's figure unknown, never the cheaper one
+    mnist = jobs["mnist-ddp"]
+    assert mnist["onDemandPerHour"] is None
+    assert "warning: the price table has no on-demand m6i.2xlarge in us-west-2" in text
+    # the team's quota ceiling: the workers' types in their regions, not the manager's pools
+    (team,) = cost.data["teams"]
+    assert team["quotaCeiling"] == "unknown: no price for m6i.2xlarge in us-west-2"

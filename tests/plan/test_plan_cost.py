@@ -13,7 +13,7 @@ from tests.conftest import prod_own_values, shipped_plan
 from tests.jobs.helpers import GPU_POOL
 from tests.plan.test_plan_checks import DEV_JOBS
 from trainforge.core import versions
-from trainforge.core.contract import DaemonSetLoad, NodeType, PoolFacts
+from trainforge.core.contract import DaemonSetLoad, NodeType, PoolFacts, TeamFacts
 from trainforge.jobs import capacity, duration
 from trainforge.jobs.spec import parse_job
 from trainforge.plan import cli, core, cost, price_facts
@@ -132,6 +132,61 @@ def test_a_mixed_pool_runs_and_prices_the_type_karpenter_launches():
     assert cost.job_cost(job, MIXED.only("g6.xlarge"), "us-east-1", "r").worst is None
     group = replace(MIXED, kind="node-group")
     assert cost.job_cost(job, group, "us-east-1", "r").worst is None
+
+
+def _fleet_job(**kw):
+    """`_gpt()` on a fleet of two workers, g6.xlarge in us-east-1 and g5.xlarge in us-west-2:
+    the manager's row with one run per worker (as cost_check builds it)."""
+    job = _gpt(**kw)
+    runs = tuple(
+        cost.WorkerRun(w, "gpu", region, c := cost.job_cost(job, MIXED.only(t), region, "r"),
+                       c.choice.describe())
+        for w, t, region in (("use1", "g6.xlarge", "us-east-1"), ("usw2", "g5.xlarge", "us-west-2"))
+    )  # fmt: skip
+    row = cost.JobCost("g", "t", "gpu", "t/PyTorchJob/g", None, False,
+                       duration.Duration(None, "unknown", ""))  # fmt: skip
+    return cost.fleet_job_cost(row, runs)
+
+
+def test_a_fleet_managers_job_is_priced_on_its_workers_and_capped_at_the_dearest():
+    """MultiKueue runs a manager's job on whichever worker admits it first, so its figures are
+    its workers', and a cap or budget must hold on the dearest: a cap between the two
+    workers' $/h is a finding naming the dearer worker."""
+    j = _fleet_job()
+    use1, usw2 = (r.cost for r in j.runs)
+    assert use1.duration.hardware == "1 x L4" and usw2.duration.hardware == "1 x A10G"
+    assert usw2.hourly == pytest.approx(price_facts.ec2_on_demand("us-west-2", "g5.xlarge").usd)
+    assert j.hourly == max(use1.hourly, usw2.hourly) == usw2.hourly
+    assert j.run_cost == max(use1.run_cost, usw2.run_cost)
+    assert j.month_cost == max(use1.month_cost, usw2.month_cost)
+    assert (j.choice.instance_type, j.dearest_run().worker) == ("g5.xlarge", "usw2")
+    data = j.to_json()
+    assert [w["worker"] for w in data["workers"]] == ["use1", "usw2"]
+    assert data["workers"][1]["region"] == "us-west-2" and data["dearestWorker"] == "usw2"
+    line = j.fleet_line()
+    assert "first worker that admits it (use1, usw2), never on the manager's own pools" in line
+    assert f"$/h usw2's {cost.usd(usw2.hourly)}" in line
+    report = cost.CostReport("us-east-1", dt.date(2026, 11, 23), jobs=[j])
+    report.teams = cost.team_costs({"t": TeamFacts("t", "t")}, [], report.jobs)
+    between = (use1.hourly + usw2.hourly) / 2
+    (f,) = cost_check.findings(report, cost_check.parse_caps({"jobPerHour": between}))
+    assert (
+        f.rule == "TF_COST_JOB_CAP" and "on worker usw2, the dearest that may run it" in f.message
+    )
+    caps = {"teams": {"t": {"teamPerMonth": (use1.run_cost + usw2.run_cost) / 2}}}
+    (f,) = cost_check.findings(report, cost_check.parse_caps(caps, {"t"}))
+    assert f.rule == "TF_COST_TEAM_BUDGET" and "each at its dearest worker" in f.message
+    # a worker without a price: the cap cannot be checked, and the missing price is named
+    runs = (j.runs[0], replace(j.runs[1], cost=cost.job_cost(_gpt(), MIXED.only("g5.xlarge"),
+                                                             "sa-east-1", "r"), region="sa-east-1"))  # fmt: skip
+    k = cost.fleet_job_cost(j, runs)
+    assert k.hourly is None and k.missing_price("us-east-1") == "on-demand g5.xlarge in sa-east-1"
+    report = cost.CostReport("us-east-1", dt.date(2026, 11, 23), jobs=[k])
+    (f,) = cost_check.findings(report, cost_check.parse_caps({"jobPerHour": 100}))
+    assert f.rule == "TF_COST_PRICE_MISSING"
+    # no worker admits it: no cost, never the manager's own pools
+    none = cost.fleet_job_cost(j, ())
+    assert none.hourly is None and none.choice is None and "no worker" in none.fleet_line()
 
 
 def test_docs_state_devs_likely_and_worst_case_as_the_plan_prints_them():

@@ -202,6 +202,39 @@ def expected_run(job: JobSpec, pool: PoolFacts, region: str) -> Duration:
 
 
 @dataclass(frozen=True)
+class WorkerRun:
+    """A fleet manager's job as one worker would run it (MultiKueue dispatches the job; the
+    manager's own pools start no node): the flavor's pool there, the worker's region, the job's
+    cost on them (None: not priced, `why` says why) and the fleet section's words."""
+
+    worker: str
+    pool: str
+    region: str | None
+    cost: JobCost | None
+    why: str
+
+    @property
+    def hourly(self) -> float | None:
+        return None if self.cost is None else self.cost.hourly
+
+    @property
+    def run_cost(self) -> float | None:
+        return None if self.cost is None else self.cost.run_cost
+
+    def to_json(self) -> dict[str, Any]:
+        base = self.cost.to_json() if self.cost is not None else {}
+        return {**base, "worker": self.worker, "pool": self.pool, "region": self.region,
+                "cost": self.why}  # fmt: skip
+
+
+def _dearest(values: list[float | None]) -> float | None:
+    """The highest figure, None when any is unknown (it could be the highest)."""
+    if not values or any(v is None for v in values):
+        return None
+    return max(v for v in values if v is not None)
+
+
+@dataclass(frozen=True)
 class JobCost:
     name: str
     team: str
@@ -217,6 +250,26 @@ class JobCost:
     admission_reason: str = ""
     # the dearest run the pool may launch instead of `choice` (cost.worst_case), or None
     worst: NodeChoice | None = None
+    # A fleet manager's job (None: any other stack's): where MultiKueue may run it, one run per
+    # worker that admits it (empty: none does). Its figures are then the dearest worker's: a
+    # cap or budget must hold wherever it runs. `choice` and `duration` are the dearest run's.
+    runs: tuple[WorkerRun, ...] | None = None
+
+    @property
+    def dispatched(self) -> bool:
+        return self.runs is not None
+
+    def dearest_run(self) -> WorkerRun | None:
+        """The worker where the job's run (else its $/hour) costs most; an unknown figure
+        counts as the dearest, since it could be."""
+        if not self.runs:
+            return None
+
+        def key(r: WorkerRun) -> tuple[int, float, int, float]:
+            run, hourly = r.run_cost, r.hourly
+            return (run is None, run or 0.0, hourly is None, hourly or 0.0)
+
+        return max(self.runs, key=key)
 
     @property
     def runs_at_once(self) -> bool:
@@ -225,13 +278,17 @@ class JobCost:
     @property
     def hourly(self) -> float | None:
         """On-demand $/hour with every pod running: the ceiling the caps are checked on
-        (a spot instance never costs more than on-demand)."""
+        (a spot instance never costs more than on-demand); a fleet's job: its dearest worker's."""
+        if self.runs is not None:
+            return _dearest([r.hourly for r in self.runs])
         return None if self.choice is None else self.choice.hourly_on_demand
 
     @property
     def run_cost(self) -> float | None:
         """The job's main figure: its $/hour x its expected duration (`duration.source` says
         where the duration came from; a deadline makes it a ceiling)."""
+        if self.runs is not None:
+            return _dearest([r.run_cost for r in self.runs])
         if self.hourly is None or self.duration.seconds is None:
             return None
         return self.hourly * self.duration.seconds / 3600
@@ -242,15 +299,51 @@ class JobCost:
         run longer than a month spreads over several). A job that is never admitted costs 0."""
         if self.admission == "never":
             return 0.0
+        if self.runs is not None:
+            return _dearest([r.cost.month_cost if r.cost else None for r in self.runs])
         if self.hourly is None or self.duration.seconds is None:
             return None
         return self.hourly * min(self.duration.seconds / 3600, HOURS_PER_MONTH)
 
     def missing_price(self, region: str) -> str | None:
-        """Which price the job's cost lacks ("g5.12xlarge in us-west-2"), or None."""
+        """Which price the job's cost lacks ("g5.12xlarge in us-west-2"), or None; a fleet's
+        job: the first its workers lack, each in the worker's region."""
+        if self.runs is not None:
+            lacks = [r.cost.missing_price(r.region) for r in self.runs if r.cost and r.region]
+            return next((m for m in lacks if m), None)
         if self.choice is None or self.choice.on_demand is not None:
             return None
         return f"on-demand {self.choice.instance_type} in {region}"
+
+    def fleet_line(self) -> str | None:
+        """A fleet manager's job in one line: where it may run, the range of its figures and
+        which worker's figure the caps, budgets and totals count (None: not a fleet's job)."""
+        if self.runs is None:
+            return None
+        if not self.runs:
+            return "no worker of the fleet admits it (the fleet section says why): no cost"
+        names = ", ".join(r.worker for r in self.runs)
+        head = (
+            f"MultiKueue runs it on the first worker that admits it ({names}), never on the "
+            "manager's own pools"
+        )
+        if len(self.runs) == 1:
+            return f"{head}: its figures are {self.runs[0].worker}'s"
+
+        def dearest(figure: Callable[[WorkerRun], float | None]) -> str:
+            values = [figure(r) for r in self.runs or ()]
+            if any(v is None for v in values):
+                lack = [r.worker for r, v in zip(self.runs or (), values, strict=True) if v is None]
+                return f"unknown (unknown on {', '.join(lack)})"
+            worker, value = max(zip(self.runs or (), values, strict=True), key=lambda x: x[1] or 0)
+            return f"{worker.worker}'s {usd(value)}"
+
+        return (
+            f"{head}: {_range([r.hourly for r in self.runs])}/h, run cost "
+            f"{_range([r.run_cost for r in self.runs])}; caps, budgets and totals count the "
+            f"dearest: $/h {dearest(lambda r: r.hourly)}, run cost "
+            f"{dearest(lambda r: r.run_cost)}"
+        )
 
     def to_json(self) -> dict[str, Any]:
         c = self.choice
@@ -275,6 +368,8 @@ class JobCost:
             "admission": self.admission,
             "admissionReason": self.admission_reason,
             "worstCase": None if self.worst is None else self.worst_json(),
+            "workers": None if self.runs is None else [r.to_json() for r in self.runs],
+            "dearestWorker": (d.worker if (d := self.dearest_run()) else None),
         }
 
     def worst_json(self) -> dict[str, Any]:
@@ -300,6 +395,32 @@ class JobCost:
             f"{self.worst.run_words()} (a spot launch is EC2's pick by price and capacity, and "
             "a type without capacity is skipped)"
         )
+
+
+def _range(values: list[float | None]) -> str:
+    """ "$1.61 to $2.01", "$0.38 to unknown", "$1.61" (all alike)."""
+    known = [v for v in values if v is not None]
+    low = usd(min(known)) if known else "unknown"
+    high = "unknown" if any(v is None for v in values) else usd(max(known))
+    return low if low == high else f"{low} to {high}"
+
+
+def fleet_job_cost(job: JobCost, runs: tuple[WorkerRun, ...]) -> JobCost:
+    """A fleet manager's job, priced on the workers MultiKueue may run it on instead of the
+    manager's pools (which start no node): `job` (its manager's row: name, team, resource,
+    the manager queue's admission) with the dearest run's node choice and duration."""
+    dear = replace(job, runs=runs).dearest_run()
+    cost = dear.cost if dear is not None else None
+    return replace(
+        job,
+        choice=cost.choice if cost else None,
+        duration=cost.duration
+        if cost
+        else Duration(None, "unknown", "unknown: no worker of the fleet prices it"),
+        spot_possible=bool(cost and cost.spot_possible),
+        worst=None,
+        runs=runs,
+    )
 
 
 def job_cost(
@@ -343,17 +464,23 @@ class QuotaCeiling:
 
 
 def _worst_rate(
-    pools: Iterable[PoolFacts], region: str, per_unit: Callable[[NodeType], int]
+    pools: Iterable[tuple[PoolFacts, str]], per_unit: Callable[[NodeType], int]
 ) -> tuple[float | None, str, list[str]]:
-    """(the highest $/unit-hour of the pools' types, that type, the types without a price)."""
+    """(the highest $/unit-hour of the pools' types, each in its pool's region, that type,
+    the types without a price); a type is named with its region when the pools span several
+    (a fleet's workers)."""
+    pools = list(pools)
+    several = len({r for _, r in pools}) > 1
     rates: list[tuple[float | None, str]] = []
     unknown: list[str] = []
-    for t in (t for pool in pools for t in _node_types(pool) if per_unit(t)):
-        price = P.ec2_on_demand(region, t.name)
-        if price is None:
-            unknown.append(t.name)
-        else:
-            rates.append((price.usd / per_unit(t), t.name))
+    for pool, region in pools:
+        for t in (t for t in _node_types(pool) if per_unit(t)):
+            name = f"{t.name} in {region}" if several else t.name
+            price = P.ec2_on_demand(region, t.name)
+            if price is None:
+                unknown.append(name)
+            else:
+                rates.append((price.usd / per_unit(t), name))
     rate, worst = max(rates, key=lambda r: r[0] or 0.0, default=(None, ""))
     return rate, worst, unknown
 
@@ -364,14 +491,17 @@ def _cpu_per_gpu(pools: list[PoolFacts]) -> float:
     return max(rates, default=0.0)
 
 
-def quota_ceiling(team: TeamFacts, pools: list[PoolFacts], region: str) -> QuotaCeiling:
-    gpu_pools = [p for p in pools if p.gpus_per_node]
-    cpu_pools = [p for p in pools if not p.gpus_per_node]
+def quota_ceiling(team: TeamFacts, placed: list[tuple[PoolFacts, str]]) -> QuotaCeiling:
+    """`placed`: the pools the team's pods may run on, each with its region (a fleet
+    manager's: its workers' pools, where MultiKueue runs its jobs)."""
+    gpu_at = [(p, r) for p, r in placed if p.gpus_per_node]
+    cpu_at = [(p, r) for p, r in placed if not p.gpus_per_node]
+    gpu_pools = [p for p, _ in gpu_at]
     parts: list[str] = []
     total = 0.0
     for pools_, limit, unit, per_unit in (
-        (gpu_pools, team.quota.gpus, "GPU", lambda t: t.gpus),
-        (cpu_pools, team.quota.cpu, "vCPU", lambda t: t.vcpus),
+        (gpu_at, team.quota.gpus, "GPU", lambda t: t.gpus),
+        (cpu_at, team.quota.cpu, "vCPU", lambda t: t.vcpus),
     ):
         if not pools_:
             continue
@@ -383,7 +513,7 @@ def quota_ceiling(team: TeamFacts, pools: list[PoolFacts], region: str) -> Quota
             amount = max(
                 0.0, amount - float(parse_quantity(team.quota.gpus)) * _cpu_per_gpu(gpu_pools)
             )
-        rate, worst, unknown = _worst_rate(pools_, region, per_unit)
+        rate, worst, unknown = _worst_rate(pools_, per_unit)
         if unknown:
             return QuotaCeiling(None, f"unknown: no price for {', '.join(sorted(set(unknown)))}")
         assert rate is not None
@@ -419,11 +549,11 @@ class TeamCost:
 
 
 def team_costs(
-    teams: dict[str, TeamFacts], pools: list[PoolFacts], jobs: list[JobCost], region: str
+    teams: dict[str, TeamFacts], placed: list[tuple[PoolFacts, str]], jobs: list[JobCost]
 ) -> list[TeamCost]:
     """Per team: what runs at once (the jobs the queue admits together, not every declared
     job) and what a month of its declared jobs costs (each run once, waiting ones included:
-    they run when admitted)."""
+    they run when admitted). `placed`: the pools its pods may run on, each with its region."""
     out = []
     for name in sorted(teams):
         mine = [j for j in jobs if j.team == name]
@@ -439,7 +569,7 @@ def team_costs(
                 teams[name].namespace,
                 tuple(j.name for j in running),
                 hourly,
-                quota_ceiling(teams[name], pools, region),
+                quota_ceiling(teams[name], placed),
                 waiting=tuple(j.name for j in mine if not j.runs_at_once),
                 month=month,
                 month_unknown=unknown,

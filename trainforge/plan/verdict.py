@@ -11,7 +11,7 @@ from fractions import Fraction
 from typing import Any
 
 from trainforge.jobs.duration import duration_text
-from trainforge.plan.checks.cost_check import OWN_NODES, waiting_line
+from trainforge.plan.checks.cost_check import DEAREST, OWN_NODES, waiting_line
 from trainforge.plan.checks.cost_check import SECTION_TITLE as COST_TITLE
 from trainforge.plan.checks.queues import QUEUE_TITLE, amount
 from trainforge.plan.diff import delta
@@ -98,6 +98,8 @@ def cost_lines(result: Any, base_sections: dict[str, Any] | None) -> list[str]:
         )
     if priced:
         rate += f", {OWN_NODES}"
+        if any(j.get("workers") is not None for j in new["jobs"]):
+            rate += DEAREST
     if not new["unpricedRuns"]:
         runs = f"run costs {_usd(new['runCosts'])} in all{change('runCosts')}"
     elif len(new["unpricedRuns"]) < len(new["counted"]):

@@ -8,11 +8,11 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from trainforge.jobs.duration import duration_text
+from trainforge.jobs.duration import Duration, duration_text
 from trainforge.plan import cost as C
 from trainforge.plan import price_facts as P
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
-from trainforge.plan.checks import queues
+from trainforge.plan.checks import fleet, queues
 from trainforge.plan.price_facts import usd
 from trainforge.stack.policy import CAPS_KEY, CostCaps, parse_caps
 
@@ -53,10 +53,29 @@ def build_report(ctx: PlanContext, today: dt.date | None = None) -> C.CostReport
         obj = queues.workload_object(ctx, d.spec.name, d.target.namespace)
         resource = obj.ident if obj is not None else f"{d.target.namespace}/{d.spec.name}"
         state = admitted.get((d.spec.team, d.spec.name), ("runs", ""))
-        report.jobs.append(C.job_cost(d.spec, d.target.pool, region, resource, state))
+        if ctx.fleet_workers:
+            # a fleet manager: MultiKueue runs the job on a worker, and the manager's pools
+            # start no node (docs/fleet.md): priced on each worker that admits it
+            where = fleet.dispatches(ctx).get((d.spec.team, d.spec.name))
+            unknown = Duration(None, "unknown", "unknown: no worker of the fleet prices it")
+            row = C.JobCost(d.spec.name, d.spec.team, d.target.pool.name, resource, None,
+                            False, unknown, admission=state[0], admission_reason=state[1])  # fmt: skip
+            report.jobs.append(C.fleet_job_cost(row, where.runs if where else ()))
+        else:
+            report.jobs.append(C.job_cost(d.spec, d.target.pool, region, resource, state))
         teams.setdefault(d.target.team.name, d.target.team)
         pools.setdefault(d.target.pool.name, d.target.pool)
-    report.teams = C.team_costs(teams, list(pools.values()), report.jobs, region)
+    placed = [(p, region) for p in pools.values()]
+    if ctx.fleet_workers:
+        # a manager's pods run on its workers' pools, in the workers' regions
+        placed = [
+            (p, w.region)
+            for w in ctx.fleet_workers.values()
+            if w.planned and w.region and w.declared
+            for c in w.declared.contracts
+            for p in c.pools.values()
+        ]
+    report.teams = C.team_costs(teams, placed, report.jobs)
     report.fixed = C.fixed_costs(ctx.inventory.resources, region, report.today)
     return report
 
@@ -77,40 +96,33 @@ def render(report: C.CostReport) -> list[str]:
     )
     lines.append("")
     if report.jobs:
+        fleet_ = any(j.dispatched for j in report.jobs)
         rows = [
-            ["job", "team", "starts", "run cost", "expected run", "duration basis", "node type",
-             "nodes", "$/h on-demand", "$/h spot"]
+            ["job", "team", *(["worker"] if fleet_ else []), "starts", "run cost",
+             "expected run", "duration basis", "node type", "nodes", "$/h on-demand", "$/h spot"]
         ]  # fmt: skip
         for j in report.jobs:
-            c = j.choice
-            spot = (c.hourly_spot if c else None) if j.spot_possible else None
-            run = j.duration.seconds
-            rows.append(
-                [
-                    j.name,
-                    j.team,
-                    STARTS[j.admission],
-                    ("<= " if j.duration.ceiling else "") + usd(j.run_cost),
-                    ("<= " if j.duration.ceiling else "")
-                    + ("unknown" if run is None else duration_text(run)),
-                    j.duration.source,
-                    c.instance_type if c else "none fits",
-                    str(c.nodes) if c else "-",
-                    usd(j.hourly),
-                    usd(spot) if j.spot_possible else "n/a (on-demand pool)",
-                ]
-            )
+            if not j.dispatched:
+                rows.append(_row(j, j, ["-"] if fleet_ else []))
+            for r in j.runs or ():
+                rows.append(_row(j, r.cost, [r.worker]))
+            if j.runs == ():
+                rows.append(_row(j, None, ["none"]))
         lines += [
             "Jobs (run cost = $/h with every pod running x expected run; 'starts' is the queue "
             "simulation's: at once, or waits for quota):",
             *("  " + r for r in _table(rows)),
         ]
         for j in report.jobs:
-            reason = j.choice.reason if j.choice else f"no instance type of {j.pool} fits a pod"
-            lines.append(f"  {j.name}: pool {j.pool}; {reason}")
-            lines.append(f"  {' ' * len(j.name)}  duration: {j.duration.detail}")
-            if launch := j.launch_line():
-                lines.append(f"  {' ' * len(j.name)}  {launch}")
+            pad = " " * len(j.name)
+            if (where := j.fleet_line()) is not None:
+                lines.append(f"  {j.name}: {where}")
+                for r in j.runs or ():
+                    lines += _run_lines(r.cost, f"{r.worker}: pool {r.pool} in {r.region}", pad)
+                    if r.cost is None:
+                        lines.append(f"  {pad}  {r.worker}: {r.why}")
+            else:
+                lines += _run_lines(j, f"{j.name}: pool {j.pool}", "")
             if not j.runs_at_once:
                 lines.append(f"  {' ' * len(j.name)}  {STARTS[j.admission]}: {j.admission_reason}")
         lines += running_lines(report)
@@ -158,6 +170,42 @@ def render(report: C.CostReport) -> list[str]:
     return lines
 
 
+def _row(j: C.JobCost, c: C.JobCost | None, worker: list[str]) -> list[str]:
+    """A row of the jobs table: job `j` (name, team, admission) with the figures of `c`
+    (itself, or its run on one worker of a fleet; None: none)."""
+    choice = c.choice if c else None
+    spot_possible = bool(c and c.spot_possible)
+    spot = (choice.hourly_spot if choice else None) if spot_possible else None
+    duration = c.duration if c else j.duration
+    run = duration.seconds
+    ceiling = "<= " if duration.ceiling else ""
+    return [
+        j.name,
+        j.team,
+        *worker,
+        STARTS[j.admission],
+        ceiling + usd(c.run_cost if c else None),
+        ceiling + ("unknown" if run is None else duration_text(run)),
+        duration.source,
+        choice.instance_type if choice else ("none fits" if c else "-"),
+        str(choice.nodes) if choice else "-",
+        usd(c.hourly if c else None),
+        usd(spot) if spot_possible else "n/a (on-demand pool)",
+    ]
+
+
+def _run_lines(c: C.JobCost | None, head: str, pad: str) -> list[str]:
+    """Where a job's pods land and why, its duration and its likely/worst line."""
+    if c is None:
+        return []
+    reason = c.choice.reason if c.choice else f"no instance type of {c.pool} fits a pod"
+    indent = " " * (len(head.split(":", 1)[0]) + len(pad))
+    out = [f"  {pad}{head}; {reason}", f"  {indent}  duration: {c.duration.detail}"]
+    if launch := c.launch_line():
+        out.append(f"  {indent}  {launch}")
+    return out
+
+
 # --- the check ------------------------------------------------------------------------------------
 
 
@@ -167,6 +215,9 @@ STARTS = {"runs": "at once", "waits": "waits", "never": "never"}
 # may put pods of several jobs on one node, so the real bill can be lower; the plan models no
 # packing across jobs, and says so wherever it prints the sum.
 OWN_NODES = "each job on its own nodes"
+# What a fleet manager's figures are (cost.JobCost.runs): each job at its dearest worker, so
+# that a cap or budget holds wherever MultiKueue runs it.
+DEAREST = ", each at its dearest worker"
 RUNNING_HEADER = "running at once $/h (own nodes)"
 
 
@@ -175,9 +226,11 @@ def running_lines(report: C.CostReport) -> list[str]:
     running = [j for j in report.jobs if j.runs_at_once]
     unpriced = [j.name for j in running if j.hourly is None]
     rate = usd(report.running_hourly) + (f" + unknown ({', '.join(unpriced)})" if unpriced else "")
+    dearest = DEAREST if any(j.dispatched for j in report.jobs) else ""
     out = [
         f"  running at once: {len(running)} of {len(report.jobs)} job(s), {rate}/h with "
-        f"{OWN_NODES} (Karpenter may pack pods of several jobs onto shared nodes, for less)"
+        f"{OWN_NODES}{dearest} (Karpenter may pack pods of several jobs onto shared nodes, "
+        "for less)"
     ]
     return out + [f"  {waiting_line(j.to_json())}" for j in report.jobs if not j.runs_at_once]
 
@@ -222,7 +275,11 @@ def findings(report: C.CostReport, caps: CostCaps) -> list[Finding]:
         cap, _ = caps.for_team(j.team)
         if cap is None:
             continue
-        c = j.choice
+        c, where = j.choice, ""
+        if j.runs:  # a fleet's job: the cap must hold on every worker that may run it
+            dear = max(j.runs, key=lambda r: r.hourly or 0.0)
+            c = dear.cost.choice if dear.cost else None
+            where = f" on worker {dear.worker}, the dearest that may run it"
         price = j.missing_price(report.region)
         out += _judge(
             j.resource,
@@ -231,13 +288,10 @@ def findings(report: C.CostReport, caps: CostCaps) -> list[Finding]:
             f"job {j.name}",
             f"{usd(cap)}/h",
             [price] if price else [],
-            f"job {j.name} ({j.pool}) has a cap of {usd(cap)}/h but no instance type of "
-            "its pool fits one pod, so the cap cannot be checked"
-            if j.hourly is None
-            else "",
-            f"job {j.name} costs {usd(j.hourly)}/h on-demand ({c.nodes} x {c.instance_type} "
-            f"at {usd(c.on_demand.usd if c.on_demand else None)}/h), over the "
-            f"{usd(cap)}/h cap for team {j.team}"
+            _unpriced_job(j, cap) if j.hourly is None else "",
+            f"job {j.name} costs {usd(j.hourly)}/h on-demand{where} ({c.nodes} x "
+            f"{c.instance_type} at {usd(c.on_demand.usd if c.on_demand else None)}/h), over "
+            f"the {usd(cap)}/h cap for team {j.team}"
             if c and j.hourly is not None and j.hourly > cap
             else None,
         )
@@ -260,7 +314,9 @@ def findings(report: C.CostReport, caps: CostCaps) -> list[Finding]:
                 if t.jobs_hourly is None
                 else "",
                 f"team {t.name}'s jobs that run at once ({', '.join(t.jobs)}) cost "
-                f"{usd(t.jobs_hourly)}/h on-demand together ({OWN_NODES}), over its {usd(cap)}/h cap{waits}"
+                f"{usd(t.jobs_hourly)}/h on-demand together ({OWN_NODES}"
+                f"{DEAREST if any(j.dispatched for j in mine) else ''}), over its "
+                f"{usd(cap)}/h cap{waits}"
                 if t.jobs_hourly is not None and t.jobs_hourly > cap
                 else None,
             )
@@ -279,7 +335,8 @@ def findings(report: C.CostReport, caps: CostCaps) -> list[Finding]:
             "expectedStepSeconds)"
             if t.month is None
             else "",
-            f"team {t.name}'s declared jobs cost {usd(t.month)} in a month (each run once: "
+            f"team {t.name}'s declared jobs cost {usd(t.month)} in a month (each run once"
+            f"{DEAREST if any(j.dispatched for j in mine) else ''}: "
             + ", ".join(f"{j.name} {usd(j.month_cost)}" for j in mine)
             + f"), over its {usd(budget)}/month budget"
             if t.month is not None and t.month > budget
@@ -308,6 +365,18 @@ def findings(report: C.CostReport, caps: CostCaps) -> list[Finding]:
             else None,
         )
     return out
+
+
+def _unpriced_job(j: C.JobCost, cap: float) -> str:
+    """Why a job's cap cannot be checked when no price is missing: no type fits a pod (of its
+    pool, or of a fleet's worker), or no worker of the fleet admits it."""
+    head = f"job {j.name} ({j.pool}) has a cap of {usd(cap)}/h but"
+    if j.runs == ():
+        return f"{head} no worker of the fleet admits it, so the cap cannot be checked"
+    if j.runs:
+        why = "; ".join(f"{r.worker}: {r.why}" for r in j.runs if r.hourly is None)
+        return f"{head} its $/h is unknown on a worker that may run it ({why})"
+    return f"{head} no instance type of its pool fits one pod, so the cap cannot be checked"
 
 
 def cluster_month(report: C.CostReport) -> float | None:
