@@ -110,3 +110,21 @@ def test_pool_facts_carry_network_bandwidth_and_gpu_models(platform):
     assert f["gpu-workloads"].network_gbps == 2.5
     assert f["gpu-workloads"].gpu_models == ("A10G",)
     assert f["training-workloads"].gpu_models == () and f["p5"].gpu_models == ("H100",)
+
+
+def test_each_type_carries_its_own_gpu_and_bandwidth(platform):
+    """A pool of several types keeps each type's own GPU, GPU memory and bandwidth, so a job's
+    run can be estimated on the type the pool launches (PoolFacts.only), not on minimums
+    taken from different types."""
+    pool = platform.node_pools["gpu-workloads"]
+    small, big = pool.node_types
+    assert (small.name, small.gpus, small.gpu_name) == ("g5.xlarge", 1, "A10G")
+    assert (big.name, big.gpus, big.gpu_name) == ("g5.12xlarge", 4, "A10G")
+    assert small.gpu_memory_mib == big.gpu_memory_mib > 0  # per GPU
+    assert small.network_gbps == 2.5 < big.network_gbps  # the pool's 2.5 is g5.xlarge's
+    only = pool.only("g5.12xlarge")
+    assert (only.instance_types, only.gpus_per_node, only.network_gbps) == (
+        ("g5.12xlarge",), 4, big.network_gbps)  # fmt: skip
+    assert [n.instance_type for n in only.nodes] == ["g5.12xlarge"]
+    assert only.gpu_models == ("A10G",) and only.vcpus_per_node == big.vcpus
+    assert pool.only("m5.large") is pool  # a type the pool lacks: the pool itself
