@@ -8,6 +8,7 @@ import json
 from types import SimpleNamespace
 
 from tests.conftest import ROOT, shipped_plan
+from trainforge.jobs.duration import duration_text
 from trainforge.plan.checks import cost_check
 from trainforge.plan.checks import fleet as FC
 from trainforge.plan.runner import SECRET
@@ -211,6 +212,13 @@ def test_the_managers_cost_prices_each_job_on_the_workers_not_on_its_own_pools()
     mnist = jobs["mnist-ddp"]
     assert mnist["onDemandPerHour"] is None
     assert "warning: the price table has no on-demand m6i.2xlarge in us-west-2" in text
+    # the manager's queue holds the job's quota while it runs on a worker: its longest run
+    queue = next(s for s in plan.sections if s.title.startswith("Queue admission"))
+    (runs_line,) = [ln for ln in queue.lines if "research/gpt-small-fsdp [" in ln]
+    longest = max(r["durationSeconds"] for r in runs.values())
+    assert f"runs ~{duration_text(longest)} (the longest on a worker that may run it)" in runs_line
+    est = next(s for s in plan.sections if s.title.startswith("Memory per GPU"))
+    assert "it runs on a worker, and the Cost section times it there" in "\n".join(est.lines)
     # the team's quota ceiling: the workers' types in their regions, not the manager's pools
     (team,) = cost.data["teams"]
     assert team["quotaCeiling"] == "unknown: no price for m6i.2xlarge in us-west-2"

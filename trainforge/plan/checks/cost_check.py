@@ -12,7 +12,7 @@ from trainforge.jobs.duration import Duration, duration_text
 from trainforge.plan import cost as C
 from trainforge.plan import price_facts as P
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
-from trainforge.plan.checks import fleet, queues
+from trainforge.plan.checks import queues
 from trainforge.plan.price_facts import usd
 from trainforge.stack.policy import CAPS_KEY, CostCaps, parse_caps
 
@@ -56,7 +56,7 @@ def build_report(ctx: PlanContext, today: dt.date | None = None) -> C.CostReport
         if ctx.fleet_workers:
             # a fleet manager: MultiKueue runs the job on a worker, and the manager's pools
             # start no node (docs/fleet.md): priced on each worker that admits it
-            where = fleet.dispatches(ctx).get((d.spec.team, d.spec.name))
+            where = queues.dispatches(ctx).get((d.spec.team, d.spec.name))
             unknown = Duration(None, "unknown", "unknown: no worker of the fleet prices it")
             row = C.JobCost(d.spec.name, d.spec.team, d.target.pool.name, resource, None,
                             False, unknown, admission=state[0], admission_reason=state[1])  # fmt: skip

@@ -123,11 +123,17 @@ def check(ctx: PlanContext) -> CheckResult:
             data.append({"job": job.name, "pool": job.pool, "no_estimate": str(err)})
             continue
         pool = dj.target.pool
-        mixed = e.gpu is not None and len(pool.node_types) > 1
+        fleet = bool(getattr(ctx, "fleet_workers", None))
+        mixed = e.gpu is not None and len(pool.node_types) > 1 and not fleet
         choice = C.choose_nodes(job, pool, region) if mixed else None
         run = estimate(job, pool.only(choice.instance_type)) if choice else None
         launched = choice.instance_type if choice else ""
         lines += lines_for(e, ident, run, launched)
+        if fleet:
+            lines.append(
+                "  a fleet manager's job: the figures above are this pool's (its memory fit); "
+                "it runs on a worker, and the Cost section times it there"
+            )
         lines += [f"  warning: {w}" for w in warnings(e, ident)]
         data.append(
             {**_data(e), "runOn": {"instanceType": launched, **_data(run)} if run else None}

@@ -2,13 +2,13 @@
 its findings. Only a manager's plan has one (`PlanContext.fleet_workers`, planned by
 trainforge.plan.fleet). Each job's object is admitted into each planned worker's Kueue objects
 by the one Kueue model (`queues.admit_object`) and priced there as the cost section prices it
-(`cost.job_cost`, the worker's region; `dispatches`, read by the cost section too). What the section says and why each finding is one
+(`cost.job_cost`, the worker's region; `queues.dispatches`, which the cost section and the
+queue simulation read too). What the section says and why each finding is one
 (the dispatchers, with their Kueue 0.19 sources; same shape; data; job inputs): docs/fleet.md.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import yaml
@@ -16,15 +16,12 @@ import yaml
 from trainforge.core.pods import get
 from trainforge.jobs.backends import job_shape, pod_templates
 from trainforge.jobs.entrypoint import checkpoint_dir, checkpoints_mirrored
-from trainforge.plan import cost as C
-from trainforge.plan import price_facts as P
 from trainforge.plan import resource_types as T
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.checks import queues as Q
 from trainforge.plan.checks.existence import BUILTIN, pod_refs
 from trainforge.plan.checks.iam_eval import Policy, Request, evaluate, policy_doc
 from trainforge.plan.fleet import region
-from trainforge.plan.kueue import pod_need
 from trainforge.plan.price_facts import usd
 
 TITLE = "Fleet (MultiKueue): the workers that may run each job"
@@ -187,70 +184,6 @@ def tried_first(may: list[str], how: str, every: list[str]) -> str:
 # --- where each job may run --------------------------------------------------------------------
 
 
-def _run(spec: Any, worker: str, flavor: str, pool: Any, region: str | None) -> C.WorkerRun:
-    """The job on a worker's pool in the worker's region, priced and timed as the cost section
-    prices any job (`cost.job_cost`), with the words the fleet section prints."""
-    if pool is None:
-        why = "cost unknown: the worker declares no pool of that name"
-        return C.WorkerRun(worker, flavor, region, None, why)
-    if region is None:
-        return C.WorkerRun(
-            worker, flavor, None, None, "cost unknown: the worker's stack sets no aws:region"
-        )
-    cost = C.job_cost(spec, pool, region, spec.name)
-    choice = cost.choice
-    if choice is None:
-        why = "cost unknown: no instance type of the pool fits one pod"
-    elif choice.hourly_on_demand is None:
-        why = f"price missing: {P.why_unpriced(region, choice.instance_type)}"
-    else:
-        why = f"{choice.describe()} on-demand in {region}"
-    return C.WorkerRun(worker, flavor, region, cost, why)
-
-
-@dataclass(frozen=True)
-class Dispatch:
-    """Where MultiKueue may run one job of the manager: the planned workers that admit it
-    (each with its run there) and the others with Kueue's reason."""
-
-    runs: tuple[C.WorkerRun, ...]
-    refused: tuple[str, ...]
-
-
-def dispatches(ctx: PlanContext) -> dict[tuple[str, str], Dispatch]:
-    """(team, job) -> where it may run, for every job of a fleet manager whose object the
-    plan rendered ({} for any other stack): each planned worker's own Kueue objects admit it
-    or not (`queues.admit_object`), and where they do it is priced on the flavor's pool in the
-    worker's region. Computed once per plan (`ctx.memo`): the fleet section and the cost
-    section read the same answer."""
-    if "fleet.dispatches" in ctx.memo:
-        return ctx.memo["fleet.dispatches"]
-    out: dict[tuple[str, str], Dispatch] = {}
-    workers = getattr(ctx, "fleet_workers", None) or {}
-    planned = {n: w for n, w in workers.items() if w.planned}
-    for dj in (getattr(ctx.declared, "jobs", None) or []) if workers else []:
-        spec, target = dj.spec, dj.target
-        obj = Q.workload_object(ctx, spec.name, target.namespace)
-        if obj is None:
-            continue
-        labels = (obj.doc.get("metadata") or {}).get("labels") or {}
-        pods = [t.spec for t in pod_templates(obj.doc, build=False)]
-        need = {r: v * spec.workers for r, v in pod_need(spec).items() if v}
-        runs: list[C.WorkerRun] = []
-        refused: list[str] = []
-        for name, w in planned.items():
-            got = Q.admit_object(w.docs, target.namespace, labels, pods[0], need, spec.workers)
-            if got.workload.state == "never":
-                refused.append(f"{name}: {got.workload.reason}")
-                continue
-            flavor = got.workload.flavor
-            pool = w.declared.pool(flavor) if w.declared else None
-            runs.append(_run(spec, name, flavor or "?", pool, w.region))
-        out[(spec.team, spec.name)] = Dispatch(tuple(runs), tuple(refused))
-    ctx.memo["fleet.dispatches"] = out
-    return out
-
-
 _WRITES = ("s3:*", "s3:Put*", "s3:PutObject")
 
 
@@ -398,7 +331,7 @@ def check(ctx: PlanContext) -> CheckResult:
                 "would run it on the manager instead of MultiKueue on a worker",
             )
         pods = [t.spec for t in pod_templates(obj.doc, build=False)]
-        where = dispatches(ctx)[(spec.team, spec.name)]
+        where = Q.dispatches(ctx)[(spec.team, spec.name)]
         may = [(r.worker, r.pool, r.hourly, r.why) for r in where.runs]
         refused = list(where.refused)
         job_data: dict[str, Any] = {

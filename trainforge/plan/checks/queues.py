@@ -26,9 +26,10 @@ from trainforge.jobs.tenancy import PRIORITY_LABEL, QUEUE_LABEL
 from trainforge.jobs.wiring import sizing_rule
 from trainforge.plan import cost as C
 from trainforge.plan import kueue as K
+from trainforge.plan import price_facts as P
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.checks.scheduling import gi
-from trainforge.plan.kueue import GPU, RESOURCES
+from trainforge.plan.kueue import GPU, RESOURCES, pod_need
 from trainforge.platform.queues import DEFAULT_LOCAL_QUEUE as DEFAULT_QUEUE
 from trainforge.platform.queues import pool_capacity
 
@@ -74,6 +75,7 @@ class Workload:
     # time, in seconds from the first submission (`Simulation.run_timed`)
     submitted: float = 0.0
     duration: float | None = None  # expected run time; None: unknown
+    duration_note: str = ""  # where the figure comes from, when not the job's own pool
     remaining: float | None = None
     started: float | None = None  # first admission
     running_since: float | None = None
@@ -547,7 +549,13 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
             continue
         w = Workload(spec.name, spec.team, target.namespace, i)
         w.sizing = sizing_rule(spec, target.pool)
-        w.duration = C.expected_run(spec, target.pool, region).seconds
+        fleet = getattr(ctx, "fleet_workers", None)
+        where = dispatches(ctx).get((spec.team, spec.name)) if fleet else None
+        if where is not None:
+            # a fleet manager: the job holds its quota here while it runs on a worker
+            w.duration, w.duration_note = _longest_run(where)
+        else:
+            w.duration = C.expected_run(spec, target.pool, region).seconds
         workloads.append(w)
         obj = workload_object(ctx, spec.name, target.namespace)
         shape = job_shape(obj.doc) if obj is not None else None
@@ -680,6 +688,84 @@ def admit_object(
     out.tolerations = [t for t in fl.tolerations if t not in (pod.get("tolerations") or [])]
     Simulation(m.queues, m.flavors, shared=m.shared).run([w])
     return out
+
+
+# --- a fleet manager's jobs on its workers (MultiKueue) ----------------------------------------
+
+
+def _run(spec: Any, worker: str, flavor: str, pool: Any, region: str | None) -> C.WorkerRun:
+    """The job on a worker's pool in the worker's region, priced and timed as the cost section
+    prices any job (`cost.job_cost`), with the words the fleet section prints."""
+    if pool is None:
+        why = "cost unknown: the worker declares no pool of that name"
+        return C.WorkerRun(worker, flavor, region, None, why)
+    if region is None:
+        return C.WorkerRun(
+            worker, flavor, None, None, "cost unknown: the worker's stack sets no aws:region"
+        )
+    cost = C.job_cost(spec, pool, region, spec.name)
+    choice = cost.choice
+    if choice is None:
+        why = "cost unknown: no instance type of the pool fits one pod"
+    elif choice.hourly_on_demand is None:
+        why = f"price missing: {P.why_unpriced(region, choice.instance_type)}"
+    else:
+        why = f"{choice.describe()} on-demand in {region}"
+    return C.WorkerRun(worker, flavor, region, cost, why)
+
+
+@dataclass(frozen=True)
+class Dispatch:
+    """Where MultiKueue may run one job of the manager: the planned workers that admit it
+    (each with its run there) and the others with Kueue's reason."""
+
+    runs: tuple[C.WorkerRun, ...]
+    refused: tuple[str, ...]
+
+
+def dispatches(ctx: PlanContext) -> dict[tuple[str, str], Dispatch]:
+    """(team, job) -> where it may run, for every job of a fleet manager whose object the
+    plan rendered ({} for any other stack): each planned worker's own Kueue objects admit it
+    or not (`queues.admit_object`), and where they do it is priced on the flavor's pool in the
+    worker's region. Computed once per plan (`ctx.memo`): the fleet section and the cost
+    section read the same answer."""
+    if "fleet.dispatches" in ctx.memo:
+        return ctx.memo["fleet.dispatches"]
+    out: dict[tuple[str, str], Dispatch] = {}
+    workers = getattr(ctx, "fleet_workers", None) or {}
+    planned = {n: w for n, w in workers.items() if w.planned}
+    for dj in (getattr(ctx.declared, "jobs", None) or []) if workers else []:
+        spec, target = dj.spec, dj.target
+        obj = workload_object(ctx, spec.name, target.namespace)
+        if obj is None:
+            continue
+        labels = (obj.doc.get("metadata") or {}).get("labels") or {}
+        pods = [t.spec for t in pod_templates(obj.doc, build=False)]
+        need = {r: v * spec.workers for r, v in pod_need(spec).items() if v}
+        runs: list[C.WorkerRun] = []
+        refused: list[str] = []
+        for name, w in planned.items():
+            got = admit_object(w.docs, target.namespace, labels, pods[0], need, spec.workers)
+            if got.workload.state == "never":
+                refused.append(f"{name}: {got.workload.reason}")
+                continue
+            flavor = got.workload.flavor
+            pool = w.declared.pool(flavor) if w.declared else None
+            runs.append(_run(spec, name, flavor or "?", pool, w.region))
+        out[(spec.team, spec.name)] = Dispatch(tuple(runs), tuple(refused))
+    ctx.memo["fleet.dispatches"] = out
+    return out
+
+
+def _longest_run(where: Dispatch) -> tuple[float | None, str]:
+    """A fleet manager's job's expected run: the longest on a worker that may run it (its
+    quota on the manager is held until it ends, wherever it runs); None when one is unknown."""
+    seconds = [r.cost.duration.seconds if r.cost else None for r in where.runs]
+    if not seconds or any(s is None for s in seconds):
+        return None, ""
+    if len(seconds) == 1:
+        return seconds[0], f" (on worker {where.runs[0].worker})"
+    return max(s for s in seconds if s is not None), " (the longest on a worker that may run it)"
 
 
 def outcomes(ctx: PlanContext) -> dict[tuple[str, str], tuple[str, str]]:
@@ -854,7 +940,7 @@ def _section(workloads: list[Workload], sim: Simulation, warnings: list[str]) ->
         if w.queue_name == DEFAULT_QUEUE:
             text += " (no queue label: through LocalQueue default)"
         if w.duration is not None and state != "never":
-            text += f"; runs ~{duration_text(w.duration)}"
+            text += f"; runs ~{duration_text(w.duration)}{w.duration_note}"
         label = f"{w.team}/{w.job}"
         prio = f" [{w.priority_class}]" if w.priority_class else ""
         lines.append(f"{label}{prio}: {text}")
