@@ -192,7 +192,10 @@ def plan_region(inventory: Any) -> str:
 def expected_run(job: JobSpec, pool: PoolFacts, region: str) -> Duration:
     """The job's expected run as every figure of the plan reads it (the cost table, the queue
     simulation): on the type the pool launches for it (`choose_nodes`), else the pool's."""
-    choice = choose_nodes(job, pool, region)
+    return _run_on(choose_nodes(job, pool, region), job, pool)
+
+
+def _run_on(choice: NodeChoice | None, job: JobSpec, pool: PoolFacts) -> Duration:
     if choice is not None and choice.duration is not None:
         return choice.duration
     return expected_duration(job, pool)
@@ -441,7 +444,7 @@ def job_cost(
         resource=resource,
         choice=choice,
         spot_possible="spot" in (pool.capacity_types or (pool.capacity_type,)),
-        duration=expected_run(job, pool, region),
+        duration=_run_on(choice, job, pool),
         admission=admission[0],
         admission_reason=admission[1],
         worst=worst_case(pool, choice, options),

@@ -727,8 +727,8 @@ def dispatches(ctx: PlanContext) -> dict[tuple[str, str], Dispatch]:
     """(team, job) -> where it may run, for every job of a fleet manager whose object the
     plan rendered ({} for any other stack): each planned worker's own Kueue objects admit it
     or not (`queues.admit_object`), and where they do it is priced on the flavor's pool in the
-    worker's region. Computed once per plan (`ctx.memo`): the fleet section and the cost
-    section read the same answer."""
+    worker's region. Computed once per plan (`ctx.memo`): the fleet section, the cost
+    section and this simulation (the manager's quota, `_longest_run`) read the same answer."""
     if "fleet.dispatches" in ctx.memo:
         return ctx.memo["fleet.dispatches"]
     out: dict[tuple[str, str], Dispatch] = {}
