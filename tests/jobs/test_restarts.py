@@ -50,6 +50,25 @@ def test_onfailure_budget_says_the_operator_counts_all_pods_together():
     assert "together" not in one.bound
 
 
+def test_a_command_jobs_line_says_run_local_does_not_run_it():
+    """run-local refuses a `command` (a program of the job's image: jobs.local.user_code_run),
+    so the restart line the plan prints for it says so, instead of "run-local: the same, up to
+    3" for a job run-local never starts (the imported pytorch-simple of the training operator's
+    examples/pytorch/simple.yaml)."""
+    from trainforge.core.errors import JobConfigError
+    from trainforge.jobs.local import user_code_run
+
+    cmd = job(image="ghcr.io/acme/t:1", workers=2,
+              entrypoint={"command": ["python3", "/opt/pytorch-mnist/mnist.py"]})  # fmt: skip
+    line = describe(cmd)
+    assert line.endswith("; run-local: not run (a command runs a program of your image)"), line
+    assert "run-local: the same" not in line
+    with pytest.raises(JobConfigError, match="a command runs a program of your image"):
+        user_code_run(cmd, prepare=False)
+    script = job(workers=2, entrypoint={"script": "examples/plain/train.py"})
+    assert describe(script).endswith("run-local: the same, up to 6")
+
+
 def exits_in_order(tmp_path: Path, codes: list[int]) -> list[str]:
     """A command that exits with codes[n] on its n-th run."""
     counter = tmp_path / "runs"

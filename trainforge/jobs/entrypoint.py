@@ -241,6 +241,24 @@ def user_code_runner(job: JobSpec) -> list[str]:
     return list(USER_CODE_RUNNER) if ships_runtime(job) else []
 
 
+# Why `trainforge run-local` cannot run a job, where it cannot (None: it runs it). One answer for
+# run-local's refusal, the restart line's "run-local: ..." and `trainforge import`'s next step.
+NOT_LOCAL_COMMAND = (
+    "a command runs a program of your image, which run-local cannot run here; run the image "
+    "(docker run ...) with the contract's variables, or declare the same code as "
+    "entrypoint.script or entrypoint.module to debug it on this machine"
+)
+
+
+def not_local(job: JobSpec) -> str | None:
+    """Why run-local cannot run `job`, or None when it can: a `command` runs a program of the
+    job's image (trainforge.jobs.local.user_code_run refuses it)."""
+    entry = job.entrypoint
+    if entry is not None and entry.kind == "command":
+        return NOT_LOCAL_COMMAND
+    return None
+
+
 def program(job: JobSpec, target: JobTarget, code_root: str = USER_CODE_MOUNT) -> list[Any]:
     """What the launcher runs: `-m trainforge.training <flags>`, or the user's
     `<code_root>/<script> args` / `-m <module> args` through `trainforge.training.usercode`

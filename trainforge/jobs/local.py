@@ -282,14 +282,8 @@ def user_code_run(
     where = where or job.name
     if entry is None:
         raise ValueError(f"job {job.name!r} runs the bundled runtime; use local_argv_for_job")
-    if entry.kind == "command":
-        raise JobConfigError(
-            f"{where}.entrypoint.command",
-            list(entry.command),
-            "a command runs a program of your image, which run-local cannot run here; run the "
-            "image (docker run ...) with the contract's variables, or declare the same code as "
-            "entrypoint.script or entrypoint.module to debug it on this machine",
-        )
+    if (why := entrypoint.not_local(job)) is not None:
+        raise JobConfigError(f"{where}.entrypoint.command", list(entry.command), why)
     project = Path(project_dir).resolve()
     volumes = dict(volumes or {})
     unknown = sorted(set(volumes) - {v.claim for v in job.volumes})
