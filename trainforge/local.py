@@ -267,13 +267,21 @@ def _launch_user_code(what: str, processes: str, line: str, run: Any, budget: An
     """Say what runs where, with its launch line (`budget`'s: the plan's for a stack's job,
     restarts.adhoc_line for an ad-hoc target), then launch it: the one ending of both
     user-code paths."""
-    from trainforge.jobs.local import launch
+    from trainforge.jobs.local import code_snapshot, code_writes, launch, read_only_line
 
     shipped = f"the shipped copy in {run.code_dir}" if run.code_dir else "this environment"
     print(f"run-local: {what}: {processes} running {shipped}", flush=True)
     print(f"run-local: {what}: {line}", flush=True)
     _where_things_go(run.env)
-    return launch(run.command, run.env, run.cwd, recreations=budget.local_recreations, on=budget.on)
+    before = code_snapshot(run.code_dir) if run.code_dir else None
+    code = launch(run.command, run.env, run.cwd, recreations=budget.local_recreations, on=budget.on)
+    # A write in the working directory fails in the pods (a read-only mount), so a run that
+    # made one is not the pods' run: said, and a success becomes the pods' exit 1.
+    writes = code_writes(run.code_dir, before) if before is not None else []
+    if writes:
+        print(read_only_line(writes, code), file=sys.stderr, flush=True)
+        return code or 1
+    return code
 
 
 def _where_things_go(env: dict[str, str]) -> None:

@@ -253,6 +253,42 @@ def _fresh_dir(path: Path) -> None:
         shutil.rmtree(path, onerror=writable)
 
 
+def code_snapshot(code_dir: Path) -> dict[str, bytes]:
+    """The files of a local code copy and their content, to tell afterwards what the run
+    wrote there. Python's own bytecode cache is left out: in a pod its writes fail silently."""
+    out: dict[str, bytes] = {}
+    for p in sorted(code_dir.rglob("*")):
+        rel = p.relative_to(code_dir)
+        if p.is_file() and "__pycache__" not in rel.parts and p.suffix != ".pyc":
+            out[rel.as_posix()] = p.read_bytes()
+    return out
+
+
+def code_writes(code_dir: Path, before: dict[str, bytes]) -> list[str]:
+    """What a run changed in its code copy (`code_snapshot` before it): 'name (new)',
+    'name (changed)', 'name (removed)'. In the pods that directory is /workspace, a read-only
+    ConfigMap mount, so each of these fails there; here the copy is only chmod read-only, which
+    does not stop root (or code that chmods it back)."""
+    after = code_snapshot(code_dir)
+    out = [f"{k} (new)" for k in after if k not in before]
+    out += [f"{k} (changed)" for k in after if k in before and after[k] != before[k]]
+    out += [f"{k} (removed)" for k in before if k not in after]
+    return out
+
+
+def read_only_line(writes: list[str], code: int) -> str:
+    """run-local's verdict on a run that wrote in its working directory (`code_writes`)."""
+    shown = ", ".join(writes[:5]) + (f" and {len(writes) - 5} more" if len(writes) > 5 else "")
+    ended = "exited 0 here" if code == 0 else f"exited {code} here"
+    return (
+        f"run-local: your code wrote in its working directory, the shipped copy ({shown}); in "
+        "the pods that is /workspace, a read-only ConfigMap mount, where the write fails "
+        "(OSError: [Errno 30] Read-only file system) and the job stops (exit 1, user_error): "
+        f"it {ended} only because this machine let it write. Write under "
+        "$TRAINFORGE_OUTPUT_DIR or $TRAINFORGE_CHECKPOINT_DIR (scratch: /tmp)"
+    )
+
+
 def launcher(workers: int, max_restarts: int) -> list[str]:
     """torchrun through trainforge.training.launch, as the pods run it: the exit code is the
     failed workers' reason (a bug: 1, a hang: 201, ...) rather than torchrun's 1
