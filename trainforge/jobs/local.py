@@ -34,6 +34,7 @@ import signal
 import stat
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -289,6 +290,47 @@ def read_only_line(writes: list[str], code: int) -> str:
     )
 
 
+def no_gpu_failure(env: dict[str, str], since: float = 0.0) -> str | None:
+    """A failure recorded at or after `since` (the run ledger's exit records, in the local
+    checkpoint directory, which keeps earlier runs' too) that says the process had no GPU,
+    CUDA or NCCL (trainforge.training.exits.NO_GPU_TEXT); else None."""
+    import json  # noqa: PLC0415
+
+    from trainforge.training import contract as c  # noqa: PLC0415
+    from trainforge.training.exits import NO_GPU_TEXT  # noqa: PLC0415
+    from trainforge.training.ledger import EXITS_DIR, LEDGER_DIR  # noqa: PLC0415
+
+    if not env.get(c.CHECKPOINT_DIR):
+        return None
+    exits = Path(env[c.CHECKPOINT_DIR]) / LEDGER_DIR / EXITS_DIR
+    for path in sorted(exits.glob("attempt_*/rank_*.json")):
+        try:
+            rec = json.loads(path.read_text(encoding="utf-8"))
+            detail, at = str(rec.get("detail", "")), float(rec.get("time") or 0)
+        except (OSError, ValueError, TypeError, AttributeError):
+            continue
+        if at >= since and NO_GPU_TEXT.search(detail):
+            return detail
+    return None
+
+
+def stand_in_line(code: int, detail: str, gpus: int) -> str:
+    """Why a GPU job's failure on run-local's CPU stand-in says nothing of the cluster."""
+    from trainforge.training.exits import for_code  # noqa: PLC0415
+
+    reason = for_code(code)
+    name = f" ({reason.name})" if reason is not None else ""
+    each = f"{gpus} GPU{'s' if gpus != 1 else ''} each"
+    return (
+        f"run-local: exit {code}{name}: your code needs a GPU ({detail}), and run-local runs the "
+        f"job's pods ({each}) on this machine's CPU; the pods have their GPUs, so this is not "
+        "how the cluster would end the job, and no pod is re-created for it here. To rehearse "
+        "it on CPU, choose the device and backend from what the process has, as "
+        "trainforge.training.init_distributed() does (cuda and nccl when "
+        "torch.cuda.is_available(), else cpu and gloo)"
+    )
+
+
 def launcher(workers: int, max_restarts: int) -> list[str]:
     """torchrun through trainforge.training.launch, as the pods run it: the exit code is the
     failed workers' reason (a bug: 1, a hang: 201, ...) rather than torchrun's 1
@@ -410,12 +452,15 @@ def launch(
     *,
     recreations: int = 0,
     on: str = "retryable",
+    gpus: int = 0,
 ) -> int:
     """Run the job's launcher as the job's one local "pod", relaying SIGTERM/SIGINT to it
     (torchrun relays them to the workers and waits their grace period), and re-create it as
     the cluster would (trainforge/jobs/restarts.py): after a retryable exit (>= 128; `on=
     "any"`: any failure) up to `recreations` times. A stop asked of run-local itself is
-    never followed by a re-creation. The exit status is the job's."""
+    never followed by a re-creation. The exit status is the job's. `gpus`: the GPUs of each of
+    the job's pods, which run here on CPU: a failure for want of one (`no_gpu_failure`) is
+    the stand-in's, said so and not retried."""
     if importlib.util.find_spec("torch") is None:  # the launcher and the workers import it
         print(
             f"trainforge run-local: error: torch is not installed for {sys.executable}: run "
@@ -435,10 +480,15 @@ def launch(
     try:
         done = 0
         while True:
+            started = time.time()
             proc = subprocess.Popen(cmd, env=env, cwd=cwd)
             rc = proc.wait()
             code = 128 - rc if rc < 0 else rc
             retry = code >= 128 if on == "retryable" else (code != 0 and on == "any")
+            no_gpu = no_gpu_failure(env, started) if gpus and code != 0 and not stopped else None
+            if no_gpu is not None:
+                print(stand_in_line(code, no_gpu, gpus), file=sys.stderr, flush=True)
+                return code
             if code == 0 or stopped or not retry or done >= recreations:
                 if code != 0 and not stopped:
                     print(_stop_line(code, on, retry, recreations), file=sys.stderr, flush=True)
