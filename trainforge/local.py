@@ -261,21 +261,37 @@ def run_user_code(stack: str, job_name: str, rest: list[str], job: Any = None) -
     b = local_budget(job, max_restarts=ns.max_restarts, pod_restarts=ns.pod_restarts)
     line = launch_line(job, b)
     gpus = job.gpus_per_worker or 0
-    return _launch_user_code(job.name, f"{run.workers} process(es)", line, run, b, gpus)
+    return _launch_user_code(
+        job.name, f"{run.workers} process(es)", line, run, b, gpus, image=job.image
+    )
 
 
 def _launch_user_code(
-    what: str, processes: str, line: str, run: Any, budget: Any, gpus: int = 0
+    what: str,
+    processes: str,
+    line: str,
+    run: Any,
+    budget: Any,
+    gpus: int = 0,
+    image: str | None = None,
 ) -> int:
     """Say what runs where, with its launch line (`budget`'s: the plan's for a stack's job,
     restarts.adhoc_line for an ad-hoc target), then launch it: the one ending of both
     user-code paths."""
-    from trainforge.jobs.local import code_snapshot, code_writes, launch, read_only_line
+    from trainforge.jobs.local import (
+        code_snapshot,
+        code_writes,
+        from_here_line,
+        launch,
+        read_only_line,
+    )
 
     shipped = f"the shipped copy in {run.code_dir}" if run.code_dir else "this environment"
     print(f"run-local: {what}: {processes} running {shipped}", flush=True)
     print(f"run-local: {what}: {line}", flush=True)
     _where_things_go(run.env)
+    if run.from_here:
+        print(from_here_line(run.from_here, image), file=sys.stderr, flush=True)
     before = code_snapshot(run.code_dir) if run.code_dir else None
     code = launch(
         run.command,

@@ -137,6 +137,31 @@ def test_code_writes_names_new_changed_and_removed_files(tmp_path):
     assert code_writes(tmp_path, code_snapshot(tmp_path)) == []
 
 
+def test_a_module_this_environment_has_is_named_as_the_images_to_carry(project):
+    """A newcomer's script imports a package this machine's venv has (here PyYAML, which
+    trainforge itself needs) and the job's image may not: run-local passed it without a word,
+    and the pod stops with ModuleNotFoundError. run-local now names the modules it took from
+    this environment (not the standard library, the shipped files, torch or trainforge)."""
+    from trainforge.jobs.local import imported_from_here
+
+    (project / "user_code" / "uses_yaml.py").write_text(
+        "import os, json\nimport yaml\nfrom yaml import safe_load\nimport torch\n"
+        "from trainforge.training import job_env\nimport helper\nfrom . import sibling\n"
+        "import no_such_module_anywhere\n"
+    )
+    (project / "user_code" / "helper.py").write_text("X = 1\n")
+    files = tuple((p.name, p.read_text()) for p in sorted((project / "user_code").glob("*.py")))
+    assert imported_from_here(files) == ("yaml",)  # no_such_module...: fails here too
+    (project / "user_code" / "uses_yaml.py").write_text("import yaml\n")
+    r = _run(project, "user_code/uses_yaml.py")
+    assert r.returncode == 0, r.stderr
+    assert "run-local: your code imports yaml from this machine's Python environment; in the " \
+        "pods they come from the job's image, which must carry them" in r.stderr  # fmt: skip
+    (project / "user_code" / "uses_yaml.py").unlink()  # ranks.py ships the whole project
+    r = _run(project, "ranks.py")  # the standard library only: nothing to say
+    assert "from this machine's Python environment" not in r.stderr
+
+
 def test_bad_target_is_one_line_naming_it(project):
     proc = _run(project, "nope.py", "--workers", "2")
     assert proc.returncode == 2

@@ -37,7 +37,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from trainforge.core.errors import JobConfigError
@@ -214,6 +214,9 @@ class LocalRun:
     run_dir: Path
     code_dir: Path | None
     workers: int
+    # third-party modules the shipped code imports that this environment provides, where the
+    # pods get them from the job's image instead (`imported_from_here`)
+    from_here: tuple[str, ...] = ()
 
 
 _VAR_REF = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
@@ -331,6 +334,41 @@ def stand_in_line(code: int, detail: str, gpus: int) -> str:
     )
 
 
+def imported_from_here(files: tuple[tuple[str, str], ...]) -> tuple[str, ...]:
+    """The top-level modules shipped code imports (absolute imports, read with `ast`, nothing
+    run) that are neither the standard library, nor shipped with it, nor torch or trainforge
+    (the image's torch; the shipped library), and that this machine's environment provides:
+    run-local imports them from here, the pods from the job's image, which must carry them."""
+    import ast  # noqa: PLC0415
+
+    shipped = {PurePosixPath(p).parts[0].removesuffix(".py") for p, _ in files}
+    found: set[str] = set()
+    for path, text in files:
+        if not path.endswith(".py"):
+            continue
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                found |= {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                found.add(node.module.split(".")[0])
+    own = shipped | set(sys.stdlib_module_names) | {"torch", "trainforge", "__future__"}
+    return tuple(sorted(m for m in found - own if importlib.util.find_spec(m) is not None))
+
+
+def from_here_line(modules: tuple[str, ...], image: str | None) -> str:
+    """run-local's note on `imported_from_here`: they pass here whatever the image holds."""
+    where = f"the job's image ({image})" if image else "the job's image"
+    return (
+        f"run-local: your code imports {', '.join(modules)} from this machine's Python "
+        f"environment; in the pods they come from {where}, which must carry them: one it lacks "
+        "stops the pod (ModuleNotFoundError, exit 1, user_error), though it runs here"
+    )
+
+
 def launcher(workers: int, max_restarts: int) -> list[str]:
     """torchrun through trainforge.training.launch, as the pods run it: the exit code is the
     failed workers' reason (a bug: 1, a hang: 201, ...) rather than torchrun's 1
@@ -442,6 +480,7 @@ def user_code_run(
         run_dir=run_dir,
         code_dir=code_dir,
         workers=n,
+        from_here=imported_from_here(bundle.files) if bundle is not None else (),
     )
 
 
