@@ -147,7 +147,7 @@ def test_a_module_this_environment_has_is_named_as_the_images_to_carry(project):
     (project / "user_code" / "uses_yaml.py").write_text(
         "import os, json\nimport yaml\nfrom yaml import safe_load\nimport torch\n"
         "from trainforge.training import job_env\nimport helper\nfrom . import sibling\n"
-        "import no_such_module_anywhere\n"
+        "import no_such_module_anywhere\nimport __main__\n"
     )
     (project / "user_code" / "helper.py").write_text("X = 1\n")
     files = tuple((p.name, p.read_text()) for p in sorted((project / "user_code").glob("*.py")))

@@ -355,8 +355,16 @@ def imported_from_here(files: tuple[tuple[str, str], ...]) -> tuple[str, ...]:
                 found |= {a.name.split(".")[0] for a in node.names}
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 found.add(node.module.split(".")[0])
-    own = shipped | set(sys.stdlib_module_names) | {"torch", "trainforge", "__future__"}
-    return tuple(sorted(m for m in found - own if importlib.util.find_spec(m) is not None))
+    own = shipped | set(sys.stdlib_module_names)
+    own |= {"torch", "trainforge", "__future__", "__main__"}
+
+    def here(name: str) -> bool:
+        try:
+            return importlib.util.find_spec(name) is not None
+        except (ImportError, ValueError):  # a module whose __spec__ is None
+            return False
+
+    return tuple(sorted(m for m in found - own if here(m)))
 
 
 def from_here_line(modules: tuple[str, ...], image: str | None) -> str:
