@@ -162,6 +162,36 @@ def test_a_plain_script_without_metrics_gets_ledger_and_checkpoints(tmp_path, ca
     assert not (run / "report.png").exists()
 
 
+def test_a_run_that_stopped_for_good_says_how_its_last_attempt_ended(tmp_path, capsys):
+    """A newcomer's script raises at step 5 on rank 1: the job stops (user_error, exit 1), and
+    no next attempt writes that end into run.json (RunLedger.begin_attempt does). The report
+    said "(no summary.json: the run has not finished, ...)" and "the last not finished", as
+    of a run still going, though each rank's exit record says why it ended."""
+    run = tmp_path / "runs" / "stepn"
+    ckpt = run / "checkpoints"
+    _ledger(ckpt, [{"attempt": 0, "started_at": 1.0, "finished": False, "exit": None}])
+    exits_dir = ckpt / ".trainforge" / "exits" / "attempt_0000"
+    exits_dir.mkdir(parents=True)
+    for rank, reason, code, detail in (
+        (0, "peer_lost", 202, "RuntimeError: Connection closed by peer"),
+        (1, "user_error", 1, "RuntimeError: boom at step 5"),
+    ):
+        rec = {"reason": reason, "code": code, "rank": rank, "step": None, "detail": detail}
+        (exits_dir / f"rank_{rank:05d}.json").write_text(json.dumps(rec))
+    assert report.main([str(run)]) == 0
+    out = capsys.readouterr().out
+    assert "run stepn (its last attempt ended with user_error, per the run ledger)" in out
+    assert "attempts: 1 (run ledger; the last ended with user_error (rank 1): RuntimeError: " \
+        "boom at step 5 (other ranks: peer_lost))" in out  # fmt: skip
+    assert "not finished" not in out
+    # an attempt no rank has recorded an end for is still "not finished" (running, or killed)
+    for p in exits_dir.iterdir():
+        p.unlink()
+    assert report.main([str(run)]) == 0
+    out = capsys.readouterr().out
+    assert "the last not finished" in out and "ended with" not in out
+
+
 def test_a_restart_cause_from_summary_json_is_never_blank(run_dir, capsys):
     """The restart count says 1 but the steps never went back (the old report printed
     "restarts: 1: " and nothing): the cause comes from summary.json's attempts."""

@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from trainforge.jobs.entrypoint import NOT_LOCAL_COMMAND
 from trainforge.jobs.importer import Imported, ImportProblem, import_workload
 from trainforge.stack import file as stack_file
 
@@ -162,9 +163,12 @@ def render(result: Imported, stack: str, file: str, out: str | None) -> str:
     lines.append("# Changed or dropped:")
     lines += [f"#   - {c}" for c in result.changes]
     name = result.entry["name"]
-    lines.append(
-        f"# Next: trainforge plan --stack {stack}; trainforge run-local --stack {stack} {name}"
-    )
+    nxt = f"trainforge plan --stack {stack}; trainforge run-local --stack {stack} {name}"
+    if "command" in (result.entry.get("entrypoint") or {}):
+        # run-local refuses a command (trainforge.jobs.entrypoint.not_local): say so here
+        # rather than name a next step that stops
+        nxt = f"trainforge plan --stack {stack} ({NOT_LOCAL_COMMAND})"
+    lines.append(f"# Next: {nxt}")
     return "\n".join(lines)
 
 

@@ -260,20 +260,54 @@ def run_user_code(stack: str, job_name: str, rest: list[str], job: Any = None) -
 
     b = local_budget(job, max_restarts=ns.max_restarts, pod_restarts=ns.pod_restarts)
     line = launch_line(job, b)
-    return _launch_user_code(job.name, f"{run.workers} process(es)", line, run, b)
+    gpus = job.gpus_per_worker or 0
+    return _launch_user_code(
+        job.name, f"{run.workers} process(es)", line, run, b, gpus, image=job.image
+    )
 
 
-def _launch_user_code(what: str, processes: str, line: str, run: Any, budget: Any) -> int:
+def _launch_user_code(
+    what: str,
+    processes: str,
+    line: str,
+    run: Any,
+    budget: Any,
+    gpus: int = 0,
+    image: str | None = None,
+) -> int:
     """Say what runs where, with its launch line (`budget`'s: the plan's for a stack's job,
     restarts.adhoc_line for an ad-hoc target), then launch it: the one ending of both
     user-code paths."""
-    from trainforge.jobs.local import launch
+    from trainforge.jobs.local import (
+        code_snapshot,
+        code_writes,
+        from_here_line,
+        launch,
+        read_only_line,
+    )
 
     shipped = f"the shipped copy in {run.code_dir}" if run.code_dir else "this environment"
     print(f"run-local: {what}: {processes} running {shipped}", flush=True)
     print(f"run-local: {what}: {line}", flush=True)
     _where_things_go(run.env)
-    return launch(run.command, run.env, run.cwd, recreations=budget.local_recreations, on=budget.on)
+    if run.from_here:
+        print(from_here_line(run.from_here, image), file=sys.stderr, flush=True)
+    before = code_snapshot(run.code_dir) if run.code_dir else None
+    code = launch(
+        run.command,
+        run.env,
+        run.cwd,
+        recreations=budget.local_recreations,
+        on=budget.on,
+        gpus=gpus,
+    )
+    # A write in the working directory fails in the pods (a read-only mount), so a run that
+    # made one is not the pods' run: said, and a success becomes the pods' exit 1.
+    writes = code_writes(run.code_dir, before) if before is not None else []
+    if writes:
+        print(read_only_line(writes, code), file=sys.stderr, flush=True)
+        return code or 1
+    return code
 
 
 def _where_things_go(env: dict[str, str]) -> None:

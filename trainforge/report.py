@@ -219,6 +219,29 @@ def _read_json(path: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
+def _close_last_attempt(ledger: dict[str, Any], ckpt: Path) -> None:
+    """The last attempt's end, from its ranks' exit records, when run.json has none: a run
+    that stopped for good (a bug, exit 1-127) has no next attempt to write it there
+    (RunLedger.begin_attempt does), so the report said only "the last not finished", as of a
+    run still going. An attempt without exit records is left as it is (still running, or
+    killed before any rank could record why)."""
+    from trainforge.training.ledger import EXITS_DIR, LEDGER_DIR, RunLedger  # noqa: PLC0415
+
+    attempts = [a for a in ledger.get("attempts") or [] if isinstance(a, dict)]
+    if not attempts or attempts[-1].get("finished") or attempts[-1].get("exit"):
+        return
+    last = attempts[-1]
+    n = last.get("attempt")
+    if not isinstance(n, int) or not any(
+        (ckpt / LEDGER_DIR / EXITS_DIR / f"attempt_{n:04d}").glob("rank_*.json")
+    ):
+        return
+    # world_size 0: no rank is presumed missing (the report does not know the world size)
+    exit_ = RunLedger(ckpt, rank=0, world_size=0, log=lambda m: None).collect_exits(n)
+    if exit_.get("reason") != "node_lost":
+        last["exit"] = exit_
+
+
 def load_run(run_dir: Path, checkpoint_dir: Path | None = None) -> Run:
     if not run_dir.is_dir():
         raise ReportError(f"RUN_DIR {run_dir}: not a folder")
@@ -243,6 +266,8 @@ def load_run(run_dir: Path, checkpoint_dir: Path | None = None) -> Run:
     ckpt = checkpoint_dir or find_checkpoint_dir(run_dir, summary)
     saved = list_checkpoints(ckpt) if ckpt is not None else None
     ledger = _read_json(ckpt / LEDGER_DIR / RUN_FILE) if ckpt is not None else None
+    if ckpt is not None and ledger is not None:
+        _close_last_attempt(ledger, ckpt)
     if ckpt is None:
         missing.append(
             f"checkpoints and run ledger: no checkpoint directory found (looked for "
@@ -301,6 +326,10 @@ def _headline(run: Run) -> str:
     finished = [a for a in run.ledger_attempts if a.get("finished")]
     if finished:
         return head + " (finished, per the run ledger)"
+    ended = run.ledger_attempts[-1].get("exit") if run.ledger_attempts else None
+    if ended:
+        reason = ended.get("reason", "unknown")
+        return head + f" (its last attempt ended with {reason}, per the run ledger)"
     return head + " (no summary.json: the run has not finished, or its code writes none)"
 
 
@@ -422,6 +451,8 @@ def _attempt_lines(run: Run) -> list[str]:
     if ledger:
         source = "run ledger" if run.ledger else "summary.json"
         state = "finished" if ledger[-1].get("finished") else "not finished"
+        if not ledger[-1].get("finished") and ledger[-1].get("exit"):
+            state = f"ended with {_cause(ledger[-1].get('exit'))}"
         lines.append(f"attempts: {len(ledger)} ({source}; the last {state})")
     n = run.restarts
     if not n:

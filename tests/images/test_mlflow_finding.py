@@ -122,3 +122,62 @@ def test_declared_no_mlflow_refuses_only_own_code_that_uses_it(monkeypatch):
         (line,) = err.value.errors
         assert line.startswith("trainforge:jobs[0].image: got 'ghcr.io/acme/trainer:1.0'")
         assert "needs mlflow (mlflow-skinny)" in line
+
+
+def test_s3_mirror_of_code_without_trainforge_is_one_rule_on_every_image():
+    """Own code that never imports trainforge with `checkpoint.s3Mirror: true`: nothing in its
+    pods copies a checkpoint to S3 (the mirror is trainforge's CheckpointManager; the wrapper
+    the script runs under mirrors nothing), whatever the image carries. It was told "not used"
+    on the runtime image (boto3) and refused at preview on the stock PyTorch image (no boto3):
+    two answers for one pod. Now both plan, with the same warning and the same images line."""
+    own = {"team": "research", "pool": "training-workloads", "checkpoint": {"s3Mirror": True},
+           "entrypoint": {"script": "examples/mnist/train.py"}}  # fmt: skip
+    jobs = [
+        {"name": "own-runtime", **own},
+        {"name": "own-stock", "image": versions.PYTORCH_IMAGE, **own},
+    ]
+    result = plan_project(ROOT, "dev", standins=False, config_overrides={"trainforge:jobs": jobs})
+    assert not [v for v in result.failing if v.rule == "TRAINFORGE_IMAGE_PIECE"]
+    warned = next(s for s in result.sections if s.title.startswith("Program warnings")).data
+    said = {
+        w.split(".checkpoint.s3Mirror: ")[0]: w.split(": ", 1)[1]
+        for w in warned
+        if ".s3Mirror" in w
+    }
+    assert sorted(said) == [
+        "TrainingJob job-research-own-runtime",
+        "TrainingJob job-research-own-stock",
+    ]
+    assert len(set(said.values())) == 1, said  # one message, whatever the image
+    assert "mirrors nothing: no shipped file imports trainforge" in next(iter(said.values()))
+    section = next(s for s in result.sections if s.title.startswith("Images"))
+    mirror = [line.split("; ")[1] for line in section.lines if "S3 mirror:" in line]
+    assert mirror == ["S3 mirror: not used (no shipped file imports trainforge)"] * 2, mirror
+
+
+def test_s3_mirror_needs_boto3_only_where_the_code_runs_it(monkeypatch):
+    """On the stock PyTorch image (no boto3), own code importing trainforge runs the mirror and
+    is refused with s3Mirror: true; a plain script is not (its pods never call boto3)."""
+    import pulumi
+
+    from trainforge.core.errors import JobConfigError
+    from trainforge.jobs.declare import check_jobs
+    from trainforge.plan.mocks import TrainforgeMocks
+    from trainforge.platform.config import parse_config
+    from trainforge.platform.published import contract_from_config
+
+    monkeypatch.chdir(ROOT)
+    pulumi.runtime.set_mocks(TrainforgeMocks(preview=True))
+    raw = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())["config"]
+    config = {
+        k.removeprefix("trainforge:"): v for k, v in raw.items() if k.startswith("trainforge:")
+    }
+    platform = contract_from_config(parse_config(config))
+    job = {"name": "own", "team": "research", "pool": "training-workloads",
+           "image": versions.PYTORCH_IMAGE, "checkpoint": {"s3Mirror": True}}  # fmt: skip
+    check_jobs(platform, [{**job, "entrypoint": {"script": "examples/plain/train.py"}}])
+    with pytest.raises(JobConfigError) as err:
+        check_jobs(platform, [{**job, "entrypoint": {"script": "examples/resumable/train.py"}}])
+    (line,) = err.value.errors
+    assert line.startswith("trainforge:jobs[0].checkpoint.s3Mirror: got True; the S3 checkpoint")
+    assert f"needs boto3, which image {versions.PYTORCH_IMAGE} lacks" in line

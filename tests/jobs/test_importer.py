@@ -137,6 +137,41 @@ def test_a_trainjob(tmp_path):
     assert imp(path, backends=("pytorchjob", "trainjob")).entry["backend"] == "trainjob"
 
 
+def test_a_trainjobs_resources_are_named_by_the_field_its_file_has(tmp_path):
+    """A TrainJob's pod size is `spec.trainer.resourcesPerNode` (Trainer v2.2.1
+    trainjob_types.go: `json:"resourcesPerNode"`); import named it
+    `spec.trainer.resources...`, a field the file does not have, in its change lines and in
+    its one-line errors. A GPU asked in requests is named there, not under limits."""
+    text = """
+        apiVersion: trainer.kubeflow.org/v1alpha1
+        kind: TrainJob
+        metadata: {name: cpu-tj}
+        spec:
+          trainer:
+            image: ghcr.io/acme/trainer:1.0
+            command: [torchrun, train.py]
+            numNodes: 2
+            resourcesPerNode: RESOURCES
+    """
+    ok = write(tmp_path, text.replace("RESOURCES", "{requests: {cpu: '4', memory: 8Gi}}"))
+    changes = "\n".join(imp(ok).changes)
+    assert "spec.trainer.resourcesPerNode.requests.cpu 4: dropped; a pod on" in changes
+    assert "spec.trainer.resourcesPerNode.requests.memory 8Gi: dropped" in changes
+    assert "spec.trainer.resources." not in changes
+    for resources, where in (
+        ("{limits: '1'}", "spec.trainer.resourcesPerNode.limits: got '1'; expected a mapping"),
+        ("[1]", "spec.trainer.resourcesPerNode: got [1]; expected a mapping"),
+        ("{requests: {nvidia.com/gpu: 16}}", "spec.trainer.resourcesPerNode.requests[nvidia.com/gpu]: "
+         "16 GPU(s) per pod, and no pool"),
+        ("{requests: {nvidia.com/gpu: two}}", "spec.trainer.resourcesPerNode.requests[nvidia.com/gpu]: "
+         "got 'two'; expected a whole number"),
+    ):  # fmt: skip
+        bad = write(tmp_path, text.replace("RESOURCES", resources), "bad.yaml")
+        with pytest.raises(ImportProblem) as e:
+            imp(bad)
+        assert str(e.value).startswith(f"{bad}: {where}"), str(e.value)
+
+
 def test_an_indexed_job(tmp_path):
     path = write(
         tmp_path,

@@ -143,3 +143,71 @@ def test_one_index_dies_the_group_restarts_and_resumes(tmp_path: Path, reference
     logs = "".join(out for _, _, out in results)
     assert "step_000010 at step 10" in logs  # resumed from the newest complete checkpoint
     assert_same(reference, final_params(tmp_path / "ckpt" / f"step_{STEPS:06d}"))
+
+
+WORLD = """\
+import os, pathlib, sys
+import torch.distributed as dist
+
+dist.init_process_group("gloo")
+out = pathlib.Path(sys.argv[1])
+(out / f"rank{dist.get_rank()}").write_text(f"{dist.get_world_size()}")
+dist.destroy_process_group()
+"""
+
+
+def test_a_plain_torchrun_command_gets_one_world_across_the_indexes(tmp_path: Path) -> None:
+    """`entrypoint.command: [torchrun, train.py]` (an imported job whose script is in its
+    image) on indexed-job: torchrun reads its flags from PET_* variables, which the training
+    operator and Trainer's torch plugin set and a plain Job does not. Each pod ran its own
+    one-node world (rank 0 of 1, both writing the same checkpoints) while the plan said "2 pods
+    x 1 process". Now the emitter sets them; two pods, with the emitted command and env and
+    local stand-ins for index 0's name, make one world of 2."""
+    script = tmp_path / "world.py"
+    script.write_text(WORLD)
+    out = tmp_path / "out"
+    out.mkdir()
+    command = [sys.executable, "-m", "torch.distributed.run", str(script), str(out)]
+    _, emitted = build(
+        "indexed-job",
+        tgt=target(CPU_POOL, mlflow_tracking_uri=None),
+        pool=CPU_POOL,
+        workers=2,
+        image="ghcr.io/acme/trainer:1.0",
+        metricsPort=0,
+        entrypoint={"command": command},
+    )
+    c = emitted.workload["spec"]["template"]["spec"]["containers"][0]
+    assert c["command"] == command
+
+    def pods(port: int) -> list[tuple[int, str]]:
+        procs = []
+        for index in range(2):
+            env = {k: v for k, v in os.environ.items() if not k.startswith(("PET_", "TRAINFORGE_"))}
+            for e in c["env"]:
+                if "valueFrom" in e:  # the completion index, from the pod's annotation
+                    assert e["valueFrom"]["fieldRef"]["fieldPath"] == COMPLETION_INDEX_FIELD
+                    env[e["name"]] = str(index)
+                else:
+                    env[e["name"]] = e["value"]
+            if "PET_MASTER_ADDR" in env:
+                assert env["PET_MASTER_ADDR"] == "llm-0.llm"
+                env.update(PET_MASTER_ADDR="127.0.0.1", PET_MASTER_PORT=str(port))
+            env.update(PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1", HOME=str(tmp_path))
+            procs.append(subprocess.Popen(c["command"], env=env, cwd=tmp_path,
+                                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                          text=True))  # fmt: skip
+        ended = []
+        for p in procs:
+            try:
+                text, _ = p.communicate(timeout=120)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                text = "timed out"
+            ended.append((p.returncode, text))
+        return ended
+
+    ended = retry_on_clash(pods, lambda e: [t for _, t in e])
+    worlds = {p.name: p.read_text() for p in out.iterdir()}
+    assert worlds == {"rank0": "2", "rank1": "2"}, (worlds, ended)
+    assert [code for code, _ in ended] == [0, 0], ended

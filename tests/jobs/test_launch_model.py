@@ -112,8 +112,8 @@ def test_run_local_applies_the_rendered_restart_policy(project, monkeypatch):
     monkeypatch.chdir(project)
     seen: dict = {}
 
-    def fake_launch(cmd, env, cwd=None, *, recreations=0, on="retryable"):
-        seen.update(cmd=cmd, recreations=recreations, on=on)
+    def fake_launch(cmd, env, cwd=None, *, recreations=0, on="retryable", gpus=0):
+        seen.update(cmd=cmd, recreations=recreations, on=on, gpus=gpus)
         return 0
 
     monkeypatch.setattr("trainforge.jobs.local.launch", fake_launch)
@@ -148,8 +148,8 @@ def _recording_launch_line(monkeypatch, name: str = "launch_line") -> list[str]:
 def _fake_launch(monkeypatch) -> dict:
     seen: dict = {}
 
-    def fake_launch(cmd, env, cwd=None, *, recreations=0, on="retryable"):
-        seen.update(cmd=cmd, recreations=recreations, on=on)
+    def fake_launch(cmd, env, cwd=None, *, recreations=0, on="retryable", gpus=0):
+        seen.update(cmd=cmd, recreations=recreations, on=on, gpus=gpus)
         return 0
 
     monkeypatch.setattr("trainforge.jobs.local.launch", fake_launch)

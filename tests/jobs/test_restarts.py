@@ -50,6 +50,25 @@ def test_onfailure_budget_says_the_operator_counts_all_pods_together():
     assert "together" not in one.bound
 
 
+def test_a_command_jobs_line_says_run_local_does_not_run_it():
+    """run-local refuses a `command` (a program of the job's image: jobs.local.user_code_run),
+    so the restart line the plan prints for it says so, instead of "run-local: the same, up to
+    3" for a job run-local never starts (the imported pytorch-simple of the training operator's
+    examples/pytorch/simple.yaml)."""
+    from trainforge.core.errors import JobConfigError
+    from trainforge.jobs.local import user_code_run
+
+    cmd = job(image="ghcr.io/acme/t:1", workers=2,
+              entrypoint={"command": ["python3", "/opt/pytorch-mnist/mnist.py"]})  # fmt: skip
+    line = describe(cmd)
+    assert line.endswith("; run-local: not run (a command runs a program of your image)"), line
+    assert "run-local: the same" not in line
+    with pytest.raises(JobConfigError, match="a command runs a program of your image"):
+        user_code_run(cmd, prepare=False)
+    script = job(workers=2, entrypoint={"script": "examples/plain/train.py"})
+    assert describe(script).endswith("run-local: the same, up to 6")
+
+
 def exits_in_order(tmp_path: Path, codes: list[int]) -> list[str]:
     """A command that exits with codes[n] on its n-th run."""
     counter = tmp_path / "runs"
@@ -98,6 +117,55 @@ def test_run_local_says_why_it_re_creates_a_pod_or_not(tmp_path, capfd):
     assert "allows no re-creation (--pod-restarts 0)" in capfd.readouterr().err
     assert launch(exits_in_order(tmp_path / "e", [1]), env, recreations=0, on="none") == 1
     assert "restartPolicy Never: the job stops" in capfd.readouterr().err
+
+
+def _fails_for_want_of(tmp_path: Path, detail: str, code: int) -> tuple[list[str], dict]:
+    """A "pod" that records `detail` in the run ledger's exit records, as trainforge's
+    wrapper does, then exits `code`; the number of runs is counted in tmp_path/runs."""
+    ckpt = tmp_path / "ckpt"
+    rec = ckpt / ".trainforge" / "exits" / "attempt_0000" / "rank_00000.json"
+    code_ = (
+        "import json, pathlib, sys, time; p = pathlib.Path(sys.argv[1]); n = pathlib.Path("
+        "sys.argv[4]); n.write_text(str(int(n.read_text() or 0) + 1) if n.exists() else '1'); "
+        "p.parent.mkdir(parents=True, exist_ok=True); p.write_text(json.dumps({'detail': "
+        "sys.argv[2], 'time': time.time()})); sys.exit(int(sys.argv[3]))"
+    )
+    cmd = [sys.executable, "-c", code_, str(rec), detail, str(code), str(tmp_path / "runs")]
+    return cmd, {"PATH": "/usr/bin:/bin", "TRAINFORGE_CHECKPOINT_DIR": str(ckpt)}
+
+
+@pytest.mark.parametrize(
+    ("detail", "code"),
+    [
+        ("AssertionError: Torch not compiled with CUDA enabled", 1),  # .to("cuda") on a CPU build
+        ("RuntimeError: Distributed package doesn't have NCCL built in", 200),  # "nccl"
+        ("ValueError: ProcessGroupNCCL is only supported with GPUs, no GPUs found!", 200),
+    ],
+)
+def test_a_gpu_jobs_failure_for_want_of_a_gpu_is_run_locals_not_the_clusters(
+    tmp_path, capfd, detail, code
+):
+    """run-local runs a GPU pool's pods on CPU. Code that hard-codes cuda or nccl failed
+    there with "permanent (1-127): ... the job stops, as the cluster would stop it", or, for
+    nccl (a collective_error, 200), was re-created 6 times "as the cluster would"; the pods have
+    their GPUs and run it. Now run-local says the failure is its CPU stand-in's and re-creates
+    nothing; a CPU pool's job (gpus 0), whose pods lack the GPU too, keeps the cluster's line."""
+    cmd, env = _fails_for_want_of(tmp_path, detail, code)
+    assert launch(cmd, env, recreations=6, gpus=1) == code
+    err = capfd.readouterr().err
+    assert f"your code needs a GPU ({detail}), and run-local runs the job's pods (1 GPU each) on " \
+        "this machine's CPU; the pods have their GPUs, so this is not how the cluster" in err  # fmt: skip
+    assert "as the cluster would" not in err and "re-creating" not in err
+    assert int((tmp_path / "runs").read_text()) == 1
+    (tmp_path / "runs").unlink()
+    launch(cmd, env, recreations=6, gpus=0)
+    err = capfd.readouterr().err
+    assert "needs a GPU" not in err and "as the cluster would" in err
+    # a record an earlier run left in the checkpoint directory is not this run's failure
+    (tmp_path / "later").mkdir()
+    assert launch(exits_in_order(tmp_path / "later", [1]), env, recreations=6, gpus=1) == 1
+    err = capfd.readouterr().err
+    assert "needs a GPU" not in err and "as the cluster would stop it" in err
 
 
 @pytest.mark.parametrize("policy", ["OnFailure", "ExitCode"])

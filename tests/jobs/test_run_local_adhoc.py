@@ -95,6 +95,73 @@ def test_script_module_and_function_get_the_world_they_ask_for(project, target):
     }
 
 
+def test_a_write_in_the_working_directory_fails_as_in_the_pods(project):
+    """The working directory is the shipped code, in the pods a read-only ConfigMap mount at
+    /workspace: `torch.save(state, "ckpt.pt")` there fails and the job stops (exit 1). Locally
+    the copy is only chmod read-only, which root (this dev VM, most CI containers) writes
+    through: run-local exited 0 and said nothing. Now it names the write and exits 1; as
+    another user the write itself fails here, as in the pods."""
+    (project / "user_code" / "save_here.py").write_text(
+        "import pathlib\npathlib.Path('ckpt.pt').write_bytes(b'state')\n"
+    )
+    r = _run(project, "user_code/save_here.py")
+    assert r.returncode == 1, r.stdout + r.stderr
+    if os.geteuid() == 0:
+        assert "run-local: your code wrote in its working directory, the shipped copy (ckpt.pt " \
+            "(new)); in the pods that is /workspace, a read-only ConfigMap mount" in r.stderr, r.stderr  # fmt: skip
+        assert "it exited 0 here only because this machine let it write" in r.stderr
+    else:
+        assert "PermissionError" in r.stderr, r.stderr
+    # writing where the contract says is fine, and nothing is said
+    r = _run(project, "ranks.py")
+    assert r.returncode == 0 and "working directory" not in r.stderr, r.stderr
+
+
+def test_code_writes_names_new_changed_and_removed_files(tmp_path):
+    from trainforge.jobs.local import code_snapshot, code_writes
+
+    (tmp_path / "a.py").write_text("a")
+    (tmp_path / "b.py").write_text("b")
+    before = code_snapshot(tmp_path)
+    (tmp_path / "a.py").write_text("A")
+    (tmp_path / "b.py").unlink()
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "model.pt").write_bytes(b"x")
+    (tmp_path / "__pycache__").mkdir()  # Python's bytecode cache: its writes fail silently
+    (tmp_path / "__pycache__" / "a.cpython-311.pyc").write_bytes(b"x")
+    assert code_writes(tmp_path, before) == [
+        "out/model.pt (new)",
+        "a.py (changed)",
+        "b.py (removed)",
+    ]
+    assert code_writes(tmp_path, code_snapshot(tmp_path)) == []
+
+
+def test_a_module_this_environment_has_is_named_as_the_images_to_carry(project):
+    """A newcomer's script imports a package this machine's venv has (here PyYAML, which
+    trainforge itself needs) and the job's image may not: run-local passed it without a word,
+    and the pod stops with ModuleNotFoundError. run-local now names the modules it took from
+    this environment (not the standard library, the shipped files, torch or trainforge)."""
+    from trainforge.jobs.local import imported_from_here
+
+    (project / "user_code" / "uses_yaml.py").write_text(
+        "import os, json\nimport yaml\nfrom yaml import safe_load\nimport torch\n"
+        "from trainforge.training import job_env\nimport helper\nfrom . import sibling\n"
+        "import no_such_module_anywhere\nimport __main__\n"
+    )
+    (project / "user_code" / "helper.py").write_text("X = 1\n")
+    files = tuple((p.name, p.read_text()) for p in sorted((project / "user_code").glob("*.py")))
+    assert imported_from_here(files) == ("yaml",)  # no_such_module...: fails here too
+    (project / "user_code" / "uses_yaml.py").write_text("import yaml\n")
+    r = _run(project, "user_code/uses_yaml.py")
+    assert r.returncode == 0, r.stderr
+    assert "run-local: your code imports yaml from this machine's Python environment; in the " \
+        "pods they come from the job's image, which must carry them" in r.stderr  # fmt: skip
+    (project / "user_code" / "uses_yaml.py").unlink()  # ranks.py ships the whole project
+    r = _run(project, "ranks.py")  # the standard library only: nothing to say
+    assert "from this machine's Python environment" not in r.stderr
+
+
 def test_bad_target_is_one_line_naming_it(project):
     proc = _run(project, "nope.py", "--workers", "2")
     assert proc.returncode == 2

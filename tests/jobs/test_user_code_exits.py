@@ -353,6 +353,33 @@ def test_spot_interruptions_of_a_plain_script_are_not_failures(tmp_path):
     assert proc.returncode == 0 and "ran" in proc.stdout, proc.stderr[-1500:]
 
 
+def test_a_sigterm_after_the_process_recorded_its_end_is_not_a_preemption(tmp_path):
+    """Rank 1 raises; torchrun (a pod's several processes, run-local's one torchrun) then
+    SIGTERMs rank 0, which has just failed on its lost peer and recorded peer_lost. The
+    wrapper's handler recorded `preempted` ("spot interruption or drain") over that and died
+    of the signal: `trainforge report` said "(other ranks: preempted)", the launcher "exit -15"
+    for a rank that had its own reason. A SIGTERM after the end is recorded now leaves the
+    record and the exit code alone."""
+    import json
+
+    ckpt = tmp_path / "ckpt"
+    script = """\
+        import atexit, os, signal
+        atexit.register(lambda: os.kill(os.getpid(), signal.SIGTERM))  # torchrun stops it
+        raise ValueError("a bug in my code")
+    """
+    proc = wrapper(tmp_path, script, TRAINFORGE_CHECKPOINT_DIR=str(ckpt))
+    assert proc.returncode == 1, proc.stderr[-1500:]
+    (rec,) = (ckpt / ".trainforge" / "exits").glob("attempt_*/rank_00000.json")
+    assert json.loads(rec.read_text())["reason"] == "user_error"
+    # a SIGTERM before any end is recorded is still the preemption it was
+    proc = wrapper(tmp_path, "import os, signal\nos.kill(os.getpid(), signal.SIGTERM)\n",
+                   TRAINFORGE_CHECKPOINT_DIR=str(tmp_path / "other"))  # fmt: skip
+    assert proc.returncode == -15
+    (rec,) = (tmp_path / "other" / ".trainforge" / "exits").glob("attempt_*/rank_00000.json")
+    assert json.loads(rec.read_text())["reason"] == "preempted"
+
+
 def test_a_script_s_own_sigterm_handler_is_left_alone(tmp_path):
     script = """\
         import os, signal, sys

@@ -139,6 +139,21 @@ def test_the_entry_docs_jobs_md_quotes_is_what_the_command_prints(tmp_path, caps
     assert "#   jobs/blog-ddp/train.py (" in out
 
 
+def test_a_command_jobs_next_step_is_not_a_run_local_that_stops(tmp_path, capsys):
+    """The training operator's own examples/pytorch/simple.yaml (v1.9.4: its script is in the
+    image) becomes an `entrypoint.command` job, which run-local refuses; the printed next step
+    named `trainforge run-local --stack dev pytorch-simple` all the same."""
+    root = _project(tmp_path)
+    path = CORPUS / "simple.yaml"
+    assert import_cli.main([str(path), "--project-dir", str(root)]) == 0
+    out = capsys.readouterr().out
+    (entry,) = _entries(out)
+    assert entry["entrypoint"]["command"][:2] == ["python3", "/opt/pytorch-mnist/mnist.py"]
+    nxt = out.splitlines()[-1]
+    assert nxt.startswith("# Next: trainforge plan --stack dev (a command runs a program of your")
+    assert "trainforge run-local --stack" not in nxt
+
+
 def test_an_entry_the_stack_refuses_is_printed_with_the_stacks_own_lines(tmp_path, capsys):
     root = _project(tmp_path)
     docs = list(yaml.safe_load_all(BLOG.read_text()))

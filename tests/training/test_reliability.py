@@ -387,6 +387,24 @@ def test_fault_hook_spec_is_checked() -> None:
 # ----------------------------------------------------------------------------- ledger
 
 
+def test_a_process_after_a_finished_attempt_starts_a_new_run_not_a_restart(tmp_path: Path) -> None:
+    """run-local twice in one run directory (or a finished job created again): the ledger
+    kept the finished attempt, so the second run counted 'restarts: 1' (metrics, goodput,
+    `trainforge report`: 'attempt 0 ended with cause not recorded') for a run that never failed.
+    A failed attempt is still one the next process restarts; attempt numbers go on."""
+    first = RunLedger(tmp_path, rank=0, world_size=1, log=lambda m: None)
+    assert first.begin_attempt() == 0
+    first.record_exit(exits.SUCCESS, step=None, detail="")
+    again = RunLedger(tmp_path, rank=0, world_size=1, log=lambda m: None)
+    assert again.begin_attempt() == 1
+    assert again.restarts == 0 and again.previous_exit() is None
+    assert [a.attempt for a in again.attempts] == [1]
+    again.record_exit(exits.USER_ERROR, step=3, detail="ValueError: x")
+    third = RunLedger(tmp_path, rank=0, world_size=1, log=lambda m: None)
+    assert third.begin_attempt() == 2
+    assert third.restarts == 1 and third.previous_exit()["reason"] == "user_error"
+
+
 def test_ledger_names_the_previous_attempts_exit_and_infers_a_lost_node(tmp_path: Path) -> None:
     first = RunLedger(tmp_path, rank=0, world_size=3, log=lambda m: None)
     assert first.begin_attempt() == 0

@@ -268,7 +268,7 @@ class TrainingJob(pulumi.ComponentResource):
         if user_code is None:
             # Paths are relative to the project directory, where Pulumi runs the program.
             user_code = entrypoint.user_code(job, ".", where)
-        entrypoint.refuse_missing_mlflow(job, target, user_code, where)
+        entrypoint.refuse_missing_pieces(job, target, user_code, where)
         emitted = emit(
             job,
             target,
@@ -279,7 +279,9 @@ class TrainingJob(pulumi.ComponentResource):
         if waits:
             opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=waits))
         super().__init__(TYPE_TOKEN, name, None, opts)
-        for warning in fit_warnings(job, target.pool, where):
+        warnings = fit_warnings(job, target.pool, where)
+        warnings += entrypoint.mirror_warnings(spec, job, target, user_code, where)
+        for warning in warnings:
             pulumi.log.warn(warning, resource=self)
         self.spec = job
         self.target = target

@@ -60,7 +60,7 @@ def check_jobs(contract: PlatformContract, raw_jobs: Any) -> None:
             job = resolve_job(spec, target, where)
             # the job's own code: the files exist, fit a ConfigMap, the script parses
             bundle = entrypoint.user_code(job, ".", where)
-            entrypoint.refuse_missing_mlflow(job, target, bundle, where)
+            entrypoint.refuse_missing_pieces(job, target, bundle, where)
         except JobConfigError as e:
             errors.extend(getattr(e, "errors", None) or [str(e)])
     if errors:

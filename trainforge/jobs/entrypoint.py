@@ -39,7 +39,7 @@ from trainforge.core.contract import JobTarget, TeamFacts
 from trainforge.core.errors import JobConfigError
 from trainforge.jobs import codeship, images
 from trainforge.jobs.codeship import CODE_MOUNT, USER_CODE_MOUNT, CodeBundle
-from trainforge.jobs.image_facts import missing_pieces
+from trainforge.jobs.image_facts import facts_for, missing_pieces
 from trainforge.jobs.spec import EntrypointSpec, JobSpec
 from trainforge.stack.jobs import FLAG_OF
 from trainforge.training import contract as c
@@ -239,6 +239,24 @@ def user_code_runner(job: JobSpec) -> list[str]:
     if entry is not None and entry.kind == "command":
         return []
     return list(USER_CODE_RUNNER) if ships_runtime(job) else []
+
+
+# Why `trainforge run-local` cannot run a job, where it cannot (None: it runs it). One answer for
+# run-local's refusal, the restart line's "run-local: ..." and `trainforge import`'s next step.
+NOT_LOCAL_COMMAND = (
+    "a command runs a program of your image, which run-local cannot run here; run the image "
+    "(docker run ...) with the contract's variables, or declare the same code as "
+    "entrypoint.script or entrypoint.module to debug it on this machine"
+)
+
+
+def not_local(job: JobSpec) -> str | None:
+    """Why run-local cannot run `job`, or None when it can: a `command` runs a program of the
+    job's image (trainforge.jobs.local.user_code_run refuses it)."""
+    entry = job.entrypoint
+    if entry is not None and entry.kind == "command":
+        return NOT_LOCAL_COMMAND
+    return None
 
 
 def program(job: JobSpec, target: JobTarget, code_root: str = USER_CODE_MOUNT) -> list[Any]:
@@ -456,22 +474,55 @@ def imports_trainforge(bundle: CodeBundle) -> str | None:
     return first_importer(bundle.files, "trainforge")
 
 
-def refuse_missing_mlflow(
+def refuse_missing_pieces(
     job: JobSpec, target: JobTarget, bundle: CodeBundle | None, where: str
 ) -> None:
-    """Own shipped code on an image declared without mlflow (`imageFacts: {mlflow: false}`),
-    on a platform that runs MLflow: refused when a shipped file uses MLflow (`logs_to_mlflow`),
-    as `wiring.resolve_job` refuses the bundled runtime there; a script that never imports it
-    runs fine."""
-    facts = job.image_facts
-    if facts is None or target.mlflow_tracking_uri is None or bundle is None:
+    """Own shipped code on an image known to lack a piece its files use, judged with the files
+    (`wiring.resolve_job` judges the bundled runtime, whose code is known):
+
+    - MLflow, on an image declared without mlflow (`imageFacts: {mlflow: false}`), on a
+      platform that runs MLflow: refused when a shipped file uses MLflow (`logs_to_mlflow`);
+      a script that never imports it runs fine;
+    - the S3 mirror, on an image declared or known (the stock PyTorch image) without boto3:
+      refused when the job mirrors (`checkpoint.s3Mirror` and a bucket) and a shipped file
+      runs the mirror (`runs_s3_mirror`: it imports trainforge). Code that never imports
+      trainforge mirrors nothing on any image, so the image's boto3 changes nothing in its
+      pods: it is not refused on one image and passed on another (`mirror_warnings` says,
+      on every image, that an explicit `s3Mirror: true` mirrors nothing there)."""
+    if bundle is None:
         return
-    if not logs_to_mlflow(job, bundle.files):
+    mlflow = (
+        job.image_facts is not None
+        and target.mlflow_tracking_uri is not None
+        and logs_to_mlflow(job, bundle.files)
+    )
+    mirror = mirrors_to_s3(job, target) and runs_s3_mirror(job, bundle.files)
+    if not (mlflow or mirror):
         return
+    image = images.image_for(job, target.pool)
+    facts = job.image_facts or facts_for(image, None)
     for miss in missing_pieces(
-        facts, mlflow=True, s3_mirror=False, efa=False, where=where, image=job.image
+        facts, mlflow=mlflow, s3_mirror=mirror, efa=False, where=where, image=job.image
     ):
-        raise JobConfigError(miss.key, miss.value, miss.message(job.image or "(stock PyTorch)"))
+        raise JobConfigError(miss.key, miss.value, miss.message(job.image or image))
+
+
+def mirror_warnings(
+    given: JobSpec, job: JobSpec, target: JobTarget, bundle: CodeBundle | None, where: str
+) -> list[str]:
+    """An explicit `checkpoint.s3Mirror: true` (`given`: the job as written) on own shipped
+    code that never runs the mirror: the pods get TRAINFORGE_CHECKPOINT_S3 but nothing copies
+    a checkpoint there, whatever the image carries. One warning, the same on every image."""
+    if given.checkpoint.s3_mirror is not True or bundle is None:
+        return []
+    if not mirrors_to_s3(job, target) or runs_s3_mirror(job, bundle.files):
+        return []
+    return [
+        f"{where}.checkpoint.s3Mirror: true mirrors nothing: no shipped file imports "
+        "trainforge, whose CheckpointManager is the mirror (the pods get "
+        f"{c.CHECKPOINT_S3}, which your code may upload to itself); use "
+        "trainforge.training.CheckpointManager, or set checkpoint.s3Mirror: false"
+    ]
 
 
 def logs_to_mlflow(job: JobSpec, files: Iterable[tuple[str, str]] | None) -> bool:

@@ -153,8 +153,9 @@ def missing_pieces(
         )
     if s3_mirror and facts.boto3 is False:
         # Refused, not left to fail: the mirror is trainforge.training's CheckpointManager,
-        # which copies each checkpoint with boto3; own code that never imports trainforge
-        # never runs it, so there `s3Mirror: true` asks for a mirror nothing would make.
+        # which copies each checkpoint with boto3. Callers pass s3_mirror only where the code
+        # runs it: own code that never imports trainforge mirrors nothing on any image
+        # (trainforge.jobs.entrypoint.refuse_missing_pieces, mirror_warnings).
         out.append(
             Missing(
                 "the S3 checkpoint mirror (trainforge's checkpoint code copies each checkpoint "
@@ -163,8 +164,7 @@ def missing_pieces(
                 "boto3",
                 f"{where}.checkpoint.s3Mirror",
                 True,
-                f"{own}, or set checkpoint.s3Mirror: false (what happens anyway for own code "
-                "that never imports trainforge: it never mirrors)",
+                f"{own}, or set checkpoint.s3Mirror: false",
             )
         )
     if efa:

@@ -44,6 +44,13 @@ class Workload:
     pod_at: str
     extra: dict[str, Any] = field(default_factory=dict)  # entry keys read from the kind
     pods: str = ""  # how the kind counts its pods ("1 Master + 3 Worker")
+    resources_key: str = "resources"  # the container's resources field (TrainJob: per node)
+
+    @property
+    def resources_at(self) -> str:
+        """The field path of the pod's resources, as the user's file spells it: a container's
+        `resources`, a TrainJob's `spec.trainer.resourcesPerNode`."""
+        return f"{self.at}.{self.resources_key}"
 
 
 # --- reading -----------------------------------------------------------------------------------
@@ -243,7 +250,15 @@ def _trainjob(doc: dict[str, Any], file: str, changes: list[str]) -> Workload:
     if isinstance(nproc, int) or (isinstance(nproc, str) and nproc.isdigit()):
         extra["procsPerWorker"] = int(nproc)
     return Workload(
-        "TrainJob", _name(doc, file), workers, container, "spec.trainer", {}, "spec", extra
+        "TrainJob",
+        _name(doc, file),
+        workers,
+        container,
+        "spec.trainer",
+        {},
+        "spec",
+        extra,
+        resources_key="resourcesPerNode",
     )
 
 
@@ -339,10 +354,10 @@ def check_shapes(w: Workload, docs: list[dict[str, Any]], file: str) -> None:
     need(c.get("command"), list, f"{at}.command", "a list of strings")
     need(c.get("args"), list, f"{at}.args", "a list of strings")
     mappings(c.get("env"), f"{at}.env", ("name",))
-    resources = c.get("resources")
-    need(resources, dict, f"{at}.resources", "a mapping with limits and requests")
+    resources, res_at = c.get("resources"), w.resources_at
+    need(resources, dict, res_at, "a mapping with limits and requests")
     for kind in ("limits", "requests"):
-        need(get(resources, kind), dict, f"{at}.resources.{kind}", "a mapping")
+        need(get(resources, kind), dict, f"{res_at}.{kind}", "a mapping")
     mappings(c.get("volumeMounts"), f"{at}.volumeMounts", ("name", "mountPath"))
     mappings(w.pod.get("volumes"), f"{w.pod_at}.volumes", ("name",))
     for i, v in enumerate(w.pod.get("volumes") or []):

@@ -206,19 +206,23 @@ def _code_source(
     return None
 
 
-def _gpus(resources: Any, file: str, at: str) -> int:
+def _gpu_at(resources: Any, res_at: str) -> str:
+    """The field path of the pod's GPU count (limits, else requests); `res_at`: the resources'
+    field path as the file spells it (`Workload.resources_at`)."""
+    kind = "limits" if GPU in (get(resources, "limits") or {}) else "requests"
+    return f"{res_at}.{kind}[{GPU}]"
+
+
+def _gpus(resources: Any, file: str, gpu_at: str) -> int:
+    """The pod's GPUs (limits, else requests); `gpu_at`: where the file has them (`_gpu_at`)."""
     limits, requests = get(resources, "limits") or {}, get(resources, "requests") or {}
     value = limits.get(GPU, requests.get(GPU, 0))
     try:
         gpus = int(str(value))
     except ValueError:
-        raise ImportProblem(
-            file, f"{at}.resources.limits[{GPU}]", f"got {value!r}; expected a whole number"
-        ) from None
+        raise ImportProblem(file, gpu_at, f"got {value!r}; expected a whole number") from None
     if gpus < 0:
-        raise ImportProblem(
-            file, f"{at}.resources.limits[{GPU}]", f"got {gpus}; expected 0 or more"
-        )
+        raise ImportProblem(file, gpu_at, f"got {gpus}; expected 0 or more")
     return gpus
 
 
@@ -228,9 +232,10 @@ def choose_pool(
     selector: Mapping[str, Any],
     wanted: str | None,
     file: str,
-    at: str,
+    gpu_at: str,
 ) -> tuple[PoolFacts, str]:
-    """The pool a pod with `gpus` GPUs (and this nodeSelector) runs on, and why."""
+    """The pool a pod with `gpus` GPUs (and this nodeSelector) runs on, and why. `gpu_at`: the
+    field path of the pod's GPU count, named when no pool holds that many."""
     if wanted is not None:
         if wanted not in pools:
             raise ImportProblem(
@@ -246,7 +251,7 @@ def choose_pool(
         sizes = ", ".join(f"{p.name} ({p.gpus_per_node} GPU/node)" for p in pools.values())
         raise ImportProblem(
             file,
-            f"{at}.resources.limits[{GPU}]",
+            gpu_at,
             f"{gpus} GPU(s) per pod, and no pool of the stack has that many per node: {sizes}",
         )
     types = {
@@ -298,9 +303,10 @@ def import_workload(
     entry: dict[str, Any] = {"name": w.name, "team": team}
 
     # where: resources and nodeSelector -> a pool and gpusPerWorker
-    gpus = _gpus(c.get("resources"), file, at)
+    gpu_at = _gpu_at(c.get("resources"), w.resources_at)
+    gpus = _gpus(c.get("resources"), file, gpu_at)
     selector = w.pod.get("nodeSelector") or {}
-    pool, why = choose_pool(pools, gpus, selector, pool_name, file, at)
+    pool, why = choose_pool(pools, gpus, selector, pool_name, file, gpu_at)
     entry["pool"] = pool.name
     changes.append(f"pool {pool.name}: {why}")
     if "preset" in w.extra:
@@ -328,12 +334,12 @@ def import_workload(
             )
             if what:
                 changes.append(
-                    f"{at}.resources.{kind}.{res} {value}: dropped; a pod on {pool.name} gets "
+                    f"{w.resources_at}.{kind}.{res} {value}: dropped; a pod on {pool.name} gets "
                     f"{size} (the plan's queue section prints it); set `{what}` on the entry "
                     "to ask for a size"
                 )
             else:
-                changes.append(f"{at}.resources.{kind}.{res} {value}: dropped (not supported)")
+                changes.append(f"{w.resources_at}.{kind}.{res} {value}: dropped (not supported)")
 
     # what: the program and its files
     argv = _argv(c, file, at)

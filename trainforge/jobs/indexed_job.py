@@ -62,12 +62,33 @@ def master_addr(job: JobSpec) -> str:
     return f"{job.name}-0.{service_name(job)}"
 
 
+def torchrun_env(job: JobSpec) -> tuple[dict[str, Any], ...]:
+    """The `PET_*` variables torchrun reads for its flags (PET_NNODES for --nnodes, ...), as
+    the training operator v1.9.4 sets them on a PyTorchJob's pods (pkg/controller.v1/pytorch
+    envvar.go, master.go) and Trainer's torch plugin on a TrainJob's: for a `command` job, whose
+    plain `torchrun train.py` has no flags of ours. Without them each pod of an indexed Job ran
+    its own one-node world (torchrun's defaults), every pod rank 0 of a world of 1."""
+    return (
+        {"name": "PET_NNODES", "value": str(job.workers)},
+        {"name": "PET_NPROC_PER_NODE", "value": str(job.procs)},
+        {
+            "name": "PET_NODE_RANK",
+            "valueFrom": {"fieldRef": {"fieldPath": pod.COMPLETION_INDEX_FIELD}},
+        },
+        {"name": "PET_MASTER_ADDR", "value": master_addr(job)},
+        {"name": "PET_MASTER_PORT", "value": str(MASTER_PORT)},
+    )
+
+
 def launch(job: JobSpec) -> pod.Launch:
+    env = pod.static_rendezvous_env(job, master_addr(job), MASTER_PORT)
+    if job.entrypoint is not None and job.entrypoint.kind == "command":
+        env += torchrun_env(job)
     return pod.Launch(
         container=CONTAINER,
         port=MASTER_PORT,
         port_name=PORT_NAME,
-        rendezvous_env=pod.static_rendezvous_env(job, master_addr(job), MASTER_PORT),
+        rendezvous_env=env,
     )
 
 

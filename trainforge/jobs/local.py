@@ -34,9 +34,10 @@ import signal
 import stat
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from trainforge.core.errors import JobConfigError
@@ -213,6 +214,9 @@ class LocalRun:
     run_dir: Path
     code_dir: Path | None
     workers: int
+    # third-party modules the shipped code imports that this environment provides, where the
+    # pods get them from the job's image instead (`imported_from_here`)
+    from_here: tuple[str, ...] = ()
 
 
 _VAR_REF = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
@@ -253,6 +257,126 @@ def _fresh_dir(path: Path) -> None:
         shutil.rmtree(path, onerror=writable)
 
 
+def code_snapshot(code_dir: Path) -> dict[str, bytes]:
+    """The files of a local code copy and their content, to tell afterwards what the run
+    wrote there. Python's own bytecode cache is left out: in a pod its writes fail silently."""
+    out: dict[str, bytes] = {}
+    for p in sorted(code_dir.rglob("*")):
+        rel = p.relative_to(code_dir)
+        if p.is_file() and "__pycache__" not in rel.parts and p.suffix != ".pyc":
+            out[rel.as_posix()] = p.read_bytes()
+    return out
+
+
+def code_writes(code_dir: Path, before: dict[str, bytes]) -> list[str]:
+    """What a run changed in its code copy (`code_snapshot` before it): 'name (new)',
+    'name (changed)', 'name (removed)'. In the pods that directory is /workspace, a read-only
+    ConfigMap mount, so each of these fails there; here the copy is only chmod read-only, which
+    does not stop root (or code that chmods it back)."""
+    after = code_snapshot(code_dir)
+    out = [f"{k} (new)" for k in after if k not in before]
+    out += [f"{k} (changed)" for k in after if k in before and after[k] != before[k]]
+    out += [f"{k} (removed)" for k in before if k not in after]
+    return out
+
+
+def read_only_line(writes: list[str], code: int) -> str:
+    """run-local's verdict on a run that wrote in its working directory (`code_writes`)."""
+    shown = ", ".join(writes[:5]) + (f" and {len(writes) - 5} more" if len(writes) > 5 else "")
+    ended = "exited 0 here" if code == 0 else f"exited {code} here"
+    return (
+        f"run-local: your code wrote in its working directory, the shipped copy ({shown}); in "
+        "the pods that is /workspace, a read-only ConfigMap mount, where the write fails "
+        "(OSError: [Errno 30] Read-only file system) and the job stops (exit 1, user_error): "
+        f"it {ended} only because this machine let it write. Write under "
+        "$TRAINFORGE_OUTPUT_DIR or $TRAINFORGE_CHECKPOINT_DIR (scratch: /tmp)"
+    )
+
+
+def no_gpu_failure(env: dict[str, str], since: float = 0.0) -> str | None:
+    """A failure recorded at or after `since` (the run ledger's exit records, in the local
+    checkpoint directory, which keeps earlier runs' too) that says the process had no GPU,
+    CUDA or NCCL (trainforge.training.exits.NO_GPU_TEXT); else None."""
+    import json  # noqa: PLC0415
+
+    from trainforge.training import contract as c  # noqa: PLC0415
+    from trainforge.training.exits import NO_GPU_TEXT  # noqa: PLC0415
+    from trainforge.training.ledger import EXITS_DIR, LEDGER_DIR  # noqa: PLC0415
+
+    if not env.get(c.CHECKPOINT_DIR):
+        return None
+    exits = Path(env[c.CHECKPOINT_DIR]) / LEDGER_DIR / EXITS_DIR
+    for path in sorted(exits.glob("attempt_*/rank_*.json")):
+        try:
+            rec = json.loads(path.read_text(encoding="utf-8"))
+            detail, at = str(rec.get("detail", "")), float(rec.get("time") or 0)
+        except (OSError, ValueError, TypeError, AttributeError):
+            continue
+        if at >= since and NO_GPU_TEXT.search(detail):
+            return detail
+    return None
+
+
+def stand_in_line(code: int, detail: str, gpus: int) -> str:
+    """Why a GPU job's failure on run-local's CPU stand-in says nothing of the cluster."""
+    from trainforge.training.exits import for_code  # noqa: PLC0415
+
+    reason = for_code(code)
+    name = f" ({reason.name})" if reason is not None else ""
+    each = f"{gpus} GPU{'s' if gpus != 1 else ''} each"
+    return (
+        f"run-local: exit {code}{name}: your code needs a GPU ({detail}), and run-local runs the "
+        f"job's pods ({each}) on this machine's CPU; the pods have their GPUs, so this is not "
+        "how the cluster would end the job, and no pod is re-created for it here. To rehearse "
+        "it on CPU, choose the device and backend from what the process has, as "
+        "trainforge.training.init_distributed() does (cuda and nccl when "
+        "torch.cuda.is_available(), else cpu and gloo)"
+    )
+
+
+def imported_from_here(files: tuple[tuple[str, str], ...]) -> tuple[str, ...]:
+    """The top-level modules shipped code imports (absolute imports, read with `ast`, nothing
+    run) that are neither the standard library, nor shipped with it, nor torch or trainforge
+    (the image's torch; the shipped library), and that this machine's environment provides:
+    run-local imports them from here, the pods from the job's image, which must carry them."""
+    import ast  # noqa: PLC0415
+
+    shipped = {PurePosixPath(p).parts[0].removesuffix(".py") for p, _ in files}
+    found: set[str] = set()
+    for path, text in files:
+        if not path.endswith(".py"):
+            continue
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                found |= {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                found.add(node.module.split(".")[0])
+    own = shipped | set(sys.stdlib_module_names)
+    own |= {"torch", "trainforge", "__future__", "__main__"}
+
+    def here(name: str) -> bool:
+        try:
+            return importlib.util.find_spec(name) is not None
+        except (ImportError, ValueError):  # a module whose __spec__ is None
+            return False
+
+    return tuple(sorted(m for m in found - own if here(m)))
+
+
+def from_here_line(modules: tuple[str, ...], image: str | None) -> str:
+    """run-local's note on `imported_from_here`: they pass here whatever the image holds."""
+    where = f"the job's image ({image})" if image else "the job's image"
+    return (
+        f"run-local: your code imports {', '.join(modules)} from this machine's Python "
+        f"environment; in the pods they come from {where}, which must carry them: one it lacks "
+        "stops the pod (ModuleNotFoundError, exit 1, user_error), though it runs here"
+    )
+
+
 def launcher(workers: int, max_restarts: int) -> list[str]:
     """torchrun through trainforge.training.launch, as the pods run it: the exit code is the
     failed workers' reason (a bug: 1, a hang: 201, ...) rather than torchrun's 1
@@ -282,14 +406,8 @@ def user_code_run(
     where = where or job.name
     if entry is None:
         raise ValueError(f"job {job.name!r} runs the bundled runtime; use local_argv_for_job")
-    if entry.kind == "command":
-        raise JobConfigError(
-            f"{where}.entrypoint.command",
-            list(entry.command),
-            "a command runs a program of your image, which run-local cannot run here; run the "
-            "image (docker run ...) with the contract's variables, or declare the same code as "
-            "entrypoint.script or entrypoint.module to debug it on this machine",
-        )
+    if (why := entrypoint.not_local(job)) is not None:
+        raise JobConfigError(f"{where}.entrypoint.command", list(entry.command), why)
     project = Path(project_dir).resolve()
     volumes = dict(volumes or {})
     unknown = sorted(set(volumes) - {v.claim for v in job.volumes})
@@ -370,6 +488,7 @@ def user_code_run(
         run_dir=run_dir,
         code_dir=code_dir,
         workers=n,
+        from_here=imported_from_here(bundle.files) if bundle is not None else (),
     )
 
 
@@ -380,12 +499,15 @@ def launch(
     *,
     recreations: int = 0,
     on: str = "retryable",
+    gpus: int = 0,
 ) -> int:
     """Run the job's launcher as the job's one local "pod", relaying SIGTERM/SIGINT to it
     (torchrun relays them to the workers and waits their grace period), and re-create it as
     the cluster would (trainforge/jobs/restarts.py): after a retryable exit (>= 128; `on=
     "any"`: any failure) up to `recreations` times. A stop asked of run-local itself is
-    never followed by a re-creation. The exit status is the job's."""
+    never followed by a re-creation. The exit status is the job's. `gpus`: the GPUs of each of
+    the job's pods, which run here on CPU: a failure for want of one (`no_gpu_failure`) is
+    the stand-in's, said so and not retried."""
     if importlib.util.find_spec("torch") is None:  # the launcher and the workers import it
         print(
             f"trainforge run-local: error: torch is not installed for {sys.executable}: run "
@@ -405,10 +527,15 @@ def launch(
     try:
         done = 0
         while True:
+            started = time.time()
             proc = subprocess.Popen(cmd, env=env, cwd=cwd)
             rc = proc.wait()
             code = 128 - rc if rc < 0 else rc
             retry = code >= 128 if on == "retryable" else (code != 0 and on == "any")
+            no_gpu = no_gpu_failure(env, started) if gpus and code != 0 and not stopped else None
+            if no_gpu is not None:
+                print(stand_in_line(code, no_gpu, gpus), file=sys.stderr, flush=True)
+                return code
             if code == 0 or stopped or not retry or done >= recreations:
                 if code != 0 and not stopped:
                     print(_stop_line(code, on, retry, recreations), file=sys.stderr, flush=True)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from trainforge.jobs.entrypoint import user_code_runner
+from trainforge.jobs.entrypoint import not_local, user_code_runner
 from trainforge.jobs.spec import JobSpec
 from trainforge.training.ledger import NO_PROGRESS_LIMIT
 
@@ -133,6 +133,8 @@ def describe(job: JobSpec, b: RestartBudget | None = None) -> str:
         )
     elif b.local is not None:
         local += " (--pod-restarts)"
+    if not_local(job) is not None:  # run-local refuses it: nothing of it runs locally
+        local = "run-local: not run (a command runs a program of your image)"
     return f"torchrun restarts in the pod {b.in_pod}; pod {what}, {count} ({b.bound}); {local}"
 
 

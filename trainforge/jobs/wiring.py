@@ -188,15 +188,16 @@ def resolve_job(job: JobSpec, target: JobTarget, where: str = "job") -> JobSpec:
     mirror = job.checkpoint.s3_mirror
     # MLflow on an image known to lack mlflow is refused when the user declared that image's
     # facts; on the stock image the plan flags it (trainforge.plan.checks.images). Own shipped
-    # code needs mlflow only if its files import it: judged once they are read
-    # (entrypoint.refuse_missing_mlflow).
+    # code needs mlflow, and boto3 for the S3 mirror, only if its files import them (the mirror
+    # is trainforge's CheckpointManager): judged once they are read
+    # (entrypoint.refuse_missing_pieces), the same on every image.
     own_code = job.entrypoint is not None and job.entrypoint.ships_code
     for miss in image_facts.missing_pieces(
         facts,
         mlflow=target.mlflow_tracking_uri is not None
         and facts.source != STOCK_SOURCE
         and not own_code,
-        s3_mirror=bool(mirror) and target.checkpoint_bucket is not None,
+        s3_mirror=bool(mirror) and target.checkpoint_bucket is not None and not own_code,
         efa=efa,
         where=where,
         pool=pool.name,

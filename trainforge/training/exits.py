@@ -178,6 +178,15 @@ _GPU_TEXT = re.compile(
     r"\bXid\b|CUDA error: unknown error",
     re.I,
 )
+# The process has no GPU, no CUDA or no NCCL: what a GPU pod's code raises on a machine without
+# one (torch's own messages: torch/cuda/__init__.py's lazy init, distributed_c10d.py's backend
+# check, ProcessGroupNCCL's constructor). `trainforge run-local` runs GPU pods on CPU, so there
+# such a failure is its stand-in's, not the cluster's (trainforge.jobs.local.no_gpu_failure).
+NO_GPU_TEXT = re.compile(
+    r"Torch not compiled with CUDA enabled|Found no NVIDIA driver|No CUDA GPUs are available|"
+    r"doesn't have NCCL built in|ProcessGroupNCCL is only supported with GPUs|"
+    r"has no attribute '_cuda_"
+)
 _PEER_TEXT = re.compile(
     r"Connection closed by peer|Connection reset by peer|Broken pipe|remote process exited|"
     r"ncclRemoteError|Connection refused|remote worker crash|peer .* (closed|died)",

@@ -145,6 +145,13 @@ class RunLedger:
             if not prev.finished and prev.exit is None:
                 prev.exit = self.collect_exits(prev.attempt)
             self.attempt_no = prev.attempt + 1
+            if prev.finished:
+                # The run it belonged to ended: this process starts a new one (run-local again
+                # in the same directory, a finished job created again), not a restart of it.
+                # Its numbers go on, so exit records of the old run's attempts are never read
+                # as this one's.
+                self.attempts, self.productive_by_step = [], {}
+                self.started_at = self.process_started_at
         current = Attempt(attempt=self.attempt_no, started_at=self.process_started_at)
         self.attempts.append(current)
         self.save()

@@ -125,7 +125,14 @@ def _stop_without_progress(ledger, step: int) -> None:
         raise exits.RunFailure(exits.NO_PROGRESS, why)
 
 
+# Set once this process has recorded how it ends: a SIGTERM after that (torchrun stopping
+# the other workers of a pod whose rank failed, run-local's one torchrun stopping every rank)
+# is not a preemption of a process that was leaving with its own reason.
+_ENDED: list[exits.Reason] = []
+
+
 def _record(ledger, reason: exits.Reason, detail: str) -> None:
+    _ENDED.append(reason)
     if ledger is None:
         return
     with contextlib.suppress(Exception):  # bookkeeping never changes the exit code
@@ -149,6 +156,8 @@ def _record_termination(ledger) -> None:
         return  # somebody handles it already
 
     def on_term(signum: int, frame: object) -> None:
+        if _ENDED:  # leaving already, with the reason it recorded (and its exit code)
+            return
         _record(ledger, exits.PREEMPTED, "SIGTERM (spot interruption or drain): not a failure")
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGTERM)
