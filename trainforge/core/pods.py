@@ -285,6 +285,12 @@ def literal_env(container: Any) -> dict[str, str]:
     }
 
 
+def argv(container: Any) -> list[str]:
+    """What a container runs: its command and then its args, as strings (the plan's one reader
+    of it: the pod script rehearsal, the job view of a diff)."""
+    return [str(a) for a in [*(get(container, "command") or ()), *(get(container, "args") or ())]]
+
+
 def _int(v: Any, default: Any) -> Any:
     return int(v) if isinstance(v, int | str) and str(v).isdigit() else default
 
