@@ -10,6 +10,7 @@ from __future__ import annotations
 from trainforge.core import pods
 from trainforge.jobs import backends
 from trainforge.jobs.pod import JOB_LABEL
+from trainforge.plan.checks import rules
 from trainforge.plan.checks.pod_scripts import shell_script
 from trainforge.plan.job_view import job_view
 
@@ -123,3 +124,14 @@ def test_argv_is_the_one_reader_of_what_a_container_runs() -> None:
     view = job_view(doc)
     assert view is not None and view.command == pods.argv(container)
     assert shell_script({"command": ["/bin/sh"], "args": ["-ec", "echo hi"]}) == "echo hi"
+
+
+def test_containers_is_the_one_walk_over_a_pods_containers() -> None:
+    """Init containers first, then containers (the order Kubernetes starts them); entries that
+    are not objects, and a field that is not a list (a value unknown at preview), are skipped."""
+    pod = {"initContainers": [{"name": "setup"}, "bad"], "containers": [{"name": "main"}]}
+    assert [c["name"] for c in pods.containers(pod)] == ["setup", "main"]
+    assert pods.containers({"containers": "<unknown>"}) == [] and pods.containers(None) == []
+    # the resource rules judge each of them: a privileged init container is a finding
+    bad = {"initContainers": [{"name": "setup", "securityContext": {"privileged": True}}]}
+    assert "setup" in str(rules.check_resource("kubernetes:core/v1:Pod", {"spec": bad}, None))

@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
-from trainforge.core.pods import argv, literal_env
+from trainforge.core.pods import argv, containers, literal_env
 from trainforge.jobs import pod as job_pod
 from trainforge.jobs import trainjob
 from trainforge.jobs.backends import pod_templates
@@ -363,7 +363,7 @@ def _collect(ctx: PlanContext) -> tuple[list[Script], dict[str, list[Consumer]],
                     scripts.append(replace(s, skip=why))
         for replica, pod in pods:
             fs_group = (pod.get("securityContext") or {}).get("fsGroup")
-            for c in [*(pod.get("initContainers") or ()), *(pod.get("containers") or ())]:
+            for c in containers(pod):
                 s = script_of(pod, c, image=is_trainjob, **where)
                 if s is not None:
                     same = _run_key(s, c.get("image"))
