@@ -9,6 +9,10 @@ from __future__ import annotations
 
 from trainforge.core import pods
 from trainforge.jobs import backends
+from trainforge.jobs.pod import JOB_LABEL
+from trainforge.plan.checks import rules
+from trainforge.plan.checks.pod_scripts import shell_script
+from trainforge.plan.job_view import job_view
 
 POD = {"spec": {"containers": [{"name": "c", "image": "i"}]}}
 
@@ -101,3 +105,33 @@ def test_literal_env_is_the_one_reader_of_a_containers_env() -> None:
     }
     assert pods.literal_env(container) == {"A": "1", "N": "8"}
     assert pods.literal_env({}) == {} and pods.literal_env({"env": None}) == {}
+
+
+def test_argv_is_the_one_reader_of_what_a_container_runs() -> None:
+    """The pod script rehearsal (`shell_script`, the write flags) and the job view of a diff
+    read a container's command line through `pods.argv`: command, then args, as strings."""
+    container = {"command": ["torchrun", "--nnodes", 2], "args": ["-m", "train"]}
+    assert pods.argv(container) == ["torchrun", "--nnodes", "2", "-m", "train"]
+    assert pods.argv({"args": ["x"]}) == ["x"] and pods.argv({"command": None}) == []
+    assert pods.argv(None) == []
+    pod = {"containers": [{"name": "pytorch", "image": "i", **container}]}
+    doc = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": "j", "namespace": "a", "labels": {JOB_LABEL: "j"}},
+        "spec": {"pytorchReplicaSpecs": {"Master": {"replicas": 1, "template": {"spec": pod}}}},
+    }
+    view = job_view(doc)
+    assert view is not None and view.command == pods.argv(container)
+    assert shell_script({"command": ["/bin/sh"], "args": ["-ec", "echo hi"]}) == "echo hi"
+
+
+def test_containers_is_the_one_walk_over_a_pods_containers() -> None:
+    """Init containers first, then containers (the order Kubernetes starts them); entries that
+    are not objects, and a field that is not a list (a value unknown at preview), are skipped."""
+    pod = {"initContainers": [{"name": "setup"}, "bad"], "containers": [{"name": "main"}]}
+    assert [c["name"] for c in pods.containers(pod)] == ["setup", "main"]
+    assert pods.containers({"containers": "<unknown>"}) == [] and pods.containers(None) == []
+    # the resource rules judge each of them: a privileged init container is a finding
+    bad = {"initContainers": [{"name": "setup", "securityContext": {"privileged": True}}]}
+    assert "setup" in str(rules.check_resource("kubernetes:core/v1:Pod", {"spec": bad}, None))

@@ -371,3 +371,58 @@ def test_the_plan_validates_trainjobs_runtimes_and_jobs_by_rule():
     broken["spec"]["template"]["spec"]["restartPolicy"] = "OnFailure"
     status, findings = V.validate_object(broken, K8S_VERSION)
     assert status == "fail" and {f.rule for f in findings} == {V.JOB_RULE}
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (("runtimeRef", "kind", "Runtime"), "ClusterTrainingRuntime or TrainingRuntime"),
+        (("runtimeRef", "apiGroup", "example.com"), "'example.com': unsupported runtime"),
+        (("managedBy", None, "someone.example/ctl"), "'someone.example/ctl' is not one of"),
+        (("trainer", "env", [{"name": "A", "value": "1"}] * 2), "sets ['A'] more than once"),
+    ],
+)
+def test_each_trainjob_webhook_rule_fails_its_broken_trainjob(change, expected):
+    """The Trainer webhook's TrainJob rules (validate.trainjob_findings) one at a time, on the
+    trainjob backend's own TrainJob, which passes them all."""
+    _, out = build("trainjob", **CASES["ddp-gpu"])
+    assert V.trainjob_findings(out.workload, K8S_VERSION) == []
+    bad = copy.deepcopy(out.workload)
+    key, sub, value = change
+    if sub is None:
+        bad["spec"][key] = value
+    else:
+        bad["spec"][key][sub] = value
+    msgs = V.trainjob_findings(bad, K8S_VERSION)
+    assert any(expected in m for m in msgs), msgs
+
+
+def _rename_first(rjobs):
+    rjobs[0]["name"] = "Node_1"
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (lambda s: s["mlPolicy"].update(mpi={}), "spec.mlPolicy: only one of"),
+        (lambda s: s["template"]["spec"].update(replicatedJobs=[]), "replicatedJobs is empty"),
+        (
+            lambda s: s["template"]["spec"]["replicatedJobs"].append(
+                copy.deepcopy(s["template"]["spec"]["replicatedJobs"][0])
+            ),
+            "replicatedJobs: names must be unique",
+        ),
+        (
+            lambda s: _rename_first(s["template"]["spec"]["replicatedJobs"]),
+            "name 'Node_1' is not a DNS-1035 label",
+        ),
+    ],
+)
+def test_each_runtime_webhook_rule_fails_its_broken_runtime(change, expected):
+    """The Trainer webhook's runtime rules (validate.runtime_findings) one at a time, on the
+    platform's own runtime, which passes them all."""
+    runtime = copy.deepcopy(trainjob.runtime_manifests()[0])
+    assert V.runtime_findings(runtime, K8S_VERSION) == []
+    change(runtime["spec"])
+    msgs = V.runtime_findings(runtime, K8S_VERSION)
+    assert any(expected in m for m in msgs), msgs

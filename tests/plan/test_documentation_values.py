@@ -72,3 +72,10 @@ def test_the_old_prod_values_are_findings_naming_key_and_value():
         "trainforge:admins[0]: got 'arn:aws:iam::111122223333:role/PlatformAdmin'",
         "trainforge:nodeGroups[0].capacityReservationId: got 'cr-0a1b2c3d4e5f60789'",
     }
+
+
+def test_a_secret_config_value_is_not_read():
+    """A `secure:` value (Pulumi's encrypted secret) is skipped, never decrypted or shown; the
+    plain values beside it are judged."""
+    value = {"token": {"secure": "AAABAM...192.0.2.1"}, "cidr": "192.0.2.0/24"}
+    assert list(D._walk(value, "trainforge:x")) == [("trainforge:x.cidr", "192.0.2.0/24")]

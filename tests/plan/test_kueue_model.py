@@ -13,6 +13,7 @@ import yaml
 
 from trainforge.core import taints as T
 from trainforge.plan import kueue as K
+from trainforge.plan.kueue import assign as A
 
 FIXTURES = pathlib.Path(__file__).parent / "fixtures" / "kueue_flavorassigner.yaml"
 DATA = yaml.safe_load(FIXTURES.read_text())
@@ -218,3 +219,29 @@ def test_kueue_counts_a_sidecar_beside_the_containers_and_the_init_containers_af
     assert pod_requests(pod)["cpu"] == 5
     pod["initContainers"] = [c("1"), c("2", restartPolicy="Always")]
     assert pod_requests(pod)["cpu"] == 3  # the containers and the sidecar, running together
+
+
+# Kueue's TestIsPreferred (pkg/scheduler/flavorassigner/flavorassigner_test.go, release-0.19 at
+# c90ed700c1b64e6db76b766d8337a63ca439d2dd, read 2026-11-29 from the local mirror), every case:
+# (preemption mode, borrowing level) of a and b, flavorFungibility.preference, a preferred.
+_NO_FIT, _NO_CANDIDATES, _PREEMPT, _FIT = A._NO_FIT, A._NO_CANDIDATES, A._PREEMPT, A._FIT
+BORROWING, PREEMPTION = "BorrowingOverPreemption", "PreemptionOverBorrowing"
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "preference", "preferred"),
+    [
+        ((_FIT, 0), (_PREEMPT, 0), None, True),  # feature gate disabled prioritises preemption
+        ((_PREEMPT, 1), (_FIT, 2), BORROWING, False),
+        ((_PREEMPT, 1), (_FIT, 2), PREEMPTION, True),  # prioritises lower preemption
+        ((_PREEMPT, 1), (_FIT, 1), PREEMPTION, False),  # breaks borrowing ties with preemption
+        ((_NO_CANDIDATES, 1), (_FIT, 2), PREEMPTION, False),
+        ((_FIT, 2), (_NO_CANDIDATES, 1), PREEMPTION, True),
+        ((_NO_CANDIDATES, 1), (_NO_FIT, 0), None, True),
+        ((_NO_FIT, 0), (_NO_CANDIDATES, 1), None, False),
+        ((_NO_CANDIDATES, 1), (_NO_CANDIDATES, 2), PREEMPTION, True),
+        ((_NO_CANDIDATES, 2), (_NO_CANDIDATES, 1), PREEMPTION, False),
+    ],
+)
+def test_flavor_preference_is_kueues_is_preferred(a, b, preference, preferred):
+    assert A._preferred(a, b, preference) is preferred

@@ -75,3 +75,24 @@ def test_a_partly_priced_stack_says_which_job_has_no_figure_and_why():
         "a price: research/b, each job on its own nodes; run costs $4.00 for the priced jobs + unknown for 1 job "
         "without a price: research/b and 1 job without a run length: research/c"
     )
+
+
+def test_more_than_three_waiting_jobs_are_counted_and_sent_to_the_report():
+    """Up to three waiting jobs get a line each; more are one count that points at the report."""
+    waiting = [{**job(n, 1.0, 1.0), "admission": "waits"} for n in "abcd"]
+    lines = verdict.cost_lines(result(waiting[:3]), None)
+    assert len(lines) == 2 + 3 and not any("full report" in line for line in lines)
+    lines = verdict.cost_lines(result(waiting), None)
+    assert lines[2:] == ["      4 jobs wait or are never admitted (full report)"]
+
+
+def test_a_verdict_past_the_first_screen_is_clipped_and_keeps_the_report_pointer():
+    failing = [
+        SimpleNamespace(rule=f"TF_{i}", resource=f"research/job-{i}", message=FIX, fix=FIX)
+        for i in range(verdict.MAX_FINDINGS)
+    ]
+    lines = verdict.verdict_lines(result([], failing), report="build/plan/dev.txt", stack="dev")
+    assert len(lines) == verdict.MAX_LINES
+    assert lines[0] == "trainforge plan --stack dev: 5 finding(s) need a fix or a decision"
+    assert lines[-1] == "Full report: build/plan/dev.txt"
+    assert lines[-2] == "… (verdict clipped; see the full report)"

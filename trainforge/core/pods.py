@@ -285,6 +285,23 @@ def literal_env(container: Any) -> dict[str, str]:
     }
 
 
+def containers(pod: Any) -> list[Mapping[str, Any]]:
+    """A pod spec's init containers, then its containers (the order Kubernetes starts them),
+    the entries that are objects: the plan's one walk over a pod's containers (the resource
+    rules, the pod script rehearsal, the reference check, the fleet's image regions)."""
+    out = []
+    for key in ("initContainers", "containers"):
+        found = get(pod, key)
+        out += [c for c in found if isinstance(c, Mapping)] if isinstance(found, list) else []
+    return out
+
+
+def argv(container: Any) -> list[str]:
+    """What a container runs: its command and then its args, as strings (the plan's one reader
+    of it: the pod script rehearsal, the job view of a diff)."""
+    return [str(a) for a in [*(get(container, "command") or ()), *(get(container, "args") or ())]]
+
+
 def _int(v: Any, default: Any) -> Any:
     return int(v) if isinstance(v, int | str) and str(v).isdigit() else default
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainforge.core.pods import literal_env
+from trainforge.core.pods import argv, literal_env
 from trainforge.jobs.backends import job_shape
 from trainforge.jobs.pod import JOB_LABEL
 from trainforge.plan.ckpt_compat import argv_fields, last_value, runtime_args
@@ -87,14 +87,13 @@ def job_view(doc: dict[str, Any]) -> JobView | None:
     kind = str(doc.get("kind"))
     ns, name = meta.get("namespace") or "_cluster", meta.get("name") or ""
     c = shape.main_container(doc)
-    command = [*(c.get("command") or []), *(c.get("args") or [])]
     return JobView(
         ident=f"{ns}/{kind}/{name}",
         kind=kind,
         namespace=ns,
         name=name,
         image=c.get("image"),
-        command=[str(x) for x in command],
+        command=argv(c),
         pods=shape.pod_count(doc),
         per_pod={k: str(v) for k, v in ((c.get("resources") or {}).get("requests") or {}).items()},
         procs_per_pod=shape.procs_per_pod(doc),

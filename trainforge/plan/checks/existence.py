@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainforge.core.pods import containers
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.checks.job_backends import runtime_docs
 from trainforge.plan.checks.ordering import After, creation_order, urn_name
@@ -130,7 +131,7 @@ def pod_refs(pod: dict[str, Any], namespace: str, what: str) -> Iterator[Ref]:
         claim = vol.get("persistentVolumeClaim")
         if isinstance(claim, dict):
             yield Ref("PersistentVolumeClaim", namespace, str(claim.get("claimName")), at)
-    for c in (pod.get("initContainers") or []) + (pod.get("containers") or []):
+    for c in containers(pod):
         at = f"{what}: container {c.get('name')}"
         for env in c.get("env") or []:
             for kind, ref in _named(env.get("valueFrom") or {}, "KeyRef"):

@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from trainforge.core.pods import get
+from trainforge.core.pods import containers, get
 from trainforge.jobs.backends import job_shape, pod_templates
 from trainforge.jobs.entrypoint import checkpoint_dir, checkpoints_mirrored
 from trainforge.plan import resource_types as T
@@ -278,7 +278,7 @@ def image_regions(pods: list[dict[str, Any]]) -> dict[str, str]:
     """image -> the region of the ECR registry it is pulled from (ECR images only)."""
     out = {}
     for pod in pods:
-        for c in [*(pod.get("containers") or []), *(pod.get("initContainers") or [])]:
+        for c in containers(pod):
             image = str(c.get("image") or "")
             host = image.split("/", 1)[0]
             if _ECR in host and host.endswith(".amazonaws.com"):

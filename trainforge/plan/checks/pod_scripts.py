@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
-from trainforge.core.pods import literal_env
+from trainforge.core.pods import argv, containers, literal_env
 from trainforge.jobs import pod as job_pod
 from trainforge.jobs import trainjob
 from trainforge.jobs.backends import pod_templates
@@ -76,19 +76,14 @@ SCENARIOS = {
 }
 
 
-def _argv(container: dict[str, Any]) -> list[str]:
-    """What the container runs: its command and args together."""
-    return [str(a) for a in (container.get("command") or []) + (container.get("args") or [])]
-
-
 def shell_script(container: dict[str, Any]) -> str | None:
     """SCRIPT when the container runs `sh -c SCRIPT` (command and args together)."""
-    argv = _argv(container)
-    if not argv or posixpath.basename(argv[0]) not in SHELLS:
+    words = argv(container)
+    if not words or posixpath.basename(words[0]) not in SHELLS:
         return None
-    for i, a in enumerate(argv[1:-1], start=1):
+    for i, a in enumerate(words[1:-1], start=1):
         if a.startswith("-") and not a.startswith("--") and "c" in a[1:]:
-            return argv[i + 1]
+            return words[i + 1]
     return None
 
 
@@ -281,7 +276,7 @@ def _write_dirs(container: dict[str, Any], mount_path: str) -> tuple[str, ...]:
     """Where a pod writes on the volume mounted at `mount_path`: the values of its command's
     WRITE_FLAGS, every occurrence in argv order (read by the plan's one command-line reader),
     then its literal WRITE_ENV; the whole mount when none of them is inside it."""
-    fields = argv_fields(_argv(container))
+    fields = argv_fields(argv(container))
     dirs = [v for v in all_values(fields, *WRITE_FLAGS) if v is not None]
     dirs += [v for k, v in literal_env(container).items() if k in WRITE_ENV]
     dirs = list(dict.fromkeys(dirs))
@@ -316,7 +311,7 @@ def script_of(
     mounts = _mounts(pod, c)
     s = Script(str(c.get("name")), script, identity, mounts, literal_env(c), **where)
     s.fs_group = (pod.get("securityContext") or {}).get("fsGroup")
-    s.shell, s.cwd, s.image = posixpath.basename(_argv(c)[0]), c.get("workingDir"), image
+    s.shell, s.cwd, s.image = posixpath.basename(argv(c)[0]), c.get("workingDir"), image
     if identity.unsafe:
         caps = ", ".join(sorted(identity.unsafe))
         s.skip = (
@@ -368,7 +363,7 @@ def _collect(ctx: PlanContext) -> tuple[list[Script], dict[str, list[Consumer]],
                     scripts.append(replace(s, skip=why))
         for replica, pod in pods:
             fs_group = (pod.get("securityContext") or {}).get("fsGroup")
-            for c in [*(pod.get("initContainers") or ()), *(pod.get("containers") or ())]:
+            for c in containers(pod):
                 s = script_of(pod, c, image=is_trainjob, **where)
                 if s is not None:
                     same = _run_key(s, c.get("image"))

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainforge.core import image_routes
-from trainforge.core.pods import get, security_field
+from trainforge.core.pods import containers, get, security_field
 from trainforge.core.taints import EFFECTS, schedules, untolerated
 from trainforge.plan import resource_types as T
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext
@@ -108,7 +108,7 @@ def container_rule(id_: str, title: str, fix: str):
 
     def register(fn: Callable[[str, dict, dict, dict], str | None]):
         def per_spec(type_: str, inputs: dict, spec: dict) -> list[str]:
-            problems = ((c, fn(type_, inputs, spec, c)) for c in _containers(spec))
+            problems = ((c, fn(type_, inputs, spec, c)) for c in containers(spec))
             return [f"container {c.get('name')!r} {why}" for c, why in problems if why]
 
         return pod_rule(id_, title, fix)(per_spec)
@@ -463,13 +463,6 @@ def pod_specs(type_: str, inputs: dict, runtimes: Any = None) -> Iterator[tuple[
             yield t.label, t.spec
 
 
-def _containers(spec: dict) -> Iterator[dict]:
-    for key in ("initContainers", "containers"):
-        for c in as_list(spec.get(key)):
-            if isinstance(c, dict):
-                yield c
-
-
 def _documented_root_job(type_: str, inputs: dict, spec: dict) -> bool:
     """A one-shot Job that must run as root, says why, and cannot escalate or keep capabilities
     beyond CHOWN (e.g. the platform's FSx team-directory helper)."""
@@ -480,7 +473,7 @@ def _documented_root_job(type_: str, inputs: dict, spec: dict) -> bool:
         get(c, "securityContext", "allowPrivilegeEscalation") is False
         and "ALL" in as_list(get(c, "securityContext", "capabilities", "drop"))
         and set(as_list(get(c, "securityContext", "capabilities", "add"))) <= {"CHOWN"}
-        for c in _containers(spec)
+        for c in containers(spec)
     )
 
 

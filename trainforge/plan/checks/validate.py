@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from trainforge.core import versions
-from trainforge.core.pods import get
+from trainforge.core.pods import containers, get
 from trainforge.jobs import trainjob
 from trainforge.plan import crds, kueue_validate
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext
@@ -316,7 +316,7 @@ def _rjobs(runtime: dict) -> list[dict]:
 
 def _containers_of(rjob: dict) -> set[str]:
     pod = get(rjob, "template", "spec", "template", "spec") or {}
-    return {c.get("name") for k in ("containers", "initContainers") for c in pod.get(k) or []}
+    return {c.get("name") for c in containers(pod)}
 
 
 def trainjob_findings(
