@@ -10,6 +10,7 @@ import pytest
 from trainforge.jobs.local import launch
 from trainforge.jobs.restarts import budget, describe
 from trainforge.jobs.spec import parse_job
+from trainforge.training import exits
 
 BASE = {"name": "j", "team": "research", "pool": "cpu"}
 
@@ -166,6 +167,27 @@ def test_a_gpu_jobs_failure_for_want_of_a_gpu_is_run_locals_not_the_clusters(
     assert launch(exits_in_order(tmp_path / "later", [1]), env, recreations=6, gpus=1) == 1
     err = capfd.readouterr().err
     assert "needs a GPU" not in err and "as the cluster would stop it" in err
+
+
+@pytest.mark.parametrize(
+    ("message", "fix"),
+    [
+        ("RuntimeError: Distributed package doesn't have NCCL built in", exits.CPU_TORCH_FIX),
+        ("ValueError: ProcessGroupNCCL is only supported with GPUs, no GPUs found!",
+         exits.NO_GPU_FIX),
+    ],
+)  # fmt: skip
+def test_run_locals_stand_in_line_leaves_out_the_fix_for_a_pod_without_a_gpu(
+    tmp_path, capfd, message, fix
+):
+    """The exit record of a failure for want of a GPU carries the fix for a CPU pool's pod
+    ("this pod has no GPU ... or run the job on a GPU pool"); for a GPU job run-local's line
+    says the pods have their GPUs, so it quotes torch's message alone, not that fix."""
+    cmd, env = _fails_for_want_of(tmp_path, f"{message}; {fix}", exits.CONFIG_ERROR.code)
+    assert launch(cmd, env, recreations=6, gpus=1) == 2
+    err = capfd.readouterr().err
+    assert f"run-local: exit 2 (config_error): your code needs a GPU ({message}), and" in err
+    assert fix not in err
 
 
 @pytest.mark.parametrize("policy", ["OnFailure", "ExitCode"])

@@ -53,6 +53,12 @@ if int(os.environ["RANK"]) == 0:
     (out / "done").write_text("1")
 """
 
+# Own code that hard-codes nccl, run on a CPU pool (this machine's torch is a CPU build).
+NCCL = """\
+import torch.distributed as dist
+dist.init_process_group("nccl")
+"""
+
 # An exception of the user's own package, raised on the first attempt only.
 FLAKY = """\
 import os, pathlib
@@ -74,6 +80,7 @@ def project(tmp_path_factory) -> Path:
     stack["config"]["trainforge:jobs"] = [
         {"name": "bug-job", **job, "entrypoint": {"script": "code/bug.py"}},
         {"name": "peer-job", **job, "procsPerWorker": 2, "entrypoint": {"script": "code/peer.py"}},
+        {"name": "nccl-job", **job, "entrypoint": {"script": "code/nccl.py"}},
         {
             "name": "flaky-job",
             **job,
@@ -86,6 +93,7 @@ def project(tmp_path_factory) -> Path:
     (code / "bug.py").write_text(BUG)
     (code / "peer.py").write_text(PEER)
     (code / "flaky.py").write_text(FLAKY)
+    (code / "nccl.py").write_text(NCCL)
     (code / "flakylib.py").write_text("class TransientError(Exception):\n    pass\n")
     return root
 
@@ -118,6 +126,57 @@ def test_a_bug_stops_the_job_and_a_lost_peer_is_retried_under_run_local(project)
     assert peer.returncode == 0, peer.stdout[-2000:] + peer.stderr[-4000:]
     assert "re-creating it (1/6), as the cluster would" in peer.stderr
     assert "(retryable)" in peer.stderr and (out / "done").is_file()
+
+
+def test_nccl_without_a_gpu_is_the_jobs_configuration_everywhere_it_is_read(project, capsys):
+    """Own code that hard-codes `init_process_group("nccl")` on a CPU pool: torch's error
+    named NCCL, so it was a collective_error (200, "look for a sick node"), re-created until
+    the 5-in-a-row stop. It is the job's configuration: permanent, with the fix, and run-local,
+    the exit line, the run ledger's record and `trainforge report` say the same."""
+    from trainforge import report
+
+    proc = run_local(project, "nccl-job")
+    assert proc.returncode == exits.CONFIG_ERROR.code == 2, proc.stderr[-3000:]
+    fix = exits.CPU_TORCH_FIX
+    line = (
+        "trainforge exit: config_error code=2 (rank 0): RuntimeError: Distributed package "
+        f"doesn't have NCCL built in; {fix} [permanent: the job stops"
+    )
+    assert line in proc.stderr
+    assert "run-local: exit 2 (config_error) is permanent (1-127): no pod is re-created" in (
+        proc.stderr
+    )
+    assert "re-creating" not in proc.stderr and "collective_error" not in proc.stderr
+    assert report.main([str(project / "runs" / "nccl-job")]) == 0
+    out = capsys.readouterr().out
+    assert f"the last ended with config_error (rank 0): RuntimeError: Distributed package " \
+        f"doesn't have NCCL built in; {fix})" in out  # fmt: skip
+
+
+@pytest.mark.parametrize(("devices", "code", "fix"), [
+    ((), 2, exits.NO_GPU_FIX),  # a CPU pool's pod: the job's
+    (("nvidia0", "nvidiactl"), 203, exits.LOST_GPU_FIX.format(n=1)),  # a GPU pod: the node's
+])  # fmt: skip
+def test_a_cuda_torch_that_finds_no_gpu_is_the_jobs_on_a_cpu_pod_and_the_nodes_on_a_gpu_pod(
+    tmp_path, devices, code, fix
+):
+    """A CUDA build of torch raises ValueError "ProcessGroupNCCL is only supported with GPUs"
+    where it sees no GPU. In a pod given none (no /dev/nvidiaN) that is the job's
+    configuration (permanent); in a pod given GPUs the node failed it (gpu_error, retryable)."""
+    dev = tmp_path / "dev"
+    dev.mkdir()
+    for name in devices:
+        (dev / name).write_text("")
+    script = f"""\
+        from trainforge.training import exits
+        exits.DEV_DIR = {str(dev)!r}  # this pod's /dev
+        raise ValueError("ProcessGroupNCCL is only supported with GPUs, no GPUs found!")
+    """
+    proc = wrapper(tmp_path, script)
+    assert proc.returncode == code, proc.stderr[-1500:]
+    reason = exits.BY_CODE[code].name
+    assert f"trainforge exit: {reason} code={code}: ValueError: ProcessGroupNCCL is only " \
+        f"supported with GPUs, no GPUs found!; {fix} [" in proc.stderr  # fmt: skip
 
 
 def test_an_exception_the_job_lists_in_retry_on_is_retried(project):

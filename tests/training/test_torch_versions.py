@@ -49,8 +49,8 @@ def test_torch_2_4_1_is_refused_before_the_first_step_with_one_line(
     assert lines == [
         "trainforge exit: config_error code=2: torch 2.4.1 is not supported: the runtime needs "
         "torch >= 2.9, < 3.0 (tested with 2.13.0); use an image with a supported torch "
-        "(docs/images.md) [permanent: the job stops; action: fix the flag or checkpoint named "
-        "above]"
+        "(docs/images.md) [permanent: the job stops; action: fix the flag, checkpoint or setup "
+        "named in this line]"
     ]
     assert "step 1" not in out.out and not (tmp_path / "o").exists()
     # the start-up header says the same version

@@ -300,7 +300,7 @@ def no_gpu_failure(env: dict[str, str], since: float = 0.0) -> str | None:
     import json  # noqa: PLC0415
 
     from trainforge.training import contract as c  # noqa: PLC0415
-    from trainforge.training.exits import NO_GPU_TEXT  # noqa: PLC0415
+    from trainforge.training.exits import NO_GPU_TEXT, without_fix  # noqa: PLC0415
     from trainforge.training.ledger import EXITS_DIR, LEDGER_DIR  # noqa: PLC0415
 
     if not env.get(c.CHECKPOINT_DIR):
@@ -313,7 +313,7 @@ def no_gpu_failure(env: dict[str, str], since: float = 0.0) -> str | None:
         except (OSError, ValueError, TypeError, AttributeError):
             continue
         if at >= since and NO_GPU_TEXT.search(detail):
-            return detail
+            return without_fix(detail)  # the fix for a CPU pool's pod is not run-local's
     return None
 
 

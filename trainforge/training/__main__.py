@@ -39,14 +39,14 @@ def main(argv: list[str] | None = None) -> int:
     except exits.RunFailure as e:
         return exits.report(e.reason, e.detail)
     except Exception as e:  # noqa: BLE001 - every failure leaves with its reason and code
-        reason = exits.classify(e)
+        reason, detail = exits.diagnose(e)
         if reason is exits.CONFIG_ERROR:
             # Raised identically on every rank (they see the same flags and data); print once.
             if not exits.context.rank:
                 print(f"error: {e}", file=sys.stderr, flush=True)
         else:
             traceback.print_exc()
-        return exits.report(reason, exits.first_line(e))
+        return exits.report(reason, detail)
     reason = exits.BY_CODE.get(code, exits.USER_ERROR)
     detail = {
         0: "training finished",

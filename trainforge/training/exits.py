@@ -11,6 +11,8 @@ reason             code  retry      what happened
 =================  ====  =========  ==================================================
 user_error            1  no         an exception in the training code, a non-finite loss
 config_error          2  no         bad flags, an unusable checkpoint, an impossible setup
+                                    (cuda or nccl where torch is a CPU build or the pod has
+                                    no GPU: `no_gpu`)
 oom                   3  no         out of GPU (or host allocator) memory: the same batch
                                     would run out again; lower the batch size
 no_progress           4  no         the job kept failing from the same checkpoint
@@ -20,7 +22,8 @@ preempted           143  yes        SIGTERM: a checkpoint was saved, resume from
 collective_error    200  yes        an NCCL/gloo error or a collective timeout
 hang                201  yes        the watchdog saw no progress (see watchdog.py)
 peer_lost           202  yes        another rank vanished (its process or its node died)
-gpu_error           203  yes        a GPU hardware fault (ECC, fallen off the bus, Xid)
+gpu_error           203  yes        a GPU hardware fault (ECC, fallen off the bus, Xid), or
+                                    a GPU pod whose GPUs CUDA cannot see
 checkpoint_failed   204  yes        a checkpoint could not be saved, even after retries (the
                                     platform's storage, or DCP: never the training code's)
 user_retryable      205  yes        your code marked this failure retryable: it raised an
@@ -59,7 +62,10 @@ class Reason:
 
 USER_ERROR = Reason("user_error", 1, "the training code raised", "fix the error in the traceback")
 CONFIG_ERROR = Reason(
-    "config_error", 2, "the configuration cannot work", "fix the flag or checkpoint named above"
+    "config_error",
+    2,
+    "the configuration cannot work",
+    "fix the flag, checkpoint or setup named in this line",
 )
 OOM = Reason(
     "oom",
@@ -178,15 +184,82 @@ _GPU_TEXT = re.compile(
     r"\bXid\b|CUDA error: unknown error",
     re.I,
 )
-# The process has no GPU, no CUDA or no NCCL: what a GPU pod's code raises on a machine without
-# one (torch's own messages: torch/cuda/__init__.py's lazy init, distributed_c10d.py's backend
-# check, ProcessGroupNCCL's constructor). `trainforge run-local` runs GPU pods on CPU, so there
-# such a failure is its stand-in's, not the cluster's (trainforge.jobs.local.no_gpu_failure).
-NO_GPU_TEXT = re.compile(
-    r"Torch not compiled with CUDA enabled|Found no NVIDIA driver|No CUDA GPUs are available|"
-    r"doesn't have NCCL built in|ProcessGroupNCCL is only supported with GPUs|"
-    r"has no attribute '_cuda_"
+# The process has no GPU, no CUDA or no NCCL: what code that hard-codes `cuda` or `nccl` raises
+# where it has none. Torch's own messages (torch 2.13: torch/cuda/__init__.py's lazy init raises
+# AssertionError "Torch not compiled with CUDA enabled" in a CPU build; distributed_c10d.py
+# raises RuntimeError "Distributed package doesn't have NCCL built in"; a CUDA build that sees
+# no GPU raises RuntimeError "Found no NVIDIA driver on your system" / "No CUDA GPUs are
+# available" (c10/cuda) from its lazy init, and ProcessGroupNCCL's constructor raises
+# ValueError "ProcessGroupNCCL is only supported with GPUs, no GPUs found!", a
+# TORCH_CHECK_WITH(ValueError, at::cuda::getNumGPUs() != 0, ...) read in pytorch/pytorch
+# torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp at cf1380df, 2026-11-29).
+# A CPU build of torch cannot use a GPU on any node: the image's torch, so the job's.
+CPU_TORCH_TEXT = re.compile(
+    r"Torch not compiled with CUDA enabled|doesn't have NCCL built in|has no attribute '_cuda_"
 )
+# A CUDA build that finds no GPU: the job's where the pod was given none (a CPU pool), the
+# node's where it was (its driver or GPUs failed: `gpu_devices`).
+NO_GPU_SEEN_TEXT = re.compile(
+    r"Found no NVIDIA driver|No CUDA GPUs are available|"
+    r"ProcessGroupNCCL is only supported with GPUs"
+)
+# Either: `trainforge run-local` runs GPU pods on CPU, so there such a failure is its
+# stand-in's, not the cluster's (trainforge.jobs.local.no_gpu_failure).
+NO_GPU_TEXT = re.compile(f"{CPU_TORCH_TEXT.pattern}|{NO_GPU_SEEN_TEXT.pattern}")
+# What the exit line adds to torch's message (the detail: `diagnose`), one per case.
+# backend=None: torch 2.13's distributed_c10d.BackendConfig takes the backend of the
+# accelerator the process has (gloo without one); "cpu:gloo,cuda:nccl" creates ProcessGroupNCCL
+# eagerly (_new_process_group_helper) and fails the same way, so it is not offered.
+_ON_CPU = (
+    'use the gloo backend and cpu tensors on CPU (init_process_group("gloo"), or backend=None, '
+    "which takes gloo where there is no GPU)"
+)
+CPU_TORCH_FIX = (
+    f"this image's torch is a CPU build (no CUDA, no NCCL): {_ON_CPU}; for GPUs use an image "
+    "with a CUDA build of torch"
+)
+NO_GPU_FIX = (
+    f"this pod has no GPU (its pool gives none): {_ON_CPU}, choosing the device from "
+    "torch.cuda.is_available(); or run the job on a GPU pool"
+)
+LOST_GPU_FIX = (
+    "this pod was given {n} GPU device(s) but CUDA sees none: the node's driver or GPUs "
+    "failed it, not your code"
+)
+DEV_DIR = "/dev"
+
+
+def gpu_devices(dev: str | None = None) -> int:
+    """How many GPUs this container was given: the /dev/nvidiaN nodes that the NVIDIA
+    container toolkit mounts for each GPU the device plugin allocated to it (an
+    `nvidia.com/gpu` limit). A pod without that limit, or on a node without GPUs, has none,
+    whatever its image's NVIDIA_VISIBLE_DEVICES says; a GPU pod has them even when the
+    node's driver or GPUs fail, which is how the two are told apart."""
+    try:
+        names = os.listdir(dev or DEV_DIR)
+    except OSError:
+        return 0
+    return sum(1 for n in names if re.fullmatch(r"nvidia\d+", n))
+
+
+def no_gpu(text: str) -> tuple[Reason, str] | None:
+    """The reason and the fix for a failure for want of a GPU, CUDA or NCCL (None for any
+    other): the job's configuration (permanent) where torch is a CPU build or the pod has no
+    GPU, a GPU fault (retryable, node repair) where the pod was given GPUs CUDA cannot see."""
+    if CPU_TORCH_TEXT.search(text):
+        return CONFIG_ERROR, CPU_TORCH_FIX
+    if NO_GPU_SEEN_TEXT.search(text):
+        n = gpu_devices()
+        return (GPU_ERROR, LOST_GPU_FIX.format(n=n)) if n else (CONFIG_ERROR, NO_GPU_FIX)
+    return None
+
+
+def without_fix(detail: str) -> str:
+    """An exit record's detail without the fix `diagnose` added (torch's message alone)."""
+    lost = re.escape(LOST_GPU_FIX).replace(re.escape("{n}"), r"\d+")
+    return re.sub(rf"; (?:{re.escape(CPU_TORCH_FIX)}|{re.escape(NO_GPU_FIX)}|{lost})$", "", detail)
+
+
 _PEER_TEXT = re.compile(
     r"Connection closed by peer|Connection reset by peer|Broken pipe|remote process exited|"
     r"ncclRemoteError|Connection refused|remote worker crash|peer .* (closed|died)",
@@ -204,13 +277,7 @@ def classify(exc: BaseException) -> Reason:
     from trainforge.training.config import ConfigError  # noqa: PLC0415
     from trainforge.training.layout import CheckpointError, CheckpointSaveError  # noqa: PLC0415
 
-    chain: list[BaseException] = []
-    seen: set[int] = set()
-    e: BaseException | None = exc
-    while e is not None and id(e) not in seen:
-        chain.append(e)
-        seen.add(id(e))
-        e = e.__cause__ or e.__context__
+    chain = _chain(exc)
     # A save that failed is the platform's, whatever DCP raised inside it (first: its cause
     # chain may hold a CheckpointError or an OSError that would read as the user's).
     for e in chain:
@@ -222,7 +289,9 @@ def classify(exc: BaseException) -> Reason:
     for e in chain:
         if _is_oom(e):
             return OOM
-    text = " | ".join(f"{type(x).__name__}: {x}" for x in chain)
+    text = _chain_text(chain)
+    if (want := no_gpu(text)) is not None:
+        return want[0]
     if _GPU_TEXT.search(text):
         return GPU_ERROR
     dist_types = _dist_types()
@@ -237,6 +306,34 @@ def classify(exc: BaseException) -> Reason:
     if _COLLECTIVE_TEXT.search(text):
         return COLLECTIVE_ERROR
     return USER_ERROR
+
+
+def diagnose(exc: BaseException) -> tuple[Reason, str]:
+    """The reason an exception ends the run (`classify`) and the detail its exit line and
+    record carry: the exception's first line, and for a failure for want of a GPU what to
+    change (`no_gpu`), so `trainforge why`, the report and run-local say the same."""
+    reason = classify(exc)
+    detail = first_line(exc)
+    want = no_gpu(_chain_text(_chain(exc)))
+    if want is not None and want[0] is reason:
+        detail = f"{detail}; {want[1]}"
+    return reason, detail
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """The exception and its causes (explicit or implicit), each once."""
+    chain: list[BaseException] = []
+    seen: set[int] = set()
+    e: BaseException | None = exc
+    while e is not None and id(e) not in seen:
+        chain.append(e)
+        seen.add(id(e))
+        e = e.__cause__ or e.__context__
+    return chain
+
+
+def _chain_text(chain: list[BaseException]) -> str:
+    return " | ".join(f"{type(x).__name__}: {x}" for x in chain)
 
 
 def marked_retryable(exc: BaseException, names: tuple[str, ...]) -> bool:

@@ -165,7 +165,7 @@ def train(cfg: TrainConfig) -> int:
         exits.record(e.reason, e.detail)  # before the teardown below: see exits.record
         raise
     except Exception as e:
-        exits.record(exits.classify(e), exits.first_line(e))
+        exits.record(*exits.diagnose(e))
         raise
     finally:
         cleanup()

@@ -77,20 +77,24 @@ def _current_attempt(ledger) -> int | None:
     return None
 
 
-def _classify(exc: BaseException) -> exits.Reason:
+def _diagnose(exc: BaseException) -> tuple[exits.Reason, str]:
+    """The reason the code ended with and the detail of its exit line and record."""
     if isinstance(exc, exits.RunFailure):  # diagnosed already (the library's own failures)
-        return exc.reason
+        return exc.reason, exc.detail
     if exits.marked_retryable(exc, retry_on()):  # the job's entrypoint.retryOn
-        return exits.USER_RETRYABLE
+        return exits.USER_RETRYABLE, exits.first_line(exc)
     try:
-        return exits.classify(exc)
+        return exits.diagnose(exc)
     except ImportError:  # an image whose torch the library cannot import: judge by the text
         text = f"{type(exc).__name__}: {exc}"
+        detail = exits.first_line(exc)
+        if (want := exits.no_gpu(text)) is not None:
+            return want[0], f"{detail}; {want[1]}"
         if exits._PEER_TEXT.search(text):
-            return exits.PEER_LOST
+            return exits.PEER_LOST, detail
         if exits._COLLECTIVE_TEXT.search(text):
-            return exits.COLLECTIVE_ERROR
-        return exits.OOM if isinstance(exc, MemoryError) else exits.USER_ERROR
+            return exits.COLLECTIVE_ERROR, detail
+        return exits.OOM if isinstance(exc, MemoryError) else exits.USER_ERROR, detail
 
 
 def no_progress(ledger, step: int | None = None) -> str | None:
@@ -210,8 +214,7 @@ def run(argv: list[str]) -> int:
     except BaseException as e:  # noqa: BLE001 - every failure leaves with its reason's code
         if not isinstance(e, exits.RunFailure):  # diagnosed already: its line says it all
             traceback.print_exc()
-        reason = _classify(e)
-        detail = e.detail if isinstance(e, exits.RunFailure) else exits.first_line(e)
+        reason, detail = _diagnose(e)
         rank = os.environ.get("RANK")
         print(
             exits.exit_line(
