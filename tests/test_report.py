@@ -307,3 +307,49 @@ def test_without_a_summary_the_median_leaves_the_start_up_windows_out(run_dir):
     (run_dir / "summary.json").unlink()
     text = report.summary_text(report.load_run(run_dir))
     assert "over 13 log windows (start-up windows left out)" in text, text
+
+
+def test_a_second_run_appended_to_the_folder_is_not_a_restart(tmp_path, capsys):
+    """run-local twice with one output directory: metrics.jsonl holds both runs' steps, so the
+    step went back, and the report counted a restart ("restarts: 1 ... cause not recorded")
+    and drew one, while the run ledger (fresh after the finished first run: c310d77) holds
+    none. The ledger is the one source of restarts; the metrics' extra run is said as such."""
+    from trainforge.training import exits
+    from trainforge.training.ledger import RunLedger
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    lines = [json.loads(x) for x in (RECORDED / "metrics.jsonl").read_text().splitlines()]
+    first = lines[:7]  # the fixture's first attempt: steps 10-70, one run without a restart
+    assert [r["step"] for r in first] == [10, 20, 30, 40, 50, 60, 70]
+    ckpt = run_dir / "checkpoints"
+    for _ in range(2):  # two runs, each finished, each appending its steps
+        ledger = RunLedger(ckpt, rank=0, world_size=1, log=lambda m: None)
+        ledger.begin_attempt()
+        with (run_dir / "metrics.jsonl").open("a") as f:
+            f.writelines(json.dumps(r) + "\n" for r in first)
+        ledger.record_exit(exits.SUCCESS, step=70, detail="finished")
+    run = report.load_run(run_dir)
+    assert len(run.attempts) == 2 and len(run.ledger_attempts) == 1
+    assert run.restarts == 0 and report.resumes(run) == []
+    assert report.main([str(run_dir)]) == 0
+    text = (run_dir / "report.txt").read_text()
+    assert "restarts: 0\n" in text and "cause not recorded" not in text
+    assert "runs in this folder: 2: metrics.jsonl's steps went back 1 time(s) more than the " \
+        "run ledger has restarts" in text  # fmt: skip
+    # a third run that fails and is restarted: one restart, after two runs appended before
+    for reason in (exits.PEER_LOST, None):
+        ledger = RunLedger(ckpt, rank=0, world_size=1, log=lambda m: None)
+        ledger.begin_attempt()
+        with (run_dir / "metrics.jsonl").open("a") as f:
+            f.writelines(json.dumps(r) + "\n" for r in first)
+        if reason is not None:
+            ledger.record_exit(reason, step=70, detail="lost rank 1")
+    run = report.load_run(run_dir)
+    assert len(run.attempts) == 4 and len(run.ledger_attempts) == 2
+    assert run.restarts == 1 and run.appended_runs == 2 and len(report.resumes(run)) == 1
+    assert report.main([str(run_dir)]) == 0
+    text = (run_dir / "report.txt").read_text()
+    assert "restarts: 1: after step 70, resumed at step 40 (30 steps redone), attempt 2 ended " \
+        "with peer_lost (rank 0, step 70): lost rank 1" in text  # fmt: skip
+    assert "runs in this folder: 3: metrics.jsonl's steps went back 2 time(s)" in text

@@ -11,9 +11,12 @@ bundled runtime's. The report reads whatever the run left (each source optional)
   runtime and `MetricsReporter` write, or one line of your own (docs/jobs.md);
 * `summary.json` (the runtime's, when the run finished).
 
-A panel without data is left out, and the text says which and why. Restarts are read from the
-ledger, else from the metrics (a resumed process logs steps again that the crashed one had
-already logged, so the step goes back). matplotlib is an optional extra (`trainforge[report]`);
+A panel without data is left out, and the text says which and why. Restarts are the run
+ledger's (`Run.restarts`): a step that goes back in metrics.jsonl is a restart (the resumed
+process logs steps again) or another run appended to the same folder (run-local twice), and
+only the ledger tells them apart (a run after a finished one begins a fresh ledger,
+ledger.begin_attempt). Without a ledger the metrics are all there is: each such step counts,
+and the text says so. matplotlib is an optional extra (`trainforge[report]`);
 without it the text summary is still written.
 """
 
@@ -93,9 +96,23 @@ class Run:
 
     @property
     def restarts(self) -> int:
+        """Restarts of the run: its ledger's attempts less one (run.json, else summary.json's
+        copy of it), the one count that a second run appended to this folder does not raise.
+        Without a ledger: the count the runtime logged from its ledger, else the steps that
+        went back in metrics.jsonl (`appended_runs` is then unknown)."""
+        if self.ledger_attempts:
+            return len(self.ledger_attempts) - 1
         counted = max((r.get("restarts", 0) for r in self.records), default=0)
-        from_metrics = max(len(self.attempts) - 1, int(counted) if _finite(counted) else 0)
-        return max(from_metrics, len(self.ledger_attempts) - 1)
+        return max(len(self.attempts) - 1, int(counted) if _finite(counted) else 0)
+
+    @property
+    def appended_runs(self) -> int:
+        """Earlier runs whose metrics this folder's metrics.jsonl holds before the ledger's
+        run: the steps that went back that the ledger has no restart for (they come first:
+        the ledger's run wrote last). 0 without a ledger (nothing tells them apart)."""
+        if not self.ledger_attempts:
+            return 0
+        return max(0, len(self.attempts) - 1 - self.restarts)
 
 
 @dataclass(frozen=True)
@@ -121,7 +138,8 @@ def resumes(run: Run) -> list[Resume]:
     the runtime's Goodput.begin, CheckpointManager.restore for your own code), else from the
     metrics' `checkpoint_step` before the restart; never the first step logged after it,
     which is only where logging picked up again."""
-    splits = list(zip(run.attempts, run.attempts[1:], strict=False))
+    # the steps that went back before the ledger's run are other runs': no restart of it
+    splits = list(zip(run.attempts, run.attempts[1:], strict=False))[run.appended_runs :]
     ledger = run.ledger_attempts
     if len(ledger) < 2:
         return [
@@ -148,7 +166,7 @@ def resumes(run: Run) -> list[Resume]:
             if r is None:
                 r = a.resumed_from
         out.append(Resume(r, after, split[1].records[0]["step"] if split else None))
-    for prev, a in splits[k:]:  # restarts the ledger does not hold (ledger lost)
+    for prev, a in splits[k:]:  # steps that went back the matching above left unpaired
         out.append(Resume(a.resumed_from, prev.records[-1]["step"], a.records[0]["step"]))
     return out
 
@@ -455,6 +473,13 @@ def _attempt_lines(run: Run) -> list[str]:
             state = f"ended with {_cause(ledger[-1].get('exit'))}"
         lines.append(f"attempts: {len(ledger)} ({source}; the last {state})")
     n = run.restarts
+    if run.appended_runs:
+        k = run.appended_runs
+        lines.append(
+            f"runs in this folder: {k + 1}: metrics.jsonl's steps went back {k} time(s) more "
+            "than the run ledger has restarts (another run wrote to this output directory "
+            "before; the ledger and the restarts below are the last run's)"
+        )
     if not n:
         lines.append("restarts: 0")
         return lines
@@ -532,8 +557,14 @@ def plot(run: Run, path: Path) -> None:
         ax.remove()
     by_key = dict(zip((p[0] for p in panels), grid.flat, strict=False))
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    before = run.appended_runs  # metrics of earlier runs in this folder come first
     for i, a in enumerate(run.attempts):
-        label = "first run" if i == 0 else f"after restart {i}"
+        if i == 0:
+            label = "first run"
+        elif i <= before:
+            label = f"run {i + 1} in this folder"
+        else:
+            label = f"after restart {i - before}"
         c = colors[i % len(colors)]
         for key, _title, _ylabel, scale in panels:
             lab = f"samples/s ({label})" if key == "samples_per_second" else label
