@@ -113,6 +113,44 @@ def test_a_pods_share_of_its_node_is_its_gpus_else_cpu_or_memory():
     assert spend._share(cpu_only, node) == 0.5  # memory: 96 of 192 GiB
 
 
+def test_a_pods_share_counts_what_opencost_allocates_through_the_one_request_model():
+    """The estimate stands in for OpenCost, which allocates a pod by its app containers only
+    (max(request, usage) for CPU and memory, the GPU request else its limit; no init
+    container, sidecar or overhead: opencost v1.112.0 ComputeCostData). The share summed the
+    containers' `requests` by hand, so a GPU given as a limit alone counted no GPU (a 2-GPU
+    pod of a 4-GPU node was 1/12 of it, by CPU). Now it reads the one request model's
+    app-container term (`container_requests`, a limit standing for a missing request), while
+    the scheduler's `pod_requests` still adds the sidecar, init container and overhead."""
+    from fractions import Fraction
+
+    from trainforge.plan.kueue.workload import container_requests, pod_requests
+
+    node = recorded.node("n", "g5.12xlarge", "4", "48", "192Gi")
+    spec = {
+        "containers": [
+            {"name": "t", "resources": {"limits": {"nvidia.com/gpu": "2"},
+                                        "requests": {"cpu": "4", "memory": "16Gi"}}},
+        ],
+        "initContainers": [
+            {"name": "fetch", "resources": {"requests": {"cpu": "40"}}},
+            {"name": "proxy", "restartPolicy": "Always",
+             "resources": {"requests": {"cpu": "2", "memory": "96Gi"}}},
+        ],
+        "overhead": {"cpu": "1"},
+    }  # fmt: skip
+    assert spend._share({"spec": spec}, node) == 0.5  # its 2 GPUs of the node's 4
+    cpu_only = copy.deepcopy(spec)
+    del cpu_only["containers"][0]["resources"]["limits"]
+    cpu_only["containers"][0]["resources"]["requests"] = {"cpu": "12", "memory": "48Gi"}
+    assert spend._share({"spec": cpu_only}, node) == 0.25  # 12 of 48 CPUs, 48 of 192 GiB
+    opencost = container_requests(cpu_only)
+    assert opencost == {"cpu": 12, "memory": 48 * 2**30}
+    # the scheduler's: CPU max(init 40, containers 12 + sidecar 2) + overhead 1; memory
+    # containers 48 GiB + the sidecar's 96 GiB
+    scheduler = pod_requests(cpu_only)
+    assert scheduler == {"cpu": Fraction(40 + 1), "memory": Fraction(144 * 2**30)}
+
+
 def test_no_opencost_series_falls_back_and_says_why(tmp_path):
     routes = dict(recorded.ROUTES)
     key = next(k for k in routes if k.startswith(f"{recorded.PROMETHEUS}?query="))

@@ -7,7 +7,9 @@ summed minute by minute since the job was created). Where it cannot be read (Ope
 an external Prometheus, or a user whose access does not reach the monitoring namespace) the
 estimate is run time x price: each pod's time since it started, times its node's on-demand
 list price (trainforge/plan/price_facts.py, the plan's table) x the pod's share of the node
-(its GPUs of the node's, else the larger of its CPU and memory shares). The line always says
+(its GPUs of the node's, else the larger of its CPU and memory shares), the pod's requests
+counted as OpenCost allocates them (its app containers', a limit standing for a missing
+request: trainforge.plan.kueue.workload.container_requests). The line always says
 which of the two it is, and why OpenCost's was not used.
 
 Prometheus is reached the way live/ reaches everything: GET through the API server (its
@@ -92,11 +94,12 @@ def from_opencost(api: Api, g: Any, now: datetime) -> tuple[float | None, str]:
 
 
 def _share(pod: dict, node: dict) -> float:
-    """The pod's share of its node: its GPUs of the node's, else its larger CPU/memory share."""
-    req: dict[str, Any] = {}
-    for c in pod.get("spec", {}).get("containers", []):
-        for k, v in (c.get("resources", {}).get("requests") or {}).items():
-            req[k] = req.get(k, 0) + parse_quantity(v)
+    """The pod's share of its node: its GPUs of the node's, else its larger CPU/memory share,
+    of the requests OpenCost allocates it by (its app containers': `container_requests`, not
+    the scheduler's `pod_requests`, which adds init containers, sidecars and overhead)."""
+    from trainforge.plan.kueue.workload import container_requests  # noqa: PLC0415
+
+    req = container_requests(pod.get("spec") or {})
     alloc = node.get("status", {}).get("allocatable", {})
     if req.get(GPU) and alloc.get(GPU):
         return min(1.0, float(req[GPU] / parse_quantity(alloc[GPU])))

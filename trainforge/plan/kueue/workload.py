@@ -54,16 +54,36 @@ def _container_requests(
     return {k: quantity(v) for k, v in requests.items()}
 
 
+def _app_containers(pod_spec: Mapping[str, Any], d_limits: dict, d_requests: dict) -> dict:
+    total: dict[str, Fraction] = {}
+    for c in pod_spec.get("containers") or []:
+        for k, v in _container_requests(c, d_limits, d_requests).items():
+            total[k] = total.get(k, Fraction(0)) + v
+    return total
+
+
+def container_requests(
+    pod_spec: Mapping[str, Any], limit_ranges: Iterable[Mapping[str, Any]] = ()
+) -> dict[str, Fraction]:
+    """The pod's app containers' requests (`spec.containers` only, a limit standing for a
+    missing request): the first term of `pod_requests`, and what OpenCost allocates a pod by
+    request. Its cost model prices each container of `pod.Spec.Containers` at max(request,
+    usage) for CPU and memory and at its GPU request (else limit), and no init container,
+    sidecar or pod overhead (opencost v1.112.0 pkg/costmodel/costmodel.go `ComputeCostData`,
+    metrics.go `container_*_allocation`; read 2026-11-29, the newest source of the mirror:
+    the pinned 1.120.1 is not in it). `trainforge status`'s spend estimate reads this, so it
+    estimates what OpenCost would say (trainforge.live.spend)."""
+    d_limits, d_requests = _limit_defaults(limit_ranges)
+    return {k: v for k, v in _app_containers(pod_spec, d_limits, d_requests).items() if v}
+
+
 def pod_requests(
     pod_spec: Mapping[str, Any], limit_ranges: Iterable[Mapping[str, Any]] = ()
 ) -> dict[str, Fraction]:
     """One pod's requests as Kueue counts them (see the module docstring); `limit_ranges` are
     the LimitRange documents of the workload's namespace."""
     d_limits, d_requests = _limit_defaults(limit_ranges)
-    total: dict[str, Fraction] = {}
-    for c in pod_spec.get("containers") or []:
-        for k, v in _container_requests(c, d_limits, d_requests).items():
-            total[k] = total.get(k, Fraction(0)) + v
+    total = _app_containers(pod_spec, d_limits, d_requests)
     # component-helpers resource.AggregateContainerRequests (Kueue's PodRequests): a sidecar
     # (an init container with restartPolicy Always) runs beside the containers and the init
     # containers after it, so it adds to both; the largest init container counts
