@@ -155,8 +155,9 @@ def test_a_trainjobs_resources_are_named_by_the_field_its_file_has(tmp_path):
     """
     ok = write(tmp_path, text.replace("RESOURCES", "{requests: {cpu: '4', memory: 8Gi}}"))
     changes = "\n".join(imp(ok).changes)
-    assert "spec.trainer.resourcesPerNode.requests.cpu 4: dropped; a pod on" in changes
-    assert "spec.trainer.resourcesPerNode.requests.memory 8Gi: dropped" in changes
+    # kept since the job model carries a pod's size (test_an_explicit_cpu_request_is_kept...)
+    assert "spec.trainer.resourcesPerNode.requests.cpu 4 -> cpu 4: kept" in changes
+    assert "spec.trainer.resourcesPerNode.requests.memory 8Gi -> memory 8Gi: kept" in changes
     assert "spec.trainer.resources." not in changes
     for resources, where in (
         ("{limits: '1'}", "spec.trainer.resourcesPerNode.limits: got '1'; expected a mapping"),
@@ -170,6 +171,67 @@ def test_a_trainjobs_resources_are_named_by_the_field_its_file_has(tmp_path):
         with pytest.raises(ImportProblem) as e:
             imp(bad)
         assert str(e.value).startswith(f"{bad}: {where}"), str(e.value)
+
+
+def test_an_explicit_cpu_request_is_kept_where_a_pod_of_that_size_fits(tmp_path):
+    """import dropped every cpu/memory request for the pool's default: a CPU pod that asked
+    for 4 CPUs and 16Gi got 2 CPUs and 8Gi, half its ask, although the job model carries a
+    pod's size (`cpu`/`memory`, its requests and limits both). Now the request (else a limit
+    alone, which Kubernetes takes as the request) is kept where a pod of that size fits a node
+    of the pool; a limit that differs is named as dropped; a size no node holds, and a GPU
+    pod's ask that its GPUs' share already covers, get the default, each said with why."""
+    from tests.jobs.helpers import target
+    from trainforge.core.quantity import parse_quantity
+    from trainforge.jobs.spec import parse_job
+    from trainforge.jobs.wiring import resolve_job
+
+    text = """
+        apiVersion: batch/v1
+        kind: Job
+        metadata: {name: prep}
+        spec:
+          completions: 2
+          completionMode: Indexed
+          template:
+            spec:
+              restartPolicy: Never
+              containers:
+              - name: main
+                image: ghcr.io/acme/prep:1.0
+                command: [python, /app/prep.py]
+                resources: RESOURCES
+    """
+    ask = "{requests: {cpu: '4', memory: 16Gi}, limits: {cpu: '8', memory: 16Gi}}"
+    r = imp(write(tmp_path, text.replace("RESOURCES", ask)))
+    assert r.entry["pool"] == CPU_POOL.name
+    assert (r.entry["cpu"], r.entry["memory"]) == ("4", "16Gi")
+    changes = "\n".join(r.changes)
+    at = "spec.template.spec.containers[0].resources"
+    assert f"{at}.requests.cpu 4 -> cpu 4: kept, as the pod's request and limit (without it a " \
+        f"pod on {CPU_POOL.name} gets the CPU pods' default (2 CPUs and 8Gi" in changes  # fmt: skip
+    assert f"{at}.limits.cpu 8: dropped; the limit is the request (cpu 4)" in changes
+    assert f"{at}.limits.memory" not in changes  # the same as the request: nothing lost
+    # what the stack makes of the entry: the pod asks what the file asked
+    job = resolve_job(parse_job(r.entry, "trainforge:jobs[0]"), target(CPU_POOL))
+    assert (job.cpu, job.memory) == ("4", "16Gi")
+    # a limit alone is the request Kubernetes would have given it
+    r = imp(write(tmp_path, text.replace("RESOURCES", "{limits: {cpu: '3'}}")))
+    assert r.entry["cpu"] == "3" and "memory" not in r.entry
+    # a size no node of the pool holds: the default, with the rehearsal's reason
+    r = imp(write(tmp_path, text.replace("RESOURCES", "{requests: {cpu: '500'}}")))
+    assert "cpu" not in r.entry
+    assert f"{at}.requests.cpu 500: dropped, a pod of that size fits no node of " \
+        f"{CPU_POOL.name} (" in "\n".join(r.changes)  # fmt: skip
+    # a GPU pod: its GPUs' share of the node where that covers the ask, else the ask
+    gpu = "{limits: {nvidia.com/gpu: 1, cpu: '2', memory: 400Gi}}"
+    r = imp(write(tmp_path, text.replace("RESOURCES", gpu)), pool_name=GPU_POOL.name)
+    share = resolve_job(parse_job({**r.entry, "memory": None}, "j"), target(GPU_POOL))
+    assert "cpu" not in r.entry and f"{at}.limits.cpu 2: dropped; a pod on {GPU_POOL.name} " \
+        f"gets its GPUs' share of the node: cpu {share.cpu}" in "\n".join(r.changes)  # fmt: skip
+    assert "memory" not in r.entry  # 400Gi fits no node: the share
+    more = "{limits: {nvidia.com/gpu: 1, cpu: '30'}}"  # more than the share, and it fits
+    r = imp(write(tmp_path, text.replace("RESOURCES", more)), pool_name=GPU_POOL.name)
+    assert r.entry["cpu"] == "30" and parse_quantity(share.cpu) < 30
 
 
 def test_an_indexed_job(tmp_path):

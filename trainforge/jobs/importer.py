@@ -25,6 +25,7 @@ from typing import Any
 
 from trainforge.core import image_routes, versions
 from trainforge.core.contract import PoolFacts
+from trainforge.core.quantity import parse_quantity
 from trainforge.jobs.import_read import (
     ImportProblem,
     Workload,
@@ -226,6 +227,101 @@ def _gpus(resources: Any, file: str, gpu_at: str) -> int:
     return gpus
 
 
+def _size(
+    entry: dict[str, Any],
+    resources: Any,
+    res_at: str,
+    pool: PoolFacts,
+    gpus: int,
+    file: str,
+    changes: list[str],
+) -> None:
+    """The pod's cpu and memory, kept as the entry's `cpu`/`memory` (the job model's size of
+    a pod, its requests and limits both) when a pod of that size fits a node of the pool:
+    the request, else the limit alone, which Kubernetes takes as the request. A limit that
+    differs from the request is dropped and named (the platform's pods have requests ==
+    limits, Guaranteed QoS: trainforge.jobs.pod.resources). A GPU pod's ask that its GPUs'
+    share of the node covers gets the share (more, never less); a size no node of the pool
+    holds is dropped for the pool's default, with the rehearsal's reason
+    (trainforge.jobs.capacity, as the stack's own check would refuse it); other resources are
+    dropped as unsupported."""
+    from trainforge.jobs import capacity  # noqa: PLC0415
+    from trainforge.jobs.wiring import default_size  # noqa: PLC0415 - pydantic
+
+    limits, requests = get(resources, "limits") or {}, get(resources, "requests") or {}
+    asked: dict[str, tuple[str, str]] = {}  # resource -> (the field it came from, value)
+    for res in ("cpu", "memory"):
+        kind = "requests" if res in requests else "limits" if res in limits else None
+        if kind is None:
+            continue
+        value = str((requests if kind == "requests" else limits)[res])
+        try:
+            ok = parse_quantity(value) > 0
+        except ValueError:
+            ok = False
+        if not ok:
+            raise ImportProblem(
+                file, f"{res_at}.{kind}.{res}", f"got {value!r}; expected a positive quantity "
+                "(4, 500m, 8Gi)"
+            )  # fmt: skip
+        asked[res] = (f"{res_at}.{kind}.{res}", value)
+    default = default_size(pool, gpus)
+    named = (
+        "its GPUs' share of the node"
+        if gpus
+        else "the CPU pods' default (2 CPUs and 8Gi, capped at what the node leaves)"
+    )
+    if default is not None:
+        named += f": cpu {default[0]}, memory {default[1]}"
+    if gpus and default is not None:  # the share, where it is at least the ask, is kept
+        for res, i in (("cpu", 0), ("memory", 1)):
+            if res in asked and parse_quantity(default[i]) >= parse_quantity(asked[res][1]):
+                at, value = asked.pop(res)
+                changes.append(
+                    f"{at} {value}: dropped; a pod on {pool.name} gets {named}, at least "
+                    f"what it asks; set `{res}` on the entry to ask for exactly {value}"
+                )
+    if asked and default is not None:
+        cpu = asked.get("cpu", ("", default[0]))[1]
+        memory = asked.get("memory", ("", default[1]))[1]
+        trial = capacity.rehearse(capacity.PodRequest.of(cpu, memory, gpus), 1, pool)
+        short = [p.message for p in trial.problems if p.key in ("cpu", "memory")]
+        if short:
+            for at, value in asked.values():
+                changes.append(
+                    f"{at} {value}: dropped, a pod of that size fits no node of {pool.name} "
+                    f"({short[0]}); a pod there gets {named}"
+                )
+            asked = {}
+    for res, (at, value) in asked.items():
+        entry[res] = value
+        changes.append(
+            f"{at} {value} -> {res} {value}: kept, as the pod's request and limit (without "
+            f"it a pod on {pool.name} gets {named})"
+        )
+        limit = limits.get(res)
+        if (
+            at.endswith(f"requests.{res}")
+            and limit is not None
+            and not _same_quantity(limit, value)
+        ):
+            changes.append(
+                f"{res_at}.limits.{res} {limit}: dropped; the limit is the request ({res} "
+                f"{value}): the platform's pods have requests == limits (Guaranteed QoS)"
+            )
+    for kind, given in (("requests", requests), ("limits", limits)):
+        for res, value in sorted(given.items()):
+            if res not in (GPU, "cpu", "memory"):
+                changes.append(f"{res_at}.{kind}.{res} {value}: dropped (not supported)")
+
+
+def _same_quantity(a: Any, b: Any) -> bool:
+    try:
+        return parse_quantity(str(a)) == parse_quantity(str(b))
+    except ValueError:
+        return False
+
+
 def choose_pool(
     pools: Mapping[str, PoolFacts],
     gpus: int,
@@ -319,27 +415,7 @@ def import_workload(
         + (f" ({w.pods})" if w.pods else "")
         + (f", {gpus} GPU(s) each -> gpusPerWorker {gpus}" if gpus else "")
     )
-    for kind in ("requests", "limits"):
-        for res, value in sorted((get(c.get("resources"), kind) or {}).items()):
-            if res == GPU:
-                continue
-            what = {
-                "cpu": "cpu",
-                "memory": "memory",
-            }.get(res)
-            size = (
-                "its GPUs' share of the node"
-                if gpus
-                else "the CPU pods' default (2 CPUs and 8Gi, capped at what the node leaves)"
-            )
-            if what:
-                changes.append(
-                    f"{w.resources_at}.{kind}.{res} {value}: dropped; a pod on {pool.name} gets "
-                    f"{size} (the plan's queue section prints it); set `{what}` on the entry "
-                    "to ask for a size"
-                )
-            else:
-                changes.append(f"{w.resources_at}.{kind}.{res} {value}: dropped (not supported)")
+    _size(entry, c.get("resources"), w.resources_at, pool, gpus, file, changes)
 
     # what: the program and its files
     argv = _argv(c, file, at)
