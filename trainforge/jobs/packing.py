@@ -1,0 +1,231 @@
+"""Which nodes Karpenter makes for a job's pending pods: its provisioning scheduler, replayed.
+
+The one model of a Karpenter pool's launch that the cost report, the scheduling rehearsal and
+the queue simulation read. Upstream: kubernetes-sigs/karpenter at 6e7eab7a0f48 (the
+`sigs.k8s.io/karpenter v1.14.1-0.20260819221709-6e7eab7a0f48` that karpenter-provider-aws
+v1.14.1's go.mod builds with; read 2026-11-29), pkg/controllers/provisioning/scheduling/:
+
+- queue.go `NewQueue`/`byCPUAndMemoryDescending`: the batch's pods are tried largest CPU
+  first, then largest memory (ties keep their order).
+- scheduler.go `add`: a pod goes to an existing node, else to an in-flight NodeClaim of this
+  batch (`addToInflightNode`: the NodeClaims sorted by how few pods they hold, the first that
+  takes it), else to a new NodeClaim (`addToNewNodeClaim`).
+- nodeclaim.go `CanAdd`/`filterInstanceTypesByRequirements`/`fits`: a NodeClaim takes the pod
+  when some of its instance types still fits *all* its pods (their requests summed, plus the
+  DaemonSets, within the type's allocatable); its types narrow to those (`Add`). So two
+  4-GPU pods on a pool of [g5.12xlarge, g5.48xlarge] become ONE NodeClaim whose only type is
+  g5.48xlarge, not two g5.12xlarge.
+- scheduler.go `addToNewNodeClaim`/`filterByRemainingResources`/`subtractMax`: with pool
+  `limits`, a new NodeClaim may only use types whose capacity fits what the limits have
+  left, and takes the largest capacity among its types off them.
+- the launch: the NodeClaim's remaining types go to the cloud provider, which launches the
+  cheapest (karpenter-provider-aws v1.14.1 pkg/providers/instance: on-demand by lowest
+  price; the caller passes the prices, this layer has none).
+
+What stops packing is read from the job's pod template (`spread_limit`): a required pod
+anti-affinity on the hostname, a hostname topology spread that may not be violated, or a
+host port, each of which Karpenter's topology/host-port checks enforce per node.
+
+Not modelled: pods of other jobs already on nodes (each job is placed on fresh nodes; a
+packing into another job's spare room only needs less), and a job whose pods arrive in
+separate batches (Karpenter batches pods created within a second of each other; a
+training operator creates a gang's pods together).
+
+Pure: no Pulumi, no prices.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from trainforge.core.contract import GPU_RESOURCE, NodeShape, PoolFacts
+from trainforge.core.quantity import parse_quantity
+from trainforge.jobs.capacity import MI, NodeRoom, PodRequest, rooms
+
+HOSTNAME = "kubernetes.io/hostname"
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One NodeClaim Karpenter makes: the indices of its pods (into the packed list) and the
+    types that still hold all of them, in the pool's order."""
+
+    pods: tuple[int, ...]
+    candidates: tuple[str, ...]
+
+
+@dataclass
+class Packing:
+    """A batch of pods on a Karpenter pool: its NodeClaims, and the pods none could take."""
+
+    claims: list[Claim] = field(default_factory=list)
+    unplaced: list[int] = field(default_factory=list)
+    why: str = ""  # why the first unplaced pod found no NodeClaim
+    # what the pool's limits count for the batch (Karpenter's `subtractMax`: per NodeClaim,
+    # the largest capacity among its types when it was made): resource -> amount
+    counted: dict[str, Fraction] = field(default_factory=dict)
+
+    def launched(self, price: Callable[[str], float | None]) -> list[str | None]:
+        """The type each NodeClaim launches: its cheapest candidate (None: a candidate has no
+        price, so which one is unknown)."""
+        return [cheapest(c.candidates, price) for c in self.claims]
+
+
+def cheapest(types: Iterable[str], price: Callable[[str], float | None]) -> str | None:
+    """The cheapest type by `price` (the first listed on a tie); None when any is unpriced."""
+    names = list(types)
+    priced = [(p, i, t) for i, t in enumerate(names) if (p := price(t)) is not None]
+    if len(priced) != len(names) or not priced:
+        return None
+    return min(priced)[2]
+
+
+def _capacity(n: NodeShape) -> dict[str, Fraction]:
+    """What a node of this type counts against a NodePool's limits (the instance type's
+    capacity: vCPUs, the memory it reports, GPUs)."""
+    return {
+        "cpu": Fraction(n.vcpus),
+        "memory": Fraction(n.capacity_memory_mib * MI),
+        GPU_RESOURCE: Fraction(n.gpus),
+    }
+
+
+def _limits(pool: PoolFacts) -> dict[str, Fraction]:
+    lim = pool.limits
+    out: dict[str, Fraction] = {}
+    for name, value in (("cpu", lim.cpu), ("memory", lim.memory), (GPU_RESOURCE, lim.gpus)):
+        if value is not None:
+            out[name] = Fraction(parse_quantity(str(value)))
+    return out
+
+
+def holds(room: NodeRoom, pods: Sequence[PodRequest], most: int | None = None) -> bool:
+    """Whether one node of this type holds all `pods` at once (their requests summed within
+    what it leaves after the kubelet and the DaemonSets; `most`: a per-node cap on the
+    job's pods, from `spread_limit`)."""
+    n = room.node
+    return (
+        sum(p.cpu_m for p in pods) <= room.cpu_m
+        and sum((p.memory_mib for p in pods), Fraction(0)) <= room.memory_mib
+        and sum(p.gpus for p in pods) <= n.gpus
+        and sum(p.efa for p in pods) <= n.efa
+        and len(pods) <= room.pods
+        and (most is None or len(pods) <= most)
+    )
+
+
+def pack_rooms(
+    node_rooms: Sequence[NodeRoom],
+    pods: Sequence[PodRequest],
+    limits: Mapping[str, Fraction] | None = None,
+    most: int | None = None,
+) -> Packing:
+    """Karpenter's provisioning of one batch of pending `pods` onto fresh NodeClaims of a
+    pool whose types leave `node_rooms` (see the module docstring for the upstream code)."""
+    order = sorted(range(len(pods)), key=lambda i: (-pods[i].cpu_m, -pods[i].memory_mib))
+    remaining = dict(limits or {})
+    by_name = {r.node.instance_type: r for r in node_rooms}
+    out = Packing(counted={k: Fraction(0) for k in remaining})
+    members: list[list[int]] = []
+    for i in order:
+        # in-flight NodeClaims, fewest pods first (a stable sort: Go's sort.Slice is not
+        # stable, but claims of equal size either all take the pod or none does here)
+        placed = False
+        for c in sorted(range(len(out.claims)), key=lambda c: len(members[c])):
+            with_pod = [pods[j] for j in members[c]] + [pods[i]]
+            fit = [t for t in out.claims[c].candidates if holds(by_name[t], with_pod, most)]
+            if fit:
+                members[c].append(i)
+                out.claims[c] = Claim(tuple(members[c]), tuple(fit))
+                placed = True
+                break
+        if placed:
+            continue
+        allowed = [
+            r
+            for r in node_rooms
+            if all(_capacity(r.node)[k] <= left for k, left in remaining.items())
+        ]
+        fit = [r for r in allowed if holds(r, [pods[i]], most)]
+        if not fit:
+            out.unplaced.append(i)
+            if not out.why:
+                out.why = (
+                    "all available instance types exceed limits for nodepool"
+                    if len(allowed) < len(node_rooms)
+                    and any(holds(r, [pods[i]], most) for r in node_rooms)
+                    else "no instance type holds the pod"
+                )
+            continue
+        members.append([i])
+        out.claims.append(Claim((i,), tuple(r.node.instance_type for r in fit)))
+        for k in remaining:
+            most_k = max(_capacity(r.node)[k] for r in fit)
+            remaining[k] -= most_k
+            out.counted[k] += most_k
+    return out
+
+
+def pack(pool: PoolFacts, pods: Sequence[PodRequest], most: int | None = None) -> Packing:
+    """`pack_rooms` on a pool's types (`capacity.rooms`) and its `limits`."""
+    return pack_rooms(rooms(pool), pods, _limits(pool), most)
+
+
+# --- what stops packing, read from the emitted pod template ------------------------------------
+
+
+def _selects(selector: Any, labels: Mapping[str, str]) -> bool:
+    """Whether a label selector (matchLabels, matchExpressions In/NotIn/Exists/DoesNotExist)
+    selects a pod with `labels`."""
+    if not isinstance(selector, dict):
+        return False
+    for k, v in (selector.get("matchLabels") or {}).items():
+        if labels.get(k) != v:
+            return False
+    for e in selector.get("matchExpressions") or []:
+        key, op, values = e.get("key"), e.get("operator"), e.get("values") or []
+        if op == "In" and labels.get(key) not in values:
+            return False
+        if op == "NotIn" and labels.get(key) in values:
+            return False
+        if op == "Exists" and key not in labels:
+            return False
+        if op == "DoesNotExist" and key in labels:
+            return False
+    return True
+
+
+def spread_limit(template: Mapping[str, Any]) -> tuple[int | None, str]:
+    """(the most pods of this template one node may hold, why), or (None, "") when nothing in
+    the pod template limits it: a required pod anti-affinity on the hostname that selects the
+    pod's own labels (1), a hostname topology spread with whenUnsatisfiable DoNotSchedule that
+    selects them (maxSkew: a fresh node is always a domain with 0), a container host port (1)."""
+    meta = template.get("metadata") or {}
+    spec = template.get("spec") or {}
+    labels = meta.get("labels") or {}
+    caps: list[tuple[int, str]] = []
+    anti = ((spec.get("affinity") or {}).get("podAntiAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or []
+    for term in anti:
+        if term.get("topologyKey") == HOSTNAME and _selects(term.get("labelSelector"), labels):
+            caps.append((1, "a required pod anti-affinity on kubernetes.io/hostname"))
+    for tsc in spec.get("topologySpreadConstraints") or []:
+        if (
+            tsc.get("topologyKey") == HOSTNAME
+            and tsc.get("whenUnsatisfiable", "DoNotSchedule") == "DoNotSchedule"
+            and _selects(tsc.get("labelSelector"), labels)
+        ):
+            skew = int(tsc.get("maxSkew") or 1)
+            caps.append((skew, f"a kubernetes.io/hostname topology spread of maxSkew {skew}"))
+    for c in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
+        for port in c.get("ports") or []:
+            if port.get("hostPort"):
+                caps.append((1, f"host port {port['hostPort']}"))
+    if not caps:
+        return None, ""
+    most = min(n for n, _ in caps)
+    return most, "; ".join(why for n, why in caps if n == most)
