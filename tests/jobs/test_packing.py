@@ -107,22 +107,22 @@ def test_two_four_gpu_pods_make_one_g5_48xlarge_not_two_g5_12xlarge():
     """The pod that comes second joins the first pod's in-flight NodeClaim: a g5.48xlarge
     still holds both, so its types narrow to that one (nodeclaim.go CanAdd/Add), although
     two g5.12xlarge cost less."""
-    out = packing.pack(G5, [capacity.PodRequest.of("42", "160Gi", 4)] * 2)
+    out = capacity.pack(G5, [capacity.PodRequest.of("42", "160Gi", 4)] * 2)
     assert [(c.pods, c.candidates) for c in out.claims] == [((0, 1), ("g5.48xlarge",))]
     assert out.launched(PRICE) == ["g5.48xlarge"]
     # three pods: a full g5.48xlarge, and the third alone, on the cheaper type that holds it
-    out = packing.pack(G5, [capacity.PodRequest.of("42", "160Gi", 4)] * 3)
+    out = capacity.pack(G5, [capacity.PodRequest.of("42", "160Gi", 4)] * 3)
     assert [c.candidates for c in out.claims] == [("g5.48xlarge",), ("g5.12xlarge", "g5.48xlarge")]
     assert out.launched(PRICE) == ["g5.48xlarge", "g5.12xlarge"]
     # one 4-GPU pod: both types hold it, the cheaper launches
-    assert packing.pack(G5, [capacity.PodRequest.of("42", "160Gi", 4)]).launched(PRICE) == [
+    assert capacity.pack(G5, [capacity.PodRequest.of("42", "160Gi", 4)]).launched(PRICE) == [
         "g5.12xlarge"
     ]
 
 
 def test_a_spread_limit_stops_packing():
     pods = [capacity.PodRequest.of("42", "160Gi", 4)] * 2
-    out = packing.pack(G5, pods, most=1)
+    out = capacity.pack(G5, pods, most=1)
     assert len(out.claims) == 2 and out.launched(PRICE) == ["g5.12xlarge"] * 2
 
 
@@ -130,12 +130,12 @@ def test_limits_filter_new_nodeclaims_by_the_largest_candidate():
     """scheduler.go addToNewNodeClaim: a new NodeClaim only uses types within what the
     limits have left, and subtractMax takes its largest candidate's capacity off them."""
     pool = PoolFacts(**{**CPU_POOL.__dict__, "limits": PoolLimits(cpu="16")})
-    three = packing.pack(pool, [capacity.PodRequest.of("5", "1Gi")] * 3)
+    three = capacity.pack(pool, [capacity.PodRequest.of("5", "1Gi")] * 3)
     assert len(three.claims) == 1 and not three.unplaced and three.counted["cpu"] == 16
-    four = packing.pack(pool, [capacity.PodRequest.of("5", "1Gi")] * 4)
+    four = capacity.pack(pool, [capacity.PodRequest.of("5", "1Gi")] * 4)
     assert four.unplaced == [3] and "exceed limits" in four.why
     # 8 GPUs left: one 4-GPU pod's NodeClaim may be a g5.48xlarge, so it counts 8
-    gpus = packing.pack(
+    gpus = capacity.pack(
         PoolFacts(**{**G5.__dict__, "limits": PoolLimits(gpus=8)}),
         [capacity.PodRequest.of("42", "160Gi", 4)] * 3,
     )

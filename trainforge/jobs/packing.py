@@ -39,11 +39,31 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import Any, Protocol
 
 from trainforge.core.contract import GPU_RESOURCE, NodeShape, PoolFacts
 from trainforge.core.quantity import parse_quantity
-from trainforge.jobs.capacity import MI, NodeRoom, PodRequest, rooms
+
+MI = 2**20
+
+
+class Room(Protocol):
+    """What a node of one type leaves for the job's pods (`capacity.NodeRoom`)."""
+
+    node: NodeShape
+    cpu_m: int
+    memory_mib: int
+    pods: int
+
+
+class Pod(Protocol):
+    """One pod's requests (`capacity.PodRequest`)."""
+
+    cpu_m: int
+    memory_mib: Fraction
+    gpus: int
+    efa: int
+
 
 HOSTNAME = "kubernetes.io/hostname"
 
@@ -65,13 +85,30 @@ class Packing:
     unplaced: list[int] = field(default_factory=list)
     why: str = ""  # why the first unplaced pod found no NodeClaim
     # what the pool's limits count for the batch (Karpenter's `subtractMax`: per NodeClaim,
-    # the largest capacity among its types when it was made): resource -> amount
+    # the largest capacity among its types when it was made): cpu (cores), memory (bytes),
+    # nvidia.com/gpu, whether or not the pool limits them
     counted: dict[str, Fraction] = field(default_factory=dict)
+
+    def words(self) -> str:
+        return claims_words((len(c.pods), c.candidates) for c in self.claims)
 
     def launched(self, price: Callable[[str], float | None]) -> list[str | None]:
         """The type each NodeClaim launches: its cheapest candidate (None: a candidate has no
         price, so which one is unknown)."""
         return [cheapest(c.candidates, price) for c in self.claims]
+
+
+def claims_words(claims: Iterable[tuple[int, tuple[str, ...]]]) -> str:
+    """NodeClaims in words, alike ones once: "1 NodeClaim(s) of 2 pod(s) on g5.48xlarge",
+    "2 NodeClaim(s) of 1 pod(s) on g4dn.xlarge or g5.xlarge" (the types that hold all its
+    pods): what the scheduling rehearsal and the cost report print."""
+    groups: dict[tuple[int, tuple[str, ...]], int] = {}
+    for n, types in claims:
+        groups[(n, types)] = groups.get((n, types), 0) + 1
+    return "; ".join(
+        f"{k} NodeClaim(s) of {n} pod(s) on {' or '.join(types)}"
+        for (n, types), k in groups.items()
+    )
 
 
 def cheapest(types: Iterable[str], price: Callable[[str], float | None]) -> str | None:
@@ -93,7 +130,7 @@ def _capacity(n: NodeShape) -> dict[str, Fraction]:
     }
 
 
-def _limits(pool: PoolFacts) -> dict[str, Fraction]:
+def limits_of(pool: PoolFacts) -> dict[str, Fraction]:
     lim = pool.limits
     out: dict[str, Fraction] = {}
     for name, value in (("cpu", lim.cpu), ("memory", lim.memory), (GPU_RESOURCE, lim.gpus)):
@@ -102,7 +139,7 @@ def _limits(pool: PoolFacts) -> dict[str, Fraction]:
     return out
 
 
-def holds(room: NodeRoom, pods: Sequence[PodRequest], most: int | None = None) -> bool:
+def holds(room: Room, pods: Sequence[Pod], most: int | None = None) -> bool:
     """Whether one node of this type holds all `pods` at once (their requests summed within
     what it leaves after the kubelet and the DaemonSets; `most`: a per-node cap on the
     job's pods, from `spread_limit`)."""
@@ -118,8 +155,8 @@ def holds(room: NodeRoom, pods: Sequence[PodRequest], most: int | None = None) -
 
 
 def pack_rooms(
-    node_rooms: Sequence[NodeRoom],
-    pods: Sequence[PodRequest],
+    node_rooms: Sequence[Room],
+    pods: Sequence[Pod],
     limits: Mapping[str, Fraction] | None = None,
     most: int | None = None,
 ) -> Packing:
@@ -128,7 +165,7 @@ def pack_rooms(
     order = sorted(range(len(pods)), key=lambda i: (-pods[i].cpu_m, -pods[i].memory_mib))
     remaining = dict(limits or {})
     by_name = {r.node.instance_type: r for r in node_rooms}
-    out = Packing(counted={k: Fraction(0) for k in remaining})
+    out = Packing(counted={k: Fraction(0) for k in ("cpu", "memory", GPU_RESOURCE)})
     members: list[list[int]] = []
     for i in order:
         # in-flight NodeClaims, fewest pods first (a stable sort: Go's sort.Slice is not
@@ -162,16 +199,12 @@ def pack_rooms(
             continue
         members.append([i])
         out.claims.append(Claim((i,), tuple(r.node.instance_type for r in fit)))
-        for k in remaining:
+        for k in out.counted:
             most_k = max(_capacity(r.node)[k] for r in fit)
-            remaining[k] -= most_k
             out.counted[k] += most_k
+            if k in remaining:
+                remaining[k] -= most_k
     return out
-
-
-def pack(pool: PoolFacts, pods: Sequence[PodRequest], most: int | None = None) -> Packing:
-    """`pack_rooms` on a pool's types (`capacity.rooms`) and its `limits`."""
-    return pack_rooms(rooms(pool), pods, _limits(pool), most)
 
 
 # --- what stops packing, read from the emitted pod template ------------------------------------
@@ -229,3 +262,9 @@ def spread_limit(template: Mapping[str, Any]) -> tuple[int | None, str]:
         return None, ""
     most = min(n for n, _ in caps)
     return most, "; ".join(why for n, why in caps if n == most)
+
+
+def templates_limit(templates: Iterable[Mapping[str, Any]]) -> int | None:
+    """The tightest `spread_limit` over a job's pod templates (None: none limits packing)."""
+    caps = [n for t in templates if (n := spread_limit(t)[0]) is not None]
+    return min(caps, default=None)
