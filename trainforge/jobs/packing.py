@@ -120,7 +120,7 @@ def cheapest(types: Iterable[str], price: Callable[[str], float | None]) -> str 
     return min(priced)[2]
 
 
-def _capacity(n: NodeShape) -> dict[str, Fraction]:
+def capacity_of(n: NodeShape) -> dict[str, Fraction]:
     """What a node of this type counts against a NodePool's limits (the instance type's
     capacity: vCPUs, the memory it reports, GPUs)."""
     return {
@@ -184,7 +184,7 @@ def pack_rooms(
         allowed = [
             r
             for r in node_rooms
-            if all(_capacity(r.node)[k] <= left for k, left in remaining.items())
+            if all(capacity_of(r.node)[k] <= left for k, left in remaining.items())
         ]
         fit = [r for r in allowed if holds(r, [pods[i]], most)]
         if not fit:
@@ -200,7 +200,7 @@ def pack_rooms(
         members.append([i])
         out.claims.append(Claim((i,), tuple(r.node.instance_type for r in fit)))
         for k in out.counted:
-            most_k = max(_capacity(r.node)[k] for r in fit)
+            most_k = max(capacity_of(r.node)[k] for r in fit)
             out.counted[k] += most_k
             if k in remaining:
                 remaining[k] -= most_k
