@@ -143,14 +143,40 @@ def holds(room: Room, pods: Sequence[Pod], most: int | None = None) -> bool:
     """Whether one node of this type holds all `pods` at once (their requests summed within
     what it leaves after the kubelet and the DaemonSets; `most`: a per-node cap on the
     job's pods, from `spread_limit`)."""
+    return _room_holds(room, _Sum.of(pods), most)
+
+
+@dataclass(frozen=True)
+class _Sum:
+    """The summed requests of a NodeClaim's pods (kept per NodeClaim, not re-added per try)."""
+
+    cpu_m: int = 0
+    memory_mib: Fraction = Fraction(0)
+    gpus: int = 0
+    efa: int = 0
+    count: int = 0
+
+    def plus(self, p: Pod) -> _Sum:
+        return _Sum(self.cpu_m + p.cpu_m, self.memory_mib + p.memory_mib, self.gpus + p.gpus,
+                    self.efa + p.efa, self.count + 1)  # fmt: skip
+
+    @classmethod
+    def of(cls, pods: Iterable[Pod]) -> _Sum:
+        total = cls()
+        for p in pods:
+            total = total.plus(p)
+        return total
+
+
+def _room_holds(room: Room, total: _Sum, most: int | None) -> bool:
     n = room.node
     return (
-        sum(p.cpu_m for p in pods) <= room.cpu_m
-        and sum((p.memory_mib for p in pods), Fraction(0)) <= room.memory_mib
-        and sum(p.gpus for p in pods) <= n.gpus
-        and sum(p.efa for p in pods) <= n.efa
-        and len(pods) <= room.pods
-        and (most is None or len(pods) <= most)
+        total.cpu_m <= room.cpu_m
+        and total.memory_mib <= room.memory_mib
+        and total.gpus <= n.gpus
+        and total.efa <= n.efa
+        and total.count <= room.pods
+        and (most is None or total.count <= most)
     )
 
 
@@ -167,16 +193,18 @@ def pack_rooms(
     by_name = {r.node.instance_type: r for r in node_rooms}
     out = Packing(counted={k: Fraction(0) for k in ("cpu", "memory", GPU_RESOURCE)})
     members: list[list[int]] = []
+    sums: list[_Sum] = []
+    cands: list[list[str]] = []
     for i in order:
         # in-flight NodeClaims, fewest pods first (a stable sort: Go's sort.Slice is not
         # stable, but claims of equal size either all take the pod or none does here)
         placed = False
-        for c in sorted(range(len(out.claims)), key=lambda c: len(members[c])):
-            with_pod = [pods[j] for j in members[c]] + [pods[i]]
-            fit = [t for t in out.claims[c].candidates if holds(by_name[t], with_pod, most)]
+        for c in sorted(range(len(members)), key=lambda c: len(members[c])):
+            total = sums[c].plus(pods[i])
+            fit = [t for t in cands[c] if _room_holds(by_name[t], total, most)]
             if fit:
                 members[c].append(i)
-                out.claims[c] = Claim(tuple(members[c]), tuple(fit))
+                sums[c], cands[c] = total, fit
                 placed = True
                 break
         if placed:
@@ -198,12 +226,14 @@ def pack_rooms(
                 )
             continue
         members.append([i])
-        out.claims.append(Claim((i,), tuple(r.node.instance_type for r in fit)))
+        sums.append(_Sum().plus(pods[i]))
+        cands.append([r.node.instance_type for r in fit])
         for k in out.counted:
             most_k = max(capacity_of(r.node)[k] for r in fit)
             out.counted[k] += most_k
             if k in remaining:
                 remaining[k] -= most_k
+    out.claims = [Claim(tuple(m), tuple(c)) for m, c in zip(members, cands, strict=True)]
     return out
 
 
