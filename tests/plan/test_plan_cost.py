@@ -594,3 +594,34 @@ def test_the_cost_names_the_object_a_job_became_whatever_its_backend(monkeypatch
     ctx = PlanContext(Inventory(project="p", stack="s", resources=[]), [obj], declared)
     (row,) = cost_check.build_report(ctx, dt.date(2026, 11, 29)).jobs
     assert row.resource == f"{t.namespace}/ToyGang/toy-run"
+
+
+def test_the_cost_reads_what_stops_packing_from_the_jobs_object():
+    """A required pod anti-affinity on the hostname in the job's emitted pod templates keeps
+    its pods on separate nodes (Karpenter's topology check), so the launch is one
+    g5.12xlarge per pod, not the g5.48xlarge that holds both: the cost reads the object
+    (`packing.spread_limit`), not an assumption about it."""
+    import copy
+
+    result = shipped_plan("prod")
+    objects = []
+    for o in result.objects:
+        if o.kind == "PyTorchJob" and o.obj_name == "gpt-350m-fsdp":
+            o = replace(o, doc=copy.deepcopy(o.doc))
+            for spec in o.doc["spec"]["pytorchReplicaSpecs"].values():
+                term = {"topologyKey": "kubernetes.io/hostname",
+                        "labelSelector": {"matchLabels": {"trainforge.io/job": "gpt-350m-fsdp"}}}  # fmt: skip
+                anti = {"requiredDuringSchedulingIgnoredDuringExecution": [term]}
+                spec["template"]["spec"]["affinity"] = {"podAntiAffinity": anti}
+        objects.append(o)
+    inv = result.inventory
+    ctx = PlanContext(inventory=inv, objects=objects, declared=inv.declared, root=ROOT)
+    (job,) = cost_check.build_report(ctx, today=dt.date(2026, 11, 23)).jobs
+    assert (job.choice.instance_type, job.choice.nodes) == ("g5.12xlarge", 2)
+    assert job.hourly == pytest.approx(2 * 5.672)
+    assert "at most 1 per node (its pod template)" in job.choice.reason
+    (plain,) = cost_check.build_report(
+        PlanContext(inventory=inv, objects=result.objects, declared=inv.declared, root=ROOT),
+        today=dt.date(2026, 11, 23),
+    ).jobs
+    assert (plain.choice.instance_type, plain.choice.nodes) == ("g5.48xlarge", 1)
