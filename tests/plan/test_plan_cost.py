@@ -14,7 +14,7 @@ from tests.jobs.helpers import GPU_POOL
 from tests.plan.test_plan_checks import DEV_JOBS
 from trainforge.core import versions
 from trainforge.core.contract import DaemonSetLoad, NodeType, PoolFacts, TeamFacts
-from trainforge.jobs import capacity, duration
+from trainforge.jobs import capacity, duration, packing
 from trainforge.jobs.spec import parse_job
 from trainforge.plan import cli, core, cost, price_facts
 from trainforge.plan.check_types import PlanContext
@@ -625,3 +625,21 @@ def test_the_cost_reads_what_stops_packing_from_the_jobs_object():
         today=dt.date(2026, 11, 23),
     ).jobs
     assert (plain.choice.instance_type, plain.choice.nodes) == ("g5.48xlarge", 1)
+
+
+def test_a_launch_of_several_types_is_timed_on_the_slowest():
+    """A last, part-full NodeClaim may launch another type than the full ones: every rank
+    waits for the slowest GPU, so the run (the cost and the estimates section's step line)
+    is that type's; an unknown run could be the slowest."""
+    fast = cost.NodeChoice("g5.48xlarge", 1, 2, None, None, "", duration.Duration(3600.0, "e", ""))
+    slow = replace(fast, instance_type="g4dn.12xlarge", duration=duration.Duration(7200.0, "e", ""))
+    assert replace(fast, more=(slow,)).timed_on == "g4dn.12xlarge"
+    assert replace(slow, more=(fast,)).timed_on == "g4dn.12xlarge"
+    unknown = replace(slow, instance_type="x", duration=None)
+    assert replace(fast, more=(slow, unknown)).timed_on == "x"
+    opts = [fast, slow]
+    pk = packing.Packing(claims=[packing.Claim((0, 1), ("g5.48xlarge",)),
+                                 packing.Claim((2,), ("g4dn.12xlarge",))])  # fmt: skip
+    launch = cost._launch(opts, pk, cost._cheapest)
+    assert launch.nodes_words() == "g5.48xlarge x1 + g4dn.12xlarge x1"
+    assert launch.duration.seconds == 7200.0

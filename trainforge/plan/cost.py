@@ -95,6 +95,17 @@ class NodeChoice:
         return " + ".join(p.instance_type for p in self.parts)
 
     @property
+    def timed_on(self) -> str:
+        """The type the run is timed on: with nodes of several types, the slowest's (every
+        rank waits for it); an unknown run counts as the slowest."""
+
+        def key(p: NodeChoice) -> tuple[bool, float]:
+            d = p.duration
+            return (d is None or d.seconds is None, (d.seconds or 0.0) if d else 0.0)
+
+        return max(self.parts, key=key).instance_type
+
+    @property
     def node_count(self) -> int:
         return sum(p.nodes for p in self.parts)
 
@@ -203,15 +214,9 @@ def _launch(
     if not groups:
         return None
     parts = [replace(by_type[t], nodes=n, pods_per_node=per) for t, (n, per) in groups.items()]
-    runs = [p.duration for p in parts]
-    slowest = (
-        None
-        if any(d is None or d.seconds is None for d in runs)
-        else max(runs, key=lambda d: d.seconds or 0.0)
-    )
-    head = parts[0]
-    return replace(head, duration=slowest if len(parts) > 1 else head.duration,
-                   more=tuple(parts[1:]))  # fmt: skip
+    launch = replace(parts[0], more=tuple(parts[1:]))
+    slowest = next(p for p in parts if p.instance_type == launch.timed_on)
+    return replace(launch, duration=slowest.duration)
 
 
 def _cheapest(cands: list[NodeChoice]) -> NodeChoice:
