@@ -167,7 +167,8 @@ def test_a_cpu_job_asks_for_no_gpu_and_an_unset_quota_shows_a_dash():
     assert any(line.startswith("  c5.4xlarge: allocatable ") for line in lines)
     assert any(line.startswith("  m5.4xlarge: allocatable ") for line in lines)
     assert (
-        "  pods per node: c5.4xlarge 6, m5.4xlarge 7; all at once: c5.4xlarge x1 or m5.4xlarge x1; "
+        "  pods per node: c5.4xlarge 6, m5.4xlarge 7; all at once: 1 NodeClaim(s) of 1 pod(s) on "
+        "c5.4xlarge or m5.4xlarge; "
         in next(line for line in lines if line.startswith("  pods per node"))
     )
 
@@ -219,20 +220,21 @@ def test_prod_scheduling_names_the_instance_type_of_each_figure_as_the_cost_tabl
 ):
     """prod's gpu-workloads pool has g5.12xlarge (1 pod of 4 GPUs a node) and g5.48xlarge (2):
     the rehearsal said "all at once: 1 node(s)" (a g5.48xlarge) beside "cpu at least 96" (two
-    g5.12xlarge) while the cost table said g5.12xlarge x2. Each figure now names its type."""
+    g5.12xlarge) while the cost table said g5.12xlarge x2. Both now read Karpenter's packing:
+    one NodeClaim of both pods, on g5.48xlarge."""
     prod = shipped_plan("prod")
     (section,) = [s for s in prod.sections if s.title == "Scheduling rehearsal"]
     i = section.lines.index(
         next(ln for ln in section.lines if ln.startswith("vision/gpt-350m-fsdp on"))
     )
     line = section.lines[i + 1]
-    assert "all at once: g5.12xlarge x2 or g5.48xlarge x1; " in line, line
-    assert "on g5.12xlarge (the least per pod): cpu at least 96 of unlimited" in line, line
-    assert "node(s)" not in line
+    # one model (trainforge.jobs.packing): the NodeClaim Karpenter makes, which the cost prices
+    assert "all at once: 1 NodeClaim(s) of 2 pod(s) on g5.48xlarge; " in line, line
+    assert "cpu 192 of unlimited" in line and "nvidia.com/gpu 8 of 64" in line, line
+    assert "node(s)" not in line and "at least" not in line
     cost = next(
         ln for s in prod.sections for ln in s.lines if "gpt-350m-fsdp: pool gpu-workloads" in ln
     )
     job = {j["job"]: j for j in section.data["jobs"]}["vision/gpt-350m-fsdp"]
-    assert job["nodesByType"] == [["g5.12xlarge", 2], ["g5.48xlarge", 1]]
-    for instance_type, n in job["nodesByType"]:  # the same counts, per type, in both places
-        assert f"{instance_type} x{n} $" in cost, cost
+    assert job["nodeClaims"] == [{"pods": 2, "types": ["g5.48xlarge"]}]
+    assert "1 NodeClaim(s) of 2 pod(s) on g5.48xlarge" in cost and "g5.48xlarge x1 $" in cost

@@ -14,7 +14,7 @@ from tests.jobs.helpers import GPU_POOL
 from tests.plan.test_plan_checks import DEV_JOBS
 from trainforge.core import versions
 from trainforge.core.contract import DaemonSetLoad, NodeType, PoolFacts, TeamFacts
-from trainforge.jobs import capacity, duration
+from trainforge.jobs import capacity, duration, packing
 from trainforge.jobs.spec import parse_job
 from trainforge.plan import cli, core, cost, price_facts
 from trainforge.plan.check_types import PlanContext
@@ -42,11 +42,22 @@ def _job(**kw):
 
 
 def test_karpenter_pool_uses_the_cheapest_type_that_fits_every_pod():
+    """Karpenter packs a batch's pods into in-flight NodeClaims (kubernetes-sigs/karpenter
+    6e7eab7a0f48, scheduling/scheduler.go addToInflightNode, nodeclaim.go CanAdd): the second
+    4-GPU pod joins the first's NodeClaim, which a g5.48xlarge still holds, so the launch is
+    1 x g5.48xlarge ($16.288), not the cheaper 2 x g5.12xlarge ($5.672 each) the plan said."""
     choice = cost.choose_nodes(_job(), G5, "us-east-1")
-    # two 4-GPU pods: 2 x g5.12xlarge ($5.672) beats 1 x g5.48xlarge ($16.288)
-    assert (choice.instance_type, choice.nodes, choice.pods_per_node) == ("g5.12xlarge", 2, 1)
-    assert choice.hourly_on_demand == pytest.approx(2 * 5.672)
-    assert "g5.48xlarge x1 $16.29/h" in choice.reason and "cheapest" in choice.reason
+    assert (choice.instance_type, choice.nodes, choice.pods_per_node) == ("g5.48xlarge", 1, 2)
+    assert choice.hourly_on_demand == pytest.approx(16.288)
+    assert "into 1 NodeClaim(s) of 2 pod(s) on g5.48xlarge (the types" in choice.reason
+    assert choice.reason.endswith("launches the cheapest of each: g5.48xlarge x1 $16.29/h")
+    # three pods: a full g5.48xlarge and the third alone, on the cheapest type that holds it
+    three = cost.choose_nodes(_job(workers=3), G5, "us-east-1")
+    assert three.nodes_words() == "g5.48xlarge x1 + g5.12xlarge x1"
+    assert three.hourly_on_demand == pytest.approx(16.288 + 5.672)
+    # one pod per node (a spread in the pod template): the cheaper type, once per pod
+    spread = cost.choose_nodes(_job(), G5, "us-east-1", most=1)
+    assert (spread.instance_type, spread.nodes) == ("g5.12xlarge", 2)
     # an 8-GPU pod only fits the big type
     big = cost.choose_nodes(_job(gpusPerWorker=8, workers=1), G5, "us-east-1")
     assert (big.instance_type, big.nodes) == ("g5.48xlarge", 1)
@@ -302,18 +313,19 @@ def prod():
 def test_prod_cost_table_has_jobs_teams_and_the_platform(prod, capsys):
     result, report = prod
     (job,) = report.jobs
+    # two 4-GPU pods: one NodeClaim that only a g5.48xlarge holds (trainforge.jobs.packing)
     assert (job.name, job.choice.instance_type, job.choice.nodes) == (
         "gpt-350m-fsdp",
-        "g5.12xlarge",
-        2,
+        "g5.48xlarge",
+        1,
     )
-    assert job.hourly == pytest.approx(11.344)
+    assert job.hourly == pytest.approx(16.288)
     # the step-time model (trainforge.jobs.estimate) beats the 1-day deadline, a ceiling
     assert job.duration.source == "estimate" and not job.duration.ceiling
     assert job.duration.seconds < 86400
-    assert job.run_cost == pytest.approx(11.344 * job.duration.seconds / 3600)
+    assert job.run_cost == pytest.approx(16.288 * job.duration.seconds / 3600)
     teams = {t.name: t for t in report.teams}
-    assert teams["vision"].jobs_hourly == pytest.approx(11.344) and teams["llm"].jobs_hourly == 0
+    assert teams["vision"].jobs_hourly == pytest.approx(16.288) and teams["llm"].jobs_hourly == 0
     # vision may hold its own 16 GPUs plus what it may borrow from its cohort (llm's 64 and
     # the cohort's 80 nobody is guaranteed: every GPU of the cluster, 160; prod sets no
     # borrowing limit), at the priciest $/GPU-hour of the stack (p5.48xlarge: 55.04 / 8), and
@@ -343,12 +355,12 @@ def test_prod_cost_table_has_jobs_teams_and_the_platform(prod, capsys):
     section = out[out.index("\nCost:") :]
     assert f"price facts table of {price_facts.FACTS_DATE}" in section
     assert re.search(
-        r"gpt-350m-fsdp +vision +at once +\$[\d,.]+ +[\d.]+ h +estimate +g5\.12xlarge +2 +\$11\.34",
+        r"gpt-350m-fsdp +vision +at once +\$[\d,.]+ +[\d.]+ h +estimate +g5\.48xlarge +1 +\$16\.29",
         section,
     )
     assert f"  {duration.duration_text(job.duration.seconds)}" in section
     assert f"  {cost_check.usd(job.run_cost)}" in section and "<= " not in section
-    assert "quota ceiling $/month" in section and "vision  $11.34" in section
+    assert "quota ceiling $/month" in section and "vision  $16.29" in section
     assert "[karpenter-1.14.1]" in section and "2026-07-06" in section
 
 
@@ -387,7 +399,7 @@ def test_job_cap_fails_then_a_waiver_with_a_reason_passes():
     (v,) = [v for v in result.failing if v.rule == "TF_COST_JOB_CAP"]
     assert v.resource == "vision/PyTorchJob/gpt-350m-fsdp"
     assert (
-        "costs $11.34/h on-demand (2 x g5.12xlarge at $5.67/h), over the $10.00/h cap" in v.message
+        "costs $16.29/h on-demand (1 x g5.48xlarge at $16.29/h), over the $10.00/h cap" in v.message
     )
     waiver = {
         "resource": "gpt-350m-fsdp",
@@ -411,8 +423,8 @@ def test_team_cap_counts_all_of_its_jobs_and_is_waivable_by_team(prod):
     caps = cost_check.parse_caps({"jobPerHour": 100, "teams": {"vision": {"teamPerHour": 5}}})
     (f,) = cost_check.findings(report, caps)
     assert (f.rule, f.resource) == ("TF_COST_TEAM_CAP", "team/vision")
-    assert "team vision's jobs that run at once (gpt-350m-fsdp) cost $11.34/h" in f.message
-    assert not cost_check.findings(report, cost_check.parse_caps({"teamPerHour": 12}))
+    assert "team vision's jobs that run at once (gpt-350m-fsdp) cost $16.29/h" in f.message
+    assert not cost_check.findings(report, cost_check.parse_caps({"teamPerHour": 17}))
     # and in a real plan, the team's name waives it
     overrides = {
         "trainforge-policy:costCaps": {"teams": {"vision": {"teamPerHour": 5}}},
@@ -516,9 +528,9 @@ def test_diff_markdown_shows_the_cost_change_of_a_pr(tmp_path, capsys, shipped_p
     # the run cost follows the estimated duration, which more GPUs shorten
     row = next(ln for ln in md.splitlines() if ln.startswith("| `gpt-350m-fsdp` (vision)"))
     assert row.startswith("| `gpt-350m-fsdp` (vision) | changed | $")
-    assert row.endswith("| estimate | at once | 4 x g5.12xlarge | $11.34 → $22.69 |")
+    assert row.endswith("| estimate | at once | 2 x g5.48xlarge | $16.29 → $32.58 |")
     assert "/month" not in row  # a run's cost is not a monthly figure
-    assert "| vision | $11.34 → $22.69 |" in md
+    assert "| vision | $16.29 → $32.58 |" in md
     assert "Platform fixed cost" not in md  # unchanged
     assert md in capsys.readouterr().out
 
@@ -582,3 +594,52 @@ def test_the_cost_names_the_object_a_job_became_whatever_its_backend(monkeypatch
     ctx = PlanContext(Inventory(project="p", stack="s", resources=[]), [obj], declared)
     (row,) = cost_check.build_report(ctx, dt.date(2026, 11, 29)).jobs
     assert row.resource == f"{t.namespace}/ToyGang/toy-run"
+
+
+def test_the_cost_reads_what_stops_packing_from_the_jobs_object():
+    """A required pod anti-affinity on the hostname in the job's emitted pod templates keeps
+    its pods on separate nodes (Karpenter's topology check), so the launch is one
+    g5.12xlarge per pod, not the g5.48xlarge that holds both: the cost reads the object
+    (`packing.spread_limit`), not an assumption about it."""
+    import copy
+
+    result = shipped_plan("prod")
+    objects = []
+    for o in result.objects:
+        if o.kind == "PyTorchJob" and o.obj_name == "gpt-350m-fsdp":
+            o = replace(o, doc=copy.deepcopy(o.doc))
+            for spec in o.doc["spec"]["pytorchReplicaSpecs"].values():
+                term = {"topologyKey": "kubernetes.io/hostname",
+                        "labelSelector": {"matchLabels": {"trainforge.io/job": "gpt-350m-fsdp"}}}  # fmt: skip
+                anti = {"requiredDuringSchedulingIgnoredDuringExecution": [term]}
+                spec["template"]["spec"]["affinity"] = {"podAntiAffinity": anti}
+        objects.append(o)
+    inv = result.inventory
+    ctx = PlanContext(inventory=inv, objects=objects, declared=inv.declared, root=ROOT)
+    (job,) = cost_check.build_report(ctx, today=dt.date(2026, 11, 23)).jobs
+    assert (job.choice.instance_type, job.choice.nodes) == ("g5.12xlarge", 2)
+    assert job.hourly == pytest.approx(2 * 5.672)
+    assert "at most 1 per node (its pod template)" in job.choice.reason
+    (plain,) = cost_check.build_report(
+        PlanContext(inventory=inv, objects=result.objects, declared=inv.declared, root=ROOT),
+        today=dt.date(2026, 11, 23),
+    ).jobs
+    assert (plain.choice.instance_type, plain.choice.nodes) == ("g5.48xlarge", 1)
+
+
+def test_a_launch_of_several_types_is_timed_on_the_slowest():
+    """A last, part-full NodeClaim may launch another type than the full ones: every rank
+    waits for the slowest GPU, so the run (the cost and the estimates section's step line)
+    is that type's; an unknown run could be the slowest."""
+    fast = cost.NodeChoice("g5.48xlarge", 1, 2, None, None, "", duration.Duration(3600.0, "e", ""))
+    slow = replace(fast, instance_type="g4dn.12xlarge", duration=duration.Duration(7200.0, "e", ""))
+    assert replace(fast, more=(slow,)).timed_on == "g4dn.12xlarge"
+    assert replace(slow, more=(fast,)).timed_on == "g4dn.12xlarge"
+    unknown = replace(slow, instance_type="x", duration=None)
+    assert replace(fast, more=(slow, unknown)).timed_on == "x"
+    opts = [fast, slow]
+    pk = packing.Packing(claims=[packing.Claim((0, 1), ("g5.48xlarge",)),
+                                 packing.Claim((2,), ("g4dn.12xlarge",))])  # fmt: skip
+    launch = cost._launch(opts, pk, cost._cheapest)
+    assert launch.nodes_words() == "g5.48xlarge x1 + g4dn.12xlarge x1"
+    assert launch.duration.seconds == 7200.0

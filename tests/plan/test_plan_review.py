@@ -286,9 +286,11 @@ def test_issue_pr_against_the_base_branch_plan(
     assert "`--seq-len 1024 → 2048`" in md and "`--steps 20000 → 40000`" in md
     assert "`--nnodes 2 → 4`" in md
     assert "memory per GPU (estimate): 12.1 GiB (54% of 22.4 GiB A10G) → 21.7 GiB (97% of" in md
-    assert "duration: 9.4 h → 41.9 h" in md
+    assert "step time: 1.67 s → 3.75 s; duration: 9.4 h → 41.8 h" in md
     assert "GPUs: 8 → 16" in md
-    assert "cost: per run $106.76 → $949.91 (duration: estimate); $11.34 → $22.69/h on-demand" in md
+    assert (
+        "cost: per run $152.84 → $1,361.19 (duration: estimate); $16.29 → $32.58/h on-demand" in md
+    )
     assert (
         "queue: admitted on gpu-workloads within its nominal quota → borrows 8 GPUs in pool "
         "gpu-workloads from cohort trainforge; team llm may reclaim it (preempts it)"

@@ -697,3 +697,33 @@ def test_admit_object_never_admits_a_job_naming_an_unknown_priority_class():
         "never",
         "no WorkloadPriorityClass 'urgent'",
     )
+
+
+def test_a_gang_karpenters_packing_cannot_launch_within_the_limits_is_caught():
+    """2 pods of 4 GPUs and 100 CPU on [g5.12xlarge (48 vCPU), g5.48xlarge (192)] with a
+    12-GPU limit: 8 GPUs in all is within the limit, but only a g5.48xlarge holds a pod, it
+    holds one, and after the first (counted at 8 GPUs) the limit leaves 4: no type of 4 GPUs or
+    less holds the second pod (trainforge.jobs.packing; scheduler.go addToNewNodeClaim,
+    filterByRemainingResources). The GPU sum alone said it launches."""
+    from trainforge.jobs.node_facts import node_shape
+
+    def pool(gpus: int) -> PoolFacts:
+        shapes = (node_shape("g5.12xlarge", 48, 196608, eni_pods=737, gpus=4),
+                  node_shape("g5.48xlarge", 192, 786432, eni_pods=345, gpus=8))  # fmt: skip
+        return PoolFacts(F, gpus_per_node=4, nodes=shapes, limits=PoolLimits(gpus=gpus))
+
+    def gang() -> Q.Workload:
+        w = _work("wide", "a", 8, 0)
+        w.pods, w.need = 2, {**w.need, "cpu": K.quantity("200"), "memory": K.quantity("64Gi")}
+        return w
+
+    sim = Q.Simulation({"a": _queue("a", 16)}, {}, pools=[pool(12)])
+    sim.run_timed([gang()])
+    assert sim.unlaunchable == [
+        "wide: Karpenter places 1 NodeClaim(s) of its 2 pod(s) in pool gpu-pool and leaves 1 "
+        "without a node: all available instance types exceed limits for nodepool (limit 12 "
+        "GPUs, 0 held by the nodes of the gangs running there)"
+    ]
+    sim = Q.Simulation({"a": _queue("a", 16)}, {}, pools=[pool(16)])
+    sim.run_timed([gang()])
+    assert sim.unlaunchable == []

@@ -12,8 +12,9 @@ The arithmetic, per instance type of the pool (`PoolFacts.nodes`, from `node_fac
   pods per node = min over cpu, memory, GPUs, EFA and pod slots of free // request
 A managed node group launches any of its types, so every type must host a pod; Karpenter
 picks a type that fits, so one is enough. All pods at once: a node group needs
-ceil(pods / pods per node) <= maxSize nodes; a Karpenter pool needs the nodes' capacity
-within its `limits` (exact for one fitting type, a lower bound over mixed types).
+ceil(pods / pods per node) <= maxSize nodes; a Karpenter pool makes the NodeClaims
+trainforge.jobs.packing replays (its provisioning scheduler's packing), and its `limits`
+must leave room for each as Karpenter counts it (at its largest candidate type).
 
 Pure: no Pulumi (used before any resource exists).
 """
@@ -21,14 +22,15 @@ Pure: no Pulumi (used before any resource exists).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
-from trainforge.core.contract import GPU_RESOURCE, NodeShape, PoolFacts, TeamQuota
+from trainforge.core.contract import GPU_RESOURCE, NodeShape, PoolFacts, PoolLimits, TeamQuota
 from trainforge.core.quantity import parse_quantity
-from trainforge.jobs import node_facts
+from trainforge.jobs import node_facts, packing
 
-MI = 2**20
+MI = packing.MI
 
 
 @dataclass(frozen=True)
@@ -192,13 +194,9 @@ class JobCapacity:
     nodes_needed: int | None = None
     pool_usage: list[tuple[str, str, str]] = field(default_factory=list)  # (res, need, limit)
     problems: list[Problem] = field(default_factory=list)
-    # Karpenter pools: the nodes all pods need on each type that holds one ([(type, n)]), and
-    # for each "at least" figure of pool_usage, the type it was computed on. Why: a pool of
-    # several types has a different figure per type; the plan names the type of each, so it
-    # reads as the cost table does ("g5.12xlarge x2"), not as one node count beside another
-    # type's CPU total.
-    nodes_by_type: list[tuple[str, int]] = field(default_factory=list)
-    usage_basis: dict[str, str] = field(default_factory=dict)
+    # Karpenter pools: the NodeClaims it makes for the pods (trainforge.jobs.packing), each
+    # as (its pods, the types that hold them all): what the cost table prices, one model
+    claims: list[tuple[int, tuple[str, ...]]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -250,47 +248,62 @@ def rehearse(req: PodRequest, pods: int, pool: PoolFacts) -> JobCapacity:
                 )
             )
         return out
-    _karpenter_limits(out, fitting)
+    _karpenter_limits(out)
     return out
 
 
-def _karpenter_limits(out: JobCapacity, fitting: list[NodeFit]) -> None:
+def pack(pool: PoolFacts, pods: Sequence[PodRequest], most: int | None = None) -> packing.Packing:
+    """The NodeClaims Karpenter makes for a batch of `pods` on a Karpenter pool
+    (`packing.pack_rooms` on the pool's types as `rooms` sees them, and its `limits`)."""
+    return packing.pack_rooms(rooms(pool), pods, packing.limits_of(pool), most)
+
+
+def _karpenter_limits(out: JobCapacity) -> None:
+    """A Karpenter pool: the NodeClaims its provisioning scheduler makes for the pods
+    (trainforge.jobs.packing, the one model of its launch), and its limits as it counts them:
+    each NodeClaim at the largest capacity among its types when it is made."""
     pool, pods = out.pool, out.pods
-    best = min(fitting, key=lambda f: math.ceil(pods / f.per_node))
-    out.nodes_needed = math.ceil(pods / best.per_node)
-    out.nodes_by_type = [(f.room.node.instance_type, math.ceil(pods / f.per_node)) for f in fitting]
+    limited = pack(pool, [out.request] * pods)
+    # what every pod would count: the limits' verdict is `limited`'s, its figures this one's
+    # when the limits leave pods without a node (they need more than the limits allow)
+    unlimited = pack(replace(pool, limits=PoolLimits()), [out.request] * pods)
+    counted = unlimited if limited.unplaced else limited
+    out.nodes_needed = len(counted.claims)
+    out.claims = [(len(c.pods), c.candidates) for c in counted.claims]
     lim = pool.limits
     checks = [
-        ("cpu", lim.cpu, lambda n: Fraction(n.vcpus), _cores),
-        ("memory", lim.memory, lambda n: Fraction(n.capacity_memory_mib * MI), format_bytes),
-        (GPU_RESOURCE, None if lim.gpus is None else str(lim.gpus), lambda n: n.gpus, str),
+        ("cpu", lim.cpu, _cores),
+        ("memory", lim.memory, format_bytes),
+        (GPU_RESOURCE, None if lim.gpus is None else str(lim.gpus), str),
     ]
-    for name, limit, per, fmt in checks:
-        if len(fitting) == 1:
-            f = fitting[0]
-            need = Fraction(per(f.room.node)) * math.ceil(pods / f.per_node)
-            how = ""
-        else:
-            # Karpenter may mix types: no mix needs less than the thriftiest type per pod.
-            least = min(fitting, key=lambda f: Fraction(per(f.room.node)) / f.per_node)
-            need = Fraction(per(least.room.node)) / least.per_node * pods
-            how = "at least "
-            out.usage_basis[name] = least.room.node.instance_type
+    for name, limit, fmt in checks:
+        need = counted.counted.get(name, Fraction(0))
         if limit is None:
             if need:
-                out.pool_usage.append((name, how + fmt(need), "unlimited"))
+                out.pool_usage.append((name, fmt(need), "unlimited"))
             continue
-        out.pool_usage.append((name, how + fmt(need), limit))
-        if need > parse_quantity(limit):
-            out.problems.append(
-                Problem(
-                    "workers",
-                    f"{pods} pod(s) must run at once; their nodes have {how}{name} "
-                    f"{fmt(need)} of capacity but Karpenter pool {pool.name!r} is limited to "
-                    f"{name} {limit}, so Karpenter would stop launching nodes before all pods "
-                    "run. Use fewer workers or raise the pool's limits",
-                )
+        out.pool_usage.append((name, fmt(need), limit))
+    if limited.unplaced:
+        over = [(n, f(u), lim_) for n, lim_, f in checks if lim_ is not None
+                for u in [unlimited.counted.get(n, Fraction(0))] if u > parse_quantity(lim_)]  # fmt: skip
+        name, need, limit = over[0] if over else ("", "", "")
+        what = f"{name} {need} of capacity" if over else "more capacity"
+        limits = f"{name} {limit}" if over else _limits_words(lim)
+        out.problems.append(
+            Problem(
+                "workers",
+                f"{pods} pod(s) must run at once; their nodes have {what} but Karpenter "
+                f"pool {pool.name!r} is limited to {limits}, so Karpenter would stop launching "
+                "nodes before all pods run (it counts each NodeClaim at its largest type). Use "
+                "fewer workers or raise the pool's limits",
             )
+        )
+
+
+def _limits_words(lim: PoolLimits) -> str:
+    parts = [f"{k} {v}" for k, v in (("cpu", lim.cpu), ("memory", lim.memory),
+                                      (GPU_RESOURCE, lim.gpus)) if v is not None]  # fmt: skip
+    return ", ".join(parts)
 
 
 def quota_usage(

@@ -14,7 +14,7 @@ from typing import Any
 
 from trainforge.core.contract import NodeType, PoolFacts, TeamFacts, efa_count
 from trainforge.core.quantity import parse_quantity
-from trainforge.jobs import capacity
+from trainforge.jobs import capacity, packing
 from trainforge.jobs.duration import Duration, duration_text, expected_duration
 from trainforge.jobs.spec import JobSpec
 from trainforge.plan import price_facts as P
@@ -51,7 +51,9 @@ def pods_per_node(job: JobSpec, pool: PoolFacts, node: NodeType) -> int:
 
 @dataclass(frozen=True)
 class NodeChoice:
-    """The instance type the estimate uses for a job, and why."""
+    """The nodes the estimate uses for a job, and why: `nodes` of `instance_type`, and in
+    `more` the nodes of other types the same launch makes (Karpenter: a last, part-full
+    NodeClaim may launch a smaller type; trainforge.jobs.packing)."""
 
     instance_type: str
     nodes: int
@@ -60,12 +62,20 @@ class NodeChoice:
     spot: P.Price | None  # per node
     reason: str
     # the job's expected run on nodes of this type (jobs.duration, `PoolFacts.only`): the
-    # step-time estimate of this type's GPU, not the pool's slowest
+    # step-time estimate of this type's GPU, not the pool's slowest; with `more`, the slowest
+    # of the types (every rank waits for the slowest)
     duration: Duration | None = None
+    more: tuple[NodeChoice, ...] = ()
+
+    @property
+    def parts(self) -> tuple[NodeChoice, ...]:
+        return (self, *self.more)
 
     @property
     def hourly_on_demand(self) -> float | None:
-        return None if self.on_demand is None else self.nodes * self.on_demand.usd
+        return _sum(
+            [None if p.on_demand is None else p.nodes * p.on_demand.usd for p in self.parts]
+        )
 
     @property
     def run_cost(self) -> float | None:
@@ -75,6 +85,30 @@ class NodeChoice:
             return None
         return hourly * d.seconds / 3600
 
+    def nodes_words(self) -> str:
+        """ "g5.48xlarge x1", "g5.48xlarge x1 + g5.12xlarge x1": the nodes of every type."""
+        return " + ".join(f"{p.instance_type} x{p.nodes}" for p in self.parts)
+
+    @property
+    def types(self) -> str:
+        """The node type column: "g5.48xlarge", "g5.48xlarge + g5.12xlarge"."""
+        return " + ".join(p.instance_type for p in self.parts)
+
+    @property
+    def timed_on(self) -> str:
+        """The type the run is timed on: with nodes of several types, the slowest's (every
+        rank waits for it); an unknown run counts as the slowest."""
+
+        def key(p: NodeChoice) -> tuple[bool, float]:
+            d = p.duration
+            return (d is None or d.seconds is None, (d.seconds or 0.0) if d else 0.0)
+
+        return max(self.parts, key=key).instance_type
+
+    @property
+    def node_count(self) -> int:
+        return sum(p.nodes for p in self.parts)
+
     def run_words(self) -> str:
         """ "g5.xlarge x2: 46 min on 2 x A10G, $1.55 ($2.01/h)": this type's run, for the
         line that compares it with another."""
@@ -82,15 +116,26 @@ class NodeChoice:
         run = "unknown run" if d is None or d.seconds is None else duration_text(d.seconds)
         on = f" on {d.hardware}" if d is not None and d.hardware else ""
         hourly = usd(self.hourly_on_demand)
-        return f"{self.instance_type} x{self.nodes}: {run}{on}, {usd(self.run_cost)} ({hourly}/h)"
+        return f"{self.nodes_words()}: {run}{on}, {usd(self.run_cost)} ({hourly}/h)"
+
+    def price_words(self) -> str:
+        """ "2 x g5.12xlarge at $5.67/h": each type's nodes and its on-demand price per node."""
+        return " + ".join(
+            f"{p.nodes} x {p.instance_type} at {usd(p.on_demand.usd if p.on_demand else None)}/h"
+            for p in self.parts
+        )
 
     def describe(self) -> str:
         """ "g5.xlarge x2 $2.01/h": the nodes and their on-demand price (a priced choice)."""
-        return f"{self.instance_type} x{self.nodes} {usd(self.hourly_on_demand)}/h"
+        return f"{self.nodes_words()} {usd(self.hourly_on_demand)}/h"
 
     @property
     def hourly_spot(self) -> float | None:
-        return None if self.spot is None else self.nodes * self.spot.usd
+        return _sum([None if p.spot is None else p.nodes * p.spot.usd for p in self.parts])
+
+
+def _sum(values: list[float | None]) -> float | None:
+    return None if any(v is None for v in values) else sum(v or 0.0 for v in values)
 
 
 def _node_types(pool: PoolFacts) -> list[NodeType]:
@@ -105,8 +150,9 @@ def _node_types(pool: PoolFacts) -> list[NodeType]:
 
 
 def node_options(job: JobSpec, pool: PoolFacts, region: str) -> list[NodeChoice]:
-    """Every type of the pool that holds a pod of the job, in the pool's order: its nodes,
-    prices and the job's expected run on it (computed once per type, read by every figure)."""
+    """Every type of the pool that holds a pod of the job, in the pool's order, as if the job
+    ran on that type alone: its nodes, prices and the job's expected run on it (computed once
+    per type, read by every figure)."""
     workers = job.workers
     fitting = [(t, n) for t in _node_types(pool) if (n := pods_per_node(job, pool, t)) > 0]
     return [
@@ -123,35 +169,108 @@ def node_options(job: JobSpec, pool: PoolFacts, region: str) -> list[NodeChoice]
     ]
 
 
-def choose_nodes(job: JobSpec, pool: PoolFacts, region: str) -> NodeChoice | None:
-    """Where the job's pods land. Karpenter launches the cheapest instance types that fit the
-    pending pods, so a Karpenter pool's estimate is the cheapest way to place every pod on
-    one of its types; a managed node group launches its types in the order listed."""
-    return _choose(job, pool, region, node_options(job, pool, region))
+def _request(job: JobSpec, pool: PoolFacts) -> capacity.PodRequest:
+    gpus = job.gpus_per_worker or 0
+    efa = efa_count(pool, gpus) if job.efa else 0
+    return capacity.PodRequest.of(job.cpu or "0", job.memory or "0", gpus, efa)
 
 
-def worst_case(pool: PoolFacts, choice: NodeChoice | None, options: list[NodeChoice]):
-    """The dearest run among the types a Karpenter pool may launch for the job instead of
-    the likely one (None: none dearer, or not a Karpenter pool). Karpenter sends every type
-    that fits to EC2 Fleet: a spot launch is EC2's price-capacity-optimized pick among them
-    (any type whose spot price is not above the cheapest on-demand one), an on-demand one
-    the lowest price, and a type found without capacity is skipped on the next try
-    (karpenter-provider-aws v1.14.1 pkg/providers/instance/types.go, instance.go). Each at
-    its on-demand price, the ceiling of its spot price."""
-    if pool.kind != "karpenter" or choice is None or choice.run_cost is None:
+def _packing_pool(pool: PoolFacts) -> PoolFacts:
+    """The pool as the packing model reads it: its node shapes, or (a contract built by hand,
+    no shapes) each type at its own size with the pool's DaemonSets (`pods_per_node`)."""
+    if pool.nodes:
+        return pool
+    shapes = []
+    for t in _node_types(pool):
+        if t.vcpus and t.memory_mib:
+            sized = replace(pool, nodes=(), instance_types=(t.name,), vcpus_per_node=t.vcpus,
+                            memory_mib_per_node=t.memory_mib, gpus_per_node=t.gpus)  # fmt: skip
+            shapes += [r.node for r in capacity.rooms(sized)]
+    return replace(pool, nodes=tuple(shapes))
+
+
+def karpenter_launch(job: JobSpec, pool: PoolFacts, most: int | None = None) -> packing.Packing:
+    """The NodeClaims Karpenter makes for the job's pods on `pool` (trainforge.jobs.packing):
+    `most` caps the job's pods per node (`packing.spread_limit` of its pod template)."""
+    return capacity.pack(_packing_pool(pool), [_request(job, pool)] * job.workers, most)
+
+
+def _launch(
+    options: list[NodeChoice],
+    pk: packing.Packing,
+    pick: Callable[[list[NodeChoice]], NodeChoice],
+) -> NodeChoice | None:
+    """The nodes of a packing when each NodeClaim launches `pick` of its candidate types:
+    grouped by type, in the order they first launch; the run is the slowest type's."""
+    by_type = {o.instance_type: o for o in options}
+    groups: dict[str, tuple[int, int]] = {}  # type -> (nodes, pods on its first node)
+    for claim in pk.claims:
+        cands = [by_type[t] for t in claim.candidates if t in by_type]
+        if not cands:
+            return None
+        t = pick(cands).instance_type
+        nodes, per = groups.get(t, (0, len(claim.pods)))
+        groups[t] = (nodes + 1, per)
+    if not groups:
         return None
-    dearer = [o for o in options if o.run_cost is not None and o.run_cost > choice.run_cost]
-    unknown = [o for o in options if o.run_cost is None and o is not choice]
-    if unknown:
-        return unknown[0]
-    return max(dearer, key=lambda o: o.run_cost or 0.0, default=None)
+    parts = [replace(by_type[t], nodes=n, pods_per_node=per) for t, (n, per) in groups.items()]
+    launch = replace(parts[0], more=tuple(parts[1:]))
+    slowest = next(p for p in parts if p.instance_type == launch.timed_on)
+    return replace(launch, duration=slowest.duration)
+
+
+def _cheapest(cands: list[NodeChoice]) -> NodeChoice:
+    """A NodeClaim's launch: its cheapest candidate on demand; an unpriced one could be
+    cheaper, so with none priced the first listed stands in."""
+    priced = [c for c in cands if c.on_demand is not None]
+    return (
+        min(priced, key=lambda c: c.on_demand.usd if c.on_demand else 0.0) if priced else cands[0]
+    )
+
+
+def _dearest_type(cands: list[NodeChoice]) -> NodeChoice:
+    """The candidate whose run would cost most (unknown counts as dearest: it could be)."""
+
+    def key(c: NodeChoice) -> tuple[bool, float]:
+        run = replace(c, nodes=1).run_cost
+        return (run is None, run or 0.0)
+
+    return max(cands, key=key)
+
+
+def choose_nodes(job: JobSpec, pool: PoolFacts, region: str, most: int | None = None):
+    """Where the job's pods land. A Karpenter pool: the NodeClaims its provisioning scheduler
+    makes for them (trainforge.jobs.packing: each pod joins an in-flight NodeClaim while one
+    of its types still holds all its pods), each launching its cheapest remaining type; a
+    managed node group launches its types in the order listed."""
+    return _choose(job, pool, region, node_options(job, pool, region), most)[0]
+
+
+def worst_case(pool: PoolFacts, choice: NodeChoice | None, worst: NodeChoice | None):
+    """The dearest run the Karpenter pool may launch for the job instead of the likely one
+    (None: none dearer, or not a Karpenter pool): each NodeClaim's types all go to EC2 Fleet:
+    a spot launch is EC2's price-capacity-optimized pick among them (any type whose spot price
+    is not above the cheapest on-demand one), an on-demand one the lowest price, and a type
+    found without capacity is skipped on the next try (karpenter-provider-aws v1.14.1
+    pkg/providers/instance/types.go, instance.go). Each at its on-demand price, the ceiling
+    of its spot price."""
+    if pool.kind != "karpenter" or choice is None or choice.run_cost is None or worst is None:
+        return None
+    if worst.run_cost is None:
+        return worst
+    return worst if worst.run_cost > choice.run_cost else None
 
 
 def _choose(
-    job: JobSpec, pool: PoolFacts, region: str, options: list[NodeChoice]
-) -> NodeChoice | None:
+    job: JobSpec,
+    pool: PoolFacts,
+    region: str,
+    options: list[NodeChoice],
+    most: int | None = None,
+) -> tuple[NodeChoice | None, NodeChoice | None]:
+    """(the likely nodes, the dearest a Karpenter pool may launch instead)."""
     if not options:
-        return None
+        return None, None
     workers = job.workers
     what = f"{workers} pod(s) of {pod_size(job)}"
     if pool.kind == "node-group":
@@ -159,25 +278,33 @@ def _choose(
             f"managed node group: launches its types in the order listed; {what} (its "
             "desiredSize nodes are also in the platform's fixed cost: they run with or without jobs)"
         )
-        return replace(options[0], reason=reason)
-    priced = [o for o in options if o.hourly_on_demand is not None]
-    unpriced = [o.instance_type for o in options if o.hourly_on_demand is None]
-    if not priced:
-        reason = (
-            f"Karpenter picks the cheapest type that fits {what}; no price for "
-            f"{', '.join(unpriced)} in {region}, so which one is unknown (first listed shown)"
+        return replace(options[0], reason=reason), None
+    pk = karpenter_launch(job, pool, most)
+    likely = _launch(options, pk, _cheapest)
+    if likely is None:
+        return None, None
+    spread = "" if most is None else f", at most {most} per node (its pod template)"
+    reason = (
+        f"Karpenter packs {what}{spread} into {pk.words()} (the types that hold all of its "
+        "pods) and launches the cheapest of each: "
+    )
+    unpriced = sorted(
+        {t for c in pk.claims for t in c.candidates if P.ec2_on_demand(region, t) is None}
+    )
+    if likely.hourly_on_demand is None:
+        reason += (
+            f"no price for {', '.join(unpriced)} in {region}, so which one is unknown "
+            f"(first listed shown: {likely.nodes_words()})"
         )
         if any(P.ec2_not_listed(region, t) for t in unpriced):
             reason += "; " + "; ".join(P.why_unpriced(region, t) for t in unpriced)
-        return replace(options[0], reason=reason)
-    best = min(priced, key=lambda o: (o.hourly_on_demand, o.nodes))
-    compared = "; ".join(
-        o.describe() for o in sorted(priced, key=lambda o: o.hourly_on_demand or 0)
-    )
-    reason = f"cheapest type that fits {what} (Karpenter picks by price): {compared}"
-    if unpriced:
-        reason += f"; unknown price: {', '.join(unpriced)} (could be cheaper)"
-    return replace(best, reason=reason)
+    else:
+        reason += likely.describe()
+        if unpriced:
+            reason += f"; unknown price: {', '.join(unpriced)} (could be cheaper)"
+    if pk.unplaced:
+        reason += f"; {len(pk.unplaced)} pod(s) get no node: {pk.why}"
+    return replace(likely, reason=reason), _launch(options, pk, _dearest_type)
 
 
 def plan_region(inventory: Any) -> str:
@@ -355,8 +482,10 @@ class JobCost:
             "team": self.team,
             "pool": self.pool,
             "resource": self.resource,
-            "instanceType": c.instance_type if c else None,
-            "nodes": c.nodes if c else None,
+            "instanceType": c.types if c else None,
+            "nodes": c.node_count if c else None,
+            # each type's nodes ("2 x g5.12xlarge"): a launch may mix types (cost.NodeChoice)
+            "launch": " + ".join(f"{p.nodes} x {p.instance_type}" for p in c.parts) if c else None,
             "nodeChoice": c.reason if c else "no instance type of the pool fits one pod",
             "onDemandPerNodeHour": c.on_demand.usd if c and c.on_demand else None,
             "onDemandPerHour": self.hourly,
@@ -432,11 +561,12 @@ def job_cost(
     region: str,
     resource: str,
     admission: tuple[str, str] = ("runs", ""),
+    most: int | None = None,
 ) -> JobCost:
-    """The job on `pool` in `region`: the type Karpenter would launch, its expected run on
-    that type (the per-type estimate `node_options` computed), and the worst case."""
-    options = node_options(job, pool, region)
-    choice = _choose(job, pool, region, options)
+    """The job on `pool` in `region`: the nodes Karpenter would launch (`most`: its pod
+    template's cap on its pods per node, `packing.spread_limit`), its expected run on them
+    (the per-type estimate `node_options` computed), and the worst case."""
+    choice, dearest = _choose(job, pool, region, node_options(job, pool, region), most)
     return JobCost(
         name=job.name,
         team=job.team,
@@ -447,7 +577,7 @@ def job_cost(
         duration=_run_on(choice, job, pool),
         admission=admission[0],
         admission_reason=admission[1],
-        worst=worst_case(pool, choice, options),
+        worst=worst_case(pool, choice, dearest),
     )
 
 

@@ -205,7 +205,7 @@ def cost_markdown(old: dict[str, Any] | None, new: dict[str, Any] | None) -> lis
         if o and n and all(o.get(f) == n.get(f) for f in fields):
             continue
         what = "added" if not o else "removed" if not n else "changed"
-        nodes = f"{n.get('nodes')} x {n.get('instanceType')}" if n else "-"
+        nodes = (n.get("launch") or f"{n.get('nodes')} x {n.get('instanceType')}") if n else "-"
         basis = n.get("runCostBasis") or (o.get("runCostBasis") if o else None) or "-"
         starts = STARTS.get(n.get("admission", "runs") if n else "", "-")
         rows.append(

@@ -123,12 +123,15 @@ def _figures(view: JobView | None, sections: dict[str, Any] | None) -> dict[str,
     est = _row(sections, estimates.TITLE, view)
     cost = _row(sections, cost_check.SECTION_TITLE, view)
     queue = _row(sections, queues.QUEUE_TITLE, view)
-    d = est.get("duration_seconds")
+    # step and duration on the type the pool launches for the job (the estimates section's
+    # `runOn`, what its step line and the cost print), else the pool's
+    run_on = est.get("runOn") or est
+    d = run_on.get("duration_seconds")
     return {
         "pods": f"{view.pods} pods x {_res(view.per_pod)}",
         "GPUs": str(view.pods * view.gpus_per_pod),
         "memory": memory_text(est),
-        "step": step_text(est["step_seconds"]) if est.get("step_seconds") else None,
+        "step": step_text(run_on["step_seconds"]) if run_on.get("step_seconds") else None,
         "duration": (duration_text(d) if isinstance(d, int | float) else "?") if est else None,
         "run": _usd(cost.get("runCost")) if cost else None,
         "hour": _usd(cost.get("onDemandPerHour")) if cost else None,

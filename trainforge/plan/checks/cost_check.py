@@ -8,6 +8,8 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from trainforge.jobs import packing
+from trainforge.jobs.backends import pod_templates
 from trainforge.jobs.duration import Duration, duration_text
 from trainforge.plan import cost as C
 from trainforge.plan import price_facts as P
@@ -62,7 +64,13 @@ def build_report(ctx: PlanContext, today: dt.date | None = None) -> C.CostReport
                             False, unknown, admission=state[0], admission_reason=state[1])  # fmt: skip
             report.jobs.append(C.fleet_job_cost(row, where.runs if where else ()))
         else:
-            report.jobs.append(C.job_cost(d.spec, d.target.pool, region, resource, state))
+            # what stops Karpenter packing the job's pods, read from its object's templates
+            most = None
+            if obj is not None:
+                most = packing.templates_limit(t.template for t in pod_templates(obj.doc))
+            report.jobs.append(
+                C.job_cost(d.spec, d.target.pool, region, resource, state, most=most)
+            )
         teams.setdefault(d.target.team.name, d.target.team)
         pools.setdefault(d.target.pool.name, d.target.pool)
     placed = [(p, region) for p in pools.values()]
@@ -187,8 +195,8 @@ def _row(j: C.JobCost, c: C.JobCost | None, worker: list[str]) -> list[str]:
         ceiling + usd(c.run_cost if c else None),
         ceiling + ("unknown" if run is None else duration_text(run)),
         duration.source,
-        choice.instance_type if choice else ("none fits" if c else "-"),
-        str(choice.nodes) if choice else "-",
+        choice.types if choice else ("none fits" if c else "-"),
+        str(choice.node_count) if choice else "-",
         usd(c.hourly if c else None),
         usd(spot) if spot_possible else "n/a (on-demand pool)",
     ]
@@ -289,8 +297,8 @@ def findings(report: C.CostReport, caps: CostCaps) -> list[Finding]:
             f"{usd(cap)}/h",
             [price] if price else [],
             _unpriced_job(j, cap) if j.hourly is None else "",
-            f"job {j.name} costs {usd(j.hourly)}/h on-demand{where} ({c.nodes} x "
-            f"{c.instance_type} at {usd(c.on_demand.usd if c.on_demand else None)}/h), over "
+            f"job {j.name} costs {usd(j.hourly)}/h on-demand{where} ("
+            f"{c.price_words()}), over "
             f"the {usd(cap)}/h cap for team {j.team}"
             if c and j.hourly is not None and j.hourly > cap
             else None,

@@ -126,8 +126,8 @@ def check(ctx: PlanContext) -> CheckResult:
         fleet = bool(getattr(ctx, "fleet_workers", None))
         mixed = e.gpu is not None and len(pool.node_types) > 1 and not fleet
         choice = C.choose_nodes(job, pool, region) if mixed else None
-        run = estimate(job, pool.only(choice.instance_type)) if choice else None
-        launched = choice.instance_type if choice else ""
+        launched = choice.timed_on if choice else ""  # the type the Cost times the run on
+        run = estimate(job, pool.only(launched)) if choice else None
         lines += lines_for(e, ident, run, launched)
         if fleet:
             lines.append(

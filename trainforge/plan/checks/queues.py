@@ -11,14 +11,16 @@ queue". Findings (waivable): RULES below.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import math
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
 from trainforge.core import taints as T
-from trainforge.core.contract import PoolFacts
+from trainforge.core.contract import NodeShape, PoolFacts
 from trainforge.core.pods import Shape, get
+from trainforge.jobs import capacity, packing
 from trainforge.jobs.backends import job_shape, pod_templates
 from trainforge.jobs.duration import duration_text
 from trainforge.jobs.pod import JOB_LABEL
@@ -102,6 +104,7 @@ class Simulation:
         hard: dict[str, dict[str, Fraction]] | None = None,
         shared: dict[str, dict[str, dict[str, Fraction]]] | None = None,
         pools: Iterable[PoolFacts] = (),
+        price: Callable[[str], float | None] | None = None,
     ) -> None:
         self.queues = queues
         self.flavors = flavors
@@ -116,6 +119,11 @@ class Simulation:
         self.now = 0.0
         # admitted gangs their pool could not launch: "job: why" (must stay empty)
         self.unlaunchable: list[str] = []
+        # on-demand $/h per instance type (None: the type a NodeClaim launches is unknown, and
+        # counts at its largest candidate, as Karpenter counts it while it provisions)
+        self.price = price
+        # job -> the nodes its gang launched, with the GPUs its pods use on each
+        self._nodes: dict[str, list[tuple[NodeShape, int]]] = {}
         self.running: list[Workload] = []  # admitted, in the order they were
 
     # -- the namespace backstop -----------------------------------------------------------
@@ -204,6 +212,8 @@ class Simulation:
         why = ""
         if held is not None and total > held:
             why = f"{total} GPUs admitted in pool {w.flavor}, which holds {_fmt(GPU, held)}"
+        elif room.kind == "karpenter" and room.nodes:
+            why = self._karpenter(w, room)
         elif room.max_nodes is not None:
             nodes: list[int] = []
             for g in sorted(placed, reverse=True):
@@ -219,6 +229,54 @@ class Simulation:
                 )
         if why:
             self.unlaunchable.append(f"{w.job}: {why}")
+
+    def _pods(self, w: Workload) -> list[capacity.PodRequest]:
+        """The gang's pods as Karpenter sees them: its need split evenly over its pods."""
+        n = w.pods or 1
+        cpu, mem = w.need.get("cpu", Fraction(0)) / n, w.need.get("memory", Fraction(0)) / n
+        one = capacity.PodRequest(math.ceil(cpu * 1000), mem / capacity.MI, int(w.need[GPU] / n))
+        return [one] * n
+
+    def _karpenter(self, w: Workload, pool: PoolFacts) -> str:
+        """Why Karpenter cannot launch the gang on its pool now ("": it can): the NodeClaims
+        it makes for the gang's pods (trainforge.jobs.packing) within what the pool's limits
+        leave after the nodes of the gangs already running there (each at the type it
+        launched). Pods that fit in those nodes' spare GPUs (Karpenter tries existing nodes
+        first) are not reported."""
+        rooms = capacity.rooms(pool)
+        held: list[tuple[NodeShape, int]] = []  # the running gangs' nodes, GPUs their pods use
+        for x in self.running:
+            if x is not w and x.flavor == w.flavor and x.need.get(GPU):
+                if x.job not in self._nodes:
+                    self._nodes[x.job] = self._launched(x, rooms)
+                held += self._nodes[x.job]
+        limits = packing.limits_of(pool)
+        used = {k: sum((packing.capacity_of(n)[k] for n, _ in held), Fraction(0)) for k in limits}
+        left = {k: limits[k] - used[k] for k in limits}
+        pk = packing.pack_rooms(rooms, self._pods(w), left)
+        per = int(w.need[GPU] / (w.pods or 1))
+        if not pk.unplaced or any(n.gpus - g >= per for n, g in held):
+            return ""
+        gpus = limits.get(GPU)
+        return (
+            f"Karpenter places {len(pk.claims)} NodeClaim(s) of its {w.pods} pod(s) in pool "
+            f"{w.flavor} and leaves {len(pk.unplaced)} without a node: {pk.why}"
+            + (f" (limit {_fmt(GPU, gpus)} GPUs, {_fmt(GPU, used[GPU])} held by the nodes of "
+               "the gangs running there)" if gpus is not None else "")
+        )  # fmt: skip
+
+    def _launched(self, x: Workload, rooms: list[capacity.NodeRoom]) -> list[tuple[NodeShape, int]]:
+        """The nodes a gang's NodeClaims launched (each its cheapest candidate; without
+        prices its largest, as Karpenter counts it while provisioning), with the GPUs its
+        pods use on each."""
+        shapes = {r.node.instance_type: r.node for r in rooms}
+        pods = self._pods(x)
+        out = []
+        for c in packing.pack_rooms(rooms, pods).claims:
+            t = packing.cheapest(c.candidates, self.price) if self.price else None
+            t = t or max(c.candidates, key=lambda n: shapes[n].gpus)
+            out.append((shapes[t], sum(pods[i].gpus for i in c.pods)))
+        return out
 
     def evict(self, w: Workload, by: Workload, why: str) -> None:
         self._charge(w, -1)
@@ -621,7 +679,11 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
 
     contracts = getattr(ctx.declared, "contracts", None) or []
     pools = (p for c in contracts for p in c.pools.values())
-    sim = Simulation(m.queues, m.flavors, _backstops(ctx), m.shared, pools)
+    region = C.plan_region(ctx.inventory)
+    sim = Simulation(
+        m.queues, m.flavors, _backstops(ctx), m.shared, pools,
+        price=lambda t: p.usd if (p := P.ec2_on_demand(region, t)) else None,
+    )  # fmt: skip
     sim.run_timed(workloads)
     for gone in sim.unlaunchable:
         job = gone.split(":", 1)[0]

@@ -13,7 +13,7 @@ from typing import Any
 
 from trainforge.core.contract import GPU_RESOURCE, PoolFacts, efa_count
 from trainforge.core.quantity import parse_quantity
-from trainforge.jobs import capacity
+from trainforge.jobs import capacity, packing
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 
 RULE = "TRAINFORGE_JOB_CANNOT_SCHEDULE"
@@ -104,17 +104,12 @@ def gi(value: Fraction) -> str:
 
 
 def _usage(r: capacity.JobCapacity) -> str:
-    """The pool-limit figures, each with the instance type it was computed on (said once when
-    one type gives them all): a reader can match them with the node counts and the cost."""
-    bases = set(r.usage_basis.values())
-    if len(bases) == 1 and all(k in r.usage_basis for k, _, _ in r.pool_usage):
-        parts = ", ".join(f"{k} {need} of {limit}" for k, need, limit in r.pool_usage)
-        return f"on {bases.pop()} (the least per pod): {parts}"
-    return ", ".join(
-        f"{k} {need} of {limit}"
-        + (f" (on {r.usage_basis[k]}, the least per pod)" if k in r.usage_basis else "")
-        for k, need, limit in r.pool_usage
-    )
+    """The pool-limit figures: "cpu 192 of unlimited, ..."; on a Karpenter pool as Karpenter
+    counts its NodeClaims (each at its largest candidate type)."""
+    parts = ", ".join(f"{k} {need} of {limit}" for k, need, limit in r.pool_usage)
+    if r.claims and parts:
+        return f"{parts} (each NodeClaim counted at its largest type, as Karpenter does)"
+    return parts
 
 
 def pods_per_node(r: capacity.JobCapacity) -> str:
@@ -163,10 +158,8 @@ def check(ctx: PlanContext) -> CheckResult:
         lines.append(f"{ident} on {pool.name}: {pods} pod(s) x ({size})")
         per_node = pods_per_node(r)
         usage = _usage(r)
-        if r.nodes_by_type:  # Karpenter: each type's count, as the cost table names them
-            at_once = " or ".join(f"{t} x{n}" for t, n in r.nodes_by_type)
-        else:
-            at_once = f"{r.nodes_needed} node(s)"
+        # Karpenter: its NodeClaims, the model the cost table prices
+        at_once = packing.claims_words(r.claims) if r.claims else f"{r.nodes_needed} node(s)"
         if r.fits:
             lines.append(f"  pods per node: {per_node}; all at once: {at_once}; {usage}")
         q = ", ".join(_of(k, need, limit) for k, need, limit in quota)
@@ -200,7 +193,7 @@ def check(ctx: PlanContext) -> CheckResult:
                 "podsPerNode": {f.room.node.instance_type: f.per_node for f in r.fits},
                 "nodesNeeded": r.nodes_needed,
                 "poolUsage": [list(u) for u in r.pool_usage],
-                "nodesByType": [list(t) for t in r.nodes_by_type],
+                "nodeClaims": [{"pods": n, "types": list(t)} for n, t in r.claims],
                 "problems": problems,
             }
         )

@@ -187,7 +187,7 @@ def _judge(ctx: PlanContext, o: Any, region: str) -> tuple[list[str], list[Findi
         choice = C.choose_nodes(spec, pool, region)
         if choice is not None and choice.hourly_on_demand is not None:
             lines.append(
-                f"  cost: {choice.instance_type} x{choice.nodes}, "
+                f"  cost: {choice.nodes_words()}, "
                 f"{C.usd(choice.hourly_on_demand)}/h on demand while it runs (the SDK declares "
                 "no duration: no run cost)"
             )
