@@ -95,3 +95,82 @@ from trainforge.training.__main__ import main as training_main
 assert main(["--help"]) == 0 and training_main(["--self-check"]) == 0
 """
     assert _frozen_at_exit(code=code) == (0, 0)
+
+
+# Runs MODULE as `python -m MODULE ARGS` would and prints, at exit, how many full collections
+# (generation 2) started while torch was imported and nothing was frozen: each walked torch's
+# whole heap. The entry point imports torch with the collector off and freezes what the
+# imports made (core/process.py, frozen_imports), so there are none; before, 2 in a rank that
+# stopped at a config error and 2 in the launcher.
+WALKS = """
+import atexit, gc, runpy, sys
+walks = []
+def count(phase, info):
+    if phase == "start" and info["generation"] == 2 and "torch" in sys.modules:
+        walks.append(gc.get_freeze_count())
+gc.callbacks.append(count)
+atexit.register(lambda: print("unfrozen:", walks.count(0), "frozen:", len(walks), flush=True))
+mod, sys.argv = sys.argv[1], [sys.argv[1], *sys.argv[2:]]
+runpy.run_module(mod, run_name="__main__", alter_sys=True)
+"""
+
+
+@pytest.mark.parametrize(
+    ("argv", "code"),
+    [
+        # a rank: torch and the runtime imported, then a config error (exit 2) before a model
+        (("trainforge.training", "--model", "mlp", "--dataset-size", "4", "--batch-size", "8"), 2),
+        (
+            (
+                "trainforge.training.launch",
+                "--standalone",
+                "--nnodes",
+                "1",
+                "--nproc-per-node",
+                "1",
+                "--no-python",
+                "true",
+            ),
+            0,
+        ),  # fmt: skip
+    ],
+    ids=["training", "launch"],
+)
+def test_torch_s_import_is_not_walked_by_the_collector(argv, code, tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-c", WALKS, *argv],
+        env=cli_env(),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    lines = [ln.split() for ln in proc.stdout.splitlines() if ln.startswith("unfrozen:")]
+    assert lines and proc.returncode == code, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert lines[-1][1] == "0", lines[-1]
+
+
+def test_frozen_imports_changes_nothing_outside_its_own_process():
+    """In another program's process (own_process False) the collector stays as it was; in its
+    own, it is off inside the block and on again after, with the block's objects frozen."""
+    code = """
+import gc
+from trainforge.core.process import frozen_imports
+with frozen_imports(own_process=False):
+    assert gc.isenabled()
+assert gc.get_freeze_count() == 0
+with frozen_imports(own_process=True):
+    assert not gc.isenabled()
+    kept = [[] for _ in range(1000)]
+assert gc.isenabled() and gc.get_freeze_count() >= 1000
+gc.disable()
+with frozen_imports(own_process=True):  # the caller turned it off: it stays off, unfrozen
+    pass
+gc.unfreeze()
+assert not gc.isenabled() and gc.get_freeze_count() == 0
+print("ok")
+"""
+    proc = subprocess.run(
+        [sys.executable, "-c", code], env=cli_env(), capture_output=True, text=True, timeout=60
+    )
+    assert proc.stdout.strip() == "ok", proc.stdout + proc.stderr
