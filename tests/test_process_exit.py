@@ -100,8 +100,9 @@ assert main(["--help"]) == 0 and training_main(["--self-check"]) == 0
 # Runs MODULE as `python -m MODULE ARGS` would and prints, at exit, how many full collections
 # (generation 2) started while torch was imported and nothing was frozen: each walked torch's
 # whole heap. The entry point imports torch with the collector off and freezes what the
-# imports made (core/process.py, frozen_imports), so there are none; before, 2 in a rank that
-# stopped at a config error and 2 in the launcher.
+# imports made (core/process.py, frozen_imports; for your code's rank, its first `import
+# torch`: freeze_first_import), so there are none; before, 2 in a rank that stopped at a
+# config error, 2 in the launcher and 2 in a user's script that imports torch.
 WALKS = """
 import atexit, gc, runpy, sys
 walks = []
@@ -132,11 +133,14 @@ runpy.run_module(mod, run_name="__main__", alter_sys=True)
                 "true",
             ),
             0,
-        ),  # fmt: skip
+        ),
+        # a rank of your own code: the script's own `import torch`
+        (("trainforge.training.usercode", "uses_torch.py"), 0),
     ],
-    ids=["training", "launch"],
+    ids=["training", "launch", "usercode"],
 )
 def test_torch_s_import_is_not_walked_by_the_collector(argv, code, tmp_path):
+    (tmp_path / "uses_torch.py").write_text("import torch\nprint(torch.ones(2).sum())\n")
     proc = subprocess.run(
         [sys.executable, "-c", WALKS, *argv],
         env=cli_env(),
@@ -168,6 +172,35 @@ with frozen_imports(own_process=True):  # the caller turned it off: it stays off
     pass
 gc.unfreeze()
 assert not gc.isenabled() and gc.get_freeze_count() == 0
+gc.enable()
+print("ok")
+"""
+    proc = subprocess.run(
+        [sys.executable, "-c", code], env=cli_env(), capture_output=True, text=True, timeout=60
+    )
+    assert proc.stdout.strip() == "ok", proc.stdout + proc.stderr
+
+
+def test_a_first_import_through_the_hook_is_the_module_as_always():
+    """freeze_first_import: the module is found by the same search and carries its own loader
+    and spec; a name that is not installed fails as it always does, and the search for the
+    next name is unchanged."""
+    code = """
+import gc, sys
+from trainforge.core.process import freeze_first_import
+freeze_first_import("no_such_module_here")
+try:
+    import no_such_module_here
+except ModuleNotFoundError as e:
+    assert e.name == "no_such_module_here"
+else:
+    raise AssertionError("imported a missing module")
+freeze_first_import("json")
+import json
+assert "_FrozenLoader" not in repr(json.__loader__), json.__loader__
+assert json.__spec__.loader is json.__loader__ and json.__file__.endswith("json/__init__.py")
+assert json.loads("[1]") == [1] and gc.get_freeze_count() > 0 and gc.isenabled()
+import csv  # the next import: the ordinary search
 print("ok")
 """
     proc = subprocess.run(
