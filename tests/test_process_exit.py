@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from tests.conftest import cli_env
+from tests.conftest import ROOT, cli_env
 
 # Runs MODULE as `python -m MODULE ARGS` would, and prints, from an atexit handler (after the
 # entry point returned its code, before the interpreter's final collections), how many objects
@@ -112,7 +112,11 @@ def count(phase, info):
 gc.callbacks.append(count)
 atexit.register(lambda: print("unfrozen:", walks.count(0), "frozen:", len(walks), flush=True))
 mod, sys.argv = sys.argv[1], [sys.argv[1], *sys.argv[2:]]
-runpy.run_module(mod, run_name="__main__", alter_sys=True)
+if mod.endswith(".py"):  # a script: as `python SCRIPT` runs it
+    sys.path[0] = mod.rpartition("/")[0]
+    runpy.run_path(mod, run_name="__main__")
+else:
+    runpy.run_module(mod, run_name="__main__", alter_sys=True)
 """
 
 
@@ -136,8 +140,30 @@ runpy.run_module(mod, run_name="__main__", alter_sys=True)
         ),
         # a rank of your own code: the script's own `import torch`
         (("trainforge.training.usercode", "uses_torch.py"), 0),
+        # bench/throughput.py's worker measures the runtime's loop: imported as a rank does
+        (
+            (
+                str(ROOT / "bench" / "throughput.py"),
+                "--worker",
+                "--device",
+                "cpu",
+                "--workers",
+                "1",
+                "--model",
+                "mlp",
+                "--batch-size",
+                "8",
+                "--dataset-size",
+                "64",
+                "--steps",
+                "2",
+                "--rounds",
+                "1",
+            ),
+            0,
+        ),  # fmt: skip
     ],
-    ids=["training", "launch", "usercode"],
+    ids=["training", "launch", "usercode", "bench-worker"],
 )
 def test_torch_s_import_is_not_walked_by_the_collector(argv, code, tmp_path):
     (tmp_path / "uses_torch.py").write_text("import torch\nprint(torch.ones(2).sum())\n")
