@@ -149,13 +149,17 @@ def main_parent(a: argparse.Namespace) -> int:
 
 
 def main_worker(a: argparse.Namespace) -> int:
-    import torch
-    import torch.distributed as dist
+    from trainforge.core.process import frozen_imports
 
-    from trainforge.training.config import TrainConfig, validate
-    from trainforge.training.data import build_dataset
-    from trainforge.training.distributed import init_distributed
-    from trainforge.training.loop import _train
+    # as a runtime rank imports them (training/__main__.py): the loop measured is the runtime's
+    with frozen_imports(own_process=__name__ == "__main__"):
+        import torch
+        import torch.distributed as dist
+
+        from trainforge.training.config import TrainConfig, validate
+        from trainforge.training.data import build_dataset
+        from trainforge.training.distributed import init_distributed
+        from trainforge.training.loop import _train
 
     env = init_distributed()
     cfg = validate(

@@ -24,6 +24,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.parse
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -44,6 +45,12 @@ pytestmark = pytest.mark.skipif(
 )
 JOB = {"namespace": "team-a", "trainforge_io_team": "team-a", "trainforge_io_job": "stall-e2e"}
 DEADLINE = 50.0  # seconds for the whole rehearsal once everything runs
+# The stall rule's window: 1 s scrapes put 4 samples of a stepping counter (steps of a few ms
+# here) in it. It was 8 s, with a fixed 10 s of training (both ranks at full CPU) before the
+# stop, in which the rule could fire only in its last ~1 s and a false page could not reach
+# the webhook before the check (a rule broken to fire while training passed it).
+STALL_S = 4
+STALL = f"{STALL_S}s"
 
 
 class Receiver:
@@ -90,6 +97,19 @@ def start_on_free_port(argv_for, log: Path, ready_path: str, tries: int = 8):
             time.sleep(0.2)
         stop(proc)
     raise AssertionError(f"could not start {argv_for(0)[0]}: {log.read_text()[-2000:]}")
+
+
+def prom_query(port: int, query: str) -> list[dict]:
+    """The instant vector Prometheus's HTTP API returns for `query` now."""
+    url = f"http://127.0.0.1:{port}/api/v1/query?" + urllib.parse.urlencode({"query": query})
+    with urllib.request.urlopen(url, timeout=5) as resp:
+        return json.load(resp)["data"]["result"]
+
+
+def prom_alerts(port: int) -> list[dict]:
+    """Prometheus's own pending and firing alerts (before Alertmanager's grouping waits)."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/alerts", timeout=5) as resp:
+        return json.load(resp)["data"]["alerts"]
 
 
 def stop(proc: subprocess.Popen) -> None:
@@ -200,7 +220,7 @@ def test_a_stopped_rank_pages_through_prometheus_and_alertmanager(tmp_path):
         # Prometheus: scrape rank 0 every second, evaluate the rendered rules every second
         rules = tmp_path / "rules.yaml"
         rules.write_text(
-            yaml.safe_dump({"groups": alerts.rule_groups(AlertsConfig(stalled_after="8s"))})
+            yaml.safe_dump({"groups": alerts.rule_groups(AlertsConfig(stalled_after=STALL))})
         )
         prom_cfg = {
             "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
@@ -218,7 +238,7 @@ def test_a_stopped_rank_pages_through_prometheus_and_alertmanager(tmp_path):
             ],
         }
         (tmp_path / "prometheus.yaml").write_text(yaml.safe_dump(prom_cfg))
-        prom, _ = start_on_free_port(
+        prom, prom_port = start_on_free_port(
             lambda port: [
                 PROMETHEUS,
                 f"--config.file={tmp_path / 'prometheus.yaml'}",
@@ -231,9 +251,19 @@ def test_a_stopped_rank_pages_through_prometheus_and_alertmanager(tmp_path):
         )
         procs.append(prom)
 
-        # training makes progress: no stall alert for a few seconds of scrapes
-        time.sleep(10)
+        # training makes progress: from the moment the rule can fire (a sample STALL old
+        # exists, its offset clause), two more evaluations leave it quiet in Prometheus (no
+        # pending or firing alert: `for` is 0) and at the webhook
+        end = time.monotonic() + 30
+        while not prom_query(prom_port, f"trainforge_step offset {STALL}"):
+            assert time.monotonic() < end, "Prometheus scraped no step " + STALL + " ago"
+            time.sleep(0.3)
+        time.sleep(2.5)  # evaluations every second
         assert train[0].poll() is None and train[1].poll() is None
+        stalled = [
+            a for a in prom_alerts(prom_port) if a["labels"]["alertname"] == "TrainforgeJobStalled"
+        ]
+        assert stalled == [], f"stalled while training ran: {stalled}"
         assert receiver.firing("TrainforgeJobStalled") == [], "stalled while training ran"
 
         train[1].send_signal(signal.SIGSTOP)  # rank 1 frozen: rank 0 waits in all-reduce
@@ -249,7 +279,8 @@ def test_a_stopped_rank_pages_through_prometheus_and_alertmanager(tmp_path):
         assert {k: alert["labels"][k] for k in JOB} == JOB
         assert alert["labels"]["severity"] == "critical"
         assert (
-            alert["annotations"]["summary"] == "Job team-a/stall-e2e made no optimizer step for 8s"
+            alert["annotations"]["summary"]
+            == f"Job team-a/stall-e2e made no optimizer step for {STALL}"
         )
         assert alert["annotations"]["runbook_url"].endswith(
             "troubleshooting.md#trainforgejobstalled"

@@ -31,8 +31,11 @@ def main(argv: list[str] | None = None) -> int:
         # not where they are off (a feature that silently does nothing is worse than none).
         for line in selfcheck.startup_lines(cfg.checkpoint.s3_uri):
             print(line, flush=True)
-    from trainforge.training import exits
-    from trainforge.training.loop import train
+    from trainforge.core.process import frozen_imports
+
+    with frozen_imports(own_process=__name__ == "__main__"):  # torch: not walked again
+        from trainforge.training import exits
+        from trainforge.training.loop import train
 
     try:
         code = train(cfg)

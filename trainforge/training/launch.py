@@ -132,9 +132,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _launch(argv: list[str], local: str) -> int:
-    from torch.distributed.elastic.multiprocessing import SignalException
-    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
-    from torch.distributed.run import main as torchrun_main
+    from trainforge.core.process import frozen_imports
+
+    with frozen_imports(own_process=__name__ == "__main__"):  # torch: not walked again
+        from torch.distributed.elastic.multiprocessing import SignalException
+        from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+        from torch.distributed.run import main as torchrun_main
 
     try:
         torchrun_main(argv)

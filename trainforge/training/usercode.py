@@ -239,6 +239,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    from trainforge.core.process import exit_code
+    from trainforge.core.process import exit_code, freeze_first_import
 
+    freeze_first_import("torch")  # your code's import of it: not walked again by the collector
     sys.exit(exit_code(main()))
