@@ -66,6 +66,7 @@ def main() -> int:
 
     g = torch.Generator().manual_seed(1)
     w_true = torch.randn(16, 1, generator=g)
+    last_loss: float | None = None  # None: resumed at the last step, nothing left to train
     while step < args.steps:
         gen = torch.Generator().manual_seed(1000 * step + rank)  # the same data after a restart
         x = torch.randn(32, 16, generator=gen)
@@ -77,9 +78,10 @@ def main() -> int:
             param.grad /= world
         opt.step()
         step += 1
+        last_loss = loss.item()
         time.sleep(args.step_seconds)
         if rank == 0:
-            log_metrics(out_dir, step=step, loss=loss.item())
+            log_metrics(out_dir, step=step, loss=last_loss)
             if step % args.save_every == 0 or step == args.steps:
                 tmp = ckpt_dir / f".step_{step}.pt.tmp"
                 torch.save(
@@ -90,7 +92,8 @@ def main() -> int:
                 print(f"[rank0] saved step_{step}.pt", flush=True)
     dist.barrier()
     if rank == 0:
-        print(f"done: {step} steps, loss {loss.item():.4f}", flush=True)
+        trained = f"loss {last_loss:.4f}" if last_loss is not None else "nothing left to train"
+        print(f"done: {step} steps, {trained}", flush=True)
     dist.destroy_process_group()
     return 0
 

@@ -85,6 +85,18 @@ def test_a_plain_ddp_script_runs_on_2_ranks_with_no_stack(project):
     assert "attempts: 1" in rep.stdout
 
 
+def test_the_plain_example_run_again_resumes_at_its_last_step_and_ends_cleanly(project):
+    # a second run in the same folder (as a user re-runs the docs' command) finds step_4.pt and
+    # has nothing left to train: it said so with an UnboundLocalError traceback for `loss`
+    first = _run(project, "user_code/train.py", "--workers", "2", "--", "--steps", "4")
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    again = _run(project, "user_code/train.py", "--workers", "2", "--", "--steps", "4")
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    assert "resumed from step_4.pt at step 4" in again.stdout
+    assert "done: 4 steps, nothing left to train" in again.stdout
+    assert "Traceback" not in again.stdout + again.stderr
+
+
 @pytest.mark.parametrize("target", [["ranks.py"], ["-m", "ranks"], ["ranks:train"]])
 def test_script_module_and_function_get_the_world_they_ask_for(project, target):
     proc = _run(project, *target, "--workers", "3")
