@@ -117,6 +117,20 @@ def _gpt(**kw):
     return parse_job({**raw, **kw}, "job")
 
 
+def test_pods_per_node_and_the_packing_read_one_sizing_of_a_hand_built_type():
+    """A contract with a node shape for one type and only the size of another: the packing
+    sizes the second as `pods_per_node` does (`cost._packing_pool`, one sizing), so an 8-GPU
+    pod that only the g5.48xlarge holds launches on it (it used to be offered by
+    `node_options` and never launched: no NodeClaim, no cost)."""
+    (shape,) = capacity.pool_nodes(replace(G5, node_types=(), instance_types=("g5.12xlarge",)))
+    pool = replace(G5, nodes=(shape,))
+    job = _job(gpusPerWorker=8, workers=1, cpu="90", memory="300Gi")
+    big = pool.node_types[1]
+    assert cost.pods_per_node(job, pool, big) == 1
+    choice = cost.choose_nodes(job, pool, "us-east-1")
+    assert choice is not None and (choice.instance_type, choice.nodes) == ("g5.48xlarge", 1)
+
+
 def test_a_mixed_pool_runs_and_prices_the_type_karpenter_launches():
     """The run cost pairs one node: the duration is estimated on the type the $/h is for
     (Karpenter's cheapest, g6.xlarge: L4), not on the pool's slowest GPU (A10G; one rank, so

@@ -35,18 +35,10 @@ def pod_size(job: JobSpec) -> str:
 def pods_per_node(job: JobSpec, pool: PoolFacts, node: NodeType) -> int:
     """How many of the job's pods one node of this type holds (0: it does not fit): the
     scheduling rehearsal's arithmetic (trainforge.jobs.capacity: what the node leaves after
-    the kubelet's reservations and the pool's DaemonSets), not an estimate of its own."""
-    gpus = job.gpus_per_worker or 0
-    req = capacity.PodRequest.of(
-        job.cpu or "0", job.memory or "0", gpus, efa_count(pool, gpus) if job.efa else 0
-    )
-    rooms = [r for r in capacity.rooms(pool) if r.node.instance_type == node.name]
-    if not rooms and node.vcpus and node.memory_mib:
-        # a contract built by hand (no node shapes): the type's own size, the pool's DaemonSets
-        sized = replace(pool, nodes=(), instance_types=(node.name,), vcpus_per_node=node.vcpus,
-                        memory_mib_per_node=node.memory_mib, gpus_per_node=node.gpus)  # fmt: skip
-        rooms = capacity.rooms(sized)
-    return capacity.fit(rooms[0], req).per_node if rooms else 0
+    the kubelet's reservations and the pool's DaemonSets) on the node shapes the packing reads
+    (`_packing_pool`), not an estimate of its own."""
+    rooms = [r for r in capacity.rooms(_packing_pool(pool)) if r.node.instance_type == node.name]
+    return capacity.fit(rooms[0], _request(job, pool)).per_node if rooms else 0
 
 
 @dataclass(frozen=True)
@@ -176,17 +168,16 @@ def _request(job: JobSpec, pool: PoolFacts) -> capacity.PodRequest:
 
 
 def _packing_pool(pool: PoolFacts) -> PoolFacts:
-    """The pool as the packing model reads it: its node shapes, or (a contract built by hand,
-    no shapes) each type at its own size with the pool's DaemonSets (`pods_per_node`)."""
-    if pool.nodes:
-        return pool
-    shapes = []
+    """The pool as the packing model and `pods_per_node` read it: its node shapes, and each
+    type without one (a contract built by hand) at its own size with the pool's DaemonSets."""
+    shaped = {n.instance_type for n in pool.nodes}
+    shapes = list(pool.nodes)
     for t in _node_types(pool):
-        if t.vcpus and t.memory_mib:
+        if t.name not in shaped and t.vcpus and t.memory_mib:
             sized = replace(pool, nodes=(), instance_types=(t.name,), vcpus_per_node=t.vcpus,
                             memory_mib_per_node=t.memory_mib, gpus_per_node=t.gpus)  # fmt: skip
             shapes += [r.node for r in capacity.rooms(sized)]
-    return replace(pool, nodes=tuple(shapes))
+    return pool if len(shapes) == len(pool.nodes) else replace(pool, nodes=tuple(shapes))
 
 
 def karpenter_launch(job: JobSpec, pool: PoolFacts, most: int | None = None) -> packing.Packing:
