@@ -119,14 +119,14 @@ def _gpt(**kw):
 
 def test_pods_per_node_and_the_packing_read_one_sizing_of_a_hand_built_type():
     """A contract with a node shape for one type and only the size of another: the packing
-    sizes the second as `pods_per_node` does (`cost._packing_pool`, one sizing), so an 8-GPU
+    sizes the second as `pods_per_node` does (`capacity.packing_pool`, one sizing), so an 8-GPU
     pod that only the g5.48xlarge holds launches on it (it used to be offered by
     `node_options` and never launched: no NodeClaim, no cost)."""
     (shape,) = capacity.pool_nodes(replace(G5, node_types=(), instance_types=("g5.12xlarge",)))
     pool = replace(G5, nodes=(shape,))
     job = _job(gpusPerWorker=8, workers=1, cpu="90", memory="300Gi")
     big = pool.node_types[1]
-    assert cost.pods_per_node(job, pool, big) == 1
+    assert capacity.pods_per_node(job, pool, big) == 1
     choice = cost.choose_nodes(job, pool, "us-east-1")
     assert choice is not None and (choice.instance_type, choice.nodes) == ("g5.48xlarge", 1)
 
@@ -322,6 +322,39 @@ def _report(stack: str, today=dt.date(2026, 11, 23), overrides=None):
 def prod():
     # prod with its `YOURS:` values (the p4d group's capacity reservation among them)
     return _report("prod", overrides=prod_own_values())
+
+
+def _annotations(result, name):
+    (obj,) = [o for o in result.objects if o.kind == "PyTorchJob" and o.obj_name == name]
+    return obj.doc["metadata"]["annotations"]
+
+
+def test_the_jobs_expected_duration_annotation_is_the_costs_run():
+    """The annotation `trainforge status` reads for its ETA is the estimate the plan's Cost
+    times the run on (`duration.launch_duration`: the per-type figure of the type the packing
+    launches), not the pool-wide one (slowest GPU, least bandwidth: two different nodes).
+    prod: one g5.48xlarge holds both pods, so the figure is exactly the Cost's (it was 33,881 s
+    against the Cost's 33,782 s). dev's gpt-small-fsdp: g4dn.xlarge or g5.xlarge, which one
+    only the prices decide, so the annotation states the range with the Cost's figure in it
+    and records the longer (it was 3,825 s, a figure neither type gives)."""
+    result, report = _report("prod")
+    (job,) = report.jobs
+    notes = _annotations(result, "gpt-350m-fsdp")
+    assert notes[duration.EXPECTED_SECONDS] == f"{job.duration.seconds:.0f}"
+    assert notes[duration.EXPECTED_BASIS] == job.duration.detail
+
+    result, report = _report("dev")
+    (job,) = [j for j in report.jobs if j.name == "gpt-small-fsdp"]
+    notes = _annotations(result, "gpt-small-fsdp")
+    assert job.worst is not None  # the pool may launch the dearer, slower type instead
+    likely, worst = job.choice.duration, job.worst.duration
+    assert likely.seconds < worst.seconds
+    assert notes[duration.EXPECTED_SECONDS] == f"{worst.seconds:.0f}"
+    basis = notes[duration.EXPECTED_BASIS]
+    assert basis.startswith(
+        f"{duration.duration_text(likely.seconds)} on {job.choice.instance_type} to "
+        f"{duration.duration_text(worst.seconds)} on {job.worst.instance_type}: "
+    )
 
 
 def test_prod_cost_table_has_jobs_teams_and_the_platform(prod, capsys):
