@@ -329,6 +329,23 @@ def _annotations(result, name):
     return obj.doc["metadata"]["annotations"]
 
 
+def test_pods_packed_on_one_node_are_still_nccls_separate_hosts():
+    """Karpenter puts prod's two 4-GPU pods on one g5.48xlarge, but NCCL tells hosts apart
+    by hostname (the pod's own) and boot id, and its P2P/SHM transports connect only ranks of
+    one host (NVIDIA/nccl v2.30.7-1 src/misc/utils.cc, src/transport/p2p.cc): the estimate
+    keeps the pods' traffic on the network, unlike one pod with all eight GPUs."""
+    from trainforge.jobs.estimate import estimate
+
+    (dj,) = shipped_plan("prod").inventory.declared.jobs
+    pool = dj.target.pool.only("g5.48xlarge")
+    two = estimate(dj.spec, pool).timing
+    whole = {"workers": 1, "gpus_per_worker": 8, "procs_per_worker": 8}
+    one_pod = estimate(dj.spec.model_copy(update=whole), pool)
+    one = one_pod.timing
+    assert two is not None and one is not None and one_pod.world_size == 8
+    assert two.comm_seconds > one.comm_seconds
+
+
 def test_the_jobs_expected_duration_annotation_is_the_costs_run():
     """The annotation `trainforge status` reads for its ETA is the estimate the plan's Cost
     times the run on (`duration.launch_duration`: the per-type figure of the type the packing
