@@ -18,7 +18,7 @@ from trainforge.jobs import capacity, duration, packing
 from trainforge.jobs.spec import parse_job
 from trainforge.plan import cli, core, cost, price_facts
 from trainforge.plan.check_types import PlanContext
-from trainforge.plan.checks import cost_check
+from trainforge.plan.checks import cost_check, estimates
 from trainforge.stack.policy import CostCapsError
 
 G5 = PoolFacts(
@@ -684,6 +684,9 @@ def test_the_cost_reads_what_stops_packing_from_the_jobs_object():
     assert (job.choice.instance_type, job.choice.nodes) == ("g5.12xlarge", 2)
     assert job.hourly == pytest.approx(2 * 5.672)
     assert "at most 1 per node (its pod template)" in job.choice.reason
+    # the estimates section times the run on the same nodes as the Cost
+    estimated = estimates.check(ctx).sections[0].lines
+    assert any("step and duration on g5.12xlarge (8 x A10G)" in line for line in estimated)
     (plain,) = cost_check.build_report(
         PlanContext(inventory=inv, objects=result.objects, declared=inv.declared, root=ROOT),
         today=dt.date(2026, 11, 23),
