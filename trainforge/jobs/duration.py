@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from trainforge.core.contract import PoolFacts
+from trainforge.jobs import capacity
 from trainforge.jobs.spec import JobSpec
 
 # The annotations on a job's object (pytorchjob, trainjob, indexed Job) that record its
@@ -178,8 +179,6 @@ def launch_duration(job: JobSpec, pool: PoolFacts, most: int | None = None) -> D
     candidates' figures differ, which one runs depends on the prices: the result states the
     range (`low`/`high`) and records the longer (`seconds`), so a job queued behind it is
     never promised an earlier start than the plan's."""
-    from trainforge.jobs import capacity  # noqa: PLC0415 - the packing imports the contract
-
     types = capacity.pool_types(pool)
     fitting = [t.name for t in types if capacity.pods_per_node(job, pool, t) > 0]
     if len(types) <= 1 or not fitting:
