@@ -18,7 +18,7 @@ from trainforge.jobs import capacity, duration, packing
 from trainforge.jobs.spec import parse_job
 from trainforge.plan import cli, core, cost, price_facts
 from trainforge.plan.check_types import PlanContext
-from trainforge.plan.checks import cost_check
+from trainforge.plan.checks import cost_check, estimates
 from trainforge.stack.policy import CostCapsError
 
 G5 = PoolFacts(
@@ -115,6 +115,20 @@ def _gpt(**kw):
            "dModel": 768, "heads": 12, "seqLen": 1024, "vocabSize": 8192, "steps": 5000,
            "batchSize": 8}  # fmt: skip
     return parse_job({**raw, **kw}, "job")
+
+
+def test_pods_per_node_and_the_packing_read_one_sizing_of_a_hand_built_type():
+    """A contract with a node shape for one type and only the size of another: the packing
+    sizes the second as `pods_per_node` does (`capacity.packing_pool`, one sizing), so an 8-GPU
+    pod that only the g5.48xlarge holds launches on it (it used to be offered by
+    `node_options` and never launched: no NodeClaim, no cost)."""
+    (shape,) = capacity.pool_nodes(replace(G5, node_types=(), instance_types=("g5.12xlarge",)))
+    pool = replace(G5, nodes=(shape,))
+    job = _job(gpusPerWorker=8, workers=1, cpu="90", memory="300Gi")
+    big = pool.node_types[1]
+    assert capacity.pods_per_node(job, pool, big) == 1
+    choice = cost.choose_nodes(job, pool, "us-east-1")
+    assert choice is not None and (choice.instance_type, choice.nodes) == ("g5.48xlarge", 1)
 
 
 def test_a_mixed_pool_runs_and_prices_the_type_karpenter_launches():
@@ -308,6 +322,56 @@ def _report(stack: str, today=dt.date(2026, 11, 23), overrides=None):
 def prod():
     # prod with its `YOURS:` values (the p4d group's capacity reservation among them)
     return _report("prod", overrides=prod_own_values())
+
+
+def _annotations(result, name):
+    (obj,) = [o for o in result.objects if o.kind == "PyTorchJob" and o.obj_name == name]
+    return obj.doc["metadata"]["annotations"]
+
+
+def test_pods_packed_on_one_node_are_still_nccls_separate_hosts():
+    """Karpenter puts prod's two 4-GPU pods on one g5.48xlarge, but NCCL tells hosts apart
+    by hostname (the pod's own) and boot id, and its P2P/SHM transports connect only ranks of
+    one host (NVIDIA/nccl v2.30.7-1 src/misc/utils.cc, src/transport/p2p.cc): the estimate
+    keeps the pods' traffic on the network, unlike one pod with all eight GPUs."""
+    from trainforge.jobs.estimate import estimate
+
+    (dj,) = shipped_plan("prod").inventory.declared.jobs
+    pool = dj.target.pool.only("g5.48xlarge")
+    two = estimate(dj.spec, pool).timing
+    whole = {"workers": 1, "gpus_per_worker": 8, "procs_per_worker": 8}
+    one_pod = estimate(dj.spec.model_copy(update=whole), pool)
+    one = one_pod.timing
+    assert two is not None and one is not None and one_pod.world_size == 8
+    assert two.comm_seconds > one.comm_seconds
+
+
+def test_the_jobs_expected_duration_annotation_is_the_costs_run():
+    """The annotation `trainforge status` reads for its ETA is the estimate the plan's Cost
+    times the run on (`duration.launch_duration`: the per-type figure of the type the packing
+    launches), not the pool-wide one (slowest GPU, least bandwidth: two different nodes).
+    prod: one g5.48xlarge holds both pods, so the figure is exactly the Cost's (it was 33,881 s
+    against the Cost's 33,782 s). dev's gpt-small-fsdp: g4dn.xlarge or g5.xlarge, which one
+    only the prices decide, so the annotation states the range with the Cost's figure in it
+    and records the longer (it was 3,825 s, a figure neither type gives)."""
+    result, report = _report("prod")
+    (job,) = report.jobs
+    notes = _annotations(result, "gpt-350m-fsdp")
+    assert notes[duration.EXPECTED_SECONDS] == f"{job.duration.seconds:.0f}"
+    assert notes[duration.EXPECTED_BASIS] == job.duration.detail
+
+    result, report = _report("dev")
+    (job,) = [j for j in report.jobs if j.name == "gpt-small-fsdp"]
+    notes = _annotations(result, "gpt-small-fsdp")
+    assert job.worst is not None  # the pool may launch the dearer, slower type instead
+    likely, worst = job.choice.duration, job.worst.duration
+    assert likely.seconds < worst.seconds
+    assert notes[duration.EXPECTED_SECONDS] == f"{worst.seconds:.0f}"
+    basis = notes[duration.EXPECTED_BASIS]
+    assert basis.startswith(
+        f"{duration.duration_text(likely.seconds)} on {job.choice.instance_type} to "
+        f"{duration.duration_text(worst.seconds)} on {job.worst.instance_type}: "
+    )
 
 
 def test_prod_cost_table_has_jobs_teams_and_the_platform(prod, capsys):
@@ -620,6 +684,9 @@ def test_the_cost_reads_what_stops_packing_from_the_jobs_object():
     assert (job.choice.instance_type, job.choice.nodes) == ("g5.12xlarge", 2)
     assert job.hourly == pytest.approx(2 * 5.672)
     assert "at most 1 per node (its pod template)" in job.choice.reason
+    # the estimates section times the run on the same nodes as the Cost
+    estimated = estimates.check(ctx).sections[0].lines
+    assert any("step and duration on g5.12xlarge (8 x A10G)" in line for line in estimated)
     (plain,) = cost_check.build_report(
         PlanContext(inventory=inv, objects=result.objects, declared=inv.declared, root=ROOT),
         today=dt.date(2026, 11, 23),

@@ -25,10 +25,22 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
-from trainforge.core.contract import GPU_RESOURCE, NodeShape, PoolFacts, PoolLimits, TeamQuota
+from trainforge.core.contract import (
+    GPU_RESOURCE,
+    NodeShape,
+    NodeType,
+    PoolFacts,
+    PoolLimits,
+    TeamQuota,
+    efa_count,
+)
 from trainforge.core.quantity import parse_quantity
 from trainforge.jobs import node_facts, packing
+
+if TYPE_CHECKING:
+    from trainforge.jobs.spec import JobSpec
 
 MI = packing.MI
 
@@ -256,6 +268,54 @@ def pack(pool: PoolFacts, pods: Sequence[PodRequest], most: int | None = None) -
     """The NodeClaims Karpenter makes for a batch of `pods` on a Karpenter pool
     (`packing.pack_rooms` on the pool's types as `rooms` sees them, and its `limits`)."""
     return packing.pack_rooms(rooms(pool), pods, packing.limits_of(pool), most)
+
+
+# --- a job's pods on its pool: what the cost, the estimate and the emitter read --------------
+
+
+def pool_types(pool: PoolFacts) -> list[NodeType]:
+    """The pool's instance types with their sizes; a contract built by hand (no per-type
+    facts): every type at the pool's guaranteed minimum size."""
+    if pool.node_types:
+        return list(pool.node_types)
+    return [
+        NodeType(t, pool.vcpus_per_node or 0, pool.memory_mib_per_node or 0, pool.gpus_per_node)
+        for t in pool.instance_types
+    ]
+
+
+def job_request(job: JobSpec, pool: PoolFacts) -> PodRequest:
+    """One pod of a *resolved* job, as the packing counts it (EFA interfaces when it uses EFA)."""
+    gpus = job.gpus_per_worker or 0
+    efa = efa_count(pool, gpus) if job.efa else 0
+    return PodRequest.of(job.cpu or "0", job.memory or "0", gpus, efa)
+
+
+def packing_pool(pool: PoolFacts) -> PoolFacts:
+    """The pool as the packing model and `pods_per_node` read it: its node shapes, and each
+    type without one (a contract built by hand) at its own size with the pool's DaemonSets."""
+    shaped = {n.instance_type for n in pool.nodes}
+    shapes = list(pool.nodes)
+    for t in pool_types(pool):
+        if t.name not in shaped and t.vcpus and t.memory_mib:
+            sized = replace(pool, nodes=(), instance_types=(t.name,), vcpus_per_node=t.vcpus,
+                            memory_mib_per_node=t.memory_mib, gpus_per_node=t.gpus)  # fmt: skip
+            shapes += [r.node for r in rooms(sized)]
+    return pool if len(shapes) == len(pool.nodes) else replace(pool, nodes=tuple(shapes))
+
+
+def pods_per_node(job: JobSpec, pool: PoolFacts, node: NodeType) -> int:
+    """How many of the job's pods one node of this type holds (0: it does not fit): the
+    scheduling rehearsal's arithmetic (what the node leaves after the kubelet's reservations
+    and the pool's DaemonSets) on the node shapes the packing reads (`packing_pool`)."""
+    found = [r for r in rooms(packing_pool(pool)) if r.node.instance_type == node.name]
+    return fit(found[0], job_request(job, pool)).per_node if found else 0
+
+
+def launch(job: JobSpec, pool: PoolFacts, most: int | None = None) -> packing.Packing:
+    """The NodeClaims Karpenter makes for the job's pods on `pool` (trainforge.jobs.packing):
+    `most` caps the job's pods per node (`packing.spread_limit` of its pod template)."""
+    return pack(packing_pool(pool), [job_request(job, pool)] * job.workers, most)
 
 
 def _karpenter_limits(out: JobCapacity) -> None:

@@ -9,9 +9,10 @@ expected start on the live cluster as the plan does (trainforge.live.wait).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from trainforge.core.contract import PoolFacts
+from trainforge.jobs import capacity
 from trainforge.jobs.spec import JobSpec
 
 # The annotations on a job's object (pytorchjob, trainjob, indexed Job) that record its
@@ -163,4 +164,57 @@ def expected_duration(job: JobSpec, pool: PoolFacts, instance_type: str | None =
         None,
         "unknown",
         "unknown: set expectedStepSeconds (or runPolicy.activeDeadlineSeconds as a ceiling)",
+    )
+
+
+def launch_duration(job: JobSpec, pool: PoolFacts, most: int | None = None) -> Duration:
+    """The job's expected run on the nodes `pool` launches for it, as far as the jobs layer
+    can tell without prices (the emitter's annotations read it; the plan's Cost reads the same
+    per-type figure, `expected_duration(job, pool, type)`, and picks by price).
+
+    A pool of one type: that type's. A managed node group: its first type that holds a pod
+    (it launches them in the order listed). A Karpenter pool: the NodeClaims the packing makes
+    (trainforge.jobs.packing; `most`: the pod template's cap on pods per node), each launching
+    one of its candidate types, the run timed on the slowest launched type. Where the
+    candidates' figures differ, which one runs depends on the prices: the result states the
+    range (`low`/`high`) and records the longer (`seconds`), so a job queued behind it is
+    never promised an earlier start than the plan's."""
+    types = capacity.pool_types(pool)
+    fitting = [t.name for t in types if capacity.pods_per_node(job, pool, t) > 0]
+    if len(types) <= 1 or not fitting:
+        return expected_duration(job, pool)
+    if pool.kind != "karpenter":
+        return expected_duration(job, pool, fitting[0])
+    claims = [c.candidates for c in capacity.launch(job, pool, most).claims]
+    if not claims:
+        return expected_duration(job, pool)
+    run = {t: expected_duration(job, pool, t) for c in claims for t in c}
+
+    def longest(ts: tuple[str, ...] | list[str]) -> str:  # an unknown run counts as longest
+        return max(ts, key=lambda t: (run[t].seconds is None, run[t].seconds or 0.0))
+
+    def shortest(ts: tuple[str, ...]) -> str:
+        return min(ts, key=lambda t: (run[t].seconds is None, run[t].seconds or 0.0))
+
+    # every launch is timed on its slowest NodeClaim's type: the fastest launch takes each
+    # NodeClaim's fastest candidate, the slowest each one's slowest
+    fast = longest([shortest(c) for c in claims])
+    slow = longest([longest(c) for c in claims])
+    lo, hi = run[fast], run[slow]
+    if lo.seconds == hi.seconds:
+        return hi
+    if lo.seconds is None or hi.seconds is None:
+        return replace(
+            hi,
+            detail=f"unknown on {slow}, {duration_text(lo.seconds or 0)} on {fast}: the type "
+            f"pool {pool.name} launches is the cheapest that holds its pods (the plan's Cost "
+            f"prices them); {hi.detail}",
+        )
+    return replace(
+        hi,
+        detail=f"{duration_text(lo.seconds)} on {fast} to {duration_text(hi.seconds)} on {slow}: "
+        f"the type pool {pool.name} launches is the cheapest that holds its pods (the plan's "
+        f"Cost prices them); recorded: the longer, {hi.detail}",
+        low=min(x for x in (lo.low, lo.seconds) if x is not None),
+        high=max(x for x in (hi.high, hi.seconds) if x is not None),
     )

@@ -471,12 +471,23 @@ def configmaps(
     return cm, user
 
 
-def expected_duration_annotations(job: JobSpec, pool: PoolFacts) -> dict[str, str]:
-    """The job's expected run time as the plan computes it (trainforge.jobs.duration), on its
-    object: a team member reading the live queue (`trainforge status` of a job waiting behind
-    this one) gets the plan's figure without the stack's program. The seconds only when known;
-    the basis always (it says why a figure is missing)."""
-    d = duration.expected_duration(job, pool)
+def expected_duration_annotations(
+    job: JobSpec, pool: PoolFacts, obj: dict[str, Any] | None = None
+) -> dict[str, str]:
+    """The job's expected run time on the nodes its pool launches for it
+    (`duration.launch_duration`: the per-type estimate the plan's Cost reads; a range where
+    only the prices decide the type), on its object: a team member reading the live queue
+    (`trainforge status` of a job waiting behind this one) gets the plan's figure without the
+    stack's program. `obj`: the job's object, whose pod templates may cap its pods per node
+    (`packing.spread_limit`). The seconds only when known; the basis always (it says why a
+    figure is missing)."""
+    from trainforge.core import pods  # noqa: PLC0415
+    from trainforge.jobs import packing  # noqa: PLC0415
+
+    most = None
+    if obj is not None:
+        most = packing.templates_limit(t.template for t in pods.pod_templates(obj, {}))
+    d = duration.launch_duration(job, pool, most)
     out = {duration.EXPECTED_BASIS: d.detail}
     if d.seconds is not None:
         out[duration.EXPECTED_SECONDS] = f"{d.seconds:.0f}"
@@ -492,13 +503,10 @@ def workload_object(
     The queue labels make Kueue hold the job (the workload's `suspend`, which Kueue owns and
     this program never sets) until the team's queue can admit all of its pods."""
     labels_ = {**labels(job), **tenancy.queue_labels(job, target)}
-    metadata = {
-        "name": job.name,
-        "namespace": target.namespace,
-        "labels": labels_,
-        "annotations": expected_duration_annotations(job, target.pool),
-    }
-    return {"apiVersion": api_version, "kind": kind, "metadata": metadata, "spec": spec}
+    metadata: dict[str, Any] = {"name": job.name, "namespace": target.namespace, "labels": labels_}
+    obj = {"apiVersion": api_version, "kind": kind, "metadata": metadata, "spec": spec}
+    metadata["annotations"] = expected_duration_annotations(job, target.pool, obj)
+    return obj
 
 
 def emit_job(

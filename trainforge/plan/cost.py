@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from trainforge.core.contract import NodeType, PoolFacts, TeamFacts, efa_count
+from trainforge.core.contract import NodeType, PoolFacts, TeamFacts
 from trainforge.core.quantity import parse_quantity
 from trainforge.jobs import capacity, packing
 from trainforge.jobs.duration import Duration, duration_text, expected_duration
@@ -30,23 +30,6 @@ def pod_size(job: JobSpec) -> str:
     mem = f"{int(gib)}Gi" if gib.denominator == 1 else f"{float(gib):.1f}Gi"
     gpus = [f"{job.gpus_per_worker} GPU"] if job.gpus_per_worker else []
     return ", ".join([*gpus, f"{float(parse_quantity(job.cpu or '0')):g} CPU", mem])
-
-
-def pods_per_node(job: JobSpec, pool: PoolFacts, node: NodeType) -> int:
-    """How many of the job's pods one node of this type holds (0: it does not fit): the
-    scheduling rehearsal's arithmetic (trainforge.jobs.capacity: what the node leaves after
-    the kubelet's reservations and the pool's DaemonSets), not an estimate of its own."""
-    gpus = job.gpus_per_worker or 0
-    req = capacity.PodRequest.of(
-        job.cpu or "0", job.memory or "0", gpus, efa_count(pool, gpus) if job.efa else 0
-    )
-    rooms = [r for r in capacity.rooms(pool) if r.node.instance_type == node.name]
-    if not rooms and node.vcpus and node.memory_mib:
-        # a contract built by hand (no node shapes): the type's own size, the pool's DaemonSets
-        sized = replace(pool, nodes=(), instance_types=(node.name,), vcpus_per_node=node.vcpus,
-                        memory_mib_per_node=node.memory_mib, gpus_per_node=node.gpus)  # fmt: skip
-        rooms = capacity.rooms(sized)
-    return capacity.fit(rooms[0], req).per_node if rooms else 0
 
 
 @dataclass(frozen=True)
@@ -138,23 +121,14 @@ def _sum(values: list[float | None]) -> float | None:
     return None if any(v is None for v in values) else sum(v or 0.0 for v in values)
 
 
-def _node_types(pool: PoolFacts) -> list[NodeType]:
-    if pool.node_types:
-        return list(pool.node_types)
-    # No per-type facts (a program that built PoolFacts by hand): every type is assumed to be
-    # the pool's guaranteed minimum size.
-    return [
-        NodeType(t, pool.vcpus_per_node or 0, pool.memory_mib_per_node or 0, pool.gpus_per_node)
-        for t in pool.instance_types
-    ]
-
-
 def node_options(job: JobSpec, pool: PoolFacts, region: str) -> list[NodeChoice]:
     """Every type of the pool that holds a pod of the job, in the pool's order, as if the job
     ran on that type alone: its nodes, prices and the job's expected run on it (computed once
     per type, read by every figure)."""
     workers = job.workers
-    fitting = [(t, n) for t in _node_types(pool) if (n := pods_per_node(job, pool, t)) > 0]
+    fitting = [
+        (t, n) for t in capacity.pool_types(pool) if (n := capacity.pods_per_node(job, pool, t)) > 0
+    ]
     return [
         NodeChoice(
             t.name,
@@ -167,32 +141,6 @@ def node_options(job: JobSpec, pool: PoolFacts, region: str) -> list[NodeChoice]
         )
         for t, n in fitting
     ]
-
-
-def _request(job: JobSpec, pool: PoolFacts) -> capacity.PodRequest:
-    gpus = job.gpus_per_worker or 0
-    efa = efa_count(pool, gpus) if job.efa else 0
-    return capacity.PodRequest.of(job.cpu or "0", job.memory or "0", gpus, efa)
-
-
-def _packing_pool(pool: PoolFacts) -> PoolFacts:
-    """The pool as the packing model reads it: its node shapes, or (a contract built by hand,
-    no shapes) each type at its own size with the pool's DaemonSets (`pods_per_node`)."""
-    if pool.nodes:
-        return pool
-    shapes = []
-    for t in _node_types(pool):
-        if t.vcpus and t.memory_mib:
-            sized = replace(pool, nodes=(), instance_types=(t.name,), vcpus_per_node=t.vcpus,
-                            memory_mib_per_node=t.memory_mib, gpus_per_node=t.gpus)  # fmt: skip
-            shapes += [r.node for r in capacity.rooms(sized)]
-    return replace(pool, nodes=tuple(shapes))
-
-
-def karpenter_launch(job: JobSpec, pool: PoolFacts, most: int | None = None) -> packing.Packing:
-    """The NodeClaims Karpenter makes for the job's pods on `pool` (trainforge.jobs.packing):
-    `most` caps the job's pods per node (`packing.spread_limit` of its pod template)."""
-    return capacity.pack(_packing_pool(pool), [_request(job, pool)] * job.workers, most)
 
 
 def _launch(
@@ -279,7 +227,7 @@ def _choose(
             "desiredSize nodes are also in the platform's fixed cost: they run with or without jobs)"
         )
         return replace(options[0], reason=reason), None
-    pk = karpenter_launch(job, pool, most)
+    pk = capacity.launch(job, pool, most)
     likely = _launch(options, pk, _cheapest)
     if likely is None:
         return None, None
@@ -607,7 +555,7 @@ def _worst_rate(
     rates: list[tuple[float | None, str]] = []
     unknown: list[str] = []
     for pool, region in pools:
-        for t in (t for t in _node_types(pool) if per_unit(t)):
+        for t in (t for t in capacity.pool_types(pool) if per_unit(t)):
             name = f"{t.name} in {region}" if several else t.name
             price = P.ec2_on_demand(region, t.name)
             if price is None:

@@ -13,7 +13,11 @@ Collectives per optimizer step (N ranks, k per pod, W pods, bytes S):
   Per pod, an all-reduce moves 2 S (W-1)/W bytes over the network and an all-gather or
   reduce-scatter S (W-1)/W; inside a pod 2 S (k-1)/k or S (k-1)/k over NVLink/PCIe. The
   network is the pod's share of the node's bandwidth (EC2's figure, via PoolFacts), EFA or
-  TCP on ENA as the job uses, at an efficiency from facts.py.
+  TCP on ENA as the job uses, at an efficiency from facts.py. Per pod, not per node: pods the
+  packing puts on one node are still separate hosts to NCCL (its host hash is the hostname,
+  the pod's own, plus the boot id; P2P and SHM connect only ranks of one host: NVIDIA/nccl
+  v2.30.7-1 src/misc/utils.cc getHostHashOnce, src/transport/p2p.cc, shm.cc), so their
+  traffic takes NCCL's network transport (docs/performance.md).
 Overlap: DDP all-reduces buckets during backward (2/3 of compute); FSDP2 prefetches
 all-gathers and reduce-scatters during forward and backward. Best case: only what does not
 fit under that compute is exposed; worst case: nothing overlaps. The expected value takes

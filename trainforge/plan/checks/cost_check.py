@@ -38,6 +38,15 @@ RULES = {
 # --- building the report from what the program declared ---------------------------------------
 
 
+def spread_limit(ctx: PlanContext, name: str, namespace: str) -> int | None:
+    """What stops Karpenter packing a job's pods (`packing.spread_limit`), read from its
+    emitted object's pod templates: the Cost and the estimates section read this one figure."""
+    obj = queues.workload_object(ctx, name, namespace)
+    if obj is None:
+        return None
+    return packing.templates_limit(t.template for t in pod_templates(obj.doc))
+
+
 def build_report(ctx: PlanContext, today: dt.date | None = None) -> C.CostReport:
     region = C.plan_region(ctx.inventory)
     report = C.CostReport(region=region, today=today or dt.date.today())
@@ -64,10 +73,7 @@ def build_report(ctx: PlanContext, today: dt.date | None = None) -> C.CostReport
                             False, unknown, admission=state[0], admission_reason=state[1])  # fmt: skip
             report.jobs.append(C.fleet_job_cost(row, where.runs if where else ()))
         else:
-            # what stops Karpenter packing the job's pods, read from its object's templates
-            most = None
-            if obj is not None:
-                most = packing.templates_limit(t.template for t in pod_templates(obj.doc))
+            most = spread_limit(ctx, d.spec.name, d.target.namespace)
             report.jobs.append(
                 C.job_cost(d.spec, d.target.pool, region, resource, state, most=most)
             )

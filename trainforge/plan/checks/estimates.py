@@ -17,6 +17,7 @@ from trainforge.jobs.restarts import budget, launch_line
 from trainforge.jobs.spec import JobSpec
 from trainforge.plan import cost as C
 from trainforge.plan.check_types import CheckResult, PlanContext, Section
+from trainforge.plan.checks import cost_check
 
 RULES: dict[str, str] = {}  # reports only: nothing to waive
 TITLE = "Memory per GPU and expected duration (trainforge.jobs.estimate)"
@@ -125,7 +126,8 @@ def check(ctx: PlanContext) -> CheckResult:
         pool = dj.target.pool
         fleet = bool(getattr(ctx, "fleet_workers", None))
         mixed = e.gpu is not None and len(pool.node_types) > 1 and not fleet
-        choice = C.choose_nodes(job, pool, region) if mixed else None
+        most = cost_check.spread_limit(ctx, job.name, dj.target.namespace) if mixed else None
+        choice = C.choose_nodes(job, pool, region, most) if mixed else None
         launched = choice.timed_on if choice else ""  # the type the Cost times the run on
         run = estimate(job, pool.only(launched)) if choice else None
         lines += lines_for(e, ident, run, launched)
