@@ -76,11 +76,15 @@ def torchrun_command(workers: int, max_restarts: int, training_args: list[str]) 
 
 
 def child_env(workers: int) -> dict[str, str]:
-    """Split this machine's cores between the workers (torchrun would force 1 thread each)."""
+    """Split this machine's cores between the workers (torchrun would force 1 thread each);
+    mark the processes as run-local's (contract.RUN_LOCAL)."""
     env = dict(os.environ)
     if "OMP_NUM_THREADS" not in env:
         env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // max(workers, 1)))
     env.setdefault("PYTHONUNBUFFERED", "1")
+    from trainforge.training.contract import RUN_LOCAL
+
+    env[RUN_LOCAL] = "1"  # the pods' stand-in: CPU where CUDA sees no GPU, even on a GPU box
     return env
 
 

@@ -573,3 +573,38 @@ def test_calibrate_refuses_an_fp8_run(tmp_path):
     (run / "summary.json").write_text(json.dumps(summary))
     with pytest.raises(CalibrationError, match="an fp8 run; its MFU against the bf16 peak"):
         calibrate(run)
+
+
+def test_a_gpu_without_an_intra_node_fact_is_unknown_not_pcie(monkeypatch):
+    """A GPU the catalog gives neither an intra-node bus figure nor a PCIe mark (an NVLink GPU
+    such as the B200 would be one, once it has peak figures) gets no step time for a pod of
+    several GPUs: the old fallback planned its collectives at the PCIe figure."""
+    # ZX1: the A10G's peak figures, but no intra-node fact in the catalog
+    monkeypatch.setitem(gpus.GPUS, "ZX1", dataclasses.replace(gpus.GPUS["A10G"], name="ZX1"))
+    zx1 = dataclasses.replace(A10G, gpu_name="ZX1", gpu_models=("ZX1",))
+    pcie = estimate(job(), A10G)  # 4 processes per pod; the A10G is marked PCIe
+    assert pcie.timing is not None
+    unknown = estimate(job(), zx1)
+    assert unknown.step_seconds is None and unknown.timing is None
+    assert unknown.duration_seconds is None
+    assert unknown.basis == (
+        "no step time: the GPU catalog has no intra-node bus figure for GPU ZX1 "
+        "(gpus.*.intraNodeBusBps, or intraNodeLink 'pcie'), which the collectives of 4 "
+        "processes per pod run over"
+    )
+    assert unknown.memory_total == pcie.memory_total  # the memory estimate needs no bus
+    # one GPU per pod runs no intra-node collective: its step time stands
+    one = estimate(job(gpusPerWorker=1), zx1)
+    assert one.timing is not None and one.step_seconds is not None
+
+
+def test_every_gpu_with_peak_figures_has_its_intra_node_fact_in_the_catalog():
+    """The shipped GPUs the estimate times all have an intra-node fact, so no shipped estimate
+    moved when the PCIe fallback went: NVLink figures for A100, H100, H200, the PCIe mark for
+    the rest (the catalog's source "intra-node-bus"); the GPUs with no peak figures (V100,
+    B200, B300, T4g, the RTX PROs) have none and stay unknown."""
+    assert set(gpus.GPUS) <= set(facts.INTRA_NODE_BUS)
+    assert facts.INTRA_NODE_BUS["A10G"] == facts.PCIE_INTRA_NODE_BUS == (6e9, 16e9)
+    pcie = {g for g, b in facts.INTRA_NODE_BUS.items() if b == facts.PCIE_INTRA_NODE_BUS}
+    assert pcie == {"T4", "A10G", "L4", "L40S", "H100 PCIe"}
+    assert "B200" not in facts.INTRA_NODE_BUS and "V100" not in facts.INTRA_NODE_BUS

@@ -454,6 +454,7 @@ def user_code_run(
     env[c.CHECKPOINT_DIR] = _rewrite(pod_ckpt, mapping)
     env[c.OUTPUT_DIR] = str(run_dir)
     env[c.METRICS_PORT] = "0"
+    env[c.RUN_LOCAL] = "1"  # the pods' stand-in: init_distributed takes the CPU here
     for name, value in job.env:  # the job's own variables, after the contract's, as in the pod
         env[name] = _rewrite(expand_vars(value, env), mapping)
     paths = [str(code_dir)] if code_dir is not None else []

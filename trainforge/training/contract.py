@@ -43,6 +43,10 @@ HANG_TIMEOUT = "TRAINFORGE_HANG_TIMEOUT"
 # separated: `trainforge.training.usercode` exits 205 (retryable) for them instead of 1.
 RETRY_ON = "TRAINFORGE_RETRY_ON"
 MLFLOW_TRACKING_URI = "MLFLOW_TRACKING_URI"
+# Set by `trainforge run-local` alone (never in a pod, not one of CONTRACT_VARIABLES): its
+# processes stand in for the job's pods on this machine's CPU, so GPUs that CUDA cannot see
+# here are expected, not a node's fault (`init_distributed` trains on CPU there).
+RUN_LOCAL = "TRAINFORGE_RUN_LOCAL"
 
 # Every variable the platform sets for a job's code; a job's `env` may not override them.
 CONTRACT_VARIABLES = (

@@ -83,7 +83,8 @@ def restart_safe_init_kwargs() -> dict[str, Any]:
 
 
 def init_distributed(timeout_s: float | None = None) -> DistEnv:
-    """Initialise the default process group; NCCL when CUDA is present, gloo otherwise.
+    """Initialise the default process group; NCCL when CUDA is present, gloo otherwise (but a
+    pod given GPUs that CUDA cannot see fails instead: `_refuse_cpu_in_a_gpu_pod`).
 
     ``timeout_s`` bounds every collective and the process-group setup (the ``env://`` store
     connection). Default: derived from the job's hang timeout (the contract's
@@ -115,6 +116,7 @@ def init_distributed(timeout_s: float | None = None) -> DistEnv:
         torch.backends.cudnn.allow_tf32 = True
         backend = "nccl"
     else:
+        _refuse_cpu_in_a_gpu_pod()
         device = torch.device("cpu")
         backend = "gloo"
     timeout = datetime.timedelta(seconds=timeout_s)
@@ -146,6 +148,32 @@ def init_distributed(timeout_s: float | None = None) -> DistEnv:
         local_world_size=local_world_size,
         device=device,
         backend=backend,
+    )
+
+
+def _refuse_cpu_in_a_gpu_pod() -> None:
+    """Raise `exits.RunFailure` where CUDA sees no GPU but this pod was given some (the
+    /dev/nvidiaN nodes of `exits.gpu_devices`): training on CPU there would hold a GPU node
+    for nothing. A CUDA build of torch: the node's driver or GPUs failed it (gpu_error,
+    retried); a CPU build: the image's torch (config_error), the same reasons `exits.no_gpu`
+    gives code that asks for cuda itself. A pod given no GPU, and `trainforge run-local`'s
+    processes (contract.RUN_LOCAL: the job's pods on this machine's CPU), train on CPU."""
+    from trainforge.training import exits  # noqa: PLC0415
+    from trainforge.training.contract import RUN_LOCAL  # noqa: PLC0415
+
+    given = exits.gpu_devices()
+    if not given or os.environ.get(RUN_LOCAL):
+        return
+    if torch.version.cuda is None:
+        raise exits.RunFailure(
+            exits.CONFIG_ERROR,
+            f"this pod was given {given} GPU device(s) but torch {torch.__version__} is not "
+            f"compiled with CUDA; {exits.CPU_TORCH_FIX}",
+        )
+    raise exits.RunFailure(
+        exits.GPU_ERROR,
+        f"No CUDA GPUs are available (torch.cuda.is_available() is False); "
+        f"{exits.LOST_GPU_FIX.format(n=given)}",
     )
 
 

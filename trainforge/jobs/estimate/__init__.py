@@ -141,7 +141,7 @@ def _network(job: JobSpec, pool: PoolFacts, procs: int, pods: int) -> Network:
         share = gpus_ / pool.gpus_per_node if gpus_ and pool.gpus_per_node else 1.0
         gbps, kind = (pool.primary_network_gbps or pool.network_gbps) * min(share, 1.0), "tcp"
     gpu_name, _ = _gpu(pool)
-    intra = facts.INTRA_NODE_BUS.get(gpu_name or "", facts.INTRA_NODE_BUS["pcie"])
+    intra = facts.INTRA_NODE_BUS.get(gpu_name or "")  # None: unknown, not PCIe
     return Network(procs_per_pod=procs, pods=pods, node_gbps=gbps, kind=kind, intra_bus=intra)
 
 
@@ -228,9 +228,17 @@ def _estimate(job: JobSpec, pool: PoolFacts, *, calibration: dict | None = None)
     basis = "no step time: CPU pools have no FLOP facts" if device == "cpu" else ""
     if device == "cuda" and gpu is None:
         basis = f"no step time: no facts for GPU {gpu_name or '(unknown)'} in training/gpus.py"
-    if gpu is not None:
+    net = _network(job, pool, procs, pods) if gpu is not None else None
+    if net is not None and net.intra_bus is None and procs > 1:
+        basis = (
+            f"no step time: the GPU catalog has no intra-node bus figure for GPU {gpu_name} "
+            f"(gpus.*.intraNodeBusBps, or intraNodeLink 'pcie'), which the collectives of "
+            f"{procs} processes per pod run over"
+        )
+        net = None  # unknown, not a guessed PCIe figure: no step time, as for a GPU without facts
+    if gpu is not None and net is not None:
         mfu = facts.mfu_for(gpu.name, calibration)
-        timing = step_time(shape, r, gpu, _network(job, pool, procs, pods), mfu)
+        timing = step_time(shape, r, gpu, net, mfu)
         step, rng = timing.seconds, (timing.low, timing.high)
         tps = tokens / step if step and shape.has_tokens else None
         sps = samples / step if step else None

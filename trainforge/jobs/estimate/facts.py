@@ -92,11 +92,19 @@ FP8_SPEEDUP_SOURCE = (
 NETWORK_EFFICIENCY = {"efa": (0.6, 0.8), "tcp": (0.3, 0.6)}
 
 # Per-GPU bus bandwidth of intra-node collectives (bytes/s): (low, high). ASSUMPTIONS by
-# interconnect (catalog gpus.*.intraNodeBusBps, source "intra-node-bus"): NVLink GPUs have an
-# entry, every other GPU is on PCIe ("pcie", the catalog's defaults.pcieIntraNodeBusBps).
+# interconnect (catalog source "intra-node-bus"): an NVLink GPU's own gpus.*.intraNodeBusBps; a
+# GPU the catalog marks PCIe (gpus.*.intraNodeLink "pcie") the catalog's
+# defaults.pcieIntraNodeBusBps. Any other GPU has no entry: unknown, never taken for PCIe (an
+# NVLink GPU such as the B200 would be planned at a PCIe figure).
+PCIE_INTRA_NODE_BUS = (
+    float(catalog.defaults()["pcieIntraNodeBusBps"][0]),
+    float(catalog.defaults()["pcieIntraNodeBusBps"][1]),
+)
 INTRA_NODE_BUS: dict[str, tuple[float, float]] = {
+    **{
+        g: PCIE_INTRA_NODE_BUS for g, k in catalog.gpu_field("intraNodeLink").items() if k == "pcie"
+    },
     **{g: (float(b[0]), float(b[1])) for g, b in catalog.gpu_field("intraNodeBusBps").items()},
-    "pcie": tuple(float(x) for x in catalog.defaults()["pcieIntraNodeBusBps"]),  # type: ignore[dict-item]
 }
 
 # Fixed cost per collective launch (NCCL latency), seconds.

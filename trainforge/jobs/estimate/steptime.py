@@ -43,7 +43,8 @@ class Network:
     pods: int
     node_gbps: float  # the pod's share of its node's network bandwidth, Gbit/s
     kind: str  # "efa" | "tcp"
-    intra_bus: tuple[float, float]  # bytes/s per GPU inside a pod (low, high)
+    # bytes/s per GPU inside a pod (low, high); None: the GPU's is unknown (facts.INTRA_NODE_BUS)
+    intra_bus: tuple[float, float] | None
 
 
 @dataclass(frozen=True)
@@ -124,7 +125,9 @@ def step_time(
         n_colls = 0
     eff_lo, eff_hi = facts.NETWORK_EFFICIENCY[net.kind]
     lat_lo, lat_hi = facts.COLLECTIVE_LATENCY
-    intra_lo, intra_hi = net.intra_bus
+    if net.intra_bus is None and net.procs_per_pod > 1:
+        raise ValueError("no intra-node bus figure for this GPU: no step time for a multi-GPU pod")
+    intra_lo, intra_hi = net.intra_bus or (1.0, 1.0)  # one GPU per pod: never read
     comm_mid = (
         _collective_seconds(
             net, allreduce, gather, (eff_lo + eff_hi) / 2, (intra_lo + intra_hi) / 2, n_colls
