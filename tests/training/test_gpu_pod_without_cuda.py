@@ -35,6 +35,7 @@ def pod(tmp_path, monkeypatch):
     monkeypatch.setattr(exits, "DEV_DIR", str(dev))
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     monkeypatch.delenv(RUN_LOCAL, raising=False)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     for name in ("MASTER_ADDR", "WORLD_SIZE", "RANK", "LOCAL_RANK", "PET_NNODES"):
         monkeypatch.delenv(name, raising=False)
     return dev
@@ -62,15 +63,19 @@ def test_a_gpu_pod_whose_torch_is_a_cpu_build_exits_config_error(pod, monkeypatc
     assert not dist.is_initialized()
 
 
-@pytest.mark.parametrize("case", ["no GPU given", "run-local"])
+@pytest.mark.parametrize("case", ["no GPU given", "run-local", "hidden: ''", "hidden: -1"])
 def test_a_pod_given_no_gpu_and_run_locals_stand_in_train_on_cpu(pod, monkeypatch, case):
-    """A CPU pool's pod (no /dev/nvidiaN) and run-local's processes (which stand in for GPU
-    pods on this machine's CPU, even on a box with NVIDIA devices) keep cpu and gloo."""
+    """A CPU pool's pod (no /dev/nvidiaN), run-local's processes (which stand in for GPU
+    pods on this machine's CPU, even on a box with NVIDIA devices) and a process whose GPUs
+    were hidden on purpose (CUDA_VISIBLE_DEVICES empty, or a first index CUDA rejects) keep cpu
+    and gloo: none of them is a node whose GPUs failed."""
     if case == "no GPU given":
         for name in ("nvidia0", "nvidia1"):
             (pod / name).unlink()
-    else:
+    elif case == "run-local":
         monkeypatch.setenv(RUN_LOCAL, "1")
+    else:
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", case.split(": ")[1].strip("'"))
     monkeypatch.setattr(torch.version, "cuda", "12.8")
     env = distributed.init_distributed(timeout_s=60)
     try:

@@ -234,7 +234,12 @@ def gpu_devices(dev: str | None = None) -> int:
     container toolkit mounts for each GPU the device plugin allocated to it (an
     `nvidia.com/gpu` limit). A pod without that limit, or on a node without GPUs, has none,
     whatever its image's NVIDIA_VISIBLE_DEVICES says; a GPU pod has them even when the
-    node's driver or GPUs fail, which is how the two are told apart."""
+    node's driver or GPUs fail, which is how the two are told apart. GPUs hidden on purpose
+    count none: CUDA_VISIBLE_DEVICES empty, or whose first entry is an index CUDA rejects (CUDA
+    shows only the devices before the first invalid one; `-1` is the usual spelling)."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None and visible.split(",")[0].strip() in ("", "-1"):
+        return 0
     try:
         names = os.listdir(dev or DEV_DIR)
     except OSError:
