@@ -251,7 +251,8 @@ def _choose(
         if unpriced:
             reason += f"; unknown price: {', '.join(unpriced)} (could be cheaper)"
     if pk.unplaced:
-        reason += f"; {len(pk.unplaced)} pod(s) get no node: {pk.why}"
+        why = capacity.launch_stopped(job, pool, most) or pk.why
+        reason += f"; {len(pk.unplaced)} pod(s) get no node: {why}"
     return replace(likely, reason=reason), _launch(options, pk, _dearest_type)
 
 
@@ -332,6 +333,9 @@ class JobCost:
     # worker that admits it (empty: none does). Its figures are then the dearest worker's: a
     # cap or budget must hold wherever it runs. `choice` and `duration` are the dearest run's.
     runs: tuple[WorkerRun, ...] | None = None
+    # why no node runs the job when the pool's limits stop every NodeClaim
+    # (`capacity.launch_stopped`, the scheduling rehearsal's words; "": not the limits)
+    no_node: str = ""
 
     @property
     def dispatched(self) -> bool:
@@ -526,6 +530,7 @@ def job_cost(
         admission=admission[0],
         admission_reason=admission[1],
         worst=worst_case(pool, choice, dearest),
+        no_node="" if choice else capacity.launch_stopped(job, pool, most) or "",
     )
 
 

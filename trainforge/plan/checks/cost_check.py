@@ -201,18 +201,30 @@ def _row(j: C.JobCost, c: C.JobCost | None, worker: list[str]) -> list[str]:
         ceiling + usd(c.run_cost if c else None),
         ceiling + ("unknown" if run is None else duration_text(run)),
         duration.source,
-        choice.types if choice else ("none fits" if c else "-"),
+        choice.types if choice else _no_node(c),
         str(choice.node_count) if choice else "-",
         usd(c.hourly if c else None),
         usd(spot) if spot_possible else "n/a (on-demand pool)",
     ]
 
 
+def _no_node(c: C.JobCost | None) -> str:
+    """The types cell of a job no node runs: the pool's limits stop it, or no type fits."""
+    if c is None:
+        return "-"
+    return "none: pool limits" if c.no_node else "none fits"
+
+
 def _run_lines(c: C.JobCost | None, head: str, pad: str) -> list[str]:
     """Where a job's pods land and why, its duration and its likely/worst line."""
     if c is None:
         return []
-    reason = c.choice.reason if c.choice else f"no instance type of {c.pool} fits a pod"
+    if c.choice:
+        reason = c.choice.reason
+    elif c.no_node:
+        reason = f"no pod gets a node: {c.no_node}"
+    else:
+        reason = f"no instance type of {c.pool} fits a pod"
     indent = " " * (len(head.split(":", 1)[0]) + len(pad))
     out = [f"  {pad}{head}; {reason}", f"  {indent}  duration: {c.duration.detail}"]
     if launch := c.launch_line():
