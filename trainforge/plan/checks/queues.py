@@ -74,6 +74,9 @@ class Workload:
     admitted_at: int = -1
     sizing: str = ""
     pods: int = 1  # the gang's pods
+    # EFA devices each pod requests (what the emitter writes: capacity.job_request), which a
+    # node must hold as it holds their GPUs
+    efa: int = 0
     # time, in seconds from the first submission (`Simulation.run_timed`)
     submitted: float = 0.0
     duration: float | None = None  # expected run time; None: unknown
@@ -231,10 +234,12 @@ class Simulation:
             self.unlaunchable.append(f"{w.job}: {why}")
 
     def _pods(self, w: Workload) -> list[capacity.PodRequest]:
-        """The gang's pods as Karpenter sees them: its need split evenly over its pods."""
+        """The gang's pods as Karpenter sees them: its need split evenly over its pods, each
+        with its EFA devices."""
         n = w.pods or 1
         cpu, mem = w.need.get("cpu", Fraction(0)) / n, w.need.get("memory", Fraction(0)) / n
-        one = capacity.PodRequest(math.ceil(cpu * 1000), mem / capacity.MI, int(w.need[GPU] / n))
+        gpus = int(w.need[GPU] / n)
+        one = capacity.PodRequest(math.ceil(cpu * 1000), mem / capacity.MI, gpus, w.efa)
         return [one] * n
 
     def _karpenter(self, w: Workload, pool: PoolFacts) -> str:
@@ -623,6 +628,7 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
         w.pods = shape.pod_count(obj.doc)  # the object's pods, as its backend counts them
         per_pod = K.pod_need(spec)
         w.need = {r: v * w.pods for r, v in per_pod.items() if v}
+        w.efa = capacity.job_request(spec, target.pool).efa
         templates = pod_templates(obj.doc, build=False)
         ps = K.podset(templates[0].template if templates else {}, per_pod, w.pods)
         # Kueue reads every pod template as a pod set of its own (its replicas' pods) and
