@@ -719,6 +719,7 @@ def test_a_job_the_pools_limits_stop_names_the_limit_as_the_scheduling_rehearsal
     pod") while the scheduling rehearsal named the limit; both now say it in one sentence
     (capacity.launch_stopped)."""
     from trainforge.core.contract import PoolLimits
+    from trainforge.plan.checks import queues
 
     job = _job()
     for gpus, placed in ((2, 0), (4, 1)):
@@ -742,7 +743,15 @@ def test_a_job_the_pools_limits_stop_names_the_limit_as_the_scheduling_rehearsal
         assert "none: pool limits" in row and "none fits" not in row
         (head, _) = cost_check._run_lines(c, "j: pool gpu", "")
         assert head == f"  j: pool gpu; no pod gets a node: {words}"
+        # and every other line that says why no node runs it: the section's data, the cap
+        # findings, a fleet worker's run (they said "no instance type ... fits one pod")
+        why = f"no pod gets a node: {words}"
+        assert c.to_json()["nodeChoice"] == why
+        assert cost_check._unpriced_job(c, 5.0).endswith(f"but {why}, so the cap cannot be checked")
+        assert cost_check._unpriced_team("t", 5.0, [c]).endswith(f"but job j: {why}")
+        assert queues._run(job, "w", "gpu", pool, "us-east-1").why == f"cost unknown: {why}"
     # not the limits: a pod no type holds is still "none fits"
     big = cost.job_cost(_job(gpusPerWorker=16, workers=1), G5, "us-east-1", "t/Job/j")
     assert big.no_node == "" and "none fits" in cost_check._row(big, big, [])
+    assert big.to_json()["nodeChoice"] == "no instance type of gpu fits a pod"
     assert capacity.launch_stopped(_job(), G5) is None

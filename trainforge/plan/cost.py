@@ -338,6 +338,14 @@ class JobCost:
     no_node: str = ""
 
     @property
+    def why_no_node(self) -> str:
+        """Why no node runs the job (no `choice`): the pool's limits stop every NodeClaim (the
+        scheduling rehearsal's words), else no instance type of the pool holds a pod."""
+        if self.no_node:
+            return f"no pod gets a node: {self.no_node}"
+        return f"no instance type of {self.pool} fits a pod"
+
+    @property
     def dispatched(self) -> bool:
         return self.runs is not None
 
@@ -438,7 +446,7 @@ class JobCost:
             "nodes": c.node_count if c else None,
             # each type's nodes ("2 x g5.12xlarge"): a launch may mix types (cost.NodeChoice)
             "launch": " + ".join(f"{p.nodes} x {p.instance_type}" for p in c.parts) if c else None,
-            "nodeChoice": c.reason if c else "no instance type of the pool fits one pod",
+            "nodeChoice": c.reason if c else self.why_no_node,
             "onDemandPerNodeHour": c.on_demand.usd if c and c.on_demand else None,
             "onDemandPerHour": self.hourly,
             "spotPerHour": c.hourly_spot if c else None,

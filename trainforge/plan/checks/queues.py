@@ -774,7 +774,7 @@ def _run(spec: Any, worker: str, flavor: str, pool: Any, region: str | None) -> 
     cost = C.job_cost(spec, pool, region, spec.name)
     choice = cost.choice
     if choice is None:
-        why = "cost unknown: no instance type of the pool fits one pod"
+        why = f"cost unknown: {cost.why_no_node}"
     elif choice.hourly_on_demand is None:
         why = f"price missing: {P.why_unpriced(region, choice.instance_type)}"
     else:
