@@ -768,3 +768,24 @@ def test_a_gangs_efa_devices_count_in_the_launch_check_as_in_the_scheduling_rehe
     sim.run_timed([gang(0)])
     assert sim.unlaunchable == []
     assert not capacity.rehearse(replace(request, efa=0), 4, pool).problems
+
+
+def test_a_node_groups_launch_check_counts_each_pods_efa_devices_too():
+    """The node-group branch of the launch check: 4 one-GPU EFA pods on nodes of 4 GPUs and
+    1 EFA interface need a node each (4 > maxSize 2); by GPUs alone they shared one."""
+    group = PoolFacts(F, gpus_per_node=4, efa_interfaces=1, max_nodes=2, kind="node-group")
+
+    def gang(efa: int) -> Q.Workload:
+        w = _work("wide", "a", 4, 0)
+        w.pods, w.efa = 4, efa
+        return w
+
+    sim = Q.Simulation({"a": _queue("a", 16)}, {}, pools=[group])
+    sim.run_timed([gang(1)])
+    assert sim.unlaunchable == [
+        "wide: its pods need 4 nodes of 4 GPUs and 1 EFA devices in pool gpu-pool, which has "
+        "at most 2"
+    ]
+    sim = Q.Simulation({"a": _queue("a", 16)}, {}, pools=[group])
+    sim.run_timed([gang(0)])
+    assert sim.unlaunchable == []

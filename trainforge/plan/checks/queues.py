@@ -200,17 +200,18 @@ class Simulation:
 
     def _launch(self, w: Workload) -> None:
         """Place the gang's pods on its pool (GPUs in all; a node group's nodes, first fit,
-        largest pods first) and remember an admitted gang the pool could not launch."""
+        largest pods first, each node holding its GPUs and EFA devices) and remember an
+        admitted gang the pool could not launch."""
         room = self.rooms.get(w.flavor or "")
         if room is None or not w.need.get(GPU):
             return
-        placed = [  # the GPUs of each pod of the pool's admitted gangs
-            int(x.need[GPU] / (x.pods or 1))
+        placed = [  # the GPUs and EFA devices of each pod of the pool's admitted gangs
+            (int(x.need[GPU] / (x.pods or 1)), x.efa)
             for x in self.running
             if x.flavor == w.flavor and x.need.get(GPU)
             for _ in range(x.pods or 1)
         ]
-        total = sum(placed)
+        total = sum(g for g, _ in placed)
         held = pool_capacity(room, GPU)
         why = ""
         if held is not None and total > held:
@@ -218,16 +219,17 @@ class Simulation:
         elif room.kind == "karpenter" and room.nodes:
             why = self._karpenter(w, room)
         elif room.max_nodes is not None:
-            nodes: list[int] = []
-            for g in sorted(placed, reverse=True):
-                i = next((i for i, free in enumerate(nodes) if free >= g), None)
+            nodes: list[tuple[int, int]] = []  # each node's free GPUs and EFA devices
+            for g, e in sorted(placed, reverse=True):
+                i = next((i for i, (fg, fe) in enumerate(nodes) if fg >= g and fe >= e), None)
                 if i is None:
-                    nodes.append(room.gpus_per_node - g)
+                    nodes.append((room.gpus_per_node - g, room.efa_interfaces - e))
                 else:
-                    nodes[i] -= g
+                    nodes[i] = (nodes[i][0] - g, nodes[i][1] - e)
             if len(nodes) > room.max_nodes:
+                efa = f" and {room.efa_interfaces} EFA devices" if any(e for _, e in placed) else ""
                 why = (
-                    f"its pods need {len(nodes)} nodes of {room.gpus_per_node} GPUs in pool "
+                    f"its pods need {len(nodes)} nodes of {room.gpus_per_node} GPUs{efa} in pool "
                     f"{w.flavor}, which has at most {room.max_nodes}"
                 )
         if why:
