@@ -12,16 +12,48 @@ import pytest
 import yaml
 
 from tests.jobs.helpers import CPU_POOL, EFA_POOL, GPU_POOL
+from trainforge.core.contract import PoolFacts
+from trainforge.jobs import node_facts
 from trainforge.jobs.importer import ImportProblem, import_workload
+from trainforge.plan.mocks import instance_type_result
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "fixtures" / "import"
 BLOG = ROOT / "examples" / "kubeflow" / "pytorchjob.yaml"  # the blog-style job
-ONE_GPU = dataclasses.replace(
-    GPU_POOL, name="gpu-small", instance_types=("g5.xlarge",), gpus_per_node=1
-)
+
+
+def _catalog_pool(name: str, instance_type: str) -> PoolFacts:
+    """GPU_POOL (its taints, selector and DaemonSets) on `instance_type`, with that type's node
+    facts from the catalog the plan's mocks answer from (moto's EC2 table: vCPUs, memory,
+    GPUs) and nodeadm's ENI table (maxPods), as trainforge.platform.published sizes a node."""
+    r = instance_type_result(instance_type)
+    vcpus, memory, gpus = r["defaultVcpus"], r["memorySize"], sum(g["count"] for g in r["gpuses"])
+    eni_pods = node_facts.eni_max_pods(*node_facts.ENIS_PER_CARD[instance_type])
+    node = node_facts.node_shape(instance_type, vcpus, memory, eni_pods=eni_pods, gpus=gpus)
+    return dataclasses.replace(
+        GPU_POOL, name=name, instance_types=(instance_type,), gpus_per_node=gpus,
+        vcpus_per_node=vcpus, memory_mib_per_node=memory, nodes=(node,),
+    )  # fmt: skip
+
+
+# it named g5.xlarge but kept GPU_POOL's g5.12xlarge node (48 vCPU, 192 GiB, 4 GPUs)
+ONE_GPU = _catalog_pool("gpu-small", "g5.xlarge")
 POOLS = {p.name: p for p in (CPU_POOL, ONE_GPU, GPU_POOL, EFA_POOL)}
 RUNTIME = "the platform's runtime image (runtime: torch 2.13.0, mlflow, boto3)"
+
+
+def test_each_fixture_pool_is_true_to_the_types_it_names():
+    """A pool's node facts are those of its own instance types: the catalog's vCPUs, memory
+    and GPUs (gpu-small named g5.xlarge and carried a g5.12xlarge node)."""
+    for pool in POOLS.values():
+        assert [n.instance_type for n in pool.nodes] == list(pool.instance_types), pool.name
+        for node in pool.nodes:
+            r = instance_type_result(node.instance_type)
+            gpus = sum(g["count"] for g in r["gpuses"])
+            assert (node.vcpus, node.memory_mib, node.gpus) == (
+                r["defaultVcpus"], r["memorySize"], gpus,
+            ), pool.name  # fmt: skip
+            assert pool.gpus_per_node == gpus and pool.vcpus_per_node == node.vcpus, pool.name
 
 
 def imp(path: Path, **kw):
@@ -57,6 +89,12 @@ def test_the_blog_pytorchjob_with_its_configmap_script():
     assert "TRAINFORGE_DOCKER_HUB" in text and RUNTIME in text
     assert "dockerHubCredentialArn" in text
     assert "resources.limits.cpu 4: dropped" in text and "resources.limits.memory 8Gi" in text
+    # a g5.xlarge leaves 3610m for pods (4 vCPU less the kubelet's and the DaemonSets'): the
+    # 4 CPUs fit no node, and the pod gets its GPU's share of one (the fixture gave it a
+    # g5.12xlarge: "cpu 47500m, memory 173048Mi, at least what it asks")
+    assert "limits.cpu 4: dropped, a pod of that size fits no node of gpu-small" in text
+    assert "4 vCPU - 80m kubelet reservation - 310m DaemonSets = 3610m" in text
+    assert "gets its GPUs' share of the node: cpu 3600m, memory 13810Mi" in text
     assert "(ConfigMap training-script) -> entrypoint.script imported/blog-ddp/train.py" in text
     assert "env NCCL_DEBUG, NCCL_SOCKET_IFNAME: kept" in text
     assert "metadata.namespace kubeflow: dropped" in text

@@ -710,3 +710,48 @@ def test_a_launch_of_several_types_is_timed_on_the_slowest():
     launch = cost._launch(opts, pk, cost._cheapest)
     assert launch.nodes_words() == "g5.48xlarge x1 + g4dn.12xlarge x1"
     assert launch.duration.seconds == 7200.0
+
+
+def test_a_job_the_pools_limits_stop_names_the_limit_as_the_scheduling_rehearsal_does():
+    """Karpenter counts each NodeClaim at its largest candidate type against the pool's
+    limits: at nvidia.com/gpu 2 neither 4-GPU g5.12xlarge nor 8-GPU g5.48xlarge may start, at
+    4 only one g5.12xlarge. The cost table said "none fits" (and "no instance type fits a
+    pod") while the scheduling rehearsal named the limit; both now say it in one sentence
+    (capacity.launch_stopped)."""
+    from trainforge.core.contract import PoolLimits
+    from trainforge.plan.checks import queues
+
+    job = _job()
+    for gpus, placed in ((2, 0), (4, 1)):
+        pool = replace(G5, limits=PoolLimits(gpus=gpus))
+        rehearsal = capacity.rehearse(
+            capacity.job_request(job, pool), job.workers, capacity.packing_pool(pool)
+        )
+        (problem,) = rehearsal.problems
+        words = capacity.launch_stopped(job, pool)
+        assert words and words in problem.message
+        # the two pods' one NodeClaim may be a g5.48xlarge: it counts 8 GPUs
+        over = "have nvidia.com/gpu 8 of capacity but Karpenter pool 'gpu' is limited to "
+        assert f"{over}nvidia.com/gpu {gpus}," in words
+        c = cost.job_cost(job, pool, "us-east-1", "t/Job/j")
+        if placed:  # one pod runs, the other is left: the reason names the limit
+            assert c.choice.nodes_words() == "g5.12xlarge x1"
+            assert c.choice.reason.endswith(f"; 1 pod(s) get no node: {words}")
+            continue
+        assert c.choice is None and c.no_node == words
+        row = cost_check._row(c, c, [])
+        assert "none: pool limits" in row and "none fits" not in row
+        (head, _) = cost_check._run_lines(c, "j: pool gpu", "")
+        assert head == f"  j: pool gpu; no pod gets a node: {words}"
+        # and every other line that says why no node runs it: the section's data, the cap
+        # findings, a fleet worker's run (they said "no instance type ... fits one pod")
+        why = f"no pod gets a node: {words}"
+        assert c.to_json()["nodeChoice"] == why
+        assert cost_check._unpriced_job(c, 5.0).endswith(f"but {why}, so the cap cannot be checked")
+        assert cost_check._unpriced_team("t", 5.0, [c]).endswith(f"but job j: {why}")
+        assert queues._run(job, "w", "gpu", pool, "us-east-1").why == f"cost unknown: {why}"
+    # not the limits: a pod no type holds is still "none fits"
+    big = cost.job_cost(_job(gpusPerWorker=16, workers=1), G5, "us-east-1", "t/Job/j")
+    assert big.no_node == "" and "none fits" in cost_check._row(big, big, [])
+    assert big.to_json()["nodeChoice"] == "no instance type of gpu fits a pod"
+    assert capacity.launch_stopped(_job(), G5) is None

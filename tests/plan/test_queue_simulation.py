@@ -5,6 +5,8 @@ that render a whole plan are in test_check_queues.py."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from trainforge.core import taints as T
@@ -726,4 +728,64 @@ def test_a_gang_karpenters_packing_cannot_launch_within_the_limits_is_caught():
     ]
     sim = Q.Simulation({"a": _queue("a", 16)}, {}, pools=[pool(16)])
     sim.run_timed([gang()])
+    assert sim.unlaunchable == []
+
+
+def test_a_gangs_efa_devices_count_in_the_launch_check_as_in_the_scheduling_rehearsal():
+    """4 one-GPU pods asking EFA on g5.12xlarge nodes (4 GPUs, 1 EFA interface): each pod
+    asks 1 EFA device (contract.efa_count: at least one), so a node holds one pod and the
+    gang needs 4 NodeClaims of 4 GPUs each, over the pool's 8-GPU limit. The launch check
+    counted 0 EFA devices per pod, packed the 4 pods on one node and called the gang
+    launchable while the scheduling rehearsal said it cannot run."""
+    from trainforge.jobs import capacity
+    from trainforge.jobs.node_facts import node_shape
+    from trainforge.jobs.spec import parse_job
+
+    shape = node_shape("g5.12xlarge", 48, 196608, eni_pods=737, gpus=4, efa=1)
+    pool = PoolFacts(F, instance_types=("g5.12xlarge",), gpus_per_node=4, efa_interfaces=1,
+                     nodes=(shape,), limits=PoolLimits(gpus=8))  # fmt: skip
+    spec = parse_job({"name": "wide", "team": "a", "pool": F, "gpusPerWorker": 1,
+                      "cpu": "4", "memory": "16Gi", "workers": 4, "efa": True}, "job")  # fmt: skip
+    request = capacity.job_request(spec, pool)
+    assert request.efa == 1
+    assert capacity.rehearse(request, 4, pool).problems  # the scheduling rehearsal: cannot run
+
+    def gang(efa: int) -> Q.Workload:
+        w = _work("wide", "a", 4, 0)
+        w.pods, w.efa = 4, efa
+        w.need = {**w.need, "cpu": K.quantity("16"), "memory": K.quantity("64Gi")}
+        return w
+
+    sim = Q.Simulation({"a": _queue("a", 16)}, {}, pools=[pool])
+    sim.run_timed([gang(request.efa)])
+    assert sim.unlaunchable == [
+        "wide: Karpenter places 2 NodeClaim(s) of its 4 pod(s) in pool gpu-pool and leaves 2 "
+        "without a node: all available instance types exceed limits for nodepool (limit 8 "
+        "GPUs, 0 held by the nodes of the gangs running there)"
+    ]
+    # without EFA the four pods share one node: launchable, as the rehearsal says too
+    sim = Q.Simulation({"a": _queue("a", 16)}, {}, pools=[pool])
+    sim.run_timed([gang(0)])
+    assert sim.unlaunchable == []
+    assert not capacity.rehearse(replace(request, efa=0), 4, pool).problems
+
+
+def test_a_node_groups_launch_check_counts_each_pods_efa_devices_too():
+    """The node-group branch of the launch check: 4 one-GPU EFA pods on nodes of 4 GPUs and
+    1 EFA interface need a node each (4 > maxSize 2); by GPUs alone they shared one."""
+    group = PoolFacts(F, gpus_per_node=4, efa_interfaces=1, max_nodes=2, kind="node-group")
+
+    def gang(efa: int) -> Q.Workload:
+        w = _work("wide", "a", 4, 0)
+        w.pods, w.efa = 4, efa
+        return w
+
+    sim = Q.Simulation({"a": _queue("a", 16)}, {}, pools=[group])
+    sim.run_timed([gang(1)])
+    assert sim.unlaunchable == [
+        "wide: its pods need 4 nodes of 4 GPUs and 1 EFA devices in pool gpu-pool, which has "
+        "at most 2"
+    ]
+    sim = Q.Simulation({"a": _queue("a", 16)}, {}, pools=[group])
+    sim.run_timed([gang(0)])
     assert sim.unlaunchable == []

@@ -22,7 +22,7 @@ Pure: no Pulumi (used before any resource exists).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import TYPE_CHECKING
@@ -331,11 +331,7 @@ def _karpenter_limits(out: JobCapacity) -> None:
     out.nodes_needed = len(counted.claims)
     out.claims = [(len(c.pods), c.candidates) for c in counted.claims]
     lim = pool.limits
-    checks = [
-        ("cpu", lim.cpu, _cores),
-        ("memory", lim.memory, format_bytes),
-        (GPU_RESOURCE, None if lim.gpus is None else str(lim.gpus), str),
-    ]
+    checks = _limit_checks(lim)
     for name, limit, fmt in checks:
         need = counted.counted.get(name, Fraction(0))
         if limit is None:
@@ -344,20 +340,52 @@ def _karpenter_limits(out: JobCapacity) -> None:
             continue
         out.pool_usage.append((name, fmt(need), limit))
     if limited.unplaced:
-        over = [(n, f(u), lim_) for n, lim_, f in checks if lim_ is not None
-                for u in [unlimited.counted.get(n, Fraction(0))] if u > parse_quantity(lim_)]  # fmt: skip
-        name, need, limit = over[0] if over else ("", "", "")
-        what = f"{name} {need} of capacity" if over else "more capacity"
-        limits = f"{name} {limit}" if over else _limits_words(lim)
         out.problems.append(
             Problem(
                 "workers",
-                f"{pods} pod(s) must run at once; their nodes have {what} but Karpenter "
-                f"pool {pool.name!r} is limited to {limits}, so Karpenter would stop launching "
-                "nodes before all pods run (it counts each NodeClaim at its largest type). Use "
-                "fewer workers or raise the pool's limits",
+                f"{pods} pod(s) must run at once; {_over_limits(pool, unlimited)}. Use fewer "
+                "workers or raise the pool's limits",
             )
         )
+
+
+def _over_limits(pool: PoolFacts, unlimited: packing.Packing) -> str:
+    """Why a Karpenter pool's limits leave pods without a node, from what every pod's
+    NodeClaims would count (`unlimited`: the packing without the limits): the scheduling
+    rehearsal's finding and the cost report's line (`launch_stopped`) say it alike."""
+    lim = pool.limits
+    checks = _limit_checks(lim)
+    over = [(n, f(u), lim_) for n, lim_, f in checks if lim_ is not None
+            for u in [unlimited.counted.get(n, Fraction(0))] if u > parse_quantity(lim_)]  # fmt: skip
+    name, need, limit = over[0] if over else ("", "", "")
+    what = f"{name} {need} of capacity" if over else "more capacity"
+    limits = f"{name} {limit}" if over else _limits_words(lim)
+    return (
+        f"their nodes have {what} but Karpenter pool {pool.name!r} is limited to {limits}, so "
+        "Karpenter would stop launching nodes before all pods run (it counts each NodeClaim "
+        "at its largest type)"
+    )
+
+
+def launch_stopped(job: JobSpec, pool: PoolFacts, most: int | None = None) -> str | None:
+    """Why the pool's limits leave some of the job's pods without a node (`launch`), in the
+    scheduling rehearsal's words and figures; None when they do not (every pod gets a node,
+    or a pod no type holds is why, not the limits)."""
+    shaped = packing_pool(pool)
+    pods = [job_request(job, pool)] * job.workers
+    if not pack(shaped, pods, most).unplaced:
+        return None
+    unlimited = pack(replace(shaped, limits=PoolLimits()), pods, most)
+    return None if unlimited.unplaced else _over_limits(pool, unlimited)
+
+
+def _limit_checks(lim: PoolLimits) -> list[tuple[str, str | None, Callable[[Fraction], str]]]:
+    """Each limit a pool may set: (resource, its limit or None, how its figures print)."""
+    return [
+        ("cpu", lim.cpu, _cores),
+        ("memory", lim.memory, format_bytes),
+        (GPU_RESOURCE, None if lim.gpus is None else str(lim.gpus), str),
+    ]
 
 
 def _limits_words(lim: PoolLimits) -> str:

@@ -251,7 +251,8 @@ def _choose(
         if unpriced:
             reason += f"; unknown price: {', '.join(unpriced)} (could be cheaper)"
     if pk.unplaced:
-        reason += f"; {len(pk.unplaced)} pod(s) get no node: {pk.why}"
+        why = capacity.launch_stopped(job, pool, most) or pk.why
+        reason += f"; {len(pk.unplaced)} pod(s) get no node: {why}"
     return replace(likely, reason=reason), _launch(options, pk, _dearest_type)
 
 
@@ -332,6 +333,17 @@ class JobCost:
     # worker that admits it (empty: none does). Its figures are then the dearest worker's: a
     # cap or budget must hold wherever it runs. `choice` and `duration` are the dearest run's.
     runs: tuple[WorkerRun, ...] | None = None
+    # why no node runs the job when the pool's limits stop every NodeClaim
+    # (`capacity.launch_stopped`, the scheduling rehearsal's words; "": not the limits)
+    no_node: str = ""
+
+    @property
+    def why_no_node(self) -> str:
+        """Why no node runs the job (no `choice`): the pool's limits stop every NodeClaim (the
+        scheduling rehearsal's words), else no instance type of the pool holds a pod."""
+        if self.no_node:
+            return f"no pod gets a node: {self.no_node}"
+        return f"no instance type of {self.pool} fits a pod"
 
     @property
     def dispatched(self) -> bool:
@@ -434,7 +446,7 @@ class JobCost:
             "nodes": c.node_count if c else None,
             # each type's nodes ("2 x g5.12xlarge"): a launch may mix types (cost.NodeChoice)
             "launch": " + ".join(f"{p.nodes} x {p.instance_type}" for p in c.parts) if c else None,
-            "nodeChoice": c.reason if c else "no instance type of the pool fits one pod",
+            "nodeChoice": c.reason if c else self.why_no_node,
             "onDemandPerNodeHour": c.on_demand.usd if c and c.on_demand else None,
             "onDemandPerHour": self.hourly,
             "spotPerHour": c.hourly_spot if c else None,
@@ -526,6 +538,7 @@ def job_cost(
         admission=admission[0],
         admission_reason=admission[1],
         worst=worst_case(pool, choice, dearest),
+        no_node="" if choice else capacity.launch_stopped(job, pool, most) or "",
     )
 
 

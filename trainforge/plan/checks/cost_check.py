@@ -201,18 +201,25 @@ def _row(j: C.JobCost, c: C.JobCost | None, worker: list[str]) -> list[str]:
         ceiling + usd(c.run_cost if c else None),
         ceiling + ("unknown" if run is None else duration_text(run)),
         duration.source,
-        choice.types if choice else ("none fits" if c else "-"),
+        choice.types if choice else _no_node(c),
         str(choice.node_count) if choice else "-",
         usd(c.hourly if c else None),
         usd(spot) if spot_possible else "n/a (on-demand pool)",
     ]
 
 
+def _no_node(c: C.JobCost | None) -> str:
+    """The types cell of a job no node runs: the pool's limits stop it, or no type fits."""
+    if c is None:
+        return "-"
+    return "none: pool limits" if c.no_node else "none fits"
+
+
 def _run_lines(c: C.JobCost | None, head: str, pad: str) -> list[str]:
     """Where a job's pods land and why, its duration and its likely/worst line."""
     if c is None:
         return []
-    reason = c.choice.reason if c.choice else f"no instance type of {c.pool} fits a pod"
+    reason = c.choice.reason if c.choice else c.why_no_node
     indent = " " * (len(head.split(":", 1)[0]) + len(pad))
     out = [f"  {pad}{head}; {reason}", f"  {indent}  duration: {c.duration.detail}"]
     if launch := c.launch_line():
@@ -323,10 +330,7 @@ def findings(report: C.CostReport, caps: CostCaps) -> list[Finding]:
                 f"team {t.name}",
                 f"{usd(cap)}/h",
                 [p for j in mine if j.runs_at_once and (p := j.missing_price(report.region))],
-                f"team {t.name} has a cap of {usd(cap)}/h but no type of a pool fits a pod of "
-                "its jobs"
-                if t.jobs_hourly is None
-                else "",
+                _unpriced_team(t.name, cap, mine) if t.jobs_hourly is None else "",
                 f"team {t.name}'s jobs that run at once ({', '.join(t.jobs)}) cost "
                 f"{usd(t.jobs_hourly)}/h on-demand together ({OWN_NODES}"
                 f"{DEAREST if any(j.dispatched for j in mine) else ''}), over its "
@@ -381,6 +385,15 @@ def findings(report: C.CostReport, caps: CostCaps) -> list[Finding]:
     return out
 
 
+def _unpriced_team(team: str, cap: float, jobs: list[C.JobCost]) -> str:
+    """Why a team's cap cannot be checked when no price is missing: each of its jobs that run
+    at once without a node says why (`JobCost.why_no_node`)."""
+    whys = [f"job {j.name}: {j.why_no_node}" for j in jobs
+            if j.runs_at_once and j.hourly is None and not j.dispatched]  # fmt: skip
+    why = "; ".join(whys) or "no type of a pool fits a pod of its jobs"
+    return f"team {team} has a cap of {usd(cap)}/h but {why}"
+
+
 def _unpriced_job(j: C.JobCost, cap: float) -> str:
     """Why a job's cap cannot be checked when no price is missing: no type fits a pod (of its
     pool, or of a fleet's worker), or no worker of the fleet admits it."""
@@ -390,7 +403,7 @@ def _unpriced_job(j: C.JobCost, cap: float) -> str:
     if j.runs:
         why = "; ".join(f"{r.worker}: {r.why}" for r in j.runs if r.hourly is None)
         return f"{head} its $/h is unknown on a worker that may run it ({why})"
-    return f"{head} no instance type of its pool fits one pod, so the cap cannot be checked"
+    return f"{head} {j.why_no_node}, so the cap cannot be checked"
 
 
 def cluster_month(report: C.CostReport) -> float | None:

@@ -74,6 +74,9 @@ class Workload:
     admitted_at: int = -1
     sizing: str = ""
     pods: int = 1  # the gang's pods
+    # EFA devices each pod requests (what the emitter writes: capacity.job_request), which a
+    # node must hold as it holds their GPUs
+    efa: int = 0
     # time, in seconds from the first submission (`Simulation.run_timed`)
     submitted: float = 0.0
     duration: float | None = None  # expected run time; None: unknown
@@ -197,17 +200,18 @@ class Simulation:
 
     def _launch(self, w: Workload) -> None:
         """Place the gang's pods on its pool (GPUs in all; a node group's nodes, first fit,
-        largest pods first) and remember an admitted gang the pool could not launch."""
+        largest pods first, each node holding its GPUs and EFA devices) and remember an
+        admitted gang the pool could not launch."""
         room = self.rooms.get(w.flavor or "")
         if room is None or not w.need.get(GPU):
             return
-        placed = [  # the GPUs of each pod of the pool's admitted gangs
-            int(x.need[GPU] / (x.pods or 1))
+        placed = [  # the GPUs and EFA devices of each pod of the pool's admitted gangs
+            (int(x.need[GPU] / (x.pods or 1)), x.efa)
             for x in self.running
             if x.flavor == w.flavor and x.need.get(GPU)
             for _ in range(x.pods or 1)
         ]
-        total = sum(placed)
+        total = sum(g for g, _ in placed)
         held = pool_capacity(room, GPU)
         why = ""
         if held is not None and total > held:
@@ -215,26 +219,29 @@ class Simulation:
         elif room.kind == "karpenter" and room.nodes:
             why = self._karpenter(w, room)
         elif room.max_nodes is not None:
-            nodes: list[int] = []
-            for g in sorted(placed, reverse=True):
-                i = next((i for i, free in enumerate(nodes) if free >= g), None)
+            nodes: list[tuple[int, int]] = []  # each node's free GPUs and EFA devices
+            for g, e in sorted(placed, reverse=True):
+                i = next((i for i, (fg, fe) in enumerate(nodes) if fg >= g and fe >= e), None)
                 if i is None:
-                    nodes.append(room.gpus_per_node - g)
+                    nodes.append((room.gpus_per_node - g, room.efa_interfaces - e))
                 else:
-                    nodes[i] -= g
+                    nodes[i] = (nodes[i][0] - g, nodes[i][1] - e)
             if len(nodes) > room.max_nodes:
+                efa = f" and {room.efa_interfaces} EFA devices" if any(e for _, e in placed) else ""
                 why = (
-                    f"its pods need {len(nodes)} nodes of {room.gpus_per_node} GPUs in pool "
+                    f"its pods need {len(nodes)} nodes of {room.gpus_per_node} GPUs{efa} in pool "
                     f"{w.flavor}, which has at most {room.max_nodes}"
                 )
         if why:
             self.unlaunchable.append(f"{w.job}: {why}")
 
     def _pods(self, w: Workload) -> list[capacity.PodRequest]:
-        """The gang's pods as Karpenter sees them: its need split evenly over its pods."""
+        """The gang's pods as Karpenter sees them: its need split evenly over its pods, each
+        with its EFA devices."""
         n = w.pods or 1
         cpu, mem = w.need.get("cpu", Fraction(0)) / n, w.need.get("memory", Fraction(0)) / n
-        one = capacity.PodRequest(math.ceil(cpu * 1000), mem / capacity.MI, int(w.need[GPU] / n))
+        gpus = int(w.need[GPU] / n)
+        one = capacity.PodRequest(math.ceil(cpu * 1000), mem / capacity.MI, gpus, w.efa)
         return [one] * n
 
     def _karpenter(self, w: Workload, pool: PoolFacts) -> str:
@@ -623,6 +630,7 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
         w.pods = shape.pod_count(obj.doc)  # the object's pods, as its backend counts them
         per_pod = K.pod_need(spec)
         w.need = {r: v * w.pods for r, v in per_pod.items() if v}
+        w.efa = capacity.job_request(spec, target.pool).efa
         templates = pod_templates(obj.doc, build=False)
         ps = K.podset(templates[0].template if templates else {}, per_pod, w.pods)
         # Kueue reads every pod template as a pod set of its own (its replicas' pods) and
@@ -768,7 +776,7 @@ def _run(spec: Any, worker: str, flavor: str, pool: Any, region: str | None) -> 
     cost = C.job_cost(spec, pool, region, spec.name)
     choice = cost.choice
     if choice is None:
-        why = "cost unknown: no instance type of the pool fits one pod"
+        why = f"cost unknown: {cost.why_no_node}"
     elif choice.hourly_on_demand is None:
         why = f"price missing: {P.why_unpriced(region, choice.instance_type)}"
     else:
