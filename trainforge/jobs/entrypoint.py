@@ -29,7 +29,7 @@ from __future__ import annotations
 import ast
 import posixpath
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -448,9 +448,10 @@ def user_code(job: JobSpec, project_dir: Path | str, where: str) -> CodeBundle |
     return bundle
 
 
-def first_importer(files: Iterable[tuple[str, str]], *packages: str) -> str | None:
-    """The first of `files` (path, text) whose Python imports one of `packages` (or a module
-    under it), if any. Read from the source (ast), never run."""
+def top_level_imports(files: Iterable[tuple[str, str]]) -> Iterator[tuple[str, str]]:
+    """(path, top-level module) for each absolute import in the Python files of `files` (path,
+    text), in file order. Read from the source (ast), never run; a file that does not parse
+    imports nothing here (it fails where it runs)."""
     for path, text in files:
         if not path.endswith(".py"):
             continue
@@ -459,14 +460,17 @@ def first_importer(files: Iterable[tuple[str, str]], *packages: str) -> str | No
         except SyntaxError:
             continue
         for node in ast.walk(tree):
-            names = []
             if isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
+                for a in node.names:
+                    yield path, a.name.split(".")[0]
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                names = [node.module]
-            if any(n.split(".")[0] in packages for n in names):
-                return path
-    return None
+                yield path, node.module.split(".")[0]
+
+
+def first_importer(files: Iterable[tuple[str, str]], *packages: str) -> str | None:
+    """The first of `files` (path, text) whose Python imports one of `packages` (or a module
+    under it), if any."""
+    return next((path for path, name in top_level_imports(files) if name in packages), None)
 
 
 def imports_trainforge(bundle: CodeBundle) -> str | None:

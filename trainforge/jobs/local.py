@@ -339,22 +339,10 @@ def imported_from_here(files: tuple[tuple[str, str], ...]) -> tuple[str, ...]:
     run) that are neither the standard library, nor shipped with it, nor torch or trainforge
     (the image's torch; the shipped library), and that this machine's environment provides:
     run-local imports them from here, the pods from the job's image, which must carry them."""
-    import ast  # noqa: PLC0415
+    from trainforge.jobs.entrypoint import top_level_imports  # noqa: PLC0415
 
     shipped = {PurePosixPath(p).parts[0].removesuffix(".py") for p, _ in files}
-    found: set[str] = set()
-    for path, text in files:
-        if not path.endswith(".py"):
-            continue
-        try:
-            tree = ast.parse(text)
-        except SyntaxError:
-            continue
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                found |= {a.name.split(".")[0] for a in node.names}
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                found.add(node.module.split(".")[0])
+    found = {name for _, name in top_level_imports(files)}
     own = shipped | set(sys.stdlib_module_names)
     own |= {"torch", "trainforge", "__future__", "__main__"}
 
