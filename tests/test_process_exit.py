@@ -41,6 +41,19 @@ def _frozen_at_exit(*argv: str, code: str = PROBE) -> tuple[int, int]:
     return proc.returncode, int(lines[-1].split()[1])
 
 
+# torchrun with /bin/true as its one worker: the launcher's own exit
+LAUNCH_TRUE = (
+    "trainforge.training.launch",
+    "--standalone",
+    "--nnodes",
+    "1",
+    "--nproc-per-node",
+    "1",
+    "--no-python",
+    "true",
+)
+
+
 @pytest.mark.parametrize(
     "argv",
     [
@@ -48,17 +61,7 @@ def _frozen_at_exit(*argv: str, code: str = PROBE) -> tuple[int, int]:
         ("trainforge", "no-such-command"),  # an error's exit code goes through it too
         ("trainforge.training", "--self-check"),
         ("trainforge.training.usercode", "-m", "platform"),  # a user's code, run as a rank
-        # torchrun with /bin/true as its one worker: the launcher's own exit
-        (
-            "trainforge.training.launch",
-            "--standalone",
-            "--nnodes",
-            "1",
-            "--nproc-per-node",
-            "1",
-            "--no-python",
-            "true",
-        ),  # fmt: skip
+        LAUNCH_TRUE,
     ],
     ids=["trainforge", "trainforge-error", "training", "usercode", "launch"],
 )
@@ -125,19 +128,7 @@ else:
     [
         # a rank: torch and the runtime imported, then a config error (exit 2) before a model
         (("trainforge.training", "--model", "mlp", "--dataset-size", "4", "--batch-size", "8"), 2),
-        (
-            (
-                "trainforge.training.launch",
-                "--standalone",
-                "--nnodes",
-                "1",
-                "--nproc-per-node",
-                "1",
-                "--no-python",
-                "true",
-            ),
-            0,
-        ),
+        (LAUNCH_TRUE, 0),
         # a rank of your own code: the script's own `import torch`
         (("trainforge.training.usercode", "uses_torch.py"), 0),
         # bench/throughput.py's worker measures the runtime's loop: imported as a rank does
