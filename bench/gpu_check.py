@@ -111,6 +111,7 @@ class Check:
     def __init__(self, out: Path, dry: bool, deadline: float) -> None:
         self.out, self.dry, self.deadline = out, dry, deadline
         self.results: dict[str, dict[str, Any]] = {}  # the checks run so far (fp8 vs bf16)
+        self.runs = 0  # numbers each run's log under out/logs/ (a device session's only record)
 
     def fresh(self, name: str) -> Path:
         """A run folder emptied first: a second `gpu-check` into the same --out must not
@@ -139,10 +140,15 @@ class Check:
         try:
             p = subprocess.run([*cmd, *args], cwd=ROOT, env=e, capture_output=True, text=True,
                                timeout=limit)  # fmt: skip
+            code, out = p.returncode, p.stdout + p.stderr
         except subprocess.TimeoutExpired as t:
             out = t.stdout.decode() if isinstance(t.stdout, bytes) else (t.stdout or "")
-            return -1, out + f"\n[gpu_check: timed out after {limit:.0f}s]"
-        return p.returncode, p.stdout + p.stderr
+            code, out = -1, out + f"\n[gpu_check: timed out after {limit:.0f}s]"
+        self.runs += 1
+        log = self.out / "logs" / f"{self.runs:02d}-{Path(cmd[-1]).stem}.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text(f"$ {' '.join([*cmd, *args])}\nexit {code}\n{out}")
+        return code, out
 
 
 def _summary(folder: Path) -> dict[str, Any]:
