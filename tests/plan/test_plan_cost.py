@@ -707,7 +707,7 @@ def test_a_launch_of_several_types_is_timed_on_the_slowest():
     opts = [fast, slow]
     pk = packing.Packing(claims=[packing.Claim((0, 1), ("g5.48xlarge",)),
                                  packing.Claim((2,), ("g4dn.12xlarge",))])  # fmt: skip
-    launch = cost._launch(opts, pk, cost._cheapest)
+    launch = cost._launch(opts, pk, pk.launched(cost.launch_prices("us-east-1")))
     assert launch.nodes_words() == "g5.48xlarge x1 + g4dn.12xlarge x1"
     assert launch.duration.seconds == 7200.0
 

@@ -122,9 +122,9 @@ class Simulation:
         self.now = 0.0
         # admitted gangs their pool could not launch: "job: why" (must stay empty)
         self.unlaunchable: list[str] = []
-        # on-demand $/h per instance type (None: the type a NodeClaim launches is unknown, and
-        # counts at its largest candidate, as Karpenter counts it while it provisions)
-        self.price = price
+        # on-demand $/h per instance type, which ranks the type a NodeClaim launches
+        # (`packing.launch`; None: no prices, so the first candidate stands in)
+        self.price = price or (lambda _: None)
         # job -> the nodes its gang launched, with the GPUs its pods use on each
         self._nodes: dict[str, list[tuple[NodeShape, int]]] = {}
         self.running: list[Workload] = []  # admitted, in the order they were
@@ -273,17 +273,15 @@ class Simulation:
         )  # fmt: skip
 
     def _launched(self, x: Workload, rooms: list[capacity.NodeRoom]) -> list[tuple[NodeShape, int]]:
-        """The nodes a gang's NodeClaims launched (each its cheapest candidate; without
-        prices its largest, as Karpenter counts it while provisioning), with the GPUs its
-        pods use on each."""
+        """The nodes a gang's NodeClaims launched (each the type `packing.launch` says, as
+        the cost table prices it), with the GPUs its pods use on each."""
         shapes = {r.node.instance_type: r.node for r in rooms}
         pods = self._pods(x)
-        out = []
-        for c in packing.pack_rooms(rooms, pods).claims:
-            t = packing.cheapest(c.candidates, self.price) if self.price else None
-            t = t or max(c.candidates, key=lambda n: shapes[n].gpus)
-            out.append((shapes[t], sum(pods[i].gpus for i in c.pods)))
-        return out
+        pk = packing.pack_rooms(rooms, pods)
+        return [
+            (shapes[t], sum(pods[i].gpus for i in c.pods))
+            for c, t in zip(pk.claims, pk.launched(self.price), strict=True)
+        ]
 
     def evict(self, w: Workload, by: Workload, why: str) -> None:
         self._charge(w, -1)
@@ -690,7 +688,7 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
     region = C.plan_region(ctx.inventory)
     sim = Simulation(
         m.queues, m.flavors, _backstops(ctx), m.shared, pools,
-        price=lambda t: p.usd if (p := P.ec2_on_demand(region, t)) else None,
+        price=C.launch_prices(region),
     )  # fmt: skip
     sim.run_timed(workloads)
     for gone in sim.unlaunchable:
