@@ -240,9 +240,14 @@ def _choose(
         {t for c in pk.claims for t in c.candidates if P.ec2_on_demand(region, t) is None}
     )
     if likely.hourly_on_demand is None:
+        # a launched type has no price: which one launches is unknown only where its
+        # NodeClaim had other candidates to rank it against
         reason += (
             f"no price for {', '.join(unpriced)} in {region}, so which one is unknown "
             f"(first listed shown: {likely.nodes_words()})"
+            if any(x.unranked for x in launches)
+            else f"{likely.nodes_words()} at an unknown price (no price for "
+            f"{', '.join(unpriced)} in {region})"
         )
         if any(P.ec2_not_listed(region, t) for t in unpriced):
             reason += "; " + "; ".join(P.why_unpriced(region, t) for t in unpriced)
