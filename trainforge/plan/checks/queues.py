@@ -255,7 +255,7 @@ class Simulation:
         for x in self.running:
             if x is not w and x.flavor == w.flavor and x.need.get(GPU):
                 if x.job not in self._nodes:
-                    self._nodes[x.job] = self._launched(x, rooms)
+                    self._nodes[x.job] = self._launched(x, pool, rooms)
                 held += self._nodes[x.job]
         limits = packing.limits_of(pool)
         used = {k: sum((packing.capacity_of(n)[k] for n, _ in held), Fraction(0)) for k in limits}
@@ -272,12 +272,15 @@ class Simulation:
                "the gangs running there)" if gpus is not None else "")
         )  # fmt: skip
 
-    def _launched(self, x: Workload, rooms: list[capacity.NodeRoom]) -> list[tuple[NodeShape, int]]:
-        """The nodes a gang's NodeClaims launched (each the type `packing.launch` says, as
-        the cost table prices it), with the GPUs its pods use on each."""
+    def _launched(
+        self, x: Workload, pool: PoolFacts, rooms: list[capacity.NodeRoom]
+    ) -> list[tuple[NodeShape, int]]:
+        """The nodes a gang's NodeClaims launched, as the cost table has them
+        (`capacity.launch`: the gang alone on the pool, within its limits, each NodeClaim at
+        the type `packing.launch` says), with the GPUs its pods use on each."""
         shapes = {r.node.instance_type: r.node for r in rooms}
         pods = self._pods(x)
-        pk = packing.pack_rooms(rooms, pods)
+        pk = packing.pack_rooms(rooms, pods, packing.limits_of(pool))
         return [
             (shapes[t], sum(pods[i].gpus for i in c.pods))
             for c, t in zip(pk.claims, pk.launched(self.price), strict=True)
