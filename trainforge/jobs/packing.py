@@ -133,12 +133,13 @@ def launch(types: Iterable[str], price: Callable[[str], float | None]) -> Launch
     their cheapest available offering, a type with none last (math.MaxFloat64), and
     `Truncate` keeps the first ones (60: karpenter-provider-aws v1.14.1
     pkg/providers/instance/instance.go `maxInstanceTypes`); its types.go launches on demand
-    with EC2 Fleet's `lowest-price` strategy: the cheapest launches. An offering Karpenter cannot price is not available
-    (pkg/providers/instancetype/offering/base_resolver.go: `Available: ... && hasPrice`), so
-    the scheduler never keeps such a type among a NodeClaim's types (nodeclaim.go `fits`
-    reads only available offerings) and it never launches blindly; Karpenter's prices come
-    from the AWS Pricing API, falling back to its generated static table
-    (pkg/providers/pricing/pricing.go `Reset`: the region's, else us-east-1's).
+    with EC2 Fleet's `lowest-price` strategy: the cheapest launches. An offering Karpenter
+    cannot price is not available (pkg/providers/instancetype/offering/base_resolver.go:
+    `Available: ... && hasPrice`), so the scheduler never keeps such a type among a
+    NodeClaim's types (nodeclaim.go `fits` reads only available offerings) and it never
+    launches blindly; Karpenter's prices come from the AWS Pricing API, falling back to its
+    generated static table (pkg/providers/pricing/pricing.go `Reset`: the region's, else
+    us-east-1's).
 
     So a type `price` has no figure for (trainforge's price table lacks it) is one Karpenter
     still prices, at a figure this plan does not know. The rule: the candidates in upstream's
@@ -148,7 +149,11 @@ def launch(types: Iterable[str], price: Callable[[str], float | None]) -> Launch
     - some candidates unpriced: the cheapest priced one, unless an unpriced one is cheaper at
       Karpenter's price; those are `unranked`, for the caller to say so;
     - none priced: the first listed stands in, the others `unranked`;
-    - one candidate: it launches, priced or not (nothing to rank: `unranked` is ())."""
+    - one candidate: it launches, priced or not (nothing to rank: `unranked` is ()).
+    The cost table (`plan/cost.py`) prices `instance_type` and names `unranked` ("could be
+    cheaper", or "which one is unknown" where the launched type is unpriced); the queue's
+    launch check (`plan/checks/queues.py` `Simulation._launched`) holds its node against the
+    pool's limits."""
     names = list(types)
     if not names:
         raise ValueError("a NodeClaim has at least one candidate type")
