@@ -120,6 +120,31 @@ def test_two_four_gpu_pods_make_one_g5_48xlarge_not_two_g5_12xlarge():
     ]
 
 
+def test_the_launch_ranks_a_type_without_a_price_after_every_priced_one():
+    """packing.launch, the one rule every reader takes the launched type from: the
+    candidates in price order, one without a price last (cloudprovider/types.go OrderByPrice
+    sorts a type with no available offering at math.MaxFloat64), ties in the order given.
+    An unpriced candidate is one the plan's table lacks and Karpenter prices (its Pricing
+    API, else its static table): it could be cheaper, so it is `unranked`. The rule this
+    replaced gave no type at all when any candidate was unpriced."""
+    price = {"g5.12xlarge": 5.672, "g5.48xlarge": 16.288}.get
+    assert packing.launch(("g5.48xlarge", "g5.12xlarge"), price) == packing.Launch("g5.12xlarge")
+    assert packing.launch(("p5e.48xlarge", "g5.48xlarge", "g5.12xlarge"), price) == (
+        packing.Launch("g5.12xlarge", ("p5e.48xlarge",))
+    )
+    # none priced: the first listed stands in, every other could launch instead
+    assert packing.launch(("p5e.48xlarge", "g7e.48xlarge"), price) == (
+        packing.Launch("p5e.48xlarge", ("g7e.48xlarge",))
+    )
+    # one candidate launches, priced or not: nothing to rank it against
+    assert packing.launch(("p5e.48xlarge",), price) == packing.Launch("p5e.48xlarge")
+    # a tie keeps the order given
+    same = {"a.x": 1.0, "b.x": 1.0}.get
+    assert packing.launch(("b.x", "a.x"), same) == packing.Launch("b.x")
+    with pytest.raises(ValueError, match="at least one candidate"):
+        packing.launch((), price)
+
+
 def test_a_spread_limit_stops_packing():
     pods = [capacity.PodRequest.of("42", "160Gi", 4)] * 2
     out = capacity.pack(G5, pods, most=1)

@@ -262,6 +262,24 @@ def test_unknown_prices_stay_unknown():
     assert job.hourly is None and job.run_cost is None
 
 
+def test_a_nodeclaim_with_one_unpriced_type_says_which_type_and_that_its_price_is_unknown():
+    """A NodeClaim whose only candidate has no price launches that type: only its price is
+    unknown. The cost line said "so which one is unknown (first listed shown: ...)", as if
+    several types competed (the fleet's usw2 worker: pool cpu is [m6i.2xlarge], which the
+    us-west-2 price table lacks); with two unpriced candidates it still says so."""
+    one = replace(G5, instance_types=("g5.12xlarge",), node_types=G5.node_types[:1])
+    choice = cost.choose_nodes(_job(workers=1), one, "sa-east-1")  # no EC2 prices there
+    assert choice.reason.endswith(
+        "launches the cheapest of each: g5.12xlarge x1 at an unknown price (no price for "
+        "g5.12xlarge in sa-east-1)"
+    )
+    two = cost.choose_nodes(_job(workers=1), G5, "sa-east-1")
+    assert two.reason.endswith(
+        "launches the cheapest of each: no price for g5.12xlarge, g5.48xlarge in sa-east-1, "
+        "so which one is unknown (first listed shown: g5.12xlarge x1)"
+    )
+
+
 def test_a_node_groups_fixed_cost_says_which_price_it_lacks():
     """A node group's desiredSize nodes are always on: priced by its first type, or unknown
     with the price the table lacks (spot always); a launch template's capacity reservation
@@ -707,7 +725,7 @@ def test_a_launch_of_several_types_is_timed_on_the_slowest():
     opts = [fast, slow]
     pk = packing.Packing(claims=[packing.Claim((0, 1), ("g5.48xlarge",)),
                                  packing.Claim((2,), ("g4dn.12xlarge",))])  # fmt: skip
-    launch = cost._launch(opts, pk, cost._cheapest)
+    launch = cost._launch(opts, pk, pk.launched(cost.launch_prices("us-east-1")))
     assert launch.nodes_words() == "g5.48xlarge x1 + g4dn.12xlarge x1"
     assert launch.duration.seconds == 7200.0
 

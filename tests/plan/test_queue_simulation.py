@@ -770,6 +770,85 @@ def test_a_gangs_efa_devices_count_in_the_launch_check_as_in_the_scheduling_rehe
     assert not capacity.rehearse(replace(request, efa=0), 4, pool).problems
 
 
+def test_the_launch_check_holds_the_type_the_cost_table_prices_on_a_pool_with_an_unpriced_type():
+    """One rule for which type a NodeClaim launches (packing.launch), read by the cost table
+    and the queue's launch check alike. In us-west-2 the price table has g5.12xlarge
+    ($5.672/h) and no p5e.48xlarge: a 4-GPU pod that either holds launches the priced one
+    in the cost table (Karpenter orders by price and prices p5e.48xlarge too, at a figure the
+    plan does not know: it is named as possibly cheaper). The launch check took the largest
+    instead whenever a candidate was unpriced, so it held an 8-GPU p5e.48xlarge for gang a
+    against the pool's 12-GPU limit and called gang b (one 8-GPU pod, only a p5e.48xlarge
+    holds it) unlaunchable while the cost table had a on a 4-GPU node."""
+    from trainforge.jobs.node_facts import node_shape
+    from trainforge.jobs.spec import parse_job
+    from trainforge.plan import cost
+
+    region = "us-west-2"
+    shapes = (node_shape("g5.12xlarge", 48, 196608, eni_pods=737, gpus=4),
+              node_shape("p5e.48xlarge", 192, 2097152, eni_pods=737, gpus=8))  # fmt: skip
+    pool = PoolFacts(F, instance_types=("g5.12xlarge", "p5e.48xlarge"), gpus_per_node=4,
+                     nodes=shapes, limits=PoolLimits(gpus=12))  # fmt: skip
+    price = cost.launch_prices(region)
+    assert (price("g5.12xlarge"), price("p5e.48xlarge")) == (5.672, None)
+    spec = parse_job({"name": "a", "team": "a", "pool": F, "gpusPerWorker": 4, "cpu": "40",
+                      "memory": "160Gi", "workers": 1}, "job")  # fmt: skip
+    priced = cost.choose_nodes(spec, pool, region)
+    assert priced.nodes_words() == "g5.12xlarge x1"
+    assert priced.reason.endswith("; unknown price: p5e.48xlarge (could be cheaper)")
+
+    def gang(job: str, gpus: int, order: int) -> Q.Workload:
+        w = _work(job, "a", gpus, order)
+        w.need = {**w.need, "cpu": K.quantity("40"), "memory": K.quantity("160Gi")}
+        return w
+
+    sim = Q.Simulation({"a": _queue("a", 32)}, {}, pools=[pool], price=price)
+    sim.run_timed([gang("a", 4, 0), gang("b", 8, 1)])
+    assert [(n.instance_type, g) for n, g in sim._nodes["a"]] == [("g5.12xlarge", 4)]
+    assert sim.unlaunchable == []
+    # without prices the first listed candidate stands in, in every reader alike
+    sim = Q.Simulation({"a": _queue("a", 32)}, {}, pools=[pool])
+    sim.run_timed([gang("a", 4, 0), gang("b", 8, 1)])
+    assert [n.instance_type for n, _ in sim._nodes["a"]] == ["g5.12xlarge"]
+    unpriced = cost.choose_nodes(spec, pool, "sa-east-1")  # no EC2 prices there
+    assert unpriced.nodes_words() == "g5.12xlarge x1"
+    assert "so which one is unknown (first listed shown: g5.12xlarge x1)" in unpriced.reason
+
+
+def test_the_launch_check_holds_a_running_gang_on_a_type_its_pools_limits_allow():
+    """In us-east-1 a g4dn.metal (8 T4, $7.824/h) is cheaper than a g6e.12xlarge (4 L40S,
+    $10.49264/h). With a 6-GPU limit Karpenter may not start the g4dn.metal
+    (scheduler.go filterByRemainingResources), so gang a's 4-GPU pod launches a g6e.12xlarge,
+    as the cost table prices it; then 2 GPUs are left and gang b's 2-GPU pod fits no type:
+    it cannot launch. The launch check packed a running gang without the pool's limits, held a
+    g4dn.metal for a, found room for b on its spare GPUs and reported nothing."""
+    from trainforge.jobs.node_facts import node_shape
+    from trainforge.jobs.spec import parse_job
+    from trainforge.plan import cost
+
+    shapes = (node_shape("g6e.12xlarge", 48, 393216, eni_pods=234, gpus=4),
+              node_shape("g4dn.metal", 96, 393216, eni_pods=737, gpus=8))  # fmt: skip
+    pool = PoolFacts(F, instance_types=("g6e.12xlarge", "g4dn.metal"), gpus_per_node=4,
+                     nodes=shapes, limits=PoolLimits(gpus=6))  # fmt: skip
+    spec = parse_job({"name": "a", "team": "a", "pool": F, "gpusPerWorker": 4, "cpu": "40",
+                      "memory": "160Gi", "workers": 1}, "job")  # fmt: skip
+    assert cost.choose_nodes(spec, pool, "us-east-1").nodes_words() == "g6e.12xlarge x1"
+
+    def gang(job: str, gpus: int, order: int) -> Q.Workload:
+        w = _work(job, "a", gpus, order)
+        w.need = {**w.need, "cpu": K.quantity(10 * gpus), "memory": K.quantity(f"{40 * gpus}Gi")}
+        return w
+
+    sim = Q.Simulation({"a": _queue("a", 32)}, {}, pools=[pool],
+                       price=cost.launch_prices("us-east-1"))  # fmt: skip
+    sim.run_timed([gang("a", 4, 0), gang("b", 2, 1)])
+    assert [n.instance_type for n, _ in sim._nodes["a"]] == ["g6e.12xlarge"]
+    assert sim.unlaunchable == [
+        "b: Karpenter places 0 NodeClaim(s) of its 1 pod(s) in pool gpu-pool and leaves 1 "
+        "without a node: all available instance types exceed limits for nodepool (limit 6 "
+        "GPUs, 4 held by the nodes of the gangs running there)"
+    ]
+
+
 def test_a_node_groups_launch_check_counts_each_pods_efa_devices_too():
     """The node-group branch of the launch check: 4 one-GPU EFA pods on nodes of 4 GPUs and
     1 EFA interface need a node each (4 > maxSize 2); by GPUs alone they shared one."""

@@ -63,6 +63,31 @@ def test_a_gpu_pod_whose_torch_is_a_cpu_build_exits_config_error(pod, monkeypatc
     assert not dist.is_initialized()
 
 
+@pytest.mark.parametrize(
+    ("cuda", "torch_says"),
+    [
+        ("12.8", "RuntimeError: No CUDA GPUs are available"),
+        (None, "AssertionError: Torch not compiled with CUDA enabled"),
+    ],
+)
+def test_the_refusal_gives_the_reason_and_fix_torchs_own_error_gets(
+    pod, monkeypatch, cuda, torch_says
+):
+    """One answer for a GPU pod without a usable GPU (`exits.without_gpu`): the runtime's
+    refusal to train on CPU and the reading of torch's own error (`exits.no_gpu`, for code
+    that asks for cuda itself) give the same reason and fix in the same pod. The refusal
+    chose its reason and fix text itself."""
+    monkeypatch.setattr(torch.version, "cuda", cuda)
+    with pytest.raises(exits.RunFailure) as e:
+        distributed.init_distributed(timeout_s=60)
+    reason, fix = exits.no_gpu(torch_says)
+    assert e.value.reason is reason and e.value.detail.endswith(f"; {fix}")
+    assert exits.without_gpu(cuda is None, exits.gpu_devices()) == (reason, fix)
+    # a pod given no GPU: the job's configuration, never the node's
+    assert exits.without_gpu(False, 0) == (exits.CONFIG_ERROR, exits.NO_GPU_FIX)
+    assert exits.without_gpu(True, 0) == (exits.CONFIG_ERROR, exits.CPU_TORCH_FIX)
+
+
 @pytest.mark.parametrize("case", ["no GPU given", "run-local", "hidden: ''", "hidden: -1"])
 def test_a_pod_given_no_gpu_and_run_locals_stand_in_train_on_cpu(pod, monkeypatch, case):
     """A CPU pool's pod (no /dev/nvidiaN), run-local's processes (which stand in for GPU

@@ -18,9 +18,8 @@ v1.14.1's go.mod builds with; read 2026-11-29), pkg/controllers/provisioning/sch
 - scheduler.go `addToNewNodeClaim`/`filterByRemainingResources`/`subtractMax`: with pool
   `limits`, a new NodeClaim may only use types whose capacity fits what the limits have
   left, and takes the largest capacity among its types off them.
-- the launch: the NodeClaim's remaining types go to the cloud provider, which launches the
-  cheapest (karpenter-provider-aws v1.14.1 pkg/providers/instance: on-demand by lowest
-  price; the caller passes the prices, this layer has none).
+- the launch (`launch`): the NodeClaim's remaining types go to the cloud provider, which
+  launches the cheapest; the caller passes the prices, this layer has none.
 
 What stops packing is read from the job's pod template (`spread_limit`): a required pod
 anti-affinity on the hostname, a hostname topology spread that may not be violated, or a
@@ -92,10 +91,13 @@ class Packing:
     def words(self) -> str:
         return claims_words((len(c.pods), c.candidates) for c in self.claims)
 
-    def launched(self, price: Callable[[str], float | None]) -> list[str | None]:
-        """The type each NodeClaim launches: its cheapest candidate (None: a candidate has no
-        price, so which one is unknown)."""
-        return [cheapest(c.candidates, price) for c in self.claims]
+    def launches(self, price: Callable[[str], float | None]) -> list[Launch]:
+        """What each NodeClaim launches (`launch`)."""
+        return [launch(c.candidates, price) for c in self.claims]
+
+    def launched(self, price: Callable[[str], float | None]) -> list[str]:
+        """The type each NodeClaim launches (`launch`)."""
+        return [x.instance_type for x in self.launches(price)]
 
 
 def claims_words(claims: Iterable[tuple[int, tuple[str, ...]]]) -> str:
@@ -111,13 +113,59 @@ def claims_words(claims: Iterable[tuple[int, tuple[str, ...]]]) -> str:
     )
 
 
-def cheapest(types: Iterable[str], price: Callable[[str], float | None]) -> str | None:
-    """The cheapest type by `price` (the first listed on a tie); None when any is unpriced."""
+@dataclass(frozen=True)
+class Launch:
+    """The type one NodeClaim launches (`launch`), and the candidates that could launch
+    instead: those `price` has no figure for, which Karpenter prices and launches when one is
+    cheaper. `unranked` is () when the type is certain."""
+
+    instance_type: str
+    unranked: tuple[str, ...] = ()
+
+
+def launch(types: Iterable[str], price: Callable[[str], float | None]) -> Launch:
+    """The one rule for which of a NodeClaim's candidate types launches: every figure of the
+    plan that names the launched type (the cost table, the queue simulation's launch check)
+    reads it.
+
+    Upstream (read 2026-11-29): kubernetes-sigs/karpenter 6e7eab7a0f48
+    pkg/cloudprovider/types.go `InstanceTypes.OrderByPrice` orders the NodeClaim's types by
+    their cheapest available offering, a type with none last (math.MaxFloat64), and
+    `Truncate` keeps the first ones (60: karpenter-provider-aws v1.14.1
+    pkg/providers/instance/instance.go `maxInstanceTypes`); its types.go launches on demand
+    with EC2 Fleet's `lowest-price` strategy: the cheapest launches. An offering Karpenter
+    cannot price is not available (pkg/providers/instancetype/offering/base_resolver.go:
+    `Available: ... && hasPrice`), so the scheduler never keeps such a type among a
+    NodeClaim's types (nodeclaim.go `fits` reads only available offerings) and it never
+    launches blindly; Karpenter's prices come from the AWS Pricing API, falling back to its
+    generated static table (pkg/providers/pricing/pricing.go `Reset`: the region's, else
+    us-east-1's).
+
+    So a type `price` has no figure for (trainforge's price table lacks it) is one Karpenter
+    still prices, at a figure this plan does not know. The rule: the candidates in upstream's
+    order with `price`'s figures, an unpriced one after every priced one (as OrderByPrice
+    sorts a type it has no price for), ties in the order given; the first launches. The
+    fallbacks that follow, for every caller alike:
+    - some candidates unpriced: the cheapest priced one, unless an unpriced one is cheaper at
+      Karpenter's price; those are `unranked`, for the caller to say so;
+    - none priced: the first listed stands in, the others `unranked`;
+    - one candidate: it launches, priced or not (nothing to rank: `unranked` is ()).
+    The cost table (`plan/cost.py`) prices `instance_type` and names `unranked` ("could be
+    cheaper", or "which one is unknown" where the launched type is unpriced); the queue's
+    launch check (`plan/checks/queues.py` `Simulation._launched`) holds its node against the
+    pool's limits."""
     names = list(types)
-    priced = [(p, i, t) for i, t in enumerate(names) if (p := price(t)) is not None]
-    if len(priced) != len(names) or not priced:
-        return None
-    return min(priced)[2]
+    if not names:
+        raise ValueError("a NodeClaim has at least one candidate type")
+    figures = [price(t) for t in names]
+    order = sorted(range(len(names)), key=lambda i: (figures[i] is None, figures[i] or 0.0, i))
+    first = order[0]
+    unranked = tuple(
+        t
+        for i, t in enumerate(names)
+        if i != first and (figures[i] is None or figures[first] is None)
+    )
+    return Launch(names[first], unranked)
 
 
 def capacity_of(n: NodeShape) -> dict[str, Fraction]:

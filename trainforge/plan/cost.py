@@ -143,20 +143,14 @@ def node_options(job: JobSpec, pool: PoolFacts, region: str) -> list[NodeChoice]
     ]
 
 
-def _launch(
-    options: list[NodeChoice],
-    pk: packing.Packing,
-    pick: Callable[[list[NodeChoice]], NodeChoice],
-) -> NodeChoice | None:
-    """The nodes of a packing when each NodeClaim launches `pick` of its candidate types:
-    grouped by type, in the order they first launch; the run is the slowest type's."""
+def _launch(options: list[NodeChoice], pk: packing.Packing, picks: list[str]) -> NodeChoice | None:
+    """The nodes of a packing when each NodeClaim launches its type of `picks`: grouped by
+    type, in the order they first launch; the run is the slowest type's."""
     by_type = {o.instance_type: o for o in options}
     groups: dict[str, tuple[int, int]] = {}  # type -> (nodes, pods on its first node)
-    for claim in pk.claims:
-        cands = [by_type[t] for t in claim.candidates if t in by_type]
-        if not cands:
+    for claim, t in zip(pk.claims, picks, strict=True):
+        if t not in by_type:
             return None
-        t = pick(cands).instance_type
         nodes, per = groups.get(t, (0, len(claim.pods)))
         groups[t] = (nodes + 1, per)
     if not groups:
@@ -167,30 +161,35 @@ def _launch(
     return replace(launch, duration=slowest.duration)
 
 
-def _cheapest(cands: list[NodeChoice]) -> NodeChoice:
-    """A NodeClaim's launch: its cheapest candidate on demand; an unpriced one could be
-    cheaper, so with none priced the first listed stands in."""
-    priced = [c for c in cands if c.on_demand is not None]
-    return (
-        min(priced, key=lambda c: c.on_demand.usd if c.on_demand else 0.0) if priced else cands[0]
-    )
+def launch_prices(region: str) -> Callable[[str], float | None]:
+    """What a NodeClaim's launch is ranked by (`packing.launch`) in every reader of the plan
+    (the cost table, the queue simulation): the price table's on-demand $/hour of a type in
+    the region, None where it has none."""
+
+    def price(instance_type: str) -> float | None:
+        p = P.ec2_on_demand(region, instance_type)
+        return None if p is None else p.usd
+
+    return price
 
 
-def _dearest_type(cands: list[NodeChoice]) -> NodeChoice:
-    """The candidate whose run would cost most (unknown counts as dearest: it could be)."""
+def _dearest_types(options: list[NodeChoice], pk: packing.Packing) -> list[str]:
+    """Per NodeClaim, the candidate whose run would cost most (unknown counts as dearest: it
+    could be)."""
+    by_type = {o.instance_type: o for o in options}
 
-    def key(c: NodeChoice) -> tuple[bool, float]:
-        run = replace(c, nodes=1).run_cost
+    def key(t: str) -> tuple[bool, float]:
+        run = replace(by_type[t], nodes=1).run_cost
         return (run is None, run or 0.0)
 
-    return max(cands, key=key)
+    return [max((t for t in c.candidates if t in by_type), key=key, default="") for c in pk.claims]
 
 
 def choose_nodes(job: JobSpec, pool: PoolFacts, region: str, most: int | None = None):
     """Where the job's pods land. A Karpenter pool: the NodeClaims its provisioning scheduler
     makes for them (trainforge.jobs.packing: each pod joins an in-flight NodeClaim while one
-    of its types still holds all its pods), each launching its cheapest remaining type; a
-    managed node group launches its types in the order listed."""
+    of its types still holds all its pods), each launching its cheapest remaining type
+    (`packing.launch`); a managed node group launches its types in the order listed."""
     return _choose(job, pool, region, node_options(job, pool, region), most)[0]
 
 
@@ -228,7 +227,8 @@ def _choose(
         )
         return replace(options[0], reason=reason), None
     pk = capacity.launch(job, pool, most)
-    likely = _launch(options, pk, _cheapest)
+    launches = pk.launches(launch_prices(region))
+    likely = _launch(options, pk, [x.instance_type for x in launches])
     if likely is None:
         return None, None
     spread = "" if most is None else f", at most {most} per node (its pod template)"
@@ -240,9 +240,14 @@ def _choose(
         {t for c in pk.claims for t in c.candidates if P.ec2_on_demand(region, t) is None}
     )
     if likely.hourly_on_demand is None:
+        # a launched type has no price: which one launches is unknown only where its
+        # NodeClaim had other candidates to rank it against
         reason += (
             f"no price for {', '.join(unpriced)} in {region}, so which one is unknown "
             f"(first listed shown: {likely.nodes_words()})"
+            if any(x.unranked for x in launches)
+            else f"{likely.nodes_words()} at an unknown price (no price for "
+            f"{', '.join(unpriced)} in {region})"
         )
         if any(P.ec2_not_listed(region, t) for t in unpriced):
             reason += "; " + "; ".join(P.why_unpriced(region, t) for t in unpriced)
@@ -253,7 +258,7 @@ def _choose(
     if pk.unplaced:
         why = capacity.launch_stopped(job, pool, most) or pk.why
         reason += f"; {len(pk.unplaced)} pod(s) get no node: {why}"
-    return replace(likely, reason=reason), _launch(options, pk, _dearest_type)
+    return replace(likely, reason=reason), _launch(options, pk, _dearest_types(options, pk))
 
 
 def plan_region(inventory: Any) -> str:

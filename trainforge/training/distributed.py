@@ -155,8 +155,8 @@ def _refuse_cpu_in_a_gpu_pod() -> None:
     """Raise `exits.RunFailure` where CUDA sees no GPU but this pod was given some (the
     /dev/nvidiaN nodes of `exits.gpu_devices`): training on CPU there would hold a GPU node
     for nothing. A CUDA build of torch: the node's driver or GPUs failed it (gpu_error,
-    retried); a CPU build: the image's torch (config_error), the same reasons `exits.no_gpu`
-    gives code that asks for cuda itself. A pod given no GPU, and `trainforge run-local`'s
+    retried); a CPU build: the image's torch (config_error): `exits.without_gpu`, the reason
+    and fix `exits.no_gpu` gives code that asks for cuda itself. A pod given no GPU, and `trainforge run-local`'s
     processes (contract.RUN_LOCAL: the job's pods on this machine's CPU), train on CPU."""
     from trainforge.training import exits  # noqa: PLC0415
     from trainforge.training.contract import RUN_LOCAL  # noqa: PLC0415
@@ -164,17 +164,15 @@ def _refuse_cpu_in_a_gpu_pod() -> None:
     given = exits.gpu_devices()
     if not given or os.environ.get(RUN_LOCAL):
         return
-    if torch.version.cuda is None:
-        raise exits.RunFailure(
-            exits.CONFIG_ERROR,
-            f"this pod was given {given} GPU device(s) but torch {torch.__version__} is not "
-            f"compiled with CUDA; {exits.CPU_TORCH_FIX}",
-        )
-    raise exits.RunFailure(
-        exits.GPU_ERROR,
-        f"No CUDA GPUs are available (torch.cuda.is_available() is False); "
-        f"{exits.LOST_GPU_FIX.format(n=given)}",
+    cpu_build = torch.version.cuda is None
+    reason, fix = exits.without_gpu(cpu_build, given)
+    what = (
+        f"this pod was given {given} GPU device(s) but torch {torch.__version__} is not "
+        "compiled with CUDA"
+        if cpu_build
+        else "No CUDA GPUs are available (torch.cuda.is_available() is False)"
     )
+    raise exits.RunFailure(reason, f"{what}; {fix}")
 
 
 def _bind_defaults_before_the_group() -> None:

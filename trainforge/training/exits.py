@@ -247,15 +247,25 @@ def gpu_devices(dev: str | None = None) -> int:
     return sum(1 for n in names if re.fullmatch(r"nvidia\d+", n))
 
 
+def without_gpu(cpu_build: bool, given: int) -> tuple[Reason, str]:
+    """The reason and the fix for a process that has no GPU to use, from what it knows: the
+    job's configuration (permanent) where torch is a CPU build (`cpu_build`) or the pod was
+    given no GPU, a GPU fault (retryable, node repair) where the pod was given `given` GPUs
+    (`gpu_devices`) that CUDA cannot see. The one answer for torch's own errors (`no_gpu`)
+    and for the runtime's refusal to train on CPU in a GPU pod
+    (`distributed._refuse_cpu_in_a_gpu_pod`)."""
+    if cpu_build:
+        return CONFIG_ERROR, CPU_TORCH_FIX
+    return (GPU_ERROR, LOST_GPU_FIX.format(n=given)) if given else (CONFIG_ERROR, NO_GPU_FIX)
+
+
 def no_gpu(text: str) -> tuple[Reason, str] | None:
     """The reason and the fix for a failure for want of a GPU, CUDA or NCCL (None for any
-    other): the job's configuration (permanent) where torch is a CPU build or the pod has no
-    GPU, a GPU fault (retryable, node repair) where the pod was given GPUs CUDA cannot see."""
+    other), read from torch's message (`without_gpu`)."""
     if CPU_TORCH_TEXT.search(text):
-        return CONFIG_ERROR, CPU_TORCH_FIX
+        return without_gpu(True, gpu_devices())
     if NO_GPU_SEEN_TEXT.search(text):
-        n = gpu_devices()
-        return (GPU_ERROR, LOST_GPU_FIX.format(n=n)) if n else (CONFIG_ERROR, NO_GPU_FIX)
+        return without_gpu(False, gpu_devices())
     return None
 
 

@@ -122,9 +122,9 @@ class Simulation:
         self.now = 0.0
         # admitted gangs their pool could not launch: "job: why" (must stay empty)
         self.unlaunchable: list[str] = []
-        # on-demand $/h per instance type (None: the type a NodeClaim launches is unknown, and
-        # counts at its largest candidate, as Karpenter counts it while it provisions)
-        self.price = price
+        # on-demand $/h per instance type, which ranks the type a NodeClaim launches
+        # (`packing.launch`; None: no prices, so the first candidate stands in)
+        self.price = price or (lambda _: None)
         # job -> the nodes its gang launched, with the GPUs its pods use on each
         self._nodes: dict[str, list[tuple[NodeShape, int]]] = {}
         self.running: list[Workload] = []  # admitted, in the order they were
@@ -255,7 +255,7 @@ class Simulation:
         for x in self.running:
             if x is not w and x.flavor == w.flavor and x.need.get(GPU):
                 if x.job not in self._nodes:
-                    self._nodes[x.job] = self._launched(x, rooms)
+                    self._nodes[x.job] = self._launched(x, pool, rooms)
                 held += self._nodes[x.job]
         limits = packing.limits_of(pool)
         used = {k: sum((packing.capacity_of(n)[k] for n, _ in held), Fraction(0)) for k in limits}
@@ -272,18 +272,19 @@ class Simulation:
                "the gangs running there)" if gpus is not None else "")
         )  # fmt: skip
 
-    def _launched(self, x: Workload, rooms: list[capacity.NodeRoom]) -> list[tuple[NodeShape, int]]:
-        """The nodes a gang's NodeClaims launched (each its cheapest candidate; without
-        prices its largest, as Karpenter counts it while provisioning), with the GPUs its
-        pods use on each."""
+    def _launched(
+        self, x: Workload, pool: PoolFacts, rooms: list[capacity.NodeRoom]
+    ) -> list[tuple[NodeShape, int]]:
+        """The nodes a gang's NodeClaims launched, as the cost table has them
+        (`capacity.launch`: the gang alone on the pool, within its limits, each NodeClaim at
+        the type `packing.launch` says), with the GPUs its pods use on each."""
         shapes = {r.node.instance_type: r.node for r in rooms}
         pods = self._pods(x)
-        out = []
-        for c in packing.pack_rooms(rooms, pods).claims:
-            t = packing.cheapest(c.candidates, self.price) if self.price else None
-            t = t or max(c.candidates, key=lambda n: shapes[n].gpus)
-            out.append((shapes[t], sum(pods[i].gpus for i in c.pods)))
-        return out
+        pk = packing.pack_rooms(rooms, pods, packing.limits_of(pool))
+        return [
+            (shapes[t], sum(pods[i].gpus for i in c.pods))
+            for c, t in zip(pk.claims, pk.launched(self.price), strict=True)
+        ]
 
     def evict(self, w: Workload, by: Workload, why: str) -> None:
         self._charge(w, -1)
@@ -690,7 +691,7 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
     region = C.plan_region(ctx.inventory)
     sim = Simulation(
         m.queues, m.flavors, _backstops(ctx), m.shared, pools,
-        price=lambda t: p.usd if (p := P.ec2_on_demand(region, t)) else None,
+        price=C.launch_prices(region),
     )  # fmt: skip
     sim.run_timed(workloads)
     for gone in sim.unlaunchable:
