@@ -178,6 +178,49 @@ def test_one_fsdp_rank_gathers_bf16_precomputes_nothing_and_resumes_either_way(
     assert losses[True, False] == pytest.approx(losses[False, False], rel=1e-3)
 
 
+@pytest.mark.parametrize("gather", [False, True])
+def test_compile_captures_each_fp8_block_whole_under_fsdp(gather, one_rank_group, monkeypatch):
+    """torch.compile fuses FP8's amax and casts only where it sees them (torchtitan compiles
+    each block with fullgraph=True): the runtime's per-block compile (parallel.py) of an FP8
+    GPT under FSDP2 -- weights gathered in bf16 (one rank) or in float8 -- traces each block
+    into one graph, shared by every block, with no graph break that would leave a cast to
+    run eagerly. Dynamo's own counters, with its "eager" backend (no inductor on the CPU)."""
+
+    from torch._dynamo.utils import counters
+
+    from trainforge.training.distributed import DistEnv
+    from trainforge.training.loop import build_optimizer, micro_step
+    from trainforge.training.parallel import parallelize, resolve_precision
+
+    compile_ = nn.Module.compile
+    monkeypatch.setattr(nn.Module, "compile", lambda self, **kw: compile_(self, backend="eager"))
+    if gather:
+        monkeypatch.setenv(fp8.FORCE_ALL_GATHER_ENV, "1")
+    else:
+        monkeypatch.delenv(fp8.FORCE_ALL_GATHER_ENV, raising=False)
+    cfg = TrainConfig(model="gpt", layers=2, d_model=64, heads=4, seq_len=32, vocab_size=256,
+                      batch_size=8, strategy="fsdp", compile=True, precision="fp8")  # fmt: skip
+    env = DistEnv(rank=0, world_size=1, local_rank=0, local_world_size=1,
+                  device=torch.device("cpu"), backend="gloo")  # fmt: skip
+    torch._dynamo.reset()
+    counters.clear()
+    dtype = resolve_precision(cfg, env.device)
+    model = parallelize(build_model(cfg, device="meta"), cfg, env, dtype)
+    assert model.float8_all_gather is gather and len(model.float8_layers) == 8
+    optimizer = build_optimizer(model, cfg, env.device)
+    x, y = torch.randint(0, 256, (8, 32)), torch.randint(0, 256, (8, 32))
+    for _ in range(2):
+        micro_step(model, (x, y), True, cfg, env.device, dtype)
+        optimizer.step()
+        if gather:
+            fp8.after_optimizer_step(model)
+        optimizer.zero_grad(set_to_none=True)
+    assert dict(counters["graph_break"]) == {}
+    assert counters["stats"]["unique_graphs"] == 1
+    assert counters["frames"]["ok"] == counters["frames"]["total"] > 0
+    torch._dynamo.reset()
+
+
 def test_checkpoints_keep_dtensors_and_unwrap_only_torchaos_weight_inside(one_rank_group):
     """`checkpoint._unwrapped`: a bf16 FSDP2 weight (a DTensor of a plain shard) is saved as
     it is -- unwrapping the DTensor itself saved a 2-rank run's shard as the whole tensor --
