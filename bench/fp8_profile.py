@@ -109,6 +109,8 @@ def run_variant(name: str, cfg: Any, env: Any, args: argparse.Namespace) -> dict
             os.environ[fp8.FORCE_ALL_GATHER_ENV] = forced
     raw = unwrap(model)
     gather = bool(getattr(raw, "float8_all_gather", False))
+    layers = len(getattr(raw, "float8_layers", ()))
+    raw = None  # `model` is the only reference: freed before the next variant
     optimizer = build_optimizer(model, cfg, env.device)
     g = torch.Generator().manual_seed(0)
     x = torch.randint(0, cfg.vocab_size, (cfg.batch_size, cfg.seq_len), generator=g)
@@ -127,6 +129,8 @@ def run_variant(name: str, cfg: Any, env: Any, args: argparse.Namespace) -> dict
         if cuda:
             torch.cuda.synchronize(env.device)
 
+    if cuda:
+        torch.cuda.reset_peak_memory_stats(env.device)
     losses = [float(step()) for _ in range(args.warmup)]
     sync()
     t0 = time.perf_counter()
@@ -149,7 +153,7 @@ def run_variant(name: str, cfg: Any, env: Any, args: argparse.Namespace) -> dict
     tokens = cfg.batch_size * cfg.seq_len
     out = {
         "float8_all_gather": gather,
-        "float8_layers": len(getattr(raw, "float8_layers", ())),
+        "float8_layers": layers,
         "step_ms": 1e3 * timed_s / max(args.timed, 1),
         "tokens_per_second": tokens * args.timed / timed_s if timed_s else None,
         "profiled_step_ms": 1e3 * profiled_s / n,
@@ -162,11 +166,15 @@ def run_variant(name: str, cfg: Any, env: Any, args: argparse.Namespace) -> dict
         ],
         "losses_finite": all(v == v and abs(v) != float("inf") for v in losses),
     }
+    if cuda:
+        out["peak_allocated_gib"] = torch.cuda.max_memory_allocated(env.device) / 2**30
     model = optimizer = prof = None  # the next variant's model has the memory to itself
+    torch._dynamo.reset()  # the next variant compiles its own blocks
     gc.collect()
     if cuda:
         torch.cuda.empty_cache()
-    torch._dynamo.reset()  # the next variant compiles its own blocks
+        # what this variant left behind (0 when it freed everything): the next one's headroom
+        out["left_allocated_gib"] = torch.cuda.memory_allocated(env.device) / 2**30
     return out
 
 

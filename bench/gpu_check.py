@@ -14,8 +14,8 @@ recorded as such and the others still run. Checks, in order:
    and start-up (compile) time, the set-up split by phase (process start and imports, process
    group, dataset, model build/shard/init, the rest), and the memory model
    (trainforge/jobs/estimate) against the peak PyTorch allocated.
-2b. ``gpt_1p3b_fp8``: the same run with ``--precision fp8`` (torchao float8 Linear layers,
-   FSDP2 float8 all-gather): steady tokens/s beside the bf16 run's (the ratio) and its MFU
+2b. ``gpt_1p3b_fp8``: the same run with ``--precision fp8`` (torchao float8 Linear layers;
+   one FSDP rank gathers the weights in bf16, training/fp8.py): steady tokens/s beside the bf16 run's (the ratio) and its MFU
    against the bf16 peak (bf16-equivalent). torchao missing: installed from the wheel in
    bench/wheels/ (``make fp8-wheel`` on a machine with a network), never from the network.
 2c. ``fp8_profile``: bench/fp8_profile.py on the same 1.3B (FSDP2 + compile, one process):
@@ -227,6 +227,7 @@ def check_gpt_1p3b(c: Check, name: str = "gpt_1p3b", env: dict[str, str] | None 
         "setup_phases": s.get("setup_phases"),
         "startup_seconds": startup["seconds"],
         "precision": s["precision"],
+        "float8_all_gather": s.get("float8_all_gather"),
         "startup_steps": startup["windows"],
         "memory_model_bytes": model,
         "peak_allocated_bytes": measured,
@@ -463,14 +464,19 @@ def _phases(p: dict[str, float] | None) -> str:
     return f" ({words(IN_SETUP)}; before it: {words(BEFORE_SETUP)})"
 
 
+def _gathered(g: dict[str, Any]) -> str:
+    """' (float8 all-gather off)': how FSDP2 gathered an FP8 run's weights (its summary)."""
+    on = g.get("float8_all_gather")
+    return "" if on is None else f" (float8 all-gather {'on' if on else 'off'})"
+
+
 def _profiled(name: str, x: dict[str, Any]) -> str:
     """'fp8: 230 ms/step = 1.15x bf16 (float8 all-gather off), GPU busy 228 ms (99%): fp8_matmul
     95.0, ...; 3,100 kernels/step': one variant of bench/fp8_profile.py, in words."""
     if "error" in x:
         return f"{name}: {x['error']}"
     vs = x.get("speedup_vs_bf16")
-    gather = "" if name == "bf16" else (
-        f" (float8 all-gather {'on' if x.get('float8_all_gather') else 'off'})")  # fmt: skip
+    gather = "" if name == "bf16" else _gathered(x)
     cats = ", ".join(f"{k} {v:.1f}" for k, v in x.get("gpu_ms_per_step", {}).items())
     share = x.get("gpu_busy_share")
     return (f"{name}: {x['step_ms']:.0f} ms/step{f' = {vs:.2f}x bf16' if vs and name != 'bf16' else ''}"
@@ -503,7 +509,8 @@ def markdown(report: dict[str, Any]) -> str:
         row(name, (
             f"steady MFU {_pct(g.get('steady_mfu'))}{' (bf16-equivalent)' if fp8 else ''}, "
             f"{g.get('steady_tokens_per_second') or 0:,.0f} tokens/s"
-            f"{f' = {vs:.2f}x bf16' if fp8 and vs else ''} (steps {g.get('steady_steps')}); "
+            f"{f' = {vs:.2f}x bf16' if fp8 and vs else ''}{_gathered(g) if fp8 else ''} "
+            f"(steps {g.get('steady_steps')}); "
             f"whole loop MFU {_pct(g.get('whole_run_mfu'))}; "
             f"setup {_s(g.get('setup_seconds'))}{_phases(g.get('setup_phases'))}, start-up "
             f"steps {_s(g.get('startup_seconds'))}; "

@@ -46,6 +46,7 @@ def test_the_dry_run_passes_every_check_on_cpu(tmp_path) -> None:
     assert abs(sum(phases[k] for k in inside) - g["setup_seconds"]) < 0.05
     f = report["checks"]["gpt_1p3b_fp8"]  # FP8 (emulated on the CPU) beside bf16
     assert f["precision"] == "fp8" and f["tokens_per_second_vs_bf16"] > 0
+    assert f["float8_all_gather"] is False  # one FSDP rank gathers bf16 (training/fp8.py)
     assert "fp8_check_s" in f["setup_phases"] and "fp8_check_s" not in phases
     inside_fp8 = ("fp8_check_s", *inside)
     assert abs(sum(f["setup_phases"][k] for k in inside_fp8) - f["setup_seconds"]) < 0.05
@@ -214,6 +215,9 @@ def test_the_table_names_each_figure_and_a_failure_s_cause() -> None:
         "attention 30.0 ms; 2,100 kernels/step; fp8_ag: 240 ms/step = 1.10x bf16 (float8 " \
         "all-gather on), GPU busy 230 ms (96%): fp8_matmul 90.0, eager 20.0 ms; 3,400 " \
         "kernels/step; fp8: RuntimeError: boom |" in gpu_check.markdown(report)  # fmt: skip
+    report["checks"]["gpt_1p3b_fp8"]["float8_all_gather"] = False  # the summary's own word
+    assert "tokens/s = 1.22x bf16 (float8 all-gather off) (steps [11, 40]);" in \
+        gpu_check.markdown(report)  # fmt: skip
     assert "| loops | FAILED | gpt_124m: exit 1: boom |" in table
     assert "| checkpoint_stall | skipped | budget of 450 s spent |" in table
     assert "bit-identical False" in table
