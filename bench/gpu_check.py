@@ -14,10 +14,16 @@ recorded as such and the others still run. Checks, in order:
    and start-up (compile) time, the set-up split by phase (process start and imports, process
    group, dataset, model build/shard/init, the rest), and the memory model
    (trainforge/jobs/estimate) against the peak PyTorch allocated.
-2b. ``gpt_1p3b_fp8``: the same run with ``--precision fp8`` (torchao float8 Linear layers,
-   FSDP2 float8 all-gather): steady tokens/s beside the bf16 run's (the ratio) and its MFU
+2b. ``gpt_1p3b_fp8``: the same run with ``--precision fp8`` (torchao float8 Linear layers;
+   one FSDP rank gathers the weights in bf16, training/fp8.py): steady tokens/s beside the bf16 run's (the ratio) and its MFU
    against the bf16 peak (bf16-equivalent). torchao missing: installed from the wheel in
    bench/wheels/ (``make fp8-wheel`` on a machine with a network), never from the network.
+2c. ``fp8_profile``: bench/fp8_profile.py on the same 1.3B (FSDP2 + compile, one process):
+   bf16, FP8 as the runtime runs it on one rank (bf16 all-gather) and FP8 with the float8
+   all-gather forced (what it ran before), each a few steps timed and two profiled: ms per
+   step, and each step's GPU kernel time by what launched it (FP8 and bf16 matmuls,
+   attention, inductor's fused kernels, eager kernels, optimizer, NCCL) -- where FP8's time
+   goes, and what the float8 all-gather costs on one GPU.
 3. ``loops``: bench/throughput.py on GPT-124M (12 x 768, seq 1024; no compile in any loop:
    like for like, and compile gained nothing at this size) and on the MLP: the runtime vs
    the bare loop vs the seed's loop (fp32 as written, and bf16), steady state.
@@ -79,6 +85,11 @@ SIZES: dict[str, dict[str, Any]] = {
                              "--dataset-size", "4096"],
                      "dry": [*TINY_GPT, "--strategy", "fsdp", "--precision", "fp8", "--steps",
                              "8", "--log-every", "2"]},
+    # three variants, each compiled in turn: (its own steps, the runtime's flags)
+    "fp8_profile": {"gpu": [["--warmup", "3", "--timed", "6", "--profiled", "2"],
+                            [*GPT_1P3B, "--strategy", "fsdp", "--compile"]],
+                    "dry": [["--warmup", "1", "--timed", "2", "--profiled", "1"],
+                            [*TINY_GPT, "--strategy", "fsdp"]]},
     # saves at steps 200 and 400 (and the final one at 410): a real interval
     "checkpoint": {"gpu": [*GPT_150M, "--steps", "410", "--log-every", "50",
                            "--checkpoint-every", "200", "--dataset-size", "4096"],
@@ -216,6 +227,7 @@ def check_gpt_1p3b(c: Check, name: str = "gpt_1p3b", env: dict[str, str] | None 
         "setup_phases": s.get("setup_phases"),
         "startup_seconds": startup["seconds"],
         "precision": s["precision"],
+        "float8_all_gather": s.get("float8_all_gather"),
         "startup_steps": startup["windows"],
         "memory_model_bytes": model,
         "peak_allocated_bytes": measured,
@@ -272,6 +284,32 @@ def check_gpt_1p3b_fp8(c: Check) -> dict[str, Any]:
     bf16 = c.results.get("gpt_1p3b", {}).get("steady_tokens_per_second")
     r["tokens_per_second_vs_bf16"] = r["steady_tokens_per_second"] / bf16 if bf16 else None
     return r
+
+
+PROFILED = ("bf16", "fp8", "fp8_ag")  # bench/fp8_profile.py's variants, in its order
+
+
+def check_fp8_profile(c: Check) -> dict[str, Any]:
+    """bench/fp8_profile.py: each variant's ms per step and its GPU time by category; the
+    step time of each over bf16's (a speed-up: above 1 is faster)."""
+    if (why := torchao_ready(c)) is not None:
+        return {"ok": False, "error": why}
+    path = c.out / "fp8_profile.json"
+    path.unlink(missing_ok=True)
+    steps, runtime = c.sizes("fp8_profile")
+    code, out = c.run([*steps, "--json", str(path), "--", *runtime], limit=180,
+                      script=str(ROOT / "bench" / "fp8_profile.py"))  # fmt: skip
+    if not path.exists():
+        return _failed(code, out)
+    report = json.loads(path.read_text())
+    variants = {v: report[v] for v in PROFILED if v in report}
+    bf16 = variants.get("bf16", {}).get("step_ms")
+    for x in variants.values():
+        if bf16 and x.get("step_ms"):
+            x["speedup_vs_bf16"] = bf16 / x["step_ms"]
+    ok = code == 0 and len(variants) == len(PROFILED)
+    ok = ok and all("error" not in x and x.get("losses_finite") for x in variants.values())
+    return {"ok": ok, "variants": variants, **({} if code == 0 else _failed(code, out))}
 
 
 def check_loops(c: Check) -> dict[str, Any]:
@@ -388,6 +426,7 @@ CHECKS = (
     ("smoke", check_smoke),
     ("gpt_1p3b", check_gpt_1p3b),
     ("gpt_1p3b_fp8", check_gpt_1p3b_fp8),
+    ("fp8_profile", check_fp8_profile),
     ("loops", check_loops),
     ("checkpoint_stall", check_checkpoint),
     ("kill_resume", check_kill_resume),
@@ -425,6 +464,27 @@ def _phases(p: dict[str, float] | None) -> str:
     return f" ({words(IN_SETUP)}; before it: {words(BEFORE_SETUP)})"
 
 
+def _gathered(g: dict[str, Any]) -> str:
+    """' (float8 all-gather off)': how FSDP2 gathered an FP8 run's weights (its summary)."""
+    on = g.get("float8_all_gather")
+    return "" if on is None else f" (float8 all-gather {'on' if on else 'off'})"
+
+
+def _profiled(name: str, x: dict[str, Any]) -> str:
+    """'fp8: 230 ms/step = 1.15x bf16 (float8 all-gather off), GPU busy 228 ms (99%): fp8_matmul
+    95.0, ...; 3,100 kernels/step': one variant of bench/fp8_profile.py, in words."""
+    if "error" in x:
+        return f"{name}: {x['error']}"
+    vs = x.get("speedup_vs_bf16")
+    gather = "" if name == "bf16" else _gathered(x)
+    cats = ", ".join(f"{k} {v:.1f}" for k, v in x.get("gpu_ms_per_step", {}).items())
+    share = x.get("gpu_busy_share")
+    return (f"{name}: {x['step_ms']:.0f} ms/step{f' = {vs:.2f}x bf16' if vs and name != 'bf16' else ''}"
+            f"{gather}, GPU busy {x.get('gpu_busy_ms_per_step', 0):.0f} ms"
+            f"{f' ({100 * share:.0f}%)' if share else ''}"
+            f"{f': {cats} ms' if cats else ''}; {x.get('kernels_per_step', 0):,.0f} kernels/step")  # fmt: skip
+
+
 def markdown(report: dict[str, Any]) -> str:
     """The table for docs/performance.md: one row per check, its figures in words."""
     r = report["checks"]
@@ -449,13 +509,16 @@ def markdown(report: dict[str, Any]) -> str:
         row(name, (
             f"steady MFU {_pct(g.get('steady_mfu'))}{' (bf16-equivalent)' if fp8 else ''}, "
             f"{g.get('steady_tokens_per_second') or 0:,.0f} tokens/s"
-            f"{f' = {vs:.2f}x bf16' if fp8 and vs else ''} (steps {g.get('steady_steps')}); "
+            f"{f' = {vs:.2f}x bf16' if fp8 and vs else ''}{_gathered(g) if fp8 else ''} "
+            f"(steps {g.get('steady_steps')}); "
             f"whole loop MFU {_pct(g.get('whole_run_mfu'))}; "
             f"setup {_s(g.get('setup_seconds'))}{_phases(g.get('setup_phases'))}, start-up "
             f"steps {_s(g.get('startup_seconds'))}; "
             f"memory model {_gib(g.get('memory_model_bytes'))} vs allocated "
             f"{_gib(g.get('peak_allocated_bytes'))} (reserved {_gib(g.get('peak_reserved_bytes'))})"
         ))  # fmt: skip
+    row("fp8_profile", "; ".join(_profiled(v, x) for v, x in
+                                 r.get("fp8_profile", {}).get("variants", {}).items()))  # fmt: skip
     lp = r.get("loops", {})
     parts = []
     for name in ("gpt_124m", "mlp"):

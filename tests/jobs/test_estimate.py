@@ -564,6 +564,25 @@ def test_fp8_plans_the_anchored_speed_up_on_a_gpu_with_an_fp8_peak_and_says_its_
     assert any("no FP8 peak" in n for n in plain.notes)
 
 
+def test_fp8_below_the_anchor_s_width_is_planned_at_bf16_speed_and_says_why():
+    """The 1.28x is torchtitan's Llama 3.1 8B (dim 4096): a narrower model (the 1.3B GPU
+    check's d_model 2048 gained well under it on an H200) is planned at bf16 speed, with the
+    anchor as its best case only; at the anchor's width the anchor applies."""
+    narrow = {"pool": "efa-training", "dModel": 2048, "heads": 16, "layers": 4}
+    bf16 = estimate(job(**narrow), P5)
+    fp8 = estimate(job(**narrow, precision="fp8"), P5)
+    assert fp8.timing.fp8_speedup == 1.0
+    assert fp8.timing.compute_seconds == pytest.approx(bf16.timing.compute_seconds)
+    assert fp8.step_seconds == pytest.approx(bf16.step_seconds)
+    assert fp8.step_seconds_range[0] < bf16.step_seconds_range[0]  # the best case: 1.29x
+    assert fp8.step_seconds_range[1] == pytest.approx(bf16.step_seconds_range[1])
+    note = next(n for n in fp8.notes if n.startswith("precision fp8"))
+    assert "planned at bf16 speed: dModel 2048 is narrower than the 4096" in note
+    assert "1.29x at best" in note and "against the bf16 peak" in note
+    wide = estimate(job(**{**narrow, "dModel": 4096, "heads": 32}, precision="fp8"), P5)
+    assert wide.timing.fp8_speedup == 1.28
+
+
 def test_calibrate_refuses_an_fp8_run(tmp_path):
     from trainforge.jobs.estimate.calibrate import CalibrationError, calibrate
 

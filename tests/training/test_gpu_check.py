@@ -18,7 +18,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import gpu_check  # noqa: E402
 
-NAMES = ["smoke", "gpt_1p3b", "gpt_1p3b_fp8", "loops", "checkpoint_stall", "kill_resume"]
+NAMES = ["smoke", "gpt_1p3b", "gpt_1p3b_fp8", "fp8_profile", "loops", "checkpoint_stall",
+         "kill_resume"]  # fmt: skip
 
 
 def test_the_dry_run_passes_every_check_on_cpu(tmp_path) -> None:
@@ -45,9 +46,15 @@ def test_the_dry_run_passes_every_check_on_cpu(tmp_path) -> None:
     assert abs(sum(phases[k] for k in inside) - g["setup_seconds"]) < 0.05
     f = report["checks"]["gpt_1p3b_fp8"]  # FP8 (emulated on the CPU) beside bf16
     assert f["precision"] == "fp8" and f["tokens_per_second_vs_bf16"] > 0
+    assert f["float8_all_gather"] is False  # one FSDP rank gathers bf16 (training/fp8.py)
     assert "fp8_check_s" in f["setup_phases"] and "fp8_check_s" not in phases
     inside_fp8 = ("fp8_check_s", *inside)
     assert abs(sum(f["setup_phases"][k] for k in inside_fp8) - f["setup_seconds"]) < 0.05
+    prof = report["checks"]["fp8_profile"]["variants"]  # bf16, fp8 and fp8 + float8 all-gather
+    assert list(prof) == ["bf16", "fp8", "fp8_ag"]
+    assert [prof[v]["float8_all_gather"] for v in prof] == [False, False, True]
+    assert [prof[v]["float8_layers"] for v in prof] == [0, 8, 8]
+    assert all(x["step_ms"] > 0 and x["losses_finite"] for x in prof.values())
     ck = report["checks"]["checkpoint_stall"]
     assert ck["sync"]["saves"] >= 3 and ck["async"]["saves"] >= 3
     assert ck["async_vs_sync"] > 0 and ck["sync"]["every"] == 2
@@ -196,6 +203,21 @@ def test_the_table_names_each_figure_and_a_failure_s_cause() -> None:
         "model 4.00 s, rest 0.30 s, first barrier 0.10 s; before it: process start + " \
         "imports 3.00 s, process group 0.50 s), start-up steps 20.00 s;" \
         in gpu_check.markdown(report)  # fmt: skip
+    report["checks"]["fp8_profile"] = {"ok": True, "variants": {
+        "bf16": {"step_ms": 264.0, "float8_all_gather": False, "gpu_busy_ms_per_step": 250.0,
+                 "gpu_busy_share": 0.95, "gpu_ms_per_step": {"bf16_matmul": 160.0,
+                 "attention": 30.0}, "kernels_per_step": 2100, "speedup_vs_bf16": 1.0},
+        "fp8_ag": {"step_ms": 240.0, "float8_all_gather": True, "gpu_busy_ms_per_step": 230.0,
+                   "gpu_busy_share": 0.96, "gpu_ms_per_step": {"fp8_matmul": 90.0,
+                   "eager": 20.0}, "kernels_per_step": 3400, "speedup_vs_bf16": 1.1},
+        "fp8": {"error": "RuntimeError: boom"}}}  # fmt: skip
+    assert "| fp8_profile | ok | bf16: 264 ms/step, GPU busy 250 ms (95%): bf16_matmul 160.0, " \
+        "attention 30.0 ms; 2,100 kernels/step; fp8_ag: 240 ms/step = 1.10x bf16 (float8 " \
+        "all-gather on), GPU busy 230 ms (96%): fp8_matmul 90.0, eager 20.0 ms; 3,400 " \
+        "kernels/step; fp8: RuntimeError: boom |" in gpu_check.markdown(report)  # fmt: skip
+    report["checks"]["gpt_1p3b_fp8"]["float8_all_gather"] = False  # the summary's own word
+    assert "tokens/s = 1.22x bf16 (float8 all-gather off) (steps [11, 40]);" in \
+        gpu_check.markdown(report)  # fmt: skip
     assert "| loops | FAILED | gpt_124m: exit 1: boom |" in table
     assert "| checkpoint_stall | skipped | budget of 450 s spent |" in table
     assert "bit-identical False" in table
@@ -273,3 +295,31 @@ def test_a_missing_torchao_or_its_float8_installs_the_wheel_or_says_why(monkeypa
     assert gpu_check.torchao_ready(None) == (
         f"installing {wheel.name} failed: ERROR: not a valid wheel"
     )
+
+
+def test_the_fp8_profile_sorts_each_kernel_by_what_launched_it() -> None:
+    """bench/fp8_profile.py's categories, from a profile's events (the launching op and its
+    kernels, as torch.profiler links them): FP8 matmuls by aten::_scaled_mm, bf16 ones by
+    aten::mm or a GEMM kernel's name, inductor's fused kernels, and the eager rest."""
+    from types import SimpleNamespace as NS
+
+    import fp8_profile
+
+    def evt(op, *kernels):
+        return NS(name=op, kernels=[NS(name=k, duration=d) for k, d in kernels])
+
+    events = [
+        evt("aten::_scaled_mm", ("sm90_xmma_gemm_e4m3e4m3_bf16", 900.0)),
+        evt("aten::mm", ("nvjet_tst_128x256", 400.0)),
+        evt("aten::linear"),  # no kernel of its own: its aten::mm has it
+        evt("triton_red_fused_abs_amax_0", ("triton_red_fused_abs_amax_0", 50.0)),
+        evt("aten::_scaled_dot_product_flash_attention", ("flash_fwd_kernel", 300.0)),
+        evt("aten::_fused_adamw_", ("multi_tensor_apply_kernel", 80.0)),
+        evt("nccl:_all_gather_base", ("ncclDevKernel_AllGather_RING_LL", 10.0)),
+        evt("aten::clamp", ("vectorized_elementwise_kernel", 30.0)),
+        evt("aten::copy_", ("vectorized_elementwise_kernel", 20.0)),
+    ]
+    by_cat, by_name, n = fp8_profile.kernel_times(events)
+    assert by_cat == {"fp8_matmul": 900.0, "bf16_matmul": 400.0, "triton": 50.0,
+                      "attention": 300.0, "optimizer": 80.0, "nccl": 10.0, "eager": 50.0}  # fmt: skip
+    assert n == 8 and by_name["vectorized_elementwise_kernel"] == 50.0

@@ -12,10 +12,25 @@ What it does, following torchao's float8 training API and torchtitan's float8 re
   logits are the most precision-sensitive matmul) and any Linear whose dimensions are not
   multiples of 16 (torchao's own filter, ``_auto_filter_for_recipe``: "All dims must be
   divisible by 16 due to float8 hardware requirements" -- the MLP's 10-class head).
-* FSDP2: ``enable_fsdp_float8_all_gather`` casts each weight shard to float8 *before* the
-  all-gather (half the bytes of a bf16 gather), and after every optimizer step
-  ``precompute_float8_dynamic_scale_for_fsdp`` computes every weight's scale in one
+* FSDP2 across several ranks: ``enable_fsdp_float8_all_gather`` casts each weight shard to
+  float8 *before* the all-gather (half the bytes of a bf16 gather), and after every optimizer
+  step ``precompute_float8_dynamic_scale_for_fsdp`` computes every weight's scale in one
   all-reduce instead of one per weight (both torchtitan flags of the same name).
+* FSDP2 on ONE rank: neither. Torchtitan turns the float8 all-gather on only where FSDP
+  shards (``parallel_dims.dp_shard_enabled and enable_fsdp_float8_all_gather``,
+  torchtitan/components/quantization/float8.py at v0.2.2; ``dp_shard_enabled`` is
+  ``dp_shard > 1``, torchtitan/distributed/parallel_dims.py; read 2026-11-29). With one rank
+  there are no bytes to save, and the cast is paid in the wrong place: torchao's
+  ``fsdp_pre_all_gather`` (torchao/float8/fsdp_utils.py, 0.18.0) casts the fp32 shard
+  *eagerly*, as three kernels over fp32 (``tensor * scale``, ``clamp``, ``.to(float8)``:
+  ``hp_tensor_and_scale_to_float8`` / ``to_fp8_saturated``), at every all-gather -- forward
+  and again in backward, as every block but the last reshards after forward -- plus the
+  per-step precompute reading every fp32 weight. Without it the weight arrives in bf16 and
+  ``Float8Linear`` casts it inside the compiled block, where inductor fuses the amax and the
+  cast. ``TRAINFORGE_TEST_FP8_ALL_GATHER=1`` forces the float8 all-gather on one rank too:
+  the test hook behind bench/gpu_check.py's side-by-side FP8 row and the tests that keep
+  that path working; the first log line and ``summary.json`` (``float8_all_gather``) say
+  which ran.
 
 Refusals, one line each, before a process group does any work: no CUDA device (CPU runs
 cannot do FP8 matmuls), a GPU below compute capability 8.9 (FP8 Tensor Cores arrived with Ada
@@ -26,6 +41,7 @@ extra; bench/gpu_check.py's folder carries the wheel for machines without a netw
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from torch import nn
@@ -82,9 +98,22 @@ def keep_high_precision(module: nn.Module, fqn: str) -> bool:
     return out_f % 16 != 0 or in_f % 16 != 0
 
 
-def convert(model: nn.Module, strategy: str) -> list[str]:
+# Test hook (see the module docstring): the float8 all-gather on one FSDP rank as well.
+FORCE_ALL_GATHER_ENV = "TRAINFORGE_TEST_FP8_ALL_GATHER"
+
+
+def float8_all_gather(strategy: str, world_size: int) -> bool:
+    """Whether FSDP2 gathers the weights in float8 (and the loop precomputes their scales):
+    only where FSDP shards them across ranks, as torchtitan does (module docstring)."""
+    if strategy != "fsdp":
+        return False
+    return world_size > 1 or os.environ.get(FORCE_ALL_GATHER_ENV) == "1"
+
+
+def convert(model: nn.Module, strategy: str, world_size: int) -> list[str]:
     """Swap `model`'s eligible Linear layers for torchao's Float8Linear in place; returns the
-    names of the converted layers (what the run's first line and summary report)."""
+    names of the converted layers (what the run's first line and summary report). Sets
+    ``model.float8_all_gather`` (`float8_all_gather`): what the loop and the summary read."""
     from torchao.float8 import Float8LinearConfig, convert_to_float8_training  # noqa: PLC0415
 
     converted: list[str] = []
@@ -95,8 +124,10 @@ def convert(model: nn.Module, strategy: str) -> list[str]:
         converted.append(fqn)
         return True
 
-    config = Float8LinearConfig(enable_fsdp_float8_all_gather=strategy == "fsdp")
+    gather = float8_all_gather(strategy, world_size)
+    config = Float8LinearConfig(enable_fsdp_float8_all_gather=gather)
     convert_to_float8_training(model, module_filter_fn=take, config=config)
+    model.float8_all_gather = gather
     return converted
 
 

@@ -322,8 +322,10 @@ def _precision_words(cfg: TrainConfig, dtype: torch.dtype, raw: nn.Module) -> st
     if cfg.precision != "fp8":
         return words
     n = len(getattr(raw, "float8_layers", ()))
+    gather = "; FSDP float8 all-gather" if getattr(raw, "float8_all_gather", False) else ""
     return (
-        f"fp8: float8 matmuls in {n} Linear layers (torchao), {words} elsewhere; MFU vs bf16 peak"
+        f"fp8: float8 matmuls in {n} Linear layers (torchao){gather}, {words} elsewhere; "
+        "MFU vs bf16 peak"
     )
 
 
@@ -446,7 +448,8 @@ def _loop(
     fault = InStepFault(env.rank)  # test hook (faults.py); inert unless TRAINFORGE_TEST_FAULT
     fault_log = reporter.log if env.is_main else print
     ckpt_may_block = checkpointing.may_block  # fixed for the run: its config does not change
-    fp8_scales = cfg.precision == "fp8" and cfg.strategy == "fsdp"
+    # FSDP2's float8 all-gather (several ranks: fp8.float8_all_gather) precomputes scales
+    fp8_scales = getattr(unwrap(model), "float8_all_gather", False)
     dist.barrier()  # ranks start the clock together (throughput numbers exclude setup skew)
     reporter.start_loop(state.step)
     while state.step < cfg.steps:
@@ -576,6 +579,8 @@ def _finish(
         # MFU (rates above) is against the bf16 peak in every precision: FP8 runs say so here
         "mfu_basis": "bf16 peak" if reporter.peak else None,
         "float8_layers": list(getattr(raw, "float8_layers", ())),
+        # FSDP2 gathered the float8 weights (several ranks, or the test hook): fp8.py
+        "float8_all_gather": bool(getattr(raw, "float8_all_gather", False)),
         "parameters": sum(p.numel() for p in raw.parameters()),
         "flops_per_sample": raw.flops_per_sample(),
         "peak_flops_per_gpu": reporter.peak,

@@ -53,7 +53,7 @@ def parallelize(model: nn.Module, cfg: TrainConfig, env: DistEnv, dtype: torch.d
         # to the run's first line and its summary
         from trainforge.training import fp8  # noqa: PLC0415 - imports torchao
 
-        model.float8_layers = fp8.convert(model, cfg.strategy)
+        model.float8_layers = fp8.convert(model, cfg.strategy, env.world_size)
     if cfg.compile:
         for block in model.blocks:  # per block, as torchtitan does: small graphs, fast compile
             block.compile()

@@ -259,7 +259,7 @@ def _estimate(job: JobSpec, pool: PoolFacts, *, calibration: dict | None = None)
                 f"planned as on the {gpu_name}"
             )
         if shape.precision == "fp8":
-            notes.append(_fp8_note(gpu, timing))
+            notes.append(_fp8_note(gpu, timing, shape.d_model))
         if gpu.name == "T4" and r.compute_bytes == 2:
             notes.append("T4 has no bf16 units: bf16 runs emulated; prefer precision: fp32")
         if shape.steps:
@@ -300,12 +300,21 @@ STRATEGY_NAMES = {
 }
 
 
-def _fp8_note(gpu: gpus.GpuFacts, t: StepTime) -> str:
+def _fp8_note(gpu: gpus.GpuFacts, t: StepTime, d_model: int) -> str:
     """What an fp8 job's step time rests on (and what its MFU is measured against)."""
     if t.fp8_speedup is None:
         return (
             f"precision fp8: no FP8 peak for the {gpu.name} in the GPU catalog, so planned as "
             "bf16 (no speed-up assumed); MFU is against the bf16 peak"
+        )
+    if d_model < facts.FP8_ANCHOR_D_MODEL:
+        return (
+            f"precision fp8: compute planned at bf16 speed: dModel {d_model} is narrower than "
+            f"the {facts.FP8_ANCHOR_D_MODEL} of the measured speed-up "
+            f"({facts.FP8_SPEEDUP_SOURCE}), and a narrower model's Linear layers gain less "
+            f"(bench/fp8_roofline.py); {facts.fp8_speedup(d_model)[2]:.2f}x at best; MFU is "
+            f"against the bf16 peak ({gpu.bf16_flops / 1e12:,.0f} TFLOP/s), the runtime's "
+            "basis too"
         )
     return (
         f"precision fp8: compute planned {t.fp8_speedup:.2f}x faster than bf16 "

@@ -85,6 +85,23 @@ FP8_SPEEDUP_SOURCE = (
     "torchtitan Llama 3.1 8B, 8 H100, FSDP + compile: 6,667 -> 8,532 TPS/GPU with Float8 "
     "(benchmarks/llama3_h100_202412_torchtitan.md)"
 )
+# The anchor's width: the Llama 3.1 8B's dim 4096 (torchtitan torchtitan/models/llama3/
+# __init__.py, "8B", v0.2.2, read 2026-11-29). A narrower model is planned at bf16 speed (low
+# and mid 1.0; the anchor stays its best case): its Linear layers are a smaller share of the
+# step and gain less each (torchao's roofline, bench/fp8_roofline.py: at d_model 2048 at most
+# 1.44-1.60x per layer on an H200 before any overhead), and the 1.3B GPT at d_model 2048
+# gained well under the anchor's 1.28x on an H200 (bench/gpu_check.py's gpt_1p3b_fp8 row,
+# 2026-11-29). No measurement between 2048 and 4096 says where the gain starts: a threshold,
+# not a curve.
+FP8_ANCHOR_D_MODEL = 4096
+
+
+def fp8_speedup(d_model: int) -> tuple[float, float, float]:
+    """(low, mid, high) FP8 speed-up of the bf16 compute for a model `d_model` wide."""
+    if d_model >= FP8_ANCHOR_D_MODEL:
+        return FP8_SPEEDUP
+    return (1.0, 1.0, FP8_SPEEDUP[2])
+
 
 # Bandwidth NCCL gets out of a link, as a fraction of the link's rate. ASSUMPTIONS, stated
 # so they can be checked: EFA with the aws-ofi-nccl plugin is designed for NCCL's traffic;

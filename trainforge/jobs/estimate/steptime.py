@@ -97,11 +97,13 @@ def step_time(
     m_mid, m_lo, m_hi = mfu.mid * wf, mfu.low * wf, mfu.high * wf
     per_gpu = hw_flops / world
 
-    # fp8: the bf16 step's compute sped up by the anchored factor (facts.FP8_SPEEDUP), only
-    # on a GPU whose FP8 peak the catalog knows, and never past the FP8/BF16 peak ratio
+    # fp8: the bf16 step's compute sped up by the anchored factor for the model's width
+    # (facts.fp8_speedup: none below the anchor's), only on a GPU whose FP8 peak the catalog
+    # knows, and never past the FP8/BF16 peak ratio
     fp8 = shape.precision == "fp8" and r.compute_bytes == 2 and gpu.fp8_flops is not None
     ceiling = gpu.fp8_flops / gpu.bf16_flops if fp8 else 1.0
-    s_lo, s_mid, s_hi = (min(s, ceiling) for s in facts.FP8_SPEEDUP) if fp8 else (1.0,) * 3
+    speedups = facts.fp8_speedup(shape.d_model) if fp8 else (1.0,) * 3
+    s_lo, s_mid, s_hi = (min(s, ceiling) for s in speedups)
 
     def compute(m: float, speedup: float = 1.0) -> float:
         return per_gpu / (peak * m) / speedup
