@@ -277,3 +277,32 @@ def test_weight_decay_is_applied_as_its_help_says():
     actions = build_parser()._actions
     help_text = next(a.help for a in actions if "--weight-decay" in a.option_strings)
     assert "gpt: matrices only, not biases/norms; mlp: every parameter" in help_text
+
+
+@pytest.mark.parametrize("model", ["mlp", "gpt"])
+def test_backward_runs_outside_autocast_as_in_the_bare_loop(monkeypatch, tmp_path, model):
+    """Autocast wraps the forward and the loss only (PyTorch's AMP guide; the bare loop of
+    bench/throughput.py does the same). A ``backward()`` inside the region ran every backward
+    op under autocast too (autograd runs backward with the caller's thread-local state): on
+    CUDA, whose fp32 list has ``sum``, the bias gradients' reductions then come out fp32 and
+    are cast back, kernels the bare loop never launches. A gradient hook on every parameter
+    sees the autocast state its backward ops run under (CPU autocast with --precision bf16)."""
+    from trainforge.training import loop
+
+    seen: list[bool] = []
+    params: list[int] = []
+    real_build = loop.build_optimizer
+
+    def build_optimizer(m, cfg, device):
+        for p in m.parameters():
+            params.append(p.numel())
+            p.register_hook(lambda g: seen.append(torch.is_autocast_enabled("cpu")) or g)
+        return real_build(m, cfg, device)
+
+    monkeypatch.setattr(loop, "build_optimizer", build_optimizer)
+    gpt = ["--model", "gpt", "--layers", "1", "--d-model", "32", "--heads", "2", "--seq-len",
+           "8", "--vocab-size", "64"] if model == "gpt" else []  # fmt: skip
+    cfg = _tiny(tmp_path, "--precision", "bf16", *gpt)
+    assert loop.train(cfg) == 0
+    assert len(seen) == len(params) * cfg.steps > 0  # every parameter, every step
+    assert not any(seen)  # no backward op under autocast
