@@ -306,3 +306,50 @@ def test_backward_runs_outside_autocast_as_in_the_bare_loop(monkeypatch, tmp_pat
     assert loop.train(cfg) == 0
     assert len(seen) == len(params) * cfg.steps > 0  # every parameter, every step
     assert not any(seen)  # no backward op under autocast
+
+
+# what a steady runtime step dispatches beyond the bare loop's: the batch gathered from the
+# epoch's index table (inputs and targets) and the loss summed on the device for the log
+RUNTIME_EXTRA_OPS = {"index_select": 2, "detach": 1, "add_": 1}
+
+
+@pytest.mark.parametrize(
+    ("model", "precision"), [("mlp", "fp32"), ("mlp", "bf16"), ("gpt", "fp32"), ("gpt", "bf16")]
+)
+def test_a_steady_step_dispatches_the_bare_loop_s_ops_plus_the_batch_gather_and_loss_sum(
+    tmp_path, model, precision
+):
+    """Counted, not timed: every aten op of a steady step (forward, backward, the all-reduce,
+    the optimizer) of the runtime and of bench/throughput.py's bare loop, on the same model,
+    precision and optimizer (what bench/throughput.py prints as "aten ops per steady step"
+    and gpu_check's loops row reports from the GPU). An op added to the step -- a clip, a
+    cast, a metric, a copy -- fails here with its name; so does one the runtime stops doing."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+    import throughput
+
+    from trainforge.training.config import TrainConfig, validate
+    from trainforge.training.data import build_dataset
+    from trainforge.training.distributed import cleanup, init_distributed
+
+    gpt = ["--model", "gpt", "--layers", "1", "--d-model", "32", "--heads", "2", "--seq-len",
+           "8", "--vocab-size", "64", "--batch-size", "4", "--dataset-size", "128"]  # fmt: skip
+    a = throughput.parse(["--precision", precision, *(gpt if model == "gpt" else [])])
+    cfg = validate(
+        TrainConfig(model=a.model, layers=a.layers, d_model=a.d_model, heads=a.heads,
+                    seq_len=a.seq_len, vocab_size=a.vocab_size, dataset_size=a.dataset_size,
+                    batch_size=a.batch_size, lr=1e-3, warmup_steps=0, precision=a.precision)
+    )  # fmt: skip
+    env = init_distributed()
+    try:
+        ops = throughput.count_ops(a, cfg, build_dataset(cfg), env, tmp_path / "run")
+    finally:
+        cleanup()
+    extra = {op: ops["runtime"].get(op, 0) - n for op, n in ops["floor"].items()}
+    extra.update({op: n for op, n in ops["runtime"].items() if op not in ops["floor"]})
+    assert {op: n for op, n in extra.items() if n} == RUNTIME_EXTRA_OPS
+    assert sum(ops["floor"].values()) > 50  # a whole step was counted: forward, backward, AdamW
+    if precision == "bf16":  # the casts of autocast, in both loops
+        assert ops["runtime"]["_to_copy"] == ops["floor"]["_to_copy"] > 0
