@@ -344,12 +344,13 @@ def test_a_steady_step_dispatches_the_bare_loop_s_ops_plus_the_batch_gather_and_
     )  # fmt: skip
     env = init_distributed()
     try:
-        ops = throughput.count_ops(a, cfg, build_dataset(cfg), env, tmp_path / "run")
+        ops = throughput.ops_per_step(a, cfg, build_dataset(cfg), env, tmp_path / "run")
     finally:
         cleanup()
-    extra = {op: ops["runtime"].get(op, 0) - n for op, n in ops["floor"].items()}
-    extra.update({op: n for op, n in ops["runtime"].items() if op not in ops["floor"]})
-    assert {op: n for op, n in extra.items() if n} == RUNTIME_EXTRA_OPS
-    assert sum(ops["floor"].values()) > 50  # a whole step was counted: forward, backward, AdamW
+    assert "error" not in ops, ops
+    assert ops["extra"] == RUNTIME_EXTRA_OPS
+    assert ops["runtime"] - ops["floor"] == 4
+    assert ops["floor"] > 50  # a whole step was counted: forward, backward, all-reduce, AdamW
+    assert ops["floor_ops"]["allreduce_"] == ops["runtime_ops"]["allreduce_"] == 1
     if precision == "bf16":  # the casts of autocast, in both loops
-        assert ops["runtime"]["_to_copy"] == ops["floor"]["_to_copy"] > 0
+        assert ops["runtime_ops"]["_to_copy"] == ops["floor_ops"]["_to_copy"] > 0
