@@ -26,7 +26,8 @@ recorded as such and the others still run. Checks, in order:
    goes, and what the float8 all-gather costs on one GPU.
 3. ``loops``: bench/throughput.py on GPT-124M (12 x 768, seq 1024; no compile in any loop:
    like for like, and compile gained nothing at this size) and on the MLP: the runtime vs
-   the bare loop vs the seed's loop (fp32 as written, and bf16), steady state.
+   the bare loop vs the seed's loop (fp32 as written, and bf16), steady state; and the aten
+   ops of one steady step of the runtime beyond the bare loop's, named (counted, not timed).
 4. ``checkpoint_stall``: a 150M GPT with AdamW saving every 200 steps (a real interval: the
    previous async write has long finished), sync and then --async-checkpoint: how long
    training was blocked per save (the first save on its own, then the median of the later
@@ -104,8 +105,10 @@ SIZES: dict[str, dict[str, Any]] = {
                        "--seq-len", "1024", "--vocab-size", "50304", "--batch-size", "8",
                        "--dataset-size", "2048", "--steps", "100", "--rounds", "3",
                        "--log-every", "50"],
+                      # 1000 steps (~1.6 s a loop on an H200): 300 (0.45 s) swung the floor
+                      # by +-15% between rounds (2026-11-29), more than the gap measured
                       ["--model", "mlp", "--batch-size", "256", "--dataset-size", "65536",
-                       "--steps", "300", "--rounds", "3", "--log-every", "50"]],
+                       "--steps", "1000", "--rounds", "3", "--log-every", "50"]],
               "dry": [["--model", "gpt", "--layers", "1", "--d-model", "32", "--heads", "2",
                        "--seq-len", "16", "--vocab-size", "64", "--batch-size", "4",
                        "--dataset-size", "128", "--steps", "4", "--rounds", "1",
@@ -312,6 +315,13 @@ def check_fp8_profile(c: Check) -> dict[str, Any]:
     return {"ok": ok, "variants": variants, **({} if code == 0 else _failed(code, out))}
 
 
+def _ops(ops: dict[str, Any] | None) -> dict[str, Any]:
+    """bench/throughput.py's op count, without the per-op tables (they stay in its JSON)."""
+    if not ops or "error" in ops:
+        return {"error": (ops or {}).get("error", "not counted")}
+    return {k: ops[k] for k in ("floor", "runtime", "extra")}
+
+
 def check_loops(c: Check) -> dict[str, Any]:
     results: dict[str, Any] = {"ok": True}
     device = ["--device", "cpu" if c.dry else "cuda", "--workers", "1"]
@@ -323,12 +333,15 @@ def check_loops(c: Check) -> dict[str, Any]:
             results[name] = _failed(code, out)
             results["ok"] = False
             continue
-        rows = json.loads(path.read_text())["rows"]
+        bench = json.loads(path.read_text())
+        rows = bench["rows"]
         results[name] = {
             "steps_per_second": {m: r["steps_per_s_median"] for m, r in rows.items()},
             "runtime_vs_floor": rows["runtime"]["vs_floor"],
             "runtime_vs_floor_paired": rows["runtime"].get("vs_floor_paired"),
             "runtime_vs_seed": rows["runtime"]["vs_seed"],
+            # what a steady runtime step dispatches beyond the bare loop's, op by op (counted)
+            "ops_per_step": _ops(bench.get("ops_per_step")),
         }
         if "seed_bf16" in rows:
             results[name]["runtime_vs_seed_bf16"] = (
@@ -485,6 +498,17 @@ def _profiled(name: str, x: dict[str, Any]) -> str:
             f"{f': {cats} ms' if cats else ''}; {x.get('kernels_per_step', 0):,.0f} kernels/step")  # fmt: skip
 
 
+def _ops_words(loops: dict[str, Any]) -> str:
+    """The loops row's op count: the runtime's ops a steady step beyond the floor's, named."""
+    ops = loops.get("ops_per_step")
+    if not ops:
+        return ""
+    if "error" in ops:
+        return f"; ops/step not counted ({ops['error']})"
+    extra = ", ".join(f"{n:+d} {op}" for op, n in ops["extra"].items()) or "none"
+    return f"; ops/step floor {ops['floor']}, runtime {ops['runtime']} ({extra})"
+
+
 def markdown(report: dict[str, Any]) -> str:
     """The table for docs/performance.md: one row per check, its figures in words."""
     r = report["checks"]
@@ -526,7 +550,7 @@ def markdown(report: dict[str, Any]) -> str:
         if "steps_per_second" in x:
             sps = ", ".join(f"{m} {v:.1f}" for m, v in x["steps_per_second"].items())
             parts.append(f"{name}: steps/s {sps}; runtime/floor {x['runtime_vs_floor']:.2f}x, "
-                         f"runtime/seed {x['runtime_vs_seed']:.2f}x")  # fmt: skip
+                         f"runtime/seed {x['runtime_vs_seed']:.2f}x{_ops_words(x)}")  # fmt: skip
         elif x:
             parts.append(f"{name}: {x.get('error')}")
     row("loops", "; ".join(parts))

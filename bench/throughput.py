@@ -12,13 +12,18 @@ a barrier before its first step to a host sync after its last.
            the seed with its origin): DataLoader(num_workers=2) + DistributedSampler,
            optim.Adam, `.item()` every step, fp32
   seed_bf16  the same with torch.autocast(bf16), as a user would add it (GPU only)
-  floor    the barest correct DDP loop: batches preloaded per rank, forward, backward (DDP's
-           bucketed gradient all-reduce overlapped with it), optimizer step; nothing else
+  floor    the barest correct DDP loop: batches preloaded per rank, forward (autocast where
+           the runtime's precision is bf16), backward (DDP's bucketed gradient all-reduce
+           overlapped with it), the runtime's optimizer step; nothing else
 
 Every loop is timed in its steady state: floor and seed after WARMUP untimed steps, the
 runtime by its summary's steady rate (its start-up windows left out: compilation, first steps).
 The table's last column is the median over rounds of each round's own ratio to the floor: on a
 shared machine, load drifts between rounds and the per-round ratio cancels most of it.
+
+After the rounds, the ops of one steady step of the floor and of the runtime are counted
+(``ops_per_step``: every aten op dispatched, on the host and in the backward pass, collectives
+included) and the runtime's extra ops named: a count, where a small model's timing is noise.
 
 Default (CPU, 2 workers, gloo, MLP): `python bench/throughput.py` (about a minute).
 GPU: `python bench/throughput.py --device cuda --workers 1 --model gpt --strategy fsdp --compile`
@@ -135,6 +140,7 @@ def main_parent(a: argparse.Namespace) -> int:
             f"{r['vs_seed']:.2f}x | {100 * r['vs_floor']:.0f}% | "
             f"{r['vs_floor_paired']:.3f}x |"
         )
+    print(f"\n{ops_line(result.get('ops_per_step'))}")
     if result.get("mfu") is not None:
         tps = rows["runtime"]["tokens_per_s"]
         print(
@@ -194,8 +200,9 @@ def main_worker(a: argparse.Namespace) -> int:
             times[mode].append(seconds)
             if env.rank == 0:
                 print(f"  round {r + 1}: {mode:<8} {a.steps / seconds:8.1f} steps/s", flush=True)
+    ops = ops_per_step(a, cfg, ds, env, out / "ops")
     if env.rank == 0:
-        print("RESULT " + json.dumps({"times": times, "mfu": mfu}), flush=True)
+        print("RESULT " + json.dumps({"times": times, "mfu": mfu, "ops_per_step": ops}), flush=True)
     dist.destroy_process_group()
     return 0
 
@@ -204,15 +211,14 @@ def _model_and_amp(a, cfg, env):
     import torch
 
     from trainforge.training.models import build_model
+    from trainforge.training.parallel import resolve_precision
 
     model = build_model(cfg).to(env.device)
     cuda = env.device.type == "cuda"
-    bf16 = cuda and a.precision != "fp32"
-    amp = (
-        torch.autocast("cuda", dtype=torch.bfloat16)
-        if bf16
-        else torch.autocast(env.device.type, enabled=False)
-    )
+    # the runtime's precision (bf16 where it autocasts: auto on a bf16 GPU, or --precision
+    # bf16 on any device), so that both loops do the same arithmetic
+    bf16 = resolve_precision(cfg, env.device) == torch.bfloat16
+    amp = torch.autocast(env.device.type, dtype=torch.bfloat16, enabled=bf16)
     return model, amp, cuda
 
 
@@ -240,11 +246,14 @@ def floor_loop(a, cfg, ds, env) -> float:
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
 
+    from trainforge.training.loop import build_optimizer
+
     model, amp, cuda = _model_and_amp(a, cfg, env)
     loss_fn = model.loss_from_logits
     model = DDP(model, device_ids=[env.local_rank] if cuda else None, gradient_as_bucket_view=True)
-    extra = {"fused": True} if cuda else {"foreach": True}  # the runtime's choice too
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01, **extra)
+    # the runtime's optimizer (fused AdamW on CUDA, foreach on CPU; the GPT's biases and norms
+    # in a second group without weight decay): the same optimizer work in both loops
+    opt = build_optimizer(model, cfg, env.device)
     world = env.world_size
     n_batches = len(ds.inputs) // (a.batch_size * world)
     perm = torch.randperm(len(ds.inputs), generator=torch.Generator().manual_seed(0))
@@ -268,6 +277,96 @@ def floor_loop(a, cfg, ds, env) -> float:
     _sync(cuda)
     dist.barrier()
     return time.perf_counter() - t0
+
+
+# ------------------------------------------------------------------------------ ops per step
+
+# the 1-based steady step whose ops are counted in a runtime run of COUNT_STEPS steps: not
+# logged (the last step is), after DDP's bucket rebuild (step 2); the floor's per-step count
+# is the difference of runs of FLOOR_STEPS[1] and FLOOR_STEPS[0] steps (its warm-up and its
+# final read cancel)
+COUNT_STEP, COUNT_STEPS = 4, 6
+FLOOR_STEPS = (3, 6)
+
+
+def _op_counter(key):
+    """A TorchDispatchMode counting every aten op dispatched while active, per ``key()``."""
+    import collections
+
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class OpCounter(TorchDispatchMode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.counts: dict = collections.defaultdict(collections.Counter)
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.counts[key()][func.overloadpacket.__name__] += 1
+            return func(*args, **(kwargs or {}))
+
+    return OpCounter()
+
+
+def count_ops(a, cfg, ds, env, out: Path) -> dict[str, dict[str, int]]:
+    """Aten ops of one steady step: {"floor": {op: n}, "runtime": {op: n}} (a collective:
+    every rank runs both loops). Ops, not time: what the runtime's step adds to the bare
+    loop's, exactly, on any device (on CUDA each is about one kernel launch, or a collective)."""
+    from trainforge.training import exits
+    from trainforge.training.config import TrainConfig
+    from trainforge.training.loop import _train
+
+    floor = []
+    for steps in FLOOR_STEPS:
+        mode = _op_counter(lambda: None)
+        with mode:
+            floor_loop(argparse.Namespace(**{**vars(a), "steps": steps}), cfg, ds, env)
+        floor.append(mode.counts[None])
+    n = FLOOR_STEPS[1] - FLOOR_STEPS[0]
+    per_floor = {}
+    for op in set(floor[0]) | set(floor[1]):
+        d, r = divmod(floor[1][op] - floor[0][op], n)
+        if r:  # not the same ops every step: no per-step count to compare
+            raise RuntimeError(f"the floor's {op} count is not the same every step")
+        if d:
+            per_floor[op] = d
+    exits.context = exits.Context()  # the runtime's step numbers key its ops (train() does it)
+    run_cfg = TrainConfig(
+        **{**cfg.__dict__, "steps": COUNT_STEPS, "log_every": COUNT_STEPS, "output_dir": str(out)}
+    )
+    mode = _op_counter(lambda: exits.context.step)
+    with mode:
+        assert _train(run_cfg, env) == 0
+    return {"floor": per_floor, "runtime": dict(mode.counts[COUNT_STEP])}
+
+
+def ops_per_step(a, cfg, ds, env, out: Path) -> dict:
+    """count_ops and what the runtime adds (``extra``: op -> count, negative = fewer); an
+    error where counting fails, so that the timed rounds still report."""
+    try:
+        ops = count_ops(a, cfg, ds, env, out)
+    except Exception as e:  # noqa: BLE001 - the timing above stands on its own
+        return {"error": f"{type(e).__name__}: {e}"}
+    floor, runtime = ops["floor"], ops["runtime"]
+    extra = {op: runtime.get(op, 0) - floor.get(op, 0) for op in sorted(set(floor) | set(runtime))}
+    return {
+        "floor": sum(floor.values()),
+        "runtime": sum(runtime.values()),
+        "extra": {op: n for op, n in extra.items() if n},
+        "floor_ops": floor,
+        "runtime_ops": runtime,
+    }
+
+
+def ops_line(ops: dict | None) -> str:
+    if not ops:
+        return "aten ops per steady step: not counted"
+    if "error" in ops:
+        return f"aten ops per steady step: not counted ({ops['error']})"
+    extra = ", ".join(f"{n:+d} {op}" for op, n in ops["extra"].items()) or "none"
+    return (
+        f"aten ops per steady step: floor {ops['floor']}, runtime {ops['runtime']} "
+        f"(the runtime's extra: {extra})"
+    )
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:

@@ -219,6 +219,17 @@ def test_the_table_names_each_figure_and_a_failure_s_cause() -> None:
     assert "tokens/s = 1.22x bf16 (float8 all-gather off) (steps [11, 40]);" in \
         gpu_check.markdown(report)  # fmt: skip
     assert "| loops | FAILED | gpt_124m: exit 1: boom |" in table
+    mlp = {"steps_per_second": {"floor": 640.0, "runtime": 600.0}, "runtime_vs_floor": 0.9375,
+           "runtime_vs_seed": 2.2, "ops_per_step": {"floor": 92, "runtime": 96, "extra": {
+               "add_": 1, "detach": 1, "index_select": 2}}}  # fmt: skip
+    report["checks"]["loops"] = {"ok": True, "mlp": mlp}
+    assert "| loops | ok | mlp: steps/s floor 640.0, runtime 600.0; runtime/floor 0.94x, " \
+        "runtime/seed 2.20x; ops/step floor 92, runtime 96 (+1 add_, +1 detach, " \
+        "+2 index_select) |" in gpu_check.markdown(report)  # fmt: skip
+    mlp["ops_per_step"] = {"error": "RuntimeError: boom"}
+    assert "runtime/seed 2.20x; ops/step not counted (RuntimeError: boom) |" in gpu_check.markdown(
+        report
+    )
     assert "| checkpoint_stall | skipped | budget of 450 s spent |" in table
     assert "bit-identical False" in table
     report["checks"]["checkpoint_stall"] = {"ok": True, "sync": {

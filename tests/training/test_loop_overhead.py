@@ -277,3 +277,80 @@ def test_weight_decay_is_applied_as_its_help_says():
     actions = build_parser()._actions
     help_text = next(a.help for a in actions if "--weight-decay" in a.option_strings)
     assert "gpt: matrices only, not biases/norms; mlp: every parameter" in help_text
+
+
+@pytest.mark.parametrize("model", ["mlp", "gpt"])
+def test_backward_runs_outside_autocast_as_in_the_bare_loop(monkeypatch, tmp_path, model):
+    """Autocast wraps the forward and the loss only (PyTorch's AMP guide; the bare loop of
+    bench/throughput.py does the same). A ``backward()`` inside the region ran every backward
+    op under autocast too (autograd runs backward with the caller's thread-local state): on
+    CUDA, whose fp32 list has ``sum``, the bias gradients' reductions then come out fp32 and
+    are cast back, kernels the bare loop never launches. A gradient hook on every parameter
+    sees the autocast state its backward ops run under (CPU autocast with --precision bf16)."""
+    from trainforge.training import loop
+
+    seen: list[bool] = []
+    params: list[int] = []
+    real_build = loop.build_optimizer
+
+    def build_optimizer(m, cfg, device):
+        for p in m.parameters():
+            params.append(p.numel())
+            p.register_hook(lambda g: seen.append(torch.is_autocast_enabled("cpu")) or g)
+        return real_build(m, cfg, device)
+
+    monkeypatch.setattr(loop, "build_optimizer", build_optimizer)
+    gpt = ["--model", "gpt", "--layers", "1", "--d-model", "32", "--heads", "2", "--seq-len",
+           "8", "--vocab-size", "64"] if model == "gpt" else []  # fmt: skip
+    cfg = _tiny(tmp_path, "--precision", "bf16", *gpt)
+    assert loop.train(cfg) == 0
+    assert len(seen) == len(params) * cfg.steps > 0  # every parameter, every step
+    assert not any(seen)  # no backward op under autocast
+
+
+# what a steady runtime step dispatches beyond the bare loop's: the batch gathered from the
+# epoch's index table (inputs and targets) and the loss summed on the device for the log
+RUNTIME_EXTRA_OPS = {"index_select": 2, "detach": 1, "add_": 1}
+
+
+@pytest.mark.parametrize(
+    ("model", "precision"), [("mlp", "fp32"), ("mlp", "bf16"), ("gpt", "fp32"), ("gpt", "bf16")]
+)
+def test_a_steady_step_dispatches_the_bare_loop_s_ops_plus_the_batch_gather_and_loss_sum(
+    tmp_path, model, precision
+):
+    """Counted, not timed: every aten op of a steady step (forward, backward, the all-reduce,
+    the optimizer) of the runtime and of bench/throughput.py's bare loop, on the same model,
+    precision and optimizer (what bench/throughput.py prints as "aten ops per steady step"
+    and gpu_check's loops row reports from the GPU). An op added to the step -- a clip, a
+    cast, a metric, a copy -- fails here with its name; so does one the runtime stops doing."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+    import throughput
+
+    from trainforge.training.config import TrainConfig, validate
+    from trainforge.training.data import build_dataset
+    from trainforge.training.distributed import cleanup, init_distributed
+
+    gpt = ["--model", "gpt", "--layers", "1", "--d-model", "32", "--heads", "2", "--seq-len",
+           "8", "--vocab-size", "64", "--batch-size", "4", "--dataset-size", "128"]  # fmt: skip
+    a = throughput.parse(["--precision", precision, *(gpt if model == "gpt" else [])])
+    cfg = validate(
+        TrainConfig(model=a.model, layers=a.layers, d_model=a.d_model, heads=a.heads,
+                    seq_len=a.seq_len, vocab_size=a.vocab_size, dataset_size=a.dataset_size,
+                    batch_size=a.batch_size, lr=1e-3, warmup_steps=0, precision=a.precision)
+    )  # fmt: skip
+    env = init_distributed()
+    try:
+        ops = throughput.ops_per_step(a, cfg, build_dataset(cfg), env, tmp_path / "run")
+    finally:
+        cleanup()
+    assert "error" not in ops, ops
+    assert ops["extra"] == RUNTIME_EXTRA_OPS
+    assert ops["runtime"] - ops["floor"] == 4
+    assert ops["floor"] > 50  # a whole step was counted: forward, backward, all-reduce, AdamW
+    assert ops["floor_ops"]["allreduce_"] == ops["runtime_ops"]["allreduce_"] == 1
+    if precision == "bf16":  # the casts of autocast, in both loops
+        assert ops["runtime_ops"]["_to_copy"] == ops["floor_ops"]["_to_copy"] > 0

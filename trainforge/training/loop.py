@@ -418,15 +418,29 @@ def micro_step(
     cfg: TrainConfig,
     device: torch.device,
     dtype: torch.dtype,
+    amp: contextlib.AbstractContextManager | None = None,
 ) -> torch.Tensor:
     """Forward and backward of one micro-batch; returns the detached loss.
 
     One function so that what the planner's memory model is measured against
     (tests/jobs/memory_probe.py) is exactly what the loop runs.
+
+    Autocast covers the forward and the loss only, as PyTorch's AMP guide says ("Backward
+    passes under autocast are not recommended") and as the bare loop of bench/throughput.py
+    does: autograd runs the backward pass with the thread-local state ``backward()`` was
+    called in, so inside the region every backward op went through autocast too
+    (tests/training/test_loop_overhead.py). On CUDA that is not free: ``sum`` is on CUDA's
+    fp32_set_opt_dtype list (aten/src/ATen/autocast_mode.h, read 2026-11-29), so each bias
+    gradient's reduction comes out fp32 where the bare loop's is bf16. Losses and weights on
+    the CPU are bit-identical either way (fp32 and bf16, with and without accumulation).
+    ``amp``: the loop's autocast context, built once per run (torch.autocast's constructor
+    asks CUDA whether the device has bf16 units, every time); None builds one.
     """
-    with accumulation(model, last), autocast(device, dtype, cfg.strategy):
+    amp = amp if amp is not None else autocast(device, dtype, cfg.strategy)
+    with accumulation(model, last):
         x, y = batch
-        loss = unwrap(model).loss_from_logits(model(x), y)  # through the wrapper's hooks
+        with amp:
+            loss = unwrap(model).loss_from_logits(model(x), y)  # through the wrapper's hooks
         (loss / cfg.grad_accum if cfg.grad_accum > 1 else loss).backward()
     return loss.detach()
 
@@ -450,6 +464,7 @@ def _loop(
     ckpt_may_block = checkpointing.may_block  # fixed for the run: its config does not change
     # FSDP2's float8 all-gather (several ranks: fp8.float8_all_gather) precomputes scales
     fp8_scales = getattr(unwrap(model), "float8_all_gather", False)
+    amp = autocast(env.device, dtype, cfg.strategy)  # entered by every micro-step
     dist.barrier()  # ranks start the clock together (throughput numbers exclude setup skew)
     reporter.start_loop(state.step)
     while state.step < cfg.steps:
@@ -461,7 +476,8 @@ def _loop(
         fault(state.step + 1, fault_log)
         for micro in range(cfg.grad_accum):
             batch = batches.get(state.step, micro)
-            loss = micro_step(model, batch, micro == cfg.grad_accum - 1, cfg, env.device, dtype)
+            last = micro == cfg.grad_accum - 1
+            loss = micro_step(model, batch, last, cfg, env.device, dtype, amp)
             loss_acc.add_(loss)  # summed over micro-steps; averaged when logged
         optimizer.step()
         if fp8_scales:
