@@ -12,8 +12,9 @@ recorded as such and the others still run. Checks, in order:
 2. ``gpt_1p3b``: the 1.3B GPT (24 layers x 2048, seq 2048, vocab 32768, batch 8, FSDP2 + bf16
    + compile): the summary's steady MFU and tokens/s, the whole loop's beside them, set-up
    and start-up (compile) time, the set-up split by phase (process start and imports, process
-   group, the imports set-up needs, dataset, model build/shard/init, the wait for the CUDA
-   context, the rest; beside them the context's own seconds on its thread), and the memory model
+   group, the imports set-up needs, dataset, model build/shard, the wait for the CUDA
+   context, the weights' allocation and draw, the rest; beside them the context's own seconds
+   on its thread), and the memory model
    (trainforge/jobs/estimate) against the peak PyTorch allocated.
 2b. ``gpt_1p3b_fp8``: the same run with ``--precision fp8`` (torchao float8 Linear layers,
    FSDP2 float8 all-gather): steady tokens/s beside the bf16 run's (the ratio) and its MFU
@@ -411,7 +412,8 @@ def _s(v: float | None) -> str:
 
 BEFORE_SETUP = {"process_start_s": "process start + imports", "process_group_s": "process group"}
 IN_SETUP = {"fp8_check_s": "fp8 check", "imports_s": "imports (torchao, compile, FSDP2)", "dataset_s": "dataset",
-            "model_s": "model", "cuda_init_s": "waiting for the CUDA context", "restore_and_other_s": "rest",
+            "model_s": "model", "cuda_init_s": "waiting for the CUDA context",
+            "weights_s": "weights (allocate, draw)", "restore_and_other_s": "rest",
             "loop_start_s": "first barrier"}  # fmt: skip
 # beside the phases, not added to them: the CUDA context's own seconds, on a thread
 BESIDE_SETUP = {"cuda_context_s": "CUDA context + first allocation, on a thread"}

@@ -74,7 +74,8 @@ def test_the_context_is_created_on_a_thread_while_the_set_up_goes_on(monkeypatch
     ]
     s = json.loads((tmp_path / "summary.json").read_text())
     phases = s["setup_phases"]
-    assert {"imports_s", "dataset_s", "model_s", "cuda_init_s", "cuda_context_s"} <= set(phases)
+    want = {"imports_s", "dataset_s", "model_s", "cuda_init_s", "weights_s", "cuda_context_s"}
+    assert want <= set(phases)
     assert phases["cuda_context_s"] == contexts[0].seconds > 0
     # the phases add up to the set-up; the thread's seconds ran beside them, not in the sum
     assert "cuda_context_s" not in loop.SETUP_PHASES
@@ -190,10 +191,10 @@ def test_the_gpu_check_row_names_the_wait_and_the_thread_apart():
 
     phases = {"process_start_s": 2.9, "process_group_s": 0.2, "imports_s": 3.0,
               "dataset_s": 0.5, "model_s": 1.5, "cuda_init_s": 0.25, "cuda_context_s": 2.0,
-              "restore_and_other_s": 0.3, "loop_start_s": 0.0}  # fmt: skip
+              "weights_s": 0.75, "restore_and_other_s": 0.3, "loop_start_s": 0.0}  # fmt: skip
     assert gpu_check._phases(phases) == (
         " (imports (torchao, compile, FSDP2) 3.00 s, dataset 0.50 s, model 1.50 s, waiting for "
-        "the CUDA context 0.25 s, rest 0.30 s, first barrier 0.00 s; beside them: CUDA context "
-        "+ first allocation, on a thread 2.00 s; before it: process start + imports 2.90 s, "
-        "process group 0.20 s)"
+        "the CUDA context 0.25 s, weights (allocate, draw) 0.75 s, rest 0.30 s, first barrier "
+        "0.00 s; beside them: CUDA context + first allocation, on a thread 2.00 s; before it: "
+        "process start + imports 2.90 s, process group 0.20 s)"
     )

@@ -214,8 +214,8 @@ def _train(
     lap("dataset_s")
 
     def device_ready() -> None:  # parallelize's first allocation on the device comes next
+        lap("model_s")  # build on meta, (fp8 conversion,) compile wrappers, shard
         if device_context is not None:
-            lap("model_s")
             device_context.wait()
             lap("cuda_init_s")  # waiting for the CUDA context: what the overlap did not hide
             phases["cuda_context_s"] = device_context.seconds or 0.0
@@ -226,7 +226,7 @@ def _train(
     raw = model
     dtype = resolve_precision(cfg, env.device)
     model = parallelize(model, cfg, env, dtype, device_ready)
-    lap("model_s")  # build on meta, (fp8 conversion,) shard or replicate, draw the weights
+    lap("weights_s")  # allocate this rank's weights on the device and draw them (DDP: wrap)
     optimizer = build_optimizer(model, cfg, env.device)
     scheduler = build_scheduler(optimizer, cfg)
     state = TrainState(model=model, optimizer=optimizer, scheduler=scheduler)
@@ -579,8 +579,8 @@ def _finish(
         "setup_seconds": reporter.loop_start - t_setup,
         # the seconds before the first step, by phase: process_start_s (interpreter, imports)
         # and process_group_s come before `setup_seconds`; fp8_check_s, imports_s, dataset_s,
-        # model_s, cuda_init_s, restore_and_other_s and loop_start_s (the ranks' first
-        # barrier) add up to it; cuda_context_s ran on a thread beside them (not added)
+        # model_s, cuda_init_s, weights_s, restore_and_other_s and loop_start_s (the ranks'
+        # first barrier) add up to it; cuda_context_s ran on a thread beside them (not added)
         "setup_phases": _setup_phases(phases, reporter.loop_start - t_setup),
         "setup_host_memory": setup_host,
         **rates,
@@ -639,7 +639,7 @@ def _process_start_wall() -> float | None:
 
 # The phases inside `setup_seconds`, in order (each present when it ran; they add up to it).
 SETUP_PHASES = ("fp8_check_s", "imports_s", "dataset_s", "model_s", "cuda_init_s",
-                "restore_and_other_s", "loop_start_s")  # fmt: skip
+                "weights_s", "restore_and_other_s", "loop_start_s")  # fmt: skip
 
 
 def _setup_phases(phases: dict[str, float] | None, setup_seconds: float) -> dict[str, float]:
