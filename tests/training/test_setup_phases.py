@@ -158,29 +158,32 @@ def test_the_fp8_run_refuses_a_missing_torchao_in_the_imports_phase(monkeypatch,
 
 PROBE = """
 import sys, torch
-from torch import nn
-from trainforge.training.config import ConfigError, parse_args
-from trainforge.training.parallel import load_wrappers
-cfg = parse_args(["--model", "gpt", "--strategy", "fsdp", "--compile"])
+from trainforge.training.config import parse_args
+from trainforge.training.distributed import init_distributed
+from trainforge.training.models import build_model
+from trainforge.training.parallel import load_wrappers, parallelize
+cfg = parse_args(["--model", "gpt", "--layers", "1", "--d-model", "32", "--heads", "2",
+                  "--seq-len", "16", "--vocab-size", "64", *sys.argv[1:]])
+env = init_distributed()
 before = set(sys.modules)
 assert load_wrappers(cfg) is None
 loaded = set(sys.modules)
-nn.Linear(2, 2).compile()  # what parallelize does to each block, then FSDP2's import
-from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+parallelize(build_model(cfg, device="meta"), cfg, env, torch.float32)
 print(len(loaded - before), len(set(sys.modules) - loaded))
 """
 
 
-def test_the_imports_phase_holds_every_import_the_wrapping_needs():
-    """After `load_wrappers`, compiling a block and importing FSDP2 import nothing more: the
-    seconds of those imports are `imports_s`, not hidden in `model_s` (a fresh interpreter:
-    this one has imported them long ago)."""
+@pytest.mark.parametrize("flags", [["--strategy", "fsdp", "--compile"], ["--strategy", "ddp"]])
+def test_the_imports_phase_holds_every_import_the_wrapping_needs(flags):
+    """After `load_wrappers`, `parallelize` (compile wrappers, FSDP2 or DDP, the weights)
+    imports nothing more: those seconds are `imports_s`, not hidden in `model_s` (a fresh
+    interpreter: this one imported them long ago). Module counts, not seconds."""
     p = subprocess.run(
-        [sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=300,
+        [sys.executable, "-c", PROBE, *flags], capture_output=True, text=True, timeout=300,
         env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"},
     )  # fmt: skip
     assert p.returncode == 0, p.stderr[-3000:]
-    by_phase, after = (int(n) for n in p.stdout.split())
+    by_phase, after = (int(n) for n in p.stdout.split()[-2:])
     assert by_phase > 500 and after == 0, (by_phase, after)
 
 

@@ -46,14 +46,18 @@ def _never_called(x: torch.Tensor) -> torch.Tensor:
 
 def load_wrappers(cfg: TrainConfig) -> str | None:
     """Import what `parallelize` will use for this run, up front, so that the loop times the
-    imports as their own set-up phase (seconds: on the H200 they were most of the bf16 1.3B's
-    model phase) and runs them while the CUDA context is being created: torchao's float8
-    (fp8), torch.compile's compiler and FSDP2 (DTensor). Returns why fp8 cannot run (torchao
+    imports as their own set-up phase (seconds; the H200 run of 2026-11-29 could not tell
+    them from the CUDA context: bf16 had both in its model phase, FP8 in its fp8 check) and
+    runs them while the CUDA context is being created: torchao's float8 (fp8), torch._dynamo
+    (every run: DDP's constructor, FSDP2 and ``to_empty`` import it at their first call),
+    torch.compile's compiler and FSDP2 (DTensor). Returns why fp8 cannot run (torchao
     missing), None when everything imported.
 
     The compiler: ``torch.compile`` over a function that is never called imports exactly what
     each block's ``compile()`` would at its first call (torch._dynamo, inductor's compile_fx)
     and compiles nothing (compilation happens at the first call)."""
+    import torch._dynamo  # noqa: F401, PLC0415 - see above
+
     if cfg.precision == "fp8":
         from trainforge.training import fp8  # noqa: PLC0415 - imports torchao
 
