@@ -411,7 +411,7 @@ def _s(v: float | None) -> str:
 
 
 BEFORE_SETUP = {"process_start_s": "process start + imports", "process_group_s": "process group"}
-IN_SETUP = {"fp8_check_s": "fp8 check", "imports_s": "imports (torchao, compile, FSDP2)", "dataset_s": "dataset",
+IN_SETUP = {"fp8_check_s": "fp8 check", "imports_s": "imports (dynamo, compile, FSDP2, torchao)", "dataset_s": "dataset",
             "model_s": "model", "cuda_init_s": "waiting for the CUDA context",
             "weights_s": "weights (allocate, draw)", "restore_and_other_s": "rest",
             "loop_start_s": "first barrier"}  # fmt: skip

@@ -196,8 +196,8 @@ def test_the_gpu_check_row_names_the_wait_and_the_thread_apart():
               "dataset_s": 0.5, "model_s": 1.5, "cuda_init_s": 0.25, "cuda_context_s": 2.0,
               "weights_s": 0.75, "restore_and_other_s": 0.3, "loop_start_s": 0.0}  # fmt: skip
     assert gpu_check._phases(phases) == (
-        " (imports (torchao, compile, FSDP2) 3.00 s, dataset 0.50 s, model 1.50 s, waiting for "
-        "the CUDA context 0.25 s, weights (allocate, draw) 0.75 s, rest 0.30 s, first barrier "
-        "0.00 s; beside them: CUDA context + first allocation, on a thread 2.00 s; before it: "
-        "process start + imports 2.90 s, process group 0.20 s)"
+        " (imports (dynamo, compile, FSDP2, torchao) 3.00 s, dataset 0.50 s, model 1.50 s, "
+        "waiting for the CUDA context 0.25 s, weights (allocate, draw) 0.75 s, rest 0.30 s, "
+        "first barrier 0.00 s; beside them: CUDA context + first allocation, on a thread "
+        "2.00 s; before it: process start + imports 2.90 s, process group 0.20 s)"
     )
