@@ -129,6 +129,22 @@ def test_no_thread_and_no_cuda_phase_off_cuda():
     assert distributed.cuda_context(torch.device("cpu")) is None
 
 
+def test_the_thread_allocates_on_the_run_s_device_by_its_index(monkeypatch):
+    """A new thread's current CUDA device is 0 whatever the main thread set: the allocation
+    names the run's device (cuda:3 for local rank 3), or rank 3 would put a context on GPU 0."""
+    seen: list[tuple[torch.device, str]] = []
+
+    def empty(*size, device=None, **kwargs):
+        seen.append((device, threading.current_thread().name))
+        return torch.zeros(0)
+
+    monkeypatch.setattr(distributed.torch, "empty", empty)
+    ctx = distributed.DeviceContext(torch.device("cuda", 3)).start()
+    ctx.wait()
+    assert seen == [(torch.device("cuda", 3), "trainforge-cuda-context")]
+    assert ctx.seconds is not None and ctx.seconds >= 0
+
+
 def test_the_fp8_check_leaves_torchao_to_the_imports_phase(monkeypatch):
     """The device check imports nothing (torchao's import is seconds: the imports phase's),
     and a missing torchao is still refused there, in one line, before any model exists."""
