@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from trainforge.training import distributed, fp8, loop, parallel
+from trainforge.training import data, distributed, fp8, loop, parallel
 from trainforge.training.config import ConfigError, parse_args
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -217,3 +217,50 @@ def test_the_gpu_check_row_names_the_wait_and_the_thread_apart():
         "first barrier 0.00 s; beside them: CUDA context + first allocation, on a thread "
         "2.00 s; before it: process start + imports 2.90 s, process group 0.20 s)"
     )
+
+
+def _former_synthetic_tokens(n: int, seed: int, seq_len: int, vocab: int):
+    """data.synthetic_tokens as it was at b9d77e5 (sample-major: a column per step)."""
+    g = torch.Generator().manual_seed(seed + data._DATA_SEED_OFFSET)
+    perm = torch.randperm(vocab, generator=g)
+    seq = torch.empty(n, seq_len + 1, dtype=torch.long)
+    seq[:, 0] = torch.randint(vocab, (n,), generator=g)
+    noise = torch.rand(n, seq_len, generator=g) < 0.1
+    rand_tok = torch.randint(vocab, (n, seq_len), generator=g)
+    for t in range(seq_len):
+        seq[:, t + 1] = torch.where(noise[:, t], rand_tok[:, t], perm[seq[:, t]])
+    return seq[:, :-1].contiguous(), seq[:, 1:].contiguous()
+
+
+@pytest.mark.parametrize(("n", "seed", "seq_len", "vocab"), [(37, 0, 50, 97), (8, 5, 300, 64)])
+def test_the_synthetic_tokens_are_the_same_tokens_as_before(n, seed, seq_len, vocab):
+    """Time-major generation draws the same tokens: every seed's data (and so every resumed
+    run, every recorded loss) is unchanged."""
+    ds = data.synthetic_tokens(n, seed, seq_len, vocab)
+    inputs, targets = _former_synthetic_tokens(n, seed, seq_len, vocab)
+    assert torch.equal(ds.inputs, inputs) and torch.equal(ds.targets, targets)
+    assert ds.inputs.is_contiguous() and ds.targets.is_contiguous()
+
+
+def _strided_ops(seq_len: int) -> int:
+    """How many ATen ops touch a non-contiguous tensor while the dataset is built."""
+    from torch.utils._python_dispatch import TorchDispatchMode  # noqa: PLC0415
+
+    count = [0]
+
+    class Count(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            tensors = [a for a in (*args, *(kwargs or {}).values()) if isinstance(a, torch.Tensor)]
+            count[0] += any(not t.is_contiguous() for t in tensors)
+            return func(*args, **(kwargs or {}))
+
+    with Count():
+        data.synthetic_tokens(64, 0, seq_len, 128)
+    return count[0]
+
+
+def test_the_dataset_chain_reads_and_writes_contiguous_rows():
+    """The cost the time-major layout removed: ops on a strided column of every sample, 3 per
+    step of the chain before (a column of the noise, of the random tokens, of the sequence);
+    now a constant few (the final transposes), whatever the sequence length."""
+    assert _strided_ops(256) == _strided_ops(64) <= 4
