@@ -155,9 +155,12 @@ def init_distributed(timeout_s: float | None = None) -> DistEnv:
 
 
 def _first_allocation(device: torch.device) -> None:
-    """One allocation on ``device``: creates this process's CUDA context on that GPU (and only
-    there: the index is explicit, and torch's device guard restores the thread's previous
-    device without creating a context on it) and starts the caching allocator."""
+    """One allocation on ``device``: creates this process's CUDA context on that GPU and
+    starts the caching allocator. Only there: the index is explicit (a new thread's current
+    device is 0), and the device guard's restore, ``CUDAGuardImpl::uncheckedSetDevice``, goes
+    through ``c10::cuda::MaybeSetDevice``, which creates no context on a device that has none
+    (c10/cuda/impl/CUDAGuardImpl.h, c10/cuda/CUDAFunctions.cpp; read 2026-11-29 in pytorch's
+    source through the code search, a stored version, not pinned to v2.11.0)."""
     torch.empty(1, device=device)
 
 

@@ -208,7 +208,7 @@ def _train(
         lap("fp8_check_s")  # the device's FP8 check
     if (why := load_wrappers(cfg)) is not None:  # torchao missing: one line, still no model
         raise exits.RunFailure(exits.CONFIG_ERROR, why)
-    lap("imports_s")  # torchao (fp8), torch.compile's compiler, FSDP2: seconds on a GPU machine
+    lap("imports_s")  # torchao (fp8), torch._dynamo, torch.compile's compiler, FSDP2
     dataset = build_dataset(cfg)
     cfg = check_world(cfg, env.world_size, len(dataset))
     lap("dataset_s")
