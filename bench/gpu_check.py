@@ -12,7 +12,9 @@ recorded as such and the others still run. Checks, in order:
 2. ``gpt_1p3b``: the 1.3B GPT (24 layers x 2048, seq 2048, vocab 32768, batch 8, FSDP2 + bf16
    + compile): the summary's steady MFU and tokens/s, the whole loop's beside them, set-up
    and start-up (compile) time, the set-up split by phase (process start and imports, process
-   group, dataset, model build/shard/init, the rest), and the memory model
+   group, the imports set-up needs, dataset, model build/shard, the wait for the CUDA
+   context, the weights' allocation and draw, the rest; beside them the context's own seconds
+   on its thread), and the memory model
    (trainforge/jobs/estimate) against the peak PyTorch allocated.
 2b. ``gpt_1p3b_fp8``: the same run with ``--precision fp8`` (torchao float8 Linear layers;
    one FSDP rank gathers the weights in bf16, training/fp8.py): steady tokens/s beside the bf16 run's (the ratio) and its MFU
@@ -461,8 +463,12 @@ def _s(v: float | None) -> str:
 
 
 BEFORE_SETUP = {"process_start_s": "process start + imports", "process_group_s": "process group"}
-IN_SETUP = {"fp8_check_s": "fp8 check + torchao import", "dataset_s": "dataset", "model_s": "model", "restore_and_other_s": "rest",
+IN_SETUP = {"fp8_check_s": "fp8 check", "imports_s": "imports (dynamo, compile, FSDP2, torchao)", "dataset_s": "dataset",
+            "model_s": "model", "cuda_init_s": "waiting for the CUDA context",
+            "weights_s": "weights (allocate, draw)", "restore_and_other_s": "rest",
             "loop_start_s": "first barrier"}  # fmt: skip
+# beside the phases, not added to them: the CUDA context's own seconds, on a thread
+BESIDE_SETUP = {"cuda_context_s": "CUDA context + first allocation, on a thread"}
 
 
 def _phases(p: dict[str, float] | None) -> str:
@@ -474,7 +480,8 @@ def _phases(p: dict[str, float] | None) -> str:
     def words(names: dict[str, str]) -> str:
         return ", ".join(f"{w} {_s(p[k])}" for k, w in names.items() if k in p)
 
-    return f" ({words(IN_SETUP)}; before it: {words(BEFORE_SETUP)})"
+    beside = f"; beside them: {words(BESIDE_SETUP)}" if any(k in p for k in BESIDE_SETUP) else ""
+    return f" ({words(IN_SETUP)}{beside}; before it: {words(BEFORE_SETUP)})"
 
 
 def _gathered(g: dict[str, Any]) -> str:

@@ -42,7 +42,9 @@ def test_the_dry_run_passes_every_check_on_cpu(tmp_path) -> None:
     assert g["memory_model_bytes"] > 0 and g["setup_seconds"] > 0
     phases = g["setup_phases"]  # the set-up split: the phases inside setup_seconds add up to it
     assert {"process_start_s", "process_group_s", "model_s"} <= set(phases)
-    inside = ("dataset_s", "model_s", "restore_and_other_s", "loop_start_s")
+    inside = ("imports_s", "dataset_s", "model_s", "weights_s", "restore_and_other_s",
+              "loop_start_s")  # fmt: skip
+    assert "imports_s" in phases and "cuda_init_s" not in phases  # no CUDA context on a CPU
     assert abs(sum(phases[k] for k in inside) - g["setup_seconds"]) < 0.05
     f = report["checks"]["gpt_1p3b_fp8"]  # FP8 (emulated on the CPU) beside bf16
     assert f["precision"] == "fp8" and f["tokens_per_second_vs_bf16"] > 0

@@ -61,13 +61,18 @@ def synthetic_tokens(n: int, seed: int, seq_len: int, vocab: int) -> TensorDatas
     the loss falls from ln(vocab) towards the noise floor as the model learns the chain."""
     g = torch.Generator().manual_seed(seed + _DATA_SEED_OFFSET)
     perm = torch.randperm(vocab, generator=g)
-    seq = torch.empty(n, seq_len + 1, dtype=torch.long)
-    seq[:, 0] = torch.randint(vocab, (n,), generator=g)
-    noise = torch.rand(n, seq_len, generator=g) < 0.1
-    rand_tok = torch.randint(vocab, (n, seq_len), generator=g)
+    first = torch.randint(vocab, (n,), generator=g)
+    # Drawn in the same order and shapes as ever (the same tokens for a seed), then held
+    # time-major, so that each of the chain's seq_len steps reads and writes contiguous rows
+    # rather than a column of every sample (the set-up's dataset phase: 0.45 -> 0.37 CPU s
+    # for the 1.3B check's 4096 x 2048 here, one thread, median of 3, 2026-11-29).
+    noise = (torch.rand(n, seq_len, generator=g) < 0.1).t().contiguous()
+    rand_tok = torch.randint(vocab, (n, seq_len), generator=g).t().contiguous()
+    seq = torch.empty(seq_len + 1, n, dtype=torch.long)
+    seq[0] = first
     for t in range(seq_len):
-        seq[:, t + 1] = torch.where(noise[:, t], rand_tok[:, t], perm[seq[:, t]])
-    return TensorDataset(seq[:, :-1].contiguous(), seq[:, 1:].contiguous())
+        torch.where(noise[t], rand_tok[t], perm[seq[t]], out=seq[t + 1])
+    return TensorDataset(seq[:-1].t().contiguous(), seq[1:].t().contiguous())
 
 
 class TokenFileDataset:

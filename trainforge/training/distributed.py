@@ -13,7 +13,10 @@ import datetime
 import gc
 import os
 import sys
+import threading
+import time
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -149,6 +152,84 @@ def init_distributed(timeout_s: float | None = None) -> DistEnv:
         device=device,
         backend=backend,
     )
+
+
+def _first_allocation(device: torch.device) -> None:
+    """One allocation on ``device``: creates this process's CUDA context on that GPU and
+    starts the caching allocator. Only there: the index is explicit (a new thread's current
+    device is 0), and the device guard's restore, ``CUDAGuardImpl::uncheckedSetDevice``, goes
+    through ``c10::cuda::MaybeSetDevice``, which creates no context on a device that has none
+    (c10/cuda/impl/CUDAGuardImpl.h, c10/cuda/CUDAFunctions.cpp; read 2026-11-29 in pytorch's
+    source through the code search, a stored version, not pinned to v2.11.0)."""
+    torch.empty(1, device=device)
+
+
+class DeviceContext:
+    """The GPU's CUDA context, created on a thread while set-up goes on.
+
+    Why: on local rank 0 (every 1-GPU run) ``init_distributed`` leaves CUDA initialised but
+    without a context: torch's ``set_device`` skips ``cudaSetDevice`` for the device already
+    current (c10/cuda/CUDAFunctions.cpp ``SetDevice``) and the NCCL group connects lazily. The
+    first allocation then creates it, in the middle of the model's set-up with nothing else
+    running. Created here instead, beside the set-up work that needs no GPU (imports, the
+    dataset, the meta-device model, sharding), its seconds overlap that work. (On other local
+    ranks ``cudaSetDevice`` has created it already, and the thread only allocates.)
+
+    Why a thread helps: the allocation runs in torch's generated binding, which releases the
+    GIL around the ATen call (``pybind11::gil_scoped_release`` in every ``dispatch_*`` lambda
+    tools/autograd/gen_python_functions.py emits); the context's creation is driver work in
+    that call, so the main thread's Python keeps running. CUDA's runtime is thread-safe: a
+    main-thread call that needs the context meanwhile waits for it inside CUDA.
+
+    ``wait()`` is where the main thread first needs the device (before the weights are
+    allocated); it re-raises the thread's error there, as the first allocation would have
+    raised it. ``seconds`` is the thread's own time (the context and the first allocation);
+    the loop reports it beside the set-up phases (`cuda_context_s`), never added to them, and
+    the main thread's wait in them (`cuda_init_s`).
+    """
+
+    def __init__(
+        self, device: torch.device, touch: Callable[[torch.device], None] | None = None
+    ) -> None:
+        self.device = device
+        self.seconds: float | None = None
+        self._touch = touch or _first_allocation
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(
+            target=self._run, name="trainforge-cuda-context", daemon=True
+        )
+
+    def start(self) -> DeviceContext:
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        t0 = time.perf_counter()
+        try:
+            self._touch(self.device)
+        except BaseException as e:  # re-raised on the main thread by wait()
+            self._error = e
+        finally:
+            self.seconds = time.perf_counter() - t0
+
+    def wait(self) -> None:
+        """Block until the context exists; raise what creating it raised."""
+        self._thread.join()
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
+
+    def join(self) -> None:
+        """Let the thread end (a run that stops before `wait`); its error, if any, is dropped:
+        the run is already failing for its own reason."""
+        self._thread.join()
+
+
+def cuda_context(device: torch.device) -> DeviceContext | None:
+    """Start creating ``device``'s CUDA context on a thread (`DeviceContext`); None off CUDA."""
+    if device.type != "cuda":
+        return None
+    return DeviceContext(device).start()
 
 
 def _refuse_cpu_in_a_gpu_pod() -> None:

@@ -50,11 +50,14 @@ MIN_CAPABILITY = (8, 9)  # Ada Lovelace (L4, L40S); Hopper is (9, 0), Blackwell 
 INSTALL = "pip install 'trainforge[fp8]' (torchao; offline: make fp8-wheel, docs/performance.md)"
 
 
-def problem(device_type: str, capability: tuple[int, int] | None, name: str = "") -> str | None:
+def problem(
+    device_type: str, capability: tuple[int, int] | None, name: str = "", torchao: bool = True
+) -> str | None:
     """Why ``--precision fp8`` cannot run on this device, in one line; None when it can.
 
     Pure (no torch.cuda calls) so that the GPU branches are tested on a CPU machine;
-    `device_problem` asks torch for the arguments."""
+    `device_problem` asks torch for the arguments. ``torchao=False``: the device only; the
+    runtime imports torchao in its set-up's imports phase (`torchao_problem`)."""
     if device_type != "cuda":
         return (
             f"--precision fp8 needs an NVIDIA GPU with FP8 Tensor Cores (compute capability "
@@ -68,6 +71,11 @@ def problem(device_type: str, capability: tuple[int, int] | None, name: str = ""
             f"{_cc(MIN_CAPABILITY)}+: L4, L40S, H100, H200, B200); {what} has none: use "
             "--precision bf16, or auto"
         )
+    return torchao_problem() if torchao else None
+
+
+def torchao_problem() -> str | None:
+    """Import torchao's float8 training (seconds: all of torchao loads); why not, or None."""
     try:
         import torchao.float8  # noqa: F401, PLC0415 - only fp8 runs need it
     except ImportError:
@@ -79,14 +87,17 @@ def _cc(capability: tuple[int, int] | None) -> str:
     return "unknown" if capability is None else f"{capability[0]}.{capability[1]}"
 
 
-def device_problem(device: Any) -> str | None:
+def device_problem(device: Any, torchao: bool = True) -> str | None:
     """`problem` for a torch device (the runtime's call)."""
     if device.type != "cuda":
         return problem(device.type, None)
     import torch  # noqa: PLC0415
 
     return problem(
-        "cuda", torch.cuda.get_device_capability(device), torch.cuda.get_device_name(device)
+        "cuda",
+        torch.cuda.get_device_capability(device),
+        torch.cuda.get_device_name(device),
+        torchao=torchao,
     )
 
 

@@ -38,7 +38,13 @@ from trainforge.training.config import (
     lr_factor,
 )
 from trainforge.training.data import Batches, ShardedOrder, build_dataset
-from trainforge.training.distributed import DistEnv, cleanup, init_distributed
+from trainforge.training.distributed import (
+    DeviceContext,
+    DistEnv,
+    cleanup,
+    cuda_context,
+    init_distributed,
+)
 from trainforge.training.faults import InStepFault, corrupt_hook
 from trainforge.training.goodput import Goodput
 from trainforge.training.hostmem import SetupMemory
@@ -48,6 +54,7 @@ from trainforge.training.models import build_model
 from trainforge.training.parallel import (
     accumulation,
     autocast,
+    load_wrappers,
     parallelize,
     resolve_precision,
     unwrap,
@@ -159,8 +166,10 @@ def train(cfg: TrainConfig) -> int:
         # interpreter start, imports and flag parsing, up to the process group's creation
         phases["process_start_s"] = max(0.0, t_pg - time.perf_counter() + time.time() - started)
     exits.context.rank = env.rank
+    # the GPU's CUDA context, created on a thread while set-up goes on (DeviceContext)
+    device_context = cuda_context(env.device)
     try:
-        return _train(cfg, env, timeouts, phases)
+        return _train(cfg, env, timeouts, phases, device_context)
     except exits.RunFailure as e:
         exits.record(e.reason, e.detail)  # before the teardown below: see exits.record
         raise
@@ -168,6 +177,8 @@ def train(cfg: TrainConfig) -> int:
         exits.record(*exits.diagnose(e))
         raise
     finally:
+        if device_context is not None:
+            device_context.join()  # a run that stopped before needing the GPU
         cleanup()
 
 
@@ -176,6 +187,7 @@ def _train(
     env: DistEnv,
     timeouts: Timeouts | None = None,
     phases: dict[str, float] | None = None,
+    device_context: DeviceContext | None = None,
 ) -> int:
     t_setup = time.perf_counter()
     # set-up split for the summary (bench/gpu_check.py's set-up row): where the seconds before
@@ -193,18 +205,28 @@ def _train(
     if cfg.precision == "fp8" and (why := _fp8_problem(env.device)) is not None:
         raise exits.RunFailure(exits.CONFIG_ERROR, why)  # one line, before any model exists
     if cfg.precision == "fp8":
-        lap("fp8_check_s")  # the device check and torchao's import (seconds: its own phase)
+        lap("fp8_check_s")  # the device's FP8 check
+    if (why := load_wrappers(cfg)) is not None:  # torchao missing: one line, still no model
+        raise exits.RunFailure(exits.CONFIG_ERROR, why)
+    lap("imports_s")  # torchao (fp8), torch._dynamo, torch.compile's compiler, FSDP2
     dataset = build_dataset(cfg)
     cfg = check_world(cfg, env.world_size, len(dataset))
     lap("dataset_s")
+
+    def device_ready() -> None:  # parallelize's first allocation on the device comes next
+        lap("model_s")  # build on meta, (fp8 conversion,) compile wrappers, shard
+        if device_context is not None:
+            device_context.wait()
+            lap("cuda_init_s")  # waiting for the CUDA context: what the overlap did not hide
+            phases["cuda_context_s"] = device_context.seconds or 0.0
 
     # on the meta device: parallelize shards (or replicates) it, then each rank allocates and
     # draws only its own part, from --seed (models/init.py): the same weights for any world
     model = build_model(cfg, device="meta")
     raw = model
     dtype = resolve_precision(cfg, env.device)
-    model = parallelize(model, cfg, env, dtype)
-    lap("model_s")  # build on meta, (fp8 conversion,) shard or replicate, draw the weights
+    model = parallelize(model, cfg, env, dtype, device_ready)
+    lap("weights_s")  # allocate this rank's weights on the device and draw them (DDP: wrap)
     optimizer = build_optimizer(model, cfg, env.device)
     scheduler = build_scheduler(optimizer, cfg)
     state = TrainState(model=model, optimizer=optimizer, scheduler=scheduler)
@@ -311,9 +333,10 @@ FP8_ON_CPU_ENV = "TRAINFORGE_TEST_FP8_ON_CPU"
 
 
 def _fp8_problem(device: torch.device) -> str | None:
+    """The device's FP8 check; torchao's import is the imports phase's (load_wrappers)."""
     if device.type == "cpu" and os.environ.get(FP8_ON_CPU_ENV) == "1":
-        return fp8.problem("cuda", fp8.MIN_CAPABILITY)  # still refused without torchao
-    return fp8.device_problem(device)
+        return fp8.problem("cuda", fp8.MIN_CAPABILITY, torchao=False)  # torchao: still needed
+    return fp8.device_problem(device, torchao=False)
 
 
 def _precision_words(cfg: TrainConfig, dtype: torch.dtype, raw: nn.Module) -> str:
@@ -574,8 +597,9 @@ def _finish(
         "elapsed_seconds": elapsed,
         "setup_seconds": reporter.loop_start - t_setup,
         # the seconds before the first step, by phase: process_start_s (interpreter, imports)
-        # and process_group_s come before `setup_seconds`; dataset_s, model_s,
-        # restore_and_other_s and loop_start_s (the ranks' first barrier) add up to it
+        # and process_group_s come before `setup_seconds`; fp8_check_s, imports_s, dataset_s,
+        # model_s, cuda_init_s, weights_s, restore_and_other_s and loop_start_s (the ranks'
+        # first barrier) add up to it; cuda_context_s ran on a thread beside them (not added)
         "setup_phases": _setup_phases(phases, reporter.loop_start - t_setup),
         "setup_host_memory": setup_host,
         **rates,
@@ -634,8 +658,13 @@ def _process_start_wall() -> float | None:
         return None
 
 
+# The phases inside `setup_seconds`, in order (each present when it ran; they add up to it).
+SETUP_PHASES = ("fp8_check_s", "imports_s", "dataset_s", "model_s", "cuda_init_s",
+                "weights_s", "restore_and_other_s", "loop_start_s")  # fmt: skip
+
+
 def _setup_phases(phases: dict[str, float] | None, setup_seconds: float) -> dict[str, float]:
-    inside = ("fp8_check_s", "dataset_s", "model_s", "restore_and_other_s")
+    inside = SETUP_PHASES[:-1]
     out = dict(phases or {})
     out["loop_start_s"] = max(0.0, setup_seconds - sum(out.get(k, 0.0) for k in inside))
     return out

@@ -10,6 +10,7 @@ works with FSDP too (each Linear block is a shard unit); it is simply too small 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 
 import torch
 from torch import nn
@@ -39,14 +40,54 @@ def resolve_precision(cfg: TrainConfig, device: torch.device) -> torch.dtype:
     return torch.float32
 
 
-def parallelize(model: nn.Module, cfg: TrainConfig, env: DistEnv, dtype: torch.dtype) -> nn.Module:
+def _never_called(x: torch.Tensor) -> torch.Tensor:
+    return x
+
+
+def load_wrappers(cfg: TrainConfig) -> str | None:
+    """Import what `parallelize` will use for this run, up front, so that the loop times the
+    imports as their own set-up phase (seconds; the H200 run of 2026-11-29 could not tell
+    them from the CUDA context: bf16 had both in its model phase, FP8 in its fp8 check) and
+    runs them while the CUDA context is being created: torchao's float8 (fp8), torch._dynamo
+    (every run: DDP's constructor, FSDP2 and ``to_empty`` import it at their first call),
+    torch.compile's compiler and FSDP2 (DTensor). Returns why fp8 cannot run (torchao
+    missing), None when everything imported.
+
+    The compiler: ``torch.compile`` over a function that is never called imports exactly what
+    each block's ``compile()`` would at its first call (torch._dynamo, inductor's compile_fx)
+    and compiles nothing (compilation happens at the first call)."""
+    import torch._dynamo  # noqa: F401, PLC0415 - see above
+
+    if cfg.precision == "fp8":
+        from trainforge.training import fp8  # noqa: PLC0415 - imports torchao
+
+        if (why := fp8.torchao_problem()) is not None:
+            return why
+    if cfg.compile:
+        torch.compile(_never_called)
+    if cfg.strategy == "fsdp":
+        from torch.distributed import fsdp  # noqa: F401, PLC0415 - see parallelize
+    return None
+
+
+def parallelize(
+    model: nn.Module,
+    cfg: TrainConfig,
+    env: DistEnv,
+    dtype: torch.dtype,
+    device_ready: Callable[[], None] | None = None,
+) -> nn.Module:
     """Returns the module the loop calls; ``unwrap`` gets back the model (``loss``, ``blocks``).
 
     ``model`` is either built on the meta device (the runtime's way: ``build_model(cfg,
     "meta")``), in which case it is sharded or replicated first and then allocated on
     ``env.device`` and initialised there from ``cfg.seed`` (models/init.py), or built with its
-    weights already set (own code, benches), which are kept."""
+    weights already set (own code, benches), which are kept.
+
+    ``device_ready`` is called once, right before the first allocation on ``env.device`` (the
+    loop waits there for the CUDA context: distributed.DeviceContext)."""
     meta = on_meta(model)
+    ready = device_ready or (lambda: None)
     model.activation_checkpointing = cfg.activation_checkpointing
     if cfg.precision == "fp8":
         # before compile and before sharding, as torchtitan converts (fp8.py); the names go
@@ -62,6 +103,8 @@ def parallelize(model: nn.Module, cfg: TrainConfig, env: DistEnv, dtype: torch.d
         from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard  # noqa: PLC0415
 
         mp = MixedPrecisionPolicy(param_dtype=dtype, reduce_dtype=torch.float32)
+        if not meta:
+            ready()  # fully_shard moves a weighted model's parameters to the device
         # A meta-built model is sharded first and then each rank allocates and draws its own
         # shard (materialize): no rank ever holds the whole model, on the host or the GPU.
         # A model built with weights is moved by fully_shard group by group (no model.to
@@ -71,8 +114,10 @@ def parallelize(model: nn.Module, cfg: TrainConfig, env: DistEnv, dtype: torch.d
             fully_shard(block, mp_policy=mp, reshard_after_forward=i < len(model.blocks) - 1)
         fully_shard(model, mp_policy=mp)
         if meta:
+            ready()
             materialize(model, env.device, cfg.seed)
         return model
+    ready()
     if meta:
         materialize(model, env.device, cfg.seed)  # the full replica, drawn on the device
     model.to(env.device)
