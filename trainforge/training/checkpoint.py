@@ -716,8 +716,8 @@ class CheckpointManager:
                 )
             waited = f" ({'; '.join(waits)})" if waits else ""
             started = (
-                f"; DCP's checkpoint process (started at set-up) was ready "
-                f"{record.writer_ready_s:.2f}s after set-up began"
+                f"; DCP's checkpoint process was started at set-up and ready "
+                f"{record.writer_ready_s:.2f}s later"
                 if record.writer_ready_s is not None
                 else ""
             )
