@@ -347,6 +347,8 @@ def check_checkpoint(c: Check) -> dict[str, Any]:
             # async only: when the writer process was ready (None: not started at set-up)
             "writer_ready_s": float(m.group(1)) if (m := _WRITER_READY.search(out)) else None,
             "writer_waited_s": float(m.group(1)) if (m := _WRITER_WAITED.search(out)) else 0.0,
+            # async starts DCP's checkpoint process during set-up: what that costs set-up
+            "setup_s": _summary(d).get("setup_seconds") if (d / "summary.json").is_file() else None,
             "async_fell_back": "WARNING: the async save" in out,
             # a small /dev/shm (a container's 64 MiB default) makes every "async" save sync
             "shm_too_small": "--async-checkpoint needs" in out,
@@ -490,8 +492,9 @@ def markdown(report: dict[str, Any]) -> str:
     for mode in ("sync", "async"):
         x = ck.get(mode, {})
         if "saves" in x:
+            setup = f", set-up {_s(x['setup_s'])}" if x.get("setup_s") is not None else ""
             parts.append(f"{mode}: first {_s(x['first_blocked_s'])}, then median "
-                         f"{_s(x['steady_blocked_s_median'])} blocked ({x['saves']} saves)")  # fmt: skip
+                         f"{_s(x['steady_blocked_s_median'])} blocked ({x['saves']} saves{setup})")  # fmt: skip
             if any(x.get("waited_for_previous_s") or []):
                 parts[-1] += (f", of which the save itself {_s(x.get('own_blocked_s_median'))} "
                               "(the rest: waiting for the previous write)")  # fmt: skip

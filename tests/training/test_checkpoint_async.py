@@ -21,6 +21,7 @@ _ASYNC_SCRIPT = r"""
 import os, sys
 import torch, torch.distributed as dist
 from torch.distributed.checkpoint import _async_process_executor as ape
+from trainforge.training import checkpoint as ckpt
 from trainforge.training.checkpoint import CheckpointConfig, CheckpointManager
 
 root = sys.argv[1]
@@ -34,14 +35,20 @@ def step():
     opt.step()
     opt.zero_grad()
 
-cm = CheckpointManager(CheckpointConfig(directory=f"{root}/ckpt", async_save=True), log=print)
-# before any save: DCP's checkpoint process, started at set-up (in the background), is running
-start = getattr(cm, "_writer_start", None)
-if start is not None:
-    start.wait()
-ape = sys.modules.get("torch.distributed.checkpoint._async_process_executor")
-early = ape._CHECKPOINT_PROCESS._save_process if ape and ape._CHECKPOINT_PROCESS else None
-print("BEFORE-FIRST-SAVE", early.pid if early else None, early.is_alive() if early else None)
+def writer(when):
+    ape = sys.modules.get("torch.distributed.checkpoint._async_process_executor")
+    p = ape._CHECKPOINT_PROCESS._save_process if ape and ape._CHECKPOINT_PROCESS else None
+    print(when, p.pid if p else None, p.is_alive() if p else None)
+
+config = CheckpointConfig(directory=f"{root}/ckpt", async_save=True)
+# what the runtime does once its process group exists, before it builds the model
+ckpt.start_writer(config)
+early = getattr(ckpt, "_early_start", None)
+if early is not None:
+    early.wait()
+writer("BEFORE-MANAGER")
+cm = CheckpointManager(config, log=print)
+writer("BEFORE-FIRST-SAVE")
 buffers = []
 for s in (1, 2):
     step()
@@ -107,11 +114,14 @@ def test_dcps_checkpoint_process_starts_at_set_up_not_inside_the_first_save(asyn
     proc, _ = async_run
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-4000:]
-    early = next(ln.split() for ln in proc.stdout.splitlines() if ln.startswith("BEFORE-FIRST"))
-    writer = next(ln.split() for ln in proc.stdout.splitlines() if ln.startswith("WRITER"))
-    # running before any save was requested, and the very process every save wrote in: the
-    # saves spawned none of their own
-    assert early[1:] == [writer[1], "True"], (early, writer)
+    lines = proc.stdout.splitlines()
+    writer = next(ln.split() for ln in lines if ln.startswith("WRITER"))
+    # running once `start_writer` returned (the runtime calls it before the model's build),
+    # still when the manager exists, before any save was requested, and the very process every
+    # save wrote in: the saves spawned none of their own
+    for when in ("BEFORE-MANAGER", "BEFORE-FIRST-SAVE"):
+        early = next(ln.split() for ln in lines if ln.startswith(when))
+        assert early[1:] == [writer[1], "True"], (early, writer)
     first = next(ln for ln in proc.stdout.splitlines() if "saved" in ln and "step_000001" in ln)
     assert "DCP's checkpoint process was started at set-up and ready" in first, first
     assert not [ln for ln in proc.stdout.splitlines() if "step_000002" in ln and "ready" in ln]

@@ -54,6 +54,7 @@ def test_the_dry_run_passes_every_check_on_cpu(tmp_path) -> None:
     assert ck["async"]["async_fell_back"] is False and ck["async"]["shm_too_small"] is False
     # the runtime (python -m trainforge.training) starts DCP's checkpoint process at set-up
     assert ck["async"]["writer_ready_s"] > 0 and ck["async"]["first_complete_s"] > 0
+    assert ck["sync"]["setup_s"] > 0 and ck["async"]["setup_s"] > 0  # what the start costs it
     table = (out / "gpu_check.md").read_text()
     assert "DRY RUN on CPU, tiny sizes" in table.splitlines()[0]
     assert [row.split(" | ")[0].lstrip("| ") for row in table.splitlines()[4:]] == NAMES

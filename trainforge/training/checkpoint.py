@@ -235,15 +235,14 @@ class CheckpointManager:
         self.last_saved_step: int | None = None  # complete (or restored from)
         self.last_started_step: int | None = None  # complete or in flight
         # DCP spawns its checkpoint process at the first async save, whose write then waits
-        # for a fresh interpreter to import torch and join its group (seconds; 7 s on an H200
-        # host, seen 2026-11-29), and the next save waits for that write. Start it now, in the
-        # background, so that the start overlaps the restore and the first steps.
+        # for a fresh interpreter to import torch and join its group (5.6 s on an H200 host,
+        # seen 2026-11-29), and the next save waits for that write. Start it now, in the
+        # background (or take the start `start_writer` began earlier in set-up), so that the
+        # start overlaps the restore and the first steps.
+        global _early_start
         self._writer_start: _WriterStart | None = None
         if self.root is not None and config.async_save and self._writer_process():
-            # its own group: the start's one collective runs in the background thread, and
-            # must not interleave with the main thread's on self.group (restore, saves)
-            group = dist.new_group(backend="gloo", timeout=group_timeout())
-            self._writer_start = _WriterStart(group)
+            self._writer_start, _early_start = _early_start or _WriterStart.begin(), None
 
     # -- helpers --------------------------------------------------------------------------
 
@@ -622,14 +621,11 @@ class CheckpointManager:
         sets ``trainforge.training.checkpoint.WRITER_PROCESS = True``. Said once, in the log."""
         if not self.distributed:
             return False
-        if WRITER_PROCESS is not None:
-            return WRITER_PROCESS
-        main = sys.modules.get("__main__")
-        name = getattr(getattr(main, "__spec__", None), "name", None)
-        safe = name == "__main__" or (name or "").endswith(".__main__")
-        safe = safe or (name is None and getattr(main, "__file__", None) is None)
-        if not safe and not self._said_thread:
+        safe = _writer_process_allowed()
+        if not safe and WRITER_PROCESS is None and not self._said_thread:
             self._said_thread = True
+            main = sys.modules.get("__main__")
+            name = getattr(getattr(main, "__spec__", None), "name", None)
             self.log(
                 "checkpoint: async writes run in a thread, not DCP's checkpoint process: it "
                 f"would re-run {getattr(main, '__file__', name)} (multiprocessing spawn). If "
@@ -787,6 +783,35 @@ class CheckpointManager:
 # checkpoint process (the main script must be safe to re-import); False = a DCP thread.
 WRITER_PROCESS: bool | None = None
 
+
+def _writer_process_allowed() -> bool:
+    """`WRITER_PROCESS`, or when unset: is the main module safe for multiprocessing's spawn
+    (a package's ``__main__``, or none: ``python -c``)? See `CheckpointManager._writer_process`."""
+    if WRITER_PROCESS is not None:
+        return WRITER_PROCESS
+    main = sys.modules.get("__main__")
+    name = getattr(getattr(main, "__spec__", None), "name", None)
+    safe = name == "__main__" or (name or "").endswith(".__main__")
+    return safe or (name is None and getattr(main, "__file__", None) is None)
+
+
+# The start `start_writer` began, until a `CheckpointManager` takes it.
+_early_start: _WriterStart | None = None
+
+
+def start_writer(config: CheckpointConfig) -> None:
+    """Begin starting DCP's checkpoint process now, for the `CheckpointManager` this process
+    creates next with ``config``: the runtime calls it as soon as its process group exists, so
+    that the start (a fresh interpreter importing torch, seconds) also overlaps the model's
+    build. Collective (every rank, same place). Nothing unless async saves are configured and
+    will be written in DCP's process (`CheckpointManager._writer_process`)."""
+    global _early_start
+    distributed = dist.is_available() and dist.is_initialized()
+    wanted = config.directory and config.async_save and distributed
+    if _early_start is None and wanted and _writer_process_allowed():
+        _early_start = _WriterStart.begin()
+
+
 # A synchronous save is tried this many times, RETRY_DELAY_S x attempt apart, before the run
 # exits checkpoint_failed (restartable): a storage hiccup should not cost a restart.
 SYNC_SAVE_ATTEMPTS = 3
@@ -870,6 +895,13 @@ class _WriterStart:
     The start has one collective (rank 0 picks the port of the process's gloo group and
     broadcasts it): it runs on a group of its own, so it never interleaves with the main
     thread's collectives."""
+
+    @classmethod
+    def begin(cls) -> _WriterStart:
+        """Start it (collective: every rank creates the start's group)."""
+        # its own group: the start's one collective runs in the background thread, and must
+        # not interleave with the main thread's (the manager's group: restore, saves)
+        return cls(dist.new_group(backend="gloo", timeout=group_timeout()))
 
     def __init__(self, group: Any) -> None:
         self.began = time.perf_counter()

@@ -197,6 +197,9 @@ def _train(
     dataset = build_dataset(cfg)
     cfg = check_world(cfg, env.world_size, len(dataset))
     lap("dataset_s")
+    # --async-checkpoint: DCP's checkpoint process starts in the background while the model
+    # builds (a fresh interpreter importing torch: seconds), not inside the first save's write
+    ckpt_mod.start_writer(cfg.checkpoint)
 
     # on the meta device: parallelize shards (or replicates) it, then each rank allocates and
     # draws only its own part, from --seed (models/init.py): the same weights for any world
