@@ -110,7 +110,7 @@ def test_async_save_writes_in_dcps_process_from_reused_staging_buffers(async_run
 def test_dcps_checkpoint_process_starts_at_set_up_not_inside_the_first_save(async_run) -> None:
     """DCP spawns its checkpoint process lazily, inside the first async save's write: on an
     H200 that write then took 9.7 s instead of 2.4 s (a fresh interpreter importing torch) and
-    the next save, 200 steps later, waited 3 s for it. The manager starts it at set-up."""
+    the next save, 200 steps later, waited 3 s for it. It is started at set-up instead."""
     proc, _ = async_run
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-4000:]
