@@ -326,6 +326,7 @@ def check_checkpoint(c: Check) -> dict[str, Any]:
             results["ok"] = False
             continue
         found = _BLOCKED.findall(out)
+        summary = _summary(d) if (d / "summary.json").is_file() else {}
         saves = [(int(st), why, float(b)) for st, why, b, _ in found]
         periodic = [b for _, why, b in saves if why == "periodic"]
         # the save's own stall: blocked less the wait for the previous save still writing
@@ -348,7 +349,10 @@ def check_checkpoint(c: Check) -> dict[str, Any]:
             "writer_ready_s": float(m.group(1)) if (m := _WRITER_READY.search(out)) else None,
             "writer_waited_s": float(m.group(1)) if (m := _WRITER_WAITED.search(out)) else 0.0,
             # async starts DCP's checkpoint process during set-up: what that costs set-up
-            "setup_s": _summary(d).get("setup_seconds") if (d / "summary.json").is_file() else None,
+            "setup_s": summary.get("setup_seconds"),
+            "setup_checkpoint_start_s": (summary.get("setup_phases") or {}).get(
+                "checkpoint_start_s"
+            ),
             "async_fell_back": "WARNING: the async save" in out,
             # a small /dev/shm (a container's 64 MiB default) makes every "async" save sync
             "shm_too_small": "--async-checkpoint needs" in out,
@@ -429,8 +433,9 @@ def _s(v: float | None) -> str:
 
 
 BEFORE_SETUP = {"process_start_s": "process start + imports", "process_group_s": "process group"}
-IN_SETUP = {"fp8_check_s": "fp8 check + torchao import", "dataset_s": "dataset", "model_s": "model", "restore_and_other_s": "rest",
-            "loop_start_s": "first barrier"}  # fmt: skip
+IN_SETUP = {"fp8_check_s": "fp8 check + torchao import", "dataset_s": "dataset",
+            "checkpoint_start_s": "checkpoint process start (DCP import)", "model_s": "model",
+            "restore_and_other_s": "rest", "loop_start_s": "first barrier"}  # fmt: skip
 
 
 def _phases(p: dict[str, float] | None) -> str:
@@ -493,6 +498,8 @@ def markdown(report: dict[str, Any]) -> str:
         x = ck.get(mode, {})
         if "saves" in x:
             setup = f", set-up {_s(x['setup_s'])}" if x.get("setup_s") is not None else ""
+            if x.get("setup_checkpoint_start_s") is not None:
+                setup += f" of which {_s(x['setup_checkpoint_start_s'])} starting its writer"
             parts.append(f"{mode}: first {_s(x['first_blocked_s'])}, then median "
                          f"{_s(x['steady_blocked_s_median'])} blocked ({x['saves']} saves{setup})")  # fmt: skip
             if any(x.get("waited_for_previous_s") or []):

@@ -20,7 +20,6 @@ ROOT = Path(__file__).resolve().parents[2]
 _ASYNC_SCRIPT = r"""
 import os, sys
 import torch, torch.distributed as dist
-from torch.distributed.checkpoint import _async_process_executor as ape
 from trainforge.training import checkpoint as ckpt
 from trainforge.training.checkpoint import CheckpointConfig, CheckpointManager
 
@@ -43,9 +42,13 @@ def writer(when):
 config = CheckpointConfig(directory=f"{root}/ckpt", async_save=True)
 # what the runtime does once its process group exists, before it builds the model
 ckpt.start_writer(config)
+imported = set(sys.modules)
 early = getattr(ckpt, "_early_start", None)
 if early is not None:
     early.wait()
+# what the start's thread imported (the main thread, which builds the model, imported nothing)
+new = sorted(m for m in set(sys.modules) - imported if m.split(".")[0] in ("torch", "trainforge"))
+print("THREAD-IMPORTED", new)
 writer("BEFORE-MANAGER")
 cm = CheckpointManager(config, log=print)
 writer("BEFORE-FIRST-SAVE")
@@ -56,6 +59,7 @@ for s in (1, 2):
     cm.wait()
     cached = cm._stager._state_dict_stager._cached_storage_mapping
     buffers.append(sorted(v.data_ptr() for v in cached.values()))
+ape = sys.modules["torch.distributed.checkpoint._async_process_executor"]  # DCP's, imported
 writer = ape._CHECKPOINT_PROCESS._save_process
 print("WRITER", writer.pid, "TRAINER", os.getpid(), "ALIVE", writer.is_alive())
 print("BUFFERS", len(buffers[0]), "REUSED", buffers[0] == buffers[1])
@@ -125,6 +129,16 @@ def test_dcps_checkpoint_process_starts_at_set_up_not_inside_the_first_save(asyn
     first = next(ln for ln in proc.stdout.splitlines() if "saved" in ln and "step_000001" in ln)
     assert "DCP's checkpoint process was started at set-up and ready" in first, first
     assert not [ln for ln in proc.stdout.splitlines() if "step_000002" in ln and "ready" in ln]
+
+
+def test_the_start_s_thread_imports_nothing_the_model_s_build_may_be_importing(async_run) -> None:
+    """DCP's import pulls in ~700 modules (FSDP, DTensor, ...) that the model's build, running
+    meanwhile, imports too: two threads importing one graph from different ends can deadlock
+    (CPython's _DeadlockError in one of them). `start_writer` imports them before its thread
+    starts."""
+    proc, _ = async_run
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    assert "THREAD-IMPORTED []" in proc.stdout, proc.stdout[-4000:]
 
 
 _START_FAILS_SCRIPT = r"""

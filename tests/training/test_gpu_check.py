@@ -55,6 +55,8 @@ def test_the_dry_run_passes_every_check_on_cpu(tmp_path) -> None:
     # the runtime (python -m trainforge.training) starts DCP's checkpoint process at set-up
     assert ck["async"]["writer_ready_s"] > 0 and ck["async"]["first_complete_s"] > 0
     assert ck["sync"]["setup_s"] > 0 and ck["async"]["setup_s"] > 0  # what the start costs it
+    assert ck["sync"]["setup_checkpoint_start_s"] is None  # a phase of async runs only
+    assert ck["async"]["setup_checkpoint_start_s"] > 0
     table = (out / "gpu_check.md").read_text()
     assert "DRY RUN on CPU, tiny sizes" in table.splitlines()[0]
     assert [row.split(" | ")[0].lstrip("| ") for row in table.splitlines()[4:]] == NAMES

@@ -21,6 +21,7 @@ exists and fall back to its seed otherwise, without DCP resharding rules getting
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import dataclasses
 import os
 import random
@@ -39,7 +40,8 @@ import torch.distributed as dist
 
 # DCP (and the DTensor machinery it pulls in) is imported at the first save or load, not here:
 # it costs seconds, and a run's first step should not wait for it. (With async saves written by
-# DCP's checkpoint process, a background thread imports it at set-up: `_WriterStart`.)
+# DCP's checkpoint process, it is imported at set-up, where that process is started:
+# `_WriterStart.begin`.)
 from trainforge.training.config import CheckpointConfig
 from trainforge.training.distributed import group_timeout
 from trainforge.training.hostmem import storage_tensor
@@ -799,17 +801,19 @@ def _writer_process_allowed() -> bool:
 _early_start: _WriterStart | None = None
 
 
-def start_writer(config: CheckpointConfig) -> None:
+def start_writer(config: CheckpointConfig) -> bool:
     """Begin starting DCP's checkpoint process now, for the `CheckpointManager` this process
     creates next with ``config``: the runtime calls it as soon as its process group exists, so
     that the start (a fresh interpreter importing torch, seconds) also overlaps the model's
     build. Collective (every rank, same place). Nothing unless async saves are configured and
-    will be written in DCP's process (`CheckpointManager._writer_process`)."""
+    will be written in DCP's process (`CheckpointManager._writer_process`). True if it began."""
     global _early_start
     distributed = dist.is_available() and dist.is_initialized()
     wanted = config.directory and config.async_save and distributed
     if _early_start is None and wanted and _writer_process_allowed():
         _early_start = _WriterStart.begin()
+        return True
+    return False
 
 
 # A synchronous save is tried this many times, RETRY_DELAY_S x attempt apart, before the run
@@ -899,6 +903,20 @@ class _WriterStart:
     @classmethod
     def begin(cls) -> _WriterStart:
         """Start it (collective: every rank creates the start's group)."""
+        # Everything the thread needs is imported here, in the calling thread: DCP pulls in
+        # ~700 modules (FSDP, DTensor, sympy, ...) that the model's build imports too, and
+        # two threads importing one module graph from different ends can deadlock (CPython
+        # then raises its _DeadlockError, a RuntimeError, in one of them). It is the import the
+        # first save would otherwise pay (0.6-0.7 s of CPU on the 2-core CI machine).
+        import multiprocessing.connection  # noqa: F401, PLC0415 - DCP's pipe to its process
+
+        import torch.distributed.checkpoint.state_dict  # noqa: F401, PLC0415
+        import torch.distributed.checkpoint.state_dict_saver  # noqa: F401, PLC0415
+
+        import trainforge.training.dcp_writer  # noqa: F401, PLC0415
+
+        with contextlib.suppress(ImportError):  # what starts a spawned process (POSIX)
+            import multiprocessing.popen_spawn_posix  # noqa: F401, PLC0415
         # its own group: the start's one collective runs in the background thread, and must
         # not interleave with the main thread's (the manager's group: restore, saves)
         return cls(dist.new_group(backend="gloo", timeout=group_timeout()))
@@ -915,7 +933,7 @@ class _WriterStart:
     def _run(self, group: Any) -> None:
         path = None
         try:
-            import torch.distributed.checkpoint as dcp  # noqa: PLC0415 - seconds, off the loop
+            import torch.distributed.checkpoint as dcp  # noqa: PLC0415 - imported: see begin
             from torch.distributed.checkpoint.state_dict_saver import (  # noqa: PLC0415
                 AsyncCheckpointerType,
             )

@@ -199,7 +199,8 @@ def _train(
     lap("dataset_s")
     # --async-checkpoint: DCP's checkpoint process starts in the background while the model
     # builds (a fresh interpreter importing torch: seconds), not inside the first save's write
-    ckpt_mod.start_writer(cfg.checkpoint)
+    if ckpt_mod.start_writer(cfg.checkpoint):
+        lap("checkpoint_start_s")  # DCP's import (here, not at the first save) and the thread
 
     # on the meta device: parallelize shards (or replicates) it, then each rank allocates and
     # draws only its own part, from --seed (models/init.py): the same weights for any world
@@ -558,8 +559,9 @@ def _finish(
         "elapsed_seconds": elapsed,
         "setup_seconds": reporter.loop_start - t_setup,
         # the seconds before the first step, by phase: process_start_s (interpreter, imports)
-        # and process_group_s come before `setup_seconds`; dataset_s, model_s,
-        # restore_and_other_s and loop_start_s (the ranks' first barrier) add up to it
+        # and process_group_s come before `setup_seconds`; (fp8_check_s,) dataset_s,
+        # (checkpoint_start_s,) model_s, restore_and_other_s and loop_start_s (the ranks' first
+        # barrier) add up to it
         "setup_phases": _setup_phases(phases, reporter.loop_start - t_setup),
         "setup_host_memory": setup_host,
         **rates,
@@ -617,7 +619,7 @@ def _process_start_wall() -> float | None:
 
 
 def _setup_phases(phases: dict[str, float] | None, setup_seconds: float) -> dict[str, float]:
-    inside = ("fp8_check_s", "dataset_s", "model_s", "restore_and_other_s")
+    inside = ("fp8_check_s", "dataset_s", "checkpoint_start_s", "model_s", "restore_and_other_s")
     out = dict(phases or {})
     out["loop_start_s"] = max(0.0, setup_seconds - sum(out.get(k, 0.0) for k in inside))
     return out
