@@ -237,10 +237,10 @@ class CheckpointManager:
         self.last_saved_step: int | None = None  # complete (or restored from)
         self.last_started_step: int | None = None  # complete or in flight
         # DCP spawns its checkpoint process at the first async save, whose write then waits
-        # for a fresh interpreter to import torch and join its group (5.6 s on an H200 host,
-        # seen 2026-11-29), and the next save waits for that write. Start it now, in the
-        # background (or take the start `start_writer` began earlier in set-up), so that the
-        # start overlaps the restore and the first steps.
+        # for a fresh interpreter to import torch and join its group (about 5.6 s on an H200
+        # host in the 2026-11-29 gpu_check logs), and the next save waits for that write.
+        # Start it now, in the background (or take the start `start_writer` began earlier in
+        # set-up), so that the start overlaps the restore and the first steps.
         global _early_start
         self._writer_start: _WriterStart | None = None
         if self.root is not None and config.async_save and self._writer_process():
