@@ -33,7 +33,9 @@ recorded as such and the others still run. Checks, in order:
 4. ``checkpoint_stall``: a 150M GPT with AdamW saving every 200 steps (a real interval: the
    previous async write has long finished), sync and then --async-checkpoint: how long
    training was blocked per save (the first save on its own, then the median of the later
-   ones), and the async stall as a share of the sync one.
+   ones), and the async stall as a share of the sync one (all periodic saves, and those after
+   the first). Async also: when the first save was complete (its background write included)
+   and when DCP's checkpoint process, started at set-up, was ready (and any wait for it).
 5. ``kill_resume``: a small GPT (4 x 512) killed with SIGKILL after step 12 (the runtime's test hook), run
    again: it resumes from the step-10 checkpoint and finishes; its final loss against an
    uninterrupted run's (bit-identical where the kernels are deterministic: reported, not
@@ -356,6 +358,13 @@ _BLOCKED = re.compile(
     r"checkpoint: saved \S+step_(\d+) \((\w+)\) in [\d.]+s, training blocked ([\d.]+)s"
     r"(?: \(([\d.]+)s of it waiting for the previous save)?"
 )
+# the first periodic save: how long until it was complete (async: its background write too)
+_FIRST_COMPLETE = re.compile(r"checkpoint: saved \S+step_\d+ \(periodic\) in ([\d.]+)s")
+# async: DCP's checkpoint process, started at set-up, and any wait for it at the first save
+_WRITER_READY = re.compile(
+    r"DCP's checkpoint process was started at set-up and ready ([\d.]+)s later"
+)
+_WRITER_WAITED = re.compile(r"([\d.]+)s of it waiting for DCP's checkpoint process to start")
 
 
 def check_checkpoint(c: Check) -> dict[str, Any]:
@@ -370,6 +379,7 @@ def check_checkpoint(c: Check) -> dict[str, Any]:
             results["ok"] = False
             continue
         found = _BLOCKED.findall(out)
+        summary = _summary(d) if (d / "summary.json").is_file() else {}
         saves = [(int(st), why, float(b)) for st, why, b, _ in found]
         periodic = [b for _, why, b in saves if why == "periodic"]
         # the save's own stall: blocked less the wait for the previous save still writing
@@ -387,6 +397,15 @@ def check_checkpoint(c: Check) -> dict[str, Any]:
             ),
             "own_blocked_s_median": statistics.median(own[1:]) if len(own) > 1 else None,
             "waited_for_previous_s": [float(w or 0) for *_, w in found],
+            "first_complete_s": float(m.group(1)) if (m := _FIRST_COMPLETE.search(out)) else None,
+            # async only: when the writer process was ready (None: not started at set-up)
+            "writer_ready_s": float(m.group(1)) if (m := _WRITER_READY.search(out)) else None,
+            "writer_waited_s": float(m.group(1)) if (m := _WRITER_WAITED.search(out)) else 0.0,
+            # async starts DCP's checkpoint process during set-up: what that costs set-up
+            "setup_s": summary.get("setup_seconds"),
+            "setup_checkpoint_start_s": (summary.get("setup_phases") or {}).get(
+                "checkpoint_start_s"
+            ),
             "async_fell_back": "WARNING: the async save" in out,
             # a small /dev/shm (a container's 64 MiB default) makes every "async" save sync
             "shm_too_small": "--async-checkpoint needs" in out,
@@ -399,6 +418,11 @@ def check_checkpoint(c: Check) -> dict[str, Any]:
         # the periodic saves' median stall, async over sync (the goal: <= 10%)
         med = {m: statistics.median(_periodic(x)) for m, x in (("sync", sync), ("async", asy))}
         results["async_vs_sync"] = med["async"] / med["sync"] if med["sync"] else None
+        # the saves after the first (the first async one allocates the staging buffers)
+        steady = (sync.get("steady_blocked_s_median"), asy.get("steady_blocked_s_median"))
+        results["async_vs_sync_after_first"] = (
+            steady[1] / steady[0] if steady[0] and steady[1] is not None else None
+        )
     return results
 
 
@@ -464,6 +488,7 @@ def _s(v: float | None) -> str:
 
 BEFORE_SETUP = {"process_start_s": "process start + imports", "process_group_s": "process group"}
 IN_SETUP = {"fp8_check_s": "fp8 check", "imports_s": "imports (dynamo, compile, FSDP2, torchao)", "dataset_s": "dataset",
+            "checkpoint_start_s": "checkpoint process start (DCP import)",
             "model_s": "model", "cuda_init_s": "waiting for the CUDA context",
             "weights_s": "weights (allocate, draw)", "restore_and_other_s": "rest",
             "loop_start_s": "first barrier"}  # fmt: skip
@@ -566,11 +591,22 @@ def markdown(report: dict[str, Any]) -> str:
     for mode in ("sync", "async"):
         x = ck.get(mode, {})
         if "saves" in x:
+            setup = f", set-up {_s(x['setup_s'])}" if x.get("setup_s") is not None else ""
+            if x.get("setup_checkpoint_start_s") is not None:
+                setup += f" of which {_s(x['setup_checkpoint_start_s'])} starting its writer"
             parts.append(f"{mode}: first {_s(x['first_blocked_s'])}, then median "
-                         f"{_s(x['steady_blocked_s_median'])} blocked ({x['saves']} saves)")  # fmt: skip
+                         f"{_s(x['steady_blocked_s_median'])} blocked ({x['saves']} saves{setup})")  # fmt: skip
             if any(x.get("waited_for_previous_s") or []):
                 parts[-1] += (f", of which the save itself {_s(x.get('own_blocked_s_median'))} "
                               "(the rest: waiting for the previous write)")  # fmt: skip
+            if mode == "async" and x.get("first_complete_s") is not None:
+                parts[-1] += f"; the first complete after {_s(x['first_complete_s'])}"
+            if mode == "async" and x.get("writer_ready_s") is not None:
+                parts[-1] += (f", its checkpoint process started at set-up and ready "
+                              f"{_s(x['writer_ready_s'])} later, waited for "
+                              f"{_s(x.get('writer_waited_s'))}")  # fmt: skip
+            elif mode == "async" and "first_complete_s" in x:
+                parts[-1] += ", its checkpoint process not started at set-up"
             if mode == "async" and (x.get("shm_too_small") or x.get("async_fell_back")):
                 why = "/dev/shm too small" if x.get("shm_too_small") else "a save failed"
                 parts[-1] += f" -- NOT async: {why}, saved synchronously"
@@ -580,6 +616,8 @@ def markdown(report: dict[str, Any]) -> str:
         every = ck.get("sync", {}).get("every")
         parts.append(f"async stall {_pct(ck['async_vs_sync'])} of sync"
                      f"{f' (saves every {every} steps)' if every else ''}")  # fmt: skip
+        if ck.get("async_vs_sync_after_first") is not None:
+            parts[-1] += f", {_pct(ck['async_vs_sync_after_first'])} after the first save"
     row("checkpoint_stall", "; ".join(parts))
     k = r.get("kill_resume", {})
     row("kill_resume", f"killed after step {k.get('killed_after_step')}, resumed at "

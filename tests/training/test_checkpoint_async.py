@@ -13,12 +13,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 _ASYNC_SCRIPT = r"""
 import os, sys
 import torch, torch.distributed as dist
-from torch.distributed.checkpoint import _async_process_executor as ape
+from trainforge.training import checkpoint as ckpt
 from trainforge.training.checkpoint import CheckpointConfig, CheckpointManager
 
 root = sys.argv[1]
@@ -32,7 +34,24 @@ def step():
     opt.step()
     opt.zero_grad()
 
-cm = CheckpointManager(CheckpointConfig(directory=f"{root}/ckpt", async_save=True), log=print)
+def writer(when):
+    ape = sys.modules.get("torch.distributed.checkpoint._async_process_executor")
+    p = ape._CHECKPOINT_PROCESS._save_process if ape and ape._CHECKPOINT_PROCESS else None
+    print(when, p.pid if p else None, p.is_alive() if p else None)
+
+config = CheckpointConfig(directory=f"{root}/ckpt", async_save=True)
+# what the runtime does once its process group exists, before it builds the model
+ckpt.start_writer(config)
+imported = set(sys.modules)
+early = getattr(ckpt, "_early_start", None)
+if early is not None:
+    early.wait()
+# what the start's thread imported (the main thread, which builds the model, imported nothing)
+new = sorted(m for m in set(sys.modules) - imported if m.split(".")[0] in ("torch", "trainforge"))
+print("THREAD-IMPORTED", new)
+writer("BEFORE-MANAGER")
+cm = CheckpointManager(config, log=print)
+writer("BEFORE-FIRST-SAVE")
 buffers = []
 for s in (1, 2):
     step()
@@ -40,6 +59,7 @@ for s in (1, 2):
     cm.wait()
     cached = cm._stager._state_dict_stager._cached_storage_mapping
     buffers.append(sorted(v.data_ptr() for v in cached.values()))
+ape = sys.modules["torch.distributed.checkpoint._async_process_executor"]  # DCP's, imported
 writer = ape._CHECKPOINT_PROCESS._save_process
 print("WRITER", writer.pid, "TRAINER", os.getpid(), "ALIVE", writer.is_alive())
 print("BUFFERS", len(buffers[0]), "REUSED", buffers[0] == buffers[1])
@@ -54,18 +74,29 @@ dist.destroy_process_group()
 """
 
 
-def _python(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def _python(
+    *args: str, timeout: float = 120, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    extra = env or {}
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRAINFORGE_TEST_")}
     env.update(PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
     for k in ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK"):
         env.pop(k, None)
+    env.update(extra)
     return subprocess.run(
         [sys.executable, *args], env=env, cwd=ROOT, capture_output=True, text=True, timeout=timeout
     )
 
 
-def test_async_save_writes_in_dcps_process_from_reused_staging_buffers(tmp_path: Path) -> None:
-    proc = _python("-c", _ASYNC_SCRIPT, str(tmp_path))
+@pytest.fixture(scope="module")
+def async_run(tmp_path_factory) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """One run of _ASYNC_SCRIPT (a fresh interpreter and DCP process cost seconds of CPU)."""
+    tmp_path = tmp_path_factory.mktemp("async")
+    return _python("-c", _ASYNC_SCRIPT, str(tmp_path)), tmp_path
+
+
+def test_async_save_writes_in_dcps_process_from_reused_staging_buffers(async_run) -> None:
+    proc, tmp_path = async_run
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-4000:]
     writer = next(line.split() for line in proc.stdout.splitlines() if line.startswith("WRITER"))
@@ -78,6 +109,74 @@ def test_async_save_writes_in_dcps_process_from_reused_staging_buffers(tmp_path:
     # reported complete only with its .metadata in place
     assert (tmp_path / "ckpt" / "step_000002" / ".metadata").is_file()
     assert "checkpoint: saved" in proc.stdout
+
+
+def test_dcps_checkpoint_process_starts_at_set_up_not_inside_the_first_save(async_run) -> None:
+    """DCP spawns its checkpoint process lazily, inside the first async save's write: on an
+    H200 that write then took 9.7 s instead of 2.4 s (a fresh interpreter importing torch) and
+    the next save, 200 steps later, waited 3 s for it. It is started at set-up instead."""
+    proc, _ = async_run
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-4000:]
+    lines = proc.stdout.splitlines()
+    writer = next(ln.split() for ln in lines if ln.startswith("WRITER"))
+    # running once `start_writer` returned (the runtime calls it before the model's build),
+    # still when the manager exists, before any save was requested, and the very process every
+    # save wrote in: the saves spawned none of their own
+    for when in ("BEFORE-MANAGER", "BEFORE-FIRST-SAVE"):
+        early = next(ln.split() for ln in lines if ln.startswith(when))
+        assert early[1:] == [writer[1], "True"], (early, writer)
+    first = next(ln for ln in proc.stdout.splitlines() if "saved" in ln and "step_000001" in ln)
+    assert "DCP's checkpoint process was started at set-up and ready" in first, first
+    assert not [ln for ln in proc.stdout.splitlines() if "step_000002" in ln and "ready" in ln]
+
+
+def test_the_start_s_thread_imports_nothing_the_model_s_build_may_be_importing(async_run) -> None:
+    """DCP's import pulls in ~700 modules (FSDP, DTensor, ...) that the model's build, running
+    meanwhile, imports too: two threads importing one graph from different ends can deadlock
+    (CPython's _DeadlockError in one of them). `start_writer` imports them before its thread
+    starts."""
+    proc, _ = async_run
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    assert "THREAD-IMPORTED []" in proc.stdout, proc.stdout[-4000:]
+
+
+_START_FAILS_SCRIPT = r"""
+import sys, torch, torch.distributed as dist
+from trainforge.training.checkpoint import CheckpointConfig, CheckpointManager
+
+root = sys.argv[1]
+dist.init_process_group("gloo", init_method=f"file://{root}/store", rank=0, world_size=1)
+m = torch.nn.Linear(8, 8)
+opt = torch.optim.SGD(m.parameters(), lr=0.1)
+cm = CheckpointManager(CheckpointConfig(directory=f"{root}/ckpt", async_save=True), log=print)
+for s in (1, 2):
+    m(torch.randn(2, 8)).sum().backward()
+    opt.step()
+    opt.zero_grad()
+    cm.save(s, m, opt)
+    print("PENDING", s, cm._pending is not None)
+cm.close()
+dist.destroy_process_group()
+"""
+
+
+def test_a_checkpoint_process_that_cannot_start_makes_saves_synchronous_and_says_why(
+    tmp_path: Path,
+) -> None:
+    # DCP's own precondition, met here by no MASTER_ADDR (a file:// store): the start fails
+    proc = _python("-c", _START_FAILS_SCRIPT, str(tmp_path), env={"DCP_USE_PREFIX_STORE": "1"})
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-4000:]
+    assert "PENDING 1 False" in proc.stdout and "PENDING 2 False" in proc.stdout, out[-4000:]
+    warning = next(ln for ln in proc.stdout.splitlines() if "WARNING" in ln)
+    assert "async save of step 1 failed before writing" in warning, warning
+    assert "DCP needs MASTER_ADDR to use prefix store" in warning, warning
+    assert "saving step 1 synchronously instead" in warning, warning
+    for step in (1, 2):
+        assert (tmp_path / "ckpt" / f"step_00000{step}" / ".metadata").is_file()
+    # the line of a save whose process never started says nothing about it being ready
+    assert "started at set-up" not in proc.stdout, out[-4000:]
 
 
 _HEAVY = ("torch.distributed.checkpoint", "torch.distributed.tensor", "torch.distributed.fsdp")

@@ -61,6 +61,11 @@ def test_the_dry_run_passes_every_check_on_cpu(tmp_path) -> None:
     assert ck["sync"]["saves"] >= 3 and ck["async"]["saves"] >= 3
     assert ck["async_vs_sync"] > 0 and ck["sync"]["every"] == 2
     assert ck["async"]["async_fell_back"] is False and ck["async"]["shm_too_small"] is False
+    # the runtime (python -m trainforge.training) starts DCP's checkpoint process at set-up
+    assert ck["async"]["writer_ready_s"] > 0 and ck["async"]["first_complete_s"] > 0
+    assert ck["sync"]["setup_s"] > 0 and ck["async"]["setup_s"] > 0  # what the start costs it
+    assert ck["sync"]["setup_checkpoint_start_s"] is None  # a phase of async runs only
+    assert ck["async"]["setup_checkpoint_start_s"] > 0
     table = (out / "gpu_check.md").read_text()
     assert "DRY RUN on CPU, tiny sizes" in table.splitlines()[0]
     assert [row.split(" | ")[0].lstrip("| ") for row in table.splitlines()[4:]] == NAMES
@@ -117,6 +122,41 @@ def test_an_async_save_that_fell_back_to_sync_fails_the_checkpoint_check(tmp_pat
     )
     result = gpu_check.check_checkpoint(_Replay(tmp_path, fell_back))
     assert result["ok"] is False and result["async"]["async_fell_back"] is True
+
+
+def test_the_checkpoint_stall_reports_when_the_first_async_write_and_its_process_were_ready(
+    tmp_path,
+) -> None:
+    """The H200 run's async saves: the first write complete 9.73 s after it began, because DCP
+    started its checkpoint process inside it; the row says when that process was ready (the
+    runtime starts it at set-up) and whether the first save waited for it."""
+    log = (
+        "[rank0] checkpoint: saved /x/ckpt/step_000200 (periodic) in 3.10s, training blocked "
+        "1.40s (0.50s of it waiting for DCP's checkpoint process to start); DCP's checkpoint "
+        "process was started at set-up and ready 6.20s later\n"
+        "[rank0] checkpoint: saved /x/ckpt/step_000400 (periodic) in 2.50s, training blocked 0.06s\n"
+        "[rank0] checkpoint: saved /x/ckpt/step_000410 (final) in 3.00s, training blocked 3.00s\n"
+    )
+    assert [b for _, _, b, _ in gpu_check._BLOCKED.findall(log)] == ["1.40", "0.06", "3.00"]
+    result = gpu_check.check_checkpoint(_Replay(tmp_path, log))
+    asy = result["async"]
+    assert (asy["first_complete_s"], asy["writer_ready_s"], asy["writer_waited_s"]) == (
+        3.10, 6.20, 0.50)  # fmt: skip
+    assert result["async_vs_sync_after_first"] == 1.0  # the same log for both modes here
+    row = next(r for r in gpu_check.markdown(_report(result)).splitlines() if "checkpoint" in r)
+    assert "async: first 1.40 s, then median 0.06 s blocked (3 saves); the first complete " \
+        "after 3.10 s, its checkpoint process started at set-up and ready 6.20 s later, " \
+        "waited for 0.50 s" in row, row  # fmt: skip
+    assert "async stall 100.0% of sync (saves every 2 steps), 100.0% after the first save" in row
+    # a run whose process was not started at set-up (the old runtime) says so
+    old = gpu_check.check_checkpoint(_Replay(tmp_path, SAVES))
+    row = next(r for r in gpu_check.markdown(_report(old)).splitlines() if "checkpoint" in r)
+    assert "its checkpoint process not started at set-up" in row, row
+
+
+def _report(checkpoint_stall: dict) -> dict:
+    return {"device": "NVIDIA H200", "torch": "torch 2.11.0", "dry_run": False,
+            "wall_seconds": 1.0, "checks": {"checkpoint_stall": checkpoint_stall}}  # fmt: skip
 
 
 class _Summary(gpu_check.Check):

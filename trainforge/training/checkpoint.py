@@ -21,12 +21,15 @@ exists and fall back to its seed otherwise, without DCP resharding rules getting
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import dataclasses
 import os
 import random
 import shutil
 import signal
 import sys
+import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -36,7 +39,9 @@ import torch
 import torch.distributed as dist
 
 # DCP (and the DTensor machinery it pulls in) is imported at the first save or load, not here:
-# it costs seconds, and a run's first step should not wait for it.
+# it costs seconds, and a run's first step should not wait for it. (With async saves written by
+# DCP's checkpoint process, it is imported at set-up, where that process is started:
+# `_WriterStart.begin`.)
 from trainforge.training.config import CheckpointConfig
 from trainforge.training.distributed import group_timeout
 from trainforge.training.hostmem import storage_tensor
@@ -175,6 +180,11 @@ class SaveRecord:
     waited_s: float = 0.0
     total_s: float | None = None  # until `.metadata` was written (async: set on completion)
     reason: str = "periodic"
+    # the first save written by DCP's checkpoint process only: seconds from set-up until that
+    # process (started in the background at set-up, `_WriterStart`) was ready, and how long
+    # this save waited for it (part of blocked_s; 0 when it was ready in time)
+    writer_ready_s: float | None = None
+    writer_waited_s: float = 0.0
 
 
 class CheckpointManager:
@@ -226,6 +236,15 @@ class CheckpointManager:
         self.records: list[SaveRecord] = []
         self.last_saved_step: int | None = None  # complete (or restored from)
         self.last_started_step: int | None = None  # complete or in flight
+        # DCP spawns its checkpoint process at the first async save, whose write then waits
+        # for a fresh interpreter to import torch and join its group (about 5.6 s on an H200
+        # host in the 2026-11-29 gpu_check logs), and the next save waits for that write.
+        # Start it now, in the background (or take the start `start_writer` began earlier in
+        # set-up), so that the start overlaps the restore and the first steps.
+        global _early_start
+        self._writer_start: _WriterStart | None = None
+        if self.root is not None and config.async_save and self._writer_process():
+            self._writer_start, _early_start = _early_start or _WriterStart.begin(), None
 
     # -- helpers --------------------------------------------------------------------------
 
@@ -495,6 +514,9 @@ class CheckpointManager:
 
         from trainforge.training.dcp_writer import TrainforgeWriter  # noqa: PLC0415
 
+        in_process = self._writer_process()
+        if in_process and self._writer_start is not None:
+            self._await_writer_start(record)
         writer = TrainforgeWriter(str(record.path), crash_step=self._crash_step, step=record.step)
         # Training waits only for the copy into the staging buffers (allocated at the first
         # save, reused after); DCP's checkpoint process writes them while training goes on.
@@ -506,7 +528,7 @@ class CheckpointManager:
             storage_writer=writer,
             process_group=self.group,
             async_checkpointer_type=AsyncCheckpointerType.PROCESS
-            if self._writer_process()
+            if in_process
             else AsyncCheckpointerType.THREAD,
             async_stager=_AgreedStager(
                 self._get_stager(), self._all_true, fail=self._stage_fault == record.step
@@ -520,6 +542,22 @@ class CheckpointManager:
         self._pending = self._executor.submit(self._complete, record, upload, t0)
         self._pending_record = record
         record.blocked_s = time.perf_counter() - t0
+
+    def _await_writer_start(self, record: SaveRecord) -> None:
+        """Before the first write in DCP's checkpoint process: wait for the start begun at
+        set-up (usually long done) and agree with every rank that it worked; if it did not,
+        raise before this save's collectives (`save` then saves synchronously, as for any
+        async save that fails before writing)."""
+        start, self._writer_start = self._writer_start, None
+        assert start is not None
+        record.writer_waited_s = start.wait() or 0.0
+        if not self._all_true(start.error is None):
+            if start.error is None:
+                raise _PeerStagingFailed("another rank's checkpoint process did not start")
+            raise WriterStartError(
+                f"DCP's checkpoint process did not start ({_describe(start.error)})"
+            ) from start.error
+        record.writer_ready_s = start.ready_s
 
     def _save_sync(
         self, state: dict[str, Any], record: SaveRecord, scheduler: Any | None, t0: float
@@ -585,14 +623,11 @@ class CheckpointManager:
         sets ``trainforge.training.checkpoint.WRITER_PROCESS = True``. Said once, in the log."""
         if not self.distributed:
             return False
-        if WRITER_PROCESS is not None:
-            return WRITER_PROCESS
-        main = sys.modules.get("__main__")
-        name = getattr(getattr(main, "__spec__", None), "name", None)
-        safe = name == "__main__" or (name or "").endswith(".__main__")
-        safe = safe or (name is None and getattr(main, "__file__", None) is None)
-        if not safe and not self._said_thread:
+        safe = _writer_process_allowed()
+        if not safe and WRITER_PROCESS is None and not self._said_thread:
             self._said_thread = True
+            main = sys.modules.get("__main__")
+            name = getattr(getattr(main, "__spec__", None), "name", None)
             self.log(
                 "checkpoint: async writes run in a thread, not DCP's checkpoint process: it "
                 f"would re-run {getattr(main, '__file__', name)} (multiprocessing spawn). If "
@@ -661,20 +696,32 @@ class CheckpointManager:
         if self.rank == 0:
             if not inspect_checkpoint(record.path).complete:
                 raise CheckpointError(f"checkpoint {record.path} did not complete")
-            waited = ""
+            waits = []
             if record.waited_s >= 0.1:  # below that: noise, not the previous write
                 advice = (
                     ": checkpoint less often to stall less"
                     if record.waited_s >= record.blocked_s / 2
                     else ""
                 )
-                waited = (
-                    f" ({record.waited_s:.2f}s of it waiting for the previous save to finish "
-                    f"writing{advice})"
+                waits.append(
+                    f"{record.waited_s:.2f}s of it waiting for the previous save to finish "
+                    f"writing{advice}"
                 )
+            if record.writer_waited_s >= 0.1:
+                waits.append(
+                    f"{record.writer_waited_s:.2f}s of it waiting for DCP's checkpoint process "
+                    "to start"
+                )
+            waited = f" ({'; '.join(waits)})" if waits else ""
+            started = (
+                f"; DCP's checkpoint process was started at set-up and ready "
+                f"{record.writer_ready_s:.2f}s later"
+                if record.writer_ready_s is not None
+                else ""
+            )
             self.log(
                 f"checkpoint: saved {record.path} ({record.reason}) in {record.total_s:.2f}s, "
-                f"training blocked {record.blocked_s:.2f}s{waited}"
+                f"training blocked {record.blocked_s:.2f}s{waited}{started}"
             )
             if self.mirror is not None:
                 if uploaded:
@@ -718,6 +765,14 @@ class CheckpointManager:
         try:
             self.wait()
         finally:
+            if self._writer_start is not None:  # never used: no collective left in flight
+                if self._writer_start.wait(timeout=WRITER_START_CLOSE_S) is None:
+                    self.log(
+                        "checkpoint: DCP's checkpoint process (started at set-up, never used) "
+                        f"was still starting after {WRITER_START_CLOSE_S:g}s more at the end "
+                        "of the run; not waiting for it"
+                    )
+                self._writer_start = None
             if self._executor is not None:
                 self._executor.shutdown(wait=True)
                 self._executor = None
@@ -729,6 +784,37 @@ class CheckpointManager:
 # Where async writes run: None = decide (`CheckpointManager._writer_process`); True = DCP's
 # checkpoint process (the main script must be safe to re-import); False = a DCP thread.
 WRITER_PROCESS: bool | None = None
+
+
+def _writer_process_allowed() -> bool:
+    """`WRITER_PROCESS`, or when unset: is the main module safe for multiprocessing's spawn
+    (a package's ``__main__``, or none: ``python -c``)? See `CheckpointManager._writer_process`."""
+    if WRITER_PROCESS is not None:
+        return WRITER_PROCESS
+    main = sys.modules.get("__main__")
+    name = getattr(getattr(main, "__spec__", None), "name", None)
+    safe = name == "__main__" or (name or "").endswith(".__main__")
+    return safe or (name is None and getattr(main, "__file__", None) is None)
+
+
+# The start `start_writer` began, until a `CheckpointManager` takes it.
+_early_start: _WriterStart | None = None
+
+
+def start_writer(config: CheckpointConfig) -> bool:
+    """Begin starting DCP's checkpoint process now, for the `CheckpointManager` this process
+    creates next with ``config``: the runtime calls it as soon as its process group exists, so
+    that the start (a fresh interpreter importing torch, seconds) also overlaps the model's
+    build. Collective (every rank, same place). Nothing unless async saves are configured and
+    will be written in DCP's process (`CheckpointManager._writer_process`). True if it began."""
+    global _early_start
+    distributed = dist.is_available() and dist.is_initialized()
+    wanted = config.directory and config.async_save and distributed
+    if _early_start is None and wanted and _writer_process_allowed():
+        _early_start = _WriterStart.begin()
+        return True
+    return False
+
 
 # A synchronous save is tried this many times, RETRY_DELAY_S x attempt apart, before the run
 # exits checkpoint_failed (restartable): a storage hiccup should not cost a restart.
@@ -783,7 +869,97 @@ class _RunStager:
 
 
 class _PeerStagingFailed(RuntimeError):
-    """This rank staged its state, another could not: nobody starts the write."""
+    """This rank's part of an async save worked (its staging, or the start of its checkpoint
+    process), another rank's did not: nobody starts the write."""
+
+
+class WriterStartError(RuntimeError):
+    """DCP's checkpoint process, started at set-up, did not start: async saves are synchronous."""
+
+
+# How long `close` waits for a checkpoint process start that no save used (a run shorter than
+# its first save): its collective must not be in flight when the process groups go away.
+WRITER_START_CLOSE_S = 60.0
+
+
+class _WriterStart:
+    """DCP's checkpoint process, started in a background thread at set-up instead of by the
+    first async save.
+
+    With DCP's public API only: an ``async_save`` (``AsyncCheckpointerType.PROCESS``) of a
+    one-element tensor into a temporary directory. DCP spawns its checkpoint process at the
+    first such save of a Python process and keeps it in a module global for every later one
+    (``_ProcessBasedAsyncCheckpointExecutor.execute_save`` and ``_CHECKPOINT_PROCESS`` in
+    torch/distributed/checkpoint/_async_process_executor.py: the same code in the torch 2.13.0
+    wheel and in pytorch/pytorch at 05382727, whose log lines are the ones the H200 run with
+    torch 2.11.0 printed; read 2026-11-29). The run's first real save then finds it running
+    instead of paying a fresh interpreter's ``import torch`` inside its write. The tiny write
+    also starts the writer's parent watch and ``nice`` (dcp_writer.py) before training needs it.
+
+    The start has one collective (rank 0 picks the port of the process's gloo group and
+    broadcasts it): it runs on a group of its own, so it never interleaves with the main
+    thread's collectives."""
+
+    @classmethod
+    def begin(cls) -> _WriterStart:
+        """Start it (collective: every rank creates the start's group)."""
+        # Everything the thread needs is imported here, in the calling thread: DCP pulls in
+        # ~700 modules (FSDP, DTensor, sympy, ...) that the model's build imports too, and
+        # two threads importing one module graph from different ends can deadlock (CPython
+        # then raises its _DeadlockError, a RuntimeError, in one of them). It is the import the
+        # first save would otherwise pay (0.6-0.7 s of CPU on the 2-core CI machine).
+        import multiprocessing.connection  # noqa: F401, PLC0415 - DCP's pipe to its process
+
+        import torch.distributed.checkpoint.state_dict  # noqa: F401, PLC0415
+        import torch.distributed.checkpoint.state_dict_saver  # noqa: F401, PLC0415
+
+        import trainforge.training.dcp_writer  # noqa: F401, PLC0415
+
+        with contextlib.suppress(ImportError):  # what starts a spawned process (POSIX)
+            import multiprocessing.popen_spawn_posix  # noqa: F401, PLC0415
+        # its own group: the start's one collective runs in the background thread, and must
+        # not interleave with the main thread's (the manager's group: restore, saves)
+        return cls(dist.new_group(backend="gloo", timeout=group_timeout()))
+
+    def __init__(self, group: Any) -> None:
+        self.began = time.perf_counter()
+        self.ready_s: float | None = None  # from set-up until the process was ready (or failed)
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(
+            target=self._run, args=(group,), name="trainforge-ckpt-start", daemon=True
+        )
+        self._thread.start()
+
+    def _run(self, group: Any) -> None:
+        path = None
+        try:
+            import torch.distributed.checkpoint as dcp  # noqa: PLC0415 - imported: see begin
+            from torch.distributed.checkpoint.state_dict_saver import (  # noqa: PLC0415
+                AsyncCheckpointerType,
+            )
+
+            from trainforge.training.dcp_writer import TrainforgeWriter  # noqa: PLC0415
+
+            path = tempfile.mkdtemp(prefix="trainforge-dcp-start-")
+            fut = dcp.async_save(
+                {"start": torch.zeros(1)},
+                storage_writer=TrainforgeWriter(path),
+                process_group=group,
+                async_checkpointer_type=AsyncCheckpointerType.PROCESS,
+            )
+            getattr(fut, "upload_completion", fut).result()
+        except BaseException as e:  # noqa: BLE001 - said by the first save that needs it
+            self.error = e
+        finally:
+            self.ready_s = time.perf_counter() - self.began
+            if path is not None:
+                shutil.rmtree(path, ignore_errors=True)
+
+    def wait(self, timeout: float | None = None) -> float | None:
+        """Seconds waited for the start to finish (worked or failed); None on a timeout."""
+        t0 = time.perf_counter()
+        self._thread.join(timeout)
+        return None if self._thread.is_alive() else time.perf_counter() - t0
 
 
 class _AgreedStager:

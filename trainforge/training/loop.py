@@ -212,6 +212,10 @@ def _train(
     dataset = build_dataset(cfg)
     cfg = check_world(cfg, env.world_size, len(dataset))
     lap("dataset_s")
+    # --async-checkpoint: DCP's checkpoint process starts in the background while the model
+    # builds (a fresh interpreter importing torch: seconds), not inside the first save's write
+    if ckpt_mod.start_writer(cfg.checkpoint):
+        lap("checkpoint_start_s")  # DCP's import (here, not at the first save) and the thread
 
     def device_ready() -> None:  # parallelize's first allocation on the device comes next
         lap("model_s")  # build on meta, (fp8 conversion,) compile wrappers, shard
@@ -598,8 +602,9 @@ def _finish(
         "setup_seconds": reporter.loop_start - t_setup,
         # the seconds before the first step, by phase: process_start_s (interpreter, imports)
         # and process_group_s come before `setup_seconds`; fp8_check_s, imports_s, dataset_s,
-        # model_s, cuda_init_s, weights_s, restore_and_other_s and loop_start_s (the ranks'
-        # first barrier) add up to it; cuda_context_s ran on a thread beside them (not added)
+        # checkpoint_start_s, model_s, cuda_init_s, weights_s, restore_and_other_s and
+        # loop_start_s (the ranks' first barrier) add up to it; cuda_context_s ran on a
+        # thread beside them (not added)
         "setup_phases": _setup_phases(phases, reporter.loop_start - t_setup),
         "setup_host_memory": setup_host,
         **rates,
@@ -659,8 +664,8 @@ def _process_start_wall() -> float | None:
 
 
 # The phases inside `setup_seconds`, in order (each present when it ran; they add up to it).
-SETUP_PHASES = ("fp8_check_s", "imports_s", "dataset_s", "model_s", "cuda_init_s",
-                "weights_s", "restore_and_other_s", "loop_start_s")  # fmt: skip
+SETUP_PHASES = ("fp8_check_s", "imports_s", "dataset_s", "checkpoint_start_s", "model_s",
+                "cuda_init_s", "weights_s", "restore_and_other_s", "loop_start_s")  # fmt: skip
 
 
 def _setup_phases(phases: dict[str, float] | None, setup_seconds: float) -> dict[str, float]:
