@@ -671,6 +671,9 @@ def main(argv: list[str] | None = None) -> int:
         report["checks"][name] = c.results[name] = result
         print(f"gpu-check: {name}: {'ok' if result.get('ok') else 'FAILED'} "
               f"({result['seconds']:.0f} s)", flush=True)  # fmt: skip
+        # the checks so far, on disk at once: a run cut short (a lease's end, a kill) keeps them
+        (out / "gpu_check.json").write_text(json.dumps({**report, "partial": True}, indent=2,
+                                                       sort_keys=True) + "\n")  # fmt: skip
     report["wall_seconds"] = time.monotonic() - started
     report["ok"] = all(r.get("ok") for r in report["checks"].values())
     (out / "gpu_check.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
