@@ -627,3 +627,28 @@ def test_every_gpu_with_peak_figures_has_its_intra_node_fact_in_the_catalog():
     pcie = {g for g, b in facts.INTRA_NODE_BUS.items() if b == facts.PCIE_INTRA_NODE_BUS}
     assert pcie == {"T4", "A10G", "L4", "L40S", "H100 PCIe"}
     assert "B200" not in facts.INTRA_NODE_BUS and "V100" not in facts.INTRA_NODE_BUS
+
+
+def test_every_shipped_calibration_is_its_committed_run_s_measurement(tmp_path, monkeypatch):
+    """The shipped calibration.json is a fact only while its run backs it: each entry names a
+    run folder committed in this repository, and calibrating from that run's summary gives
+    the same MFU (2026-11-29: the H200 at 55.5%, bench/results/h200-2026-11-29/gpt_1p3b)."""
+    import json
+    from pathlib import Path
+
+    from trainforge.jobs.estimate import calibrate, facts
+
+    root = Path(__file__).resolve().parents[2]
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))  # no user file in the way
+    shipped = json.loads(facts.CALIBRATION_FILE.read_text())["gpus"]
+    assert "H200" in shipped  # the one GPU measured so far
+    for gpu, entry in shipped.items():
+        run = root / entry["run_dir"]
+        again = calibrate.calibrate(run)
+        assert (again["gpu"], again["entry"]["mfu"], again["entry"]["run"]) == (
+            gpu,
+            entry["mfu"],
+            entry["run"],
+        )
+        m = facts.mfu_for(gpu)
+        assert (m.basis, m.mid, m.reference_d_model) == ("calibrated", entry["mfu"], 2048)
