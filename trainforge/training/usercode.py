@@ -26,6 +26,13 @@ rank 0 registers the attempt when it starts, and every rank records why it ended
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # first: before any import a file of yours could shadow
+    import sys
+
+    from trainforge.training.shadowing import refuse_at_start
+
+    refuse_at_start(sys.argv[1] if len(sys.argv) > 1 and sys.argv[1] != "-m" else None)
+
 import contextlib
 import os
 import runpy
