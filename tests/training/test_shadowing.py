@@ -82,12 +82,14 @@ def _run(code: Path, *argv: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def _one_exit_line(proc: subprocess.CompletedProcess[str], shadow: str, module: str) -> None:
+def _one_exit_line(
+    proc: subprocess.CompletedProcess[str], shadow: str, module: str, rank: str = " (rank 0)"
+) -> None:
     assert proc.returncode == exits.CONFIG_ERROR.code, proc.stderr
     assert "Traceback" not in proc.stderr, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, lines
-    assert lines[0].startswith("trainforge exit: config_error code=2"), lines[0]
+    assert lines[0].startswith(f"trainforge exit: config_error code=2{rank}: "), lines[0]
     assert f"{shadow} shadows the module {module!r}" in lines[0]
     assert f"rename it, e.g. my_{module}.py" in lines[0]
     assert "permanent: the job stops" in lines[0]
@@ -128,7 +130,13 @@ def test_the_launcher_refuses_it_before_torchrun(tmp_path):
         "trainforge.training.usercode",
         str(code / "train.py"),
     )
-    _one_exit_line(proc, str(code / "random.py"), "random")
+    _one_exit_line(proc, str(code / "random.py"), "random", rank="")  # RANK: the pod's index
+
+
+def test_the_line_jobs_md_quotes_is_the_launchers():
+    text = (ROOT / "docs" / "jobs.md").read_text(encoding="utf-8")
+    quoted = [line for line in text.splitlines() if line.startswith("trainforge exit: config_")]
+    assert shadowing.exit_line("/workspace/random.py", "random") in quoted
 
 
 def test_files_that_shadow_nothing_run(tmp_path):

@@ -262,9 +262,10 @@ def first_shadow(script: str | None = None) -> tuple[str, str] | None:
     return None
 
 
-def refuse_at_start(script: str | None = None) -> None:
+def refuse_at_start(script: str | None = None, *, rank: bool = False) -> None:
     """Exit 2 (config_error: renaming the file is the fix, a restart changes nothing) with
-    one exit line when a file shadows a start-up module; otherwise return at once."""
+    one exit line when a file shadows a start-up module; otherwise return at once. `rank`:
+    the line names RANK (a worker's; the launcher's RANK is its pod's index, not a rank)."""
     found = first_shadow(script)
     if found is None:
         return
@@ -273,15 +274,18 @@ def refuse_at_start(script: str | None = None) -> None:
     sys.path[:] = [p for p in sys.path if os.path.realpath(p or os.getcwd()) not in users]
     from trainforge.training import exits  # noqa: PLC0415
 
-    rank = os.environ.get("RANK", "")
-    line = exits.exit_line(
-        exits.CONFIG_ERROR,
-        rank=int(rank) if rank.isdigit() else None,
-        step=None,
-        detail=f"{found[0]} {why(found[1])}",
-    )
-    print(line, file=sys.stderr, flush=True)
+    given = os.environ.get("RANK", "")
+    print(exit_line(*found, rank=int(given) if rank and given.isdigit() else None),
+          file=sys.stderr, flush=True)  # fmt: skip
     raise SystemExit(exits.CONFIG_ERROR.code)
+
+
+def exit_line(path: str, module: str, rank: int | None = None) -> str:
+    """The line `refuse_at_start` prints for `path` shadowing `module`."""
+    from trainforge.training import exits  # noqa: PLC0415
+
+    detail = f"{path} {why(module)}"
+    return exits.exit_line(exits.CONFIG_ERROR, rank=rank, step=None, detail=detail)
 
 
 _RECORDER = """

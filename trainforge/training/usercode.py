@@ -31,7 +31,7 @@ if __name__ == "__main__":  # first: before any import a file of yours could sha
 
     from trainforge.training.shadowing import refuse_at_start
 
-    refuse_at_start(sys.argv[1] if len(sys.argv) > 1 and sys.argv[1] != "-m" else None)
+    refuse_at_start(sys.argv[1] if len(sys.argv) > 1 and sys.argv[1] != "-m" else None, rank=True)
 
 import contextlib
 import os
