@@ -26,6 +26,8 @@ Who reads it: the plan and run-local refuse a shipped file (trainforge.jobs.entr
 user_code); the launcher and the wrapper (launch.py, usercode.py) call `refuse_at_start`
 first, for code the plan could not read (a module baked into an image, your own command
 running the wrapper): it exits 2 (config_error, permanent) with one line naming the file.
+`python -m trainforge` run from a folder that holds such a file (`refuse_in_cli`, called by
+trainforge/__main__.py before the CLI's imports) says so in one line too.
 
 Stdlib only, and at module level only `os` and `sys`, which every interpreter has imported
 before it reads a path: this module runs before anything a file of yours could shadow.
@@ -278,6 +280,23 @@ def refuse_at_start(script: str | None = None, *, rank: bool = False) -> None:
     print(exit_line(*found, rank=int(given) if rank and given.isdigit() else None),
           file=sys.stderr, flush=True)  # fmt: skip
     raise SystemExit(exits.CONFIG_ERROR.code)
+
+
+def refuse_in_cli() -> None:
+    """`python -m trainforge ...` puts the working directory first on sys.path: a `random.py`
+    there broke the CLI's own imports with a traceback. One line and exit 2 instead."""
+    found = first_shadow()
+    if found is None:
+        return
+    path, module = found
+    print(
+        f"trainforge: error: {path} shadows the module {module!r}, which trainforge imports "
+        "(`python -m` puts the working directory first on sys.path, and your job's pods put "
+        f"its code directory first); rename it, e.g. my_{module}.py, and your imports of it",
+        file=sys.stderr,
+        flush=True,
+    )
+    raise SystemExit(2)
 
 
 def exit_line(path: str, module: str, rank: int | None = None) -> str:
