@@ -139,6 +139,44 @@ def test_the_line_jobs_md_quotes_is_the_launchers():
     assert shadowing.exit_line("/workspace/random.py", "random") in quoted
 
 
+@pytest.mark.parametrize(
+    ("line", "error"),
+    [
+        ("import statistics\nprint(statistics.mean([1, 2]))\n", "AttributeError"),
+        ("from statistics import mean\n", "ImportError"),
+    ],
+)
+def test_a_standard_module_shadowed_after_the_start_up_is_a_config_error(tmp_path, line, error):
+    """statistics.py shadows nothing the start-up imports, so it runs; when the code then
+    meets the file in the real module's place, the wrapper says so in one line, exit 2.
+    Before: a traceback and user_error (1), naming neither the file nor the fix."""
+    code = _code(tmp_path, "statistics.py")
+    (code / "train.py").write_text(line)
+    proc = _run(code, "-m", "trainforge.training.usercode", str(code / "train.py"))
+    assert proc.returncode == exits.CONFIG_ERROR.code, proc.stderr
+    assert "Traceback" not in proc.stderr and error not in proc.stderr, proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        exits.exit_line(
+            exits.CONFIG_ERROR,
+            rank=0,
+            step=None,
+            detail=f"{code / 'statistics.py'} shadows the module 'statistics', which your code "
+            "or a library it uses expected (your code's directory is first on sys.path, so its "
+            "import found your file instead); rename it, e.g. my_statistics.py, and your "
+            "imports of it",
+        )
+    ]
+
+
+def test_an_unrelated_error_beside_a_shadowing_file_stays_the_codes(tmp_path):
+    """The diagnosis needs the error to be about the shadowed module itself."""
+    code = _code(tmp_path, "statistics.py")
+    (code / "train.py").write_text("import statistics\nraise AttributeError('mine')\n")
+    proc = _run(code, "-m", "trainforge.training.usercode", str(code / "train.py"))
+    assert proc.returncode == exits.USER_ERROR.code, proc.stderr
+    assert "trainforge exit: user_error code=1 (rank 0): AttributeError: mine" in proc.stderr
+
+
 def test_files_that_shadow_nothing_run(tmp_path):
     code = _code(tmp_path, "model.py", "data.py", "pkg/random.py")
     proc = _run(code, "-m", "trainforge.training.usercode", str(code / "train.py"))

@@ -215,12 +215,15 @@ def shadowing(paths: object) -> list[tuple[str, str]]:
     return out
 
 
-def why(module: str) -> str:
-    """What every refusal says after naming the file."""
+STARTUP = "which Python, torch or the launcher import before your code runs"
+
+
+def why(module: str, who: str = STARTUP) -> str:
+    """What every refusal says after naming the file (`who`: who imports the module)."""
+    found = "they would import your file" if who == STARTUP else "its import found your file"
     return (
-        f"shadows the module {module!r}, which Python, torch or the launcher import "
-        "before your code runs (your code's directory is first on sys.path, so they would "
-        f"import your file instead); rename it, e.g. my_{module}.py, and your imports of it"
+        f"shadows the module {module!r}, {who} (your code's directory is first on sys.path, "
+        f"so {found} instead); rename it, e.g. my_{module}.py, and your imports of it"
     )
 
 
@@ -297,6 +300,33 @@ def refuse_in_cli() -> None:
         flush=True,
     )
     raise SystemExit(2)
+
+
+def behind(exc: BaseException, script: str | None = None) -> tuple[str, str] | None:
+    """(file, module) when `exc` is about a module of the standard library (or one the
+    start-up imports) that this process imported from a file of yours instead: an
+    ImportError naming it (`cannot import name 'mean' from 'statistics'`), an AttributeError
+    on it (`module 'statistics' has no attribute 'mean'`). For the wrapper, after your code
+    raised: the names no start-up imports (`statistics.py`) that `refuse_at_start` leaves
+    to run, where your code or a library it calls then expects the real module."""
+    if isinstance(exc, ImportError):
+        name = (exc.name or "").split(".")[0]
+    elif isinstance(exc, AttributeError):
+        obj = getattr(exc, "obj", None)
+        name = getattr(obj, "__name__", "") if type(obj).__name__ == "module" else ""
+    else:
+        return None
+    if not name or "." in name or name == "__main__":
+        return None
+    if name not in sys.stdlib_module_names and name not in STARTUP_MODULES:
+        return None
+    path = getattr(sys.modules.get(name), "__file__", None)
+    if not path:
+        return None
+    folder = os.path.dirname(os.path.realpath(path))
+    if os.path.basename(path) == "__init__.py":
+        folder = os.path.dirname(folder)
+    return (path, name) if folder in user_directories(script) else None
 
 
 def exit_line(path: str, module: str, rank: int | None = None) -> str:
