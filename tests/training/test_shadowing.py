@@ -135,7 +135,8 @@ def test_the_launcher_refuses_it_before_torchrun(tmp_path):
 
 def test_the_line_jobs_md_quotes_is_the_launchers():
     text = (ROOT / "docs" / "jobs.md").read_text(encoding="utf-8")
-    quoted = [line for line in text.splitlines() if line.startswith("trainforge exit: config_")]
+    lines = [line.strip() for line in text.splitlines()]
+    quoted = [line for line in lines if line.startswith("trainforge exit: config_")]
     assert shadowing.exit_line("/workspace/random.py", "random") in quoted
 
 
