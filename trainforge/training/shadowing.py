@@ -19,15 +19,17 @@ would be imported, and run, in its place); it leaves out built-in and frozen mod
 `io`, `sys`, ...: found before any file) and what the interpreter had imported before the
 finder. The result is pinned here because computing it costs an `import torch` (~2 CPU s);
 tests/training/test_shadowing.py derives it again and fails when a new Python or torch
-changes it (`python -m trainforge.training.shadowing` prints the new set). The image's own
-Python or torch may import a few names more or fewer than this environment's.
+changes it (`python -m trainforge.training.shadowing` prints the names it derives). The
+image's own Python or torch may import a few names more or fewer than this environment's.
 
 Who reads it: the plan and run-local refuse a shipped file (trainforge.jobs.entrypoint.
 user_code); the launcher and the wrapper (launch.py, usercode.py) call `refuse_at_start`
 first, for code the plan could not read (a module baked into an image, your own command
 running the wrapper): it exits 2 (config_error, permanent) with one line naming the file.
 `python -m trainforge` run from a folder that holds such a file (`refuse_in_cli`, called by
-trainforge/__main__.py before the CLI's imports) says so in one line too.
+trainforge/__main__.py before the CLI's imports) says so in one line too. A file named like
+another standard module (`statistics.py`) runs; when the code then fails on it, `behind`
+links the error to the file and the wrapper exits config_error with the same fix.
 
 Stdlib only, and at module level only `os` and `sys`, which every interpreter has imported
 before it reads a path: this module runs before anything a file of yours could shadow.
@@ -204,11 +206,11 @@ def module_of(path: str) -> str | None:
     return None
 
 
-def shadowing(paths: object) -> list[tuple[str, str]]:
+def shadowing(paths: list[str]) -> list[tuple[str, str]]:
     """(path, module) for each of `paths` (relative to a directory on sys.path) that provides
     a module of STARTUP_MODULES, in the order given."""
     out = []
-    for path in paths:  # type: ignore[attr-defined]
+    for path in paths:
         module = module_of(path)
         if module is not None and module in STARTUP_MODULES:
             out.append((path, module))
