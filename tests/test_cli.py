@@ -35,6 +35,29 @@ def test_plan_of_a_missing_stack_exits_2():
     assert "Pulumi.nope.yaml" in proc.stdout + proc.stderr
 
 
+def test_python_m_trainforge_in_a_folder_with_a_shadowing_file_is_one_line(tmp_path):
+    """`python -m` puts the working directory first on sys.path: a `random.py` there broke
+    the CLI's own `import tempfile` with a traceback (exit 1). One line, exit 2; a folder
+    with only `utils.py` runs the command."""
+    import os
+
+    (tmp_path / "train.py").write_text("print('hi')\n")
+    (tmp_path / "utils.py").write_text("X = 1\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    argv = [sys.executable, "-m", "trainforge", "run-local", "train.py", "--dry-run"]
+    proc = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    (tmp_path / "random.py").write_text("def helper():\n    return 4\n")
+    proc = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.splitlines() == [
+        f"trainforge: error: {tmp_path.resolve() / 'random.py'} shadows the module 'random', "
+        "which trainforge imports (`python -m` puts the working directory first on sys.path, "
+        "and your job's pods put its code directory first); rename it, e.g. my_random.py, and "
+        "your imports of it"
+    ]
+
+
 def test_a_plan_prints_each_program_warning_once(shipped_cli_run):
     """The plan runs the program twice (the preview, then the stand-in run for the IAM
     check); the dev stack's one warning (no alert receivers) is shown once, not twice.

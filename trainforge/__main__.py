@@ -2,7 +2,12 @@
 
 import sys
 
-from trainforge.cli import run
+if __name__ == "__main__":  # first: `python -m` puts the working directory first on sys.path
+    from trainforge.training.shadowing import refuse_in_cli
+
+    refuse_in_cli()  # a random.py there would break the imports below with a traceback
+
+from trainforge.cli import run  # noqa: E402
 
 if __name__ == "__main__":
     sys.exit(run())

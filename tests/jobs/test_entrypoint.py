@@ -278,6 +278,59 @@ def test_a_file_name_that_cannot_be_a_configmap_key_is_named(project):
         build({"script": "train/train.py"})
 
 
+@pytest.mark.parametrize(
+    ("files", "entry", "match"),
+    [
+        (
+            ["train/random.py"],
+            {"script": "train/train.py"},
+            r"entrypoint\.script: got 'train/random\.py'; this file shadows the module "
+            r"'random', which Python, torch or the launcher import before your code runs .*"
+            r"rename it, e\.g\. my_random\.py",
+        ),
+        (
+            ["src/queue.py"],
+            {"module": "mypkg.train", "codeDir": "src"},
+            r"entrypoint\.codeDir: got 'src/queue\.py'; this file shadows the module 'queue'",
+        ),
+        (  # beside a script in a folder of codeDir: that folder is sys.path[0]
+            ["train/typing/__init__.py"],
+            {"script": "train/train.py", "codeDir": "."},
+            r"entrypoint\.codeDir: got 'train/typing/__init__\.py'; this file shadows the "
+            r"module 'typing'",
+        ),
+        (  # a command's shipped directory is on PYTHONPATH of every python it starts
+            ["train/torch.py"],
+            {"command": ["./run.sh"], "codeDir": "train"},
+            r"entrypoint\.codeDir: got 'train/torch\.py'; this file shadows the module 'torch'",
+        ),
+    ],
+)
+def test_a_shipped_file_that_shadows_a_start_up_module_is_refused(project, files, entry, match):
+    """Before: the plan shipped it, and every pod stopped in the launcher's `import tempfile`
+    (or torch's import) with a traceback, counted as a bug in the code (exit 1)."""
+    for name in files:
+        path = project / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("def helper():\n    return 4\n")
+    extra = {"image": DLC_IMAGE} if "command" in entry else {}
+    with pytest.raises(JobConfigError, match=match):
+        build(entry, **extra)
+
+
+def test_files_that_shadow_nothing_are_shipped(project):
+    """A user's utils.py, model.py, data.py, a module inside a package, or one excluded."""
+    for name in ("utils.py", "model.py", "data.py", "mypkg/__init__.py", "mypkg/random.py"):
+        path = project / "train" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("X = 1\n")
+    (project / "train" / "queue.py").write_text("X = 1\n")
+    _, user, out = build({"script": "train/train.py", "exclude": ["queue.py"]})
+    assert_valid(out)
+    assert {"utils.py", "model.py", "data.py", "mypkg/random.py"} <= set(user.paths)
+    assert "queue.py" not in user.paths
+
+
 # --- what runs ----------------------------------------------------------------------------------
 
 

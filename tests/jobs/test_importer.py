@@ -216,8 +216,9 @@ def test_an_explicit_cpu_request_is_kept_where_a_pod_of_that_size_fits(tmp_path)
     for 4 CPUs and 16Gi got 2 CPUs and 8Gi, half its ask, although the job model carries a
     pod's size (`cpu`/`memory`, its requests and limits both). Now the request (else a limit
     alone, which Kubernetes takes as the request) is kept where a pod of that size fits a node
-    of the pool; a limit that differs is named as dropped; a size no node holds, and a GPU
-    pod's ask that its GPUs' share already covers, get the default, each said with why."""
+    of the pool; a limit that differs is named as dropped; a cpu ask no node holds, and a GPU
+    pod's ask that its GPUs' share already covers, get the default, each said with why; a
+    memory ask no node holds is refused (less memory than asked is an OOM kill)."""
     from tests.jobs.helpers import target
     from trainforge.core.quantity import parse_quantity
     from trainforge.jobs.spec import parse_job
@@ -252,6 +253,13 @@ def test_an_explicit_cpu_request_is_kept_where_a_pod_of_that_size_fits(tmp_path)
     # what the stack makes of the entry: the pod asks what the file asked
     job = resolve_job(parse_job(r.entry, "trainforge:jobs[0]"), target(CPU_POOL))
     assert (job.cpu, job.memory) == ("4", "16Gi")
+    # memory no node of any CPU pool holds: refused, not the default 8Gi
+    with pytest.raises(ImportProblem) as e:
+        imp(write(tmp_path, text.replace("RESOURCES", "{requests: {memory: 5000Gi}}")))
+    assert str(e.value).startswith(f"{tmp_path / 'job.yaml'}: {at}.requests.memory: got '5000Gi'")
+    assert str(e.value).endswith(
+        "no pool of the stack holds it: add a pool with bigger nodes, or lower it"
+    )
     # a limit alone is the request Kubernetes would have given it
     r = imp(write(tmp_path, text.replace("RESOURCES", "{limits: {cpu: '3'}}")))
     assert r.entry["cpu"] == "3" and "memory" not in r.entry
@@ -261,12 +269,23 @@ def test_an_explicit_cpu_request_is_kept_where_a_pod_of_that_size_fits(tmp_path)
     assert f"{at}.requests.cpu 500: dropped, a pod of that size fits no node of " \
         f"{CPU_POOL.name} (" in "\n".join(r.changes)  # fmt: skip
     # a GPU pod: its GPUs' share of the node where that covers the ask, else the ask
-    gpu = "{limits: {nvidia.com/gpu: 1, cpu: '2', memory: 400Gi}}"
+    gpu = "{limits: {nvidia.com/gpu: 1, cpu: '2'}}"
     r = imp(write(tmp_path, text.replace("RESOURCES", gpu)), pool_name=GPU_POOL.name)
     share = resolve_job(parse_job({**r.entry, "memory": None}, "j"), target(GPU_POOL))
     assert "cpu" not in r.entry and f"{at}.limits.cpu 2: dropped; a pod on {GPU_POOL.name} " \
         f"gets its GPUs' share of the node: cpu {share.cpu}" in "\n".join(r.changes)  # fmt: skip
-    assert "memory" not in r.entry  # 400Gi fits no node: the share
+    assert "memory" not in r.entry
+    # memory no node holds: refused (it was the share, a quarter of the ask), naming the
+    # field, the pool's nodes and the pool whose nodes hold it
+    big = "{limits: {nvidia.com/gpu: 1, cpu: '2', memory: 400Gi}}"
+    with pytest.raises(ImportProblem) as e:
+        imp(write(tmp_path, text.replace("RESOURCES", big)), pool_name=GPU_POOL.name)
+    assert str(e.value).startswith(f"{tmp_path / 'job.yaml'}: {at}.limits.memory: got '400Gi'; ")
+    assert "g5.12xlarge: 196608Mi - " in str(e.value) and "= 173048Mi." in str(e.value)
+    assert str(e.value).endswith(
+        "The import does not shrink a memory request (less memory than the code asks ends in "
+        "an OOM kill): import with --pool efa-p5, whose nodes hold it, or lower it"
+    )
     more = "{limits: {nvidia.com/gpu: 1, cpu: '30'}}"  # more than the share, and it fits
     r = imp(write(tmp_path, text.replace("RESOURCES", more)), pool_name=GPU_POOL.name)
     assert r.entry["cpu"] == "30" and parse_quantity(share.cpu) < 30

@@ -6,6 +6,8 @@ only after the platform was declared would leave a half-applied stack. `check_jo
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 
 from tests.conftest import ROOT
@@ -16,9 +18,10 @@ from trainforge.stack.file import read_stack_file
 GOOD_JOB = {"name": "mnist", "team": "research", "pool": "training-workloads", "model": "mlp"}
 
 
-def _run(jobs: list[dict]) -> tuple[TrainforgeMocks, BaseException | None]:
-    """Run the program; a bad job surfaces as pulumi.RunError (printed without a traceback by
-    the language host) caused by the StackError that lists every problem of every area."""
+def _run(jobs: list[dict], project=ROOT) -> tuple[TrainforgeMocks, BaseException | None]:
+    """Run the program (in `project`, its directory); a bad job surfaces as pulumi.RunError
+    (printed without a traceback by the language host) caused by the StackError that lists
+    every problem of every area."""
     import json
 
     import pulumi
@@ -27,7 +30,7 @@ def _run(jobs: list[dict]) -> tuple[TrainforgeMocks, BaseException | None]:
     config["trainforge:jobs"] = json.dumps(jobs)
     mocks = TrainforgeMocks(preview=True)
     try:
-        run_mocked(ROOT / "__main__.py", config, stack="dev", preview=True, mocks=mocks)
+        run_mocked(project / "__main__.py", config, stack="dev", preview=True, mocks=mocks)
     except pulumi.RunError as err:
         assert isinstance(err.__cause__, StackError)
         assert str(err) == str(err.__cause__)
@@ -105,4 +108,25 @@ def test_every_bad_job_is_reported_in_one_run_before_any_resource():
     assert "(did you mean 'gpu-workloads'?)" in lines[1]
     assert lines[2].endswith("expected one of the teams: research (did you mean 'research'?)")
     assert lines[4].endswith("expected one of the teams: research (did you mean 'research'?)")
+    assert mocks.resources == []
+
+
+def test_a_shipped_file_that_shadows_a_start_up_module_fails_the_plan(tmp_path):
+    """The job's code is known at plan time: a `queue.py` beside its script (what
+    `import torch` and the launcher import as `queue`) is one line naming the job's key, the
+    file and the fix, before any resource. Before: planned, and every pod failed at start."""
+    (tmp_path / "code").mkdir()
+    (tmp_path / "code" / "train.py").write_text("import torch\n")
+    (tmp_path / "code" / "queue.py").write_text("jobs = []\n")
+    shutil.copy(ROOT / "__main__.py", tmp_path / "__main__.py")  # the user's project
+    job = {**GOOD_JOB, "name": "mine", "entrypoint": {"script": "code/train.py"}}
+    del job["model"]
+    mocks, err = _run([GOOD_JOB, job], project=tmp_path)
+    assert err is not None, "the shadowing file was shipped"
+    assert err.__cause__.errors == [
+        "trainforge:jobs[1] (mine).entrypoint.script: got 'code/queue.py'; this file shadows "
+        "the module 'queue', which Python, torch or the launcher import before your code runs "
+        "(your code's directory is first on sys.path, so they would import your file "
+        "instead); rename it, e.g. my_queue.py, and your imports of it"
+    ]
     assert mocks.resources == []

@@ -186,6 +186,21 @@ def test_bad_target_is_one_line_naming_it(project):
     assert "Traceback" not in proc.stderr
 
 
+def test_a_file_that_shadows_a_start_up_module_is_one_line_before_anything_runs(project):
+    """Before: run-local started torchrun, whose launcher's `import tempfile` found
+    user_code/random.py: a traceback, then "exit 1 (user_error)"."""
+    (project / "user_code" / "random.py").write_text("def helper():\n    return 4\n")
+    proc = _run(project, "user_code/train.py", "--workers", "2")
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip() == (
+        "trainforge run-local: error: run-local.entrypoint.script: got 'user_code/random.py'; "
+        "this file shadows the module 'random', which Python, torch or the launcher import "
+        "before your code runs (your code's directory is first on sys.path, so they would "
+        "import your file instead); rename it, e.g. my_random.py, and your imports of it"
+    )
+    assert proc.stdout == "" and not (project / "runs" / "train" / "code").exists()
+
+
 def test_argv_split():
     assert split_adhoc_argv(["t.py", "--workers", "2", "--", "--lr", "1"]) == (
         "t.py",

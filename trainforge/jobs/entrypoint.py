@@ -43,6 +43,7 @@ from trainforge.jobs.image_facts import facts_for, missing_pieces
 from trainforge.jobs.spec import EntrypointSpec, JobSpec
 from trainforge.stack.jobs import FLAG_OF
 from trainforge.training import contract as c
+from trainforge.training import shadowing
 from trainforge.training.timeouts import DEFAULT_HANG_TIMEOUT_S, Timeouts
 
 RUNTIME_MODULE = "trainforge.training"
@@ -408,6 +409,7 @@ def user_code(job: JobSpec, project_dir: Path | str, where: str) -> CodeBundle |
     at = f"{where}.entrypoint"
     if entry.kind == "function":
         bundle = CodeBundle(files=entry.files)
+        _refuse_shadowing(entry, bundle, f"{at}.function")
         _check_library_torch(job, bundle, where)
         return bundle
     if SERVED_TO_OTHER_LANGUAGES:
@@ -444,8 +446,26 @@ def user_code(job: JobSpec, project_dir: Path | str, where: str) -> CodeBundle |
                 f"not found in codeDir {entry.code_dir} (looked for {rel}.py and "
                 f"{rel}/__main__.py)",
             )
+    _refuse_shadowing(entry, bundle, f"{at}.{key}")
     _check_library_torch(job, bundle, where)
     return bundle
+
+
+def _refuse_shadowing(entry: EntrypointSpec, bundle: CodeBundle, key: str) -> None:
+    """A shipped file that shadows a module the pod imports before the code runs
+    (trainforge.training.shadowing): `random.py` at the top of the shipped directory (the
+    pod's working directory and first on PYTHONPATH), or beside the script (its folder is
+    sys.path[0]). The runtime would stop on it with exit 2; the preview says it first."""
+    roots = [""]
+    if entry.kind == "script" and (folder := posixpath.dirname(entry.entry_file or "")):
+        roots.append(f"{folder}/")
+    for root in roots:
+        beside = [p[len(root) :] for p in bundle.paths if p.startswith(root)]
+        for rel, module in shadowing.shadowing(beside):
+            shipped = f"{root}{rel}"
+            if entry.code_dir is not None:
+                shipped = posixpath.normpath(posixpath.join(entry.code_dir, shipped))
+            raise JobConfigError(key, shipped, f"this file {shadowing.why(module)}")
 
 
 def top_level_imports(files: Iterable[tuple[str, str]]) -> Iterator[tuple[str, str]]:

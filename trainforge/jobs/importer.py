@@ -21,7 +21,7 @@ import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from trainforge.core import image_routes, versions
 from trainforge.core.contract import PoolFacts
@@ -235,16 +235,19 @@ def _size(
     gpus: int,
     file: str,
     changes: list[str],
+    pools: Mapping[str, PoolFacts] | None = None,
 ) -> None:
     """The pod's cpu and memory, kept as the entry's `cpu`/`memory` (the job model's size of
     a pod, its requests and limits both) when a pod of that size fits a node of the pool:
     the request, else the limit alone, which Kubernetes takes as the request. A limit that
     differs from the request is dropped and named (the platform's pods have requests ==
     limits, Guaranteed QoS: trainforge.jobs.pod.resources). A GPU pod's ask that its GPUs'
-    share of the node covers gets the share (more, never less); a size no node of the pool
-    holds is dropped for the pool's default, with the rehearsal's reason
-    (trainforge.jobs.capacity, as the stack's own check would refuse it); other resources are
-    dropped as unsupported."""
+    share of the node covers gets the share (more, never less). A size no node of the pool
+    holds (the rehearsal's reason: trainforge.jobs.capacity, as the stack's own check would
+    refuse it): a cpu ask is dropped for the pool's default, said in its line (cpu is
+    compressible: fewer CPUs slow the code, as a blog's `cpu: 4` on a 4-vCPU GPU node meant
+    "the whole node"); a memory ask is refused (`_refuse_memory`: memory is not, and less
+    than the code asks ends in an OOM kill). Other resources are dropped as unsupported."""
     from trainforge.jobs import capacity  # noqa: PLC0415
     from trainforge.jobs.wiring import default_size  # noqa: PLC0415 - pydantic
 
@@ -286,6 +289,8 @@ def _size(
         memory = asked.get("memory", ("", default[1]))[1]
         trial = capacity.rehearse(capacity.PodRequest.of(cpu, memory, gpus), 1, pool)
         short = [p.message for p in trial.problems if p.key in ("cpu", "memory")]
+        if "memory" in asked and any(p.key == "memory" for p in trial.problems):
+            _refuse_memory(asked["memory"], pool, pools or {pool.name: pool}, gpus, file)
         if short:
             for at, value in asked.values():
                 changes.append(
@@ -313,6 +318,41 @@ def _size(
         for res, value in sorted(given.items()):
             if res not in (GPU, "cpu", "memory"):
                 changes.append(f"{res_at}.{kind}.{res} {value}: dropped (not supported)")
+
+
+def _refuse_memory(
+    asked: tuple[str, str], pool: PoolFacts, pools: Mapping[str, PoolFacts], gpus: int, file: str
+) -> NoReturn:
+    """A memory ask no node of `pool` holds: one line naming the field, the value, the
+    pool's nodes (the rehearsal's numbers) and the pools whose nodes hold it (`--pool`),
+    instead of the pool's default, which would give the code less memory than it asked."""
+    from trainforge.jobs import capacity  # noqa: PLC0415
+    from trainforge.jobs.wiring import default_size  # noqa: PLC0415 - pydantic
+
+    at, value = asked
+    trial = capacity.rehearse(capacity.PodRequest.of("1", value, gpus), 1, pool)
+    nodes = next(p.message for p in trial.problems if p.key == "memory")
+    nodes = nodes.split(". Ask for less", 1)[0]
+    holds = []
+    for other in pools.values():
+        if other.name == pool.name or (gpus > other.gpus_per_node if gpus else other.gpus_per_node):
+            continue
+        size = default_size(other, gpus)
+        cpu = size[0] if size is not None else "1"
+        fit = capacity.rehearse(capacity.PodRequest.of(cpu, value, gpus), 1, other)
+        if fit.fits and not any(p.key == "memory" for p in fit.problems):
+            holds.append(other.name)
+    if holds:
+        more = f" (or {', '.join(holds[1:])})" if holds[1:] else ""
+        instead = f"import with --pool {holds[0]}{more}, whose nodes hold it, or lower it"
+    else:
+        instead = "no pool of the stack holds it: add a pool with bigger nodes, or lower it"
+    raise ImportProblem(
+        file,
+        at,
+        f"got {value!r}; {nodes}. The import does not shrink a memory request (less memory "
+        f"than the code asks ends in an OOM kill): {instead}",
+    )
 
 
 def _same_quantity(a: Any, b: Any) -> bool:
@@ -415,7 +455,7 @@ def import_workload(
         + (f" ({w.pods})" if w.pods else "")
         + (f", {gpus} GPU(s) each -> gpusPerWorker {gpus}" if gpus else "")
     )
-    _size(entry, c.get("resources"), w.resources_at, pool, gpus, file, changes)
+    _size(entry, c.get("resources"), w.resources_at, pool, gpus, file, changes, pools)
 
     # what: the program and its files
     argv = _argv(c, file, at)

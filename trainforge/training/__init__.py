@@ -21,8 +21,9 @@ emitter can read `trainforge.training.contract` without it.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+# No module-level import but __future__: `python -m trainforge.training.launch` and `.usercode`
+# import this package first, before they can refuse a file of yours that shadows a module
+# (a `typing.py` would break `import typing` here; see trainforge/training/shadowing.py).
 
 # public name -> (module, attribute)
 _EXPORTS: dict[str, tuple[str, str]] = {
@@ -43,9 +44,11 @@ _EXPORTS: dict[str, tuple[str, str]] = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     if name not in _EXPORTS:
         raise AttributeError(f"module 'trainforge.training' has no attribute {name!r}")
+    import importlib  # noqa: PLC0415 - see the imports above
+
     module, attr = _EXPORTS[name]
     value = getattr(importlib.import_module(module), attr)
     globals()[name] = value

@@ -21,6 +21,11 @@ pods count too).
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # first: before any import a file of yours could shadow
+    from trainforge.training.shadowing import refuse_at_start
+
+    refuse_at_start()
+
 import json
 import os
 import signal

@@ -26,6 +26,13 @@ rank 0 registers the attempt when it starts, and every rank records why it ended
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # first: before any import a file of yours could shadow
+    import sys
+
+    from trainforge.training.shadowing import refuse_at_start
+
+    refuse_at_start(sys.argv[1] if len(sys.argv) > 1 and sys.argv[1] != "-m" else None, rank=True)
+
 import contextlib
 import os
 import runpy
@@ -35,10 +42,12 @@ import threading
 import traceback
 from pathlib import Path
 
-from trainforge.training import exits
+from trainforge.training import exits, shadowing
 from trainforge.training.contract import CHECKPOINT_DIR, retry_on
 
 USAGE = "usage: python -m trainforge.training.usercode (SCRIPT | -m MODULE) [args ...]"
+# who expected the real module, for a shadowing file met after the start-up (shadowing.behind)
+_LATE = "which your code or a library it uses expected"
 
 
 def _int_env(name: str, default: int) -> int:
@@ -182,6 +191,7 @@ def run(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help") or (argv[0] == "-m" and len(argv) < 2):
         print(USAGE, file=sys.stderr)
         return exits.CONFIG_ERROR.code
+    script: str | None = None
     if argv[0] == "-m":
         module, args = argv[1], argv[2:]
         sys.argv = [module, *args]
@@ -212,9 +222,13 @@ def run(argv: list[str]) -> int:
         _record(ledger, exits.PREEMPTED, "interrupted (SIGINT): stopped, not failed")
         return 130
     except BaseException as e:  # noqa: BLE001 - every failure leaves with its reason's code
-        if not isinstance(e, exits.RunFailure):  # diagnosed already: its line says it all
-            traceback.print_exc()
-        reason, detail = _diagnose(e)
+        shadow = shadowing.behind(e, script)
+        if shadow is not None:  # a file of yours in a standard module's place: its line says it
+            reason, detail = exits.CONFIG_ERROR, f"{shadow[0]} {shadowing.why(shadow[1], _LATE)}"
+        else:
+            if not isinstance(e, exits.RunFailure):  # diagnosed already: its line says it all
+                traceback.print_exc()
+            reason, detail = _diagnose(e)
         rank = os.environ.get("RANK")
         print(
             exits.exit_line(
