@@ -6,7 +6,6 @@ and why: docs/jobs.md, "The Kubeflow SDK".
 
 from __future__ import annotations
 
-import math
 import os
 import pathlib
 import re
@@ -16,6 +15,7 @@ from fractions import Fraction
 from typing import Any
 
 from trainforge.core.contract import GPU_RESOURCE
+from trainforge.core.pods import PodTemplate
 from trainforge.jobs import capacity, trainjob
 from trainforge.jobs.spec import JobSpec
 from trainforge.plan import cost as C
@@ -137,7 +137,10 @@ def _judge(ctx: PlanContext, o: Any, region: str) -> tuple[list[str], list[Findi
     # a pod's requests as Kueue counts them (LimitRange defaults, limits for missing
     # requests), so node fit judges what the queue admits
     req = Q.submitted_requests(ctx, doc, pod)
-    w = Q.admit_submitted(ctx, doc, pod, pods, req)
+    # its pods as Karpenter packs them (EFA devices too): what node fit and the queue's launch
+    # check read, the one model of a gang (`capacity.gang`)
+    gang = capacity.gang([PodTemplate("", "", pod, pods)], Q.limit_ranges(ctx, o.namespace or ""))
+    w = Q.admit_submitted(ctx, doc, pod, pods, req, gang)
     gpus = int(req.get(GPU_RESOURCE, 0))
     cpu, memory = req.get("cpu", Fraction(0)), req.get("memory", Fraction(0))
     size = ", ".join(
@@ -160,14 +163,8 @@ def _judge(ctx: PlanContext, o: Any, region: str) -> tuple[list[str], list[Findi
     if pool is None:
         lines.append(f"  nodes: flavor {w.flavor} is no pool of the stack: node fit not rehearsed")
         return lines, findings
-    # the pod's requests (a limit without a request is its request, as Kubernetes defaults it)
-    r = capacity.rehearse(
-        capacity.PodRequest(
-            cpu_m=math.ceil(cpu * 1000), memory_mib=memory / capacity.MI, gpus=gpus, efa=0
-        ),
-        pods,
-        pool,
-    )
+    r = capacity.rehearse(gang.pods[0] if gang.pods else capacity.PodRequest(0, Fraction(0)),
+                          pods, pool)  # fmt: skip
     if not r.fits:
         message = S.unrehearsed(f"{ident} (sent by the program)", pool, pods, size)
         lines.append(f"  NOT REHEARSED: {message}")
@@ -178,13 +175,19 @@ def _judge(ctx: PlanContext, o: Any, region: str) -> tuple[list[str], list[Findi
         )
         lines.append(f"  CANNOT RUN: {p.message}")
         findings.append(_finding(ident, S.RULE, message, FIT_FIX, o.urn))
-    if r.fits and not r.problems:
+    if w.unlaunchable and not r.problems:
+        message = f"{ident} (sent by the program): admitted, but its pool cannot launch it: "
+        lines.append(f"  CANNOT LAUNCH: {w.unlaunchable}")
+        findings.append(
+            _finding(ident, Q.RULE_UNLAUNCHABLE, message + w.unlaunchable, FIT_FIX, o.urn)
+        )  # fmt: skip
+    if r.fits and not r.problems and not w.unlaunchable:
         lines.append(f"  nodes: pods per node on pool {pool.name}: {S.pods_per_node(r)}")
         spec = JobSpec.model_construct(
             name=o.obj_name, team=w.team, pool=pool.name, workers=pods,
             gpus_per_worker=gpus, cpu=str(float(cpu)), memory=str(int(memory)),
         )  # fmt: skip
-        choice = C.choose_nodes(spec, pool, region)
+        choice = C.choose_nodes(spec, pool, region, gang)
         if choice is not None and choice.hourly_on_demand is not None:
             lines.append(
                 f"  cost: {choice.nodes_words()}, "
