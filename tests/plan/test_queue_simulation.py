@@ -879,3 +879,61 @@ def test_a_node_groups_launch_check_counts_each_pods_efa_devices_too():
     sim = Q.Simulation({"a": _queue("a", 16)}, {}, pools=[group])
     sim.run_timed([gang(0)])
     assert sim.unlaunchable == []
+
+
+def test_a_master_unlike_its_workers_is_launched_as_the_cost_table_packs_it():
+    """A PyTorchJob whose Master asks 1 GPU (a limit only) and 90 CPU and whose 3 Workers ask
+    4 GPUs and 8 CPU each, on p4d.24xlarge (8 GPUs, 95.69 CPU left for pods) with a 16-GPU
+    limit: the Master shares a node with no Worker (98 CPU), the Workers take 2 more nodes,
+    and the third NodeClaim would pass the limit (24 GPUs counted). The launch check split
+    the gang's 13 GPUs and 114 CPU evenly (4 pods of 3 GPUs, 28.5 CPU: 2 per node, 16 GPUs)
+    and called it launchable while the cost table, packing the pods themselves, left one
+    without a node. Both now pack the object's pods (capacity.gang) and agree."""
+    from trainforge.jobs import capacity
+    from trainforge.jobs.backends import pod_templates
+    from trainforge.jobs.node_facts import node_shape
+    from trainforge.jobs.spec import parse_job
+    from trainforge.plan import cost
+
+    def replica(n: int, resources: dict) -> dict:
+        pod = {"containers": [{"name": "pytorch", "image": "x", "resources": resources}]}
+        return {"replicas": n, "template": {"spec": pod}}
+
+    master = {"limits": {"nvidia.com/gpu": 1, "cpu": "90", "memory": "64Gi"}}
+    worker = {"requests": {"cpu": "8", "memory": "64Gi"}, "limits": {"nvidia.com/gpu": 4}}
+    doc = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+           "metadata": {"name": "het", "namespace": "a"},
+           "spec": {"pytorchReplicaSpecs": {"Master": replica(1, master),
+                                            "Worker": replica(3, worker)}}}  # fmt: skip
+    templates = pod_templates(doc)
+    g = capacity.gang(templates)
+    assert [(p.gpus, p.cpu_m) for p in g.pods] == [(1, 90000), (4, 8000), (4, 8000), (4, 8000)]
+    shape = node_shape("p4d.24xlarge", 96, 1179648, eni_pods=737, gpus=8)
+    pool = PoolFacts(F, instance_types=("p4d.24xlarge",), gpus_per_node=8, nodes=(shape,),
+                     limits=PoolLimits(gpus=16))  # fmt: skip
+    # Kueue's count of the same templates: 13 GPUs, 114 CPU in all
+    need: dict = {}
+    for t in templates:
+        for r, v in K.pod_requests(t.spec).items():
+            need[r] = need.get(r, 0) + v * t.replicas
+    assert (need[Q.GPU], need["cpu"]) == (13, 114)
+    w = _work("het", "a", 13, 0)
+    w.pods, w.need, w.gang = 4, {r: v for r, v in need.items() if r in Q.RESOURCES}, g
+    sim = Q.Simulation({"a": _queue("a", 16)}, {}, pools=[pool])
+    sim.run_timed([w])
+    assert sim.unlaunchable == [
+        "het: Karpenter places 2 NodeClaim(s) of its 4 pod(s) in pool gpu-pool and leaves 1 "
+        "without a node: all available instance types exceed limits for nodepool (limit 16 "
+        "GPUs, 0 held by the nodes of the gangs running there)"
+    ]
+    spec = parse_job({"name": "het", "team": "a", "pool": F, "gpusPerWorker": 4, "cpu": "8",
+                      "memory": "64Gi", "workers": 4}, "job")  # fmt: skip
+    c = cost.job_cost(spec, pool, "us-east-1", "a/PyTorchJob/het", gang=g)
+    assert c.choice.reason.startswith(
+        "Karpenter packs 1 pod(s) of 1 GPU, 90 CPU, 64Gi + 3 pod(s) of 4 GPU, 8 CPU, 64Gi into "
+        "1 NodeClaim(s) of 1 pod(s) on p4d.24xlarge; 1 NodeClaim(s) of 2 pod(s) on p4d.24xlarge"
+    )
+    assert c.choice.nodes_words() == "p4d.24xlarge x2"
+    assert (
+        "; 1 pod(s) get no node: their nodes have nvidia.com/gpu 24 of capacity" in c.choice.reason
+    )

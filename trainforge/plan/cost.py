@@ -24,12 +24,20 @@ from trainforge.plan.price_facts import HOURS_PER_MONTH, usd
 # --- which nodes a job gets -------------------------------------------------------------------
 
 
-def pod_size(job: JobSpec) -> str:
-    """The requests of one pod of a *resolved* job, in words ("1 GPU, 4 CPU, 16Gi")."""
-    gib = parse_quantity(job.memory or "0") / 2**30
+def pod_size(req: capacity.PodRequest) -> str:
+    """The requests of one pod, in words ("1 GPU, 4 CPU, 16Gi")."""
+    gib = req.memory_mib / 1024
     mem = f"{int(gib)}Gi" if gib.denominator == 1 else f"{float(gib):.1f}Gi"
-    gpus = [f"{job.gpus_per_worker} GPU"] if job.gpus_per_worker else []
-    return ", ".join([*gpus, f"{float(parse_quantity(job.cpu or '0')):g} CPU", mem])
+    gpus = [f"{req.gpus} GPU"] if req.gpus else []
+    return ", ".join([*gpus, f"{req.cpu_m / 1000:g} CPU", mem])
+
+
+def gang_words(g: capacity.Gang) -> str:
+    """A gang's pods in words, each size once in the order they come: "4 pod(s) of 1 GPU, 4
+    CPU, 16Gi"; a Master unlike its Workers: "1 pod(s) of ... + 3 pod(s) of ..."."""
+    sizes = [pod_size(p) for p in g.pods]
+    counts = {s: sizes.count(s) for s in sizes}
+    return " + ".join(f"{n} pod(s) of {s}" for s, n in counts.items()) or "0 pod(s)"
 
 
 @dataclass(frozen=True)
@@ -221,7 +229,7 @@ def _choose(
         return None, None
     g = gang or capacity.job_gang(job, pool)
     most = g.most
-    what = f"{len(g.pods)} pod(s) of {pod_size(job)}"
+    what = gang_words(g)
     if pool.kind == "node-group":
         reason = (
             f"managed node group: launches its types in the order listed; {what} (its "

@@ -77,7 +77,6 @@ class Workload:
     # its pods as Karpenter packs them (`capacity.gang` of its object's pod templates: each
     # pod's CPU, memory, GPUs and EFA devices, and their cap per node): the launch check's
     gang: capacity.Gang = field(default_factory=lambda: capacity.Gang(()))
-    unlaunchable: str = ""  # why its pool could not launch it once admitted ("": it could)
     # time, in seconds from the first submission (`Simulation.run_timed`)
     submitted: float = 0.0
     duration: float | None = None  # expected run time; None: unknown
@@ -234,7 +233,6 @@ class Simulation:
                     f"{w.flavor}, which has at most {room.max_nodes}"
                 )
         if why:
-            w.unlaunchable = why
             self.unlaunchable.append(f"{w.job}: {why}")
 
     def _karpenter(self, w: Workload, pool: PoolFacts) -> str:
@@ -744,21 +742,15 @@ def admit_object(
     pod: dict[str, Any],
     need: dict[str, Fraction],
     pods: int = 1,
-    gang: capacity.Gang | None = None,
-    pools: Iterable[PoolFacts] = (),
-    price: Callable[[str], float | None] | None = None,
 ) -> ObjectAdmission:
     """Admit one job, as any client wrote it (a Kubeflow SDK TrainJob, a hand-written Job),
     against the platform's rendered Kueue objects, into an idle cluster (`K.admit`: its
     queue, priority and flavor), and whether its gang `need` (all pods together, `pods`
     pods alike) fits. The workload's state is "admitted", "pending" or "never", with its
-    reason. With its `gang` (`capacity.gang`) and the plan's `pools`, the simulation's launch
-    check says whether the flavor's pool can launch it (the workload's `unlaunchable`)."""
+    reason."""
     m = K.read(docs)
     w = Workload(str(labels.get(JOB_LABEL, "job")), namespace, namespace, 0)
     w.need, w.pods = dict(need), pods
-    if gang is not None:
-        w.gang = gang
     ps = K.podset({"spec": pod}, {r: v / pods for r, v in need.items()}, pods)
     got = K.admit(m, namespace, labels.get(QUEUE_LABEL), labels.get(PRIORITY_LABEL, ""), [ps])
     out = ObjectAdmission(w, got.local_queue)
@@ -778,8 +770,7 @@ def admit_object(
     fl = m.flavors[w.flavor]
     out.node_selector = dict(fl.labels)
     out.tolerations = [t for t in fl.tolerations if t not in (pod.get("tolerations") or [])]
-    sim = Simulation(m.queues, m.flavors, shared=m.shared, pools=pools, price=price)
-    sim.run([w])
+    Simulation(m.queues, m.flavors, shared=m.shared).run([w])
     return out
 
 
@@ -1082,16 +1073,13 @@ def admit_submitted(
     pod: dict[str, Any],
     pods: int,
     per_pod: dict[str, Fraction] | None = None,
-    gang: capacity.Gang | None = None,
 ) -> Workload:
     """Would Kueue admit `doc` (a TrainJob, Job, ... the stack does not declare), whose `pods`
     pods look like `pod` (its effective pod template), on this plan's queues, alone on idle
     queues (`admit_object`)? Then, with the labels and tolerations Kueue adds on admission,
     do its pods tolerate the taints of the pool the flavor selects (the Karpenter NodePool's
     template)? A workload Kueue admits onto nodes its pods cannot land on holds quota and
-    never starts. `per_pod`: the caller's `submitted_requests` of the pod, when it has them.
-    `gang`: its pods as Karpenter packs them (`capacity.gang`): then the queue's launch check
-    also says whether the flavor's pool of the plan can launch it (`Workload.unlaunchable`)."""
+    never starts. `per_pod`: the caller's `submitted_requests` of the pod, when it has them."""
     meta = doc.get("metadata") or {}
     ns = meta.get("namespace") or ""
     labels = dict(meta.get("labels") or {})
@@ -1100,12 +1088,7 @@ def admit_submitted(
         per_pod = submitted_requests(ctx, doc, pod)
     need = {r: v * pods for r, v in per_pod.items() if v}
     labels.setdefault(JOB_LABEL, str(meta.get("name")))
-    contracts = (getattr(ctx.declared, "contracts", None) or []) if gang is not None else []
-    admission = admit_object(
-        [o.doc for o in ctx.objects], ns, labels, spec, need, pods, gang,
-        pools=[p for c in contracts for p in c.pools.values()],
-        price=C.launch_prices(C.plan_region(ctx.inventory)),
-    )  # fmt: skip
+    admission = admit_object([o.doc for o in ctx.objects], ns, labels, spec, need, pods)
     w = admission.workload
     if w.state == "never" or w.flavor is None:
         return w

@@ -137,10 +137,7 @@ def _judge(ctx: PlanContext, o: Any, region: str) -> tuple[list[str], list[Findi
     # a pod's requests as Kueue counts them (LimitRange defaults, limits for missing
     # requests), so node fit judges what the queue admits
     req = Q.submitted_requests(ctx, doc, pod)
-    # its pods as Karpenter packs them (EFA devices too): what node fit and the queue's launch
-    # check read, the one model of a gang (`capacity.gang`)
-    gang = capacity.gang([PodTemplate("", "", pod, pods)], Q.limit_ranges(ctx, o.namespace or ""))
-    w = Q.admit_submitted(ctx, doc, pod, pods, req, gang)
+    w = Q.admit_submitted(ctx, doc, pod, pods, req)
     gpus = int(req.get(GPU_RESOURCE, 0))
     cpu, memory = req.get("cpu", Fraction(0)), req.get("memory", Fraction(0))
     size = ", ".join(
@@ -163,8 +160,11 @@ def _judge(ctx: PlanContext, o: Any, region: str) -> tuple[list[str], list[Findi
     if pool is None:
         lines.append(f"  nodes: flavor {w.flavor} is no pool of the stack: node fit not rehearsed")
         return lines, findings
-    r = capacity.rehearse(gang.pods[0] if gang.pods else capacity.PodRequest(0, Fraction(0)),
-                          pods, pool)  # fmt: skip
+    # its pods as Karpenter packs them, EFA devices too (`capacity.gang`, the one model of a
+    # gang), on the pool's nodes and within its limits (the launch check's packing)
+    ranges = Q.limit_ranges(ctx, o.namespace or "")
+    gang = capacity.gang([PodTemplate("", "", pod, pods)], ranges)
+    r = capacity.rehearse(capacity.pod_request(pod.get("spec") or {}, ranges), pods, pool)
     if not r.fits:
         message = S.unrehearsed(f"{ident} (sent by the program)", pool, pods, size)
         lines.append(f"  NOT REHEARSED: {message}")
@@ -175,13 +175,7 @@ def _judge(ctx: PlanContext, o: Any, region: str) -> tuple[list[str], list[Findi
         )
         lines.append(f"  CANNOT RUN: {p.message}")
         findings.append(_finding(ident, S.RULE, message, FIT_FIX, o.urn))
-    if w.unlaunchable and not r.problems:
-        message = f"{ident} (sent by the program): admitted, but its pool cannot launch it: "
-        lines.append(f"  CANNOT LAUNCH: {w.unlaunchable}")
-        findings.append(
-            _finding(ident, Q.RULE_UNLAUNCHABLE, message + w.unlaunchable, FIT_FIX, o.urn)
-        )  # fmt: skip
-    if r.fits and not r.problems and not w.unlaunchable:
+    if r.fits and not r.problems:
         lines.append(f"  nodes: pods per node on pool {pool.name}: {S.pods_per_node(r)}")
         spec = JobSpec.model_construct(
             name=o.obj_name, team=w.team, pool=pool.name, workers=pods,
