@@ -75,7 +75,7 @@ class Workload:
     sizing: str = ""
     pods: int = 1  # the gang's pods, as Kueue counts them
     # its pods as Karpenter packs them (`capacity.gang` of its object's pod templates: each
-    # pod's CPU, memory, GPUs and EFA devices, and their cap per node): the launch check's
+    # pod's CPU, memory, GPUs and EFA devices, and their cap per node): what `_launch` places
     gang: capacity.Gang = field(default_factory=lambda: capacity.Gang(()))
     # time, in seconds from the first submission (`Simulation.run_timed`)
     submitted: float = 0.0
