@@ -426,3 +426,20 @@ def test_each_runtime_webhook_rule_fails_its_broken_runtime(change, expected):
     change(runtime["spec"])
     msgs = V.runtime_findings(runtime, K8S_VERSION)
     assert any(expected in m for m in msgs), msgs
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_the_emitted_objects_gang_is_the_one_its_spec_packs(backend, case):
+    """One model of a gang's pods: what Karpenter packs of the object a backend emits (each
+    pod template's replicas x its pod's requests, EFA devices too: capacity.gang, the queue's
+    launch check and the cost table read it) is what the job's spec packs before its object
+    exists (capacity.job_gang: the scheduling rehearsal, the duration estimate)."""
+    from trainforge.jobs import capacity
+    from trainforge.jobs.backends import pod_templates
+
+    job, out = build(backend, **CASES[case])
+    pool = CASES[case]["pool"]
+    got = capacity.gang(pod_templates(out.workload))
+    assert got == capacity.job_gang(job, pool)
+    assert len(got.pods) == job.workers and (got.pods[0].efa > 0) == bool(job.efa)

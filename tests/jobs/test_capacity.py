@@ -258,3 +258,42 @@ def test_karpenter_picks_the_type_needing_fewest_nodes_rounded_up(pods, vcpus, p
     r = capacity.rehearse(capacity.PodRequest.of("1", "1Gi"), pods, pool)
     assert tuple(f.per_node for f in r.fits) == per_node
     assert r.ok and r.nodes_needed == nodes
+
+
+def test_a_pod_is_packed_as_the_scheduler_counts_it():
+    """capacity.pod_request: Karpenter packs a pod by the Kubernetes PodRequests of the pod the
+    API server stored (karpenter 6e7eab7a0f48 RequestsForPods -> Ceiling -> PodRequests): a
+    limit stands for a missing request (GPUs and EFA devices given as limits only), the
+    namespace's LimitRange fills what neither names, the largest init container counts where
+    it is larger than the containers, a sidecar adds to both, and the overhead adds on top."""
+    pod = {
+        "initContainers": [
+            {"name": "fetch", "resources": {"requests": {"cpu": "6", "memory": "1Gi"}}},
+            {"name": "proxy", "restartPolicy": "Always",
+             "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}},
+        ],
+        "containers": [
+            {"name": "main", "resources": {"limits": {"nvidia.com/gpu": "4", "cpu": "4",
+                                                      "vpc.amazonaws.com/efa": "2"}}},
+            {"name": "bare"},
+        ],
+        "overhead": {"cpu": "250m", "memory": "128Mi"},
+    }  # fmt: skip
+    lr = {"kind": "LimitRange", "spec": {"limits": [
+        {"type": "Container", "defaultRequest": {"cpu": "500m", "memory": "2Gi"}}]}}  # fmt: skip
+    got = capacity.pod_request(pod, [lr])
+    # containers 4 + 0.5 (bare, LimitRange) + 1 (sidecar) = 5.5 CPU, under the init container's
+    # 6 (it starts alone, no sidecar yet): 6; memory 2Gi + 2Gi (LimitRange) + 1Gi sidecar = 5Gi
+    assert got == capacity.PodRequest(6250, Fraction(5 * 1024 + 128), gpus=4, efa=2)
+    # without the LimitRange `main` asks no memory and `bare` nothing: 1 (sidecar) + 0
+    assert capacity.pod_request(pod).memory_mib == 1024 + 128
+    # a gang: each template's replicas x its pod's request, in order
+    from trainforge.core.pods import PodTemplate
+
+    one = capacity.pod_request({"containers": [{"resources": {"requests": {"cpu": "1"}}}]}, [lr])
+    assert one == capacity.PodRequest(1000, Fraction(2048))  # its memory: the LimitRange
+    tmpl = {"spec": {"containers": [{"resources": {"requests": {"cpu": "1"}}}]}}
+    g = capacity.gang(
+        [PodTemplate("a", "Master", {"spec": pod}), PodTemplate("b", "W", tmpl, 3)], [lr]
+    )
+    assert g.pods == (got, one, one, one) and g.most is None

@@ -123,7 +123,7 @@ def test_a_pods_share_counts_what_opencost_allocates_through_the_one_request_mod
     the scheduler's `pod_requests` still adds the sidecar, init container and overhead."""
     from fractions import Fraction
 
-    from trainforge.plan.kueue.workload import container_requests, pod_requests
+    from trainforge.core.pods import container_requests, pod_requests
 
     node = recorded.node("n", "g5.12xlarge", "4", "48", "192Gi")
     spec = {

@@ -11,6 +11,7 @@ from fractions import Fraction
 from typing import Any
 
 from trainforge.core.contract import PoolFacts, PoolLimits, Taint
+from trainforge.jobs.capacity import Gang, PodRequest
 from trainforge.jobs.duration import duration_text
 from trainforge.plan import kueue as K
 from trainforge.plan.checks import queues as Q
@@ -39,7 +40,8 @@ def simulate(
         per_node = next(p.gpus_per_node for p in pools if p.name == j.pool)
         w = Q.Workload(j.job, j.team, j.team, i, queue=j.team, flavor=j.pool)
         w.need = {Q.GPU: Fraction(j.gpus)}
-        w.pods = max(j.gpus // per_node, 1)
+        w.pods = max(j.gpus // per_node, 1)  # pods of a whole node each
+        w.gang = Gang((PodRequest(0, Fraction(0), j.gpus // w.pods),) * w.pods)
         w.submitted, w.duration = j.at, j.hours * 3600
         work.append(w)
     sim.run_timed(work)

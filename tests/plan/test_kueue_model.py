@@ -165,7 +165,7 @@ def test_kueue_counts_limitrange_defaults_and_limits_for_missing_requests():
     namespace is therefore not an empty pod set."""
     from fractions import Fraction
 
-    from trainforge.plan.kueue.workload import pod_requests
+    from trainforge.core.pods import pod_requests
 
     lr = {
         "kind": "LimitRange",
@@ -202,7 +202,7 @@ def test_kueue_counts_a_sidecar_beside_the_containers_and_the_init_containers_af
     counts a 300m container and a 300m sidecar as 600m, over a 500m Pod maximum."""
     from fractions import Fraction
 
-    from trainforge.plan.kueue.workload import pod_requests
+    from trainforge.core.pods import pod_requests
 
     def c(cpu: str, **kw) -> dict:
         return {"name": "c", "resources": {"requests": {"cpu": cpu}}, **kw}

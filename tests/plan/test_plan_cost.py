@@ -56,7 +56,7 @@ def test_karpenter_pool_uses_the_cheapest_type_that_fits_every_pod():
     assert three.nodes_words() == "g5.48xlarge x1 + g5.12xlarge x1"
     assert three.hourly_on_demand == pytest.approx(16.288 + 5.672)
     # one pod per node (a spread in the pod template): the cheaper type, once per pod
-    spread = cost.choose_nodes(_job(), G5, "us-east-1", most=1)
+    spread = cost.choose_nodes(_job(), G5, "us-east-1", capacity.job_gang(_job(), G5, most=1))
     assert (spread.instance_type, spread.nodes) == ("g5.12xlarge", 2)
     # an 8-GPU pod only fits the big type
     big = cost.choose_nodes(_job(gpusPerWorker=8, workers=1), G5, "us-east-1")
@@ -746,7 +746,7 @@ def test_a_job_the_pools_limits_stop_names_the_limit_as_the_scheduling_rehearsal
             capacity.job_request(job, pool), job.workers, capacity.packing_pool(pool)
         )
         (problem,) = rehearsal.problems
-        words = capacity.launch_stopped(job, pool)
+        words = capacity.launch_stopped(pool, capacity.job_gang(job, pool))
         assert words and words in problem.message
         # the two pods' one NodeClaim may be a g5.48xlarge: it counts 8 GPUs
         over = "have nvidia.com/gpu 8 of capacity but Karpenter pool 'gpu' is limited to "
@@ -772,4 +772,4 @@ def test_a_job_the_pools_limits_stop_names_the_limit_as_the_scheduling_rehearsal
     big = cost.job_cost(_job(gpusPerWorker=16, workers=1), G5, "us-east-1", "t/Job/j")
     assert big.no_node == "" and "none fits" in cost_check._row(big, big, [])
     assert big.to_json()["nodeChoice"] == "no instance type of gpu fits a pod"
-    assert capacity.launch_stopped(_job(), G5) is None
+    assert capacity.launch_stopped(G5, capacity.job_gang(_job(), G5)) is None

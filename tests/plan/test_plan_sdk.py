@@ -20,6 +20,7 @@ from trainforge.plan.checks import submitted as SB
 PROGRAMS = ROOT / "tests" / "fixtures" / "kubeflow_sdk"
 SEED = PROGRAMS / "seed_002_program.py"
 TWO_GPUS = PROGRAMS / "two_gpus_per_node.py"
+EFA = PROGRAMS / "efa_per_node.py"
 PACKAGES = PROGRAMS / "packages_to_install.py"
 GPU_POOL = "g5-4gpu"
 
@@ -104,6 +105,28 @@ def test_the_seed_program_passes_on_a_stack_with_trainjob(tmp_path, capsys):
     )
     assert f"nodes: pods per node on pool {GPU_POOL}: g5.12xlarge 2" in out
     assert "cost: g5.12xlarge x2, $" in out
+
+
+def test_an_sdk_gang_whose_efa_devices_do_not_fit_its_pool_is_reported(tmp_path, capsys):
+    """4 nodes x (1 GPU, 1 EFA device) on g5.12xlarge (4 GPUs, 1 EFA interface where the pool
+    sets `efa: true`) within the pool's 8-GPU limit: each node holds one such pod, so the gang
+    needs 4 NodeClaims of 4 GPUs, 16 > 8. The SDK section packed its pods with no EFA devices
+    (all 4 on one node) and called the job runnable; its gang is now Karpenter's
+    (capacity.gang), EFA devices too."""
+
+    def with_efa(config: dict) -> None:
+        with_four_gpu_pool(config)
+        config["trainforge:nodePools"][-1]["efa"] = True
+
+    rc, out, _ = plan_sdk(tmp_path, capsys, EFA, with_efa)
+    assert rc == 1, out[-4000:]
+    flat = " ".join(x.strip() for x in out.splitlines())
+    assert f"on flavor {GPU_POOL}" in flat
+    assert "[TRAINFORGE_JOB_CANNOT_SCHEDULE]" in out
+    why = flat[flat.index(f"Kueue admits it on pool {GPU_POOL}, but its pods stay Pending") :]
+    assert "4 pod(s) must run at once" in why, why[:600]
+    assert "limited to nvidia.com/gpu 8" in why
+    assert "cost: g5.12xlarge x1" not in out  # no longer one node for all four
 
 
 def test_a_missing_runtime_names_job_backends(tmp_path, capsys):

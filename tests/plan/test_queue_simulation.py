@@ -11,6 +11,7 @@ import pytest
 
 from trainforge.core import taints as T
 from trainforge.core.contract import PoolFacts, PoolLimits
+from trainforge.jobs.capacity import Gang, PodRequest
 from trainforge.plan import kueue as K
 from trainforge.plan.checks import queues as Q
 
@@ -32,10 +33,17 @@ def _queue(name: str, gpus: int, cohort: str | None = None, **kw) -> K.ClusterQu
 
 
 def _work(job: str, queue: str, gpus: int, order: int, priority: int = 0) -> Q.Workload:
+    """A gang of one pod of `gpus` GPUs (`_gang` gives it others)."""
     return Q.Workload(
         job=job, team=queue, namespace=queue, order=order, queue=queue, flavor=F,
-        priority=priority, need={Q.GPU: K.quantity(gpus)},
+        priority=priority, need={Q.GPU: K.quantity(gpus)}, gang=_gang(1, gpus),
     )  # fmt: skip
+
+
+def _gang(pods: int, gpus: int, cpu: str = "0", memory: str = "0", efa: int = 0) -> Gang:
+    """`pods` pods each of `gpus` GPUs, `cpu`, `memory` and `efa` EFA devices, as Karpenter
+    packs them (the launch check's capacity.Gang)."""
+    return Gang((PodRequest.of(cpu, memory, gpus, efa),) * pods)
 
 
 def _run(queues: list[K.ClusterQueue], work: list[Q.Workload]) -> dict[str, Q.Workload]:
@@ -641,9 +649,9 @@ def test_a_gang_its_pool_cannot_launch_is_caught():
     a = _queue("a", 16)
     sim = Q.Simulation({"a": a}, {}, pools=[_pool(16, max_nodes=2)])
     three = _work("three", "a", 12, 0)
-    three.pods = 2  # 2 pods of 6 GPUs: one node each, 2 GPUs left on each
+    three.pods, three.gang = 2, _gang(2, 6)  # 2 pods of 6 GPUs: one node each, 2 GPUs left on each
     four = _work("four", "a", 4, 1)
-    four.pods = 1  # 4 GPUs on one pod: no node has 4 left
+    four.pods, four.gang = 1, _gang(1, 4)  # 4 GPUs on one pod: no node has 4 left
     sim.run_timed([three, four])
     assert sim.unlaunchable == [
         "four: its pods need 3 nodes of 8 GPUs in pool gpu-pool, which has at most 2"
@@ -717,6 +725,7 @@ def test_a_gang_karpenters_packing_cannot_launch_within_the_limits_is_caught():
     def gang() -> Q.Workload:
         w = _work("wide", "a", 8, 0)
         w.pods, w.need = 2, {**w.need, "cpu": K.quantity("200"), "memory": K.quantity("64Gi")}
+        w.gang = _gang(2, 4, "100", "32Gi")
         return w
 
     sim = Q.Simulation({"a": _queue("a", 16)}, {}, pools=[pool(12)])
@@ -752,7 +761,7 @@ def test_a_gangs_efa_devices_count_in_the_launch_check_as_in_the_scheduling_rehe
 
     def gang(efa: int) -> Q.Workload:
         w = _work("wide", "a", 4, 0)
-        w.pods, w.efa = 4, efa
+        w.pods, w.gang = 4, _gang(4, 1, "4", "16Gi", efa)
         w.need = {**w.need, "cpu": K.quantity("16"), "memory": K.quantity("64Gi")}
         return w
 
@@ -799,6 +808,7 @@ def test_the_launch_check_holds_the_type_the_cost_table_prices_on_a_pool_with_an
     def gang(job: str, gpus: int, order: int) -> Q.Workload:
         w = _work(job, "a", gpus, order)
         w.need = {**w.need, "cpu": K.quantity("40"), "memory": K.quantity("160Gi")}
+        w.gang = _gang(1, gpus, "40", "160Gi")
         return w
 
     sim = Q.Simulation({"a": _queue("a", 32)}, {}, pools=[pool], price=price)
@@ -836,6 +846,7 @@ def test_the_launch_check_holds_a_running_gang_on_a_type_its_pools_limits_allow(
     def gang(job: str, gpus: int, order: int) -> Q.Workload:
         w = _work(job, "a", gpus, order)
         w.need = {**w.need, "cpu": K.quantity(10 * gpus), "memory": K.quantity(f"{40 * gpus}Gi")}
+        w.gang = _gang(1, gpus, str(10 * gpus), f"{40 * gpus}Gi")
         return w
 
     sim = Q.Simulation({"a": _queue("a", 32)}, {}, pools=[pool],
@@ -856,7 +867,7 @@ def test_a_node_groups_launch_check_counts_each_pods_efa_devices_too():
 
     def gang(efa: int) -> Q.Workload:
         w = _work("wide", "a", 4, 0)
-        w.pods, w.efa = 4, efa
+        w.pods, w.gang = 4, _gang(4, 1, efa=efa)
         return w
 
     sim = Q.Simulation({"a": _queue("a", 16)}, {}, pools=[group])
@@ -868,3 +879,61 @@ def test_a_node_groups_launch_check_counts_each_pods_efa_devices_too():
     sim = Q.Simulation({"a": _queue("a", 16)}, {}, pools=[group])
     sim.run_timed([gang(0)])
     assert sim.unlaunchable == []
+
+
+def test_a_master_unlike_its_workers_is_launched_as_the_cost_table_packs_it():
+    """A PyTorchJob whose Master asks 1 GPU (a limit only) and 90 CPU and whose 3 Workers ask
+    4 GPUs and 8 CPU each, on p4d.24xlarge (8 GPUs, 95.69 CPU left for pods) with a 16-GPU
+    limit: the Master shares a node with no Worker (98 CPU), the Workers take 2 more nodes,
+    and the third NodeClaim would pass the limit (24 GPUs counted). The launch check split
+    the gang's 13 GPUs and 114 CPU evenly (4 pods of 3 GPUs, 28.5 CPU: 2 per node, 16 GPUs)
+    and called it launchable while the cost table, packing the pods themselves, left one
+    without a node. Both now pack the object's pods (capacity.gang) and agree."""
+    from trainforge.jobs import capacity
+    from trainforge.jobs.backends import pod_templates
+    from trainforge.jobs.node_facts import node_shape
+    from trainforge.jobs.spec import parse_job
+    from trainforge.plan import cost
+
+    def replica(n: int, resources: dict) -> dict:
+        pod = {"containers": [{"name": "pytorch", "image": "x", "resources": resources}]}
+        return {"replicas": n, "template": {"spec": pod}}
+
+    master = {"limits": {"nvidia.com/gpu": 1, "cpu": "90", "memory": "64Gi"}}
+    worker = {"requests": {"cpu": "8", "memory": "64Gi"}, "limits": {"nvidia.com/gpu": 4}}
+    doc = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+           "metadata": {"name": "het", "namespace": "a"},
+           "spec": {"pytorchReplicaSpecs": {"Master": replica(1, master),
+                                            "Worker": replica(3, worker)}}}  # fmt: skip
+    templates = pod_templates(doc)
+    g = capacity.gang(templates)
+    assert [(p.gpus, p.cpu_m) for p in g.pods] == [(1, 90000), (4, 8000), (4, 8000), (4, 8000)]
+    shape = node_shape("p4d.24xlarge", 96, 1179648, eni_pods=737, gpus=8)
+    pool = PoolFacts(F, instance_types=("p4d.24xlarge",), gpus_per_node=8, nodes=(shape,),
+                     limits=PoolLimits(gpus=16))  # fmt: skip
+    # Kueue's count of the same templates: 13 GPUs, 114 CPU in all
+    need: dict = {}
+    for t in templates:
+        for r, v in K.pod_requests(t.spec).items():
+            need[r] = need.get(r, 0) + v * t.replicas
+    assert (need[Q.GPU], need["cpu"]) == (13, 114)
+    w = _work("het", "a", 13, 0)
+    w.pods, w.need, w.gang = 4, {r: v for r, v in need.items() if r in Q.RESOURCES}, g
+    sim = Q.Simulation({"a": _queue("a", 16)}, {}, pools=[pool])
+    sim.run_timed([w])
+    assert sim.unlaunchable == [
+        "het: Karpenter places 2 NodeClaim(s) of its 4 pod(s) in pool gpu-pool and leaves 1 "
+        "without a node: all available instance types exceed limits for nodepool (limit 16 "
+        "GPUs, 0 held by the nodes of the gangs running there)"
+    ]
+    spec = parse_job({"name": "het", "team": "a", "pool": F, "gpusPerWorker": 4, "cpu": "8",
+                      "memory": "64Gi", "workers": 4}, "job")  # fmt: skip
+    c = cost.job_cost(spec, pool, "us-east-1", "a/PyTorchJob/het", gang=g)
+    assert c.choice.reason.startswith(
+        "Karpenter packs 1 pod(s) of 1 GPU, 90 CPU, 64Gi + 3 pod(s) of 4 GPU, 8 CPU, 64Gi into "
+        "1 NodeClaim(s) of 1 pod(s) on p4d.24xlarge; 1 NodeClaim(s) of 2 pod(s) on p4d.24xlarge"
+    )
+    assert c.choice.nodes_words() == "p4d.24xlarge x2"
+    assert (
+        "; 1 pod(s) get no node: their nodes have nvidia.com/gpu 24 of capacity" in c.choice.reason
+    )

@@ -14,9 +14,12 @@ Plain data walking, stdlib only (trainforge.core).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
+
+from trainforge.core.quantity import parse_quantity
 
 EACH = "*"  # in a Shape path: every key of a mapping, every item of a list
 
@@ -388,3 +391,104 @@ def pod_specs(
 ) -> list[dict[str, Any]]:
     """The pod specs of `pod_templates`, in order."""
     return [t.spec for t in pod_templates(doc, shapes, build=build)]
+
+
+# --- a pod's requests: what the scheduler, Karpenter and Kueue count -----------------------------
+# Why: a Job, CronJob or SDK TrainJob that a user writes often names no requests at all, and a
+# limit without a request is its request. The API server stores the pod with its namespace's
+# LimitRange defaults (a container's missing limits from `default`, missing requests from
+# `defaultRequest`) and a limit standing for a missing request; the scheduler and Karpenter
+# pack that pod by the Kubernetes `PodRequests` (component-helpers resource/helpers.go: its
+# containers and sidecars, or its largest init container with the sidecars started before it
+# where that is larger, plus the overhead; Karpenter core 6e7eab7a0f48
+# pkg/utils/resources/resources.go `RequestsForPods` -> `Ceiling` -> `PodRequests`, read
+# 2026-11-29). Kueue does the same to the job's pod templates before it counts them
+# (pkg/workload/resources.go `AdjustResources`: `handlePodLimitRange`,
+# `handleLimitsToRequests`, then `PodRequests` in workload.go `totalRequestsFromPodSets`, at
+# release-0.19 c90ed70, read 2026-11-29). So one function serves both: Kueue reads the
+# resources its ClusterQueue covers of it (trainforge.plan.kueue), Karpenter all of them, EFA
+# devices included (trainforge.jobs.capacity.gang).
+
+
+def _quantity(v: Any) -> Fraction:
+    return parse_quantity(str(v))
+
+
+def _limit_defaults(limit_ranges: Iterable[Mapping[str, Any]]) -> tuple[dict, dict]:
+    """(default limits, default requests) for containers: the first LimitRange item of type
+    Container that names a resource wins, as Kueue's `limitrange.Summarize` keeps the first."""
+    limits: dict[str, Any] = {}
+    requests: dict[str, Any] = {}
+    for lr in limit_ranges:
+        for item in (lr.get("spec") or {}).get("limits") or []:
+            if item.get("type") != "Container":
+                continue
+            for k, v in (item.get("default") or {}).items():
+                limits.setdefault(k, v)
+            for k, v in (item.get("defaultRequest") or {}).items():
+                requests.setdefault(k, v)
+    return limits, requests
+
+
+def _container_requests(
+    c: Mapping[str, Any], d_limits: dict, d_requests: dict
+) -> dict[str, Fraction]:
+    res = c.get("resources") or {}
+    limits = {**d_limits, **(res.get("limits") or {})}
+    requests = {**d_requests, **(res.get("requests") or {})}
+    requests = {**limits, **requests}  # a limit stands for its missing request
+    return {k: _quantity(v) for k, v in requests.items()}
+
+
+def _app_containers(pod_spec: Mapping[str, Any], d_limits: dict, d_requests: dict) -> dict:
+    total: dict[str, Fraction] = {}
+    for c in pod_spec.get("containers") or []:
+        for k, v in _container_requests(c, d_limits, d_requests).items():
+            total[k] = total.get(k, Fraction(0)) + v
+    return total
+
+
+def container_requests(
+    pod_spec: Mapping[str, Any], limit_ranges: Iterable[Mapping[str, Any]] = ()
+) -> dict[str, Fraction]:
+    """The pod's app containers' requests (`spec.containers` only, a limit standing for a
+    missing request): the first term of `pod_requests`, and what OpenCost allocates a pod by
+    request. Its cost model prices each container of `pod.Spec.Containers` at max(request,
+    usage) for CPU and memory and at its GPU request (else limit), and no init container,
+    sidecar or pod overhead (opencost v1.112.0 pkg/costmodel/costmodel.go `ComputeCostData`,
+    metrics.go `container_*_allocation`; read 2026-11-29, the newest source of the mirror:
+    the pinned 1.120.1 is not in it). `trainforge status`'s spend estimate reads this, so it
+    estimates what OpenCost would say (trainforge.live.spend)."""
+    d_limits, d_requests = _limit_defaults(limit_ranges)
+    return {k: v for k, v in _app_containers(pod_spec, d_limits, d_requests).items() if v}
+
+
+def pod_requests(
+    pod_spec: Mapping[str, Any], limit_ranges: Iterable[Mapping[str, Any]] = ()
+) -> dict[str, Fraction]:
+    """One pod's requests as Kueue counts them (see the module docstring); `limit_ranges` are
+    the LimitRange documents of the workload's namespace."""
+    d_limits, d_requests = _limit_defaults(limit_ranges)
+    total = _app_containers(pod_spec, d_limits, d_requests)
+    # component-helpers resource.AggregateContainerRequests (Kueue's PodRequests): a sidecar
+    # (an init container with restartPolicy Always) runs beside the containers and the init
+    # containers after it, so it adds to both; the largest init container counts
+    sidecars: dict[str, Fraction] = {}
+    init: dict[str, Fraction] = {}
+    for c in pod_spec.get("initContainers") or []:
+        asks = _container_requests(c, d_limits, d_requests)
+        if c.get("restartPolicy") == "Always":
+            for k, v in asks.items():
+                total[k] = total.get(k, Fraction(0)) + v
+                sidecars[k] = sidecars.get(k, Fraction(0)) + v
+            asks = dict(sidecars)
+        else:
+            asks = {k: asks.get(k, Fraction(0)) + sidecars.get(k, Fraction(0))
+                    for k in {*asks, *sidecars}}  # fmt: skip
+        for k, v in asks.items():
+            init[k] = max(init.get(k, Fraction(0)), v)
+    for k, v in init.items():
+        total[k] = max(total.get(k, Fraction(0)), v)
+    for k, v in (pod_spec.get("overhead") or {}).items():
+        total[k] = total.get(k, Fraction(0)) + _quantity(v)
+    return {k: v for k, v in total.items() if v}

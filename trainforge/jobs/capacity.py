@@ -22,12 +22,14 @@ Pure: no Pulumi (used before any resource exists).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from trainforge.core import pods as core_pods
 from trainforge.core.contract import (
+    EFA_RESOURCE,
     GPU_RESOURCE,
     NodeShape,
     NodeType,
@@ -285,10 +287,52 @@ def pool_types(pool: PoolFacts) -> list[NodeType]:
 
 
 def job_request(job: JobSpec, pool: PoolFacts) -> PodRequest:
-    """One pod of a *resolved* job, as the packing counts it (EFA interfaces when it uses EFA)."""
+    """One pod of a *resolved* job, as the packing counts it (EFA interfaces when it uses EFA):
+    what its emitter writes (`jobs.pod.resources`), before its object exists."""
     gpus = job.gpus_per_worker or 0
     efa = efa_count(pool, gpus) if job.efa else 0
     return PodRequest.of(job.cpu or "0", job.memory or "0", gpus, efa)
+
+
+def pod_request(
+    pod_spec: Mapping[str, Any], limit_ranges: Iterable[Mapping[str, Any]] = ()
+) -> PodRequest:
+    """One pod as Karpenter packs it: its requests as the API server stores the pod and the
+    scheduler counts them (`core.pods.pod_requests`: the namespace's `limit_ranges`, limits
+    for missing requests, init containers, sidecars, overhead), with its EFA devices."""
+    r = core_pods.pod_requests(pod_spec, limit_ranges)
+    return PodRequest(
+        cpu_m=math.ceil(r.get("cpu", Fraction(0)) * 1000),
+        memory_mib=r.get("memory", Fraction(0)) / MI,
+        gpus=math.ceil(r.get(GPU_RESOURCE, Fraction(0))),
+        efa=math.ceil(r.get(EFA_RESOURCE, Fraction(0))),
+    )
+
+
+@dataclass(frozen=True)
+class Gang:
+    """A job's pods as Karpenter sees them, all at once: each pod's request, and the most of
+    them one node may hold (`packing.templates_limit`; None: no cap)."""
+
+    pods: tuple[PodRequest, ...]
+    most: int | None = None
+
+
+def gang(
+    templates: Iterable[core_pods.PodTemplate], limit_ranges: Iterable[Mapping[str, Any]] = ()
+) -> Gang:
+    """The gang of an object's pod templates (`backends.pod_templates`, with the pods a
+    controller builds): each template's replicas x its pod's requests (`pod_request`), a
+    Master unlike its Workers included. The one model of a gang's pods that the queue's launch
+    check, the cost table and the SDK section pack (`launch`)."""
+    templates, limit_ranges = list(templates), list(limit_ranges)
+    pods = tuple(p for t in templates for p in [pod_request(t.spec, limit_ranges)] * t.replicas)
+    return Gang(pods, packing.templates_limit(t.template for t in templates))
+
+
+def job_gang(job: JobSpec, pool: PoolFacts, most: int | None = None) -> Gang:
+    """A resolved job's gang before its object exists: `job.workers` pods of `job_request`."""
+    return Gang((job_request(job, pool),) * job.workers, most)
 
 
 def packing_pool(pool: PoolFacts) -> PoolFacts:
@@ -312,10 +356,10 @@ def pods_per_node(job: JobSpec, pool: PoolFacts, node: NodeType) -> int:
     return fit(found[0], job_request(job, pool)).per_node if found else 0
 
 
-def launch(job: JobSpec, pool: PoolFacts, most: int | None = None) -> packing.Packing:
-    """The NodeClaims Karpenter makes for the job's pods on `pool` (trainforge.jobs.packing):
-    `most` caps the job's pods per node (`packing.spread_limit` of its pod template)."""
-    return pack(packing_pool(pool), [job_request(job, pool)] * job.workers, most)
+def launch(pool: PoolFacts, g: Gang) -> packing.Packing:
+    """The NodeClaims Karpenter makes for a gang's pods on `pool` (trainforge.jobs.packing),
+    at most `g.most` of them per node."""
+    return pack(packing_pool(pool), g.pods, g.most)
 
 
 def _karpenter_limits(out: JobCapacity) -> None:
@@ -367,15 +411,14 @@ def _over_limits(pool: PoolFacts, unlimited: packing.Packing) -> str:
     )
 
 
-def launch_stopped(job: JobSpec, pool: PoolFacts, most: int | None = None) -> str | None:
-    """Why the pool's limits leave some of the job's pods without a node (`launch`), in the
+def launch_stopped(pool: PoolFacts, g: Gang) -> str | None:
+    """Why the pool's limits leave some of a gang's pods without a node (`launch`), in the
     scheduling rehearsal's words and figures; None when they do not (every pod gets a node,
     or a pod no type holds is why, not the limits)."""
     shaped = packing_pool(pool)
-    pods = [job_request(job, pool)] * job.workers
-    if not pack(shaped, pods, most).unplaced:
+    if not pack(shaped, g.pods, g.most).unplaced:
         return None
-    unlimited = pack(replace(shaped, limits=PoolLimits()), pods, most)
+    unlimited = pack(replace(shaped, limits=PoolLimits()), g.pods, g.most)
     return None if unlimited.unplaced else _over_limits(pool, unlimited)
 
 

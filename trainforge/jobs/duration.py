@@ -185,7 +185,9 @@ def launch_duration(job: JobSpec, pool: PoolFacts, most: int | None = None) -> D
         return expected_duration(job, pool)
     if pool.kind != "karpenter":
         return expected_duration(job, pool, fitting[0])
-    claims = [c.candidates for c in capacity.launch(job, pool, most).claims]
+    claims = [
+        c.candidates for c in capacity.launch(pool, capacity.job_gang(job, pool, most)).claims
+    ]
     if not claims:
         return expected_duration(job, pool)
     run = {t: expected_duration(job, pool, t) for c in claims for t in c}

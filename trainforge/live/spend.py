@@ -9,7 +9,7 @@ estimate is run time x price: each pod's time since it started, times its node's
 list price (trainforge/plan/price_facts.py, the plan's table) x the pod's share of the node
 (its GPUs of the node's, else the larger of its CPU and memory shares), the pod's requests
 counted as OpenCost allocates them (its app containers', a limit standing for a missing
-request: trainforge.plan.kueue.workload.container_requests). The line always says
+request: trainforge.core.pods.container_requests). The line always says
 which of the two it is, and why OpenCost's was not used.
 
 Prometheus is reached the way live/ reaches everything: GET through the API server (its
@@ -97,7 +97,7 @@ def _share(pod: dict, node: dict) -> float:
     """The pod's share of its node: its GPUs of the node's, else its larger CPU/memory share,
     of the requests OpenCost allocates it by (its app containers': `container_requests`, not
     the scheduler's `pod_requests`, which adds init containers, sidecars and overhead)."""
-    from trainforge.plan.kueue.workload import container_requests  # noqa: PLC0415
+    from trainforge.core.pods import container_requests  # noqa: PLC0415
 
     req = container_requests(pod.get("spec") or {})
     alloc = node.get("status", {}).get("allocatable", {})

@@ -24,12 +24,20 @@ from trainforge.plan.price_facts import HOURS_PER_MONTH, usd
 # --- which nodes a job gets -------------------------------------------------------------------
 
 
-def pod_size(job: JobSpec) -> str:
-    """The requests of one pod of a *resolved* job, in words ("1 GPU, 4 CPU, 16Gi")."""
-    gib = parse_quantity(job.memory or "0") / 2**30
+def pod_size(req: capacity.PodRequest) -> str:
+    """The requests of one pod, in words ("1 GPU, 4 CPU, 16Gi")."""
+    gib = req.memory_mib / 1024
     mem = f"{int(gib)}Gi" if gib.denominator == 1 else f"{float(gib):.1f}Gi"
-    gpus = [f"{job.gpus_per_worker} GPU"] if job.gpus_per_worker else []
-    return ", ".join([*gpus, f"{float(parse_quantity(job.cpu or '0')):g} CPU", mem])
+    gpus = [f"{req.gpus} GPU"] if req.gpus else []
+    return ", ".join([*gpus, f"{req.cpu_m / 1000:g} CPU", mem])
+
+
+def gang_words(g: capacity.Gang) -> str:
+    """A gang's pods in words, each size once in the order they come: "4 pod(s) of 1 GPU, 4
+    CPU, 16Gi"; a Master unlike its Workers: "1 pod(s) of ... + 3 pod(s) of ..."."""
+    sizes = [pod_size(p) for p in g.pods]
+    counts = {s: sizes.count(s) for s in sizes}
+    return " + ".join(f"{n} pod(s) of {s}" for s, n in counts.items()) or "0 pod(s)"
 
 
 @dataclass(frozen=True)
@@ -185,12 +193,13 @@ def _dearest_types(options: list[NodeChoice], pk: packing.Packing) -> list[str]:
     return [max((t for t in c.candidates if t in by_type), key=key, default="") for c in pk.claims]
 
 
-def choose_nodes(job: JobSpec, pool: PoolFacts, region: str, most: int | None = None):
+def choose_nodes(job: JobSpec, pool: PoolFacts, region: str, gang: capacity.Gang | None = None):
     """Where the job's pods land. A Karpenter pool: the NodeClaims its provisioning scheduler
     makes for them (trainforge.jobs.packing: each pod joins an in-flight NodeClaim while one
     of its types still holds all its pods), each launching its cheapest remaining type
-    (`packing.launch`); a managed node group launches its types in the order listed."""
-    return _choose(job, pool, region, node_options(job, pool, region), most)[0]
+    (`packing.launch`); a managed node group launches its types in the order listed. `gang`:
+    its pods as its object has them (`capacity.gang`; None: `capacity.job_gang`)."""
+    return _choose(job, pool, region, node_options(job, pool, region), gang)[0]
 
 
 def worst_case(pool: PoolFacts, choice: NodeChoice | None, worst: NodeChoice | None):
@@ -213,20 +222,21 @@ def _choose(
     pool: PoolFacts,
     region: str,
     options: list[NodeChoice],
-    most: int | None = None,
+    gang: capacity.Gang | None = None,
 ) -> tuple[NodeChoice | None, NodeChoice | None]:
     """(the likely nodes, the dearest a Karpenter pool may launch instead)."""
     if not options:
         return None, None
-    workers = job.workers
-    what = f"{workers} pod(s) of {pod_size(job)}"
+    g = gang or capacity.job_gang(job, pool)
+    most = g.most
+    what = gang_words(g)
     if pool.kind == "node-group":
         reason = (
             f"managed node group: launches its types in the order listed; {what} (its "
             "desiredSize nodes are also in the platform's fixed cost: they run with or without jobs)"
         )
         return replace(options[0], reason=reason), None
-    pk = capacity.launch(job, pool, most)
+    pk = capacity.launch(pool, g)
     launches = pk.launches(launch_prices(region))
     likely = _launch(options, pk, [x.instance_type for x in launches])
     if likely is None:
@@ -256,7 +266,7 @@ def _choose(
         if unpriced:
             reason += f"; unknown price: {', '.join(unpriced)} (could be cheaper)"
     if pk.unplaced:
-        why = capacity.launch_stopped(job, pool, most) or pk.why
+        why = capacity.launch_stopped(pool, g) or pk.why
         reason += f"; {len(pk.unplaced)} pod(s) get no node: {why}"
     return replace(likely, reason=reason), _launch(options, pk, _dearest_types(options, pk))
 
@@ -526,12 +536,14 @@ def job_cost(
     region: str,
     resource: str,
     admission: tuple[str, str] = ("runs", ""),
-    most: int | None = None,
+    gang: capacity.Gang | None = None,
 ) -> JobCost:
-    """The job on `pool` in `region`: the nodes Karpenter would launch (`most`: its pod
-    template's cap on its pods per node, `packing.spread_limit`), its expected run on them
-    (the per-type estimate `node_options` computed), and the worst case."""
-    choice, dearest = _choose(job, pool, region, node_options(job, pool, region), most)
+    """The job on `pool` in `region`: the nodes Karpenter would launch for its gang (`gang`:
+    its pods and their cap per node as its object has them, `capacity.gang`; None: as its
+    spec says, `capacity.job_gang`), its expected run on them (the per-type estimate
+    `node_options` computed), and the worst case."""
+    g = gang or capacity.job_gang(job, pool)
+    choice, dearest = _choose(job, pool, region, node_options(job, pool, region), g)
     return JobCost(
         name=job.name,
         team=job.team,
@@ -543,7 +555,7 @@ def job_cost(
         admission=admission[0],
         admission_reason=admission[1],
         worst=worst_case(pool, choice, dearest),
-        no_node="" if choice else capacity.launch_stopped(job, pool, most) or "",
+        no_node="" if choice else capacity.launch_stopped(pool, g) or "",
     )
 
 

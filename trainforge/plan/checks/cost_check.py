@@ -8,8 +8,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from trainforge.jobs import packing
-from trainforge.jobs.backends import pod_templates
+from trainforge.jobs import capacity
 from trainforge.jobs.duration import Duration, duration_text
 from trainforge.plan import cost as C
 from trainforge.plan import price_facts as P
@@ -38,13 +37,13 @@ RULES = {
 # --- building the report from what the program declared ---------------------------------------
 
 
-def spread_limit(ctx: PlanContext, name: str, namespace: str) -> int | None:
-    """What stops Karpenter packing a job's pods (`packing.spread_limit`), read from its
-    emitted object's pod templates: the Cost and the estimates section read this one figure."""
-    obj = queues.workload_object(ctx, name, namespace)
-    if obj is None:
-        return None
-    return packing.templates_limit(t.template for t in pod_templates(obj.doc))
+def gang(ctx: PlanContext, d: Any) -> capacity.Gang:
+    """A declared job's pods as Karpenter packs them, read from its emitted object's pod
+    templates (`queues.object_gang`: each pod's requests and their cap per node,
+    `packing.spread_limit`): the Cost, the estimates section and the queue's launch check read
+    this one gang."""
+    obj = queues.workload_object(ctx, d.spec.name, d.target.namespace)
+    return queues.object_gang(ctx, obj, d.spec, d.target.pool)
 
 
 def build_report(ctx: PlanContext, today: dt.date | None = None) -> C.CostReport:
@@ -73,9 +72,8 @@ def build_report(ctx: PlanContext, today: dt.date | None = None) -> C.CostReport
                             False, unknown, admission=state[0], admission_reason=state[1])  # fmt: skip
             report.jobs.append(C.fleet_job_cost(row, where.runs if where else ()))
         else:
-            most = spread_limit(ctx, d.spec.name, d.target.namespace)
             report.jobs.append(
-                C.job_cost(d.spec, d.target.pool, region, resource, state, most=most)
+                C.job_cost(d.spec, d.target.pool, region, resource, state, gang=gang(ctx, d))
             )
         teams.setdefault(d.target.team.name, d.target.team)
         pools.setdefault(d.target.pool.name, d.target.pool)

@@ -126,8 +126,7 @@ def check(ctx: PlanContext) -> CheckResult:
         pool = dj.target.pool
         fleet = bool(getattr(ctx, "fleet_workers", None))
         mixed = e.gpu is not None and len(pool.node_types) > 1 and not fleet
-        most = cost_check.spread_limit(ctx, job.name, dj.target.namespace) if mixed else None
-        choice = C.choose_nodes(job, pool, region, most) if mixed else None
+        choice = C.choose_nodes(job, pool, region, cost_check.gang(ctx, dj)) if mixed else None
         launched = choice.timed_on if choice else ""  # the type the Cost times the run on
         run = estimate(job, pool.only(launched)) if choice else None
         lines += lines_for(e, ident, run, launched)

@@ -11,7 +11,6 @@ queue". Findings (waivable): RULES below.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
@@ -30,6 +29,7 @@ from trainforge.plan import cost as C
 from trainforge.plan import kueue as K
 from trainforge.plan import price_facts as P
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
+from trainforge.plan.checks.job_backends import runtime_docs
 from trainforge.plan.checks.scheduling import gi
 from trainforge.plan.kueue import GPU, RESOURCES, pod_need
 from trainforge.platform.queues import DEFAULT_LOCAL_QUEUE as DEFAULT_QUEUE
@@ -73,10 +73,10 @@ class Workload:
     preempted_why: str = ""
     admitted_at: int = -1
     sizing: str = ""
-    pods: int = 1  # the gang's pods
-    # EFA devices each pod requests (what the emitter writes: capacity.job_request), which a
-    # node must hold as it holds their GPUs
-    efa: int = 0
+    pods: int = 1  # the gang's pods, as Kueue counts them
+    # its pods as Karpenter packs them (`capacity.gang` of its object's pod templates: each
+    # pod's CPU, memory, GPUs and EFA devices, and their cap per node): what `_launch` places
+    gang: capacity.Gang = field(default_factory=lambda: capacity.Gang(()))
     # time, in seconds from the first submission (`Simulation.run_timed`)
     submitted: float = 0.0
     duration: float | None = None  # expected run time; None: unknown
@@ -206,10 +206,10 @@ class Simulation:
         if room is None or not w.need.get(GPU):
             return
         placed = [  # the GPUs and EFA devices of each pod of the pool's admitted gangs
-            (int(x.need[GPU] / (x.pods or 1)), x.efa)
+            (p.gpus, p.efa)
             for x in self.running
             if x.flavor == w.flavor and x.need.get(GPU)
-            for _ in range(x.pods or 1)
+            for p in x.gang.pods
         ]
         total = sum(g for g, _ in placed)
         held = pool_capacity(room, GPU)
@@ -235,15 +235,6 @@ class Simulation:
         if why:
             self.unlaunchable.append(f"{w.job}: {why}")
 
-    def _pods(self, w: Workload) -> list[capacity.PodRequest]:
-        """The gang's pods as Karpenter sees them: its need split evenly over its pods, each
-        with its EFA devices."""
-        n = w.pods or 1
-        cpu, mem = w.need.get("cpu", Fraction(0)) / n, w.need.get("memory", Fraction(0)) / n
-        gpus = int(w.need[GPU] / n)
-        one = capacity.PodRequest(math.ceil(cpu * 1000), mem / capacity.MI, gpus, w.efa)
-        return [one] * n
-
     def _karpenter(self, w: Workload, pool: PoolFacts) -> str:
         """Why Karpenter cannot launch the gang on its pool now ("": it can): the NodeClaims
         it makes for the gang's pods (trainforge.jobs.packing) within what the pool's limits
@@ -260,13 +251,14 @@ class Simulation:
         limits = packing.limits_of(pool)
         used = {k: sum((packing.capacity_of(n)[k] for n, _ in held), Fraction(0)) for k in limits}
         left = {k: limits[k] - used[k] for k in limits}
-        pk = packing.pack_rooms(rooms, self._pods(w), left)
-        per = int(w.need[GPU] / (w.pods or 1))
+        pods = w.gang.pods
+        pk = packing.pack_rooms(rooms, pods, left, w.gang.most)
+        per = min((pods[i].gpus for i in pk.unplaced), default=0)
         if not pk.unplaced or any(n.gpus - g >= per for n, g in held):
             return ""
         gpus = limits.get(GPU)
         return (
-            f"Karpenter places {len(pk.claims)} NodeClaim(s) of its {w.pods} pod(s) in pool "
+            f"Karpenter places {len(pk.claims)} NodeClaim(s) of its {len(pods)} pod(s) in pool "
             f"{w.flavor} and leaves {len(pk.unplaced)} without a node: {pk.why}"
             + (f" (limit {_fmt(GPU, gpus)} GPUs, {_fmt(GPU, used[GPU])} held by the nodes of "
                "the gangs running there)" if gpus is not None else "")
@@ -279,8 +271,8 @@ class Simulation:
         (`capacity.launch`: the gang alone on the pool, within its limits, each NodeClaim at
         the type `packing.launch` says), with the GPUs its pods use on each."""
         shapes = {r.node.instance_type: r.node for r in rooms}
-        pods = self._pods(x)
-        pk = packing.pack_rooms(rooms, pods, packing.limits_of(pool))
+        pods = x.gang.pods
+        pk = packing.pack_rooms(rooms, pods, packing.limits_of(pool), x.gang.most)
         return [
             (shapes[t], sum(pods[i].gpus for i in c.pods))
             for c, t in zip(pk.claims, pk.launched(self.price), strict=True)
@@ -549,6 +541,27 @@ def workload_object(ctx: PlanContext, name: str, namespace: str) -> Any:
     return None
 
 
+def limit_ranges(ctx: PlanContext, namespace: str) -> list[dict[str, Any]]:
+    """The LimitRange documents of `namespace` in the plan (what Kueue and the API server
+    default a pod's missing requests from)."""
+    return [o.doc for o in ctx.objects if o.kind == "LimitRange" and o.namespace == namespace]
+
+
+def object_gang(ctx: PlanContext, obj: Any, spec: Any, pool: PoolFacts) -> capacity.Gang:
+    """A declared job's gang as Karpenter packs it: its object's pod templates, with the pods
+    a controller builds (`capacity.gang`), each template's replicas x its pod's requests; as
+    its spec says (`capacity.job_gang`) when it has no object or no pod of it can be read.
+    One per job and plan (`ctx.memo`): the queue's launch check, the cost table and the
+    estimates read this one."""
+    memo = ctx.memo.setdefault("queues.gangs", {})
+    key = (spec.team, spec.name)
+    if key not in memo:
+        templates = pod_templates(obj.doc, runtimes=runtime_docs(ctx)) if obj is not None else []
+        got = capacity.gang(templates, limit_ranges(ctx, obj.namespace if obj else ""))
+        memo[key] = got if got.pods else capacity.job_gang(spec, pool, got.most)
+    return memo[key]
+
+
 def _owned_fields(obj: Any, flavor: K.Flavor | None) -> list[str]:
     """Fields of the job's object that Kueue owns once it manages the job; `flavor` is the one
     its first pod template's pods land on, which the plan runs the whole job on."""
@@ -631,7 +644,7 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
         w.pods = shape.pod_count(obj.doc)  # the object's pods, as its backend counts them
         per_pod = K.pod_need(spec)
         w.need = {r: v * w.pods for r, v in per_pod.items() if v}
-        w.efa = capacity.job_request(spec, target.pool).efa
+        w.gang = object_gang(ctx, obj, spec, target.pool)
         templates = pod_templates(obj.doc, build=False)
         ps = K.podset(templates[0].template if templates else {}, per_pod, w.pods)
         # Kueue reads every pod template as a pod set of its own (its replicas' pods) and
@@ -1050,9 +1063,8 @@ def submitted_requests(
     missing requests (trainforge.plan.kueue.workload), so an SDK job naming none is not
     "empty"."""
     ns = (doc.get("metadata") or {}).get("namespace") or ""
-    limit_ranges = [o.doc for o in ctx.objects if o.kind == "LimitRange" and o.namespace == ns]
     spec = pod.get("spec") or {}
-    return {r: v for r, v in K.pod_requests(spec, limit_ranges).items() if r in RESOURCES}
+    return {r: v for r, v in K.pod_requests(spec, limit_ranges(ctx, ns)).items() if r in RESOURCES}
 
 
 def admit_submitted(

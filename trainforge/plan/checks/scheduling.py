@@ -11,7 +11,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
-from trainforge.core.contract import GPU_RESOURCE, PoolFacts, efa_count
+from trainforge.core.contract import GPU_RESOURCE, PoolFacts
 from trainforge.core.quantity import parse_quantity
 from trainforge.jobs import capacity, packing
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
@@ -146,9 +146,7 @@ def check(ctx: PlanContext) -> CheckResult:
         spec, target = j.spec, j.target
         pool = target.pool
         gpus = spec.gpus_per_worker or 0
-        req = capacity.PodRequest.of(
-            spec.cpu, spec.memory, gpus, efa_count(pool, gpus) if spec.efa else 0
-        )
+        req = capacity.job_request(spec, pool)  # what the emitter writes, EFA devices too
         pods = spec.min_workers
         r = capacity.rehearse(req, pods, pool)
         quota = capacity.quota_usage(req, pods, target.quota)

@@ -6,7 +6,6 @@ and why: docs/jobs.md, "The Kubeflow SDK".
 
 from __future__ import annotations
 
-import math
 import os
 import pathlib
 import re
@@ -16,6 +15,7 @@ from fractions import Fraction
 from typing import Any
 
 from trainforge.core.contract import GPU_RESOURCE
+from trainforge.core.pods import PodTemplate
 from trainforge.jobs import capacity, trainjob
 from trainforge.jobs.spec import JobSpec
 from trainforge.plan import cost as C
@@ -160,14 +160,11 @@ def _judge(ctx: PlanContext, o: Any, region: str) -> tuple[list[str], list[Findi
     if pool is None:
         lines.append(f"  nodes: flavor {w.flavor} is no pool of the stack: node fit not rehearsed")
         return lines, findings
-    # the pod's requests (a limit without a request is its request, as Kubernetes defaults it)
-    r = capacity.rehearse(
-        capacity.PodRequest(
-            cpu_m=math.ceil(cpu * 1000), memory_mib=memory / capacity.MI, gpus=gpus, efa=0
-        ),
-        pods,
-        pool,
-    )
+    # its pods as Karpenter packs them, EFA devices too (`capacity.gang`, the one model of a
+    # gang), on the pool's nodes and within its limits (the launch check's packing)
+    ranges = Q.limit_ranges(ctx, o.namespace or "")
+    gang = capacity.gang([PodTemplate("", "", pod, pods)], ranges)
+    r = capacity.rehearse(capacity.pod_request(pod.get("spec") or {}, ranges), pods, pool)
     if not r.fits:
         message = S.unrehearsed(f"{ident} (sent by the program)", pool, pods, size)
         lines.append(f"  NOT REHEARSED: {message}")
@@ -184,7 +181,7 @@ def _judge(ctx: PlanContext, o: Any, region: str) -> tuple[list[str], list[Findi
             name=o.obj_name, team=w.team, pool=pool.name, workers=pods,
             gpus_per_worker=gpus, cpu=str(float(cpu)), memory=str(int(memory)),
         )  # fmt: skip
-        choice = C.choose_nodes(spec, pool, region)
+        choice = C.choose_nodes(spec, pool, region, gang)
         if choice is not None and choice.hourly_on_demand is not None:
             lines.append(
                 f"  cost: {choice.nodes_words()}, "

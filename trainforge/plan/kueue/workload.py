@@ -11,7 +11,9 @@ sum over its containers and sidecars (init containers with restartPolicy Always)
 largest init container (with the sidecars started before it) where that is larger, plus
 the overhead (the scheduler's and Kueue's pod requests: the Kubernetes `PodRequests`, which
 Kueue's pkg/workload/workload.go `totalRequestsFromPodSets` calls). The flavor assignment then sees the
-team namespace's 500m CPU / 1Gi, not an empty request.
+team namespace's 500m CPU / 1Gi, not an empty request. That arithmetic is the API server's and
+the scheduler's too, so it lives below the plan (trainforge.core.pods.pod_requests), where
+Karpenter's packing of a gang reads it as well (trainforge.jobs.capacity.gang).
 """
 
 from __future__ import annotations
@@ -21,91 +23,11 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
-from trainforge.core.pods import QUEUE_LABEL
+from trainforge.core.pods import QUEUE_LABEL, pod_requests
 from trainforge.plan.kueue.assign import Assigner, Assignment, PodSet
 from trainforge.plan.kueue.objects import GPU, RESOURCES, ClusterQueue, Kueue, quantity
 from trainforge.plan.kueue.quota import Quotas
 from trainforge.platform.queues import DEFAULT_LOCAL_QUEUE
-
-
-def _limit_defaults(limit_ranges: Iterable[Mapping[str, Any]]) -> tuple[dict, dict]:
-    """(default limits, default requests) for containers: the first LimitRange item of type
-    Container that names a resource wins, as Kueue's `limitrange.Summarize` keeps the first."""
-    limits: dict[str, Any] = {}
-    requests: dict[str, Any] = {}
-    for lr in limit_ranges:
-        for item in (lr.get("spec") or {}).get("limits") or []:
-            if item.get("type") != "Container":
-                continue
-            for k, v in (item.get("default") or {}).items():
-                limits.setdefault(k, v)
-            for k, v in (item.get("defaultRequest") or {}).items():
-                requests.setdefault(k, v)
-    return limits, requests
-
-
-def _container_requests(
-    c: Mapping[str, Any], d_limits: dict, d_requests: dict
-) -> dict[str, Fraction]:
-    res = c.get("resources") or {}
-    limits = {**d_limits, **(res.get("limits") or {})}
-    requests = {**d_requests, **(res.get("requests") or {})}
-    requests = {**limits, **requests}  # a limit stands for its missing request
-    return {k: quantity(v) for k, v in requests.items()}
-
-
-def _app_containers(pod_spec: Mapping[str, Any], d_limits: dict, d_requests: dict) -> dict:
-    total: dict[str, Fraction] = {}
-    for c in pod_spec.get("containers") or []:
-        for k, v in _container_requests(c, d_limits, d_requests).items():
-            total[k] = total.get(k, Fraction(0)) + v
-    return total
-
-
-def container_requests(
-    pod_spec: Mapping[str, Any], limit_ranges: Iterable[Mapping[str, Any]] = ()
-) -> dict[str, Fraction]:
-    """The pod's app containers' requests (`spec.containers` only, a limit standing for a
-    missing request): the first term of `pod_requests`, and what OpenCost allocates a pod by
-    request. Its cost model prices each container of `pod.Spec.Containers` at max(request,
-    usage) for CPU and memory and at its GPU request (else limit), and no init container,
-    sidecar or pod overhead (opencost v1.112.0 pkg/costmodel/costmodel.go `ComputeCostData`,
-    metrics.go `container_*_allocation`; read 2026-11-29, the newest source of the mirror:
-    the pinned 1.120.1 is not in it). `trainforge status`'s spend estimate reads this, so it
-    estimates what OpenCost would say (trainforge.live.spend)."""
-    d_limits, d_requests = _limit_defaults(limit_ranges)
-    return {k: v for k, v in _app_containers(pod_spec, d_limits, d_requests).items() if v}
-
-
-def pod_requests(
-    pod_spec: Mapping[str, Any], limit_ranges: Iterable[Mapping[str, Any]] = ()
-) -> dict[str, Fraction]:
-    """One pod's requests as Kueue counts them (see the module docstring); `limit_ranges` are
-    the LimitRange documents of the workload's namespace."""
-    d_limits, d_requests = _limit_defaults(limit_ranges)
-    total = _app_containers(pod_spec, d_limits, d_requests)
-    # component-helpers resource.AggregateContainerRequests (Kueue's PodRequests): a sidecar
-    # (an init container with restartPolicy Always) runs beside the containers and the init
-    # containers after it, so it adds to both; the largest init container counts
-    sidecars: dict[str, Fraction] = {}
-    init: dict[str, Fraction] = {}
-    for c in pod_spec.get("initContainers") or []:
-        asks = _container_requests(c, d_limits, d_requests)
-        if c.get("restartPolicy") == "Always":
-            for k, v in asks.items():
-                total[k] = total.get(k, Fraction(0)) + v
-                sidecars[k] = sidecars.get(k, Fraction(0)) + v
-            asks = dict(sidecars)
-        else:
-            asks = {k: asks.get(k, Fraction(0)) + sidecars.get(k, Fraction(0))
-                    for k in {*asks, *sidecars}}  # fmt: skip
-        for k, v in asks.items():
-            init[k] = max(init.get(k, Fraction(0)), v)
-    for k, v in init.items():
-        total[k] = max(total.get(k, Fraction(0)), v)
-    for k, v in (pod_spec.get("overhead") or {}).items():
-        total[k] = total.get(k, Fraction(0)) + quantity(v)
-    return {k: v for k, v in total.items() if v}
 
 
 def workload_podsets(
