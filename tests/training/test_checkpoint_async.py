@@ -179,6 +179,80 @@ def test_a_checkpoint_process_that_cannot_start_makes_saves_synchronous_and_says
     assert "started at set-up" not in proc.stdout, out[-4000:]
 
 
+_START_FAILS_ON_RANK_1_SCRIPT = r"""
+import sys, tempfile
+import torch, torch.distributed as dist
+from trainforge.training import checkpoint as ckpt
+from trainforge.training.checkpoint import CheckpointConfig, CheckpointManager
+
+root, rank = sys.argv[1], int(sys.argv[2])
+dist.init_process_group("gloo", init_method=f"file://{root}/store", rank=rank, world_size=2)
+if rank == 1:  # this rank's /tmp cannot take the start's throwaway checkpoint
+    real = tempfile.mkdtemp
+
+    def full(*args, **kwargs):
+        if kwargs.get("prefix", "").startswith("trainforge-dcp-start"):
+            raise OSError(28, "No space left on device", "/tmp")
+        return real(*args, **kwargs)
+
+    tempfile.mkdtemp = full
+m = torch.nn.Linear(8, 8)
+opt = torch.optim.SGD(m.parameters(), lr=0.1)
+config = CheckpointConfig(directory=f"{root}/ckpt", async_save=True)
+print("BEGAN", ckpt.start_writer(config), flush=True)
+cm = CheckpointManager(config, log=lambda line: print(f"[rank{rank}] {line}", flush=True))
+m(torch.randn(2, 8)).sum().backward()
+opt.step()
+cm.save(1, m, opt)
+ape = sys.modules["torch.distributed.checkpoint._async_process_executor"]
+print("PENDING", cm._pending is not None, "SPAWNED", ape._CHECKPOINT_PROCESS is not None, flush=True)
+cm.close()
+dist.destroy_process_group()
+"""
+
+
+def test_a_start_that_fails_on_one_rank_leaves_no_rank_waiting_for_it(tmp_path: Path) -> None:
+    """The start's local part (its temporary directory, the writer) failing on one rank only
+    (a full /tmp on one node) must not strand the others in DCP's first collective (rank 0
+    broadcasting its checkpoint process's port, group timeout: 960 s in a pod, where the
+    hang watchdog ends the job first): before, both ranks waited at the first save, one in
+    the start's broadcast, the other in the save's agreement. Now every rank agrees first,
+    none spawns a process, and the first save is synchronous on both, said once with the
+    cause."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRAINFORGE_TEST_")}
+    env.update(PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
+    for k in ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK"):
+        env.pop(k, None)
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _START_FAILS_ON_RANK_1_SCRIPT, str(tmp_path), str(rank)],
+            env=env,
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )  # fmt: skip
+        for rank in (0, 1)
+    ]
+    outs = []
+    try:
+        for proc in procs:
+            outs.append(proc.communicate(timeout=120)[0])
+    finally:
+        for proc in procs:
+            proc.kill()  # a no-op for a process that ended
+    out0, out1 = outs
+    assert [p.returncode for p in procs] == [0, 0], (out0 + out1)[-4000:]
+    for out in outs:  # synchronous at once, and no DCP process anywhere
+        assert "BEGAN True" in out and "PENDING False SPAWNED False" in out, out[-4000:]
+    assert (tmp_path / "ckpt" / "step_000001" / ".metadata").is_file()
+    warning = next(ln for ln in out1.splitlines() if "WARNING" in ln)
+    assert "async save of step 1 failed before writing" in warning, warning
+    assert "No space left on device" in warning, warning
+    warning = next(ln for ln in out0.splitlines() if "WARNING" in ln)
+    assert "another rank's checkpoint process did not start" in warning, warning
+
+
 _HEAVY = ("torch.distributed.checkpoint", "torch.distributed.tensor", "torch.distributed.fsdp")
 
 

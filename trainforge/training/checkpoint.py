@@ -267,11 +267,7 @@ class CheckpointManager:
             dist.barrier(group=self.group)
 
     def _all_true(self, flag: bool) -> bool:
-        if not self.distributed:
-            return flag
-        t = torch.tensor([1 if flag else 0], dtype=torch.int32)
-        dist.all_reduce(t, op=dist.ReduceOp.MIN, group=self.group)
-        return bool(t.item())
+        return _all_ranks(flag, self.group) if self.distributed else flag
 
     def _broadcast(self, obj: Any) -> Any:
         if not self.distributed:
@@ -552,7 +548,7 @@ class CheckpointManager:
         assert start is not None
         record.writer_waited_s = start.wait() or 0.0
         if not self._all_true(start.error is None):
-            if start.error is None:
+            if start.error is None or isinstance(start.error, _PeerStagingFailed):
                 raise _PeerStagingFailed("another rank's checkpoint process did not start")
             raise WriterStartError(
                 f"DCP's checkpoint process did not start ({_describe(start.error)})"
@@ -797,6 +793,13 @@ def _writer_process_allowed() -> bool:
     return safe or (name is None and getattr(main, "__file__", None) is None)
 
 
+def _all_ranks(flag: bool, group: Any) -> bool:
+    """Is ``flag`` true on every rank of ``group``? (Collective.)"""
+    t = torch.tensor([1 if flag else 0], dtype=torch.int32)
+    dist.all_reduce(t, op=dist.ReduceOp.MIN, group=group)
+    return bool(t.item())
+
+
 # The start `start_writer` began, until a `CheckpointManager` takes it.
 _early_start: _WriterStart | None = None
 
@@ -896,9 +899,11 @@ class _WriterStart:
     instead of paying a fresh interpreter's ``import torch`` inside its write. The tiny write
     also starts the writer's parent watch and ``nice`` (dcp_writer.py) before training needs it.
 
-    The start has one collective (rank 0 picks the port of the process's gloo group and
-    broadcasts it): it runs on a group of its own, so it never interleaves with the main
-    thread's collectives."""
+    The start has two collectives: every rank agrees that its own part (the temporary
+    directory, the writer) is ready, so that one rank's failure there stops the start on every
+    rank instead of leaving them in the next; then rank 0 picks the port of the process's gloo
+    group and broadcasts it (DCP). They run on a group of their own, so they never interleave
+    with the main thread's collectives."""
 
     @classmethod
     def begin(cls) -> _WriterStart:
@@ -917,7 +922,7 @@ class _WriterStart:
 
         with contextlib.suppress(ImportError):  # what starts a spawned process (POSIX)
             import multiprocessing.popen_spawn_posix  # noqa: F401, PLC0415
-        # its own group: the start's one collective runs in the background thread, and must
+        # its own group: the start's collectives run in the background thread, and must
         # not interleave with the main thread's (the manager's group: restore, saves)
         return cls(dist.new_group(backend="gloo", timeout=group_timeout()))
 
@@ -940,10 +945,24 @@ class _WriterStart:
 
             from trainforge.training.dcp_writer import TrainforgeWriter  # noqa: PLC0415
 
-            path = tempfile.mkdtemp(prefix="trainforge-dcp-start-")
+            writer = None
+            try:  # this rank's own part: a temporary directory (a full /tmp fails it), the writer
+                path = tempfile.mkdtemp(prefix="trainforge-dcp-start-")
+                writer = TrainforgeWriter(path)
+            except Exception as e:  # noqa: BLE001 - said by the first save that needs it
+                self.error = e
+            # Agreed before DCP's first collective (rank 0 broadcasts its process's port): a
+            # rank that failed above would otherwise leave the others waiting in it for the
+            # group's timeout, and their first save with them. Then no rank spawns a process.
+            if not _all_ranks(writer is not None, group):
+                if self.error is None:
+                    self.error = _PeerStagingFailed(
+                        "another rank's checkpoint process did not start"
+                    )
+                return
             fut = dcp.async_save(
                 {"start": torch.zeros(1)},
-                storage_writer=TrainforgeWriter(path),
+                storage_writer=writer,
                 process_group=group,
                 async_checkpointer_type=AsyncCheckpointerType.PROCESS,
             )
