@@ -32,7 +32,11 @@ another standard module (`statistics.py`) runs; when the code then fails on it, 
 links the error to the file and the wrapper exits config_error with the same fix.
 
 Stdlib only, and at module level only `os` and `sys`, which every interpreter has imported
-before it reads a path: this module runs before anything a file of yours could shadow.
+before it reads a path: this module runs before anything the launcher or the wrapper import.
+Not before `site`: where an environment's `.pth` start-up hooks import a standard module (an
+editable install's finder imports `types`, `enum`, `functools`, `re`), a file of yours on
+PYTHONPATH shadowing one of those fails inside `site`, before any trainforge code runs; the
+plan and run-local, which read the shipped files, still refuse it.
 """
 
 import os
