@@ -140,6 +140,38 @@ def test_a_child_that_fails_is_replaced_by_a_run_here(forks, fails):
     assert _children() == []
 
 
+class _Finalized:
+    """A cycle whose finalizer writes the pid of the process that collects it."""
+
+    def __init__(self, log: pathlib.Path) -> None:
+        self.log, self.me = log, self
+
+    def __del__(self) -> None:
+        with self.log.open("a") as f:
+            f.write(f"{os.getpid()}\n")
+
+
+def test_the_child_never_collects_what_it_inherited(forks, tmp_path):
+    """A forked child that collected an inherited cycle ran its finalizer in a process
+    without the parent's threads (Pulumi's executor, gRPC): CI logs showed the child
+    segfaulting inside the collector. The child collects only what it made; the parent
+    collects its own garbage as before."""
+    import gc
+
+    log = tmp_path / "collected-by"
+    gc.disable()  # the cycle must still be there at the fork
+    try:
+        _Finalized(log)  # unreachable at once: garbage for the next collection
+        with registry.in_child(lambda: (gc.collect(), os.getpid())[1], fork=True) as child:
+            child_pid = child()
+        assert child_pid != os.getpid()
+        gc.collect()
+    finally:
+        gc.enable()
+    assert log.read_text().split() == [str(os.getpid())]  # here, and only here
+    assert gc.get_freeze_count() == 0  # the parent's objects are its collector's again
+
+
 def test_an_error_raised_in_the_child_is_raised_here_as_it_is(forks):
     def run() -> Inventory:
         raise ValueError("trainforge:cluster: got 'x'; expected a name")

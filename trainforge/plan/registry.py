@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gc
 import importlib
 import os
 import pickle
@@ -167,9 +168,17 @@ def in_child(run: Callable[[], T], fork: bool) -> Iterator[Callable[[], T]]:
     sys.stderr.flush()
     parent = os.getpid()
     read, write = os.pipe()
+    # What this process holds goes to the collector's permanent generation for the fork: the
+    # child's collections then never traverse or finalize an inherited object. The plan
+    # forks with Pulumi's asyncio executor threads alive; a child that collected an
+    # inherited cycle segfaulted inside the collector now and then (pytest's faulthandler
+    # printed "Fatal Python error: Segmentation fault ... Garbage-collecting" in CI logs of
+    # 2026-11-29; the parent then ran the check itself). The parent unfreezes at once.
+    gc.freeze()
     try:
         pid = os.fork()
     except OSError:  # no process to spare (EAGAIN, ENOMEM): as without a child
+        gc.unfreeze()
         os.close(read)
         os.close(write)
         yield functools.cache(run)
@@ -190,6 +199,7 @@ def in_child(run: Callable[[], T], fork: bool) -> Iterator[Callable[[], T]]:
             code = 0
         finally:
             os._exit(code)
+    gc.unfreeze()
     os.close(write)
     pipe = os.fdopen(read, "rb")
     reaped = False
