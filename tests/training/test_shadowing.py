@@ -183,6 +183,11 @@ def test_the_launchers_refusal_is_recorded_in_its_checkpoint_dir(tmp_path, capsy
     detail = shadowing.refusal(str(code / "random.py"), "random")
     text = _report(tmp_path, ckpt, capsys)
     assert f"attempts: 1 (run ledger; the last ended with config_error: {detail})" in text
+    # the report line docs/jobs.md quotes (its path a pod's, its end cut short) is this one
+    docs = " ".join((ROOT / "docs" / "jobs.md").read_text(encoding="utf-8").split())
+    head = "attempts: 1 (run ledger; the last ended with config_error: /workspace/random.py "
+    assert f"`{head}shadows the module 'random', ...)`" in docs
+    assert head.replace("/workspace", str(code)) + "shadows the module 'random', " in text
 
 
 def test_only_rank_0_records_the_refusal(tmp_path):

@@ -25,7 +25,8 @@ image's own Python or torch may import a few names more or fewer than this envir
 Who reads it: the plan and run-local refuse a shipped file (trainforge.jobs.entrypoint.
 user_code); the launcher and the wrapper (launch.py, usercode.py) call `refuse_at_start`
 first, for code the plan could not read (a module baked into an image, your own command
-running the wrapper): it exits 2 (config_error, permanent) with one line naming the file.
+running the wrapper): it exits 2 (config_error, permanent) with one line naming the file,
+and rank 0 records the attempt with that cause in the run ledger (ledger.record_refusal).
 `python -m trainforge` run from a folder that holds such a file (`refuse_in_cli`, called by
 trainforge/__main__.py before the CLI's imports) says so in one line too. A file named like
 another standard module (`statistics.py`) runs; when the code then fails on it, `behind`
