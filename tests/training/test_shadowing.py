@@ -207,6 +207,25 @@ def test_only_rank_0_records_the_refusal(tmp_path):
     assert not ckpt.exists()
 
 
+def test_a_ledger_that_cannot_be_written_leaves_the_refusal_as_it_was(tmp_path):
+    """Bookkeeping never changes the exit: the same line and code, and one line that says
+    the ledger was not written."""
+    code = _code(tmp_path, "random.py")
+    ckpt = tmp_path / "not-a-folder"
+    ckpt.write_text("")
+    proc = _run(
+        code,
+        "-m",
+        "trainforge.training.usercode",
+        str(code / "train.py"),
+        TRAINFORGE_CHECKPOINT_DIR=str(ckpt),
+    )
+    assert proc.returncode == exits.CONFIG_ERROR.code, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert lines[0] == shadowing.exit_line(str(code / "random.py"), "random", rank=0)
+    assert len(lines) == 2 and lines[1].startswith("trainforge: ledger: cannot write"), lines
+
+
 def test_the_next_attempt_keeps_the_refusals_cause(tmp_path, monkeypatch):
     """The refused attempt's end is written into run.json with it: an attempt after it (the
     file renamed, the job run again) reads it there, as the refusal's own line said it."""
