@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from trainforge import report
 from trainforge.training import exits, shadowing
+from trainforge.training.ledger import LEDGER_DIR, RUN_FILE, RunLedger
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -73,10 +75,11 @@ def _code(tmp_path: Path, *files: str) -> Path:
     return code
 
 
-def _run(code: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+def _run(code: Path, *argv: str, **extra: str) -> subprocess.CompletedProcess[str]:
     """As the pod runs it: the code is the working directory and first on PYTHONPATH."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRAINFORGE_")}
     env.update(PYTHONPATH=f"{code}{os.pathsep}{ROOT}", RANK="0", OMP_NUM_THREADS="1")
+    env.update(extra)
     return subprocess.run(
         [sys.executable, *argv], cwd=code, env=env, capture_output=True, text=True, timeout=120
     )
@@ -131,6 +134,117 @@ def test_the_launcher_refuses_it_before_torchrun(tmp_path):
         str(code / "train.py"),
     )
     _one_exit_line(proc, str(code / "random.py"), "random", rank="")  # RANK: the pod's index
+
+
+def _report(tmp_path: Path, ckpt: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    run_dir = tmp_path / "run"
+    run_dir.mkdir(exist_ok=True)
+    capsys.readouterr()
+    assert report.main([str(run_dir), "--checkpoint-dir", str(ckpt)]) == 0
+    return capsys.readouterr().out
+
+
+def test_the_wrappers_refusal_is_an_attempt_in_the_run_ledger(tmp_path, capsys):
+    """Before: the refusal wrote no run.json, so `trainforge report` had nothing to report
+    (exit 2) and a job's earlier attempts showed no trace of this one."""
+    code = _code(tmp_path, "random.py")
+    ckpt = tmp_path / "ckpt"
+    proc = _run(
+        code,
+        "-m",
+        "trainforge.training.usercode",
+        str(code / "train.py"),
+        TRAINFORGE_CHECKPOINT_DIR=str(ckpt),
+    )
+    _one_exit_line(proc, str(code / "random.py"), "random")  # still the only line
+    detail = shadowing.refusal(str(code / "random.py"), "random")
+    text = _report(tmp_path, ckpt, capsys)
+    assert f"attempts: 1 (run ledger; the last ended with config_error (rank 0): {detail})" in text
+
+
+def test_the_launchers_refusal_is_recorded_in_its_checkpoint_dir(tmp_path, capsys):
+    """The runtime's --checkpoint-dir on the launcher's command line names the ledger; the
+    launcher is no rank, so the cause names none."""
+    code = _code(tmp_path, "random.py")
+    ckpt = tmp_path / "ckpt"
+    proc = _run(
+        code,
+        "-m",
+        "trainforge.training.launch",
+        "--standalone",
+        "--nnodes=1",
+        "--nproc-per-node=1",
+        "-m",
+        "trainforge.training",
+        "--checkpoint-dir",
+        str(ckpt),
+    )
+    _one_exit_line(proc, str(code / "random.py"), "random", rank="")
+    detail = shadowing.refusal(str(code / "random.py"), "random")
+    text = _report(tmp_path, ckpt, capsys)
+    assert f"attempts: 1 (run ledger; the last ended with config_error: {detail})" in text
+    # the report line docs/jobs.md quotes (its path a pod's, its end cut short) is this one
+    docs = " ".join((ROOT / "docs" / "jobs.md").read_text(encoding="utf-8").split())
+    head = "attempts: 1 (run ledger; the last ended with config_error: /workspace/random.py "
+    assert f"`{head}shadows the module 'random', ...)`" in docs
+    assert head.replace("/workspace", str(code)) + "shadows the module 'random', " in text
+
+
+def test_only_rank_0_records_the_refusal(tmp_path):
+    """Every rank refuses the same files; the others write nothing (no second attempt, no
+    record in a folder of an attempt rank 0 has not registered yet)."""
+    code = _code(tmp_path, "random.py")
+    ckpt = tmp_path / "ckpt"
+    proc = _run(
+        code,
+        "-m",
+        "trainforge.training.usercode",
+        str(code / "train.py"),
+        TRAINFORGE_CHECKPOINT_DIR=str(ckpt),
+        RANK="1",
+    )
+    _one_exit_line(proc, str(code / "random.py"), "random", rank=" (rank 1)")
+    assert not ckpt.exists()
+
+
+def test_a_ledger_that_cannot_be_written_leaves_the_refusal_as_it_was(tmp_path):
+    """Bookkeeping never changes the exit: the same line and code, and one line that says
+    the ledger was not written."""
+    code = _code(tmp_path, "random.py")
+    ckpt = tmp_path / "not-a-folder"
+    ckpt.write_text("")
+    proc = _run(
+        code,
+        "-m",
+        "trainforge.training.usercode",
+        str(code / "train.py"),
+        TRAINFORGE_CHECKPOINT_DIR=str(ckpt),
+    )
+    assert proc.returncode == exits.CONFIG_ERROR.code, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert lines[0] == shadowing.exit_line(str(code / "random.py"), "random", rank=0)
+    assert len(lines) == 2 and lines[1].startswith("trainforge: ledger: cannot write"), lines
+
+
+def test_the_next_attempt_keeps_the_refusals_cause(tmp_path, monkeypatch):
+    """The refused attempt's end is written into run.json with it: an attempt after it (the
+    file renamed, the job run again) reads it there, as the refusal's own line said it."""
+    from trainforge.training import ledger as ledger_mod
+
+    monkeypatch.setenv("RANK", "0")
+    monkeypatch.setenv("WORLD_SIZE", "4")
+    detail = shadowing.refusal("/workspace/random.py", "random")
+    ledger_mod.record_refusal(str(tmp_path), exits.CONFIG_ERROR, detail, rank=0, log=print)
+    after = RunLedger(tmp_path, rank=0, world_size=4, log=print)
+    assert after.begin_attempt() == 1
+    assert after.attempts[0].exit == {
+        "reason": "config_error",
+        "code": exits.CONFIG_ERROR.code,
+        "rank": 0,
+        "step": None,
+        "detail": detail,
+    }
+    assert (tmp_path / LEDGER_DIR / RUN_FILE).is_file()
 
 
 def test_the_line_jobs_md_quotes_is_the_launchers():

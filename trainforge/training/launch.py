@@ -22,9 +22,11 @@ pods count too).
 from __future__ import annotations
 
 if __name__ == "__main__":  # first: before any import a file of yours could shadow
+    import sys
+
     from trainforge.training.shadowing import refuse_at_start
 
-    refuse_at_start()
+    refuse_at_start(argv=sys.argv[1:])  # its ledger: --checkpoint-dir, else the contract's
 
 import json
 import os
@@ -34,7 +36,7 @@ import tempfile
 from pathlib import Path
 
 from trainforge.training import exits
-from trainforge.training.ledger import EXITS_DIR, LEDGER_DIR, LOCAL_EXITS_ENV
+from trainforge.training.ledger import EXITS_DIR, LEDGER_DIR, LOCAL_EXITS_ENV, checkpoint_dir
 
 # A record older than this before the first failure torchrun saw belongs to an earlier attempt.
 RECORD_WINDOW_S = 30.0
@@ -79,17 +81,6 @@ def worker_exit_code(
         rank, code, _ = candidates[0]
         why = "retryable" if code >= 128 else "permanent"
     return code, f"workers failed: {'; '.join(parts)}; exiting with {code} ({why}, rank {rank})"
-
-
-def checkpoint_dir(argv: list[str]) -> str | None:
-    """Where the ranks keep their run ledger: the runtime's --checkpoint-dir, else the job
-    contract's TRAINFORGE_CHECKPOINT_DIR (user code)."""
-    for i, arg in enumerate(argv):
-        if arg == "--checkpoint-dir" and i + 1 < len(argv):
-            return argv[i + 1]
-        if arg.startswith("--checkpoint-dir="):
-            return arg.split("=", 1)[1]
-    return os.environ.get("TRAINFORGE_CHECKPOINT_DIR") or None
 
 
 def failure_records(

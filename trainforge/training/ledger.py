@@ -46,6 +46,49 @@ NO_PROGRESS_LIMIT = 5
 LogFn = Callable[[str], None]
 
 
+def checkpoint_dir(argv: list[str]) -> str | None:
+    """Where a run keeps its ledger: the runtime's --checkpoint-dir in `argv` (the launcher's
+    command line), else the job contract's TRAINFORGE_CHECKPOINT_DIR (user code)."""
+    from trainforge.training.contract import CHECKPOINT_DIR  # noqa: PLC0415
+
+    for i, arg in enumerate(argv):
+        if arg == "--checkpoint-dir" and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith("--checkpoint-dir="):
+            return arg.split("=", 1)[1]
+    return os.environ.get(CHECKPOINT_DIR) or None
+
+
+def record_refusal(
+    checkpoint_dir: str | None,
+    reason: exits.Reason,
+    detail: str,
+    *,
+    rank: int | None,
+    log: LogFn = print,
+) -> None:
+    """An attempt refused before anything of it ran (shadowing.refuse_at_start: a file of
+    yours in a start-up module's place): registered and closed with its cause in one go, so
+    `trainforge report` lists it like any attempt that failed. The refusal is the same on
+    every rank and every pod (the same files), so only the process of rank 0 (the wrapper's
+    RANK, or pod 0's launcher: RANK unset or 0) writes it, and it sets the attempt's end in
+    run.json itself: the next attempt does not infer it from the exit records of ranks that
+    never started (`rank`: the rank the exit names, None for the launcher). Never raises:
+    bookkeeping does not change the exit."""
+    if not checkpoint_dir or os.environ.get("RANK", "0") not in ("", "0"):
+        return
+    try:
+        world = os.environ.get("WORLD_SIZE", "")
+        size = max(int(world), 1) if world.isdigit() else 1
+        ledger = RunLedger(checkpoint_dir, rank=0, world_size=size, log=log)
+        ledger.begin_attempt()
+        ledger.current.exit = {"reason": reason.name, "code": reason.code, "rank": rank,
+                               "step": None, "detail": detail}  # fmt: skip
+        ledger.record_exit(reason, step=None, detail=detail)
+    except Exception as e:  # noqa: BLE001
+        log(f"ledger: cannot record this refusal ({type(e).__name__}: {e})")
+
+
 def _write_json(path: Path, obj: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")

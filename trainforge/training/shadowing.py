@@ -25,7 +25,8 @@ image's own Python or torch may import a few names more or fewer than this envir
 Who reads it: the plan and run-local refuse a shipped file (trainforge.jobs.entrypoint.
 user_code); the launcher and the wrapper (launch.py, usercode.py) call `refuse_at_start`
 first, for code the plan could not read (a module baked into an image, your own command
-running the wrapper): it exits 2 (config_error, permanent) with one line naming the file.
+running the wrapper): it exits 2 (config_error, permanent) with one line naming the file,
+and rank 0 records the attempt with that cause in the run ledger (ledger.record_refusal).
 `python -m trainforge` run from a folder that holds such a file (`refuse_in_cli`, called by
 trainforge/__main__.py before the CLI's imports) says so in one line too. A file named like
 another standard module (`statistics.py`) runs; when the code then fails on it, `behind`
@@ -273,21 +274,37 @@ def first_shadow(script: str | None = None) -> tuple[str, str] | None:
     return None
 
 
-def refuse_at_start(script: str | None = None, *, rank: bool = False) -> None:
+def refuse_at_start(
+    script: str | None = None, *, rank: bool = False, argv: list[str] | None = None
+) -> None:
     """Exit 2 (config_error: renaming the file is the fix, a restart changes nothing) with
     one exit line when a file shadows a start-up module; otherwise return at once. `rank`:
-    the line names RANK (a worker's; the launcher's RANK is its pod's index, not a rank)."""
+    the line names RANK (a worker's; the launcher's RANK is its pod's index, not a rank).
+
+    The refused attempt goes into the run ledger like any other failed one (ledger.
+    record_refusal; `trainforge report` lists it with its cause), in the checkpoint directory
+    of `argv`'s --checkpoint-dir (the launcher's command line), else TRAINFORGE_CHECKPOINT_DIR.
+    Written after the decision, once your directories are off sys.path: the ledger's imports
+    (json, pathlib, dataclasses, ...) then come from the real standard library."""
     found = first_shadow(script)
     if found is None:
         return
-    # import the exit line's module from the real standard library, not from your files
+    # import the exit line's and the ledger's modules from the real standard library, not
+    # from your files
     users = set(user_directories(script))
     sys.path[:] = [p for p in sys.path if os.path.realpath(p or os.getcwd()) not in users]
-    from trainforge.training import exits  # noqa: PLC0415
+    from trainforge.training import exits, ledger  # noqa: PLC0415
 
     given = os.environ.get("RANK", "")
-    print(exit_line(*found, rank=int(given) if rank and given.isdigit() else None),
-          file=sys.stderr, flush=True)  # fmt: skip
+    named = int(given) if rank and given.isdigit() else None
+    print(exit_line(*found, rank=named), file=sys.stderr, flush=True)
+    ledger.record_refusal(
+        ledger.checkpoint_dir(argv or []),
+        exits.CONFIG_ERROR,
+        refusal(*found),
+        rank=named,
+        log=lambda msg: print(f"trainforge: {msg}", file=sys.stderr, flush=True),
+    )
     raise SystemExit(exits.CONFIG_ERROR.code)
 
 
@@ -339,8 +356,12 @@ def exit_line(path: str, module: str, rank: int | None = None) -> str:
     """The line `refuse_at_start` prints for `path` shadowing `module`."""
     from trainforge.training import exits  # noqa: PLC0415
 
-    detail = f"{path} {why(module)}"
-    return exits.exit_line(exits.CONFIG_ERROR, rank=rank, step=None, detail=detail)
+    return exits.exit_line(exits.CONFIG_ERROR, rank=rank, step=None, detail=refusal(path, module))
+
+
+def refusal(path: str, module: str) -> str:
+    """The cause `refuse_at_start` gives, in its exit line and in the run ledger."""
+    return f"{path} {why(module)}"
 
 
 _RECORDER = """
