@@ -207,6 +207,7 @@ cm.save(1, m, opt)
 ape = sys.modules["torch.distributed.checkpoint._async_process_executor"]
 print("PENDING", cm._pending is not None, "SPAWNED", ape._CHECKPOINT_PROCESS is not None, flush=True)
 cm.close()
+dist.barrier()  # neither rank's gloo pairs may see the other go first (abort at exit: -6)
 dist.destroy_process_group()
 """
 
