@@ -18,10 +18,10 @@ def shape():
     return shape_of(job)
 
 
-def _mem(shape, world: int, device: str, async_checkpoint: bool = False):
+def _mem(shape, world: int, device: str, async_checkpoint: bool = False, **kw):
     r = regime(shape, "fsdp", world, device)
     return estimate_memory(
-        shape, r, capacity=None, procs_per_pod=1, async_checkpoint=async_checkpoint
+        shape, r, capacity=None, procs_per_pod=1, async_checkpoint=async_checkpoint, **kw
     )
 
 
@@ -58,3 +58,19 @@ def test_on_cpu_the_allowance_is_the_process_and_its_staging_copy(shape):
     staged = _mem(shape, 2, "cpu", async_checkpoint=True)
     assert staged.allowance > facts.CPU_PROCESS_BYTES
     assert staged.host_per_pod == staged.peak + staged.allowance
+
+
+def test_dcp_s_checkpoint_process_counts_on_the_host_of_async_runs_only(shape):
+    """Each rank of an async run with more than one rank runs DCP's checkpoint process for the
+    whole run (training/checkpoint.py `_WriterStart`): on CPU it is part of the process's
+    allowance (checked against the pod's memory), on a GPU part of the pod's host memory."""
+    cpu = _mem(shape, 2, "cpu", async_checkpoint=True)
+    cpu_proc = _mem(shape, 2, "cpu", async_checkpoint=True, checkpoint_process=True)
+    assert cpu_proc.allowance - cpu.allowance == facts.CHECKPOINT_PROCESS_BYTES
+    assert cpu_proc.host_per_pod - cpu.host_per_pod == facts.CHECKPOINT_PROCESS_BYTES
+    gpu = _mem(shape, 2, "cuda", async_checkpoint=True)
+    gpu_proc = _mem(shape, 2, "cuda", async_checkpoint=True, checkpoint_process=True)
+    assert gpu_proc.host_per_pod - gpu.host_per_pod == facts.CHECKPOINT_PROCESS_BYTES
+    assert gpu_proc.allowance == gpu.allowance  # not GPU memory: it creates no CUDA context
+    sync = _mem(shape, 2, "cpu", checkpoint_process=True)  # no async saves: no process
+    assert sync.allowance == facts.CPU_PROCESS_BYTES
