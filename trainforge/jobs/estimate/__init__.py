@@ -207,7 +207,6 @@ def _estimate(job: JobSpec, pool: PoolFacts, *, calibration: dict | None = None)
         capacity=capacity,
         procs_per_pod=procs,
         async_checkpoint=job.checkpoint.async_save,
-        checkpoint_process=world > 1,
     )
     memory = dict(mem.components)
     if mem.allowance:

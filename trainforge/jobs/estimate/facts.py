@@ -145,9 +145,9 @@ FRAGMENTATION = 0.10
 # a CPU-only rank (no CUDA libraries) is smaller. ASSUMPTIONS.
 HOST_PROCESS_BYTES = 3 * GIB
 CPU_PROCESS_BYTES = 512 * MIB
-# DCP's checkpoint process: with async checkpoints on more than one rank, every rank starts one
-# at set-up (training/checkpoint.py `_WriterStart`), a second interpreter importing torch that
-# lives for the whole run. What it adds to the pod's memory is its anonymous memory (RssAnon):
+# DCP's checkpoint process: with async checkpoints every rank starts one at set-up
+# (training/checkpoint.py `_WriterStart`; the runtime has a process group even on one rank:
+# distributed.py), a second interpreter importing torch that lives for the whole run. What it adds to the pod's memory is its anonymous memory (RssAnon):
 # its file pages are the rank's own shared libraries (page cache, charged to the pod once) and
 # its shared memory is the rank's staging buffers (counted as staging). MEASURED: 190.4 MiB,
 # steady from its start through two saves (2 ranks, 256 MiB of state each, torch 2.13.0+cpu,

@@ -267,11 +267,10 @@ def estimate_memory(
     capacity: int | None,
     procs_per_pod: int,
     async_checkpoint: bool,
-    checkpoint_process: bool = False,
 ) -> MemoryEstimate:
-    """``checkpoint_process``: each rank runs DCP's checkpoint process beside it (async
-    checkpoints of a job with more than one rank, at any of its sizes): its memory is host
-    memory of the pod (`facts.CHECKPOINT_PROCESS_BYTES`)."""
+    """``async_checkpoint``: each rank stages its state in host memory and runs DCP's
+    checkpoint process beside it (`facts.CHECKPOINT_PROCESS_BYTES`), both host memory of the
+    pod."""
     candidates = phases(shape, r)
     phase = max(candidates, key=lambda k: sum(candidates[k].values()))
     components = {k: v for k, v in candidates[phase].items() if v}
@@ -280,7 +279,7 @@ def estimate_memory(
     local = states(shape, r)["parameters"] // 4
     # DCP's async save stages the rank's state (weights + two moments) in host memory
     staging = 12 * local if async_checkpoint else 0
-    writer = facts.CHECKPOINT_PROCESS_BYTES if async_checkpoint and checkpoint_process else 0
+    writer = facts.CHECKPOINT_PROCESS_BYTES if async_checkpoint else 0
     if r.device == "cuda":
         allowance = facts.CUDA_CONTEXT_BYTES + int(facts.FRAGMENTATION * peak)
         if r.world > 1:
