@@ -406,6 +406,9 @@ def check_checkpoint(c: Check) -> dict[str, Any]:
             "setup_checkpoint_start_s": (summary.get("setup_phases") or {}).get(
                 "checkpoint_start_s"
             ),
+            # DCP's checkpoint process (rank 0's, after its last save): pid, VmRSS, VmHWM,
+            # RssAnon bytes; the plan counts it as facts.CHECKPOINT_PROCESS_BYTES per rank
+            "process_memory": summary.get("checkpoint_process_memory"),
             "async_fell_back": "WARNING: the async save" in out,
             # a small /dev/shm (a container's 64 MiB default) makes every "async" save sync
             "shm_too_small": "--async-checkpoint needs" in out,
@@ -607,6 +610,13 @@ def markdown(report: dict[str, Any]) -> str:
                               f"{_s(x.get('writer_waited_s'))}")  # fmt: skip
             elif mode == "async" and "first_complete_s" in x:
                 parts[-1] += ", its checkpoint process not started at set-up"
+            if mode == "async" and (pm := x.get("process_memory")):
+                parts[-1] += (f"; the checkpoint process holds {pm['RssAnon'] / 2**20:.0f} MiB "
+                              f"of its own (RssAnon; VmRSS {pm['VmRSS'] / 2**20:.0f} MiB, peak "
+                              f"{pm['VmHWM'] / 2**20:.0f} MiB)")  # fmt: skip
+            elif (mode == "async" and "process_memory" in x
+                  and not (x.get("shm_too_small") or x.get("async_fell_back"))):  # fmt: skip
+                parts[-1] += "; the checkpoint process's memory NOT recorded"
             if mode == "async" and (x.get("shm_too_small") or x.get("async_fell_back")):
                 why = "/dev/shm too small" if x.get("shm_too_small") else "a save failed"
                 parts[-1] += f" -- NOT async: {why}, saved synchronously"

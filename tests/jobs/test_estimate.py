@@ -24,6 +24,7 @@ from trainforge.jobs.estimate import (
     fit_warnings,
     warnings,
 )
+from trainforge.jobs.estimate.memory import regime, states
 from trainforge.jobs.estimate.shape import shape_of
 from trainforge.jobs.spec import parse_job
 from trainforge.jobs.wiring import resolve_job
@@ -240,6 +241,37 @@ def test_host_memory_of_the_pod_is_checked():
     e = estimate(resolve_job(small, target(A10G)), A10G)
     (line,) = warnings(e, "job")
     assert "host memory" in line and "8.0 GiB" in line
+
+
+def test_host_memory_counts_dcp_s_checkpoint_process_of_every_async_rank():
+    """With async checkpoints every rank runs DCP's checkpoint process (a second interpreter
+    with torch, training/checkpoint.py `_WriterStart`) for the whole run, a single rank too
+    (the runtime always has a process group): a pod sized to the rest of the model's count
+    gets the warning. Synchronous saves do not count it."""
+    jobs = {
+        "async": job(),
+        "sync": job(checkpoint={"async": False}),
+        "one rank": job(workers=1, gpusPerWorker=1),
+    }
+    e = {k: estimate(resolve_job(j, target(A10G)), A10G) for k, j in jobs.items()}
+    procs = e["async"].world_size // 2  # processes per pod (2 workers)
+    shape = shape_of(jobs["async"])
+
+    def staging(world: int) -> int:  # weights + AdamW's two moments of a rank's shard
+        return 12 * states(shape, regime(shape, "fsdp", world, "cuda"))["parameters"] // 4
+
+    rest = procs * (facts.HOST_PROCESS_BYTES + staging(2 * procs))
+    sized = estimate(resolve_job(job(memory=str(rest)), target(A10G)), A10G)
+    (line,) = warnings(sized, "job")
+    assert "DCP's checkpoint process" in line and "set checkpoint.async: false" in line
+    process = procs * facts.CHECKPOINT_PROCESS_BYTES
+    assert e["async"].host_memory_per_pod == rest + process
+    roomy = estimate(resolve_job(job(memory=str(rest + process)), target(A10G)), A10G)
+    assert warnings(roomy, "job") == []
+    assert e["sync"].host_memory_per_pod == procs * facts.HOST_PROCESS_BYTES
+    one = e["one rank"].host_memory_per_pod
+    assert e["one rank"].world_size == 1
+    assert one == facts.HOST_PROCESS_BYTES + staging(1) + facts.CHECKPOINT_PROCESS_BYTES
 
 
 def test_host_memory_counts_the_model_only_for_code_that_builds_it_on_the_cpu():

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from trainforge.jobs.estimate import facts
-from trainforge.jobs.estimate.memory import estimate_memory, regime
+from trainforge.jobs.estimate.memory import estimate_memory, regime, states
 from trainforge.jobs.estimate.shape import shape_of
 from trainforge.jobs.spec import parse_job
 
@@ -58,3 +58,21 @@ def test_on_cpu_the_allowance_is_the_process_and_its_staging_copy(shape):
     staged = _mem(shape, 2, "cpu", async_checkpoint=True)
     assert staged.allowance > facts.CPU_PROCESS_BYTES
     assert staged.host_per_pod == staged.peak + staged.allowance
+
+
+def test_dcp_s_checkpoint_process_counts_on_the_host_of_async_runs_only(shape):
+    """Each rank of an async run runs DCP's checkpoint process for the whole run
+    (training/checkpoint.py `_WriterStart`; one rank too: the runtime always has a process
+    group): on CPU it is part of the process's allowance (checked against the pod's memory),
+    on a GPU part of the pod's host memory, beside the staging copy (12 bytes a parameter of
+    the rank's shard)."""
+    for world in (1, 2):
+        staging = 12 * (states(shape, regime(shape, "fsdp", world, "cpu"))["parameters"] // 4)
+        cpu, cpu_async = _mem(shape, world, "cpu"), _mem(shape, world, "cpu", True)
+        assert cpu.allowance == facts.CPU_PROCESS_BYTES  # sync: no staging, no process
+        assert cpu_async.allowance - cpu.allowance == staging + facts.CHECKPOINT_PROCESS_BYTES
+        gpu, gpu_async = _mem(shape, world, "cuda"), _mem(shape, world, "cuda", True)
+        assert gpu_async.host_per_pod - gpu.host_per_pod == (
+            staging + facts.CHECKPOINT_PROCESS_BYTES
+        )
+        assert gpu_async.allowance == gpu.allowance  # not GPU memory: no CUDA context in it

@@ -8,6 +8,7 @@ as long as the process that started them, and the import checks need an empty mo
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import subprocess
 import sys
@@ -18,7 +19,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 _ASYNC_SCRIPT = r"""
-import os, sys
+import json, os, sys
 import torch, torch.distributed as dist
 from trainforge.training import checkpoint as ckpt
 from trainforge.training.checkpoint import CheckpointConfig, CheckpointManager
@@ -63,6 +64,7 @@ ape = sys.modules["torch.distributed.checkpoint._async_process_executor"]  # DCP
 writer = ape._CHECKPOINT_PROCESS._save_process
 print("WRITER", writer.pid, "TRAINER", os.getpid(), "ALIVE", writer.is_alive())
 print("BUFFERS", len(buffers[0]), "REUSED", buffers[0] == buffers[1])
+print("PROCMEM", json.dumps(cm.writer_memory))
 expected = {k: v.clone() for k, v in m.state_dict().items()}
 cm.close()
 
@@ -109,6 +111,21 @@ def test_async_save_writes_in_dcps_process_from_reused_staging_buffers(async_run
     # reported complete only with its .metadata in place
     assert (tmp_path / "ckpt" / "step_000002" / ".metadata").is_file()
     assert "checkpoint: saved" in proc.stdout
+
+
+def test_the_checkpoint_process_s_memory_is_recorded_after_its_saves(async_run) -> None:
+    """summary.json's ``checkpoint_process_memory`` (the manager's ``writer_memory``): the
+    process DCP wrote in, read after its save, with the anonymous memory the plan's memory
+    model counts for it (jobs/estimate/facts.py CHECKPOINT_PROCESS_BYTES: an interpreter with
+    torch, 190 MiB on this CPU build)."""
+    proc, _ = async_run
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-4000:]
+    writer = next(line.split() for line in proc.stdout.splitlines() if line.startswith("WRITER"))
+    mem = json.loads(proc.stdout.split("PROCMEM ")[1].splitlines()[0])
+    assert mem is not None, out[-4000:]
+    assert mem["pid"] == int(writer[1])  # the writer, not this process
+    assert 64 * 2**20 < mem["RssAnon"] <= mem["VmRSS"] <= mem["VmHWM"], mem
 
 
 def test_dcps_checkpoint_process_starts_at_set_up_not_inside_the_first_save(async_run) -> None:

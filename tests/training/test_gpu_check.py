@@ -66,7 +66,11 @@ def test_the_dry_run_passes_every_check_on_cpu(tmp_path) -> None:
     assert ck["sync"]["setup_s"] > 0 and ck["async"]["setup_s"] > 0  # what the start costs it
     assert ck["sync"]["setup_checkpoint_start_s"] is None  # a phase of async runs only
     assert ck["async"]["setup_checkpoint_start_s"] > 0
+    # DCP's checkpoint process's own memory, which the plan's memory model counts
+    assert ck["sync"]["process_memory"] is None
+    assert ck["async"]["process_memory"]["RssAnon"] > 64 * 2**20
     table = (out / "gpu_check.md").read_text()
+    assert "the checkpoint process holds" in table
     assert "DRY RUN on CPU, tiny sizes" in table.splitlines()[0]
     assert [row.split(" | ")[0].lstrip("| ") for row in table.splitlines()[4:]] == NAMES
 
@@ -152,6 +156,38 @@ def test_the_checkpoint_stall_reports_when_the_first_async_write_and_its_process
     old = gpu_check.check_checkpoint(_Replay(tmp_path, SAVES))
     row = next(r for r in gpu_check.markdown(_report(old)).splitlines() if "checkpoint" in r)
     assert "its checkpoint process not started at set-up" in row, row
+
+
+class _SummaryAndSaves(gpu_check.Check):
+    """Every run writes `summary` as its summary.json and prints SAVES."""
+
+    def __init__(self, out: Path, summary: dict) -> None:
+        super().__init__(out, True, float("inf"))
+        self.summary = summary
+
+    def run(self, args, **kw):  # noqa: ANN001, ANN201 - Check.run's signature
+        d = Path(args[args.index("--output-dir") + 1])
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "summary.json").write_text(json.dumps(self.summary))
+        return 0, SAVES
+
+
+def test_the_checkpoint_stall_reports_the_checkpoint_process_s_memory(tmp_path) -> None:
+    """summary.json's ``checkpoint_process_memory`` (DCP's checkpoint process after its last
+    save) reaches the row: the figure the plan's memory model (facts.CHECKPOINT_PROCESS_BYTES,
+    measured on CPU) needs from a GPU; a run without it says so."""
+    mem = {"pid": 7, "VmRSS": 275 * 2**20, "VmHWM": 446 * 2**20, "RssAnon": 190 * 2**20}
+    result = gpu_check.check_checkpoint(
+        _SummaryAndSaves(tmp_path, {"checkpoint_process_memory": mem})
+    )
+    assert result["async"]["process_memory"] == mem
+    row = next(r for r in gpu_check.markdown(_report(result)).splitlines() if "checkpoint" in r)
+    assert "the checkpoint process holds 190 MiB of its own (RssAnon; VmRSS 275 MiB, peak " \
+        "446 MiB)" in row, row  # fmt: skip
+    assert row.count("holds") == 1  # async only
+    bare = gpu_check.check_checkpoint(_SummaryAndSaves(tmp_path, {}))
+    row = next(r for r in gpu_check.markdown(_report(bare)).splitlines() if "checkpoint" in r)
+    assert "the checkpoint process's memory NOT recorded" in row, row
 
 
 def _report(checkpoint_stall: dict) -> dict:

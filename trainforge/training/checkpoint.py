@@ -44,7 +44,7 @@ import torch.distributed as dist
 # `_WriterStart.begin`.)
 from trainforge.training.config import CheckpointConfig
 from trainforge.training.distributed import group_timeout
-from trainforge.training.hostmem import storage_tensor
+from trainforge.training.hostmem import process_memory, storage_tensor
 
 # The layout names and the error type live in a torch-free module (the S3 mirror and the
 # plan's IAM rehearsal use them); re-exported here, where the rest of the runtime finds them.
@@ -223,6 +223,10 @@ class CheckpointManager:
         self._pending_record: SaveRecord | None = None
         # why async saves stopped (the first failure's cause); None while they work
         self.async_failure: str | None = None
+        # DCP's checkpoint process after the newest async save it wrote: its pid and memory
+        # (`hostmem.process_memory`), for summary.json (the plan's memory model counts it:
+        # jobs/estimate/facts.py CHECKPOINT_PROCESS_BYTES)
+        self.writer_memory: dict[str, int] | None = None
         self._said_thread = False
         self._shm_short: tuple[int, int] | tuple[()] | None = None  # (need, free) when short
         # first attempt only, so a torchrun restart does not crash at the same save again
@@ -678,6 +682,9 @@ class CheckpointManager:
         """After DCP finished: log, mirror to S3, prune old checkpoints (rank 0 after barrier)."""
         if fut is not None:
             fut.result()
+            pid = _checkpoint_process_pid()
+            if pid is not None and (mem := process_memory(pid)) is not None:
+                self.writer_memory = {"pid": pid, **mem}
         if self.rank == 0:
             # DCP fsyncs `.metadata` before renaming it into place but not the directory: make
             # the rename durable before the checkpoint is reported, published or relied on.
@@ -791,6 +798,18 @@ def _writer_process_allowed() -> bool:
     name = getattr(getattr(main, "__spec__", None), "name", None)
     safe = name == "__main__" or (name or "").endswith(".__main__")
     return safe or (name is None and getattr(main, "__file__", None) is None)
+
+
+def _checkpoint_process_pid() -> int | None:
+    """The pid of this process's DCP checkpoint process, None when there is none (saves in a
+    thread, or none started). DCP keeps it in a module global, ``_CHECKPOINT_PROCESS``, whose
+    ``_save_process`` is the ``multiprocessing`` process (torch/distributed/checkpoint/
+    _async_process_executor.py: the same in the torch 2.13.0 wheel and in 2.11.0, whose run on
+    an H200 logged that module's lines; private, so read defensively)."""
+    ape = sys.modules.get("torch.distributed.checkpoint._async_process_executor")
+    proc = getattr(getattr(ape, "_CHECKPOINT_PROCESS", None), "_save_process", None)
+    pid = getattr(proc, "pid", None)
+    return pid if isinstance(pid, int) else None
 
 
 def _all_ranks(flag: bool, group: Any) -> bool:
@@ -1170,6 +1189,11 @@ class Checkpointing:
         self.manager.close()
         if self.preemption is not None:
             self.preemption.close()
+
+    def process_memory(self) -> dict[str, int] | None:
+        """DCP's checkpoint process after the newest async save it wrote (pid, VmRSS, VmHWM,
+        RssAnon in bytes), None without one: summary.json's ``checkpoint_process_memory``."""
+        return self.manager.writer_memory
 
     def metrics(self) -> dict[str, float]:
         """Last checkpoint's timings, for the metrics endpoint / summary."""

@@ -39,6 +39,21 @@ def _hwm_bytes() -> int | None:
     return None
 
 
+def process_memory(pid: int) -> dict[str, int] | None:
+    """Another process's resident set now (``VmRSS``), its peak (``VmHWM``) and its anonymous
+    part (``RssAnon``: what it adds to a container's memory beside shared libraries and shared
+    memory), in bytes, from ``/proc/<pid>/status``; None where it cannot be read (no /proc, the
+    process gone)."""
+    keys = ("VmRSS", "VmHWM", "RssAnon")
+    try:
+        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+        found = {k: int(r.split()[0]) * 1024 for k, _, r in (ln.partition(":") for ln in lines)
+                 if k in keys}  # fmt: skip
+    except (OSError, ValueError, IndexError):
+        return None
+    return {k: found[k] for k in keys} if all(k in found for k in keys) else None
+
+
 def reset_peak() -> bool:
     """Reset this process's peak resident set to its current size; False where refused."""
     try:

@@ -611,6 +611,8 @@ def _finish(
         "ranks_agree": agree,
         "param_stats": stats,
         "checkpoint": checkpointing.metrics(),
+        # rank 0's DCP checkpoint process (async saves): what it holds of the pod's memory
+        "checkpoint_process_memory": checkpointing.process_memory(),
         "config": as_dict(cfg),
         "pid": os.getpid(),
         # for `trainforge calibrate` (the planner's facts): what ran, on what, and its peak

@@ -488,8 +488,8 @@ def warnings(e: JobEstimate, where: str = "job") -> list[str]:
     if e.gpu is not None and e.host_memory_limit and e.host_memory_per_pod > e.host_memory_limit:
         out.append(
             f"{where}: the pod's processes need about {gib(e.host_memory_per_pod)} of host "
-            f"memory (torch and CUDA, async checkpoint staging, own code's model built on "
-            f"the CPU) but its limit is "
+            f"memory (torch and CUDA, async checkpoint staging and DCP's checkpoint "
+            f"process, own code's model built on the CPU) but its limit is "
             f"{gib(e.host_memory_limit)}; raise memory or set checkpoint.async: false"
         )
     return out

@@ -145,6 +145,18 @@ FRAGMENTATION = 0.10
 # a CPU-only rank (no CUDA libraries) is smaller. ASSUMPTIONS.
 HOST_PROCESS_BYTES = 3 * GIB
 CPU_PROCESS_BYTES = 512 * MIB
+# DCP's checkpoint process: with async checkpoints every rank starts one at set-up
+# (training/checkpoint.py `_WriterStart`; the runtime has a process group even on one rank:
+# distributed.py), a second interpreter importing torch that lives for the whole run. What it
+# adds to the pod's memory is its anonymous memory (RssAnon): its file pages are the rank's
+# own shared libraries (page cache, charged to the pod once) and its shared memory is the
+# rank's staging buffers (counted as staging). MEASURED: 190.4 MiB,
+# steady from its start through two saves (2 ranks, 256 MiB of state each, torch 2.13.0+cpu,
+# `bench/dcp_child_memory.py`, 2026-11-30); rounded up. A CUDA build of torch loads more
+# libraries in it (it creates no CUDA context: torch's `_checkpointing_subprocess` uses gloo
+# only), so on a GPU it is expected to be larger, not yet measured there: the runtime records
+# it (summary.json `checkpoint_process_memory`, gpu_check's checkpoint_stall row).
+CHECKPOINT_PROCESS_BYTES = 192 * MIB
 
 HIGH_WATER = 0.90  # warn above this fraction of the GPU's memory
 

@@ -268,6 +268,9 @@ def estimate_memory(
     procs_per_pod: int,
     async_checkpoint: bool,
 ) -> MemoryEstimate:
+    """``async_checkpoint``: each rank stages its state in host memory and runs DCP's
+    checkpoint process beside it (`facts.CHECKPOINT_PROCESS_BYTES`), both host memory of the
+    pod."""
     candidates = phases(shape, r)
     phase = max(candidates, key=lambda k: sum(candidates[k].values()))
     components = {k: v for k, v in candidates[phase].items() if v}
@@ -276,6 +279,7 @@ def estimate_memory(
     local = states(shape, r)["parameters"] // 4
     # DCP's async save stages the rank's state (weights + two moments) in host memory
     staging = 12 * local if async_checkpoint else 0
+    writer = facts.CHECKPOINT_PROCESS_BYTES if async_checkpoint else 0
     if r.device == "cuda":
         allowance = facts.CUDA_CONTEXT_BYTES + int(facts.FRAGMENTATION * peak)
         if r.world > 1:
@@ -284,10 +288,11 @@ def estimate_memory(
         # GPU (training/models/init.py): no copy of the model on the host. Own code is
         # assumed to build the fp32 model on the CPU before it moves to the GPU.
         on_host = 0 if shape.kind in ("gpt", "mlp") else 4 * shape.parameters
-        per_proc = facts.HOST_PROCESS_BYTES + on_host + staging
+        per_proc = facts.HOST_PROCESS_BYTES + on_host + staging + writer
     else:
-        # on CPU the "device" is the host: the process itself and the staging copy count
-        allowance = facts.CPU_PROCESS_BYTES + staging
+        # on CPU the "device" is the host: the process itself, the staging copy and DCP's
+        # checkpoint process count
+        allowance = facts.CPU_PROCESS_BYTES + staging + writer
         per_proc = peak + allowance
     if shape.compile:
         notes.append("torch.compile usually saves fewer activations than eager; eager assumed")
