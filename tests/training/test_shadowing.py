@@ -85,6 +85,10 @@ def _run(code: Path, *argv: str, **extra: str) -> subprocess.CompletedProcess[st
     )
 
 
+# the pod's launcher in front of a program (`-m MODULE ...`), one process on one node
+LAUNCHER = ("-m", "trainforge.training.launch", "--standalone", "--nnodes=1", "--nproc-per-node=1")
+
+
 def _one_exit_line(
     proc: subprocess.CompletedProcess[str], shadow: str, module: str, rank: str = " (rank 0)"
 ) -> None:
@@ -122,17 +126,7 @@ def test_the_launcher_refuses_it_before_torchrun(tmp_path):
     """Before: the launcher's own `import tempfile` failed on code/random.py (exit 1, a
     traceback in trainforge/training/launch.py)."""
     code = _code(tmp_path, "random.py")
-    proc = _run(
-        code,
-        "-m",
-        "trainforge.training.launch",
-        "--standalone",
-        "--nnodes=1",
-        "--nproc-per-node=1",
-        "-m",
-        "trainforge.training.usercode",
-        str(code / "train.py"),
-    )
+    proc = _run(code, *LAUNCHER, "-m", "trainforge.training.usercode", str(code / "train.py"))
     _one_exit_line(proc, str(code / "random.py"), "random", rank="")  # RANK: the pod's index
 
 
@@ -167,18 +161,7 @@ def test_the_launchers_refusal_is_recorded_in_its_checkpoint_dir(tmp_path, capsy
     launcher is no rank, so the cause names none."""
     code = _code(tmp_path, "random.py")
     ckpt = tmp_path / "ckpt"
-    proc = _run(
-        code,
-        "-m",
-        "trainforge.training.launch",
-        "--standalone",
-        "--nnodes=1",
-        "--nproc-per-node=1",
-        "-m",
-        "trainforge.training",
-        "--checkpoint-dir",
-        str(ckpt),
-    )
+    proc = _run(code, *LAUNCHER, "-m", "trainforge.training", "--checkpoint-dir", str(ckpt))
     _one_exit_line(proc, str(code / "random.py"), "random", rank="")
     detail = shadowing.refusal(str(code / "random.py"), "random")
     text = _report(tmp_path, ckpt, capsys)
