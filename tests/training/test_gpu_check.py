@@ -158,18 +158,18 @@ def test_the_checkpoint_stall_reports_when_the_first_async_write_and_its_process
     assert "its checkpoint process not started at set-up" in row, row
 
 
-class _SummaryAndSaves(gpu_check.Check):
-    """Every run writes `summary` as its summary.json and prints SAVES."""
+class _Summary(gpu_check.Check):
+    """Every run writes `summary` as the run's summary.json, prints `printed` and exits 0."""
 
-    def __init__(self, out: Path, summary: dict) -> None:
+    def __init__(self, out: Path, summary: dict, printed: str = "") -> None:
         super().__init__(out, True, float("inf"))
-        self.summary = summary
+        self.summary, self.printed = summary, printed
 
     def run(self, args, **kw):  # noqa: ANN001, ANN201 - Check.run's signature
         d = Path(args[args.index("--output-dir") + 1])
         d.mkdir(parents=True, exist_ok=True)
         (d / "summary.json").write_text(json.dumps(self.summary))
-        return 0, SAVES
+        return 0, self.printed
 
 
 def test_the_checkpoint_stall_reports_the_checkpoint_process_s_memory(tmp_path) -> None:
@@ -178,14 +178,14 @@ def test_the_checkpoint_stall_reports_the_checkpoint_process_s_memory(tmp_path) 
     measured on CPU) needs from a GPU; a run without it says so."""
     mem = {"pid": 7, "VmRSS": 275 * 2**20, "VmHWM": 446 * 2**20, "RssAnon": 190 * 2**20}
     result = gpu_check.check_checkpoint(
-        _SummaryAndSaves(tmp_path, {"checkpoint_process_memory": mem})
+        _Summary(tmp_path, {"checkpoint_process_memory": mem}, SAVES)
     )
     assert result["async"]["process_memory"] == mem
     row = next(r for r in gpu_check.markdown(_report(result)).splitlines() if "checkpoint" in r)
     assert "the checkpoint process holds 190 MiB of its own (RssAnon; VmRSS 275 MiB, peak " \
         "446 MiB)" in row, row  # fmt: skip
     assert row.count("holds") == 1  # async only
-    bare = gpu_check.check_checkpoint(_SummaryAndSaves(tmp_path, {}))
+    bare = gpu_check.check_checkpoint(_Summary(tmp_path, {}, SAVES))
     row = next(r for r in gpu_check.markdown(_report(bare)).splitlines() if "checkpoint" in r)
     assert "the checkpoint process's memory NOT recorded" in row, row
 
@@ -193,20 +193,6 @@ def test_the_checkpoint_stall_reports_the_checkpoint_process_s_memory(tmp_path) 
 def _report(checkpoint_stall: dict) -> dict:
     return {"device": "NVIDIA H200", "torch": "torch 2.11.0", "dry_run": False,
             "wall_seconds": 1.0, "checks": {"checkpoint_stall": checkpoint_stall}}  # fmt: skip
-
-
-class _Summary(gpu_check.Check):
-    """Every run writes `summary` as the run's summary.json and exits 0."""
-
-    def __init__(self, out: Path, summary: dict) -> None:
-        super().__init__(out, True, float("inf"))
-        self.summary = summary
-
-    def run(self, args, **kw):  # noqa: ANN001, ANN201 - Check.run's signature
-        d = Path(args[args.index("--output-dir") + 1])
-        d.mkdir(parents=True, exist_ok=True)
-        (d / "summary.json").write_text(json.dumps(self.summary))
-        return 0, ""
 
 
 def test_a_machine_without_the_planner_s_deps_still_reports_the_run(tmp_path, monkeypatch):
@@ -412,3 +398,13 @@ def test_the_fp8_profile_sorts_each_kernel_by_what_launched_it() -> None:
     assert by_cat == {"fp8_matmul": 900.0, "bf16_matmul": 400.0, "triton": 50.0,
                       "attention": 300.0, "optimizer": 80.0, "nccl": 10.0, "eager": 50.0}  # fmt: skip
     assert n == 8 and by_name["vectorized_elementwise_kernel"] == 50.0
+
+
+def test_the_set_up_words_name_every_phase_the_runtime_adds_up():
+    """The gpt rows print the set-up split from gpu_check's own labels (IN_SETUP): a phase the
+    runtime adds to `setup_seconds` (training/loop.SETUP_PHASES) without a label here would
+    be left out of the row while still counted in its total."""
+    from trainforge.training import loop
+
+    assert tuple(gpu_check.IN_SETUP) == loop.SETUP_PHASES
+    assert not set(gpu_check.BESIDE_SETUP) & set(loop.SETUP_PHASES)
