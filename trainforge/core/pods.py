@@ -405,46 +405,113 @@ def pod_specs(
 # 2026-11-29). Kueue does the same to the job's pod templates before it counts them
 # (pkg/workload/resources.go `AdjustResources`: `handlePodLimitRange`,
 # `handleLimitsToRequests`, then `PodRequests` in workload.go `totalRequestsFromPodSets`, at
-# release-0.19 c90ed70, read 2026-11-29). So one function serves both: Kueue reads the
-# resources its ClusterQueue covers of it (trainforge.plan.kueue), Karpenter all of them, EFA
-# devices included (trainforge.jobs.capacity.gang).
+# release-0.19 c90ed70, read 2026-11-29). So one model serves both, in upstream's two steps:
+# `adjusted_pod_spec` (Kueue's AdjustResources, less the RuntimeClass overhead) and
+# `aggregate_requests` (PodRequests with no options); upstream's own test cases of both run
+# through it (tests/fixtures/upstream/pod_requests.yaml). Kueue reads the resources its
+# ClusterQueue covers of it (trainforge.plan.kueue), Karpenter all of them, EFA devices
+# included (trainforge.jobs.capacity.gang).
+#
+# Modelled less: a running pod's status (in-place resize), the RuntimeClass overhead Kueue
+# copies into a pod set that names a runtimeClassName without `overhead`.
 
 
 def _quantity(v: Any) -> Fraction:
     return parse_quantity(str(v))
 
 
-def _limit_defaults(limit_ranges: Iterable[Mapping[str, Any]]) -> tuple[dict, dict]:
-    """(default limits, default requests) for containers: the first LimitRange item of type
-    Container that names a resource wins, as Kueue's `limitrange.Summarize` keeps the first."""
-    limits: dict[str, Any] = {}
-    requests: dict[str, Any] = {}
+def _resources(v: Any) -> dict[str, Any]:
+    return dict(v) if isinstance(v, Mapping) else {}
+
+
+def _limit_defaults(limit_ranges: Iterable[Mapping[str, Any]]) -> dict[str, tuple[dict, dict]]:
+    """Per LimitRange type (Container, Pod): (default limits, default requests), the first
+    item of the type that names a resource winning, as Kueue's `limitrange.Summarize` keeps
+    the first."""
+    out: dict[str, tuple[dict, dict]] = {}
     for lr in limit_ranges:
         for item in (lr.get("spec") or {}).get("limits") or []:
-            if item.get("type") != "Container":
+            if not isinstance(item, Mapping) or item.get("type") not in ("Container", "Pod"):
                 continue
-            for k, v in (item.get("default") or {}).items():
+            limits, requests = out.setdefault(str(item["type"]), ({}, {}))
+            for k, v in _resources(item.get("default")).items():
                 limits.setdefault(k, v)
-            for k, v in (item.get("defaultRequest") or {}).items():
+            for k, v in _resources(item.get("defaultRequest")).items():
                 requests.setdefault(k, v)
-    return limits, requests
+    return out
 
 
-def _container_requests(
-    c: Mapping[str, Any], d_limits: dict, d_requests: dict
-) -> dict[str, Fraction]:
-    res = c.get("resources") or {}
-    limits = {**d_limits, **(res.get("limits") or {})}
-    requests = {**d_requests, **(res.get("requests") or {})}
-    requests = {**limits, **requests}  # a limit stands for its missing request
-    return {k: _quantity(v) for k, v in requests.items()}
+def _adjust(res: Any, defaults: tuple[dict, dict]) -> dict[str, Any]:
+    """One `resources` block as Kueue adjusts it: missing limits from the LimitRange's
+    default, missing requests from its defaultRequest, then from the limits."""
+    res = _resources(res)
+    limits = {**defaults[0], **_resources(res.get("limits"))}
+    requests = {**limits, **defaults[1], **_resources(res.get("requests"))}
+    out = {**res, "requests": requests}
+    return {**out, "limits": limits} if limits else out
 
 
-def _app_containers(pod_spec: Mapping[str, Any], d_limits: dict, d_requests: dict) -> dict:
+def adjusted_pod_spec(
+    pod_spec: Mapping[str, Any], limit_ranges: Iterable[Mapping[str, Any]] = ()
+) -> dict[str, Any]:
+    """The pod spec as Kueue adjusts it before it counts it (pkg/workload/resources.go
+    `AdjustResources` at release-0.19: `handlePodLimitRange`, then `handleLimitsToRequests`):
+    each container's and init container's missing limits and requests from the namespace's
+    LimitRanges of type Container, then its limits as its missing requests.
+    `limit_ranges` are the LimitRange documents of the namespace."""
+    defaults = _limit_defaults(limit_ranges)
+    container = defaults.get("Container", ({}, {}))
+    out = dict(pod_spec)
+    for key in ("initContainers", "containers"):
+        found = pod_spec.get(key)
+        if isinstance(found, list):
+            out[key] = [
+                {**c, "resources": _adjust(c.get("resources"), container)}
+                if isinstance(c, Mapping) else c
+                for c in found
+            ]  # fmt: skip
+    return out
+
+
+def _requests(c: Any) -> dict[str, Fraction]:
+    res = get(c, "resources", "requests")
+    return {k: _quantity(v) for k, v in res.items()} if isinstance(res, Mapping) else {}
+
+
+def _app_containers(pod_spec: Mapping[str, Any]) -> dict[str, Fraction]:
     total: dict[str, Fraction] = {}
     for c in pod_spec.get("containers") or []:
-        for k, v in _container_requests(c, d_limits, d_requests).items():
+        for k, v in _requests(c).items():
             total[k] = total.get(k, Fraction(0)) + v
+    return total
+
+
+def aggregate_requests(pod_spec: Mapping[str, Any]) -> dict[str, Fraction]:
+    """The Kubernetes `PodRequests` of a pod spec as written, with no options (what Kueue's
+    totalRequestsFromPodSets and Karpenter pass): its containers' requests, and its sidecars'
+    (init containers with restartPolicy Always, running beside the containers and the init
+    containers after them: AggregateContainerRequests), or its largest init container with
+    the sidecars started before it where that is larger; plus its overhead. A resource that
+    sums to zero stays, as upstream's does."""
+    total = _app_containers(pod_spec)
+    sidecars: dict[str, Fraction] = {}
+    init: dict[str, Fraction] = {}
+    for c in pod_spec.get("initContainers") or []:
+        asks = _requests(c)
+        if get(c, "restartPolicy") == "Always":
+            for k, v in asks.items():
+                total[k] = total.get(k, Fraction(0)) + v
+                sidecars[k] = sidecars.get(k, Fraction(0)) + v
+            asks = dict(sidecars)
+        else:
+            asks = {k: asks.get(k, Fraction(0)) + sidecars.get(k, Fraction(0))
+                    for k in {*asks, *sidecars}}  # fmt: skip
+        for k, v in asks.items():
+            init[k] = max(init.get(k, Fraction(0)), v)
+    for k, v in init.items():
+        total[k] = max(total.get(k, Fraction(0)), v)
+    for k, v in _resources(pod_spec.get("overhead")).items():
+        total[k] = total.get(k, Fraction(0)) + _quantity(v)
     return total
 
 
@@ -459,36 +526,15 @@ def container_requests(
     metrics.go `container_*_allocation`; read 2026-11-29, the newest source of the mirror:
     the pinned 1.120.1 is not in it). `trainforge status`'s spend estimate reads this, so it
     estimates what OpenCost would say (trainforge.live.spend)."""
-    d_limits, d_requests = _limit_defaults(limit_ranges)
-    return {k: v for k, v in _app_containers(pod_spec, d_limits, d_requests).items() if v}
+    adjusted = adjusted_pod_spec(pod_spec, limit_ranges)
+    return {k: v for k, v in _app_containers(adjusted).items() if v}
 
 
 def pod_requests(
     pod_spec: Mapping[str, Any], limit_ranges: Iterable[Mapping[str, Any]] = ()
 ) -> dict[str, Fraction]:
-    """One pod's requests as Kueue counts them (see the module docstring); `limit_ranges` are
+    """One pod's requests as Kueue counts them (see the comment above: `aggregate_requests`
+    of `adjusted_pod_spec`), the resources it asks a nonzero amount of; `limit_ranges` are
     the LimitRange documents of the workload's namespace."""
-    d_limits, d_requests = _limit_defaults(limit_ranges)
-    total = _app_containers(pod_spec, d_limits, d_requests)
-    # component-helpers resource.AggregateContainerRequests (Kueue's PodRequests): a sidecar
-    # (an init container with restartPolicy Always) runs beside the containers and the init
-    # containers after it, so it adds to both; the largest init container counts
-    sidecars: dict[str, Fraction] = {}
-    init: dict[str, Fraction] = {}
-    for c in pod_spec.get("initContainers") or []:
-        asks = _container_requests(c, d_limits, d_requests)
-        if c.get("restartPolicy") == "Always":
-            for k, v in asks.items():
-                total[k] = total.get(k, Fraction(0)) + v
-                sidecars[k] = sidecars.get(k, Fraction(0)) + v
-            asks = dict(sidecars)
-        else:
-            asks = {k: asks.get(k, Fraction(0)) + sidecars.get(k, Fraction(0))
-                    for k in {*asks, *sidecars}}  # fmt: skip
-        for k, v in asks.items():
-            init[k] = max(init.get(k, Fraction(0)), v)
-    for k, v in init.items():
-        total[k] = max(total.get(k, Fraction(0)), v)
-    for k, v in (pod_spec.get("overhead") or {}).items():
-        total[k] = total.get(k, Fraction(0)) + _quantity(v)
+    total = aggregate_requests(adjusted_pod_spec(pod_spec, limit_ranges))
     return {k: v for k, v in total.items() if v}
