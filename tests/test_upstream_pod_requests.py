@@ -103,3 +103,6 @@ def test_pod_requests_is_the_adjusted_aggregate_without_zeros() -> None:
     limits_only = {"containers": [{"name": "t", "resources": {"limits": {"cpu": "3"}}}]}
     assert P.aggregate_requests(limits_only) == {}
     assert P.pod_requests(limits_only) == {"cpu": 3}
+    # the pod's own limits stand for its missing requests too, in place of its containers'
+    pod_level = {**limits_only, "resources": {"limits": {"cpu": "8", "memory": "1Gi"}}}
+    assert P.pod_requests(pod_level) == {"cpu": 8, "memory": 2**30}

@@ -400,7 +400,8 @@ def pod_specs(
 # `defaultRequest`) and a limit standing for a missing request; the scheduler and Karpenter
 # pack that pod by the Kubernetes `PodRequests` (component-helpers resource/helpers.go: its
 # containers and sidecars, or its largest init container with the sidecars started before it
-# where that is larger, plus the overhead; Karpenter core 6e7eab7a0f48
+# where that is larger; the pod-level requests, where the pod writes them, in place of its
+# containers' CPU, memory and hugepages; plus the overhead; Karpenter core 6e7eab7a0f48
 # pkg/utils/resources/resources.go `RequestsForPods` -> `Ceiling` -> `PodRequests`, read
 # 2026-11-29). Kueue does the same to the job's pod templates before it counts them
 # (pkg/workload/resources.go `AdjustResources`: `handlePodLimitRange`,
@@ -413,7 +414,19 @@ def pod_specs(
 # included (trainforge.jobs.capacity.gang).
 #
 # Modelled less: a running pod's status (in-place resize), the RuntimeClass overhead Kueue
-# copies into a pod set that names a runtimeClassName without `overhead`.
+# copies into a pod set that names a runtimeClassName without `overhead`, and the API server's
+# own defaulting of a Pod's pod-level requests (from its containers' requests where they name
+# them; Kueue, which reads the template, takes the pod-level limits: what is modelled here).
+
+# PodLevelResources: the resources a pod may name in `spec.resources` (component-helpers
+# resource/helpers.go `supportedPodLevelResources` and `IsSupportedPodLevelResource`, v0.35.7)
+POD_LEVEL = ("cpu", "memory")
+HUGEPAGES = "hugepages-"
+
+
+def pod_level(resource: str) -> bool:
+    """Whether a pod's own `spec.resources` may name `resource` (IsSupportedPodLevelResource)."""
+    return resource in POD_LEVEL or resource.startswith(HUGEPAGES)
 
 
 def _quantity(v: Any) -> Fraction:
@@ -457,8 +470,9 @@ def adjusted_pod_spec(
     """The pod spec as Kueue adjusts it before it counts it (pkg/workload/resources.go
     `AdjustResources` at release-0.19: `handlePodLimitRange`, then `handleLimitsToRequests`):
     each container's and init container's missing limits and requests from the namespace's
-    LimitRanges of type Container, then its limits as its missing requests.
-    `limit_ranges` are the LimitRange documents of the namespace."""
+    LimitRanges of type Container, then its limits as its missing requests; the pod's own
+    `resources`, where it writes them, likewise from type Pod. `limit_ranges` are the
+    LimitRange documents of the namespace."""
     defaults = _limit_defaults(limit_ranges)
     container = defaults.get("Container", ({}, {}))
     out = dict(pod_spec)
@@ -470,6 +484,8 @@ def adjusted_pod_spec(
                 if isinstance(c, Mapping) else c
                 for c in found
             ]  # fmt: skip
+    if isinstance(pod_spec.get("resources"), Mapping):
+        out["resources"] = _adjust(pod_spec["resources"], defaults.get("Pod", ({}, {})))
     return out
 
 
@@ -491,7 +507,8 @@ def aggregate_requests(pod_spec: Mapping[str, Any]) -> dict[str, Fraction]:
     totalRequestsFromPodSets and Karpenter pass): its containers' requests, and its sidecars'
     (init containers with restartPolicy Always, running beside the containers and the init
     containers after them: AggregateContainerRequests), or its largest init container with
-    the sidecars started before it where that is larger; plus its overhead. A resource that
+    the sidecars started before it where that is larger; the pod's own `resources.requests`
+    of the resources a pod may name in place of that sum; plus its overhead. A resource that
     sums to zero stays, as upstream's does."""
     total = _app_containers(pod_spec)
     sidecars: dict[str, Fraction] = {}
@@ -510,6 +527,10 @@ def aggregate_requests(pod_spec: Mapping[str, Any]) -> dict[str, Fraction]:
             init[k] = max(init.get(k, Fraction(0)), v)
     for k, v in init.items():
         total[k] = max(total.get(k, Fraction(0)), v)
+    own = get(pod_spec, "resources", "requests")
+    for k, v in (own if isinstance(own, Mapping) else {}).items():
+        if pod_level(k):
+            total[k] = _quantity(v)
     for k, v in _resources(pod_spec.get("overhead")).items():
         total[k] = total.get(k, Fraction(0)) + _quantity(v)
     return total
