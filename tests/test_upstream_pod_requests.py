@@ -1,6 +1,7 @@
 """trainforge.core.pods' request model against upstream's own test cases: every case of
 tests/fixtures/upstream/pod_requests.yaml (component-helpers' PodRequests tests at v0.35.7,
-Kueue's TestAdjustResources at release-0.19; the file names each source) runs through the model and must give upstream's answer. A case the model
+Kueue's TestAdjustResources at release-0.19, the API server's LimitRange defaulting; the file
+names each source) runs through the model and must give upstream's answer. A case the model
 deliberately does not cover says why (`modelled_less`) and is reported as such, never dropped.
 In memory, milliseconds each."""
 
@@ -57,6 +58,13 @@ def test_pod_requests_as_component_helpers(case: dict) -> None:
     assert P.aggregate_requests(pod) == _amounts(case["want"])
 
 
+@pytest.mark.parametrize("case", _ids("limitRangeDefaults"))
+def test_limit_range_item_as_stored(case: dict) -> None:
+    got = P.stored_limit_range_item(case["item"])
+    for key, want in case["want"].items():
+        assert _amounts(got.get(key)) == _amounts(want), key
+
+
 def _resources_of(spec: dict) -> dict[str, Any]:
     """What TestAdjustResources compares of a pod spec: each container's and init
     container's requests and limits, and the pod's own (missing and empty alike: Kueue's
@@ -88,21 +96,30 @@ def test_adjusted_pod_spec_as_kueue(case: dict) -> None:
 def test_every_upstream_case_runs_or_says_why_not() -> None:
     """The file's accounting: how many cases each section holds and how many are marked;
     a case that loses its `want` or gains an unexplained skip fails here."""
-    for section in ("podRequests", "adjustResources"):
+    for section in ("podRequests", "adjustResources", "limitRangeDefaults"):
         for c in DATA[section]:
             assert {"test", "case"} <= c.keys(), c
             assert ("want" in c) or ("wantPodSets" in c), c
             assert c.get("modelled_less", "x").strip(), c
-    counts = {s: len(DATA[s]) for s in ("podRequests", "adjustResources")}
-    assert counts == {"podRequests": 42, "adjustResources": 8}
+    counts = {s: len(DATA[s]) for s in ("podRequests", "adjustResources", "limitRangeDefaults")}
+    assert counts == {"podRequests": 42, "adjustResources": 8, "limitRangeDefaults": 1}
 
 
 def test_pod_requests_is_the_adjusted_aggregate_without_zeros() -> None:
     """`pod_requests` (what Kueue and Karpenter count) is the aggregate of the adjusted spec:
-    a limit stands for its missing request."""
+    a limit stands for its missing request, and a LimitRange with only a `max` defaults both
+    (the stored item's default and defaultRequest: Kueue reads the stored object)."""
     limits_only = {"containers": [{"name": "t", "resources": {"limits": {"cpu": "3"}}}]}
     assert P.aggregate_requests(limits_only) == {}
     assert P.pod_requests(limits_only) == {"cpu": 3}
     # the pod's own limits stand for its missing requests too, in place of its containers'
     pod_level = {**limits_only, "resources": {"limits": {"cpu": "8", "memory": "1Gi"}}}
     assert P.pod_requests(pod_level) == {"cpu": 8, "memory": 2**30}
+    bare = {"containers": [{"name": "t"}]}
+    max_only = {"spec": {"limits": [{"type": "Container", "max": {"cpu": "4"}}]}}
+    assert P.pod_requests(bare, [max_only]) == {"cpu": 4}
+    # `default` without `defaultRequest`: the stored defaultRequest is the default, which a
+    # container's own limit does not replace (Kueue fills requests before limits stand in)
+    default_only = {"spec": {"limits": [{"type": "Container", "default": {"cpu": "2"}}]}}
+    one = {"containers": [{"name": "t", "resources": {"limits": {"cpu": "1"}}}]}
+    assert P.pod_requests(one, [default_only]) == {"cpu": 2}

@@ -437,15 +437,28 @@ def _resources(v: Any) -> dict[str, Any]:
     return dict(v) if isinstance(v, Mapping) else {}
 
 
+def stored_limit_range_item(item: Mapping[str, Any]) -> dict[str, Any]:
+    """A LimitRange item as the API server stores it (pkg/apis/core/v1/defaults.go
+    `SetDefaults_LimitRangeItem`): of type Container, a missing `default` from `max`, then a
+    missing `defaultRequest` from `default`, then from `min`. Kueue reads the stored object."""
+    out = dict(item)
+    if item.get("type") != "Container":
+        return out
+    default = {**_resources(item.get("max")), **_resources(item.get("default"))}
+    request = {**_resources(item.get("min")), **default, **_resources(item.get("defaultRequest"))}
+    return {**out, "default": default, "defaultRequest": request}
+
+
 def _limit_defaults(limit_ranges: Iterable[Mapping[str, Any]]) -> dict[str, tuple[dict, dict]]:
     """Per LimitRange type (Container, Pod): (default limits, default requests), the first
     item of the type that names a resource winning, as Kueue's `limitrange.Summarize` keeps
-    the first."""
+    the first, over the items as stored."""
     out: dict[str, tuple[dict, dict]] = {}
     for lr in limit_ranges:
         for item in (lr.get("spec") or {}).get("limits") or []:
             if not isinstance(item, Mapping) or item.get("type") not in ("Container", "Pod"):
                 continue
+            item = stored_limit_range_item(item)
             limits, requests = out.setdefault(str(item["type"]), ({}, {}))
             for k, v in _resources(item.get("default")).items():
                 limits.setdefault(k, v)
@@ -472,7 +485,8 @@ def adjusted_pod_spec(
     each container's and init container's missing limits and requests from the namespace's
     LimitRanges of type Container, then its limits as its missing requests; the pod's own
     `resources`, where it writes them, likewise from type Pod. `limit_ranges` are the
-    LimitRange documents of the namespace."""
+    LimitRange documents of the namespace (as written: they are read as the API server
+    stores them)."""
     defaults = _limit_defaults(limit_ranges)
     container = defaults.get("Container", ({}, {}))
     out = dict(pod_spec)
