@@ -2,6 +2,12 @@
 
 Needed to check a job against its team's ResourceQuota and its pool's node size at
 preview time, without a Kubernetes client.
+
+The rules are apimachinery's `ParseQuantity` (pkg/api/resource/quantity.go at v0.35.7, the
+pinned Kubernetes minor): a sign, a decimal number, then either a suffix (binary Ki..Ei,
+decimal n, u, m, k, M..E) or a decimal exponent (e3, E-6). apimachinery's own test cases run through it (tests/fixtures/upstream/quantity.yaml). Spaces
+around the text are trimmed, as the API server's JSON decoding (`UnmarshalJSON`) does before
+it parses.
 """
 
 from __future__ import annotations
@@ -9,15 +15,7 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 
-_SUFFIX = {
-    "": 1,
-    "m": Fraction(1, 1000),
-    "k": 10**3,
-    "M": 10**6,
-    "G": 10**9,
-    "T": 10**12,
-    "P": 10**15,
-    "E": 10**18,
+_BINARY = {
     "Ki": 2**10,
     "Mi": 2**20,
     "Gi": 2**30,
@@ -25,7 +23,20 @@ _SUFFIX = {
     "Pi": 2**50,
     "Ei": 2**60,
 }
-_RE = re.compile(r"^([+]?[0-9]+(?:\.[0-9]*)?|[+]?\.[0-9]+)(?:[eE]([-+]?[0-9]+))?([a-zA-Z]*)$")
+_SUFFIX = {
+    "": 1,
+    "n": Fraction(1, 10**9),
+    "u": Fraction(1, 10**6),
+    "m": Fraction(1, 1000),
+    "k": 10**3,
+    "M": 10**6,
+    "G": 10**9,
+    "T": 10**12,
+    "P": 10**15,
+    "E": 10**18,
+    **_BINARY,
+}
+_RE = re.compile(r"^([+-]?)([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE]([-+]?[0-9]+))?([a-zA-Z]*)$")
 
 
 def parse_quantity(text: str | int | float) -> Fraction:
@@ -33,14 +44,14 @@ def parse_quantity(text: str | int | float) -> Fraction:
     if isinstance(text, bool):
         raise ValueError(f"not a quantity: {text!r}")
     if isinstance(text, int | float):
-        return Fraction(str(text))
+        text = str(text)
     m = _RE.match(text.strip())
-    if not m or m.group(3) not in _SUFFIX or (m.group(2) and m.group(3)):
+    if not m or m.group(4) not in _SUFFIX or (m.group(3) and m.group(4)):
         raise ValueError(f"not a Kubernetes quantity: {text!r}")
-    value = Fraction(m.group(1))
-    if m.group(2):
-        value *= Fraction(10) ** int(m.group(2))
-    return value * _SUFFIX[m.group(3)]
+    value = Fraction(m.group(2)) * _SUFFIX[m.group(4)]
+    if m.group(3):
+        value *= Fraction(10) ** int(m.group(3))
+    return -value if m.group(1) == "-" else value
 
 
 def format_mebibytes(value: Fraction | int) -> str:
