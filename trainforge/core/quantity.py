@@ -5,13 +5,16 @@ preview time, without a Kubernetes client.
 
 The rules are apimachinery's `ParseQuantity` (pkg/api/resource/quantity.go at v0.35.7, the
 pinned Kubernetes minor): a sign, a decimal number, then either a suffix (binary Ki..Ei,
-decimal n, u, m, k, M..E) or a decimal exponent (e3, E-6). apimachinery's own test cases run through it (tests/fixtures/upstream/quantity.yaml). Spaces
+decimal n, u, m, k, M..E) or a decimal exponent (e3, E-6); a nonzero value rounds up, away
+from zero, to a whole nano (so a request of 0.1n is 1n: "if you want some resources, you
+should get some resources"). apimachinery's own test cases run through it (tests/fixtures/upstream/quantity.yaml). Spaces
 around the text are trimmed, as the API server's JSON decoding (`UnmarshalJSON`) does before
 it parses.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from fractions import Fraction
 
@@ -37,6 +40,7 @@ _SUFFIX = {
     **_BINARY,
 }
 _RE = re.compile(r"^([+-]?)([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE]([-+]?[0-9]+))?([a-zA-Z]*)$")
+_NANO = 10**9
 
 
 def parse_quantity(text: str | int | float) -> Fraction:
@@ -51,6 +55,7 @@ def parse_quantity(text: str | int | float) -> Fraction:
     value = Fraction(m.group(2)) * _SUFFIX[m.group(4)]
     if m.group(3):
         value *= Fraction(10) ** int(m.group(3))
+    value = Fraction(math.ceil(value * _NANO), _NANO)  # ParseQuantity: inf.RoundUp at Nano
     return -value if m.group(1) == "-" else value
 
 
