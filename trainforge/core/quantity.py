@@ -7,7 +7,8 @@ The rules are apimachinery's `ParseQuantity` (pkg/api/resource/quantity.go at v0
 pinned Kubernetes minor): a sign, a decimal number, then either a suffix (binary Ki..Ei,
 decimal n, u, m, k, M..E) or a decimal exponent (e3, E-6); a nonzero value rounds up, away
 from zero, to a whole nano (so a request of 0.1n is 1n: "if you want some resources, you
-should get some resources"). apimachinery's own test cases run through it (tests/fixtures/upstream/quantity.yaml). Spaces
+should get some resources"); a binary-suffixed value is capped at the largest int64.
+apimachinery's own test cases run through it (tests/fixtures/upstream/quantity.yaml). Spaces
 around the text are trimmed, as the API server's JSON decoding (`UnmarshalJSON`) does before
 it parses.
 """
@@ -41,6 +42,7 @@ _SUFFIX = {
 }
 _RE = re.compile(r"^([+-]?)([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE]([-+]?[0-9]+))?([a-zA-Z]*)$")
 _NANO = 10**9
+MAX_BINARY = 2**63 - 1  # apimachinery math.go `maxAllowed`: a binary quantity's cap
 
 
 def parse_quantity(text: str | int | float) -> Fraction:
@@ -56,6 +58,8 @@ def parse_quantity(text: str | int | float) -> Fraction:
     if m.group(3):
         value *= Fraction(10) ** int(m.group(3))
     value = Fraction(math.ceil(value * _NANO), _NANO)  # ParseQuantity: inf.RoundUp at Nano
+    if m.group(4) in _BINARY:
+        value = min(value, Fraction(MAX_BINARY))
     return -value if m.group(1) == "-" else value
 
 
