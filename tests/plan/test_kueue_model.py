@@ -221,6 +221,21 @@ def test_kueue_counts_a_sidecar_beside_the_containers_and_the_init_containers_af
     assert pod_requests(pod)["cpu"] == 3  # the containers and the sidecar, running together
 
 
+def test_flavor_selector_reads_an_invalid_requirement_as_selecting_nothing():
+    """Kueue's flavorSelector keeps the affinity terms' expressions on the flavor's label
+    keys and matches them with component-helpers' RequiredNodeAffinity, where a term with an
+    invalid requirement (NotIn with no values: apimachinery NewRequirement) selects nothing
+    (tests/fixtures/upstream/scheduling.yaml); an emptied term still matches any flavor."""
+    flavor = K.Flavor("one", {"type": "one"}, [], None)
+    bad = ({"key": "type", "operator": "NotIn", "values": []},)
+    ps = K.PodSet("main", 1, {"cpu": Fraction(1)}, affinity=(bad,))
+    assert not A.selector_matches(ps, flavor)
+    good = ({"key": "type", "operator": "NotIn", "values": ["two"]},)
+    assert A.selector_matches(K.PodSet("main", 1, {}, affinity=(bad, good)), flavor)
+    other = ({"key": "zone", "operator": "In", "values": ["a"]},)  # not a key of the flavor
+    assert A.selector_matches(K.PodSet("main", 1, {}, affinity=(bad, other)), flavor)
+
+
 # Kueue's TestIsPreferred (pkg/scheduler/flavorassigner/flavorassigner_test.go, release-0.19 at
 # c90ed700c1b64e6db76b766d8337a63ca439d2dd, read 2026-11-29 from the local mirror), every case:
 # (preemption mode, borrowing level) of a and b, flavorFungibility.preference, a preferred.

@@ -120,7 +120,10 @@ def _try_next(mode: tuple[int, int], q: ClusterQueue) -> bool:
 
 def selector_matches(ps: PodSet, flavor: Flavor) -> bool:
     """flavorSelector + RequiredNodeAffinity.Match against the flavor's nodeLabels, with
-    the pod's selector and affinity restricted to the flavor's own label keys."""
+    the pod's selector and affinity restricted to the flavor's own label keys (Kueue's
+    pkg/scheduler/flavorassigner `flavorSelector` at release-0.19); the kept terms are
+    matched by the one node selector model (`core.taints.node_selector_terms`: an invalid
+    requirement selects nothing)."""
     keys = set(flavor.labels)
     labels = flavor.labels
     for k, v in ps.node_selector.items():
@@ -132,7 +135,9 @@ def selector_matches(ps: PodSet, flavor: Flavor) -> bool:
         if not kept:
             return True  # an emptied term matches any flavor (terms are ORed)
         terms.append(kept)
-    return not terms or any(all(T.node_expression(e, labels) for e in t) for t in terms)
+    if not terms:
+        return True
+    return T.node_selector_terms([{"matchExpressions": t} for t in terms], labels)
 
 
 def only_tas(q: ClusterQueue, flavors: Mapping[str, Flavor]) -> bool:
