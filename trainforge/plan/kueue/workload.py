@@ -4,13 +4,15 @@ set) and where it takes it (`admit`, the model's one admission entry).
 Why the adjustments: a Job, CronJob or SDK TrainJob that a user writes often names no requests at all. Kueue
 does not admit such a pod set as "nothing": when it builds the Workload it applies, in this
 order, the RuntimeClass overhead, the namespace's LimitRange defaults (a container's missing
-limits from `default`, missing requests from `defaultRequest`) and then a container's limits
-as its missing requests (pkg/workload/resources.go `AdjustResources`, `handlePodLimitRange`,
+limits from `default`, missing requests from `defaultRequest`, as the API server stores the
+LimitRange; the pod's own `resources` from a LimitRange of type Pod) and then limits as
+missing requests (pkg/workload/resources.go `AdjustResources`, `handlePodLimitRange`,
 `handleLimitsToRequests` at release-0.19 c90ed70, read 2026-11-29). The pod's total is the
 sum over its containers and sidecars (init containers with restartPolicy Always), or its
-largest init container (with the sidecars started before it) where that is larger, plus
-the overhead (the scheduler's and Kueue's pod requests: the Kubernetes `PodRequests`, which
-Kueue's pkg/workload/workload.go `totalRequestsFromPodSets` calls). The flavor assignment then sees the
+largest init container (with the sidecars started before it) where that is larger, with the
+pod's own requests of CPU, memory and hugepages in place of that sum where it writes them,
+plus the overhead (the scheduler's and Kueue's pod requests: the Kubernetes `PodRequests`,
+which Kueue's pkg/workload/workload.go `totalRequestsFromPodSets` calls). The flavor assignment then sees the
 team namespace's 500m CPU / 1Gi, not an empty request. That arithmetic is the API server's and
 the scheduler's too, so it lives below the plan (trainforge.core.pods.pod_requests), where
 Karpenter's packing of a gang reads it as well (trainforge.jobs.capacity.gang).
