@@ -236,6 +236,58 @@ def test_flavor_selector_reads_an_invalid_requirement_as_selecting_nothing():
     assert A.selector_matches(K.PodSet("main", 1, {}, affinity=(bad, other)), flavor)
 
 
+AVAILABLE = yaml.safe_load((FIXTURES.parent / "kueue_available.yaml").read_text())["cases"]
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        pytest.param(
+            c,
+            id=c["case"],
+            marks=[pytest.mark.xfail(reason=c["modelled_less"], strict=True)]
+            if "modelled_less" in c
+            else [],
+        )
+        for c in AVAILABLE
+    ],
+)
+def test_quota_arithmetic_as_kueue_test_available(case: dict) -> None:
+    """Kueue's TestAvailable (tests/plan/fixtures/kueue_available.yaml says where): each
+    ClusterQueue's available and potentially available quota per flavor, before its usage
+    is added, with it, and after it is removed, as the Go test checks."""
+    docs = [
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": kind,
+         "metadata": {"name": name}, "spec": spec}
+        for kind, key in (("ClusterQueue", "clusterQueues"), ("Cohort", "cohorts"))
+        for name, spec in (case.get(key) or {}).items()
+    ]  # fmt: skip
+    model = K.read(docs)
+    quotas = K.Quotas(model.queues, model.shared)
+
+    def got(kind: str) -> dict:
+        fn = quotas.available if kind == "available" else quotas.potential
+        return {
+            name: {f: {r: fn(q, f, r) for r in per} for f, per in q.nominal.items()}
+            for name, q in model.queues.items()
+        }
+
+    def want(key: str) -> dict:
+        return {
+            name: {f: {r: K.quantity(v) for r, v in per.items()} for f, per in fr.items()}
+            for name, fr in case[key].items()
+        }
+
+    potential = want("wantPotentiallyAvailable")
+    assert (got("available"), got("potential")) == (potential, potential)  # before usage
+    for name, per in (case.get("usage") or {}).items():
+        model.queues[name].usage = _use(per)
+    assert (got("available"), got("potential")) == (want("wantAvailable"), potential)
+    for q in model.queues.values():
+        q.usage = {}
+    assert (got("available"), got("potential")) == (potential, potential)  # removed
+
+
 # Kueue's TestIsPreferred (pkg/scheduler/flavorassigner/flavorassigner_test.go, release-0.19 at
 # c90ed700c1b64e6db76b766d8337a63ca439d2dd, read 2026-11-29 from the local mirror), every case:
 # (preemption mode, borrowing level) of a and b, flavorFungibility.preference, a preferred.
