@@ -33,6 +33,8 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from trainforge.core import names
+
 NS = "trainforge"
 M = TypeVar("M", bound=BaseModel)
 
@@ -130,6 +132,14 @@ def matching(pattern: str, expected: str, max_length: int = 0) -> Any:
     schema: dict[str, Any] = {"type": "string", "pattern": f"^(?:{pattern})$"}
     schema.update({"maxLength": max_length} if max_length else {})
     return Annotated[str, AfterValidator(valid), WithJsonSchema(schema)]
+
+
+# A namespace (and a name that becomes one): Kubernetes' rule, core/names.py.
+Namespace = matching(
+    names.DNS1123_LABEL,
+    "a DNS-1123 label (lowercase letters, digits, '-')",
+    names.DNS1123_LABEL_MAX,
+)
 
 
 # Kubernetes resource.Quantity (apimachinery): a signed decimal with an optional suffix.

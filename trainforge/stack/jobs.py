@@ -32,6 +32,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from trainforge.core.contract import BACKENDS
 from trainforge.core.errors import JobConfigError
+from trainforge.core.names import DNS1035, DNS1035_LABEL_MAX
 from trainforge.stack.base import (
     Bool,
     Float,
@@ -57,8 +58,7 @@ Topology = Literal["preferred", "layer-1", "layer-2", "layer-3", "none"]  # jobs
 # Kubernetes object names of a job's pods and services are `<job>-worker-<index>`, and
 # Services (which the operator creates per pod) must be DNS-1035 labels of at most 63
 # characters. Leave room for at least three index digits so a job can grow to 1000 pods.
-DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-MAX_LABEL = 63
+MAX_LABEL = DNS1035_LABEL_MAX
 POD_SUFFIX = "-worker-"
 MIN_INDEX_DIGITS = 3
 # checkpoint.fingerprint: a dotted module path and a function name

@@ -29,6 +29,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from trainforge.core import names
 from trainforge.core.contract import BACKENDS, DEFAULT_BACKEND
 from trainforge.core.quantity import parse_quantity
 from trainforge.stack.base import (
@@ -36,6 +37,7 @@ from trainforge.stack.base import (
     Bool,
     Float,
     Int,
+    Namespace,
     Problems,
     Quantity,
     StackModel,
@@ -115,20 +117,22 @@ def _backend_list(value: Any) -> Any:
     return value
 
 
-_DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _PATH = r"/[A-Za-z0-9._/-]*"
 _DURATION = r"\d+(ms|s|m|h|d|w|y)"
 NonEmpty = matching(r".+", "a non-empty string")
-Namespace = matching(_DNS_LABEL, "a DNS-1123 label (lowercase letters, digits, '-')", 63)
 TeamName = matching(
-    _DNS_LABEL,
+    names.DNS1123_LABEL,
     "a DNS-1123 label: at most 63 lowercase letters, digits or '-', "
     "starting and ending with a letter or digit (it becomes the namespace)",
-    63,
+    names.DNS1123_LABEL_MAX,
 )
-Cohort = matching(_DNS_LABEL, "a DNS-1123 label naming the cohort teams share", 63)
+Cohort = matching(
+    names.DNS1123_LABEL, "a DNS-1123 label naming the cohort teams share", names.DNS1123_LABEL_MAX
+)
 ClaimName = matching(
-    r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?", "a PersistentVolumeClaim name (a DNS-1123 subdomain)", 253
+    names.DNS1123_SUBDOMAIN,
+    "a PersistentVolumeClaim name (a DNS-1123 subdomain: dot-separated DNS-1123 labels)",
+    names.DNS1123_SUBDOMAIN_MAX,
 )
 S3Url = matching(
     r"s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?", "an S3 URL such as s3://my-datasets/imagenet"
@@ -356,7 +360,7 @@ class ReceiverConfig(StackModel):
     """One Alertmanager receiver; its secret (Slack webhook URL, PagerDuty routing key, webhook
     URL) is set with `pulumi config set --secret --path` and reaches the chart as a secret."""
 
-    name: matching(_DNS_LABEL, "a DNS-1123 label", 63)
+    name: matching(names.DNS1123_LABEL, "a DNS-1123 label", names.DNS1123_LABEL_MAX)
     """A DNS-1123 label, unique among receivers (unset: `<type>-<index>`)."""
     type: Literal["slack", "pagerduty", "webhook"] = "webhook"
     """`slack`, `pagerduty` or `webhook`: an Alertmanager receiver (with `mode: external` your Alertmanager routes the alerts, labelled `platform=trainforge`)."""
@@ -439,7 +443,7 @@ class MonitoringConfig(StackModel):
 
     mode: Literal["managed", "external"] = "managed"
     """`managed`: kube-prometheus-stack selecting every ServiceMonitor/PodMonitor; `external`: use an existing Prometheus operator."""
-    namespace: matching(_DNS_LABEL, "a DNS-1123 label", 63) = "monitoring"
+    namespace: Namespace = "monitoring"
     """Namespace of the stack; team NetworkPolicies admit scraping from it."""
     dcgm_exporter: Bool = True
     """DCGM exporter + ServiceMonitor on GPU nodes (namespace `node-agents`)."""
