@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainforge.core.contract import GPU_RESOURCE
 from trainforge.jobs.duration import duration_text
 from trainforge.jobs.estimate import gib
 from trainforge.plan import ckpt_compat as CC
@@ -141,8 +142,8 @@ def _figures(view: JobView | None, sections: dict[str, Any] | None) -> dict[str,
 
 
 def _res(per_pod: dict[str, str]) -> str:
-    keys = ("nvidia.com/gpu", "cpu", "memory")
-    names = {"nvidia.com/gpu": "GPU"}
+    keys = (GPU_RESOURCE, "cpu", "memory")
+    names = {GPU_RESOURCE: "GPU"}
     return ", ".join(f"{per_pod[k]} {names.get(k, k)}" for k in keys if k in per_pod) or "?"
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainforge.core.contract import GPU_RESOURCE
 from trainforge.core.pods import argv, literal_env
 from trainforge.jobs.backends import job_shape
 from trainforge.jobs.pod import JOB_LABEL
@@ -44,7 +45,7 @@ class JobView:
     @property
     def gpus_per_pod(self) -> int:
         try:
-            return int(self.per_pod.get("nvidia.com/gpu", 0))
+            return int(self.per_pod.get(GPU_RESOURCE, 0))
         except ValueError:
             return 0
 

@@ -43,6 +43,11 @@ from trainforge.stack.platform import (
 
 GPU_TAINT_KEY = "nvidia.com/gpu"
 POOL_LABEL = "trainforge.io/pool"
+# The labels a node group's nodes carry (node_groups sets them; the device plugins select
+# them, node_daemonsets places DaemonSets by them; Karpenter's GPU nodes carry
+# core.contract.KARPENTER_GPU_COUNT instead).
+GPU_NODE_LABEL = "nvidia.com/gpu.present"
+EFA_NODE_LABEL = "vpc.amazonaws.com/efa.present"
 # CPU Karpenter pools are for jobs only (jobs tolerate their pool's taints, published in
 # PoolFacts): CoreDNS, the CSI controllers and other add-ons stay on the system node group
 # instead of holding a spot node up that `WhenEmpty` consolidation would never remove.

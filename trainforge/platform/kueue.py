@@ -68,7 +68,7 @@ import pulumi_kubernetes as k8s
 import yaml
 
 from trainforge.core import versions
-from trainforge.core.contract import PoolFacts
+from trainforge.core.contract import EFA_RESOURCE, PoolFacts
 from trainforge.platform import queues
 from trainforge.platform.placement import SYSTEM_NODE_SELECTOR, psa_labels
 from trainforge.platform.services_config import KueueConfig, TeamConfig
@@ -83,7 +83,7 @@ FRAMEWORKS = {
     "trainjob": "trainer.kubeflow.org/trainjob",
     "indexed-job": "batch/job",
 }
-EXCLUDED_RESOURCES = ("vpc.amazonaws.com/efa",)
+EXCLUDED_RESOURCES = (EFA_RESOURCE,)
 DATA = Path(__file__).resolve().parent / "data" / "kueue"
 REPLICAS = 2
 PDB_MIN_AVAILABLE = 1

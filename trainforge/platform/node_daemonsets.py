@@ -15,9 +15,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainforge.core import versions
-from trainforge.core.contract import DaemonSetLoad, Taint
+from trainforge.core.contract import KARPENTER_GPU_COUNT, DaemonSetLoad, Taint
 from trainforge.core.taints import node_expression, untolerated
-from trainforge.platform.config import POOL_LABEL, NodeGroupConfig, NodePoolConfig, PlatformConfig
+from trainforge.platform.config import (
+    EFA_NODE_LABEL,
+    GPU_NODE_LABEL,
+    POOL_LABEL,
+    NodeGroupConfig,
+    NodePoolConfig,
+    PlatformConfig,
+)
 
 EVERYTHING = ({"operator": "Exists"},)  # tolerates every taint
 LINUX_EC2_TERMS = (
@@ -232,11 +239,11 @@ def node_labels(
         "node.kubernetes.io/instance-type": instance_type,
     }
     if isinstance(pool, NodeGroupConfig):
-        labels["nvidia.com/gpu.present"] = "true"  # trainforge.platform.node_groups
+        labels[GPU_NODE_LABEL] = "true"  # trainforge.platform.node_groups
         if pool.efa:
-            labels["vpc.amazonaws.com/efa.present"] = "true"
+            labels[EFA_NODE_LABEL] = "true"
     elif gpus:
-        labels["karpenter.k8s.aws/instance-gpu-count"] = str(gpus)  # Karpenter's own label
+        labels[KARPENTER_GPU_COUNT] = str(gpus)  # Karpenter's own label
     return labels
 
 

@@ -33,7 +33,7 @@ from fractions import Fraction
 from typing import Any
 
 from trainforge.core import versions
-from trainforge.core.contract import PoolFacts
+from trainforge.core.contract import GPU_RESOURCE, PoolFacts
 from trainforge.core.quantity import parse_quantity
 from trainforge.platform.services_config import PRIORITIES, KueueConfig, TeamConfig
 
@@ -48,7 +48,7 @@ LOCAL_QUEUE = "training"
 # (LocalQueueDefaulting, alpha in v0.13, is gone from pkg/features): read 2026-11-27.
 DEFAULT_LOCAL_QUEUE = "default"
 DEFAULT_PRIORITY = "normal"
-GPU = "nvidia.com/gpu"
+GPU = GPU_RESOURCE
 # What a team's quota covers. EFA devices (vpc.amazonaws.com/efa) come with the node a job
 # fills and are excluded from quota in Kueue's configuration (resources.excludeResourcePrefixes).
 COVERED = ("cpu", "memory", GPU)

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_kubernetes as k8s
 
-from trainforge.core.contract import PoolFacts
+from trainforge.core.contract import GPU_RESOURCE, PoolFacts
 from trainforge.platform import team_access
 from trainforge.platform.services_config import TeamConfig
 
@@ -60,7 +60,7 @@ def quota_hard(
     q = team.quota
     held = namespace_quota(team, teams or [team], pools or [], kueue_enabled)
     return {
-        "requests.nvidia.com/gpu": held["gpus"],
+        f"requests.{GPU_RESOURCE}": held["gpus"],
         "requests.cpu": held["cpu"],
         "limits.cpu": held["cpu"],
         "requests.memory": held["memory"],

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainforge.core import image_routes
+from trainforge.core.contract import GPU_RESOURCE, KARPENTER_GPU_COUNT
 from trainforge.core.pods import containers, get, security_field
 from trainforge.core.taints import EFFECTS, schedules, untolerated
 from trainforge.plan import resource_types as T
@@ -438,7 +439,7 @@ def iam_no_admin(type_: str, inputs: dict) -> list[str]:
 SYSTEM_NAMESPACES = ("kube-system",)
 PRIVILEGED_REASON_ANNOTATION = "trainforge.io/privileged-reason"
 ROOT_REASON_ANNOTATION = "trainforge.io/root-reason"
-GPU = "nvidia.com/gpu"
+GPU = GPU_RESOURCE
 
 
 def k8s_kind(type_: str) -> str | None:
@@ -666,7 +667,7 @@ MONITORING_ADDON = "eks-node-monitoring-agent"
 _GPU_TYPE = re.compile(r"^(p\d|g\d|gr\d)[a-z0-9-]*\.")
 _GPU_AMI = re.compile(r"NVIDIA|GPU", re.I)
 _GPU_REQUIREMENT_KEYS = (
-    "karpenter.k8s.aws/instance-gpu-count",
+    KARPENTER_GPU_COUNT,
     "karpenter.k8s.aws/instance-gpu-name",
     "karpenter.k8s.aws/instance-gpu-manufacturer",
 )

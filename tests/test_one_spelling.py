@@ -1,0 +1,78 @@
+"""An upstream name is spelled once in trainforge/ (issue #42: one model per concept): the
+resource names the device plugins advertise, the labels the GPU nodes carry, and Kubernetes'
+name formats (core/names.py). A second string literal of one is a copy that can drift."""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from tests.conftest import ROOT
+
+PKG = ROOT / "trainforge"
+
+# the literal -> the modules that may spell it (its definition; a different concept that
+# happens to share the spelling is named with why)
+ONE_PLACE = {
+    "nvidia.com/gpu": {
+        "core/contract.py",  # GPU_RESOURCE, the device plugin's resource
+        "platform/config.py",  # GPU_TAINT_KEY: the taint, not the resource
+    },
+    "vpc.amazonaws.com/efa": {"core/contract.py"},
+    "karpenter.k8s.aws/instance-gpu-count": {"core/contract.py"},
+    "nvidia.com/gpu.present": {"platform/config.py"},
+    "vpc.amazonaws.com/efa.present": {"platform/config.py"},
+}
+# Kubernetes' name formats: a string literal that holds one is a copy of core/names.py
+FORMATS = ("[a-z0-9]([-a-z0-9]*[a-z0-9])?", "[a-z]([-a-z0-9]*[a-z0-9])?", "[-A-Za-z0-9_.]")
+# Readers still to fold, in files another engineer held this wave (the lead's list).
+NOT_YET = {
+    ("nvidia.com/gpu", "jobs/importer.py"),
+    ("nvidia.com/gpu", "plan/kueue/objects.py"),
+    ("nvidia.com/gpu", "live/spend.py"),
+    ("nvidia.com/gpu", "live/explain.py"),
+    (FORMATS[0], "plan/kueue_validate.py"),
+    (FORMATS[0], "plan/checks/validate.py"),
+}
+
+
+def _literals() -> list[tuple[str, str]]:
+    """(module, string) for every string constant that is not a docstring."""
+    found = []
+    for path in sorted(PKG.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docs = {
+            id(n.value)
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)
+        }
+        rel = path.relative_to(PKG).as_posix()
+        found += [
+            (rel, n.value)
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docs
+        ]
+    return found
+
+
+LITERALS = _literals()
+
+
+@pytest.mark.parametrize("name", sorted(ONE_PLACE))
+def test_each_upstream_name_is_spelled_in_its_one_place(name):
+    where = {rel for rel, s in LITERALS if s == name} - {r for n, r in NOT_YET if n == name}
+    assert where == ONE_PLACE[name]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_kubernetes_name_formats_are_written_in_core_names_only(fmt):
+    where = {rel for rel, s in LITERALS if fmt in s} - {r for f, r in NOT_YET if f == fmt}
+    assert where == {"core/names.py"}
+
+
+def test_the_readers_left_to_fold_still_spell_it():
+    """When one is folded, its line in NOT_YET goes too."""
+    assert {
+        (n, r) for n, r in NOT_YET if not any(rel == r and n in s for rel, s in LITERALS)
+    } == set()
