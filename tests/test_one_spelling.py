@@ -1,6 +1,7 @@
 """An upstream name is spelled once in trainforge/ (issue #42: one model per concept): the
-resource names the device plugins advertise, the labels the GPU nodes carry, and Kubernetes'
-name formats (core/names.py). A second string literal of one is a copy that can drift."""
+resource names the device plugins advertise, the labels the GPU nodes carry, Kubernetes' and
+Karpenter's well-known labels (core/labels.py), Kueue's job labels, and Kubernetes' name
+formats (core/names.py). A second string literal of one is a copy that can drift."""
 
 from __future__ import annotations
 
@@ -20,9 +21,24 @@ ONE_PLACE = {
         "platform/config.py",  # GPU_TAINT_KEY: the taint, not the resource
     },
     "vpc.amazonaws.com/efa": {"core/contract.py"},
-    "karpenter.k8s.aws/instance-gpu-count": {"core/contract.py"},
     "nvidia.com/gpu.present": {"platform/config.py"},
     "vpc.amazonaws.com/efa.present": {"platform/config.py"},
+    **dict.fromkeys(
+        (
+            "kubernetes.io/hostname",
+            "topology.kubernetes.io/region",
+            "node.kubernetes.io/instance-type",
+            "kubernetes.io/os",
+            "kubernetes.io/arch",
+            "kubernetes.io/metadata.name",
+            "karpenter.sh/nodepool",
+            "karpenter.sh/capacity-type",
+            "karpenter.k8s.aws/instance-gpu-count",
+        ),
+        {"core/labels.py"},
+    ),
+    "kueue.x-k8s.io/queue-name": {"core/pods.py"},
+    "kueue.x-k8s.io/priority-class": {"jobs/tenancy.py"},
 }
 # Kubernetes' name formats: a string literal that holds one is a copy of core/names.py
 FORMATS = ("[a-z0-9]([-a-z0-9]*[a-z0-9])?", "[a-z]([-a-z0-9]*[a-z0-9])?", "[-A-Za-z0-9_.]")
@@ -32,6 +48,13 @@ NOT_YET = {
     ("nvidia.com/gpu", "plan/kueue/objects.py"),
     ("nvidia.com/gpu", "live/spend.py"),
     ("nvidia.com/gpu", "live/explain.py"),
+    ("kubernetes.io/hostname", "plan/kueue_validate.py"),
+    ("topology.kubernetes.io/region", "live/spend.py"),
+    ("node.kubernetes.io/instance-type", "jobs/importer.py"),
+    ("node.kubernetes.io/instance-type", "live/spend.py"),
+    ("kubernetes.io/metadata.name", "plan/kueue/objects.py"),
+    ("karpenter.sh/nodepool", "jobs/importer.py"),
+    ("karpenter.sh/capacity-type", "live/spend.py"),
     (FORMATS[0], "plan/kueue_validate.py"),
     (FORMATS[0], "plan/checks/validate.py"),
 }

@@ -26,9 +26,6 @@ from trainforge.core.errors import JobConfigError
 
 GPU_RESOURCE = "nvidia.com/gpu"
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
-# The label Karpenter puts on a node with GPUs (karpenter-provider-aws v1.14.1
-# pkg/apis/v1/labels.go LabelInstanceGPUCount).
-KARPENTER_GPU_COUNT = "karpenter.k8s.aws/instance-gpu-count"
 
 # The job backends: which controller runs a job and which object a job becomes.
 #   pytorchjob   kubeflow.org/v1 PyTorchJob (Kubeflow training operator v1)

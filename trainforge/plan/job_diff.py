@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainforge.core.contract import GPU_RESOURCE
+from trainforge.core.labels import INSTANCE_TYPE, KARPENTER_CAPACITY_TYPE
 from trainforge.jobs.duration import duration_text
 from trainforge.jobs.estimate import gib
 from trainforge.plan import ckpt_compat as CC
@@ -163,8 +164,8 @@ def pool_lines(old: dict, new: dict) -> list[str]:
     """A Karpenter NodePool's change: instance types and capacity types added/removed, limits."""
     out = []
     for key, label in (
-        ("node.kubernetes.io/instance-type", "instance types"),
-        ("karpenter.sh/capacity-type", "capacity types"),
+        (INSTANCE_TYPE, "instance types"),
+        (KARPENTER_CAPACITY_TYPE, "capacity types"),
     ):
         a, b = set(_reqs(old, key)), set(_reqs(new, key))
         if a != b:

@@ -51,6 +51,7 @@ import pulumi_kubernetes as k8s
 from trainforge.core import versions
 from trainforge.core.contract import EFA_RESOURCE, GPU_RESOURCE, PoolFacts
 from trainforge.core.image_routes import cached, torch_image
+from trainforge.core.labels import NAMESPACE_NAME
 from trainforge.core.pods import QUEUE_LABEL
 from trainforge.jobs.codeship import CODE_MOUNT, CodeBundle, configmap_manifest
 from trainforge.jobs.pod import container_security_context, pool_tolerations
@@ -396,7 +397,7 @@ def queue_manifests(tested: list[PoolFacts], cohort: str) -> list[dict[str, Any]
             "metadata": {"name": CLUSTER_QUEUE, "labels": labels},
             "spec": {
                 "cohortName": cohort,
-                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": NAMESPACE}},
+                "namespaceSelector": {"matchLabels": {NAMESPACE_NAME: NAMESPACE}},
                 "queueingStrategy": "BestEffortFIFO",
                 "preemption": {
                     "withinClusterQueue": "Never",

@@ -45,7 +45,7 @@ GPU_TAINT_KEY = "nvidia.com/gpu"
 POOL_LABEL = "trainforge.io/pool"
 # The labels a node group's nodes carry (node_groups sets them; the device plugins select
 # them, node_daemonsets places DaemonSets by them; Karpenter's GPU nodes carry
-# core.contract.KARPENTER_GPU_COUNT instead).
+# core.labels.KARPENTER_GPU_COUNT instead).
 GPU_NODE_LABEL = "nvidia.com/gpu.present"
 EFA_NODE_LABEL = "vpc.amazonaws.com/efa.present"
 # CPU Karpenter pools are for jobs only (jobs tolerate their pool's taints, published in

@@ -20,7 +20,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from trainforge.core import versions
-from trainforge.core.contract import KARPENTER_GPU_COUNT
+from trainforge.core.labels import KARPENTER_GPU_COUNT
 from trainforge.platform import chart_images
 from trainforge.platform.chart_images import ChartImage
 from trainforge.platform.config import (

@@ -19,6 +19,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from trainforge.core import versions
+from trainforge.core.labels import ARCH, INSTANCE_TYPE, KARPENTER_CAPACITY_TYPE, OS
 from trainforge.platform import capacity_placement, chart_images
 from trainforge.platform.chart_images import ChartImage
 from trainforge.platform.config import (
@@ -647,17 +648,17 @@ def node_pool_spec(
                 },
                 "requirements": [
                     {
-                        "key": "node.kubernetes.io/instance-type",
+                        "key": INSTANCE_TYPE,
                         "operator": "In",
                         "values": list(pool.instance_types),
                     },
                     {
-                        "key": "karpenter.sh/capacity-type",
+                        "key": KARPENTER_CAPACITY_TYPE,
                         "operator": "In",
                         "values": list(pool.capacity_types),
                     },
-                    {"key": "kubernetes.io/arch", "operator": "In", "values": [facts.architecture]},
-                    {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
+                    {"key": ARCH, "operator": "In", "values": [facts.architecture]},
+                    {"key": OS, "operator": "In", "values": ["linux"]},
                 ],
                 "taints": pool_taints(pool, facts),
                 # Karpenter expects these to be removed by a DaemonSet and still binpacks

@@ -69,6 +69,7 @@ import yaml
 
 from trainforge.core import versions
 from trainforge.core.contract import EFA_RESOURCE, PoolFacts
+from trainforge.core.labels import HOSTNAME
 from trainforge.platform import queues
 from trainforge.platform.placement import SYSTEM_NODE_SELECTOR, psa_labels
 from trainforge.platform.services_config import KueueConfig, TeamConfig
@@ -159,7 +160,7 @@ def chart_values(cfg: KueueConfig) -> dict[str, Any]:
         "topologySpreadConstraints": [
             {
                 "maxSkew": 1,
-                "topologyKey": "kubernetes.io/hostname",
+                "topologyKey": HOSTNAME,
                 "whenUnsatisfiable": "ScheduleAnyway",
                 "labelSelector": {"matchLabels": dict(POD_LABELS)},
             }

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainforge.core import versions
-from trainforge.core.contract import KARPENTER_GPU_COUNT, DaemonSetLoad, Taint
+from trainforge.core.contract import DaemonSetLoad, Taint
+from trainforge.core.labels import ARCH, INSTANCE_TYPE, KARPENTER_GPU_COUNT, OS
 from trainforge.core.taints import node_expression, untolerated
 from trainforge.platform.config import (
     EFA_NODE_LABEL,
@@ -30,7 +31,7 @@ EVERYTHING = ({"operator": "Exists"},)  # tolerates every taint
 LINUX_EC2_TERMS = (
     {
         "matchExpressions": [
-            {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
+            {"key": OS, "operator": "In", "values": ["linux"]},
             {
                 "key": "eks.amazonaws.com/compute-type",
                 "operator": "NotIn",
@@ -234,9 +235,9 @@ def node_labels(
     labels = {
         **dict(pool.labels),
         POOL_LABEL: pool.name,
-        "kubernetes.io/os": "linux",
-        "kubernetes.io/arch": arch,  # the kubelet's well-known label
-        "node.kubernetes.io/instance-type": instance_type,
+        OS: "linux",
+        ARCH: arch,  # the kubelet's well-known label
+        INSTANCE_TYPE: instance_type,
     }
     if isinstance(pool, NodeGroupConfig):
         labels[GPU_NODE_LABEL] = "true"  # trainforge.platform.node_groups

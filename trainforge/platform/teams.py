@@ -32,6 +32,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from trainforge.core.contract import GPU_RESOURCE, PoolFacts
+from trainforge.core.labels import NAMESPACE_NAME
 from trainforge.platform import team_access
 from trainforge.platform.services_config import TeamConfig
 
@@ -42,7 +43,7 @@ TEAM_LABEL = "trainforge.io/team"
 # Namespaces whose Jobs Kueue manages (its managedJobsNamespaceSelector, which the chart also
 # makes its job webhooks' namespaceSelector): the team namespaces and the acceptance tests'.
 QUEUED_LABEL = "trainforge.io/queued"
-NS_NAME_LABEL = "kubernetes.io/metadata.name"
+NS_NAME_LABEL = NAMESPACE_NAME
 # EKS Pod Identity agent (link-local, on every node): serves the role's credentials.
 POD_IDENTITY_AGENT_CIDR = "169.254.170.23/32"
 

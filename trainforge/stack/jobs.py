@@ -52,7 +52,10 @@ Strategy = Literal["ddp", "fsdp"]
 Preset = Literal["ddp", "fsdp", "elastic"]
 CodeSource = Literal["configmap", "image"]
 EntrypointKind = Literal["runtime", "script", "module", "command", "function"]
-Priority = Literal["high", "normal", "low"]  # Kueue WorkloadPriorityClasses (platform.queues)
+# Job priorities (the job key `priority`), each a Kueue WorkloadPriorityClass of this value
+# (platform.queues.priority_classes)
+PRIORITY_VALUES = {"high": 10000, "normal": 1000, "low": 100}
+Priority = Literal[tuple(PRIORITY_VALUES)]  # type: ignore[valid-type]
 Topology = Literal["preferred", "layer-1", "layer-2", "layer-3", "none"]  # jobs.tenancy
 
 # Kubernetes object names of a job's pods and services are `<job>-worker-<index>`, and

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
+from trainforge.core.labels import KARPENTER_NODEPOOL, REGION
 from trainforge.plan.checks.aws_calls import Caller
 from trainforge.plan.checks.iam_eval import Policy, Request, as_list
 
@@ -170,17 +171,17 @@ def karpenter_calls(f: KarpenterFacts, principal: str) -> list[ExpectedCall]:
         {
             cluster_tag: "owned",
             "eks:eks-cluster-name": c,
-            "karpenter.sh/nodepool": pool,
+            KARPENTER_NODEPOOL: pool,
             "karpenter.sh/nodeclaim": claim,
             "karpenter.k8s.aws/ec2nodeclass": f.node_class,
             "Name": claim,
         }
     )
-    owned = tag_keys("aws:ResourceTag", {cluster_tag: "owned", "karpenter.sh/nodepool": pool})
+    owned = tag_keys("aws:ResourceTag", {cluster_tag: "owned", KARPENTER_NODEPOOL: pool})
     profile_tags = {
         cluster_tag: "owned",
         "eks:eks-cluster-name": c,
-        "topology.kubernetes.io/region": r,
+        REGION: r,
         "karpenter.k8s.aws/ec2nodeclass": f.node_class,
     }
     own_profile = tag_keys("aws:ResourceTag", profile_tags)
@@ -261,7 +262,7 @@ def karpenter_calls(f: KarpenterFacts, principal: str) -> list[ExpectedCall]:
          tag_keys("aws:ResourceTag", system)),
         ("ec2:CreateTags", instance,
          "re-tagging an instance into another NodePool (aws:TagKeys limit)",
-         {**owned, **request_tags({"karpenter.sh/nodepool": "other"})}),
+         {**owned, **request_tags({KARPENTER_NODEPOOL: "other"})}),
         ("ec2:CreateFleet", f"{ec2}:instance/x-0123",
          "launching an instance without the cluster and nodepool tags",
          request_tags({"Name": "x"})),

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainforge.core import image_routes
-from trainforge.core.contract import GPU_RESOURCE, KARPENTER_GPU_COUNT
+from trainforge.core.contract import GPU_RESOURCE
+from trainforge.core.labels import INSTANCE_TYPE, KARPENTER_GPU_COUNT
 from trainforge.core.pods import containers, get, security_field
 from trainforge.core.taints import EFFECTS, schedules, untolerated
 from trainforge.plan import resource_types as T
@@ -693,7 +694,7 @@ def gpu_capacity(res: StackResource) -> bool:
             key = get(req, "key")
             if key in _GPU_REQUIREMENT_KEYS and get(req, "operator") != "DoesNotExist":
                 return True
-            instance_type = key == "node.kubernetes.io/instance-type"
+            instance_type = key == INSTANCE_TYPE
             if instance_type and get(req, "operator") == "In" and _gpu_types(get(req, "values")):
                 return True
     return False

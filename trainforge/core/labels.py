@@ -1,0 +1,21 @@
+"""Upstream's well-known label keys, spelled once (tests/test_one_spelling.py finds a second).
+
+Kubernetes: k8s.io/api v0.35.7 core/v1/well_known_labels.go (the kubelet sets the node labels;
+the API server sets `kubernetes.io/metadata.name` on every namespace). Karpenter:
+kubernetes-sigs/karpenter v1.14.1 pkg/apis/v1/labels.go and karpenter-provider-aws v1.14.1
+pkg/apis/v1/labels.go (Karpenter also tags its instances with the NodePool key). Read from the
+mirrors on 2026-11-30.
+"""
+
+from __future__ import annotations
+
+HOSTNAME = "kubernetes.io/hostname"  # LabelHostname
+REGION = "topology.kubernetes.io/region"  # LabelTopologyRegion
+INSTANCE_TYPE = "node.kubernetes.io/instance-type"  # LabelInstanceTypeStable
+OS = "kubernetes.io/os"  # LabelOSStable
+ARCH = "kubernetes.io/arch"  # LabelArchStable
+NAMESPACE_NAME = "kubernetes.io/metadata.name"  # LabelMetadataName
+
+KARPENTER_NODEPOOL = "karpenter.sh/nodepool"  # NodePoolLabelKey
+KARPENTER_CAPACITY_TYPE = "karpenter.sh/capacity-type"  # CapacityTypeLabelKey
+KARPENTER_GPU_COUNT = "karpenter.k8s.aws/instance-gpu-count"  # LabelInstanceGPUCount
