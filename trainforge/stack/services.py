@@ -96,11 +96,16 @@ def _team_id(value: Any) -> Any:
     return value
 
 
-def _days(duration: str) -> float:
-    """A Prometheus duration (`15d`, `720h`) in days."""
-    m = re.fullmatch(r"(\d+)(ms|s|m|h|d|w|y)", duration)
-    per_day = {"ms": 86400000, "s": 86400, "m": 1440, "h": 24, "d": 1, "w": 1 / 7, "y": 1 / 365}
-    return int(m.group(1)) / per_day[m.group(2)] if m else 0.0
+_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}
+
+
+def prometheus_seconds(duration: str) -> float:
+    """A Prometheus duration as the stack takes one (`15m`, `32d`: `PromDuration`) in seconds."""
+    m = re.fullmatch(_DURATION, duration)
+    if not m:
+        raise ValueError(f"not a Prometheus duration: {duration!r}")
+    unit = m.group(1)
+    return int(duration[: -len(unit)]) * _UNITS[unit]
 
 
 def _pods_ready_timeout(value: Any) -> str | None:
@@ -471,7 +476,7 @@ class MonitoringConfig(StackModel):
 
     @model_validator(mode="after")
     def _retention_holds_a_month(self) -> MonitoringConfig:
-        if self.runs_opencost and _days(self.retention) < MONTH_RETENTION_DAYS:
+        if self.runs_opencost and prometheus_seconds(self.retention) < MONTH_RETENTION_DAYS * 86400:
             expected = (
                 f"at least {MONTH_RETENTION_DAYS}d while opencost.enabled is true (a team's "
                 "month-to-date spend sums the whole month's samples), or opencost.enabled: false"
