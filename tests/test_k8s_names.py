@@ -189,3 +189,29 @@ def test_karpenters_namespace_is_a_namespace():
     assert KarpenterConfig(namespace="1-karpenter").namespace == "1-karpenter"
     with pytest.raises(ValidationError):
         KarpenterConfig(namespace="k" * 64)
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        "registry.example.com/trainforge-runtime",  # no tag: what runs changes under the pod
+        "registry.example.com/trainforge-runtime:latest",
+        "pytorch/pytorch:2.13.0\n",  # Go's `$` is the end of the text
+        "pytorch/pytorch:2.13.0-é",  # a tag is ASCII word characters (Go's \w)
+    ],
+)
+def test_an_image_key_takes_a_pinned_reference_only(image):
+    """The job's `image` and the runtime image keys read one grammar and one pin rule
+    (core/image_routes.REFERENCE, stack/base.pinned_image); `images.runtimeImage` said
+    "a pinned image reference" and took an unpinned one."""
+    from trainforge.stack.jobs import JobModel
+    from trainforge.stack.platform import ImagesConfig
+
+    with pytest.raises(ValidationError, match="runtime_image|runtimeImage"):
+        ImagesConfig(runtime_image=image)
+    with pytest.raises(ValidationError) as e:
+        JobModel.model_validate({"name": "j", "team": "t", "pool": "p", "image": image})
+    assert [err["loc"] for err in e.value.errors()] == [("image",)]
+    assert (
+        ImagesConfig(runtime_image="r.example.com/rt:1.2").runtime_image == "r.example.com/rt:1.2"
+    )

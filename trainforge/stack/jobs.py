@@ -30,6 +30,7 @@ from pydantic import (
 )
 from pydantic.json_schema import SkipJsonSchema
 
+from trainforge.core import image_routes
 from trainforge.core.contract import BACKENDS
 from trainforge.core.errors import JobConfigError
 from trainforge.core.names import DNS1035, DNS1035_LABEL_MAX
@@ -41,6 +42,7 @@ from trainforge.stack.base import (
     StackError,
     StackModel,
     matching,
+    pinned_image,
     refuse,
 )
 from trainforge.stack.services import ClaimName
@@ -66,13 +68,7 @@ POD_SUFFIX = "-worker-"
 MIN_INDEX_DIGITS = 3
 # checkpoint.fingerprint: a dotted module path and a function name
 Fingerprint = matching(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*", "module:function, e.g. layout:state_layout")
-# A container image reference: [registry[:port]/]path[:tag][@sha256:<64 hex>].
-IMAGE_RE = re.compile(
-    r"^(?:(?P<registry>[a-zA-Z0-9][a-zA-Z0-9.-]*(?::[0-9]+)?)/)?"
-    r"(?P<path>[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*)"
-    r"(?::(?P<tag>[\w][\w.-]{0,127}))?"
-    r"(?:@(?P<digest>sha256:[a-f0-9]{64}))?$"
-)
+IMAGE_RE = image_routes.REFERENCE  # jobs/importer reads it here
 MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Set by the platform or the operator; a user override would silently break the job.
@@ -749,21 +745,6 @@ def _name(value: str) -> str:
     return value
 
 
-def _image(value: str) -> str:
-    m = IMAGE_RE.match(value)
-    if m is None:
-        raise ValueError(
-            "an image reference such as pytorch/pytorch:2.13.0-cuda12.8-cudnn9-runtime or "
-            "registry/repo@sha256:<64 hex digits>"
-        )
-    if not m.group("digest") and (not m.group("tag") or m.group("tag") == "latest"):
-        raise ValueError(
-            "an image pinned with a version tag (not 'latest') or a sha256 digest, so that a "
-            "restarted pod runs the same code"
-        )
-    return value
-
-
 def name_limit(max_workers: int) -> int:
     """The longest job name whose pod and service names fit a DNS label at this pod count."""
     digits = max(MIN_INDEX_DIGITS, len(str(max(max_workers - 1, 0))))
@@ -828,7 +809,7 @@ class JobModel(ModelFlags):  # type: ignore[misc,valid-type]
         None, description="memory-backed /dev/shm (default a quarter of memory, at most 64Gi)"
     )
     efa: Bool | None = Field(None, description="EFA (default: on when the pool has it and GPUs)")
-    image: Annotated[NonEmpty, AfterValidator(_image)] | None = Field(
+    image: Annotated[NonEmpty, AfterValidator(pinned_image)] | None = Field(
         None, description="the container image, pinned (default: the runtime image of the pool)"
     )
     code_source: CodeSource = Field(

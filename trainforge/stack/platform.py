@@ -32,6 +32,7 @@ from trainforge.stack.base import Float as Number
 from trainforge.stack.base import (
     Int,
     Namespace,
+    PinnedImage,
     Quantity,
     Section,
     StackModel,
@@ -78,10 +79,6 @@ IamPrincipal = matching(
 PtcSecret = matching(
     r"arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:ecr-pullthroughcache/[\w/+=.@-]+",
     "the ARN of a Secrets Manager secret named ecr-pullthroughcache/<name> (ECR's rule)",
-)
-ImageRef = matching(
-    r"[a-z0-9]+([._/:-][a-zA-Z0-9_.-]+)*(@sha256:[0-9a-f]{64})?",
-    "a pinned image reference (registry/repository:tag or @sha256:<digest>)",
 )
 
 
@@ -579,12 +576,12 @@ class ImagesConfig(Section):
         description="Jobs that name no `image` run the trainforge runtime image for their pool; "
         "`false`: the stock PyTorch image (no MLflow, no S3 mirror, no EFA).",
     )
-    runtime_image: ImageRef | None = Field(
+    runtime_image: PinnedImage | None = Field(
         None,
         description="A prebuilt runtime image (target `runtime` of images/runtime/Dockerfile); "
         "unset: the stack builds it.",
     )
-    runtime_efa_image: ImageRef | None = Field(
+    runtime_efa_image: PinnedImage | None = Field(
         None,
         description="A prebuilt EFA runtime image (target `runtime-efa`); unset: the stack "
         "builds it.",
