@@ -108,10 +108,14 @@ def prometheus_seconds(duration: str) -> float:
     return int(duration[: -len(unit)]) * _UNITS[unit]
 
 
+# Kueue's waitForPodsReady.timeout, a Go duration (metav1.Duration) in whole h/m/s
+_TIMEOUT = r"(\d+(h|m|s))+"
+
+
 def _pods_ready_timeout(value: Any) -> str | None:
     if value in (None, False) or (isinstance(value, str) and value.lower() == "false"):
         return None
-    if not isinstance(value, str) or not re.fullmatch(r"(\d+(h|m|s))+", value):
+    if not isinstance(value, str) or not re.fullmatch(_TIMEOUT, value):
         raise ValueError("a duration such as 30m or 1h30m, or false")
     return value
 
@@ -165,7 +169,7 @@ Secret = Annotated[
 ]
 Backend = Literal[BACKENDS]  # type: ignore[valid-type]
 Event = Literal["NEW", "CHANGED", "DELETED"]
-_TIMEOUT_SCHEMA = {"anyOf": [{"type": "string", "pattern": r"^(\d+(h|m|s))+$"}, {"const": False}]}
+_TIMEOUT_SCHEMA = {"anyOf": [{"type": "string", "pattern": f"^{_TIMEOUT}$"}, {"const": False}]}
 
 
 # ---------------------------------------------------------------------------------------------
