@@ -39,6 +39,10 @@ ONE_PLACE = {
     ),
     "kueue.x-k8s.io/queue-name": {"core/pods.py"},
     "kueue.x-k8s.io/priority-class": {"jobs/tenancy.py"},
+    "kueue.x-k8s.io/multikueue": {"stack/fleet.py"},  # MULTIKUEUE_CONTROLLER
+    # trainforge's own: a team's objects (and S3 tags), a pool's nodes
+    "trainforge.io/team": {"jobs/pod.py"},
+    "trainforge.io/pool": {"platform/config.py"},
 }
 # Kubernetes' name formats: a string literal that holds one is a copy of core/names.py
 FORMATS = ("[a-z0-9]([-a-z0-9]*[a-z0-9])?", "[a-z]([-a-z0-9]*[a-z0-9])?", "[-A-Za-z0-9_.]")
@@ -55,6 +59,9 @@ NOT_YET = {
     ("kubernetes.io/metadata.name", "plan/kueue/objects.py"),
     ("karpenter.sh/nodepool", "jobs/importer.py"),
     ("karpenter.sh/capacity-type", "live/spend.py"),
+    ("kueue.x-k8s.io/multikueue", "live/explain.py"),
+    ("kueue.x-k8s.io/multikueue", "plan/checks/validate.py"),
+    ("trainforge.io/pool", "jobs/importer.py"),
     (FORMATS[0], "plan/kueue_validate.py"),
     (FORMATS[0], "plan/checks/validate.py"),
 }

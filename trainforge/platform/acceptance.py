@@ -55,7 +55,7 @@ from trainforge.core.labels import NAMESPACE_NAME
 from trainforge.core.pods import QUEUE_LABEL
 from trainforge.jobs.codeship import CODE_MOUNT, CodeBundle, configmap_manifest
 from trainforge.jobs.pod import container_security_context, pool_tolerations
-from trainforge.platform.config import ConfigError, PlatformConfig
+from trainforge.platform.config import POOL_LABEL, ConfigError, PlatformConfig
 from trainforge.platform.teams import QUEUED_LABEL
 from trainforge.stack.base import problem
 from trainforge.stack.platform import AcceptanceTestConfig
@@ -117,7 +117,7 @@ def _labels(pool: str, test: str) -> dict[str, str]:
         "app.kubernetes.io/name": "trainforge",
         "app.kubernetes.io/component": "acceptance-test",
         "app.kubernetes.io/managed-by": "pulumi",
-        "trainforge.io/pool": pool,
+        POOL_LABEL: pool,
         LABEL: f"{pool}-{test}",
     }
 

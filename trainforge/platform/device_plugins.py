@@ -27,6 +27,7 @@ from trainforge.platform.config import (
     EFA_NODE_LABEL,
     GPU_NODE_LABEL,
     GPU_TAINT_KEY,
+    POOL_LABEL,  # every trainforge node group / Karpenter pool sets it
 )
 from trainforge.platform.services_config import DevicePluginsConfig
 
@@ -66,9 +67,6 @@ def nvidia_values(terms: list[dict[str, Any]]) -> dict[str, Any]:
         "gfd": {"enabled": False},
         "nfd": {"enabled": False},
     }
-
-
-POOL_LABEL = "trainforge.io/pool"  # every trainforge node group / Karpenter pool sets it
 
 
 def efa_values(terms: list[dict[str, Any]], pool_names: list[str] | None = None) -> dict[str, Any]:

@@ -548,7 +548,7 @@ class Karpenter(pulumi.ComponentResource):
             "tags": {
                 **dict(args.tags),
                 "karpenter.sh/discovery": cname,
-                "trainforge.io/pool": pool.name,
+                POOL_LABEL: pool.name,
             },
         }
         if instance_store_raid0(pool, facts):

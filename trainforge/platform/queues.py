@@ -36,6 +36,7 @@ from trainforge.core import versions
 from trainforge.core.contract import GPU_RESOURCE, PoolFacts
 from trainforge.core.labels import HOSTNAME, NAMESPACE_NAME
 from trainforge.core.quantity import parse_quantity
+from trainforge.jobs.pod import TEAM_LABEL
 from trainforge.platform.services_config import PRIORITIES, KueueConfig, TeamConfig
 
 API_VERSION = versions.KUEUE_API_VERSION
@@ -546,7 +547,7 @@ def cluster_queue(
     return {
         "apiVersion": API_VERSION,
         "kind": "ClusterQueue",
-        "metadata": _meta(cluster_queue_name(team.name), {"trainforge.io/team": team.name}),
+        "metadata": _meta(cluster_queue_name(team.name), {TEAM_LABEL: team.name}),
         "spec": spec,
     }
 
@@ -555,7 +556,7 @@ def local_queue(team: TeamConfig, namespace: str, name: str = LOCAL_QUEUE) -> di
     return {
         "apiVersion": API_VERSION,
         "kind": "LocalQueue",
-        "metadata": _meta(name, {"trainforge.io/team": team.name}, namespace),
+        "metadata": _meta(name, {TEAM_LABEL: team.name}, namespace),
         "spec": {"clusterQueue": cluster_queue_name(team.name)},
     }
 

@@ -33,6 +33,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from trainforge.jobs import backends
+from trainforge.jobs.pod import TEAM_LABEL
 from trainforge.platform.services_config import TeamConfig
 
 GROUP_PREFIX = "trainforge:team:"
@@ -85,7 +86,7 @@ def rbac_objects(team: TeamConfig, namespace: str) -> list[dict[str, Any]]:
     manifests)."""
     from trainforge.platform.queues import cluster_queue_name  # noqa: PLC0415
 
-    labels = {"trainforge.io/team": team.name, "app.kubernetes.io/part-of": "trainforge"}
+    labels = {TEAM_LABEL: team.name, "app.kubernetes.io/part-of": "trainforge"}
     subject = [{"kind": "Group", "apiGroup": "rbac.authorization.k8s.io", "name": group(team.name)}]
     cq_role = f"trainforge-team-{team.name}-queue"
     return [

@@ -33,13 +33,13 @@ import pulumi_kubernetes as k8s
 
 from trainforge.core.contract import GPU_RESOURCE, PoolFacts
 from trainforge.core.labels import NAMESPACE_NAME
+from trainforge.jobs.pod import TEAM_LABEL
 from trainforge.platform import team_access
 from trainforge.platform.services_config import TeamConfig
 
 TRAINING_SERVICE_ACCOUNT = "training"
 QUOTA_NAME = "team-quota"
 LIMIT_RANGE_NAME = "container-defaults"
-TEAM_LABEL = "trainforge.io/team"
 # Namespaces whose Jobs Kueue manages (its managedJobsNamespaceSelector, which the chart also
 # makes its job webhooks' namespaceSelector): the team namespaces and the acceptance tests'.
 QUEUED_LABEL = "trainforge.io/queued"
