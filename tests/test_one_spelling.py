@@ -43,6 +43,19 @@ ONE_PLACE = {
     # trainforge's own: a team's objects (and S3 tags), a pool's nodes
     "trainforge.io/team": {"jobs/pod.py"},
     "trainforge.io/pool": {"platform/config.py"},
+    "trainforge.io/cluster": {"platform/config.py"},  # CLUSTER_TAG
+    "trainforge.io/system": {"platform/cluster.py"},  # SYSTEM_LABEL
+    "karpenter.sh/discovery": {"platform/config.py"},  # KARPENTER_DISCOVERY_TAG
+    "trainforge.io/privileged-reason": {"core/labels.py"},
+    "trainforge.io/root-reason": {"core/labels.py"},
+    **dict.fromkeys(
+        (
+            "kueue.x-k8s.io/podset-preferred-topology",
+            "kueue.x-k8s.io/podset-required-topology",
+            "kueue.x-k8s.io/podset-unconstrained-topology",
+        ),
+        {"jobs/tenancy.py"},
+    ),
 }
 # Kubernetes' name formats: a string literal that holds one is a copy of core/names.py
 FORMATS = ("[a-z0-9]([-a-z0-9]*[a-z0-9])?", "[a-z]([-a-z0-9]*[a-z0-9])?", "[-A-Za-z0-9_.]")
@@ -62,6 +75,9 @@ NOT_YET = {
     ("kueue.x-k8s.io/multikueue", "live/explain.py"),
     ("kueue.x-k8s.io/multikueue", "plan/checks/validate.py"),
     ("trainforge.io/pool", "jobs/importer.py"),
+    ("kueue.x-k8s.io/podset-preferred-topology", "plan/kueue/workload.py"),
+    ("kueue.x-k8s.io/podset-required-topology", "plan/kueue/workload.py"),
+    ("kueue.x-k8s.io/podset-unconstrained-topology", "plan/kueue/workload.py"),
     (FORMATS[0], "plan/kueue_validate.py"),
     (FORMATS[0], "plan/checks/validate.py"),
 }

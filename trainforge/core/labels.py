@@ -1,4 +1,4 @@
-"""Upstream's well-known label keys, spelled once (tests/test_one_spelling.py finds a second).
+"""Well-known label and annotation keys, spelled once (tests/test_one_spelling.py finds a second).
 
 Kubernetes: k8s.io/api v0.35.7 core/v1/well_known_labels.go (the kubelet sets the node labels;
 the API server sets `kubernetes.io/metadata.name` on every namespace). Karpenter:
@@ -19,3 +19,8 @@ NAMESPACE_NAME = "kubernetes.io/metadata.name"  # LabelMetadataName
 KARPENTER_NODEPOOL = "karpenter.sh/nodepool"  # NodePoolLabelKey
 KARPENTER_CAPACITY_TYPE = "karpenter.sh/capacity-type"  # CapacityTypeLabelKey
 KARPENTER_GPU_COUNT = "karpenter.k8s.aws/instance-gpu-count"  # LabelInstanceGPUCount
+
+# trainforge's own annotations on a pod that is an exception to a policy rule: the platform
+# writes them, plan/checks/rules (which cannot import the platform) reads them
+PRIVILEGED_REASON = "trainforge.io/privileged-reason"
+ROOT_REASON = "trainforge.io/root-reason"

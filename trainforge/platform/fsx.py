@@ -34,6 +34,7 @@ import pulumi_kubernetes as k8s
 from trainforge.core import versions
 from trainforge.core.contract import DEFAULT_TRAINING_UID
 from trainforge.core.image_routes import cached
+from trainforge.core.labels import ROOT_REASON
 from trainforge.jobs.pod import TEAM_LABEL
 from trainforge.platform.addons import addon_version
 from trainforge.platform.iam import pod_identity_trust_output
@@ -86,7 +87,7 @@ DIRECTORY_ANNOTATION = "trainforge.io/fsx-directory"
 # Each team's directory on the file system must belong to the UID/GID its training pods run
 # as (TeamFacts.run_as_user/run_as_group, passed in per team): the FSx CSI driver does not
 # apply fsGroup to shared volumes and a new file system's root is root-owned (0755).
-ROOT_REASON_ANNOTATION = "trainforge.io/root-reason"
+ROOT_REASON_ANNOTATION = ROOT_REASON
 TEAM_DIR_ROOT_REASON = (
     "creates the team's directory on the root-owned FSx file system and chowns it to the "
     "training UID; one-shot, no privilege escalation, only CAP_CHOWN"

@@ -26,6 +26,7 @@ from trainforge.platform.config import (
     FSX_AGENT_NOT_READY_TAINT,
     GPU_TAINT_KEY,
     JOBS_TAINT_KEY,
+    KARPENTER_DISCOVERY_TAG,
     POOL_LABEL,
     NodePoolConfig,
     PlatformConfig,
@@ -33,6 +34,7 @@ from trainforge.platform.config import (
 from trainforge.platform.iam import NODE_POLICIES, assume_role_policy, pod_identity_trust
 from trainforge.platform.instance_types import PoolTypeFacts
 from trainforge.platform.node_groups import efa_security_group
+from trainforge.platform.placement import SYSTEM_NODE_SELECTOR
 
 SERVICE_ACCOUNT = "karpenter"
 # The controller's image, read from the vendored values of the pinned chart with its
@@ -476,7 +478,7 @@ class Karpenter(pulumi.ComponentResource):
                     "serviceAccount": {"name": SERVICE_ACCOUNT},
                     "replicas": 2,
                     # run on the system node group, never on the nodes Karpenter manages
-                    "nodeSelector": {"trainforge.io/system": "true"},
+                    "nodeSelector": dict(SYSTEM_NODE_SELECTOR),
                     "controller": {
                         "resources": {
                             "requests": {"cpu": "500m", "memory": "1Gi"},
@@ -531,7 +533,7 @@ class Karpenter(pulumi.ComponentResource):
         spec: dict = {
             "role": self.node_role.name,
             "amiSelectorTerms": [{"alias": versions.KARPENTER_AMI_ALIAS}],
-            "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": cname}}],
+            "subnetSelectorTerms": [{"tags": {KARPENTER_DISCOVERY_TAG: cname}}],
             "securityGroupSelectorTerms": [{"id": args.node_security_group_id}],
             "metadataOptions": dict(METADATA_OPTIONS),
             "blockDeviceMappings": [
@@ -547,7 +549,7 @@ class Karpenter(pulumi.ComponentResource):
             ],
             "tags": {
                 **dict(args.tags),
-                "karpenter.sh/discovery": cname,
+                KARPENTER_DISCOVERY_TAG: cname,
                 POOL_LABEL: pool.name,
             },
         }

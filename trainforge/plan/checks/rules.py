@@ -18,7 +18,12 @@ from typing import Any
 
 from trainforge.core import image_routes
 from trainforge.core.contract import GPU_RESOURCE
-from trainforge.core.labels import INSTANCE_TYPE, KARPENTER_GPU_COUNT
+from trainforge.core.labels import (
+    INSTANCE_TYPE,
+    KARPENTER_GPU_COUNT,
+    PRIVILEGED_REASON,
+    ROOT_REASON,
+)
 from trainforge.core.pods import containers, get, security_field
 from trainforge.core.taints import EFFECTS, schedules, untolerated
 from trainforge.plan import resource_types as T
@@ -438,8 +443,8 @@ def iam_no_admin(type_: str, inputs: dict) -> list[str]:
 # Pods: every pod spec a workload or a PyTorchJob replica carries
 
 SYSTEM_NAMESPACES = ("kube-system",)
-PRIVILEGED_REASON_ANNOTATION = "trainforge.io/privileged-reason"
-ROOT_REASON_ANNOTATION = "trainforge.io/root-reason"
+PRIVILEGED_REASON_ANNOTATION = PRIVILEGED_REASON
+ROOT_REASON_ANNOTATION = ROOT_REASON
 GPU = GPU_RESOURCE
 
 
