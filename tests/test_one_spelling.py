@@ -48,6 +48,7 @@ ONE_PLACE = {
     "karpenter.sh/discovery": {"platform/config.py"},  # KARPENTER_DISCOVERY_TAG
     "trainforge.io/privileged-reason": {"core/labels.py"},
     "trainforge.io/root-reason": {"core/labels.py"},
+    "kubernetes.io/cluster/": {"core/labels.py"},  # cluster_tag(name), an f-string's head
     **dict.fromkeys(
         (
             "kueue.x-k8s.io/podset-preferred-topology",

@@ -20,6 +20,14 @@ KARPENTER_NODEPOOL = "karpenter.sh/nodepool"  # NodePoolLabelKey
 KARPENTER_CAPACITY_TYPE = "karpenter.sh/capacity-type"  # CapacityTypeLabelKey
 KARPENTER_GPU_COUNT = "karpenter.k8s.aws/instance-gpu-count"  # LabelInstanceGPUCount
 
+
+def cluster_tag(cluster: str) -> str:
+    """The AWS tag key that marks a resource as a Kubernetes cluster's (`owned` or `shared`):
+    the cloud provider's TagNameKubernetesClusterPrefix + name, which Karpenter puts on every
+    instance it launches (karpenter-provider-aws v1.14.1 pkg/apis/v1/ec2nodeclass.go)."""
+    return f"kubernetes.io/cluster/{cluster}"
+
+
 # trainforge's own annotations on a pod that is an exception to a policy rule: the platform
 # writes them, plan/checks/rules (which cannot import the platform) reads them
 PRIVILEGED_REASON = "trainforge.io/privileged-reason"

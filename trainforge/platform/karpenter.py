@@ -19,7 +19,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from trainforge.core import versions
-from trainforge.core.labels import ARCH, INSTANCE_TYPE, KARPENTER_CAPACITY_TYPE, OS
+from trainforge.core.labels import ARCH, INSTANCE_TYPE, KARPENTER_CAPACITY_TYPE, OS, cluster_tag
 from trainforge.platform import capacity_placement, chart_images
 from trainforge.platform.chart_images import ChartImage
 from trainforge.platform.config import (
@@ -103,7 +103,7 @@ def controller_policy(
     runs Karpenter's calls through it (trainforge/plan/checks/iam_reference.py).
     """
     ec2 = f"arn:{partition}:ec2:{region}"
-    owned_key = f"kubernetes.io/cluster/{cluster}"
+    owned_key = cluster_tag(cluster)
     profile = f"arn:{partition}:iam::{account}:instance-profile/*"
     cluster_arn = f"arn:{partition}:eks:{region}:{account}:cluster/{cluster}"
     created = [

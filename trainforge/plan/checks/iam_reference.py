@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from trainforge.core.labels import KARPENTER_NODEPOOL, REGION
+from trainforge.core.labels import KARPENTER_NODEPOOL, REGION, cluster_tag
 from trainforge.plan.checks.aws_calls import Caller
 from trainforge.plan.checks.iam_eval import Policy, Request, as_list
 
@@ -166,10 +166,10 @@ def karpenter_calls(f: KarpenterFacts, principal: str) -> list[ExpectedCall]:
     p, r, a, c = f.partition, f.region, f.account, f.cluster
     ec2 = f"arn:{p}:ec2:{r}:{a}"
     pool, claim = f.node_pool, f"{f.node_pool}-abcde"
-    cluster_tag = f"kubernetes.io/cluster/{c}"
+    owned_key = cluster_tag(c)
     launch = request_tags(
         {
-            cluster_tag: "owned",
+            owned_key: "owned",
             "eks:eks-cluster-name": c,
             KARPENTER_NODEPOOL: pool,
             "karpenter.sh/nodeclaim": claim,
@@ -177,9 +177,9 @@ def karpenter_calls(f: KarpenterFacts, principal: str) -> list[ExpectedCall]:
             "Name": claim,
         }
     )
-    owned = tag_keys("aws:ResourceTag", {cluster_tag: "owned", KARPENTER_NODEPOOL: pool})
+    owned = tag_keys("aws:ResourceTag", {owned_key: "owned", KARPENTER_NODEPOOL: pool})
     profile_tags = {
-        cluster_tag: "owned",
+        owned_key: "owned",
         "eks:eks-cluster-name": c,
         REGION: r,
         "karpenter.k8s.aws/ec2nodeclass": f.node_class,
@@ -255,7 +255,7 @@ def karpenter_calls(f: KarpenterFacts, principal: str) -> list[ExpectedCall]:
         calls.ok(action, resource, why, **ctx)
 
     # guard rails: what the reference policy's conditions exist to refuse
-    system = {cluster_tag: "owned", "eks:nodegroup-name": f"{c}-system"}
+    system = {owned_key: "owned", "eks:nodegroup-name": f"{c}-system"}
     for action, resource, why, ctx in (
         ("ec2:TerminateInstances", f"{ec2}:instance/i-system",
          "a managed-node-group (system or reserved) instance carries only the cluster tag",
