@@ -73,3 +73,17 @@ def test_the_schema_accepts_the_shipped_stacks(stack):
 )
 def test_the_schema_refuses_a_wrong_type_in_each_section(bad):
     assert list(jsonschema.Draft202012Validator(SCHEMA).iter_errors(bad)), bad
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("500ms", 0.5), ("30s", 30), ("15m", 900), ("2h", 7200), ("32d", 32 * 86400), ("1w", 604800)]
+    + [("768h", 32 * 86400), ("1y", 365 * 86400)],
+)
+def test_one_reading_of_a_prometheus_duration_for_the_alerts_and_the_retention(text, seconds):
+    """The alert thresholds (platform/alerts) and the OpenCost retention floor read it here."""
+    from trainforge.stack.services import prometheus_seconds
+
+    assert prometheus_seconds(text) == seconds
+    with pytest.raises(ValueError, match="not a Prometheus duration"):
+        prometheus_seconds(text + " ")

@@ -16,6 +16,7 @@ Pulumi-free: the jobs package and the plan rules use it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -37,6 +38,19 @@ UPSTREAMS: dict[str, tuple[str, tuple[str, ...], bool]] = {
     "github": ("ghcr.io", ("ghcr.io",), True),
 }
 DOCKER_HUB = "docker-hub"
+
+
+# A container image reference, [registry[:port]/]path[:tag][@sha256:<64 hex>]: the grammar of
+# github.com/distribution/reference (regexp.go; path components lowercase, a tag at most 128
+# word characters). ASCII, and `\Z`: Go's `\w` and `$` (Python's `$` also matches before a final
+# newline, and its `\w` takes any letter).
+REFERENCE = re.compile(
+    r"(?:(?P<registry>[a-zA-Z0-9][a-zA-Z0-9.-]*(?::[0-9]+)?)/)?"
+    r"(?P<path>[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*)"
+    r"(?::(?P<tag>[\w][\w.-]{0,127}))?"
+    r"(?:@(?P<digest>sha256:[a-f0-9]{64}))?\Z",
+    re.ASCII,
+)
 
 
 CREDENTIAL_KEYS = {

@@ -8,7 +8,8 @@ A job runs on its own `backend:` or on the platform's default (`trainforge:jobBa
 only on a backend whose controller the platform installs (`PlatformContract.backends`). Every
 emitter takes the same resolved JobSpec and builds its pods with the one pod builder
 (`trainforge.jobs.pod`), so switching a job's backend changes which object runs its pods,
-not the pods. Each backend module has BACKEND, API_VERSION, KIND, `check`, `launch`,
+not the pods. Each backend module has BACKEND, API_VERSION, KIND, PLURAL, KUEUE_FRAMEWORK,
+`check`, `launch`,
 `workload_manifest`, `podmonitor_manifest` and, where it has one, `service_manifest`.
 
 Each backend also owns the shape of its objects (`SHAPES`): where their pod templates live,
@@ -49,6 +50,12 @@ NO_CONTROLLER = (indexed_job.BACKEND,)
 WORKLOAD_TYPES: dict[str, str] = {
     name: f"kubernetes:{m.API_VERSION}:{m.KIND}" for name, m in EMITTERS.items()
 }
+# backend -> (API group, plural) of its workload object: what RBAC rules name, sorted by backend
+RESOURCES: dict[str, tuple[str, str]] = {
+    name: (m.API_VERSION.rpartition("/")[0], m.PLURAL) for name, m in sorted(EMITTERS.items())
+}
+# backend -> Kueue's integration (`integrations.frameworks`) that manages its workload object
+KUEUE_FRAMEWORKS: dict[str, str] = {name: m.KUEUE_FRAMEWORK for name, m in EMITTERS.items()}
 
 
 def _trainjob_pods(

@@ -38,6 +38,8 @@ from trainforge.jobs.spec import JobSpec, RunPolicySpec
 BACKEND = "indexed-job"
 API_VERSION = "batch/v1"
 KIND = "Job"
+PLURAL = "jobs"
+KUEUE_FRAMEWORK = "batch/job"  # kueue v0.19.2 job_controller.go FrameworkName
 # Where a fleet manager's Job names MultiKueue: the Job controller skips a Job whose
 # spec.managedBy is not kubernetes.io/job-controller (KEP-4368, GA in Kubernetes 1.35).
 MANAGED_BY = ("spec", "managedBy")

@@ -41,6 +41,7 @@ from fractions import Fraction
 from typing import Any, Protocol
 
 from trainforge.core.contract import GPU_RESOURCE, NodeShape, PoolFacts
+from trainforge.core.labels import HOSTNAME
 from trainforge.core.quantity import parse_quantity
 
 MI = 2**20
@@ -62,9 +63,6 @@ class Pod(Protocol):
     memory_mib: Fraction
     gpus: int
     efa: int
-
-
-HOSTNAME = "kubernetes.io/hostname"
 
 
 @dataclass(frozen=True)

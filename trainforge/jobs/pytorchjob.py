@@ -24,6 +24,8 @@ from trainforge.jobs.spec import JobSpec
 BACKEND = "pytorchjob"
 API_VERSION = "kubeflow.org/v1"
 KIND = "PyTorchJob"
+PLURAL = "pytorchjobs"  # the CRD's spec.names.plural (platform/data/training-operator-v1.9.4)
+KUEUE_FRAMEWORK = "kubeflow.org/pytorchjob"  # kueue v0.19.2 pytorchjob_controller.go FrameworkName
 # Where a fleet manager's PyTorchJob names MultiKueue as its manager: training-operator v1.9.4
 # skips a PyTorchJob whose runPolicy.managedBy is not its own (pkg/controller.v1/pytorch
 # pytorchjob_controller.go Reconcile, ManagedByExternalController), so only the worker's copy runs.

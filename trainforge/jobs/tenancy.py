@@ -15,12 +15,12 @@ from typing import Any
 
 from trainforge.core.contract import JobTarget, TeamFacts
 from trainforge.core.pods import QUEUE_LABEL
-from trainforge.jobs.spec import PRIORITIES, TOPOLOGY_MODES
+from trainforge.jobs.spec import PRIORITIES, TOPOLOGY_MODES, JobSpec
 
 __all__ = ["PRIORITIES", "TOPOLOGY_MODES"]
 
-PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
-DEFAULT_PRIORITY = "normal"
+PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"  # Kueue's: the WorkloadPriorityClass
+DEFAULT_PRIORITY = JobSpec.model_fields["priority"].default
 
 # Topology-aware scheduling on pools that support it (PoolFacts.topology_aware): the pod
 # template annotations Kueue reads (kueue.x-k8s.io/podset-*; v0.19 apis/kueue/v1beta2).

@@ -26,6 +26,8 @@ BACKEND = "trainjob"
 GROUP = "trainer.kubeflow.org"
 API_VERSION = f"{GROUP}/v1alpha1"
 KIND = "TrainJob"
+PLURAL = "trainjobs"  # the CRD's spec.names.plural (plan/data/crds/trainer.kubeflow.org_trainjobs)
+KUEUE_FRAMEWORK = f"{GROUP}/trainjob"  # kueue v0.19.2 trainjob_controller.go FrameworkName
 RUNTIME_KIND = "ClusterTrainingRuntime"
 # Where a fleet manager's TrainJob names MultiKueue (trainer v2.2.1 pkg/apis/trainer/v1alpha1
 # trainjob_types.go: `managedBy`, immutable, one of trainer.kubeflow.org/trainjob-controller or

@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainforge.core.contract import GPU_RESOURCE
+from trainforge.core.labels import INSTANCE_TYPE, KARPENTER_CAPACITY_TYPE
 from trainforge.jobs.duration import duration_text
 from trainforge.jobs.estimate import gib
 from trainforge.plan import ckpt_compat as CC
@@ -141,8 +143,8 @@ def _figures(view: JobView | None, sections: dict[str, Any] | None) -> dict[str,
 
 
 def _res(per_pod: dict[str, str]) -> str:
-    keys = ("nvidia.com/gpu", "cpu", "memory")
-    names = {"nvidia.com/gpu": "GPU"}
+    keys = (GPU_RESOURCE, "cpu", "memory")
+    names = {GPU_RESOURCE: "GPU"}
     return ", ".join(f"{per_pod[k]} {names.get(k, k)}" for k in keys if k in per_pod) or "?"
 
 
@@ -162,8 +164,8 @@ def pool_lines(old: dict, new: dict) -> list[str]:
     """A Karpenter NodePool's change: instance types and capacity types added/removed, limits."""
     out = []
     for key, label in (
-        ("node.kubernetes.io/instance-type", "instance types"),
-        ("karpenter.sh/capacity-type", "capacity types"),
+        (INSTANCE_TYPE, "instance types"),
+        (KARPENTER_CAPACITY_TYPE, "capacity types"),
     ):
         a, b = set(_reqs(old, key)), set(_reqs(new, key))
         if a != b:

@@ -12,10 +12,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainforge.core.contract import GPU_RESOURCE
 from trainforge.core.pods import argv, literal_env
 from trainforge.jobs.backends import job_shape
 from trainforge.jobs.pod import JOB_LABEL
 from trainforge.plan.ckpt_compat import argv_fields, last_value, runtime_args
+from trainforge.training import contract
+from trainforge.training.config import CheckpointConfig
+
+RESUME_DEFAULT = CheckpointConfig().resume  # the runtime's --resume and TRAINFORGE_RESUME default
 
 
 @dataclass
@@ -44,7 +49,7 @@ class JobView:
     @property
     def gpus_per_pod(self) -> int:
         try:
-            return int(self.per_pod.get("nvidia.com/gpu", 0))
+            return int(self.per_pod.get(GPU_RESOURCE, 0))
         except ValueError:
             return 0
 
@@ -66,14 +71,14 @@ class JobView:
         args = self.runtime_args
         if args is not None:
             return last_value(argv_fields(args), "--checkpoint-dir")
-        return self.env.get("TRAINFORGE_CHECKPOINT_DIR")
+        return self.env.get(contract.CHECKPOINT_DIR) or None  # as contract.job_env reads it
 
     @property
     def resume(self) -> str:
         args = self.runtime_args
         if args is not None:
-            return last_value(argv_fields(args), "--resume", "auto")
-        return self.env.get("TRAINFORGE_RESUME", "auto")
+            return last_value(argv_fields(args), "--resume", RESUME_DEFAULT)
+        return self.env.get(contract.RESUME) or RESUME_DEFAULT  # as contract.job_env reads it
 
 
 def job_view(doc: dict[str, Any]) -> JobView | None:

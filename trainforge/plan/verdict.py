@@ -10,6 +10,7 @@ import textwrap
 from fractions import Fraction
 from typing import Any
 
+from trainforge.core.contract import GPU_RESOURCE
 from trainforge.jobs.duration import duration_text
 from trainforge.plan.checks.cost_check import DEAREST, OWN_NODES, waiting_line
 from trainforge.plan.checks.cost_check import SECTION_TITLE as COST_TITLE
@@ -134,7 +135,7 @@ def admission(row: dict[str, Any]) -> str:
     lent = row.get("borrowing")
     if not lent:
         return f"admitted on {row.get('flavor')} within its nominal quota"
-    shown = {k: v for k, v in lent.items() if k == "nvidia.com/gpu"} or lent
+    shown = {k: v for k, v in lent.items() if k == GPU_RESOURCE} or lent
     what = ", ".join(amount(k, Fraction(v)) for k, v in sorted(shown.items()))
     who = row.get("reclaimers") or []
     back = (

@@ -51,10 +51,11 @@ import pulumi_kubernetes as k8s
 from trainforge.core import versions
 from trainforge.core.contract import EFA_RESOURCE, GPU_RESOURCE, PoolFacts
 from trainforge.core.image_routes import cached, torch_image
+from trainforge.core.labels import NAMESPACE_NAME
 from trainforge.core.pods import QUEUE_LABEL
 from trainforge.jobs.codeship import CODE_MOUNT, CodeBundle, configmap_manifest
 from trainforge.jobs.pod import container_security_context, pool_tolerations
-from trainforge.platform.config import ConfigError, PlatformConfig
+from trainforge.platform.config import POOL_LABEL, ConfigError, PlatformConfig
 from trainforge.platform.teams import QUEUED_LABEL
 from trainforge.stack.base import problem
 from trainforge.stack.platform import AcceptanceTestConfig
@@ -116,7 +117,7 @@ def _labels(pool: str, test: str) -> dict[str, str]:
         "app.kubernetes.io/name": "trainforge",
         "app.kubernetes.io/component": "acceptance-test",
         "app.kubernetes.io/managed-by": "pulumi",
-        "trainforge.io/pool": pool,
+        POOL_LABEL: pool,
         LABEL: f"{pool}-{test}",
     }
 
@@ -396,7 +397,7 @@ def queue_manifests(tested: list[PoolFacts], cohort: str) -> list[dict[str, Any]
             "metadata": {"name": CLUSTER_QUEUE, "labels": labels},
             "spec": {
                 "cohortName": cohort,
-                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": NAMESPACE}},
+                "namespaceSelector": {"matchLabels": {NAMESPACE_NAME: NAMESPACE}},
                 "queueingStrategy": "BestEffortFIFO",
                 "preemption": {
                     "withinClusterQueue": "Never",

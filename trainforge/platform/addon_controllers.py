@@ -16,6 +16,7 @@ from typing import Any
 
 from trainforge.core import versions
 from trainforge.core.contract import Taint
+from trainforge.core.labels import OS
 from trainforge.platform.node_daemonsets import tolerates
 
 # What both CSI charts give their controller (values.yaml `controller.tolerations`).
@@ -48,14 +49,14 @@ ADDON_CONTROLLERS: tuple[ControllerFacts, ...] = (
     ControllerFacts(
         "ebs-csi-controller",
         CSI_CONTROLLER_TOLERATIONS,
-        {"kubernetes.io/os": "linux"},
+        {OS: "linux"},
         "kubernetes-sigs/aws-ebs-csi-driver v1.50.1 charts/aws-ebs-csi-driver/values.yaml "
         "controller.tolerations, templates/controller.yaml nodeSelector, checked 2026-11-25",
     ),
     ControllerFacts(
         "fsx-csi-controller",
         CSI_CONTROLLER_TOLERATIONS,
-        {"kubernetes.io/os": "linux"},
+        {OS: "linux"},
         "kubernetes-sigs/aws-fsx-csi-driver v1.5.0 charts/aws-fsx-csi-driver/values.yaml "
         "controller.tolerations, templates/controller-deployment.yaml nodeSelector, "
         "checked 2026-11-25",

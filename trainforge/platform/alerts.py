@@ -37,6 +37,7 @@ from trainforge.platform.dashboards import (
     allocation_cost_expr,
 )
 from trainforge.platform.services_config import AlertsConfig, ReceiverConfig
+from trainforge.stack.services import prometheus_seconds
 
 RULE_NAME = "trainforge-alerts"
 RUNBOOK_PAGE = "troubleshooting.md"
@@ -49,15 +50,6 @@ NODE_CONDITIONS = (
     "KernelReady",
     "ContainerRuntimeReady",
 )
-_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}
-
-
-def seconds(duration: str) -> float:
-    """A Prometheus duration ("15m") in seconds."""
-    m = re.fullmatch(r"(\d+)(ms|s|m|h|d|w|y)", duration)
-    if not m:
-        raise ValueError(f"not a Prometheus duration: {duration!r}")
-    return int(m.group(1)) * _UNITS[m.group(2)]
 
 
 def anchor(heading: str) -> str:
@@ -140,7 +132,7 @@ def job_rules(cfg: AlertsConfig) -> list[dict[str, Any]]:
             cfg,
             "TrainforgeCheckpointTooOld",
             f"{_by('(trainforge_step - trainforge_checkpoint_step) * trainforge_step_seconds')}"
-            f" > {seconds(cfg.checkpoint_max_age):g} and {on} {running}",
+            f" > {prometheus_seconds(cfg.checkpoint_max_age):g} and {on} {running}",
             "warning",
             f"Job {job}: {{{{ $value | humanizeDuration }}}} of training since its last checkpoint",
             f"More than {cfg.checkpoint_max_age} of progress would be lost to a failure now: "
@@ -151,7 +143,7 @@ def job_rules(cfg: AlertsConfig) -> list[dict[str, Any]]:
             cfg,
             "TrainforgeGoodputLow",
             f"{_by('trainforge_goodput')} < {cfg.goodput_min:g}"
-            f" and {on} {_by('trainforge_wall_seconds')} > {seconds(cfg.goodput_after):g}"
+            f" and {on} {_by('trainforge_wall_seconds')} > {prometheus_seconds(cfg.goodput_after):g}"
             f" and {on} {running}",
             "warning",
             f"Job {job}: goodput {{{{ $value | humanizePercentage }}}} is below "

@@ -43,9 +43,9 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
+from trainforge.platform.config import CLUSTER_TAG, resource_tags
 from trainforge.stack.policy import CostCaps
 
-CLUSTER_TAG = "trainforge.io/cluster"
 NAMESPACE_TAG = "aws:eks:namespace"  # split cost allocation data for EKS (AWS-generated)
 # Notify when the month's actual cost passes 80% and when the forecast passes 100%.
 THRESHOLDS = (("ACTUAL", 80.0), ("FORECASTED", 100.0))
@@ -226,5 +226,4 @@ def stack_budgets(config: Any, caps: CostCaps) -> Budgets | None:
             f"receivers {', '.join(unreachable)} get no budget notification (subscribe them to "
             "the budgets' SNS topic, docs/cost.md)"
         )
-    tags = {CLUSTER_TAG: config.cluster, "managed-by": "pulumi", **dict(config.tags)}
-    return Budgets("budgets", wanted, webhooks, tags)
+    return Budgets("budgets", wanted, webhooks, resource_tags(config))

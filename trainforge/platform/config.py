@@ -42,7 +42,16 @@ from trainforge.stack.platform import (
 )
 
 GPU_TAINT_KEY = "nvidia.com/gpu"
+# The tag every AWS resource of a stack carries; the cluster's budget filters cost on it.
+CLUSTER_TAG = "trainforge.io/cluster"
+# The tag on the private subnets (network) that Karpenter's EC2NodeClass selects them by
+KARPENTER_DISCOVERY_TAG = "karpenter.sh/discovery"
 POOL_LABEL = "trainforge.io/pool"
+# The labels a node group's nodes carry (node_groups sets them; the device plugins select
+# them, node_daemonsets places DaemonSets by them; Karpenter's GPU nodes carry
+# core.labels.KARPENTER_GPU_COUNT instead).
+GPU_NODE_LABEL = "nvidia.com/gpu.present"
+EFA_NODE_LABEL = "vpc.amazonaws.com/efa.present"
 # CPU Karpenter pools are for jobs only (jobs tolerate their pool's taints, published in
 # PoolFacts): CoreDNS, the CSI controllers and other add-ons stay on the system node group
 # instead of holding a spot node up that `WhenEmpty` consolidation would never remove.
@@ -66,6 +75,11 @@ class PlatformConfig(PlatformKeys):
     fleet: FleetConfig | None = Field(
         None, exclude=True, description="`trainforge:fleet` (stack/fleet.py); None: one cluster."
     )
+
+
+def resource_tags(config: PlatformConfig) -> dict[str, str]:
+    """The AWS tags of every resource of the stack: its cluster, Pulumi, then `tags`."""
+    return {CLUSTER_TAG: config.cluster, "managed-by": "pulumi", **dict(config.tags)}
 
 
 def parse_config(

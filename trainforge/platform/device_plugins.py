@@ -20,8 +20,15 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from trainforge.core import versions
+from trainforge.core.labels import KARPENTER_GPU_COUNT
 from trainforge.platform import chart_images
 from trainforge.platform.chart_images import ChartImage
+from trainforge.platform.config import (
+    EFA_NODE_LABEL,
+    GPU_NODE_LABEL,
+    GPU_TAINT_KEY,
+    POOL_LABEL,  # every trainforge node group / Karpenter pool sets it
+)
 from trainforge.platform.services_config import DevicePluginsConfig
 
 # The plugins' images, read from the vendored values of the pinned charts with their
@@ -32,22 +39,14 @@ from trainforge.platform.services_config import DevicePluginsConfig
 NVIDIA_IMAGES = (ChartImage("image", "v{appVersion}"),)
 EFA_IMAGES = (ChartImage("image", "{appVersion}"),)
 
-GPU_TAINT_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+GPU_TAINT_TOLERATION = {"key": GPU_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}
 # nodeSelectorTerms are ORed: either label marks a GPU node.
 GPU_NODE_TERMS: list[dict[str, Any]] = [
-    {"matchExpressions": [{"key": "nvidia.com/gpu.present", "operator": "In", "values": ["true"]}]},
-    {
-        "matchExpressions": [
-            {"key": "karpenter.k8s.aws/instance-gpu-count", "operator": "Gt", "values": ["0"]}
-        ]
-    },
+    {"matchExpressions": [{"key": GPU_NODE_LABEL, "operator": "In", "values": ["true"]}]},
+    {"matchExpressions": [{"key": KARPENTER_GPU_COUNT, "operator": "Gt", "values": ["0"]}]},
 ]
 EFA_NODE_TERMS: list[dict[str, Any]] = [
-    {
-        "matchExpressions": [
-            {"key": "vpc.amazonaws.com/efa.present", "operator": "In", "values": ["true"]}
-        ]
-    }
+    {"matchExpressions": [{"key": EFA_NODE_LABEL, "operator": "In", "values": ["true"]}]}
 ]
 
 
@@ -68,9 +67,6 @@ def nvidia_values(terms: list[dict[str, Any]]) -> dict[str, Any]:
         "gfd": {"enabled": False},
         "nfd": {"enabled": False},
     }
-
-
-POOL_LABEL = "trainforge.io/pool"  # every trainforge node group / Karpenter pool sets it
 
 
 def efa_values(terms: list[dict[str, Any]], pool_names: list[str] | None = None) -> dict[str, Any]:

@@ -68,6 +68,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
+from trainforge.jobs import backends
 from trainforge.platform.checkpoint_bucket import team_policy
 from trainforge.stack.fleet import KEY, MULTIKUEUE_CONTROLLER, FleetConfig
 
@@ -109,11 +110,7 @@ KUEUE_RULES: tuple[dict[str, Any], ...] = (
     },
 )
 # backend -> the (group, plural) of the object MultiKueue copies to the worker
-BACKEND_KINDS = {
-    "indexed-job": ("batch", "jobs"),
-    "pytorchjob": ("kubeflow.org", "pytorchjobs"),
-    "trainjob": ("trainer.kubeflow.org", "trainjobs"),
-}
+BACKEND_KINDS = backends.RESOURCES
 
 
 def worker_rules(backends: Iterable[str]) -> list[dict[str, Any]]:

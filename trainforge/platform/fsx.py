@@ -34,6 +34,8 @@ import pulumi_kubernetes as k8s
 from trainforge.core import versions
 from trainforge.core.contract import DEFAULT_TRAINING_UID
 from trainforge.core.image_routes import cached
+from trainforge.core.labels import ROOT_REASON
+from trainforge.jobs.pod import TEAM_LABEL
 from trainforge.platform.addons import addon_version
 from trainforge.platform.iam import pod_identity_trust_output
 from trainforge.platform.services_config import FsxConfig
@@ -85,7 +87,7 @@ DIRECTORY_ANNOTATION = "trainforge.io/fsx-directory"
 # Each team's directory on the file system must belong to the UID/GID its training pods run
 # as (TeamFacts.run_as_user/run_as_group, passed in per team): the FSx CSI driver does not
 # apply fsGroup to shared volumes and a new file system's root is root-owned (0755).
-ROOT_REASON_ANNOTATION = "trainforge.io/root-reason"
+ROOT_REASON_ANNOTATION = ROOT_REASON
 TEAM_DIR_ROOT_REASON = (
     "creates the team's directory on the root-owned FSx file system and chowns it to the "
     "training UID; one-shot, no privilege escalation, only CAP_CHOWN"
@@ -141,13 +143,13 @@ def team_dir_job(
         metadata=k8s.meta.v1.ObjectMetaArgs(
             name=f"fsx-team-dir-{team}",
             namespace=namespace,
-            labels={"trainforge.io/team": team},
+            labels={TEAM_LABEL: team},
             annotations={ROOT_REASON_ANNOTATION: TEAM_DIR_ROOT_REASON, **TEAM_DIR_CHECKOV_SKIPS},
         ),
         spec=k8s.batch.v1.JobSpecArgs(
             backoff_limit=6,
             template=k8s.core.v1.PodTemplateSpecArgs(
-                metadata=k8s.meta.v1.ObjectMetaArgs(labels={"trainforge.io/team": team}),
+                metadata=k8s.meta.v1.ObjectMetaArgs(labels={TEAM_LABEL: team}),
                 spec=k8s.core.v1.PodSpecArgs(
                     restart_policy="OnFailure",
                     automount_service_account_token=False,
@@ -472,7 +474,7 @@ class FsxLustre(pulumi.ComponentResource):
         self.team_dir_jobs: dict[str, Any] = {}
         self.team_claims: dict[str, Any] = {}
         for team, namespace in args.team_namespaces.items():
-            labels = {"trainforge.io/team": team}
+            labels = {TEAM_LABEL: team}
             pv(f"{name}-pv-{team}", volume_name(team), namespace, claim_name(team), f"/{team}",
                labels)  # fmt: skip
             self.team_claims[team] = pvc(

@@ -19,12 +19,14 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from trainforge.core import versions
+from trainforge.core.labels import ARCH, INSTANCE_TYPE, KARPENTER_CAPACITY_TYPE, OS, cluster_tag
 from trainforge.platform import capacity_placement, chart_images
 from trainforge.platform.chart_images import ChartImage
 from trainforge.platform.config import (
     FSX_AGENT_NOT_READY_TAINT,
     GPU_TAINT_KEY,
     JOBS_TAINT_KEY,
+    KARPENTER_DISCOVERY_TAG,
     POOL_LABEL,
     NodePoolConfig,
     PlatformConfig,
@@ -32,6 +34,7 @@ from trainforge.platform.config import (
 from trainforge.platform.iam import NODE_POLICIES, assume_role_policy, pod_identity_trust
 from trainforge.platform.instance_types import PoolTypeFacts
 from trainforge.platform.node_groups import efa_security_group
+from trainforge.platform.placement import SYSTEM_NODE_SELECTOR
 
 SERVICE_ACCOUNT = "karpenter"
 # The controller's image, read from the vendored values of the pinned chart with its
@@ -100,7 +103,7 @@ def controller_policy(
     runs Karpenter's calls through it (trainforge/plan/checks/iam_reference.py).
     """
     ec2 = f"arn:{partition}:ec2:{region}"
-    owned_key = f"kubernetes.io/cluster/{cluster}"
+    owned_key = cluster_tag(cluster)
     profile = f"arn:{partition}:iam::{account}:instance-profile/*"
     cluster_arn = f"arn:{partition}:eks:{region}:{account}:cluster/{cluster}"
     created = [
@@ -475,7 +478,7 @@ class Karpenter(pulumi.ComponentResource):
                     "serviceAccount": {"name": SERVICE_ACCOUNT},
                     "replicas": 2,
                     # run on the system node group, never on the nodes Karpenter manages
-                    "nodeSelector": {"trainforge.io/system": "true"},
+                    "nodeSelector": dict(SYSTEM_NODE_SELECTOR),
                     "controller": {
                         "resources": {
                             "requests": {"cpu": "500m", "memory": "1Gi"},
@@ -530,7 +533,7 @@ class Karpenter(pulumi.ComponentResource):
         spec: dict = {
             "role": self.node_role.name,
             "amiSelectorTerms": [{"alias": versions.KARPENTER_AMI_ALIAS}],
-            "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": cname}}],
+            "subnetSelectorTerms": [{"tags": {KARPENTER_DISCOVERY_TAG: cname}}],
             "securityGroupSelectorTerms": [{"id": args.node_security_group_id}],
             "metadataOptions": dict(METADATA_OPTIONS),
             "blockDeviceMappings": [
@@ -546,8 +549,8 @@ class Karpenter(pulumi.ComponentResource):
             ],
             "tags": {
                 **dict(args.tags),
-                "karpenter.sh/discovery": cname,
-                "trainforge.io/pool": pool.name,
+                KARPENTER_DISCOVERY_TAG: cname,
+                POOL_LABEL: pool.name,
             },
         }
         if instance_store_raid0(pool, facts):
@@ -647,17 +650,17 @@ def node_pool_spec(
                 },
                 "requirements": [
                     {
-                        "key": "node.kubernetes.io/instance-type",
+                        "key": INSTANCE_TYPE,
                         "operator": "In",
                         "values": list(pool.instance_types),
                     },
                     {
-                        "key": "karpenter.sh/capacity-type",
+                        "key": KARPENTER_CAPACITY_TYPE,
                         "operator": "In",
                         "values": list(pool.capacity_types),
                     },
-                    {"key": "kubernetes.io/arch", "operator": "In", "values": [facts.architecture]},
-                    {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
+                    {"key": ARCH, "operator": "In", "values": [facts.architecture]},
+                    {"key": OS, "operator": "In", "values": ["linux"]},
                 ],
                 "taints": pool_taints(pool, facts),
                 # Karpenter expects these to be removed by a DaemonSet and still binpacks

@@ -68,22 +68,18 @@ import pulumi_kubernetes as k8s
 import yaml
 
 from trainforge.core import versions
-from trainforge.core.contract import PoolFacts
+from trainforge.core.contract import EFA_RESOURCE, PoolFacts
+from trainforge.core.labels import HOSTNAME
+from trainforge.jobs import backends
 from trainforge.platform import queues
 from trainforge.platform.placement import SYSTEM_NODE_SELECTOR, psa_labels
 from trainforge.platform.services_config import KueueConfig, TeamConfig
 from trainforge.platform.teams import QUEUED_LABEL, TEAM_LABEL
 
 NAMESPACE = "kueue-system"
-# Kueue's integration name for each trainforge job backend (trainforge.core.contract.BACKENDS).
-# source: kubernetes-sigs/kueue v0.19 pkg/controller/jobs (pytorchjob FrameworkName
-# "kubeflow.org/pytorchjob", trainjob "trainer.kubeflow.org/trainjob", job "batch/job").
-FRAMEWORKS = {
-    "pytorchjob": "kubeflow.org/pytorchjob",
-    "trainjob": "trainer.kubeflow.org/trainjob",
-    "indexed-job": "batch/job",
-}
-EXCLUDED_RESOURCES = ("vpc.amazonaws.com/efa",)
+# Kueue's integration name for each trainforge job backend, declared by its emitter
+FRAMEWORKS = backends.KUEUE_FRAMEWORKS
+EXCLUDED_RESOURCES = (EFA_RESOURCE,)
 DATA = Path(__file__).resolve().parent / "data" / "kueue"
 REPLICAS = 2
 PDB_MIN_AVAILABLE = 1
@@ -159,7 +155,7 @@ def chart_values(cfg: KueueConfig) -> dict[str, Any]:
         "topologySpreadConstraints": [
             {
                 "maxSkew": 1,
-                "topologyKey": "kubernetes.io/hostname",
+                "topologyKey": HOSTNAME,
                 "whenUnsatisfiable": "ScheduleAnyway",
                 "labelSelector": {"matchLabels": dict(POD_LABELS)},
             }

@@ -35,6 +35,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pulumi_random as random
 
+from trainforge.jobs.pod import TEAM_LABEL
+
 ADMIN_USER = "trainforge-admin"
 AUTH_SECRET = "mlflow-auth"  # in the mlflow namespace
 TEAM_PASSWORDS_SECRET = "mlflow-team-passwords"  # in the mlflow namespace
@@ -198,7 +200,7 @@ def declare(
             metadata=k8s.meta.v1.ObjectMetaArgs(
                 name=CREDENTIALS_SECRET,
                 namespace=team_ns,
-                labels={"trainforge.io/team": team},
+                labels={TEAM_LABEL: team},
             ),
             type="Opaque",
             string_data={

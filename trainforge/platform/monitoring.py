@@ -35,7 +35,7 @@ import pulumi_random as random
 
 from trainforge.core import versions
 from trainforge.core.image_routes import cached, chart_image
-from trainforge.platform import alerts, chart_images, mlflow_auth, opencost
+from trainforge.platform import alerts, chart_images, kueue, mlflow_auth, opencost
 from trainforge.platform.chart_images import ChartImage
 from trainforge.platform.dashboards import (
     DASHBOARDS,
@@ -362,10 +362,11 @@ def dcgm_values(profiling: bool = False) -> dict[str, Any]:
     }
 
 
-# The labels only Kueue's metrics Service carries (see scrape_monitors).
+# The labels only Kueue's metrics Service carries (see scrape_monitors): the chart's selector
+# labels and its component (charts/kueue/templates/_helpers.tpl kueue.metricsService.labels,
+# v0.19.2)
 KUEUE_METRICS_SERVICE_LABELS = {
-    "app.kubernetes.io/name": "kueue",
-    "app.kubernetes.io/instance": "kueue",
+    **kueue.POD_LABELS,
     "app.kubernetes.io/component": "metrics-service",
 }
 
@@ -381,7 +382,8 @@ def scrape_monitors(
     `https` (8443), behind controller-runtime's authentication: the scrape sends Prometheus's
     service-account token (the chart's own monitor does the same,
     charts/kueue/templates/prometheus/monitor.yaml). The chart's metrics, webhook and
-    visibility Services share the selector labels (name, instance); the visibility server's
+    visibility Services share the selector labels (name, instance, control-plane:
+    `kueue.POD_LABELS`); the visibility server's
     port is also named `https` (templates/visibility/service.yaml), so the monitor selects
     the metrics Service by its `app.kubernetes.io/component: metrics-service` label
     (`kueue.metricsService.labels` in templates/_helpers.tpl), as the chart's own monitor

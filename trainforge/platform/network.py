@@ -28,6 +28,8 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
+from trainforge.core.labels import cluster_tag
+from trainforge.platform.config import KARPENTER_DISCOVERY_TAG
 from trainforge.stack.platform import NetworkConfig
 
 # service -> why it needs an interface endpoint (com.amazonaws.<region>.<service>).
@@ -74,9 +76,9 @@ class Network(pulumi.ComponentResource):
         cfg = args.config
         child = pulumi.ResourceOptions(parent=self)
         discovery = {
-            "karpenter.sh/discovery": args.cluster_name,
+            KARPENTER_DISCOVERY_TAG: args.cluster_name,
             "kubernetes.io/role/internal-elb": "1",
-            f"kubernetes.io/cluster/{args.cluster_name}": "shared",
+            cluster_tag(args.cluster_name): "shared",
         }
         self.private_route_table_ids: list[pulumi.Input[str]] = []
         # the NAT gateways' public IPs (a fleet manager's egress); None: an existing VPC's

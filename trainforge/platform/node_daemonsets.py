@@ -16,14 +16,22 @@ from typing import Any
 
 from trainforge.core import versions
 from trainforge.core.contract import DaemonSetLoad, Taint
+from trainforge.core.labels import ARCH, INSTANCE_TYPE, KARPENTER_GPU_COUNT, OS
 from trainforge.core.taints import node_expression, untolerated
-from trainforge.platform.config import POOL_LABEL, NodeGroupConfig, NodePoolConfig, PlatformConfig
+from trainforge.platform.config import (
+    EFA_NODE_LABEL,
+    GPU_NODE_LABEL,
+    POOL_LABEL,
+    NodeGroupConfig,
+    NodePoolConfig,
+    PlatformConfig,
+)
 
 EVERYTHING = ({"operator": "Exists"},)  # tolerates every taint
 LINUX_EC2_TERMS = (
     {
         "matchExpressions": [
-            {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
+            {"key": OS, "operator": "In", "values": ["linux"]},
             {
                 "key": "eks.amazonaws.com/compute-type",
                 "operator": "NotIn",
@@ -227,16 +235,16 @@ def node_labels(
     labels = {
         **dict(pool.labels),
         POOL_LABEL: pool.name,
-        "kubernetes.io/os": "linux",
-        "kubernetes.io/arch": arch,  # the kubelet's well-known label
-        "node.kubernetes.io/instance-type": instance_type,
+        OS: "linux",
+        ARCH: arch,  # the kubelet's well-known label
+        INSTANCE_TYPE: instance_type,
     }
     if isinstance(pool, NodeGroupConfig):
-        labels["nvidia.com/gpu.present"] = "true"  # trainforge.platform.node_groups
+        labels[GPU_NODE_LABEL] = "true"  # trainforge.platform.node_groups
         if pool.efa:
-            labels["vpc.amazonaws.com/efa.present"] = "true"
+            labels[EFA_NODE_LABEL] = "true"
     elif gpus:
-        labels["karpenter.k8s.aws/instance-gpu-count"] = str(gpus)  # Karpenter's own label
+        labels[KARPENTER_GPU_COUNT] = str(gpus)  # Karpenter's own label
     return labels
 
 

@@ -24,7 +24,9 @@ from trainforge.core import versions
 from trainforge.core.taints import EFFECTS
 from trainforge.platform import capacity_placement as cp
 from trainforge.platform.config import (
+    EFA_NODE_LABEL,
     FSX_AGENT_NOT_READY_TAINT,
+    GPU_NODE_LABEL,
     GPU_TAINT_KEY,
     POOL_LABEL,
     ConfigError,
@@ -185,9 +187,9 @@ class GpuNodeGroup(pulumi.ComponentResource):
             # EKS applies it to every node it launches; the FSx node plugin (which tolerates
             # every taint) removes it when it can mount, so pods never start before that
             taints.append({"key": FSX_AGENT_NOT_READY_TAINT, "effect": "NO_EXECUTE"})
-        labels = {**dict(cfg.labels), POOL_LABEL: cfg.name, "nvidia.com/gpu.present": "true"}
+        labels = {**dict(cfg.labels), POOL_LABEL: cfg.name, GPU_NODE_LABEL: "true"}
         if cfg.efa:
-            labels["vpc.amazonaws.com/efa.present"] = "true"
+            labels[EFA_NODE_LABEL] = "true"
         self.node_group = aws.eks.NodeGroup(
             f"{name}",
             cluster_name=args.cluster_name,

@@ -33,6 +33,7 @@ import pulumi
 import pulumi_aws as aws
 
 from trainforge.core import catalog
+from trainforge.core.labels import ARCH, INSTANCE_TYPE
 from trainforge.platform.addons import addon_version
 
 ADDON_NAME = "eks-node-monitoring-agent"
@@ -53,17 +54,17 @@ _NOT_SPECIAL_COMPUTE = [
 ]  # fmt: skip
 AGENT_NODE_TERMS = (
     {"matchExpressions": [*_NOT_SPECIAL_COMPUTE,
-                          {"key": "kubernetes.io/arch", "operator": "In",
+                          {"key": ARCH, "operator": "In",
                            "values": ["amd64", "arm64"]}]},
 )  # fmt: skip
 # The chart's list, kept in the GPU/instance catalog (families.*.dcgmServerSizes).
 DCGM_SERVER_INSTANCE_TYPES = catalog.family_instance_types("dcgmServerSizes")
 DCGM_SERVER_NODE_TERMS = (
     {"matchExpressions": [
-        {"key": "node.kubernetes.io/instance-type", "operator": "In",
+        {"key": INSTANCE_TYPE, "operator": "In",
          "values": list(DCGM_SERVER_INSTANCE_TYPES)},
         *_NOT_SPECIAL_COMPUTE,
-        {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
+        {"key": ARCH, "operator": "In", "values": ["amd64"]},
     ]},
 )  # fmt: skip
 

@@ -33,12 +33,13 @@ from fractions import Fraction
 from typing import Any
 
 from trainforge.core import versions
-from trainforge.core.contract import PoolFacts
+from trainforge.core.contract import GPU_RESOURCE, PoolFacts
+from trainforge.core.labels import HOSTNAME, NAMESPACE_NAME
 from trainforge.core.quantity import parse_quantity
+from trainforge.jobs.pod import TEAM_LABEL
 from trainforge.platform.services_config import PRIORITIES, KueueConfig, TeamConfig
 
 API_VERSION = versions.KUEUE_API_VERSION
-PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 LOCAL_QUEUE = "training"
 # Kueue's webhook labels a job that names no queue with the LocalQueue named `default` of its
 # namespace, when one exists and the namespace matches managedJobsNamespaceSelector. source:
@@ -47,8 +48,7 @@ LOCAL_QUEUE = "training"
 # Selector, called by the Job, PyTorchJob and TrainJob webhooks); no feature gate at v0.19
 # (LocalQueueDefaulting, alpha in v0.13, is gone from pkg/features): read 2026-11-27.
 DEFAULT_LOCAL_QUEUE = "default"
-DEFAULT_PRIORITY = "normal"
-GPU = "nvidia.com/gpu"
+GPU = GPU_RESOURCE
 # What a team's quota covers. EFA devices (vpc.amazonaws.com/efa) come with the node a job
 # fills and are excluded from quota in Kueue's configuration (resources.excludeResourcePrefixes).
 COVERED = ("cpu", "memory", GPU)
@@ -60,7 +60,7 @@ _CONFIG_KEY = {"cpu": "cpu", "memory": "memory", GPU: "gpus"}
 # `kubernetes.io/hostname` as the lowest level lets Kueue place pods on nodes directly.
 TOPOLOGY_NAME = "aws-network"
 NETWORK_LAYERS = tuple(f"topology.k8s.aws/network-node-layer-{i}" for i in (1, 2, 3))
-TOPOLOGY_LEVELS = (*NETWORK_LAYERS, "kubernetes.io/hostname")
+TOPOLOGY_LEVELS = (*NETWORK_LAYERS, HOSTNAME)
 
 
 def uses_topology(pool: PoolFacts) -> bool:
@@ -534,7 +534,7 @@ def cluster_queue(
         "cohortName": team.cohort,
         # Only the team's own namespace may submit to its queue: a LocalQueue elsewhere that
         # names this ClusterQueue admits nothing.
-        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+        "namespaceSelector": {"matchLabels": {NAMESPACE_NAME: namespace}},
         "queueingStrategy": config.queueing_strategy,
         "flavorFungibility": dict(FLAVOR_FUNGIBILITY),
         "preemption": {
@@ -547,7 +547,7 @@ def cluster_queue(
     return {
         "apiVersion": API_VERSION,
         "kind": "ClusterQueue",
-        "metadata": _meta(cluster_queue_name(team.name), {"trainforge.io/team": team.name}),
+        "metadata": _meta(cluster_queue_name(team.name), {TEAM_LABEL: team.name}),
         "spec": spec,
     }
 
@@ -556,7 +556,7 @@ def local_queue(team: TeamConfig, namespace: str, name: str = LOCAL_QUEUE) -> di
     return {
         "apiVersion": API_VERSION,
         "kind": "LocalQueue",
-        "metadata": _meta(name, {"trainforge.io/team": team.name}, namespace),
+        "metadata": _meta(name, {TEAM_LABEL: team.name}, namespace),
         "spec": {"clusterQueue": cluster_queue_name(team.name)},
     }
 

@@ -13,6 +13,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from trainforge.core.contract import PoolFacts
+from trainforge.core.labels import PRIVILEGED_REASON
 from trainforge.platform.checkpoint_bucket import CheckpointBucket, CheckpointBucketArgs
 from trainforge.platform.device_plugins import DevicePlugins, DevicePluginsArgs
 from trainforge.platform.fsx import FsxLustre, FsxLustreArgs
@@ -138,7 +139,7 @@ class PlatformServices(pulumi.ComponentResource):
             metadata=k8s.meta.v1.ObjectMetaArgs(
                 name=NODE_AGENTS_NAMESPACE,
                 labels=psa_labels("privileged", PRIVILEGED_NAMESPACE_REASON),
-                annotations={"trainforge.io/privileged-reason": PRIVILEGED_NAMESPACE_REASON},
+                annotations={PRIVILEGED_REASON: PRIVILEGED_NAMESPACE_REASON},
             ),
             opts=k8s_child,
         )

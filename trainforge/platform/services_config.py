@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from trainforge.stack.base import NS, Problems, own_keys, problem_lines, validate
+from trainforge.stack.jobs import PRIORITY_VALUES
 from trainforge.stack.services import (
     AlertsConfig,
     CheckpointConfig,
@@ -35,8 +36,7 @@ from trainforge.stack.services import (
 # The parsed services config is the area's model itself.
 ServicesConfig = ServiceKeys
 
-# Job priorities (the job key `priority`), each a Kueue WorkloadPriorityClass of this value.
-PRIORITIES = {"high": 10000, "normal": 1000, "low": 100}
+PRIORITIES = PRIORITY_VALUES  # the job key `priority` -> its WorkloadPriorityClass's value
 
 __all__ = [
     "PRIORITIES",

@@ -32,27 +32,26 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
+from trainforge.jobs import backends
+from trainforge.jobs.pod import TEAM_LABEL
 from trainforge.platform.services_config import TeamConfig
 
 GROUP_PREFIX = "trainforge:team:"
 ROLE = "trainforge-team-member"
 READ = ["get", "list", "watch"]
 WRITE = ["create", "update", "patch", "delete"]
-# (apiGroup, resources) a team member reads in the team namespace
+# (apiGroup, resources) a team member reads in the team namespace: every backend's workload
+# object (as its emitter declares it), then what they run and queue in
 READ_RESOURCES: list[tuple[str, list[str]]] = [
-    ("kubeflow.org", ["pytorchjobs", "pytorchjobs/status"]),
-    ("trainer.kubeflow.org", ["trainjobs", "trainjobs/status"]),
+    *((group, [plural, f"{plural}/status"]) for group, plural in backends.RESOURCES.values()),
     ("jobset.x-k8s.io", ["jobsets", "jobsets/status"]),
-    ("batch", ["jobs", "jobs/status"]),
     ("kueue.x-k8s.io", ["workloads", "workloads/status", "localqueues", "localqueues/status"]),
     ("", ["pods", "pods/log", "events", "services", "configmaps", "limitranges"]),
     ("events.k8s.io", ["events"]),
 ]
 # what `createJobs` adds: the job objects of every backend and their ConfigMaps
 WRITE_RESOURCES: list[tuple[str, list[str]]] = [
-    ("kubeflow.org", ["pytorchjobs"]),
-    ("trainer.kubeflow.org", ["trainjobs"]),
-    ("batch", ["jobs"]),
+    *((group, [plural]) for group, plural in backends.RESOURCES.values()),
     ("", ["configmaps", "services"]),
 ]
 
@@ -87,7 +86,7 @@ def rbac_objects(team: TeamConfig, namespace: str) -> list[dict[str, Any]]:
     manifests)."""
     from trainforge.platform.queues import cluster_queue_name  # noqa: PLC0415
 
-    labels = {"trainforge.io/team": team.name, "app.kubernetes.io/part-of": "trainforge"}
+    labels = {TEAM_LABEL: team.name, "app.kubernetes.io/part-of": "trainforge"}
     subject = [{"kind": "Group", "apiGroup": "rbac.authorization.k8s.io", "name": group(team.name)}]
     cq_role = f"trainforge-team-{team.name}-queue"
     return [

@@ -31,18 +31,19 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_kubernetes as k8s
 
-from trainforge.core.contract import PoolFacts
+from trainforge.core.contract import GPU_RESOURCE, PoolFacts
+from trainforge.core.labels import NAMESPACE_NAME
+from trainforge.jobs.pod import TEAM_LABEL
 from trainforge.platform import team_access
 from trainforge.platform.services_config import TeamConfig
 
 TRAINING_SERVICE_ACCOUNT = "training"
 QUOTA_NAME = "team-quota"
 LIMIT_RANGE_NAME = "container-defaults"
-TEAM_LABEL = "trainforge.io/team"
 # Namespaces whose Jobs Kueue manages (its managedJobsNamespaceSelector, which the chart also
 # makes its job webhooks' namespaceSelector): the team namespaces and the acceptance tests'.
 QUEUED_LABEL = "trainforge.io/queued"
-NS_NAME_LABEL = "kubernetes.io/metadata.name"
+NS_NAME_LABEL = NAMESPACE_NAME
 # EKS Pod Identity agent (link-local, on every node): serves the role's credentials.
 POD_IDENTITY_AGENT_CIDR = "169.254.170.23/32"
 
@@ -60,7 +61,7 @@ def quota_hard(
     q = team.quota
     held = namespace_quota(team, teams or [team], pools or [], kueue_enabled)
     return {
-        "requests.nvidia.com/gpu": held["gpus"],
+        f"requests.{GPU_RESOURCE}": held["gpus"],
         "requests.cpu": held["cpu"],
         "limits.cpu": held["cpu"],
         "requests.memory": held["memory"],

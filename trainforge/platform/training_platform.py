@@ -19,7 +19,7 @@ from trainforge.core.contract import PlatformContract, PoolFacts, record
 from trainforge.platform import capacity_placement
 from trainforge.platform.acceptance import AcceptanceTests, AcceptanceTestsArgs, check_acceptance
 from trainforge.platform.cluster import SYSTEM_LABEL, Cluster, ClusterArgs
-from trainforge.platform.config import PlatformConfig, parse_config, resolve_all
+from trainforge.platform.config import PlatformConfig, parse_config, resolve_all, resource_tags
 from trainforge.platform.fleet import (
     Fleet,
     FleetArgs,
@@ -128,11 +128,7 @@ class TrainingPlatform(pulumi.ComponentResource):
 
         super().__init__("trainforge:index:TrainingPlatform", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        tags = {
-            "trainforge.io/cluster": config.cluster,
-            "managed-by": "pulumi",
-            **dict(config.tags),
-        }
+        tags = resource_tags(config)
 
         self.network = Network(
             f"{name}-net", NetworkArgs(config.cluster, config.network, tags), child

@@ -33,6 +33,8 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from trainforge.core import image_routes, names
+
 NS = "trainforge"
 M = TypeVar("M", bound=BaseModel)
 
@@ -130,6 +132,45 @@ def matching(pattern: str, expected: str, max_length: int = 0) -> Any:
     schema: dict[str, Any] = {"type": "string", "pattern": f"^(?:{pattern})$"}
     schema.update({"maxLength": max_length} if max_length else {})
     return Annotated[str, AfterValidator(valid), WithJsonSchema(schema)]
+
+
+def pinned_image(value: str) -> str:
+    """An image reference (core/image_routes.REFERENCE) with a version tag or a digest."""
+    m = image_routes.REFERENCE.match(value)
+    if m is None:
+        raise ValueError(
+            "an image reference such as pytorch/pytorch:2.13.0-cuda12.8-cudnn9-runtime or "
+            "registry/repo@sha256:<64 hex digits>"
+        )
+    if not m.group("digest") and (not m.group("tag") or m.group("tag") == "latest"):
+        raise ValueError(
+            "an image pinned with a version tag (not 'latest') or a sha256 digest, so that a "
+            "restarted pod runs the same code"
+        )
+    return value
+
+
+# A pinned image as a stack key; the schema's pattern is the reference grammar, unnamed
+PinnedImage = Annotated[
+    str,
+    AfterValidator(pinned_image),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "pattern": "^(?:"
+            + re.sub(r"\(\?P<\w+>", "(", image_routes.REFERENCE.pattern.removesuffix(r"\Z"))
+            + ")$",
+        }
+    ),
+]
+
+
+# A namespace (and a name that becomes one): Kubernetes' rule, core/names.py.
+Namespace = matching(
+    names.DNS1123_LABEL,
+    "a DNS-1123 label (lowercase letters, digits, '-')",
+    names.DNS1123_LABEL_MAX,
+)
 
 
 # Kubernetes resource.Quantity (apimachinery): a signed decimal with an optional suffix.

@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationInfo, field_validator
 
+from trainforge.core import names
 from trainforge.stack.base import (
     MISSING,
     NS,
@@ -47,7 +48,7 @@ StackName = matching(STACK, "a stack of this project (fleet-use1) or org/project
 # A MultiKueueCluster name and its Secret's prefix: a DNS-1123 label (the Secret name
 # `<name>-kubeconfig` must stay a DNS subdomain, so at most 52 characters).
 WorkerName = matching(
-    r"[a-z0-9]([-a-z0-9]*[a-z0-9])?",
+    names.DNS1123_LABEL,
     "a DNS-1123 label (lowercase letters, digits, '-') of at most 52 characters",
     52,
 )

@@ -30,8 +30,10 @@ from pydantic import (
 )
 from pydantic.json_schema import SkipJsonSchema
 
+from trainforge.core import image_routes
 from trainforge.core.contract import BACKENDS
 from trainforge.core.errors import JobConfigError
+from trainforge.core.names import DNS1035, DNS1035_LABEL_MAX
 from trainforge.stack.base import (
     Bool,
     Float,
@@ -40,6 +42,7 @@ from trainforge.stack.base import (
     StackError,
     StackModel,
     matching,
+    pinned_image,
     refuse,
 )
 from trainforge.stack.services import ClaimName
@@ -51,25 +54,21 @@ Strategy = Literal["ddp", "fsdp"]
 Preset = Literal["ddp", "fsdp", "elastic"]
 CodeSource = Literal["configmap", "image"]
 EntrypointKind = Literal["runtime", "script", "module", "command", "function"]
-Priority = Literal["high", "normal", "low"]  # Kueue WorkloadPriorityClasses (platform.queues)
+# Job priorities (the job key `priority`), each a Kueue WorkloadPriorityClass of this value
+# (platform.queues.priority_classes)
+PRIORITY_VALUES = {"high": 10000, "normal": 1000, "low": 100}
+Priority = Literal[tuple(PRIORITY_VALUES)]  # type: ignore[valid-type]
 Topology = Literal["preferred", "layer-1", "layer-2", "layer-3", "none"]  # jobs.tenancy
 
 # Kubernetes object names of a job's pods and services are `<job>-worker-<index>`, and
 # Services (which the operator creates per pod) must be DNS-1035 labels of at most 63
 # characters. Leave room for at least three index digits so a job can grow to 1000 pods.
-DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-MAX_LABEL = 63
+MAX_LABEL = DNS1035_LABEL_MAX
 POD_SUFFIX = "-worker-"
 MIN_INDEX_DIGITS = 3
 # checkpoint.fingerprint: a dotted module path and a function name
 Fingerprint = matching(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*", "module:function, e.g. layout:state_layout")
-# A container image reference: [registry[:port]/]path[:tag][@sha256:<64 hex>].
-IMAGE_RE = re.compile(
-    r"^(?:(?P<registry>[a-zA-Z0-9][a-zA-Z0-9.-]*(?::[0-9]+)?)/)?"
-    r"(?P<path>[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*)"
-    r"(?::(?P<tag>[\w][\w.-]{0,127}))?"
-    r"(?:@(?P<digest>sha256:[a-f0-9]{64}))?$"
-)
+IMAGE_RE = image_routes.REFERENCE  # jobs/importer reads it here
 MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Set by the platform or the operator; a user override would silently break the job.
@@ -746,21 +745,6 @@ def _name(value: str) -> str:
     return value
 
 
-def _image(value: str) -> str:
-    m = IMAGE_RE.match(value)
-    if m is None:
-        raise ValueError(
-            "an image reference such as pytorch/pytorch:2.13.0-cuda12.8-cudnn9-runtime or "
-            "registry/repo@sha256:<64 hex digits>"
-        )
-    if not m.group("digest") and (not m.group("tag") or m.group("tag") == "latest"):
-        raise ValueError(
-            "an image pinned with a version tag (not 'latest') or a sha256 digest, so that a "
-            "restarted pod runs the same code"
-        )
-    return value
-
-
 def name_limit(max_workers: int) -> int:
     """The longest job name whose pod and service names fit a DNS label at this pod count."""
     digits = max(MIN_INDEX_DIGITS, len(str(max(max_workers - 1, 0))))
@@ -825,7 +809,7 @@ class JobModel(ModelFlags):  # type: ignore[misc,valid-type]
         None, description="memory-backed /dev/shm (default a quarter of memory, at most 64Gi)"
     )
     efa: Bool | None = Field(None, description="EFA (default: on when the pool has it and GPUs)")
-    image: Annotated[NonEmpty, AfterValidator(_image)] | None = Field(
+    image: Annotated[NonEmpty, AfterValidator(pinned_image)] | None = Field(
         None, description="the container image, pinned (default: the runtime image of the pool)"
     )
     code_source: CodeSource = Field(

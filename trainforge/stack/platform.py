@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import ipaddress
-import re
 from collections.abc import Iterable, Mapping
 from typing import Annotated, Any, Literal
 
@@ -26,10 +25,20 @@ from pydantic import (
     model_validator,
 )
 
+from trainforge.core import names
 from trainforge.core.contract import PoolLimits, Taint
 from trainforge.stack.base import Bool as Flag
 from trainforge.stack.base import Float as Number
-from trainforge.stack.base import Int, Quantity, Section, StackModel, matching, refuse
+from trainforge.stack.base import (
+    Int,
+    Namespace,
+    PinnedImage,
+    Quantity,
+    Section,
+    StackModel,
+    matching,
+    refuse,
+)
 
 # --- value types: what a string, number or flag of this area must look like -------------------
 
@@ -47,10 +56,10 @@ def _one_or_many(value: Any) -> Any:
     return [value] if isinstance(value, str) else value  # `pulumi config set k v`: one item
 
 
-DNS_LABEL = r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?"
-DnsLabel = matching(DNS_LABEL, "a DNS label (lowercase letters, digits, '-')")
 PoolName = matching(
-    DNS_LABEL, "a DNS label of at most 40 characters (lowercase letters, digits, '-')", 40
+    names.DNS1035_LABEL,
+    "a DNS label of at most 40 characters (lowercase letters, digits, '-')",
+    40,
 )
 ClusterName = matching(
     r"[a-zA-Z][-a-zA-Z0-9_]{0,99}",
@@ -70,10 +79,6 @@ IamPrincipal = matching(
 PtcSecret = matching(
     r"arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:ecr-pullthroughcache/[\w/+=.@-]+",
     "the ARN of a Secrets Manager secret named ecr-pullthroughcache/<name> (ECR's rule)",
-)
-ImageRef = matching(
-    r"[a-z0-9]+([._/:-][a-zA-Z0-9_.-]+)*(@sha256:[0-9a-f]{64})?",
-    "a pinned image reference (registry/repository:tag or @sha256:<digest>)",
 )
 
 
@@ -99,32 +104,50 @@ def _vpc_cidr(value: str) -> str:
     raise ValueError("an IPv4 CIDR between /16 and /20")
 
 
-def _names(value: Any) -> Any:
-    """Label/tag names checked, values as text: every bad entry named at its key."""
-    if isinstance(value, tuple):
-        value = dict(value)  # the pairs the config holds (Python callers, model_copy)
-    if not isinstance(value, Mapping):
-        return value  # refused as "a mapping" by the dict type
-    rx = re.compile(r"^([a-z0-9.-]+/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
-    refuse(
-        "labels",
-        (
-            ((str(k),), v, "a Kubernetes label name with a string value")
-            for k, v in value.items()
-            if not isinstance(v, str | int | float | bool) or not rx.match(str(k))
-        ),
-    )
-    return {str(k): _text(v) for k, v in value.items()}
+def _pair_problem(key: Any, value: Any, label_value: bool) -> str:
+    """What is wrong with one entry ("" when nothing): its name a Kubernetes label key, and
+    with `label_value` its value a label value (core/names.py, apimachinery's rules)."""
+    if not isinstance(value, str | int | float | bool) or not names.is_label_key(str(key)):
+        return "a Kubernetes label name with a string value"
+    if label_value and not names.is_label_value(_text(value)):
+        return (
+            "a Kubernetes label value: empty, or at most 63 letters, digits, '-', '_' or '.' "
+            "that start and end with a letter or digit"
+        )
+    return ""
+
+
+def _names(label_value: bool) -> Any:
+    """Label/tag names checked (and label values), values as text: every bad entry named at
+    its key."""
+
+    def check(value: Any) -> Any:
+        if isinstance(value, tuple):
+            value = dict(value)  # the pairs the config holds (Python callers, model_copy)
+        if not isinstance(value, Mapping):
+            return value  # refused as "a mapping" by the dict type
+        problems = {k: _pair_problem(k, v, label_value) for k, v in value.items()}
+        refuse("labels", (((str(k),), value[k], what) for k, what in problems.items() if what))
+        return {str(k): _text(v) for k, v in value.items()}
+
+    return check
 
 
 # A mapping as users write it; the config holds its sorted (name, value) pairs.
 NO_PAIRS = {"default": {}}  # the JSON Schema's default of an unset Labels field
-Labels = Annotated[
-    dict[str, str],
-    BeforeValidator(_names),
-    AfterValidator(lambda d: tuple(sorted(d.items()))),
-    PlainSerializer(dict),
-]
+
+
+def _pairs(label_value: bool) -> Any:
+    return Annotated[
+        dict[str, str],
+        BeforeValidator(_names(label_value)),
+        AfterValidator(lambda d: tuple(sorted(d.items()))),
+        PlainSerializer(dict),
+    ]
+
+
+Labels = _pairs(label_value=True)  # node labels: Kubernetes refuses a bad name or value
+Tags = _pairs(label_value=False)  # AWS tags, named as Kubernetes labels are
 
 
 def contract(keys: type[StackModel], dc: type) -> Any:
@@ -507,7 +530,9 @@ class KarpenterConfig(Section):
     """Karpenter, which runs the node pools."""
 
     enabled: Flag = Field(True, description="Install Karpenter (required when `nodePools` is set).")
-    namespace: DnsLabel = Field("kube-system", description="Namespace of the Karpenter controller.")
+    namespace: Namespace = Field(
+        "kube-system", description="Namespace of the Karpenter controller."
+    )
 
 
 class NodeHealthConfig(Section):
@@ -551,12 +576,12 @@ class ImagesConfig(Section):
         description="Jobs that name no `image` run the trainforge runtime image for their pool; "
         "`false`: the stock PyTorch image (no MLflow, no S3 mirror, no EFA).",
     )
-    runtime_image: ImageRef | None = Field(
+    runtime_image: PinnedImage | None = Field(
         None,
         description="A prebuilt runtime image (target `runtime` of images/runtime/Dockerfile); "
         "unset: the stack builds it.",
     )
-    runtime_efa_image: ImageRef | None = Field(
+    runtime_efa_image: PinnedImage | None = Field(
         None,
         description="A prebuilt EFA runtime image (target `runtime-efa`); unset: the stack "
         "builds it.",
@@ -616,7 +641,7 @@ class PlatformKeys(StackModel):
     node_health: NodeHealthConfig = Field(
         NodeHealthConfig(), description="GPU node health monitoring and repair."
     )
-    tags: Labels = Field(
+    tags: Tags = Field(
         (), description="Extra AWS tags on every resource.", json_schema_extra=NO_PAIRS
     )
     images: ImagesConfig = Field(

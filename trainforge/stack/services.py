@@ -29,6 +29,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from trainforge.core import names
 from trainforge.core.contract import BACKENDS, DEFAULT_BACKEND
 from trainforge.core.quantity import parse_quantity
 from trainforge.stack.base import (
@@ -36,6 +37,7 @@ from trainforge.stack.base import (
     Bool,
     Float,
     Int,
+    Namespace,
     Problems,
     Quantity,
     StackModel,
@@ -94,17 +96,26 @@ def _team_id(value: Any) -> Any:
     return value
 
 
-def _days(duration: str) -> float:
-    """A Prometheus duration (`15d`, `720h`) in days."""
-    m = re.fullmatch(r"(\d+)(ms|s|m|h|d|w|y)", duration)
-    per_day = {"ms": 86400000, "s": 86400, "m": 1440, "h": 24, "d": 1, "w": 1 / 7, "y": 1 / 365}
-    return int(m.group(1)) / per_day[m.group(2)] if m else 0.0
+_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}
+
+
+def prometheus_seconds(duration: str) -> float:
+    """A Prometheus duration as the stack takes one (`15m`, `32d`: `PromDuration`) in seconds."""
+    m = re.fullmatch(_DURATION, duration)
+    if not m:
+        raise ValueError(f"not a Prometheus duration: {duration!r}")
+    unit = m.group(1)
+    return int(duration[: -len(unit)]) * _UNITS[unit]
+
+
+# Kueue's waitForPodsReady.timeout, a Go duration (metav1.Duration) in whole h/m/s
+_TIMEOUT = r"(\d+(h|m|s))+"
 
 
 def _pods_ready_timeout(value: Any) -> str | None:
     if value in (None, False) or (isinstance(value, str) and value.lower() == "false"):
         return None
-    if not isinstance(value, str) or not re.fullmatch(r"(\d+(h|m|s))+", value):
+    if not isinstance(value, str) or not re.fullmatch(_TIMEOUT, value):
         raise ValueError("a duration such as 30m or 1h30m, or false")
     return value
 
@@ -115,20 +126,22 @@ def _backend_list(value: Any) -> Any:
     return value
 
 
-_DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _PATH = r"/[A-Za-z0-9._/-]*"
 _DURATION = r"\d+(ms|s|m|h|d|w|y)"
 NonEmpty = matching(r".+", "a non-empty string")
-Namespace = matching(_DNS_LABEL, "a DNS-1123 label (lowercase letters, digits, '-')", 63)
 TeamName = matching(
-    _DNS_LABEL,
+    names.DNS1123_LABEL,
     "a DNS-1123 label: at most 63 lowercase letters, digits or '-', "
     "starting and ending with a letter or digit (it becomes the namespace)",
-    63,
+    names.DNS1123_LABEL_MAX,
 )
-Cohort = matching(_DNS_LABEL, "a DNS-1123 label naming the cohort teams share", 63)
+Cohort = matching(
+    names.DNS1123_LABEL, "a DNS-1123 label naming the cohort teams share", names.DNS1123_LABEL_MAX
+)
 ClaimName = matching(
-    r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?", "a PersistentVolumeClaim name (a DNS-1123 subdomain)", 253
+    names.DNS1123_SUBDOMAIN,
+    "a PersistentVolumeClaim name (a DNS-1123 subdomain: dot-separated DNS-1123 labels)",
+    names.DNS1123_SUBDOMAIN_MAX,
 )
 S3Url = matching(
     r"s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?", "an S3 URL such as s3://my-datasets/imagenet"
@@ -156,7 +169,7 @@ Secret = Annotated[
 ]
 Backend = Literal[BACKENDS]  # type: ignore[valid-type]
 Event = Literal["NEW", "CHANGED", "DELETED"]
-_TIMEOUT_SCHEMA = {"anyOf": [{"type": "string", "pattern": r"^(\d+(h|m|s))+$"}, {"const": False}]}
+_TIMEOUT_SCHEMA = {"anyOf": [{"type": "string", "pattern": f"^{_TIMEOUT}$"}, {"const": False}]}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -356,7 +369,7 @@ class ReceiverConfig(StackModel):
     """One Alertmanager receiver; its secret (Slack webhook URL, PagerDuty routing key, webhook
     URL) is set with `pulumi config set --secret --path` and reaches the chart as a secret."""
 
-    name: matching(_DNS_LABEL, "a DNS-1123 label", 63)
+    name: matching(names.DNS1123_LABEL, "a DNS-1123 label", names.DNS1123_LABEL_MAX)
     """A DNS-1123 label, unique among receivers (unset: `<type>-<index>`)."""
     type: Literal["slack", "pagerduty", "webhook"] = "webhook"
     """`slack`, `pagerduty` or `webhook`: an Alertmanager receiver (with `mode: external` your Alertmanager routes the alerts, labelled `platform=trainforge`)."""
@@ -439,7 +452,7 @@ class MonitoringConfig(StackModel):
 
     mode: Literal["managed", "external"] = "managed"
     """`managed`: kube-prometheus-stack selecting every ServiceMonitor/PodMonitor; `external`: use an existing Prometheus operator."""
-    namespace: matching(_DNS_LABEL, "a DNS-1123 label", 63) = "monitoring"
+    namespace: Namespace = "monitoring"
     """Namespace of the stack; team NetworkPolicies admit scraping from it."""
     dcgm_exporter: Bool = True
     """DCGM exporter + ServiceMonitor on GPU nodes (namespace `node-agents`)."""
@@ -467,7 +480,7 @@ class MonitoringConfig(StackModel):
 
     @model_validator(mode="after")
     def _retention_holds_a_month(self) -> MonitoringConfig:
-        if self.runs_opencost and _days(self.retention) < MONTH_RETENTION_DAYS:
+        if self.runs_opencost and prometheus_seconds(self.retention) < MONTH_RETENTION_DAYS * 86400:
             expected = (
                 f"at least {MONTH_RETENTION_DAYS}d while opencost.enabled is true (a team's "
                 "month-to-date spend sums the whole month's samples), or opencost.enabled: false"

@@ -44,6 +44,7 @@ import torch.distributed as dist
 # `_WriterStart.begin`.)
 from trainforge.training.config import CheckpointConfig
 from trainforge.training.distributed import group_timeout
+from trainforge.training.faults import FAULT_ENV
 from trainforge.training.hostmem import process_memory, storage_tensor
 
 # The layout names and the error type live in a torch-free module (the S3 mirror and the
@@ -71,8 +72,7 @@ CRASH_DURING_SAVE_ENV = "TRAINFORGE_TEST_CRASH_DURING_SAVE"
 # on the first attempt only (TORCHELASTIC_RESTART_COUNT unset or 0), so a torchrun restart
 # does not fail again. It fires in `CheckpointManager.should_save`, so user code that uses the
 # manager rehearses exactly as the runtime does. Never set it in a real job. Faults inside a
-# step (HANG, OOM, COLLECTIVE, ERROR) use the same variable: see faults.py.
-FAULT_ENV = "TRAINFORGE_TEST_FAULT"
+# step (HANG, OOM, COLLECTIVE, ERROR) use the same variable: see faults.py (FAULT_ENV).
 
 
 def _fault_from_env() -> tuple[int, int, int] | None:

@@ -4,6 +4,7 @@ versions against each pool's published taints)."""
 
 from __future__ import annotations
 
+from trainforge.core.labels import ARCH, OS
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 
 RULE = "TRAINFORGE_ADDON_ON_JOB_POOL"
@@ -23,7 +24,7 @@ def check(ctx: PlanContext) -> CheckResult:
     findings, lines = [], []
     for contract in declared.contracts:
         for pool in contract.pools.values():
-            labels = {"kubernetes.io/os": "linux", "kubernetes.io/arch": pool.architecture}
+            labels = {OS: "linux", ARCH: pool.architecture}
             names = admitted(tuple(pool.taints), labels)
             taints = ", ".join(f"{t.key}:{t.effect}" for t in pool.taints) or "none"
             lines.append(

@@ -16,6 +16,7 @@ import yaml
 from trainforge.core.pods import containers, get
 from trainforge.jobs.backends import job_shape, pod_templates
 from trainforge.jobs.entrypoint import checkpoint_dir, checkpoints_mirrored
+from trainforge.jobs.pod import TEAM_LABEL
 from trainforge.plan import resource_types as T
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.checks import queues as Q
@@ -23,9 +24,9 @@ from trainforge.plan.checks.existence import BUILTIN, pod_refs
 from trainforge.plan.checks.iam_eval import Policy, Request, evaluate, policy_doc
 from trainforge.plan.fleet import region
 from trainforge.plan.price_facts import usd
+from trainforge.stack.fleet import MULTIKUEUE_CONTROLLER as MULTIKUEUE
 
 TITLE = "Fleet (MultiKueue): the workers that may run each job"
-MULTIKUEUE = "kueue.x-k8s.io/multikueue"
 ALL_AT_ONCE = "kueue.x-k8s.io/multikueue-dispatcher-all-at-once"
 INCREMENTAL = "kueue.x-k8s.io/multikueue-dispatcher-incremental"
 
@@ -67,7 +68,7 @@ def shape(docs: list[dict[str, Any]], declared: Any, inv: Any) -> dict[str, set[
     for d in docs:
         meta = d.get("metadata") or {}
         kind = d.get("kind")
-        if kind == "Namespace" and "trainforge.io/team" in (meta.get("labels") or {}):
+        if kind == "Namespace" and TEAM_LABEL in (meta.get("labels") or {}):
             out["team namespace"].add(str(meta.get("name")))
         elif kind == "LocalQueue":
             cq = (d.get("spec") or {}).get("clusterQueue")
@@ -225,9 +226,7 @@ def team_reaches(inv: Any, bucket: str, team: str) -> bool | None:
     roles = {
         r.id
         for r in resources
-        if r.type == T.IAM_ROLE
-        and r.id
-        and ((r.inputs.get("tags") or {}).get("trainforge.io/team") == team)
+        if r.type == T.IAM_ROLE and r.id and ((r.inputs.get("tags") or {}).get(TEAM_LABEL) == team)
     }
     policies = []
     for r in resources:

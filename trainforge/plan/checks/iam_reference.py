@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
+from trainforge.core.labels import KARPENTER_NODEPOOL, REGION, cluster_tag
 from trainforge.plan.checks.aws_calls import Caller
 from trainforge.plan.checks.iam_eval import Policy, Request, as_list
 
@@ -165,22 +166,22 @@ def karpenter_calls(f: KarpenterFacts, principal: str) -> list[ExpectedCall]:
     p, r, a, c = f.partition, f.region, f.account, f.cluster
     ec2 = f"arn:{p}:ec2:{r}:{a}"
     pool, claim = f.node_pool, f"{f.node_pool}-abcde"
-    cluster_tag = f"kubernetes.io/cluster/{c}"
+    owned_key = cluster_tag(c)
     launch = request_tags(
         {
-            cluster_tag: "owned",
+            owned_key: "owned",
             "eks:eks-cluster-name": c,
-            "karpenter.sh/nodepool": pool,
+            KARPENTER_NODEPOOL: pool,
             "karpenter.sh/nodeclaim": claim,
             "karpenter.k8s.aws/ec2nodeclass": f.node_class,
             "Name": claim,
         }
     )
-    owned = tag_keys("aws:ResourceTag", {cluster_tag: "owned", "karpenter.sh/nodepool": pool})
+    owned = tag_keys("aws:ResourceTag", {owned_key: "owned", KARPENTER_NODEPOOL: pool})
     profile_tags = {
-        cluster_tag: "owned",
+        owned_key: "owned",
         "eks:eks-cluster-name": c,
-        "topology.kubernetes.io/region": r,
+        REGION: r,
         "karpenter.k8s.aws/ec2nodeclass": f.node_class,
     }
     own_profile = tag_keys("aws:ResourceTag", profile_tags)
@@ -254,14 +255,14 @@ def karpenter_calls(f: KarpenterFacts, principal: str) -> list[ExpectedCall]:
         calls.ok(action, resource, why, **ctx)
 
     # guard rails: what the reference policy's conditions exist to refuse
-    system = {cluster_tag: "owned", "eks:nodegroup-name": f"{c}-system"}
+    system = {owned_key: "owned", "eks:nodegroup-name": f"{c}-system"}
     for action, resource, why, ctx in (
         ("ec2:TerminateInstances", f"{ec2}:instance/i-system",
          "a managed-node-group (system or reserved) instance carries only the cluster tag",
          tag_keys("aws:ResourceTag", system)),
         ("ec2:CreateTags", instance,
          "re-tagging an instance into another NodePool (aws:TagKeys limit)",
-         {**owned, **request_tags({"karpenter.sh/nodepool": "other"})}),
+         {**owned, **request_tags({KARPENTER_NODEPOOL: "other"})}),
         ("ec2:CreateFleet", f"{ec2}:instance/x-0123",
          "launching an instance without the cluster and nodepool tags",
          request_tags({"Name": "x"})),

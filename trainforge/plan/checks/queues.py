@@ -509,7 +509,7 @@ class Simulation:
 # --- reading the rendered objects ----------------------------------------------------------
 
 
-_HARD = {"requests.nvidia.com/gpu": GPU, "requests.cpu": "cpu", "requests.memory": "memory"}
+_HARD = {f"requests.{GPU}": GPU, "requests.cpu": "cpu", "requests.memory": "memory"}
 
 
 def _backstops(ctx: PlanContext) -> dict[str, dict[str, Fraction]]:

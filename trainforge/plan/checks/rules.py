@@ -17,6 +17,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainforge.core import image_routes
+from trainforge.core.contract import GPU_RESOURCE
+from trainforge.core.labels import (
+    INSTANCE_TYPE,
+    KARPENTER_GPU_COUNT,
+    PRIVILEGED_REASON,
+    ROOT_REASON,
+)
 from trainforge.core.pods import containers, get, security_field
 from trainforge.core.taints import EFFECTS, schedules, untolerated
 from trainforge.plan import resource_types as T
@@ -436,9 +443,9 @@ def iam_no_admin(type_: str, inputs: dict) -> list[str]:
 # Pods: every pod spec a workload or a PyTorchJob replica carries
 
 SYSTEM_NAMESPACES = ("kube-system",)
-PRIVILEGED_REASON_ANNOTATION = "trainforge.io/privileged-reason"
-ROOT_REASON_ANNOTATION = "trainforge.io/root-reason"
-GPU = "nvidia.com/gpu"
+PRIVILEGED_REASON_ANNOTATION = PRIVILEGED_REASON
+ROOT_REASON_ANNOTATION = ROOT_REASON
+GPU = GPU_RESOURCE
 
 
 def k8s_kind(type_: str) -> str | None:
@@ -666,7 +673,7 @@ MONITORING_ADDON = "eks-node-monitoring-agent"
 _GPU_TYPE = re.compile(r"^(p\d|g\d|gr\d)[a-z0-9-]*\.")
 _GPU_AMI = re.compile(r"NVIDIA|GPU", re.I)
 _GPU_REQUIREMENT_KEYS = (
-    "karpenter.k8s.aws/instance-gpu-count",
+    KARPENTER_GPU_COUNT,
     "karpenter.k8s.aws/instance-gpu-name",
     "karpenter.k8s.aws/instance-gpu-manufacturer",
 )
@@ -692,7 +699,7 @@ def gpu_capacity(res: StackResource) -> bool:
             key = get(req, "key")
             if key in _GPU_REQUIREMENT_KEYS and get(req, "operator") != "DoesNotExist":
                 return True
-            instance_type = key == "node.kubernetes.io/instance-type"
+            instance_type = key == INSTANCE_TYPE
             if instance_type and get(req, "operator") == "In" and _gpu_types(get(req, "values")):
                 return True
     return False
