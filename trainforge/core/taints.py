@@ -26,6 +26,8 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from trainforge.core import names
+
 Taint = Mapping[str, Any]
 Toleration = Mapping[str, Any]
 
@@ -85,9 +87,6 @@ def schedules(taint: Taint) -> bool:
 # - In/NotIn need values, Exists/DoesNotExist none, Gt/Lt exactly one int64; the key must be
 #   a label key, each value a label value; any other operator is invalid.
 
-_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_SUBDOMAIN = re.compile(rf"^{_DNS_LABEL}(\.{_DNS_LABEL})*$")
 _INT64 = re.compile(r"^[+-]?[0-9]+$")  # strconv.ParseInt(s, 10, 64), range checked below
 
 
@@ -99,20 +98,8 @@ def _int64(v: str) -> int | None:
 
 
 def _label_key(key: Any) -> bool:
-    """content.IsLabelKey: an optional DNS-subdomain prefix and '/', then a name of at most 63."""
-    if not isinstance(key, str):
-        return False
-    parts = key.split("/")
-    if len(parts) > 2:
-        return False
-    if len(parts) == 2 and not (0 < len(parts[0]) <= 253 and _SUBDOMAIN.match(parts[0])):
-        return False
-    return len(parts[-1]) <= 63 and bool(_NAME.match(parts[-1]))
-
-
-def _label_value(v: str) -> bool:
-    """content.IsLabelValue: empty, or a name of at most 63."""
-    return v == "" or (len(v) <= 63 and bool(_NAME.match(v)))
+    """content.IsLabelKey (core/names: an optional DNS-subdomain prefix and '/', then a name)."""
+    return isinstance(key, str) and names.is_label_key(key)
 
 
 def requirement_errors(e: Mapping[str, Any], fields: bool = False) -> list[str]:
@@ -137,7 +124,7 @@ def requirement_errors(e: Mapping[str, Any], fields: bool = False) -> list[str]:
         if len(values) != 1:
             errs.append("values")
         errs += [f"values[{i}]" for i, v in enumerate(values) if _int64(v) is None]
-    return errs + [f"values[{i}]" for i, v in enumerate(values) if not _label_value(v)]
+    return errs + [f"values[{i}]" for i, v in enumerate(values) if not names.is_label_value(v)]
 
 
 def node_expression(e: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
