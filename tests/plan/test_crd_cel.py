@@ -6,6 +6,8 @@ the API server prints it. Upstream's own test cases: tests/plan/test_crd_cel_ups
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import yaml
 
@@ -172,6 +174,19 @@ def test_a_map_value_rule_runs_per_value_at_its_key():
     )
     assert crd_cel._validate(node, {"a": "x", "b.io/c": ""}, ["spec", "tags"]) == [
         'spec.tags[b.io/c]: Invalid value: "": empty'
+    ]
+
+
+def test_a_blocking_schema_error_stops_the_rules_and_says_so():
+    doc = _cq({"reclaimWithinCohort": "Never", "borrowWithinCohort": {"policy": "Sometimes"}})
+    errs = crds.crd_errors(doc)
+    assert errs[-1] == crd_cel.NOT_CHECKED
+    assert not any("reclaimWithinCohort=Never" in e for e in errs), errs
+    fixed = copy.deepcopy(doc)
+    fixed["spec"]["preemption"]["borrowWithinCohort"]["policy"] = "LowerPriority"
+    assert crds.crd_errors(fixed) == [
+        "spec.preemption: Invalid value: reclaimWithinCohort=Never and "
+        "borrowWithinCohort.Policy!=Never"
     ]
 
 

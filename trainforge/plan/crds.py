@@ -146,8 +146,8 @@ def crd_errors(doc: dict) -> list[str] | None:
             out.append((_path(e.absolute_path), _message(e)))
     schema_lines = [f"{path}: {msg}" for path, msg in sorted(out)]
     tree = cel_tree(str(doc["apiVersion"]), str(doc["kind"]))
-    if blocked:
-        return schema_lines
+    if blocked:  # the API server's celValidator exists when the CRD has any rule
+        return [*schema_lines, crd_cel.NOT_CHECKED] if crd_cel.rules(tree) else schema_lines
     return [*schema_lines, *crd_cel.cel_errors(doc, tree)]
 
 
