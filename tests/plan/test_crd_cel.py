@@ -136,6 +136,26 @@ def test_the_schema_defaults_are_applied_before_the_rules_run():
                                 "borrowWithinCohort": {"policy": "LowerPriority"}})) == []  # fmt: skip
 
 
+def test_the_schema_is_judged_after_the_defaults_too():
+    """A budget's `nodes` is required and defaults to 10%: the API server defaults it while
+    decoding the request, so a budget without it is accepted (the schema alone refused it)."""
+    pool = {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodePool",
+        "metadata": {"name": "p"},
+        "spec": {
+            "template": {"spec": {"nodeClassRef": {"group": "g", "kind": "k", "name": "n"},
+                                  "requirements": []}},
+            "disruption": {"consolidateAfter": "1m",
+                           "budgets": [{"schedule": "@daily", "duration": "10m"}]},
+        },
+    }  # fmt: skip
+    assert crds.crd_errors(pool) == []
+    assert "nodes" not in pool["spec"]["disruption"]["budgets"][0]
+    pool["spec"]["disruption"]["budgets"][0]["nodes"] = "lots"
+    assert crds.crd_errors(pool)[0].startswith("spec.disruption.budgets[0].nodes: 'lots' does not")
+
+
 def test_the_messages_are_the_api_servers():
     nodeclass = {
         "apiVersion": "karpenter.k8s.aws/v1",

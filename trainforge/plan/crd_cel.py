@@ -384,9 +384,13 @@ def _validate(node: Node, value: Any, parts: list[str | int], root: bool = False
     return errs
 
 
+def defaulted(doc: dict, node: Node | None) -> dict:
+    """A copy of `doc` with the schema's defaults, as the API server decodes a request (the
+    schema and the CEL rules both judge this); `doc` itself when the schema has none."""
+    return doc if node is None else default(copy.deepcopy(doc), node)
+
+
 def cel_errors(doc: dict, node: Node | None) -> list[str]:
     """What the CEL rules of `node` (`build` of the CRD's schema: `crds.cel_tree`) refuse in
-    `doc` on create, each as the API server prints it, in its order."""
-    if node is None:
-        return []
-    return _validate(node, default(copy.deepcopy(doc), node), [], root=True)
+    the `defaulted` document on create, each as the API server prints it, in its order."""
+    return [] if node is None else _validate(node, doc, [], root=True)

@@ -126,7 +126,8 @@ def cel_tree(api_version: str, kind: str) -> crd_cel.Node | None:
 
 
 def crd_errors(doc: dict) -> list[str] | None:
-    """What the CRD refuses in `doc`: its schema's errors, one "path: message" line per
+    """What the CRD refuses in `doc` once its schema's defaults are applied (as the API server
+    decodes a request; `doc` itself is not changed): its schema's errors, one "path: message" line per
     problem (an unknown field is "spec.x: unknown field", as the plan's written-out checks say
     it), sorted by path, then its CEL rules' (`crd_cel`, each as the API server prints it),
     which run only when the schema found no blocking error (else a line says they did not);
@@ -134,6 +135,8 @@ def crd_errors(doc: dict) -> list[str] | None:
     v = validator(str(doc.get("apiVersion") or ""), str(doc.get("kind") or ""))
     if v is None:
         return None
+    tree = cel_tree(str(doc["apiVersion"]), str(doc["kind"]))
+    doc = crd_cel.defaulted(doc, tree)  # the API server defaults a request before validating
     out = []
     blocked = False
     for e in v.iter_errors(doc):
@@ -145,7 +148,6 @@ def crd_errors(doc: dict) -> list[str] | None:
         else:
             out.append((_path(e.absolute_path), _message(e)))
     schema_lines = [f"{path}: {msg}" for path, msg in sorted(out)]
-    tree = cel_tree(str(doc["apiVersion"]), str(doc["kind"]))
     if blocked:  # the API server's celValidator exists when the CRD has any rule
         return [*schema_lines, crd_cel.NOT_CHECKED] if crd_cel.rules(tree) else schema_lines
     return [*schema_lines, *crd_cel.cel_errors(doc, tree)]
