@@ -2,7 +2,7 @@
 its source file and tag) run through the plan's CRD validation (`crds.crd_errors`: the schema,
 then the CRD's CEL rules evaluated by `trainforge.plan.crd_cel`): each object is refused, by
 the rule upstream's test names, or accepted, exactly as upstream's test expects of the API
-server."""
+server (a case a webhook refuses after the CRD accepts it: by the plan's written-out copy)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pathlib
 import pytest
 import yaml
 
-from trainforge.plan import crds
+from trainforge.plan import crds, kueue_validate
 
 FIXTURES = sorted((pathlib.Path(__file__).parent / "fixtures").glob("crd_cel_upstream_*.yaml"))
 
@@ -57,6 +57,9 @@ def test_upstream_case(suite, case):
     assert errs is not None, "no vendored CRD serves the case's kind"
     if case["expect"] == "accept":
         assert errs == [], errs
+        if "webhook" in case:  # a validating webhook's refusal (Go): the plan's copy says it
+            found = kueue_validate.kueue_findings(_object(suite, case))
+            assert any(case["webhook"] in f for f in found), (case["webhook"], found)
     else:
         assert case["expect"] == "reject"
         assert any(case["by"] in e for e in errs), (case["by"], errs)
