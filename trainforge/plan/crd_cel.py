@@ -215,16 +215,18 @@ def compile_rule(rule: Rule) -> Compiled:
     UsesOldSelf)."""
     if rule.optional_old_self:
         raise RuleError(f"optionalOldSelf is not supported by the plan's evaluator: {rule.rule}")
+    uses_old_self = False
     try:
-        program = _env(True).compile(rule.rule)
-    except Exception as e:  # noqa: BLE001 - cel-cpp raises a bare error with the reason
-        raise RuleError(f"rule compile error: {e}") from e
-    try:
-        _env(False).compile(rule.rule)
-        uses_old_self = False
-    except Exception as e:  # noqa: BLE001
-        # the checker names the first undeclared reference: `oldSelf` or `oldSelf.x`
-        uses_old_self = bool(re.search(r"undeclared reference to 'oldSelf['.]", str(e)))
+        program = _env(False).compile(rule.rule)
+    except Exception as first:  # noqa: BLE001 - cel-cpp raises a bare error with the reason
+        # the checker names an undeclared `oldSelf` (or `oldSelf.x`): a transition rule
+        if not re.search(r"undeclared reference to 'oldSelf['.]", str(first)):
+            raise RuleError(f"rule compile error: {first}") from first
+        uses_old_self = True
+        try:
+            program = _env(True).compile(rule.rule)
+        except Exception as e:  # noqa: BLE001
+            raise RuleError(f"rule compile error: {e}") from e
     message_program = None
     if rule.message_expression:
         try:
