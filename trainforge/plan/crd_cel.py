@@ -180,8 +180,13 @@ def _find(text: str, pattern: str) -> Any:
 
 @functools.cache
 def _env(with_old_self: bool) -> Any:
-    from cel_expr_python import cel  # noqa: PLC0415 - only when a rule is compiled
-    from cel_expr_python.ext import ext_strings  # noqa: PLC0415
+    try:
+        from cel_expr_python import cel  # noqa: PLC0415 - only when a rule is compiled
+        from cel_expr_python.ext import ext_strings  # noqa: PLC0415
+    except ImportError as e:
+        raise RuleError(
+            f"no CEL evaluator to run the rule ({e}; trainforge[platform] pins cel-expr-python)"
+        ) from e
 
     variables = {"self": cel.Type.DYN}
     if with_old_self:
@@ -216,8 +221,9 @@ def compile_rule(rule: Rule) -> Compiled:
     if rule.optional_old_self:
         raise RuleError(f"optionalOldSelf is not supported by the plan's evaluator: {rule.rule}")
     uses_old_self = False
+    env = _env(False)  # RuleError when cel-expr-python is not installed
     try:
-        program = _env(False).compile(rule.rule)
+        program = env.compile(rule.rule)
     except Exception as first:  # noqa: BLE001 - cel-cpp raises a bare error with the reason
         # the checker names an undeclared `oldSelf` (or `oldSelf.x`): a transition rule
         if not re.search(r"undeclared reference to 'oldSelf['.]", str(first)):
