@@ -1,16 +1,20 @@
 """The vendored CRDs' own CEL rules (`x-kubernetes-validations`), evaluated as the API server
 evaluates them on create, by a real CEL implementation: one model of a CRD's CEL rules, read
-wherever `crds.crd_errors` validates a custom resource (`crds.cel_tree` builds it once per kind) (the plan's Kueue, Karpenter, Trainer,
-training-operator and Prometheus checks, and the tests' validator).
+wherever `crds.crd_errors` validates a custom resource (the plan's Kueue, Karpenter, Trainer,
+training-operator and Prometheus checks, the policy pack and the tests' validator);
+`crds.cel_tree` builds each kind's tree once.
 
-The implementation is cel-expr-python (pinned in pyproject.toml and requirements.lock), Google's
-Python binding of cel-cpp, chosen over cel-python 0.5 (pure-Python `celpy`) because it is a
-reference implementation of the CEL spec that passes the conformance suite Kubernetes' cel-go
-does: RE2 regular expressions for `matches` (as Go's; Python's `re` differs on flags and
-classes), CEL's commutative error semantics for `&&`/`||` and the macros, and cel-go's
-`ext.Strings` library (`split`, ...) natively (`ext_strings`); celpy has neither `split` nor
-RE2. What Kubernetes adds beyond CEL's standard library and strings extension is supplied here
-as upstream defines it; the vendored rules use only `find` (k8s.io/apiserver
+The implementation is cel-expr-python 0.1.3 (pinned in pyproject.toml, requirements.lock and
+policy/requirements.txt), the CEL project's Python binding of cel-cpp, Google's C++
+implementation of the CEL spec (beside cel-go, the one Kubernetes embeds). Chosen over
+cel-python 0.5 (pure-Python `celpy`) because it ships the strings extension Kubernetes enables
+(cel-go's `ext.Strings`: `split` and the rest, `cel_expr_python.ext.ext_strings`), so only
+Kubernetes' own `find` is written here, while celpy's standard environment has neither and
+both would be hand-written copies; and because its parser, checker and runtime (heterogeneous
+equality, error values, the macros) are the CEL project's own code rather than a
+re-implementation. Both evaluate `matches` with RE2, as Go does. What Kubernetes adds beyond
+CEL's standard library and the strings extension is supplied here as upstream defines it; the
+vendored rules use only `find` (k8s.io/apiserver
 pkg/cel/library/regex.go at v0.35.7: `find` is Go's `regexp.FindString`, the leftmost first
 match or "", and an uncompilable pattern is the error "Illegal regex: ..."). Go's RE2 and
 Python's `re` agree on the rules' `find` patterns (`^[^@]+`, `^([^/]+)`: tests/plan/

@@ -127,9 +127,9 @@ def cel_tree(api_version: str, kind: str) -> crd_cel.Node | None:
 
 def crd_errors(doc: dict) -> list[str] | None:
     """What the CRD refuses in `doc` once its schema's defaults are applied (as the API server
-    decodes a request; `doc` itself is not changed): its schema's errors, one "path: message" line per
-    problem (an unknown field is "spec.x: unknown field", as the plan's written-out checks say
-    it), sorted by path, then its CEL rules' (`crd_cel`, each as the API server prints it),
+    decodes a request; `doc` itself is not changed): its schema's errors, one "path: message"
+    line per problem (an unknown field is "spec.x: unknown field", as the plan's written-out
+    checks say it), sorted by path, then its CEL rules' (`crd_cel`, as the API server prints them),
     which run only when the schema found no blocking error (else a line says they did not);
     None when no vendored CRD serves its apiVersion and kind."""
     v = validator(str(doc.get("apiVersion") or ""), str(doc.get("kind") or ""))
