@@ -187,6 +187,31 @@ def test_the_messages_are_the_api_servers():
     ]
 
 
+@pytest.mark.parametrize(
+    "expression,detail",
+    [
+        ("'  size ' + string(self.size()) + '  '", "size 2"),  # its result, trimmed
+        ("'two\\nlines'", "m"),  # a line break: the rule's message instead
+        ("'at ' + string(self[5])", "m"),  # an evaluation error: the message instead
+        ("' '", "m"),  # empty once trimmed: the message instead
+    ],
+)
+def test_a_message_expression_is_read_as_the_api_server_reads_it(expression, detail):
+    rule = crd_cel.Rule("self.size() == 0", "m", message_expression=expression)
+    node = crd_cel.Node(type="array", rules=(rule,))
+    assert crd_cel._validate(node, [1, 2], ["spec", "l"]) == [f"spec.l: Invalid value: {detail}"]
+
+
+def test_a_message_expression_that_does_not_compile_is_said():
+    with pytest.raises(crd_cel.RuleError, match="messageExpression compile error"):
+        crd_cel.compile_rule(crd_cel.Rule("true", "m", message_expression="'y' * 1"))
+
+
+def test_an_empty_rule_is_skipped():
+    node = crd_cel.Node(type="object", rules=(crd_cel.Rule("  ", "m"),))
+    assert crd_cel._validate(node, {}, ["spec"]) == []
+
+
 def test_a_map_value_rule_runs_per_value_at_its_key():
     node = crd_cel.Node(
         type="object",

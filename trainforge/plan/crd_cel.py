@@ -338,6 +338,8 @@ def _eval_rules(node: Node, value: Any, parts: list[str | int], root: bool) -> l
         bound = {**value, "metadata": {k: meta[k] for k in ("name", "generateName") if k in meta}}
     data = {"self": _cel_value(bound, node)}
     for rule in node.rules:
+        if not rule.rule.strip():
+            continue  # validation.go: an empty rule has no program
         try:
             compiled = compile_rule(rule)
         except RuleError as e:
@@ -361,8 +363,12 @@ def _eval_rules(node: Node, value: Any, parts: list[str | int], root: bool) -> l
             continue
         detail = ""
         if compiled.message_program is not None:
-            msg = compiled.message_program.eval(data=data).value()
-            if isinstance(msg, str) and msg.strip() and "\n" not in msg:
+            # evalMessageExpression: a string, trimmed, not empty, one line, at most 5 KiB
+            # (celconfig.MaxEvaluatedMessageExpressionSizeBytes); else the message is used
+            out = compiled.message_program.eval(data=data)
+            msg = out.value() if out.type().name() == "STRING" else ""
+            msg = msg.strip() if isinstance(msg, str) else ""
+            if msg and "\n" not in msg and len(msg.encode()) <= 5 * 1024:
                 detail = msg
         if not detail:
             detail = rule.message.strip() or f"failed rule: {rule.rule.strip()}"
