@@ -207,6 +207,24 @@ def test_a_message_expression_that_does_not_compile_is_said():
         crd_cel.compile_rule(crd_cel.Rule("true", "m", message_expression="'y' * 1"))
 
 
+@pytest.mark.parametrize(
+    "reason,type_,value,want",
+    [
+        ("", "string", "x", 'spec.k: Invalid value: "x": m'),
+        ("FieldValueInvalid", "integer", 3, "spec.k: Invalid value: 3: m"),
+        ("", "object", {}, "spec.k: Invalid value: m"),
+        ("FieldValueForbidden", "string", "x", "spec.k: Forbidden: m"),
+        ("FieldValueRequired", "object", {}, "spec.k: Required value: m"),
+        ("FieldValueDuplicate", "string", "x", 'spec.k: Duplicate value: "x"'),
+        ("FieldValueDuplicate", "array", [], "spec.k: Duplicate value"),
+    ],
+)
+def test_a_rules_reason_is_printed_as_field_error_prints_it(reason, type_, value, want):
+    rule = crd_cel.Rule("false", "m", reason=reason)
+    node = crd_cel.Node(type=type_, rules=(rule,))
+    assert crd_cel._validate(node, value, ["spec", "k"]) == [want]
+
+
 def test_an_empty_rule_is_skipped():
     node = crd_cel.Node(type="object", rules=(crd_cel.Rule("  ", "m"),))
     assert crd_cel._validate(node, {}, ["spec"]) == []

@@ -373,13 +373,20 @@ def _eval_rules(node: Node, value: Any, parts: list[str | int], root: bool) -> l
         if not detail:
             detail = rule.message.strip() or f"failed rule: {rule.rule.strip()}"
         at = where if not rule.field_path else _path([*parts, rule.field_path.lstrip(".")])
-        kind = REASONS.get(rule.reason, "Invalid value")
-        if kind in ("Forbidden", "Required value") or node.type in ("object", "array"):
-            errs.append(f"{at}: {kind}: {detail}")
-        else:
-            shown = f"{at}: {kind}: {_bad_value(value)}"
-            errs.append(shown if kind == "Duplicate value" else f"{shown}: {detail}")
+        errs.append(_field_error(at, rule.reason, node.type, value, detail))
     return errs
+
+
+def _field_error(at: str, reason: str, type_: str, value: Any, detail: str) -> str:
+    """validation.go fieldErrorForReason, as field.Error prints it: Forbidden and Required
+    carry no value, Duplicate no detail, and an object's or array's value is omitted."""
+    kind = REASONS.get(reason, "Invalid value")
+    if kind in ("Forbidden", "Required value"):
+        return f"{at}: {kind}: {detail}"
+    shown = (
+        f"{at}: {kind}" if type_ in ("object", "array") else f"{at}: {kind}: {_bad_value(value)}"
+    )
+    return shown if kind == "Duplicate value" else f"{shown}: {detail}"
 
 
 def _validate(node: Node, value: Any, parts: list[str | int], root: bool = False) -> list[str]:
