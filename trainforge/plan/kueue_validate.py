@@ -70,6 +70,8 @@ def kueue_findings(doc: dict) -> list[str]:
     meta = doc.get("metadata") or {}
     name = meta.get("name")
     errs = []
+    # the API server's own: a custom resource's name is a DNS-1123 subdomain
+    # (apiextensions-apiserver v0.35.7 pkg/registry/customresource/validator.go, NameIsDNSSubdomain)
     if not isinstance(name, str) or not DNS1123.match(name) or len(name) > 253:
         errs.append(f"metadata.name {name!r} is not a DNS-1123 subdomain")
     schema_errors = crds.crd_errors(doc)
