@@ -160,10 +160,11 @@ def test_the_crd_checks_can_fail():
     [cluster, config, check] = fleet.manager_objects(["use1"])
     bad_cluster = {**cluster, "spec": {"clusterSource": {}}}
     assert kueue_validate.kueue_findings(bad_cluster) == [
-        "spec.clusterSource: exactly one of the fields in [kubeConfig clusterProfileRef] must be set"
+        "spec.clusterSource: Invalid value: exactly one of the fields in [kubeConfig "
+        "clusterProfileRef] must be set"
     ]
     assert kueue_validate.kueue_findings({**config, "spec": {"clusters": ["a", "a"]}}) == [
-        "spec.clusters: must be unique"
+        "spec.clusters: Invalid value: must be unique"
     ]
     assert kueue_validate.kueue_findings({**config, "spec": {"clusters": []}}) != []
     wrong = {**check, "spec": {**check["spec"], "parameters": {"kind": "MultiKueueConfig"}}}

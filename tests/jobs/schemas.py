@@ -1,7 +1,9 @@
 """Upstream CRD schemas (kubeflow.org PyTorchJob v1, monitoring.coreos.com PodMonitor v1,
 trainer.kubeflow.org TrainJob and ClusterTrainingRuntime v1alpha1 from Kubeflow Trainer v2.2.1,
 Kueue v0.19), turned into strict JSON schemas like the API server. The files are the plan's
-package data (`trainforge.plan.crds.crd_files`): the tests and the plan read the same CRDs."""
+package data (`trainforge.plan.crds.crd_files`): the tests and the plan read the same CRDs, and
+judge an object the same way (`crd_errors` is the plan's: the schema after its defaults, then
+the CRD's CEL rules)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import functools
 import jsonschema
 import yaml
 
+from trainforge.plan import crds
 from trainforge.plan.crds import crd_files
 from trainforge.plan.crds import strict as _strict
 
@@ -29,9 +32,6 @@ def validator(kind: str) -> jsonschema.Draft7Validator:
     raise LookupError(kind)
 
 
-def crd_errors(doc: dict) -> list[str]:
-    v = validator(doc["kind"])
-    return [
-        f"{'.'.join(map(str, e.absolute_path)) or '(root)'}: {e.message}"
-        for e in v.iter_errors(doc)
-    ]
+def crd_errors(doc: dict) -> list[str] | None:
+    """The plan's judgement of `doc` against its CRD (None when no vendored CRD serves it)."""
+    return crds.crd_errors(doc)

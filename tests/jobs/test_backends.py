@@ -378,7 +378,12 @@ def test_the_plan_validates_trainjobs_runtimes_and_jobs_by_rule():
     [
         (("runtimeRef", "kind", "Runtime"), "ClusterTrainingRuntime or TrainingRuntime"),
         (("runtimeRef", "apiGroup", "example.com"), "'example.com': unsupported runtime"),
-        (("managedBy", None, "someone.example/ctl"), "'someone.example/ctl' is not one of"),
+        # the CRD's CEL rule (trainforge.plan.crd_cel), upstream's message
+        (
+            ("managedBy", None, "someone.example/ctl"),
+            'spec.managedBy: Invalid value: "someone.example/ctl": ManagedBy must be '
+            "trainer.kubeflow.org/trainjob-controller or kueue.x-k8s.io/multikueue if set",
+        ),
         (("trainer", "env", [{"name": "A", "value": "1"}] * 2), "sets ['A'] more than once"),
     ],
 )
@@ -404,7 +409,11 @@ def _rename_first(rjobs):
 @pytest.mark.parametrize(
     ("change", "expected"),
     [
-        (lambda s: s["mlPolicy"].update(mpi={}), "spec.mlPolicy: only one of"),
+        # the CRD's CEL rule (trainforge.plan.crd_cel), upstream's message
+        (
+            lambda s: s["mlPolicy"].update(mpi={}),
+            "spec.mlPolicy: Invalid value: Only one of the policy can be configured",
+        ),
         (lambda s: s["template"]["spec"].update(replicatedJobs=[]), "replicatedJobs is empty"),
         (
             lambda s: s["template"]["spec"]["replicatedJobs"].append(

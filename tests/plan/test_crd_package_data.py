@@ -1,6 +1,7 @@
 """The upstream CRDs are package data read by both the plan and the tests, and the plan's Kueue
-check validates against their openAPIV3Schema: every refusal the hand-written field lists used
-to report is still reported, now by the CRD itself, and the CEL rules still by their code."""
+check validates against their openAPIV3Schema and CEL rules: every refusal the hand-written
+field lists and CEL copies used to report is still reported, now by the CRD itself (its CEL
+rules evaluated by `trainforge.plan.crd_cel`), and the webhooks' Go checks by their code."""
 
 from __future__ import annotations
 
@@ -104,7 +105,7 @@ REFUSED = [
     (_doc("WorkloadPriorityClass", value="1"), "value: '1' is not of type 'integer'"),
     (_doc("WorkloadPriorityClass", value=True), "value: True is not of type 'integer'"),
     (_doc("WorkloadPriorityClass", value=1, bogus=2), "bogus: unknown field"),
-    # written out (CEL rules and webhook checks a JSON schema cannot express)
+    # the CRDs' CEL rules (upstream's messages), and the webhooks' checks written out
     (
         _cq(
             preemption={
@@ -127,7 +128,12 @@ REFUSED = [
     ),  # fmt: skip
     (
         _doc("ResourceFlavor", {"nodeTaints": [{"key": "k", "effect": "X"}]}),
-        "key and a supported effect are required",
+        "spec.nodeTaints: Invalid value: supported taint effect values: 'NoSchedule', "
+        "'PreferNoSchedule', 'NoExecute'",
+    ),  # fmt: skip
+    (
+        _doc("ResourceFlavor", {"nodeTaints": [{"key": "", "effect": "NoSchedule"}]}),
+        "spec.nodeTaints[0].key: a taint key is required",
     ),  # fmt: skip
     (_doc("ResourceFlavor", {"topologyName": "t"}), "at least one nodeLabel is required"),
     (_doc("Topology", {"levels": [{"nodeLabel": "a"}, {"nodeLabel": "a"}]}), "must be unique"),

@@ -162,3 +162,26 @@ def test_the_pack_starts_with_only_its_own_requirements():
         timeout=300,
     )
     assert run.returncode == 0 and "pack built" in run.stdout, run.stderr[-2000:]
+
+
+def test_the_pack_evaluates_the_crds_cel_rules_with_only_its_own_requirements():
+    """The pack's kubernetes-validation policy validates custom resources, CEL rules included
+    (trainforge.plan.crd_cel imports cel-expr-python only then): its virtualenv serves that."""
+    import subprocess
+    import sys
+
+    check = """
+from trainforge.plan import crds
+cq = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "q"},
+      "spec": {"preemption": {"borrowWithinCohort": {"policy": "LowerPriority"}}}}
+print(crds.crd_errors(cq))
+"""
+    run = subprocess.run(
+        [sys.executable, "-c", _OWN_VENV + check],
+        cwd=PACK.parent,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never" in run.stdout

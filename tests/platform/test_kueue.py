@@ -71,7 +71,7 @@ def test_kueue_objects_validate_against_the_upstream_crds(plans, stack):
     assert plans[stack].clean
 
 
-def test_the_written_out_rules_catch_what_the_crds_refuse():
+def test_the_crds_cel_rules_catch_what_they_refuse():
     cq = queues.cluster_queue(TeamConfig(name="a"), [GPU_POOL], KueueConfig(), "a")
     cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"].pop()  # one resource short
     cq["spec"].pop("cohortName")
@@ -82,7 +82,8 @@ def test_the_written_out_rules_catch_what_the_crds_refuse():
     topo = queues.topology()
     topo["spec"]["levels"].reverse()  # hostname no longer last
     assert kueue_validate.kueue_findings(topo) == [
-        "spec.levels: kubernetes.io/hostname can only be the lowest level"
+        "spec.levels: Invalid value: the kubernetes.io/hostname label can only be used at the "
+        "lowest level of topology"
     ]
 
 

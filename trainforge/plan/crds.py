@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from trainforge.core import versions
+from trainforge.plan import crd_cel
 
 CRD_DIR = "data/crds"
 # trainforge.platform's package data: the training operator's own CRD (one copy, not two)
@@ -107,22 +108,49 @@ def validator(api_version: str, kind: str) -> Any:
     return None if s is None else jsonschema.Draft7Validator(strict(s))
 
 
+# The schema errors after which the API server runs no CEL rule (apiextensions-apiserver
+# v0.35.7 pkg/registry/customresource/strategy.go hasBlockingErr: Unsupported value, Required,
+# Too long, Too many, wrong type), as jsonschema names their keywords; and an unknown field,
+# which `kubectl apply`'s strict field validation refuses before validation runs at all.
+BLOCKING = frozenset(
+    {"enum", "required", "maxLength", "maxItems", "maxProperties", "type", "additionalProperties"}
+)
+
+
+@functools.cache
+def cel_tree(api_version: str, kind: str) -> crd_cel.Node | None:
+    """The CEL rules (and defaults) of `kind`'s served version, built once (None: no vendored
+    CRD serves it, or it has neither)."""
+    s = schema(api_version, kind)
+    return None if s is None else crd_cel.build(s)
+
+
 def crd_errors(doc: dict) -> list[str] | None:
-    """What the CRD's schema refuses in `doc`, one "path: message" line per problem (an
-    unknown field is "spec.x: unknown field", as the plan's written-out checks say it), sorted
-    by path; None when no vendored CRD serves its apiVersion and kind."""
+    """What the CRD refuses in `doc` once its schema's defaults are applied (as the API server
+    decodes a request; `doc` itself is not changed): its schema's errors, one "path: message"
+    line per problem (an unknown field is "spec.x: unknown field", as the plan's written-out
+    checks say it), sorted by path, then its CEL rules' (`crd_cel`, as the API server prints them),
+    which run only when the schema found no blocking error (else a line says they did not);
+    None when no vendored CRD serves its apiVersion and kind."""
     v = validator(str(doc.get("apiVersion") or ""), str(doc.get("kind") or ""))
     if v is None:
         return None
+    tree = cel_tree(str(doc["apiVersion"]), str(doc["kind"]))
+    doc = crd_cel.defaulted(doc, tree)  # the API server defaults a request before validating
     out = []
+    blocked = False
     for e in v.iter_errors(doc):
+        blocked = blocked or e.validator in BLOCKING
         if e.validator == "additionalProperties" and isinstance(e.instance, dict):
             known = set(e.schema.get("properties") or {})
             for key in sorted(k for k in e.instance if k not in known):
                 out.append((_path([*e.absolute_path, key]), "unknown field"))
         else:
             out.append((_path(e.absolute_path), _message(e)))
-    return [f"{path}: {msg}" for path, msg in sorted(out)]
+    schema_lines = [f"{path}: {msg}" for path, msg in sorted(out)]
+    if blocked:  # the API server's celValidator exists when the CRD has any rule
+        return [*schema_lines, crd_cel.NOT_CHECKED] if crd_cel.rules(tree) else schema_lines
+    return [*schema_lines, *crd_cel.cel_errors(doc, tree)]
 
 
 def _path(parts: Any) -> str:

@@ -1,10 +1,12 @@
 """What Kueue v0.19's CRDs (kueue.x-k8s.io/v1beta2) reject, for the offline plan.
 
-Each object is validated against its CRD's openAPIV3Schema (the upstream CRDs are package data,
-`trainforge.plan.crds`, the same files the tests read): fields, required keys, enums, list
-bounds, quantity and name patterns. What a JSON schema cannot express is written out here: the
-CRDs' CEL rules (`x-kubernetes-validations`) and the checks Kueue's webhooks add; the tests
-show each rule catching what it names.
+Each object is validated against its CRD (the upstream CRDs are package data,
+`trainforge.plan.crds`, the same files the tests read): its openAPIV3Schema (fields, required
+keys, enums, list bounds, quantity and name patterns) and its CEL rules
+(`x-kubernetes-validations`, evaluated by `trainforge.plan.crd_cel`, messages as the API server
+prints them). What neither says is written out here, each with its source: the checks Kueue's
+webhooks add in Go, the API server's object name rule and this platform's own; the tests show
+each rule catching what it names.
 """
 
 from __future__ import annotations
@@ -28,18 +30,13 @@ KINDS = (
     "MultiKueueConfig",
 )
 DNS1123 = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
 
 def _cluster_queue(spec: dict) -> list[str]:
+    """Kueue v0.19's ClusterQueue/Cohort webhook (pkg/webhooks/clusterqueue_webhook.go,
+    validateResourceGroups and validateFlavorQuotas, Go): a flavor in one resource group only,
+    each flavor's resources the coveredResources in their order."""
     errs = []
-    pre = spec.get("preemption") or {}
-    borrow = pre.get("borrowWithinCohort") or {}
-    # CEL: reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never
-    if pre.get("reclaimWithinCohort") == "Never" and borrow.get("policy", "Never") != "Never":
-        errs.append(
-            "spec.preemption: reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never"
-        )
     seen_flavors: set[str] = set()
     for i, group in enumerate(spec.get("resourceGroups") or []):
         where = f"spec.resourceGroups[{i}]"
@@ -51,48 +48,20 @@ def _cluster_queue(spec: dict) -> list[str]:
                 errs.append(f"{fw}.name {name!r} appears in more than one flavor list")
             seen_flavors.add(str(name))
             resources = fl.get("resources") or []
-            # CEL: flavors must have the same number of resources as the coveredResources
-            if len(resources) != len(covered):
-                errs.append(f"{fw}: flavors must have the same number of resources as the "
-                            "coveredResources")  # fmt: skip
             if [r.get("name") for r in resources] != list(covered):
                 errs.append(f"{fw}: resources must be the coveredResources, in their order")
-            for k, res in enumerate(resources):
-                # CEL: borrowingLimit must be nil when cohort is empty
-                if "borrowingLimit" in res and not spec.get("cohortName"):
-                    errs.append(
-                        f"{fw}.resources[{k}]: borrowingLimit must be nil when cohort is empty"
-                    )
     return errs
 
 
 def _flavor(spec: dict) -> list[str]:
-    errs = []
-    for i, t in enumerate(spec.get("nodeTaints") or []):
-        if not t.get("key") or t.get("effect") not in TAINT_EFFECTS:
-            errs.append(f"spec.nodeTaints[{i}]: key and a supported effect are required")
-    for i, t in enumerate(spec.get("tolerations") or []):
-        op = t.get("operator", "Equal")
-        if op not in ("Equal", "Exists"):
-            errs.append(f"spec.tolerations[{i}].operator {op!r}: supported Equal, Exists")
-        if not t.get("key") and op != "Exists":
-            errs.append(f"spec.tolerations[{i}]: operator must be Exists when key is empty")
-        if op == "Exists" and "value" in t:
-            errs.append(f"spec.tolerations[{i}]: a value must be empty when operator is Exists")
-    # CEL: at least one nodeLabel is required when topology is set
-    if spec.get("topologyName") and not spec.get("nodeLabels"):
-        errs.append("spec: at least one nodeLabel is required when topologyName is set")
-    return errs
-
-
-def _topology(spec: dict) -> list[str]:
-    labels = [lv.get("nodeLabel") for lv in spec.get("levels") or []]
-    errs = []
-    if len(set(labels)) != len(labels):
-        errs.append("spec.levels: must be unique")
-    if "kubernetes.io/hostname" in labels and labels[-1] != "kubernetes.io/hostname":
-        errs.append("spec.levels: kubernetes.io/hostname can only be the lowest level")
-    return errs
+    """Kueue v0.19's ResourceFlavor webhook (pkg/webhooks/resourceflavor_webhook.go
+    validateNodeTaints, Go): a taint's key is a label name, so not empty (the CRD requires
+    the field; its CEL rules check the effects and the tolerations)."""
+    return [
+        f"spec.nodeTaints[{i}].key: a taint key is required (Kueue's webhook: ValidateLabelName)"
+        for i, t in enumerate(spec.get("nodeTaints") or [])
+        if not t.get("key")
+    ]
 
 
 def kueue_findings(doc: dict) -> list[str]:
@@ -101,6 +70,8 @@ def kueue_findings(doc: dict) -> list[str]:
     meta = doc.get("metadata") or {}
     name = meta.get("name")
     errs = []
+    # the API server's own: a custom resource's name is a DNS-1123 subdomain
+    # (apiextensions-apiserver v0.35.7 pkg/registry/customresource/validator.go, NameIsDNSSubdomain)
     if not isinstance(name, str) or not DNS1123.match(name) or len(name) > 253:
         errs.append(f"metadata.name {name!r} is not a DNS-1123 subdomain")
     schema_errors = crds.crd_errors(doc)
@@ -113,29 +84,10 @@ def kueue_findings(doc: dict) -> list[str]:
     if kind == "ClusterQueue":
         errs += _cluster_queue(spec)
     elif kind == "Cohort":
-        # its resourceGroups have the same CEL rules; a Cohort has no cohortName to check
-        errs += _cluster_queue({**spec, "cohortName": "cohort"})
+        errs += _cluster_queue(spec)  # the same webhook validates a Cohort's resourceGroups
     elif kind == "ResourceFlavor":
         errs += _flavor(spec)
-    elif kind == "Topology":
-        errs += _topology(spec)
-    elif kind == "MultiKueueCluster":
-        # CEL: exactly one of the fields in [kubeConfig clusterProfileRef] must be set
-        source = spec.get("clusterSource") or {}
-        if (
-            isinstance(source, dict)
-            and sum(k in source for k in ("kubeConfig", "clusterProfileRef")) != 1
-        ):
-            errs.append(
-                "spec.clusterSource: exactly one of the fields in [kubeConfig clusterProfileRef] "
-                "must be set"
-            )
-    elif kind == "MultiKueueConfig":
-        # CEL: spec.clusters must be unique
-        clusters = spec.get("clusters") or []
-        if isinstance(clusters, list) and len(set(map(str, clusters))) != len(clusters):
-            errs.append("spec.clusters: must be unique")
-    elif kind == "LocalQueue":
+    elif kind == "LocalQueue":  # this platform's own: a LocalQueue names its ClusterQueue
         if not spec.get("clusterQueue"):
             errs.append("spec.clusterQueue is required")
         if not meta.get("namespace"):

@@ -2,12 +2,12 @@
 wrong object fails the plan instead of a 40-minute apply.
 
 Core kinds go through kubernetes-validate's bundled schemas (strict: unknown fields are errors,
-like kubectl); custom resources through their vendored CRD's schema (`trainforge.plan.crds`,
-docs/rehearsals.md "The upstream CRDs"). What a schema cannot say is written out per kind
-below, each with the upstream it was read from: the CRDs' CEL rules, the operators' webhooks
-and what the API server's Job validation enforces beyond the schema. The CEL rules are not
-evaluated from the CRDs: cel-python 0.5 lacks Kubernetes' CEL libraries (`find`, `split`) and
-the CRDs' messages differ from the ones pinned here.
+like kubectl); custom resources through their vendored CRD (`trainforge.plan.crds`, docs/rehearsals.md "The
+upstream CRDs"): its schema and its own CEL rules, evaluated by a CEL implementation
+(`trainforge.plan.crd_cel`, messages as the API server prints them). What neither says is
+written out per kind below, each with the upstream it was read from: the operators' webhooks
+(Go), what the API server's Job validation enforces beyond the schema, and this platform's own
+rules.
 """
 
 from __future__ import annotations
@@ -286,12 +286,12 @@ def job_spec_findings(spec: dict, where: str = "spec", sized_later: bool = False
 # Kubeflow Trainer v2.3 (trainer.kubeflow.org/v1alpha1; pkg/webhooks is the same at v2.2.1, the
 # pinned Trainer, and the torch plugin's Validate differs only by 2.3's envInjection, which
 # trainforge does not use; read 2026-11-29): pkg/webhooks and the plugins'
-# Validate (torch: reserved PET_* env; jobset: runtime patches), plus the CRD's CEL rules.
+# Validate (torch: reserved PET_* env; jobset: runtime patches). The CRDs' CEL rules (the
+# TrainJob's name, managedBy; a runtime's one mlPolicy) are `crds.crd_errors`'.
 
 # A TrainJob's fields, types, bounds (activeDeadlineSeconds >= 1, at most 16 runtimePatches) and
 # quantities are checked against its CRD's schema (trainer.kubeflow.org_trainjobs.yaml, package
-# data); what follows is what the schema leaves to CEL, the webhook and the plugins.
-MANAGED_BY = ("trainer.kubeflow.org/trainjob-controller", "kueue.x-k8s.io/multikueue")
+# data); what follows is what the schema and its CEL rules leave to the webhook and the plugins.
 # What a runtime patch may set: the Trainer's PodSpecPatch and ContainerPatch (the fields Kueue
 # keeps, `trainjob.KUEUE_*_PATCH_FIELDS`), and v2.3's terminationGracePeriodSeconds.
 POD_PATCH_FIELDS = trainjob.KUEUE_POD_PATCH_FIELDS | {"terminationGracePeriodSeconds"}
@@ -303,7 +303,6 @@ ANCESTOR_CONTAINERS = {
     "dataset-initializer": "dataset-initializer",
     "model-initializer": "model-initializer",
 }
-ML_POLICIES = ("torch", "mpi", "jax", "xgboost", "flux")
 # A domain-prefixed path (k8s.io/apimachinery IsDomainPrefixedPath): DNS-1123 subdomain "/" path.
 DOMAIN_PREFIXED_PATH = re.compile(
     r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/[A-Za-z0-9/\-._~%!$&'()*+,;=:]+$"
@@ -326,8 +325,7 @@ def trainjob_findings(
     `job_backends.runtime_docs`), found as its pod's builder finds them (`trainjob.runtime_of`);
     by default the platform's own, which every platform with the trainjob backend installs (a
     jobs-only program, the policy pack)."""
-    errs = _name_errors(doc)
-    errs += crds.crd_errors(doc) or []
+    errs = crds.crd_errors(doc) or []  # its CEL rules check the name (RFC 1035, <= 63)
     spec = doc.get("spec") or {}
     ref = spec.get("runtimeRef") or {}
     if not ref.get("name"):
@@ -337,9 +335,6 @@ def trainjob_findings(
         errs.append(f"spec.runtimeRef.kind {kind!r}: ClusterTrainingRuntime or TrainingRuntime")
     if ref.get("apiGroup", trainjob.GROUP) != trainjob.GROUP:
         errs.append(f"spec.runtimeRef.apiGroup {ref.get('apiGroup')!r}: unsupported runtime")
-    managed = spec.get("managedBy")
-    if managed is not None and managed not in MANAGED_BY:
-        errs.append(f"spec.managedBy {managed!r} is not one of {MANAGED_BY}")
     trainer = spec.get("trainer") or {}
     for key in ("numNodes", "numProcPerNode"):
         value = trainer.get(key)  # the CRD refuses a non-integer
@@ -398,11 +393,7 @@ def trainjob_findings(
 def runtime_findings(doc: dict, version: str) -> list[str]:
     """A ClusterTrainingRuntime or TrainingRuntime, as the Trainer webhook and CRD check it
     (its CRD's schema outside the pod templates, which are checked as core PodTemplates)."""
-    errs = crd_outline_errors(doc)
-    spec = doc.get("spec") or {}
-    policies = [p for p in ML_POLICIES if (spec.get("mlPolicy") or {}).get(p) is not None]
-    if len(policies) > 1:
-        errs.append(f"spec.mlPolicy: only one of {ML_POLICIES} (got {policies})")
+    errs = crd_outline_errors(doc)  # its CEL rules: one mlPolicy, ...
     rjobs = _rjobs(doc)
     if not rjobs:
         errs.append("spec.template.spec.replicatedJobs is empty")
@@ -435,55 +426,37 @@ def runtime_findings(doc: dict, version: str) -> list[str]:
 # Karpenter v1 (karpenter.sh/v1 NodePool, karpenter.k8s.aws/v1 EC2NodeClass)
 
 # Fields, required keys, enums (operators, taint effects, consolidation policies, metadata
-# options), duration, budget and quantity patterns and bounds are the CRDs' schemas (package
-# data: karpenter.sh_nodepools.yaml, karpenter.k8s.aws_ec2nodeclasses.yaml at v1.14.1); what
-# their CEL rules add, and this platform's own rules, are written out below.
+# options), duration, budget and quantity patterns and bounds are the CRDs' schemas, and what
+# their CEL rules add (nodeClassRef, requirements' values, amiSelectorTerms, role or
+# instanceProfile, ...) is evaluated from them (`crds.crd_errors`; package data:
+# karpenter.sh_nodepools.yaml, karpenter.k8s.aws_ec2nodeclasses.yaml at v1.14.1). This
+# platform's own rules are written out below.
 
 
 def nodepool_findings(doc: dict) -> list[str]:
     errs: list[str] = crds.crd_errors(doc) or []
-    spec = doc.get("spec") or {}
-    tspec = (spec.get("template") or {}).get("spec") or {}
-    ref = tspec.get("nodeClassRef") or {}
-    for key in ("group", "kind", "name"):
-        if key in ref and not ref[key]:
-            errs.append(f"spec.template.spec.nodeClassRef.{key} is required")
+    tspec = get(doc, "spec", "template", "spec") or {}
     for i, req in enumerate(tspec.get("requirements") or []):
-        where = f"spec.template.spec.requirements[{i}]"
         op = req.get("operator")
-        values = req.get("values") or []
-        if op in ("In",) and not values:
-            errs.append(f"{where}: operator In needs at least one value")
-        if op in ("Exists", "DoesNotExist") and values:
-            errs.append(f"{where}: operator {op} takes no values")
-        if op in ("Gt", "Lt") and (len(values) != 1 or not str(values[0]).isdigit()):
-            errs.append(f"{where}: operator {op} needs exactly one integer value")
+        # this platform's own: Kubernetes' rule for a pod's node selector (core/v1 validation,
+        # ValidateNodeSelectorRequirement); Karpenter v1.14.1's CRD and its ValidateRequirement
+        # accept values here and ignore them
+        if op in ("Exists", "DoesNotExist") and req.get("values"):
+            errs.append(f"spec.template.spec.requirements[{i}]: operator {op} takes no values")
     return errs
 
 
 def ec2nodeclass_findings(doc: dict) -> list[str]:
     errs: list[str] = crds.crd_errors(doc) or []
-    spec = doc.get("spec") or {}
-    terms = spec.get("amiSelectorTerms")
-    for i, term in enumerate(terms or []):
-        alias = term.get("alias")
-        if alias is not None:
-            if not re.match(r"^[a-z0-9]+@.+$", str(alias)):
-                errs.append(f"spec.amiSelectorTerms[{i}].alias {alias!r} is not family@version")
-            elif str(alias).endswith("@latest"):
-                errs.append(
-                    f"spec.amiSelectorTerms[{i}].alias {alias!r}: pin an AMI version, not "
-                    "@latest (nodes would change under running jobs)"
-                )
-            if len(terms) > 1:
-                errs.append("spec.amiSelectorTerms: an alias term must be the only term")
-    if not spec.get("role") and not spec.get("instanceProfile"):
-        errs.append("spec: one of role or instanceProfile is required")
-    if spec.get("role") and spec.get("instanceProfile"):
-        errs.append("spec: role and instanceProfile are mutually exclusive")
-    for key in ("subnetSelectorTerms", "securityGroupSelectorTerms"):
-        if key in spec and not spec[key]:
-            errs.append(f"spec.{key} is required")
+    for i, term in enumerate(get(doc, "spec", "amiSelectorTerms") or []):
+        alias = term.get("alias") if isinstance(term, dict) else None
+        # this platform's own: the CRD takes `family@latest`; a pinned AMI keeps nodes from
+        # changing under running jobs (versions.KARPENTER_AMI_ALIAS)
+        if isinstance(alias, str) and alias.endswith("@latest"):
+            errs.append(
+                f"spec.amiSelectorTerms[{i}].alias {alias!r}: pin an AMI version, not "
+                "@latest (nodes would change under running jobs)"
+            )
     return errs
 
 
