@@ -11,9 +11,9 @@ each rule catching what it names.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from trainforge.core import names
 from trainforge.plan import crds
 
 API_VERSION = "kueue.x-k8s.io/v1beta2"
@@ -29,7 +29,6 @@ KINDS = (
     "MultiKueueCluster",
     "MultiKueueConfig",
 )
-DNS1123 = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
 def _cluster_queue(spec: dict) -> list[str]:
@@ -72,7 +71,7 @@ def kueue_findings(doc: dict) -> list[str]:
     errs = []
     # the API server's own: a custom resource's name is a DNS-1123 subdomain
     # (apiextensions-apiserver v0.35.7 pkg/registry/customresource/validator.go, NameIsDNSSubdomain)
-    if not isinstance(name, str) or not DNS1123.match(name) or len(name) > 253:
+    if not isinstance(name, str) or not names.is_dns1123_subdomain(name):
         errs.append(f"metadata.name {name!r} is not a DNS-1123 subdomain")
     schema_errors = crds.crd_errors(doc)
     if schema_errors is None:

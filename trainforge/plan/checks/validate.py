@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from trainforge.core import versions
+from trainforge.core import names, versions
 from trainforge.core.pods import containers, get
 from trainforge.jobs import trainjob
 from trainforge.plan import crds, kueue_validate
@@ -305,7 +305,7 @@ ANCESTOR_CONTAINERS = {
 }
 # A domain-prefixed path (k8s.io/apimachinery IsDomainPrefixedPath): DNS-1123 subdomain "/" path.
 DOMAIN_PREFIXED_PATH = re.compile(
-    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/[A-Za-z0-9/\-._~%!$&'()*+,;=:]+$"
+    "^" + names.DNS1123_SUBDOMAIN + r"/[A-Za-z0-9/\-._~%!$&'()*+,;=:]+\Z"
 )
 
 

@@ -17,9 +17,11 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from trainforge.core.contract import GPU_RESOURCE
+from trainforge.core.labels import NAMESPACE_NAME
 from trainforge.core.quantity import parse_quantity
 
-GPU = "nvidia.com/gpu"
+GPU = GPU_RESOURCE
 RESOURCES = ("cpu", "memory", GPU)
 MAY_STOP = "MayStopSearch"
 TRY_NEXT = "TryNextFlavor"
@@ -84,10 +86,7 @@ class ClusterQueue:
     def admits(self, namespace: str) -> bool:
         """Whether the namespaceSelector selects `namespace` (by the label every namespace
         has, kubernetes.io/metadata.name; any other label is not known offline)."""
-        return all(
-            k == "kubernetes.io/metadata.name" and v == namespace
-            for k, v in self.namespaces.items()
-        )
+        return all(k == NAMESPACE_NAME and v == namespace for k, v in self.namespaces.items())
 
     def use(self, flavor: str, resource: str) -> Fraction:
         return self.usage.get(flavor, {}).get(resource, Fraction(0))

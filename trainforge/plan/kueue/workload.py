@@ -26,6 +26,7 @@ from fractions import Fraction
 from typing import Any
 
 from trainforge.core.pods import QUEUE_LABEL, pod_requests
+from trainforge.jobs.tenancy import PREFERRED_TOPOLOGY, REQUIRED_TOPOLOGY, UNCONSTRAINED_TOPOLOGY
 from trainforge.plan.kueue.assign import Assigner, Assignment, PodSet
 from trainforge.plan.kueue.objects import GPU, RESOURCES, ClusterQueue, Kueue, quantity
 from trainforge.plan.kueue.quota import Quotas
@@ -65,11 +66,7 @@ def workload_need(
     return total
 
 
-_TOPOLOGY = (
-    "kueue.x-k8s.io/podset-required-topology",
-    "kueue.x-k8s.io/podset-preferred-topology",
-    "kueue.x-k8s.io/podset-unconstrained-topology",
-)
+_TOPOLOGY = (REQUIRED_TOPOLOGY, PREFERRED_TOPOLOGY, UNCONSTRAINED_TOPOLOGY)
 
 
 def pod_need(spec: Any) -> dict[str, Fraction]:
