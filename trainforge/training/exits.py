@@ -410,8 +410,12 @@ def first_line(exc: BaseException, limit: int = 300) -> str:
     return f"{type(exc).__name__}: {msg}" if msg else type(exc).__name__
 
 
-def exit_line(reason: Reason, *, rank: int | None, step: int | None, detail: str) -> str:
-    """The one line a log reader needs: reason, code, whether it restarts, what to do."""
+def exit_line(
+    reason: Reason, *, rank: int | None, step: int | None, detail: str, action: str | None = None
+) -> str:
+    """The one line a log reader needs: reason, code, whether it restarts, what to do (the
+    reason's action, or `action` where the failure's own diagnosis knows better: the
+    reason's generic one may name what this failure does not have, e.g. a traceback)."""
     where = []
     if rank is not None:
         where.append(f"rank {rank}")
@@ -431,7 +435,7 @@ def exit_line(reason: Reason, *, rank: int | None, step: int | None, detail: str
         retry = "done"
     return (
         f"trainforge exit: {reason.name} code={reason.code}{place}: {detail} "
-        f"[{retry}; action: {reason.action}]"
+        f"[{retry}; action: {action or reason.action}]"
     )
 
 
@@ -439,12 +443,15 @@ def exit_line(reason: Reason, *, rank: int | None, step: int | None, detail: str
 
 
 class RunFailure(Exception):
-    """Raised by the runtime for a failure it has already diagnosed (no traceback needed)."""
+    """Raised by the runtime for a failure it has already diagnosed (no traceback needed).
+    `action`, where given, replaces the reason's in the exit line: no traceback is printed
+    for it, so "fix the error in the traceback" (user_error's) would point at nothing."""
 
-    def __init__(self, reason: Reason, detail: str) -> None:
+    def __init__(self, reason: Reason, detail: str, action: str | None = None) -> None:
         super().__init__(detail)
         self.reason = reason
         self.detail = detail
+        self.action = action
 
 
 @dataclasses.dataclass
@@ -470,14 +477,17 @@ def record(reason: Reason, detail: str) -> None:
             ledger.record_exit(reason, step=context.step, detail=detail)  # type: ignore[attr-defined]
 
 
-def report(reason: Reason, detail: str, *, step: int | None = None) -> int:
-    """Print the exit line, record it in the run ledger; returns the exit code."""
+def report(
+    reason: Reason, detail: str, *, step: int | None = None, action: str | None = None
+) -> int:
+    """Print the exit line (`action`: see `exit_line`), record it in the run ledger; returns
+    the exit code."""
     rank = context.rank
     if rank is None:
         env_rank = os.environ.get("RANK", "")
         rank = int(env_rank) if env_rank.isdigit() else None
     step = context.step if step is None else step
-    line = exit_line(reason, rank=rank, step=step, detail=detail)
+    line = exit_line(reason, rank=rank, step=step, detail=detail, action=action)
     if reason is SUCCESS:
         if not rank:
             print(line, flush=True)

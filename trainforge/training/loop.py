@@ -65,6 +65,11 @@ from trainforge.training.watchdog import Fired, Watchdog
 
 # Wall-clock start of this process, the start of this attempt for goodput (ledger.py).
 PROCESS_STARTED_AT = time.time()
+# The exit line's action for a non-finite loss: the run stops on the loss it logged (a
+# RunFailure, no traceback), so user_error's "fix the error in the traceback" points at nothing.
+NON_FINITE_LOSS_ACTION = (
+    "lower --lr; the run stopped on its logged loss (rank 0's log), there is no traceback"
+)
 
 
 @dataclasses.dataclass
@@ -536,7 +541,9 @@ def _loop(
             if not math.isfinite(mean):
                 reporter.log(f"error: loss is {mean} at step {state.step}; lower --lr")
                 raise exits.RunFailure(
-                    exits.USER_ERROR, f"loss is {mean} at step {state.step}; lower --lr"
+                    exits.USER_ERROR,
+                    f"loss is {mean} at step {state.step}; lower --lr",
+                    action=NON_FINITE_LOSS_ACTION,
                 )
 
         # checkpoint hook (after each optimizer step): periodic save, and the stop flag --
