@@ -162,6 +162,43 @@ def test_a_plain_script_without_metrics_gets_ledger_and_checkpoints(tmp_path, ca
     assert not (run / "report.png").exists()
 
 
+def test_a_diverged_loss_is_named_not_reported_missing(tmp_path, capsys):
+    """The runtime with --lr 1e12 logs `"loss": NaN` at step 5 and stops (user_error). The
+    report printed no loss line and "not shown: loss panel: no 'loss' in metrics.jsonl",
+    though the file has one: the loss that stopped the run. The record is the runtime's line
+    as `run-local --strategy ddp --model mlp --lr 1e12 --log-every 5` wrote it (trimmed)."""
+    run = tmp_path / "runs" / "diverged"
+    run.mkdir(parents=True)
+    line = (
+        '{"step": 5.0, "loss": NaN, "lr": 600000000000.0, "samples_per_second": 3212.4, '
+        '"step_seconds": 0.0199, "startup_window": 1.0, "total_steps": 30.0, "progress": 0.1667}'
+    )
+    (run / "metrics.jsonl").write_text(line + "\n")
+    assert report.main([str(run)]) == 0
+    out = capsys.readouterr().out
+    assert "loss not finite: nan at step 5, 1 of the 1 logged loss value(s)" in out
+    assert "not shown: loss panel: no finite 'loss' (nan at step 5) in metrics.jsonl" in out
+    assert "no 'loss' in metrics.jsonl" not in out
+    # a finite start, then inf: both said
+    first = line.replace("NaN", "0.25").replace('"step": 5.0', '"step": 1.0')
+    (run / "metrics.jsonl").write_text(first + "\n" + line.replace("NaN", "Infinity") + "\n")
+    assert report.main([str(run)]) == 0
+    out = capsys.readouterr().out
+    assert "loss: 0.2500 at step 1 -> 0.2500 at step 1" in out
+    assert "loss not finite: inf at step 5, 1 of the 2 logged loss value(s)" in out
+
+
+def test_no_plot_says_there_is_no_metrics_file_when_there_is_none(tmp_path, capsys):
+    """A plain script's run (a ledger, no metrics.jsonl): "no plot: nothing in metrics.jsonl
+    to draw" spoke of a file that is not there; the summary below says "no .../metrics.jsonl"."""
+    run = tmp_path / "runs" / "plain"
+    _ledger(run / "checkpoints", [{"attempt": 0, "started_at": 1.0, "finished": True}])
+    assert report.main([str(run)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("trainforge report: no plot: no metrics.jsonl to draw (wrote the ")
+    assert "nothing in metrics.jsonl" not in out
+
+
 def test_a_run_that_stopped_for_good_says_how_its_last_attempt_ended(tmp_path, capsys):
     """A newcomer's script raises at step 5 on rank 1: the job stops (user_error, exit 1), and
     no next attempt writes that end into run.json (RunLedger.begin_attempt does). The report

@@ -375,6 +375,16 @@ def _rate_windows(run: Run) -> tuple[list[dict[str, float]], str]:
     return recs, ""
 
 
+def _not_finite(run: Run, key: str) -> list[dict[str, Any]]:
+    """The records whose `key` is a number that is not finite (NaN, +-inf: a diverged loss)."""
+    return [
+        r
+        for r in run.records
+        if isinstance(r.get(key), int | float) and not isinstance(r.get(key), bool)
+        and not math.isfinite(r[key])
+    ]  # fmt: skip
+
+
 def _metric_lines(run: Run) -> list[str]:
     lines = []
     losses = [r for r in run.records if _finite(r.get("loss"))]
@@ -384,6 +394,12 @@ def _metric_lines(run: Run) -> list[str]:
             f"loss: {first['loss']:.4f} at step {first['step']:g} -> {last['loss']:.4f} at "
             f"step {last['step']:g}"
             + (f" (lowest {min(r['loss'] for r in losses):.4f})" if len(losses) > 2 else "")
+        )
+    if bad := _not_finite(run, "loss"):  # a diverged run: its loss line would leave it out
+        logged = sum(1 for r in run.records if "loss" in r)
+        lines.append(
+            f"loss not finite: {bad[0]['loss']} at step {bad[0]['step']:g}, "
+            f"{len(bad)} of the {logged} logged loss value(s)"
         )
     recs, over = _rate_windows(run)
     sps = [r["samples_per_second"] for r in recs if _finite(r.get("samples_per_second"))]
@@ -529,7 +545,18 @@ def plotted_panels(run: Run) -> list[tuple[str, str, str, float]]:
 def missing_panels(run: Run) -> list[str]:
     if not run.records:
         return []
-    return [f"{p[1].lower()} panel: no '{p[0]}' in metrics.jsonl" for p in PANELS if p not in plotted_panels(run)]  # fmt: skip
+    out = []
+    for p in PANELS:
+        if p in plotted_panels(run):
+            continue
+        bad = _not_finite(run, p[0])
+        why = (
+            f"no finite '{p[0]}' ({bad[0][p[0]]} at step {bad[0]['step']:g})"
+            if bad
+            else f"no '{p[0]}'"
+        )
+        out.append(f"{p[1].lower()} panel: {why} in metrics.jsonl")
+    return out
 
 
 def _once(drawn: set[str], label: str) -> str | None:
@@ -654,9 +681,11 @@ def write_report(
     txt_path.write_text(text, encoding="utf-8")
     png = png or run_dir / "report.png"
     if not plotted_panels(run):
+        what = "nothing in metrics.jsonl"
+        if not (run_dir / "metrics.jsonl").is_file():  # the summary's "not shown" says why
+            what = "no metrics.jsonl"
         print(
-            f"trainforge report: no plot: nothing in metrics.jsonl to draw (wrote the text "
-            f"summary to {txt_path})",
+            f"trainforge report: no plot: {what} to draw (wrote the text summary to {txt_path})",
             file=out,
         )
         return 0, txt_path, None
