@@ -175,6 +175,44 @@ def test_a_trainjob(tmp_path):
     assert imp(path, backends=("pytorchjob", "trainjob")).entry["backend"] == "trainjob"
 
 
+def test_a_trainjobs_runtime_ref_is_said_for_the_backend_it_gets(tmp_path):
+    """The Trainer's own example TrainJob (kubeflow/trainer v2.2.1, docs/proposals/
+    2170-kubeflow-trainer-v2/README.md, "Example of TrainJob", as v1alpha1) imported into a
+    stack without the Trainer said "spec.runtimeRef torch-distributed-multi-node: dropped; on
+    the trainjob backend the job runs on the platform's own ClusterTrainingRuntime", and then
+    that the job goes to the pytorchjob backend: a runtime it never gets."""
+    path = write(
+        tmp_path,
+        """
+        apiVersion: trainer.kubeflow.org/v1alpha1
+        kind: TrainJob
+        metadata:
+          name: torch-ddp
+          namespace: tenant-alpha
+        spec:
+          runtimeRef:
+            name: torch-distributed-multi-node
+          trainer:
+            image: ghcr.io/acme/custom-training:1.0
+            command:
+              - torchrun train.py
+            numNodes: 5
+            resourcesPerNode:
+              requests:
+                nvidia.com/gpu: 1
+    """,
+    )
+    (line,) = [c for c in imp(path).changes if c.startswith("spec.runtimeRef ")]
+    assert line == (
+        "spec.runtimeRef torch-distributed-multi-node: dropped; the job runs on the stack's "
+        "backend (pytorchjob), which has no training runtime"
+    )
+    with_trainer = imp(path, backends=("pytorchjob", "trainjob")).changes
+    (line,) = [c for c in with_trainer if c.startswith("spec.runtimeRef ")]
+    assert line.endswith("on the trainjob backend the job runs on the platform's own "
+                         "ClusterTrainingRuntime")  # fmt: skip
+
+
 def test_a_trainjobs_resources_are_named_by_the_field_its_file_has(tmp_path):
     """A TrainJob's pod size is `spec.trainer.resourcesPerNode` (Trainer v2.2.1
     trainjob_types.go: `json:"resourcesPerNode"`); import named it

@@ -45,6 +45,7 @@ class Workload:
     extra: dict[str, Any] = field(default_factory=dict)  # entry keys read from the kind
     pods: str = ""  # how the kind counts its pods ("1 Master + 3 Worker")
     resources_key: str = "resources"  # the container's resources field (TrainJob: per node)
+    runtime_ref: str | None = None  # a TrainJob's spec.runtimeRef.name (importer says its fate)
 
     @property
     def resources_at(self) -> str:
@@ -225,12 +226,6 @@ def _trainjob(doc: dict[str, Any], file: str, changes: list[str]) -> Workload:
     trainer = get(doc, "spec", "trainer")
     if not isinstance(trainer, dict):
         raise ImportProblem(file, "spec.trainer", "missing; expected image, command, numNodes")
-    runtime = get(doc, "spec", "runtimeRef", "name")
-    if runtime is not None:
-        changes.append(
-            f"spec.runtimeRef {runtime}: dropped; on the trainjob backend the job runs on the "
-            "platform's own ClusterTrainingRuntime"
-        )
     for k in (
         "initializer",
         "podTemplateOverrides",
@@ -259,6 +254,7 @@ def _trainjob(doc: dict[str, Any], file: str, changes: list[str]) -> Workload:
         "spec",
         extra,
         resources_key="resourcesPerNode",
+        runtime_ref=get(doc, "spec", "runtimeRef", "name"),
     )
 
 

@@ -561,13 +561,26 @@ def import_workload(
     for k in sorted(set(w.pod) - {"containers", "volumes"}):
         changes.append(f"{w.pod_at}.{k}: dropped; {_DROPPED_WHY.get(k, 'not supported')}")
     if w.kind == "TrainJob":
+        # the runtime's fate is the backend's: said once the backend is known, so that it
+        # never speaks of a ClusterTrainingRuntime for a job that becomes a PyTorchJob
+        ref = f"spec.runtimeRef {w.runtime_ref}: dropped; " if w.runtime_ref is not None else ""
         if "trainjob" in backends:
             entry["backend"] = "trainjob"
+            if ref:
+                changes.append(
+                    f"{ref}on the trainjob backend the job runs on the platform's own "
+                    "ClusterTrainingRuntime"
+                )
             changes.append(
                 "kind TrainJob -> backend: trainjob (the stack installs Kubeflow Trainer)"
             )
         else:
             installed = ", ".join(backends) or "its default"
+            if ref:
+                changes.append(
+                    f"{ref}the job runs on the stack's backend ({installed}), which has no "
+                    "training runtime"
+                )
             changes.append(
                 f"kind TrainJob -> the stack's backend ({installed}): it installs no Kubeflow "
                 "Trainer; add trainjob to trainforge:jobBackends and `backend: trainjob` to keep one"
