@@ -15,6 +15,7 @@ from tests.jobs.helpers import CPU_POOL, EFA_POOL, GPU_POOL
 from trainforge.core.contract import PoolFacts
 from trainforge.jobs import node_facts
 from trainforge.jobs.importer import ImportProblem, import_workload
+from trainforge.plan.checks import rules
 from trainforge.plan.mocks import instance_type_result
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -211,6 +212,35 @@ def test_a_trainjobs_runtime_ref_is_said_for_the_backend_it_gets(tmp_path):
     (line,) = [c for c in with_trainer if c.startswith("spec.runtimeRef ")]
     assert line.endswith("on the trainjob backend the job runs on the platform's own "
                          "ClusterTrainingRuntime")  # fmt: skip
+
+
+def test_an_unpinned_docker_hub_image_it_keeps_is_told_both_what_the_plan_says(tmp_path):
+    """The Trainer's example TrainJob's `image: docker.io/custom-training` (no tag, Docker Hub)
+    with a command: import said only "pin a tag or digest"; pinned as told, the plan then
+    flagged it TRAINFORGE_DOCKER_HUB (this stack pulls Docker Hub without a credential)."""
+    path = write(
+        tmp_path,
+        """
+        apiVersion: trainer.kubeflow.org/v1alpha1
+        kind: TrainJob
+        metadata: {name: torch-ddp}
+        spec:
+          trainer:
+            image: docker.io/custom-training
+            command: [torchrun, train.py]
+            numNodes: 2
+    """,
+    )
+    (line,) = [c for c in imp(path).changes if c.startswith("image ")]
+    assert "pin a tag or digest" in line and "(TRAINFORGE_DOCKER_HUB)" in line
+    pinned = {"name": "node", "image": "docker.io/custom-training:1.0"}
+    flagged = rules.pod_image_not_docker_hub("TrainJob", {}, {"containers": [pinned]})
+    assert flagged == [
+        "container 'node' image 'docker.io/custom-training:1.0'" + rules.DOCKER_HUB_TAIL
+    ]
+    # a stack that pulls Docker Hub through its cache: the pin is all
+    (line,) = [c for c in imp(path, docker_hub_routed=True).changes if c.startswith("image ")]
+    assert "pin a tag or digest" in line and "DOCKER_HUB" not in line
 
 
 def test_a_trainjobs_resources_are_named_by_the_field_its_file_has(tmp_path):

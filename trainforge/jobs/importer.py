@@ -615,16 +615,18 @@ def _image(
     hub = image_routes.is_docker_hub(image)
     reachable = not hub or (routed and not image_routes.digest_pinned(image))
     if keep:
+        hub_line = (
+            "the plan flags it (TRAINFORGE_DOCKER_HUB): nodes would pull it from Docker Hub "
+            "anonymously; copy it to ECR or set trainforge:images.dockerHubCredentialArn"
+        )
         if not pinned:
+            # both, when both apply: pinned alone, the plan then flags it for Docker Hub
             changes.append(
                 f"image {image}: kept (your command needs it); pin a tag or digest, the plan refuses :latest"
+                + (f"; pinned, {hub_line}" if not reachable else "")
             )
         elif not reachable:
-            changes.append(
-                f"image {image}: kept (your command needs it), and the plan flags it "
-                "(TRAINFORGE_DOCKER_HUB): nodes would pull it from Docker Hub anonymously; copy it "
-                "to ECR or set trainforge:images.dockerHubCredentialArn"
-            )
+            changes.append(f"image {image}: kept (your command needs it), and {hub_line}")
         else:
             changes.append(
                 f"image {image}: kept; the plan checks it against the pool (CUDA build, driver)"
