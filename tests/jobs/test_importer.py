@@ -11,10 +11,13 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.jobs.helpers import CPU_POOL, EFA_POOL, GPU_POOL
+from tests.jobs.helpers import CODE, CPU_POOL, EFA_POOL, GPU_POOL, target
 from trainforge.core.contract import PoolFacts
 from trainforge.jobs import node_facts
+from trainforge.jobs.backends import emit
 from trainforge.jobs.importer import ImportProblem, import_workload
+from trainforge.jobs.spec import parse_job
+from trainforge.jobs.wiring import resolve_job
 from trainforge.plan.checks import rules
 from trainforge.plan.mocks import instance_type_result
 
@@ -241,6 +244,22 @@ def test_an_unpinned_docker_hub_image_it_keeps_is_told_both_what_the_plan_says(t
     # a stack that pulls Docker Hub through its cache: the pin is all
     (line,) = [c for c in imp(path, docker_hub_routed=True).changes if c.startswith("image ")]
     assert "pin a tag or digest" in line and "DOCKER_HUB" not in line
+
+
+def test_a_dropped_pull_policy_is_told_the_one_the_platform_sets():
+    """The training operator's elastic echo example (v1.9.4) sets `imagePullPolicy:
+    IfNotPresent` on a `:latest` image. Import said "dropped; Kubernetes' default applies
+    (IfNotPresent for a tagged image)": Kubernetes' default for `:latest` is Always, and the
+    platform's pods set IfNotPresent themselves. The line now names what the emitted pod has."""
+    r = imp(CORPUS / "echo.yaml")
+    at = "spec.pytorchReplicaSpecs.Worker.template.spec.containers[0].imagePullPolicy"
+    (line,) = [c for c in r.changes if c.startswith(at)]
+    assert line == f"{at}: dropped; the platform sets IfNotPresent on every job's container"
+    entry = {**r.entry, "image": r.entry["image"].replace(":latest", ":1.0")}  # pinned
+    t = target(CPU_POOL, backends=("pytorchjob",))
+    job = resolve_job(parse_job(entry, "trainforge:jobs[0]"), t, "trainforge:jobs[0]")
+    worker = emit(job, t, CODE).workload["spec"]["pytorchReplicaSpecs"]["Worker"]
+    assert worker["template"]["spec"]["containers"][0]["imagePullPolicy"] == "IfNotPresent"
 
 
 def test_a_trainjobs_resources_are_named_by_the_field_its_file_has(tmp_path):

@@ -34,6 +34,7 @@ from trainforge.jobs.import_read import (
     read_documents,
     workload,
 )
+from trainforge.jobs.pod import IMAGE_PULL_POLICY
 from trainforge.stack.jobs import IMAGE_RE, RESERVED_ENV
 
 GPU = "nvidia.com/gpu"
@@ -67,7 +68,7 @@ _DROPPED_WHY = {
     "schedulerName": "Kueue admits the job; the default scheduler places its pods",
     "terminationGracePeriodSeconds": "derived from checkpoint.gracePeriod (+30 s)",
     "dnsPolicy": "the platform's default",
-    "imagePullPolicy": "Kubernetes' default applies (IfNotPresent for a tagged image)",
+    "imagePullPolicy": f"the platform sets {IMAGE_PULL_POLICY} on every job's container",
 }
 
 

@@ -170,7 +170,7 @@ def _runtime_pod(
                     "name": CONTAINER,
                     # Every TrainJob sets its own image; this one only makes the template valid.
                     "image": pod.default_image(),
-                    "imagePullPolicy": "IfNotPresent",
+                    "imagePullPolicy": pod.IMAGE_PULL_POLICY,
                     "ports": [
                         {
                             "name": pod.METRICS_PORT_NAME,
