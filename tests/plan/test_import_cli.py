@@ -163,6 +163,12 @@ def test_an_entry_the_stack_refuses_is_printed_with_the_stacks_own_lines(tmp_pat
     assert import_cli.main([str(path), "--project-dir", str(root)]) == 1
     captured = capsys.readouterr()
     assert "- name: a-name-far-too-long" in captured.out
+    # the next step is not a plan that stops on the same lines (it said "# Next: trainforge
+    # plan --stack dev; trainforge run-local ..." above the refusal)
+    assert captured.out.splitlines()[-1] == (
+        "# Next: fix what the stack refuses (below), then trainforge plan --stack dev; "
+        "trainforge run-local --stack dev a-name-far-too-long-for-the-pods-and-services-it-becomes"
+    )
     err = captured.err.splitlines()
     assert err[0] == "trainforge import: the stack refuses this entry as it stands:"
     assert err[1].startswith(
