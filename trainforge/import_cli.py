@@ -107,7 +107,10 @@ def _out_dir(root: Path, out: str | None) -> str:
     try:
         rel = full.relative_to(root.resolve())
     except ValueError:
-        raise _Refused(f"--out: got {out!r}; expected a folder inside the project {root}") from None
+        raise _Refused(
+            f"--out: got {out!r}; expected a folder inside the project {root.resolve()} (the "
+            "entry names the files it ships relative to it)"
+        ) from None
     return posixpath.normpath(rel.as_posix())
 
 
