@@ -468,15 +468,9 @@ def _checkpoint_line(run: Run) -> str:
 
 
 def _cause(exit_: dict[str, Any] | None) -> str:
-    if not exit_:
-        return "cause not recorded"
-    where = ", ".join(f"{k} {exit_[k]}" for k in ("rank", "step") if exit_.get(k) is not None)
-    detail = str(exit_.get("detail") or "").strip()
-    return (
-        f"{exit_.get('reason', 'unknown')}"
-        + (f" ({where})" if where else "")
-        + (f": {detail}" if detail else "")
-    )
+    from trainforge.training.exits import describe_exit  # noqa: PLC0415 - no torch
+
+    return describe_exit(exit_)
 
 
 def _attempt_lines(run: Run) -> list[str]:

@@ -357,6 +357,11 @@ def test_the_wrapper_stops_a_job_that_keeps_dying(tmp_path):
     assert f"trainforge exit: no_progress code=4 (rank 0): {NO_PROGRESS_LIMIT} attempts" in (
         proc.stderr
     )
+    # the last attempt's end as people read it (it printed the ledger's dict: {'reason': ...})
+    assert (
+        f"(limit {NO_PROGRESS_LIMIT}); the last one: node_lost (rank 0): rank(s) 0 left no exit "
+        "record: killed (SIGKILL/OOM killer) or node lost [permanent" in proc.stderr
+    )
 
 
 def test_the_wrapper_stops_a_job_that_keeps_dying_after_resuming_from_one_step(tmp_path):

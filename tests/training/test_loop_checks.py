@@ -51,9 +51,10 @@ def test_the_no_progress_stop_names_its_count_step_limit_and_last_exit(
     with pytest.raises(exits.RunFailure) as e:
         loop._check_progress(ledger, ONE, 40, None)
     assert e.value.reason is exits.NO_PROGRESS
+    # the last exit as people read it, not the ledger record's dict repr ({'reason': ...})
     assert str(e.value) == (
         f"{NO_PROGRESS_LIMIT} attempts in a row failed after resuming from step 40 "
-        f"(limit {NO_PROGRESS_LIMIT}); the last one: {last}"
+        f"(limit {NO_PROGRESS_LIMIT}); the last one: hang (rank 0, step 41): stuck"
     )
 
 
@@ -65,8 +66,9 @@ def test_attempts_that_never_resumed_stop_the_run_before_resuming(one_rank_group
         loop._check_progress(ledger, ONE, None, None)
     assert str(e.value) == (
         f"{NO_PROGRESS_LIMIT} attempts in a row failed before resuming "
-        f"(limit {NO_PROGRESS_LIMIT}); the last one: {last}"
+        f"(limit {NO_PROGRESS_LIMIT}); the last one: node_lost (rank 0): {last['detail']}"
     )
+    assert last["detail"].startswith("rank(s) 0 left no exit record")
 
 
 def test_more_attempts_than_the_limit_stop_it_too(one_rank_group, tmp_path) -> None:

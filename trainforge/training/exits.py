@@ -439,6 +439,21 @@ def exit_line(
     )
 
 
+def describe_exit(record: dict | None) -> str:
+    """An exit record of the run ledger (`reason`, `rank`, `step`, `detail`) as people read
+    it: "node_lost (rank 0): rank(s) 0 left no exit record: ...". The one wording of a past
+    attempt's end, for the restart line, the no_progress stop and `trainforge report`."""
+    if not record:
+        return "cause not recorded"
+    where = ", ".join(f"{k} {record[k]}" for k in ("rank", "step") if record.get(k) is not None)
+    detail = str(record.get("detail") or "").strip()
+    return (
+        f"{record.get('reason', 'unknown')}"
+        + (f" ({where})" if where else "")
+        + (f": {detail}" if detail else "")
+    )
+
+
 # --------------------------------------------------------------------- reporting an exit
 
 

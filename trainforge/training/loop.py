@@ -372,12 +372,9 @@ def _begin_attempt(ledger: RunLedger, env: DistEnv, reporter: Reporter) -> None:
     attempt, previous = box[0]
     ledger.attempt_no = attempt
     if previous:
-        where = ", ".join(
-            f"{k} {previous[k]}" for k in ("rank", "step") if previous.get(k) is not None
-        )
         reporter.log(
             f"restart: attempt {attempt}; attempt {attempt - 1} ended with "
-            f"{previous['reason']}{f' ({where})' if where else ''}: {previous['detail']}"
+            f"{exits.describe_exit(previous)}"
         )
     reporter.gauges.update(_attempt_gauges(ledger))
 
@@ -404,7 +401,8 @@ def _check_progress(ledger: RunLedger, env: DistEnv, step: int | None, reporter:
             exits.NO_PROGRESS,
             f"{failed} attempts in a row failed "
             + (f"after resuming from step {step} " if step is not None else "before resuming ")
-            + f"(limit {NO_PROGRESS_LIMIT}); the last one: {ledger.previous_exit()}",
+            + f"(limit {NO_PROGRESS_LIMIT}); the last one: "
+            + exits.describe_exit(ledger.previous_exit()),
         )
 
 

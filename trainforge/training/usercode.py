@@ -143,7 +143,7 @@ def no_progress(ledger, step: int | None = None) -> str | None:
     after = f" after resuming from step {step}" if step is not None else ""
     return (
         f"{failed} attempts in a row failed{after} (limit {NO_PROGRESS_LIMIT}); the last one: "
-        f"{ledger.previous_exit()}"
+        f"{exits.describe_exit(ledger.previous_exit())}"
     )
 
 
