@@ -174,6 +174,23 @@ def test_running_job_shows_progress_and_eta(capsys, api):
     assert status(capsys, api, "llm", "mnist-ddp") == RUNNING_STATUS
 
 
+def test_a_trainjob_the_kubeflow_sdk_made_shows_its_pods_and_logs(capsys, api):
+    """`trainforge status` of the TrainJob a newcomer's TrainerClient program sent said its
+    pods were none: it looked for pods labelled trainforge.io/job, which only trainforge's own
+    TrainJobs set. Every TrainJob's pods carry their JobSet's name (the TrainJob's)."""
+    out = status(capsys, api, recorded.SDK_NS, recorded.SDK)
+    assert out.startswith("job:        research/x1d870ab9ffc (TrainJob, created 10m ago)\n")
+    pods = out.split("pods:\n", 1)[1].splitlines()
+    assert [p.split()[:2] for p in pods] == [
+        ["x1d870ab9ffc-node-0-0-h2k9s", "Running"],
+        ["x1d870ab9ffc-node-0-1-m3x7c", "Running"],
+    ]
+    code, out, err = run(
+        capsys, cli.logs_main, recorded.SDK, "-n", recorded.SDK_NS, "--kubeconfig", api.config
+    )
+    assert (code, out) == (0, "training\n"), err
+
+
 def test_the_docs_show_what_the_command_prints():
     doc = (ROOT / "docs" / "troubleshooting.md").read_text()
     for block in (PENDING_STATUS, RESTART_STATUS, RUNNING_STATUS):
@@ -307,7 +324,7 @@ def test_each_wait_poll_reads_only_what_wait_decides_and_prints_from(capsys, api
     assert polls[1:] == [[job], [job]]
     # a TrainJob that is not Running yet: its pods decide, so they are read
     trainjob = f"/apis/trainer.kubeflow.org/v1alpha1/namespaces/vision/trainjobs/{recorded.RESTART}"
-    pods = f"/api/v1/namespaces/vision/pods?labelSelector=trainforge.io/job={recorded.RESTART}"
+    pods = f"/api/v1/namespaces/vision/pods?labelSelector=jobset.sigs.k8s.io/jobset-name={recorded.RESTART}"
     assert api.routes[trainjob]["status"]["conditions"] == []
     api.routes[pods] = {"kind": "PodList", "items": []}
     api.seen.clear()
