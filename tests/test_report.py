@@ -188,6 +188,25 @@ def test_a_diverged_loss_is_named_not_reported_missing(tmp_path, capsys):
     assert "loss not finite: inf at step 5, 1 of the 2 logged loss value(s)" in out
 
 
+def test_without_a_summary_the_headline_is_the_last_logged_step_not_the_steps_run(tmp_path, capsys):
+    """A newcomer's own loop (examples/resumable's, 32 steps, `metrics.log` every 10th step)
+    finished: the report's headline said "run mine: 30 steps", the last metrics line's step,
+    though the run did 32. Without summary.json that step is all it knows: said as such."""
+    run = tmp_path / "runs" / "mine"
+    _ledger(run / "checkpoints", [{"attempt": 0, "started_at": 1.0, "finished": True}])
+    lines = [{"step": s, "loss": 2.0 - s / 100} for s in (10, 20, 30)]
+    (run / "metrics.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    assert report.main([str(run)]) == 0
+    out = capsys.readouterr().out
+    assert "run mine: logged up to step 30 (finished, per the run ledger)" in out
+    assert "30 steps" not in out
+    # with a total: "of N"
+    lines[-1]["total_steps"] = 32
+    (run / "metrics.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    assert report.main([str(run)]) == 0
+    assert "run mine: logged up to step 30 of 32 (finished" in capsys.readouterr().out
+
+
 def test_no_plot_says_there_is_no_metrics_file_when_there_is_none(tmp_path, capsys):
     """A plain script's run (a ledger, no metrics.jsonl): "no plot: nothing in metrics.jsonl
     to draw" spoke of a file that is not there; the summary below says "no .../metrics.jsonl"."""

@@ -337,8 +337,10 @@ def _headline(run: Run) -> str:
     done = s.get("steps", recs[-1]["step"] if recs else None)
     if done is None:
         head = f"run {run.name}"
-    else:
+    elif s:
         head = f"run {run.name}: {done:g}" + (f"/{total:g}" if total else "") + " steps"
+    else:  # the last metrics line's step: every log_every steps, not the last step run
+        head = f"run {run.name}: logged up to step {done:g}" + (f" of {total:g}" if total else "")
     if s:
         return head + f", {s['world_size']} x {s['device']}, global batch {s['global_batch']}"
     finished = [a for a in run.ledger_attempts if a.get("finished")]
