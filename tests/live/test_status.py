@@ -7,6 +7,7 @@ in docs/troubleshooting.md: a test fails when the docs and the command disagree.
 
 from __future__ import annotations
 
+import copy
 import json
 import pathlib
 import threading
@@ -189,6 +190,35 @@ def test_a_trainjob_the_kubeflow_sdk_made_shows_its_pods_and_logs(capsys, api):
         capsys, cli.logs_main, recorded.SDK, "-n", recorded.SDK_NS, "--kubeconfig", api.config
     )
     assert (code, out) == (0, "training\n"), err
+
+
+def test_an_sdk_trainjob_s_exit_1_is_not_read_as_trainforge_s_user_error(capsys, api):
+    """The SDK's TrainJob runs its own `torchrun` of the function, not trainforge's wrapper:
+    torchrun exits 1 when any worker fails, a lost peer as much as a bug. `status` said
+    "last exit 1 (user_error)" and `why` "Most likely cause: user_error (the training code
+    raised)", a cause the code does not carry; a lost node read as the user's fault."""
+    pods = f"/api/v1/namespaces/{recorded.SDK_NS}/pods?labelSelector=jobset.sigs.k8s.io/jobset-name={recorded.SDK}"
+    api.routes[pods] = copy.deepcopy(api.routes[pods])
+    last = {"exitCode": 1, "reason": "Error", "startedAt": "2026-11-25T11:55:00Z",
+            "finishedAt": "2026-11-25T11:58:00Z"}  # fmt: skip
+    for p in api.routes[pods]["items"]:
+        cs = p["status"]["containerStatuses"][0]
+        cs.update(restartCount=1, lastState={"terminated": last})
+    out = status(capsys, api, recorded.SDK_NS, recorded.SDK)
+    assert out.count("restarts 1  last exit 1 (Error) 2m ago") == 2 and "user_error" not in out
+    code, out, err = run(
+        capsys, cli.why_main, recorded.SDK, "-n", recorded.SDK_NS, "--kubeconfig", api.config,
+        now=lambda: recorded.NOW,
+    )  # fmt: skip
+    assert code == 0, err
+    assert "user_error" not in out and "Most likely cause" not in out
+    assert (
+        "  exit codes of the Kubeflow SDK's torchrun, not trainforge's: it exits 1 when any "
+        "worker fails (a bug, a lost peer), so the code names no cause; read the log of the run "
+        f"before: trainforge logs {recorded.SDK} -n {recorded.SDK_NS} --previous\n"
+    ) in out
+    # trainforge's own TrainJob (vit-l): its codes are its wrapper's, read as before
+    assert "last exit 201 (hang)" in status(capsys, api, "vision", "vit-l")
 
 
 def test_the_docs_show_what_the_command_prints():
