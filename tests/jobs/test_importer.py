@@ -198,8 +198,7 @@ def test_a_trainjobs_runtime_ref_is_said_for_the_backend_it_gets(tmp_path):
             name: torch-distributed-multi-node
           trainer:
             image: ghcr.io/acme/custom-training:1.0
-            command:
-              - torchrun train.py
+            command: [torchrun, train.py]  # the proposal's "torchrun train.py": refused below
             numNodes: 5
             resourcesPerNode:
               requests:
@@ -215,6 +214,38 @@ def test_a_trainjobs_runtime_ref_is_said_for_the_backend_it_gets(tmp_path):
     (line,) = [c for c in with_trainer if c.startswith("spec.runtimeRef ")]
     assert line.endswith("on the trainjob backend the job runs on the platform's own "
                          "ClusterTrainingRuntime")  # fmt: skip
+
+
+def test_a_command_whose_program_is_a_whole_command_line_is_refused(tmp_path):
+    """The Trainer's example TrainJob (v2.2.1 docs/proposals/2170, "Example of TrainJob")
+    writes `command: [torchrun train.py]`: Kubernetes execs "torchrun train.py" as one
+    program name (the v2.2.1 torch plugin rewrites torchtune's command, not this one), so the
+    pods fail to start. Import kept it "run as written on your image"."""
+    path = write(
+        tmp_path,
+        """
+        apiVersion: trainer.kubeflow.org/v1alpha1
+        kind: TrainJob
+        metadata: {name: torch-ddp}
+        spec:
+          trainer:
+            image: ghcr.io/acme/custom-training:1.0
+            command:
+              - torchrun train.py
+            numNodes: 2
+    """,
+    )
+    with pytest.raises(ImportProblem) as e:
+        imp(path)
+    assert str(e.value) == (
+        f"{path}: spec.trainer.command[0]: got 'torchrun train.py'; Kubernetes runs it as one "
+        "program name, and no shell splits it: write each word as its own item: "
+        "[torchrun, train.py]"
+    )
+    # a shell's script is one argument, as the SDK's own TrainJobs write it: kept
+    text = path.read_text().replace("- torchrun train.py", "[bash, -c, torchrun train.py]")
+    path.write_text(text.replace("command:\n              [", "command: ["))
+    assert imp(path).entry["entrypoint"]["command"] == ["bash", "-c", "torchrun train.py"]
 
 
 def test_an_unpinned_docker_hub_image_it_keeps_is_told_both_what_the_plan_says(tmp_path):
