@@ -213,12 +213,44 @@ def test_an_sdk_trainjob_s_exit_1_is_not_read_as_trainforge_s_user_error(capsys,
     assert code == 0, err
     assert "user_error" not in out and "Most likely cause" not in out
     assert (
-        "  exit codes of the Kubeflow SDK's torchrun, not trainforge's: it exits 1 when any "
-        "worker fails (a bug, a lost peer), so the code names no cause; read the log of the run "
-        f"before: trainforge logs {recorded.SDK} -n {recorded.SDK_NS} --previous\n"
+        "  exit codes of the Kubeflow SDK's torchrun, not of trainforge's runtime or wrapper: a "
+        "code names no cause (torchrun exits 1 when any worker fails: a bug, a lost peer); read "
+        f"the log of the run before: trainforge logs {recorded.SDK} -n {recorded.SDK_NS} "
+        "--previous\n"
     ) in out
     # trainforge's own TrainJob (vit-l): its codes are its wrapper's, read as before
     assert "last exit 201 (hang)" in status(capsys, api, "vision", "vit-l")
+
+
+def test_whose_exit_codes_a_job_s_pods_carry_is_read_from_its_own_command():
+    """The training operator's cpu-demo PyTorchJob (v1.9.4 examples/pytorch/cpu-demo/demo.yaml,
+    `command: [torchrun, demo.py]`) imported as an `entrypoint.command` runs as written, without
+    trainforge's wrapper: its codes are torchrun's. A module job runs under the wrapper."""
+    from tests.jobs.helpers import CODE, CPU_POOL, target
+    from trainforge.jobs.backends import emit
+    from trainforge.jobs.spec import parse_job
+    from trainforge.jobs.wiring import resolve_job
+    from trainforge.live import explain
+    from trainforge.live.gather import Gathered
+
+    def gathered(entry: dict) -> Gathered:
+        t = target(CPU_POOL, backends=("pytorchjob",))
+        job = resolve_job(parse_job(entry, "trainforge:jobs[0]"), t, "trainforge:jobs[0]")
+        doc = emit(job, t, CODE).workload
+        return Gathered("research", entry["name"], "pytorchjob", "PyTorchJob", "pytorch", doc)
+
+    base = {"team": "research", "pool": CPU_POOL.name, "workers": 2}
+    demo = {**base, "name": "torchrun-cpu", "image": "ghcr.io/acme/pytorch-cpu:py3.8",
+            "entrypoint": {"command": ["torchrun", "demo.py"]}}  # fmt: skip
+    g = gathered(demo)
+    assert not explain.exit_codes_are_ours(g)
+    assert explain.exit_text({"exitCode": 1, "reason": "Error"}, False) == "1 (Error)"
+    assert explain.not_our_codes(g).startswith(
+        "exit codes of the job's own command (torchrun demo.py), not of trainforge's runtime"
+    )
+    module_job = {**base, "name": "mine", "image": "registry.example/team/train:1.0",
+              "entrypoint": {"module": "team.train"}}  # fmt: skip
+    assert explain.exit_codes_are_ours(gathered(module_job))
 
 
 def test_the_docs_show_what_the_command_prints():

@@ -11,7 +11,7 @@ from datetime import datetime
 from fractions import Fraction
 
 from trainforge.core.quantity import parse_quantity
-from trainforge.jobs import trainjob
+from trainforge.jobs import backends, trainjob
 from trainforge.jobs.duration import age_text, duration_text
 from trainforge.live import wait
 from trainforge.live.gather import Gathered, condition
@@ -198,22 +198,51 @@ def requests(g: Gathered) -> list[str]:
 # --- pods ---------------------------------------------------------------------------------------
 
 
+# trainforge's runtime, launcher and wrapper (python -m trainforge.training[.launch|.usercode]):
+# their exit codes carry a reason (training/exits.py)
+TRAINFORGE_MODULE = "trainforge.training"
+
+
+def foreign_command(g: Gathered) -> list[str] | None:
+    """The command the job's pods run when it is not trainforge's runtime or wrapper (None
+    when it is, or when the job's object does not say): the Kubeflow SDK's `bash -c ...
+    torchrun` of your function, or an `entrypoint.command` run as written on your image. Read
+    from the job's pod templates (jobs.backends.pod_templates: a TrainJob's built from its
+    runtime, with `spec.trainer.command`)."""
+    for t in backends.pod_templates(g.job):
+        for c in t.spec.get("containers") or []:
+            cmd = c.get("command")
+            if c.get("name") != g.container or not isinstance(cmd, list) or not cmd:
+                continue
+            if not any(str(w).startswith(TRAINFORGE_MODULE) for w in cmd):
+                return [str(w) for w in cmd]
+    return None
+
+
 def exit_codes_are_ours(g: Gathered) -> bool:
-    """Whether the job's exit codes carry trainforge's reasons (training/exits.py): its code
-    runs under the runtime or the wrapper, which exit with a reason's code. A TrainJob on the
-    Kubeflow SDK's runtime (trainjob.SDK_RUNTIME) runs the SDK's own `torchrun` of your
-    function, without them: torchrun exits 1 when any worker fails, a bug or a lost peer alike
-    (torch.distributed.run raises ChildFailedError), so 1 names no cause there."""
-    runtime = ((g.job.get("spec") or {}).get("runtimeRef") or {}).get("name")
-    return not (g.backend == trainjob.BACKEND and runtime == trainjob.SDK_RUNTIME)
+    """Whether the job's exit codes carry trainforge's reasons: its pods run trainforge's
+    runtime or wrapper, which exit with a reason's code. Another command's codes are its own:
+    torchrun exits 1 when any worker fails, a bug or a lost peer alike (torch 2.13
+    torch/distributed/run.py: `@record` re-raises ChildFailedError), so 1 names no cause."""
+    return foreign_command(g) is None
 
 
-# What a restarted pod's line adds when its codes are not ours (exit_codes_are_ours).
+# What `why` adds for restarted pods whose codes are not ours (exit_codes_are_ours).
 NOT_OUR_CODES = (
-    "exit codes of the Kubeflow SDK's torchrun, not trainforge's: it exits 1 when any worker "
-    "fails (a bug, a lost peer), so the code names no cause; read the log of the run before: "
-    "trainforge logs {job} -n {ns} --previous"
+    "exit codes of {what}, not of trainforge's runtime or wrapper: a code names no cause "
+    "(torchrun exits 1 when any worker fails: a bug, a lost peer); read the log of the run "
+    "before: trainforge logs {job} -n {ns} --previous"
 )
+
+
+def not_our_codes(g: Gathered) -> str:
+    cmd = foreign_command(g) or []
+    sdk = (
+        g.backend == trainjob.BACKEND
+        and ((g.job.get("spec") or {}).get("runtimeRef") or {}).get("name") == trainjob.SDK_RUNTIME
+    )
+    what = "the Kubeflow SDK's torchrun" if sdk else f"the job's own command ({' '.join(cmd[:3])})"
+    return NOT_OUR_CODES.format(what=what, job=g.name, ns=g.namespace)
 
 
 def pod_line(pod: dict, container: str, now: datetime, ours: bool = True) -> str:
@@ -555,7 +584,7 @@ def why(g: Gathered, now: datetime, last_lines: dict[str, str], lines_unread: st
             reasons.append(f"  note: {lines_unread}")
         known = [r for r in codes if r is not None]
         if not ours:
-            reasons.append(f"  {NOT_OUR_CODES.format(job=g.name, ns=g.namespace)}")
+            reasons.append(f"  {not_our_codes(g)}")
         if known:
             root = exits.root_cause(known)
             reasons.append(
