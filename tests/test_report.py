@@ -50,7 +50,10 @@ def test_report_plots_a_recorded_run(run_dir, capsys):
     assert text.startswith("run recorded-mlp: 120/120 steps, 1 x cpu, global batch 32")
     assert "loss: 2.3166 at step 10 -> 0.3933 at step 120" in text
     assert "checkpoints: 3 (steps 40, 80, 120)" in text
-    assert "restarts: 1: after step 70, resumed at step 40 (30 steps redone)" in text
+    # logged every 10th step, no ledger: step 70 is the last logged, not known as the last run
+    assert "restarts: 1: after logged step 70, resumed at step 40 (at least 30 steps redone)" in (
+        text
+    )
     assert "MFU: n/a (CPU)" in text
     # summary.json's elapsed_seconds is the loop alone: not called the attempt's wall time
     assert "last attempt: set-up 2.7s, training loop 0.3s" in text
@@ -406,6 +409,6 @@ def test_a_second_run_appended_to_the_folder_is_not_a_restart(tmp_path, capsys):
     assert run.restarts == 1 and run.appended_runs == 2 and len(report.resumes(run)) == 1
     assert report.main([str(run_dir)]) == 0
     text = (run_dir / "report.txt").read_text()
-    assert "restarts: 1: after step 70, resumed at step 40 (30 steps redone), attempt 2 ended " \
-        "with peer_lost (rank 0, step 70): lost rank 1" in text  # fmt: skip
+    assert "restarts: 1: after logged step 70, resumed at step 40 (at least 30 steps redone), " \
+        "attempt 2 ended with peer_lost (rank 0, step 70): lost rank 1" in text  # fmt: skip
     assert "runs in this folder: 3: metrics.jsonl's steps went back 2 time(s)" in text

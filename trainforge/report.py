@@ -118,8 +118,9 @@ class Run:
 @dataclass(frozen=True)
 class Resume:
     """One restart as the report draws it: the step the new attempt resumed from (`at`,
-    None when nothing recorded it), the last step the failed attempt reached (`after`), and
-    the first step logged after the restart (`logged_from`)."""
+    None when nothing recorded it), the last step the failed attempt logged (`after`: the
+    step it reached only where the run logs every step), and the first step logged after the
+    restart (`logged_from`)."""
 
     at: float | None
     after: float | None
@@ -127,7 +128,8 @@ class Resume:
 
     @property
     def redone(self) -> float | None:
-        """Steps done twice: from the resumed step to where the failed attempt got."""
+        """Steps done twice: from the resumed step to the failed attempt's last logged step
+        (a lower bound where steps after it ran unlogged)."""
         if self.at is None or self.after is None or self.after < self.at:
             return None
         return self.after - self.at
@@ -475,6 +477,20 @@ def _cause(exit_: dict[str, Any] | None) -> str:
     return describe_exit(exit_)
 
 
+def _logs_every_step(run: Run) -> bool:
+    """Whether the metrics have a line for every step: the runtime's --log-every 1 (summary's
+    config), else consecutive steps in every attempt's lines."""
+    every = ((run.summary or {}).get("config") or {}).get("log_every")
+    if isinstance(every, int) and not isinstance(every, bool):
+        return every == 1
+    gaps = [
+        b["step"] - a["step"]
+        for at in run.attempts
+        for a, b in zip(at.records, at.records[1:], strict=False)
+    ]
+    return bool(gaps) and all(g == 1 for g in gaps)
+
+
 def _attempt_lines(run: Run) -> list[str]:
     ledger = run.ledger_attempts
     lines = []
@@ -497,15 +513,27 @@ def _attempt_lines(run: Run) -> list[str]:
         return lines
     parts = []
     found = resumes(run)
+    # Where a failed attempt got is its last metrics line: the step it died at only where the
+    # run logs every step; else a later step may have run (and been redone) unlogged.
+    each = _logs_every_step(run)
     for i in range(n):
         bits = []
         r = found[i] if i < len(found) else None
+        # ... or where it is the ledger's last step of an attempt that recorded its own end
+        # (the ledger is written then; a killed one's last step is its last flush's)
+        rec = ledger[i] if i < len(ledger) else {}
+        own_end = (rec.get("exit") or {}).get("reason") not in (None, "node_lost")
+        last_step = rec.get("last_step")
+        exact = each or (
+            own_end and r is not None and _finite(last_step) and r.after == float(last_step)
+        )
+        last, least = ("step", "") if exact else ("logged step", "at least ")
         if r is not None and r.at is not None:
-            where = f"after step {r.after:g}, " if r.after is not None else ""
-            redone = f" ({r.redone:g} steps redone)" if r.redone is not None else ""
+            where = f"after {last} {r.after:g}, " if r.after is not None else ""
+            redone = f" ({least}{r.redone:g} steps redone)" if r.redone is not None else ""
             bits.append(f"{where}resumed at step {r.at:g}{redone}")
         elif r is not None and r.logged_from is not None:  # nothing says which checkpoint
-            where = f"after step {r.after:g}, " if r.after is not None else ""
+            where = f"after {last} {r.after:g}, " if r.after is not None else ""
             bits.append(
                 f"{where}logging again from step {r.logged_from:g} (the resumed step is not "
                 "recorded)"
