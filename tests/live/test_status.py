@@ -227,7 +227,7 @@ def test_whose_exit_codes_a_job_s_pods_carry_is_read_from_its_own_command():
     `command: [torchrun, demo.py]`) imported as an `entrypoint.command` runs as written, without
     trainforge's wrapper: its codes are torchrun's. A module job runs under the wrapper."""
     from tests.jobs.helpers import CODE, CPU_POOL, target
-    from trainforge.jobs.backends import emit
+    from trainforge.jobs.backends import emit, pod_templates
     from trainforge.jobs.spec import parse_job
     from trainforge.jobs.wiring import resolve_job
     from trainforge.live import explain
@@ -251,6 +251,23 @@ def test_whose_exit_codes_a_job_s_pods_carry_is_read_from_its_own_command():
     module_job = {**base, "name": "mine", "image": "registry.example/team/train:1.0",
               "entrypoint": {"module": "team.train"}}  # fmt: skip
     assert explain.exit_codes_are_ours(gathered(module_job))
+    # on every backend, trainforge's own job (the wrapper runs the module) is read as ours
+    from tests.jobs.test_user_code_exits import user_job
+    from trainforge.live import gather
+
+    for backend, (kind, _, _, container) in gather.BACKENDS.items():
+        _, out = user_job(backend)
+        g = Gathered("research", "own", backend, kind, container, out.workload)
+        assert explain.exit_codes_are_ours(g), backend
+        commands = [
+            c["command"][:3]
+            for t in pod_templates(out.workload)
+            for c in t.spec["containers"]
+            if c["name"] == container
+        ]  # read, not absent: the answer is not for want of a command
+        assert commands and all(
+            x == ["python", "-m", "trainforge.training.usercode"] for x in commands
+        )
 
 
 def test_the_docs_show_what_the_command_prints():
