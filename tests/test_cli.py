@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 
@@ -21,6 +23,27 @@ def test_help_lists_every_command(capsys):
     assert cli.main(["--help"]) == 0
     out = capsys.readouterr().out
     assert all(name in out for name in cli.COMMANDS)
+
+
+def test_a_reader_that_closed_stdout_ends_the_command_without_a_traceback():
+    """`trainforge report RUN | head -3` ended in a BrokenPipeError traceback once head had
+    its lines. Here the reader is gone before the command writes (a pipe whose read end is
+    closed): the command exits as a SIGPIPE'd process would, and says nothing."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "trainforge", "--help"],
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+            timeout=120,
+        )
+    finally:
+        os.close(write)
+    assert proc.stderr == ""
+    assert proc.returncode == cli.SIGPIPE_EXIT == 128 + signal.SIGPIPE
 
 
 def test_plan_of_a_missing_stack_exits_2():

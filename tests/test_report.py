@@ -50,7 +50,10 @@ def test_report_plots_a_recorded_run(run_dir, capsys):
     assert text.startswith("run recorded-mlp: 120/120 steps, 1 x cpu, global batch 32")
     assert "loss: 2.3166 at step 10 -> 0.3933 at step 120" in text
     assert "checkpoints: 3 (steps 40, 80, 120)" in text
-    assert "restarts: 1: after step 70, resumed at step 40 (30 steps redone)" in text
+    # logged every 10th step, no ledger: step 70 is the last logged, not known as the last run
+    assert "restarts: 1: after logged step 70, resumed at step 40 (at least 30 steps redone)" in (
+        text
+    )
     assert "MFU: n/a (CPU)" in text
     # summary.json's elapsed_seconds is the loop alone: not called the attempt's wall time
     assert "last attempt: set-up 2.7s, training loop 0.3s" in text
@@ -160,6 +163,62 @@ def test_a_plain_script_without_metrics_gets_ledger_and_checkpoints(tmp_path, ca
     assert "restarts: 1: attempt 0 ended with node_lost (rank 1): rank(s) 1 left no" in out
     assert "not shown: metrics: no " in out and "metrics.jsonl" in out
     assert not (run / "report.png").exists()
+
+
+def test_a_diverged_loss_is_named_not_reported_missing(tmp_path, capsys):
+    """The runtime with --lr 1e12 logs `"loss": NaN` at step 5 and stops (user_error). The
+    report printed no loss line and "not shown: loss panel: no 'loss' in metrics.jsonl",
+    though the file has one: the loss that stopped the run. The record is the runtime's line
+    as `run-local --strategy ddp --model mlp --lr 1e12 --log-every 5` wrote it (trimmed)."""
+    run = tmp_path / "runs" / "diverged"
+    run.mkdir(parents=True)
+    line = (
+        '{"step": 5.0, "loss": NaN, "lr": 600000000000.0, "samples_per_second": 3212.4, '
+        '"step_seconds": 0.0199, "startup_window": 1.0, "total_steps": 30.0, "progress": 0.1667}'
+    )
+    (run / "metrics.jsonl").write_text(line + "\n")
+    assert report.main([str(run)]) == 0
+    out = capsys.readouterr().out
+    assert "loss not finite: nan at step 5, 1 of the 1 logged loss value(s)" in out
+    assert "not shown: loss panel: no finite 'loss' (nan at step 5) in metrics.jsonl" in out
+    assert "no 'loss' in metrics.jsonl" not in out
+    # a finite start, then inf: both said
+    first = line.replace("NaN", "0.25").replace('"step": 5.0', '"step": 1.0')
+    (run / "metrics.jsonl").write_text(first + "\n" + line.replace("NaN", "Infinity") + "\n")
+    assert report.main([str(run)]) == 0
+    out = capsys.readouterr().out
+    assert "loss: 0.2500 at step 1 -> 0.2500 at step 1" in out
+    assert "loss not finite: inf at step 5, 1 of the 2 logged loss value(s)" in out
+
+
+def test_without_a_summary_the_headline_is_the_last_logged_step_not_the_steps_run(tmp_path, capsys):
+    """A newcomer's own loop (examples/resumable's, 32 steps, `metrics.log` every 10th step)
+    finished: the report's headline said "run mine: 30 steps", the last metrics line's step,
+    though the run did 32. Without summary.json that step is all it knows: said as such."""
+    run = tmp_path / "runs" / "mine"
+    _ledger(run / "checkpoints", [{"attempt": 0, "started_at": 1.0, "finished": True}])
+    lines = [{"step": s, "loss": 2.0 - s / 100} for s in (10, 20, 30)]
+    (run / "metrics.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    assert report.main([str(run)]) == 0
+    out = capsys.readouterr().out
+    assert "run mine: logged up to step 30 (finished, per the run ledger)" in out
+    assert "30 steps" not in out
+    # with a total: "of N"
+    lines[-1]["total_steps"] = 32
+    (run / "metrics.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    assert report.main([str(run)]) == 0
+    assert "run mine: logged up to step 30 of 32 (finished" in capsys.readouterr().out
+
+
+def test_no_plot_says_there_is_no_metrics_file_when_there_is_none(tmp_path, capsys):
+    """A plain script's run (a ledger, no metrics.jsonl): "no plot: nothing in metrics.jsonl
+    to draw" spoke of a file that is not there; the summary below says "no .../metrics.jsonl"."""
+    run = tmp_path / "runs" / "plain"
+    _ledger(run / "checkpoints", [{"attempt": 0, "started_at": 1.0, "finished": True}])
+    assert report.main([str(run)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("trainforge report: no plot: no metrics.jsonl to draw (wrote the ")
+    assert "nothing in metrics.jsonl" not in out
 
 
 def test_a_run_that_stopped_for_good_says_how_its_last_attempt_ended(tmp_path, capsys):
@@ -350,6 +409,6 @@ def test_a_second_run_appended_to_the_folder_is_not_a_restart(tmp_path, capsys):
     assert run.restarts == 1 and run.appended_runs == 2 and len(report.resumes(run)) == 1
     assert report.main([str(run_dir)]) == 0
     text = (run_dir / "report.txt").read_text()
-    assert "restarts: 1: after step 70, resumed at step 40 (30 steps redone), attempt 2 ended " \
-        "with peer_lost (rank 0, step 70): lost rank 1" in text  # fmt: skip
+    assert "restarts: 1: after logged step 70, resumed at step 40 (at least 30 steps redone), " \
+        "attempt 2 ended with peer_lost (rank 0, step 70): lost rank 1" in text  # fmt: skip
     assert "runs in this folder: 3: metrics.jsonl's steps went back 2 time(s)" in text

@@ -7,6 +7,7 @@ Subcommands are imported lazily so that `run-local` never pays for importing Pul
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 # name -> (module with a `main(argv) -> int`, one-line help)
@@ -103,9 +104,23 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
+# The exit status of a command whose reader closed its stdout (`trainforge report RUN | head`):
+# what the shell reports for a process SIGPIPE ended (128 + 13).
+SIGPIPE_EXIT = 141
+
+
 def run() -> int:
     """The `trainforge` process's entry (the console script, `python -m trainforge`): main's
-    exit code, the heap frozen for a quick exit (trainforge/core/process.py)."""
+    exit code, the heap frozen for a quick exit (trainforge/core/process.py). A reader that
+    closed stdout ends the command quietly (SIGPIPE_EXIT), not with a BrokenPipeError
+    traceback: Python ignores SIGPIPE, so the write raises instead."""
     from trainforge.core.process import exit_code
 
-    return exit_code(main())
+    try:
+        code = main()
+        sys.stdout.flush()  # here, not at interpreter exit, where it could not be caught
+    except BrokenPipeError:
+        # nothing more reaches the reader; the interpreter's own final flush must not fail
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = SIGPIPE_EXIT
+    return exit_code(code)

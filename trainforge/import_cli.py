@@ -107,7 +107,10 @@ def _out_dir(root: Path, out: str | None) -> str:
     try:
         rel = full.relative_to(root.resolve())
     except ValueError:
-        raise _Refused(f"--out: got {out!r}; expected a folder inside the project {root}") from None
+        raise _Refused(
+            f"--out: got {out!r}; expected a folder inside the project {root.resolve()} (the "
+            "entry names the files it ships relative to it)"
+        ) from None
     return posixpath.normpath(rel.as_posix())
 
 
@@ -149,8 +152,9 @@ def _check(contract: Any, root: Path, result: Imported, written: bool) -> list[s
     return []
 
 
-def render(result: Imported, stack: str, file: str, out: str | None) -> str:
-    """What the command prints: the entry (YAML to paste), the files, the changes."""
+def render(result: Imported, stack: str, file: str, out: str | None, refused: bool = False) -> str:
+    """What the command prints: the entry (YAML to paste), the files, the changes and the
+    next step (`refused`: the stack's checks refuse the entry, so the plan would too)."""
     lines = [
         f"# trainforge import {file}: {result.source} -> stack {stack}",
         f"# Add under trainforge:jobs in Pulumi.{stack}.yaml:",
@@ -168,6 +172,8 @@ def render(result: Imported, stack: str, file: str, out: str | None) -> str:
         # run-local refuses a command (trainforge.jobs.entrypoint.not_local): say so here
         # rather than name a next step that stops
         nxt = f"trainforge plan --stack {stack} ({NOT_LOCAL_COMMAND})"
+    if refused:  # the plan stops on the same lines: they come first
+        nxt = f"fix what the stack refuses (below), then {nxt}"
     lines.append(f"# Next: {nxt}")
     return "\n".join(lines)
 
@@ -204,8 +210,8 @@ def main(argv: list[str] | None = None) -> int:
     except (ImportProblem, _Refused, stack_file.StackFileError) as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return 2
-    print(render(result, stack, args.file, args.out))
     problems = _check(contract, root, result, args.out is not None)
+    print(render(result, stack, args.file, args.out, refused=bool(problems)))
     if problems:
         print(f"{PROG}: the stack refuses this entry as it stands:", file=sys.stderr)
         for line in problems:

@@ -118,8 +118,9 @@ class Run:
 @dataclass(frozen=True)
 class Resume:
     """One restart as the report draws it: the step the new attempt resumed from (`at`,
-    None when nothing recorded it), the last step the failed attempt reached (`after`), and
-    the first step logged after the restart (`logged_from`)."""
+    None when nothing recorded it), the last step the failed attempt logged (`after`: the
+    step it reached only where the run logs every step), and the first step logged after the
+    restart (`logged_from`)."""
 
     at: float | None
     after: float | None
@@ -127,7 +128,8 @@ class Resume:
 
     @property
     def redone(self) -> float | None:
-        """Steps done twice: from the resumed step to where the failed attempt got."""
+        """Steps done twice: from the resumed step to the failed attempt's last logged step
+        (a lower bound where steps after it ran unlogged)."""
         if self.at is None or self.after is None or self.after < self.at:
             return None
         return self.after - self.at
@@ -337,8 +339,10 @@ def _headline(run: Run) -> str:
     done = s.get("steps", recs[-1]["step"] if recs else None)
     if done is None:
         head = f"run {run.name}"
-    else:
+    elif s:
         head = f"run {run.name}: {done:g}" + (f"/{total:g}" if total else "") + " steps"
+    else:  # the last metrics line's step: every log_every steps, not the last step run
+        head = f"run {run.name}: logged up to step {done:g}" + (f" of {total:g}" if total else "")
     if s:
         return head + f", {s['world_size']} x {s['device']}, global batch {s['global_batch']}"
     finished = [a for a in run.ledger_attempts if a.get("finished")]
@@ -375,6 +379,16 @@ def _rate_windows(run: Run) -> tuple[list[dict[str, float]], str]:
     return recs, ""
 
 
+def _not_finite(run: Run, key: str) -> list[dict[str, Any]]:
+    """The records whose `key` is a number that is not finite (NaN, +-inf: a diverged loss)."""
+    return [
+        r
+        for r in run.records
+        if isinstance(r.get(key), int | float) and not isinstance(r.get(key), bool)
+        and not math.isfinite(r[key])
+    ]  # fmt: skip
+
+
 def _metric_lines(run: Run) -> list[str]:
     lines = []
     losses = [r for r in run.records if _finite(r.get("loss"))]
@@ -384,6 +398,12 @@ def _metric_lines(run: Run) -> list[str]:
             f"loss: {first['loss']:.4f} at step {first['step']:g} -> {last['loss']:.4f} at "
             f"step {last['step']:g}"
             + (f" (lowest {min(r['loss'] for r in losses):.4f})" if len(losses) > 2 else "")
+        )
+    if bad := _not_finite(run, "loss"):  # a diverged run: its loss line would leave it out
+        logged = sum(1 for r in run.records if "loss" in r)
+        lines.append(
+            f"loss not finite: {bad[0]['loss']} at step {bad[0]['step']:g}, "
+            f"{len(bad)} of the {logged} logged loss value(s)"
         )
     recs, over = _rate_windows(run)
     sps = [r["samples_per_second"] for r in recs if _finite(r.get("samples_per_second"))]
@@ -452,15 +472,23 @@ def _checkpoint_line(run: Run) -> str:
 
 
 def _cause(exit_: dict[str, Any] | None) -> str:
-    if not exit_:
-        return "cause not recorded"
-    where = ", ".join(f"{k} {exit_[k]}" for k in ("rank", "step") if exit_.get(k) is not None)
-    detail = str(exit_.get("detail") or "").strip()
-    return (
-        f"{exit_.get('reason', 'unknown')}"
-        + (f" ({where})" if where else "")
-        + (f": {detail}" if detail else "")
-    )
+    from trainforge.training.exits import describe_exit  # noqa: PLC0415 - no torch
+
+    return describe_exit(exit_)
+
+
+def _logs_every_step(run: Run) -> bool:
+    """Whether the metrics have a line for every step: the runtime's --log-every 1 (summary's
+    config), else consecutive steps in every attempt's lines."""
+    every = ((run.summary or {}).get("config") or {}).get("log_every")
+    if isinstance(every, int) and not isinstance(every, bool):
+        return every == 1
+    gaps = [
+        b["step"] - a["step"]
+        for at in run.attempts
+        for a, b in zip(at.records, at.records[1:], strict=False)
+    ]
+    return bool(gaps) and all(g == 1 for g in gaps)
 
 
 def _attempt_lines(run: Run) -> list[str]:
@@ -485,15 +513,27 @@ def _attempt_lines(run: Run) -> list[str]:
         return lines
     parts = []
     found = resumes(run)
+    # Where a failed attempt got is its last metrics line: the step it died at only where the
+    # run logs every step; else a later step may have run (and been redone) unlogged.
+    each = _logs_every_step(run)
     for i in range(n):
         bits = []
         r = found[i] if i < len(found) else None
+        # ... or where it is the ledger's last step of an attempt that recorded its own end
+        # (the ledger is written then; a killed one's last step is its last flush's)
+        rec = ledger[i] if i < len(ledger) else {}
+        own_end = (rec.get("exit") or {}).get("reason") not in (None, "node_lost")
+        last_step = rec.get("last_step")
+        exact = each or (
+            own_end and r is not None and _finite(last_step) and r.after == float(last_step)
+        )
+        last, least = ("step", "") if exact else ("logged step", "at least ")
         if r is not None and r.at is not None:
-            where = f"after step {r.after:g}, " if r.after is not None else ""
-            redone = f" ({r.redone:g} steps redone)" if r.redone is not None else ""
+            where = f"after {last} {r.after:g}, " if r.after is not None else ""
+            redone = f" ({least}{r.redone:g} steps redone)" if r.redone is not None else ""
             bits.append(f"{where}resumed at step {r.at:g}{redone}")
         elif r is not None and r.logged_from is not None:  # nothing says which checkpoint
-            where = f"after step {r.after:g}, " if r.after is not None else ""
+            where = f"after {last} {r.after:g}, " if r.after is not None else ""
             bits.append(
                 f"{where}logging again from step {r.logged_from:g} (the resumed step is not "
                 "recorded)"
@@ -529,7 +569,18 @@ def plotted_panels(run: Run) -> list[tuple[str, str, str, float]]:
 def missing_panels(run: Run) -> list[str]:
     if not run.records:
         return []
-    return [f"{p[1].lower()} panel: no '{p[0]}' in metrics.jsonl" for p in PANELS if p not in plotted_panels(run)]  # fmt: skip
+    out = []
+    for p in PANELS:
+        if p in plotted_panels(run):
+            continue
+        bad = _not_finite(run, p[0])
+        why = (
+            f"no finite '{p[0]}' ({bad[0][p[0]]} at step {bad[0]['step']:g})"
+            if bad
+            else f"no '{p[0]}'"
+        )
+        out.append(f"{p[1].lower()} panel: {why} in metrics.jsonl")
+    return out
 
 
 def _once(drawn: set[str], label: str) -> str | None:
@@ -654,9 +705,11 @@ def write_report(
     txt_path.write_text(text, encoding="utf-8")
     png = png or run_dir / "report.png"
     if not plotted_panels(run):
+        what = "nothing in metrics.jsonl"
+        if not (run_dir / "metrics.jsonl").is_file():  # the summary's "not shown" says why
+            what = "no metrics.jsonl"
         print(
-            f"trainforge report: no plot: nothing in metrics.jsonl to draw (wrote the text "
-            f"summary to {txt_path})",
+            f"trainforge report: no plot: {what} to draw (wrote the text summary to {txt_path})",
             file=out,
         )
         return 0, txt_path, None

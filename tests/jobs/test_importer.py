@@ -11,10 +11,14 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.jobs.helpers import CPU_POOL, EFA_POOL, GPU_POOL
+from tests.jobs.helpers import CODE, CPU_POOL, EFA_POOL, GPU_POOL, target
 from trainforge.core.contract import PoolFacts
 from trainforge.jobs import node_facts
+from trainforge.jobs.backends import emit
 from trainforge.jobs.importer import ImportProblem, import_workload
+from trainforge.jobs.spec import parse_job
+from trainforge.jobs.wiring import resolve_job
+from trainforge.plan.checks import rules
 from trainforge.plan.mocks import instance_type_result
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -173,6 +177,120 @@ def test_a_trainjob(tmp_path):
     assert "backend" not in r.entry  # this stack installs no Kubeflow Trainer: said so
     assert any("kind TrainJob -> the stack's backend (pytorchjob)" in c for c in r.changes)
     assert imp(path, backends=("pytorchjob", "trainjob")).entry["backend"] == "trainjob"
+
+
+def test_a_trainjobs_runtime_ref_is_said_for_the_backend_it_gets(tmp_path):
+    """The Trainer's own example TrainJob (kubeflow/trainer v2.2.1, docs/proposals/
+    2170-kubeflow-trainer-v2/README.md, "Example of TrainJob", as v1alpha1) imported into a
+    stack without the Trainer said "spec.runtimeRef torch-distributed-multi-node: dropped; on
+    the trainjob backend the job runs on the platform's own ClusterTrainingRuntime", and then
+    that the job goes to the pytorchjob backend: a runtime it never gets."""
+    path = write(
+        tmp_path,
+        """
+        apiVersion: trainer.kubeflow.org/v1alpha1
+        kind: TrainJob
+        metadata:
+          name: torch-ddp
+          namespace: tenant-alpha
+        spec:
+          runtimeRef:
+            name: torch-distributed-multi-node
+          trainer:
+            image: ghcr.io/acme/custom-training:1.0
+            command: [torchrun, train.py]  # the proposal's "torchrun train.py": refused below
+            numNodes: 5
+            resourcesPerNode:
+              requests:
+                nvidia.com/gpu: 1
+    """,
+    )
+    (line,) = [c for c in imp(path).changes if c.startswith("spec.runtimeRef ")]
+    assert line == (
+        "spec.runtimeRef torch-distributed-multi-node: dropped; the job runs on the stack's "
+        "backend (pytorchjob), which has no training runtime"
+    )
+    with_trainer = imp(path, backends=("pytorchjob", "trainjob")).changes
+    (line,) = [c for c in with_trainer if c.startswith("spec.runtimeRef ")]
+    assert line.endswith("on the trainjob backend the job runs on the platform's own "
+                         "ClusterTrainingRuntime")  # fmt: skip
+
+
+def test_a_command_whose_program_is_a_whole_command_line_is_refused(tmp_path):
+    """The Trainer's example TrainJob (v2.2.1 docs/proposals/2170, "Example of TrainJob")
+    writes `command: [torchrun train.py]`: Kubernetes execs "torchrun train.py" as one
+    program name (the v2.2.1 torch plugin rewrites torchtune's command, not this one), so the
+    pods fail to start. Import kept it "run as written on your image"."""
+    path = write(
+        tmp_path,
+        """
+        apiVersion: trainer.kubeflow.org/v1alpha1
+        kind: TrainJob
+        metadata: {name: torch-ddp}
+        spec:
+          trainer:
+            image: ghcr.io/acme/custom-training:1.0
+            command:
+              - torchrun train.py
+            numNodes: 2
+    """,
+    )
+    with pytest.raises(ImportProblem) as e:
+        imp(path)
+    assert str(e.value) == (
+        f"{path}: spec.trainer.command[0]: got 'torchrun train.py'; Kubernetes runs it as one "
+        "program name, and no shell splits it: write each word as its own item: "
+        "[torchrun, train.py]"
+    )
+    # a shell's script is one argument, as the SDK's own TrainJobs write it: kept
+    text = path.read_text().replace("- torchrun train.py", "[bash, -c, torchrun train.py]")
+    path.write_text(text.replace("command:\n              [", "command: ["))
+    assert imp(path).entry["entrypoint"]["command"] == ["bash", "-c", "torchrun train.py"]
+
+
+def test_an_unpinned_docker_hub_image_it_keeps_is_told_both_what_the_plan_says(tmp_path):
+    """The Trainer's example TrainJob's `image: docker.io/custom-training` (no tag, Docker Hub)
+    with a command: import said only "pin a tag or digest"; pinned as told, the plan then
+    flagged it TRAINFORGE_DOCKER_HUB (this stack pulls Docker Hub without a credential)."""
+    path = write(
+        tmp_path,
+        """
+        apiVersion: trainer.kubeflow.org/v1alpha1
+        kind: TrainJob
+        metadata: {name: torch-ddp}
+        spec:
+          trainer:
+            image: docker.io/custom-training
+            command: [torchrun, train.py]
+            numNodes: 2
+    """,
+    )
+    (line,) = [c for c in imp(path).changes if c.startswith("image ")]
+    assert "pin a tag or digest" in line and "(TRAINFORGE_DOCKER_HUB)" in line
+    pinned = {"name": "node", "image": "docker.io/custom-training:1.0"}
+    flagged = rules.pod_image_not_docker_hub("TrainJob", {}, {"containers": [pinned]})
+    assert flagged == [
+        "container 'node' image 'docker.io/custom-training:1.0'" + rules.DOCKER_HUB_TAIL
+    ]
+    # a stack that pulls Docker Hub through its cache: the pin is all
+    (line,) = [c for c in imp(path, docker_hub_routed=True).changes if c.startswith("image ")]
+    assert "pin a tag or digest" in line and "DOCKER_HUB" not in line
+
+
+def test_a_dropped_pull_policy_is_told_the_one_the_platform_sets():
+    """The training operator's elastic echo example (v1.9.4) sets `imagePullPolicy:
+    IfNotPresent` on a `:latest` image. Import said "dropped; Kubernetes' default applies
+    (IfNotPresent for a tagged image)": Kubernetes' default for `:latest` is Always, and the
+    platform's pods set IfNotPresent themselves. The line now names what the emitted pod has."""
+    r = imp(CORPUS / "echo.yaml")
+    at = "spec.pytorchReplicaSpecs.Worker.template.spec.containers[0].imagePullPolicy"
+    (line,) = [c for c in r.changes if c.startswith(at)]
+    assert line == f"{at}: dropped; the platform sets IfNotPresent on every job's container"
+    entry = {**r.entry, "image": r.entry["image"].replace(":latest", ":1.0")}  # pinned
+    t = target(CPU_POOL, backends=("pytorchjob",))
+    job = resolve_job(parse_job(entry, "trainforge:jobs[0]"), t, "trainforge:jobs[0]")
+    worker = emit(job, t, CODE).workload["spec"]["pytorchReplicaSpecs"]["Worker"]
+    assert worker["template"]["spec"]["containers"][0]["imagePullPolicy"] == "IfNotPresent"
 
 
 def test_a_trainjobs_resources_are_named_by_the_field_its_file_has(tmp_path):

@@ -81,7 +81,7 @@ def test_a_plain_ddp_script_runs_on_2_ranks_with_no_stack(project):
         timeout=300,
     )
     assert rep.returncode == 0, rep.stderr
-    assert "4 steps (finished, per the run ledger)" in rep.stdout
+    assert "logged up to step 4 (finished, per the run ledger)" in rep.stdout
     assert "attempts: 1" in rep.stdout
 
 

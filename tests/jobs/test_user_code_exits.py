@@ -29,7 +29,7 @@ from trainforge.jobs.backends import emit
 from trainforge.jobs.spec import parse_job
 from trainforge.jobs.wiring import resolve_job
 from trainforge.plan.checks import validate as V
-from trainforge.training import exits
+from trainforge.training import exits, usercode
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -324,6 +324,23 @@ def test_the_wrapper_names_user_marked_exceptions_by_name(tmp_path):
     assert wrapper(tmp_path, "import sys; sys.exit(205)\n").returncode == 205
 
 
+def test_an_oom_in_your_code_is_not_told_to_change_the_runtime_s_flags(tmp_path):
+    """Your script runs out of memory (torch's own error, as a GPU raises it): the wrapper's
+    exit line said "action: lower --batch-size (raise --grad-accum ...), use
+    --activation-checkpointing, bf16 or --strategy fsdp", flags of the bundled runtime that
+    your script does not have; now it names what to change in your code."""
+    script = """\
+        import torch
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB")
+    """
+    proc = wrapper(tmp_path, script)
+    assert proc.returncode == exits.OOM.code == 3
+    (line,) = [x for x in proc.stderr.splitlines() if x.startswith("trainforge exit:")]
+    assert line.startswith("trainforge exit: oom code=3: OutOfMemoryError: CUDA out of memory.")
+    assert line.endswith(f"[permanent: the job stops; action: {usercode.OWN_CODE_OOM_ACTION}]")
+    assert "--" not in usercode.OWN_CODE_OOM_ACTION  # no flag of the runtime's
+
+
 def test_the_wrapper_stops_a_job_that_keeps_dying(tmp_path):
     """The training operator re-creates an ExitCode pod that exits >= 128 without counting it;
     the wrapper's ledger on shared storage is the count: attempt NO_PROGRESS_LIMIT + 1 exits 4
@@ -339,6 +356,11 @@ def test_the_wrapper_stops_a_job_that_keeps_dying(tmp_path):
     assert proc.returncode == exits.NO_PROGRESS.code == 4
     assert f"trainforge exit: no_progress code=4 (rank 0): {NO_PROGRESS_LIMIT} attempts" in (
         proc.stderr
+    )
+    # the last attempt's end as people read it (it printed the ledger's dict: {'reason': ...})
+    assert (
+        f"(limit {NO_PROGRESS_LIMIT}); the last one: node_lost (rank 0): rank(s) 0 left no exit "
+        "record: killed (SIGKILL/OOM killer) or node lost [permanent" in proc.stderr
     )
 
 

@@ -212,7 +212,20 @@ def _pod(
     last: dict | None,
     started: str,
     phase: str = "Running",
+    jobset: bool = False,
+    ours: bool = True,
+    created: str = "2026-11-25T08:01:00Z",
 ) -> dict:
+    """A pod of `job`. `jobset`: a TrainJob's pod, with the labels JobSet v0.12.0 gives every
+    pod of its child Jobs (labelAndAnnotateObject: jobset-name is the JobSet's, which the Trainer
+    names after the TrainJob); `ours`: it carries trainforge's job label (a TrainJob the Kubeflow
+    SDK made carries none)."""
+    labels = {"batch.kubernetes.io/job-completion-index": index}
+    if ours:
+        labels["trainforge.io/job"] = job
+    if jobset:
+        labels.update({"jobset.sigs.k8s.io/jobset-name": job,
+                       "jobset.sigs.k8s.io/replicatedjob-name": "node"})  # fmt: skip
     cs = {
         "name": container,
         "ready": phase == "Running",
@@ -222,12 +235,10 @@ def _pod(
     }
     return {
         "apiVersion": "v1", "kind": "Pod",
-        "metadata": meta(name, ns, "2026-11-25T08:01:00Z",
-                         labels={"trainforge.io/job": job,
-                                 "batch.kubernetes.io/job-completion-index": index}),
+        "metadata": meta(name, ns, created, labels=labels),
         "spec": {"nodeName": node, "containers": [gpu_container(container, 4, "44", "180Gi")]},
-        "status": {"phase": phase, "startTime": "2026-11-25T08:01:00Z",
-                   "conditions": [cond("PodScheduled", "True", "2026-11-25T08:01:00Z")],
+        "status": {"phase": phase, "startTime": created,
+                   "conditions": [cond("PodScheduled", "True", created)],
                    "containerStatuses": [cs]},
     }  # fmt: skip
 
@@ -256,12 +267,12 @@ RESTART_ROUTES = {
         "kind": "WorkloadList", "items": [_restart_wl]},
     f"{KUEUE}/namespaces/{RESTART_NS}/localqueues/training": {
         "kind": "LocalQueue", "spec": {"clusterQueue": "vision"}},
-    f"/api/v1/namespaces/{RESTART_NS}/pods?labelSelector=trainforge.io/job={RESTART}": {
+    f"/api/v1/namespaces/{RESTART_NS}/pods?labelSelector=jobset.sigs.k8s.io/jobset-name={RESTART}": {
         "kind": "PodList", "items": [
             _pod("vit-l-node-0-0-k8x2p", RESTART_NS, RESTART, "0", "ip-10-40-3-17.ec2.internal",
-                 "node", 1, _peer, "2026-11-25T11:40:40Z"),
+                 "node", 1, _peer, "2026-11-25T11:40:40Z", jobset=True),
             _pod("vit-l-node-0-1-q4m7d", RESTART_NS, RESTART, "1", "ip-10-40-3-52.ec2.internal",
-                 "node", 1, _hang, "2026-11-25T11:40:38Z"),
+                 "node", 1, _hang, "2026-11-25T11:40:38Z", jobset=True),
         ]},
     f"/api/v1/namespaces/{RESTART_NS}/events": {"kind": "EventList", "items": [
         {"involvedObject": {"kind": "Pod", "name": "vit-l-node-0-1-q4m7d"}, "type": "Warning",
@@ -365,7 +376,65 @@ FORBIDDEN = {f"{PROMETHEUS}?query={spend.opencost_query('vision', 'vit-l', 14400
 for _name in ("ip-10-40-3-17.ec2.internal", "ip-10-40-3-52.ec2.internal"):
     RESTART_ROUTES[f"/api/v1/nodes/{_name}"] = node(_name, "g5.12xlarge", "4", "47810m", "185Gi")
 
-ROUTES = {**PENDING_ROUTES, **RESTART_ROUTES, **RUN_ROUTES}
+# --- 4. a TrainJob the Kubeflow SDK made: running, its pods without trainforge's label -------
+
+# What `TrainerClient().train(trainer=CustomTrainer(func=train, num_nodes=2))` of kubeflow 0.4.1
+# sends (the TrainJob `trainforge plan --sdk` captured from the real SDK, the fixture
+# tests/fixtures/kubeflow_sdk/waits_for_its_job.py, 2026-11-30): a generated name, the SDK's
+# default runtime, no labels of trainforge's, no queue label (the team's default LocalQueue).
+SDK_NS, SDK = "research", "x1d870ab9ffc"
+_sdk_job = {
+    "apiVersion": "trainer.kubeflow.org/v1alpha1",
+    "kind": "TrainJob",
+    "metadata": meta(SDK, SDK_NS, "2026-11-25T11:50:00Z", "5dc1-sdk"),
+    "spec": {"runtimeRef": {"name": "torch-distributed"},
+             "trainer": {"numNodes": 2, "command": ["bash", "-c", "torchrun train.py"]}},
+    "status": {"conditions": []},
+}  # fmt: skip
+_sdk_wl = {
+    "apiVersion": "kueue.x-k8s.io/v1beta2",
+    "kind": "Workload",
+    "metadata": meta(f"trainjob-{SDK}-1f0a2", SDK_NS, "2026-11-25T11:50:01Z",
+                     labels={"kueue.x-k8s.io/job-uid": "5dc1-sdk"}),
+    "spec": {"queueName": "default", "podSets": [
+        {"name": "node", "count": 2, "template": {"spec": {"containers": [
+            gpu_container("node", 1, "3", "12Gi")]}}}]},
+    "status": {
+        "conditions": [
+            cond("QuotaReserved", "True", "2026-11-25T11:50:02Z", "QuotaReserved",
+                 "Quota reserved in ClusterQueue research"),
+            cond("Admitted", "True", "2026-11-25T11:50:02Z", "Admitted",
+                 "The workload is admitted"),
+        ],
+        "admission": {"clusterQueue": "research", "podSetAssignments": [
+            {"name": "node", "count": 2, "flavors": {"cpu": "gpu-workloads", "memory": "gpu-workloads",
+                                                      "nvidia.com/gpu": "gpu-workloads"},
+             "resourceUsage": {"cpu": "6", "memory": "24Gi", "nvidia.com/gpu": "2"}}]},
+    },
+}  # fmt: skip
+SDK_ROUTES = {
+    f"/apis/trainer.kubeflow.org/v1alpha1/namespaces/{SDK_NS}/trainjobs/{SDK}": _sdk_job,
+    f"{KUEUE}/namespaces/{SDK_NS}/workloads?labelSelector=kueue.x-k8s.io/job-uid=5dc1-sdk": {
+        "kind": "WorkloadList", "items": [_sdk_wl]},
+    f"{KUEUE}/namespaces/{SDK_NS}/localqueues/default": {
+        "kind": "LocalQueue", "spec": {"clusterQueue": "research"}},
+    f"/api/v1/namespaces/{SDK_NS}/pods?labelSelector=jobset.sigs.k8s.io/jobset-name={SDK}": {
+        "kind": "PodList", "items": [
+            _pod(f"{SDK}-node-0-0-h2k9s", SDK_NS, SDK, "0", "ip-10-40-5-11.ec2.internal",
+                 "node", 0, None, "2026-11-25T11:51:00Z", jobset=True, ours=False,
+                 created="2026-11-25T11:50:30Z"),
+            _pod(f"{SDK}-node-0-1-m3x7c", SDK_NS, SDK, "1", "ip-10-40-5-12.ec2.internal",
+                 "node", 0, None, "2026-11-25T11:51:02Z", jobset=True, ours=False,
+                 created="2026-11-25T11:50:30Z"),
+        ]},
+    f"/api/v1/namespaces/{SDK_NS}/events": {"kind": "EventList", "items": []},
+    f"/api/v1/namespaces/{SDK_NS}/pods/{SDK}-node-0-0-h2k9s/log": "training\n",
+}  # fmt: skip
+# its nodes (1 A10G GPU each: g5.xlarge)
+for _name in ("ip-10-40-5-11.ec2.internal", "ip-10-40-5-12.ec2.internal"):
+    SDK_ROUTES[f"/api/v1/nodes/{_name}"] = node(_name, "g5.xlarge", "1", "3920m", "14Gi")
+
+ROUTES = {**PENDING_ROUTES, **RESTART_ROUTES, **RUN_ROUTES, **SDK_ROUTES}
 
 
 # --- 1b. the rest of team llm's queue, for gpt-13b's expected start ------------------------------

@@ -7,6 +7,7 @@ in docs/troubleshooting.md: a test fails when the docs and the command disagree.
 
 from __future__ import annotations
 
+import copy
 import json
 import pathlib
 import threading
@@ -174,6 +175,101 @@ def test_running_job_shows_progress_and_eta(capsys, api):
     assert status(capsys, api, "llm", "mnist-ddp") == RUNNING_STATUS
 
 
+def test_a_trainjob_the_kubeflow_sdk_made_shows_its_pods_and_logs(capsys, api):
+    """`trainforge status` of the TrainJob a newcomer's TrainerClient program sent said its
+    pods were none: it looked for pods labelled trainforge.io/job, which only trainforge's own
+    TrainJobs set. Every TrainJob's pods carry their JobSet's name (the TrainJob's)."""
+    out = status(capsys, api, recorded.SDK_NS, recorded.SDK)
+    assert out.startswith("job:        research/x1d870ab9ffc (TrainJob, created 10m ago)\n")
+    pods = out.split("pods:\n", 1)[1].splitlines()
+    assert [p.split()[:2] for p in pods] == [
+        ["x1d870ab9ffc-node-0-0-h2k9s", "Running"],
+        ["x1d870ab9ffc-node-0-1-m3x7c", "Running"],
+    ]
+    code, out, err = run(
+        capsys, cli.logs_main, recorded.SDK, "-n", recorded.SDK_NS, "--kubeconfig", api.config
+    )
+    assert (code, out) == (0, "training\n"), err
+
+
+def test_an_sdk_trainjob_s_exit_1_is_not_read_as_trainforge_s_user_error(capsys, api):
+    """The SDK's TrainJob runs its own `torchrun` of the function, not trainforge's wrapper:
+    torchrun exits 1 when any worker fails, a lost peer as much as a bug. `status` said
+    "last exit 1 (user_error)" and `why` "Most likely cause: user_error (the training code
+    raised)", a cause the code does not carry; a lost node read as the user's fault."""
+    pods = f"/api/v1/namespaces/{recorded.SDK_NS}/pods?labelSelector=jobset.sigs.k8s.io/jobset-name={recorded.SDK}"
+    api.routes[pods] = copy.deepcopy(api.routes[pods])
+    last = {"exitCode": 1, "reason": "Error", "startedAt": "2026-11-25T11:55:00Z",
+            "finishedAt": "2026-11-25T11:58:00Z"}  # fmt: skip
+    for p in api.routes[pods]["items"]:
+        cs = p["status"]["containerStatuses"][0]
+        cs.update(restartCount=1, lastState={"terminated": last})
+    out = status(capsys, api, recorded.SDK_NS, recorded.SDK)
+    assert out.count("restarts 1  last exit 1 (Error) 2m ago") == 2 and "user_error" not in out
+    code, out, err = run(
+        capsys, cli.why_main, recorded.SDK, "-n", recorded.SDK_NS, "--kubeconfig", api.config,
+        now=lambda: recorded.NOW,
+    )  # fmt: skip
+    assert code == 0, err
+    assert "user_error" not in out and "Most likely cause" not in out
+    assert (
+        "  exit codes of the Kubeflow SDK's torchrun, not of trainforge's runtime or wrapper: a "
+        "code names no cause (torchrun exits 1 when any worker fails: a bug, a lost peer); read "
+        f"the log of the run before: trainforge logs {recorded.SDK} -n {recorded.SDK_NS} "
+        "--previous\n"
+    ) in out
+    # trainforge's own TrainJob (vit-l): its codes are its wrapper's, read as before
+    assert "last exit 201 (hang)" in status(capsys, api, "vision", "vit-l")
+
+
+def test_whose_exit_codes_a_job_s_pods_carry_is_read_from_its_own_command():
+    """The training operator's cpu-demo PyTorchJob (v1.9.4 examples/pytorch/cpu-demo/demo.yaml,
+    `command: [torchrun, demo.py]`) imported as an `entrypoint.command` runs as written, without
+    trainforge's wrapper: its codes are torchrun's. A module job runs under the wrapper."""
+    from tests.jobs.helpers import CODE, CPU_POOL, target
+    from trainforge.jobs.backends import emit, pod_templates
+    from trainforge.jobs.spec import parse_job
+    from trainforge.jobs.wiring import resolve_job
+    from trainforge.live import explain
+    from trainforge.live.gather import Gathered
+
+    def gathered(entry: dict) -> Gathered:
+        t = target(CPU_POOL, backends=("pytorchjob",))
+        job = resolve_job(parse_job(entry, "trainforge:jobs[0]"), t, "trainforge:jobs[0]")
+        doc = emit(job, t, CODE).workload
+        return Gathered("research", entry["name"], "pytorchjob", "PyTorchJob", "pytorch", doc)
+
+    base = {"team": "research", "pool": CPU_POOL.name, "workers": 2}
+    demo = {**base, "name": "torchrun-cpu", "image": "ghcr.io/acme/pytorch-cpu:py3.8",
+            "entrypoint": {"command": ["torchrun", "demo.py"]}}  # fmt: skip
+    g = gathered(demo)
+    assert not explain.exit_codes_are_ours(g)
+    assert explain.exit_text({"exitCode": 1, "reason": "Error"}, False) == "1 (Error)"
+    assert explain.not_our_codes(g).startswith(
+        "exit codes of the job's own command (torchrun demo.py), not of trainforge's runtime"
+    )
+    module_job = {**base, "name": "mine", "image": "registry.example/team/train:1.0",
+              "entrypoint": {"module": "team.train"}}  # fmt: skip
+    assert explain.exit_codes_are_ours(gathered(module_job))
+    # on every backend, trainforge's own job (the wrapper runs the module) is read as ours
+    from tests.jobs.test_user_code_exits import user_job
+    from trainforge.live import gather
+
+    for backend, (kind, _, _, container) in gather.BACKENDS.items():
+        _, out = user_job(backend)
+        g = Gathered("research", "own", backend, kind, container, out.workload)
+        assert explain.exit_codes_are_ours(g), backend
+        commands = [
+            c["command"][:3]
+            for t in pod_templates(out.workload)
+            for c in t.spec["containers"]
+            if c["name"] == container
+        ]  # read, not absent: the answer is not for want of a command
+        assert commands and all(
+            x == ["python", "-m", "trainforge.training.usercode"] for x in commands
+        )
+
+
 def test_the_docs_show_what_the_command_prints():
     doc = (ROOT / "docs" / "troubleshooting.md").read_text()
     for block in (PENDING_STATUS, RESTART_STATUS, RUNNING_STATUS):
@@ -307,7 +403,7 @@ def test_each_wait_poll_reads_only_what_wait_decides_and_prints_from(capsys, api
     assert polls[1:] == [[job], [job]]
     # a TrainJob that is not Running yet: its pods decide, so they are read
     trainjob = f"/apis/trainer.kubeflow.org/v1alpha1/namespaces/vision/trainjobs/{recorded.RESTART}"
-    pods = f"/api/v1/namespaces/vision/pods?labelSelector=trainforge.io/job={recorded.RESTART}"
+    pods = f"/api/v1/namespaces/vision/pods?labelSelector=jobset.sigs.k8s.io/jobset-name={recorded.RESTART}"
     assert api.routes[trainjob]["status"]["conditions"] == []
     api.routes[pods] = {"kind": "PodList", "items": []}
     api.seen.clear()

@@ -103,6 +103,20 @@ def test_bad_input_and_flags_are_one_line_without_a_traceback(tmp_path, capsys):
     )
 
 
+def test_an_out_outside_the_project_names_the_project_s_folder(tmp_path, capsys, monkeypatch):
+    """Run from the project (the default --project-dir, "."), `--out /tmp/jobs` said
+    "expected a folder inside the project ." """
+    root = _project(tmp_path)
+    monkeypatch.chdir(root)
+    elsewhere = tmp_path / "jobs"
+    assert import_cli.main([str(BLOG), "--stack", "dev", "--out", str(elsewhere)]) == 2
+    assert capsys.readouterr().err == (
+        f"trainforge import: --out: got {str(elsewhere)!r}; expected a folder inside the "
+        f"project {root.resolve()} (the entry names the files it ships relative to it)\n"
+    )
+    assert not elsewhere.exists()
+
+
 def test_an_out_or_project_dir_that_is_not_a_folder_is_one_line(tmp_path, capsys):
     """--out naming a file and --project-dir naming nothing: a NotADirectoryError traceback
     and "--stack: required; stacks in X: none" before."""
@@ -163,6 +177,12 @@ def test_an_entry_the_stack_refuses_is_printed_with_the_stacks_own_lines(tmp_pat
     assert import_cli.main([str(path), "--project-dir", str(root)]) == 1
     captured = capsys.readouterr()
     assert "- name: a-name-far-too-long" in captured.out
+    # the next step is not a plan that stops on the same lines (it said "# Next: trainforge
+    # plan --stack dev; trainforge run-local ..." above the refusal)
+    assert captured.out.splitlines()[-1] == (
+        "# Next: fix what the stack refuses (below), then trainforge plan --stack dev; "
+        "trainforge run-local --stack dev a-name-far-too-long-for-the-pods-and-services-it-becomes"
+    )
     err = captured.err.splitlines()
     assert err[0] == "trainforge import: the stack refuses this entry as it stands:"
     assert err[1].startswith(

@@ -9,6 +9,9 @@ and the user read, and every test still passed.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -22,6 +25,7 @@ from trainforge.training.goodput import Goodput
 from trainforge.training.ledger import NO_PROGRESS_LIMIT, RunLedger
 
 ONE = DistEnv(0, 1, 0, 1, torch.device("cpu"), "gloo")
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _hung_attempts(root: Path, n: int, resumed: int | None) -> RunLedger:
@@ -47,9 +51,10 @@ def test_the_no_progress_stop_names_its_count_step_limit_and_last_exit(
     with pytest.raises(exits.RunFailure) as e:
         loop._check_progress(ledger, ONE, 40, None)
     assert e.value.reason is exits.NO_PROGRESS
+    # the last exit as people read it, not the ledger record's dict repr ({'reason': ...})
     assert str(e.value) == (
         f"{NO_PROGRESS_LIMIT} attempts in a row failed after resuming from step 40 "
-        f"(limit {NO_PROGRESS_LIMIT}); the last one: {last}"
+        f"(limit {NO_PROGRESS_LIMIT}); the last one: hang (rank 0, step 41): stuck"
     )
 
 
@@ -61,8 +66,9 @@ def test_attempts_that_never_resumed_stop_the_run_before_resuming(one_rank_group
         loop._check_progress(ledger, ONE, None, None)
     assert str(e.value) == (
         f"{NO_PROGRESS_LIMIT} attempts in a row failed before resuming "
-        f"(limit {NO_PROGRESS_LIMIT}); the last one: {last}"
+        f"(limit {NO_PROGRESS_LIMIT}); the last one: node_lost (rank 0): {last['detail']}"
     )
+    assert last["detail"].startswith("rank(s) 0 left no exit record")
 
 
 def test_more_attempts_than_the_limit_stop_it_too(one_rank_group, tmp_path) -> None:
@@ -128,3 +134,29 @@ def test_a_non_finite_loss_stops_the_run_as_the_user_s_error(tmp_path, capsys) -
     assert e.value.reason is exits.USER_ERROR
     assert str(e.value) == "loss is nan at step 2; lower --lr"
     assert "error: loss is nan at step 2; lower --lr" in capsys.readouterr().out
+
+
+def test_a_non_finite_loss_s_exit_line_points_at_the_loss_not_a_traceback(tmp_path) -> None:
+    """The runtime stops on a non-finite loss without a traceback (a RunFailure); its exit
+    line said "action: fix the error in the traceback", user_error's, which pointed at
+    nothing. Run as the pod runs it (`python -m trainforge.training`, one process)."""
+    args = ["--model", "mlp", "--dataset-size", "256", "--batch-size", "8", "--lr", "1e20"]
+    args += ["--warmup-steps", "1", "--steps", "8", "--log-every", "1"]
+    args += ["--output-dir", str(tmp_path / "o"), "--checkpoint-dir", str(tmp_path / "c")]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRAINFORGE_")}
+    env.update(PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
+    proc = subprocess.run(
+        [sys.executable, "-m", "trainforge.training", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == exits.USER_ERROR.code, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stdout + proc.stderr
+    (line,) = [x for x in proc.stderr.splitlines() if x.startswith("trainforge exit:")]
+    assert line == (
+        "trainforge exit: user_error code=1 (rank 0, step 2): loss is nan at step 2; lower --lr "
+        f"[permanent: the job stops; action: {loop.NON_FINITE_LOSS_ACTION}]"
+    )
+    assert "there is no traceback" in loop.NON_FINITE_LOSS_ACTION

@@ -9,6 +9,7 @@ one shape to translate. Pulumi-free.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +46,7 @@ class Workload:
     extra: dict[str, Any] = field(default_factory=dict)  # entry keys read from the kind
     pods: str = ""  # how the kind counts its pods ("1 Master + 3 Worker")
     resources_key: str = "resources"  # the container's resources field (TrainJob: per node)
+    runtime_ref: str | None = None  # a TrainJob's spec.runtimeRef.name (importer says its fate)
 
     @property
     def resources_at(self) -> str:
@@ -225,12 +227,6 @@ def _trainjob(doc: dict[str, Any], file: str, changes: list[str]) -> Workload:
     trainer = get(doc, "spec", "trainer")
     if not isinstance(trainer, dict):
         raise ImportProblem(file, "spec.trainer", "missing; expected image, command, numNodes")
-    runtime = get(doc, "spec", "runtimeRef", "name")
-    if runtime is not None:
-        changes.append(
-            f"spec.runtimeRef {runtime}: dropped; on the trainjob backend the job runs on the "
-            "platform's own ClusterTrainingRuntime"
-        )
     for k in (
         "initializer",
         "podTemplateOverrides",
@@ -259,6 +255,7 @@ def _trainjob(doc: dict[str, Any], file: str, changes: list[str]) -> Workload:
         "spec",
         extra,
         resources_key="resourcesPerNode",
+        runtime_ref=get(doc, "spec", "runtimeRef", "name"),
     )
 
 
@@ -352,6 +349,16 @@ def check_shapes(w: Workload, docs: list[dict[str, Any]], file: str) -> None:
 
     c, at = w.container, w.at
     need(c.get("command"), list, f"{at}.command", "a list of strings")
+    program = (c.get("command") or [None])[0]
+    if isinstance(program, str) and len(program.split()) > 1:
+        # The container runtime execs command[0] as the program's path: no shell splits it
+        # (the Trainer v2.2.1 torch plugin rewrites torchtune's command only, not torchrun's).
+        raise ImportProblem(
+            file,
+            f"{at}.command[0]",
+            f"got {program!r}; Kubernetes runs it as one program name, and no shell splits "
+            f"it: write each word as its own item: [{', '.join(shlex.split(program))}]",
+        )
     need(c.get("args"), list, f"{at}.args", "a list of strings")
     mappings(c.get("env"), f"{at}.env", ("name",))
     resources, res_at = c.get("resources"), w.resources_at

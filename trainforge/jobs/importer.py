@@ -34,6 +34,7 @@ from trainforge.jobs.import_read import (
     read_documents,
     workload,
 )
+from trainforge.jobs.pod import IMAGE_PULL_POLICY
 from trainforge.stack.jobs import IMAGE_RE, RESERVED_ENV
 
 GPU = "nvidia.com/gpu"
@@ -67,7 +68,7 @@ _DROPPED_WHY = {
     "schedulerName": "Kueue admits the job; the default scheduler places its pods",
     "terminationGracePeriodSeconds": "derived from checkpoint.gracePeriod (+30 s)",
     "dnsPolicy": "the platform's default",
-    "imagePullPolicy": "Kubernetes' default applies (IfNotPresent for a tagged image)",
+    "imagePullPolicy": f"the platform sets {IMAGE_PULL_POLICY} on every job's container",
 }
 
 
@@ -561,13 +562,26 @@ def import_workload(
     for k in sorted(set(w.pod) - {"containers", "volumes"}):
         changes.append(f"{w.pod_at}.{k}: dropped; {_DROPPED_WHY.get(k, 'not supported')}")
     if w.kind == "TrainJob":
+        # the runtime's fate is the backend's: said once the backend is known, so that it
+        # never speaks of a ClusterTrainingRuntime for a job that becomes a PyTorchJob
+        ref = f"spec.runtimeRef {w.runtime_ref}: dropped; " if w.runtime_ref is not None else ""
         if "trainjob" in backends:
             entry["backend"] = "trainjob"
+            if ref:
+                changes.append(
+                    f"{ref}on the trainjob backend the job runs on the platform's own "
+                    "ClusterTrainingRuntime"
+                )
             changes.append(
                 "kind TrainJob -> backend: trainjob (the stack installs Kubeflow Trainer)"
             )
         else:
             installed = ", ".join(backends) or "its default"
+            if ref:
+                changes.append(
+                    f"{ref}the job runs on the stack's backend ({installed}), which has no "
+                    "training runtime"
+                )
             changes.append(
                 f"kind TrainJob -> the stack's backend ({installed}): it installs no Kubeflow "
                 "Trainer; add trainjob to trainforge:jobBackends and `backend: trainjob` to keep one"
@@ -602,16 +616,18 @@ def _image(
     hub = image_routes.is_docker_hub(image)
     reachable = not hub or (routed and not image_routes.digest_pinned(image))
     if keep:
+        hub_line = (
+            "the plan flags it (TRAINFORGE_DOCKER_HUB): nodes would pull it from Docker Hub "
+            "anonymously; copy it to ECR or set trainforge:images.dockerHubCredentialArn"
+        )
         if not pinned:
+            # both, when both apply: pinned alone, the plan then flags it for Docker Hub
             changes.append(
                 f"image {image}: kept (your command needs it); pin a tag or digest, the plan refuses :latest"
+                + (f"; pinned, {hub_line}" if not reachable else "")
             )
         elif not reachable:
-            changes.append(
-                f"image {image}: kept (your command needs it), and the plan flags it "
-                "(TRAINFORGE_DOCKER_HUB): nodes would pull it from Docker Hub anonymously; copy it "
-                "to ECR or set trainforge:images.dockerHubCredentialArn"
-            )
+            changes.append(f"image {image}: kept (your command needs it), and {hub_line}")
         else:
             changes.append(
                 f"image {image}: kept; the plan checks it against the pool (CUDA build, driver)"

@@ -328,6 +328,11 @@ def volumes(job: JobSpec, target: JobTarget, parts: PodParts | None = None) -> l
     return out
 
 
+# Every job container's pull policy, set here rather than left to Kubernetes' default (which is
+# Always for `:latest` or an untagged image); `trainforge import` says it for the policy it drops.
+IMAGE_PULL_POLICY = "IfNotPresent"
+
+
 def pod_template(
     job: JobSpec,
     target: JobTarget,
@@ -341,7 +346,7 @@ def pod_template(
     container: dict[str, Any] = {
         "name": launch.container,
         "image": image(job, target),
-        "imagePullPolicy": "IfNotPresent",
+        "imagePullPolicy": IMAGE_PULL_POLICY,
         "command": parts.command,
         "env": env(job, target, code, launch),
         "ports": ports(job, launch),

@@ -39,6 +39,14 @@ ANCESTOR_LABEL = f"{GROUP}/trainjob-ancestor-step"
 ANCESTOR_TRAINER = "trainer"
 FRAMEWORK_LABEL = f"{GROUP}/framework"
 MASTER_PORT = 29500  # constants.ContainerTrainerPort (v2.2.1, v2.3); the plugin adds the port
+# The label every pod of a TrainJob carries, whoever made the TrainJob (trainforge or the
+# Kubeflow SDK, whose TrainJobs have no trainforge.io/job label): the Trainer names the JobSet
+# after the TrainJob (v2.2.1 pkg/runtime/framework/plugins/jobset/jobset.go:
+# `JobSet(trainJob.Name, ...)`), and JobSet labels each child Job's pod template with its
+# name (kubernetes-sigs/jobset v0.12.0 pkg/controllers/jobset_controller.go
+# labelAndAnnotateObject: `labels[jobset.JobSetNameKey] = js.Name`; api/jobset/v1alpha2
+# JobSetNameKey = "jobset.sigs.k8s.io/jobset-name"), read 2026-11-30.
+POD_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 # runtimePatches are keyed by manager, a domain-prefixed path (the Trainer webhook checks it).
 PATCH_MANAGER = "trainforge.io/jobs"
 # PET_* are the torch plugin's; the Trainer webhook refuses them in trainer.env.
@@ -172,7 +180,7 @@ def _runtime_pod(
                     "name": CONTAINER,
                     # Every TrainJob sets its own image; this one only makes the template valid.
                     "image": pod.default_image(),
-                    "imagePullPolicy": "IfNotPresent",
+                    "imagePullPolicy": pod.IMAGE_PULL_POLICY,
                     "ports": [
                         {
                             "name": pod.METRICS_PORT_NAME,

@@ -11,6 +11,7 @@ from datetime import datetime
 from fractions import Fraction
 
 from trainforge.core.quantity import parse_quantity
+from trainforge.jobs import backends, trainjob
 from trainforge.jobs.duration import age_text, duration_text
 from trainforge.live import wait
 from trainforge.live.gather import Gathered, condition
@@ -197,7 +198,54 @@ def requests(g: Gathered) -> list[str]:
 # --- pods ---------------------------------------------------------------------------------------
 
 
-def pod_line(pod: dict, container: str, now: datetime) -> str:
+# trainforge's runtime, launcher and wrapper (python -m trainforge.training[.launch|.usercode]):
+# their exit codes carry a reason (training/exits.py)
+TRAINFORGE_MODULE = "trainforge.training"
+
+
+def foreign_command(g: Gathered) -> list[str] | None:
+    """The command the job's pods run when it is not trainforge's runtime or wrapper (None
+    when it is, or when the job's object does not say): the Kubeflow SDK's `bash -c ...
+    torchrun` of your function, or an `entrypoint.command` run as written on your image. Read
+    from the job's pod templates (jobs.backends.pod_templates: a TrainJob's built from its
+    runtime, with `spec.trainer.command`)."""
+    for t in backends.pod_templates(g.job):
+        for c in t.spec.get("containers") or []:
+            cmd = c.get("command")
+            if c.get("name") != g.container or not isinstance(cmd, list) or not cmd:
+                continue
+            if not any(str(w).startswith(TRAINFORGE_MODULE) for w in cmd):
+                return [str(w) for w in cmd]
+    return None
+
+
+def exit_codes_are_ours(g: Gathered) -> bool:
+    """Whether the job's exit codes carry trainforge's reasons: its pods run trainforge's
+    runtime or wrapper, which exit with a reason's code. Another command's codes are its own:
+    torchrun exits 1 when any worker fails, a bug or a lost peer alike (torch 2.13
+    torch/distributed/run.py: `@record` re-raises ChildFailedError), so 1 names no cause."""
+    return foreign_command(g) is None
+
+
+# What `why` adds for restarted pods whose codes are not ours (exit_codes_are_ours).
+NOT_OUR_CODES = (
+    "exit codes of {what}, not of trainforge's runtime or wrapper: a code names no cause "
+    "(torchrun exits 1 when any worker fails: a bug, a lost peer); read the log of the run "
+    "before: trainforge logs {job} -n {ns} --previous"
+)
+
+
+def not_our_codes(g: Gathered) -> str:
+    cmd = foreign_command(g) or []
+    sdk = (
+        g.backend == trainjob.BACKEND
+        and ((g.job.get("spec") or {}).get("runtimeRef") or {}).get("name") == trainjob.SDK_RUNTIME
+    )
+    what = "the Kubeflow SDK's torchrun" if sdk else f"the job's own command ({' '.join(cmd[:3])})"
+    return NOT_OUR_CODES.format(what=what, job=g.name, ns=g.namespace)
+
+
+def pod_line(pod: dict, container: str, now: datetime, ours: bool = True) -> str:
     status = pod.get("status", {})
     name = pod["metadata"]["name"]
     phase = status.get("phase", "?")
@@ -216,7 +264,9 @@ def pod_line(pod: dict, container: str, now: datetime) -> str:
         parts.append(f"restarts {cs.get('restartCount', 0)}")
         last = (cs.get("lastState") or {}).get("terminated")
         if last:
-            parts.append(f"last exit {exit_text(last)} {age(last.get('finishedAt'), now)} ago")
+            parts.append(
+                f"last exit {exit_text(last, ours)} {age(last.get('finishedAt'), now)} ago"
+            )
     elif phase == "Pending":
         sched = condition(pod, "PodScheduled")
         if sched and sched.get("status") == "False":
@@ -233,9 +283,11 @@ def _last_exit(pod: dict) -> str | None:
     return None
 
 
-def exit_text(terminated: dict) -> str:
+def exit_text(terminated: dict, ours: bool = True) -> str:
+    """`CODE (reason)`: trainforge's reason for the code where the code is ours
+    (exit_codes_are_ours), else the container's own (Kubernetes' `Error`, `OOMKilled`)."""
     code = terminated.get("exitCode")
-    reason = exits.for_code(code) if isinstance(code, int) else None
+    reason = exits.for_code(code) if ours and isinstance(code, int) else None
     name = reason.name if reason else terminated.get("reason", "")
     return f"{code} ({name})"
 
@@ -400,7 +452,8 @@ def status(g: Gathered, now: datetime) -> str:
         lines.append(g.spend)
     if g.pods:
         lines.append("pods:")
-        lines += [f"  {pod_line(p, g.container, now)}" for p in g.pods]
+        ours = exit_codes_are_ours(g)
+        lines += [f"  {pod_line(p, g.container, now, ours)}" for p in g.pods]
     elif fleet_worker(g):
         lines.append(f"pods:       none on this cluster (they run on worker {fleet_worker(g)})")
     elif wl is not None and not admitted:
@@ -514,21 +567,24 @@ def why(g: Gathered, now: datetime, last_lines: dict[str, str], lines_unread: st
             reasons.append(f"{state}: {cond['message']}")
         else:
             reasons.append(f"{state}, after its pods restarted. Their last exits:")
+        ours = exit_codes_are_ours(g)
         codes = [
             exits.for_code(t["exitCode"])
             for p in crashed
             for c in p.get("status", {}).get("containerStatuses", []) or []
             for t in [(c.get("lastState") or {}).get("terminated") or {}]
-            if isinstance(t.get("exitCode"), int)
+            if ours and isinstance(t.get("exitCode"), int)
         ]
         for p in crashed:
-            reasons.append(f"  {pod_line(p, g.container, now)}")
+            reasons.append(f"  {pod_line(p, g.container, now, ours)}")
             line = last_lines.get(p["metadata"]["name"])
             if line:
                 reasons.append(f"    {line}")
         if lines_unread:
             reasons.append(f"  note: {lines_unread}")
         known = [r for r in codes if r is not None]
+        if not ours:
+            reasons.append(f"  {not_our_codes(g)}")
         if known:
             root = exits.root_cause(known)
             reasons.append(

@@ -4,11 +4,12 @@ Reads (GET only): the job (PyTorchJob, TrainJob or batch/v1 Job, whichever exist
 Workload (found by Kueue's `kueue.x-k8s.io/job-uid` label), the LocalQueue and ClusterQueue it
 waits in and its position (Kueue's visibility API), the namespace's LimitRanges (Kueue counts
 their defaults for a container that names no requests: trainforge.plan.kueue.workload_need),
-its pods (label `trainforge.io/job`), the namespace's events about them, and rank 0's metrics
-through the API server's pod proxy. A failed read of the queue's objects (the Workload, its
-queues, the visibility API, the LimitRanges) becomes a note, not a failure: `unread` says whose
-failure it is (your access, or the cluster's) and what is then missing. `trainforge wait` polls with
-`poll`, which reads only what it decides and prints from.
+its pods (label `trainforge.io/job`; a TrainJob's by its JobSet's name, `pod_selector`), the
+namespace's events about them, and rank 0's metrics through the API server's pod proxy. A
+failed read of the queue's objects (the Workload, its queues, the visibility API, the
+LimitRanges) becomes a note, not a failure: `unread` says whose failure it is (your access, or
+the cluster's) and what is then missing. `trainforge wait` polls with `poll`, which reads only
+what it decides and prints from.
 """
 
 from __future__ import annotations
@@ -118,8 +119,16 @@ def gather(api: Api, namespace: str, name: str, metrics: bool = True) -> Gathere
     return g
 
 
+def pod_selector(g: Gathered) -> str:
+    """The label selector of the job's pods: a TrainJob's by the JobSet name its pods carry
+    (trainjob.POD_NAME_LABEL), so that a TrainJob the Kubeflow SDK made (no trainforge.io/job
+    label) shows its pods too; the other backends' by trainforge.io/job."""
+    label = trainjob.POD_NAME_LABEL if g.backend == "trainjob" else JOB_LABEL
+    return f"{label}={g.name}"
+
+
 def _pods(api: Api, g: Gathered) -> list[dict[str, Any]]:
-    pods = api.get(f"/api/v1/namespaces/{g.namespace}/pods", labelSelector=f"{JOB_LABEL}={g.name}")
+    pods = api.get(f"/api/v1/namespaces/{g.namespace}/pods", labelSelector=pod_selector(g))
     return sorted((pods or {}).get("items", []), key=lambda p: p["metadata"]["name"])
 
 

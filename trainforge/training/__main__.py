@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         code = train(cfg)
     except exits.RunFailure as e:
-        return exits.report(e.reason, e.detail)
+        return exits.report(e.reason, e.detail, action=e.action)
     except Exception as e:  # noqa: BLE001 - every failure leaves with its reason and code
         reason, detail = exits.diagnose(e)
         if reason is exits.CONFIG_ERROR:

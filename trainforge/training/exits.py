@@ -410,8 +410,12 @@ def first_line(exc: BaseException, limit: int = 300) -> str:
     return f"{type(exc).__name__}: {msg}" if msg else type(exc).__name__
 
 
-def exit_line(reason: Reason, *, rank: int | None, step: int | None, detail: str) -> str:
-    """The one line a log reader needs: reason, code, whether it restarts, what to do."""
+def exit_line(
+    reason: Reason, *, rank: int | None, step: int | None, detail: str, action: str | None = None
+) -> str:
+    """The one line a log reader needs: reason, code, whether it restarts, what to do (the
+    reason's action, or `action` where the failure's own diagnosis knows better: the
+    reason's generic one may name what this failure does not have, e.g. a traceback)."""
     where = []
     if rank is not None:
         where.append(f"rank {rank}")
@@ -431,7 +435,22 @@ def exit_line(reason: Reason, *, rank: int | None, step: int | None, detail: str
         retry = "done"
     return (
         f"trainforge exit: {reason.name} code={reason.code}{place}: {detail} "
-        f"[{retry}; action: {reason.action}]"
+        f"[{retry}; action: {action or reason.action}]"
+    )
+
+
+def describe_exit(record: dict | None) -> str:
+    """An exit record of the run ledger (`reason`, `rank`, `step`, `detail`) as people read
+    it: "node_lost (rank 0): rank(s) 0 left no exit record: ...". The one wording of a past
+    attempt's end, for the restart line, the no_progress stop and `trainforge report`."""
+    if not record:
+        return "cause not recorded"
+    where = ", ".join(f"{k} {record[k]}" for k in ("rank", "step") if record.get(k) is not None)
+    detail = str(record.get("detail") or "").strip()
+    return (
+        f"{record.get('reason', 'unknown')}"
+        + (f" ({where})" if where else "")
+        + (f": {detail}" if detail else "")
     )
 
 
@@ -439,12 +458,15 @@ def exit_line(reason: Reason, *, rank: int | None, step: int | None, detail: str
 
 
 class RunFailure(Exception):
-    """Raised by the runtime for a failure it has already diagnosed (no traceback needed)."""
+    """Raised by the runtime for a failure it has already diagnosed (no traceback needed).
+    `action`, where given, replaces the reason's in the exit line: no traceback is printed
+    for it, so "fix the error in the traceback" (user_error's) would point at nothing."""
 
-    def __init__(self, reason: Reason, detail: str) -> None:
+    def __init__(self, reason: Reason, detail: str, action: str | None = None) -> None:
         super().__init__(detail)
         self.reason = reason
         self.detail = detail
+        self.action = action
 
 
 @dataclasses.dataclass
@@ -470,14 +492,17 @@ def record(reason: Reason, detail: str) -> None:
             ledger.record_exit(reason, step=context.step, detail=detail)  # type: ignore[attr-defined]
 
 
-def report(reason: Reason, detail: str, *, step: int | None = None) -> int:
-    """Print the exit line, record it in the run ledger; returns the exit code."""
+def report(
+    reason: Reason, detail: str, *, step: int | None = None, action: str | None = None
+) -> int:
+    """Print the exit line (`action`: see `exit_line`), record it in the run ledger; returns
+    the exit code."""
     rank = context.rank
     if rank is None:
         env_rank = os.environ.get("RANK", "")
         rank = int(env_rank) if env_rank.isdigit() else None
     step = context.step if step is None else step
-    line = exit_line(reason, rank=rank, step=step, detail=detail)
+    line = exit_line(reason, rank=rank, step=step, detail=detail, action=action)
     if reason is SUCCESS:
         if not rank:
             print(line, flush=True)

@@ -65,6 +65,11 @@ from trainforge.training.watchdog import Fired, Watchdog
 
 # Wall-clock start of this process, the start of this attempt for goodput (ledger.py).
 PROCESS_STARTED_AT = time.time()
+# The exit line's action for a non-finite loss: the run stops on the loss it logged (a
+# RunFailure, no traceback), so user_error's "fix the error in the traceback" points at nothing.
+NON_FINITE_LOSS_ACTION = (
+    "lower --lr; the run stopped on its logged loss (rank 0's log), there is no traceback"
+)
 
 
 @dataclasses.dataclass
@@ -367,12 +372,9 @@ def _begin_attempt(ledger: RunLedger, env: DistEnv, reporter: Reporter) -> None:
     attempt, previous = box[0]
     ledger.attempt_no = attempt
     if previous:
-        where = ", ".join(
-            f"{k} {previous[k]}" for k in ("rank", "step") if previous.get(k) is not None
-        )
         reporter.log(
             f"restart: attempt {attempt}; attempt {attempt - 1} ended with "
-            f"{previous['reason']}{f' ({where})' if where else ''}: {previous['detail']}"
+            f"{exits.describe_exit(previous)}"
         )
     reporter.gauges.update(_attempt_gauges(ledger))
 
@@ -399,7 +401,8 @@ def _check_progress(ledger: RunLedger, env: DistEnv, step: int | None, reporter:
             exits.NO_PROGRESS,
             f"{failed} attempts in a row failed "
             + (f"after resuming from step {step} " if step is not None else "before resuming ")
-            + f"(limit {NO_PROGRESS_LIMIT}); the last one: {ledger.previous_exit()}",
+            + f"(limit {NO_PROGRESS_LIMIT}); the last one: "
+            + exits.describe_exit(ledger.previous_exit()),
         )
 
 
@@ -536,7 +539,9 @@ def _loop(
             if not math.isfinite(mean):
                 reporter.log(f"error: loss is {mean} at step {state.step}; lower --lr")
                 raise exits.RunFailure(
-                    exits.USER_ERROR, f"loss is {mean} at step {state.step}; lower --lr"
+                    exits.USER_ERROR,
+                    f"loss is {mean} at step {state.step}; lower --lr",
+                    action=NON_FINITE_LOSS_ACTION,
                 )
 
         # checkpoint hook (after each optimizer step): periodic save, and the stop flag --

@@ -86,6 +86,23 @@ def _current_attempt(ledger) -> int | None:
     return None
 
 
+# The action of an OOM in your code: exits.OOM's names the bundled runtime's flags
+# (--batch-size, --grad-accum, --activation-checkpointing, --strategy), which your script does
+# not have.
+OWN_CODE_OOM_ACTION = (
+    "use less memory per process: a smaller batch (gradient accumulation keeps the global "
+    "batch), activation checkpointing, bf16 or FSDP, or a pool whose nodes have more"
+)
+
+
+def _action(reason: exits.Reason, exc: BaseException) -> str | None:
+    """The exit line's action where the reason's own would not fit your code (None: the
+    reason's): a library failure's own (RunFailure.action), an OOM's without runtime flags."""
+    if isinstance(exc, exits.RunFailure):
+        return exc.action
+    return OWN_CODE_OOM_ACTION if reason is exits.OOM else None
+
+
 def _diagnose(exc: BaseException) -> tuple[exits.Reason, str]:
     """The reason the code ended with and the detail of its exit line and record."""
     if isinstance(exc, exits.RunFailure):  # diagnosed already (the library's own failures)
@@ -126,7 +143,7 @@ def no_progress(ledger, step: int | None = None) -> str | None:
     after = f" after resuming from step {step}" if step is not None else ""
     return (
         f"{failed} attempts in a row failed{after} (limit {NO_PROGRESS_LIMIT}); the last one: "
-        f"{ledger.previous_exit()}"
+        f"{exits.describe_exit(ledger.previous_exit())}"
     )
 
 
@@ -225,15 +242,17 @@ def run(argv: list[str]) -> int:
         shadow = shadowing.behind(e, script)
         if shadow is not None:  # a file of yours in a standard module's place: its line says it
             reason, detail = exits.CONFIG_ERROR, f"{shadow[0]} {shadowing.why(shadow[1], _LATE)}"
+            action = None
         else:
             if not isinstance(e, exits.RunFailure):  # diagnosed already: its line says it all
                 traceback.print_exc()
             reason, detail = _diagnose(e)
+            action = _action(reason, e)
         rank = os.environ.get("RANK")
         print(
             exits.exit_line(
                 reason, rank=int(rank) if rank and rank.isdigit() else None, step=None,
-                detail=detail,
+                detail=detail, action=action,
             ),
             file=sys.stderr,
             flush=True,
