@@ -32,3 +32,6 @@ def cluster_tag(cluster: str) -> str:
 # writes them, plan/checks/rules (which cannot import the platform) reads them
 PRIVILEGED_REASON = "trainforge.io/privileged-reason"
 ROOT_REASON = "trainforge.io/root-reason"
+# trainforge's own label on a pool's nodes: the platform sets it (platform/config re-exports it),
+# `trainforge import` reads it off a foreign job's nodeSelector (jobs cannot import the platform)
+POOL_LABEL = "trainforge.io/pool"

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
-from trainforge.core import image_routes, versions
-from trainforge.core.contract import PoolFacts
+from trainforge.core import image_routes, labels, versions
+from trainforge.core.contract import GPU_RESOURCE, PoolFacts
 from trainforge.core.quantity import parse_quantity
 from trainforge.jobs.import_read import (
     ImportProblem,
@@ -37,7 +37,7 @@ from trainforge.jobs.import_read import (
 from trainforge.jobs.pod import IMAGE_PULL_POLICY
 from trainforge.stack.jobs import IMAGE_RE, RESERVED_ENV
 
-GPU = "nvidia.com/gpu"
+GPU = GPU_RESOURCE
 # torchrun flags that take a value as the next argument (torch.distributed.run's parser)
 _TORCHRUN_VALUE_FLAGS = {
     "--nnodes", "--nproc-per-node", "--nproc_per_node", "--node-rank", "--node_rank",
@@ -394,12 +394,12 @@ def choose_pool(
     types = {
         str(v)
         for k, v in selector.items()
-        if k in ("node.kubernetes.io/instance-type", "beta.kubernetes.io/instance-type")
+        if k in (labels.INSTANCE_TYPE, "beta.kubernetes.io/instance-type")
     }
     names = {
         str(v)
         for k, v in selector.items()
-        if k in ("karpenter.sh/nodepool", "trainforge.io/pool", "eks.amazonaws.com/nodegroup")
+        if k in (labels.KARPENTER_NODEPOOL, labels.POOL_LABEL, "eks.amazonaws.com/nodegroup")
     }
     by_selector = [p for p in fits if p.name in names or types & set(p.instance_types)]
     if by_selector:

@@ -10,12 +10,14 @@ import re
 from datetime import datetime
 from fractions import Fraction
 
+from trainforge.core.contract import GPU_RESOURCE
 from trainforge.core.quantity import parse_quantity
 from trainforge.jobs import backends, trainjob
 from trainforge.jobs.duration import age_text, duration_text
 from trainforge.live import wait
 from trainforge.live.gather import Gathered, condition
 from trainforge.plan import kueue as K
+from trainforge.stack.fleet import MULTIKUEUE_CONTROLLER
 from trainforge.training import exits
 
 BYTES = ("memory", "ephemeral-storage")
@@ -115,7 +117,7 @@ def blocked_by(g: Gathered) -> list[str]:
     return lines or ([msg] if msg else [])
 
 
-GPU = "nvidia.com/gpu"
+GPU = GPU_RESOURCE
 
 
 def borrowing(g: Gathered) -> str | None:
@@ -343,7 +345,7 @@ def progress_lines(g: Gathered) -> list[str]:
 # a worker admits its copy, `syncAdmittingRemoteState` sets the MultiKueue admission check
 # Ready with the message `The workload was admitted on "<worker>"`, sets `status.clusterName`
 # to that worker (immutable until an eviction resets it) and clears the nominated names.
-MULTIKUEUE = "kueue.x-k8s.io/multikueue"
+MULTIKUEUE = MULTIKUEUE_CONTROLLER
 
 
 def managed_by(job: dict) -> str | None:

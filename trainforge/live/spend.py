@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from trainforge.core import labels
+from trainforge.core.contract import GPU_RESOURCE
 from trainforge.core.quantity import parse_quantity
 from trainforge.live.gather import cannot_read
 from trainforge.live.kube import Api, KubeError
@@ -33,10 +35,10 @@ from trainforge.platform.dashboards import POD_NAME_PATTERN, allocation_cost_exp
 PROMETHEUS_NAMESPACE = "monitoring"
 PROMETHEUS_SERVICE = "kube-prometheus-stack-prometheus"
 PROMETHEUS_PORT = 9090
-GPU = "nvidia.com/gpu"
-INSTANCE_TYPE = "node.kubernetes.io/instance-type"
-REGION = "topology.kubernetes.io/region"
-CAPACITY_TYPE = ("karpenter.sh/capacity-type", "eks.amazonaws.com/capacityType")
+GPU = GPU_RESOURCE
+INSTANCE_TYPE = labels.INSTANCE_TYPE
+REGION = labels.REGION
+CAPACITY_TYPE = (labels.KARPENTER_CAPACITY_TYPE, "eks.amazonaws.com/capacityType")
 
 
 @dataclass

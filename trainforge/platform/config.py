@@ -16,7 +16,7 @@ from typing import Any
 import pulumi
 from pydantic import Field, ValidationError
 
-from trainforge.core import versions
+from trainforge.core import labels, versions
 from trainforge.platform.services_config import ServicesConfig, parse_services_config
 from trainforge.stack.base import (
     NS,
@@ -46,7 +46,7 @@ GPU_TAINT_KEY = "nvidia.com/gpu"
 CLUSTER_TAG = "trainforge.io/cluster"
 # The tag on the private subnets (network) that Karpenter's EC2NodeClass selects them by
 KARPENTER_DISCOVERY_TAG = "karpenter.sh/discovery"
-POOL_LABEL = "trainforge.io/pool"
+POOL_LABEL = labels.POOL_LABEL
 # The labels a node group's nodes carry (node_groups sets them; the device plugins select
 # them, node_daemonsets places DaemonSets by them; Karpenter's GPU nodes carry
 # core.labels.KARPENTER_GPU_COUNT instead).
