@@ -293,3 +293,57 @@ def test_training_md_output_is_what_rank_0_prints(tmp_path):
     loop = float(re.search(r"\| ([\d.]+)s \| goodput", summary)[1])
     goodput = float(re.search(r"goodput ([\d.]+)%", summary)[1]) / 100
     assert goodput <= (loop + 0.05) / (setup - 0.05 + loop - 0.05), summary
+
+
+def test_checkpointing_md_s3_errors_are_what_the_mirror_says(monkeypatch):
+    """docs/checkpointing.md quotes the three errors of a bad `--checkpoint-s3` before training
+    starts: a missing bucket and a role that may not list it (S3 as moto answers, IAM enforced
+    for the denied one), and no boto3; each is the mirror's message, word for word, and the
+    boto3 pin it names is the one requirements.lock installs."""
+    boto3 = pytest.importorskip("boto3")
+    moto = pytest.importorskip("moto")
+    from moto.core import set_initial_no_auth_action_count
+
+    from trainforge.training.checkpoint import CheckpointError
+    from trainforge.training.s3_mirror import S3Mirror
+
+    doc = (ROOT / "docs/checkpointing.md").read_text()
+    quoted = [ln for ln in doc.splitlines() if ln.startswith("--checkpoint-s3 ")]
+    assert len(quoted) == 3, quoted
+    uri = quoted[0].split()[1].rstrip(":")
+    bucket = uri.removeprefix("s3://").split("/", 1)[0]
+    for key, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+
+    def said() -> str:
+        with pytest.raises(CheckpointError) as e:
+            S3Mirror(uri, log=lambda _: None)
+        return str(e.value)
+
+    printed = []
+    with moto.mock_aws():
+        printed.append(said())  # no bucket yet
+
+        @set_initial_no_auth_action_count(3)  # the three set-up calls run unauthenticated
+        def denied() -> None:
+            boto3.client("s3", region_name="us-east-1").create_bucket(Bucket=bucket)
+            iam = boto3.client("iam", region_name="us-east-1")
+            iam.create_user(UserName="no-perms")
+            key = iam.create_access_key(UserName="no-perms")["AccessKey"]
+            monkeypatch.setenv("AWS_ACCESS_KEY_ID", key["AccessKeyId"])
+            monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", key["SecretAccessKey"])
+            printed.append(said())
+
+        denied()
+    monkeypatch.setitem(sys.modules, "boto3", None)  # import boto3 -> ImportError
+    printed.append(said())
+    assert printed == quoted
+    lock = (ROOT / "requirements.lock").read_text()
+    pin = re.search(r"^boto3==(\S+)", lock, re.M)
+    assert pin and f"(boto3=={pin[1]})" in quoted[2]
