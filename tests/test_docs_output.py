@@ -347,3 +347,37 @@ def test_checkpointing_md_s3_errors_are_what_the_mirror_says(monkeypatch):
     lock = (ROOT / "requirements.lock").read_text()
     pin = re.search(r"^boto3==(\S+)", lock, re.M)
     assert pin and f"(boto3=={pin[1]})" in quoted[2]
+
+
+def test_performance_md_worked_example_figures_are_the_prod_plans():
+    """docs/performance.md's worked example computes by hand what the prod plan estimates for
+    gpt-350m-fsdp: each MiB of its memory table (judged on the pool), the FLOPs, and the step
+    and duration on the type the pool launches for the job (its heading named g5.12xlarge,
+    whose 4 GPUs the estimate does not time it on)."""
+    doc = (ROOT / "docs/performance.md").read_text()
+    part = doc.split("### Worked example: ", 1)[1].split("\n### ", 1)[0]
+    text = " ".join(part.split())
+    (est,) = next(
+        s for s in shipped_plan("prod").sections if s.title.startswith("Memory per GPU")
+    ).data
+    run = est["runOn"]
+    assert part.splitlines()[0].endswith(f"`{est['job']}` on {run['instanceType']}"), part[:80]
+
+    rows = dict(re.findall(r"^\| ([a-z ]+) \| .* \| ([\d,.]+) \|$", part, re.M))
+    assert len(rows) == 7, rows
+    for name, mib in rows.items():
+        assert mib == f"{est['memory_bytes'][name] / 2**20:,.1f}", (name, mib)
+    total, capacity = est["memory_total_bytes"], est["memory_capacity_bytes"]
+    share = f"{total / 2**30:.1f} GiB of {capacity / 2**30:.1f} GiB ({100 * total / capacity:.0f}%)"
+    assert f"**{share}**" in text
+
+    per_sample = est["flops_per_step"] / est["samples_per_step"]
+    assert (
+        f"= {per_sample / 1e12:.2f} TFLOP per sample) x {est['samples_per_step']} samples" in text
+    )
+    assert f"= {est['flops_per_step'] / 1e12:.1f} TFLOP." in text
+    low, high = run["step_seconds_range"]
+    step = f"**{run['step_seconds']:.2f} s per step** ({low:.2f} s with the best MFU"
+    assert step in text and f"to {high:.2f} s with the worst MFU" in text
+    hours = [run["duration_seconds"] / 3600, *(s / 3600 for s in run["duration_range"])]
+    assert f"**{hours[0]:.1f} h ({hours[1]:.1f}-{hours[2]:.1f} h)**" in text
