@@ -72,3 +72,18 @@ def test_the_readme_describes_the_shipped_stacks_as_they_are():
     assert len(prod["trainforge:teams"]) == 2
     assert "acceptance tests for its GPU capacity" in text
     assert any(p.get("acceptanceTest") for p in capacity if _gpu(p))
+
+
+def test_services_md_says_where_prods_p4d_group_runs_as_the_plan_does():
+    """docs/services.md said prod's p4d group runs in its reservation's zone, "known at
+    `pulumi up`": the shipped group names no reservation, and the plan places it in FSx's
+    zone (its "FSx zone" section); the sentence says so, and that a reservation moves it."""
+    from tests.conftest import shipped_plan
+
+    (group,) = [g for g in _config("prod")["trainforge:nodeGroups"] if g["name"] == "p4d-reserved"]
+    text = _words("docs/services.md")
+    said = "as shipped it has none and launches in FSx's zone, as the plan says"
+    assert (said in text) == (not group.get("capacityReservationId"))
+    section = next(s for s in shipped_plan("prod").sections if s.title.startswith("FSx zone"))
+    line = next(ln for ln in section.lines if ln.strip().startswith("p4d-reserved (node group)"))
+    assert line.endswith("same zone as FSx"), line
