@@ -81,3 +81,26 @@ def test_the_readme_says_which_doc_commands_are_not_run():
     if NOT_RUN:
         assert "but for those that need a GPU or a finished run" in " ".join(README.split())
         assert all("test" in why or "make" in why for why in NOT_RUN.values())
+
+
+def test_every_pin_a_message_or_doc_names_beside_an_extra_is_the_extras():
+    """`pip install 'trainforge[report]' (matplotlib==3.11.2)`: the messages and docs that name
+    a pin beside the extra that installs it name the pin pyproject.toml gives that extra (the
+    pins are written out in the messages; nothing tied them to the extras)."""
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    extras = pyproject["project"]["optional-dependencies"]
+    files = [
+        ROOT / "README.md",
+        *(ROOT / "docs").glob("*.md"),
+        *(ROOT / "trainforge").rglob("*.py"),
+    ]
+    named = [
+        (f.relative_to(ROOT).as_posix(), extra, pin)
+        for f in files
+        for extra, pin in re.findall(
+            r"trainforge\[([a-z0-9_-]+)\]'? \(([A-Za-z0-9_.-]+==[^ )]+)\)",
+            f.read_text(encoding="utf-8"),
+        )
+    ]
+    assert len(named) >= 3  # report.py's, s3_mirror.py's and checkpointing.md's were found
+    assert not [(f, e, p) for f, e, p in named if p not in extras.get(e, [])], extras
