@@ -165,6 +165,11 @@ def resumes(run: Run) -> list[Resume]:
             after = max(after or -math.inf, prev.records[-1]["step"])
             if r is None:
                 r = a.resumed_from
+        if after is not None and r is not None and after < r:
+            # the failed attempt wrote the checkpoint the next one resumed from, so it got
+            # at least that far: a smaller last step is not where it got (your own code's
+            # ledger notes only the step an attempt resumed from) and is not shown
+            after = None
         out.append(Resume(r, after, split[1].records[0]["step"] if split else None))
     for prev, a in splits[k:]:  # steps that went back the matching above left unpaired
         out.append(Resume(a.resumed_from, prev.records[-1]["step"], a.records[0]["step"]))
@@ -335,6 +340,10 @@ def _headline(run: Run) -> str:
     recs = run.records
     total = (recs[-1].get("total_steps") if recs else None) or (s.get("config") or {}).get("steps")
     done = s.get("steps", recs[-1]["step"] if recs else None)
+    if not s and done is not None and run.checkpoints and run.checkpoints[-1] > done:
+        # without summary.json the last step logged is not the last step done: a checkpoint
+        # of a later step (your own code's final save) says the run got there
+        done = run.checkpoints[-1]
     if done is None:
         head = f"run {run.name}"
     else:
