@@ -7,6 +7,7 @@ Subcommands are imported lazily so that `run-local` never pays for importing Pul
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 # name -> (module with a `main(argv) -> int`, one-line help)
@@ -108,4 +109,13 @@ def run() -> int:
     exit code, the heap frozen for a quick exit (trainforge/core/process.py)."""
     from trainforge.core.process import exit_code
 
-    return exit_code(main())
+    try:
+        code = main()
+        sys.stdout.flush()  # a reader that left is met here, not at the interpreter's exit
+    except BrokenPipeError:
+        # the reader of stdout left (`trainforge report RUN | head -3`): stop as a Unix tool
+        # does, without a traceback; what was left to print goes nowhere (the recipe of
+        # Python's signal module documentation, "Note on SIGPIPE": exit 1)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 1
+    return exit_code(code)
