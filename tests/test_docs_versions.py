@@ -104,3 +104,11 @@ def test_every_pin_a_message_or_doc_names_beside_an_extra_is_the_extras():
     ]
     assert len(named) >= 3  # report.py's, s3_mirror.py's and checkpointing.md's were found
     assert not [(f, e, p) for f, e, p in named if p not in extras.get(e, [])], extras
+
+
+def test_upgrading_md_lists_the_add_ons_asked_at_preview():
+    """docs/upgrading.md names, "today", the add-ons whose build `pulumi preview` asks EKS for
+    instead of sending the pin: versions.EKS_ADDONS_ASKED_AT_PREVIEW, no more, no fewer."""
+    text = " ".join((ROOT / "docs" / "upgrading.md").read_text(encoding="utf-8").split())
+    listed = text.split("`EKS_ADDONS_ASKED_AT_PREVIEW` (today: ", 1)[1].split(")", 1)[0]
+    assert set(re.findall(r"`([a-z0-9-]+)`", listed)) == set(v.EKS_ADDONS_ASKED_AT_PREVIEW)
