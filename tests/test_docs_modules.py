@@ -34,3 +34,28 @@ def test_the_functions_the_table_names_are_defined_in_their_module():
                 continue
             defined = re.search(rf"^(?:def|class) {ident}\b|^{ident}\b", source, re.M)
             assert defined, f"docs/jobs.md Modules: {name} says `{ident}`; not defined there"
+
+
+def test_the_gpu_catalogs_readers_exist_and_define_what_the_table_names():
+    """docs/gpu-catalog.md's "Read by" column: each module it names (under trainforge/, or
+    tools/) exists and reads the catalog, and each Python name it gives after a module
+    (`RDMA_FAMILIES`, `fp8_capable`: upper case, or snake_case) is defined in that module;
+    camelCase names are the catalog's keys (`fp8Flops`)."""
+    doc = (ROOT / "docs" / "gpu-catalog.md").read_text(encoding="utf-8")
+    table = doc.split("| Section | Key | Read by |", 1)[1].split("\n\n", 1)[0]
+    cells = [row.strip().strip("|").rsplit("|", 1)[-1] for row in table.splitlines()[1:]]
+    assert len(cells) >= 8, cells  # the table was found
+    modules, names = set(), 0
+    for cell in cells:
+        parts = re.split(r"`([a-z_/]+\.py)`", cell)  # text, module, text after it, ...
+        for module, after in zip(parts[1::2], parts[2::2], strict=True):
+            path = ROOT / module if module.startswith("tools/") else ROOT / "trainforge" / module
+            assert path.is_file(), f"docs/gpu-catalog.md names {module}: no {path}"
+            source = path.read_text(encoding="utf-8")
+            assert "catalog" in source, f"docs/gpu-catalog.md: {module} does not read the catalog"
+            modules.add(module)
+            for name in re.findall(r"`([a-z][a-z0-9]*_[a-z0-9_]+|[A-Z][A-Z0-9_]+)`", after):
+                defined = re.search(rf"^(?:def {name}\b|{name}\b)", source, re.M)
+                assert defined, f"docs/gpu-catalog.md: {module} defines no `{name}`"
+                names += 1
+    assert len(modules) >= 10 and names >= 5, (modules, names)
