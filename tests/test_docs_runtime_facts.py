@@ -6,6 +6,7 @@ of a pod's terminationGracePeriodSeconds are trainforge/jobs/pod.py's."""
 
 from __future__ import annotations
 
+import inspect
 import re
 
 from tests.conftest import ROOT
@@ -130,3 +131,37 @@ def test_the_docs_count_checkpoint_save_attempts_as_the_runtime_does():
     assert f"a sync save is tried {SYNC_SAVE_ATTEMPTS} times, {apart} apart" in reliability
     checkpointing = " ".join((ROOT / "docs" / "checkpointing.md").read_text().split())
     assert f"retried, {SYNC_SAVE_ATTEMPTS} attempts {apart} apart" in checkpointing
+
+
+def test_reliability_md_timeouts_table_is_what_the_runtime_derives():
+    """docs/reliability.md, "Timeouts": the waits it lists for the default `--hang-timeout`,
+    each derived from it (trainforge/training/timeouts.py), and the NCCL environment."""
+    from trainforge.training.timeouts import DEFAULT_HANG_TIMEOUT_S, Timeouts
+    from trainforge.training.watchdog import Watchdog
+
+    text = (ROOT / "docs" / "reliability.md").read_text(encoding="utf-8")
+    table = text.split("| wait | value | where |", 1)[1].split("\n\n", 1)[0]
+    rows = {r.split("|")[1].strip(): r.split("|")[2].strip() for r in table.splitlines()[2:]}
+    t = Timeouts.from_hang_timeout(DEFAULT_HANG_TIMEOUT_S)
+    h = f"{t.hang_timeout:g}"
+    assert f"`--hang-timeout {h}`" in text
+    assert rows["watchdog, a step"] == f"max(10 x mean step, **{h} s**)"
+    warmup = inspect.signature(Watchdog).parameters["warmup_steps"].default
+    startup = rows[f"watchdog, first {warmup} steps / restore / checkpoint"]
+    assert (
+        startup == f"{t.watchdog_startup / t.hang_timeout:g} x {h} = **{t.watchdog_startup:g} s**"
+    )
+    collective = next(v for k, v in rows.items() if k.startswith("every collective"))
+    margin = t.collective - t.watchdog_startup
+    assert collective == f"{t.watchdog_startup:g} + {margin:g} = **{t.collective:g} s**"
+    heartbeat = next(v for k, v in rows.items() if k.startswith("NCCL heartbeat"))
+    assert heartbeat == f"**{t.nccl_heartbeat:g} s**"
+    assert "(`TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC`)" in table
+    env = t.nccl_env()
+    assert env["TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC"] == f"{t.nccl_heartbeat:g}"
+    errors = next(v for k, v in rows.items() if k.startswith("NCCL error handling"))
+    named = dict(re.findall(r"`(TORCH_[A-Z_]+)=(\d+)`", errors))
+    assert named and all(env[k] == v for k, v in named.items()), (named, env)
+    assert set(env) == {*named, "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC"}
+    rendezvous = next(v for k, v in rows.items() if k.startswith("rendezvous"))
+    assert rendezvous.endswith(f"= **{t.rendezvous:g} s**"), rendezvous
