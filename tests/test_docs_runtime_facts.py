@@ -165,3 +165,35 @@ def test_reliability_md_timeouts_table_is_what_the_runtime_derives():
     assert set(env) == {*named, "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC"}
     rendezvous = next(v for k, v in rows.items() if k.startswith("rendezvous"))
     assert rendezvous.endswith(f"= **{t.rendezvous:g} s**"), rendezvous
+
+
+EXIT_LINE = re.compile(
+    r"^(?:\[rank\d+\] )?(?P<line>trainforge exit: (?P<name>[a-z_]+) code=(?P<code>\d+)"
+    r"(?: \(rank (?P<rank>\d+)(?:, step (?P<step>\d+))?\))?: (?P<detail>.*?) \[(?P<tail>.*)\])$"
+)
+
+
+def test_the_exit_lines_the_docs_quote_are_what_exits_prints():
+    """Every whole `trainforge exit: ...` line of a doc (its `...` standing for text left out)
+    is exits.exit_line for its reason, rank, step and detail: the code, and the bracket that
+    says whether the job restarts and what to do."""
+    from trainforge.training import exits
+
+    quoted = [
+        (doc.name, m)
+        for doc in DOCS
+        for line in doc.read_text(encoding="utf-8").splitlines()
+        if (m := EXIT_LINE.match(line.strip()))
+    ]
+    assert len(quoted) >= 6, quoted  # hang, oom, user_error, config_error (2), success
+    for doc, m in quoted:
+        reason = exits.REASONS[m["name"]]
+        rank = int(m["rank"]) if m["rank"] else None
+        step = int(m["step"]) if m["step"] else None
+        detail = m["detail"].split("...")[0].rstrip()
+        printed = exits.exit_line(reason, rank=rank, step=step, detail=detail)
+        pos = 0
+        for piece in m["line"].split("..."):
+            found = printed.find(piece.strip(), pos)
+            assert found >= 0, f"{doc} quotes {m['line']!r}; exits prints {printed!r}"
+            pos = found + len(piece.strip())
