@@ -192,6 +192,11 @@ def test_the_exit_lines_the_docs_quote_are_what_exits_prints():
         step = int(m["step"]) if m["step"] else None
         detail = m["detail"].split("...")[0].rstrip()
         printed = exits.exit_line(reason, rank=rank, step=step, detail=detail)
+        unsupported = re.match(r"torch (\S+) is not supported: ", detail)
+        if unsupported:  # training.md's refusal of an old torch: the runtime's own sentence
+            from trainforge.training import versions
+
+            assert detail == versions.problem(unsupported[1]), (doc, detail)
         pos = 0
         for piece in m["line"].split("..."):
             found = printed.find(piece.strip(), pos)
