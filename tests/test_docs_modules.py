@@ -59,3 +59,34 @@ def test_the_gpu_catalogs_readers_exist_and_define_what_the_table_names():
                 assert defined, f"docs/gpu-catalog.md: {module} defines no `{name}`"
                 names += 1
     assert len(modules) >= 10 and names >= 5, (modules, names)
+
+
+def test_architecture_md_component_tree_is_the_plans():
+    """docs/architecture.md's tree of components: what TrainingPlatform holds and what sits
+    beside it is what the prod and fleet plans record (it lacked ImageCache and Budgets), and
+    each names its module."""
+    from tests.conftest import shipped_plan
+
+    doc = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    tree = doc.split("```\nTrainingPlatform ", 1)[1].split("```", 1)[0]
+    inside, beside = set(), set()
+    for line in tree.splitlines():
+        m = re.match(r"^(?:[├└]── )?([A-Z][A-Za-z]+) .*?\b([a-z_]+\.py)\b", line)
+        if m and m[1] != "TrainingPlatform":
+            (inside if line.startswith(("├", "└")) else beside).add(m[1])
+            assert (ROOT / "trainforge" / "platform" / m[2]).is_file(), line
+    recorded_inside, recorded_beside = set(), set()
+    for stack in ("prod", "fleet"):
+        resources = shipped_plan(stack).inventory.resources
+        (tp,) = [r for r in resources if r.type == "trainforge:index:TrainingPlatform"]
+        platform, top = tp.urn, {None, tp.parent}  # its parent: the stack itself
+        for r in resources:
+            kind = r.type.rsplit(":", 1)[1]
+            if not r.type.startswith("trainforge:index:"):
+                continue
+            if r.parent == platform:
+                recorded_inside.add(kind)
+            elif r.parent in top and kind not in ("TrainingPlatform", "TrainingJob"):
+                recorded_beside.add(kind)
+    assert inside == recorded_inside, (inside, recorded_inside)
+    assert beside == recorded_beside, (beside, recorded_beside)
