@@ -90,3 +90,41 @@ def test_architecture_md_component_tree_is_the_plans():
                 recorded_beside.add(kind)
     assert inside == recorded_inside, (inside, recorded_inside)
     assert beside == recorded_beside, (beside, recorded_beside)
+
+
+def test_the_readmes_platform_components_are_where_the_plans_put_them():
+    """README.md's `trainforge/platform/` entry: the components it names outside the
+    parentheses are TrainingPlatform's children or beside it, those inside PlatformServices'
+    (it put node health and the acceptance tests inside PlatformServices, and named no
+    ImageCache or Budgets)."""
+    from tests.conftest import shipped_plan
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    entry = " ".join(
+        readme.split("\ntrainforge/platform/ ", 1)[1].split("\ntrainforge/", 1)[0].split()
+    )
+    entry = entry.split("; published.py", 1)[0]  # then the contract, not a component
+    services = entry.split("PlatformServices (", 1)[1].split(")", 1)[0]
+    outside = entry.replace(f"PlatformServices ({services})", "PlatformServices")
+    top: set[str] = set()
+    children: dict[str, set[str]] = {"TrainingPlatform": set(), "PlatformServices": set()}
+    for stack in ("prod", "fleet"):
+        resources = shipped_plan(stack).inventory.resources
+        by_urn = {r.urn: r.type.rsplit(":", 1)[1] for r in resources}
+        (tp,) = [r for r in resources if r.type == "trainforge:index:TrainingPlatform"]
+        for r in resources:
+            kind = r.type.rsplit(":", 1)[1]
+            if not r.type.startswith("trainforge:index:") or kind == "TrainingJob":
+                continue
+            if r.parent in (None, tp.parent):
+                top.add(kind)
+            elif by_urn.get(r.parent) in children:
+                children[by_urn[r.parent]].add(kind)
+    named_outside = set(
+        re.findall(
+            r"\b([A-Z][a-z]+(?:[A-Z][a-z]+)+|Network|Cluster|Karpenter|Fleet|Budgets)\b", outside
+        )
+    )
+    assert named_outside == top | children["TrainingPlatform"], named_outside
+    named_inside = set(re.findall(r"\b([A-Z][a-z]+(?:[A-Z][a-z]+)+)\b", services))
+    assert named_inside <= children["PlatformServices"], (named_inside, children)
