@@ -202,3 +202,49 @@ def test_the_exit_lines_the_docs_quote_are_what_exits_prints():
             found = printed.find(piece.strip(), pos)
             assert found >= 0, f"{doc} quotes {m['line']!r}; exits prints {printed!r}"
             pos = found + len(piece.strip())
+
+
+def test_the_job_keys_defaults_jobs_md_lists_are_the_job_models():
+    """docs/jobs.md, "Fields and defaults": the grouped defaults it writes out
+    (`every: 500, keepLast: 3, ...` of `checkpoint.*`, `runPolicy.*`) and the single ones
+    (`ncclDebug`, `metricsPort`, `workers`, `codeSource`, `priority`) are what a job that sets
+    none of them gets (a `None` default is the `auto` or unset the doc names)."""
+    from trainforge.jobs.spec import parse_job
+
+    got = parse_job({"name": "a", "team": "t", "pool": "p"}).model_dump(by_alias=True)
+    rows = {}
+    for line in (ROOT / "docs" / "jobs.md").read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) >= 3 and cells[0].startswith("`"):
+            rows[cells[0]] = cells[1]
+    checked = 0
+    for keys, default in rows.items():
+        group = re.fullmatch(r"`(\w+)\.\w+`(?:, `\1\.\w+`)*", keys)
+        if group and re.fullmatch(r"`(\w+: [^,`]+)(, \w+: [^,`]+)*`", default):
+            for key, value in re.findall(r"(\w+): ([^,`]+)", default):
+                have = got[group[1]][key]
+                same = str(have) == value or (isinstance(have, bool) and str(have).lower() == value)
+                assert same or (have is None and value == "auto"), (
+                    keys,
+                    key,
+                    value,
+                    have,
+                )
+                checked += 1
+    for key in ("ncclDebug", "metricsPort", "workers", "codeSource", "priority"):
+        stated = re.match(r"`?([\w-]+)`?", rows[f"`{key}`"])[1]
+        assert stated == str(got[key]), (key, stated, got[key])
+        checked += 1
+    assert checked >= 14
+
+
+def test_jobs_md_says_the_runtime_images_mirror_default_as_the_plan_renders_it():
+    """docs/jobs.md named the S3 mirror's default for your own image (on) and the stock PyTorch
+    image (off) but not for the trainforge runtime image every job without an `image` runs:
+    on, as the prod plan renders gpt-350m-fsdp (no `image`, no `s3Mirror`)."""
+    from tests.conftest import shipped_plan
+
+    text = " ".join((ROOT / "docs" / "jobs.md").read_text(encoding="utf-8").split())
+    assert "by default it is on for the trainforge runtime image (it has boto3)" in text
+    lines = [ln for s in shipped_plan("prod").sections for ln in s.lines]
+    assert any("S3 mirror: on (boto3 in image: yes)" in ln for ln in lines), lines
