@@ -112,3 +112,27 @@ def test_upgrading_md_lists_the_add_ons_asked_at_preview():
     text = " ".join((ROOT / "docs" / "upgrading.md").read_text(encoding="utf-8").split())
     listed = text.split("`EKS_ADDONS_ASKED_AT_PREVIEW` (today: ", 1)[1].split(")", 1)[0]
     assert set(re.findall(r"`([a-z0-9-]+)`", listed)) == set(v.EKS_ADDONS_ASKED_AT_PREVIEW)
+
+
+def test_every_place_that_says_how_long_make_gpu_check_takes_says_the_same():
+    """`make gpu-check`'s time: README.md, docs/performance.md and bench/gpu_check.py said
+    "under 10 minutes", the Makefile "under 8"; the script stops starting checks after its
+    default --budget-s, which the docs name in minutes."""
+    import ast
+
+    script = (ROOT / "bench" / "gpu_check.py").read_text(encoding="utf-8")
+    default = re.search(r'"--budget-s", type=float, default=([\d.]+)', script)
+    assert default, "bench/gpu_check.py: --budget-s default not found"
+    budget_min = ast.literal_eval(default[1]) / 60
+    said = {
+        name: re.findall(r"under (\d+) min", (ROOT / name).read_text(encoding="utf-8"))
+        for name in ("README.md", "docs/performance.md", "Makefile", "bench/gpu_check.py")
+    }
+    minutes = {m for found in said.values() for m in found}
+    assert all(said.values()) and len(minutes) == 1, said
+    assert budget_min < int(minutes.pop())
+    perf = " ".join((ROOT / "docs" / "performance.md").read_text(encoding="utf-8").split())
+    assert (
+        f"`--budget-s {ast.literal_eval(default[1]):g}` stops starting checks after {budget_min:g} minutes"
+        in perf
+    )
