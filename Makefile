@@ -84,8 +84,9 @@ plan: venv
 bench: venv
 	$(PY) bench/throughput.py
 
-# One H100/H200, under 8 minutes: smoke, the 1.3B GPT's steady MFU, runtime vs bare vs seed
-# loop, checkpoint stalls, kill -9 and resume, memory model vs measured, set-up time
+# One H100/H200, under 10 minutes (--budget-s 540 stops starting checks after 9): smoke, the
+# 1.3B GPT's steady MFU, runtime vs bare vs seed loop, checkpoint stalls, kill -9 and resume,
+# memory model vs measured, set-up time
 # (docs/performance.md). Writes build/gpu-check/gpu_check.{json,md}. CPU rehearsal (CI runs
 # it): `$(PY) bench/gpu_check.py --dry-run`.
 gpu-check: venv

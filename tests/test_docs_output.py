@@ -9,7 +9,10 @@ with the section the plan computes, and the doc must name the flag that shows it
 
 from __future__ import annotations
 
+import re
 import shutil
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
@@ -229,3 +232,152 @@ def test_training_md_metrics_port_is_the_one_pods_serve():
     para = doc.split("Metrics endpoint (", 1)[1].split(":\n", 1)[0]
     port = JobSpec.model_fields["metrics_port"].default
     assert f"serve it on {port}" in para, para
+
+
+def _shape(line: str) -> str:
+    """A printed line with its figures masked (a rate, a loss, a time, a step count, a date)."""
+    return re.sub(r"\d[\d,]*(?:\.\d+)?(?:e[-+]\d+)?", "N", line.strip())
+
+
+def _lines_match(want: str, got: str) -> bool:
+    """The doc's line (its `...` standing for text left out) is the printed one, figures masked."""
+    pieces, pos = [_shape(p) for p in want.split("...")], 0
+    if not _shape(got).startswith(pieces[0]):
+        return False
+    for piece in pieces:
+        found = _shape(got).find(piece, pos)
+        if found < 0:
+            return False
+        pos = found + len(piece)
+    return not pieces[-1] or _shape(got).endswith(pieces[-1])
+
+
+def test_training_md_output_is_what_rank_0_prints(tmp_path):
+    """docs/training.md, "Output": every line of its example is a line rank 0 prints, in the
+    order printed (a `...` line stands for the lines left out; the others follow each other),
+    figures aside; and its summary line's figures can be one run's: the goodput (productive
+    seconds over the wall time since the attempt started) is at most the loop's seconds over
+    the set-up's and the loop's together (it read 97.2% after 3.1 s of set-up and a 4.9 s loop).
+    One process of the doc's flags, shortened to 20 steps (~3 CPU s)."""
+    from tests.training.runtime_helpers import env
+
+    doc = (ROOT / "docs/training.md").read_text()
+    block = doc.split("```\ntrainforge: ddp mlp on ", 1)[1].split("```", 1)[0]
+    want = [
+        "trainforge: ddp mlp on " + ln if i == 0 else ln for i, ln in enumerate(block.splitlines())
+    ]
+    args = ["--strategy", "ddp", "--model", "mlp", "--dataset-size", "1024", "--steps", "20"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "trainforge.training", *args, "--log-every", "10"],
+        cwd=tmp_path,  # the default --output-dir, runs/<run-name>, is under it
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    printed = out.splitlines()
+    at, skip = -1, True  # before the first line: any printed lines may come first
+    for line in want:
+        if line.strip() == "...":
+            skip = True
+            continue
+        after = range(at + 1, len(printed) if skip else min(at + 2, len(printed)))
+        at = next((i for i in after if _lines_match(line, printed[i])), -2)
+        assert at >= 0, f"docs/training.md: {line!r} is not the next line printed:\n{out}"
+        skip = False
+    summary = next(ln for ln in want if ln.startswith("summary: steps"))
+    setup = float(re.search(r"start-up: setup ([\d.]+)s", summary)[1])
+    loop = float(re.search(r"\| ([\d.]+)s \| goodput", summary)[1])
+    goodput = float(re.search(r"goodput ([\d.]+)%", summary)[1]) / 100
+    assert goodput <= (loop + 0.05) / (setup - 0.05 + loop - 0.05), summary
+
+
+def test_checkpointing_md_s3_errors_are_what_the_mirror_says(monkeypatch):
+    """docs/checkpointing.md quotes the three errors of a bad `--checkpoint-s3` before training
+    starts: a missing bucket and a role that may not list it (S3 as moto answers, IAM enforced
+    for the denied one), and no boto3; each is the mirror's message, word for word, and the
+    boto3 pin it names is the one requirements.lock installs."""
+    boto3 = pytest.importorskip("boto3")
+    moto = pytest.importorskip("moto")
+    from moto.core import set_initial_no_auth_action_count
+
+    from trainforge.training.checkpoint import CheckpointError
+    from trainforge.training.s3_mirror import S3Mirror
+
+    doc = (ROOT / "docs/checkpointing.md").read_text()
+    quoted = [ln for ln in doc.splitlines() if ln.startswith("--checkpoint-s3 ")]
+    assert len(quoted) == 3, quoted
+    uri = quoted[0].split()[1].rstrip(":")
+    bucket = uri.removeprefix("s3://").split("/", 1)[0]
+    for key, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+
+    def said() -> str:
+        with pytest.raises(CheckpointError) as e:
+            S3Mirror(uri, log=lambda _: None)
+        return str(e.value)
+
+    printed = []
+    with moto.mock_aws():
+        printed.append(said())  # no bucket yet
+
+        @set_initial_no_auth_action_count(3)  # the three set-up calls run unauthenticated
+        def denied() -> None:
+            boto3.client("s3", region_name="us-east-1").create_bucket(Bucket=bucket)
+            iam = boto3.client("iam", region_name="us-east-1")
+            iam.create_user(UserName="no-perms")
+            key = iam.create_access_key(UserName="no-perms")["AccessKey"]
+            monkeypatch.setenv("AWS_ACCESS_KEY_ID", key["AccessKeyId"])
+            monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", key["SecretAccessKey"])
+            printed.append(said())
+
+        denied()
+    monkeypatch.setitem(sys.modules, "boto3", None)  # import boto3 -> ImportError
+    printed.append(said())
+    assert printed == quoted
+    lock = (ROOT / "requirements.lock").read_text()
+    pin = re.search(r"^boto3==(\S+)", lock, re.M)
+    assert pin and f"(boto3=={pin[1]})" in quoted[2]
+
+
+def test_performance_md_worked_example_figures_are_the_prod_plans():
+    """docs/performance.md's worked example computes by hand what the prod plan estimates for
+    gpt-350m-fsdp: each MiB of its memory table (judged on the pool), the FLOPs, and the step
+    and duration on the type the pool launches for the job (its heading named g5.12xlarge,
+    whose 4 GPUs the estimate does not time it on)."""
+    doc = (ROOT / "docs/performance.md").read_text()
+    part = doc.split("### Worked example: ", 1)[1].split("\n### ", 1)[0]
+    text = " ".join(part.split())
+    (est,) = next(
+        s for s in shipped_plan("prod").sections if s.title.startswith("Memory per GPU")
+    ).data
+    run = est["runOn"]
+    assert part.splitlines()[0].endswith(f"`{est['job']}` on {run['instanceType']}"), part[:80]
+
+    rows = dict(re.findall(r"^\| ([a-z ]+) \| .* \| ([\d,.]+) \|$", part, re.M))
+    assert len(rows) == 7, rows
+    for name, mib in rows.items():
+        assert mib == f"{est['memory_bytes'][name] / 2**20:,.1f}", (name, mib)
+    total, capacity = est["memory_total_bytes"], est["memory_capacity_bytes"]
+    share = f"{total / 2**30:.1f} GiB of {capacity / 2**30:.1f} GiB ({100 * total / capacity:.0f}%)"
+    assert f"**{share}**" in text
+
+    per_sample = est["flops_per_step"] / est["samples_per_step"]
+    assert (
+        f"= {per_sample / 1e12:.2f} TFLOP per sample) x {est['samples_per_step']} samples" in text
+    )
+    assert f"= {est['flops_per_step'] / 1e12:.1f} TFLOP." in text
+    low, high = run["step_seconds_range"]
+    step = f"**{run['step_seconds']:.2f} s per step** ({low:.2f} s with the best MFU"
+    assert step in text and f"to {high:.2f} s with the worst MFU" in text
+    hours = [run["duration_seconds"] / 3600, *(s / 3600 for s in run["duration_range"])]
+    assert f"**{hours[0]:.1f} h ({hours[1]:.1f}-{hours[2]:.1f} h)**" in text

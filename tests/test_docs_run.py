@@ -34,8 +34,8 @@ PLACEHOLDER = re.compile(r"(^|[\s=/])([A-Z][A-Z_]{2,}|<[^>]+>|\[[^\]]+\])($|[\s/
 NOT_RUN = {
     "python -m trainforge calibrate": "reads a GPU run's summary (docs/performance.md shows "
     "the run that makes it); tests/jobs/test_calibrate.py runs it on a recorded summary",
-    "python -m trainforge report": "reads a finished run's output; tests/test_report.py runs "
-    "it on a recorded run and `make demo` on the demo's runs",
+    "python -m trainforge report build/demo/": "reads `make demo`'s runs; tests/test_report.py "
+    "runs it on a recorded run and `make demo` on the demo's runs",
     "python -m trainforge.training --strategy fsdp --model gpt --layers 24": "a GPU benchmark "
     "(docs/performance.md); the same flags are parsed by test_docs_commands.py",
 }
@@ -45,6 +45,21 @@ SHORTEN = ("python -m trainforge.training", "python -m trainforge run-local")
 EXPECTED_FAILURE = {
     "TRAINFORGE_TEST_FAULT=1:3:ERROR ": (1, "exiting with 1 (user_error, permanent, rank 1)"),
 }
+
+
+# command -> (doc, how its quoted output starts): what the command prints, line by line, is the
+# doc's block (losses, four decimals, aside: floating point may differ between CPUs). The
+# report of docs/checkpointing.md's kill rehearsal runs on what the rehearsal before it left.
+QUOTED_OUTPUT = {
+    "python -m trainforge report runs/resumable": ("training.md", "run resumable: "),
+}
+LOSS = re.compile(r"\b\d+\.\d{4}\b")
+
+
+def quoted_output(doc: str, start: str) -> list[str]:
+    text = (ROOT / "docs" / doc).read_text()
+    block = text.split(f"```\n{start}", 1)[1].split("```", 1)[0]
+    return [LOSS.sub("N", start + ln if i == 0 else ln) for i, ln in enumerate(block.splitlines())]
 
 
 # A training command that states how long it takes: `# ~40 s`, `# 1-3 min` in its comment
@@ -243,3 +258,6 @@ def test_doc_command_runs(doc: str, cmd: str, scratch: Path, capsys, shipped_cli
     assert "Traceback (most recent call last)" not in output or "TRAINFORGE_TEST_" in cmd, (
         f"{doc}: `{cmd}` printed a traceback:\n{output[-4000:]}"
     )
+    if cmd in QUOTED_OUTPUT:
+        printed = [LOSS.sub("N", ln) for ln in proc.stdout.splitlines()]
+        assert printed == quoted_output(*QUOTED_OUTPUT[cmd]), proc.stdout

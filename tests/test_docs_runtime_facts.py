@@ -6,6 +6,7 @@ of a pod's terminationGracePeriodSeconds are trainforge/jobs/pod.py's."""
 
 from __future__ import annotations
 
+import inspect
 import re
 
 from tests.conftest import ROOT
@@ -130,3 +131,120 @@ def test_the_docs_count_checkpoint_save_attempts_as_the_runtime_does():
     assert f"a sync save is tried {SYNC_SAVE_ATTEMPTS} times, {apart} apart" in reliability
     checkpointing = " ".join((ROOT / "docs" / "checkpointing.md").read_text().split())
     assert f"retried, {SYNC_SAVE_ATTEMPTS} attempts {apart} apart" in checkpointing
+
+
+def test_reliability_md_timeouts_table_is_what_the_runtime_derives():
+    """docs/reliability.md, "Timeouts": the waits it lists for the default `--hang-timeout`,
+    each derived from it (trainforge/training/timeouts.py), and the NCCL environment."""
+    from trainforge.training.timeouts import DEFAULT_HANG_TIMEOUT_S, Timeouts
+    from trainforge.training.watchdog import Watchdog
+
+    text = (ROOT / "docs" / "reliability.md").read_text(encoding="utf-8")
+    table = text.split("| wait | value | where |", 1)[1].split("\n\n", 1)[0]
+    rows = {r.split("|")[1].strip(): r.split("|")[2].strip() for r in table.splitlines()[2:]}
+    t = Timeouts.from_hang_timeout(DEFAULT_HANG_TIMEOUT_S)
+    h = f"{t.hang_timeout:g}"
+    assert f"`--hang-timeout {h}`" in text
+    assert rows["watchdog, a step"] == f"max(10 x mean step, **{h} s**)"
+    warmup = inspect.signature(Watchdog).parameters["warmup_steps"].default
+    startup = rows[f"watchdog, first {warmup} steps / restore / checkpoint"]
+    assert (
+        startup == f"{t.watchdog_startup / t.hang_timeout:g} x {h} = **{t.watchdog_startup:g} s**"
+    )
+    collective = next(v for k, v in rows.items() if k.startswith("every collective"))
+    margin = t.collective - t.watchdog_startup
+    assert collective == f"{t.watchdog_startup:g} + {margin:g} = **{t.collective:g} s**"
+    heartbeat = next(v for k, v in rows.items() if k.startswith("NCCL heartbeat"))
+    assert heartbeat == f"**{t.nccl_heartbeat:g} s**"
+    assert "(`TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC`)" in table
+    env = t.nccl_env()
+    assert env["TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC"] == f"{t.nccl_heartbeat:g}"
+    errors = next(v for k, v in rows.items() if k.startswith("NCCL error handling"))
+    named = dict(re.findall(r"`(TORCH_[A-Z_]+)=(\d+)`", errors))
+    assert named and all(env[k] == v for k, v in named.items()), (named, env)
+    assert set(env) == {*named, "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC"}
+    rendezvous = next(v for k, v in rows.items() if k.startswith("rendezvous"))
+    assert rendezvous.endswith(f"= **{t.rendezvous:g} s**"), rendezvous
+
+
+EXIT_LINE = re.compile(
+    r"^(?:\[rank\d+\] )?(?P<line>trainforge exit: (?P<name>[a-z_]+) code=(?P<code>\d+)"
+    r"(?: \(rank (?P<rank>\d+)(?:, step (?P<step>\d+))?\))?: (?P<detail>.*?) \[(?P<tail>.*)\])$"
+)
+
+
+def test_the_exit_lines_the_docs_quote_are_what_exits_prints():
+    """Every whole `trainforge exit: ...` line of a doc (its `...` standing for text left out)
+    is exits.exit_line for its reason, rank, step and detail: the code, and the bracket that
+    says whether the job restarts and what to do."""
+    from trainforge.training import exits
+
+    quoted = [
+        (doc.name, m)
+        for doc in DOCS
+        for line in doc.read_text(encoding="utf-8").splitlines()
+        if (m := EXIT_LINE.match(line.strip()))
+    ]
+    assert len(quoted) >= 6, quoted  # hang, oom, user_error, config_error (2), success
+    for doc, m in quoted:
+        reason = exits.REASONS[m["name"]]
+        rank = int(m["rank"]) if m["rank"] else None
+        step = int(m["step"]) if m["step"] else None
+        detail = m["detail"].split("...")[0].rstrip()
+        printed = exits.exit_line(reason, rank=rank, step=step, detail=detail)
+        unsupported = re.match(r"torch (\S+) is not supported: ", detail)
+        if unsupported:  # training.md's refusal of an old torch: the runtime's own sentence
+            from trainforge.training import versions
+
+            assert detail == versions.problem(unsupported[1]), (doc, detail)
+        pos = 0
+        for piece in m["line"].split("..."):
+            found = printed.find(piece.strip(), pos)
+            assert found >= 0, f"{doc} quotes {m['line']!r}; exits prints {printed!r}"
+            pos = found + len(piece.strip())
+
+
+def test_the_job_keys_defaults_jobs_md_lists_are_the_job_models():
+    """docs/jobs.md, "Fields and defaults": the grouped defaults it writes out
+    (`every: 500, keepLast: 3, ...` of `checkpoint.*`, `runPolicy.*`) and the single ones
+    (`ncclDebug`, `metricsPort`, `workers`, `codeSource`, `priority`) are what a job that sets
+    none of them gets (a `None` default is the `auto` or unset the doc names)."""
+    from trainforge.jobs.spec import parse_job
+
+    got = parse_job({"name": "a", "team": "t", "pool": "p"}).model_dump(by_alias=True)
+    rows = {}
+    for line in (ROOT / "docs" / "jobs.md").read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) >= 3 and cells[0].startswith("`"):
+            rows[cells[0]] = cells[1]
+    checked = 0
+    for keys, default in rows.items():
+        group = re.fullmatch(r"`(\w+)\.\w+`(?:, `\1\.\w+`)*", keys)
+        if group and re.fullmatch(r"`(\w+: [^,`]+)(, \w+: [^,`]+)*`", default):
+            for key, value in re.findall(r"(\w+): ([^,`]+)", default):
+                have = got[group[1]][key]
+                same = str(have) == value or (isinstance(have, bool) and str(have).lower() == value)
+                assert same or (have is None and value == "auto"), (
+                    keys,
+                    key,
+                    value,
+                    have,
+                )
+                checked += 1
+    for key in ("ncclDebug", "metricsPort", "workers", "codeSource", "priority"):
+        stated = re.match(r"`?([\w-]+)`?", rows[f"`{key}`"])[1]
+        assert stated == str(got[key]), (key, stated, got[key])
+        checked += 1
+    assert checked >= 14
+
+
+def test_jobs_md_says_the_runtime_images_mirror_default_as_the_plan_renders_it():
+    """docs/jobs.md named the S3 mirror's default for your own image (on) and the stock PyTorch
+    image (off) but not for the trainforge runtime image every job without an `image` runs:
+    on, as the prod plan renders gpt-350m-fsdp (no `image`, no `s3Mirror`)."""
+    from tests.conftest import shipped_plan
+
+    text = " ".join((ROOT / "docs" / "jobs.md").read_text(encoding="utf-8").split())
+    assert "by default it is on for the trainforge runtime image (it has boto3)" in text
+    lines = [ln for s in shipped_plan("prod").sections for ln in s.lines]
+    assert any("S3 mirror: on (boto3 in image: yes)" in ln for ln in lines), lines

@@ -81,3 +81,58 @@ def test_the_readme_says_which_doc_commands_are_not_run():
     if NOT_RUN:
         assert "but for those that need a GPU or a finished run" in " ".join(README.split())
         assert all("test" in why or "make" in why for why in NOT_RUN.values())
+
+
+def test_every_pin_a_message_or_doc_names_beside_an_extra_is_the_extras():
+    """`pip install 'trainforge[report]' (matplotlib==3.11.2)`: the messages and docs that name
+    a pin beside the extra that installs it name the pin pyproject.toml gives that extra (the
+    pins are written out in the messages; nothing tied them to the extras)."""
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    extras = pyproject["project"]["optional-dependencies"]
+    files = [
+        ROOT / "README.md",
+        *(ROOT / "docs").glob("*.md"),
+        *(ROOT / "trainforge").rglob("*.py"),
+    ]
+    named = [
+        (f.relative_to(ROOT).as_posix(), extra, pin)
+        for f in files
+        for extra, pin in re.findall(
+            r"trainforge\[([a-z0-9_-]+)\]'? \(([A-Za-z0-9_.-]+==[^ )]+)\)",
+            f.read_text(encoding="utf-8"),
+        )
+    ]
+    assert len(named) >= 3  # report.py's, s3_mirror.py's and checkpointing.md's were found
+    assert not [(f, e, p) for f, e, p in named if p not in extras.get(e, [])], extras
+
+
+def test_upgrading_md_lists_the_add_ons_asked_at_preview():
+    """docs/upgrading.md names, "today", the add-ons whose build `pulumi preview` asks EKS for
+    instead of sending the pin: versions.EKS_ADDONS_ASKED_AT_PREVIEW, no more, no fewer."""
+    text = " ".join((ROOT / "docs" / "upgrading.md").read_text(encoding="utf-8").split())
+    listed = text.split("`EKS_ADDONS_ASKED_AT_PREVIEW` (today: ", 1)[1].split(")", 1)[0]
+    assert set(re.findall(r"`([a-z0-9-]+)`", listed)) == set(v.EKS_ADDONS_ASKED_AT_PREVIEW)
+
+
+def test_every_place_that_says_how_long_make_gpu_check_takes_says_the_same():
+    """`make gpu-check`'s time: README.md, docs/performance.md and bench/gpu_check.py said
+    "under 10 minutes", the Makefile "under 8"; the script stops starting checks after its
+    default --budget-s, which the docs name in minutes."""
+    import ast
+
+    script = (ROOT / "bench" / "gpu_check.py").read_text(encoding="utf-8")
+    default = re.search(r'"--budget-s", type=float, default=([\d.]+)', script)
+    assert default, "bench/gpu_check.py: --budget-s default not found"
+    budget_min = ast.literal_eval(default[1]) / 60
+    said = {
+        name: re.findall(r"under (\d+) min", (ROOT / name).read_text(encoding="utf-8"))
+        for name in ("README.md", "docs/performance.md", "Makefile", "bench/gpu_check.py")
+    }
+    minutes = {m for found in said.values() for m in found}
+    assert all(said.values()) and len(minutes) == 1, said
+    assert budget_min < int(minutes.pop())
+    perf = " ".join((ROOT / "docs" / "performance.md").read_text(encoding="utf-8").split())
+    assert (
+        f"`--budget-s {ast.literal_eval(default[1]):g}` stops starting checks after {budget_min:g} minutes"
+        in perf
+    )

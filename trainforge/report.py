@@ -167,6 +167,11 @@ def resumes(run: Run) -> list[Resume]:
             after = max(after or -math.inf, prev.records[-1]["step"])
             if r is None:
                 r = a.resumed_from
+        if after is not None and r is not None and after < r:
+            # the failed attempt wrote the checkpoint the next one resumed from, so it got
+            # at least that far: a smaller last step is not where it got (your own code's
+            # ledger notes only the step an attempt resumed from) and is not shown
+            after = None
         out.append(Resume(r, after, split[1].records[0]["step"] if split else None))
     for prev, a in splits[k:]:  # steps that went back the matching above left unpaired
         out.append(Resume(a.resumed_from, prev.records[-1]["step"], a.records[0]["step"]))
@@ -337,12 +342,17 @@ def _headline(run: Run) -> str:
     recs = run.records
     total = (recs[-1].get("total_steps") if recs else None) or (s.get("config") or {}).get("steps")
     done = s.get("steps", recs[-1]["step"] if recs else None)
+    of = f" of {total:g}" if total else ""
     if done is None:
         head = f"run {run.name}"
     elif s:
         head = f"run {run.name}: {done:g}" + (f"/{total:g}" if total else "") + " steps"
+    elif run.checkpoints and run.checkpoints[-1] > done:
+        # without summary.json the last step logged is not the last step done: a checkpoint
+        # of a later step (your own code's final save) says the run got there; both are said
+        head = f"run {run.name}: step {run.checkpoints[-1]:g}{of} saved, logged up to step {done:g}"
     else:  # the last metrics line's step: every log_every steps, not the last step run
-        head = f"run {run.name}: logged up to step {done:g}" + (f" of {total:g}" if total else "")
+        head = f"run {run.name}: logged up to step {done:g}{of}"
     if s:
         return head + f", {s['world_size']} x {s['device']}, global batch {s['global_batch']}"
     finished = [a for a in run.ledger_attempts if a.get("finished")]

@@ -179,6 +179,16 @@ def test_the_old_runtime_head_bucket_is_caught(repo_root, monkeypatch):
     assert "s3:HeadBucket(Bucket=" in msg and "s3:ListBucket on arn:aws:s3:::" in msg
     assert "ListTeamPrefix does not apply" in msg and "key absent" in msg
     assert denied[0].resource.startswith("role platform-services-ckpt-research")
+    # docs/rehearsals.md ("Reading a failure") quotes this finding as the verdict prints it
+    from trainforge.plan import verdict
+
+    head = f"  [{R.DENIED}] {denied[0].resource}"
+    doc = (repo_root / "docs" / "rehearsals.md").read_text()
+    want = [head, *doc.split(f"```\n{head}\n", 1)[1].split("```", 1)[0].splitlines()]
+    printed = verdict.verdict_lines(result, stack="dev")
+    assert head in printed, printed
+    at = printed.index(head)
+    assert printed[at : at + len(want)] == want, printed
 
 
 def test_the_old_team_policy_without_abort_is_caught(repo_root, monkeypatch):

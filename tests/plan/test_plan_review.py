@@ -297,6 +297,12 @@ def test_issue_pr_against_the_base_branch_plan(
     ) in md
     assert "nominal quota gpu-workloads/nvidia.com/gpu: 16 GPUs → 8 GPUs" in md
     assert "instance types: +g6e.12xlarge" in md and "capacity types: -spot (now on-demand)" in md
+    # docs/pr-review.md quotes the job's lines of this markdown: each is one of them, as printed
+    doc = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "pr-review.md").read_text()
+    quoted = doc.split("```\n- `vision/PyTorchJob/gpt-350m-fsdp`", 1)[1].split("```", 1)[0]
+    quoted = "- `vision/PyTorchJob/gpt-350m-fsdp`" + quoted
+    printed = md.splitlines()
+    assert [ln for ln in quoted.splitlines() if ln not in printed] == [], md
 
     # the decision: a waiver with its reason (or a new name / checkpoint.dir / resume: never)
     def waived(config):

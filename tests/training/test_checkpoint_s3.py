@@ -207,7 +207,7 @@ def test_access_check_and_fresh_marker_stay_under_the_job_prefix(aws) -> None:
     m, rec = _mirror(aws)
     assert m.latest() is None
     assert [c.operation for c in rec.calls] == ["ListObjectsV2", "ListObjectsV2"]
-    assert [c.params["Prefix"] for c in rec.calls] == ["runs/exp1", "runs/exp1/latest"]
+    assert [c.params["Prefix"] for c in rec.calls] == ["runs/exp1/", "runs/exp1/latest"]
 
 
 def test_a_denied_marker_read_is_fatal_not_absent(aws) -> None:

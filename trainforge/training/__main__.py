@@ -8,11 +8,23 @@ do about it.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 import traceback
 
+from trainforge.training import versions
 from trainforge.training.config import parse_args
+
+
+def _without_torch() -> str:
+    """Why the runtime cannot start without torch, and how to get it, in one sentence."""
+    return (
+        f"torch is not installed for {sys.executable}; the runtime needs torch "
+        f"{versions.supported_range()}: run `make venv` and use .venv/bin/python (or pip "
+        "install 'trainforge[train]'); in a pod, use an image with a supported torch "
+        "(docs/images.md)"
+    )
 
 
 def _self_check(args: list[str]) -> bool:
@@ -35,6 +47,11 @@ def main(argv: list[str] | None = None) -> int:
 
     with frozen_imports(own_process=__name__ == "__main__"):  # torch: not walked again
         from trainforge.training import exits
+
+        if importlib.util.find_spec("torch") is None:
+            # by an interpreter without the venv (or an image without torch): one line, not
+            # the ModuleNotFoundError traceback of the loop's first import
+            return exits.report(exits.CONFIG_ERROR, _without_torch())
         from trainforge.training.loop import train
 
     try:

@@ -148,12 +148,15 @@ class S3Mirror:
 
         One ListObjectsV2 under the job's prefix: it proves the bucket exists (NoSuchBucket
         otherwise) and that the role may list where the runtime lists, and it is allowed by
-        a prefix-conditioned ListBucket (HeadBucket is not; see the module docstring).
+        a prefix-conditioned ListBucket (HeadBucket is not; see the module docstring). The
+        prefix ends in "/": the grant an access denial asks for, `s3:prefix <prefix>/*`, does
+        not match the bare `<prefix>`.
         """
         from botocore.exceptions import BotoCoreError, ClientError
 
+        base = self.key("") + ("/" if self.prefix else "")
         try:
-            self.client.list_objects_v2(Bucket=self.bucket, Prefix=self.key(""), MaxKeys=1)
+            self.client.list_objects_v2(Bucket=self.bucket, Prefix=base, MaxKeys=1)
         except ClientError as e:
             raise self._explain(e, "checking the bucket") from e
         except BotoCoreError as e:
