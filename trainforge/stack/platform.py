@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import ipaddress
+import unicodedata
 from collections.abc import Iterable, Mapping
 from typing import Annotated, Any, Literal
 
@@ -117,16 +118,53 @@ def _pair_problem(key: Any, value: Any, label_value: bool) -> str:
     return ""
 
 
-def _names(label_value: bool) -> Any:
-    """Label/tag names checked (and label values), values as text: every bad entry named at
-    its key."""
+# AWS's own tag rules, as the Resource Groups Tagging API reference states them (API_Tag,
+# docs.aws.amazon.com/resourcegroupstagging/latest/APIReference/API_Tag.html, read 2026-11-30
+# through `search`): a key 1 to 128 characters, a value 0 to 256, both of Unicode letters (\p{L}),
+# separators (\p{Z}), numbers (\p{N}) and _ . : / = + - @ ; and the `aws:` prefix, in any case,
+# is reserved for AWS on keys and values (the same restrictions in the EKS CloudFormation Tag
+# reference, AWS::EKS::AccessEntry Tag, and the Tagging AWS resources guide it links).
+AWS_TAG_KEY_MAX, AWS_TAG_VALUE_MAX = 128, 256
+_AWS_TAG_SYMBOLS = frozenset("_.:/=+-@")
+
+
+def _aws_tag_text(text: str) -> bool:
+    return all(c in _AWS_TAG_SYMBOLS or unicodedata.category(c)[0] in "LZN" for c in text)
+
+
+def aws_tag_problem(key: Any, value: Any) -> str:
+    """What AWS refuses in one tag ("" when nothing)."""
+    if not isinstance(value, str | int | float | bool) or not isinstance(key, str):
+        return "an AWS tag: a name with a string value"
+    text = str(_text(value))
+    if (
+        1 <= len(key) <= AWS_TAG_KEY_MAX
+        and len(text) <= AWS_TAG_VALUE_MAX
+        and _aws_tag_text(key)
+        and _aws_tag_text(text)
+        and not key.lower().startswith("aws:")
+        and not text.lower().startswith("aws:")
+    ):
+        return ""
+    return (
+        "an AWS tag: letters, digits, spaces and _ . : / = + - @, not starting with 'aws:'; "
+        f"a key of 1 to {AWS_TAG_KEY_MAX} characters, a value of at most {AWS_TAG_VALUE_MAX}"
+    )
+
+
+def _names(label_value: bool | None) -> Any:
+    """Label names checked (and label values; None: AWS tags, by AWS's rules), values as text:
+    every bad entry named at its key."""
 
     def check(value: Any) -> Any:
         if isinstance(value, tuple):
             value = dict(value)  # the pairs the config holds (Python callers, model_copy)
         if not isinstance(value, Mapping):
             return value  # refused as "a mapping" by the dict type
-        problems = {k: _pair_problem(k, v, label_value) for k, v in value.items()}
+        problems = {
+            k: aws_tag_problem(k, v) if label_value is None else _pair_problem(k, v, label_value)
+            for k, v in value.items()
+        }
         refuse("labels", (((str(k),), value[k], what) for k, what in problems.items() if what))
         return {str(k): _text(v) for k, v in value.items()}
 
@@ -137,7 +175,7 @@ def _names(label_value: bool) -> Any:
 NO_PAIRS = {"default": {}}  # the JSON Schema's default of an unset Labels field
 
 
-def _pairs(label_value: bool) -> Any:
+def _pairs(label_value: bool | None) -> Any:
     return Annotated[
         dict[str, str],
         BeforeValidator(_names(label_value)),
@@ -147,7 +185,7 @@ def _pairs(label_value: bool) -> Any:
 
 
 Labels = _pairs(label_value=True)  # node labels: Kubernetes refuses a bad name or value
-Tags = _pairs(label_value=False)  # AWS tags, named as Kubernetes labels are
+Tags = _pairs(label_value=None)  # AWS tags: AWS's rules (aws_tag_problem)
 
 
 def contract(keys: type[StackModel], dc: type) -> Any:
@@ -642,7 +680,11 @@ class PlatformKeys(StackModel):
         NodeHealthConfig(), description="GPU node health monitoring and repair."
     )
     tags: Tags = Field(
-        (), description="Extra AWS tags on every resource.", json_schema_extra=NO_PAIRS
+        (),
+        description="Extra AWS tags on every resource, by AWS's tag rules: keys of 1 to 128 "
+        "characters, values of at most 256, letters, digits, spaces and _ . : / = + - @, "
+        "no 'aws:' prefix.",
+        json_schema_extra=NO_PAIRS,
     )
     images: ImagesConfig = Field(
         ImagesConfig(), description="The pull-through cache and the runtime images."
