@@ -389,14 +389,46 @@ def _or_true(schema: dict[str, Any]) -> None:
     schema["anyOf"] = [{"type": "boolean"}, {"$ref": schema.pop("$ref")}]  # the shorthand
 
 
+# A node's taints as the API server validates them (k8s.io/kubernetes pkg/apis/core/validation
+# validation.go `validateNodeTaints`, the stored kubernetes/kubernetes copy 000f2605 read
+# 2026-11-30 via `read_file`): the key a label name (ValidateLabelName: IsQualifiedName), the
+# value a label value (IsValidLabelValue), the effect one of validateTaintEffect's three, and
+# no two taints with the same key and effect. A node or NodePool that breaks one is refused by
+# the API server after `pulumi up` has begun; the stack refuses it first.
+TAINT_KEY_RULE = (
+    "a Kubernetes qualified name: an optional DNS subdomain and '/', then at most 63 letters, "
+    "digits, '-', '_' or '.' that start and end with a letter or digit"
+)
+TAINT_VALUE_RULE = (
+    "a Kubernetes label value: empty, or at most 63 letters, digits, '-', '_' or '.' "
+    "that start and end with a letter or digit"
+)
+
+
+def _taint_key(value: str) -> str:
+    if not names.is_label_key(value):
+        raise ValueError(TAINT_KEY_RULE)
+    return value
+
+
+def _taint_value(value: str | None) -> str | None:
+    if value is not None and not names.is_label_value(value):
+        raise ValueError(TAINT_VALUE_RULE)
+    return value
+
+
 class TaintKeys(Section):
     """A node taint `{key, value?, effect}` (the value is a `core.contract.Taint`)."""
 
-    key: str = Field(description="The taint's key.")
+    key: Annotated[str, AfterValidator(_taint_key)] = Field(
+        description="The taint's key: a Kubernetes qualified name (`example.com/name`)."
+    )
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = Field(
         "NoSchedule", description="`NoSchedule`, `PreferNoSchedule` or `NoExecute`."
     )
-    value: Text | None = Field(None, description="The taint's value (optional).")
+    value: Annotated[Text | None, AfterValidator(_taint_value)] = Field(
+        None, description="The taint's value (optional): a Kubernetes label value."
+    )
 
 
 class PoolLimitsKeys(Section):
@@ -410,7 +442,19 @@ class PoolLimitsKeys(Section):
 
 
 Admins = Annotated[tuple[IamPrincipal, ...], BeforeValidator(_one_or_many)]
-TaintList = tuple[contract(TaintKeys, Taint), ...]
+
+
+def _unique_taints(taints: tuple[Taint, ...]) -> tuple[Taint, ...]:
+    """validateNodeTaints: "taints must be unique by key and effect pair"."""
+    seen: set[tuple[str, str]] = set()
+    for t in taints:
+        if (t.key, t.effect) in seen:
+            raise ValueError(f"taints unique by key and effect: {t.key}:{t.effect} is there twice")
+        seen.add((t.key, t.effect))
+    return taints
+
+
+TaintList = Annotated[tuple[contract(TaintKeys, Taint), ...], AfterValidator(_unique_taints)]
 Limits = contract(PoolLimitsKeys, PoolLimits)
 InstanceTypes = Annotated[tuple[InstanceType, ...], BeforeValidator(_one_or_many)]
 
