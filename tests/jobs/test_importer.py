@@ -527,3 +527,22 @@ def test_a_python_program_is_not_read(tmp_path):
         ImportProblem, match=r"prog.py: file: a Python program; trainforge import reads YAML only"
     ):
         imp(path)
+
+
+@pytest.mark.parametrize(
+    ("argv", "kind", "path", "nproc"),
+    [
+        # torchrun options the old hand list did not know took a value: "0" read as the script
+        (["torchrun", "--local-ranks-filter", "0", "--nproc_per_node", "4", "t.py"],
+         "script", "t.py", 4),
+        (["torchrun", "--numa-binding", "node", "-m", "pkg.train", "--x"], "module", "pkg.train",
+         None),
+        (["python", "-m", "torch.distributed.launch", "--use_env", "--nproc_per_node=2", "t.py"],
+         "script", "t.py", 2),
+    ],
+)  # fmt: skip
+def test_torchrun_commands_are_read_as_torchrun_reads_them(argv, kind, path, nproc):
+    from trainforge.jobs.importer import _program
+
+    p = _program(argv)
+    assert (p.kind, p.path, p.nproc) == (kind, path, nproc)
