@@ -546,3 +546,23 @@ def test_torchrun_commands_are_read_as_torchrun_reads_them(argv, kind, path, npr
 
     p = _program(argv)
     assert (p.kind, p.path, p.nproc) == (kind, path, nproc)
+
+
+def test_a_whole_command_line_with_an_unbalanced_quote_is_refused_not_a_traceback(tmp_path):
+    """shlex.split raised ValueError on it: a traceback instead of the one line."""
+    path = write(
+        tmp_path,
+        """
+        apiVersion: trainer.kubeflow.org/v1alpha1
+        kind: TrainJob
+        metadata: {name: torch-ddp}
+        spec:
+          trainer:
+            image: ghcr.io/acme/custom-training:1.0
+            command: ["python 'x"]
+            numNodes: 2
+    """,
+    )
+    with pytest.raises(ImportProblem) as e:
+        imp(path)
+    assert str(e.value).endswith("write each word as its own item: [python, 'x]")

@@ -9,7 +9,6 @@ one shape to translate. Pulumi-free.
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Any
 import yaml
 
 from trainforge.stack.file import DuplicateKeyError, StackFileError, load_yaml
+from trainforge.stack.jobs import whole_command_line
 
 SUPPORTED = (
     "a kubeflow.org/v1 PyTorchJob, a trainer.kubeflow.org TrainJob or a batch/v1 Job with "
@@ -349,16 +349,10 @@ def check_shapes(w: Workload, docs: list[dict[str, Any]], file: str) -> None:
 
     c, at = w.container, w.at
     need(c.get("command"), list, f"{at}.command", "a list of strings")
-    program = (c.get("command") or [None])[0]
-    if isinstance(program, str) and len(program.split()) > 1:
-        # The container runtime execs command[0] as the program's path: no shell splits it
-        # (the Trainer v2.2.1 torch plugin rewrites torchtune's command only, not torchrun's).
-        raise ImportProblem(
-            file,
-            f"{at}.command[0]",
-            f"got {program!r}; Kubernetes runs it as one program name, and no shell splits "
-            f"it: write each word as its own item: [{', '.join(shlex.split(program))}]",
-        )
+    # The stack's one rule (the Trainer v2.2.1 torch plugin rewrites torchtune's command only,
+    # not torchrun's, so nothing splits it on the way either).
+    if why := whole_command_line(c.get("command")):
+        raise ImportProblem(file, f"{at}.command[0]", f"got {c['command'][0]!r}; {why}")
     need(c.get("args"), list, f"{at}.args", "a list of strings")
     mappings(c.get("env"), f"{at}.env", ("name",))
     resources, res_at = c.get("resources"), w.resources_at
