@@ -16,12 +16,14 @@ from typing import Any
 
 import yaml
 
+from trainforge.core import versions
+from trainforge.jobs import pytorchjob, trainjob
 from trainforge.stack.file import DuplicateKeyError, StackFileError, load_yaml
 from trainforge.stack.jobs import whole_command_line
 
 SUPPORTED = (
-    "a kubeflow.org/v1 PyTorchJob, a trainer.kubeflow.org TrainJob or a batch/v1 Job with "
-    "completionMode: Indexed (and ConfigMaps holding its code)"
+    f"a {pytorchjob.API_VERSION} PyTorchJob, a {trainjob.API_VERSION} TrainJob or a batch/v1 "
+    "Job with completionMode: Indexed (and ConfigMaps holding its code)"
 )
 
 
@@ -304,13 +306,29 @@ def _name(doc: dict[str, Any], file: str) -> str:
     return name
 
 
+def _served(api: str, served: str, who: str, file: str) -> None:
+    """A job of an API version the pinned controller does not serve is refused: the version its
+    vendored CRD serves is `served` (tests/jobs/test_import_api_versions.py proves it against
+    the CRDs in plan/data/crds and the training operator's manifests)."""
+    if api != served:
+        raise ImportProblem(
+            file,
+            "apiVersion",
+            f"got {api!r}; {who} serves {served} only: write apiVersion: {served}",
+        )
+
+
 def workload(docs: list[dict[str, Any]], file: str, changes: list[str]) -> Workload:
     found = []
     for doc in docs:
         api, kind = str(doc.get("apiVersion", "")), doc.get("kind")
         if kind == "PyTorchJob" and api.startswith("kubeflow.org/"):
+            _served(api, pytorchjob.API_VERSION, f"the pinned training operator "
+                    f"({versions.TRAINING_OPERATOR_VERSION})", file)  # fmt: skip
             found.append((doc, _pytorchjob))
         elif kind == "TrainJob" and api.startswith("trainer.kubeflow.org/"):
+            _served(api, trainjob.API_VERSION, f"the pinned Trainer (v{versions.TRAINER_VERSION})",
+                    file)  # fmt: skip
             found.append((doc, _trainjob))
         elif kind == "Job" and api == "batch/v1":
             found.append((doc, _indexed_job))
