@@ -527,3 +527,85 @@ def test_a_python_program_is_not_read(tmp_path):
         ImportProblem, match=r"prog.py: file: a Python program; trainforge import reads YAML only"
     ):
         imp(path)
+
+
+@pytest.mark.parametrize(
+    ("argv", "kind", "path", "nproc"),
+    [
+        # torchrun options the old hand list did not know took a value: "0" read as the script
+        (["torchrun", "--local-ranks-filter", "0", "--nproc_per_node", "4", "t.py"],
+         "script", "t.py", 4),
+        (["torchrun", "--numa-binding", "node", "-m", "pkg.train", "--x"], "module", "pkg.train",
+         None),
+        (["python", "-m", "torch.distributed.launch", "--use_env", "--nproc_per_node=2", "t.py"],
+         "script", "t.py", 2),
+    ],
+)  # fmt: skip
+def test_torchrun_commands_are_read_as_torchrun_reads_them(argv, kind, path, nproc):
+    from trainforge.jobs.importer import _program
+
+    p = _program(argv)
+    assert (p.kind, p.path, p.nproc) == (kind, path, nproc)
+
+
+def test_a_whole_command_line_with_an_unbalanced_quote_is_refused_not_a_traceback(tmp_path):
+    """shlex.split raised ValueError on it: a traceback instead of the one line."""
+    path = write(
+        tmp_path,
+        """
+        apiVersion: trainer.kubeflow.org/v1alpha1
+        kind: TrainJob
+        metadata: {name: torch-ddp}
+        spec:
+          trainer:
+            image: ghcr.io/acme/custom-training:1.0
+            command: ["python 'x"]
+            numNodes: 2
+    """,
+    )
+    with pytest.raises(ImportProblem) as e:
+        imp(path)
+    assert str(e.value).endswith("write each word as its own item: [python, 'x]")
+
+
+def test_the_api_versions_import_takes_are_the_ones_the_pinned_crds_serve():
+    """jobs/import_read refuses every other version of these kinds, naming this one: the
+    vendored CRDs (Trainer v2.2.1's in plan/data/crds, the training operator's manifests) serve
+    exactly it."""
+    from trainforge.jobs import pytorchjob, trainjob
+    from trainforge.plan import crds
+
+    for mod in (trainjob, pytorchjob):
+        crd = crds.crd(mod.API_VERSION, mod.KIND)
+        group = crd["spec"]["group"]
+        served = [f"{group}/{v['name']}" for v in crd["spec"]["versions"] if v.get("served")]
+        assert served == [mod.API_VERSION]
+
+
+@pytest.mark.parametrize(
+    ("api", "kind", "who", "served"),
+    [
+        # only Trainer's design proposal writes v2alpha1 (docs/proposals/2170)
+        ("trainer.kubeflow.org/v2alpha1", "TrainJob", "the pinned Trainer (v2.2.1)",
+         "trainer.kubeflow.org/v1alpha1"),
+        ("kubeflow.org/v1beta1", "PyTorchJob", "the pinned training operator (v1.9.4)",
+         "kubeflow.org/v1"),
+    ],
+)  # fmt: skip
+def test_a_job_of_an_api_version_the_pinned_controller_does_not_serve_is_refused(
+    tmp_path, api, kind, who, served
+):
+    path = write(
+        tmp_path,
+        f"""
+        apiVersion: {api}
+        kind: {kind}
+        metadata: {{name: torch-ddp}}
+        spec: {{}}
+    """,
+    )
+    with pytest.raises(ImportProblem) as e:
+        imp(path)
+    assert str(e.value) == (
+        f"{path}: apiVersion: got '{api}'; {who} serves {served} only: write apiVersion: {served}"
+    )

@@ -1,5 +1,5 @@
 """API responses for three live jobs, in the shapes the real controllers write at the pinned
-versions (Kubeflow training operator v1 PyTorchJob, Trainer v2.3 TrainJob, batch/v1 Job,
+versions (Kubeflow training operator v1 PyTorchJob, Trainer v2.2.1 TrainJob, batch/v1 Job,
 Kueue 0.19 Workload/LocalQueue/ClusterQueue v1beta2 and its visibility API, core/v1 Pods and
 Events), as `kubectl get -o json` shows them, trimmed to the fields a status reads plus their
 neighbours. Written out by hand from those types; timestamps are fixed and NOW is passed to the

@@ -390,3 +390,24 @@ def test_unknown_values_never_fail_the_gpu_rules():
     )
     res = [agent, karpenter, group, GPU_POOL_UNTAINTED]
     assert _found(R.gpu_health_monitoring, res) == {} and _found(R.gpu_node_repair, res) == {}
+
+
+@pytest.mark.parametrize(
+    ("instance_type", "gpu"),
+    [
+        ("p5.48xlarge", True),
+        ("g6f.xlarge", True),  # in the catalog without a GPU model: its DCGM sizes say NVIDIA
+        ("p6e-gb200.36xlarge", True),
+        ("g4ad.xlarge", False),  # AMD Radeon Pro V520: no nvidia.com/gpu, not in the catalog
+        ("g9z.xlarge", False),  # a family the catalog does not list
+        ("trn1.32xlarge", False),  # in the catalog, Trainium
+        ("c5.9xlarge", False),
+    ],
+)
+def test_gpu_capacity_by_instance_type_is_the_catalogs_answer(instance_type, gpu):
+    from trainforge.core import catalog
+
+    group = _res(T.NODE_GROUP, "g", {"amiType": "AL2023_x86_64_STANDARD",
+                                      "instanceTypes": [instance_type]})  # fmt: skip
+    assert R.gpu_capacity(group) is gpu
+    assert catalog.nvidia_gpu_family(instance_type) is gpu

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import pathlib
 
 import pytest
+import yaml
 
 from trainforge.core.contract import Taint
 from trainforge.plan.mocks import run_mocked
@@ -12,6 +14,8 @@ from trainforge.platform.config import load_config
 from trainforge.platform.node_daemonsets import selects, tolerates
 from trainforge.platform.published import pool_facts
 from trainforge.stack.file import read_stack_file
+
+FIXTURES = pathlib.Path(__file__).parents[1] / "fixtures"
 
 
 def _pools(repo_root, stack: str, edit=None):
@@ -101,3 +105,41 @@ def test_toleration_and_selector_semantics():
     assert selects(both, {"b": ""}) and not selects(both, {"a": "y"})
     notin = ({"matchExpressions": [{"key": "c", "operator": "NotIn", "values": ["fargate"]}]},)
     assert selects(notin, {}) and not selects(notin, {"c": "fargate"})
+
+
+def _upstream_term_cases() -> list:
+    """component-helpers' MatchNodeSelectorTerms and nodeaffinity cases
+    (tests/fixtures/upstream/scheduling.yaml) a DaemonSet's terms can meet here: a node, terms
+    present, label requirements only (no matchFields, no nodeSelector)."""
+    data = yaml.safe_load((FIXTURES / "upstream" / "scheduling.yaml").read_text())
+    found = [
+        (c["case"], c["nodeSelector"], c["node"], c["want"]) for c in data["matchNodeSelectorTerms"]
+    ]
+    for c in data["podMatchesNodeSelectorAndAffinityTerms"]:
+        spec = (c["pod"] or {}).get("spec") or {}
+        required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+            "requiredDuringSchedulingIgnoredDuringExecution"
+        )
+        if not spec.get("nodeSelector"):
+            found.append((c["case"], required, c["node"], c["want"]))
+    out = []
+    for case, selector, node, want in found:
+        terms = (selector or {}).get("nodeSelectorTerms")
+        if node is None or terms is None or any((t or {}).get("matchFields") for t in terms):
+            continue
+        out.append(pytest.param(tuple(terms), node["labels"], want, id=case))
+    return out
+
+
+@pytest.mark.parametrize(("terms", "labels", "want"), _upstream_term_cases())
+def test_selects_gives_upstreams_answer(terms, labels, want):
+    assert selects(terms, labels) is want
+
+
+def test_an_empty_term_selects_no_node():
+    # MatchNodeSelectorTerms: a term with no requirements matches nothing (upstream's "Pod with
+    # empty MatchExpressions ... will match no objects"); the old AND over no expressions said
+    # every node
+    assert not selects(({},), {"kubernetes.io/os": "linux"})
+    assert not selects(({"matchExpressions": []},), {"kubernetes.io/os": "linux"})
+    assert selects(None, {})

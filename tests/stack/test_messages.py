@@ -150,3 +150,28 @@ def test_a_reference_to_a_team_when_none_is_declared_says_to_declare_it():
         line.endswith("expected one of the teams: (none declared: declare 'research' first)")
         for line in found
     ), found
+
+
+@pytest.mark.parametrize(
+    ("command", "split"),
+    [(["torchrun train.py"], "[torchrun, train.py]"),
+     (["python -u 'my dir/t.py'", "--x"], "[python, -u, my dir/t.py]"),
+     (["python 'x"], "[python, 'x]")],  # an unbalanced quote: split at the spaces, no crash
+)  # fmt: skip
+def test_a_command_whose_program_is_a_whole_command_line_is_refused(command, split):
+    """Kubernetes execs command[0] as one program name ("torchrun train.py"): every pod would
+    fail to start. `trainforge import` refuses it (jobs/import_read.py); the stack's
+    entrypoint.command took it. One rule now (stack/jobs.whole_command_line)."""
+    config = dev()
+    job = config["trainforge:jobs"][0]
+    for key in ("model", "steps", "batchSize"):
+        job.pop(key, None)
+    job.update(image="ghcr.io/acme/train:1.0", entrypoint={"command": command})
+    (line,) = errors(config, lookups=False)
+    assert line == (
+        f"trainforge:jobs[0] (mnist-ddp).entrypoint.command[0]: got {command[0]!r}; expected a "
+        "program, not a command line: Kubernetes runs it as one program name, and no shell "
+        f"splits it: write each word as its own item: {split}"
+    )
+    job["entrypoint"] = {"command": ["bash", "-c", "torchrun train.py"]}  # a shell's script
+    assert errors(config, lookups=False) == []

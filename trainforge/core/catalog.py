@@ -78,6 +78,17 @@ def family_instance_types(field: str = "dcgmServerSizes") -> tuple[str, ...]:
     return tuple(sorted(f"{f}.{s}" for f, v in families().items() for s in v.get(field, ())))
 
 
+def nvidia_gpu_family(instance_type: str) -> bool:
+    """Whether an instance type belongs to a family the catalog lists as NVIDIA GPU capacity:
+    one with a GPU model (EC2's GpuInfo) or with sizes in the monitoring agent's DCGM list.
+
+    The catalog is the one answer: a family it does not list (g4ad, AMD Radeon with no
+    nvidia.com/gpu; trn1, Trainium; a family newer than the catalog) is not NVIDIA GPU capacity
+    by its name. Adding a family to data/gpu_catalog.json is how a new one becomes one."""
+    facts = families().get(family_of(instance_type), {})
+    return bool(facts.get("gpu") or facts.get("dcgmServerSizes"))
+
+
 def gpu_families(gpu: str | None = None) -> tuple[str, ...]:
     """Families with a known GPU model (that model only, when given)."""
     return tuple(f for f, v in families().items() if v.get("gpu") and gpu in (None, v["gpu"]))

@@ -40,9 +40,24 @@ _SUFFIX = {
     "E": 10**18,
     **_BINARY,
 }
-_RE = re.compile(r"^([+-]?)([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE]([-+]?[0-9]+))?([a-zA-Z]*)$")
+_NUMBER = r"[0-9]+(?:\.[0-9]*)?|\.[0-9]+"
+_RE = re.compile(rf"^([+-]?)({_NUMBER})(?:[eE]([-+]?[0-9]+))?([a-zA-Z]*)$")
 _NANO = 10**9
 MAX_BINARY = 2**63 - 1  # apimachinery math.go `maxAllowed`: a binary quantity's cap
+
+
+def _pattern(sign: str) -> str:
+    """The grammar `parse_quantity` accepts, as one regular expression (JSON Schema's ECMA
+    dialect and Python's agree on it): a number, then an exponent or one suffix of _SUFFIX."""
+    suffixes = "|".join(sorted((k for k in _SUFFIX if k), key=lambda k: (-len(k), k)))
+    return rf"^{sign}(?:{_NUMBER})(?:[eE][-+]?[0-9]+|{suffixes})?$"
+
+
+# What parse_quantity accepts, for a schema (no surrounding spaces: the text as written), and
+# the same without a minus sign (a request, a limit, a size). tests/test_upstream_quantity.py
+# proves both equal to the parser on apimachinery's cases.
+PATTERN = _pattern("[+-]?")
+NONNEGATIVE_PATTERN = _pattern(r"\+?")
 
 
 def parse_quantity(text: str | int | float) -> Fraction:

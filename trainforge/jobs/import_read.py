@@ -9,7 +9,6 @@ one shape to translate. Pulumi-free.
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,11 +16,14 @@ from typing import Any
 
 import yaml
 
+from trainforge.core import versions
+from trainforge.jobs import pytorchjob, trainjob
 from trainforge.stack.file import DuplicateKeyError, StackFileError, load_yaml
+from trainforge.stack.jobs import whole_command_line
 
 SUPPORTED = (
-    "a kubeflow.org/v1 PyTorchJob, a trainer.kubeflow.org TrainJob or a batch/v1 Job with "
-    "completionMode: Indexed (and ConfigMaps holding its code)"
+    f"a {pytorchjob.API_VERSION} PyTorchJob, a {trainjob.API_VERSION} TrainJob or a batch/v1 "
+    "Job with completionMode: Indexed (and ConfigMaps holding its code)"
 )
 
 
@@ -304,13 +306,29 @@ def _name(doc: dict[str, Any], file: str) -> str:
     return name
 
 
+def _served(api: str, served: str, who: str, file: str) -> None:
+    """A job of an API version the pinned controller does not serve is refused: the version its
+    vendored CRD serves is `served` (tests/jobs/test_import_api_versions.py proves it against
+    the CRDs in plan/data/crds and the training operator's manifests)."""
+    if api != served:
+        raise ImportProblem(
+            file,
+            "apiVersion",
+            f"got {api!r}; {who} serves {served} only: write apiVersion: {served}",
+        )
+
+
 def workload(docs: list[dict[str, Any]], file: str, changes: list[str]) -> Workload:
     found = []
     for doc in docs:
         api, kind = str(doc.get("apiVersion", "")), doc.get("kind")
         if kind == "PyTorchJob" and api.startswith("kubeflow.org/"):
+            _served(api, pytorchjob.API_VERSION, f"the pinned training operator "
+                    f"({versions.TRAINING_OPERATOR_VERSION})", file)  # fmt: skip
             found.append((doc, _pytorchjob))
         elif kind == "TrainJob" and api.startswith("trainer.kubeflow.org/"):
+            _served(api, trainjob.API_VERSION, f"the pinned Trainer (v{versions.TRAINER_VERSION})",
+                    file)  # fmt: skip
             found.append((doc, _trainjob))
         elif kind == "Job" and api == "batch/v1":
             found.append((doc, _indexed_job))
@@ -349,16 +367,10 @@ def check_shapes(w: Workload, docs: list[dict[str, Any]], file: str) -> None:
 
     c, at = w.container, w.at
     need(c.get("command"), list, f"{at}.command", "a list of strings")
-    program = (c.get("command") or [None])[0]
-    if isinstance(program, str) and len(program.split()) > 1:
-        # The container runtime execs command[0] as the program's path: no shell splits it
-        # (the Trainer v2.2.1 torch plugin rewrites torchtune's command only, not torchrun's).
-        raise ImportProblem(
-            file,
-            f"{at}.command[0]",
-            f"got {program!r}; Kubernetes runs it as one program name, and no shell splits "
-            f"it: write each word as its own item: [{', '.join(shlex.split(program))}]",
-        )
+    # The stack's one rule (the Trainer v2.2.1 torch plugin rewrites torchtune's command only,
+    # not torchrun's, so nothing splits it on the way either).
+    if why := whole_command_line(c.get("command")):
+        raise ImportProblem(file, f"{at}.command[0]", f"got {c['command'][0]!r}; {why}")
     need(c.get("args"), list, f"{at}.args", "a list of strings")
     mappings(c.get("env"), f"{at}.env", ("name",))
     resources, res_at = c.get("resources"), w.resources_at

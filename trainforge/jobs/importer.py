@@ -26,6 +26,7 @@ from typing import Any, NoReturn
 from trainforge.core import image_routes, labels, versions
 from trainforge.core.contract import GPU_RESOURCE, PoolFacts
 from trainforge.core.quantity import parse_quantity
+from trainforge.jobs import torchrun_args
 from trainforge.jobs.import_read import (
     ImportProblem,
     Workload,
@@ -38,16 +39,6 @@ from trainforge.jobs.pod import IMAGE_PULL_POLICY
 from trainforge.stack.jobs import IMAGE_RE, RESERVED_ENV
 
 GPU = GPU_RESOURCE
-# torchrun flags that take a value as the next argument (torch.distributed.run's parser)
-_TORCHRUN_VALUE_FLAGS = {
-    "--nnodes", "--nproc-per-node", "--nproc_per_node", "--node-rank", "--node_rank",
-    "--master-addr", "--master_addr", "--master-port", "--master_port", "--rdzv-backend",
-    "--rdzv_backend", "--rdzv-endpoint", "--rdzv_endpoint", "--rdzv-id", "--rdzv_id",
-    "--rdzv-conf", "--rdzv_conf", "--max-restarts", "--max_restarts", "--monitor-interval",
-    "--monitor_interval", "--start-method", "--start_method", "--role", "--log-dir",
-    "--log_dir", "-r", "--redirects", "-t", "--tee", "--local-addr", "--local_addr",
-    "--logs-specs", "--logs_specs",
-}  # fmt: skip
 _PYTHON = re.compile(r"^(?:/[\w./-]*/)?python(?:3(?:\.\d+)?)?$")
 # pod and container fields that are translated (or knowingly dropped with their own reason)
 _CONTAINER_KNOWN = {
@@ -111,47 +102,27 @@ class _Program:
 
 
 def _program(argv: list[str]) -> _Program:
-    """What a container's argv runs: python SCRIPT, python -c CODE, python -m MOD, torchrun."""
-    i = 0
-    torchrun = False
-    nproc: int | None = None
-    if argv and posixpath.basename(argv[0]) == "torchrun":
-        torchrun, i = True, 1
-    elif argv and _PYTHON.match(argv[0]):
+    """What a container's argv runs: python SCRIPT, python -c CODE, python -m MOD, torchrun
+    (its options read by torchrun's own reading, jobs/torchrun_args)."""
+    run = torchrun_args.read(argv)
+    if run is not None:
+        nproc_text = run.value("nproc_per_node")
+        nproc = int(nproc_text) if nproc_text and nproc_text.isdigit() else None
+        if run.script and run.options.get("module"):
+            return _Program("module", path=run.script[0], args=run.script[1:], nproc=nproc)
+        if run.script:
+            return _Program("script", path=run.script[0], args=run.script[1:], nproc=nproc)
+        return _Program("command", args=argv)
+    if argv and _PYTHON.match(argv[0]):
         i = 1
         while i < len(argv) and argv[i] in ("-u", "-B", "-O", "-OO", "-E", "-s"):
             i += 1
-        if (
-            i < len(argv)
-            and argv[i] == "-m"
-            and i + 1 < len(argv)
-            and argv[i + 1]
-            in (
-                "torch.distributed.run",
-                "torch.distributed.launch",
-            )
-        ):
-            torchrun, i = True, i + 2
-        elif i + 1 < len(argv) and argv[i] == "-c":
+        if i + 1 < len(argv) and argv[i] == "-c":
             return _Program("inline", code=argv[i + 1], args=argv[i + 2 :])
-        elif i + 1 < len(argv) and argv[i] == "-m":
+        if i + 1 < len(argv) and argv[i] == "-m":
             return _Program("module", path=argv[i + 1], args=argv[i + 2 :])
-    else:
-        return _Program("command", args=argv)
-    if torchrun:
-        while i < len(argv) and argv[i].startswith("-"):
-            flag, eq, value = argv[i].partition("=")
-            if flag in _TORCHRUN_VALUE_FLAGS and not eq and i + 1 < len(argv):
-                value, i = argv[i + 1], i + 1
-            if flag in ("--nproc-per-node", "--nproc_per_node") and value.isdigit():
-                nproc = int(value)
-            if flag == "-m":
-                break
-            i += 1
-        if i < len(argv) and argv[i] == "-m" and i + 1 < len(argv):
-            return _Program("module", path=argv[i + 1], args=argv[i + 2 :], nproc=nproc)
-    if i < len(argv):
-        return _Program("script", path=argv[i], args=argv[i + 1 :], nproc=nproc)
+        if i < len(argv):
+            return _Program("script", path=argv[i], args=argv[i + 1 :])
     return _Program("command", args=argv)
 
 

@@ -14,8 +14,10 @@ from typing import Any
 
 from trainforge.core.contract import GPU_RESOURCE
 from trainforge.core.pods import argv, literal_env
+from trainforge.jobs import torchrun_args
 from trainforge.jobs.backends import job_shape
 from trainforge.jobs.pod import JOB_LABEL
+from trainforge.jobs.torchrun_args import TorchrunArgs
 from trainforge.plan.ckpt_compat import argv_fields, last_value, runtime_args
 from trainforge.training import contract
 from trainforge.training.config import CheckpointConfig
@@ -55,14 +57,18 @@ class JobView:
 
     @property
     def world_size(self) -> int | None:
-        flags = self.flags
-        nnodes = flags.get("--nnodes", "")
-        nproc = flags.get("--nproc-per-node") or (
-            str(self.procs_per_pod) if self.procs_per_pod else ""
-        )
-        nodes = nnodes.split(":")[-1] if nnodes else str(self.pods)
+        """Nodes (a range's largest) x processes per node, as torchrun reads its command line
+        (jobs/torchrun_args: both spellings, `=` or not, the last one wins): the option, else
+        PET_NNODES / PET_NPROC_PER_NODE in the container's env, else what the operator sets
+        (the pods; the processes per pod), else torchrun's default 1. None when torchrun would
+        refuse the command line or a count is not a number ("auto", "gpu")."""
+        args = torchrun_args.read(self.command) or TorchrunArgs()
+        if args.refused:
+            return None
+        nnodes = args.value("nnodes", self.env) or str(self.pods)
+        nproc = args.value("nproc_per_node", self.env) or str(self.procs_per_pod or 1)
         try:
-            return int(nodes) * int(nproc or 1)
+            return int(nnodes.split(":")[-1]) * int(nproc)
         except ValueError:
             return None
 

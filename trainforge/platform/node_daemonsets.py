@@ -17,7 +17,7 @@ from typing import Any
 from trainforge.core import versions
 from trainforge.core.contract import DaemonSetLoad, Taint
 from trainforge.core.labels import ARCH, INSTANCE_TYPE, KARPENTER_GPU_COUNT, OS
-from trainforge.core.taints import node_expression, untolerated
+from trainforge.core.taints import node_selector_terms, untolerated
 from trainforge.platform.config import (
     EFA_NODE_LABEL,
     GPU_NODE_LABEL,
@@ -255,12 +255,13 @@ def tolerates(tolerations: tuple[dict[str, Any], ...], taint: Taint) -> bool:
 
 
 def selects(terms: tuple[dict[str, Any], ...] | None, labels: dict[str, str]) -> bool:
-    """nodeSelectorTerms semantics: terms are ORed, expressions within a term ANDed."""
+    """Whether a DaemonSet's required nodeSelectorTerms select a node with `labels` (None: the
+    DaemonSet has none and selects every node): core/taints' one model of upstream's
+    MatchNodeSelectorTerms (terms ORed, a term's requirements ANDed, an empty or invalid term
+    selecting nothing; proven against component-helpers' cases in tests/test_upstream_scheduling)."""
     if terms is None:
         return True
-    return any(
-        all(node_expression(e, labels) for e in t.get("matchExpressions", ())) for t in terms
-    )
+    return node_selector_terms(terms, labels)
 
 
 def lands_on(ds: DaemonSetFacts, labels: dict[str, str], taints: tuple[Taint, ...]) -> bool:

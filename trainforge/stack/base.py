@@ -34,6 +34,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from trainforge.core import image_routes, names
+from trainforge.core.quantity import NONNEGATIVE_PATTERN, parse_quantity
 
 NS = "trainforge"
 M = TypeVar("M", bound=BaseModel)
@@ -173,21 +174,29 @@ Namespace = matching(
 )
 
 
-# Kubernetes resource.Quantity (apimachinery): a signed decimal with an optional suffix.
-_QUANTITY = re.compile(r"^\+?(\d+(\.\d*)?|\.\d+)(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E|[eE][+-]?\d+)?$")
+# Kubernetes resource.Quantity, not negative: core/quantity.parse_quantity (apimachinery's
+# ParseQuantity) decides; the JSON schema's pattern is core's NONNEGATIVE_PATTERN, proven equal
+# to this on apimachinery's cases (tests/stack/test_stack_quantity.py).
 
 
 def _quantity(value: Any) -> str:
-    if isinstance(value, bool) or not (
-        (isinstance(value, int | float) and value >= 0)
-        or (isinstance(value, str) and _QUANTITY.match(value))
-    ):
+    text = str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
+    try:
+        ok = (
+            isinstance(text, str)
+            and text == text.strip()
+            and not text.startswith("-")
+            and parse_quantity(text) >= 0
+        )
+    except ValueError:
+        ok = False
+    if not ok:
         raise ValueError("a Kubernetes quantity such as 8, 500m, 64Gi or 1.5")
-    return str(value)
+    return text
 
 
 # A YAML number or string, kept as the string Kubernetes gets.
-_NUMBER_OR = {"anyOf": [{"type": "string", "pattern": _QUANTITY.pattern}, {"type": "number"}]}
+_NUMBER_OR = {"anyOf": [{"type": "string", "pattern": NONNEGATIVE_PATTERN}, {"type": "number"}]}
 Quantity = Annotated[str, BeforeValidator(_quantity), WithJsonSchema(_NUMBER_OR)]
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import posixpath
 import re
+import shlex
 import typing
 from collections.abc import Callable
 from pathlib import PurePosixPath
@@ -125,6 +126,25 @@ class ProblemList(list):
 
     def raise_if_any(self, title: str) -> None:
         refuse(title, self)
+
+
+def whole_command_line(command: Any) -> str:
+    """Why a container's command cannot start ("" when it can): its program, command[0],
+    holding a whole command line. The container runtime execs command[0] as the program's path
+    and no shell splits it, so `[torchrun train.py]` looks for a program named "torchrun
+    train.py" and every pod fails to start. The one rule of the stack's entrypoint.command and
+    of `trainforge import` (jobs/import_read.py)."""
+    program = command[0] if isinstance(command, list | tuple) and command else None
+    if not isinstance(program, str) or len(program.split()) < 2:
+        return ""
+    try:
+        words = shlex.split(program)
+    except ValueError:  # an unbalanced quote: the words as spaces part them
+        words = program.split()
+    return (
+        "Kubernetes runs it as one program name, and no shell splits it: write each word as "
+        f"its own item: [{', '.join(words)}]"
+    )
 
 
 def norm(path: str) -> str:
@@ -604,6 +624,8 @@ class EntrypointSpec(Section):
                     f"a script inside codeDir ({code_dir}), which is what is shipped",
                 )
             ep = ep.model_copy(update={"code_dir": code_dir})
+        elif given[0] == "command" and (why := whole_command_line(ep.command)):
+            out.add(("command", 0), ep.command[0], f"a program, not a command line: {why}")
         elif given[0] == "command" and ep.args:
             out.add(
                 ("args",), list(ep.args), "no args: put a command's arguments in command itself"

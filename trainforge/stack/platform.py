@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import ipaddress
+import unicodedata
 from collections.abc import Iterable, Mapping
 from typing import Annotated, Any, Literal
 
@@ -117,16 +118,53 @@ def _pair_problem(key: Any, value: Any, label_value: bool) -> str:
     return ""
 
 
-def _names(label_value: bool) -> Any:
-    """Label/tag names checked (and label values), values as text: every bad entry named at
-    its key."""
+# AWS's own tag rules, as the Resource Groups Tagging API reference states them (API_Tag,
+# docs.aws.amazon.com/resourcegroupstagging/latest/APIReference/API_Tag.html, read 2026-11-30
+# through `search`): a key 1 to 128 characters, a value 0 to 256, both of Unicode letters (\p{L}),
+# separators (\p{Z}), numbers (\p{N}) and _ . : / = + - @ ; and the `aws:` prefix, in any case,
+# is reserved for AWS on keys and values (the same restrictions in the EKS CloudFormation Tag
+# reference, AWS::EKS::AccessEntry Tag, and the Tagging AWS resources guide it links).
+AWS_TAG_KEY_MAX, AWS_TAG_VALUE_MAX = 128, 256
+_AWS_TAG_SYMBOLS = frozenset("_.:/=+-@")
+
+
+def _aws_tag_text(text: str) -> bool:
+    return all(c in _AWS_TAG_SYMBOLS or unicodedata.category(c)[0] in "LZN" for c in text)
+
+
+def aws_tag_problem(key: Any, value: Any) -> str:
+    """What AWS refuses in one tag ("" when nothing)."""
+    if not isinstance(value, str | int | float | bool) or not isinstance(key, str):
+        return "an AWS tag: a name with a string value"
+    text = str(_text(value))
+    if (
+        1 <= len(key) <= AWS_TAG_KEY_MAX
+        and len(text) <= AWS_TAG_VALUE_MAX
+        and _aws_tag_text(key)
+        and _aws_tag_text(text)
+        and not key.lower().startswith("aws:")
+        and not text.lower().startswith("aws:")
+    ):
+        return ""
+    return (
+        "an AWS tag: letters, digits, spaces and _ . : / = + - @, not starting with 'aws:'; "
+        f"a key of 1 to {AWS_TAG_KEY_MAX} characters, a value of at most {AWS_TAG_VALUE_MAX}"
+    )
+
+
+def _names(label_value: bool | None) -> Any:
+    """Label names checked (and label values; None: AWS tags, by AWS's rules), values as text:
+    every bad entry named at its key."""
 
     def check(value: Any) -> Any:
         if isinstance(value, tuple):
             value = dict(value)  # the pairs the config holds (Python callers, model_copy)
         if not isinstance(value, Mapping):
             return value  # refused as "a mapping" by the dict type
-        problems = {k: _pair_problem(k, v, label_value) for k, v in value.items()}
+        problems = {
+            k: aws_tag_problem(k, v) if label_value is None else _pair_problem(k, v, label_value)
+            for k, v in value.items()
+        }
         refuse("labels", (((str(k),), value[k], what) for k, what in problems.items() if what))
         return {str(k): _text(v) for k, v in value.items()}
 
@@ -137,7 +175,7 @@ def _names(label_value: bool) -> Any:
 NO_PAIRS = {"default": {}}  # the JSON Schema's default of an unset Labels field
 
 
-def _pairs(label_value: bool) -> Any:
+def _pairs(label_value: bool | None) -> Any:
     return Annotated[
         dict[str, str],
         BeforeValidator(_names(label_value)),
@@ -147,7 +185,7 @@ def _pairs(label_value: bool) -> Any:
 
 
 Labels = _pairs(label_value=True)  # node labels: Kubernetes refuses a bad name or value
-Tags = _pairs(label_value=False)  # AWS tags, named as Kubernetes labels are
+Tags = _pairs(label_value=None)  # AWS tags: AWS's rules (aws_tag_problem)
 
 
 def contract(keys: type[StackModel], dc: type) -> Any:
@@ -351,14 +389,46 @@ def _or_true(schema: dict[str, Any]) -> None:
     schema["anyOf"] = [{"type": "boolean"}, {"$ref": schema.pop("$ref")}]  # the shorthand
 
 
+# A node's taints as the API server validates them (k8s.io/kubernetes pkg/apis/core/validation
+# validation.go `validateNodeTaints`, the stored kubernetes/kubernetes copy 000f2605 read
+# 2026-11-30 via `read_file`): the key a label name (ValidateLabelName: IsQualifiedName), the
+# value a label value (IsValidLabelValue), the effect one of validateTaintEffect's three, and
+# no two taints with the same key and effect. A node or NodePool that breaks one is refused by
+# the API server after `pulumi up` has begun; the stack refuses it first.
+TAINT_KEY_RULE = (
+    "a Kubernetes qualified name: an optional DNS subdomain and '/', then at most 63 letters, "
+    "digits, '-', '_' or '.' that start and end with a letter or digit"
+)
+TAINT_VALUE_RULE = (
+    "a Kubernetes label value: empty, or at most 63 letters, digits, '-', '_' or '.' "
+    "that start and end with a letter or digit"
+)
+
+
+def _taint_key(value: str) -> str:
+    if not names.is_label_key(value):
+        raise ValueError(TAINT_KEY_RULE)
+    return value
+
+
+def _taint_value(value: str | None) -> str | None:
+    if value is not None and not names.is_label_value(value):
+        raise ValueError(TAINT_VALUE_RULE)
+    return value
+
+
 class TaintKeys(Section):
     """A node taint `{key, value?, effect}` (the value is a `core.contract.Taint`)."""
 
-    key: str = Field(description="The taint's key.")
+    key: Annotated[str, AfterValidator(_taint_key)] = Field(
+        description="The taint's key: a Kubernetes qualified name (`example.com/name`)."
+    )
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = Field(
         "NoSchedule", description="`NoSchedule`, `PreferNoSchedule` or `NoExecute`."
     )
-    value: Text | None = Field(None, description="The taint's value (optional).")
+    value: Annotated[Text | None, AfterValidator(_taint_value)] = Field(
+        None, description="The taint's value (optional): a Kubernetes label value."
+    )
 
 
 class PoolLimitsKeys(Section):
@@ -372,7 +442,19 @@ class PoolLimitsKeys(Section):
 
 
 Admins = Annotated[tuple[IamPrincipal, ...], BeforeValidator(_one_or_many)]
-TaintList = tuple[contract(TaintKeys, Taint), ...]
+
+
+def _unique_taints(taints: tuple[Taint, ...]) -> tuple[Taint, ...]:
+    """validateNodeTaints: "taints must be unique by key and effect pair"."""
+    seen: set[tuple[str, str]] = set()
+    for t in taints:
+        if (t.key, t.effect) in seen:
+            raise ValueError(f"taints unique by key and effect: {t.key}:{t.effect} is there twice")
+        seen.add((t.key, t.effect))
+    return taints
+
+
+TaintList = Annotated[tuple[contract(TaintKeys, Taint), ...], AfterValidator(_unique_taints)]
 Limits = contract(PoolLimitsKeys, PoolLimits)
 InstanceTypes = Annotated[tuple[InstanceType, ...], BeforeValidator(_one_or_many)]
 
@@ -642,7 +724,11 @@ class PlatformKeys(StackModel):
         NodeHealthConfig(), description="GPU node health monitoring and repair."
     )
     tags: Tags = Field(
-        (), description="Extra AWS tags on every resource.", json_schema_extra=NO_PAIRS
+        (),
+        description="Extra AWS tags on every resource, by AWS's tag rules: keys of 1 to 128 "
+        "characters, values of at most 256, letters, digits, spaces and _ . : / = + - @, "
+        "no 'aws:' prefix.",
+        json_schema_extra=NO_PAIRS,
     )
     images: ImagesConfig = Field(
         ImagesConfig(), description="The pull-through cache and the runtime images."

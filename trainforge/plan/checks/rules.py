@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainforge.core import image_routes
+from trainforge.core import catalog, image_routes
 from trainforge.core.contract import GPU_RESOURCE
 from trainforge.core.labels import (
     INSTANCE_TYPE,
@@ -669,8 +669,6 @@ def _bucket_completeness(
 
 NODE_POOL = "kubernetes:karpenter.sh/v1:NodePool"
 MONITORING_ADDON = "eks-node-monitoring-agent"
-# EC2 GPU families: p3/p4d/p4de/p5/p5e/p5en/p6-b200..., g4dn/g5/g5g/g6/g6e/gr6...
-_GPU_TYPE = re.compile(r"^(p\d|g\d|gr\d)[a-z0-9-]*\.")
 _GPU_AMI = re.compile(r"NVIDIA|GPU", re.I)
 _GPU_REQUIREMENT_KEYS = (
     KARPENTER_GPU_COUNT,
@@ -681,7 +679,9 @@ _EFFECTS = {eks: k8s for k8s, eks in EFFECTS.items()}  # EKS's enum -> the Kuber
 
 
 def _gpu_types(types: Any) -> bool:
-    return any(isinstance(t, str) and _GPU_TYPE.match(t) for t in as_list(types))
+    """Any of `types` is NVIDIA GPU capacity by the one GPU catalog (core/catalog: a family it
+    does not list, such as g4ad or one newer than the catalog, is not)."""
+    return any(isinstance(t, str) and catalog.nvidia_gpu_family(t) for t in as_list(types))
 
 
 def gpu_capacity(res: StackResource) -> bool:
