@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from trainforge.core import failures
 from trainforge.core.contract import JobTarget
 from trainforge.core.errors import JobConfigError
 from trainforge.jobs import pod
@@ -45,9 +46,10 @@ CONTAINER = "trainer"
 MASTER_PORT = 29500  # torchrun's default; declared on the container and the Service
 PORT_NAME = "rendezvous"
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"  # set by the Job controller on its pods
-# restartPolicy ExitCode as the training operator v1 implements it: exit codes 1-127 are the
-# program's own failures (permanent); >= 128 are signals (OOM kill 137, SIGTERM 143), retried.
-PERMANENT_EXIT_CODES = list(range(1, 128))
+# restartPolicy ExitCode as the training operator v1 implements it: the codes it does not
+# retry (1-127, the program's own failures) fail the Job; the others (signals: OOM kill 137,
+# SIGTERM 143; the runtime's 200-205) are retried (trainforge.core.failures).
+PERMANENT_EXIT_CODES = list(failures.PERMANENT_EXIT_CODES)
 # What a plain Job does when it ends: the Job controller deletes its running pods on failure
 # and keeps finished ones, i.e. the model's default cleanPodPolicy.
 JOB_CLEAN_POD_POLICY = RunPolicySpec().clean_pod_policy

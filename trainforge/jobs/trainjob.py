@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from trainforge.core import pods
+from trainforge.core import failures, pods
 from trainforge.core.contract import JobTarget
 from trainforge.core.errors import JobConfigError
 from trainforge.jobs import pod, tenancy
@@ -57,10 +57,10 @@ RUNTIMES = {
 # What the runtimes fix for every job: the job model's defaults.
 RUNTIME_RUN_POLICY = RunPolicySpec()
 RUNTIME_METRICS_PORT = JobSpec.model_fields["metrics_port"].default
-# restartPolicy ExitCode as the training operator v1 implements it: exit codes 1-127 are the
-# program's own failures (permanent, the job fails); >= 128 are signals (OOM kill 137,
-# SIGTERM 143), retried within backoffLimit.
-PERMANENT_EXIT_CODES = list(range(1, 128))
+# restartPolicy ExitCode as the training operator v1 implements it: the codes it does not
+# retry (1-127, the program's own failures) fail the job; the others (signals: OOM kill 137,
+# SIGTERM 143; the runtime's 200-205) are retried within backoffLimit (trainforge.core.failures).
+PERMANENT_EXIT_CODES = list(failures.PERMANENT_EXIT_CODES)
 
 
 def master_addr(job: JobSpec) -> str:

@@ -47,6 +47,8 @@ import os
 import re
 import sys
 
+from trainforge.core import failures
+
 
 @dataclasses.dataclass(frozen=True)
 class Reason:
@@ -57,7 +59,9 @@ class Reason:
 
     @property
     def retryable(self) -> bool:
-        return self.code >= 128
+        """Whether the training operator's ExitCode re-creates a pod that exits with it
+        (IsRetryableExitCode: trainforge.core.failures.operator_retries)."""
+        return failures.operator_retries(self.code)
 
 
 USER_ERROR = Reason("user_error", 1, "the training code raised", "fix the error in the traceback")

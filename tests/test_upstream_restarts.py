@@ -1,0 +1,144 @@
+"""trainforge.core.failures against the controllers' own test cases, and every exit code of the
+runtime through each backend's emitted objects.
+
+Every case of tests/fixtures/upstream/restarts.yaml (the training operator v1.9.4's
+TestIsRetryableExitCode, the Kubernetes Job controller's TestMatchPodFailurePolicy; the file
+says where each was read) runs through the model and must give upstream's answer. Then the
+objects each backend emits are run through the same model for each of the runtime's exit
+codes (trainforge.training.exits), a SIGKILL 137 and a SIGTERM 143 (with and without the
+DisruptionTarget condition of a preemption, an eviction or a lost node), and the plan's retry
+bound (`Shape.retry_bound`, what `plan` prints) must agree with what the controller then does."""
+
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+import yaml
+
+from tests.jobs.helpers import CODE, CPU_POOL, target
+from trainforge.core import failures as F
+from trainforge.core.contract import BACKENDS
+from trainforge.core.pods import RetryInputs
+from trainforge.jobs import indexed_job, trainjob
+from trainforge.jobs.backends import emit, job_shape
+from trainforge.jobs.spec import parse_job
+from trainforge.jobs.wiring import resolve_job
+from trainforge.training import exits
+
+FIXTURE = pathlib.Path(__file__).parent / "fixtures" / "upstream" / "restarts.yaml"
+DATA = yaml.safe_load(FIXTURE.read_text())
+W = "trainforge:jobs[0]"
+
+
+@pytest.mark.parametrize("case", DATA["isRetryableExitCode"], ids=lambda c: str(c["exitCode"]))
+def test_is_retryable_exit_code(case: dict) -> None:
+    assert F.operator_retries(case["exitCode"]) is case["retryable"]
+
+
+@pytest.mark.parametrize("case", DATA["matchPodFailurePolicy"], ids=lambda c: c["case"])
+def test_match_pod_failure_policy(case: dict) -> None:
+    count, action = F.match_pod_failure_policy(case["policy"], case["pod"])
+    assert (count, action) == (case["count"], case["action"])
+
+
+def test_the_runtimes_reasons_are_retryable_exactly_where_the_operator_retries() -> None:
+    """exits.Reason.retryable is the operator's IsRetryableExitCode, for every reason."""
+    for reason in exits.REASONS.values():
+        assert reason.retryable is F.operator_retries(reason.code), reason.name
+    assert tuple(range(1, 128)) == F.PERMANENT_EXIT_CODES
+
+
+# --- every exit code of the runtime through each backend's emitted objects -----------------
+
+CODES = sorted({r.code for r in exits.BY_CODE.values() if r.code} | {F.KILLED, F.TERMINATED})
+POLICIES = ("ExitCode", "OnFailure", "Never")
+
+
+def _emitted(backend: str, policy: str, workers: int = 2) -> tuple[dict, dict]:
+    """(the workload, the platform's ClusterTrainingRuntimes by name) of a `workers`-pod job."""
+    raw = {"name": "j", "team": "research", "pool": CPU_POOL.name, "backend": backend,
+           "workers": workers, "restartPolicy": policy,
+           "runPolicy": {"activeDeadlineSeconds": 3600}}  # fmt: skip
+    t = target(CPU_POOL, backends=BACKENDS)
+    job = resolve_job(parse_job(raw, W), t, W)
+    out = emit(job, t, CODE)
+    runtimes = trainjob.runtimes_in(trainjob.runtime_manifests())
+    return out.workload, runtimes
+
+
+def _child_job_spec(doc: dict, runtimes: dict) -> tuple[dict, str]:
+    """The batch/v1 Job spec whose pods run the job, and the trainer container's name."""
+    if doc["kind"] == "Job":
+        return doc["spec"], indexed_job.CONTAINER
+    runtime = trainjob.runtime_of(doc, runtimes)
+    rjobs = runtime["spec"]["template"]["spec"]["replicatedJobs"]
+    rjob = next(r for r in rjobs if r["name"] == trainjob.REPLICATED_JOB)
+    return rjob["template"]["spec"], trainjob.CONTAINER
+
+
+def outcome(backend: str, policy: str, code: int, disrupted: bool = False) -> F.Outcome:
+    """What the backend's controller does with a pod of the emitted job that exited `code`."""
+    doc, runtimes = _emitted(backend, policy)
+    if backend == "pytorchjob":
+        replicas = doc["spec"]["pytorchReplicaSpecs"].values()
+        (restart,) = {r["restartPolicy"] for r in replicas}
+        return F.pytorchjob_outcome(restart, code)
+    spec, container = _child_job_spec(doc, runtimes)
+    return F.job_outcome(spec, F.failed_pod(container, code, disrupted=disrupted))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("policy", POLICIES)
+def test_each_exit_code_does_what_the_restart_policy_says(backend: str, policy: str) -> None:
+    """ExitCode: the runtime's permanent reasons (1-5) end the job and its retryable ones
+    (200-205, a SIGKILL, a SIGTERM) run again; OnFailure: every failure runs again, counted;
+    Never: every failure ends the job (a plain Job: backoffLimitPerIndex 0 / backoffLimit 0,
+    the Job controller's count ends it)."""
+    for code in CODES:
+        got = outcome(backend, policy, code)
+        if policy == "ExitCode":
+            if F.operator_retries(code):
+                assert got.restarts and got.fails is None, (code, got)
+                # the operator does not count re-creations; a Job's controller does
+                assert got.counted is (backend != "pytorchjob"), (code, got)
+            else:
+                assert got == F.Outcome(False, True, fails="job"), (code, got)
+        elif policy == "OnFailure":
+            assert got.restarts and got.counted, (code, got)
+            # an indexed Job's pods run restartPolicy Never (backoffLimitPerIndex needs it)
+            assert got.in_place is (backend != "indexed-job"), (code, got)
+        elif backend == "pytorchjob":
+            assert got.fails == "job", (code, got)
+        else:
+            assert got.counted, (code, got)  # with a limit of 0: the first failure ends it
+
+
+@pytest.mark.parametrize("backend", ["indexed-job", "trainjob"])
+def test_a_disrupted_pod_is_re_created_without_counting_under_exit_code(backend: str) -> None:
+    """Preempted, evicted, or lost with its node (DisruptionTarget=True): the emitted pod
+    failure policy's Ignore rule re-creates it uncounted, whatever its exit code."""
+    for code in (F.TERMINATED, F.KILLED, exits.USER_ERROR.code):
+        got = outcome(backend, "ExitCode", code, disrupted=True)
+        assert got == F.Outcome(True, False), (code, got)
+
+
+@pytest.mark.parametrize("backend", ["indexed-job", "trainjob"])
+@pytest.mark.parametrize("policy", POLICIES)
+def test_the_plans_retry_bound_agrees_with_the_controller_for_each_code(
+    backend: str, policy: str
+) -> None:
+    """The plan's retry bound for pods that die with each code (what `plan` prints under
+    "Retry bounds"): one attempt where the controller fails the job at once, more where it
+    runs the pod again."""
+    doc, runtimes = _emitted(backend, policy)
+    shape = job_shape(doc)
+    assert shape is not None
+    for code in CODES:
+        bound = shape.retry_bound(doc, RetryInputs(code, runtimes))
+        assert bound is not None
+        got = outcome(backend, policy, code)
+        if got.fails is not None or not got.restarts:
+            assert bound.attempts == 1, (code, bound)
+        else:
+            assert bound.attempts != 1 or "0" in bound.why, (code, bound)
