@@ -20,7 +20,7 @@ from tests.jobs.helpers import CODE, CPU_POOL, target
 from trainforge.core import failures as F
 from trainforge.core.contract import BACKENDS
 from trainforge.core.pods import RetryInputs
-from trainforge.jobs import indexed_job, trainjob
+from trainforge.jobs import indexed_job, pytorchjob, trainjob
 from trainforge.jobs.backends import emit, job_shape
 from trainforge.jobs.spec import parse_job
 from trainforge.jobs.wiring import resolve_job
@@ -123,14 +123,15 @@ def test_a_disrupted_pod_is_re_created_without_counting_under_exit_code(backend:
         assert got == F.Outcome(True, False), (code, got)
 
 
-@pytest.mark.parametrize("backend", ["indexed-job", "trainjob"])
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("policy", POLICIES)
 def test_the_plans_retry_bound_agrees_with_the_controller_for_each_code(
     backend: str, policy: str
 ) -> None:
     """The plan's retry bound for pods that die with each code (what `plan` prints under
     "Retry bounds"): one attempt where the controller fails the job at once, more where it
-    runs the pod again."""
+    runs the pod again. The PyTorchJob's bound answered every code as a retryable one: an
+    ExitCode job whose pods exit 1 was "bounded in time only", where the operator fails it."""
     doc, runtimes = _emitted(backend, policy)
     shape = job_shape(doc)
     assert shape is not None
@@ -142,3 +143,9 @@ def test_the_plans_retry_bound_agrees_with_the_controller_for_each_code(
             assert bound.attempts == 1, (code, bound)
         else:
             assert bound.attempts != 1 or "0" in bound.why, (code, bound)
+
+
+def test_pytorchjob_bound_of_a_permanent_code_under_exit_code() -> None:
+    doc, _ = _emitted("pytorchjob", "ExitCode")
+    bound = pytorchjob.retry_bound(doc, RetryInputs(exits.OOM.code))
+    assert bound.attempts == 1 and "fails the job" in bound.why, bound

@@ -16,7 +16,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from trainforge.core import pods
+from trainforge.core import failures, pods
 from trainforge.core.contract import JobTarget
 from trainforge.jobs import pod
 from trainforge.jobs.spec import JobSpec
@@ -100,10 +100,12 @@ DEFAULT_RESTART_POLICY = "OnFailure"  # PyTorchJobDefaultRestartPolicy (release-
 
 
 def retry_bound(doc: Mapping[str, Any], inputs: pods.RetryInputs) -> pods.Bound:
-    """Training operator v1.9 (`pkg/core/job.go` PastBackoffLimit): `Never` fails the job
-    with its first failed pod; `OnFailure` restarts the container in place and fails the job
-    once the restarts reach runPolicy.backoffLimit (0: the first restart); `ExitCode`
-    re-creates a pod that exits >= 128 without counting it, so only the job's own run ledger
+    """Training operator v1.9 (`pkg/core/job.go` PastBackoffLimit; what it does with each
+    exit code: trainforge.core.failures): `Never` fails the job with its first failed pod,
+    and so does `ExitCode` with a code it does not retry (1-127); `OnFailure` restarts the
+    container in place and fails the job once the restarts reach runPolicy.backoffLimit (0:
+    the first restart); `ExitCode` re-creates a pod that exits >= 128 without counting it,
+    so only the job's own run ledger
     (`inputs.ledger`) or activeDeadlineSeconds bounds it. The restarts counted are summed over
     all the job's Running OnFailure/Always pods: N pods that all die reach the limit after
     ceil(backoffLimit / N) restarts each."""
@@ -114,6 +116,9 @@ def retry_bound(doc: Mapping[str, Any], inputs: pods.RetryInputs) -> pods.Bound:
     deadline = run.get("activeDeadlineSeconds")
     if policies == {"Never"}:
         return pods.Bound(1, "restartPolicy Never: the first failed pod fails the job")
+    if any(failures.pytorchjob_outcome(p, inputs.code).fails for p in policies):
+        # ExitCode and a code the operator does not retry (1-127): the job fails at once
+        return pods.Bound(1, f"ExitCode: exit {inputs.code} fails the job (not retryable)")
     if "ExitCode" in policies:
         n, whose = inputs.ledger() if inputs.ledger is not None else (None, "")
         if n is not None:
