@@ -131,23 +131,48 @@ def pod_failure_policy(job: JobSpec) -> dict[str, Any]:
     return {"rules": rules}
 
 
+# A pod failure policy requires restartPolicy Never: a failed pod is replaced by a new one
+# with the same index and hostname.
+POD_RESTART_POLICY = "Never"
+
+
+def _restart_fields(job: JobSpec) -> dict[str, Any]:
+    return {
+        # Retries per index: the model's backoffLimit (Never: none).
+        "backoffLimitPerIndex": 0
+        if job.restart_policy == "Never"
+        else job.run_policy.backoff_limit,
+        "maxFailedIndexes": 0,
+        "podReplacementPolicy": "Failed",
+        "podFailurePolicy": pod_failure_policy(job),
+    }
+
+
+def restart_doc(job: JobSpec) -> dict[str, Any]:
+    """The Job's fields its retry bound reads (core.pods.job_spec_bound: the pods, the
+    per-index limit, the pod failure policy, the pods' restartPolicy and container), as
+    `workload_manifest` writes them, without the pods: what jobs.restarts reads the job's
+    restart budget from."""
+    pod_spec = {"restartPolicy": POD_RESTART_POLICY, "containers": [{"name": CONTAINER}]}
+    spec = {"parallelism": job.workers, **_restart_fields(job), "template": {"spec": pod_spec}}
+    return {"apiVersion": API_VERSION, "kind": KIND, "spec": spec}
+
+
 def workload_manifest(job: JobSpec, target: JobTarget, template: dict[str, Any]) -> dict[str, Any]:
     rp = job.run_policy
     pod_template = {
         "metadata": template["metadata"],
-        # A pod failure policy requires restartPolicy Never: a failed pod is replaced by a new
-        # one with the same index and hostname.
-        "spec": {**template["spec"], "subdomain": service_name(job), "restartPolicy": "Never"},
+        "spec": {
+            **template["spec"],
+            "subdomain": service_name(job),
+            "restartPolicy": POD_RESTART_POLICY,
+        },
     }
     spec: dict[str, Any] = {
         "completionMode": "Indexed",
         "completions": job.workers,
         "parallelism": job.workers,
-        # Retries per index: the model's backoffLimit (Never: none).
-        "backoffLimitPerIndex": 0 if job.restart_policy == "Never" else rp.backoff_limit,
-        "maxFailedIndexes": 0,
-        "podReplacementPolicy": "Failed",
-        "podFailurePolicy": pod_failure_policy(job),
+        **_restart_fields(job),
         "template": pod_template,
     }
     if rp.ttl_seconds_after_finished is not None:

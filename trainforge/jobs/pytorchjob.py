@@ -63,10 +63,29 @@ def launch(job: JobSpec) -> pod.Launch:
     return LAUNCH
 
 
-def workload_manifest(job: JobSpec, target: JobTarget, template: dict[str, Any]) -> dict[str, Any]:
+def replica_specs(job: JobSpec, template: dict[str, Any]) -> dict[str, Any]:
+    """Master and Worker (elastic: Worker only), each with the job's restartPolicy."""
+
     def replica(n: int) -> dict[str, Any]:
         return {"replicas": n, "restartPolicy": job.restart_policy, "template": template}
 
+    if job.elastic is not None:
+        return {"Worker": replica(job.workers)}
+    specs = {"Master": replica(1)}
+    if job.workers > 1:
+        specs["Worker"] = replica(job.workers - 1)
+    return specs
+
+
+def restart_doc(job: JobSpec) -> dict[str, Any]:
+    """The PyTorchJob's fields its retry bound reads (`retry_bound`: the replicas, their
+    restartPolicy, the runPolicy), as `workload_manifest` writes them, without the pods:
+    what jobs.restarts reads the job's restart budget from."""
+    spec = {"runPolicy": run_policy(job), "pytorchReplicaSpecs": replica_specs(job, {})}
+    return {"apiVersion": API_VERSION, "kind": KIND, "spec": spec}
+
+
+def workload_manifest(job: JobSpec, target: JobTarget, template: dict[str, Any]) -> dict[str, Any]:
     spec: dict[str, Any] = {"nprocPerNode": str(job.procs), "runPolicy": run_policy(job)}
     if job.elastic is not None:
         e = job.elastic
@@ -77,12 +96,7 @@ def workload_manifest(job: JobSpec, target: JobTarget, template: dict[str, Any])
             "rdzvBackend": "c10d",
             "rdzvId": job.name,
         }
-        spec["pytorchReplicaSpecs"] = {"Worker": replica(job.workers)}
-    else:
-        specs = {"Master": replica(1)}
-        if job.workers > 1:
-            specs["Worker"] = replica(job.workers - 1)
-        spec["pytorchReplicaSpecs"] = specs
+    spec["pytorchReplicaSpecs"] = replica_specs(job, template)
     return pod.workload_object(API_VERSION, KIND, job, target, spec)
 
 

@@ -346,12 +346,26 @@ def _pod_patch(template: dict[str, Any]) -> dict[str, Any]:
     return {"metadata": _copy(template["metadata"]), "spec": patch}
 
 
+def _runtime_ref(job: JobSpec) -> dict[str, Any]:
+    return {"apiGroup": GROUP, "kind": RUNTIME_KIND, "name": runtime_name(job)}
+
+
+def restart_doc(job: JobSpec) -> dict[str, Any]:
+    """The TrainJob's fields its retry bound reads (`retry_bound`: the runtime it names, which
+    holds the restart fields, its pods, its deadline), as `workload_manifest` writes them,
+    without the pods: what jobs.restarts reads the job's restart budget from."""
+    spec: dict[str, Any] = {"runtimeRef": _runtime_ref(job), "trainer": {"numNodes": job.workers}}
+    if job.run_policy.active_deadline_seconds is not None:
+        spec["activeDeadlineSeconds"] = job.run_policy.active_deadline_seconds
+    return {"apiVersion": API_VERSION, "kind": KIND, "spec": spec}
+
+
 def workload_manifest(job: JobSpec, target: JobTarget, template: dict[str, Any]) -> dict[str, Any]:
     """The TrainJob. The runtime it names is the platform's (`runtime_manifests`), not part of
     the job."""
     container = template["spec"]["containers"][0]
     spec: dict[str, Any] = {
-        "runtimeRef": {"apiGroup": GROUP, "kind": RUNTIME_KIND, "name": runtime_name(job)},
+        "runtimeRef": _runtime_ref(job),
         "trainer": {
             "image": container["image"],
             "command": container["command"],
