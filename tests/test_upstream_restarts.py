@@ -83,7 +83,7 @@ def outcome(backend: str, policy: str, code: int, disrupted: bool = False) -> F.
     if backend == "pytorchjob":
         replicas = doc["spec"]["pytorchReplicaSpecs"].values()
         (restart,) = {r["restartPolicy"] for r in replicas}
-        return F.pytorchjob_outcome(restart, code)
+        return F.pytorchjob_outcome(restart, code, disrupted=disrupted)
     spec, container = _child_job_spec(doc, runtimes)
     return F.job_outcome(spec, F.failed_pod(container, code, disrupted=disrupted))
 
@@ -120,7 +120,7 @@ def test_a_disrupted_pod_is_re_created_without_counting_under_exit_code(backend:
     failure policy's Ignore rule re-creates it uncounted, whatever its exit code."""
     for code in (F.TERMINATED, F.KILLED, exits.USER_ERROR.code):
         got = outcome(backend, "ExitCode", code, disrupted=True)
-        assert got == F.Outcome(True, False), (code, got)
+        assert (got.restarts, got.counted, got.in_place, got.fails) == (True, False, False, None)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -149,3 +149,68 @@ def test_pytorchjob_bound_of_a_permanent_code_under_exit_code() -> None:
     doc, _ = _emitted("pytorchjob", "ExitCode")
     bound = pytorchjob.retry_bound(doc, RetryInputs(exits.OOM.code))
     assert bound.attempts == 1 and "fails the job" in bound.why, bound
+
+
+# --- what the plan and run-local print is what the controller does -------------------------
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("policy", POLICIES)
+def test_the_restart_budget_line_says_what_the_controller_does(backend: str, policy: str) -> None:
+    """The plan's restart-budget line (`restarts.describe`, also run-local's) for each backend
+    and restart policy, read against the model's answer for every exit code: "re-created on
+    exit >= 128" where exactly the codes the operator retries run again (the others fail the
+    job), "on any failure" where all do, "never re-created" where none does; "restarted" for
+    a container restarted in place and "re-created" for a new pod; "no count limit" where the
+    controller does not count the re-creations, "at most N" where it does."""
+    from trainforge.jobs.restarts import describe  # noqa: PLC0415
+
+    raw = {"name": "j", "team": "research", "pool": CPU_POOL.name, "backend": backend,
+           "workers": 2, "restartPolicy": policy,
+           "runPolicy": {"activeDeadlineSeconds": 3600}}  # fmt: skip
+    t = target(CPU_POOL, backends=BACKENDS)
+    line = describe(resolve_job(parse_job(raw, W), t, W))
+    said = line.split("; pod ", 1)[1]
+    got = {code: outcome(backend, policy, code) for code in CODES}
+    if said.startswith("re-created on exit >= 128"):
+        for code, o in got.items():
+            assert o.restarts is F.operator_retries(code) and not o.in_place, (code, o, line)
+            assert (o.fails == "job") is (not F.operator_retries(code)), (code, o, line)
+    elif said.startswith(("restarted on any failure", "re-created on any failure")):
+        in_place = said.startswith("restarted")
+        assert all(o.restarts and o.in_place is in_place for o in got.values()), (got, line)
+    else:
+        assert said.startswith("never re-created"), line
+        assert not any(o.restarts and not o.counted for o in got.values()), (got, line)
+    counted = {o.counted for o in got.values() if o.restarts}
+    if ", no count limit (" in said:
+        assert counted == {False}, (got, line)
+    elif counted:
+        assert counted == {True} and ", at most " in said, (got, line)
+
+
+RELIABILITY_MD = pathlib.Path(__file__).parents[1] / "docs" / "reliability.md"
+# the table's columns: a code the operator does not retry, one it retries, a disruption
+COLUMNS = ((exits.OOM.code, False), (exits.PEER_LOST.code, False), (F.TERMINATED, True))
+
+
+def _reliability_rows() -> dict[tuple[str, str], list[str]]:
+    text = RELIABILITY_MD.read_text(encoding="utf-8")
+    section = text.split("### What the controller does next", 1)[1].split("\n#", 1)[0]
+    rows = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 5 and cells[0] in BACKENDS:
+            rows[(cells[0], cells[1])] = cells[2:]
+    return rows
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_reliability_md_says_what_the_controller_does(backend: str) -> None:
+    """docs/reliability.md's "What the controller does next" table, cell by cell, is the
+    model's answer for the emitted objects of each backend and restart policy."""
+    rows = _reliability_rows()
+    for policy in POLICIES:
+        said = rows[(backend, policy)]
+        want = [outcome(backend, policy, code, disrupted=d).words for code, d in COLUMNS]
+        assert said == want, (backend, policy)

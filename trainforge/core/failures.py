@@ -134,6 +134,7 @@ class Outcome:
     counted: bool
     in_place: bool = False
     fails: str | None = None
+    budget: str = "backoffLimit"  # the field that counts it
 
     @property
     def words(self) -> str:
@@ -145,19 +146,24 @@ class Outcome:
         if not self.restarts:
             return "the job fails"
         what = "the container restarts in place" if self.in_place else "the pod is re-created"
-        budget = "counted against backoffLimit" if self.counted else "not counted"
-        return f"{what}, {budget}"
+        counted = f"counted against {self.budget}" if self.counted else "not counted"
+        return f"{what}, {counted}"
 
 
-def pytorchjob_outcome(restart_policy: str, code: int) -> Outcome:
+def pytorchjob_outcome(restart_policy: str, code: int, *, disrupted: bool = False) -> Outcome:
     """Training operator v1.9.4 (ReconcilePods, PastBackoffLimit) for a pod of a replica with
-    `restart_policy` that exited `code`."""
+    `restart_policy` whose container exited `code`. `disrupted`: the pod itself failed
+    (preempted, evicted: phase Failed) instead of its container alone; under OnFailure the
+    operator then deletes and re-creates it, and PastBackoffLimit, which counts the container
+    restarts of Running pods only, never counts it."""
     if restart_policy == "Never":
         return Outcome(False, True, fails="job")
     if restart_policy == "ExitCode":
         if operator_retries(code):
             return Outcome(True, False)
         return Outcome(False, True, fails="job")
+    if disrupted:
+        return Outcome(True, False)
     return Outcome(True, True, in_place=True)  # OnFailure, Always
 
 
@@ -165,9 +171,26 @@ def job_outcome(spec: Mapping[str, Any], pod: Mapping[str, Any]) -> Outcome:
     """The Kubernetes Job controller for one failed pod of the Job `spec` (a plain Job, or a
     TrainJob's child Job): its pod failure policy first, then the default (counted)."""
     count, action = match_pod_failure_policy(spec.get("podFailurePolicy"), pod)
+    per_index = spec.get("backoffLimitPerIndex") is not None
+    # an index that fails ends the Job once more than maxFailedIndexes have (0: the first)
+    index = "job" if per_index and spec.get("maxFailedIndexes") == 0 else "index"
     if action == FAIL_JOB:
         return Outcome(False, True, fails="job")
     if action == FAIL_INDEX:
-        return Outcome(False, True, fails="index")
-    in_place = ((spec.get("template") or {}).get("spec") or {}).get("restartPolicy") == "OnFailure"
-    return Outcome(True, count, in_place=in_place)
+        return Outcome(False, True, fails=index)
+    if count:
+        # a limit of 0 (the API server's default backoffLimit is 6): the first counted
+        # failure exceeds it
+        limit = spec["backoffLimitPerIndex"] if per_index else spec.get("backoffLimit", 6)
+        if int(limit) == 0:
+            return Outcome(False, True, fails=index if per_index else "job")
+    # OnFailure restarts a failed container in the pod; a pod that failed as a whole (a
+    # disruption) is replaced by a new one
+    disrupted = any(
+        c.get("type") == DISRUPTION_TARGET and c.get("status") == "True"
+        for c in (pod.get("status") or {}).get("conditions") or ()
+    )
+    pod_policy = ((spec.get("template") or {}).get("spec") or {}).get("restartPolicy")
+    in_place = pod_policy == "OnFailure" and not disrupted
+    budget = "backoffLimitPerIndex" if per_index else "backoffLimit"
+    return Outcome(True, count, in_place=in_place, budget=budget)

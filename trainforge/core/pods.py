@@ -183,12 +183,13 @@ def job_spec_bound(spec: Mapping[str, Any], code: int = KILLED, pods: int = 1) -
     # the Job controller's answer for a pod whose first container exited `code` (no
     # DisruptionTarget: an OOM kill or a crash, not an eviction): trainforge.core.failures
     containers = get(spec, "template", "spec", "containers") or [{}]
-    outcome = failures.job_outcome(spec, failures.failed_pod(containers[0].get("name"), code))
-    if outcome.fails == "job":
+    failed = failures.failed_pod(containers[0].get("name"), code)
+    counted, action = failures.match_pod_failure_policy(spec.get("podFailurePolicy"), failed)
+    if action == failures.FAIL_JOB:
         return Bound(1, f"pod failure policy: exit {code} fails the Job")
-    if outcome.fails == "index":
+    if action == failures.FAIL_INDEX:
         return Bound(1, f"pod failure policy: exit {code} fails the index")
-    if not outcome.counted:
+    if not counted:
         return Bound(None, f"pod failure policy ignores exit {code}: never counted")
     unit = (
         "container runs"
