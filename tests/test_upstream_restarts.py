@@ -20,11 +20,11 @@ from tests.jobs.helpers import CODE, CPU_POOL, target
 from trainforge.core import failures as F
 from trainforge.core.contract import BACKENDS
 from trainforge.core.pods import RetryInputs
-from trainforge.jobs import indexed_job, pytorchjob, trainjob
+from trainforge.jobs import indexed_job, pytorchjob, restarts, trainjob
 from trainforge.jobs.backends import emit, job_shape
 from trainforge.jobs.spec import parse_job
 from trainforge.jobs.wiring import resolve_job
-from trainforge.training import exits
+from trainforge.training import contract, exits
 
 FIXTURE = pathlib.Path(__file__).parent / "fixtures" / "upstream" / "restarts.yaml"
 DATA = yaml.safe_load(FIXTURE.read_text())
@@ -214,3 +214,62 @@ def test_reliability_md_says_what_the_controller_does(backend: str) -> None:
         said = rows[(backend, policy)]
         want = [outcome(backend, policy, code, disrupted=d).words for code, d in COLUMNS]
         assert said == want, (backend, policy)
+
+
+# --- the runtime's exit line in each backend's pods ---------------------------------------
+
+
+def _on_exit_env(doc: object) -> list[str]:
+    """Every TRAINFORGE_ON_EXIT value in the emitted object (its pods' env, a TrainJob's
+    trainer.env)."""
+    if isinstance(doc, dict):
+        if doc.get("name") == contract.ON_EXIT and "value" in doc:
+            return [doc["value"]]
+        return [v for x in doc.values() for v in _on_exit_env(x)]
+    if isinstance(doc, list):
+        return [v for x in doc for v in _on_exit_env(x)]
+    return []
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("policy", POLICIES)
+def test_the_exit_line_in_each_backends_pod_says_what_the_controller_does(
+    backend: str, policy: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each rank's exit line (and the launcher's) said "permanent: the job stops" for a bug's
+    exit 1 and "retryable: the launcher decides whether the job restarts" for a lost peer on
+    every backend and restart policy: under OnFailure exit 1 restarts the container, under
+    Never a lost peer fails the job. The emitter now tells each pod what its controller does
+    (TRAINFORGE_ON_EXIT, from the model of the emitted objects) and the line says it, for
+    every exit code of the runtime."""
+    from trainforge.training import launch  # noqa: PLC0415
+
+    doc, _ = _emitted(backend, policy)
+    (value,) = set(_on_exit_env(doc))
+    monkeypatch.setenv(contract.ON_EXIT, value)
+    for reason in exits.BY_CODE.values():
+        if reason is exits.SUCCESS:
+            continue
+        words = outcome(backend, policy, reason.code).words
+        line = exits.exit_line(reason, rank=0, step=1, detail="x")
+        assert f"[{words}" in line, (reason.name, line)
+        assert "permanent:" not in line and "retryable:" not in line, line
+        _, launched = launch.worker_exit_code({0: reason.code})
+        assert f"({reason.name}, {words}, rank 0)" in launched, launched
+    _, killed = launch.worker_exit_code({0: -9})  # SIGKILL: 137
+    assert f"(retryable, {outcome(backend, policy, F.KILLED).words}" not in killed, killed
+    assert f"exiting with 137 ({outcome(backend, policy, F.KILLED).words}, rank 0)" in killed
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("policy", POLICIES)
+def test_restarts_outcome_is_the_emitted_objects(backend: str, policy: str) -> None:
+    """jobs.restarts.outcome reads the emitter's restart_doc: the same answer as the full
+    emitted object for every code, with and without a disruption."""
+    raw = {"name": "j", "team": "research", "pool": CPU_POOL.name, "backend": backend,
+           "workers": 2, "restartPolicy": policy,
+           "runPolicy": {"activeDeadlineSeconds": 3600}}  # fmt: skip
+    job = resolve_job(parse_job(raw, W), target(CPU_POOL, backends=BACKENDS), W)
+    for code in CODES:
+        for d in (False, True):
+            assert restarts.outcome(job, code, disrupted=d) == outcome(backend, policy, code, d)

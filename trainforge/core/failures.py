@@ -194,3 +194,24 @@ def job_outcome(spec: Mapping[str, Any], pod: Mapping[str, Any]) -> Outcome:
     in_place = pod_policy == "OnFailure" and not disrupted
     budget = "backoffLimitPerIndex" if per_index else "backoffLimit"
     return Outcome(True, count, in_place=in_place, budget=budget)
+
+
+# --- what the pod is told: the outcome of each class of exit code, in words --------------
+
+PERMANENT, RETRYABLE = "permanent", "retryable"  # the operator's two classes of exit code
+
+
+def exit_class(code: int) -> str:
+    return RETRYABLE if operator_retries(code) else PERMANENT
+
+
+def on_exit_value(permanent: Outcome, retryable: Outcome) -> str:
+    """The contract variable's value (trainforge.training.contract.ON_EXIT): what the job's
+    controller does after a pod exits with a code of each class."""
+    return f"{PERMANENT}={permanent.words};{RETRYABLE}={retryable.words}"
+
+
+def on_exit_words(value: str, code: int) -> str | None:
+    """What `on_exit_value` says the controller does after exit `code` (None: not said)."""
+    said = dict(part.split("=", 1) for part in value.split(";") if "=" in part)
+    return said.get(exit_class(code)) or None

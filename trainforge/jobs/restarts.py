@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from trainforge.core.pods import KILLED, RetryInputs
+from trainforge.core import failures
+from trainforge.core.pods import KILLED, RetryInputs, get
 from trainforge.jobs.entrypoint import not_local, user_code_runner
 from trainforge.jobs.spec import JobSpec
 from trainforge.training.ledger import NO_PROGRESS_LIMIT
@@ -55,14 +56,50 @@ def recreations(job: JobSpec, code: int = KILLED) -> int | None:
     plan, the launch line and run-local."""
     from trainforge.jobs import backends, trainjob  # noqa: PLC0415 - backends imports us not
 
-    if job.restart_policy is None:  # not resolved yet: the platform's default
-        job = job.model_copy(update={"restart_policy": DEFAULT_POLICY})
+    job = _resolved_policy(job)
     doc = backends.EMITTERS[job.backend or "pytorchjob"].restart_doc(job)
     shape = backends.job_shape(doc)
     bound = shape.retry_bound(doc, RetryInputs(code, trainjob.runtimes_in())) if shape else None
     if bound is None or bound.attempts is None:
         return None
     return bound.attempts - 1
+
+
+def _resolved_policy(job: JobSpec) -> JobSpec:
+    if job.restart_policy is None:  # not resolved yet: the platform's default
+        return job.model_copy(update={"restart_policy": DEFAULT_POLICY})
+    return job
+
+
+def outcome(job: JobSpec, code: int, *, disrupted: bool = False) -> failures.Outcome:
+    """What the job's controller does with one of its pods whose training container exited
+    `code` (`disrupted`: preempted, evicted or lost with its node), read from the restart
+    fields its emitter writes (`restart_doc`; a TrainJob's: the platform runtime it names)."""
+    from trainforge.jobs import backends, trainjob  # noqa: PLC0415 - backends imports us not
+
+    job = _resolved_policy(job)
+    doc = backends.EMITTERS[job.backend or "pytorchjob"].restart_doc(job)
+    if doc["kind"] == "Job":
+        spec = doc["spec"]
+    elif doc["kind"] == trainjob.KIND:
+        runtime = trainjob.runtime_of(doc) or {}
+        rjobs = get(runtime, "spec", "template", "spec", "replicatedJobs") or []
+        rjob = next((r for r in rjobs if r.get("name") == trainjob.REPLICATED_JOB), {})
+        spec = get(rjob, "template", "spec") or {}
+    else:  # the training operator's PyTorchJob: one restartPolicy for all its replicas
+        replicas = get(doc, "spec", "pytorchReplicaSpecs") or {}
+        (policy,) = {r["restartPolicy"] for r in replicas.values()}
+        return failures.pytorchjob_outcome(policy, code, disrupted=disrupted)
+    containers = get(spec, "template", "spec", "containers") or [{}]
+    pod = failures.failed_pod(containers[0].get("name"), code, disrupted=disrupted)
+    return failures.job_outcome(spec, pod)
+
+
+def on_exit(job: JobSpec) -> str:
+    """The value of the pod's TRAINFORGE_ON_EXIT (trainforge.training.contract.ON_EXIT): what
+    the controller does after a permanent and after a retryable exit of the job's pods."""
+    permanent = outcome(job, failures.PERMANENT_EXIT_CODES[0])
+    return failures.on_exit_value(permanent, outcome(job, failures.KILLED))
 
 
 def budget(job: JobSpec) -> RestartBudget:

@@ -414,6 +414,16 @@ def first_line(exc: BaseException, limit: int = 300) -> str:
     return f"{type(exc).__name__}: {msg}" if msg else type(exc).__name__
 
 
+def next_step(code: int) -> str | None:
+    """What the job's controller does after this pod exits `code`, as its emitter told the pod
+    (TRAINFORGE_ON_EXIT, trainforge.core.failures.on_exit_words); None where it is not told
+    (the library outside a platform pod)."""
+    from trainforge.training.contract import ON_EXIT  # noqa: PLC0415 - contract imports config
+
+    value = os.environ.get(ON_EXIT)
+    return failures.on_exit_words(value, code) if value else None
+
+
 def exit_line(reason: Reason, *, rank: int | None, step: int | None, detail: str) -> str:
     """The one line a log reader needs: reason, code, whether it restarts, what to do."""
     where = []
@@ -425,14 +435,22 @@ def exit_line(reason: Reason, *, rank: int | None, step: int | None, detail: str
     # One rank cannot know the outcome of a retryable failure: the launcher decides from every
     # rank's cause (a permanent one, ranked first in ROOT_CAUSE_ORDER, wins) and the restart
     # budget. A permanent cause is certain: whatever the peers report, it is the root cause.
-    retry = (
-        "retryable: the launcher decides whether the job restarts (another rank's cause "
-        "or a spent restart budget may stop it)"
-        if reason.retryable
-        else "permanent: the job stops"
-    )
+    # What the controller then does is the pod's TRAINFORGE_ON_EXIT (`next_step`): without
+    # it, what restartPolicy ExitCode does.
+    then = next_step(reason.code)
     if reason is SUCCESS:
         retry = "done"
+    elif then is None:
+        retry = (
+            "retryable: the launcher decides whether the job restarts (another rank's cause "
+            "or a spent restart budget may stop it)"
+            if reason.retryable
+            else "permanent: the job stops"
+        )
+    elif reason.retryable:
+        retry = f"{then}, unless another rank's cause stops the job first"
+    else:
+        retry = then
     return (
         f"trainforge exit: {reason.name} code={reason.code}{place}: {detail} "
         f"[{retry}; action: {reason.action}]"
