@@ -273,3 +273,20 @@ def test_restarts_outcome_is_the_emitted_objects(backend: str, policy: str) -> N
     for code in CODES:
         for d in (False, True):
             assert restarts.outcome(job, code, disrupted=d) == outcome(backend, policy, code, d)
+
+
+def test_a_jobs_limit_of_zero_fails_it_at_the_first_counted_failure() -> None:
+    """The Job controller fails a Job whose counted failures pass backoffLimit (the API
+    server's default 6 where unset or null), and an index whose failures pass
+    backoffLimitPerIndex (the Job, with maxFailedIndexes 0)."""
+    pod = F.failed_pod("c", 1)
+    assert F.job_outcome({"backoffLimit": 0}, pod).fails == "job"
+    for spec in ({}, {"backoffLimit": None}, {"backoffLimit": 1}):
+        assert F.job_outcome(spec, pod) == F.Outcome(True, True), spec
+    assert F.job_outcome({"backoffLimitPerIndex": 0}, pod).fails == "index"
+    per_index = {"backoffLimitPerIndex": 0, "maxFailedIndexes": 0}
+    assert F.job_outcome(per_index, pod).fails == "job"
+    ignored = F.failed_pod("c", 1, disrupted=True)
+    policy = {"rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget",
+                                                                  "status": "True"}]}]}  # fmt: skip
+    assert F.job_outcome({"backoffLimit": 0, "podFailurePolicy": policy}, ignored).restarts

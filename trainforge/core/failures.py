@@ -181,8 +181,8 @@ def job_outcome(spec: Mapping[str, Any], pod: Mapping[str, Any]) -> Outcome:
     if count:
         # a limit of 0 (the API server's default backoffLimit is 6): the first counted
         # failure exceeds it
-        limit = spec["backoffLimitPerIndex"] if per_index else spec.get("backoffLimit", 6)
-        if int(limit) == 0:
+        limit = spec["backoffLimitPerIndex"] if per_index else spec.get("backoffLimit")
+        if int(6 if limit is None else limit) == 0:
             return Outcome(False, True, fails=index if per_index else "job")
     # OnFailure restarts a failed container in the pod; a pod that failed as a whole (a
     # disruption) is replaced by a new one
