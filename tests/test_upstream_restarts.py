@@ -42,6 +42,24 @@ def test_match_pod_failure_policy(case: dict) -> None:
     assert (count, action) == (case["count"], case["action"])
 
 
+@pytest.mark.parametrize("case", DATA["applyFailurePolicyRuleAction"], ids=lambda c: c["case"])
+def test_apply_failure_policy_rule_action(case: dict) -> None:
+    verdict, count = F.jobset_on_failed_job(
+        case["failurePolicy"], case["restartsCountTowardsMax"], case["action"]
+    )
+    assert (verdict == "fail", count) == (case["fails"], case["wantRestartsCountTowardsMax"])
+
+
+def test_a_trainjob_fails_with_its_first_failed_child_job() -> None:
+    """The platform's runtimes run the TrainJob's JobSet with failurePolicy.maxRestarts 0:
+    the first child Job that fails fails the JobSet, so the TrainJob (JobSet v0.12.0's
+    executeFailurePolicy: no rules, the default RestartJobSet at maxRestarts)."""
+    for runtime in trainjob.runtime_manifests():
+        policy = runtime["spec"]["template"]["spec"]["failurePolicy"]
+        assert F.jobset_on_failed_job(policy) == ("fail", 0), runtime["metadata"]["name"]
+    assert F.jobset_on_failed_job(None) == ("fail", 0)  # no failurePolicy: fails too
+
+
 def test_the_runtimes_reasons_are_retryable_exactly_where_the_operator_retries() -> None:
     """exits.Reason.retryable is the operator's IsRetryableExitCode, for every reason."""
     for reason in exits.REASONS.values():

@@ -196,6 +196,34 @@ def job_outcome(spec: Mapping[str, Any], pod: Mapping[str, Any]) -> Outcome:
     return Outcome(True, count, in_place=in_place, budget=budget)
 
 
+# JobSet failure policy actions (sigs.k8s.io/jobset v0.12.0 api jobset/v1alpha2)
+FAIL_JOBSET = "FailJobSet"
+RESTART_JOBSET = "RestartJobSet"
+RESTART_JOBSET_IGNORE_MAX = "RestartJobSetAndIgnoreMaxRestarts"
+
+
+def jobset_on_failed_job(
+    failure_policy: Mapping[str, Any] | None,
+    restarts_towards_max: int = 0,
+    action: str = RESTART_JOBSET,
+) -> tuple[str, int]:
+    """What a JobSet does when one of its child Jobs failed ("fail" or "restart", and its
+    status.restartsCountTowardsMax after): JobSet v0.12.0 `pkg/controllers/failure_policy.go`
+    executeFailurePolicy (no failurePolicy: the JobSet fails; a rule's action, else the
+    default RestartJobSet) and its appliers: RestartJobSet fails the JobSet once
+    restartsCountTowardsMax reaches `maxRestarts` (0: at the first failed Job), else restarts
+    every Job and counts it; RestartJobSetAndIgnoreMaxRestarts restarts without counting.
+    Failure policy rules (by Job failure reason or message) are not modelled: the platform's
+    runtimes set none."""
+    if failure_policy is None or action == FAIL_JOBSET:
+        return "fail", restarts_towards_max
+    if action == RESTART_JOBSET_IGNORE_MAX:
+        return "restart", restarts_towards_max
+    if restarts_towards_max >= int(failure_policy.get("maxRestarts") or 0):
+        return "fail", restarts_towards_max
+    return "restart", restarts_towards_max + 1
+
+
 # --- what the pod is told: the outcome of each class of exit code, in words --------------
 
 PERMANENT, RETRYABLE = "permanent", "retryable"  # the operator's two classes of exit code

@@ -15,7 +15,9 @@ the plan prints `describe` for every job.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from typing import Any
 
 from trainforge.core import failures
 from trainforge.core.pods import KILLED, RetryInputs, get
@@ -79,11 +81,13 @@ def outcome(job: JobSpec, code: int, *, disrupted: bool = False) -> failures.Out
 
     job = _resolved_policy(job)
     doc = backends.EMITTERS[job.backend or "pytorchjob"].restart_doc(job)
+    jobset: Mapping[str, Any] | None = None  # a TrainJob's JobSet: what a failed Job does
     if doc["kind"] == "Job":
         spec = doc["spec"]
     elif doc["kind"] == trainjob.KIND:
         runtime = trainjob.runtime_of(doc) or {}
-        rjobs = get(runtime, "spec", "template", "spec", "replicatedJobs") or []
+        jobset = get(runtime, "spec", "template", "spec") or {}
+        rjobs = jobset.get("replicatedJobs") or []
         rjob = next((r for r in rjobs if r.get("name") == trainjob.REPLICATED_JOB), {})
         spec = get(rjob, "template", "spec") or {}
     else:  # the training operator's PyTorchJob: one restartPolicy for all its replicas
@@ -92,7 +96,13 @@ def outcome(job: JobSpec, code: int, *, disrupted: bool = False) -> failures.Out
         return failures.pytorchjob_outcome(policy, code, disrupted=disrupted)
     containers = get(spec, "template", "spec", "containers") or [{}]
     pod = failures.failed_pod(containers[0].get("name"), code, disrupted=disrupted)
-    return failures.job_outcome(spec, pod)
+    then = failures.job_outcome(spec, pod)
+    if jobset is not None and then.fails is not None:
+        # the child Job failed: the JobSet fails (the TrainJob with it) or restarts every Job
+        policy = jobset.get("failurePolicy")
+        if failures.jobset_on_failed_job(policy)[0] == "restart":
+            return failures.Outcome(True, True, budget="the JobSet's maxRestarts")
+    return then
 
 
 def on_exit(job: JobSpec) -> str:
