@@ -308,3 +308,50 @@ def test_a_jobs_limit_of_zero_fails_it_at_the_first_counted_failure() -> None:
     policy = {"rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget",
                                                                   "status": "True"}]}]}  # fmt: skip
     assert F.job_outcome({"backoffLimit": 0, "podFailurePolicy": policy}, ignored).restarts
+
+
+def test_torchrun_restarts_a_failed_worker_whatever_its_code_and_the_line_says_so(
+    tmp_path: pathlib.Path,
+) -> None:
+    """torch's own elastic agent (torchrun --max-restarts 1, a real run): a worker that exits
+    3 (oom, which the operator never retries) is restarted in the pod all the same, so its
+    exit line says torchrun restarts it, and the last one, with no restart left, says what
+    happens next without torchrun (here no controller: the ExitCode words)."""
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "worker.py"
+    script.write_text(
+        "import sys\n"
+        "from trainforge.training import exits\n"
+        "print(exits.exit_line(exits.OOM, rank=0, step=None, detail='x'), flush=True)\n"
+        "sys.exit(exits.OOM.code)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TRAINFORGE_", "TORCHELASTIC"))}
+    env.update(PYTHONPATH=str(pathlib.Path(__file__).parents[1]), OMP_NUM_THREADS="1")
+    proc = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "1",
+         "--max-restarts", "1", str(script)],
+        env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    lines = [x for x in proc.stdout.splitlines() if x.startswith("trainforge exit:")]
+    assert len(lines) == 2, proc.stdout + proc.stderr[-2000:]
+    assert "[torchrun restarts the workers in the pod (restart 1 of 1); action:" in lines[0]
+    assert "[permanent: the job stops; action:" in lines[1]
+    assert proc.returncode != 0
+
+
+def test_the_exit_line_says_torchrun_first_while_it_has_restarts_left(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(contract.ON_EXIT, F.on_exit_value(F.Outcome(False, True, fails="job"),
+                                                          F.Outcome(True, False)))  # fmt: skip
+    monkeypatch.setenv("TORCHELASTIC_MAX_RESTARTS", "2")
+    for count, said in (("0", "restart 1 of 2"), ("1", "restart 2 of 2")):
+        monkeypatch.setenv("TORCHELASTIC_RESTART_COUNT", count)
+        line = exits.exit_line(exits.USER_ERROR, rank=0, step=None, detail="x")
+        assert f"[torchrun restarts the workers in the pod ({said}); action:" in line
+    monkeypatch.setenv("TORCHELASTIC_RESTART_COUNT", "2")  # none left: the controller's turn
+    line = exits.exit_line(exits.USER_ERROR, rank=0, step=None, detail="x")
+    assert "[the job fails; action:" in line

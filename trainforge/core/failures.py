@@ -196,6 +196,15 @@ def job_outcome(spec: Mapping[str, Any], pod: Mapping[str, Any]) -> Outcome:
     return Outcome(True, count, in_place=in_place, budget=budget)
 
 
+def torchrun_restarts(restart_count: int, max_restarts: int) -> bool:
+    """Whether torchrun's elastic agent restarts its worker group after a worker failed, in
+    the pod, whatever the exit code: torch 2.13.0 `torch/distributed/elastic/agent/server/
+    api.py` SimpleElasticAgent._invoke_run restarts a FAILED or UNHEALTHY group while it has
+    restarts left (`--max-restarts`), and `local_elastic_agent.py` gives every worker
+    TORCHELASTIC_RESTART_COUNT (the restarts so far) and TORCHELASTIC_MAX_RESTARTS."""
+    return restart_count < max_restarts
+
+
 # JobSet failure policy actions (sigs.k8s.io/jobset v0.12.0 api jobset/v1alpha2)
 FAIL_JOBSET = "FailJobSet"
 RESTART_JOBSET = "RestartJobSet"

@@ -414,6 +414,19 @@ def first_line(exc: BaseException, limit: int = 300) -> str:
     return f"{type(exc).__name__}: {msg}" if msg else type(exc).__name__
 
 
+def _torchrun_restart() -> str | None:
+    """What torchrun does first when this worker fails, where it has restarts left (the
+    worker's TORCHELASTIC_RESTART_COUNT < TORCHELASTIC_MAX_RESTARTS): it restarts the
+    workers in the pod, whatever the code (core.failures.torchrun_restarts); None otherwise."""
+    count = os.environ.get("TORCHELASTIC_RESTART_COUNT", "")
+    most = os.environ.get("TORCHELASTIC_MAX_RESTARTS", "")
+    if not (count.isdigit() and most.isdigit()):
+        return None
+    if not failures.torchrun_restarts(int(count), int(most)):
+        return None
+    return f"torchrun restarts the workers in the pod (restart {int(count) + 1} of {most})"
+
+
 def next_step(code: int) -> str | None:
     """What the job's controller does after this pod exits `code`, as its emitter told the pod
     (TRAINFORGE_ON_EXIT, trainforge.core.failures.on_exit_words); None where it is not told
@@ -438,8 +451,11 @@ def exit_line(reason: Reason, *, rank: int | None, step: int | None, detail: str
     # What the controller then does is the pod's TRAINFORGE_ON_EXIT (`next_step`): without
     # it, what restartPolicy ExitCode does.
     then = next_step(reason.code)
+    in_pod = _torchrun_restart()
     if reason is SUCCESS:
         retry = "done"
+    elif in_pod is not None:
+        retry = in_pod
     elif then is None:
         retry = (
             "retryable: the launcher decides whether the job restarts (another rank's cause "
