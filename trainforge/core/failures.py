@@ -3,9 +3,11 @@
 A training pod's exit code decides what happens next, and each backend's controller decides
 it its own way. This module is the one place that says how, read by the emitters (the pod
 failure policies they write), the plan (`Shape.retry_bound`, trainforge.plan.checks.
-retry_bounds), the launch line (trainforge.jobs.restarts), the runtime (trainforge.training.
-exits: whether a code is retryable) and docs/reliability.md. Standard library only: the
-runtime ships it into pods with `trainforge.core`.
+retry_bounds), the launch line and run-local's budget (trainforge.jobs.restarts), the pods
+(TRAINFORGE_ON_EXIT: `on_exit_value`), the runtime (trainforge.training.exits, launch and
+usercode: whether a code is retryable, what the exit line says happens next) and
+docs/reliability.md. Standard library only: the runtime ships it into pods with
+`trainforge.core`.
 
 Each rule below is transcribed from upstream's source at the pinned tag, and upstream's own
 table tests run through it (tests/fixtures/upstream/restarts.yaml, tests/test_upstream_restarts.py):
@@ -27,6 +29,8 @@ table tests run through it (tests/fixtures/upstream/restarts.yaml, tests/test_up
   (an unknown operator matches nothing); `onPodConditions` matches a condition of the same
   type and status; Ignore does not count the failure against backoffLimit, Count and FailJob
   and FailIndex do; a rule with an unknown action is skipped; no match counts it.
+* JobSet v0.12.0 (a TrainJob's; versions.JOBSET_VERSION): `jobset_on_failed_job`.
+* torchrun's elastic agent (torch 2.13.0) inside the pod: `torchrun_restarts`.
 """
 
 from __future__ import annotations

@@ -6,7 +6,9 @@ Two mechanisms, the same wherever the job runs:
   restarts the pod's worker group without a new pod;
 * the pod is re-created (or its container restarted, OnFailure) when it exits, as the
   backend and `restartPolicy` decide: with ExitCode only for a retryable exit code (>= 128,
-  trainforge/training/exits.py), up to the backend's bound.
+  trainforge/core/failures.py), up to the backend's bound (`recreations`: the backend's own
+  retry bound of the restart fields its emitter writes; `outcome`: what the controller does
+  with one failed pod, which the pods are told: `on_exit`).
 
 `trainforge run-local` runs the same launcher with the same `--max-restarts` and re-creates
 its local "pod" on a retryable exit (OnFailure: any failure) up to `local_recreations` times;
