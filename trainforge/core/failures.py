@@ -35,7 +35,7 @@ table tests run through it (tests/fixtures/upstream/restarts.yaml, tests/test_up
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -250,6 +250,12 @@ def on_exit_value(permanent: Outcome, retryable: Outcome) -> str:
     """The contract variable's value (trainforge.training.contract.ON_EXIT): what the job's
     controller does after a pod exits with a code of each class."""
     return f"{PERMANENT}={permanent.words};{RETRYABLE}={retryable.words}"
+
+
+def told(outcome: Callable[[int], Outcome]) -> str:
+    """`on_exit_value` of a job whose controller answers `outcome(code)` for a pod that exited
+    `code`: what it does after a permanent (1) and after a retryable exit (137)."""
+    return on_exit_value(outcome(PERMANENT_EXIT_CODES[0]), outcome(KILLED))
 
 
 def on_exit_words(value: str, code: int) -> str | None:

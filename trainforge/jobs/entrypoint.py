@@ -303,11 +303,6 @@ def contract_variables(job: JobSpec, target: JobTarget) -> list[tuple[str, Any]]
     ]
     if job.entrypoint is not None and job.entrypoint.retry_on:
         out.append((c.RETRY_ON, ",".join(job.entrypoint.retry_on)))
-    if job.backend is not None and job.restart_policy is not None:
-        # resolved against its stack: its controller is known (run-local's ad-hoc job has none)
-        from trainforge.jobs.restarts import on_exit  # noqa: PLC0415 - restarts imports us
-
-        out.append((c.ON_EXIT, on_exit(job)))
     if mirrors_to_s3(job, target):
         out.append((c.CHECKPOINT_S3, s3_uri(target, job)))
     if target.mlflow_tracking_uri is not None:

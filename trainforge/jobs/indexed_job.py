@@ -91,7 +91,15 @@ def launch(job: JobSpec) -> pod.Launch:
         port=MASTER_PORT,
         port_name=PORT_NAME,
         rendezvous_env=env,
+        on_exit=failures.told(lambda c: outcome(job, c)),
     )
+
+
+def outcome(job: JobSpec, code: int, *, disrupted: bool = False) -> failures.Outcome:
+    """What the Job controller does with a pod of `job` whose trainer container exited `code`
+    (core.failures), read from the restart fields this module writes (`restart_doc`)."""
+    failed = failures.failed_pod(CONTAINER, code, disrupted=disrupted)
+    return failures.job_outcome(restart_doc(job)["spec"], failed)
 
 
 def check(job: JobSpec, target: JobTarget, where: str) -> None:

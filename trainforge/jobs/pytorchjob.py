@@ -12,6 +12,7 @@ an elasticPolicy, and the runPolicy. How the operator wires a pod: see `pod`'s d
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -60,7 +61,16 @@ def run_policy(job: JobSpec) -> dict[str, Any]:
 
 
 def launch(job: JobSpec) -> pod.Launch:
-    return LAUNCH
+    return dataclasses.replace(LAUNCH, on_exit=failures.told(lambda c: outcome(job, c)))
+
+
+def outcome(job: JobSpec, code: int, *, disrupted: bool = False) -> failures.Outcome:
+    """What the training operator does with a pod of `job` that exited `code` (core.failures),
+    read from the restart fields this module writes (`restart_doc`: one restartPolicy for
+    all the replicas)."""
+    replicas = restart_doc(job)["spec"]["pytorchReplicaSpecs"].values()
+    (policy,) = {r["restartPolicy"] for r in replicas}
+    return failures.pytorchjob_outcome(policy, code, disrupted=disrupted)
 
 
 def replica_specs(job: JobSpec, template: dict[str, Any]) -> dict[str, Any]:

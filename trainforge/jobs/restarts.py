@@ -17,12 +17,10 @@ the plan prints `describe` for every job.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
 
 from trainforge.core import failures
-from trainforge.core.pods import KILLED, RetryInputs, get
+from trainforge.core.pods import KILLED, RetryInputs
 from trainforge.jobs.entrypoint import not_local, user_code_runner
 from trainforge.jobs.spec import JobSpec
 from trainforge.training.ledger import NO_PROGRESS_LIMIT
@@ -77,41 +75,20 @@ def _resolved_policy(job: JobSpec) -> JobSpec:
 
 def outcome(job: JobSpec, code: int, *, disrupted: bool = False) -> failures.Outcome:
     """What the job's controller does with one of its pods whose training container exited
-    `code` (`disrupted`: preempted, evicted or lost with its node), read from the restart
-    fields its emitter writes (`restart_doc`; a TrainJob's: the platform runtime it names)."""
-    from trainforge.jobs import backends, trainjob  # noqa: PLC0415 - backends imports us not
+    `code` (`disrupted`: preempted, evicted or lost with its node): its backend's answer
+    (`outcome` beside each emitter, from the restart fields it writes)."""
+    from trainforge.jobs import backends  # noqa: PLC0415 - backends imports us not
 
     job = _resolved_policy(job)
-    doc = backends.EMITTERS[job.backend or "pytorchjob"].restart_doc(job)
-    jobset: Mapping[str, Any] | None = None  # a TrainJob's JobSet: what a failed Job does
-    if doc["kind"] == "Job":
-        spec = doc["spec"]
-    elif doc["kind"] == trainjob.KIND:
-        runtime = trainjob.runtime_of(doc) or {}
-        jobset = get(runtime, "spec", "template", "spec") or {}
-        rjobs = jobset.get("replicatedJobs") or []
-        rjob = next((r for r in rjobs if r.get("name") == trainjob.REPLICATED_JOB), {})
-        spec = get(rjob, "template", "spec") or {}
-    else:  # the training operator's PyTorchJob: one restartPolicy for all its replicas
-        replicas = get(doc, "spec", "pytorchReplicaSpecs") or {}
-        (policy,) = {r["restartPolicy"] for r in replicas.values()}
-        return failures.pytorchjob_outcome(policy, code, disrupted=disrupted)
-    containers = get(spec, "template", "spec", "containers") or [{}]
-    pod = failures.failed_pod(containers[0].get("name"), code, disrupted=disrupted)
-    then = failures.job_outcome(spec, pod)
-    if jobset is not None and then.fails is not None:
-        # the child Job failed: the JobSet fails (the TrainJob with it) or restarts every Job
-        policy = jobset.get("failurePolicy")
-        if failures.jobset_on_failed_job(policy)[0] == "restart":
-            return failures.Outcome(True, True, budget="the JobSet's maxRestarts")
-    return then
+    emitter = backends.EMITTERS[job.backend or "pytorchjob"]
+    return emitter.outcome(job, code, disrupted=disrupted)
 
 
 def on_exit(job: JobSpec) -> str:
-    """The value of the pod's TRAINFORGE_ON_EXIT (trainforge.training.contract.ON_EXIT): what
-    the controller does after a permanent and after a retryable exit of the job's pods."""
-    permanent = outcome(job, failures.PERMANENT_EXIT_CODES[0])
-    return failures.on_exit_value(permanent, outcome(job, failures.KILLED))
+    """The value of the pod's TRAINFORGE_ON_EXIT (trainforge.training.contract.ON_EXIT, set
+    by the emitter's `launch`): what the controller does after a permanent and after a
+    retryable exit of the job's pods."""
+    return failures.told(lambda code: outcome(job, code))
 
 
 def budget(job: JobSpec) -> RestartBudget:

@@ -75,7 +75,25 @@ def launch(job: JobSpec) -> pod.Launch:
         port=MASTER_PORT,
         declare_port=False,
         rendezvous_env=pod.static_rendezvous_env(job, master_addr(job), MASTER_PORT),
+        on_exit=failures.told(lambda c: outcome(job, c)),
     )
+
+
+def outcome(job: JobSpec, code: int, *, disrupted: bool = False) -> failures.Outcome:
+    """What Trainer's JobSet and its child Job do with a pod of `job` whose `node` container
+    exited `code` (core.failures), read from the platform runtime the TrainJob names
+    (`restart_doc`): the Job controller's answer, and where the child Job fails, the JobSet's
+    failure policy (maxRestarts 0: the JobSet fails, and the TrainJob with it)."""
+    jobset = pods.get(runtime_of(restart_doc(job)), "spec", "template", "spec") or {}
+    rjobs = jobset.get("replicatedJobs") or []
+    rjob = next((r for r in rjobs if r.get("name") == REPLICATED_JOB), {})
+    spec = pods.get(rjob, "template", "spec") or {}
+    then = failures.job_outcome(spec, failures.failed_pod(CONTAINER, code, disrupted=disrupted))
+    # the child Job failed: the JobSet fails (maxRestarts reached) or restarts its Jobs
+    verdict = failures.jobset_on_failed_job(jobset.get("failurePolicy"))[0]
+    if then.fails is not None and verdict == "restart":
+        return failures.Outcome(True, True, budget="the JobSet's maxRestarts")
+    return then
 
 
 # A job with its own code (an `entrypoint`) needs two pod fields that a v2.3 runtime patch
