@@ -27,9 +27,11 @@ from trainforge.core.errors import JobConfigError
 from trainforge.jobs import indexed_job, trainjob
 from trainforge.jobs.backends import WORKLOAD_TYPES, emit
 from trainforge.jobs.pod import COMPLETION_INDEX_FIELD, checkpoint_dir
+from trainforge.jobs.restarts import on_exit
 from trainforge.jobs.spec import parse_job
 from trainforge.jobs.wiring import resolve_job
 from trainforge.plan.checks import validate as V
+from trainforge.training.contract import ON_EXIT
 
 W = "trainforge:jobs[0]"
 ALL = {"backends": BACKENDS}
@@ -114,7 +116,8 @@ def test_the_platform_runtimes_are_valid():
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_the_pods_are_the_same_on_every_backend_field_by_field(case):
-    pods = {b: controller_pod(build(b, **CASES[case])[1]) for b in BACKENDS}
+    built = {b: build(b, **CASES[case]) for b in BACKENDS}
+    pods = {b: controller_pod(out) for b, (_, out) in built.items()}
     ref = pods["pytorchjob"]
     rc = ref["spec"]["containers"][0]
     for backend in ("trainjob", "indexed-job"):
@@ -142,8 +145,11 @@ def test_the_pods_are_the_same_on_every_backend_field_by_field(case):
         metrics = [x for x in c["ports"] if x.get("name") == "metrics"]
         assert metrics == [x for x in rc["ports"] if x.get("name") == "metrics"], where
         # env: the platform's contract is identical; the rendezvous variables the training
-        # operator sets on a PyTorchJob pod are set by the backend itself
+        # operator sets on a PyTorchJob pod are set by the backend itself; what the
+        # controller does after an exit (TRAINFORGE_ON_EXIT) is each backend's own
         env, ref_env = env_entries(c), env_entries(rc)
+        for b, e in ((backend, env), ("pytorchjob", ref_env)):
+            assert e.pop(ON_EXIT) == {"value": on_exit(built[b][0])}, where
         assert {
             k: v for k, v in env.items() if k not in RENDEZVOUS and not k.startswith("PET_")
         } == ref_env

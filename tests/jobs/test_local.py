@@ -273,12 +273,21 @@ def test_user_code_run_does_not_import_pulumi(user_project):
 
 @pytest.mark.parametrize("backend", ["pytorchjob", "trainjob", "indexed-job"])
 def test_run_local_is_the_same_on_every_backend(project, backend):
-    """The backend picks the controller in the cluster; the job run locally does not change."""
+    """The backend picks the controller in the cluster; the job run locally does not change,
+    but for how often its local pod is re-created: as often as that backend's controller
+    re-creates the job's pods (`--pod-restarts`, the plan's retry bound: a 2-pod ExitCode
+    TrainJob's child Job counts the failed pods of both, 3 re-creations of backoffLimit 6)."""
     plain = local_argv_for_job("dev", "gpt-fsdp", project)
     stack = re.sub(r"( +)preset: fsdp\n", rf"\g<0>\1backend: {backend}\n", STACK, count=1)
     assert f"backend: {backend}" in stack
     (project / "Pulumi.dev.yaml").write_text(stack)
-    assert local_argv_for_job("dev", "gpt-fsdp", project) == plain
+    argv = local_argv_for_job("dev", "gpt-fsdp", project)
+    at = plain.index("--pod-restarts") + 1
+    assert argv[:at] + argv[at + 1 :] == plain[:at] + plain[at + 1 :]
+    # a PyTorchJob's ExitCode re-creations are uncounted: run-local stops at backoffLimit (6);
+    # an indexed Job counts each index alone (6); a TrainJob's 2 pods fail together, and its
+    # child Job fails at 7 failed pods: 4 attempts, 3 re-creations
+    assert argv[at] == {"pytorchjob": "6", "trainjob": "3", "indexed-job": "6"}[backend]
 
 
 @pytest.mark.parametrize(

@@ -7,9 +7,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.jobs.helpers import CODE, CPU_POOL, target
+from trainforge.core.contract import BACKENDS
+from trainforge.core.pods import RetryInputs
+from trainforge.jobs import trainjob
+from trainforge.jobs.backends import emit, job_shape
 from trainforge.jobs.local import launch
 from trainforge.jobs.restarts import budget, describe
 from trainforge.jobs.spec import parse_job
+from trainforge.jobs.wiring import resolve_job
 from trainforge.training import exits
 
 BASE = {"name": "j", "team": "research", "pool": "cpu"}
@@ -49,6 +55,37 @@ def test_onfailure_budget_says_the_operator_counts_all_pods_together():
     )
     one = budget(job(restartPolicy="OnFailure", workers=1))
     assert "together" not in one.bound
+
+
+# (backend, backoffLimit): a TrainJob takes backoffLimit from the platform's runtime (6)
+LIMITS = [(b, n) for b in BACKENDS for n in (0, 6) if b != "trainjob" or n == 6]
+
+
+@pytest.mark.parametrize(("backend", "limit"), LIMITS)
+@pytest.mark.parametrize("policy", ["ExitCode", "OnFailure", "Never"])
+@pytest.mark.parametrize("workers", [1, 2, 4])
+def test_the_launch_lines_budget_is_the_plans_retry_bound(backend, policy, workers, limit):
+    """The restart budget the launch line and run-local print (`budget`) and the plan's retry
+    bound of the emitted object (`Shape.retry_bound`, pods that die with 137 every time) are
+    one answer. They were two: a 4-pod ExitCode TrainJob's line said "at most 6" re-creations
+    (the child Job's backoffLimit 6) where the Job controller fails it at 7 failed pods, i.e.
+    after 2 attempts (1 re-creation each); a 1-pod OnFailure PyTorchJob with backoffLimit 0
+    said "at most 0" where the operator fails it only after the first restart (2 runs)."""
+    run_policy = {"activeDeadlineSeconds": 3600}
+    if backend != "trainjob":
+        run_policy["backoffLimit"] = limit
+    raw = {**BASE, "backend": backend, "workers": workers, "restartPolicy": policy,
+           "runPolicy": run_policy}  # fmt: skip
+    tgt = target(CPU_POOL, backends=BACKENDS)
+    resolved = resolve_job(parse_job(raw, "t"), tgt, "t")
+    doc = emit(resolved, tgt, CODE).workload
+    bound = job_shape(doc).retry_bound(doc, RetryInputs(137, trainjob.runtimes_in()))
+    b = budget(resolved)
+    if bound.attempts is None:
+        assert b.recreations is None, (b, bound)
+    else:
+        assert b.recreations == bound.attempts - 1, (b, bound)
+        assert f"at most {b.recreations} (" in describe(resolved), describe(resolved)
 
 
 def test_a_command_jobs_line_says_run_local_does_not_run_it():

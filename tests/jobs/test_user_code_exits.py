@@ -468,3 +468,22 @@ def test_a_script_s_own_sigterm_handler_is_left_alone(tmp_path):
         os.kill(os.getpid(), signal.SIGTERM)
     """
     assert wrapper(tmp_path, script).returncode == 7
+
+
+def test_a_code_of_no_reason_is_recorded_by_the_operators_class(tmp_path):
+    """Your code's own exit code of no reason of ours: one the training operator does not
+    retry (1-127, core.failures.operator_retries) fails the job, so the wrapper records it as
+    your bug (user_error); one it retries (>= 128) is left for the next attempt to infer."""
+    import json
+
+    proc = wrapper(
+        tmp_path, "import sys\nsys.exit(7)\n", TRAINFORGE_CHECKPOINT_DIR=str(tmp_path / "a")
+    )
+    assert proc.returncode == 7, proc.stderr[-1500:]
+    (rec,) = (tmp_path / "a" / ".trainforge" / "exits").glob("attempt_*/rank_00000.json")
+    assert json.loads(rec.read_text())["reason"] == "user_error"
+    proc = wrapper(
+        tmp_path, "import sys\nsys.exit(150)\n", TRAINFORGE_CHECKPOINT_DIR=str(tmp_path / "b")
+    )
+    assert proc.returncode == 150, proc.stderr[-1500:]
+    assert not list((tmp_path / "b" / ".trainforge" / "exits").glob("attempt_*/rank_*.json"))

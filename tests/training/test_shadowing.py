@@ -230,7 +230,14 @@ def test_the_next_attempt_keeps_the_refusals_cause(tmp_path, monkeypatch):
     assert (tmp_path / LEDGER_DIR / RUN_FILE).is_file()
 
 
-def test_the_line_jobs_md_quotes_is_the_launchers():
+def test_the_line_jobs_md_quotes_is_the_launchers(monkeypatch):
+    """The line as a pod prints it: a PyTorchJob's under ExitCode, the default, whose emitter
+    tells the pod what its controller does (TRAINFORGE_ON_EXIT)."""
+    from trainforge.core import failures  # noqa: PLC0415
+    from trainforge.training.contract import ON_EXIT  # noqa: PLC0415
+
+    told = [failures.pytorchjob_outcome("ExitCode", code) for code in (2, failures.KILLED)]
+    monkeypatch.setenv(ON_EXIT, failures.on_exit_value(*told))
     text = (ROOT / "docs" / "jobs.md").read_text(encoding="utf-8")
     lines = [line.strip() for line in text.splitlines()]
     quoted = [line for line in lines if line.startswith("trainforge exit: config_")]

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from trainforge.core import failures
 from trainforge.core.quantity import parse_quantity
 
 EACH = "*"  # in a Shape path: every key of a mapping, every item of a list
@@ -26,7 +27,8 @@ EACH = "*"  # in a Shape path: every key of a mapping, every item of a list
 Path = tuple[str, ...]
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"  # Kueue's: the LocalQueue a job is submitted to
-KILLED = 137  # SIGKILL: the OOM killer's exit code, what a retry bound is rehearsed with
+# SIGKILL: the OOM killer's exit code, what a retry bound is rehearsed with
+KILLED = failures.KILLED
 
 
 @dataclass(frozen=True)
@@ -171,14 +173,6 @@ class PodTemplate:
         return f"{self.name} pod" if self.name else "pod"
 
 
-def _matches(rule: Mapping[str, Any], code: int) -> bool:
-    on = rule.get("onExitCodes")
-    if not on:
-        return False  # onPodConditions: DisruptionTarget is an eviction, not an OOM kill
-    values = set(on.get("values") or [])
-    return (code in values) == (on.get("operator", "In") == "In")
-
-
 def job_spec_bound(spec: Mapping[str, Any], code: int = KILLED, pods: int = 1) -> Bound:
     """A batch/v1 Job spec whose `pods` pods (indexes) all die with `code` every time (the
     Kubernetes Job controller: podFailurePolicy first, then backoffLimit /
@@ -186,16 +180,17 @@ def job_spec_bound(spec: Mapping[str, Any], code: int = KILLED, pods: int = 1) -
     backoffLimit counts the failures of all the Job's pods together (failed pods, or the
     restarts of its active OnFailure pods), so `pods` pods reach it in fewer attempts each;
     backoffLimitPerIndex counts each index alone."""
-    for rule in get(spec, "podFailurePolicy", "rules") or []:
-        if _matches(rule, code):
-            action = rule.get("action")
-            if action == "FailJob":
-                return Bound(1, f"pod failure policy: exit {code} fails the Job")
-            if action == "FailIndex":
-                return Bound(1, f"pod failure policy: exit {code} fails the index")
-            if action == "Ignore":
-                return Bound(None, f"pod failure policy ignores exit {code}: never counted")
-            break  # Count: the default below
+    # the Job controller's answer for a pod whose first container exited `code` (no
+    # DisruptionTarget: an OOM kill or a crash, not an eviction): trainforge.core.failures
+    containers = get(spec, "template", "spec", "containers") or [{}]
+    failed = failures.failed_pod(containers[0].get("name"), code)
+    counted, action = failures.match_pod_failure_policy(spec.get("podFailurePolicy"), failed)
+    if action == failures.FAIL_JOB:
+        return Bound(1, f"pod failure policy: exit {code} fails the Job")
+    if action == failures.FAIL_INDEX:
+        return Bound(1, f"pod failure policy: exit {code} fails the index")
+    if not counted:
+        return Bound(None, f"pod failure policy ignores exit {code}: never counted")
     unit = (
         "container runs"
         if get(spec, "template", "spec", "restartPolicy") == "OnFailure"

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from trainforge.core import failures
 from trainforge.core.contract import JobTarget
 from trainforge.core.errors import JobConfigError
 from trainforge.jobs import pod
@@ -47,9 +48,10 @@ CONTAINER = "trainer"
 MASTER_PORT = 29500  # torchrun's default; declared on the container and the Service
 PORT_NAME = "rendezvous"
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"  # set by the Job controller on its pods
-# restartPolicy ExitCode as the training operator v1 implements it: exit codes 1-127 are the
-# program's own failures (permanent); >= 128 are signals (OOM kill 137, SIGTERM 143), retried.
-PERMANENT_EXIT_CODES = list(range(1, 128))
+# restartPolicy ExitCode as the training operator v1 implements it: the codes it does not
+# retry (1-127, the program's own failures) fail the Job; the others (signals: OOM kill 137,
+# SIGTERM 143; the runtime's 200-205) are retried (trainforge.core.failures).
+PERMANENT_EXIT_CODES = list(failures.PERMANENT_EXIT_CODES)
 # What a plain Job does when it ends: the Job controller deletes its running pods on failure
 # and keeps finished ones, i.e. the model's default cleanPodPolicy.
 JOB_CLEAN_POD_POLICY = RunPolicySpec().clean_pod_policy
@@ -91,7 +93,15 @@ def launch(job: JobSpec) -> pod.Launch:
         port=MASTER_PORT,
         port_name=PORT_NAME,
         rendezvous_env=env,
+        on_exit=failures.told(lambda c: outcome(job, c)),
     )
+
+
+def outcome(job: JobSpec, code: int, *, disrupted: bool = False) -> failures.Outcome:
+    """What the Job controller does with a pod of `job` whose trainer container exited `code`
+    (core.failures), read from the restart fields this module writes (`restart_doc`)."""
+    failed = failures.failed_pod(CONTAINER, code, disrupted=disrupted)
+    return failures.job_outcome(restart_doc(job)["spec"], failed)
 
 
 def check(job: JobSpec, target: JobTarget, where: str) -> None:
@@ -131,23 +141,48 @@ def pod_failure_policy(job: JobSpec) -> dict[str, Any]:
     return {"rules": rules}
 
 
+# A pod failure policy requires restartPolicy Never: a failed pod is replaced by a new one
+# with the same index and hostname.
+POD_RESTART_POLICY = "Never"
+
+
+def _restart_fields(job: JobSpec) -> dict[str, Any]:
+    return {
+        # Retries per index: the model's backoffLimit (Never: none).
+        "backoffLimitPerIndex": 0
+        if job.restart_policy == "Never"
+        else job.run_policy.backoff_limit,
+        "maxFailedIndexes": 0,
+        "podReplacementPolicy": "Failed",
+        "podFailurePolicy": pod_failure_policy(job),
+    }
+
+
+def restart_doc(job: JobSpec) -> dict[str, Any]:
+    """The Job's fields its retry bound reads (core.pods.job_spec_bound: the pods, the
+    per-index limit, the pod failure policy, the pods' restartPolicy and container), as
+    `workload_manifest` writes them, without the pods: what jobs.restarts reads the job's
+    restart budget from."""
+    pod_spec = {"restartPolicy": POD_RESTART_POLICY, "containers": [{"name": CONTAINER}]}
+    spec = {"parallelism": job.workers, **_restart_fields(job), "template": {"spec": pod_spec}}
+    return {"apiVersion": API_VERSION, "kind": KIND, "spec": spec}
+
+
 def workload_manifest(job: JobSpec, target: JobTarget, template: dict[str, Any]) -> dict[str, Any]:
     rp = job.run_policy
     pod_template = {
         "metadata": template["metadata"],
-        # A pod failure policy requires restartPolicy Never: a failed pod is replaced by a new
-        # one with the same index and hostname.
-        "spec": {**template["spec"], "subdomain": service_name(job), "restartPolicy": "Never"},
+        "spec": {
+            **template["spec"],
+            "subdomain": service_name(job),
+            "restartPolicy": POD_RESTART_POLICY,
+        },
     }
     spec: dict[str, Any] = {
         "completionMode": "Indexed",
         "completions": job.workers,
         "parallelism": job.workers,
-        # Retries per index: the model's backoffLimit (Never: none).
-        "backoffLimitPerIndex": 0 if job.restart_policy == "Never" else rp.backoff_limit,
-        "maxFailedIndexes": 0,
-        "podReplacementPolicy": "Failed",
-        "podFailurePolicy": pod_failure_policy(job),
+        **_restart_fields(job),
         "template": pod_template,
     }
     if rp.ttl_seconds_after_finished is not None:

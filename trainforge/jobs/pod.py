@@ -55,6 +55,7 @@ from trainforge.jobs.entrypoint import (  # noqa: F401 - re-exported: the contra
     training_args,
 )
 from trainforge.jobs.spec import JobSpec
+from trainforge.training import contract
 
 METRICS_PORT_NAME = "metrics"
 TERMINATION_MARGIN = 30  # seconds past the runtime's checkpoint grace for teardown
@@ -108,6 +109,9 @@ class Launch:
     # Variables the controller appends to every container itself: ours would be a duplicate
     # name, which the API server warns about ("hides previous definition").
     controller_env: frozenset[str] = frozenset()
+    # What the controller does after a pod exits (the contract's TRAINFORGE_ON_EXIT, which
+    # the exit lines print): the emitter's answer for its own objects (core.failures.told)
+    on_exit: str | None = None
 
 
 def static_rendezvous_env(job: JobSpec, master_addr: str, port: int) -> tuple[dict, ...]:
@@ -158,6 +162,8 @@ def env(
         {"name": "TRITON_CACHE_DIR", "value": "/tmp/triton"},
     ]
     out += contract_env(job, target, ships_runtime=code is not None)
+    if launch is not None and launch.on_exit is not None:
+        out.append({"name": contract.ON_EXIT, "value": launch.on_exit})
     # the team's experiment, beside MLFLOW_TRACKING_URI (its user is a file: volume_mounts)
     out += tenancy.mlflow_env(target)
     if launch is not None:

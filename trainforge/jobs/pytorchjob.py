@@ -12,11 +12,12 @@ an elasticPolicy, and the runPolicy. How the operator wires a pod: see `pod`'s d
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from typing import Any
 
-from trainforge.core import pods
+from trainforge.core import failures, pods
 from trainforge.core.contract import JobTarget
 from trainforge.jobs import pod
 from trainforge.jobs.spec import JobSpec
@@ -62,13 +63,41 @@ def run_policy(job: JobSpec) -> dict[str, Any]:
 
 
 def launch(job: JobSpec) -> pod.Launch:
-    return LAUNCH
+    return dataclasses.replace(LAUNCH, on_exit=failures.told(lambda c: outcome(job, c)))
 
 
-def workload_manifest(job: JobSpec, target: JobTarget, template: dict[str, Any]) -> dict[str, Any]:
+def outcome(job: JobSpec, code: int, *, disrupted: bool = False) -> failures.Outcome:
+    """What the training operator does with a pod of `job` that exited `code` (core.failures),
+    read from the restart fields this module writes (`restart_doc`: one restartPolicy for
+    all the replicas)."""
+    replicas = restart_doc(job)["spec"]["pytorchReplicaSpecs"].values()
+    (policy,) = {r["restartPolicy"] for r in replicas}
+    return failures.pytorchjob_outcome(policy, code, disrupted=disrupted)
+
+
+def replica_specs(job: JobSpec, template: dict[str, Any]) -> dict[str, Any]:
+    """Master and Worker (elastic: Worker only), each with the job's restartPolicy."""
+
     def replica(n: int) -> dict[str, Any]:
         return {"replicas": n, "restartPolicy": job.restart_policy, "template": template}
 
+    if job.elastic is not None:
+        return {"Worker": replica(job.workers)}
+    specs = {"Master": replica(1)}
+    if job.workers > 1:
+        specs["Worker"] = replica(job.workers - 1)
+    return specs
+
+
+def restart_doc(job: JobSpec) -> dict[str, Any]:
+    """The PyTorchJob's fields its retry bound reads (`retry_bound`: the replicas, their
+    restartPolicy, the runPolicy), as `workload_manifest` writes them, without the pods:
+    what jobs.restarts reads the job's restart budget from."""
+    spec = {"runPolicy": run_policy(job), "pytorchReplicaSpecs": replica_specs(job, {})}
+    return {"apiVersion": API_VERSION, "kind": KIND, "spec": spec}
+
+
+def workload_manifest(job: JobSpec, target: JobTarget, template: dict[str, Any]) -> dict[str, Any]:
     spec: dict[str, Any] = {"nprocPerNode": str(job.procs), "runPolicy": run_policy(job)}
     if job.elastic is not None:
         e = job.elastic
@@ -79,12 +108,7 @@ def workload_manifest(job: JobSpec, target: JobTarget, template: dict[str, Any])
             "rdzvBackend": "c10d",
             "rdzvId": job.name,
         }
-        spec["pytorchReplicaSpecs"] = {"Worker": replica(job.workers)}
-    else:
-        specs = {"Master": replica(1)}
-        if job.workers > 1:
-            specs["Worker"] = replica(job.workers - 1)
-        spec["pytorchReplicaSpecs"] = specs
+    spec["pytorchReplicaSpecs"] = replica_specs(job, template)
     return pod.workload_object(API_VERSION, KIND, job, target, spec)
 
 
@@ -102,10 +126,12 @@ DEFAULT_RESTART_POLICY = "OnFailure"  # PyTorchJobDefaultRestartPolicy (release-
 
 
 def retry_bound(doc: Mapping[str, Any], inputs: pods.RetryInputs) -> pods.Bound:
-    """Training operator v1.9 (`pkg/core/job.go` PastBackoffLimit): `Never` fails the job
-    with its first failed pod; `OnFailure` restarts the container in place and fails the job
-    once the restarts reach runPolicy.backoffLimit (0: the first restart); `ExitCode`
-    re-creates a pod that exits >= 128 without counting it, so only the job's own run ledger
+    """Training operator v1.9 (`pkg/core/job.go` PastBackoffLimit; what it does with each
+    exit code: trainforge.core.failures): `Never` fails the job with its first failed pod,
+    and so does `ExitCode` with a code it does not retry (1-127); `OnFailure` restarts the
+    container in place and fails the job once the restarts reach runPolicy.backoffLimit (0:
+    the first restart); `ExitCode` re-creates a pod that exits >= 128 without counting it,
+    so only the job's own run ledger
     (`inputs.ledger`) or activeDeadlineSeconds bounds it. The restarts counted are summed over
     all the job's Running OnFailure/Always pods: N pods that all die reach the limit after
     ceil(backoffLimit / N) restarts each."""
@@ -116,6 +142,9 @@ def retry_bound(doc: Mapping[str, Any], inputs: pods.RetryInputs) -> pods.Bound:
     deadline = run.get("activeDeadlineSeconds")
     if policies == {"Never"}:
         return pods.Bound(1, "restartPolicy Never: the first failed pod fails the job")
+    if any(failures.pytorchjob_outcome(p, inputs.code).fails for p in policies):
+        # ExitCode and a code the operator does not retry (1-127): the job fails at once
+        return pods.Bound(1, f"ExitCode: exit {inputs.code} fails the job (not retryable)")
     if "ExitCode" in policies:
         n, whose = inputs.ledger() if inputs.ledger is not None else (None, "")
         if n is not None:

@@ -6,7 +6,9 @@ Two mechanisms, the same wherever the job runs:
   restarts the pod's worker group without a new pod;
 * the pod is re-created (or its container restarted, OnFailure) when it exits, as the
   backend and `restartPolicy` decide: with ExitCode only for a retryable exit code (>= 128,
-  trainforge/training/exits.py), up to the backend's bound.
+  trainforge/core/failures.py), up to the backend's bound (`recreations`: the backend's own
+  retry bound of the restart fields its emitter writes; `outcome`: what the controller does
+  with one failed pod, which the pods are told: `on_exit`).
 
 `trainforge run-local` runs the same launcher with the same `--max-restarts` and re-creates
 its local "pod" on a retryable exit (OnFailure: any failure) up to `local_recreations` times;
@@ -15,9 +17,10 @@ the plan prints `describe` for every job.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 
+from trainforge.core import failures
+from trainforge.core.pods import KILLED, RetryInputs
 from trainforge.jobs.entrypoint import not_local, user_code_runner
 from trainforge.jobs.spec import JobSpec
 from trainforge.training.ledger import NO_PROGRESS_LIMIT
@@ -42,6 +45,52 @@ class RestartBudget:
         return self.recreations if self.recreations is not None else self.fallback
 
 
+# The restartPolicy of a job not yet resolved against its pool (wiring.default_restart_policy
+# gives ExitCode unless a PyTorchJob's pods cannot count their attempts)
+DEFAULT_POLICY = "ExitCode"
+
+
+def recreations(job: JobSpec, code: int = KILLED) -> int | None:
+    """How many times each pod of `job` runs again when every attempt dies with `code` (the
+    kernel's OOM kill by default; None: no count limit): the retry bound its backend's
+    controller enforces (`Shape.retry_bound`, what the plan's "Retry bounds" prints) of the
+    restart fields its emitter writes (`restart_doc`), minus the first run. One answer for the
+    plan, the launch line and run-local."""
+    from trainforge.jobs import backends, trainjob  # noqa: PLC0415 - backends imports us not
+
+    job = _resolved_policy(job)
+    doc = backends.EMITTERS[job.backend or "pytorchjob"].restart_doc(job)
+    shape = backends.job_shape(doc)
+    bound = shape.retry_bound(doc, RetryInputs(code, trainjob.runtimes_in())) if shape else None
+    if bound is None or bound.attempts is None:
+        return None
+    return bound.attempts - 1
+
+
+def _resolved_policy(job: JobSpec) -> JobSpec:
+    if job.restart_policy is None:  # not resolved yet: the platform's default
+        return job.model_copy(update={"restart_policy": DEFAULT_POLICY})
+    return job
+
+
+def outcome(job: JobSpec, code: int, *, disrupted: bool = False) -> failures.Outcome:
+    """What the job's controller does with one of its pods whose training container exited
+    `code` (`disrupted`: preempted, evicted or lost with its node): its backend's answer
+    (`outcome` beside each emitter, from the restart fields it writes)."""
+    from trainforge.jobs import backends  # noqa: PLC0415 - backends imports us not
+
+    job = _resolved_policy(job)
+    emitter = backends.EMITTERS[job.backend or "pytorchjob"]
+    return emitter.outcome(job, code, disrupted=disrupted)
+
+
+def on_exit(job: JobSpec) -> str:
+    """The value of the pod's TRAINFORGE_ON_EXIT (trainforge.training.contract.ON_EXIT, set
+    by the emitter's `launch`): what the controller does after a permanent and after a
+    retryable exit of the job's pods."""
+    return failures.told(lambda code: outcome(job, code))
+
+
 def budget(job: JobSpec) -> RestartBudget:
     in_pod = job.elastic.max_restarts if job.elastic is not None else 0
     limit = job.run_policy.backoff_limit
@@ -49,6 +98,7 @@ def budget(job: JobSpec) -> RestartBudget:
     backend = job.backend or "pytorchjob"
     if policy == "Never":
         return RestartBudget(in_pod, 0, "none", "restartPolicy Never: a failed pod fails the job")
+    again = recreations(job)
     if backend == "indexed-job":
         # The emitted Job sets backoffLimitPerIndex (the model's backoffLimit) and its pods
         # restartPolicy Never, which backoffLimitPerIndex requires (jobs/indexed_job.py): a
@@ -58,19 +108,17 @@ def budget(job: JobSpec) -> RestartBudget:
         per_index = f"backoffLimitPerIndex {limit}, counted for each index alone"
         if policy == "OnFailure":
             bound = f"OnFailure on an indexed Job: its pods run restartPolicy Never; {per_index}"
-            return RestartBudget(in_pod, limit, "any", bound, in_place=False)
-        return RestartBudget(in_pod, limit, "retryable", per_index)
+            return RestartBudget(in_pod, again, "any", bound, in_place=False)
+        return RestartBudget(in_pod, again, "retryable", per_index)
     if policy == "OnFailure":
         bound = f"OnFailure: containers restart in place, backoffLimit {limit}"
         if backend in ("pytorchjob", "trainjob") and job.workers > 1:
             # the training operator (PastBackoffLimit) and the Job controller of a TrainJob
             # sum the restarts of all the job's pods, and a rank that fails fails its peers:
-            # each pod restarts ceil(limit / pods) times, as the plan's retry bound says
-            # (Shape.retry_bound) and run-local re-creates its one local pod
-            each = max(math.ceil(limit / job.workers), 1)
-            bound += f" counts the restarts of all {job.workers} pods together ({each} each)"
-            return RestartBudget(in_pod, each, "any", bound)
-        return RestartBudget(in_pod, limit, "any", bound)
+            # each pod restarts ceil(limit / pods) times (at least once), as the plan's retry
+            # bound says and run-local re-creates its one local pod
+            bound += f" counts the restarts of all {job.workers} pods together ({again} each)"
+        return RestartBudget(in_pod, again, "any", bound)
     if backend == "pytorchjob":
         if job.entrypoint is None:
             stop = (
@@ -90,7 +138,12 @@ def budget(job: JobSpec) -> RestartBudget:
             f"the operator does not count ExitCode re-creations against backoffLimit; {stop}",
             fallback=limit,
         )
-    return RestartBudget(in_pod, limit, "retryable", f"the child Job's backoffLimit {limit}")
+    bound = f"the child Job's backoffLimit {limit}"
+    if job.workers > 1:
+        # the Job controller counts the failed pods of all the Job's pods: N pods that fail
+        # together reach backoffLimit + 1 failures after ceil((limit + 1) / N) attempts
+        bound += f" counts the failed pods of all {job.workers} pods together ({again} each)"
+    return RestartBudget(in_pod, again, "retryable", bound)
 
 
 def local_budget(

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from trainforge.core import pods
+from trainforge.core import failures, pods
 from trainforge.core.contract import JobTarget
 from trainforge.core.errors import JobConfigError
 from trainforge.jobs import pod, tenancy
@@ -67,10 +67,10 @@ RUNTIMES = {
 # What the runtimes fix for every job: the job model's defaults.
 RUNTIME_RUN_POLICY = RunPolicySpec()
 RUNTIME_METRICS_PORT = JobSpec.model_fields["metrics_port"].default
-# restartPolicy ExitCode as the training operator v1 implements it: exit codes 1-127 are the
-# program's own failures (permanent, the job fails); >= 128 are signals (OOM kill 137,
-# SIGTERM 143), retried within backoffLimit.
-PERMANENT_EXIT_CODES = list(range(1, 128))
+# restartPolicy ExitCode as the training operator v1 implements it: the codes it does not
+# retry (1-127, the program's own failures) fail the job; the others (signals: OOM kill 137,
+# SIGTERM 143; the runtime's 200-205) are retried within backoffLimit (trainforge.core.failures).
+PERMANENT_EXIT_CODES = list(failures.PERMANENT_EXIT_CODES)
 
 
 def master_addr(job: JobSpec) -> str:
@@ -85,7 +85,25 @@ def launch(job: JobSpec) -> pod.Launch:
         port=MASTER_PORT,
         declare_port=False,
         rendezvous_env=pod.static_rendezvous_env(job, master_addr(job), MASTER_PORT),
+        on_exit=failures.told(lambda c: outcome(job, c)),
     )
+
+
+def outcome(job: JobSpec, code: int, *, disrupted: bool = False) -> failures.Outcome:
+    """What Trainer's JobSet and its child Job do with a pod of `job` whose `node` container
+    exited `code` (core.failures), read from the platform runtime the TrainJob names
+    (`restart_doc`): the Job controller's answer, and where the child Job fails, the JobSet's
+    failure policy (maxRestarts 0: the JobSet fails, and the TrainJob with it)."""
+    jobset = pods.get(runtime_of(restart_doc(job)), "spec", "template", "spec") or {}
+    rjobs = jobset.get("replicatedJobs") or []
+    rjob = next((r for r in rjobs if r.get("name") == REPLICATED_JOB), {})
+    spec = pods.get(rjob, "template", "spec") or {}
+    then = failures.job_outcome(spec, failures.failed_pod(CONTAINER, code, disrupted=disrupted))
+    # the child Job failed: the JobSet fails (maxRestarts reached) or restarts its Jobs
+    verdict = failures.jobset_on_failed_job(jobset.get("failurePolicy"))[0]
+    if then.fails is not None and verdict == "restart":
+        return failures.Outcome(True, True, budget="the JobSet's maxRestarts")
+    return then
 
 
 # A job with its own code (an `entrypoint`) needs two pod fields that a v2.3 runtime patch
@@ -356,12 +374,26 @@ def _pod_patch(template: dict[str, Any]) -> dict[str, Any]:
     return {"metadata": _copy(template["metadata"]), "spec": patch}
 
 
+def _runtime_ref(job: JobSpec) -> dict[str, Any]:
+    return {"apiGroup": GROUP, "kind": RUNTIME_KIND, "name": runtime_name(job)}
+
+
+def restart_doc(job: JobSpec) -> dict[str, Any]:
+    """The TrainJob's fields its retry bound reads (`retry_bound`: the runtime it names, which
+    holds the restart fields, its pods, its deadline), as `workload_manifest` writes them,
+    without the pods: what jobs.restarts reads the job's restart budget from."""
+    spec: dict[str, Any] = {"runtimeRef": _runtime_ref(job), "trainer": {"numNodes": job.workers}}
+    if job.run_policy.active_deadline_seconds is not None:
+        spec["activeDeadlineSeconds"] = job.run_policy.active_deadline_seconds
+    return {"apiVersion": API_VERSION, "kind": KIND, "spec": spec}
+
+
 def workload_manifest(job: JobSpec, target: JobTarget, template: dict[str, Any]) -> dict[str, Any]:
     """The TrainJob. The runtime it names is the platform's (`runtime_manifests`), not part of
     the job."""
     container = template["spec"]["containers"][0]
     spec: dict[str, Any] = {
-        "runtimeRef": {"apiGroup": GROUP, "kind": RUNTIME_KIND, "name": runtime_name(job)},
+        "runtimeRef": _runtime_ref(job),
         "trainer": {
             "image": container["image"],
             "command": container["command"],

@@ -42,6 +42,12 @@ HANG_TIMEOUT = "TRAINFORGE_HANG_TIMEOUT"
 # Your own code's exceptions that a restart may fix (the job's `entrypoint.retryOn`), comma
 # separated: `trainforge.training.usercode` exits 205 (retryable) for them instead of 1.
 RETRY_ON = "TRAINFORGE_RETRY_ON"
+# What the job's controller does after a pod exits, for each class of exit code (the
+# operator's: permanent 1-127, retryable 128-255), in words: "permanent=the job fails;
+# retryable=the pod is re-created, not counted". The emitter sets it in its pods from the model
+# of its own objects (its `launch`: trainforge.core.failures.told over its `outcome`); the exit
+# line prints it (trainforge.training.exits.exit_line). run-local does not set it.
+ON_EXIT = "TRAINFORGE_ON_EXIT"
 MLFLOW_TRACKING_URI = "MLFLOW_TRACKING_URI"
 # Set by `trainforge run-local` alone (never in a pod, not one of CONTRACT_VARIABLES): its
 # processes stand in for the job's pods on this machine's CPU, so GPUs that CUDA cannot see
@@ -62,6 +68,7 @@ CONTRACT_VARIABLES = (
     METRICS_PORT,
     HANG_TIMEOUT,
     RETRY_ON,
+    ON_EXIT,
 )
 
 

@@ -47,6 +47,8 @@ import os
 import re
 import sys
 
+from trainforge.core import failures
+
 
 @dataclasses.dataclass(frozen=True)
 class Reason:
@@ -57,7 +59,9 @@ class Reason:
 
     @property
     def retryable(self) -> bool:
-        return self.code >= 128
+        """Whether the training operator's ExitCode re-creates a pod that exits with it
+        (IsRetryableExitCode: trainforge.core.failures.operator_retries)."""
+        return failures.operator_retries(self.code)
 
 
 USER_ERROR = Reason("user_error", 1, "the training code raised", "fix the error in the traceback")
@@ -410,6 +414,29 @@ def first_line(exc: BaseException, limit: int = 300) -> str:
     return f"{type(exc).__name__}: {msg}" if msg else type(exc).__name__
 
 
+def _torchrun_restart() -> str | None:
+    """What torchrun does first when this worker fails, where it has restarts left (the
+    worker's TORCHELASTIC_RESTART_COUNT < TORCHELASTIC_MAX_RESTARTS): it restarts the
+    workers in the pod, whatever the code (core.failures.torchrun_restarts); None otherwise."""
+    count = os.environ.get("TORCHELASTIC_RESTART_COUNT", "")
+    most = os.environ.get("TORCHELASTIC_MAX_RESTARTS", "")
+    if not (count.isdigit() and most.isdigit()):
+        return None
+    if not failures.torchrun_restarts(int(count), int(most)):
+        return None
+    return f"torchrun restarts the workers in the pod (restart {int(count) + 1} of {most})"
+
+
+def next_step(code: int) -> str | None:
+    """What the job's controller does after this pod exits `code`, as its emitter told the pod
+    (TRAINFORGE_ON_EXIT, trainforge.core.failures.on_exit_words); None where it is not told
+    (the library outside a platform pod)."""
+    from trainforge.training.contract import ON_EXIT  # noqa: PLC0415 - contract imports config
+
+    value = os.environ.get(ON_EXIT)
+    return failures.on_exit_words(value, code) if value else None
+
+
 def exit_line(
     reason: Reason, *, rank: int | None, step: int | None, detail: str, action: str | None = None
 ) -> str:
@@ -425,14 +452,25 @@ def exit_line(
     # One rank cannot know the outcome of a retryable failure: the launcher decides from every
     # rank's cause (a permanent one, ranked first in ROOT_CAUSE_ORDER, wins) and the restart
     # budget. A permanent cause is certain: whatever the peers report, it is the root cause.
-    retry = (
-        "retryable: the launcher decides whether the job restarts (another rank's cause "
-        "or a spent restart budget may stop it)"
-        if reason.retryable
-        else "permanent: the job stops"
-    )
+    # What the controller then does is the pod's TRAINFORGE_ON_EXIT (`next_step`): without
+    # it, what restartPolicy ExitCode does.
+    then = next_step(reason.code)
+    in_pod = _torchrun_restart()
     if reason is SUCCESS:
         retry = "done"
+    elif in_pod is not None:
+        retry = in_pod
+    elif then is None:
+        retry = (
+            "retryable: the launcher decides whether the job restarts (another rank's cause "
+            "or a spent restart budget may stop it)"
+            if reason.retryable
+            else "permanent: the job stops"
+        )
+    elif reason.retryable:
+        retry = f"{then}, unless another rank's cause stops the job first"
+    else:
+        retry = then
     return (
         f"trainforge exit: {reason.name} code={reason.code}{place}: {detail} "
         f"[{retry}; action: {action or reason.action}]"

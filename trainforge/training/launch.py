@@ -35,6 +35,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from trainforge.core import failures
 from trainforge.training import exits
 from trainforge.training.ledger import EXITS_DIR, LEDGER_DIR, LOCAL_EXITS_ENV, checkpoint_dir
 
@@ -76,11 +77,19 @@ def worker_exit_code(
     if known:
         root = exits.root_cause([c[2] for c in known])  # type: ignore[misc]
         rank, code, _ = next(c for c in known if c[2] is root)
-        why = f"{root.name}, {'retryable' if root.retryable else 'permanent'}"
+        why = f"{root.name}, {_then(code)}"
     else:  # only signal deaths or foreign codes: keep the first one (SIGKILL: 137, retryable)
         rank, code, _ = candidates[0]
-        why = "retryable" if code >= 128 else "permanent"
+        why = _then(code)
     return code, f"workers failed: {'; '.join(parts)}; exiting with {code} ({why}, rank {rank})"
+
+
+def _then(code: int) -> str:
+    """What the job's controller does after exit `code`, where the pod was told
+    (exits.next_step); else the code's class (the operator's: retryable 128-255, permanent
+    1-127)."""
+    then = exits.next_step(code)
+    return then or ("retryable" if failures.operator_retries(code) else "permanent")
 
 
 def failure_records(
@@ -148,7 +157,7 @@ def _launch(argv: list[str], local: str) -> int:
         code = 128 + int(e.sigval)
         print(
             f"trainforge launch: received {_signal_name(int(e.sigval))}; workers stopped; "
-            f"exiting with {code} (retryable)",
+            f"exiting with {code} ({_then(code)})",
             file=sys.stderr,
             flush=True,
         )

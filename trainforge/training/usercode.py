@@ -42,6 +42,7 @@ import threading
 import traceback
 from pathlib import Path
 
+from trainforge.core import failures
 from trainforge.training import exits, shadowing
 from trainforge.training.contract import CHECKPOINT_DIR, retry_on
 
@@ -260,8 +261,8 @@ def run(argv: list[str]) -> int:
         _record(ledger, reason, detail)
         return reason.code
     reason = exits.SUCCESS if code == 0 else exits.for_code(code)
-    if reason is None and 0 < code < 128:
-        reason = exits.USER_ERROR
+    if reason is None and code > 0 and not failures.operator_retries(code):
+        reason = exits.USER_ERROR  # a code the operator does not retry: the code's own failure
     if reason is not None:  # a code of no known reason (>= 128): the next attempt infers it
         _record(ledger, reason, "finished" if code == 0 else f"the code exited with {code}")
     return code
