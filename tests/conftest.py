@@ -105,6 +105,19 @@ def project_files(dest: pathlib.Path) -> pathlib.Path:
     return dest
 
 
+def fake_aws(monkeypatch) -> None:
+    """moto's stand-in credentials in the environment, and nothing that could send boto3 to a
+    real endpoint or profile (the S3 mirror's tests, docs/checkpointing.md's errors)."""
+    for key, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+
+
 def cli_env() -> dict[str, str]:
     """The environment of a documented command (tests/test_docs_run.py): this checkout's
     trainforge, one thread per process, no test fault hooks."""

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.conftest import shipped_plan
+from tests.conftest import fake_aws, shipped_plan
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -312,14 +312,7 @@ def test_checkpointing_md_s3_errors_are_what_the_mirror_says(monkeypatch):
     assert len(quoted) == 3, quoted
     uri = quoted[0].split()[1].rstrip(":")
     bucket = uri.removeprefix("s3://").split("/", 1)[0]
-    for key, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }.items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
-    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    fake_aws(monkeypatch)
 
     def said() -> str:
         with pytest.raises(CheckpointError) as e:

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import fake_aws
+
 boto3 = pytest.importorskip(
     "boto3", reason="boto3 is in the dev extra only (the runtime itself does not need it)"
 )
@@ -21,14 +23,7 @@ URI = f"s3://{BUCKET}/runs/exp1"
 
 @pytest.fixture
 def aws(monkeypatch: pytest.MonkeyPatch):
-    for k, v in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }.items():
-        monkeypatch.setenv(k, v)
-    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
-    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    fake_aws(monkeypatch)
     with moto.mock_aws():
         yield boto3.client("s3", region_name="us-east-1")
 

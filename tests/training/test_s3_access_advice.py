@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import fake_aws
+
 boto3 = pytest.importorskip("boto3")
 moto = pytest.importorskip("moto")
 
@@ -39,14 +41,7 @@ def calls(monkeypatch: pytest.MonkeyPatch):
     """Every S3 call any client makes, as (operation, params), under moto."""
     from botocore.client import BaseClient
 
-    for k, v in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }.items():
-        monkeypatch.setenv(k, v)
-    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
-    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    fake_aws(monkeypatch)
     seen: list[tuple[str, dict]] = []
     make = BaseClient._make_api_call
 
