@@ -93,16 +93,90 @@ def test_adjusted_pod_spec_as_kueue(case: dict) -> None:
         assert _resources_of(got) == _resources_of(case["wantPodSets"][name]), name
 
 
+@pytest.mark.parametrize("case", _ids("validateResources"))
+def test_requests_over_limits_as_kueue(case: dict) -> None:
+    """Kueue's ValidateResources: the same field errors, in the same order; the Workload's
+    message names each (`invalid_resources`), and is empty for a valid one."""
+    specs = [ps["spec"] for ps in case["podSets"]]
+    got = [
+        {"field": f"spec.podSets[{i}].template.spec.{where}", "value": names}
+        for i, spec in enumerate(specs)
+        for where, names in P.requests_over_limits(spec)
+    ]
+    assert got == case["wantErrors"]
+    message = P.invalid_resources(P.requests_over_limits(s) for s in specs)
+    assert bool(message) == bool(case["wantErrors"])
+    for e in case["wantErrors"]:
+        assert f"{e['field']}: Invalid value: " in message
+
+
+def test_invalid_resources_prints_as_kueue_and_apimachinery() -> None:
+    """The message as the scheduler writes it into the Workload's QuotaReserved condition:
+    fmt.Errorf("%s: %w", ErrInvalidWLResources, errs.ToAggregate()) (Kueue release-0.19
+    pkg/workload/resources.go), field.Error's `<field>: Invalid value: <JSON>: <detail>` and
+    an aggregate of several in brackets (apimachinery v0.36.2 pkg/util/validation/field and
+    pkg/util/errors). Quantities compare as Kueue's ResourceValue rounds them up (CPU in
+    millicores, the rest in units)."""
+    one = {"containers": [{"resources": {"requests": {"cpu": "2", "memory": "1Gi"},
+                                         "limits": {"cpu": "1", "memory": "512Mi"}}}]}  # fmt: skip
+    assert P.invalid_resources([P.requests_over_limits(one)]) == (
+        "resources validation failed: spec.podSets[0].template.spec.containers[0]: "
+        'Invalid value: ["cpu","memory"]: requests must not exceed its limits'
+    )
+    two = [P.requests_over_limits(one), [("resources", ["cpu"])]]
+    assert P.invalid_resources(two) == (
+        "resources validation failed: [spec.podSets[0].template.spec.containers[0]: "
+        'Invalid value: ["cpu","memory"]: requests must not exceed its limits, '
+        "spec.podSets[1].template.spec.resources: Invalid value: "
+        '["cpu"]: requests must not exceed its limits]'
+    )
+    # 1.5 and 2 bytes are both 2 once rounded up; 1.5m CPU and 2m are both 2 millicores
+    rounded = {"containers": [{"resources": {"requests": {"memory": "1.5", "cpu": "1.5m"},
+                                             "limits": {"memory": "1", "cpu": "1m"}}}]}  # fmt: skip
+    assert P.requests_over_limits(rounded) == [("containers[0]", ["cpu", "memory"])]
+    rounded["containers"][0]["resources"]["limits"] = {"memory": "2", "cpu": "2m"}
+    assert P.requests_over_limits(rounded) == []
+    # a request with no limit of its resource, or no limits at all, is never over
+    no_limit = {
+        "containers": [{"resources": {"requests": {"cpu": "9"}, "limits": {"memory": "1"}}}]
+    }
+    assert P.requests_over_limits(no_limit) == []
+
+
+def test_limit_range_defaults_can_make_requests_exceed_limits() -> None:
+    """What AdjustResources does that ValidateResources then refuses: a LimitRange with only
+    `default` (its stored defaultRequest is the same) limits a container that requests more
+    than that; a `defaultRequest` above a container's own limit requests more than it."""
+    default_only = {"spec": {"limits": [{"type": "Container", "default": {"cpu": "1"}}]}}
+    asks = {"containers": [{"name": "t", "resources": {"requests": {"cpu": "2"}}}]}
+    assert P.requests_over_limits(asks) == []
+    adjusted = P.adjusted_pod_spec(asks, [default_only])
+    assert P.requests_over_limits(adjusted) == [("containers[0]", ["cpu"])]
+    high = {"spec": {"limits": [{"type": "Container", "defaultRequest": {"memory": "2Gi"}}]}}
+    capped = {"containers": [{"name": "t", "resources": {"limits": {"memory": "1Gi"}}}]}
+    assert P.requests_over_limits(P.adjusted_pod_spec(capped, [high])) == [
+        ("containers[0]", ["memory"])
+    ]
+    fits = {"containers": [{"name": "t", "resources": {"limits": {"memory": "4Gi"}}}]}
+    assert P.requests_over_limits(P.adjusted_pod_spec(fits, [high])) == []
+
+
 def test_every_upstream_case_runs_or_says_why_not() -> None:
     """The file's accounting: how many cases each section holds and how many are marked;
     a case that loses its `want` or gains an unexplained skip fails here."""
-    for section in ("podRequests", "adjustResources", "limitRangeDefaults"):
+    sections = ("podRequests", "adjustResources", "limitRangeDefaults", "validateResources")
+    for section in sections:
         for c in DATA[section]:
             assert {"test", "case"} <= c.keys(), c
-            assert ("want" in c) or ("wantPodSets" in c), c
+            assert ("want" in c) or ("wantPodSets" in c) or ("wantErrors" in c), c
             assert c.get("modelled_less", "x").strip(), c
-    counts = {s: len(DATA[s]) for s in ("podRequests", "adjustResources", "limitRangeDefaults")}
-    assert counts == {"podRequests": 42, "adjustResources": 8, "limitRangeDefaults": 1}
+    counts = {s: len(DATA[s]) for s in sections}
+    assert counts == {
+        "podRequests": 42,
+        "adjustResources": 8,
+        "limitRangeDefaults": 1,
+        "validateResources": 4,
+    }
 
 
 def test_pod_requests_is_the_adjusted_aggregate_without_zeros() -> None:

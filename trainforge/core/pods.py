@@ -568,3 +568,71 @@ def pod_requests(
     the LimitRange documents of the workload's namespace."""
     total = aggregate_requests(adjusted_pod_spec(pod_spec, limit_ranges))
     return {k: v for k, v in total.items() if v}
+
+
+# --- what Kueue refuses of a pod's requests and limits ------------------------------------------
+# Why: the LimitRange defaults are applied per field, so a container with its own request and no
+# limit takes the namespace's `default` limit even where that is lower, and one with its own
+# limit and no request takes the `defaultRequest` even where that is higher. Kueue validates the
+# adjusted pod sets before it assigns flavors (pkg/workload/resources.go `ValidateAdmissibility`
+# -> `ValidateResources`, at release-0.19 c90ed70, read 2026-11-30; the scheduler runs it on
+# the queue's copy, which `AdjustResources` adjusted, pkg/scheduler/scheduler.go): a request
+# above its limit makes the Workload inadmissible (QuotaReserved False, reason Misconfigured)
+# with that error as its message, for good.
+
+# pkg/workload/resources.go
+REQUESTS_OVER_LIMITS = "requests must not exceed its limits"  # RequestsMustNotExceedLimitMessage
+INVALID_RESOURCES = "resources validation failed"  # ErrInvalidWLResources
+
+
+def _kueue_value(resource: str, q: Any) -> int:
+    """A quantity as Kueue compares it (pkg/resources/requests.go `ResourceValue`): CPU in
+    millicores, anything else in units, each rounded up (Quantity.MilliValue / Value)."""
+    v = _quantity(q)
+    return math.ceil(v * 1000) if resource == "cpu" else math.ceil(v)
+
+
+def _greater_keys(res: Any) -> list[str]:
+    """The resources a `resources` block requests more of than it limits, sorted (Kueue's
+    `GreaterKeysRL`: only resources that have both; none when it has no limits)."""
+    requests, limits = _resources(get(res, "requests")), _resources(get(res, "limits"))
+    return sorted(
+        k for k, v in requests.items()
+        if k in limits and _kueue_value(k, v) > _kueue_value(k, limits[k])
+    )  # fmt: skip
+
+
+def requests_over_limits(pod_spec: Mapping[str, Any]) -> list[tuple[str, list[str]]]:
+    """Kueue's `ValidateResources` of one pod set's pod spec (pass it `adjusted_pod_spec`: Kueue
+    validates what AdjustResources made of it): (field under the template's spec, the
+    resources it requests more of than it limits) for each init container, each container and
+    the pod's own `resources`, in that order, where any."""
+    out: list[tuple[str, list[str]]] = []
+    for key in ("initContainers", "containers"):
+        found = pod_spec.get(key)
+        for i, c in enumerate(found if isinstance(found, list) else []):
+            names = _greater_keys(get(c, "resources"))
+            if names:
+                out.append((f"{key}[{i}]", names))
+    names = _greater_keys(pod_spec.get("resources"))
+    if names:
+        out.append(("resources", names))
+    return out
+
+
+def invalid_resources(pod_sets: Iterable[Iterable[tuple[str, Iterable[str]]]]) -> str:
+    """The error Kueue's ValidateAdmissibility returns for a Workload whose pod sets, in order,
+    have these `requests_over_limits` ("" when none requests more than it limits): each
+    field error as apimachinery's `field.Error` prints an Invalid value (the resource names
+    as a JSON list), several in brackets joined by ", " (`ToAggregate`, v0.36.2)."""
+    errs = [
+        f"spec.podSets[{i}].template.spec.{where}: Invalid value: "
+        + "[" + ",".join(f'"{n}"' for n in names) + "]: " + REQUESTS_OVER_LIMITS
+        for i, over in enumerate(pod_sets)
+        for where, names in over
+    ]  # fmt: skip
+    if not errs:
+        return ""
+    unique = list(dict.fromkeys(errs))
+    joined = unique[0] if len(unique) == 1 else "[" + ", ".join(unique) + "]"
+    return f"{INVALID_RESOURCES}: {joined}"
