@@ -176,3 +176,35 @@ def test_a_submitted_job_kueue_admits_onto_a_pool_its_pods_cannot_land_on_never_
     assert Q.admit_submitted(_submitted_ctx(_docs(), [gpu_taint, soft]), doc, pod, 4).state == (
         "admitted"
     )
+
+
+def test_a_submitted_pod_over_its_limit_range_default_is_refused_with_kueues_message():
+    """An SDK or kubectl job whose container requests 2Gi memory and names a 1Gi limit in a
+    namespace whose LimitRange has only `defaultRequest` is fine; one that names no request
+    takes a `defaultRequest` of 2Gi over its own 1Gi limit: Kueue's ValidateResources
+    refuses it (admit_object, the SDK placement rehearsal's entry)."""
+    from fractions import Fraction
+
+    from trainforge.plan.checks import queues as Q
+
+    lr = {
+        "apiVersion": "v1",
+        "kind": "LimitRange",
+        "metadata": {"name": "l", "namespace": "vision"},
+        "spec": {"limits": [{"type": "Container", "defaultRequest": {"memory": "2Gi"}}]},
+    }
+    capped = {"containers": [{"name": "node", "resources": {"limits": {"memory": "1Gi"}}}]}
+    need = {Q.GPU: Fraction(8)}
+    assert Q.admit_object(_docs(), "vision", {}, capped, need, pods=4).workload.state == "admitted"
+    got = Q.admit_object([*_docs(), lr], "vision", {}, capped, need, pods=4).workload
+    assert got.state == "never"
+    assert got.reason == (
+        "Kueue never admits it (QuotaReserved False, reason Misconfigured): resources "
+        "validation failed: spec.podSets[0].template.spec.containers[0]: Invalid value: "
+        '["memory"]: requests must not exceed its limits'
+    )
+    # a LimitRange of another namespace is not this one's
+    other = {**lr, "metadata": {"name": "l", "namespace": "nlp"}}
+    assert Q.admit_object([*_docs(), other], "vision", {}, capped, need, pods=4).workload.state == (
+        "admitted"
+    )
