@@ -402,7 +402,10 @@ def test_a_job_whose_request_exceeds_the_limit_range_default_limit_is_never_admi
         'value: ["cpu"]: requests must not exceed its limits' in finding.message
     )
     assert Q.RULE_OVER_LIMITS in Q.RULES
-    _, by_job = admission(result)
+    lines, by_job = admission(result)
     assert by_job["greedy"]["state"] == "never"
+    assert "requests must not exceed its limits" in by_job["greedy"]["reason"]
+    (line,) = [x for x in lines if x.startswith("vision/greedy [normal]: ")]
+    assert "Kueue never admits it (QuotaReserved False, reason Misconfigured)" in line
     assert by_job["modest"]["state"] != "never"  # 1 CPU under the default limit of 2
     assert not [v for v in result.failing if v.rule == Q.RULE_NEVER]
