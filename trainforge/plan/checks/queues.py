@@ -73,6 +73,7 @@ class Workload:
     state: str = "pending"  # pending | admitted | never
     borrowing: dict[str, Fraction] = field(default_factory=dict)
     reason: str = ""
+    invalid: str = ""  # Kueue's ValidateResources error, where that keeps it out (K.admit)
     preempted_by: str | None = None
     preempted_why: str = ""
     admitted_at: int = -1
@@ -673,6 +674,7 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
         if q is not None and q.admits(target.namespace):
             w.queue, w.priority_class, w.priority = q.name, pclass, got.priority
         if got.reason or q is None or got.assignment is None:
+            w.invalid = got.invalid
             never(w, RULE_OVER_LIMITS if got.invalid else RULE_NEVER, got.reason, obj)
             continue
         all_tas = K.only_tas(q, m.flavors)
@@ -768,7 +770,7 @@ def admit_object(
     got = K.admit(m, namespace, labels.get(QUEUE_LABEL), labels.get(PRIORITY_LABEL, ""), [ps])
     out = ObjectAdmission(w, got.local_queue)
     if got.reason or got.queue is None or got.assignment is None:
-        w.state, w.reason = "never", got.reason
+        w.state, w.reason, w.invalid = "never", got.reason, got.invalid
         return out
     w.queue = w.team = got.queue.name
     w.queue_name = got.local_queue
