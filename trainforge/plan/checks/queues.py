@@ -53,7 +53,7 @@ RULES = {
     f"{JOB_LABEL}=<job>, of a kind whose pod templates it reads (trainforge.jobs.backends)",
     RULE_OVER_LIMITS: "give the container a limit at least its request, or a request at most "
     "its limit, where the namespace's LimitRange `default` / `defaultRequest` fills the other "
-    "(docs/troubleshooting.md, 'requests must not exceed its limits')",
+    "(docs/troubleshooting.md, 'Requests over limits: never admitted')",
     RULE_OWNED: "leave suspend, schedulingGates and the flavor's node labels to Kueue "
     "(docs/teams.md, 'Who owns which field')",
 }
