@@ -615,6 +615,48 @@ def test_a_container_without_requests_counts_the_namespaces_limit_range(capsys, 
     assert "LimitRange" not in out
 
 
+def test_a_request_over_the_limit_range_default_limit_is_refused_not_waiting(capsys, api):
+    """The worker's container requests 3 CPUs and names no limit: the team LimitRange's
+    `default` (2 CPUs) becomes its limit, and Kueue's ValidateResources refuses the Workload
+    for good (trainforge.plan.kueue.workload_invalid). status says so in Kueue's words in
+    place of a quota wait and an expected start; why does not call it "not enough quota"."""
+    from trainforge.platform.services_config import TeamConfig
+    from trainforge.platform.teams import LIMIT_RANGE_NAME, limit_range_spec
+
+    key = next(k for k in api.routes if k.startswith(f"{recorded.KUEUE}/namespaces/llm/workloads?"))
+    answer = json.loads(json.dumps(api.routes[key]))
+    sets = answer["items"][0]["spec"]["podSets"]
+    worker = next(i for i, ps in enumerate(sets) if ps["name"] == "worker")
+    for ps in sets:  # the platform's pods: limits equal to requests (jobs.pod.resources)
+        for c in ps["template"]["spec"]["containers"]:
+            c["resources"]["limits"] = dict(c["resources"].get("requests") or {})
+    sets[worker]["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "3"}}
+    api.routes[key] = answer
+    lr = {
+        "apiVersion": "v1",
+        "kind": "LimitRange",
+        "metadata": {"name": LIMIT_RANGE_NAME, "namespace": "llm"},
+        "spec": limit_range_spec(TeamConfig(name="llm")),
+    }
+    api.routes[LIMIT_RANGES] = {"kind": "LimitRangeList", "apiVersion": "v1", "items": [lr]}
+    kueue_says = (
+        "Kueue never admits it (QuotaReserved False, reason Misconfigured): resources "
+        f"validation failed: spec.podSets[{worker}].template.spec.containers[0]: Invalid "
+        'value: ["cpu"]: requests must not exceed its limits'
+    )
+    out = status(capsys, api, "llm", "gpt-13b")
+    assert f"refused:    {kueue_says}\n" in out
+    assert "blocked:" not in out and "expected:" not in out
+    code, out, err = run(
+        capsys, cli.why_main, "gpt-13b", "-n", "llm", "--kubeconfig", api.config,
+        now=lambda: recorded.NOW,
+    )  # fmt: skip
+    assert (code, err) == (0, "")
+    assert out.startswith(kueue_says + "\n")
+    assert "not enough quota" not in out and "expected" not in out
+    assert "See docs/troubleshooting.md#requests-over-limits-never-admitted\n" in out
+
+
 def test_a_refused_limit_range_read_is_one_note(capsys, api):
     _no_requests(api)
     api.forbidden.add(LIMIT_RANGES)

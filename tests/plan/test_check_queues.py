@@ -378,3 +378,34 @@ def test_the_owned_selector_check_reads_every_pod_template():
         "job's"
     ]
     assert Q._owned_fields(SimpleNamespace(doc=doc), None) == []
+
+
+def test_a_job_whose_request_exceeds_the_limit_range_default_limit_is_never_admitted(monkeypatch):
+    """A container that requests 3 CPUs and names no CPU limit takes the team LimitRange's
+    `default` (2: trainforge.stack.services.ContainerDefaults) as its limit; Kueue's
+    ValidateResources then refuses the Workload for good (release-0.19
+    pkg/workload/resources.go), and the plan says so in Kueue's own words, waivably."""
+    from trainforge.jobs import pod
+
+    real = pod.resources
+
+    def cpu_without_limit(job, target):
+        got = real(job, target)
+        return {**got, "limits": {k: v for k, v in got["limits"].items() if k != "cpu"}}
+
+    monkeypatch.setattr(pod, "resources", cpu_without_limit)
+    result = plan([job("greedy", "vision", 1, cpu="3"), job("modest", "nlp", 1, cpu="1")])
+    (finding,) = [v for v in result.failing if v.rule == Q.RULE_OVER_LIMITS]
+    assert finding.message.startswith("job greedy (team vision): Kueue never admits it")
+    assert (
+        "resources validation failed: spec.podSets[0].template.spec.containers[0]: Invalid "
+        'value: ["cpu"]: requests must not exceed its limits' in finding.message
+    )
+    assert Q.RULE_OVER_LIMITS in Q.RULES
+    lines, by_job = admission(result)
+    assert by_job["greedy"]["state"] == "never"
+    assert "requests must not exceed its limits" in by_job["greedy"]["reason"]
+    (line,) = [x for x in lines if x.startswith("vision/greedy [normal]: ")]
+    assert "Kueue never admits it (QuotaReserved False, reason Misconfigured)" in line
+    assert by_job["modest"]["state"] != "never"  # 1 CPU under the default limit of 2
+    assert not [v for v in result.failing if v.rule == Q.RULE_NEVER]

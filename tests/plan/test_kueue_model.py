@@ -312,3 +312,40 @@ BORROWING, PREEMPTION = "BorrowingOverPreemption", "PreemptionOverBorrowing"
 )
 def test_flavor_preference_is_kueues_is_preferred(a, b, preference, preferred):
     assert A._preferred(a, b, preference) is preferred
+
+
+def test_a_workload_requesting_over_its_limit_is_kueues_invalid_and_never_admitted():
+    """Kueue's ValidateAdmissibility (release-0.19 pkg/workload/resources.go) on the
+    adjusted pod sets: a LimitRange `default` below a container's own request is its limit,
+    so the Workload is refused with Kueue's message (`workload_invalid`, and `admit` before
+    any flavor is tried); within the limit it is valid."""
+    from fractions import Fraction
+
+    lr = {
+        "kind": "LimitRange",
+        "metadata": {"namespace": "t"},
+        "spec": {"limits": [{"type": "Container", "default": {"cpu": "1"}}]},
+    }
+
+    def wl(cpu: str) -> dict:
+        c = {"name": "c", "resources": {"requests": {"cpu": cpu}}}
+        return {
+            "spec": {
+                "podSets": [{"name": "main", "count": 2, "template": {"spec": {"containers": [c]}}}]
+            }
+        }
+
+    assert K.workload_invalid(wl("2")) == ""  # no LimitRange: no limit to exceed
+    want = (
+        "resources validation failed: spec.podSets[0].template.spec.containers[0]: Invalid "
+        'value: ["cpu"]: requests must not exceed its limits'
+    )
+    assert K.workload_invalid(wl("2"), [lr]) == want
+    assert K.workload_invalid(wl("1"), [lr]) == ""
+    m = _tas_pool_queue()
+    m.local[("t", "t")] = "t"  # LocalQueue t of namespace t -> ClusterQueue t
+    (ps,) = K.workload_podsets(wl("2"), [lr])
+    got = K.admit(m, "t", "t", "", [ps])
+    assert got.invalid == want and got.assignment is None
+    assert got.reason == f"{K.NEVER_ADMITS} {want}"
+    assert ps.requests == {"cpu": Fraction(2)}  # what it asks is still what Kueue counts

@@ -176,3 +176,85 @@ def test_a_submitted_job_kueue_admits_onto_a_pool_its_pods_cannot_land_on_never_
     assert Q.admit_submitted(_submitted_ctx(_docs(), [gpu_taint, soft]), doc, pod, 4).state == (
         "admitted"
     )
+
+
+def test_a_submitted_pod_over_its_limit_range_default_is_refused_with_kueues_message():
+    """An SDK or kubectl job whose container requests 2Gi memory and names a 1Gi limit in a
+    namespace whose LimitRange has only `defaultRequest` is fine; one that names no request
+    takes a `defaultRequest` of 2Gi over its own 1Gi limit: Kueue's ValidateResources
+    refuses it (admit_object, the SDK placement rehearsal's entry)."""
+    from fractions import Fraction
+
+    from trainforge.plan.checks import queues as Q
+
+    lr = {
+        "apiVersion": "v1",
+        "kind": "LimitRange",
+        "metadata": {"name": "l", "namespace": "vision"},
+        "spec": {"limits": [{"type": "Container", "defaultRequest": {"memory": "2Gi"}}]},
+    }
+    capped = {"containers": [{"name": "node", "resources": {"limits": {"memory": "1Gi"}}}]}
+    need = {Q.GPU: Fraction(8)}
+    assert Q.admit_object(_docs(), "vision", {}, capped, need, pods=4).workload.state == "admitted"
+    got = Q.admit_object([*_docs(), lr], "vision", {}, capped, need, pods=4).workload
+    assert got.state == "never"
+    assert got.reason == (
+        "Kueue never admits it (QuotaReserved False, reason Misconfigured): resources "
+        "validation failed: spec.podSets[0].template.spec.containers[0]: Invalid value: "
+        '["memory"]: requests must not exceed its limits'
+    )
+    # a LimitRange of another namespace is not this one's
+    other = {**lr, "metadata": {"name": "l", "namespace": "nlp"}}
+    assert Q.admit_object([*_docs(), other], "vision", {}, capped, need, pods=4).workload.state == (
+        "admitted"
+    )
+
+
+def test_a_sent_trainjob_kueue_refuses_for_its_limits_is_that_finding_not_never_admitted():
+    """The SDK rehearsal (checks/submitted.py) reads admit_submitted: a TrainJob whose node
+    limits 1Gi of memory in a namespace whose LimitRange requests 2Gi by default is filed under
+    TRAINFORGE_QUEUE_REQUESTS_OVER_LIMITS with Kueue's message, not as a quota it never gets."""
+    from trainforge.jobs import trainjob
+    from trainforge.plan import sdk
+    from trainforge.plan.check_types import PlanContext
+    from trainforge.plan.checks import queues as Q
+    from trainforge.plan.checks import submitted as SB
+    from trainforge.plan.manifests import K8sObject
+    from trainforge.plan.runner import Inventory
+
+    lr = {
+        "apiVersion": "v1",
+        "kind": "LimitRange",
+        "metadata": {"name": "l", "namespace": "vision"},
+        "spec": {"limits": [{"type": "Container", "defaultRequest": {"memory": "2Gi"}}]},
+    }
+    job = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": "capped", "namespace": "vision"},
+        "spec": {
+            "runtimeRef": {"name": trainjob.SDK_RUNTIME, "kind": "ClusterTrainingRuntime"},
+            "trainer": {"numNodes": 1, "resourcesPerNode": {"limits": {"memory": "1Gi"}}},
+        },
+    }
+
+    def judged(*docs) -> list:
+        objects = [
+            K8sObject(urn=f"urn:{i}", name=f"o{i}", type="kubernetes:test", doc=d)
+            for i, d in enumerate([*_docs(), trainjob.sdk_runtime_manifest(), *docs])
+        ]
+        objects.append(
+            K8sObject(urn=f"{sdk.SENT_URN}TrainJob::capped", name="capped", type="t", doc=job)
+        )
+        inv = Inventory(project="p", stack="s", resources=[])
+        inv.submitted = sdk.Submission("train.py", "vision", created=[job])
+        return SB.check(PlanContext(inventory=inv, objects=objects)).findings
+
+    assert Q.RULE_OVER_LIMITS not in {f.rule for f in judged()}
+    (f,) = [f for f in judged(lr) if f.rule.startswith("TRAINFORGE_QUEUE_")]
+    assert f.rule == Q.RULE_OVER_LIMITS
+    assert f.message.endswith(
+        "Kueue never admits it (QuotaReserved False, reason Misconfigured): resources "
+        "validation failed: spec.podSets[0].template.spec.containers[0]: Invalid value: "
+        '["memory"]: requests must not exceed its limits'
+    )

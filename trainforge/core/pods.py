@@ -401,17 +401,19 @@ def pod_specs(
 # 2026-11-29). Kueue does the same to the job's pod templates before it counts them
 # (pkg/workload/resources.go `AdjustResources`: `handlePodLimitRange`,
 # `handleLimitsToRequests`, then `PodRequests` in workload.go `totalRequestsFromPodSets`, at
-# release-0.19 c90ed70, read 2026-11-29). So one model serves both, in upstream's two steps:
-# `adjusted_pod_spec` (Kueue's AdjustResources, less the RuntimeClass overhead) and
-# `aggregate_requests` (PodRequests with no options); upstream's own test cases of both run
-# through it (tests/fixtures/upstream/pod_requests.yaml). Kueue reads the resources its
-# ClusterQueue covers of it (trainforge.plan.kueue), Karpenter all of them, EFA devices
-# included (trainforge.jobs.capacity.gang).
+# release-0.19 c90ed70, read 2026-11-29), in its own order. So one model serves both, in
+# upstream's steps: `adjusted_pod_spec` (Kueue's AdjustResources, less the RuntimeClass
+# overhead) or `stored_pod_spec` (the API server's defaulting and LimitRanger, for the Pod),
+# then `aggregate_requests` (PodRequests with no options); upstream's own test cases run
+# through it (tests/fixtures/upstream/pod_requests.yaml). Kueue reads `pod_requests`, the
+# resources its ClusterQueue covers of it (trainforge.plan.kueue); Karpenter
+# `scheduled_pod_requests`, all of them, EFA devices included (trainforge.jobs.capacity.gang);
+# OpenCost `container_requests`. Where the two orders differ: `stored_pod_spec`.
 #
-# Modelled less: a running pod's status (in-place resize), the RuntimeClass overhead Kueue
-# copies into a pod set that names a runtimeClassName without `overhead`, and the API server's
-# own defaulting of a Pod's pod-level requests (from its containers' requests where they name
-# them; Kueue, which reads the template, takes the pod-level limits: what is modelled here).
+# Modelled less: a running pod's status (in-place resize), and the RuntimeClass overhead Kueue
+# copies into a pod set that names a runtimeClassName without `overhead`. The API server's own
+# defaulting of a Pod, which the scheduler and Karpenter read and Kueue does not, is
+# `stored_pod_spec` below.
 
 # PodLevelResources: the resources a pod may name in `spec.resources` (component-helpers
 # resource/helpers.go `supportedPodLevelResources` and `IsSupportedPodLevelResource`, v0.35.7)
@@ -425,7 +427,8 @@ def pod_level(resource: str) -> bool:
 
 
 def _quantity(v: Any) -> Fraction:
-    return parse_quantity(str(v))
+    """A quantity as written, or as a model computed it (a Fraction)."""
+    return v if isinstance(v, Fraction) else parse_quantity(str(v))
 
 
 def _resources(v: Any) -> dict[str, Any]:
@@ -498,32 +501,127 @@ def adjusted_pod_spec(
     return out
 
 
-def _requests(c: Any) -> dict[str, Fraction]:
-    res = get(c, "resources", "requests")
+# The API server's own defaulting of a Pod (not of a template: Kueue reads the Workload's
+# templates, which no API defaulting touches, so `adjusted_pod_spec` is Kueue's alone). The
+# scheduler and Karpenter read the Pod the API server stored: decoding defaults it first
+# (pkg/apis/core/v1/defaults.go `SetDefaults_Pod`: each container's limits as its missing
+# requests; with PodLevelResources, beta and on by default from 1.34 (pkg/features
+# kube_features.go as the code search holds it, read 2026-11-30), then
+# `defaultHugePagePodLimits` and `defaultPodRequests` of the pod's own `resources`: read at
+# kubernetes commit 023f88a32c95647b94e47df54948a0af9517dd0c through the read_file tool,
+# 2026-11-30; no 1.35 tag of it was readable here, the local mirrors hold no
+# kubernetes/kubernetes), and the LimitRanger admission plugin fills what is still missing
+# after that (plugin/pkg/admission/limitranger/admission.go `mergeContainerResources`: a
+# container's missing limits from the LimitRange's `default`, missing requests from its
+# `defaultRequest`). So the two orders differ: a container naming only a limit of 3 CPUs
+# requests 3 on the Pod, and the LimitRange's defaultRequest in Kueue's Workload; a pod whose
+# own `resources` names only limits requests its containers' aggregate on the Pod (CPU,
+# memory), and those limits in Kueue's. Who reads which: Kueue `pod_requests` (the queue
+# model, status/why/wait), the scheduler and Karpenter `scheduled_pod_requests`.
+
+# what `defaultPodRequests` takes from the containers' aggregate: the pod-level resources that
+# may be overcommitted (IsSupportedPodLevelResource and IsOvercommitAllowed: not hugepages)
+POD_LEVEL_OVERCOMMIT = ("cpu", "memory")
+
+
+def stored_pod_spec(
+    pod_spec: Mapping[str, Any], limit_ranges: Iterable[Mapping[str, Any]] = ()
+) -> dict[str, Any]:
+    """A Pod created from `pod_spec` as the API server stores it (see the comment above):
+    `SetDefaults_Pod`'s resources (each container's and init container's limits as its
+    missing requests; where the pod writes its own `resources`, a hugepage limit its
+    containers name and it neither requests nor limits as its limit
+    (`defaultHugePagePodLimits`), and, where it then limits anything, each missing CPU and
+    memory request from its containers' `aggregate_containers` requests and then any other
+    missing request from its limit (`defaultPodRequests`)), then the LimitRanger's container
+    defaults of the namespace's `limit_ranges` (its pod-level Pod items only bound, never
+    default: not applied)."""
+    out = dict(pod_spec)
+    for key in ("initContainers", "containers"):
+        found = pod_spec.get(key)
+        if isinstance(found, list):
+            out[key] = [
+                {**c, "resources": _adjust(c.get("resources"), ({}, {}))}
+                if isinstance(c, Mapping) else c
+                for c in found
+            ]  # fmt: skip
+    own = pod_spec.get("resources")
+    if isinstance(own, Mapping):
+        limits, requests = _resources(own.get("limits")), _resources(own.get("requests"))
+        if limits or requests:
+            for k, v in aggregate_containers(out, "limits").items():
+                if k.startswith(HUGEPAGES) and k not in requests and k not in limits:
+                    limits[k] = v
+        if limits:
+            for k, v in aggregate_containers(out).items():
+                if k in POD_LEVEL_OVERCOMMIT and k not in requests:
+                    requests[k] = v
+            for k, v in limits.items():
+                if pod_level(k) and k not in requests:
+                    requests[k] = v
+        res = dict(own)
+        if limits:
+            res["limits"] = limits
+        if requests:
+            res["requests"] = requests
+        out["resources"] = res
+    container = _limit_defaults(limit_ranges).get("Container", ({}, {}))
+    for key in ("initContainers", "containers"):
+        found = out.get(key)
+        if isinstance(found, list):
+            out[key] = [
+                {**c, "resources": _fill(c.get("resources"), container)}
+                if isinstance(c, Mapping) else c
+                for c in found
+            ]  # fmt: skip
+    return out
+
+
+def _fill(res: Any, defaults: tuple[dict, dict]) -> dict[str, Any]:
+    """The LimitRanger's `mergeContainerResources`: missing limits from `default`, missing
+    requests from `defaultRequest` (a limit never stands in here: decoding did that first)."""
+    res = _resources(res)
+    limits = {**defaults[0], **_resources(res.get("limits"))}
+    requests = {**defaults[1], **_resources(res.get("requests"))}
+    out = {**res, "requests": requests} if requests or "requests" in res else dict(res)
+    return {**out, "limits": limits} if limits else out
+
+
+def scheduled_pod_requests(
+    pod_spec: Mapping[str, Any], limit_ranges: Iterable[Mapping[str, Any]] = ()
+) -> dict[str, Fraction]:
+    """One pod's requests as the scheduler and Karpenter count the Pod the API server stored
+    from this template (`aggregate_requests` of `stored_pod_spec`), the resources it asks a
+    nonzero amount of. Kueue counts the template instead: `pod_requests`."""
+    total = aggregate_requests(stored_pod_spec(pod_spec, limit_ranges))
+    return {k: v for k, v in total.items() if v}
+
+
+def _requests(c: Any, key: str = "requests") -> dict[str, Fraction]:
+    res = get(c, "resources", key)
     return {k: _quantity(v) for k, v in res.items()} if isinstance(res, Mapping) else {}
 
 
-def _app_containers(pod_spec: Mapping[str, Any]) -> dict[str, Fraction]:
+def _app_containers(pod_spec: Mapping[str, Any], key: str = "requests") -> dict[str, Fraction]:
     total: dict[str, Fraction] = {}
     for c in pod_spec.get("containers") or []:
-        for k, v in _requests(c).items():
+        for k, v in _requests(c, key).items():
             total[k] = total.get(k, Fraction(0)) + v
     return total
 
 
-def aggregate_requests(pod_spec: Mapping[str, Any]) -> dict[str, Fraction]:
-    """The Kubernetes `PodRequests` of a pod spec as written, with no options (what Kueue's
-    totalRequestsFromPodSets and Karpenter pass): its containers' requests, and its sidecars'
-    (init containers with restartPolicy Always, running beside the containers and the init
-    containers after them: AggregateContainerRequests), or its largest init container with
-    the sidecars started before it where that is larger; the pod's own `resources.requests`
-    of the resources a pod may name in place of that sum; plus its overhead. A resource that
-    sums to zero stays, as upstream's does."""
-    total = _app_containers(pod_spec)
+def aggregate_containers(pod_spec: Mapping[str, Any], key: str = "requests") -> dict[str, Fraction]:
+    """The Kubernetes `AggregateContainerRequests` (`key` "limits": `AggregateContainerLimits`)
+    of a pod spec, with no options: its containers' and sidecars' (init containers with
+    restartPolicy Always, running beside the containers and the init containers after them),
+    or its largest init container with the sidecars started before it where that is larger;
+    not the pod's own `resources`, not its overhead (component-helpers v0.35.7
+    resource/helpers.go)."""
+    total = _app_containers(pod_spec, key)
     sidecars: dict[str, Fraction] = {}
     init: dict[str, Fraction] = {}
     for c in pod_spec.get("initContainers") or []:
-        asks = _requests(c)
+        asks = _requests(c, key)
         if get(c, "restartPolicy") == "Always":
             for k, v in asks.items():
                 total[k] = total.get(k, Fraction(0)) + v
@@ -536,6 +634,18 @@ def aggregate_requests(pod_spec: Mapping[str, Any]) -> dict[str, Fraction]:
             init[k] = max(init.get(k, Fraction(0)), v)
     for k, v in init.items():
         total[k] = max(total.get(k, Fraction(0)), v)
+    return total
+
+
+def aggregate_requests(pod_spec: Mapping[str, Any]) -> dict[str, Fraction]:
+    """The Kubernetes `PodRequests` of a pod spec as written, with no options (what Kueue's
+    totalRequestsFromPodSets and Karpenter pass): its containers' requests, and its sidecars'
+    (init containers with restartPolicy Always, running beside the containers and the init
+    containers after them: AggregateContainerRequests), or its largest init container with
+    the sidecars started before it where that is larger; the pod's own `resources.requests`
+    of the resources a pod may name in place of that sum; plus its overhead. A resource that
+    sums to zero stays, as upstream's does."""
+    total = aggregate_containers(pod_spec)
     own = get(pod_spec, "resources", "requests")
     for k, v in (own if isinstance(own, Mapping) else {}).items():
         if pod_level(k):
@@ -555,9 +665,10 @@ def container_requests(
     sidecar or pod overhead (opencost v1.112.0 pkg/costmodel/costmodel.go `ComputeCostData`,
     metrics.go `container_*_allocation`; read 2026-11-29, the newest source of the mirror:
     the pinned 1.120.1 is not in it). `trainforge status`'s spend estimate reads this, so it
-    estimates what OpenCost would say (trainforge.live.spend)."""
-    adjusted = adjusted_pod_spec(pod_spec, limit_ranges)
-    return {k: v for k, v in _app_containers(adjusted).items() if v}
+    estimates what OpenCost would say (trainforge.live.spend). OpenCost reads the Pod as the
+    API server stored it (`stored_pod_spec`), not Kueue's adjusted template."""
+    stored = stored_pod_spec(pod_spec, limit_ranges)
+    return {k: v for k, v in _app_containers(stored).items() if v}
 
 
 def pod_requests(
@@ -568,3 +679,71 @@ def pod_requests(
     the LimitRange documents of the workload's namespace."""
     total = aggregate_requests(adjusted_pod_spec(pod_spec, limit_ranges))
     return {k: v for k, v in total.items() if v}
+
+
+# --- what Kueue refuses of a pod's requests and limits ------------------------------------------
+# Why: the LimitRange defaults are applied per field, so a container with its own request and no
+# limit takes the namespace's `default` limit even where that is lower, and one with its own
+# limit and no request takes the `defaultRequest` even where that is higher. Kueue validates the
+# adjusted pod sets before it assigns flavors (pkg/workload/resources.go `ValidateAdmissibility`
+# -> `ValidateResources`, at release-0.19 c90ed70, read 2026-11-30; the scheduler runs it on
+# the queue's copy, which `AdjustResources` adjusted, pkg/scheduler/scheduler.go): a request
+# above its limit makes the Workload inadmissible (QuotaReserved False, reason Misconfigured)
+# with that error as its message, for good.
+
+# pkg/workload/resources.go
+REQUESTS_OVER_LIMITS = "requests must not exceed its limits"  # RequestsMustNotExceedLimitMessage
+INVALID_RESOURCES = "resources validation failed"  # ErrInvalidWLResources
+
+
+def _kueue_value(resource: str, q: Any) -> int:
+    """A quantity as Kueue compares it (pkg/resources/requests.go `ResourceValue`): CPU in
+    millicores, anything else in units, each rounded up (Quantity.MilliValue / Value)."""
+    v = _quantity(q)
+    return math.ceil(v * 1000) if resource == "cpu" else math.ceil(v)
+
+
+def _greater_keys(res: Any) -> list[str]:
+    """The resources a `resources` block requests more of than it limits, sorted (Kueue's
+    `GreaterKeysRL`: only resources that have both; none when it has no limits)."""
+    requests, limits = _resources(get(res, "requests")), _resources(get(res, "limits"))
+    return sorted(
+        k for k, v in requests.items()
+        if k in limits and _kueue_value(k, v) > _kueue_value(k, limits[k])
+    )  # fmt: skip
+
+
+def requests_over_limits(pod_spec: Mapping[str, Any]) -> list[tuple[str, list[str]]]:
+    """Kueue's `ValidateResources` of one pod set's pod spec (pass it `adjusted_pod_spec`: Kueue
+    validates what AdjustResources made of it): (field under the template's spec, the
+    resources it requests more of than it limits) for each init container, each container and
+    the pod's own `resources`, in that order, where any."""
+    out: list[tuple[str, list[str]]] = []
+    for key in ("initContainers", "containers"):
+        found = pod_spec.get(key)
+        for i, c in enumerate(found if isinstance(found, list) else []):
+            names = _greater_keys(get(c, "resources"))
+            if names:
+                out.append((f"{key}[{i}]", names))
+    names = _greater_keys(pod_spec.get("resources"))
+    if names:
+        out.append(("resources", names))
+    return out
+
+
+def invalid_resources(pod_sets: Iterable[Iterable[tuple[str, Iterable[str]]]]) -> str:
+    """The error Kueue's ValidateAdmissibility returns for a Workload whose pod sets, in order,
+    have these `requests_over_limits` ("" when none requests more than it limits): each
+    field error as apimachinery's `field.Error` prints an Invalid value (the resource names
+    as a JSON list), several in brackets joined by ", " (`ToAggregate`, v0.36.2)."""
+    errs = [
+        f"spec.podSets[{i}].template.spec.{where}: Invalid value: "
+        + "[" + ",".join(f'"{n}"' for n in names) + "]: " + REQUESTS_OVER_LIMITS
+        for i, over in enumerate(pod_sets)
+        for where, names in over
+    ]  # fmt: skip
+    if not errs:
+        return ""
+    unique = list(dict.fromkeys(errs))
+    joined = unique[0] if len(unique) == 1 else "[" + ", ".join(unique) + "]"
+    return f"{INVALID_RESOURCES}: {joined}"

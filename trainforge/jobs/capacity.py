@@ -298,9 +298,10 @@ def pod_request(
     pod_spec: Mapping[str, Any], limit_ranges: Iterable[Mapping[str, Any]] = ()
 ) -> PodRequest:
     """One pod as Karpenter packs it: its requests as the API server stores the pod and the
-    scheduler counts them (`core.pods.pod_requests`: the namespace's `limit_ranges`, limits
-    for missing requests, init containers, sidecars, overhead), with its EFA devices."""
-    r = core_pods.pod_requests(pod_spec, limit_ranges)
+    scheduler counts them (`core.pods.scheduled_pod_requests`: limits for missing requests,
+    then the namespace's `limit_ranges`, the pod's own requests as the API server defaults
+    them, init containers, sidecars, overhead; not Kueue's order), with its EFA devices."""
+    r = core_pods.scheduled_pod_requests(pod_spec, limit_ranges)
     return PodRequest(
         cpu_m=math.ceil(r.get("cpu", Fraction(0)) * 1000),
         memory_mib=r.get("memory", Fraction(0)) / MI,

@@ -120,6 +120,13 @@ def blocked_by(g: Gathered) -> list[str]:
 GPU = GPU_RESOURCE
 
 
+def refused(g: Gathered) -> str:
+    """Kueue's error for a Workload it never admits because a container requests more than
+    it limits once the namespace's LimitRange defaulted it (trainforge.plan.kueue
+    `workload_invalid`, its ValidateResources), "" when it does not."""
+    return K.workload_invalid(g.workload or {}, g.limit_ranges) if g.workload else ""
+
+
 def borrowing(g: Gathered) -> str | None:
     """For an admitted job whose queue borrows in its flavor: how much, and who may take it
     back and when (Kueue's reclaimWithinCohort). None when its queue borrows nothing."""
@@ -505,8 +512,12 @@ def queue_lines(g: Gathered, admitted: bool, now: datetime) -> list[str]:
                 f"{g.position.get('positionInClusterQueue', 0) + 1} in ClusterQueue {cq}"
             )
         out += [f"asks:       {r}" for r in requests(g)]
-        out += [f"blocked:    {b}" for b in blocked_by(g)]
-        if g.expected is not None:
+        invalid = refused(g)
+        if invalid:
+            out.append(f"refused:    {K.NEVER_ADMITS} {invalid}")
+        else:
+            out += [f"blocked:    {b}" for b in blocked_by(g)]
+        if g.expected is not None and not invalid:
             out += [f"{k + ':':<12}{v}" for k, v in wait.lines(g.expected)]
     evicted = condition(wl, "Evicted")
     if evicted and evicted.get("status") == "True" or (wl.get("status", {}).get("requeueState")):
@@ -535,8 +546,15 @@ def why(g: Gathered, now: datetime, last_lines: dict[str, str], lines_unread: st
     if reasons:
         return "\n".join(reasons) + "\n"
     if wl is not None and not is_true(wl, "Admitted") and state != "Failed":
-        blocked = blocked_by(g)
-        if blocked:
+        blocked, invalid = blocked_by(g), refused(g)
+        if invalid:
+            reasons.append(f"{K.NEVER_ADMITS} {invalid}")
+            reasons.append(
+                "  a container requests more than it limits once the namespace's LimitRange "
+                "filled in what it leaves out (`default` as its limit, `defaultRequest` as its "
+                "request): it never waits its turn, only a change of the job or the LimitRange helps"
+            )
+        elif blocked:
             reasons.append("Kueue has not admitted it: not enough quota.")
             reasons += [f"  {b}" for b in blocked]
         elif condition(wl, "Evicted"):
@@ -546,11 +564,15 @@ def why(g: Gathered, now: datetime, last_lines: dict[str, str], lines_unread: st
             )
         else:
             reasons.append("Kueue has not admitted it yet (waiting for its turn in the queue).")
-        if g.expected is not None:
+        if g.expected is not None and not invalid:
             reasons += [f"  {k}: {v}" for k, v in wait.lines(g.expected)]
         if g.limit_ranges_unread:
             reasons.append(f"  note: {g.limit_ranges_unread}")
-        reasons.append("See docs/troubleshooting.md#waiting-in-the-queue-kueue")
+        reasons.append(
+            "See docs/troubleshooting.md#requests-over-limits-never-admitted"
+            if invalid
+            else "See docs/troubleshooting.md#waiting-in-the-queue-kueue"
+        )
     pending = [p for p in g.pods if p.get("status", {}).get("phase") == "Pending"]
     if pending and not reasons:
         reasons.append("Admitted, but pods wait for nodes:")

@@ -41,6 +41,7 @@ RULE_NEVER = "TRAINFORGE_QUEUE_NEVER_ADMITTED"
 RULE_OWNED = "TRAINFORGE_QUEUE_KUEUE_OWNED_FIELD"
 RULE_UNLAUNCHABLE = "TRAINFORGE_QUEUE_UNLAUNCHABLE"
 RULE_NO_OBJECT = "TRAINFORGE_QUEUE_NO_JOB_OBJECT"
+RULE_OVER_LIMITS = "TRAINFORGE_QUEUE_REQUESTS_OVER_LIMITS"
 RULES = {
     RULE_UNLAUNCHABLE: "keep every pool's nominal quotas within what the pool holds "
     "(trainforge.platform.queues.quota_plan; docs/teams.md, 'Quotas')",
@@ -50,6 +51,9 @@ RULES = {
     "or a larger borrowing limit in that pool",
     RULE_NO_OBJECT: "let the job's backend emit its object labelled "
     f"{JOB_LABEL}=<job>, of a kind whose pod templates it reads (trainforge.jobs.backends)",
+    RULE_OVER_LIMITS: "give the container a limit at least its request, or a request at most "
+    "its limit, where the namespace's LimitRange `default` / `defaultRequest` fills the other "
+    "(docs/troubleshooting.md, 'Requests over limits: never admitted')",
     RULE_OWNED: "leave suspend, schedulingGates and the flavor's node labels to Kueue "
     "(docs/teams.md, 'Who owns which field')",
 }
@@ -69,6 +73,7 @@ class Workload:
     state: str = "pending"  # pending | admitted | never
     borrowing: dict[str, Fraction] = field(default_factory=dict)
     reason: str = ""
+    invalid: str = ""  # Kueue's ValidateResources error, where that keeps it out (K.admit)
     preempted_by: str | None = None
     preempted_why: str = ""
     admitted_at: int = -1
@@ -646,15 +651,20 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
         w.need = {r: v * w.pods for r, v in per_pod.items() if v}
         w.gang = object_gang(ctx, obj, spec, target.pool)
         templates = pod_templates(obj.doc, build=False)
-        ps = K.podset(templates[0].template if templates else {}, per_pod, w.pods)
+        lrs = limit_ranges(ctx, target.namespace)
+        ps = K.podset(templates[0].template if templates else {}, per_pod, w.pods, lrs)
         # Kueue reads every pod template as a pod set of its own (its replicas' pods) and
         # assigns each its flavors (one pod set: a TrainJob's pods, built elsewhere)
         sets = [
-            replace(K.podset(t.template, per_pod, t.replicas), name=t.name or ps.name)
+            replace(K.podset(t.template, per_pod, t.replicas, lrs), name=t.name or ps.name)
             for t in templates
         ]
         if sum(p.count for p in sets) != w.pods:
-            sets = [ps]
+            # the pods its controller builds (a TrainJob's, from its runtime) are what Kueue
+            # validates: their containers' requests over limits, one pod set
+            built = pod_templates(obj.doc, runtimes=runtime_docs(ctx))
+            over = [o for t in built for o in K.podset(t.template, {}, 1, lrs).over_limits]
+            sets = [replace(ps, over_limits=tuple(over))]
         pclass = obj.doc["metadata"]["labels"].get(PRIORITY_LABEL, "")
         got = K.admit(m, target.namespace, shape.queue(obj.doc), pclass, sets)
         if got.local_queue is None:
@@ -664,7 +674,8 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
         if q is not None and q.admits(target.namespace):
             w.queue, w.priority_class, w.priority = q.name, pclass, got.priority
         if got.reason or q is None or got.assignment is None:
-            never(w, RULE_NEVER, got.reason, obj)
+            w.invalid = got.invalid
+            never(w, RULE_OVER_LIMITS if got.invalid else RULE_NEVER, got.reason, obj)
             continue
         all_tas = K.only_tas(q, m.flavors)
         # a pod set that no flavor takes is never admitted, whichever template it is
@@ -751,11 +762,15 @@ def admit_object(
     m = K.read(docs)
     w = Workload(str(labels.get(JOB_LABEL, "job")), namespace, namespace, 0)
     w.need, w.pods = dict(need), pods
-    ps = K.podset({"spec": pod}, {r: v / pods for r, v in need.items()}, pods)
+    lrs = [
+        d for d in docs
+        if d.get("kind") == "LimitRange" and get(d, "metadata", "namespace") == namespace
+    ]  # fmt: skip
+    ps = K.podset({"spec": pod}, {r: v / pods for r, v in need.items()}, pods, lrs)
     got = K.admit(m, namespace, labels.get(QUEUE_LABEL), labels.get(PRIORITY_LABEL, ""), [ps])
     out = ObjectAdmission(w, got.local_queue)
     if got.reason or got.queue is None or got.assignment is None:
-        w.state, w.reason = "never", got.reason
+        w.state, w.reason, w.invalid = "never", got.reason, got.invalid
         return out
     w.queue = w.team = got.queue.name
     w.queue_name = got.local_queue

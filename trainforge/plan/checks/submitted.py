@@ -150,7 +150,8 @@ def _judge(ctx: PlanContext, o: Any, region: str) -> tuple[list[str], list[Findi
     if w.state != "admitted":
         lines.append(f"  queue: never admitted: {w.reason}")
         message = f"{ident} (sent by the program): {w.reason}"
-        findings.append(_finding(ident, Q.RULE_NEVER, message, Q.RULES[Q.RULE_NEVER], o.urn))
+        rule = Q.RULE_OVER_LIMITS if w.invalid else Q.RULE_NEVER
+        findings.append(_finding(ident, rule, message, Q.RULES[rule], o.urn))
         return lines, findings
     lines.append(
         f"  queue: admitted through LocalQueue {w.queue_name} of {o.namespace} (ClusterQueue "

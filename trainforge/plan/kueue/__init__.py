@@ -29,17 +29,19 @@ from trainforge.plan.kueue.objects import (
 )
 from trainforge.plan.kueue.quota import Quotas
 from trainforge.plan.kueue.workload import (
+    NEVER_ADMITS,
     admit,
     pod_need,
     pod_requests,
     podset,
+    workload_invalid,
     workload_need,
     workload_podsets,
 )
 
 __all__ = [
-    "FIT", "GPU", "NO_CANDIDATES", "NO_FIT", "POSSIBLE", "RECLAIM", "RESOURCES", "Assigner", "Assignment",
-    "ClusterQueue", "Flavor", "Kueue", "PodSet", "Quotas", "admit", "cluster_queue", "flavor_fits_podset",
-    "only_tas", "pod_need", "pod_requests", "podset", "quantity", "read", "workload_need",
-    "workload_podsets",
+    "FIT", "GPU", "NEVER_ADMITS", "NO_CANDIDATES", "NO_FIT", "POSSIBLE", "RECLAIM", "RESOURCES",
+    "Assigner", "Assignment", "ClusterQueue", "Flavor", "Kueue", "PodSet", "Quotas", "admit",
+    "cluster_queue", "flavor_fits_podset", "only_tas", "pod_need", "pod_requests", "podset",
+    "quantity", "read", "workload_invalid", "workload_need", "workload_podsets",
 ]  # fmt: skip

@@ -52,6 +52,9 @@ class PodSet:
     affinity: tuple[tuple[Mapping[str, Any], ...], ...] = ()
     tolerations: tuple[Mapping[str, Any], ...] = ()
     topology: bool = False  # asks for topology-aware scheduling
+    # Kueue's ValidateResources of its adjusted pod template (trainforge.core.pods
+    # `requests_over_limits`): (field, resources requested over their limit), where any
+    over_limits: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def total(self) -> dict[str, Fraction]:
         return {r: v * self.count for r, v in self.requests.items() if v}

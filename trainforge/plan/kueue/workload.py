@@ -25,7 +25,13 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
-from trainforge.core.pods import QUEUE_LABEL, pod_requests
+from trainforge.core.pods import (
+    QUEUE_LABEL,
+    adjusted_pod_spec,
+    invalid_resources,
+    pod_requests,
+    requests_over_limits,
+)
 from trainforge.jobs.tenancy import PREFERRED_TOPOLOGY, REQUIRED_TOPOLOGY, UNCONSTRAINED_TOPOLOGY
 from trainforge.plan.kueue.assign import Assigner, Assignment, PodSet
 from trainforge.plan.kueue.objects import GPU, RESOURCES, ClusterQueue, Kueue, quantity
@@ -49,9 +55,16 @@ def workload_podsets(
         tmpl = ps.get("template") or {}
         pod = pod_requests(tmpl.get("spec") or {}, limit_ranges)
         per_pod = {r: v for r, v in pod.items() if r in RESOURCES}
-        got = podset(tmpl, per_pod, int(ps.get("count", 1)))
+        got = podset(tmpl, per_pod, int(ps.get("count", 1)), limit_ranges)
         out.append(replace(got, name=str(ps.get("name", got.name))))
     return out
+
+
+def workload_invalid(wl: Mapping[str, Any], limit_ranges: Iterable[Mapping[str, Any]] = ()) -> str:
+    """Kueue's error for a Workload object one of whose containers requests more than it
+    limits once its namespace's `limit_ranges` defaulted it (`ValidateResources`:
+    trainforge.core.pods.invalid_resources), "" when none does."""
+    return invalid_resources(p.over_limits for p in workload_podsets(wl, limit_ranges))
 
 
 def workload_need(
@@ -79,11 +92,20 @@ def pod_need(spec: Any) -> dict[str, Fraction]:
     }
 
 
-def podset(tmpl: Mapping[str, Any], per_pod: Mapping[str, Fraction], count: int) -> PodSet:
+def podset(
+    tmpl: Mapping[str, Any],
+    per_pod: Mapping[str, Fraction],
+    count: int,
+    limit_ranges: Iterable[Mapping[str, Any]] = (),
+) -> PodSet:
     """What Kueue reads of `count` pods of one pod template ({metadata, spec}) each asking
-    `per_pod`: its nodeSelector, required node affinity and tolerations, and whether it asks
-    for topology-aware scheduling (a podset topology annotation)."""
+    `per_pod`: its nodeSelector, required node affinity and tolerations, whether it asks
+    for topology-aware scheduling (a podset topology annotation), and what its containers
+    request over their limits once the namespace's `limit_ranges` defaulted them (Kueue's
+    ValidateResources of the adjusted template: `admit` refuses such a pod set)."""
     pod = tmpl.get("spec") or {}
+    adjusted = adjusted_pod_spec(pod, limit_ranges)
+    over = tuple((where, tuple(names)) for where, names in requests_over_limits(adjusted))
     notes = (tmpl.get("metadata") or {}).get("annotations") or {}
     affinity = ((pod.get("affinity") or {}).get("nodeAffinity") or {}).get(
         "requiredDuringSchedulingIgnoredDuringExecution"
@@ -98,6 +120,7 @@ def podset(tmpl: Mapping[str, Any], per_pod: Mapping[str, Fraction], count: int)
         ),
         tolerations=tuple(pod.get("tolerations") or ()),
         topology=any(k in notes for k in _TOPOLOGY),
+        over_limits=over,
     )
 
 
@@ -113,6 +136,11 @@ class Admission:
     priority: int = 0
     assignment: Assignment | None = None
     reason: str = ""
+    invalid: str = ""  # Kueue's ValidateResources error, where that is the reason
+
+
+# how the plan introduces Kueue's own message for a pod set it refuses (`Admission.invalid`)
+NEVER_ADMITS = "Kueue never admits it (QuotaReserved False, reason Misconfigured):"
 
 
 def admit(
@@ -122,7 +150,9 @@ def admit(
     LocalQueue `default`: manageJobsWithoutQueueName and LocalQueue defaulting), its
     ClusterQueue (whose namespaceSelector must select the namespace), the priority class,
     and Kueue's flavor assignment of its pod sets `ps` (one per pod template) on the queues as
-    they are now."""
+    they are now. A pod set whose containers request more than they limit
+    (`PodSet.over_limits`) is Kueue's `invalid` (pkg/workload/resources.go
+    `ValidateAdmissibility` at release-0.19)."""
     lq = queue_label
     if lq is None and (namespace, DEFAULT_LOCAL_QUEUE) in m.local:
         lq = DEFAULT_LOCAL_QUEUE
@@ -141,5 +171,10 @@ def admit(
         )
     if priority_class and priority_class not in m.priorities:
         return Admission(lq, q, reason=f"no WorkloadPriorityClass {priority_class!r}")
+    # ValidateAdmissibility, after the namespace selector: the scheduler marks the Workload
+    # QuotaReserved False (Misconfigured) with this error and never assigns it flavors
+    invalid = invalid_resources(p.over_limits for p in ps)
+    if invalid:
+        return Admission(lq, q, reason=f"{NEVER_ADMITS} {invalid}", invalid=invalid)
     got = Assigner(Quotas(m.queues, m.shared), m.flavors).assign(q, list(ps))
     return Admission(lq, q, m.priorities.get(priority_class, 0), got)
