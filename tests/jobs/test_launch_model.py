@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from trainforge.jobs.restarts import budget, launch_line
+from trainforge.jobs.restarts import budget, launch_line, on_exit, outcome
+from trainforge.training.contract import ON_EXIT
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -112,8 +113,8 @@ def test_run_local_applies_the_rendered_restart_policy(project, monkeypatch):
     monkeypatch.chdir(project)
     seen: dict = {}
 
-    def fake_launch(cmd, env, cwd=None, *, recreations=0, on="retryable", gpus=0):
-        seen.update(cmd=cmd, recreations=recreations, on=on, gpus=gpus)
+    def fake_launch(cmd, env, cwd=None, *, recreations=0, on="retryable", gpus=0, outcome=None):
+        seen.update(cmd=cmd, env=env, recreations=recreations, on=on, gpus=gpus, outcome=outcome)
         return 0
 
     monkeypatch.setattr("trainforge.jobs.local.launch", fake_launch)
@@ -125,6 +126,11 @@ def test_run_local_applies_the_rendered_restart_policy(project, monkeypatch):
     b = budget(job)
     assert (seen["on"], seen["recreations"]) == ("retryable", b.local_recreations)
     assert b.local_recreations == 6
+    # the local pod is re-created for what the backend's controller re-creates, and its
+    # processes are told that, as the pods are (TRAINFORGE_ON_EXIT)
+    for code in (1, 2, 137, 143, 202):
+        assert seen["outcome"](code) == outcome(job, code), code
+    assert seen["env"][ON_EXIT] == on_exit(job)
     i = seen["cmd"].index("--nproc-per-node")
     assert seen["cmd"][i + 1] == "8"
     assert launch_line(job).startswith("2 pods x 4 processes, restarts: ")
@@ -148,8 +154,8 @@ def _recording_launch_line(monkeypatch, name: str = "launch_line") -> list[str]:
 def _fake_launch(monkeypatch) -> dict:
     seen: dict = {}
 
-    def fake_launch(cmd, env, cwd=None, *, recreations=0, on="retryable", gpus=0):
-        seen.update(cmd=cmd, recreations=recreations, on=on, gpus=gpus)
+    def fake_launch(cmd, env, cwd=None, *, recreations=0, on="retryable", gpus=0, outcome=None):
+        seen.update(cmd=cmd, env=env, recreations=recreations, on=on, gpus=gpus, outcome=outcome)
         return 0
 
     monkeypatch.setattr("trainforge.jobs.local.launch", fake_launch)
