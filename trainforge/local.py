@@ -60,8 +60,9 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=0,
         help="re-create the local pod up to N times, as the cluster re-creates a job's pods: "
-        "after a retryable exit (>= 128; a --stack job by its restartPolicy: OnFailure any "
-        "failure, Never none) (default 0; with --stack the job's budget)",
+        "after a retryable exit (>= 128; a --stack job: the exits its backend's controller "
+        "re-creates a pod for, by its restartPolicy: OnFailure any failure, Never none) "
+        "(default 0; with --stack the job's budget)",
     )
     p.add_argument(
         "--dry-run", action="store_true", help="print the torchrun command instead of running it"
@@ -192,7 +193,8 @@ def user_code_parser() -> argparse.ArgumentParser:
         "--pod-restarts",
         type=int,
         default=None,
-        help="re-creations of the local pod after a retryable exit (default: the job's budget)",
+        help="re-creations of the local pod after an exit the job's controller re-creates a "
+        "pod for (default: the job's budget)",
     )
     p.add_argument(
         "--volume",
