@@ -196,6 +196,8 @@ def test_the_ad_hoc_and_stack_paths_print_the_restart_line_they_run_with(
     assert seen["cmd"].count("trainforge.training.launch") == 1
     assert seen["cmd"][seen["cmd"].index("--nproc-per-node") + 1] == "2"
     assert (_max_restarts(seen["cmd"]), seen["recreations"], seen["on"]) == (1, 3, "retryable")
+    # no stack, no controller: the operator's rule re-runs it, and its processes are told nothing
+    assert seen["outcome"] is None and ON_EXIT not in seen["env"]
 
     made.clear()
     assert (
@@ -243,3 +245,6 @@ def test_the_bundled_runtime_s_stack_line_says_the_flags_it_runs_with(monkeypatc
         "run-local: the same, up to 4 (--pod-restarts)"
     )
     assert (seen["recreations"], seen["on"]) == (4, "retryable")
+    # its processes are told what the indexed Job's controller does, and run-local does that
+    assert seen["env"][ON_EXIT] == on_exit(job)
+    assert [seen["outcome"](c) for c in (1, 137)] == [outcome(job, c) for c in (1, 137)]
